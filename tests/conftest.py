@@ -1,0 +1,90 @@
+"""Shared fixtures: a real vipu-server process (the installed console script) on a free port."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+BIN = Path(sys.executable).parent
+LISTENING = re.compile(r"listening on (\S+):(\d+)")
+
+
+def console_script(name: str) -> str:
+    path = BIN / name
+    assert path.exists(), f"{name} is not installed in {BIN}; run `make test` (it installs the package)"
+    return str(path)
+
+
+@dataclass
+class ServerProcess:
+    """One vipu-server; restart() starts it again on the same state folder (and, when it can, the same port)."""
+
+    state_dir: Path
+    pod: str = "bow-pod64"
+    port: int = 0
+    proc: subprocess.Popen | None = None
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> ServerProcess:
+        cmd = [console_script("vipu-server"), "--pod", self.pod, "--port", str(self.port), "--state-dir",
+               str(self.state_dir), *self.extra]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else ""
+        match = LISTENING.search(line)
+        if not match:
+            self.proc.kill()
+            err = self.proc.stderr.read()
+            raise RuntimeError(f"vipu-server did not start: {line!r} {err[-2000:]}")
+        self.port = int(match.group(2))
+        with grpc.insecure_channel(self.address) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        return self
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=20)
+
+    def restart(self) -> ServerProcess:
+        self.kill()
+        return self.start()
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "VIPU_CLI_API_HOST": "127.0.0.1", "VIPU_CLI_API_PORT": str(self.port)}
+
+
+@pytest.fixture
+def server_factory(tmp_path):
+    started: list[ServerProcess] = []
+
+    def make(pod: str = "bow-pod64", state_dir: Path | None = None, extra: list[str] | None = None) -> ServerProcess:
+        server = ServerProcess(state_dir=state_dir or tmp_path / f"state{len(started)}", pod=pod, extra=extra or [])
+        started.append(server)
+        return server.start()
+
+    yield make
+    for server in started:
+        server.kill(signal.SIGTERM)
+        for stream in (server.proc.stdout, server.proc.stderr):
+            stream.close()
+
+
+@pytest.fixture
+def server(server_factory) -> ServerProcess:
+    return server_factory()

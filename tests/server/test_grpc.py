@@ -1,0 +1,80 @@
+"""The controller as a gRPC server: health, reflection, status codes, deadlines, and surviving any input."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+
+from vipu.v1 import admin_pb2, admin_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
+
+
+@pytest.fixture
+def stubs(server):
+    with grpc.insecure_channel(server.address) as channel:
+        yield partition_pb2_grpc.PartitionServiceStub(channel), admin_pb2_grpc.AdminServiceStub(channel), channel
+
+
+def code_of(call) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as info:
+        call()
+    return info.value.code(), info.value.details()
+
+
+def test_reflection_lists_every_service(stubs):
+    _, _, channel = stubs
+    services = set(ProtoReflectionDescriptorDatabase(channel).get_services())
+    assert {"vipu.v1.PartitionService", "vipu.v1.AdminService", "grpc.health.v1.Health"} <= services
+
+
+@pytest.mark.parametrize(
+    "request_, status",
+    [
+        (p.CreatePartitionRequest(name="a", size=3), grpc.StatusCode.INVALID_ARGUMENT),
+        (p.CreatePartitionRequest(name="a", size=2**40), grpc.StatusCode.INVALID_ARGUMENT),
+        (p.CreatePartitionRequest(name="a", size=4, num_gcds=0), grpc.StatusCode.INVALID_ARGUMENT),
+        (p.CreatePartitionRequest(name="a", size=4, num_gcds=-2), grpc.StatusCode.INVALID_ARGUMENT),
+        (p.CreatePartitionRequest(name="a", size=4, gcd_sync_replicas=-1), grpc.StatusCode.INVALID_ARGUMENT),
+        (p.CreatePartitionRequest(name="\x00\x01", size=4), grpc.StatusCode.INVALID_ARGUMENT),
+        (p.CreatePartitionRequest(name="", size=4), grpc.StatusCode.INVALID_ARGUMENT),
+        (p.CreatePartitionRequest(name="a", size=4, allocation="../etc"), grpc.StatusCode.INVALID_ARGUMENT),
+    ],
+)
+def test_bad_requests_get_invalid_argument_and_the_server_keeps_serving(stubs, request_, status):
+    partitions, _, _ = stubs
+    code, details = code_of(lambda: partitions.CreatePartition(request_, timeout=5))
+    assert code == status and details
+    assert partitions.ListPartitions(p.ListPartitionsRequest(), timeout=5).partitions == []
+
+
+def test_status_codes_follow_the_domain(stubs):
+    partitions, admin, _ = stubs
+    partitions.CreatePartition(p.CreatePartitionRequest(name="a", size=8), timeout=5)
+    assert code_of(lambda: partitions.CreatePartition(p.CreatePartitionRequest(name="a", size=8), timeout=5))[0] == grpc.StatusCode.ALREADY_EXISTS
+    assert code_of(lambda: partitions.GetPartition(p.GetPartitionRequest(name="zz"), timeout=5))[0] == grpc.StatusCode.NOT_FOUND
+    partitions.AcquirePartition(p.HoldPartitionRequest(name="a", holder="job-1"), timeout=5)
+    code, details = code_of(lambda: partitions.RemovePartition(p.RemovePartitionRequest(name="a"), timeout=5))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "in use by job-1" in details
+    assert partitions.RemovePartition(p.RemovePartitionRequest(name="a", force=True), timeout=5).state == "REMOVED"
+    partitions.CreatePartition(p.CreatePartitionRequest(name="all", size=64), timeout=5)
+    code, details = code_of(lambda: partitions.CreatePartition(p.CreatePartitionRequest(name="b", size=1), timeout=5))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "0 IPUs free" in details
+    code, _ = code_of(lambda: admin.FailIpus(admin_pb2.FailIpusRequest(ipus=[999]), timeout=5))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_an_expired_deadline_is_refused_not_served(stubs):
+    partitions, _, _ = stubs
+    code, _ = code_of(lambda: partitions.CreatePartition(p.CreatePartitionRequest(name="late", size=4), timeout=1e-6))
+    assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+    names = [x.name for x in partitions.ListPartitions(p.ListPartitionsRequest(), timeout=5).partitions]
+    assert names in ([], ["late"])  # the client may give up after the server committed; never half-stored
+    assert partitions.GetVersion(p.GetVersionRequest(), timeout=5).pod == "bow-pod64"
+
+
+def test_garbage_bytes_on_a_method_do_not_crash_the_server(stubs):
+    partitions, _, channel = stubs
+    raw = channel.unary_unary("/vipu.v1.PartitionService/CreatePartition")
+    code, _ = code_of(lambda: raw(b"\xff\xfe\x00garbage\x8a", timeout=5))
+    assert code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.INVALID_ARGUMENT)
+    assert partitions.GetVersion(p.GetVersionRequest(), timeout=5).ipus == 64

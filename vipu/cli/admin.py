@@ -1,0 +1,198 @@
+"""`vipu-admin`: agents, clusters, allocations and users on the controller's admin service."""
+
+from __future__ import annotations
+
+import typer
+
+from vipu.cli.connection import DEFAULT_TIMEOUT_S
+from vipu.cli.context import JSON_HELP, JsonOption, root_options
+from vipu.cli.output import as_dict, print_json, table
+from vipu.v1 import admin_pb2 as a
+
+app = typer.Typer(
+    name="vipu-admin",
+    help="Administer a vipu-sim V-IPU controller: agents, clusters, allocations, users, faults.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+create = typer.Typer(help="Create an agent, cluster, allocation or user.", no_args_is_help=True)
+remove = typer.Typer(help="Remove an agent, cluster or allocation.", no_args_is_help=True)
+get = typer.Typer(help="Show one agent, cluster, allocation or user.", no_args_is_help=True)
+listing = typer.Typer(help="List agents, clusters, allocations or users.", no_args_is_help=True)
+fail = typer.Typer(help="Inject faults (tests and operator drills).", no_args_is_help=True)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    api_host: str = typer.Option(None, "--api-host", help="controller host (else VIPU_CLI_API_HOST, else localhost)"),
+    api_port: int = typer.Option(None, "--api-port", help="controller port (else VIPU_CLI_API_PORT, else 8090)"),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", min=0.1, help="seconds to wait for the controller"),
+    json_out: bool = typer.Option(False, "--json", "--showjson", help=JSON_HELP),
+    no_header: bool = typer.Option(False, "--no-header", help="omit table headers"),
+):
+    root_options(ctx, "vipu-admin", api_host, api_port, timeout, json_out, no_header)
+
+
+def csv(value: str) -> list[str]:
+    return [x.strip() for x in value.split(",") if x.strip()]
+
+
+def show(ctx: typer.Context, json_out: bool, message, headers: list[str], rows: list[list]) -> None:
+    cli = ctx.obj
+    if cli.wants_json(json_out):
+        print_json(message)
+    else:
+        print(table(headers, rows, cli.header))
+
+
+AGENT_HEADERS = ["Agent", "Host", "Port", "Machine", "IPUs", "State"]
+CLUSTER_HEADERS = ["Cluster", "ILDs", "Topology", "Cluster Topology", "Agents"]
+ALLOCATION_HEADERS = ["Allocation ID", "IPUs", "Users", "Agents"]
+USER_HEADERS = ["User", "Admin"]
+
+
+def agent_row(x) -> list:
+    return [x.name, x.host, x.port, x.machine, " ".join(map(str, x.ipus)), x.state]
+
+
+def cluster_row(x) -> list:
+    return [x.name, x.num_ilds, x.topology, x.cluster_topology, " ".join(x.agents)]
+
+
+def allocation_row(x) -> list:
+    return [x.name, x.ipus, " ".join(x.users) or "-", " ".join(x.agents)]
+
+
+def user_row(x) -> list:
+    return [x.name, "yes" if x.admin else "no"]
+
+
+@create.command("agent")
+def create_agent(
+    ctx: typer.Context,
+    name: str,
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8080, "--port"),
+    machine: int = typer.Option(None, "--machine", help="machine index in the Pod (default: first without an agent)"),
+    json_out: bool = JsonOption,
+):
+    """Register the agent of one IPU-Machine."""
+    c = ctx.obj.conn
+    x = c.call(c.admin.CreateAgent, a.CreateAgentRequest(name=name, host=host, port=port, machine=machine))
+    show(ctx, json_out, x, AGENT_HEADERS, [agent_row(x)])
+
+
+@create.command("cluster")
+def create_cluster(
+    ctx: typer.Context,
+    name: str,
+    agents: str = typer.Option(..., "--agents", help="comma-separated agent names (whole IPU-Link domains)"),
+    num_ilds: int = typer.Option(1, "--num-ipulinkdomains", help="IPU-Link domains the agents form"),
+    topology: str = typer.Option("", "--topology", help="torus or mesh (default: the Pod's)"),
+    cluster_topology: str = typer.Option("", "--cluster-topology", help="looped, direct-attach or switched"),
+    json_out: bool = JsonOption,
+):
+    """Join agents into a cluster of IPU-Link domains."""
+    c = ctx.obj.conn
+    request = a.CreateClusterRequest(
+        name=name, agents=csv(agents), num_ilds=num_ilds, topology=topology, cluster_topology=cluster_topology
+    )
+    x = c.call(c.admin.CreateCluster, request)
+    show(ctx, json_out, x, CLUSTER_HEADERS, [cluster_row(x)])
+
+
+@create.command("allocation")
+def create_allocation(
+    ctx: typer.Context,
+    name: str,
+    agents: str = typer.Option(..., "--agents", help="comma-separated agent names"),
+    users: str = typer.Option("", "--users", help="comma-separated users granted the allocation"),
+    json_out: bool = JsonOption,
+):
+    """Grant agents to users as an allocation; partitions never span allocations."""
+    c = ctx.obj.conn
+    x = c.call(c.admin.CreateAllocation, a.CreateAllocationRequest(name=name, agents=csv(agents), users=csv(users)))
+    show(ctx, json_out, x, ALLOCATION_HEADERS, [allocation_row(x)])
+
+
+@create.command("user")
+def create_user(
+    ctx: typer.Context,
+    name: str,
+    admin: bool = typer.Option(False, "--admin", help="may see and manage everything"),
+    json_out: bool = JsonOption,
+):
+    """Create a user and print its access key (shown once; the controller keeps only a hash)."""
+    c = ctx.obj.conn
+    x = c.call(c.admin.CreateUser, a.CreateUserRequest(name=name, admin=admin))
+    if ctx.obj.wants_json(json_out):
+        print_json(x)
+    else:
+        print(f"User {x.user.name} created{' (admin)' if x.user.admin else ''}.")
+        print(f"Access key (shown once): {x.access_key}")
+
+
+def _simple(group: typer.Typer, verb: str, kind: str, rpc_name: str, headers: list[str], row) -> None:
+    @group.command(kind)
+    def command(ctx: typer.Context, name: str, json_out: bool = JsonOption):
+        c = ctx.obj.conn
+        x = c.call(getattr(c.admin, rpc_name), a.NameRequest(name=name))
+        show(ctx, json_out, x, headers, [row(x)])
+
+    command.__doc__ = f"{verb.capitalize()} one {kind}."
+
+
+for _kind, _headers, _row in (
+    ("agent", AGENT_HEADERS, agent_row),
+    ("cluster", CLUSTER_HEADERS, cluster_row),
+    ("allocation", ALLOCATION_HEADERS, allocation_row),
+    ("user", USER_HEADERS, user_row),
+):
+    _simple(get, "show", _kind, f"Get{_kind.capitalize()}", _headers, _row)
+    if _kind != "user":
+        _simple(remove, "remove", _kind, f"Remove{_kind.capitalize()}", _headers, _row)
+
+
+def _lister(plural: str, rpc_name: str, field: str, headers: list[str], row) -> None:
+    @listing.command(plural)
+    def command(ctx: typer.Context, json_out: bool = JsonOption):
+        c = ctx.obj.conn
+        reply = c.call(getattr(c.admin, rpc_name), a.ListRequest())
+        items = list(getattr(reply, field))
+        if ctx.obj.wants_json(json_out):
+            print_json(as_dict(reply).get(field, []))
+        else:
+            print(table(headers, [row(x) for x in items], ctx.obj.header))
+
+    command.__doc__ = f"List {plural}."
+
+
+_lister("agents", "ListAgents", "agents", AGENT_HEADERS, agent_row)
+_lister("clusters", "ListClusters", "clusters", CLUSTER_HEADERS, cluster_row)
+_lister("allocations", "ListAllocations", "allocations", ALLOCATION_HEADERS, allocation_row)
+_lister("users", "ListUsers", "users", USER_HEADERS, user_row)
+
+
+@fail.command("ipus")
+def fail_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"), json_out: bool = JsonOption):
+    """Mark IPUs failed; partitions on them become FAILED."""
+    c = ctx.obj.conn
+    reply = c.call(c.admin.FailIpus, a.FailIpusRequest(ipus=ipus))
+    if ctx.obj.wants_json(json_out):
+        print_json(as_dict(reply).get("partitions", []))
+    else:
+        names = ", ".join(x.name for x in reply.partitions) or "none"
+        print(f"IPUs {' '.join(map(str, ipus))} failed; partitions now FAILED: {names}")
+
+
+app.add_typer(create, name="create")
+app.add_typer(remove, name="remove")
+app.add_typer(get, name="get")
+app.add_typer(listing, name="list")
+app.add_typer(fail, name="fail")
+
+
+def run() -> None:
+    app()

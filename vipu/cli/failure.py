@@ -1,0 +1,47 @@
+"""How the CLI fails: one clear line on stderr and an exit code that tells the kind of failure apart."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import grpc
+
+OK = 0
+ERROR = 1  # anything not listed below (an internal error of the server)
+BAD_INPUT = 2  # the request can never succeed as written (also usage errors)
+NOT_FOUND = 3
+CONFLICT = 4  # exists already, in use, or in the wrong state
+UNREACHABLE = 5  # no server answered in time
+DENIED = 6  # missing or wrong credentials, or not allowed
+NO_CAPACITY = 7  # valid, but there is no room now
+
+EXIT_CODES = {
+    grpc.StatusCode.INVALID_ARGUMENT: BAD_INPUT,
+    grpc.StatusCode.OUT_OF_RANGE: BAD_INPUT,
+    grpc.StatusCode.NOT_FOUND: NOT_FOUND,
+    grpc.StatusCode.ALREADY_EXISTS: CONFLICT,
+    grpc.StatusCode.FAILED_PRECONDITION: CONFLICT,
+    grpc.StatusCode.ABORTED: CONFLICT,
+    grpc.StatusCode.UNAVAILABLE: UNREACHABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED: UNREACHABLE,
+    grpc.StatusCode.PERMISSION_DENIED: DENIED,
+    grpc.StatusCode.UNAUTHENTICATED: DENIED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: NO_CAPACITY,
+}
+
+
+def fail(prog: str, message: str, code: int) -> NoReturn:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def fail_rpc(prog: str, error: grpc.RpcError, address: str) -> NoReturn:
+    code = error.code()
+    if code == grpc.StatusCode.UNAVAILABLE:
+        message = f"cannot reach the V-IPU controller at {address}; is vipu-server running? (set --api-host/--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)"
+    elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        message = f"the V-IPU controller at {address} did not answer in time; retry or raise --timeout"
+    else:
+        message = error.details() or code.name
+    fail(prog, message, EXIT_CODES.get(code, ERROR))

@@ -1,0 +1,59 @@
+"""`vipu`: the user CLI. Graphcore's verb-noun form for resources (`vipu create partition`), Slurm's words for
+jobs. Every command takes --json; failures print one line and exit with a code from failure.py."""
+
+from __future__ import annotations
+
+import typer
+
+from vipu import __version__
+from vipu.cli import partitions
+from vipu.cli.connection import DEFAULT_TIMEOUT_S
+from vipu.cli.context import JSON_HELP, root_options
+from vipu.cli.failure import ERROR
+from vipu.v1 import partition_pb2 as p
+
+app = typer.Typer(
+    name="vipu",
+    help="Drive a vipu-sim V-IPU controller: partitions, allocations and IPUs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    server_version: bool = typer.Option(False, "--server-version", help="print the controller's version and exit"),
+    api_host: str = typer.Option(None, "--api-host", help="controller host (else VIPU_CLI_API_HOST, else localhost)"),
+    api_port: int = typer.Option(None, "--api-port", help="controller port (else VIPU_CLI_API_PORT, else 8090)"),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", min=0.1, help="seconds to wait for the controller"),
+    json_out: bool = typer.Option(False, "--json", "--showjson", help=JSON_HELP),
+    no_header: bool = typer.Option(False, "--no-header", help="omit table headers"),
+    version: bool = typer.Option(False, "--version", help="print this CLI's version and exit"),
+):
+    if version:
+        print(f"vipu {__version__}")
+        raise typer.Exit()
+    cli = root_options(ctx, "vipu", api_host, api_port, timeout, json_out, no_header)
+    if server_version:
+        info = cli.conn.call(cli.conn.partitions.GetVersion, p.GetVersionRequest())
+        if cli.json:
+            print(f'{{"version": "{info.version}", "host": "{cli.conn.address}", "pod": "{info.pod}"}}')
+        else:
+            print(f"version: {info.version}\nhost: {cli.conn.address}\npod: {info.pod} ({info.ipus} IPUs)")
+        raise typer.Exit()
+    if ctx.invoked_subcommand is None:
+        print(ctx.get_help())
+        raise typer.Exit(ERROR)
+
+
+partitions.register(app)
+
+
+def run() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,28 @@
+"""Tables shaped like V-IPU's (` Partition | Cluster | ...`) and stable JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+
+from google.protobuf.json_format import MessageToDict
+
+
+def table(headers: list[str], rows: list[list[object]], header: bool = True) -> str:
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def line(values: list[str]) -> str:
+        return " " + " | ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+
+    lines = ([line(headers)] if header else []) + [line(r) for r in cells]
+    return "\n".join(lines)
+
+
+def as_dict(message) -> dict:
+    return MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+
+
+def print_json(value) -> None:
+    if hasattr(value, "DESCRIPTOR"):
+        value = as_dict(value)
+    print(json.dumps(value, indent=2, sort_keys=True))

@@ -1,0 +1,146 @@
+"""`vipu create|remove|reset|get partition`, `vipu list partitions|allocations|ipus`."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from vipu.cli.context import JsonOption
+from vipu.cli.output import as_dict, print_json, table
+from vipu.v1 import partition_pb2 as p
+
+create = typer.Typer(help="Create a resource.", no_args_is_help=True)
+remove = typer.Typer(help="Remove a resource.", no_args_is_help=True)
+reset = typer.Typer(help="Reset a resource.", no_args_is_help=True)
+get = typer.Typer(help="Show one resource in detail.", no_args_is_help=True)
+listing = typer.Typer(help="List resources.", no_args_is_help=True)
+
+PARTITION_HEADERS = ["Partition", "Cluster", "ILDs", "GW Routing", "ILD Routing", "Size", "GCDs", "State"]
+
+
+def partition_row(x: p.Partition) -> list:
+    return [x.name, x.cluster, x.ilds, x.gw_routing, x.ild_routing, x.size, x.num_gcds, x.state]
+
+
+@create.command("partition")
+def create_partition(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="partition name: ASCII letters, digits, '_', '-', '.'"),
+    size: int = typer.Option(..., "--size", help="number of IPUs: a power of two"),
+    num_gcds: int = typer.Option(None, "--num-gcds", help="graph compilation domains; must divide --size"),
+    gcd_sync_replicas: int = typer.Option(None, "--gcd-sync-replicas", help="replicas that sync across GCDs"),
+    reconfigurable: bool = typer.Option(False, "--reconfigurable", help="c2-compatible sync (reconfigurable)"),
+    allocation: str = typer.Option("", "--allocation", help="allocation to carve from (default: default)"),
+    json_out: bool = JsonOption,
+):
+    """Create a partition of --size IPUs, placed on an aligned ring of the IPU-Link torus."""
+    cli = ctx.obj
+    request = p.CreatePartitionRequest(
+        name=name, size=size, reconfigurable=reconfigurable, allocation=allocation, num_gcds=num_gcds,
+        gcd_sync_replicas=gcd_sync_replicas,
+    )
+    part = cli.conn.call(cli.conn.partitions.CreatePartition, request)
+    if cli.wants_json(json_out):
+        print_json(part)
+    else:
+        ipus = f"IPUs {part.ipus[0]}-{part.ipus[-1]}" if part.size > 1 else f"IPU {part.ipus[0]}"
+        print(f"Partition {part.name} created: {part.size} IPUs ({ipus}), {part.num_gcds} GCD(s), {part.sync_type}, {part.state}")
+
+
+@remove.command("partition")
+def remove_partition(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    force: bool = typer.Option(False, "--force", help="remove even while a job holds it"),
+    json_out: bool = JsonOption,
+):
+    """Remove a partition and give its IPUs back."""
+    cli = ctx.obj
+    part = cli.conn.call(cli.conn.partitions.RemovePartition, p.RemovePartitionRequest(name=name, force=force))
+    print_json(part) if cli.wants_json(json_out) else print(f"Partition {part.name} removed ({part.size} IPUs freed)")
+
+
+@reset.command("partition")
+def reset_partition(ctx: typer.Context, name: str = typer.Argument(...), json_out: bool = JsonOption):
+    """Reset the IPUs of a partition."""
+    cli = ctx.obj
+    part = cli.conn.call(cli.conn.partitions.ResetPartition, p.ResetPartitionRequest(name=name))
+    print_json(part) if cli.wants_json(json_out) else print(f"Partition {part.name} reset: {part.state}")
+
+
+@get.command("partition")
+def get_partition(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    gcd: int = typer.Option(None, "--gcd", help="only this GCD"),
+    ipu_configs: bool = typer.Option(False, "--ipu-configs", help="print the IPUoF config of each GCD"),
+    json_out: bool = JsonOption,
+):
+    """The IPUoF view of a partition: machines, IPUs, ring order and the environment a job on it receives."""
+    cli = ctx.obj
+    view = cli.conn.call(cli.conn.partitions.GetPartition, p.GetPartitionRequest(name=name, gcd=gcd, ipu_configs=ipu_configs))
+    if cli.wants_json(json_out):
+        data = as_dict(view)
+        for g in data["gcds"]:
+            g["ipu_config"] = json.loads(g.pop("ipu_config_json")) if g["ipu_config_json"] else None
+        print_json(data)
+        return
+    if ipu_configs:
+        for g in view.gcds:
+            print(json.dumps(json.loads(g.ipu_config_json), indent=2))
+        return
+    part = view.partition
+    print(table(PARTITION_HEADERS, [partition_row(part)], cli.header))
+    print(f"\nSync type: {part.sync_type}  Allocation: {part.allocation}  Holder: {part.holder or '-'}")
+    rows = [[m.machine, m.agent, f"{m.host}:{m.port}", " ".join(str(i.id) for i in m.ipus)] for m in view.machines]
+    print()
+    print(table(["Machine", "Agent", "IPUoF address", "IPUs"], rows, cli.header))
+    print(f"\nIPU-Link ring: {' '.join(map(str, view.ring))}")
+    for g in view.gcds:
+        print(f"\nGCD {g.gcd} (IPUs {g.ipus[0]}-{g.ipus[-1]}) environment:")
+        for key in sorted(g.environment):
+            print(f"  {key}={g.environment[key]}")
+
+
+@listing.command("partitions")
+def list_partitions(ctx: typer.Context, json_out: bool = JsonOption):
+    """Every partition with its routing, size, GCDs and state."""
+    cli = ctx.obj
+    reply = cli.conn.call(cli.conn.partitions.ListPartitions, p.ListPartitionsRequest())
+    if cli.wants_json(json_out):
+        print_json(as_dict(reply).get("partitions", []))
+    else:
+        print(table(PARTITION_HEADERS, [partition_row(x) for x in reply.partitions], cli.header))
+
+
+@listing.command("allocations")
+def list_allocations(ctx: typer.Context, json_out: bool = JsonOption):
+    """Allocations and their agents ('default' holds every agent no other allocation has)."""
+    cli = ctx.obj
+    reply = cli.conn.call(cli.conn.partitions.ListAllocations, p.ListAllocationsRequest())
+    if cli.wants_json(json_out):
+        print_json(as_dict(reply).get("allocations", []))
+    else:
+        rows = [[a.name, a.ipus, " ".join(a.agents)] for a in reply.allocations]
+        print(table(["Allocation ID", "IPUs", "Agents"], rows, cli.header))
+
+
+@listing.command("ipus")
+def list_ipus(ctx: typer.Context, json_out: bool = JsonOption):
+    """Every IPU: its machine, agent, IPU-Link domain, state and partition."""
+    cli = ctx.obj
+    reply = cli.conn.call(cli.conn.partitions.ListIpus, p.ListIpusRequest())
+    if cli.wants_json(json_out):
+        print_json(as_dict(reply).get("ipus", []))
+    else:
+        rows = [[i.id, i.machine, i.agent, i.index, i.ild, i.state, i.partition or "-"] for i in reply.ipus]
+        print(table(["IPU", "Machine", "Agent", "Machine IPU", "ILD", "State", "Partition"], rows, cli.header))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(create, name="create")
+    app.add_typer(remove, name="remove")
+    app.add_typer(reset, name="reset")
+    app.add_typer(get, name="get")
+    app.add_typer(listing, name="list")

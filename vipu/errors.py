@@ -1,0 +1,53 @@
+"""The one error hierarchy of vipu-sim.
+
+Domain code raises these; the gRPC edge maps each to a status code (vipu/server/status.py) and the CLI maps status
+codes to exit codes (vipu/cli/failure.py). A message always names the field or object and says what to do.
+"""
+
+
+class VipuError(Exception):
+    """Base class: `code` is the gRPC status name the edge turns it into."""
+
+    code = "INTERNAL"
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidArgument(VipuError):
+    """The request can never succeed as written: fix the named field."""
+
+    code = "INVALID_ARGUMENT"
+
+
+class NotFound(VipuError):
+    code = "NOT_FOUND"
+
+
+class AlreadyExists(VipuError):
+    code = "ALREADY_EXISTS"
+
+
+class FailedPrecondition(VipuError):
+    """Valid, but the current state forbids it (in use, wrong state): retrying later may work."""
+
+    code = "FAILED_PRECONDITION"
+
+
+class ResourceExhausted(VipuError):
+    """Valid, but there is no room now (no free aligned block, a quota)."""
+
+    code = "RESOURCE_EXHAUSTED"
+
+
+class PermissionDenied(VipuError):
+    code = "PERMISSION_DENIED"
+
+
+class Unauthenticated(VipuError):
+    code = "UNAUTHENTICATED"
+
+
+class Unavailable(VipuError):
+    code = "UNAVAILABLE"

@@ -1,0 +1,197 @@
+"""Administration: agents, clusters, allocations and users, with V-IPU's rules for each."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Callable
+
+from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
+from vipu.partition.admin_objects import DEFAULT_ALLOCATION, Agent, Allocation, Cluster, User
+from vipu.partition.rules import check_name
+from vipu.partition.state import Journal, PodState
+
+
+def key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class Admin:
+    def __init__(self, state: PodState, journal: Journal, now: Callable[[], float]):
+        self.state = state
+        self.journal = journal
+        self.now = now
+
+    def _commit(self, puts=(), deletes=()) -> None:
+        puts, deletes = list(puts), list(deletes)
+        self.journal.commit(puts, deletes)
+        self.state.apply(puts, deletes)
+
+    def _new_name(self, kind: str, name: str) -> None:
+        check_name(kind, name)
+        if name in self.state.table(kind) or (kind == "allocation" and name == DEFAULT_ALLOCATION):
+            raise AlreadyExists(f"{kind} {name!r} already exists; choose another name or remove it first")
+
+    def _known_agents(self, agents: list[str], field: str) -> list[str]:
+        if not agents:
+            raise InvalidArgument(f"{field} is empty; list agents by name (vipu-admin list agents)")
+        if len(set(agents)) != len(agents):
+            raise InvalidArgument(f"{field} names an agent twice; list each agent once")
+        for name in agents:
+            self.state.get("agent", name)
+        return agents
+
+    def _partitions_on(self, agents: list[str]) -> list[str]:
+        machines = {self.state.agents[a].machine for a in agents}
+        return sorted(
+            p.name
+            for p in self.state.partitions.values()
+            if any(self.state.topology.place(ipu).machine in machines for ipu in p.ipus)
+        )
+
+    def _refuse_if_in_use(self, what: str, agents: list[str]) -> None:
+        busy = self._partitions_on(agents)
+        if busy:
+            raise FailedPrecondition(
+                f"{what} holds IPUs of partitions {', '.join(busy[:5])}; remove those partitions first"
+            )
+
+    # agents --------------------------------------------------------------------------------------------------
+    def create_agent(self, name: str, host: str, port: int, machine: int | None = None) -> Agent:
+        self._new_name("agent", name)
+        if not 0 < port < 65536:
+            raise InvalidArgument(f"port is {port}; give a TCP port from 1 to 65535")
+        taken = self.state.agent_of_machine()
+        if machine is None:
+            free = [m for m in range(self.state.pod.machines) if m not in taken]
+            if not free:
+                raise ResourceExhausted(
+                    f"every one of the {self.state.pod.machines} machines of {self.state.pod.name} has an agent;"
+                    " remove one first or start the controller with a bigger --pod"
+                )
+            machine = free[0]
+        if not 0 <= machine < self.state.pod.machines:
+            raise InvalidArgument(
+                f"machine is {machine}; {self.state.pod.name} has machines 0 to {self.state.pod.machines - 1}"
+            )
+        if machine in taken:
+            raise AlreadyExists(f"machine {machine} already has agent {taken[machine].name}; remove it first")
+        agent = Agent(name=name, host=host, port=port, machine=machine, created_at=self.now())
+        self._commit(puts=[("agent", name, agent)])
+        return agent
+
+    def remove_agent(self, name: str) -> Agent:
+        agent = self.state.get("agent", name)
+        self._refuse_if_in_use(f"agent {name}", [name])
+        holders = [
+            (kind, record)
+            for kind in ("cluster", "allocation")
+            for record in self.state.table(kind).values()
+            if name in record.agents
+        ]
+        puts = [
+            (kind, r.name, r.model_copy(update={"agents": [a for a in r.agents if a != name]})) for kind, r in holders
+        ]
+        self._commit(puts=puts, deletes=[("agent", name)])
+        return agent
+
+    def set_agent_state(self, name: str, state: str) -> Agent:
+        agent = self.state.get("agent", name).model_copy(update={"state": state})
+        self._commit(puts=[("agent", name, agent)])
+        return agent
+
+    # clusters ------------------------------------------------------------------------------------------------
+    def create_cluster(
+        self, name: str, agents: list[str], num_ilds: int, topology: str, cluster_topology: str
+    ) -> Cluster:
+        self._new_name("cluster", name)
+        self._known_agents(agents, "agents")
+        if topology not in ("torus", "mesh"):
+            raise InvalidArgument(f"topology is {topology!r}; use torus or mesh")
+        pod = self.state.pod
+        if num_ilds < 1 or len(agents) != num_ilds * pod.machines_per_ild:
+            raise InvalidArgument(
+                f"num_ilds is {num_ilds} but {len(agents)} agents were given; an IPU-Link domain of {pod.name} is"
+                f" {pod.machines_per_ild} agents, so give {max(num_ilds, 1) * pod.machines_per_ild} agents"
+            )
+        ilds = {self.state.agents[a].machine // pod.machines_per_ild for a in agents}
+        if len(ilds) != num_ilds:
+            raise InvalidArgument(
+                "agents do not form whole IPU-Link domains; give all the agents of each domain (machines"
+                f" {pod.machines_per_ild} at a time, aligned)"
+            )
+        for other in self.state.clusters.values():
+            shared = sorted(set(other.agents) & set(agents))
+            if shared:
+                raise FailedPrecondition(
+                    f"agents {', '.join(shared[:4])} already belong to cluster {other.name}; remove that cluster first"
+                )
+        cluster = Cluster(
+            name=name,
+            agents=agents,
+            num_ilds=num_ilds,
+            topology=topology,
+            cluster_topology=cluster_topology,
+            created_at=self.now(),
+        )
+        self._commit(puts=[("cluster", name, cluster)])
+        return cluster
+
+    def remove_cluster(self, name: str) -> Cluster:
+        cluster = self.state.get("cluster", name)
+        self._refuse_if_in_use(f"cluster {name}", cluster.agents)
+        self._commit(deletes=[("cluster", name)])
+        return cluster
+
+    # allocations ---------------------------------------------------------------------------------------------
+    def create_allocation(self, name: str, agents: list[str], users: list[str] | None = None) -> Allocation:
+        self._new_name("allocation", name)
+        self._known_agents(agents, "agents")
+        for other in self.state.allocations.values():
+            shared = sorted(set(other.agents) & set(agents))
+            if shared:
+                raise FailedPrecondition(
+                    f"agents {', '.join(shared[:4])} already belong to allocation {other.name};"
+                    " an agent is in at most one allocation"
+                )
+        # Partitions cannot span allocations: agents under a partition of the default pool cannot move.
+        self._refuse_if_in_use(f"allocation {name}", agents)
+        for user in users or []:
+            self.state.get("user", user)
+        allocation = Allocation(name=name, agents=agents, users=users or [], created_at=self.now())
+        self._commit(puts=[("allocation", name, allocation)])
+        return allocation
+
+    def remove_allocation(self, name: str) -> Allocation:
+        if name == DEFAULT_ALLOCATION:
+            raise InvalidArgument("the default allocation is every unallocated agent and cannot be removed")
+        allocation = self.state.get("allocation", name)
+        busy = sorted(p.name for p in self.state.partitions.values() if p.allocation == name)
+        if busy:
+            raise FailedPrecondition(f"allocation {name} has partitions {', '.join(busy[:5])}; remove them first")
+        self._commit(deletes=[("allocation", name)])
+        return allocation
+
+    def list_allocations(self) -> list[Allocation]:
+        default = Allocation(
+            name=DEFAULT_ALLOCATION, agents=self.state.allocation_agents(DEFAULT_ALLOCATION), created_at=0.0
+        )
+        return [default, *sorted(self.state.allocations.values(), key=lambda a: a.name)]
+
+    def get_allocation(self, name: str) -> Allocation:
+        if name == DEFAULT_ALLOCATION:
+            return self.list_allocations()[0]
+        return self.state.get("allocation", name)
+
+    # users ---------------------------------------------------------------------------------------------------
+    def create_user(self, name: str, admin: bool = False) -> tuple[User, str]:
+        """Returns the user and its access key; the key is shown this once and only its hash is stored."""
+        self._new_name("user", name)
+        key = secrets.token_urlsafe(24)
+        user = User(name=name, admin=admin, key_sha256=key_hash(key), created_at=self.now())
+        self._commit(puts=[("user", name, user)])
+        return user, key
+
+    def user_for_key(self, key: str) -> User | None:
+        digest = key_hash(key)
+        return next((u for u in self.state.users.values() if secrets.compare_digest(u.key_sha256, digest)), None)

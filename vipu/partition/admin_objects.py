@@ -1,0 +1,43 @@
+"""The objects an administrator manages: agents (one per IPU-Machine), clusters, allocations and users."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+DEFAULT_ALLOCATION = "default"  # derived, never stored: every agent that no named allocation holds
+DEFAULT_CLUSTER = "cluster0"  # created at first start: every agent of the Pod
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    created_at: float
+
+
+class Agent(Record):
+    """The V-IPU agent of one IPU-Machine (machine index into the Pod config)."""
+
+    host: str
+    port: int
+    machine: int
+    state: Literal["ONLINE", "DRAINED"] = "ONLINE"
+
+
+class Cluster(Record):
+    agents: list[str]
+    num_ilds: int
+    topology: Literal["torus", "mesh"]
+    cluster_topology: str
+
+
+class Allocation(Record):
+    agents: list[str]
+    users: list[str] = []
+
+
+class User(Record):
+    admin: bool = False
+    key_sha256: str  # the access key is shown once at creation; only its hash is kept

@@ -1,0 +1,164 @@
+"""Creating, resetting, holding and removing partitions, and the IPUs' view of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
+from vipu.partition.admin_objects import DEFAULT_ALLOCATION
+from vipu.partition.partition import Partition, PartitionRequest, Transition
+from vipu.partition.placement import block_mask, largest_free_block, place
+from vipu.partition.rules import check_gcds, check_name, check_size
+from vipu.partition.state import Journal, PodState
+from vipu.partition.states import PartitionState as S
+
+
+@dataclass(frozen=True)
+class IpuStatus:
+    ipu: int
+    machine: int
+    index: int
+    ild: int
+    agent: str | None
+    state: str  # idle | allocated | failed
+    partition: str | None
+
+
+class Partitions:
+    def __init__(self, state: PodState, journal: Journal, now: Callable[[], float]):
+        self.state = state
+        self.journal = journal
+        self.now = now
+
+    def _put(self, partition: Partition) -> Partition:
+        self.journal.commit([("partition", partition.name, partition)], [])
+        self.state.partitions[partition.name] = partition
+        return partition
+
+    def create(self, request: PartitionRequest) -> Partition:
+        state = self.state
+        check_name("partition", request.name)
+        check_size(request.size, state.pod)
+        check_gcds(request.size, request.num_gcds, request.gcd_sync_replicas)
+        if request.name in state.partitions:
+            raise AlreadyExists(
+                f"partition {request.name!r} already exists; choose another name or `vipu remove partition"
+                f" {request.name}` first"
+            )
+        allocation = request.allocation or DEFAULT_ALLOCATION
+        if allocation != DEFAULT_ALLOCATION:
+            check_name("allocation", allocation)
+        usable = state.usable_mask(allocation)
+        first = place(usable, state.pod.ipus, request.size)
+        if first is None:
+            free = bin(usable).count("1")
+            raise ResourceExhausted(
+                f"no free aligned block of {request.size} IPUs in allocation {allocation}: {free} IPUs free, the"
+                f" largest free block holds {largest_free_block(usable, state.pod.ipus)}; remove a partition or ask"
+                " for a smaller size"
+            )
+        now = self.now()
+        machine = state.topology.place(first).machine
+        cluster = next((c.name for c in state.clusters.values() if any(
+            state.agents[a].machine == machine for a in c.agents if a in state.agents)), "")
+        pending = Partition(
+            name=request.name,
+            size=request.size,
+            num_gcds=request.num_gcds,
+            gcd_sync_replicas=request.gcd_sync_replicas,
+            reconfigurable=request.reconfigurable,
+            allocation=allocation,
+            cluster=cluster,
+            owner=request.owner,
+            first_ipu=first,
+            state=S.PENDING,
+            holder=request.holder,
+            created_at=now,
+            history=[Transition(state=S.PENDING, at=now)],
+        )
+        # The emulated agents configure routing instantly, so the partition is recorded ACTIVE with both
+        # transitions in its history: one write, and no window where its IPUs are placed but not stored.
+        partition = self._put(pending.moved_to(S.ACTIVE, now))
+        state.used_mask |= block_mask(first, request.size)
+        return partition
+
+    def get(self, name: str) -> Partition:
+        return self.state.get("partition", name)
+
+    def list(self) -> list[Partition]:
+        return sorted(self.state.partitions.values(), key=lambda p: p.name)
+
+    def remove(self, name: str, force: bool = False) -> Partition:
+        partition = self.get(name)
+        if partition.holder and not force:
+            raise FailedPrecondition(
+                f"partition {name} is in use by {partition.holder}; wait for it to end, cancel it, or remove with"
+                " --force"
+            )
+        now = self.now()
+        removed = partition.moved_to(S.REMOVING, now).moved_to(S.REMOVED, now)
+        self.journal.commit([], [("partition", name)])
+        del self.state.partitions[name]
+        self.state.used_mask &= ~block_mask(partition.first_ipu, partition.size)
+        return removed
+
+    def reset(self, name: str) -> Partition:
+        partition = self.get(name)
+        now = self.now()
+        resetting = partition.moved_to(S.RESETTING, now)
+        failed = sorted(set(partition.ipus) & self.state.failed_ipus)
+        if failed:
+            raise FailedPrecondition(
+                f"partition {name} has failed IPUs {', '.join(map(str, failed[:8]))}; remove it and create another"
+            )
+        return self._put(resetting.moved_to(S.ACTIVE, now))
+
+    def acquire(self, name: str, holder: str) -> Partition:
+        """Mark a partition in use (a job attached); it then cannot be removed without --force."""
+        if not holder:
+            raise InvalidArgument("holder is empty; name the job or process using the partition")
+        partition = self.get(name)
+        if partition.state != S.ACTIVE:
+            raise FailedPrecondition(f"partition {name} is {partition.state.value}; only an ACTIVE one can be used")
+        if partition.holder and partition.holder != holder:
+            raise FailedPrecondition(f"partition {name} is already in use by {partition.holder}")
+        return self._put(partition.model_copy(update={"holder": holder}))
+
+    def release(self, name: str, holder: str) -> Partition:
+        partition = self.get(name)
+        if partition.holder != holder:
+            raise FailedPrecondition(f"partition {name} is held by {partition.holder or 'nobody'}, not {holder}")
+        return self._put(partition.model_copy(update={"holder": None}))
+
+    def fail_ipus(self, ipus: list[int]) -> list[Partition]:
+        """An IPU, its links or its machine failed: mark it, and fail the partitions that hold it."""
+        for ipu in ipus:
+            if not 0 <= ipu < self.state.pod.ipus:
+                raise InvalidArgument(f"ipu {ipu} does not exist; {self.state.pod.name} has IPUs 0 to {self.state.pod.ipus - 1}")
+        hit = set(ipus)
+        now = self.now()
+        failed = [
+            p.moved_to(S.FAILED, now)
+            for p in self.state.partitions.values()
+            if hit & set(p.ipus) and p.state != S.FAILED
+        ]
+        self.journal.commit([("partition", p.name, p) for p in failed], [])
+        self.state.failed_ipus |= hit
+        for p in failed:
+            self.state.partitions[p.name] = p
+        return failed
+
+    def ipu_statuses(self) -> list[IpuStatus]:
+        state = self.state
+        owner = {ipu: p.name for p in state.partitions.values() for ipu in p.ipus}
+        agents = state.agent_of_machine()
+        statuses = []
+        for ipu in range(state.pod.ipus):
+            place_ = state.topology.place(ipu)
+            agent = agents.get(place_.machine)
+            kind = "failed" if ipu in state.failed_ipus else "allocated" if ipu in owner else "idle"
+            statuses.append(
+                IpuStatus(ipu, place_.machine, place_.index, place_.ild, agent.name if agent else None, kind, owner.get(ipu))
+            )
+        return statuses

@@ -1,0 +1,70 @@
+"""V-IPU's rules for names and partition requests, each failure naming the field and the fix."""
+
+from __future__ import annotations
+
+import re
+
+from vipu.errors import InvalidArgument
+from vipu.partition.pod import PodConfig
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+MAX_NAME = 64
+
+
+def check_name(kind: str, name: str) -> str:
+    """Names go into environment variables, file names and tables: ASCII letters, digits, '_', '-', '.'."""
+    if not name:
+        raise InvalidArgument(f"{kind} name is empty; give a name such as {kind}1")
+    if len(name) > MAX_NAME:
+        raise InvalidArgument(f"{kind} name is {len(name)} characters long; use at most {MAX_NAME}")
+    if not NAME_RE.fullmatch(name):
+        bad = next((c for c in name if not re.fullmatch(r"[A-Za-z0-9_.-]", c)), name[0])
+        raise InvalidArgument(
+            f"{kind} name {name!r} contains {bad!r}; use ASCII letters, digits, '_', '-' and '.', starting with a"
+            " letter or digit"
+        )
+    return name
+
+
+def is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _power_of_two_near(n: int, limit: int) -> str:
+    below = 1
+    while below * 2 <= min(n, limit):
+        below *= 2
+    above = below * 2
+    options = [below] + ([above] if above <= limit and n > below else [])
+    return " or ".join(str(s) for s in options)
+
+
+def check_size(size: int, pod: PodConfig, field: str = "size") -> int:
+    limit = pod.max_partition_ipus
+    if size < 1:
+        raise InvalidArgument(f"{field} is {size}; a partition needs a power of two of IPUs from 1 to {limit}")
+    if size > pod.ipus:
+        raise InvalidArgument(
+            f"{field} is {size} but {pod.name} has {pod.ipus} IPUs; the largest partition is {limit}"
+        )
+    if not is_power_of_two(size):
+        raise InvalidArgument(
+            f"{field} is {size}, not a power of two (partitions form rings); use {_power_of_two_near(size, limit)}"
+        )
+    if size > limit:
+        raise InvalidArgument(
+            f"{field} is {size}: beyond one IPU-Link domain a partition spans a power of two of whole domains, and"
+            f" {pod.name} has {pod.ilds}; the largest partition is {limit}"
+        )
+    return size
+
+
+def check_gcds(size: int, num_gcds: int, gcd_sync_replicas: int | None) -> None:
+    if num_gcds < 1 or size % num_gcds:
+        divisors = [d for d in range(1, size + 1) if size % d == 0]
+        raise InvalidArgument(
+            f"num_gcds is {num_gcds}, which does not divide the partition size {size}; use one of"
+            f" {', '.join(map(str, divisors))}"
+        )
+    if gcd_sync_replicas is not None and gcd_sync_replicas < 0:
+        raise InvalidArgument(f"gcd_sync_replicas is {gcd_sync_replicas}; give 0 or more")

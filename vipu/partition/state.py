@@ -1,0 +1,100 @@
+"""What the controller knows at one moment: the Pod, its agents, clusters, allocations, users and partitions.
+
+Plain data plus the derived views placement needs (which IPUs are used, failed, inside an allocation). The
+operations that change it live in admin.py and partitions.py; each writes through a Journal before it changes
+anything here, so memory never holds what the store does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Protocol
+
+from pydantic import BaseModel
+
+from vipu.errors import NotFound
+from vipu.partition.admin_objects import DEFAULT_ALLOCATION, Agent, Allocation, Cluster, User
+from vipu.partition.partition import Partition
+from vipu.partition.placement import mask_of
+from vipu.partition.pod import PodConfig
+from vipu.partition.topology import Topology
+
+
+class Journal(Protocol):
+    """Durable storage for records; commit is all-or-nothing and returns only once the change is durable."""
+
+    def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None: ...
+
+
+class NoJournal:
+    """For trace replay and domain tests, where nothing needs to outlive the process."""
+
+    def commit(self, puts, deletes) -> None:
+        return None
+
+
+KINDS: dict[str, type[BaseModel]] = {
+    "agent": Agent,
+    "cluster": Cluster,
+    "allocation": Allocation,
+    "user": User,
+    "partition": Partition,
+}
+
+
+@dataclass
+class PodState:
+    pod: PodConfig
+    topology: Topology
+    agents: dict[str, Agent] = field(default_factory=dict)
+    clusters: dict[str, Cluster] = field(default_factory=dict)
+    allocations: dict[str, Allocation] = field(default_factory=dict)
+    users: dict[str, User] = field(default_factory=dict)
+    partitions: dict[str, Partition] = field(default_factory=dict)
+    failed_ipus: set[int] = field(default_factory=set)
+    used_mask: int = 0  # bit i set: IPU i belongs to a partition; kept in step by partitions.py
+    _eligible: dict[str, int] = field(default_factory=dict)  # allocation -> IPUs of its online agents
+
+    @property
+    def failed_mask(self) -> int:
+        return mask_of(self.failed_ipus)
+
+    def table(self, kind: str) -> dict:
+        return getattr(self, kind + "s")
+
+    def get(self, kind: str, name: str):
+        try:
+            return self.table(kind)[name]
+        except KeyError:
+            listing = "vipu list partitions" if kind == "partition" else f"vipu-admin list {kind}s"
+            raise NotFound(f"{kind} {name!r} does not exist; `{listing}` shows the ones that do") from None
+
+    def apply(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
+        for kind, name, record in puts:
+            self.table(kind)[name] = record
+        for kind, name in deletes:
+            self.table(kind).pop(name, None)
+        if any(kind != "partition" for kind, *_ in (*puts, *deletes)):
+            self._eligible.clear()  # agents or allocations changed
+
+    def agent_of_machine(self) -> dict[int, Agent]:
+        return {agent.machine: agent for agent in self.agents.values()}
+
+    def allocation_agents(self, allocation: str) -> list[str]:
+        """The agents of an allocation; 'default' is every agent no named allocation holds."""
+        if allocation == DEFAULT_ALLOCATION:
+            taken = {a for alloc in self.allocations.values() for a in alloc.agents}
+            return sorted(name for name in self.agents if name not in taken)
+        return list(self.get("allocation", allocation).agents)
+
+    def usable_mask(self, allocation: str) -> int:
+        """IPUs a new partition in `allocation` may use: on its agents, not failed, not drained, not in use."""
+        eligible = self._eligible.get(allocation)
+        if eligible is None:
+            eligible = self._eligible[allocation] = mask_of(
+                ipu
+                for name in self.allocation_agents(allocation)
+                if self.agents[name].state == "ONLINE"
+                for ipu in self.topology.machine_ipus(self.agents[name].machine)
+            )
+        return eligible & ~self.used_mask & ~self.failed_mask

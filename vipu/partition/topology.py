@@ -1,0 +1,84 @@
+"""Where each IPU sits: machines, IPU-Link domains (ILDs), the IPU-Link grid, and rings through a partition.
+
+IPUs are numbered 0..N-1 machine by machine: IPU `i` is IPU `i % 4` of machine `i // 4`, and machine `m` is row
+`m % machines_per_ild` of ILD `m // machines_per_ild`. Inside an ILD the IPU-Links form a grid of rows (machines)
+by columns (the IPUs of a machine): an IPU links to its neighbours in the machine (a ring of 4) and to the same IPU
+of the machines above and below, wrapping round at the ends when the ILD is a torus (the layout is an assumption
+stated in the presets: the exact dimensions are not published). Because blocks are numbered this way, an aligned
+block of 2^k IPUs is a sub-grid: part of one machine, or whole adjacent machines, or whole ILDs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from vipu.partition.pod import PodConfig
+
+
+@dataclass(frozen=True)
+class IpuPlace:
+    ipu: int
+    machine: int
+    index: int  # IPU number inside its machine, 0..3
+    ild: int
+    row: int  # the machine's row inside its ILD
+
+
+class Topology:
+    def __init__(self, pod: PodConfig):
+        self.pod = pod
+        self.ipus_per_machine = pod.machine.ipus
+        self.ild_ipus = pod.ild_ipus
+        self.size = pod.ipus
+
+    def place(self, ipu: int) -> IpuPlace:
+        machine, index = divmod(ipu, self.ipus_per_machine)
+        ild, row = divmod(machine, self.pod.machines_per_ild)
+        return IpuPlace(ipu, machine, index, ild, row)
+
+    def ipu_at(self, ild: int, row: int, index: int) -> int:
+        return (ild * self.pod.machines_per_ild + row) * self.ipus_per_machine + index
+
+    def machine_ipus(self, machine: int) -> range:
+        return range(machine * self.ipus_per_machine, (machine + 1) * self.ipus_per_machine)
+
+    @cached_property
+    def ipu_links(self) -> frozenset[frozenset[int]]:
+        """Every IPU-Link as an unordered pair of IPUs."""
+        links: set[frozenset[int]] = set()
+        rows, cols = self.pod.machines_per_ild, self.ipus_per_machine
+        torus = self.pod.ild_topology == "torus"
+        for ild in range(self.pod.ilds):
+            for row in range(rows):
+                for col in range(cols):
+                    here = self.ipu_at(ild, row, col)
+                    if cols > 1:
+                        links.add(frozenset((here, self.ipu_at(ild, row, (col + 1) % cols))))
+                    if row + 1 < rows or (torus and rows > 2):
+                        links.add(frozenset((here, self.ipu_at(ild, (row + 1) % rows, col))))
+        return frozenset(link for link in links if len(link) == 2)
+
+    def linked(self, a: int, b: int) -> bool:
+        return frozenset((a, b)) in self.ipu_links
+
+    def ring(self, first: int, size: int) -> list[int]:
+        """The IPUs of the aligned block [first, first+size) in an order where each is IPU-Linked to the next
+        (and, for sizes above 2, the last to the first), inside one ILD. Blocks bigger than an ILD are rings per
+        ILD joined over GW-Links: this returns the ring of each ILD in turn."""
+        if size > self.ild_ipus:
+            return [ipu for start in range(first, first + size, self.ild_ipus) for ipu in self.ring(start, self.ild_ipus)]
+        cols = self.ipus_per_machine
+        if size <= cols:
+            return list(range(first, first + size))
+        # Rows x cols sub-grid with an even number of rows (a power of two >= 2): go along the first row, snake
+        # back and forth through the other columns, and return up column 0: a Hamiltonian cycle on the grid.
+        rows = size // cols
+        top = self.place(first)
+        grid = [[self.ipu_at(top.ild, top.row + r, c) for c in range(cols)] for r in range(rows)]
+        order = list(grid[0])
+        for r in range(1, rows):
+            columns = range(cols - 1, 0, -1) if r % 2 else range(1, cols)
+            order.extend(grid[r][c] for c in columns)
+        order.extend(grid[r][0] for r in range(rows - 1, 0, -1))
+        return order

@@ -1,0 +1,76 @@
+"""Durations as people and Slurm write them, turned into seconds once, at the edge.
+
+Why accept several spellings: users paste Slurm's `--time` values ("1-00:00:00", "02:30:00") as well as the
+unit form the rest of vipu-sim uses ("1h30m", "90s"). Bare numbers are seconds (unlike Slurm's minutes), because the
+YAML/JSON specs carry numbers and seconds is the unit of every other field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from pydantic_core import PydanticCustomError
+
+MAX_SECONDS = 366 * 86400.0  # a year: backfill needs finite limits, and anything longer is a typo
+
+_UNITS = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?")
+_SLURM = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
+
+HELP = "use seconds (90), units (1h30m, 10m, 90s, 2d) or Slurm's [D-]HH:MM:SS (1-00:00:00, 02:30:00)"
+
+
+def _slurm(text: str) -> float | None:
+    m = _SLURM.fullmatch(text)
+    if not m or (m.group(1) is None and m.group(3) is None):
+        return None  # a bare number is handled by the caller as seconds
+    days, a, b, c = (int(g) if g is not None else None for g in m.groups())
+    if days is not None:  # D-HH, D-HH:MM, D-HH:MM:SS
+        hours, minutes, seconds = a, b or 0, c or 0
+        return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    if c is not None:  # HH:MM:SS
+        return (a * 60 + b) * 60 + c
+    return a * 60 + b  # MM:SS
+
+
+def parse_duration(value: object, field: str = "duration") -> float:
+    """Seconds from an int/float or a duration string; raises a pydantic error naming the accepted forms."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("duration", "{field} is a boolean; " + HELP, {"field": field})
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip().lower()
+        seconds = None
+        if re.fullmatch(r"\d+(?:\.\d+)?", text):
+            seconds = float(text)
+        elif text and ":" in text or "-" in text:
+            seconds = _slurm(text)
+        elif text:
+            m = _UNITS.fullmatch(text)
+            if m and any(m.groups()):
+                d, h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+                seconds = ((d * 24 + h) * 60 + mi) * 60 + s
+        if seconds is None:
+            raise PydanticCustomError("duration", "{value!r} is not a duration; " + HELP, {"value": value})
+    else:
+        raise PydanticCustomError("duration", "expected a duration, got {kind}; " + HELP, {"kind": type(value).__name__})
+    if not math.isfinite(seconds) or seconds < 0:
+        raise PydanticCustomError("duration", "{value!r} is negative or not finite; " + HELP, {"value": value})
+    if seconds > MAX_SECONDS:
+        raise PydanticCustomError(
+            "duration", "{value!r} is longer than a year; give at most 366 days", {"value": value}
+        )
+    return seconds
+
+
+def format_duration(seconds: float | None) -> str:
+    """Slurm's elapsed-time style: [D-]HH:MM:SS."""
+    if seconds is None:
+        return ""
+    total = int(round(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{days}-{clock}" if days else clock

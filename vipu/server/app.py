@@ -1,0 +1,99 @@
+"""`vipu-server`: the V-IPU controller over gRPC, with health checking and reflection."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import platformdirs
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from vipu import __version__
+from vipu.errors import VipuError
+from vipu.partition.pod import PRESETS
+from vipu.server.admin_service import AdminService
+from vipu.server.partition_service import PartitionService
+from vipu.server.runtime import Runtime, open_state
+from vipu.v1 import admin_pb2, admin_pb2_grpc, partition_pb2, partition_pb2_grpc
+
+DEFAULT_PORT = 8090  # V-IPU's user endpoint
+SERVICES = (
+    partition_pb2.DESCRIPTOR.services_by_name["PartitionService"].full_name,
+    admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
+)
+
+
+def default_state_dir() -> Path:
+    return platformdirs.user_data_path("vipu-sim") / "state"
+
+
+def build_server(runtime: Runtime, host: str, port: int, workers: int = 16) -> tuple[grpc.Server, int]:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"))
+    partition_pb2_grpc.add_PartitionServiceServicer_to_server(PartitionService(runtime), server)
+    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(runtime), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    for name in ("", *SERVICES):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        raise OSError(f"cannot listen on {host}:{port}: the port is in use or the address is not local")
+    return server, bound
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="vipu-server", description="The vipu-sim V-IPU controller (gRPC).")
+    parser.add_argument("--pod", default="bow-pod64", help=f"a preset ({', '.join(PRESETS)}) or a pod config file")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on; 0 picks a free one")
+    parser.add_argument("--state-dir", type=Path, default=None, help=f"where state is kept (default {default_state_dir()})")
+    parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not 0 <= args.port < 65536:
+        print(f"vipu-server: error: --port is {args.port}; give 0 to 65535", file=sys.stderr)
+        return 2
+    state_dir = args.state_dir or default_state_dir()
+    try:
+        pod, store, controller = open_state(args.pod, state_dir)
+    except VipuError as e:
+        print(f"vipu-server: error: {e.message}", file=sys.stderr)
+        return 2
+    runtime = Runtime(controller=controller, store=store, api_host=args.host, api_port=args.port)
+    try:
+        server, port = build_server(runtime, args.host, args.port)
+    except OSError as e:
+        print(f"vipu-server: error: {e}", file=sys.stderr)
+        return 1
+    runtime.api_port = port
+    server.start()
+    print(
+        f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir})",
+        flush=True,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    server.stop(grace=2).wait()
+    store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Domain records to protobuf messages: the only place that knows both shapes."""
+
+from __future__ import annotations
+
+import json
+
+from vipu.partition import ipuof
+from vipu.partition.admin_objects import Agent, Allocation, Cluster, User
+from vipu.partition.partition import GW_ROUTING, ILD_ROUTING, Partition
+from vipu.partition.partitions import IpuStatus
+from vipu.partition.state import PodState
+from vipu.v1 import admin_pb2 as a
+from vipu.v1 import partition_pb2 as p
+
+
+def partition(part: Partition, state: PodState) -> p.Partition:
+    return p.Partition(
+        name=part.name,
+        size=part.size,
+        num_gcds=part.num_gcds,
+        gcd_sync_replicas=part.gcd_sync_replicas,
+        reconfigurable=part.reconfigurable,
+        sync_type=part.sync_type,
+        allocation=part.allocation,
+        cluster=part.cluster,
+        owner=part.owner,
+        state=part.state.value,
+        holder=part.holder or "",
+        first_ipu=part.first_ipu,
+        ipus=list(part.ipus),
+        ilds=max(1, part.size // state.pod.ild_ipus),
+        ild_routing=ILD_ROUTING,
+        gw_routing=GW_ROUTING,
+        created_at=part.created_at,
+        history=[p.StateChange(state=t.state.value, at=t.at) for t in part.history],
+    )
+
+
+def partition_view(
+    part: Partition, state: PodState, api_host: str, api_port: int, ipu_configs: bool, gcd: int | None
+) -> p.PartitionView:
+    gcds = range(part.num_gcds) if gcd is None else [gcd]
+    return p.PartitionView(
+        partition=partition(part, state),
+        machines=[
+            p.PartitionMachine(
+                machine=m["machine"],
+                agent=m["agent"],
+                host=m["host"],
+                port=m["port"],
+                ipus=[p.PartitionIpu(**ipu) for ipu in m["ipus"]],
+            )
+            for m in ipuof.machines(part, state)
+        ],
+        ring=state.topology.ring(part.first_ipu, part.size),
+        gcds=[
+            p.GcdView(
+                gcd=g,
+                ipus=list(part.gcd_ipus(g)),
+                environment=ipuof.environment(part, state, api_host, api_port, g),
+                ipu_config_json=json.dumps(ipuof.ipu_config(part, state, g)) if ipu_configs else "",
+            )
+            for g in gcds
+        ],
+    )
+
+
+def allocation(alloc: Allocation, state: PodState) -> p.Allocation:
+    return p.Allocation(
+        name=alloc.name,
+        agents=alloc.agents,
+        users=alloc.users,
+        ipus=len(alloc.agents) * state.pod.machine.ipus,
+        created_at=alloc.created_at,
+    )
+
+
+def ipu(status: IpuStatus) -> p.Ipu:
+    return p.Ipu(
+        id=status.ipu,
+        machine=status.machine,
+        index=status.index,
+        ild=status.ild,
+        agent=status.agent or "",
+        state=status.state,
+        partition=status.partition or "",
+    )
+
+
+def agent(ag: Agent, state: PodState) -> a.Agent:
+    return a.Agent(
+        name=ag.name,
+        host=ag.host,
+        port=ag.port,
+        machine=ag.machine,
+        state=ag.state,
+        ipus=list(state.topology.machine_ipus(ag.machine)),
+        created_at=ag.created_at,
+    )
+
+
+def cluster(c: Cluster) -> a.Cluster:
+    return a.Cluster(
+        name=c.name,
+        agents=c.agents,
+        num_ilds=c.num_ilds,
+        topology=c.topology,
+        cluster_topology=c.cluster_topology,
+        created_at=c.created_at,
+    )
+
+
+def user(u: User) -> a.User:
+    return a.User(name=u.name, admin=u.admin, created_at=u.created_at)

@@ -1,0 +1,88 @@
+"""The user-facing PartitionService: convert, call the domain under the controller lock, convert back."""
+
+from __future__ import annotations
+
+from vipu import __version__
+from vipu.partition.partition import PartitionRequest
+from vipu.server import convert
+from vipu.server.status import rpc
+from vipu.v1 import partition_pb2 as p
+from vipu.v1 import partition_pb2_grpc
+
+
+class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
+    def __init__(self, runtime):
+        self.rt = runtime  # vipu.server.runtime.Runtime: controller, lock and advertised address
+
+    @rpc
+    def GetVersion(self, request, context):
+        pod = self.rt.controller.pod
+        return p.VersionInfo(version=__version__, pod=pod.name, ipus=pod.ipus)
+
+    @rpc
+    def CreatePartition(self, request, context):
+        spec = PartitionRequest(
+            name=request.name,
+            size=request.size,
+            num_gcds=request.num_gcds if request.HasField("num_gcds") else 1,
+            gcd_sync_replicas=request.gcd_sync_replicas if request.HasField("gcd_sync_replicas") else None,
+            reconfigurable=request.reconfigurable,
+            allocation=request.allocation or None,
+            owner=self.rt.caller(context),
+        )
+        with self.rt.lock:
+            part = self.rt.controller.partitions.create(spec)
+            return convert.partition(part, self.rt.controller.state)
+
+    @rpc
+    def GetPartition(self, request, context):
+        with self.rt.lock:
+            part = self.rt.controller.partitions.get(request.name)
+            gcd = request.gcd if request.HasField("gcd") else None
+            return convert.partition_view(
+                part, self.rt.controller.state, self.rt.api_host, self.rt.api_port, request.ipu_configs, gcd
+            )
+
+    @rpc
+    def ListPartitions(self, request, context):
+        with self.rt.lock:
+            state = self.rt.controller.state
+            return p.ListPartitionsResponse(
+                partitions=[convert.partition(x, state) for x in self.rt.controller.partitions.list()]
+            )
+
+    @rpc
+    def RemovePartition(self, request, context):
+        with self.rt.lock:
+            return convert.partition(
+                self.rt.controller.partitions.remove(request.name, request.force), self.rt.controller.state
+            )
+
+    @rpc
+    def ResetPartition(self, request, context):
+        with self.rt.lock:
+            return convert.partition(self.rt.controller.partitions.reset(request.name), self.rt.controller.state)
+
+    @rpc
+    def AcquirePartition(self, request, context):
+        with self.rt.lock:
+            part = self.rt.controller.partitions.acquire(request.name, request.holder)
+            return convert.partition(part, self.rt.controller.state)
+
+    @rpc
+    def ReleasePartition(self, request, context):
+        with self.rt.lock:
+            part = self.rt.controller.partitions.release(request.name, request.holder)
+            return convert.partition(part, self.rt.controller.state)
+
+    @rpc
+    def ListAllocations(self, request, context):
+        with self.rt.lock:
+            state = self.rt.controller.state
+            allocations = self.rt.controller.admin.list_allocations()
+            return p.ListAllocationsResponse(allocations=[convert.allocation(x, state) for x in allocations])
+
+    @rpc
+    def ListIpus(self, request, context):
+        with self.rt.lock:
+            return p.ListIpusResponse(ipus=[convert.ipu(s) for s in self.rt.controller.partitions.ipu_statuses()])

@@ -1,0 +1,138 @@
+from vipu.v1 import partition_pb2 as _partition_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class NameRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ListRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Agent(_message.Message):
+    __slots__ = ("name", "host", "port", "machine", "state", "ipus", "created_at")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    IPUS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    host: str
+    port: int
+    machine: int
+    state: str
+    ipus: _containers.RepeatedScalarFieldContainer[int]
+    created_at: float
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., machine: _Optional[int] = ..., state: _Optional[str] = ..., ipus: _Optional[_Iterable[int]] = ..., created_at: _Optional[float] = ...) -> None: ...
+
+class CreateAgentRequest(_message.Message):
+    __slots__ = ("name", "host", "port", "machine")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    host: str
+    port: int
+    machine: int
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., machine: _Optional[int] = ...) -> None: ...
+
+class ListAgentsResponse(_message.Message):
+    __slots__ = ("agents",)
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    agents: _containers.RepeatedCompositeFieldContainer[Agent]
+    def __init__(self, agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ...) -> None: ...
+
+class Cluster(_message.Message):
+    __slots__ = ("name", "agents", "num_ilds", "topology", "cluster_topology", "created_at")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    NUM_ILDS_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    agents: _containers.RepeatedScalarFieldContainer[str]
+    num_ilds: int
+    topology: str
+    cluster_topology: str
+    created_at: float
+    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., num_ilds: _Optional[int] = ..., topology: _Optional[str] = ..., cluster_topology: _Optional[str] = ..., created_at: _Optional[float] = ...) -> None: ...
+
+class CreateClusterRequest(_message.Message):
+    __slots__ = ("name", "agents", "num_ilds", "topology", "cluster_topology")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    NUM_ILDS_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    agents: _containers.RepeatedScalarFieldContainer[str]
+    num_ilds: int
+    topology: str
+    cluster_topology: str
+    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., num_ilds: _Optional[int] = ..., topology: _Optional[str] = ..., cluster_topology: _Optional[str] = ...) -> None: ...
+
+class ListClustersResponse(_message.Message):
+    __slots__ = ("clusters",)
+    CLUSTERS_FIELD_NUMBER: _ClassVar[int]
+    clusters: _containers.RepeatedCompositeFieldContainer[Cluster]
+    def __init__(self, clusters: _Optional[_Iterable[_Union[Cluster, _Mapping]]] = ...) -> None: ...
+
+class CreateAllocationRequest(_message.Message):
+    __slots__ = ("name", "agents", "users")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    agents: _containers.RepeatedScalarFieldContainer[str]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class User(_message.Message):
+    __slots__ = ("name", "admin", "created_at")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    admin: bool
+    created_at: float
+    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., created_at: _Optional[float] = ...) -> None: ...
+
+class CreateUserRequest(_message.Message):
+    __slots__ = ("name", "admin")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    admin: bool
+    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ...) -> None: ...
+
+class CreatedUser(_message.Message):
+    __slots__ = ("user", "access_key")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_KEY_FIELD_NUMBER: _ClassVar[int]
+    user: User
+    access_key: str
+    def __init__(self, user: _Optional[_Union[User, _Mapping]] = ..., access_key: _Optional[str] = ...) -> None: ...
+
+class ListUsersResponse(_message.Message):
+    __slots__ = ("users",)
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    users: _containers.RepeatedCompositeFieldContainer[User]
+    def __init__(self, users: _Optional[_Iterable[_Union[User, _Mapping]]] = ...) -> None: ...
+
+class FailIpusRequest(_message.Message):
+    __slots__ = ("ipus",)
+    IPUS_FIELD_NUMBER: _ClassVar[int]
+    ipus: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, ipus: _Optional[_Iterable[int]] = ...) -> None: ...
