@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from vipu.cli.failure import BAD_INPUT, fail, fail_rpc
-from vipu.v1 import admin_pb2_grpc, partition_pb2_grpc
+from vipu.v1 import admin_pb2_grpc, job_pb2_grpc, partition_pb2_grpc
 
 DEFAULT_HOST = "localhost"
 DEFAULT_PORT = 8090
@@ -56,6 +56,10 @@ class Connection:
     @property
     def admin(self) -> admin_pb2_grpc.AdminServiceStub:
         return admin_pb2_grpc.AdminServiceStub(self.channel)
+
+    @property
+    def jobs(self) -> job_pb2_grpc.JobServiceStub:
+        return job_pb2_grpc.JobServiceStub(self.channel)
 
     def call(self, method, request):
         """Call an RPC with a deadline; on failure print one line and exit with the failure's code."""

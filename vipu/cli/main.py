@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from vipu import __version__
-from vipu.cli import partitions
+from vipu.cli import jobs, partitions
 from vipu.cli.connection import DEFAULT_TIMEOUT_S
 from vipu.cli.context import JSON_HELP, root_options
 from vipu.cli.failure import ERROR
@@ -14,7 +14,7 @@ from vipu.v1 import partition_pb2 as p
 
 app = typer.Typer(
     name="vipu",
-    help="Drive a vipu-sim V-IPU controller: partitions, allocations and IPUs.",
+    help="Drive a vipu-sim V-IPU controller: partitions, allocations, IPUs and a Slurm-style job queue.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -49,6 +49,7 @@ def root(
 
 
 partitions.register(app)
+jobs.register(app)
 
 
 def run() -> None:

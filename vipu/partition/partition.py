@@ -24,6 +24,7 @@ class PartitionRequest(BaseModel):
     allocation: str | None = Field(default=None, description="the allocation to carve from; default: 'default'")
     owner: str = ""
     holder: str | None = Field(default=None, description="created in use by this job (the scheduler's slurm_<id>)")
+    first_ipu: int | None = Field(default=None, description="the block the scheduler chose; default: placement picks")
 
 
 class Transition(BaseModel):

@@ -50,7 +50,12 @@ class Partitions:
         if allocation != DEFAULT_ALLOCATION:
             check_name("allocation", allocation)
         usable = state.usable_mask(allocation)
-        first = place(usable, state.pod.ipus, request.size)
+        first = place(usable, state.pod.ipus, request.size) if request.first_ipu is None else request.first_ipu
+        if first is not None and (first % request.size or block_mask(first, request.size) & ~usable):
+            raise ResourceExhausted(
+                f"first_ipu {first}: IPUs {first}-{first + request.size - 1} are not an aligned block that is free in"
+                f" allocation {allocation}; let placement choose"
+            )
         if first is None:
             free = bin(usable).count("1")
             raise ResourceExhausted(

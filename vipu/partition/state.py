@@ -87,8 +87,8 @@ class PodState:
             return sorted(name for name in self.agents if name not in taken)
         return list(self.get("allocation", allocation).agents)
 
-    def usable_mask(self, allocation: str) -> int:
-        """IPUs a new partition in `allocation` may use: on its agents, not failed, not drained, not in use."""
+    def eligible_mask(self, allocation: str) -> int:
+        """IPUs of the allocation's online agents, used or not."""
         eligible = self._eligible.get(allocation)
         if eligible is None:
             eligible = self._eligible[allocation] = mask_of(
@@ -97,4 +97,8 @@ class PodState:
                 if self.agents[name].state == "ONLINE"
                 for ipu in self.topology.machine_ipus(self.agents[name].machine)
             )
-        return eligible & ~self.used_mask & ~self.failed_mask
+        return eligible
+
+    def usable_mask(self, allocation: str) -> int:
+        """IPUs a new partition in `allocation` may use: on its agents, not failed, not drained, not in use."""
+        return self.eligible_mask(allocation) & ~self.used_mask & ~self.failed_mask

@@ -44,7 +44,7 @@ def parse_duration(value: object, field: str = "duration") -> float:
         seconds = None
         if re.fullmatch(r"\d+(?:\.\d+)?", text):
             seconds = float(text)
-        elif text and ":" in text or "-" in text:
+        elif ":" in text or "-" in text:
             seconds = _slurm(text)
         elif text:
             m = _UNITS.fullmatch(text)
@@ -52,14 +52,14 @@ def parse_duration(value: object, field: str = "duration") -> float:
                 d, h, mi, s = (float(g) if g else 0.0 for g in m.groups())
                 seconds = ((d * 24 + h) * 60 + mi) * 60 + s
         if seconds is None:
-            raise PydanticCustomError("duration", "{value!r} is not a duration; " + HELP, {"value": value})
+            raise PydanticCustomError("duration", "{value} is not a duration; " + HELP, {"value": repr(value)})
     else:
         raise PydanticCustomError("duration", "expected a duration, got {kind}; " + HELP, {"kind": type(value).__name__})
     if not math.isfinite(seconds) or seconds < 0:
-        raise PydanticCustomError("duration", "{value!r} is negative or not finite; " + HELP, {"value": value})
+        raise PydanticCustomError("duration", "{value} is negative or not finite; " + HELP, {"value": repr(value)})
     if seconds > MAX_SECONDS:
         raise PydanticCustomError(
-            "duration", "{value!r} is longer than a year; give at most 366 days", {"value": value}
+            "duration", "{value} is longer than a year; give at most 366 days", {"value": repr(value)}
         )
     return seconds
 

@@ -20,13 +20,15 @@ from vipu.errors import VipuError
 from vipu.partition.pod import PRESETS
 from vipu.server.admin_service import AdminService
 from vipu.server.partition_service import PartitionService
-from vipu.server.runtime import Runtime, open_state
-from vipu.v1 import admin_pb2, admin_pb2_grpc, partition_pb2, partition_pb2_grpc
+from vipu.server.job_service import JobService
+from vipu.server.runtime import Runtime, load_scheduler_config, open_runtime
+from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
 SERVICES = (
     partition_pb2.DESCRIPTOR.services_by_name["PartitionService"].full_name,
     admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
+    job_pb2.DESCRIPTOR.services_by_name["JobService"].full_name,
 )
 
 
@@ -35,9 +37,14 @@ def default_state_dir() -> Path:
 
 
 def build_server(runtime: Runtime, host: str, port: int, workers: int = 16) -> tuple[grpc.Server, int]:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"))
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"),
+        # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error
+        options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)],
+    )
     partition_pb2_grpc.add_PartitionServiceServicer_to_server(PartitionService(runtime), server)
     admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(runtime), server)
+    job_pb2_grpc.add_JobServiceServicer_to_server(JobService(runtime), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in ("", *SERVICES):
@@ -58,6 +65,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on; 0 picks a free one")
     parser.add_argument("--state-dir", type=Path, default=None, help=f"where state is kept (default {default_state_dir()})")
+    parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
+    parser.add_argument("--scheduler-config", default=None, help="a YAML SchedulerConfig (QOS, weights, limits)")
     parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
     return parser.parse_args(argv)
 
@@ -70,11 +79,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     state_dir = args.state_dir or default_state_dir()
     try:
-        pod, store, controller = open_state(args.pod, state_dir)
+        config = load_scheduler_config(args.scheduler_config, args.policy)
+        runtime = open_runtime(args.pod, state_dir, args.host, args.port, config)
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return 2
-    runtime = Runtime(controller=controller, store=store, api_host=args.host, api_port=args.port)
+    pod = runtime.controller.pod
     try:
         server, port = build_server(runtime, args.host, args.port)
     except OSError as e:
@@ -82,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     runtime.api_port = port
     server.start()
+    runtime.dispatcher.start()
     print(
         f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir})",
         flush=True,
@@ -91,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     server.stop(grace=2).wait()
-    store.close()
+    runtime.dispatcher.stop()
+    runtime.store.close()
     return 0
 
 

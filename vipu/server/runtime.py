@@ -1,18 +1,29 @@
-"""What every servicer shares: the controller, the one lock that serialises domain calls, the store, and the
-address jobs are told to reach the controller at."""
+"""What every servicer shares: the controller, the scheduler, the one lock that serialises both, the store, and
+the address jobs are told to reach the controller at."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
+import yaml
+from pydantic import ValidationError
+
+from vipu.clock import WallClock
 from vipu.errors import InvalidArgument
 from vipu.partition.controller import Controller
-from vipu.partition.pod import PodConfig, load_pod
-from vipu.partition.state import KINDS
+from vipu.partition.pod import load_pod
+from vipu.partition.state import KINDS as PARTITION_KINDS
+from vipu.scheduler.config import SchedulerConfig
+from vipu.scheduler.job import KINDS as JOB_KINDS
+from vipu.scheduler.scheduler import Scheduler
+from vipu.scheduler.spec import SleepWorkload
+from vipu.scheduler.states import JobState
+from vipu.server.dispatcher import Dispatcher
 from vipu.store import Store
-from vipu.clock import WallClock
+from vipu.validation import describe
 
 USER_METADATA = "x-vipu-user"  # who the caller says it is; checked against a token once --secure lands
 
@@ -20,10 +31,16 @@ USER_METADATA = "x-vipu-user"  # who the caller says it is; checked against a to
 @dataclass
 class Runtime:
     controller: Controller
+    scheduler: Scheduler
     store: Store
     api_host: str
     api_port: int
+    now: Callable[[], float] = field(default_factory=lambda: WallClock().now)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    dispatcher: Dispatcher = field(init=False)
+
+    def __post_init__(self):
+        self.dispatcher = Dispatcher(self, self.now)
 
     def caller(self, context) -> str:
         for key, value in context.invocation_metadata() or ():
@@ -32,8 +49,31 @@ class Runtime:
         return ""
 
 
-def open_state(pod_name: str, state_dir: Path) -> tuple[PodConfig, Store, Controller]:
-    """Open (or create) the state folder for `pod_name` and rebuild the controller from it."""
+def load_scheduler_config(path: str | None, policy: str | None) -> SchedulerConfig:
+    data: dict = {}
+    if path:
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
+            raise InvalidArgument(f"--scheduler-config {path}: cannot read it as YAML ({e}); fix the file") from None
+        if not isinstance(data, dict):
+            raise InvalidArgument(f"--scheduler-config {path}: expected a mapping of fields")
+    if policy:
+        data["policy"] = policy
+    try:
+        return SchedulerConfig.model_validate(data)
+    except ValidationError as e:
+        raise InvalidArgument(describe(e, f"scheduler config {path or '(flags)'}")) from None
+
+
+def open_runtime(
+    pod_name: str, state_dir: Path, api_host: str, api_port: int, config: SchedulerConfig | None = None
+) -> Runtime:
+    """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it.
+
+    Jobs that were running when the last process died keep running if their partition survived (their sleep
+    workloads resume against their original start time, so they end when they would have); the others end
+    NODE_FAIL and are requeued under the same id (see vipu/scheduler/recovery.py)."""
     pod = load_pod(pod_name)
     store = Store(Path(state_dir) / "vipu.sqlite3")
     stored = store.get_meta("pod")
@@ -45,5 +85,15 @@ def open_state(pod_name: str, state_dir: Path) -> tuple[PodConfig, Store, Contro
             f"state folder {state_dir} belongs to pod {stored.get('name')!r} with a different configuration than"
             f" --pod {pod_name}; start with that pod, or give a new --state-dir"
         )
-    controller = Controller(pod, store, WallClock().now, store.load(KINDS))
-    return pod, store, controller
+    clock = WallClock()
+    records = store.load({**PARTITION_KINDS, **JOB_KINDS})
+    controller = Controller(pod, store, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
+    scheduler = Scheduler(pod, config or SchedulerConfig(), store)
+    runtime = Runtime(controller, scheduler, store, api_host, api_port, clock.now)
+    now = clock.now()
+    effects = scheduler.recover([(k, r) for k, r in records if k in JOB_KINDS], now, list(controller.state.partitions))
+    runtime.dispatcher.apply(effects, now)
+    for job in scheduler.table.jobs.values():
+        if job.state is JobState.RUNNING and isinstance(job.spec.workload, SleepWorkload):
+            runtime.dispatcher.watch(job.id, job.start_time, job.spec.workload)
+    return runtime

@@ -1,0 +1,124 @@
+"""Dependencies (after, afterok, afternotok, afterany, singleton; ',' = AND, '?' = OR), arrays and the %N limit."""
+
+import pytest
+
+from vipu.scheduler.deps import parse_dependency
+from vipu.scheduler.states import JobState
+
+from conftest import make, sleep, spec
+
+S = JobState
+
+
+def run(s, job_id, now, exit_code=0):
+    """Start everything that can start, then end `job_id` with `exit_code`."""
+    s.cycle(now)
+    assert s.job(job_id).state is S.RUNNING, s.job(job_id)
+    s.job_finished(job_id, now + 1, exit_code=exit_code)
+    s.cycle(now + 1)
+
+
+@pytest.mark.parametrize(
+    "kind,exit_code,want_state,want_reason",
+    [
+        ("afterok", 0, S.RUNNING, None),
+        ("afterok", 1, S.PENDING, "DependencyNeverSatisfied"),
+        ("afternotok", 1, S.RUNNING, None),
+        ("afternotok", 0, S.PENDING, "DependencyNeverSatisfied"),
+        ("afterany", 0, S.RUNNING, None),
+        ("afterany", 1, S.RUNNING, None),
+    ],
+)
+def test_dependency_kinds(kind, exit_code, want_state, want_reason):
+    s = make()
+    s.submit(spec(), 0)
+    s.submit(spec(dependency=f"{kind}:1"), 0)
+    s.cycle(0)
+    assert s.job(2).reason == "Dependency"
+    s.job_finished(1, 5, exit_code=exit_code)
+    s.cycle(5)
+    assert (s.job(2).state, s.job(2).reason) == (want_state, want_reason)
+
+
+def test_after_waits_only_for_the_start():
+    s = make()
+    s.submit(spec(ipus=16), 0)
+    s.submit(spec(ipus=16), 0)
+    s.submit(spec(dependency="after:2"), 0)
+    s.cycle(0)
+    assert s.job(3).reason == "Dependency"
+    s.job_finished(1, 10)
+    s.cycle(10)  # job 2 starts in this cycle; dependencies are evaluated at the start of the next one
+    s.cycle(11)
+    assert s.job(2).state is S.RUNNING and s.job(3).reason == "Resources"
+
+
+def test_and_or_and_never():
+    s = make()
+    for _ in range(3):
+        s.submit(spec(), 0)
+    s.submit(spec(dependency="afterok:1,afterok:2"), 0)  # 4: AND
+    s.submit(spec(dependency="afterok:1?afterok:2"), 0)  # 5: OR
+    s.submit(spec(dependency="afterok:1:2"), 0)  # 6: both ids
+    s.cycle(0)
+    s.job_finished(1, 1, exit_code=7)
+    s.cycle(1)
+    assert s.job(4).reason == "DependencyNeverSatisfied" and s.job(6).reason == "DependencyNeverSatisfied"
+    assert s.job(5).reason == "Dependency"
+    s.job_finished(2, 2)
+    s.cycle(2)
+    assert s.job(5).state is S.RUNNING
+
+
+def test_requeued_target_turns_never_back_into_waiting():
+    s = make()
+    s.submit(spec(), 0)
+    s.submit(spec(dependency="afterok:1"), 0)
+    run(s, 1, 0, exit_code=1)
+    assert s.job(2).reason == "DependencyNeverSatisfied"
+    s.requeue(1, 3)
+    s.cycle(3)
+    assert s.job(2).reason == "Dependency"
+
+
+def test_array_dependency_waits_for_every_task():
+    s = make()
+    s.submit(spec(array="0-1"), 0)
+    s.submit(spec(dependency="afterok:1"), 0)  # 1 is the array job id: both tasks
+    s.cycle(0)
+    s.job_finished(1, 1)
+    s.cycle(1)
+    assert s.job(3).reason == "Dependency"
+    s.job_finished(2, 2)
+    s.cycle(2)
+    assert s.job(3).state is S.RUNNING
+
+
+def test_singleton_runs_one_job_per_name_and_user_at_a_time():
+    s = make()
+    for user in ("ann", "ann", "bob"):
+        s.submit(spec(name="etl", user=user, dependency="singleton"), 0)
+    s.cycle(0)
+    assert [s.job(i).state for i in (1, 2, 3)] == [S.RUNNING, S.PENDING, S.RUNNING]
+    assert s.job(2).reason == "Dependency"
+    s.job_finished(1, 5)
+    s.cycle(5)
+    assert s.job(2).state is S.RUNNING
+
+
+def test_parse_dependency():
+    dep = parse_dependency("afterok:1:2,afterany:3")
+    assert not dep.any_of and dep.ids == {1, 2, 3} and [c.kind for c in dep.clauses] == ["afterok", "afterany"]
+    assert parse_dependency("afterok:1?afternotok:2").any_of
+
+
+def test_array_task_limit():
+    s = make()
+    s.submit(spec(array="0-5%2", workload=sleep(10)), 0)
+    s.cycle(0)
+    states = [s.job(i).state for i in range(1, 7)]
+    assert states.count(S.RUNNING) == 2
+    assert {s.job(i).reason for i in range(3, 7)} == {"JobArrayTaskLimit"}
+    s.job_finished(1, 10)
+    s.cycle(10)
+    assert [s.job(i).state for i in range(1, 7)].count(S.RUNNING) == 2 and s.job(3).state is S.RUNNING

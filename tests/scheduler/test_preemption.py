@@ -1,0 +1,80 @@
+"""Preemption by QOS: a high job evicts the fewest, youngest low jobs that free a whole aligned block."""
+
+import pytest
+
+from vipu.scheduler.effects import StartJob, StopJob
+from vipu.scheduler.states import JobState
+
+from conftest import check_gangs, make, spec
+
+S = JobState
+CANCEL_LOW = {"low": {"priority": 0, "preempt_mode": "cancel"}, "normal": {"priority": 50},
+              "high": {"priority": 100, "preempt": ["low"]}}
+
+
+def fill_with_low(s, times=(0, 0, 5, 5)):
+    """Four 4-IPU low jobs filling a Pod16, started at `times`."""
+    for t in sorted(set(times)):
+        for _ in range(times.count(t)):
+            s.submit(spec(ipus=4, qos="low", time_limit=1000), t)
+        s.cycle(t)
+    assert len(s.table.running) == 4
+
+
+def test_high_evicts_the_youngest_block_and_requeues_it():
+    s = make()
+    fill_with_low(s)
+    s.submit(spec(ipus=8, qos="high"), 10)
+    effects = s.cycle(10)
+    assert effects[:2] == [StopJob(3, "slurm_3", S.PREEMPTED, True), StopJob(4, "slurm_4", S.PREEMPTED, True)]
+    (start,) = [e for e in effects if isinstance(e, StartJob)]
+    assert (start.job_id, start.first_ipu) == (5, 8)
+    for victim in (3, 4):
+        job = s.job(victim)
+        assert (job.state, job.requeue_count) == (S.PENDING, 1)
+        assert [h.state for h in job.history][-3:] == [S.RUNNING, S.PREEMPTED, S.PENDING]
+    assert s.job(1).state is S.RUNNING and s.job(2).state is S.RUNNING
+    check_gangs(s)
+
+
+@pytest.mark.parametrize("qos,requeue,want", [(CANCEL_LOW, True, S.PREEMPTED), (None, False, S.PREEMPTED)])
+def test_cancel_mode_or_no_requeue_ends_the_victim(qos, requeue, want):
+    s = make(**({"qos": qos} if qos else {}))
+    for _ in range(4):
+        s.submit(spec(ipus=4, qos="low", requeue=requeue), 0)
+    s.cycle(0)
+    s.submit(spec(ipus=4, qos="high"), 1)
+    effects = s.cycle(1)
+    (stop,) = [e for e in effects if isinstance(e, StopJob)]
+    assert stop.requeued is False and s.job(stop.job_id).state is want and s.job(stop.job_id).end_time == 1
+
+
+def test_only_the_listed_qos_can_be_evicted_and_never_partially():
+    s = make()
+    s.submit(spec(ipus=8, qos="normal"), 0)
+    s.submit(spec(ipus=4, qos="low"), 0)
+    s.submit(spec(ipus=4, qos="normal"), 0)
+    s.cycle(0)
+    s.submit(spec(ipus=16, qos="high"), 1)
+    assert s.cycle(1) == []  # the normal jobs cannot be evicted, so evicting the low one alone would not help
+    assert s.job(2).state is S.RUNNING and s.job(4).reason == "Resources"
+
+
+def test_free_ipus_plus_one_victim_make_the_block():
+    s = make()
+    s.submit(spec(ipus=8, qos="normal"), 0)
+    s.submit(spec(ipus=4, qos="low"), 0)
+    s.cycle(0)
+    assert (s.job(1).first_ipu, s.job(2).first_ipu) == (0, 8)
+    s.submit(spec(ipus=8, qos="high"), 1)
+    effects = s.cycle(1)
+    assert [type(e).__name__ for e in effects] == ["StopJob", "StartJob"]
+    assert s.job(3).first_ipu == 8 and s.job(2).state is S.PENDING
+
+
+def test_no_preemption_when_it_fits_anyway():
+    s = make()
+    s.submit(spec(ipus=4, qos="low"), 0)
+    s.cycle(0)
+    s.submit(spec(ipus=4, qos="high"), 1)
+    assert [type(e).__name__ for e in s.cycle(1)] == ["StartJob"]

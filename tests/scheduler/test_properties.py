@@ -1,0 +1,119 @@
+"""Properties over random workloads in virtual time: backfill never delays a reservation, no job deadlocks or
+runs on part of a block, the incremental queue order is the multifactor order, and best_fit is place."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vipu.partition.placement import place
+from vipu.scheduler.bits import best_fit, has_block
+from vipu.scheduler.config import SchedulerConfig
+from vipu.scheduler.order import PendingOrder
+from vipu.scheduler.policies.base import QueuedJob
+from vipu.scheduler.priority import FairShare
+from vipu.scheduler.states import TERMINAL
+
+from conftest import POD16, drive, make, sleep, spec
+
+FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+STATIC = {"weights": {"age": 0, "fairshare": 0, "job_size": 0, "qos": 0}}  # priority = -nice only
+
+job_st = st.tuples(
+    st.integers(0, 100),  # arrival
+    st.sampled_from([1, 2, 4, 8, 16]),  # IPUs
+    st.integers(1, 60),  # run time == time limit (exact estimates)
+)
+
+
+def workload(jobs):
+    """Later submissions get a larger nice, so priority strictly follows submission order."""
+    ordered = sorted(jobs, key=lambda j: j[0])
+    return [(t, spec(ipus=ipus, time_limit=d, workload=sleep(d), nice=i)) for i, (t, ipus, d) in enumerate(ordered)]
+
+
+@FAST
+@given(st.lists(job_st, min_size=1, max_size=18), st.sampled_from(["backfill", "priority", "fifo"]))
+def test_no_job_starts_later_than_its_first_reservation(jobs, policy):
+    s = make(policy=policy, **STATIC)
+    out = drive(s, workload(jobs))
+    for job_id, estimate in out["first_estimate"].items():
+        assert out["start"][job_id] <= estimate + 1e-9, (job_id, estimate, out["start"][job_id])
+    assert all(j.state in TERMINAL for j in s.table.jobs.values())  # nothing deadlocks
+
+
+@FAST
+@given(st.lists(job_st, min_size=1, max_size=18), st.sampled_from(["backfill", "priority", "fifo", "sjf"]))
+def test_every_job_finishes_whole_blocks_only_and_estimates_change_no_start(jobs, policy):
+    runs = []
+    for estimates in (True, False):
+        s = make(policy=policy)
+        runs.append(drive(s, workload(jobs), estimates=estimates)["start"])  # drive checks the gang invariant
+        assert all(j.state in TERMINAL for j in s.table.jobs.values())
+    assert runs[0] == runs[1]
+
+
+@FAST
+@given(st.lists(job_st, min_size=2, max_size=18))
+def test_backfill_starts_the_top_job_no_later_than_strict_priority_when_it_arrives_first(jobs):
+    """The top-priority job is submitted first; with exact time limits backfill never delays it."""
+    work = workload(jobs)
+    start = {}
+    for policy in ("priority", "backfill"):
+        s = make(policy=policy, **STATIC)
+        start[policy] = drive(s, work)["start"]
+    assert start["backfill"][1] <= start["priority"][1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, (1 << 64) - 1), st.sampled_from([1, 2, 4, 8, 16, 32, 64]), st.sampled_from([16, 64]))
+def test_best_fit_is_place(mask, size, total):
+    mask &= (1 << total) - 1
+    if size <= total:
+        assert best_fit(mask, total, size) == place(mask, total, size)
+        assert has_block(mask, size, total) == (place(mask, total, size) is not None)
+
+
+queued_st = st.lists(
+    st.tuples(st.sampled_from([1, 2, 4, 8, 16]), st.integers(0, 3000), st.sampled_from(["ann", "bob", "cy"]),
+              st.sampled_from(["low", "normal", "high"]), st.integers(-50, 50)),
+    min_size=1, max_size=30,
+)
+
+
+@FAST
+@given(queued_st, st.lists(st.integers(0, 6000), min_size=1, max_size=4), st.data())
+def test_incremental_order_is_the_multifactor_order(rows, times, data):
+    config = SchedulerConfig(max_age=1000, weights={"age": 1000, "fairshare": 0, "job_size": 100, "qos": 2000})
+    order = PendingOrder("priority", config, POD16.ipus, FairShare(100))
+    jobs = [QueuedJob(i + 1, ipus, 60.0, float(t), user, qos, nice) for i, (ipus, t, user, qos, nice) in enumerate(rows)]
+    live = {}
+    for now in sorted(times):
+        for job in jobs:
+            if job.submit_time <= now and job.id not in live and data.draw(st.booleans()):
+                order.add(job, now)
+                live[job.id] = job
+        if live and data.draw(st.booleans()):
+            gone = data.draw(st.sampled_from(sorted(live)))
+            order.remove(gone)
+            del live[gone]
+        got = [j.id for j in order.iterate(now)]
+
+        def priority(j):
+            age = 1000 * min(1.0, (now - j.submit_time) / 1000)
+            return age + 100 * j.ipus / 16 + 2000 * {"low": 0, "normal": 0.5, "high": 1}[j.qos] - j.nice
+
+        want = [j.id for j in sorted(live.values(), key=lambda j: (-priority(j), j.submit_time, j.id))]
+        assert got == want
+
+
+def test_fairshare_moves_a_heavy_user_back():
+    s = make(priority_calc_period=0, weights={"age": 0, "fairshare": 1000, "job_size": 0, "qos": 0})
+    s.submit(spec(ipus=16, user="ann", time_limit=100, workload=sleep(100)), 0)
+    s.cycle(0)
+    s.job_finished(1, 100)
+    s.submit(spec(ipus=16, user="ann"), 101)
+    s.submit(spec(ipus=16, user="bob"), 102)
+    s.submit(spec(ipus=16, user="bob"), 102)
+    s.cycle(103)
+    assert s.job(3).state.value == "RUNNING"
+    rows = {r.job_id: r for r in s.priorities(103)}
+    assert rows[2].fairshare < rows[4].fairshare

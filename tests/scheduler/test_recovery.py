@@ -1,0 +1,88 @@
+"""Recovery after a crash: rebuild from the stored records; running jobs keep running only if their partition does."""
+
+import pytest
+
+from vipu.errors import FailedPrecondition
+from vipu.scheduler.effects import StopJob
+from vipu.scheduler.job import KINDS, SchedulerMeta
+from vipu.scheduler.states import JobState
+
+from conftest import RecordingJournal, make, spec
+
+S = JobState
+
+
+def stored(journal: RecordingJournal):
+    """The records as a store would return them after a restart: through JSON."""
+    return [(kind, KINDS[kind].model_validate_json(record.model_dump_json()))
+            for (kind, _), record in journal.records.items()]
+
+
+def crashed_world():
+    journal = RecordingJournal()
+    s = make(journal=journal)
+    s.submit(spec(ipus=4), 0, request_id="r1")  # 1: will keep running
+    s.submit(spec(ipus=4), 0)  # 2: its partition is lost
+    s.submit(spec(ipus=4, requeue=False), 0)  # 3: lost too, but may not be requeued
+    s.submit(spec(ipus=4), 0)  # 4: finishes
+    s.cycle(0)
+    s.job_finished(4, 5)
+    s.submit(spec(ipus=16), 6)  # 5: pending
+    s.cycle(6)
+    return s, journal
+
+
+def test_recover_keeps_live_partitions_and_requeues_lost_ones():
+    old, journal = crashed_world()
+    new_journal = RecordingJournal()
+    s = make(journal=new_journal)
+    effects = s.recover(stored(journal), now=100, partitions=["slurm_1", "slurm_4", "user-part"])
+    assert effects == [StopJob(4, "slurm_4", S.COMPLETED, False)]  # a leftover partition of an ended job
+    assert s.job(1).state is S.RUNNING and s.job(1).end_by == old.job(1).end_by
+    assert (s.job(2).state, s.job(2).requeue_count) == (S.PENDING, 1)
+    assert s.job(3).state is S.NODE_FAIL and s.job(4).state is S.COMPLETED and s.job(5).state is S.PENDING
+    (puts, _), = new_journal.commits
+    assert sorted(n for k, n, _ in puts if k == "job") == ["2", "3"]
+    assert s.table.used_mask == old.table.used_mask & (((1 << 4) - 1) << old.job(1).first_ipu)
+    # ids go on from where they stopped, and a retried request still finds its job
+    assert s.submit(spec(), 101)[0].id == 6
+    assert [j.id for j in s.submit(spec(ipus=4), 101, request_id="r1")] == [1]
+    # the recovered queue schedules normally: job 1 is past its time limit, then the 16-IPU job goes first
+    assert [e.job_id for e in s.enforce_time_limits(101)] == [1]
+    s.cycle(101)
+    assert s.job(5).state is S.RUNNING and s.job(2).reason == "Resources"
+
+
+def test_recover_without_partition_information_requeues_every_running_job():
+    _, journal = crashed_world()
+    s = make()
+    s.recover(stored(journal), now=100)
+    assert [s.job(i).state for i in (1, 2, 3)] == [S.PENDING, S.PENDING, S.NODE_FAIL]
+    assert s.table.used_mask == 0
+
+
+def test_the_persisted_counter_wins_so_ids_are_never_reused():
+    _, journal = crashed_world()
+    records = stored(journal) + [("scheduler_meta", SchedulerMeta(next_job_id=42))]
+    s = make()
+    s.recover(records, now=100)
+    assert s.submit(spec(), 100)[0].id == 42
+
+
+def test_recover_needs_a_fresh_scheduler_and_ignores_other_kinds():
+    _, journal = crashed_world()
+    s = make()
+    s.recover(stored(journal) + [("partition", object())], now=100)
+    with pytest.raises(FailedPrecondition, match="empty scheduler"):
+        s.recover(stored(journal), now=100)
+
+
+def test_completing_job_finishes_with_its_exit_code():
+    journal = RecordingJournal()
+    s = make(journal=journal)
+    s.submit(spec(), 0)
+    s.cycle(0)
+    s.mark_completing(1, 5, exit_code=2)
+    fresh = make()
+    fresh.recover(stored(journal), now=9, partitions=[])
+    assert fresh.job(1).state is S.FAILED and fresh.job(1).exit_code == 2

@@ -1,0 +1,85 @@
+"""Trace replay in virtual time: sane metrics on the head of the openb trace, native traces, TIMEOUT, preemption."""
+
+import json
+from itertools import count
+
+import pytest
+
+from vipu.errors import InvalidArgument
+from vipu.scheduler.replay import format_table, main_replay, replay
+from vipu.scheduler.traces import TraceJob, load_trace, next_power_of_two, read_openb, rounded_limit
+
+from conftest import POD16, POD256
+
+OPENB = "/work/shared/traces/openb_pod_list_default.csv"
+
+
+@pytest.fixture(scope="module")
+def openb_head():
+    return read_openb(OPENB, limit=400, max_ipus=POD256.max_partition_ipus)
+
+
+def test_openb_mapping(openb_head):
+    jobs = openb_head.jobs
+    assert 250 < len(jobs) < 400 and sum(openb_head.skipped.values()) + len(jobs) == 400
+    assert all(j.ipus in (4, 8, 16, 32) and j.duration >= 1 and j.time_limit >= j.duration for j in jobs)
+    assert "next power of two" in openb_head.mapping and "4 IPUs per GPU" in openb_head.mapping
+    assert next_power_of_two(3) == 4 and next_power_of_two(1) == 1 and rounded_limit(61) == 120
+
+
+@pytest.mark.parametrize("policy", ["fifo", "priority", "backfill", "sjf"])
+def test_openb_head_replays_with_sane_metrics(openb_head, policy):
+    ticks = count()
+    r = replay(openb_head.jobs, POD256, policy, timer=lambda: float(next(ticks)))
+    assert (r.jobs, r.finished, r.unfinished, r.timeouts) == (len(openb_head.jobs), len(openb_head.jobs), 0, 0)
+    assert 0 < r.utilisation <= 1 and 0 <= r.fragmentation <= 1
+    assert 0 <= r.avg_wait <= r.avg_jct and r.p50_jct <= r.p95_jct and r.makespan > 0
+    assert r.wall_seconds == 1.0 and r.jobs_per_second == len(openb_head.jobs)
+    assert replay(openb_head.jobs, POD256, policy) == replay(openb_head.jobs, POD256, policy)  # deterministic
+
+
+def write_native(tmp_path, rows, suffix):
+    path = tmp_path / f"trace{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    else:
+        keys = list(rows[0])
+        path.write_text(",".join(keys) + "\n" + "\n".join(",".join(str(r[k]) for k in keys) for r in rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_native_trace_timeout_and_preemption(tmp_path, suffix):
+    rows = [
+        {"submit_time": 0, "ipus": 16, "duration": "10m", "time_limit": "5m", "user": "a", "qos": "low"},
+        {"submit_time": 10, "ipus": 8, "duration": 60, "time_limit": 120, "user": "b", "qos": "high"},
+        {"submit_time": 20, "ipus": 4, "duration": 30, "time_limit": "", "user": "c", "qos": "normal"},
+    ]
+    trace = load_trace(write_native(tmp_path, rows, suffix))
+    assert [j.time_limit for j in trace.jobs] == [300, 120, 60]
+    r = replay(trace.jobs, POD16, "backfill")
+    assert r.finished == 3 and r.preemptions == 1 and r.timeouts == 1  # job 1: evicted, requeued, then TIMEOUT
+
+
+def test_native_trace_errors(tmp_path):
+    bad = write_native(tmp_path, [{"submit_time": 0, "ipus": 4}], ".csv")
+    with pytest.raises(InvalidArgument, match="column duration is missing"):
+        load_trace(bad)
+    with pytest.raises(InvalidArgument, match="not a readable file"):
+        load_trace(tmp_path / "nope.csv")
+
+
+def test_main_replay_report():
+    text = main_replay(OPENB, "bow-pod64", ["fifo", "backfill"], timer=lambda: 0.0, limit=150)
+    lines = text.splitlines()
+    assert "on bow-pod64 (64 IPUs)" in lines[0] and "skipped:" in lines[0]
+    assert lines[1].startswith("openb -> IPU-Pod mapping")
+    assert lines[-2].startswith("fifo") and lines[-1].startswith("backfill") and "jobs/s" in lines[-3]
+
+
+def test_format_table_and_empty_trace():
+    r = replay([], POD16, "fifo")
+    assert r.jobs == 0 and r.makespan == 0
+    text = format_table([r])
+    assert text.splitlines()[0].split()[:3] == ["policy", "jobs", "done"]
+    assert replay([TraceJob(0, 4, 10, 60)], POD16, "sjf").avg_jct == 10

@@ -1,0 +1,218 @@
+"""The Scheduler's commands: submit, the cycle, ends, time limits, cancel, hold/release, requeue, failures."""
+
+import pytest
+
+from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from vipu.partition.placement import place
+from vipu.scheduler.effects import StartJob, StopJob
+from vipu.scheduler.states import JobState
+
+from conftest import POD16, RecordingJournal, make, sleep, spec
+
+S = JobState
+
+
+def starts(effects):
+    return [e for e in effects if isinstance(e, StartJob)]
+
+
+def stops(effects):
+    return [e for e in effects if isinstance(e, StopJob)]
+
+
+def test_submit_commits_jobs_and_the_id_counter_before_they_are_visible(journal):
+    s = make(journal=journal)
+    jobs = s.submit(spec(array="0-2"), now=1)
+    assert [j.id for j in jobs] == [1, 2, 3] and [j.array_task_id for j in jobs] == [0, 1, 2]
+    assert {j.array_job_id for j in jobs} == {1}
+    (puts, deletes), = journal.commits
+    assert [(k, n) for k, n, _ in puts] == [("job", "1"), ("job", "2"), ("job", "3"), ("scheduler_meta", "scheduler")]
+    assert puts[-1][2].next_job_id == 4 and deletes == []
+
+
+def test_a_failed_commit_leaves_nothing_visible(journal):
+    s = make(journal=journal)
+    journal.fail_next = True
+    with pytest.raises(OSError):
+        s.submit(spec(), now=0)
+    assert s.table.jobs == {} and s.queue() == [] and s.cycle(0) == []
+
+
+def test_request_id_makes_submit_idempotent(journal):
+    s = make(journal=journal)
+    first = s.submit(spec(array="0-1"), now=0, request_id="req-1")
+    again = s.submit(spec(array="0-1"), now=5, request_id="req-1")
+    assert [j.id for j in again] == [j.id for j in first] and len(journal.commits) == 1
+    with pytest.raises(AlreadyExists, match="different spec"):
+        s.submit(spec(ipus=2), now=5, request_id="req-1")
+    with pytest.raises(InvalidArgument, match="request_id"):
+        s.submit(spec(), now=5, request_id="")
+    assert s.submit(spec(), now=5, request_id="req-2")[0].id == 3
+
+
+def test_cycle_starts_on_the_block_place_would_pick():
+    s = make()
+    s.submit(spec(ipus=4), 0)
+    s.submit(spec(ipus=8), 0)
+    effects = starts(s.cycle(0))
+    assert len(effects) == 2
+    for e in effects:
+        assert place(e.place_mask, POD16.ipus, e.ipus) == e.first_ipu
+        assert e.partition == f"slurm_{e.job_id}" and e.end_by == e.start_time + 60
+    job = s.job(1)
+    assert job.state is S.RUNNING and job.first_ipu is not None and job.reason is None
+
+
+@pytest.mark.parametrize(
+    "exit_code,state", [(0, S.COMPLETED), (3, S.FAILED)],
+)
+def test_job_finished(exit_code, state):
+    s = make()
+    s.submit(spec(), 0)
+    s.cycle(0)
+    (stop,) = s.job_finished(1, 10, exit_code=exit_code)
+    assert stop == StopJob(1, "slurm_1", state, False)
+    job = s.job(1)
+    assert (job.state, job.exit_code, job.start_time, job.end_time) == (state, exit_code, 0, 10)
+    assert s.table.used_mask == 0
+    with pytest.raises(FailedPrecondition, match="not running"):
+        s.job_finished(1, 11)
+
+
+def test_time_limit_ends_a_job_as_timeout():
+    s = make()
+    s.submit(spec(time_limit="1m", workload=sleep(3600)), 0)
+    s.cycle(0)
+    assert s.enforce_time_limits(59.9) == []
+    (stop,) = s.enforce_time_limits(60)
+    assert stop.state is S.TIMEOUT and s.job(1).state is S.TIMEOUT and s.job(1).end_time == 60
+
+
+def test_cancel_pending_running_and_arrays():
+    s = make()
+    s.submit(spec(ipus=16), 0)
+    s.submit(spec(array="0-2"), 0)
+    s.cycle(0)
+    assert s.job(1).state is S.RUNNING
+    effects = s.cancel([1], 5)
+    assert effects == [StopJob(1, "slurm_1", S.CANCELLED, False)]
+    assert s.cancel([2], 6) == []  # the array job id cancels every task
+    assert [s.job(i).state for i in (1, 2, 3, 4)] == [S.CANCELLED] * 4
+    with pytest.raises(FailedPrecondition, match="already ended"):
+        s.cancel([1], 7)
+    with pytest.raises(NotFound, match="job 99 does not exist"):
+        s.cancel([99], 7)
+
+
+def test_hold_and_release():
+    s = make()
+    s.submit(spec(hold=True), 0)
+    s.submit(spec(), 0)
+    s.cycle(0)
+    assert s.job(1).state is S.PENDING and s.job(1).reason == "JobHeldUser" and s.job(2).state is S.RUNNING
+    assert s.release(1, 1).held is False
+    assert [e.job_id for e in starts(s.cycle(1))] == [1]
+    with pytest.raises(FailedPrecondition, match="only a PENDING job can be held"):
+        s.hold(1, 2)
+    s.submit(spec(ipus=16), 2)
+    assert s.hold(3, 2).reason == "JobHeldUser"
+
+
+def test_requeue_keeps_the_id_and_counts():
+    s = make()
+    s.submit(spec(), 0)
+    s.cycle(0)
+    (stop,) = s.requeue(1, 5)
+    assert stop.requeued and stop.state is S.PENDING
+    job = s.job(1)
+    assert (job.state, job.requeue_count, job.start_time, job.first_ipu) == (S.PENDING, 1, None, None)
+    s.cycle(6)
+    s.job_finished(1, 7, exit_code=1)
+    assert s.requeue(1, 8) == [] and s.job(1).requeue_count == 2
+    with pytest.raises(FailedPrecondition, match="already PENDING"):
+        s.requeue(1, 9)
+    s.cancel([1], 9)
+    with pytest.raises(FailedPrecondition, match="cannot be requeued"):
+        s.requeue(1, 10)
+    assert [h.state for h in s.job(1).history] == [
+        S.PENDING, S.RUNNING, S.PENDING, S.RUNNING, S.FAILED, S.PENDING, S.CANCELLED]
+
+
+def test_failed_ipus_node_fail_requeue_and_req_node_not_avail():
+    s = make()
+    s.submit(spec(ipus=16), 0)
+    s.submit(spec(ipus=16, requeue=False), 0)
+    s.cycle(0)
+    (stop,) = s.fail_ipus([3], 1)
+    assert stop == StopJob(1, "slurm_1", S.NODE_FAIL, True)
+    assert s.job(1).state is S.PENDING and s.job(1).requeue_count == 1
+    s.cycle(2)
+    assert s.job(1).reason == "ReqNodeNotAvail" and s.job(2).reason == "ReqNodeNotAvail"
+    s.repair_ipus([3])
+    s.cycle(3)
+    assert s.job(1).state is S.RUNNING
+    s.fail_ipus([0], 4)
+    assert s.job(1).state is S.PENDING
+    s.repair_ipus([0])
+    s.cancel([1], 5)
+    s.cycle(5)
+    s.fail_ipus([15], 6)
+    assert s.job(2).state is S.NODE_FAIL  # requeue: false
+
+
+def test_gang_large_job_waits_for_a_whole_block_and_reserves_it():
+    s = make()
+    for _ in range(4):
+        s.submit(spec(ipus=4, time_limit=100, workload=sleep(100)), 0)
+    s.cycle(0)
+    s.submit(spec(ipus=16, nice=-1000), 1)  # top priority, needs the whole Pod
+    s.submit(spec(ipus=4, time_limit=500), 1)
+    s.cycle(1)
+    big, small = s.job(5), s.job(6)
+    assert (big.state, big.reason, big.estimated_start) == (S.PENDING, "Resources", 100)
+    assert small.state is S.PENDING and small.reason == "Priority"  # would run past the reservation
+    for job_id in (1, 2, 3):
+        s.job_finished(job_id, 50)
+    s.cycle(50)
+    assert s.job(5).state is S.PENDING and s.job(6).state is S.PENDING  # no partial gang, no overtaking
+    s.job_finished(4, 100)
+    s.cycle(100)
+    assert s.job(5).state is S.RUNNING and s.job(5).first_ipu == 0
+
+
+def test_allocations_confine_jobs_and_unknown_allocations_wait():
+    s = make()
+    s.submit(spec(ipus=4, allocation="a"), 0)
+    s.submit(spec(ipus=4, allocation="nowhere"), 0)
+    s.submit(spec(ipus=8, allocation="a", nice=500), 0)
+    masks = {"a": 0xFF00, "default": 0xFFFF}
+    effects = starts(s.cycle(0, allowed_masks=masks))
+    assert [(e.job_id, e.first_ipu) for e in effects] == [(1, 8)]
+    assert s.job(2).reason == "ReqNodeNotAvail" and s.job(3).reason == "Resources"
+
+
+def test_available_mask_from_the_caller_is_respected():
+    s = make()
+    s.submit(spec(ipus=8), 0)
+    effects = starts(s.cycle(0, available_mask=0xFF00))  # IPUs 0-7 hold a partition someone made by hand
+    assert effects[0].first_ipu == 8
+
+
+def test_queries_queue_history_info_priority():
+    s = make(priority_calc_period=0)
+    s.submit(spec(ipus=16, user="ann"), 0)
+    s.submit(spec(ipus=4, user="bob", time_limit=100), 1)  # would delay job 1's reservation: no backfill
+    s.submit(spec(ipus=2, user="bob", qos="high"), 2)
+    s.cycle(3)
+    queue = s.queue()
+    assert [j.id for j in queue] == [3, 1, 2]  # running first, then pending in priority order
+    assert [j.id for j in s.queue(user="bob")] == [3, 2]
+    assert [j.state for j in s.history()] == [S.PENDING, S.PENDING, S.RUNNING]
+    rows = s.priorities(10)
+    assert [r.job_id for r in rows] == [1, 2] and rows[0].total > rows[1].total
+    assert s.job(1, now=10).priority.job_size == 100.0
+    (ild,) = s.info()
+    assert (ild.idle, ild.allocated, ild.failed, ild.largest_free_block) == (14, 2, 0, 8)
+    with pytest.raises(FailedPrecondition, match="only pending jobs"):
+        s.priority(3, 10)
+    assert RecordingJournal  # imported for the fixture

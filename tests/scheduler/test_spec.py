@@ -1,0 +1,146 @@
+"""Job specs: what parses, and every bad input refused with InvalidArgument naming the field — storing nothing."""
+
+import json
+
+import pytest
+
+from vipu.errors import InvalidArgument
+from vipu.scheduler.arrays import parse_array
+from vipu.scheduler.durations import format_duration, parse_duration
+from vipu.scheduler.spec import HoldWorkload, SleepWorkload, load_spec, parse_spec
+
+from conftest import POD16, RecordingJournal, make, spec
+
+
+@pytest.mark.parametrize(
+    "text,seconds",
+    [(90, 90), (1.5, 1.5), ("90", 90), ("90s", 90), ("10m", 600), ("1h30m", 5400), ("2d", 172800),
+     ("1d2h3m4s", 93784), ("1-00:00:00", 86400), ("02:30:00", 9000), ("05:30", 330), ("1-12", 129600),
+     ("1-2:30", 95400), (" 1H ", 3600)],
+)
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "abc", "10x", "-5", -5, "1h-3", True, None, [1], "400d", "1:2:3:4"])
+def test_bad_durations(text):
+    with pytest.raises(Exception) as e:
+        parse_duration(text)
+    assert "use seconds" in str(e.value) or "year" in str(e.value)
+
+
+def test_format_duration():
+    assert format_duration(93784) == "1-02:03:04" and format_duration(59) == "00:00:59"
+
+
+@pytest.mark.parametrize(
+    "text,indices,limit",
+    [("0-3", (0, 1, 2, 3), None), ("1,3,5", (1, 3, 5), None), ("0-15:4", (0, 4, 8, 12), None),
+     ("0-99%10", tuple(range(100)), 10), ("1-3,2-4%2", (1, 2, 3, 4), 2), ("7", (7,), None)],
+)
+def test_arrays(text, indices, limit):
+    parsed = parse_array(text)
+    assert parsed.indices == indices and parsed.limit == limit
+
+
+@pytest.mark.parametrize(
+    "field,value,needle",
+    [
+        ("colour", "red", "colour: unknown field"),
+        ("ipus", "four", "ipus"),
+        ("ipus", True, "ipus"),
+        ("time_limit", 0, "time_limit"),
+        ("time_limit", -5, "time_limit"),
+        ("time_limit", "soon", "time_limit"),
+        ("array", "5-2", "runs backwards"),
+        ("array", "0-1000000000", "array"),
+        ("array", "0-20000", "at most 10000"),
+        ("array", "", "empty"),
+        ("array", "0-9%0", "%N"),
+        ("dependency", "afterok", "job ids"),
+        ("dependency", "afterwards:3", "unknown dependency type"),
+        ("dependency", "afterok:1,afterok:2?afterok:3", "mixes"),
+        ("nice", 10**9, "nice"),
+        ("workload", {"kind": "train"}, "workload"),
+        ("workload", {"kind": "sleep"}, "workload.sleep.duration: required"),
+        ("output", "a\x00b", "NUL"),
+    ],
+)
+def test_bad_spec_fields(field, value, needle):
+    with pytest.raises(InvalidArgument) as e:
+        parse_spec(spec(**{field: value}))
+    assert needle in e.value.message and e.value.message.startswith("invalid job spec")
+
+
+def test_workload_kinds_and_defaults():
+    s = parse_spec({"ipus": 2})
+    assert isinstance(s.workload, HoldWorkload) and s.time_limit is None and s.qos is None and s.requeue
+    s = parse_spec(spec(workload={"kind": "sleep", "duration": "2m"}))
+    assert s.workload == SleepWorkload(duration=120)
+
+
+def test_load_spec_yaml_and_json():
+    text = "name: train\nipus: 4\ntime_limit: 1h30m\narray: 0-9%2\ndependency: afterok:1:2,afterany:3\n"
+    s = load_spec(text, "job.yaml")
+    assert (s.name, s.ipus, s.time_limit, s.array, s.dependency) == ("train", 4, 5400, "0-9%2", "afterok:1:2,afterany:3")
+    assert load_spec(json.dumps({"ipus": 2}).encode(), "job.json").ipus == 2
+
+
+@pytest.mark.parametrize(
+    "data,needle",
+    [
+        (b"x" * (10 << 20), "at most 1048576 bytes"),
+        (b"\xff\xfe\x00\x01garbage", "not UTF-8"),
+        ("ipus: 1\x00\x00", "NUL"),
+        ("- 1\n- 2\n", "expected a mapping"),
+        ("just a string", "expected a mapping"),
+        ("ipus: [1\n", "not valid YAML/JSON"),
+        ('{"ipus": 1,}', "not valid YAML/JSON"),
+        ("ipus: 1\ncolor: blue\n", "color: unknown field"),
+    ],
+)
+def test_load_spec_refuses(data, needle):
+    with pytest.raises(InvalidArgument) as e:
+        load_spec(data, "job.yaml")
+    assert needle in e.value.message and "job.yaml" in e.value.message
+
+
+# -- at submit: checked against the Pod, the QOS table and the jobs; nothing is stored ---------------------------
+@pytest.mark.parametrize(
+    "fields,needle",
+    [
+        ({"ipus": 3}, "not a power of two"),
+        ({"ipus": 32}, "bow-pod16 has 16 IPUs"),
+        ({"ipus": 0}, "ipus is 0"),
+        ({"qos": "platinum"}, "qos 'platinum' is unknown; use one of high, low, normal"),
+        ({"dependency": "afterok:99"}, "job 99, which does not exist"),
+        ({"dependency": "afterok:1"}, "cyclic"),
+        ({"array": "0-3", "dependency": "afterany:2"}, "cyclic"),
+        ({"name": "bad name!"}, "job name 'bad name!' contains ' '"),
+        ({"user": ""}, "user name is empty"),
+        ({"allocation": "a/b"}, "allocation name"),
+        ({"array": "0-600"}, "at most 500"),
+    ],
+)
+def test_submit_refuses_and_stores_nothing(fields, needle):
+    journal = RecordingJournal()
+    s = make(journal=journal, max_array_tasks=500)
+    with pytest.raises(InvalidArgument) as e:
+        s.submit(spec(**fields), now=0)
+    assert needle in e.value.message
+    assert journal.commits == [] and s.table.jobs == {} and s.table.next_id == 1
+
+
+def test_submit_refuses_qos_limits_that_can_never_be_met():
+    s = make(qos={"normal": {"priority": 1, "max_ipus_per_user": 4, "max_time_limit": "1h"}})
+    with pytest.raises(InvalidArgument, match="could never start"):
+        s.submit(spec(ipus=8), 0)
+    with pytest.raises(InvalidArgument, match="allows at most 01:00:00"):
+        s.submit(spec(time_limit="2h"), 0)
+
+
+def test_submit_resolves_defaults():
+    s = make(default_time_limit="30m")
+    job = s.submit({"ipus": 2}, now=5)[0]
+    assert (job.spec.qos, job.spec.time_limit, job.partition, job.state.value) == ("normal", 1800, "slurm_1", "PENDING")
+    assert POD16.ipus == 16

@@ -1,0 +1,38 @@
+"""The job transition table: every legal edge is allowed and every other one is refused with a message."""
+
+import pytest
+
+from vipu.errors import FailedPrecondition
+from vipu.scheduler.states import ACTIVE, SHORT, TERMINAL, TRANSITIONS, JobState, check_transition
+
+S = JobState
+LEGAL = [(a, b) for a, edges in TRANSITIONS.items() for b in edges]
+ILLEGAL = [(a, b) for a in JobState for b in JobState if b not in TRANSITIONS[a]]
+
+
+@pytest.mark.parametrize("current,new", LEGAL, ids=[f"{a.value}->{b.value}" for a, b in LEGAL])
+def test_legal_transition(current, new):
+    check_transition(7, current, new)
+
+
+@pytest.mark.parametrize("current,new", ILLEGAL, ids=[f"{a.value}->{b.value}" for a, b in ILLEGAL])
+def test_illegal_transition(current, new):
+    with pytest.raises(FailedPrecondition) as e:
+        check_transition(7, current, new)
+    assert f"job 7 is {current.value} and cannot become {new.value}" in e.value.message
+
+
+def test_every_edge_has_a_comment_and_every_state_a_short_code():
+    assert all(comment for edges in TRANSITIONS.values() for comment in edges.values())
+    assert set(SHORT) == set(JobState)
+    assert sorted(SHORT.values()) == sorted(["PD", "R", "CG", "CD", "F", "CA", "TO", "PR", "NF"])
+
+
+@pytest.mark.parametrize("state", [S.PREEMPTED, S.NODE_FAIL, S.FAILED, S.TIMEOUT, S.COMPLETED, S.RUNNING])
+def test_requeue_keeps_the_id_from(state):
+    assert S.PENDING in TRANSITIONS[state]
+
+
+def test_cancelled_is_final_and_states_partition():
+    assert TRANSITIONS[S.CANCELLED] == {}
+    assert ACTIVE | TERMINAL == set(JobState) and not ACTIVE & TERMINAL

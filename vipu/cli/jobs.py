@@ -1,0 +1,236 @@
+"""Slurm's words for jobs: `vipu submit|queue|cancel|hold|release|requeue|history|info|priority`, `vipu show job`,
+and `vipu simulate` (trace replay in virtual time, no controller needed)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import typer
+
+from vipu.cli.context import JsonOption
+from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.output import as_dict, print_json, table
+from vipu.v1 import job_pb2 as j
+
+MAX_SPEC_BYTES = 1_000_000  # the controller refuses bigger specs too; checking here saves sending them
+show = typer.Typer(help="Show one job in detail.", no_args_is_help=True)
+
+
+def clock(seconds: float) -> str:
+    """squeue's TIME: M:SS, H:MM:SS or D-HH:MM:SS."""
+    seconds = int(max(0, seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def stamp(value: float | None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(value)) if value else "Unknown"
+
+
+def job_id(x: j.Job) -> str:
+    return f"{x.array_job_id}_{x.array_task_id}" if x.HasField("array_job_id") else str(x.id)
+
+
+def read_spec(path: str) -> tuple[bytes, str]:
+    if path == "-":
+        return sys.stdin.buffer.read(MAX_SPEC_BYTES + 1), "<stdin>"
+    file = Path(path)
+    if not file.is_file():
+        fail("vipu", f"job spec {path} does not exist or is not a file; give the path of a YAML or JSON spec", BAD_INPUT)
+    size = file.stat().st_size
+    if size > MAX_SPEC_BYTES:
+        fail("vipu", f"job spec {path} is {size:,} bytes; a spec may be at most 1 MB: keep data in files it names", BAD_INPUT)
+    return file.read_bytes(), path
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def submit(
+        ctx: typer.Context,
+        spec: str = typer.Argument(None, help="a YAML or JSON job spec ('-' reads stdin); omit to use the flags"),
+        name: str = typer.Option(None, "--name", help="job name"),
+        ipus: int = typer.Option(None, "--ipus", help="IPUs: a power of two"),
+        time_limit: str = typer.Option(None, "--time-limit", help="e.g. 10m, 1h30m, 1-00:00:00"),
+        duration: str = typer.Option(None, "--duration", help="a sleep workload of this length (e.g. 30s)"),
+        qos: str = typer.Option(None, "--qos"),
+        user: str = typer.Option(None, "--user"),
+        account: str = typer.Option(None, "--account"),
+        nice: int = typer.Option(None, "--nice"),
+        dependency: str = typer.Option(None, "--dependency", "-d", help="afterok:ID,afterany:ID,afternotok:ID,singleton"),
+        array: str = typer.Option(None, "--array", "-a", help="e.g. 0-99%10"),
+        hold: bool = typer.Option(None, "--hold/--no-hold", help="submit held (release with vipu release)"),
+        requeue: bool = typer.Option(None, "--requeue/--no-requeue", help="requeue after a node failure"),
+        allocation: str = typer.Option(None, "--allocation"),
+        output: str = typer.Option(None, "--output", "-o"),
+        request_id: str = typer.Option(None, "--request-id", help="a retry with the same id never queues twice"),
+        json_out: bool = JsonOption,
+    ):
+        """Queue a job (sbatch): from a spec file, or from flags like `sbatch --wrap`. Prints the job id."""
+        cli = ctx.obj
+        flags = {
+            "name": name, "ipus": ipus, "time_limit": time_limit, "qos": qos, "user": user, "account": account,
+            "nice": nice, "dependency": dependency, "array": array, "hold": hold, "requeue": requeue,
+            "allocation": allocation, "output": output,
+        }
+        flags = {k: v for k, v in flags.items() if v is not None}
+        if duration is not None:
+            flags["workload"] = {"kind": "sleep", "duration": duration}
+        if spec is None:
+            if "ipus" not in flags:
+                fail("vipu", "give a job spec file, or at least --ipus N (e.g. vipu submit --ipus 4 --duration 30s)", BAD_INPUT)
+            text, source, overrides = json.dumps(flags).encode(), "flags", {}
+        else:
+            (text, source), overrides = read_spec(spec), flags
+        request = j.SubmitJobRequest(
+            spec=text, source=source, overrides_json=json.dumps(overrides) if overrides else "",
+            request_id=request_id or uuid.uuid4().hex,  # retries inside one call are then safe
+        )
+        reply = cli.conn.call(cli.conn.jobs.SubmitJob, request)
+        if cli.wants_json(json_out):
+            print_json(reply)
+        elif len(reply.job_ids) == 1:
+            print(f"Submitted job {reply.job_ids[0]}")
+        else:
+            print(f"Submitted array job {reply.job_ids[0]} ({len(reply.job_ids)} tasks: jobs {reply.job_ids[0]}-{reply.job_ids[-1]})")
+
+    @app.command()
+    def queue(
+        ctx: typer.Context,
+        user: list[str] = typer.Option(None, "--user", "-u", help="only these users' jobs"),
+        state: list[str] = typer.Option(None, "--state", "-t", help="only these states (names or PD, R, ...)"),
+        json_out: bool = JsonOption,
+    ):
+        """Pending and running jobs (squeue), running first, then pending in priority order."""
+        cli = ctx.obj
+        reply = cli.conn.call(cli.conn.jobs.ListJobs, j.ListJobsRequest(users=user or [], states=state or []))
+        if cli.wants_json(json_out):
+            print_json(as_dict(reply).get("jobs", []))
+            return
+        now = time.time()
+        rows = []
+        for x in reply.jobs:
+            elapsed = now - x.start_time if x.HasField("start_time") and x.state_code in ("R", "CG") else 0
+            where = x.partition if x.partition else f"({x.reason or 'None'})"
+            rows.append([job_id(x), x.name, x.user, x.state_code, clock(elapsed), x.ipus, where])
+        print(table(["JOBID", "NAME", "USER", "ST", "TIME", "IPUS", "PARTITION(REASON)"], rows, cli.header))
+
+    @show.command("job")
+    def show_job(ctx: typer.Context, id: int = typer.Argument(..., help="job id"), json_out: bool = JsonOption):
+        """Everything about a job, including why it is pending and when it may start (scontrol show job)."""
+        cli = ctx.obj
+        x = cli.conn.call(cli.conn.jobs.GetJob, j.GetJobRequest(id=id))
+        if cli.wants_json(json_out):
+            data = as_dict(x)
+            data["spec"] = json.loads(data.pop("spec_json"))
+            data["detail"] = json.loads(data.pop("detail_json"))
+            print_json(data)
+            return
+        detail = json.loads(x.detail_json)
+        fields = [
+            ("JobId", job_id(x)), ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
+            ("QOS", x.qos), ("JobState", x.state), ("Reason", x.reason or "None"), ("Held", "yes" if x.held else "no"),
+            ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
+            ("FirstIPU", detail.get("first_ipu")), ("TimeLimit", clock(x.time_limit_s)),
+            ("SubmitTime", stamp(x.submit_time)),
+            ("StartTime", stamp(x.start_time) if x.HasField("start_time") else "Unknown"),
+            ("EstimatedStart", stamp(x.estimated_start) if x.HasField("estimated_start") else "Unknown"),
+            ("EndTime", stamp(x.end_time) if x.HasField("end_time") else "Unknown"),
+            ("ExitCode", x.exit_code if x.HasField("exit_code") else "-"), ("Dependency", x.dependency or "(null)"),
+            ("Requeues", x.requeue_count),
+        ]
+        for key, value in fields:
+            print(f"{key}={value}")
+        print("Spec=" + x.spec_json)
+        print("History=" + " ".join(f"{h['state']}@{stamp(h['at'])}" for h in detail["history"]))
+
+    def bulk(command: str, rpc: str, verb: str):
+        @app.command(command)
+        def action(ctx: typer.Context, ids: list[int] = typer.Argument(..., help="job ids (an array job id means all its tasks)"),
+                   json_out: bool = JsonOption):
+            cli = ctx.obj
+            reply = cli.conn.call(getattr(cli.conn.jobs, rpc), j.JobIdsRequest(ids=ids))
+            if cli.wants_json(json_out):
+                print_json(as_dict(reply).get("jobs", []))
+            else:
+                for x in reply.jobs:
+                    print(f"Job {job_id(x)} {verb}: {x.state}{' (held)' if x.held else ''}")
+
+        action.__doc__ = f"{verb.capitalize()} jobs."
+
+    bulk("cancel", "CancelJobs", "cancelled")
+    bulk("hold", "HoldJobs", "held")
+    bulk("release", "ReleaseJobs", "released")
+    bulk("requeue", "RequeueJobs", "requeued")
+
+    @app.command()
+    def history(
+        ctx: typer.Context,
+        user: list[str] = typer.Option(None, "--user", "-u"),
+        state: list[str] = typer.Option(None, "--state", "-s", help="states to show (default: every finished one)"),
+        limit: int = typer.Option(0, "--limit", help="only the last N (0: all)"),
+        json_out: bool = JsonOption,
+    ):
+        """Finished jobs with submit, start, end, elapsed, state and exit code (sacct)."""
+        cli = ctx.obj
+        reply = cli.conn.call(cli.conn.jobs.History, j.HistoryRequest(users=user or [], states=state or [], limit=limit))
+        if cli.wants_json(json_out):
+            print_json(as_dict(reply).get("jobs", []))
+            return
+        rows = []
+        for x in reply.jobs:
+            started, ended = x.HasField("start_time"), x.HasField("end_time")
+            elapsed = clock(x.end_time - x.start_time) if started and ended else "0:00"
+            code = f"{x.exit_code}:0" if x.HasField("exit_code") else "0:0"
+            rows.append([job_id(x), x.name, x.user, x.state, code, stamp(x.submit_time),
+                         stamp(x.start_time) if started else "Unknown", stamp(x.end_time) if ended else "Unknown", elapsed, x.ipus])
+        print(table(["JobID", "JobName", "User", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "IPUs"], rows, cli.header))
+
+    @app.command()
+    def info(ctx: typer.Context, json_out: bool = JsonOption):
+        """IPUs idle, allocated and failed per Pod64 (sinfo)."""
+        cli = ctx.obj
+        reply = cli.conn.call(cli.conn.jobs.ClusterInfo, j.ClusterInfoRequest())
+        if cli.wants_json(json_out):
+            print_json(reply)
+            return
+        rows = [[f"pod64-{r.ild}", r.total, r.idle, r.allocated, r.failed] for r in reply.ilds]
+        print(table(["ILD", "IPUS", "IDLE", "ALLOCATED", "FAILED"], rows, cli.header))
+        print(f"\n{reply.pod}: {reply.running_jobs} running, {reply.pending_jobs} pending")
+
+    @app.command()
+    def priority(ctx: typer.Context, ids: list[int] = typer.Argument(None, help="only these jobs"), json_out: bool = JsonOption):
+        """Each pending job's priority and its weighted factors (sprio)."""
+        cli = ctx.obj
+        reply = cli.conn.call(cli.conn.jobs.Priorities, j.PrioritiesRequest(ids=ids or []))
+        if cli.wants_json(json_out):
+            print_json(as_dict(reply).get("jobs", []))
+            return
+        rows = [[r.job_id, r.user, f"{r.priority:.0f}", f"{r.age:.0f}", f"{r.fairshare:.0f}", f"{r.job_size:.0f}",
+                 f"{r.qos:.0f}", f"{r.nice:.0f}"] for r in reply.jobs]
+        print(table(["JOBID", "USER", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "QOS", "NICE"], rows, cli.header))
+
+    @app.command()
+    def simulate(
+        trace: str = typer.Option(..., "--trace", help="openb CSV (../shared/traces) or a native CSV/JSONL trace"),
+        pod: str = typer.Option("bow-pod256", "--pod", help="a preset or a pod config file"),
+        policy: list[str] = typer.Option(["fifo", "backfill"], "--policy", help="repeat to compare policies"),
+    ):
+        """Replay a trace in virtual time with the live scheduler's code, and print per-policy metrics."""
+        from vipu.errors import VipuError
+        from vipu.scheduler.replay import main_replay
+
+        policies = [name for value in policy for name in value.split(",") if name]
+        try:
+            print(main_replay(trace, pod, policies))
+        except VipuError as e:
+            fail("vipu", e.message, BAD_INPUT)
+
+    app.add_typer(show, name="show")

@@ -1,0 +1,109 @@
+"""How a site tunes its scheduler: the QOS table, priority weights and the cycle's limits, as one pydantic config.
+
+Why QOS carries preemption and limits: as in Slurm, a QOS is the one knob that says how important a job is, whom
+it may evict, what happens to it when it is evicted itself, and how much of the Pod one user may hold with it.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from vipu.errors import InvalidArgument
+from vipu.scheduler.arrays import MAX_ARRAY_TASKS
+from vipu.scheduler.durations import parse_duration
+from vipu.validation import describe
+
+Seconds = Annotated[float, BeforeValidator(parse_duration)]
+DAY = 86400.0
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class QosSpec(Strict):
+    priority: int = Field(0, ge=0, description="higher runs first; the QOS factor is priority / the largest priority")
+    preempt: tuple[str, ...] = Field((), description="QOS names whose running jobs this QOS's jobs may evict")
+    preempt_mode: Literal["requeue", "cancel"] = Field(
+        "requeue", description="what happens to this QOS's jobs when they are evicted (requeue keeps the job id)"
+    )
+    max_jobs_per_user: int | None = Field(None, ge=1, description="running jobs per user (QOSMaxJobsPerUserLimit)")
+    max_ipus_per_user: int | None = Field(None, ge=1, description="IPUs held per user (QOSMaxIpusPerUserLimit)")
+    max_jobs: int | None = Field(None, ge=1, description="running jobs in this QOS (QOSGrpJobsLimit)")
+    max_ipus: int | None = Field(None, ge=1, description="IPUs held by this QOS (QOSGrpIpusLimit)")
+    max_time_limit: Seconds | None = Field(None, gt=0, description="longest time_limit a job may ask for (MaxWall)")
+
+    @cached_property
+    def limited(self) -> bool:
+        """Whether running jobs must be counted for this QOS's limits."""
+        return any(x is not None for x in (self.max_jobs_per_user, self.max_ipus_per_user, self.max_jobs, self.max_ipus))
+
+
+DEFAULT_QOS = {
+    "low": QosSpec(priority=0),
+    "normal": QosSpec(priority=50),
+    "high": QosSpec(priority=100, preempt=("low",)),
+}
+
+
+class PriorityWeights(Strict):
+    """Slurm's PriorityWeight*: each factor is in [0, 1] and is multiplied by its weight."""
+
+    age: float = Field(1000.0, ge=0)
+    fairshare: float = Field(1000.0, ge=0)
+    job_size: float = Field(100.0, ge=0)
+    qos: float = Field(2000.0, ge=0)
+
+
+class SchedulerConfig(Strict):
+    policy: str = Field("backfill", description="fifo, priority, backfill or sjf (vipu.scheduler.policies)")
+    qos: dict[str, QosSpec] = Field(default_factory=lambda: dict(DEFAULT_QOS))
+    default_qos: str = "normal"
+    default_time_limit: Seconds = Field(3600.0, gt=0, description="for jobs that give none")
+    weights: PriorityWeights = PriorityWeights()
+    max_age: Seconds = Field(7 * DAY, gt=0, description="PriorityMaxAge: the age factor reaches 1 here")
+    fairshare_half_life: Seconds = Field(7 * DAY, gt=0, description="PriorityDecayHalfLife of recorded usage")
+    priority_calc_period: Seconds = Field(
+        30.0, ge=0, description="PriorityCalcPeriod: recompute every pending job's priority at most this often"
+    )
+    max_job_test: int = Field(
+        100, ge=1, description="bf_max_job_test: pending jobs per cycle that get a reservation and an estimated start"
+    )
+    max_array_tasks: int = Field(MAX_ARRAY_TASKS, ge=1, le=MAX_ARRAY_TASKS)
+    max_jobs: int = Field(200_000, ge=1, description="MaxJobCount: pending + running jobs the queue holds")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> SchedulerConfig:
+        if self.default_qos not in self.qos:
+            raise ValueError(f"default_qos {self.default_qos!r} is not in qos ({', '.join(sorted(self.qos))}); add it")
+        for name, spec in self.qos.items():
+            unknown = [q for q in spec.preempt if q not in self.qos]
+            if unknown:
+                raise ValueError(f"qos {name}: preempt names unknown QOS {', '.join(unknown)}; define them first")
+            if name in spec.preempt:
+                raise ValueError(f"qos {name}: a QOS cannot preempt itself; remove {name} from its preempt list")
+        from vipu.scheduler.policies import POLICIES  # late: the registry imports this module's types
+
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy {self.policy!r} is unknown; use one of {', '.join(sorted(POLICIES))}")
+        return self
+
+    @property
+    def max_qos_priority(self) -> int:
+        return max((q.priority for q in self.qos.values()), default=0)
+
+
+def parse_config(data: object, source: str) -> SchedulerConfig:
+    if data is None:
+        return SchedulerConfig()
+    if not isinstance(data, dict):
+        raise InvalidArgument(
+            f"invalid scheduler config {source}: expected a mapping of fields, got {type(data).__name__}"
+        )
+    try:
+        return SchedulerConfig.model_validate(data)
+    except ValidationError as e:
+        raise InvalidArgument(describe(e, f"scheduler config {source}")) from None

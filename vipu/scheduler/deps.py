@@ -1,0 +1,116 @@
+"""Slurm job dependencies: the `--dependency` syntax and whether one is met, still waiting, or can never be met.
+
+Why "never" is its own answer: a job whose afterok target failed would otherwise wait forever looking like any
+other pending job; Slurm shows DependencyNeverSatisfied so the user knows to cancel or resubmit it. The answer is
+recomputed every cycle, so a target that is requeued turns "never" back into "wait".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, Iterable, Literal
+
+Status = Literal["ok", "wait", "never"]
+KINDS = ("after", "afterany", "afterok", "afternotok", "singleton")
+HELP = "use e.g. afterok:12, afterany:3:4,afterok:5 (',' = all of), afterok:1?afterok:2 ('?' = any of) or singleton"
+
+
+@dataclass(frozen=True)
+class Clause:
+    kind: str
+    ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Dependency:
+    clauses: tuple[Clause, ...]
+    any_of: bool  # True when the clauses were joined by '?'
+
+    @property
+    def ids(self) -> set[int]:
+        return {i for c in self.clauses for i in c.ids}
+
+
+class DependencySyntaxError(ValueError):
+    pass
+
+
+@lru_cache(maxsize=4096)
+def parse_dependency(text: str) -> Dependency:
+    text = text.strip()
+    if not text:
+        raise DependencySyntaxError("is empty; " + HELP)
+    if "," in text and "?" in text:
+        raise DependencySyntaxError(f"{text!r} mixes ',' and '?'; Slurm allows only one of them per job; " + HELP)
+    any_of = "?" in text
+    clauses = []
+    for part in re.split(r"[,?]", text):
+        kind, _, rest = part.strip().partition(":")
+        kind = kind.lower()
+        if kind not in KINDS:
+            raise DependencySyntaxError(f"{part.strip()!r}: unknown dependency type {kind!r}; " + HELP)
+        if kind == "singleton":
+            if rest:
+                raise DependencySyntaxError(f"{part.strip()!r}: singleton takes no job ids; " + HELP)
+            clauses.append(Clause(kind))
+            continue
+        ids = rest.split(":") if rest else []
+        if not ids or not all(i.isdigit() for i in ids):
+            raise DependencySyntaxError(f"{part.strip()!r}: give one or more job ids after {kind}:, e.g. {kind}:12")
+        clauses.append(Clause(kind, tuple(int(i) for i in ids)))
+    return Dependency(tuple(clauses), any_of)
+
+
+TERMINAL_OK = "COMPLETED"
+
+
+def _one(kind: str, state: str, started: bool, terminal: bool) -> Status:
+    if kind == "after":
+        return "ok" if started or terminal else "wait"
+    if not terminal:
+        return "wait"
+    if kind == "afterany":
+        return "ok"
+    if kind == "afterok":
+        return "ok" if state == TERMINAL_OK else "never"
+    return "never" if state == TERMINAL_OK else "ok"  # afternotok
+
+
+def _all(statuses: Iterable[Status]) -> Status:
+    result: Status = "ok"
+    for s in statuses:
+        if s == "never":
+            return "never"
+        if s == "wait":
+            result = "wait"
+    return result
+
+
+def _any(statuses: Iterable[Status]) -> Status:
+    result: Status = "never"
+    for s in statuses:
+        if s == "ok":
+            return "ok"
+        if s == "wait":
+            result = "wait"
+    return result
+
+
+def evaluate(
+    dep: Dependency,
+    targets: Callable[[int], Iterable[tuple[str, bool, bool]]],
+    singleton_clear: Callable[[], bool],
+) -> Status:
+    """Combine the clauses; `targets(id)` yields (state, ever_started, terminal) for a job id, or for every task of
+    an array when `id` is an array job id; `singleton_clear()` says no earlier job of the same name and user is
+    still active."""
+
+    def clause(c: Clause) -> Status:
+        if c.kind == "singleton":
+            return "ok" if singleton_clear() else "wait"
+        return _all(_one(c.kind, *t) for i in c.ids for t in targets(i))
+
+    statuses = (clause(c) for c in dep.clauses)
+    return _any(statuses) if dep.any_of else _all(statuses)

@@ -1,0 +1,95 @@
+"""The job record the store keeps, and the one way a job changes state.
+
+Why reason, estimated_start and priority are in the record but not written on every cycle: they are derived from
+the queue at a moment, change each cycle for thousands of jobs, and are recomputed after a restart; the scheduler
+fills them in on the copies it returns to queries. Everything else is committed before memory changes.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from vipu.scheduler.spec import JobSpec
+from vipu.scheduler.states import JobState, check_transition
+
+
+def partition_name(job_id: int) -> str:
+    """The partition a running job holds, named as V-IPU's Slurm plugin names it."""
+    return f"slurm_{job_id}"
+
+
+class Transition(BaseModel):
+    state: JobState
+    at: float
+
+
+class PriorityBreakdown(BaseModel):
+    """One row of `vipu priority` (Slurm's sprio): weight x factor for each term, minus nice."""
+
+    job_id: int
+    user: str
+    total: float
+    age: float
+    fairshare: float
+    job_size: float
+    qos: float
+    nice: int
+
+
+class Job(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: int
+    name: str
+    user: str
+    account: str | None = None
+    partition: str
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    spec: JobSpec  # resolved at submit: time_limit and qos are always set
+    state: JobState
+    held: bool = False
+    reason: str | None = None
+    estimated_start: float | None = None
+    submit_time: float
+    start_time: float | None = None
+    end_time: float | None = None
+    exit_code: int | None = None
+    first_ipu: int | None = None
+    requeue_count: int = 0
+    request_id: str | None = None
+    priority: PriorityBreakdown | None = None
+    history: list[Transition] = []
+
+    @property
+    def ipus(self) -> int:
+        return self.spec.ipus
+
+    @property
+    def time_limit(self) -> float:
+        return self.spec.time_limit  # type: ignore[return-value]
+
+    @property
+    def end_by(self) -> float | None:
+        return None if self.start_time is None else self.start_time + self.time_limit
+
+    def moved(self, state: JobState, now: float, **changes) -> Job:
+        """A copy in `state` (checked against the transition table) with the time recorded in its history."""
+        check_transition(self.id, self.state, state)
+        changes["state"] = state
+        changes["history"] = [*self.history, Transition(state=state, at=now)]
+        return self.model_copy(update=changes)
+
+
+class SchedulerMeta(BaseModel):
+    """Persisted so that job ids are never handed out twice, even after a crash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    next_job_id: int
+
+
+META_NAME = "scheduler"
+
+# Record kinds the scheduler commits through the Journal: (kind, name, model). Names: str(job.id) / META_NAME.
+KINDS: dict[str, type[BaseModel]] = {"job": Job, "scheduler_meta": SchedulerMeta}

@@ -1,0 +1,64 @@
+"""Slurm's multifactor priority: weighted factors in [0, 1] for age, fair-share, job size and QOS, minus nice.
+
+Why fair-share decays with a half-life (PriorityDecayHalfLife, 7 days by default): yesterday's heavy user should
+not be punished forever, and usage recorded as one running number per user costs O(users), not O(jobs). Shares
+are equal between users. The queue order that uses these factors is kept in order.py.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from vipu.scheduler.config import SchedulerConfig
+from vipu.scheduler.job import PriorityBreakdown
+from vipu.scheduler.policies.base import QueuedJob, RunningJob
+
+
+class FairShare:
+    """Each user's IPU-seconds, halving every `half_life` seconds."""
+
+    def __init__(self, half_life: float):
+        self.half_life = half_life
+        self._usage: dict[str, tuple[float, float]] = {}  # user -> (usage, as of)
+
+    def _decayed(self, user: str, now: float) -> float:
+        usage, at = self._usage.get(user, (0.0, now))
+        return usage * 0.5 ** ((now - at) / self.half_life) if now > at else usage
+
+    def charge(self, user: str, ipu_seconds: float, at: float) -> None:
+        """Record finished (or preempted) work; `at` is when it ended."""
+        if ipu_seconds > 0:
+            self._usage[user] = (self._decayed(user, at) + ipu_seconds, max(at, self._usage.get(user, (0, at))[1]))
+
+    def factors(self, now: float, running: Iterable[RunningJob] = ()) -> dict[str, float]:
+        """Slurm's classic 2^(-usage/share): 1 for a user with no usage, 0.5 for one using exactly their share.
+
+        Running jobs count with the IPU-seconds used so far, so long jobs lower their user's priority while they
+        run, not only when they end. Users absent from the result have factor 1."""
+        usage = {user: self._decayed(user, now) for user in self._usage}
+        for r in running:
+            usage[r.user] = usage.get(r.user, 0.0) + r.ipus * max(0.0, now - r.start_time)
+        total = sum(usage.values())
+        if total <= 0:
+            return {}
+        share = 1.0 / len(usage)
+        return {user: 2.0 ** (-(u / total) / share) for user, u in usage.items()}
+
+
+def qos_factors(config: SchedulerConfig) -> dict[str, float]:
+    top = config.max_qos_priority or 1
+    return {name: q.priority / top for name, q in config.qos.items()}
+
+
+def breakdown(job: QueuedJob, now: float, config: SchedulerConfig, total_ipus: int,
+              fairshare: dict[str, float]) -> PriorityBreakdown:
+    """sprio's row for one job; `fairshare` is FairShare.factors(now, running)."""
+    w = config.weights
+    age = w.age * min(1.0, max(0.0, now - job.submit_time) / config.max_age)
+    fs = w.fairshare * fairshare.get(job.user, 1.0)
+    size = w.job_size * job.ipus / total_ipus
+    qos = w.qos * qos_factors(config)[job.qos]
+    return PriorityBreakdown(
+        job_id=job.id, user=job.user, total=round(age + fs + size + qos - job.nice, 3), age=round(age, 3),
+        fairshare=round(fs, 3), job_size=round(size, 3), qos=round(qos, 3), nice=job.nice,
+    )

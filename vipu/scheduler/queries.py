@@ -1,0 +1,91 @@
+"""Read-only views for the CLI edges: squeue, sacct, sprio and sinfo.
+
+Why jobs are decorated on the way out: reasons and estimated starts belong to the last cycle, not to the stored
+record (see job.py), so each returned copy carries the values of the moment it was asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from vipu.partition.placement import largest_free_block
+from vipu.scheduler.job import Job, PriorityBreakdown
+from vipu.scheduler.priority import breakdown
+from vipu.scheduler.policies.base import HELD
+from vipu.scheduler.states import JobState
+
+if TYPE_CHECKING:
+    from vipu.scheduler.scheduler import Scheduler
+
+S = JobState
+
+
+@dataclass(frozen=True)
+class Pod64Info:
+    """One IPU-Link domain (a Pod64) of the Pod, as `vipu info` shows it."""
+
+    ild: int
+    first_ipu: int
+    ipus: int
+    idle: int
+    allocated: int
+    failed: int
+    largest_free_block: int
+
+
+def decorate(s: Scheduler, job: Job) -> Job:
+    if job.state is not S.PENDING:
+        return job
+    info = s.pending_info.get(job.id)
+    if info is None and s.last_decision is not None and job.id in s.table.pending:
+        info = s.last_decision.explain(s.table.pending[job.id])
+    reason = HELD if job.held else (info.reason if info else None)
+    estimate = info.estimated_start if info and not job.held else None
+    if reason == job.reason and estimate == job.estimated_start:
+        return job
+    return job.model_copy(update={"reason": reason, "estimated_start": estimate})
+
+
+def queue(s: Scheduler, user: str | None) -> list[Job]:
+    jobs = s.table.jobs
+    running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
+    at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()), default=0.0)
+    pending = [jobs[q.id] for q in s.order.iterate(at, s.table.running.values())]
+    out = running + pending
+    if user is not None:
+        out = [j for j in out if j.user == user]
+    return [decorate(s, j) for j in out]
+
+
+def history(s: Scheduler, user: str | None, states: Iterable[JobState] | None) -> list[Job]:
+    wanted = set(states) if states is not None else None
+    out = []
+    for job_id in sorted(s.table.jobs):
+        job = s.table.jobs[job_id]
+        if (user is None or job.user == user) and (wanted is None or job.state in wanted):
+            out.append(decorate(s, job))
+    return out
+
+
+def priorities(s: Scheduler, now: float, user: str | None) -> list[PriorityBreakdown]:
+    factors = s.fairshare.factors(now, s.table.running.values())
+    rows = [breakdown(q, now, s.config, s.total, factors) for q in s.table.pending.values()
+            if user is None or q.user == user]
+    return sorted(rows, key=lambda r: (-r.total, s.table.pending[r.job_id].submit_time, r.job_id))
+
+
+def info(s: Scheduler, available_mask: int | None) -> list[Pod64Info]:
+    if available_mask is None:
+        available_mask = s.full_mask & ~s.table.used_mask & ~s.failed_mask
+    per = s.pod.ild_ipus
+    window = (1 << per) - 1
+    rows = []
+    for ild in range(s.pod.ilds):
+        first = ild * per
+        free = (available_mask >> first) & window
+        failed = (s.failed_mask >> first) & window
+        idle = free.bit_count()
+        broken = failed.bit_count()
+        rows.append(Pod64Info(ild, first, per, idle, per - idle - broken, broken, largest_free_block(free, per)))
+    return rows

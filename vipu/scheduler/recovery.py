@@ -1,0 +1,79 @@
+"""Rebuilding the scheduler from the store after a restart (slurmctld -r).
+
+What happens to a job that was RUNNING when the old process died: its partition is the evidence. If the caller
+still has the partition `slurm_<id>` (the partition records live in the same store), the job keeps running: its
+start and end-by times are unchanged, so its time limit still holds, and the caller re-attaches or restarts its
+workload. If the partition is gone, or the caller cannot tell (partitions=None), the job's IPUs and workload were
+lost with the process: like a Slurm job whose node vanished it ends NODE_FAIL and, when its spec allows requeue
+(the default), is queued again under the same id. A COMPLETING job whose partition is gone finishes with the exit
+code it recorded. Partitions named slurm_<id> whose job is no longer running are returned as StopJob effects so the
+caller removes them. Pending jobs simply wait again; their reasons are recomputed by the next cycle.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from pydantic import BaseModel
+
+from vipu.errors import FailedPrecondition, InvalidArgument
+from vipu.scheduler.effects import Effect, StopJob
+from vipu.scheduler.job import KINDS, META_NAME, Job, SchedulerMeta, partition_name
+from vipu.scheduler.states import JobState
+
+if TYPE_CHECKING:
+    from vipu.scheduler.scheduler import Scheduler
+
+S = JobState
+
+
+def _records(records: Iterable) -> tuple[list[Job], SchedulerMeta | None]:
+    jobs, meta = [], None
+    for item in records:
+        kind, record = (item[0], item[-1])  # (kind, record) or (kind, name, record)
+        if kind not in KINDS:
+            continue  # other parts of the store (partitions, agents) are not ours
+        if not isinstance(record, BaseModel):
+            record = KINDS[kind].model_validate(record)
+        if kind == "job":
+            jobs.append(record)
+        else:
+            meta = record
+    return jobs, meta
+
+
+def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[str] | None) -> list[Effect]:
+    if s.table.jobs:
+        raise FailedPrecondition("recover() rebuilds an empty scheduler; create a new Scheduler for it")
+    jobs, meta = _records(records)
+    live = set(partitions) if partitions is not None else set()
+    from vipu.scheduler.scheduler import _requeued  # the one definition of what requeue resets
+
+    changed: list[Job] = []
+    final: list[Job] = []
+    for job in sorted(jobs, key=lambda j: j.id):
+        if job.spec.time_limit is None or job.spec.qos is None:
+            raise InvalidArgument(f"stored job {job.id} has no resolved time_limit/qos; the store is corrupt")
+        if job.state in (S.RUNNING, S.COMPLETING) and job.partition not in live:
+            if job.state is S.COMPLETING:
+                job = job.moved(S.COMPLETED if job.exit_code == 0 else S.FAILED, now, end_time=now)
+            else:
+                failed = job.moved(S.NODE_FAIL, now, end_time=now)
+                job = _requeued(failed, now) if job.spec.requeue else failed
+            changed.append(job)
+        final.append(job)
+    next_id = max([meta.next_job_id if meta else 1] + [j.id + 1 for j in final])
+    puts = [("job", str(j.id), j) for j in changed] + [("scheduler_meta", META_NAME, SchedulerMeta(next_job_id=next_id))]
+    s.journal.commit(puts, [])
+    s._remember(final, now)
+    for job in final:
+        if job.start_time is not None and job.end_time is not None:
+            s.fairshare.charge(job.user, job.ipus * (job.end_time - job.start_time), job.end_time)
+    s.table.next_id = next_id
+    effects: list[Effect] = []
+    running = {partition_name(i) for i in s.table.running}
+    for name in sorted(live - running):
+        if name.startswith("slurm_") and name[6:].isdigit():
+            known = s.table.jobs.get(int(name[6:]))
+            effects.append(StopJob(int(name[6:]), name, known.state if known else S.CANCELLED, False))
+    return effects

@@ -1,0 +1,219 @@
+"""Trace replay in virtual time: the live scheduling code, driven by an event heap instead of the wall clock.
+
+Why the same Scheduler and policies as the server, with a VirtualClock and NoJournal: a replay's numbers are worth
+something only if they come from the code that schedules real jobs. Events are kept in one heap keyed by
+(time, sequence), so equal times are processed in a fixed order and a replay is exactly repeatable. At each event
+time: arrivals are submitted, ended workloads reported, time limits enforced, then one scheduling cycle runs.
+Wall-clock time is only measured through a `timer` the caller passes in.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from vipu.clock import VirtualClock
+from vipu.partition.pod import PodConfig, load_pod
+from vipu.partition.state import NoJournal
+from vipu.scheduler.bits import usable_ipus
+from vipu.scheduler.config import SchedulerConfig
+from vipu.scheduler.effects import StartJob, StopJob
+from vipu.scheduler.scheduler import Scheduler
+from vipu.scheduler.spec import JobSpec, SleepWorkload
+from vipu.scheduler.states import JobState
+from vipu.scheduler.traces import TraceJob, load_trace
+
+S = JobState
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    policy: str
+    pod: str
+    jobs: int
+    finished: int
+    unfinished: int
+    avg_jct: float
+    p50_jct: float
+    p95_jct: float
+    avg_wait: float
+    p95_wait: float
+    makespan: float
+    utilisation: float  # IPU-seconds of running jobs / (Pod IPUs x makespan)
+    fragmentation: float  # share of the Pod's IPU-seconds that were free while jobs waited, yet too scattered for
+    # the smallest waiting job (free IPUs outside any free aligned block of its size)
+    timeouts: int
+    preemptions: int
+    cycles: int
+    wall_seconds: float | None = None
+
+    @property
+    def jobs_per_second(self) -> float | None:
+        return self.jobs / self.wall_seconds if self.wall_seconds else None
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class _Replay:
+    def __init__(self, jobs: Sequence[TraceJob], pod: PodConfig, config: SchedulerConfig):
+        self.jobs = sorted(jobs, key=lambda j: j.submit_time)  # stable: equal times keep trace order
+        self.clock = VirtualClock(self.jobs[0].submit_time if self.jobs else 0.0)
+        self.s = Scheduler(pod, config, NoJournal())
+        self.heap: list[tuple[float, int, int, float, bool]] = []  # (time, seq, job id, run start, is time limit)
+        self.seq = 0
+        self.duration: dict[int, float] = {}
+        self.used_ipu_seconds = 0.0
+        self.free_waiting = 0.0  # integral of free IPUs while jobs wait
+        self.unusable_waiting = 0.0  # ... of those no waiting job could use
+        self.preemptions = 0
+        self.cycles = 0
+
+    def _push(self, at: float, job_id: int, start: float, limit: bool) -> None:
+        heapq.heappush(self.heap, (at, self.seq, job_id, start, limit))
+        self.seq += 1
+
+    def _effects(self, effects) -> None:
+        for e in effects:
+            if isinstance(e, StartJob):
+                run = self.duration[e.job_id]
+                if run <= e.end_by - e.start_time:
+                    self._push(e.start_time + run, e.job_id, e.start_time, False)
+                else:
+                    self._push(e.end_by, e.job_id, e.start_time, True)
+            elif isinstance(e, StopJob) and e.state is S.PREEMPTED:
+                self.preemptions += 1
+
+    def specs(self) -> None:
+        """Turn trace rows into job specs (part of reading the trace, before the timed event loop)."""
+        self.spec_of = [
+            JobSpec(name=j.name, ipus=j.ipus, time_limit=j.time_limit, qos=j.qos, user=j.user,
+                    workload=SleepWorkload(duration=j.duration))
+            for j in self.jobs
+        ]
+
+    def run(self) -> None:
+        s, jobs, heap, specs = self.s, self.jobs, self.heap, self.spec_of
+        total = s.total
+        nxt = 0
+        last = self.clock.now()
+        state = (0, 0, 0)  # (used IPUs, free IPUs while waiting, unusable of those) since `last`
+        while nxt < len(jobs) or heap:
+            now = min(jobs[nxt].submit_time if nxt < len(jobs) else float("inf"), heap[0][0] if heap else float("inf"))
+            dt = now - last
+            self.used_ipu_seconds += state[0] * dt
+            self.free_waiting += state[1] * dt
+            self.unusable_waiting += state[2] * dt
+            self.clock.advance_to(now)
+            last = now
+            while nxt < len(jobs) and jobs[nxt].submit_time == now:
+                job = s.submit(specs[nxt], now)[0]
+                self.duration[job.id] = jobs[nxt].duration
+                nxt += 1
+            while heap and heap[0][0] == now:
+                _, _, job_id, start, limit = heapq.heappop(heap)
+                current = s.table.jobs[job_id]
+                if not limit and current.state is S.RUNNING and current.start_time == start:
+                    s.job_finished(job_id, now, exit_code=0)
+            s.enforce_time_limits(now)
+            self._effects(s.cycle(now, estimates=False))
+            self.cycles += 1
+            used = s.table.used_mask.bit_count()
+            smallest = s.smallest_pending_ipus()
+            if smallest is None:
+                state = (used, 0, 0)
+            else:
+                free_mask = s.full_mask & ~s.table.used_mask & ~s.failed_mask
+                free = free_mask.bit_count()
+                state = (used, free, free - usable_ipus(free_mask, smallest, total))
+        self.end = last
+
+    def result(self, policy: str, pod: PodConfig, wall: float | None) -> ReplayResult:
+        done = [j for j in self.s.table.jobs.values() if j.end_time is not None and j.state is not S.PENDING]
+        jct = [j.end_time - j.submit_time for j in done]
+        wait = [j.start_time - j.submit_time for j in done if j.start_time is not None]
+        start = self.jobs[0].submit_time if self.jobs else 0.0
+        makespan = (self.end - start) if self.jobs else 0.0
+        return ReplayResult(
+            policy=policy, pod=pod.name, jobs=len(self.jobs), finished=len(done),
+            unfinished=len(self.jobs) - len(done),
+            avg_jct=sum(jct) / len(jct) if jct else 0.0, p50_jct=_percentile(jct, 0.5), p95_jct=_percentile(jct, 0.95),
+            avg_wait=sum(wait) / len(wait) if wait else 0.0, p95_wait=_percentile(wait, 0.95), makespan=makespan,
+            utilisation=self.used_ipu_seconds / (pod.ipus * makespan) if makespan > 0 else 0.0,
+            fragmentation=self.unusable_waiting / (pod.ipus * makespan) if makespan > 0 else 0.0,
+            timeouts=sum(1 for j in done if j.state is S.TIMEOUT), preemptions=self.preemptions, cycles=self.cycles,
+            wall_seconds=wall,
+        )
+
+
+def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: SchedulerConfig | None = None,
+           timer: Callable[[], float] | None = None) -> ReplayResult:
+    """Replay `trace_jobs` on `pod` under `policy`; `timer` (e.g. time.perf_counter) measures wall time if given.
+
+    The wall time covers the event loop (every submit, cycle, end and time-limit check), not reading the trace or
+    turning its rows into specs. Queueing delay (wait) is the start of a job's last run minus its submit time; JCT is
+    end minus submit."""
+    base = config or SchedulerConfig()
+    cfg = SchedulerConfig.model_validate({**base.model_dump(), "policy": policy})
+    run = _Replay(trace_jobs, pod, cfg)
+    run.specs()
+    began = timer() if timer else None
+    run.run()
+    wall = timer() - began if timer and began is not None else None
+    return run.result(policy, pod, wall)
+
+
+COLUMNS = (
+    ("policy", "{:<9}", lambda r: r.policy),
+    ("jobs", "{:>6}", lambda r: r.jobs),
+    ("done", "{:>6}", lambda r: r.finished),
+    ("avg JCT s", "{:>10.0f}", lambda r: r.avg_jct),
+    ("p50 JCT s", "{:>10.0f}", lambda r: r.p50_jct),
+    ("p95 JCT s", "{:>10.0f}", lambda r: r.p95_jct),
+    ("avg wait s", "{:>10.0f}", lambda r: r.avg_wait),
+    ("p95 wait s", "{:>10.0f}", lambda r: r.p95_wait),
+    ("makespan s", "{:>11.0f}", lambda r: r.makespan),
+    ("util", "{:>6.1%}", lambda r: r.utilisation),
+    ("frag", "{:>6.1%}", lambda r: r.fragmentation),
+    ("preempt", "{:>7}", lambda r: r.preemptions),
+    ("jobs/s", "{:>8}", lambda r: f"{r.jobs_per_second:,.0f}" if r.jobs_per_second else "-"),
+)
+
+
+def format_table(results: Sequence[ReplayResult]) -> str:
+    """The per-policy table a replay prints."""
+    rows = [[fmt.format(get(r)) for _, fmt, get in COLUMNS] for r in results]
+    widths = [max(len(name), *(len(row[i]) for row in rows)) if rows else len(name)
+              for i, (name, _, _) in enumerate(COLUMNS)]
+    lines = ["  ".join(name.rjust(w) if i else name.ljust(w) for i, ((name, _, _), w) in enumerate(zip(COLUMNS, widths)))]
+    for row in rows:
+        lines.append("  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+    return "\n".join(lines)
+
+
+def main_replay(trace_path: str, pod_name: str, policies: list[str], timer: Callable[[], float] | None = None,
+                config: SchedulerConfig | None = None, **trace_options) -> str:
+    """The report `vipu replay` prints: the mapping, what was skipped, and one row per policy.
+
+    `timer` defaults to the wall clock (vipu.clock), which is where jobs/s comes from."""
+    if timer is None:
+        from vipu.clock import WallClock
+
+        timer = WallClock().now
+    pod = load_pod(pod_name)
+    trace = load_trace(trace_path, max_ipus=pod.max_partition_ipus, **trace_options)
+    results = [replay(trace.jobs, pod, policy, config, timer) for policy in policies]
+    skipped = ", ".join(f"{n} {why}" for why, n in sorted(trace.skipped.items())) or "none"
+    return "\n".join([
+        f"trace {trace_path} on {pod.name} ({pod.ipus} IPUs): {len(trace.jobs)} jobs replayed; skipped: {skipped}",
+        trace.mapping,
+        "JCT = end - submit; wait = last start - submit; util = IPU-seconds used / (IPUs x makespan);"
+        " frag = share of the Pod's IPU-seconds that were free while jobs waited but lay outside every free aligned"
+        " block of the smallest waiting job's size",
+        format_table(results),
+    ])

@@ -1,0 +1,146 @@
+"""What a user submits: the job spec, from a dict (gRPC), a YAML/JSON file or a string.
+
+Why the spec checks only its own shape here and the Pod-dependent rules (IPUs that fit the Pod, known QOS,
+existing dependency targets) at submit: a spec file is portable between Pods, and only the scheduler knows the Pod,
+its QOS table and its jobs. Every failure is an InvalidArgument that names the field and the fix, raised before
+anything is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal, Union
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
+
+from vipu.errors import InvalidArgument
+from vipu.scheduler.arrays import ArraySpec, ArraySyntaxError, parse_array
+from vipu.scheduler.deps import Dependency, DependencySyntaxError, parse_dependency
+from vipu.scheduler.durations import parse_duration
+from vipu.validation import describe
+
+MAX_SPEC_BYTES = 1 << 20
+Seconds = Annotated[float, BeforeValidator(parse_duration)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SleepWorkload(Strict):
+    """Occupies its partition for `duration`, then exits with `exit_code`; longer than time_limit -> TIMEOUT."""
+
+    kind: Literal["sleep"] = "sleep"
+    duration: Seconds
+    exit_code: int = Field(0, ge=0, le=255)
+
+
+class HoldWorkload(Strict):
+    """Holds the partition until the job is cancelled or reaches its time limit (an salloc-style allocation)."""
+
+    kind: Literal["hold"] = "hold"
+
+
+# Room for more kinds (e.g. `train`, a modelled training run): add a model with its own `kind` literal here.
+Workload = Annotated[Union[SleepWorkload, HoldWorkload], Field(discriminator="kind")]
+
+
+class JobSpec(Strict):
+    name: str = "job"
+    ipus: int = Field(strict=True, description="a power of two that fits the Pod (checked at submit)")
+    time_limit: Seconds | None = Field(None, description="> 0: seconds or 10m, 1h30m, 1-00:00:00; default: config")
+    qos: str | None = Field(None, description="default: the config's default_qos (normal)")
+    nice: int = Field(0, strict=True, ge=-10_000, le=10_000)
+    user: str = "nobody"
+    account: str | None = None
+    dependency: str | None = None
+    array: str | None = None
+    hold: bool = False
+    requeue: bool = True
+    output: str | None = Field(None, max_length=4096)
+    allocation: str | None = None
+    workload: Workload = HoldWorkload()
+
+    @field_validator("time_limit")
+    @classmethod
+    def _positive(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise PydanticCustomError("time_limit", "is 0 seconds; give a positive duration such as 10m or 1h")
+        return value
+
+    @field_validator("dependency")
+    @classmethod
+    def _dependency(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_dependency(value)
+            except DependencySyntaxError as e:
+                raise PydanticCustomError("dependency", str(e)) from None
+        return value
+
+    @field_validator("array")
+    @classmethod
+    def _array(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_array(value)
+            except ArraySyntaxError as e:
+                raise PydanticCustomError("array", str(e)) from None
+        return value
+
+    @field_validator("output")
+    @classmethod
+    def _output(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise PydanticCustomError("output", "contains a NUL byte; give a plain file path")
+        return value
+
+    def parsed_dependency(self) -> Dependency | None:
+        return parse_dependency(self.dependency) if self.dependency else None
+
+    def parsed_array(self, max_tasks: int) -> ArraySpec | None:
+        return parse_array(self.array, max_tasks) if self.array else None
+
+
+def parse_spec(data: object, source: str = "job spec") -> JobSpec:
+    """A spec from already-parsed data (a dict from gRPC or YAML)."""
+    if isinstance(data, JobSpec):
+        return data
+    if not isinstance(data, dict):
+        raise InvalidArgument(
+            f"invalid {source}: expected a mapping of fields such as {{ipus: 4, time_limit: 10m}}, got"
+            f" {type(data).__name__}"
+        )
+    try:
+        return JobSpec.model_validate(data)
+    except ValidationError as e:
+        raise InvalidArgument(describe(e, source)) from None
+
+
+def load_spec(text_or_bytes: str | bytes, source: str = "job spec") -> JobSpec:
+    """A spec from the text of a YAML or JSON file; refuses oversized, binary or non-mapping input."""
+    size = len(text_or_bytes.encode() if isinstance(text_or_bytes, str) else text_or_bytes)
+    if size > MAX_SPEC_BYTES:
+        raise InvalidArgument(
+            f"invalid {source}: it is {size} bytes; a job spec may be at most {MAX_SPEC_BYTES} bytes (1 MB) — put"
+            " large data in files and reference them"
+        )
+    if isinstance(text_or_bytes, bytes):
+        try:
+            text = text_or_bytes.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidArgument(
+                f"invalid {source}: not UTF-8 text (bad byte at offset {e.start}); give a YAML or JSON file"
+            ) from None
+    else:
+        text = text_or_bytes
+    if "\x00" in text:
+        raise InvalidArgument(f"invalid {source}: contains NUL bytes, so it is binary, not YAML or JSON; give a text file")
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError, RecursionError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InvalidArgument(f"invalid {source}: not valid YAML/JSON ({first}); fix the syntax") from None
+    return parse_spec(data, source)

@@ -1,0 +1,81 @@
+"""The job lifecycle: one transition table, one function that enforces it.
+
+Why requeue goes back to PENDING with the same id (Slurm's JobRequeue): users and dependency clauses refer to jobs
+by id, so a preempted or node-failed job that runs again must stay the same job; its requeue count says how often.
+Holding is a flag on a PENDING job (reason JobHeldUser), not a state, exactly as in Slurm.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from vipu.errors import FailedPrecondition
+
+
+class JobState(str, Enum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    COMPLETING = "COMPLETING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    TIMEOUT = "TIMEOUT"
+    PREEMPTED = "PREEMPTED"
+    NODE_FAIL = "NODE_FAIL"
+
+
+S = JobState
+
+SHORT = {
+    S.PENDING: "PD",
+    S.RUNNING: "R",
+    S.COMPLETING: "CG",
+    S.COMPLETED: "CD",
+    S.FAILED: "F",
+    S.CANCELLED: "CA",
+    S.TIMEOUT: "TO",
+    S.PREEMPTED: "PR",
+    S.NODE_FAIL: "NF",
+}
+
+_REQUEUE = "scontrol requeue of a finished job: queued again under the same id"
+
+TRANSITIONS: dict[JobState, dict[JobState, str]] = {
+    S.PENDING: {
+        S.RUNNING: "the scheduler placed its whole aligned block and started it",
+        S.CANCELLED: "cancelled while it waited",
+    },
+    S.RUNNING: {
+        S.COMPLETING: "its workload exited; the live server is removing its partition",
+        S.COMPLETED: "its workload exited with code 0",
+        S.FAILED: "its workload exited with a non-zero code",
+        S.CANCELLED: "cancelled while it ran",
+        S.TIMEOUT: "it ran past its time limit",
+        S.PREEMPTED: "evicted by a job of a QOS allowed to preempt its QOS",
+        S.NODE_FAIL: "an IPU or machine under its partition failed, or its partition was lost in a restart",
+        S.PENDING: "scontrol requeue of a running job: stopped and queued again under the same id",
+    },
+    S.COMPLETING: {
+        S.COMPLETED: "partition removed after an exit code of 0",
+        S.FAILED: "partition removed after a non-zero exit code",
+        S.CANCELLED: "cancelled while its partition was being removed",
+        S.NODE_FAIL: "its partition was lost in a restart before removal finished",
+    },
+    S.COMPLETED: {S.PENDING: _REQUEUE},
+    S.FAILED: {S.PENDING: _REQUEUE},
+    S.TIMEOUT: {S.PENDING: _REQUEUE},
+    S.PREEMPTED: {S.PENDING: "requeued after preemption (its QOS's preempt_mode is requeue), or by scontrol requeue"},
+    S.NODE_FAIL: {S.PENDING: "requeued after a node failure (its spec allows requeue), or by scontrol requeue"},
+    S.CANCELLED: {},  # terminal: the user meant it; submit again instead
+}
+
+ACTIVE = frozenset({S.PENDING, S.RUNNING, S.COMPLETING})
+TERMINAL = frozenset(s for s in JobState if s not in ACTIVE)
+
+
+def check_transition(job_id: int, current: JobState, new: JobState) -> None:
+    if new not in TRANSITIONS[current]:
+        allowed = ", ".join(s.value for s in TRANSITIONS[current]) or "none (terminal)"
+        raise FailedPrecondition(
+            f"job {job_id} is {current.value} and cannot become {new.value} (allowed from {current.value}: {allowed})"
+        )

@@ -1,0 +1,102 @@
+"""Checking a spec against this Pod, its QOS table and its jobs, and expanding it into job records.
+
+Why all of it happens before the Journal commit: a submit either stores every job of an array or none, and a
+rejected spec leaves no trace, so the user fixes the named field and submits again.
+
+Why a dependency cycle reduces to a self-reference: a dependency may only name a job that already exists, and ids
+only grow, so every stored job depends on older jobs only; the one cycle a new submit can create is a job (or an
+array task) naming its own id or its own array, which the user could only do by guessing the next id.
+"""
+
+from __future__ import annotations
+
+from vipu.errors import InvalidArgument
+from vipu.partition.pod import PodConfig
+from vipu.partition.rules import check_name, check_size
+from vipu.scheduler.arrays import ArraySyntaxError
+from vipu.scheduler.config import SchedulerConfig
+from vipu.scheduler.durations import format_duration
+from vipu.scheduler.job import Job, Transition, partition_name
+from vipu.scheduler.spec import JobSpec
+from vipu.scheduler.states import JobState
+from vipu.scheduler.table import JobTable
+
+MAX_REQUEST_ID = 128
+
+
+def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
+    """The spec with its QOS and time limit filled in, or InvalidArgument naming the field that can never work."""
+    check_name("job", spec.name)
+    check_name("user", spec.user)
+    if spec.account is not None:
+        check_name("account", spec.account)
+    if spec.allocation is not None:
+        check_name("allocation", spec.allocation)
+    check_size(spec.ipus, pod, "ipus")
+    qos_name = spec.qos or config.default_qos
+    qos = config.qos.get(qos_name)
+    if qos is None:
+        raise InvalidArgument(f"qos {qos_name!r} is unknown; use one of {', '.join(sorted(config.qos))}")
+    time_limit = spec.time_limit if spec.time_limit is not None else config.default_time_limit
+    if qos.max_time_limit is not None and time_limit > qos.max_time_limit:
+        raise InvalidArgument(
+            f"time_limit is {format_duration(time_limit)} but qos {qos_name} allows at most"
+            f" {format_duration(qos.max_time_limit)}; ask for less or use another qos"
+        )
+    for limit, what in ((qos.max_ipus_per_user, "max_ipus_per_user"), (qos.max_ipus, "max_ipus")):
+        if limit is not None and spec.ipus > limit:
+            raise InvalidArgument(
+                f"ipus is {spec.ipus} but qos {qos_name} has {what} {limit}, so the job could never start; ask for"
+                f" at most {limit} IPUs or use another qos"
+            )
+    if spec.array is not None:
+        try:
+            spec.parsed_array(config.max_array_tasks)
+        except ArraySyntaxError as e:
+            raise InvalidArgument(f"array {e}") from None
+    if spec.qos == qos_name and spec.time_limit == time_limit:
+        return spec
+    return spec.model_copy(update={"qos": qos_name, "time_limit": time_limit})
+
+
+def check_request_id(request_id: str) -> None:
+    if not request_id or len(request_id) > MAX_REQUEST_ID or not request_id.isprintable():
+        raise InvalidArgument(
+            f"request_id must be 1 to {MAX_REQUEST_ID} printable characters (a UUID is a good choice)"
+        )
+
+
+def check_dependency(spec: JobSpec, table: JobTable, new_ids: range) -> None:
+    dep = spec.parsed_dependency()
+    if dep is None:
+        return
+    for job_id in sorted(dep.ids):
+        if job_id in new_ids:
+            raise InvalidArgument(
+                f"dependency names job {job_id}, which is this submission itself: a cyclic dependency can never be"
+                " satisfied; depend on earlier jobs only"
+            )
+        if job_id not in table.jobs:
+            raise InvalidArgument(
+                f"dependency names job {job_id}, which does not exist; `vipu queue` and `vipu history` list job ids"
+            )
+
+
+def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id: str | None,
+               indices: tuple[int, ...] | None) -> list[Job]:
+    state = JobState.PENDING
+    array_job_id = first_id if indices is not None else None
+    history = [Transition(state=state, at=now)]
+    first = Job(
+        id=first_id, name=spec.name, user=spec.user, account=spec.account, partition=partition_name(first_id),
+        array_job_id=array_job_id, array_task_id=indices[0] if indices is not None else None, spec=spec,
+        state=state, held=spec.hold, submit_time=now, request_id=request_id, history=history,
+    )
+    jobs = [first]
+    for k in range(1, count):  # array tasks: copies of the first, which costs a third of validating each
+        job_id = first_id + k
+        jobs.append(first.model_copy(update={
+            "id": job_id, "partition": partition_name(job_id), "array_task_id": indices[k],  # type: ignore[index]
+            "history": list(history),
+        }))
+    return jobs

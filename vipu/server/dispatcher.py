@@ -1,0 +1,130 @@
+"""The live scheduling loop: the Scheduler's decisions on the wall clock, carried out on the partition controller.
+
+Why a loop thread woken by events: a submit, cancel or release wakes it at once, so an idle Pod starts a job within
+one cycle of its submission (no fixed tick like Slurm's); otherwise it sleeps until the next workload end or time
+limit, or at most IDLE_WAIT_S. Every step runs under the runtime lock, so the scheduler, the partitions and the
+store change together.
+
+A StartJob becomes partition `slurm_<id>` on the block the scheduler chose, held by the job; a StopJob removes it.
+Workloads: `sleep` ends by itself after its duration (a timer here); `hold` keeps the partition until the job is
+cancelled or reaches its time limit. Issue 5's training workloads will run on the machine actors instead.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+
+from vipu.errors import NotFound, VipuError
+from vipu.partition.admin_objects import DEFAULT_ALLOCATION
+from vipu.partition.partition import PartitionRequest
+from vipu.scheduler.effects import StartJob, StopJob
+from vipu.scheduler.spec import SleepWorkload
+from vipu.scheduler.states import JobState
+
+log = logging.getLogger("vipu.dispatcher")
+IDLE_WAIT_S = 1.0
+
+
+class Dispatcher:
+    def __init__(self, runtime, now):
+        self.rt = runtime
+        self.now = now
+        self._ends: list[tuple[float, int, float, int]] = []  # (end time, job id, its start time, exit code)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="vipu-dispatcher", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with self.rt.lock:
+                    wait = self.step(self.now())
+            except Exception:  # noqa: BLE001 - the loop must outlive any one bad step; the log has it
+                log.exception("scheduling step failed")
+                wait = IDLE_WAIT_S
+            self._wake.wait(timeout=wait)
+            self._wake.clear()
+
+    # -- one step (caller holds the lock) ---------------------------------------------------------------------
+    def step(self, now: float) -> float:
+        """Finish due workloads, enforce time limits, run one cycle; returns seconds until the next due event."""
+        scheduler = self.rt.scheduler
+        effects = []
+        while self._ends and self._ends[0][0] <= now:
+            _, job_id, started, exit_code = heapq.heappop(self._ends)
+            job = scheduler.table.jobs.get(job_id)
+            if job is not None and job.state is JobState.RUNNING and job.start_time == started:
+                effects += scheduler.job_finished(job_id, now, exit_code=exit_code)
+        effects += scheduler.enforce_time_limits(now)
+        self.apply(effects, now)
+        self.apply(scheduler.cycle(now, *self.masks()), now)
+        return self._next_wait(now)
+
+    def masks(self) -> tuple[int, dict[str, int]]:
+        """IPUs free now across the Pod, and the IPUs each allocation may use."""
+        state = self.rt.controller.state
+        names = [DEFAULT_ALLOCATION, *state.allocations]
+        allowed = {name: state.eligible_mask(name) for name in names}
+        free = 0
+        for mask in allowed.values():
+            free |= mask
+        return free & ~state.used_mask & ~state.failed_mask, allowed
+
+    def _next_wait(self, now: float) -> float:
+        due = [IDLE_WAIT_S]
+        if self._ends:
+            due.append(self._ends[0][0] - now)
+        deadlines = self.rt.scheduler.table.deadlines  # a heap of (end_by, ...): its head is the next time limit
+        if deadlines:
+            due.append(deadlines[0][0] - now)
+        return max(0.0, min(due))
+
+    def apply(self, effects, now: float) -> None:
+        partitions = self.rt.controller.partitions
+        for effect in effects:
+            if isinstance(effect, StopJob):
+                try:
+                    partitions.remove(effect.partition, force=True)
+                except NotFound:
+                    pass
+            elif isinstance(effect, StartJob):
+                self._start(effect, now)
+
+    def _start(self, start: StartJob, now: float) -> None:
+        request = PartitionRequest(
+            name=start.partition,
+            size=start.ipus,
+            allocation=start.allocation,
+            holder=f"job {start.job_id}",
+            owner=self.rt.scheduler.table.jobs[start.job_id].user,
+            first_ipu=start.first_ipu,
+            reconfigurable=True,  # as the V-IPU Slurm plugin creates them
+        )
+        try:
+            self.rt.controller.partitions.create(request)
+        except VipuError as e:  # like a failed Slurm prolog: the job goes back to the queue
+            log.error("job %s: partition %s could not be created: %s", start.job_id, start.partition, e.message)
+            self.apply(self.rt.scheduler.job_finished(start.job_id, now, JobState.NODE_FAIL, exit_code=1), now)
+            return
+        self.watch(start.job_id, start.start_time, start.workload)
+
+    def watch(self, job_id: int, started: float, workload) -> None:
+        """Arrange for a sleep workload to end by itself (also used to resume running jobs after a restart)."""
+        if isinstance(workload, SleepWorkload):
+            heapq.heappush(self._ends, (started + workload.duration, job_id, started, workload.exit_code))

@@ -1,0 +1,49 @@
+"""Scheduler records to protobuf messages for the JobService."""
+
+from __future__ import annotations
+
+import json
+
+from vipu.scheduler.job import Job
+from vipu.scheduler.states import SHORT
+from vipu.v1 import job_pb2 as j
+
+
+def job(x: Job) -> j.Job:
+    return j.Job(
+        id=x.id,
+        name=x.name,
+        user=x.user,
+        account=x.account or "",
+        qos=x.spec.qos or "",
+        state=x.state.value,
+        state_code=SHORT[x.state],
+        reason=x.reason or "",
+        ipus=x.ipus,
+        partition=x.partition if x.first_ipu is not None else "",
+        time_limit_s=x.time_limit,
+        submit_time=x.submit_time,
+        start_time=x.start_time,
+        end_time=x.end_time,
+        estimated_start=x.estimated_start,
+        exit_code=x.exit_code,
+        array_job_id=x.array_job_id,
+        array_task_id=x.array_task_id,
+        dependency=x.spec.dependency or "",
+        requeue_count=x.requeue_count,
+        held=x.held,
+        priority=x.priority.total if x.priority else 0.0,
+        spec_json=x.spec.model_dump_json(),
+        detail_json=json.dumps(
+            {
+                "first_ipu": x.first_ipu,
+                "history": [{"state": t.state.value, "at": t.at} for t in x.history],
+                "priority": x.priority.model_dump() if x.priority else None,
+                "request_id": x.request_id,
+            }
+        ),
+    )
+
+
+def jobs(xs) -> j.ListJobsResponse:
+    return j.ListJobsResponse(jobs=[job(x) for x in xs])

@@ -1,0 +1,156 @@
+"""The JobService: Slurm-style commands on the scheduler, each under the controller lock; the dispatcher is woken
+after any change so a job starts within one cycle."""
+
+from __future__ import annotations
+
+import json
+
+from vipu.errors import InvalidArgument
+from vipu.scheduler.spec import load_spec, parse_spec
+from vipu.scheduler.states import SHORT, TERMINAL, JobState
+from vipu.server import job_convert
+from vipu.server.status import rpc
+from vipu.v1 import job_pb2 as j
+from vipu.v1 import job_pb2_grpc
+
+BY_CODE = {code: state for state, code in SHORT.items()}
+
+
+def states_of(values) -> set[JobState] | None:
+    if not values:
+        return None
+    out = set()
+    for value in values:
+        key = value.upper()
+        state = BY_CODE.get(key) or JobState.__members__.get(key)
+        if state is None:
+            names = ", ".join(f"{s.value} ({c})" for s, c in SHORT.items())
+            raise InvalidArgument(f"state {value!r} is not a job state; use one of {names}")
+        out.add(state)
+    return out
+
+
+def overrides_of(text: str) -> dict:
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise InvalidArgument("overrides_json is not valid JSON; send an object of spec fields") from None
+    if not isinstance(data, dict):
+        raise InvalidArgument("overrides_json must be a JSON object of spec fields")
+    return data
+
+
+class JobService(job_pb2_grpc.JobServiceServicer):
+    def __init__(self, runtime):
+        self.rt = runtime
+
+    def _changed(self, result):
+        self.rt.dispatcher.wake()
+        return result
+
+    @rpc
+    def SubmitJob(self, request, context):
+        source = request.source or "job spec"
+        spec = load_spec(request.spec, source)
+        overrides = overrides_of(request.overrides_json)
+        if "user" not in spec.model_fields_set and "user" not in overrides:
+            overrides["user"] = self.rt.caller(context) or spec.user
+        if overrides:
+            spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, source)
+        with self.rt.lock:
+            if spec.allocation:
+                self.rt.controller.admin.get_allocation(spec.allocation)
+            request_id = request.request_id or None
+            known = request_id is not None and request_id in self.rt.scheduler.table.request_ids
+            jobs = self.rt.scheduler.submit(spec, self.rt.now(), request_id=request_id)
+        return self._changed(j.SubmitJobResponse(job_ids=[x.id for x in jobs], duplicate=known))
+
+    @rpc
+    def ListJobs(self, request, context):
+        wanted = states_of(request.states)
+        users = set(request.users)
+        ids = set(request.ids)
+        with self.rt.lock:
+            out = [
+                x
+                for x in self.rt.scheduler.queue()
+                if (not users or x.user in users)
+                and (wanted is None or x.state in wanted)
+                and (not ids or x.id in ids or x.array_job_id in ids)
+            ]
+            return job_convert.jobs(out)
+
+    @rpc
+    def GetJob(self, request, context):
+        with self.rt.lock:
+            return job_convert.job(self.rt.scheduler.job(request.id, self.rt.now()))
+
+    def _each(self, ids, action):
+        if not ids:
+            raise InvalidArgument("no job ids given; name at least one job (vipu queue lists them)")
+        with self.rt.lock:
+            now = self.rt.now()
+            for job_id in ids:
+                self.rt.dispatcher.apply(action(job_id, now) or [], now)
+            return job_convert.jobs(self.rt.scheduler.job(i, now) for i in ids)
+
+    @rpc
+    def CancelJobs(self, request, context):
+        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.cancel([i], now)))
+
+    @rpc
+    def HoldJobs(self, request, context):
+        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.hold(i, now) and None))
+
+    @rpc
+    def ReleaseJobs(self, request, context):
+        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.release(i, now) and None))
+
+    @rpc
+    def RequeueJobs(self, request, context):
+        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.requeue(i, now)))
+
+    @rpc
+    def History(self, request, context):
+        wanted = states_of(request.states)
+        users = set(request.users)
+        with self.rt.lock:
+            finished = self.rt.scheduler.history(None, wanted or TERMINAL)  # like sacct: ended jobs by default
+            out = [x for x in finished if not users or x.user in users]
+        if request.limit > 0:
+            out = out[-request.limit :]
+        return job_convert.jobs(out)
+
+    @rpc
+    def ClusterInfo(self, request, context):
+        with self.rt.lock:
+            state = self.rt.controller.state
+            rows = self.rt.scheduler.info(self.rt.dispatcher.masks()[0])
+            table = self.rt.scheduler.table
+            return j.ClusterInfoResponse(
+                pod=state.pod.name,
+                ilds=[
+                    j.Pod64Info(ild=r.ild, idle=r.idle, allocated=r.allocated, failed=r.failed, total=r.ipus)
+                    for r in rows
+                ],
+                pending_jobs=len(table.pending),
+                running_jobs=len(table.running),
+            )
+
+    @rpc
+    def Priorities(self, request, context):
+        ids = set(request.ids)
+        with self.rt.lock:
+            rows = self.rt.scheduler.priorities(self.rt.now())
+        return j.PrioritiesResponse(
+            jobs=[
+                j.PriorityFactors(
+                    job_id=r.job_id, user=r.user, priority=r.total, age=r.age, fairshare=r.fairshare,
+                    job_size=r.job_size, qos=r.qos, nice=r.nice,
+                )
+                for r in rows
+                if not ids or r.job_id in ids
+            ]
+        )
