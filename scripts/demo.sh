@@ -41,8 +41,25 @@ step $BIN/vipu create partition odd --size 12 || true
 step $BIN/vipu create partition more --size 32 || true
 step $BIN/vipu remove partition big
 step $BIN/vipu create partition more --size 32
-printf '\n# Every IPU, its machine, agent and partition (first 12 of 64):\n'
-$BIN/vipu list ipus | head -13
+step $BIN/vipu remove partition train
+step $BIN/vipu remove partition more
+
+printf '\n# The Slurm-style queue: each job gets its own partition slurm_<id> when it starts, and gives it back at the end.\n'
+step $BIN/vipu submit --name prep --ipus 16 --time-limit 1m --duration 2s
+step $BIN/vipu submit --name big --ipus 64 --time-limit 5m --duration 3s
+step $BIN/vipu submit --name sweep --ipus 4 --time-limit 1m --duration 1s --array 0-5%2
+step $BIN/vipu submit --name report --ipus 1 --time-limit 1m --duration 1s --dependency afterok:2
+sleep 0.5
+step $BIN/vipu queue
+step $BIN/vipu show job 2
+step $BIN/vipu info
+printf '\n# ... waiting for the jobs to finish ...\n'
+for _ in $(seq 120); do [ -z "$($BIN/vipu queue --no-header)" ] && break; sleep 0.5; done
+step $BIN/vipu history
+
+printf '\n# The same scheduler replays a real trace (Alibaba openb) in virtual time, without Ray:\n'
+TRACE=../shared/traces/openb_pod_list_default.csv
+if [ -f "$TRACE" ]; then step $BIN/vipu simulate --trace "$TRACE" --pod bow-pod256 --policy fifo --policy backfill; fi
 
 printf '\nThe controller kept its state in %s (SQLite, WAL).\n' "$STATE"
 if [ -n "${KEEP:-}" ]; then

@@ -141,12 +141,11 @@ def test_a_machine_without_an_agent_or_with_a_drained_one_gets_no_partition(scen
         scene.ctl.partitions.create(builders.request("p2", 1))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: admin.set_agent_state stores any string (model_copy skips validation);"
-                   " the record then fails Agent validation when the controller restarts")
 def test_set_agent_state_refuses_an_unknown_state(scene_factory, builders):
+    """Regression: model_copy skips validation, so 'BROKEN' was stored and the next start failed to load it."""
     scene = scene_factory("bow-pod16")
     refused(scene, builders, lambda admin: admin.set_agent_state("ag00", "BROKEN"), InvalidArgument,
-            "state", "ONLINE or DRAINED")
+            "state is 'BROKEN'", "ONLINE or DRAINED")
 
 
 # clusters -----------------------------------------------------------------------------------------------------------
@@ -350,10 +349,9 @@ def test_a_controller_rebuilt_with_no_journal_records_bootstraps_alone(pods):
     assert len(ctl.state.agents) == 4 and list(ctl.state.clusters) == [DEFAULT_CLUSTER]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: failed IPUs live only in PodState.failed_ipus and are never journaled,"
-                   " so a restart forgets them: their IPUs read 'allocated' and the FAILED partition resets to ACTIVE")
 def test_failed_ipus_survive_a_restart(scene_factory):
-    scene = scene_factory("bow-pod16").partition("p1", 4).failed([1])
+    """Regression: failed IPUs were never journaled, so a restart showed them 'allocated' and let a reset through."""
+    scene = scene_factory("bow-pod16").partition("p1", 4).failed([1, 9])  # 9 is under no partition
 
     again = scene.restarted()
 
@@ -362,9 +360,8 @@ def test_failed_ipus_survive_a_restart(scene_factory):
         again.ctl.partitions.reset("p1")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: admin.create_cluster accepts any cluster_topology string, though a"
-                   " Pod's cluster_topology must be looped, direct-attach or switched")
 def test_create_cluster_refuses_an_unknown_cluster_topology(scene_factory, builders):
+    """Regression: any string was accepted, though a Pod's cluster_topology is looped, direct-attach or switched."""
     scene = pod256_without_cluster0(scene_factory)
     refused(scene, builders, lambda admin: admin.create_cluster("c", ild_agents(0), 1, "torus", "ringy"),
-            InvalidArgument, "cluster_topology")
+            InvalidArgument, "cluster_topology is 'ringy'", "looped", "direct-attach", "switched")

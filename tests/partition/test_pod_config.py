@@ -118,7 +118,10 @@ MALFORMED = [
      ["machine_preset 'bow-pod64'", "use bow-2000"]),
     ("a 3-IPU machine", "ipus3.yaml", {**site_pod(), "machine": {
         "ipus": 3, "streaming_memory_bytes": 1e11, "streaming_memory_bytes_per_s": 1e10,
-        "streaming_memory_latency_s": 1e-6}}, ["machine.ipus is 3", "power of two"]),
+        "streaming_memory_latency_s": 1e-6}}, ["machine.ipus is 3", "needs 2 or 4 IPUs per machine"]),
+    ("an 8-IPU machine (4 of its IPUs hold no ring)", "ipus8.yaml", {**site_pod(machines_per_ild=8), "machine": {
+        "ipus": 8, "streaming_memory_bytes": 1e11, "streaming_memory_bytes_per_s": 1e10,
+        "streaming_memory_latency_s": 1e-6}}, ["machine.ipus is 8", "needs 2 or 4 IPUs per machine"]),
 ]
 
 

@@ -156,7 +156,7 @@ def test_removing_an_acquired_partition_with_force_succeeds_and_frees_its_ipus(s
 
 
 NO_FIX_MESSAGES = [
-    # id, setup, action: refusals whose message names the object but does not say what to do
+    # id, setup, action: refusals whose message once named the object but did not say what to do (regressions)
     ("acquiring a partition someone else holds",
      lambda s: s.partition("p1", 4).held("p1", "job-1"), lambda c: c.partitions.acquire("p1", "job-2")),
     ("acquiring a failed partition",
@@ -167,8 +167,6 @@ NO_FIX_MESSAGES = [
 FIX_HINTS = ("wait", "release", "reset", "remove", "--force", "another")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: partitions.py acquire/release refusals name the object but say nothing"
-                   " about what to do, against errors.py's rule for every message")
 @pytest.mark.parametrize("case,setup,action", NO_FIX_MESSAGES, ids=[r[0] for r in NO_FIX_MESSAGES])
 def test_every_partition_refusal_says_what_to_do(case, setup, action, scene_factory):
     scene = setup(scene_factory("bow-pod64"))

@@ -5,7 +5,7 @@ import pytest
 from vipu.scheduler.deps import parse_dependency
 from vipu.scheduler.states import JobState
 
-from conftest import make, sleep, spec
+from tests.scheduler.builders import make, sleep, spec
 
 S = JobState
 

@@ -5,7 +5,7 @@ import pytest
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.states import JobState
 
-from conftest import check_gangs, make, spec
+from tests.scheduler.builders import check_gangs, make, spec
 
 S = JobState
 CANCEL_LOW = {"low": {"priority": 0, "preempt_mode": "cancel"}, "normal": {"priority": 50},

@@ -12,7 +12,7 @@ from vipu.scheduler.policies.base import QueuedJob
 from vipu.scheduler.priority import FairShare
 from vipu.scheduler.states import TERMINAL
 
-from conftest import POD16, drive, make, sleep, spec
+from tests.scheduler.builders import POD16, drive, make, sleep, spec
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 STATIC = {"weights": {"age": 0, "fairshare": 0, "job_size": 0, "qos": 0}}  # priority = -nice only

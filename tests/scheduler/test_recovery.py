@@ -7,7 +7,7 @@ from vipu.scheduler.effects import StopJob
 from vipu.scheduler.job import KINDS, SchedulerMeta
 from vipu.scheduler.states import JobState
 
-from conftest import RecordingJournal, make, spec
+from tests.scheduler.builders import RecordingJournal, make, spec
 
 S = JobState
 

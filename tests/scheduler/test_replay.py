@@ -9,7 +9,7 @@ from vipu.errors import InvalidArgument
 from vipu.scheduler.replay import format_table, main_replay, replay
 from vipu.scheduler.traces import TraceJob, load_trace, next_power_of_two, read_openb, rounded_limit
 
-from conftest import POD16, POD256
+from tests.scheduler.builders import POD16, POD256
 
 OPENB = "/work/shared/traces/openb_pod_list_default.csv"
 

@@ -7,7 +7,7 @@ from vipu.partition.placement import place
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.states import JobState
 
-from conftest import POD16, RecordingJournal, make, sleep, spec
+from tests.scheduler.builders import POD16, make, sleep, spec
 
 S = JobState
 
@@ -215,4 +215,61 @@ def test_queries_queue_history_info_priority():
     assert (ild.idle, ild.allocated, ild.failed, ild.largest_free_block) == (14, 2, 0, 8)
     with pytest.raises(FailedPrecondition, match="only pending jobs"):
         s.priority(3, 10)
-    assert RecordingJournal  # imported for the fixture
+
+
+def test_hold_and_release_an_array_touch_only_pending_tasks():
+    s = make()
+    s.submit(spec(array="0-2", ipus=8), 0)
+    s.cycle(0)
+    assert [s.job(i).state for i in (1, 2, 3)] == [S.RUNNING, S.RUNNING, S.PENDING]
+    s.hold(1, 1)
+    assert s.job(3).held and not s.job(1).held
+    s.release(1, 2)
+    assert not s.job(3).held
+    s.cancel([3], 3)
+    with pytest.raises(FailedPrecondition, match="no PENDING tasks"):
+        s.hold(1, 4)
+
+
+def test_jobs_for_request():
+    s = make()
+    s.submit(spec(array="0-1"), 0, request_id="abc")
+    assert s.jobs_for_request("abc") == [1, 2] and s.jobs_for_request("zzz") == []
+
+
+def test_cancel_an_array_whose_first_task_ended():
+    s = make()
+    s.submit(spec(array="0-2", ipus=16), 0)
+    s.cycle(0)
+    s.job_finished(1, 5)
+    assert s.cancel([1], 6) == []  # array id 1: cancels tasks 2 and 3, skips the ended task 1
+    assert [s.job(i).state for i in (1, 2, 3)] == [S.COMPLETED, S.CANCELLED, S.CANCELLED]
+
+
+def test_usage_is_charged_only_after_the_commit(journal):
+    s = make(journal=journal)
+    s.submit(spec(user="ann"), 0)
+    s.cycle(0)
+    journal.fail_next = True
+    with pytest.raises(OSError):
+        s.job_finished(1, 50)
+    assert s.job(1).state is S.RUNNING and s.fairshare.factors(50) == {}
+    s.job_finished(1, 50)
+    assert s.fairshare.factors(50) == {"ann": 0.5}
+
+
+def test_jobs_the_walk_did_not_reach_are_explained_on_query():
+    s = make(max_job_test=5, qos={"normal": {"priority": 1, "max_jobs_per_user": 1}, "low": {"priority": 0},
+                                  "high": {"priority": 2}})
+    s.submit(spec(ipus=16, user="ann"), 0)
+    s.cycle(0)
+    for i in range(39):
+        s.submit(spec(ipus=1, qos="low", user="bob", nice=i), 1)
+    s.submit(spec(ipus=1, user="ann", nice=5000), 1)  # last in line, and over ann's limit of one running job
+    s.cycle(2)
+    assert len(s.pending_info) < 40  # the walk stopped early: nothing could start
+    reasons = {j.id: j.reason for j in s.queue()}
+    assert reasons[2] == "Resources" and {reasons[i] for i in range(3, 41)} == {"Priority"}
+    assert reasons[41] == "QOSMaxJobsPerUserLimit"
+    s.submit(spec(ipus=1, user="cy"), 3)  # arrives after the cycle: not explained yet
+    assert s.job(42).reason is None

@@ -9,7 +9,7 @@ from vipu.scheduler.arrays import parse_array
 from vipu.scheduler.durations import format_duration, parse_duration
 from vipu.scheduler.spec import HoldWorkload, SleepWorkload, load_spec, parse_spec
 
-from conftest import POD16, RecordingJournal, make, spec
+from tests.scheduler.builders import RecordingJournal, make, spec
 
 
 @pytest.mark.parametrize(
@@ -143,4 +143,3 @@ def test_submit_resolves_defaults():
     s = make(default_time_limit="30m")
     job = s.submit({"ipus": 2}, now=5)[0]
     assert (job.spec.qos, job.spec.time_limit, job.partition, job.state.value) == ("normal", 1800, "slurm_1", "PENDING")
-    assert POD16.ipus == 16

@@ -10,6 +10,7 @@ from vipu.cli.connection import Connection, resolve_address
 
 JSON_HELP = "print JSON (a stable schema) instead of a table"
 JsonOption = typer.Option(False, "--json", "--showjson", help=JSON_HELP)
+NoHeaderOption = typer.Option(False, "--no-header", "--noheader", help="omit the table header")
 
 
 @dataclass
@@ -20,6 +21,9 @@ class Cli:
 
     def wants_json(self, local: bool) -> bool:
         return self.json or local
+
+    def with_header(self, no_header: bool) -> bool:
+        return self.header and not no_header
 
 
 def root_options(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from vipu.cli.context import JsonOption
+from vipu.cli.context import JsonOption, NoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.output import as_dict, print_json, table
 from vipu.v1 import job_pb2 as j
@@ -107,6 +107,7 @@ def register(app: typer.Typer) -> None:
         user: list[str] = typer.Option(None, "--user", "-u", help="only these users' jobs"),
         state: list[str] = typer.Option(None, "--state", "-t", help="only these states (names or PD, R, ...)"),
         json_out: bool = JsonOption,
+        no_header: bool = NoHeaderOption,
     ):
         """Pending and running jobs (squeue), running first, then pending in priority order."""
         cli = ctx.obj
@@ -120,7 +121,7 @@ def register(app: typer.Typer) -> None:
             elapsed = now - x.start_time if x.HasField("start_time") and x.state_code in ("R", "CG") else 0
             where = x.partition if x.partition else f"({x.reason or 'None'})"
             rows.append([job_id(x), x.name, x.user, x.state_code, clock(elapsed), x.ipus, where])
-        print(table(["JOBID", "NAME", "USER", "ST", "TIME", "IPUS", "PARTITION(REASON)"], rows, cli.header))
+        print(table(["JOBID", "NAME", "USER", "ST", "TIME", "IPUS", "PARTITION(REASON)"], rows, cli.with_header(no_header)))
 
     @show.command("job")
     def show_job(ctx: typer.Context, id: int = typer.Argument(..., help="job id"), json_out: bool = JsonOption):
@@ -177,6 +178,7 @@ def register(app: typer.Typer) -> None:
         state: list[str] = typer.Option(None, "--state", "-s", help="states to show (default: every finished one)"),
         limit: int = typer.Option(0, "--limit", help="only the last N (0: all)"),
         json_out: bool = JsonOption,
+        no_header: bool = NoHeaderOption,
     ):
         """Finished jobs with submit, start, end, elapsed, state and exit code (sacct)."""
         cli = ctx.obj
@@ -191,10 +193,10 @@ def register(app: typer.Typer) -> None:
             code = f"{x.exit_code}:0" if x.HasField("exit_code") else "0:0"
             rows.append([job_id(x), x.name, x.user, x.state, code, stamp(x.submit_time),
                          stamp(x.start_time) if started else "Unknown", stamp(x.end_time) if ended else "Unknown", elapsed, x.ipus])
-        print(table(["JobID", "JobName", "User", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "IPUs"], rows, cli.header))
+        print(table(["JobID", "JobName", "User", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "IPUs"], rows, cli.with_header(no_header)))
 
     @app.command()
-    def info(ctx: typer.Context, json_out: bool = JsonOption):
+    def info(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
         """IPUs idle, allocated and failed per Pod64 (sinfo)."""
         cli = ctx.obj
         reply = cli.conn.call(cli.conn.jobs.ClusterInfo, j.ClusterInfoRequest())
@@ -202,11 +204,16 @@ def register(app: typer.Typer) -> None:
             print_json(reply)
             return
         rows = [[f"pod64-{r.ild}", r.total, r.idle, r.allocated, r.failed] for r in reply.ilds]
-        print(table(["ILD", "IPUS", "IDLE", "ALLOCATED", "FAILED"], rows, cli.header))
+        print(table(["ILD", "IPUS", "IDLE", "ALLOCATED", "FAILED"], rows, cli.with_header(no_header)))
         print(f"\n{reply.pod}: {reply.running_jobs} running, {reply.pending_jobs} pending")
 
     @app.command()
-    def priority(ctx: typer.Context, ids: list[int] = typer.Argument(None, help="only these jobs"), json_out: bool = JsonOption):
+    def priority(
+        ctx: typer.Context,
+        ids: list[int] = typer.Argument(None, help="only these jobs"),
+        json_out: bool = JsonOption,
+        no_header: bool = NoHeaderOption,
+    ):
         """Each pending job's priority and its weighted factors (sprio)."""
         cli = ctx.obj
         reply = cli.conn.call(cli.conn.jobs.Priorities, j.PrioritiesRequest(ids=ids or []))
@@ -215,7 +222,7 @@ def register(app: typer.Typer) -> None:
             return
         rows = [[r.job_id, r.user, f"{r.priority:.0f}", f"{r.age:.0f}", f"{r.fairshare:.0f}", f"{r.job_size:.0f}",
                  f"{r.qos:.0f}", f"{r.nice:.0f}"] for r in reply.jobs]
-        print(table(["JOBID", "USER", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "QOS", "NICE"], rows, cli.header))
+        print(table(["JOBID", "USER", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "QOS", "NICE"], rows, cli.with_header(no_header)))
 
     @app.command()
     def simulate(

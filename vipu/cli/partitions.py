@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from vipu.cli.context import JsonOption
+from vipu.cli.context import JsonOption, NoHeaderOption
 from vipu.cli.output import as_dict, print_json, table
 from vipu.v1 import partition_pb2 as p
 
@@ -104,18 +104,18 @@ def get_partition(
 
 
 @listing.command("partitions")
-def list_partitions(ctx: typer.Context, json_out: bool = JsonOption):
+def list_partitions(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
     """Every partition with its routing, size, GCDs and state."""
     cli = ctx.obj
     reply = cli.conn.call(cli.conn.partitions.ListPartitions, p.ListPartitionsRequest())
     if cli.wants_json(json_out):
         print_json(as_dict(reply).get("partitions", []))
     else:
-        print(table(PARTITION_HEADERS, [partition_row(x) for x in reply.partitions], cli.header))
+        print(table(PARTITION_HEADERS, [partition_row(x) for x in reply.partitions], cli.with_header(no_header)))
 
 
 @listing.command("allocations")
-def list_allocations(ctx: typer.Context, json_out: bool = JsonOption):
+def list_allocations(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
     """Allocations and their agents ('default' holds every agent no other allocation has)."""
     cli = ctx.obj
     reply = cli.conn.call(cli.conn.partitions.ListAllocations, p.ListAllocationsRequest())
@@ -123,11 +123,11 @@ def list_allocations(ctx: typer.Context, json_out: bool = JsonOption):
         print_json(as_dict(reply).get("allocations", []))
     else:
         rows = [[a.name, a.ipus, " ".join(a.agents)] for a in reply.allocations]
-        print(table(["Allocation ID", "IPUs", "Agents"], rows, cli.header))
+        print(table(["Allocation ID", "IPUs", "Agents"], rows, cli.with_header(no_header)))
 
 
 @listing.command("ipus")
-def list_ipus(ctx: typer.Context, json_out: bool = JsonOption):
+def list_ipus(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
     """Every IPU: its machine, agent, IPU-Link domain, state and partition."""
     cli = ctx.obj
     reply = cli.conn.call(cli.conn.partitions.ListIpus, p.ListIpusRequest())
@@ -135,7 +135,7 @@ def list_ipus(ctx: typer.Context, json_out: bool = JsonOption):
         print_json(as_dict(reply).get("ipus", []))
     else:
         rows = [[i.id, i.machine, i.agent, i.index, i.ild, i.state, i.partition or "-"] for i in reply.ipus]
-        print(table(["IPU", "Machine", "Agent", "Machine IPU", "ILD", "State", "Partition"], rows, cli.header))
+        print(table(["IPU", "Machine", "Agent", "Machine IPU", "ILD", "State", "Partition"], rows, cli.with_header(no_header)))
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,15 @@ import secrets
 from typing import Callable
 
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
-from vipu.partition.admin_objects import DEFAULT_ALLOCATION, Agent, Allocation, Cluster, User
+from vipu.partition.admin_objects import (
+    AGENT_STATES,
+    CLUSTER_TOPOLOGIES,
+    DEFAULT_ALLOCATION,
+    Agent,
+    Allocation,
+    Cluster,
+    User,
+)
 from vipu.partition.rules import check_name
 from vipu.partition.state import Journal, PodState
 
@@ -96,6 +104,8 @@ class Admin:
         return agent
 
     def set_agent_state(self, name: str, state: str) -> Agent:
+        if state not in AGENT_STATES:
+            raise InvalidArgument(f"state is {state!r}; an agent is {' or '.join(AGENT_STATES)}")
         agent = self.state.get("agent", name).model_copy(update={"state": state})
         self._commit(puts=[("agent", name, agent)])
         return agent
@@ -108,6 +118,8 @@ class Admin:
         self._known_agents(agents, "agents")
         if topology not in ("torus", "mesh"):
             raise InvalidArgument(f"topology is {topology!r}; use torus or mesh")
+        if cluster_topology not in CLUSTER_TOPOLOGIES:
+            raise InvalidArgument(f"cluster_topology is {cluster_topology!r}; use {', '.join(CLUSTER_TOPOLOGIES)}")
         pod = self.state.pod
         if num_ilds < 1 or len(agents) != num_ilds * pod.machines_per_ild:
             raise InvalidArgument(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,20 +17,26 @@ class Record(BaseModel):
     created_at: float
 
 
+AgentState = Literal["ONLINE", "DRAINED"]
+ClusterTopology = Literal["looped", "direct-attach", "switched"]
+AGENT_STATES = get_args(AgentState)
+CLUSTER_TOPOLOGIES = get_args(ClusterTopology)
+
+
 class Agent(Record):
     """The V-IPU agent of one IPU-Machine (machine index into the Pod config)."""
 
     host: str
     port: int
     machine: int
-    state: Literal["ONLINE", "DRAINED"] = "ONLINE"
+    state: AgentState = "ONLINE"
 
 
 class Cluster(Record):
     agents: list[str]
     num_ilds: int
     topology: Literal["torus", "mesh"]
-    cluster_topology: str
+    cluster_topology: ClusterTopology
 
 
 class Allocation(Record):
@@ -41,3 +47,9 @@ class Allocation(Record):
 class User(Record):
     admin: bool = False
     key_sha256: str  # the access key is shown once at creation; only its hash is kept
+
+
+class IpuFailure(Record):
+    """A failed IPU (its name is the IPU number), kept so a restart still knows the IPU is out of service."""
+
+    ipu: int

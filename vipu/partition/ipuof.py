@@ -44,10 +44,11 @@ def machines(partition: Partition, state: PodState) -> list[dict]:
     """Machines under the partition, each with its agent and the IPUs of the partition on it."""
     agents = state.agent_of_machine()
     by_machine: dict[int, list[dict]] = {}
+    failed = state.failed_ipus
     for ipu in partition.ipus:
         place = state.topology.place(ipu)
         by_machine.setdefault(place.machine, []).append(
-            {"id": ipu, "index": place.index, "ild": place.ild, "row": place.row, "failed": ipu in state.failed_ipus}
+            {"id": ipu, "index": place.index, "ild": place.ild, "row": place.row, "failed": ipu in failed}
         )
     result = []
     for machine, ipus in by_machine.items():

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
-from vipu.partition.admin_objects import DEFAULT_ALLOCATION
+from vipu.partition.admin_objects import DEFAULT_ALLOCATION, IpuFailure
 from vipu.partition.partition import Partition, PartitionRequest, Transition
 from vipu.partition.placement import block_mask, largest_free_block, place
 from vipu.partition.rules import check_gcds, check_name, check_size
@@ -125,15 +125,24 @@ class Partitions:
             raise InvalidArgument("holder is empty; name the job or process using the partition")
         partition = self.get(name)
         if partition.state != S.ACTIVE:
-            raise FailedPrecondition(f"partition {name} is {partition.state.value}; only an ACTIVE one can be used")
+            raise FailedPrecondition(
+                f"partition {name} is {partition.state.value}; only an ACTIVE one can be used: reset it, or remove it"
+                " and create another"
+            )
         if partition.holder and partition.holder != holder:
-            raise FailedPrecondition(f"partition {name} is already in use by {partition.holder}")
+            raise FailedPrecondition(
+                f"partition {name} is already in use by {partition.holder}; wait for it to be released, or create"
+                " another partition"
+            )
         return self._put(partition.model_copy(update={"holder": holder}))
 
     def release(self, name: str, holder: str) -> Partition:
         partition = self.get(name)
         if partition.holder != holder:
-            raise FailedPrecondition(f"partition {name} is held by {partition.holder or 'nobody'}, not {holder}")
+            raise FailedPrecondition(
+                f"partition {name} is held by {partition.holder or 'nobody'}, not {holder}; only its holder can release"
+                " it (remove it with --force to take it back)"
+            )
         return self._put(partition.model_copy(update={"holder": None}))
 
     def fail_ipus(self, ipus: list[int]) -> list[Partition]:
@@ -148,21 +157,25 @@ class Partitions:
             for p in self.state.partitions.values()
             if hit & set(p.ipus) and p.state != S.FAILED
         ]
-        self.journal.commit([("partition", p.name, p) for p in failed], [])
-        self.state.failed_ipus |= hit
-        for p in failed:
-            self.state.partitions[p.name] = p
+        failures = [
+            ("ipu_failure", str(ipu), IpuFailure(name=str(ipu), ipu=ipu, created_at=now))
+            for ipu in sorted(hit - self.state.failed_ipus)
+        ]
+        puts = [("partition", p.name, p) for p in failed] + failures
+        self.journal.commit(puts, [])
+        self.state.apply(puts, [])
         return failed
 
     def ipu_statuses(self) -> list[IpuStatus]:
         state = self.state
         owner = {ipu: p.name for p in state.partitions.values() for ipu in p.ipus}
         agents = state.agent_of_machine()
+        failed = state.failed_ipus
         statuses = []
         for ipu in range(state.pod.ipus):
             place_ = state.topology.place(ipu)
             agent = agents.get(place_.machine)
-            kind = "failed" if ipu in state.failed_ipus else "allocated" if ipu in owner else "idle"
+            kind = "failed" if ipu in failed else "allocated" if ipu in owner else "idle"
             statuses.append(
                 IpuStatus(ipu, place_.machine, place_.index, place_.ild, agent.name if agent else None, kind, owner.get(ipu))
             )

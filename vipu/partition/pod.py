@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
 from vipu.errors import InvalidArgument
+from vipu.partition.admin_objects import ClusterTopology
 from vipu.validation import describe
 
 # V-IPU: one IPU-Link domain holds at most 64 IPUs; bigger partitions span domains over GW-Links.
@@ -80,14 +81,16 @@ class PodConfig(Strict):
     ilds: PositiveInt
     machines_per_ild: PositiveInt
     ild_topology: Literal["torus", "mesh"]
-    cluster_topology: Literal["looped", "direct-attach", "switched"] = "looped"
+    cluster_topology: ClusterTopology = "looped"
     total_ipus: PositiveInt | None = Field(default=None, description="optional cross-check of the IPU count")
 
     @model_validator(mode="after")
     def _coherent(self) -> PodConfig:
         per_ild = self.machines_per_ild * self.machine.ipus
-        if self.machine.ipus & (self.machine.ipus - 1):
-            raise ValueError(f"machine.ipus is {self.machine.ipus}: partitions form rings, so it must be a power of two")
+        if self.machine.ipus not in (2, 4):
+            # topology.py's rings: the IPUs of a machine form a ring of their own (4) or a linked pair (2), and
+            # blocks of whole machines are grids with a Hamiltonian cycle; other counts leave blocks without a ring
+            raise ValueError(f"machine.ipus is {self.machine.ipus}: the IPU-Link layout needs 2 or 4 IPUs per machine")
         if per_ild & (per_ild - 1):
             raise ValueError(
                 f"machines_per_ild x machine.ipus is {per_ild}: an IPU-Link domain must hold a power of two IPUs"

@@ -13,7 +13,7 @@ from typing import Iterable, Protocol
 from pydantic import BaseModel
 
 from vipu.errors import NotFound
-from vipu.partition.admin_objects import DEFAULT_ALLOCATION, Agent, Allocation, Cluster, User
+from vipu.partition.admin_objects import DEFAULT_ALLOCATION, Agent, Allocation, Cluster, IpuFailure, User
 from vipu.partition.partition import Partition
 from vipu.partition.placement import mask_of
 from vipu.partition.pod import PodConfig
@@ -39,6 +39,7 @@ KINDS: dict[str, type[BaseModel]] = {
     "allocation": Allocation,
     "user": User,
     "partition": Partition,
+    "ipu_failure": IpuFailure,
 }
 
 
@@ -51,16 +52,20 @@ class PodState:
     allocations: dict[str, Allocation] = field(default_factory=dict)
     users: dict[str, User] = field(default_factory=dict)
     partitions: dict[str, Partition] = field(default_factory=dict)
-    failed_ipus: set[int] = field(default_factory=set)
+    ipu_failures: dict[str, IpuFailure] = field(default_factory=dict)
     used_mask: int = 0  # bit i set: IPU i belongs to a partition; kept in step by partitions.py
     _eligible: dict[str, int] = field(default_factory=dict)  # allocation -> IPUs of its online agents
 
     @property
+    def failed_ipus(self) -> set[int]:
+        return {f.ipu for f in self.ipu_failures.values()}
+
+    @property
     def failed_mask(self) -> int:
-        return mask_of(self.failed_ipus)
+        return mask_of(f.ipu for f in self.ipu_failures.values())
 
     def table(self, kind: str) -> dict:
-        return getattr(self, kind + "s")
+        return getattr(self, kind + "s")  # "agent" -> self.agents, "ipu_failure" -> self.ipu_failures
 
     def get(self, kind: str, name: str):
         try:

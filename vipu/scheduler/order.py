@@ -31,7 +31,9 @@ class PendingOrder:
         self.config = config
         self.total = total_ipus
         self.fairshare = fairshare
-        self._qos_factor = qos_factors(config)
+        w = config.weights
+        self._w_size, self._w_age, self._w_fs, self._max_age = w.job_size, w.age, w.fairshare, config.max_age
+        self._qos_part = {name: w.qos * f for name, f in qos_factors(config).items()}
         self.jobs: dict[int, QueuedJob] = {}
         self._entry: dict[int, tuple[tuple[str, bool], Entry]] = {}  # id -> (list key, entry)
         self._lists: dict[tuple[str, bool], list[Entry]] = {}  # (user, saturated) -> sorted entries
@@ -41,8 +43,7 @@ class PendingOrder:
 
     def static(self, job: QueuedJob) -> float:
         """The part of the priority that never changes: job size, QOS, nice."""
-        w = self.config.weights
-        return w.job_size * job.ipus / self.total + w.qos * self._qos_factor[job.qos] - job.nice
+        return self._w_size * job.ipus / self.total + self._qos_part[job.qos] - job.nice
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -55,16 +56,19 @@ class PendingOrder:
         elif self.kind == "shortest":
             where, entry = ("", False), (job.time_limit, job.submit_time, job.id)
         else:
-            saturated = now - job.submit_time >= self.config.max_age
+            saturated = now - job.submit_time >= self._max_age
             where, entry = (job.user, saturated), self._priority_entry(job, saturated)
             if not saturated:
-                heapq.heappush(self._saturation, (job.submit_time + self.config.max_age, job.id))
+                heap = self._saturation
+                heapq.heappush(heap, (job.submit_time + self._max_age, job.id))
+                if len(heap) > 2 * len(self.jobs) + 64:  # drop entries of jobs that left the queue
+                    self._saturation = [e for e in heap if e[1] in self.jobs]
+                    heapq.heapify(self._saturation)
         insort(self._lists.setdefault(where, []), entry)
         self._entry[job.id] = (where, entry)
 
     def _priority_entry(self, job: QueuedJob, saturated: bool) -> Entry:
-        w = self.config.weights
-        age_part = 0.0 if saturated else -w.age * job.submit_time / self.config.max_age
+        age_part = 0.0 if saturated else -self._w_age * job.submit_time / self._max_age
         return (-(self.static(job) + age_part), job.submit_time, job.id)
 
     def remove(self, job_id: int) -> None:
@@ -93,23 +97,24 @@ class PendingOrder:
             for entry in self._lists.get(("", False), []):
                 yield jobs[entry[2]]
             return
-        self._saturate(now)
-        period = self.config.priority_calc_period
+        if self._saturation and self._saturation[0][0] <= now:
+            self._saturate(now)
         lists = self._lists
-        several_users = len(lists) > 2 or (len(lists) == 2 and len({user for user, _ in lists}) == 2)
+        if len(lists) == 1:  # one user, one age regime: the stored order is the order
+            for entry in next(iter(lists.values())):
+                yield jobs[entry[2]]
+            return
+        period = self.config.priority_calc_period
+        several_users = len(lists) > 2 or len({user for user, _ in lists}) == 2
         if several_users and (self._fs_at is None or now - self._fs_at >= period or now < self._fs_at):
             # Fair-share only reorders jobs of different users, so with one user it is not computed at all.
             self._fs, self._fs_at = self.fairshare.factors(now, running), now
-        w = self.config.weights
-        age_now = w.age * now / self.config.max_age
+        w_age, w_fs = self._w_age, self._w_fs
+        age_now = w_age * now / self._max_age
         streams = []
-        for (user, saturated), entries in self._lists.items():
-            shift = w.fairshare * self._fs.get(user, 1.0) + (w.age if saturated else age_now)
+        for (user, saturated), entries in lists.items():
+            shift = w_fs * self._fs.get(user, 1.0) + (w_age if saturated else age_now)
             streams.append(_shifted(entries, shift))
-        if len(streams) == 1:
-            for _, _, job_id in streams[0]:
-                yield jobs[job_id]
-            return
         for _, _, job_id in heapq.merge(*streams):
             yield jobs[job_id]
 

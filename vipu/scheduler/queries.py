@@ -38,8 +38,10 @@ def decorate(s: Scheduler, job: Job) -> Job:
     if job.state is not S.PENDING:
         return job
     info = s.pending_info.get(job.id)
-    if info is None and s.last_decision is not None and job.id in s.table.pending:
-        info = s.last_decision.explain(s.table.pending[job.id])
+    queued_since = job.history[-1].at if job.history else job.submit_time
+    if (info is None and s.last_decision is not None and job.id in s.table.pending
+            and s.last_cycle_at is not None and queued_since <= s.last_cycle_at):
+        info = s.last_decision.explain(s.table.pending[job.id])  # a job the last cycle did not reach
     reason = HELD if job.held else (info.reason if info else None)
     estimate = info.estimated_start if info and not job.held else None
     if reason == job.reason and estimate == job.estimated_start:

@@ -47,8 +47,6 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
         raise FailedPrecondition("recover() rebuilds an empty scheduler; create a new Scheduler for it")
     jobs, meta = _records(records)
     live = set(partitions) if partitions is not None else set()
-    from vipu.scheduler.scheduler import _requeued  # the one definition of what requeue resets
-
     changed: list[Job] = []
     final: list[Job] = []
     for job in sorted(jobs, key=lambda j: j.id):
@@ -59,7 +57,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
                 job = job.moved(S.COMPLETED if job.exit_code == 0 else S.FAILED, now, end_time=now)
             else:
                 failed = job.moved(S.NODE_FAIL, now, end_time=now)
-                job = _requeued(failed, now) if job.spec.requeue else failed
+                job = failed.requeued(now) if job.spec.requeue else failed
             changed.append(job)
         final.append(job)
     next_id = max([meta.next_job_id if meta else 1] + [j.id + 1 for j in final])

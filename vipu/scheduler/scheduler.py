@@ -18,20 +18,12 @@ from vipu.partition.state import Journal, NoJournal
 from vipu.scheduler import queries
 from vipu.scheduler.bits import block
 from vipu.scheduler.config import SchedulerConfig
-from vipu.scheduler.deps import evaluate
-from vipu.scheduler.effects import Effect, StartJob, StopJob
+from vipu.scheduler.cycle import dependency_status, run_cycle
+from vipu.scheduler.effects import Effect, StopJob
 from vipu.scheduler.job import META_NAME, Job, PriorityBreakdown, SchedulerMeta
 from vipu.scheduler.order import PendingOrder
 from vipu.scheduler.policies import QUEUE_ORDER, get_policy
-from vipu.scheduler.policies.base import (
-    DEPENDENCY,
-    HELD,
-    NEVER,
-    PendingInfo,
-    ScheduleDecision,
-    ScheduleRequest,
-    qos_sets,
-)
+from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision
 from vipu.scheduler.priority import FairShare, breakdown
 from vipu.scheduler.spec import JobSpec, parse_spec
 from vipu.scheduler.states import TERMINAL, TRANSITIONS, JobState
@@ -129,42 +121,47 @@ class Scheduler:
         """Cancel pending and running jobs (an array job id cancels its active tasks); all or nothing.
 
         A job named directly that already ended is FailedPrecondition."""
-        ids = list(job_ids)
-        jobs = []
-        for job in self._expand(ids):
-            if job.state in TERMINAL:
-                if job.id in ids:
-                    raise FailedPrecondition(f"job {job.id} already ended ({job.state.value}); nothing to cancel")
+        jobs: dict[int, Job] = {}
+        for job_id in job_ids:
+            if job_id in self.table.arrays:  # the array's tasks that have not ended
+                jobs.update((j.id, j) for j in self._expand([job_id]) if j.state not in TERMINAL)
                 continue
-            jobs.append(job)
-        changed, effects = [], []
-        for job in jobs:
-            if job.state is S.PENDING:
-                changed.append(job.moved(S.CANCELLED, now, end_time=now))
-            else:
-                self._charge(job, now)
-                changed.append(job.moved(S.CANCELLED, now, end_time=now))
-                effects.append(StopJob(job.id, job.partition, S.CANCELLED, False))
+            job = self._get(job_id)
+            if job.state in TERMINAL:
+                raise FailedPrecondition(f"job {job_id} already ended ({job.state.value}); nothing to cancel")
+            jobs[job_id] = job
+        changed = [job.moved(S.CANCELLED, now, end_time=now) for job in jobs.values()]
         self._commit(changed, now)
-        return effects
+        running = [job for job in jobs.values() if job.state is not S.PENDING]
+        for job in running:
+            self._charge(job, now)
+        return [StopJob(job.id, job.partition, S.CANCELLED, False) for job in running]
 
     def hold(self, job_id: int, now: float) -> Job:
-        """Keep a pending job from starting (reason JobHeldUser) until release."""
+        """Keep a pending job from starting (reason JobHeldUser) until release; an array job id holds its pending
+        tasks. Returns the job (for an array, its first task)."""
         return self._set_held(job_id, True, now)
 
     def release(self, job_id: int, now: float) -> Job:
-        """Let a held job be scheduled again."""
+        """Let a held job (or an array's held tasks) be scheduled again."""
         return self._set_held(job_id, False, now)
 
     def _set_held(self, job_id: int, held: bool, now: float) -> Job:
+        verb = "held" if held else "released"
         jobs = self._expand([job_id])
-        for job in jobs:
-            if job.state is not S.PENDING:
-                verb = "held" if held else "released"
-                raise FailedPrecondition(f"job {job.id} is {job.state.value}; only a PENDING job can be {verb}")
-        changed = [j.model_copy(update={"held": held}) for j in jobs if j.held != held]
-        self._commit(changed, now)
+        if job_id in self.table.arrays:  # like scontrol: the tasks that are still pending
+            jobs = [j for j in jobs if j.state is S.PENDING]
+            if not jobs:
+                raise FailedPrecondition(f"array job {job_id} has no PENDING tasks to be {verb}")
+        elif jobs[0].state is not S.PENDING:
+            raise FailedPrecondition(f"job {job_id} is {jobs[0].state.value}; only a PENDING job can be {verb}")
+        self._commit([j.model_copy(update={"held": held}) for j in jobs if j.held != held], now)
         return self.job(job_id)
+
+    def jobs_for_request(self, request_id: str) -> list[int]:
+        """The job ids an earlier submit with this request id created (empty if none): lets the server say
+        whether a submit was a retry."""
+        return list(self.table.request_ids.get(request_id, ()))
 
     def requeue(self, job_id: int, now: float) -> list[Effect]:
         """Put a running or finished job back in the queue under the same id (scontrol requeue)."""
@@ -173,12 +170,11 @@ class Scheduler:
             raise FailedPrecondition(f"job {job_id} is already PENDING; nothing to requeue")
         if S.PENDING not in TRANSITIONS[job.state]:
             raise FailedPrecondition(f"job {job_id} is {job.state.value} and cannot be requeued; submit it again")
-        effects: list[Effect] = []
-        if job.state in (S.RUNNING, S.COMPLETING):
-            self._charge(job, now)
-            effects.append(StopJob(job.id, job.partition, S.PENDING, True))
-        self._commit([_requeued(job, now)], now)
-        return effects
+        self._commit([job.requeued(now)], now)
+        if job.state not in (S.RUNNING, S.COMPLETING):
+            return []
+        self._charge(job, now)
+        return [StopJob(job.id, job.partition, S.PENDING, True)]
 
     def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0) -> list[Effect]:
         """The workload of a running job ended (state None: COMPLETED on exit code 0, else FAILED)."""
@@ -189,10 +185,10 @@ class Scheduler:
             state = S.COMPLETED if exit_code == 0 else S.FAILED
         if state not in FINAL_STATES:
             raise InvalidArgument(f"state {state.value} is not a final state; use one of {', '.join(s.value for s in FINAL_STATES)}")
-        self._charge(job, now)
         ended = job.moved(state, now, end_time=now, exit_code=exit_code)
         requeued = state is S.NODE_FAIL and job.spec.requeue
-        self._commit([_requeued(ended, now) if requeued else ended], now)
+        self._commit([ended.requeued(now) if requeued else ended], now)
+        self._charge(job, now)
         return [StopJob(job.id, job.partition, state, requeued)]
 
     def mark_completing(self, job_id: int, now: float, exit_code: int) -> Job:
@@ -206,9 +202,11 @@ class Scheduler:
     def enforce_time_limits(self, now: float) -> list[Effect]:
         """End every RUNNING job past its time limit as TIMEOUT."""
         expired = self.table.expired(now)
+        if not expired:
+            return []
+        self._commit([j.moved(S.TIMEOUT, now, end_time=now) for j in expired], now)
         for job in expired:
             self._charge(job, now)
-        self._commit([j.moved(S.TIMEOUT, now, end_time=now) for j in expired], now)
         return [StopJob(j.id, j.partition, S.TIMEOUT, False) for j in expired]
 
     def fail_ipus(self, ipus: Iterable[int], now: float) -> list[Effect]:
@@ -222,11 +220,12 @@ class Scheduler:
         effects: list[Effect] = []
         changed = []
         for job in sorted(hit, key=lambda j: j.id):
-            self._charge(job, now)
             ended = job.moved(S.NODE_FAIL, now, end_time=now)
-            changed.append(_requeued(ended, now) if job.spec.requeue else ended)
+            changed.append(ended.requeued(now) if job.spec.requeue else ended)
             effects.append(StopJob(job.id, job.partition, S.NODE_FAIL, job.spec.requeue))
         self._commit(changed, now)
+        for job in hit:
+            self._charge(job, now)
         self.failed_mask |= mask
         return effects
 
@@ -235,6 +234,7 @@ class Scheduler:
             self.failed_mask &= ~(1 << ipu)
 
     def _charge(self, job: Job, now: float) -> None:
+        """Fair-share usage of a run that just ended (called after its commit)."""
         if job.start_time is not None:
             self.fairshare.charge(job.user, job.ipus * max(0.0, now - job.start_time), now)
 
@@ -242,106 +242,17 @@ class Scheduler:
     def cycle(self, now: float, available_mask: int | None = None,
               allowed_masks: Mapping[str, int] | None = None, estimates: bool = True) -> list[Effect]:
         """One scheduling pass: gate (holds, dependencies), walk the queue in the policy's order, commit its starts
-        and evictions, and return the effects (stops before starts).
+        and evictions, and return the effects (stops before starts); see cycle.py.
 
         `available_mask`: IPUs free and healthy now (the live server passes its PodState's usable mask, which also
         excludes partitions users made by hand); None means the Pod minus running jobs and failed IPUs.
         `allowed_masks`: allocation name -> its IPUs, for jobs that name an allocation; None: the whole Pod.
         `estimates`: False skips estimated starts (trace replay); the jobs started are the same either way."""
-        table = self.table
-        self.last_cycle_at = now
-        if not table.pending:
-            self.pending_info, self.last_decision = {}, None
-            return []
-        info = self._gate()
-        running = list(table.running.values())
-        order = self.order.iterate(now, running)
-        sizes = dict(table.pending_sizes)
-        preempting = qos_sets(self.config.qos).preempting
-        preemptors: dict[int, int] = {}
-        for (qos, ipus), n in table.pending_qos.items():
-            if n and qos in preempting:
-                preemptors[ipus] = preemptors.get(ipus, 0) + n
-        if info:
-            order = (q for q in order if q.id not in info)
-            for job_id in info:
-                queued = table.pending[job_id]
-                sizes[queued.ipus] -= 1
-                if queued.qos in preempting:
-                    preemptors[queued.ipus] -= 1
-        if available_mask is None:
-            available_mask = self.full_mask & ~table.used_mask & ~self.failed_mask
-        request = ScheduleRequest(
-            now=now, total_ipus=self.total, available_mask=available_mask, pending=order, running=running,
-            qos=self.config.qos, healthy_mask=self.full_mask & ~self.failed_mask, allowed_masks=allowed_masks,
-            max_job_test=self.config.max_job_test, sizes=sizes, preemptors=preemptors, estimates=estimates,
-            shortest=table.shortest_limits(),
-        )
-        decision = self.policy(request)
-        effects = self._apply(decision, now)
-        info.update(decision.pending)
-        self.pending_info, self.last_decision = info, decision
-        return effects
-
-    def _gate(self) -> dict[int, PendingInfo]:
-        """Reasons for pending jobs that may not be considered at all this cycle."""
-        table = self.table
-        info: dict[int, PendingInfo] = {}
-        for job_id in sorted(table.gated):
-            job = table.jobs[job_id]
-            if job.held:
-                info[job_id] = PendingInfo(HELD)
-                continue
-            status = self.dependency_status(job)
-            if status == "ok":
-                table.dependency_met(job_id)
-            else:
-                info[job_id] = PendingInfo(DEPENDENCY if status == "wait" else NEVER)
-        return info
+        return run_cycle(self, now, available_mask, allowed_masks, estimates)
 
     def dependency_status(self, job: Job) -> str:
         """'ok', 'wait' or 'never' for the job's dependency (Slurm's Dependency / DependencyNeverSatisfied)."""
-        dep = job.spec.parsed_dependency()
-        if dep is None:
-            return "ok"
-        jobs = self.table.jobs
-
-        def targets(i: int):
-            for t in self.table.arrays.get(i) or [i]:
-                target = jobs.get(t)
-                if target is None:
-                    yield ("CANCELLED", False, True)  # forgotten: treated as ended without success
-                else:
-                    started = any(h.state is S.RUNNING for h in target.history)
-                    yield (target.state.value, started, target.state in TERMINAL)
-
-        def singleton_clear() -> bool:
-            active = self.table.active_by_name.get((job.name, job.user), ())
-            return not any(i < job.id for i in active)
-
-        return evaluate(dep, targets, singleton_clear)
-
-    def _apply(self, decision, now: float) -> list[Effect]:
-        jobs = self.table.jobs
-        changed: list[Job] = []
-        stops: list[Effect] = []
-        starts: list[Effect] = []
-        for p in decision.preemptions:
-            job = jobs[p.job_id]
-            self._charge(job, now)
-            ended = job.moved(S.PREEMPTED, now, end_time=now)
-            requeue = p.mode == "requeue" and job.spec.requeue
-            changed.append(_requeued(ended, now) if requeue else ended)
-            stops.append(StopJob(job.id, job.partition, S.PREEMPTED, requeue))
-        for s in decision.starts:
-            job = jobs[s.job_id]
-            started = job.moved(S.RUNNING, now, start_time=now, first_ipu=s.first_ipu, end_time=None, exit_code=None,
-                                reason=None, estimated_start=None)
-            changed.append(started)
-            starts.append(StartJob(job.id, job.partition, job.ipus, s.first_ipu, s.place_mask, now,
-                                   now + job.time_limit, job.spec.workload, job.spec.allocation))
-        self._commit(changed, now)
-        return stops + starts
+        return dependency_status(self, job)
 
     # -- queries (see queries.py) -----------------------------------------------------------------------------
     def job(self, job_id: int, now: float | None = None) -> Job:
@@ -386,9 +297,3 @@ class Scheduler:
         from vipu.scheduler.recovery import recover
 
         return recover(self, records, now, partitions)
-
-
-def _requeued(job: Job, now: float) -> Job:
-    """The job back in the queue under its id: its last run's placement and times are cleared (history keeps them)."""
-    return job.moved(S.PENDING, now, start_time=None, end_time=None, first_ipu=None, exit_code=None,
-                     requeue_count=job.requeue_count + 1)

@@ -71,6 +71,9 @@ class JobTable:
             self.used_mask |= block(job.first_ipu, job.ipus)  # type: ignore[arg-type]
             if state is S.RUNNING:
                 heapq.heappush(self.deadlines, (job.end_by, job.id, job.start_time))  # type: ignore[arg-type]
+                if len(self.deadlines) > 2 * len(self.running) + 64:  # drop entries of runs that already ended
+                    self.deadlines = [(r.end_by, r.id, r.start_time) for r in self.running.values()]
+                    heapq.heapify(self.deadlines)
         if newly_active and state in ACTIVE:
             self.active_by_name.setdefault((job.name, job.user), set()).add(job.id)
 

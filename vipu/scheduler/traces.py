@@ -65,7 +65,8 @@ def openb_mapping(ipus_per_gpu: int, compression: float) -> str:
 
 def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: float = 1.0,
                max_ipus: int | None = None, limit: int | None = None) -> Trace:
-    """The openb pod list (`openb_pod_list_*.csv`); `compression` divides arrival times (raising the load)."""
+    """The openb pod list (`openb_pod_list_*.csv`); `compression` divides arrival times (raising the load) and
+    `limit` stops after that many rows (skipped rows included)."""
     skipped: Counter = Counter()
     jobs: list[TraceJob] = []
     with open(path, newline="") as f:
@@ -137,7 +138,7 @@ def read_native(path: str | Path) -> Trace:
 
 
 def load_trace(path: str | Path, max_ipus: int | None = None, **openb_options) -> Trace:
-    """openb if the CSV header says so, else the native format."""
+    """openb if the CSV header says so (openb_options: ipus_per_gpu, compression, limit), else the native format."""
     path = Path(path)
     if not path.is_file():
         raise InvalidArgument(f"trace {path} is not a readable file; give the path of an openb CSV or a native trace")

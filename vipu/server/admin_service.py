@@ -114,5 +114,9 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
     @rpc
     def FailIpus(self, request, context):
         with self.rt.lock:
+            now = self.rt.now()
             failed = self.rt.controller.partitions.fail_ipus(list(request.ipus))
+            # jobs on those IPUs end NODE_FAIL (requeued if their spec allows) and their partitions are removed
+            self.rt.dispatcher.apply(self.rt.scheduler.fail_ipus(list(request.ipus), now), now)
+            self.rt.dispatcher.wake()
             return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
+import time
 
 from vipu.errors import NotFound, VipuError
 from vipu.partition.admin_objects import DEFAULT_ALLOCATION
@@ -25,6 +26,9 @@ from vipu.scheduler.states import JobState
 
 log = logging.getLogger("vipu.dispatcher")
 IDLE_WAIT_S = 1.0
+# During a burst of submissions, cycles run at most this often: one cycle then sees many new jobs, instead of one
+# cycle per job each walking the whole queue. An idle Pod still starts a job at once (the gap has long passed).
+MIN_GAP_S = 0.01
 
 
 class Dispatcher:
@@ -51,7 +55,12 @@ class Dispatcher:
         self._wake.set()
 
     def _loop(self) -> None:
+        last = 0.0
         while not self._stop.is_set():
+            gap = last + MIN_GAP_S - time.monotonic()
+            if gap > 0:
+                self._stop.wait(gap)
+            last = time.monotonic()
             try:
                 with self.rt.lock:
                     wait = self.step(self.now())

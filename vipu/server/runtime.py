@@ -93,6 +93,7 @@ def open_runtime(
     now = clock.now()
     effects = scheduler.recover([(k, r) for k, r in records if k in JOB_KINDS], now, list(controller.state.partitions))
     runtime.dispatcher.apply(effects, now)
+    runtime.dispatcher.apply(scheduler.fail_ipus(sorted(controller.state.failed_ipus), now), now)
     for job in scheduler.table.jobs.values():
         if job.state is JobState.RUNNING and isinstance(job.spec.workload, SleepWorkload):
             runtime.dispatcher.watch(job.id, job.start_time, job.spec.workload)

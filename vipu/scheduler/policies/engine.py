@@ -75,7 +75,7 @@ class _Walk:
         self._eventually: int | None = None
         self._frozen: tuple[list[float], list[int]] | None = None
         self._no_fit: set[tuple[int, int, int]] = set()
-        self._fitting: list[int] | None = None  # waiting sizes that could start now (None: recompute)
+        self._fitting: list[tuple[int, bool]] | None = None  # (size, only by eviction) that could start now
         self._feasible: dict[tuple[int, int], bool] = {}  # (size, allowed) -> can an empty, healthy Pod hold it
         self._no_victims: set[tuple[int, int, int, str]] = set()  # preemption searches that found nothing
         self.shortest = request.shortest
@@ -132,13 +132,15 @@ class _Walk:
             return False
         if self._fitting is None:
             shortest, now, avail, total = self.shortest or {}, self.now, self.avail, self.total
-            evictable = self.evictable()
             fitting = []
-            for size in self.remaining:
+            for size, n in self.remaining.items():
+                if n <= 0:
+                    continue  # counts only go down during a walk
                 free = avail & ~self.reserved_over(now + shortest.get(size, 0.0))
                 if has_block(free, size, total):
                     fitting.append((size, False))
-                elif size in self.preemptors and has_block((free | evictable) & self.healthy, size, total):
+                elif self.preemptors.get(size, 0) > 0 and has_block((free | self.evictable()) & self.healthy, size,
+                                                                     total):
                     fitting.append((size, True))
             self._fitting = fitting
         remaining, preemptors = self.remaining, self.preemptors

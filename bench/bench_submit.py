@@ -1,0 +1,81 @@
+"""Job submissions per second over gRPC, with 1 and 8 concurrent clients, against a live vipu-server (Pod256).
+
+Run: .venv/bin/python bench/bench_submit.py [--jobs N]
+Each submission is a held job (so the queue grows and nothing runs), sent as JSON with a fresh request id, as
+`vipu submit` sends it; the server validates it, commits it to SQLite (WAL) and only then answers.
+Goal (issue 3): >= 2,000 submissions per second. Slurm's published sustained figure is 500/s.
+All times are wall-clock on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import grpc
+
+from vipu.v1 import job_pb2 as j, job_pb2_grpc
+
+SPEC = json.dumps({"name": "bench", "ipus": 4, "time_limit": "10m", "hold": True, "user": "bench"}).encode()
+
+
+def start_server(state_dir: str) -> tuple[subprocess.Popen, int]:
+    exe = Path(sys.executable).parent / "vipu-server"
+    proc = subprocess.Popen(
+        [str(exe), "--pod", "bow-pod256", "--port", "0", "--state-dir", state_dir],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    port = int(re.search(r"listening on \S+:(\d+)", proc.stdout.readline()).group(1))
+    return proc, port
+
+
+def submit_rate(port: int, jobs: int, clients: int) -> float:
+    per_client = jobs // clients
+    barrier = threading.Barrier(clients + 1)
+
+    def client() -> None:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = job_pb2_grpc.JobServiceStub(channel)
+            stub.SubmitJob(j.SubmitJobRequest(spec=SPEC, request_id=uuid.uuid4().hex), timeout=10)  # connect
+            barrier.wait()
+            for _ in range(per_client):
+                stub.SubmitJob(j.SubmitJobRequest(spec=SPEC, request_id=uuid.uuid4().hex), timeout=10)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    return per_client * clients / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=4000)
+    args = parser.parse_args()
+    print(f"# bench_submit: {time.strftime('%Y-%m-%d')} on {platform.node()} ({platform.machine()}, Python"
+          f" {platform.python_version()}); clients are threads of one process")
+    for clients in (1, 8):
+        with tempfile.TemporaryDirectory() as state_dir:
+            proc, port = start_server(state_dir)
+            try:
+                rate = submit_rate(port, args.jobs, clients)
+            finally:
+                proc.terminate()
+                proc.wait()
+        print(f"submissions over gRPC, {clients} client(s): {rate:,.0f} per second (goal >= 2,000; Slurm: 500)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""The job commands end to end: `vipu submit` to `vipu history` through the installed CLI and a live controller."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from tests.cli.test_cli_e2e import run
+
+
+def submit(server, *args: str) -> list[int]:
+    out = run(server, "vipu", "submit", *args, "--json")
+    assert out.returncode == 0, out.stderr
+    return [int(i) for i in json.loads(out.stdout)["job_ids"]]
+
+
+def jobs(server, *args: str) -> dict[int, dict]:
+    out = run(server, "vipu", "queue", "--json", *args)
+    assert out.returncode == 0, out.stderr
+    return {int(x["id"]): x for x in json.loads(out.stdout)}
+
+
+def show(server, job: int) -> dict:
+    out = run(server, "vipu", "show", "job", str(job), "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def wait_for(predicate, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def test_submit_run_complete_and_history(server):
+    text = run(server, "vipu", "submit", "--name", "quick", "--ipus", "16", "--time-limit", "10m", "--duration", "1s")
+    assert text.returncode == 0 and text.stdout.startswith("Submitted job 1")
+    running = wait_for(lambda: show(server, 1)["state"] == "RUNNING" and show(server, 1))
+    assert running["partition"] == "slurm_1"
+    partitions = json.loads(run(server, "vipu", "list", "partitions", "--json").stdout)
+    assert [(p["name"], p["size"], p["holder"]) for p in partitions] == [("slurm_1", 16, "job 1")]
+    wait_for(lambda: show(server, 1)["state"] == "COMPLETED")
+    assert json.loads(run(server, "vipu", "list", "partitions", "--json").stdout) == []
+    history = run(server, "vipu", "history")
+    assert history.returncode == 0
+    header, row = history.stdout.splitlines()[:2]
+    assert header.split("|")[0].strip() == "JobID"
+    assert [c.strip() for c in row.split("|")][:5] == ["1", "quick", row.split("|")[2].strip(), "COMPLETED", "0:0"]
+
+
+def test_pending_reasons_holds_dependencies_and_cancel(server, tmp_path):
+    [big] = submit(server, "--name", "fill", "--ipus", "64", "--time-limit", "10m")  # a hold workload: runs until cancelled
+    wait_for(lambda: jobs(server)[big]["state"] == "RUNNING")
+    [waiting] = submit(server, "--name", "next", "--ipus", "32", "--time-limit", "5m", "--duration", "1s")
+    [held] = submit(server, "--name", "held", "--ipus", "1", "--time-limit", "1m", "--duration", "1s", "--hold")
+    [after] = submit(server, "--name", "after", "--ipus", "1", "--time-limit", "1m", "--duration", "1s",
+                     "--dependency", f"afterok:{waiting}")
+    queue = wait_for(lambda: (q := jobs(server))[waiting]["reason"] and q)
+    assert queue[waiting]["reason"] == "Resources" and queue[waiting]["estimated_start"]
+    assert queue[held]["reason"] == "JobHeldUser" and queue[after]["reason"] == "Dependency"
+    table = run(server, "vipu", "queue").stdout
+    assert "(JobHeldUser)" in table and "(Dependency)" in table and "slurm_" in table
+
+    assert run(server, "vipu", "release", str(held)).returncode == 0
+    cancelled = run(server, "vipu", "cancel", str(big))
+    assert cancelled.returncode == 0 and "cancelled" in cancelled.stdout
+    wait_for(lambda: show(server, after)["state"] == "COMPLETED")
+    assert show(server, big)["state"] == "CANCELLED" and show(server, held)["state"] == "COMPLETED"
+    again = run(server, "vipu", "cancel", str(big))
+    assert again.returncode == 4 and "CANCELLED" in again.stderr
+
+
+def test_spec_file_with_overrides(server, tmp_path):
+    spec = tmp_path / "job.yaml"
+    spec.write_text("name: from-file\nipus: 8\ntime_limit: 2m\nworkload: {kind: sleep, duration: 30s}\n")
+    [job] = submit(server, str(spec), "--hold", "--name", "renamed")
+    detail = show(server, job)
+    assert detail["name"] == "renamed" and detail["held"] and detail["ipus"] == 8 and detail["time_limit_s"] == 120
+    assert detail["spec"]["workload"] == {"kind": "sleep", "duration": 30.0, "exit_code": 0}
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ("name: x\nipus: 4\ncolour: blue\n", ["colour", "unknown field"]),
+        ("ipus: 6\ntime_limit: 1m\n", ["ipus", "power of two"]),
+        ("ipus: 128\ntime_limit: 1m\n", ["ipus", "64"]),
+        ("ipus: 4\ntime_limit: 0\n", ["time_limit"]),
+        ("ipus: 4\ntime_limit: -5m\n", ["time_limit"]),
+        ("ipus: 4\narray: 5-2\n", ["array"]),
+        ("ipus: 4\narray: 0-1000000000\n", ["array"]),
+        ("ipus: 4\ndependency: afterok:999\n", ["999"]),
+        ("- just\n- a list\n", ["mapping"]),
+    ],
+)
+def test_bad_specs_are_refused_with_the_field_and_nothing_is_queued(server, tmp_path, content, words):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(content)
+    out = run(server, "vipu", "submit", str(spec))
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    line = out.stderr.strip()
+    assert line.startswith("vipu: error: ") and "\n" not in line
+    for word in words:
+        assert word in line
+    assert jobs(server) == {} and json.loads(run(server, "vipu", "history", "--json").stdout) == []
+
+
+def test_binary_and_oversized_specs(server, tmp_path):
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(range(256)) * 4)
+    out = run(server, "vipu", "submit", str(garbage))
+    assert out.returncode == 2 and "UTF-8" in out.stderr
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("ipus: 4\n#" + "x" * 10_000_000 + "\n")
+    out = run(server, "vipu", "submit", str(huge))
+    assert out.returncode == 2 and "at most 1 MB" in out.stderr
+    assert jobs(server) == {}
+
+
+def test_info_and_priority(server):
+    submit(server, "--ipus", "64", "--time-limit", "10m")
+    [pending] = submit(server, "--ipus", "16", "--time-limit", "10m", "--qos", "high")
+    wait_for(lambda: jobs(server)[pending]["reason"])
+    info = json.loads(run(server, "vipu", "info", "--json").stdout)
+    assert info["ilds"][0]["allocated"] == 64 and info["ilds"][0]["idle"] == 0
+    rows = json.loads(run(server, "vipu", "priority", "--json").stdout)
+    assert [int(r["job_id"]) for r in rows] == [pending] and rows[0]["qos"] > 0
+
+
+def test_sigkill_keeps_the_queue_and_resumes_running_jobs(server):
+    [running] = submit(server, "--name", "long", "--ipus", "64", "--time-limit", "10m", "--duration", "4s")
+    wait_for(lambda: jobs(server)[running]["state"] == "RUNNING")
+    pending = submit(server, "--name", "later", "--ipus", "4", "--time-limit", "1m", "--duration", "1s", "--array", "0-2")
+    before = jobs(server)
+    server.kill(signal.SIGKILL)
+    server.start()
+    after = jobs(server)
+    assert set(after) == set(before) == {running, *pending}
+    assert after[running]["state"] == "RUNNING" and after[running]["start_time"] == before[running]["start_time"]
+    wait_for(lambda: all(show(server, j)["state"] == "COMPLETED" for j in (running, *pending)), timeout=30)
+    [nxt] = submit(server, "--ipus", "1", "--time-limit", "1m")
+    assert nxt > max(pending)  # ids are never handed out twice
