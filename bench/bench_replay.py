@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vipu.scheduler.replay import main_replay  # noqa: E402
 
-TRACE = "/work/shared/traces/openb_pod_list_default.csv"
+TRACE = str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb_pod_list_default.csv")
 
 
 def main() -> None:

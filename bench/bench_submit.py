@@ -16,7 +16,7 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
+import multiprocessing
 import time
 import uuid
 from pathlib import Path
@@ -38,25 +38,27 @@ def start_server(state_dir: str) -> tuple[subprocess.Popen, int]:
     return proc, port
 
 
+def client(port: int, count: int, barrier) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = job_pb2_grpc.JobServiceStub(channel)
+        stub.SubmitJob(j.SubmitJobRequest(spec=SPEC, request_id=uuid.uuid4().hex), timeout=10)  # connect first
+        barrier.wait()
+        for _ in range(count):
+            stub.SubmitJob(j.SubmitJobRequest(spec=SPEC, request_id=uuid.uuid4().hex), timeout=10)
+
+
 def submit_rate(port: int, jobs: int, clients: int) -> float:
+    """Each client is its own process (as separate users' sbatch calls are), all sharing this machine's 2 cores
+    with the server."""
     per_client = jobs // clients
-    barrier = threading.Barrier(clients + 1)
-
-    def client() -> None:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = job_pb2_grpc.JobServiceStub(channel)
-            stub.SubmitJob(j.SubmitJobRequest(spec=SPEC, request_id=uuid.uuid4().hex), timeout=10)  # connect
-            barrier.wait()
-            for _ in range(per_client):
-                stub.SubmitJob(j.SubmitJobRequest(spec=SPEC, request_id=uuid.uuid4().hex), timeout=10)
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for t in threads:
-        t.start()
+    barrier = multiprocessing.Barrier(clients + 1)
+    procs = [multiprocessing.Process(target=client, args=(port, per_client, barrier)) for _ in range(clients)]
+    for proc in procs:
+        proc.start()
     barrier.wait()
     start = time.perf_counter()
-    for t in threads:
-        t.join()
+    for proc in procs:
+        proc.join()
     return per_client * clients / (time.perf_counter() - start)
 
 
@@ -65,7 +67,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=4000)
     args = parser.parse_args()
     print(f"# bench_submit: {time.strftime('%Y-%m-%d')} on {platform.node()} ({platform.machine()}, Python"
-          f" {platform.python_version()}); clients are threads of one process")
+          f" {platform.python_version()}); each client is a process")
     for clients in (1, 8):
         with tempfile.TemporaryDirectory() as state_dir:
             proc, port = start_server(state_dir)

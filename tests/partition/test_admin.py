@@ -284,6 +284,69 @@ def test_a_partition_lands_only_on_its_allocations_agents(scene_factory, builder
         assert p.allocation == ("A" if in_a else DEFAULT_ALLOCATION)
 
 
+@st.composite
+def admin_and_partition_ops(draw):
+    """Interleaved changes to who may use which IPUs (allocations, drains) and partitions that must follow them."""
+    op = st.one_of(
+        st.tuples(st.just("create"), st.sampled_from([1, 2, 4, 4, 8, 16]), st.booleans()),
+        st.tuples(st.just("remove"), st.integers(0, 100)),
+        st.tuples(st.just("drain"), st.integers(0, 15)),
+        st.tuples(st.just("online"), st.integers(0, 15)),
+        st.tuples(st.just("allocate"), st.sets(st.integers(0, 15), min_size=1, max_size=8)),
+        st.tuples(st.just("unallocate")),
+    )
+    return draw(st.lists(op, min_size=5, max_size=40))
+
+
+def allowed_ipus(state, allocation: str) -> set[int]:
+    """Brute force: free, healthy IPUs of the ONLINE agents of the allocation ('default': agents in no allocation)."""
+    if allocation == DEFAULT_ALLOCATION:
+        taken = {a for alloc in state.allocations.values() for a in alloc.agents}
+        names = [n for n in state.agents if n not in taken]
+    else:
+        names = state.allocations[allocation].agents
+    used = {ipu for p in state.partitions.values() for ipu in p.ipus}
+    return {
+        ipu
+        for n in names
+        if state.agents[n].state == "ONLINE"
+        for ipu in range(state.agents[n].machine * 4, state.agents[n].machine * 4 + 4)
+    } - used - state.failed_ipus
+
+
+@settings(max_examples=40, deadline=None)
+@given(sequence=admin_and_partition_ops())
+def test_placement_follows_every_change_of_allocations_and_agent_states(scene_factory, builders, sequence):
+    scene = scene_factory("bow-pod64")
+    admin, parts, state = scene.ctl.admin, scene.ctl.partitions, scene.state
+    for n, (kind, *args) in enumerate(sequence):
+        if kind == "create":
+            size, in_a = args
+            allocation = "A" if in_a and "A" in state.allocations else DEFAULT_ALLOCATION
+            allowed = allowed_ipus(state, allocation)
+            room = any(set(range(f, f + size)) <= allowed for f in range(0, 64, size))
+            try:
+                p = parts.create(builders.request(f"p{n}", size, allocation=allocation))
+            except ResourceExhausted:
+                assert not room, f"refused {size} IPUs in {allocation} though an aligned block was allowed"
+            else:
+                assert set(p.ipus) <= allowed, f"{p.name} took IPUs outside {allocation}'s online agents"
+        elif kind == "remove" and state.partitions:
+            parts.remove(sorted(state.partitions)[args[0] % len(state.partitions)])
+        elif kind in ("drain", "online"):
+            admin.set_agent_state(agents(args[0])[0], "DRAINED" if kind == "drain" else "ONLINE")
+        elif kind == "allocate" and "A" not in state.allocations:
+            try:
+                admin.create_allocation("A", agents(*sorted(args[0])))
+            except FailedPrecondition:
+                pass  # its agents hold default-pool partitions
+        elif kind == "unallocate" and "A" in state.allocations:
+            try:
+                admin.remove_allocation("A")
+            except FailedPrecondition:
+                pass  # it has partitions
+
+
 # users --------------------------------------------------------------------------------------------------------------
 
 

