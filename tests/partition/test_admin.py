@@ -187,7 +187,7 @@ def test_a_cluster_of_whole_ilds_is_created(case, members, num_ilds, scene_facto
         ("no agents", [], 1, "torus", InvalidArgument, ["agents is empty", "vipu-admin list agents"]),
         ("an unknown agent", ild_agents(0)[:15] + ["ghost"], 1, "torus", NotFound,
          ["agent 'ghost' does not exist"]),
-        ("a ring topology", ild_agents(0), 1, "ring", InvalidArgument, ["topology is 'ring'", "use torus or mesh"]),
+        ("a ring topology", ild_agents(0), 1, "ring", InvalidArgument, ["topology is 'ring'", "use torus"]),
     ],
 )
 def test_a_cluster_must_be_whole_ilds(case, members, num_ilds, topology, error, needles, scene_factory, builders):
@@ -240,7 +240,7 @@ def test_default_is_every_agent_no_named_allocation_holds(scene_factory):
         ("an agent in two allocations", lambda a: a.create_allocation("B", agents(3, 4)), FailedPrecondition,
          ["agents ag03 already belong to allocation A", "an agent is in at most one allocation"]),
         ("the name default", lambda a: a.create_allocation("default", agents(8)), AlreadyExists,
-         ["allocation 'default' already exists"]),
+         ["allocation 'default' is the built-in pool", "choose another name"]),
         ("a taken name", lambda a: a.create_allocation("A", agents(8)), AlreadyExists,
          ["allocation 'A' already exists"]),
         ("no agents", lambda a: a.create_allocation("B", []), InvalidArgument, ["agents is empty"]),

@@ -37,7 +37,9 @@ class Admin:
 
     def _new_name(self, kind: str, name: str) -> None:
         check_name(kind, name)
-        if name in self.state.table(kind) or (kind == "allocation" and name == DEFAULT_ALLOCATION):
+        if kind == "allocation" and name == DEFAULT_ALLOCATION:
+            raise AlreadyExists("allocation 'default' is the built-in pool of unallocated agents; choose another name")
+        if name in self.state.table(kind):
             raise AlreadyExists(f"{kind} {name!r} already exists; choose another name or remove it first")
 
     def _known_agents(self, agents: list[str], field: str) -> list[str]:
@@ -116,8 +118,11 @@ class Admin:
     ) -> Cluster:
         self._new_name("cluster", name)
         self._known_agents(agents, "agents")
-        if topology not in ("torus", "mesh"):
-            raise InvalidArgument(f"topology is {topology!r}; use torus or mesh")
+        if topology != self.state.pod.ild_topology:
+            raise InvalidArgument(
+                f"topology is {topology!r} but the IPU-Links of {self.state.pod.name} form a"
+                f" {self.state.pod.ild_topology}; use {self.state.pod.ild_topology}"
+            )
         if cluster_topology not in CLUSTER_TOPOLOGIES:
             raise InvalidArgument(f"cluster_topology is {cluster_topology!r}; use {', '.join(CLUSTER_TOPOLOGIES)}")
         pod = self.state.pod

@@ -146,6 +146,8 @@ def _known_preset(name: str) -> bool:
 
 def parse_pod(data: object, source: str) -> PodConfig:
     """Validate a Pod description (already parsed YAML/JSON); `source` names it in error messages."""
+    if data is None:
+        raise InvalidArgument(f"invalid pod config {source}: it is empty; give name, ilds, machines_per_ild, ...")
     if not isinstance(data, dict):
         raise InvalidArgument(f"invalid pod config {source}: expected a mapping of fields, got {type(data).__name__}")
     data = dict(data)

@@ -40,6 +40,8 @@ def _power_of_two_near(n: int, limit: int) -> str:
 
 
 def check_size(size: int, pod: PodConfig, field: str = "size") -> int:
+    # limit is the largest power of two that fits the Pod, so a power of two no bigger than the Pod fits too:
+    # beyond one ILD such a size is a power of two of whole ILDs, as V-IPU requires
     limit = pod.max_partition_ipus
     if size < 1:
         raise InvalidArgument(f"{field} is {size}; a partition needs a power of two of IPUs from 1 to {limit}")
@@ -50,11 +52,6 @@ def check_size(size: int, pod: PodConfig, field: str = "size") -> int:
     if not is_power_of_two(size):
         raise InvalidArgument(
             f"{field} is {size}, not a power of two (partitions form rings); use {_power_of_two_near(size, limit)}"
-        )
-    if size > limit:
-        raise InvalidArgument(
-            f"{field} is {size}: beyond one IPU-Link domain a partition spans a power of two of whole domains, and"
-            f" {pod.name} has {pod.ilds}; the largest partition is {limit}"
         )
     return size
 
