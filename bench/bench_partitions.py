@@ -8,18 +8,15 @@ All times here are wall-clock, measured on this machine.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import platform
 import random
-import re
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
 import time
-from pathlib import Path
 
 import grpc
+from live_server import start_server
 
 from vipu.clock import VirtualClock
 from vipu.errors import ResourceExhausted
@@ -30,34 +27,32 @@ from vipu.partition.state import NoJournal
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 
 
-def start_server(state_dir: str) -> tuple[subprocess.Popen, int]:
-    exe = Path(sys.executable).parent / "vipu-server"
-    proc = subprocess.Popen(
-        [str(exe), "--pod", "bow-pod256", "--port", "0", "--state-dir", state_dir],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
-    port = int(re.search(r"listening on \S+:(\d+)", proc.stdout.readline()).group(1))
-    return proc, port
+SIZES = [1, 2, 4, 8, 16, 32, 64]
+
+
+def client(port: int, index: int, count: int, barrier) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = partition_pb2_grpc.PartitionServiceStub(channel)
+        stub.GetVersion(p.GetVersionRequest(), timeout=10)  # connect first
+        barrier.wait()
+        for i in range(count):
+            name = f"c{index}-{i}"
+            stub.CreatePartition(p.CreatePartitionRequest(name=name, size=SIZES[i % len(SIZES)]), timeout=10)
+            stub.RemovePartition(p.RemovePartitionRequest(name=name), timeout=10)
 
 
 def grpc_create_remove(port: int, ops: int, clients: int) -> float:
-    sizes = [1, 2, 4, 8, 16, 32, 64]
-
-    def client(index: int, count: int) -> None:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = partition_pb2_grpc.PartitionServiceStub(channel)
-            for i in range(count):
-                name = f"c{index}-{i}"
-                stub.CreatePartition(p.CreatePartitionRequest(name=name, size=sizes[i % len(sizes)]), timeout=10)
-                stub.RemovePartition(p.RemovePartitionRequest(name=name), timeout=10)
-
-    threads = [threading.Thread(target=client, args=(c, ops // clients)) for c in range(clients)]
+    """Each client is its own process, sharing this machine's cores with the server."""
+    per_client = ops // clients
+    barrier = multiprocessing.Barrier(clients + 1)
+    procs = [multiprocessing.Process(target=client, args=(port, c, per_client, barrier)) for c in range(clients)]
+    for proc in procs:
+        proc.start()
+    barrier.wait()
     start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return (ops // clients) * clients / (time.perf_counter() - start)
+    for proc in procs:
+        proc.join()
+    return per_client * clients / (time.perf_counter() - start)
 
 
 def rpc_floor(port: int, calls: int = 2000) -> float:

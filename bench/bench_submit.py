@@ -11,31 +11,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import re
-import subprocess
-import sys
-import tempfile
 import multiprocessing
+import platform
+import tempfile
 import time
 import uuid
-from pathlib import Path
 
 import grpc
+from live_server import start_server
 
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 
 SPEC = json.dumps({"name": "bench", "ipus": 4, "time_limit": "10m", "hold": True, "user": "bench"}).encode()
-
-
-def start_server(state_dir: str) -> tuple[subprocess.Popen, int]:
-    exe = Path(sys.executable).parent / "vipu-server"
-    proc = subprocess.Popen(
-        [str(exe), "--pod", "bow-pod256", "--port", "0", "--state-dir", state_dir],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
-    port = int(re.search(r"listening on \S+:(\d+)", proc.stdout.readline()).group(1))
-    return proc, port
 
 
 def client(port: int, count: int, barrier) -> None:
