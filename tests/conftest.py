@@ -88,3 +88,17 @@ def server_factory(tmp_path):
 @pytest.fixture
 def server(server_factory) -> ServerProcess:
     return server_factory()
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray for the whole test session (ray.init costs ~4 s here); tests create only the actors they need
+    and kill them when done."""
+    import ray
+
+    temp_dir = f"/tmp/vipu-ray-{os.getpid()}"  # short: Ray's socket paths must fit in 107 characters
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir,
+             configure_logging=False)
+    yield ray
+    ray.shutdown()
+    subprocess.run(["rm", "-rf", temp_dir], check=False)
