@@ -7,20 +7,22 @@ BIN=.venv/bin
 STATE=.demo/state
 rm -rf "$STATE" && mkdir -p .demo
 
-PORT=$($BIN/python - <<'PY'
-import socket
+free_port() {  # the port asked for when it is free, else any free one
+  $BIN/python -c "
+import socket, sys
 s = socket.socket()
 try:
-    s.bind(("127.0.0.1", 8090)); print(8090)   # V-IPU's port, when it is free
+    s.bind(('127.0.0.1', int(sys.argv[1])))
 except OSError:
-    s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])
-finally:
-    s.close()
-PY
-)
+    s.bind(('127.0.0.1', 0))
+print(s.getsockname()[1])
+s.close()" "$1"
+}
+PORT=$(free_port 8090)            # V-IPU's port, when it is free
+METRICS_PORT=$(free_port 9105)
 export VIPU_CLI_API_HOST=127.0.0.1 VIPU_CLI_API_PORT=$PORT
 
-$BIN/vipu-server --pod bow-pod64 --port "$PORT" --state-dir "$STATE" > .demo/server.out 2> .demo/server.log &
+$BIN/vipu-server --pod bow-pod64 --port "$PORT" --metrics-port "$METRICS_PORT" --state-dir "$STATE" > .demo/server.out 2> .demo/server.log &
 SERVER=$!
 stop() { if [ -z "${KEEP:-}" ]; then kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; fi; }
 trap stop EXIT
@@ -62,6 +64,8 @@ TRACE=../shared/traces/openb_pod_list_default.csv
 if [ -f "$TRACE" ]; then step $BIN/vipu simulate --trace "$TRACE" --pod bow-pod256 --policy fifo --policy backfill; fi
 
 printf '\nThe controller kept its state in %s (SQLite, WAL).\n' "$STATE"
+printf 'Prometheus: scrape http://127.0.0.1:%s/metrics (deploy/prometheus/prometheus.yml; rules and their tests beside it).\n' "$METRICS_PORT"
+printf 'A Prometheus of your own: bash scripts/install_prometheus.sh, then .tools/prometheus/usr/bin/prometheus --config.file=deploy/prometheus/prometheus.yml\n'
 if [ -n "${KEEP:-}" ]; then
   printf 'It is still running (pid %s) on 127.0.0.1:%s: try `%s/vipu list partitions`.\n' "$SERVER" "$PORT" "$BIN"
 else

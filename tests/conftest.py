@@ -17,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 BIN = Path(sys.executable).parent
 LISTENING = re.compile(r"listening on (\S+):(\d+)")
+METRICS = re.compile(r"metrics on (http://\S+/metrics)")
 
 
 def console_script(name: str) -> str:
@@ -32,6 +33,7 @@ class ServerProcess:
     state_dir: Path
     pod: str = "bow-pod64"
     port: int = 0
+    metrics_url: str = ""
     proc: subprocess.Popen | None = None
     extra: list[str] = field(default_factory=list)
 
@@ -41,7 +43,7 @@ class ServerProcess:
 
     def start(self, timeout: float = 20.0) -> ServerProcess:
         cmd = [console_script("vipu-server"), "--pod", self.pod, "--port", str(self.port), "--state-dir",
-               str(self.state_dir), *self.extra]
+               str(self.state_dir), "--metrics-port", "0", *self.extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if ready else ""
@@ -51,6 +53,8 @@ class ServerProcess:
             err = self.proc.stderr.read()
             raise RuntimeError(f"vipu-server did not start: {line!r} {err[-2000:]}")
         self.port = int(match.group(2))
+        metrics = METRICS.search(line)
+        self.metrics_url = metrics.group(1) if metrics else ""
         with grpc.insecure_channel(self.address) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING

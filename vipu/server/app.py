@@ -12,12 +12,15 @@ from pathlib import Path
 
 import grpc
 import platformdirs
+from prometheus_client import start_http_server
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from vipu import __version__
 from vipu.errors import VipuError
 from vipu.partition.pod import PRESETS
+from vipu.metrics.collector import StateCollector
+from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.server.admin_service import AdminService
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
@@ -25,6 +28,7 @@ from vipu.server.runtime import Runtime, load_scheduler_config, open_runtime
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
+DEFAULT_METRICS_PORT = 9105
 SERVICES = (
     partition_pb2.DESCRIPTOR.services_by_name["PartitionService"].full_name,
     admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
@@ -39,6 +43,7 @@ def default_state_dir() -> Path:
 def build_server(runtime: Runtime, host: str, port: int, workers: int = 8) -> tuple[grpc.Server, int]:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"),
+        interceptors=[MetricsInterceptor(runtime.metrics)],
         # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error
         options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)],
     )
@@ -65,6 +70,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on; 0 picks a free one")
     parser.add_argument("--state-dir", type=Path, default=None, help=f"where state is kept (default {default_state_dir()})")
+    parser.add_argument("--metrics-host", default="127.0.0.1", help="address of the Prometheus endpoint")
+    parser.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
+                        help="port of /metrics (default 9105; 0 picks a free one; -1 turns it off)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
     parser.add_argument("--scheduler-config", default=None, help="a YAML SchedulerConfig (QOS, weights, limits)")
     parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
@@ -91,10 +99,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return 1
     runtime.api_port = port
+    metrics_line = "metrics off"
+    if args.metrics_port >= 0:
+        runtime.metrics.registry.register(StateCollector(runtime))
+        try:
+            http, _ = start_http_server(args.metrics_port, args.metrics_host, registry=runtime.metrics.registry)
+        except OSError as e:
+            print(f"vipu-server: error: cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {e};"
+                  " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)
+            return 1
+        metrics_line = f"metrics on http://{args.metrics_host}:{http.server_port}/metrics"
     server.start()
     runtime.dispatcher.start()
     print(
-        f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir})",
+        f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir});"
+        f" {metrics_line}",
         flush=True,
     )
     stop = threading.Event()

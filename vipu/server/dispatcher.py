@@ -63,7 +63,8 @@ class Dispatcher:
             last = time.monotonic()
             try:
                 with self.rt.lock:
-                    wait = self.step(self.now())
+                    with self.rt.metrics.cycle.time():
+                        wait = self.step(self.now())
             except Exception:  # noqa: BLE001 - the loop must outlive any one bad step; the log has it
                 log.exception("scheduling step failed")
                 wait = IDLE_WAIT_S
@@ -108,6 +109,7 @@ class Dispatcher:
         partitions = self.rt.controller.partitions
         for effect in effects:
             if isinstance(effect, StopJob):
+                self.rt.metrics.completions.labels(effect.state.value).inc()
                 try:
                     partitions.remove(effect.partition, force=True)
                 except NotFound:
@@ -131,6 +133,10 @@ class Dispatcher:
             log.error("job %s: partition %s could not be created: %s", start.job_id, start.partition, e.message)
             self.apply(self.rt.scheduler.job_finished(start.job_id, now, JobState.NODE_FAIL, exit_code=1), now)
             return
+        job = self.rt.scheduler.table.jobs[start.job_id]
+        queued_at = max((at for state, at in job.history if state is JobState.PENDING), default=job.submit_time)
+        self.rt.metrics.starts.inc()
+        self.rt.metrics.queue_wait.observe(max(0.0, start.start_time - queued_at))
         self.watch(start.job_id, start.start_time, start.workload)
 
     def watch(self, job_id: int, started: float, workload) -> None:

@@ -65,6 +65,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             request_id = request.request_id or None
             known = request_id is not None and request_id in self.rt.scheduler.table.request_ids
             jobs = self.rt.scheduler.submit(spec, self.rt.now(), request_id=request_id)
+        if not known:
+            self.rt.metrics.submissions.inc(len(jobs))
         return self._changed(j.SubmitJobResponse(job_ids=[x.id for x in jobs], duplicate=known))
 
     @rpc

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from vipu.clock import WallClock
 from vipu.errors import InvalidArgument
+from vipu.metrics.instruments import Metrics
 from vipu.partition.controller import Controller
 from vipu.partition.pod import load_pod
 from vipu.partition.state import KINDS as PARTITION_KINDS
@@ -37,6 +38,7 @@ class Runtime:
     api_port: int
     now: Callable[[], float] = field(default_factory=lambda: WallClock().now)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    metrics: Metrics = field(default_factory=Metrics)
     dispatcher: Dispatcher = field(init=False)
 
     def __post_init__(self):

@@ -1,0 +1,117 @@
+"""The controller's /metrics, linted by promtool and scraped by a real Prometheus (installed by the project)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_jobs_e2e import submit, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def prometheus_bin() -> Path:
+    out = subprocess.run(["bash", str(ROOT / "scripts/install_prometheus.sh")], capture_output=True, text=True,
+                         timeout=600, check=True)
+    return ROOT / out.stdout.strip().splitlines()[-1]
+
+
+def scrape(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return reply.read().decode()
+
+
+def busy(server) -> None:
+    [done] = submit(server, "--ipus", "4", "--time-limit", "1m", "--duration", "0.2s")
+    submit(server, "--ipus", "16", "--time-limit", "10m")
+    submit(server, "--ipus", "64", "--time-limit", "10m")
+    wait_for(lambda: "vipu_job_completions_total{state=\"COMPLETED\"} 1.0" in scrape(server.metrics_url))
+
+
+def test_metrics_cover_state_and_pass_promtool(server, prometheus_bin):
+    busy(server)
+    text = scrape(server.metrics_url)
+    for line in [
+        'vipu_ipus{ild="0",state="allocated"} 16.0',
+        'vipu_jobs{state="RUNNING"} 1.0',
+        'vipu_jobs{state="PENDING"} 1.0',
+        'vipu_jobs{state="COMPLETED"} 1.0',
+        'vipu_partitions{state="ACTIVE"} 1.0',
+        'vipu_job_submissions_total 3.0',
+        'vipu_job_starts_total 2.0',
+        'vipu_pod_info{ilds="1",ipus="64",pod="bow-pod64"} 1.0',
+    ]:
+        assert line in text, line
+    assert 'vipu_ipu_allocation_info{ipu="0",job="2",machine="0",partition="slurm_2"} 1.0' in text
+    assert 'vipu_grpc_requests_total{code="OK",method="JobService/SubmitJob"} 3.0' in text
+    assert "vipu_scheduler_cycle_seconds_bucket" in text and "vipu_job_queue_wait_seconds_count 2.0" in text
+    lint = subprocess.run([str(prometheus_bin / "promtool"), "check", "metrics"], input=text, capture_output=True,
+                          text=True, timeout=60)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_grpc_failures_are_counted_by_code(server):
+    from tests.cli.test_cli_e2e import run
+
+    assert run(server, "vipu", "get", "partition", "ghost").returncode == 3
+    assert 'vipu_grpc_requests_total{code="NOT_FOUND",method="PartitionService/GetPartition"} 1.0' in scrape(
+        server.metrics_url)
+
+
+def test_rules_and_config_pass_promtool(prometheus_bin):
+    promtool = str(prometheus_bin / "promtool")
+    for args in (["check", "config", "deploy/prometheus/prometheus.yml"],
+                 ["test", "rules", "deploy/prometheus/tests/vipu.rules.test.yml"]):
+        out = subprocess.run([promtool, *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.fixture
+def prometheus(prometheus_bin, server, tmp_path):
+    target = server.metrics_url.removeprefix("http://").removesuffix("/metrics")
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        (ROOT / "deploy/prometheus/prometheus.yml").read_text().replace("127.0.0.1:9105", target)
+        .replace("vipu.rules.yml", str(ROOT / "deploy/prometheus/vipu.rules.yml"))
+        .replace("scrape_interval: 5s", "scrape_interval: 1s").replace("evaluation_interval: 5s", "evaluation_interval: 1s")
+    )
+    proc = subprocess.Popen(
+        [str(prometheus_bin / "prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+         "--web.listen-address=127.0.0.1:0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    address = wait_for(lambda: _listening(proc), timeout=30)
+    yield f"http://{address}"
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def _listening(proc) -> str | None:
+    line = proc.stderr.readline()
+    if "Listening on" in line and "address=" in line:  # msg="Listening on" address=127.0.0.1:NNNN
+        return line.split("address=")[1].split()[0]
+    return None
+
+
+def query(base: str, expr: str) -> list:
+    url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        body = json.loads(reply.read())
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def test_a_real_prometheus_scrapes_the_controller(server, prometheus):
+    busy(server)
+    wait_for(lambda: query(prometheus, 'vipu_jobs{state="COMPLETED"} == 1'), timeout=30)
+    assert float(query(prometheus, 'sum(vipu_ipus{state="allocated"})')[0]["value"][1]) == 16
+    assert query(prometheus, 'up{job="vipu"} == 1')
+    wait_for(lambda: query(prometheus, "vipu:ipus_allocated:ratio"), timeout=30)
+    assert float(query(prometheus, "vipu:ipus_allocated:ratio")[0]["value"][1]) == 0.25

@@ -1,0 +1,32 @@
+"""The counters and histograms the edges update as things happen, in one injectable registry.
+
+Why histograms with these buckets: a bucket boundary sits at each SLO we state (submit-to-running 50 ms,
+scheduling cycle 50 ms), so `histogram_quantile` and SLO ratios are exact at the SLO.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 86400)
+CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
+RPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5)
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.submissions = Counter("vipu_job_submissions", "Jobs accepted by submit (array tasks count each).",
+                                   registry=r)
+        self.completions = Counter("vipu_job_completions", "Job runs that ended, by final state.", ["state"],
+                                   registry=r)
+        self.starts = Counter("vipu_job_starts", "Job runs started on a partition.", registry=r)
+        self.queue_wait = Histogram("vipu_job_queue_wait_seconds", "Submit (or requeue) to start of each run.",
+                                    buckets=WAIT_BUCKETS, registry=r)
+        self.cycle = Histogram("vipu_scheduler_cycle_seconds", "Wall-clock time of one scheduling step.",
+                               buckets=CYCLE_BUCKETS, registry=r)
+        self.rpc_requests = Counter("vipu_grpc_requests", "gRPC requests served, by method and status code.",
+                                    ["method", "code"], registry=r)
+        self.rpc_latency = Histogram("vipu_grpc_request_duration_seconds", "gRPC request latency by method.",
+                                     ["method"], buckets=RPC_BUCKETS, registry=r)
