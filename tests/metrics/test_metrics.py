@@ -115,3 +115,38 @@ def test_a_real_prometheus_scrapes_the_controller(server, prometheus):
     assert query(prometheus, 'up{job="vipu"} == 1')
     wait_for(lambda: query(prometheus, "vipu:ipus_allocated:ratio"), timeout=30)
     assert float(query(prometheus, "vipu:ipus_allocated:ratio")[0]["value"][1]) == 0.25
+
+
+def dashboard_exprs() -> list[tuple[str, str]]:
+    out = []
+    for path in sorted((ROOT / "deploy/grafana/dashboards").glob("*.json")):
+        for p in json.loads(path.read_text())["panels"]:
+            out += [(f"{path.name}: {p['title']}", t["expr"]) for t in p["targets"]]
+    return out
+
+
+def test_dashboards_are_built_from_code():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_dashboards", ROOT / "deploy/grafana/build_dashboards.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, text in module.build().items():
+        assert (ROOT / "deploy/grafana/dashboards" / name).read_text() == text, f"{name}: run build_dashboards.py"
+    for kind in ("datasources", "dashboards"):
+        assert "apiVersion: 1" in next((ROOT / "deploy/grafana/provisioning" / kind).glob("*.yml")).read_text()
+
+
+def test_every_dashboard_expression_parses_and_returns_data(server, prometheus, prometheus_bin, tmp_path):
+    busy(server)
+    job = wait_for(lambda: query(prometheus, "vipu_ipu_allocation_info"), timeout=30)[0]["metric"]["job"]
+    exprs = [(title, e.replace("$__rate_interval", "30s").replace("$job", job)) for title, e in dashboard_exprs()]
+    rules = tmp_path / "exprs.yml"  # promtool parses expressions as recording rules
+    rules.write_text(json.dumps({"groups": [{"name": "dashboards", "rules": [
+        {"record": f"dashboard:expr{i}", "expr": e} for i, (_, e) in enumerate(exprs)]}]}))
+    parsed = subprocess.run([str(prometheus_bin / "promtool"), "check", "rules", str(rules)], capture_output=True,
+                            text=True, timeout=60)
+    assert parsed.returncode == 0, parsed.stdout + parsed.stderr
+    time.sleep(3)  # a few scrapes, so rate() has two samples
+    empty = [title for title, e in exprs if not query(prometheus, e)]
+    assert empty == []

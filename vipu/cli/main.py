@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from vipu import __version__
-from vipu.cli import jobs, partitions
+from vipu.cli import jobs, partitions, top
 from vipu.cli.connection import DEFAULT_TIMEOUT_S
 from vipu.cli.context import JSON_HELP, root_options
 from vipu.cli.failure import ERROR
@@ -50,6 +50,7 @@ def root(
 
 partitions.register(app)
 jobs.register(app)
+top.register(app)
 
 
 def run() -> None:

@@ -1,0 +1,108 @@
+"""Build the Grafana dashboards of vipu-sim as code: `python deploy/grafana/build_dashboards.py` rewrites
+deploy/grafana/dashboards/*.json (a test checks the committed files equal what this builds).
+
+Three dashboards: the cluster overview, one job (chosen by the `job` variable), and the scheduler's health.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "dashboards"
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+
+
+def panel(title: str, exprs: list[str], kind: str = "timeseries", unit: str = "short", w: int = 12, h: int = 8,
+          legend: str = "") -> dict:
+    return {
+        "title": title,
+        "type": kind,
+        "datasource": DATASOURCE,
+        "gridPos": {"w": w, "h": h},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "targets": [
+            {"refId": chr(ord("A") + i), "datasource": DATASOURCE, "expr": expr, "legendFormat": legend}
+            for i, expr in enumerate(exprs)
+        ],
+    }
+
+
+def dashboard(uid: str, title: str, panels: list[dict], variables: list[dict] | None = None) -> dict:
+    x = y = 0
+    for i, p in enumerate(panels):  # lay panels out left to right, wrapping at Grafana's 24 columns
+        if x + p["gridPos"]["w"] > 24:
+            x, y = 0, y + 8
+        p["gridPos"].update({"x": x, "y": y})
+        p["id"] = i + 1
+        x += p["gridPos"]["w"]
+    datasource_var = {"name": "datasource", "type": "datasource", "query": "prometheus", "current": {}}
+    return {
+        "uid": uid,
+        "title": title,
+        "tags": ["vipu-sim"],
+        "schemaVersion": 39,
+        "time": {"from": "now-1h", "to": "now"},
+        "refresh": "10s",
+        "templating": {"list": [datasource_var, *(variables or [])]},
+        "panels": panels,
+    }
+
+
+def cluster() -> dict:
+    return dashboard("vipu-cluster", "vipu-sim / Cluster overview", [
+        panel("IPUs allocated per Pod64", ['sum by (ild) (vipu_ipus{state="allocated"}) / sum by (ild) (vipu_ipus)'],
+              unit="percentunit", legend="pod64-{{ild}}"),
+        panel("IPUs by state", ["sum by (state) (vipu_ipus)"], legend="{{state}}"),
+        panel("Allocated IPUs per machine (heatmap)", ["count by (machine) (vipu_ipu_allocation_info)"],
+              kind="heatmap", legend="{{machine}}"),
+        panel("Queue depth", ['vipu_jobs{state="PENDING"}'], legend="pending"),
+        panel("Jobs by state", ['vipu_jobs{state=~"PENDING|RUNNING|COMPLETING"}'], legend="{{state}}"),
+        panel("Partitions by state", ["vipu_partitions"], legend="{{state}}"),
+        panel("Job runs ended (per minute)", ["sum by (state) (rate(vipu_job_completions_total[$__rate_interval])) * 60"],
+              legend="{{state}}"),
+    ])
+
+
+def job() -> dict:
+    variable = {"name": "job", "type": "query", "datasource": DATASOURCE,
+                "query": "label_values(vipu_ipu_allocation_info, job)", "refresh": 2, "current": {}}
+    return dashboard("vipu-job", "vipu-sim / Job", [
+        panel("IPUs of the job", ['count(vipu_ipu_allocation_info{job="$job"})'], kind="stat"),
+        panel("Machines of the job", ['count(count by (machine) (vipu_ipu_allocation_info{job="$job"}))'], kind="stat"),
+        panel("IPUs of the job by machine", ['count by (machine) (vipu_ipu_allocation_info{job="$job"})'],
+              legend="machine {{machine}}", w=24),
+    ], [variable])
+
+
+def scheduler() -> dict:
+    return dashboard("vipu-scheduler", "vipu-sim / Scheduler health", [
+        panel("Scheduling cycle p50 / p99", [
+            "histogram_quantile(0.5, sum by (le) (rate(vipu_scheduler_cycle_seconds_bucket[$__rate_interval])))",
+            "histogram_quantile(0.99, sum by (le) (rate(vipu_scheduler_cycle_seconds_bucket[$__rate_interval])))",
+        ], unit="s"),
+        panel("Queue wait p50 / p95", [
+            "histogram_quantile(0.5, sum by (le) (rate(vipu_job_queue_wait_seconds_bucket[$__rate_interval])))",
+            "histogram_quantile(0.95, sum by (le) (rate(vipu_job_queue_wait_seconds_bucket[$__rate_interval])))",
+        ], unit="s"),
+        panel("Submissions per second", ["sum(rate(vipu_job_submissions_total[$__rate_interval]))"], unit="reqps"),
+        panel("gRPC requests per second by code", ["sum by (code) (rate(vipu_grpc_requests_total[$__rate_interval]))"],
+              unit="reqps", legend="{{code}}"),
+        panel("gRPC latency p99 by method", [
+            "histogram_quantile(0.99, sum by (le, method) (rate(vipu_grpc_request_duration_seconds_bucket[$__rate_interval])))",
+        ], unit="s", legend="{{method}}", w=24),
+    ])
+
+
+DASHBOARDS = {"cluster.json": cluster, "job.json": job, "scheduler.json": scheduler}
+
+
+def build() -> dict[str, str]:
+    return {name: json.dumps(make(), indent=2, sort_keys=True) + "\n" for name, make in DASHBOARDS.items()}
+
+
+if __name__ == "__main__":
+    OUT.mkdir(exist_ok=True)
+    for name, text in build().items():
+        (OUT / name).write_text(text)
+        print(f"wrote {OUT / name}")

@@ -1,0 +1,29 @@
+"""`vipu top` draws the Pod whether or not anything runs."""
+
+from __future__ import annotations
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import jobs, submit, wait_for
+
+
+def test_top_on_an_idle_pod(server):
+    out = run(server, "vipu", "top", "--once")
+    assert out.returncode == 0, out.stderr
+    assert "bow-pod64: 64 IPUs  0 allocated  64 idle  0 failed" in out.stdout
+    assert "No job is running." in out.stdout and "The queue is empty." in out.stdout
+
+
+def test_top_shows_jobs_partitions_and_failures(server):
+    [running] = submit(server, "--name", "trainer", "--ipus", "16", "--time-limit", "5m")
+    [pending] = submit(server, "--name", "waiter", "--ipus", "64", "--time-limit", "5m")
+    wait_for(lambda: jobs(server)[pending]["reason"])
+    assert run(server, "vipu-admin", "fail", "ipus", "63").returncode == 0
+    out = run(server, "vipu", "top", "--once").stdout
+    assert "16 allocated  47 idle  1 failed" in out and "1 running, 1 pending" in out
+    lines = out.splitlines()
+    machine0 = next(line for line in lines if line.startswith("0 "))
+    assert "####" in machine0 and f"slurm_{running}" in machine0
+    machine15 = next(line for line in lines if line.startswith("15 "))
+    assert "...X" in machine15
+    waiter = next(line for line in lines if "waiter" in line)
+    assert "Resources" in waiter or "ReqNodeNotAvail" in waiter, waiter

@@ -1,0 +1,91 @@
+"""`vipu top`: a live terminal view of the Pod (the gc-monitor of this cluster): each machine's IPUs and who holds
+them, running jobs and the head of the queue. It has nothing to crash on when nothing runs: empty is a state."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from vipu.v1 import job_pb2 as j
+from vipu.v1 import partition_pb2 as p
+
+COLOURS = ["green", "cyan", "magenta", "yellow", "blue", "bright_green", "bright_cyan", "bright_magenta"]
+
+
+def frame(conn, queue_rows: int = 10) -> Group:
+    ipus = conn.call(conn.partitions.ListIpus, p.ListIpusRequest()).ipus
+    info = conn.call(conn.jobs.ClusterInfo, j.ClusterInfoRequest())
+    jobs = conn.call(conn.jobs.ListJobs, j.ListJobsRequest()).jobs
+    colour = {}
+    for ipu in ipus:
+        if ipu.partition and ipu.partition not in colour:
+            colour[ipu.partition] = COLOURS[len(colour) % len(COLOURS)]
+    counts = {s: sum(1 for i in ipus if i.state == s) for s in ("idle", "allocated", "failed")}
+    title = Text(f"{info.pod}: {len(ipus)} IPUs  ", style="bold")
+    title.append(f"{counts['allocated']} allocated  ", style="cyan")
+    title.append(f"{counts['idle']} idle  ")
+    title.append(f"{counts['failed']} failed  ", style="red" if counts["failed"] else "")
+    title.append(f"| {info.running_jobs} running, {info.pending_jobs} pending jobs")
+
+    machines = Table(title="IPU-Machines", caption="# allocated  . idle  X failed", show_edge=False, pad_edge=False)
+    machines.add_column("machine")
+    machines.add_column("agent")
+    machines.add_column("IPUs")
+    machines.add_column("partitions")
+    by_machine: dict[int, list] = {}
+    for ipu in ipus:
+        by_machine.setdefault(ipu.machine, []).append(ipu)
+    for machine, members in sorted(by_machine.items()):
+        cells = Text()
+        for ipu in members:
+            mark, style = {"failed": ("X", "bold red"), "allocated": ("#", colour.get(ipu.partition, ""))}.get(
+                ipu.state, (".", "dim"))
+            cells.append(mark, style=style)
+        names = sorted({i.partition for i in members if i.partition})
+        machines.add_row(str(machine), members[0].agent, cells, Text(" ".join(names)))
+
+    running = Table(title="Running", show_edge=False, pad_edge=False)
+    waiting = Table(title=f"Queue (first {queue_rows})", show_edge=False, pad_edge=False)
+    for table in (running, waiting):
+        for column in ("JOBID", "NAME", "USER", "IPUS"):
+            table.add_column(column)
+    running.add_column("PARTITION")
+    waiting.add_column("REASON")
+    now = time.time()
+    for x in jobs:
+        if x.state_code in ("R", "CG"):
+            running.add_row(str(x.id), x.name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
+    pending = [x for x in jobs if x.state_code == "PD"][:queue_rows]
+    for x in pending:
+        start = f" (start ~{max(0, x.estimated_start - now):.0f}s)" if x.HasField("estimated_start") else ""
+        waiting.add_row(str(x.id), x.name, x.user, str(x.ipus), x.reason + start)
+    parts = [title, machines, running if running.row_count else Text("No job is running.", style="dim"),
+             waiting if waiting.row_count else Text("The queue is empty.", style="dim")]
+    return Group(*parts)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def top(
+        ctx: typer.Context,
+        interval: float = typer.Option(1.0, "--interval", min=0.1, help="seconds between refreshes"),
+        once: bool = typer.Option(False, "--once", help="print one frame and exit (also when not on a terminal)"),
+    ):
+        """A live view of IPUs per machine, running jobs and the queue (Ctrl-C to quit)."""
+        conn = ctx.obj.conn
+        console = Console()
+        if once or not console.is_terminal:
+            console.print(frame(conn))
+            return
+        try:
+            with Live(frame(conn), console=console, refresh_per_second=4, screen=False) as live:
+                while True:
+                    time.sleep(interval)
+                    live.update(frame(conn))
+        except KeyboardInterrupt:
+            pass
