@@ -1,0 +1,93 @@
+"""MachineActor: the Ray edge around one Machine; each method converts nothing, calls the domain, returns.
+
+Why these options:
+- num_cpus=0: the actor only holds state and does bookkeeping, so 16-64 of them share 2 cores; its slot is
+  reserved instead by the placement-group bundle the pool pins it to (pool.py).
+- max_restarts=3, max_task_retries=0: Ray restarts a crashed or killed machine (the emulated machine rebooting),
+  but never replays a call on the new process: a collective half done on the old one must fail and be seen, not be
+  silently applied twice.
+- max_concurrency 1 (Ray's default): calls run one at a time, so a machine's state is never touched concurrently.
+
+A restart runs __init__ again: the new process starts with empty SRAM and Streaming Memory, no failures marked and
+zeroed counters, as a rebooted machine would. health() surfaces the restart: `restarts` is Ray's own count from the
+GCS actor table, which outlives the process.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import ray
+
+from vipu.partition.pod import PodConfig
+from vipu.workers import bsp
+from vipu.workers.machine import Machine
+
+MAX_RESTARTS = 3
+
+
+def _restarts() -> int:
+    """How often Ray has restarted the current actor, from the GCS (survives the process); if that private
+    lookup ever fails, at least say whether this process is a restart."""
+    context = ray.get_runtime_context()
+    try:
+        from ray._private import state
+
+        return int(state.actors(context.get_actor_id())["NumRestarts"])
+    except Exception:  # noqa: BLE001 - a report must not crash the actor; fall back to the public flag
+        return int(context.was_current_actor_reconstructed)
+
+
+@ray.remote(num_cpus=0, max_restarts=MAX_RESTARTS, max_task_retries=0)
+class MachineActor:
+    def __init__(self, pod: PodConfig, machine_index: int):
+        self.machine = Machine(pod, machine_index)
+        self.restarts = _restarts()
+
+    def health(self) -> dict:
+        context = ray.get_runtime_context()
+        return {**self.machine.health(), "alive": True, "restarts": self.restarts, "pid": os.getpid(),
+                "placement_group": context.get_placement_group_id()}
+
+    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
+        self.machine.put_tensor(ipu, name, array, tiles)
+
+    def get_tensor(self, ipu: int, name: str) -> np.ndarray:
+        return self.machine.get_tensor(ipu, name)
+
+    def get_slice(self, ipu: int, name: str, start: int, stop: int) -> np.ndarray:
+        return self.machine.get_slice(ipu, name, start, stop)
+
+    def accumulate_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
+        self.machine.accumulate_slice(ipu, name, start, stop, values)
+
+    def set_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
+        self.machine.set_slice(ipu, name, start, stop, values)
+
+    def free_tensor(self, ipu: int, name: str) -> None:
+        self.machine.free_tensor(ipu, name)
+
+    def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
+        self.machine.record_traffic(link_type, sent_bytes, received_bytes, virtual_s)
+
+    def offload(self, ipu: int, name: str) -> float:
+        return self.machine.offload(ipu, name)
+
+    def load(self, ipu: int, name: str) -> float:
+        return self.machine.load(ipu, name)
+
+    def run_step(self, step: bsp.Step) -> bsp.StepTimes:
+        return self.machine.run_step(step)
+
+    def stats(self) -> dict:
+        return {**self.machine.stats(), "restarts": self.restarts}
+
+    def fail_ipu(self, ipu: int) -> None:
+        self.machine.fail_ipu(ipu)
+
+    def fail_link(self, a: int, b: int) -> None:
+        self.machine.fail_link(a, b)
+
+    def repair(self) -> None:
+        self.machine.repair()

@@ -1,0 +1,234 @@
+"""One Bow-2000 IPU-Machine as plain Python: its IPUs' tile memory, its Streaming Memory, health and counters.
+
+This is everything a machine actor knows, with no Ray in it, so it is tested directly and the actor stays a thin
+wrapper. IPUs are addressed either by their number inside the machine (0..3) or by their Pod-wide number
+(topology.py: IPU i is IPU i % 4 of machine i // 4); the two ranges only overlap on machine 0, where they agree, so
+callers thinking in partitions and callers thinking in machines both work. Everything the machine reports (health,
+stats, step times) uses Pod-wide numbers, and IPU-Links are always pairs of Pod-wide numbers because they may cross
+machines.
+
+A failed IPU refuses every operation until repair(); a repaired IPU comes back reset, with empty tile memory, as a
+real IPU does after a reset. Streaming Memory is the machine's DRAM and survives IPU failures.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import asdict, dataclass
+from functools import cached_property
+
+import numpy as np
+
+from vipu.errors import FailedPrecondition, InvalidArgument
+from vipu.partition.pod import PodConfig
+from vipu.partition.topology import Topology
+from vipu.workers import bsp
+from vipu.workers.memory import IpuMemory, Linear
+from vipu.workers.streaming import StreamingMemory
+
+LINK_TYPES = ("ipu_link", "gw_link")  # the link kinds of pod.links, as the fabric reports traffic on them
+
+
+@dataclass
+class LinkCounters:
+    sent_bytes: int = 0
+    received_bytes: int = 0
+    virtual_s: float = 0.0
+    reports: int = 0
+
+
+class Machine:
+    def __init__(self, pod: PodConfig, index: int):
+        if not 0 <= index < pod.machines:
+            raise InvalidArgument(f"machine {index} is not in {pod.name}; machines are 0..{pod.machines - 1}")
+        self.pod = pod
+        self.index = index
+        self.size = pod.machine.ipus
+        self.first_ipu = index * self.size
+        self.memories = [IpuMemory(pod.ipu.tiles, pod.ipu.sram_per_tile_bytes, self.ipu_label(i))
+                         for i in range(self.size)]
+        self.streaming = StreamingMemory(pod.machine.streaming_memory_bytes, pod.machine.streaming_memory_bytes_per_s,
+                                         pod.machine.streaming_memory_latency_s, f"machine {index}")
+        self.failed_ipus: set[int] = set()  # numbers inside the machine
+        self.failed_links: set[tuple[int, int]] = set()  # (low, high) Pod-wide IPU numbers
+        self.links = {kind: LinkCounters() for kind in LINK_TYPES}
+        self.phases = [bsp.PhaseTimes() for _ in range(self.size)]
+        self.steps = 0
+
+    # --- addressing -------------------------------------------------------------------------------------------
+    @property
+    def ipus(self) -> list[int]:
+        return list(range(self.first_ipu, self.first_ipu + self.size))
+
+    def local(self, ipu: int) -> int:
+        """The number inside the machine of `ipu`, given either inside the machine or Pod-wide."""
+        ipu = operator.index(ipu)
+        if 0 <= ipu < self.size:
+            return ipu
+        if self.first_ipu <= ipu < self.first_ipu + self.size:
+            return ipu - self.first_ipu
+        raise InvalidArgument(
+            f"IPU {ipu} is not on machine {self.index}; give 0..{self.size - 1} or its Pod-wide numbers"
+            f" {self.first_ipu}..{self.first_ipu + self.size - 1}"
+        )
+
+    @cached_property
+    def topology(self) -> Topology:
+        return Topology(self.pod)
+
+    def ipu_label(self, local: int) -> str:
+        return f"IPU {self.first_ipu + local} (IPU {local} of machine {self.index})"
+
+    def memory(self, ipu: int) -> IpuMemory:
+        """The tile memory of a working IPU; a failed one raises FailedPrecondition."""
+        local = self.local(ipu)
+        if local in self.failed_ipus:
+            raise FailedPrecondition(f"{self.ipu_label(local)} has failed; repair it or move the work to a working"
+                                     " IPU")
+        return self.memories[local]
+
+    # --- tensors ----------------------------------------------------------------------------------------------
+    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
+        """Place `array` linearly over the first `tiles` tiles (default all), replacing a tensor of that name."""
+        self.memory(ipu).allocate(name, np.asarray(array), Linear(0, tiles))
+
+    def get_tensor(self, ipu: int, name: str) -> np.ndarray:
+        return self.memory(ipu).read(name)
+
+    def get_slice(self, ipu: int, name: str, start: int, stop: int) -> np.ndarray:
+        return self.memory(ipu).read_slice(name, start, stop)
+
+    def set_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
+        self.memory(ipu).write_slice(name, start, stop, values)
+
+    def accumulate_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
+        self.memory(ipu).add_slice(name, start, stop, values)
+
+    def free_tensor(self, ipu: int, name: str) -> None:
+        self.memory(ipu).free(name)
+
+    def offload(self, ipu: int, name: str) -> float:
+        return self.streaming.offload(self.local(ipu), self.memory(ipu), name)
+
+    def load(self, ipu: int, name: str) -> float:
+        return self.streaming.load(self.local(ipu), self.memory(ipu), name)
+
+    # --- time and traffic -------------------------------------------------------------------------------------
+    def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
+        """Fold in traffic the fabric moved for this machine and the virtual time it charged for it."""
+        if link_type not in self.links:
+            raise InvalidArgument(f"link_type {link_type!r} is not one of {', '.join(LINK_TYPES)}; use one of them")
+        if sent_bytes < 0 or received_bytes < 0 or virtual_s < 0:
+            raise InvalidArgument(f"traffic on {link_type} must be non-negative, got sent {sent_bytes}, received"
+                                  f" {received_bytes}, {virtual_s} s")
+        counters = self.links[link_type]
+        counters.sent_bytes += int(sent_bytes)
+        counters.received_bytes += int(received_bytes)
+        counters.virtual_s += float(virtual_s)
+        counters.reports += 1
+
+    def run_step(self, step: bsp.Step) -> bsp.StepTimes:
+        """Run a BSP step on this machine's IPUs (in virtual time) and add its phases to the counters."""
+        step = self._pod_wide(step)
+        for ipu in step.participants():
+            self.memory(ipu)  # refuses failed IPUs
+        for cs in step.compute_sets:
+            for ipu, work in cs.ipus.items():
+                self._check_sends(ipu, work.sends)
+        times = bsp.run(step, self.pod.ipu, self.pod.links.ipu_link)
+        for ipu, phases in times.ipus.items():
+            local = self.local(ipu)
+            self.phases[local] = self.phases[local] + phases
+        for cs in step.compute_sets:
+            for work in cs.ipus.values():
+                for peer, nbytes in work.sends.items():
+                    self.links["ipu_link"].sent_bytes += nbytes
+                    if self.first_ipu <= peer < self.first_ipu + self.size:
+                        self.links["ipu_link"].received_bytes += nbytes
+        self.steps += 1
+        return times
+
+    def _pod_wide(self, step: bsp.Step) -> bsp.Step:
+        def renumber(work_by_ipu: dict) -> dict:
+            renumbered = {self.first_ipu + self.local(k): w for k, w in work_by_ipu.items()}
+            if len(renumbered) != len(work_by_ipu):
+                raise InvalidArgument(f"step {step.name!r} names an IPU of machine {self.index} twice (once inside"
+                                      " the machine, once Pod-wide); use one numbering")
+            return renumbered
+
+        sets = [cs.model_copy(update={"ipus": renumber(cs.ipus)}) for cs in step.compute_sets]
+        if step.ipus is None:  # the IPUs with work, and those of this machine they send to: receivers sync too
+            mine = range(self.first_ipu, self.first_ipu + self.size)
+            receivers = {peer for cs in sets for work in cs.ipus.values() for peer in work.sends if peer in mine}
+            ipus = sorted({k for cs in sets for k in cs.ipus} | receivers)
+        else:
+            ipus = sorted(renumber(dict.fromkeys(step.ipus)))
+        return step.model_copy(update={"compute_sets": sets, "ipus": ipus})
+
+    def _check_sends(self, ipu: int, sends: dict[int, int]) -> None:
+        for peer in sends:
+            if not 0 <= peer < self.pod.ipus or peer == ipu:
+                raise InvalidArgument(f"IPU {ipu} sends to IPU {peer}: give another IPU of {self.pod.name},"
+                                      f" 0..{self.pod.ipus - 1}, by its Pod-wide number")
+            link = (min(ipu, peer), max(ipu, peer))
+            if link in self.failed_links:
+                raise FailedPrecondition(f"the IPU-Link between IPUs {link[0]} and {link[1]} has failed; repair it"
+                                         " or route the exchange another way")
+            if self.first_ipu <= peer < self.first_ipu + self.size:
+                self.memory(peer)
+
+    # --- faults -----------------------------------------------------------------------------------------------
+    def fail_ipu(self, ipu: int) -> None:
+        self.failed_ipus.add(self.local(ipu))
+
+    def fail_link(self, a: int, b: int) -> None:
+        """Fail the IPU-Link between Pod-wide IPUs a and b; at least one of them must be on this machine."""
+        a, b = sorted((operator.index(a), operator.index(b)))
+        mine = range(self.first_ipu, self.first_ipu + self.size)
+        if a not in mine and b not in mine:
+            raise InvalidArgument(f"IPU-Link {a}-{b} does not touch machine {self.index} (IPUs {mine.start}.."
+                                  f"{mine.stop - 1}); send it to a machine it touches")
+        if not (0 <= a < b < self.pod.ipus) or not self.topology.linked(a, b):
+            raise InvalidArgument(f"IPUs {a} and {b} are not joined by an IPU-Link in {self.pod.name}; name two"
+                                  " neighbours (see the preset's ild_topology)")
+        self.failed_links.add((a, b))
+
+    def repair(self) -> None:
+        """Bring every failed IPU and IPU-Link back; repaired IPUs are reset (their tile memory is empty)."""
+        for local in self.failed_ipus:
+            self.memories[local].clear()
+        self.failed_ipus.clear()
+        self.failed_links.clear()
+
+    # --- reports ----------------------------------------------------------------------------------------------
+    def health(self) -> dict:
+        return {
+            "machine": self.index,
+            "ipus": self.ipus,
+            "failed_ipus": sorted(self.first_ipu + i for i in self.failed_ipus),
+            "failed_links": [list(link) for link in sorted(self.failed_links)],
+        }
+
+    def stats(self) -> dict:
+        """Plain numbers for metrics: per IPU memory and phase times, Streaming Memory, link traffic."""
+        ipus = {}
+        for local, (memory, phases) in enumerate(zip(self.memories, self.phases)):
+            ipus[self.first_ipu + local] = {
+                "failed": local in self.failed_ipus,
+                "sram_used_bytes": memory.used_bytes,
+                "sram_free_bytes": memory.free_bytes,
+                "tensors": len(memory.tensors),
+                "compute_s": phases.compute_s,
+                "sync_s": phases.sync_s,
+                "exchange_s": phases.exchange_s,
+                "utilisation": phases.compute_s / phases.total_s if phases.total_s else 0.0,
+            }
+        streaming = self.streaming
+        return {
+            **self.health(),
+            "steps": self.steps,
+            "per_ipu": ipus,
+            "streaming": {"capacity_bytes": streaming.capacity_bytes, "used_bytes": streaming.used_bytes,
+                          "tensors": len(streaming.tensors), **asdict(streaming.transfers)},
+            "links": {kind: asdict(counters) for kind, counters in self.links.items()},
+        }

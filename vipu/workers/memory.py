@@ -1,0 +1,219 @@
+"""Tile SRAM of one IPU: tensors placed on tiles by a tile mapping, with exact per-tile byte accounting.
+
+An IPU has no shared memory: each of its tiles owns a small SRAM (624 KiB on a Bow IPU, see the bow-2000 preset)
+and a program only fits if every tile's share of every tensor fits in that tile. So capacity is checked per tile,
+not just per IPU; the IPU-wide check runs first only because its message is the more useful one when a tensor is
+simply too big for the chip. Tensors are mapped in whole elements (a tile never holds half a float), and keep
+their real numpy data so the collectives can read and write them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from vipu.errors import InvalidArgument, NotFound, ResourceExhausted
+
+
+@dataclass(frozen=True)
+class TileSlice:
+    """Elements [start, stop) of a tensor's flat data live on `tile`."""
+
+    tile: int
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True)
+class Linear:
+    """Spread the elements evenly over tiles [first, first + count) in contiguous slices (the first
+    `elements % count` tiles get one extra element); count None means every tile from `first` on."""
+
+    first: int = 0
+    count: int | None = None
+
+
+@dataclass(frozen=True)
+class Explicit:
+    """Give each listed tile the next `bytes` of the tensor, in list order; a tile may appear more than once."""
+
+    tiles: tuple[tuple[int, int], ...]
+
+
+Mapping = Linear | Explicit
+
+
+def explicit(pairs: Sequence[tuple[int, int]]) -> Explicit:
+    return Explicit(tuple((int(t), int(b)) for t, b in pairs))
+
+
+def place(mapping: Mapping, elements: int, itemsize: int, tiles: int, name: str) -> tuple[TileSlice, ...]:
+    """Where each element of a tensor goes: the tile slices for `mapping` on an IPU of `tiles` tiles."""
+    if isinstance(mapping, Linear):
+        count = tiles - mapping.first if mapping.count is None else mapping.count
+        if mapping.first < 0 or count < 1 or mapping.first + count > tiles:
+            raise InvalidArgument(
+                f"tensor {name!r}: linear mapping over tiles [{mapping.first}, {mapping.first + count}) is outside"
+                f" the IPU's tiles [0, {tiles}); give first >= 0 and count >= 1 with first + count <= {tiles}"
+            )
+        per, extra = divmod(elements, count)
+        slices, start = [], 0
+        for i in range(min(count, elements)):
+            stop = start + per + (1 if i < extra else 0)
+            slices.append(TileSlice(mapping.first + i, start, stop))
+            start = stop
+        return tuple(slices)
+    slices, start = [], 0
+    for tile, nbytes in mapping.tiles:
+        if not 0 <= tile < tiles:
+            raise InvalidArgument(f"tensor {name!r}: tile {tile} is not on the IPU; tiles are 0..{tiles - 1}")
+        if nbytes < 0 or nbytes % itemsize:
+            raise InvalidArgument(
+                f"tensor {name!r}: {nbytes} bytes on tile {tile} is not a whole number of {itemsize}-byte elements;"
+                " map whole elements"
+            )
+        stop = start + nbytes // itemsize
+        if nbytes:
+            slices.append(TileSlice(tile, start, stop))
+        start = stop
+    if start != elements:
+        raise InvalidArgument(
+            f"tensor {name!r}: the explicit mapping places {start * itemsize:,} bytes but the tensor has"
+            f" {elements * itemsize:,}; map every byte exactly once"
+        )
+    return tuple(slices)
+
+
+@dataclass
+class Tensor:
+    name: str
+    data: np.ndarray  # owned by the IPU: C-contiguous, writable, never shared with a caller
+    slices: tuple[TileSlice, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes)
+
+    @property
+    def flat(self) -> np.ndarray:
+        return self.data.reshape(-1)
+
+
+class IpuMemory:
+    """The tile SRAM of one IPU; `label` names it in error messages ("IPU 21 (IPU 1 of machine 5)")."""
+
+    def __init__(self, tiles: int, sram_per_tile_bytes: int, label: str = "IPU 0"):
+        self.tiles = tiles
+        self.tile_bytes = sram_per_tile_bytes
+        self.label = label
+        self.used = np.zeros(tiles, dtype=np.int64)  # bytes in use per tile
+        self.tensors: dict[str, Tensor] = {}
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.tiles * self.tile_bytes
+
+    @property
+    def used_bytes(self) -> int:
+        return int(self.used.sum())
+
+    @property
+    def free_bytes(self) -> int:
+        return self.capacity_bytes - self.used_bytes
+
+    def allocate(self, name: str, array: np.ndarray, mapping: Mapping = Linear()) -> Tensor:
+        """Place a copy of `array` on the tiles; an existing tensor of that name is replaced, atomically: if the
+        new one does not fit (counting the old one's bytes as free), the old one stays."""
+        if not name:
+            raise InvalidArgument("tensor name is empty; give each tensor a name")
+        data = np.array(array, copy=True, order="C")  # own it: Ray hands actors read-only views of their arguments
+        slices = place(mapping, data.size, data.itemsize, self.tiles, name)
+        need = self._need(slices, data.itemsize)
+        old = self.tensors.get(name)
+        free = self.tile_bytes - self.used
+        if old is not None:
+            free = free + self._need(old.slices, old.data.itemsize)
+        self._check_fits(name, need, free)
+        if old is not None:
+            self.free(name)
+        tensor = Tensor(name, data, slices)
+        self.used += need
+        self.tensors[name] = tensor
+        return tensor
+
+    def free(self, name: str) -> Tensor:
+        tensor = self.tensor(name)
+        self.used -= self._need(tensor.slices, tensor.data.itemsize)
+        del self.tensors[name]
+        return tensor
+
+    def clear(self) -> None:
+        """Forget every tensor: what a reset IPU holds."""
+        self.used[:] = 0
+        self.tensors.clear()
+
+    def tensor(self, name: str) -> Tensor:
+        try:
+            return self.tensors[name]
+        except KeyError:
+            raise NotFound(f"no tensor {name!r} on {self.label}; put it there first (or load it back from"
+                           " Streaming Memory)") from None
+
+    def read(self, name: str) -> np.ndarray:
+        return self.tensor(name).data.copy()
+
+    def read_slice(self, name: str, start: int, stop: int) -> np.ndarray:
+        tensor = self.tensor(name)
+        self._check_range(tensor, start, stop)
+        return tensor.flat[start:stop].copy()
+
+    def write_slice(self, name: str, start: int, stop: int, values: np.ndarray) -> None:
+        tensor = self.tensor(name)
+        tensor.flat[start:stop] = self._values(tensor, start, stop, values)
+
+    def add_slice(self, name: str, start: int, stop: int, values: np.ndarray) -> None:
+        tensor = self.tensor(name)
+        tensor.flat[start:stop] += self._values(tensor, start, stop, values)
+
+    def _need(self, slices: tuple[TileSlice, ...], itemsize: int) -> np.ndarray:
+        need = np.zeros(self.tiles, dtype=np.int64)
+        for s in slices:
+            need[s.tile] += (s.stop - s.start) * itemsize
+        return need
+
+    def _check_fits(self, name: str, need: np.ndarray, free: np.ndarray) -> None:
+        total, total_free = int(need.sum()), int(free.sum())
+        if total > total_free:
+            raise ResourceExhausted(
+                f"out of memory on {self.label}: tensor {name!r} needs {total:,} bytes but the IPU has"
+                f" {self.capacity_bytes:,} bytes of tile memory ({total_free:,} free): {total - total_free:,} bytes"
+                " over; shard it over more IPUs, free other tensors or offload it to Streaming Memory"
+            )
+        over = np.flatnonzero(need > free)
+        if over.size:
+            tile = int(over[0])
+            others = f" (and {over.size - 1} more tiles)" if over.size > 1 else ""
+            raise ResourceExhausted(
+                f"out of memory on {self.label}: tensor {name!r} needs {int(need[tile]):,} bytes on tile {tile},"
+                f" which has {self.tile_bytes:,} bytes ({int(free[tile]):,} free): {int(need[tile] - free[tile]):,}"
+                f" bytes over{others}; map it over more tiles or offload it to Streaming Memory"
+            )
+
+    def _check_range(self, tensor: Tensor, start: int, stop: int) -> None:
+        if not 0 <= start <= stop <= tensor.data.size:
+            raise InvalidArgument(
+                f"tensor {tensor.name!r} on {self.label}: element range [{start}, {stop}) is outside"
+                f" [0, {tensor.data.size}); give 0 <= start <= stop <= {tensor.data.size}"
+            )
+
+    def _values(self, tensor: Tensor, start: int, stop: int, values: np.ndarray) -> np.ndarray:
+        self._check_range(tensor, start, stop)
+        values = np.asarray(values).reshape(-1)
+        if values.size != stop - start:
+            raise InvalidArgument(
+                f"tensor {tensor.name!r} on {self.label}: {values.size} values for the {stop - start} elements"
+                f" [{start}, {stop}); give exactly one value per element"
+            )
+        return values.astype(tensor.data.dtype, copy=False)

@@ -1,0 +1,160 @@
+"""MachinePool: the machine actors of a Pod, created when a job first needs them and kept while in service.
+
+Starting an actor costs ~0.5 s and ~150-200 MB, so a Pod256's 64 are not started up front: actors_for() starts
+the missing ones of a partition together, waits until they answer (or fails with the machines that did not), and
+keeps them, so the next job on those machines waits for nothing. A machine's actor lives until release() or
+shutdown(), independent of partitions coming and going.
+
+Pinning: each machine gets its own placement group of one bundle (by default {"CPU": 0.01}; Ray refuses bundles
+that are all zero), and its actor (num_cpus=0) is scheduled into that bundle. The reservation belongs to the
+machine, not to a partition, because the actor outlives partitions; when Ray restarts the actor it comes back into
+the same bundle, on the same node. On a cluster where nodes advertise custom resources for the machines they host,
+pass `bundle` (e.g. {"ipu_host_3": 0.01}) to pin each machine to them. 64 machines reserve 0.64 CPU.
+
+Faults: kill() kills a machine's process and lets Ray restart it (up to actor.MAX_RESTARTS times). The restart is
+surfaced, not hidden: health() shows `restarts` going up, calls in flight fail, and everything the machine held
+(tensors, offloaded data, marked failures, counters) is gone, as after a real machine reboot. Ray must already be
+running: the pool never starts it (the server or the test session does).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterable
+
+import ray
+from ray.actor import ActorHandle
+from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
+from vipu.partition.pod import PodConfig
+from vipu.workers.actor import MachineActor
+
+DEFAULT_BUNDLE = {"CPU": 0.01}
+
+
+class MachinePool:
+    def __init__(self, pod: PodConfig, *, bundle: dict[str, float] | None = None, ready_timeout_s: float = 60.0,
+                 call_timeout_s: float = 10.0):
+        if not ray.is_initialized():
+            raise FailedPrecondition("Ray is not running; call ray.init() before creating a MachinePool (the server"
+                                     " does this at start-up)")
+        self.pod = pod
+        self.bundle = dict(bundle or DEFAULT_BUNDLE)
+        self.ready_timeout_s = ready_timeout_s
+        self.call_timeout_s = call_timeout_s
+        self.created = 0  # actors ever started by this pool (restarts by Ray not included)
+        self._actors: dict[int, ActorHandle] = {}
+        self._groups: dict[int, PlacementGroup] = {}
+        self._lock = threading.RLock()
+
+    @property
+    def machines(self) -> list[int]:
+        """Machines that have an actor now."""
+        return sorted(self._actors)
+
+    def actors_for(self, machines: Iterable[int]) -> dict[int, ActorHandle]:
+        """The actors of `machines`, starting the missing ones (together) and waiting until each answers."""
+        wanted = sorted(set(machines))
+        bad = [m for m in wanted if not 0 <= m < self.pod.machines]
+        if bad:
+            raise InvalidArgument(f"machines {bad} are not in {self.pod.name}; machines are 0..{self.pod.machines - 1}")
+        with self._lock:
+            missing = [m for m in wanted if m not in self._actors]
+            if missing:
+                self._start(missing)
+            return {m: self._actors[m] for m in wanted}
+
+    def _start(self, machines: list[int]) -> None:
+        started = {}
+        for m in machines:
+            group = placement_group([self.bundle], strategy="STRICT_PACK")
+            strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0)
+            started[m] = (MachineActor.options(scheduling_strategy=strategy).remote(self.pod, m), group)
+            self.created += 1
+        probes = {started[m][0].health.remote(): m for m in machines}
+        ready, _ = ray.wait(list(probes), num_returns=len(probes), timeout=self.ready_timeout_s)
+        problems = {probes[ref]: f"no answer within {self.ready_timeout_s:g} s" for ref in probes if ref not in ready}
+        for ref in ready:
+            try:
+                ray.get(ref)
+            except Exception as e:  # noqa: BLE001 - any failure to start is reported with its machine
+                problems[probes[ref]] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        for m, (handle, group) in started.items():
+            if m in problems:
+                ray.kill(handle, no_restart=True)
+                remove_placement_group(group)
+            else:
+                self._actors[m], self._groups[m] = handle, group
+        if problems:
+            detail = "; ".join(f"machine {m}: {why}" for m, why in sorted(problems.items()))
+            raise Unavailable(f"machine actors did not start ({detail}); check `ray status` for free CPU"
+                              f" ({self.bundle} is reserved per machine) and memory, then try again")
+
+    def actor(self, machine: int) -> ActorHandle:
+        try:
+            return self._actors[machine]
+        except KeyError:
+            raise NotFound(f"machine {machine} has no actor; it starts when a job first uses it (actors_for)") from None
+
+    def health(self) -> dict[int, dict]:
+        """Every actor's health. An actor Ray gave up on (restarts exhausted) is reported dead and dropped, so the
+        next actors_for() starts a fresh one; one being restarted is reported as not alive, and kept."""
+        with self._lock:
+            handles = dict(self._actors)
+        probes = {m: handle.health.remote() for m, handle in handles.items()}
+        report = {}
+        for m, ref in probes.items():
+            try:
+                report[m] = ray.get(ref, timeout=self.call_timeout_s)
+            except ActorDiedError as e:
+                report[m] = {"machine": m, "alive": False, "dead": True, "error": str(e).splitlines()[0]}
+                self._forget(m)
+            except (ActorUnavailableError, GetTimeoutError) as e:
+                report[m] = {"machine": m, "alive": False, "dead": False, "error": str(e).splitlines()[0]}
+        return report
+
+    # --- fault injection ----------------------------------------------------------------------------------------
+    def kill(self, machine: int, restart: bool = True) -> None:
+        """Kill a machine's process; with restart Ray starts it again (empty), without it the actor is gone."""
+        handle = self.actor(machine)
+        ray.kill(handle, no_restart=not restart)
+        if not restart:
+            self._forget(machine)
+
+    def fail_ipu(self, ipu: int) -> None:
+        """Fail a Pod-wide IPU (its machine must have an actor)."""
+        ray.get(self.actor(ipu // self.pod.machine.ipus).fail_ipu.remote(ipu), timeout=self.call_timeout_s)
+
+    def fail_link(self, a: int, b: int) -> list[int]:
+        """Fail the IPU-Link between Pod-wide IPUs a and b on each end's machine that has an actor; returns those
+        machines (a machine started later does not know: its actor starts healthy)."""
+        ends = sorted({a // self.pod.machine.ipus, b // self.pod.machine.ipus} & set(self._actors))
+        if not ends:
+            raise NotFound(f"neither end of IPU-Link {a}-{b} is on a machine with an actor; start one first")
+        ray.get([self._actors[m].fail_link.remote(a, b) for m in ends], timeout=self.call_timeout_s)
+        return ends
+
+    def repair(self, machines: Iterable[int] | None = None) -> None:
+        targets = self.machines if machines is None else sorted(set(machines))
+        ray.get([self.actor(m).repair.remote() for m in targets], timeout=self.call_timeout_s)
+
+    # --- end of service -------------------------------------------------------------------------------------------
+    def release(self, machine: int) -> None:
+        """Take a machine out of service: kill its actor for good and free its reservation."""
+        handle = self.actor(machine)
+        ray.kill(handle, no_restart=True)
+        self._forget(machine)
+
+    def shutdown(self) -> None:
+        for m in self.machines:
+            self.release(m)
+
+    def _forget(self, machine: int) -> None:
+        with self._lock:
+            self._actors.pop(machine, None)
+            group = self._groups.pop(machine, None)
+        if group is not None:
+            remove_placement_group(group)

@@ -1,0 +1,99 @@
+"""Streaming Memory: the DRAM of one IPU-Machine, where tensors that do not fit in tile SRAM are offloaded.
+
+Phased execution (e.g. GPT-3 on a Pod256) keeps weights and optimiser state here and streams them in when a phase
+needs them, so what matters is capacity and the cost of each transfer. Neither Graphcore's bandwidth nor its
+latency is published: both come from the preset (streaming_memory_bytes_per_s, streaming_memory_latency_s, stated
+there as assumptions), and every transfer is charged virtual time = latency + bytes / bandwidth. Nothing here reads
+a clock: callers add the returned seconds to their own virtual time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vipu.errors import AlreadyExists, NotFound, ResourceExhausted
+from vipu.workers.memory import Explicit, IpuMemory, Tensor
+
+
+@dataclass
+class Transfers:
+    """Totals over the machine's life: bytes each way and the virtual seconds charged for them."""
+
+    offloads: int = 0
+    loads: int = 0
+    bytes_out: int = 0  # SRAM -> Streaming Memory
+    bytes_in: int = 0  # Streaming Memory -> SRAM
+    virtual_s: float = 0.0
+
+
+class StreamingMemory:
+    """Offloaded tensors of a machine, keyed by (IPU, name): a tensor comes back to the IPU it left, on the same
+    tiles, so a program's tile mapping survives the round trip."""
+
+    def __init__(self, capacity_bytes: float, bytes_per_s: float, latency_s: float, label: str = "machine 0"):
+        self.capacity_bytes = int(capacity_bytes)
+        self.bytes_per_s = bytes_per_s
+        self.latency_s = latency_s
+        self.label = label
+        self.tensors: dict[tuple[int, str], Tensor] = {}
+        self.used_bytes = 0
+        self.transfers = Transfers()
+
+    @property
+    def free_bytes(self) -> int:
+        return self.capacity_bytes - self.used_bytes
+
+    def cost_s(self, nbytes: int) -> float:
+        """Virtual seconds to move `nbytes` either way (alpha-beta: one latency, then the bytes at full rate)."""
+        return self.latency_s + nbytes / self.bytes_per_s
+
+    def offload(self, ipu: int, memory: IpuMemory, name: str) -> float:
+        """Move tensor `name` from the IPU's SRAM to Streaming Memory; returns the virtual seconds charged."""
+        key = (ipu, name)
+        tensor = memory.tensor(name)
+        if key in self.tensors:
+            raise AlreadyExists(
+                f"tensor {name!r} of {memory.label} is already in Streaming Memory of {self.label}; load it back"
+                " or free it before offloading another of that name"
+            )
+        if tensor.nbytes > self.free_bytes:
+            raise ResourceExhausted(
+                f"out of Streaming Memory on {self.label}: tensor {name!r} of {memory.label} needs"
+                f" {tensor.nbytes:,} bytes but {self.free_bytes:,} of {self.capacity_bytes:,} are free:"
+                f" {tensor.nbytes - self.free_bytes:,} bytes over; free offloaded tensors or configure more"
+                " machine.streaming_memory_bytes"
+            )
+        memory.free(name)
+        self.tensors[key] = tensor
+        self.used_bytes += tensor.nbytes
+        return self._charge(tensor.nbytes, out=True)
+
+    def load(self, ipu: int, memory: IpuMemory, name: str) -> float:
+        """Move tensor `name` back onto the tiles it left; if SRAM has no room now, it stays offloaded."""
+        tensor = self.tensor(ipu, name, memory.label)
+        mapping = Explicit(tuple((s.tile, (s.stop - s.start) * tensor.data.itemsize) for s in tensor.slices))
+        memory.allocate(name, tensor.data, mapping)
+        self.discard(ipu, name, memory.label)
+        return self._charge(tensor.nbytes, out=False)
+
+    def tensor(self, ipu: int, name: str, label: str) -> Tensor:
+        try:
+            return self.tensors[(ipu, name)]
+        except KeyError:
+            raise NotFound(f"tensor {name!r} of {label} is not in Streaming Memory of {self.label}; offload it"
+                           " first") from None
+
+    def discard(self, ipu: int, name: str, label: str) -> None:
+        tensor = self.tensor(ipu, name, label)
+        del self.tensors[(ipu, name)]
+        self.used_bytes -= tensor.nbytes
+
+    def _charge(self, nbytes: int, out: bool) -> float:
+        seconds = self.cost_s(nbytes)
+        t = self.transfers
+        if out:
+            t.offloads, t.bytes_out = t.offloads + 1, t.bytes_out + nbytes
+        else:
+            t.loads, t.bytes_in = t.loads + 1, t.bytes_in + nbytes
+        t.virtual_s += seconds
+        return seconds
