@@ -40,7 +40,7 @@ def wait_for(predicate, timeout: float = 20.0):
 
 
 def test_submit_run_complete_and_history(server):
-    text = run(server, "vipu", "submit", "--name", "quick", "--ipus", "16", "--time-limit", "10m", "--duration", "1s")
+    text = run(server, "vipu", "submit", "--name", "quick", "--ipus", "16", "--time-limit", "10m", "--duration", "4s")
     assert text.returncode == 0 and text.stdout.startswith("Submitted job 1")
     running = wait_for(lambda: show(server, 1)["state"] == "RUNNING" and show(server, 1))
     assert running["partition"] == "slurm_1"

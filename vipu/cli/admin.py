@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from vipu.cli.connection import DEFAULT_TIMEOUT_S
-from vipu.cli.context import JSON_HELP, JsonOption, root_options
+from vipu.cli.context import (
+    JSON_HELP,
+    ApiHostOption,
+    ApiKeyOption,
+    ApiPortOption,
+    ApiUserOption,
+    JsonOption,
+    TimeoutOption,
+    TlsCaOption,
+    root_options,
+)
 from vipu.cli.output import as_dict, print_json, table
 from vipu.v1 import admin_pb2 as a
 
@@ -26,13 +35,19 @@ fail = typer.Typer(help="Inject faults (tests and operator drills).", no_args_is
 @app.callback()
 def root(
     ctx: typer.Context,
-    api_host: str = typer.Option(None, "--api-host", help="controller host (else VIPU_CLI_API_HOST, else localhost)"),
-    api_port: int = typer.Option(None, "--api-port", help="controller port (else VIPU_CLI_API_PORT, else 8090)"),
-    timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", min=0.1, help="seconds to wait for the controller"),
+    api_host: str = ApiHostOption,
+    api_port: int = ApiPortOption,
+    api_user_id: str = ApiUserOption,
+    api_access_key: str = ApiKeyOption,
+    tls_ca: str = TlsCaOption,
+    timeout: float = TimeoutOption,
     json_out: bool = typer.Option(False, "--json", "--showjson", help=JSON_HELP),
     no_header: bool = typer.Option(False, "--no-header", help="omit table headers"),
 ):
-    root_options(ctx, "vipu-admin", api_host, api_port, timeout, json_out, no_header)
+    root_options(
+        ctx, "vipu-admin", timeout, json_out, no_header, api_host=api_host, api_port=api_port, api_user_id=api_user_id,
+        api_access_key=api_access_key, tls_ca=tls_ca,
+    )
 
 
 def csv(value: str) -> list[str]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import typer
 
-from vipu.cli.connection import Connection, resolve_address
+from vipu.cli.connection import DEFAULT_TIMEOUT_S, Connection, resolve
 
 JSON_HELP = "print JSON (a stable schema) instead of a table"
 JsonOption = typer.Option(False, "--json", "--showjson", help=JSON_HELP)
@@ -26,17 +26,21 @@ class Cli:
         return self.header and not no_header
 
 
-def root_options(
-    ctx: typer.Context,
-    prog: str,
-    api_host: str | None,
-    api_port: int | None,
-    timeout: float,
-    json_out: bool,
-    no_header: bool,
-) -> Cli:
-    host, port = resolve_address(api_host, api_port, prog)
-    cli = Cli(Connection(prog, host, port, timeout), json_out, not no_header)
+def root_options(ctx: typer.Context, prog: str, timeout: float, json_out: bool, no_header: bool, **flags) -> Cli:
+    """`flags`: api_host, api_port, api_user_id, api_access_key, tls_ca as given on the command line (or None)."""
+    settings = resolve(prog, flags["api_host"], flags["api_port"], flags["api_user_id"], flags["api_access_key"],
+                       flags["tls_ca"])
+    cli = Cli(Connection(prog, settings, timeout), json_out, not no_header)
     ctx.obj = cli
     return cli
 
+
+
+# Where the controller is and who is calling: the same options on vipu and vipu-admin.
+ApiHostOption = typer.Option(None, "--api-host", help="controller host (else VIPU_CLI_API_HOST, config, localhost)")
+ApiPortOption = typer.Option(None, "--api-port", help="controller port (else VIPU_CLI_API_PORT, config, 8090)")
+ApiUserOption = typer.Option(None, "--api-user-id", help="who you are (else VIPU_CLI_API_USER_ID, config)")
+ApiKeyOption = typer.Option(None, "--api-access-key",
+                            help="access key for a --secure controller (else VIPU_CLI_API_ACCESS_KEY, config)")
+TlsCaOption = typer.Option(None, "--tls-ca", help="PEM CA to check a TLS controller (else VIPU_CLI_TLS_CA, config)")
+TimeoutOption = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", min=0.1, help="seconds to wait for the controller")

@@ -7,8 +7,16 @@ import typer
 
 from vipu import __version__
 from vipu.cli import jobs, partitions, top
-from vipu.cli.connection import DEFAULT_TIMEOUT_S
-from vipu.cli.context import JSON_HELP, root_options
+from vipu.cli.context import (
+    JSON_HELP,
+    ApiHostOption,
+    ApiKeyOption,
+    ApiPortOption,
+    ApiUserOption,
+    TimeoutOption,
+    TlsCaOption,
+    root_options,
+)
 from vipu.cli.failure import ERROR
 from vipu.v1 import partition_pb2 as p
 
@@ -25,9 +33,12 @@ app = typer.Typer(
 def root(
     ctx: typer.Context,
     server_version: bool = typer.Option(False, "--server-version", help="print the controller's version and exit"),
-    api_host: str = typer.Option(None, "--api-host", help="controller host (else VIPU_CLI_API_HOST, else localhost)"),
-    api_port: int = typer.Option(None, "--api-port", help="controller port (else VIPU_CLI_API_PORT, else 8090)"),
-    timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", min=0.1, help="seconds to wait for the controller"),
+    api_host: str = ApiHostOption,
+    api_port: int = ApiPortOption,
+    api_user_id: str = ApiUserOption,
+    api_access_key: str = ApiKeyOption,
+    tls_ca: str = TlsCaOption,
+    timeout: float = TimeoutOption,
     json_out: bool = typer.Option(False, "--json", "--showjson", help=JSON_HELP),
     no_header: bool = typer.Option(False, "--no-header", help="omit table headers"),
     version: bool = typer.Option(False, "--version", help="print this CLI's version and exit"),
@@ -35,7 +46,10 @@ def root(
     if version:
         print(f"vipu {__version__}")
         raise typer.Exit()
-    cli = root_options(ctx, "vipu", api_host, api_port, timeout, json_out, no_header)
+    cli = root_options(
+        ctx, "vipu", timeout, json_out, no_header, api_host=api_host, api_port=api_port, api_user_id=api_user_id,
+        api_access_key=api_access_key, tls_ca=tls_ca,
+    )
     if server_version:
         info = cli.conn.call(cli.conn.partitions.GetVersion, p.GetVersionRequest())
         if cli.json:

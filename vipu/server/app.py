@@ -22,6 +22,7 @@ from vipu.partition.pod import PRESETS
 from vipu.metrics.collector import StateCollector
 from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.server.admin_service import AdminService
+from vipu.server.auth import AuthInterceptor
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.server.runtime import Runtime, load_scheduler_config, open_runtime
@@ -40,10 +41,13 @@ def default_state_dir() -> Path:
     return platformdirs.user_data_path("vipu-sim") / "state"
 
 
-def build_server(runtime: Runtime, host: str, port: int, workers: int = 8) -> tuple[grpc.Server, int]:
+def build_server(
+    runtime: Runtime, host: str, port: int, workers: int = 8, tls: tuple[bytes, bytes] | None = None
+) -> tuple[grpc.Server, int]:
+    """The gRPC server; `tls` is (private key, certificate chain) in PEM for TLS, None for plaintext."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"),
-        interceptors=[MetricsInterceptor(runtime.metrics)],
+        interceptors=[MetricsInterceptor(runtime.metrics)] + ([AuthInterceptor(runtime)] if runtime.secure else []),
         # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error
         options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)],
     )
@@ -56,12 +60,27 @@ def build_server(runtime: Runtime, host: str, port: int, workers: int = 8) -> tu
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        if tls is None:
+            bound = server.add_insecure_port(f"{host}:{port}")
+        else:
+            bound = server.add_secure_port(f"{host}:{port}", grpc.ssl_server_credentials([tls]))
     except RuntimeError:
         bound = 0
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}: the port is in use or the address is not local")
     return server, bound
+
+
+def bootstrap_admin(runtime: Runtime, state_dir: Path) -> Path | None:
+    """A secure controller with no admin yet creates user 'admin' and writes its key to a 0600 file, once."""
+    with runtime.lock:
+        if any(u.admin for u in runtime.controller.state.users.values()):
+            return None
+        _, key = runtime.controller.admin.create_user("admin", admin=True)
+    path = Path(state_dir) / "admin.key"
+    path.touch(mode=0o600)
+    path.write_text(key + "\n")
+    return path
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -73,6 +92,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--metrics-host", default="127.0.0.1", help="address of the Prometheus endpoint")
     parser.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
                         help="port of /metrics (default 9105; 0 picks a free one; -1 turns it off)")
+    parser.add_argument("--secure", action="store_true",
+                        help="require an access key on every request (the first start writes an admin key)")
+    parser.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate chain: serve over TLS")
+    parser.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
     parser.add_argument("--scheduler-config", default=None, help="a YAML SchedulerConfig (QOS, weights, limits)")
     parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
@@ -93,8 +116,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return 2
     pod = runtime.controller.pod
+    runtime.secure = args.secure
+    key_file = bootstrap_admin(runtime, state_dir) if args.secure else None
+    tls = None
+    if bool(args.tls_cert) != bool(args.tls_key):
+        print("vipu-server: error: --tls-cert and --tls-key go together; give both or neither", file=sys.stderr)
+        return 2
+    if args.tls_cert:
+        try:
+            tls = (args.tls_key.read_bytes(), args.tls_cert.read_bytes())
+        except OSError as e:
+            print(f"vipu-server: error: cannot read the TLS files: {e}", file=sys.stderr)
+            return 2
     try:
-        server, port = build_server(runtime, args.host, args.port)
+        server, port = build_server(runtime, args.host, args.port, tls=tls)
     except OSError as e:
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return 1
@@ -113,9 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     runtime.dispatcher.start()
     print(
         f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir});"
-        f" {metrics_line}",
+        f" {metrics_line}{'; secure' if args.secure else ''}{'; TLS' if tls else ''}",
         flush=True,
     )
+    if key_file:
+        print(f"vipu-server: created admin user 'admin'; its access key is in {key_file}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

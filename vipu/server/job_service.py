@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from vipu.errors import InvalidArgument
+from vipu.errors import InvalidArgument, PermissionDenied
 from vipu.scheduler.spec import load_spec, parse_spec
 from vipu.scheduler.states import SHORT, TERMINAL, JobState
 from vipu.server import job_convert
@@ -55,8 +55,12 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         source = request.source or "job spec"
         spec = load_spec(request.spec, source)
         overrides = overrides_of(request.overrides_json)
-        if "user" not in spec.model_fields_set and "user" not in overrides:
-            overrides["user"] = self.rt.caller(context) or spec.user
+        identity = self.rt.identity(context)
+        claimed = overrides.get("user", spec.user if "user" in spec.model_fields_set else None)
+        if claimed is None:
+            overrides["user"] = identity.name or spec.user
+        elif not identity.sees(claimed):
+            raise PermissionDenied(f"user {identity.name} cannot submit jobs as {claimed}; drop --user or ask an admin")
         if overrides:
             spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, source)
         with self.rt.lock:
@@ -69,8 +73,16 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             self.rt.metrics.submissions.inc(len(jobs))
         return self._changed(j.SubmitJobResponse(job_ids=[x.id for x in jobs], duplicate=known))
 
+    def _own(self, ids, context) -> None:
+        identity = self.rt.identity(context)
+        with self.rt.lock:
+            owners = [(i, self.rt.scheduler.job(i).user) for i in ids]
+        for job_id, owner in owners:
+            identity.check_owner("job", str(job_id), owner)
+
     @rpc
     def ListJobs(self, request, context):
+        identity = self.rt.identity(context)
         wanted = states_of(request.states)
         users = set(request.users)
         ids = set(request.ids)
@@ -79,6 +91,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
                 x
                 for x in self.rt.scheduler.queue()
                 if (not users or x.user in users)
+                and identity.sees(x.user)
                 and (wanted is None or x.state in wanted)
                 and (not ids or x.id in ids or x.array_job_id in ids)
             ]
@@ -86,12 +99,14 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def GetJob(self, request, context):
+        self._own([request.id], context)
         with self.rt.lock:
             return job_convert.job(self.rt.scheduler.job(request.id, self.rt.now()))
 
-    def _each(self, ids, action):
+    def _each(self, ids, action, context):
         if not ids:
             raise InvalidArgument("no job ids given; name at least one job (vipu queue lists them)")
+        self._own(ids, context)
         with self.rt.lock:
             now = self.rt.now()
             for job_id in ids:
@@ -100,27 +115,28 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def CancelJobs(self, request, context):
-        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.cancel([i], now)))
+        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.cancel([i], now), context))
 
     @rpc
     def HoldJobs(self, request, context):
-        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.hold(i, now) and None))
+        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.hold(i, now) and None, context))
 
     @rpc
     def ReleaseJobs(self, request, context):
-        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.release(i, now) and None))
+        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.release(i, now) and None, context))
 
     @rpc
     def RequeueJobs(self, request, context):
-        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.requeue(i, now)))
+        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.requeue(i, now), context))
 
     @rpc
     def History(self, request, context):
+        identity = self.rt.identity(context)
         wanted = states_of(request.states)
         users = set(request.users)
         with self.rt.lock:
             finished = self.rt.scheduler.history(None, wanted or TERMINAL)  # like sacct: ended jobs by default
-            out = [x for x in finished if not users or x.user in users]
+            out = [x for x in finished if (not users or x.user in users) and identity.sees(x.user)]
         if request.limit > 0:
             out = out[-request.limit :]
         return job_convert.jobs(out)
@@ -143,6 +159,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def Priorities(self, request, context):
+        identity = self.rt.identity(context)
         ids = set(request.ids)
         with self.rt.lock:
             rows = self.rt.scheduler.priorities(self.rt.now())
@@ -153,6 +170,6 @@ class JobService(job_pb2_grpc.JobServiceServicer):
                     job_size=r.job_size, qos=r.qos, nice=r.nice,
                 )
                 for r in rows
-                if not ids or r.job_id in ids
+                if (not ids or r.job_id in ids) and identity.sees(r.user)
             ]
         )

@@ -19,6 +19,13 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
         pod = self.rt.controller.pod
         return p.VersionInfo(version=__version__, pod=pod.name, ipus=pod.ipus)
 
+    def _own(self, name: str, context):
+        """The partition, if the caller may act on it (call before taking the lock)."""
+        identity = self.rt.identity(context)
+        with self.rt.lock:
+            part = self.rt.controller.partitions.get(name)
+        identity.check_owner("partition", name, part.owner)
+
     @rpc
     def CreatePartition(self, request, context):
         spec = PartitionRequest(
@@ -36,6 +43,7 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
 
     @rpc
     def GetPartition(self, request, context):
+        self._own(request.name, context)
         with self.rt.lock:
             part = self.rt.controller.partitions.get(request.name)
             gcd = request.gcd if request.HasField("gcd") else None
@@ -45,14 +53,15 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
 
     @rpc
     def ListPartitions(self, request, context):
+        identity = self.rt.identity(context)
         with self.rt.lock:
             state = self.rt.controller.state
-            return p.ListPartitionsResponse(
-                partitions=[convert.partition(x, state) for x in self.rt.controller.partitions.list()]
-            )
+            visible = [x for x in self.rt.controller.partitions.list() if identity.sees(x.owner)]
+            return p.ListPartitionsResponse(partitions=[convert.partition(x, state) for x in visible])
 
     @rpc
     def RemovePartition(self, request, context):
+        self._own(request.name, context)
         with self.rt.lock:
             return convert.partition(
                 self.rt.controller.partitions.remove(request.name, request.force), self.rt.controller.state
@@ -60,17 +69,20 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
 
     @rpc
     def ResetPartition(self, request, context):
+        self._own(request.name, context)
         with self.rt.lock:
             return convert.partition(self.rt.controller.partitions.reset(request.name), self.rt.controller.state)
 
     @rpc
     def AcquirePartition(self, request, context):
+        self._own(request.name, context)
         with self.rt.lock:
             part = self.rt.controller.partitions.acquire(request.name, request.holder)
             return convert.partition(part, self.rt.controller.state)
 
     @rpc
     def ReleasePartition(self, request, context):
+        self._own(request.name, context)
         with self.rt.lock:
             part = self.rt.controller.partitions.release(request.name, request.holder)
             return convert.partition(part, self.rt.controller.state)

@@ -12,7 +12,8 @@ import yaml
 from pydantic import ValidationError
 
 from vipu.clock import WallClock
-from vipu.errors import InvalidArgument
+from vipu.access import Identity
+from vipu.errors import InvalidArgument, Unauthenticated
 from vipu.metrics.instruments import Metrics
 from vipu.partition.controller import Controller
 from vipu.partition.pod import load_pod
@@ -22,11 +23,12 @@ from vipu.scheduler.job import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.spec import SleepWorkload
 from vipu.scheduler.states import JobState
+from vipu.server.auth import bearer
 from vipu.server.dispatcher import Dispatcher
 from vipu.store import Store
 from vipu.validation import describe
 
-USER_METADATA = "x-vipu-user"  # who the caller says it is; checked against a token once --secure lands
+USER_METADATA = "x-vipu-user"  # who an insecure caller says it is; with --secure the access key decides
 
 
 @dataclass
@@ -44,11 +46,26 @@ class Runtime:
     def __post_init__(self):
         self.dispatcher = Dispatcher(self, self.now)
 
+    secure: bool = False
+
+    def user_for_key(self, key: str):
+        with self.lock:
+            return self.controller.admin.user_for_key(key)
+
+    def identity(self, context) -> Identity:
+        """Who is calling: the owner of the access key with --secure (the interceptor has checked it), else
+        whoever the caller says it is, trusted with everything."""
+        metadata = context.invocation_metadata() or ()
+        if self.secure:
+            user = self.user_for_key(bearer(metadata) or "")
+            if user is None:
+                raise Unauthenticated("no valid access key; pass --api-access-key")
+            return Identity(user.name, user.admin)
+        claimed = next((value for key, value in metadata if key == USER_METADATA), "")
+        return Identity(claimed, admin=True)
+
     def caller(self, context) -> str:
-        for key, value in context.invocation_metadata() or ():
-            if key == USER_METADATA:
-                return value
-        return ""
+        return self.identity(context).name
 
 
 def load_scheduler_config(path: str | None, policy: str | None) -> SchedulerConfig:

@@ -1,0 +1,98 @@
+"""--secure: every request needs an access key; users see and change only their own jobs and partitions, admins
+everything; each denial is its own exit code and message. TLS with a certificate pair."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.cli.test_cli_e2e import run
+from tests.conftest import LISTENING, console_script
+
+
+@pytest.fixture
+def secure(server_factory):
+    server = server_factory(extra=["--secure"])
+    admin_key = (server.state_dir / "admin.key").read_text().strip()
+    assert oct((server.state_dir / "admin.key").stat().st_mode & 0o777) == "0o600"
+
+    def as_(key: str | None):
+        env = server.env()
+        env.pop("VIPU_CLI_API_ACCESS_KEY", None)
+        if key:
+            env["VIPU_CLI_API_ACCESS_KEY"] = key
+        return env
+
+    def new_user(name: str) -> str:
+        out = run(server, "vipu-admin", "create", "user", name, "--json", env=as_(admin_key))
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["access_key"]
+
+    return server, as_, admin_key, new_user
+
+
+def test_requests_without_a_valid_key_are_refused(secure):
+    server, as_, _, _ = secure
+    for env in (as_(None), as_("not-a-key")):
+        out = run(server, "vipu", "list", "partitions", env=env)
+        assert out.returncode == 6 and "access key" in out.stderr
+    out = run(server, "vipu", "--api-access-key", "wrong", "queue", env=as_(None))
+    assert out.returncode == 6
+
+
+def test_users_see_and_change_only_their_own(secure, tmp_path):
+    server, as_, admin_key, new_user = secure
+    alice, bob = new_user("alice"), new_user("bob")
+    submitted = run(server, "vipu", "submit", "--ipus", "4", "--time-limit", "5m", "--json", env=as_(alice))
+    assert submitted.returncode == 0, submitted.stderr
+    [job] = json.loads(submitted.stdout)["job_ids"]
+    assert run(server, "vipu", "create", "partition", "mine", "--size", "2", env=as_(alice)).returncode == 0
+
+    assert json.loads(run(server, "vipu", "queue", "--json", env=as_(bob)).stdout) == []
+    assert json.loads(run(server, "vipu", "list", "partitions", "--json", env=as_(bob)).stdout) == []
+    for args in (["cancel", str(job)], ["show", "job", str(job)], ["hold", str(job)]):
+        out = run(server, "vipu", *args, env=as_(bob))
+        assert out.returncode == 6 and "belongs to alice" in out.stderr, (args, out.stderr)
+    out = run(server, "vipu", "remove", "partition", "mine", env=as_(bob))
+    assert out.returncode == 6 and "partition mine belongs to alice" in out.stderr
+    out = run(server, "vipu", "submit", "--ipus", "1", "--time-limit", "1m", "--user", "alice", env=as_(bob))
+    assert out.returncode == 6 and "cannot submit jobs as alice" in out.stderr
+    out = run(server, "vipu-admin", "list", "users", env=as_(bob))
+    assert out.returncode == 6 and "not an admin" in out.stderr
+
+    [mine] = json.loads(run(server, "vipu", "queue", "--json", env=as_(alice)).stdout)
+    assert mine["user"] == "alice"
+    everyone = json.loads(run(server, "vipu", "queue", "--json", env=as_(admin_key)).stdout)
+    assert [j["user"] for j in everyone] == ["alice"]
+    config = tmp_path / "vipu-cli.hcl"  # V-IPU's config-file form
+    config.write_text(f'api-host = "127.0.0.1"\napi-port = {server.port}\napi-access-key = "{alice}"\n')
+    env = as_(None)
+    env.pop("VIPU_CLI_API_PORT")
+    env["VIPU_CLI_CONFIG"] = str(config)
+    assert run(server, "vipu", "cancel", str(job), env=env).returncode == 0
+
+
+def test_tls_with_a_certificate_pair(tmp_path):
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                   check=True, capture_output=True, timeout=60)
+    proc = subprocess.Popen([console_script("vipu-server"), "--port", "0", "--metrics-port", "-1", "--state-dir",
+                             str(tmp_path / "s"), "--tls-cert", str(cert), "--tls-key", str(key)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "; TLS" in line
+        port = LISTENING.search(line).group(2)
+        base = [console_script("vipu"), "--api-host", "localhost", "--api-port", port, "--timeout", "3"]
+        ok = subprocess.run([*base, "--tls-ca", str(cert), "--server-version"], capture_output=True, text=True, timeout=30)
+        assert ok.returncode == 0 and "version:" in ok.stdout, ok.stderr
+        plain = subprocess.run([*base, "--server-version"], capture_output=True, text=True, timeout=30)
+        assert plain.returncode == 5
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        proc.stdout.close()
+        proc.stderr.close()

@@ -1,0 +1,26 @@
+"""Who may see and change what. Without --secure everyone is trusted (as V-IPU without --secure); with it, a user
+sees and changes only their own jobs and partitions, and admins see everything."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vipu.errors import PermissionDenied
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    admin: bool
+
+    def sees(self, owner: str) -> bool:
+        return self.admin or owner == self.name
+
+    def check_owner(self, kind: str, name: str, owner: str) -> None:
+        if not self.sees(owner):
+            raise PermissionDenied(
+                f"{kind} {name} belongs to {owner or 'nobody'}, not {self.name}; only its owner or an admin may do that"
+            )
+
+
+ANYONE = Identity("", admin=True)  # an insecure controller trusts every caller

@@ -1,0 +1,47 @@
+"""Authentication at the edge: with --secure every request but health and reflection carries
+`authorization: Bearer <access key>`; the key's sha256 must belong to a user, and AdminService needs an admin.
+
+Why an interceptor: no servicer method can forget the check. Authorisation (whose jobs and partitions a caller
+sees) stays in the servicers through `Runtime.identity`, with the rules in vipu/access.py.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+ADMIN_PREFIX = "/vipu.v1.AdminService/"
+FIX = "pass --api-access-key or set VIPU_CLI_API_ACCESS_KEY (`vipu-admin create user NAME` prints a key)"
+
+
+def bearer(metadata) -> str | None:
+    for key, value in metadata or ():
+        if key == "authorization" and value.startswith("Bearer "):
+            return value[len("Bearer "):].strip()
+    return None
+
+
+def _refuse(code: grpc.StatusCode, message: str):
+    def behaviour(request, context):
+        context.abort(code, message)
+
+    return grpc.unary_unary_rpc_method_handler(behaviour)
+
+
+class AuthInterceptor(grpc.ServerInterceptor):
+    def __init__(self, runtime):
+        self.rt = runtime
+
+    def intercept_service(self, continuation, details):
+        if details.method.startswith(OPEN_PREFIXES):
+            return continuation(details)
+        key = bearer(details.invocation_metadata)
+        if key is None:
+            return _refuse(grpc.StatusCode.UNAUTHENTICATED, f"this controller runs --secure and needs an access key; {FIX}")
+        user = self.rt.user_for_key(key)
+        if user is None:
+            return _refuse(grpc.StatusCode.UNAUTHENTICATED, f"the access key is not known to this controller; {FIX}")
+        if details.method.startswith(ADMIN_PREFIX) and not user.admin:
+            return _refuse(grpc.StatusCode.PERMISSION_DENIED,
+                           f"user {user.name} is not an admin; the admin service needs an admin's access key")
+        return continuation(details)
