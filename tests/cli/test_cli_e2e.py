@@ -120,3 +120,15 @@ def test_admin_objects_through_vipu_admin(server):
     failed = run(server, "vipu-admin", "fail", "ipus", "57", "--json")
     assert [p["name"] for p in json.loads(failed.stdout)] == ["pa"]
     assert json.loads(run(server, "vipu", "get", "partition", "pa", "--json").stdout)["partition"]["state"] == "FAILED"
+
+
+def test_drain_and_resume_an_agent(server):
+    drained = run(server, "vipu-admin", "drain", "agent", "ag00", "--json")
+    assert drained.returncode == 0 and json.loads(drained.stdout)["state"] == "DRAINED"
+    part = json.loads(run(server, "vipu", "create", "partition", "p", "--size", "4", "--json").stdout)
+    assert part["ipus"] == [4, 5, 6, 7]  # placement skips the drained machine
+    big = run(server, "vipu", "create", "partition", "all", "--size", "64")
+    assert big.returncode == 7
+    assert run(server, "vipu-admin", "resume", "agent", "ag00").returncode == 0
+    assert run(server, "vipu", "remove", "partition", "p").returncode == 0
+    assert run(server, "vipu", "create", "partition", "all", "--size", "64").returncode == 0

@@ -30,6 +30,8 @@ remove = typer.Typer(help="Remove an agent, cluster or allocation.", no_args_is_
 get = typer.Typer(help="Show one agent, cluster, allocation or user.", no_args_is_help=True)
 listing = typer.Typer(help="List agents, clusters, allocations or users.", no_args_is_help=True)
 fail = typer.Typer(help="Inject faults (tests and operator drills).", no_args_is_help=True)
+drain = typer.Typer(help="Take an agent out of service for new partitions.", no_args_is_help=True)
+resume = typer.Typer(help="Put a drained agent back in service.", no_args_is_help=True)
 
 
 @app.callback()
@@ -168,6 +170,8 @@ for _kind, _headers, _row in (
     _simple(get, "show", _kind, f"Get{_kind.capitalize()}", _headers, _row)
     if _kind != "user":
         _simple(remove, "remove", _kind, f"Remove{_kind.capitalize()}", _headers, _row)
+_simple(drain, "drain", "agent", "DrainAgent", AGENT_HEADERS, agent_row)
+_simple(resume, "resume", "agent", "ResumeAgent", AGENT_HEADERS, agent_row)
 
 
 def _lister(plural: str, rpc_name: str, field: str, headers: list[str], row) -> None:
@@ -207,6 +211,8 @@ app.add_typer(remove, name="remove")
 app.add_typer(get, name="get")
 app.add_typer(listing, name="list")
 app.add_typer(fail, name="fail")
+app.add_typer(drain, name="drain")
+app.add_typer(resume, name="resume")
 
 
 def run() -> None:

@@ -45,6 +45,20 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
             return a.ListAgentsResponse(agents=[convert.agent(x, self.state) for x in agents])
 
     @rpc
+    def DrainAgent(self, request, context):
+        with self.rt.lock:
+            agent = self.admin.set_agent_state(request.name, "DRAINED")
+        self.rt.dispatcher.wake()
+        return convert.agent(agent, self.state)
+
+    @rpc
+    def ResumeAgent(self, request, context):
+        with self.rt.lock:
+            agent = self.admin.set_agent_state(request.name, "ONLINE")
+        self.rt.dispatcher.wake()
+        return convert.agent(agent, self.state)
+
+    @rpc
     def CreateCluster(self, request, context):
         with self.rt.lock:
             cluster = self.admin.create_cluster(

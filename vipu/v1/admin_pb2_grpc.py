@@ -55,6 +55,16 @@ class AdminServiceStub:
                 request_serializer=vipu_dot_v1_dot_admin__pb2.ListRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_admin__pb2.ListAgentsResponse.FromString,
                 _registered_method=True)
+        self.DrainAgent = channel.unary_unary(
+                '/vipu.v1.AdminService/DrainAgent',
+                request_serializer=vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_admin__pb2.Agent.FromString,
+                _registered_method=True)
+        self.ResumeAgent = channel.unary_unary(
+                '/vipu.v1.AdminService/ResumeAgent',
+                request_serializer=vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_admin__pb2.Agent.FromString,
+                _registered_method=True)
         self.CreateCluster = channel.unary_unary(
                 '/vipu.v1.AdminService/CreateCluster',
                 request_serializer=vipu_dot_v1_dot_admin__pb2.CreateClusterRequest.SerializeToString,
@@ -139,6 +149,19 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListAgents(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrainAgent(self, request, context):
+        """Drain: no new partition is placed on the agent's IPUs (those running go on); resume puts it back in service.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeAgent(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -239,6 +262,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListAgents,
                     request_deserializer=vipu_dot_v1_dot_admin__pb2.ListRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_admin__pb2.ListAgentsResponse.SerializeToString,
+            ),
+            'DrainAgent': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrainAgent,
+                    request_deserializer=vipu_dot_v1_dot_admin__pb2.NameRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_admin__pb2.Agent.SerializeToString,
+            ),
+            'ResumeAgent': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeAgent,
+                    request_deserializer=vipu_dot_v1_dot_admin__pb2.NameRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_admin__pb2.Agent.SerializeToString,
             ),
             'CreateCluster': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateCluster,
@@ -409,6 +442,60 @@ class AdminService:
             '/vipu.v1.AdminService/ListAgents',
             vipu_dot_v1_dot_admin__pb2.ListRequest.SerializeToString,
             vipu_dot_v1_dot_admin__pb2.ListAgentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrainAgent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.AdminService/DrainAgent',
+            vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
+            vipu_dot_v1_dot_admin__pb2.Agent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeAgent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.AdminService/ResumeAgent',
+            vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
+            vipu_dot_v1_dot_admin__pb2.Agent.FromString,
             options,
             channel_credentials,
             insecure,
