@@ -8,6 +8,7 @@ from __future__ import annotations
 import getpass
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,9 +117,17 @@ class Connection:
             pairs.append(("authorization", f"Bearer {self.settings.access_key}"))
         return tuple(pairs)
 
-    def call(self, method, request):
-        """Call an RPC with a deadline; on failure print one line and exit with the failure's code."""
-        try:
-            return method(request, timeout=self.timeout, metadata=self.metadata())
-        except grpc.RpcError as e:
-            fail_rpc(self.prog, e, self.address)
+    def call(self, method, request, retry: bool = False):
+        """Call an RPC with a deadline; on failure print one line and exit with the failure's code.
+
+        `retry`: for idempotent calls (a submit carries its request id), keep retrying while the controller is
+        unreachable (e.g. restarting after a crash) until --timeout has passed."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return method(request, timeout=max(left, 0.05), metadata=self.metadata())
+            except grpc.RpcError as e:
+                if not (retry and e.code() == grpc.StatusCode.UNAVAILABLE and left > 0.25):
+                    fail_rpc(self.prog, e, self.address)
+                time.sleep(0.2)

@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
             spec=text, source=source, overrides_json=json.dumps(overrides) if overrides else "",
             request_id=request_id or uuid.uuid4().hex,  # retries inside one call are then safe
         )
-        reply = cli.conn.call(cli.conn.jobs.SubmitJob, request)
+        reply = cli.conn.call(cli.conn.jobs.SubmitJob, request, retry=True)
         if cli.wants_json(json_out):
             print_json(reply)
         elif len(reply.job_ids) == 1:
