@@ -43,7 +43,8 @@ class ServerProcess:
 
     def start(self, timeout: float = 20.0) -> ServerProcess:
         cmd = [console_script("vipu-server"), "--pod", self.pod, "--port", str(self.port), "--state-dir",
-               str(self.state_dir), "--metrics-port", "0", *self.extra]
+               str(self.state_dir), "--metrics-port", "0",
+               *(["--ray", "off"] if "--ray" not in self.extra else []), *self.extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if ready else ""

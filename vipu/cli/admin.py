@@ -206,6 +206,34 @@ def fail_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IP
         print(f"IPUs {' '.join(map(str, ipus))} failed; partitions now FAILED: {names}")
 
 
+repair = typer.Typer(help="Put failed IPUs back in service.", no_args_is_help=True)
+kill = typer.Typer(help="Fault injection: kill a machine's actor.", no_args_is_help=True)
+
+
+@repair.command("ipus")
+def repair_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"), json_out: bool = JsonOption):
+    """Put failed IPUs back in service (FAILED partitions stay FAILED until reset or removed)."""
+    c = ctx.obj.conn
+    reply = c.call(c.admin.RepairIpus, a.FailIpusRequest(ipus=ipus))
+    if ctx.obj.wants_json(json_out):
+        print_json(as_dict(reply).get("ipus", []))
+    else:
+        print(f"IPUs repaired: {' '.join(map(str, reply.ipus)) or 'none (they were not failed)'}")
+
+
+@kill.command("machine")
+def kill_machine(ctx: typer.Context, machine: int = typer.Argument(..., help="machine index"), json_out: bool = JsonOption):
+    """Kill a machine's actor: Ray restarts it empty, and its IPUs are marked failed (its jobs end NODE_FAIL)."""
+    c = ctx.obj.conn
+    reply = c.call(c.admin.KillMachine, a.MachineRequest(machine=machine))
+    if ctx.obj.wants_json(json_out):
+        print_json(as_dict(reply).get("ipus", []))
+    else:
+        print(f"Machine {machine} killed; IPUs {' '.join(map(str, reply.ipus))} will be marked failed")
+
+
+app.add_typer(repair, name="repair")
+app.add_typer(kill, name="kill")
 app.add_typer(create, name="create")
 app.add_typer(remove, name="remove")
 app.add_typer(get, name="get")

@@ -166,6 +166,17 @@ class Partitions:
         self.state.apply(puts, [])
         return failed
 
+    def repair_ipus(self, ipus: list[int]) -> list[int]:
+        """Failed IPUs back in service; returns those that were failed. FAILED partitions stay FAILED: reset them."""
+        for ipu in ipus:
+            if not 0 <= ipu < self.state.pod.ipus:
+                raise InvalidArgument(f"ipu {ipu} does not exist; {self.state.pod.name} has IPUs 0 to {self.state.pod.ipus - 1}")
+        repaired = sorted(set(ipus) & self.state.failed_ipus)
+        deletes = [("ipu_failure", str(ipu)) for ipu in repaired]
+        self.journal.commit([], deletes)
+        self.state.apply([], deletes)
+        return repaired
+
     def ipu_statuses(self) -> list[IpuStatus]:
         state = self.state
         owner = {ipu: p.name for p in state.partitions.values() for ipu in p.ipus}

@@ -79,7 +79,7 @@ class PodState:
             self.table(kind)[name] = record
         for kind, name in deletes:
             self.table(kind).pop(name, None)
-        if any(kind != "partition" for kind, *_ in (*puts, *deletes)):
+        if any(kind not in ("partition", "ipu_failure") for kind, *_ in (*puts, *deletes)):
             self._eligible.clear()  # agents or allocations changed
 
     def agent_of_machine(self) -> dict[int, Agent]:

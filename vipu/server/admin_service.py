@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.server import convert
 from vipu.server.status import rpc
 from vipu.v1 import admin_pb2 as a
@@ -134,3 +135,24 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
             self.rt.dispatcher.apply(self.rt.scheduler.fail_ipus(list(request.ipus), now), now)
             self.rt.dispatcher.wake()
             return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
+
+    @rpc
+    def RepairIpus(self, request, context):
+        ipus = list(request.ipus)
+        with self.rt.lock:
+            repaired = self.rt.controller.partitions.repair_ipus(ipus)
+            self.rt.scheduler.repair_ipus(repaired)
+        machines = sorted({ipu // self.state.pod.machine.ipus for ipu in repaired})
+        self.rt.fleet.repaired(machines)
+        self.rt.dispatcher.wake()
+        return a.IpuList(ipus=repaired)
+
+    @rpc
+    def KillMachine(self, request, context):
+        machine = request.machine
+        if not 0 <= machine < self.state.pod.machines:
+            raise InvalidArgument(f"machine is {machine}; {self.state.pod.name} has machines 0 to {self.state.pod.machines - 1}")
+        if not self.rt.fleet.enabled:
+            raise FailedPrecondition("this controller runs --ray off: there are no machine actors to kill")
+        self.rt.fleet.kill(machine)
+        return a.IpuList(ipus=list(self.state.topology.machine_ipus(machine)))

@@ -96,6 +96,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="require an access key on every request (the first start writes an admin key)")
     parser.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate chain: serve over TLS")
     parser.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
+    parser.add_argument("--ray", default="local",
+                        help="machine actors: local (start Ray here when a job first needs it), off, or a Ray address")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
     parser.add_argument("--scheduler-config", default=None, help="a YAML SchedulerConfig (QOS, weights, limits)")
     parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     pod = runtime.controller.pod
     runtime.secure = args.secure
+    runtime.fleet.mode = args.ray
     key_file = bootstrap_admin(runtime, state_dir) if args.secure else None
     tls = None
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -159,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     stop.wait()
     server.stop(grace=2).wait()
     runtime.dispatcher.stop()
+    runtime.fleet.shutdown()
     runtime.store.close()
     return 0
 

@@ -25,6 +25,7 @@ from vipu.scheduler.spec import SleepWorkload
 from vipu.scheduler.states import JobState
 from vipu.server.auth import bearer
 from vipu.server.dispatcher import Dispatcher
+from vipu.server.fleet import Fleet
 from vipu.store import Store
 from vipu.validation import describe
 
@@ -43,8 +44,11 @@ class Runtime:
     metrics: Metrics = field(default_factory=Metrics)
     dispatcher: Dispatcher = field(init=False)
 
+    fleet: Fleet = field(init=False)
+
     def __post_init__(self):
         self.dispatcher = Dispatcher(self, self.now)
+        self.fleet = Fleet(self, "off")
 
     secure: bool = False
 

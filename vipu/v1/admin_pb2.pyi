@@ -136,3 +136,15 @@ class FailIpusRequest(_message.Message):
     IPUS_FIELD_NUMBER: _ClassVar[int]
     ipus: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, ipus: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class MachineRequest(_message.Message):
+    __slots__ = ("machine",)
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    machine: int
+    def __init__(self, machine: _Optional[int] = ...) -> None: ...
+
+class IpuList(_message.Message):
+    __slots__ = ("ipus",)
+    IPUS_FIELD_NUMBER: _ClassVar[int]
+    ipus: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, ipus: _Optional[_Iterable[int]] = ...) -> None: ...

@@ -125,6 +125,16 @@ class AdminServiceStub:
                 request_serializer=vipu_dot_v1_dot_admin__pb2.FailIpusRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_partition__pb2.ListPartitionsResponse.FromString,
                 _registered_method=True)
+        self.RepairIpus = channel.unary_unary(
+                '/vipu.v1.AdminService/RepairIpus',
+                request_serializer=vipu_dot_v1_dot_admin__pb2.FailIpusRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_admin__pb2.IpuList.FromString,
+                _registered_method=True)
+        self.KillMachine = channel.unary_unary(
+                '/vipu.v1.AdminService/KillMachine',
+                request_serializer=vipu_dot_v1_dot_admin__pb2.MachineRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_admin__pb2.IpuList.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -240,6 +250,20 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RepairIpus(self, request, context):
+        """Put failed IPUs back in service (their FAILED partitions stay FAILED until reset or removed).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def KillMachine(self, request, context):
+        """Fault injection: kill a machine's actor; Ray restarts it empty and its IPUs are marked failed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -332,6 +356,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.FailIpus,
                     request_deserializer=vipu_dot_v1_dot_admin__pb2.FailIpusRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_partition__pb2.ListPartitionsResponse.SerializeToString,
+            ),
+            'RepairIpus': grpc.unary_unary_rpc_method_handler(
+                    servicer.RepairIpus,
+                    request_deserializer=vipu_dot_v1_dot_admin__pb2.FailIpusRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_admin__pb2.IpuList.SerializeToString,
+            ),
+            'KillMachine': grpc.unary_unary_rpc_method_handler(
+                    servicer.KillMachine,
+                    request_deserializer=vipu_dot_v1_dot_admin__pb2.MachineRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_admin__pb2.IpuList.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -820,6 +854,60 @@ class AdminService:
             '/vipu.v1.AdminService/FailIpus',
             vipu_dot_v1_dot_admin__pb2.FailIpusRequest.SerializeToString,
             vipu_dot_v1_dot_partition__pb2.ListPartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RepairIpus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.AdminService/RepairIpus',
+            vipu_dot_v1_dot_admin__pb2.FailIpusRequest.SerializeToString,
+            vipu_dot_v1_dot_admin__pb2.IpuList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def KillMachine(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.AdminService/KillMachine',
+            vipu_dot_v1_dot_admin__pb2.MachineRequest.SerializeToString,
+            vipu_dot_v1_dot_admin__pb2.IpuList.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,58 @@
+"""The planner's stated assumptions: every figure it needs that no Graphcore document publishes.
+
+Hardware figures (tiles, SRAM, FLOPS, link and Streaming Memory bandwidths) come from the Pod preset (PodConfig),
+with their standing in presets/bow-2000.yaml. What is left is how well software uses that hardware; each default
+below carries its standing, and `vipu plan` and bench/bench_planner.py print them with every prediction, so a
+reader can tell which figure drives a result and override it (Assumptions(compute_efficiency=0.3)).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Assumptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    compute_efficiency: float = Field(
+        0.25, gt=0, le=1,
+        description="fraction of peak FLOPS the IPU sustains on a model's compute; calibrated once, on ResNet-50"
+        " training on a Bow Pod16 (published 42,029 images/s = 2,627 per IPU x 32.8 GFLOP per image with"
+        " recomputation = 86 TFLOPS = 0.247 of 348.6): one global constant, never refitted per system or model",
+    )
+    reserved_sram_fraction: float = Field(
+        0.15, ge=0, lt=1,
+        description="SRAM taken by compiled code, vertex state and exchange buffers before any tensor (assumption:"
+        " not published; Poplar profiles of large models commonly show 10-25%)",
+    )
+    gradient_collectives: Literal["per_tensor", "fused"] = Field(
+        "per_tensor",
+        description="per_tensor: one data-parallel allreduce per parameter tensor, each paying the ring's latency"
+        " (PopART's default: collective merging off); fused: one allreduce of all of a stage's gradients",
+    )
+
+    def lines(self) -> list[str]:
+        """The assumptions as report lines, the fixed ones (not configurable here) included."""
+        return [
+            f"compute efficiency {self.compute_efficiency:.2f} of peak FLOPS (calibrated once: ResNet-50 on Pod16)",
+            f"code and exchange buffers take {self.reserved_sram_fraction:.0%} of SRAM",
+            "training FLOPs = 3 x forward (forward, backward for activations, backward for weights);"
+            " 4 x with recomputation",
+            "pipeline stages balanced: each IPU holds 1/(t p) of the weights and does 1/(t p) of the FLOPs",
+            "even tile mapping: per-tile memory = per-IPU memory / tiles",
+            f"data-parallel gradients reduced {self.gradient_collectives.replace('_', ' ')}, after the last"
+            " micro-batch, not overlapped with compute (BSP: an IPU computes or exchanges, never both)",
+            "IPU numbering: tensor shards innermost, then pipeline stages, then replicas (t IPUs of a shard group"
+            " are adjacent; replicas are t x p IPUs apart)",
+            "collectives: ring alpha-beta on the preset's link figures; inside an IPU-Link domain 4 directed rings"
+            " on a whole torus Pod64, 2 on smaller groups or a mesh, 1 for 2 IPUs; across Pod64s hierarchical"
+            " (reduce-scatter, GW-Link allreduce of the shards, all-gather)",
+            "Streaming Memory: a machine's bandwidth shared by its IPUs, reads and writes in parallel,"
+            " not overlapped with compute",
+            "optimiser update arithmetic and host I/O are not modelled",
+        ]
+
+
+DEFAULT = Assumptions()

@@ -1,0 +1,96 @@
+"""Virtual time of the collectives a training step runs: ring alpha-beta (Hockney) on the Pod preset's links.
+
+The formulas are hardware.md's (Thakur, Rabenseifner and Gropp 2005), the same ones vipu/fabric/bounds.py states
+for its analytic bound, written here for groups the fabric's Group does not describe: the strided replica groups
+of a t x p x r layout. With p ranks and n bytes per rank, on R directed rings of per-direction bandwidth B:
+
+    ring allreduce  2(p-1) alpha + 2(p-1)/p n / (R B) + (p-1)/p n gamma
+
+Across IPU-Link domains (ILDs), Graphcore's hierarchical scheme: a reduce-scatter among the p_i members inside each
+ILD, an allreduce of the n/p_i shards among the k ILDs over GW-Links at an IPU's share of its machine's GW-Links,
+then an all-gather inside each ILD. Stated assumptions (assumptions.py prints them):
+- rings per IPU inside an ILD: 4 on a whole torus ILD (fabric/rings.py's two edge-disjoint Hamiltonian cycles,
+  both ways), 2 (one cycle, both ways) on smaller groups or a mesh, 1 for 2 IPUs;
+- a strided group (replicas t x p IPUs apart) gets the rings of a contiguous group of the same size, its peers'
+  rings sharing no link with it (GCL maps replica rings onto the grid; a column of a Pod64 is itself a ring);
+- every ring step costs one IPU-Link alpha (one hop), every GW step one GW alpha;
+- gamma = 3 bytes of SRAM traffic per reduced byte (read two operands, write one), as in fabric/links.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vipu.partition.pod import PodConfig
+
+
+@dataclass(frozen=True)
+class GroupShape:
+    """`size` IPUs, `stride` apart (IPU numbers), starting on an aligned boundary."""
+
+    size: int
+    stride: int = 1
+
+    def ilds(self, pod: PodConfig) -> int:
+        span = self.size * self.stride
+        return min(self.size, span // pod.ild_ipus) if span > pod.ild_ipus else 1
+
+
+def rings_per_ipu(pod: PodConfig, members: int) -> int:
+    """Directed rings through each IPU of a group of `members` IPUs inside one ILD."""
+    if members <= 1:
+        return 0
+    if members == 2:
+        return 1
+    whole_torus = members == pod.ild_ipus and pod.ild_topology == "torus"
+    return 4 if whole_torus else 2
+
+
+def gw_bytes_per_ipu(pod: PodConfig) -> float:
+    """An IPU's share of its machine's GW-Links when every IPU sends at once (6.25 GB/s on a Bow-2000)."""
+    gw = pod.links.gw_link
+    return gw.bytes_per_s * gw.links_per_machine / pod.machine.ipus
+
+
+def gamma_s_per_byte(pod: PodConfig) -> float:
+    return 3.0 / pod.ipu.sram_bytes_per_s
+
+
+@dataclass(frozen=True)
+class CollectiveTime:
+    bandwidth_s: float
+    latency_s: float
+    reduce_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.bandwidth_s + self.latency_s + self.reduce_s
+
+
+def allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int = 1) -> CollectiveTime:
+    """`collectives` allreduces adding up to `nbytes` per rank: the bandwidth terms add up to one of nbytes, every
+    collective pays the latency (alpha) terms."""
+    if group.size <= 1 or nbytes <= 0:
+        return CollectiveTime(0.0, 0.0, 0.0)
+    k = group.ilds(pod)
+    inside = group.size // k
+    ipu, gw = pod.links.ipu_link, pod.links.gw_link
+    bandwidth = latency = 0.0
+    if inside > 1:
+        rings = rings_per_ipu(pod, inside)
+        bandwidth += 2 * (inside - 1) / inside * nbytes / (rings * ipu.bytes_per_s)
+        latency += 2 * (inside - 1) * ipu.latency_s
+    if k > 1:
+        bandwidth += 2 * (k - 1) / k * (nbytes / inside) / gw_bytes_per_ipu(pod)
+        latency += 2 * (k - 1) * gw.latency_s
+    reduce = (group.size - 1) / group.size * nbytes * gamma_s_per_byte(pod)
+    return CollectiveTime(bandwidth, latency * collectives, reduce)
+
+
+def send(pod: PodConfig, nbytes: float, across_ilds: bool) -> float:
+    """One point-to-point transfer between neighbouring pipeline stages: one hop, or one GW-Link crossing."""
+    if nbytes <= 0:
+        return 0.0
+    if across_ilds:
+        return pod.links.gw_link.latency_s + nbytes / gw_bytes_per_ipu(pod)
+    return pod.links.ipu_link.latency_s + nbytes / pod.links.ipu_link.bytes_per_s

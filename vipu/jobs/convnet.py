@@ -1,0 +1,88 @@
+"""A ResNet-50-shaped convolutional network (224 x 224 images), for the data-parallel calibration benchmark.
+
+Standing of its figures:
+- parameters 25,557,032: documented (torchvision resnet50; "25.6M" in the ResNet paper's tables);
+- forward FLOPs 8.2 G per image: quoted ("3.8-4.1 GFLOPs", which count multiply-adds; 2 FLOPs each);
+- 161 parameter tensors: derived (53 convolutions, 53 batch norms with gain and bias, the classifier's weight and
+  bias);
+- activations: derived below from the architecture (v1.5: stride in the 3x3 convolution), counting for every
+  convolution its output (kept for the batch norm's backward) and the ReLU output after it (the next
+  convolution's input); the units a pipeline can split between are the stem and the 16 bottleneck blocks, with
+  the classifier folded into the last block.
+Tensor sharding is not modelled for it (t must be 1): Graphcore runs it data-parallel, one replica per IPU.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Literal
+
+from vipu.jobs.models import _Model
+
+PARAMS = 25_557_032
+PARAM_TENSORS = 161
+FORWARD_FLOPS = 8.2e9
+IMAGE = 224 * 224 * 3
+STAGES = ((3, 64, 56), (4, 128, 28), (6, 256, 14), (3, 512, 7))  # (blocks, width, output side)
+
+
+def _units() -> list[tuple[int, int, int, int]]:
+    """(input elements, stored elements, output elements, parameters) of the stem and each bottleneck block."""
+    stem_out = 112 * 112 * 64
+    pooled = 56 * 56 * 64
+    units = [(IMAGE, 2 * stem_out + pooled, pooled, 7 * 7 * 3 * 64)]
+    channels = 64
+    for blocks, width, side in STAGES:
+        for i in range(blocks):
+            area = side * side
+            convs = [area * width, area * width, area * 4 * width] + ([area * 4 * width] if i == 0 else [])
+            params = channels * width + 9 * width * width + 4 * width * width + (channels * 4 * width if i == 0 else 0)
+            units.append((units[-1][2], 2 * sum(convs), area * 4 * width, params))
+            channels = 4 * width
+    return units
+
+
+class ConvNetModel(_Model):
+    kind: Literal["resnet50"] = "resnet50"
+
+    tp_allreduces_per_layer = 0
+
+    @cached_property
+    def _table(self) -> list[tuple[int, int, int, int]]:
+        return _units()
+
+    @property
+    def units(self) -> int:
+        return len(self._table)
+
+    def params(self) -> int:
+        return PARAMS
+
+    def param_tensors(self) -> int:
+        return PARAM_TENSORS
+
+    def forward_flops(self) -> float:
+        return FORWARD_FLOPS
+
+    def activation_bytes(self, b: int, t: int) -> float:
+        return b * sum(stored for _, stored, _, _ in self._table) * self.value_bytes
+
+    def layer_activation_bytes(self, b: int, t: int) -> float:
+        return b * max(stored for _, stored, _, _ in self._table) * self.value_bytes
+
+    def checkpoint_bytes(self, b: int) -> float:
+        return b * sum(inp for inp, _, _, _ in self._table) * self.value_bytes
+
+    def boundary_bytes(self, b: int) -> float:
+        return b * max(out for _, _, out, _ in self._table) * self.value_bytes
+
+    def tp_bytes(self, b: int) -> float:
+        return 0.0
+
+    def phase_params(self) -> int:
+        return max(params for _, _, _, params in self._table)
+
+    def shard_problem(self, t: int) -> str | None:
+        if t != 1:
+            return f"t is {t}, but tensor sharding of the resnet50 model is not modelled; use t: 1 (data parallel)"
+        return None

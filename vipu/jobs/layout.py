@@ -1,0 +1,92 @@
+"""How a training job is laid out on its partition: Graphcore's t x p x r, micro-batching and memory options.
+
+The layout is checked in two places, for the reason the job spec gives (a spec file is portable between Pods):
+its own shape here (positive counts, powers of two, options that make sense together), against its model in
+spec.py (t divides the heads, p no more than the layers), and against the partition at submit or plan time
+(t x p x r = the partition's IPUs, a size the Pod can give: check_partition).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Literal
+
+from pydantic import Field, PositiveInt, model_validator
+
+from vipu.errors import InvalidArgument
+from vipu.jobs.models import Strict
+from vipu.partition.pod import PodConfig
+from vipu.partition.rules import check_size, is_power_of_two
+
+
+class Layout(Strict):
+    t: PositiveInt = Field(1, le=1024, description="tensor shards per layer (Megatron-style)")
+    p: PositiveInt = Field(1, le=1024, description="pipeline stages")
+    r: PositiveInt = Field(1, le=1 << 16, description="data-parallel replicas")
+    micro_batch: PositiveInt = Field(1, le=1 << 20, description="samples per micro-batch")
+    micro_batches: PositiveInt = Field(1, le=1 << 20, description="m: micro-batches per step (gradient accumulation)")
+    device_iterations: PositiveInt = Field(1, le=1 << 20, description="steps per host call")
+    schedule: Literal["1f1b", "gpipe"] = Field(
+        "1f1b", description="1f1b keeps up to p micro-batches in flight per stage; gpipe keeps all m")
+    recompute: bool = Field(False, description="keep only each layer's input; recompute the rest in backward")
+    rts: bool = Field(False, description="replicated tensor sharding: optimiser state split across the r replicas")
+    offload_optimizer: bool = Field(False, description="optimiser state in Streaming Memory, streamed each step")
+    phased: bool = Field(False, description="phased execution: weights live in Streaming Memory, one phase in SRAM")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Layout:
+        for name in ("t", "p", "r"):
+            value = getattr(self, name)
+            if not is_power_of_two(value):
+                below = 1 << (value.bit_length() - 1)
+                raise ValueError(f"{name} is {value}, not a power of two (partitions and rings are powers of two);"
+                                 f" use {below} or {below * 2}")
+        if self.rts and self.r == 1:
+            raise ValueError("rts is true but r is 1: replicated tensor sharding splits state across replicas;"
+                             " set rts: false or use r >= 2")
+        if self.phased and self.offload_optimizer:
+            raise ValueError("phased and offload_optimizer are both true: phased execution already keeps the"
+                             " optimiser state in Streaming Memory; drop offload_optimizer")
+        return self
+
+    @property
+    def ipus(self) -> int:
+        return self.t * self.p * self.r
+
+    @property
+    def global_batch(self) -> int:
+        return self.micro_batch * self.micro_batches * self.r
+
+    @property
+    def bubble_fraction(self) -> Fraction:
+        return bubble_fraction(self.p, self.micro_batches)
+
+    @property
+    def in_flight(self) -> int:
+        """Micro-batches whose activations a stage holds at once (stage 0 is the worst)."""
+        if self.schedule == "gpipe":
+            return self.micro_batches
+        return min(self.p, self.micro_batches)
+
+    def describe(self) -> str:
+        options = [name for name, on in (("recomputation", self.recompute), ("RTS", self.rts),
+                                         ("optimiser offload", self.offload_optimizer),
+                                         ("phased execution", self.phased)) if on]
+        text = (f"t={self.t} p={self.p} r={self.r}, micro-batch {self.micro_batch} x {self.micro_batches}"
+                f" ({self.schedule})")
+        return text + (" with " + ", ".join(options) if options else "")
+
+
+def bubble_fraction(p: int, m: int) -> Fraction:
+    """Idle share of a pipeline of p stages running m micro-batches (GPipe and 1F1B alike): (p-1)/(m+p-1)."""
+    return Fraction(p - 1, m + p - 1)
+
+
+def check_partition(layout: Layout, ipus: int, pod: PodConfig, field: str = "workload.layout") -> None:
+    """The layout must use exactly the partition's IPUs, and the partition must be one the Pod can give."""
+    check_size(ipus, pod, "ipus")
+    if layout.ipus != ipus:
+        raise InvalidArgument(
+            f"{field}: t x p x r is {layout.t} x {layout.p} x {layout.r} = {layout.ipus}, but the job asks for"
+            f" {ipus} IPUs; make t x p x r equal ipus (e.g. r = {max(1, ipus // (layout.t * layout.p))})"
+        )

@@ -1,0 +1,184 @@
+"""The models a training job describes, reduced to what the planner needs: sizes, FLOPs and activation bytes.
+
+Each model answers the same questions (per sample, or per micro-batch of b samples):
+- params(), param_tensors(): weights, and how many tensors they come in (one data-parallel collective each when
+  gradients are not fused);
+- units: how many layers a pipeline can split between;
+- forward_flops(): FLOPs of one forward pass of one sample (training multiplies it: assumptions.py);
+- activation_bytes(b, t): what all layers keep for the backward pass of one micro-batch, per IPU of a t-way tensor
+  group; layer_activation_bytes(b, t): the largest single layer (the working set when recomputing);
+- checkpoint_bytes(b): what recomputation keeps instead (each layer's input);
+- boundary_bytes(b): what one pipeline stage sends the next per micro-batch;
+- tp_allreduces_per_layer and tp_bytes(b): Megatron's tensor-parallel allreduces (forward; backward has as many);
+- phase_params(): the largest set of weights phased execution must hold at once;
+- shard_problem(t): why t tensor shards do not work for this model, or None.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+Dtype = Literal["fp16", "fp32"]
+DTYPE_BYTES = {"fp16": 2, "fp32": 4}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Model(Strict):
+    dtype: Dtype = "fp16"
+
+    @property
+    def value_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+
+class MlpModel(_Model):
+    """`layers` linear layers (ReLU between): inputs -> hidden -> ... -> hidden -> outputs."""
+
+    kind: Literal["mlp"] = "mlp"
+    layers: PositiveInt = Field(le=100_000)
+    hidden: PositiveInt = Field(le=1 << 20)
+    inputs: PositiveInt = Field(le=1 << 20)
+    outputs: PositiveInt = Field(le=1 << 20)
+
+    # Megatron pairs a column-parallel layer with a row-parallel one: one allreduce per pair forward (and one
+    # backward), so half an allreduce per layer, of b x hidden values
+    tp_allreduces_per_layer = 0.5
+
+    @property
+    def widths(self) -> list[int]:
+        return [self.inputs] + [self.hidden] * (self.layers - 1) + [self.outputs]
+
+    @property
+    def _pairs(self) -> list[tuple[int, int]]:
+        w = self.widths
+        return list(zip(w, w[1:]))
+
+    @property
+    def units(self) -> int:
+        return self.layers
+
+    def params(self) -> int:
+        return sum(i * o + o for i, o in self._pairs)
+
+    def param_tensors(self) -> int:
+        return 2 * self.layers  # weight and bias
+
+    def forward_flops(self) -> float:
+        return float(sum(2 * i * o for i, o in self._pairs))
+
+    def activation_bytes(self, b: int, t: int) -> float:
+        # a layer keeps its input (for the weight gradient) and its pre-activation (for the ReLU's gradient);
+        # tensor sharding splits both t ways (an approximation: Megatron keeps some inputs whole)
+        return b * sum(i + o for i, o in self._pairs) * self.value_bytes / t
+
+    def layer_activation_bytes(self, b: int, t: int) -> float:
+        return b * max(i + o for i, o in self._pairs) * self.value_bytes / t
+
+    def checkpoint_bytes(self, b: int) -> float:
+        return b * sum(i for i, _ in self._pairs) * self.value_bytes
+
+    def boundary_bytes(self, b: int) -> float:
+        return b * self.hidden * self.value_bytes
+
+    def tp_bytes(self, b: int) -> float:
+        return b * self.hidden * self.value_bytes
+
+    def phase_params(self) -> int:
+        return max(i * o + o for i, o in self._pairs)
+
+    def shard_problem(self, t: int) -> str | None:
+        if self.hidden % t:
+            return f"t is {t}, which does not divide hidden {self.hidden}; use a power of two that divides it"
+        return None
+
+
+class TransformerModel(_Model):
+    """An encoder (or decoder) stack: `layers` of attention + feed-forward, hidden size h, `heads` heads.
+
+    With `vocab`, token and position embeddings are added and the output head is tied to the token embedding
+    (BERT and GPT tie them), so it adds FLOPs but no weights."""
+
+    kind: Literal["transformer"] = "transformer"
+    layers: PositiveInt = Field(le=10_000)
+    hidden: PositiveInt = Field(le=1 << 18)
+    heads: PositiveInt = Field(le=1 << 12)
+    seq_len: PositiveInt = Field(le=1 << 20)
+    vocab: PositiveInt | None = Field(None, le=1 << 24)
+    ffn_multiplier: PositiveInt = Field(4, le=64)
+
+    tp_allreduces_per_layer = 2  # Megatron: one after attention, one after the feed-forward block
+
+    @model_validator(mode="after")
+    def _heads_divide_hidden(self) -> TransformerModel:
+        if self.hidden % self.heads:
+            raise ValueError(f"heads is {self.heads}, which does not divide hidden {self.hidden}; pick heads so"
+                             " that hidden / heads is a whole head size (e.g. 64)")
+        return self
+
+    @property
+    def units(self) -> int:
+        return self.layers
+
+    @cached_property
+    def layer_params(self) -> int:
+        h, f = self.hidden, self.ffn_multiplier
+        # Q, K, V and output projections (4h^2 + 4h), feed-forward (2fh^2 + fh + h), two layer norms (4h)
+        return (4 + 2 * f) * h * h + (9 + f) * h
+
+    @cached_property
+    def embedding_params(self) -> int:
+        return (self.vocab + self.seq_len + 2) * self.hidden if self.vocab else 0
+
+    def params(self) -> int:
+        return self.layers * self.layer_params + self.embedding_params
+
+    def param_tensors(self) -> int:
+        # per layer: q/k/v and output projection, 2 feed-forward layers (weight + bias each), 2 layer norms
+        # (gain + bias); embeddings: token, position, and their layer norm
+        return 12 * self.layers + (4 if self.vocab else 0)
+
+    def forward_flops(self) -> float:
+        h, s, f = self.hidden, self.seq_len, self.ffn_multiplier
+        matmuls = 2 * s * (4 + 2 * f) * h * h  # projections and feed-forward
+        attention = 4 * s * s * h  # scores Q K^T and their weighted sum of V
+        head = 2 * s * h * self.vocab if self.vocab else 0
+        return float(self.layers * (matmuls + attention) + head)
+
+    def layer_activation_bytes(self, b: int, t: int) -> float:
+        # Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models"), 2-byte values
+        # and 1-byte dropout masks: s b h (10 + 24/t) + 5 a s^2 b / t with ffn_multiplier 4; the feed-forward
+        # part is 4f + 3 sbh, so the sharded part is 8 + 4f in general. fp32 doubles it (masks included: a
+        # slight overestimate)
+        s, h, a, f = self.seq_len, self.hidden, self.heads, self.ffn_multiplier
+        fp16 = s * b * h * (10 + (8 + 4 * f) / t) + 5 * a * s * s * b / t
+        return fp16 * self.value_bytes / 2
+
+    def activation_bytes(self, b: int, t: int) -> float:
+        return self.layers * self.layer_activation_bytes(b, t)
+
+    def checkpoint_bytes(self, b: int) -> float:
+        return self.layers * self.seq_len * b * self.hidden * self.value_bytes  # each layer's input
+
+    def boundary_bytes(self, b: int) -> float:
+        return self.seq_len * b * self.hidden * self.value_bytes
+
+    def tp_bytes(self, b: int) -> float:
+        return self.seq_len * b * self.hidden * self.value_bytes
+
+    def phase_params(self) -> int:
+        h, f = self.hidden, self.ffn_multiplier
+        # a phase is an attention block or a feed-forward block (a whole GPT-3 layer's weights and gradients
+        # would not fit one IPU's SRAM even split 8 ways), or the embedding
+        return max(4 * h * h + 4 * h, 2 * f * h * h + f * h + h, self.vocab * h if self.vocab else 0)
+
+    def shard_problem(self, t: int) -> str | None:
+        if self.heads % t:
+            return (f"t is {t}, which does not divide heads {self.heads}; Megatron gives each shard whole heads,"
+                    " so use a power of two that divides heads")
+        return None

@@ -1,0 +1,109 @@
+"""The `train` workload of a job spec, and the plan file `vipu plan SPEC` reads (the job spec's shape).
+
+TrainWorkload is the model the scheduler's JobSpec adds to its `workload` union (kind: train). A plan file is a job
+spec: {ipus, workload: {kind: train, ...}} plus an optional `pod` (a preset name or a Pod file; default: the
+smallest preset that holds `ipus`). Other job-spec fields (name, time_limit, qos...) are the scheduler's to check
+and are ignored here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+import yaml
+from pydantic import Field, PositiveInt, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from vipu.errors import InvalidArgument
+from vipu.jobs.convnet import ConvNetModel
+from vipu.jobs.layout import Layout, check_partition
+from vipu.jobs.models import MlpModel, Strict, TransformerModel
+from vipu.partition.pod import PRESETS, PodConfig, load_pod
+from vipu.validation import describe
+
+Model = Annotated[Union[MlpModel, TransformerModel, ConvNetModel], Field(discriminator="kind")]
+MAX_SPEC_BYTES = 1 << 20
+
+
+class TrainWorkload(Strict):
+    """A modelled training run: `steps` optimiser steps of `model` laid out as `layout`."""
+
+    kind: Literal["train"] = "train"
+    model: Model
+    layout: Layout = Layout()
+    optimizer: Literal["sgd", "adam"] = Field("adam", description="sgd: momentum SGD; adam: Adam/LAMB")
+    master_weights: bool = Field(True, description="fp16 models keep an fp32 master copy of the weights; false:"
+                                 " fp16 weights updated with stochastic rounding (Graphcore's usual choice)")
+    steps: PositiveInt = Field(1, le=1 << 30)
+    learning_rate: float = Field(1e-3, gt=0, le=1e3)
+    seed: int = Field(0, ge=0, le=2**63 - 1)
+
+    @field_validator("layout")
+    @classmethod
+    def _fits_model(cls, layout: Layout, info: ValidationInfo) -> Layout:
+        model = info.data.get("model")
+        if model is None:
+            return layout  # the model failed its own validation; that error is reported
+        problem = model.shard_problem(layout.t)
+        if problem:
+            raise PydanticCustomError("layout_t", problem)
+        if layout.p > model.units:
+            raise PydanticCustomError(
+                "layout_p", f"p is {layout.p} but the {model.kind} model has {model.units} layers to split"
+                " between pipeline stages; use p <= {units}", {"units": model.units})
+        return layout
+
+    @property
+    def global_batch(self) -> int:
+        """Samples per optimiser step: micro_batch x micro_batches x r."""
+        return self.layout.global_batch
+
+
+class PlanSpec(Strict):
+    ipus: int = Field(strict=True, description="the partition size: t x p x r")
+    pod: str | None = Field(None, description="a preset name or a Pod file; default: smallest preset holding ipus")
+    workload: TrainWorkload
+
+
+def default_pod(ipus: int) -> str:
+    """The smallest preset with at least `ipus` IPUs (the largest if none is big enough: check_size says so)."""
+    sizes = {"bow-pod16": 16, "bow-pod64": 64, "bow-pod128": 128, "bow-pod256": 256}
+    return next((name for name in PRESETS if sizes[name] >= ipus), PRESETS[-1])
+
+
+def plan_spec(data: object, source: str = "plan spec") -> tuple[PlanSpec, PodConfig]:
+    """Validate a parsed spec (a job spec with a train workload) and resolve its Pod."""
+    if not isinstance(data, dict):
+        raise InvalidArgument(f"invalid {source}: expected a mapping such as {{ipus: 16, workload: {{kind: train,"
+                              f" ...}}}}, got {type(data).__name__}")
+    fields = {key: data[key] for key in ("ipus", "pod", "workload") if key in data}
+    workload = fields.get("workload")
+    if isinstance(workload, dict) and workload.get("kind", "train") != "train":
+        raise InvalidArgument(f"invalid {source}: workload.kind is {workload.get('kind')!r}; only train workloads"
+                              " can be planned")
+    try:
+        spec = PlanSpec.model_validate(fields)
+    except ValidationError as e:
+        raise InvalidArgument(describe(e, source)) from None
+    pod = load_pod(spec.pod or default_pod(spec.ipus))
+    check_partition(spec.workload.layout, spec.ipus, pod)
+    return spec, pod
+
+
+def load_plan_spec(path: str | Path) -> tuple[PlanSpec, PodConfig]:
+    """A plan spec from a YAML or JSON file."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidArgument(f"spec file {str(path)!r} does not exist or is not a file; give the path of a job spec")
+    raw = path.read_bytes()
+    if len(raw) > MAX_SPEC_BYTES:
+        raise InvalidArgument(f"spec file {path} is {len(raw)} bytes; a job spec may be at most {MAX_SPEC_BYTES}")
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (UnicodeDecodeError, yaml.YAMLError, json.JSONDecodeError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InvalidArgument(f"invalid spec file {path}: not valid YAML/JSON ({first}); fix the syntax") from None
+    return plan_spec(data, f"spec file {path}")

@@ -1,0 +1,153 @@
+"""The emulated IPU-Machines behind the controller: Ray actors brought up for a job's machines, watched, and
+turned into failed IPUs when they die.
+
+Why the controller owns this edge and the domain does not: Ray is an execution engine, not a rule. The domain
+only hears "these IPUs failed" (the same call an operator's `vipu-admin fail ipus` makes), and the scheduler ends
+the jobs on them NODE_FAIL and requeues them as their spec allows.
+
+Ray starts lazily: a controller whose jobs never touch a machine never starts it (`--ray off` never does). With
+`--ray ADDRESS` the controller attaches to an existing Ray cluster; machine actors then spread over its nodes.
+A restart of a machine's actor means the machine rebooted: whatever it held is gone, so its IPUs are marked failed
+until an admin repairs them (`vipu-admin repair ipus`), as Slurm keeps a node DOWN until it is resumed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+log = logging.getLogger("vipu.fleet")
+WATCH_S = 2.0
+
+
+class Fleet:
+    def __init__(self, runtime, mode: str = "local"):
+        self.rt = runtime
+        self.mode = mode  # "off", "local", or a Ray address
+        self.pool = None
+        self._started_ray = False
+        self._restarts: dict[int, int] = {}
+        self._lost: set[int] = set()  # machines already reported failed, until repaired
+        self._work = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vipu-fleet")
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+    def _ensure_pool(self):
+        with self._lock:
+            if self.pool is None:
+                import ray
+
+                from vipu.workers.pool import MachinePool
+
+                if not ray.is_initialized():
+                    if self.mode == "local":
+                        ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
+                                 configure_logging=False, _temp_dir=f"/tmp/vipu-ray-{os.getpid()}")
+                        self._started_ray = True
+                    else:
+                        ray.init(address=self.mode, log_to_driver=False, configure_logging=False)
+                self.pool = MachinePool(self.rt.controller.pod)
+                self._watcher = threading.Thread(target=self._watch, name="vipu-fleet-watch", daemon=True)
+                self._watcher.start()
+            return self.pool
+
+    # -- bringing machines up -------------------------------------------------------------------------------------
+    def bring_up(self, machines: list[int]) -> None:
+        """Start the actors of these machines in the background (a job never waits on the dispatcher for it)."""
+        if self.enabled and machines:
+            self._work.submit(self._bring_up, sorted(set(machines)))
+
+    def _bring_up(self, machines: list[int]) -> None:
+        try:
+            pool = self._ensure_pool()
+            pool.actors_for(machines)
+            for m in machines:
+                self._restarts.setdefault(m, 0)
+        except Exception:  # noqa: BLE001 - a machine that will not start is found by the watcher or the next job
+            log.exception("could not bring up machines %s", machines)
+
+    def wait_idle(self, timeout: float = 120.0) -> None:
+        """Wait until queued bring-ups are done (tests, and shutdown)."""
+        self._work.submit(lambda: None).result(timeout=timeout)
+
+    # -- watching ---------------------------------------------------------------------------------------------------
+    def _watch(self) -> None:
+        while not self._stop.wait(WATCH_S):
+            try:
+                self.check()
+            except Exception:  # noqa: BLE001 - keep watching
+                log.exception("machine health check failed")
+
+    def check(self) -> list[int]:
+        """Compare every actor's health with what we knew; machines that died or restarted lose their IPUs."""
+        if self.pool is None:
+            return []
+        lost = []
+        for machine, health in self.pool.health().items():
+            restarts = int(health.get("restarts", 0) or 0)
+            if not health.get("alive", False) or restarts > self._restarts.get(machine, 0):
+                if machine not in self._lost:
+                    lost.append(machine)
+            self._restarts[machine] = max(restarts, self._restarts.get(machine, 0))
+        if lost:
+            self.machines_failed(lost)
+        return lost
+
+    def machines_failed(self, machines: list[int]) -> None:
+        topology = self.rt.controller.state.topology
+        ipus = [ipu for m in machines for ipu in topology.machine_ipus(m)]
+        log.error("machines %s failed: IPUs %s out of service until repaired", machines, ipus)
+        with self.rt.lock:
+            now = self.rt.now()
+            self.rt.controller.partitions.fail_ipus(ipus)
+            self.rt.dispatcher.apply(self.rt.scheduler.fail_ipus(ipus, now), now)
+        self._lost.update(machines)
+        self.rt.dispatcher.wake()
+
+    # -- operator actions -------------------------------------------------------------------------------------------
+    def kill(self, machine: int) -> None:
+        """Fault injection: kill the machine's actor (Ray restarts it empty); the watcher marks its IPUs failed."""
+        self._ensure_pool().kill(machine)
+
+    def repaired(self, machines: list[int]) -> None:
+        self._lost.difference_update(machines)
+        if self.pool is not None:
+            live = [m for m in machines if m in self.pool.machines]
+            if live:
+                self.pool.repair(live)
+
+    def stats(self) -> dict[int, dict]:
+        """Every running machine's counters (for metrics and `vipu top`); machines without an actor are absent."""
+        if self.pool is None:
+            return {}
+        import ray
+
+        handles = {m: self.pool.actor(m) for m in self.pool.machines}
+        refs = {m: h.stats.remote() for m, h in handles.items()}
+        out = {}
+        for m, ref in refs.items():
+            try:
+                out[m] = ray.get(ref, timeout=5)
+            except Exception:  # noqa: BLE001 - a machine restarting reports nothing this scrape
+                continue
+        return out
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._work.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            try:
+                self.pool.shutdown()
+            except Exception:  # noqa: BLE001
+                log.exception("machine pool shutdown failed")
+        if self._started_ray:
+            import ray
+
+            ray.shutdown()
