@@ -43,7 +43,8 @@ def algorithm(group: Group) -> str:
     rings = rings_per_ipu(group)
     inside = {1: "one ring (2 IPUs, one link both ways)",
               2: "bidirectional Hamiltonian ring (2 links per IPU)",
-              4: "4 directed rings: 2 edge-disjoint Hamiltonian cycles of the torus, both ways (4 links per IPU)"}[rings]
+              4: "4 directed rings: 2 edge-disjoint Hamiltonian cycles of the torus, both ways (4 links per IPU)",
+              }[rings]
     if group.ilds > 1:
         return (f"hierarchical: reduce-scatter in each ILD on {inside}; allreduce of the shards over GW-Links"
                 f" (a ring of {group.ilds} per position); all-gather in each ILD")
@@ -85,8 +86,8 @@ def fidelity() -> list[float]:
             alt_bound = allreduce_bound(alt, n).total_s
             ratios += [emulated / bound, alt_emulated / alt_bound]
             print(f"{system:<11}{pod.ipus:>4}{fmt_bytes(n):>8}{fmt_s(emulated):>13}{fmt_s(bound):>13}"
-                  f"{emulated / bound:>8.4f}{fmt_s(alt_emulated):>16}{fmt_s(alt_bound):>13}{alt_emulated / alt_bound:>8.4f}"
-                  f"{priced:>8.2f}s")
+                  f"{emulated / bound:>8.4f}{fmt_s(alt_emulated):>16}{fmt_s(alt_bound):>13}"
+                  f"{alt_emulated / alt_bound:>8.4f}{priced:>8.2f}s")
     print(f"\nratio range {min(ratios):.4f} .. {max(ratios):.4f} (goal [1.00, 1.10], never below 1):"
           f" {'met' if 1.0 <= min(ratios) and max(ratios) <= 1.10 else 'NOT met'}")
     return ratios
@@ -137,13 +138,17 @@ def on_actors(mb: int = 64, ipus: int = 16) -> None:
         got = transport.get_tensor(group.ipus[5], "grads")
         err = float(np.max(np.abs(got - np.sum(list(arrays.values()), axis=0))))
         moved = sum(kinds["ipu_link"][0] for kinds in result.traffic.values())
-        print(f"  ray.init + {len(group.machines())} actors    {started - start:8.2f} s")
-        print(f"  put {ipus} x {mb} MB float32       {placed - started:8.2f} s")
-        print(f"  allreduce (wall-clock)       {done - placed:8.2f} s   ({result.steps} steps,"
-              f" {moved / 1e9:.2f} GB moved between actors, {moved / 1e9 / (done - placed):.2f} GB/s)")
-        print(f"  allreduce (virtual time)     {result.virtual_s * 1e3:8.3f} ms  -> emulation is"
-              f" {(done - placed) / result.virtual_s:,.0f}x slower than the modelled hardware")
-        print(f"  max |error| vs numpy sum     {err:.2e} (float32; the fabric's fixed order differs from numpy's)")
+        rows = [
+            (f"ray.init + {len(group.machines())} machine actors", f"{started - start:8.2f} s"),
+            (f"put {ipus} x {mb} MB float32", f"{placed - started:8.2f} s"),
+            ("allreduce, wall-clock", f"{done - placed:8.2f} s    ({result.steps} steps, {moved / 1e9:.2f} GB moved"
+                                      f" between actors, {moved / 1e9 / (done - placed):.2f} GB/s)"),
+            ("allreduce, virtual time", f"{result.virtual_s * 1e3:8.3f} ms   (the emulation runs"
+                                        f" {(done - placed) / result.virtual_s:,.0f}x slower than the modelled Pod16)"),
+            ("max |error| vs numpy sum", f"{err:8.1e}      (float32; the fabric's fixed order is not numpy's)"),
+        ]
+        for label, value in rows:
+            print(f"  {label:<30}{value}")
         pool.shutdown()
     finally:
         ray.shutdown()

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
 from vipu.partition.states import PartitionState
 from vipu.scheduler.states import JobState
+from vipu.workers.telemetry import power_watts, temperatures_celsius
 
 
 class StateCollector(Collector):
@@ -62,3 +63,50 @@ class StateCollector(Collector):
                 job = holder.removeprefix("job ") if holder.startswith("job ") else ""
                 join.add_metric([str(s.machine), str(s.ipu), s.partition, job], 1)
         yield join
+        yield from self.machines(pod, statuses)
+
+    def machines(self, pod, statuses):
+        """Per-IPU and per-link series, fed by the machine actors (an IPU whose machine has no actor is idle)."""
+        stats = self.rt.fleet.stats()  # outside the lock: actor calls
+        util = GaugeMetricFamily("vipu_ipu_utilization_ratio", "Compute time / step time of the IPU's last work (0-1).",
+                                 labels=["machine", "ipu"])
+        sram = GaugeMetricFamily("vipu_ipu_memory_used_bytes", "Tile SRAM in use on the IPU.", labels=["machine", "ipu"])
+        power = GaugeMetricFamily("vipu_ipu_power_watts", "Emulated IPU power (vipu/workers/telemetry.py).",
+                                  labels=["machine", "ipu"])
+        temp = GaugeMetricFamily("vipu_ipu_temperature_celsius", "Emulated temperature by sensor.",
+                                 labels=["machine", "ipu", "sensor"])
+        clock = GaugeMetricFamily("vipu_ipu_clock_hertz", "IPU clock.", labels=["machine", "ipu"])
+        for s in statuses:
+            per_ipu = stats.get(s.machine, {}).get("per_ipu", {}).get(str(s.ipu), {})
+            u = float(per_ipu.get("utilisation", 0.0)) if s.state != "failed" else 0.0
+            labels = [str(s.machine), str(s.ipu)]
+            util.add_metric(labels, u)
+            sram.add_metric(labels, float(per_ipu.get("sram_used_bytes", 0)))
+            power.add_metric(labels, power_watts(u))
+            for sensor, value in temperatures_celsius(u).items():
+                temp.add_metric([*labels, sensor], value)
+            clock.add_metric(labels, pod.ipu.clock_hz)
+        yield from (util, sram, power, temp, clock)
+
+        streaming = GaugeMetricFamily("vipu_machine_streaming_memory_used_bytes", "Streaming Memory in use.",
+                                      labels=["machine"])
+        sent = CounterMetricFamily("vipu_link_transmit_bytes", "Bytes sent over links, by link type.",
+                                   labels=["link_type"])
+        received = CounterMetricFamily("vipu_link_receive_bytes", "Bytes received over links, by link type.",
+                                       labels=["link_type"])
+        errors = CounterMetricFamily("vipu_link_errors", "Link failures seen by the machines, by link type.",
+                                     labels=["link_type"])
+        totals = {kind: [0, 0] for kind in ("ipu_link", "gw_link")}
+        failed_links = 0
+        for machine, report in sorted(stats.items()):
+            streaming.add_metric([str(machine)], float(report.get("streaming", {}).get("used_bytes", 0)))
+            for kind, link in report.get("links", {}).items():
+                if kind in totals:
+                    totals[kind][0] += link.get("sent_bytes", 0)
+                    totals[kind][1] += link.get("received_bytes", 0)
+            failed_links += len(report.get("failed_links", []))
+        for kind, (out, inn) in totals.items():
+            sent.add_metric([kind], out)
+            received.add_metric([kind], inn)
+            errors.add_metric([kind], failed_links if kind == "ipu_link" else 0)
+        yield from (streaming, sent, received, errors)

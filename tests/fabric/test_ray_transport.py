@@ -1,0 +1,123 @@
+"""Every collective on real machine actors (vipu.workers.pool.MachinePool) against numpy, for 1 to 16 IPUs, and
+the hierarchical allreduce across two ILDs; the machines' link counters get the traffic."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from vipu.fabric import all_gather, allreduce, broadcast, reduce_scatter, send_recv, shard
+from vipu.fabric.ray_transport import RayTransport
+from tests.fabric.helpers import block, pod, reference_in_order, symbolic_run
+
+names = (f"t{i}" for i in itertools.count())
+
+
+@pytest.fixture(scope="module")
+def pools(ray_session):
+    from vipu.workers.pool import MachinePool
+
+    made = {}
+
+    def get(pod_name: str) -> MachinePool:
+        if pod_name not in made:
+            made[pod_name] = MachinePool(pod(pod_name))
+        return made[pod_name]
+
+    yield get
+    for pool in made.values():
+        pool.shutdown()
+
+
+def setup(pools, pod_name, first, size, arrays_of):
+    group = block(pod_name, first, size)
+    transport = RayTransport.for_group(pools(pod_name), group)
+    name = next(names)
+    arrays = {ipu: arrays_of(ipu) for ipu in group.ipus}
+    transport.put_tensors(arrays, name)
+    return group, transport, name, arrays
+
+
+def floats(seed, shape=(6, 50), dtype=np.float32):
+    return lambda ipu: np.random.default_rng(seed * 1000 + ipu).standard_normal(shape).astype(dtype)
+
+
+SIZES = [(0, 1), (2, 2), (4, 4), (8, 8), (0, 16)]
+
+
+@pytest.mark.parametrize("first, size", SIZES)
+def test_allreduce_on_actors_is_bit_for_bit_the_ordered_reference(pools, first, size):
+    group, transport, name, arrays = setup(pools, "bow-pod16", first, size, floats(size))
+    allreduce(group, name, transport)
+    order = symbolic_run(allreduce, group, 300).get_tensor(group.ipus[0], "x")
+    want = reference_in_order(order, {ipu: a.reshape(-1) for ipu, a in arrays.items()}).reshape(6, 50)
+    np.testing.assert_allclose(want, np.sum(list(arrays.values()), axis=0), rtol=1e-5, atol=1e-5)
+    for ipu, got in transport.get_tensors(group.ipus, name).items():
+        assert got.shape == (6, 50) and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("first, size", SIZES)
+def test_reduce_scatter_and_all_gather_on_actors(pools, first, size):
+    ints = lambda ipu: np.arange(301, dtype=np.int64) * (ipu + 1)  # noqa: E731
+    group, transport, name, arrays = setup(pools, "bow-pod16", first, size, ints)
+    reduce_scatter(group, name, transport)
+    total = sum(arrays.values())
+    got = transport.get_tensors(group.ipus, name)
+    for rank, ipu in enumerate(group.ipus):
+        a, b = shard(301, size, rank)
+        np.testing.assert_array_equal(got[ipu][a:b], total[a:b])
+    all_gather(group, name, transport)
+    for array in transport.get_tensors(group.ipus, name).values():
+        np.testing.assert_array_equal(array, total)
+
+
+@pytest.mark.parametrize("first, size", SIZES)
+def test_broadcast_and_send_recv_on_actors(pools, first, size):
+    group, transport, name, arrays = setup(pools, "bow-pod16", first, size, floats(7, (123,), np.float16))
+    root = group.ipus[-1]
+    broadcast(group, root, name, transport)
+    for array in transport.get_tensors(group.ipus, name).values():
+        np.testing.assert_array_equal(array, arrays[root])
+    if size > 1:
+        transport.put_tensor(group.ipus[0], name, np.full(123, 7, np.float16))
+        send_recv(group, group.ipus[0], root, name, transport)
+        np.testing.assert_array_equal(transport.get_tensor(root, name), np.full(123, 7, np.float16))
+
+
+def test_machines_count_the_traffic(pools):
+    group, transport, name, _ = setup(pools, "bow-pod16", 0, 16, floats(3))
+    pool = pools("bow-pod16")
+    import ray
+
+    before = ray.get([pool.actor(m).stats.remote() for m in range(4)])
+    result = allreduce(group, name, transport)
+    after = ray.get([pool.actor(m).stats.remote() for m in range(4)])
+    sent = sum(a["links"]["ipu_link"]["sent_bytes"] - b["links"]["ipu_link"]["sent_bytes"]
+               for a, b in zip(after, before))
+    assert sent == result.bytes_per_link_type["ipu_link"] > 0
+    assert after[0]["links"]["ipu_link"]["virtual_s"] - before[0]["links"]["ipu_link"]["virtual_s"] == \
+        pytest.approx(result.virtual_s)
+
+
+def test_hierarchical_allreduce_across_two_ilds_on_actors(pools):
+    # a small Pod: 2 ILDs of 2 machines (8 IPUs each), so 16 IPUs on 4 actors run the GW phase for real
+    group, transport, name, arrays = setup(pools, "2x8-mesh", 0, 16, lambda ipu: np.arange(77, dtype=np.int32) + ipu)
+    result = allreduce(group, name, transport)
+    for array in transport.get_tensors(group.ipus, name).values():
+        np.testing.assert_array_equal(array, sum(arrays.values()))
+    assert result.bytes_per_link_type["gw_link"] > 0
+
+
+def test_a_failed_ipu_fails_the_collective_with_the_machines_error(pools):
+    from vipu.errors import FailedPrecondition
+
+    group, transport, name, _ = setup(pools, "bow-pod16", 12, 4, floats(5))
+    pool = pools("bow-pod16")
+    pool.fail_ipu(14)
+    try:
+        with pytest.raises(FailedPrecondition, match="IPU 14"):
+            allreduce(group, name, transport)
+    finally:
+        pool.repair([3])

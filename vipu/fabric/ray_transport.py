@@ -1,0 +1,119 @@
+"""RayTransport: a collective's steps run on the machine actors (vipu.workers.actor.MachineActor).
+
+A machine holds IPUs 4m..4m+3 and its methods take the IPU's index inside the machine. Each transfer of a step is
+one get_slice on the sender's machine whose ObjectRef goes straight into accumulate_slice / set_slice on the
+receiver's machine: Ray resolves it actor to actor through the object store, never through this process. A step's
+calls are submitted together and awaited with one ray.get, so every step is one synchronous round; the schedule
+guarantees no IPU reads what another transfer of the same step writes (schedule.check_hazards), so the order in
+which actors run a step's calls does not matter.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Mapping, Sequence
+
+import numpy as np
+import ray
+from ray.actor import ActorHandle
+from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayTaskError
+
+from vipu.errors import NotFound, Unavailable, VipuError
+from vipu.fabric.cost import CollectiveResult
+from vipu.fabric.group import Group
+from vipu.fabric.schedule import Transfer
+
+
+class RayTransport:
+    def __init__(self, actors: Mapping[int, ActorHandle], ipus_per_machine: int, timeout_s: float | None = 600.0):
+        self.actors = dict(actors)
+        self.ipus_per_machine = ipus_per_machine
+        self.timeout_s = timeout_s
+        self.specs: dict[tuple[int, str], tuple[int, np.dtype]] = {}
+
+    @classmethod
+    def for_group(cls, pool, group: Group, timeout_s: float | None = 600.0) -> RayTransport:
+        """The actors of the group's machines from a vipu.workers.pool.MachinePool (started if missing)."""
+        return cls(pool.actors_for(group.machines()), group.topology.ipus_per_machine, timeout_s)
+
+    def _at(self, ipu: int) -> tuple[ActorHandle, int]:
+        machine, index = divmod(ipu, self.ipus_per_machine)
+        try:
+            return self.actors[machine], index
+        except KeyError:
+            raise NotFound(f"IPU {ipu} is on machine {machine}, which this transport has no actor for; build it"
+                           " for the group's machines") from None
+
+    def _get(self, refs):
+        """ray.get, with the machines' own errors (a failed IPU, a missing tensor) raised as themselves and a lost
+        or silent machine as Unavailable: half a collective has then run, so the tensors must be put again."""
+        try:
+            return ray.get(refs, timeout=self.timeout_s)
+        except (ActorDiedError, ActorUnavailableError, GetTimeoutError) as e:
+            raise Unavailable(f"a machine actor did not complete its part of the collective"
+                              f" ({type(e).__name__}: {str(e).splitlines()[0]}); the group's tensors are now partly"
+                              " reduced: put them again and rerun the collective once the machine is back") from e
+        except RayTaskError as e:
+            if isinstance(e.cause, VipuError):
+                raise e.cause from None
+            raise
+
+    # --- the actor's tensor methods, by Pod-wide IPU number ----------------------------------------------------
+    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
+        actor, index = self._at(ipu)
+        self._get(actor.put_tensor.remote(index, name, array, tiles))
+        self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
+
+    def put_tensors(self, arrays: Mapping[int, np.ndarray], name: str) -> None:
+        """Put one array per IPU with one round trip for all of them."""
+        refs = []
+        for ipu, array in arrays.items():
+            actor, index = self._at(ipu)
+            refs.append(actor.put_tensor.remote(index, name, array))
+            self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
+        self._get(refs)
+
+    def get_tensor(self, ipu: int, name: str) -> np.ndarray:
+        actor, index = self._at(ipu)
+        return self._get(actor.get_tensor.remote(index, name))
+
+    def get_tensors(self, ipus: Sequence[int], name: str) -> dict[int, np.ndarray]:
+        refs = [self._at(ipu)[0].get_tensor.remote(self._at(ipu)[1], name) for ipu in ipus]
+        return dict(zip(ipus, self._get(refs)))
+
+    def free_tensor(self, ipu: int, name: str) -> None:
+        actor, index = self._at(ipu)
+        self._get(actor.free_tensor.remote(index, name))
+        self.specs.pop((ipu, name), None)
+
+    # --- what the collectives need -----------------------------------------------------------------------------
+    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
+        """Known when the tensor was put through this transport; otherwise read once from the machine."""
+        if (ipu, name) not in self.specs:
+            array = self.get_tensor(ipu, name)
+            self.specs[(ipu, name)] = (int(array.size), array.dtype)
+        return self.specs[(ipu, name)]
+
+    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
+        writes = []
+        for t in transfers:
+            src, src_index = self._at(t.src)
+            dst, dst_index = self._at(t.dst)
+            write = dst.accumulate_slice if t.reduce else dst.set_slice
+            for start, stop in t.ranges:
+                values = src.get_slice.remote(src_index, name, start, stop)
+                writes.append(write.remote(dst_index, name, start, stop, values))
+        self._get(writes)
+
+    def record(self, result: CollectiveResult) -> None:
+        """Each machine's counters get its IPUs' bytes sent and received per link type, and the virtual time."""
+        per_machine: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+        for ipu, kinds in result.traffic.items():
+            for kind, (sent, received) in kinds.items():
+                if sent or received:
+                    totals = per_machine[ipu // self.ipus_per_machine][kind]
+                    totals[0] += sent
+                    totals[1] += received
+        refs = [self.actors[m].record_traffic.remote(kind, sent, received, result.virtual_s)
+                for m, kinds in sorted(per_machine.items()) for kind, (sent, received) in sorted(kinds.items())]
+        self._get(refs)

@@ -1,0 +1,86 @@
+"""Where a collective's data lives: the Transport protocol, and LocalTransport (numpy arrays in a dict).
+
+A transport mirrors the machine actor's tensor methods (vipu.workers.actor.MachineActor), addressed by Pod-wide
+IPU numbers: put_tensor, get_tensor, get_slice, accumulate_slice, set_slice, free_tensor, and record_traffic. The
+collectives only need three things from it: the tensor's size (spec), running one synchronous step of transfers
+(run_step: every read happens before any write of the step), and being told what the collective cost (record).
+LocalTransport runs the same schedules in-process for fast property tests; RayTransport (ray_transport.py) runs them
+on the machine actors. With an object dtype LocalTransport also runs symbolic values, which is how the tests read
+off the exact reduction order.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from vipu.errors import NotFound
+from vipu.fabric.cost import CollectiveResult
+from vipu.fabric.schedule import Transfer
+
+
+class Transport(Protocol):
+    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
+        """(elements, dtype) of tensor `name` on `ipu`: every IPU of the group holds one of that shape."""
+
+    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
+        """Move the step's data: each transfer reads the ranges on src and adds them into (reduce) or writes them
+        over the same ranges on dst; all reads see the state before the step."""
+
+    def record(self, result: CollectiveResult) -> None:
+        """Account the collective's traffic and virtual time (the machines' link counters)."""
+
+
+class LocalTransport:
+    """Tensors as flat numpy arrays keyed by (IPU, name); traffic records kept in `records`."""
+
+    def __init__(self) -> None:
+        self.tensors: dict[tuple[int, str], np.ndarray] = {}
+        self.shapes: dict[tuple[int, str], tuple[int, ...]] = {}
+        self.records: list[CollectiveResult] = []
+
+    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
+        array = np.array(array, copy=True, order="C")
+        self.shapes[(ipu, name)] = array.shape
+        self.tensors[(ipu, name)] = array.reshape(-1)
+
+    def _flat(self, ipu: int, name: str) -> np.ndarray:
+        try:
+            return self.tensors[(ipu, name)]
+        except KeyError:
+            raise NotFound(f"no tensor {name!r} on IPU {ipu}; put it there first") from None
+
+    def get_tensor(self, ipu: int, name: str) -> np.ndarray:
+        return self._flat(ipu, name).reshape(self.shapes[(ipu, name)]).copy()
+
+    def get_slice(self, ipu: int, name: str, start: int, stop: int) -> np.ndarray:
+        return self._flat(ipu, name)[start:stop].copy()
+
+    def accumulate_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
+        flat = self._flat(ipu, name)
+        flat[start:stop] += values  # local + incoming, as the machine's add_slice does
+
+    def set_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
+        self._flat(ipu, name)[start:stop] = values
+
+    def free_tensor(self, ipu: int, name: str) -> None:
+        self._flat(ipu, name)
+        del self.tensors[(ipu, name)], self.shapes[(ipu, name)]
+
+    def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
+        pass  # in-process runs keep whole results in `records` instead
+
+    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
+        flat = self._flat(ipu, name)
+        return flat.size, flat.dtype
+
+    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
+        reads = [(t, [self.get_slice(t.src, name, a, b) for a, b in t.ranges]) for t in transfers]
+        for t, values in reads:
+            write = self.accumulate_slice if t.reduce else self.set_slice
+            for (a, b), v in zip(t.ranges, values):
+                write(t.dst, name, a, b, v)
+
+    def record(self, result: CollectiveResult) -> None:
+        self.records.append(result)
