@@ -51,6 +51,10 @@ def dashboard(uid: str, title: str, panels: list[dict], variables: list[dict] | 
 
 def cluster() -> dict:
     return dashboard("vipu-cluster", "vipu-sim / Cluster overview", [
+        panel("IPU utilisation per Pod64", ["avg by (ild) (vipu_ipu_utilization_ratio)"], unit="percentunit",
+              legend="pod64-{{ild}}"),
+        panel("IPU utilisation by machine and IPU (heatmap)", ["vipu_ipu_utilization_ratio"], kind="heatmap",
+              unit="percentunit", legend="m{{machine}} ipu{{ipu}}"),
         panel("IPUs allocated per Pod64", ['sum by (ild) (vipu_ipus{state="allocated"}) / sum by (ild) (vipu_ipus)'],
               unit="percentunit", legend="pod64-{{ild}}"),
         panel("IPUs by state", ["sum by (state) (vipu_ipus)"], legend="{{state}}"),
@@ -59,6 +63,11 @@ def cluster() -> dict:
         panel("Queue depth", ['vipu_jobs{state="PENDING"}'], legend="pending"),
         panel("Jobs by state", ['vipu_jobs{state=~"PENDING|RUNNING|COMPLETING"}'], legend="{{state}}"),
         panel("Partitions by state", ["vipu_partitions"], legend="{{state}}"),
+        panel("Power per machine (emulated)", ["sum by (machine) (vipu_ipu_power_watts)"], unit="watt",
+              legend="machine {{machine}}"),
+        panel("Hottest IPU die", ['max(vipu_ipu_temperature_celsius{sensor="die"})'], unit="celsius"),
+        panel("Link traffic by type", ["sum by (link_type) (rate(vipu_link_transmit_bytes_total[$__rate_interval]))"],
+              unit="Bps", legend="{{link_type}}"),
         panel("Job runs ended (per minute)", ["sum by (state) (rate(vipu_job_completions_total[$__rate_interval])) * 60"],
               legend="{{state}}"),
     ])
@@ -71,7 +80,17 @@ def job() -> dict:
         panel("IPUs of the job", ['count(vipu_ipu_allocation_info{job="$job"})'], kind="stat"),
         panel("Machines of the job", ['count(count by (machine) (vipu_ipu_allocation_info{job="$job"}))'], kind="stat"),
         panel("IPUs of the job by machine", ['count by (machine) (vipu_ipu_allocation_info{job="$job"})'],
-              legend="machine {{machine}}", w=24),
+              legend="machine {{machine}}"),
+        panel("Utilisation of the job's IPUs", [
+            'avg(vipu_ipu_utilization_ratio * on (machine, ipu) group_left (job) vipu_ipu_allocation_info{job="$job"})',
+        ], unit="percentunit"),
+        panel("Link traffic of the job's machines", [
+            "sum by (link_type) (rate(vipu_link_transmit_bytes_total[$__rate_interval])"
+            ' * on (machine) group_left () (count by (machine) (vipu_ipu_allocation_info{job="$job"}) > bool 0))',
+        ], unit="Bps", legend="{{link_type}}"),
+        panel("SRAM in use on the job's IPUs", [
+            'sum(vipu_ipu_memory_used_bytes * on (machine, ipu) group_left (job) vipu_ipu_allocation_info{job="$job"})',
+        ], unit="bytes"),
     ], [variable])
 
 

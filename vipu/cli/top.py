@@ -36,6 +36,7 @@ def frame(conn, queue_rows: int = 10) -> Group:
     machines.add_column("machine")
     machines.add_column("agent")
     machines.add_column("IPUs")
+    machines.add_column("util")
     machines.add_column("partitions")
     by_machine: dict[int, list] = {}
     for ipu in ipus:
@@ -47,7 +48,8 @@ def frame(conn, queue_rows: int = 10) -> Group:
                 ipu.state, (".", "dim"))
             cells.append(mark, style=style)
         names = sorted({i.partition for i in members if i.partition})
-        machines.add_row(str(machine), members[0].agent, cells, Text(" ".join(names)))
+        util = sum(i.utilization for i in members) / len(members)
+        machines.add_row(str(machine), members[0].agent, cells, f"{util:4.0%}", Text(" ".join(names)))
 
     running = Table(title="Running", show_edge=False, pad_edge=False)
     waiting = Table(title=f"Queue (first {queue_rows})", show_edge=False, pad_edge=False)

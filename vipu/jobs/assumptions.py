@@ -32,6 +32,11 @@ class Assumptions(BaseModel):
         description="per_tensor: one data-parallel allreduce per parameter tensor, each paying the ring's latency"
         " (PopART's default: collective merging off); fused: one allreduce of all of a stage's gradients",
     )
+    ild_collective: Literal["ring", "2d"] = Field(
+        "ring",
+        description="inside an IPU-Link domain: ring, 2(n-1) steps round the group (the issue's model); 2d,"
+        " reduce-scatter round each machine's IPUs then along the machines, 2((c-1) + (n/c-1)) steps, same bytes",
+    )
 
     def lines(self) -> list[str]:
         """The assumptions as report lines, the fixed ones (not configurable here) included."""
@@ -46,9 +51,9 @@ class Assumptions(BaseModel):
             " micro-batch, not overlapped with compute (BSP: an IPU computes or exchanges, never both)",
             "IPU numbering: tensor shards innermost, then pipeline stages, then replicas (t IPUs of a shard group"
             " are adjacent; replicas are t x p IPUs apart)",
-            "collectives: ring alpha-beta on the preset's link figures; inside an IPU-Link domain 4 directed rings"
-            " on a whole torus Pod64, 2 on smaller groups or a mesh, 1 for 2 IPUs; across Pod64s hierarchical"
-            " (reduce-scatter, GW-Link allreduce of the shards, all-gather)",
+            f"collectives: {self.ild_collective} alpha-beta on the preset's link figures; inside an IPU-Link"
+            " domain 4 directed rings on a whole torus Pod64, 2 on smaller groups or a mesh, 1 for 2 IPUs; across"
+            " Pod64s hierarchical (reduce-scatter, GW-Link allreduce of the shards, all-gather)",
             "Streaming Memory: a machine's bandwidth shared by its IPUs, reads and writes in parallel,"
             " not overlapped with compute",
             "optimiser update arithmetic and host I/O are not modelled",

@@ -67,7 +67,18 @@ class CollectiveTime:
         return self.bandwidth_s + self.latency_s + self.reduce_s
 
 
-def allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int = 1) -> CollectiveTime:
+def ring_steps(pod: PodConfig, group: GroupShape, inside: int, algorithm: str) -> int:
+    """Steps of an allreduce among `inside` IPUs of one ILD: 2(n-1) round one ring; "2d" on a contiguous group
+    wider than a machine: reduce-scatter round each machine's ring of IPUs, then along the machines, all-gather
+    back: 2((c-1) + (n/c-1)) steps, the same bytes."""
+    cols = pod.machine.ipus
+    if algorithm == "2d" and group.stride == 1 and inside > cols:
+        return 2 * ((cols - 1) + (inside // cols - 1))
+    return 2 * (inside - 1)
+
+
+def allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int = 1,
+              algorithm: str = "ring") -> CollectiveTime:
     """`collectives` allreduces adding up to `nbytes` per rank: the bandwidth terms add up to one of nbytes, every
     collective pays the latency (alpha) terms."""
     if group.size <= 1 or nbytes <= 0:
@@ -79,7 +90,7 @@ def allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int
     if inside > 1:
         rings = rings_per_ipu(pod, inside)
         bandwidth += 2 * (inside - 1) / inside * nbytes / (rings * ipu.bytes_per_s)
-        latency += 2 * (inside - 1) * ipu.latency_s
+        latency += ring_steps(pod, group, inside, algorithm) * ipu.latency_s
     if k > 1:
         bandwidth += 2 * (k - 1) / k * (nbytes / inside) / gw_bytes_per_ipu(pod)
         latency += 2 * (k - 1) * gw.latency_s

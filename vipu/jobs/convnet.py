@@ -15,7 +15,7 @@ Tensor sharding is not modelled for it (t must be 1): Graphcore runs it data-par
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Literal
+from typing import ClassVar, Literal
 
 from vipu.jobs.models import _Model
 
@@ -45,7 +45,7 @@ def _units() -> list[tuple[int, int, int, int]]:
 class ConvNetModel(_Model):
     kind: Literal["resnet50"] = "resnet50"
 
-    tp_allreduces_per_layer = 0
+    tp_allreduces_per_layer: ClassVar[float] = 0
 
     @cached_property
     def _table(self) -> list[tuple[int, int, int, int]]:
@@ -79,8 +79,8 @@ class ConvNetModel(_Model):
     def tp_bytes(self, b: int) -> float:
         return 0.0
 
-    def phase_params(self) -> int:
-        return max(params for _, _, _, params in self._table)
+    def phases(self, b: int, t: int) -> list[tuple[int, float]]:
+        return [(params, b * stored * self.value_bytes) for _, stored, _, params in self._table]
 
     def shard_problem(self, t: int) -> str | None:
         if t != 1:

@@ -86,7 +86,10 @@ def check_partition(layout: Layout, ipus: int, pod: PodConfig, field: str = "wor
     """The layout must use exactly the partition's IPUs, and the partition must be one the Pod can give."""
     check_size(ipus, pod, "ipus")
     if layout.ipus != ipus:
+        tp = layout.t * layout.p
+        fix = (f"set r to {ipus // tp}" if ipus % tp == 0 else
+               f"t x p = {tp} does not divide {ipus}: pick t and p whose product does, then r = {ipus} / (t x p)")
         raise InvalidArgument(
             f"{field}: t x p x r is {layout.t} x {layout.p} x {layout.r} = {layout.ipus}, but the job asks for"
-            f" {ipus} IPUs; make t x p x r equal ipus (e.g. r = {max(1, ipus // (layout.t * layout.p))})"
+            f" {ipus} IPUs; make t x p x r equal ipus ({fix})"
         )

@@ -10,14 +10,14 @@ Each model answers the same questions (per sample, or per micro-batch of b sampl
 - checkpoint_bytes(b): what recomputation keeps instead (each layer's input);
 - boundary_bytes(b): what one pipeline stage sends the next per micro-batch;
 - tp_allreduces_per_layer and tp_bytes(b): Megatron's tensor-parallel allreduces (forward; backward has as many);
-- phase_params(): the largest set of weights phased execution must hold at once;
+- phases(b, t): (parameters, activation bytes per IPU) of each block phased execution holds in SRAM at once;
 - shard_problem(t): why t tensor shards do not work for this model, or None.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
@@ -48,7 +48,7 @@ class MlpModel(_Model):
 
     # Megatron pairs a column-parallel layer with a row-parallel one: one allreduce per pair forward (and one
     # backward), so half an allreduce per layer, of b x hidden values
-    tp_allreduces_per_layer = 0.5
+    tp_allreduces_per_layer: ClassVar[float] = 0.5
 
     @property
     def widths(self) -> list[int]:
@@ -89,8 +89,8 @@ class MlpModel(_Model):
     def tp_bytes(self, b: int) -> float:
         return b * self.hidden * self.value_bytes
 
-    def phase_params(self) -> int:
-        return max(i * o + o for i, o in self._pairs)
+    def phases(self, b: int, t: int) -> list[tuple[int, float]]:
+        return [(i * o + o, b * (i + o) * self.value_bytes / t) for i, o in self._pairs]
 
     def shard_problem(self, t: int) -> str | None:
         if self.hidden % t:
@@ -112,7 +112,7 @@ class TransformerModel(_Model):
     vocab: PositiveInt | None = Field(None, le=1 << 24)
     ffn_multiplier: PositiveInt = Field(4, le=64)
 
-    tp_allreduces_per_layer = 2  # Megatron: one after attention, one after the feed-forward block
+    tp_allreduces_per_layer: ClassVar[float] = 2  # Megatron: one after attention, one after the feed-forward block
 
     @model_validator(mode="after")
     def _heads_divide_hidden(self) -> TransformerModel:
@@ -171,11 +171,17 @@ class TransformerModel(_Model):
     def tp_bytes(self, b: int) -> float:
         return self.seq_len * b * self.hidden * self.value_bytes
 
-    def phase_params(self) -> int:
-        h, f = self.hidden, self.ffn_multiplier
-        # a phase is an attention block or a feed-forward block (a whole GPT-3 layer's weights and gradients
-        # would not fit one IPU's SRAM even split 8 ways), or the embedding
-        return max(4 * h * h + 4 * h, 2 * f * h * h + f * h + h, self.vocab * h if self.vocab else 0)
+    def phases(self, b: int, t: int) -> list[tuple[int, float]]:
+        # a phase is an attention block or a feed-forward block, each with its layer norm (a whole GPT-3 layer's
+        # weights and gradients would not fit one IPU's SRAM even split 8 ways), or the embedding with the tied
+        # head. Activations split layer_activation_bytes: attention 5 sbh + 8 sbh/t + 5as^2b/t (input, dropout
+        # mask, layer norm; Q, K, V, output-projection input; scores), feed-forward 5 sbh + 4f sbh/t
+        s, h, a, f, half = self.seq_len, self.hidden, self.heads, self.ffn_multiplier, self.value_bytes / 2
+        out = [(4 * h * h + 6 * h, (s * b * h * (5 + 8 / t) + 5 * a * s * s * b / t) * half),
+               (2 * f * h * h + f * h + 3 * h, s * b * h * (5 + 4 * f / t) * half)]
+        if self.vocab:  # token and position embeddings; the head's logits are split t ways (vocab-parallel)
+            out.append((self.embedding_params, (s * b * h + s * b * self.vocab / t) * self.value_bytes))
+        return out
 
     def shard_problem(self, t: int) -> str | None:
         if self.heads % t:

@@ -68,18 +68,19 @@ class StateCollector(Collector):
     def machines(self, pod, statuses):
         """Per-IPU and per-link series, fed by the machine actors (an IPU whose machine has no actor is idle)."""
         stats = self.rt.fleet.stats()  # outside the lock: actor calls
+        ipu_labels = ["ild", "machine", "ipu"]
         util = GaugeMetricFamily("vipu_ipu_utilization_ratio", "Compute time / step time of the IPU's last work (0-1).",
-                                 labels=["machine", "ipu"])
-        sram = GaugeMetricFamily("vipu_ipu_memory_used_bytes", "Tile SRAM in use on the IPU.", labels=["machine", "ipu"])
+                                 labels=ipu_labels)
+        sram = GaugeMetricFamily("vipu_ipu_memory_used_bytes", "Tile SRAM in use on the IPU.", labels=ipu_labels)
         power = GaugeMetricFamily("vipu_ipu_power_watts", "Emulated IPU power (vipu/workers/telemetry.py).",
-                                  labels=["machine", "ipu"])
+                                  labels=ipu_labels)
         temp = GaugeMetricFamily("vipu_ipu_temperature_celsius", "Emulated temperature by sensor.",
-                                 labels=["machine", "ipu", "sensor"])
-        clock = GaugeMetricFamily("vipu_ipu_clock_hertz", "IPU clock.", labels=["machine", "ipu"])
+                                 labels=[*ipu_labels, "sensor"])
+        clock = GaugeMetricFamily("vipu_ipu_clock_hertz", "IPU clock.", labels=ipu_labels)
         for s in statuses:
             per_ipu = stats.get(s.machine, {}).get("per_ipu", {}).get(str(s.ipu), {})
             u = float(per_ipu.get("utilisation", 0.0)) if s.state != "failed" else 0.0
-            labels = [str(s.machine), str(s.ipu)]
+            labels = [str(s.ild), str(s.machine), str(s.ipu)]
             util.add_metric(labels, u)
             sram.add_metric(labels, float(per_ipu.get("sram_used_bytes", 0)))
             power.add_metric(labels, power_watts(u))
@@ -90,23 +91,20 @@ class StateCollector(Collector):
 
         streaming = GaugeMetricFamily("vipu_machine_streaming_memory_used_bytes", "Streaming Memory in use.",
                                       labels=["machine"])
-        sent = CounterMetricFamily("vipu_link_transmit_bytes", "Bytes sent over links, by link type.",
-                                   labels=["link_type"])
-        received = CounterMetricFamily("vipu_link_receive_bytes", "Bytes received over links, by link type.",
-                                       labels=["link_type"])
-        errors = CounterMetricFamily("vipu_link_errors", "Link failures seen by the machines, by link type.",
-                                     labels=["link_type"])
-        totals = {kind: [0, 0] for kind in ("ipu_link", "gw_link")}
-        failed_links = 0
-        for machine, report in sorted(stats.items()):
+        link_labels = ["machine", "link_type"]
+        sent = CounterMetricFamily("vipu_link_transmit_bytes", "Bytes sent over links, by machine and link type.",
+                                   labels=link_labels)
+        received = CounterMetricFamily("vipu_link_receive_bytes", "Bytes received over links, by machine and link type.",
+                                       labels=link_labels)
+        errors = CounterMetricFamily("vipu_link_errors", "Link failures seen by a machine, by link type.",
+                                     labels=link_labels)
+        for machine in range(pod.machines):  # every machine, so rates and joins always find a series
+            report = stats.get(machine, {})
             streaming.add_metric([str(machine)], float(report.get("streaming", {}).get("used_bytes", 0)))
-            for kind, link in report.get("links", {}).items():
-                if kind in totals:
-                    totals[kind][0] += link.get("sent_bytes", 0)
-                    totals[kind][1] += link.get("received_bytes", 0)
-            failed_links += len(report.get("failed_links", []))
-        for kind, (out, inn) in totals.items():
-            sent.add_metric([kind], out)
-            received.add_metric([kind], inn)
-            errors.add_metric([kind], failed_links if kind == "ipu_link" else 0)
+            links = report.get("links", {})
+            for kind in ("ipu_link", "gw_link"):
+                labels = [str(machine), kind]
+                sent.add_metric(labels, links.get(kind, {}).get("sent_bytes", 0))
+                received.add_metric(labels, links.get(kind, {}).get("received_bytes", 0))
+                errors.add_metric(labels, len(report.get("failed_links", [])) if kind == "ipu_link" else 0)
         yield from (streaming, sent, received, errors)

@@ -75,8 +75,12 @@ def allocation(alloc: Allocation, state: PodState) -> p.Allocation:
     )
 
 
-def ipu(status: IpuStatus) -> p.Ipu:
+def ipu(status: IpuStatus, machine_stats: dict | None = None) -> p.Ipu:
+    """`machine_stats`: the machine actor's stats(), when it has an actor."""
+    per_ipu = (machine_stats or {}).get("per_ipu", {}).get(str(status.ipu), {})
     return p.Ipu(
+        utilization=float(per_ipu.get("utilisation", 0.0)),
+        sram_used_bytes=int(per_ipu.get("sram_used_bytes", 0)),
         id=status.ipu,
         machine=status.machine,
         index=status.index,

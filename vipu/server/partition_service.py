@@ -96,5 +96,7 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
 
     @rpc
     def ListIpus(self, request, context):
+        stats = self.rt.fleet.stats()  # actor calls: outside the lock
         with self.rt.lock:
-            return p.ListIpusResponse(ipus=[convert.ipu(s) for s in self.rt.controller.partitions.ipu_statuses()])
+            statuses = self.rt.controller.partitions.ipu_statuses()
+        return p.ListIpusResponse(ipus=[convert.ipu(s, stats.get(s.machine)) for s in statuses])

@@ -210,7 +210,7 @@ class ListAllocationsResponse(_message.Message):
     def __init__(self, allocations: _Optional[_Iterable[_Union[Allocation, _Mapping]]] = ...) -> None: ...
 
 class Ipu(_message.Message):
-    __slots__ = ("id", "machine", "index", "ild", "agent", "state", "partition")
+    __slots__ = ("id", "machine", "index", "ild", "agent", "state", "partition", "utilization", "sram_used_bytes")
     ID_FIELD_NUMBER: _ClassVar[int]
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -218,6 +218,8 @@ class Ipu(_message.Message):
     AGENT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    SRAM_USED_BYTES_FIELD_NUMBER: _ClassVar[int]
     id: int
     machine: int
     index: int
@@ -225,7 +227,9 @@ class Ipu(_message.Message):
     agent: str
     state: str
     partition: str
-    def __init__(self, id: _Optional[int] = ..., machine: _Optional[int] = ..., index: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., state: _Optional[str] = ..., partition: _Optional[str] = ...) -> None: ...
+    utilization: float
+    sram_used_bytes: int
+    def __init__(self, id: _Optional[int] = ..., machine: _Optional[int] = ..., index: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., state: _Optional[str] = ..., partition: _Optional[str] = ..., utilization: _Optional[float] = ..., sram_used_bytes: _Optional[int] = ...) -> None: ...
 
 class ListIpusRequest(_message.Message):
     __slots__ = ()

@@ -1,0 +1,105 @@
+"""Predicted time of one training step (one optimiser update), split into what it is spent on.
+
+A step runs m micro-batches through p stages. Every pipeline tick a stage computes one micro-batch (1/(t p) of
+its FLOPs at the calibrated efficiency), runs its tensor-parallel allreduces, and sends its boundary activations
+forward and gradients back; the pipeline takes m + p - 1 ticks, of which p - 1 are the bubble, so the bubble's
+share of the pipeline time is exactly (p-1)/(m+p-1). Then the replicas allreduce their stage's gradients, and the
+optimiser state (and, phased, the weights) moves to and from Streaming Memory. BSP: none of these overlap.
+
+- compute: m x b x forward FLOPs x (3, or 4 recomputing; phased execution recomputes each phase) / (t p)
+  / (peak FLOPS x efficiency);
+- tensor parallel: per micro-batch and layer of the stage, Megatron's allreduces of b s h values (2 forward,
+  2 backward for a transformer layer, 2 more when the forward pass is recomputed) over the t IPUs;
+- pipeline sends: per tick, b x boundary values forward and back, each IPU of a tensor group sending 1/t of them
+  (Megatron's scatter-gather), one IPU-Link hop (a GW-Link crossing when a replica spans Pod64s);
+- data parallel: one allreduce of the stage's gradients (n x value bytes) over the r replicas, t x p IPUs apart,
+  per tensor or fused (assumptions.py); with RTS a reduce-scatter and an all-gather instead, the same traffic;
+- streaming: bytes to and from Streaming Memory / the IPU's share of its machine's bandwidth, reads and writes in
+  parallel (the longer counts). Optimiser offload reads and writes the state once a step. Phased execution (batch
+  serialisation: all m micro-batches pass through a phase while it is resident) reads the weights four times
+  (forward, recomputation, backward, update), the gradients for the update and the state; writes gradients,
+  weights and state; and writes then reads back every micro-batch's stashed layer inputs (a block's input inside
+  a layer is recomputed from them: hence the extra weight read).
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from vipu.jobs.assumptions import Assumptions
+from vipu.jobs.comms import GroupShape, allreduce, send
+from vipu.jobs.memory import optimizer_bytes, stash_bytes
+from vipu.partition.pod import PodConfig
+
+
+class StepTime(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    compute_s: float
+    bubble_s: float
+    bubble_fraction: float
+    tensor_parallel_s: float
+    pipeline_send_s: float
+    data_parallel_s: float
+    streaming_s: float
+    tick_s: float
+
+    @property
+    def total_s(self) -> float:
+        return (self.compute_s + self.bubble_s + self.tensor_parallel_s + self.pipeline_send_s
+                + self.data_parallel_s + self.streaming_s)
+
+    def parts(self) -> list[tuple[str, float]]:
+        return [("compute", self.compute_s), ("pipeline bubble", self.bubble_s),
+                ("tensor-parallel collectives", self.tensor_parallel_s), ("pipeline sends", self.pipeline_send_s),
+                ("data-parallel allreduce", self.data_parallel_s), ("streaming memory", self.streaming_s)]
+
+
+def recomputes(layout) -> bool:
+    return layout.recompute or layout.phased
+
+
+def training_flops_per_sample(workload) -> float:
+    return workload.model.forward_flops() * (4 if recomputes(workload.layout) else 3)
+
+
+def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
+    model, lay = workload.model, workload.layout
+    b, t, p, r, m = lay.micro_batch, lay.t, lay.p, lay.r, lay.micro_batches
+    flops = pod.ipu.flops_per_s(model.dtype) * assumptions.compute_efficiency
+    compute_tick = b * training_flops_per_sample(workload) / (t * p) / flops
+
+    passes = 3 if recomputes(lay) else 2  # forward (+ recomputed forward) + backward
+    tp_count = model.units / p * model.tp_allreduces_per_layer * passes
+    tp_tick = allreduce(pod, GroupShape(t), tp_count * model.tp_bytes(b), math.ceil(tp_count),
+                        assumptions.ild_collective).total_s
+
+    across = t * p > pod.ild_ipus
+    send_tick = 2 * send(pod, model.boundary_bytes(b) / t, across) if p > 1 else 0.0
+    tick = compute_tick + tp_tick + send_tick
+
+    value = model.value_bytes
+    share = model.params() / (t * p)
+    tensors = math.ceil(model.param_tensors() / p) if assumptions.gradient_collectives == "per_tensor" else 1
+    dp = allreduce(pod, GroupShape(r, t * p), share * value, tensors, assumptions.ild_collective).total_s
+
+    per_ipu = pod.machine.streaming_memory_bytes_per_s / pod.machine.ipus
+    state = optimizer_bytes(workload)
+    if lay.phased:
+        weights = share * value
+        stash = stash_bytes(workload)
+        reads = 4 * weights + weights + state + stash  # weights x4, gradients, state, stash
+        writes = weights + weights + state + stash  # gradients, weights, state, stash
+        streaming = max(reads, writes) / per_ipu
+    elif lay.offload_optimizer:
+        streaming = state / per_ipu
+    else:
+        streaming = 0.0
+
+    return StepTime(
+        compute_s=m * compute_tick, bubble_s=(p - 1) * tick, bubble_fraction=float(lay.bubble_fraction),
+        tensor_parallel_s=m * tp_tick, pipeline_send_s=m * send_tick, data_parallel_s=dp, streaming_s=streaming,
+        tick_s=tick,
+    )
