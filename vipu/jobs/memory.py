@@ -17,7 +17,7 @@ recomputed from them) live in Streaming Memory, which each machine shares among 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from vipu.jobs.assumptions import Assumptions
 from vipu.partition.pod import PodConfig
@@ -45,14 +45,17 @@ class Memory(BaseModel):
     streaming: float
     streaming_capacity: float
 
+    @computed_field
     @property
     def fits_sram(self) -> bool:
         return self.total <= self.sram_bytes
 
+    @computed_field
     @property
     def fits_streaming(self) -> bool:
         return self.streaming <= self.streaming_capacity
 
+    @computed_field
     @property
     def fits(self) -> bool:
         return self.fits_sram and self.fits_streaming

@@ -7,7 +7,7 @@ JSON form.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.layout import Layout
@@ -33,6 +33,7 @@ class Plan(BaseModel):
     achieved_flops_per_ipu: float
     assumptions: list[str]
 
+    @computed_field
     @property
     def fits(self) -> bool:
         return self.memory.fits

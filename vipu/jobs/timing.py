@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.comms import GroupShape, allreduce, send
@@ -46,6 +46,7 @@ class StepTime(BaseModel):
     streaming_s: float
     tick_s: float
 
+    @computed_field
     @property
     def total_s(self) -> float:
         return (self.compute_s + self.bubble_s + self.tensor_parallel_s + self.pipeline_send_s

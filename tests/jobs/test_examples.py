@@ -1,0 +1,81 @@
+"""The example specs in examples/ load, plan and fit, and are job specs the scheduler can take."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vipu.jobs import load_plan_spec, main_plan, plan
+from vipu.scheduler.spec import JobSpec
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+NAMES = ["bert_large_pod16.yaml", "gpt3_pod256.yaml", "tiny_dp.yaml", "tiny_pp.yaml", "tiny_tp.yaml"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_example_loads_plans_and_fits(name):
+    spec, pod = load_plan_spec(EXAMPLES / name)
+    result = plan(spec.workload, pod)
+    assert result.fits, result.problems()
+    assert result.throughput > 0
+    # only job-spec fields at the top level (the lead adds `train` to JobSpec's workload union)
+    data = yaml.safe_load((EXAMPLES / name).read_text())
+    assert set(data) <= set(JobSpec.model_fields)
+
+
+@pytest.mark.parametrize("name, t, p, r", [
+    ("tiny_dp.yaml", 1, 1, 4), ("tiny_pp.yaml", 1, 4, 1), ("tiny_tp.yaml", 4, 1, 1),
+    ("bert_large_pod16.yaml", 1, 4, 4), ("gpt3_pod256.yaml", 8, 8, 4),
+])
+def test_example_layouts(name, t, p, r):
+    spec, _ = load_plan_spec(EXAMPLES / name)
+    lay = spec.workload.layout
+    assert (lay.t, lay.p, lay.r) == (t, p, r)
+
+
+def test_gpt3_plan_reports_memory_and_time():
+    # 174.6G params (96 x 1.812G + 0.64G embeddings); per IPU 1/64: 2.73G params. Phased: in SRAM one
+    # feed-forward block split 8 ways, 2 x 4 x 12,288^2 / 8 = 151M params -> 302 MB of weights, 302 MB of
+    # gradients; the rest in Streaming Memory, within a Bow-2000's 256 GB / 4 IPUs
+    spec, pod = load_plan_spec(EXAMPLES / "gpt3_pod256.yaml")
+    result = plan(spec.workload, pod)
+    assert result.params == pytest.approx(174.6e9, rel=1e-3)
+    assert result.memory.weights == pytest.approx((8 * 12288**2 + 4 * 12288 + 3 * 12288) / 8 * 2)
+    assert 0 < result.memory.streaming <= result.memory.streaming_capacity
+    assert result.time.bubble_fraction == pytest.approx(7 / 391)
+    assert result.time.tensor_parallel_s > 0 and result.time.streaming_s > 0 and result.time.data_parallel_s > 0
+
+
+def test_main_plan_prints_the_report():
+    text = main_plan(EXAMPLES / "bert_large_pod16.yaml")
+    for part in ("memory per IPU", "per tile", "step time", "pipeline bubble", "data-parallel allreduce",
+                 "bubble fraction (p-1)/(m+p-1) = 3/2051", "throughput", "assumptions"):
+        assert part in text
+
+
+def test_main_plan_of_a_layout_that_does_not_fit_lists_layouts_that_do(tmp_path):
+    spec = tmp_path / "big.yaml"
+    spec.write_text(yaml.safe_dump({"ipus": 16, "workload": {
+        "kind": "train",
+        "model": {"kind": "transformer", "layers": 24, "hidden": 1024, "heads": 16, "seq_len": 128},
+        "layout": {"r": 16, "micro_batch": 8, "micro_batches": 4}}}))
+    text = main_plan(spec)
+    assert "DOES NOT FIT" in text
+    assert "layouts of the same partition that fit, best first" in text
+
+
+def test_main_plan_takes_the_pod_of_the_caller():
+    text = main_plan(EXAMPLES / "tiny_dp.yaml", pod="bow-pod64")
+    assert "on 4 IPUs of bow-pod64" in text
+
+
+def test_plan_dumps_to_json_with_its_verdict():
+    import json
+
+    spec, pod = load_plan_spec(EXAMPLES / "tiny_pp.yaml")
+    data = json.loads(plan(spec.workload, pod).model_dump_json())
+    assert data["fits"] is True and data["memory"]["fits_sram"] is True
+    assert data["time"]["bubble_fraction"] == pytest.approx(3 / 11)
+    assert data["step_s"] == pytest.approx(data["time"]["total_s"])

@@ -1,0 +1,52 @@
+"""A train workload's validation: every error names the field and says what to use instead."""
+
+from __future__ import annotations
+
+import pytest
+
+from vipu.errors import InvalidArgument
+from vipu.jobs import TrainWorkload, plan_spec
+
+TINY = {"kind": "transformer", "layers": 2, "hidden": 64, "heads": 4, "seq_len": 16}
+
+
+def spec(ipus=4, model=None, **layout):
+    return {"ipus": ipus, "workload": {"kind": "train", "model": model or TINY, "layout": layout or {"r": ipus}}}
+
+
+@pytest.mark.parametrize("name, data, want", [
+    ("t not a power of two", spec(ipus=12, t=3, r=4), ["layout", "t is 3, not a power of two", "use 2 or 4"]),
+    ("rts without replicas", spec(ipus=1, rts=True), ["layout", "rts is true but r is 1"]),
+    ("phased and offload", spec(ipus=1, phased=True, offload_optimizer=True), ["layout", "drop offload_optimizer"]),
+    ("t does not divide heads", spec(ipus=8, t=8), ["layout", "t is 8, which does not divide heads 4"]),
+    ("p above layers", spec(ipus=4, p=4), ["layout", "p is 4", "2 layers", "use p <= 2"]),
+    ("heads do not divide hidden", spec(model={**TINY, "heads": 5}), ["model", "heads is 5", "hidden 64"]),
+    ("unknown layout field", spec(q=2), ["layout.q", "unknown field"]),
+    ("missing model", {"ipus": 4, "workload": {"kind": "train"}}, ["workload.model", "required"]),
+    ("unknown model kind", spec(model={"kind": "lstm"}), ["workload.model", "lstm"]),
+    ("t x p x r is not ipus", spec(ipus=16, t=2, r=4), ["workload.layout", "2 x 1 x 4 = 8", "set r to 8"]),
+    ("ipus not a power of two", spec(ipus=12, r=4), ["ipus is 12, not a power of two"]),
+    ("ipus beyond the Pod", {**spec(ipus=64, r=64), "pod": "bow-pod16"}, ["ipus is 64", "bow-pod16 has 16"]),
+    ("not a train workload", {"ipus": 4, "workload": {"kind": "sleep", "duration": 1}}, ["workload.kind", "train"]),
+    ("not a mapping", [1, 2], ["expected a mapping"]),
+    ("negative steps", {**spec(), "workload": {**spec()["workload"], "steps": 0}}, ["workload.steps"]),
+])
+def test_invalid_specs_name_the_field(name, data, want):
+    with pytest.raises(InvalidArgument) as e:
+        plan_spec(data)
+    for part in want:
+        assert part in e.value.message, e.value.message
+
+
+def test_job_spec_fields_are_ignored_and_pod_defaults_to_the_smallest_preset():
+    data = {**spec(ipus=32, r=32), "name": "j", "time_limit": "10m", "qos": "normal"}
+    parsed, pod = plan_spec(data)
+    assert pod.name == "bow-pod64"
+    assert parsed.workload.global_batch == 32
+
+
+def test_workload_round_trips_through_json():
+    work = TrainWorkload(model=TINY, layout={"t": 2, "r": 2, "micro_batch": 4, "micro_batches": 3})
+    again = TrainWorkload.model_validate_json(work.model_dump_json())
+    assert again == work
+    assert again.global_batch == 4 * 3 * 2

@@ -1,0 +1,104 @@
+"""Step time: the bubble is exact, compute and collectives follow their formulas on the preset's figures."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.jobs.helpers import ASSUME, bert_large, mlp, pod, transformer
+from vipu.jobs import bubble_fraction, plan
+from vipu.jobs.comms import GroupShape, allreduce
+from vipu.jobs.convnet import ConvNetModel
+
+PEAK = 1472 * 128 * 1.85e9  # bow-2000.yaml: tiles x fp16 FLOPs per tile-cycle x clock = 348.6 TFLOPS
+
+
+@pytest.mark.parametrize("p, m, want", [
+    (8, 32, Fraction(7, 39)),  # hardware.md: p=8, m=32 -> 18%
+    (4, 2048, Fraction(3, 2051)),
+    (1, 10, Fraction(0)),
+    (4, 1, Fraction(3, 4)),
+])
+def test_bubble_fraction_is_exact(p, m, want):
+    assert bubble_fraction(p, m) == want
+
+
+def test_bubble_share_of_the_pipeline_time_is_exact():
+    # 8 stages, 32 micro-batches: the pipeline runs m + p - 1 = 39 ticks, 7 of them the bubble
+    result = plan(transformer(layers=8, p=8, micro_batch=2, micro_batches=32), pod())
+    t = result.time
+    pipeline = t.compute_s + t.tensor_parallel_s + t.pipeline_send_s + t.bubble_s
+    assert t.bubble_s / pipeline == pytest.approx(7 / 39, rel=1e-12)
+    assert t.bubble_fraction == pytest.approx(0.1795, abs=1e-4)
+
+
+def test_compute_time_is_flops_over_calibrated_peak():
+    # MLP 8 -> 16 -> 16 -> 4 forward FLOPs: 2 x (128 + 256 + 64) = 896 per sample; training 3 x = 2,688;
+    # b=2, m=5 on one IPU: 5 x 2 x 2,688 FLOP / (fp32 peak: 1,472 x 32 x 1.85e9 = 87.1 TFLOPS x 0.25)
+    result = plan(mlp(micro_batch=2, micro_batches=5), pod())
+    assert result.time.compute_s == pytest.approx(5 * 2 * 2688 / (1472 * 32 * 1.85e9 * 0.25))
+
+
+@pytest.mark.parametrize("name, pod_name, group, want_bandwidth, want_latency", [
+    # ResNet-50 gradients, 25,557,032 x 2 B = 51,114,064 B; Pod16 mesh: 2 directed rings x 32 GB/s:
+    # 2 x 15/16 x n / 64 GB/s; 30 steps x 1 us
+    ("pod16 ring", "bow-pod16", GroupShape(16), 2 * 15 / 16 * 51_114_064 / 64e9, 30e-6),
+    # whole Pod64 torus: 4 directed rings -> 128 GB/s; 126 steps
+    ("pod64 torus", "bow-pod64", GroupShape(64), 2 * 63 / 64 * 51_114_064 / 128e9, 126e-6),
+    # Pod256: inside each Pod64 as above, then the n/64 shards across 4 Pod64s over GW-Links at 6.25 GB/s per
+    # IPU (2 x 12.5 GB/s shared by 4 IPUs): 2 x 3/4 x (n/64) / 6.25 GB/s; 6 GW steps x 5 us
+    ("pod256 hierarchical", "bow-pod256", GroupShape(256),
+     2 * 63 / 64 * 51_114_064 / 128e9 + 2 * 3 / 4 * (51_114_064 / 64) / 6.25e9, 126e-6 + 30e-6),
+    # 4 replicas 64 IPUs apart (one per Pod64): only the GW phase
+    ("pod256 across", "bow-pod256", GroupShape(4, 64), 2 * 3 / 4 * 51_114_064 / 6.25e9, 30e-6),
+    ("two IPUs", "bow-pod16", GroupShape(2), 2 * 1 / 2 * 51_114_064 / 32e9, 2e-6),
+])
+def test_allreduce_alpha_beta(name, pod_name, group, want_bandwidth, want_latency):
+    got = allreduce(pod(pod_name), group, 51_114_064)
+    assert got.bandwidth_s == pytest.approx(want_bandwidth)
+    assert got.latency_s == pytest.approx(want_latency)
+    # gamma: 3 bytes of SRAM traffic per reduced byte at 65 TB/s, on (p-1)/p of the data
+    assert got.reduce_s == pytest.approx((group.size - 1) / group.size * 51_114_064 * 3 / 65e12)
+
+
+def test_per_tensor_gradients_pay_latency_per_tensor():
+    # ResNet-50 on Pod16: 161 tensors x 30 ring steps x 1 us = 4.83 ms of latency on top of the bandwidth
+    res = ConvNetModel().model_dump()
+    from vipu.jobs import TrainWorkload
+
+    work = TrainWorkload(model=res, optimizer="sgd", layout={"r": 16, "micro_batch": 18, "micro_batches": 57})
+    got = plan(work, pod()).time.data_parallel_s
+    want = allreduce(pod(), GroupShape(16), 51_114_064).total_s + 160 * 30e-6
+    assert got == pytest.approx(want)
+
+
+def test_tensor_parallel_collectives_follow_megatron():
+    # tiny transformer, t=4 (one machine's ring of 4: 2 directed rings), b=4: each allreduce carries s b h x 2 B
+    # = 16 x 4 x 64 x 2 = 8,192 B; 2 layers x (2 forward + 2 backward) = 8 allreduces per micro-batch
+    result = plan(transformer(t=4, micro_batch=4, micro_batches=3), pod())
+    one = 2 * 3 / 4 * 8192 / 64e9 + 6e-6 + 3 / 4 * 8192 * 3 / 65e12
+    assert result.time.tensor_parallel_s == pytest.approx(3 * 8 * one)
+
+
+def test_offloaded_optimizer_streams_its_state_each_step():
+    # BERT-Large p=4, r=4, RTS: 333,572,096 / 4 params x 8 B / 4 replicas = 166.8 MB per IPU, read and written
+    # in parallel at 16 GB/s shared by 4 IPUs = 4 GB/s each
+    result = plan(bert_large(p=4, r=4, micro_batch=8, micro_batches=16, recompute=True, rts=True,
+                             offload_optimizer=True), pod())
+    assert result.time.streaming_s == pytest.approx(333_572_096 / 4 * 8 / 4 / 4e9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(p=st.sampled_from([1, 2, 4, 8]), m=st.integers(1, 64), b=st.integers(1, 8), r=st.sampled_from([1, 2]))
+def test_parts_add_up_and_throughput_is_batch_over_step(p, m, b, r):
+    result = plan(mlp(layers=8, p=p, r=r, micro_batch=b, micro_batches=m), pod(), ASSUME)
+    t = result.time
+    assert result.step_s == pytest.approx(sum(s for _, s in t.parts()))
+    assert result.throughput == pytest.approx(b * m * r / result.step_s)
+    assert t.bubble_s == pytest.approx((p - 1) * t.tick_s)
+    assert result.memory.total == pytest.approx(
+        result.memory.weights + result.memory.gradients + result.memory.optimizer + result.memory.activations
+        + result.memory.reserved)
