@@ -240,4 +240,20 @@ def register(app: typer.Typer) -> None:
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
 
+    @app.command()
+    def plan(
+        spec: str = typer.Argument(..., help="a job spec with a `train` workload (YAML or JSON)"),
+        pod: str = typer.Option(None, "--pod", help="plan for this Pod (a preset or file) instead of the spec's"),
+        json_out: bool = JsonOption,
+    ):
+        """Memory per IPU and tile, whether it fits SRAM, and the predicted step time on the Pod, split into
+        compute, pipeline bubble, collectives and streaming; suggests a layout that fits when it does not."""
+        from vipu.errors import VipuError
+        from vipu.jobs.command import main_plan, plan_json
+
+        try:
+            print(plan_json(spec, pod) if json_out else main_plan(spec, pod))
+        except VipuError as e:
+            fail("vipu", e.message, BAD_INPUT)
+
     app.add_typer(show, name="show")

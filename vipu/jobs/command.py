@@ -6,6 +6,7 @@ fitting layouts of the same partition; only a spec that is not valid raises (Inv
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from vipu.jobs.assumptions import DEFAULT, Assumptions
@@ -36,3 +37,11 @@ def main_plan(path: str | Path, pod: PodConfig | str | None = None, assumptions:
             text += (f"\n\nno layout of {result.ipus} IPUs with global batch {result.global_batch} fits;"
                      " ask for more IPUs or use a smaller model")
     return text
+
+
+def plan_json(path: str | Path, pod: PodConfig | str | None = None, assumptions: Assumptions = DEFAULT) -> str:
+    """`vipu plan SPEC --json`: the plan's fields (memory, fit, step time split) as JSON."""
+    spec, spec_pod = load_plan_spec(path)
+    pod = spec_pod if pod is None else (load_pod(pod) if isinstance(pod, str) else pod)
+    check_partition(spec.workload.layout, spec.ipus, pod)
+    return json.dumps(plan(spec.workload, pod, assumptions).model_dump(mode="json"), indent=2, sort_keys=True)

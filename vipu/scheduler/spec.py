@@ -16,6 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic_core import PydanticCustomError
 
 from vipu.errors import InvalidArgument
+from vipu.jobs.spec import TrainWorkload
 from vipu.scheduler.arrays import ArraySpec, ArraySyntaxError, parse_array
 from vipu.scheduler.deps import Dependency, DependencySyntaxError, parse_dependency
 from vipu.scheduler.durations import parse_duration
@@ -43,8 +44,8 @@ class HoldWorkload(Strict):
     kind: Literal["hold"] = "hold"
 
 
-# Room for more kinds (e.g. `train`, a modelled training run): add a model with its own `kind` literal here.
-Workload = Annotated[Union[SleepWorkload, HoldWorkload], Field(discriminator="kind")]
+# `train` (vipu/jobs/spec.py): a model trained for N steps on the job's IPUs with its t x p x r layout.
+Workload = Annotated[Union[SleepWorkload, HoldWorkload, TrainWorkload], Field(discriminator="kind")]
 
 
 class JobSpec(Strict):

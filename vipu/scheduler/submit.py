@@ -11,6 +11,8 @@ array task) naming its own id or its own array, which the user could only do by 
 from __future__ import annotations
 
 from vipu.errors import InvalidArgument
+from vipu.jobs.spec import TrainWorkload
+from vipu.jobs.suggest import check_fits
 from vipu.partition.pod import PodConfig
 from vipu.partition.rules import check_name, check_size
 from vipu.scheduler.arrays import ArraySyntaxError
@@ -33,6 +35,8 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     if spec.allocation is not None:
         check_name("allocation", spec.allocation)
     check_size(spec.ipus, pod, "ipus")
+    if isinstance(spec.workload, TrainWorkload):
+        check_fits(spec.workload, pod, ipus=spec.ipus)  # a job that can never fit is refused with a layout that would
     qos_name = spec.qos or config.default_qos
     qos = config.qos.get(qos_name)
     if qos is None:
