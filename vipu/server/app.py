@@ -71,6 +71,19 @@ def build_server(
     return server, bound
 
 
+def parse_bundle(text: str) -> dict[str, float]:
+    """`ipu_host=1,CPU=0.01` -> {"ipu_host": 1.0, "CPU": 0.01}."""
+    bundle = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, amount = part.partition("=")
+        if not sep or not name or float(amount) <= 0:
+            raise ValueError("give RESOURCE=AMOUNT pairs with positive amounts, e.g. ipu_host=1")
+        bundle[name.strip()] = float(amount)
+    if not bundle:
+        raise ValueError("give at least one RESOURCE=AMOUNT pair")
+    return bundle
+
+
 def bootstrap_admin(runtime: Runtime, state_dir: Path) -> Path | None:
     """A secure controller with no admin yet creates user 'admin' and writes its key to a 0600 file, once."""
     with runtime.lock:
@@ -98,6 +111,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
     parser.add_argument("--ray", default="local",
                         help="machine actors: local (start Ray here when a job first needs it), off, or a Ray address")
+    parser.add_argument("--machine-bundle", default=None,
+                        help="what each machine actor reserves on a Ray node, e.g. ipu_host=1 to spread machines over"
+                             " nodes that advertise an ipu_host resource (default CPU=0.01)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
     parser.add_argument("--scheduler-config", default=None, help="a YAML SchedulerConfig (QOS, weights, limits)")
     parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
@@ -120,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     pod = runtime.controller.pod
     runtime.secure = args.secure
     runtime.fleet.mode = args.ray
+    if args.machine_bundle:
+        try:
+            runtime.fleet.bundle = parse_bundle(args.machine_bundle)
+        except ValueError as e:
+            print(f"vipu-server: error: --machine-bundle {args.machine_bundle!r}: {e}", file=sys.stderr)
+            return 2
     key_file = bootstrap_admin(runtime, state_dir) if args.secure else None
     tls = None
     if bool(args.tls_cert) != bool(args.tls_key):

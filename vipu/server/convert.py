@@ -81,6 +81,7 @@ def ipu(status: IpuStatus, machine_stats: dict | None = None) -> p.Ipu:
     return p.Ipu(
         utilization=float(per_ipu.get("utilisation", 0.0)),
         sram_used_bytes=int(per_ipu.get("sram_used_bytes", 0)),
+        emulated=machine_stats is not None,
         id=status.ipu,
         machine=status.machine,
         index=status.index,

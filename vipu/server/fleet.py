@@ -23,9 +23,10 @@ WATCH_S = 2.0
 
 
 class Fleet:
-    def __init__(self, runtime, mode: str = "local"):
+    def __init__(self, runtime, mode: str = "local", bundle: dict[str, float] | None = None):
         self.rt = runtime
         self.mode = mode  # "off", "local", or a Ray address
+        self.bundle = bundle  # what each machine reserves on a Ray node (None: the pool's default)
         self.pool = None
         self._started_ray = False
         self._restarts: dict[int, int] = {}
@@ -53,7 +54,7 @@ class Fleet:
                         self._started_ray = True
                     else:
                         ray.init(address=self.mode, log_to_driver=False, configure_logging=False)
-                self.pool = MachinePool(self.rt.controller.pod)
+                self.pool = MachinePool(self.rt.controller.pod, bundle=self.bundle)
                 self._watcher = threading.Thread(target=self._watch, name="vipu-fleet-watch", daemon=True)
                 self._watcher.start()
             return self.pool

@@ -210,7 +210,7 @@ class ListAllocationsResponse(_message.Message):
     def __init__(self, allocations: _Optional[_Iterable[_Union[Allocation, _Mapping]]] = ...) -> None: ...
 
 class Ipu(_message.Message):
-    __slots__ = ("id", "machine", "index", "ild", "agent", "state", "partition", "utilization", "sram_used_bytes")
+    __slots__ = ("id", "machine", "index", "ild", "agent", "state", "partition", "utilization", "sram_used_bytes", "emulated")
     ID_FIELD_NUMBER: _ClassVar[int]
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -220,6 +220,7 @@ class Ipu(_message.Message):
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     SRAM_USED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    EMULATED_FIELD_NUMBER: _ClassVar[int]
     id: int
     machine: int
     index: int
@@ -229,7 +230,8 @@ class Ipu(_message.Message):
     partition: str
     utilization: float
     sram_used_bytes: int
-    def __init__(self, id: _Optional[int] = ..., machine: _Optional[int] = ..., index: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., state: _Optional[str] = ..., partition: _Optional[str] = ..., utilization: _Optional[float] = ..., sram_used_bytes: _Optional[int] = ...) -> None: ...
+    emulated: bool
+    def __init__(self, id: _Optional[int] = ..., machine: _Optional[int] = ..., index: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., state: _Optional[str] = ..., partition: _Optional[str] = ..., utilization: _Optional[float] = ..., sram_used_bytes: _Optional[int] = ..., emulated: _Optional[bool] = ...) -> None: ...
 
 class ListIpusRequest(_message.Message):
     __slots__ = ()

@@ -48,7 +48,7 @@ class MachineActor:
     def health(self) -> dict:
         context = ray.get_runtime_context()
         return {**self.machine.health(), "alive": True, "restarts": self.restarts, "pid": os.getpid(),
-                "placement_group": context.get_placement_group_id()}
+                "placement_group": context.get_placement_group_id(), "node": context.get_node_id()}
 
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
         self.machine.put_tensor(ipu, name, array, tiles)

@@ -1,0 +1,45 @@
+"""A real multi-node Ray cluster (ray.cluster_utils.Cluster: several Ray nodes on this machine): the controller
+attaches with --ray ADDRESS, machine actors spread over the nodes by a custom resource, and removing a node ends
+its jobs NODE_FAIL and requeues them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ray.cluster_utils import Cluster
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import show, submit, wait_for
+
+
+@pytest.fixture
+def cluster():
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"ipu_host": 2}})
+    worker = cluster.add_node(num_cpus=1, resources={"ipu_host": 2})
+    cluster.wait_for_nodes()
+    yield cluster, worker
+    cluster.shutdown()
+
+
+def test_machines_spread_over_nodes_and_a_lost_node_requeues_its_jobs(cluster, server_factory):
+    ray_cluster, worker = cluster
+    server = server_factory(extra=["--ray", ray_cluster.address, "--machine-bundle", "ipu_host=1"])
+    [job] = submit(server, "--name", "spread", "--ipus", "16", "--time-limit", "10m")  # machines 0-3
+    wait_for(lambda: show(server, job)["state"] == "RUNNING", timeout=30)
+    # each node advertises ipu_host=2, so the four machine actors need both nodes; wait until all four answer
+    wait_for(lambda: all(i["emulated"] for i in json.loads(
+        run(server, "vipu", "list", "ipus", "--json").stdout)[:16]), timeout=120)
+    assert show(server, job)["requeue_count"] == 0
+
+    ray_cluster.remove_node(worker)
+
+    def requeued():
+        detail = show(server, job)
+        return detail["requeue_count"] >= 1 and detail
+
+    detail = wait_for(requeued, timeout=120)
+    assert "NODE_FAIL" in [h["state"] for h in detail["detail"]["history"]]
+    states = [i["state"] for i in json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)[:16]]
+    failed_machines = sorted({n // 4 for n, s in enumerate(states) if s == "failed"})
+    assert failed_machines and len(failed_machines) < 4, states  # the lost node's machines, not the head's
