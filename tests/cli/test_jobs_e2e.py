@@ -147,3 +147,15 @@ def test_sigkill_keeps_the_queue_and_resumes_running_jobs(server):
     wait_for(lambda: all(show(server, j)["state"] == "COMPLETED" for j in (running, *pending)), timeout=30)
     [nxt] = submit(server, "--ipus", "1", "--time-limit", "1m")
     assert nxt > max(pending)  # ids are never handed out twice
+
+
+def test_a_failed_link_ends_its_job_node_fail_and_requeues_it_elsewhere(server):
+    [job] = submit(server, "--name", "ring", "--ipus", "8", "--time-limit", "10m")
+    wait_for(lambda: jobs(server)[job]["state"] == "RUNNING")
+    not_linked = run(server, "vipu-admin", "fail", "link", "0", "2")
+    assert not_linked.returncode == 2 and "not joined by an IPU-Link" in not_linked.stderr
+    assert run(server, "vipu-admin", "fail", "link", "0", "1").returncode == 0
+    moved = wait_for(lambda: (d := show(server, job))["state"] == "RUNNING" and d["requeue_count"] == 1 and d)
+    assert moved["detail"]["first_ipu"] >= 8 and "NODE_FAIL" in [h["state"] for h in moved["detail"]["history"]]
+    ipus = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
+    assert [i["state"] for i in ipus[:3]] == ["failed", "failed", "idle"]

@@ -232,6 +232,19 @@ def kill_machine(ctx: typer.Context, machine: int = typer.Argument(..., help="ma
         print(f"Machine {machine} killed; IPUs {' '.join(map(str, reply.ipus))} will be marked failed")
 
 
+@fail.command("link")
+def fail_link(ctx: typer.Context, ipu_a: int = typer.Argument(...), ipu_b: int = typer.Argument(...),
+              json_out: bool = JsonOption):
+    """Fail the IPU-Link between two IPUs; both leave service and jobs on them end NODE_FAIL (requeued)."""
+    c = ctx.obj.conn
+    reply = c.call(c.admin.FailLink, a.FailLinkRequest(ipu_a=ipu_a, ipu_b=ipu_b))
+    if ctx.obj.wants_json(json_out):
+        print_json(as_dict(reply).get("partitions", []))
+    else:
+        names = ", ".join(x.name for x in reply.partitions) or "none"
+        print(f"IPU-Link {ipu_a}-{ipu_b} failed; IPUs {ipu_a} and {ipu_b} out of service; partitions FAILED: {names}")
+
+
 app.add_typer(repair, name="repair")
 app.add_typer(kill, name="kill")
 app.add_typer(create, name="create")

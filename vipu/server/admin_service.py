@@ -126,15 +126,32 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
             users = sorted(self.state.users.values(), key=lambda x: x.name)
             return a.ListUsersResponse(users=[convert.user(x) for x in users])
 
-    @rpc
-    def FailIpus(self, request, context):
+    def _fail(self, ipus: list[int]):
         with self.rt.lock:
             now = self.rt.now()
-            failed = self.rt.controller.partitions.fail_ipus(list(request.ipus))
+            failed = self.rt.controller.partitions.fail_ipus(ipus)
             # jobs on those IPUs end NODE_FAIL (requeued if their spec allows) and their partitions are removed
-            self.rt.dispatcher.apply(self.rt.scheduler.fail_ipus(list(request.ipus), now), now)
-            self.rt.dispatcher.wake()
-            return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
+            self.rt.dispatcher.apply(self.rt.scheduler.fail_ipus(ipus, now), now)
+        self.rt.dispatcher.wake()
+        return failed
+
+    @rpc
+    def FailIpus(self, request, context):
+        failed = self._fail(list(request.ipus))
+        return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
+
+    @rpc
+    def FailLink(self, request, context):
+        a_, b_ = request.ipu_a, request.ipu_b
+        topology = self.state.topology
+        if not (0 <= a_ < topology.size and 0 <= b_ < topology.size and topology.linked(a_, b_)):
+            raise InvalidArgument(
+                f"IPUs {a_} and {b_} are not joined by an IPU-Link; `vipu get partition` shows a ring of linked IPUs")
+        failed = self._fail([a_, b_])
+        if self.rt.fleet.pool is not None and any(m in self.rt.fleet.pool.machines for m in {
+                a_ // self.state.pod.machine.ipus, b_ // self.state.pod.machine.ipus}):
+            self.rt.fleet.pool.fail_link(a_, b_)  # the emulated machines refuse traffic over it too
+        return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
 
     @rpc
     def RepairIpus(self, request, context):

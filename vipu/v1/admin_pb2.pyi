@@ -148,3 +148,11 @@ class IpuList(_message.Message):
     IPUS_FIELD_NUMBER: _ClassVar[int]
     ipus: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, ipus: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class FailLinkRequest(_message.Message):
+    __slots__ = ("ipu_a", "ipu_b")
+    IPU_A_FIELD_NUMBER: _ClassVar[int]
+    IPU_B_FIELD_NUMBER: _ClassVar[int]
+    ipu_a: int
+    ipu_b: int
+    def __init__(self, ipu_a: _Optional[int] = ..., ipu_b: _Optional[int] = ...) -> None: ...

@@ -125,6 +125,11 @@ class AdminServiceStub:
                 request_serializer=vipu_dot_v1_dot_admin__pb2.FailIpusRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_partition__pb2.ListPartitionsResponse.FromString,
                 _registered_method=True)
+        self.FailLink = channel.unary_unary(
+                '/vipu.v1.AdminService/FailLink',
+                request_serializer=vipu_dot_v1_dot_admin__pb2.FailLinkRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_partition__pb2.ListPartitionsResponse.FromString,
+                _registered_method=True)
         self.RepairIpus = channel.unary_unary(
                 '/vipu.v1.AdminService/RepairIpus',
                 request_serializer=vipu_dot_v1_dot_admin__pb2.FailIpusRequest.SerializeToString,
@@ -250,6 +255,13 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FailLink(self, request, context):
+        """Fault injection: an IPU-Link fails; the IPUs at both ends leave service (their rings are broken).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RepairIpus(self, request, context):
         """Put failed IPUs back in service (their FAILED partitions stay FAILED until reset or removed).
         """
@@ -355,6 +367,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
             'FailIpus': grpc.unary_unary_rpc_method_handler(
                     servicer.FailIpus,
                     request_deserializer=vipu_dot_v1_dot_admin__pb2.FailIpusRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_partition__pb2.ListPartitionsResponse.SerializeToString,
+            ),
+            'FailLink': grpc.unary_unary_rpc_method_handler(
+                    servicer.FailLink,
+                    request_deserializer=vipu_dot_v1_dot_admin__pb2.FailLinkRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_partition__pb2.ListPartitionsResponse.SerializeToString,
             ),
             'RepairIpus': grpc.unary_unary_rpc_method_handler(
@@ -853,6 +870,33 @@ class AdminService:
             target,
             '/vipu.v1.AdminService/FailIpus',
             vipu_dot_v1_dot_admin__pb2.FailIpusRequest.SerializeToString,
+            vipu_dot_v1_dot_partition__pb2.ListPartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FailLink(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.AdminService/FailLink',
+            vipu_dot_v1_dot_admin__pb2.FailLinkRequest.SerializeToString,
             vipu_dot_v1_dot_partition__pb2.ListPartitionsResponse.FromString,
             options,
             channel_credentials,

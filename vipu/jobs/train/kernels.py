@@ -1,0 +1,108 @@
+"""The numerical kernels both trainers share: linear algebra pieces with hand-written backward passes.
+
+Every function is plain numpy on whatever float dtype it is given (float32 in training, float64 in the gradient
+checks), so the same code is checked against finite differences once and then trusted by the single-device
+reference and by every shard of the parallel execution. FLOPs are counted where the trainers call matmuls
+(matmul_flops), matching the planner's convention: only multiply-adds of matrix products and attention count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LN_EPS = 1e-5
+
+
+def matmul_flops(a: np.ndarray, b: np.ndarray) -> float:
+    """2 x m x k x n for a (..., m, k) @ (k, n) product (leading dimensions multiply m)."""
+    return 2.0 * (a.size // a.shape[-1]) * a.shape[-1] * b.shape[-1]
+
+
+def relu(z: np.ndarray) -> np.ndarray:
+    return np.maximum(z, 0)
+
+
+def relu_back(dy: np.ndarray, z: np.ndarray) -> np.ndarray:
+    return dy * (z > 0)
+
+
+def layernorm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, tuple]:
+    """Normalise over the last axis, then scale and shift; returns (y, cache for layernorm_back)."""
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    inv = 1.0 / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + LN_EPS)
+    norm = centred * inv
+    return norm * gain + bias, (norm, inv, gain)
+
+
+def layernorm_back(dy: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dx, dgain, dbias)."""
+    norm, inv, gain = cache
+    axes = tuple(range(dy.ndim - 1))
+    dgain = (dy * norm).sum(axis=axes)
+    dbias = dy.sum(axis=axes)
+    dnorm = dy * gain
+    dx = inv * (dnorm - dnorm.mean(axis=-1, keepdims=True) - norm * (dnorm * norm).mean(axis=-1, keepdims=True))
+    return dx, dgain, dbias
+
+
+def _heads(x: np.ndarray, heads: int) -> np.ndarray:
+    """(b, s, heads * d) -> (b, heads, s, d)."""
+    b, s, width = x.shape
+    return x.reshape(b, s, heads, width // heads).transpose(0, 2, 1, 3)
+
+
+def _merge(x: np.ndarray) -> np.ndarray:
+    """(b, heads, s, d) -> (b, s, heads * d)."""
+    b, heads, s, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, s, heads * d)
+
+
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int) -> tuple[np.ndarray, tuple]:
+    """Scaled dot-product self-attention of `heads` heads (no mask) on (b, s, heads * d) projections; returns the
+    context (b, s, heads * d) and the cache for attention_back."""
+    qh, kh, vh = _heads(q, heads), _heads(k, heads), _heads(v, heads)
+    scale = 1.0 / np.sqrt(qh.shape[-1])
+    scores = (qh @ kh.transpose(0, 1, 3, 2)) * np.asarray(scale, dtype=q.dtype)
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    probs = np.exp(scores)
+    probs /= probs.sum(axis=-1, keepdims=True)
+    return _merge(probs @ vh), (qh, kh, vh, probs, scale)
+
+
+def attention_flops(q: np.ndarray, s: int) -> float:
+    """Forward FLOPs of attention for projections q of shape (b, s, width): Q K^T and the weighted sum of V."""
+    return 4.0 * q.shape[0] * s * s * q.shape[-1]
+
+
+def attention_back(dctx: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    qh, kh, vh, probs, scale = cache
+    heads = qh.shape[1]
+    dout = _heads(dctx, heads)
+    dprobs = dout @ vh.transpose(0, 1, 3, 2)
+    dv = probs.transpose(0, 1, 3, 2) @ dout
+    dscores = probs * (dprobs - (dprobs * probs).sum(axis=-1, keepdims=True))
+    dscores = dscores * np.asarray(scale, dtype=dscores.dtype)
+    dq = dscores @ kh
+    dk = dscores.transpose(0, 1, 3, 2) @ qh
+    return _merge(dq), _merge(dk), _merge(dv)
+
+
+def softmax_cross_entropy(logits: np.ndarray, labels: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample losses (n,) and d(scale x sum of losses)/d logits."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)
+    total = exp.sum(axis=-1, keepdims=True)
+    rows = np.arange(logits.shape[0])
+    losses = np.log(total[:, 0]) - shifted[rows, labels]
+    dlogits = exp / total
+    dlogits[rows, labels] -= 1
+    return losses, dlogits * np.asarray(scale, dtype=logits.dtype)
+
+
+def squared_error(out: np.ndarray, target: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample losses 0.5 x mean over the sample's elements of (out - target)^2, and d(scale x sum)/d out."""
+    diff = out - target
+    per = diff[0].size
+    losses = 0.5 * (diff * diff).reshape(diff.shape[0], -1).mean(axis=1)
+    return losses, diff * np.asarray(scale / per, dtype=out.dtype)
