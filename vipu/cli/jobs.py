@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
         print("Spec=" + x.spec_json)
         print("History=" + " ".join(f"{h['state']}@{stamp(h['at'])}" for h in detail["history"]))
 
-    def bulk(command: str, rpc: str, verb: str):
+    def bulk(command: str, rpc: str, verb: str, doc: str):
         @app.command(command)
         def action(ctx: typer.Context, ids: list[int] = typer.Argument(..., help="job ids (an array job id means all its tasks)"),
                    json_out: bool = JsonOption):
@@ -164,12 +164,12 @@ def register(app: typer.Typer) -> None:
                 for x in reply.jobs:
                     print(f"Job {job_id(x)} {verb}: {x.state}{' (held)' if x.held else ''}")
 
-        action.__doc__ = f"{verb.capitalize()} jobs."
+        action.__doc__ = doc
 
-    bulk("cancel", "CancelJobs", "cancelled")
-    bulk("hold", "HoldJobs", "held")
-    bulk("release", "ReleaseJobs", "released")
-    bulk("requeue", "RequeueJobs", "requeued")
+    bulk("cancel", "CancelJobs", "cancelled", "Cancel jobs (scancel): pending ones leave the queue, running ones stop.")
+    bulk("hold", "HoldJobs", "held", "Hold pending jobs (scontrol hold): they wait with reason JobHeldUser.")
+    bulk("release", "ReleaseJobs", "released", "Release held jobs (scontrol release).")
+    bulk("requeue", "RequeueJobs", "requeued", "Put running or finished jobs back in the queue under the same id.")
 
     @app.command()
     def history(

@@ -49,20 +49,20 @@ Workload = Annotated[Union[SleepWorkload, HoldWorkload, TrainWorkload], Field(di
 
 
 class JobSpec(Strict):
-    name: str = "job"
+    name: str = Field("job", description="job name (letters, digits, _ - .)")
     ipus: int = Field(strict=True, description="a power of two that fits the Pod (checked at submit)")
     time_limit: Seconds | None = Field(None, description="> 0: seconds or 10m, 1h30m, 1-00:00:00; default: config")
     qos: str | None = Field(None, description="default: the config's default_qos (normal)")
-    nice: int = Field(0, strict=True, ge=-10_000, le=10_000)
-    user: str = "nobody"
-    account: str | None = None
-    dependency: str | None = None
-    array: str | None = None
-    hold: bool = False
-    requeue: bool = True
-    output: str | None = Field(None, max_length=4096)
-    allocation: str | None = None
-    workload: Workload = HoldWorkload()
+    nice: int = Field(0, strict=True, ge=-10_000, le=10_000, description="lowers the priority by this much")
+    user: str = Field("nobody", description="owner; default: the submitting user")
+    account: str | None = Field(None, description="accounting group")
+    dependency: str | None = Field(None, description="afterok:ID[:ID],afterany:ID,afternotok:ID,singleton; `?` for OR")
+    array: str | None = Field(None, description="array tasks, e.g. 0-99%10, 1,3,5, 0-15:4")
+    hold: bool = Field(False, description="submit held (JobHeldUser) until `vipu release`")
+    requeue: bool = Field(True, description="requeue under the same id after a node failure")
+    output: str | None = Field(None, max_length=4096, description="where the job's output goes")
+    allocation: str | None = Field(None, description="V-IPU allocation to run in (default: default)")
+    workload: Workload = Field(HoldWorkload(), description="sleep, hold or train (below)")
 
     @field_validator("time_limit")
     @classmethod
