@@ -20,6 +20,8 @@ from vipu.v1 import admin_pb2_grpc, job_pb2_grpc, partition_pb2_grpc
 DEFAULT_HOST = "localhost"
 DEFAULT_PORT = 8090
 DEFAULT_TIMEOUT_S = 10.0
+# a queue of 10,000+ jobs is more than gRPC's default 4 MB reply limit
+CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 512 * 1024 * 1024)]
 CONFIG_LINE = re.compile(r'^\s*([a-z-]+)\s*=\s*"?([^"#]*?)"?\s*(#.*)?$')
 
 
@@ -94,9 +96,9 @@ class Connection:
                     root = Path(self.settings.tls_ca).read_bytes()
                 except OSError as e:
                     fail(self.prog, f"cannot read the TLS CA file {self.settings.tls_ca}: {e.strerror}", BAD_INPUT)
-                self._channel = grpc.secure_channel(self.address, grpc.ssl_channel_credentials(root))
+                self._channel = grpc.secure_channel(self.address, grpc.ssl_channel_credentials(root), CHANNEL_OPTIONS)
             else:
-                self._channel = grpc.insecure_channel(self.address)
+                self._channel = grpc.insecure_channel(self.address, CHANNEL_OPTIONS)
         return self._channel
 
     @property

@@ -166,7 +166,26 @@ def register(app: typer.Typer) -> None:
 
         action.__doc__ = doc
 
-    bulk("cancel", "CancelJobs", "cancelled", "Cancel jobs (scancel): pending ones leave the queue, running ones stop.")
+    @app.command()
+    def cancel(
+        ctx: typer.Context,
+        ids: list[int] = typer.Argument(None, help="job ids (an array job id means all its tasks)"),
+        user: list[str] = typer.Option(None, "--user", "-u", help="also every active job of this user (scancel -u)"),
+        json_out: bool = JsonOption,
+    ):
+        """Cancel jobs (scancel): pending ones leave the queue, running ones stop."""
+        cli = ctx.obj
+        if not ids and not user:
+            fail("vipu", "name job ids or --user USER (vipu queue lists them)", BAD_INPUT)
+        reply = cli.conn.call(cli.conn.jobs.CancelJobs, j.JobIdsRequest(ids=ids or [], users=user or []))
+        if cli.wants_json(json_out):
+            print_json(as_dict(reply).get("jobs", []))
+        elif len(reply.jobs) > 20:
+            print(f"{len(reply.jobs)} jobs cancelled")
+        else:
+            for x in reply.jobs:
+                print(f"Job {job_id(x)} cancelled: {x.state}")
+
     bulk("hold", "HoldJobs", "held", "Hold pending jobs (scontrol hold): they wait with reason JobHeldUser.")
     bulk("release", "ReleaseJobs", "released", "Release held jobs (scontrol release).")
     bulk("requeue", "RequeueJobs", "requeued", "Put running or finished jobs back in the queue under the same id.")

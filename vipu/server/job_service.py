@@ -115,7 +115,14 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def CancelJobs(self, request, context):
-        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.cancel([i], now), context))
+        ids = list(request.ids)
+        if request.users:
+            users = set(request.users)
+            with self.rt.lock:
+                ids += [x.id for x in self.rt.scheduler.queue() if x.user in users and x.id not in ids]
+            if not ids:
+                return j.ListJobsResponse()
+        return self._changed(self._each(ids, lambda i, now: self.rt.scheduler.cancel([i], now), context))
 
     @rpc
     def HoldJobs(self, request, context):

@@ -101,10 +101,12 @@ class GetJobRequest(_message.Message):
     def __init__(self, id: _Optional[int] = ...) -> None: ...
 
 class JobIdsRequest(_message.Message):
-    __slots__ = ("ids",)
+    __slots__ = ("ids", "users")
     IDS_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    users: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
     __slots__ = ("users", "states", "limit")

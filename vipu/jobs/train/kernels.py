@@ -18,6 +18,20 @@ def matmul_flops(a: np.ndarray, b: np.ndarray) -> float:
     return 2.0 * (a.size // a.shape[-1]) * a.shape[-1] * b.shape[-1]
 
 
+def wgrad(a: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """The weight gradient of y = a @ w for activations with any leading dimensions."""
+    return a.reshape(-1, a.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
+
+
+def wgrad_flops(a: np.ndarray, dy: np.ndarray) -> float:
+    return 2.0 * (a.size // a.shape[-1]) * a.shape[-1] * dy.shape[-1]
+
+
+def rows(dy: np.ndarray) -> np.ndarray:
+    """The bias gradient: dy summed over every leading dimension."""
+    return dy.reshape(-1, dy.shape[-1]).sum(axis=0)
+
+
 def relu(z: np.ndarray) -> np.ndarray:
     return np.maximum(z, 0)
 

@@ -10,21 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from vipu.jobs.train import optim
-from vipu.jobs.train.kernels import (attention, attention_back, layernorm, layernorm_back, relu, relu_back,
-                                     softmax_cross_entropy, squared_error)
+from vipu.jobs.train.kernels import (attention, attention_back, layernorm, layernorm_back, relu, relu_back, rows,
+                                     softmax_cross_entropy, squared_error, wgrad)
 from vipu.jobs.train.problem import batch, init_params
 
 Params = dict[str, np.ndarray]
-
-
-def wgrad(a: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """The weight gradient of y = a @ w for activations with any leading dimensions."""
-    return a.reshape(-1, a.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
-
-
-def rows(dy: np.ndarray) -> np.ndarray:
-    """The bias gradient: dy summed over every leading dimension."""
-    return dy.reshape(-1, dy.shape[-1]).sum(axis=0)
 
 
 def mlp_loss_grads(model, params: Params, x: np.ndarray, labels: np.ndarray) -> tuple[float, Params]:

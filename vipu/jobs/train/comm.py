@@ -1,0 +1,185 @@
+"""The data path between a job's IPUs: every tensor-parallel, pipeline and data-parallel exchange, run through the
+fabric's collectives on the job's transport (LocalTransport in-process, RayTransport on the machine actors).
+
+IPU numbering (the planner's, assumptions.py): tensor shards innermost, then stages, then replicas, from the
+partition's first IPU: IPU(replica, stage, shard) = first + (replica p + stage) t + shard. So
+- a stage's t shards are an aligned block of t IPUs: the fabric's allreduce / all_gather on Group.block;
+- a replica's t p IPUs are an aligned block: stage-to-stage sends stay inside it;
+- the r IPUs holding the same shard of the same stage are t p apart: not a block, so the data-parallel allreduce
+  is composed here from the fabric's own pieces (schedule.py's ring reduce-scatter and all-gather steps, cost.py's
+  pricing, the transport's run_step): one ring per group through its IPUs in order and, for more than 2, the
+  reverse ring too (each carrying half of every shard, as the fabric does inside a block), all t p groups in the
+  same steps, so links they share are priced with their contention. Routes between non-neighbours take the
+  shortest IPU-Link path inside the partition (links.py). When t p = 1 the groups are the partition: the fabric's
+  own allreduce runs.
+- Pipeline sends with t > 1 use Megatron's scatter-gather: shard k sends only its k-th piece of the boundary
+  activation to shard k of the next stage, which then all-gathers (t = 1: the fabric's send_recv).
+
+Each exchange puts the sender's arrays on its IPUs, runs the collective, and reads the result back from the
+receiving IPUs: the numbers a stage continues with are the ones that crossed the (emulated) links.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from vipu.errors import VipuError
+from vipu.fabric import Group, all_gather, allreduce, send_recv, shard
+from vipu.fabric.cost import CollectiveResult, schedule_cost
+from vipu.fabric.group import split
+from vipu.fabric.links import link_model
+from vipu.fabric.plan import Ring
+from vipu.fabric.schedule import Step, Transfer, all_gather_steps, check_hazards, reduce_scatter_steps
+from vipu.partition.topology import Topology
+
+TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
+
+
+def put_all(transport, name: str, arrays: dict[int, np.ndarray]) -> None:
+    """Put one array per IPU (one round trip when the transport can batch)."""
+    if hasattr(transport, "put_tensors"):
+        transport.put_tensors(arrays, name)
+        return
+    for ipu, array in arrays.items():
+        transport.put_tensor(ipu, name, array)
+
+
+def get_all(transport, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
+    if hasattr(transport, "get_tensors"):
+        return transport.get_tensors(list(ipus), name)
+    return {ipu: transport.get_tensor(ipu, name) for ipu in ipus}
+
+
+def run_schedule(op: str, name: str, steps: list[Step], transport, topology: Topology,
+                 within: frozenset[int]) -> CollectiveResult:
+    """Price a schedule of transfers on the Pod's links, move the data with exactly those steps, record it."""
+    first = next(t.src for step in steps for t in step.transfers)
+    _, dtype = transport.spec(first, name)
+    result = schedule_cost(op, steps, link_model(topology), dtype.itemsize, within)
+    for step in steps:
+        if step.transfers:
+            check_hazards(step)
+            transport.run_step(name, step.transfers)
+    transport.record(result)
+    return result
+
+
+def allreduce_groups(groups: Sequence[tuple[int, ...]], name: str, transport, topology: Topology,
+                     within: frozenset[int]) -> CollectiveResult:
+    """Allreduce `name` inside each group (any IPUs of the partition; all groups the same size) at once."""
+    rings = []
+    for ipus in groups:
+        numel, _ = transport.spec(ipus[0], name)
+        directions = [ipus] if len(ipus) <= 2 else [ipus, (ipus[0], *ipus[:0:-1])]
+        pieces = [split(shard(numel, len(ipus), i), len(directions)) for i in range(len(ipus))]
+        for d, order in enumerate(directions):
+            rings.append(Ring.of(order, {ipu: [pieces[i][d]] for i, ipu in enumerate(ipus)}))
+    steps = reduce_scatter_steps(rings, "reduce-scatter") + all_gather_steps(rings, "all-gather")
+    return run_schedule("allreduce", name, steps, transport, topology, within)
+
+
+class Fabric:
+    """A job's IPUs, its transport, and a log of every collective of the current step: (kind, result)."""
+
+    def __init__(self, topology: Topology, first_ipu: int, layout, transport):
+        self.topology, self.first, self.transport = topology, first_ipu, transport
+        self.t, self.p, self.r = layout.t, layout.p, layout.r
+        self.partition = Group.block(topology, first_ipu, layout.ipus)
+        self.log: list[tuple[str, CollectiveResult]] = []
+        self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
+
+    def put(self, name: str, arrays: dict[int, np.ndarray]) -> None:
+        put_all(self.transport, name, arrays)
+        self.held.update((ipu, name) for ipu in arrays)
+
+    def get(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
+        return get_all(self.transport, name, ipus)
+
+    def free_all(self) -> None:
+        """Free every tensor the job put (best effort: a machine that is gone has nothing left to free)."""
+        for ipu, name in sorted(self.held):
+            try:
+                self.transport.free_tensor(ipu, name)
+            except VipuError:
+                pass
+        self.held.clear()
+
+    def ipu(self, replica: int, stage: int, shard_index: int) -> int:
+        return self.first + (replica * self.p + stage) * self.t + shard_index
+
+    @property
+    def ipus(self) -> list[int]:
+        return list(self.partition.ipus)
+
+    def stage_ipus(self, replica: int, stage: int) -> list[int]:
+        return [self.ipu(replica, stage, k) for k in range(self.t)]
+
+    def tensor_group(self, replica: int, stage: int) -> Group:
+        return Group.block(self.topology, self.ipu(replica, stage, 0), self.t)
+
+    def replica_group(self, replica: int) -> Group:
+        return Group.block(self.topology, self.ipu(replica, 0, 0), self.t * self.p)
+
+    def _done(self, kind: str, result: CollectiveResult) -> float:
+        self.log.append((kind, result))
+        return result.virtual_s
+
+    # --- tensor parallel --------------------------------------------------------------------------------------
+    def allreduce(self, group: Group, parts: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
+        """Every shard gets the sum of the shards' `parts` (same shape each)."""
+        if group.size == 1:
+            return parts, 0.0
+        self.put("tp", dict(zip(group.ipus, parts)))
+        seconds = self._done(TP, allreduce(group, "tp", self.transport))
+        got = self.get("tp", group.ipus)
+        return [got[ipu] for ipu in group.ipus], seconds
+
+    def all_gather(self, group: Group, pieces: list[np.ndarray], axis: int) -> tuple[list[np.ndarray], float]:
+        """Every shard gets the shards' `pieces` concatenated along `axis` (piece k from shard k)."""
+        if group.size == 1:
+            return pieces, 0.0
+        t = group.size
+        front = [np.moveaxis(x, axis, 0) for x in pieces]
+        n = front[0].shape[0] * t
+        buffers = {}
+        for k, (ipu, x) in enumerate(zip(group.ipus, front)):
+            buf = np.zeros((n, *x.shape[1:]), dtype=x.dtype)
+            buf[n * k // t:n * (k + 1) // t] = x  # rows of shard k: exactly the fabric's flat shard k
+            buffers[ipu] = buf
+        self.put("tp.gather", buffers)
+        seconds = self._done(TP, all_gather(group, "tp.gather", self.transport))
+        got = self.get("tp.gather", group.ipus)
+        return [np.moveaxis(got[ipu], 0, axis) for ipu in group.ipus], seconds
+
+    # --- pipeline ---------------------------------------------------------------------------------------------
+    def send(self, replica: int, src_stage: int, dst_stage: int,
+             arrays: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
+        """Stage src's boundary tensor (one identical copy per shard) to stage dst's shards."""
+        srcs, dsts = self.stage_ipus(replica, src_stage), self.stage_ipus(replica, dst_stage)
+        block = self.replica_group(replica)
+        buffers = {**dict(zip(srcs, arrays)), **{ipu: np.zeros_like(a) for ipu, a in zip(dsts, arrays)}}
+        self.put("pp", buffers)
+        if self.t == 1:
+            seconds = self._done(PP, send_recv(block, srcs[0], dsts[0], "pp", self.transport))
+        else:
+            numel = arrays[0].size
+            moves = tuple(Transfer(src, dst, (shard(numel, self.t, k),), len(range(*shard(numel, self.t, k))), False)
+                          for k, (src, dst) in enumerate(zip(srcs, dsts)))
+            sent = run_schedule("send_recv", "pp", [Step("scatter", moves)], self.transport, self.topology,
+                                block.members)
+            seconds = self._done(PP, sent)
+            seconds += self._done(PP, all_gather(self.tensor_group(replica, dst_stage), "pp", self.transport))
+        got = self.get("pp", dsts)
+        return [got[ipu] for ipu in dsts], seconds
+
+    # --- data parallel ----------------------------------------------------------------------------------------
+    def data_parallel_allreduce(self, name: str) -> float:
+        """Sum `name` (already on every IPU) over the r replicas of each (stage, shard) position."""
+        if self.r == 1:
+            return 0.0
+        if self.t * self.p == 1:
+            return self._done(DP, allreduce(self.partition, name, self.transport))
+        groups = [tuple(self.ipu(rep, s, k) for rep in range(self.r)) for s in range(self.p) for k in range(self.t)]
+        return self._done(DP, allreduce_groups(groups, name, self.transport, self.topology, self.partition.members))

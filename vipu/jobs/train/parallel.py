@@ -1,0 +1,229 @@
+"""The parallel execution: the workload trained on its t x p x r IPUs as its layout says, data through the fabric.
+
+What lives where: each IPU holds, as tensors on its transport (LocalTransport in-process, the machine actors with
+RayTransport), one flat buffer of its weight shards ("params", sharding.FlatLayout), its optimiser state
+("opt.momentum" or "opt.m", "opt.v") and, at the end of a step, its gradient accumulator ("grads"). The process
+driving the step plays each IPU's tiles: it reads the IPU's weights at the start of the step, computes exactly that
+IPU's share (its shard of its stage, its replica's micro-batches) from them, and every value that passes between
+IPUs goes through a collective on the transport (comm.py). A step:
+
+1. every replica runs its m micro-batches through its p stages in the layout's schedule (schedule.py); each
+   operation is a stage's forward or backward on its t shards (mlp_stage.py, transformer_stage.py) with Megatron's
+   tensor-parallel allreduces, and ends by sending its boundary activation forward (or gradient back);
+   gradients accumulate per IPU over the micro-batches;
+2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
+3. every IPU applies the optimiser (optim.py) to its own buffers and puts them back: all replicas stay identical.
+
+The loss is the mean over the global batch of the per-sample losses the last stages computed.
+
+Emulated time (report.py): each operation's BSP compute sets and collectives (work.py), the pipeline laid out
+event by event from those durations (schedule.timeline), then the data-parallel allreduce. The optimiser update
+and host I/O are not charged (the planner does not model them either). Arithmetic is fp32 for every model; an fp16
+model is timed at fp16 FLOP rates but its tensors cross the links as fp32 (twice its real bytes).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Callable
+
+import numpy as np
+
+from vipu.jobs.train import mlp_stage, optim, transformer_stage
+from vipu.jobs.train.comm import DP, PP, TP, Fabric
+from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
+from vipu.jobs.train.problem import DTYPE, batch, check_runnable, init_params
+from vipu.jobs.train.report import IpuReport, StepReport
+from vipu.jobs.train.schedule import execution_order, stage_orders, timeline
+from vipu.jobs.train.sharding import FlatLayout, stage_axes, stage_blocks, take, unshard
+from vipu.jobs.train.work import OpTimer, StageGroup
+from vipu.partition.topology import Topology
+from vipu.workers import bsp
+
+
+class ParallelTrainer:
+    def __init__(self, workload, pod, first_ipu: int, transport, *, efficiency: float,
+                 clock: Callable[[], float] = time.perf_counter, topology: Topology | None = None):
+        check_runnable(workload)
+        self.workload, self.model, self.lay, self.pod = workload, workload.model, workload.layout, pod
+        self.efficiency, self.clock = efficiency, clock
+        self.fabric = Fabric(topology or Topology(pod), first_ipu, self.lay, transport)
+        self.stage = mlp_stage if self.model.kind == "mlp" else transformer_stage
+        t, p = self.lay.t, self.lay.p
+        self.blocks = [stage_blocks(self.model, t, p, s) for s in range(p)]
+        full = init_params(self.model, workload.seed)
+        self.axes = [stage_axes(self.model, t, p, s, list(full)) for s in range(p)]
+        self.layouts: dict[int, FlatLayout] = {}
+        weights = {}
+        for rep in range(self.lay.r):
+            for s in range(p):
+                for k in range(t):
+                    shards = {name: take(full[name], axis, t, k) for name, axis in self.axes[s].items()}
+                    ipu = self.fabric.ipu(rep, s, k)
+                    self.layouts[ipu] = FlatLayout.of({name: a.shape for name, a in shards.items()})
+                    weights[ipu] = self.layouts[ipu].pack(shards)
+        self.fabric.put("params", weights)
+        self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
+        for name in self.state_names:
+            self.fabric.put(name, {ipu: np.zeros_like(w) for ipu, w in weights.items()})
+
+    @property
+    def ipus(self) -> list[int]:
+        return self.fabric.ipus
+
+    def close(self) -> None:
+        self.fabric.free_all()
+
+    def weights(self, replica: int = 0) -> dict[str, np.ndarray]:
+        """The whole model's current weights, reassembled from one replica's IPUs."""
+        out = {}
+        for s, axes in enumerate(self.axes):
+            ipus = self.fabric.stage_ipus(replica, s)
+            got = self.fabric.get("params", ipus)
+            views = [self.layouts[ipu].views(np.asarray(got[ipu])) for ipu in ipus]
+            out.update({name: unshard([v[name] for v in views], axis) for name, axis in axes.items()})
+        return out
+
+    # --- one optimiser step -------------------------------------------------------------------------------------
+    def run_step(self, step: int) -> StepReport:
+        started = self.clock()
+        fabric, lay, model = self.fabric, self.lay, self.model
+        fabric.log.clear()
+        params = {ipu: np.array(a, dtype=DTYPE) for ipu, a in fabric.get("params", self.ipus).items()}
+        views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
+        grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
+        gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
+        x, y = batch(self.workload, step)
+        order = execution_order(stage_orders(lay.schedule, lay.p, lay.micro_batches))
+        losses: list[np.ndarray] = []
+        compute = defaultdict(float)
+        stash, peak = defaultdict(int), defaultdict(int)
+        worst = None  # (pipeline_s, stage busy, timers) of the critical stage of the slowest replica
+        for rep in range(lay.r):
+            inbox: dict = {}
+            caches: dict = {}
+            timers: dict = {}
+            for op in order:
+                s, kind, j = op
+                timer = timers[op] = OpTimer(self.pod, model.dtype, self.efficiency)
+                g = StageGroup(fabric, rep, s, timer)
+                shards = [views[ipu] for ipu in g.ipus]
+                if kind == "F":
+                    lo = (rep * lay.micro_batches + j) * lay.micro_batch
+                    xs = [x[lo:lo + lay.micro_batch]] * lay.t if s == 0 else inbox.pop(op)
+                    outs, cache = self.stage.forward(model, self.blocks[s], shards, xs, g)
+                    caches[(s, j)] = cache
+                    self._stash(g.ipus, cache, params, stash, peak, +1)
+                    if s == lay.p - 1:
+                        per_sample, ds = self._loss(outs, y[lo:lo + lay.micro_batch])
+                        losses.append(per_sample)
+                        inbox[(s, "B", j)] = ds
+                    else:
+                        inbox[(s + 1, "F", j)] = g.send(s + 1, outs)
+                else:
+                    cache = caches.pop((s, j))
+                    self._stash(g.ipus, cache, params, stash, peak, -1)
+                    dxs, shard_grads = self.stage.backward(model, self.blocks[s], shards, cache, inbox.pop(op), g,
+                                                           need_dx=s > 0)
+                    for ipu, named in zip(g.ipus, shard_grads):
+                        for name, value in named.items():
+                            gviews[ipu][name] += value
+                    if s > 0:
+                        inbox[(s - 1, "B", j)] = g.send(s - 1, dxs)
+                for ipu, seconds in timer.ipu_compute_s.items():
+                    compute[ipu] += seconds
+            line = timeline(order, {op: timer.total_s for op, timer in timers.items()}, lay.p)
+            if worst is None or line.pipeline_s > worst[0].pipeline_s:
+                stage = int(np.argmax(line.busy_s))
+                worst = (line, stage, [timer for op, timer in timers.items() if op[0] == stage])
+
+        fabric.put("grads", grads)
+        dp_s = fabric.data_parallel_allreduce("grads")
+        self._update(step, params, fabric.get("grads", self.ipus))
+        return self._report(step, losses, worst, dp_s, compute, peak, started)
+
+    def _loss(self, outs: list[np.ndarray], target: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Per-sample losses (from shard 0; every shard holds the same outputs) and each shard's output gradient."""
+        fn = softmax_cross_entropy if self.model.kind == "mlp" else squared_error
+        results = [fn(out, target, 1.0 / self.workload.global_batch) for out in outs]
+        return results[0][0], [d for _, d in results]
+
+    def _update(self, step: int, params: dict[int, np.ndarray], grads: dict[int, np.ndarray]) -> None:
+        fabric, w = self.fabric, self.workload
+        state = {name: fabric.get(name, self.ipus) for name in self.state_names}
+        new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
+        for ipu in self.ipus:
+            mine = {name.removeprefix("opt."): np.array(state[name][ipu]) for name in self.state_names}
+            optim.update(w.optimizer, w.learning_rate, step, params[ipu], grads[ipu], mine)
+            for name in self.state_names:
+                new_state[name][ipu] = mine[name.removeprefix("opt.")]
+        fabric.put("params", params)
+        for name in self.state_names:
+            fabric.put(name, new_state[name])
+
+    @staticmethod
+    def _stash(ipus, cache, params, stash, peak, sign: int) -> None:
+        """Count the activations a forward keeps for its backward, per IPU (weights it refers to excluded)."""
+        for ipu, per_shard in zip(ipus, zip(*cache)):
+            seen, total = set(), 0
+            stack = list(per_shard)
+            while stack:
+                item = stack.pop()
+                if isinstance(item, (tuple, list)):
+                    stack.extend(item)
+                elif isinstance(item, np.ndarray) and id(item) not in seen:
+                    seen.add(id(item))
+                    if not np.may_share_memory(item, params[ipu]):
+                        total += item.nbytes
+            stash[ipu] += sign * total
+            peak[ipu] = max(peak[ipu], stash[ipu])
+
+    def _report(self, step, losses, worst, dp_s, compute, peak, started) -> StepReport:
+        line, stage, timers = worst
+        step_s = line.pipeline_s + dp_s
+        compute_s = sum(t.compute_s for t in timers)
+        tp_s = sum(t.tensor_parallel_s for t in timers)
+        send_s = sum(t.send_s for t in timers)
+        by_link: dict[str, int] = defaultdict(int)
+        by_kind = {TP: 0, PP: 0, DP: 0}
+        for kind, result in self.fabric.log:
+            for link, nbytes in result.bytes_per_link_type.items():
+                by_link[link] += nbytes
+                by_kind[kind] += nbytes
+        per_ipu = {}
+        buffers = 2 + len(self.state_names)  # params, grads and the optimiser state, each one flat buffer
+        for ipu in self.ipus:
+            held = buffers * self.layouts[ipu].size * np.dtype(DTYPE).itemsize
+            per_ipu[ipu] = IpuReport(compute_s=compute[ipu], utilisation=compute[ipu] / step_s if step_s else 0.0,
+                                     memory_bytes=int(held + peak[ipu]), activation_bytes=int(peak[ipu]))
+        self._charge_machines(per_ipu, step_s, step)
+        return StepReport(
+            step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,
+            comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, data_parallel_s=dp_s,
+            bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
+            bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=len(self.fabric.log),
+            ipus=per_ipu, wall_s=self.clock() - started)
+
+    def _charge_machines(self, per_ipu: dict[int, IpuReport], step_s: float, step: int) -> None:
+        """On machine actors, add the step to each machine's BSP counters (what `vipu top` shows as utilisation):
+        one compute set per machine with each IPU's own compute as tile cycles and the rest of the step (its
+        collectives and pipeline idle) as exchange, so each IPU's phases add up to the emulated step."""
+        actors = getattr(self.fabric.transport, "actors", None)
+        if not actors:
+            return
+        import ray
+
+        ipu_spec = self.pod.ipu
+        per_machine: dict[int, list[int]] = defaultdict(list)
+        for ipu in self.ipus:
+            per_machine[ipu // self.pod.machine.ipus].append(ipu)
+        refs = []
+        for machine, ipus in sorted(per_machine.items()):
+            busiest = max(per_ipu[ipu].compute_s for ipu in ipus)
+            rest = max(0.0, step_s - busiest - ipu_spec.sync_s)
+            work = {ipu: bsp.IpuWork(cycles=per_ipu[ipu].compute_s * ipu_spec.clock_hz,
+                                     exchange_bytes=int(rest * ipu_spec.exchange_bytes_per_s)) for ipu in ipus}
+            cs = bsp.ComputeSet(name=f"train step {step}", dtype=self.model.dtype, ipus=work)
+            refs.append(actors[machine].run_step.remote(bsp.Step(name=f"train step {step}", compute_sets=[cs])))
+        ray.get(refs, timeout=getattr(self.fabric.transport, "timeout_s", None))

@@ -1,0 +1,88 @@
+"""run_training: the entry point for executing a training job, from the server (a RayTransport over the job's
+partition machines) or from tests and benchmarks (LocalTransport, the default).
+
+Deterministic given workload.seed: the weights, the data and every reduction order are fixed, so a rerun gives
+the same losses bit for bit on either transport. Interruptible between steps: should_stop() is checked before
+each step (a cancel or a time limit), and the result then says stopped. Whatever happens, the tensors the job put
+on its IPUs are freed at the end.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from vipu.fabric import Group, LocalTransport
+from vipu.jobs.assumptions import Assumptions
+from vipu.jobs.planner import describe_model, plan
+from vipu.jobs.train.parallel import ParallelTrainer
+from vipu.jobs.train.problem import check_runnable
+from vipu.jobs.train.report import StepReport, TrainingResult
+from vipu.partition.topology import Topology
+
+# The prediction the emulation is compared with: the planner with the emulation's fused gradient allreduce (one
+# allreduce of each IPU's flat gradient buffer), everything else at its defaults.
+EMULATED = Assumptions(gradient_collectives="fused")
+
+
+def local_transport(group: Group) -> LocalTransport:
+    return LocalTransport()
+
+
+def run_training(workload, pod, first_ipu: int = 0, transport_factory: Callable[[Group], object] = local_transport,
+                 *, on_step: Callable[[StepReport], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None, steps: int | None = None,
+                 assumptions: Assumptions = EMULATED,
+                 clock: Callable[[], float] = time.perf_counter) -> TrainingResult:
+    """Train `workload` (a TrainWorkload) for `steps` (default workload.steps) on the partition of
+    workload.layout.ipus IPUs of `pod` starting at `first_ipu`, moving data with transport_factory(partition group).
+
+    on_step(report) is called after every step; should_stop() before every step. Raises InvalidArgument for a
+    workload the emulator cannot execute or a partition that is not an aligned block; a machine lost mid-step
+    raises the transport's error (vipu.errors.Unavailable on actors)."""
+    started = clock()
+    check_runnable(workload)  # before any machine is touched
+    topology = Topology(pod)
+    group = Group.block(topology, first_ipu, workload.layout.ipus)
+    prediction = plan(workload, pod, assumptions)
+    wanted = workload.steps if steps is None else steps
+    trainer = ParallelTrainer(workload, pod, first_ipu, transport_factory(group),
+                              efficiency=assumptions.compute_efficiency, clock=clock, topology=topology)
+    reports: list[StepReport] = []
+    stopped = False
+    try:
+        for step in range(wanted):
+            if should_stop is not None and should_stop():
+                stopped = True
+                break
+            report = trainer.run_step(step)
+            reports.append(report)
+            if on_step is not None:
+                on_step(report)
+    finally:
+        trainer.close()
+    return _result(workload, pod, first_ipu, wanted, stopped, reports, prediction, clock() - started)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _result(workload, pod, first_ipu, wanted, stopped, reports, prediction, wall_s) -> TrainingResult:
+    lay = workload.layout
+    step_s = _mean([r.emulated_step_s for r in reports])
+    emulated = {"compute": _mean([r.compute_s for r in reports]), "pipeline bubble": _mean([r.bubble_s for r in reports]),
+                "tensor-parallel collectives": _mean([r.tensor_parallel_s for r in reports]),
+                "pipeline sends": _mean([r.pipeline_send_s for r in reports]),
+                "data-parallel allreduce": _mean([r.data_parallel_s for r in reports]), "streaming memory": 0.0}
+    links: dict[str, int] = {}
+    for r in reports:
+        for link, nbytes in r.bytes_per_link_type.items():
+            links[link] = links.get(link, 0) + nbytes
+    return TrainingResult(
+        model=describe_model(workload.model), layout=lay.describe(), pod=pod.name, first_ipu=first_ipu,
+        ipus=lay.ipus, optimizer=workload.optimizer, global_batch=lay.global_batch, steps_requested=wanted,
+        stopped=stopped, losses=[r.loss for r in reports], reports=reports, emulated_step_s=step_s,
+        throughput_samples_per_s=lay.global_batch / step_s if step_s else 0.0, predicted_step_s=prediction.step_s,
+        predicted_throughput_samples_per_s=prediction.throughput, predicted_parts=dict(prediction.time.parts()),
+        emulated_parts=emulated, bytes_per_link_type=links, wall_s=wall_s)

@@ -1,0 +1,127 @@
+"""How a model's weights are cut over a t x p layout: layers to pipeline stages, and tensors to tensor shards.
+
+Stages: the model's layers split into p contiguous runs, as even as possible (stage s gets layers
+[L s / p, L (s+1) / p)).
+
+Tensor shards (Megatron-LM, Shoeybi et al. 2019), per stage:
+- transformer layer: Q, K and V column-parallel by whole heads (shard k has heads [k a/t, (k+1) a/t)), the
+  output projection row-parallel; the feed-forward's first matrix column-parallel, its second row-parallel; biases
+  of row-parallel layers and the layer norms replicated. 2 allreduces forward (after each row-parallel matrix) and
+  2 backward (of the gradient at each block's input);
+- MLP: consecutive layers of a stage in pairs, the first column-parallel, the second row-parallel ("pair": one
+  allreduce forward, one backward). A stage's odd layer out is "row" parallel when its input width divides by t
+  (allreduce forward, all-gather of the input gradient backward), else "col" parallel with gathered output when
+  its output width does (all-gather forward, allreduce backward), else "replicated" (every shard computes it
+  whole). With t = 1 the same blocks run with no collective at all.
+
+A shard of a tensor is its k-th of t equal contiguous pieces along the split axis (None: the whole tensor). Each
+IPU keeps its shards in one flat buffer (FlatLayout), which is what lives on the IPU and what the data-parallel
+allreduce reduces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # "pair", "row", "col", "replicated" (MLP) or "layer" (a transformer layer)
+    layers: tuple[int, ...]
+
+
+_LAYER_SPLIT = {"wq": 1, "bq": 0, "wk": 1, "bk": 0, "wv": 1, "bv": 0, "wo": 0, "bo": None, "ln1.g": None,
+                "ln1.b": None, "ln2.g": None, "ln2.b": None, "w1": 1, "b1": 0, "w2": 0, "b2": None}
+
+
+def stage_layers(units: int, p: int, stage: int) -> range:
+    return range(units * stage // p, units * (stage + 1) // p)
+
+
+def stage_blocks(model, t: int, p: int, stage: int) -> list[Block]:
+    layers = stage_layers(model.units, p, stage)
+    if model.kind == "transformer":
+        return [Block("layer", (i,)) for i in layers]
+    blocks, i = [], layers.start
+    while i < layers.stop:
+        if i + 1 < layers.stop:
+            blocks.append(Block("pair", (i, i + 1)))
+            i += 2
+            continue
+        n_in, n_out = model.widths[i], model.widths[i + 1]
+        kind = "row" if n_in % t == 0 else "col" if n_out % t == 0 else "replicated"
+        blocks.append(Block(kind, (i,)))
+        i += 1
+    return blocks
+
+
+def split_axes(block: Block) -> dict[str, int | None]:
+    """Each parameter of the block (full name) and the axis it is split along (None: replicated)."""
+    if block.kind == "layer":
+        return {f"l{block.layers[0]}.{name}": axis for name, axis in _LAYER_SPLIT.items()}
+    axes: dict[str, int | None] = {}
+    if block.kind == "pair":
+        i, j = block.layers
+        return {f"l{i}.w": 1, f"l{i}.b": 0, f"l{j}.w": 0, f"l{j}.b": None}
+    (i,) = block.layers
+    w, b = {"row": (0, None), "col": (1, 0), "replicated": (None, None)}[block.kind]
+    axes[f"l{i}.w"], axes[f"l{i}.b"] = w, b
+    return axes
+
+
+def piece(n: int, t: int, k: int) -> slice:
+    return slice(n * k // t, n * (k + 1) // t)
+
+
+def take(array: np.ndarray, axis: int | None, t: int, k: int) -> np.ndarray:
+    """Shard k of t of `array` along `axis` (a contiguous copy; the whole array if axis is None)."""
+    if axis is None:
+        return np.array(array)
+    index = [slice(None)] * array.ndim
+    index[axis] = piece(array.shape[axis], t, k)
+    return np.ascontiguousarray(array[tuple(index)])
+
+
+def stage_axes(model, t: int, p: int, stage: int, order: list[str]) -> dict[str, int | None]:
+    """The stage's parameters in `order` (init_params' order) with their split axes."""
+    axes: dict[str, int | None] = {}
+    for block in stage_blocks(model, t, p, stage):
+        axes.update(split_axes(block))
+    return {name: axes[name] for name in order if name in axes}
+
+
+def unshard(pieces: list[np.ndarray], axis: int | None) -> np.ndarray:
+    """The whole tensor from its t shards (shard 0 if replicated)."""
+    return np.array(pieces[0]) if axis is None else np.concatenate(pieces, axis=axis)
+
+
+@dataclass(frozen=True)
+class FlatLayout:
+    """Named tensors packed one after another in a flat buffer."""
+
+    entries: tuple[tuple[str, tuple[int, ...], int], ...]  # (name, shape, offset)
+    size: int
+
+    @classmethod
+    def of(cls, shapes: dict[str, tuple[int, ...]]) -> FlatLayout:
+        entries, offset = [], 0
+        for name, shape in shapes.items():
+            entries.append((name, tuple(shape), offset))
+            offset += int(np.prod(shape, dtype=np.int64))
+        return cls(tuple(entries), offset)
+
+    def pack(self, arrays: dict[str, np.ndarray], dtype=np.float32) -> np.ndarray:
+        flat = np.empty(self.size, dtype=dtype)
+        for name, view in self.views(flat).items():
+            view[...] = arrays[name]
+        return flat
+
+    def views(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        """Each tensor as a view of `flat` (writes go through)."""
+        out = {}
+        for name, shape, offset in self.entries:
+            size = int(np.prod(shape, dtype=np.int64))
+            out[name] = flat[offset:offset + size].reshape(shape)
+        return out

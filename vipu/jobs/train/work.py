@@ -1,0 +1,98 @@
+"""One pipeline operation (a stage's forward or backward of one micro-batch) on its stage's t IPUs: what the shards
+compute, the collectives between them, and the emulated time of it all.
+
+The stage code (mlp_stage.py, transformer_stage.py) is written once for all t shards ("SPMD"): it computes each
+shard from that shard's own weights and inputs, and calls StageGroup.allreduce / all_gather / send, which run on the
+fabric (comm.py). Every matmul is counted into the current BSP compute set of the shard's IPU; a collective ends
+the compute set. The operation's emulated time is, in order:
+- each compute set: vipu.workers.bsp's cost rules (the busiest IPU's tile cycles, then the sync), with each IPU's
+  FLOPs spread over its tiles at the planner's calibrated efficiency (assumptions.compute_efficiency: the same
+  figure the prediction uses, so emulation and prediction differ only where the execution does);
+- each collective: its CollectiveResult.virtual_s (the fabric's step-by-step alpha-beta price).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from vipu.jobs.train.comm import PP, TP, Fabric
+from vipu.jobs.train.kernels import matmul_flops, wgrad, wgrad_flops
+from vipu.workers import bsp
+
+
+class OpTimer:
+    """The emulated time of one operation: compute sets and collectives, in order (BSP: never overlapped)."""
+
+    def __init__(self, pod, dtype: str, efficiency: float):
+        self.pod, self.dtype, self.efficiency = pod, dtype, efficiency
+        self.pending: dict[int, float] = defaultdict(float)  # IPU -> FLOPs of the open compute set
+        self.ipu_compute_s: dict[int, float] = defaultdict(float)
+        self.compute_s = 0.0  # compute sets: the busiest IPU's compute plus the sync, summed
+        self.tensor_parallel_s = 0.0
+        self.send_s = 0.0
+
+    def flops(self, ipu: int, n: float) -> None:
+        self.pending[ipu] += n
+
+    def close(self) -> None:
+        if not self.pending:
+            return
+        tiles = self.pod.ipu.tiles
+        work = {ipu: bsp.IpuWork(flops=n / tiles / self.efficiency) for ipu, n in self.pending.items()}
+        step = bsp.Step(compute_sets=[bsp.ComputeSet(dtype=self.dtype, ipus=work)])
+        times = bsp.run(step, self.pod.ipu, self.pod.links.ipu_link)
+        self.compute_s += times.step_s
+        for ipu, phases in times.ipus.items():
+            self.ipu_compute_s[ipu] += phases.compute_s
+        self.pending.clear()
+
+    def collective(self, kind: str, seconds: float) -> None:
+        self.close()
+        if kind == TP:
+            self.tensor_parallel_s += seconds
+        else:
+            self.send_s += seconds
+
+    @property
+    def total_s(self) -> float:
+        self.close()
+        return self.compute_s + self.tensor_parallel_s + self.send_s
+
+
+class StageGroup:
+    """The t shards of one stage of one replica, as the stage code sees them."""
+
+    def __init__(self, fabric: Fabric, replica: int, stage: int, timer: OpTimer):
+        self.fabric, self.replica, self.stage, self.timer = fabric, replica, stage, timer
+        self.t = fabric.t
+        self.ipus = fabric.stage_ipus(replica, stage)
+        self.group = fabric.tensor_group(replica, stage)
+
+    def mm(self, k: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """a @ b on shard k, counted."""
+        self.timer.flops(self.ipus[k], matmul_flops(a, b))
+        return a @ b
+
+    def wgrad(self, k: int, a: np.ndarray, dy: np.ndarray) -> np.ndarray:
+        self.timer.flops(self.ipus[k], wgrad_flops(a, dy))
+        return wgrad(a, dy)
+
+    def flops(self, k: int, n: float) -> None:
+        self.timer.flops(self.ipus[k], n)
+
+    def allreduce(self, parts: list[np.ndarray]) -> list[np.ndarray]:
+        out, seconds = self.fabric.allreduce(self.group, parts)
+        self.timer.collective(TP, seconds)
+        return out
+
+    def all_gather(self, pieces: list[np.ndarray], axis: int) -> list[np.ndarray]:
+        out, seconds = self.fabric.all_gather(self.group, pieces, axis)
+        self.timer.collective(TP, seconds)
+        return out
+
+    def send(self, dst_stage: int, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        out, seconds = self.fabric.send(self.replica, self.stage, dst_stage, arrays)
+        self.timer.collective(PP, seconds)
+        return out
