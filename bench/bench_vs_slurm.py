@@ -191,19 +191,25 @@ SLURM_ROWS = {  # our key -> the peer's table label (its median column)
 }
 
 
+def parse_peer_table(table: str) -> dict[str, float]:
+    """The peer prints `label` in 52 columns, then its median in 12: read the median of each row we compare."""
+    values = {}
+    for line in table.splitlines():
+        label, median = line[:52].strip(), line[52:65].strip()
+        for key, pattern in SLURM_ROWS.items():
+            if key not in values and re.match(pattern, label):
+                try:
+                    values[key] = float(median)
+                except ValueError:
+                    pass
+    return values
+
+
 def slurm_phases(phases: str, knobs: dict) -> tuple[dict[str, float], str]:
     env = {**os.environ, "PHASES": phases, **{k: str(v) for k, v in knobs.items()}}
     out = subprocess.run(["bash", str(PEER)], env=env, capture_output=True, text=True, timeout=1500)
     table = out.stdout[out.stdout.find("===================="):]
-    values = {}
-    for key, label in SLURM_ROWS.items():
-        match = re.search(label + r".*?\s(\S+)\s{3}", table)
-        if match:
-            try:
-                values[key] = float(match.group(1))
-            except ValueError:
-                pass
-    return values, table
+    return parse_peer_table(table), table
 
 
 ROWS = [  # key, label, better when (higher|lower), how vipu-sim is measured

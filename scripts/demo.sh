@@ -45,6 +45,7 @@ step $BIN/vipu remove partition big
 step $BIN/vipu create partition more --size 32
 step $BIN/vipu remove partition train
 step $BIN/vipu remove partition more
+step $BIN/vipu remove partition dev
 
 printf '\n# The Slurm-style queue: each job gets its own partition slurm_<id> when it starts, and gives it back at the end.\n'
 step $BIN/vipu submit --name prep --ipus 16 --time-limit 1m --duration 2s
@@ -58,6 +59,18 @@ step $BIN/vipu info
 printf '\n# ... waiting for the jobs to finish ...\n'
 for _ in $(seq 120); do [ -z "$($BIN/vipu queue --no-header)" ] && break; sleep 0.5; done
 step $BIN/vipu history
+
+printf '\n# The main job: three small models really train on the emulated IPU-Machines (Ray actors), split as their\n'
+printf '# layouts say (data-, pipeline-, tensor-parallel); each reports its loss curve and the step time on the real Pod.\n'
+step $BIN/vipu plan examples/tiny_pp.yaml
+for kind in dp pp tp; do step $BIN/vipu submit examples/tiny_$kind.yaml; done
+step $BIN/vipu queue
+printf '\n# ... training (the first job starts Ray and the machine actors) ...\n'
+for _ in $(seq 240); do [ -z "$($BIN/vipu queue --no-header)" ] && break; sleep 0.5; done
+for id in $($BIN/vipu history --json | $BIN/python -c "import json,sys; print(' '.join(str(j['id']) for j in json.load(sys.stdin) if j['name'].startswith('tiny-')))"); do
+  step $BIN/vipu logs "$id"
+done
+step $BIN/vipu top --once
 
 printf '\n# The same scheduler replays a real trace (Alibaba openb) in virtual time, without Ray:\n'
 TRACE=../shared/traces/openb_pod_list_default.csv

@@ -73,6 +73,11 @@ class Store:
             rows = self._db.execute("SELECT kind, doc FROM records ORDER BY kind, name").fetchall()
         return [(kind, kinds[kind].model_validate_json(doc)) for kind, doc in rows if kind in kinds]
 
+    def get(self, kind: str, name: str, model: type[BaseModel]) -> BaseModel | None:
+        with self._lock:
+            row = self._db.execute("SELECT doc FROM records WHERE kind = ? AND name = ?", (kind, name)).fetchone()
+        return model.model_validate_json(row[0]) if row else None
+
     def get_meta(self, key: str) -> object | None:
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

@@ -88,6 +88,8 @@ def job() -> dict:
             "sum by (link_type) (rate(vipu_link_transmit_bytes_total[$__rate_interval])"
             ' * on (machine) group_left () (count by (machine) (vipu_ipu_allocation_info{job="$job"}) > bool 0))',
         ], unit="Bps", legend="{{link_type}}"),
+        panel("Emulated step time (training jobs)", ['vipu_job_step_seconds{job="$job"}'], unit="s"),
+        panel("Loss (training jobs)", ['vipu_job_loss{job="$job"}']),
         panel("SRAM in use on the job's IPUs", [
             'sum(vipu_ipu_memory_used_bytes * on (machine, ipu) group_left (job) vipu_ipu_allocation_info{job="$job"})',
         ], unit="bytes"),

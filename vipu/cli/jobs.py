@@ -151,6 +151,16 @@ def register(app: typer.Typer) -> None:
             print(f"{key}={value}")
         print("Spec=" + x.spec_json)
         print("History=" + " ".join(f"{h['state']}@{stamp(h['at'])}" for h in detail["history"]))
+        if x.result_json:
+            record = json.loads(x.result_json)
+            result = record.get("result")
+            if result:
+                print(f"Losses={' '.join(f'{v:.4f}' for v in result['losses'])}")
+                print(f"EmulatedStepTime={result['emulated_step_s'] * 1e6:.1f}us"
+                      f" Throughput={result['throughput_samples_per_s']:.0f}samples/s"
+                      f" PredictedStepTime={result['predicted_step_s'] * 1e6:.1f}us")
+            if record.get("error"):
+                print(f"Error={record['error']}")
 
     def bulk(command: str, rpc: str, verb: str, doc: str):
         @app.command(command)
@@ -189,6 +199,18 @@ def register(app: typer.Typer) -> None:
     bulk("hold", "HoldJobs", "held", "Hold pending jobs (scontrol hold): they wait with reason JobHeldUser.")
     bulk("release", "ReleaseJobs", "released", "Release held jobs (scontrol release).")
     bulk("requeue", "RequeueJobs", "requeued", "Put running or finished jobs back in the queue under the same id.")
+
+    @app.command()
+    def logs(ctx: typer.Context, id: int = typer.Argument(..., help="job id"), json_out: bool = JsonOption):
+        """A training job's loss per step, emulated step time on the real Pod, and its summary."""
+        cli = ctx.obj
+        reply = cli.conn.call(cli.conn.jobs.JobLogs, j.GetJobRequest(id=id))
+        if cli.wants_json(json_out):
+            print_json(list(reply.lines))
+        elif reply.lines:
+            print("\n".join(reply.lines))
+        else:
+            print(f"job {id} has no training output (yet): only `train` workloads log steps")
 
     @app.command()
     def history(

@@ -63,7 +63,23 @@ class StateCollector(Collector):
                 job = holder.removeprefix("job ") if holder.startswith("job ") else ""
                 join.add_metric([str(s.machine), str(s.ipu), s.partition, job], 1)
         yield join
+        yield from self.training()
         yield from self.machines(pod, statuses)
+
+    def training(self):
+        """Per-step figures of running training jobs; the series exist only while the job runs."""
+        step = GaugeMetricFamily("vipu_job_step_seconds", "Emulated step time of a running training job.", labels=["job"])
+        loss = GaugeMetricFamily("vipu_job_loss", "Loss of a running training job's last step.", labels=["job"])
+        link = GaugeMetricFamily("vipu_job_step_link_bytes", "Link bytes of the job's last step, by link type.",
+                                 labels=["job", "link_type"])
+        for job_id, reports in list(self.rt.training.progress.items()):
+            if reports:
+                last = reports[-1]
+                step.add_metric([str(job_id)], last.emulated_step_s)
+                loss.add_metric([str(job_id)], last.loss)
+                for kind, value in last.bytes_per_link_type.items():
+                    link.add_metric([str(job_id), kind], value)
+        yield from (step, loss, link)
 
     def machines(self, pod, statuses):
         """Per-IPU and per-link series, fed by the machine actors (an IPU whose machine has no actor is idle)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from vipu.errors import InvalidArgument
 from vipu.jobs.spec import TrainWorkload
 from vipu.jobs.suggest import check_fits
+from vipu.jobs.train.problem import check_runnable
 from vipu.partition.pod import PodConfig
 from vipu.partition.rules import check_name, check_size
 from vipu.scheduler.arrays import ArraySyntaxError
@@ -37,6 +38,7 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     check_size(spec.ipus, pod, "ipus")
     if isinstance(spec.workload, TrainWorkload):
         check_fits(spec.workload, pod, ipus=spec.ipus)  # a job that can never fit is refused with a layout that would
+        check_runnable(spec.workload)  # and one too big to execute here is refused before it is queued
     qos_name = spec.qos or config.default_qos
     qos = config.qos.get(qos_name)
     if qos is None:

@@ -18,6 +18,7 @@ import threading
 import time
 
 from vipu.errors import NotFound, VipuError
+from vipu.jobs.spec import TrainWorkload
 from vipu.partition.admin_objects import DEFAULT_ALLOCATION
 from vipu.partition.partition import PartitionRequest
 from vipu.scheduler.effects import StartJob, StopJob
@@ -140,7 +141,10 @@ class Dispatcher:
         queued_at = max((at for state, at in job.history if state is JobState.PENDING), default=job.submit_time)
         self.rt.metrics.starts.inc()
         self.rt.metrics.queue_wait.observe(max(0.0, start.start_time - queued_at))
-        self.watch(start.job_id, start.start_time, start.workload)
+        if isinstance(start.workload, TrainWorkload):
+            self.rt.training.start(start.job_id, start.start_time, start.first_ipu, start.workload)
+        else:
+            self.watch(start.job_id, start.start_time, start.workload)
 
     def watch(self, job_id: int, started: float, workload) -> None:
         """Arrange for a sleep workload to end by itself (also used to resume running jobs after a restart)."""

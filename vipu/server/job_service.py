@@ -101,7 +101,16 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     def GetJob(self, request, context):
         self._own([request.id], context)
         with self.rt.lock:
-            return job_convert.job(self.rt.scheduler.job(request.id, self.rt.now()))
+            reply = job_convert.job(self.rt.scheduler.job(request.id, self.rt.now()))
+        record = self.rt.training.result(request.id)
+        if record is not None:
+            reply.result_json = record.model_dump_json(exclude={"result": {"reports"}})
+        return reply
+
+    @rpc
+    def JobLogs(self, request, context):
+        self._own([request.id], context)
+        return j.JobLogsResponse(lines=self.rt.training.log_lines(request.id))
 
     def _each(self, ids, action, context):
         if not ids:

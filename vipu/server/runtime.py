@@ -21,11 +21,13 @@ from vipu.partition.state import KINDS as PARTITION_KINDS
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.job import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
+from vipu.jobs.spec import TrainWorkload
 from vipu.scheduler.spec import SleepWorkload
 from vipu.scheduler.states import JobState
 from vipu.server.auth import bearer
 from vipu.server.dispatcher import Dispatcher
 from vipu.server.fleet import Fleet
+from vipu.server.training import Training
 from vipu.store import Store
 from vipu.validation import describe
 
@@ -45,10 +47,12 @@ class Runtime:
     dispatcher: Dispatcher = field(init=False)
 
     fleet: Fleet = field(init=False)
+    training: Training = field(init=False)
 
     def __post_init__(self):
         self.dispatcher = Dispatcher(self, self.now)
         self.fleet = Fleet(self, "off")
+        self.training = Training(self)
 
     secure: bool = False
 
@@ -117,7 +121,10 @@ def open_runtime(
     effects = scheduler.recover([(k, r) for k, r in records if k in JOB_KINDS], now, list(controller.state.partitions))
     runtime.dispatcher.apply(effects, now)
     runtime.dispatcher.apply(scheduler.fail_ipus(sorted(controller.state.failed_ipus), now), now)
-    for job in scheduler.table.jobs.values():
+    for job in list(scheduler.table.jobs.values()):
         if job.state is JobState.RUNNING and isinstance(job.spec.workload, SleepWorkload):
             runtime.dispatcher.watch(job.id, job.start_time, job.spec.workload)
+        elif job.state is JobState.RUNNING and isinstance(job.spec.workload, TrainWorkload):
+            # its training ran in the process that died: the steps are lost, so it starts again from step 0
+            runtime.dispatcher.apply(scheduler.requeue(job.id, now), now)
     return runtime

@@ -84,6 +84,11 @@ class JobServiceStub:
                 request_serializer=vipu_dot_v1_dot_job__pb2.PrioritiesRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_job__pb2.PrioritiesResponse.FromString,
                 _registered_method=True)
+        self.JobLogs = channel.unary_unary(
+                '/vipu.v1.JobService/JobLogs',
+                request_serializer=vipu_dot_v1_dot_job__pb2.GetJobRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_job__pb2.JobLogsResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -150,6 +155,13 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def JobLogs(self, request, context):
+        """A training job's loss per step, emulated step time and throughput, and summary (empty for other workloads).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -202,6 +214,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.Priorities,
                     request_deserializer=vipu_dot_v1_dot_job__pb2.PrioritiesRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_job__pb2.PrioritiesResponse.SerializeToString,
+            ),
+            'JobLogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.JobLogs,
+                    request_deserializer=vipu_dot_v1_dot_job__pb2.GetJobRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_job__pb2.JobLogsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -474,6 +491,33 @@ class JobService:
             '/vipu.v1.JobService/Priorities',
             vipu_dot_v1_dot_job__pb2.PrioritiesRequest.SerializeToString,
             vipu_dot_v1_dot_job__pb2.PrioritiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def JobLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.JobService/JobLogs',
+            vipu_dot_v1_dot_job__pb2.GetJobRequest.SerializeToString,
+            vipu_dot_v1_dot_job__pb2.JobLogsResponse.FromString,
             options,
             channel_credentials,
             insecure,

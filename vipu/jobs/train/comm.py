@@ -17,6 +17,10 @@ partition's first IPU: IPU(replica, stage, shard) = first + (replica p + stage) 
 
 Each exchange puts the sender's arrays on its IPUs, runs the collective, and reads the result back from the
 receiving IPUs: the numbers a stage continues with are the ones that crossed the (emulated) links.
+
+Values are fp32 for every model (the numerical proof needs fp32), but the links are priced in the model's dtype:
+for an fp16 model the transport is wrapped in PricedAs, whose spec() reports float16, so the fabric charges (and the
+machines' counters record) the bytes the real Pod would move, while the fp32 values move unchanged.
 """
 
 from __future__ import annotations
@@ -35,6 +39,20 @@ from vipu.fabric.schedule import Step, Transfer, all_gather_steps, check_hazards
 from vipu.partition.topology import Topology
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
+
+
+class PricedAs:
+    """A transport whose tensors are priced as `dtype` on the links; everything else is the wrapped transport's."""
+
+    def __init__(self, transport, dtype):
+        self.inner, self.dtype = transport, np.dtype(dtype)
+
+    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
+        numel, _ = self.inner.spec(ipu, name)
+        return numel, self.dtype
+
+    def __getattr__(self, attr):  # put_tensor(s), get_tensor(s), run_step, record, free_tensor, actors...
+        return getattr(self.inner, attr)
 
 
 def put_all(transport, name: str, arrays: dict[int, np.ndarray]) -> None:

@@ -19,7 +19,8 @@ The loss is the mean over the global batch of the per-sample losses the last sta
 Emulated time (report.py): each operation's BSP compute sets and collectives (work.py), the pipeline laid out
 event by event from those durations (schedule.timeline), then the data-parallel allreduce. The optimiser update
 and host I/O are not charged (the planner does not model them either). Arithmetic is fp32 for every model; an fp16
-model is timed at fp16 FLOP rates but its tensors cross the links as fp32 (twice its real bytes).
+model is timed at fp16 FLOP rates and its collectives priced at fp16 bytes (comm.PricedAs), while the memory
+reported per IPU is what this execution holds (fp32 buffers).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Callable
 import numpy as np
 
 from vipu.jobs.train import mlp_stage, optim, transformer_stage
-from vipu.jobs.train.comm import DP, PP, TP, Fabric
+from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
 from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
 from vipu.jobs.train.problem import DTYPE, batch, check_runnable, init_params
 from vipu.jobs.train.report import IpuReport, StepReport
@@ -43,11 +44,16 @@ from vipu.workers import bsp
 
 
 class ParallelTrainer:
+    """One job's training state on its IPUs: built with the initial weights put on every IPU, then run_step(n) per
+    optimiser step, then close() to free the IPUs (run_training does all three)."""
+
     def __init__(self, workload, pod, first_ipu: int, transport, *, efficiency: float,
                  clock: Callable[[], float] = time.perf_counter, topology: Topology | None = None):
         check_runnable(workload)
         self.workload, self.model, self.lay, self.pod = workload, workload.model, workload.layout, pod
         self.efficiency, self.clock = efficiency, clock
+        if self.model.dtype != "fp32":
+            transport = PricedAs(transport, np.float16)
         self.fabric = Fabric(topology or Topology(pod), first_ipu, self.lay, transport)
         self.stage = mlp_stage if self.model.kind == "mlp" else transformer_stage
         t, p = self.lay.t, self.lay.p
@@ -63,10 +69,14 @@ class ParallelTrainer:
                     ipu = self.fabric.ipu(rep, s, k)
                     self.layouts[ipu] = FlatLayout.of({name: a.shape for name, a in shards.items()})
                     weights[ipu] = self.layouts[ipu].pack(shards)
-        self.fabric.put("params", weights)
         self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
-        for name in self.state_names:
-            self.fabric.put(name, {ipu: np.zeros_like(w) for ipu, w in weights.items()})
+        try:
+            self.fabric.put("params", weights)
+            for name in self.state_names:
+                self.fabric.put(name, {ipu: np.zeros_like(w) for ipu, w in weights.items()})
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def ipus(self) -> list[int]:

@@ -71,7 +71,8 @@ def _mean(values: list[float]) -> float:
 def _result(workload, pod, first_ipu, wanted, stopped, reports, prediction, wall_s) -> TrainingResult:
     lay = workload.layout
     step_s = _mean([r.emulated_step_s for r in reports])
-    emulated = {"compute": _mean([r.compute_s for r in reports]), "pipeline bubble": _mean([r.bubble_s for r in reports]),
+    emulated = {"compute": _mean([r.compute_s for r in reports]),
+                "pipeline bubble": _mean([r.bubble_s for r in reports]),
                 "tensor-parallel collectives": _mean([r.tensor_parallel_s for r in reports]),
                 "pipeline sends": _mean([r.pipeline_send_s for r in reports]),
                 "data-parallel allreduce": _mean([r.data_parallel_s for r in reports]), "streaming memory": 0.0}

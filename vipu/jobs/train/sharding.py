@@ -61,14 +61,12 @@ def split_axes(block: Block) -> dict[str, int | None]:
     """Each parameter of the block (full name) and the axis it is split along (None: replicated)."""
     if block.kind == "layer":
         return {f"l{block.layers[0]}.{name}": axis for name, axis in _LAYER_SPLIT.items()}
-    axes: dict[str, int | None] = {}
     if block.kind == "pair":
         i, j = block.layers
         return {f"l{i}.w": 1, f"l{i}.b": 0, f"l{j}.w": 0, f"l{j}.b": None}
     (i,) = block.layers
     w, b = {"row": (0, None), "col": (1, 0), "replicated": (None, None)}[block.kind]
-    axes[f"l{i}.w"], axes[f"l{i}.b"] = w, b
-    return axes
+    return {f"l{i}.w": w, f"l{i}.b": b}
 
 
 def piece(n: int, t: int, k: int) -> slice:

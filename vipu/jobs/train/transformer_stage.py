@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vipu.jobs.train.kernels import attention, attention_back, attention_flops, layernorm, layernorm_back, relu, relu_back, rows
+from vipu.jobs.train.kernels import (attention, attention_back, attention_flops, layernorm, layernorm_back, relu,
+                                     relu_back, rows)
 from vipu.jobs.train.sharding import Block
 from vipu.jobs.train.work import StageGroup
 

@@ -1,0 +1,111 @@
+"""Running `train` workloads for the live controller: each job trains in a thread of its own on its partition's
+machines, and its results (loss per step, emulated step time and throughput on the real Pod, per-IPU utilisation and
+memory, link traffic, the planner's prediction) are stored with the job.
+
+Where the data moves: with machine actors (`--ray local` or an address) the job's tensors live on its machines'
+actors and every collective moves them through Ray (RayTransport); with `--ray off` the same training runs on an
+in-process transport. Either way the numbers are the same: emulated time comes from the cost models, not from how
+long the host took (that is reported separately, as wall-clock).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from pydantic import BaseModel
+
+from vipu.jobs.train.report import StepReport, TrainingResult
+from vipu.jobs.train.runner import local_transport, run_training
+from vipu.scheduler.states import JobState
+
+log = logging.getLogger("vipu.training")
+
+
+class JobResult(BaseModel):
+    """What the store keeps for a job that trained (kind "job_result", name = job id)."""
+
+    name: str
+    result: TrainingResult | None = None
+    error: str | None = None
+
+
+class Training:
+    def __init__(self, runtime):
+        self.rt = runtime
+        self.progress: dict[int, list[StepReport]] = {}  # running jobs' steps so far (for logs and metrics)
+        self.results: dict[int, JobResult] = {}
+
+    def start(self, job_id: int, started: float, first_ipu: int, workload) -> None:
+        self.progress[job_id] = []
+        threading.Thread(target=self._run, args=(job_id, started, first_ipu, workload), daemon=True,
+                         name=f"vipu-train-{job_id}").start()
+
+    def _still_running(self, job_id: int, started: float) -> bool:
+        job = self.rt.scheduler.table.jobs.get(job_id)
+        return job is not None and job.state is JobState.RUNNING and job.start_time == started
+
+    def _transport_factory(self, first_ipu: int, ipus: int):
+        fleet = self.rt.fleet
+        if not fleet.enabled:
+            return local_transport
+        from vipu.fabric.ray_transport import RayTransport
+
+        pool = fleet._ensure_pool()
+        ipus_per_machine = self.rt.controller.pod.machine.ipus
+        pool.actors_for(range(first_ipu // ipus_per_machine, (first_ipu + ipus - 1) // ipus_per_machine + 1))
+        return lambda group: RayTransport.for_group(pool, group)
+
+    def _run(self, job_id: int, started: float, first_ipu: int, workload) -> None:
+        pod = self.rt.controller.pod
+        record = JobResult(name=str(job_id))
+        exit_code = 0
+        try:
+            factory = self._transport_factory(first_ipu, workload.layout.ipus)
+            result = run_training(
+                workload, pod, first_ipu, factory,
+                on_step=self.progress[job_id].append,
+                should_stop=lambda: not self._still_running(job_id, started),
+            )
+            record = JobResult(name=str(job_id), result=result)
+        except Exception as e:  # noqa: BLE001 - a failed run ends the job FAILED with the reason in its logs
+            log.exception("job %s: training failed", job_id)
+            record = JobResult(name=str(job_id), error=f"{type(e).__name__}: {getattr(e, 'message', e)}")
+            exit_code = 1
+        self.rt.store.commit([("job_result", record.name, record)], [])
+        self.results[job_id] = record
+        with self.rt.lock:
+            if self._still_running(job_id, started):
+                now = self.rt.now()
+                self.rt.dispatcher.apply(self.rt.scheduler.job_finished(job_id, now, exit_code=exit_code), now)
+        self.progress.pop(job_id, None)
+        self.rt.dispatcher.wake()
+
+    def result(self, job_id: int) -> JobResult | None:
+        if job_id not in self.results:
+            stored = self.rt.store.get("job_result", str(job_id), JobResult)
+            if stored is not None:
+                self.results[job_id] = stored
+        return self.results.get(job_id)
+
+    def log_lines(self, job_id: int) -> list[str]:
+        """`vipu logs ID`: one line per step so far, then the summary once the run has ended."""
+        record = self.result(job_id)
+        steps = record.result.reports if record and record.result else self.progress.get(job_id, [])
+        lines = [f"step {r.step:>4}  loss {r.loss:.6f}  emulated step {r.emulated_step_s * 1e6:,.1f} us"
+                 f"  (compute {r.compute_s * 1e6:,.1f} us, comm {r.comm_s * 1e6:,.1f} us, bubble"
+                 f" {r.bubble_fraction:.1%})  wall {r.wall_s * 1e3:,.1f} ms" for r in steps]
+        if record and record.error:
+            lines.append(f"training failed: {record.error}")
+        elif record and record.result:
+            x = record.result
+            lines += [
+                f"{x.model} on {x.ipus} IPUs of {x.pod} ({x.layout}), {x.optimizer}, global batch {x.global_batch}:"
+                f" {x.steps_run} of {x.steps_requested} steps{' (stopped early)' if x.stopped else ''}",
+                f"emulated step time {x.emulated_step_s * 1e6:,.1f} us -> {x.throughput_samples_per_s:,.0f} samples/s"
+                f" on the real Pod; the planner predicted {x.predicted_step_s * 1e6:,.1f} us"
+                f" ({x.predicted_throughput_samples_per_s:,.0f} samples/s)",
+                "link traffic: " + ", ".join(f"{k} {v:,} bytes" for k, v in sorted(x.bytes_per_link_type.items())),
+                f"host wall-clock: {x.wall_s:.2f} s",
+            ]
+        return lines
