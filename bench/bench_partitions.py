@@ -8,7 +8,6 @@ All times here are wall-clock, measured on this machine.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import platform
 import random
 import statistics
@@ -16,7 +15,7 @@ import tempfile
 import time
 
 import grpc
-from live_server import start_server
+from live_server import start_server, timed_clients
 
 from vipu.clock import VirtualClock
 from vipu.errors import ResourceExhausted
@@ -44,15 +43,7 @@ def client(port: int, index: int, count: int, barrier) -> None:
 def grpc_create_remove(port: int, ops: int, clients: int) -> float:
     """Each client is its own process, sharing this machine's cores with the server."""
     per_client = ops // clients
-    barrier = multiprocessing.Barrier(clients + 1)
-    procs = [multiprocessing.Process(target=client, args=(port, c, per_client, barrier)) for c in range(clients)]
-    for proc in procs:
-        proc.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for proc in procs:
-        proc.join()
-    return per_client * clients / (time.perf_counter() - start)
+    return per_client * clients / timed_clients(client, [(port, c, per_client) for c in range(clients)])
 
 
 def rpc_floor(port: int, calls: int = 2000) -> float:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import platform
 import tempfile
 import time
 import uuid
 
 import grpc
-from live_server import start_server
+from live_server import start_server, timed_clients
 
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 
@@ -38,15 +37,7 @@ def submit_rate(port: int, jobs: int, clients: int) -> float:
     """Each client is its own process (as separate users' sbatch calls are), all sharing this machine's 2 cores
     with the server."""
     per_client = jobs // clients
-    barrier = multiprocessing.Barrier(clients + 1)
-    procs = [multiprocessing.Process(target=client, args=(port, per_client, barrier)) for _ in range(clients)]
-    for proc in procs:
-        proc.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for proc in procs:
-        proc.join()
-    return per_client * clients / (time.perf_counter() - start)
+    return per_client * clients / timed_clients(client, [(port, per_client)] * clients)
 
 
 def main() -> None:

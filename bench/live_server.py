@@ -17,3 +17,20 @@ def start_server(state_dir: str, pod: str = "bow-pod256", *extra: str) -> tuple[
     )
     port = int(re.search(r"listening on \S+:(\d+)", proc.stdout.readline()).group(1))
     return proc, port
+
+
+def timed_clients(target, args_per_client: list[tuple]) -> float:
+    """Run one process per client, `target(*args, barrier)`; each connects, waits at the barrier, then works.
+    Returns the wall-clock seconds from the barrier until the last client is done."""
+    import multiprocessing
+    import time
+
+    barrier = multiprocessing.Barrier(len(args_per_client) + 1)
+    procs = [multiprocessing.Process(target=target, args=(*args, barrier)) for args in args_per_client]
+    for proc in procs:
+        proc.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for proc in procs:
+        proc.join()
+    return time.perf_counter() - start

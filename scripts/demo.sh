@@ -24,12 +24,28 @@ export VIPU_CLI_API_HOST=127.0.0.1 VIPU_CLI_API_PORT=$PORT
 
 $BIN/vipu-server --pod bow-pod64 --port "$PORT" --metrics-port "$METRICS_PORT" --state-dir "$STATE" > .demo/server.out 2> .demo/server.log &
 SERVER=$!
-stop() { if [ -z "${KEEP:-}" ]; then kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; fi; }
+PROM=
+stop() {
+  if [ -z "${KEEP:-}" ]; then
+    kill "$SERVER" ${PROM:+"$PROM"} 2>/dev/null; wait "$SERVER" 2>/dev/null || true
+  fi
+}
 trap stop EXIT
 for _ in $(seq 100); do grep -q listening .demo/server.out 2>/dev/null && break; sleep 0.1; done
 cat .demo/server.out
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+
+if [ -n "${PROMETHEUS:-}" ]; then  # PROMETHEUS=1 make demo: also run a real Prometheus scraping this controller
+  PROM_BIN=$(bash scripts/install_prometheus.sh)
+  PROM_PORT=$(free_port 9090)
+  sed -e "s/127.0.0.1:9105/127.0.0.1:$METRICS_PORT/" -e "s#vipu.rules.yml#$PWD/deploy/prometheus/vipu.rules.yml#" \
+    deploy/prometheus/prometheus.yml > .demo/prometheus.yml
+  "$PROM_BIN/prometheus" --config.file=.demo/prometheus.yml --storage.tsdb.path=.demo/tsdb \
+    --web.listen-address="127.0.0.1:$PROM_PORT" > .demo/prometheus.log 2>&1 &
+  PROM=$!
+  printf 'Prometheus on http://127.0.0.1:%s (scraping the controller every 5 s)\n' "$PROM_PORT"
+fi
 
 step $BIN/vipu --server-version
 step $BIN/vipu create partition train --size 16
@@ -78,7 +94,8 @@ if [ -f "$TRACE" ]; then step $BIN/vipu simulate --trace "$TRACE" --pod bow-pod2
 
 printf '\nThe controller kept its state in %s (SQLite, WAL).\n' "$STATE"
 printf 'Prometheus: scrape http://127.0.0.1:%s/metrics (deploy/prometheus/prometheus.yml; rules and their tests beside it).\n' "$METRICS_PORT"
-printf 'A Prometheus of your own: bash scripts/install_prometheus.sh, then .tools/prometheus/usr/bin/prometheus --config.file=deploy/prometheus/prometheus.yml\n'
+printf 'A Prometheus of your own: PROMETHEUS=1 make demo, or bash scripts/install_prometheus.sh and\n  .tools/prometheus/usr/bin/prometheus --config.file=deploy/prometheus/prometheus.yml\n'
+printf 'Grafana: provision deploy/grafana/provisioning (datasource http://127.0.0.1:9090) and load deploy/grafana/dashboards/*.json\n'
 if [ -n "${KEEP:-}" ]; then
   printf 'It is still running (pid %s) on 127.0.0.1:%s: try `%s/vipu list partitions`.\n' "$SERVER" "$PORT" "$BIN"
 else
