@@ -75,23 +75,23 @@ def cluster() -> dict:
 
 def job() -> dict:
     variable = {"name": "job", "type": "query", "datasource": DATASOURCE,
-                "query": "label_values(vipu_ipu_allocation_info, job)", "refresh": 2, "current": {}}
+                "query": "label_values(vipu_ipu_allocation_info, job_id)", "refresh": 2, "current": {}}
     return dashboard("vipu-job", "vipu-sim / Job", [
-        panel("IPUs of the job", ['count(vipu_ipu_allocation_info{job="$job"})'], kind="stat"),
-        panel("Machines of the job", ['count(count by (machine) (vipu_ipu_allocation_info{job="$job"}))'], kind="stat"),
-        panel("IPUs of the job by machine", ['count by (machine) (vipu_ipu_allocation_info{job="$job"})'],
+        panel("IPUs of the job", ['count(vipu_ipu_allocation_info{job_id="$job"})'], kind="stat"),
+        panel("Machines of the job", ['count(count by (machine) (vipu_ipu_allocation_info{job_id="$job"}))'], kind="stat"),
+        panel("IPUs of the job by machine", ['count by (machine) (vipu_ipu_allocation_info{job_id="$job"})'],
               legend="machine {{machine}}"),
         panel("Utilisation of the job's IPUs", [
-            'avg(vipu_ipu_utilization_ratio * on (machine, ipu) group_left (job) vipu_ipu_allocation_info{job="$job"})',
+            'avg(vipu_ipu_utilization_ratio * on (machine, ipu) group_left (job_id) vipu_ipu_allocation_info{job_id="$job"})',
         ], unit="percentunit"),
         panel("Link traffic of the job's machines", [
             "sum by (link_type) (rate(vipu_link_transmit_bytes_total[$__rate_interval])"
-            ' * on (machine) group_left () (count by (machine) (vipu_ipu_allocation_info{job="$job"}) > bool 0))',
+            ' * on (machine) group_left () (count by (machine) (vipu_ipu_allocation_info{job_id="$job"}) > bool 0))',
         ], unit="Bps", legend="{{link_type}}"),
-        panel("Emulated step time (training jobs)", ['vipu_job_step_seconds{job="$job"}'], unit="s"),
-        panel("Loss (training jobs)", ['vipu_job_loss{job="$job"}']),
+        panel("Emulated step time (training jobs)", ['vipu_job_step_seconds{job_id="$job"}'], unit="s"),
+        panel("Loss (training jobs)", ['vipu_job_loss{job_id="$job"}']),
         panel("SRAM in use on the job's IPUs", [
-            'sum(vipu_ipu_memory_used_bytes * on (machine, ipu) group_left (job) vipu_ipu_allocation_info{job="$job"})',
+            'sum(vipu_ipu_memory_used_bytes * on (machine, ipu) group_left (job_id) vipu_ipu_allocation_info{job_id="$job"})',
         ], unit="bytes"),
     ], [variable])
 

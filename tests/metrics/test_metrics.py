@@ -49,7 +49,7 @@ def test_metrics_cover_state_and_pass_promtool(server, prometheus_bin):
         'vipu_pod_info{ilds="1",ipus="64",pod="bow-pod64"} 1.0',
     ]:
         assert line in text, line
-    assert 'vipu_ipu_allocation_info{ipu="0",job="2",machine="0",partition="slurm_2"} 1.0' in text
+    assert 'vipu_ipu_allocation_info{ipu="0",job_id="2",machine="0",partition="slurm_2"} 1.0' in text
     assert 'vipu_grpc_requests_total{code="OK",method="JobService/SubmitJob"} 3.0' in text
     assert "vipu_scheduler_cycle_seconds_bucket" in text and "vipu_job_queue_wait_seconds_count 2.0" in text
     lint = subprocess.run([str(prometheus_bin / "promtool"), "check", "metrics"], input=text, capture_output=True,
@@ -137,9 +137,20 @@ def test_dashboards_are_built_from_code():
         assert "apiVersion: 1" in next((ROOT / "deploy/grafana/provisioning" / kind).glob("*.yml")).read_text()
 
 
+LONG_TRAINING = (
+    "name: long-train\nipus: 4\ntime_limit: 5m\nworkload:\n  kind: train\n"
+    "  model: {kind: mlp, layers: 4, hidden: 64, inputs: 32, outputs: 10, dtype: fp32}\n"
+    "  layout: {t: 1, p: 1, r: 4, micro_batch: 8, micro_batches: 2}\n  optimizer: sgd\n  steps: 100000\n"
+)
+
+
 def test_every_dashboard_expression_parses_and_returns_data(server, prometheus, prometheus_bin, tmp_path):
     busy(server)
-    job = wait_for(lambda: query(prometheus, "vipu_ipu_allocation_info"), timeout=30)[0]["metric"]["job"]
+    spec = tmp_path / "long.yaml"
+    spec.write_text(LONG_TRAINING)
+    [training] = submit(server, str(spec))  # runs while Prometheus scrapes, for the job dashboard's step panels
+    wait_for(lambda: query(prometheus, f'vipu_job_step_seconds{{job_id="{training}"}}'), timeout=60)
+    job = str(training)
     exprs = [(title, e.replace("$__rate_interval", "30s").replace("$job", job)) for title, e in dashboard_exprs()]
     rules = tmp_path / "exprs.yml"  # promtool parses expressions as recording rules
     rules.write_text(json.dumps({"groups": [{"name": "dashboards", "rules": [

@@ -2,7 +2,9 @@
 prometheus-slurm-exporter design): nothing to keep in step, and a scrape sees one consistent moment.
 
 Why the IPU-to-job join is its own info metric: per-IPU series live for ever, so they must not carry a job label
-(unbounded); `vipu_ipu_allocation_info{machine,ipu,partition,job} 1` exists only while the IPU is allocated.
+(unbounded); `vipu_ipu_allocation_info{machine,ipu,partition,job_id} 1` exists only while the IPU is allocated.
+The label is `job_id`, not `job`: Prometheus gives every scraped series its target's `job` label, and ours would
+be renamed to `exported_job` on the way in.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class StateCollector(Collector):
 
         join = GaugeMetricFamily(
             "vipu_ipu_allocation_info", "Which partition (and job) holds an IPU; present only while allocated.",
-            labels=["machine", "ipu", "partition", "job"],
+            labels=["machine", "ipu", "partition", "job_id"],
         )
         for s in statuses:
             if s.partition:
@@ -68,10 +70,10 @@ class StateCollector(Collector):
 
     def training(self):
         """Per-step figures of running training jobs; the series exist only while the job runs."""
-        step = GaugeMetricFamily("vipu_job_step_seconds", "Emulated step time of a running training job.", labels=["job"])
-        loss = GaugeMetricFamily("vipu_job_loss", "Loss of a running training job's last step.", labels=["job"])
+        step = GaugeMetricFamily("vipu_job_step_seconds", "Emulated step time of a running training job.", labels=["job_id"])
+        loss = GaugeMetricFamily("vipu_job_loss", "Loss of a running training job's last step.", labels=["job_id"])
         link = GaugeMetricFamily("vipu_job_step_link_bytes", "Link bytes of the job's last step, by link type.",
-                                 labels=["job", "link_type"])
+                                 labels=["job_id", "link_type"])
         for job_id, reports in list(self.rt.training.progress.items()):
             if reports:
                 last = reports[-1]
