@@ -54,7 +54,8 @@ class Fleet:
                         self._started_ray = True
                     else:
                         ray.init(address=self.mode, log_to_driver=False, configure_logging=False)
-                self.pool = MachinePool(self.rt.controller.pod, bundle=self.bundle)
+                # generous: the first actors on a fresh machine wait for Ray's worker processes to start and import
+                self.pool = MachinePool(self.rt.controller.pod, bundle=self.bundle, ready_timeout_s=300.0)
                 self._watcher = threading.Thread(target=self._watch, name="vipu-fleet-watch", daemon=True)
                 self._watcher.start()
             return self.pool
