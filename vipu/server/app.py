@@ -169,6 +169,15 @@ def main(argv: list[str] | None = None) -> int:
                   " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)
             return 1
         metrics_line = f"metrics on http://{args.metrics_host}:{http.server_port}/metrics"
+    if runtime.fleet.enabled:
+        # Ray starts here, in the main thread and before gRPC's threads exist: starting it later from a worker
+        # thread of a busy gRPC server left the server unresponsive under load
+        try:
+            runtime.fleet.start()
+        except Exception as e:  # noqa: BLE001 - say what failed and how to run without it
+            print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {e}; use --ray off to run without"
+                  " machine actors", file=sys.stderr)
+            return 1
     server.start()
     runtime.dispatcher.start()
     print(

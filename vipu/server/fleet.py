@@ -5,8 +5,9 @@ Why the controller owns this edge and the domain does not: Ray is an execution e
 only hears "these IPUs failed" (the same call an operator's `vipu-admin fail ipus` makes), and the scheduler ends
 the jobs on them NODE_FAIL and requeues them as their spec allows.
 
-Ray starts lazily: a controller whose jobs never touch a machine never starts it (`--ray off` never does). With
-`--ray ADDRESS` the controller attaches to an existing Ray cluster; machine actors then spread over its nodes.
+Ray starts with the controller (`--ray local`, the default) or is attached to (`--ray ADDRESS`: machine actors then
+spread over its nodes); `--ray off` never starts it. Machine actors themselves start only when a job first needs
+their machine.
 A restart of a machine's actor means the machine rebooted: whatever it held is gone, so its IPUs are marked failed
 until an admin repairs them (`vipu-admin repair ipus`), as Slurm keeps a node DOWN until it is resumed.
 """
@@ -39,6 +40,10 @@ class Fleet:
     @property
     def enabled(self) -> bool:
         return self.mode != "off"
+
+    def start(self) -> None:
+        """Start (or attach to) Ray and the machine pool now rather than at the first job."""
+        self._ensure_pool()
 
     def _ensure_pool(self):
         with self._lock:
