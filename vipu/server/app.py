@@ -193,7 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     stop.wait()
     server.stop(grace=2).wait()
     runtime.dispatcher.stop()
-    runtime.fleet.shutdown()
+    # releasing actors on a lost Ray node can hang; the state is safe in SQLite, so give it a few seconds only
+    closing = threading.Thread(target=runtime.fleet.shutdown, daemon=True)
+    closing.start()
+    closing.join(timeout=10)
     runtime.store.close()
     return 0
 
