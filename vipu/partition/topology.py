@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from vipu.errors import InvalidArgument
 from vipu.partition.pod import PodConfig
 
 
@@ -39,6 +40,16 @@ class Topology:
 
     def ipu_at(self, ild: int, row: int, index: int) -> int:
         return (ild * self.pod.machines_per_ild + row) * self.ipus_per_machine + index
+
+    def machines_of(self, first: int, size: int) -> list[int]:
+        """The machines under the block of `size` IPUs starting at `first`."""
+        return list(range(first // self.ipus_per_machine, (first + size - 1) // self.ipus_per_machine + 1))
+
+    def require_link(self, a: int, b: int) -> None:
+        """The rule for naming an IPU-Link (fault injection): both IPUs exist and are neighbours on the grid."""
+        if not (0 <= a < self.size and 0 <= b < self.size and self.linked(a, b)):
+            raise InvalidArgument(
+                f"IPUs {a} and {b} are not joined by an IPU-Link; `vipu get partition` shows a ring of linked IPUs")
 
     def machine_ipus(self, machine: int) -> range:
         return range(machine * self.ipus_per_machine, (machine + 1) * self.ipus_per_machine)

@@ -142,15 +142,9 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     @rpc
     def FailLink(self, request, context):
-        a_, b_ = request.ipu_a, request.ipu_b
-        topology = self.state.topology
-        if not (0 <= a_ < topology.size and 0 <= b_ < topology.size and topology.linked(a_, b_)):
-            raise InvalidArgument(
-                f"IPUs {a_} and {b_} are not joined by an IPU-Link; `vipu get partition` shows a ring of linked IPUs")
-        failed = self._fail([a_, b_])
-        if self.rt.fleet.pool is not None and any(m in self.rt.fleet.pool.machines for m in {
-                a_ // self.state.pod.machine.ipus, b_ // self.state.pod.machine.ipus}):
-            self.rt.fleet.pool.fail_link(a_, b_)  # the emulated machines refuse traffic over it too
+        self.state.topology.require_link(request.ipu_a, request.ipu_b)
+        failed = self._fail([request.ipu_a, request.ipu_b])
+        self.rt.fleet.fail_link(request.ipu_a, request.ipu_b)  # the emulated machines refuse traffic over it too
         return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
 
     @rpc

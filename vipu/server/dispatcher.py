@@ -134,9 +134,7 @@ class Dispatcher:
             log.error("job %s: partition %s could not be created: %s", start.job_id, start.partition, e.message)
             self.apply(self.rt.scheduler.job_finished(start.job_id, now, JobState.NODE_FAIL, exit_code=1), now)
             return
-        topology = self.rt.controller.state.topology
-        self.rt.fleet.bring_up(sorted({topology.place(ipu).machine
-                                       for ipu in range(start.first_ipu, start.first_ipu + start.ipus)}))
+        self.rt.fleet.bring_up(self.rt.controller.state.topology.machines_of(start.first_ipu, start.ipus))
         job = self.rt.scheduler.table.jobs[start.job_id]
         queued_at = max((at for state, at in job.history if state is JobState.PENDING), default=job.submit_time)
         self.rt.metrics.starts.inc()

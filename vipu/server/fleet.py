@@ -123,6 +123,18 @@ class Fleet:
         """Fault injection: kill the machine's actor (Ray restarts it empty); the watcher marks its IPUs failed."""
         self._ensure_pool().kill(machine)
 
+    def fail_link(self, a: int, b: int) -> None:
+        """Tell the machines at either end that have an actor; the others learn of it from the failed IPUs."""
+        if self.pool is not None and {a // self.pool.pod.machine.ipus, b // self.pool.pod.machine.ipus} & set(
+                self.pool.machines):
+            self.pool.fail_link(a, b)
+
+    def actors_for(self, machines: list[int]):
+        """The machine pool, once these machines' actors answer (the caller then moves data through them)."""
+        pool = self._ensure_pool()
+        pool.actors_for(machines)
+        return pool
+
     def repaired(self, machines: list[int]) -> None:
         self._lost.difference_update(machines)
         if self.pool is not None:

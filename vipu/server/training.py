@@ -51,9 +51,7 @@ class Training:
             return local_transport
         from vipu.fabric.ray_transport import RayTransport
 
-        pool = fleet._ensure_pool()
-        ipus_per_machine = self.rt.controller.pod.machine.ipus
-        pool.actors_for(range(first_ipu // ipus_per_machine, (first_ipu + ipus - 1) // ipus_per_machine + 1))
+        pool = fleet.actors_for(self.rt.controller.state.topology.machines_of(first_ipu, ipus))
         return lambda group: RayTransport.for_group(pool, group)
 
     def _run(self, job_id: int, started: float, first_ipu: int, workload) -> None:
