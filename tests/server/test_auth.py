@@ -79,7 +79,8 @@ def test_tls_with_a_certificate_pair(tmp_path):
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
                     str(cert), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
                    check=True, capture_output=True, timeout=60)
-    proc = subprocess.Popen([console_script("vipu-server"), "--port", "0", "--metrics-port", "-1", "--state-dir",
+    proc = subprocess.Popen([console_script("vipu-server"), "--port", "0", "--metrics-port", "-1", "--ray", "off",
+                             "--state-dir",
                              str(tmp_path / "s"), "--tls-cert", str(cert), "--tls-key", str(key)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
