@@ -102,3 +102,18 @@ def test_parts_add_up_and_throughput_is_batch_over_step(p, m, b, r):
     assert result.memory.total == pytest.approx(
         result.memory.weights + result.memory.gradients + result.memory.optimizer + result.memory.activations
         + result.memory.reserved)
+
+
+@pytest.mark.parametrize("buffer,collectives", [(52_428_800, 1), (16 * 2**20, 4), (51_114_064, 1), (51_114_063, 2)])
+def test_buffered_gradients_pay_latency_per_buffer(buffer, collectives):
+    # ResNet-50 fp16 gradients are 25,557,032 x 2 = 51,114,064 bytes: TensorFlow's 50 MiB cross-replica-sum buffer
+    # (Graphcore's ResNet-50 configs) holds them in one allreduce; a 16 MiB buffer needs ceil(48.7 / 16) = 4
+    from vipu.jobs import Assumptions, TrainWorkload
+
+    work = TrainWorkload(model=ConvNetModel().model_dump(), optimizer="sgd",
+                         layout={"r": 16, "micro_batch": 20, "micro_batches": 6})
+    assumptions = Assumptions(gradient_collectives="buffered", gradient_buffer_bytes=buffer)
+    got = plan(work, pod(), assumptions).time.data_parallel_s
+    want = allreduce(pod(), GroupShape(16), 51_114_064).total_s + (collectives - 1) * 30e-6
+    assert got == pytest.approx(want)
+    assert assumptions.gradient_collective_count(161, 51_114_064) == collectives

@@ -159,6 +159,8 @@ def register(app: typer.Typer) -> None:
                 print(f"EmulatedStepTime={result['emulated_step_s'] * 1e6:.1f}us"
                       f" Throughput={result['throughput_samples_per_s']:.0f}samples/s"
                       f" PredictedStepTime={result['predicted_step_s'] * 1e6:.1f}us")
+            for i, env in enumerate(record.get("environment") or []):  # what each poprun instance saw
+                print(f"Instance{i}=" + " ".join(f"{k}={v}" for k, v in env.items()))
             if record.get("error"):
                 print(f"Error={record['error']}")
 

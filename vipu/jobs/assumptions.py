@@ -8,6 +8,7 @@ reader can tell which figure drives a result and override it (Assumptions(comput
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,10 +28,20 @@ class Assumptions(BaseModel):
         description="SRAM taken by compiled code, vertex state and exchange buffers before any tensor (assumption:"
         " not published; Poplar profiles of large models commonly show 10-25%)",
     )
-    gradient_collectives: Literal["per_tensor", "fused"] = Field(
+    gradient_collectives: Literal["per_tensor", "fused", "buffered"] = Field(
         "per_tensor",
         description="per_tensor: one data-parallel allreduce per parameter tensor, each paying the ring's latency"
-        " (PopART's default: collective merging off); fused: one allreduce of all of a stage's gradients",
+        " (PopART's default: collective merging off); fused: one allreduce of all of a stage's gradients;"
+        " buffered: gradients gathered into allreduces of at most gradient_buffer_bytes each (TensorFlow's"
+        " IPUConfig.optimizations.maximum_cross_replica_sum_buffer_size)",
+    )
+    gradient_buffer_bytes: int = Field(
+        52_428_800, gt=0,
+        description="with buffered gradients, the most bytes one allreduce carries. Documented for Graphcore's"
+        " ResNet-50 runs: max_cross_replica_buffer_size 52428800 (50 MiB) in mk2_resnet50_mlperf_pod16, the base of"
+        " the pod16_bs20 / pod64_bs20 / pod256_lars configs (graphcore/examples applications/tensorflow/cnns/"
+        "training/configs.yml; the option is 'the maximum number of bytes that can be waiting before a cross"
+        " replica sum op is scheduled', README)",
     )
     ild_collective: Literal["ring", "2d"] = Field(
         "ring",
@@ -47,8 +58,8 @@ class Assumptions(BaseModel):
             " 4 x with recomputation",
             "pipeline stages balanced: each IPU holds 1/(t p) of the weights and does 1/(t p) of the FLOPs",
             "even tile mapping: per-tile memory = per-IPU memory / tiles",
-            f"data-parallel gradients reduced {self.gradient_collectives.replace('_', ' ')}, after the last"
-            " micro-batch, not overlapped with compute (BSP: an IPU computes or exchanges, never both)",
+            f"data-parallel gradients reduced {self.gradient_description()}, after the last micro-batch, not"
+            " overlapped with compute (BSP: an IPU computes or exchanges, never both)",
             "IPU numbering: tensor shards innermost, then pipeline stages, then replicas (t IPUs of a shard group"
             " are adjacent; replicas are t x p IPUs apart)",
             f"collectives: {self.ild_collective} alpha-beta on the preset's link figures; inside an IPU-Link"
@@ -58,6 +69,20 @@ class Assumptions(BaseModel):
             " not overlapped with compute",
             "optimiser update arithmetic and host I/O are not modelled",
         ]
+
+    def gradient_description(self) -> str:
+        if self.gradient_collectives == "buffered":
+            return (f"in allreduces of at most {self.gradient_buffer_bytes / 2**20:g} MiB each (TensorFlow's"
+                    " maximum_cross_replica_sum_buffer_size)")
+        return "per tensor" if self.gradient_collectives == "per_tensor" else "fused into one allreduce per stage"
+
+    def gradient_collective_count(self, tensors: int, nbytes: float) -> int:
+        """Allreduces that carry `nbytes` of gradients held in `tensors` tensors."""
+        if self.gradient_collectives == "per_tensor":
+            return tensors
+        if self.gradient_collectives == "fused":
+            return 1
+        return max(1, math.ceil(nbytes / self.gradient_buffer_bytes))
 
 
 DEFAULT = Assumptions()

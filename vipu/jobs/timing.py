@@ -13,7 +13,8 @@ optimiser state (and, phased, the weights) moves to and from Streaming Memory. B
 - pipeline sends: per tick, b x boundary values forward and back, each IPU of a tensor group sending 1/t of them
   (Megatron's scatter-gather), one IPU-Link hop (a GW-Link crossing when a replica spans Pod64s);
 - data parallel: one allreduce of the stage's gradients (n x value bytes) over the r replicas, t x p IPUs apart,
-  per tensor or fused (assumptions.py); with RTS a reduce-scatter and an all-gather instead, the same traffic;
+  per tensor, fused, or buffered into allreduces of at most a set size (assumptions.py); with RTS a
+  reduce-scatter and an all-gather instead, the same traffic;
 - streaming: bytes to and from Streaming Memory / the IPU's share of its machine's bandwidth, reads and writes in
   parallel (the longer counts). Optimiser offload reads and writes the state once a step. Phased execution (batch
   serialisation: all m micro-batches pass through a phase while it is resident) reads the weights four times
@@ -83,7 +84,7 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
 
     value = model.value_bytes
     share = model.params() / (t * p)
-    tensors = math.ceil(model.param_tensors() / p) if assumptions.gradient_collectives == "per_tensor" else 1
+    tensors = assumptions.gradient_collective_count(math.ceil(model.param_tensors() / p), share * value)
     dp = allreduce(pod, GroupShape(r, t * p), share * value, tensors, assumptions.ild_collective).total_s
 
     per_ipu = pod.machine.streaming_memory_bytes_per_s / pod.machine.ipus

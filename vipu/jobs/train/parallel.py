@@ -5,12 +5,17 @@ RayTransport), one flat buffer of its weight shards ("params", sharding.FlatLayo
 ("opt.momentum" or "opt.m", "opt.v") and, at the end of a step, its gradient accumulator ("grads"). The process
 driving the step plays each IPU's tiles: it reads the IPU's weights at the start of the step, computes exactly that
 IPU's share (its shard of its stage, its replica's micro-batches) from them, and every value that passes between
-IPUs goes through a collective on the transport (comm.py). A step:
+IPUs goes through a collective on the transport (comm.py).
 
-1. every replica runs its m micro-batches through its p stages in the layout's schedule (schedule.py); each
-   operation is a stage's forward or backward on its t shards (mlp_stage.py, transformer_stage.py) with Megatron's
-   tensor-parallel allreduces, and ends by sending its boundary activation forward (or gradient back);
-   gradients accumulate per IPU over the micro-batches;
+Which replicas run where comes from the job's poprun environment (poprun.py): each instance reads its
+POPDIST_REPLICA_INDEX_OFFSET and POPDIST_NUM_LOCAL_REPLICAS and runs exactly those replicas, taking their samples
+of the global batch; the instances' gradients meet in the data-parallel allreduce, as GCL's do across instances.
+A step:
+
+1. every instance runs, for each of its replicas, its m micro-batches through its p stages in the layout's schedule
+   (schedule.py); each operation is a stage's forward or backward on its t shards (mlp_stage.py,
+   transformer_stage.py) with Megatron's tensor-parallel allreduces, and ends by sending its boundary activation
+   forward (or gradient back); gradients accumulate per IPU over the micro-batches;
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
 3. every IPU applies the optimiser (optim.py) to its own buffers and puts them back: all replicas stay identical.
 
@@ -27,13 +32,14 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
 from vipu.jobs.train import mlp_stage, optim, transformer_stage
 from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
 from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
+from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import DTYPE, batch, check_runnable, init_params
 from vipu.jobs.train.report import IpuReport, StepReport
 from vipu.jobs.train.schedule import execution_order, stage_orders, timeline
@@ -48,9 +54,15 @@ class ParallelTrainer:
     optimiser step, then close() to free the IPUs (run_training does all three)."""
 
     def __init__(self, workload, pod, first_ipu: int, transport, *, efficiency: float,
-                 clock: Callable[[], float] = time.perf_counter, topology: Topology | None = None):
+                 clock: Callable[[], float] = time.perf_counter, topology: Topology | None = None,
+                 instances: Sequence[Instance] | None = None):
+        """instances: the job's poprun instances as read from their environments (poprun.read_instances); by
+        default those of a stand-in partition (poprun.local_environments)."""
         check_runnable(workload)
         self.workload, self.model, self.lay, self.pod = workload, workload.model, workload.layout, pod
+        if instances is None:
+            instances = read_instances(local_environments(workload.layout, pod, first_ipu), workload.layout)
+        self.instances = check_instances(instances, workload.layout)
         self.efficiency, self.clock = efficiency, clock
         if self.model.dtype != "fp32":
             transport = PricedAs(transport, np.float16)
@@ -62,7 +74,7 @@ class ParallelTrainer:
         self.axes = [stage_axes(self.model, t, p, s, list(full)) for s in range(p)]
         self.layouts: dict[int, FlatLayout] = {}
         weights = {}
-        for rep in range(self.lay.r):
+        for rep in self.replicas:
             for s in range(p):
                 for k in range(t):
                     shards = {name: take(full[name], axis, t, k) for name, axis in self.axes[s].items()}
@@ -81,6 +93,15 @@ class ParallelTrainer:
     @property
     def ipus(self) -> list[int]:
         return self.fabric.ipus
+
+    @property
+    def replicas(self) -> list[int]:
+        """Every replica, instance by instance: each instance runs the ones its environment gives it."""
+        return [rep for instance in self.instances for rep in instance.replicas]
+
+    def instance_ipus(self, instance: Instance) -> list[int]:
+        return [self.fabric.ipu(rep, s, k) for rep in instance.replicas for s in range(self.lay.p)
+                for k in range(self.lay.t)]
 
     def close(self) -> None:
         self.fabric.free_all()
@@ -110,7 +131,7 @@ class ParallelTrainer:
         compute = defaultdict(float)
         stash, peak = defaultdict(int), defaultdict(int)
         worst = None  # (pipeline_s, stage busy, timers) of the critical stage of the slowest replica
-        for rep in range(lay.r):
+        for rep in self.replicas:
             inbox: dict = {}
             caches: dict = {}
             timers: dict = {}

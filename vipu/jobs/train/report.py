@@ -41,6 +41,16 @@ class StepReport(_Frozen):
     wall_s: float
 
 
+class InstanceRun(_Frozen):
+    """One poprun instance of the run, as its environment placed it (poprun.py)."""
+
+    index: int  # popdist.getInstanceIndex(): POPDIST_REPLICA_INDEX_OFFSET / POPDIST_NUM_LOCAL_REPLICAS
+    partition: str  # IPUOF_VIPU_API_PARTITION_ID
+    gcd: int  # IPUOF_VIPU_API_GCD_ID
+    replicas: list[int]  # the replicas it ran: POPDIST_REPLICA_INDEX_OFFSET + 0 .. POPDIST_NUM_LOCAL_REPLICAS - 1
+    ipus: list[int]  # their IPUs (Pod IPU numbers)
+
+
 class TrainingResult(_Frozen):
     model: str
     layout: str
@@ -61,6 +71,7 @@ class TrainingResult(_Frozen):
     emulated_parts: dict[str, float]  # the same split, emulated (mean over the steps run)
     bytes_per_link_type: dict[str, int]  # over the whole run
     wall_s: float
+    instances: list[InstanceRun] = []  # the poprun instances and what each ran (empty in results stored before)
 
     @property
     def steps_run(self) -> int:
