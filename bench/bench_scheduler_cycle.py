@@ -1,11 +1,18 @@
 """Scheduling-cycle latency with 10,000 pending jobs on a Pod256, and the in-memory cost of a submit.
 
 Run: .venv/bin/python bench/bench_scheduler_cycle.py [--pending N] [--cycles C] [--policies fifo,backfill]
+         [--held N] [--runnable N]
 Goals: cycle p99 < 50 ms with 10,000 pending jobs (with estimated starts, as the live server runs it); submit
 in memory well under 0.5 ms (the budget for >= 2,000 submissions/s through gRPC). Wall-clock times on this machine.
 
 Each measured cycle follows 30 virtual seconds in which a few running jobs end and a few new jobs arrive, so the
 queue stays near N pending and the Pod stays nearly full, as on a busy cluster.
+
+Then held jobs (--held, default 10,000), which may not run: first the rate at which an empty queue fills with them
+when every submission is followed by a cycle, as the live server runs one (before held jobs were kept out of the
+walk, each cycle stepped over all of them); then a table that puts them (held, or waiting for a dependency) next
+to --runnable jobs (default 100) that may run, against the same queue without them: a cycle must cost the same.
+"submit+cycle us" is one more held submission followed by its cycle, in that queue.
 """
 
 from __future__ import annotations
@@ -75,12 +82,65 @@ def bench(policy: str, pending: int, cycles: int, seed: int) -> dict:
     }
 
 
+def bench_held(policy: str, held: int, kind: str, runnable: int, cycles: int, seed: int) -> dict:
+    """`held` jobs that may not run (kind "held": submitted held; "dependency": afterok on a job that runs for a
+    year) plus about `runnable` pending jobs that may, under the same churn as bench()."""
+    rng = random.Random(seed)
+    s = Scheduler(load_pod("bow-pod256"), SchedulerConfig(policy=policy))
+    blocker = s.submit(JobSpec(name="blocker", ipus=4, time_limit=365 * 86400.0), 0.0)[0].id
+    s.cycle(0.0)
+    gate = {"hold": True} if kind == "held" else {"dependency": f"afterok:{blocker}"}
+    for _ in range(held):
+        s.submit(random_spec(rng).model_copy(update=gate), 0.0)
+    for _ in range(runnable + 200):  # the Pod fills first; about `runnable` stay pending
+        s.submit(random_spec(rng), 0.0)
+    s.cycle(0.0)
+    now, times, submit_cycle = 0.0, [], []
+    for _ in range(cycles):
+        now += 30.0
+        running = sorted(i for i in s.table.running if i != blocker)
+        for job_id in rng.sample(running, min(len(running), rng.randrange(1, 4))):
+            s.job_finished(job_id, now)
+        extra = len(s.table.pending) - held - runnable  # keep about `runnable` jobs that may run pending
+        for _ in range(max(0, rng.randrange(1, 4) - max(0, extra))):
+            s.submit(random_spec(rng), now)
+        s.enforce_time_limits(now)
+        t0 = time.perf_counter()
+        s.cycle(now)
+        times.append((time.perf_counter() - t0) * 1e3)
+    for _ in range(200):  # a client submitting held jobs one by one, each followed by the server's cycle
+        t0 = time.perf_counter()
+        s.submit(random_spec(rng).model_copy(update=gate), now)
+        s.cycle(now)
+        submit_cycle.append((time.perf_counter() - t0) * 1e6)
+    return {
+        "policy": policy, "kind": kind if held else "-", "held": held,
+        "runnable": len(s.table.pending) - held - 200, "p50_ms": statistics.median(times),
+        "p99_ms": percentile(times, 0.99), "submit_cycle_us": statistics.median(submit_cycle),
+    }
+
+
+def fill_held(policy: str, held: int, seed: int) -> float:
+    """Jobs per second when `held` held jobs are submitted one by one, each followed by a cycle (as the live
+    server runs one after every submission), with nothing else queued."""
+    rng = random.Random(seed)
+    s = Scheduler(load_pod("bow-pod256"), SchedulerConfig(policy=policy))
+    specs = [random_spec(rng).model_copy(update={"hold": True}) for _ in range(held)]
+    t0 = time.perf_counter()
+    for spec in specs:
+        s.submit(spec, 0.0)
+        s.cycle(0.0)
+    return held / (time.perf_counter() - t0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pending", type=int, default=10_000)
     parser.add_argument("--cycles", type=int, default=300)
     parser.add_argument("--policies", default="backfill,priority,fifo,sjf")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--held", type=int, default=10_000, help="held / dependency-blocked jobs (second table)")
+    parser.add_argument("--runnable", type=int, default=100, help="pending jobs that may run (second table)")
     args = parser.parse_args()
     print(f"scheduling cycle on bow-pod256 with ~{args.pending:,} pending jobs, {args.cycles} cycles per policy"
           " (estimated starts on, max_job_test 100)")
@@ -90,6 +150,19 @@ def main() -> None:
         r = bench(policy, args.pending, args.cycles, args.seed)
         print(f"{r['policy']:<9} {r['pending']:>8,} {r['running']:>8} {r['submit_us']:>10.1f} {r['first_ms']:>13.1f}"
               f" {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['max_ms']:>8.2f} {r['squeue_ms']:>10.1f}")
+    print(f"\nfilling an empty queue with {args.held:,} held jobs, a cycle after each submission (as the live server"
+          " runs one)")
+    for policy in args.policies.split(","):
+        print(f"{policy:<9} {fill_held(policy, args.held, args.seed):>10,.0f} jobs/s")
+    print(f"\ncycle with {args.held:,} held or dependency-blocked jobs next to ~{args.runnable} that may run, vs none"
+          f" ({args.cycles} cycles per row)")
+    print(f"{'policy':<9} {'blocked by':<11} {'held':>7} {'runnable':>9} {'p50 ms':>8} {'p99 ms':>8}"
+          f" {'submit+cycle us':>16}")
+    for policy in args.policies.split(","):
+        for held, kind in ((0, "held"), (args.held, "held"), (args.held, "dependency")):
+            r = bench_held(policy, held, kind, args.runnable, args.cycles, args.seed)
+            print(f"{r['policy']:<9} {r['kind']:<11} {r['held']:>7,} {r['runnable']:>9} {r['p50_ms']:>8.2f}"
+                  f" {r['p99_ms']:>8.2f} {r['submit_cycle_us']:>16.0f}")
 
 
 if __name__ == "__main__":

@@ -96,7 +96,10 @@ def test_walk_stops_early_when_nothing_can_start_and_explains_the_rest_lazily():
     decision = get_policy("backfill")(req)
     assert decision.starts == [] and len(decision.pending) == 1 and decision.rest == PendingInfo("Priority")
     assert decision.explain(pending[500]) == PendingInfo("Priority")
-    assert decision.pending[2] == PendingInfo("Resources", 100)
+    assert decision.pending[2] == PendingInfo("Resources")  # estimates off: no timeline search for an estimate
+    req = request(iter(pending), full, sizes={4: len(pending)}, preemptors={}, estimates=True, max_job_test=1)
+    decision = get_policy("backfill")(req)
+    assert decision.starts == [] and len(decision.pending) == 1 and decision.pending[2] == PendingInfo("Resources", 100)
 
 
 def test_registry():

@@ -12,7 +12,7 @@ from vipu.scheduler.policies.base import QueuedJob
 from vipu.scheduler.priority import FairShare
 from vipu.scheduler.states import TERMINAL
 
-from tests.scheduler.builders import POD16, drive, make, sleep, spec
+from tests.scheduler.builders import POD16, POD64, drive, make, sleep, spec
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 STATIC = {"weights": {"age": 0, "fairshare": 0, "job_size": 0, "qos": 0}}  # priority = -nice only
@@ -117,3 +117,39 @@ def test_fairshare_moves_a_heavy_user_back():
     assert s.job(3).state.value == "RUNNING"
     rows = {r.job_id: r for r in s.priorities(103)}
     assert rows[2].fairshare < rows[4].fairshare
+
+
+busy_st = st.lists(
+    st.tuples(st.integers(0, 300), st.sampled_from([1, 2, 4, 4, 4, 8, 16, 32, 64]), st.integers(1, 120),
+              st.sampled_from([1, 2, 4]), st.sampled_from(["low", "normal"])),
+    min_size=20, max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_st, st.sampled_from(["backfill", "priority", "fifo", "sjf"]), st.sampled_from([3, 100]))
+def test_estimates_change_no_start_in_long_queues(jobs, policy, max_job_test):
+    """Queues longer than the walk's small-queue limit, large jobs among small ones and time limits above run times:
+    the walk without estimates (lazy reservations, skipped cycles, passed-over sizes) starts what the full one does."""
+    arrivals = [(t, spec(ipus=ipus, time_limit=run * slack, workload=sleep(run), qos=qos))
+                for t, ipus, run, slack, qos in sorted(jobs, key=lambda j: j[0])]
+    runs = []
+    for estimates in (True, False):
+        s = make(pod=POD64, policy=policy, max_job_test=max_job_test)
+        runs.append(drive(s, arrivals, estimates=estimates)["start"])
+    assert runs[0] == runs[1]
+
+
+@FAST
+@given(queued_st, st.lists(st.booleans(), min_size=30, max_size=30), st.integers(0, 6000))
+def test_gated_jobs_keep_their_place_in_the_order(rows, gated, now):
+    config = SchedulerConfig(max_age=1000, weights={"age": 1000, "fairshare": 0, "job_size": 100, "qos": 2000})
+    for kind in ("priority", "submit", "shortest"):
+        order = PendingOrder(kind, config, POD16.ipus, FairShare(100))
+        jobs = [QueuedJob(i + 1, ipus, 60.0 * (1 + nice % 3), float(t), user, qos, nice)
+                for i, (ipus, t, user, qos, nice) in enumerate(rows) if t <= now]
+        for job in jobs:
+            order.add(job, now, gated[job.id % 30])
+        everything = [j.id for j in order.iterate(now, gated=True)]
+        assert sorted(everything) == sorted(j.id for j in jobs)
+        assert [j.id for j in order.iterate(now)] == [i for i in everything if not gated[i % 30]]

@@ -35,7 +35,11 @@ def aligned_starts(mask: int, size: int, total: int) -> int:
 def has_block(mask: int, size: int, total: int) -> bool:
     if mask.bit_count() < size:
         return False
-    return _runs(mask, size) & align_mask(size, total) != 0
+    span = 1  # _runs, inlined: this is the scheduler's most frequent question
+    while span < size:
+        mask &= mask >> span
+        span <<= 1
+    return mask & align_mask(size, total) != 0
 
 
 def best_fit(mask: int, total: int, size: int) -> int | None:

@@ -1,6 +1,7 @@
 """One scheduling cycle, as numbered steps: gate, order, snapshot, decide, commit, remember.
 
-  1. gate      held jobs and unmet dependencies leave the walk with their reason (JobHeldUser, Dependency, ...)
+  1. gate      dependencies that may have changed are evaluated; held jobs and unmet dependencies stay out of
+               the walk (the table keeps them apart, so a cycle never touches them) with their reason
   2. order     the pending queue in the policy's order, produced lazily (order.py)
   3. snapshot  free IPUs, running jobs with their end-by times, and hints that let the walk stop early
   4. decide    the policy, a pure function of the snapshot (policies/)
@@ -15,22 +16,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
+from vipu.scheduler.bits import has_block
 from vipu.scheduler.deps import evaluate
 from vipu.scheduler.effects import Effect, StartJob, StopJob
 from vipu.scheduler.job import Job
 from vipu.scheduler.policies.base import (
     DEPENDENCY,
-    HELD,
     NEVER,
+    RESOURCES,
     PendingInfo,
     ScheduleDecision,
     ScheduleRequest,
-    qos_sets,
 )
 from vipu.scheduler.states import TERMINAL, JobState
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
+    from vipu.scheduler.table import JobTable
 
 S = JobState
 SMALL_QUEUE = 16  # up to this many pending jobs a cycle walks them all instead of computing stop hints
@@ -40,68 +42,80 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
               estimates: bool) -> list[Effect]:
     table = sched.table
     sched.last_cycle_at = now
-    if not table.pending:
+    if table.recheck:
+        _gate(sched, now)
+    sched.last_cycle_seq = table.seq
+    ready = len(table.ready_seq)
+    if not ready:  # nothing pending, or only held and dependency-blocked jobs
         sched.pending_info, sched.last_decision = {}, None
         return []
-    info = _gate(sched)
-    running = list(table.running.values())
-    order = sched.order.iterate(now, running)
-    sizes = preemptors = shortest = None
-    if len(table.pending) > SMALL_QUEUE:  # hints that let the walk stop early; a short queue is walked whole
-        sizes, preemptors, shortest = _hints(sched, info)
-    if info:
-        order = (q for q in order if q.id not in info)
+    healthy = sched.full_mask & ~sched.failed_mask
     if available_mask is None:
-        available_mask = sched.full_mask & ~table.used_mask & ~sched.failed_mask
+        available_mask = healthy & ~table.used_mask
+    preempting = [q for q in sched.preempting_qos if table.ready_by_qos.get(q)]  # QOS with jobs that may evict
+    if not estimates and not preempting and not _fits_by_size(table.ready_sizes, available_mask & healthy, sched.total):
+        # Without estimates there is nothing to compute but starts, and none is possible: no walk at all (the jobs
+        # are explained as waiting for resources).
+        sched.pending_info, sched.last_decision = {}, ScheduleDecision(rest=WAITING_FOR_IPUS)
+        return []
+    running = list(table.running.values())
+    sizes = preemptors = shortest = None
+    if ready > SMALL_QUEUE:  # hints that let the walk stop early; a short queue is walked whole
+        sizes, preemptors, shortest = _hints(table, preempting)
+    config = sched.config
     request = ScheduleRequest(
-        now=now, total_ipus=sched.total, available_mask=available_mask, pending=order, running=running,
-        qos=sched.config.qos, healthy_mask=sched.full_mask & ~sched.failed_mask, allowed_masks=allowed_masks,
-        max_job_test=sched.config.max_job_test, sizes=sizes, preemptors=preemptors, estimates=estimates,
-        shortest=shortest,
+        now=now, total_ipus=sched.total, available_mask=available_mask, pending=sched.order.iterate(now, running),
+        running=running, qos=config.qos, healthy_mask=healthy, allowed_masks=allowed_masks,
+        max_job_test=config.max_job_test, sizes=sizes, preemptors=preemptors, shortest=shortest, estimates=estimates,
+        running_mask=table.used_mask,
     )
     decision = sched.policy(request)
-    effects = _apply(sched, decision, now)
-    info.update(decision.pending)
-    sched.pending_info, sched.last_decision = info, decision
+    effects = _apply(sched, decision, now) if decision.starts or decision.preemptions else []
+    sched.pending_info, sched.last_decision = decision.pending, decision
     return effects
 
 
-def _hints(sched: Scheduler, info: dict[int, PendingInfo]) -> tuple[dict, dict, dict]:
-    """Waiting jobs by size, preempting jobs by size, and the shortest time limit per size (eligible only)."""
-    table = sched.table
-    sizes = dict(table.pending_sizes)
-    preempting = qos_sets(sched.config.qos).preempting
+WAITING_FOR_IPUS = PendingInfo(RESOURCES)
+
+
+def _fits_by_size(ready_sizes: Mapping[int, int], free: int, total: int) -> bool:
+    """Whether the free IPUs hold a block of the size of some job that may run (else none can start without
+    evicting)."""
+    return any(n > 0 and has_block(free, size, total) for size, n in ready_sizes.items())
+
+
+def _hints(table: JobTable, preempting: list[str]) -> tuple[dict, dict, dict]:
+    """Jobs that may run by size, those of them in a QOS that may preempt (`preempting`: those with such jobs) by
+    size, and the shortest time limit per size (a lower bound: over every pending job)."""
     preemptors: dict[int, int] = {}
-    for (qos, ipus), n in table.pending_qos.items():
-        if n and qos in preempting:
-            preemptors[ipus] = preemptors.get(ipus, 0) + n
-    for job_id in info:
-        queued = table.pending[job_id]
-        sizes[queued.ipus] -= 1
-        if queued.qos in preempting:
-            preemptors[queued.ipus] -= 1
-    return sizes, preemptors, table.shortest_limits()
+    if preempting:
+        for (qos, ipus), n in table.ready_qos.items():
+            if n and qos in preempting:
+                preemptors[ipus] = preemptors.get(ipus, 0) + n
+    return dict(table.ready_sizes), preemptors, table.shortest_limits()
 
 
-HELD_INFO = PendingInfo(HELD)  # shared: a queue of thousands of held jobs must not cost an object each per cycle
+WAITING = PendingInfo(DEPENDENCY)  # shared: thousands of jobs may wait for the same reason
+NEVER_INFO = PendingInfo(NEVER)
 
 
-def _gate(sched: Scheduler) -> dict[int, PendingInfo]:
-    """Reasons for pending jobs that may not be considered at all this cycle."""
+def _gate(sched: Scheduler, now: float) -> None:
+    """Evaluate the dependencies that may have changed since the last cycle; jobs whose dependency is met join the
+    walk, the others keep their reason (Dependency, DependencyNeverSatisfied) in table.gate_info. Held jobs are
+    skipped: releasing one puts it back in table.recheck."""
     table = sched.table
     jobs = table.jobs
-    info: dict[int, PendingInfo] = {}
-    for job_id in list(table.gated):  # a copy: dependency_met() shrinks the set
+    recheck, table.recheck = table.recheck, set()
+    for job_id in recheck:
         job = jobs[job_id]
         if job.held:
-            info[job_id] = HELD_INFO
             continue
         status = dependency_status(sched, job)
         if status == "ok":
-            table.dependency_met(job_id)
+            if table.dependency_met(job_id):
+                sched.order.add(table.pending[job_id], now)
         else:
-            info[job_id] = PendingInfo(DEPENDENCY if status == "wait" else NEVER)
-    return info
+            table.gate_info[job_id] = WAITING if status == "wait" else NEVER_INFO
 
 
 def dependency_status(sched: Scheduler, job: Job) -> str:
@@ -140,12 +154,12 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
         stops.append(StopJob(job.id, job.partition, S.PREEMPTED, requeue))
     for s in decision.starts:
         job = jobs[s.job_id]
-        started = job.moved(S.RUNNING, now, start_time=now, first_ipu=s.first_ipu, end_time=None, exit_code=None,
-                            reason=None, estimated_start=None)
-        changed.append(started)
-        starts.append(StartJob(job.id, job.partition, job.ipus, s.first_ipu, s.place_mask, now,
-                               now + job.time_limit, job.spec.workload, job.spec.allocation))
+        spec = job.spec
+        changed.append(job.moved(S.RUNNING, now, start_time=now, first_ipu=s.first_ipu, end_time=None,
+                                 exit_code=None, reason=None, estimated_start=None))
+        starts.append(StartJob(job.id, job.partition, spec.ipus, s.first_ipu, s.place_mask, now,
+                               now + spec.time_limit, spec.workload, spec.allocation))  # type: ignore[operator]
     sched._commit(changed, now)
     for job in victims:
         sched._charge(job, now)  # the runs that were cut short count towards their users' fair-share
-    return stops + starts
+    return stops + starts if stops else starts

@@ -12,7 +12,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from vipu.scheduler.spec import JobSpec
-from vipu.scheduler.states import JobState, check_transition
+from vipu.scheduler.states import TRANSITIONS, JobState, check_transition
 
 
 def partition_name(job_id: int) -> str:
@@ -78,18 +78,52 @@ class Job(BaseModel):
     def end_by(self) -> float | None:
         return None if self.start_time is None else self.start_time + self.time_limit
 
+    @classmethod
+    def trusted(cls, **values) -> Job:
+        """A record built from values the scheduler computed itself (a validated spec, ids, times, a history),
+        without validating them again: a replay builds thousands a second. Fields not given take their defaults."""
+        fields = dict(_TEMPLATE)  # in field order, as a validated record has them
+        fields["history"] = []
+        fields.update(values)
+        job = _new(cls)
+        _setattr(job, "__dict__", fields)
+        _setattr(job, "__pydantic_fields_set__", set(values))
+        _setattr(job, "__pydantic_extra__", None)
+        _setattr(job, "__pydantic_private__", None)
+        return job
+
+    def evolved(self, **changes) -> Job:
+        """model_copy(update=changes) at half its cost (no validation either): a replay makes two per job."""
+        return self._with(changes)
+
+    def _with(self, changes: dict) -> Job:
+        job = _new(type(self))
+        _setattr(job, "__dict__", {**self.__dict__, **changes})
+        _setattr(job, "__pydantic_fields_set__", self.__pydantic_fields_set__ | changes.keys())
+        _setattr(job, "__pydantic_extra__", None)
+        _setattr(job, "__pydantic_private__", None)
+        return job
+
     def moved(self, state: JobState, now: float, **changes) -> Job:
         """A copy in `state` (checked against the transition table) with the time recorded in its history."""
-        check_transition(self.id, self.state, state)
+        if state not in TRANSITIONS[self.state]:
+            check_transition(self.id, self.state, state)  # raises, naming the transitions allowed
         changes["state"] = state
         changes["history"] = [*self.history, Transition(state, now)]
-        return self.model_copy(update=changes)
+        return self._with(changes)
 
     def requeued(self, now: float) -> Job:
         """Back in the queue under the same id: the last run's placement and times are cleared (history keeps
         them) and the requeue count goes up."""
         return self.moved(JobState.PENDING, now, start_time=None, end_time=None, first_ipu=None, exit_code=None,
                           requeue_count=self.requeue_count + 1)
+
+
+_new = object.__new__
+_setattr = object.__setattr__
+_TEMPLATE = {name: None if f.is_required() else f.get_default(call_default_factory=True)
+             for name, f in Job.model_fields.items()}
+assert all(isinstance(v, (type(None), bool, int, str)) for k, v in _TEMPLATE.items() if k != "history")  # immutable
 
 
 class SchedulerMeta(BaseModel):

@@ -9,6 +9,9 @@ their age reaches max_age, and a cycle merges the lists lazily by the priority a
 a bisect; a cycle that stops early touches only the jobs it looks at. Ties: earlier submit time, then lower id.
 
 The other orders are static keys: submit time (fifo) and time limit (sjf).
+
+Held and dependency-blocked jobs are filed in lists of their own (`gated`), so a cycle's walk never steps over
+them however many there are, while squeue still lists every pending job in the one order.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from vipu.scheduler.priority import FairShare, qos_factors
 
 OrderKind = Literal["priority", "submit", "shortest"]
 Entry = tuple[float, float, int]  # (sort key, submit time, id)
+ListKey = tuple[str, bool, bool]  # (user, saturated, gated); user is "" for the static orders
 
 
 class PendingOrder:
@@ -35,8 +39,8 @@ class PendingOrder:
         self._w_size, self._w_age, self._w_fs, self._max_age = w.job_size, w.age, w.fairshare, config.max_age
         self._qos_part = {name: w.qos * f for name, f in qos_factors(config).items()}
         self.jobs: dict[int, QueuedJob] = {}
-        self._entry: dict[int, tuple[tuple[str, bool], Entry]] = {}  # id -> (list key, entry)
-        self._lists: dict[tuple[str, bool], list[Entry]] = {}  # (user, saturated) -> sorted entries
+        self._entry: dict[int, tuple[ListKey, Entry]] = {}  # id -> (list key, entry)
+        self._lists: dict[ListKey, list[Entry]] = {}  # (user, saturated, gated) -> sorted entries
         self._saturation: list[tuple[float, int]] = []  # heap of (submit + max_age, id)
         self._fs: dict[str, float] = {}
         self._fs_at: float | None = None
@@ -48,16 +52,17 @@ class PendingOrder:
     def __len__(self) -> int:
         return len(self.jobs)
 
-    def add(self, job: QueuedJob, now: float) -> None:
+    def add(self, job: QueuedJob, now: float, gated: bool = False) -> None:
+        """File a pending job (again); `gated`: held or waiting for a dependency, so the walk skips it."""
         self.remove(job.id)
         self.jobs[job.id] = job
         if self.kind == "submit":
-            where, entry = ("", False), (job.submit_time, job.submit_time, job.id)
+            where, entry = ("", False, gated), (job.submit_time, job.submit_time, job.id)
         elif self.kind == "shortest":
-            where, entry = ("", False), (job.time_limit, job.submit_time, job.id)
+            where, entry = ("", False, gated), (job.time_limit, job.submit_time, job.id)
         else:
             saturated = now - job.submit_time >= self._max_age
-            where, entry = (job.user, saturated), self._priority_entry(job, saturated)
+            where, entry = (job.user, saturated, gated), self._priority_entry(job, saturated)
             if not saturated:
                 heap = self._saturation
                 heapq.heappush(heap, (job.submit_time + self._max_age, job.id))
@@ -87,39 +92,54 @@ class PendingOrder:
         while heap and heap[0][0] <= now:
             _, job_id = heapq.heappop(heap)
             job = self.jobs.get(job_id)
-            if job is not None and self._entry[job_id][0][1] is False:
-                self.add(job, now)  # re-files it in its user's saturated list
+            if job is not None:
+                (_, saturated, gated), _ = self._entry[job_id]
+                if not saturated:
+                    self.add(job, now, gated)  # re-files it in its user's saturated list
 
-    def iterate(self, now: float, running=()) -> Iterator[QueuedJob]:
-        """Pending jobs in queue order at `now`, produced lazily."""
-        jobs = self.jobs
-        if self.kind != "priority":
-            for entry in self._lists.get(("", False), []):
+    def iterate(self, now: float, running=(), gated: bool = False) -> Iterator[QueuedJob]:
+        """Pending jobs in queue order at `now`, produced lazily; held and dependency-blocked ones only if `gated`."""
+        jobs, lists = self.jobs, self._lists
+        if self.kind == "priority":
+            if self._saturation and self._saturation[0][0] <= now:
+                self._saturate(now)
+            period = self.config.priority_calc_period
+            if (len(lists) > 1 and (self._fs_at is None or now - self._fs_at >= period or now < self._fs_at)
+                    and len({user for user, _, _ in lists}) > 1):
+                # Fair-share only reorders jobs of different users, so with one user it is not computed at all.
+                self._fs, self._fs_at = self.fairshare.factors(now, running), now
+        streams = [(where, entries) for where, entries in lists.items() if gated or not where[2]]
+        if len(streams) == 1:  # one list: its stored order is the order
+            for entry in streams[0][1]:
                 yield jobs[entry[2]]
             return
-        if self._saturation and self._saturation[0][0] <= now:
-            self._saturate(now)
-        lists = self._lists
-        if len(lists) == 1:  # one user, one age regime: the stored order is the order
-            for entry in next(iter(lists.values())):
-                yield jobs[entry[2]]
-            return
-        period = self.config.priority_calc_period
-        several_users = len(lists) > 2 or len({user for user, _ in lists}) == 2
-        if several_users and (self._fs_at is None or now - self._fs_at >= period or now < self._fs_at):
-            # Fair-share only reorders jobs of different users, so with one user it is not computed at all.
-            self._fs, self._fs_at = self.fairshare.factors(now, running), now
-        w_age, w_fs = self._w_age, self._w_fs
-        age_now = w_age * now / self._max_age
-        streams = []
-        for (user, saturated), entries in lists.items():
-            shift = w_fs * self._fs.get(user, 1.0) + (w_age if saturated else age_now)
-            streams.append(_shifted(entries, shift))
-        for _, _, job_id in heapq.merge(*streams):
+        if self.kind != "priority":  # the static orders: the ready list and the gated list
+            shifted = [(entries, 0.0) for _, entries in streams]
+        else:
+            w_age, w_fs = self._w_age, self._w_fs
+            age_now = w_age * now / self._max_age
+            shifted = [(entries, w_fs * self._fs.get(user, 1.0) + (w_age if saturated else age_now))
+                       for (user, saturated, _), entries in streams]
+        for job_id in _merge(shifted):
             yield jobs[job_id]
 
 
-def _shifted(entries: list[Entry], shift: float) -> Iterator[Entry]:
-    """A user's list with its current priority constant applied (a function, so each stream keeps its own)."""
-    for key, submit, job_id in entries:
-        yield (key - shift, submit, job_id)
+def _merge(streams: list[tuple[list[Entry], float]]) -> Iterator[int]:
+    """Ids of sorted entry lists merged by (key - the list's shift, submit time, id), as heapq.merge would order
+    them, without a generator per list."""
+    heap = []
+    for k, (entries, shift) in enumerate(streams):
+        if entries:
+            key, submit, job_id = entries[0]
+            heap.append((key - shift, submit, job_id, k, 0))
+    heapq.heapify(heap)
+    while heap:
+        _, _, job_id, k, i = heap[0]
+        yield job_id
+        entries, shift = streams[k]
+        i += 1
+        if i < len(entries):
+            key, submit, next_id = entries[i]
+            heapq.heapreplace(heap, (key - shift, submit, next_id, k, i))
+        else:
+            heapq.heappop(heap)

@@ -37,13 +37,18 @@ class Pod64Info:
 def decorate(s: Scheduler, job: Job) -> Job:
     if job.state is not S.PENDING:
         return job
-    info = s.pending_info.get(job.id)
-    queued_since = job.history[-1].at if job.history else job.submit_time
-    if (info is None and s.last_decision is not None and job.id in s.table.pending
-            and s.last_cycle_at is not None and queued_since <= s.last_cycle_at):
-        info = s.last_decision.explain(s.table.pending[job.id])  # a job the last cycle did not reach
-    reason = HELD if job.held else (info.reason if info else None)
-    estimate = info.estimated_start if info and not job.held else None
+    table = s.table
+    if job.held:
+        reason, estimate = HELD, None
+    else:
+        info = table.gate_info.get(job.id)  # waiting for a dependency (None until a cycle has evaluated it)
+        seq = table.ready_seq.get(job.id)
+        if seq is not None and seq <= s.last_cycle_seq:  # the last cycle considered it
+            info = s.pending_info.get(job.id)
+            if info is None and s.last_decision is not None:
+                info = s.last_decision.explain(table.pending[job.id])  # a job the walk did not reach
+        reason = info.reason if info else None
+        estimate = info.estimated_start if info else None
     if reason == job.reason and estimate == job.estimated_start:
         return job
     return job.model_copy(update={"reason": reason, "estimated_start": estimate})
@@ -53,7 +58,7 @@ def queue(s: Scheduler, user: str | None) -> list[Job]:
     jobs = s.table.jobs
     running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
     at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()), default=0.0)
-    pending = [jobs[q.id] for q in s.order.iterate(at, s.table.running.values())]
+    pending = [jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True)]
     out = running + pending
     if user is not None:
         out = [j for j in out if j.user == user]

@@ -11,8 +11,8 @@ is only measured through a `timer` the caller passes in.
 from __future__ import annotations
 
 import gc
-
 import heapq
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -21,13 +21,14 @@ from vipu.partition.pod import PodConfig, load_pod
 from vipu.partition.state import NoJournal
 from vipu.scheduler.bits import usable_ipus
 from vipu.scheduler.config import SchedulerConfig
-from vipu.scheduler.effects import StartJob, StopJob
+from vipu.scheduler.effects import StartJob
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.spec import JobSpec, SleepWorkload
 from vipu.scheduler.states import JobState
 from vipu.scheduler.traces import TraceJob, load_trace
 
 S = JobState
+RUNNING = S.RUNNING
 
 
 @dataclass(frozen=True)
@@ -79,17 +80,6 @@ class _Replay:
         heapq.heappush(self.heap, (at, self.seq, job_id, start, limit))
         self.seq += 1
 
-    def _effects(self, effects) -> None:
-        for e in effects:
-            if isinstance(e, StartJob):
-                run = e.workload.duration  # replayed jobs sleep for their traced run time
-                if run <= e.end_by - e.start_time:
-                    self._push(e.start_time + run, e.job_id, e.start_time, False)
-                else:
-                    self._push(e.end_by, e.job_id, e.start_time, True)
-            elif isinstance(e, StopJob) and e.state is S.PREEMPTED:
-                self.preemptions += 1
-
     def specs(self) -> None:
         """Turn trace rows into job specs (part of reading the trace, before the timed event loop)."""
         self.spec_of = [
@@ -99,37 +89,54 @@ class _Replay:
         ]
 
     def run(self) -> None:
-        s, jobs, heap, specs = self.s, self.jobs, self.heap, self.spec_of
-        total = s.total
-        nxt = 0
-        last = self.clock.now()
-        state = (0, 0)  # (IPUs in use, free IPUs no waiting job could use) since `last`
-        while nxt < len(jobs) or heap:
-            now = min(jobs[nxt].submit_time if nxt < len(jobs) else float("inf"), heap[0][0] if heap else float("inf"))
+        s, heap, specs = self.s, self.heap, self.spec_of
+        table, total, clock = s.table, s.total, self.clock
+        arrivals = [j.submit_time for j in self.jobs]
+        count, nxt = len(arrivals), 0
+        inf = math.inf
+        last = clock.now()
+        used, unusable = 0, 0  # IPUs in use, and free IPUs no waiting job could use, since `last`
+        while nxt < count or heap:
+            now = arrivals[nxt] if nxt < count else inf
+            if heap and heap[0][0] < now:
+                now = heap[0][0]
             dt = now - last
-            self.used_ipu_seconds += state[0] * dt
-            self.unusable_waiting += state[1] * dt
-            self.clock.advance_to(now)
+            self.used_ipu_seconds += used * dt
+            self.unusable_waiting += unusable * dt
+            clock.advance_to(now)
             last = now
-            while nxt < len(jobs) and jobs[nxt].submit_time == now:
+            while nxt < count and arrivals[nxt] == now:
                 s.submit(specs[nxt], now)
                 nxt += 1
             while heap and heap[0][0] == now:
                 _, _, job_id, start, limit = heapq.heappop(heap)
-                current = s.table.jobs[job_id]
-                if not limit and current.state is S.RUNNING and current.start_time == start:
+                current = table.jobs[job_id]
+                if not limit and current.state is RUNNING and current.start_time == start:
                     s.job_finished(job_id, now, exit_code=0)
             s.enforce_time_limits(now)
-            self._effects(s.cycle(now, estimates=False))
+            effects = s.cycle(now, estimates=False)
+            if effects:
+                self._effects(effects)
             self.cycles += 1
-            used = s.table.used_mask.bit_count()
+            used = table.used_mask.bit_count()
             smallest = s.smallest_pending_ipus()
             if smallest is None:
-                state = (used, 0)
+                unusable = 0
             else:
-                free_mask = s.full_mask & ~s.table.used_mask & ~s.failed_mask
-                state = (used, free_mask.bit_count() - usable_ipus(free_mask, smallest, total))
+                free_mask = s.full_mask & ~table.used_mask & ~s.failed_mask
+                unusable = free_mask.bit_count() - usable_ipus(free_mask, smallest, total)
         self.end = last
+
+    def _effects(self, effects) -> None:
+        for e in effects:
+            if type(e) is StartJob:
+                run = e.workload.duration  # replayed jobs sleep for their traced run time
+                if run <= e.end_by - e.start_time:
+                    self._push(e.start_time + run, e.job_id, e.start_time, False)
+                else:
+                    self._push(e.end_by, e.job_id, e.start_time, True)
+            elif e.state is S.PREEMPTED:
+                self.preemptions += 1
 
     def result(self, policy: str, pod: PodConfig, wall: float | None) -> ReplayResult:
         done = [j for j in self.s.table.jobs.values() if j.end_time is not None and j.state is not S.PENDING]
@@ -204,17 +211,20 @@ def format_table(results: Sequence[ReplayResult]) -> str:
 
 
 def main_replay(trace_path: str, pod_name: str, policies: list[str], timer: Callable[[], float] | None = None,
-                config: SchedulerConfig | None = None, **trace_options) -> str:
+                config: SchedulerConfig | None = None, repeat: int = 1, **trace_options) -> str:
     """The report `vipu replay` prints: the mapping, what was skipped, and one row per policy.
 
-    `timer` defaults to the wall clock (vipu.clock), which is where jobs/s comes from."""
+    `timer` defaults to the wall clock (vipu.clock), which is where jobs/s comes from; with `repeat` > 1 each policy
+    is replayed that many times (the results are identical) and the fastest run's jobs/s is shown, which is what a
+    machine shared with other work can sustain."""
     if timer is None:
         from vipu.clock import WallClock
 
         timer = WallClock().now
     pod = load_pod(pod_name)
     trace = load_trace(trace_path, max_ipus=pod.max_partition_ipus, **trace_options)
-    results = [replay(trace.jobs, pod, policy, config, timer) for policy in policies]
+    results = [min((replay(trace.jobs, pod, policy, config, timer) for _ in range(max(1, repeat))),
+                   key=lambda r: r.wall_seconds or 0.0) for policy in policies]
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(trace.skipped.items())) or "none"
     return "\n".join([
         f"trace {trace_path} on {pod.name} ({pod.ipus} IPUs): {len(trace.jobs)} jobs replayed; skipped: {skipped}",

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from pydantic import BaseModel
+
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
 from vipu.partition.pod import PodConfig
 from vipu.partition.state import Journal, NoJournal
@@ -23,7 +25,7 @@ from vipu.scheduler.effects import Effect, StopJob
 from vipu.scheduler.job import META_NAME, Job, PriorityBreakdown, SchedulerMeta
 from vipu.scheduler.order import PendingOrder
 from vipu.scheduler.policies import QUEUE_ORDER, get_policy
-from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision
+from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
 from vipu.scheduler.priority import FairShare, breakdown
 from vipu.scheduler.spec import JobSpec, parse_spec
 from vipu.scheduler.states import TERMINAL, TRANSITIONS, JobState
@@ -39,24 +41,29 @@ class Scheduler:
         self.pod = pod
         self.config = config or SchedulerConfig()
         self.journal = journal or NoJournal()
+        self._durable = not isinstance(self.journal, NoJournal)  # NoJournal keeps nothing: no records are built
         self.policy = get_policy(self.config.policy)
+        self.preempting_qos = tuple(sorted(qos_sets(self.config.qos).preempting))  # QOS whose jobs may evict
         self.total = pod.ipus
         self.full_mask = (1 << pod.ipus) - 1
         self.failed_mask = 0
         self.table = JobTable()
         self.fairshare = FairShare(self.config.fairshare_half_life)
         self.order = PendingOrder(QUEUE_ORDER[self.config.policy], self.config, pod.ipus, self.fairshare)
-        self.pending_info: dict[int, PendingInfo] = {}  # the last cycle's reason and estimated start per job
+        self.pending_info: dict[int, PendingInfo] = {}  # the last cycle's reason and estimated start per job walked
         self.last_decision: ScheduleDecision | None = None  # explains the jobs the last cycle did not reach
         self.last_cycle_at: float | None = None
+        self.last_cycle_seq = 0  # table.seq when the last cycle walked: jobs ready since then were not considered
 
     # -- commit, then memory ----------------------------------------------------------------------------------
-    def _commit(self, jobs: list[Job], now: float, meta: SchedulerMeta | None = None) -> None:
-        puts = [("job", str(j.id), j) for j in jobs]
-        if meta is not None:
-            puts.append(("scheduler_meta", META_NAME, meta))
-        if puts:
-            self.journal.commit(puts, [])
+    def _commit(self, jobs: list[Job], now: float, next_job_id: int | None = None) -> None:
+        """Jobs (and the next job id, on submit) to the Journal, then into memory."""
+        if self._durable:
+            puts: list[tuple[str, str, BaseModel]] = [("job", str(j.id), j) for j in jobs]
+            if next_job_id is not None:
+                puts.append(("scheduler_meta", META_NAME, SchedulerMeta(next_job_id=next_job_id)))
+            if puts:
+                self.journal.commit(puts, [])
         self._remember(jobs, now)
 
     def _remember(self, jobs: Iterable[Job], now: float) -> None:
@@ -64,7 +71,7 @@ class Scheduler:
         for j in jobs:
             table.put(j)
             if j.state is S.PENDING:
-                order.add(table.pending[j.id], now)
+                order.add(table.pending[j.id], now, j.id in table.gated)
             else:
                 order.remove(j.id)
 
@@ -114,7 +121,7 @@ class Scheduler:
         first_id = self.table.next_id
         check_dependency(resolved, self.table, range(first_id, first_id + count))
         jobs = build_jobs(resolved, first_id, count, now, request_id, array.indices if array else None)
-        self._commit(jobs, now, SchedulerMeta(next_job_id=first_id + count))
+        self._commit(jobs, now, first_id + count)
         return jobs
 
     def cancel(self, job_ids: Iterable[int], now: float) -> list[Effect]:
@@ -287,8 +294,7 @@ class Scheduler:
         return queries.info(self, available_mask)
 
     def smallest_pending_ipus(self) -> int | None:
-        sizes = [s for s, n in self.table.pending_sizes.items() if n > 0]
-        return min(sizes) if sizes else None
+        return min((s for s, n in self.table.pending_sizes.items() if n > 0), default=None)
 
     # -- restart ----------------------------------------------------------------------------------------------
     def recover(self, records: Iterable, now: float, partitions: Iterable[str] | None = None) -> list[Effect]:

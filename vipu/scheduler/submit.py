@@ -90,19 +90,15 @@ def check_dependency(spec: JobSpec, table: JobTable, new_ids: range) -> None:
 
 def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id: str | None,
                indices: tuple[int, ...] | None) -> list[Job]:
+    """The PENDING records of a resolved spec (every value checked above, so none is validated again)."""
     state = JobState.PENDING
+    now = float(now)
     array_job_id = first_id if indices is not None else None
-    history = [Transition(state=state, at=now)]
-    first = Job(
-        id=first_id, name=spec.name, user=spec.user, account=spec.account, partition=partition_name(first_id),
-        array_job_id=array_job_id, array_task_id=indices[0] if indices is not None else None, spec=spec,
-        state=state, held=spec.hold, submit_time=now, request_id=request_id, history=history,
-    )
-    jobs = [first]
-    for k in range(1, count):  # array tasks: copies of the first, which costs a third of validating each
-        job_id = first_id + k
-        jobs.append(first.model_copy(update={
-            "id": job_id, "partition": partition_name(job_id), "array_task_id": indices[k],  # type: ignore[index]
-            "history": list(history),
-        }))
-    return jobs
+    return [
+        Job.trusted(
+            id=job_id, name=spec.name, user=spec.user, account=spec.account, partition=partition_name(job_id),
+            array_job_id=array_job_id, array_task_id=indices[k] if indices is not None else None, spec=spec,
+            state=state, held=spec.hold, submit_time=now, request_id=request_id, history=[Transition(state, now)],
+        )
+        for k, job_id in enumerate(range(first_id, first_id + count))
+    ]

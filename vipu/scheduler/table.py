@@ -3,6 +3,11 @@
 Why one entry point: each change arrives as a new Job record (already committed to the Journal); `put` moves it
 between the pending, running and lookup indexes by comparing it with the record it replaces, so no code path can
 leave an index stale.
+
+Why held and dependency-blocked jobs are kept apart (`gated`): a queue may hold ten thousand of them, and a cycle
+must not cost more because of jobs that may not run. A gated job leaves that set when it is released or when its
+dependency is met; a dependency is evaluated again only when something it reads changed (`recheck`: a job it
+names, or a job of its name for singleton, changed state), not on every cycle.
 """
 
 from __future__ import annotations
@@ -10,21 +15,25 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 
-from vipu.scheduler.bits import block
 from vipu.scheduler.job import Job
-from vipu.scheduler.policies.base import QueuedJob, RunningJob
+from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob
 from vipu.scheduler.spec import parse_array
 from vipu.scheduler.states import ACTIVE, JobState
 
 S = JobState
+PENDING, RUNNING, COMPLETING = S.PENDING, S.RUNNING, S.COMPLETING
 
 
 class JobTable:
     def __init__(self) -> None:
         self.jobs: dict[int, Job] = {}
         self.pending: dict[int, QueuedJob] = {}  # every PENDING job
-        self.gated: set[int] = set()  # pending jobs that are held or wait for a dependency
+        self.gated: set[int] = set()  # pending jobs kept out of the walk: held, or their dependency is not met
+        self.gate_info: dict[int, PendingInfo] = {}  # gated jobs' last dependency verdict (Dependency, ...Never...)
+        self.recheck: set[int] = set()  # gated jobs whose dependency the next cycle must evaluate (again)
         self.deps_met: set[int] = set()  # pending jobs whose dependency was satisfied (Slurm then drops it)
+        self.waiting_on: dict[int, set[int]] = {}  # job or array id named in a dependency -> gated jobs naming it
+        self.singletons: dict[tuple[str, str], set[int]] = {}  # (name, user) -> gated jobs with a singleton clause
         self.running: dict[int, RunningJob] = {}  # RUNNING and COMPLETING: they hold a partition
         self.used_mask = 0
         self.arrays: dict[int, list[int]] = {}  # array_job_id -> task job ids
@@ -32,74 +41,174 @@ class JobTable:
         self.request_ids: dict[str, list[int]] = {}
         self.deadlines: list[tuple[float, int, float]] = []  # heap of (end_by, id, start_time) of RUNNING jobs
         self.pending_sizes: Counter = Counter()  # PENDING jobs by IPUs
-        self.pending_qos: Counter = Counter()  # PENDING jobs by (QOS, IPUs)
         self.pending_limits: dict[int, Counter] = {}  # IPUs -> time limits of PENDING jobs -> how many
+        self._shortest: dict[int, float] = {}  # IPUs -> the shortest of those limits
+        self.ready_sizes: Counter = Counter()  # PENDING jobs that are not gated, by IPUs
+        self.ready_qos: Counter = Counter()  # PENDING jobs that are not gated, by (QOS, IPUs)
+        self.ready_by_qos: Counter = Counter()  # PENDING jobs that are not gated, by QOS
+        self.ready_seq: dict[int, int] = {}  # not gated -> when it became so (a counter; see queries.decorate)
+        self.seq = 0
         self.next_id = 1
 
     def put(self, job: Job) -> None:
-        old = self.jobs.get(job.id)
+        job_id = job.id
+        old = self.jobs.get(job_id)
         if old is not None:
             self._leave(old, job.state in ACTIVE)
         else:
             if job.array_job_id is not None:
-                self.arrays.setdefault(job.array_job_id, []).append(job.id)
+                self.arrays.setdefault(job.array_job_id, []).append(job_id)
             if job.request_id is not None:
-                self.request_ids.setdefault(job.request_id, []).append(job.id)
-            self.next_id = max(self.next_id, job.id + 1)
-        self.jobs[job.id] = job
+                self.request_ids.setdefault(job.request_id, []).append(job_id)
+            if job_id >= self.next_id:
+                self.next_id = job_id + 1
+        self.jobs[job_id] = job
         self._enter(job, old is None or old.state not in ACTIVE)
+        if old is not None and old.state is not job.state and self.waiting_on:
+            self._changed(job_id, job.array_job_id)
 
     def _enter(self, job: Job, newly_active: bool) -> None:
         state = job.state
-        if state is S.PENDING:
+        if state is PENDING:
             spec = job.spec
-            limit = parse_array(spec.array).limit if spec.array else None
-            self.pending[job.id] = QueuedJob(
-                job.id, spec.ipus, spec.time_limit, job.submit_time, job.user, spec.qos, spec.nice,  # type: ignore[arg-type]
-                job.array_job_id, limit, spec.allocation,
+            ipus, limit = spec.ipus, spec.time_limit
+            queued = self.pending[job.id] = QueuedJob(
+                job.id, ipus, limit, job.submit_time, job.user, spec.qos, spec.nice,  # type: ignore[arg-type]
+                job.array_job_id, parse_array(spec.array).limit if spec.array else None, spec.allocation,
             )
-            self.pending_sizes[spec.ipus] += 1
-            self.pending_qos[spec.qos, spec.ipus] += 1
-            self.pending_limits.setdefault(spec.ipus, Counter())[spec.time_limit] += 1
-            if job.held or (spec.dependency and job.id not in self.deps_met):
+            self.pending_sizes[ipus] += 1
+            limits = self.pending_limits.get(ipus)
+            if limits is None:
+                limits = self.pending_limits[ipus] = Counter()
+            limits[limit] += 1
+            shortest = self._shortest.get(ipus)
+            if shortest is None or limit < shortest:  # type: ignore[operator]
+                self._shortest[ipus] = limit  # type: ignore[assignment]
+            waits = spec.dependency is not None and job.id not in self.deps_met
+            if waits:
+                self._watch(job, True)
+                self.recheck.add(job.id)
+            if job.held or waits:
                 self.gated.add(job.id)
-        elif state is S.RUNNING or state is S.COMPLETING:
+            else:
+                self._ready(queued)
+        elif state is RUNNING or state is COMPLETING:
+            first, ipus, started = job.first_ipu, job.spec.ipus, job.start_time
+            end_by = started + job.spec.time_limit  # type: ignore[operator]
             self.running[job.id] = RunningJob(
-                job.id, job.ipus, job.first_ipu, job.start_time, job.end_by, job.user, job.spec.qos,  # type: ignore[arg-type]
+                job.id, ipus, first, started, end_by, job.user, job.spec.qos,  # type: ignore[arg-type]
                 job.array_job_id,
             )
-            self.used_mask |= block(job.first_ipu, job.ipus)  # type: ignore[arg-type]
-            if state is S.RUNNING:
-                heapq.heappush(self.deadlines, (job.end_by, job.id, job.start_time))  # type: ignore[arg-type]
-                if len(self.deadlines) > 2 * len(self.running) + 64:  # drop entries of runs that already ended
+            self.used_mask |= ((1 << ipus) - 1) << first  # type: ignore[operator]
+            if state is RUNNING:
+                deadlines = self.deadlines
+                heapq.heappush(deadlines, (end_by, job.id, started))  # type: ignore[arg-type]
+                if len(deadlines) > 2 * len(self.running) + 64:  # drop entries of runs that already ended
                     self.deadlines = [(r.end_by, r.id, r.start_time) for r in self.running.values()]
                     heapq.heapify(self.deadlines)
         if newly_active and state in ACTIVE:
-            self.active_by_name.setdefault((job.name, job.user), set()).add(job.id)
+            key = (job.name, job.user)
+            active = self.active_by_name.get(key)
+            if active is None:
+                self.active_by_name[key] = {job.id}
+            else:
+                active.add(job.id)
+            if self.singletons:
+                self._changed_name(key)
 
     def _leave(self, job: Job, stays_active: bool) -> None:
-        if self.pending.pop(job.id, None) is not None:
-            self.pending_sizes[job.ipus] -= 1
-            self.pending_qos[job.spec.qos, job.ipus] -= 1
-            limits = self.pending_limits[job.ipus]
-            limits[job.time_limit] -= 1
-            if not limits[job.time_limit]:
-                del limits[job.time_limit]
-            self.gated.discard(job.id)
-        if self.running.pop(job.id, None) is not None:
-            self.used_mask &= ~block(job.first_ipu, job.ipus)  # type: ignore[arg-type]
+        queued = self.pending.pop(job.id, None)
+        if queued is not None:
+            self.pending_sizes[queued.ipus] -= 1
+            limits = self.pending_limits[queued.ipus]
+            left = limits[queued.time_limit] - 1
+            if left:
+                limits[queued.time_limit] = left
+            else:
+                del limits[queued.time_limit]
+                if self._shortest[queued.ipus] == queued.time_limit:
+                    if limits:
+                        self._shortest[queued.ipus] = min(limits)
+                    else:
+                        del self._shortest[queued.ipus]
+            if job.id in self.gated:
+                self.gated.discard(job.id)
+                self.recheck.discard(job.id)
+                self.gate_info.pop(job.id, None)
+                if job.spec.dependency is not None and job.id not in self.deps_met:
+                    self._watch(job, False)
+            else:
+                self._unready(queued)
+        else:
+            running = self.running.pop(job.id, None)
+            if running is not None:
+                self.used_mask &= ~(((1 << running.ipus) - 1) << running.first_ipu)
         if not stays_active and job.state in ACTIVE:
-            active = self.active_by_name.get((job.name, job.user))
+            key = (job.name, job.user)
+            active = self.active_by_name.get(key)
             if active is not None:
                 active.discard(job.id)
                 if not active:
-                    del self.active_by_name[(job.name, job.user)]
+                    del self.active_by_name[key]
+            if self.singletons:
+                self._changed_name(key)
 
-    def dependency_met(self, job_id: int) -> None:
+    # -- readiness ------------------------------------------------------------------------------------------------
+    def _ready(self, queued: QueuedJob) -> None:
+        self.ready_sizes[queued.ipus] += 1
+        self.ready_qos[queued.qos, queued.ipus] += 1
+        self.ready_by_qos[queued.qos] += 1
+        self.seq += 1
+        self.ready_seq[queued.id] = self.seq
+
+    def _unready(self, queued: QueuedJob) -> None:
+        self.ready_sizes[queued.ipus] -= 1
+        self.ready_qos[queued.qos, queued.ipus] -= 1
+        self.ready_by_qos[queued.qos] -= 1
+        del self.ready_seq[queued.id]
+
+    def _watch(self, job: Job, on: bool) -> None:
+        """Register (or forget) a gated job under everything its dependency reads."""
+        dep = job.spec.parsed_dependency()
+        assert dep is not None
+        keys: list[tuple[dict, object]] = [(self.waiting_on, i) for i in dep.ids]
+        if any(c.kind == "singleton" for c in dep.clauses):
+            keys.append((self.singletons, (job.name, job.user)))
+        for index, key in keys:
+            if on:
+                index.setdefault(key, set()).add(job.id)
+            else:
+                ids = index.get(key)
+                if ids is not None:
+                    ids.discard(job.id)
+                    if not ids:
+                        del index[key]
+
+    def _changed(self, job_id: int, array_job_id: int | None) -> None:
+        """A job changed state: dependencies naming it (or its array) must be evaluated again."""
+        for key in (job_id, array_job_id):
+            waiting = self.waiting_on.get(key)  # type: ignore[arg-type]
+            if waiting:
+                self.recheck |= waiting
+
+    def _changed_name(self, key: tuple[str, str]) -> None:
+        waiting = self.singletons.get(key)
+        if waiting:
+            self.recheck |= waiting
+
+    def dependency_met(self, job_id: int) -> bool:
+        """Slurm drops a satisfied dependency for good; True if the job may now be scheduled (it is not held)."""
+        job = self.jobs[job_id]
+        self._watch(job, False)
         self.deps_met.add(job_id)
-        if not self.jobs[job_id].held:
-            self.gated.discard(job_id)
+        self.gate_info.pop(job_id, None)
+        if job.held:
+            return False
+        self.gated.discard(job_id)
+        self._ready(self.pending[job_id])
+        return True
 
+    # -- lookups ----------------------------------------------------------------------------------------------
     def expired(self, now: float) -> list[Job]:
         """RUNNING jobs whose end-by time has come (stale heap entries of jobs that ended are skipped)."""
         out = []
@@ -112,5 +221,5 @@ class JobTable:
         return out
 
     def shortest_limits(self) -> dict[int, float]:
-        """IPUs -> the shortest time limit among PENDING jobs of that size."""
-        return {size: min(limits) for size, limits in self.pending_limits.items() if limits}
+        """IPUs -> the shortest time limit among PENDING jobs of that size (do not change the dict returned)."""
+        return self._shortest

@@ -19,7 +19,7 @@ from vipu.scheduler.bits import best_fit, has_block
 
 
 class Timeline:
-    __slots__ = ("times", "masks", "base", "total")
+    __slots__ = ("times", "masks", "base", "total", "_first")
 
     def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int]], total: int):
         """`releases`: (end_by, block) of running jobs; an overdue end_by counts as just after now, never now, so
@@ -28,15 +28,19 @@ class Timeline:
         self.times = [now]
         self.masks = [free_now]
         soon = math.nextafter(now, math.inf)
+        times, masks = self.times, self.masks
         current = free_now
-        for at, blk in sorted((max(at, soon), blk) for at, blk in releases):
+        for at, blk in sorted(releases):  # (clamping keeps the order; the overdue all land on `soon`)
+            if at < soon:
+                at = soon
             current |= blk
-            if at == self.times[-1]:
-                self.masks[-1] = current
+            if at == times[-1]:
+                masks[-1] = current
             else:
-                self.times.append(at)
-                self.masks.append(current)
-        self.base = list(self.masks)
+                times.append(at)
+                masks.append(current)
+        self.base = list(masks)
+        self._first: dict[tuple[int, int], float] = {}  # first_time() answers; base changes only in release_now
 
     def _first_possible(self, size: int, allowed: int, lo: int) -> int:
         base, total = self.base, self.total
@@ -50,6 +54,16 @@ class Timeline:
             else:
                 lo = mid + 1
         return lo
+
+    def first_time(self, size: int, allowed: int) -> float:
+        """When the Pod without reservations first holds a block of `size` in `allowed`: no slot that earliest()
+        finds begins before it, whatever is reserved (inf: never)."""
+        key = (size, allowed)
+        at = self._first.get(key)
+        if at is None:
+            i = self._first_possible(size, allowed, 0)
+            at = self._first[key] = self.times[i] if i < len(self.times) else math.inf
+        return at
 
     def earliest(
         self, size: int, length: float, allowed: int, not_before: float | None = None
@@ -93,6 +107,7 @@ class Timeline:
 
     def release_now(self, blk: int) -> None:
         """A preempted job's block is free from now on."""
+        self._first.clear()
         for k in range(len(self.masks)):
             self.masks[k] |= blk
             self.base[k] |= blk

@@ -75,7 +75,9 @@ class ScheduleRequest:
     sizes: Mapping[int, int] | None = None
     preemptors: Mapping[int, int] | None = None  # size -> waiting jobs of that size in a QOS that may preempt
     shortest: Mapping[int, float] | None = None  # size -> the shortest time limit of a waiting job of that size
-    estimates: bool = True  # False: skip estimated starts nobody will read (trace replay); starts are unchanged
+    estimates: bool = True  # False: skip estimated starts nobody will read (trace replay); starts are unchanged,
+    # reasons may be coarser (a cycle in which nothing can start does not walk the queue at all)
+    running_mask: int | None = None  # the IPUs of `running` (a hint: the caller keeps it; None: computed from them)
 
 
 class Start(NamedTuple):

@@ -15,10 +15,16 @@ now without touching a reservation?", a few integer operations. The walk stops a
 (no waiting size fits the free IPUs and no waiting job may preempt) and the jobs it did not reach are explained
 lazily (ScheduleDecision.rest); with `estimates` off it may stop before planning the first max_job_test jobs too,
 which changes no start, only the estimates shown.
+
+With `estimates` off (trace replay) the walk also skips what only an estimate needs: a waiting job's slot is not
+searched for unless a job behind it needs its reservation (need(): often, as for a large job whose reservation
+lies beyond any job's time limit, none does), and in greedy mode a job of a size no free block holds is passed
+over at once. Every start is the one the full walk makes; a property test compares the two on random workloads.
 """
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from typing import Iterable, Literal
 
@@ -48,7 +54,7 @@ class _Walk:
         "r", "mode", "estimates", "now", "total", "full", "healthy", "avail", "usage", "decision", "reservations",
         "blocked", "last_reserved", "remaining", "preemptors", "qos_sets", "preempt_qos", "_timeline", "_started",
         "_preempted", "_eventually", "_frozen", "_no_fit", "_fitting", "_feasible", "_no_victims", "shortest",
-        "_evictable",
+        "_evictable", "_lazy", "_lazy_floor", "_free_sizes", "_ever", "_fitting_until",
     )
 
     def __init__(self, request: ScheduleRequest, mode: Mode):
@@ -80,22 +86,31 @@ class _Walk:
         self._no_victims: set[tuple[int, int, int, str]] = set()  # preemption searches that found nothing
         self.shortest = request.shortest
         self._evictable: int | None = None
+        self._lazy: list[tuple[QueuedJob, int, float]] = []  # (job, allowed, lower bound): reservations to make
+        self._lazy_floor = math.inf  # none of them begins before this (see need())
+        self._fitting_until = -math.inf  # _fitting depends on the reservations that begin before this
+        self._ever: dict[tuple[int, int], bool] = {}  # (size, allowed) -> does some moment hold such a job
+        self._free_sizes: dict[int, bool] = {}  # size -> does `avail` hold a block of it (until avail changes)
 
     # -- lazily built views -------------------------------------------------------------------------------
     @property
     def timeline(self) -> Timeline:
         if self._timeline is None:
-            releases = [(r.end_by, block(r.first_ipu, r.ipus)) for r in self.r.running if r.id not in self._preempted]
+            preempted = self._preempted
+            releases = [(r.end_by, ((1 << r.ipus) - 1) << r.first_ipu) for r in self.r.running
+                        if not preempted or r.id not in preempted]
             self._timeline = Timeline(self.now, self.avail, releases + self._started, self.total)
         return self._timeline
 
     def eventually(self) -> int:
         """IPUs free once every scheduler job has ended (partitions made by hand and failed IPUs stay out)."""
         if self._eventually is None:
-            acc = self.r.available_mask
-            for r in self.r.running:
-                acc |= block(r.first_ipu, r.ipus)
-            self._eventually = acc & self.healthy
+            acc = self.r.running_mask
+            if acc is None:
+                acc = 0
+                for r in self.r.running:
+                    acc |= block(r.first_ipu, r.ipus)
+            self._eventually = (self.r.available_mask | acc) & self.healthy
         return self._eventually
 
     def allowed(self, job: QueuedJob) -> int | None:
@@ -106,6 +121,8 @@ class _Walk:
 
     def reserved_over(self, end: float) -> int:
         """IPUs reserved for blocked jobs at some moment before `end` (a job running until `end` must avoid them)."""
+        if self._lazy_floor < end:
+            self.need(end)
         if self._frozen is None:
             acc = 0
             for s, b in self.reservations:
@@ -117,12 +134,40 @@ class _Walk:
         return prefix[k - 1] if k else 0
 
     def freeze(self) -> None:
+        self.need(math.inf)
         ordered = sorted(self.reservations)
         prefix, acc = [], 0
         for _, b in ordered:
             acc |= b
             prefix.append(acc)
         self._frozen = ([s for s, _ in ordered], prefix)
+
+    def need(self, end: float) -> None:
+        """Make the lazy reservations (see wait()) that may begin before `end`, each exactly as it would have been
+        made at its turn in the walk, so that reserved_over(end) is exact.
+
+        Why the others may wait: a reservation never begins before the Pod without any reservation (the timeline's
+        base, fixed during a walk but for evictions, before which all are made) holds the job, so one whose lower
+        bound is `end` or later does not matter yet; often it never does. Why making one out of turn is exact:
+        it is kept only if it ends before every lazy one ahead of it can begin, so it saw none of the moments they
+        will take, and they will look at none of its own (their search starts at their lower bound); otherwise
+        the first lazy one is made first. Starts and earlier reservations only touch moments before the `end` of
+        the question asked before them, so they never reach a lazy one's moments either."""
+        lazy = self._lazy
+        timeline = self.timeline
+        while lazy:
+            k = next((i for i, item in enumerate(lazy) if item[2] < end), None)
+            if k is None:
+                break
+            job, allowed, _ = lazy[k]
+            slot = timeline.earliest(job.ipus, job.time_limit, allowed)
+            if k and slot is not None and slot[0] + job.time_limit > min(item[2] for item in lazy[:k]):
+                k, (job, allowed, _) = 0, lazy[0]  # it might overlap one ahead of it: make that one first
+                slot = timeline.earliest(job.ipus, job.time_limit, allowed)
+            del lazy[k]
+            if slot is not None:
+                self._reserve(job, slot[0], slot[1])
+        self._lazy_floor = min((item[2] for item in lazy), default=math.inf)
 
     def nothing_can_start(self) -> bool:
         """True when no waiting job can start now: for each size still waiting, no block is free outside the
@@ -133,16 +178,24 @@ class _Walk:
         if self._fitting is None:
             shortest, now, avail, total = self.shortest or {}, self.now, self.avail, self.total
             fitting = []
+            until = -math.inf  # the answer depends on the reservations that begin before this
             for size, n in self.remaining.items():
                 if n <= 0:
                     continue  # counts only go down during a walk
-                free = avail & ~self.reserved_over(now + shortest.get(size, 0.0))
-                if has_block(free, size, total):
-                    fitting.append((size, False))
-                elif self.preemptors.get(size, 0) > 0 and has_block((free | self.evictable()) & self.healthy, size,
-                                                                     total):
-                    fitting.append((size, True))
-            self._fitting = fitting
+                end = now + shortest.get(size, 0.0)
+                # (no block in the free IPUs: none outside the reservations either, which need not be looked at)
+                if has_block(avail, size, total):
+                    until = max(until, end)
+                    free = avail & ~self.reserved_over(end)
+                    if has_block(free, size, total):
+                        fitting.append((size, False))
+                        continue
+                if self.preemptors.get(size, 0) > 0:
+                    until = max(until, end)
+                    free = avail & ~self.reserved_over(end)
+                    if has_block((free | self.evictable()) & self.healthy, size, total):
+                        fitting.append((size, True))
+            self._fitting, self._fitting_until = fitting, until
         remaining, preemptors = self.remaining, self.preemptors
         return not any((preemptors.get(s, 0) if by_eviction else remaining[s]) > 0 for s, by_eviction in self._fitting)
 
@@ -174,6 +227,7 @@ class _Walk:
             self._started.append((self.now + job.time_limit, blk))
         self.usage.add(job)
         self.decision.starts.append(Start(job.id, first, place_mask))
+        self._free_sizes.clear()
         self._no_fit.clear()
         self._no_victims.clear()
         self._fitting = None
@@ -181,6 +235,7 @@ class _Walk:
     def try_preempt(self, job: QueuedJob, allowed: int) -> bool:
         if job.qos not in self.preempt_qos:
             return False
+        self.need(math.inf)  # an eviction frees IPUs at every moment of the timeline: no reservation may wait
         reserved = self.reserved_over(self.now + job.time_limit)
         key = (job.ipus, allowed, reserved, job.qos)
         if key in self._no_victims:
@@ -207,41 +262,63 @@ class _Walk:
         self.start(job, first, block(first, job.ipus))
         return True
 
-    def wait(self, job: QueuedJob, slot: tuple[float, int, int] | None, reserve: bool) -> None:
-        reason = PRIORITY if self.blocked else RESOURCES
+    def wait(self, job: QueuedJob, allowed: int, reserve: bool, not_before: float | None = None) -> None:
+        """`job` cannot start now. If some moment can hold it, it blocks the jobs behind it (reason Priority for
+        them) and, with `reserve`, takes a reservation on the timeline; its estimated start is that moment."""
+        info = _WAIT[self.blocked]
+        if not self.estimates:
+            # Nobody reads the estimate, so no timeline search is made for it here. In backfill mode the
+            # reservation is made once a job behind needs it (need()); in strict mode the walk stops here.
+            key = (job.ipus, allowed)
+            ever = self._ever.get(key)
+            if ever is None:
+                ever = self._ever[key] = has_block(self.eventually() & allowed, job.ipus, self.total)
+            if ever:
+                self.blocked = True
+                if reserve and self.mode == "backfill":
+                    lb = self.timeline.first_time(job.ipus, allowed)
+                    self._lazy.append((job, allowed, lb))
+                    if lb < self._lazy_floor:
+                        self._lazy_floor = lb
+                    if lb < self._fitting_until:
+                        self._fitting = None  # it may reserve IPUs that answer counted as free
+            self.decision.pending[job.id] = info
+            return
+        slot = self.timeline.earliest(job.ipus, job.time_limit, allowed, not_before)
         if slot is None:
-            self.decision.pending[job.id] = PendingInfo(reason, None)
+            self.decision.pending[job.id] = info
             return
         at, first, _ = slot
         if reserve:
-            blk = block(first, job.ipus)
-            self.timeline.reserve(at, at + job.time_limit, blk)
-            self.reservations.append((at, blk))
-            self.last_reserved = at
-            self._fitting = None
+            self._reserve(job, at, first)
         self.blocked = True
-        self.decision.pending[job.id] = PendingInfo(reason, at)
+        self.decision.pending[job.id] = PendingInfo(info.reason, at)
+
+    def _reserve(self, job: QueuedJob, at: float, first: int) -> None:
+        blk = block(first, job.ipus)
+        self.timeline.reserve(at, at + job.time_limit, blk)
+        self.reservations.append((at, blk))
+        self.last_reserved = at
+        self._fitting = None
 
     # -- the two paths ------------------------------------------------------------------------------------
     def planned(self, job: QueuedJob, allowed: int) -> None:
         """One of the first max_job_test jobs: start it, or plan it on the timeline and estimate its start."""
-        size, length = job.ipus, job.time_limit
         if self.mode == "strict" and self.blocked:
-            slot = self.timeline.earliest(size, length, allowed, not_before=self.last_reserved)
-            return self.wait(job, slot, reserve=True)
-        if not self.reservations:  # nothing reserved yet: "fits now" is a question about the free IPUs only
-            mask = self.avail & allowed
-            if has_block(mask, size, self.total):
-                return self.start(job, best_fit(mask, self.total, size), mask)  # type: ignore[arg-type]
-            if self.try_preempt(job, allowed):
-                return None
-            return self.wait(job, self.timeline.earliest(size, length, allowed), reserve=self.mode != "greedy")
-        slot = self.timeline.earliest(size, length, allowed)
-        if slot is not None and slot[0] == self.now:
-            return self.start(job, slot[1], slot[2])
+            return self.wait(job, allowed, reserve=True, not_before=self.last_reserved)
+        size, total = job.ipus, self.total
+        # Fits now and keeps clear of every reservation made so far: the timeline's earliest slot would be `now`,
+        # on this very mask (the timeline's masks from now to the job's end, ANDed, are exactly this).
+        mask = self.avail & allowed
+        fits = has_block(mask, size, total)
+        if fits and (self.reservations or self._lazy):
+            mask &= ~self.reserved_over(self.now + job.time_limit)
+            fits = has_block(mask, size, total)
+        if fits:
+            return self.start(job, best_fit(mask, total, size), mask)  # type: ignore[arg-type]
         if self.try_preempt(job, allowed):
             return None
-        self.wait(job, slot, reserve=True)
+        self.wait(job, allowed, reserve=self.mode != "greedy")
 
     def tail(self, job: QueuedJob, allowed: int) -> None:
         """Beyond max_job_test: start it if it fits now without touching a reservation; no estimate otherwise."""
@@ -264,11 +341,27 @@ class _Walk:
         tested, limit = 0, self.r.max_job_test
         pending = self.decision.pending
         remaining = self.remaining
+        # Greedy mode makes no reservations, so a job that cannot start changes nothing for the jobs behind it;
+        # without estimates to compute, one for which no block of its size is free at all is passed over at once.
+        pass_over = self.mode == "greedy" and not self.estimates
+        free_sizes = self._free_sizes
         for job in order:
             if remaining is not None:
                 remaining[job.ipus] = remaining.get(job.ipus, 0) - 1
                 if job.qos in self.preempt_qos and self.preemptors is not None:
                     self.preemptors[job.ipus] = self.preemptors.get(job.ipus, 0) - 1
+            if pass_over and job.qos not in self.preempt_qos:
+                free = free_sizes.get(job.ipus)
+                if free is None:
+                    free = free_sizes[job.ipus] = has_block(self.avail, job.ipus, self.total)
+                if not free:
+                    pending[job.id] = _WAIT[self.blocked]
+                    # (the answer of the last check stands unless a start made it stale: this size was not in it)
+                    if self._fitting is None and self.nothing_can_start():
+                        self.decision.rest = PendingInfo(PRIORITY if self.blocked else RESOURCES)
+                        self.decision.limits = self.usage
+                        break
+                    continue
             reason = self.usage.reason(job)
             if reason is not None:
                 pending[job.id] = PendingInfo(reason)
@@ -283,8 +376,9 @@ class _Walk:
                         self.freeze()
                 else:
                     self.tail(job, allowed)
-            strict_done = self.mode == "strict" and self.blocked and (tested >= limit or not self.estimates)
-            if strict_done or ((tested >= limit or not self.estimates) and self.nothing_can_start()):
+            if (tested >= limit or not self.estimates) and (
+                (self.mode == "strict" and self.blocked) or self.nothing_can_start()
+            ):
                 self.decision.rest = PendingInfo(PRIORITY if self.blocked else RESOURCES)
                 self.decision.limits = self.usage
                 break
