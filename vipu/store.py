@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
 
@@ -42,10 +43,39 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
+        self._batch = threading.local()  # this thread's open batch: (kind, name) -> doc, or None for a delete
+
+    @contextmanager
+    def batch(self):
+        """Within the block, this thread's commits are collected and written as one transaction when it ends
+        (also when it ends with an error: what was committed was committed). Why: one scheduling step starts and
+        ends many jobs, each a few records; one SQLite commit instead of one per record is most of its cost.
+        Callers close the block before anyone can see the change (the controller does it inside its state lock,
+        before an RPC answers), so a commit is still durable before it is acknowledged."""
+        if getattr(self._batch, "pending", None) is not None:
+            yield  # already inside this thread's batch
+            return
+        self._batch.pending = {}
+        try:
+            yield
+        finally:
+            pending, self._batch.pending = self._batch.pending, None
+            self._write([(k, n, doc) for (k, n), doc in pending.items() if doc is not None],
+                        [key for key, doc in pending.items() if doc is None])
 
     def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
         rows = [(kind, name, record.model_dump_json()) for kind, name, record in puts]
         gone = list(deletes)
+        pending = getattr(self._batch, "pending", None)
+        if pending is None:
+            self._write(rows, gone)
+            return
+        for key in gone:
+            pending[key] = None
+        for kind, name, doc in rows:
+            pending[(kind, name)] = doc
+
+    def _write(self, rows: list[tuple[str, str, str]], gone: list[tuple[str, str]]) -> None:
         if not rows and not gone:
             return
         with self._lock:
@@ -74,6 +104,10 @@ class Store:
         return [(kind, kinds[kind].model_validate_json(doc)) for kind, doc in rows if kind in kinds]
 
     def get(self, kind: str, name: str, model: type[BaseModel]) -> BaseModel | None:
+        pending = getattr(self._batch, "pending", None) or {}
+        if (kind, name) in pending:
+            doc = pending[(kind, name)]
+            return model.model_validate_json(doc) if doc is not None else None
         with self._lock:
             row = self._db.execute("SELECT doc FROM records WHERE kind = ? AND name = ?", (kind, name)).fetchone()
         return model.model_validate_json(row[0]) if row else None

@@ -34,6 +34,30 @@ from vipu.validation import describe
 USER_METADATA = "x-vipu-user"  # who an insecure caller says it is; with --secure the access key decides
 
 
+class StateLock:
+    """The one lock around the controller and the scheduler; holding it is one store transaction. Everything
+    committed while it is held is written together when it is released, before any other thread can see the
+    change (and so before an RPC answers)."""
+
+    def __init__(self, store: Store):
+        self._lock = threading.Lock()
+        self._store = store
+        self._batch = None
+
+    def __enter__(self) -> "StateLock":
+        self._lock.acquire()
+        self._batch = self._store.batch()
+        self._batch.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        batch, self._batch = self._batch, None
+        try:
+            batch.__exit__(*exc)
+        finally:
+            self._lock.release()
+
+
 @dataclass
 class Runtime:
     controller: Controller
@@ -42,7 +66,7 @@ class Runtime:
     api_host: str
     api_port: int
     now: Callable[[], float] = field(default_factory=lambda: WallClock().now)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: StateLock = field(init=False)
     metrics: Metrics = field(default_factory=Metrics)
     dispatcher: Dispatcher = field(init=False)
 
@@ -50,6 +74,7 @@ class Runtime:
     training: Training = field(init=False)
 
     def __post_init__(self):
+        self.lock = StateLock(self.store)
         self.dispatcher = Dispatcher(self, self.now)
         self.fleet = Fleet(self, "off")
         self.training = Training(self)
@@ -117,8 +142,15 @@ def open_runtime(
     controller = Controller(pod, store, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
     scheduler = Scheduler(pod, config or SchedulerConfig(), store)
     runtime = Runtime(controller, scheduler, store, api_host, api_port, clock.now)
-    now = clock.now()
-    effects = scheduler.recover([(k, r) for k, r in records if k in JOB_KINDS], now, list(controller.state.partitions))
+    with runtime.lock:
+        _recover(runtime, [(k, r) for k, r in records if k in JOB_KINDS])
+    return runtime
+
+
+def _recover(runtime: Runtime, job_records) -> None:
+    scheduler, controller = runtime.scheduler, runtime.controller
+    now = runtime.now()
+    effects = scheduler.recover(job_records, now, list(controller.state.partitions))
     runtime.dispatcher.apply(effects, now)
     runtime.dispatcher.apply(scheduler.fail_ipus(sorted(controller.state.failed_ipus), now), now)
     for job in list(scheduler.table.jobs.values()):
@@ -127,4 +159,3 @@ def open_runtime(
         elif job.state is JobState.RUNNING and isinstance(job.spec.workload, TrainWorkload):
             # its training ran in the process that died: the steps are lost, so it starts again from step 0
             runtime.dispatcher.apply(scheduler.requeue(job.id, now), now)
-    return runtime
