@@ -58,7 +58,8 @@ def make(pod=POD16, journal=None, **config) -> Scheduler:
 
 
 def drive(s: Scheduler, arrivals: list[tuple[float, dict]], until: float = 1e12, estimates: bool = True) -> dict:
-    """A small virtual-time loop: submit `arrivals` (time, spec) and finish sleep workloads when they end.
+    """A small virtual-time loop: submit `arrivals` (time, spec), finish sleep workloads when they end, and wake
+    at begin times.
 
     Returns {"first_estimate": {id: t}, "start": {id: t}, "end": {id: t}}; checks at every step that running jobs
     hold disjoint, aligned, whole blocks (the gang invariant)."""
@@ -71,8 +72,10 @@ def drive(s: Scheduler, arrivals: list[tuple[float, dict]], until: float = 1e12,
     seq = 0
     out: dict = {"first_estimate": {}, "start": {}, "end": {}}
     i = 0
-    while (i < len(arrivals) or heap) and True:
-        now = min(arrivals[i][0] if i < len(arrivals) else float("inf"), heap[0][0] if heap else float("inf"))
+    while i < len(arrivals) or heap or s.table.begins:
+        begin = s.table.next_begin()  # wake when a job's begin time comes, as the live dispatcher does
+        now = min(arrivals[i][0] if i < len(arrivals) else float("inf"), heap[0][0] if heap else float("inf"),
+                  float("inf") if begin is None else begin)
         if now > until:
             break
         while i < len(arrivals) and arrivals[i][0] == now:

@@ -67,6 +67,11 @@ def register(app: typer.Typer) -> None:
         dependency: str = typer.Option(None, "--dependency", "-d", help="afterok:ID,afterany:ID,afternotok:ID,singleton"),
         array: str = typer.Option(None, "--array", "-a", help="e.g. 0-99%10"),
         hold: bool = typer.Option(None, "--hold/--no-hold", help="submit held (release with vipu release)"),
+        begin: str = typer.Option(
+            None, "--begin", "-b",
+            help="not before this time (BeginTime): now+10m, now+1hour, now+90 (seconds), or ISO-8601 like"
+                 " 2026-11-22T14:00:00 (local time unless it ends in Z or +01:00)",
+        ),
         requeue: bool = typer.Option(None, "--requeue/--no-requeue", help="requeue after a node failure"),
         allocation: str = typer.Option(None, "--allocation"),
         output: str = typer.Option(None, "--output", "-o"),
@@ -77,7 +82,7 @@ def register(app: typer.Typer) -> None:
         cli = ctx.obj
         flags = {
             "name": name, "ipus": ipus, "time_limit": time_limit, "qos": qos, "user": user, "account": account,
-            "nice": nice, "dependency": dependency, "array": array, "hold": hold, "requeue": requeue,
+            "nice": nice, "dependency": dependency, "array": array, "hold": hold, "begin": begin, "requeue": requeue,
             "allocation": allocation, "output": output,
         }
         flags = {k: v for k, v in flags.items() if v is not None}
@@ -137,10 +142,12 @@ def register(app: typer.Typer) -> None:
         detail = json.loads(x.detail_json)
         fields = [
             ("JobId", job_id(x)), ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
-            ("QOS", x.qos), ("JobState", x.state), ("Reason", x.reason or "None"), ("Held", "yes" if x.held else "no"),
+            ("QOS", x.qos), ("JobState", x.state), ("Reason", x.reason or "None"),
+            ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
             ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
             ("FirstIPU", detail.get("first_ipu")), ("TimeLimit", clock(x.time_limit_s)),
             ("SubmitTime", stamp(x.submit_time)),
+            ("BeginTime", stamp(x.begin_time) if x.HasField("begin_time") else "None"),
             ("StartTime", stamp(x.start_time) if x.HasField("start_time") else "Unknown"),
             ("EstimatedStart", stamp(x.estimated_start) if x.HasField("estimated_start") else "Unknown"),
             ("EndTime", stamp(x.end_time) if x.HasField("end_time") else "Unknown"),
@@ -164,6 +171,9 @@ def register(app: typer.Typer) -> None:
             if record.get("error"):
                 print(f"Error={record['error']}")
 
+    def held(x: j.Job) -> str:
+        return (" (held by an admin)" if x.admin_hold else " (held)") if x.held else ""
+
     def bulk(command: str, rpc: str, verb: str, doc: str):
         @app.command(command)
         def action(ctx: typer.Context, ids: list[int] = typer.Argument(..., help="job ids (an array job id means all its tasks)"),
@@ -174,7 +184,7 @@ def register(app: typer.Typer) -> None:
                 print_json(as_dict(reply).get("jobs", []))
             else:
                 for x in reply.jobs:
-                    print(f"Job {job_id(x)} {verb}: {x.state}{' (held)' if x.held else ''}")
+                    print(f"Job {job_id(x)} {verb}: {x.state}{held(x)}")
 
         action.__doc__ = doc
 
@@ -198,8 +208,28 @@ def register(app: typer.Typer) -> None:
             for x in reply.jobs:
                 print(f"Job {job_id(x)} cancelled: {x.state}")
 
-    bulk("hold", "HoldJobs", "held", "Hold pending jobs (scontrol hold): they wait with reason JobHeldUser.")
-    bulk("release", "ReleaseJobs", "released", "Release held jobs (scontrol release).")
+    @app.command("hold")
+    def hold_jobs(
+        ctx: typer.Context,
+        ids: list[int] = typer.Argument(..., help="job ids (an array job id means all its tasks)"),
+        admin: bool = typer.Option(
+            False, "--admin",
+            help="an admin hold (JobHeldAdmin): needs an admin (without --secure every caller is one), and only"
+                 " an admin can release it",
+        ),
+        json_out: bool = JsonOption,
+    ):
+        """Hold pending jobs (scontrol hold): they wait with reason JobHeldUser, or JobHeldAdmin with --admin."""
+        cli = ctx.obj
+        reply = cli.conn.call(cli.conn.jobs.HoldJobs, j.JobIdsRequest(ids=ids, admin=admin))
+        if cli.wants_json(json_out):
+            print_json(as_dict(reply).get("jobs", []))
+        else:
+            for x in reply.jobs:
+                print(f"Job {job_id(x)} held: {x.state}{held(x)}")
+
+    bulk("release", "ReleaseJobs", "released",
+         "Release held jobs (scontrol release); an admin hold (JobHeldAdmin) only by an admin.")
     bulk("requeue", "RequeueJobs", "requeued", "Put running or finished jobs back in the queue under the same id.")
 
     @app.command()

@@ -1,6 +1,7 @@
 """One scheduling cycle, as numbered steps: gate, order, snapshot, decide, commit, remember.
 
-  1. gate      dependencies that may have changed are evaluated; held jobs and unmet dependencies stay out of
+  1. gate      jobs whose begin time has come join the walk (a heap: only they are touched), dependencies that
+               may have changed are evaluated; held jobs, future begin times and unmet dependencies stay out of
                the walk (the table keeps them apart, so a cycle never touches them) with their reason
   2. order     the pending queue in the policy's order, produced lazily (order.py)
   3. snapshot  free IPUs, running jobs with their end-by times, and hints that let the walk stop early
@@ -42,11 +43,14 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
               estimates: bool) -> list[Effect]:
     table = sched.table
     sched.last_cycle_at = now
+    if table.begins and table.begins[0][0] <= now:
+        for queued in table.begun(now):
+            sched.order.add(queued, now)  # re-filed among the jobs the walk sees
     if table.recheck:
         _gate(sched, now)
     sched.last_cycle_seq = table.seq
     ready = len(table.ready_seq)
-    if not ready:  # nothing pending, or only held and dependency-blocked jobs
+    if not ready:  # nothing pending, or only held, not yet begun and dependency-blocked jobs
         sched.pending_info, sched.last_decision = {}, None
         return []
     healthy = sched.full_mask & ~sched.failed_mask

@@ -54,6 +54,8 @@ class Job(BaseModel):
     spec: JobSpec  # resolved at submit: time_limit and qos are always set
     state: JobState
     held: bool = False
+    admin_hold: bool = False  # the hold is an admin's (JobHeldAdmin): only an admin may release it
+    begin_time: float | None = None  # sbatch --begin, made absolute at submit: not eligible before it (BeginTime)
     reason: str | None = None
     estimated_start: float | None = None
     submit_time: float

@@ -10,8 +10,8 @@ a bisect; a cycle that stops early touches only the jobs it looks at. Ties: earl
 
 The other orders are static keys: submit time (fifo) and time limit (sjf).
 
-Held and dependency-blocked jobs are filed in lists of their own (`gated`), so a cycle's walk never steps over
-them however many there are, while squeue still lists every pending job in the one order.
+Held, not-yet-begun and dependency-blocked jobs are filed in lists of their own (`gated`), so a cycle's walk never
+steps over them however many there are, while squeue still lists every pending job in the one order.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class PendingOrder:
         return len(self.jobs)
 
     def add(self, job: QueuedJob, now: float, gated: bool = False) -> None:
-        """File a pending job (again); `gated`: held or waiting for a dependency, so the walk skips it."""
+        """File a pending job (again); `gated`: held, not begun or waiting for a dependency: the walk skips it."""
         self.remove(job.id)
         self.jobs[job.id] = job
         if self.kind == "submit":
@@ -98,7 +98,8 @@ class PendingOrder:
                     self.add(job, now, gated)  # re-files it in its user's saturated list
 
     def iterate(self, now: float, running=(), gated: bool = False) -> Iterator[QueuedJob]:
-        """Pending jobs in queue order at `now`, produced lazily; held and dependency-blocked ones only if `gated`."""
+        """Pending jobs in queue order at `now`, produced lazily; gated ones (held, not begun, dependency-blocked)
+        only if `gated`."""
         jobs, lists = self.jobs, self._lists
         if self.kind == "priority":
             if self._saturation and self._saturation[0][0] <= now:

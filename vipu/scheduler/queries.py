@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable
 from vipu.partition.placement import largest_free_block
 from vipu.scheduler.job import Job, PriorityBreakdown
 from vipu.scheduler.priority import breakdown
-from vipu.scheduler.policies.base import HELD
+from vipu.scheduler.policies.base import BEGIN_TIME, HELD, HELD_ADMIN
 from vipu.scheduler.states import JobState
 
 if TYPE_CHECKING:
@@ -39,7 +39,9 @@ def decorate(s: Scheduler, job: Job) -> Job:
         return job
     table = s.table
     if job.held:
-        reason, estimate = HELD, None
+        reason, estimate = HELD_ADMIN if job.admin_hold else HELD, None
+    elif job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
+        reason, estimate = BEGIN_TIME, job.begin_time
     else:
         info = table.gate_info.get(job.id)  # waiting for a dependency (None until a cycle has evaluated it)
         seq = table.ready_seq.get(job.id)

@@ -7,7 +7,9 @@ workload. If the partition is gone, or the caller cannot tell (partitions=None),
 lost with the process: like a Slurm job whose node vanished it ends NODE_FAIL and, when its spec allows requeue
 (the default), is queued again under the same id. A COMPLETING job whose partition is gone finishes with the exit
 code it recorded. Partitions named slurm_<id> whose job is no longer running are returned as StopJob effects so the
-caller removes them. Pending jobs simply wait again; their reasons are recomputed by the next cycle.
+caller removes them. Pending jobs simply wait again; their reasons are recomputed by the next cycle. Holds (user or
+admin) and begin times are part of the job record, so a held job stays held, an admin hold still needs an admin, and
+a job whose begin time passed while the controller was down is eligible at once.
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ Why the same Scheduler and policies as the server, with a VirtualClock and NoJou
 something only if they come from the code that schedules real jobs. Events are kept in one heap keyed by
 (time, sequence), so equal times are processed in a fixed order and a replay is exactly repeatable. At each event
 time: arrivals are submitted, ended workloads reported, time limits enforced, then one scheduling cycle runs, with
-estimated starts off since nobody reads them (a property test checks that this changes no start). Wall-clock time
-is only measured through a `timer` the caller passes in.
+estimated starts off since nobody reads them (a property test checks that this changes no start). A job's begin time
+(a trace's `begin` column) is an event too: the loop wakes at the earliest one still to come, as the live dispatcher
+does, so the job starts when it becomes eligible, not at the next unrelated event. Wall-clock time is only measured
+through a `timer` the caller passes in.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ class _Replay:
         """Turn trace rows into job specs (part of reading the trace, before the timed event loop)."""
         self.spec_of = [
             JobSpec(name=j.name, ipus=j.ipus, time_limit=j.time_limit, qos=j.qos, user=j.user,
-                    workload=SleepWorkload(duration=j.duration))
+                    workload=SleepWorkload(duration=j.duration), begin=j.begin)
             for j in self.jobs
         ]
 
@@ -96,10 +98,13 @@ class _Replay:
         inf = math.inf
         last = clock.now()
         used, unusable = 0, 0  # IPUs in use, and free IPUs no waiting job could use, since `last`
-        while nxt < count or heap:
+        while nxt < count or heap or table.begins:  # begins: (begin time, id) of jobs not yet eligible
             now = arrivals[nxt] if nxt < count else inf
             if heap and heap[0][0] < now:
                 now = heap[0][0]
+            begins = table.begins
+            if begins and begins[0][0] < now:
+                now = begins[0][0]
             dt = now - last
             self.used_ipu_seconds += used * dt
             self.unusable_waiting += unusable * dt

@@ -14,7 +14,14 @@ from typing import Iterable, Mapping
 
 from pydantic import BaseModel
 
-from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
+from vipu.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+)
 from vipu.partition.pod import PodConfig
 from vipu.partition.state import Journal, NoJournal
 from vipu.scheduler import queries
@@ -29,7 +36,7 @@ from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
 from vipu.scheduler.priority import FairShare, breakdown
 from vipu.scheduler.spec import JobSpec, parse_spec
 from vipu.scheduler.states import TERMINAL, TRANSITIONS, JobState
-from vipu.scheduler.submit import build_jobs, check_dependency, check_request_id, resolve
+from vipu.scheduler.submit import build_jobs, check_dependency, check_request_id, resolve, resolve_begin
 from vipu.scheduler.table import JobTable
 
 S = JobState
@@ -69,7 +76,7 @@ class Scheduler:
     def _remember(self, jobs: Iterable[Job], now: float) -> None:
         table, order = self.table, self.order
         for j in jobs:
-            table.put(j)
+            table.put(j, now)
             if j.state is S.PENDING:
                 order.add(table.pending[j.id], now, j.id in table.gated)
             else:
@@ -120,7 +127,8 @@ class Scheduler:
             )
         first_id = self.table.next_id
         check_dependency(resolved, self.table, range(first_id, first_id + count))
-        jobs = build_jobs(resolved, first_id, count, now, request_id, array.indices if array else None)
+        begin = resolve_begin(resolved, now) if resolved.begin is not None else None
+        jobs = build_jobs(resolved, first_id, count, now, request_id, array.indices if array else None, begin)
         self._commit(jobs, now, first_id + count)
         return jobs
 
@@ -144,16 +152,37 @@ class Scheduler:
             self._charge(job, now)
         return [StopJob(job.id, job.partition, S.CANCELLED, False) for job in running]
 
-    def hold(self, job_id: int, now: float) -> Job:
-        """Keep a pending job from starting (reason JobHeldUser) until release; an array job id holds its pending
-        tasks. Returns the job (for an array, its first task)."""
-        return self._set_held(job_id, True, now)
+    def hold(self, job_id: int, now: float, admin: bool = False) -> Job:
+        """Keep a pending job from starting until release; an array job id holds its pending tasks. Returns the job
+        (for an array, its first task).
 
-    def release(self, job_id: int, now: float) -> Job:
-        """Let a held job (or an array's held tasks) be scheduled again."""
-        return self._set_held(job_id, False, now)
+        A user hold (reason JobHeldUser) leaves an admin hold as it is; an admin hold (`admin`, reason JobHeldAdmin,
+        Slurm's hold by an operator) replaces a user hold, and only an admin may release it. The caller decides who
+        may place one (the server: an admin identity)."""
+        return self._set_held(job_id, True, now, admin)
 
-    def _set_held(self, job_id: int, held: bool, now: float) -> Job:
+    def release(self, job_id: int, now: float, admin: bool = False) -> Job:
+        """Let a held job (or an array's held tasks) be scheduled again. `admin`: the caller is an admin, who
+        releases user and admin holds alike; anyone else gets PermissionDenied for an admin hold (and nothing is
+        released)."""
+        return self._set_held(job_id, False, now, admin)
+
+    def check_release(self, job_id: int, admin: bool) -> None:
+        """PermissionDenied if a non-admin's release of this job (or array) would have to lift an admin hold."""
+        if admin:
+            return
+        locked = [j.id for j in self._expand([job_id]) if j.admin_hold and j.state is S.PENDING]
+        if locked:
+            which = f"job {job_id}"
+            if job_id in self.table.arrays:
+                tasks = ", ".join(str(i) for i in locked[:5]) + (", ..." if len(locked) > 5 else "")
+                which = f"array job {job_id} (tasks {tasks})"
+            raise PermissionDenied(
+                f"{which} is held by an admin (JobHeldAdmin); only an admin may release it: ask one to run"
+                " `vipu release`"
+            )
+
+    def _set_held(self, job_id: int, held: bool, now: float, admin: bool) -> Job:
         verb = "held" if held else "released"
         jobs = self._expand([job_id])
         if job_id in self.table.arrays:  # like scontrol: the tasks that are still pending
@@ -162,7 +191,13 @@ class Scheduler:
                 raise FailedPrecondition(f"array job {job_id} has no PENDING tasks to be {verb}")
         elif jobs[0].state is not S.PENDING:
             raise FailedPrecondition(f"job {job_id} is {jobs[0].state.value}; only a PENDING job can be {verb}")
-        self._commit([j.model_copy(update={"held": held}) for j in jobs if j.held != held], now)
+        if held:  # an admin hold replaces a user hold; a user hold never weakens an admin hold
+            changes = {"held": True, "admin_hold": True} if admin else {"held": True}
+            changed = [j.model_copy(update=changes) for j in jobs if not j.held or (admin and not j.admin_hold)]
+        else:
+            self.check_release(job_id, admin)
+            changed = [j.model_copy(update={"held": False, "admin_hold": False}) for j in jobs if j.held]
+        self._commit(changed, now)
         return self.job(job_id)
 
     def jobs_for_request(self, request_id: str) -> list[int]:
@@ -248,7 +283,7 @@ class Scheduler:
     # -- the scheduling cycle ---------------------------------------------------------------------------------
     def cycle(self, now: float, available_mask: int | None = None,
               allowed_masks: Mapping[str, int] | None = None, estimates: bool = True) -> list[Effect]:
-        """One scheduling pass: gate (holds, dependencies), walk the queue in the policy's order, commit its starts
+        """One scheduling pass: gate (holds, begin times, dependencies), walk the queue in the policy's order, commit its starts
         and evictions, and return the effects (stops before starts); see cycle.py.
 
         `available_mask`: IPUs free and healthy now (the live server passes its PodState's usable mask, which also

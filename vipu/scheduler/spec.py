@@ -18,12 +18,14 @@ from pydantic_core import PydanticCustomError
 from vipu.errors import InvalidArgument
 from vipu.jobs.spec import TrainWorkload
 from vipu.scheduler.arrays import ArraySpec, ArraySyntaxError, parse_array
+from vipu.scheduler.begin import parse_begin
 from vipu.scheduler.deps import Dependency, DependencySyntaxError, parse_dependency
 from vipu.scheduler.durations import parse_duration
 from vipu.validation import describe
 
 MAX_SPEC_BYTES = 1 << 20
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
+BeginTime = Annotated[float | str | None, BeforeValidator(parse_begin)]  # a time, or "now+SECONDS" (begin.py)
 
 
 class Strict(BaseModel):
@@ -59,6 +61,13 @@ class JobSpec(Strict):
     dependency: str | None = Field(None, description="afterok:ID[:ID],afterany:ID,afternotok:ID,singleton; `?` for OR")
     array: str | None = Field(None, description="array tasks, e.g. 0-99%10, 1,3,5, 0-15:4")
     hold: bool = Field(False, description="submit held (JobHeldUser) until `vipu release`")
+    begin: BeginTime = Field(
+        None,
+        description="sbatch --begin: PENDING with reason BeginTime until then. ISO-8601 (2026-11-22T14:00:00; Z or"
+        " +01:00 for a zone, else the controller's local time), now+DURATION (now+10m, now+1hour, now+90 = seconds;"
+        " kept as now+SECONDS and fixed at submit) or Unix seconds. Past: eligible at once; at most 366 days ahead;"
+        " a bare 10m is refused as ambiguous (write now+10m)",
+    )
     requeue: bool = Field(True, description="requeue under the same id after a node failure")
     output: str | None = Field(None, max_length=4096, description="where the job's output goes")
     allocation: str | None = Field(None, description="V-IPU allocation to run in (default: default)")

@@ -2,7 +2,8 @@
 
 Why requeue goes back to PENDING with the same id (Slurm's JobRequeue): users and dependency clauses refer to jobs
 by id, so a preempted or node-failed job that runs again must stay the same job; its requeue count says how often.
-Holding is a flag on a PENDING job (reason JobHeldUser), not a state, exactly as in Slurm.
+Holding is a flag on a PENDING job (reason JobHeldUser, or JobHeldAdmin when an admin placed it), not a state,
+exactly as in Slurm; so is a begin time still to come (reason BeginTime).
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ from vipu.jobs.train.problem import check_runnable
 from vipu.partition.pod import PodConfig
 from vipu.partition.rules import check_name, check_size
 from vipu.scheduler.arrays import ArraySyntaxError
+from vipu.scheduler.begin import begin_time
 from vipu.scheduler.config import SchedulerConfig
-from vipu.scheduler.durations import format_duration
+from vipu.scheduler.durations import MAX_SECONDS, format_duration
 from vipu.scheduler.job import Job, Transition, partition_name
 from vipu.scheduler.spec import JobSpec
 from vipu.scheduler.states import JobState
@@ -65,6 +66,19 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     return spec.model_copy(update={"qos": qos_name, "time_limit": time_limit})
 
 
+def resolve_begin(spec: JobSpec, now: float) -> float | None:
+    """The absolute begin time of a job submitted at `now` (None: none asked for). A time in the past is fine (the
+    job is eligible at once, as in Slurm); one more than a year ahead is refused as a typo."""
+    begin = begin_time(spec.begin, now)
+    if begin is not None and begin - now > MAX_SECONDS:
+        days = (begin - now) / 86400
+        raise InvalidArgument(
+            f"begin is {days:,.0f} days from now; a begin time may be at most 366 days ahead: check the year (or the"
+            " unit: numbers are Unix seconds, not milliseconds)"
+        )
+    return begin
+
+
 def check_request_id(request_id: str) -> None:
     if not request_id or len(request_id) > MAX_REQUEST_ID or not request_id.isprintable():
         raise InvalidArgument(
@@ -89,7 +103,7 @@ def check_dependency(spec: JobSpec, table: JobTable, new_ids: range) -> None:
 
 
 def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id: str | None,
-               indices: tuple[int, ...] | None) -> list[Job]:
+               indices: tuple[int, ...] | None, begin: float | None = None) -> list[Job]:
     """The PENDING records of a resolved spec (every value checked above, so none is validated again)."""
     state = JobState.PENDING
     now = float(now)
@@ -98,7 +112,8 @@ def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id:
         Job.trusted(
             id=job_id, name=spec.name, user=spec.user, account=spec.account, partition=partition_name(job_id),
             array_job_id=array_job_id, array_task_id=indices[k] if indices is not None else None, spec=spec,
-            state=state, held=spec.hold, submit_time=now, request_id=request_id, history=[Transition(state, now)],
+            state=state, held=spec.hold, begin_time=begin, submit_time=now, request_id=request_id,
+            history=[Transition(state, now)],
         )
         for k, job_id in enumerate(range(first_id, first_id + count))
     ]

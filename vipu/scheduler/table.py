@@ -4,10 +4,14 @@ Why one entry point: each change arrives as a new Job record (already committed 
 between the pending, running and lookup indexes by comparing it with the record it replaces, so no code path can
 leave an index stale.
 
-Why held and dependency-blocked jobs are kept apart (`gated`): a queue may hold ten thousand of them, and a cycle
-must not cost more because of jobs that may not run. A gated job leaves that set when it is released or when its
-dependency is met; a dependency is evaluated again only when something it reads changed (`recheck`: a job it
-names, or a job of its name for singleton, changed state), not on every cycle.
+Why held, dependency-blocked and not-yet-begun jobs are kept apart (`gated`): a queue may hold ten thousand of them,
+and a cycle must not cost more because of jobs that may not run. A gated job leaves that set when it is released,
+when its dependency is met, or when its begin time comes (whichever is last); a dependency is evaluated again only
+when something it reads changed (`recheck`: a job it names, or a job of its name for singleton, changed state), not
+on every cycle, and begin times wait in a heap whose head is all a cycle looks at (`begun`).
+
+A job with a begin time is queued as if submitted then (Slurm's EligibleTime): its QueuedJob's submit_time is the
+later of the two, so its age factor and its place in fifo order count from when it could first run.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ class JobTable:
     def __init__(self) -> None:
         self.jobs: dict[int, Job] = {}
         self.pending: dict[int, QueuedJob] = {}  # every PENDING job
-        self.gated: set[int] = set()  # pending jobs kept out of the walk: held, or their dependency is not met
+        self.gated: set[int] = set()  # pending jobs kept out of the walk: held, not begun, or dependency not met
+        self.not_begun: set[int] = set()  # pending jobs whose begin time had not come when last seen (BeginTime)
+        self.begins: list[tuple[float, int]] = []  # heap of (begin time, id) of not_begun (stale entries skipped)
         self.gate_info: dict[int, PendingInfo] = {}  # gated jobs' last dependency verdict (Dependency, ...Never...)
         self.recheck: set[int] = set()  # gated jobs whose dependency the next cycle must evaluate (again)
         self.deps_met: set[int] = set()  # pending jobs whose dependency was satisfied (Slurm then drops it)
@@ -50,7 +56,8 @@ class JobTable:
         self.seq = 0
         self.next_id = 1
 
-    def put(self, job: Job) -> None:
+    def put(self, job: Job, now: float) -> None:
+        """Index the new record of a job; `now` decides whether its begin time has come."""
         job_id = job.id
         old = self.jobs.get(job_id)
         if old is not None:
@@ -63,17 +70,19 @@ class JobTable:
             if job_id >= self.next_id:
                 self.next_id = job_id + 1
         self.jobs[job_id] = job
-        self._enter(job, old is None or old.state not in ACTIVE)
+        self._enter(job, old is None or old.state not in ACTIVE, now)
         if old is not None and old.state is not job.state and self.waiting_on:
             self._changed(job_id, job.array_job_id)
 
-    def _enter(self, job: Job, newly_active: bool) -> None:
+    def _enter(self, job: Job, newly_active: bool, now: float) -> None:
         state = job.state
         if state is PENDING:
             spec = job.spec
             ipus, limit = spec.ipus, spec.time_limit
+            begin = job.begin_time
             queued = self.pending[job.id] = QueuedJob(
-                job.id, ipus, limit, job.submit_time, job.user, spec.qos, spec.nice,  # type: ignore[arg-type]
+                job.id, ipus, limit, job.submit_time if begin is None or begin <= job.submit_time else begin,
+                job.user, spec.qos, spec.nice,  # type: ignore[arg-type]
                 job.array_job_id, parse_array(spec.array).limit if spec.array else None, spec.allocation,
             )
             self.pending_sizes[ipus] += 1
@@ -88,7 +97,15 @@ class JobTable:
             if waits:
                 self._watch(job, True)
                 self.recheck.add(job.id)
-            if job.held or waits:
+            early = begin is not None and begin > now
+            if early:  # not eligible yet: gated until its begin time (begun)
+                self.not_begun.add(job.id)
+                begins = self.begins
+                heapq.heappush(begins, (begin, job.id))  # type: ignore[arg-type]
+                if len(begins) > 2 * len(self.not_begun) + 64:  # drop entries of jobs that left or were re-filed
+                    self.begins = [(self.jobs[i].begin_time, i) for i in self.not_begun]  # type: ignore[misc]
+                    heapq.heapify(self.begins)
+            if job.held or waits or early:
                 self.gated.add(job.id)
             else:
                 self._ready(queued)
@@ -133,6 +150,7 @@ class JobTable:
                         del self._shortest[queued.ipus]
             if job.id in self.gated:
                 self.gated.discard(job.id)
+                self.not_begun.discard(job.id)
                 self.recheck.discard(job.id)
                 self.gate_info.pop(job.id, None)
                 if job.spec.dependency is not None and job.id not in self.deps_met:
@@ -197,16 +215,40 @@ class JobTable:
             self.recheck |= waiting
 
     def dependency_met(self, job_id: int) -> bool:
-        """Slurm drops a satisfied dependency for good; True if the job may now be scheduled (it is not held)."""
+        """Slurm drops a satisfied dependency for good; True if the job may now be scheduled (it is not held and
+        its begin time has come)."""
         job = self.jobs[job_id]
         self._watch(job, False)
         self.deps_met.add(job_id)
         self.gate_info.pop(job_id, None)
-        if job.held:
+        if job.held or job_id in self.not_begun:
             return False
         self.gated.discard(job_id)
         self._ready(self.pending[job_id])
         return True
+
+    def begun(self, now: float) -> list[QueuedJob]:
+        """Jobs whose begin time has come by `now` leave not_begun; returns those that may now be scheduled (not
+        held, dependency met), which this call has made ready. Costs only the jobs that begin, never the others."""
+        heap, waiting, out = self.begins, self.not_begun, []
+        while heap and heap[0][0] <= now:
+            _, job_id = heapq.heappop(heap)
+            if job_id not in waiting:
+                continue  # it left the queue, or was re-filed with a later heap entry
+            waiting.discard(job_id)
+            job = self.jobs[job_id]
+            if job.held or (job.spec.dependency is not None and job_id not in self.deps_met):
+                continue  # still gated: release, or its dependency being met, lets it in
+            self.gated.discard(job_id)
+            queued = self.pending[job_id]
+            self._ready(queued)
+            out.append(queued)
+        return out
+
+    def next_begin(self) -> float | None:
+        """The earliest begin time still to come (it may belong to a job that has left since: waking then is
+        harmless), or None."""
+        return self.begins[0][0] if self.begins else None
 
     # -- lookups ----------------------------------------------------------------------------------------------
     def expired(self, now: float) -> list[Job]:

@@ -32,6 +32,7 @@ class TraceJob:
     user: str = "trace"
     qos: str = "normal"
     name: str = "job"
+    begin: float | None = None  # not eligible before this time on the trace's clock (sbatch --begin)
 
 
 @dataclass
@@ -99,7 +100,8 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
 
 NATIVE_MAPPING = (
     "native trace: submit_time and duration in seconds (or 1h30m-style), ipus as given, time_limit as given or"
-    " the duration rounded up to a power-of-two number of minutes; user and qos as given (default trace/normal)"
+    " the duration rounded up to a power-of-two number of minutes; user and qos as given (default trace/normal);"
+    " begin (optional) the time on the trace's clock before which the job may not start"
 )
 
 
@@ -107,6 +109,7 @@ def _native_job(row: dict, where: str) -> TraceJob:
     try:
         duration = parse_duration(row["duration"], "duration")
         limit = row.get("time_limit")
+        begin = row.get("begin")
         return TraceJob(
             submit_time=parse_duration(row["submit_time"], "submit_time"),
             ipus=int(row["ipus"]),
@@ -115,6 +118,7 @@ def _native_job(row: dict, where: str) -> TraceJob:
             user=str(row.get("user") or "trace"),
             qos=str(row.get("qos") or "normal"),
             name=str(row.get("name") or "job"),
+            begin=parse_duration(begin, "begin") if begin not in (None, "") else None,
         )
     except KeyError as e:
         raise InvalidArgument(f"{where}: column {e.args[0]} is missing; give submit_time, ipus and duration") from None
@@ -123,7 +127,7 @@ def _native_job(row: dict, where: str) -> TraceJob:
 
 
 def read_native(path: str | Path) -> Trace:
-    """CSV with a header, or JSON lines, with submit_time, ipus, duration[, time_limit, user, qos, name]."""
+    """CSV with a header, or JSON lines, with submit_time, ipus, duration[, time_limit, user, qos, name, begin]."""
     path = Path(path)
     jobs = []
     with open(path, newline="") as f:

@@ -104,6 +104,9 @@ class Dispatcher:
         deadlines = self.rt.scheduler.table.deadlines  # a heap of (end_by, ...): its head is the next time limit
         if deadlines:
             due.append(deadlines[0][0] - now)
+        begin = self.rt.scheduler.table.next_begin()  # the next job to become eligible (sbatch --begin)
+        if begin is not None:
+            due.append(begin - now)
         return max(0.0, min(due))
 
     def apply(self, effects, now: float) -> None:

@@ -32,6 +32,8 @@ def job(x: Job) -> j.Job:
         dependency=x.spec.dependency or "",
         requeue_count=x.requeue_count,
         held=x.held,
+        admin_hold=x.admin_hold,
+        begin_time=x.begin_time,
         priority=x.priority.total if x.priority else 0.0,
         spec_json=x.spec.model_dump_json(),
         detail_json=json.dumps(

@@ -135,11 +135,35 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def HoldJobs(self, request, context):
-        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.hold(i, now) and None, context))
+        """A user hold (JobHeldUser), or with request.admin an admin hold (JobHeldAdmin, Slurm's hold by an
+        operator). Without --secure every caller is an admin, so the kind is always asked for explicitly: a plain
+        hold is a user hold whoever places it."""
+        admin = request.admin
+        if admin:
+            identity = self.rt.identity(context)
+            if not identity.admin:
+                raise PermissionDenied(
+                    f"user {identity.name} is not an admin, so cannot place an admin hold (JobHeldAdmin); drop --admin"
+                    " for a user hold"
+                )
+        return self._changed(
+            self._each(list(request.ids), lambda i, now: self.rt.scheduler.hold(i, now, admin=admin) and None, context)
+        )
 
     @rpc
     def ReleaseJobs(self, request, context):
-        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.release(i, now) and None, context))
+        """Releases user holds; admin holds only for an admin caller (without --secure: every caller). A non-admin
+        whose jobs include an admin-held one is refused before anything is released."""
+        ids = list(request.ids)
+        admin = self.rt.identity(context).admin
+        if not admin and ids:
+            self._own(ids, context)  # someone else's job is denied as such, before its holds are looked at
+            with self.rt.lock:
+                for job_id in ids:
+                    self.rt.scheduler.check_release(job_id, admin)
+        return self._changed(
+            self._each(ids, lambda i, now: self.rt.scheduler.release(i, now, admin=admin) and None, context)
+        )
 
     @rpc
     def RequeueJobs(self, request, context):

@@ -27,7 +27,7 @@ class SubmitJobResponse(_message.Message):
     def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "name", "user", "account", "qos", "state", "state_code", "reason", "ipus", "partition", "time_limit_s", "submit_time", "start_time", "end_time", "estimated_start", "exit_code", "array_job_id", "array_task_id", "dependency", "requeue_count", "held", "priority", "spec_json", "detail_json", "result_json")
+    __slots__ = ("id", "name", "user", "account", "qos", "state", "state_code", "reason", "ipus", "partition", "time_limit_s", "submit_time", "start_time", "end_time", "estimated_start", "exit_code", "array_job_id", "array_task_id", "dependency", "requeue_count", "held", "priority", "spec_json", "detail_json", "result_json", "admin_hold", "begin_time")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
@@ -53,6 +53,8 @@ class Job(_message.Message):
     SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
     DETAIL_JSON_FIELD_NUMBER: _ClassVar[int]
     RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_HOLD_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_TIME_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: str
     user: str
@@ -78,7 +80,9 @@ class Job(_message.Message):
     spec_json: str
     detail_json: str
     result_json: str
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., state: _Optional[str] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., ipus: _Optional[int] = ..., partition: _Optional[str] = ..., time_limit_s: _Optional[float] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., estimated_start: _Optional[float] = ..., exit_code: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., dependency: _Optional[str] = ..., requeue_count: _Optional[int] = ..., held: _Optional[bool] = ..., priority: _Optional[float] = ..., spec_json: _Optional[str] = ..., detail_json: _Optional[str] = ..., result_json: _Optional[str] = ...) -> None: ...
+    admin_hold: bool
+    begin_time: float
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., state: _Optional[str] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., ipus: _Optional[int] = ..., partition: _Optional[str] = ..., time_limit_s: _Optional[float] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., estimated_start: _Optional[float] = ..., exit_code: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., dependency: _Optional[str] = ..., requeue_count: _Optional[int] = ..., held: _Optional[bool] = ..., priority: _Optional[float] = ..., spec_json: _Optional[str] = ..., detail_json: _Optional[str] = ..., result_json: _Optional[str] = ..., admin_hold: _Optional[bool] = ..., begin_time: _Optional[float] = ...) -> None: ...
 
 class JobLogsResponse(_message.Message):
     __slots__ = ("lines",)
@@ -109,12 +113,14 @@ class GetJobRequest(_message.Message):
     def __init__(self, id: _Optional[int] = ...) -> None: ...
 
 class JobIdsRequest(_message.Message):
-    __slots__ = ("ids", "users")
+    __slots__ = ("ids", "users", "admin")
     IDS_FIELD_NUMBER: _ClassVar[int]
     USERS_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[int]
     users: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ...) -> None: ...
+    admin: bool
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., admin: _Optional[bool] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
     __slots__ = ("users", "states", "limit")

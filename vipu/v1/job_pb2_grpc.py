@@ -120,13 +120,15 @@ class JobServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def HoldJobs(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A user hold (JobHeldUser), or with `admin` an admin hold (JobHeldAdmin), which needs an admin caller.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ReleaseJobs(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Releases user holds; an admin hold only for an admin caller (else PERMISSION_DENIED, and nothing is released).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

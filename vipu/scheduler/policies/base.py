@@ -18,7 +18,9 @@ RESOURCES = "Resources"  # first in line; waits for IPUs to free up (its estimat
 PRIORITY = "Priority"  # a higher-priority job is waiting ahead of it
 DEPENDENCY = "Dependency"  # waits for the jobs it depends on
 NEVER = "DependencyNeverSatisfied"  # can never start as written: cancel it or requeue its target
-HELD = "JobHeldUser"  # held; `vipu release` lets it run
+HELD = "JobHeldUser"  # held by its user (or `vipu hold` without --admin); `vipu release` lets it run
+HELD_ADMIN = "JobHeldAdmin"  # held by an admin (`vipu hold --admin`); only an admin's `vipu release` lets it run
+BEGIN_TIME = "BeginTime"  # its begin time (sbatch --begin) has not come; its estimated start is that time
 ARRAY_LIMIT = "JobArrayTaskLimit"  # its array already runs %N tasks
 NODE_NOT_AVAIL = "ReqNodeNotAvail"  # even an empty Pod (minus failed IPUs, inside its allocation) cannot hold it
 QOS_USER_JOBS = "QOSMaxJobsPerUserLimit"
@@ -64,7 +66,7 @@ class ScheduleRequest:
     now: float
     total_ipus: int
     available_mask: int  # free, healthy IPUs a job may be placed on now
-    pending: Iterable[QueuedJob]  # eligible jobs only (not held, dependencies met), in the policy's ORDER; may be lazy
+    pending: Iterable[QueuedJob]  # eligible jobs only (not held, begun, dependencies met), in the policy's ORDER; may be lazy
     running: Sequence[RunningJob]
     qos: Mapping[str, "QosSpec"]
     healthy_mask: int | None = None  # IPUs that are not failed; None: all
