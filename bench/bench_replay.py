@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--pod", default="bow-pod256")
     parser.add_argument("--policies", default="fifo,priority,backfill,sjf")
     parser.add_argument("--compressions", default="1,4", help="arrival-time compression factors to run")
-    parser.add_argument("--repeat", type=int, default=1, help="replays per policy; the fastest is shown")
+    parser.add_argument("--repeat", type=int, default=3, help="replays per policy; the fastest is shown")
     args = parser.parse_args()
     for compression in (float(c) for c in args.compressions.split(",")):
         t0 = time.perf_counter()
