@@ -8,7 +8,7 @@ import typer
 
 from vipu.cli.connection import DEFAULT_TIMEOUT_S, Connection, resolve
 
-JSON_HELP = "print JSON (a stable schema) instead of a table"
+JSON_HELP = "print JSON (a stable schema) instead of a table; indented at a terminal, one line when piped"
 JsonOption = typer.Option(False, "--json", "--showjson", help=JSON_HELP)
 NoHeaderOption = typer.Option(False, "--no-header", "--noheader", help="omit the table header")
 
