@@ -1,10 +1,11 @@
 """Job submissions per second over gRPC, with 1 and 8 concurrent clients, against a live vipu-server (Pod256).
 
-Run: .venv/bin/python bench/bench_submit.py [--jobs N]
+Run: .venv/bin/python bench/bench_submit.py [--jobs N] [--rpc-threads 3,8]
 Each submission is a held job (so the queue grows and nothing runs), sent as JSON with a fresh request id, as
 `vipu submit` sends it; the server validates it, commits it to SQLite (WAL) and only then answers.
 Goal (issue 3): >= 2,000 submissions per second. Slurm's published sustained figure is 500/s.
-All times are wall-clock on this machine.
+All times are wall-clock on this machine. Rows for the server's default number of gRPC threads (3) and for 8, which
+shows why the default is small: under one GIL, more threads mostly add contention.
 """
 
 from __future__ import annotations
@@ -43,18 +44,21 @@ def submit_rate(port: int, jobs: int, clients: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=4000)
+    parser.add_argument("--rpc-threads", default="3,8", help="server --rpc-threads values to measure")
     args = parser.parse_args()
     print(f"# bench_submit: {time.strftime('%Y-%m-%d')} on {platform.node()} ({platform.machine()}, Python"
           f" {platform.python_version()}); each client is a process")
-    for clients in (1, 8):
-        with tempfile.TemporaryDirectory() as state_dir:
-            proc, port = start_server(state_dir)
-            try:
-                rate = submit_rate(port, args.jobs, clients)
-            finally:
-                proc.terminate()
-                proc.wait()
-        print(f"submissions over gRPC, {clients} client(s): {rate:,.0f} per second (goal >= 2,000; Slurm: 500)")
+    for threads in args.rpc_threads.split(","):
+        for clients in (1, 8):
+            with tempfile.TemporaryDirectory() as state_dir:
+                proc, port = start_server(state_dir, "bow-pod256", "--rpc-threads", threads)
+                try:
+                    rate = submit_rate(port, args.jobs, clients)
+                finally:
+                    proc.terminate()
+                    proc.wait()
+            print(f"submissions over gRPC, {clients} client(s), server --rpc-threads {threads}: {rate:,.0f} per second"
+                  " (goal >= 2,000; Slurm: 500)")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,10 @@ from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
 DEFAULT_METRICS_PORT = 9105
+# Why so few: every RPC runs Python under one GIL, and the queue's RPCs under one lock, so more threads only add
+# contention: bench/bench_submit.py prints submissions/s with 3 and with 8 (with 8 clients, 3 threads serve more).
+# More help only when RPCs wait on something outside the process (Ray), so the flag is there.
+DEFAULT_RPC_THREADS = 3
 SERVICES = (
     partition_pb2.DESCRIPTOR.services_by_name["PartitionService"].full_name,
     admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
@@ -42,7 +46,7 @@ def default_state_dir() -> Path:
 
 
 def build_server(
-    runtime: Runtime, host: str, port: int, workers: int = 8, tls: tuple[bytes, bytes] | None = None
+    runtime: Runtime, host: str, port: int, workers: int = DEFAULT_RPC_THREADS, tls: tuple[bytes, bytes] | None = None
 ) -> tuple[grpc.Server, int]:
     """The gRPC server; `tls` is (private key, certificate chain) in PEM for TLS, None for plaintext."""
     server = grpc.server(
@@ -114,6 +118,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--machine-bundle", default=None,
                         help="what each machine actor reserves on a Ray node, e.g. ipu_host=1 to spread machines over"
                              " nodes that advertise an ipu_host resource (default CPU=0.01)")
+    parser.add_argument("--rpc-threads", type=int, default=DEFAULT_RPC_THREADS,
+                        help=f"threads serving gRPC calls (default {DEFAULT_RPC_THREADS}; 1 to 64)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
     parser.add_argument("--scheduler-config", default=None, help="a YAML SchedulerConfig (QOS, weights, limits)")
     parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
@@ -125,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not 0 <= args.port < 65536:
         print(f"vipu-server: error: --port is {args.port}; give 0 to 65535", file=sys.stderr)
+        return 2
+    if not 1 <= args.rpc_threads <= 64:
+        print(f"vipu-server: error: --rpc-threads is {args.rpc_threads}; give 1 to 64", file=sys.stderr)
         return 2
     state_dir = args.state_dir or default_state_dir()
     try:
@@ -154,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"vipu-server: error: cannot read the TLS files: {e}", file=sys.stderr)
             return 2
     try:
-        server, port = build_server(runtime, args.host, args.port, tls=tls)
+        server, port = build_server(runtime, args.host, args.port, args.rpc_threads, tls=tls)
     except OSError as e:
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return 1
