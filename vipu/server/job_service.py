@@ -112,12 +112,16 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         self._own([request.id], context)
         return j.JobLogsResponse(lines=self.rt.training.log_lines(request.id))
 
-    def _each(self, ids, action, context):
+    def _each(self, ids, action, context, check=None):
+        """action(id, now) on each job, under one lock; check(id), if given, first on all of them, so a refusal
+        leaves every job as it was."""
         if not ids:
             raise InvalidArgument("no job ids given; name at least one job (vipu queue lists them)")
         self._own(ids, context)
         with self.rt.lock:
             now = self.rt.now()
+            for job_id in ids if check else ():
+                check(job_id)
             for job_id in ids:
                 self.rt.dispatcher.apply(action(job_id, now) or [], now)
             return job_convert.jobs(self.rt.scheduler.job(i, now) for i in ids)
@@ -154,16 +158,12 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     def ReleaseJobs(self, request, context):
         """Releases user holds; admin holds only for an admin caller (without --secure: every caller). A non-admin
         whose jobs include an admin-held one is refused before anything is released."""
-        ids = list(request.ids)
         admin = self.rt.identity(context).admin
-        if not admin and ids:
-            self._own(ids, context)  # someone else's job is denied as such, before its holds are looked at
-            with self.rt.lock:
-                for job_id in ids:
-                    self.rt.scheduler.check_release(job_id, admin)
-        return self._changed(
-            self._each(ids, lambda i, now: self.rt.scheduler.release(i, now, admin=admin) and None, context)
-        )
+        scheduler = self.rt.scheduler
+        return self._changed(self._each(
+            list(request.ids), lambda i, now: scheduler.release(i, now, admin=admin) and None, context,
+            check=lambda i: scheduler.check_release(i, admin),
+        ))
 
     @rpc
     def RequeueJobs(self, request, context):

@@ -56,13 +56,11 @@ class Training:
     def start(self, job_id: int, started: float, first_ipu: int, workload) -> None:
         """Called by the dispatcher, under the runtime lock, once the job's partition exists."""
         self.progress[job_id] = []
+        problem: Exception | None = None
         try:
             environment = self.environment(job_id, workload)
         except Exception as e:  # noqa: BLE001 - the run then fails with the reason instead of training blind
-            log.exception("job %s: no poprun environment", job_id)
-            environment, problem = [], f"{type(e).__name__}: {getattr(e, 'message', e)}"
-        else:
-            problem = None
+            environment, problem = [], e
         self.environments[job_id] = environment
         threading.Thread(target=self._run, args=(job_id, started, first_ipu, workload, environment, problem),
                          daemon=True, name=f"vipu-train-{job_id}").start()
@@ -81,27 +79,25 @@ class Training:
         return lambda group: RayTransport.for_group(pool, group)
 
     def _run(self, job_id: int, started: float, first_ipu: int, workload, environment: list[dict[str, str]],
-             problem: str | None) -> None:
+             problem: Exception | None) -> None:
         pod = self.rt.controller.pod
         exit_code = 0
-        if problem is not None:
-            record = JobResult(name=str(job_id), error=f"cannot build the job's poprun environment: {problem}")
+        try:
+            if problem is not None:
+                raise problem  # the poprun environment could not be built: the job fails with that reason
+            factory = self._transport_factory(first_ipu, workload.layout.ipus)
+            result = run_training(
+                workload, pod, first_ipu, factory,
+                on_step=self.progress[job_id].append,
+                should_stop=lambda: not self._still_running(job_id, started),
+                environments=environment,
+            )
+            record = JobResult(name=str(job_id), result=result, environment=environment)
+        except Exception as e:  # noqa: BLE001 - a failed run ends the job FAILED with the reason in its logs
+            log.exception("job %s: training failed", job_id)
+            record = JobResult(name=str(job_id), error=f"{type(e).__name__}: {getattr(e, 'message', e)}",
+                               environment=environment)
             exit_code = 1
-        else:
-            try:
-                factory = self._transport_factory(first_ipu, workload.layout.ipus)
-                result = run_training(
-                    workload, pod, first_ipu, factory,
-                    on_step=self.progress[job_id].append,
-                    should_stop=lambda: not self._still_running(job_id, started),
-                    environments=environment,
-                )
-                record = JobResult(name=str(job_id), result=result, environment=environment)
-            except Exception as e:  # noqa: BLE001 - a failed run ends the job FAILED with the reason in its logs
-                log.exception("job %s: training failed", job_id)
-                record = JobResult(name=str(job_id), error=f"{type(e).__name__}: {getattr(e, 'message', e)}",
-                                   environment=environment)
-                exit_code = 1
         self.rt.store.commit([("job_result", record.name, record)], [])
         self.results[job_id] = record
         with self.rt.lock:
