@@ -2,6 +2,8 @@
 
 from pydantic import ValidationError
 
+MAX_SPEC_BYTES = 1 << 20  # a job spec file or request: 1 MiB (the CLI, the planner and the controller agree)
+
 
 def describe(error: ValidationError, what: str) -> str:
     """`what` names the thing being validated ("partition request", "pod config FILE")."""

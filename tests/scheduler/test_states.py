@@ -3,6 +3,8 @@
 import pytest
 
 from vipu.errors import FailedPrecondition
+from vipu.scheduler.job import Job
+from vipu.scheduler.spec import JobSpec
 from vipu.scheduler.states import ACTIVE, SHORT, TERMINAL, TRANSITIONS, JobState, check_transition
 
 S = JobState
@@ -12,7 +14,12 @@ ILLEGAL = [(a, b) for a in JobState for b in JobState if b not in TRANSITIONS[a]
 
 @pytest.mark.parametrize("current,new", LEGAL, ids=[f"{a.value}->{b.value}" for a, b in LEGAL])
 def test_legal_transition(current, new):
-    check_transition(7, current, new)
+    check_transition(7, current, new)  # does not raise
+    job = Job.trusted(id=7, name="j", user="u", spec=JobSpec(name="j", ipus=4, time_limit=60, qos="normal"),
+                      state=current, submit_time=0.0)
+    moved = job.moved(new, 5.0)
+    assert moved.state is new and moved.history[-1] == (new, 5.0)
+    assert job.state is current  # records are immutable: the move made a new one
 
 
 @pytest.mark.parametrize("current,new", ILLEGAL, ids=[f"{a.value}->{b.value}" for a, b in ILLEGAL])

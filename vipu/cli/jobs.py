@@ -15,8 +15,8 @@ from vipu.cli.context import JsonOption, NoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.output import as_dict, print_json, table
 from vipu.v1 import job_pb2 as j
+from vipu.validation import MAX_SPEC_BYTES
 
-MAX_SPEC_BYTES = 1_000_000  # the controller refuses bigger specs too; checking here saves sending them
 show = typer.Typer(help="Show one job in detail.", no_args_is_help=True)
 
 
@@ -47,7 +47,8 @@ def read_spec(path: str) -> tuple[bytes, str]:
         fail("vipu", f"job spec {path} does not exist or is not a file; give the path of a YAML or JSON spec", BAD_INPUT)
     size = file.stat().st_size
     if size > MAX_SPEC_BYTES:
-        fail("vipu", f"job spec {path} is {size:,} bytes; a spec may be at most 1 MB: keep data in files it names", BAD_INPUT)
+        fail("vipu", f"job spec {path} is {size:,} bytes; a spec may be at most 1 MB ({MAX_SPEC_BYTES:,} bytes):"
+             " keep data in files it names", BAD_INPUT)
     return file.read_bytes(), path
 
 

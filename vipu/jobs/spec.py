@@ -21,10 +21,9 @@ from vipu.jobs.convnet import ConvNetModel
 from vipu.jobs.layout import Layout, check_partition
 from vipu.jobs.models import MlpModel, Strict, TransformerModel
 from vipu.partition.pod import PRESETS, PodConfig, load_pod
-from vipu.validation import describe
+from vipu.validation import MAX_SPEC_BYTES, describe
 
 Model = Annotated[Union[MlpModel, TransformerModel, ConvNetModel], Field(discriminator="kind")]
-MAX_SPEC_BYTES = 1 << 20
 
 
 class TrainWorkload(Strict):

@@ -51,6 +51,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
     live = set(partitions) if partitions is not None else set()
     changed: list[Job] = []
     final: list[Job] = []
+    cut_short: list[Job] = []  # runs the crash ended and that went back to the queue (their end_time is cleared)
     for job in sorted(jobs, key=lambda j: j.id):
         if job.spec.time_limit is None or job.spec.qos is None:
             raise InvalidArgument(f"stored job {job.id} has no resolved time_limit/qos; the store is corrupt")
@@ -60,6 +61,8 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
             else:
                 failed = job.moved(S.NODE_FAIL, now, end_time=now)
                 job = failed.requeued(now) if job.spec.requeue else failed
+                if job is not failed:
+                    cut_short.append(failed)
             changed.append(job)
         final.append(job)
     next_id = max([meta.next_job_id if meta else 1] + [j.id + 1 for j in final])
@@ -69,6 +72,8 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
     for job in final:
         if job.start_time is not None and job.end_time is not None:
             s.fairshare.charge(job.user, job.ipus * (job.end_time - job.start_time), job.end_time)
+    for job in cut_short:
+        s._charge(job, now)
     s.table.next_id = next_id
     effects: list[Effect] = []
     running = {partition_name(i) for i in s.table.running}

@@ -21,9 +21,8 @@ from vipu.scheduler.arrays import ArraySpec, ArraySyntaxError, parse_array
 from vipu.scheduler.begin import parse_begin
 from vipu.scheduler.deps import Dependency, DependencySyntaxError, parse_dependency
 from vipu.scheduler.durations import parse_duration
-from vipu.validation import describe
+from vipu.validation import MAX_SPEC_BYTES, describe
 
-MAX_SPEC_BYTES = 1 << 20
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 BeginTime = Annotated[float | str | None, BeforeValidator(parse_begin)]  # a time, or "now+SECONDS" (begin.py)
 

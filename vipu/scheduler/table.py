@@ -19,6 +19,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 
+from vipu.scheduler.bits import block
 from vipu.scheduler.job import Job
 from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob
 from vipu.scheduler.spec import parse_array
@@ -116,7 +117,7 @@ class JobTable:
                 job.id, ipus, first, started, end_by, job.user, job.spec.qos,  # type: ignore[arg-type]
                 job.array_job_id,
             )
-            self.used_mask |= ((1 << ipus) - 1) << first  # type: ignore[operator]
+            self.used_mask |= block(first, ipus)  # type: ignore[arg-type]
             if state is RUNNING:
                 deadlines = self.deadlines
                 heapq.heappush(deadlines, (end_by, job.id, started))  # type: ignore[arg-type]
@@ -160,7 +161,7 @@ class JobTable:
         else:
             running = self.running.pop(job.id, None)
             if running is not None:
-                self.used_mask &= ~(((1 << running.ipus) - 1) << running.first_ipu)
+                self.used_mask &= ~block(running.first_ipu, running.ipus)
         if not stays_active and job.state in ACTIVE:
             key = (job.name, job.user)
             active = self.active_by_name.get(key)

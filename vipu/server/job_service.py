@@ -67,7 +67,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             if spec.allocation:
                 self.rt.controller.admin.get_allocation(spec.allocation)
             request_id = request.request_id or None
-            known = request_id is not None and request_id in self.rt.scheduler.table.request_ids
+            known = request_id is not None and bool(self.rt.scheduler.jobs_for_request(request_id))
             jobs = self.rt.scheduler.submit(spec, self.rt.now(), request_id=request_id)
         if not known:
             self.rt.metrics.submissions.inc(len(jobs))

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Callable
 
 import yaml
-from pydantic import ValidationError
 
 from vipu.clock import WallClock
 from vipu.access import Identity
@@ -18,7 +17,7 @@ from vipu.metrics.instruments import Metrics
 from vipu.partition.controller import Controller
 from vipu.partition.pod import load_pod
 from vipu.partition.state import KINDS as PARTITION_KINDS
-from vipu.scheduler.config import SchedulerConfig
+from vipu.scheduler.config import SchedulerConfig, parse_config
 from vipu.scheduler.job import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.jobs.spec import TrainWorkload
@@ -29,7 +28,6 @@ from vipu.server.dispatcher import Dispatcher
 from vipu.server.fleet import Fleet
 from vipu.server.training import Training
 from vipu.store import Store
-from vipu.validation import describe
 
 USER_METADATA = "x-vipu-user"  # who an insecure caller says it is; with --secure the access key decides
 
@@ -102,20 +100,15 @@ class Runtime:
 
 
 def load_scheduler_config(path: str | None, policy: str | None) -> SchedulerConfig:
-    data: dict = {}
+    data: object = {}
     if path:
         try:
             data = yaml.safe_load(Path(path).read_text()) or {}
         except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
             raise InvalidArgument(f"--scheduler-config {path}: cannot read it as YAML ({e}); fix the file") from None
-        if not isinstance(data, dict):
-            raise InvalidArgument(f"--scheduler-config {path}: expected a mapping of fields")
-    if policy:
+    if policy and isinstance(data, dict):
         data["policy"] = policy
-    try:
-        return SchedulerConfig.model_validate(data)
-    except ValidationError as e:
-        raise InvalidArgument(describe(e, f"scheduler config {path or '(flags)'}")) from None
+    return parse_config(data, path or "(flags)")
 
 
 def open_runtime(
@@ -157,5 +150,6 @@ def _recover(runtime: Runtime, job_records) -> None:
         if job.state is JobState.RUNNING and isinstance(job.spec.workload, SleepWorkload):
             runtime.dispatcher.watch(job.id, job.start_time, job.spec.workload)
         elif job.state is JobState.RUNNING and isinstance(job.spec.workload, TrainWorkload):
-            # its training ran in the process that died: the steps are lost, so it starts again from step 0
-            runtime.dispatcher.apply(scheduler.requeue(job.id, now), now)
+            # its training ran in the process that died: the run is lost (NODE_FAIL, like a lost partition), and
+            # requeued to start again from step 0 if its spec allows
+            runtime.dispatcher.apply(scheduler.job_finished(job.id, now, JobState.NODE_FAIL, exit_code=1), now)

@@ -97,7 +97,7 @@ class _Walk:
     def timeline(self) -> Timeline:
         if self._timeline is None:
             preempted = self._preempted
-            releases = [(r.end_by, ((1 << r.ipus) - 1) << r.first_ipu) for r in self.r.running
+            releases = [(r.end_by, block(r.first_ipu, r.ipus)) for r in self.r.running
                         if not preempted or r.id not in preempted]
             self._timeline = Timeline(self.now, self.avail, releases + self._started, self.total)
         return self._timeline
