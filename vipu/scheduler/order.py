@@ -49,9 +49,6 @@ class PendingOrder:
         """The part of the priority that never changes: job size, QOS, nice."""
         return self._w_size * job.ipus / self.total + self._qos_part[job.qos] - job.nice
 
-    def __len__(self) -> int:
-        return len(self.jobs)
-
     def add(self, job: QueuedJob, now: float, gated: bool = False) -> None:
         """File a pending job (again); `gated`: held, not begun or waiting for a dependency: the walk skips it."""
         self.remove(job.id)

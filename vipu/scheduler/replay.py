@@ -30,7 +30,6 @@ from vipu.scheduler.states import JobState
 from vipu.scheduler.traces import TraceJob, load_trace
 
 S = JobState
-RUNNING = S.RUNNING
 
 
 @dataclass(frozen=True)
@@ -115,8 +114,7 @@ class _Replay:
                 nxt += 1
             while heap and heap[0][0] == now:
                 _, _, job_id, start, limit = heapq.heappop(heap)
-                current = table.jobs[job_id]
-                if not limit and current.state is RUNNING and current.start_time == start:
+                if not limit and table.running_since(job_id, start):
                     s.job_finished(job_id, now, exit_code=0)
             s.enforce_time_limits(now)
             effects = s.cycle(now, estimates=False)

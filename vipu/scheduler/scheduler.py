@@ -27,7 +27,7 @@ from vipu.partition.state import Journal, NoJournal
 from vipu.scheduler import queries
 from vipu.scheduler.bits import block
 from vipu.scheduler.config import SchedulerConfig
-from vipu.scheduler.cycle import dependency_status, run_cycle
+from vipu.scheduler.cycle import run_cycle
 from vipu.scheduler.effects import Effect, StopJob
 from vipu.scheduler.job import META_NAME, Job, PriorityBreakdown, SchedulerMeta
 from vipu.scheduler.order import PendingOrder
@@ -291,10 +291,6 @@ class Scheduler:
         `allowed_masks`: allocation name -> its IPUs, for jobs that name an allocation; None: the whole Pod.
         `estimates`: False skips estimated starts (trace replay); the jobs started are the same either way."""
         return run_cycle(self, now, available_mask, allowed_masks, estimates)
-
-    def dependency_status(self, job: Job) -> str:
-        """'ok', 'wait' or 'never' for the job's dependency (Slurm's Dependency / DependencyNeverSatisfied)."""
-        return dependency_status(self, job)
 
     # -- queries (see queries.py) -----------------------------------------------------------------------------
     def job(self, job_id: int, now: float | None = None) -> Job:

@@ -252,14 +252,20 @@ class JobTable:
         return self.begins[0][0] if self.begins else None
 
     # -- lookups ----------------------------------------------------------------------------------------------
+    def running_since(self, job_id: int, started: float) -> Job | None:
+        """The job if it is still in the run that began at `started` (a timer or thread set for an earlier run of a
+        requeued job must not end this one), else None."""
+        job = self.jobs.get(job_id)
+        return job if job is not None and job.state is S.RUNNING and job.start_time == started else None
+
     def expired(self, now: float) -> list[Job]:
         """RUNNING jobs whose end-by time has come (stale heap entries of jobs that ended are skipped)."""
         out = []
         heap = self.deadlines
         while heap and heap[0][0] <= now:
             _, job_id, started = heapq.heappop(heap)
-            job = self.jobs.get(job_id)
-            if job is not None and job.state is S.RUNNING and job.start_time == started:
+            job = self.running_since(job_id, started)
+            if job is not None:
                 out.append(job)
         return out
 

@@ -79,8 +79,7 @@ class Dispatcher:
         effects = []
         while self._ends and self._ends[0][0] <= now:
             _, job_id, started, exit_code = heapq.heappop(self._ends)
-            job = scheduler.table.jobs.get(job_id)
-            if job is not None and job.state is JobState.RUNNING and job.start_time == started:
+            if scheduler.table.running_since(job_id, started):
                 effects += scheduler.job_finished(job_id, now, exit_code=exit_code)
         effects += scheduler.enforce_time_limits(now)
         self.apply(effects, now)

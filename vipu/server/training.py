@@ -25,7 +25,6 @@ from vipu.jobs.train.poprun import partition_environments, summary_lines
 from vipu.jobs.train.report import StepReport, TrainingResult
 from vipu.jobs.train.runner import local_transport, run_training
 from vipu.scheduler.job import partition_name
-from vipu.scheduler.states import JobState
 
 log = logging.getLogger("vipu.training")
 
@@ -66,8 +65,7 @@ class Training:
                          daemon=True, name=f"vipu-train-{job_id}").start()
 
     def _still_running(self, job_id: int, started: float) -> bool:
-        job = self.rt.scheduler.table.jobs.get(job_id)
-        return job is not None and job.state is JobState.RUNNING and job.start_time == started
+        return self.rt.scheduler.table.running_since(job_id, started) is not None
 
     def _transport_factory(self, first_ipu: int, ipus: int):
         fleet = self.rt.fleet
