@@ -54,9 +54,7 @@ class Fleet:
 
                 if not ray.is_initialized():
                     if self.mode == "local":
-                        ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
-                                 configure_logging=False, _temp_dir=f"/tmp/vipu-ray-{os.getpid()}")
-                        self._started_ray = True
+                        self._start_local_ray(ray)
                     else:
                         ray.init(address=self.mode, log_to_driver=False, configure_logging=False)
                 # generous: the first actors on a fresh machine wait for Ray's worker processes to start and import
@@ -64,6 +62,21 @@ class Fleet:
                 self._watcher = threading.Thread(target=self._watch, name="vipu-fleet-watch", daemon=True)
                 self._watcher.start()
             return self.pool
+
+    def _start_local_ray(self, ray) -> None:
+        """Ray's own head processes sometimes die while starting on a loaded machine (seen: its dashboard process
+        aborting): one more attempt after a clean shutdown, then the error goes to the caller."""
+        for attempt in (1, 2):
+            try:
+                ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
+                         configure_logging=False, _temp_dir=f"/tmp/vipu-ray-{os.getpid()}")
+                self._started_ray = True
+                return
+            except Exception:  # noqa: BLE001 - retried once, then raised
+                ray.shutdown()
+                if attempt == 2:
+                    raise
+                log.warning("starting a local Ray failed; trying once more", exc_info=True)
 
     # -- bringing machines up -------------------------------------------------------------------------------------
     def bring_up(self, machines: list[int]) -> None:
