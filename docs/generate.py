@@ -36,6 +36,7 @@ def model_table(model: type[BaseModel]) -> list[str]:
 
 
 def job_spec_page() -> str:
+    from vipu.jobs.convnet import ConvNetModel
     from vipu.jobs.layout import Layout
     from vipu.jobs.models import MlpModel, TransformerModel
     from vipu.jobs.spec import TrainWorkload
@@ -49,6 +50,7 @@ def job_spec_page() -> str:
     for title, model in [("JobSpec (top level)", JobSpec), ("workload: sleep", SleepWorkload),
                          ("workload: hold", HoldWorkload), ("workload: train", TrainWorkload),
                          ("train model: mlp", MlpModel), ("train model: transformer", TransformerModel),
+                         ("train model: resnet50 (planned, not executed)", ConvNetModel),
                          ("train layout", Layout), ("SchedulerConfig (vipu-server --scheduler-config FILE)",
                                                     SchedulerConfig)]:
         doc = (model.__doc__ or "").strip().splitlines()

@@ -28,6 +28,8 @@ def spec(ipus=4, model=None, **layout):
     ("ipus not a power of two", spec(ipus=12, r=4), ["ipus is 12, not a power of two"]),
     ("ipus beyond the Pod", {**spec(ipus=64, r=64), "pod": "bow-pod16"}, ["ipus is 64", "bow-pod16 has 16"]),
     ("not a train workload", {"ipus": 4, "workload": {"kind": "sleep", "duration": 1}}, ["workload.kind", "train"]),
+    ("batch-norm groups do not divide r", spec(ipus=4, r=4, model={"kind": "resnet50", "batch_norm_replicas": 8}),
+     ["layout", "r is 4 but batch_norm_replicas is 8", "use an r that it divides"]),
     ("not a mapping", [1, 2], ["expected a mapping"]),
     ("negative steps", {**spec(), "workload": {**spec()["workload"], "steps": 0}}, ["workload.steps"]),
 ])

@@ -18,10 +18,10 @@ class Assumptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     compute_efficiency: float = Field(
-        0.25, gt=0, le=1,
-        description="fraction of peak FLOPS the IPU sustains on a model's compute; calibrated once, on ResNet-50"
-        " training on a Bow Pod16 (published 42,029 images/s = 2,627 per IPU x 32.8 GFLOP per image with"
-        " recomputation = 86 TFLOPS = 0.247 of 348.6): one global constant, never refitted per system or model",
+        0.28, gt=0, le=1,
+        description="fraction of peak FLOPS the IPU sustains on a model's compute: one global constant, never refitted"
+        " per system or model; calibrated with the two sync costs below on Graphcore's MLPerf v2.0 ResNet-50 runs on"
+        " Bow Pod16/64/256 (vipu/jobs/calibration.py)",
     )
     reserved_sram_fraction: float = Field(
         0.15, ge=0, lt=1,
@@ -43,6 +43,18 @@ class Assumptions(BaseModel):
         "training/configs.yml; the option is 'the maximum number of bytes that can be waiting before a cross"
         " replica sum op is scheduled', README)",
     )
+    sync_per_machine_s: float = Field(
+        0.64e-6, ge=0,
+        description="what one partition-wide sync costs per IPU-Machine of the partition (Sync-Links run machine to"
+        " machine, so a sync's latency grows with the machines it spans). Every collective and inter-IPU exchange"
+        " starts with one. Not published; calibrated with compute_efficiency and gateway_sync_s on Graphcore's"
+        " MLPerf v2.0 ResNet-50 runs on Bow Pod16/64/256 (vipu/jobs/calibration.py)",
+    )
+    gateway_sync_s: float = Field(
+        19.3e-6, ge=0,
+        description="what a partition-wide sync costs on top when the partition spans IPU-Link domains (it goes"
+        " through the IPU-Gateways over GW-Links). Not published; calibrated as sync_per_machine_s is",
+    )
     ild_collective: Literal["ring", "2d"] = Field(
         "ring",
         description="inside an IPU-Link domain: ring, 2(n-1) steps round the group (the issue's model); 2d,"
@@ -52,7 +64,7 @@ class Assumptions(BaseModel):
     def lines(self) -> list[str]:
         """The assumptions as report lines, the fixed ones (not configurable here) included."""
         return [
-            f"compute efficiency {self.compute_efficiency:.2f} of peak FLOPS (calibrated once: ResNet-50 on Pod16)",
+            f"compute efficiency {self.compute_efficiency:.2f} of peak FLOPS (calibrated: vipu/jobs/calibration.py)",
             f"code and exchange buffers take {self.reserved_sram_fraction:.0%} of SRAM",
             "training FLOPs = 3 x forward (forward, backward for activations, backward for weights);"
             " 4 x with recomputation",
@@ -67,7 +79,11 @@ class Assumptions(BaseModel):
             " Pod64s hierarchical (reduce-scatter, GW-Link allreduce of the shards, all-gather)",
             "Streaming Memory: a machine's bandwidth shared by its IPUs, reads and writes in parallel,"
             " not overlapped with compute",
-            "optimiser update arithmetic and host I/O are not modelled",
+            f"syncs: every collective and inter-IPU exchange starts with a sync across the whole partition, costing"
+            f" {self.sync_per_machine_s * 1e6:g} us per machine it spans, {self.gateway_sync_s * 1e6:g} us more across"
+            " Pod64s (calibrated with the compute efficiency: vipu/jobs/calibration.py)",
+            "optimiser update arithmetic and host I/O are not modelled (the calibration runs' share of them is"
+            " inside the calibrated figures)",
         ]
 
     def gradient_description(self) -> str:
@@ -75,6 +91,11 @@ class Assumptions(BaseModel):
             return (f"in allreduces of at most {self.gradient_buffer_bytes / 2**20:g} MiB each (TensorFlow's"
                     " maximum_cross_replica_sum_buffer_size)")
         return "per tensor" if self.gradient_collectives == "per_tensor" else "fused into one allreduce per stage"
+
+    def sync_s(self, pod, ipus: int) -> float:
+        """One sync across a partition of `ipus` IPUs."""
+        machines = -(-min(ipus, pod.ild_ipus) // pod.machine.ipus)
+        return machines * self.sync_per_machine_s + (self.gateway_sync_s if ipus > pod.ild_ipus else 0.0)
 
     def gradient_collective_count(self, tensors: int, nbytes: float) -> int:
         """Allreduces that carry `nbytes` of gradients held in `tensors` tensors."""

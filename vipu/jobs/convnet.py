@@ -5,6 +5,9 @@ Standing of its figures:
 - forward FLOPs 8.2 G per image: quoted ("3.8-4.1 GFLOPs", which count multiply-adds; 2 FLOPs each);
 - 161 parameter tensors: derived (53 convolutions, 53 batch norms with gain and bias, the classifier's weight and
   bias);
+- distributed batch norm (batch_norm_replicas > 1, the TensorFlow 1 application's BN_span / micro-batch): every
+  batch norm sums its per-channel mean and variance over a group of replicas, one small allreduce per batch norm
+  and pass (forward, recomputed forward, backward); 26,560 channels over the 53 batch norms, derived below;
 - activations: derived below from the architecture (v1.5: stride in the 3x3 convolution), counting for every
   convolution its output (kept for the batch norm's backward) and the ReLU output after it (the next
   convolution's input); the units a pipeline can split between are the stem and the 16 bottleneck blocks, with
@@ -17,6 +20,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import ClassVar, Literal
 
+from pydantic import Field, PositiveInt
+
 from vipu.jobs.models import _Model
 
 PARAMS = 25_557_032
@@ -24,6 +29,16 @@ PARAM_TENSORS = 161
 FORWARD_FLOPS = 8.2e9
 IMAGE = 224 * 224 * 3
 STAGES = ((3, 64, 56), (4, 128, 28), (6, 256, 14), (3, 512, 7))  # (blocks, width, output side)
+STAT_BYTES = 4  # batch-norm statistics are summed in fp32
+
+
+def _batch_norm_channels() -> list[int]:
+    """Channels of each batch norm: the stem's, then per block its three convolutions' and the shortcut's."""
+    channels = [64]
+    for blocks, width, _ in STAGES:
+        for i in range(blocks):
+            channels += [width, width, 4 * width] + ([4 * width] if i == 0 else [])
+    return channels
 
 
 def _units() -> list[tuple[int, int, int, int]]:
@@ -44,6 +59,9 @@ def _units() -> list[tuple[int, int, int, int]]:
 
 class ConvNetModel(_Model):
     kind: Literal["resnet50"] = "resnet50"
+    batch_norm_replicas: PositiveInt = Field(
+        1, le=1 << 16, description="replicas whose batch-norm statistics are pooled (distributed batch norm; 1:"
+        " each replica its own). Graphcore's ResNet-50 configs pool pairs (BN_span 40 = 2 x micro-batch 20)")
 
     tp_allreduces_per_layer: ClassVar[float] = 0
 
@@ -78,6 +96,16 @@ class ConvNetModel(_Model):
 
     def tp_bytes(self, b: int) -> float:
         return 0.0
+
+    @property
+    def norm_replicas(self) -> int:
+        return self.batch_norm_replicas
+
+    def norm_allreduces(self) -> tuple[int, float]:
+        if self.batch_norm_replicas == 1:
+            return 0, 0.0
+        channels = _batch_norm_channels()
+        return len(channels), 2 * sum(channels) * STAT_BYTES  # a mean and a variance per channel
 
     def phases(self, b: int, t: int) -> list[tuple[int, float]]:
         return [(params, b * stored * self.value_bytes) for _, stored, _, params in self._table]

@@ -10,6 +10,8 @@ Each model answers the same questions (per sample, or per micro-batch of b sampl
 - checkpoint_bytes(b): what recomputation keeps instead (each layer's input);
 - boundary_bytes(b): what one pipeline stage sends the next per micro-batch;
 - tp_allreduces_per_layer and tp_bytes(b): Megatron's tensor-parallel allreduces (forward; backward has as many);
+- norm_replicas, norm_allreduces(): replicas pooling normalisation statistics, and the allreduces (count, bytes in
+  all) one pass of one micro-batch makes for it (distributed batch norm; none by default);
 - phases(b, t): (parameters, activation bytes per IPU) of each block phased execution holds in SRAM at once;
 - shard_problem(t): why t tensor shards do not work for this model, or None.
 """
@@ -35,6 +37,13 @@ class _Model(Strict):
     @property
     def value_bytes(self) -> int:
         return DTYPE_BYTES[self.dtype]
+
+    @property
+    def norm_replicas(self) -> int:
+        return 1
+
+    def norm_allreduces(self) -> tuple[int, float]:
+        return 0, 0.0
 
 
 class MlpModel(_Model):

@@ -52,6 +52,10 @@ class TrainWorkload(Strict):
             raise PydanticCustomError(
                 "layout_p", f"p is {layout.p} but the {model.kind} model has {model.units} layers to split"
                 " between pipeline stages; use p <= {units}", {"units": model.units})
+        if layout.r % model.norm_replicas:
+            raise PydanticCustomError(
+                "layout_r", f"r is {layout.r} but batch_norm_replicas is {model.norm_replicas}: replicas pool their"
+                " batch-norm statistics in groups of that size; use an r that it divides")
         return layout
 
     @property

@@ -12,6 +12,10 @@ optimiser state (and, phased, the weights) moves to and from Streaming Memory. B
   2 backward for a transformer layer, 2 more when the forward pass is recomputed) over the t IPUs;
 - pipeline sends: per tick, b x boundary values forward and back, each IPU of a tensor group sending 1/t of them
   (Megatron's scatter-gather), one IPU-Link hop (a GW-Link crossing when a replica spans Pod64s);
+- batch-norm statistics (distributed batch norm, ResNet-50): per micro-batch, pass and batch norm, an allreduce of
+  its mean and variance over the replicas that pool them;
+- syncs: every collective and inter-IPU exchange above starts with a sync across the whole partition
+  (assumptions.sync_s: its cost grows with the machines and Pod64s the partition spans);
 - data parallel: one allreduce of the stage's gradients (n x value bytes) over the r replicas, t x p IPUs apart,
   per tensor, fused, or buffered into allreduces of at most a set size (assumptions.py); with RTS a
   reduce-scatter and an all-gather instead, the same traffic;
@@ -43,6 +47,8 @@ class StepTime(BaseModel):
     bubble_fraction: float
     tensor_parallel_s: float
     pipeline_send_s: float
+    batch_norm_s: float
+    sync_s: float
     data_parallel_s: float
     streaming_s: float
     tick_s: float
@@ -50,12 +56,12 @@ class StepTime(BaseModel):
     @computed_field
     @property
     def total_s(self) -> float:
-        return (self.compute_s + self.bubble_s + self.tensor_parallel_s + self.pipeline_send_s
-                + self.data_parallel_s + self.streaming_s)
+        return sum(seconds for _, seconds in self.parts())
 
     def parts(self) -> list[tuple[str, float]]:
         return [("compute", self.compute_s), ("pipeline bubble", self.bubble_s),
                 ("tensor-parallel collectives", self.tensor_parallel_s), ("pipeline sends", self.pipeline_send_s),
+                ("batch-norm statistics", self.batch_norm_s), ("syncs", self.sync_s),
                 ("data-parallel allreduce", self.data_parallel_s), ("streaming memory", self.streaming_s)]
 
 
@@ -80,12 +86,21 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
 
     across = t * p > pod.ild_ipus
     send_tick = 2 * send(pod, model.boundary_bytes(b) / t, across) if p > 1 else 0.0
-    tick = compute_tick + tp_tick + send_tick
+
+    norms, norm_bytes = model.norm_allreduces()
+    norm_tick = allreduce(pod, GroupShape(model.norm_replicas, t * p), passes * norm_bytes, passes * norms,
+                          assumptions.ild_collective).total_s if norms else 0.0
+
+    sync = assumptions.sync_s(pod, t * p * r)
+    syncs_per_tick = (math.ceil(tp_count) if t > 1 else 0) + passes * norms + (2 if p > 1 else 0)
+    sync_tick = syncs_per_tick * sync
+    tick = compute_tick + tp_tick + send_tick + norm_tick + sync_tick
 
     value = model.value_bytes
     share = model.params() / (t * p)
     tensors = assumptions.gradient_collective_count(math.ceil(model.param_tensors() / p), share * value)
     dp = allreduce(pod, GroupShape(r, t * p), share * value, tensors, assumptions.ild_collective).total_s
+    dp_sync = tensors * sync if r > 1 else 0.0
 
     per_ipu = pod.machine.streaming_memory_bytes_per_s / pod.machine.ipus
     state = optimizer_bytes(workload)
@@ -102,6 +117,7 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
 
     return StepTime(
         compute_s=m * compute_tick, bubble_s=(p - 1) * tick, bubble_fraction=float(lay.bubble_fraction),
-        tensor_parallel_s=m * tp_tick, pipeline_send_s=m * send_tick, data_parallel_s=dp, streaming_s=streaming,
+        tensor_parallel_s=m * tp_tick, pipeline_send_s=m * send_tick, batch_norm_s=m * norm_tick,
+        sync_s=m * sync_tick + dp_sync, data_parallel_s=dp, streaming_s=streaming,
         tick_s=tick,
     )

@@ -28,7 +28,8 @@ def test_link_bytes_and_times_where_collectives_ran(layout, moving):
     assert (report.tensor_parallel_s > 0) == ("tensor_parallel" in moving)
     assert (report.pipeline_send_s > 0) == ("pipeline" in moving)
     assert (report.data_parallel_s > 0) == ("data_parallel" in moving)
-    parts = report.compute_s + report.tensor_parallel_s + report.pipeline_send_s + report.bubble_s
+    assert (report.sync_s > 0) == bool(moving)  # every collective starts with a sync across the partition
+    parts = report.compute_s + report.tensor_parallel_s + report.pipeline_send_s + report.sync_s + report.bubble_s
     assert parts + report.data_parallel_s == pytest.approx(report.emulated_step_s)
     assert report.comm_s == pytest.approx(report.tensor_parallel_s + report.pipeline_send_s + report.data_parallel_s)
     assert (report.bubble_fraction > 0) == (layout.get("p", 1) > 1)

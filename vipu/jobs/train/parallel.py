@@ -53,7 +53,7 @@ class ParallelTrainer:
     """One job's training state on its IPUs: built with the initial weights put on every IPU, then run_step(n) per
     optimiser step, then close() to free the IPUs (run_training does all three)."""
 
-    def __init__(self, workload, pod, first_ipu: int, transport, *, efficiency: float,
+    def __init__(self, workload, pod, first_ipu: int, transport, *, efficiency: float, partition_sync_s: float = 0.0,
                  clock: Callable[[], float] = time.perf_counter, topology: Topology | None = None,
                  instances: Sequence[Instance] | None = None):
         """instances: the job's poprun instances as read from their environments (poprun.read_instances); by
@@ -64,6 +64,7 @@ class ParallelTrainer:
             instances = read_instances(local_environments(workload.layout, pod, first_ipu), workload.layout)
         self.instances = check_instances(instances, workload.layout)
         self.efficiency, self.clock = efficiency, clock
+        self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
         if self.model.dtype != "fp32":
             transport = PricedAs(transport, np.float16)
         self.fabric = Fabric(topology or Topology(pod), first_ipu, self.lay, transport)
@@ -137,7 +138,7 @@ class ParallelTrainer:
             timers: dict = {}
             for op in order:
                 s, kind, j = op
-                timer = timers[op] = OpTimer(self.pod, model.dtype, self.efficiency)
+                timer = timers[op] = OpTimer(self.pod, model.dtype, self.efficiency, self.partition_sync_s)
                 g = StageGroup(fabric, rep, s, timer)
                 shards = [views[ipu] for ipu in g.ipus]
                 if kind == "F":
@@ -171,8 +172,9 @@ class ParallelTrainer:
 
         fabric.put("grads", grads)
         dp_s = fabric.data_parallel_allreduce("grads")
+        dp_sync = self.partition_sync_s if lay.r > 1 else 0.0  # the replicas' groups reduce together: one sync
         self._update(step, params, fabric.get("grads", self.ipus))
-        return self._report(step, losses, worst, dp_s, compute, peak, started)
+        return self._report(step, losses, worst, dp_s, dp_sync, compute, peak, started)
 
     def _loss(self, outs: list[np.ndarray], target: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """Per-sample losses (from shard 0; every shard holds the same outputs) and each shard's output gradient."""
@@ -210,12 +212,13 @@ class ParallelTrainer:
             stash[ipu] += sign * total
             peak[ipu] = max(peak[ipu], stash[ipu])
 
-    def _report(self, step, losses, worst, dp_s, compute, peak, started) -> StepReport:
+    def _report(self, step, losses, worst, dp_s, dp_sync, compute, peak, started) -> StepReport:
         line, stage, timers = worst
-        step_s = line.pipeline_s + dp_s
+        step_s = line.pipeline_s + dp_sync + dp_s
         compute_s = sum(t.compute_s for t in timers)
         tp_s = sum(t.tensor_parallel_s for t in timers)
         send_s = sum(t.send_s for t in timers)
+        sync_s = sum(t.sync_s for t in timers) + dp_sync
         by_link: dict[str, int] = defaultdict(int)
         by_kind = {TP: 0, PP: 0, DP: 0}
         for kind, result in self.fabric.log:
@@ -231,7 +234,8 @@ class ParallelTrainer:
         self._charge_machines(per_ipu, step_s, step)
         return StepReport(
             step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,
-            comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, data_parallel_s=dp_s,
+            comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, sync_s=sync_s,
+            data_parallel_s=dp_s,
             bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
             bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=len(self.fabric.log),
             ipus=per_ipu, wall_s=self.clock() - started)

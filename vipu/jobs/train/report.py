@@ -1,7 +1,7 @@
 """What a training run reports: one StepReport per optimiser step, and the TrainingResult of the run.
 
 Times are emulated (virtual) seconds on the real Pod's figures unless named wall_s. A step's emulated time splits
-exactly into compute_s + tensor_parallel_s + pipeline_send_s + bubble_s + data_parallel_s, measured on the
+exactly into compute_s + tensor_parallel_s + pipeline_send_s + sync_s + bubble_s + data_parallel_s, measured on the
 critical stage (the busiest stage of the slowest replica): bubble_s is the time that stage waits inside the
 pipeline, and bubble_fraction the stages' average idle share of the pipeline time ((p-1)/(m+p-1) when the stages
 are balanced).
@@ -31,6 +31,7 @@ class StepReport(_Frozen):
     comm_s: float  # tensor_parallel_s + pipeline_send_s + data_parallel_s
     tensor_parallel_s: float
     pipeline_send_s: float
+    sync_s: float = 0.0  # partition-wide syncs before the critical stage's collectives and the gradient allreduce
     data_parallel_s: float
     bubble_s: float
     bubble_fraction: float

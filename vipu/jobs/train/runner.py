@@ -57,7 +57,9 @@ def run_training(workload, pod, first_ipu: int = 0, transport_factory: Callable[
     prediction = plan(workload, pod, assumptions)
     wanted = workload.steps if steps is None else steps
     trainer = ParallelTrainer(workload, pod, first_ipu, transport_factory(group),
-                              efficiency=assumptions.compute_efficiency, clock=clock, topology=topology,
+                              efficiency=assumptions.compute_efficiency,
+                              partition_sync_s=assumptions.sync_s(pod, workload.layout.ipus), clock=clock,
+                              topology=topology,
                               instances=instances)
     runs = [InstanceRun(index=inst.instance_index, partition=inst.partition, gcd=inst.gcd,
                         replicas=list(inst.replicas), ipus=trainer.instance_ipus(inst)) for inst in trainer.instances]
@@ -88,6 +90,8 @@ def _result(workload, pod, first_ipu, wanted, stopped, reports, prediction, wall
                 "pipeline bubble": _mean([r.bubble_s for r in reports]),
                 "tensor-parallel collectives": _mean([r.tensor_parallel_s for r in reports]),
                 "pipeline sends": _mean([r.pipeline_send_s for r in reports]),
+                "batch-norm statistics": 0.0,  # the models it executes have no batch norm
+                "syncs": _mean([r.sync_s for r in reports]),
                 "data-parallel allreduce": _mean([r.data_parallel_s for r in reports]), "streaming memory": 0.0}
     links: dict[str, int] = {}
     for r in reports:

@@ -8,7 +8,8 @@ the compute set. The operation's emulated time is, in order:
 - each compute set: vipu.workers.bsp's cost rules (the busiest IPU's tile cycles, then the sync), with each IPU's
   FLOPs spread over its tiles at the planner's calibrated efficiency (assumptions.compute_efficiency: the same
   figure the prediction uses, so emulation and prediction differ only where the execution does);
-- each collective: its CollectiveResult.virtual_s (the fabric's step-by-step alpha-beta price).
+- each collective: its CollectiveResult.virtual_s (the fabric's step-by-step alpha-beta price), after a sync
+  across the whole partition (the planner's assumptions.sync_s: the same figure as the prediction's syncs).
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ from vipu.workers import bsp
 class OpTimer:
     """The emulated time of one operation: compute sets and collectives, in order (BSP: never overlapped)."""
 
-    def __init__(self, pod, dtype: str, efficiency: float):
+    def __init__(self, pod, dtype: str, efficiency: float, partition_sync_s: float = 0.0):
         self.pod, self.dtype, self.efficiency = pod, dtype, efficiency
+        self.partition_sync_s = partition_sync_s
         self.pending: dict[int, float] = defaultdict(float)  # IPU -> FLOPs of the open compute set
         self.ipu_compute_s: dict[int, float] = defaultdict(float)
         self.compute_s = 0.0  # compute sets: the busiest IPU's compute plus the sync, summed
         self.tensor_parallel_s = 0.0
         self.send_s = 0.0
+        self.sync_s = 0.0  # the partition-wide syncs before its collectives
 
     def flops(self, ipu: int, n: float) -> None:
         self.pending[ipu] += n
@@ -50,6 +53,8 @@ class OpTimer:
 
     def collective(self, kind: str, seconds: float) -> None:
         self.close()
+        if seconds > 0:  # a collective within one IPU (t = 1) moves nothing and syncs no other IPU
+            self.sync_s += self.partition_sync_s
         if kind == TP:
             self.tensor_parallel_s += seconds
         else:
@@ -58,7 +63,7 @@ class OpTimer:
     @property
     def total_s(self) -> float:
         self.close()
-        return self.compute_s + self.tensor_parallel_s + self.send_s
+        return self.compute_s + self.tensor_parallel_s + self.send_s + self.sync_s
 
 
 class StageGroup:
