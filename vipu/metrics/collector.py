@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 
 from vipu.partition.states import PartitionState
 from vipu.scheduler.states import JobState
-from vipu.workers.telemetry import power_watts, temperatures_celsius
+from vipu.workers.telemetry import ipu_reading, power_watts, temperatures_celsius
 
 
 class StateCollector(Collector):
@@ -96,11 +96,10 @@ class StateCollector(Collector):
                                  labels=[*ipu_labels, "sensor"])
         clock = GaugeMetricFamily("vipu_ipu_clock_hertz", "IPU clock.", labels=ipu_labels)
         for s in statuses:
-            per_ipu = stats.get(s.machine, {}).get("per_ipu", {}).get(str(s.ipu), {})
-            u = float(per_ipu.get("utilisation", 0.0)) if s.state != "failed" else 0.0
+            u, sram_used = ipu_reading(stats.get(s.machine), s.ipu, s.state == "failed")
             labels = [str(s.ild), str(s.machine), str(s.ipu)]
             util.add_metric(labels, u)
-            sram.add_metric(labels, float(per_ipu.get("sram_used_bytes", 0)))
+            sram.add_metric(labels, float(sram_used))
             power.add_metric(labels, power_watts(u))
             for sensor, value in temperatures_celsius(u).items():
                 temp.add_metric([*labels, sensor], value)

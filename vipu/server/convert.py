@@ -10,6 +10,7 @@ from vipu.partition.partition import GW_ROUTING, ILD_ROUTING, Partition
 from vipu.partition.partitions import IpuStatus
 from vipu.partition.state import PodState
 from vipu.v1 import admin_pb2 as a
+from vipu.workers.telemetry import ipu_reading
 from vipu.v1 import partition_pb2 as p
 
 
@@ -77,10 +78,10 @@ def allocation(alloc: Allocation, state: PodState) -> p.Allocation:
 
 def ipu(status: IpuStatus, machine_stats: dict | None = None) -> p.Ipu:
     """`machine_stats`: the machine actor's stats(), when it has an actor."""
-    per_ipu = (machine_stats or {}).get("per_ipu", {}).get(str(status.ipu), {})
+    utilisation, sram_used = ipu_reading(machine_stats, status.ipu, status.state == "failed")
     return p.Ipu(
-        utilization=float(per_ipu.get("utilisation", 0.0)),
-        sram_used_bytes=int(per_ipu.get("sram_used_bytes", 0)),
+        utilization=utilisation,
+        sram_used_bytes=sram_used,
         emulated=machine_stats is not None,
         id=status.ipu,
         machine=status.machine,

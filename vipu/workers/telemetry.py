@@ -16,6 +16,14 @@ DIE_C_PER_W = 0.3
 BOARD_C_PER_W = 0.15
 
 
+def ipu_reading(machine_stats: dict | None, ipu: int, failed: bool) -> tuple[float, int]:
+    """(utilisation, SRAM bytes in use) of one IPU from its machine actor's stats() (None: no actor, idle). A
+    failed IPU does no work, whatever its machine last reported."""
+    per_ipu = (machine_stats or {}).get("per_ipu", {}).get(str(ipu), {})
+    utilisation = 0.0 if failed else float(per_ipu.get("utilisation", 0.0))
+    return utilisation, int(per_ipu.get("sram_used_bytes", 0))
+
+
 def power_watts(utilisation: float) -> float:
     u = min(max(utilisation, 0.0), 1.0)
     return IDLE_W + (LOADED_W - IDLE_W) * u

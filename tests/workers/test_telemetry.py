@@ -1,0 +1,35 @@
+"""One IPU's reading from its machine actor's stats, as `vipu list ipus` and the Prometheus collector both show it."""
+
+from __future__ import annotations
+
+import pytest
+
+from vipu.partition.partitions import IpuStatus
+from vipu.server import convert
+from vipu.workers.telemetry import ipu_reading, power_watts, temperatures_celsius
+
+STATS = {"per_ipu": {"5": {"utilisation": 0.75, "sram_used_bytes": 1234}}}
+
+
+def status(state: str) -> IpuStatus:
+    return IpuStatus(ipu=5, machine=1, index=1, ild=0, agent=None, state=state, partition=None)
+
+
+@pytest.mark.parametrize("stats, failed, want", [
+    (STATS, False, (0.75, 1234)),
+    (STATS, True, (0.0, 1234)),  # a failed IPU does no work, whatever its machine last said
+    (None, False, (0.0, 0)),  # no actor yet: idle
+    ({"per_ipu": {}}, False, (0.0, 0)),
+])
+def test_ipu_reading(stats, failed, want):
+    assert ipu_reading(stats, 5, failed) == want
+
+
+def test_list_ipus_shows_a_failed_ipu_idle_as_the_metrics_do():
+    assert convert.ipu(status("failed"), STATS).utilization == 0.0
+    assert convert.ipu(status("allocated"), STATS).utilization == 0.75
+
+
+def test_power_and_temperature_rise_with_utilisation():
+    assert power_watts(0.0) == 40.0 and power_watts(1.0) == 150.0 and power_watts(2.0) == 150.0
+    assert temperatures_celsius(1.0) == {"die": 30.0 + 0.3 * 150.0, "board": 30.0 + 0.15 * 150.0}
