@@ -12,14 +12,28 @@ from vipu.metrics.instruments import Metrics
 class MetricsInterceptor(grpc.ServerInterceptor):
     def __init__(self, metrics: Metrics):
         self.metrics = metrics
+        # full method name -> (the servicer's handler, our counting wrapper of it). Why: building the wrapper and
+        # looking up its label children is a good part of a small RPC's cost, and the servicer's handlers are
+        # fixed; a different handler (an auth refusal is a new one each call) gets a wrapper of its own.
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler  # streaming: health watch and reflection, not ours to count
-        method = handler_call_details.method.rsplit(".", 1)[-1]  # "PartitionService/CreatePartition"
+        cached = self._wrapped.get(handler_call_details.method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = self._wrap(handler, handler_call_details.method)
+        self._wrapped[handler_call_details.method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, handler, full_method: str):
+        method = full_method.rsplit(".", 1)[-1]  # "PartitionService/CreatePartition"
         inner = handler.unary_unary
-        requests, latency = self.metrics.rpc_requests, self.metrics.rpc_latency.labels(method)
+        latency = self.metrics.rpc_latency.labels(method)
+        requests = self.metrics.rpc_requests
+        counters = {}  # status code -> this method's request counter for it
 
         def behaviour(request, context):
             start = time.perf_counter()
@@ -32,7 +46,10 @@ class MetricsInterceptor(grpc.ServerInterceptor):
                 raise
             finally:
                 latency.observe(time.perf_counter() - start)
-                requests.labels(method, code).inc()
+                counter = counters.get(code)
+                if counter is None:
+                    counter = counters[code] = requests.labels(method, code)
+                counter.inc()
 
         return grpc.unary_unary_rpc_method_handler(
             behaviour,

@@ -1,9 +1,9 @@
 """The live scheduling loop: the Scheduler's decisions on the wall clock, carried out on the partition controller.
 
 Why a loop thread woken by events: a submit, cancel or release wakes it at once, so an idle Pod starts a job within
-one cycle of its submission (no fixed tick like Slurm's); otherwise it sleeps until the next workload end or time
-limit, or at most IDLE_WAIT_S. Every step runs under the runtime lock, so the scheduler, the partitions and the
-store change together.
+one cycle of its submission (no fixed tick like Slurm's; a held submit does not wake it, as it cannot start yet);
+otherwise it sleeps until the next workload end or time limit, or at most IDLE_WAIT_S. Every step runs under the
+runtime lock, so the scheduler, the partitions and the store change together.
 
 A StartJob becomes partition `slurm_<id>` on the block the scheduler chose, held by the job; a StopJob removes it.
 Workloads: `sleep` ends by itself after its duration (a timer here); `hold` keeps the partition until the job is
