@@ -85,3 +85,77 @@ def test_other_threads_commit_straight_through_during_a_batch(tmp_path):
         worker.join()
         with sqlite3.connect(tmp_path / "s.db") as raw:
             assert [r[0] for r in raw.execute("SELECT name FROM records")] == ["t"]
+
+
+def stored(path) -> list[str]:
+    with sqlite3.connect(path) as raw:
+        return sorted(r[0] for r in raw.execute("SELECT name FROM records"))
+
+
+def test_queued_writes_are_written_in_order_by_one_flush(tmp_path):
+    store = Store(tmp_path / "s.db")
+    for name in ("a", "b"):
+        with store.batch(flush=False):
+            store.commit([("user", name, user(name))], [])
+    with store.batch(flush=False):
+        store.commit([], [("user", "a")])  # queued after a's put: a is gone once flushed
+    assert store.queued == 3 and stored(tmp_path / "s.db") == []
+    assert store.get("user", "b", User) == user("b") and store.get("user", "a", User) is None  # seen while queued
+    store.flush(1)  # a leader writes everything queued, not just what it waits for
+    assert stored(tmp_path / "s.db") == ["b"]
+    store.flush()  # nothing left: returns at once
+    assert store.load({"user": User}) == [("user", user("b"))]
+
+
+def test_a_failed_group_write_is_retried_by_the_next_flush(tmp_path, monkeypatch):
+    store = Store(tmp_path / "s.db")
+    with store.batch(flush=False):
+        store.commit([("user", "a", user("a"))], [])
+    write = store._write
+
+    def disk_full(rows, gone):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(store, "_write", disk_full)
+    with pytest.raises(sqlite3.OperationalError):
+        store.flush()
+    monkeypatch.setattr(store, "_write", write)
+    with store.batch(flush=False):
+        store.commit([("user", "b", user("b"))], [])
+    store.flush()
+    assert stored(tmp_path / "s.db") == ["a", "b"]
+
+
+def test_concurrent_commits_are_all_durable_when_they_return(tmp_path):
+    import threading
+
+    store = Store(tmp_path / "s.db")
+    missing = []
+
+    def commit(i: int) -> None:
+        store.commit([("user", f"u{i}", user(f"u{i}"))], [])
+        if f"u{i}" not in stored(tmp_path / "s.db"):  # another connection: what a restart would read
+            missing.append(i)
+
+    threads = [threading.Thread(target=commit, args=(i,)) for i in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert missing == [] and len(stored(tmp_path / "s.db")) == 40
+
+
+def test_the_state_lock_returns_only_once_what_its_holder_could_see_is_stored(tmp_path):
+    from vipu.server.runtime import StateLock
+
+    store = Store(tmp_path / "s.db")
+    lock = StateLock(store)
+    with store.batch(flush=False):  # another thread's step, queued but not yet written
+        store.commit([("user", "other", user("other"))], [])
+    with lock:  # a reader: it could have seen "other"
+        assert stored(tmp_path / "s.db") == []
+    assert stored(tmp_path / "s.db") == ["other"]
+    with lock:
+        store.commit([("user", "mine", user("mine"))], [])
+        assert stored(tmp_path / "s.db") == ["other"]  # queued inside the lock, written as it is released
+    assert stored(tmp_path / "s.db") == ["mine", "other"]

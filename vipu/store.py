@@ -3,6 +3,10 @@
 Why synchronous=NORMAL is enough: in WAL mode a commit has been written to the WAL file (write(2)) before it
 returns, so it survives the process being killed with SIGKILL; only a power cut can lose the last commits, and an
 emulator has no power to cut. That keeps a commit in tens of microseconds instead of an fsync's milliseconds.
+
+Group commit: writes are queued in order and written by whichever waiting thread gets to the database first, all
+queued writes in one transaction, so concurrent submissions share a commit. The database therefore always holds a
+prefix of the queue, and flush(upto) returns once everything up to a point is in it.
 """
 
 from __future__ import annotations
@@ -42,16 +46,20 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the connection; whoever holds it to write is the group's leader
         self._batch = threading.local()  # this thread's open batch: (kind, name) -> doc, or None for a delete
+        self._queue_lock = threading.Lock()
+        self._queue: list[dict[tuple[str, str], str | None]] = []  # queued writes, oldest first
+        self._queued = 0  # writes ever queued
+        self._written = 0  # of which in the database (a prefix)
 
     @contextmanager
-    def batch(self):
-        """Within the block, this thread's commits are collected and written as one transaction when it ends
-        (also when it ends with an error: what was committed was committed). Why: one scheduling step starts and
+    def batch(self, flush: bool = True):
+        """Within the block, this thread's commits are collected and queued as one write when it ends (also when it
+        ends with an error: what was committed was committed), then flushed. Why: one scheduling step starts and
         ends many jobs, each a few records; one SQLite commit instead of one per record is most of its cost.
-        Callers close the block before anyone can see the change (the controller does it inside its state lock,
-        before an RPC answers), so a commit is still durable before it is acknowledged."""
+        flush=False leaves the flush to the caller: the controller queues inside its state lock (so writes are
+        queued in the order they were made) and flushes after releasing it, before an RPC answers."""
         if getattr(self._batch, "pending", None) is not None:
             yield  # already inside this thread's batch
             return
@@ -60,42 +68,77 @@ class Store:
             yield
         finally:
             pending, self._batch.pending = self._batch.pending, None
-            self._write([(k, n, doc) for (k, n), doc in pending.items() if doc is not None],
-                        [key for key, doc in pending.items() if doc is None])
+            if pending:
+                self._enqueue(pending)
+            if flush:
+                self.flush()
 
     def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
-        rows = [(kind, name, record.model_dump_json()) for kind, name, record in puts]
-        gone = list(deletes)
+        """Durable when it returns, unless inside a batch (then when the batch is flushed)."""
+        changes: dict[tuple[str, str], str | None] = {key: None for key in deletes}
+        changes.update({(kind, name): record.model_dump_json() for kind, name, record in puts})
         pending = getattr(self._batch, "pending", None)
-        if pending is None:
-            self._write(rows, gone)
-            return
-        for key in gone:
-            pending[key] = None
-        for kind, name, doc in rows:
-            pending[(kind, name)] = doc
+        if pending is not None:
+            pending.update(changes)
+        elif changes:
+            self.flush(self._enqueue(changes))
 
-    def _write(self, rows: list[tuple[str, str, str]], gone: list[tuple[str, str]]) -> None:
-        if not rows and not gone:
+    @property
+    def queued(self) -> int:
+        """How many writes have been queued: flush(store.queued) waits for everything queued so far."""
+        return self._queued
+
+    def _enqueue(self, changes: dict[tuple[str, str], str | None]) -> int:
+        with self._queue_lock:
+            self._queue.append(changes)
+            self._queued += 1
+            return self._queued
+
+    def flush(self, upto: int | None = None) -> None:
+        """Return once the first `upto` queued writes (default: all queued so far) are in the database. The first
+        thread to get the connection writes every queued write, its own and others', in one transaction."""
+        upto = self._queued if upto is None else upto
+        if self._written >= upto:
             return
         with self._lock:
-            if not gone and len(rows) <= MAX_ROWS_PER_STATEMENT:
-                # one statement is one implicit transaction: atomic, and a third of the round trips of BEGIN/COMMIT
-                values = ", ".join(["(?, ?, ?)"] * len(rows))
-                self._db.execute(
-                    f"INSERT OR REPLACE INTO records (kind, name, doc) VALUES {values}", [v for r in rows for v in r]
-                )
-                return
-            self._db.execute("BEGIN IMMEDIATE")
+            if self._written >= upto:
+                return  # a leader wrote ours while we waited
+            with self._queue_lock:
+                queued, self._queue = self._queue, []
+                last = self._queued
+            merged: dict[tuple[str, str], str | None] = {}
+            for changes in queued:
+                merged.update(changes)
             try:
-                if rows:
-                    self._db.executemany("INSERT OR REPLACE INTO records (kind, name, doc) VALUES (?, ?, ?)", rows)
-                if gone:
-                    self._db.executemany("DELETE FROM records WHERE kind = ? AND name = ?", gone)
-                self._db.execute("COMMIT")
+                self._write([(k, n, doc) for (k, n), doc in merged.items() if doc is not None],
+                            [key for key, doc in merged.items() if doc is None])
             except BaseException:
-                self._db.execute("ROLLBACK")
+                with self._queue_lock:  # not written: the next flush tries them again, still first in order
+                    self._queue[:0] = queued
                 raise
+            self._written = last
+
+    def _write(self, rows: list[tuple[str, str, str]], gone: list[tuple[str, str]]) -> None:
+        """One transaction (the caller holds the connection)."""
+        if not rows and not gone:
+            return
+        if not gone and len(rows) <= MAX_ROWS_PER_STATEMENT:
+            # one statement is one implicit transaction: atomic, and a third of the round trips of BEGIN/COMMIT
+            values = ", ".join(["(?, ?, ?)"] * len(rows))
+            self._db.execute(
+                f"INSERT OR REPLACE INTO records (kind, name, doc) VALUES {values}", [v for r in rows for v in r]
+            )
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if rows:
+                self._db.executemany("INSERT OR REPLACE INTO records (kind, name, doc) VALUES (?, ?, ?)", rows)
+            if gone:
+                self._db.executemany("DELETE FROM records WHERE kind = ? AND name = ?", gone)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def load(self, kinds: dict[str, type[BaseModel]]) -> list[tuple[str, BaseModel]]:
         """Every stored record of the given kinds, parsed; unknown kinds are left for the part that owns them."""
@@ -104,10 +147,13 @@ class Store:
         return [(kind, kinds[kind].model_validate_json(doc)) for kind, doc in rows if kind in kinds]
 
     def get(self, kind: str, name: str, model: type[BaseModel]) -> BaseModel | None:
-        pending = getattr(self._batch, "pending", None) or {}
-        if (kind, name) in pending:
-            doc = pending[(kind, name)]
-            return model.model_validate_json(doc) if doc is not None else None
+        key = (kind, name)
+        with self._queue_lock:
+            newest_first = [getattr(self._batch, "pending", None) or {}, *reversed(self._queue)]
+        for changes in newest_first:
+            if key in changes:
+                doc = changes[key]
+                return model.model_validate_json(doc) if doc is not None else None
         with self._lock:
             row = self._db.execute("SELECT doc FROM records WHERE kind = ? AND name = ?", (kind, name)).fetchone()
         return model.model_validate_json(row[0]) if row else None
@@ -122,5 +168,6 @@ class Store:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
             self._db.close()

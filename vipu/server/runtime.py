@@ -34,8 +34,10 @@ USER_METADATA = "x-vipu-user"  # who an insecure caller says it is; with --secur
 
 class StateLock:
     """The one lock around the controller and the scheduler; holding it is one store transaction. Everything
-    committed while it is held is written together when it is released, before any other thread can see the
-    change (and so before an RPC answers)."""
+    committed while it is held is queued as one write when it is released, and the releasing thread goes on only
+    once every write queued until then, its own and those it could have seen, is in the store: so an RPC never
+    answers with anything that a SIGKILL could take back. Why flush after releasing: the next thread can work
+    while this one writes, and the store writes what queued meanwhile in the same commit (group commit)."""
 
     def __init__(self, store: Store):
         self._lock = threading.Lock()
@@ -44,7 +46,7 @@ class StateLock:
 
     def __enter__(self) -> "StateLock":
         self._lock.acquire()
-        self._batch = self._store.batch()
+        self._batch = self._store.batch(flush=False)
         self._batch.__enter__()
         return self
 
@@ -53,7 +55,9 @@ class StateLock:
         try:
             batch.__exit__(*exc)
         finally:
+            seen = self._store.queued
             self._lock.release()
+        self._store.flush(seen)
 
 
 @dataclass
