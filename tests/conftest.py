@@ -41,7 +41,7 @@ class ServerProcess:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 20.0) -> ServerProcess:
+    def start(self, timeout: float = 60.0) -> ServerProcess:  # a local Ray can take 20 s to start on a loaded machine
         cmd = [console_script("vipu-server"), "--pod", self.pod, "--port", str(self.port), "--state-dir",
                str(self.state_dir), "--metrics-port", "0",
                *(["--ray", "off"] if "--ray" not in self.extra else []), *self.extra]

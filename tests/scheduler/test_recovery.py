@@ -86,3 +86,14 @@ def test_completing_job_finishes_with_its_exit_code():
     fresh = make()
     fresh.recover(stored(journal), now=9, partitions=[])
     assert fresh.job(1).state is S.FAILED and fresh.job(1).exit_code == 2
+
+
+@pytest.mark.parametrize("name, job", [
+    ("slurm_42", 42), ("slurm_0", 0), ("slurm_", None), ("slurm_4x", None), ("mine", None), ("xslurm_4", None),
+])
+def test_only_the_schedulers_partition_names_map_back_to_a_job(name, job):
+    from vipu.scheduler.job import job_of_partition, partition_name
+
+    assert job_of_partition(name) == job
+    if job is not None:
+        assert partition_name(job) == name

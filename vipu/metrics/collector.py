@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from vipu.partition.states import PartitionState
+from vipu.scheduler.job import job_of_partition
 from vipu.scheduler.states import JobState
 from vipu.workers.telemetry import ipu_reading, power_watts, temperatures_celsius
 
@@ -30,7 +31,6 @@ class StateCollector(Collector):
             statuses = controller.partitions.ipu_statuses()
             partitions = list(controller.state.partitions.values())
             jobs_by_state = Counter(job.state for job in scheduler.table.jobs.values())
-            holders = {p.name: p.holder or "" for p in partitions}
 
         info = InfoMetricFamily("vipu_pod", "The Pod this controller manages.")
         info.add_metric([], {"pod": pod.name, "ipus": str(pod.ipus), "ilds": str(pod.ilds)})
@@ -61,9 +61,8 @@ class StateCollector(Collector):
         )
         for s in statuses:
             if s.partition:
-                holder = holders.get(s.partition, "")
-                job = holder.removeprefix("job ") if holder.startswith("job ") else ""
-                join.add_metric([str(s.machine), str(s.ipu), s.partition, job], 1)
+                job = job_of_partition(s.partition)
+                join.add_metric([str(s.machine), str(s.ipu), s.partition, "" if job is None else str(job)], 1)
         yield join
         yield from self.training()
         yield from self.machines(pod, statuses)

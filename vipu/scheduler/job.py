@@ -20,6 +20,12 @@ def partition_name(job_id: int) -> str:
     return f"slurm_{job_id}"
 
 
+def job_of_partition(name: str) -> int | None:
+    """The job whose partition_name() this is, or None for any other partition."""
+    number = name.removeprefix("slurm_")
+    return int(number) if number != name and number.isdigit() else None
+
+
 class Transition(NamedTuple):
     """When the job entered a state. A tuple, stored in JSON as ["RUNNING", 12.0]: one is made per state change
     of thousands of jobs a second in a replay, and a tuple costs a fifth of a model."""

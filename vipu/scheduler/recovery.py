@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.scheduler.effects import Effect, StopJob
-from vipu.scheduler.job import KINDS, META_NAME, Job, SchedulerMeta, partition_name
+from vipu.scheduler.job import KINDS, META_NAME, Job, SchedulerMeta, job_of_partition, partition_name
 from vipu.scheduler.states import JobState
 
 if TYPE_CHECKING:
@@ -78,7 +78,8 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
     effects: list[Effect] = []
     running = {partition_name(i) for i in s.table.running}
     for name in sorted(live - running):
-        if name.startswith("slurm_") and name[6:].isdigit():
-            known = s.table.jobs.get(int(name[6:]))
-            effects.append(StopJob(int(name[6:]), name, known.state if known else S.CANCELLED, False))
+        job_id = job_of_partition(name)
+        if job_id is not None:
+            known = s.table.jobs.get(job_id)
+            effects.append(StopJob(job_id, name, known.state if known else S.CANCELLED, False))
     return effects
