@@ -50,7 +50,7 @@ def test_unknown_kinds_are_left_for_their_owner(tmp_path):
     assert [kind for kind, _ in store.load({"user": User})] == ["user"]
 
 
-def test_a_batch_is_written_once_at_its_end_in_order(tmp_path):
+def test_a_batch_is_queued_as_one_write_at_its_end_in_order(tmp_path):
     store = Store(tmp_path / "s.db")
     store.commit([("user", "old", user("old"))], [])
     with store.batch():
@@ -63,6 +63,8 @@ def test_a_batch_is_written_once_at_its_end_in_order(tmp_path):
         assert store.get("user", "old", User) is None
         with sqlite3.connect(tmp_path / "s.db") as raw:  # nobody else sees it before the batch ends
             assert sorted(r[0] for r in raw.execute("SELECT name FROM records")) == ["old"]
+    assert store.enqueued == 2 and stored(tmp_path / "s.db") == ["old"]  # queued: stored by a flush
+    store.flush()
     assert store.load({"user": User}) == [("user", user("a2"))]
 
 
@@ -72,6 +74,7 @@ def test_a_batch_ending_in_an_error_keeps_what_was_committed(tmp_path):
         with store.batch():
             store.commit([("user", "a", user("a"))], [])
             raise RuntimeError("the step failed after its commit")
+    store.flush()
     assert [r.name for _, r in store.load({"user": User})] == ["a"]
 
 
@@ -95,21 +98,29 @@ def stored(path) -> list[str]:
 def test_queued_writes_are_written_in_order_by_one_flush(tmp_path):
     store = Store(tmp_path / "s.db")
     for name in ("a", "b"):
-        with store.batch(flush=False):
+        with store.batch():
             store.commit([("user", name, user(name))], [])
-    with store.batch(flush=False):
+    with store.batch():
         store.commit([], [("user", "a")])  # queued after a's put: a is gone once flushed
-    assert store.queued == 3 and stored(tmp_path / "s.db") == []
-    assert store.get("user", "b", User) == user("b") and store.get("user", "a", User) is None  # seen while queued
+    assert store.enqueued == 3 and stored(tmp_path / "s.db") == []
     store.flush(1)  # a leader writes everything queued, not just what it waits for
     assert stored(tmp_path / "s.db") == ["b"]
     store.flush()  # nothing left: returns at once
     assert store.load({"user": User}) == [("user", user("b"))]
 
 
+def test_reading_back_another_threads_queued_write_stores_it_first(tmp_path):
+    store = Store(tmp_path / "s.db")
+    with store.batch():
+        store.commit([("user", "a", user("a"))], [])
+    assert stored(tmp_path / "s.db") == []
+    assert store.get("user", "a", User) == user("a")
+    assert stored(tmp_path / "s.db") == ["a"]  # never answers with what a SIGKILL could take back
+
+
 def test_a_failed_group_write_is_retried_by_the_next_flush(tmp_path, monkeypatch):
     store = Store(tmp_path / "s.db")
-    with store.batch(flush=False):
+    with store.batch():
         store.commit([("user", "a", user("a"))], [])
     write = store._write
 
@@ -120,7 +131,7 @@ def test_a_failed_group_write_is_retried_by_the_next_flush(tmp_path, monkeypatch
     with pytest.raises(sqlite3.OperationalError):
         store.flush()
     monkeypatch.setattr(store, "_write", write)
-    with store.batch(flush=False):
+    with store.batch():
         store.commit([("user", "b", user("b"))], [])
     store.flush()
     assert stored(tmp_path / "s.db") == ["a", "b"]
@@ -150,7 +161,7 @@ def test_the_state_lock_returns_only_once_what_its_holder_could_see_is_stored(tm
 
     store = Store(tmp_path / "s.db")
     lock = StateLock(store)
-    with store.batch(flush=False):  # another thread's step, queued but not yet written
+    with store.batch():  # another thread's step, queued but not yet written
         store.commit([("user", "other", user("other"))], [])
     with lock:  # a reader: it could have seen "other"
         assert stored(tmp_path / "s.db") == []

@@ -6,7 +6,9 @@ emulator has no power to cut. That keeps a commit in tens of microseconds instea
 
 Group commit: writes are queued in order and written by whichever waiting thread gets to the database first, all
 queued writes in one transaction, so concurrent submissions share a commit. The database therefore always holds a
-prefix of the queue, and flush(upto) returns once everything up to a point is in it.
+prefix of the queue, and flush(upto) returns once everything up to a point is in it. A failed write raises in the
+thread that led it (any thread: a reader too) and stays queued for the next flush; so an error from a flush does
+not say the write will not happen (a client retrying with its request_id is safe).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ CREATE TABLE IF NOT EXISTS meta (
 
 
 class Store:
-    """Implements the domain's Journal: commit() is one transaction, durable when it returns."""
+    """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -50,16 +52,16 @@ class Store:
         self._batch = threading.local()  # this thread's open batch: (kind, name) -> doc, or None for a delete
         self._queue_lock = threading.Lock()
         self._queue: list[dict[tuple[str, str], str | None]] = []  # queued writes, oldest first
-        self._queued = 0  # writes ever queued
+        self._enqueued = 0  # writes ever queued
         self._written = 0  # of which in the database (a prefix)
 
     @contextmanager
-    def batch(self, flush: bool = True):
+    def batch(self):
         """Within the block, this thread's commits are collected and queued as one write when it ends (also when it
-        ends with an error: what was committed was committed), then flushed. Why: one scheduling step starts and
-        ends many jobs, each a few records; one SQLite commit instead of one per record is most of its cost.
-        flush=False leaves the flush to the caller: the controller queues inside its state lock (so writes are
-        queued in the order they were made) and flushes after releasing it, before an RPC answers."""
+        ends with an error: what was committed was committed); flush() makes it durable. Why: one scheduling step
+        starts and ends many jobs, each a few records; one SQLite commit instead of one per record is most of its
+        cost. The controller queues inside its state lock (so writes are queued in the order they were made) and
+        flushes after releasing it, before an RPC answers."""
         if getattr(self._batch, "pending", None) is not None:
             yield  # already inside this thread's batch
             return
@@ -70,8 +72,6 @@ class Store:
             pending, self._batch.pending = self._batch.pending, None
             if pending:
                 self._enqueue(pending)
-            if flush:
-                self.flush()
 
     def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
         """Durable when it returns, unless inside a batch (then when the batch is flushed)."""
@@ -84,20 +84,20 @@ class Store:
             self.flush(self._enqueue(changes))
 
     @property
-    def queued(self) -> int:
-        """How many writes have been queued: flush(store.queued) waits for everything queued so far."""
-        return self._queued
+    def enqueued(self) -> int:
+        """How many writes have ever been queued: flush(store.enqueued) waits for everything queued so far."""
+        return self._enqueued
 
     def _enqueue(self, changes: dict[tuple[str, str], str | None]) -> int:
         with self._queue_lock:
             self._queue.append(changes)
-            self._queued += 1
-            return self._queued
+            self._enqueued += 1
+            return self._enqueued
 
     def flush(self, upto: int | None = None) -> None:
         """Return once the first `upto` queued writes (default: all queued so far) are in the database. The first
         thread to get the connection writes every queued write, its own and others', in one transaction."""
-        upto = self._queued if upto is None else upto
+        upto = self._enqueued if upto is None else upto
         if self._written >= upto:
             return
         with self._lock:
@@ -105,7 +105,7 @@ class Store:
                 return  # a leader wrote ours while we waited
             with self._queue_lock:
                 queued, self._queue = self._queue, []
-                last = self._queued
+                last = self._enqueued
             merged: dict[tuple[str, str], str | None] = {}
             for changes in queued:
                 merged.update(changes)
@@ -148,12 +148,11 @@ class Store:
 
     def get(self, kind: str, name: str, model: type[BaseModel]) -> BaseModel | None:
         key = (kind, name)
-        with self._queue_lock:
-            newest_first = [getattr(self._batch, "pending", None) or {}, *reversed(self._queue)]
-        for changes in newest_first:
-            if key in changes:
-                doc = changes[key]
-                return model.model_validate_json(doc) if doc is not None else None
+        pending = getattr(self._batch, "pending", None) or {}
+        if key in pending:  # this thread's own batch
+            doc = pending[key]
+            return model.model_validate_json(doc) if doc is not None else None
+        self.flush()  # what other threads queued: only what is stored may be read back
         with self._lock:
             row = self._db.execute("SELECT doc FROM records WHERE kind = ? AND name = ?", (kind, name)).fetchone()
         return model.model_validate_json(row[0]) if row else None
@@ -168,6 +167,8 @@ class Store:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     def close(self) -> None:
-        self.flush()
-        with self._lock:
-            self._db.close()
+        try:
+            self.flush()
+        finally:
+            with self._lock:
+                self._db.close()

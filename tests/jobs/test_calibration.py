@@ -8,15 +8,16 @@ from vipu.jobs import Assumptions
 from vipu.jobs.calibration import RUNS, predicted_step_s, resnet50_assumptions, solve
 
 
-def test_run_throughput_is_images_over_epoch_time():
+def test_run_throughput_is_images_over_the_median_epoch():
     pod64 = RUNS[1]
-    # 40 epochs of ImageNet's 1,281,167 images in 356,562 ms (the sum of the log's epoch times)
-    assert sum(pod64.epoch_ms) == 356_562
-    assert pod64.images_per_s == pytest.approx(40 * 1_281_167 / 356.562)
+    # ImageNet's 1,281,167 images in the median of the log's 40 epoch times (8,760 ms; the mean, 8,914, has the
+    # checkpoint epochs and the last one in it)
+    assert len(pod64.epoch_ms) == 40 and sorted(pod64.epoch_ms)[19:21] == [8742, 8778]
+    assert pod64.images_per_s == pytest.approx(1_281_167 / 8.760)
     assert pod64.step_s == pytest.approx(64 * 20 * 4 / pod64.images_per_s)
 
 
-def test_solved_constants_reproduce_every_run():
+def test_the_solve_is_exact_as_the_step_time_is_linear_in_the_constants():
     fitted = solve()
     for run in RUNS:
         assert predicted_step_s(run, resnet50_assumptions(**fitted)) == pytest.approx(run.step_s, rel=1e-9)

@@ -90,6 +90,7 @@ def test_completing_job_finishes_with_its_exit_code():
 
 @pytest.mark.parametrize("name, job", [
     ("slurm_42", 42), ("slurm_0", 0), ("slurm_", None), ("slurm_4x", None), ("mine", None), ("xslurm_4", None),
+    ("slurm_042", None), ("slurm_-1", None),
 ])
 def test_only_the_schedulers_partition_names_map_back_to_a_job(name, job):
     from vipu.scheduler.job import job_of_partition, partition_name

@@ -39,6 +39,7 @@ def test_reflection_lists_every_service(stubs):
         (p.CreatePartitionRequest(name="\x00\x01", size=4), grpc.StatusCode.INVALID_ARGUMENT),
         (p.CreatePartitionRequest(name="", size=4), grpc.StatusCode.INVALID_ARGUMENT),
         (p.CreatePartitionRequest(name="a", size=4, allocation="../etc"), grpc.StatusCode.INVALID_ARGUMENT),
+        (p.CreatePartitionRequest(name="slurm_7", size=4), grpc.StatusCode.INVALID_ARGUMENT),  # job 7's name
     ],
 )
 def test_bad_requests_get_invalid_argument_and_the_server_keeps_serving(stubs, request_, status):

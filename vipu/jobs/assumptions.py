@@ -18,7 +18,7 @@ class Assumptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     compute_efficiency: float = Field(
-        0.28, gt=0, le=1,
+        0.284, gt=0, le=1,
         description="fraction of peak FLOPS the IPU sustains on a model's compute: one global constant, never refitted"
         " per system or model; calibrated with the two sync costs below on Graphcore's MLPerf v2.0 ResNet-50 runs on"
         " Bow Pod16/64/256 (vipu/jobs/calibration.py)",
@@ -44,14 +44,15 @@ class Assumptions(BaseModel):
         " replica sum op is scheduled', README)",
     )
     sync_per_machine_s: float = Field(
-        0.64e-6, ge=0,
-        description="what one partition-wide sync costs per IPU-Machine of the partition (Sync-Links run machine to"
-        " machine, so a sync's latency grows with the machines it spans). Every collective and inter-IPU exchange"
+        0.61e-6, ge=0,
+        description="what one partition-wide sync costs per IPU-Machine it spans inside one IPU-Link domain (at most"
+        " a Pod64's 16; Sync-Links run machine to machine, so a sync's latency grows with the machines it spans;"
+        " across Pod64s gateway_sync_s is added). Every collective and inter-IPU exchange"
         " starts with one. Not published; calibrated with compute_efficiency and gateway_sync_s on Graphcore's"
         " MLPerf v2.0 ResNet-50 runs on Bow Pod16/64/256 (vipu/jobs/calibration.py)",
     )
     gateway_sync_s: float = Field(
-        19.3e-6, ge=0,
+        19.4e-6, ge=0,
         description="what a partition-wide sync costs on top when the partition spans IPU-Link domains (it goes"
         " through the IPU-Gateways over GW-Links). Not published; calibrated as sync_per_machine_s is",
     )
@@ -80,8 +81,8 @@ class Assumptions(BaseModel):
             "Streaming Memory: a machine's bandwidth shared by its IPUs, reads and writes in parallel,"
             " not overlapped with compute",
             f"syncs: every collective and inter-IPU exchange starts with a sync across the whole partition, costing"
-            f" {self.sync_per_machine_s * 1e6:g} us per machine it spans, {self.gateway_sync_s * 1e6:g} us more across"
-            " Pod64s (calibrated with the compute efficiency: vipu/jobs/calibration.py)",
+            f" {self.sync_per_machine_s * 1e6:g} us per machine it spans in a Pod64, {self.gateway_sync_s * 1e6:g} us"
+            " more across Pod64s (calibrated with the compute efficiency: vipu/jobs/calibration.py)",
             "optimiser update arithmetic and host I/O are not modelled (the calibration runs' share of them is"
             " inside the calibrated figures)",
         ]

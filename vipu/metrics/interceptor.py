@@ -14,7 +14,8 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         self.metrics = metrics
         # full method name -> (the servicer's handler, our counting wrapper of it). Why: building the wrapper and
         # looking up its label children is a good part of a small RPC's cost, and the servicer's handlers are
-        # fixed; a different handler (an auth refusal is a new one each call) gets a wrapper of its own.
+        # fixed; a different handler (an auth refusal is a new one each call) gets a wrapper of its own and takes
+        # the cache (so refusals between successes cost what every call cost before the cache, no more).
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     def intercept_service(self, continuation, handler_call_details):

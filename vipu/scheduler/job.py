@@ -23,7 +23,9 @@ def partition_name(job_id: int) -> str:
 def job_of_partition(name: str) -> int | None:
     """The job whose partition_name() this is, or None for any other partition."""
     number = name.removeprefix("slurm_")
-    return int(number) if number != name and number.isdigit() else None
+    if number == name or not number.isdigit() or partition_name(int(number)) != name:  # "slurm_042" is nobody's
+        return None
+    return int(number)
 
 
 class Transition(NamedTuple):

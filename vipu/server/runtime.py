@@ -46,7 +46,7 @@ class StateLock:
 
     def __enter__(self) -> "StateLock":
         self._lock.acquire()
-        self._batch = self._store.batch(flush=False)
+        self._batch = self._store.batch()
         self._batch.__enter__()
         return self
 
@@ -55,7 +55,7 @@ class StateLock:
         try:
             batch.__exit__(*exc)
         finally:
-            seen = self._store.queued
+            seen = self._store.enqueued
             self._lock.release()
         self._store.flush(seen)
 
