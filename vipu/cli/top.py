@@ -5,19 +5,24 @@ from __future__ import annotations
 
 import time
 
+from typing import TYPE_CHECKING
+
 import typer
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
+
+if TYPE_CHECKING:
+    from rich.console import Group
 
 COLOURS = ["green", "cyan", "magenta", "yellow", "blue", "bright_green", "bright_cyan", "bright_magenta"]
 
 
 def frame(conn, queue_rows: int = 10) -> Group:
+    from rich.console import Group  # rich costs ~30 ms to import: only `vipu top` pays it
+    from rich.table import Table
+    from rich.text import Text
+
     ipus = conn.call(conn.partitions.ListIpus, p.ListIpusRequest()).ipus
     info = conn.call(conn.jobs.ClusterInfo, j.ClusterInfoRequest())
     jobs = conn.call(conn.jobs.ListJobs, j.ListJobsRequest()).jobs
@@ -79,6 +84,9 @@ def register(app: typer.Typer) -> None:
         once: bool = typer.Option(False, "--once", help="print one frame and exit (also when not on a terminal)"),
     ):
         """A live view of IPUs per machine, running jobs and the queue (Ctrl-C to quit)."""
+        from rich.console import Console
+        from rich.live import Live
+
         conn = ctx.obj.conn
         console = Console()
         if once or not console.is_terminal:
