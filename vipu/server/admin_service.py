@@ -126,24 +126,15 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
             users = sorted(self.state.users.values(), key=lambda x: x.name)
             return a.ListUsersResponse(users=[convert.user(x) for x in users])
 
-    def _fail(self, ipus: list[int]):
-        with self.rt.lock:
-            now = self.rt.now()
-            failed = self.rt.controller.partitions.fail_ipus(ipus)
-            # jobs on those IPUs end NODE_FAIL (requeued if their spec allows) and their partitions are removed
-            self.rt.dispatcher.apply(self.rt.scheduler.fail_ipus(ipus, now), now)
-        self.rt.dispatcher.wake()
-        return failed
-
     @rpc
     def FailIpus(self, request, context):
-        failed = self._fail(list(request.ipus))
+        failed = self.rt.fail_ipus(list(request.ipus))
         return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
 
     @rpc
     def FailLink(self, request, context):
         self.state.topology.require_link(request.ipu_a, request.ipu_b)
-        failed = self._fail([request.ipu_a, request.ipu_b])
+        failed = self.rt.fail_ipus([request.ipu_a, request.ipu_b])
         self.rt.fleet.fail_link(request.ipu_a, request.ipu_b)  # the emulated machines refuse traffic over it too
         return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
 

@@ -124,12 +124,8 @@ class Fleet:
         topology = self.rt.controller.state.topology
         ipus = [ipu for m in machines for ipu in topology.machine_ipus(m)]
         log.error("machines %s failed: IPUs %s out of service until repaired", machines, ipus)
-        with self.rt.lock:
-            now = self.rt.now()
-            self.rt.controller.partitions.fail_ipus(ipus)
-            self.rt.dispatcher.apply(self.rt.scheduler.fail_ipus(ipus, now), now)
+        self.rt.fail_ipus(ipus)
         self._lost.update(machines)
-        self.rt.dispatcher.wake()
 
     # -- operator actions -------------------------------------------------------------------------------------------
     def kill(self, machine: int) -> None:

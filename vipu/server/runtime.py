@@ -83,6 +83,17 @@ class Runtime:
 
     secure: bool = False
 
+    def fail_ipus(self, ipus: list[int]) -> list:
+        """Take IPUs out of service (an operator's FailIpus, or their machine was lost): the partitions on them
+        fail, jobs on them end NODE_FAIL (requeued if their spec allows) and lose their partitions, and the
+        dispatcher wakes to place what can go elsewhere. Returns the partitions that failed."""
+        with self.lock:
+            now = self.now()
+            failed = self.controller.partitions.fail_ipus(ipus)
+            self.dispatcher.apply(self.scheduler.fail_ipus(ipus, now), now)
+        self.dispatcher.wake()
+        return failed
+
     def user_for_key(self, key: str):
         with self.lock:
             return self.controller.admin.user_for_key(key)
