@@ -206,7 +206,7 @@ def test_queries_queue_history_info_priority():
     s.cycle(3)
     queue = s.queue()
     assert [j.id for j in queue] == [3, 1, 2]  # running first, then pending in priority order
-    assert [j.id for j in s.queue(user="bob")] == [3, 2]
+    assert [j.id for j in s.queue(lambda j: j.user == "bob")] == [3, 2]
     assert [j.state for j in s.history()] == [S.PENDING, S.PENDING, S.RUNNING]
     rows = s.priorities(10)
     assert [r.job_id for r in rows] == [1, 2] and rows[0].total > rows[1].total

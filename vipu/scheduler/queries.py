@@ -7,7 +7,7 @@ record (see job.py), so each returned copy carries the values of the moment it w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from vipu.partition.placement import largest_free_block
 from vipu.scheduler.job import Job, PriorityBreakdown
@@ -56,23 +56,20 @@ def decorate(s: Scheduler, job: Job) -> Job:
     return job.model_copy(update={"reason": reason, "estimated_start": estimate})
 
 
-def queue(s: Scheduler, user: str | None) -> list[Job]:
+def queue(s: Scheduler, keep: Callable[[Job], bool] | None) -> list[Job]:
     jobs = s.table.jobs
     running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
     at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()), default=0.0)
     pending = [jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True)]
-    out = running + pending
-    if user is not None:
-        out = [j for j in out if j.user == user]
-    return [decorate(s, j) for j in out]
+    return [decorate(s, j) for j in running + pending if keep is None or keep(j)]
 
 
-def history(s: Scheduler, user: str | None, states: Iterable[JobState] | None) -> list[Job]:
+def history(s: Scheduler, keep: Callable[[Job], bool] | None, states: Iterable[JobState] | None) -> list[Job]:
     wanted = set(states) if states is not None else None
     out = []
     for job_id in sorted(s.table.jobs):
         job = s.table.jobs[job_id]
-        if (user is None or job.user == user) and (wanted is None or job.state in wanted):
+        if (wanted is None or job.state in wanted) and (keep is None or keep(job)):
             out.append(decorate(s, job))
     return out
 

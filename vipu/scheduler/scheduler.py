@@ -10,7 +10,7 @@ Not thread-safe: the server serialises calls (one lock around the scheduler), as
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from pydantic import BaseModel
 
@@ -300,13 +300,15 @@ class Scheduler:
             job = job.model_copy(update={"priority": self.priority(job_id, now)})
         return job
 
-    def queue(self, user: str | None = None) -> list[Job]:
-        """squeue: running jobs by start time, then pending jobs in the last cycle's priority order."""
-        return queries.queue(self, user)
+    def queue(self, keep: Callable[[Job], bool] | None = None) -> list[Job]:
+        """squeue: running jobs by start time, then pending jobs in the last cycle's priority order; with `keep`,
+        only the jobs it keeps (filtered before their reasons and estimates are worked out)."""
+        return queries.queue(self, keep)
 
-    def history(self, user: str | None = None, states: Iterable[JobState] | None = None) -> list[Job]:
-        """sacct: every job the scheduler remembers, by id."""
-        return queries.history(self, user, states)
+    def history(self, keep: Callable[[Job], bool] | None = None,
+                states: Iterable[JobState] | None = None) -> list[Job]:
+        """sacct: every job the scheduler remembers (in `states`, kept by `keep`), by id."""
+        return queries.history(self, keep, states)
 
     def priority(self, job_id: int, now: float) -> PriorityBreakdown:
         """sprio for one pending job."""

@@ -89,16 +89,12 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         wanted = states_of(request.states)
         users = set(request.users)
         ids = set(request.ids)
+        def keep(x) -> bool:
+            return ((not users or x.user in users) and identity.sees(x.user) and (wanted is None or x.state in wanted)
+                    and (not ids or x.id in ids or x.array_job_id in ids))
+
         with self.rt.lock:
-            out = [
-                x
-                for x in self.rt.scheduler.queue()
-                if (not users or x.user in users)
-                and identity.sees(x.user)
-                and (wanted is None or x.state in wanted)
-                and (not ids or x.id in ids or x.array_job_id in ids)
-            ]
-            return job_convert.jobs(out)
+            return job_convert.jobs(self.rt.scheduler.queue(keep))
 
     @rpc
     def GetJob(self, request, context):
@@ -135,7 +131,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         if request.users:
             users = set(request.users)
             with self.rt.lock:
-                ids += [x.id for x in self.rt.scheduler.queue() if x.user in users and x.id not in ids]
+                named = set(ids)
+                ids += [x.id for x in self.rt.scheduler.queue(lambda x: x.user in users and x.id not in named)]
             if not ids:
                 return j.ListJobsResponse()
         return self._changed(self._each(ids, lambda i, now: self.rt.scheduler.cancel([i], now), context))
@@ -178,8 +175,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         wanted = states_of(request.states)
         users = set(request.users)
         with self.rt.lock:
-            finished = self.rt.scheduler.history(None, wanted or TERMINAL)  # like sacct: ended jobs by default
-            out = [x for x in finished if (not users or x.user in users) and identity.sees(x.user)]
+            out = self.rt.scheduler.history(  # like sacct: ended jobs by default
+                lambda x: (not users or x.user in users) and identity.sees(x.user), wanted or TERMINAL)
         if request.limit > 0:
             out = out[-request.limit :]
         return job_convert.jobs(out)
