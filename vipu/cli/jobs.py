@@ -117,8 +117,10 @@ def register(app: typer.Typer) -> None:
     ):
         """Pending and running jobs (squeue), running first, then pending in priority order."""
         cli = ctx.obj
-        reply = cli.conn.call(cli.conn.jobs.ListJobs, j.ListJobsRequest(users=user or [], states=state or []))
-        if cli.wants_json(json_out):
+        as_json = cli.wants_json(json_out)
+        request = j.ListJobsRequest(users=user or [], states=state or [], brief=not as_json)
+        reply = cli.conn.call(cli.conn.jobs.ListJobs, request)
+        if as_json:
             print_json(as_dict(reply).get("jobs", []))
             return
         now = time.time()
@@ -256,8 +258,10 @@ def register(app: typer.Typer) -> None:
     ):
         """Finished jobs with submit, start, end, elapsed, state and exit code (sacct)."""
         cli = ctx.obj
-        reply = cli.conn.call(cli.conn.jobs.History, j.HistoryRequest(users=user or [], states=state or [], limit=limit))
-        if cli.wants_json(json_out):
+        as_json = cli.wants_json(json_out)
+        request = j.HistoryRequest(users=user or [], states=state or [], limit=limit, brief=not as_json)
+        reply = cli.conn.call(cli.conn.jobs.History, request)
+        if as_json:
             print_json(as_dict(reply).get("jobs", []))
             return
         rows = []

@@ -25,7 +25,7 @@ def frame(conn, queue_rows: int = 10) -> Group:
 
     ipus = conn.call(conn.partitions.ListIpus, p.ListIpusRequest()).ipus
     info = conn.call(conn.jobs.ClusterInfo, j.ClusterInfoRequest())
-    jobs = conn.call(conn.jobs.ListJobs, j.ListJobsRequest()).jobs
+    jobs = conn.call(conn.jobs.ListJobs, j.ListJobsRequest(brief=True)).jobs
     colour = {}
     for ipu in ipus:
         if ipu.partition and ipu.partition not in colour:

@@ -9,8 +9,9 @@ from vipu.scheduler.states import SHORT
 from vipu.v1 import job_pb2 as j
 
 
-def job(x: Job) -> j.Job:
-    return j.Job(
+def job(x: Job, brief: bool = False) -> j.Job:
+    """brief: without spec_json and detail_json (a listing's table needs neither; they are most of its cost)."""
+    message = j.Job(
         id=x.id,
         name=x.name,
         user=x.user,
@@ -35,17 +36,17 @@ def job(x: Job) -> j.Job:
         admin_hold=x.admin_hold,
         begin_time=x.begin_time,
         priority=x.priority.total if x.priority else 0.0,
-        spec_json=x.spec.model_dump_json(),
-        detail_json=json.dumps(
-            {
-                "first_ipu": x.first_ipu,
-                "history": [{"state": t.state.value, "at": t.at} for t in x.history],
-                "priority": x.priority.model_dump() if x.priority else None,
-                "request_id": x.request_id,
-            }
-        ),
     )
+    if not brief:
+        message.spec_json = x.spec.model_dump_json()
+        message.detail_json = json.dumps({
+            "first_ipu": x.first_ipu,
+            "history": [{"state": t.state.value, "at": t.at} for t in x.history],
+            "priority": x.priority.model_dump() if x.priority else None,
+            "request_id": x.request_id,
+        })
+    return message
 
 
-def jobs(xs) -> j.ListJobsResponse:
-    return j.ListJobsResponse(jobs=[job(x) for x in xs])
+def jobs(xs, brief: bool = False) -> j.ListJobsResponse:
+    return j.ListJobsResponse(jobs=[job(x, brief) for x in xs])

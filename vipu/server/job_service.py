@@ -94,7 +94,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
                     and (not ids or x.id in ids or x.array_job_id in ids))
 
         with self.rt.lock:
-            return job_convert.jobs(self.rt.scheduler.queue(keep))
+            return job_convert.jobs(self.rt.scheduler.queue(keep), request.brief)
 
     @rpc
     def GetJob(self, request, context):
@@ -179,7 +179,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
                 lambda x: (not users or x.user in users) and identity.sees(x.user), wanted or TERMINAL)
         if request.limit > 0:
             out = out[-request.limit :]
-        return job_convert.jobs(out)
+        return job_convert.jobs(out, request.brief)
 
     @rpc
     def ClusterInfo(self, request, context):

@@ -91,14 +91,16 @@ class JobLogsResponse(_message.Message):
     def __init__(self, lines: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("users", "states", "ids")
+    __slots__ = ("users", "states", "ids", "brief")
     USERS_FIELD_NUMBER: _ClassVar[int]
     STATES_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
+    BRIEF_FIELD_NUMBER: _ClassVar[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     states: _containers.RepeatedScalarFieldContainer[str]
     ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    brief: bool
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., ids: _Optional[_Iterable[int]] = ..., brief: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs",)
@@ -123,14 +125,16 @@ class JobIdsRequest(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., admin: _Optional[bool] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
-    __slots__ = ("users", "states", "limit")
+    __slots__ = ("users", "states", "limit", "brief")
     USERS_FIELD_NUMBER: _ClassVar[int]
     STATES_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    BRIEF_FIELD_NUMBER: _ClassVar[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     states: _containers.RepeatedScalarFieldContainer[str]
     limit: int
-    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ...) -> None: ...
+    brief: bool
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ...) -> None: ...
 
 class ClusterInfoRequest(_message.Message):
     __slots__ = ()

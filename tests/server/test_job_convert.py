@@ -1,0 +1,22 @@
+"""Job records to protobuf: a brief listing leaves out what a table does not show, and nothing else."""
+
+from __future__ import annotations
+
+import json
+
+from vipu.partition.pod import load_pod
+from vipu.scheduler.scheduler import Scheduler
+from vipu.server import job_convert
+
+
+def test_brief_jobs_leave_out_only_the_spec_and_the_detail():
+    s = Scheduler(load_pod("bow-pod16"))
+    s.submit({"name": "a", "ipus": 4, "time_limit": "10m", "hold": True}, 0.0)
+    job = s.queue()[0]
+    full, brief = job_convert.job(job), job_convert.job(job, brief=True)
+    assert json.loads(full.spec_json)["name"] == "a" and json.loads(full.detail_json)["history"]
+    assert brief.spec_json == "" and brief.detail_json == ""
+    full.ClearField("spec_json")
+    full.ClearField("detail_json")
+    assert brief == full  # every other field the same
+    assert [x.reason for x in job_convert.jobs([job], brief=True).jobs] == ["JobHeldUser"]
