@@ -86,9 +86,18 @@ def test_a_bad_size_message_offers_the_nearest_sizes_that_fit(pod_name, size, su
                    InvalidArgument, [f"size is {size}", suggestion])
 
 
-@pytest.mark.parametrize("name", ["p1", "slurm_1234", "a.b-c_d", "X" * 64, "0start"])
+@pytest.mark.parametrize("name", ["p1", "slurm_x", "slurm_042", "a.b-c_d", "X" * 64, "0start"])
 def test_good_names_are_accepted(name, scene_factory):
     assert scene_factory("bow-pod16").partition(name, 1).ctl.partitions.get(name).name == name
+
+
+def test_slurm_n_is_job_ns_partition_only(scene_factory, builders):
+    # anyone else taking slurm_7 would stop job 7 from starting: its partition could not be made
+    scene = scene_factory("bow-pod16")
+    for holder in (None, "job 8", "someone"):
+        assert_refused(scene, builders, lambda ctl: ctl.partitions.create(builders.request("slurm_7", 4, holder=holder)),
+                       InvalidArgument, ["'slurm_7' is reserved for the partition of job 7", "choose another name"])
+    assert scene.partition("slurm_7", 4, holder="job 7").ctl.partitions.get("slurm_7").holder == "job 7"
 
 
 REFUSED_IN_STATE = [

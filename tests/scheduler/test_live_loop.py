@@ -4,6 +4,7 @@ usable mask, and every started job's partition is created on exactly the block t
 from vipu.partition.controller import Controller
 from vipu.partition.partition import PartitionRequest
 from vipu.partition.placement import place
+from vipu.partition.rules import job_holder
 from vipu.partition.state import NoJournal
 from vipu.scheduler.effects import StartJob, StopJob
 
@@ -17,7 +18,7 @@ def apply(controller: Controller, effects) -> None:
         elif isinstance(e, StartJob):
             assert place(e.place_mask, POD64.ipus, e.ipus) == e.first_ipu
             made = controller.partitions.create(PartitionRequest(
-                name=e.partition, size=e.ipus, first_ipu=e.first_ipu, holder=e.partition, allocation=e.allocation))
+                name=e.partition, size=e.ipus, first_ipu=e.first_ipu, holder=job_holder(e.job_id), allocation=e.allocation))
             assert made.first_ipu == e.first_ipu
 
 

@@ -93,8 +93,8 @@ def test_completing_job_finishes_with_its_exit_code():
     ("slurm_042", None), ("slurm_-1", None),
 ])
 def test_only_the_schedulers_partition_names_map_back_to_a_job(name, job):
-    from vipu.scheduler.job import job_of_partition, partition_name
+    from vipu.partition.rules import job_of_partition, job_partition_name
 
     assert job_of_partition(name) == job
     if job is not None:
-        assert partition_name(job) == name
+        assert job_partition_name(job) == name

@@ -15,7 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from vipu.partition.states import PartitionState
-from vipu.scheduler.job import job_of_partition
+from vipu.partition.rules import job_of_partition
 from vipu.scheduler.states import JobState
 from vipu.workers.telemetry import ipu_reading, power_watts, temperatures_celsius
 

@@ -23,7 +23,8 @@ class PartitionRequest(BaseModel):
     reconfigurable: bool = False
     allocation: str | None = Field(default=None, description="the allocation to carve from; default: 'default'")
     owner: str = ""
-    holder: str | None = Field(default=None, description="created in use by this job (the scheduler's slurm_<id>)")
+    holder: str | None = Field(
+        default=None, description="created in use by this holder (job <id> for a job's partition slurm_<id>)")
     first_ipu: int | None = Field(default=None, description="the block the scheduler chose; default: placement picks")
 
 

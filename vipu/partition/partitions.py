@@ -9,7 +9,7 @@ from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, Reso
 from vipu.partition.admin_objects import DEFAULT_ALLOCATION, IpuFailure
 from vipu.partition.partition import Partition, PartitionRequest, Transition
 from vipu.partition.placement import block_mask, largest_free_block, place
-from vipu.partition.rules import check_gcds, check_name, check_size
+from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size
 from vipu.partition.state import Journal, PodState
 from vipu.partition.states import PartitionState as S
 
@@ -39,6 +39,7 @@ class Partitions:
     def create(self, request: PartitionRequest) -> Partition:
         state = self.state
         check_name("partition", request.name)
+        check_job_name(request.name, request.holder)
         check_size(request.size, state.pod)
         check_gcds(request.size, request.num_gcds, request.gcd_sync_replicas)
         if request.name in state.partitions:

@@ -26,6 +26,32 @@ def check_name(kind: str, name: str) -> str:
     return name
 
 
+def job_partition_name(job_id: int) -> str:
+    """The partition a running job holds, named as V-IPU's Slurm plugin names it."""
+    return f"slurm_{job_id}"
+
+
+def job_of_partition(name: str) -> int | None:
+    """The job whose job_partition_name() this is, or None for any other partition."""
+    number = name.removeprefix("slurm_")
+    if number == name or not number.isdigit() or job_partition_name(int(number)) != name:  # "slurm_042" is nobody's
+        return None
+    return int(number)
+
+
+def job_holder(job_id: int) -> str:
+    """The holder of a job's partition."""
+    return f"job {job_id}"
+
+
+def check_job_name(name: str, holder: str | None) -> None:
+    """slurm_<n> is job n's: anyone else taking it would stop job n from starting (its partition could not be made)."""
+    job = job_of_partition(name)
+    if job is not None and holder != job_holder(job):
+        raise InvalidArgument(f"partition name {name!r} is reserved for the partition of job {job} (slurm_<job id>);"
+                              " choose another name")
+
+
 def is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 

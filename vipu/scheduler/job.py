@@ -15,19 +15,6 @@ from vipu.scheduler.spec import JobSpec
 from vipu.scheduler.states import TRANSITIONS, JobState, check_transition
 
 
-def partition_name(job_id: int) -> str:
-    """The partition a running job holds, named as V-IPU's Slurm plugin names it."""
-    return f"slurm_{job_id}"
-
-
-def job_of_partition(name: str) -> int | None:
-    """The job whose partition_name() this is, or None for any other partition."""
-    number = name.removeprefix("slurm_")
-    if number == name or not number.isdigit() or partition_name(int(number)) != name:  # "slurm_042" is nobody's
-        return None
-    return int(number)
-
-
 class Transition(NamedTuple):
     """When the job entered a state. A tuple, stored in JSON as ["RUNNING", 12.0]: one is made per state change
     of thousands of jobs a second in a replay, and a tuple costs a fifth of a model."""

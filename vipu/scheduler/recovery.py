@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Iterable
 from pydantic import BaseModel
 
 from vipu.errors import FailedPrecondition, InvalidArgument
+from vipu.partition.rules import job_of_partition, job_partition_name
 from vipu.scheduler.effects import Effect, StopJob
-from vipu.scheduler.job import KINDS, META_NAME, Job, SchedulerMeta, job_of_partition, partition_name
+from vipu.scheduler.job import KINDS, META_NAME, Job, SchedulerMeta
 from vipu.scheduler.states import JobState
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
         s._charge(job, now)
     s.table.next_id = next_id
     effects: list[Effect] = []
-    running = {partition_name(i) for i in s.table.running}
+    running = {job_partition_name(i) for i in s.table.running}
     for name in sorted(live - running):
         job_id = job_of_partition(name)
         if job_id is not None:

@@ -15,12 +15,12 @@ from vipu.jobs.spec import TrainWorkload
 from vipu.jobs.suggest import check_fits
 from vipu.jobs.train.problem import check_runnable
 from vipu.partition.pod import PodConfig
-from vipu.partition.rules import check_name, check_size
+from vipu.partition.rules import check_name, check_size, job_partition_name
 from vipu.scheduler.arrays import ArraySyntaxError
 from vipu.scheduler.begin import begin_time
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.durations import MAX_SECONDS, format_duration
-from vipu.scheduler.job import Job, Transition, partition_name
+from vipu.scheduler.job import Job, Transition
 from vipu.scheduler.spec import JobSpec
 from vipu.scheduler.states import JobState
 from vipu.scheduler.table import JobTable
@@ -110,7 +110,7 @@ def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id:
     array_job_id = first_id if indices is not None else None
     return [
         Job.trusted(
-            id=job_id, name=spec.name, user=spec.user, account=spec.account, partition=partition_name(job_id),
+            id=job_id, name=spec.name, user=spec.user, account=spec.account, partition=job_partition_name(job_id),
             array_job_id=array_job_id, array_task_id=indices[k] if indices is not None else None, spec=spec,
             state=state, held=spec.hold, begin_time=begin, submit_time=now, request_id=request_id,
             history=[Transition(state, now)],

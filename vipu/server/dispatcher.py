@@ -21,6 +21,7 @@ from vipu.errors import NotFound, VipuError
 from vipu.jobs.spec import TrainWorkload
 from vipu.partition.admin_objects import DEFAULT_ALLOCATION
 from vipu.partition.partition import PartitionRequest
+from vipu.partition.rules import job_holder
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.spec import SleepWorkload
 from vipu.scheduler.states import JobState
@@ -125,7 +126,7 @@ class Dispatcher:
             name=start.partition,
             size=start.ipus,
             allocation=start.allocation,
-            holder=f"job {start.job_id}",
+            holder=job_holder(start.job_id),
             owner=self.rt.scheduler.table.jobs[start.job_id].user,
             first_ipu=start.first_ipu,
             reconfigurable=True,  # as the V-IPU Slurm plugin creates them

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from vipu import __version__
-from vipu.errors import InvalidArgument
 from vipu.partition.partition import PartitionRequest
-from vipu.scheduler.job import job_of_partition
 from vipu.server import convert
 from vipu.server.status import rpc
 from vipu.v1 import partition_pb2 as p
@@ -30,9 +28,6 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
 
     @rpc
     def CreatePartition(self, request, context):
-        if job_of_partition(request.name) is not None:  # it would take the name the job's own partition needs
-            raise InvalidArgument(f"name {request.name!r} is reserved for the partition of job"
-                                  f" {job_of_partition(request.name)} (slurm_<job id>); choose another name")
         spec = PartitionRequest(
             name=request.name,
             size=request.size,

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from vipu.jobs.train.poprun import partition_environments, summary_lines
 from vipu.jobs.train.report import StepReport, TrainingResult
 from vipu.jobs.train.runner import local_transport, run_training
-from vipu.scheduler.job import partition_name
+from vipu.partition.rules import job_partition_name
 
 log = logging.getLogger("vipu.training")
 
@@ -49,7 +49,7 @@ class Training:
         """The environment of each poprun instance of the job, from its partition slurm_<id> as the controller
         holds it now and the address jobs reach the controller at (the caller holds the runtime lock)."""
         state = self.rt.controller.state
-        partition = state.get("partition", partition_name(job_id))
+        partition = state.get("partition", job_partition_name(job_id))
         return partition_environments(partition, state, self.rt.api_host, self.rt.api_port, workload.layout)
 
     def start(self, job_id: int, started: float, first_ipu: int, workload) -> None:
