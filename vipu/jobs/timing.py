@@ -39,6 +39,14 @@ from vipu.jobs.memory import optimizer_bytes, stash_bytes
 from vipu.partition.pod import PodConfig
 
 
+# (label, field) of each part of a step, in the order reports show them; the emulator's StepReport uses the same
+# field names for the parts it measures
+PARTS = (("compute", "compute_s"), ("pipeline bubble", "bubble_s"),
+         ("tensor-parallel collectives", "tensor_parallel_s"), ("pipeline sends", "pipeline_send_s"),
+         ("batch-norm statistics", "batch_norm_s"), ("syncs", "sync_s"),
+         ("data-parallel allreduce", "data_parallel_s"), ("streaming memory", "streaming_s"))
+
+
 class StepTime(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -59,10 +67,7 @@ class StepTime(BaseModel):
         return sum(seconds for _, seconds in self.parts())
 
     def parts(self) -> list[tuple[str, float]]:
-        return [("compute", self.compute_s), ("pipeline bubble", self.bubble_s),
-                ("tensor-parallel collectives", self.tensor_parallel_s), ("pipeline sends", self.pipeline_send_s),
-                ("batch-norm statistics", self.batch_norm_s), ("syncs", self.sync_s),
-                ("data-parallel allreduce", self.data_parallel_s), ("streaming memory", self.streaming_s)]
+        return [(label, getattr(self, field)) for label, field in PARTS]
 
 
 def recomputes(layout) -> bool:

@@ -89,7 +89,8 @@ class Job(BaseModel):
         _setattr(job, "__pydantic_private__", None)
         return job
 
-    def _with(self, changes: dict) -> Job:
+    def updated(self, changes: dict) -> Job:
+        """A copy with `changes`, which the scheduler computed itself: not validated again (see trusted)."""
         job = _new(type(self))
         _setattr(job, "__dict__", {**self.__dict__, **changes})
         _setattr(job, "__pydantic_fields_set__", self.__pydantic_fields_set__ | changes.keys())
@@ -103,7 +104,7 @@ class Job(BaseModel):
             check_transition(self.id, self.state, state)  # raises, naming the transitions allowed
         changes["state"] = state
         changes["history"] = [*self.history, Transition(state, now)]
-        return self._with(changes)
+        return self.updated(changes)
 
     def requeued(self, now: float) -> Job:
         """Back in the queue under the same id: the last run's placement and times are cleared (history keeps

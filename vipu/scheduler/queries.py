@@ -53,7 +53,7 @@ def decorate(s: Scheduler, job: Job) -> Job:
         estimate = info.estimated_start if info else None
     if reason == job.reason and estimate == job.estimated_start:
         return job
-    return job._with({"reason": reason, "estimated_start": estimate})  # scheduler-computed: no revalidation
+    return job.updated({"reason": reason, "estimated_start": estimate})
 
 
 def queue(s: Scheduler, keep: Callable[[Job], bool] | None) -> list[Job]:

@@ -16,6 +16,7 @@ from typing import Callable, Mapping, Sequence
 from vipu.fabric import Group, LocalTransport
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.planner import describe_model, plan
+from vipu.jobs.timing import PARTS
 from vipu.jobs.train.parallel import ParallelTrainer
 from vipu.jobs.train.poprun import local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
@@ -86,13 +87,8 @@ def _mean(values: list[float]) -> float:
 def _result(workload, pod, first_ipu, wanted, stopped, reports, prediction, wall_s, runs) -> TrainingResult:
     lay = workload.layout
     step_s = _mean([r.emulated_step_s for r in reports])
-    emulated = {"compute": _mean([r.compute_s for r in reports]),
-                "pipeline bubble": _mean([r.bubble_s for r in reports]),
-                "tensor-parallel collectives": _mean([r.tensor_parallel_s for r in reports]),
-                "pipeline sends": _mean([r.pipeline_send_s for r in reports]),
-                "batch-norm statistics": 0.0,  # the models it executes have no batch norm
-                "syncs": _mean([r.sync_s for r in reports]),
-                "data-parallel allreduce": _mean([r.data_parallel_s for r in reports]), "streaming memory": 0.0}
+    # the parts the emulator does not have (batch norm, Streaming Memory: its models use neither) are 0
+    emulated = {label: _mean([getattr(r, field, 0.0) for r in reports]) for label, field in PARTS}
     links: dict[str, int] = {}
     for r in reports:
         for link, nbytes in r.bytes_per_link_type.items():
