@@ -428,3 +428,14 @@ def test_create_cluster_refuses_an_unknown_cluster_topology(scene_factory, build
     scene = pod256_without_cluster0(scene_factory)
     refused(scene, builders, lambda admin: admin.create_cluster("c", ild_agents(0), 1, "torus", "ringy"),
             InvalidArgument, "cluster_topology is 'ringy'", "looped", "direct-attach", "switched")
+
+
+def test_job_masks_are_each_allocations_online_agents_and_what_is_free_now(scene_factory):
+    """The job scheduler places on `free` and confines a job of allocation X to allowed[X]: IPUs of drained
+    agents are in no allocation's mask, and failed or partitioned IPUs are never free."""
+    scene = scene_factory("bow-pod16").allocation("A", agents(3)).partition("p1", 2).failed([5])
+    scene.ctl.admin.set_agent_state("ag02", "DRAINED")
+    free, allowed = scene.state.job_masks()
+    assert allowed == {DEFAULT_ALLOCATION: 0b0000_0000_1111_1111, "A": 0b1111_0000_0000_0000}
+    placed = scene.state.partitions["p1"].first_ipu
+    assert free == allowed[DEFAULT_ALLOCATION] & ~(0b11 << placed) & ~(1 << 5) | allowed["A"]

@@ -107,3 +107,12 @@ class PodState:
     def usable_mask(self, allocation: str) -> int:
         """IPUs a new partition in `allocation` may use: on its agents, not failed, not drained, not in use."""
         return self.eligible_mask(allocation) & ~self.used_mask & ~self.failed_mask
+
+    def job_masks(self) -> tuple[int, dict[str, int]]:
+        """What the job scheduler may place on: the IPUs free now in any allocation (healthy, on online agents, in
+        no partition), and the IPUs each allocation's jobs may use."""
+        allowed = {name: self.eligible_mask(name) for name in (DEFAULT_ALLOCATION, *self.allocations)}
+        free = 0
+        for mask in allowed.values():
+            free |= mask
+        return free & ~self.used_mask & ~self.failed_mask, allowed

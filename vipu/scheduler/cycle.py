@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from vipu.scheduler.bits import has_block
 from vipu.scheduler.deps import evaluate
-from vipu.scheduler.effects import Effect, StartJob, StopJob
+from vipu.scheduler.effects import Effect, StartJob
 from vipu.scheduler.job import Job
 from vipu.scheduler.policies.base import (
     DEPENDENCY,
@@ -148,14 +148,11 @@ def dependency_status(sched: Scheduler, job: Job) -> str:
 def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Effect]:
     jobs = sched.table.jobs
     changed: list[Job] = []
-    stops: list[Effect] = []
     starts: list[Effect] = []
     victims = [jobs[p.job_id] for p in decision.preemptions]
     for p, job in zip(decision.preemptions, victims):
         ended = job.moved(S.PREEMPTED, now, end_time=now)
-        requeue = p.mode == "requeue" and job.spec.requeue
-        changed.append(ended.requeued(now) if requeue else ended)
-        stops.append(StopJob(job.id, job.partition, S.PREEMPTED, requeue))
+        changed.append(ended.requeued(now) if p.mode == "requeue" and job.spec.requeue else ended)
     for s in decision.starts:
         job = jobs[s.job_id]
         spec = job.spec
@@ -163,7 +160,6 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
                                  exit_code=None, reason=None, estimated_start=None))
         starts.append(StartJob(job.id, job.partition, spec.ipus, s.first_ipu, s.place_mask, now,
                                now + spec.time_limit, spec.workload, spec.allocation))  # type: ignore[operator]
-    sched._commit(changed, now)
-    for job in victims:
-        sched._charge(job, now)  # the runs that were cut short count towards their users' fair-share
+    # the runs cut short count towards their users' fair share; stops come first, freeing the IPUs the starts use
+    stops = sched._end_runs(changed, victims, now, S.PREEMPTED)
     return stops + starts if stops else starts

@@ -82,6 +82,16 @@ class Scheduler:
             else:
                 order.remove(j.id)
 
+    def _end_runs(self, changed: list[Job], ran: list[Job], now: float, state: JobState) -> list[Effect]:
+        """Commit `changed` (new records), then end the runs of `ran` (jobs that held a partition until now, in
+        their old records): charge their fair share and return the StopJobs that remove their partitions, each
+        saying whether its job went back to the queue."""
+        self._commit(changed, now)
+        requeued = {j.id for j in changed if j.state is S.PENDING}
+        for job in ran:
+            self._charge(job, now)
+        return [StopJob(job.id, job.partition, state, job.id in requeued) for job in ran]
+
     def _get(self, job_id: int) -> Job:
         job = self.table.jobs.get(job_id)
         if job is None:
@@ -146,11 +156,8 @@ class Scheduler:
                 raise FailedPrecondition(f"job {job_id} already ended ({job.state.value}); nothing to cancel")
             jobs[job_id] = job
         changed = [job.moved(S.CANCELLED, now, end_time=now) for job in jobs.values()]
-        self._commit(changed, now)
         running = [job for job in jobs.values() if job.state is not S.PENDING]
-        for job in running:
-            self._charge(job, now)
-        return [StopJob(job.id, job.partition, S.CANCELLED, False) for job in running]
+        return self._end_runs(changed, running, now, S.CANCELLED)
 
     def hold(self, job_id: int, now: float, admin: bool = False) -> Job:
         """Keep a pending job from starting until release; an array job id holds its pending tasks. Returns the job
@@ -212,11 +219,8 @@ class Scheduler:
             raise FailedPrecondition(f"job {job_id} is already PENDING; nothing to requeue")
         if S.PENDING not in TRANSITIONS[job.state]:
             raise FailedPrecondition(f"job {job_id} is {job.state.value} and cannot be requeued; submit it again")
-        self._commit([job.requeued(now)], now)
-        if job.state not in (S.RUNNING, S.COMPLETING):
-            return []
-        self._charge(job, now)
-        return [StopJob(job.id, job.partition, S.PENDING, True)]
+        ran = [job] if job.state in (S.RUNNING, S.COMPLETING) else []
+        return self._end_runs([job.requeued(now)], ran, now, S.PENDING)
 
     def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0) -> list[Effect]:
         """The workload of a running job ended (state None: COMPLETED on exit code 0, else FAILED)."""
@@ -229,9 +233,7 @@ class Scheduler:
             raise InvalidArgument(f"state {state.value} is not a final state; use one of {', '.join(s.value for s in FINAL_STATES)}")
         ended = job.moved(state, now, end_time=now, exit_code=exit_code)
         requeued = state is S.NODE_FAIL and job.spec.requeue
-        self._commit([ended.requeued(now) if requeued else ended], now)
-        self._charge(job, now)
-        return [StopJob(job.id, job.partition, state, requeued)]
+        return self._end_runs([ended.requeued(now) if requeued else ended], [job], now, state)
 
     def mark_completing(self, job_id: int, now: float, exit_code: int) -> Job:
         """The workload exited and the partition is being removed; job_finished follows once it is gone."""
@@ -246,10 +248,7 @@ class Scheduler:
         expired = self.table.expired(now)
         if not expired:
             return []
-        self._commit([j.moved(S.TIMEOUT, now, end_time=now) for j in expired], now)
-        for job in expired:
-            self._charge(job, now)
-        return [StopJob(j.id, j.partition, S.TIMEOUT, False) for j in expired]
+        return self._end_runs([j.moved(S.TIMEOUT, now, end_time=now) for j in expired], expired, now, S.TIMEOUT)
 
     def fail_ipus(self, ipus: Iterable[int], now: float) -> list[Effect]:
         """IPUs failed: no job is placed on them, and running jobs on them end NODE_FAIL (requeued if allowed)."""
@@ -258,16 +257,13 @@ class Scheduler:
             if not 0 <= ipu < self.total:
                 raise InvalidArgument(f"ipu {ipu} does not exist; {self.pod.name} has IPUs 0 to {self.total - 1}")
             mask |= 1 << ipu
-        hit = [self.table.jobs[r.id] for r in self.table.running.values() if block(r.first_ipu, r.ipus) & mask]
-        effects: list[Effect] = []
+        hit = sorted((self.table.jobs[r.id] for r in self.table.running.values() if block(r.first_ipu, r.ipus) & mask),
+                     key=lambda j: j.id)
         changed = []
-        for job in sorted(hit, key=lambda j: j.id):
+        for job in hit:
             ended = job.moved(S.NODE_FAIL, now, end_time=now)
             changed.append(ended.requeued(now) if job.spec.requeue else ended)
-            effects.append(StopJob(job.id, job.partition, S.NODE_FAIL, job.spec.requeue))
-        self._commit(changed, now)
-        for job in hit:
-            self._charge(job, now)
+        effects = self._end_runs(changed, hit, now, S.NODE_FAIL)
         self.failed_mask |= mask
         return effects
 

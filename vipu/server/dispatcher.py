@@ -19,7 +19,6 @@ import time
 
 from vipu.errors import NotFound, VipuError
 from vipu.jobs.spec import TrainWorkload
-from vipu.partition.admin_objects import DEFAULT_ALLOCATION
 from vipu.partition.partition import PartitionRequest
 from vipu.partition.rules import job_holder
 from vipu.scheduler.effects import StartJob, StopJob
@@ -84,18 +83,8 @@ class Dispatcher:
                 effects += scheduler.job_finished(job_id, now, exit_code=exit_code)
         effects += scheduler.enforce_time_limits(now)
         self.apply(effects, now)
-        self.apply(scheduler.cycle(now, *self.masks()), now)
+        self.apply(scheduler.cycle(now, *self.rt.controller.state.job_masks()), now)
         return self._next_wait(now)
-
-    def masks(self) -> tuple[int, dict[str, int]]:
-        """IPUs free now across the Pod, and the IPUs each allocation may use."""
-        state = self.rt.controller.state
-        names = [DEFAULT_ALLOCATION, *state.allocations]
-        allowed = {name: state.eligible_mask(name) for name in names}
-        free = 0
-        for mask in allowed.values():
-            free |= mask
-        return free & ~state.used_mask & ~state.failed_mask, allowed
 
     def _next_wait(self, now: float) -> float:
         due = [IDLE_WAIT_S]

@@ -185,7 +185,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     def ClusterInfo(self, request, context):
         with self.rt.lock:
             state = self.rt.controller.state
-            rows = self.rt.scheduler.info(self.rt.dispatcher.masks()[0])
+            rows = self.rt.scheduler.info(self.rt.controller.state.job_masks()[0])
             table = self.rt.scheduler.table
             return j.ClusterInfoResponse(
                 pod=state.pod.name,
