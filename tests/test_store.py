@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from vipu.errors import Unavailable
 from vipu.partition.admin_objects import User
 from vipu.store import Store
 
@@ -128,7 +129,7 @@ def test_a_failed_group_write_is_retried_by_the_next_flush(tmp_path, monkeypatch
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(store, "_write", disk_full)
-    with pytest.raises(sqlite3.OperationalError):
+    with pytest.raises(Unavailable, match=r"could not be written \(database or disk is full\).*retry"):
         store.flush()
     monkeypatch.setattr(store, "_write", write)
     with store.batch():

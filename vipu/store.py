@@ -6,9 +6,9 @@ emulator has no power to cut. That keeps a commit in tens of microseconds instea
 
 Group commit: writes are queued in order and written by whichever waiting thread gets to the database first, all
 queued writes in one transaction, so concurrent submissions share a commit. The database therefore always holds a
-prefix of the queue, and flush(upto) returns once everything up to a point is in it. A failed write raises in the
-thread that led it (any thread: a reader too) and stays queued for the next flush; so an error from a flush does
-not say the write will not happen (a client retrying with its request_id is safe).
+prefix of the queue, and flush(upto) returns once everything up to a point is in it. A failed write raises
+Unavailable in the thread that led it (any thread: a reader too) and stays queued for the next flush; so an error
+from a flush does not say the write will not happen (a client retrying with its request_id is safe).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Iterable
 
 from pydantic import BaseModel
+
+from vipu.errors import Unavailable
 
 MAX_ROWS_PER_STATEMENT = 1000  # 3 bound values a row, well under SQLite's 32,766 variables per statement
 
@@ -112,9 +114,14 @@ class Store:
             try:
                 self._write([(k, n, doc) for (k, n), doc in merged.items() if doc is not None],
                             [key for key, doc in merged.items() if doc is None])
-            except BaseException:
+            except BaseException as e:
                 with self._queue_lock:  # not written: the next flush tries them again, still first in order
                     self._queue[:0] = queued
+                if isinstance(e, sqlite3.Error):  # disk full, I/O error: a retry may succeed, so not INTERNAL
+                    raise Unavailable(
+                        f"the state store {self.path} could not be written ({e}); the change is kept and stored by"
+                        " the next write: retry (a submit with the same request_id is not queued twice)"
+                    ) from e
                 raise
             self._written = last
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import grpc
 import pytest
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from vipu.server.status import rpc
+from vipu.cli.failure import UNREACHABLE, fail_rpc
+from vipu.partition.admin_objects import User
+from vipu.server.status import ORIGIN, rpc
+from vipu.store import Store
 from vipu.v1 import admin_pb2, admin_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
 
 
@@ -65,17 +70,24 @@ def test_status_codes_follow_the_domain(stubs):
     assert code == grpc.StatusCode.INVALID_ARGUMENT
 
 
+class FakeContext:
+    aborted = trailing = None
+
+    def __init__(self, remaining: float | None = None):
+        self.remaining = remaining
+
+    def time_remaining(self):
+        return self.remaining
+
+    def set_trailing_metadata(self, metadata):
+        self.trailing = metadata
+
+    def abort(self, code, details):
+        self.aborted = (code, details)
+        raise grpc.RpcError(details)
+
+
 def test_an_expired_deadline_is_refused_not_served():
-    class Expired:
-        aborted = None
-
-        def time_remaining(self):
-            return 0.0
-
-        def abort(self, code, details):
-            self.aborted = (code, details)
-            raise grpc.RpcError(details)
-
     class Servicer:
         served = False
 
@@ -83,10 +95,48 @@ def test_an_expired_deadline_is_refused_not_served():
         def Create(self, request, context):
             self.served = True
 
-    servicer, context = Servicer(), Expired()
+    servicer, context = Servicer(), FakeContext(remaining=0.0)
     with pytest.raises(grpc.RpcError):
         servicer.Create(None, context)
     assert context.aborted[0] == grpc.StatusCode.DEADLINE_EXCEEDED and not servicer.served
+
+
+def test_a_store_that_cannot_be_written_is_unavailable_and_marked_as_the_controllers(tmp_path, monkeypatch, capsys):
+    """UNAVAILABLE tells a client to retry; the origin mark tells the CLI it is the controller's own message (a
+    transport UNAVAILABLE, a server that is down, gets the 'cannot reach' line instead)."""
+    store = Store(tmp_path / "s.db")
+
+    def disk_full(rows, gone):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(store, "_write", disk_full)
+
+    class Servicer:
+        @rpc
+        def Submit(self, request, context):
+            store.commit([("user", "a", User(name="a", key_sha256="0" * 64, created_at=1.0))], [])
+
+    context = FakeContext()
+    with pytest.raises(grpc.RpcError):
+        Servicer().Submit(None, context)
+    code, details = context.aborted
+    assert code == grpc.StatusCode.UNAVAILABLE and "database or disk is full" in details and "retry" in details
+    assert context.trailing == ORIGIN
+
+    class Refused(grpc.RpcError):
+        def code(self):
+            return code
+
+        def details(self):
+            return details
+
+        def trailing_metadata(self):
+            return context.trailing
+
+    with pytest.raises(SystemExit) as exit_:
+        fail_rpc("vipu", Refused(), "127.0.0.1:8090")
+    assert exit_.value.code == UNREACHABLE
+    assert capsys.readouterr().err == f"vipu: error: {details}\n"
 
 
 def test_a_tiny_client_deadline_leaves_state_whole(stubs):

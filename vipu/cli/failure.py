@@ -12,7 +12,7 @@ ERROR = 1  # anything not listed below (an internal error of the server)
 BAD_INPUT = 2  # the request can never succeed as written (also usage errors)
 NOT_FOUND = 3
 CONFLICT = 4  # exists already, in use, or in the wrong state
-UNREACHABLE = 5  # no server answered in time
+UNREACHABLE = 5  # no server answered in time, or it cannot serve now (retry)
 DENIED = 6  # missing or wrong credentials, or not allowed
 NO_CAPACITY = 7  # valid, but there is no room now
 
@@ -38,7 +38,9 @@ def fail(prog: str, message: str, code: int) -> NoReturn:
 
 def fail_rpc(prog: str, error: grpc.RpcError, address: str) -> NoReturn:
     code = error.code()
-    if code == grpc.StatusCode.UNAVAILABLE:
+    if ("x-vipu-origin", "controller") in (error.trailing_metadata() or ()):
+        message = error.details()  # the controller's own message: it names the field or object and the fix
+    elif code == grpc.StatusCode.UNAVAILABLE:
         message = f"cannot reach the V-IPU controller at {address}; is vipu-server running? (set --api-host/--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)"
     elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
         message = f"the V-IPU controller at {address} did not answer in time; retry or raise --timeout"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import grpc
 
+from vipu.server.status import abort
+
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 ADMIN_PREFIX = "/vipu.v1.AdminService/"
 FIX = "pass --api-access-key or set VIPU_CLI_API_ACCESS_KEY (`vipu-admin create user NAME` prints a key)"
@@ -23,7 +25,7 @@ def bearer(metadata) -> str | None:
 
 def _refuse(code: grpc.StatusCode, message: str):
     def behaviour(request, context):
-        context.abort(code, message)
+        abort(context, code, message)
 
     return grpc.unary_unary_rpc_method_handler(behaviour)
 

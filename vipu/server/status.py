@@ -26,6 +26,16 @@ STATUS = {
 }
 
 
+# Marks a status the controller chose (as opposed to one the transport made up, e.g. UNAVAILABLE for a server that
+# is down), so a client prints the controller's message as it is.
+ORIGIN = (("x-vipu-origin", "controller"),)
+
+
+def abort(context, code: grpc.StatusCode, message: str):
+    context.set_trailing_metadata(ORIGIN)
+    context.abort(code, message)
+
+
 def rpc(method):
     """Run a servicer method: refuse work whose deadline has passed, and turn every failure into a status with
     a message, so no input can take the server down. Methods raise domain errors; they never call abort."""
@@ -34,17 +44,17 @@ def rpc(method):
     def wrapper(self, request, context):
         remaining = context.time_remaining()
         if remaining is not None and remaining <= 0:
-            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed before the request was served")
+            abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed before the request was served")
         try:
             return method(self, request, context)
         except VipuError as e:
-            context.abort(STATUS[e.code], e.message)
+            abort(context, STATUS[e.code], e.message)
         except ValidationError as e:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, describe(e, "request"))
+            abort(context, grpc.StatusCode.INVALID_ARGUMENT, describe(e, "request"))
         except (ValueError, OverflowError) as e:  # e.g. a protobuf field out of range for the domain
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {e}")
+            abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {e}")
         except Exception as e:  # noqa: BLE001 - the server keeps serving; the log has the traceback
             log.exception("unexpected error in %s", method.__name__)
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__}: {type(e).__name__}: {e}")
+            abort(context, grpc.StatusCode.INTERNAL, f"internal error in {method.__name__}: {type(e).__name__}: {e}")
 
     return wrapper
