@@ -44,7 +44,7 @@ class ServerProcess:
     def start(self, timeout: float = 60.0) -> ServerProcess:  # a local Ray can take 20 s to start on a loaded machine
         cmd = [console_script("vipu-server"), "--pod", self.pod, "--port", str(self.port), "--state-dir",
                str(self.state_dir), "--metrics-port", "0",
-               *(["--ray", "off"] if "--ray" not in self.extra else []), *self.extra]
+               *([] if {"--ray", "--ray-address"} & set(self.extra) else ["--ray", "off"]), *self.extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if ready else ""

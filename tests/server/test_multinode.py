@@ -1,6 +1,6 @@
 """A real multi-node Ray cluster (ray.cluster_utils.Cluster: several Ray nodes on this machine): the controller
-attaches with --ray ADDRESS, machine actors spread over the nodes by a custom resource, and removing a node ends
-its jobs NODE_FAIL and requeues them."""
+attaches with --ray-address ADDRESS (the same flag as --ray ADDRESS), machine actors spread over the nodes by a
+custom resource, and removing a node ends its jobs NODE_FAIL and requeues them."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def cluster():
 
 def test_machines_spread_over_nodes_and_a_lost_node_requeues_its_jobs(cluster, server_factory):
     ray_cluster, worker = cluster
-    server = server_factory(extra=["--ray", ray_cluster.address, "--machine-bundle", "ipu_host=1"])
+    server = server_factory(extra=["--ray-address", ray_cluster.address, "--machine-bundle", "ipu_host=1"])
     [job] = submit(server, "--name", "spread", "--ipus", "16", "--time-limit", "10m")  # machines 0-3
     wait_for(lambda: show(server, job)["state"] == "RUNNING", timeout=30)
     # each node advertises ipu_host=2, so the four machine actors need both nodes; wait until all four answer

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import signal
+import socket
+import ssl
 import sys
 import threading
 from concurrent import futures
@@ -26,6 +29,7 @@ from vipu.server.auth import AuthInterceptor
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.server.runtime import Runtime, load_scheduler_config, open_runtime
+from vipu.server.state_dir import claim
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
@@ -49,11 +53,14 @@ def build_server(
     runtime: Runtime, host: str, port: int, workers: int = DEFAULT_RPC_THREADS, tls: tuple[bytes, bytes] | None = None
 ) -> tuple[grpc.Server, int]:
     """The gRPC server; `tls` is (private key, certificate chain) in PEM for TLS, None for plaintext."""
+    check_listen(host, port)  # first, so a refusal is our one line and not gRPC's log line too
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"),
         interceptors=[MetricsInterceptor(runtime.metrics)] + ([AuthInterceptor(runtime)] if runtime.secure else []),
-        # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error
-        options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)],
+        # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error; and no
+        # SO_REUSEPORT (gRPC's default on Linux), which let a second controller listen on the same port and take
+        # half of the first one's calls
+        options=[("grpc.max_receive_message_length", 16 * 1024 * 1024), ("grpc.so_reuseport", 0)],
     )
     partition_pb2_grpc.add_PartitionServiceServicer_to_server(PartitionService(runtime), server)
     admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(runtime), server)
@@ -73,6 +80,17 @@ def build_server(
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}: the port is in use or the address is not local")
     return server, bound
+
+
+def check_listen(host: str, port: int) -> None:
+    """OSError naming the fix unless a listening socket can take host:port now. Checked with SO_REUSEADDR, as gRPC
+    binds: a port whose last connections are in TIME_WAIT, e.g. just after a crash, is free."""
+    try:
+        socket.create_server((host, port), family=socket.getaddrinfo(host, port)[0][0]).close()
+    except OSError as e:
+        why = ("the port is in use; stop what holds it or pick another --port" if e.errno == errno.EADDRINUSE
+               else f"{e.strerror or e}; give a --host address of this machine")
+        raise OSError(f"cannot listen on {host}:{port}: {why}") from None
 
 
 def parse_bundle(text: str) -> dict[str, float]:
@@ -113,8 +131,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="require an access key on every request (the first start writes an admin key)")
     parser.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate chain: serve over TLS")
     parser.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
-    parser.add_argument("--ray", default="local",
-                        help="machine actors: local (start Ray here when a job first needs it), off, or a Ray address")
+    parser.add_argument("--ray", "--ray-address", dest="ray", default="local", metavar="RAY",
+                        help="machine actors: local (start Ray here when a job first needs it), off, or the address of"
+                             " a Ray cluster to attach to (e.g. 10.0.0.5:6379 or auto)")
     parser.add_argument("--machine-bundle", default=None,
                         help="what each machine actor reserves on a Ray node, e.g. ipu_host=1 to spread machines over"
                              " nodes that advertise an ipu_host resource (default CPU=0.01)")
@@ -137,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     state_dir = args.state_dir or default_state_dir()
     try:
+        lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
         config = load_scheduler_config(args.scheduler_config, args.policy)
         runtime = open_runtime(args.pod, state_dir, args.host, args.port, config)
     except VipuError as e:
@@ -159,8 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.tls_cert:
         try:
             tls = (args.tls_key.read_bytes(), args.tls_cert.read_bytes())
-        except OSError as e:
-            print(f"vipu-server: error: cannot read the TLS files: {e}", file=sys.stderr)
+            # checked here so a wrong pair gets one line naming it, not gRPC's log lines and a misleading bind error
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(args.tls_cert, args.tls_key, password=lambda: b"")
+        except OSError as e:  # ssl.SSLError is an OSError
+            print(f"vipu-server: error: --tls-cert {args.tls_cert} with --tls-key {args.tls_key} is not a usable PEM"
+                  f" certificate chain and its unencrypted private key ({e}); give the pair that belongs together",
+                  file=sys.stderr)
             return 2
     try:
         server, port = build_server(runtime, args.host, args.port, args.rpc_threads, tls=tls)

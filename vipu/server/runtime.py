@@ -3,6 +3,7 @@ the address jobs are told to reach the controller at."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,8 +136,14 @@ def open_runtime(
     workloads resume against their original start time, so they end when they would have); the others end
     NODE_FAIL and are requeued under the same id (see vipu/scheduler/recovery.py)."""
     pod = load_pod(pod_name)
-    store = Store(Path(state_dir) / "vipu.sqlite3")
-    stored = store.get_meta("pod")
+    path = Path(state_dir) / "vipu.sqlite3"
+    try:
+        store = Store(path)
+        stored = store.get_meta("pod")
+    except sqlite3.DatabaseError as e:
+        raise InvalidArgument(
+            f"the state database {path} cannot be read ({e}); move it away to start afresh, or give another --state-dir"
+        ) from None
     if stored is None:
         store.set_meta("pod", pod.model_dump(mode="json"))
     elif stored != pod.model_dump(mode="json"):

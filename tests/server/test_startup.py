@@ -1,0 +1,65 @@
+"""What a controller refuses at start: a port or a state folder another controller has, TLS files that are not a
+pair, and a state folder or database it cannot use. Each gets one line naming the flag and the fix, and exit 2."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+
+from tests.conftest import console_script
+
+
+def start(*args: str) -> subprocess.CompletedProcess:
+    cmd = [console_script("vipu-server"), "--ray", "off", "--metrics-port", "-1", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def test_a_second_controller_on_the_same_port_is_refused(server, tmp_path):
+    """gRPC's default SO_REUSEPORT let both listen, and calls went to either in turn."""
+    second = start("--port", str(server.port), "--state-dir", str(tmp_path / "other"))
+    assert second.returncode == 1
+    assert second.stderr.strip().splitlines() == [
+        f"vipu-server: error: cannot listen on 127.0.0.1:{server.port}: the port is in use; stop what holds it or"
+        " pick another --port"
+    ]
+
+
+def test_a_second_controller_on_the_same_state_folder_is_refused_and_a_crash_frees_it(server_factory, tmp_path):
+    first = server_factory(state_dir=tmp_path / "state")
+    second = start("--port", "0", "--state-dir", str(tmp_path / "state"))
+    assert second.returncode == 2
+    assert second.stderr.strip() == (
+        f"vipu-server: error: state folder {tmp_path / 'state'} is in use by another vipu-server"
+        f" (pid {first.proc.pid}); stop it first, or give this one another --state-dir"
+    )
+    first.kill(signal.SIGKILL)
+    assert first.restart().proc.poll() is None  # the kernel dropped the dead process's lock
+
+
+def make_pair(folder, name: str):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", folder / f"{name}.key",
+                    "-out", folder / f"{name}.crt", "-days", "1", "-subj", "/CN=localhost"],
+                   check=True, capture_output=True)
+    return folder / f"{name}.crt", folder / f"{name}.key"
+
+
+def test_unusable_state_and_tls_files_get_one_line_each(tmp_path):
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "corrupt").mkdir()
+    (tmp_path / "corrupt" / "vipu.sqlite3").write_text("not a database")
+    cert, key = make_pair(tmp_path, "a")
+    _, other_key = make_pair(tmp_path, "b")
+    state = ["--state-dir", str(tmp_path / "ok")]
+    cases = [
+        (["--state-dir", str(tmp_path / "a-file")], "is a file, not a folder; give a folder"),
+        (["--state-dir", "/proc/nope"], "cannot be used (No such file or directory); give a folder"),
+        (["--state-dir", str(tmp_path / "corrupt")], "cannot be read (file is not a database); move it away"),
+        ([*state, "--tls-cert", str(cert), "--tls-key", str(other_key)], "KEY_VALUES_MISMATCH"),
+        ([*state, "--tls-cert", str(key), "--tls-key", str(key)], "is not a usable PEM certificate chain"),
+    ]
+    for args, needle in cases:
+        got = start("--port", "0", *args)
+        assert got.returncode == 2, got
+        lines = got.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("vipu-server: error: ") and needle in lines[0], got.stderr
