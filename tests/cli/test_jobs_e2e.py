@@ -232,3 +232,18 @@ def test_admin_hold_needs_an_admin_to_release_and_survives_a_restart(server_fact
     assert run(server, "vipu", "release", str(job), env=as_(admin_key)).returncode == 0
     wait_for(lambda: json.loads(run(server, "vipu", "show", "job", str(job), "--json", env=alice).stdout)["state"]
              == "COMPLETED")
+
+
+def test_a_running_jobs_partition_is_removed_only_by_cancelling_the_job(server):
+    """Regression: remove --force took slurm_1 away while job 1 stayed RUNNING, and its IPUs went to the next
+    partition; a reset carried on under the job."""
+    [job] = submit(server, "--name", "fill", "--ipus", "64", "--time-limit", "10m")
+    wait_for(lambda: jobs(server)[job]["state"] == "RUNNING")
+    for verb in ("remove", "reset"):
+        refused = run(server, "vipu", verb, "partition", f"slurm_{job}")
+        assert refused.returncode == 4 and f"partition slurm_{job} is running job {job}'s" in refused.stderr
+        assert f"`vipu cancel {job}`" in refused.stderr and jobs(server)[job]["state"] == "RUNNING"
+    forced = run(server, "vipu", "remove", "partition", f"slurm_{job}", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert show(server, job)["state"] == "CANCELLED"
+    assert run(server, "vipu", "create", "partition", "after", "--size", "64").returncode == 0

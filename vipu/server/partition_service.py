@@ -62,16 +62,16 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
     @rpc
     def RemovePartition(self, request, context):
         self._own(request.name, context)
+        removed = self.rt.remove_partition(request.name, request.force)
         with self.rt.lock:
-            return convert.partition(
-                self.rt.controller.partitions.remove(request.name, request.force), self.rt.controller.state
-            )
+            return convert.partition(removed, self.rt.controller.state)
 
     @rpc
     def ResetPartition(self, request, context):
         self._own(request.name, context)
+        reset = self.rt.reset_partition(request.name)
         with self.rt.lock:
-            return convert.partition(self.rt.controller.partitions.reset(request.name), self.rt.controller.state)
+            return convert.partition(reset, self.rt.controller.state)
 
     @rpc
     def AcquirePartition(self, request, context):

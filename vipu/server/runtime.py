@@ -13,10 +13,11 @@ import yaml
 
 from vipu.clock import WallClock
 from vipu.access import Identity
-from vipu.errors import InvalidArgument, Unauthenticated
+from vipu.errors import FailedPrecondition, InvalidArgument, Unauthenticated
 from vipu.metrics.instruments import Metrics
 from vipu.partition.controller import Controller
 from vipu.partition.pod import load_pod
+from vipu.partition.rules import job_holder, job_of_partition
 from vipu.partition.state import KINDS as PARTITION_KINDS
 from vipu.scheduler.config import SchedulerConfig, parse_config
 from vipu.scheduler.job import KINDS as JOB_KINDS
@@ -94,6 +95,44 @@ class Runtime:
             self.dispatcher.apply(self.scheduler.fail_ipus(ipus, now), now)
         self.dispatcher.wake()
         return failed
+
+    def remove_partition(self, name: str, force: bool):
+        """Remove a partition. A running job's (slurm_<n>) goes only with force, and then as `vipu cancel n`: the
+        job ends CANCELLED with it, since a job counted as running on IPUs that are free again would see them
+        handed out twice. Returns the removed partition."""
+        with self.lock:
+            job_id = self._running_job_of(name)
+            if job_id is None:
+                return self.controller.partitions.remove(name, force)
+            if not force:
+                raise FailedPrecondition(
+                    f"partition {name} is running job {job_id}'s; `vipu cancel {job_id}` ends the job and removes it"
+                    " (remove with --force cancels the job too)"
+                )
+            now = self.now()
+            stops = self.scheduler.cancel([job_id], now)
+            removed = self.controller.partitions.remove(name, force=True)
+            self.dispatcher.apply(stops, now)  # its own removal finds the partition gone
+        self.dispatcher.wake()
+        return removed
+
+    def reset_partition(self, name: str):
+        with self.lock:
+            job_id = self._running_job_of(name)
+            if job_id is not None:
+                raise FailedPrecondition(
+                    f"partition {name} is running job {job_id}'s and a reset would stop its workload; `vipu requeue"
+                    f" {job_id}` or `vipu cancel {job_id}` ends the run instead"
+                )
+            return self.controller.partitions.reset(name)
+
+    def _running_job_of(self, name: str) -> int | None:
+        """The running job that holds this partition, if it is one's."""
+        job_id = job_of_partition(name)
+        if job_id is None or job_id not in self.scheduler.table.running:
+            return None
+        partition = self.controller.state.partitions.get(name)
+        return job_id if partition is not None and partition.holder == job_holder(job_id) else None
 
     def user_for_key(self, key: str):
         with self.lock:
