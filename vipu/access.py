@@ -23,4 +23,13 @@ class Identity:
             )
 
 
+    def check_allocation(self, name: str, users: list[str]) -> None:
+        """An allocation that names users is granted to them (and admins); one that names none is open to all."""
+        if users and not self.admin and self.name not in users:
+            raise PermissionDenied(
+                f"allocation {name} is granted to {', '.join(users)}, not {self.name}; use your own allocation"
+                " (`vipu list allocations`) or ask an admin to grant you this one"
+            )
+
+
 ANYONE = Identity("", admin=True)  # an insecure controller trusts every caller

@@ -128,7 +128,7 @@ def test_bad_agents_are_refused_whole(case, kwargs, error, needles, scene_factor
 def test_an_agent_under_a_partition_cannot_be_removed(scene_factory, builders):
     scene = scene_factory("bow-pod64").partition("p1", 8)
     refused(scene, builders, lambda admin: admin.remove_agent("ag01"), FailedPrecondition,
-            "agent ag01 holds IPUs of partitions p1", "remove those partitions first")
+            "partitions p1 are on the IPUs of agent ag01", "remove those partitions first")
 
 
 def test_a_machine_without_an_agent_or_with_a_drained_one_gets_no_partition(scene_factory, builders):
@@ -205,7 +205,7 @@ def test_an_agent_is_in_at_most_one_cluster(scene_factory, builders):
 def test_a_cluster_under_a_partition_cannot_be_removed(scene_factory, builders):
     scene = scene_factory("bow-pod64").partition("p1", 1)
     refused(scene, builders, lambda admin: admin.remove_cluster(DEFAULT_CLUSTER), FailedPrecondition,
-            "cluster cluster0 holds IPUs of partitions p1")
+            "partitions p1 are on the IPUs of cluster cluster0")
 
 
 def test_a_partition_records_the_cluster_it_landed_in(scene_factory, builders):
@@ -250,7 +250,7 @@ def test_default_is_every_agent_no_named_allocation_holds(scene_factory):
          ["the default allocation is every unallocated agent and cannot be removed"]),
         ("removing an unknown one", lambda a: a.remove_allocation("Z"), NotFound, ["allocation 'Z' does not exist"]),
         ("over agents holding default-pool partitions", lambda a: a.create_allocation("B", agents(4, 5)),
-         FailedPrecondition, ["allocation B holds IPUs of partitions d1", "remove those partitions first"]),
+         FailedPrecondition, ["partitions d1 are on the IPUs of agents ag04, ag05; remove those partitions first"]),
         ("removing one with partitions", lambda a: a.remove_allocation("A"), FailedPrecondition,
          ["allocation A has partitions a1", "remove them first"]),
     ],
@@ -439,3 +439,25 @@ def test_job_masks_are_each_allocations_online_agents_and_what_is_free_now(scene
     assert allowed == {DEFAULT_ALLOCATION: 0b0000_0000_1111_1111, "A": 0b1111_0000_0000_0000}
     placed = scene.state.partitions["p1"].first_ipu
     assert free == allowed[DEFAULT_ALLOCATION] & ~(0b11 << placed) & ~(1 << 5) | allowed["A"]
+
+
+def test_an_agent_replacing_a_clusters_machine_joins_that_cluster(scene_factory, builders):
+    scene = scene_factory("bow-pod64")
+    scene.ctl.admin.remove_agent("ag07")
+    assert "ag07" not in scene.state.clusters["cluster0"].agents
+    scene.ctl.admin.create_agent("ag07b", "10.0.0.7", 8080, machine=7)
+    assert "ag07b" in scene.state.clusters["cluster0"].agents
+    assert ("cluster", "cluster0") in scene.journal.docs  # stored, so a restart agrees
+
+
+def test_remove_user_revokes_the_key_but_not_the_last_admin(scene_factory, builders):
+    scene = scene_factory("bow-pod16")
+    admin = scene.ctl.admin
+    _, key = admin.create_user("alice")
+    root, _ = admin.create_user("root", admin=True)
+    assert admin.user_for_key(key).name == "alice"
+    admin.remove_user("alice")
+    assert admin.user_for_key(key) is None and "alice" not in scene.state.users
+    refused(scene, builders, lambda a: a.remove_user("root"), FailedPrecondition,
+            "user root is the last admin", "create another admin first")
+    refused(scene, builders, lambda a: a.remove_user("alice"), NotFound, "user 'alice' does not exist")

@@ -97,3 +97,26 @@ def test_tls_with_a_certificate_pair(tmp_path):
         proc.wait(timeout=20)
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_an_allocation_that_names_users_is_theirs_and_a_removed_user_is_locked_out(secure):
+    server, as_, admin_key, new_user = secure
+    alice, bob = new_user("alice"), new_user("bob")
+    granted = run(server, "vipu-admin", "create", "allocation", "teamA", "--agents", "ag12,ag13", "--users", "alice",
+                  env=as_(admin_key))
+    assert granted.returncode == 0, granted.stderr
+    refusal = "allocation teamA is granted to alice, not bob; use your own allocation"
+    for args in (["create", "partition", "bt", "--size", "4", "--allocation", "teamA"],
+                 ["submit", "--ipus", "4", "--time-limit", "1m", "--allocation", "teamA"]):
+        out = run(server, "vipu", *args, env=as_(bob))
+        assert out.returncode == 6 and refusal in out.stderr, (args, out.stderr)
+    assert json.loads(run(server, "vipu", "queue", "--json", env=as_(admin_key)).stdout) == []
+    assert run(server, "vipu", "create", "partition", "at", "--size", "4", "--allocation", "teamA",
+               env=as_(alice)).returncode == 0
+    assert run(server, "vipu", "create", "partition", "bt", "--size", "4", env=as_(bob)).returncode == 0  # default
+
+    assert run(server, "vipu-admin", "remove", "user", "bob", env=as_(admin_key)).returncode == 0
+    out = run(server, "vipu", "list", "partitions", env=as_(bob))
+    assert out.returncode == 6 and "access key is not known" in out.stderr
+    out = run(server, "vipu-admin", "remove", "user", "admin", env=as_(admin_key))
+    assert out.returncode == 4 and "user admin is the last admin" in out.stderr

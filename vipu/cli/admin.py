@@ -26,7 +26,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 create = typer.Typer(help="Create an agent, cluster, allocation or user.", no_args_is_help=True)
-remove = typer.Typer(help="Remove an agent, cluster or allocation.", no_args_is_help=True)
+remove = typer.Typer(help="Remove an agent, cluster, allocation or user (revoking its access key).", no_args_is_help=True)
 get = typer.Typer(help="Show one agent, cluster, allocation or user.", no_args_is_help=True)
 listing = typer.Typer(help="List agents, clusters, allocations or users.", no_args_is_help=True)
 fail = typer.Typer(help="Inject faults (tests and operator drills).", no_args_is_help=True)
@@ -168,8 +168,7 @@ for _kind, _headers, _row in (
     ("user", USER_HEADERS, user_row),
 ):
     _simple(get, "show", _kind, f"Get{_kind.capitalize()}", _headers, _row)
-    if _kind != "user":
-        _simple(remove, "remove", _kind, f"Remove{_kind.capitalize()}", _headers, _row)
+    _simple(remove, "remove", _kind, f"Remove{_kind.capitalize()}", _headers, _row)
 _simple(drain, "drain", "agent", "DrainAgent", AGENT_HEADERS, agent_row)
 _simple(resume, "resume", "agent", "ResumeAgent", AGENT_HEADERS, agent_row)
 

@@ -63,7 +63,7 @@ class Admin:
         busy = self._partitions_on(agents)
         if busy:
             raise FailedPrecondition(
-                f"{what} holds IPUs of partitions {', '.join(busy[:5])}; remove those partitions first"
+                f"partitions {', '.join(busy[:5])} are on the IPUs of {what}; remove those partitions first"
             )
 
     # agents --------------------------------------------------------------------------------------------------
@@ -87,7 +87,15 @@ class Admin:
         if machine in taken:
             raise AlreadyExists(f"machine {machine} already has agent {taken[machine].name}; remove it first")
         agent = Agent(name=name, host=host, port=port, machine=machine, created_at=self.now())
-        self._commit(puts=[("agent", name, agent)])
+        # a cluster is whole IPU-Link domains: an agent replacing one of its machines' joins it (allocations are
+        # grants, so it joins none of those)
+        per_ild = self.state.pod.machines_per_ild
+        joined = [
+            ("cluster", c.name, c.model_copy(update={"agents": [*c.agents, name]}))
+            for c in self.state.clusters.values()
+            if machine // per_ild in {self.state.agents[a].machine // per_ild for a in c.agents}
+        ]
+        self._commit(puts=[("agent", name, agent), *joined])
         return agent
 
     def remove_agent(self, name: str) -> Agent:
@@ -172,7 +180,7 @@ class Admin:
                     " an agent is in at most one allocation"
                 )
         # Partitions cannot span allocations: agents under a partition of the default pool cannot move.
-        self._refuse_if_in_use(f"allocation {name}", agents)
+        self._refuse_if_in_use(f"agents {', '.join(agents[:5])}{', ...' if len(agents) > 5 else ''}", agents)
         for user in users or []:
             self.state.get("user", user)
         allocation = Allocation(name=name, agents=agents, users=users or [], created_at=self.now())
@@ -208,6 +216,17 @@ class Admin:
         user = User(name=name, admin=admin, key_sha256=key_hash(key), created_at=self.now())
         self._commit(puts=[("user", name, user)])
         return user, key
+
+    def remove_user(self, name: str) -> User:
+        """Revoke a user's access key; their jobs and partitions stay (an admin can still act on them)."""
+        user = self.state.get("user", name)
+        if user.admin and not any(u.admin for u in self.state.users.values() if u.name != name):
+            raise FailedPrecondition(
+                f"user {name} is the last admin; a --secure controller would have no one to administer it: create"
+                " another admin first"
+            )
+        self._commit(deletes=[("user", name)])
+        return user
 
     def user_for_key(self, key: str) -> User | None:
         digest = key_hash(key)

@@ -116,6 +116,11 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
             return a.CreatedUser(user=convert.user(user), access_key=key)
 
     @rpc
+    def RemoveUser(self, request, context):
+        with self.rt.lock:
+            return convert.user(self.admin.remove_user(request.name))
+
+    @rpc
     def GetUser(self, request, context):
         with self.rt.lock:
             return convert.user(self.state.get("user", request.name))

@@ -65,7 +65,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, source)
         with self.rt.lock:
             if spec.allocation:
-                self.rt.controller.admin.get_allocation(spec.allocation)
+                identity.check_allocation(spec.allocation, self.rt.controller.admin.get_allocation(spec.allocation).users)
             request_id = request.request_id or None
             known = request_id is not None and bool(self.rt.scheduler.jobs_for_request(request_id))
             jobs = self.rt.scheduler.submit(spec, self.rt.now(), request_id=request_id)

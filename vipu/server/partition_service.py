@@ -28,6 +28,7 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
 
     @rpc
     def CreatePartition(self, request, context):
+        identity = self.rt.identity(context)
         spec = PartitionRequest(
             name=request.name,
             size=request.size,
@@ -35,9 +36,11 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
             gcd_sync_replicas=request.gcd_sync_replicas if request.HasField("gcd_sync_replicas") else None,
             reconfigurable=request.reconfigurable,
             allocation=request.allocation or None,
-            owner=self.rt.caller(context),
+            owner=identity.name,
         )
         with self.rt.lock:
+            if spec.allocation:
+                identity.check_allocation(spec.allocation, self.rt.controller.admin.get_allocation(spec.allocation).users)
             part = self.rt.controller.partitions.create(spec)
             return convert.partition(part, self.rt.controller.state)
 

@@ -150,9 +150,6 @@ class Runtime:
         claimed = next((value for key, value in metadata if key == USER_METADATA), "")
         return Identity(claimed, admin=True)
 
-    def caller(self, context) -> str:
-        return self.identity(context).name
-
 
 def load_scheduler_config(path: str | None, policy: str | None) -> SchedulerConfig:
     data: object = {}

@@ -120,6 +120,11 @@ class AdminServiceStub:
                 request_serializer=vipu_dot_v1_dot_admin__pb2.ListRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_admin__pb2.ListUsersResponse.FromString,
                 _registered_method=True)
+        self.RemoveUser = channel.unary_unary(
+                '/vipu.v1.AdminService/RemoveUser',
+                request_serializer=vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_admin__pb2.User.FromString,
+                _registered_method=True)
         self.FailIpus = channel.unary_unary(
                 '/vipu.v1.AdminService/FailIpus',
                 request_serializer=vipu_dot_v1_dot_admin__pb2.FailIpusRequest.SerializeToString,
@@ -248,6 +253,13 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RemoveUser(self, request, context):
+        """Revokes the user's access key; their jobs and partitions stay. The last admin cannot be removed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def FailIpus(self, request, context):
         """Fault injection for tests and operators: the IPUs fail and the partitions on them become FAILED.
         """
@@ -363,6 +375,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListUsers,
                     request_deserializer=vipu_dot_v1_dot_admin__pb2.ListRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_admin__pb2.ListUsersResponse.SerializeToString,
+            ),
+            'RemoveUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveUser,
+                    request_deserializer=vipu_dot_v1_dot_admin__pb2.NameRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_admin__pb2.User.SerializeToString,
             ),
             'FailIpus': grpc.unary_unary_rpc_method_handler(
                     servicer.FailIpus,
@@ -844,6 +861,33 @@ class AdminService:
             '/vipu.v1.AdminService/ListUsers',
             vipu_dot_v1_dot_admin__pb2.ListRequest.SerializeToString,
             vipu_dot_v1_dot_admin__pb2.ListUsersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.AdminService/RemoveUser',
+            vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
+            vipu_dot_v1_dot_admin__pb2.User.FromString,
             options,
             channel_credentials,
             insecure,
