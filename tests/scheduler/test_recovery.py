@@ -42,13 +42,19 @@ def test_recover_keeps_live_partitions_and_requeues_lost_ones():
     assert (s.job(2).state, s.job(2).requeue_count) == (S.PENDING, 1)
     assert s.job(3).state is S.NODE_FAIL and s.job(4).state is S.COMPLETED and s.job(5).state is S.PENDING
     (puts, _), = new_journal.commits
-    assert sorted(n for k, n, _ in puts if k == "job") == ["2", "3"]
+    assert sorted(n for k, n, _ in puts if k == "job") == ["1", "2", "3"]  # each says what the restart did
+    assert s.job(1).recovery == "resumed after the controller's restart: its partition slurm_1 survived"
+    assert s.job(2).recovery == ("ended NODE_FAIL at the controller's restart, requeued: its partition was lost with"
+                                 " the controller")
+    assert s.job(3).recovery.startswith("ended NODE_FAIL at the controller's restart, not requeued (its spec says")
+    assert s.job(4).recovery is None and s.job(5).recovery is None
     assert s.table.used_mask == old.table.used_mask & (((1 << 4) - 1) << old.job(1).first_ipu)
     # ids go on from where they stopped, and a retried request still finds its job
     assert s.submit(spec(), 101)[0].id == 6
     assert [j.id for j in s.submit(spec(ipus=4), 101, request_id="r1")] == [1]
     # the recovered queue schedules normally: job 1 is past its time limit, then the 16-IPU job goes first
     assert [e.job_id for e in s.enforce_time_limits(101)] == [1]
+    assert s.job(1).end_time == old.job(1).end_by  # when its time ran out, not when the restart noticed
     s.cycle(101)
     assert s.job(5).state is S.RUNNING and s.job(2).reason == "Resources"
 
@@ -98,3 +104,12 @@ def test_only_the_schedulers_partition_names_map_back_to_a_job(name, job):
     assert job_of_partition(name) == job
     if job is not None:
         assert job_partition_name(job) == name
+
+
+def test_a_run_that_cannot_resume_ends_even_when_its_partition_survived():
+    _, journal = crashed_world()
+    s = make()
+    effects = s.recover(stored(journal), now=100, partitions=["slurm_1"], resumable=lambda job: False)
+    assert s.job(1).state is S.PENDING and s.job(1).requeue_count == 1
+    assert s.job(1).recovery.endswith("its workload ran inside the controller process that died")
+    assert StopJob(1, "slurm_1", S.PENDING, False) in effects  # its surviving partition is removed

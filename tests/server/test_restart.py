@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
+import time
 
 import grpc
 from google.protobuf.json_format import MessageToDict
 
 from tests.conftest import console_script
-from vipu.v1 import admin_pb2 as a, admin_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
+from vipu.v1 import admin_pb2 as a, admin_pb2_grpc, job_pb2 as j, job_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
 
 
 def snapshot(address: str) -> dict:
@@ -68,3 +70,38 @@ def test_bad_pod_file_is_refused_with_the_field(tmp_path):
         capture_output=True, text=True, timeout=30,
     )
     assert out.returncode == 2 and "machines_per_ild" in out.stderr and str(bad) in out.stderr
+
+
+def test_runs_that_ended_while_the_controller_was_down_end_when_they_were_due(server):
+    """A sleep workload that finished and a time limit that ran out during the downtime are recorded at their due
+    times (they were recorded at the restart), and each job that was running says what the restart did."""
+    with grpc.insecure_channel(server.address) as channel:
+        jobs = job_pb2_grpc.JobServiceStub(channel)
+
+        def submit(**spec) -> int:
+            body = {"ipus": 4, "user": "u", **spec}
+            return jobs.SubmitJob(j.SubmitJobRequest(spec=json.dumps(body).encode()), timeout=5).job_ids[0]
+
+        slept = submit(name="sleeps", time_limit="1m", workload={"kind": "sleep", "duration": 1.5})
+        limited = submit(name="holds", time_limit="2s")  # a hold workload: only its time limit ends it
+        kept = submit(name="long", time_limit="1h")
+        deadline = time.monotonic() + 10
+        while {x.state for x in jobs.ListJobs(j.ListJobsRequest(), timeout=5).jobs} != {"RUNNING"}:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    server.kill(signal.SIGKILL)
+    time.sleep(2.5)
+    server.start()
+    with grpc.insecure_channel(server.address) as channel:
+        jobs = job_pb2_grpc.JobServiceStub(channel)
+        deadline = time.monotonic() + 10
+        while jobs.GetJob(j.GetJobRequest(id=limited), timeout=5).state != "TIMEOUT":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        got = {i: jobs.GetJob(j.GetJobRequest(id=i), timeout=5) for i in (slept, limited, kept)}
+    assert got[slept].state == "COMPLETED" and got[slept].end_time == got[slept].start_time + 1.5
+    assert got[limited].end_time == got[limited].start_time + 2
+    assert got[kept].state == "RUNNING"
+    notes = {i: json.loads(x.detail_json)["recovery"] for i, x in got.items()}
+    assert notes == {i: "resumed after the controller's restart: its partition slurm_%d survived" % i
+                     for i in (slept, limited, kept)}

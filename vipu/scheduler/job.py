@@ -59,6 +59,7 @@ class Job(BaseModel):
     exit_code: int | None = None
     first_ipu: int | None = None
     requeue_count: int = 0
+    recovery: str | None = None  # what the last controller restart did to this job's run, and why
     request_id: str | None = None
     priority: PriorityBreakdown | None = None
     history: list[Transition] = []

@@ -1,20 +1,21 @@
 """Rebuilding the scheduler from the store after a restart (slurmctld -r).
 
 What happens to a job that was RUNNING when the old process died: its partition is the evidence. If the caller
-still has the partition `slurm_<id>` (the partition records live in the same store), the job keeps running: its
-start and end-by times are unchanged, so its time limit still holds, and the caller re-attaches or restarts its
-workload. If the partition is gone, or the caller cannot tell (partitions=None), the job's IPUs and workload were
-lost with the process: like a Slurm job whose node vanished it ends NODE_FAIL and, when its spec allows requeue
-(the default), is queued again under the same id. A COMPLETING job whose partition is gone finishes with the exit
-code it recorded. Partitions named slurm_<id> whose job is no longer running are returned as StopJob effects so the
-caller removes them. Pending jobs simply wait again; their reasons are recomputed by the next cycle. Holds (user or
-admin) and begin times are part of the job record, so a held job stays held, an admin hold still needs an admin, and
-a job whose begin time passed while the controller was down is eligible at once.
+still has the partition `slurm_<id>` (the partition records live in the same store) and its workload can resume
+(`resumable`: the live server's sleep and hold workloads can, a training run held in the dead process cannot), the
+job keeps running: its start and end-by times are unchanged, so its time limit still holds, and the caller
+re-attaches or restarts its workload. Otherwise the job's run was lost with the process: like a Slurm job whose node
+vanished it ends NODE_FAIL and, when its spec allows requeue (the default), is queued again under the same id. A
+COMPLETING job whose partition is gone finishes with the exit code it recorded. Each of these jobs says which and
+why in its `recovery` note (`vipu show job`). Partitions named slurm_<id> whose job is no longer running are returned
+as StopJob effects so the caller removes them. Pending jobs simply wait again; their reasons are recomputed by the
+next cycle. Holds (user or admin) and begin times are part of the job record, so a held job stays held, an admin
+hold still needs an admin, and a job whose begin time passed while the controller was down is eligible at once.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from pydantic import BaseModel
 
@@ -45,7 +46,8 @@ def _records(records: Iterable) -> tuple[list[Job], SchedulerMeta | None]:
     return jobs, meta
 
 
-def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[str] | None) -> list[Effect]:
+def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[str] | None,
+            resumable: Callable[[Job], bool] | None = None) -> list[Effect]:
     if s.table.jobs:
         raise FailedPrecondition("recover() rebuilds an empty scheduler; create a new Scheduler for it")
     jobs, meta = _records(records)
@@ -56,14 +58,24 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
     for job in sorted(jobs, key=lambda j: j.id):
         if job.spec.time_limit is None or job.spec.qos is None:
             raise InvalidArgument(f"stored job {job.id} has no resolved time_limit/qos; the store is corrupt")
-        if job.state in (S.RUNNING, S.COMPLETING) and job.partition not in live:
-            if job.state is S.COMPLETING:
-                job = job.moved(S.COMPLETED if job.exit_code == 0 else S.FAILED, now, end_time=now)
-            else:
-                failed = job.moved(S.NODE_FAIL, now, end_time=now)
-                job = failed.requeued(now) if job.spec.requeue else failed
-                if job is not failed:
-                    cut_short.append(failed)
+        kept = job.partition in live
+        if job.state is S.COMPLETING and not kept:
+            job = job.moved(S.COMPLETED if job.exit_code == 0 else S.FAILED, now, end_time=now,
+                            recovery="finished at the controller's restart: its workload had already exited")
+            changed.append(job)
+        elif job.state is S.RUNNING and kept and (resumable is None or resumable(job)):
+            job = job.updated({"recovery": f"resumed after the controller's restart: its partition {job.partition}"
+                                           " survived"})
+            changed.append(job)
+        elif job.state is S.RUNNING:
+            why = ("its partition was lost with the controller" if not kept
+                   else "its workload ran inside the controller process that died")
+            then = "requeued" if job.spec.requeue else "not requeued (its spec says requeue: false)"
+            failed = job.moved(S.NODE_FAIL, now, end_time=now,
+                               recovery=f"ended NODE_FAIL at the controller's restart, {then}: {why}")
+            job = failed.requeued(now) if job.spec.requeue else failed
+            if job is not failed:
+                cut_short.append(failed)
             changed.append(job)
         final.append(job)
     next_id = max([meta.next_job_id if meta else 1] + [j.id + 1 for j in final])

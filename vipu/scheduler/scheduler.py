@@ -244,11 +244,13 @@ class Scheduler:
         return self.job(job_id)
 
     def enforce_time_limits(self, now: float) -> list[Effect]:
-        """End every RUNNING job past its time limit as TIMEOUT."""
-        expired = self.table.expired(now)
-        if not expired:
-            return []
-        return self._end_runs([j.moved(S.TIMEOUT, now, end_time=now) for j in expired], expired, now, S.TIMEOUT)
+        """End every RUNNING job past its time limit as TIMEOUT, at its limit: after a restart that can be well
+        before now, and the record must say when the job's time ran out, not when the controller noticed."""
+        effects: list[Effect] = []
+        for job in self.table.expired(now):
+            at = min(now, job.end_by)  # type: ignore[type-var]
+            effects += self._end_runs([job.moved(S.TIMEOUT, at, end_time=at)], [job], at, S.TIMEOUT)
+        return effects
 
     def fail_ipus(self, ipus: Iterable[int], now: float) -> list[Effect]:
         """IPUs failed: no job is placed on them, and running jobs on them end NODE_FAIL (requeued if allowed)."""
@@ -326,9 +328,10 @@ class Scheduler:
         return min((s for s, n in self.table.pending_sizes.items() if n > 0), default=None)
 
     # -- restart ----------------------------------------------------------------------------------------------
-    def recover(self, records: Iterable, now: float, partitions: Iterable[str] | None = None) -> list[Effect]:
+    def recover(self, records: Iterable, now: float, partitions: Iterable[str] | None = None,
+                resumable: Callable[[Job], bool] | None = None) -> list[Effect]:
         """Rebuild the job table from stored records after a restart (see recovery.py for what happens to jobs
         that were running); call once, on a fresh Scheduler. Returns StopJob effects for partitions to remove."""
         from vipu.scheduler.recovery import recover
 
-        return recover(self, records, now, partitions)
+        return recover(self, records, now, partitions, resumable)

@@ -77,10 +77,13 @@ class Dispatcher:
         """Finish due workloads, enforce time limits, run one cycle; returns seconds until the next due event."""
         scheduler = self.rt.scheduler
         effects = []
+        # in time order, each at the time it happened: after a restart, workload ends and time limits that passed
+        # while the controller was down are recorded when they were due, and a limit that ran out first wins
         while self._ends and self._ends[0][0] <= now:
-            _, job_id, started, exit_code = heapq.heappop(self._ends)
+            end, job_id, started, exit_code = heapq.heappop(self._ends)
+            effects += scheduler.enforce_time_limits(end)
             if scheduler.table.running_since(job_id, started):
-                effects += scheduler.job_finished(job_id, now, exit_code=exit_code)
+                effects += scheduler.job_finished(job_id, end, exit_code=exit_code)
         effects += scheduler.enforce_time_limits(now)
         self.apply(effects, now)
         self.apply(scheduler.cycle(now, *self.rt.controller.state.job_masks()), now)

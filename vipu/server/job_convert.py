@@ -44,6 +44,7 @@ def job(x: Job, brief: bool = False) -> j.Job:
             "history": [{"state": t.state.value, "at": t.at} for t in x.history],
             "priority": x.priority.model_dump() if x.priority else None,
             "request_id": x.request_id,
+            "recovery": x.recovery,
         })
     return message
 

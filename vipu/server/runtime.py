@@ -3,6 +3,7 @@ the address jobs are told to reach the controller at."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from vipu.server.fleet import Fleet
 from vipu.server.training import Training
 from vipu.store import Store
 
+log = logging.getLogger("vipu.recovery")
 USER_METADATA = "x-vipu-user"  # who an insecure caller says it is; with --secure the access key decides
 
 
@@ -201,13 +203,14 @@ def open_runtime(
 def _recover(runtime: Runtime, job_records) -> None:
     scheduler, controller = runtime.scheduler, runtime.controller
     now = runtime.now()
-    effects = scheduler.recover(job_records, now, list(controller.state.partitions))
+    # a training run lives in this process, so it died with the last one; sleep and hold workloads are timers
+    effects = scheduler.recover(job_records, now, list(controller.state.partitions),
+                                resumable=lambda job: not isinstance(job.spec.workload, TrainWorkload))
     runtime.dispatcher.apply(effects, now)
     runtime.dispatcher.apply(scheduler.fail_ipus(sorted(controller.state.failed_ipus), now), now)
-    for job in list(scheduler.table.jobs.values()):
+    for job in scheduler.table.jobs.values():
         if job.state is JobState.RUNNING and isinstance(job.spec.workload, SleepWorkload):
             runtime.dispatcher.watch(job.id, job.start_time, job.spec.workload)
-        elif job.state is JobState.RUNNING and isinstance(job.spec.workload, TrainWorkload):
-            # its training ran in the process that died: the run is lost (NODE_FAIL, like a lost partition), and
-            # requeued to start again from step 0 if its spec allows
-            runtime.dispatcher.apply(scheduler.job_finished(job.id, now, JobState.NODE_FAIL, exit_code=1), now)
+    ran = sorted(r.id for k, r in job_records if k == "job" and r.state in (JobState.RUNNING, JobState.COMPLETING))
+    for job_id in ran:
+        log.info("job %s: %s", job_id, scheduler.table.jobs[job_id].recovery)
