@@ -10,17 +10,29 @@ if TYPE_CHECKING:  # the CLI imports this module for MAX_SPEC_BYTES; pydantic wo
 MAX_SPEC_BYTES = 1 << 20  # a job spec file or request: 1 MiB (the CLI, the planner and the controller agree)
 
 
+def _fix(kind: str, given: object) -> str:
+    """A hint for a scalar of the wrong type: the usual cause is a number or boolean written as a string."""
+    numeric = isinstance(given, str) and given.strip().lstrip("-").replace(".", "", 1).isdigit()
+    if kind.startswith(("int_", "float_")) and numeric:
+        return "; write the number without quotes"
+    if kind.startswith("bool_"):
+        return "; use true or false"
+    return ""
+
+
 def describe(error: ValidationError, what: str) -> str:
     """`what` names the thing being validated ("partition request", "pod config FILE")."""
     parts = []
     for item in error.errors()[:5]:
-        field = ".".join(str(p) for p in item["loc"]) or "(top level)"
-        message = item["msg"]
+        field = ".".join(str(p) for p in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")  # pydantic's prefix for our validators' messages
         if item["type"] == "extra_forbidden":
             message = "unknown field; remove it (check the spelling against the documented fields)"
         elif item["type"] == "missing":
             message = "required; add it"
-        parts.append(f"{field}: {message}")
+        elif item["type"].endswith(("_type", "_parsing")) and not isinstance(item.get("input"), (dict, list)):
+            message = f"{message}, not {item['input']!r}{_fix(item['type'], item['input'])}"
+        parts.append(f"{field}: {message}" if field else message)
     more = len(error.errors()) - 5
     suffix = f" (and {more} more)" if more > 0 else ""
     return f"invalid {what}: " + "; ".join(parts) + suffix

@@ -22,11 +22,19 @@ def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "abc", "10x", "-5", -5, "1h-3", True, None, [1], "400d", "1:2:3:4"])
+@pytest.mark.parametrize("text", ["", "abc", "10x", "1h-3", True, None, [1], "400d", "1:2:3:4"])
 def test_bad_durations(text):
     with pytest.raises(Exception) as e:
         parse_duration(text)
     assert "use seconds" in str(e.value) or "year" in str(e.value)
+
+
+@pytest.mark.parametrize("value", ["-5", -5, "-10m", " -1h", "-00:01:00", float("-inf")])
+def test_a_negative_duration_is_said_to_be_negative_whatever_its_spelling(value):
+    """Regression: '-1' and '-10m' were 'not a duration', which sends the user looking for the wrong mistake."""
+    with pytest.raises(Exception) as e:
+        parse_duration(value)
+    assert "is negative" in str(e.value) and "a duration is 0 or more" in str(e.value)
 
 
 def test_format_duration():
@@ -95,8 +103,12 @@ def test_load_spec_yaml_and_json():
         ("- 1\n- 2\n", "expected a mapping"),
         ("just a string", "expected a mapping"),
         ("ipus: [1\n", "not valid YAML/JSON"),
-        ('{"ipus": 1,}', "not valid YAML/JSON"),
+        ('{"ipus": 1,,}', "not valid YAML/JSON"),
         ("ipus: 1\ncolor: blue\n", "color: unknown field"),
+        ("", "it is empty; give at least ipus and time_limit"),
+        ("name: a\nipus: 4\nname: b\n", "field 'name' is given twice (line 3); keep one"),
+        ('{"name": "a", "name": "b"}', "field 'name' is given twice; keep one"),
+        ('{"ipus": "16"}', "ipus: Input should be a valid integer, not '16'; write the number without quotes"),
     ],
 )
 def test_load_spec_refuses(data, needle):
@@ -143,3 +155,8 @@ def test_submit_resolves_defaults():
     s = make(default_time_limit="30m")
     job = s.submit({"ipus": 2}, now=5)[0]
     assert (job.spec.qos, job.spec.time_limit, job.partition, job.state.value) == ("normal", 1800, "slurm_1", "PENDING")
+
+
+def test_a_flow_mapping_spec_is_yaml_not_broken_json():
+    """Regression: text starting with '{' was parsed only as JSON, so {ipus: 4, time_limit: 10m} was refused."""
+    assert load_spec("{ipus: 4, time_limit: 10m}").time_limit == 600

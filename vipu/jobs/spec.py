@@ -8,14 +8,13 @@ and are ignored here.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-import yaml
 from pydantic import Field, PositiveInt, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from vipu.documents import read_document
 from vipu.errors import InvalidArgument
 from vipu.jobs.convnet import ConvNetModel
 from vipu.jobs.layout import Layout, check_partition
@@ -105,8 +104,8 @@ def load_plan_spec(path: str | Path) -> tuple[PlanSpec, PodConfig]:
         raise InvalidArgument(f"spec file {path} is {len(raw)} bytes; a job spec may be at most {MAX_SPEC_BYTES}")
     try:
         text = raw.decode("utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (UnicodeDecodeError, yaml.YAMLError, json.JSONDecodeError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InvalidArgument(f"invalid spec file {path}: not valid YAML/JSON ({first}); fix the syntax") from None
+    except UnicodeDecodeError as e:
+        raise InvalidArgument(f"invalid spec file {path}: not UTF-8 text (bad byte at offset {e.start}); give a"
+                              " YAML or JSON file") from None
+    data = read_document(text, f"spec file {path}", as_json=path.suffix == ".json" or None)
     return plan_spec(data, f"spec file {path}")

@@ -6,7 +6,6 @@ beside each; this module only defines their shape and the rules that make a Pod 
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
+from vipu.documents import read_document
 from vipu.errors import InvalidArgument
 from vipu.partition.admin_objects import ClusterTopology
 from vipu.validation import describe
@@ -179,8 +179,7 @@ def load_pod(name_or_path: str) -> PodConfig:
         )
     try:
         text = path.read_text()
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (UnicodeDecodeError, yaml.YAMLError, json.JSONDecodeError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InvalidArgument(f"invalid pod config {path}: not valid YAML/JSON ({first}); fix the syntax") from None
-    return parse_pod(data, str(path))
+    except UnicodeDecodeError as e:
+        raise InvalidArgument(f"invalid pod config {path}: not UTF-8 text (bad byte at offset {e.start}); give a"
+                              " YAML or JSON file") from None
+    return parse_pod(read_document(text, f"pod config {path}", as_json=path.suffix == ".json" or None), str(path))

@@ -41,6 +41,9 @@ def parse_duration(value: object, field: str = "duration") -> float:
         seconds = float(value)
     elif isinstance(value, str):
         text = value.strip().lower()
+        if text.startswith("-"):  # a negative duration of any spelling, not "not a duration"
+            raise PydanticCustomError("duration", "{value} is negative; a duration is 0 or more, e.g. 10m",
+                                      {"value": repr(value)})
         seconds = None
         if re.fullmatch(r"\d+(?:\.\d+)?", text):
             seconds = float(text)
@@ -56,7 +59,8 @@ def parse_duration(value: object, field: str = "duration") -> float:
     else:
         raise PydanticCustomError("duration", "expected a duration, got {kind}; " + HELP, {"kind": type(value).__name__})
     if not math.isfinite(seconds) or seconds < 0:
-        raise PydanticCustomError("duration", "{value} is negative or not finite; " + HELP, {"value": repr(value)})
+        raise PydanticCustomError("duration", "{value} is negative or not finite; a duration is 0 or more, e.g. 10m",
+                                  {"value": repr(value)})
     if seconds > MAX_SECONDS:
         raise PydanticCustomError(
             "duration", "{value} is longer than a year; give at most 366 days", {"value": repr(value)}

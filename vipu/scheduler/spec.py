@@ -8,13 +8,12 @@ anything is stored.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Literal, Union
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from vipu.documents import read_document
 from vipu.errors import InvalidArgument
 from vipu.jobs.spec import TrainWorkload
 from vipu.scheduler.arrays import ArraySpec, ArraySyntaxError, parse_array
@@ -147,9 +146,8 @@ def load_spec(text_or_bytes: str | bytes, source: str = "job spec") -> JobSpec:
         text = text_or_bytes
     if "\x00" in text:
         raise InvalidArgument(f"invalid {source}: contains NUL bytes, so it is binary, not YAML or JSON; give a text file")
-    try:
-        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError, RecursionError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InvalidArgument(f"invalid {source}: not valid YAML/JSON ({first}); fix the syntax") from None
+    data = read_document(text, source)
+    if data is None:
+        raise InvalidArgument(f"invalid {source}: it is empty; give at least ipus and time_limit, e.g. {{ipus: 4,"
+                              " time_limit: 10m}")
     return parse_spec(data, source)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import yaml
 
+from vipu.documents import read_document
 from vipu.clock import WallClock
 from vipu.access import Identity
 from vipu.errors import FailedPrecondition, InvalidArgument, Unauthenticated
@@ -157,9 +157,10 @@ def load_scheduler_config(path: str | None, policy: str | None) -> SchedulerConf
     data: object = {}
     if path:
         try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
-            raise InvalidArgument(f"--scheduler-config {path}: cannot read it as YAML ({e}); fix the file") from None
+            text = Path(path).read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise InvalidArgument(f"--scheduler-config {path}: cannot read it ({e}); give a readable YAML file") from None
+        data = read_document(text, f"--scheduler-config {path}") or {}
     if policy and isinstance(data, dict):
         data["policy"] = policy
     return parse_config(data, path or "(flags)")

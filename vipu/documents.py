@@ -1,0 +1,74 @@
+"""The YAML and JSON files users write (job specs, pod and scheduler configs), parsed one way.
+
+Why not plain yaml.safe_load / json.loads: both keep the last of two equal keys, so a spec saying `name: a` and
+later `name: b` was silently read as b; a repeated key is almost always a paste or merge mistake, and Slurm's and
+Kubernetes' users expect it refused.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from vipu.errors import InvalidArgument
+
+
+class DuplicateKey(yaml.YAMLError):
+    """A mapping gives the same key twice (a YAMLError, so callers that report bad syntax report this too)."""
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    if any(key_node.tag == "tag:yaml.org,2002:merge" for key_node, _ in node.value):
+        return loader.construct_mapping(node, deep=deep)  # `<<:` merges: overriding a merged key is their point
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            repeated = key in seen
+        except TypeError:  # an unhashable key: construct_mapping refuses it with its own message
+            continue
+        if repeated:
+            raise DuplicateKey(f"field {key!r} is given twice (line {key_node.start_mark.line + 1}); keep one")
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def _pairs(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(f"field {key!r} is given twice; keep one")
+        out[key] = value
+    return out
+
+
+def parse_document(text: str, as_json: bool | None = None) -> object:
+    """JSON when `as_json`, YAML when not; None: JSON when the text starts with '{' and parses as JSON (fast, and
+    most specs sent over gRPC are), else YAML, which also reads flow mappings like {ipus: 4, time_limit: 10m}.
+    Raises yaml.YAMLError (DuplicateKey included) or json.JSONDecodeError."""
+    if as_json or (as_json is None and text.lstrip().startswith("{")):
+        try:
+            return json.loads(text, object_pairs_hook=_pairs)
+        except json.JSONDecodeError:
+            if as_json:
+                raise
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+
+
+def read_document(text: str, source: str, as_json: bool | None = None) -> object:
+    """parse_document, with any failure as InvalidArgument naming `source` ("job spec", "pod config FILE")."""
+    try:
+        return parse_document(text, as_json)
+    except DuplicateKey as e:
+        raise InvalidArgument(f"invalid {source}: {e}") from None
+    except (yaml.YAMLError, json.JSONDecodeError, RecursionError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InvalidArgument(f"invalid {source}: not valid YAML/JSON ({first}); fix the syntax") from None
