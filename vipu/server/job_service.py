@@ -174,9 +174,14 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         identity = self.rt.identity(context)
         wanted = states_of(request.states)
         users = set(request.users)
-        with self.rt.lock:
-            out = self.rt.scheduler.history(  # like sacct: ended jobs by default
-                lambda x: (not users or x.user in users) and identity.sees(x.user), wanted or TERMINAL)
+        def keep(x) -> bool:
+            # a state asked for matches a run that ended in it too: a job preempted or lost (NODE_FAIL) and then
+            # requeued is in that state no more, and sacct --duplicates lists such runs
+            return ((not users or x.user in users) and identity.sees(x.user)
+                    and (wanted is None or x.state in wanted or any(t.state in wanted for t in x.history)))
+
+        with self.rt.lock:  # like sacct: ended jobs by default
+            out = self.rt.scheduler.history(keep, TERMINAL if wanted is None else None)
         if request.limit > 0:
             out = out[-request.limit :]
         return job_convert.jobs(out, request.brief)
@@ -200,9 +205,15 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     @rpc
     def Priorities(self, request, context):
         identity = self.rt.identity(context)
-        ids = set(request.ids)
+        ids: set[int] = set()
         with self.rt.lock:
-            rows = self.rt.scheduler.priorities(self.rt.now())
+            scheduler, now = self.rt.scheduler, self.rt.now()
+            for i in request.ids:  # an array job id stands for its pending tasks, as in sprio -j
+                pending = [t for t in scheduler.table.arrays.get(i) or [i] if t in scheduler.table.pending]
+                if not pending:
+                    scheduler.priority(i, now)  # raises: the job does not exist, or is not pending
+                ids.update(pending)
+            rows = scheduler.priorities(now)
         return j.PrioritiesResponse(
             jobs=[
                 j.PriorityFactors(

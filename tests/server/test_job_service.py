@@ -1,0 +1,55 @@
+"""JobService requests a CLI does not cover on its own: sprio for named jobs."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import grpc
+import pytest
+
+from vipu.v1 import job_pb2 as j, job_pb2_grpc
+
+
+@pytest.fixture
+def jobs(server):
+    with grpc.insecure_channel(server.address) as channel:
+        yield job_pb2_grpc.JobServiceStub(channel)
+
+
+def submit(jobs, **spec) -> list[int]:
+    body = {"ipus": 4, "time_limit": "10m", "user": "u", **spec}
+    return list(jobs.SubmitJob(j.SubmitJobRequest(spec=json.dumps(body).encode()), timeout=5).job_ids)
+
+
+def test_priorities_of_named_jobs_an_array_and_jobs_without_one(jobs):
+    [held] = submit(jobs, hold=True)
+    tasks = submit(jobs, hold=True, array="0-2")
+    rows = jobs.Priorities(j.PrioritiesRequest(ids=[tasks[0]]), timeout=5).jobs
+    assert sorted(r.job_id for r in rows) == tasks  # the array job id stands for its pending tasks
+    assert [r.job_id for r in jobs.Priorities(j.PrioritiesRequest(ids=[held]), timeout=5).jobs] == [held]
+    with pytest.raises(grpc.RpcError) as missing:
+        jobs.Priorities(j.PrioritiesRequest(ids=[held, 999]), timeout=5)
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND and "job 999 does not exist" in missing.value.details()
+    jobs.CancelJobs(j.JobIdsRequest(ids=[held]), timeout=5)
+    with pytest.raises(grpc.RpcError) as ended:
+        jobs.Priorities(j.PrioritiesRequest(ids=[held]), timeout=5)
+    assert ended.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert f"job {held} is CANCELLED; only pending jobs have a priority" in ended.value.details()
+
+
+def test_history_by_state_lists_runs_that_ended_in_it_and_went_back_to_the_queue(jobs, server):
+    """Regression: a job preempted (or lost) and requeued was PENDING again, so history -s PREEMPTED never had it."""
+    from vipu.v1 import admin_pb2, admin_pb2_grpc
+
+    [job] = submit(jobs)
+    deadline = time.monotonic() + 10
+    while jobs.GetJob(j.GetJobRequest(id=job), timeout=5).state != "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    with grpc.insecure_channel(server.address) as channel:
+        first_ipu = json.loads(jobs.GetJob(j.GetJobRequest(id=job), timeout=5).detail_json)["first_ipu"]
+        admin_pb2_grpc.AdminServiceStub(channel).FailIpus(admin_pb2.FailIpusRequest(ipus=[first_ipu]), timeout=5)
+    listed = jobs.History(j.HistoryRequest(states=["NODE_FAIL"]), timeout=5).jobs
+    assert [(x.id, x.state) for x in listed] in ([(job, "PENDING")], [(job, "RUNNING")])  # requeued, maybe restarted
+    assert jobs.History(j.HistoryRequest(), timeout=5).jobs == []  # by default only jobs that ended for good
