@@ -461,3 +461,16 @@ def test_remove_user_revokes_the_key_but_not_the_last_admin(scene_factory, build
     refused(scene, builders, lambda a: a.remove_user("root"), FailedPrecondition,
             "user root is the last admin", "create another admin first")
     refused(scene, builders, lambda a: a.remove_user("alice"), NotFound, "user 'alice' does not exist")
+
+
+def test_ipus_of_a_drained_or_missing_agent_are_drained_until_back(scene_factory, builders):
+    """Regression: they showed as idle, though no partition could go there."""
+    scene = scene_factory("bow-pod16").partition("p1", 4)  # lands on machine 0
+    scene.ctl.admin.set_agent_state("ag00", "DRAINED")  # a partition already there keeps its IPUs
+    scene.ctl.admin.set_agent_state("ag02", "DRAINED")
+    scene.ctl.admin.remove_agent("ag03")
+    assert scene.state.drained_mask == 0b1111_1111_0000_0000
+    kinds = [s.state for s in scene.ctl.partitions.ipu_statuses()]
+    assert kinds == ["allocated"] * 4 + ["idle"] * 4 + ["drained"] * 8
+    scene.ctl.admin.set_agent_state("ag02", "ONLINE")
+    assert scene.state.drained_mask == 0b1111_0000_0000_0000

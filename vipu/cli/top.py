@@ -30,14 +30,16 @@ def frame(conn, queue_rows: int = 10) -> Group:
     for ipu in ipus:
         if ipu.partition and ipu.partition not in colour:
             colour[ipu.partition] = COLOURS[len(colour) % len(COLOURS)]
-    counts = {s: sum(1 for i in ipus if i.state == s) for s in ("idle", "allocated", "failed")}
+    counts = {s: sum(1 for i in ipus if i.state == s) for s in ("idle", "allocated", "drained", "failed")}
     title = Text(f"{info.pod}: {len(ipus)} IPUs  ", style="bold")
     title.append(f"{counts['allocated']} allocated  ", style="cyan")
     title.append(f"{counts['idle']} idle  ")
+    if counts["drained"]:
+        title.append(f"{counts['drained']} drained  ", style="yellow")
     title.append(f"{counts['failed']} failed  ", style="red" if counts["failed"] else "")
     title.append(f"| {info.running_jobs} running, {info.pending_jobs} pending jobs")
 
-    machines = Table(title="IPU-Machines", caption="# allocated  . idle  X failed", show_edge=False, pad_edge=False)
+    machines = Table(title="IPU-Machines", caption="# allocated  . idle  - drained  X failed", show_edge=False, pad_edge=False)
     machines.add_column("machine")
     machines.add_column("agent")
     machines.add_column("IPUs")
@@ -49,8 +51,8 @@ def frame(conn, queue_rows: int = 10) -> Group:
     for machine, members in sorted(by_machine.items()):
         cells = Text()
         for ipu in members:
-            mark, style = {"failed": ("X", "bold red"), "allocated": ("#", colour.get(ipu.partition, ""))}.get(
-                ipu.state, (".", "dim"))
+            mark, style = {"failed": ("X", "bold red"), "allocated": ("#", colour.get(ipu.partition, "")),
+                           "drained": ("-", "yellow")}.get(ipu.state, (".", "dim"))
             cells.append(mark, style=style)
         names = sorted({i.partition for i in members if i.partition})
         util = sum(i.utilization for i in members) / len(members)

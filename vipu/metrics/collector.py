@@ -39,7 +39,7 @@ class StateCollector(Collector):
         ipus = GaugeMetricFamily("vipu_ipus", "IPUs by state and IPU-Link domain (Pod64).", labels=["state", "ild"])
         counts = Counter((s.state, s.ild) for s in statuses)
         for ild in range(pod.ilds):
-            for state in ("idle", "allocated", "failed"):
+            for state in ("idle", "allocated", "drained", "failed"):
                 ipus.add_metric([state, str(ild)], counts.get((state, ild), 0))
         yield ipus
 

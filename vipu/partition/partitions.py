@@ -183,11 +183,13 @@ class Partitions:
         owner = {ipu: p.name for p in state.partitions.values() for ipu in p.ipus}
         agents = state.agent_of_machine()
         failed = state.failed_ipus
+        drained = state.drained_mask
         statuses = []
         for ipu in range(state.pod.ipus):
             place_ = state.topology.place(ipu)
             agent = agents.get(place_.machine)
-            kind = "failed" if ipu in failed else "allocated" if ipu in owner else "idle"
+            kind = ("failed" if ipu in failed else "allocated" if ipu in owner
+                    else "drained" if drained >> ipu & 1 else "idle")
             statuses.append(
                 IpuStatus(ipu, place_.machine, place_.index, place_.ild, agent.name if agent else None, kind, owner.get(ipu))
             )

@@ -108,6 +108,15 @@ class PodState:
         """IPUs a new partition in `allocation` may use: on its agents, not failed, not drained, not in use."""
         return self.eligible_mask(allocation) & ~self.used_mask & ~self.failed_mask
 
+    @property
+    def drained_mask(self) -> int:
+        """IPUs out of service for new partitions though healthy and free: their machine's agent is drained or
+        missing (Slurm's drained nodes)."""
+        online = 0
+        for name in (DEFAULT_ALLOCATION, *self.allocations):
+            online |= self.eligible_mask(name)
+        return ((1 << self.pod.ipus) - 1) & ~online & ~self.used_mask & ~self.failed_mask
+
     def job_masks(self) -> tuple[int, dict[str, int]]:
         """What the job scheduler may place on: the IPUs free now in any allocation (healthy, on online agents, in
         no partition), and the IPUs each allocation's jobs may use."""

@@ -32,6 +32,7 @@ class Pod64Info:
     allocated: int
     failed: int
     largest_free_block: int
+    drained: int = 0  # healthy and free, but their machine's agent is drained or missing
 
 
 def decorate(s: Scheduler, job: Job) -> Job:
@@ -81,7 +82,7 @@ def priorities(s: Scheduler, now: float, user: str | None) -> list[PriorityBreak
     return sorted(rows, key=lambda r: (-r.total, s.table.pending[r.job_id].submit_time, r.job_id))
 
 
-def info(s: Scheduler, available_mask: int | None) -> list[Pod64Info]:
+def info(s: Scheduler, available_mask: int | None, drained_mask: int = 0) -> list[Pod64Info]:
     if available_mask is None:
         available_mask = s.full_mask & ~s.table.used_mask & ~s.failed_mask
     per = s.pod.ild_ipus
@@ -93,5 +94,7 @@ def info(s: Scheduler, available_mask: int | None) -> list[Pod64Info]:
         failed = (s.failed_mask >> first) & window
         idle = free.bit_count()
         broken = failed.bit_count()
-        rows.append(Pod64Info(ild, first, per, idle, per - idle - broken, broken, largest_free_block(free, per)))
+        drained = ((drained_mask >> first) & window).bit_count()
+        rows.append(Pod64Info(ild, first, per, idle, per - idle - broken - drained, broken, largest_free_block(free, per),
+                              drained))
     return rows

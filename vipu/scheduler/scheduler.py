@@ -320,9 +320,9 @@ class Scheduler:
         """sprio: every pending job's factors, highest priority first."""
         return queries.priorities(self, now, user)
 
-    def info(self, available_mask: int | None = None) -> list[queries.Pod64Info]:
-        """sinfo: idle, allocated and failed IPUs per Pod64 (IPU-Link domain)."""
-        return queries.info(self, available_mask)
+    def info(self, available_mask: int | None = None, drained_mask: int = 0) -> list[queries.Pod64Info]:
+        """sinfo: idle, allocated, drained and failed IPUs per Pod64 (IPU-Link domain)."""
+        return queries.info(self, available_mask, drained_mask)
 
     def smallest_pending_ipus(self) -> int | None:
         return min((s for s, n in self.table.pending_sizes.items() if n > 0), default=None)
