@@ -120,6 +120,8 @@ def test_admin_objects_through_vipu_admin(server):
     failed = run(server, "vipu-admin", "fail", "ipus", "57", "--json")
     assert [p["name"] for p in json.loads(failed.stdout)] == ["pa"]
     assert json.loads(run(server, "vipu", "get", "partition", "pa", "--json").stdout)["partition"]["state"] == "FAILED"
+    shown = run(server, "vipu", "get", "partition", "pa").stdout
+    assert "56 57(failed) 58 59" in shown and "Failed IPUs: 57 (remove the partition" in shown
 
 
 def test_drain_and_resume_an_agent(server):
@@ -127,6 +129,8 @@ def test_drain_and_resume_an_agent(server):
     assert drained.returncode == 0 and json.loads(drained.stdout)["state"] == "DRAINED"
     part = json.loads(run(server, "vipu", "create", "partition", "p", "--size", "4", "--json").stdout)
     assert part["ipus"] == [4, 5, 6, 7]  # placement skips the drained machine
+    states = [i["state"] for i in json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)[:8]]
+    assert states == ["drained"] * 4 + ["allocated"] * 4
     big = run(server, "vipu", "create", "partition", "all", "--size", "64")
     assert big.returncode == 7
     assert run(server, "vipu-admin", "resume", "agent", "ag00").returncode == 0

@@ -93,7 +93,12 @@ def get_partition(
     part = view.partition
     print(table(PARTITION_HEADERS, [partition_row(part)], cli.header))
     print(f"\nSync type: {part.sync_type}  Allocation: {part.allocation}  Holder: {part.holder or '-'}")
-    rows = [[m.machine, m.agent, f"{m.host}:{m.port}", " ".join(str(i.id) for i in m.ipus)] for m in view.machines]
+    failed = [str(i.id) for m in view.machines for i in m.ipus if i.failed]
+    if failed:
+        print(f"Failed IPUs: {' '.join(failed)} (remove the partition and create another; `vipu-admin repair ipus` ends"
+              " the fault)")
+    rows = [[m.machine, m.agent, f"{m.host}:{m.port}",
+             " ".join(f"{i.id}(failed)" if i.failed else str(i.id) for i in m.ipus)] for m in view.machines]
     print()
     print(table(["Machine", "Agent", "IPUoF address", "IPUs"], rows, cli.header))
     print(f"\nIPU-Link ring: {' '.join(map(str, view.ring))}")
