@@ -29,6 +29,7 @@ from vipu.server.auth import AuthInterceptor
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.server.runtime import Runtime, load_scheduler_config, open_runtime
+from vipu.server.status import add_servicer
 from vipu.server.state_dir import claim
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
@@ -62,9 +63,9 @@ def build_server(
         # half of the first one's calls
         options=[("grpc.max_receive_message_length", 16 * 1024 * 1024), ("grpc.so_reuseport", 0)],
     )
-    partition_pb2_grpc.add_PartitionServiceServicer_to_server(PartitionService(runtime), server)
-    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminService(runtime), server)
-    job_pb2_grpc.add_JobServiceServicer_to_server(JobService(runtime), server)
+    add_servicer(partition_pb2_grpc.add_PartitionServiceServicer_to_server, PartitionService(runtime), server)
+    add_servicer(admin_pb2_grpc.add_AdminServiceServicer_to_server, AdminService(runtime), server)
+    add_servicer(job_pb2_grpc.add_JobServiceServicer_to_server, JobService(runtime), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in ("", *SERVICES):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import NamedTuple
 
 import grpc
 from pydantic import ValidationError
@@ -31,6 +32,42 @@ STATUS = {
 ORIGIN = (("x-vipu-origin", "controller"),)
 
 
+class Malformed(NamedTuple):
+    """What a request that does not parse arrives as (see add_servicer)."""
+
+    error: str
+
+
+def _tolerant(parse):
+    def deserialize(data: bytes):
+        try:
+            return parse(data)
+        except Exception as e:  # noqa: BLE001 - any bytes at all may arrive
+            return Malformed(str(e))
+
+    return deserialize
+
+
+def add_servicer(add, servicer, server: grpc.Server) -> None:
+    """Register a servicer as its generated add_*_to_server would, but with request parsing that cannot fail:
+    gRPC answers a request it cannot parse with INTERNAL "Exception deserializing request!", while a malformed
+    request is the caller's mistake (INVALID_ARGUMENT). The rpc wrapper gives such a request that answer."""
+
+    class Capture:  # the two calls generated code makes on a server
+        def add_generic_rpc_handlers(self, handlers):
+            pass
+
+        def add_registered_method_handlers(self, service, handlers):
+            self.service, self.handlers = service, handlers
+
+    capture = Capture()
+    add(servicer, capture)
+    handlers = {name: h._replace(request_deserializer=_tolerant(h.request_deserializer))
+                for name, h in capture.handlers.items()}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(capture.service, handlers),))
+    server.add_registered_method_handlers(capture.service, handlers)
+
+
 def abort(context, code: grpc.StatusCode, message: str):
     context.set_trailing_metadata(ORIGIN)
     context.abort(code, message)
@@ -45,6 +82,10 @@ def rpc(method):
         remaining = context.time_remaining()
         if remaining is not None and remaining <= 0:
             abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed before the request was served")
+        if type(request) is Malformed:
+            abort(context, grpc.StatusCode.INVALID_ARGUMENT,
+                  f"the request is not a valid {method.__name__} request ({request.error}); build it from"
+                  " protos/vipu/v1")
         try:
             return method(self, request, context)
         except VipuError as e:
