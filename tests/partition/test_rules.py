@@ -27,8 +27,9 @@ BAD_REQUESTS = [
     ("500-character name", dict(name="p" * 500), InvalidArgument, ["partition name is 500 characters long",
                                                                     "use at most 64"]),
     ("empty name", dict(name=""), InvalidArgument, ["partition name is empty", "give a name such as"]),
-    ("name starting with '-'", dict(name="-p"), InvalidArgument, ["partition name '-p'",
+    ("name starting with '-'", dict(name="-p"), InvalidArgument, ["partition name '-p' starts with '-'",
                                                                   "starting with a letter or digit"]),
+    ("name starting with '.'", dict(name=".hidden"), InvalidArgument, ["partition name '.hidden' starts with '.'"]),
     ("name with a slash", dict(name="a/b"), InvalidArgument, ["partition name 'a/b' contains '/'"]),
     ("3 GCDs of 16", dict(size=16, num_gcds=3), InvalidArgument, [
         "num_gcds is 3, which does not divide the partition size 16", "use one of 1, 2, 4, 8, 16"]),

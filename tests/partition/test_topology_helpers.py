@@ -12,11 +12,13 @@ def test_machines_of_a_block(first, size, machines):
     assert Topology(load_pod("bow-pod64")).machines_of(first, size) == machines
 
 
-@pytest.mark.parametrize("a, b, ok", [(0, 1, True), (0, 4, True), (0, 60, True), (0, 2, False), (0, 64, False)])
-def test_require_link(a, b, ok):
+@pytest.mark.parametrize("a, b, refusal", [(0, 1, None), (0, 4, None), (0, 60, None), (0, 2, "not joined by an IPU-Link"),
+                                            (0, 64, "ipu 64 does not exist; bow-pod64 has IPUs 0 to 63"),
+                                            (-1, 0, "ipu -1 does not exist")])
+def test_require_link(a, b, refusal):
     topology = Topology(load_pod("bow-pod64"))
-    if ok:
+    if refusal is None:
         topology.require_link(a, b)
     else:
-        with pytest.raises(InvalidArgument, match="not joined by an IPU-Link"):
+        with pytest.raises(InvalidArgument, match=refusal):
             topology.require_link(a, b)

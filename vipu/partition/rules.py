@@ -18,10 +18,11 @@ def check_name(kind: str, name: str) -> str:
     if len(name) > MAX_NAME:
         raise InvalidArgument(f"{kind} name is {len(name)} characters long; use at most {MAX_NAME}")
     if not NAME_RE.fullmatch(name):
-        bad = next((c for c in name if not re.fullmatch(r"[A-Za-z0-9_.-]", c)), name[0])
+        bad = next((c for c in name if not re.fullmatch(r"[A-Za-z0-9_.-]", c)), None)
+        what = f"contains {bad!r}" if bad else f"starts with {name[0]!r}"
         raise InvalidArgument(
-            f"{kind} name {name!r} contains {bad!r}; use ASCII letters, digits, '_', '-' and '.', starting with a"
-            " letter or digit"
+            f"{kind} name {name!r} {what}; use ASCII letters, digits, '_', '-' and '.', starting with a letter or"
+            " digit"
         )
     return name
 

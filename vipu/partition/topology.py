@@ -47,7 +47,10 @@ class Topology:
 
     def require_link(self, a: int, b: int) -> None:
         """The rule for naming an IPU-Link (fault injection): both IPUs exist and are neighbours on the grid."""
-        if not (0 <= a < self.size and 0 <= b < self.size and self.linked(a, b)):
+        for ipu in (a, b):
+            if not 0 <= ipu < self.size:
+                raise InvalidArgument(f"ipu {ipu} does not exist; {self.pod.name} has IPUs 0 to {self.size - 1}")
+        if not self.linked(a, b):
             raise InvalidArgument(
                 f"IPUs {a} and {b} are not joined by an IPU-Link; `vipu get partition` shows a ring of linked IPUs")
 

@@ -13,7 +13,8 @@ from vipu.server.status import abort
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 ADMIN_PREFIX = "/vipu.v1.AdminService/"
-FIX = "pass --api-access-key or set VIPU_CLI_API_ACCESS_KEY (`vipu-admin create user NAME` prints a key)"
+FIX = ("pass --api-access-key or set VIPU_CLI_API_ACCESS_KEY (the first admin's key is in admin.key in the"
+       " controller's state folder; `vipu-admin create user NAME` prints a key for each new user)")
 
 
 def bearer(metadata) -> str | None:
