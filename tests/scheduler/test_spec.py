@@ -72,6 +72,7 @@ def test_arrays(text, indices, limit):
         ("workload", {"kind": "train"}, "workload"),
         ("workload", {"kind": "sleep"}, "workload.sleep.duration: required"),
         ("output", "a\x00b", "NUL"),
+        ("output", "out-%j.txt", "output: 'out-%j.txt' is relative, and the controller has no working directory"),
     ],
 )
 def test_bad_spec_fields(field, value, needle):

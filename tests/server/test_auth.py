@@ -99,7 +99,7 @@ def test_tls_with_a_certificate_pair(tmp_path):
         proc.stderr.close()
 
 
-def test_an_allocation_that_names_users_is_theirs_and_a_removed_user_is_locked_out(secure):
+def test_an_allocation_that_names_users_is_theirs_and_a_removed_user_is_locked_out(secure, tmp_path):
     server, as_, admin_key, new_user = secure
     alice, bob = new_user("alice"), new_user("bob")
     granted = run(server, "vipu-admin", "create", "allocation", "teamA", "--agents", "ag12,ag13", "--users", "alice",
@@ -114,6 +114,10 @@ def test_an_allocation_that_names_users_is_theirs_and_a_removed_user_is_locked_o
     assert run(server, "vipu", "create", "partition", "at", "--size", "4", "--allocation", "teamA",
                env=as_(alice)).returncode == 0
     assert run(server, "vipu", "create", "partition", "bt", "--size", "4", env=as_(bob)).returncode == 0  # default
+    spec = tmp_path / "out.yaml"
+    spec.write_text("ipus: 1\ntime_limit: 1m\noutput: /tmp/anything-%j.out\n")
+    out = run(server, "vipu", "submit", str(spec), env=as_(alice))
+    assert out.returncode == 6 and "a --secure controller writes no files for its users" in out.stderr
 
     assert run(server, "vipu-admin", "remove", "user", "bob", env=as_(admin_key)).returncode == 0
     out = run(server, "vipu", "list", "partitions", env=as_(bob))

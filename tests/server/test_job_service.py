@@ -53,3 +53,16 @@ def test_history_by_state_lists_runs_that_ended_in_it_and_went_back_to_the_queue
     listed = jobs.History(j.HistoryRequest(states=["NODE_FAIL"]), timeout=5).jobs
     assert [(x.id, x.state) for x in listed] in ([(job, "PENDING")], [(job, "RUNNING")])  # requeued, maybe restarted
     assert jobs.History(j.HistoryRequest(), timeout=5).jobs == []  # by default only jobs that ended for good
+
+
+def test_output_is_written_when_a_run_ends_with_slurms_patterns(jobs, tmp_path):
+    pattern = str(tmp_path / "logs" / "%x-%A_%a.out")
+    tasks = submit(jobs, name="sweep", array="0-1", output=pattern, time_limit="1m",
+                   workload={"kind": "sleep", "duration": 0.2, "exit_code": 3})
+    files = [tmp_path / "logs" / f"sweep-{tasks[0]}_{i}.out" for i in (0, 1)]
+    deadline = time.monotonic() + 20
+    while not all(f.exists() for f in files):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    first = files[0].read_text().splitlines()[0]
+    assert first.startswith(f"vipu-sim job {tasks[0]}_0 (sweep, user u) on partition slurm_{tasks[0]}: FAILED at ")

@@ -69,6 +69,11 @@ class Job(BaseModel):
         return self.spec.ipus
 
     @property
+    def display_id(self) -> str:
+        """The id as squeue shows it: 26_50 for task 50 of array job 26."""
+        return str(self.id) if self.array_job_id is None else f"{self.array_job_id}_{self.array_task_id}"
+
+    @property
     def time_limit(self) -> float:
         return self.spec.time_limit  # type: ignore[return-value]
 

@@ -67,7 +67,12 @@ class JobSpec(Strict):
         " a bare 10m is refused as ambiguous (write now+10m)",
     )
     requeue: bool = Field(True, description="requeue under the same id after a node failure")
-    output: str | None = Field(None, max_length=4096, description="where the job's output goes")
+    output: str | None = Field(
+        None, max_length=4096,
+        description="sbatch --output: the file the controller writes when a run ends (how it ended, and a train"
+        " workload's log). An absolute path (`vipu submit` makes a relative one absolute from where it runs) with"
+        " Slurm's patterns %j job id, %A array job id, %a array task, %x job name, %u user, %% a percent sign",
+    )
     allocation: str | None = Field(None, description="V-IPU allocation to run in (default: default)")
     workload: Workload = Field(HoldWorkload(), description="sleep, hold or train (below)")
 
@@ -103,6 +108,10 @@ class JobSpec(Strict):
     def _output(cls, value: str | None) -> str | None:
         if value is not None and "\x00" in value:
             raise PydanticCustomError("output", "contains a NUL byte; give a plain file path")
+        if value is not None and not value.startswith("/"):
+            raise PydanticCustomError(
+                "output", "{value} is relative, and the controller has no working directory of yours; give an"
+                " absolute path (vipu submit makes one from a relative path)", {"value": repr(value)})
         return value
 
     def parsed_dependency(self) -> Dependency | None:

@@ -16,12 +16,14 @@ import heapq
 import logging
 import threading
 import time
+from pathlib import Path
 
 from vipu.errors import NotFound, VipuError
 from vipu.jobs.spec import TrainWorkload
 from vipu.partition.partition import PartitionRequest
 from vipu.partition.rules import job_holder
 from vipu.scheduler.effects import StartJob, StopJob
+from vipu.scheduler.output import output_path
 from vipu.scheduler.spec import SleepWorkload
 from vipu.scheduler.states import JobState
 
@@ -110,8 +112,26 @@ class Dispatcher:
                     partitions.remove(effect.partition, force=True)
                 except NotFound:
                     pass
+                self._write_output(effect, now)
             elif isinstance(effect, StartJob):
                 self._start(effect, now)
+
+    def _write_output(self, stop: StopJob, now: float) -> None:
+        """The job's `output` file, written when a run ends as slurmd writes a batch job's: how the run ended,
+        then a train workload's log. A file that cannot be written is logged; the job's end stands."""
+        job = self.rt.scheduler.table.jobs[stop.job_id]
+        if not job.spec.output:
+            return
+        path = Path(output_path(job.spec.output, job))
+        ended = f"{stop.state.value}{', requeued' if stop.requeued else ''}"
+        lines = [f"vipu-sim job {job.display_id} ({job.name}, user {job.user}) on partition {stop.partition}:"
+                 f" {ended} at {time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(now))}",
+                 *self.rt.training.log_lines(job.id)]
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("\n".join(lines) + "\n")
+        except OSError as e:
+            log.error("job %s: cannot write its output %s: %s", job.id, path, e)
 
     def _start(self, start: StartJob, now: float) -> None:
         request = PartitionRequest(

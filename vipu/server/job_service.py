@@ -63,6 +63,10 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             raise PermissionDenied(f"user {identity.name} cannot submit jobs as {claimed}; drop --user or ask an admin")
         if overrides:
             spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, source)
+        if spec.output and self.rt.secure:  # it would write any file the controller may, for any user
+            raise PermissionDenied(
+                "output: a --secure controller writes no files for its users (it runs as one OS user, unlike slurmd);"
+                " leave output out and read the run with `vipu show job` and `vipu logs`")
         with self.rt.lock:
             if spec.allocation:
                 identity.check_allocation(spec.allocation, self.rt.controller.admin.get_allocation(spec.allocation).users)
