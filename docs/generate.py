@@ -11,6 +11,14 @@ import typer.main
 from pydantic import BaseModel
 
 DOCS = Path(__file__).resolve().parent
+SCHEDULER_EXAMPLE = """
+policy: backfill
+default_qos: normal
+qos:
+  scavenger: {priority: 0, preempt_mode: cancel}
+  normal: {priority: 50, max_jobs_per_user: 20}
+  urgent: {priority: 100, preempt: [scavenger], max_time_limit: 2h}
+"""
 
 
 def _type_name(annotation) -> str:
@@ -25,11 +33,22 @@ def _type_name(annotation) -> str:
     return text.replace("Optional[", "").replace("NoneType", "None").replace("]", "") if "Optional" in text else text
 
 
+def _default(value) -> str:
+    """A default as a user would write it in YAML/JSON (a model's repr would show every field)."""
+    import json
+
+    if isinstance(value, BaseModel):
+        return json.dumps(value.model_dump(mode="json"))
+    if isinstance(value, dict) and any(isinstance(v, BaseModel) for v in value.values()):
+        return json.dumps({k: v.model_dump(mode="json", exclude_defaults=True) for k, v in value.items()})
+    return repr(value)
+
+
 def model_table(model: type[BaseModel]) -> list[str]:
     lines = ["| field | type | default | description |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
-        default = "required" if field.is_required() else repr(field.default if field.default_factory is None
-                                                             else field.default_factory())
+        default = "required" if field.is_required() else _default(field.default if field.default_factory is None
+                                                                 else field.default_factory())
         description = (field.description or "").replace("|", "\\|")
         lines.append(f"| `{name}` | `{_type_name(field.annotation)}` | `{default}` | {description} |")
     return lines
@@ -40,7 +59,7 @@ def job_spec_page() -> str:
     from vipu.jobs.layout import Layout
     from vipu.jobs.models import MlpModel, TransformerModel
     from vipu.jobs.spec import TrainWorkload
-    from vipu.scheduler.config import SchedulerConfig
+    from vipu.scheduler.config import PriorityWeights, QosSpec, SchedulerConfig
     from vipu.scheduler.spec import HoldWorkload, JobSpec, SleepWorkload
 
     parts = ["# Job spec reference", "",
@@ -52,9 +71,14 @@ def job_spec_page() -> str:
                          ("train model: mlp", MlpModel), ("train model: transformer", TransformerModel),
                          ("train model: resnet50 (planned, not executed)", ConvNetModel),
                          ("train layout", Layout), ("SchedulerConfig (vipu-server --scheduler-config FILE)",
-                                                    SchedulerConfig)]:
+                                                    SchedulerConfig),
+                         ("QosSpec (each entry of SchedulerConfig.qos)", QosSpec),
+                         ("PriorityWeights (SchedulerConfig.weights)", PriorityWeights)]:
         doc = (model.__doc__ or "").strip().splitlines()
         parts += [f"## {title}", "", *(doc[:1] + [""] if doc else []), *model_table(model), ""]
+    parts += ["A scheduler config in which `urgent` jobs evict `scavenger` jobs, which are then cancelled, not "
+              "requeued (the\nother QOS keep their defaults only if listed again):", "", "```yaml", SCHEDULER_EXAMPLE.strip(),
+              "```", ""]
     return "\n".join(parts)
 
 

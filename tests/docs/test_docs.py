@@ -19,6 +19,18 @@ def test_generated_references_are_current():
         assert (ROOT / "docs" / name).read_text() == make() + "\n", f"docs/{name} is stale: run docs/generate.py"
 
 
+def test_the_scheduler_config_example_is_valid():
+    import yaml
+
+    from vipu.scheduler.config import parse_config
+
+    spec = importlib.util.spec_from_file_location("generate", ROOT / "docs/generate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = parse_config(yaml.safe_load(module.SCHEDULER_EXAMPLE), "the example")
+    assert config.qos["scavenger"].preempt_mode == "cancel" and config.qos["urgent"].preempt == ("scavenger",)
+
+
 def test_getting_started_commands_run_as_written(server):
     lines = (ROOT / "docs/getting-started.md").read_text().splitlines()
     commands = [line[2:] for line in lines if line.startswith("$ ")]

@@ -25,6 +25,8 @@ class Strict(BaseModel):
 
 
 class QosSpec(Strict):
+    """One QOS (an entry of SchedulerConfig.qos), as sacctmgr's QOS fields."""
+
     priority: int = Field(0, ge=0, description="higher runs first; the QOS factor is priority / the largest priority")
     preempt: tuple[str, ...] = Field((), description="QOS names whose running jobs this QOS's jobs may evict")
     preempt_mode: Literal["requeue", "cancel"] = Field(
@@ -60,10 +62,15 @@ class PriorityWeights(Strict):
 
 class SchedulerConfig(Strict):
     policy: str = Field("backfill", description="fifo, priority, backfill or sjf (vipu.scheduler.policies)")
-    qos: dict[str, QosSpec] = Field(default_factory=lambda: dict(DEFAULT_QOS))
-    default_qos: str = "normal"
+    qos: dict[str, QosSpec] = Field(
+        default_factory=lambda: dict(DEFAULT_QOS),
+        description="QOS name -> QosSpec (below); replaces the defaults whole. Preemption works as Slurm's"
+        " PreemptType=qos: a job whose QOS lists another in `preempt` may evict that QOS's running jobs, and the"
+        " evicted job's own QOS's `preempt_mode` says whether it is requeued or cancelled",
+    )
+    default_qos: str = Field("normal", description="the QOS of a job that names none")
     default_time_limit: Seconds = Field(3600.0, gt=0, description="for jobs that give none")
-    weights: PriorityWeights = PriorityWeights()
+    weights: PriorityWeights = Field(PriorityWeights(), description="PriorityWeight* (below)")
     max_age: Seconds = Field(7 * DAY, gt=0, description="PriorityMaxAge: the age factor reaches 1 here")
     fairshare_half_life: Seconds = Field(7 * DAY, gt=0, description="PriorityDecayHalfLife of recorded usage")
     priority_calc_period: Seconds = Field(
