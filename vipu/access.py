@@ -16,6 +16,10 @@ class Identity:
     def sees(self, owner: str) -> bool:
         return self.admin or owner == self.name
 
+    def sees_partition(self, owner: str, allocation_users: list[str]) -> bool:
+        """A partition is its owner's and admins'; users granted its allocation see it too (V-IPU)."""
+        return self.sees(owner) or self.name in allocation_users
+
     def check_owner(self, kind: str, name: str, owner: str) -> None:
         if not self.sees(owner):
             raise PermissionDenied(

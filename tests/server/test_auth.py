@@ -105,6 +105,10 @@ def test_an_allocation_that_names_users_is_theirs_and_a_removed_user_is_locked_o
     granted = run(server, "vipu-admin", "create", "allocation", "teamA", "--agents", "ag12,ag13", "--users", "alice",
                   env=as_(admin_key))
     assert granted.returncode == 0, granted.stderr
+    carol = new_user("carol")
+    granted = run(server, "vipu-admin", "create", "allocation", "teamC", "--agents", "ag14", "--users", "alice,carol",
+                  env=as_(admin_key))
+    assert granted.returncode == 0, granted.stderr
     refusal = "allocation teamA is granted to alice, not bob; use your own allocation"
     for args in (["create", "partition", "bt", "--size", "4", "--allocation", "teamA"],
                  ["submit", "--ipus", "4", "--time-limit", "1m", "--allocation", "teamA"]):
@@ -114,6 +118,14 @@ def test_an_allocation_that_names_users_is_theirs_and_a_removed_user_is_locked_o
     assert run(server, "vipu", "create", "partition", "at", "--size", "4", "--allocation", "teamA",
                env=as_(alice)).returncode == 0
     assert run(server, "vipu", "create", "partition", "bt", "--size", "4", env=as_(bob)).returncode == 0  # default
+    assert run(server, "vipu", "create", "partition", "ct", "--size", "4", "--allocation", "teamC",
+               env=as_(alice)).returncode == 0
+    seen = {x["name"] for x in json.loads(run(server, "vipu", "list", "partitions", "--json", env=as_(carol)).stdout)}
+    assert seen == {"ct"}  # a user sees the partitions of the allocations granted to them (V-IPU), not others'
+    assert run(server, "vipu", "get", "partition", "ct", env=as_(carol)).returncode == 0
+    named = {i["partition"] for i in json.loads(run(server, "vipu", "list", "ipus", "--json", env=as_(carol)).stdout)
+             if i.get("partition")}
+    assert named == {"ct"}  # IPUs of partitions carol may not see are allocated, without a name
     spec = tmp_path / "out.yaml"
     spec.write_text("ipus: 1\ntime_limit: 1m\noutput: /tmp/anything-%j.out\n")
     out = run(server, "vipu", "submit", str(spec), env=as_(alice))

@@ -21,7 +21,7 @@ class IpuStatus:
     index: int
     ild: int
     agent: str | None
-    state: str  # idle | allocated | failed
+    state: str  # idle | allocated | drained | failed
     partition: str | None
 
 

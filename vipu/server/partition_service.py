@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Callable
+
 from vipu import __version__
-from vipu.partition.partition import PartitionRequest
+from vipu.partition.partition import Partition, PartitionRequest
 from vipu.server import convert
 from vipu.server.status import rpc
 from vipu.v1 import partition_pb2 as p
@@ -26,6 +29,16 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
             part = self.rt.controller.partitions.get(name)
         identity.check_owner("partition", name, part.owner)
 
+    def _visible(self, identity) -> Callable[[Partition], bool]:
+        """Which partitions the caller may see (call under the lock)."""
+        allocations = self.rt.controller.state.allocations
+
+        def sees(part: Partition) -> bool:
+            granted = allocations[part.allocation].users if part.allocation in allocations else []
+            return identity.sees_partition(part.owner, granted)
+
+        return sees
+
     @rpc
     def CreatePartition(self, request, context):
         identity = self.rt.identity(context)
@@ -46,9 +59,11 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
 
     @rpc
     def GetPartition(self, request, context):
-        self._own(request.name, context)
+        identity = self.rt.identity(context)
         with self.rt.lock:
             part = self.rt.controller.partitions.get(request.name)
+            if not self._visible(identity)(part):
+                identity.check_owner("partition", request.name, part.owner)  # raises, naming the owner
             gcd = request.gcd if request.HasField("gcd") else None
             return convert.partition_view(
                 part, self.rt.controller.state, self.rt.api_host, self.rt.api_port, request.ipu_configs, gcd
@@ -59,7 +74,7 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
         identity = self.rt.identity(context)
         with self.rt.lock:
             state = self.rt.controller.state
-            visible = [x for x in self.rt.controller.partitions.list() if identity.sees(x.owner)]
+            visible = [x for x in self.rt.controller.partitions.list() if self._visible(identity)(x)]
             return p.ListPartitionsResponse(partitions=[convert.partition(x, state) for x in visible])
 
     @rpc
@@ -99,7 +114,12 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
 
     @rpc
     def ListIpus(self, request, context):
+        identity = self.rt.identity(context)
         stats = self.rt.fleet.stats()  # actor calls: outside the lock
         with self.rt.lock:
             statuses = self.rt.controller.partitions.ipu_statuses()
-        return p.ListIpusResponse(ipus=[convert.ipu(s, stats.get(s.machine)) for s in statuses])
+            sees = self._visible(identity)
+            hidden = {x.name for x in self.rt.controller.partitions.list() if not sees(x)}
+        # an IPU in a partition the caller may not see is shown allocated, without the partition's name
+        return p.ListIpusResponse(ipus=[convert.ipu(replace(s, partition=None) if s.partition in hidden else s,
+                                                    stats.get(s.machine)) for s in statuses])
