@@ -36,9 +36,18 @@ def fail(prog: str, message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
+def warn(prog: str, message: str) -> None:
+    print(f"{prog}: warning: {message}", file=sys.stderr)
+
+
+def from_controller(error: grpc.RpcError) -> bool:
+    """Whether the controller chose this status (vipu/server/status.py marks it), rather than the transport."""
+    return ("x-vipu-origin", "controller") in (error.trailing_metadata() or ())
+
+
 def fail_rpc(prog: str, error: grpc.RpcError, address: str) -> NoReturn:
     code = error.code()
-    if ("x-vipu-origin", "controller") in (error.trailing_metadata() or ()):
+    if from_controller(error):
         message = error.details()  # the controller's own message: it names the field or object and the fix
     elif code == grpc.StatusCode.UNAVAILABLE:
         message = f"cannot reach the V-IPU controller at {address}; is vipu-server running? (set --api-host/--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)"
