@@ -247,3 +247,25 @@ def test_a_running_jobs_partition_is_removed_only_by_cancelling_the_job(server):
     assert forced.returncode == 0, forced.stderr
     assert show(server, job)["state"] == "CANCELLED"
     assert run(server, "vipu", "create", "partition", "after", "--size", "64").returncode == 0
+
+
+def test_a_relative_output_is_made_absolute_where_vipu_submit_runs(server, tmp_path):
+    import subprocess
+
+    from tests.conftest import console_script
+
+    (tmp_path / "job.yaml").write_text("name: rel\nipus: 1\ntime_limit: 1m\noutput: logs/%x-%j.out\n"
+                                       "workload: {kind: sleep, duration: 0.1}\n")
+    def submit_here(*args: str) -> int:
+        out = subprocess.run([console_script("vipu"), "submit", *args, "--json"], cwd=tmp_path, env=server.env(),
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return int(json.loads(out.stdout)["job_ids"][0])
+
+    from_spec = submit_here("job.yaml")
+    from_flag = submit_here("--name", "flag", "--ipus", "1", "--duration", "0.1", "--output", "flag-%j.out")
+    written = [tmp_path / "logs" / f"rel-{from_spec}.out", tmp_path / f"flag-{from_flag}.out"]
+    wait_for(lambda: all(f.exists() for f in written))
+    assert "COMPLETED" in written[0].read_text()
+    text = run(server, "vipu", "show", "job", str(from_spec)).stdout
+    assert f"StdOut={tmp_path}/logs/%x-%j.out\n" in text and "Nice=0\n" in text

@@ -16,6 +16,11 @@ SPEC = b'{"name": "load", "ipus": 1, "time_limit": "10m", "hold": true}'
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
+# Fresh client processes, not forks: a fork of this test process, which has gRPC channels and their threads,
+# can hang in the child (gRPC is not fork-safe), and did.
+SPAWN = multiprocessing.get_context("spawn")
+
+
 def client(address: str, count: int, acked, seed: int) -> None:
     with grpc.insecure_channel(address) as channel:
         stub = job_pb2_grpc.JobServiceStub(channel)
@@ -34,9 +39,9 @@ def client(address: str, count: int, acked, seed: int) -> None:
 
 def test_sigkill_under_load_loses_and_duplicates_nothing(server):
     clients, per_client = 4, 150
-    with multiprocessing.Manager() as manager:
+    with SPAWN.Manager() as manager:
         acked = manager.list()
-        procs = [multiprocessing.Process(target=client, args=(server.address, per_client, acked, c))
+        procs = [SPAWN.Process(target=client, args=(server.address, per_client, acked, c))
                  for c in range(clients)]
         for proc in procs:
             proc.start()

@@ -66,3 +66,26 @@ def test_output_is_written_when_a_run_ends_with_slurms_patterns(jobs, tmp_path):
         time.sleep(0.05)
     first = files[0].read_text().splitlines()[0]
     assert first.startswith(f"vipu-sim job {tasks[0]}_0 (sweep, user u) on partition slurm_{tasks[0]}: FAILED at ")
+
+
+def test_cancel_by_user_takes_each_task_once_and_single_names_one_task(jobs):
+    """Regression: scancel -u of a user with an array cancelled the array through task 0's id, then refused its
+    other tasks as 'already ended'; an array job's own id could not name just its task 0."""
+    tasks = submit(jobs, hold=True, array="0-3")
+    other = submit(jobs, hold=True, user="v")
+    one = jobs.CancelJobs(j.JobIdsRequest(ids=[tasks[0]], single=True), timeout=5).jobs
+    assert [x.id for x in one] == [tasks[0]]
+    assert [jobs.GetJob(j.GetJobRequest(id=t), timeout=5).state for t in tasks] == ["CANCELLED"] + ["PENDING"] * 3
+    jobs.CancelJobs(j.JobIdsRequest(users=["u"]), timeout=5)
+    assert {jobs.GetJob(j.GetJobRequest(id=t), timeout=5).state for t in tasks} == {"CANCELLED"}
+    assert jobs.GetJob(j.GetJobRequest(id=other[0]), timeout=5).state == "PENDING"
+
+
+def test_requeue_of_an_array_job_id_requeues_its_tasks_that_ran(jobs):
+    tasks = submit(jobs, array="0-2", time_limit="1m", workload={"kind": "sleep", "duration": 0.1})
+    deadline = time.monotonic() + 20
+    while {jobs.GetJob(j.GetJobRequest(id=t), timeout=5).state for t in tasks} != {"COMPLETED"}:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    jobs.RequeueJobs(j.JobIdsRequest(ids=[tasks[0]]), timeout=5)
+    assert all(jobs.GetJob(j.GetJobRequest(id=t), timeout=5).requeue_count == 1 for t in tasks)

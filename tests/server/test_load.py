@@ -18,6 +18,11 @@ from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 SPEC = json.dumps({"name": "short", "ipus": 1, "time_limit": "1m", "workload": {"kind": "sleep", "duration": "0.05s"}})
 
 
+# Fresh client processes, not forks: a fork of this test process, which has gRPC channels and their threads,
+# can hang in the child (gRPC is not fork-safe), and did.
+SPAWN = multiprocessing.get_context("spawn")
+
+
 def client(address: str, count: int, acked) -> None:
     with grpc.insecure_channel(address) as channel:
         stub = job_pb2_grpc.JobServiceStub(channel)
@@ -34,9 +39,9 @@ def rss_mb(pid: int) -> float:
 
 
 def run_wave(server, clients: int, per_client: int) -> list[int]:
-    with multiprocessing.Manager() as manager:
+    with SPAWN.Manager() as manager:
         acked = manager.list()
-        procs = [multiprocessing.Process(target=client, args=(server.address, per_client, acked)) for _ in range(clients)]
+        procs = [SPAWN.Process(target=client, args=(server.address, per_client, acked)) for _ in range(clients)]
         for proc in procs:
             proc.start()
         for proc in procs:

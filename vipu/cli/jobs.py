@@ -13,6 +13,7 @@ import typer
 
 from vipu.cli.context import JsonOption, NoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.job_ids import IDS, IDS_HELP, act, finish, job_id, lines, resolve_id
 from vipu.cli.output import as_dict, print_json, table
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_SPEC_BYTES
@@ -35,8 +36,39 @@ def stamp(value: float | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(value)) if value else "Unknown"
 
 
-def job_id(x: j.Job) -> str:
-    return f"{x.array_job_id}_{x.array_task_id}" if x.HasField("array_job_id") else str(x.id)
+def exit_code(x: j.Job) -> str:
+    """sacct's ExitCode, code:signal: a run the controller stopped (TIMEOUT, or CANCELLED or PREEMPTED while it
+    ran) was sent SIGTERM (15); a job that never ran is 0:0."""
+    if x.state == "TIMEOUT" or (x.state in ("CANCELLED", "PREEMPTED") and x.HasField("start_time")):
+        return "0:15"
+    return f"{x.exit_code}:0" if x.HasField("exit_code") else "0:0"
+
+
+def split(values: list[str] | None) -> list[str]:
+    """squeue's comma lists (-t R,PD) as well as a repeated option."""
+    return [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
+
+
+def absolute(path: str) -> str:
+    """An output path as sbatch takes it: relative to where the command runs (the controller has no such place)."""
+    return path if path.startswith("/") else str(Path.cwd() / path)
+
+
+def with_absolute_output(text: bytes) -> bytes:
+    """The spec, as JSON with its output made absolute if it was relative; else as it was (also a spec the
+    controller will refuse: it says why, naming the field)."""
+    if b"output" not in text:
+        return text
+    from vipu.documents import parse_document
+
+    try:
+        data = parse_document(text.decode())
+        value = data.get("output")  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001
+        return text
+    if not isinstance(value, str) or not value or value.startswith("/"):
+        return text
+    return json.dumps({**data, "output": absolute(value)}, default=str).encode()  # a YAML timestamp: ISO text
 
 
 def read_spec(path: str) -> tuple[bytes, str]:
@@ -75,7 +107,8 @@ def register(app: typer.Typer) -> None:
         ),
         requeue: bool = typer.Option(None, "--requeue/--no-requeue", help="requeue after a node failure"),
         allocation: str = typer.Option(None, "--allocation"),
-        output: str = typer.Option(None, "--output", "-o"),
+        output: str = typer.Option(None, "--output", "-o",
+                                   help="file written when the job's run ends; %j job id, %x name (see the spec)"),
         request_id: str = typer.Option(None, "--request-id", help="a retry with the same id never queues twice"),
         json_out: bool = JsonOption,
     ):
@@ -87,6 +120,8 @@ def register(app: typer.Typer) -> None:
             "allocation": allocation, "output": output,
         }
         flags = {k: v for k, v in flags.items() if v is not None}
+        if output is not None:
+            flags["output"] = absolute(output)
         if duration is not None:
             flags["workload"] = {"kind": "sleep", "duration": duration}
         if spec is None:
@@ -95,6 +130,8 @@ def register(app: typer.Typer) -> None:
             text, source, overrides = json.dumps(flags).encode(), "flags", {}
         else:
             (text, source), overrides = read_spec(spec), flags
+            if "output" not in overrides:
+                text = with_absolute_output(text)
         request = j.SubmitJobRequest(
             spec=text, source=source, overrides_json=json.dumps(overrides) if overrides else "",
             request_id=request_id or uuid.uuid4().hex,  # retries inside one call are then safe
@@ -118,7 +155,7 @@ def register(app: typer.Typer) -> None:
         """Pending and running jobs (squeue), running first, then pending in priority order."""
         cli = ctx.obj
         as_json = cli.wants_json(json_out)
-        request = j.ListJobsRequest(users=user or [], states=state or [], brief=not as_json)
+        request = j.ListJobsRequest(users=split(user), states=split(state), brief=not as_json)
         reply = cli.conn.call(cli.conn.jobs.ListJobs, request)
         if as_json:
             print_json(as_dict(reply).get("jobs", []))
@@ -131,18 +168,19 @@ def register(app: typer.Typer) -> None:
             rows.append([job_id(x), x.name, x.user, x.state_code, clock(elapsed), x.ipus, where])
         print(table(["JOBID", "NAME", "USER", "ST", "TIME", "IPUS", "PARTITION(REASON)"], rows, cli.with_header(no_header)))
 
-    @show.command("job")
-    def show_job(ctx: typer.Context, id: int = typer.Argument(..., help="job id"), json_out: bool = JsonOption):
+    @show.command("job", context_settings=IDS)
+    def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
+                 json_out: bool = JsonOption):
         """Everything about a job, including why it is pending and when it may start (scontrol show job)."""
         cli = ctx.obj
-        x = cli.conn.call(cli.conn.jobs.GetJob, j.GetJobRequest(id=id))
+        x = cli.conn.call(cli.conn.jobs.GetJob, j.GetJobRequest(id=resolve_id(cli, id)))
         if cli.wants_json(json_out):
             data = as_dict(x)
             data["spec"] = json.loads(data.pop("spec_json"))
             data["detail"] = json.loads(data.pop("detail_json"))
             print_json(data)
             return
-        detail = json.loads(x.detail_json)
+        detail, spec = json.loads(x.detail_json), json.loads(x.spec_json)
         fields = [
             ("JobId", job_id(x)), ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
             ("QOS", x.qos), ("JobState", x.state), ("Reason", x.reason or "None"),
@@ -154,9 +192,11 @@ def register(app: typer.Typer) -> None:
             ("StartTime", stamp(x.start_time) if x.HasField("start_time") else "Unknown"),
             ("EstimatedStart", stamp(x.estimated_start) if x.HasField("estimated_start") else "Unknown"),
             ("EndTime", stamp(x.end_time) if x.HasField("end_time") else "Unknown"),
-            ("ExitCode", x.exit_code if x.HasField("exit_code") else "-"), ("Dependency", x.dependency or "(null)"),
-            ("Requeues", x.requeue_count),
+            ("ExitCode", exit_code(x)), ("Dependency", x.dependency or "(null)"),
+            ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)), ("StdOut", spec.get("output") or "(null)"),
         ]
+        if detail.get("recovery"):  # what the last controller restart did to its run, and why
+            fields.append(("Recovery", detail["recovery"]))
         for key, value in fields:
             print(f"{key}={value}")
         print("Spec=" + x.spec_json)
@@ -174,47 +214,42 @@ def register(app: typer.Typer) -> None:
             if record.get("error"):
                 print(f"Error={record['error']}")
 
-    def held(x: j.Job) -> str:
-        return (" (held by an admin)" if x.admin_hold else " (held)") if x.held else ""
-
     def bulk(command: str, rpc: str, verb: str, doc: str):
-        @app.command(command)
-        def action(ctx: typer.Context, ids: list[int] = typer.Argument(..., help="job ids (an array job id means all its tasks)"),
+        @app.command(command, context_settings=IDS)
+        def action(ctx: typer.Context,
+                   ids: list[str] = typer.Argument(..., help=IDS_HELP),
                    json_out: bool = JsonOption):
             cli = ctx.obj
-            reply = cli.conn.call(getattr(cli.conn.jobs, rpc), j.JobIdsRequest(ids=ids))
-            if cli.wants_json(json_out):
-                print_json(as_dict(reply).get("jobs", []))
-            else:
-                for x in reply.jobs:
-                    print(f"Job {job_id(x)} {verb}: {x.state}{held(x)}")
+            as_json = cli.wants_json(json_out)
+            finish(*act(cli, rpc, verb, ids, as_json), as_json)
 
         action.__doc__ = doc
 
-    @app.command()
+    @app.command(context_settings=IDS)
     def cancel(
         ctx: typer.Context,
-        ids: list[int] = typer.Argument(None, help="job ids (an array job id means all its tasks)"),
+        ids: list[str] = typer.Argument(None, help=IDS_HELP),
         user: list[str] = typer.Option(None, "--user", "-u", help="also every active job of this user (scancel -u)"),
         json_out: bool = JsonOption,
     ):
         """Cancel jobs (scancel): pending ones leave the queue, running ones stop."""
         cli = ctx.obj
-        if not ids and not user:
+        users = split(user)
+        if not ids and not users:
             fail("vipu", "name job ids or --user USER (vipu queue lists them)", BAD_INPUT)
-        reply = cli.conn.call(cli.conn.jobs.CancelJobs, j.JobIdsRequest(ids=ids or [], users=user or []))
-        if cli.wants_json(json_out):
-            print_json(as_dict(reply).get("jobs", []))
-        elif len(reply.jobs) > 20:
-            print(f"{len(reply.jobs)} jobs cancelled")
-        else:
-            for x in reply.jobs:
-                print(f"Job {job_id(x)} cancelled: {x.state}")
+        as_json = cli.wants_json(json_out)
+        done, failed = act(cli, "CancelJobs", "cancelled", ids or [], as_json)
+        if users:  # one call: the server picks the users' active jobs
+            reply = cli.conn.call(cli.conn.jobs.CancelJobs, j.JobIdsRequest(users=users))
+            done += reply.jobs
+            for line in [] if as_json else lines(reply.jobs, "cancelled"):
+                print(line)
+        finish(done, failed, as_json)
 
-    @app.command("hold")
+    @app.command("hold", context_settings=IDS)
     def hold_jobs(
         ctx: typer.Context,
-        ids: list[int] = typer.Argument(..., help="job ids (an array job id means all its tasks)"),
+        ids: list[str] = typer.Argument(..., help=IDS_HELP),
         admin: bool = typer.Option(
             False, "--admin",
             help="an admin hold (JobHeldAdmin): needs an admin (without --secure every caller is one), and only"
@@ -224,22 +259,21 @@ def register(app: typer.Typer) -> None:
     ):
         """Hold pending jobs (scontrol hold): they wait with reason JobHeldUser, or JobHeldAdmin with --admin."""
         cli = ctx.obj
-        reply = cli.conn.call(cli.conn.jobs.HoldJobs, j.JobIdsRequest(ids=ids, admin=admin))
-        if cli.wants_json(json_out):
-            print_json(as_dict(reply).get("jobs", []))
-        else:
-            for x in reply.jobs:
-                print(f"Job {job_id(x)} held: {x.state}{held(x)}")
+        as_json = cli.wants_json(json_out)
+        finish(*act(cli, "HoldJobs", "held", ids, as_json, admin=admin), as_json)
 
     bulk("release", "ReleaseJobs", "released",
          "Release held jobs (scontrol release); an admin hold (JobHeldAdmin) only by an admin.")
-    bulk("requeue", "RequeueJobs", "requeued", "Put running or finished jobs back in the queue under the same id.")
+    bulk("requeue", "RequeueJobs", "requeued",
+         "Put running or finished jobs (an array job: its tasks that are not pending) back in the queue under the"
+         " same id.")
 
-    @app.command()
-    def logs(ctx: typer.Context, id: int = typer.Argument(..., help="job id"), json_out: bool = JsonOption):
+    @app.command(context_settings=IDS)
+    def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
+             json_out: bool = JsonOption):
         """A training job's loss per step, emulated step time on the real Pod, and its summary."""
         cli = ctx.obj
-        reply = cli.conn.call(cli.conn.jobs.JobLogs, j.GetJobRequest(id=id))
+        reply = cli.conn.call(cli.conn.jobs.JobLogs, j.GetJobRequest(id=resolve_id(cli, id)))
         if cli.wants_json(json_out):
             print_json(list(reply.lines))
         elif reply.lines:
@@ -250,7 +284,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def history(
         ctx: typer.Context,
-        user: list[str] = typer.Option(None, "--user", "-u"),
+        user: list[str] = typer.Option(None, "--user", "-u", help="only these users' jobs"),
         state: list[str] = typer.Option(None, "--state", "-s", help="states to show (default: every finished one)"),
         limit: int = typer.Option(0, "--limit", help="only the last N (0: all)"),
         json_out: bool = JsonOption,
@@ -258,8 +292,10 @@ def register(app: typer.Typer) -> None:
     ):
         """Finished jobs with submit, start, end, elapsed, state and exit code (sacct)."""
         cli = ctx.obj
+        if limit < 0:
+            fail("vipu", f"--limit is {limit}; give 0 for every job or N > 0 for the last N", BAD_INPUT)
         as_json = cli.wants_json(json_out)
-        request = j.HistoryRequest(users=user or [], states=state or [], limit=limit, brief=not as_json)
+        request = j.HistoryRequest(users=split(user), states=split(state), limit=limit, brief=not as_json)
         reply = cli.conn.call(cli.conn.jobs.History, request)
         if as_json:
             print_json(as_dict(reply).get("jobs", []))
@@ -268,33 +304,36 @@ def register(app: typer.Typer) -> None:
         for x in reply.jobs:
             started, ended = x.HasField("start_time"), x.HasField("end_time")
             elapsed = clock(x.end_time - x.start_time) if started and ended else "0:00"
-            code = f"{x.exit_code}:0" if x.HasField("exit_code") else "0:0"
-            rows.append([job_id(x), x.name, x.user, x.state, code, stamp(x.submit_time),
+            rows.append([job_id(x), x.name, x.user, x.state, exit_code(x), stamp(x.submit_time),
                          stamp(x.start_time) if started else "Unknown", stamp(x.end_time) if ended else "Unknown", elapsed, x.ipus])
         print(table(["JobID", "JobName", "User", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "IPUs"], rows, cli.with_header(no_header)))
 
     @app.command()
     def info(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
-        """IPUs idle, allocated and failed per Pod64 (sinfo)."""
+        """IPUs idle, allocated, drained and failed per Pod64 (sinfo)."""
         cli = ctx.obj
         reply = cli.conn.call(cli.conn.jobs.ClusterInfo, j.ClusterInfoRequest())
         if cli.wants_json(json_out):
-            print_json(reply)
+            data = as_dict(reply)
+            for row in data["ilds"]:
+                row["name"] = f"pod64-{row['ild']}"  # what the table shows
+            print_json(data)
             return
-        rows = [[f"pod64-{r.ild}", r.total, r.idle, r.allocated, r.failed] for r in reply.ilds]
-        print(table(["ILD", "IPUS", "IDLE", "ALLOCATED", "FAILED"], rows, cli.with_header(no_header)))
+        rows = [[f"pod64-{r.ild}", r.total, r.idle, r.allocated, r.drained, r.failed] for r in reply.ilds]
+        print(table(["ILD", "IPUS", "IDLE", "ALLOCATED", "DRAINED", "FAILED"], rows, cli.with_header(no_header)))
         print(f"\n{reply.pod}: {reply.running_jobs} running, {reply.pending_jobs} pending")
 
-    @app.command()
+    @app.command(context_settings=IDS)
     def priority(
         ctx: typer.Context,
-        ids: list[int] = typer.Argument(None, help="only these jobs"),
+        ids: list[str] = typer.Argument(None, help="only these jobs: N or N_T (task T of array job N)"),
         json_out: bool = JsonOption,
         no_header: bool = NoHeaderOption,
     ):
         """Each pending job's priority and its weighted factors (sprio)."""
         cli = ctx.obj
-        reply = cli.conn.call(cli.conn.jobs.Priorities, j.PrioritiesRequest(ids=ids or []))
+        wanted = [resolve_id(cli, text) for text in ids or []]
+        reply = cli.conn.call(cli.conn.jobs.Priorities, j.PrioritiesRequest(ids=wanted))
         if cli.wants_json(json_out):
             print_json(as_dict(reply).get("jobs", []))
             return
@@ -304,17 +343,24 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def simulate(
-        trace: str = typer.Option(..., "--trace", help="openb CSV (../shared/traces) or a native CSV/JSONL trace"),
+        ctx: typer.Context,
+        trace: str = typer.Option(..., "--trace", help="openb CSV (../shared/traces) or a native CSV/JSONL trace"
+                                  " (formats: docs/traces.md)"),
         pod: str = typer.Option("bow-pod256", "--pod", help="a preset or a pod config file"),
-        policy: list[str] = typer.Option(["fifo", "backfill"], "--policy", help="repeat to compare policies"),
+        policy: list[str] = typer.Option(["fifo", "backfill"], "--policy",
+                                         help="repeat (or fifo,sjf) to compare policies"),
+        json_out: bool = JsonOption,
     ):
-        """Replay a trace in virtual time with the live scheduler's code, and print per-policy metrics."""
+        """Replay a trace in virtual time with the live scheduler's code, and print per-policy metrics. No
+        controller needed. Trace formats, and how openb's GPUs become IPUs: docs/traces.md."""
         from vipu.errors import VipuError
-        from vipu.scheduler.replay import main_replay
+        from vipu.scheduler.replay import main_replay, result_json, simulate_trace
 
-        policies = [name for value in policy for name in value.split(",") if name]
         try:
-            print(main_replay(trace, pod, policies))
+            if ctx.obj.wants_json(json_out):
+                print_json([result_json(r) for r in simulate_trace(trace, pod, split(policy)).results])
+            else:
+                print(main_replay(trace, pod, split(policy)))
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
 

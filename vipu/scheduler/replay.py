@@ -18,16 +18,22 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from pydantic import ValidationError
+
 from vipu.clock import VirtualClock
+from vipu.errors import InvalidArgument, VipuError
 from vipu.partition.pod import PodConfig, load_pod
 from vipu.partition.state import NoJournal
 from vipu.scheduler.bits import usable_ipus
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.effects import StartJob
+from vipu.scheduler.policies import POLICIES
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.spec import JobSpec, SleepWorkload
 from vipu.scheduler.states import JobState
-from vipu.scheduler.traces import TraceJob, load_trace
+from vipu.scheduler.submit import resolve
+from vipu.scheduler.traces import Trace, TraceJob, load_trace
+from vipu.validation import describe
 
 S = JobState
 
@@ -82,12 +88,21 @@ class _Replay:
         self.seq += 1
 
     def specs(self) -> None:
-        """Turn trace rows into job specs (part of reading the trace, before the timed event loop)."""
-        self.spec_of = [
-            JobSpec(name=j.name, ipus=j.ipus, time_limit=j.time_limit, qos=j.qos, user=j.user,
-                    workload=SleepWorkload(duration=j.duration), begin=j.begin)
-            for j in self.jobs
-        ]
+        """Turn trace rows into job specs (part of reading the trace, before the timed event loop), each checked
+        as a submit checks it, so that a row the Pod can never run is refused naming its file and line before the
+        replay starts, not halfway through it."""
+        self.spec_of = [self._spec(j) for j in self.jobs]
+
+    def _spec(self, j: TraceJob) -> JobSpec:
+        try:
+            spec = JobSpec(name=j.name, ipus=j.ipus, time_limit=j.time_limit, qos=j.qos, user=j.user,
+                           workload=SleepWorkload(duration=j.duration), begin=j.begin)
+            resolve(spec, self.s.pod, self.s.config)
+        except ValidationError as e:
+            raise InvalidArgument(f"{j.source}: {describe(e, 'row')}") from None
+        except VipuError as e:
+            raise InvalidArgument(f"{j.source}: {e.message}") from None
+        return spec
 
     def run(self) -> None:
         s, heap, specs = self.s, self.heap, self.spec_of
@@ -213,13 +228,38 @@ def format_table(results: Sequence[ReplayResult]) -> str:
     return "\n".join(lines)
 
 
-def main_replay(trace_path: str, pod_name: str, policies: list[str], timer: Callable[[], float] | None = None,
-                config: SchedulerConfig | None = None, repeat: int = 1, **trace_options) -> str:
-    """The report `vipu replay` prints: the mapping, what was skipped, and one row per policy.
+def result_json(r: ReplayResult) -> dict:
+    """One policy's figures for scripts: the table's, unrounded, with units in the key names."""
+    return {
+        "policy": r.policy, "pod": r.pod, "jobs": r.jobs, "done": r.finished, "unfinished": r.unfinished,
+        "avg_jct_s": r.avg_jct, "p50_jct_s": r.p50_jct, "p95_jct_s": r.p95_jct, "avg_wait_s": r.avg_wait,
+        "p95_wait_s": r.p95_wait, "makespan_s": r.makespan, "util_percent": 100 * r.utilisation,
+        "frag_percent": 100 * r.fragmentation, "preemptions": r.preemptions, "timeouts": r.timeouts,
+        "jobs_per_s": r.jobs_per_second,
+    }
+
+
+@dataclass(frozen=True)
+class Simulation:
+    trace: Trace
+    pod: PodConfig
+    results: list[ReplayResult]  # one per policy, in the order asked for
+
+
+def simulate_trace(trace_path: str, pod_name: str, policies: list[str], timer: Callable[[], float] | None = None,
+                   config: SchedulerConfig | None = None, repeat: int = 1, **trace_options) -> Simulation:
+    """Replay the trace at `trace_path` on a Pod under each policy.
 
     `timer` defaults to the wall clock (vipu.clock), which is where jobs/s comes from; with `repeat` > 1 each policy
-    is replayed that many times (the results are identical) and the fastest run's jobs/s is shown, which is what a
+    is replayed that many times (the results are identical) and the fastest run's jobs/s is kept, which is what a
     machine shared with other work can sustain."""
+    names = ", ".join(sorted(POLICIES))
+    if not policies:
+        raise InvalidArgument(f"--policy names no policy; use one or more of {names}")
+    for policy in policies:
+        if policy not in POLICIES:
+            raise InvalidArgument(f"--policy {policy!r} is not a policy; use one or more of {names} (repeat --policy"
+                                  " or separate the names with commas)")
     if timer is None:
         from vipu.clock import WallClock
 
@@ -228,12 +268,20 @@ def main_replay(trace_path: str, pod_name: str, policies: list[str], timer: Call
     trace = load_trace(trace_path, max_ipus=pod.max_partition_ipus, **trace_options)
     results = [min((replay(trace.jobs, pod, policy, config, timer) for _ in range(max(1, repeat))),
                    key=lambda r: r.wall_seconds or 0.0) for policy in policies]
-    skipped = ", ".join(f"{n} {why}" for why, n in sorted(trace.skipped.items())) or "none"
+    return Simulation(trace, pod, results)
+
+
+def main_replay(trace_path: str, pod_name: str, policies: list[str], timer: Callable[[], float] | None = None,
+                config: SchedulerConfig | None = None, repeat: int = 1, **trace_options) -> str:
+    """The report `vipu simulate` prints: the mapping, what was skipped, and one row per policy (simulate_trace
+    says what the arguments do)."""
+    sim = simulate_trace(trace_path, pod_name, policies, timer, config, repeat, **trace_options)
     return "\n".join([
-        f"trace {trace_path} on {pod.name} ({pod.ipus} IPUs): {len(trace.jobs)} jobs replayed; skipped: {skipped}",
-        trace.mapping,
+        f"trace {trace_path} on {sim.pod.name} ({sim.pod.ipus} IPUs): {len(sim.trace.jobs)} jobs replayed; skipped:"
+        f" {sim.trace.skipped_text()}",
+        sim.trace.mapping,
         "JCT = end - submit; wait = last start - submit; util = IPU-seconds used / (IPUs x makespan);"
         " frag = share of the Pod's IPU-seconds that were free while jobs waited but lay outside every free aligned"
         " block of the smallest waiting job's size",
-        format_table(results),
+        format_table(sim.results),
     ])

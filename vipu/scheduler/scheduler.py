@@ -98,12 +98,16 @@ class Scheduler:
             raise NotFound(f"job {job_id} does not exist; `vipu queue` lists active jobs and `vipu history` all jobs")
         return job
 
-    def _expand(self, job_ids: Iterable[int]) -> list[Job]:
-        """Job ids, where an array job id stands for all of its tasks (as scancel does)."""
+    def _whole_array(self, job_id: int, single: bool) -> bool:
+        """Whether an id stands for every task of an array: an array job's id does (scancel 26), unless `single`
+        says it names just that job, the array's task 0 (scancel 26_0)."""
+        return not single and job_id in self.table.arrays
+
+    def _expand(self, job_ids: Iterable[int], single: bool = False) -> list[Job]:
+        """Job ids, where an array job id stands for all of its tasks (as scancel does) unless `single`."""
         out: dict[int, Job] = {}
         for job_id in job_ids:
-            tasks = self.table.arrays.get(job_id)
-            for i in tasks if tasks else [job_id]:
+            for i in self.table.arrays[job_id] if self._whole_array(job_id, single) else [job_id]:
                 out[i] = self._get(i)
         return list(out.values())
 
@@ -142,13 +146,14 @@ class Scheduler:
         self._commit(jobs, now, first_id + count)
         return jobs
 
-    def cancel(self, job_ids: Iterable[int], now: float) -> list[Effect]:
-        """Cancel pending and running jobs (an array job id cancels its active tasks); all or nothing.
+    def cancel(self, job_ids: Iterable[int], now: float, single: bool = False) -> list[Effect]:
+        """Cancel pending and running jobs (an array job id cancels its active tasks, unless `single`); all or
+        nothing.
 
         A job named directly that already ended is FailedPrecondition."""
         jobs: dict[int, Job] = {}
         for job_id in job_ids:
-            if job_id in self.table.arrays:  # the array's tasks that have not ended
+            if self._whole_array(job_id, single):  # the array's tasks that have not ended
                 jobs.update((j.id, j) for j in self._expand([job_id]) if j.state not in TERMINAL)
                 continue
             job = self._get(job_id)
@@ -159,29 +164,29 @@ class Scheduler:
         running = [job for job in jobs.values() if job.state is not S.PENDING]
         return self._end_runs(changed, running, now, S.CANCELLED)
 
-    def hold(self, job_id: int, now: float, admin: bool = False) -> Job:
+    def hold(self, job_id: int, now: float, admin: bool = False, single: bool = False) -> Job:
         """Keep a pending job from starting until release; an array job id holds its pending tasks. Returns the job
         (for an array, its first task).
 
         A user hold (reason JobHeldUser) leaves an admin hold as it is; an admin hold (`admin`, reason JobHeldAdmin,
         Slurm's hold by an operator) replaces a user hold, and only an admin may release it. The caller decides who
-        may place one (the server: an admin identity)."""
-        return self._set_held(job_id, True, now, admin)
+        may place one (the server: an admin identity). `single`: an array job's id holds only its task 0."""
+        return self._set_held(job_id, True, now, admin, single)
 
-    def release(self, job_id: int, now: float, admin: bool = False) -> Job:
+    def release(self, job_id: int, now: float, admin: bool = False, single: bool = False) -> Job:
         """Let a held job (or an array's held tasks) be scheduled again. `admin`: the caller is an admin, who
         releases user and admin holds alike; anyone else gets PermissionDenied for an admin hold (and nothing is
         released)."""
-        return self._set_held(job_id, False, now, admin)
+        return self._set_held(job_id, False, now, admin, single)
 
-    def check_release(self, job_id: int, admin: bool) -> None:
+    def check_release(self, job_id: int, admin: bool, single: bool = False) -> None:
         """PermissionDenied if a non-admin's release of this job (or array) would have to lift an admin hold."""
         if admin:
             return
-        locked = [j.id for j in self._expand([job_id]) if j.admin_hold and j.state is S.PENDING]
+        locked = [j.id for j in self._expand([job_id], single) if j.admin_hold and j.state is S.PENDING]
         if locked:
             which = f"job {job_id}"
-            if job_id in self.table.arrays:
+            if self._whole_array(job_id, single):
                 tasks = ", ".join(str(i) for i in locked[:5]) + (", ..." if len(locked) > 5 else "")
                 which = f"array job {job_id} (tasks {tasks})"
             raise PermissionDenied(
@@ -189,10 +194,10 @@ class Scheduler:
                 " `vipu release`"
             )
 
-    def _set_held(self, job_id: int, held: bool, now: float, admin: bool) -> Job:
+    def _set_held(self, job_id: int, held: bool, now: float, admin: bool, single: bool) -> Job:
         verb = "held" if held else "released"
-        jobs = self._expand([job_id])
-        if job_id in self.table.arrays:  # like scontrol: the tasks that are still pending
+        jobs = self._expand([job_id], single)
+        if self._whole_array(job_id, single):  # like scontrol: the tasks that are still pending
             jobs = [j for j in jobs if j.state is S.PENDING]
             if not jobs:
                 raise FailedPrecondition(f"array job {job_id} has no PENDING tasks to be {verb}")
@@ -202,7 +207,7 @@ class Scheduler:
             changes = {"held": True, "admin_hold": True} if admin else {"held": True}
             changed = [j.model_copy(update=changes) for j in jobs if not j.held or (admin and not j.admin_hold)]
         else:
-            self.check_release(job_id, admin)
+            self.check_release(job_id, admin, single)
             changed = [j.model_copy(update={"held": False, "admin_hold": False}) for j in jobs if j.held]
         self._commit(changed, now)
         return self.job(job_id)
@@ -212,15 +217,22 @@ class Scheduler:
         whether a submit was a retry."""
         return list(self.table.request_ids.get(request_id, ()))
 
-    def requeue(self, job_id: int, now: float) -> list[Effect]:
-        """Put a running or finished job back in the queue under the same id (scontrol requeue)."""
-        job = self._get(job_id)
-        if job.state is S.PENDING:
-            raise FailedPrecondition(f"job {job_id} is already PENDING; nothing to requeue")
-        if S.PENDING not in TRANSITIONS[job.state]:
-            raise FailedPrecondition(f"job {job_id} is {job.state.value} and cannot be requeued; submit it again")
-        ran = [job] if job.state in (S.RUNNING, S.COMPLETING) else []
-        return self._end_runs([job.requeued(now)], ran, now, S.PENDING)
+    def requeue(self, job_id: int, now: float, single: bool = False) -> list[Effect]:
+        """Put a running or finished job back in the queue under the same id (scontrol requeue); an array job id
+        requeues every task that is not pending, unless `single`."""
+        if self._whole_array(job_id, single):
+            jobs = [j for j in self._expand([job_id]) if j.state is not S.PENDING and S.PENDING in TRANSITIONS[j.state]]
+            if not jobs:
+                raise FailedPrecondition(f"array job {job_id} has no running or ended task to requeue")
+        else:
+            job = self._get(job_id)
+            if job.state is S.PENDING:
+                raise FailedPrecondition(f"job {job_id} is already PENDING; nothing to requeue")
+            if S.PENDING not in TRANSITIONS[job.state]:
+                raise FailedPrecondition(f"job {job_id} is {job.state.value} and cannot be requeued; submit it again")
+            jobs = [job]
+        ran = [j for j in jobs if j.state in (S.RUNNING, S.COMPLETING)]
+        return self._end_runs([j.requeued(now) for j in jobs], ran, now, S.PENDING)
 
     def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0) -> list[Effect]:
         """The workload of a running job ended (state None: COMPLETED on exit code 0, else FAILED)."""

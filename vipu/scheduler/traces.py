@@ -10,11 +10,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from pydantic import ValidationError
+from typing import Iterator
 
 from vipu.errors import InvalidArgument
 from vipu.scheduler.durations import parse_duration
@@ -33,6 +33,7 @@ class TraceJob:
     qos: str = "normal"
     name: str = "job"
     begin: float | None = None  # not eligible before this time on the trace's clock (sbatch --begin)
+    source: str = "a trace row"  # FILE:LINE, for the errors a replay finds when it checks the job against the Pod
 
 
 @dataclass
@@ -40,6 +41,33 @@ class Trace:
     jobs: list[TraceJob]
     mapping: str
     skipped: Counter = field(default_factory=Counter)  # why rows were left out -> how many
+
+    def skipped_text(self) -> str:
+        return ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items())) or "none"
+
+
+def _csv_rows(reader: csv.DictReader, path: Path) -> Iterator[tuple[str, dict]]:
+    """(FILE:LINE, row) for each row. A row with more or fewer fields than the header has columns is an error:
+    DictReader would keep extra ones under the key None, where nobody reads them, and fill missing ones with None."""
+    try:
+        for row in reader:
+            where = f"{path}:{reader.line_num}"
+            if None in row:
+                raise InvalidArgument(f"{where}: more fields than the header's {len(reader.fieldnames)} columns;"
+                                      " remove the extra ones (and quote a value that holds a comma)")
+            if None in row.values():
+                raise InvalidArgument(f"{where}: fewer fields than the header's {len(reader.fieldnames)} columns;"
+                                      " give one value per column (an empty one for the default)")
+            yield where, row
+    except csv.Error as e:
+        raise InvalidArgument(f"{path}:{reader.line_num}: {e}; fix the row") from None
+
+
+def _number(row: dict, column: str, where: str, kind=float):
+    try:
+        return kind(row[column])
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{where}: {column} is {row[column]!r}, not a number; fix the row") from None
 
 
 def next_power_of_two(n: int) -> int:
@@ -70,30 +98,31 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
     `limit` stops after that many rows (skipped rows included)."""
     skipped: Counter = Counter()
     jobs: list[TraceJob] = []
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         missing = [c for c in OPENB_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise InvalidArgument(f"{path} is not an openb pod list: columns {', '.join(missing)} are missing")
-        for row in reader:
+        for where, row in _csv_rows(reader, Path(path)):
             if limit is not None and len(jobs) + sum(skipped.values()) >= limit:
                 break
-            gpus = int(row["num_gpu"] or 0)
+            gpus = _number(row, "num_gpu", where, int) if row["num_gpu"] else 0
             if gpus == 0:
                 skipped["no GPU (CPU-only task)"] += 1
                 continue
             if not row["scheduled_time"] or not row["deletion_time"]:
                 skipped["never scheduled in the trace"] += 1
                 continue
-            ipus = next_power_of_two(math.ceil(gpus * int(row["gpu_milli"] or 1000) / 1000)) * ipus_per_gpu
+            milli = _number(row, "gpu_milli", where, int) if row["gpu_milli"] else 1000
+            ipus = next_power_of_two(math.ceil(gpus * milli / 1000)) * ipus_per_gpu
             if max_ipus is not None and ipus > max_ipus:
                 skipped["larger than the Pod's largest partition"] += 1
                 continue
-            duration = max(1.0, float(row["deletion_time"]) - float(row["scheduled_time"]))
+            duration = max(1.0, _number(row, "deletion_time", where) - _number(row, "scheduled_time", where))
             jobs.append(TraceJob(
-                submit_time=float(row["creation_time"]) / compression, ipus=ipus, duration=duration,
+                submit_time=_number(row, "creation_time", where) / compression, ipus=ipus, duration=duration,
                 time_limit=rounded_limit(duration), user="openb", qos="low" if row["qos"] == "BE" else "normal",
-                name=row["name"],
+                name=row["name"], source=where,
             ))
     return Trace(jobs, openb_mapping(ipus_per_gpu, compression), skipped)
 
@@ -103,52 +132,95 @@ NATIVE_MAPPING = (
     " the duration rounded up to a power-of-two number of minutes; user and qos as given (default trace/normal);"
     " begin (optional) the time on the trace's clock before which the job may not start"
 )
+NATIVE_COLUMNS = ("submit_time", "ipus", "duration", "time_limit", "user", "qos", "name", "begin")
+REQUIRED = "give submit_time, ipus and duration on every row"
+FORMS = "give an openb CSV or a native CSV or JSONL trace (docs/traces.md)"
+
+
+def _check_columns(columns, where: str) -> None:
+    unknown = [c for c in columns if c not in NATIVE_COLUMNS]
+    if unknown:
+        raise InvalidArgument(f"{where}: column {unknown[0]!r} is unknown; use {', '.join(NATIVE_COLUMNS)}")
+
+
+def _whole(value: object, column: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*[0-9]+\s*", value):
+        return int(value)
+    raise ValueError(f"{value!r} is not a whole number of IPUs; give a power of two such as 4")
 
 
 def _native_job(row: dict, where: str) -> TraceJob:
-    try:
-        duration = parse_duration(row["duration"], "duration")
-        limit = row.get("time_limit")
-        begin = row.get("begin")
-        return TraceJob(
-            submit_time=parse_duration(row["submit_time"], "submit_time"),
-            ipus=int(row["ipus"]),
-            duration=duration,
-            time_limit=parse_duration(limit, "time_limit") if limit not in (None, "") else rounded_limit(duration),
-            user=str(row.get("user") or "trace"),
-            qos=str(row.get("qos") or "normal"),
-            name=str(row.get("name") or "job"),
-            begin=parse_duration(begin, "begin") if begin not in (None, "") else None,
-        )
-    except KeyError as e:
-        raise InvalidArgument(f"{where}: column {e.args[0]} is missing; give submit_time, ipus and duration") from None
-    except (ValueError, ValidationError) as e:
-        raise InvalidArgument(f"{where}: {e}; fix the value") from None
+    _check_columns(row, where)
+    values = {c: v for c, v in row.items() if v not in (None, "")}  # an empty cell takes the default
+    for column in NATIVE_COLUMNS[:3]:
+        if column not in row:
+            raise InvalidArgument(f"{where}: column {column} is missing; {REQUIRED}")
+        if column not in values:
+            raise InvalidArgument(f"{where}: {column} is empty; {REQUIRED}")
+
+    def get(column: str, parse, default=None):
+        if column not in values:
+            return default
+        try:
+            return parse(values[column], column)
+        except ValueError as e:  # pydantic's PydanticCustomError, from parse_duration, is a ValueError
+            raise InvalidArgument(f"{where}: {column}: {e}") from None
+
+    duration = get("duration", parse_duration)
+    return TraceJob(
+        submit_time=get("submit_time", parse_duration), ipus=get("ipus", _whole), duration=duration,
+        time_limit=get("time_limit", parse_duration, rounded_limit(duration)), user=str(values.get("user", "trace")),
+        qos=str(values.get("qos", "normal")), name=str(values.get("name", "job")), begin=get("begin", parse_duration),
+        source=where,
+    )
 
 
 def read_native(path: str | Path) -> Trace:
-    """CSV with a header, or JSON lines, with submit_time, ipus, duration[, time_limit, user, qos, name, begin]."""
+    """CSV with a header, or JSON lines (.jsonl, .ndjson), with submit_time, ipus, duration[, time_limit, user, qos,
+    name, begin]; docs/traces.md describes them."""
     path = Path(path)
     jobs = []
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         if path.suffix in (".jsonl", ".ndjson"):
             for n, line in enumerate(f, 1):
-                if line.strip():
-                    jobs.append(_native_job(json.loads(line), f"{path}:{n}"))
-        else:
-            for n, row in enumerate(csv.DictReader(f), 2):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise InvalidArgument(f"{path}:{n}: not JSON ({e.msg}); write one object per line, like"
+                                          ' {"submit_time": 0, "ipus": 4, "duration": "10m"}') from None
+                if not isinstance(row, dict):
+                    raise InvalidArgument(f"{path}:{n}: a JSON {type(row).__name__}, not an object; write one object"
+                                          ' per line, like {"submit_time": 0, "ipus": 4, "duration": "10m"}')
                 jobs.append(_native_job(row, f"{path}:{n}"))
+        else:
+            reader = csv.DictReader(f)
+            _check_columns(reader.fieldnames or [], f"{path}:1")
+            jobs = [_native_job(row, where) for where, row in _csv_rows(reader, path)]
     return Trace(jobs, NATIVE_MAPPING)
 
 
 def load_trace(path: str | Path, max_ipus: int | None = None, **openb_options) -> Trace:
-    """openb if the CSV header says so (openb_options: ipus_per_gpu, compression, limit), else the native format."""
+    """openb if the CSV header says so (openb_options: ipus_per_gpu, compression, limit), else the native format.
+    A trace with no job to replay is an error: its all-zero figures would look like a result."""
     path = Path(path)
     if not path.is_file():
-        raise InvalidArgument(f"trace {path} is not a readable file; give the path of an openb CSV or a native trace")
-    if path.suffix == ".csv":
-        with open(path, newline="") as f:
-            header = f.readline()
-        if all(c in header for c in OPENB_COLUMNS):
-            return read_openb(path, max_ipus=max_ipus, **openb_options)
-    return read_native(path)
+        raise InvalidArgument(f"--trace {path} is not a readable file; {FORMS}")
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            header = f.readline() if path.suffix == ".csv" else ""
+        if header and all(c in header for c in OPENB_COLUMNS):
+            trace = read_openb(path, max_ipus=max_ipus, **openb_options)
+        else:
+            trace = read_native(path)
+    except UnicodeDecodeError:
+        raise InvalidArgument(f"--trace {path} is not UTF-8 text, so not a trace; {FORMS}") from None
+    except OSError as e:
+        raise InvalidArgument(f"--trace {path} cannot be read ({e.strerror}); {FORMS}") from None
+    if not trace.jobs:
+        skipped = f" (skipped: {trace.skipped_text()})" if trace.skipped else ""
+        raise InvalidArgument(f"--trace {path} has no jobs to replay{skipped}; {FORMS}")
+    return trace

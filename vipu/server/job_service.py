@@ -131,15 +131,24 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def CancelJobs(self, request, context):
-        ids = list(request.ids)
+        ids, single, theirs = list(request.ids), request.single, set()
         if request.users:
             users = set(request.users)
             with self.rt.lock:
                 named = set(ids)
-                ids += [x.id for x in self.rt.scheduler.queue(lambda x: x.user in users and x.id not in named)]
+                theirs = {x.id for x in self.rt.scheduler.queue(lambda x: x.user in users and x.id not in named)}
+            ids += sorted(theirs)
             if not ids:
                 return j.ListJobsResponse()
-        return self._changed(self._each(ids, lambda i, now: self.rt.scheduler.cancel([i], now), context))
+        scheduler = self.rt.scheduler
+
+        def cancel(i: int, now: float):
+            if i not in theirs:
+                return scheduler.cancel([i], now, single)
+            # a user's job is that one task, never its whole array, and one a named array took with it is done
+            return [] if scheduler.table.jobs[i].state in TERMINAL else scheduler.cancel([i], now, single=True)
+
+        return self._changed(self._each(ids, cancel, context))
 
     @rpc
     def HoldJobs(self, request, context):
@@ -155,7 +164,9 @@ class JobService(job_pb2_grpc.JobServiceServicer):
                     " for a user hold"
                 )
         return self._changed(
-            self._each(list(request.ids), lambda i, now: self.rt.scheduler.hold(i, now, admin=admin) and None, context)
+            self._each(list(request.ids),
+                       lambda i, now: self.rt.scheduler.hold(i, now, admin=admin, single=request.single) and None,
+                       context)
         )
 
     @rpc
@@ -165,13 +176,14 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         admin = self.rt.identity(context).admin
         scheduler = self.rt.scheduler
         return self._changed(self._each(
-            list(request.ids), lambda i, now: scheduler.release(i, now, admin=admin) and None, context,
-            check=lambda i: scheduler.check_release(i, admin),
+            list(request.ids), lambda i, now: scheduler.release(i, now, admin=admin, single=request.single) and None,
+            context, check=lambda i: scheduler.check_release(i, admin, request.single),
         ))
 
     @rpc
     def RequeueJobs(self, request, context):
-        return self._changed(self._each(list(request.ids), lambda i, now: self.rt.scheduler.requeue(i, now), context))
+        return self._changed(self._each(
+            list(request.ids), lambda i, now: self.rt.scheduler.requeue(i, now, request.single), context))
 
     @rpc
     def History(self, request, context):

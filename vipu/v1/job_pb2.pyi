@@ -115,14 +115,16 @@ class GetJobRequest(_message.Message):
     def __init__(self, id: _Optional[int] = ...) -> None: ...
 
 class JobIdsRequest(_message.Message):
-    __slots__ = ("ids", "users", "admin")
+    __slots__ = ("ids", "users", "admin", "single")
     IDS_FIELD_NUMBER: _ClassVar[int]
     USERS_FIELD_NUMBER: _ClassVar[int]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
+    SINGLE_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     admin: bool
-    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., admin: _Optional[bool] = ...) -> None: ...
+    single: bool
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., admin: _Optional[bool] = ..., single: _Optional[bool] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
     __slots__ = ("users", "states", "limit", "brief")

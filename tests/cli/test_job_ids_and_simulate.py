@@ -1,0 +1,259 @@
+"""Job id arguments (N and N_T, nothing else), several ids at once, whole-array messages, comma lists, exit codes,
+`vipu info --json`, and `vipu simulate`'s errors, --json and trace formats."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from vipu.errors import InvalidArgument
+from vipu.scheduler.replay import main_replay, replay
+from vipu.scheduler.traces import NATIVE_COLUMNS, load_trace
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
+from tests.scheduler.builders import POD16
+
+ROOT = Path(__file__).resolve().parents[2]
+HELD = ("--ipus", "1", "--time-limit", "1m", "--hold")
+
+
+def one_error(out) -> str:
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vipu: error: "), out.stderr
+    return lines[0]
+
+
+def test_n_t_names_one_array_task_and_every_other_form_is_refused(server):
+    [single] = submit(server, *HELD)
+    tasks = submit(server, *HELD, "--array", "0-20")
+    assert (single, tasks[0]) == (1, 2)  # int() read 2_1 as job 21, which is task 2_19
+
+    out = run(server, "vipu", "show", "job", "2_1")
+    assert out.returncode == 0 and "JobId=2_1\n" in out.stdout
+    assert json.loads(run(server, "vipu", "show", "job", "2_1", "--json").stdout)["id"] == str(tasks[1])
+    out = run(server, "vipu", "release", "2_3")
+    assert out.returncode == 0 and out.stdout == "Job 2_3 released: PENDING\n"
+    assert [show(server, t)["held"] for t in tasks[2:5]] == [True, False, True]
+    out = run(server, "vipu", "cancel", "2_4")
+    assert out.returncode == 0 and out.stdout == "Job 2_4 cancelled: CANCELLED\n"
+    assert "JobState=CANCELLED" in run(server, "vipu", "show", "job", "2_4").stdout  # an ended task is found too
+
+    missing = run(server, "vipu", "show", "job", "2_99")
+    assert missing.returncode == 3 and "job id '2_99': array job 2 has no task 99" in one_error(missing)
+    nothing = run(server, "vipu", "logs", "99_1")
+    assert nothing.returncode == 3 and "job 99 does not exist" in one_error(nothing)
+    for text, what in (("1_0", "it is a single job"), ("3_0", "it is task 2_1")):
+        out = run(server, "vipu", "show", "job", text)
+        assert out.returncode == 2, out.stderr
+        assert f"job id '{text}': job {text[0]} is not an array job ({what}); give N " in one_error(out)
+    # the first task has the array's own id: 2_0 is that one task (single), 2 would be every task
+    first = run(server, "vipu", "cancel", "2_0")
+    assert first.returncode == 0 and first.stdout == "Job 2_0 cancelled: CANCELLED\n"
+    assert show(server, tasks[0])["state"] == "CANCELLED"
+    assert [show(server, t)["state"] for t in tasks[1:4]].count("CANCELLED") == 0
+
+    before = jobs(server)
+    attempts = [("cancel", bad) for bad in ("1_2_6", "26_", "_5", "abc", "-3", "2__1", "99999999999999999999")]
+    attempts += [(command, "1_2_6") for command in ("hold", "release", "requeue", "priority", "logs")]
+    attempts += [("show job", "-3"), ("cancel", "1 2_x")]
+    for command, bad in attempts:
+        out = run(server, "vipu", *command.split(), *bad.split())
+        assert out.returncode == 2, (command, bad, out.stdout, out.stderr)
+        assert one_error(out) == (
+            f"vipu: error: job id {bad.split()[-1]!r} is not a job id; give N (a job, or all tasks of array job N)"
+            " or N_T (task T of array job N), e.g. 26 or 26_50"
+        )
+    assert jobs(server) == before and show(server, 1)["state"] == "PENDING"  # `cancel 1 2_x` cancelled nothing
+
+
+def test_several_ids_act_on_each_valid_one_and_report_each_bad_one(server):
+    a, b, c = (submit(server, *HELD)[0] for _ in range(3))
+    out = run(server, "vipu", "cancel", str(b), str(a), "9999")
+    assert out.returncode == 3
+    assert out.stdout.splitlines() == [f"Job {b} cancelled: CANCELLED", f"Job {a} cancelled: CANCELLED"]
+    assert one_error(out).startswith("vipu: error: job 9999 does not exist")
+    assert show(server, a)["state"] == show(server, b)["state"] == "CANCELLED"
+
+    [later] = submit(server, "--ipus", "1", "--time-limit", "1m", "--begin", "now+1h")
+    out = run(server, "vipu", "hold", str(later), str(a))
+    assert out.returncode == 4 and out.stdout == f"Job {later} held: PENDING (held)\n"
+    assert f"job {a} is CANCELLED" in one_error(out) and show(server, later)["held"]
+
+    out = run(server, "vipu", "release", "9998", str(later), str(c))
+    assert out.returncode == 3 and "job 9998 does not exist" in one_error(out)
+    assert out.stdout.splitlines() == [f"Job {later} released: PENDING", f"Job {c} released: PENDING"]
+    wait_for(lambda: show(server, c)["state"] == "RUNNING")
+
+    out = run(server, "vipu", "requeue", str(c), "9997")
+    assert out.returncode == 3 and "job 9997 does not exist" in one_error(out)
+    assert show(server, c)["requeue_count"] == 1
+
+    out = run(server, "vipu", "cancel", "9996", str(c), "--json")
+    assert out.returncode == 3 and "job 9996" in one_error(out)
+    assert [(int(x["id"]), x["state"]) for x in json.loads(out.stdout)] == [(c, "CANCELLED")]
+    assert run(server, "vipu", "cancel", str(later)).returncode == 0  # none failed: exit 0
+
+
+def test_a_whole_array_is_reported_as_the_array(server):
+    array = submit(server, "--ipus", "1", "--time-limit", "1m", "--array", "0-29", "--begin", "now+1h")[0]
+    for command, verb in (("hold", "held"), ("release", "released"), ("cancel", "cancelled")):
+        out = run(server, "vipu", command, str(array))
+        assert out.returncode == 0 and out.stdout == f"Array job {array}: 30 tasks {verb}\n", out.stderr
+    history = json.loads(run(server, "vipu", "history", "--json").stdout)
+    assert len(history) == 30 and {x["state"] for x in history} == {"CANCELLED"}
+
+    small = submit(server, "--ipus", "32", "--time-limit", "1m", "--array", "0-2")[0]  # two run, one waits
+    wait_for(lambda: sorted(x["state"] for x in jobs(server).values()) == ["PENDING", "RUNNING", "RUNNING"])
+    out = run(server, "vipu", "cancel", str(small))
+    assert out.returncode == 0
+    assert out.stdout.splitlines() == [f"Array job {small}: 3 tasks cancelled"] + [
+        f"Job {small}_{t} cancelled: CANCELLED" for t in range(3)
+    ]
+    assert jobs(server) == {}
+
+
+def test_queue_and_history_take_comma_lists_and_info_names_its_ilds(server):
+    [fill] = submit(server, "--ipus", "64", "--time-limit", "10m", "--user", "alice")
+    wait_for(lambda: jobs(server)[fill]["state"] == "RUNNING")
+    [bob] = submit(server, "--ipus", "1", "--time-limit", "1m", "--user", "bob")
+    [carol] = submit(server, "--ipus", "1", "--time-limit", "1m", "--user", "carol")
+    assert set(jobs(server, "--state", "RUNNING,PENDING")) == {fill, bob, carol}
+    assert set(jobs(server, "-t", "R")) == {fill} and set(jobs(server, "-t", "PD,R", "-t", "CA")) == {fill, bob, carol}
+    assert set(jobs(server, "--user", "alice,bob")) == {fill, bob}
+    assert set(jobs(server, "-u", "alice", "-u", "carol")) == {fill, carol}
+
+    info = json.loads(run(server, "vipu", "info", "--json").stdout)
+    assert [(r["ild"], r["name"]) for r in info["ilds"]] == [(0, "pod64-0")]
+    assert run(server, "vipu", "info").stdout.splitlines()[1].split("|")[0].strip() == "pod64-0"
+
+    assert run(server, "vipu", "cancel", str(fill), str(bob), str(carol)).returncode == 0
+    out = run(server, "vipu", "history", "--json", "--state", "CANCELLED,COMPLETED", "--user", "alice,bob")
+    assert out.returncode == 0 and {int(x["id"]) for x in json.loads(out.stdout)} == {fill, bob}
+    negative = run(server, "vipu", "history", "--limit", "-1")
+    assert negative.returncode == 2
+    assert one_error(negative) == "vipu: error: --limit is -1; give 0 for every job or N > 0 for the last N"
+
+
+def test_exit_code_is_code_colon_signal_in_history_and_show(server, tmp_path):
+    failing = tmp_path / "fail.yaml"
+    failing.write_text("ipus: 1\ntime_limit: 1m\nworkload: {kind: sleep, duration: 0.2s, exit_code: 3}\n")
+    [timeout] = submit(server, "--ipus", "1", "--time-limit", "1s")  # holds its partition until the limit
+    [killed] = submit(server, "--ipus", "1", "--time-limit", "1m")
+    [never] = submit(server, *HELD)
+    [failed] = submit(server, str(failing))
+    [ok] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "0.2s")
+    wait_for(lambda: show(server, killed)["state"] == "RUNNING")
+    assert run(server, "vipu", "cancel", str(killed), str(never)).returncode == 0
+    wait_for(lambda: [show(server, j)["state"] for j in (timeout, failed, ok)] == ["TIMEOUT", "FAILED", "COMPLETED"])
+
+    want = {timeout: "0:15", killed: "0:15", never: "0:0", failed: "3:0", ok: "0:0"}
+    rows = [[c.strip() for c in line.split("|")] for line in run(server, "vipu", "history").stdout.splitlines()[1:]]
+    assert {int(r[0]): r[4] for r in rows} == want
+    for job, code in want.items():
+        assert f"\nExitCode={code}\n" in run(server, "vipu", "show", "job", str(job)).stdout
+
+
+# -- vipu simulate: no controller --------------------------------------------------------------------------------
+def vipu(*args: str):
+    return run(None, "vipu", *args, env=dict(os.environ))
+
+
+def write(tmp_path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+TWO_JOBS = "submit_time,ipus,duration\n0,16,100\n10,16,50\n"  # on 16 IPUs under fifo: JCTs 100 and 140, waits 0, 90
+
+
+def test_simulate_refuses_bad_options_in_one_line(tmp_path):
+    trace = write(tmp_path, "t.csv", TWO_JOBS)
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(range(128, 256)) * 8)
+    cases = [
+        (["--trace", str(trace), "--policy", "lifo"],
+         "vipu: error: --policy 'lifo' is not a policy; use one or more of backfill, fifo, priority, sjf (repeat"
+         " --policy or separate the names with commas)"),
+        (["--trace", str(garbage)],
+         f"vipu: error: --trace {garbage} is not UTF-8 text, so not a trace; give an openb CSV or a native CSV or"
+         " JSONL trace (docs/traces.md)"),
+        (["--trace", str(write(tmp_path, "e.csv", "submit_time,ipus,duration\n"))], "has no jobs to replay"),
+        (["--trace", str(write(tmp_path, "b.csv", "submit_time,ipus,duration\n0,4,1\n0,12,1\n"))],
+         "b.csv:3: ipus is 12, not a power of two"),
+    ]
+    for args, message in cases:
+        out = vipu("simulate", *args)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert message in one_error(out)
+
+
+@pytest.mark.parametrize(
+    "name, text, where, message",
+    [
+        ("a.csv", "submit_time,ipus,duration,colour\n0,4,10,red\n", 1,
+         "column 'colour' is unknown; use submit_time, ipus, duration, time_limit, user, qos, name, begin"),
+        ("a.csv", "submit_time,ipus,duration\n0,4,10,99\n", 2, "more fields than the header's 3 columns"),
+        ("a.csv", "submit_time,ipus,duration\n0,4,10\n5,4\n", 3, "fewer fields than the header's 3 columns"),
+        ("a.csv", "submit_time,ipus,duration\n0,4,\n", 2, "duration is empty"),
+        ("a.csv", "submit_time,ipus\n0,4\n", 2, "column duration is missing"),
+        ("a.csv", "submit_time,ipus,duration\n0,4,soon\n", 2, "duration: 'soon' is not a duration"),
+        ("a.csv", "submit_time,ipus,duration\n0,four,10\n", 2, "ipus: 'four' is not a whole number of IPUs"),
+        ("a.csv", "submit_time,ipus,duration\n0,4,10\n0,12,10\n", 3, "ipus is 12, not a power of two"),
+        ("a.csv", "submit_time,ipus,duration\n0,32,10\n", 2, "ipus is 32 but bow-pod16 has 16 IPUs"),
+        ("a.csv", "submit_time,ipus,duration,qos\n0,4,10,gold\n", 2, "qos 'gold' is unknown"),
+        ("a.csv", "submit_time,ipus,duration,time_limit\n0,4,10,0\n", 2, "invalid row: time_limit: is 0 seconds"),
+        ("a.csv", "submit_time,ipus,duration,user\n0,4,10,a b\n", 2, "user"),
+        ("a.jsonl", '{"submit_time": 0, "ipus": 4, "duration": 5, "x": 1}\n', 1, "column 'x' is unknown"),
+        ("a.jsonl", '{"submit_time": 0, "ipus": 4, "duration": 5}\n\n[1]\n', 3, "a JSON list, not an object"),
+        ("a.jsonl", "nonsense{\n", 1, "not JSON (Expecting value)"),
+        ("a.jsonl", '{"submit_time": 0, "ipus": 4.5, "duration": 5}\n', 1, "ipus: 4.5 is not a whole number"),
+        ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\nx,one,1000,LS,0,9,0\n", 2,
+         "num_gpu is 'one', not a number"),
+        ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\nx,1,1000,LS,0,9,0,7\n", 2,
+         "more fields than the header's 7 columns"),
+    ],
+)
+def test_every_bad_trace_row_is_named_by_file_and_line(tmp_path, name, text, where, message):
+    path = write(tmp_path, name, text)
+    with pytest.raises(InvalidArgument) as error:
+        main_replay(str(path), "bow-pod16", ["fifo"], timer=lambda: 0.0)
+    assert error.value.message.startswith(f"{path}:{where}: ") and message in error.value.message
+
+
+def test_simulate_json_has_the_tables_figures_with_units(tmp_path):
+    trace = str(write(tmp_path, "t.csv", TWO_JOBS))
+    table = vipu("simulate", "--trace", trace, "--pod", "bow-pod16", "--policy", "fifo")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[-1].split()[:-1] == \
+        ["fifo", "2", "2", "120", "140", "140", "45", "90", "150", "100.0%", "0.0%", "0"]
+    for args in (("simulate", "--json"), ("--json", "simulate")):
+        out = vipu(*args, "--trace", trace, "--pod", "bow-pod16", "--policy", "fifo,sjf")
+        assert out.returncode == 0, out.stderr
+        results = json.loads(out.stdout)
+        assert [r["policy"] for r in results] == ["fifo", "sjf"] and results[0].pop("jobs_per_s") > 0
+        assert results[0] == {
+            "policy": "fifo", "pod": "bow-pod16", "jobs": 2, "done": 2, "unfinished": 0, "avg_jct_s": 120.0,
+            "p50_jct_s": 140.0, "p95_jct_s": 140.0, "avg_wait_s": 45.0, "p95_wait_s": 90.0, "makespan_s": 150.0,
+            "util_percent": 100.0, "frag_percent": 0.0, "preemptions": 0, "timeouts": 0,
+        }
+
+
+def test_the_trace_formats_page_is_true(tmp_path):
+    page = (ROOT / "docs/traces.md").read_text()
+    help_text = " ".join(vipu("simulate", "--help").stdout.split())
+    assert "docs/traces.md" in help_text
+    assert all(f"| `{column}` |" in page for column in NATIVE_COLUMNS)
+    examples = re.findall(r"```(csv|jsonl)\n(.*?)```", page, re.S)
+    assert [kind for kind, _ in examples] == ["csv", "jsonl"]
+    for kind, text in examples:
+        trace = load_trace(write(tmp_path, f"example.{kind}", text))
+        assert [(j.name, j.ipus, j.time_limit, j.begin) for j in trace.jobs] == \
+            [("pretrain", 16, 300, None), ("finetune", 8, 120, None), ("eval", 4, 60, 3600)]
+        result = replay(trace.jobs, POD16, "backfill")
+        assert (result.finished, result.timeouts) == (3, 1)  # pretrain ends TIMEOUT, as the page says
