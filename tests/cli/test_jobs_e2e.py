@@ -269,3 +269,14 @@ def test_a_relative_output_is_made_absolute_where_vipu_submit_runs(server, tmp_p
     assert "COMPLETED" in written[0].read_text()
     text = run(server, "vipu", "show", "job", str(from_spec)).stdout
     assert f"StdOut={tmp_path}/logs/%x-%j.out\n" in text and "Nice=0\n" in text
+
+
+def test_pending_array_tasks_share_a_queue_line_as_in_squeue(server):
+    [first, *_] = submit(server, "--name", "sweep", "--ipus", "1", "--time-limit", "1m", "--array", "0-9", "--hold")
+    run(server, "vipu", "release", f"{first}_3")  # task 3 runs; tasks 0-2 and 4-9 still wait, held
+    wait_for(lambda: show(server, first + 3)["state"] == "RUNNING")
+    text = run(server, "vipu", "queue", "--no-header").stdout.splitlines()
+    assert [line.split()[0] for line in text] == [f"{first}_3", f"{first}_[0-2,4-9]"]
+    assert "(JobHeldUser)" in text[1]
+    expanded = run(server, "vipu", "queue", "-r", "--no-header").stdout.splitlines()
+    assert len(expanded) == 10 and len(jobs(server)) == 10  # -r and --json: a line each

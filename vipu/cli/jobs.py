@@ -71,6 +71,20 @@ def with_absolute_output(text: bytes) -> bytes:
     return json.dumps({**data, "output": absolute(value)}, default=str).encode()  # a YAML timestamp: ISO text
 
 
+def spans(indices: list[int]) -> str:
+    """Array task indices as squeue writes them: 0-3,7,9-10."""
+    out: list[str] = []
+    start = prev = indices[0]
+    for i in [*indices[1:], None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ",".join(out)
+
+
 def read_spec(path: str) -> tuple[bytes, str]:
     if path == "-":
         return sys.stdin.buffer.read(MAX_SPEC_BYTES + 1), "<stdin>"
@@ -149,10 +163,13 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         user: list[str] = typer.Option(None, "--user", "-u", help="only these users' jobs"),
         state: list[str] = typer.Option(None, "--state", "-t", help="only these states (names or PD, R, ...)"),
+        array: bool = typer.Option(False, "--array", "-r",
+                                   help="a line for each pending array task (default: one line for a run of them)"),
         json_out: bool = JsonOption,
         no_header: bool = NoHeaderOption,
     ):
-        """Pending and running jobs (squeue), running first, then pending in priority order."""
+        """Pending and running jobs (squeue), running first, then pending in priority order; pending tasks of an
+        array that wait for the same reason share a line, 26_[10-99] (with --json, or -r, a line each)."""
         cli = ctx.obj
         as_json = cli.wants_json(json_out)
         request = j.ListJobsRequest(users=split(user), states=split(state), brief=not as_json)
@@ -161,11 +178,18 @@ def register(app: typer.Typer) -> None:
             print_json(as_dict(reply).get("jobs", []))
             return
         now = time.time()
-        rows = []
+        rows, tasks = [], []  # tasks: the array-task indices of the last row, while it collects pending tasks
         for x in reply.jobs:
             elapsed = now - x.start_time if x.HasField("start_time") and x.state_code in ("R", "CG") else 0
             where = x.partition if x.partition else f"({x.reason or 'None'})"
-            rows.append([job_id(x), x.name, x.user, x.state_code, clock(elapsed), x.ipus, where])
+            row = [job_id(x), x.name, x.user, x.state_code, clock(elapsed), x.ipus, where]
+            key = (x.array_job_id, *row[1:]) if x.HasField("array_job_id") and x.state_code == "PD" else None
+            if not array and key is not None and tasks and key == tasks[0]:
+                tasks.append(x.array_task_id)
+                rows[-1][0] = f"{x.array_job_id}_[{spans(tasks[1:])}]"
+                continue
+            tasks = [key, x.array_task_id] if key is not None else []
+            rows.append(row)
         print(table(["JOBID", "NAME", "USER", "ST", "TIME", "IPUS", "PARTITION(REASON)"], rows, cli.with_header(no_header)))
 
     @show.command("job", context_settings=IDS)
