@@ -1,5 +1,5 @@
-"""Slurm's words for jobs: `vipu submit|queue|cancel|hold|release|requeue|history|info|priority`, `vipu show job`,
-and `vipu simulate` (trace replay in virtual time, no controller needed)."""
+"""Slurm's words for jobs: `vipu submit|queue|cancel|hold|release|requeue|history|info|priority`, `vipu show job`
+and `vipu logs`."""
 
 from __future__ import annotations
 
@@ -364,44 +364,5 @@ def register(app: typer.Typer) -> None:
         rows = [[r.job_id, r.user, f"{r.priority:.0f}", f"{r.age:.0f}", f"{r.fairshare:.0f}", f"{r.job_size:.0f}",
                  f"{r.qos:.0f}", f"{r.nice:.0f}"] for r in reply.jobs]
         print(table(["JOBID", "USER", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "QOS", "NICE"], rows, cli.with_header(no_header)))
-
-    @app.command()
-    def simulate(
-        ctx: typer.Context,
-        trace: str = typer.Option(..., "--trace", help="openb CSV (../shared/traces) or a native CSV/JSONL trace"
-                                  " (formats: docs/traces.md)"),
-        pod: str = typer.Option("bow-pod256", "--pod", help="a preset or a pod config file"),
-        policy: list[str] = typer.Option(["fifo", "backfill"], "--policy",
-                                         help="repeat (or fifo,sjf) to compare policies"),
-        json_out: bool = JsonOption,
-    ):
-        """Replay a trace in virtual time with the live scheduler's code, and print per-policy metrics. No
-        controller needed. Trace formats, and how openb's GPUs become IPUs: docs/traces.md."""
-        from vipu.errors import VipuError
-        from vipu.scheduler.replay import main_replay, result_json, simulate_trace
-
-        try:
-            if ctx.obj.wants_json(json_out):
-                print_json([result_json(r) for r in simulate_trace(trace, pod, split(policy)).results])
-            else:
-                print(main_replay(trace, pod, split(policy)))
-        except VipuError as e:
-            fail("vipu", e.message, BAD_INPUT)
-
-    @app.command()
-    def plan(
-        spec: str = typer.Argument(..., help="a job spec with a `train` workload (YAML or JSON)"),
-        pod: str = typer.Option(None, "--pod", help="plan for this Pod (a preset or file) instead of the spec's"),
-        json_out: bool = JsonOption,
-    ):
-        """Memory per IPU and tile, whether it fits SRAM, and the predicted step time on the Pod, split into
-        compute, pipeline bubble, collectives and streaming; suggests a layout that fits when it does not."""
-        from vipu.errors import VipuError
-        from vipu.jobs.command import main_plan, plan_json
-
-        try:
-            print(plan_json(spec, pod) if json_out else main_plan(spec, pod))
-        except VipuError as e:
-            fail("vipu", e.message, BAD_INPUT)
 
     app.add_typer(show, name="show")

@@ -1,0 +1,53 @@
+"""Commands that need no controller: `vipu simulate` (trace replay in virtual time) and `vipu plan` (will a layout
+fit, and how fast would it run)."""
+
+from __future__ import annotations
+
+import typer
+
+from vipu.cli.context import JsonOption
+from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.jobs import split
+from vipu.cli.output import print_json
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def simulate(
+        ctx: typer.Context,
+        trace: str = typer.Option(..., "--trace", help="openb CSV (../shared/traces) or a native CSV/JSONL trace"
+                                  " (formats: docs/traces.md)"),
+        pod: str = typer.Option("bow-pod256", "--pod", help="a preset or a pod config file"),
+        policy: list[str] = typer.Option(["fifo", "backfill"], "--policy",
+                                         help="repeat (or fifo,sjf) to compare policies"),
+        json_out: bool = JsonOption,
+    ):
+        """Replay a trace in virtual time with the live scheduler's code, and print per-policy metrics. No
+        controller needed. Trace formats, and how openb's GPUs become IPUs: docs/traces.md."""
+        from vipu.errors import VipuError
+        from vipu.scheduler.replay import main_replay, result_json, simulate_trace
+
+        try:
+            if ctx.obj.wants_json(json_out):
+                print_json([result_json(r) for r in simulate_trace(trace, pod, split(policy)).results])
+            else:
+                print(main_replay(trace, pod, split(policy)))
+        except VipuError as e:
+            fail("vipu", e.message, BAD_INPUT)
+
+    @app.command()
+    def plan(
+        ctx: typer.Context,
+        spec: str = typer.Argument(..., help="a job spec with a `train` workload (YAML or JSON)"),
+        pod: str = typer.Option(None, "--pod", help="plan for this Pod (a preset or file) instead of the spec's"),
+        json_out: bool = JsonOption,
+    ):
+        """Memory per IPU and tile, whether it fits SRAM, and the predicted step time on the Pod, split into
+        compute, pipeline bubble, collectives and streaming; suggests a layout that fits when it does not."""
+        from vipu.errors import VipuError
+        from vipu.jobs.command import main_plan, plan_json
+
+        try:
+            print(plan_json(spec, pod) if ctx.obj.wants_json(json_out) else main_plan(spec, pod))
+        except VipuError as e:
+            fail("vipu", e.message, BAD_INPUT)
