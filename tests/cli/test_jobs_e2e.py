@@ -248,6 +248,15 @@ def test_a_running_jobs_partition_is_removed_only_by_cancelling_the_job(server):
     assert show(server, job)["state"] == "CANCELLED"
     assert run(server, "vipu", "create", "partition", "after", "--size", "64").returncode == 0
 
+    # an array's first task has the array's own id: removing its partition ends that task, not every task
+    first, second = submit(server, "--name", "pair", "--ipus", "1", "--time-limit", "10m", "--array", "0-1")
+    run(server, "vipu", "remove", "partition", "after", "--force")
+    wait_for(lambda: {show(server, i)["state"] for i in (first, second)} == {"RUNNING"})
+    refused = run(server, "vipu", "remove", "partition", f"slurm_{first}")
+    assert f"`vipu cancel {first}_0`" in refused.stderr
+    assert run(server, "vipu", "remove", "partition", f"slurm_{first}", "--force").returncode == 0
+    assert (show(server, first)["state"], show(server, second)["state"]) == ("CANCELLED", "RUNNING")
+
 
 def test_a_relative_output_is_made_absolute_where_vipu_submit_runs(server, tmp_path):
     import subprocess

@@ -19,15 +19,14 @@ def test_generated_references_are_current():
         assert (ROOT / "docs" / name).read_text() == make() + "\n", f"docs/{name} is stale: run docs/generate.py"
 
 
-def test_the_scheduler_config_example_is_valid():
-    import yaml
-
-    from vipu.scheduler.config import parse_config
+def test_the_scheduler_config_example_is_valid(tmp_path):
+    from vipu.server.runtime import load_scheduler_config
 
     spec = importlib.util.spec_from_file_location("generate", ROOT / "docs/generate.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    config = parse_config(yaml.safe_load(module.SCHEDULER_EXAMPLE), "the example")
+    (tmp_path / "scheduler.yaml").write_text(module.SCHEDULER_EXAMPLE)
+    config = load_scheduler_config(str(tmp_path / "scheduler.yaml"), None)  # as vipu-server --scheduler-config
     assert config.qos["scavenger"].preempt_mode == "cancel" and config.qos["urgent"].preempt == ("scavenger",)
 
 

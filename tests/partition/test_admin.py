@@ -456,8 +456,10 @@ def test_remove_user_revokes_the_key_but_not_the_last_admin(scene_factory, build
     _, key = admin.create_user("alice")
     root, _ = admin.create_user("root", admin=True)
     assert admin.user_for_key(key).name == "alice"
+    admin.create_allocation("A", agents(3), users=["alice"])
     admin.remove_user("alice")
     assert admin.user_for_key(key) is None and "alice" not in scene.state.users
+    assert scene.state.allocations["A"].users == ["alice"]  # kept: an empty grant would open A to everyone
     refused(scene, builders, lambda a: a.remove_user("root"), FailedPrecondition,
             "user root is the last admin", "create another admin first")
     refused(scene, builders, lambda a: a.remove_user("alice"), NotFound, "user 'alice' does not exist")

@@ -112,4 +112,4 @@ def test_a_run_that_cannot_resume_ends_even_when_its_partition_survived():
     effects = s.recover(stored(journal), now=100, partitions=["slurm_1"], resumable=lambda job: False)
     assert s.job(1).state is S.PENDING and s.job(1).requeue_count == 1
     assert s.job(1).recovery.endswith("its workload ran inside the controller process that died")
-    assert StopJob(1, "slurm_1", S.PENDING, False) in effects  # its surviving partition is removed
+    assert StopJob(1, "slurm_1", S.NODE_FAIL, True) in effects  # its surviving partition is removed

@@ -27,6 +27,8 @@ def test_priorities_of_named_jobs_an_array_and_jobs_without_one(jobs):
     tasks = submit(jobs, hold=True, array="0-2")
     rows = jobs.Priorities(j.PrioritiesRequest(ids=[tasks[0]]), timeout=5).jobs
     assert sorted(r.job_id for r in rows) == tasks  # the array job id stands for its pending tasks
+    one = jobs.Priorities(j.PrioritiesRequest(ids=[tasks[0]], single=True), timeout=5).jobs
+    assert [r.job_id for r in one] == [tasks[0]]  # single: the first task alone
     assert [r.job_id for r in jobs.Priorities(j.PrioritiesRequest(ids=[held]), timeout=5).jobs] == [held]
     with pytest.raises(grpc.RpcError) as missing:
         jobs.Priorities(j.PrioritiesRequest(ids=[held, 999]), timeout=5)
@@ -87,5 +89,16 @@ def test_requeue_of_an_array_job_id_requeues_its_tasks_that_ran(jobs):
     while {jobs.GetJob(j.GetJobRequest(id=t), timeout=5).state for t in tasks} != {"COMPLETED"}:
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    assert jobs.History(j.HistoryRequest(states=["RUNNING"]), timeout=5).jobs == []  # ran, but RUNNING no more
     jobs.RequeueJobs(j.JobIdsRequest(ids=[tasks[0]]), timeout=5)
     assert all(jobs.GetJob(j.GetJobRequest(id=t), timeout=5).requeue_count == 1 for t in tasks)
+
+
+def test_a_workload_that_ends_exactly_at_its_time_limit_completes(jobs):
+    """As the replay decides it: a limit counts only when it ran out strictly before the workload's end."""
+    [job] = submit(jobs, time_limit="1s", workload={"kind": "sleep", "duration": 1})
+    deadline = time.monotonic() + 20
+    while jobs.GetJob(j.GetJobRequest(id=job), timeout=5).state in ("PENDING", "RUNNING"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert jobs.GetJob(j.GetJobRequest(id=job), timeout=5).state == "COMPLETED"

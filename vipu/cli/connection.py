@@ -189,14 +189,17 @@ class Connection:
         `retry`: for idempotent calls (a submit carries its request id), keep retrying while the controller is
         unreachable (e.g. restarting after a crash) until --timeout has passed."""
         deadline = time.monotonic() + self.timeout
+        probe = True
         while True:
             left = deadline - time.monotonic()
             try:
                 return method(request, timeout=max(left, 0.05), metadata=self.metadata())
             except grpc.RpcError as e:
                 unavailable = e.code() == grpc.StatusCode.UNAVAILABLE
-                if unavailable and not from_controller(e) and (problem := self.tls_problem()):
+                # a TLS mismatch does not mend by waiting: probe for it once, when the first try fails
+                if unavailable and probe and not from_controller(e) and (problem := self.tls_problem()):
                     fail(self.prog, problem, UNREACHABLE)
+                probe = False
                 if not (retry and unavailable and left > 0.25):
                     fail_rpc(self.prog, e, self.address)
                 time.sleep(0.2)
@@ -204,8 +207,8 @@ class Connection:
     def tls_problem(self) -> str | None:
         """Why the controller could not be reached, when the reason is TLS. gRPC reports a plaintext CLI talking to a
         TLS controller, and a certificate that does not verify, as the same UNAVAILABLE as a stopped server, with
-        the reason only in free text; one handshake of our own tells them apart. Run only after a call failed, so a
-        working setup pays nothing and a stopped server costs one refused connect."""
+        the reason only in free text; one handshake of our own tells them apart. Run once, when a call's first try
+        failed, so a working setup pays nothing and a stopped server costs one refused connect."""
         ca = self.settings.tls_ca
         context = ssl.create_default_context(cafile=ca)
         if not ca:  # only asking whether the controller speaks TLS at all

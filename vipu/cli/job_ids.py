@@ -105,7 +105,7 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
     success and one error line for each failure; returns the jobs changed and the first failure's exit code (0 if
     none). The RPCs are all-or-nothing (other clients rely on that), so each id gets a call of its own: simpler
     than one call for all with a per-id retry after a refusal, and each failure prints its line once. N is a job
-    or every task of array job N; N_T is one task, sent as `single` (task 0's job id is the array's own)."""
+    or every task of array job N; N_T is one task, sent as `single` (the first task's job id is the array's own)."""
     ids = [parse_id(text) for text in texts]  # one malformed id and nothing is done
     before = {} if as_json else active(cli, [job for job, task in ids if task is None])
     method = getattr(cli.conn.jobs, rpc)

@@ -54,21 +54,18 @@ def absolute(path: str) -> str:
     return path if path.startswith("/") else str(Path.cwd() / path)
 
 
-def with_absolute_output(text: bytes) -> bytes:
-    """The spec, as JSON with its output made absolute if it was relative; else as it was (also a spec the
-    controller will refuse: it says why, naming the field)."""
+def relative_output(text: bytes) -> str | None:
+    """The spec's own output path if it is relative; None otherwise, also for a spec the controller will refuse
+    (it says why, naming the field)."""
     if b"output" not in text:
-        return text
+        return None
     from vipu.documents import parse_document
 
     try:
-        data = parse_document(text.decode())
-        value = data.get("output")  # type: ignore[union-attr]
+        value = parse_document(text.decode()).get("output")  # type: ignore[union-attr]
     except Exception:  # noqa: BLE001
-        return text
-    if not isinstance(value, str) or not value or value.startswith("/"):
-        return text
-    return json.dumps({**data, "output": absolute(value)}, default=str).encode()  # a YAML timestamp: ISO text
+        return None
+    return value if isinstance(value, str) and value and not value.startswith("/") else None
 
 
 def spans(indices: list[int]) -> str:
@@ -144,8 +141,9 @@ def register(app: typer.Typer) -> None:
             text, source, overrides = json.dumps(flags).encode(), "flags", {}
         else:
             (text, source), overrides = read_spec(spec), flags
-            if "output" not in overrides:
-                text = with_absolute_output(text)
+            relative = relative_output(text) if "output" not in overrides else None
+            if relative:
+                overrides["output"] = absolute(relative)
         request = j.SubmitJobRequest(
             spec=text, source=source, overrides_json=json.dumps(overrides) if overrides else "",
             request_id=request_id or uuid.uuid4().hex,  # retries inside one call are then safe
@@ -178,18 +176,23 @@ def register(app: typer.Typer) -> None:
             print_json(as_dict(reply).get("jobs", []))
             return
         now = time.time()
-        rows, tasks = [], []  # tasks: the array-task indices of the last row, while it collects pending tasks
+        rows, tasks = [], {}  # tasks: row number -> the pending array tasks it stands for
+        last = None  # what the last row's pending array tasks share
         for x in reply.jobs:
             elapsed = now - x.start_time if x.HasField("start_time") and x.state_code in ("R", "CG") else 0
             where = x.partition if x.partition else f"({x.reason or 'None'})"
             row = [job_id(x), x.name, x.user, x.state_code, clock(elapsed), x.ipus, where]
             key = (x.array_job_id, *row[1:]) if x.HasField("array_job_id") and x.state_code == "PD" else None
-            if not array and key is not None and tasks and key == tasks[0]:
-                tasks.append(x.array_task_id)
-                rows[-1][0] = f"{x.array_job_id}_[{spans(tasks[1:])}]"
+            if not array and key is not None and key == last:
+                tasks[len(rows) - 1].append(x.array_task_id)
                 continue
-            tasks = [key, x.array_task_id] if key is not None else []
+            last = key
+            if key is not None:
+                tasks[len(rows)] = [x.array_task_id]
             rows.append(row)
+        for n, indices in tasks.items():
+            if len(indices) > 1:
+                rows[n][0] = f"{rows[n][0].split('_')[0]}_[{spans(indices)}]"
         print(table(["JOBID", "NAME", "USER", "ST", "TIME", "IPUS", "PARTITION(REASON)"], rows, cli.with_header(no_header)))
 
     @show.command("job", context_settings=IDS)
@@ -356,13 +359,19 @@ def register(app: typer.Typer) -> None:
     ):
         """Each pending job's priority and its weighted factors (sprio)."""
         cli = ctx.obj
-        wanted = [resolve_id(cli, text) for text in ids or []]
-        reply = cli.conn.call(cli.conn.jobs.Priorities, j.PrioritiesRequest(ids=wanted))
+        named = [(resolve_id(cli, text), "_" in text) for text in ids or []]  # N_T: that task alone, even the first
+        found = []
+        for single in (False, True):
+            wanted = [i for i, one in named if one is single]
+            if wanted or (not named and not single):  # no ids: one call for every pending job
+                request = j.PrioritiesRequest(ids=wanted, single=single)
+                found += cli.conn.call(cli.conn.jobs.Priorities, request).jobs
+        found.sort(key=lambda r: -r.priority)
         if cli.wants_json(json_out):
-            print_json(as_dict(reply).get("jobs", []))
+            print_json([as_dict(r) for r in found])
             return
         rows = [[r.job_id, r.user, f"{r.priority:.0f}", f"{r.age:.0f}", f"{r.fairshare:.0f}", f"{r.job_size:.0f}",
-                 f"{r.qos:.0f}", f"{r.nice:.0f}"] for r in reply.jobs]
+                 f"{r.qos:.0f}", f"{r.nice:.0f}"] for r in found]
         print(table(["JOBID", "USER", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "QOS", "NICE"], rows, cli.with_header(no_header)))
 
     app.add_typer(show, name="show")

@@ -108,20 +108,25 @@ class PodState:
         """IPUs a new partition in `allocation` may use: on its agents, not failed, not drained, not in use."""
         return self.eligible_mask(allocation) & ~self.used_mask & ~self.failed_mask
 
+    def _allowed(self) -> dict[str, int]:
+        return {name: self.eligible_mask(name) for name in (DEFAULT_ALLOCATION, *self.allocations)}
+
+    @staticmethod
+    def _union(masks) -> int:
+        out = 0
+        for mask in masks:
+            out |= mask
+        return out
+
     @property
     def drained_mask(self) -> int:
         """IPUs out of service for new partitions though healthy and free: their machine's agent is drained or
         missing (Slurm's drained nodes)."""
-        online = 0
-        for name in (DEFAULT_ALLOCATION, *self.allocations):
-            online |= self.eligible_mask(name)
+        online = self._union(self._allowed().values())
         return ((1 << self.pod.ipus) - 1) & ~online & ~self.used_mask & ~self.failed_mask
 
     def job_masks(self) -> tuple[int, dict[str, int]]:
         """What the job scheduler may place on: the IPUs free now in any allocation (healthy, on online agents, in
         no partition), and the IPUs each allocation's jobs may use."""
-        allowed = {name: self.eligible_mask(name) for name in (DEFAULT_ALLOCATION, *self.allocations)}
-        free = 0
-        for mask in allowed.values():
-            free |= mask
-        return free & ~self.used_mask & ~self.failed_mask, allowed
+        allowed = self._allowed()
+        return self._union(allowed.values()) & ~self.used_mask & ~self.failed_mask, allowed

@@ -54,6 +54,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
     live = set(partitions) if partitions is not None else set()
     changed: list[Job] = []
     final: list[Job] = []
+    lost: set[int] = set()  # runs this restart ended NODE_FAIL
     cut_short: list[Job] = []  # runs the crash ended and that went back to the queue (their end_time is cleared)
     for job in sorted(jobs, key=lambda j: j.id):
         if job.spec.time_limit is None or job.spec.qos is None:
@@ -77,6 +78,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
             if job is not failed:
                 cut_short.append(failed)
             changed.append(job)
+            lost.add(job.id)
         final.append(job)
     next_id = max([meta.next_job_id if meta else 1] + [j.id + 1 for j in final])
     puts = [("job", str(j.id), j) for j in changed] + [("scheduler_meta", META_NAME, SchedulerMeta(next_job_id=next_id))]
@@ -94,5 +96,8 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
         job_id = job_of_partition(name)
         if job_id is not None:
             known = s.table.jobs.get(job_id)
-            effects.append(StopJob(job_id, name, known.state if known else S.CANCELLED, False))
+            if job_id in lost:  # a run that could not resume on the partition it kept
+                effects.append(StopJob(job_id, name, S.NODE_FAIL, known.spec.requeue))
+            else:  # a run that had already ended when the process died, before its partition was removed
+                effects.append(StopJob(job_id, name, known.state if known else S.CANCELLED, False))
     return effects

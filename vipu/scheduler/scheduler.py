@@ -100,7 +100,7 @@ class Scheduler:
 
     def _whole_array(self, job_id: int, single: bool) -> bool:
         """Whether an id stands for every task of an array: an array job's id does (scancel 26), unless `single`
-        says it names just that job, the array's task 0 (scancel 26_0)."""
+        says it names just that job, the array's first task (scancel 26_0 of an array 0-99)."""
         return not single and job_id in self.table.arrays
 
     def _expand(self, job_ids: Iterable[int], single: bool = False) -> list[Job]:
@@ -170,7 +170,7 @@ class Scheduler:
 
         A user hold (reason JobHeldUser) leaves an admin hold as it is; an admin hold (`admin`, reason JobHeldAdmin,
         Slurm's hold by an operator) replaces a user hold, and only an admin may release it. The caller decides who
-        may place one (the server: an admin identity). `single`: an array job's id holds only its task 0."""
+        may place one (the server: an admin identity). `single`: an array job's id holds only its first task."""
         return self._set_held(job_id, True, now, admin, single)
 
     def release(self, job_id: int, now: float, admin: bool = False, single: bool = False) -> Job:

@@ -108,10 +108,6 @@ class JobSpec(Strict):
     def _output(cls, value: str | None) -> str | None:
         if value is not None and "\x00" in value:
             raise PydanticCustomError("output", "contains a NUL byte; give a plain file path")
-        if value is not None and not value.startswith("/"):
-            raise PydanticCustomError(
-                "output", "{value} is relative, and the controller has no working directory of yours; give an"
-                " absolute path (vipu submit makes one from a relative path)", {"value": repr(value)})
         return value
 
     def parsed_dependency(self) -> Dependency | None:

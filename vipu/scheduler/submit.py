@@ -37,6 +37,11 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     if spec.allocation is not None:
         check_name("allocation", spec.allocation)
     check_size(spec.ipus, pod, "ipus")
+    if spec.output is not None and not spec.output.startswith("/"):  # here, not in the model: stored jobs load as is
+        raise InvalidArgument(
+            f"output {spec.output!r} is relative, and the controller has no working directory of yours; give an"
+            " absolute path (vipu submit makes one from a relative path)"
+        )
     if isinstance(spec.workload, TrainWorkload):
         check_fits(spec.workload, pod, ipus=spec.ipus)  # a job that can never fit is refused with a layout that would
         check_runnable(spec.workload)  # and one too big to execute here is refused before it is queued

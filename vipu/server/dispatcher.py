@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import queue
 import threading
 import time
 from pathlib import Path
@@ -42,6 +43,8 @@ class Dispatcher:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._outputs: queue.SimpleQueue = queue.SimpleQueue()  # (job id, path, text) for the writer thread
+        self._writer: threading.Thread | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -79,12 +82,12 @@ class Dispatcher:
         """Finish due workloads, enforce time limits, run one cycle; returns seconds until the next due event."""
         scheduler = self.rt.scheduler
         effects = []
-        # in time order, each at the time it happened: after a restart, workload ends and time limits that passed
-        # while the controller was down are recorded when they were due, and a limit that ran out first wins
+        # each at the time it was due, which after a restart can be well before now: a workload that ended (unless
+        # its time limit ran out strictly before, as the replay decides) and then the time limits that ran out
         while self._ends and self._ends[0][0] <= now:
             end, job_id, started, exit_code = heapq.heappop(self._ends)
-            effects += scheduler.enforce_time_limits(end)
-            if scheduler.table.running_since(job_id, started):
+            job = scheduler.table.running_since(job_id, started)
+            if job is not None and not job.end_by < end:
                 effects += scheduler.job_finished(job_id, end, exit_code=exit_code)
         effects += scheduler.enforce_time_limits(now)
         self.apply(effects, now)
@@ -112,26 +115,36 @@ class Dispatcher:
                     partitions.remove(effect.partition, force=True)
                 except NotFound:
                     pass
-                self._write_output(effect, now)
+                self._write_output(effect)
             elif isinstance(effect, StartJob):
                 self._start(effect, now)
 
-    def _write_output(self, stop: StopJob, now: float) -> None:
-        """The job's `output` file, written when a run ends as slurmd writes a batch job's: how the run ended,
-        then a train workload's log. A file that cannot be written is logged; the job's end stands."""
-        job = self.rt.scheduler.table.jobs[stop.job_id]
-        if not job.spec.output:
+    def _write_output(self, stop: StopJob) -> None:
+        """The job's `output` file, written when a run ends as slurmd writes a batch job's: how the run ended (at
+        the time recorded for it), then a train workload's log. Written by a thread of its own, as the caller holds
+        the runtime lock and a slow disk must not stall every RPC; a file that cannot be written is logged."""
+        job = self.rt.scheduler.table.jobs.get(stop.job_id)
+        if job is None or not job.spec.output:
             return
-        path = Path(output_path(job.spec.output, job))
         ended = f"{stop.state.value}{', requeued' if stop.requeued else ''}"
+        at = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(job.history[-1].at))
         lines = [f"vipu-sim job {job.display_id} ({job.name}, user {job.user}) on partition {stop.partition}:"
-                 f" {ended} at {time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(now))}",
-                 *self.rt.training.log_lines(job.id)]
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("\n".join(lines) + "\n")
-        except OSError as e:
-            log.error("job %s: cannot write its output %s: %s", job.id, path, e)
+                 f" {ended} at {at}", *self.rt.training.log_lines(job.id)]
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_outputs, name="vipu-output", daemon=True)
+            self._writer.start()
+        self._outputs.put((job.id, Path(output_path(job.spec.output, job)), "\n".join(lines) + "\n"))
+
+    def _write_outputs(self) -> None:
+        while True:
+            job_id, path, text = self._outputs.get()
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                part = path.with_name(path.name + ".part")  # whole or not at all: a reader never sees half a file
+                part.write_text(text)
+                part.replace(path)
+            except OSError as e:
+                log.error("job %s: cannot write its output %s: %s", job_id, path, e)
 
     def _start(self, start: StartJob, now: float) -> None:
         request = PartitionRequest(

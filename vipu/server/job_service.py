@@ -190,11 +190,14 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         identity = self.rt.identity(context)
         wanted = states_of(request.states)
         users = set(request.users)
+        ended = (wanted or set()) & TERMINAL
+
         def keep(x) -> bool:
             # a state asked for matches a run that ended in it too: a job preempted or lost (NODE_FAIL) and then
-            # requeued is in that state no more, and sacct --duplicates lists such runs
+            # requeued is in that state no more, and sacct --duplicates lists such runs (only ends count: every
+            # job that ever ran is not RUNNING)
             return ((not users or x.user in users) and identity.sees(x.user)
-                    and (wanted is None or x.state in wanted or any(t.state in wanted for t in x.history)))
+                    and (wanted is None or x.state in wanted or any(t.state in ended for t in x.history)))
 
         with self.rt.lock:  # like sacct: ended jobs by default
             out = self.rt.scheduler.history(keep, TERMINAL if wanted is None else None)
@@ -225,8 +228,9 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         ids: set[int] = set()
         with self.rt.lock:
             scheduler, now = self.rt.scheduler, self.rt.now()
-            for i in request.ids:  # an array job id stands for its pending tasks, as in sprio -j
-                pending = [t for t in scheduler.table.arrays.get(i) or [i] if t in scheduler.table.pending]
+            for i in request.ids:  # an array job id stands for its pending tasks, as in sprio -j (unless single)
+                tasks = scheduler.table.arrays.get(i) if not request.single else None
+                pending = [t for t in tasks or [i] if t in scheduler.table.pending]
                 if not pending:
                     scheduler.priority(i, now)  # raises: the job does not exist, or is not pending
                 ids.update(pending)

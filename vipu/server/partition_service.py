@@ -74,7 +74,8 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
         identity = self.rt.identity(context)
         with self.rt.lock:
             state = self.rt.controller.state
-            visible = [x for x in self.rt.controller.partitions.list() if self._visible(identity)(x)]
+            sees = self._visible(identity)
+            visible = [x for x in self.rt.controller.partitions.list() if sees(x)]
             return p.ListPartitionsResponse(partitions=[convert.partition(x, state) for x in visible])
 
     @rpc

@@ -106,13 +106,14 @@ class Runtime:
             job_id = self._running_job_of(name)
             if job_id is None:
                 return self.controller.partitions.remove(name, force)
+            shown = self.scheduler.table.jobs[job_id].display_id  # 26_0 for an array's first task: 26 is every task
             if not force:
                 raise FailedPrecondition(
-                    f"partition {name} is running job {job_id}'s; `vipu cancel {job_id}` ends the job and removes it"
+                    f"partition {name} is running job {shown}'s; `vipu cancel {shown}` ends the job and removes it"
                     " (remove with --force cancels the job too)"
                 )
             now = self.now()
-            stops = self.scheduler.cancel([job_id], now)
+            stops = self.scheduler.cancel([job_id], now, single=True)
             removed = self.controller.partitions.remove(name, force=True)
             self.dispatcher.apply(stops, now)  # its own removal finds the partition gone
         self.dispatcher.wake()
@@ -122,9 +123,10 @@ class Runtime:
         with self.lock:
             job_id = self._running_job_of(name)
             if job_id is not None:
+                shown = self.scheduler.table.jobs[job_id].display_id
                 raise FailedPrecondition(
-                    f"partition {name} is running job {job_id}'s and a reset would stop its workload; `vipu requeue"
-                    f" {job_id}` or `vipu cancel {job_id}` ends the run instead"
+                    f"partition {name} is running job {shown}'s and a reset would stop its workload; `vipu requeue"
+                    f" {shown}` or `vipu cancel {shown}` ends the run instead"
                 )
             return self.controller.partitions.reset(name)
 
@@ -171,9 +173,10 @@ def open_runtime(
 ) -> Runtime:
     """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it.
 
-    Jobs that were running when the last process died keep running if their partition survived (their sleep
-    workloads resume against their original start time, so they end when they would have); the others end
-    NODE_FAIL and are requeued under the same id (see vipu/scheduler/recovery.py)."""
+    Jobs that were running when the last process died keep running if their partition survived and their workload
+    can resume (sleep workloads resume against their original start time, so they end when they would have; hold
+    workloads just go on); the others, training runs included, end NODE_FAIL and are requeued under the same id if
+    their spec allows (see vipu/scheduler/recovery.py). Each says which in its recovery note."""
     pod = load_pod(pod_name)
     path = Path(state_dir) / "vipu.sqlite3"
     try:
@@ -214,4 +217,5 @@ def _recover(runtime: Runtime, job_records) -> None:
             runtime.dispatcher.watch(job.id, job.start_time, job.spec.workload)
     ran = sorted(r.id for k, r in job_records if k == "job" and r.state in (JobState.RUNNING, JobState.COMPLETING))
     for job_id in ran:
-        log.info("job %s: %s", job_id, scheduler.table.jobs[job_id].recovery)
+        if scheduler.table.jobs[job_id].recovery:  # (a COMPLETING job whose partition survived has none)
+            log.info("job %s: %s", job_id, scheduler.table.jobs[job_id].recovery)

@@ -171,10 +171,12 @@ class ClusterInfoResponse(_message.Message):
     def __init__(self, pod: _Optional[str] = ..., ilds: _Optional[_Iterable[_Union[Pod64Info, _Mapping]]] = ..., pending_jobs: _Optional[int] = ..., running_jobs: _Optional[int] = ...) -> None: ...
 
 class PrioritiesRequest(_message.Message):
-    __slots__ = ("ids",)
+    __slots__ = ("ids", "single")
     IDS_FIELD_NUMBER: _ClassVar[int]
+    SINGLE_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    single: bool
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., single: _Optional[bool] = ...) -> None: ...
 
 class PriorityFactors(_message.Message):
     __slots__ = ("job_id", "user", "priority", "age", "fairshare", "job_size", "qos", "nice")
