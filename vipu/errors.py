@@ -5,6 +5,11 @@ codes to exit codes (vipu/cli/failure.py). A message always names the field or o
 """
 
 
+# Trailing metadata on every status the controller chooses (vipu/server/status.py), so a client tells it from one
+# the transport made up (UNAVAILABLE for a server that is down) and prints the controller's message as it is.
+ORIGIN = ("x-vipu-origin", "controller")
+
+
 class VipuError(Exception):
     """Base class: `code` is the gRPC status name the edge turns it into."""
 

@@ -9,8 +9,9 @@ import pytest
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from vipu.cli.failure import UNREACHABLE, fail_rpc
+from vipu.errors import ORIGIN
 from vipu.partition.admin_objects import User
-from vipu.server.status import ORIGIN, rpc
+from vipu.server.status import rpc
 from vipu.store import Store
 from vipu.v1 import admin_pb2, admin_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
 
@@ -121,7 +122,7 @@ def test_a_store_that_cannot_be_written_is_unavailable_and_marked_as_the_control
         Servicer().Submit(None, context)
     code, details = context.aborted
     assert code == grpc.StatusCode.UNAVAILABLE and "database or disk is full" in details and "retry" in details
-    assert context.trailing == ORIGIN
+    assert context.trailing == (ORIGIN,)
 
     class Refused(grpc.RpcError):
         def code(self):

@@ -7,6 +7,8 @@ from typing import NoReturn
 
 import grpc
 
+from vipu.errors import ORIGIN
+
 OK = 0
 ERROR = 1  # anything not listed below (an internal error of the server)
 BAD_INPUT = 2  # the request can never succeed as written (also usage errors)
@@ -42,7 +44,7 @@ def warn(prog: str, message: str) -> None:
 
 def from_controller(error: grpc.RpcError) -> bool:
     """Whether the controller chose this status (vipu/server/status.py marks it), rather than the transport."""
-    return ("x-vipu-origin", "controller") in (error.trailing_metadata() or ())
+    return ORIGIN in (error.trailing_metadata() or ())
 
 
 def fail_rpc(prog: str, error: grpc.RpcError, address: str) -> NoReturn:

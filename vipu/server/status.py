@@ -9,7 +9,7 @@ from typing import NamedTuple
 import grpc
 from pydantic import ValidationError
 
-from vipu.errors import VipuError
+from vipu.errors import ORIGIN, VipuError
 from vipu.validation import describe
 
 log = logging.getLogger("vipu.server")
@@ -27,9 +27,6 @@ STATUS = {
 }
 
 
-# Marks a status the controller chose (as opposed to one the transport made up, e.g. UNAVAILABLE for a server that
-# is down), so a client prints the controller's message as it is.
-ORIGIN = (("x-vipu-origin", "controller"),)
 
 
 class Malformed(NamedTuple):
@@ -69,7 +66,7 @@ def add_servicer(add, servicer, server: grpc.Server) -> None:
 
 
 def abort(context, code: grpc.StatusCode, message: str):
-    context.set_trailing_metadata(ORIGIN)
+    context.set_trailing_metadata((ORIGIN,))
     context.abort(code, message)
 
 
