@@ -13,7 +13,7 @@ from vipu.partition.placement import largest_free_block
 from vipu.scheduler.job import Job, PriorityBreakdown
 from vipu.scheduler.priority import breakdown
 from vipu.scheduler.policies.base import BEGIN_TIME, HELD, HELD_ADMIN
-from vipu.scheduler.states import JobState
+from vipu.scheduler.states import TERMINAL, JobState
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
@@ -65,20 +65,35 @@ def queue(s: Scheduler, keep: Callable[[Job], bool] | None) -> list[Job]:
     return [decorate(s, j) for j in running + pending if keep is None or keep(j)]
 
 
-def history(s: Scheduler, keep: Callable[[Job], bool] | None, states: Iterable[JobState] | None) -> list[Job]:
+def history(s: Scheduler, keep: Callable[[Job], bool] | None, states: Iterable[JobState] | None,
+            runs: bool) -> list[Job]:
     wanted = set(states) if states is not None else None
+    ended = (wanted or set()) & TERMINAL if runs else set()  # only ends count: every job that ran was RUNNING
+
+    def matches(job: Job) -> bool:
+        return wanted is None or job.state in wanted or any(t.state in ended for t in job.history)
+
     out = []
     for job_id in sorted(s.table.jobs):
         job = s.table.jobs[job_id]
-        if (wanted is None or job.state in wanted) and (keep is None or keep(job)):
+        if matches(job) and (keep is None or keep(job)):
             out.append(decorate(s, job))
     return out
 
 
-def priorities(s: Scheduler, now: float, user: str | None) -> list[PriorityBreakdown]:
+def priorities(s: Scheduler, now: float, user: str | None, ids: Iterable[int] | None,
+               single: bool) -> list[PriorityBreakdown]:
+    wanted: set[int] | None = None
+    if ids is not None:
+        wanted = set()
+        for i in ids:
+            pending = [j.id for j in s._expand([i], single) if j.id in s.table.pending]
+            if not pending:
+                s.priority(i, now)  # raises: the job does not exist, or is not pending
+            wanted.update(pending)
     factors = s.fairshare.factors(now, s.table.running.values())
     rows = [breakdown(q, now, s.config, s.total, factors) for q in s.table.pending.values()
-            if user is None or q.user == user]
+            if (user is None or q.user == user) and (wanted is None or q.id in wanted)]
     return sorted(rows, key=lambda r: (-r.total, s.table.pending[r.job_id].submit_time, r.job_id))
 
 

@@ -146,12 +146,18 @@ class Scheduler:
         self._commit(jobs, now, first_id + count)
         return jobs
 
-    def cancel(self, job_ids: Iterable[int], now: float, single: bool = False) -> list[Effect]:
-        """Cancel pending and running jobs (an array job id cancels its active tasks, unless `single`); all or
-        nothing.
+    def active_of(self, users: Iterable[str]) -> list[int]:
+        """The pending and running jobs of these users (each array task on its own), by id."""
+        wanted = set(users)
+        return sorted(i for i in (*self.table.pending, *self.table.running) if self.table.jobs[i].user in wanted)
+
+    def cancel(self, job_ids: Iterable[int], now: float, single: bool = False,
+               users: Iterable[str] = ()) -> list[Effect]:
+        """Cancel pending and running jobs (an array job id cancels its active tasks, unless `single`), and every
+        active job of `users` (scancel -u); all or nothing.
 
         A job named directly that already ended is FailedPrecondition."""
-        jobs: dict[int, Job] = {}
+        jobs: dict[int, Job] = {i: self.table.jobs[i] for i in self.active_of(users)}
         for job_id in job_ids:
             if self._whole_array(job_id, single):  # the array's tasks that have not ended
                 jobs.update((j.id, j) for j in self._expand([job_id]) if j.state not in TERMINAL)
@@ -316,9 +322,11 @@ class Scheduler:
         return queries.queue(self, keep)
 
     def history(self, keep: Callable[[Job], bool] | None = None,
-                states: Iterable[JobState] | None = None) -> list[Job]:
-        """sacct: every job the scheduler remembers (in `states`, kept by `keep`), by id."""
-        return queries.history(self, keep, states)
+                states: Iterable[JobState] | None = None, runs: bool = False) -> list[Job]:
+        """sacct: every job the scheduler remembers (in `states`, kept by `keep`), by id. `runs`: a job also
+        matches by a run that ended in one of `states` (a job preempted or lost, then requeued, is in that state no
+        more; sacct --duplicates lists such runs)."""
+        return queries.history(self, keep, states, runs)
 
     def priority(self, job_id: int, now: float) -> PriorityBreakdown:
         """sprio for one pending job."""
@@ -328,9 +336,11 @@ class Scheduler:
         factors = self.fairshare.factors(now, self.table.running.values())
         return breakdown(queued, now, self.config, self.total, factors)
 
-    def priorities(self, now: float, user: str | None = None) -> list[PriorityBreakdown]:
-        """sprio: every pending job's factors, highest priority first."""
-        return queries.priorities(self, now, user)
+    def priorities(self, now: float, user: str | None = None, ids: Iterable[int] | None = None,
+                   single: bool = False) -> list[PriorityBreakdown]:
+        """sprio: every pending job's factors, highest priority first; with `ids` only those (an array job id stands
+        for its pending tasks unless `single`, as in sprio -j), refusing one that does not exist or is not pending."""
+        return queries.priorities(self, now, user, ids, single)
 
     def info(self, available_mask: int | None = None, drained_mask: int = 0) -> list[queries.Pod64Info]:
         """sinfo: idle, allocated, drained and failed IPUs per Pod64 (IPU-Link domain)."""

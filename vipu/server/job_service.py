@@ -131,24 +131,21 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def CancelJobs(self, request, context):
-        ids, single, theirs = list(request.ids), request.single, set()
-        if request.users:
-            users = set(request.users)
-            with self.rt.lock:
-                named = set(ids)
-                theirs = {x.id for x in self.rt.scheduler.queue(lambda x: x.user in users and x.id not in named)}
-            ids += sorted(theirs)
-            if not ids:
-                return j.ListJobsResponse()
-        scheduler = self.rt.scheduler
-
-        def cancel(i: int, now: float):
-            if i not in theirs:
-                return scheduler.cancel([i], now, single)
-            # a user's job is that one task, never its whole array, and one a named array took with it is done
-            return [] if scheduler.table.jobs[i].state in TERMINAL else scheduler.cancel([i], now, single=True)
-
-        return self._changed(self._each(ids, cancel, context))
+        ids, users = list(request.ids), list(request.users)
+        if not users:
+            return self._changed(self._each(ids, lambda i, now: self.rt.scheduler.cancel([i], now, request.single),
+                                            context))
+        identity = self.rt.identity(context)
+        for user in users:
+            if not identity.sees(user):
+                raise PermissionDenied(f"user {identity.name} cannot cancel the jobs of {user}; only an admin may")
+        self._own(ids, context)
+        with self.rt.lock:  # one all-or-nothing cancel: an array named and its user's tasks are each taken once
+            now = self.rt.now()
+            theirs = [i for i in self.rt.scheduler.active_of(users) if i not in ids]
+            self.rt.dispatcher.apply(self.rt.scheduler.cancel(ids, now, request.single, users), now)
+            reply = job_convert.jobs(self.rt.scheduler.job(i, now) for i in ids + theirs)
+        return self._changed(reply)
 
     @rpc
     def HoldJobs(self, request, context):
@@ -190,17 +187,12 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         identity = self.rt.identity(context)
         wanted = states_of(request.states)
         users = set(request.users)
-        ended = (wanted or set()) & TERMINAL
 
         def keep(x) -> bool:
-            # a state asked for matches a run that ended in it too: a job preempted or lost (NODE_FAIL) and then
-            # requeued is in that state no more, and sacct --duplicates lists such runs (only ends count: every
-            # job that ever ran is not RUNNING)
-            return ((not users or x.user in users) and identity.sees(x.user)
-                    and (wanted is None or x.state in wanted or any(t.state in ended for t in x.history)))
+            return (not users or x.user in users) and identity.sees(x.user)
 
-        with self.rt.lock:  # like sacct: ended jobs by default
-            out = self.rt.scheduler.history(keep, TERMINAL if wanted is None else None)
+        with self.rt.lock:  # like sacct: ended jobs by default; states asked for also match runs that ended in them
+            out = self.rt.scheduler.history(keep, wanted or TERMINAL, runs=wanted is not None)
         if request.limit > 0:
             out = out[-request.limit :]
         return job_convert.jobs(out, request.brief)
@@ -225,16 +217,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     @rpc
     def Priorities(self, request, context):
         identity = self.rt.identity(context)
-        ids: set[int] = set()
         with self.rt.lock:
-            scheduler, now = self.rt.scheduler, self.rt.now()
-            for i in request.ids:  # an array job id stands for its pending tasks, as in sprio -j (unless single)
-                tasks = scheduler.table.arrays.get(i) if not request.single else None
-                pending = [t for t in tasks or [i] if t in scheduler.table.pending]
-                if not pending:
-                    scheduler.priority(i, now)  # raises: the job does not exist, or is not pending
-                ids.update(pending)
-            rows = scheduler.priorities(now)
+            rows = self.rt.scheduler.priorities(self.rt.now(), ids=list(request.ids) or None, single=request.single)
         return j.PrioritiesResponse(
             jobs=[
                 j.PriorityFactors(
@@ -242,6 +226,6 @@ class JobService(job_pb2_grpc.JobServiceServicer):
                     job_size=r.job_size, qos=r.qos, nice=r.nice,
                 )
                 for r in rows
-                if (not ids or r.job_id in ids) and identity.sees(r.user)
+                if identity.sees(r.user)
             ]
         )
