@@ -56,3 +56,7 @@ class Unauthenticated(VipuError):
 
 class Unavailable(VipuError):
     code = "UNAVAILABLE"
+
+
+class MachineLost(Unavailable):
+    """A machine (its actor) died or restarted while a job's work was on it: the job ends NODE_FAIL, not FAILED."""

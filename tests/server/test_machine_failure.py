@@ -4,13 +4,20 @@ under the same id onto healthy machines; an admin repair puts the IPUs back."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import yaml
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 
+ROOT = Path(__file__).resolve().parents[2]
 
-def test_killing_a_machine_requeues_its_job_elsewhere(server_factory):
-    server = server_factory(extra=["--ray", "local"])
+
+def test_killing_a_machine_requeues_its_job_elsewhere(server_factory, tmp_path):
+    # one Ray for both cases (starting one costs seconds here); health checks far apart, so that the training job
+    # below must notice its lost machine itself
+    server = server_factory(extra=["--ray", "local", "--health-check-interval", "8"])
     [job] = submit(server, "--name", "victim", "--ipus", "8", "--time-limit", "10m")
     first = wait_for(lambda: (j := show(server, job))["state"] == "RUNNING" and j, timeout=30)
     assert first["detail"]["first_ipu"] == 0
@@ -31,3 +38,24 @@ def test_killing_a_machine_requeues_its_job_elsewhere(server_factory):
     assert repaired.returncode == 0 and json.loads(repaired.stdout) == [0, 1, 2, 3]
     ipus = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
     assert [i["state"] for i in ipus[:4]] == ["idle"] * 4
+
+    # a training job loses a machine in the middle of a collective: NODE_FAIL and requeued too (not FAILED, as its
+    # transport's error once made it), and the lost machine's IPUs are out of service before it is placed again
+    spec = yaml.safe_load((ROOT / "examples/tiny_tp.yaml").read_text())
+    spec["workload"]["steps"] = 1_000_000  # still training when the machine goes
+    (tmp_path / "long_tp.yaml").write_text(yaml.safe_dump(spec))
+    [train] = submit(server, str(tmp_path / "long_tp.yaml"))
+    wait_for(lambda: run(server, "vipu", "logs", str(train)).stdout.count(" loss ") >= 2, timeout=120)
+    machine = show(server, train)["detail"]["first_ipu"] // 4
+    assert run(server, "vipu-admin", "kill", "machine", str(machine)).returncode == 0
+
+    def requeued():
+        detail = show(server, train)
+        return detail["requeue_count"] == 1 and detail
+
+    detail = wait_for(requeued, timeout=60)["detail"]
+    states = [h["state"] for h in detail["history"]]
+    assert "NODE_FAIL" in states and "FAILED" not in states, states
+    ipus = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
+    assert [i["state"] for i in ipus[4 * machine: 4 * machine + 4]] == ["failed"] * 4
+    assert run(server, "vipu", "cancel", str(train)).returncode == 0

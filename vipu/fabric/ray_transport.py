@@ -18,7 +18,7 @@ import ray
 from ray.actor import ActorHandle
 from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayTaskError
 
-from vipu.errors import NotFound, Unavailable, VipuError
+from vipu.errors import MachineLost, NotFound, VipuError
 from vipu.fabric.cost import CollectiveResult
 from vipu.fabric.group import Group
 from vipu.fabric.schedule import Transfer
@@ -46,11 +46,11 @@ class RayTransport:
 
     def _get(self, refs):
         """ray.get, with the machines' own errors (a failed IPU, a missing tensor) raised as themselves and a lost
-        or silent machine as Unavailable: half a collective has then run, so the tensors must be put again."""
+        or silent machine as MachineLost (an Unavailable): half a collective has then run, so the tensors must be put again."""
         try:
             return ray.get(refs, timeout=self.timeout_s)
         except (ActorDiedError, ActorUnavailableError, GetTimeoutError) as e:
-            raise Unavailable(f"a machine actor did not complete its part of the collective"
+            raise MachineLost(f"a machine actor did not complete its part of the collective"
                               f" ({type(e).__name__}: {str(e).splitlines()[0]}); the group's tensors are now partly"
                               " reduced: put them again and rerun the collective once the machine is back") from e
         except RayTaskError as e:

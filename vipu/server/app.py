@@ -26,6 +26,7 @@ from vipu.metrics.collector import StateCollector
 from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.server.admin_service import AdminService
 from vipu.server.auth import AuthInterceptor
+from vipu.server.fleet import WATCH_S
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.server.runtime import Runtime, load_scheduler_config, open_runtime
@@ -138,6 +139,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--machine-bundle", default=None,
                         help="what each machine actor reserves on a Ray node, e.g. ipu_host=1 to spread machines over"
                              " nodes that advertise an ipu_host resource (default CPU=0.01)")
+    parser.add_argument("--health-check-interval", type=float, default=WATCH_S, metavar="SECONDS",
+                        help=f"how often machine actors are checked (default {WATCH_S:g}); a machine found dead or"
+                             " restarted has its IPUs marked failed and its jobs end NODE_FAIL (a job whose work"
+                             " loses a machine finds out at once)")
     parser.add_argument("--rpc-threads", type=int, default=DEFAULT_RPC_THREADS,
                         help=f"threads serving gRPC calls (default {DEFAULT_RPC_THREADS}; 1 to 64)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
@@ -151,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not 0 <= args.port < 65536:
         print(f"vipu-server: error: --port is {args.port}; give 0 to 65535", file=sys.stderr)
+        return 2
+    if not 0.1 <= args.health_check_interval <= 3600:
+        print(f"vipu-server: error: --health-check-interval is {args.health_check_interval:g}; give 0.1 to 3600"
+              " seconds", file=sys.stderr)
         return 2
     if not 1 <= args.rpc_threads <= 64:
         print(f"vipu-server: error: --rpc-threads is {args.rpc_threads}; give 1 to 64", file=sys.stderr)
@@ -166,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     pod = runtime.controller.pod
     runtime.secure = args.secure
     runtime.fleet.mode = args.ray
+    runtime.fleet.watch_s = args.health_check_interval
     if args.machine_bundle:
         try:
             runtime.fleet.bundle = parse_bundle(args.machine_bundle)

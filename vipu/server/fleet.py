@@ -20,7 +20,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger("vipu.fleet")
-WATCH_S = 2.0
+WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
 
 
 class Fleet:
@@ -28,6 +28,7 @@ class Fleet:
         self.rt = runtime
         self.mode = mode  # "off", "local", or a Ray address
         self.bundle = bundle  # what each machine reserves on a Ray node (None: the pool's default)
+        self.watch_s = WATCH_S
         self.pool = None
         self._started_ray = False
         self._restarts: dict[int, int] = {}
@@ -36,6 +37,7 @@ class Fleet:
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._checking = threading.Lock()
 
     @property
     def enabled(self) -> bool:
@@ -99,7 +101,7 @@ class Fleet:
 
     # -- watching ---------------------------------------------------------------------------------------------------
     def _watch(self) -> None:
-        while not self._stop.wait(WATCH_S):
+        while not self._stop.wait(self.watch_s):
             try:
                 self.check()
             except Exception:  # noqa: BLE001 - keep watching
@@ -109,16 +111,17 @@ class Fleet:
         """Compare every actor's health with what we knew; machines that died or restarted lose their IPUs."""
         if self.pool is None:
             return []
-        lost = []
-        for machine, health in self.pool.health().items():
-            restarts = int(health.get("restarts", 0) or 0)
-            if not health.get("alive", False) or restarts > self._restarts.get(machine, 0):
-                if machine not in self._lost:
-                    lost.append(machine)
-            self._restarts[machine] = max(restarts, self._restarts.get(machine, 0))
-        if lost:
-            self.machines_failed(lost)
-        return lost
+        with self._checking:  # the watcher and a training run that lost a machine may ask at once: report it once
+            lost = []
+            for machine, health in self.pool.health().items():
+                restarts = int(health.get("restarts", 0) or 0)
+                if not health.get("alive", False) or restarts > self._restarts.get(machine, 0):
+                    if machine not in self._lost:
+                        lost.append(machine)
+                self._restarts[machine] = max(restarts, self._restarts.get(machine, 0))
+            if lost:
+                self.machines_failed(lost)
+            return lost
 
     def machines_failed(self, machines: list[int]) -> None:
         topology = self.rt.controller.state.topology

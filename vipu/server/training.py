@@ -21,10 +21,12 @@ import threading
 
 from pydantic import BaseModel
 
+from vipu.errors import MachineLost
 from vipu.jobs.train.poprun import partition_environments, summary_lines
 from vipu.jobs.train.report import StepReport, TrainingResult
 from vipu.jobs.train.runner import local_transport, run_training
 from vipu.partition.rules import job_partition_name
+from vipu.scheduler.states import JobState
 
 log = logging.getLogger("vipu.training")
 
@@ -79,7 +81,7 @@ class Training:
     def _run(self, job_id: int, started: float, first_ipu: int, workload, environment: list[dict[str, str]],
              problem: Exception | None) -> None:
         pod = self.rt.controller.pod
-        exit_code = 0
+        exit_code, state = 0, None  # state None: COMPLETED or FAILED by the exit code
         try:
             if problem is not None:
                 raise problem  # the poprun environment could not be built: the job fails with that reason
@@ -92,16 +94,24 @@ class Training:
             )
             record = JobResult(name=str(job_id), result=result, environment=environment)
         except Exception as e:  # noqa: BLE001 - a failed run ends the job FAILED with the reason in its logs
-            log.exception("job %s: training failed", job_id)
             record = JobResult(name=str(job_id), error=f"{type(e).__name__}: {getattr(e, 'message', e)}",
                                environment=environment)
             exit_code = 1
+            if isinstance(e, MachineLost):
+                # a machine of the job was lost mid-run (its actor died or restarted): Slurm's NODE_FAIL, requeued
+                # as the spec allows, not the job's own failure. The fleet marks the lost machines' IPUs failed
+                # first (ending the job NODE_FAIL itself), so the requeued job is not placed on them again.
+                log.error("job %s: a machine was lost during training: %s", job_id, record.error)
+                state = JobState.NODE_FAIL
+                self.rt.fleet.check()
+            else:
+                log.exception("job %s: training failed", job_id)
         self.rt.store.commit([("job_result", record.name, record)], [])
         self.results[job_id] = record
         with self.rt.lock:
             if self._still_running(job_id, started):
                 now = self.rt.now()
-                self.rt.dispatcher.apply(self.rt.scheduler.job_finished(job_id, now, exit_code=exit_code), now)
+                self.rt.dispatcher.apply(self.rt.scheduler.job_finished(job_id, now, state, exit_code=exit_code), now)
         self.progress.pop(job_id, None)
         self.environments.pop(job_id, None)
         self.rt.dispatcher.wake()
