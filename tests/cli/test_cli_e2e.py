@@ -94,6 +94,13 @@ def test_unreachable_server_is_its_own_exit_code(server):
     out = run(server, "vipu", "list", "partitions", env=env)
     assert out.returncode == 5
     assert "cannot reach the V-IPU controller at 127.0.0.1:1" in out.stderr
+    # a submit is retried until --timeout (a restarting controller still takes it, once), and says so at once
+    out = run(server, "vipu", "--timeout", "1", "submit", "--ipus", "1", env=env)
+    assert out.returncode == 5 and out.stderr.splitlines() == [
+        "vipu: the controller at 127.0.0.1:1 is not answering; retrying for up to 1 s (--timeout)",
+        "vipu: error: cannot reach the V-IPU controller at 127.0.0.1:1; is vipu-server running? (set --api-host/"
+        "--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)",
+    ]
 
 
 def test_flags_beat_environment_for_the_address(server):

@@ -57,7 +57,10 @@ def test_n_t_names_one_array_task_and_every_other_form_is_refused(server):
     assert show(server, tasks[0])["state"] == "CANCELLED"
     assert [show(server, t)["state"] for t in tasks[1:4]].count("CANCELLED") == 0
 
-    before = jobs(server)
+    def states():  # (priorities grow with age between two listings)
+        return {i: (x["state"], x["held"]) for i, x in jobs(server).items()}
+
+    before = states()
     attempts = [("cancel", bad) for bad in ("1_2_6", "26_", "_5", "abc", "-3", "2__1", "99999999999999999999")]
     attempts += [(command, "1_2_6") for command in ("hold", "release", "requeue", "priority", "logs")]
     attempts += [("show job", "-3"), ("cancel", "1 2_x")]
@@ -68,7 +71,7 @@ def test_n_t_names_one_array_task_and_every_other_form_is_refused(server):
             f"vipu: error: job id {bad.split()[-1]!r} is not a job id; give N (a job, or all tasks of array job N)"
             " or N_T (task T of array job N), e.g. 26 or 26_50"
         )
-    assert jobs(server) == before and show(server, 1)["state"] == "PENDING"  # `cancel 1 2_x` cancelled nothing
+    assert states() == before and show(server, 1)["state"] == "PENDING"  # `cancel 1 2_x` cancelled nothing
 
 
 def test_several_ids_act_on_each_valid_one_and_report_each_bad_one(server):
@@ -97,6 +100,21 @@ def test_several_ids_act_on_each_valid_one_and_report_each_bad_one(server):
     assert out.returncode == 3 and "job 9996" in one_error(out)
     assert [(int(x["id"]), x["state"]) for x in json.loads(out.stdout)] == [(c, "CANCELLED")]
     assert run(server, "vipu", "cancel", str(later)).returncode == 0  # none failed: exit 0
+
+
+def test_a_cancel_of_several_starts_none_of_them(server):
+    """scancel 15 16 20 with 20 waiting for the IPUs 15 and 16 hold: 20 must not start in between (each id's own
+    cancel let the scheduler start the next waiting job as soon as the running ones had gone)."""
+    running = [submit(server, "--ipus", "32", "--time-limit", "10m")[0] for _ in range(2)]
+    wait_for(lambda: all(show(server, r)["state"] == "RUNNING" for r in running))
+    array = submit(server, "--ipus", "64", "--time-limit", "10m", "--array", "0-9")[0]
+    waiting = [f"{array}_{t}" for t in range(10)]
+    out = run(server, "vipu", "cancel", *map(str, running), *waiting)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"Job {i} cancelled: CANCELLED" for i in [*running, *waiting]]
+    history = json.loads(run(server, "vipu", "history", "--json").stdout)
+    assert len(history) == 12 and all(x["state"] == "CANCELLED" for x in history)
+    assert [int(x["id"]) for x in history if "start_time" in x] == running  # no waiting task ever ran
 
 
 def test_a_whole_array_is_reported_as_the_array(server):

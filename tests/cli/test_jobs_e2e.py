@@ -132,6 +132,13 @@ def test_info_and_priority(server):
     assert info["ilds"][0]["allocated"] == 64 and info["ilds"][0]["idle"] == 0
     rows = json.loads(run(server, "vipu", "priority", "--json").stdout)
     assert [int(r["job_id"]) for r in rows] == [pending] and rows[0]["qos"] > 0
+    listed = jobs(server)  # squeue -o %Q: a pending job's priority, as sprio totals it (it was 0.0)
+    assert abs(listed[pending]["priority"] - rows[0]["priority"]) < 0.01 * rows[0]["priority"]
+    array = submit(server, "--ipus", "16", "--time-limit", "10m", "--array", "0-1")[0]
+    text = run(server, "vipu", "priority", "--no-header").stdout  # array tasks as N_T, as squeue shows them
+    assert [line.split()[0] for line in text.splitlines()] == [str(pending), f"{array}_0", f"{array}_1"], text
+    requeue = run(server, "vipu", "requeue", f"{array}_1")
+    assert requeue.returncode == 4 and f"job {array}_1 is already PENDING" in requeue.stderr
 
 
 def test_sigkill_keeps_the_queue_and_resumes_running_jobs(server):
@@ -172,6 +179,11 @@ def test_begin_time_waits_with_reason_begintime_then_runs(server):
     assert "(BeginTime)" in run(server, "vipu", "queue").stdout
     text = run(server, "vipu", "show", "job", str(job)).stdout
     assert "Reason=BeginTime" in text and "BeginTime=" in text and "BeginTime=None" not in text
+    assert "FirstIPU=(null)\n" in text  # not placed yet: no Python None, as Slurm's NodeList=(null)
+    [plain] = submit(server, "--ipus", "1", "--time-limit", "1m", "--hold")
+    text = run(server, "vipu", "show", "job", str(plain)).stdout
+    assert "BeginTime=Unknown\n" in text and "=None\n" not in text.replace("Reason=None\n", "")
+    run(server, "vipu", "cancel", str(plain))
     running = wait_for(lambda: (d := show(server, job))["state"] in ("RUNNING", "COMPLETED") and d, timeout=10)
     assert running["start_time"] >= running["begin_time"]
     assert running["start_time"] - running["begin_time"] < 1.0  # within a tick (test_the_dispatcher_wakes_at_...)

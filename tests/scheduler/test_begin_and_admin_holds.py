@@ -55,6 +55,8 @@ def started(effects) -> list[int]:
         ("2026-11-22 14:00", datetime(2026, 11, 22, 14).timestamp()),  # no zone: local time
         ("2026-11-22", datetime(2026, 11, 22).timestamp()),  # midnight
         (1_790_000_000, 1_790_000_000.0),  # a number: seconds on the scheduler's clock
+        ("1790000000", 1_790_000_000.0),  # ... also as text, as `vipu submit --begin 1790000000` sends it
+        (" 1790000000.5 ", 1_790_000_000.5),
         (None, None),
     ],
 )

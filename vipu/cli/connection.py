@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import ssl
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,10 +200,23 @@ class Connection:
                 # a TLS mismatch does not mend by waiting: probe for it once, when the first try fails
                 if unavailable and probe and not from_controller(e) and (problem := self.tls_problem()):
                     fail(self.prog, problem, UNREACHABLE)
-                probe = False
                 if not (retry and unavailable and left > 0.25):
                     fail_rpc(self.prog, e, self.address)
+                if probe:  # say why nothing happens for up to --timeout, once
+                    print(f"{self.prog}: the controller at {self.address} is not answering; retrying for up to"
+                          f" {self.timeout:g} s (--timeout)", file=sys.stderr, flush=True)
+                probe = False
                 time.sleep(0.2)
+
+    def attempt(self, method, request):
+        """The reply, or None when the controller refused the request (the caller then finds out why by other calls);
+        a failure that is not the controller's refusal ends the command as call() does."""
+        try:
+            return method(request, timeout=self.timeout, metadata=self.metadata())
+        except grpc.RpcError as e:
+            if not from_controller(e):
+                return self.call(method, request)
+            return None
 
     def tls_problem(self) -> str | None:
         """Why the controller could not be reached, when the reason is TLS. gRPC reports a plaintext CLI talking to a

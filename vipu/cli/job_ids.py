@@ -12,8 +12,11 @@ from vipu.cli.output import as_dict, print_json
 from vipu.v1 import job_pb2 as j
 
 
-def job_id(x: j.Job) -> str:
-    return f"{x.array_job_id}_{x.array_task_id}" if x.HasField("array_job_id") else str(x.id)
+def job_id(x: j.Job | j.PriorityFactors) -> str:
+    """As squeue shows a job: N, or N_T for task T of array job N."""
+    if x.HasField("array_job_id"):
+        return f"{x.array_job_id}_{x.array_task_id}"
+    return str(x.id if isinstance(x, j.Job) else x.job_id)
 
 
 def in_array(x: j.Job, array: int) -> bool:
@@ -103,35 +106,57 @@ def array_changes(cli, array: int, before: dict[int, j.Job], cancelled: bool) ->
 def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> tuple[list[j.Job], int]:
     """What scancel and scontrol do with several ids: act on each id that can be acted on, print a line for each
     success and one error line for each failure; returns the jobs changed and the first failure's exit code (0 if
-    none). The RPCs are all-or-nothing (other clients rely on that), so each id gets a call of its own: simpler
-    than one call for all with a per-id retry after a refusal, and each failure prints its line once. N is a job
-    or every task of array job N; N_T is one task, sent as `single` (the first task's job id is the array's own)."""
+    none). N is a job or every task of array job N; N_T is one task, sent as `single` (the first task's job id is
+    the array's own). A cancel of several goes as one all-or-nothing call first, so that none of the jobs named
+    starts while the others are cancelled; refused, or for other commands, each id gets a call of its own (the
+    RPCs are all-or-nothing, which other clients rely on), so each failure prints its line once."""
     ids = [parse_id(text) for text in texts]  # one malformed id and nothing is done
-    before = {} if as_json else active(cli, [job for job, task in ids if task is None])
+    before = active(cli, [job for job, task in ids if task is None])
     method = getattr(cli.conn.jobs, rpc)
-    done, failed, seen = [], OK, set()
-    for text, (array, task) in zip(texts, ids):
+    targets: list[tuple[int, bool]] = []  # (job id, single), each once
+    failed = OK
+    for text, (_, task) in zip(texts, ids):
         try:
-            job = resolve_id(cli, text)
-            if (job, task is None) in seen:
-                continue
-            seen.add((job, task is None))
-            reply = cli.conn.call(method, j.JobIdsRequest(ids=[job], single=task is not None, **fields))
-        except SystemExit as e:  # resolve_id, fail or the call printed the line naming the id: on to the next
+            target = (resolve_id(cli, text), task is not None)
+        except SystemExit as e:  # resolve_id printed the line naming the id: on to the next
             if e.code == UNREACHABLE:  # every other id would wait as long and fail alike
                 raise
             failed = failed or e.code
             continue
-        done += reply.jobs
-        if as_json:
+        if target not in targets:
+            targets.append(target)
+    replies = None
+    arrays = {x.array_job_id for x in before.values() if x.HasField("array_job_id")}
+    wholes = [job for job, single in targets if not single and job in arrays]  # ids that stand for every task
+    if rpc == "CancelJobs" and len(targets) > 1 and (not wholes or len(wholes) == len(targets)):
+        # `single` is one flag for the whole request: right for every id when no id is a whole array (a job that is
+        # no array's is itself either way), or when every id is one
+        request = j.JobIdsRequest(ids=[job for job, _ in targets], single=not wholes)
+        reply = cli.conn.attempt(method, request)
+        if reply is not None:
+            replies = [[x] for x in reply.jobs[:len(targets)]]  # one per id, in order
+    if replies is None:
+        replies = []
+        for job, single in targets:
+            try:
+                replies.append(cli.conn.call(method, j.JobIdsRequest(ids=[job], single=single, **fields)).jobs)
+            except SystemExit as e:  # the call printed the line naming the id: on to the next
+                if e.code == UNREACHABLE:
+                    raise
+                failed = failed or e.code
+                replies.append([])
+    done = []
+    for (job, single), jobs in zip(targets, replies):
+        done += jobs
+        if as_json or not jobs:
             continue
-        if task is None and reply.jobs and in_array(reply.jobs[0], job):
+        if not single and in_array(jobs[0], job):
             tasks = array_changes(cli, job, before, verb == "cancelled")
             print(f"Array job {job}: {len(tasks)} task{'' if len(tasks) == 1 else 's'} {verb}")
             for line in lines(tasks, verb) if len(tasks) <= MANY else []:
                 print(line)
         else:
-            for line in lines(reply.jobs, verb):
+            for line in lines(jobs, verb):
                 print(line)
     return done, failed
 

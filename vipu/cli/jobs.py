@@ -213,9 +213,10 @@ def register(app: typer.Typer) -> None:
             ("QOS", x.qos), ("JobState", x.state), ("Reason", x.reason or "None"),
             ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
             ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
-            ("FirstIPU", detail.get("first_ipu")), ("TimeLimit", clock(x.time_limit_s)),
+            ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),  # NodeList=(null)
+            ("TimeLimit", clock(x.time_limit_s)),
             ("SubmitTime", stamp(x.submit_time)),
-            ("BeginTime", stamp(x.begin_time) if x.HasField("begin_time") else "None"),
+            ("BeginTime", stamp(x.begin_time) if x.HasField("begin_time") else "Unknown"),
             ("StartTime", stamp(x.start_time) if x.HasField("start_time") else "Unknown"),
             ("EstimatedStart", stamp(x.estimated_start) if x.HasField("estimated_start") else "Unknown"),
             ("EndTime", stamp(x.end_time) if x.HasField("end_time") else "Unknown"),
@@ -370,7 +371,7 @@ def register(app: typer.Typer) -> None:
         if cli.wants_json(json_out):
             print_json([as_dict(r) for r in found])
             return
-        rows = [[r.job_id, r.user, f"{r.priority:.0f}", f"{r.age:.0f}", f"{r.fairshare:.0f}", f"{r.job_size:.0f}",
+        rows = [[job_id(r), r.user, f"{r.priority:.0f}", f"{r.age:.0f}", f"{r.fairshare:.0f}", f"{r.job_size:.0f}",
                  f"{r.qos:.0f}", f"{r.nice:.0f}"] for r in found]
         print(table(["JOBID", "USER", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "QOS", "NICE"], rows, cli.with_header(no_header)))
 

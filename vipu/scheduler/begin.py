@@ -38,6 +38,7 @@ _UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
                  "d": 86400, "day": 86400, "days": 86400,
                  "w": 604800, "week": 604800, "weeks": 604800}
 _SLURM_RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
+_NUMBER = re.compile(r"\d+(?:\.\d*)?")
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[t ].*)?")
 NOW = "now"
 
@@ -90,6 +91,8 @@ def parse_begin(value: object) -> float | str | None:
         if not rest.startswith("+"):
             raise _error(value, "is not a time (only now+OFFSET is relative; a begin in the past is simply now)")
         return _canonical(_relative(rest[1:].strip(), value))
+    if _NUMBER.fullmatch(text):  # `--begin 1795620000` on the command line: the number a spec file may give
+        return parse_begin(float(text))
     if _ISO.fullmatch(text):
         try:
             when = datetime.fromisoformat(value.strip().upper())

@@ -57,27 +57,46 @@ def decorate(s: Scheduler, job: Job) -> Job:
     return job.updated({"reason": reason, "estimated_start": estimate})
 
 
-def queue(s: Scheduler, keep: Callable[[Job], bool] | None) -> list[Job]:
+def queue(s: Scheduler, keep: Callable[[Job], bool] | None, now: float | None = None) -> list[Job]:
     jobs = s.table.jobs
     running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
     at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()), default=0.0)
     pending = [jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True)]
-    return [decorate(s, j) for j in running + pending if keep is None or keep(j)]
+    out = [decorate(s, j) for j in running + pending if keep is None or keep(j)]
+    if now is None:
+        return out
+    factors = s.fairshare.factors(now, s.table.running.values())
+    table = s.table.pending
+    return [j if j.id not in table else j.updated({"priority": breakdown(table[j.id], now, s.config, s.total, factors)})
+            for j in out]
 
 
 def history(s: Scheduler, keep: Callable[[Job], bool] | None, states: Iterable[JobState] | None,
             runs: bool) -> list[Job]:
     wanted = set(states) if states is not None else None
     ended = (wanted or set()) & TERMINAL if runs else set()  # only ends count: every job that ran was RUNNING
-
-    def matches(job: Job) -> bool:
-        return wanted is None or job.state in wanted or any(t.state in ended for t in job.history)
-
     out = []
     for job_id in sorted(s.table.jobs):
         job = s.table.jobs[job_id]
-        if matches(job) and (keep is None or keep(job)):
+        if keep is not None and not keep(job):
+            continue
+        if wanted is None or job.state in wanted:
             out.append(decorate(s, job))
+        elif ended:
+            out += _runs_ended(job, ended)
+    return out
+
+
+def _runs_ended(job: Job, ended: set[JobState]) -> list[Job]:
+    """The job's earlier runs that ended in one of `ended` (it went back to the queue after each), each as the job
+    was when that run ended: its state, start and end (sacct --duplicates lists them as rows of their own)."""
+    out, start = [], None
+    for t in job.history[:-1]:  # the last entry is the job's state now, which did not match
+        if t.state is S.RUNNING:
+            start = t.at
+        elif t.state in ended:
+            out.append(job.updated({"state": t.state, "start_time": start, "end_time": t.at, "reason": None,
+                                    "estimated_start": None, "exit_code": None}))
     return out
 
 

@@ -164,7 +164,7 @@ class Scheduler:
                 continue
             job = self._get(job_id)
             if job.state in TERMINAL:
-                raise FailedPrecondition(f"job {job_id} already ended ({job.state.value}); nothing to cancel")
+                raise FailedPrecondition(f"job {job.display_id} already ended ({job.state.value}); nothing to cancel")
             jobs[job_id] = job
         changed = [job.moved(S.CANCELLED, now, end_time=now) for job in jobs.values()]
         running = [job for job in jobs.values() if job.state is not S.PENDING]
@@ -208,7 +208,7 @@ class Scheduler:
             if not jobs:
                 raise FailedPrecondition(f"array job {job_id} has no PENDING tasks to be {verb}")
         elif jobs[0].state is not S.PENDING:
-            raise FailedPrecondition(f"job {job_id} is {jobs[0].state.value}; only a PENDING job can be {verb}")
+            raise FailedPrecondition(f"job {jobs[0].display_id} is {jobs[0].state.value}; only a PENDING job can be {verb}")
         if held:  # an admin hold replaces a user hold; a user hold never weakens an admin hold
             changes = {"held": True, "admin_hold": True} if admin else {"held": True}
             changed = [j.model_copy(update=changes) for j in jobs if not j.held or (admin and not j.admin_hold)]
@@ -233,9 +233,9 @@ class Scheduler:
         else:
             job = self._get(job_id)
             if job.state is S.PENDING:
-                raise FailedPrecondition(f"job {job_id} is already PENDING; nothing to requeue")
+                raise FailedPrecondition(f"job {job.display_id} is already PENDING; nothing to requeue")
             if S.PENDING not in TRANSITIONS[job.state]:
-                raise FailedPrecondition(f"job {job_id} is {job.state.value} and cannot be requeued; submit it again")
+                raise FailedPrecondition(f"job {job.display_id} is {job.state.value} and cannot be requeued; submit it again")
             jobs = [job]
         ran = [j for j in jobs if j.state in (S.RUNNING, S.COMPLETING)]
         return self._end_runs([j.requeued(now) for j in jobs], ran, now, S.PENDING)
@@ -244,7 +244,7 @@ class Scheduler:
         """The workload of a running job ended (state None: COMPLETED on exit code 0, else FAILED)."""
         job = self._get(job_id)
         if job.state not in (S.RUNNING, S.COMPLETING):
-            raise FailedPrecondition(f"job {job_id} is {job.state.value}, not running; its end was already recorded")
+            raise FailedPrecondition(f"job {job.display_id} is {job.state.value}, not running; its end was already recorded")
         if state is None:
             state = S.COMPLETED if exit_code == 0 else S.FAILED
         if state not in FINAL_STATES:
@@ -257,7 +257,7 @@ class Scheduler:
         """The workload exited and the partition is being removed; job_finished follows once it is gone."""
         job = self._get(job_id)
         if job.state is not S.RUNNING:
-            raise FailedPrecondition(f"job {job_id} is {job.state.value}, not RUNNING")
+            raise FailedPrecondition(f"job {job.display_id} is {job.state.value}, not RUNNING")
         self._commit([job.moved(S.COMPLETING, now, exit_code=exit_code)], now)
         return self.job(job_id)
 
@@ -316,10 +316,11 @@ class Scheduler:
             job = job.model_copy(update={"priority": self.priority(job_id, now)})
         return job
 
-    def queue(self, keep: Callable[[Job], bool] | None = None) -> list[Job]:
+    def queue(self, keep: Callable[[Job], bool] | None = None, now: float | None = None) -> list[Job]:
         """squeue: running jobs by start time, then pending jobs in the last cycle's priority order; with `keep`,
-        only the jobs it keeps (filtered before their reasons and estimates are worked out)."""
-        return queries.queue(self, keep)
+        only the jobs it keeps (filtered before their reasons and estimates are worked out); given `now`, pending
+        jobs carry their priority then (squeue -o %Q)."""
+        return queries.queue(self, keep, now)
 
     def history(self, keep: Callable[[Job], bool] | None = None,
                 states: Iterable[JobState] | None = None, runs: bool = False) -> list[Job]:
@@ -332,7 +333,8 @@ class Scheduler:
         """sprio for one pending job."""
         queued = self.table.pending.get(job_id)
         if queued is None:
-            raise FailedPrecondition(f"job {job_id} is {self._get(job_id).state.value}; only pending jobs have a priority")
+            job = self._get(job_id)
+            raise FailedPrecondition(f"job {job.display_id} is {job.state.value}; only pending jobs have a priority")
         factors = self.fairshare.factors(now, self.table.running.values())
         return breakdown(queued, now, self.config, self.total, factors)
 

@@ -14,6 +14,7 @@ from vipu.v1 import job_pb2 as j
 from vipu.v1 import job_pb2_grpc
 
 BY_CODE = {code: state for state, code in SHORT.items()}
+NO_IDS = "no job ids given; name at least one job (vipu queue lists them)"
 
 
 def states_of(values) -> set[JobState] | None:
@@ -97,8 +98,9 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             return ((not users or x.user in users) and identity.sees(x.user) and (wanted is None or x.state in wanted)
                     and (not ids or x.id in ids or x.array_job_id in ids))
 
-        with self.rt.lock:
-            return job_convert.jobs(self.rt.scheduler.queue(keep), request.brief)
+        with self.rt.lock:  # a brief listing (a table) shows no priority, so it is worked out only for the full one
+            now = None if request.brief else self.rt.now()
+            return job_convert.jobs(self.rt.scheduler.queue(keep, now), request.brief)
 
     @rpc
     def GetJob(self, request, context):
@@ -119,7 +121,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         """action(id, now) on each job, under one lock; check(id), if given, first on all of them, so a refusal
         leaves every job as it was."""
         if not ids:
-            raise InvalidArgument("no job ids given; name at least one job (vipu queue lists them)")
+            raise InvalidArgument(NO_IDS)
         self._own(ids, context)
         with self.rt.lock:
             now = self.rt.now()
@@ -132,15 +134,17 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     @rpc
     def CancelJobs(self, request, context):
         ids, users = list(request.ids), list(request.users)
-        if not users:
-            return self._changed(self._each(ids, lambda i, now: self.rt.scheduler.cancel([i], now, request.single),
-                                            context))
+        if not ids and not users:
+            raise InvalidArgument(NO_IDS)
         identity = self.rt.identity(context)
         for user in users:
             if not identity.sees(user):
                 raise PermissionDenied(f"user {identity.name} cannot cancel the jobs of {user}; only an admin may")
         self._own(ids, context)
-        with self.rt.lock:  # one all-or-nothing cancel: an array named and its user's tasks are each taken once
+        # one all-or-nothing cancel: a refusal leaves every job as it was, an array named and its user's tasks are
+        # each taken once, and no job named starts between the cancels of the others (scancel 15 16 20 with 20
+        # pending got a partition and ran once 15 and 16 had freed theirs)
+        with self.rt.lock:
             now = self.rt.now()
             theirs = [i for i in self.rt.scheduler.active_of(users) if i not in ids]
             self.rt.dispatcher.apply(self.rt.scheduler.cancel(ids, now, request.single, users), now)
@@ -219,13 +223,15 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         identity = self.rt.identity(context)
         with self.rt.lock:
             rows = self.rt.scheduler.priorities(self.rt.now(), ids=list(request.ids) or None, single=request.single)
-        return j.PrioritiesResponse(
-            jobs=[
-                j.PriorityFactors(
-                    job_id=r.job_id, user=r.user, priority=r.total, age=r.age, fairshare=r.fairshare,
-                    job_size=r.job_size, qos=r.qos, nice=r.nice,
-                )
-                for r in rows
-                if identity.sees(r.user)
-            ]
-        )
+            jobs = self.rt.scheduler.table.jobs
+            return j.PrioritiesResponse(
+                jobs=[
+                    j.PriorityFactors(
+                        job_id=r.job_id, user=r.user, priority=r.total, age=r.age, fairshare=r.fairshare,
+                        job_size=r.job_size, qos=r.qos, nice=r.nice, array_job_id=jobs[r.job_id].array_job_id,
+                        array_task_id=jobs[r.job_id].array_task_id,
+                    )
+                    for r in rows
+                    if identity.sees(r.user)
+                ]
+            )

@@ -217,5 +217,6 @@ def _recover(runtime: Runtime, job_records) -> None:
             runtime.dispatcher.watch(job.id, job.start_time, job.spec.workload)
     ran = sorted(r.id for k, r in job_records if k == "job" and r.state in (JobState.RUNNING, JobState.COMPLETING))
     for job_id in ran:
-        if scheduler.table.jobs[job_id].recovery:  # (a COMPLETING job whose partition survived has none)
-            log.info("job %s: %s", job_id, scheduler.table.jobs[job_id].recovery)
+        job = scheduler.table.jobs[job_id]
+        if job.recovery:  # (a COMPLETING job whose partition survived has none)
+            log.info("job %s: %s", job.display_id, job.recovery)

@@ -179,7 +179,7 @@ class PrioritiesRequest(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[int]] = ..., single: _Optional[bool] = ...) -> None: ...
 
 class PriorityFactors(_message.Message):
-    __slots__ = ("job_id", "user", "priority", "age", "fairshare", "job_size", "qos", "nice")
+    __slots__ = ("job_id", "user", "priority", "age", "fairshare", "job_size", "qos", "nice", "array_job_id", "array_task_id")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
@@ -188,6 +188,8 @@ class PriorityFactors(_message.Message):
     JOB_SIZE_FIELD_NUMBER: _ClassVar[int]
     QOS_FIELD_NUMBER: _ClassVar[int]
     NICE_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_TASK_ID_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     user: str
     priority: float
@@ -196,7 +198,9 @@ class PriorityFactors(_message.Message):
     job_size: float
     qos: float
     nice: float
-    def __init__(self, job_id: _Optional[int] = ..., user: _Optional[str] = ..., priority: _Optional[float] = ..., age: _Optional[float] = ..., fairshare: _Optional[float] = ..., job_size: _Optional[float] = ..., qos: _Optional[float] = ..., nice: _Optional[float] = ...) -> None: ...
+    array_job_id: int
+    array_task_id: int
+    def __init__(self, job_id: _Optional[int] = ..., user: _Optional[str] = ..., priority: _Optional[float] = ..., age: _Optional[float] = ..., fairshare: _Optional[float] = ..., job_size: _Optional[float] = ..., qos: _Optional[float] = ..., nice: _Optional[float] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ...) -> None: ...
 
 class PrioritiesResponse(_message.Message):
     __slots__ = ("jobs",)
