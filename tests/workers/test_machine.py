@@ -80,6 +80,21 @@ def test_steps_and_traffic_add_up_in_stats(machine):
         machine.record_traffic("pcie", 1, 1, 0.0)
 
 
+def test_utilisation_is_of_the_last_step_and_phase_times_add_up(machine):
+    """What the utilisation gauge shows is the work running now (the IPU's last step), not an average over every
+    job the machine has run; a repaired IPU comes back reset, having done nothing."""
+    busy = machine.run_step(Step(compute_sets=[ComputeSet(ipus={0: IpuWork(flops=236_800)})]))
+    exchange_only = machine.run_step(Step(compute_sets=[ComputeSet(ipus={0: IpuWork(exchange_bytes=10_000_000)})]))
+    stats = machine.stats()["per_ipu"][20]
+    assert stats["utilisation"] == exchange_only.utilisation[20] == 0.0
+    assert stats["compute_s"] == pytest.approx(busy.ipus[20].compute_s)
+    machine.run_step(Step(compute_sets=[ComputeSet(ipus={0: IpuWork(flops=236_800)})]))
+    assert machine.stats()["per_ipu"][20]["utilisation"] == pytest.approx(busy.utilisation[20])
+    machine.fail_ipu(20)
+    machine.repair()
+    assert machine.stats()["per_ipu"][20]["utilisation"] == 0.0
+
+
 def test_streaming_round_trip_through_the_machine(machine):
     machine.put_tensor(3, "opt", np.arange(1000, dtype=np.float32))
     charged = machine.offload(23, "opt")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from vipu.partition.partitions import IpuStatus
 from vipu.server import convert
+from vipu.workers.bsp import ComputeSet, IpuWork, Step
+from vipu.workers.machine import Machine
 from vipu.workers.telemetry import ipu_reading, power_watts, temperatures_celsius
 
-STATS = {"per_ipu": {"5": {"utilisation": 0.75, "sram_used_bytes": 1234}}}
+STATS = {"per_ipu": {5: {"utilisation": 0.75, "sram_used_bytes": 1234}}}  # keyed as Machine.stats() keys it
 
 
 def status(state: str) -> IpuStatus:
@@ -23,6 +26,20 @@ def status(state: str) -> IpuStatus:
 ])
 def test_ipu_reading(stats, failed, want):
     assert ipu_reading(stats, 5, failed) == want
+
+
+def test_the_reading_is_what_the_machine_reports(pod):
+    """From a real Machine's stats, not a hand-written dict: the two once disagreed on the type of the IPU key, and
+    every IPU read idle while a job trained on it."""
+    machine = Machine(pod, 1)  # IPUs 4..7
+    machine.put_tensor(5, "w", np.zeros(1000, np.float32))
+    times = machine.run_step(Step(compute_sets=[ComputeSet(ipus={5: IpuWork(flops=236_800), 6: IpuWork()})]))
+    stats = machine.stats()
+    utilisation, sram = ipu_reading(stats, 5, failed=False)
+    assert utilisation == pytest.approx(times.utilisation[5]) and 0 < utilisation < 1
+    assert sram == stats["per_ipu"][5]["sram_used_bytes"] >= 4000
+    assert ipu_reading(stats, 6, failed=False) == (0.0, 0)  # took part in the step without computing
+    assert power_watts(utilisation) > power_watts(0.0)
 
 
 def test_list_ipus_shows_a_failed_ipu_idle_as_the_metrics_do():

@@ -52,7 +52,8 @@ class Machine:
         self.failed_ipus: set[int] = set()  # numbers inside the machine
         self.failed_links: set[tuple[int, int]] = set()  # (low, high) Pod-wide IPU numbers
         self.links = {kind: LinkCounters() for kind in LINK_TYPES}
-        self.phases = [bsp.PhaseTimes() for _ in range(self.size)]
+        self.phases = [bsp.PhaseTimes() for _ in range(self.size)]  # per IPU, summed since the machine started
+        self.last = [bsp.PhaseTimes() for _ in range(self.size)]  # per IPU, its last step: what utilisation is of
         self.steps = 0
 
     # --- addressing -------------------------------------------------------------------------------------------
@@ -139,6 +140,7 @@ class Machine:
         for ipu, phases in times.ipus.items():
             local = self.local(ipu)
             self.phases[local] = self.phases[local] + phases
+            self.last[local] = phases
         for cs in step.compute_sets:
             for work in cs.ipus.values():
                 for peer, nbytes in work.sends.items():
@@ -197,6 +199,7 @@ class Machine:
         """Bring every failed IPU and IPU-Link back; repaired IPUs are reset (their tile memory is empty)."""
         for local in self.failed_ipus:
             self.memories[local].clear()
+            self.last[local] = bsp.PhaseTimes()
         self.failed_ipus.clear()
         self.failed_links.clear()
 
@@ -210,9 +213,12 @@ class Machine:
         }
 
     def stats(self) -> dict:
-        """Plain numbers for metrics: per IPU memory and phase times, Streaming Memory, link traffic."""
+        """Plain numbers for metrics: per IPU memory and phase times, Streaming Memory, link traffic. `per_ipu` is
+        keyed by the Pod-wide IPU number (an int). Phase times are totals since the machine started; utilisation
+        is compute / step time of the IPU's last step (0 before its first), so it shows the work running now, not
+        an average over every job the machine has run."""
         ipus = {}
-        for local, (memory, phases) in enumerate(zip(self.memories, self.phases)):
+        for local, (memory, phases, last) in enumerate(zip(self.memories, self.phases, self.last)):
             ipus[self.first_ipu + local] = {
                 "failed": local in self.failed_ipus,
                 "sram_used_bytes": memory.used_bytes,
@@ -221,7 +227,7 @@ class Machine:
                 "compute_s": phases.compute_s,
                 "sync_s": phases.sync_s,
                 "exchange_s": phases.exchange_s,
-                "utilisation": phases.compute_s / phases.total_s if phases.total_s else 0.0,
+                "utilisation": last.compute_s / last.total_s if last.total_s else 0.0,
             }
         streaming = self.streaming
         return {
