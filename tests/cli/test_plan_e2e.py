@@ -36,3 +36,34 @@ def test_submit_refuses_a_model_that_cannot_fit_and_suggests_one(server, tmp_pat
     assert out.returncode == 2, out.stdout + out.stderr
     assert "does not fit" in out.stderr and "a layout that fits" in out.stderr
     assert json.loads(run(server, "vipu", "queue", "--json").stdout) == []
+
+
+def big_dp(tmp_path) -> Path:
+    """tiny_dp.yaml with `hidden: 8000`: 128M fp32 params on each of the 4 replicas, 1.68 GB per IPU."""
+    spec = tmp_path / "big.yaml"
+    spec.write_text((ROOT / "examples/tiny_dp.yaml").read_text().replace("hidden: 64", "hidden: 8000"))
+    return spec
+
+
+def test_plan_of_a_layout_that_does_not_fit_exits_2_with_the_layouts_that_do(server, tmp_path):
+    """Regression: it exited 0, printed the layouts that fit after the assumptions, and --json had none."""
+    spec = big_dp(tmp_path)
+    out = plan(str(spec), "--pod", "bow-pod64")
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    verdict = lines.index("DOES NOT FIT:")
+    assert lines[verdict + 1].startswith("  needs 1.68 GB per IPU")
+    assert lines[verdict + 2] == "layouts of the same partition that fit, best first:"
+    assert lines[verdict + 3].startswith("  t=") and verdict + 3 < lines.index("assumptions")
+    # one line on stderr: the refusal `vipu submit` gives for the same spec on the same Pod
+    submitted = run(server, "vipu", "submit", str(spec))
+    assert submitted.returncode == 2 and out.stderr == submitted.stderr
+    assert out.stderr.startswith("vipu: error: workload.layout does not fit bow-pod64: needs 1.68 GB per IPU")
+    assert f"a layout that fits: {lines[verdict + 3].strip()}" in out.stderr
+    as_json = plan(str(spec), "--pod", "bow-pod64", "--json")
+    assert as_json.returncode == 2 and as_json.stderr == out.stderr
+    data = json.loads(as_json.stdout)
+    assert data["fits"] is False and data["problems"][0].startswith("needs 1.68 GB per IPU")
+    assert data["suggestions"] and all(s["memory_per_ipu_bytes"] < 0.94e9 for s in data["suggestions"])
+    for k, suggestion in enumerate(data["suggestions"]):  # the layouts the text lists, in its order
+        assert lines[verdict + 3 + k].startswith(f"  {suggestion['description']} (")

@@ -35,6 +35,17 @@ def test_the_tiny_trio_trains_and_reports(server):
         logs = run(server, "vipu", "logs", str(job))
         assert logs.returncode == 0 and logs.stdout.count("loss") == workload.steps
         assert "the planner predicted" in logs.stdout
+        # `vipu plan` of the spec predicts what the job reports (regression: 54.0 us planned, 7.7 us reported for
+        # tiny_dp), on the spec's default Pod and on the controller's
+        for pod in ([], ["--pod", "bow-pod64"]):
+            planned = run(server, "vipu", "plan", str(ROOT / f"examples/tiny_{kind}.yaml"), "--json", *pod)
+            assert planned.returncode == 0, planned.stderr
+            planned = json.loads(planned.stdout)
+            assert planned["step_s"] == pytest.approx(result["predicted_step_s"], rel=1e-12), (kind, pod)
+            assert planned["time"]["total_s"] == pytest.approx(result["predicted_step_s"], rel=1e-12)
+            assert planned["time"]["data_parallel_s"] == pytest.approx(
+                result["predicted_parts"]["data-parallel allreduce"], rel=1e-12)
+        assert f"the planner predicted {result['predicted_step_s'] * 1e6:,.1f} us" in logs.stdout
     assert json.loads(run(server, "vipu", "list", "partitions", "--json").stdout) == []
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-from vipu.jobs import load_plan_spec, main_plan, plan
+from vipu.errors import InvalidArgument
+from vipu.jobs import check_fits, load_plan_spec, main_plan, plan
+from vipu.jobs.command import plan_file
+from vipu.jobs.suggest import suggestion_text
 from vipu.scheduler.spec import JobSpec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -55,6 +59,15 @@ def test_main_plan_prints_the_report():
         assert part in text
 
 
+def big_dp(tmp_path, hidden=8000):
+    """tiny_dp.yaml with a wider model: r=4 replicas of 128M fp32 params need 1.68 GB per IPU."""
+    data = yaml.safe_load((EXAMPLES / "tiny_dp.yaml").read_text())
+    data["workload"]["model"]["hidden"] = hidden
+    spec = tmp_path / "big.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    return spec
+
+
 def test_main_plan_of_a_layout_that_does_not_fit_lists_layouts_that_do(tmp_path):
     spec = tmp_path / "big.yaml"
     spec.write_text(yaml.safe_dump({"ipus": 16, "workload": {
@@ -66,14 +79,53 @@ def test_main_plan_of_a_layout_that_does_not_fit_lists_layouts_that_do(tmp_path)
     assert "layouts of the same partition that fit, best first" in text
 
 
+def test_the_layouts_that_fit_come_right_after_the_does_not_fit_line(tmp_path):
+    """Regression: they came after the dozen lines of assumptions, and --json had none."""
+    answer = plan_file(big_dp(tmp_path))
+    lines = answer.text().splitlines()
+    verdict = lines.index("DOES NOT FIT:")
+    assert lines[verdict + 1].startswith("  needs 1.68 GB per IPU, SRAM holds 0.94 GB")
+    assert lines[verdict + 2] == "layouts of the same partition that fit, best first:"
+    best = answer.suggestions
+    assert lines[verdict + 3] == f"  {suggestion_text(best[0])}"
+    assert verdict + 3 < lines.index("assumptions")
+    data = json.loads(answer.as_json())
+    assert data["fits"] is False and data["problems"] == answer.plan.problems()
+    assert [s["description"] for s in data["suggestions"]] == [c.layout.describe() for c in best]
+    first = data["suggestions"][0]
+    assert first["layout"]["t"] * first["layout"]["p"] * first["layout"]["r"] == 4
+    assert first["throughput"] == pytest.approx(best[0].throughput) and first["memory_per_ipu_bytes"] < 0.94e9
+    # the refusal is the one `vipu submit` gives for the same spec
+    spec, pod = load_plan_spec(big_dp(tmp_path))
+    with pytest.raises(InvalidArgument) as e:
+        check_fits(spec.workload, pod, ipus=spec.ipus)
+    assert answer.refusal() == e.value.message
+    assert f"a layout that fits: {suggestion_text(best[0])}" in e.value.message
+
+
+def test_a_fitting_plan_has_no_refusal_and_no_suggestions():
+    answer = plan_file(EXAMPLES / "tiny_dp.yaml")
+    assert answer.fits and answer.refusal() is None
+    assert json.loads(answer.as_json())["suggestions"] == []
+    assert "DOES NOT FIT" not in answer.text()
+
+
+def test_a_plan_no_layout_can_fit_says_so_under_the_verdict(tmp_path):
+    answer = plan_file(big_dp(tmp_path, hidden=30000))  # 1.8G params: 7.2 GB of fp32 weights alone
+    lines = answer.text().splitlines()
+    verdict = lines.index("DOES NOT FIT:")
+    assert lines[verdict + 2] == ("no layout of 4 IPUs with global batch 64 fits; ask for more IPUs or use a"
+                                  " smaller model")
+    assert json.loads(answer.as_json())["suggestions"] == []
+    assert answer.refusal().endswith(lines[verdict + 2])
+
+
 def test_main_plan_takes_the_pod_of_the_caller():
     text = main_plan(EXAMPLES / "tiny_dp.yaml", pod="bow-pod64")
     assert "on 4 IPUs of bow-pod64" in text
 
 
 def test_plan_dumps_to_json_with_its_verdict():
-    import json
-
     spec, pod = load_plan_spec(EXAMPLES / "tiny_pp.yaml")
     data = json.loads(plan(spec.workload, pod).model_dump_json())
     assert data["fits"] is True and data["memory"]["fits_sram"] is True

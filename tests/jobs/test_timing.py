@@ -69,13 +69,27 @@ def test_allreduce_alpha_beta(name, pod_name, group, want_bandwidth, want_latenc
 
 def test_per_tensor_gradients_pay_latency_per_tensor():
     # ResNet-50 on Pod16: 161 tensors x 30 ring steps x 1 us = 4.83 ms of latency on top of the bandwidth
+    # (Assumptions(): PopART's per-tensor default, which bench_planner compares with published PopART runs)
     res = ConvNetModel().model_dump()
     from vipu.jobs import TrainWorkload
 
     work = TrainWorkload(model=res, optimizer="sgd", layout={"r": 16, "micro_batch": 18, "micro_batches": 57})
-    got = plan(work, pod()).time.data_parallel_s
+    got = plan(work, pod(), ASSUME).time.data_parallel_s
     want = allreduce(pod(), GroupShape(16), 51_114_064).total_s + 160 * 30e-6
     assert got == pytest.approx(want)
+
+
+def test_a_job_is_planned_with_its_gradients_fused_into_one_allreduce():
+    # what a job runs (the emulator allreduces each IPU's flat gradient buffer once a step; hardware.md: "one
+    # gradient allreduce of S bytes per step"), so plan()'s default, which `vipu plan` and submit use, is fused:
+    # tiny_dp's 8 gradient tensors (44,328 B per replica, 4 IPUs of one machine) pay one ring's 6 hops of latency,
+    # not 8 x 6, and one sync, not 8
+    work = mlp(layers=4, hidden=64, inputs=32, outputs=10, optimizer="sgd", r=4, micro_batch=8, micro_batches=2)
+    t = plan(work, pod()).time
+    assert t.data_parallel_s == pytest.approx(allreduce(pod(), GroupShape(4), 11_082 * 4).total_s)
+    assert t.sync_s == pytest.approx(0.61e-6)
+    assert plan(work, pod(), ASSUME).time.data_parallel_s == pytest.approx(
+        allreduce(pod(), GroupShape(4), 11_082 * 4, 8).total_s)
 
 
 def test_tensor_parallel_collectives_follow_megatron():

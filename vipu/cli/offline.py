@@ -44,10 +44,15 @@ def register(app: typer.Typer) -> None:
     ):
         """Memory per IPU and tile, whether it fits SRAM, and the predicted step time on the Pod, split into
         compute, pipeline bubble, collectives and streaming; suggests a layout that fits when it does not."""
+        # (that docstring is docs/cli.md's text.) A layout that does not fit is planned all the same, its fitting
+        # layouts listed under DOES NOT FIT, then the command exits 2 with `vipu submit`'s refusal of the spec.
         from vipu.errors import VipuError
-        from vipu.jobs.command import main_plan, plan_json
+        from vipu.jobs.command import plan_file
 
         try:
-            print(plan_json(spec, pod) if ctx.obj.wants_json(json_out) else main_plan(spec, pod))
+            answer = plan_file(spec, pod)
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
+        print(answer.as_json() if ctx.obj.wants_json(json_out) else answer.text())
+        if not answer.fits:
+            fail("vipu", answer.refusal(), BAD_INPUT)

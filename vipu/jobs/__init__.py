@@ -5,8 +5,9 @@ Pure domain (no I/O but reading a spec file in spec.py and command.py): models.p
 activation bytes of an MLP, a transformer stack and a ResNet-50-shaped network), layout.py (t, p, r, micro-batches
 and memory options), spec.py (TrainWorkload, the job spec's `train` workload, and plan files), memory.py and
 timing.py (the two halves of a plan), comms.py (alpha-beta collectives on the Pod's links), planner.py (plan() ->
-Plan), report.py (Plan.table()), suggest.py (layouts that fit; check_fits() for submit), command.py (main_plan(),
-the text of `vipu plan SPEC`). Every figure not in the Pod preset is a stated assumption (assumptions.py).
+Plan), report.py (Plan.table()), suggest.py (layouts that fit; check_fits() for submit), command.py (plan_file():
+what `vipu plan SPEC` prints, and whether it fits). Every figure not in the Pod preset is a stated assumption
+(assumptions.py).
 """
 
 from vipu.jobs.assumptions import Assumptions

@@ -1,25 +1,53 @@
-"""`vipu plan SPEC`: the text the CLI prints, from the path of a job spec with a train workload.
+"""`vipu plan SPEC`: what the CLI prints, from the path of a job spec with a train workload.
 
-A plan of a layout that does not fit is still printed (that is what the command is for), followed by the best
-fitting layouts of the same partition; only a spec that is not valid raises (InvalidArgument).
+A plan of a layout that does not fit is still printed (that is what the command is for), with the best fitting
+layouts of the same partition right under its DOES NOT FIT line (and under "suggestions" in the JSON); the CLI then
+exits 2 with the refusal `vipu submit` gives for the same spec (suggest.refusal). Only a spec that is not valid
+raises (InvalidArgument).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.layout import check_partition
-from vipu.jobs.planner import plan
+from vipu.jobs.planner import Plan, plan
 from vipu.jobs.spec import load_plan_spec
-from vipu.jobs.suggest import suggest, suggestion_text
+from vipu.jobs.suggest import refusal, suggest, suggestion_json
 from vipu.partition.pod import PodConfig, load_pod
 
 
-def main_plan(path: str | Path, pod: PodConfig | str | None = None, assumptions: Assumptions = DEFAULT) -> str:
-    """The report for the spec at `path`; `pod` (a PodConfig, a preset name or a Pod file) overrides the spec's own
-    `pod` (e.g. the Pod of the server the CLI talks to)."""
+@dataclass(frozen=True)
+class PlanAnswer:
+    """The plan of a spec and, when it does not fit, the fitting layouts of the same partition (best first)."""
+
+    plan: Plan
+    suggestions: list[Plan]
+
+    @property
+    def fits(self) -> bool:
+        return self.plan.fits
+
+    def text(self) -> str:
+        return self.plan.table(None if self.fits else self.suggestions)
+
+    def as_json(self) -> str:
+        data = self.plan.model_dump(mode="json")
+        data["problems"] = self.plan.problems()
+        data["suggestions"] = [suggestion_json(c) for c in self.suggestions]
+        return json.dumps(data, indent=2, sort_keys=True)
+
+    def refusal(self) -> str | None:
+        """Why the spec can never run as written, as `vipu submit` says it (None when it fits)."""
+        return None if self.fits else refusal(self.plan, self.suggestions)
+
+
+def plan_file(path: str | Path, pod: PodConfig | str | None = None, assumptions: Assumptions = DEFAULT) -> PlanAnswer:
+    """Plan the spec at `path`; `pod` (a PodConfig, a preset name or a Pod file) overrides the spec's own `pod`
+    (e.g. the Pod of the server the CLI talks to)."""
     spec, spec_pod = load_plan_spec(path)
     if pod is None:
         pod = spec_pod
@@ -27,21 +55,14 @@ def main_plan(path: str | Path, pod: PodConfig | str | None = None, assumptions:
         pod = load_pod(pod) if isinstance(pod, str) else pod
         check_partition(spec.workload.layout, spec.ipus, pod)
     result = plan(spec.workload, pod, assumptions)
-    text = result.table()
-    if not result.fits:
-        found = suggest(spec.workload, pod, assumptions)
-        if found:
-            text += "\n\nlayouts of the same partition that fit, best first:\n" + "\n".join(
-                f"  {suggestion_text(c)}" for c in found)
-        else:
-            text += (f"\n\nno layout of {result.ipus} IPUs with global batch {result.global_batch} fits;"
-                     " ask for more IPUs or use a smaller model")
-    return text
+    return PlanAnswer(result, [] if result.fits else suggest(spec.workload, pod, assumptions))
+
+
+def main_plan(path: str | Path, pod: PodConfig | str | None = None, assumptions: Assumptions = DEFAULT) -> str:
+    """The report for the spec at `path` (see plan_file)."""
+    return plan_file(path, pod, assumptions).text()
 
 
 def plan_json(path: str | Path, pod: PodConfig | str | None = None, assumptions: Assumptions = DEFAULT) -> str:
-    """`vipu plan SPEC --json`: the plan's fields (memory, fit, step time split) as JSON."""
-    spec, spec_pod = load_plan_spec(path)
-    pod = spec_pod if pod is None else (load_pod(pod) if isinstance(pod, str) else pod)
-    check_partition(spec.workload.layout, spec.ipus, pod)
-    return json.dumps(plan(spec.workload, pod, assumptions).model_dump(mode="json"), indent=2, sort_keys=True)
+    """`vipu plan SPEC --json`: the plan's fields (memory, fit, step time split), its problems and suggestions."""
+    return plan_file(path, pod, assumptions).as_json()

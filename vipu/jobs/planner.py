@@ -1,8 +1,9 @@
 """The planner: memory and predicted step time of a training workload on a Pod, as one Plan.
 
 plan() is a pure function of (workload, pod, assumptions): `vipu plan SPEC` prints its table(), submit calls
-check_fits() (suggest.py) on it, and the benchmark compares its throughput across Pods. Plan.model_dump() is its
-JSON form.
+check_fits() (suggest.py) on it, a training job reports it as its prediction (train/runner.py), all three with the
+same default assumptions (assumptions.DEFAULT), and the benchmark compares its throughput across Pods.
+Plan.model_dump() is its JSON form.
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ class Plan(BaseModel):
                        f" {gb(mem.streaming_capacity)} per IPU")
         return out
 
-    def table(self) -> str:
+    def table(self, suggestions: list[Plan] | None = None) -> str:
         from vipu.jobs.report import render
 
-        return render(self)
+        return render(self, suggestions)
 
 
 def describe_model(model) -> str:

@@ -21,7 +21,11 @@ def _seconds(s: float) -> str:
     return f"{s * 1e6:,.1f} us"
 
 
-def render(plan) -> str:
+def render(plan, suggestions=None) -> str:
+    """The report; for a plan that does not fit, its problems then `suggestions` (suggest(): fitting layouts of the
+    same partition, best first) right under the DOES NOT FIT line, before the assumptions."""
+    from vipu.jobs.suggest import no_layout_fits, suggestion_text
+
     mem, time, lay = plan.memory, plan.time, plan.layout
     lines = [
         f"plan: {plan.model} ({plan.params:,} parameters), {plan.optimizer}",
@@ -59,5 +63,10 @@ def render(plan) -> str:
     ]
     if not plan.fits:
         lines += ["", "DOES NOT FIT:"] + [f"  {p}" for p in plan.problems()]
+        if suggestions:
+            lines += ["layouts of the same partition that fit, best first:"]
+            lines += [f"  {suggestion_text(c)}" for c in suggestions]
+        elif suggestions is not None:
+            lines += [no_layout_fits(plan)]
     lines += ["", "assumptions"] + [f"  - {a}" for a in plan.assumptions]
     return "\n".join(lines)

@@ -68,8 +68,26 @@ def suggestion_text(found: Plan) -> str:
             f" {found.throughput:,.0f} samples/s)")
 
 
+def suggestion_json(found: Plan) -> dict:
+    """A fitting layout as `vipu plan --json` lists it under "suggestions"."""
+    return {"layout": found.layout.model_dump(mode="json"), "description": found.layout.describe(),
+            "memory_per_ipu_bytes": found.memory.total, "step_s": found.step_s, "throughput": found.throughput}
+
+
+def no_layout_fits(result: Plan) -> str:
+    return (f"no layout of {result.ipus} IPUs with global batch {result.global_batch} fits; ask for more IPUs"
+            " or use a smaller model")
+
+
+def refusal(result: Plan, found: list[Plan]) -> str:
+    """Why `result` (a plan that does not fit) can never run, and the best of `found` (suggest()) that would."""
+    advice = f"a layout that fits: {suggestion_text(found[0])}" if found else no_layout_fits(result)
+    return f"workload.layout does not fit {result.pod}: {'; '.join(result.problems())}; {advice}"
+
+
 def check_fits(workload, pod, ipus: int | None = None, assumptions: Assumptions = DEFAULT) -> Plan:
-    """The plan of a workload that fits; else InvalidArgument with the numbers and a layout that fits, if any.
+    """The plan of a workload that fits; else InvalidArgument with the numbers and a layout that fits, if any
+    (the message `vipu plan` prints on stderr for the same workload).
 
     `ipus`, when given (the job spec's), must equal t x p x r and be a partition size the Pod can give."""
     if ipus is not None:
@@ -77,11 +95,4 @@ def check_fits(workload, pod, ipus: int | None = None, assumptions: Assumptions 
     result = plan(workload, pod, assumptions)
     if result.fits:
         return result
-    why = "; ".join(result.problems())
-    found = suggest(workload, pod, assumptions, limit=1)
-    if found:
-        advice = f"a layout that fits: {suggestion_text(found[0])}"
-    else:
-        advice = (f"no layout of {result.ipus} IPUs with global batch {result.global_batch} fits; ask for more IPUs"
-                  " or use a smaller model")
-    raise InvalidArgument(f"workload.layout does not fit {pod.name}: {why}; {advice}")
+    raise InvalidArgument(refusal(result, suggest(workload, pod, assumptions, limit=1)))

@@ -66,7 +66,7 @@ class TrainingResult(_Frozen):
     reports: list[StepReport]
     emulated_step_s: float  # mean over the steps run
     throughput_samples_per_s: float  # global_batch / emulated_step_s
-    predicted_step_s: float  # the planner's prediction for the same workload (fused gradient allreduce)
+    predicted_step_s: float  # the planner's prediction for the same workload: what `vipu plan` prints
     predicted_throughput_samples_per_s: float
     predicted_parts: dict[str, float]  # the planner's split of its predicted step
     emulated_parts: dict[str, float]  # the same split, emulated (mean over the steps run)

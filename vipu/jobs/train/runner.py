@@ -14,7 +14,7 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from vipu.fabric import Group, LocalTransport
-from vipu.jobs.assumptions import Assumptions
+from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.planner import describe_model, plan
 from vipu.jobs.timing import PARTS
 from vipu.jobs.train.parallel import ParallelTrainer
@@ -22,10 +22,6 @@ from vipu.jobs.train.poprun import local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.report import InstanceRun, StepReport, TrainingResult
 from vipu.partition.topology import Topology
-
-# The prediction the emulation is compared with: the planner with the emulation's fused gradient allreduce (one
-# allreduce of each IPU's flat gradient buffer), everything else at its defaults.
-EMULATED = Assumptions(gradient_collectives="fused")
 
 
 def local_transport(group: Group) -> LocalTransport:
@@ -35,7 +31,7 @@ def local_transport(group: Group) -> LocalTransport:
 def run_training(workload, pod, first_ipu: int = 0, transport_factory: Callable[[Group], object] = local_transport,
                  *, on_step: Callable[[StepReport], None] | None = None,
                  should_stop: Callable[[], bool] | None = None, steps: int | None = None,
-                 assumptions: Assumptions = EMULATED, environments: Sequence[Mapping[str, str]] | None = None,
+                 assumptions: Assumptions = DEFAULT, environments: Sequence[Mapping[str, str]] | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> TrainingResult:
     """Train `workload` (a TrainWorkload) for `steps` (default workload.steps) on the partition of
     workload.layout.ipus IPUs of `pod` starting at `first_ipu`, moving data with transport_factory(partition group).
@@ -45,9 +41,12 @@ def run_training(workload, pod, first_ipu: int = 0, transport_factory: Callable[
     partition "local"). An environment that lacks a variable or does not describe this layout raises
     InvalidArgument before any machine is touched.
 
+    The result's prediction is plan(workload, pod, assumptions): with the default assumptions, the plan that
+    `vipu plan SPEC` prints for the same workload and Pod (assumptions.DEFAULT).
+
     on_step(report) is called after every step; should_stop() before every step. Raises InvalidArgument for a
     workload the emulator cannot execute or a partition that is not an aligned block; a machine lost mid-step
-    raises the transport's error (vipu.errors.Unavailable on actors)."""
+    raises the transport's error (vipu.errors.MachineLost on actors)."""
     started = clock()
     check_runnable(workload)  # before any machine is touched
     if environments is None:
