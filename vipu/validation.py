@@ -15,9 +15,16 @@ def _fix(kind: str, given: object) -> str:
     numeric = isinstance(given, str) and given.strip().lstrip("-").replace(".", "", 1).isdigit()
     if kind.startswith(("int_", "float_")) and numeric:
         return "; write the number without quotes"
+    if kind.startswith("int_") and isinstance(given, float):
+        return f"; write a whole number{f' ({int(given)})' if given.is_integer() else ''}"
     if kind.startswith("bool_"):
         return "; use true or false"
     return ""
+
+
+# a number out of its bounds: pydantic's error type -> (too what, the bound in its context)
+BOUNDS = {"less_than_equal": ("large", "le"), "greater_than_equal": ("small", "ge"), "less_than": ("large", "lt"),
+          "greater_than": ("small", "gt")}
 
 
 def describe(error: ValidationError, what: str) -> str:
@@ -30,6 +37,13 @@ def describe(error: ValidationError, what: str) -> str:
             message = "unknown field; remove it (check the spelling against the documented fields)"
         elif item["type"] == "missing":
             message = "required; add it"
+        elif item["type"] == "union_tag_invalid":  # a workload's kind: no such kind
+            tags = item["ctx"]["expected_tags"].replace("'", "")
+            message = f"{item['ctx']['tag']!r} is not one of the kinds; use one of {tags}"
+            field = ".".join(str(p) for p in (*item["loc"], item["ctx"]["discriminator"].strip("'")))
+        elif item["type"] in BOUNDS:
+            word, key = BOUNDS[item["type"]]
+            message = f"{item['input']!r} is too {word}; give {'at most' if word == 'large' else 'at least'} {item['ctx'][key]}"
         elif item["type"].endswith(("_type", "_parsing")) and not isinstance(item.get("input"), (dict, list)):
             message = f"{message}, not {item['input']!r}{_fix(item['type'], item['input'])}"
         parts.append(f"{field}: {message}" if field else message)

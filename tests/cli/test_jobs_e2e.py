@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 
 import pytest
 
 from tests.cli.test_cli_e2e import run
+from tests.conftest import console_script
 
 
 def submit(server, *args: str) -> list[int]:
@@ -121,6 +123,9 @@ def test_binary_and_oversized_specs(server, tmp_path):
     huge.write_text("ipus: 4\n#" + "x" * 10_000_000 + "\n")
     out = run(server, "vipu", "submit", str(huge))
     assert out.returncode == 2 and "at most 1 MB" in out.stderr
+    piped = subprocess.run([console_script("vipu"), "submit", "-"], input=huge.read_bytes(), capture_output=True,
+                           env=server.env(), timeout=60)  # it said "1048577 bytes", all it had read of 10 MB
+    assert piped.returncode == 2 and b"on stdin is more than 1 MB" in piped.stderr
     assert jobs(server) == {}
 
 
@@ -271,10 +276,6 @@ def test_a_running_jobs_partition_is_removed_only_by_cancelling_the_job(server):
 
 
 def test_a_relative_output_is_made_absolute_where_vipu_submit_runs(server, tmp_path):
-    import subprocess
-
-    from tests.conftest import console_script
-
     (tmp_path / "job.yaml").write_text("name: rel\nipus: 1\ntime_limit: 1m\noutput: logs/%x-%j.out\n"
                                        "workload: {kind: sleep, duration: 0.1}\n")
     def submit_here(*args: str) -> int:

@@ -34,7 +34,10 @@ def test_a_negative_duration_is_said_to_be_negative_whatever_its_spelling(value)
     """Regression: '-1' and '-10m' were 'not a duration', which sends the user looking for the wrong mistake."""
     with pytest.raises(Exception) as e:
         parse_duration(value)
-    assert "is negative" in str(e.value) and "a duration is 0 or more" in str(e.value)
+    assert "is negative" in str(e.value) and "give 0 or more" in str(e.value)
+    with pytest.raises(InvalidArgument) as e:  # a time limit must be more than 0, and says so (not "0 or more")
+        parse_spec({"ipus": 1, "time_limit": value})
+    assert "time_limit: " in e.value.message and "give more than 0" in e.value.message
 
 
 def test_format_duration():
@@ -105,7 +108,10 @@ def test_load_spec_yaml_and_json():
         ("ipus: [1\n", "not valid YAML/JSON"),
         ('{"ipus": 1,,}', "not valid YAML/JSON"),
         ("ipus: 1\ncolor: blue\n", "color: unknown field"),
-        ("", "it is empty; give at least ipus and time_limit"),
+        ("", "it is empty; give at least ipus, e.g. {ipus: 4, time_limit: 10m}"),
+        ("ipus: 4.0", "ipus: Input should be a valid integer, not 4.0; write a whole number (4)"),
+        ("ipus: 4\nnice: 100000000000", "nice: 100000000000 is too large; give at most 10000"),
+        ("ipus: 4\nworkload: {kind: slep}", "workload.kind: 'slep' is not one of the kinds; use one of sleep, hold, train"),
         ("name: a\nipus: 4\nname: b\n", "field 'name' is given twice (line 3); keep one"),
         ('{"name": "a", "name": "b"}', "field 'name' is given twice; keep one"),
         ('{"ipus": "16"}', "ipus: Input should be a valid integer, not '16'; write the number without quotes"),

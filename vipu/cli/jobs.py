@@ -84,7 +84,11 @@ def spans(indices: list[int]) -> str:
 
 def read_spec(path: str) -> tuple[bytes, str]:
     if path == "-":
-        return sys.stdin.buffer.read(MAX_SPEC_BYTES + 1), "<stdin>"
+        data = sys.stdin.buffer.read(MAX_SPEC_BYTES + 1)  # no more than one byte past the limit is read
+        if len(data) > MAX_SPEC_BYTES:
+            fail("vipu", f"the job spec on stdin is more than 1 MB; a spec may be at most {MAX_SPEC_BYTES:,} bytes:"
+                 " keep data in files it names", BAD_INPUT)
+        return data, "<stdin>"
     file = Path(path)
     if not file.is_file():
         fail("vipu", f"job spec {path} does not exist or is not a file; give the path of a YAML or JSON spec", BAD_INPUT)

@@ -33,8 +33,10 @@ def _slurm(text: str) -> float | None:
     return a * 60 + b  # MM:SS
 
 
-def parse_duration(value: object, field: str = "duration") -> float:
-    """Seconds from an int/float or a duration string; raises a pydantic error naming the accepted forms."""
+def parse_duration(value: object, field: str = "duration", positive: bool = False) -> float:
+    """Seconds from an int/float or a duration string; raises a pydantic error naming the accepted forms.
+    `positive`: the field needs more than 0 (a time limit), which a negative value's message then says."""
+    need = "more than 0" if positive else "0 or more"
     if isinstance(value, bool):
         raise PydanticCustomError("duration", "{field} is a boolean; " + HELP, {"field": field})
     if isinstance(value, (int, float)):
@@ -42,7 +44,7 @@ def parse_duration(value: object, field: str = "duration") -> float:
     elif isinstance(value, str):
         text = value.strip().lower()
         if text.startswith("-"):  # a negative duration of any spelling, not "not a duration"
-            raise PydanticCustomError("duration", "{value} is negative; a duration is 0 or more, e.g. 10m",
+            raise PydanticCustomError("duration", "{value} is negative; give " + need + ", e.g. 10m",
                                       {"value": repr(value)})
         seconds = None
         if re.fullmatch(r"\d+(?:\.\d+)?", text):
@@ -59,7 +61,7 @@ def parse_duration(value: object, field: str = "duration") -> float:
     else:
         raise PydanticCustomError("duration", "expected a duration, got {kind}; " + HELP, {"kind": type(value).__name__})
     if not math.isfinite(seconds) or seconds < 0:
-        raise PydanticCustomError("duration", "{value} is negative or not finite; a duration is 0 or more, e.g. 10m",
+        raise PydanticCustomError("duration", "{value} is negative or not finite; give " + need + ", e.g. 10m",
                                   {"value": repr(value)})
     if seconds > MAX_SECONDS:
         raise PydanticCustomError(

@@ -23,6 +23,7 @@ from vipu.scheduler.durations import parse_duration
 from vipu.validation import MAX_SPEC_BYTES, describe
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
+LimitSeconds = Annotated[float, BeforeValidator(lambda v: parse_duration(v, "time_limit", positive=True))]
 BeginTime = Annotated[float | str | None, BeforeValidator(parse_begin)]  # a time, or "now+SECONDS" (begin.py)
 
 
@@ -51,7 +52,7 @@ Workload = Annotated[Union[SleepWorkload, HoldWorkload, TrainWorkload], Field(di
 class JobSpec(Strict):
     name: str = Field("job", description="job name (letters, digits, _ - .)")
     ipus: int = Field(strict=True, description="a power of two that fits the Pod (checked at submit)")
-    time_limit: Seconds | None = Field(None, description="> 0: seconds or 10m, 1h30m, 1-00:00:00; default: config")
+    time_limit: LimitSeconds | None = Field(None, description="> 0: seconds or 10m, 1h30m, 1-00:00:00; default: config")
     qos: str | None = Field(None, description="default: the config's default_qos (normal)")
     nice: int = Field(0, strict=True, ge=-10_000, le=10_000, description="lowers the priority by this much")
     user: str = Field("nobody", description="owner; default: the submitting user")
@@ -153,6 +154,6 @@ def load_spec(text_or_bytes: str | bytes, source: str = "job spec") -> JobSpec:
         raise InvalidArgument(f"invalid {source}: contains NUL bytes, so it is binary, not YAML or JSON; give a text file")
     data = read_document(text, source)
     if data is None:
-        raise InvalidArgument(f"invalid {source}: it is empty; give at least ipus and time_limit, e.g. {{ipus: 4,"
-                              " time_limit: 10m}")
+        raise InvalidArgument(f"invalid {source}: it is empty; give at least ipus, e.g. {{ipus: 4, time_limit:"
+                              " 10m}")
     return parse_spec(data, source)
