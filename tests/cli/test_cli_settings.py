@@ -250,3 +250,25 @@ def test_api_user_id_beside_an_access_key_gets_one_warning(server_factory, clean
     # a user id from the environment next to a key (e.g. both in a profile) is not flagged on every command
     quiet = vipu("queue", env={**env, "VIPU_CLI_API_USER_ID": "alice", "VIPU_CLI_API_ACCESS_KEY": bob})
     assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "prog, args, line",
+    [
+        ("vipu", ["show", "job"], "vipu: error: Missing argument 'id'; see `vipu show job --help`"),
+        ("vipu", ["submit", "--bogus"],
+         "vipu: error: No such option: --bogus (Possible options: --ipus, --qos, --user); see `vipu submit --help`"),
+        ("vipu", ["submit", "--ipus", "x"], "vipu: error: Invalid value for '--ipus': Input should be a valid integer,"
+                                            " unable to parse string as an integer; see `vipu submit --help`"),
+        ("vipu-admin", ["bogus"], "vipu-admin: error: No such command 'bogus'; see `vipu-admin --help`"),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_commands_help(clean_env, prog, args, line):
+    """click drew a five-line box for these; the README promises one line on stderr for every failure."""
+    out = vipu(*args, env=clean_env, prog=prog)
+    assert out.returncode == 2 and error_line(out) == line and out.stdout == ""
+
+
+def test_a_group_without_its_command_still_shows_its_help(clean_env):
+    out = vipu("show", env=clean_env)
+    assert out.returncode == 2 and "Usage: vipu show" in out.stdout and "job" in out.stdout

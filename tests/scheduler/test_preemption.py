@@ -33,6 +33,7 @@ def test_high_evicts_the_youngest_block_and_requeues_it():
         job = s.job(victim)
         assert (job.state, job.requeue_count) == (S.PENDING, 1)
         assert [h.state for h in job.history][-3:] == [S.RUNNING, S.PREEMPTED, S.PENDING]
+        assert job.preemption == "preempted by job 5 (qos high); requeued"  # said on the job itself
     assert s.job(1).state is S.RUNNING and s.job(2).state is S.RUNNING
     check_gangs(s)
 
@@ -47,6 +48,8 @@ def test_cancel_mode_or_no_requeue_ends_the_victim(qos, requeue, want):
     effects = s.cycle(1)
     (stop,) = [e for e in effects if isinstance(e, StopJob)]
     assert stop.requeued is False and s.job(stop.job_id).state is want and s.job(stop.job_id).end_time == 1
+    why = "qos low has preempt_mode cancel" if qos else "its spec says requeue: false"
+    assert s.job(stop.job_id).preemption == f"preempted by job 5 (qos high); cancelled: {why}"
 
 
 def test_only_the_listed_qos_can_be_evicted_and_never_partially():

@@ -110,6 +110,8 @@ def test_load_spec_yaml_and_json():
         ("ipus: 1\ncolor: blue\n", "color: unknown field"),
         ("", "it is empty; give at least ipus, e.g. {ipus: 4, time_limit: 10m}"),
         ("ipus: 4.0", "ipus: Input should be a valid integer, not 4.0; write a whole number (4)"),
+        ('{"ipus": 4, "hold": "yes"}', "hold: Input should be a valid boolean, not 'yes'; use true or false"),
+        ('ipus: 4\nrequeue: 0', "requeue: Input should be a valid boolean, not 0; use true or false"),
         ("ipus: 4\nnice: 100000000000", "nice: 100000000000 is too large; give at most 10000"),
         ("ipus: 4\nworkload: {kind: slep}", "workload.kind: 'slep' is not one of the kinds; use one of sleep, hold, train"),
         ("name: a\nipus: 4\nname: b\n", "field 'name' is given twice (line 3); keep one"),

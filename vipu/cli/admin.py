@@ -15,6 +15,7 @@ from vipu.cli.context import (
     TlsCaOption,
     root_options,
 )
+from vipu.cli.failure import run_app
 from vipu.cli.output import as_dict, print_json, table
 from vipu.v1 import admin_pb2 as a
 
@@ -256,4 +257,4 @@ app.add_typer(resume, name="resume")
 
 
 def run() -> None:
-    app()
+    run_app(app, "vipu-admin")

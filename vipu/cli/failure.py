@@ -58,3 +58,32 @@ def fail_rpc(prog: str, error: grpc.RpcError, address: str) -> NoReturn:
     else:
         message = error.details() or code.name
     fail(prog, message, EXIT_CODES.get(code, ERROR))
+
+
+def run_app(app, prog: str) -> NoReturn:
+    """Run a typer app as the `prog` command. Why not app() alone: click reports a usage error (a missing
+    argument, an unknown option, a value of the wrong type) as a five-line box; here it is one line naming the
+    command's --help, like every other failure, with exit code 2. A group run without a command still shows its
+    help."""
+    import typer
+
+    # typer may bring its own copy of click, so its exception classes are found through one typer exports
+    errors = {cls.__name__: cls for cls in typer.BadParameter.__mro__}
+    usage_error, click_exception = errors["UsageError"], errors["ClickException"]
+    no_args = getattr(sys.modules[usage_error.__module__], "NoArgsIsHelpError", ())
+    try:
+        code = app(prog_name=prog, standalone_mode=False)
+    except no_args as e:
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(e)  # the group's help, as typer draws it
+        raise SystemExit(e.exit_code) from None
+    except usage_error as e:
+        command = e.ctx.command_path if e.ctx else prog
+        fail(prog, f"{e.format_message().rstrip('.')}; see `{command} --help`", BAD_INPUT)
+    except click_exception as e:
+        fail(prog, e.format_message(), e.exit_code)
+    except typer.Abort:
+        print("Aborted!", file=sys.stderr)
+        raise SystemExit(ERROR) from None
+    raise SystemExit(code if isinstance(code, int) else OK)

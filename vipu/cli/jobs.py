@@ -229,6 +229,8 @@ def register(app: typer.Typer) -> None:
         ]
         if detail.get("recovery"):  # what the last controller restart did to its run, and why
             fields.append(("Recovery", detail["recovery"]))
+        if detail.get("preemption"):  # which job's QOS took its IPUs last, and what became of the run
+            fields.append(("Preemption", detail["preemption"]))
         for key, value in fields:
             print(f"{key}={value}")
         print("Spec=" + x.spec_json)

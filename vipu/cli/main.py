@@ -17,7 +17,7 @@ from vipu.cli.context import (
     TlsCaOption,
     root_options,
 )
-from vipu.cli.failure import ERROR
+from vipu.cli.failure import ERROR, run_app
 from vipu.v1 import partition_pb2 as p
 
 app = typer.Typer(
@@ -69,7 +69,7 @@ top.register(app)
 
 
 def run() -> None:
-    app()
+    run_app(app, "vipu")
 
 
 if __name__ == "__main__":

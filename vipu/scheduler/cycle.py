@@ -151,8 +151,17 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
     starts: list[Effect] = []
     victims = [jobs[p.job_id] for p in decision.preemptions]
     for p, job in zip(decision.preemptions, victims):
-        ended = job.moved(S.PREEMPTED, now, end_time=now)
-        changed.append(ended.requeued(now) if p.mode == "requeue" and job.spec.requeue else ended)
+        requeue = p.mode == "requeue" and job.spec.requeue
+        if requeue:
+            outcome = "requeued"
+        elif p.mode == "requeue":
+            outcome = "cancelled: its spec says requeue: false"
+        else:
+            outcome = f"cancelled: qos {job.spec.qos} has preempt_mode cancel"
+        by = jobs[p.by_job_id]
+        note = f"preempted by job {by.display_id} (qos {by.spec.qos}); {outcome}"
+        ended = job.moved(S.PREEMPTED, now, end_time=now, preemption=note)
+        changed.append(ended.requeued(now) if requeue else ended)
     for s in decision.starts:
         job = jobs[s.job_id]
         spec = job.spec

@@ -60,6 +60,7 @@ class Job(BaseModel):
     first_ipu: int | None = None
     requeue_count: int = 0
     recovery: str | None = None  # what the last controller restart did to this job's run, and why
+    preemption: str | None = None  # which job's QOS preempted its last run, and whether it was requeued or cancelled
     request_id: str | None = None
     priority: PriorityBreakdown | None = None
     history: list[Transition] = []

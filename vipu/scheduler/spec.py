@@ -59,7 +59,7 @@ class JobSpec(Strict):
     account: str | None = Field(None, description="accounting group")
     dependency: str | None = Field(None, description="afterok:ID[:ID],afterany:ID,afternotok:ID,singleton; `?` for OR")
     array: str | None = Field(None, description="array tasks, e.g. 0-99%10, 1,3,5, 0-15:4")
-    hold: bool = Field(False, description="submit held (JobHeldUser) until `vipu release`")
+    hold: bool = Field(False, strict=True, description="submit held (JobHeldUser) until `vipu release`")
     begin: BeginTime = Field(
         None,
         description="sbatch --begin: PENDING with reason BeginTime until then. ISO-8601 (2026-11-22T14:00:00; Z or"
@@ -67,7 +67,7 @@ class JobSpec(Strict):
         " kept as now+SECONDS and fixed at submit) or Unix seconds. Past: eligible at once; at most 366 days ahead;"
         " a bare 10m is refused as ambiguous (write now+10m)",
     )
-    requeue: bool = Field(True, description="requeue under the same id after a node failure")
+    requeue: bool = Field(True, strict=True, description="requeue under the same id after a node failure")
     output: str | None = Field(
         None, max_length=4096,
         description="sbatch --output: the file the controller writes when a run ends (how it ended, and a train"

@@ -45,6 +45,7 @@ def job(x: Job, brief: bool = False) -> j.Job:
             "priority": x.priority.model_dump() if x.priority else None,
             "request_id": x.request_id,
             "recovery": x.recovery,
+            "preemption": x.preemption,
         })
     return message
 

@@ -64,6 +64,9 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             raise PermissionDenied(f"user {identity.name} cannot submit jobs as {claimed}; drop --user or ask an admin")
         if overrides:
             spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, source)
+        if spec.nice < 0 and not identity.admin:  # as Slurm: anyone may lower a job's priority, only admins raise it
+            raise PermissionDenied(f"nice is {spec.nice}: only an admin may give a negative nice (it raises the job's"
+                                   " priority over everyone's); give 0 or more")
         if spec.output and self.rt.secure:  # it would write any file the controller may, for any user
             raise PermissionDenied(
                 "output: a --secure controller writes no files for its users (it runs as one OS user, unlike slurmd);"
