@@ -58,7 +58,7 @@ def breakdown(job: QueuedJob, now: float, config: SchedulerConfig, total_ipus: i
     fs = w.fairshare * fairshare.get(job.user, 1.0)
     size = w.job_size * job.ipus / total_ipus
     qos = w.qos * qos_factors(config)[job.qos]
-    return PriorityBreakdown(
+    return PriorityBreakdown.trusted(
         job_id=job.id, user=job.user, total=round(age + fs + size + qos - job.nice, 3), age=round(age, 3),
         fairshare=round(fs, 3), job_size=round(size, 3), qos=round(qos, 3), nice=job.nice,
     )

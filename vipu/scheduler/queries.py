@@ -35,7 +35,9 @@ class Pod64Info:
     drained: int = 0  # healthy and free, but their machine's agent is drained or missing
 
 
-def decorate(s: Scheduler, job: Job) -> Job:
+def decorate(s: Scheduler, job: Job, factors: dict[str, float] | None = None, now: float = 0.0) -> Job:
+    """A pending job with its reason and estimated start, and given fair-share `factors` (FairShare.factors at
+    `now`) its priority; other jobs as they are."""
     if job.state is not S.PENDING:
         return job
     table = s.table
@@ -52,6 +54,9 @@ def decorate(s: Scheduler, job: Job) -> Job:
                 info = s.last_decision.explain(table.pending[job.id])  # a job the walk did not reach
         reason = info.reason if info else None
         estimate = info.estimated_start if info else None
+    if factors is not None:  # one copy with all three: a listing of 10,000 pending jobs makes 10,000 of them
+        return job.updated({"reason": reason, "estimated_start": estimate,
+                            "priority": breakdown(table.pending[job.id], now, s.config, s.total, factors)})
     if reason == job.reason and estimate == job.estimated_start:
         return job
     return job.updated({"reason": reason, "estimated_start": estimate})
@@ -62,13 +67,8 @@ def queue(s: Scheduler, keep: Callable[[Job], bool] | None, now: float | None = 
     running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
     at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()), default=0.0)
     pending = [jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True)]
-    out = [decorate(s, j) for j in running + pending if keep is None or keep(j)]
-    if now is None:
-        return out
-    factors = s.fairshare.factors(now, s.table.running.values())
-    table = s.table.pending
-    return [j if j.id not in table else j.updated({"priority": breakdown(table[j.id], now, s.config, s.total, factors)})
-            for j in out]
+    factors = None if now is None else s.fairshare.factors(now, s.table.running.values())
+    return [decorate(s, j, factors, now) for j in running + pending if keep is None or keep(j)]
 
 
 def history(s: Scheduler, keep: Callable[[Job], bool] | None, states: Iterable[JobState] | None,
