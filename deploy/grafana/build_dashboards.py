@@ -11,6 +11,7 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "dashboards"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+JOB_SERIES = 'vipu_ipu_allocation_info{job_id!=""}'  # the IPUs of jobs' partitions (slurm_<id>), not hand-made ones
 
 
 def panel(title: str, exprs: list[str], kind: str = "timeseries", unit: str = "short", w: int = 12, h: int = 8,
@@ -74,8 +75,9 @@ def cluster() -> dict:
 
 
 def job() -> dict:
+    # partitions made by hand carry job_id="" in the join: only jobs' ids are choices (an empty one matched nothing)
     variable = {"name": "job", "type": "query", "datasource": DATASOURCE,
-                "query": "label_values(vipu_ipu_allocation_info, job_id)", "refresh": 2, "current": {}}
+                "query": f"label_values({JOB_SERIES}, job_id)", "refresh": 2, "current": {}}
     return dashboard("vipu-job", "vipu-sim / Job", [
         panel("IPUs of the job", ['count(vipu_ipu_allocation_info{job_id="$job"})'], kind="stat"),
         panel("Machines of the job", ['count(count by (machine) (vipu_ipu_allocation_info{job_id="$job"}))'], kind="stat"),

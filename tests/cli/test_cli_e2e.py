@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.request
 
 import pytest
 
@@ -50,6 +51,10 @@ def test_partition_lifecycle_through_the_cli(server):
     assert run(server, "vipu", "reset", "partition", "p4").returncode == 0
     removed = run(server, "vipu", "remove", "partition", "p16")
     assert removed.returncode == 0 and "16 IPUs freed" in removed.stdout
+    one = run(server, "vipu", "create", "partition", "p1", "--size", "1")
+    assert one.returncode == 0 and "created: 1 IPU (IPU " in one.stdout and "1 GCD," in one.stdout, one.stdout
+    removed = run(server, "vipu", "remove", "partition", "p1")
+    assert removed.returncode == 0 and "(1 IPU freed)" in removed.stdout, removed.stdout
     names = [p["name"] for p in json.loads(run(server, "vipu", "list", "partitions", "--json").stdout)]
     assert names == ["p4"]
 
@@ -87,6 +92,31 @@ def test_conflicts_and_capacity(server):
     assert taken.returncode == 4 and "already exists" in taken.stderr
     full = run(server, "vipu", "create", "partition", "more", "--size", "1")
     assert full.returncode == 7 and "no free aligned block" in full.stderr
+
+
+def test_a_size_the_allocation_can_never_hold_is_bad_input_and_one_that_could_is_no_capacity(server):
+    """Regression: 64 IPUs asked of a 16-IPU allocation said "no free aligned block ... remove a partition" (exit 7),
+    though no removal could ever make room."""
+    assert run(server, "vipu-admin", "create", "allocation", "a1", "--agents", "ag00,ag01,ag02,ag03").returncode == 0
+    never = run(server, "vipu", "create", "partition", "big", "--size", "64", "--allocation", "a1")
+    assert never.returncode == 2, never.stderr
+    assert never.stderr == "vipu: error: size is 64 but allocation a1 has 16 IPUs; ask for at most 16\n"
+    assert run(server, "vipu", "create", "partition", "half", "--size", "8", "--allocation", "a1").returncode == 0
+    later = run(server, "vipu", "create", "partition", "big", "--size", "16", "--allocation", "a1")
+    assert later.returncode == 7 and "no free aligned block of 16 IPUs in allocation a1: 8 IPUs free" in later.stderr
+
+
+def test_get_partition_shows_gcd_sync_replicas_when_given(server):
+    made = run(server, "vipu", "create", "partition", "g", "--size", "8", "--num-gcds", "2", "--gcd-sync-replicas", "4")
+    assert made.returncode == 0 and "2 GCDs (4 GCD sync replicas)" in made.stdout, made.stdout
+    assert "GCD sync replicas: 4" in run(server, "vipu", "get", "partition", "g").stdout
+    assert run(server, "vipu", "create", "partition", "plain", "--size", "2").returncode == 0
+    assert "GCD sync replicas" not in run(server, "vipu", "get", "partition", "plain").stdout
+    # a value the request (int64) takes lists back: an int32 in the reply made every later listing fail for everyone
+    big = run(server, "vipu", "create", "partition", "big", "--size", "2", "--gcd-sync-replicas", "3000000000")
+    assert big.returncode == 0, big.stderr
+    listed = run(server, "vipu", "list", "partitions", "--json")
+    assert listed.returncode == 0 and {x["name"] for x in json.loads(listed.stdout)} == {"g", "plain", "big"}
 
 
 def test_unreachable_server_is_its_own_exit_code(server):
@@ -143,3 +173,48 @@ def test_drain_and_resume_an_agent(server):
     assert run(server, "vipu-admin", "resume", "agent", "ag00").returncode == 0
     assert run(server, "vipu", "remove", "partition", "p").returncode == 0
     assert run(server, "vipu", "create", "partition", "all", "--size", "64").returncode == 0
+
+
+def test_every_vipu_admin_remove_says_what_it_removed(server):
+    """Regression: `vipu-admin remove user alice` printed the user's table and no "removed" line."""
+    assert run(server, "vipu-admin", "create", "user", "alice").returncode == 0
+    assert run(server, "vipu-admin", "create", "allocation", "a1", "--agents", "ag14,ag15").returncode == 0
+    assert run(server, "vipu-admin", "remove", "agent", "ag15").returncode == 0
+    for args, line in [
+        (["user", "alice"], "User alice removed; their access key no longer works (their jobs and partitions stay,"
+                            " for an admin to act on)"),
+        (["allocation", "a1"], "Allocation a1 removed; its agents (ag14) are back in the default allocation"),
+        (["agent", "ag14"], "Agent ag14 removed; machine 14 (IPUs 56-59) has no agent now"),
+        (["cluster", "cluster0"], "Cluster cluster0 removed; its agents (" + " ".join(
+            f"ag{m:02d}" for m in range(14)) + ") stay"),
+    ]:
+        out = run(server, "vipu-admin", "remove", *args)
+        assert out.returncode == 0 and out.stdout == line + "\n", (args, out.stdout, out.stderr)
+    removed = run(server, "vipu-admin", "remove", "user", "bob", "--json")
+    assert removed.returncode == 3  # (and with --json, a removal prints the record, as before:)
+    assert run(server, "vipu-admin", "create", "user", "bob").returncode == 0
+    assert json.loads(run(server, "vipu-admin", "remove", "user", "bob", "--json").stdout)["name"] == "bob"
+
+
+def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
+    """Regression: `vipu-admin drain agent` while a job ran there left `vipu info` at ALLOCATED 4 | DRAINED 0 and
+    `vipu list ipus` at allocated, hiding the drain (Slurm shows such nodes as drng). They count as drained and keep
+    their partition, in `vipu info`, `vipu list ipus` and the vipu_ipus metric alike."""
+    from tests.cli.test_jobs_e2e import jobs, submit, wait_for
+
+    [job] = submit(server, "--ipus", "4", "--time-limit", "10m")
+    running = wait_for(lambda: jobs(server)[job]["state"] == "RUNNING" and jobs(server)[job])
+    listed = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
+    ipus = [i for i in listed if i["partition"] == f"slurm_{job}"]
+    [agent] = {i["agent"] for i in ipus}
+    assert run(server, "vipu-admin", "drain", "agent", agent).returncode == 0, running
+
+    table = run(server, "vipu", "info").stdout.splitlines()
+    assert table[0].split() == ["ILD", "|", "IPUS", "|", "IDLE", "|", "ALLOCATED", "|", "DRAINED", "|", "FAILED"]
+    assert [c.strip() for c in table[1].split("|")] == ["pod64-0", "64", "60", "0", "4", "0"]
+    after = {i["id"]: i for i in json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)}
+    assert [(after[i["id"]]["state"], after[i["id"]]["partition"]) for i in ipus] == [("drained", f"slurm_{job}")] * 4
+    assert jobs(server)[job]["state"] == "RUNNING"  # the drain waits for the job: it keeps running
+    with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
+        metrics = reply.read().decode()
+    assert 'vipu_ipus{ild="0",state="drained"} 4.0' in metrics and 'vipu_ipus{ild="0",state="allocated"} 0.0' in metrics

@@ -128,7 +128,13 @@ def test_bad_agents_are_refused_whole(case, kwargs, error, needles, scene_factor
 def test_an_agent_under_a_partition_cannot_be_removed(scene_factory, builders):
     scene = scene_factory("bow-pod64").partition("p1", 8)
     refused(scene, builders, lambda admin: admin.remove_agent("ag01"), FailedPrecondition,
-            "partitions p1 are on the IPUs of agent ag01", "remove those partitions first")
+            "partition p1 is on the IPUs of agent ag01; remove that partition first")
+
+
+def test_an_agent_under_two_partitions_cannot_be_removed(scene_factory, builders):
+    scene = scene_factory("bow-pod64").partition("p1", 2).partition("p2", 2)
+    refused(scene, builders, lambda admin: admin.remove_agent("ag00"), FailedPrecondition,
+            "partitions p1, p2 are on the IPUs of agent ag00; remove those partitions first")
 
 
 def test_a_machine_without_an_agent_or_with_a_drained_one_gets_no_partition(scene_factory, builders):
@@ -205,7 +211,7 @@ def test_an_agent_is_in_at_most_one_cluster(scene_factory, builders):
 def test_a_cluster_under_a_partition_cannot_be_removed(scene_factory, builders):
     scene = scene_factory("bow-pod64").partition("p1", 1)
     refused(scene, builders, lambda admin: admin.remove_cluster(DEFAULT_CLUSTER), FailedPrecondition,
-            "partitions p1 are on the IPUs of cluster cluster0")
+            "partition p1 is on the IPUs of cluster cluster0")
 
 
 def test_a_partition_records_the_cluster_it_landed_in(scene_factory, builders):
@@ -238,7 +244,9 @@ def test_default_is_every_agent_no_named_allocation_holds(scene_factory):
     "case,action,error,needles",
     [
         ("an agent in two allocations", lambda a: a.create_allocation("B", agents(3, 4)), FailedPrecondition,
-         ["agents ag03 already belong to allocation A", "an agent is in at most one allocation"]),
+         ["agent ag03 already belongs to allocation A", "an agent is in at most one allocation"]),
+        ("agents in two allocations", lambda a: a.create_allocation("B", agents(2, 3)), FailedPrecondition,
+         ["agents ag02, ag03 already belong to allocation A"]),
         ("the name default", lambda a: a.create_allocation("default", agents(8)), AlreadyExists,
          ["allocation 'default' is the built-in pool", "choose another name"]),
         ("a taken name", lambda a: a.create_allocation("A", agents(8)), AlreadyExists,
@@ -250,9 +258,9 @@ def test_default_is_every_agent_no_named_allocation_holds(scene_factory):
          ["the default allocation is every unallocated agent and cannot be removed"]),
         ("removing an unknown one", lambda a: a.remove_allocation("Z"), NotFound, ["allocation 'Z' does not exist"]),
         ("over agents holding default-pool partitions", lambda a: a.create_allocation("B", agents(4, 5)),
-         FailedPrecondition, ["partitions d1 are on the IPUs of agents ag04, ag05; remove those partitions first"]),
-        ("removing one with partitions", lambda a: a.remove_allocation("A"), FailedPrecondition,
-         ["allocation A has partitions a1", "remove them first"]),
+         FailedPrecondition, ["partition d1 is on the IPUs of agents ag04, ag05; remove that partition first"]),
+        ("removing one with a partition", lambda a: a.remove_allocation("A"), FailedPrecondition,
+         ["allocation A has partition a1; remove it first"]),
     ],
 )
 def test_bad_allocation_requests_are_refused_whole(case, action, error, needles, scene_factory, builders):
@@ -275,11 +283,14 @@ def test_bad_allocation_requests_are_refused_whole(case, action, error, needles,
 def test_a_partition_lands_only_on_its_allocations_agents(scene_factory, builders, machines, sizes, in_allocation):
     scene = scene_factory("bow-pod64").allocation("A", agents(*sorted(machines)))
     for n, (size, in_a) in enumerate(zip(sizes, in_allocation)):
+        wanted = machines if in_a else set(range(16)) - machines
         try:
             p = scene.ctl.partitions.create(builders.request(f"p{n}", size, allocation="A" if in_a else None))
         except ResourceExhausted:
             continue
-        wanted = machines if in_a else set(range(16)) - machines
+        except InvalidArgument:  # only a size no aligned block of the allocation's machines could ever hold
+            assert not fits_ever(wanted, size), f"{size} IPUs refused as bad input though they fit an empty {wanted}"
+            continue
         assert {ipu // 4 for ipu in p.ipus} <= wanted, f"{p.name} ({p.allocation}) left its allocation's machines"
         assert p.allocation == ("A" if in_a else DEFAULT_ALLOCATION)
 
@@ -296,6 +307,20 @@ def admin_and_partition_ops(draw):
         st.tuples(st.just("unallocate")),
     )
     return draw(st.lists(op, min_size=5, max_size=40))
+
+
+def fits_ever(machines: set[int], size: int) -> bool:
+    """Brute force: some aligned block of `size` IPUs lies wholly on these machines (4 IPUs each, Pod64)."""
+    ipus = {m * 4 + i for m in machines for i in range(4)}
+    return any(set(range(f, f + size)) <= ipus for f in range(0, 64, size))
+
+
+def allocation_machines(state, allocation: str) -> set[int]:
+    """Brute force: the machines of every agent of the allocation, whatever their state."""
+    taken = {a for alloc in state.allocations.values() for a in alloc.agents}
+    names = ([n for n in state.agents if n not in taken] if allocation == DEFAULT_ALLOCATION
+             else state.allocations[allocation].agents)
+    return {state.agents[n].machine for n in names}
 
 
 def allowed_ipus(state, allocation: str) -> set[int]:
@@ -325,10 +350,14 @@ def test_placement_follows_every_change_of_allocations_and_agent_states(scene_fa
             allocation = "A" if in_a and "A" in state.allocations else DEFAULT_ALLOCATION
             allowed = allowed_ipus(state, allocation)
             room = any(set(range(f, f + size)) <= allowed for f in range(0, 64, size))
+            ever = fits_ever(allocation_machines(state, allocation), size)
             try:
                 p = parts.create(builders.request(f"p{n}", size, allocation=allocation))
             except ResourceExhausted:
                 assert not room, f"refused {size} IPUs in {allocation} though an aligned block was allowed"
+                assert ever, f"{size} IPUs in {allocation} can never fit, yet refused as no room now (exit 7)"
+            except InvalidArgument:
+                assert not ever, f"{size} IPUs in {allocation} fit once room is freed, yet refused as bad input"
             else:
                 assert set(p.ipus) <= allowed, f"{p.name} took IPUs outside {allocation}'s online agents"
         elif kind == "remove" and state.partitions:
@@ -468,7 +497,6 @@ def test_remove_user_revokes_the_key_but_not_the_last_admin(scene_factory, build
 def test_ipus_of_a_drained_or_missing_agent_are_drained_until_back(scene_factory, builders):
     """Regression: they showed as idle, though no partition could go there."""
     scene = scene_factory("bow-pod16").partition("p1", 4)  # lands on machine 0
-    scene.ctl.admin.set_agent_state("ag00", "DRAINED")  # a partition already there keeps its IPUs
     scene.ctl.admin.set_agent_state("ag02", "DRAINED")
     scene.ctl.admin.remove_agent("ag03")
     assert scene.state.drained_mask == 0b1111_1111_0000_0000
@@ -476,3 +504,25 @@ def test_ipus_of_a_drained_or_missing_agent_are_drained_until_back(scene_factory
     assert kinds == ["allocated"] * 4 + ["idle"] * 4 + ["drained"] * 8
     scene.ctl.admin.set_agent_state("ag02", "ONLINE")
     assert scene.state.drained_mask == 0b1111_0000_0000_0000
+
+
+def test_ipus_of_an_agent_drained_under_a_partition_are_draining_not_hidden_as_allocated(scene_factory, builders):
+    """Regression: an agent drained while a job ran on it showed ALLOCATED 4 | DRAINED 0 in `vipu info` and
+    `allocated` in `vipu list ipus`, so the drain was invisible until the job ended. Like Slurm's drng, they count as
+    drained (the drain mask `vipu info` counts, the IPU state `vipu list ipus` and vipu_ipus show) and keep their
+    partition, which is what tells draining from drained; failed IPUs stay failed."""
+    scene = scene_factory("bow-pod16").partition("p1", 4).partition("p2", 4).failed([7])  # machines 0 and 1
+    scene.ctl.admin.set_agent_state("ag00", "DRAINED")
+    scene.ctl.admin.set_agent_state("ag01", "DRAINED")
+    scene.ctl.admin.set_agent_state("ag02", "DRAINED")
+    assert scene.state.drained_mask == 0b0000_1111_0111_1111
+    assert scene.state.draining_mask == 0b0000_0000_0111_1111
+    statuses = scene.ctl.partitions.ipu_statuses()
+    assert [s.state for s in statuses] == ["drained"] * 7 + ["failed"] + ["drained"] * 4 + ["idle"] * 4
+    assert [s.partition for s in statuses[:12]] == ["p1"] * 4 + ["p2"] * 4 + [None] * 4
+    free, _ = scene.state.job_masks()
+    assert free == 0b1111_0000_0000_0000  # nothing on a drained agent is offered to jobs
+    scene.ctl.partitions.remove("p1")  # the job ended: draining became drained
+    assert scene.state.drained_mask == 0b0000_1111_0111_1111 and scene.state.draining_mask == 0b0111_0000
+    scene.ctl.admin.set_agent_state("ag00", "ONLINE")
+    assert [s.state for s in scene.ctl.partitions.ipu_statuses()][:4] == ["idle"] * 4

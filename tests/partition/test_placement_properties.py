@@ -159,8 +159,9 @@ def run_sequence(ctl, sequence, builders) -> None:
                 got = ctl.partitions.create(builders.request(f"p{n}", size))
             except ResourceExhausted as e:
                 assert want is None, f"refused {size} IPUs though the aligned block at {want} was free"
-                assert f"largest free block holds {blocks.largest()}" in e.message
-                assert f"{len(free)} IPUs free" in e.message
+                largest, count = blocks.largest(), len(free)
+                assert f"largest free block holds {largest} IPU{'' if largest == 1 else 's'};" in e.message
+                assert f": {count} IPU{'' if count == 1 else 's'} free" in e.message
             else:
                 assert want is not None, f"placed {size} IPUs at {got.first_ipu} though no aligned block was free"
                 candidates = blocks.of_size(size)

@@ -117,7 +117,10 @@ REFUSED_IN_STATE = [
      FailedPrecondition, ["partition p1 is in use by job-1", "wait for it to end", "--force"]),
     ("resetting a partition with failed IPUs",
      lambda s: s.partition("p1", 4).failed([2]), lambda c, b: c.partitions.reset("p1"),
-     FailedPrecondition, ["partition p1 has failed IPUs 2", "remove it and create another"]),
+     FailedPrecondition, ["partition p1 has failed IPU 2;", "remove it and create another"]),
+    ("resetting a partition with two failed IPUs",
+     lambda s: s.partition("p1", 4).failed([1, 2]), lambda c, b: c.partitions.reset("p1"),
+     FailedPrecondition, ["partition p1 has failed IPUs 1, 2;"]),
     ("acquiring a partition someone else holds",
      lambda s: s.partition("p1", 4).held("p1", "job-1"), lambda c, b: c.partitions.acquire("p1", "job-2"),
      FailedPrecondition, ["partition p1", "in use by job-1"]),
@@ -135,8 +138,12 @@ REFUSED_IN_STATE = [
      InvalidArgument, ["ipu 64 does not exist", "IPUs 0 to 63"]),
     ("a full Pod",
      lambda s: s.partition("all", 64), lambda c, b: c.partitions.create(b.request("p2", 1)),
-     ResourceExhausted, ["no free aligned block of 1 IPUs in allocation default", "0 IPUs free",
-                         "remove a partition or ask for a smaller size"]),
+     ResourceExhausted, ["no free aligned block of 1 IPU in allocation default", "0 IPUs free",
+                         "the largest free block holds 0 IPUs", "remove a partition or ask for a smaller size"]),
+    ("one IPU free",
+     lambda s: s.partition("a", 32).partition("b", 16).partition("c", 8).partition("d", 4).partition("e", 2)
+     .partition("f", 1), lambda c, b: c.partitions.create(b.request("p2", 2)),
+     ResourceExhausted, ["no free aligned block of 2 IPUs", ": 1 IPU free, the largest free block holds 1 IPU;"]),
     ("a fragmented Pod",
      lambda s: s.partition("a", 32).partition("b", 16).partition("c", 4).partition("d", 8),
      lambda c, b: c.partitions.create(b.request("p2", 8)),
@@ -150,6 +157,57 @@ def test_requests_the_current_state_forbids_are_refused_whole(
 ):
     scene = setup(scene_factory("bow-pod64"))
     assert_refused(scene, builders, lambda ctl: action(ctl, builders), error, needles)
+
+
+def without_agent(scene, agent: str):
+    scene.ctl.admin.remove_agent(agent)
+    return scene
+
+
+NEVER_FITS = [
+    # id, setup (scene -> scene), request fields, needles: a size no block of the allocation could ever hold is bad
+    # input (exit 2), however much is removed, resumed or repaired
+    ("bigger than a 4-agent allocation",
+     lambda s: s.allocation("a1", ["ag00", "ag01", "ag02", "ag03"]), dict(size=64, allocation="a1"),
+     ["size is 64 but allocation a1 has 16 IPUs; ask for at most 16"]),
+    ("bigger than the default pool left",
+     lambda s: s.allocation("a1", [f"ag{m:02d}" for m in range(8)]), dict(size=64),
+     ["size is 64 but allocation default has 32 IPUs; ask for at most 32"]),
+    ("bigger than the allocation's largest aligned block",
+     lambda s: s.allocation("a1", ["ag00", "ag01", "ag02"]), dict(size=16, allocation="a1"),
+     ["size is 16 but allocation a1 has 12 IPUs, whose largest aligned block holds 8 IPUs; ask for at most 8"]),
+    ("an allocation of machines apart",
+     lambda s: s.allocation("a1", ["ag00", "ag02"]), dict(size=8, allocation="a1"),
+     ["allocation a1 has 8 IPUs, whose largest aligned block holds 4 IPUs; ask for at most 4"]),
+    ("an allocation whose agents were removed",
+     lambda s: without_agent(s.allocation("a1", ["ag00"]), "ag00"), dict(size=1, allocation="a1"),
+     ["size is 1 but allocation a1 has no IPUs", "use another allocation"]),
+    ("a default pool with no agents",
+     lambda s: s.allocation("a1", [f"ag{m:02d}" for m in range(16)]), dict(size=1),
+     ["allocation default has no IPUs", "pass --allocation"]),
+]
+
+
+@pytest.mark.parametrize("case,setup,fields,needles", NEVER_FITS, ids=[r[0] for r in NEVER_FITS])
+def test_a_size_the_allocation_can_never_hold_is_bad_input(case, setup, fields, needles, scene_factory, builders):
+    scene = setup(scene_factory("bow-pod64"))
+    assert_refused(scene, builders, lambda ctl: ctl.partitions.create(builders.request("p1", **fields)),
+                   InvalidArgument, needles)
+
+
+def test_a_size_that_fits_once_room_is_freed_is_no_capacity_now(scene_factory, builders):
+    """Drained agents, failed IPUs and other partitions only take room for now: RESOURCE_EXHAUSTED (exit 7)."""
+    scene = scene_factory("bow-pod64").allocation("a1", ["ag00", "ag01", "ag02", "ag03"]).partition(
+        "held", 4, allocation="a1").failed([8])
+    scene.ctl.admin.set_agent_state("ag03", "DRAINED")
+    for size in (16, 8):
+        request = builders.request("p1", size, allocation="a1")
+        assert_refused(scene, builders, lambda ctl: ctl.partitions.create(request),
+                       ResourceExhausted, [f"no free aligned block of {size} IPUs in allocation a1"])
+    scene.ctl.partitions.remove("held")
+    scene.ctl.partitions.repair_ipus([8])
+    scene.ctl.admin.set_agent_state("ag03", "ONLINE")
+    assert scene.ctl.partitions.create(builders.request("p1", 16, allocation="a1")).ipus == range(0, 16)
 
 
 def test_removing_an_acquired_partition_with_force_succeeds_and_frees_its_ipus(scene_factory, builders):

@@ -56,7 +56,7 @@ def test_users_see_and_change_only_their_own(secure, tmp_path):
         out = run(server, "vipu", *args, env=as_(bob))
         assert out.returncode == 6 and "belongs to alice" in out.stderr, (args, out.stderr)
     out = run(server, "vipu", "remove", "partition", "mine", env=as_(bob))
-    assert out.returncode == 6 and "partition mine belongs to alice" in out.stderr
+    assert out.returncode == 3 and "partition 'mine' does not exist" in out.stderr  # bob may not see it
     out = run(server, "vipu", "submit", "--ipus", "1", "--time-limit", "1m", "--user", "alice", env=as_(bob))
     assert out.returncode == 6 and "cannot submit jobs as alice" in out.stderr
     out = run(server, "vipu-admin", "list", "users", env=as_(bob))
@@ -136,3 +136,52 @@ def test_an_allocation_that_names_users_is_theirs_and_a_removed_user_is_locked_o
     assert out.returncode == 6 and "access key is not known" in out.stderr
     out = run(server, "vipu-admin", "remove", "user", "admin", env=as_(admin_key))
     assert out.returncode == 4 and "user admin is the last admin" in out.stderr
+
+
+def test_a_partition_the_caller_may_not_see_is_not_found_as_if_it_did_not_exist(secure):
+    """Regression: carol's `get partition bobp` answered "belongs to bob" (rc 6) and her create of the name "already
+    exists; `vipu remove partition bobp` first": a --secure controller told her whose it was and that it existed."""
+    server, as_, admin_key, new_user = secure
+    bob, carol = new_user("bob"), new_user("carol")
+    assert run(server, "vipu", "create", "partition", "bobp", "--size", "2", env=as_(bob)).returncode == 0
+    for verb in (["get"], ["remove"], ["remove", "--force"], ["reset"]):
+        hidden = run(server, "vipu", *verb[:1], "partition", "bobp", *verb[1:], env=as_(carol))
+        ghost = run(server, "vipu", *verb[:1], "partition", "ghost", *verb[1:], env=as_(carol))
+        assert hidden.returncode == ghost.returncode == 3, (verb, hidden.stderr)
+        assert hidden.stderr == ghost.stderr.replace("'ghost'", "'bobp'"), verb  # word for word
+        assert "bob" not in hidden.stderr.replace("'bobp'", "")
+    taken = run(server, "vipu", "create", "partition", "bobp", "--size", "2", env=as_(carol))
+    assert taken.returncode == 4, taken.stderr  # names are the controller's: the name cannot be hers too
+    assert "partition name 'bobp' is taken" in taken.stderr and "choose another name" in taken.stderr
+    assert "bob" not in taken.stderr.replace("'bobp'", "") and "vipu remove" not in taken.stderr
+    mine = run(server, "vipu", "create", "partition", "bobp", "--size", "2", env=as_(bob))
+    assert mine.returncode == 4 and "vipu remove partition bobp" in mine.stderr  # its owner is told how to free it
+    assert run(server, "vipu", "get", "partition", "bobp", env=as_(admin_key)).returncode == 0
+    assert run(server, "vipu", "get", "partition", "bobp", env=as_(bob)).returncode == 0
+
+
+def test_a_partition_seen_through_an_allocation_is_shown_but_not_changed(secure):
+    """A user granted an allocation sees its partitions (V-IPU) but changes only their own: denied, not hidden."""
+    server, as_, admin_key, new_user = secure
+    alice, carol = new_user("alice"), new_user("carol")
+    granted = run(server, "vipu-admin", "create", "allocation", "team", "--agents", "ag14,ag15", "--users",
+                  "alice,carol", env=as_(admin_key))
+    assert granted.returncode == 0, granted.stderr
+    assert run(server, "vipu", "create", "partition", "ap", "--size", "4", "--allocation", "team",
+               env=as_(alice)).returncode == 0
+    assert run(server, "vipu", "get", "partition", "ap", env=as_(carol)).returncode == 0
+    for verb in ("remove", "reset"):
+        out = run(server, "vipu", verb, "partition", "ap", env=as_(carol))
+        assert out.returncode == 6 and "partition ap belongs to alice, not carol" in out.stderr, (verb, out.stderr)
+
+
+def test_only_an_admin_may_give_a_negative_nice(secure):
+    """As in Slurm: any user may lower a job's priority (nice > 0); raising it over everyone's takes an admin."""
+    server, as_, admin_key, new_user = secure
+    alice = new_user("alice")
+    out = run(server, "vipu", "submit", "--ipus", "1", "--time-limit", "1m", "--hold", "--nice", "-100", env=as_(alice))
+    assert out.returncode == 6 and "nice is -100: only an admin may give a negative nice" in out.stderr
+    assert json.loads(run(server, "vipu", "queue", "--json", env=as_(admin_key)).stdout) == []  # nothing stored
+    for key, nice in ((alice, "100"), (admin_key, "-100")):
+        out = run(server, "vipu", "submit", "--ipus", "1", "--time-limit", "1m", "--hold", "--nice", nice, env=as_(key))
+        assert out.returncode == 0, out.stderr

@@ -162,6 +162,32 @@ def _simple(group: typer.Typer, verb: str, kind: str, rpc_name: str, headers: li
     command.__doc__ = f"{verb.capitalize()} one {kind}."
 
 
+def _ipus(ipus) -> str:
+    ipus = list(ipus)
+    return f"IPU {ipus[0]}" if len(ipus) == 1 else f"IPUs {ipus[0]}-{ipus[-1]}" if ipus else "no IPUs"
+
+
+# What each removal tells the operator, like `vipu remove partition` (the record itself is in --json).
+REMOVED = {
+    "agent": lambda x: f"Agent {x.name} removed; machine {x.machine} ({_ipus(x.ipus)}) has no agent now",
+    "cluster": lambda x: f"Cluster {x.name} removed; its agents ({' '.join(x.agents) or 'none'}) stay",
+    "allocation": lambda x: (f"Allocation {x.name} removed; its agents ({' '.join(x.agents) or 'none'}) are back in"
+                             " the default allocation"),
+    "user": lambda x: (f"User {x.name} removed; their access key no longer works (their jobs and partitions stay,"
+                       " for an admin to act on)"),
+}
+
+
+def _remover(kind: str) -> None:
+    @remove.command(kind)
+    def command(ctx: typer.Context, name: str, json_out: bool = JsonOption):
+        c = ctx.obj.conn
+        x = c.call(getattr(c.admin, f"Remove{kind.capitalize()}"), a.NameRequest(name=name))
+        print_json(x) if ctx.obj.wants_json(json_out) else print(REMOVED[kind](x))
+
+    command.__doc__ = f"Remove one {kind}."
+
+
 for _kind, _headers, _row in (
     ("agent", AGENT_HEADERS, agent_row),
     ("cluster", CLUSTER_HEADERS, cluster_row),
@@ -169,7 +195,7 @@ for _kind, _headers, _row in (
     ("user", USER_HEADERS, user_row),
 ):
     _simple(get, "show", _kind, f"Get{_kind.capitalize()}", _headers, _row)
-    _simple(remove, "remove", _kind, f"Remove{_kind.capitalize()}", _headers, _row)
+    _remover(_kind)
 _simple(drain, "drain", "agent", "DrainAgent", AGENT_HEADERS, agent_row)
 _simple(resume, "resume", "agent", "ResumeAgent", AGENT_HEADERS, agent_row)
 

@@ -19,6 +19,13 @@ listing = typer.Typer(help="List resources.", no_args_is_help=True)
 PARTITION_HEADERS = ["Partition", "Cluster", "ILDs", "GW Routing", "ILD Routing", "Size", "GCDs", "State"]
 
 
+def ipus_of(count: int, ipus) -> str:
+    """'4 IPUs (IPUs 0-3)', '1 IPU (IPU 5)'."""
+    ipus = list(ipus)
+    span = f"IPU {ipus[0]}" if len(ipus) == 1 else f"IPUs {ipus[0]}-{ipus[-1]}"
+    return f"{count} IPU{'' if count == 1 else 's'} ({span})"
+
+
 def partition_row(x: p.Partition) -> list:
     return [x.name, x.cluster, x.ilds, x.gw_routing, x.ild_routing, x.size, x.num_gcds, x.state]
 
@@ -44,8 +51,10 @@ def create_partition(
     if cli.wants_json(json_out):
         print_json(part)
     else:
-        ipus = f"IPUs {part.ipus[0]}-{part.ipus[-1]}" if part.size > 1 else f"IPU {part.ipus[0]}"
-        print(f"Partition {part.name} created: {part.size} IPUs ({ipus}), {part.num_gcds} GCD(s), {part.sync_type}, {part.state}")
+        gcds = f"{part.num_gcds} GCD{'' if part.num_gcds == 1 else 's'}"
+        if part.HasField("gcd_sync_replicas"):
+            gcds += f" ({part.gcd_sync_replicas} GCD sync replicas)"
+        print(f"Partition {part.name} created: {ipus_of(part.size, part.ipus)}, {gcds}, {part.sync_type}, {part.state}")
 
 
 @remove.command("partition")
@@ -58,7 +67,8 @@ def remove_partition(
     """Remove a partition and give its IPUs back."""
     cli = ctx.obj
     part = cli.conn.call(cli.conn.partitions.RemovePartition, p.RemovePartitionRequest(name=name, force=force))
-    print_json(part) if cli.wants_json(json_out) else print(f"Partition {part.name} removed ({part.size} IPUs freed)")
+    freed = f"{part.size} IPU{'' if part.size == 1 else 's'} freed"
+    print_json(part) if cli.wants_json(json_out) else print(f"Partition {part.name} removed ({freed})")
 
 
 @reset.command("partition")
@@ -92,7 +102,8 @@ def get_partition(
         return
     part = view.partition
     print(table(PARTITION_HEADERS, [partition_row(part)], cli.header))
-    print(f"\nSync type: {part.sync_type}  Allocation: {part.allocation}  Holder: {part.holder or '-'}")
+    sync = f"  GCD sync replicas: {part.gcd_sync_replicas}" if part.HasField("gcd_sync_replicas") else ""
+    print(f"\nSync type: {part.sync_type}{sync}  Allocation: {part.allocation}  Holder: {part.holder or '-'}")
     failed = [str(i.id) for m in view.machines for i in m.ipus if i.failed]
     if failed:
         print(f"Failed IPUs: {' '.join(failed)} (remove the partition and create another; `vipu-admin repair ipus` ends"
@@ -103,7 +114,8 @@ def get_partition(
     print(table(["Machine", "Agent", "IPUoF address", "IPUs"], rows, cli.header))
     print(f"\nIPU-Link ring: {' '.join(map(str, view.ring))}")
     for g in view.gcds:
-        print(f"\nGCD {g.gcd} (IPUs {g.ipus[0]}-{g.ipus[-1]}) environment:")
+        span = f"IPU {g.ipus[0]}" if len(g.ipus) == 1 else f"IPUs {g.ipus[0]}-{g.ipus[-1]}"
+        print(f"\nGCD {g.gcd} ({span}) environment:")
         for key in sorted(g.environment):
             print(f"  {key}={g.environment[key]}")
 

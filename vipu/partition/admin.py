@@ -16,7 +16,7 @@ from vipu.partition.admin_objects import (
     Cluster,
     User,
 )
-from vipu.partition.rules import check_name
+from vipu.partition.rules import check_name, named
 from vipu.partition.state import Journal, PodState
 
 
@@ -62,9 +62,9 @@ class Admin:
     def _refuse_if_in_use(self, what: str, agents: list[str]) -> None:
         busy = self._partitions_on(agents)
         if busy:
-            raise FailedPrecondition(
-                f"partitions {', '.join(busy[:5])} are on the IPUs of {what}; remove those partitions first"
-            )
+            one = len(busy) == 1
+            raise FailedPrecondition(f"{named('partition', busy)} {'is' if one else 'are'} on the IPUs of {what};"
+                                     f" remove {'that partition' if one else 'those partitions'} first")
 
     # agents --------------------------------------------------------------------------------------------------
     def create_agent(self, name: str, host: str, port: int, machine: int | None = None) -> Agent:
@@ -148,9 +148,8 @@ class Admin:
         for other in self.state.clusters.values():
             shared = sorted(set(other.agents) & set(agents))
             if shared:
-                raise FailedPrecondition(
-                    f"agents {', '.join(shared[:4])} already belong to cluster {other.name}; remove that cluster first"
-                )
+                raise FailedPrecondition(f"{named('agent', shared, 4)} already belong{'s' if len(shared) == 1 else ''}"
+                                         f" to cluster {other.name}; remove that cluster first")
         cluster = Cluster(
             name=name,
             agents=agents,
@@ -176,11 +175,11 @@ class Admin:
             shared = sorted(set(other.agents) & set(agents))
             if shared:
                 raise FailedPrecondition(
-                    f"agents {', '.join(shared[:4])} already belong to allocation {other.name};"
-                    " an agent is in at most one allocation"
+                    f"{named('agent', shared, 4)} already belong{'s' if len(shared) == 1 else ''} to allocation"
+                    f" {other.name}; an agent is in at most one allocation"
                 )
         # Partitions cannot span allocations: agents under a partition of the default pool cannot move.
-        self._refuse_if_in_use(f"agents {', '.join(agents[:5])}{', ...' if len(agents) > 5 else ''}", agents)
+        self._refuse_if_in_use(named("agent", agents), agents)
         for user in users or []:
             self.state.get("user", user)
         allocation = Allocation(name=name, agents=agents, users=users or [], created_at=self.now())
@@ -193,7 +192,8 @@ class Admin:
         allocation = self.state.get("allocation", name)
         busy = sorted(p.name for p in self.state.partitions.values() if p.allocation == name)
         if busy:
-            raise FailedPrecondition(f"allocation {name} has partitions {', '.join(busy[:5])}; remove them first")
+            raise FailedPrecondition(f"allocation {name} has {named('partition', busy)};"
+                                     f" remove {'it' if len(busy) == 1 else 'them'} first")
         self._commit(deletes=[("allocation", name)])
         return allocation
 

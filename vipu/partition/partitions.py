@@ -9,7 +9,7 @@ from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, Reso
 from vipu.partition.admin_objects import DEFAULT_ALLOCATION, IpuFailure
 from vipu.partition.partition import Partition, PartitionRequest, Transition
 from vipu.partition.placement import block_mask, largest_free_block, place
-from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size
+from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size, n_ipus
 from vipu.partition.state import Journal, PodState
 from vipu.partition.states import PartitionState as S
 
@@ -21,7 +21,7 @@ class IpuStatus:
     index: int
     ild: int
     agent: str | None
-    state: str  # idle | allocated | drained | failed
+    state: str  # idle | allocated | drained (its agent is drained or missing; with a partition: draining) | failed
     partition: str | None
 
 
@@ -50,6 +50,7 @@ class Partitions:
         allocation = request.allocation or DEFAULT_ALLOCATION
         if allocation != DEFAULT_ALLOCATION:
             check_name("allocation", allocation)
+        self._check_ever_fits(request.size, allocation)
         usable = state.usable_mask(allocation)
         first = place(usable, state.pod.ipus, request.size) if request.first_ipu is None else request.first_ipu
         if first is not None and (first % request.size or block_mask(first, request.size) & ~usable):
@@ -58,11 +59,10 @@ class Partitions:
                 f" allocation {allocation}; let placement choose"
             )
         if first is None:
-            free = bin(usable).count("1")
+            free, largest = usable.bit_count(), largest_free_block(usable, state.pod.ipus)
             raise ResourceExhausted(
-                f"no free aligned block of {request.size} IPUs in allocation {allocation}: {free} IPUs free, the"
-                f" largest free block holds {largest_free_block(usable, state.pod.ipus)}; remove a partition or ask"
-                " for a smaller size"
+                f"no free aligned block of {n_ipus(request.size)} in allocation {allocation}: {n_ipus(free)} free,"
+                f" the largest free block holds {n_ipus(largest)}; remove a partition or ask for a smaller size"
             )
         now = self.now()
         machine = state.topology.place(first).machine
@@ -88,6 +88,24 @@ class Partitions:
         partition = self._put(pending.moved_to(S.ACTIVE, now))
         state.used_mask |= block_mask(first, request.size)
         return partition
+
+    def _check_ever_fits(self, size: int, allocation: str) -> None:
+        """A size that no aligned block of the allocation could hold even with every partition removed, every drain
+        ended and every failure repaired is bad input (INVALID_ARGUMENT), not a lack of room now
+        (RESOURCE_EXHAUSTED): waiting or removing partitions would never make it fit."""
+        capacity = self.state.capacity_mask(allocation)
+        largest = largest_free_block(capacity, self.state.pod.ipus)
+        if size <= largest:
+            return
+        total = capacity.bit_count()
+        if total == 0:
+            why = ("every agent belongs to a named allocation; pass --allocation" if allocation == DEFAULT_ALLOCATION
+                   else "it has no agents; use another allocation (`vipu list allocations`)")
+            raise InvalidArgument(f"size is {size} but allocation {allocation} has no IPUs: {why}")
+        shape = "" if largest == total else f", whose largest aligned block holds {n_ipus(largest)}"
+        raise InvalidArgument(
+            f"size is {size} but allocation {allocation} has {n_ipus(total)}{shape}; ask for at most {largest}"
+        )
 
     def get(self, name: str) -> Partition:
         return self.state.get("partition", name)
@@ -115,9 +133,8 @@ class Partitions:
         resetting = partition.moved_to(S.RESETTING, now)
         failed = sorted(set(partition.ipus) & self.state.failed_ipus)
         if failed:
-            raise FailedPrecondition(
-                f"partition {name} has failed IPUs {', '.join(map(str, failed[:8]))}; remove it and create another"
-            )
+            which = f"IPU{'' if len(failed) == 1 else 's'} {', '.join(map(str, failed[:8]))}"
+            raise FailedPrecondition(f"partition {name} has failed {which}; remove it and create another")
         return self._put(resetting.moved_to(S.ACTIVE, now))
 
     def acquire(self, name: str, holder: str) -> Partition:
@@ -188,8 +205,10 @@ class Partitions:
         for ipu in range(state.pod.ipus):
             place_ = state.topology.place(ipu)
             agent = agents.get(place_.machine)
-            kind = ("failed" if ipu in failed else "allocated" if ipu in owner
-                    else "drained" if drained >> ipu & 1 else "idle")
+            # drained before allocated: an IPU of a drained agent still running a job is draining (Slurm's drng),
+            # shown drained with its partition, so the drain is not hidden behind the job
+            kind = ("failed" if ipu in failed else "drained" if drained >> ipu & 1
+                    else "allocated" if ipu in owner else "idle")
             statuses.append(
                 IpuStatus(ipu, place_.machine, place_.index, place_.ild, agent.name if agent else None, kind, owner.get(ipu))
             )

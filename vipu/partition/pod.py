@@ -93,7 +93,8 @@ class PodConfig(Strict):
             raise ValueError(f"machine.ipus is {self.machine.ipus}: the IPU-Link layout needs 2 or 4 IPUs per machine")
         if per_ild & (per_ild - 1):
             raise ValueError(
-                f"machines_per_ild x machine.ipus is {per_ild}: an IPU-Link domain must hold a power of two IPUs"
+                f"machines_per_ild x machine.ipus is {per_ild}: an IPU-Link domain must hold a power of two IPUs;"
+                f" {self._machines_per_ild_fix()}"
             )
         if per_ild > MAX_ILD_IPUS:
             raise ValueError(
@@ -111,6 +112,18 @@ class PodConfig(Strict):
                 " make them agree"
             )
         return self
+
+    def _machines_per_ild_fix(self) -> str:
+        """The machines_per_ild values nearest the given one that make a whole IPU-Link domain (with 2 or 4 IPUs per
+        machine, a power of two of machines), within 64 IPUs and, for a torus, at least 3 machines."""
+        ipus, given = self.machine.ipus, self.machines_per_ild
+        below = 1 << (given.bit_length() - 1)
+        fits = [n for n in (below, below * 2)
+                if n * ipus <= MAX_ILD_IPUS and (self.ild_topology != "torus" or n >= 3)]
+        if not fits:
+            fits = [MAX_ILD_IPUS // ipus]
+        sizes = " or ".join(str(n * ipus) for n in fits)
+        return f"set machines_per_ild to {' or '.join(map(str, fits))} ({sizes} IPUs a domain)"
 
     @property
     def ild_ipus(self) -> int:

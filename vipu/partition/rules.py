@@ -53,6 +53,17 @@ def check_job_name(name: str, holder: str | None) -> None:
                               " choose another name")
 
 
+def n_ipus(n: int) -> str:
+    """'1 IPU', '4 IPUs': a count for a message."""
+    return f"{n} IPU" if n == 1 else f"{n} IPUs"
+
+
+def named(noun: str, names: list[str], limit: int = 5) -> str:
+    """'partition p1', 'partitions p1, p2' (at most `limit` names, then '...'): names for a message."""
+    shown = ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
+    return f"{noun}{'' if len(names) == 1 else 's'} {shown}"
+
+
 def is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 

@@ -43,6 +43,12 @@ KINDS: dict[str, type[BaseModel]] = {
 }
 
 
+def missing(kind: str, name: str) -> NotFound:
+    """The error for a record that does not exist (or, with --secure, that the caller may not see: the same words)."""
+    listing = "vipu list partitions" if kind == "partition" else f"vipu-admin list {kind}s"
+    return NotFound(f"{kind} {name!r} does not exist; `{listing}` shows the ones that do")
+
+
 @dataclass
 class PodState:
     pod: PodConfig
@@ -71,8 +77,7 @@ class PodState:
         try:
             return self.table(kind)[name]
         except KeyError:
-            listing = "vipu list partitions" if kind == "partition" else f"vipu-admin list {kind}s"
-            raise NotFound(f"{kind} {name!r} does not exist; `{listing}` shows the ones that do") from None
+            raise missing(kind, name) from None
 
     def apply(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
         for kind, name, record in puts:
@@ -104,6 +109,15 @@ class PodState:
             )
         return eligible
 
+    def capacity_mask(self, allocation: str) -> int:
+        """IPUs of every agent of the allocation, drained or not, used or not, failed or not: the most a partition of
+        it could ever get (drains end, failures are repaired, partitions are removed; its agents stay)."""
+        return mask_of(
+            ipu
+            for name in self.allocation_agents(allocation)
+            for ipu in self.topology.machine_ipus(self.agents[name].machine)
+        )
+
     def usable_mask(self, allocation: str) -> int:
         """IPUs a new partition in `allocation` may use: on its agents, not failed, not drained, not in use."""
         return self.eligible_mask(allocation) & ~self.used_mask & ~self.failed_mask
@@ -120,10 +134,16 @@ class PodState:
 
     @property
     def drained_mask(self) -> int:
-        """IPUs out of service for new partitions though healthy and free: their machine's agent is drained or
-        missing (Slurm's drained nodes)."""
+        """Healthy IPUs out of service for new partitions: their machine's agent is drained or missing. Those still
+        in a partition are draining (Slurm's drng: the drain waits for the job on them to end), the others drained;
+        both count here, since neither takes new work (a busy one counted as allocated would hide the drain)."""
         online = self._union(self._allowed().values())
-        return ((1 << self.pod.ipus) - 1) & ~online & ~self.used_mask & ~self.failed_mask
+        return ((1 << self.pod.ipus) - 1) & ~online & ~self.failed_mask
+
+    @property
+    def draining_mask(self) -> int:
+        """The drained IPUs still in a partition (see drained_mask)."""
+        return self.drained_mask & self.used_mask
 
     def job_masks(self) -> tuple[int, dict[str, int]]:
         """What the job scheduler may place on: the IPUs free now in any allocation (healthy, on online agents, in

@@ -6,7 +6,9 @@ from dataclasses import replace
 from typing import Callable
 
 from vipu import __version__
+from vipu.errors import AlreadyExists
 from vipu.partition.partition import Partition, PartitionRequest
+from vipu.partition.state import missing
 from vipu.server import convert
 from vipu.server.status import rpc
 from vipu.v1 import partition_pb2 as p
@@ -23,11 +25,20 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
         return p.VersionInfo(version=__version__, pod=pod.name, ipus=pod.ipus)
 
     def _own(self, name: str, context):
-        """The partition, if the caller may act on it (call before taking the lock)."""
+        """The partition, if the caller may act on it (call before taking the lock): one the caller may not see is
+        NOT_FOUND, one they see but do not own (their allocation's) PERMISSION_DENIED."""
         identity = self.rt.identity(context)
         with self.rt.lock:
-            part = self.rt.controller.partitions.get(name)
+            part = self._seen(identity, name)
         identity.check_owner("partition", name, part.owner)
+
+    def _seen(self, identity, name: str) -> Partition:
+        """The partition, if the caller may see it (call under the lock). One they may not see is refused in the words
+        used for one that does not exist, so a --secure controller reveals neither that it exists nor whose it is."""
+        part = self.rt.controller.partitions.get(name)
+        if not self._visible(identity)(part):
+            raise missing("partition", name)
+        return part
 
     def _visible(self, identity) -> Callable[[Partition], bool]:
         """Which partitions the caller may see (call under the lock)."""
@@ -54,16 +65,25 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
         with self.rt.lock:
             if spec.allocation and not identity.admin:  # (an admin may use any: create() checks the name)
                 identity.check_allocation(spec.allocation, self.rt.controller.admin.get_allocation(spec.allocation).users)
-            part = self.rt.controller.partitions.create(spec)
+            try:
+                part = self.rt.controller.partitions.create(spec)
+            except AlreadyExists:
+                taken = self.rt.controller.state.partitions.get(spec.name)
+                if taken is None or self._visible(identity)(taken):
+                    raise
+                # names are the controller's, not each user's (as V-IPU's): the name is refused, but neither its
+                # owner nor a `vipu remove partition` the caller could not run is named
+                raise AlreadyExists(
+                    f"partition name {spec.name!r} is taken; partition names are shared by every user of this"
+                    " controller: choose another name"
+                ) from None
             return convert.partition(part, self.rt.controller.state)
 
     @rpc
     def GetPartition(self, request, context):
         identity = self.rt.identity(context)
         with self.rt.lock:
-            part = self.rt.controller.partitions.get(request.name)
-            if not self._visible(identity)(part):
-                identity.check_owner("partition", request.name, part.owner)  # raises, naming the owner
+            part = self._seen(identity, request.name)
             gcd = request.gcd if request.HasField("gcd") else None
             return convert.partition_view(
                 part, self.rt.controller.state, self.rt.api_host, self.rt.api_port, request.ipu_configs, gcd
