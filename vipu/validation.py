@@ -22,9 +22,9 @@ def _fix(kind: str, given: object) -> str:
     return ""
 
 
-# a number out of its bounds: pydantic's error type -> (too what, the bound in its context)
-BOUNDS = {"less_than_equal": ("large", "le"), "greater_than_equal": ("small", "ge"), "less_than": ("large", "lt"),
-          "greater_than": ("small", "gt")}
+# a number out of its bounds: pydantic's error type -> (too what, what to give, the bound in its context)
+BOUNDS = {"less_than_equal": ("large", "at most", "le"), "greater_than_equal": ("small", "at least", "ge"),
+          "less_than": ("large", "less than", "lt"), "greater_than": ("small", "more than", "gt")}
 
 
 def describe(error: ValidationError, what: str) -> str:
@@ -42,8 +42,8 @@ def describe(error: ValidationError, what: str) -> str:
             message = f"{item['ctx']['tag']!r} is not one of the kinds; use one of {tags}"
             field = ".".join(str(p) for p in (*item["loc"], item["ctx"]["discriminator"].strip("'")))
         elif item["type"] in BOUNDS:
-            word, key = BOUNDS[item["type"]]
-            message = f"{item['input']!r} is too {word}; give {'at most' if word == 'large' else 'at least'} {item['ctx'][key]}"
+            word, give, key = BOUNDS[item["type"]]
+            message = f"{item['input']!r} is too {word}; give {give} {item['ctx'][key]}"
         elif item["type"].endswith(("_type", "_parsing")) and not isinstance(item.get("input"), (dict, list)):
             message = f"{message}, not {item['input']!r}{_fix(item['type'], item['input'])}"
         parts.append(f"{field}: {message}" if field else message)

@@ -258,7 +258,7 @@ def test_a_running_jobs_partition_is_removed_only_by_cancelling_the_job(server):
     wait_for(lambda: jobs(server)[job]["state"] == "RUNNING")
     for verb in ("remove", "reset"):
         refused = run(server, "vipu", verb, "partition", f"slurm_{job}")
-        assert refused.returncode == 4 and f"partition slurm_{job} is running job {job}'s" in refused.stderr
+        assert refused.returncode == 4 and f"partition slurm_{job} belongs to running job {job}" in refused.stderr
         assert f"`vipu cancel {job}`" in refused.stderr and jobs(server)[job]["state"] == "RUNNING"
     forced = run(server, "vipu", "remove", "partition", f"slurm_{job}", "--force")
     assert forced.returncode == 0, forced.stderr

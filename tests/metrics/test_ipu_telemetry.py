@@ -31,12 +31,14 @@ def fleet(ray_session):
     fleet.pool.shutdown()
 
 
-def per_ipu_series(fleet) -> dict[str, dict[int, float]]:
-    """One scrape of the collector's per-IPU families for machines 0 and 1: {metric: {ipu: value}}."""
+def per_ipu_series(fleet, running: bool = True) -> dict[str, dict[int, float]]:
+    """One scrape of the collector's per-IPU families for machines 0 and 1: {metric: {ipu: value}}; `running`: the
+    job's partition is still there."""
     from vipu.metrics.collector import StateCollector
 
+    busy = JOB_IPUS if running else []
     statuses = [IpuStatus(ipu=i, machine=i // 4, index=i % 4, ild=0, agent=f"ag0{i // 4}",
-                          state="allocated" if i in JOB_IPUS else "idle", partition="slurm_1" if i in JOB_IPUS else None)
+                          state="allocated" if i in busy else "idle", partition="slurm_1" if i in busy else None)
                 for i in range(8)]
     families = StateCollector(SimpleNamespace(fleet=fleet)).machines(POD, statuses)
     wanted = {"vipu_ipu_utilization_ratio", "vipu_ipu_memory_used_bytes", "vipu_ipu_power_watts"}
@@ -68,3 +70,6 @@ def test_a_training_job_shows_on_its_ipus_while_it_runs(fleet):
             assert series["vipu_ipu_power_watts"][ipu] == IDLE_W
     after = per_ipu_series(fleet)
     assert all(after["vipu_ipu_memory_used_bytes"][ipu] == 0 for ipu in JOB_IPUS)  # the job freed its tensors
+    gone = per_ipu_series(fleet, running=False)  # and once its partition is removed, its IPUs read idle
+    assert all(gone["vipu_ipu_utilization_ratio"][ipu] == 0.0 for ipu in JOB_IPUS)
+    assert all(gone["vipu_ipu_power_watts"][ipu] == IDLE_W for ipu in JOB_IPUS)

@@ -14,18 +14,18 @@ from vipu.workers.telemetry import ipu_reading, power_watts, temperatures_celsiu
 STATS = {"per_ipu": {5: {"utilisation": 0.75, "sram_used_bytes": 1234}}}  # keyed as Machine.stats() keys it
 
 
-def status(state: str) -> IpuStatus:
-    return IpuStatus(ipu=5, machine=1, index=1, ild=0, agent=None, state=state, partition=None)
+def status(state: str, partition: str | None = "p") -> IpuStatus:
+    return IpuStatus(ipu=5, machine=1, index=1, ild=0, agent=None, state=state, partition=partition)
 
 
-@pytest.mark.parametrize("stats, failed, want", [
-    (STATS, False, (0.75, 1234)),
-    (STATS, True, (0.0, 1234)),  # a failed IPU does no work, whatever its machine last said
-    (None, False, (0.0, 0)),  # no actor yet: idle
-    ({"per_ipu": {}}, False, (0.0, 0)),
+@pytest.mark.parametrize("stats, working, want", [
+    (STATS, True, (0.75, 1234)),
+    (STATS, False, (0.0, 1234)),  # failed, or in no partition: no work, whatever its machine last said
+    (None, True, (0.0, 0)),  # no actor yet: idle
+    ({"per_ipu": {}}, True, (0.0, 0)),
 ])
-def test_ipu_reading(stats, failed, want):
-    assert ipu_reading(stats, 5, failed) == want
+def test_ipu_reading(stats, working, want):
+    assert ipu_reading(stats, 5, working) == want
 
 
 def test_the_reading_is_what_the_machine_reports(pod):
@@ -35,16 +35,19 @@ def test_the_reading_is_what_the_machine_reports(pod):
     machine.put_tensor(5, "w", np.zeros(1000, np.float32))
     times = machine.run_step(Step(compute_sets=[ComputeSet(ipus={5: IpuWork(flops=236_800), 6: IpuWork()})]))
     stats = machine.stats()
-    utilisation, sram = ipu_reading(stats, 5, failed=False)
+    utilisation, sram = ipu_reading(stats, 5, working=True)
     assert utilisation == pytest.approx(times.utilisation[5]) and 0 < utilisation < 1
     assert sram == stats["per_ipu"][5]["sram_used_bytes"] >= 4000
-    assert ipu_reading(stats, 6, failed=False) == (0.0, 0)  # took part in the step without computing
+    assert ipu_reading(stats, 6, working=True) == (0.0, 0)  # took part in the step without computing
     assert power_watts(utilisation) > power_watts(0.0)
 
 
-def test_list_ipus_shows_a_failed_ipu_idle_as_the_metrics_do():
+def test_list_ipus_shows_a_failed_or_unallocated_ipu_idle_as_the_metrics_do():
     assert convert.ipu(status("failed"), STATS).utilization == 0.0
     assert convert.ipu(status("allocated"), STATS).utilization == 0.75
+    # the job has ended and its partition is gone: its last step's utilisation is still in the machine's stats
+    assert convert.ipu(status("idle", partition=None), STATS).utilization == 0.0
+    assert convert.ipu(status("drained", partition="p"), STATS).utilization == 0.75  # draining: its job still runs
 
 
 def test_power_and_temperature_rise_with_utilisation():

@@ -32,7 +32,7 @@ class Pod64Info:
     allocated: int
     failed: int
     largest_free_block: int
-    drained: int = 0  # healthy and free, but their machine's agent is drained or missing
+    drained: int = 0  # healthy, on machines whose agent is drained or missing: in a partition (draining) or not
 
 
 def decorate(s: Scheduler, job: Job, factors: dict[str, float] | None = None, now: float = 0.0) -> Job:

@@ -109,8 +109,8 @@ class Runtime:
             shown = self.scheduler.table.jobs[job_id].display_id  # 26_0 for an array's first task: 26 is every task
             if not force:
                 raise FailedPrecondition(
-                    f"partition {name} is running job {shown}'s; `vipu cancel {shown}` ends the job and removes it"
-                    " (remove with --force cancels the job too)"
+                    f"partition {name} belongs to running job {shown}; `vipu cancel {shown}` ends the job and removes"
+                    " it (remove with --force cancels the job too)"
                 )
             now = self.now()
             stops = self.scheduler.cancel([job_id], now, single=True)
@@ -125,8 +125,8 @@ class Runtime:
             if job_id is not None:
                 shown = self.scheduler.table.jobs[job_id].display_id
                 raise FailedPrecondition(
-                    f"partition {name} is running job {shown}'s and a reset would stop its workload; `vipu requeue"
-                    f" {shown}` or `vipu cancel {shown}` ends the run instead"
+                    f"partition {name} belongs to running job {shown}, and a reset would stop its workload;"
+                    f" `vipu requeue {shown}` or `vipu cancel {shown}` ends the run instead"
                 )
             return self.controller.partitions.reset(name)
 

@@ -16,12 +16,13 @@ DIE_C_PER_W = 0.3
 BOARD_C_PER_W = 0.15
 
 
-def ipu_reading(machine_stats: dict | None, ipu: int, failed: bool) -> tuple[float, int]:
+def ipu_reading(machine_stats: dict | None, ipu: int, working: bool) -> tuple[float, int]:
     """(utilisation, SRAM bytes in use) of Pod-wide IPU `ipu` from its machine actor's stats() (None: no actor,
     idle). stats()["per_ipu"] is keyed by the Pod-wide IPU number as an int (Machine.stats; Ray's pickling keeps
-    the type). A failed IPU does no work, whatever its machine last reported."""
+    the type). An IPU that is not `working` (in no partition, or failed) does no work, whatever its machine last
+    reported: utilisation is of the last step, which stays in the stats after the job has ended."""
     per_ipu = (machine_stats or {}).get("per_ipu", {}).get(ipu, {})
-    utilisation = 0.0 if failed else float(per_ipu.get("utilisation", 0.0))
+    utilisation = float(per_ipu.get("utilisation", 0.0)) if working else 0.0
     return utilisation, int(per_ipu.get("sram_used_bytes", 0))
 
 
