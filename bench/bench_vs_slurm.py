@@ -255,7 +255,11 @@ def main() -> int:
         ratio = ""
         if a is not None and b not in (None, 0) and better:
             ratio = f"{a / b:.1f}x" if better == "higher" else f"{b / a:.1f}x" if a else "inf"
-        fmt = lambda v: "-" if v is None else f"{v:,.3f}" if v < 10 else f"{v:,.0f}"  # noqa: E731
+        count = key in ("e_accepted", "e_survived")  # job counts, not measurements: 0, not 0.000
+
+        def fmt(v) -> str:
+            return "-" if v is None else f"{v:,.0f}" if count or v >= 10 else f"{v:,.3f}"
+
         print(f"{label:<54} {fmt(a):>10} {fmt(b):>10} {ratio:>9}  {how}")
     print("ratio: how many times better vipu-sim is (higher rate, or lower time)")
     if table:

@@ -274,4 +274,4 @@ def test_the_trace_formats_page_is_true(tmp_path):
         assert [(j.name, j.ipus, j.time_limit, j.begin) for j in trace.jobs] == \
             [("pretrain", 16, 300, None), ("finetune", 8, 120, None), ("eval", 4, 60, 3600)]
         result = replay(trace.jobs, POD16, "backfill")
-        assert (result.finished, result.timeouts) == (3, 1)  # pretrain ends TIMEOUT, as the page says
+        assert (result.finished, result.timeouts, result.preemptions) == (3, 1, 1)  # as the page says

@@ -35,6 +35,14 @@ def test_getting_started_commands_run_as_written(server):
     commands = [line[2:] for line in lines if line.startswith("$ ")]
     assert len(commands) > 10
     env = {**server.env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    said = {}
     for command in commands:
         out = subprocess.run(command, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, (command, out.stdout, out.stderr)
+        said[command] = out.stdout
+    # and what the page says to look for is there (with job 1 at 1 s, job 2 had started before a reader could look)
+    queue = {row[0]: row for row in ([cell.strip() for cell in line.split("|")] for line in said["vipu queue"].splitlines())}
+    assert queue["2"][1] == "big" and queue["2"][3] == "PD" and queue["2"][-1] == "(Resources)", said["vipu queue"]
+    show = dict(line.split("=", 1) for line in said["vipu show job 2"].splitlines() if "=" in line)
+    assert show["JobState"] == "PENDING" and show["Reason"] == "Resources" and show["EstimatedStart"] != "Unknown"
+    assert "memory per IPU" in said["vipu plan examples/tiny_dp.yaml"]

@@ -4,6 +4,7 @@ under the same id onto healthy machines; an admin repair puts the IPUs back."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import yaml
@@ -59,3 +60,9 @@ def test_killing_a_machine_requeues_its_job_elsewhere(server_factory, tmp_path):
     ipus = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
     assert [i["state"] for i in ipus[4 * machine: 4 * machine + 4]] == ["failed"] * 4
     assert run(server, "vipu", "cancel", str(train)).returncode == 0
+
+    # a clean stop takes its local Ray's session folder with it (every stopped controller left ~1 MB in /tmp)
+    folder = Path(f"/tmp/vipu-ray-{server.proc.pid}")
+    assert folder.exists()
+    server.kill(signal.SIGTERM)
+    assert not folder.exists()

@@ -134,8 +134,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate chain: serve over TLS")
     parser.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
     parser.add_argument("--ray", "--ray-address", dest="ray", default="local", metavar="RAY",
-                        help="machine actors: local (start Ray here when a job first needs it), off, or the address of"
-                             " a Ray cluster to attach to (e.g. 10.0.0.5:6379 or auto)")
+                        help="machine actors: local (start a local Ray with the controller, before it listens; a"
+                             " machine's actor starts when a job first needs it), off, or the address of a Ray cluster"
+                             " to attach to (e.g. 10.0.0.5:6379 or auto)")
     parser.add_argument("--machine-bundle", default=None,
                         help="what each machine actor reserves on a Ray node, e.g. ipu_host=1 to spread machines over"
                              " nodes that advertise an ipu_host resource (default CPU=0.01)")

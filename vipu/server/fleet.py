@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -38,6 +39,7 @@ class Fleet:
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
         self._checking = threading.Lock()
+        self._ray_dir = f"/tmp/vipu-ray-{os.getpid()}"  # short: Ray's socket paths must fit in 107 characters
 
     @property
     def enabled(self) -> bool:
@@ -71,7 +73,7 @@ class Fleet:
         for attempt in (1, 2):
             try:
                 ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False, _temp_dir=f"/tmp/vipu-ray-{os.getpid()}")
+                         configure_logging=False, _temp_dir=self._ray_dir)
                 self._started_ray = True
                 return
             except Exception:  # noqa: BLE001 - retried once, then raised
@@ -182,3 +184,5 @@ class Fleet:
             import ray
 
             ray.shutdown()
+            # its session logs and sockets: ~1 MB a start, left behind by every stopped controller otherwise
+            shutil.rmtree(self._ray_dir, ignore_errors=True)
