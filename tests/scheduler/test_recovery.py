@@ -2,7 +2,7 @@
 
 import pytest
 
-from vipu.errors import FailedPrecondition
+from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.scheduler.effects import StopJob
 from vipu.scheduler.job import KINDS, SchedulerMeta
 from vipu.scheduler.states import JobState
@@ -113,3 +113,34 @@ def test_a_run_that_cannot_resume_ends_even_when_its_partition_survived():
     assert s.job(1).state is S.PENDING and s.job(1).requeue_count == 1
     assert s.job(1).recovery.endswith("its workload ran inside the controller process that died")
     assert StopJob(1, "slurm_1", S.NODE_FAIL, True) in effects  # its surviving partition is removed
+
+
+def test_a_qos_removed_from_the_config_keeps_its_jobs():
+    """Restarted without a QOS that stored jobs name: the restart crashed on the first lookup (KeyError), and a
+    requeue once it was up lost the job. Now (Slurm's InvalidQOS) running jobs go on, pending ones are held for an
+    admin with a note saying why, and new jobs may not name the QOS."""
+    journal = RecordingJournal()
+    qos = {"low": {"priority": 0}, "normal": {"priority": 50}, "capped": {"priority": 80, "max_ipus": 16}}
+    old = make(journal=journal, qos=qos)
+    old.submit(spec(ipus=4, qos="capped"), 0)  # 1: runs
+    old.cycle(0)
+    old.submit(spec(ipus=16, qos="capped"), 1)  # 2: waits for the whole Pod
+    old.submit(spec(ipus=4, qos="normal", hold=True), 1)  # 3: a job of a QOS still there
+    old.cycle(1)
+    assert [old.job(i).state for i in (1, 2)] == [S.RUNNING, S.PENDING]
+    s = make(journal=RecordingJournal())  # the default QOS table: no "capped"
+    s.recover(stored(journal), now=10, partitions=["slurm_1"])
+    assert s.retired_qos == {"capped"}
+    assert s.job(1).state is S.RUNNING and s.job(2).admin_hold and s.job(2).reason == "JobHeldAdmin"
+    assert "its qos capped is no longer in the scheduler config" in s.job(2).recovery
+    assert s.job(3).held and not s.job(3).admin_hold and s.job(3).recovery is None  # its QOS is still there
+    s.release(3, 10)
+    s.cycle(10)
+    assert s.job(3).state is S.RUNNING  # job 2, held, no longer reserves the Pod
+    s.requeue(1, 11)  # what lost the job: it is pending again, under a stand-in QOS of priority 0
+    assert s.job(1).state is S.PENDING and s.priority(1, 11).qos == 0
+    s.release(2, 12, admin=True)
+    assert not s.job(2).held
+    with pytest.raises(InvalidArgument) as refused:
+        s.submit(spec(qos="capped"), 13)
+    assert "qos 'capped' is no longer in the scheduler config" in refused.value.message

@@ -7,7 +7,7 @@ it may evict, what happens to it when it is evicted itself, and how much of the 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Iterable, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
@@ -114,3 +114,13 @@ def parse_config(data: object, source: str) -> SchedulerConfig:
         return SchedulerConfig.model_validate(data)
     except ValidationError as e:
         raise InvalidArgument(describe(e, f"scheduler config {source}")) from None
+
+
+def with_retired_qos(config: SchedulerConfig, names: Iterable[str]) -> SchedulerConfig:
+    """The config with a stand-in (priority 0, no preemption, no limits) for each QOS in `names` it does not have.
+    Why: a controller restarted with a QOS removed from its config still holds jobs that name it (Slurm's
+    InvalidQOS); they are kept, and every priority, limit and preemption lookup finds an entry instead of failing."""
+    missing = sorted(set(names) - set(config.qos))
+    if not missing:
+        return config
+    return config.model_copy(update={"qos": {**config.qos, **{name: QosSpec() for name in missing}}})

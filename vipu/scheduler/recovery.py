@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.rules import job_of_partition, job_partition_name
+from vipu.scheduler.config import with_retired_qos
 from vipu.scheduler.effects import Effect, StopJob
 from vipu.scheduler.job import KINDS, META_NAME, Job, SchedulerMeta
 from vipu.scheduler.states import JobState
@@ -51,6 +52,10 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
     if s.table.jobs:
         raise FailedPrecondition("recover() rebuilds an empty scheduler; create a new Scheduler for it")
     jobs, meta = _records(records)
+    names = {j.spec.qos for j in jobs if j.spec.qos is not None}
+    s.retired_qos = frozenset(names - set(s.config.qos))
+    if s.retired_qos:
+        s._configure(with_retired_qos(s.config, names))
     live = set(partitions) if partitions is not None else set()
     changed: list[Job] = []
     final: list[Job] = []
@@ -79,6 +84,12 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
                 cut_short.append(failed)
             changed.append(job)
             lost.add(job.id)
+        if job.state is S.PENDING and job.spec.qos in s.retired_qos and not job.admin_hold:
+            job = job.updated({"held": True, "admin_hold": True, "recovery": (
+                f"{job.recovery + '; then ' if job.recovery else ''}held (JobHeldAdmin) at the controller's restart:"
+                f" its qos {job.spec.qos} is no longer in the scheduler config; restore the QOS, or release the job"
+                " (it then runs at priority 0) or cancel it")})
+            changed = [c for c in changed if c.id != job.id] + [job]
         final.append(job)
     next_id = max([meta.next_job_id if meta else 1] + [j.id + 1 for j in final])
     puts = [("job", str(j.id), j) for j in changed] + [("scheduler_meta", META_NAME, SchedulerMeta(next_job_id=next_id))]

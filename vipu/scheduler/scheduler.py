@@ -46,21 +46,26 @@ FINAL_STATES = (S.COMPLETED, S.FAILED, S.CANCELLED, S.TIMEOUT, S.NODE_FAIL)
 class Scheduler:
     def __init__(self, pod: PodConfig, config: SchedulerConfig | None = None, journal: Journal | None = None):
         self.pod = pod
-        self.config = config or SchedulerConfig()
         self.journal = journal or NoJournal()
         self._durable = not isinstance(self.journal, NoJournal)  # NoJournal keeps nothing: no records are built
-        self.policy = get_policy(self.config.policy)
-        self.preempting_qos = tuple(sorted(qos_sets(self.config.qos).preempting))  # QOS whose jobs may evict
         self.total = pod.ipus
         self.full_mask = (1 << pod.ipus) - 1
         self.failed_mask = 0
         self.table = JobTable()
-        self.fairshare = FairShare(self.config.fairshare_half_life)
-        self.order = PendingOrder(QUEUE_ORDER[self.config.policy], self.config, pod.ipus, self.fairshare)
+        self.retired_qos: frozenset[str] = frozenset()  # QOS that stored jobs name but the config no longer has
+        self._configure(config or SchedulerConfig())
         self.pending_info: dict[int, PendingInfo] = {}  # the last cycle's reason and estimated start per job walked
         self.last_decision: ScheduleDecision | None = None  # explains the jobs the last cycle did not reach
         self.last_cycle_at: float | None = None
         self.last_cycle_seq = 0  # table.seq when the last cycle walked: jobs ready since then were not considered
+
+    def _configure(self, config: SchedulerConfig) -> None:
+        """Everything that follows from the config (an empty scheduler only: the queue order is rebuilt)."""
+        self.config = config
+        self.policy = get_policy(config.policy)
+        self.preempting_qos = tuple(sorted(qos_sets(config.qos).preempting))  # QOS whose jobs may evict
+        self.fairshare = FairShare(config.fairshare_half_life)
+        self.order = PendingOrder(QUEUE_ORDER[config.policy], config, self.pod.ipus, self.fairshare)
 
     # -- commit, then memory ----------------------------------------------------------------------------------
     def _commit(self, jobs: list[Job], now: float, next_job_id: int | None = None) -> None:
@@ -120,6 +125,11 @@ class Scheduler:
         can never run here, ResourceExhausted when the queue is full."""
         spec = parse_spec(spec) if not isinstance(spec, JobSpec) else spec
         resolved = resolve(spec, self.pod, self.config)
+        if resolved.qos in self.retired_qos:
+            raise InvalidArgument(
+                f"qos {resolved.qos!r} is no longer in the scheduler config (only jobs stored before it was removed"
+                f" still name it); use one of {', '.join(sorted(set(self.config.qos) - self.retired_qos))}"
+            )
         if request_id is not None:
             check_request_id(request_id)
             earlier = self.table.request_ids.get(request_id)
