@@ -109,8 +109,8 @@ def test_a_cancel_of_several_starts_none_of_them(server):
     wait_for(lambda: all(show(server, r)["state"] == "RUNNING" for r in running))
     array = submit(server, "--ipus", "64", "--time-limit", "10m", "--array", "0-9")[0]
     waiting = [f"{array}_{t}" for t in range(10)]
-    out = run(server, "vipu", "cancel", *map(str, running), *waiting)
-    assert out.returncode == 0, out.stderr
+    out = run(server, "vipu", "cancel", *map(str, running), "9999", *waiting)  # an unknown id among them too
+    assert out.returncode == 3 and "job 9999 does not exist" in one_error(out)
     assert out.stdout.splitlines() == [f"Job {i} cancelled: CANCELLED" for i in [*running, *waiting]]
     history = json.loads(run(server, "vipu", "history", "--json").stdout)
     assert len(history) == 12 and all(x["state"] == "CANCELLED" for x in history)

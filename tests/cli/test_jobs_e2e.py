@@ -302,3 +302,10 @@ def test_pending_array_tasks_share_a_queue_line_as_in_squeue(server):
     assert "(JobHeldUser)" in text[1]
     expanded = run(server, "vipu", "queue", "-r", "--no-header").stdout.splitlines()
     assert len(expanded) == 10 and len(jobs(server)) == 10  # -r and --json: a line each
+
+
+def test_a_retried_submit_says_it_queued_nothing(server):
+    first = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--request-id", "abc1")
+    again = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--request-id", "abc1")
+    assert first.stdout == "Submitted job 1\n"
+    assert again.stdout == "Submitted job 1\n(request id abc1 was used before: that submit's jobs, not queued again)\n"

@@ -27,3 +27,13 @@ def test_top_shows_jobs_partitions_and_failures(server):
     assert "...X" in machine15
     waiter = next(line for line in lines if "waiter" in line)
     assert "Resources" in waiter or "ReqNodeNotAvail" in waiter, waiter
+
+
+def test_top_names_array_tasks_as_queue_does(server):
+    """A task's own job id read as a whole array (`153` for task 153_0 ...); top now says N_T, as vipu queue."""
+    array = submit(server, "--name", "sweep", "--ipus", "32", "--time-limit", "5m", "--array", "0-2")[0]
+    wait_for(lambda: sorted(x["state"] for x in jobs(server).values()) == ["PENDING", "RUNNING", "RUNNING"])
+    out = run(server, "vipu", "top", "--once").stdout
+    sweep = [line.split()[0] for line in out.splitlines() if "sweep" in line]
+    assert sorted(sweep) == [f"{array}_{t}" for t in range(3)], out
+

@@ -107,9 +107,9 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
     """What scancel and scontrol do with several ids: act on each id that can be acted on, print a line for each
     success and one error line for each failure; returns the jobs changed and the first failure's exit code (0 if
     none). N is a job or every task of array job N; N_T is one task, sent as `single` (the first task's job id is
-    the array's own). A cancel of several goes as one all-or-nothing call first, so that none of the jobs named
-    starts while the others are cancelled; refused, or for other commands, each id gets a call of its own (the
-    RPCs are all-or-nothing, which other clients rely on), so each failure prints its line once."""
+    the array's own). A cancel of several cancels the active jobs named in one all-or-nothing call (cancel_together);
+    every other id, and every id of the other commands, gets a call of its own (the RPCs are all-or-nothing, which
+    other clients rely on), so each failure prints its line once."""
     ids = [parse_id(text) for text in texts]  # one malformed id and nothing is done
     before = active(cli, [job for job, task in ids if task is None])
     method = getattr(cli.conn.jobs, rpc)
@@ -125,28 +125,21 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
             continue
         if target not in targets:
             targets.append(target)
-    replies = None
-    arrays = {x.array_job_id for x in before.values() if x.HasField("array_job_id")}
-    wholes = [job for job, single in targets if not single and job in arrays]  # ids that stand for every task
-    if rpc == "CancelJobs" and len(targets) > 1 and (not wholes or len(wholes) == len(targets)):
-        # `single` is one flag for the whole request: right for every id when no id is a whole array (a job that is
-        # no array's is itself either way), or when every id is one
-        request = j.JobIdsRequest(ids=[job for job, _ in targets], single=not wholes)
-        reply = cli.conn.attempt(method, request)
-        if reply is not None:
-            replies = [[x] for x in reply.jobs[:len(targets)]]  # one per id, in order
-    if replies is None:
-        replies = []
-        for job, single in targets:
-            try:
-                replies.append(cli.conn.call(method, j.JobIdsRequest(ids=[job], single=single, **fields)).jobs)
-            except SystemExit as e:  # the call printed the line naming the id: on to the next
-                if e.code == UNREACHABLE:
-                    raise
-                failed = failed or e.code
-                replies.append([])
+    replies: dict[tuple[int, bool], list[j.Job]] = {}
+    if rpc == "CancelJobs" and len(targets) > 1:
+        replies = cancel_together(cli, method, targets)
+    for target in targets:  # the rest one by one: each refusal prints its own line
+        if target in replies:
+            continue
+        try:
+            replies[target] = cli.conn.call(method, j.JobIdsRequest(ids=[target[0]], single=target[1], **fields)).jobs
+        except SystemExit as e:  # the call printed the line naming the id: on to the next
+            if e.code == UNREACHABLE:
+                raise
+            failed = failed or e.code
+            replies[target] = []
     done = []
-    for (job, single), jobs in zip(targets, replies):
+    for (job, single), jobs in ((target, replies[target]) for target in targets):
         done += jobs
         if as_json or not jobs:
             continue
@@ -159,6 +152,25 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
             for line in lines(jobs, verb):
                 print(line)
     return done, failed
+
+
+def cancel_together(cli, method, targets: list[tuple[int, bool]]) -> dict[tuple[int, bool], list[j.Job]]:
+    """Cancel, in one all-or-nothing call, every (job id, single) of `targets` that names an active job, so that
+    none of them starts while the others are cancelled (one call each let a waiting job start as soon as the
+    running ones were gone); the replies by target. Those naming no active job (unknown, ended, or not the
+    caller's) are left out, for calls of their own that say why."""
+    listed = active(cli, [job for job, _ in targets])  # also every active task of an array named
+    arrays = {x.array_job_id for x in listed.values() if x.HasField("array_job_id")}
+    live = [(job, single) for job, single in targets if job in listed or (not single and job in arrays)]
+    wholes = [job for job, single in live if not single and job in arrays]  # ids that stand for every task
+    # `single` is one flag for the whole request: right for every id when no id is a whole array (a job that is
+    # no array's is itself either way), or when every id is one
+    if not live or (wholes and len(wholes) != len(live)):
+        return {}
+    reply = cli.conn.attempt(method, j.JobIdsRequest(ids=[job for job, _ in live], single=not wholes))
+    if reply is None:  # something changed since the listing: one call each
+        return {}
+    return {target: [x] for target, x in zip(live, reply.jobs)}  # one per id, in order
 
 
 def finish(done: list[j.Job], failed: int, as_json: bool) -> None:

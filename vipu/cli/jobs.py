@@ -155,10 +155,12 @@ def register(app: typer.Typer) -> None:
         reply = cli.conn.call(cli.conn.jobs.SubmitJob, request, retry=True)
         if cli.wants_json(json_out):
             print_json(reply)
-        elif len(reply.job_ids) == 1:
-            print(f"Submitted job {reply.job_ids[0]}")
         else:
-            print(f"Submitted array job {reply.job_ids[0]} ({len(reply.job_ids)} tasks: jobs {reply.job_ids[0]}-{reply.job_ids[-1]})")
+            first, last = reply.job_ids[0], reply.job_ids[-1]
+            print(f"Submitted job {first}" if len(reply.job_ids) == 1 else
+                  f"Submitted array job {first} ({len(reply.job_ids)} tasks: jobs {first}-{last})")
+            if reply.duplicate:  # a retry of an earlier submit: said, so nobody waits for a second copy
+                print(f"(request id {request.request_id} was used before: that submit's jobs, not queued again)")
 
     @app.command()
     def queue(
@@ -299,8 +301,8 @@ def register(app: typer.Typer) -> None:
     bulk("release", "ReleaseJobs", "released",
          "Release held jobs (scontrol release); an admin hold (JobHeldAdmin) only by an admin.")
     bulk("requeue", "RequeueJobs", "requeued",
-         "Put running or finished jobs (an array job: its tasks that are not pending) back in the queue under the"
-         " same id.")
+         "Put running jobs, or jobs that ended COMPLETED, FAILED, TIMEOUT, NODE_FAIL or PREEMPTED (not CANCELLED:"
+         " submit those again), back in the queue under the same id; an array job: its tasks that are not pending.")
 
     @app.command(context_settings=IDS)
     def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from vipu.cli.job_ids import job_id
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
 
@@ -68,11 +69,11 @@ def frame(conn, queue_rows: int = 10) -> Group:
     now = time.time()
     for x in jobs:
         if x.state_code in ("R", "CG"):
-            running.add_row(str(x.id), x.name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
+            running.add_row(job_id(x), x.name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
     pending = [x for x in jobs if x.state_code == "PD"][:queue_rows]
     for x in pending:
         start = f" (start ~{max(0, x.estimated_start - now):.0f}s)" if x.HasField("estimated_start") else ""
-        waiting.add_row(str(x.id), x.name, x.user, str(x.ipus), x.reason + start)
+        waiting.add_row(job_id(x), x.name, x.user, str(x.ipus), x.reason + start)
     parts = [title, machines, running if running.row_count else Text("No job is running.", style="dim"),
              waiting if waiting.row_count else Text("The queue is empty.", style="dim")]
     return Group(*parts)

@@ -80,10 +80,10 @@ def history(s: Scheduler, keep: Callable[[Job], bool] | None, states: Iterable[J
         job = s.table.jobs[job_id]
         if keep is not None and not keep(job):
             continue
+        if ended:  # its earlier runs first: -s PR,CA lists the preemption of a job later cancelled, and the cancel
+            out += _runs_ended(job, ended)
         if wanted is None or job.state in wanted:
             out.append(decorate(s, job))
-        elif ended:
-            out += _runs_ended(job, ended)
     return out
 
 
