@@ -2,6 +2,7 @@
 
 import pytest
 
+from vipu.errors import InvalidArgument
 from vipu.scheduler.deps import parse_dependency
 from vipu.scheduler.states import JobState
 
@@ -94,6 +95,25 @@ def test_array_dependency_waits_for_every_task():
     assert s.job(3).state is S.RUNNING
 
 
+def test_a_dependency_on_one_array_task_waits_for_that_task_only():
+    """afterok:N_T, as sbatch takes it: N alone stands for every task, so one task had no way to be named."""
+    s = make()
+    s.submit(spec(array="3,5"), 0)  # job 1 is task 1_3, job 2 task 1_5
+    s.submit(spec(dependency="afterok:1_5"), 0)
+    s.submit(spec(dependency="afternotok:1_3"), 0)
+    s.cycle(0)
+    s.job_finished(1, 1)  # 1_3 succeeds: job 4 can never run, job 3 still waits for 1_5
+    s.cycle(1)
+    assert (s.job(3).reason, s.job(4).reason) == ("Dependency", "DependencyNeverSatisfied")
+    s.job_finished(2, 2)
+    s.cycle(2)
+    assert s.job(3).state is S.RUNNING
+    for bad, why in (("afterok:1_4", "array job 1 has no task 4"), ("afterok:3_0", "job 3 is not an array job"),
+                     ("afterok:1_", "give one or more job ids"), ("afterok:9_1", "job 9, which does not exist")):
+        with pytest.raises(InvalidArgument, match=why):
+            s.submit(spec(dependency=bad), 3)
+
+
 def test_singleton_runs_one_job_per_name_and_user_at_a_time():
     s = make()
     for user in ("ann", "ann", "bob"):
@@ -109,6 +129,8 @@ def test_singleton_runs_one_job_per_name_and_user_at_a_time():
 def test_parse_dependency():
     dep = parse_dependency("afterok:1:2,afterany:3")
     assert not dep.any_of and dep.ids == {1, 2, 3} and [c.kind for c in dep.clauses] == ["afterok", "afterany"]
+    dep = parse_dependency("afterok:7_2:8")
+    assert dep.clauses[0].ids == ((7, 2), 8) and dep.ids == {7, 8} and dep.tasks == {(7, 2)}
     assert parse_dependency("afterok:1?afternotok:2").any_of
 
 

@@ -129,8 +129,13 @@ def dependency_status(sched: Scheduler, job: Job) -> str:
         return "ok"
     jobs = sched.table.jobs
 
-    def targets(i: int):
-        for t in sched.table.arrays.get(i) or [i]:
+    def targets(ref):
+        if isinstance(ref, tuple):  # N_T: that task of array job N
+            array, task = ref
+            ids = [t for t in sched.table.arrays.get(array, ()) if jobs[t].array_task_id == task] or [None]
+        else:
+            ids = sched.table.arrays.get(ref) or [ref]
+        for t in ids:
             target = jobs.get(t)
             if target is None:
                 yield ("CANCELLED", False, True)  # forgotten: treated as ended without success

@@ -14,13 +14,19 @@ from typing import Callable, Iterable, Literal
 
 Status = Literal["ok", "wait", "never"]
 KINDS = ("after", "afterany", "afterok", "afternotok", "singleton")
-HELP = "use e.g. afterok:12, afterany:3:4,afterok:5 (',' = all of), afterok:1?afterok:2 ('?' = any of) or singleton"
+HELP = ("use e.g. afterok:12, afterok:12_3 (task 3 of array job 12), afterany:3:4,afterok:5 (',' = all of),"
+        " afterok:1?afterok:2 ('?' = any of) or singleton")
+REF = re.compile(r"([0-9]+)(?:_([0-9]+))?")
+
+# A job named in a dependency: a job id (for an array job's id: every task), or (array job id, task id) for one
+# task, written N_T as squeue shows it
+Ref = int | tuple[int, int]
 
 
 @dataclass(frozen=True)
 class Clause:
     kind: str
-    ids: tuple[int, ...] = ()
+    ids: tuple[Ref, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,20 @@ class Dependency:
 
     @property
     def ids(self) -> set[int]:
-        return {i for c in self.clauses for i in c.ids}
+        """The jobs and array jobs named (an N_T names array job N)."""
+        return {r if isinstance(r, int) else r[0] for c in self.clauses for r in c.ids}
+
+    @property
+    def tasks(self) -> set[tuple[int, int]]:
+        """The (array job id, task id) of every N_T named."""
+        return {r for c in self.clauses for r in c.ids if not isinstance(r, int)}
+
+
+def _ref(text: str) -> Ref | None:
+    m = REF.fullmatch(text)
+    if m is None:
+        return None
+    return int(m.group(1)) if m.group(2) is None else (int(m.group(1)), int(m.group(2)))
 
 
 class DependencySyntaxError(ValueError):
@@ -56,10 +75,11 @@ def parse_dependency(text: str) -> Dependency:
                 raise DependencySyntaxError(f"{part.strip()!r}: singleton takes no job ids; " + HELP)
             clauses.append(Clause(kind))
             continue
-        ids = rest.split(":") if rest else []
-        if not ids or not all(i.isdigit() for i in ids):
-            raise DependencySyntaxError(f"{part.strip()!r}: give one or more job ids after {kind}:, e.g. {kind}:12")
-        clauses.append(Clause(kind, tuple(int(i) for i in ids)))
+        refs = [_ref(i) for i in rest.split(":")] if rest else []
+        if not refs or None in refs:
+            raise DependencySyntaxError(f"{part.strip()!r}: give one or more job ids after {kind}:, e.g. {kind}:12 or"
+                                        f" {kind}:12_3 for task 3 of array job 12")
+        clauses.append(Clause(kind, tuple(refs)))
     return Dependency(tuple(clauses), any_of)
 
 
@@ -100,12 +120,12 @@ def _any(statuses: Iterable[Status]) -> Status:
 
 def evaluate(
     dep: Dependency,
-    targets: Callable[[int], Iterable[tuple[str, bool, bool]]],
+    targets: Callable[[Ref], Iterable[tuple[str, bool, bool]]],
     singleton_clear: Callable[[], bool],
 ) -> Status:
-    """Combine the clauses; `targets(id)` yields (state, ever_started, terminal) for a job id, or for every task of
-    an array when `id` is an array job id; `singleton_clear()` says no earlier job of the same name and user is
-    still active."""
+    """Combine the clauses; `targets(ref)` yields (state, ever_started, terminal) for a job id, for every task of
+    an array when it is an array job id, or for one task when it is (array job id, task id); `singleton_clear()`
+    says no earlier job of the same name and user is still active."""
 
     def clause(c: Clause) -> Status:
         if c.kind == "singleton":

@@ -57,7 +57,9 @@ class JobSpec(Strict):
     nice: int = Field(0, strict=True, ge=-10_000, le=10_000, description="lowers the priority by this much")
     user: str = Field("nobody", description="owner; default: the submitting user")
     account: str | None = Field(None, description="accounting group")
-    dependency: str | None = Field(None, description="afterok:ID[:ID],afterany:ID,afternotok:ID,singleton; `?` for OR")
+    dependency: str | None = Field(
+        None, description="afterok:ID[:ID],afterany:ID,afternotok:ID,singleton; `?` for OR; an ID is a job (an array"
+        " job: all its tasks) or N_T, task T of array job N")
     array: str | None = Field(None, description="array tasks, e.g. 0-99%10, 1,3,5, 0-15:4")
     hold: bool = Field(False, strict=True, description="submit held (JobHeldUser) until `vipu release`")
     begin: BeginTime = Field(

@@ -105,6 +105,14 @@ def check_dependency(spec: JobSpec, table: JobTable, new_ids: range) -> None:
             raise InvalidArgument(
                 f"dependency names job {job_id}, which does not exist; `vipu queue` and `vipu history` list job ids"
             )
+    for array, task in sorted(dep.tasks):
+        tasks = table.arrays.get(array)
+        if not tasks:
+            raise InvalidArgument(f"dependency names task {array}_{task}, but job {array} is not an array job; name"
+                                  f" the job itself ({array})")
+        if not any(table.jobs[t].array_task_id == task for t in tasks):
+            raise InvalidArgument(f"dependency names task {array}_{task}, but array job {array} has no task {task};"
+                                  " `vipu queue -r` and `vipu history` list its tasks")
 
 
 def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id: str | None,
