@@ -114,7 +114,7 @@ def test_a_cancel_of_several_starts_none_of_them(server):
     assert out.stdout.splitlines() == [f"Job {i} cancelled: CANCELLED" for i in [*running, *waiting]]
     history = json.loads(run(server, "vipu", "history", "--json").stdout)
     assert len(history) == 12 and all(x["state"] == "CANCELLED" for x in history)
-    assert [int(x["id"]) for x in history if "start_time" in x] == running  # no waiting task ever ran
+    assert [int(x["id"]) for x in history if x["start_time"] is not None] == running  # no waiting task ever ran
 
 
 def test_a_whole_array_is_reported_as_the_array(server):

@@ -309,3 +309,16 @@ def test_a_retried_submit_says_it_queued_nothing(server):
     again = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--request-id", "abc1")
     assert first.stdout == "Submitted job 1\n"
     assert again.stdout == "Submitted job 1\n(request id abc1 was used before: that submit's jobs, not queued again)\n"
+
+
+def test_json_rows_of_a_listing_have_the_same_keys(server):
+    """A field not set (a start time of a job that never ran, the task id of a job that is no array's) is null, not
+    left out: `history --json` had four different key sets."""
+    [plain] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "0")
+    submit(server, "--ipus", "1", "--time-limit", "1m", "--array", "0-1", "--hold")
+    wait_for(lambda: show(server, plain)["state"] == "COMPLETED")
+    listed = json.loads(run(server, "vipu", "queue", "--json").stdout) + json.loads(
+        run(server, "vipu", "history", "--json").stdout)
+    assert len(listed) == 3 and len({tuple(sorted(x)) for x in listed}) == 1
+    row = next(x for x in listed if int(x["id"]) == plain)
+    assert row["array_job_id"] is None and row["start_time"] is not None and row["estimated_start"] is None

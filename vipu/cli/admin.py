@@ -207,7 +207,7 @@ def _lister(plural: str, rpc_name: str, field: str, headers: list[str], row) -> 
         reply = c.call(getattr(c.admin, rpc_name), a.ListRequest())
         items = list(getattr(reply, field))
         if ctx.obj.wants_json(json_out):
-            print_json(as_dict(reply).get(field, []))
+            print_json([as_dict(x) for x in items])
         else:
             print(table(headers, [row(x) for x in items], ctx.obj.header))
 
@@ -226,7 +226,7 @@ def fail_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IP
     c = ctx.obj.conn
     reply = c.call(c.admin.FailIpus, a.FailIpusRequest(ipus=ipus))
     if ctx.obj.wants_json(json_out):
-        print_json(as_dict(reply).get("partitions", []))
+        print_json([as_dict(x) for x in reply.partitions])
     else:
         names = ", ".join(x.name for x in reply.partitions) or "none"
         print(f"IPUs {' '.join(map(str, ipus))} failed; partitions now FAILED: {names}")
@@ -242,7 +242,7 @@ def repair_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="
     c = ctx.obj.conn
     reply = c.call(c.admin.RepairIpus, a.FailIpusRequest(ipus=ipus))
     if ctx.obj.wants_json(json_out):
-        print_json(as_dict(reply).get("ipus", []))
+        print_json([as_dict(x) for x in reply.ipus])
     else:
         print(f"IPUs repaired: {' '.join(map(str, reply.ipus)) or 'none (they were not failed)'}")
 
@@ -253,7 +253,7 @@ def kill_machine(ctx: typer.Context, machine: int = typer.Argument(..., help="ma
     c = ctx.obj.conn
     reply = c.call(c.admin.KillMachine, a.MachineRequest(machine=machine))
     if ctx.obj.wants_json(json_out):
-        print_json(as_dict(reply).get("ipus", []))
+        print_json([as_dict(x) for x in reply.ipus])
     else:
         print(f"Machine {machine} killed; IPUs {' '.join(map(str, reply.ipus))} will be marked failed")
 
@@ -265,7 +265,7 @@ def fail_link(ctx: typer.Context, ipu_a: int = typer.Argument(...), ipu_b: int =
     c = ctx.obj.conn
     reply = c.call(c.admin.FailLink, a.FailLinkRequest(ipu_a=ipu_a, ipu_b=ipu_b))
     if ctx.obj.wants_json(json_out):
-        print_json(as_dict(reply).get("partitions", []))
+        print_json([as_dict(x) for x in reply.partitions])
     else:
         names = ", ".join(x.name for x in reply.partitions) or "none"
         print(f"IPU-Link {ipu_a}-{ipu_b} failed; IPUs {ipu_a} and {ipu_b} out of service; partitions FAILED: {names}")

@@ -179,7 +179,7 @@ def register(app: typer.Typer) -> None:
         request = j.ListJobsRequest(users=split(user), states=split(state), brief=not as_json)
         reply = cli.conn.call(cli.conn.jobs.ListJobs, request)
         if as_json:
-            print_json(as_dict(reply).get("jobs", []))
+            print_json([as_dict(x) for x in reply.jobs])
             return
         now = time.time()
         rows, tasks = [], {}  # tasks: row number -> the pending array tasks it stands for
@@ -334,7 +334,7 @@ def register(app: typer.Typer) -> None:
         request = j.HistoryRequest(users=split(user), states=split(state), limit=limit, brief=not as_json)
         reply = cli.conn.call(cli.conn.jobs.History, request)
         if as_json:
-            print_json(as_dict(reply).get("jobs", []))
+            print_json([as_dict(x) for x in reply.jobs])
             return
         rows = []
         for x in reply.jobs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
@@ -20,7 +21,18 @@ def table(headers: list[str], rows: list[list[object]], header: bool = True) -> 
 
 
 def as_dict(message) -> dict:
-    return MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    """Every field, so each row of a listing has the same keys: an optional field that is not set (a start time
+    before the job started, an array task id of a job that is no array's) is null rather than left out."""
+    data = MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    for name in _optional(message.DESCRIPTOR):
+        data.setdefault(name, None)
+    return data
+
+
+@functools.cache
+def _optional(descriptor) -> tuple[str, ...]:
+    return tuple(f.name for f in descriptor.fields if f.has_presence and f.containing_oneof is not None
+                 and f.containing_oneof.name == "_" + f.name)  # proto3 `optional`: a synthetic oneof of its own
 
 
 def print_json(value) -> None:

@@ -126,7 +126,7 @@ def list_partitions(ctx: typer.Context, json_out: bool = JsonOption, no_header: 
     cli = ctx.obj
     reply = cli.conn.call(cli.conn.partitions.ListPartitions, p.ListPartitionsRequest())
     if cli.wants_json(json_out):
-        print_json(as_dict(reply).get("partitions", []))
+        print_json([as_dict(x) for x in reply.partitions])
     else:
         print(table(PARTITION_HEADERS, [partition_row(x) for x in reply.partitions], cli.with_header(no_header)))
 
@@ -137,7 +137,7 @@ def list_allocations(ctx: typer.Context, json_out: bool = JsonOption, no_header:
     cli = ctx.obj
     reply = cli.conn.call(cli.conn.partitions.ListAllocations, p.ListAllocationsRequest())
     if cli.wants_json(json_out):
-        print_json(as_dict(reply).get("allocations", []))
+        print_json([as_dict(x) for x in reply.allocations])
     else:
         rows = [[a.name, a.ipus, " ".join(a.agents)] for a in reply.allocations]
         print(table(["Allocation ID", "IPUs", "Agents"], rows, cli.with_header(no_header)))
@@ -149,7 +149,7 @@ def list_ipus(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool =
     cli = ctx.obj
     reply = cli.conn.call(cli.conn.partitions.ListIpus, p.ListIpusRequest())
     if cli.wants_json(json_out):
-        print_json(as_dict(reply).get("ipus", []))
+        print_json([as_dict(x) for x in reply.ipus])
     else:
         rows = [[i.id, i.machine, i.agent, i.index, i.ild, i.state, i.partition or "-"] for i in reply.ipus]
         print(table(["IPU", "Machine", "Agent", "Machine IPU", "ILD", "State", "Partition"], rows, cli.with_header(no_header)))
