@@ -34,7 +34,7 @@ def test_n_t_names_one_array_task_and_every_other_form_is_refused(server):
     assert (single, tasks[0]) == (1, 2)  # int() read 2_1 as job 21, which is task 2_19
 
     out = run(server, "vipu", "show", "job", "2_1")
-    assert out.returncode == 0 and "JobId=2_1\n" in out.stdout
+    assert out.returncode == 0 and "JobId=2_1\nArrayJobId=2\nArrayTaskId=1\n" in out.stdout
     assert json.loads(run(server, "vipu", "show", "job", "2_1", "--json").stdout)["id"] == str(tasks[1])
     out = run(server, "vipu", "release", "2_3")
     assert out.returncode == 0 and out.stdout == "Job 2_3 released: PENDING\n"

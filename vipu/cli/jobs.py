@@ -214,8 +214,10 @@ def register(app: typer.Typer) -> None:
             print_json(data)
             return
         detail, spec = json.loads(x.detail_json), json.loads(x.spec_json)
+        task = [("ArrayJobId", x.array_job_id), ("ArrayTaskId", x.array_task_id)] if x.HasField("array_job_id") else []
         fields = [
-            ("JobId", job_id(x)), ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
+            ("JobId", job_id(x)), *task,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task
+            ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
             ("QOS", x.qos), ("JobState", x.state), ("Reason", x.reason or "None"),
             ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
             ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
