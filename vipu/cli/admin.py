@@ -242,7 +242,7 @@ def repair_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="
     c = ctx.obj.conn
     reply = c.call(c.admin.RepairIpus, a.FailIpusRequest(ipus=ipus))
     if ctx.obj.wants_json(json_out):
-        print_json([as_dict(x) for x in reply.ipus])
+        print_json(list(reply.ipus))
     else:
         print(f"IPUs repaired: {' '.join(map(str, reply.ipus)) or 'none (they were not failed)'}")
 
@@ -253,7 +253,7 @@ def kill_machine(ctx: typer.Context, machine: int = typer.Argument(..., help="ma
     c = ctx.obj.conn
     reply = c.call(c.admin.KillMachine, a.MachineRequest(machine=machine))
     if ctx.obj.wants_json(json_out):
-        print_json([as_dict(x) for x in reply.ipus])
+        print_json(list(reply.ipus))
     else:
         print(f"Machine {machine} killed; IPUs {' '.join(map(str, reply.ipus))} will be marked failed")
 
