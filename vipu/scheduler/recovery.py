@@ -11,6 +11,10 @@ why in its `recovery` note (`vipu show job`). Partitions named slurm_<id> whose 
 as StopJob effects so the caller removes them. Pending jobs simply wait again; their reasons are recomputed by the
 next cycle. Holds (user or admin) and begin times are part of the job record, so a held job stays held, an admin
 hold still needs an admin, and a job whose begin time passed while the controller was down is eligible at once.
+
+A QOS that stored jobs name but the restarted controller's config no longer has (Slurm's InvalidQOS) gets a stand-in
+of priority 0, so no lookup fails: running jobs of it go on, pending ones are held for an admin, with a note saying
+why, and new jobs may not name it (Scheduler.retired_qos).
 """
 
 from __future__ import annotations
@@ -89,7 +93,10 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
                 f"{job.recovery + '; then ' if job.recovery else ''}held (JobHeldAdmin) at the controller's restart:"
                 f" its qos {job.spec.qos} is no longer in the scheduler config; restore the QOS, or release the job"
                 " (it then runs at priority 0) or cancel it")})
-            changed = [c for c in changed if c.id != job.id] + [job]
+            if changed and changed[-1].id == job.id:  # changed above, in this same pass
+                changed[-1] = job
+            else:
+                changed.append(job)
         final.append(job)
     next_id = max([meta.next_job_id if meta else 1] + [j.id + 1 for j in final])
     puts = [("job", str(j.id), j) for j in changed] + [("scheduler_meta", META_NAME, SchedulerMeta(next_job_id=next_id))]
