@@ -111,7 +111,7 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
     every other id, and every id of the other commands, gets a call of its own (the RPCs are all-or-nothing, which
     other clients rely on), so each failure prints its line once."""
     ids = [parse_id(text) for text in texts]  # one malformed id and nothing is done
-    before = active(cli, [job for job, task in ids if task is None])
+    before = {} if as_json else active(cli, [job for job, task in ids if task is None])  # for array_changes
     method = getattr(cli.conn.jobs, rpc)
     targets: list[tuple[int, bool]] = []  # (job id, single), each once
     failed = OK
@@ -139,7 +139,8 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
             failed = failed or e.code
             replies[target] = []
     done = []
-    for (job, single), jobs in ((target, replies[target]) for target in targets):
+    for job, single in targets:
+        jobs = replies[(job, single)]
         done += jobs
         if as_json or not jobs:
             continue

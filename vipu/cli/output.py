@@ -31,8 +31,8 @@ def as_dict(message) -> dict:
 
 @functools.cache
 def _optional(descriptor) -> tuple[str, ...]:
-    return tuple(f.name for f in descriptor.fields if f.has_presence and f.containing_oneof is not None
-                 and f.containing_oneof.name == "_" + f.name)  # proto3 `optional`: a synthetic oneof of its own
+    # proto3 `optional`: a field in a synthetic oneof of its own, named after it
+    return tuple(f.name for f in descriptor.fields if f.containing_oneof and f.containing_oneof.name == "_" + f.name)
 
 
 def print_json(value) -> None:

@@ -95,7 +95,7 @@ class StateCollector(Collector):
                                  labels=[*ipu_labels, "sensor"])
         clock = GaugeMetricFamily("vipu_ipu_clock_hertz", "IPU clock.", labels=ipu_labels)
         for s in statuses:
-            u, sram_used = ipu_reading(stats.get(s.machine), s.ipu, s.partition is not None and s.state != "failed")
+            u, sram_used = ipu_reading(stats.get(s.machine), s.ipu, s.working)
             labels = [str(s.ild), str(s.machine), str(s.ipu)]
             util.add_metric(labels, u)
             sram.add_metric(labels, float(sram_used))

@@ -24,6 +24,12 @@ class IpuStatus:
     state: str  # idle | allocated | drained (its agent is drained or missing; with a partition: draining) | failed
     partition: str | None
 
+    @property
+    def working(self) -> bool:
+        """Whether the IPU may be doing work: in a partition and not failed. Its machine keeps reporting the last
+        step it ran after the job has ended, so telemetry reads an IPU that is not working as idle."""
+        return self.partition is not None and self.state != "failed"
+
 
 class Partitions:
     def __init__(self, state: PodState, journal: Journal, now: Callable[[], float]):

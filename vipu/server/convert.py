@@ -78,7 +78,7 @@ def allocation(alloc: Allocation, state: PodState) -> p.Allocation:
 
 def ipu(status: IpuStatus, machine_stats: dict | None = None) -> p.Ipu:
     """`machine_stats`: the machine actor's stats(), when it has an actor."""
-    utilisation, sram_used = ipu_reading(machine_stats, status.ipu, status.partition is not None and status.state != "failed")
+    utilisation, sram_used = ipu_reading(machine_stats, status.ipu, status.working)
     return p.Ipu(
         utilization=utilisation,
         sram_used_bytes=sram_used,
