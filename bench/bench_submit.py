@@ -4,7 +4,8 @@ Run: .venv/bin/python bench/bench_submit.py [--jobs N] [--rpc-threads 3,8]
 Each submission is a held job (so the queue grows and nothing runs), sent as JSON with a fresh request id, as
 `vipu submit` sends it; the server validates it, commits it to SQLite (WAL) and only then answers.
 Goal (issue 3): >= 2,000 submissions per second. Slurm's published sustained figure is 500/s.
-All times are wall-clock on this machine. Rows for the server's default number of gRPC threads (3) and for 8, which
+First it times the server's SubmitJob handler alone, in this process (no gRPC), so the rows show what the transport
+adds. All times are wall-clock on this machine. Rows for the server's default number of gRPC threads (3) and for 8, which
 shows why the default is small: under one GIL, more threads mostly add contention.
 """
 
@@ -16,10 +17,13 @@ import platform
 import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import grpc
 from live_server import start_server, timed_clients
 
+from vipu.server.job_service import JobService
+from vipu.server.runtime import open_runtime
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 
 SPEC = json.dumps({"name": "bench", "ipus": 4, "time_limit": "10m", "hold": True, "user": "bench"}).encode()
@@ -41,6 +45,34 @@ def submit_rate(port: int, jobs: int, clients: int) -> float:
     return per_client * clients / timed_clients(client, [(port, per_client)] * clients)
 
 
+class LocalCall:
+    """What the server's handler reads of a gRPC call (no metadata, a generous deadline): so the handler can be timed
+    without the transport."""
+
+    def invocation_metadata(self):
+        return ()
+
+    def time_remaining(self) -> float:
+        return 10.0
+
+
+def handler_us(jobs: int) -> float:
+    """Microseconds per submission of the server's own SubmitJob in this process, no gRPC: parse and validate the
+    spec, queue the job, commit it to SQLite (WAL) and build the answer. What the transport adds is the rest."""
+    with tempfile.TemporaryDirectory() as state_dir:
+        runtime = open_runtime("bow-pod256", Path(state_dir), "127.0.0.1", 0)
+        try:
+            service, call = JobService(runtime), LocalCall()
+            requests = [j.SubmitJobRequest(spec=SPEC, request_id=uuid.uuid4().hex) for _ in range(jobs + 1)]
+            service.SubmitJob(requests.pop(), call)
+            start = time.perf_counter()
+            for request in requests:
+                service.SubmitJob(request, call)
+            return (time.perf_counter() - start) / jobs * 1e6
+        finally:
+            runtime.store.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=4000)
@@ -48,6 +80,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# bench_submit: {time.strftime('%Y-%m-%d')} on {platform.node()} ({platform.machine()}, Python"
           f" {platform.python_version()}); each client is a process")
+    print(f"the SubmitJob handler alone, in-process (no gRPC), one at a time: {handler_us(args.jobs):,.0f} us per"
+          " submission")
     for threads in args.rpc_threads.split(","):
         for clients in (1, 8):
             with tempfile.TemporaryDirectory() as state_dir:

@@ -7,7 +7,10 @@ Slurm is measured by ../shared/peer/slurm_peer.sh (its own folder, 127.0.0.1 onl
 by the same phases against a fresh vipu-server (--ray off: trivial jobs need no machine actors):
   a  submissions per second, 1 and 4 concurrent clients, with and without --hold. Slurm's clients are `sbatch`
      processes; vipu-sim's are gRPC clients (processes) submitting one job per call, as a workflow engine would,
-     plus one row for the `vipu submit` CLI (a Python process per job) so nobody mistakes one for the other.
+     plus one row for the `vipu submit` CLI (a Python process per job) so nobody mistakes one for the other, and
+     the same rows with compiled clients (bench/submit_client.cc, C++, built here against Debian's gRPC), since
+     sbatch is C too; and ceiling rows: the same clients making empty calls to bench/bare_server.py, a gRPC server
+     with nothing of vipu-sim in it, whose ratio to sbatch is the most any Python gRPC server could show here.
   b  submit-to-running and submit-to-completed latency p50/p99 on an idle cluster, one job at a time with a random
      0-0.5 s gap (vipu-sim: the job record's start and end times minus the client's submit time, same host clock).
   c  1,000 trivial jobs end to end (submitted by one client, until the queue is empty), and as one array.
@@ -25,6 +28,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -35,7 +39,7 @@ import uuid
 from pathlib import Path
 
 import grpc
-from live_server import start_server
+from live_server import start_bare_server, start_server
 
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
@@ -50,18 +54,24 @@ def spec(hold: bool = False) -> bytes:
     return json.dumps({**TRIVIAL, "hold": hold}).encode()
 
 
-def submitter(port: int, count: int, hold: bool, out) -> None:
+def submitter(port: int, count: int, hold: bool | None, out) -> None:
+    """`count` submissions, one job per call; hold=None makes the calls empty ones (GetVersion) instead."""
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = job_pb2_grpc.JobServiceStub(channel)
+        empty = partition_pb2_grpc.PartitionServiceStub(channel).GetVersion
         stub.GetJob  # noqa: B018 - channel is lazy; the first call connects
         ids = []
-        for _ in range(count):
+        for i in range(count):
+            if hold is None:
+                empty(p.GetVersionRequest(), timeout=30)
+                ids.append(i)
+                continue
             reply = stub.SubmitJob(j.SubmitJobRequest(spec=spec(hold), request_id=uuid.uuid4().hex), timeout=30)
             ids.extend(reply.job_ids)
         out.extend(ids)
 
 
-def submit_parallel(port: int, total: int, clients: int, hold: bool) -> tuple[float, list[int]]:
+def submit_parallel(port: int, total: int, clients: int, hold: bool | None) -> tuple[float, list[int]]:
     with multiprocessing.Manager() as manager:
         out = manager.list()
         procs = [multiprocessing.Process(target=submitter, args=(port, total // clients, hold, out))
@@ -73,6 +83,61 @@ def submit_parallel(port: int, total: int, clients: int, hold: bool) -> tuple[fl
             proc.join()
         elapsed = time.perf_counter() - start
         return len(out) / elapsed, list(out)
+
+
+def compiled_parallel(client: Path, port: int, total: int, clients: int, hold: bool | None) -> float:
+    """submit_parallel's rate with bench/submit_client.cc's processes as the clients."""
+    mode, text = ("empty", "") if hold is None else ("submit", spec(hold).decode())
+    start = time.perf_counter()
+    procs = [subprocess.Popen([str(client), f"127.0.0.1:{port}", str(total // clients), mode, text],
+                              stdout=subprocess.PIPE, text=True) for _ in range(clients)]
+    answered = sum(int(proc.communicate()[0]) for proc in procs)
+    if any(proc.returncode for proc in procs):
+        raise RuntimeError("a compiled client failed (its error is above)")
+    return answered / (time.perf_counter() - start)
+
+
+CLIENT_PACKAGES = ("libgrpc++-dev", "protobuf-compiler-grpc", "protobuf-compiler", "libprotobuf-dev", "pkg-config")
+
+
+def build_compiled_client(folder: Path) -> Path | None:
+    """bench/submit_client.cc built against Debian's gRPC C++, installed with apt as the peer installs Slurm; None,
+    with a line saying why, when it cannot be (its rows then print -)."""
+    if shutil.which("grpc_cpp_plugin") is None:
+        if os.geteuid() != 0:
+            print(f"# no compiled-client rows: run as root, or apt-get install {' '.join(CLIENT_PACKAGES)}")
+            return None
+        install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *CLIENT_PACKAGES]
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        if subprocess.run(install, env=env, capture_output=True, timeout=600).returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, timeout=300)
+            subprocess.run(install, env=env, capture_output=True, timeout=600, check=True)
+    protos = sorted(str(x) for x in (ROOT / "protos" / "vipu" / "v1").glob("*.proto"))
+    subprocess.run(["protoc", f"-I{ROOT / 'protos'}", f"--cpp_out={folder}", f"--grpc_out={folder}",
+                    f"--plugin=protoc-gen-grpc={shutil.which('grpc_cpp_plugin')}", *protos], check=True)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "grpc++", "protobuf"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    sources = [str(ROOT / "bench" / "submit_client.cc")] + [
+        str(folder / "vipu" / "v1" / f"{name}{kind}.pb.cc") for name in ("job", "partition") for kind in ("", ".grpc")]
+    binary = folder / "submit_client"
+    subprocess.run(["g++", "-O2", "-std=c++17", f"-I{folder}", *sources, *flags, "-o", str(binary)], check=True)
+    return binary
+
+
+def transport_ceiling(knobs: dict, compiled: Path | None) -> dict[str, float]:
+    """Rows a's harness, but empty calls to a server with nothing of ours in it (bench/bare_server.py): no
+    submission can be faster than this, so its ratio to Slurm is the most any Python gRPC server could show."""
+    proc, port = start_bare_server()
+    try:
+        r = {}
+        for clients in (1, knobs["CLIENTS"]):
+            r[f"a_{clients}c_ceiling"] = submit_parallel(port, knobs["N_SUB"], clients, None)[0]
+            if compiled:
+                r[f"a_{clients}c_ceiling_cxx"] = compiled_parallel(compiled, port, knobs["N_SUB"], clients, None)
+        return r
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def stubs(port: int):
@@ -105,12 +170,17 @@ def vipu_phases(phases: str, knobs: dict) -> dict[str, float]:
         jobs, parts = stubs(port)
         env = {**os.environ, "VIPU_CLI_API_HOST": "127.0.0.1", "VIPU_CLI_API_PORT": str(port), "VIPU_CLI_API_USER_ID": "bench"}
         if "a" in phases:
+            compiled = build_compiled_client(Path(state))
             for clients in (1, knobs["CLIENTS"]):
                 for hold in (False, True):
-                    rate, _ = submit_parallel(port, knobs["N_SUB"], clients, hold)
-                    r[f"a_{clients}c{'_hold' if hold else ''}"] = rate
+                    key = f"a_{clients}c{'_hold' if hold else ''}"
+                    r[key], _ = submit_parallel(port, knobs["N_SUB"], clients, hold)
                     cancel_all(jobs)
                     wait_empty(jobs)
+                    if compiled:
+                        r[f"{key}_cxx"] = compiled_parallel(compiled, port, knobs["N_SUB"], clients, hold)
+                        cancel_all(jobs)
+                        wait_empty(jobs)
             n, start = 30, time.perf_counter()
             for _ in range(n):
                 subprocess.run([str(BIN / "vipu"), "submit", "--ipus", "1", "--time-limit", "1m", "--duration", "0s",
@@ -118,6 +188,7 @@ def vipu_phases(phases: str, knobs: dict) -> dict[str, float]:
             r["a_cli_1c"] = n / (time.perf_counter() - start)
             cancel_all(jobs)
             wait_empty(jobs)
+            r.update(transport_ceiling(knobs, compiled))
         if "b" in phases:
             running, done = [], []
             for _ in range(knobs["N_LAT"]):
@@ -218,6 +289,14 @@ ROWS = [  # key, label, better when (higher|lower), how vipu-sim is measured
     ("a_1c_hold", "a submissions/s, 1 client, --hold", "higher", "gRPC client"),
     ("a_4c_hold", "a submissions/s, 4 clients, --hold", "higher", "gRPC clients"),
     ("a_cli_1c", "a submissions/s, 1 client, `vipu submit` CLI", "higher", "a process per job"),
+    ("a_1c_cxx", "a submissions/s, 1 client", "higher", "compiled gRPC client"),
+    ("a_4c_cxx", "a submissions/s, 4 clients", "higher", "compiled gRPC clients"),
+    ("a_1c_hold_cxx", "a submissions/s, 1 client, --hold", "higher", "compiled gRPC client"),
+    ("a_4c_hold_cxx", "a submissions/s, 4 clients, --hold", "higher", "compiled gRPC clients"),
+    ("a_1c_ceiling", "a ceiling: empty calls/s, bare server, 1 client", "higher", "gRPC client; vs sbatch"),
+    ("a_4c_ceiling", "a ceiling: empty calls/s, bare server, 4 clients", "higher", "gRPC clients; vs sbatch"),
+    ("a_1c_ceiling_cxx", "a ceiling: empty calls/s, bare server, 1 client", "higher", "compiled client; vs sbatch"),
+    ("a_4c_ceiling_cxx", "a ceiling: empty calls/s, bare server, 4 clients", "higher", "compiled clients; vs sbatch"),
     ("b_start_p50", "b submit->running p50 (s), Slurm default", "lower", ""),
     ("b_start_p99", "b submit->running p99 (s), Slurm default", "lower", ""),
     ("b_start_p50_tuned", "b submit->running p50 (s), Slurm tuned", "lower", "same vipu-sim run"),
@@ -249,6 +328,10 @@ def main() -> int:
     theirs, table = ({}, "") if args.skip_slurm else slurm_phases(args.phases, knobs)
     ours["b_start_p50_tuned"], ours["b_start_p99_tuned"] = ours.get("b_start_p50"), ours.get("b_start_p99")
     ours["c_jobs_tuned"] = ours.get("c_jobs")
+    for key in ("a_1c", "a_4c", "a_1c_hold", "a_4c_hold"):  # the same sbatch figure against each kind of client
+        theirs[f"{key}_cxx"] = theirs.get(key)
+    for clients in ("1c", "4c"):
+        theirs[f"a_{clients}_ceiling"] = theirs[f"a_{clients}_ceiling_cxx"] = theirs.get(f"a_{clients}")
     print(f"\n{'metric':<54} {'vipu-sim':>10} {'Slurm':>10} {'ratio':>9}  vipu-sim measured by")
     for key, label, better, how in ROWS:
         a, b = ours.get(key), theirs.get(key)

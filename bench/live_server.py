@@ -1,4 +1,5 @@
-"""Start a real vipu-server (the installed console script) on a free port for a benchmark."""
+"""Start a real vipu-server (the installed console script), or the bare gRPC server beside it, on a free port for a
+benchmark."""
 
 from __future__ import annotations
 
@@ -15,8 +16,18 @@ def start_server(state_dir: str, pod: str = "bow-pod256", *extra: str) -> tuple[
         [str(exe), "--pod", pod, *port, "--state-dir", state_dir, "--metrics-port", "0", "--ray", "off", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
-    port = int(re.search(r"listening on \S+:(\d+)", proc.stdout.readline()).group(1))
-    return proc, port
+    return proc, listening_port(proc)
+
+
+def start_bare_server() -> tuple[subprocess.Popen, int]:
+    """bench/bare_server.py: a gRPC server with nothing of vipu-sim in it, the transport's ceiling."""
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("bare_server.py"))],
+                            stdout=subprocess.PIPE, text=True)
+    return proc, listening_port(proc)
+
+
+def listening_port(proc: subprocess.Popen) -> int:
+    return int(re.search(r"listening on \S+:(\d+)", proc.stdout.readline()).group(1))
 
 
 def timed_clients(target, args_per_client: list[tuple]) -> float:
