@@ -35,7 +35,7 @@ def test_n_t_names_one_array_task_and_every_other_form_is_refused(server):
 
     out = run(server, "vipu", "show", "job", "2_1")
     assert out.returncode == 0 and "JobId=2_1\nArrayJobId=2\nArrayTaskId=1\n" in out.stdout
-    assert json.loads(run(server, "vipu", "show", "job", "2_1", "--json").stdout)["id"] == str(tasks[1])
+    assert json.loads(run(server, "vipu", "show", "job", "2_1", "--json").stdout)["id"] == tasks[1]
     out = run(server, "vipu", "release", "2_3")
     assert out.returncode == 0 and out.stdout == "Job 2_3 released: PENDING\n"
     assert [show(server, t)["held"] for t in tasks[2:5]] == [True, False, True]

@@ -320,5 +320,10 @@ def test_json_rows_of_a_listing_have_the_same_keys(server):
     listed = json.loads(run(server, "vipu", "queue", "--json").stdout) + json.loads(
         run(server, "vipu", "history", "--json").stdout)
     assert len(listed) == 3 and len({tuple(sorted(x)) for x in listed}) == 1
-    row = next(x for x in listed if int(x["id"]) == plain)
+    row = next(x for x in listed if x["id"] == plain)
     assert row["array_job_id"] is None and row["start_time"] is not None and row["estimated_start"] is None
+    # ids are JSON numbers, as squeue --json's job_id (protobuf's own mapping writes 64-bit integers as strings)
+    tasks = [x for x in listed if x["array_job_id"] is not None]
+    assert {(x["array_job_id"], x["array_task_id"]) for x in tasks} == {(plain + 1, 0), (plain + 1, 1)}
+    submitted = json.loads(run(server, "vipu", "submit", "--ipus", "1", "--hold", "--json").stdout)
+    assert submitted == {"job_ids": [plain + 3], "duplicate": False}

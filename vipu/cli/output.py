@@ -6,7 +6,10 @@ import functools
 import json
 import sys
 
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.json_format import MessageToDict
+
+_INT64 = {FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64}
 
 
 def table(headers: list[str], rows: list[list[object]], header: bool = True) -> str:
@@ -24,15 +27,36 @@ def as_dict(message) -> dict:
     """Every field, so each row of a listing has the same keys: an optional field that is not set (a start time
     before the job started, an array task id of a job that is no array's) is null rather than left out."""
     data = MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
-    for name in _optional(message.DESCRIPTOR):
-        data.setdefault(name, None)
+    _shape(message.DESCRIPTOR, data)
     return data
 
 
+def _shape(descriptor, data: dict) -> None:
+    """Unset optional fields as null; and 64-bit integers as numbers. protobuf's JSON mapping writes those as
+    strings (for JavaScript's doubles); ours are ids, sizes and byte counts, far below 2**53, and a script compares
+    `.id == 12` as it would with squeue --json's job_id."""
+    optional, numbers, nested = _plan(descriptor)
+    for name in optional:
+        data.setdefault(name, None)
+    for name, repeated in numbers:
+        value = data.get(name)
+        if value is not None:
+            data[name] = [int(v) for v in value] if repeated else int(value)
+    for name, inner, repeated in nested:
+        value = data.get(name)
+        for item in (value or ()) if repeated else (value,) if value is not None else ():
+            _shape(inner, item)
+
+
 @functools.cache
-def _optional(descriptor) -> tuple[str, ...]:
+def _plan(descriptor):
+    """(optional fields, 64-bit integer fields, message fields) of a message type, worked out once."""
     # proto3 `optional`: a field in a synthetic oneof of its own, named after it
-    return tuple(f.name for f in descriptor.fields if f.containing_oneof and f.containing_oneof.name == "_" + f.name)
+    optional = tuple(f.name for f in descriptor.fields if f.containing_oneof and f.containing_oneof.name == "_" + f.name)
+    numbers = tuple((f.name, f.is_repeated) for f in descriptor.fields if f.cpp_type in _INT64)
+    nested = tuple((f.name, f.message_type, f.is_repeated) for f in descriptor.fields
+                   if f.message_type is not None and not f.message_type.GetOptions().map_entry)
+    return optional, numbers, nested
 
 
 def print_json(value) -> None:
