@@ -327,3 +327,16 @@ def test_json_rows_of_a_listing_have_the_same_keys(server):
     assert {(x["array_job_id"], x["array_task_id"]) for x in tasks} == {(plain + 1, 0), (plain + 1, 1)}
     submitted = json.loads(run(server, "vipu", "submit", "--ipus", "1", "--hold", "--json").stdout)
     assert submitted == {"job_ids": [plain + 3], "duplicate": False}
+
+
+def test_parsable_submit_prints_the_id_alone(server):
+    """sbatch --parsable, for jid=$(...): the id, or an array's id, which names every task."""
+    first = run(server, "vipu", "submit", "--parsable", "--ipus", "1", "--hold", "--array", "0-2", "--request-id", "p1")
+    assert first.returncode == 0 and first.stderr == ""
+    array = int(first.stdout)
+    assert first.stdout == f"{array}\n"
+    assert sorted(x["array_task_id"] for x in jobs(server).values() if x["array_job_id"] == array) == [0, 1, 2]
+    again = run(server, "vipu", "submit", "--parsable", "--ipus", "1", "--hold", "--array", "0-2", "--request-id", "p1")
+    assert again.stdout == f"{array}\n" and "not queued again" in again.stderr
+    out = run(server, "vipu", "cancel", again.stdout.strip())
+    assert out.returncode == 0 and "3 tasks cancelled" in out.stdout

@@ -125,6 +125,9 @@ def register(app: typer.Typer) -> None:
         output: str = typer.Option(None, "--output", "-o",
                                    help="file written when the job's run ends; %j job id, %x name (see the spec)"),
         request_id: str = typer.Option(None, "--request-id", help="a retry with the same id never queues twice"),
+        parsable: bool = typer.Option(False, "--parsable",
+                                      help="print only the job id (an array's: its first task's), as sbatch"
+                                           " --parsable, e.g. jid=$(vipu submit --parsable ...)"),
         json_out: bool = JsonOption,
     ):
         """Queue a job (sbatch): from a spec file, or from flags like `sbatch --wrap`. Prints the job id."""
@@ -155,6 +158,11 @@ def register(app: typer.Typer) -> None:
         reply = cli.conn.call(cli.conn.jobs.SubmitJob, request, retry=True)
         if cli.wants_json(json_out):
             print_json(reply)
+        elif parsable:
+            print(reply.job_ids[0])
+            if reply.duplicate:  # stdout is the id alone, for $(...)
+                print(f"vipu: request id {request.request_id} was used before: that submit's jobs, not queued again",
+                      file=sys.stderr)
         else:
             first, last = reply.job_ids[0], reply.job_ids[-1]
             print(f"Submitted job {first}" if len(reply.job_ids) == 1 else
