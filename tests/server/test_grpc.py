@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import time
 
 import grpc
 import pytest
@@ -13,7 +15,7 @@ from vipu.errors import ORIGIN
 from vipu.partition.admin_objects import User
 from vipu.server.status import rpc
 from vipu.store import Store
-from vipu.v1 import admin_pb2, admin_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
+from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
 
 
 @pytest.fixture
@@ -69,6 +71,25 @@ def test_status_codes_follow_the_domain(stubs):
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "0 IPUs free" in details
     code, _ = code_of(lambda: admin.FailIpus(admin_pb2.FailIpusRequest(ipus=[999]), timeout=5))
     assert code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_a_running_jobs_partition_cannot_be_released_by_a_caller(stubs, server):
+    """"job N" is the scheduler's holder: released by a caller, the partition could be removed and its IPUs given to
+    another while job N still ran on them."""
+    partitions, _, channel = stubs
+    jobs = job_pb2_grpc.JobServiceStub(channel)
+    spec = json.dumps({"ipus": 4, "time_limit": "10m", "workload": {"kind": "sleep", "duration": 600}}).encode()
+    [job] = jobs.SubmitJob(job_pb2.SubmitJobRequest(spec=spec), timeout=5).job_ids
+    deadline = time.monotonic() + 20
+    while jobs.GetJob(job_pb2.GetJobRequest(id=job), timeout=5).state != "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    for call in (partitions.ReleasePartition, partitions.AcquirePartition):
+        code, details = code_of(lambda: call(p.HoldPartitionRequest(name=f"slurm_{job}", holder=f"job {job}"), timeout=5))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and f"vipu cancel {job}" in details
+    code, details = code_of(lambda: partitions.RemovePartition(p.RemovePartitionRequest(name=f"slurm_{job}"), timeout=5))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    jobs.CancelJobs(job_pb2.JobIdsRequest(ids=[job]), timeout=5)
 
 
 class FakeContext:

@@ -45,6 +45,15 @@ def job_holder(job_id: int) -> str:
     return f"job {job_id}"
 
 
+def check_user_holder(holder: str) -> None:
+    """"job <n>" holds job n's partition for the scheduler, which frees it when the job ends: a caller releasing it
+    would leave the job running on IPUs another partition could then take."""
+    number = holder.removeprefix("job ")
+    if number != holder and number.isdigit():
+        raise InvalidArgument(f"holder {holder!r} is the scheduler's own (job {int(number)}'s partition is released when"
+                              f" the job ends); cancel the job (vipu cancel {int(number)}), or name another holder")
+
+
 def check_job_name(name: str, holder: str | None) -> None:
     """slurm_<n> is job n's: anyone else taking it would stop job n from starting (its partition could not be made)."""
     job = job_of_partition(name)

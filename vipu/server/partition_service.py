@@ -9,6 +9,7 @@ from vipu import __version__
 from vipu.errors import AlreadyExists
 from vipu.partition.partition import Partition, PartitionRequest
 from vipu.partition.state import missing
+from vipu.partition.rules import check_user_holder
 from vipu.server import convert
 from vipu.server.status import rpc
 from vipu.v1 import partition_pb2 as p
@@ -115,6 +116,7 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
     @rpc
     def AcquirePartition(self, request, context):
         self._own(request.name, context)
+        check_user_holder(request.holder)
         with self.rt.lock:
             part = self.rt.controller.partitions.acquire(request.name, request.holder)
             return convert.partition(part, self.rt.controller.state)
@@ -122,6 +124,7 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
     @rpc
     def ReleasePartition(self, request, context):
         self._own(request.name, context)
+        check_user_holder(request.holder)
         with self.rt.lock:
             part = self.rt.controller.partitions.release(request.name, request.holder)
             return convert.partition(part, self.rt.controller.state)
