@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import urllib.request
 
@@ -23,6 +24,18 @@ def test_server_version_names_version_and_host(server):
     assert out.returncode == 0, out.stderr
     assert "version: 0.1.0" in out.stdout
     assert f"host: 127.0.0.1:{server.port}" in out.stdout
+
+
+@pytest.mark.parametrize(("flags", "expected"), [
+    (["--host", "0.0.0.0"], socket.gethostname()),  # 0.0.0.0 reaches nobody: a job would dial its own host
+    (["--host", "0.0.0.0", "--advertise-host", "ctl.example"], "ctl.example"),
+    ([], "127.0.0.1"),
+])
+def test_jobs_are_given_an_address_they_can_dial(server_factory, flags, expected):
+    server = server_factory(extra=flags)
+    assert run(server, "vipu", "create", "partition", "p1", "--size", "1").returncode == 0
+    view = json.loads(run(server, "vipu", "get", "partition", "p1", "--json").stdout)
+    assert view["gcds"][0]["environment"]["IPUOF_VIPU_API_HOST"] == expected
 
 
 def test_partition_lifecycle_through_the_cli(server):

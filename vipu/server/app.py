@@ -84,6 +84,17 @@ def build_server(
     return server, bound
 
 
+def advertised_host(host: str, advertise: str | None) -> str:
+    """The address jobs dial (IPUOF_VIPU_API_HOST). A wildcard listen address reaches nobody: a job given 0.0.0.0
+    would dial its own host, so the machine's name stands in for it unless --advertise-host says otherwise."""
+    if advertise:
+        return advertise
+    return socket.gethostname() if host in WILDCARDS else host
+
+
+WILDCARDS = ("0.0.0.0", "::", "[::]", "")
+
+
 def check_listen(host: str, port: int) -> None:
     """OSError naming the fix unless a listening socket can take host:port now. Checked with SO_REUSEADDR, as gRPC
     binds: a port whose last connections are in TIME_WAIT, e.g. just after a crash, is free."""
@@ -125,6 +136,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pod", default="bow-pod64", help=f"a preset ({', '.join(PRESETS)}) or a pod config file")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on; 0 picks a free one")
+    parser.add_argument("--advertise-host", default=None, metavar="HOST",
+                        help="the address jobs are given to reach this controller (IPUOF_VIPU_API_HOST); default"
+                             " --host, or this machine's host name when --host is a wildcard such as 0.0.0.0")
     parser.add_argument("--state-dir", type=Path, default=None, help=f"where state is kept (default {default_state_dir()})")
     parser.add_argument("--metrics-host", default="127.0.0.1", help="address of the Prometheus endpoint")
     parser.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
@@ -169,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
         config = load_scheduler_config(args.scheduler_config, args.policy)
-        runtime = open_runtime(args.pod, state_dir, args.host, args.port, config)
+        runtime = open_runtime(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config)
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return 2
@@ -227,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     runtime.dispatcher.start()
     print(
         f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir});"
-        f" {metrics_line}{'; secure' if args.secure else ''}{'; TLS' if tls else ''}",
+        f" {metrics_line}{'; secure' if args.secure else ''}{'; TLS' if tls else ''}"
+        f"{f'; jobs reach it at {runtime.api_host}:{port}' if runtime.api_host != args.host else ''}",
         flush=True,
     )
     if key_file:
