@@ -37,7 +37,13 @@ BAD_REQUESTS = [
     ("negative GCDs", dict(size=16, num_gcds=-2), InvalidArgument, ["num_gcds is -2", "use one of 1, 2, 4"]),
     ("more GCDs than IPUs", dict(size=2, num_gcds=4), InvalidArgument, ["num_gcds is 4", "use one of 1, 2"]),
     ("negative gcd_sync_replicas", dict(size=16, gcd_sync_replicas=-1), InvalidArgument, [
-        "gcd_sync_replicas is -1", "give 0 or more"]),
+        "gcd_sync_replicas is -1", "use one of 1, 2, 4, 8, 16"]),
+    ("more sync replicas than IPUs", dict(size=8, num_gcds=2, gcd_sync_replicas=1000), InvalidArgument, [
+        "gcd_sync_replicas is 1000, but a partition of 8 IPUs in 2 GCDs", "use one of 2, 4, 8"]),
+    ("sync replicas not dividing the size", dict(size=8, gcd_sync_replicas=3), InvalidArgument, [
+        "gcd_sync_replicas is 3", "in 1 GCD syncs", "use one of 1, 2, 4, 8"]),
+    ("sync replicas not a multiple of the GCDs", dict(size=8, num_gcds=4, gcd_sync_replicas=2), InvalidArgument, [
+        "gcd_sync_replicas is 2", "use one of 4, 8"]),
     ("bad allocation name", dict(allocation="my alloc"), InvalidArgument, ["allocation name 'my alloc'",
                                                                           "use ASCII letters"]),
     ("unknown allocation", dict(allocation="nope"), NotFound, ["allocation 'nope' does not exist",

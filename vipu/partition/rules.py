@@ -110,5 +110,11 @@ def check_gcds(size: int, num_gcds: int, gcd_sync_replicas: int | None) -> None:
             f"num_gcds is {num_gcds}, which does not divide the partition size {size}; use one of"
             f" {', '.join(map(str, divisors))}"
         )
-    if gcd_sync_replicas is not None and gcd_sync_replicas < 0:
-        raise InvalidArgument(f"gcd_sync_replicas is {gcd_sync_replicas}; give 0 or more")
+    # poprun's rules: each GCD (instance) runs the same number of replicas, and replicas x IPUs per replica fills
+    # the partition; so the count divides the size and is a multiple of the GCDs
+    allowed = [r for r in range(num_gcds, size + 1, num_gcds) if size % r == 0]
+    if gcd_sync_replicas is not None and gcd_sync_replicas not in allowed:
+        raise InvalidArgument(
+            f"gcd_sync_replicas is {gcd_sync_replicas}, but a partition of {n_ipus(size)} in {num_gcds} GCD"
+            f"{'s' if num_gcds > 1 else ''} syncs a number of replicas that divides its size and is a multiple of"
+            f" its GCDs; use one of {', '.join(map(str, allowed))}, or leave it out")
