@@ -231,3 +231,12 @@ def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
     with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
         metrics = reply.read().decode()
     assert 'vipu_ipus{ild="0",state="drained"} 4.0' in metrics and 'vipu_ipus{ild="0",state="allocated"} 0.0' in metrics
+
+
+def test_admin_listings_take_no_header_and_cluster_sizes_are_checked_at_the_flag(server):
+    with_header = run(server, "vipu-admin", "list", "agents").stdout.splitlines()
+    bare = run(server, "vipu-admin", "list", "agents", "--no-header")
+    assert bare.returncode == 0 and bare.stdout.splitlines() == with_header[1:] and len(with_header) == 17
+    for flag in ("0", "-3"):
+        out = run(server, "vipu-admin", "create", "cluster", "c9", "--agents", "ag00", "--num-ipulinkdomains", flag)
+        assert out.returncode == 2 and "--num-ipulinkdomains" in out.stderr and "greater than or equal to 1" in out.stderr

@@ -11,6 +11,7 @@ from vipu.cli.context import (
     ApiPortOption,
     ApiUserOption,
     JsonOption,
+    NoHeaderOption,
     TimeoutOption,
     TlsCaOption,
     root_options,
@@ -107,7 +108,7 @@ def create_cluster(
     ctx: typer.Context,
     name: str,
     agents: str = typer.Option(..., "--agents", help="comma-separated agent names (whole IPU-Link domains)"),
-    num_ilds: int = typer.Option(1, "--num-ipulinkdomains", help="IPU-Link domains the agents form"),
+    num_ilds: int = typer.Option(1, "--num-ipulinkdomains", min=1, help="IPU-Link domains the agents form"),
     topology: str = typer.Option("", "--topology", help="torus or mesh (default: the Pod's)"),
     cluster_topology: str = typer.Option("", "--cluster-topology", help="looped, direct-attach or switched"),
     json_out: bool = JsonOption,
@@ -202,14 +203,14 @@ _simple(resume, "resume", "agent", "ResumeAgent", AGENT_HEADERS, agent_row)
 
 def _lister(plural: str, rpc_name: str, field: str, headers: list[str], row) -> None:
     @listing.command(plural)
-    def command(ctx: typer.Context, json_out: bool = JsonOption):
+    def command(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
         c = ctx.obj.conn
         reply = c.call(getattr(c.admin, rpc_name), a.ListRequest())
         items = list(getattr(reply, field))
         if ctx.obj.wants_json(json_out):
             print_json([as_dict(x) for x in items])
         else:
-            print(table(headers, [row(x) for x in items], ctx.obj.header))
+            print(table(headers, [row(x) for x in items], ctx.obj.with_header(no_header)))
 
     command.__doc__ = f"List {plural}."
 

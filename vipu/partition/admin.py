@@ -134,10 +134,14 @@ class Admin:
         if cluster_topology not in CLUSTER_TOPOLOGIES:
             raise InvalidArgument(f"cluster_topology is {cluster_topology!r}; use {', '.join(CLUSTER_TOPOLOGIES)}")
         pod = self.state.pod
-        if num_ilds < 1 or len(agents) != num_ilds * pod.machines_per_ild:
+        if num_ilds < 1:
+            raise InvalidArgument(f"num_ilds (--num-ipulinkdomains) is {num_ilds}; give the number of IPU-Link domains"
+                                  f" the agents form, 1 or more ({pod.machines_per_ild} agents each)")
+        if len(agents) != num_ilds * pod.machines_per_ild:
             raise InvalidArgument(
-                f"num_ilds is {num_ilds} but {len(agents)} agents were given; an IPU-Link domain of {pod.name} is"
-                f" {pod.machines_per_ild} agents, so give {max(num_ilds, 1) * pod.machines_per_ild} agents"
+                f"num_ilds (--num-ipulinkdomains) is {num_ilds} but {len(agents)} agents were given; an IPU-Link"
+                f" domain of {pod.name} is {pod.machines_per_ild} agents, so give {num_ilds * pod.machines_per_ild}"
+                " agents"
             )
         ilds = {self.state.agents[a].machine // pod.machines_per_ild for a in agents}
         if len(ilds) != num_ilds:
