@@ -185,3 +185,17 @@ def test_only_an_admin_may_give_a_negative_nice(secure):
     for key, nice in ((alice, "100"), (admin_key, "-100")):
         out = run(server, "vipu", "submit", "--ipus", "1", "--time-limit", "1m", "--hold", "--nice", nice, env=as_(key))
         assert out.returncode == 0, out.stderr
+
+
+def test_a_removed_admins_key_file_goes_at_the_next_start(secure):
+    """The denial's hint names admin.key: once its user is removed the file would point at a dead key."""
+    server, as_, admin_key, _ = secure
+    other = json.loads(run(server, "vipu-admin", "create", "user", "root2", "--admin", "--json",
+                           env=as_(admin_key)).stdout)["access_key"]
+    assert run(server, "vipu-admin", "remove", "user", "admin", env=as_(other)).returncode == 0
+    server.restart()
+    assert not (server.state_dir / "admin.key").exists()
+    assert run(server, "vipu", "queue", env=as_(other)).returncode == 0
+    assert run(server, "vipu", "queue", env=as_(admin_key)).returncode == 6
+    server.restart()  # a secure start with an admin writes no new key
+    assert not (server.state_dir / "admin.key").exists()

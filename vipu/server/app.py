@@ -120,12 +120,16 @@ def parse_bundle(text: str) -> dict[str, float]:
 
 
 def bootstrap_admin(runtime: Runtime, state_dir: Path) -> Path | None:
-    """A secure controller with no admin yet creates user 'admin' and writes its key to a 0600 file, once."""
+    """A secure controller with no admin yet creates user 'admin' and writes its key to a 0600 file, once. A file
+    whose key no longer opens anything (its user was removed) is deleted, so the denial's hint never points at it."""
+    path = Path(state_dir) / "admin.key"
     with runtime.lock:
         if any(u.admin for u in runtime.controller.state.users.values()):
+            if path.exists() and runtime.controller.admin.user_for_key(path.read_text().strip()) is None:
+                path.unlink()
+                print(f"vipu-server: removed {path}: its key belongs to no user any more", file=sys.stderr)
             return None
         _, key = runtime.controller.admin.create_user("admin", admin=True)
-    path = Path(state_dir) / "admin.key"
     path.touch(mode=0o600)
     path.write_text(key + "\n")
     return path

@@ -13,8 +13,9 @@ from vipu.server.status import abort
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 ADMIN_PREFIX = "/vipu.v1.AdminService/"
-FIX = ("pass --api-access-key or set VIPU_CLI_API_ACCESS_KEY (the first admin's key is in admin.key in the"
-       " controller's state folder; `vipu-admin create user NAME` prints a key for each new user)")
+FIX = ("pass --api-access-key or set VIPU_CLI_API_ACCESS_KEY (a controller's first --secure start with no admin"
+       " writes the admin's key to admin.key in its state folder; `vipu-admin create user NAME` prints a key for each"
+       " new user)")
 
 
 def bearer(metadata) -> str | None:
