@@ -52,7 +52,7 @@ def test_users_see_and_change_only_their_own(secure, tmp_path):
 
     assert json.loads(run(server, "vipu", "queue", "--json", env=as_(bob)).stdout) == []
     assert json.loads(run(server, "vipu", "list", "partitions", "--json", env=as_(bob)).stdout) == []
-    for args in (["cancel", str(job)], ["show", "job", str(job)], ["hold", str(job)]):
+    for args in (["cancel", str(job)], ["show", "job", str(job)], ["hold", str(job)], ["priority", str(job)]):
         out = run(server, "vipu", *args, env=as_(bob))
         assert out.returncode == 6 and "belongs to alice" in out.stderr, (args, out.stderr)
     out = run(server, "vipu", "remove", "partition", "mine", env=as_(bob))

@@ -224,6 +224,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     @rpc
     def Priorities(self, request, context):
         identity = self.rt.identity(context)
+        if request.ids:  # someone else's job is refused as theirs, before whether it is pending is told
+            self._own(list(request.ids), context)
         with self.rt.lock:
             rows = self.rt.scheduler.priorities(self.rt.now(), ids=list(request.ids) or None, single=request.single)
             jobs = self.rt.scheduler.table.jobs
