@@ -93,11 +93,12 @@ TRACE=../shared/traces/openb_pod_list_default.csv
 if [ -f "$TRACE" ]; then step $BIN/vipu simulate --trace "$TRACE" --pod bow-pod256 --policy fifo --policy backfill; fi
 
 printf '\nThe controller kept its state in %s (SQLite, WAL).\n' "$STATE"
-printf 'Prometheus: scrape http://127.0.0.1:%s/metrics (deploy/prometheus/prometheus.yml; rules and their tests beside it).\n' "$METRICS_PORT"
+printf 'Prometheus: a controller serves its metrics while it runs, this one on http://127.0.0.1:%s/metrics\n  (deploy/prometheus/prometheus.yml scrapes 127.0.0.1:9105; rules and their tests beside it).\n' "$METRICS_PORT"
 printf 'A Prometheus of your own: PROMETHEUS=1 make demo, or bash scripts/install_prometheus.sh and\n  .tools/prometheus/usr/bin/prometheus --config.file=deploy/prometheus/prometheus.yml\n'
 printf 'Grafana: provision deploy/grafana/provisioning (datasource http://127.0.0.1:9090) and load deploy/grafana/dashboards/*.json\n'
 if [ -n "${KEEP:-}" ]; then
-  printf 'It is still running (pid %s) on 127.0.0.1:%s: try `%s/vipu list partitions`.\n' "$SERVER" "$PORT" "$BIN"
+  printf 'It is still running (pid %s) on 127.0.0.1:%s: try `VIPU_CLI_API_PORT=%s %s/vipu list partitions`;\n' "$SERVER" "$PORT" "$PORT" "$BIN"
+  printf 'stop it with `kill %s` (its state stays in %s for the next start).\n' "$SERVER" "$STATE"
 else
-  printf 'Run it yourself: %s/vipu-server   (then %s/vipu list partitions in another shell)\n' "$BIN" "$BIN"
+  printf 'The demo'"'"'s controller stops now. Run one yourself: %s/vipu-server   (then %s/vipu list partitions in\n  another shell; Ctrl-C or kill stops it), or KEEP=1 make demo to keep this one.\n' "$BIN" "$BIN"
 fi
