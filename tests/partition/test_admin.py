@@ -241,6 +241,25 @@ def test_default_is_every_agent_no_named_allocation_holds(scene_factory):
     assert scene.ctl.admin.get_allocation(DEFAULT_ALLOCATION).agents == agents(*range(12), 14, 15)
 
 
+def test_partitions_and_allocations_are_carved_from_clusters(scene_factory):
+    """As in V-IPU: an agent in no cluster serves no partition and joins no allocation."""
+    scene = scene_factory("bow-pod64")
+    admin = scene.ctl.admin
+    [cluster] = list(scene.state.clusters)
+    admin.create_allocation("A", agents(0))
+    with pytest.raises(FailedPrecondition, match=f"cluster {cluster} holds the agents of allocation A; remove it"):
+        admin.remove_cluster(cluster)
+    admin.remove_allocation("A")
+    admin.remove_cluster(cluster)
+    assert admin.get_allocation(DEFAULT_ALLOCATION).agents == []
+    with pytest.raises(InvalidArgument, match=r"no cluster holds any agent; an admin creates one"):
+        scene.partition("p", 4)
+    with pytest.raises(FailedPrecondition, match="agent ag00 is in no cluster"):
+        admin.create_allocation("B", agents(0))
+    admin.create_cluster("half", agents(*range(16)), 1, "torus", "looped")
+    assert scene.partition("p", 4).ctl.partitions.get("p").cluster == "half"
+
+
 @pytest.mark.parametrize(
     "case,action,error,needles",
     [
@@ -256,7 +275,7 @@ def test_default_is_every_agent_no_named_allocation_holds(scene_factory):
         ("an unknown user", lambda a: a.create_allocation("B", agents(8), users=["bob"]), NotFound,
          ["user 'bob' does not exist"]),
         ("removing default", lambda a: a.remove_allocation("default"), InvalidArgument,
-         ["the default allocation is every unallocated agent and cannot be removed"]),
+         ["the default allocation is every agent of a cluster that no allocation holds, and cannot be removed"]),
         ("removing an unknown one", lambda a: a.remove_allocation("Z"), NotFound, ["allocation 'Z' does not exist"]),
         ("over agents holding default-pool partitions", lambda a: a.create_allocation("B", agents(4, 5)),
          FailedPrecondition, ["partition d1 is on the IPUs of agents ag04, ag05; remove that partition first"]),

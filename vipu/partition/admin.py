@@ -168,6 +168,10 @@ class Admin:
     def remove_cluster(self, name: str) -> Cluster:
         cluster = self.state.get("cluster", name)
         self._refuse_if_in_use(f"cluster {name}", cluster.agents)
+        held = sorted(a.name for a in self.state.allocations.values() if set(a.agents) & set(cluster.agents))
+        if held:  # an allocation is carved from a cluster: it would be left holding agents of none
+            raise FailedPrecondition(f"cluster {name} holds the agents of {named('allocation', held)}; remove"
+                                     f" {'it' if len(held) == 1 else 'them'} first")
         self._commit(deletes=[("cluster", name)])
         return cluster
 
@@ -175,6 +179,11 @@ class Admin:
     def create_allocation(self, name: str, agents: list[str], users: list[str] | None = None) -> Allocation:
         self._new_name("allocation", name)
         self._known_agents(agents, "agents")
+        clustered = {a for cluster in self.state.clusters.values() for a in cluster.agents}
+        loose = sorted(set(agents) - clustered)
+        if loose:  # as in V-IPU, an allocation is carved from a cluster
+            raise FailedPrecondition(f"{named('agent', loose, 4)} {'is' if len(loose) == 1 else 'are'} in no cluster;"
+                                     " add them to one (`vipu-admin create cluster`) first")
         for other in self.state.allocations.values():
             shared = sorted(set(other.agents) & set(agents))
             if shared:
@@ -192,7 +201,8 @@ class Admin:
 
     def remove_allocation(self, name: str) -> Allocation:
         if name == DEFAULT_ALLOCATION:
-            raise InvalidArgument("the default allocation is every unallocated agent and cannot be removed")
+            raise InvalidArgument("the default allocation is every agent of a cluster that no allocation holds, and"
+                                  " cannot be removed")
         allocation = self.state.get("allocation", name)
         busy = sorted(p.name for p in self.state.partitions.values() if p.allocation == name)
         if busy:

@@ -105,8 +105,10 @@ class Partitions:
             return
         total = capacity.bit_count()
         if total == 0:
-            why = ("every agent belongs to a named allocation; pass --allocation" if allocation == DEFAULT_ALLOCATION
-                   else "it has no agents; use another allocation (`vipu list allocations`)")
+            why = ("it has no agents; use another allocation (`vipu list allocations`)" if allocation != DEFAULT_ALLOCATION
+                   else "no cluster holds any agent; an admin creates one (`vipu-admin create cluster`)"
+                   if not self.state.clusters
+                   else "every agent of a cluster belongs to a named allocation; pass --allocation")
             raise InvalidArgument(f"size is {size} but allocation {allocation} has no IPUs: {why}")
         shape = "" if largest == total else f", whose largest aligned block holds {n_ipus(largest)}"
         raise InvalidArgument(

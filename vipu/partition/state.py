@@ -91,10 +91,12 @@ class PodState:
         return {agent.machine: agent for agent in self.agents.values()}
 
     def allocation_agents(self, allocation: str) -> list[str]:
-        """The agents of an allocation; 'default' is every agent no named allocation holds."""
+        """The agents of an allocation; 'default' is every agent of a cluster that no named allocation holds (as in
+        V-IPU, a partition is carved from a cluster: an agent in none serves no partition)."""
         if allocation == DEFAULT_ALLOCATION:
+            clustered = {a for cluster in self.clusters.values() for a in cluster.agents}
             taken = {a for alloc in self.allocations.values() for a in alloc.agents}
-            return sorted(name for name in self.agents if name not in taken)
+            return sorted(name for name in self.agents if name in clustered and name not in taken)
         return list(self.get("allocation", allocation).agents)
 
     def eligible_mask(self, allocation: str) -> int:
