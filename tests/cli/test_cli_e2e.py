@@ -240,3 +240,10 @@ def test_admin_listings_take_no_header_and_cluster_sizes_are_checked_at_the_flag
     for flag in ("0", "-3"):
         out = run(server, "vipu-admin", "create", "cluster", "c9", "--agents", "ag00", "--num-ipulinkdomains", flag)
         assert out.returncode == 2 and "--num-ipulinkdomains" in out.stderr and "greater than or equal to 1" in out.stderr
+
+
+def test_a_partition_owner_follows_the_user_name_rule(server):
+    """As a job's user does: the owner goes into tables and environment variables."""
+    out = run(server, "vipu", "--api-user-id", "bad user", "create", "partition", "bu", "--size", "1")
+    assert out.returncode == 2 and "--api-user-id" in out.stderr and "user name 'bad user' contains ' '" in out.stderr
+    assert run(server, "vipu", "--api-user-id", "first.last", "create", "partition", "ok", "--size", "1").returncode == 0

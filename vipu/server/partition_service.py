@@ -6,10 +6,10 @@ from dataclasses import replace
 from typing import Callable
 
 from vipu import __version__
-from vipu.errors import AlreadyExists
+from vipu.errors import AlreadyExists, InvalidArgument
 from vipu.partition.partition import Partition, PartitionRequest
 from vipu.partition.state import missing
-from vipu.partition.rules import check_user_holder
+from vipu.partition.rules import check_name, check_user_holder
 from vipu.server import convert
 from vipu.server.status import rpc
 from vipu.v1 import partition_pb2 as p
@@ -54,6 +54,11 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
     @rpc
     def CreatePartition(self, request, context):
         identity = self.rt.identity(context)
+        if identity.name:  # the partition's owner: the same rule as a job's user (submit checks it)
+            try:
+                check_name("user", identity.name)
+            except InvalidArgument as e:
+                raise InvalidArgument(f"the caller's user id (--api-user-id, VIPU_CLI_API_USER_ID): {e.message}") from None
         spec = PartitionRequest(
             name=request.name,
             size=request.size,
