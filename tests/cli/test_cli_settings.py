@@ -187,6 +187,18 @@ def test_the_right_ca_works(tls, clean_env):
     assert out.returncode == 0 and out.stderr == "" and f"host: localhost:{tls['port']}" in out.stdout
 
 
+def test_a_relative_tls_ca_in_the_config_file_is_beside_the_file(tls, clean_env, tmp_path):
+    """Wherever the command runs from: a config file's relative path was read from the current folder."""
+    (tmp_path / "certs").mkdir()
+    (tmp_path / "certs" / "ca.pem").write_bytes(tls["cert"].read_bytes())
+    config = tmp_path / "vipu-cli.hcl"
+    config.write_text(f'api-host = "localhost"\napi-port = {tls["port"]}\ntls-ca = "certs/ca.pem"\n')
+    env = {k: v for k, v in clean_env.items() if k != "VIPU_CLI_API_PORT"}  # the file's port, not a closed one
+    out = subprocess.run([console_script("vipu"), "--server-version"], capture_output=True, text=True, timeout=60,
+                         env={**env, "VIPU_CLI_CONFIG": str(config)}, cwd="/")
+    assert out.returncode == 0 and out.stderr == "" and f"host: localhost:{tls['port']}" in out.stdout
+
+
 def test_a_tls_cli_against_a_plaintext_controller_is_told_to_drop_tls_ca(server, tls, clean_env):
     out = vipu(*at(server.port), "--tls-ca", str(tls["cert"]), "list", "partitions", env=clean_env)
     assert out.returncode == 5

@@ -120,6 +120,9 @@ def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=
         access_key=pick(access_key, "VIPU_CLI_API_ACCESS_KEY", "api-access-key"),
         tls_ca=pick(tls_ca, "VIPU_CLI_TLS_CA", "tls-ca"),
     )
+    if settings.tls_ca and tls_ca is None and not os.environ.get("VIPU_CLI_TLS_CA") and path:
+        # a path in the config file means the same file wherever the command is run from: beside the config
+        settings.tls_ca = str(Path(path).parent / Path(settings.tls_ca).expanduser())
     if user is not None and settings.access_key:
         # The CLI cannot tell whether the controller runs --secure (or whose the key is) without a call of its own,
         # so it states the rule rather than a guess: only an explicit flag warns, not a user id from the
