@@ -63,3 +63,11 @@ def test_unusable_state_and_tls_files_get_one_line_each(tmp_path):
         assert got.returncode == 2, got
         lines = got.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("vipu-server: error: ") and needle in lines[0], got.stderr
+
+
+def test_secure_without_tls_off_loopback_warns_that_keys_travel_in_clear(server_factory):
+    for host, warned in (("0.0.0.0", True), ("127.0.0.1", False)):
+        server = server_factory(extra=["--secure", "--host", host])
+        server.kill(signal.SIGTERM)
+        err = server.proc.stderr.read()
+        assert (f"warning: --secure on {host} without --tls-cert" in err) is warned, err

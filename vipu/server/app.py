@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import ipaddress
 import logging
 import signal
 import socket
@@ -93,6 +94,13 @@ def advertised_host(host: str, advertise: str | None) -> str:
 
 
 WILDCARDS = ("0.0.0.0", "::", "[::]", "")
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return False
 
 
 def check_listen(host: str, port: int) -> None:
@@ -216,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
                   f" certificate chain and its unencrypted private key ({e}); give the pair that belongs together",
                   file=sys.stderr)
             return 2
+    if args.secure and tls is None and not is_loopback(args.host):
+        print(f"vipu-server: warning: --secure on {args.host} without --tls-cert: access keys cross the network in"
+              " clear text; give --tls-cert and --tls-key", file=sys.stderr)
     try:
         server, port = build_server(runtime, args.host, args.port, args.rpc_threads, tls=tls)
     except OSError as e:
