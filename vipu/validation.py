@@ -27,14 +27,15 @@ BOUNDS = {"less_than_equal": ("large", "at most", "le"), "greater_than_equal": (
           "less_than": ("large", "less than", "lt"), "greater_than": ("small", "more than", "gt")}
 
 
-def describe(error: ValidationError, what: str) -> str:
-    """`what` names the thing being validated ("partition request", "pod config FILE")."""
+def describe(error: ValidationError, what: str, unknown: dict[str, str] | None = None) -> str:
+    """`what` names the thing being validated ("partition request", "pod config FILE"); `unknown` gives the message
+    for a top-level field that is not one of the model's but means something elsewhere (a planning-only key)."""
     parts = []
     for item in error.errors()[:5]:
         field = ".".join(str(p) for p in item["loc"])
         message = item["msg"].removeprefix("Value error, ")  # pydantic's prefix for our validators' messages
         if item["type"] == "extra_forbidden":
-            message = "unknown field; remove it (check the spelling against the documented fields)"
+            message = (unknown or {}).get(field) or "unknown field; remove it (check the spelling against the documented fields)"
         elif item["type"] == "missing":
             message = "required; add it"
         elif item["type"] == "union_tag_invalid":  # a workload's kind: no such kind

@@ -108,6 +108,7 @@ def test_load_spec_yaml_and_json():
         ("ipus: [1\n", "not valid YAML/JSON"),
         ('{"ipus": 1,,}', "not valid YAML/JSON"),
         ("ipus: 1\ncolor: blue\n", "color: unknown field"),
+        ("ipus: 4\npod: bow-pod64\n", "pod: for `vipu plan` only (a job runs on its controller's Pod); remove it"),
         ("", "it is empty; give at least ipus, e.g. {ipus: 4, time_limit: 10m}"),
         ("ipus: 4.0", "ipus: Input should be a valid integer, not 4.0; write a whole number (4)"),
         ('{"ipus": 4, "hold": "yes"}', "hold: Input should be a valid boolean, not 'yes'; use true or false"),

@@ -132,7 +132,11 @@ def parse_spec(data: object, source: str = "job spec") -> JobSpec:
     try:
         return JobSpec.model_validate(data)
     except ValidationError as e:
-        raise InvalidArgument(describe(e, source)) from None
+        raise InvalidArgument(describe(e, source, PLAN_ONLY)) from None
+
+
+# keys `vipu plan` reads from the same file that a submitted job does not take
+PLAN_ONLY = {"pod": "for `vipu plan` only (a job runs on its controller's Pod); remove it to submit the spec"}
 
 
 def load_spec(text_or_bytes: str | bytes, source: str = "job spec") -> JobSpec:
