@@ -187,6 +187,7 @@ def write(tmp_path, name: str, text: str) -> Path:
     return path
 
 
+OPENB_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
 TWO_JOBS = "submit_time,ipus,duration\n0,16,100\n10,16,50\n"  # on 16 IPUs under fifo: JCTs 100 and 140, waits 0, 90
 
 
@@ -235,6 +236,17 @@ def test_simulate_refuses_bad_options_in_one_line(tmp_path):
          "num_gpu is 'one', not a number"),
         ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\nx,1,1000,LS,0,9,0,7\n", 2,
          "more fields than the header's 7 columns"),
+        # rows that make no sense, once accepted (the first three became 4, 4 and 8 IPUs)
+        ("o.csv", OPENB_HEADER + "p1,1000,100,-1,1000,,LS,Running,0,100,0\n", 2, "num_gpu is -1, below 0"),
+        ("o.csv", OPENB_HEADER + "p1,1000,100,1,0,,LS,Running,0,100,0\n", 2, "gpu_milli is 0, outside 1..1000"),
+        ("o.csv", OPENB_HEADER + "p1,1000,100,1,2000,,LS,Running,0,100,0\n", 2, "gpu_milli is 2000, outside 1..1000"),
+        ("o.csv", OPENB_HEADER + "p1,1000,100,1,1000,,XX,Running,0,100,0\n", 2,
+         "qos is 'XX', not one of openb's BE, LS, Burstable, Guaranteed"),
+        ("o.csv", OPENB_HEADER + "p1,1000,100,1,1000,,LS,Running,0,100,200\n", 2,
+         "deletion_time is before scheduled_time"),
+        # a repeated column or key, once read with the last value winning
+        ("a.csv", "submit_time,ipus,duration,duration\n0,4,10,20\n", 1, "column 'duration' is given more than once"),
+        ("a.jsonl", '{"submit_time": 0, "ipus": 4, "duration": 5, "ipus": 8}\n', 1, "key 'ipus' is given more than once"),
     ],
 )
 def test_every_bad_trace_row_is_named_by_file_and_line(tmp_path, name, text, where, message):
@@ -249,17 +261,46 @@ def test_simulate_json_has_the_tables_figures_with_units(tmp_path):
     table = vipu("simulate", "--trace", trace, "--pod", "bow-pod16", "--policy", "fifo")
     assert table.returncode == 0, table.stderr
     assert table.stdout.splitlines()[-1].split()[:-1] == \
-        ["fifo", "2", "2", "120", "140", "140", "45", "90", "150", "100.0%", "0.0%", "0"]
+        ["fifo", "2", "2", "120", "140", "140", "45", "90", "90", "150", "100.0%", "0.0%", "0"]
     for args in (("simulate", "--json"), ("--json", "simulate")):
         out = vipu(*args, "--trace", trace, "--pod", "bow-pod16", "--policy", "fifo,sjf")
         assert out.returncode == 0, out.stderr
         results = json.loads(out.stdout)
         assert [r["policy"] for r in results] == ["fifo", "sjf"] and results[0].pop("jobs_per_s") > 0
+        mapping = table.stdout.splitlines()[1]  # what the text states, the JSON states too
         assert results[0] == {
+            "trace": trace, "compress": 1.0, "skipped": {}, "mapping": mapping,
             "policy": "fifo", "pod": "bow-pod16", "jobs": 2, "done": 2, "unfinished": 0, "avg_jct_s": 120.0,
-            "p50_jct_s": 140.0, "p95_jct_s": 140.0, "avg_wait_s": 45.0, "p95_wait_s": 90.0, "makespan_s": 150.0,
-            "util_percent": 100.0, "frag_percent": 0.0, "preemptions": 0, "timeouts": 0,
+            "p50_jct_s": 140.0, "p95_jct_s": 140.0, "avg_wait_s": 45.0, "p95_wait_s": 90.0, "max_wait_s": 90.0,
+            "makespan_s": 150.0, "util_percent": 100.0, "frag_percent": 0.0, "preemptions": 0, "timeouts": 0,
         }
+
+
+def test_simulate_json_names_openb_skips_and_mapping(tmp_path):
+    rows = ["p0,1000,100,0,,,BE,Running,0,100,0", "p1,1000,100,1,1000,,LS,Running,0,100,", "p2,1000,100,2,500,,BE,Running,5,60,10"]
+    trace = str(write(tmp_path, "o.csv", OPENB_HEADER + "\n".join(rows) + "\n"))
+    out = vipu("--json", "simulate", "--trace", trace, "--pod", "bow-pod16", "--policy", "fifo")
+    assert out.returncode == 0, out.stderr
+    [r] = json.loads(out.stdout)
+    assert r["skipped"] == {"never scheduled in the trace": 1, "no GPU (CPU-only task)": 1} and r["jobs"] == 1
+    assert r["mapping"].startswith("openb -> IPU-Pod mapping: IPUs = next power of two") and r["trace"] == trace
+
+
+def test_simulate_compress_brings_arrivals_closer(tmp_path):
+    """--compress X: the second job arrives X times sooner after the first, so under fifo it waits longer."""
+    trace = str(write(tmp_path, "t.csv", TWO_JOBS))
+    waits = {}
+    for x in ("1", "2", "4"):
+        out = vipu("--json", "simulate", "--trace", trace, "--pod", "bow-pod16", "--policy", "fifo", "--compress", x)
+        assert out.returncode == 0, out.stderr
+        [r] = json.loads(out.stdout)
+        assert r["compress"] == float(x) and (x == "1" or f"{x}x compressed" in r["mapping"])
+        waits[x] = r["max_wait_s"]
+    # job 2 arrives at 10 / X and waits for job 1, which ends at 100
+    assert waits == {"1": 90.0, "2": 95.0, "4": 97.5}
+    for bad in ("0", "-1", "nan"):
+        out = vipu("simulate", "--trace", trace, "--pod", "bow-pod16", "--compress", bad)
+        assert out.returncode == 2 and "--compress" in one_error(out), out.stderr
 
 
 def test_the_trace_formats_page_is_true(tmp_path):

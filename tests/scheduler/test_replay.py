@@ -91,3 +91,21 @@ def test_main_replay_repeat_shows_the_fastest_run():
     once = main_replay(OPENB, "bow-pod64", ["fifo"], timer=lambda: 0.0, limit=150)
     row, row_once = text.splitlines()[-1].split(), once.splitlines()[-1].split()
     assert row[:-1] == row_once[:-1] and row[-1] == f"{int(row[1]):,}"  # same results; jobs / 1 s
+
+
+def test_compression_brings_arrivals_and_begin_times_closer_to_the_first_submission(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("submit_time,ipus,duration,begin\n100,4,10,\n140,4,10,300\n")
+    once, four = load_trace(path), load_trace(path, compression=4)
+    assert [(j.submit_time, j.begin) for j in once.jobs] == [(100, None), (140, 300)]
+    assert [(j.submit_time, j.begin) for j in four.jobs] == [(100, None), (110, 150)]
+    assert [(j.duration, j.time_limit) for j in four.jobs] == [(j.duration, j.time_limit) for j in once.jobs]
+    assert "4x compressed" in four.mapping and "compressed" not in once.mapping
+    openb = load_trace(OPENB, compression=4, limit=50)
+    assert openb.jobs[1].submit_time == read_openb(OPENB, limit=50).jobs[1].submit_time / 4  # bench_replay's path
+
+
+def test_replay_reports_the_longest_wait():
+    jobs = [TraceJob(0, 16, 100, 128), TraceJob(10, 16, 50, 64), TraceJob(20, 16, 50, 64)]
+    r = replay(jobs, POD16, "fifo")
+    assert (r.max_wait, r.p95_wait) == (130, 130) and r.avg_wait == (0 + 90 + 130) / 3

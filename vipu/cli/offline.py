@@ -19,7 +19,13 @@ def register(app: typer.Typer) -> None:
                                   " (formats: docs/traces.md)"),
         pod: str = typer.Option("bow-pod256", "--pod", help="a preset or a pod config file"),
         policy: list[str] = typer.Option(["fifo", "backfill"], "--policy",
-                                         help="repeat (or fifo,sjf) to compare policies"),
+                                         help="repeat (or fifo,sjf) to compare policies. fifo: submit order;"
+                                         " priority: multifactor priority order; both strict (nothing starts"
+                                         " ahead of a blocked job). backfill: priority order, and jobs behind"
+                                         " start early only if they delay no reservation. sjf: shortest time"
+                                         " limit first, with backfill's reservations (docs/traces.md)"),
+        compress: float = typer.Option(1.0, "--compress", metavar="X",
+                                       help="bring arrivals X times closer (4: 4x the load); run times unchanged"),
         json_out: bool = JsonOption,
     ):
         """Replay a trace in virtual time with the live scheduler's code, and print per-policy metrics. No
@@ -29,9 +35,10 @@ def register(app: typer.Typer) -> None:
 
         try:
             if ctx.obj.wants_json(json_out):
-                print_json([result_json(r) for r in simulate_trace(trace, pod, split(policy)).results])
+                sim = simulate_trace(trace, pod, split(policy), compression=compress)
+                print_json([result_json(r, sim) for r in sim.results])
             else:
-                print(main_replay(trace, pod, split(policy)))
+                print(main_replay(trace, pod, split(policy), compression=compress))
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
 

@@ -58,6 +58,7 @@ class ReplayResult:
     preemptions: int
     cycles: int
     wall_seconds: float | None = None
+    max_wait: float = 0.0  # the longest wait: starvation shows here first
 
     @property
     def jobs_per_second(self) -> float | None:
@@ -170,7 +171,7 @@ class _Replay:
             utilisation=self.used_ipu_seconds / (pod.ipus * makespan) if makespan > 0 else 0.0,
             fragmentation=self.unusable_waiting / (pod.ipus * makespan) if makespan > 0 else 0.0,
             timeouts=sum(1 for j in done if j.state is S.TIMEOUT), preemptions=self.preemptions, cycles=self.cycles,
-            wall_seconds=wall,
+            wall_seconds=wall, max_wait=max(wait, default=0.0),
         )
 
 
@@ -209,6 +210,7 @@ COLUMNS = (
     ("p95 JCT s", "{:>10.0f}", lambda r: r.p95_jct),
     ("avg wait s", "{:>10.0f}", lambda r: r.avg_wait),
     ("p95 wait s", "{:>10.0f}", lambda r: r.p95_wait),
+    ("max wait s", "{:>10.0f}", lambda r: r.max_wait),
     ("makespan s", "{:>11.0f}", lambda r: r.makespan),
     ("util", "{:>6.1%}", lambda r: r.utilisation),
     ("frag", "{:>6.1%}", lambda r: r.fragmentation),
@@ -228,15 +230,21 @@ def format_table(results: Sequence[ReplayResult]) -> str:
     return "\n".join(lines)
 
 
-def result_json(r: ReplayResult) -> dict:
-    """One policy's figures for scripts: the table's, unrounded, with units in the key names."""
-    return {
+def result_json(r: ReplayResult, sim: "Simulation | None" = None) -> dict:
+    """One policy's figures for scripts: the table's, unrounded, with units in the key names; given the
+    Simulation, also what the text output states on its first two lines (trace, skipped rows, mapping)."""
+    out: dict = {"trace": sim.trace_path, "compress": sim.compression} if sim is not None else {}
+    out.update({
         "policy": r.policy, "pod": r.pod, "jobs": r.jobs, "done": r.finished, "unfinished": r.unfinished,
         "avg_jct_s": r.avg_jct, "p50_jct_s": r.p50_jct, "p95_jct_s": r.p95_jct, "avg_wait_s": r.avg_wait,
-        "p95_wait_s": r.p95_wait, "makespan_s": r.makespan, "util_percent": 100 * r.utilisation,
-        "frag_percent": 100 * r.fragmentation, "preemptions": r.preemptions, "timeouts": r.timeouts,
-        "jobs_per_s": r.jobs_per_second,
-    }
+        "p95_wait_s": r.p95_wait, "max_wait_s": r.max_wait, "makespan_s": r.makespan,
+        "util_percent": 100 * r.utilisation, "frag_percent": 100 * r.fragmentation, "preemptions": r.preemptions,
+        "timeouts": r.timeouts, "jobs_per_s": r.jobs_per_second,
+    })
+    if sim is not None:
+        out["skipped"] = dict(sorted(sim.trace.skipped.items()))
+        out["mapping"] = sim.trace.mapping
+    return out
 
 
 @dataclass(frozen=True)
@@ -244,6 +252,8 @@ class Simulation:
     trace: Trace
     pod: PodConfig
     results: list[ReplayResult]  # one per policy, in the order asked for
+    trace_path: str = ""
+    compression: float = 1.0
 
 
 def simulate_trace(trace_path: str, pod_name: str, policies: list[str], timer: Callable[[], float] | None = None,
@@ -268,7 +278,7 @@ def simulate_trace(trace_path: str, pod_name: str, policies: list[str], timer: C
     trace = load_trace(trace_path, max_ipus=pod.max_partition_ipus, **trace_options)
     results = [min((replay(trace.jobs, pod, policy, config, timer) for _ in range(max(1, repeat))),
                    key=lambda r: r.wall_seconds or 0.0) for policy in policies]
-    return Simulation(trace, pod, results)
+    return Simulation(trace, pod, results, str(trace_path), trace_options.get("compression", 1.0))
 
 
 def main_replay(trace_path: str, pod_name: str, policies: list[str], timer: Callable[[], float] | None = None,

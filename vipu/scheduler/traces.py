@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -20,6 +20,7 @@ from vipu.errors import InvalidArgument
 from vipu.scheduler.durations import parse_duration
 
 OPENB_COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time", "scheduled_time")
+OPENB_QOS = {"BE": "low", "LS": "normal", "Burstable": "normal", "Guaranteed": "normal"}
 IPUS_PER_GPU = 4
 
 
@@ -107,6 +108,12 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
             if limit is not None and len(jobs) + sum(skipped.values()) >= limit:
                 break
             gpus = _number(row, "num_gpu", where, int) if row["num_gpu"] else 0
+            if gpus < 0:
+                raise InvalidArgument(f"{where}: num_gpu is {gpus}, below 0; give the GPUs the task asked for (0 for"
+                                      " a CPU-only task)")
+            if row["qos"] not in OPENB_QOS:
+                raise InvalidArgument(f"{where}: qos is {row['qos']!r}, not one of openb's {', '.join(OPENB_QOS)};"
+                                      " fix the row")
             if gpus == 0:
                 skipped["no GPU (CPU-only task)"] += 1
                 continue
@@ -114,14 +121,20 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
                 skipped["never scheduled in the trace"] += 1
                 continue
             milli = _number(row, "gpu_milli", where, int) if row["gpu_milli"] else 1000
+            if not 0 < milli <= 1000:
+                raise InvalidArgument(f"{where}: gpu_milli is {milli}, outside 1..1000; it is the share of each GPU in"
+                                      " thousandths (1000 or empty: a whole GPU; num_gpu 0 for a CPU-only task)")
             ipus = next_power_of_two(math.ceil(gpus * milli / 1000)) * ipus_per_gpu
             if max_ipus is not None and ipus > max_ipus:
                 skipped["larger than the Pod's largest partition"] += 1
                 continue
-            duration = max(1.0, _number(row, "deletion_time", where) - _number(row, "scheduled_time", where))
+            ran = _number(row, "deletion_time", where) - _number(row, "scheduled_time", where)
+            if ran < 0:
+                raise InvalidArgument(f"{where}: deletion_time is before scheduled_time; fix the row")
+            duration = max(1.0, ran)
             jobs.append(TraceJob(
                 submit_time=_number(row, "creation_time", where) / compression, ipus=ipus, duration=duration,
-                time_limit=rounded_limit(duration), user="openb", qos="low" if row["qos"] == "BE" else "normal",
+                time_limit=rounded_limit(duration), user="openb", qos=OPENB_QOS[row["qos"]],
                 name=row["name"], source=where,
             ))
     return Trace(jobs, openb_mapping(ipus_per_gpu, compression), skipped)
@@ -141,6 +154,21 @@ def _check_columns(columns, where: str) -> None:
     unknown = [c for c in columns if c not in NATIVE_COLUMNS]
     if unknown:
         raise InvalidArgument(f"{where}: column {unknown[0]!r} is unknown; use {', '.join(NATIVE_COLUMNS)}")
+    twice = [c for c, n in Counter(list(columns)).items() if n > 1]
+    if twice:  # DictReader (and json.loads) would keep the last value and drop the others unseen
+        raise InvalidArgument(f"{where}: column {twice[0]!r} is given more than once; give each column once")
+
+
+def _pairs(pairs: list) -> dict:
+    """json.loads' object hook: an object with a repeated key is refused in _native_job, not silently merged."""
+    keys = [k for k, _ in pairs]
+    row = dict(pairs)
+    if len(row) != len(keys):
+        row[_REPEATED] = [k for k, n in Counter(keys).items() if n > 1][0]
+    return row
+
+
+_REPEATED = object()  # the key under which _pairs notes a repeated key
 
 
 def _whole(value: object, column: str) -> int:
@@ -152,6 +180,8 @@ def _whole(value: object, column: str) -> int:
 
 
 def _native_job(row: dict, where: str) -> TraceJob:
+    if _REPEATED in row:
+        raise InvalidArgument(f"{where}: key {row[_REPEATED]!r} is given more than once; give each key once")
     _check_columns(row, where)
     values = {c: v for c, v in row.items() if v not in (None, "")}  # an empty cell takes the default
     for column in NATIVE_COLUMNS[:3]:
@@ -188,7 +218,7 @@ def read_native(path: str | Path) -> Trace:
                 if not line.strip():
                     continue
                 try:
-                    row = json.loads(line)
+                    row = json.loads(line, object_pairs_hook=_pairs)
                 except json.JSONDecodeError as e:
                     raise InvalidArgument(f"{path}:{n}: not JSON ({e.msg}); write one object per line, like"
                                           ' {"submit_time": 0, "ipus": 4, "duration": "10m"}') from None
@@ -203,19 +233,37 @@ def read_native(path: str | Path) -> Trace:
     return Trace(jobs, NATIVE_MAPPING)
 
 
-def load_trace(path: str | Path, max_ipus: int | None = None, **openb_options) -> Trace:
-    """openb if the CSV header says so (openb_options: ipus_per_gpu, compression, limit), else the native format.
-    A trace with no job to replay is an error: its all-zero figures would look like a result."""
+def compressed(trace: Trace, compression: float) -> Trace:
+    """Arrivals (and begin times) `compression` times closer together, counted from the first submission; run
+    times and limits unchanged, so the load is `compression` times higher (`vipu simulate --compress`)."""
+    if compression == 1 or not trace.jobs:
+        return trace
+    origin = min(j.submit_time for j in trace.jobs)
+
+    def closer(t: float | None) -> float | None:
+        return None if t is None else origin + (t - origin) / compression
+
+    jobs = [replace(j, submit_time=closer(j.submit_time), begin=closer(j.begin)) for j in trace.jobs]
+    return Trace(jobs, f"{trace.mapping}; arrivals and begin times {compression:g}x compressed: first submission"
+                 f" + (time - first submission) / {compression:g}", trace.skipped)
+
+
+def load_trace(path: str | Path, max_ipus: int | None = None, compression: float = 1.0, **openb_options) -> Trace:
+    """openb if the CSV header says so (openb_options: ipus_per_gpu, limit), else the native format; `compression`
+    brings arrivals that many times closer (openb: creation_time / compression, as its mapping says; native:
+    compressed()). A trace with no job to replay is an error: its all-zero figures would look like a result."""
     path = Path(path)
+    if not (isinstance(compression, (int, float)) and math.isfinite(compression) and compression > 0):
+        raise InvalidArgument(f"--compress is {compression}; give a number more than 0 (4: arrivals 4x closer)")
     if not path.is_file():
         raise InvalidArgument(f"--trace {path} is not a readable file; {FORMS}")
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             header = f.readline() if path.suffix == ".csv" else ""
         if header and all(c in header for c in OPENB_COLUMNS):
-            trace = read_openb(path, max_ipus=max_ipus, **openb_options)
+            trace = read_openb(path, max_ipus=max_ipus, compression=compression, **openb_options)
         else:
-            trace = read_native(path)
+            trace = compressed(read_native(path), compression)
     except UnicodeDecodeError:
         raise InvalidArgument(f"--trace {path} is not UTF-8 text, so not a trace; {FORMS}") from None
     except OSError as e:

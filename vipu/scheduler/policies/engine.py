@@ -1,11 +1,12 @@
 """The walk every policy shares: take jobs in the policy's order, check limits, place, evict, reserve, explain.
 
-Why one walk with three modes instead of three copies: the policies differ only in the order of the queue and in
+Why one walk with two modes instead of four copies: the policies differ only in the order of the queue and in
 what a blocked job does to the jobs behind it —
   strict    nothing behind a blocked job starts (Slurm's sched/builtin: FIFO or priority order);
-  backfill  jobs behind may start now only if they do not delay any reservation (Slurm's sched/backfill);
-  greedy    anything that fits starts; no reservations (a research baseline that can starve large jobs).
-Gang semantics hold in all three: a job starts only on a whole aligned block, never on part of one, so two large
+  backfill  jobs behind may start now only if they do not delay any reservation (Slurm's sched/backfill).
+(sjf once had a third, greedy mode: anything that fits starts, no reservations. It let a stream of small jobs
+starve the shortest job in its own order when that job was large, so sjf now backfills in its order.)
+Gang semantics hold in both: a job starts only on a whole aligned block, never on part of one, so two large
 jobs can never each hold half of what they need. A job that no future moment can hold (failed IPUs, a small
 allocation, partitions that never end) takes no reservation, so it never blocks the queue.
 
@@ -18,8 +19,12 @@ which changes no start, only the estimates shown.
 
 With `estimates` off (trace replay) the walk also skips what only an estimate needs: a waiting job's slot is not
 searched for unless a job behind it needs its reservation (need(): often, as for a large job whose reservation
-lies beyond any job's time limit, none does), and in greedy mode a job of a size no free block holds is passed
-over at once. Every start is the one the full walk makes; a property test compares the two on random workloads.
+lies beyond any job's time limit, none does). Every start is the one the full walk makes; a property test compares
+the two on random workloads.
+
+Limits over time (plans.py): a job of an array with %N or of a QOS with limits is reserved, and estimated, no
+earlier than its group has room for it, counting running jobs and the reservations ahead of it; a job that fits
+now but would take room such a reservation needs waits instead.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Iterable, Literal
 from vipu.scheduler.bits import best_fit, block, has_block
 from vipu.scheduler.policies.base import (
     NODE_NOT_AVAIL,
+    PARTITION_LIMIT,
     PRIORITY,
     RESOURCES,
     PendingInfo,
@@ -42,11 +48,13 @@ from vipu.scheduler.policies.base import (
     qos_sets,
 )
 from vipu.scheduler.policies.limits import Usage
+from vipu.scheduler.policies.plans import LimitPlan
 from vipu.scheduler.policies.preempt import choose_victims
 from vipu.scheduler.timeline import Timeline
 
-Mode = Literal["strict", "backfill", "greedy"]
+Mode = Literal["strict", "backfill"]
 _WAIT = {True: PendingInfo(PRIORITY), False: PendingInfo(RESOURCES)}  # shared: most pending jobs get one of these
+_PARTITION_LIMIT, _NOT_AVAIL = PendingInfo(PARTITION_LIMIT), PendingInfo(NODE_NOT_AVAIL)
 
 
 class _Walk:
@@ -54,7 +62,7 @@ class _Walk:
         "r", "mode", "estimates", "now", "total", "full", "healthy", "avail", "usage", "decision", "reservations",
         "blocked", "last_reserved", "remaining", "preemptors", "qos_sets", "preempt_qos", "_timeline", "_started",
         "_preempted", "_eventually", "_frozen", "_no_fit", "_fitting", "_feasible", "_no_victims", "shortest",
-        "_evictable", "_lazy", "_lazy_floor", "_free_sizes", "_ever", "_fitting_until",
+        "_evictable", "_lazy", "_lazy_floor", "_ever", "_fitting_until", "plan", "_offline",
     )
 
     def __init__(self, request: ScheduleRequest, mode: Mode):
@@ -68,12 +76,14 @@ class _Walk:
         self.avail = request.available_mask & self.healthy
         self.usage = Usage(request.running, request.qos)
         self.decision = ScheduleDecision()
+        self.qos_sets = qos_sets(request.qos)
+        self.plan = LimitPlan(self.now, request.running, request.qos, self.qos_sets.limited)
+        self._offline: int | None = None
         self.reservations: list[tuple[float, int]] = []  # (start, block) of blocked jobs' reservations
         self.blocked = False  # a job ahead in the order waits for resources
         self.last_reserved = self.now  # strict mode: jobs behind a blocked job start no earlier than it
         self.remaining = dict(request.sizes) if request.sizes is not None else None
         self.preemptors = dict(request.preemptors) if request.preemptors is not None else None
-        self.qos_sets = qos_sets(request.qos)
         self.preempt_qos = self.qos_sets.preempting
         self._timeline: Timeline | None = None
         self._started: list[tuple[float, int]] = []  # (end, block) of starts made before the timeline existed
@@ -90,7 +100,6 @@ class _Walk:
         self._lazy_floor = math.inf  # none of them begins before this (see need())
         self._fitting_until = -math.inf  # _fitting depends on the reservations that begin before this
         self._ever: dict[tuple[int, int], bool] = {}  # (size, allowed) -> does some moment hold such a job
-        self._free_sizes: dict[int, bool] = {}  # size -> does `avail` hold a block of it (until avail changes)
 
     # -- lazily built views -------------------------------------------------------------------------------
     @property
@@ -210,6 +219,20 @@ class _Walk:
             self._evictable = mask
         return self._evictable
 
+    def infeasible(self, job: QueuedJob, allowed: int | None) -> PendingInfo:
+        """Why no moment can hold the job: PartitionNodeLimit if its allocation is too small for it even with every
+        IPU out of service (failed, drained, agent missing) back; else ReqNodeNotAvail (IPUs it needs are failed or
+        drained; or its allocation is gone)."""
+        if allowed is not None:
+            if self._offline is None:  # failed IPUs, and IPUs no allocation may use now (drained, no agent)
+                online = self.full if self.r.allowed_masks is None else 0
+                for mask in (self.r.allowed_masks or {}).values():
+                    online |= mask
+                self._offline = self.full & ~(online & self.healthy)
+            if not has_block((allowed | self._offline) & self.full, job.ipus, self.total):
+                return _PARTITION_LIMIT
+        return _NOT_AVAIL
+
     def feasible(self, size: int, allowed: int) -> bool:
         key = (size, allowed)
         ok = self._feasible.get(key)
@@ -226,8 +249,8 @@ class _Walk:
         else:
             self._started.append((self.now + job.time_limit, blk))
         self.usage.add(job)
+        self.plan.started(job, self.now + job.time_limit)
         self.decision.starts.append(Start(job.id, first, place_mask))
-        self._free_sizes.clear()
         self._no_fit.clear()
         self._no_victims.clear()
         self._fitting = None
@@ -235,6 +258,8 @@ class _Walk:
     def try_preempt(self, job: QueuedJob, allowed: int) -> bool:
         if job.qos not in self.preempt_qos:
             return False
+        if self.plan.touches_reservation(job) and self.plan.clash(job, self.now, self.now + job.time_limit):
+            return False  # it would take a limit a reserved job of its group needs
         self.need(math.inf)  # an eviction frees IPUs at every moment of the timeline: no reservation may wait
         reserved = self.reserved_over(self.now + job.time_limit)
         key = (job.ipus, allowed, reserved, job.qos)
@@ -259,6 +284,7 @@ class _Walk:
             self._evictable = None
             self._fitting = None
             self.usage.remove(v)
+            self.plan.evicted(v)
         self.start(job, first, block(first, job.ipus))
         return True
 
@@ -266,7 +292,12 @@ class _Walk:
         """`job` cannot start now. If some moment can hold it, it blocks the jobs behind it (reason Priority for
         them) and, with `reserve`, takes a reservation on the timeline; its estimated start is that moment."""
         info = _WAIT[self.blocked]
-        if not self.estimates:
+        limited = self.plan.applies(job)
+        if limited and not self.estimates and reserve and self.mode == "backfill":
+            # Its reservation depends on the limit plan, which holds the reservations made in walk order: it is
+            # made now, after every lazy one ahead of it, exactly as the walk with estimates makes it.
+            self.need(math.inf)
+        elif not self.estimates:
             # Nobody reads the estimate, so no timeline search is made for it here. In backfill mode the
             # reservation is made once a job behind needs it (need()); in strict mode the walk stops here.
             key = (job.ipus, allowed)
@@ -284,15 +315,34 @@ class _Walk:
                         self._fitting = None  # it may reserve IPUs that answer counted as free
             self.decision.pending[job.id] = info
             return
-        slot = self.timeline.earliest(job.ipus, job.time_limit, allowed, not_before)
+        slot = self._slot(job, allowed, not_before) if limited else \
+            self.timeline.earliest(job.ipus, job.time_limit, allowed, not_before)
         if slot is None:
             self.decision.pending[job.id] = info
             return
         at, first, _ = slot
         if reserve:
             self._reserve(job, at, first)
+            if limited:
+                self.plan.reserve(job, at, at + job.time_limit)
         self.blocked = True
         self.decision.pending[job.id] = PendingInfo(info.reason, at)
+
+    def _slot(self, job: QueuedJob, allowed: int, not_before: float | None) -> tuple[float, int, int] | None:
+        """The earliest slot that also keeps the job's limited groups (array %N, QOS limits) within their limits,
+        counting running jobs and the reservations made so far (the only moments at which a limit frees up are
+        the ends of those, so trying each in turn finds the first)."""
+        at = not_before
+        while True:
+            slot = self.timeline.earliest(job.ipus, job.time_limit, allowed, at)
+            if slot is None:
+                return None
+            retry = self.plan.clash(job, slot[0], slot[0] + job.time_limit)
+            if retry is None:
+                return slot
+            if retry == math.inf:
+                return None
+            at = retry
 
     def _reserve(self, job: QueuedJob, at: float, first: int) -> None:
         blk = block(first, job.ipus)
@@ -314,11 +364,13 @@ class _Walk:
         if fits and (self.reservations or self._lazy):
             mask &= ~self.reserved_over(self.now + job.time_limit)
             fits = has_block(mask, size, total)
+        if fits and self.plan.touches_reservation(job) and self.plan.clash(job, self.now, self.now + job.time_limit):
+            return self.wait(job, allowed, reserve=True)  # it would take a limit a reserved job of its group needs
         if fits:
             return self.start(job, best_fit(mask, total, size), mask)  # type: ignore[arg-type]
         if self.try_preempt(job, allowed):
             return None
-        self.wait(job, allowed, reserve=self.mode != "greedy")
+        self.wait(job, allowed, reserve=True)
 
     def tail(self, job: QueuedJob, allowed: int) -> None:
         """Beyond max_job_test: start it if it fits now without touching a reservation; no estimate otherwise."""
@@ -328,8 +380,10 @@ class _Walk:
         if key not in self._no_fit:
             mask = self.avail & allowed & ~self.reserved_over(end)
             if has_block(mask, job.ipus, self.total):
-                return self.start(job, best_fit(mask, self.total, job.ipus), mask)  # type: ignore[arg-type]
-            self._no_fit.add(key)
+                if not (self.plan.touches_reservation(job) and self.plan.clash(job, self.now, end)):
+                    return self.start(job, best_fit(mask, self.total, job.ipus), mask)  # type: ignore[arg-type]
+            else:
+                self._no_fit.add(key)
         if self.try_preempt(job, allowed):
             return
         self.decision.pending[job.id] = _WAIT[self.blocked]
@@ -341,34 +395,18 @@ class _Walk:
         tested, limit = 0, self.r.max_job_test
         pending = self.decision.pending
         remaining = self.remaining
-        # Greedy mode makes no reservations, so a job that cannot start changes nothing for the jobs behind it;
-        # without estimates to compute, one for which no block of its size is free at all is passed over at once.
-        pass_over = self.mode == "greedy" and not self.estimates
-        free_sizes = self._free_sizes
         for job in order:
             if remaining is not None:
                 remaining[job.ipus] = remaining.get(job.ipus, 0) - 1
                 if job.qos in self.preempt_qos and self.preemptors is not None:
                     self.preemptors[job.ipus] = self.preemptors.get(job.ipus, 0) - 1
-            if pass_over and job.qos not in self.preempt_qos:
-                free = free_sizes.get(job.ipus)
-                if free is None:
-                    free = free_sizes[job.ipus] = has_block(self.avail, job.ipus, self.total)
-                if not free:
-                    pending[job.id] = _WAIT[self.blocked]
-                    # (the answer of the last check stands unless a start made it stale: this size was not in it)
-                    if self._fitting is None and self.nothing_can_start():
-                        self.decision.rest = PendingInfo(PRIORITY if self.blocked else RESOURCES)
-                        self.decision.limits = self.usage
-                        break
-                    continue
             reason = self.usage.reason(job)
             if reason is not None:
                 pending[job.id] = PendingInfo(reason)
             else:
                 allowed = self.allowed(job)
                 if allowed is None or not self.feasible(job.ipus, allowed):
-                    pending[job.id] = PendingInfo(NODE_NOT_AVAIL)
+                    pending[job.id] = self.infeasible(job, allowed)
                 elif tested < limit:
                     tested += 1
                     self.planned(job, allowed)
