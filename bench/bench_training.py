@@ -7,7 +7,9 @@ all steps (the proof that the split is real: ~1e-7 is fp32 rounding), the emulat
 BSP compute sets, the fabric's collectives, the pipeline laid out event by event) against the planner's predicted
 step time (vipu/jobs/planner.py, with the emulation's fused gradient allreduce), and the wall-clock per step of the
 emulation itself. A medium transformer (not an example) shows the comparison where compute and bandwidth, not
-latency, start to count. Then the emulated split of one step beside the planner's.
+latency, start to count, and an MLP with replicas strided by 2, RTS and its optimiser state in Streaming Memory
+shows the data-parallel allreduce over strided groups and the streaming. Then the emulated split of one step
+beside the planner's.
 """
 
 from __future__ import annotations
@@ -33,6 +35,14 @@ def medium() -> tuple[TrainWorkload, object]:
     layout = {"t": 4, "p": 2, "r": 2, "micro_batch": 2, "micro_batches": 3}
     w = TrainWorkload(model=model, layout=layout, optimizer="adam", steps=3, learning_rate=3e-4, seed=5)
     return w, load_pod("bow-pod64")
+
+
+def offload() -> tuple[TrainWorkload, object]:
+    """Replicas strided by 2 (p=2, r=4) with RTS and the optimiser state in Streaming Memory."""
+    model = {"kind": "mlp", "layers": 4, "hidden": 256, "inputs": 64, "outputs": 10, "dtype": "fp32"}
+    layout = {"t": 1, "p": 2, "r": 4, "micro_batch": 16, "micro_batches": 4, "rts": True, "offload_optimizer": True}
+    w = TrainWorkload(model=model, layout=layout, optimizer="adam", steps=3, learning_rate=1e-3, seed=7)
+    return w, load_pod("bow-pod16")
 
 
 def fmt_s(s: float) -> str:
@@ -113,6 +123,7 @@ def main() -> None:
         spec, pod = load_plan_spec(EXAMPLES / f"{name}.yaml")
         runs.append(row(name, spec.workload, pod))
     runs.append(row("medium", *medium()))
+    runs.append(row("offload", *offload()))
     parts(runs)
     if not args.no_actors:
         on_actors(args.actors_example)

@@ -247,3 +247,10 @@ def test_a_partition_owner_follows_the_user_name_rule(server):
     out = run(server, "vipu", "--api-user-id", "bad user", "create", "partition", "bu", "--size", "1")
     assert out.returncode == 2 and "--api-user-id" in out.stderr and "user name 'bad user' contains ' '" in out.stderr
     assert run(server, "vipu", "--api-user-id", "first.last", "create", "partition", "ok", "--size", "1").returncode == 0
+
+
+def test_info_names_each_ipu_link_domain_by_its_size(server_factory):
+    """A Bow-Pod16's one domain is no Pod64."""
+    server = server_factory("bow-pod16")
+    assert run(server, "vipu", "info").stdout.splitlines()[1].split("|")[0].strip() == "pod16-0"
+    assert [r["name"] for r in json.loads(run(server, "vipu", "info", "--json").stdout)["ilds"]] == ["pod16-0"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -59,3 +60,54 @@ def test_training_on_machine_actors(server_factory, ray):
     assert result["bytes_per_link_type"]["ipu_link"] > 0
     ipus = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
     assert all(i["emulated"] for i in ipus[:4])  # its machine's actor ran it
+
+
+def test_per_ipu_usage_is_shown_by_show_job_and_logs(server, tmp_path):
+    spec = yaml.safe_load((ROOT / "examples/tiny_dp.yaml").read_text())
+    spec["workload"]["steps"] = 3
+    (tmp_path / "dp.yaml").write_text(yaml.safe_dump(spec))
+    spec.update(ipus=1, name="one")
+    spec["workload"]["layout"]["r"] = 1
+    (tmp_path / "one.yaml").write_text(yaml.safe_dump(spec))
+    dp, one = (submit(server, str(tmp_path / f"{name}.yaml"))[0] for name in ("dp", "one"))
+    detail = finished(server, dp)
+    assert detail["state"] == "COMPLETED"
+    usage = detail["ipu_usage"]  # a list in --json, kept after the run (the machines' gauges are 0 by then)
+    assert [u["ipu"] for u in usage] == [0, 1, 2, 3] and all(0 < u["utilisation"] <= 1 for u in usage)
+    assert all(u["sram_peak_bytes"] > u["activation_peak_bytes"] > 0 for u in usage)
+    text = run(server, "vipu", "show", "job", str(dp)).stdout
+    logs = run(server, "vipu", "logs", str(dp)).stdout
+    for shown in (text, logs):
+        rows = [line.split() for line in shown.splitlines()]
+        header = rows.index(["IPU", "MACHINE", "UTIL", "SRAM", "PEAK", "ACTIVATIONS"])
+        assert [row[:3] for row in rows[header + 1: header + 5]] == [
+            [str(u["ipu"]), "0", f"{u['utilisation']:.2%}"] for u in usage]
+    assert finished(server, one)["state"] == "COMPLETED"
+    assert "link traffic: none" in run(server, "vipu", "logs", str(one)).stdout.splitlines()
+
+
+def test_logs_of_a_job_requeued_after_losing_its_machine_follow_the_new_run(server_factory, tmp_path):
+    server = server_factory(extra=["--ray", "local"])
+    spec = yaml.safe_load((ROOT / "examples/tiny_tp.yaml").read_text())
+    spec["workload"]["steps"] = 1_000_000  # still training when its machine goes, and after
+    (tmp_path / "long.yaml").write_text(yaml.safe_dump(spec))
+    [job] = submit(server, str(tmp_path / "long.yaml"))
+
+    def steps() -> list[str]:
+        return [line for line in run(server, "vipu", "logs", str(job)).stdout.splitlines() if line.startswith("step ")]
+
+    wait_for(lambda: len(steps()) >= 2, timeout=300)
+    machine = show(server, job)["detail"]["first_ipu"] // 4
+    assert run(server, "vipu-admin", "kill", "machine", str(machine)).returncode == 0
+    wait_for(lambda: show(server, job)["requeue_count"] == 1, timeout=60)
+    # the new run's steps show while it runs (they once showed only after a cancel), below the lost run's end
+    wait_for(lambda: len(steps()) >= 2 and steps()[0].startswith("step    0"), timeout=120)
+    time.sleep(3)  # the lost run's thread has failed by now; the logs still follow the new run
+    lines = run(server, "vipu", "logs", str(job)).stdout.splitlines()
+    assert lines[0].startswith("run 1 ended NODE_FAIL at ") and lines[0].endswith(
+        f": machine {machine} was lost; requeued"), lines[:3]
+    assert not any("training failed" in line or "NotFound" in line for line in lines)
+    more = len(steps())
+    wait_for(lambda: len(steps()) > more, timeout=60)
+    assert f"EarlierRun={lines[0]}" in run(server, "vipu", "show", "job", str(job)).stdout.splitlines()
+    assert run(server, "vipu", "cancel", str(job)).returncode == 0

@@ -112,3 +112,23 @@ def test_a_step_naming_one_ipu_twice_is_refused(machine):
 def test_machine_index_must_be_in_the_pod(pod):
     with pytest.raises(InvalidArgument, match="machine 16 is not in bow-pod64; machines are 0..15"):
         Machine(pod, 16)
+
+
+def test_reserved_sram_counts_in_stats_and_runs_out_like_a_tensor(machine):
+    machine.reserve(1, "activations", 700_000_000)
+    assert machine.stats()["per_ipu"][21]["sram_used_bytes"] == 700_000_000
+    with pytest.raises(ResourceExhausted, match="'more'.*bytes over"):
+        machine.reserve(1, "more", 300_000_000)  # 900 MB of SRAM per IPU
+    machine.free_tensor(1, "activations")
+    assert machine.stats()["per_ipu"][21]["sram_used_bytes"] == 0
+
+
+def test_an_offloaded_tensor_is_freed_from_streaming_memory(machine):
+    machine.put_tensor(2, "opt.m", np.ones(256, np.float32))
+    machine.offload_batch([2], "opt.m")
+    stats = machine.stats()
+    assert stats["streaming"]["used_bytes"] == 1024 and stats["per_ipu"][22]["sram_used_bytes"] == 0
+    assert stats["streaming"]["virtual_s"] == 0.0  # a batch is charged by settle_streaming
+    assert machine.settle_streaming(1024, 1024) > 0
+    machine.free_tensor(2, "opt.m")
+    assert machine.stats()["streaming"]["used_bytes"] == 0

@@ -68,3 +68,17 @@ def test_tensors_are_kept_per_ipu_and_names_must_be_unique_per_ipu():
     assert ipus[1].read("w").tolist() == [1, 1, 1, 1]
     with pytest.raises(NotFound, match="not in Streaming Memory"):
         streaming.load(1, ipus[1], "w")
+
+
+def test_a_batch_moves_uncharged_and_settles_once_reads_and_writes_in_parallel():
+    ipu, streaming = small_ipu(8, 1000), StreamingMemory(1e6, BW, LATENCY)
+    ipu.allocate("m", np.zeros(100, np.float32))
+    assert streaming.offload(0, ipu, "m", charge=False) == 0.0
+    assert streaming.load(0, ipu, "m", charge=False) == 0.0
+    assert streaming.transfers.virtual_s == 0.0
+    # one latency, then the longer direction: 3,200 B in, 1,600 B out at 16 GB/s
+    assert streaming.settle(3200, 1600) == pytest.approx(LATENCY + 3200 / BW)
+    t = streaming.transfers
+    assert (t.bytes_in, t.bytes_out, t.loads, t.offloads) == (3200, 1600, 1, 1)
+    assert t.virtual_s == pytest.approx(LATENCY + 3200 / BW)
+    assert streaming.settle(0, 0) == 0.0

@@ -219,6 +219,8 @@ def register(app: typer.Typer) -> None:
             data = as_dict(x)
             data["spec"] = json.loads(data.pop("spec_json"))
             data["detail"] = json.loads(data.pop("detail_json"))
+            if x.result_json:  # per IPU of its partition over its last run, as a list (also inside result_json)
+                data["ipu_usage"] = (json.loads(x.result_json).get("result") or {}).get("ipu_usage", [])
             print_json(data)
             return
         detail, spec = json.loads(x.detail_json), json.loads(x.spec_json)
@@ -249,6 +251,8 @@ def register(app: typer.Typer) -> None:
         print("History=" + " ".join(f"{h['state']}@{stamp(h['at'])}" for h in detail["history"]))
         if x.result_json:
             record = json.loads(x.result_json)
+            for line in record.get("earlier_runs") or []:  # how the runs before this one ended
+                print(f"EarlierRun={line}")
             result = record.get("result")
             if result:
                 print(f"Losses={' '.join(f'{v:.4f}' for v in result['losses'])}")
@@ -259,6 +263,15 @@ def register(app: typer.Typer) -> None:
                 print(f"Instance{i}=" + " ".join(f"{k}={v}" for k, v in env.items()))
             if record.get("error"):
                 print(f"Error={record['error']}")
+            if record.get("ended"):
+                print(f"Ended={record['ended']}")
+            if result and result.get("ipu_usage"):
+                from vipu.jobs.train.report import IpuUsage, usage_lines
+
+                print("IpuUsage= (UTIL: compute / emulated step time over the run; SRAM PEAK: the most any step"
+                      " needed)")
+                for line in usage_lines([IpuUsage.model_validate(u) for u in result["ipu_usage"]]):
+                    print("  " + line)
 
     def bulk(command: str, rpc: str, verb: str, doc: str):
         @app.command(command, context_settings=IDS)
@@ -317,7 +330,8 @@ def register(app: typer.Typer) -> None:
     @app.command(context_settings=IDS)
     def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
              json_out: bool = JsonOption):
-        """A training job's loss per step, emulated step time on the real Pod, and its summary."""
+        """A training job's loss per step, emulated step time on the real Pod, and its summary with per-IPU
+        utilisation and peak SRAM; a requeued job's current run, below a line on how each earlier run ended."""
         cli = ctx.obj
         reply = cli.conn.call(cli.conn.jobs.JobLogs, j.GetJobRequest(id=resolve_id(cli, id)))
         if cli.wants_json(json_out):
@@ -356,16 +370,20 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def info(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
-        """IPUs idle, allocated, drained and failed per Pod64 (sinfo)."""
+        """IPUs idle, allocated, drained and failed per IPU-Link domain (a Pod64 of a Bow Pod; sinfo)."""
         cli = ctx.obj
         reply = cli.conn.call(cli.conn.jobs.ClusterInfo, j.ClusterInfoRequest())
+
+        def name(ild) -> str:  # pod64-1 for the second Pod64 of a Bow-Pod128; pod16-0 for a Bow-Pod16's one domain
+            return f"pod{ild.total}-{ild.ild}"
+
         if cli.wants_json(json_out):
             data = as_dict(reply)
-            for row in data["ilds"]:
-                row["name"] = f"pod64-{row['ild']}"  # what the table shows
+            for row, ild in zip(data["ilds"], reply.ilds):
+                row["name"] = name(ild)  # what the table shows
             print_json(data)
             return
-        rows = [[f"pod64-{r.ild}", r.total, r.idle, r.allocated, r.drained, r.failed] for r in reply.ilds]
+        rows = [[name(r), r.total, r.idle, r.allocated, r.drained, r.failed] for r in reply.ilds]
         print(table(["ILD", "IPUS", "IDLE", "ALLOCATED", "DRAINED", "FAILED"], rows, cli.with_header(no_header)))
         print(f"\n{reply.pod}: {reply.running_jobs} running, {reply.pending_jobs} pending")
 

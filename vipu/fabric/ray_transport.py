@@ -86,6 +86,36 @@ class RayTransport:
         self._get(actor.free_tensor.remote(index, name))
         self.specs.pop((ipu, name), None)
 
+    # --- Streaming Memory and reserved SRAM (training jobs) -----------------------------------------------------
+    def _by_machine(self, ipus: Sequence[int]) -> dict[int, list[int]]:
+        machines: dict[int, list[int]] = defaultdict(list)
+        for ipu in ipus:
+            self._at(ipu)
+            machines[ipu // self.ipus_per_machine].append(ipu % self.ipus_per_machine)
+        return machines
+
+    def offload(self, name: str, ipus: Sequence[int]) -> None:
+        """Move `name` of each IPU to its machine's Streaming Memory (one call per machine, uncharged: the step's
+        settle_streaming charges the batch)."""
+        self._get([self.actors[m].offload_batch.remote(local, name) for m, local in self._by_machine(ipus).items()])
+
+    def load(self, name: str, ipus: Sequence[int]) -> None:
+        self._get([self.actors[m].load_batch.remote(local, name) for m, local in self._by_machine(ipus).items()])
+
+    def settle_streaming(self, per_machine: Mapping[int, tuple[int, int]]) -> dict[int, float]:
+        """Each machine charges its (bytes in, bytes out) of streaming as one batch; returns its seconds."""
+        machines = sorted(per_machine)
+        refs = [self.actors[m].settle_streaming.remote(*map(int, per_machine[m])) for m in machines]
+        return dict(zip(machines, self._get(refs)))
+
+    def reserve(self, sizes: Mapping[int, int], name: str) -> None:
+        """Hold sizes[ipu] bytes of each IPU's SRAM under `name` (no data): out of memory fails as a put does."""
+        refs = []
+        for ipu, nbytes in sizes.items():
+            actor, index = self._at(ipu)
+            refs.append(actor.reserve.remote(index, name, int(nbytes)))
+        self._get(refs)
+
     # --- what the collectives need -----------------------------------------------------------------------------
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         """Known when the tensor was put through this transport; otherwise read once from the machine."""

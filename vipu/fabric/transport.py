@@ -39,6 +39,8 @@ class LocalTransport:
         self.tensors: dict[tuple[int, str], np.ndarray] = {}
         self.shapes: dict[tuple[int, str], tuple[int, ...]] = {}
         self.records: list[CollectiveResult] = []
+        self.offloaded: dict[tuple[int, str], tuple[np.ndarray, tuple[int, ...]]] = {}  # Streaming Memory stand-in
+        self.reserved: dict[tuple[int, str], int] = {}  # bytes held with no data (reserve)
 
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
         array = np.array(array, copy=True, order="C")
@@ -65,8 +67,32 @@ class LocalTransport:
         self._flat(ipu, name)[start:stop] = values
 
     def free_tensor(self, ipu: int, name: str) -> None:
+        """Free `name` wherever it is (on the IPU, offloaded, or reserved)."""
+        if (ipu, name) in self.offloaded and (ipu, name) not in self.tensors:
+            del self.offloaded[(ipu, name)]
+            return
+        if (ipu, name) in self.reserved and (ipu, name) not in self.tensors:
+            del self.reserved[(ipu, name)]
+            return
         self._flat(ipu, name)
         del self.tensors[(ipu, name)], self.shapes[(ipu, name)]
+
+    def offload(self, name: str, ipus: Sequence[int]) -> None:
+        """Move `name` of each IPU out of reach (get_tensor then fails) until load(): the machines' Streaming
+        Memory, without its capacity or cost (the caller prices streaming)."""
+        for ipu in ipus:
+            self._flat(ipu, name)
+            self.offloaded[(ipu, name)] = (self.tensors.pop((ipu, name)), self.shapes.pop((ipu, name)))
+
+    def load(self, name: str, ipus: Sequence[int]) -> None:
+        for ipu in ipus:
+            try:
+                self.tensors[(ipu, name)], self.shapes[(ipu, name)] = self.offloaded.pop((ipu, name))
+            except KeyError:
+                raise NotFound(f"tensor {name!r} of IPU {ipu} is not offloaded; offload it first") from None
+
+    def reserve(self, sizes: dict[int, int], name: str) -> None:
+        self.reserved.update({(ipu, name): int(n) for ipu, n in sizes.items()})
 
     def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
         pass  # in-process runs keep whole results in `records` instead

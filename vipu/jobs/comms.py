@@ -11,8 +11,11 @@ ILD, an allreduce of the n/p_i shards among the k ILDs over GW-Links at an IPU's
 then an all-gather inside each ILD. Stated assumptions (assumptions.py prints them):
 - rings per IPU inside an ILD: 4 on a whole torus ILD (fabric/rings.py's two edge-disjoint Hamiltonian cycles,
   both ways), 2 (one cycle, both ways) on smaller groups or a mesh, 1 for 2 IPUs;
-- a strided group (replicas t x p IPUs apart) gets the rings of a contiguous group of the same size, its peers'
-  rings sharing no link with it (GCL maps replica rings onto the grid; a column of a Pod64 is itself a ring);
+- a strided group (replicas t x p IPUs apart) inside one ILD is priced on the schedule the emulator runs
+  (fabric/strided.py): its members in grid order, each step over the shortest IPU-Link path (one alpha per hop),
+  every group of the layout in the same steps, links they share divided among them. A column of a torus Pod64 is
+  a 1-hop ring of its own (the ring formula's figure); stride 2 inside a machine's ring of 4 is not: IPUs 0 and 2
+  are 2 hops apart and the two groups share the machine's links;
 - every ring step costs one IPU-Link alpha (one hop), every GW step one GW alpha;
 - gamma = 3 bytes of SRAM traffic per reduced byte (read two operands, write one), as in fabric/links.py.
 """
@@ -20,8 +23,11 @@ then an all-gather inside each ILD. Stated assumptions (assumptions.py prints th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+from vipu.fabric.strided import strided_allreduce_s
 from vipu.partition.pod import PodConfig
+from vipu.partition.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,8 @@ def allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int
     if group.size <= 1 or nbytes <= 0:
         return CollectiveTime(0.0, 0.0, 0.0)
     k = group.ilds(pod)
+    if k == 1 and group.stride > 1:
+        return strided_allreduce(pod, group, nbytes, collectives)
     inside = group.size // k
     ipu, gw = pod.links.ipu_link, pod.links.gw_link
     bandwidth = latency = 0.0
@@ -96,6 +104,31 @@ def allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int
         latency += 2 * (k - 1) * gw.latency_s
     reduce = (group.size - 1) / group.size * nbytes * gamma_s_per_byte(pod)
     return CollectiveTime(bandwidth, latency * collectives, reduce)
+
+
+@lru_cache(maxsize=16)
+def topology(pod: PodConfig) -> Topology:
+    return Topology(pod)
+
+
+def strided_allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int) -> CollectiveTime:
+    """All `stride` groups of `size` IPUs, `stride` apart, in the aligned block from IPU 0, allreducing `nbytes`
+    each at once (fabric/strided.py's schedule and prices, values of 4 bytes); every collective pays the steps'
+    latency."""
+    itemsize = 4
+    seconds, latency = strided_allreduce_s(topology(pod), 0, group.size * group.stride, group.stride,
+                                           round(nbytes / itemsize), itemsize)
+    return CollectiveTime(seconds - latency, latency * collectives, 0.0)
+
+
+def all_gather(pod: PodConfig, size: int, nbytes: float) -> float:
+    """A ring all-gather of `nbytes` (the whole result) among a contiguous group of `size` IPUs inside one ILD:
+    (size-1) alpha + (size-1)/size n / (R B)."""
+    if size <= 1 or nbytes <= 0:
+        return 0.0
+    ipu = pod.links.ipu_link
+    rings = rings_per_ipu(pod, size)
+    return (size - 1) * ipu.latency_s + (size - 1) / size * nbytes / (rings * ipu.bytes_per_s)
 
 
 def send(pod: PodConfig, nbytes: float, across_ilds: bool) -> float:

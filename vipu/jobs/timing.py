@@ -3,15 +3,20 @@
 A step runs m micro-batches through p stages. Every pipeline tick a stage computes one micro-batch (1/(t p) of
 its FLOPs at the calibrated efficiency), runs its tensor-parallel allreduces, and sends its boundary activations
 forward and gradients back; the pipeline takes m + p - 1 ticks, of which p - 1 are the bubble, so the bubble's
-share of the pipeline time is exactly (p-1)/(m+p-1). Then the replicas allreduce their stage's gradients, and the
+share of the pipeline time is exactly (p-1)/(m+p-1) for balanced stages (bubble_fraction). The bubble is priced as
+the busiest stage waits it out: for the micro-batch to cross each other stage once, filling and draining the
+pipeline, and the first and last stages (sending one way only) tick faster than the middle ones:
+bubble = 2 edge ticks + (p - 3) ticks for p > 2, (p - 1) ticks otherwise. Then the replicas allreduce their stage's gradients, and the
 optimiser state (and, phased, the weights) moves to and from Streaming Memory. BSP: none of these overlap.
 
 - compute: m x b x forward FLOPs x (3, or 4 recomputing; phased execution recomputes each phase) / (t p)
-  / (peak FLOPS x efficiency);
+  / (peak FLOPS x efficiency), plus the on-chip sync that ends each BSP compute set (compute_sets);
 - tensor parallel: per micro-batch and layer of the stage, Megatron's allreduces of b s h values (2 forward,
   2 backward for a transformer layer, 2 more when the forward pass is recomputed) over the t IPUs;
-- pipeline sends: per tick, b x boundary values forward and back, each IPU of a tensor group sending 1/t of them
-  (Megatron's scatter-gather), one IPU-Link hop (a GW-Link crossing when a replica spans Pod64s);
+- pipeline sends: per tick, b x boundary values forward and back (a middle stage; with p = 2 each stage sends
+  one way only: stage_sends), each IPU of a tensor group sending 1/t of them (Megatron's scatter-gather), one
+  IPU-Link hop (a GW-Link crossing when a replica spans Pod64s), then an all-gather of the pieces among the
+  receiving stage's t IPUs;
 - batch-norm statistics (distributed batch norm, ResNet-50): per micro-batch, pass and batch norm, an allreduce of
   its mean and variance over the replicas that pool them;
 - syncs: every collective and inter-IPU exchange above starts with a sync across the whole partition
@@ -19,8 +24,9 @@ optimiser state (and, phased, the weights) moves to and from Streaming Memory. B
 - data parallel: one allreduce of the stage's gradients (n x value bytes) over the r replicas, t x p IPUs apart,
   per tensor, fused, or buffered into allreduces of at most a set size (assumptions.py); with RTS a
   reduce-scatter and an all-gather instead, the same traffic;
-- streaming: bytes to and from Streaming Memory / the IPU's share of its machine's bandwidth, reads and writes in
-  parallel (the longer counts). Optimiser offload reads and writes the state once a step. Phased execution (batch
+- streaming: once a step, each machine moves its IPUs' bytes to and from Streaming Memory as one batch
+  (workers/streaming.py duplex_s, what the emulator's machines charge): one latency, then reads and writes in
+  parallel at the machine's bandwidth (the longer counts), shared by the job's IPUs on the machine. Optimiser offload reads and writes the state once a step. Phased execution (batch
   serialisation: all m micro-batches pass through a phase while it is resident) reads the weights four times
   (forward, recomputation, backward, update), the gradients for the update and the state; writes gradients,
   weights and state; and writes then reads back every micro-batch's stashed layer inputs (a block's input inside
@@ -34,10 +40,10 @@ import math
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from vipu.jobs.assumptions import Assumptions
-from vipu.jobs.comms import GroupShape, allreduce, send
+from vipu.jobs.comms import GroupShape, all_gather, allreduce, send
 from vipu.jobs.memory import optimizer_bytes, stash_bytes
 from vipu.partition.pod import PodConfig
-
+from vipu.workers.streaming import duplex_s
 
 # (label, field) of each part of a step, in the order reports show them; the emulator's StepReport uses the same
 # field names for the parts it measures
@@ -59,7 +65,8 @@ class StepTime(BaseModel):
     sync_s: float
     data_parallel_s: float
     streaming_s: float
-    tick_s: float
+    tick_s: float  # the busiest stage's tick (a middle stage's, when p > 2)
+    edge_tick_s: float = 0.0  # the first and last stages' tick: they send one way only
 
     @computed_field
     @property
@@ -78,28 +85,46 @@ def training_flops_per_sample(workload) -> float:
     return workload.model.forward_flops() * (4 if recomputes(workload.layout) else 3)
 
 
+def compute_sets(t: int, tp_count: float) -> int:
+    """BSP compute sets of the busiest stage per tick, each ending in an on-chip sync (pod.ipu.sync_s): one per
+    forward and backward pass, or with t > 1 one before each tensor-parallel collective (the compute a collective
+    waits for; Megatron's blocks end in one)."""
+    return max(2, math.ceil(tp_count)) if t > 1 else 2
+
+
+def stage_sends(p: int) -> int:
+    """Sends per tick of the busiest stage: a middle stage sends its activations forward and its input's gradient
+    back; with 2 stages there is no middle one, and each stage sends once (the first forward, the last back)."""
+    return 0 if p == 1 else 1 if p == 2 else 2
+
+
 def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     model, lay = workload.model, workload.layout
     b, t, p, r, m = lay.micro_batch, lay.t, lay.p, lay.r, lay.micro_batches
     flops = pod.ipu.flops_per_s(model.dtype) * assumptions.compute_efficiency
-    compute_tick = b * training_flops_per_sample(workload) / (t * p) / flops
-
     passes = 3 if recomputes(lay) else 2  # forward (+ recomputed forward) + backward
     tp_count = model.units / p * model.tp_allreduces_per_layer * passes
+    compute_tick = (b * training_flops_per_sample(workload) / (t * p) / flops
+                    + compute_sets(t, tp_count) * pod.ipu.sync_s)
     tp_tick = allreduce(pod, GroupShape(t), tp_count * model.tp_bytes(b), math.ceil(tp_count),
                         assumptions.ild_collective).total_s
 
     across = t * p > pod.ild_ipus
-    send_tick = 2 * send(pod, model.boundary_bytes(b) / t, across) if p > 1 else 0.0
+    sends = stage_sends(p)
+    boundary = model.boundary_bytes(b)
+    one_send = send(pod, boundary / t, across) + all_gather(pod, t, boundary)
+    send_tick = sends * one_send
 
     norms, norm_bytes = model.norm_allreduces()
     norm_tick = allreduce(pod, GroupShape(model.norm_replicas, t * p), passes * norm_bytes, passes * norms,
                           assumptions.ild_collective).total_s if norms else 0.0
 
     sync = assumptions.sync_s(pod, t * p * r)
-    syncs_per_tick = (math.ceil(tp_count) if t > 1 else 0) + passes * norms + (2 if p > 1 else 0)
+    syncs_per_tick = (math.ceil(tp_count) if t > 1 else 0) + passes * norms + sends
     sync_tick = syncs_per_tick * sync
     tick = compute_tick + tp_tick + send_tick + norm_tick + sync_tick
+    edge_tick = tick - (sends - 1) * (one_send + sync) if p > 2 else tick  # the first and last send one way
+    bubble = 2 * edge_tick + (p - 3) * tick if p > 2 else (p - 1) * tick
 
     value = model.value_bytes
     share = model.params() / (t * p)
@@ -107,22 +132,24 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     dp = allreduce(pod, GroupShape(r, t * p), share * value, tensors, assumptions.ild_collective).total_s
     dp_sync = tensors * sync if r > 1 else 0.0
 
-    per_ipu = pod.machine.streaming_memory_bytes_per_s / pod.machine.ipus
+    machine = pod.machine
+    sharing = min(machine.ipus, lay.ipus)  # the job's IPUs on one machine, streaming at once
     state = optimizer_bytes(workload)
     if lay.phased:
         weights = share * value
         stash = stash_bytes(workload)
         reads = 4 * weights + weights + state + stash  # weights x4, gradients, state, stash
         writes = weights + weights + state + stash  # gradients, weights, state, stash
-        streaming = max(reads, writes) / per_ipu
     elif lay.offload_optimizer:
-        streaming = state / per_ipu
+        reads = writes = state
     else:
-        streaming = 0.0
+        reads = writes = 0.0
+    streaming = duplex_s(sharing * reads, sharing * writes, machine.streaming_memory_bytes_per_s,
+                         machine.streaming_memory_latency_s)
 
     return StepTime(
-        compute_s=m * compute_tick, bubble_s=(p - 1) * tick, bubble_fraction=float(lay.bubble_fraction),
+        compute_s=m * compute_tick, bubble_s=bubble, bubble_fraction=float(lay.bubble_fraction),
         tensor_parallel_s=m * tp_tick, pipeline_send_s=m * send_tick, batch_norm_s=m * norm_tick,
         sync_s=m * sync_tick + dp_sync, data_parallel_s=dp, streaming_s=streaming,
-        tick_s=tick,
+        tick_s=tick, edge_tick_s=edge_tick,
     )

@@ -18,34 +18,59 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
 from vipu.errors import MachineLost
 from vipu.jobs.train.poprun import partition_environments, summary_lines
-from vipu.jobs.train.report import StepReport, TrainingResult
+from vipu.jobs.train.report import StepReport, TrainingResult, usage_lines
 from vipu.jobs.train.runner import local_transport, run_training
 from vipu.partition.rules import job_partition_name
-from vipu.scheduler.states import JobState
+from vipu.scheduler.states import TRANSITIONS, JobState
 
 log = logging.getLogger("vipu.training")
 
 
 class JobResult(BaseModel):
-    """What the store keeps for a job that trained (kind "job_result", name = job id)."""
+    """What the store keeps for a job that trained (kind "job_result", name = job id): its latest run's."""
 
     name: str
+    run: int = 1  # which run of the job this is (a requeued job runs again under the same id)
     result: TrainingResult | None = None
-    error: str | None = None
+    error: str | None = None  # the training itself failed (the job ended FAILED)
+    ended: str | None = None  # the controller ended the run mid-step (a machine lost): how, in the user's words
     environment: list[dict[str, str]] = []  # what each poprun instance of the job saw, in instance order
+    earlier_runs: list[str] = []  # how each earlier run of the job ended, oldest first
+
+
+@dataclass
+class _Run:
+    """One run of a job. Its thread reports only into this, so a run that outlives its job's next start (blocked
+    on a lost machine until its calls time out) cannot touch the next run's steps or record."""
+
+    job_id: int
+    number: int
+    started: float
+    first_ipu: int
+    ipus: int
+    environment: list[dict[str, str]]
+    earlier: list[str]
+    steps: list[StepReport] = field(default_factory=list)
+    done: bool = False
 
 
 class Training:
     def __init__(self, runtime):
         self.rt = runtime
-        self.progress: dict[int, list[StepReport]] = {}  # running jobs' steps so far (for logs and metrics)
-        self.environments: dict[int, list[dict[str, str]]] = {}  # running jobs' instance environments
+        self.runs: dict[int, _Run] = {}  # each job's latest run in this controller, running or done
         self.results: dict[int, JobResult] = {}
+
+    @property
+    def progress(self) -> dict[int, list[StepReport]]:
+        """Running jobs' steps so far (for logs and metrics)."""
+        return {job_id: run.steps for job_id, run in list(self.runs.items()) if not run.done}
 
     def environment(self, job_id: int, workload) -> list[dict[str, str]]:
         """The environment of each poprun instance of the job, from its partition slurm_<id> as the controller
@@ -56,15 +81,17 @@ class Training:
 
     def start(self, job_id: int, started: float, first_ipu: int, workload) -> None:
         """Called by the dispatcher, under the runtime lock, once the job's partition exists."""
-        self.progress[job_id] = []
         problem: Exception | None = None
         try:
             environment = self.environment(job_id, workload)
         except Exception as e:  # noqa: BLE001 - the run then fails with the reason instead of training blind
             environment, problem = [], e
-        self.environments[job_id] = environment
-        threading.Thread(target=self._run, args=(job_id, started, first_ipu, workload, environment, problem),
-                         daemon=True, name=f"vipu-train-{job_id}").start()
+        job = self.rt.scheduler.table.jobs[job_id]
+        number = max(1, sum(t.state is JobState.RUNNING for t in job.history))
+        run = _Run(job_id, number, started, first_ipu, workload.layout.ipus, environment, self._earlier(job, number))
+        self.runs[job_id] = run
+        threading.Thread(target=self._run, args=(run, workload, problem), daemon=True,
+                         name=f"vipu-train-{job_id}").start()
 
     def _still_running(self, job_id: int, started: float) -> bool:
         return self.rt.scheduler.table.running_since(job_id, started) is not None
@@ -78,45 +105,57 @@ class Training:
         pool = fleet.actors_for(self.rt.controller.state.topology.machines_of(first_ipu, ipus))
         return lambda group: RayTransport.for_group(pool, group)
 
-    def _run(self, job_id: int, started: float, first_ipu: int, workload, environment: list[dict[str, str]],
-             problem: Exception | None) -> None:
-        pod = self.rt.controller.pod
-        exit_code, state = 0, None  # state None: COMPLETED or FAILED by the exit code
+    def _run(self, run: _Run, workload, problem: Exception | None) -> None:
+        job_id = run.job_id
+        result, failure = None, None
         try:
             if problem is not None:
                 raise problem  # the poprun environment could not be built: the job fails with that reason
-            factory = self._transport_factory(first_ipu, workload.layout.ipus)
-            result = run_training(
-                workload, pod, first_ipu, factory,
-                on_step=self.progress[job_id].append,
-                should_stop=lambda: not self._still_running(job_id, started),
-                environments=environment,
-            )
-            record = JobResult(name=str(job_id), result=result, environment=environment)
+            factory = self._transport_factory(run.first_ipu, run.ipus)
+            result = run_training(workload, self.rt.controller.pod, run.first_ipu, factory, on_step=run.steps.append,
+                                  should_stop=lambda: not self._still_running(job_id, run.started),
+                                  environments=run.environment)
         except Exception as e:  # noqa: BLE001 - a failed run ends the job FAILED with the reason in its logs
-            record = JobResult(name=str(job_id), error=f"{type(e).__name__}: {getattr(e, 'message', e)}",
-                               environment=environment)
-            exit_code = 1
+            failure = e
             if isinstance(e, MachineLost):
                 # a machine of the job was lost mid-run (its actor died or restarted): Slurm's NODE_FAIL, requeued
                 # as the spec allows, not the job's own failure. The fleet marks the lost machines' IPUs failed
                 # first (ending the job NODE_FAIL itself), so the requeued job is not placed on them again.
-                log.error("job %s: a machine was lost during training: %s", job_id, record.error)
-                state = JobState.NODE_FAIL
+                log.error("job %s: a machine was lost during training: %s", job_id, e)
                 self.rt.fleet.check()
-            else:
-                log.exception("job %s: training failed", job_id)
-        self.rt.store.commit([("job_result", record.name, record)], [])
-        self.results[job_id] = record
-        with self.rt.lock:
-            if self._still_running(job_id, started):
-                now = self.rt.now()
-                self.rt.dispatcher.apply(self.rt.scheduler.job_finished(job_id, now, state, exit_code=exit_code), now)
-        self.progress.pop(job_id, None)
-        self.environments.pop(job_id, None)
+        with self.rt.lock:  # the record and the job's end in one store transaction
+            live = self._still_running(job_id, run.started)
+            if live and isinstance(failure, MachineLost):  # the health check did not see it: the training's word
+                self._finish(job_id, JobState.NODE_FAIL, 1)
+                live = False
+            record = JobResult(name=str(job_id), run=run.number, result=result, environment=run.environment,
+                               earlier_runs=run.earlier)
+            if failure is not None and live:
+                log.error("job %s: training failed", job_id, exc_info=failure)
+                record.error = f"{type(failure).__name__}: {getattr(failure, 'message', failure)}"
+            elif not live:  # the controller ended the run (a lost machine, a cancel): say that, not what it broke
+                if failure is not None:
+                    log.info("job %s: run %s ended under its training: %s", job_id, run.number, failure)
+                job = self.rt.scheduler.table.jobs.get(job_id)
+                record.ended = self._ending(job, run.number, record) if job else None
+            if self.runs.get(job_id) is run:  # not once a later run of the job has started
+                self.rt.store.commit([("job_result", record.name, record)], [])
+                self.results[job_id] = record
+                run.done = True
+            if live:
+                self._finish(job_id, None, 0 if failure is None else 1)  # COMPLETED or FAILED by the exit code
         self.rt.dispatcher.wake()
 
+    def _finish(self, job_id: int, state: JobState | None, exit_code: int) -> None:
+        now = self.rt.now()
+        self.rt.dispatcher.apply(self.rt.scheduler.job_finished(job_id, now, state, exit_code=exit_code), now)
+
     def result(self, job_id: int) -> JobResult | None:
+        """The record of the job's latest run that has ended; while a run is going, what is known of it so far
+        (its environment and how earlier runs ended), without steps."""
+        run = self.runs.get(job_id)
+        if run is not None and not run.done:
+            return JobResult(name=str(job_id), run=run.number, environment=run.environment, earlier_runs=run.earlier)
         if job_id not in self.results:
             stored = self.rt.store.get("job_result", str(job_id), JobResult)
             if stored is not None:
@@ -124,31 +163,117 @@ class Training:
         return self.results.get(job_id)
 
     def log_lines(self, job_id: int) -> list[str]:
-        """`vipu logs ID`: the job's poprun environment (shared variables, then each instance's own and the replicas
-        it ran), one line per step so far, then the summary once the run has ended."""
+        """`vipu logs ID`: how earlier runs ended, the job's poprun environment (shared variables, then each
+        instance's own and the replicas it ran), one line per step of the current run so far, then how it ended:
+        its summary, its failure, or what ended it."""
+        run = self.runs.get(job_id)
+        if run is not None and not run.done:  # live, even while an earlier run's thread is still winding down
+            lines = [*run.earlier, *summary_lines(run.environment, [])]
+            lines += [_step_line(r) for r in run.steps]
+            job = self.rt.scheduler.table.jobs.get(job_id)
+            if job is not None and not self._still_running(job_id, run.started):  # ended under it, thread not back
+                lines += [line for line in [self._ending(job, run.number, None)] if line]
+            return lines
         record = self.result(job_id)
-        steps = record.result.reports if record and record.result else self.progress.get(job_id, [])
-        environment = record.environment if record else self.environments.get(job_id, [])
-        runs = record.result.instances if record and record.result else []
-        lines = summary_lines(environment, [f"-> ran replicas {_span(run.replicas)} on IPUs {_span(run.ipus)}"
-                                            for run in runs])
-        lines += [f"step {r.step:>4}  loss {r.loss:.6f}  emulated step {r.emulated_step_s * 1e6:,.1f} us"
-                 f"  (compute {r.compute_s * 1e6:,.1f} us, comm {r.comm_s * 1e6:,.1f} us, bubble"
-                 f" {r.bubble_fraction:.1%})  wall {r.wall_s * 1e3:,.1f} ms" for r in steps]
-        if record and record.error:
+        if record is None:
+            return []
+        runs = record.result.instances if record.result else []
+        lines = [*record.earlier_runs, *summary_lines(
+            record.environment, [f"-> ran replicas {_span(r.replicas)} on IPUs {_span(r.ipus)}" for r in runs])]
+        lines += [_step_line(r) for r in (record.result.reports if record.result else [])]
+        if record.error:
             lines.append(f"training failed: {record.error}")
-        elif record and record.result:
-            x = record.result
-            lines += [
-                f"{x.model} on {x.ipus} IPUs of {x.pod} ({x.layout}), {x.optimizer}, global batch {x.global_batch}:"
-                f" {x.steps_run} of {x.steps_requested} steps{' (stopped early)' if x.stopped else ''}",
-                f"emulated step time {x.emulated_step_s * 1e6:,.1f} us -> {x.throughput_samples_per_s:,.0f} samples/s"
-                f" on the real Pod; the planner predicted {x.predicted_step_s * 1e6:,.1f} us"
-                f" ({x.predicted_throughput_samples_per_s:,.0f} samples/s)",
-                "link traffic: " + ", ".join(f"{k} {v:,} bytes" for k, v in sorted(x.bytes_per_link_type.items())),
-                f"host wall-clock: {x.wall_s:.2f} s",
-            ]
+        elif record.ended:
+            lines.append(record.ended)
+        if record.result:
+            lines += _summary(record.result)
         return lines
+
+    # -- how a run ended, in the user's words ----------------------------------------------------------------------
+    def _earlier(self, job, number: int) -> list[str]:
+        """One line per run of `job` before run `number`: those already recorded, then the ones since."""
+        record = self.result(job.id)
+        earlier = list(record.earlier_runs) if record else []
+        for n in range(len(earlier) + 1, number):
+            if record is not None and record.run == n and record.ended:
+                earlier.append(record.ended)
+            else:
+                earlier.append(self._ending(job, n, record if record is not None and record.run == n else None)
+                               or f"run {n} ended")
+        return earlier
+
+    def _ending(self, job, number: int, record: JobResult | None) -> str | None:
+        """How run `number` of the job ended, from its history (None while it runs): "run 1 ended NODE_FAIL at
+        2026-11-22T10:00:03: machine 1 was lost; requeued"."""
+        starts = [i for i, t in enumerate(job.history) if t.state is JobState.RUNNING]
+        if len(starts) < number:
+            return None
+        after = job.history[starts[number - 1] + 1: starts[number] if len(starts) > number else None]
+        end = next((t for t in after if t.state not in (JobState.PENDING, JobState.COMPLETING)), None)
+        requeued = any(t.state is JobState.PENDING for t in after)
+        if end is None:
+            if not requeued:
+                return None
+            end, cause = next(t for t in after if t.state is JobState.PENDING), "requeued while it ran (vipu requeue)"
+            return f"run {number} stopped at {_stamp(end.at)}: {cause}"
+        cause = self._cause(job, number, end.state, record)
+        return f"run {number} ended {end.state.value} at {_stamp(end.at)}: {cause}{'; requeued' if requeued else ''}"
+
+    def _cause(self, job, number: int, state: JobState, record: JobResult | None) -> str:
+        if record is not None and record.error and state is JobState.FAILED:
+            return f"training failed: {record.error}"
+        if record is not None and record.result and state is JobState.COMPLETED:
+            return f"{record.result.steps_run} of {record.result.steps_requested} steps"
+        if state is JobState.PREEMPTED and job.preemption:
+            return job.preemption
+        run = self.runs.get(job.id)
+        if state is JobState.NODE_FAIL and run is not None and run.number == number:
+            lost = self._lost_hardware(run.first_ipu, run.ipus)
+            if lost:
+                return lost
+        return TRANSITIONS[JobState.RUNNING][state]
+
+    def _lost_hardware(self, first_ipu: int, ipus: int) -> str | None:
+        """The failed IPUs under a block, by machine: "machine 1 was lost", "IPU 5 of machine 1 failed"."""
+        topology, mask = self.rt.controller.state.topology, self.rt.scheduler.failed_mask
+        whole, parts = [], []
+        for machine in topology.machines_of(first_ipu, ipus):
+            own = [i for i in topology.machine_ipus(machine) if first_ipu <= i < first_ipu + ipus]
+            failed = [i for i in own if mask >> i & 1]
+            if failed and len(failed) == len(topology.machine_ipus(machine)):
+                whole.append(machine)
+            elif failed:
+                parts.append(f"IPU{'s' if len(failed) > 1 else ''} {_span(failed)} of machine {machine} failed")
+        said = [f"machine {whole[0]} was lost" if len(whole) == 1 else
+                f"machines {', '.join(map(str, whole))} were lost"] if whole else []
+        return ", ".join(said + parts) or None
+
+
+def _stamp(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(at))
+
+
+def _step_line(r: StepReport) -> str:
+    return (f"step {r.step:>4}  loss {r.loss:.6f}  emulated step {r.emulated_step_s * 1e6:,.1f} us"
+            f"  (compute {r.compute_s * 1e6:,.1f} us, comm {r.comm_s * 1e6:,.1f} us, bubble"
+            f" {r.bubble_fraction:.1%})  wall {r.wall_s * 1e3:,.1f} ms")
+
+
+def _summary(x: TrainingResult) -> list[str]:
+    links = ", ".join(f"{k} {v:,} bytes" for k, v in sorted(x.bytes_per_link_type.items()) if v)
+    lines = [
+        f"{x.model} on {x.ipus} IPUs of {x.pod} ({x.layout}), {x.optimizer}, global batch {x.global_batch}:"
+        f" {x.steps_run} of {x.steps_requested} steps{' (stopped early)' if x.stopped else ''}",
+        f"emulated step time {x.emulated_step_s * 1e6:,.1f} us -> {x.throughput_samples_per_s:,.0f} samples/s"
+        f" on the real Pod; the planner predicted {x.predicted_step_s * 1e6:,.1f} us"
+        f" ({x.predicted_throughput_samples_per_s:,.0f} samples/s)",
+        f"link traffic: {links or 'none'}",
+    ]
+    if x.ipu_usage:
+        lines.append(f"per IPU over the {x.steps_run} steps (UTIL: compute / emulated step time; SRAM PEAK: the most"
+                     " any step needed, of which ACTIVATIONS stashed for backward):")
+        lines += usage_lines(x.ipu_usage)
+    return [*lines, f"host wall-clock: {x.wall_s:.2f} s"]
 
 
 def _span(values: list[int]) -> str:

@@ -77,6 +77,18 @@ class MachineActor:
     def load(self, ipu: int, name: str) -> float:
         return self.machine.load(ipu, name)
 
+    def offload_batch(self, ipus: list[int], name: str) -> None:
+        self.machine.offload_batch(ipus, name)
+
+    def load_batch(self, ipus: list[int], name: str) -> None:
+        self.machine.load_batch(ipus, name)
+
+    def settle_streaming(self, bytes_in: int, bytes_out: int) -> float:
+        return self.machine.settle_streaming(bytes_in, bytes_out)
+
+    def reserve(self, ipu: int, name: str, nbytes: int) -> None:
+        self.machine.reserve(ipu, name, nbytes)
+
     def run_step(self, step: bsp.Step) -> bsp.StepTimes:
         return self.machine.run_step(step)
 

@@ -106,13 +106,37 @@ class Machine:
         self.memory(ipu).add_slice(name, start, stop, values)
 
     def free_tensor(self, ipu: int, name: str) -> None:
-        self.memory(ipu).free(name)
+        """Free `name` wherever it is: in the IPU's SRAM or, offloaded, in Streaming Memory."""
+        memory = self.memory(ipu)
+        if name not in memory.tensors and (self.local(ipu), name) in self.streaming.tensors:
+            self.streaming.discard(self.local(ipu), name, memory.label)
+            return
+        memory.free(name)
 
     def offload(self, ipu: int, name: str) -> float:
         return self.streaming.offload(self.local(ipu), self.memory(ipu), name)
 
     def load(self, ipu: int, name: str) -> float:
         return self.streaming.load(self.local(ipu), self.memory(ipu), name)
+
+    def offload_batch(self, ipus: list[int], name: str) -> None:
+        """Move `name` of each IPU to Streaming Memory, uncharged: settle_streaming() charges the batch."""
+        for ipu in ipus:
+            self.streaming.offload(self.local(ipu), self.memory(ipu), name, charge=False)
+
+    def load_batch(self, ipus: list[int], name: str) -> None:
+        for ipu in ipus:
+            self.streaming.load(self.local(ipu), self.memory(ipu), name, charge=False)
+
+    def settle_streaming(self, bytes_in: int, bytes_out: int) -> float:
+        """Charge a training step's streaming: one duplex batch (streaming.duplex_s); returns its seconds."""
+        return self.streaming.settle(bytes_in, bytes_out)
+
+    def reserve(self, ipu: int, name: str, nbytes: int) -> None:
+        """Hold `nbytes` of the IPU's SRAM under `name` with no data kept (what a program allocates for buffers
+        this emulation keeps elsewhere, e.g. a training step's activations); over SRAM it fails as put_tensor
+        does, naming the tensor and the bytes over."""
+        self.memory(ipu).reserve(name, nbytes)
 
     # --- time and traffic -------------------------------------------------------------------------------------
     def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:

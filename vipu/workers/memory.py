@@ -123,12 +123,13 @@ class IpuMemory:
     def free_bytes(self) -> int:
         return self.capacity_bytes - self.used_bytes
 
-    def allocate(self, name: str, array: np.ndarray, mapping: Mapping = Linear()) -> Tensor:
+    def allocate(self, name: str, array: np.ndarray, mapping: Mapping = Linear(), copy: bool = True) -> Tensor:
         """Place a copy of `array` on the tiles; an existing tensor of that name is replaced, atomically: if the
         new one does not fit (counting the old one's bytes as free), the old one stays."""
         if not name:
             raise InvalidArgument("tensor name is empty; give each tensor a name")
-        data = np.array(array, copy=True, order="C")  # own it: Ray hands actors read-only views of their arguments
+        # own it: Ray hands actors read-only views of their arguments (reserve() passes a read-only placeholder)
+        data = np.array(array, copy=True, order="C") if copy else array
         slices = place(mapping, data.size, data.itemsize, self.tiles, name)
         need = self._need(slices, data.itemsize)
         old = self.tensors.get(name)
@@ -142,6 +143,14 @@ class IpuMemory:
         self.used += need
         self.tensors[name] = tensor
         return tensor
+
+    def reserve(self, name: str, nbytes: int, mapping: Mapping = Linear()) -> Tensor:
+        """Hold `nbytes` (whole bytes, mapped as `mapping`) under `name` without keeping data: the accounting of a
+        buffer whose values live elsewhere. Replaces a tensor of that name as allocate() does."""
+        if nbytes < 0:
+            raise InvalidArgument(f"tensor {name!r}: cannot reserve {nbytes} bytes; give 0 or more")
+        placeholder = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(int(nbytes),), strides=(0,))
+        return self.allocate(name, placeholder, mapping, copy=False)
 
     def free(self, name: str) -> Tensor:
         tensor = self.tensor(name)

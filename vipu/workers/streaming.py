@@ -5,6 +5,12 @@ needs them, so what matters is capacity and the cost of each transfer. Neither G
 latency is published: both come from the preset (streaming_memory_bytes_per_s, streaming_memory_latency_s, stated
 there as assumptions), and every transfer is charged virtual time = latency + bytes / bandwidth. Nothing here reads
 a clock: callers add the returned seconds to their own virtual time.
+
+A training step streams in batches (offloaded optimiser state, phased execution): its tensors move with
+offload(..., charge=False) / load(..., charge=False), which only move them, and settle(bytes_in, bytes_out)
+charges the step's streaming once: the gateway reads and writes at once (loading the next chunk overlaps storing
+the last), so a batch costs one latency plus the longer direction at the machine's bandwidth (duplex_s), the cost
+the planner charges (jobs/timing.py).
 """
 
 from __future__ import annotations
@@ -13,6 +19,12 @@ from dataclasses import dataclass
 
 from vipu.errors import AlreadyExists, NotFound, ResourceExhausted
 from vipu.workers.memory import Explicit, IpuMemory, Tensor
+
+
+def duplex_s(bytes_in: float, bytes_out: float, bytes_per_s: float, latency_s: float) -> float:
+    """One batch of streaming, reads and writes in parallel: latency + the longer direction / bandwidth."""
+    longer = max(bytes_in, bytes_out)
+    return latency_s + longer / bytes_per_s if longer > 0 else 0.0
 
 
 @dataclass
@@ -47,8 +59,9 @@ class StreamingMemory:
         """Virtual seconds to move `nbytes` either way (alpha-beta: one latency, then the bytes at full rate)."""
         return self.latency_s + nbytes / self.bytes_per_s
 
-    def offload(self, ipu: int, memory: IpuMemory, name: str) -> float:
-        """Move tensor `name` from the IPU's SRAM to Streaming Memory; returns the virtual seconds charged."""
+    def offload(self, ipu: int, memory: IpuMemory, name: str, charge: bool = True) -> float:
+        """Move tensor `name` from the IPU's SRAM to Streaming Memory; returns the virtual seconds charged (none
+        with charge=False: a batch that settle() charges)."""
         key = (ipu, name)
         tensor = memory.tensor(name)
         if key in self.tensors:
@@ -66,15 +79,24 @@ class StreamingMemory:
         memory.free(name)
         self.tensors[key] = tensor
         self.used_bytes += tensor.nbytes
-        return self._charge(tensor.nbytes, out=True)
+        return self._charge(tensor.nbytes, out=True) if charge else 0.0
 
-    def load(self, ipu: int, memory: IpuMemory, name: str) -> float:
+    def load(self, ipu: int, memory: IpuMemory, name: str, charge: bool = True) -> float:
         """Move tensor `name` back onto the tiles it left; if SRAM has no room now, it stays offloaded."""
         tensor = self.tensor(ipu, name, memory.label)
         mapping = Explicit(tuple((s.tile, (s.stop - s.start) * tensor.data.itemsize) for s in tensor.slices))
         memory.allocate(name, tensor.data, mapping)
         self.discard(ipu, name, memory.label)
-        return self._charge(tensor.nbytes, out=False)
+        return self._charge(tensor.nbytes, out=False) if charge else 0.0
+
+    def settle(self, bytes_in: int, bytes_out: int) -> float:
+        """Charge one batch of streaming (bytes each way, as the real Pod moves them): duplex_s."""
+        seconds = duplex_s(bytes_in, bytes_out, self.bytes_per_s, self.latency_s)
+        t = self.transfers
+        t.bytes_in, t.bytes_out = t.bytes_in + int(bytes_in), t.bytes_out + int(bytes_out)
+        t.loads, t.offloads = t.loads + (bytes_in > 0), t.offloads + (bytes_out > 0)
+        t.virtual_s += seconds
+        return seconds
 
     def tensor(self, ipu: int, name: str, label: str) -> Tensor:
         try:

@@ -18,7 +18,7 @@ from vipu.jobs.train.poprun import local_environments, num_instances, read_insta
 from vipu.jobs.train.report import InstanceRun
 from vipu.partition.partition import PartitionRequest
 from vipu.server.runtime import open_runtime
-from vipu.server.training import JobResult
+from vipu.server.training import JobResult, _Run
 
 HOST, PORT = "10.1.2.3", 8091
 
@@ -217,5 +217,5 @@ def test_the_environment_is_stored_with_the_result_and_logged(runtime):
     # while the job runs, the environment is known before any step
     rt.training.results.clear()
     rt.store.commit([], [("job_result", "4")])
-    rt.training.environments[4] = envs
+    rt.training.runs[4] = _Run(4, 1, started=0.0, first_ipu=0, ipus=16, environment=envs, earlier=[])
     assert rt.training.log_lines(4)[0] == head[0]

@@ -37,3 +37,35 @@ def test_training_on_machine_actors(pool):
         assert stats["steps"] == 3
         for ipu in stats["per_ipu"].values():
             assert ipu["compute_s"] > 0 and ipu["tensors"] == 0 and ipu["sram_used_bytes"] == 0
+
+
+def test_offloaded_state_and_activations_show_on_the_machines_while_the_job_runs(pool):
+    import ray
+
+    from vipu.fabric.ray_transport import RayTransport
+    from vipu.jobs import plan
+
+    w = workload(mlp(), "adam", steps=2, p=2, r=4, micro_batches=2, rts=True, offload_optimizer=True)
+    seen = []
+
+    def look(report):
+        seen.append([ray.get(pool.actor(m).stats.remote()) for m in (0, 1)])
+
+    on_actors = run(w, transport_factory=lambda group: RayTransport.for_group(pool, group), on_step=look)
+    in_process = run(w)
+    assert on_actors.losses == in_process.losses
+    assert on_actors.emulated_parts == in_process.emulated_parts
+    assert on_actors.emulated_parts["streaming memory"] > 0
+    activations = int(plan(w, pod()).memory.activations)
+    for step, machines in enumerate(seen, start=1):
+        for stats in machines:
+            assert stats["streaming"]["used_bytes"] > 0  # every IPU's m and v shards, between steps
+            # charged once a step, the busiest machine's being the step's (RTS shards differ by an element)
+            per_step = on_actors.emulated_parts["streaming memory"]
+            assert stats["streaming"]["virtual_s"] == pytest.approx(step * per_step, rel=1e-3)
+            for ipu in stats["per_ipu"].values():
+                assert ipu["sram_used_bytes"] > activations  # params, grads and the activations of a step
+    for machine in (0, 1):
+        stats = ray.get(pool.actor(machine).stats.remote())
+        assert stats["streaming"]["used_bytes"] == 0
+        assert all(ipu["sram_used_bytes"] == 0 for ipu in stats["per_ipu"].values())

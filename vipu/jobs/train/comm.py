@@ -6,12 +6,11 @@ partition's first IPU: IPU(replica, stage, shard) = first + (replica p + stage) 
 - a stage's t shards are an aligned block of t IPUs: the fabric's allreduce / all_gather on Group.block;
 - a replica's t p IPUs are an aligned block: stage-to-stage sends stay inside it;
 - the r IPUs holding the same shard of the same stage are t p apart: not a block, so the data-parallel allreduce
-  is composed here from the fabric's own pieces (schedule.py's ring reduce-scatter and all-gather steps, cost.py's
-  pricing, the transport's run_step): one ring per group through its IPUs in order and, for more than 2, the
-  reverse ring too (each carrying half of every shard, as the fabric does inside a block), all t p groups in the
-  same steps, so links they share are priced with their contention. Routes between non-neighbours take the
-  shortest IPU-Link path inside the partition (links.py). When t p = 1 the groups are the partition: the fabric's
-  own allreduce runs.
+  runs on the rings fabric/strided.py builds (members in the order the partition's Hamiltonian ring visits them,
+  for more than 2 both ways, each carrying half of every shard), all t p groups in the same steps, so links they
+  share are priced with their contention; routes between non-neighbours take the shortest IPU-Link path inside
+  the partition (links.py). The planner prices the same schedule (jobs/comms.py). When t p = 1 the groups are the
+  partition: the fabric's own allreduce runs.
 - Pipeline sends with t > 1 use Megatron's scatter-gather: shard k sends only its k-th piece of the boundary
   activation to shard k of the next stage, which then all-gathers (t = 1: the fabric's send_recv).
 
@@ -30,12 +29,11 @@ from typing import Sequence
 import numpy as np
 
 from vipu.errors import VipuError
-from vipu.fabric import Group, all_gather, allreduce, send_recv, shard
+from vipu.fabric import Group, all_gather, allreduce, reduce_scatter, send_recv, shard
 from vipu.fabric.cost import CollectiveResult, schedule_cost
-from vipu.fabric.group import split
 from vipu.fabric.links import link_model
-from vipu.fabric.plan import Ring
 from vipu.fabric.schedule import Step, Transfer, all_gather_steps, check_hazards, reduce_scatter_steps
+from vipu.fabric.strided import allreduce_steps, group_rings
 from vipu.partition.topology import Topology
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
@@ -86,16 +84,11 @@ def run_schedule(op: str, name: str, steps: list[Step], transport, topology: Top
 
 def allreduce_groups(groups: Sequence[tuple[int, ...]], name: str, transport, topology: Topology,
                      within: frozenset[int]) -> CollectiveResult:
-    """Allreduce `name` inside each group (any IPUs of the partition; all groups the same size) at once."""
-    rings = []
-    for ipus in groups:
-        numel, _ = transport.spec(ipus[0], name)
-        directions = [ipus] if len(ipus) <= 2 else [ipus, (ipus[0], *ipus[:0:-1])]
-        pieces = [split(shard(numel, len(ipus), i), len(directions)) for i in range(len(ipus))]
-        for d, order in enumerate(directions):
-            rings.append(Ring.of(order, {ipu: [pieces[i][d]] for i, ipu in enumerate(ipus)}))
-    steps = reduce_scatter_steps(rings, "reduce-scatter") + all_gather_steps(rings, "all-gather")
-    return run_schedule("allreduce", name, steps, transport, topology, within)
+    """Allreduce `name` inside each group (IPUs of the partition `within`, an aligned block; all groups the same
+    size) at once, on the rings fabric/strided.py gives them: members in grid order, both ways for more than 2."""
+    numels = [transport.spec(ipus[0], name)[0] for ipus in groups]
+    rings = group_rings(topology, groups, numels, min(within), len(within))
+    return run_schedule("allreduce", name, allreduce_steps(rings), transport, topology, within)
 
 
 class Fabric:
@@ -114,6 +107,19 @@ class Fabric:
 
     def get(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return get_all(self.transport, name, ipus)
+
+    def offload(self, name: str) -> None:
+        """Move `name` of every IPU to Streaming Memory (the machines' DRAM; uncharged: the caller prices the step's
+        streaming, streaming.duplex_s)."""
+        self.transport.offload(name, self.ipus)
+
+    def load(self, name: str) -> None:
+        self.transport.load(name, self.ipus)
+
+    def reserve(self, name: str, sizes: dict[int, int]) -> None:
+        """Hold sizes[ipu] bytes of SRAM on each IPU under `name`, no data (buffers the driver keeps)."""
+        self.transport.reserve(sizes, name)
+        self.held.update((ipu, name) for ipu in sizes)
 
     def free_all(self) -> None:
         """Free every tensor the job put (best effort: a machine that is gone has nothing left to free)."""
@@ -193,11 +199,30 @@ class Fabric:
         return [got[ipu] for ipu in dsts], seconds
 
     # --- data parallel ----------------------------------------------------------------------------------------
+    def replica_groups(self) -> list[tuple[int, ...]]:
+        return [tuple(self.ipu(rep, s, k) for rep in range(self.r)) for s in range(self.p) for k in range(self.t)]
+
     def data_parallel_allreduce(self, name: str) -> float:
         """Sum `name` (already on every IPU) over the r replicas of each (stage, shard) position."""
         if self.r == 1:
             return 0.0
         if self.t * self.p == 1:
             return self._done(DP, allreduce(self.partition, name, self.transport))
-        groups = [tuple(self.ipu(rep, s, k) for rep in range(self.r)) for s in range(self.p) for k in range(self.t)]
-        return self._done(DP, allreduce_groups(groups, name, self.transport, self.topology, self.partition.members))
+        return self._done(DP, allreduce_groups(self.replica_groups(), name, self.transport, self.topology,
+                                               self.partition.members))
+
+    def data_parallel_half(self, name: str, phase: str) -> float:
+        """Replicated tensor sharding: "reduce-scatter" leaves replica i of each group the sum of shard i of
+        `name` (group.shard(numel, r, i)); "all-gather" gives every replica every replica's shard. The same
+        rings as data_parallel_allreduce, whose two halves these are."""
+        if self.r == 1:
+            return 0.0
+        if self.t * self.p == 1:
+            run = reduce_scatter if phase == "reduce-scatter" else all_gather
+            return self._done(DP, run(self.partition, name, self.transport))
+        within, groups = self.partition.members, self.replica_groups()
+        numels = [self.transport.spec(ipus[0], name)[0] for ipus in groups]
+        rings = group_rings(self.topology, groups, numels, self.first, len(within))
+        steps = (reduce_scatter_steps if phase == "reduce-scatter" else all_gather_steps)(rings, phase)
+        return self._done(DP, run_schedule(phase.replace("-", "_"), name, steps, self.transport, self.topology,
+                                           within))

@@ -19,13 +19,28 @@ A step:
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
 3. every IPU applies the optimiser (optim.py) to its own buffers and puts them back: all replicas stay identical.
 
+Layout options, executed (the planner's memory.py and timing.py say the same):
+- rts (replicated tensor sharding, r > 1): each IPU holds the optimiser state of its replica's shard only
+  (group.shard(n, r, replica) of its flat buffer); step 2 is a reduce-scatter of the gradients, step 3 updates
+  that shard, then an all-gather of the weights over the replicas (the allreduce's two halves, the same rings);
+- offload_optimizer: the state lives in the machines' Streaming Memory; the update loads it, applies the
+  optimiser and stores it back;
+- phased: weights and state live in Streaming Memory between steps. The execution loads them once, but the Pod
+  streams what phased execution streams (timing.py): weights 4 times in (forward, recomputation, backward,
+  update), gradients, state and every micro-batch's stashed layer inputs in and out, gradients and weights out.
+Streaming is charged once a step per machine as one duplex batch (workers/streaming.py duplex_s: one latency,
+reads and writes in parallel at the machine's bandwidth), on the machines' own counters when the transport has
+machines; the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its SRAM, the
+activations of the step in flight as the planner counts them (memory.py; phased: one phase's), so a layout whose
+activations do not fit fails with the machines' out-of-memory error, as it would on the Pod.
+
 The loss is the mean over the global batch of the per-sample losses the last stages computed.
 
 Emulated time (report.py): each operation's BSP compute sets and collectives (work.py), the pipeline laid out
-event by event from those durations (schedule.timeline), then the data-parallel allreduce. The optimiser update
-and host I/O are not charged (the planner does not model them either). Arithmetic is fp32 for every model; an fp16
-model is timed at fp16 FLOP rates and its collectives priced at fp16 bytes (comm.PricedAs), while the memory
-reported per IPU is what this execution holds (fp32 buffers).
+event by event from those durations (schedule.timeline), then the data-parallel allreduce and the step's
+streaming. The optimiser update and host I/O are not charged (the planner does not model them either).
+Arithmetic is fp32 for every model; an fp16 model is timed at fp16 FLOP rates and its collectives priced at fp16
+bytes (comm.PricedAs), while the memory reported per IPU is what this execution holds (fp32 buffers).
 """
 
 from __future__ import annotations
@@ -36,6 +51,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from vipu.fabric.group import shard
+from vipu.jobs.assumptions import DEFAULT
+from vipu.jobs.memory import memory, stash_bytes, state_bytes_per_param
 from vipu.jobs.train import mlp_stage, optim, transformer_stage
 from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
 from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
@@ -47,6 +65,7 @@ from vipu.jobs.train.sharding import FlatLayout, stage_axes, stage_blocks, take,
 from vipu.jobs.train.work import OpTimer, StageGroup
 from vipu.partition.topology import Topology
 from vipu.workers import bsp
+from vipu.workers.streaming import duplex_s
 
 
 class ParallelTrainer:
@@ -83,10 +102,19 @@ class ParallelTrainer:
                     self.layouts[ipu] = FlatLayout.of({name: a.shape for name, a in shards.items()})
                     weights[ipu] = self.layouts[ipu].pack(shards)
         self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
+        self.rts = self.lay.rts and self.lay.r > 1
+        self.streamed = self.lay.offload_optimizer or self.lay.phased
         try:
             self.fabric.put("params", weights)
             for name in self.state_names:
-                self.fabric.put(name, {ipu: np.zeros_like(w) for ipu, w in weights.items()})
+                self.fabric.put(name, {ipu: np.zeros(self._owned(ipu)[1] - self._owned(ipu)[0], dtype=w.dtype)
+                                       for ipu, w in weights.items()})
+                if self.streamed:
+                    self.fabric.offload(name)
+            if self.lay.phased:
+                self.fabric.offload("params")
+            activations = int(memory(workload, pod, DEFAULT).activations)
+            self.fabric.reserve("activations", {ipu: activations for ipu in self.ipus})
         except BaseException:
             self.close()
             raise
@@ -94,6 +122,44 @@ class ParallelTrainer:
     @property
     def ipus(self) -> list[int]:
         return self.fabric.ipus
+
+    def _owned(self, ipu: int) -> tuple[int, int]:
+        """The elements of the IPU's flat buffers whose optimiser state it holds: all, or with RTS its replica's
+        shard."""
+        numel = self.layouts[ipu].size
+        if not self.rts:
+            return 0, numel
+        return shard(numel, self.lay.r, (ipu - self.fabric.first) // (self.lay.t * self.lay.p))
+
+    def _streaming_bytes(self, ipu: int) -> tuple[float, float]:
+        """(in, out) bytes of Streaming Memory for this IPU in one step, as the real Pod moves them: weights in
+        the model's dtype, optimiser state as memory.py counts it (fp32, master weights included)."""
+        lo, hi = self._owned(ipu)
+        state = (hi - lo) * state_bytes_per_param(self.workload)
+        if self.lay.phased:
+            weights = self.layouts[ipu].size * self.model.value_bytes
+            stash = stash_bytes(self.workload)
+            return 5 * weights + state + stash, 2 * weights + state + stash
+        return (state, state) if self.lay.offload_optimizer else (0.0, 0.0)
+
+    def _streaming_s(self) -> float:
+        """The step's streaming: each machine's IPUs' bytes as one duplex batch, charged on the machines when
+        the transport has them; the busiest machine's seconds."""
+        if not self.streamed:
+            return 0.0
+        per_machine: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for ipu in self.ipus:
+            got, put = self._streaming_bytes(ipu)
+            totals = per_machine[ipu // self.pod.machine.ipus]
+            totals[0] += got
+            totals[1] += put
+        batches = {m: (int(a), int(b)) for m, (a, b) in per_machine.items()}
+        settle = getattr(self.fabric.transport, "settle_streaming", None)
+        if settle is not None:
+            return max(settle(batches).values())
+        machine = self.pod.machine
+        return max(duplex_s(a, b, machine.streaming_memory_bytes_per_s, machine.streaming_memory_latency_s)
+                   for a, b in batches.values())
 
     @property
     def replicas(self) -> list[int]:
@@ -122,6 +188,8 @@ class ParallelTrainer:
         started = self.clock()
         fabric, lay, model = self.fabric, self.lay, self.model
         fabric.log.clear()
+        if lay.phased:
+            fabric.load("params")
         params = {ipu: np.array(a, dtype=DTYPE) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
         grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
@@ -163,6 +231,7 @@ class ParallelTrainer:
                             gviews[ipu][name] += value
                     if s > 0:
                         inbox[(s - 1, "B", j)] = g.send(s - 1, dxs)
+                timer.close()  # the op's last compute set
                 for ipu, seconds in timer.ipu_compute_s.items():
                     compute[ipu] += seconds
             line = timeline(order, {op: timer.total_s for op, timer in timers.items()}, lay.p)
@@ -171,10 +240,18 @@ class ParallelTrainer:
                 worst = (line, stage, [timer for op, timer in timers.items() if op[0] == stage])
 
         fabric.put("grads", grads)
-        dp_s = fabric.data_parallel_allreduce("grads")
+        if self.rts:
+            dp_s = fabric.data_parallel_half("grads", "reduce-scatter")
+        else:
+            dp_s = fabric.data_parallel_allreduce("grads")
         dp_sync = self.partition_sync_s if lay.r > 1 else 0.0  # the replicas' groups reduce together: one sync
         self._update(step, params, fabric.get("grads", self.ipus))
-        return self._report(step, losses, worst, dp_s, dp_sync, compute, peak, started)
+        if self.rts:
+            dp_s += fabric.data_parallel_half("params", "all-gather")
+        if lay.phased:
+            fabric.offload("params")
+        streaming_s = self._streaming_s()
+        return self._report(step, losses, worst, dp_s, dp_sync, compute, peak, started, streaming_s)
 
     def _loss(self, outs: list[np.ndarray], target: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """Per-sample losses (from shard 0; every shard holds the same outputs) and each shard's output gradient."""
@@ -184,16 +261,22 @@ class ParallelTrainer:
 
     def _update(self, step: int, params: dict[int, np.ndarray], grads: dict[int, np.ndarray]) -> None:
         fabric, w = self.fabric, self.workload
+        if self.streamed:
+            for name in self.state_names:
+                fabric.load(name)
         state = {name: fabric.get(name, self.ipus) for name in self.state_names}
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
+            lo, hi = self._owned(ipu)  # with RTS only this shard: the all-gather brings the others' updates
             mine = {name.removeprefix("opt."): np.array(state[name][ipu]) for name in self.state_names}
-            optim.update(w.optimizer, w.learning_rate, step, params[ipu], grads[ipu], mine)
+            optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
         fabric.put("params", params)
         for name in self.state_names:
             fabric.put(name, new_state[name])
+            if self.streamed:
+                fabric.offload(name)
 
     @staticmethod
     def _stash(ipus, cache, params, stash, peak, sign: int) -> None:
@@ -212,9 +295,9 @@ class ParallelTrainer:
             stash[ipu] += sign * total
             peak[ipu] = max(peak[ipu], stash[ipu])
 
-    def _report(self, step, losses, worst, dp_s, dp_sync, compute, peak, started) -> StepReport:
+    def _report(self, step, losses, worst, dp_s, dp_sync, compute, peak, started, streaming_s) -> StepReport:
         line, stage, timers = worst
-        step_s = line.pipeline_s + dp_sync + dp_s
+        step_s = line.pipeline_s + dp_sync + dp_s + streaming_s
         compute_s = sum(t.compute_s for t in timers)
         tp_s = sum(t.tensor_parallel_s for t in timers)
         send_s = sum(t.send_s for t in timers)
@@ -226,16 +309,20 @@ class ParallelTrainer:
                 by_link[link] += nbytes
                 by_kind[kind] += nbytes
         per_ipu = {}
-        buffers = 2 + len(self.state_names)  # params, grads and the optimiser state, each one flat buffer
+        state_buffers = 0 if self.streamed else len(self.state_names)  # streamed: in Streaming Memory
         for ipu in self.ipus:
-            held = buffers * self.layouts[ipu].size * np.dtype(DTYPE).itemsize
+            lo, hi = self._owned(ipu)  # params and grads are whole flat buffers, the state with RTS a shard
+            held = (2 * self.layouts[ipu].size + state_buffers * (hi - lo)) * np.dtype(DTYPE).itemsize
+            streamed = len(self.state_names) * (hi - lo) if self.streamed else 0  # the optimiser state
+            streamed += self.layouts[ipu].size if self.lay.phased else 0  # and, phased, the weights
             per_ipu[ipu] = IpuReport(compute_s=compute[ipu], utilisation=compute[ipu] / step_s if step_s else 0.0,
-                                     memory_bytes=int(held + peak[ipu]), activation_bytes=int(peak[ipu]))
+                                     memory_bytes=int(held + peak[ipu]), activation_bytes=int(peak[ipu]),
+                                     streaming_bytes=int(streamed * np.dtype(DTYPE).itemsize))
         self._charge_machines(per_ipu, step_s, step)
         return StepReport(
             step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,
             comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, sync_s=sync_s,
-            data_parallel_s=dp_s,
+            data_parallel_s=dp_s, streaming_s=streaming_s,
             bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
             bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=len(self.fabric.log),
             ipus=per_ipu, wall_s=self.clock() - started)

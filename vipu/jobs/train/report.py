@@ -1,7 +1,8 @@
 """What a training run reports: one StepReport per optimiser step, and the TrainingResult of the run.
 
 Times are emulated (virtual) seconds on the real Pod's figures unless named wall_s. A step's emulated time splits
-exactly into compute_s + tensor_parallel_s + pipeline_send_s + sync_s + bubble_s + data_parallel_s, measured on the
+exactly into compute_s + tensor_parallel_s + pipeline_send_s + sync_s + bubble_s + data_parallel_s + streaming_s,
+measured on the
 critical stage (the busiest stage of the slowest replica): bubble_s is the time that stage waits inside the
 pipeline, and bubble_fraction the stages' average idle share of the pipeline time ((p-1)/(m+p-1) when the stages
 are balanced).
@@ -21,6 +22,7 @@ class IpuReport(_Frozen):
     utilisation: float  # compute_s / the step's emulated time
     memory_bytes: int  # weights + gradient accumulator + optimiser state + peak stashed activations
     activation_bytes: int  # the peak of activations stashed for backward (1f1b: up to p - s micro-batches)
+    streaming_bytes: int = 0  # what the IPU keeps in Streaming Memory (offloaded optimiser state; phased: weights too)
 
 
 class StepReport(_Frozen):
@@ -35,11 +37,64 @@ class StepReport(_Frozen):
     data_parallel_s: float
     bubble_s: float
     bubble_fraction: float
+    streaming_s: float = 0.0  # the step's loads and stores of Streaming Memory (its busiest machine)
     bytes_per_link_type: dict[str, int]  # payload bytes sent, over all collectives of the step
     bytes_per_kind: dict[str, int]  # tensor_parallel, pipeline, data_parallel
     collectives: int
     ipus: dict[int, IpuReport]
     wall_s: float
+
+
+class IpuUsage(_Frozen):
+    """One IPU of the job's partition over the whole run: what the run's StepReport.ipus add up to. Kept with the
+    job, unlike the machines' gauges (vipu_ipu_utilization_ratio, vipu_ipu_memory_used_bytes), which drop back
+    to 0 once the job has ended."""
+
+    ipu: int  # Pod IPU number
+    machine: int
+    utilisation: float  # its compute over the steps run / their emulated time: its share of the run doing work
+    sram_peak_bytes: int  # the most tile SRAM any step needed: weights, gradients, optimiser state, stashed activations
+    activation_peak_bytes: int  # the activations part of that peak
+    streaming_peak_bytes: int = 0  # the most Streaming Memory any step kept for it (0: all in SRAM)
+
+
+def ipu_usage(reports: list[StepReport], ipus_per_machine: int) -> list[IpuUsage]:
+    """Each IPU's usage over the steps run, in IPU order (empty when no step ran)."""
+    total_s = sum(r.emulated_step_s for r in reports)
+    out = []
+    for ipu in sorted({ipu for r in reports for ipu in r.ipus}):
+        mine = [r.ipus[ipu] for r in reports if ipu in r.ipus]
+        out.append(IpuUsage(
+            ipu=ipu, machine=ipu // ipus_per_machine,
+            utilisation=sum(x.compute_s for x in mine) / total_s if total_s else 0.0,
+            sram_peak_bytes=max(x.memory_bytes for x in mine),
+            activation_peak_bytes=max(x.activation_bytes for x in mine),
+            streaming_peak_bytes=max(x.streaming_bytes for x in mine)))
+    return out
+
+
+def usage_lines(usage: list[IpuUsage]) -> list[str]:
+    """A compact table of usage, for `vipu logs` and `vipu show job`; the Streaming Memory column only if any
+    IPU used it."""
+    if not usage:
+        return []
+    streaming = any(u.streaming_peak_bytes for u in usage)
+    header = f"{'IPU':>5} {'MACHINE':>7} {'UTIL':>7} {'SRAM PEAK':>10} {'ACTIVATIONS':>11}"
+    lines = [header + (f" {'STREAMING':>10}" if streaming else "")]
+    for u in usage:
+        line = (f"{u.ipu:>5} {u.machine:>7} {u.utilisation:>7.2%} {size(u.sram_peak_bytes):>10}"
+                f" {size(u.activation_peak_bytes):>11}")
+        lines.append(line + (f" {size(u.streaming_peak_bytes):>10}" if streaming else ""))
+    return lines
+
+
+def size(nbytes: float) -> str:
+    """Bytes as 812 B, 41.3 KiB, 1.2 MiB, 3.0 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if nbytes < 1024 or unit == "GiB":
+            return f"{nbytes:,.0f} {unit}" if unit == "B" else f"{nbytes:,.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError("unreachable")
 
 
 class InstanceRun(_Frozen):
@@ -73,6 +128,7 @@ class TrainingResult(_Frozen):
     bytes_per_link_type: dict[str, int]  # over the whole run
     wall_s: float
     instances: list[InstanceRun] = []  # the poprun instances and what each ran (empty in results stored before)
+    ipu_usage: list[IpuUsage] = []  # per IPU of the partition, over the steps run (empty in results stored before)
 
     @property
     def steps_run(self) -> int:

@@ -20,7 +20,7 @@ from vipu.jobs.timing import PARTS
 from vipu.jobs.train.parallel import ParallelTrainer
 from vipu.jobs.train.poprun import local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
-from vipu.jobs.train.report import InstanceRun, StepReport, TrainingResult
+from vipu.jobs.train.report import InstanceRun, StepReport, TrainingResult, ipu_usage
 from vipu.partition.topology import Topology
 
 
@@ -86,7 +86,7 @@ def _mean(values: list[float]) -> float:
 def _result(workload, pod, first_ipu, wanted, stopped, reports, prediction, wall_s, runs) -> TrainingResult:
     lay = workload.layout
     step_s = _mean([r.emulated_step_s for r in reports])
-    # the parts the emulator does not have (batch norm, Streaming Memory: its models use neither) are 0
+    # a part the emulator does not have (batch norm: its models have none) is 0
     emulated = {label: _mean([getattr(r, field, 0.0) for r in reports]) for label, field in PARTS}
     links: dict[str, int] = {}
     for r in reports:
@@ -98,4 +98,5 @@ def _result(workload, pod, first_ipu, wanted, stopped, reports, prediction, wall
         stopped=stopped, losses=[r.loss for r in reports], reports=reports, emulated_step_s=step_s,
         throughput_samples_per_s=lay.global_batch / step_s if step_s else 0.0, predicted_step_s=prediction.step_s,
         predicted_throughput_samples_per_s=prediction.throughput, predicted_parts=dict(prediction.time.parts()),
-        emulated_parts=emulated, bytes_per_link_type=links, wall_s=wall_s, instances=runs)
+        emulated_parts=emulated, bytes_per_link_type=links, wall_s=wall_s, instances=runs,
+        ipu_usage=ipu_usage(reports, pod.machine.ipus))

@@ -52,9 +52,10 @@ class OpTimer:
         self.pending.clear()
 
     def collective(self, kind: str, seconds: float) -> None:
+        if seconds <= 0:  # a collective within one IPU (t = 1) moves nothing: no exchange ends the compute set
+            return
         self.close()
-        if seconds > 0:  # a collective within one IPU (t = 1) moves nothing and syncs no other IPU
-            self.sync_s += self.partition_sync_s
+        self.sync_s += self.partition_sync_s
         if kind == TP:
             self.tensor_parallel_s += seconds
         else:

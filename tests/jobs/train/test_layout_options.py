@@ -1,0 +1,83 @@
+"""Layout options executed as the planner plans them: optimiser offload and phased execution stream through
+Streaming Memory at the planner's cost, RTS shards the optimiser state, strided replica groups allreduce on the
+rings both sides price, and each IPU's SRAM holds the activations the planner counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.jobs.train.builders import ATOL, RTOL, mlp, pod, reference, run, transformer, workload
+from vipu.fabric import LocalTransport
+from vipu.jobs import plan
+
+# the acceptance runs' MLP (in 64, 4 layers of 256, out 10) on 8 IPUs: 2 stages x 4 replicas, strided by 2
+MLP = mlp(layers=4, hidden=256, inputs=64, outputs=10)
+PP2_DP4 = {"p": 2, "r": 4, "micro_batch": 16, "micro_batches": 4}
+
+
+@pytest.mark.parametrize("options", [{"rts": True, "offload_optimizer": True}, {"offload_optimizer": True},
+                                     {"phased": True}], ids=["rts+offload", "offload", "phased"])
+def test_streaming_memory_is_emulated_as_planned(options):
+    w = workload(MLP, "adam", steps=3, **PP2_DP4, **options)
+    result = run(w)
+    emulated = result.emulated_parts["streaming memory"]
+    predicted = result.predicted_parts["streaming memory"]
+    assert predicted > 0
+    assert emulated == pytest.approx(predicted, rel=0.01)
+    assert result.emulated_step_s == pytest.approx(sum(result.emulated_parts.values()), rel=1e-9)
+    np.testing.assert_allclose(result.losses, reference(w)[0], rtol=RTOL, atol=ATOL)
+
+
+def test_rts_holds_a_replicas_share_of_the_optimiser_state():
+    # adam: m and v, 4 bytes each per parameter; with RTS each of the 4 replicas holds a quarter of them
+    whole = run(workload(MLP, "adam", steps=1, **PP2_DP4)).reports[0].ipus
+    sharded = run(workload(MLP, "adam", steps=1, **PP2_DP4, rts=True)).reports[0].ipus
+    for ipu in whole:
+        saved = whole[ipu].memory_bytes - sharded[ipu].memory_bytes
+        params = (whole[ipu].memory_bytes - whole[ipu].activation_bytes) / 4 / 4  # params, grads, m, v
+        assert saved == pytest.approx(2 * 4 * params * 3 / 4, abs=8)
+
+
+@pytest.mark.parametrize("model,layout", [
+    (MLP, PP2_DP4),  # stride 2 inside each machine's ring of 4
+    (transformer(hidden=128, heads=8, seq_len=16), {"t": 8, "r": 2, "micro_batch": 2, "micro_batches": 2}),  # 2 rows
+], ids=["p2r4", "t8r2"])
+def test_strided_replica_allreduce_is_predicted_as_emulated(model, layout):
+    result = run(workload(model, "adam", steps=1, **layout))
+    emulated = result.emulated_parts["data-parallel allreduce"]
+    predicted = result.predicted_parts["data-parallel allreduce"]
+    assert emulated == pytest.approx(predicted, rel=0.06)  # p2r4: the planner's stages are balanced, these not
+
+
+class Reserving(LocalTransport):
+    def __init__(self):
+        super().__init__()
+        self.asked: dict[int, int] = {}
+
+    def reserve(self, sizes, name):
+        self.asked.update(sizes if name == "activations" else {})
+        super().reserve(sizes, name)
+
+
+def test_each_ipu_holds_the_activations_the_planner_counts():
+    w = workload(transformer(layers=4, hidden=64, heads=4, seq_len=2048), "sgd", steps=1, micro_batch=1,
+                 micro_batches=1)
+    transport = Reserving()
+    run(w, transport_factory=lambda group: transport)
+    want = plan(w, pod()).memory.activations
+    assert want > 700e6
+    assert transport.asked == {0: int(want)}
+    assert transport.reserved == {}  # freed with the job
+
+
+@pytest.mark.parametrize("layout", [{"r": 4}, {"t": 2, "r": 4}], ids=["dp4", "t2r4"])
+def test_rts_trains_as_one_device(layout):
+    # the reduce-scatter, the update of each replica's shard and the all-gather of the weights: the allreduce's
+    # traffic (the planner's RTS), the single-device losses
+    w = workload(mlp(hidden=32), "adam", steps=3, micro_batches=2, rts=True, **layout)
+    plain = run(workload(mlp(hidden=32), "adam", steps=3, micro_batches=2, **layout))
+    result = run(w)
+    np.testing.assert_allclose(result.losses, reference(w)[0], rtol=RTOL, atol=ATOL)
+    assert result.emulated_parts["data-parallel allreduce"] == pytest.approx(
+        plain.emulated_parts["data-parallel allreduce"], rel=0.05)

@@ -1,0 +1,35 @@
+"""Per-IPU usage over a run (utilisation and peak memory, kept with the job's result) and how the summary reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.jobs.train.builders import mlp, run, workload
+from vipu.jobs.train.report import IpuUsage, size, usage_lines
+
+
+@pytest.mark.parametrize("layout, ipus", [(dict(r=4), 4), (dict(t=2, p=2, r=2, micro_batches=2), 8)])
+def test_usage_covers_every_ipu_of_the_partition_over_the_whole_run(layout, ipus):
+    result = run(workload(mlp(), "adam", steps=3, **layout))
+    usage = result.ipu_usage
+    assert [u.ipu for u in usage] == list(range(ipus))
+    assert [u.machine for u in usage] == [ipu // 4 for ipu in range(ipus)]  # a Bow-2000 has 4 IPUs
+    total_s = sum(r.emulated_step_s for r in result.reports)
+    for u in usage:
+        steps = [r.ipus[u.ipu] for r in result.reports]
+        assert u.utilisation == pytest.approx(sum(s.compute_s for s in steps) / total_s)
+        assert 0 < u.utilisation <= 1
+        assert u.sram_peak_bytes == max(s.memory_bytes for s in steps) > u.activation_peak_bytes > 0
+        assert u.streaming_peak_bytes == 0  # the emulator keeps everything in SRAM
+
+
+def test_usage_table_is_one_line_per_ipu_and_shows_streaming_only_when_used():
+    sram = [IpuUsage(ipu=i, machine=0, utilisation=0.5, sram_peak_bytes=3 << 20, activation_peak_bytes=2048)
+            for i in range(2)]
+    lines = usage_lines(sram)
+    assert lines[0].split() == ["IPU", "MACHINE", "UTIL", "SRAM", "PEAK", "ACTIVATIONS"]
+    assert lines[1].split() == ["0", "0", "50.00%", "3.0", "MiB", "2.0", "KiB"] and len(lines) == 3
+    streamed = [sram[0].model_copy(update={"streaming_peak_bytes": 5 << 30})]
+    assert usage_lines(streamed)[0].split()[-1] == "STREAMING" and usage_lines(streamed)[1].endswith("5.0 GiB")
+    assert usage_lines([]) == []
+    assert (size(812), size(41.3 * 1024)) == ("812 B", "41.3 KiB")

@@ -1,0 +1,138 @@
+"""What `vipu logs` and `vipu show job` get from the controller for a train job: per-IPU usage that outlives the
+run, a summary without empty lines, and, for a job requeued after losing a machine, the current run live below one
+line on how the earlier run ended (not what the lost machine broke in it)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from vipu.errors import NotFound
+from vipu.scheduler.spec import parse_spec
+from vipu.scheduler.states import JobState
+from vipu.server import training
+from vipu.server.runtime import open_runtime
+
+MLP = {"kind": "mlp", "layers": 3, "hidden": 16, "inputs": 12, "outputs": 5, "dtype": "fp32"}
+
+
+@pytest.fixture
+def rt(tmp_path):
+    runtime = open_runtime("bow-pod16", tmp_path, "127.0.0.1", 8090)
+    yield runtime
+    runtime.store.close()
+
+
+def submit(rt, ipus: int, steps: int, **layout) -> int:
+    spec = parse_spec({"name": "t", "ipus": ipus, "time_limit": "5m", "requeue": True, "workload": {
+        "kind": "train", "model": MLP, "layout": {"micro_batch": 2, **layout}, "optimizer": "adam", "steps": steps}})
+    with rt.lock:
+        [job] = rt.scheduler.submit(spec, rt.now())
+    return job.id
+
+
+def step_until(rt, done, timeout: float = 60.0):
+    """Run the dispatcher (no loop thread in these tests) until done() holds."""
+    deadline = time.monotonic() + timeout
+    while not (value := done()):
+        assert time.monotonic() < deadline, "timed out"
+        rt.dispatcher.step(rt.now())
+        time.sleep(0.02)
+    return value
+
+
+def ended(rt, job_id: int) -> bool:
+    return rt.scheduler.job(job_id).state in (JobState.COMPLETED, JobState.FAILED)
+
+
+def test_per_ipu_usage_is_stored_with_the_job_and_logged(rt):
+    job = submit(rt, 4, 3, r=4)
+    step_until(rt, lambda: ended(rt, job))
+    rt.training.results.clear()  # from the store, as after the run's end (the machines' gauges are 0 by then)
+    stored = json.loads(rt.training.result(job).model_dump_json(exclude={"result": {"reports"}}))  # GetJob's
+    usage = stored["result"]["ipu_usage"]
+    assert [u["ipu"] for u in usage] == [0, 1, 2, 3] and all(0 < u["utilisation"] <= 1 for u in usage)
+    assert all(u["sram_peak_bytes"] > u["activation_peak_bytes"] > 0 for u in usage)
+    lines = rt.training.log_lines(job)
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["IPU", "MACHINE", "UTIL"])
+    assert [line.split()[0] for line in lines[header + 1: header + 5]] == ["0", "1", "2", "3"]
+    assert f"{usage[2]['utilisation']:.2%}" in lines[header + 3]
+
+
+def test_a_one_ipu_job_has_no_empty_link_traffic_line(rt):
+    job = submit(rt, 1, 2)
+    step_until(rt, lambda: ended(rt, job))
+    lines = rt.training.log_lines(job)
+    assert "link traffic: none" in lines and "link traffic: " not in lines
+
+
+def test_a_requeued_job_logs_its_current_run_live_below_how_the_lost_one_ended(rt, monkeypatch):
+    real, release, first_stepped = training.run_training, threading.Event(), threading.Event()
+
+    def lose_machine_0(w, pod, first_ipu, factory, *, on_step, should_stop, environments):
+        if first_ipu != 0:
+            return real(w, pod, first_ipu, factory, on_step=on_step, should_stop=should_stop,
+                        environments=environments)
+        # run 1: one step, then its machine goes and the next collective finds its tensors gone, long after
+        real(w.model_copy(update={"steps": 1}), pod, first_ipu, factory, on_step=on_step, environments=environments)
+        first_stepped.set()
+        release.wait(60)
+        raise NotFound("no tensor 'opt.m' on IPU 0; put it there first")
+
+    monkeypatch.setattr(training, "run_training", lose_machine_0)
+    job = submit(rt, 4, 4, r=4)
+    step_until(rt, first_stepped.is_set)
+    rt.fail_ipus([0, 1, 2, 3])  # what the fleet does when machine 0's actor dies: NODE_FAIL, requeued
+    assert rt.scheduler.job(job).state is JobState.PENDING
+    gone = rt.training.log_lines(job)[-1]  # the lost run's thread is still blocked: its end is said already
+    assert gone.startswith("run 1 ended NODE_FAIL at ") and gone.endswith(": machine 0 was lost; requeued")
+
+    step_until(rt, lambda: ended(rt, job))  # run 2, on machine 1, while run 1's thread still hangs
+    assert rt.scheduler.job(job).state is JobState.COMPLETED and rt.scheduler.job(job).first_ipu == 4
+    release.set()  # run 1's thread now fails, long after its job moved on
+    deadline = time.monotonic() + 10
+    while any(t.name == f"vipu-train-{job}" for t in threading.enumerate()):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    rt.training.results.clear()  # as the store has it
+    lines = rt.training.log_lines(job)
+    assert lines[0] == gone  # the earlier run in the user's words, above the current run
+    assert not any("NotFound" in line or "training failed" in line for line in lines), lines
+    assert sum(line.startswith("step ") for line in lines) == 4  # run 2's steps, all of them
+    assert rt.training.result(job).result.first_ipu == 4 and rt.training.result(job).earlier_runs == [gone]
+
+
+def test_steps_of_a_requeued_run_show_while_it_runs(rt, monkeypatch):
+    """The live view follows the current run, even while the lost run's thread is still winding down."""
+    real, hold, stepped = training.run_training, threading.Event(), threading.Event()
+    runs = []
+
+    def slow(w, pod, first_ipu, factory, *, on_step, should_stop, environments):
+        runs.append(first_ipu)
+        if first_ipu == 0:
+            real(w.model_copy(update={"steps": 1}), pod, first_ipu, factory, on_step=on_step,
+                 environments=environments)
+            hold.wait(60)
+            raise NotFound("no tensor 'opt.m' on IPU 0; put it there first")
+
+        def step_then_wait(report):
+            on_step(report)
+            stepped.set()
+            hold.wait(60)
+
+        return real(w, pod, first_ipu, factory, on_step=step_then_wait, should_stop=should_stop,
+                    environments=environments)
+
+    monkeypatch.setattr(training, "run_training", slow)
+    job = submit(rt, 4, 2, r=4)
+    step_until(rt, lambda: runs == [0] and rt.training.progress.get(job))
+    rt.fail_ipus([0, 1, 2, 3])
+    step_until(rt, stepped.is_set)
+    lines = rt.training.log_lines(job)
+    assert lines[0].startswith("run 1 ended NODE_FAIL") and lines[-1].startswith("step    0  loss ")
+    assert rt.training.progress[job] and rt.training.result(job).earlier_runs == [lines[0]]
+    hold.set()
+    step_until(rt, lambda: ended(rt, job))
