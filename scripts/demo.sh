@@ -31,7 +31,13 @@ stop() {
   fi
 }
 trap stop EXIT
-for _ in $(seq 100); do grep -q listening .demo/server.out 2>/dev/null && break; sleep 0.1; done
+# it starts a local Ray before it listens: seconds here, longer on a first start or a busy machine
+printf 'Starting the controller (a local Ray first)...\n'
+for _ in $(seq 1800); do
+  grep -q listening .demo/server.out 2>/dev/null && break
+  kill -0 "$SERVER" 2>/dev/null || { printf 'The controller exited; its log:\n'; cat .demo/server.log; exit 1; }
+  sleep 0.1
+done
 cat .demo/server.out
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
