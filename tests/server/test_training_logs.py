@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from vipu.errors import NotFound
+from vipu.scheduler.job import Transition
 from vipu.scheduler.spec import parse_spec
 from vipu.scheduler.states import JobState
 from vipu.server import training
@@ -136,3 +138,21 @@ def test_steps_of_a_requeued_run_show_while_it_runs(rt, monkeypatch):
     assert rt.training.progress[job] and rt.training.result(job).earlier_runs == [lines[0]]
     hold.set()
     step_until(rt, lambda: ended(rt, job))
+
+
+@pytest.mark.parametrize(("states", "line"), [
+    # requeued while it ran, then cancelled while it waited: the run was stopped by the requeue, not the cancel
+    (["RUNNING", "PENDING", "CANCELLED"], "run 1 stopped at {2}: requeued while it ran (vipu requeue)"),
+    (["RUNNING", "COMPLETING", "CANCELLED"], "run 1 ended CANCELLED at {3}: "),
+    (["RUNNING", "NODE_FAIL", "PENDING"], "run 1 ended NODE_FAIL at {2}: "),
+])
+def test_how_a_run_ended_is_read_from_the_transition_that_ended_it(states, line):
+    history = [Transition(JobState.PENDING, 1_790_000_000.0)] + [
+        Transition(JobState[s], 1_790_000_001.0 + i) for i, s in enumerate(states)]
+    job = SimpleNamespace(id=1, history=history, preemption=None)
+    trainer = training.Training.__new__(training.Training)
+    trainer.runs = {}
+    said = trainer._ending(job, 1, None)
+    stamps = [training._stamp(t.at) for t in history]
+    assert said.startswith(line.format(*stamps)), said
+    assert ("; requeued" in said) is (states[-1] == "PENDING")

@@ -40,7 +40,8 @@ class JobResult(BaseModel):
     run: int = 1  # which run of the job this is (a requeued job runs again under the same id)
     result: TrainingResult | None = None
     error: str | None = None  # the training itself failed (the job ended FAILED)
-    ended: str | None = None  # the controller ended the run mid-step (a machine lost): how, in the user's words
+    ended: str | None = None  # the run was ended from outside (machine lost, cancel, time limit, preemption,
+    # requeue): how, in the user's words
     environment: list[dict[str, str]] = []  # what each poprun instance of the job saw, in instance order
     earlier_runs: list[str] = []  # how each earlier run of the job ended, oldest first
 
@@ -123,7 +124,7 @@ class Training:
                 # first (ending the job NODE_FAIL itself), so the requeued job is not placed on them again.
                 log.error("job %s: a machine was lost during training: %s", job_id, e)
                 self.rt.fleet.check()
-        with self.rt.lock:  # the record and the job's end in one store transaction
+        with self.rt.lock:  # the record and the job's end in one store transaction (the lock's batch)
             live = self._still_running(job_id, run.started)
             if live and isinstance(failure, MachineLost):  # the health check did not see it: the training's word
                 self._finish(job_id, JobState.NODE_FAIL, 1)
@@ -209,13 +210,13 @@ class Training:
         if len(starts) < number:
             return None
         after = job.history[starts[number - 1] + 1: starts[number] if len(starts) > number else None]
-        end = next((t for t in after if t.state not in (JobState.PENDING, JobState.COMPLETING)), None)
-        requeued = any(t.state is JobState.PENDING for t in after)
-        if end is None:
-            if not requeued:
-                return None
-            end, cause = next(t for t in after if t.state is JobState.PENDING), "requeued while it ran (vipu requeue)"
-            return f"run {number} stopped at {_stamp(end.at)}: {cause}"
+        ends = [(i, t) for i, t in enumerate(after) if t.state is not JobState.COMPLETING]
+        if not ends:
+            return None
+        i, end = ends[0]
+        if end.state is JobState.PENDING:  # requeued straight from RUNNING; whatever came after is not this run's
+            return f"run {number} stopped at {_stamp(end.at)}: requeued while it ran (vipu requeue)"
+        requeued = i + 1 < len(after) and after[i + 1].state is JobState.PENDING
         cause = self._cause(job, number, end.state, record)
         return f"run {number} ended {end.state.value} at {_stamp(end.at)}: {cause}{'; requeued' if requeued else ''}"
 
