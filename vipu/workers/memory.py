@@ -124,8 +124,8 @@ class IpuMemory:
         return self.capacity_bytes - self.used_bytes
 
     def allocate(self, name: str, array: np.ndarray, mapping: Mapping = Linear(), copy: bool = True) -> Tensor:
-        """Place a copy of `array` on the tiles; an existing tensor of that name is replaced, atomically: if the
-        new one does not fit (counting the old one's bytes as free), the old one stays."""
+        """Place `array` on the tiles (a copy of it, unless `copy` is False); an existing tensor of that name is
+        replaced, atomically: if the new one does not fit (counting the old one's bytes as free), the old one stays."""
         if not name:
             raise InvalidArgument("tensor name is empty; give each tensor a name")
         # own it: Ray hands actors read-only views of their arguments (reserve() passes a read-only placeholder)
@@ -149,7 +149,8 @@ class IpuMemory:
         buffer whose values live elsewhere. Replaces a tensor of that name as allocate() does."""
         if nbytes < 0:
             raise InvalidArgument(f"tensor {name!r}: cannot reserve {nbytes} bytes; give 0 or more")
-        placeholder = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(int(nbytes),), strides=(0,))
+        placeholder = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(int(nbytes),), strides=(0,),
+                                                      writeable=False)  # every element is the one byte: never write
         return self.allocate(name, placeholder, mapping, copy=False)
 
     def free(self, name: str) -> Tensor:

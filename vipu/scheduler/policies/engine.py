@@ -258,7 +258,7 @@ class _Walk:
     def try_preempt(self, job: QueuedJob, allowed: int) -> bool:
         if job.qos not in self.preempt_qos:
             return False
-        if self.plan.touches_reservation(job) and self.plan.clash(job, self.now, self.now + job.time_limit):
+        if self._takes_reserved_limit(job, self.now + job.time_limit):
             return False  # it would take a limit a reserved job of its group needs
         self.need(math.inf)  # an eviction frees IPUs at every moment of the timeline: no reservation may wait
         reserved = self.reserved_over(self.now + job.time_limit)
@@ -328,6 +328,11 @@ class _Walk:
         self.blocked = True
         self.decision.pending[job.id] = PendingInfo(info.reason, at)
 
+    def _takes_reserved_limit(self, job: QueuedJob, end: float) -> bool:
+        """Would running `job` from now until `end` take room in a limited group (array %N, QOS limit) that a job
+        reserved earlier in this walk needs?"""
+        return self.plan.touches_reservation(job) and self.plan.clash(job, self.now, end) is not None
+
     def _slot(self, job: QueuedJob, allowed: int, not_before: float | None) -> tuple[float, int, int] | None:
         """The earliest slot that also keeps the job's limited groups (array %N, QOS limits) within their limits,
         counting running jobs and the reservations made so far (the only moments at which a limit frees up are
@@ -364,7 +369,7 @@ class _Walk:
         if fits and (self.reservations or self._lazy):
             mask &= ~self.reserved_over(self.now + job.time_limit)
             fits = has_block(mask, size, total)
-        if fits and self.plan.touches_reservation(job) and self.plan.clash(job, self.now, self.now + job.time_limit):
+        if fits and self._takes_reserved_limit(job, self.now + job.time_limit):
             return self.wait(job, allowed, reserve=True)  # it would take a limit a reserved job of its group needs
         if fits:
             return self.start(job, best_fit(mask, total, size), mask)  # type: ignore[arg-type]
@@ -380,7 +385,7 @@ class _Walk:
         if key not in self._no_fit:
             mask = self.avail & allowed & ~self.reserved_over(end)
             if has_block(mask, job.ipus, self.total):
-                if not (self.plan.touches_reservation(job) and self.plan.clash(job, self.now, end)):
+                if not self._takes_reserved_limit(job, end):
                     return self.start(job, best_fit(mask, self.total, job.ipus), mask)  # type: ignore[arg-type]
             else:
                 self._no_fit.add(key)

@@ -22,31 +22,43 @@ from vipu.scheduler.policies.base import (
 )
 
 
+Group = tuple  # ("array", id) | ("user jobs", qos, user) | ("user ipus", qos, user) | ("jobs", qos) | ("ipus", qos)
+
+
+Limit = tuple[Group, int | None, int, str]  # (group, its limit or None, a job's weight in it, the reason)
+
+
+def limit_groups(job, qos: Mapping, limited, array_limit: int | None = None) -> list[Limit]:
+    """Each limit `job` counts towards, in the order Slurm reports them: (group, its limit or None, the job's weight
+    in it, the reason a job over it waits). `array_limit` is the %N of the job's array (a running job's is not
+    needed: it only counts)."""
+    out: list[Limit] = []
+    if job.array_job_id is not None:
+        out.append((("array", job.array_job_id), array_limit, 1, ARRAY_LIMIT))
+    if job.qos in limited:
+        q = qos[job.qos]
+        out += [(("user jobs", job.qos, job.user), q.max_jobs_per_user, 1, QOS_USER_JOBS),
+                (("user ipus", job.qos, job.user), q.max_ipus_per_user, job.ipus, QOS_USER_IPUS),
+                (("jobs", job.qos), q.max_jobs, 1, QOS_GRP_JOBS),
+                (("ipus", job.qos), q.max_ipus, job.ipus, QOS_GRP_IPUS)]
+    return out
+
+
 class Usage:
     def __init__(self, running: Sequence[RunningJob], qos: Mapping):
         self.qos = qos
         self._running = running
-        self._counted = False
+        self._counts: Counter | None = None  # group -> jobs or IPUs in it now, counted on first need
         self._deltas: list[tuple[object, int]] = []  # starts and evictions made before counting was needed
         self._limited = qos_sets(qos).limited
 
     def _count(self, job, sign: int) -> None:
-        if job.qos in self._limited:
-            self.user_jobs[job.qos, job.user] += sign
-            self.user_ipus[job.qos, job.user] += sign * job.ipus
-            self.qos_jobs[job.qos] += sign
-            self.qos_ipus[job.qos] += sign * job.ipus
-        if job.array_job_id is not None:
-            self.array_jobs[job.array_job_id] += sign
+        for group, _, weight, _ in limit_groups(job, self.qos, self._limited):
+            self._counts[group] += sign * weight  # type: ignore[index]
 
     def _ensure(self) -> None:
-        if not self._counted:
-            self._counted = True
-            self.user_jobs: Counter = Counter()
-            self.user_ipus: Counter = Counter()
-            self.qos_jobs: Counter = Counter()
-            self.qos_ipus: Counter = Counter()
-            self.array_jobs: Counter = Counter()
+        if self._counts is None:
+            self._counts = Counter()
             for job in self._running:
                 self._count(job, 1)
             for job, sign in self._deltas:
@@ -54,35 +66,23 @@ class Usage:
             self._deltas.clear()
 
     def add(self, job: QueuedJob) -> None:
-        if self._counted:
+        if self._counts is not None:
             self._count(job, 1)
         else:
             self._deltas.append((job, 1))
 
     def remove(self, job: RunningJob) -> None:
-        if self._counted:
+        if self._counts is not None:
             self._count(job, -1)
         else:
             self._deltas.append((job, -1))
 
     def reason(self, job: QueuedJob) -> str | None:
         """The limit that keeps `job` from starting now, or None."""
-        limited = job.qos in self._limited
-        if job.array_limit is None and not limited:
+        if job.array_limit is None and job.qos not in self._limited:
             return None
         self._ensure()
-        if job.array_limit is not None and self.array_jobs[job.array_job_id] >= job.array_limit:
-            return ARRAY_LIMIT
-        if not limited:
-            return None
-        q = self.qos[job.qos]
-        key = (job.qos, job.user)
-        if q.max_jobs_per_user is not None and self.user_jobs[key] + 1 > q.max_jobs_per_user:
-            return QOS_USER_JOBS
-        if q.max_ipus_per_user is not None and self.user_ipus[key] + job.ipus > q.max_ipus_per_user:
-            return QOS_USER_IPUS
-        if q.max_jobs is not None and self.qos_jobs[job.qos] + 1 > q.max_jobs:
-            return QOS_GRP_JOBS
-        if q.max_ipus is not None and self.qos_ipus[job.qos] + job.ipus > q.max_ipus:
-            return QOS_GRP_IPUS
+        for group, limit, weight, why in limit_groups(job, self.qos, self._limited, job.array_limit):
+            if limit is not None and self._counts[group] + weight > limit:  # type: ignore[index]
+                return why
         return None

@@ -14,6 +14,7 @@ import math
 from typing import Mapping, Sequence
 
 from vipu.scheduler.policies.base import QueuedJob, RunningJob
+from vipu.scheduler.policies.limits import limit_groups
 
 Span = tuple[float, float, int, int]  # (start, end, weight, job id)
 
@@ -31,20 +32,13 @@ class LimitPlan:
         self._gone: set[int] = set()  # evicted running jobs
         self.reserved: set[tuple] = set()  # groups that hold a reservation of this walk
 
-    def applies(self, job) -> bool:
-        return getattr(job, "array_limit", None) is not None or job.qos in self.limited
+    def applies(self, job: QueuedJob) -> bool:
+        return job.array_limit is not None or job.qos in self.limited
 
     def groups(self, job, array_limit: int | None = None) -> list[tuple[tuple, int | None, int]]:
         """(group, limit, this job's weight in it) for each limit `job` counts towards."""
-        out: list[tuple[tuple, int | None, int]] = []
-        if job.array_job_id is not None:
-            out.append((("array", job.array_job_id), array_limit, 1))
-        if job.qos in self.limited:
-            q = self.qos[job.qos]
-            out += [(("user jobs", job.qos, job.user), q.max_jobs_per_user, 1),
-                    (("user ipus", job.qos, job.user), q.max_ipus_per_user, job.ipus),
-                    (("jobs", job.qos), q.max_jobs, 1), (("ipus", job.qos), q.max_ipus, job.ipus)]
-        return out
+        limits = limit_groups(job, self.qos, self.limited, array_limit)
+        return [(group, limit, weight) for group, limit, weight, _ in limits]
 
     def _add(self, job, start: float, end: float) -> None:
         for key, _, weight in self.groups(job):
