@@ -5,6 +5,7 @@ custom resource, and removing a node ends its jobs NODE_FAIL and requeues them."
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
 from ray.cluster_utils import Cluster
@@ -43,3 +44,8 @@ def test_machines_spread_over_nodes_and_a_lost_node_requeues_its_jobs(cluster, s
     states = [i["state"] for i in json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)[:16]]
     failed_machines = sorted({n // 4 for n, s in enumerate(states) if s == "failed"})
     assert failed_machines and len(failed_machines) < 4, states  # the lost node's machines, not the head's
+
+    # the requeued job's machines cannot be placed (the head's ipu_host is taken): their bring-up waits, and a stop
+    # must not wait for it (it waited out the whole five-minute start timeout)
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=20) == 0

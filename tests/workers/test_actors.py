@@ -104,3 +104,41 @@ def test_actors_that_cannot_start_fail_with_the_machines_named(ray_session, pod)
         assert pool.machines == []
     finally:
         pool.shutdown()
+
+
+def test_a_start_that_waits_holds_up_neither_health_checks_nor_other_machines_nor_shutdown(ray_session, pod):
+    """A start that cannot be placed (here: a resource no node has; live: a lost node's) waits up to its timeout,
+    but without the pool's lock: health checks answer, a second caller for the same machine waits for that start
+    rather than starting it twice, and shutdown ends the wait within a second, leaving no reservation behind."""
+    import threading
+
+    from ray.util import placement_group_table
+
+    from vipu.workers.pool import MachinePool
+
+    pool = MachinePool(pod, bundle={"no_such_resource": 1}, ready_timeout_s=120.0)
+    errors: list[Exception] = []
+
+    def start():
+        try:
+            pool.actors_for([5])
+        except Exception as e:  # noqa: BLE001 - collected for the assertions below
+            errors.append(e)
+
+    callers = [threading.Thread(target=start) for _ in range(2)]
+    for t in callers:
+        t.start()
+    time.sleep(1.0)
+    begun = time.monotonic()
+    assert pool.health() == {} and time.monotonic() - begun < 1.0
+    assert pool.created == 1  # the second caller waits for the first one's start
+    begun = time.monotonic()
+    pool.shutdown()
+    for t in callers:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in callers) and time.monotonic() - begun < 5
+    assert len(errors) == 2 and all(isinstance(e, Unavailable) and "shut down" in str(e) for e in errors), errors
+    assert pool.machines == [] and pool.created == 1
+    live = [g for g in placement_group_table().values() if g["state"] != "REMOVED" and g["bundles"].get(0) ==
+            {"no_such_resource": 1.0}]
+    assert live == []

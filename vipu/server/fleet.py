@@ -95,7 +95,10 @@ class Fleet:
             for m in machines:
                 self._restarts.setdefault(m, 0)
         except Exception:  # noqa: BLE001 - a machine that will not start is found by the watcher or the next job
-            log.exception("could not bring up machines %s", machines)
+            if self._stop.is_set():
+                log.info("machines %s were not brought up: the controller is stopping", machines)
+            else:
+                log.exception("could not bring up machines %s", machines)
 
     def wait_idle(self, timeout: float = 120.0) -> None:
         """Wait until queued bring-ups are done (tests, and shutdown)."""
@@ -180,6 +183,9 @@ class Fleet:
                 self.pool.shutdown()
             except Exception:  # noqa: BLE001
                 log.exception("machine pool shutdown failed")
+        # a bring-up in progress gives up within a second of the pool's shutdown and kills what it started: let it
+        # finish before Ray goes (its thread would also hold up the interpreter's exit)
+        self._work.shutdown(wait=True)
         if self._started_ray:
             import ray
 

@@ -20,6 +20,7 @@ running: the pool never starts it (the server or the test session does).
 from __future__ import annotations
 
 import threading
+import time
 from typing import Iterable
 
 import ray
@@ -48,7 +49,9 @@ class MachinePool:
         self.created = 0  # actors ever started by this pool (restarts by Ray not included)
         self._actors: dict[int, ActorHandle] = {}
         self._groups: dict[int, PlacementGroup] = {}
-        self._lock = threading.RLock()
+        self._starting: dict[int, threading.Event] = {}  # machines being started now -> set when that start ends
+        self._lock = threading.Lock()  # the three maps above; never held while waiting on Ray
+        self._closed = threading.Event()
 
     @property
     def machines(self) -> list[int]:
@@ -56,16 +59,45 @@ class MachinePool:
         return sorted(self._actors)
 
     def actors_for(self, machines: Iterable[int]) -> dict[int, ActorHandle]:
-        """The actors of `machines`, starting the missing ones (together) and waiting until each answers."""
+        """The actors of `machines`, starting the missing ones (together) and waiting until each answers. Machines
+        another caller is starting are waited for, not started twice.
+
+        Why no lock is held while actors start: a start can wait minutes (a node that cannot place them), and the
+        health checks, other jobs' machines and shutdown must not wait behind it."""
         wanted = sorted(set(machines))
         bad = [m for m in wanted if not 0 <= m < self.pod.machines]
         if bad:
             raise InvalidArgument(f"machines {bad} are not in {self.pod.name}; machines are 0..{self.pod.machines - 1}")
+        while True:
+            with self._lock:
+                self._check_open()
+                others = {self._starting[m] for m in wanted if m in self._starting}
+                missing = [m for m in wanted if m not in self._actors]
+                if not others and not missing:
+                    return {m: self._actors[m] for m in wanted}
+                if not others:
+                    done = threading.Event()
+                    self._starting.update((m, done) for m in missing)
+                    break
+            for started in others:  # then look again: a start that failed leaves its machines missing
+                started.wait()
+        try:
+            self._start(missing)
+        finally:
+            with self._lock:
+                for m in missing:
+                    del self._starting[m]
+            done.set()
         with self._lock:
-            missing = [m for m in wanted if m not in self._actors]
-            if missing:
-                self._start(missing)
+            self._check_open()
+            gone = [m for m in wanted if m not in self._actors]
+            if gone:
+                raise Unavailable(f"machines {gone} were taken out of service while their actors started; try again")
             return {m: self._actors[m] for m in wanted}
+
+    def _check_open(self) -> None:
+        if self._closed.is_set():
+            raise Unavailable("the machine pool is shut down (the controller is stopping)")
 
     def _start(self, machines: list[int]) -> None:
         started = {}
@@ -75,23 +107,40 @@ class MachinePool:
             started[m] = (MachineActor.options(scheduling_strategy=strategy).remote(self.pod, m), group)
             self.created += 1
         probes = {started[m][0].health.remote(): m for m in machines}
-        ready, _ = ray.wait(list(probes), num_returns=len(probes), timeout=self.ready_timeout_s)
+        ready = self._wait(list(probes))
         problems = {probes[ref]: f"no answer within {self.ready_timeout_s:g} s" for ref in probes if ref not in ready}
         for ref in ready:
             try:
                 ray.get(ref)
             except Exception as e:  # noqa: BLE001 - any failure to start is reported with its machine
                 problems[probes[ref]] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        with self._lock:
+            closed = self._closed.is_set()  # under the lock: shutdown() then finds these actors, or we kill them
+            for m, (handle, group) in started.items():
+                if m not in problems and not closed:
+                    self._actors[m], self._groups[m] = handle, group
         for m, (handle, group) in started.items():
-            if m in problems:
+            if m in problems or closed:
                 ray.kill(handle, no_restart=True)
                 remove_placement_group(group)
-            else:
-                self._actors[m], self._groups[m] = handle, group
+        self._check_open()
         if problems:
             detail = "; ".join(f"machine {m}: {why}" for m, why in sorted(problems.items()))
             raise Unavailable(f"machine actors did not start ({detail}); check `ray status` for free CPU"
                               f" ({self.bundle} is reserved per machine) and memory, then try again")
+
+    def _wait(self, refs: list) -> set:
+        """The refs that answer within ready_timeout_s, looking every second whether the pool was shut down."""
+        deadline = time.monotonic() + self.ready_timeout_s
+        ready: set = set()
+        pending = refs
+        while pending and not self._closed.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            done, pending = ray.wait(pending, num_returns=len(pending), timeout=min(left, 1.0))
+            ready.update(done)
+        return ready
 
     def actor(self, machine: int) -> ActorHandle:
         try:
@@ -149,6 +198,8 @@ class MachinePool:
         self._forget(machine)
 
     def shutdown(self) -> None:
+        """Kill every actor and free its reservation; starts in progress give up within a second and kill theirs."""
+        self._closed.set()
         for m in self.machines:
             self.release(m)
 
