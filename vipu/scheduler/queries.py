@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from vipu.partition.placement import largest_free_block
 from vipu.scheduler.job import Job, PriorityBreakdown
-from vipu.scheduler.priority import breakdown
+from vipu.scheduler.priority import breakdown, qos_factors
 from vipu.scheduler.policies.base import BEGIN_TIME, HELD, HELD_ADMIN
 from vipu.scheduler.states import TERMINAL, JobState
 
@@ -35,9 +35,10 @@ class Pod64Info:
     drained: int = 0  # healthy, on machines whose agent is drained or missing: in a partition (draining) or not
 
 
-def decorate(s: Scheduler, job: Job, factors: dict[str, float] | None = None, now: float = 0.0) -> Job:
-    """A pending job with its reason and estimated start, and given fair-share `factors` (FairShare.factors at
-    `now`) its priority; other jobs as they are."""
+def decorate(s: Scheduler, job: Job, factors: tuple[dict[str, float], dict[str, float]] | None = None,
+             now: float = 0.0) -> Job:
+    """A pending job with its reason and estimated start, and given `factors` (FairShare.factors at `now`, and
+    qos_factors) its priority; other jobs as they are."""
     if job.state is not S.PENDING:
         return job
     table = s.table
@@ -56,7 +57,7 @@ def decorate(s: Scheduler, job: Job, factors: dict[str, float] | None = None, no
         estimate = info.estimated_start if info else None
     if factors is not None:  # one copy with all three: a listing of 10,000 pending jobs makes 10,000 of them
         return job.updated({"reason": reason, "estimated_start": estimate,
-                            "priority": breakdown(table.pending[job.id], now, s.config, s.total, factors)})
+                            "priority": breakdown(table.pending[job.id], now, s.config, s.total, *factors)})
     if reason == job.reason and estimate == job.estimated_start:
         return job
     return job.updated({"reason": reason, "estimated_start": estimate})
@@ -67,7 +68,7 @@ def queue(s: Scheduler, keep: Callable[[Job], bool] | None, now: float | None = 
     running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
     at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()), default=0.0)
     pending = [jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True)]
-    factors = None if now is None else s.fairshare.factors(now, s.table.running.values())
+    factors = None if now is None else (s.fairshare.factors(now, s.table.running.values()), qos_factors(s.config))
     return [decorate(s, j, factors, now) for j in running + pending if keep is None or keep(j)]
 
 
@@ -110,8 +111,8 @@ def priorities(s: Scheduler, now: float, user: str | None, ids: Iterable[int] | 
             if not pending:
                 s.priority(i, now)  # raises: the job does not exist, or is not pending
             wanted.update(pending)
-    factors = s.fairshare.factors(now, s.table.running.values())
-    rows = [breakdown(q, now, s.config, s.total, factors) for q in s.table.pending.values()
+    factors, qos = s.fairshare.factors(now, s.table.running.values()), qos_factors(s.config)
+    rows = [breakdown(q, now, s.config, s.total, factors, qos) for q in s.table.pending.values()
             if (user is None or q.user == user) and (wanted is None or q.id in wanted)]
     return sorted(rows, key=lambda r: (-r.total, s.table.pending[r.job_id].submit_time, r.job_id))
 

@@ -1,0 +1,72 @@
+"""JSON output: as_dict is protobuf's JSON mapping of every message of the API, with unset proto3 optionals as
+null and 64-bit integers as numbers."""
+
+from __future__ import annotations
+
+import math
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.json_format import MessageToDict
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.fuzz.test_rpc_fuzz import message_strategy
+from vipu.cli.output import as_dict
+from vipu.v1 import admin_pb2, job_pb2, partition_pb2
+
+MESSAGES = sorted((m for module in (admin_pb2, job_pb2, partition_pb2) for m in module.DESCRIPTOR.message_types_by_name.values()),
+                  key=lambda m: m.full_name)
+INT64 = {FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64}
+
+
+def reference(message) -> dict:
+    """What as_dict promises, from protobuf's own converter: null for each unset proto3 optional, int64 as a number."""
+    data = MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    return _shape(message.DESCRIPTOR, data)
+
+
+def _shape(descriptor, data: dict) -> dict:
+    for f in descriptor.fields:
+        value = data.get(f.name)
+        if f.containing_oneof is not None and f.containing_oneof.name == "_" + f.name:
+            data.setdefault(f.name, None)
+        if f.cpp_type in INT64 and value is not None:
+            data[f.name] = [int(v) for v in value] if f.is_repeated else int(value)
+        elif f.message_type is not None and not f.message_type.GetOptions().map_entry and value is not None:
+            for item in value if f.is_repeated else [value]:
+                _shape(f.message_type, item)
+    return data
+
+
+def same(a, b) -> bool:
+    """Equal, with NaN equal to itself (both sides write it as the string "NaN", but a float NaN may be nested)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_every_message_of_the_api_converts_as_protobuf_does(data):
+    for descriptor in MESSAGES:
+        message = data.draw(message_strategy(descriptor), label=descriptor.name)
+        for field in descriptor.fields:  # message_strategy leaves maps out
+            if field.message_type is not None and field.message_type.GetOptions().map_entry:
+                getattr(message, field.name).update(data.draw(st.dictionaries(st.text(max_size=8), st.text(max_size=8),
+                                                                             max_size=3)))
+        assert same(as_dict(message), reference(message)), descriptor.name
+
+
+def test_an_unset_optional_is_null_and_ids_are_numbers():
+    job = as_dict(job_pb2.Job(id=2**40, name="x", start_time=0.0))
+    assert job["id"] == 2**40 and job["start_time"] == 0.0 and job["end_time"] is None and job["array_job_id"] is None
+    assert job["partition"] == "" and job["held"] is False
+
+
+def test_json_has_no_bare_nan_or_infinity():
+    job = as_dict(job_pb2.Job(priority=math.nan, time_limit_s=math.inf, submit_time=-math.inf))
+    assert (job["priority"], job["time_limit_s"], job["submit_time"]) == ("NaN", "Infinity", "-Infinity")
