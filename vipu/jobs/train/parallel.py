@@ -20,6 +20,9 @@ A step:
 3. every IPU applies the optimiser (optim.py) to its own buffers and puts them back: all replicas stay identical.
 
 Layout options, executed (the planner's memory.py and timing.py say the same):
+- recompute (and phased, which recomputes each phase): a forward keeps each block's input only, and the backward
+  runs each block's forward again before its backward (recompute.py): its FLOPs and tensor-parallel collectives
+  are charged, and the activations held are the checkpoints plus one block's;
 - rts (replicated tensor sharding, r > 1): each IPU holds the optimiser state of its replica's shard only
   (group.shard(n, r, replica) of its flat buffer); step 2 is a reduce-scatter of the gradients, step 3 updates
   that shard, then an all-gather of the weights over the replicas (the allreduce's two halves, the same rings);
@@ -54,7 +57,8 @@ import numpy as np
 from vipu.fabric.group import shard
 from vipu.jobs.assumptions import DEFAULT
 from vipu.jobs.memory import memory, stash_bytes, state_bytes_per_param
-from vipu.jobs.train import mlp_stage, optim, transformer_stage
+from vipu.jobs.timing import recomputes
+from vipu.jobs.train import mlp_stage, optim, recompute, transformer_stage
 from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
 from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
@@ -103,6 +107,7 @@ class ParallelTrainer:
                     weights[ipu] = self.layouts[ipu].pack(shards)
         self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
         self.rts = self.lay.rts and self.lay.r > 1
+        self.recompute = recomputes(self.lay)
         self.streamed = self.lay.offload_optimizer or self.lay.phased
         try:
             self.fabric.put("params", weights)
@@ -212,7 +217,10 @@ class ParallelTrainer:
                 if kind == "F":
                     lo = (rep * lay.micro_batches + j) * lay.micro_batch
                     xs = [x[lo:lo + lay.micro_batch]] * lay.t if s == 0 else inbox.pop(op)
-                    outs, cache = self.stage.forward(model, self.blocks[s], shards, xs, g)
+                    if self.recompute:  # the cache is then each block's input only
+                        outs, cache = recompute.forward(self.stage, model, self.blocks[s], shards, xs, g)
+                    else:
+                        outs, cache = self.stage.forward(model, self.blocks[s], shards, xs, g)
                     caches[(s, j)] = cache
                     self._stash(g.ipus, cache, params, stash, peak, +1)
                     if s == lay.p - 1:
@@ -223,9 +231,15 @@ class ParallelTrainer:
                         inbox[(s + 1, "F", j)] = g.send(s + 1, outs)
                 else:
                     cache = caches.pop((s, j))
-                    self._stash(g.ipus, cache, params, stash, peak, -1)
-                    dxs, shard_grads = self.stage.backward(model, self.blocks[s], shards, cache, inbox.pop(op), g,
-                                                           need_dx=s > 0)
+                    if self.recompute:  # the checkpoints stay until the last block is recomputed
+                        dxs, shard_grads = recompute.backward(
+                            self.stage, model, self.blocks[s], shards, cache, inbox.pop(op), g, need_dx=s > 0,
+                            held=lambda c, sign: self._stash(g.ipus, c, params, stash, peak, sign))
+                        self._stash(g.ipus, cache, params, stash, peak, -1)
+                    else:
+                        self._stash(g.ipus, cache, params, stash, peak, -1)
+                        dxs, shard_grads = self.stage.backward(model, self.blocks[s], shards, cache, inbox.pop(op),
+                                                               g, need_dx=s > 0)
                     for ipu, named in zip(g.ipus, shard_grads):
                         for name, value in named.items():
                             gviews[ipu][name] += value
