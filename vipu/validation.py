@@ -22,17 +22,36 @@ def _fix(kind: str, given: object) -> str:
     return ""
 
 
+def _path(loc: tuple, data: object) -> str:
+    """A location as a dotted path in the user's document. pydantic puts a tagged union member's tag in the location
+    after the field (workload.train.steps for a train workload's steps), where the document has no such key: the
+    tag is the value of the field's `kind` (every tagged union here is told apart by its `kind`), so it is left out."""
+    parts, node = [], data
+    for p in loc:
+        if isinstance(node, dict) and p not in node and node.get("kind") == p:
+            continue
+        parts.append(str(p))
+        if isinstance(node, dict):
+            node = node.get(p)
+        elif isinstance(node, list) and isinstance(p, int) and -len(node) <= p < len(node):
+            node = node[p]
+        else:
+            node = None
+    return ".".join(parts)
+
+
 # a number out of its bounds: pydantic's error type -> (too what, what to give, the bound in its context)
 BOUNDS = {"less_than_equal": ("large", "at most", "le"), "greater_than_equal": ("small", "at least", "ge"),
           "less_than": ("large", "less than", "lt"), "greater_than": ("small", "more than", "gt")}
 
 
-def describe(error: ValidationError, what: str, unknown: dict[str, str] | None = None) -> str:
+def describe(error: ValidationError, what: str, unknown: dict[str, str] | None = None, data: object = None) -> str:
     """`what` names the thing being validated ("partition request", "pod config FILE"); `unknown` gives the message
-    for a top-level field that is not one of the model's but means something elsewhere (a planning-only key)."""
+    for a top-level field that is not one of the model's but means something elsewhere (a planning-only key);
+    `data`, the document validated, lets each field be named by its path in it (see _path)."""
     parts = []
     for item in error.errors()[:5]:
-        field = ".".join(str(p) for p in item["loc"])
+        field = _path(item["loc"], data)
         message = item["msg"].removeprefix("Value error, ")  # pydantic's prefix for our validators' messages
         if item["type"] == "extra_forbidden":
             message = (unknown or {}).get(field) or "unknown field; remove it (check the spelling against the documented fields)"
@@ -41,7 +60,7 @@ def describe(error: ValidationError, what: str, unknown: dict[str, str] | None =
         elif item["type"] == "union_tag_invalid":  # a workload's kind: no such kind
             tags = item["ctx"]["expected_tags"].replace("'", "")
             message = f"{item['ctx']['tag']!r} is not one of the kinds; use one of {tags}"
-            field = ".".join(str(p) for p in (*item["loc"], item["ctx"]["discriminator"].strip("'")))
+            field = _path((*item["loc"], item["ctx"]["discriminator"].strip("'")), data)
         elif item["type"] in BOUNDS:
             word, give, key = BOUNDS[item["type"]]
             message = f"{item['input']!r} is too {word}; give {give} {item['ctx'][key]}"

@@ -232,6 +232,13 @@ def test_simulate_refuses_bad_options_in_one_line(tmp_path):
         ("a.jsonl", '{"submit_time": 0, "ipus": 4, "duration": 5}\n\n[1]\n', 3, "a JSON list, not an object"),
         ("a.jsonl", "nonsense{\n", 1, "not JSON (Expecting value)"),
         ("a.jsonl", '{"submit_time": 0, "ipus": 4.5, "duration": 5}\n', 1, "ipus: 4.5 is not a whole number"),
+        # messages whose fix was wrong: 0 is no time limit either; -4 is whole; 4.0 is 4
+        ("a.csv", "submit_time,ipus,duration,time_limit\n0,4,10,-1\n", 2, "time_limit: '-1' is negative; give more than 0"),
+        ("a.csv", "submit_time,ipus,duration\n0,-4,10\n", 2, "ipus: -4 is not a number of IPUs; give a power of two"),
+        ("a.jsonl", '{"submit_time": 0, "ipus": 4.0, "duration": 5}\n', 1, "ipus: 4.0 is not a whole number; write 4"),
+        # an openb list without one of its columns was read as a native trace, and refused for its other columns
+        ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time\nx,1,1000,LS,0,9\n", 1,
+         "is not an openb pod list: column scheduled_time is missing"),
         ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\nx,one,1000,LS,0,9,0\n", 2,
          "num_gpu is 'one', not a number"),
         ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\nx,1,1000,LS,0,9,0,7\n", 2,

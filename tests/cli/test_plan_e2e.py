@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 
@@ -19,7 +20,7 @@ def plan(*args: str) -> subprocess.CompletedProcess:
 def test_plan_reports_memory_fit_and_step_time():
     out = plan(str(ROOT / "examples/tiny_pp.yaml"))
     assert out.returncode == 0, out.stderr
-    assert "fits SRAM: yes" in out.stdout and "bubble fraction (p-1)/(m+p-1) = 3/11" in out.stdout
+    assert "fits SRAM: yes" in out.stdout and "bubble: p-1 = 3 of the pipeline's m+p-1 = 11 ticks (27.3%)" in out.stdout
     data = json.loads(plan(str(ROOT / "examples/gpt3_pod256.yaml"), "--json").stdout)
     assert data["ipus"] == 256 and data["layout"]["t"] == 8 and data["layout"]["p"] == 8 and data["layout"]["r"] == 4
 
@@ -67,3 +68,30 @@ def test_plan_of_a_layout_that_does_not_fit_exits_2_with_the_layouts_that_do(ser
     assert data["suggestions"] and all(s["memory_per_ipu_bytes"] < 0.94e9 for s in data["suggestions"])
     for k, suggestion in enumerate(data["suggestions"]):  # the layouts the text lists, in its order
         assert lines[verdict + 3 + k].startswith(f"  {suggestion['description']} (")
+
+
+def test_a_spec_that_plans_is_one_that_submits(server, tmp_path):
+    """Regression: `vipu plan` read only ipus, pod and the workload, so a misspelt key or a negative time limit
+    planned fine and was refused at submit."""
+    text = (ROOT / "examples/tiny_dp.yaml").read_text()
+    for name, spec, want in [("typo", text + "time_limt: 5m\n", "time_limt: unknown field"),
+                             ("negative", text.replace("time_limit: 5m", "time_limit: -5"), "time_limit: -5 is negative"),
+                             ("ipu", text.replace("ipus:", "ipu:"), "ipus: required; add it; ipu: unknown field")]:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(spec)
+        planned, submitted = plan(str(path)), run(server, "vipu", "submit", str(path))
+        assert planned.returncode == submitted.returncode == 2, (planned.stderr, submitted.stderr)
+        assert want in planned.stderr and want in submitted.stderr, (planned.stderr, submitted.stderr)
+
+
+def test_json_is_one_line_when_piped_and_a_reader_that_leaves_early_ends_it_quietly():
+    out = plan(str(ROOT / "examples/tiny_dp.yaml"), "--json")
+    assert out.returncode == 0 and out.stdout.count("\n") == 1 and json.loads(out.stdout)["fits"] is True
+    # `vipu plan ... | head -1`: exit 1 (an internal error, by the README's table) with nothing said, at random;
+    # now SIGPIPE, as squeue's, or 0 when the output was written before the reader left
+    for _ in range(5):
+        proc = subprocess.Popen([console_script("vipu"), "plan", str(ROOT / "examples/gpt3_pod256.yaml")],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.readline()
+        proc.stdout.close()
+        assert proc.wait(timeout=60) in (0, -signal.SIGPIPE) and proc.stderr.read() == b""

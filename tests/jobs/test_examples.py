@@ -55,7 +55,7 @@ def test_gpt3_plan_reports_memory_and_time():
 def test_main_plan_prints_the_report():
     text = main_plan(EXAMPLES / "bert_large_pod16.yaml")
     for part in ("memory per IPU", "per tile", "step time", "pipeline bubble", "data-parallel allreduce",
-                 "bubble fraction (p-1)/(m+p-1) = 3/2051", "throughput", "assumptions"):
+                 "bubble: p-1 = 3 of the pipeline's m+p-1 = 2051 ticks", "throughput", "assumptions"):
         assert part in text
 
 

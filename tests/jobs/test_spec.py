@@ -29,7 +29,12 @@ def spec(ipus=4, model=None, **layout):
     ("ipus beyond the Pod", {**spec(ipus=64, r=64), "pod": "bow-pod16"}, ["ipus is 64", "bow-pod16 has 16"]),
     ("not a train workload", {"ipus": 4, "workload": {"kind": "sleep", "duration": 1}}, ["workload.kind", "train"]),
     ("batch-norm groups do not divide r", spec(ipus=4, r=4, model={"kind": "resnet50", "batch_norm_replicas": 8}),
-     ["layout", "r is 4 but batch_norm_replicas is 8", "use an r that it divides"]),
+     ["layout", "r is 4 but the model's batch_norm_replicas is 8", "give batch_norm_replicas one of 1, 2, 4, or an r"
+      " that is a multiple of 8"]),
+    ("a misspelt model field is named by its path in the spec, without the union's tag",
+     spec(model={**TINY, "hiden": 64}), ["workload.model.hiden: unknown field"]),
+    ("an unknown pod names the spec's field", {**spec(), "pod": "bow-pod999"}, ["plan spec: pod 'bow-pod999' is neither"]),
+    ("no ipus and no pod: the sizes of every preset", spec(ipus=0, r=1), ["from 1 to 256"]),
     ("not a mapping", [1, 2], ["expected a mapping"]),
     ("negative steps", {**spec(), "workload": {**spec()["workload"], "steps": 0}}, ["workload.steps"]),
 ])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import NoReturn
 
@@ -64,8 +65,15 @@ def run_app(app, prog: str) -> NoReturn:
     """Run a typer app as the `prog` command. Why not app() alone: click reports a usage error (a missing
     argument, an unknown option, a value of the wrong type) as a five-line box; here it is one line naming the
     command's --help, like every other failure, with exit code 2. A group run without a command still shows its
-    help."""
+    help.
+
+    A reader that goes away (`vipu queue | head -1`) ends the command as it ends a C tool such as squeue: by
+    SIGPIPE, silently. Python ignores that signal, so a write raised BrokenPipeError instead, which click turned
+    into exit code 1, the code of an internal error. (gRPC's sockets send with MSG_NOSIGNAL: the signal only ever
+    comes from stdout and stderr.)"""
     import typer
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
     # typer may bring its own copy of click, so its exception classes are found through one typer exports
     errors = {cls.__name__: cls for cls in typer.BadParameter.__mro__}

@@ -55,11 +55,12 @@ def register(app: typer.Typer) -> None:
         # layouts listed under DOES NOT FIT, then the command exits 2 with `vipu submit`'s refusal of the spec.
         from vipu.errors import VipuError
         from vipu.jobs.command import plan_file
+        from vipu.scheduler.spec import parse_spec
 
         try:
-            answer = plan_file(spec, pod)
+            answer = plan_file(spec, pod, check_job=parse_spec)  # a spec that plans is one `vipu submit` takes
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
-        print(answer.as_json() if ctx.obj.wants_json(json_out) else answer.text())
+        print_json(answer.as_data()) if ctx.obj.wants_json(json_out) else print(answer.text())
         if not answer.fits:
             fail("vipu", answer.refusal(), BAD_INPUT)

@@ -15,7 +15,7 @@ from pathlib import Path
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.layout import check_partition
 from vipu.jobs.planner import Plan, plan
-from vipu.jobs.spec import load_plan_spec
+from vipu.jobs.spec import JobCheck, load_plan_spec
 from vipu.jobs.suggest import refusal, suggest, suggestion_json
 from vipu.partition.pod import PodConfig, load_pod
 
@@ -34,21 +34,26 @@ class PlanAnswer:
     def text(self) -> str:
         return self.plan.table(None if self.fits else self.suggestions)
 
-    def as_json(self) -> str:
+    def as_data(self) -> dict:
+        """What `vipu plan --json` prints."""
         data = self.plan.model_dump(mode="json")
         data["problems"] = self.plan.problems()
         data["suggestions"] = [suggestion_json(c) for c in self.suggestions]
-        return json.dumps(data, indent=2, sort_keys=True)
+        return data
+
+    def as_json(self) -> str:
+        return json.dumps(self.as_data(), indent=2, sort_keys=True)
 
     def refusal(self) -> str | None:
         """Why the spec can never run as written, as `vipu submit` says it (None when it fits)."""
         return None if self.fits else refusal(self.plan, self.suggestions)
 
 
-def plan_file(path: str | Path, pod: PodConfig | str | None = None, assumptions: Assumptions = DEFAULT) -> PlanAnswer:
+def plan_file(path: str | Path, pod: PodConfig | str | None = None, assumptions: Assumptions = DEFAULT,
+              check_job: JobCheck | None = None) -> PlanAnswer:
     """Plan the spec at `path`; `pod` (a PodConfig, a preset name or a Pod file) overrides the spec's own `pod`
-    (e.g. the Pod of the server the CLI talks to)."""
-    spec, spec_pod = load_plan_spec(path)
+    (e.g. the Pod of the server the CLI talks to); check_job: see plan_spec."""
+    spec, spec_pod = load_plan_spec(path, check_job)
     if pod is None:
         pod = spec_pod
     else:

@@ -56,8 +56,9 @@ def render(plan, suggestions=None) -> str:
         lines.append(f"  {name:<28} {_seconds(seconds):>12} {share:>6.1%}")
     lines += [
         f"  {'total':<28} {_seconds(total):>12}",
-        f"  bubble fraction (p-1)/(m+p-1) = {lay.p - 1}/{lay.micro_batches + lay.p - 1}"
-        f" = {time.bubble_fraction:.1%} of the pipeline time",
+        f"  bubble: p-1 = {lay.p - 1} of the pipeline's m+p-1 = {lay.micro_batches + lay.p - 1} ticks"
+        f" ({time.bubble_fraction:.1%})" + (", the first and last of them shorter (those stages send one way)"
+                                             if lay.p > 2 else ""),
         f"throughput {plan.throughput:,.1f} samples/s"
         f" ({plan.achieved_flops_per_ipu / 1e12:,.1f} TFLOPS per IPU achieved)",
     ]

@@ -2,14 +2,14 @@
 
 TrainWorkload is the model the scheduler's JobSpec adds to its `workload` union (kind: train). A plan file is a job
 spec: {ipus, workload: {kind: train, ...}} plus an optional `pod` (a preset name or a Pod file; default: the
-smallest preset that holds `ipus`). Other job-spec fields (name, time_limit, qos...) are the scheduler's to check
-and are ignored here.
+smallest preset that holds `ipus`). Other job-spec fields (name, time_limit, qos...) are the scheduler's to check:
+`vipu plan` passes its check in (plan_spec's check_job).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Callable, Literal, Union
 
 from pydantic import Field, PositiveInt, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
@@ -22,6 +22,7 @@ from vipu.jobs.models import MlpModel, Strict, TransformerModel
 from vipu.partition.pod import PRESETS, PodConfig, load_pod
 from vipu.validation import MAX_SPEC_BYTES, describe
 
+JobCheck = Callable[[dict, str], object]
 Model = Annotated[Union[MlpModel, TransformerModel, ConvNetModel], Field(discriminator="kind")]
 
 
@@ -52,9 +53,11 @@ class TrainWorkload(Strict):
                 "layout_p", f"p is {layout.p} but the {model.kind} model has {model.units} layers to split"
                 " between pipeline stages; use p <= {units}", {"units": model.units})
         if layout.r % model.norm_replicas:
+            divisors = ", ".join(str(d) for d in range(1, layout.r + 1) if layout.r % d == 0)
             raise PydanticCustomError(
-                "layout_r", f"r is {layout.r} but batch_norm_replicas is {model.norm_replicas}: replicas pool their"
-                " batch-norm statistics in groups of that size; use an r that it divides")
+                "layout_r", f"r is {layout.r} but the model's batch_norm_replicas is {model.norm_replicas}: replicas"
+                " pool their batch-norm statistics in groups of that size, so it must divide r; give"
+                f" batch_norm_replicas one of {divisors}, or an r that is a multiple of {model.norm_replicas}")
         return layout
 
     @property
@@ -70,13 +73,16 @@ class PlanSpec(Strict):
 
 
 def default_pod(ipus: int) -> str:
-    """The smallest preset with at least `ipus` IPUs (the largest if none is big enough: check_size says so)."""
+    """The smallest preset with at least `ipus` IPUs (the largest if none is, or `ipus` is not positive: check_size
+    then says the sizes any preset takes)."""
     sizes = {"bow-pod16": 16, "bow-pod64": 64, "bow-pod128": 128, "bow-pod256": 256}
-    return next((name for name in PRESETS if sizes[name] >= ipus), PRESETS[-1])
+    return next((name for name in PRESETS if sizes[name] >= ipus >= 1), PRESETS[-1])
 
 
-def plan_spec(data: object, source: str = "plan spec") -> tuple[PlanSpec, PodConfig]:
-    """Validate a parsed spec (a job spec with a train workload) and resolve its Pod."""
+def plan_spec(data: object, source: str = "plan spec", check_job: JobCheck | None = None) -> tuple[PlanSpec, PodConfig]:
+    """Validate a parsed spec (a job spec with a train workload) and resolve its Pod. `check_job(fields, source)`,
+    given, first checks every field but `pod` as a submitted job's (the scheduler's JobSpec: this package does not
+    know its other fields), so a spec that plans is one that submits."""
     if not isinstance(data, dict):
         raise InvalidArgument(f"invalid {source}: expected a mapping such as {{ipus: 16, workload: {{kind: train,"
                               f" ...}}}}, got {type(data).__name__}")
@@ -85,17 +91,19 @@ def plan_spec(data: object, source: str = "plan spec") -> tuple[PlanSpec, PodCon
     if isinstance(workload, dict) and workload.get("kind", "train") != "train":
         raise InvalidArgument(f"invalid {source}: workload.kind is {workload.get('kind')!r}; only train workloads"
                               " can be planned")
+    if check_job is not None:
+        check_job({key: value for key, value in data.items() if key != "pod"}, source)
     try:
         spec = PlanSpec.model_validate(fields)
     except ValidationError as e:
-        raise InvalidArgument(describe(e, source)) from None
-    pod = load_pod(spec.pod or default_pod(spec.ipus))
+        raise InvalidArgument(describe(e, source, data=fields)) from None
+    pod = load_pod(spec.pod, f"{source}: pod") if spec.pod else load_pod(default_pod(spec.ipus))
     check_partition(spec.workload.layout, spec.ipus, pod)
     return spec, pod
 
 
-def load_plan_spec(path: str | Path) -> tuple[PlanSpec, PodConfig]:
-    """A plan spec from a YAML or JSON file."""
+def load_plan_spec(path: str | Path, check_job: JobCheck | None = None) -> tuple[PlanSpec, PodConfig]:
+    """A plan spec from a YAML or JSON file (check_job: see plan_spec)."""
     path = Path(path)
     if not path.is_file():
         raise InvalidArgument(f"spec file {str(path)!r} does not exist or is not a file; give the path of a job spec")
@@ -108,4 +116,4 @@ def load_plan_spec(path: str | Path) -> tuple[PlanSpec, PodConfig]:
         raise InvalidArgument(f"invalid spec file {path}: not UTF-8 text (bad byte at offset {e.start}); give a"
                               " YAML or JSON file") from None
     data = read_document(text, f"spec file {path}", as_json=path.suffix == ".json" or None)
-    return plan_spec(data, f"spec file {path}")
+    return plan_spec(data, f"spec file {path}", check_job)

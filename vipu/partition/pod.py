@@ -180,14 +180,15 @@ def parse_pod(data: object, source: str) -> PodConfig:
         raise InvalidArgument(describe(e, f"pod config {source}")) from None
 
 
-def load_pod(name_or_path: str) -> PodConfig:
-    """A preset name (bow-pod64) or the path of a YAML/JSON file describing a site's own Pod."""
+def load_pod(name_or_path: str, given_as: str = "--pod") -> PodConfig:
+    """A preset name (bow-pod64) or the path of a YAML/JSON file describing a site's own Pod; `given_as` is where
+    the user wrote it (a flag, or a spec's field), for the refusal."""
     if name_or_path in PRESETS:
         return parse_pod(yaml.safe_load(_preset_text(name_or_path)), name_or_path)
     path = Path(name_or_path)
     if not path.is_file():
         raise InvalidArgument(
-            f"--pod {name_or_path!r} is neither a preset ({', '.join(PRESETS)}) nor a readable file;"
+            f"{given_as} {name_or_path!r} is neither a preset ({', '.join(PRESETS)}) nor a readable file;"
             " pick a preset or give the path of a pod config"
         )
     try:

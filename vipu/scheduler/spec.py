@@ -132,7 +132,7 @@ def parse_spec(data: object, source: str = "job spec") -> JobSpec:
     try:
         return JobSpec.model_validate(data)
     except ValidationError as e:
-        raise InvalidArgument(describe(e, source, PLAN_ONLY)) from None
+        raise InvalidArgument(describe(e, source, PLAN_ONLY, data)) from None
 
 
 # keys `vipu plan` reads from the same file that a submitted job does not take

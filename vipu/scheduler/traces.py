@@ -20,6 +20,7 @@ from vipu.errors import InvalidArgument
 from vipu.scheduler.durations import parse_duration
 
 OPENB_COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time", "scheduled_time")
+OPENB_ONLY = {"num_gpu", "gpu_milli", "creation_time", "deletion_time", "scheduled_time"}  # not in the native format
 OPENB_QOS = {"BE": "low", "LS": "normal", "Burstable": "normal", "Guaranteed": "normal"}
 IPUS_PER_GPU = 4
 
@@ -103,7 +104,9 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
         reader = csv.DictReader(f)
         missing = [c for c in OPENB_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
-            raise InvalidArgument(f"{path} is not an openb pod list: columns {', '.join(missing)} are missing")
+            columns = f"column {missing[0]} is" if len(missing) == 1 else f"columns {', '.join(missing)} are"
+            raise InvalidArgument(f"{path}:1: is not an openb pod list: {columns} missing; an openb CSV has"
+                                  f" {', '.join(OPENB_COLUMNS)} (docs/traces.md)")
         for where, row in _csv_rows(reader, Path(path)):
             if limit is not None and len(jobs) + sum(skipped.values()) >= limit:
                 break
@@ -171,12 +174,20 @@ def _pairs(pairs: list) -> dict:
 _REPEATED = object()  # the key under which _pairs notes a repeated key
 
 
-def _whole(value: object, column: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"\s*[0-9]+\s*", value):
-        return int(value)
-    raise ValueError(f"{value!r} is not a whole number of IPUs; give a power of two such as 4")
+def _ipus(value: object, column: str) -> int:
+    if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]+\s*", value):
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        raise ValueError(f"{value!r} is not a whole number; write {int(value)}")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a whole number of IPUs; give a power of two such as 4")
+    if value < 1:
+        raise ValueError(f"{value} is not a number of IPUs; give a power of two such as 4")
+    return value
+
+
+def _limit(value: object, column: str) -> float:
+    return parse_duration(value, column, positive=True)
 
 
 def _native_job(row: dict, where: str) -> TraceJob:
@@ -200,8 +211,8 @@ def _native_job(row: dict, where: str) -> TraceJob:
 
     duration = get("duration", parse_duration)
     return TraceJob(
-        submit_time=get("submit_time", parse_duration), ipus=get("ipus", _whole), duration=duration,
-        time_limit=get("time_limit", parse_duration, rounded_limit(duration)), user=str(values.get("user", "trace")),
+        submit_time=get("submit_time", parse_duration), ipus=get("ipus", _ipus), duration=duration,
+        time_limit=get("time_limit", _limit, rounded_limit(duration)), user=str(values.get("user", "trace")),
         qos=str(values.get("qos", "normal")), name=str(values.get("name", "job")), begin=get("begin", parse_duration),
         source=where,
     )
@@ -254,13 +265,14 @@ def load_trace(path: str | Path, max_ipus: int | None = None, compression: float
     compressed()). A trace with no job to replay is an error: its all-zero figures would look like a result."""
     path = Path(path)
     if not (isinstance(compression, (int, float)) and math.isfinite(compression) and compression > 0):
-        raise InvalidArgument(f"--compress is {compression}; give a number more than 0 (4: arrivals 4x closer)")
+        raise InvalidArgument(f"--compress is {compression}; give a finite number more than 0 (4: arrivals 4x closer)")
     if not path.is_file():
         raise InvalidArgument(f"--trace {path} is not a readable file; {FORMS}")
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             header = f.readline() if path.suffix == ".csv" else ""
-        if header and all(c in header for c in OPENB_COLUMNS):
+        columns = next(csv.reader([header]), []) if header else []
+        if set(columns) & OPENB_ONLY:  # openb's own columns: it is meant as openb, and read_openb names any missing
             trace = read_openb(path, max_ipus=max_ipus, compression=compression, **openb_options)
         else:
             trace = compressed(read_native(path), compression)
