@@ -51,7 +51,7 @@ def test_the_tiny_trio_trains_and_reports(server):
 
 
 @pytest.mark.parametrize("ray", ["local"])
-def test_training_on_machine_actors(server_factory, ray):
+def test_training_on_machine_actors(server_factory, ray, tmp_path):
     server = server_factory(extra=["--ray", ray])
     [job] = submit(server, str(ROOT / "examples/tiny_dp.yaml"))
     detail = finished(server, job, timeout=400)
@@ -60,6 +60,29 @@ def test_training_on_machine_actors(server_factory, ray):
     assert result["bytes_per_link_type"]["ipu_link"] > 0
     ipus = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
     assert all(i["emulated"] for i in ipus[:4])  # its machine's actor ran it
+
+    # a run that starts on the machines an earlier run is still stopping on (it finishes its step first): a
+    # requeued job again on its partition, and a new job on a cancelled one's. Both failed with "no tensor 'tp' on
+    # IPU 0": the two runs' tensors had the same names on the same actors
+    spec = yaml.safe_load((ROOT / "examples/tiny_tp.yaml").read_text())
+    for name, count in (("long", 1_000_000), ("short", 2)):
+        spec["workload"]["steps"] = count
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(spec))
+
+    def steps(job: int) -> list[str]:
+        return [line for line in run(server, "vipu", "logs", str(job)).stdout.splitlines() if line.startswith("step ")]
+
+    [first] = submit(server, str(tmp_path / "long.yaml"))
+    wait_for(lambda: len(steps(first)) >= 2, timeout=300)
+    assert run(server, "vipu", "requeue", str(first)).returncode == 0
+    wait_for(lambda: show(server, first)["requeue_count"] == 1 and show(server, first)["state"] == "RUNNING", 30)
+    wait_for(lambda: len(steps(first)) >= 2 or show(server, first)["state"] != "RUNNING", timeout=120)
+    assert show(server, first)["state"] == "RUNNING", run(server, "vipu", "logs", str(first)).stdout[-2000:]
+    assert run(server, "vipu", "cancel", str(first)).returncode == 0
+    [second] = submit(server, str(tmp_path / "short.yaml"))  # on the cancelled job's IPUs, at once
+    detail = finished(server, second)
+    assert detail["state"] == "COMPLETED", run(server, "vipu", "logs", str(second)).stdout[-2000:]
+    assert detail["detail"]["first_ipu"] == show(server, first)["detail"]["first_ipu"]
 
 
 def test_per_ipu_usage_is_shown_by_show_job_and_logs(server, tmp_path):

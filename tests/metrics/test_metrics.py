@@ -161,3 +161,16 @@ def test_every_dashboard_expression_parses_and_returns_data(server, prometheus, 
     time.sleep(3)  # a few scrapes, so rate() has two samples
     empty = [title for title, e in exprs if not query(prometheus, e)]
     assert empty == []
+
+
+def test_a_requeued_run_is_counted_as_requeued(server):
+    """Regression: `vipu requeue` of a running job counted a completion in state PENDING."""
+    from tests.cli.test_cli_e2e import run
+    from tests.cli.test_jobs_e2e import show
+
+    [job] = submit(server, "--ipus", "4", "--time-limit", "10m")
+    wait_for(lambda: show(server, job)["state"] == "RUNNING")
+    assert run(server, "vipu", "requeue", str(job)).returncode == 0
+    text = scrape(server.metrics_url)
+    assert 'vipu_job_completions_total{state="REQUEUED"} 1.0' in text
+    assert 'vipu_job_completions_total{state="PENDING"}' not in text

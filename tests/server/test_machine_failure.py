@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from pathlib import Path
 
 import yaml
@@ -61,8 +62,23 @@ def test_killing_a_machine_requeues_its_job_elsewhere(server_factory, tmp_path):
     assert [i["state"] for i in ipus[4 * machine: 4 * machine + 4]] == ["failed"] * 4
     assert run(server, "vipu", "cancel", str(train)).returncode == 0
 
-    # a clean stop takes its local Ray's session folder with it (every stopped controller left ~1 MB in /tmp)
+    # a clean stop under a training run: the run ends with the controller, which is no hardware failure (the stop
+    # killed the machines' actors under it, and the run ended NODE_FAIL for a lost machine); the restart ends it
+    spec["workload"]["steps"] = 1_000_000
+    (tmp_path / "long_tp.yaml").write_text(yaml.safe_dump(spec))
+    [train] = submit(server, str(tmp_path / "long_tp.yaml"))
+    wait_for(lambda: run(server, "vipu", "logs", str(train)).stdout.count(" loss ") >= 1, timeout=120)
+    # and it takes its local Ray's session folder with it (every stopped controller left ~1 MB in /tmp)
     folder = Path(f"/tmp/vipu-ray-{server.proc.pid}")
     assert folder.exists()
+    stopping = time.monotonic()
     server.kill(signal.SIGTERM)
+    assert server.proc.returncode == 0 and time.monotonic() - stopping < 15
     assert not folder.exists()
+    server.extra = ["--ray", "off"]
+    server.start()
+    detail = show(server, train)
+    assert detail["requeue_count"] == 1 and detail["detail"]["recovery"].endswith(
+        "requeued: its workload ran inside the controller's process, which stopped"), detail
+    ipus = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
+    assert [n for n, i in enumerate(ipus) if i["state"] == "failed"] == list(range(4 * machine, 4 * machine + 4))

@@ -71,3 +71,39 @@ def test_secure_without_tls_off_loopback_warns_that_keys_travel_in_clear(server_
         server.kill(signal.SIGTERM)
         err = server.proc.stderr.read()
         assert (f"warning: --secure on {host} without --tls-cert" in err) is warned, err
+
+
+def _ray_processes(folder: str) -> set[str]:
+    """Processes of the local Ray that lives in `folder` (its GCS and raylet name it in their arguments), and every
+    renamed Ray process (its agents and workers call themselves ray::...)."""
+    out = subprocess.run(["pgrep", "-af", f"{folder}|^ray::"], capture_output=True, text=True).stdout.splitlines()
+    return {line for line in out if "pgrep" not in line}
+
+
+def test_a_stop_signal_while_ray_starts_stops_the_controller_and_its_ray(tmp_path):
+    """Regression: Ctrl-C in the first minute, while the local Ray started, was lost (the controller went on to
+    listen), and a SIGTERM then left Ray's processes and folder behind. One signal waits for Ray's start to finish
+    and shuts it down; a second ends it at once."""
+    import time
+    from pathlib import Path
+
+    for signals, said in (((signal.SIGINT,), "stopped while starting Ray; nothing was served"),
+                          ((signal.SIGTERM, signal.SIGTERM), "its start abandoned); nothing was served")):
+        proc = subprocess.Popen([console_script("vipu-server"), "--port", "0", "--metrics-port", "0", "--state-dir",
+                                 str(tmp_path / str(len(signals))), "--ray", "local"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        folder = f"/tmp/vipu-ray-{proc.pid}"
+        before = _ray_processes(folder)  # the test session's own Ray
+        deadline = time.monotonic() + 60
+        while not Path(folder).exists() and time.monotonic() < deadline:  # Ray has begun to start
+            time.sleep(0.02)
+        for sig in signals:
+            proc.send_signal(sig)
+            time.sleep(0.3)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and said in err, (out, err)
+        assert "listening" not in out
+        deadline = time.monotonic() + 10
+        while (Path(folder).exists() or _ray_processes(folder) - before) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not Path(folder).exists() and _ray_processes(folder) - before == set(), _ray_processes(folder)

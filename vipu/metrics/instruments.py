@@ -19,7 +19,8 @@ class Metrics:
         r = self.registry
         self.submissions = Counter("vipu_job_submissions", "Jobs accepted by submit (array tasks count each).",
                                    registry=r)
-        self.completions = Counter("vipu_job_completions", "Job runs that ended, by final state.", ["state"],
+        self.completions = Counter("vipu_job_completions",
+                                   "Job runs that ended, by final state (REQUEUED: stopped by vipu requeue).", ["state"],
                                    registry=r)
         self.starts = Counter("vipu_job_starts", "Job runs started on a partition.", registry=r)
         self.queue_wait = Histogram("vipu_job_queue_wait_seconds", "Submit (or requeue) to start of each run.",

@@ -53,7 +53,8 @@ TRANSITIONS: dict[JobState, dict[JobState, str]] = {
         S.CANCELLED: "cancelled while it ran",
         S.TIMEOUT: "it ran past its time limit",
         S.PREEMPTED: "evicted by a job of a QOS allowed to preempt its QOS",
-        S.NODE_FAIL: "an IPU or machine under its partition failed, or its partition was lost in a restart",
+        S.NODE_FAIL: "an IPU or machine under its partition failed, or the controller stopped while it ran (its"
+                     " Recovery= in `vipu show job` says so)",
         S.PENDING: "scontrol requeue of a running job: stopped and queued again under the same id",
     },
     S.COMPLETING: {

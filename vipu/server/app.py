@@ -6,6 +6,7 @@ import argparse
 import errno
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import ssl
@@ -178,6 +179,47 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def start_machines(runtime, stop: threading.Event, now: threading.Event) -> bool:
+    """Start (or attach to) Ray for the machine actors; False if `stop` was set meanwhile (the caller then shuts
+    the fleet down). Raises what the start raised.
+
+    Why a thread of its own while the main thread waits: ray.init in the main thread swallowed a stop signal (a
+    Ctrl-C in the minute a local Ray takes to start here was lost, and the controller went on to listen). Why the
+    stop waits for the start to finish: only a started Ray can be shut down whole, and killing its GCS midway left
+    ray.init waiting half a minute for it while holding the GIL. Why before gRPC's threads exist: starting Ray from
+    a worker thread of a busy gRPC server left the server unresponsive under load. A second signal (`now`) does
+    not wait: Ray's processes are ended and this process exits."""
+    done: list[BaseException | None] = []
+
+    def start() -> None:
+        try:
+            runtime.fleet.start()
+            done.append(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            done.append(e)
+            return
+        # Ray's GCS and raylet are killed when the thread that started them ends (Ray sets PR_SET_PDEATHSIG on them)
+        threading.Event().wait()
+
+    # Ray warns that it sets no SIGTERM handler outside the main thread: that is the point
+    logging.getLogger("ray._private.worker").addFilter(lambda record: "SIGTERM handler" not in record.getMessage())
+    threading.Thread(target=start, name="vipu-ray-start", daemon=True).start()
+    said = False
+    while not done:
+        if stop.wait(0.1) and not said:
+            print("vipu-server: stopping once Ray has started (it cannot be stopped halfway; signal again to stop"
+                  " now)", file=sys.stderr, flush=True)
+            said = True
+        if now.is_set():
+            runtime.fleet.abandon_start()
+            print("vipu-server: stopped while starting Ray (its start abandoned); nothing was served",
+                  file=sys.stderr, flush=True)
+            os._exit(0)  # the start's thread is inside ray.init, which neither returns nor can be interrupted
+    if done[0] is not None:
+        raise done[0]
+    return not stop.is_set()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -243,15 +285,21 @@ def main(argv: list[str] | None = None) -> int:
                   " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)
             return 1
         metrics_line = f"metrics on http://{args.metrics_host}:{http.server_port}/metrics"
+    stop, now = threading.Event(), threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: (now if stop.is_set() else stop).set())
     if runtime.fleet.enabled:
-        # Ray starts here, in the main thread and before gRPC's threads exist: starting it later from a worker
-        # thread of a busy gRPC server left the server unresponsive under load
         try:
-            runtime.fleet.start()
+            started = start_machines(runtime, stop, now)
         except Exception as e:  # noqa: BLE001 - say what failed and how to run without it
             print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {e}; use --ray off to run without"
                   " machine actors", file=sys.stderr)
             return 1
+        if not started:
+            runtime.fleet.shutdown()
+            runtime.store.close()
+            print("vipu-server: stopped while starting Ray; nothing was served", file=sys.stderr, flush=True)
+            return 0
     server.start()
     runtime.dispatcher.start()
     print(
@@ -262,12 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if key_file:
         print(f"vipu-server: created admin user 'admin'; its access key is in {key_file}", flush=True)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     server.stop(grace=2).wait()
     runtime.dispatcher.stop()
+    runtime.training.stop()  # before the machines go: their runs' end is the restart's to record
     # releasing actors on a lost Ray node can hang; the state is safe in SQLite, so give it a few seconds only
     closing = threading.Thread(target=runtime.fleet.shutdown, daemon=True)
     closing.start()

@@ -110,7 +110,9 @@ class Dispatcher:
         partitions = self.rt.controller.partitions
         for effect in effects:
             if isinstance(effect, StopJob):
-                self.rt.metrics.completions.labels(effect.state.value).inc()
+                # a run stopped by `vipu requeue` went back to PENDING: sacct calls such a run REQUEUED
+                ended = "REQUEUED" if effect.state is JobState.PENDING else effect.state.value
+                self.rt.metrics.completions.labels(ended).inc()
                 try:
                     partitions.remove(effect.partition, force=True)
                 except NotFound:

@@ -20,6 +20,8 @@ import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from vipu.server import local_ray
+
 log = logging.getLogger("vipu.fleet")
 WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
 
@@ -39,7 +41,7 @@ class Fleet:
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
         self._checking = threading.Lock()
-        self._ray_dir = f"/tmp/vipu-ray-{os.getpid()}"  # short: Ray's socket paths must fit in 107 characters
+        self._ray_dir = local_ray.folder(os.getpid())
 
     @property
     def enabled(self) -> bool:
@@ -70,6 +72,11 @@ class Fleet:
     def _start_local_ray(self, ray) -> None:
         """Ray's own head processes sometimes die while starting on a loaded machine (seen: its dashboard process
         aborting): one more attempt after a clean shutdown, then the error goes to the caller."""
+        local_ray.remove_stale_folders()
+        local_ray.adopt_orphans()
+        # our own errors name the machine that failed; Ray would also print each failed call nobody awaited (the
+        # reads feeding a write that never ran when a machine dies mid-collective)
+        os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
         for attempt in (1, 2):
             try:
                 ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
@@ -81,6 +88,17 @@ class Fleet:
                 if attempt == 2:
                     raise
                 log.warning("starting a local Ray failed; trying once more", exc_info=True)
+
+    def abandon_start(self) -> None:
+        """End a local Ray whose start is under way: ray.shutdown() knows only a cluster whose start finished."""
+        local_ray.end_descendants(grace_s=1.0)
+        shutil.rmtree(self._ray_dir, ignore_errors=True)
+
+    def _stop_local_ray(self, ray) -> None:
+        ray.shutdown()
+        local_ray.end_descendants()  # what ray.shutdown() left (see local_ray.py)
+        # its session logs and sockets: ~1 MB a start, left behind by every stopped controller otherwise
+        shutil.rmtree(self._ray_dir, ignore_errors=True)
 
     # -- bringing machines up -------------------------------------------------------------------------------------
     def bring_up(self, machines: list[int]) -> None:
@@ -124,7 +142,7 @@ class Fleet:
                     if machine not in self._lost:
                         lost.append(machine)
                 self._restarts[machine] = max(restarts, self._restarts.get(machine, 0))
-            if lost:
+            if lost and not self._stop.is_set():  # a stop kills the actors: no machine failed
                 self.machines_failed(lost)
             return lost
 
@@ -189,6 +207,4 @@ class Fleet:
         if self._started_ray:
             import ray
 
-            ray.shutdown()
-            # its session logs and sockets: ~1 MB a start, left behind by every stopped controller otherwise
-            shutil.rmtree(self._ray_dir, ignore_errors=True)
+            self._stop_local_ray(ray)

@@ -31,6 +31,7 @@ from vipu.partition.rules import job_partition_name
 from vipu.scheduler.states import TRANSITIONS, JobState
 
 log = logging.getLogger("vipu.training")
+RETURN_WAIT_S = 60.0  # how long a run waits for an earlier run on its IPUs to return (one step, normally)
 
 
 class JobResult(BaseModel):
@@ -46,7 +47,7 @@ class JobResult(BaseModel):
     earlier_runs: list[str] = []  # how each earlier run of the job ended, oldest first
 
 
-@dataclass
+@dataclass(eq=False)
 class _Run:
     """One run of a job. Its thread reports only into this, so a run that outlives its job's next start (blocked
     on a lost machine until its calls time out) cannot touch the next run's steps or record."""
@@ -60,6 +61,16 @@ class _Run:
     earlier: list[str]
     steps: list[StepReport] = field(default_factory=list)
     done: bool = False
+    after: list["_Run"] = field(default_factory=list)  # runs on the same IPUs whose threads had not returned
+    returned: threading.Event = field(default_factory=threading.Event)  # this run's tensors are freed
+
+    @property
+    def scope(self) -> str:
+        """Its tensors' names on the machines start with this, so they are its own (comm.Scoped)."""
+        return f"job{self.job_id}.run{self.number}/"
+
+    def overlaps(self, other: "_Run") -> bool:
+        return self.first_ipu < other.first_ipu + other.ipus and other.first_ipu < self.first_ipu + self.ipus
 
 
 class Training:
@@ -67,6 +78,16 @@ class Training:
         self.rt = runtime
         self.runs: dict[int, _Run] = {}  # each job's latest run in this controller, running or done
         self.results: dict[int, JobResult] = {}
+        self._unreturned: list[_Run] = []  # runs whose threads have not returned (their tensors may be on machines)
+        self._unreturned_lock = threading.Lock()
+        self._stopping = False
+
+    def stop(self) -> None:
+        """The controller is stopping, and its training runs with it (they run in its process). Their jobs stay
+        RUNNING in the store, as after a kill -9, so the restart ends them (NODE_FAIL, requeued as their spec
+        allows) saying why: the machines going away under them now is no hardware failure."""
+        with self.rt.lock:
+            self._stopping = True
 
     @property
     def progress(self) -> dict[int, list[StepReport]]:
@@ -90,6 +111,9 @@ class Training:
         job = self.rt.scheduler.table.jobs[job_id]
         number = max(1, sum(t.state is JobState.RUNNING for t in job.history))
         run = _Run(job_id, number, started, first_ipu, workload.layout.ipus, environment, self._earlier(job, number))
+        with self._unreturned_lock:
+            run.after = [r for r in self._unreturned if r.overlaps(run)]
+            self._unreturned.append(run)
         self.runs[job_id] = run
         threading.Thread(target=self._run, args=(run, workload, problem), daemon=True,
                          name=f"vipu-train-{job_id}").start()
@@ -97,34 +121,49 @@ class Training:
     def _still_running(self, job_id: int, started: float) -> bool:
         return self.rt.scheduler.table.running_since(job_id, started) is not None
 
-    def _transport_factory(self, first_ipu: int, ipus: int):
+    def _transport_factory(self, run: _Run):
         fleet = self.rt.fleet
         if not fleet.enabled:
-            return local_transport
+            return local_transport  # a transport of the run's own
         from vipu.fabric.ray_transport import RayTransport
+        from vipu.jobs.train.comm import Scoped
 
-        pool = fleet.actors_for(self.rt.controller.state.topology.machines_of(first_ipu, ipus))
-        return lambda group: RayTransport.for_group(pool, group)
+        # the machines are shared: a run whose job was cancelled or requeued finishes its step before it stops, so
+        # wait (a while) until runs on these IPUs have freed their SRAM; their tensors' names are theirs either way
+        for earlier in run.after:
+            if not earlier.returned.wait(timeout=RETURN_WAIT_S):
+                log.warning("job %s: run %s has not returned after %g s; run %s of job %s starts beside it",
+                            earlier.job_id, earlier.number, RETURN_WAIT_S, run.number, run.job_id)
+        pool = fleet.actors_for(self.rt.controller.state.topology.machines_of(run.first_ipu, run.ipus))
+        return lambda group: Scoped(RayTransport.for_group(pool, group), run.scope)
 
     def _run(self, run: _Run, workload, problem: Exception | None) -> None:
         job_id = run.job_id
         result, failure = None, None
         try:
-            if problem is not None:
-                raise problem  # the poprun environment could not be built: the job fails with that reason
-            factory = self._transport_factory(run.first_ipu, run.ipus)
-            result = run_training(workload, self.rt.controller.pod, run.first_ipu, factory, on_step=run.steps.append,
-                                  should_stop=lambda: not self._still_running(job_id, run.started),
-                                  environments=run.environment)
+            try:
+                if problem is not None:
+                    raise problem  # the poprun environment could not be built: the job fails with that reason
+                factory = self._transport_factory(run)
+                result = run_training(workload, self.rt.controller.pod, run.first_ipu, factory,
+                                      on_step=run.steps.append,
+                                      should_stop=lambda: not self._still_running(job_id, run.started),
+                                      environments=run.environment)
+            finally:  # run_training has freed the run's tensors (or its machines are gone)
+                run.returned.set()
+                with self._unreturned_lock:
+                    self._unreturned.remove(run)
         except Exception as e:  # noqa: BLE001 - a failed run ends the job FAILED with the reason in its logs
             failure = e
-            if isinstance(e, MachineLost):
+            if isinstance(e, MachineLost) and not self._stopping:
                 # a machine of the job was lost mid-run (its actor died or restarted): Slurm's NODE_FAIL, requeued
                 # as the spec allows, not the job's own failure. The fleet marks the lost machines' IPUs failed
                 # first (ending the job NODE_FAIL itself), so the requeued job is not placed on them again.
                 log.error("job %s: a machine was lost during training: %s", job_id, e)
                 self.rt.fleet.check()
         with self.rt.lock:  # the record and the job's end in one store transaction (the lock's batch)
+            if self._stopping:
+                return
             live = self._still_running(job_id, run.started)
             if live and isinstance(failure, MachineLost):  # the health check did not see it: the training's word
                 self._finish(job_id, JobState.NODE_FAIL, 1)

@@ -31,7 +31,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from vipu.partition.pod import PodConfig
-from vipu.workers.actor import MachineActor
+from vipu.workers.actor import MAX_RESTARTS, MachineActor
 
 DEFAULT_BUNDLE = {"CPU": 0.01}
 
@@ -146,7 +146,9 @@ class MachinePool:
         try:
             return self._actors[machine]
         except KeyError:
-            raise NotFound(f"machine {machine} has no actor; it starts when a job first uses it (actors_for)") from None
+            raise NotFound(f"machine {machine} has no actor now: none has started on it yet, or Ray gave up"
+                           f" restarting it after {MAX_RESTARTS} restarts; one starts when a job next runs on the"
+                           " machine") from None
 
     def health(self) -> dict[int, dict]:
         """Every actor's health. An actor Ray gave up on (restarts exhausted) is reported dead and dropped, so the

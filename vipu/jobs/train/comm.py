@@ -53,6 +53,48 @@ class PricedAs:
         return getattr(self.inner, attr)
 
 
+class Scoped:
+    """A transport whose tensor names all carry `scope`: two runs on the same machines (a requeued job starting
+    while its last run's thread winds down, or the next job on a cancelled one's IPUs) each see only their own
+    "params", "tp", "pp", ... and free only their own."""
+
+    def __init__(self, transport, scope: str):
+        self.inner, self.scope = transport, scope
+
+    def put_tensor(self, ipu, name, array, tiles=None):
+        return self.inner.put_tensor(ipu, self.scope + name, array, tiles)
+
+    def put_tensors(self, arrays, name):
+        return put_all(self.inner, self.scope + name, arrays)
+
+    def get_tensor(self, ipu, name):
+        return self.inner.get_tensor(ipu, self.scope + name)
+
+    def get_tensors(self, ipus, name):
+        return get_all(self.inner, self.scope + name, ipus)
+
+    def free_tensor(self, ipu, name):
+        return self.inner.free_tensor(ipu, self.scope + name)
+
+    def offload(self, name, ipus):
+        return self.inner.offload(self.scope + name, ipus)
+
+    def load(self, name, ipus):
+        return self.inner.load(self.scope + name, ipus)
+
+    def reserve(self, sizes, name):
+        return self.inner.reserve(sizes, self.scope + name)
+
+    def spec(self, ipu, name):
+        return self.inner.spec(ipu, self.scope + name)
+
+    def run_step(self, name, transfers):
+        return self.inner.run_step(self.scope + name, transfers)
+
+    def __getattr__(self, attr):  # record, settle_streaming, actors, timeout_s...
+        return getattr(self.inner, attr)
+
+
 def put_all(transport, name: str, arrays: dict[int, np.ndarray]) -> None:
     """Put one array per IPU (one round trip when the transport can batch)."""
     if hasattr(transport, "put_tensors"):
