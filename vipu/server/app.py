@@ -211,7 +211,7 @@ def start_machines(runtime, stop: threading.Event, now: threading.Event) -> bool
                   " now)", file=sys.stderr, flush=True)
             said = True
         if now.is_set():
-            runtime.fleet.abandon_start()
+            runtime.fleet.kill_local_ray()
             print("vipu-server: stopped while starting Ray (its start abandoned); nothing was served",
                   file=sys.stderr, flush=True)
             os._exit(0)  # the start's thread is inside ray.init, which neither returns nor can be interrupted
@@ -286,8 +286,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         metrics_line = f"metrics on http://{args.metrics_host}:{http.server_port}/metrics"
     stop, now = threading.Event(), threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: (now if stop.is_set() else stop).set())
+
+    def on_stop_signals() -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: (now if stop.is_set() else stop).set())
+
+    on_stop_signals()
     if runtime.fleet.enabled:
         try:
             started = start_machines(runtime, stop, now)
@@ -295,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {e}; use --ray off to run without"
                   " machine actors", file=sys.stderr)
             return 1
+        on_stop_signals()  # again: Ray's core worker put a handler of its own in front of ours
         if not started:
             runtime.fleet.shutdown()
             runtime.store.close()
@@ -319,6 +324,13 @@ def main(argv: list[str] | None = None) -> int:
     closing.start()
     closing.join(timeout=10)
     runtime.store.close()
+    if closing.is_alive():
+        # the interpreter's exit would wait on, or abort in, Ray's threads: end what this process started and leave
+        print("vipu-server: stopping the machines and Ray took over 10 s; ending Ray's processes", file=sys.stderr,
+              flush=True)
+        runtime.fleet.kill_local_ray()
+        sys.stdout.flush()
+        os._exit(0)
     return 0
 
 

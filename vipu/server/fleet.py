@@ -89,8 +89,9 @@ class Fleet:
                     raise
                 log.warning("starting a local Ray failed; trying once more", exc_info=True)
 
-    def abandon_start(self) -> None:
-        """End a local Ray whose start is under way: ray.shutdown() knows only a cluster whose start finished."""
+    def kill_local_ray(self) -> None:
+        """End a local Ray whose start is under way (ray.shutdown() knows only a cluster whose start finished), or
+        whose shutdown hangs. Nothing else of this process may use Ray afterwards."""
         local_ray.end_descendants(grace_s=1.0)
         shutil.rmtree(self._ray_dir, ignore_errors=True)
 

@@ -27,8 +27,6 @@ STATUS = {
 }
 
 
-
-
 class Malformed(NamedTuple):
     """What a request that does not parse arrives as (see add_servicer)."""
 
