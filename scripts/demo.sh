@@ -96,7 +96,8 @@ step $BIN/vipu top --once
 
 printf '\n# The same scheduler replays a real trace (Alibaba openb) in virtual time, without Ray:\n'
 TRACE=../shared/traces/openb_pod_list_default.csv
-if [ -f "$TRACE" ]; then step $BIN/vipu simulate --trace "$TRACE" --pod bow-pod256 --policy fifo --policy backfill; fi
+if [ -f "$TRACE" ]; then step $BIN/vipu simulate --trace "$TRACE" --pod bow-pod256 --policy fifo --policy backfill
+else printf '(skipped: the trace is not at %s; vipu simulate --trace FILE replays any openb pod list)\n' "$TRACE"; fi
 
 printf '\nThe controller kept its state in %s (SQLite, WAL).\n' "$STATE"
 printf 'Prometheus: a controller serves its metrics while it runs, this one on http://127.0.0.1:%s/metrics\n  (deploy/prometheus/prometheus.yml scrapes 127.0.0.1:9105; rules and their tests beside it).\n' "$METRICS_PORT"
