@@ -1,5 +1,5 @@
-"""Slurm's words for jobs: `vipu submit|queue|cancel|hold|release|requeue|history|info|priority`, `vipu show job`
-and `vipu logs`."""
+"""Slurm's words for jobs: `vipu submit|queue|cancel|hold|release|requeue|history|info|priority` and `vipu logs`
+(`vipu show job`: job_detail.py)."""
 
 from __future__ import annotations
 
@@ -13,36 +13,11 @@ import typer
 
 from vipu.cli.context import JsonOption, NoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.job_detail import clock, exit_code, show, stamp
 from vipu.cli.job_ids import IDS, IDS_HELP, act, finish, job_id, lines, resolve_id
 from vipu.cli.output import as_dict, print_json, table
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_SPEC_BYTES
-
-show = typer.Typer(help="Show one job in detail.", no_args_is_help=True)
-
-
-def clock(seconds: float) -> str:
-    """squeue's TIME: M:SS, H:MM:SS or D-HH:MM:SS."""
-    seconds = int(max(0, seconds))
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def stamp(value: float | None) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(value)) if value else "Unknown"
-
-
-def exit_code(x: j.Job) -> str:
-    """sacct's ExitCode, code:signal: a run the controller stopped (TIMEOUT, or CANCELLED or PREEMPTED while it
-    ran) was sent SIGTERM (15); a job that never ran is 0:0."""
-    if x.state == "TIMEOUT" or (x.state in ("CANCELLED", "PREEMPTED") and x.HasField("start_time")):
-        return "0:15"
-    return f"{x.exit_code}:0" if x.HasField("exit_code") else "0:0"
-
 
 def split(values: list[str] | None) -> list[str]:
     """squeue's comma lists (-t R,PD) as well as a repeated option."""
@@ -208,70 +183,6 @@ def register(app: typer.Typer) -> None:
             if len(indices) > 1:
                 rows[n][0] = f"{rows[n][0].split('_')[0]}_[{spans(indices)}]"
         print(table(["JOBID", "NAME", "USER", "ST", "TIME", "IPUS", "PARTITION(REASON)"], rows, cli.with_header(no_header)))
-
-    @show.command("job", context_settings=IDS)
-    def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
-                 json_out: bool = JsonOption):
-        """Everything about a job, including why it is pending and when it may start (scontrol show job)."""
-        cli = ctx.obj
-        x = cli.conn.call(cli.conn.jobs.GetJob, j.GetJobRequest(id=resolve_id(cli, id)))
-        if cli.wants_json(json_out):
-            data = as_dict(x)
-            data["spec"] = json.loads(data.pop("spec_json"))
-            data["detail"] = json.loads(data.pop("detail_json"))
-            if x.result_json:  # per IPU of its partition over its last run, as a list (also inside result_json)
-                data["ipu_usage"] = (json.loads(x.result_json).get("result") or {}).get("ipu_usage", [])
-            print_json(data)
-            return
-        detail, spec = json.loads(x.detail_json), json.loads(x.spec_json)
-        task = [("ArrayJobId", x.array_job_id), ("ArrayTaskId", x.array_task_id)] if x.HasField("array_job_id") else []
-        fields = [
-            ("JobId", job_id(x)), *task,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task
-            ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
-            ("QOS", x.qos), ("JobState", x.state), ("Reason", x.reason or "None"),
-            ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
-            ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
-            ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),  # NodeList=(null)
-            ("TimeLimit", clock(x.time_limit_s)),
-            ("SubmitTime", stamp(x.submit_time)),
-            ("BeginTime", stamp(x.begin_time) if x.HasField("begin_time") else "Unknown"),
-            ("StartTime", stamp(x.start_time) if x.HasField("start_time") else "Unknown"),
-            ("EstimatedStart", stamp(x.estimated_start) if x.HasField("estimated_start") else "Unknown"),
-            ("EndTime", stamp(x.end_time) if x.HasField("end_time") else "Unknown"),
-            ("ExitCode", exit_code(x)), ("Dependency", x.dependency or "(null)"),
-            ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)), ("StdOut", spec.get("output") or "(null)"),
-        ]
-        if detail.get("recovery"):  # what the last controller restart did to its run, and why
-            fields.append(("Recovery", detail["recovery"]))
-        if detail.get("preemption"):  # which job's QOS took its IPUs last, and what became of the run
-            fields.append(("Preemption", detail["preemption"]))
-        for key, value in fields:
-            print(f"{key}={value}")
-        print("Spec=" + x.spec_json)
-        print("History=" + " ".join(f"{h['state']}@{stamp(h['at'])}" for h in detail["history"]))
-        if x.result_json:
-            record = json.loads(x.result_json)
-            for line in record.get("earlier_runs") or []:  # how the runs before this one ended
-                print(f"EarlierRun={line}")
-            result = record.get("result")
-            if result:
-                print(f"Losses={' '.join(f'{v:.4f}' for v in result['losses'])}")
-                print(f"EmulatedStepTime={result['emulated_step_s'] * 1e6:.1f}us"
-                      f" Throughput={result['throughput_samples_per_s']:.0f}samples/s"
-                      f" PredictedStepTime={result['predicted_step_s'] * 1e6:.1f}us")
-            for i, env in enumerate(record.get("environment") or []):  # what each poprun instance saw
-                print(f"Instance{i}=" + " ".join(f"{k}={v}" for k, v in env.items()))
-            if record.get("error"):
-                print(f"Error={record['error']}")
-            if record.get("ended"):
-                print(f"Ended={record['ended']}")
-            if result and result.get("ipu_usage"):
-                from vipu.jobs.train.report import IpuUsage, usage_lines
-
-                print("IpuUsage= (UTIL: compute / emulated step time over the run; SRAM PEAK: the most any step"
-                      " needed)")
-                for line in usage_lines([IpuUsage.model_validate(u) for u in result["ipu_usage"]]):
-                    print("  " + line)
 
     def bulk(command: str, rpc: str, verb: str, doc: str):
         @app.command(command, context_settings=IDS)

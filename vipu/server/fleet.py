@@ -89,15 +89,11 @@ class Fleet:
                     raise
                 log.warning("starting a local Ray failed; trying once more", exc_info=True)
 
-    def kill_local_ray(self) -> None:
-        """End a local Ray whose start is under way (ray.shutdown() knows only a cluster whose start finished), or
-        whose shutdown hangs. Nothing else of this process may use Ray afterwards."""
-        local_ray.end_descendants(grace_s=1.0)
-        shutil.rmtree(self._ray_dir, ignore_errors=True)
-
-    def _stop_local_ray(self, ray) -> None:
-        ray.shutdown()
-        local_ray.end_descendants()  # what ray.shutdown() left (see local_ray.py)
+    def kill_local_ray(self, grace_s: float = 1.0) -> None:
+        """End every process of a local Ray: after ray.shutdown(), what it left (see local_ray.py); or, alone, a
+        Ray whose start is under way (ray.shutdown() knows only a cluster whose start finished) or whose shutdown
+        hangs. Nothing else of this process may use Ray afterwards."""
+        local_ray.end_descendants(grace_s)
         # its session logs and sockets: ~1 MB a start, left behind by every stopped controller otherwise
         shutil.rmtree(self._ray_dir, ignore_errors=True)
 
@@ -208,4 +204,5 @@ class Fleet:
         if self._started_ray:
             import ray
 
-            self._stop_local_ray(ray)
+            ray.shutdown()
+            self.kill_local_ray(grace_s=3.0)

@@ -35,8 +35,6 @@ from typing import Iterable, Literal
 
 from vipu.scheduler.bits import best_fit, block, has_block
 from vipu.scheduler.policies.base import (
-    NODE_NOT_AVAIL,
-    PARTITION_LIMIT,
     PRIORITY,
     RESOURCES,
     PendingInfo,
@@ -47,6 +45,7 @@ from vipu.scheduler.policies.base import (
     Start,
     qos_sets,
 )
+from vipu.scheduler.policies.capacity import Capacity
 from vipu.scheduler.policies.limits import Usage
 from vipu.scheduler.policies.plans import LimitPlan
 from vipu.scheduler.policies.preempt import choose_victims
@@ -54,15 +53,14 @@ from vipu.scheduler.timeline import Timeline
 
 Mode = Literal["strict", "backfill"]
 _WAIT = {True: PendingInfo(PRIORITY), False: PendingInfo(RESOURCES)}  # shared: most pending jobs get one of these
-_PARTITION_LIMIT, _NOT_AVAIL = PendingInfo(PARTITION_LIMIT), PendingInfo(NODE_NOT_AVAIL)
 
 
 class _Walk:
     __slots__ = (
         "r", "mode", "estimates", "now", "total", "full", "healthy", "avail", "usage", "decision", "reservations",
         "blocked", "last_reserved", "remaining", "preemptors", "qos_sets", "preempt_qos", "_timeline", "_started",
-        "_preempted", "_eventually", "_frozen", "_no_fit", "_fitting", "_feasible", "_no_victims", "shortest",
-        "_evictable", "_lazy", "_lazy_floor", "_ever", "_fitting_until", "plan", "_offline",
+        "_preempted", "_frozen", "_no_fit", "_fitting", "_no_victims", "shortest", "_evictable", "_lazy",
+        "_lazy_floor", "_fitting_until", "plan", "capacity",
     )
 
     def __init__(self, request: ScheduleRequest, mode: Mode):
@@ -78,7 +76,7 @@ class _Walk:
         self.decision = ScheduleDecision()
         self.qos_sets = qos_sets(request.qos)
         self.plan = LimitPlan(self.now, request.running, request.qos, self.qos_sets.limited)
-        self._offline: int | None = None
+        self.capacity = Capacity(request, self.full, self.healthy)
         self.reservations: list[tuple[float, int]] = []  # (start, block) of blocked jobs' reservations
         self.blocked = False  # a job ahead in the order waits for resources
         self.last_reserved = self.now  # strict mode: jobs behind a blocked job start no earlier than it
@@ -88,18 +86,15 @@ class _Walk:
         self._timeline: Timeline | None = None
         self._started: list[tuple[float, int]] = []  # (end, block) of starts made before the timeline existed
         self._preempted: set[int] = set()
-        self._eventually: int | None = None
         self._frozen: tuple[list[float], list[int]] | None = None
         self._no_fit: set[tuple[int, int, int]] = set()
         self._fitting: list[tuple[int, bool]] | None = None  # (size, only by eviction) that could start now
-        self._feasible: dict[tuple[int, int], bool] = {}  # (size, allowed) -> can an empty, healthy Pod hold it
         self._no_victims: set[tuple[int, int, int, str]] = set()  # preemption searches that found nothing
         self.shortest = request.shortest
         self._evictable: int | None = None
         self._lazy: list[tuple[QueuedJob, int, float]] = []  # (job, allowed, lower bound): reservations to make
         self._lazy_floor = math.inf  # none of them begins before this (see need())
         self._fitting_until = -math.inf  # _fitting depends on the reservations that begin before this
-        self._ever: dict[tuple[int, int], bool] = {}  # (size, allowed) -> does some moment hold such a job
 
     # -- lazily built views -------------------------------------------------------------------------------
     @property
@@ -110,17 +105,6 @@ class _Walk:
                         if not preempted or r.id not in preempted]
             self._timeline = Timeline(self.now, self.avail, releases + self._started, self.total)
         return self._timeline
-
-    def eventually(self) -> int:
-        """IPUs free once every scheduler job has ended (partitions made by hand and failed IPUs stay out)."""
-        if self._eventually is None:
-            acc = self.r.running_mask
-            if acc is None:
-                acc = 0
-                for r in self.r.running:
-                    acc |= block(r.first_ipu, r.ipus)
-            self._eventually = (self.r.available_mask | acc) & self.healthy
-        return self._eventually
 
     def allowed(self, job: QueuedJob) -> int | None:
         masks = self.r.allowed_masks
@@ -219,27 +203,6 @@ class _Walk:
             self._evictable = mask
         return self._evictable
 
-    def infeasible(self, job: QueuedJob, allowed: int | None) -> PendingInfo:
-        """Why no moment can hold the job: PartitionNodeLimit if its allocation is too small for it even with every
-        IPU out of service (failed, drained, agent missing) back; else ReqNodeNotAvail (IPUs it needs are failed or
-        drained; or its allocation is gone)."""
-        if allowed is not None:
-            if self._offline is None:  # failed IPUs, and IPUs no allocation may use now (drained, no agent)
-                online = self.full if self.r.allowed_masks is None else 0
-                for mask in (self.r.allowed_masks or {}).values():
-                    online |= mask
-                self._offline = self.full & ~(online & self.healthy)
-            if not has_block((allowed | self._offline) & self.full, job.ipus, self.total):
-                return _PARTITION_LIMIT
-        return _NOT_AVAIL
-
-    def feasible(self, size: int, allowed: int) -> bool:
-        key = (size, allowed)
-        ok = self._feasible.get(key)
-        if ok is None:
-            ok = self._feasible[key] = has_block(self.healthy & allowed, size, self.total)
-        return ok
-
     # -- actions ------------------------------------------------------------------------------------------
     def start(self, job: QueuedJob, first: int, place_mask: int) -> None:
         blk = block(first, job.ipus)
@@ -300,11 +263,7 @@ class _Walk:
         elif not self.estimates:
             # Nobody reads the estimate, so no timeline search is made for it here. In backfill mode the
             # reservation is made once a job behind needs it (need()); in strict mode the walk stops here.
-            key = (job.ipus, allowed)
-            ever = self._ever.get(key)
-            if ever is None:
-                ever = self._ever[key] = has_block(self.eventually() & allowed, job.ipus, self.total)
-            if ever:
+            if self.capacity.ever(job.ipus, allowed):
                 self.blocked = True
                 if reserve and self.mode == "backfill":
                     lb = self.timeline.first_time(job.ipus, allowed)
@@ -394,7 +353,7 @@ class _Walk:
         self.decision.pending[job.id] = _WAIT[self.blocked]
         # Only a job that some future moment can hold blocks the jobs behind it (matters in strict mode).
         if not self.blocked:
-            self.blocked = has_block(self.eventually() & allowed, job.ipus, self.total)
+            self.blocked = self.capacity.ever(job.ipus, allowed)
 
     def run(self, order: Iterable[QueuedJob]) -> ScheduleDecision:
         tested, limit = 0, self.r.max_job_test
@@ -410,8 +369,8 @@ class _Walk:
                 pending[job.id] = PendingInfo(reason)
             else:
                 allowed = self.allowed(job)
-                if allowed is None or not self.feasible(job.ipus, allowed):
-                    pending[job.id] = self.infeasible(job, allowed)
+                if allowed is None or not self.capacity.feasible(job.ipus, allowed):
+                    pending[job.id] = self.capacity.infeasible(job, allowed)
                 elif tested < limit:
                     tested += 1
                     self.planned(job, allowed)
