@@ -270,8 +270,8 @@ def test_api_user_id_beside_an_access_key_gets_one_warning(server_factory, clean
         ("vipu", ["show", "job"], "vipu: error: Missing argument 'id'; see `vipu show job --help`"),
         ("vipu", ["submit", "--bogus"],
          "vipu: error: No such option: --bogus (Possible options: --ipus, --qos, --user); see `vipu submit --help`"),
-        ("vipu", ["submit", "--ipus", "x"], "vipu: error: Invalid value for '--ipus': Input should be a valid integer,"
-                                            " unable to parse string as an integer; see `vipu submit --help`"),
+        ("vipu", ["submit", "--ipus", "x"], "vipu: error: Invalid value for '--ipus': 'x' is not a valid int;"
+                                            " see `vipu submit --help`"),
         ("vipu-admin", ["bogus"], "vipu-admin: error: No such command 'bogus'; see `vipu-admin --help`"),
     ],
 )

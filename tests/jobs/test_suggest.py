@@ -8,7 +8,8 @@ import pytest
 
 from tests.jobs.helpers import bert_large, mlp, pod, transformer
 from vipu.errors import InvalidArgument
-from vipu.jobs import check_fits, plan, suggest
+from vipu.jobs import check_fits, plan
+from vipu.jobs.suggest import suggest
 
 # BERT-Large on 16 IPUs as pure data parallelism, no recomputation: every IPU holds all 333.6M params:
 # weights + gradients 2 x 667 MB = 1.33 GB before the Adam state (2.67 GB): far over 0.94 GB of SRAM

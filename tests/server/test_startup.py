@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 
 
 from tests.conftest import console_script
@@ -107,3 +108,12 @@ def test_a_stop_signal_while_ray_starts_stops_the_controller_and_its_ray(tmp_pat
         while (Path(folder).exists() or _ray_processes(folder) - before) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not Path(folder).exists() and _ray_processes(folder) - before == set(), _ray_processes(folder)
+
+
+def test_a_controller_that_only_queues_never_loads_the_planner_or_numpy():
+    """They were a third of every start (and every test's controller): the planner and the training emulator are
+    imported with the first `train` job, not with the controller."""
+    probe = ("import sys, vipu.server.app, vipu.cli.main; "
+             "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith(('vipu.jobs.planner', 'vipu.fabric'))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

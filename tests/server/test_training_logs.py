@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from vipu.errors import NotFound
+from vipu.jobs.train import runner  # the controller's training imports run_training from it at each run
 from vipu.scheduler.job import Transition
 from vipu.scheduler.spec import parse_spec
 from vipu.scheduler.states import JobState
@@ -72,7 +73,7 @@ def test_a_one_ipu_job_has_no_empty_link_traffic_line(rt):
 
 
 def test_a_requeued_job_logs_its_current_run_live_below_how_the_lost_one_ended(rt, monkeypatch):
-    real, release, first_stepped = training.run_training, threading.Event(), threading.Event()
+    real, release, first_stepped = runner.run_training, threading.Event(), threading.Event()
 
     def lose_machine_0(w, pod, first_ipu, factory, *, on_step, should_stop, environments):
         if first_ipu != 0:
@@ -84,7 +85,7 @@ def test_a_requeued_job_logs_its_current_run_live_below_how_the_lost_one_ended(r
         release.wait(60)
         raise NotFound("no tensor 'opt.m' on IPU 0; put it there first")
 
-    monkeypatch.setattr(training, "run_training", lose_machine_0)
+    monkeypatch.setattr(runner, "run_training", lose_machine_0)
     job = submit(rt, 4, 4, r=4)
     step_until(rt, first_stepped.is_set)
     rt.fail_ipus([0, 1, 2, 3])  # what the fleet does when machine 0's actor dies: NODE_FAIL, requeued
@@ -109,7 +110,7 @@ def test_a_requeued_job_logs_its_current_run_live_below_how_the_lost_one_ended(r
 
 def test_steps_of_a_requeued_run_show_while_it_runs(rt, monkeypatch):
     """The live view follows the current run, even while the lost run's thread is still winding down."""
-    real, hold, stepped = training.run_training, threading.Event(), threading.Event()
+    real, hold, stepped = runner.run_training, threading.Event(), threading.Event()
     runs = []
 
     def slow(w, pod, first_ipu, factory, *, on_step, should_stop, environments):
@@ -128,7 +129,7 @@ def test_steps_of_a_requeued_run_show_while_it_runs(rt, monkeypatch):
         return real(w, pod, first_ipu, factory, on_step=step_then_wait, should_stop=should_stop,
                     environments=environments)
 
-    monkeypatch.setattr(training, "run_training", slow)
+    monkeypatch.setattr(runner, "run_training", slow)
     job = submit(rt, 4, 2, r=4)
     step_until(rt, lambda: runs == [0] and rt.training.progress.get(job))
     rt.fail_ipus([0, 1, 2, 3])

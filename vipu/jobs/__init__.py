@@ -10,17 +10,26 @@ what `vipu plan SPEC` prints, and whether it fits). Every figure not in the Pod 
 (assumptions.py).
 """
 
-from vipu.jobs.assumptions import Assumptions
-from vipu.jobs.command import main_plan
-from vipu.jobs.convnet import ConvNetModel
-from vipu.jobs.layout import Layout, bubble_fraction, check_partition
-from vipu.jobs.models import MlpModel, TransformerModel
-from vipu.jobs.planner import Plan, plan
-from vipu.jobs.spec import PlanSpec, TrainWorkload, load_plan_spec, plan_spec
-from vipu.jobs.suggest import check_fits, suggest
+import importlib
+
+# Each name is imported on first use, not with the package: the controller validates a `train` workload with
+# spec.py at every start, and the planner behind command.py and suggest.py brings numpy and the fabric's cost
+# model (a third of the controller's start-up) into a process that may never plan a job.
+_HOMES = {
+    "Assumptions": "assumptions", "main_plan": "command", "ConvNetModel": "convnet", "Layout": "layout",
+    "bubble_fraction": "layout", "check_partition": "layout", "MlpModel": "models", "TransformerModel": "models",
+    "Plan": "planner", "plan": "planner", "PlanSpec": "spec", "TrainWorkload": "spec", "load_plan_spec": "spec",
+    "plan_spec": "spec", "check_fits": "suggest",
+}  # not suggest(): once vipu.jobs.suggest is imported, the package's `suggest` is that module (import it from there)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+
 
 __all__ = [
     "Assumptions", "ConvNetModel", "Layout", "MlpModel", "Plan", "PlanSpec", "TrainWorkload", "TransformerModel",
     "bubble_fraction", "check_fits", "check_partition", "load_plan_spec", "main_plan", "plan", "plan_spec",
-    "suggest",
 ]

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from vipu.errors import InvalidArgument
 from vipu.jobs.spec import TrainWorkload
-from vipu.jobs.suggest import check_fits
-from vipu.jobs.train.problem import check_runnable
 from vipu.partition.pod import PodConfig
 from vipu.partition.rules import check_name, check_size, job_partition_name
 from vipu.scheduler.arrays import ArraySyntaxError
@@ -43,6 +41,10 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
             " absolute path (vipu submit makes one from a relative path)"
         )
     if isinstance(spec.workload, TrainWorkload):
+        # imported here: the planner and the emulator bring numpy, which a controller that only queues needs never load
+        from vipu.jobs.suggest import check_fits
+        from vipu.jobs.train.problem import check_runnable
+
         check_fits(spec.workload, pod, ipus=spec.ipus)  # a job that can never fit is refused with a layout that would
         check_runnable(spec.workload)  # and one too big to execute here is refused before it is queued
     qos_name = spec.qos or config.default_qos

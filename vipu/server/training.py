@@ -26,7 +26,6 @@ from pydantic import BaseModel
 from vipu.errors import MachineLost
 from vipu.jobs.train.poprun import partition_environments, summary_lines
 from vipu.jobs.train.report import StepReport, TrainingResult, usage_lines
-from vipu.jobs.train.runner import local_transport, run_training
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.states import TRANSITIONS, JobState
 
@@ -124,6 +123,8 @@ class Training:
     def _transport_factory(self, run: _Run):
         fleet = self.rt.fleet
         if not fleet.enabled:
+            from vipu.jobs.train.runner import local_transport
+
             return local_transport  # a transport of the run's own
         from vipu.fabric.ray_transport import RayTransport
         from vipu.jobs.train.comm import Scoped
@@ -144,6 +145,10 @@ class Training:
             try:
                 if problem is not None:
                     raise problem  # the poprun environment could not be built: the job fails with that reason
+                # imported with the first run: the emulator brings numpy, which a controller that only queues
+                # needs never load (a third of its start-up)
+                from vipu.jobs.train.runner import run_training
+
                 factory = self._transport_factory(run)
                 result = run_training(workload, self.rt.controller.pod, run.first_ipu, factory,
                                       on_step=run.steps.append,

@@ -14,8 +14,17 @@ Edges: poprun.py (the environment each poprun instance sees, and which replicas 
 the entry point), report.py (StepReport, TrainingResult).
 """
 
-from vipu.jobs.train.reference import train_reference
-from vipu.jobs.train.report import IpuReport, StepReport, TrainingResult
-from vipu.jobs.train.runner import run_training
+import importlib
+
+# imported on first use, as vipu.jobs does: the controller reads poprun.py at start, and the emulator brings numpy
+_HOMES = {"IpuReport": "report", "StepReport": "report", "TrainingResult": "report", "run_training": "runner",
+          "train_reference": "reference"}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:  # a submodule (`from vipu.jobs.train import optim`) is then imported by the import system
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+
 
 __all__ = ["IpuReport", "StepReport", "TrainingResult", "run_training", "train_reference"]
