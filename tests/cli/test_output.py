@@ -3,6 +3,7 @@ null and 64-bit integers as numbers."""
 
 from __future__ import annotations
 
+import json
 import math
 
 from google.protobuf.descriptor import FieldDescriptor
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.test_rpc_fuzz import message_strategy
-from vipu.cli.output import as_dict
+from vipu.cli.output import as_dict, print_json, print_rows
 from vipu.v1 import admin_pb2, job_pb2, partition_pb2
 
 MESSAGES = sorted((m for module in (admin_pb2, job_pb2, partition_pb2) for m in module.DESCRIPTOR.message_types_by_name.values()),
@@ -49,6 +50,13 @@ def same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+def in_order(value) -> bool:
+    """Every object's keys, at every depth, in the order json's sort_keys gives them."""
+    if isinstance(value, dict):
+        return list(value) == sorted(value) and all(in_order(v) for v in value.values())
+    return all(in_order(v) for v in value) if isinstance(value, list) else True
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.data())
 def test_every_message_of_the_api_converts_as_protobuf_does(data):
@@ -58,7 +66,9 @@ def test_every_message_of_the_api_converts_as_protobuf_does(data):
             if field.message_type is not None and field.message_type.GetOptions().map_entry:
                 getattr(message, field.name).update(data.draw(st.dictionaries(st.text(max_size=8), st.text(max_size=8),
                                                                              max_size=3)))
-        assert same(as_dict(message), reference(message)), descriptor.name
+        converted = as_dict(message)
+        assert same(converted, reference(message)), descriptor.name
+        assert in_order(converted), descriptor.name  # print_rows writes them without sorting
 
 
 def test_an_unset_optional_is_null_and_ids_are_numbers():
@@ -70,3 +80,13 @@ def test_an_unset_optional_is_null_and_ids_are_numbers():
 def test_json_has_no_bare_nan_or_infinity():
     job = as_dict(job_pb2.Job(priority=math.nan, time_limit_s=math.inf, submit_time=-math.inf))
     assert (job["priority"], job["time_limit_s"], job["submit_time"]) == ("NaN", "Infinity", "-Infinity")
+
+
+def test_a_piped_listing_is_the_json_print_json_writes(capsys):
+    jobs = [job_pb2.Job(id=i, name=name, user="ünï", start_time=1.5) for i, name in enumerate(["a", "b\"c", "d\n"])]
+    print_rows(jobs)
+    rows = capsys.readouterr().out
+    print_json([as_dict(x) for x in jobs])
+    assert json.loads(rows) == json.loads(capsys.readouterr().out) == [as_dict(x) for x in jobs]
+    assert rows.count("\n") == 1 and '"user":"ünï"' in rows  # one line, compact, in UTF-8
+    assert rows.index('"end_time":null') < rows.index('"id":0') < rows.index('"name":"a"')  # keys in order

@@ -3,6 +3,7 @@ every submit carries a client request id, and a client retries with the same id 
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import signal
 import time
@@ -62,4 +63,4 @@ def test_sigkill_under_load_loses_and_duplicates_nothing(server):
     ids = [job_id for _, job_ids in answers for job_id in job_ids]
     assert len(ids) == len(set(ids)) == clients * per_client  # one job per request, none handed out twice
     assert set(ids) == set(stored)  # every acknowledged job survived, and nothing else was queued
-    assert {x.detail_json.split('"request_id": "')[1].split('"')[0] for x in jobs} == {r for r, _ in answers}
+    assert {json.loads(x.detail_json)["request_id"] for x in jobs} == {r for r, _ in answers}

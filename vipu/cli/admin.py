@@ -17,7 +17,7 @@ from vipu.cli.context import (
     root_options,
 )
 from vipu.cli.failure import run_app
-from vipu.cli.output import as_dict, print_json, table
+from vipu.cli.output import print_json, print_rows, table
 from vipu.v1 import admin_pb2 as a
 
 app = typer.Typer(
@@ -208,7 +208,7 @@ def _lister(plural: str, rpc_name: str, field: str, headers: list[str], row) -> 
         reply = c.call(getattr(c.admin, rpc_name), a.ListRequest())
         items = list(getattr(reply, field))
         if ctx.obj.wants_json(json_out):
-            print_json([as_dict(x) for x in items])
+            print_rows(items)
         else:
             print(table(headers, [row(x) for x in items], ctx.obj.with_header(no_header)))
 
@@ -227,7 +227,7 @@ def fail_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IP
     c = ctx.obj.conn
     reply = c.call(c.admin.FailIpus, a.FailIpusRequest(ipus=ipus))
     if ctx.obj.wants_json(json_out):
-        print_json([as_dict(x) for x in reply.partitions])
+        print_rows(reply.partitions)
     else:
         names = ", ".join(x.name for x in reply.partitions) or "none"
         print(f"IPUs {' '.join(map(str, ipus))} failed; partitions now FAILED: {names}")
@@ -266,7 +266,7 @@ def fail_link(ctx: typer.Context, ipu_a: int = typer.Argument(...), ipu_b: int =
     c = ctx.obj.conn
     reply = c.call(c.admin.FailLink, a.FailLinkRequest(ipu_a=ipu_a, ipu_b=ipu_b))
     if ctx.obj.wants_json(json_out):
-        print_json([as_dict(x) for x in reply.partitions])
+        print_rows(reply.partitions)
     else:
         names = ", ".join(x.name for x in reply.partitions) or "none"
         print(f"IPU-Link {ipu_a}-{ipu_b} failed; IPUs {ipu_a} and {ipu_b} out of service; partitions FAILED: {names}")

@@ -8,7 +8,7 @@ import re
 import typer
 
 from vipu.cli.failure import BAD_INPUT, NOT_FOUND, OK, UNREACHABLE, fail
-from vipu.cli.output import as_dict, print_json
+from vipu.cli.output import print_json, print_rows
 from vipu.v1 import job_pb2 as j
 
 
@@ -176,5 +176,5 @@ def cancel_together(cli, method, targets: list[tuple[int, bool]]) -> dict[tuple[
 
 def finish(done: list[j.Job], failed: int, as_json: bool) -> None:
     if as_json and (done or not failed):
-        print_json([as_dict(x) for x in done])
+        print_rows(done)
     raise typer.Exit(failed)

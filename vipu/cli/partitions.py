@@ -7,7 +7,7 @@ import json
 import typer
 
 from vipu.cli.context import JsonOption, NoHeaderOption
-from vipu.cli.output import as_dict, print_json, table
+from vipu.cli.output import as_dict, print_json, print_rows, table
 from vipu.v1 import partition_pb2 as p
 
 create = typer.Typer(help="Create a resource.", no_args_is_help=True)
@@ -126,7 +126,7 @@ def list_partitions(ctx: typer.Context, json_out: bool = JsonOption, no_header: 
     cli = ctx.obj
     reply = cli.conn.call(cli.conn.partitions.ListPartitions, p.ListPartitionsRequest())
     if cli.wants_json(json_out):
-        print_json([as_dict(x) for x in reply.partitions])
+        print_rows(reply.partitions)
     else:
         print(table(PARTITION_HEADERS, [partition_row(x) for x in reply.partitions], cli.with_header(no_header)))
 
@@ -137,7 +137,7 @@ def list_allocations(ctx: typer.Context, json_out: bool = JsonOption, no_header:
     cli = ctx.obj
     reply = cli.conn.call(cli.conn.partitions.ListAllocations, p.ListAllocationsRequest())
     if cli.wants_json(json_out):
-        print_json([as_dict(x) for x in reply.allocations])
+        print_rows(reply.allocations)
     else:
         rows = [[a.name, a.ipus, " ".join(a.agents)] for a in reply.allocations]
         print(table(["Allocation ID", "IPUs", "Agents"], rows, cli.with_header(no_header)))
@@ -149,7 +149,7 @@ def list_ipus(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool =
     cli = ctx.obj
     reply = cli.conn.call(cli.conn.partitions.ListIpus, p.ListIpusRequest())
     if cli.wants_json(json_out):
-        print_json([as_dict(x) for x in reply.ipus])
+        print_rows(reply.ipus)
     else:
         rows = [[i.id, i.machine, i.agent, i.index, i.ild, i.state, i.partition or "-"] for i in reply.ipus]
         print(table(["IPU", "Machine", "Agent", "Machine IPU", "ILD", "State", "Partition"], rows, cli.with_header(no_header)))
