@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import ipaddress
 import logging
 import os
@@ -241,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return 2
+    # the stored records just loaded live as long as the process: frozen, no collection rescans them (the first one
+    # after a 28,000-job start took 0.3 s, in whichever call came first)
+    gc.freeze()
     pod = runtime.controller.pod
     runtime.secure = args.secure
     runtime.fleet.mode = args.ray

@@ -30,7 +30,7 @@ from vipu.server.auth import bearer
 from vipu.server.dispatcher import Dispatcher
 from vipu.server.fleet import Fleet
 from vipu.server.training import Training
-from vipu.store import Store
+from vipu.store import Store, cycle_collection_paused
 
 log = logging.getLogger("vipu.recovery")
 USER_METADATA = "x-vipu-user"  # who an insecure caller says it is; with --secure the access key decides
@@ -195,12 +195,13 @@ def open_runtime(
             f" --pod {pod_name}; start with that pod, or give a new --state-dir"
         )
     clock = WallClock()
-    records = store.load({**PARTITION_KINDS, **JOB_KINDS})
-    controller = Controller(pod, store, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
-    scheduler = Scheduler(pod, config or SchedulerConfig(), store)
-    runtime = Runtime(controller, scheduler, store, api_host, api_port, clock.now)
-    with runtime.lock:
-        _recover(runtime, [(k, r) for k, r in records if k in JOB_KINDS])
+    with cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
+        records = store.load({**PARTITION_KINDS, **JOB_KINDS})
+        controller = Controller(pod, store, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
+        scheduler = Scheduler(pod, config or SchedulerConfig(), store)
+        runtime = Runtime(controller, scheduler, store, api_host, api_port, clock.now)
+        with runtime.lock:
+            _recover(runtime, [(k, r) for k, r in records if k in JOB_KINDS])
     return runtime
 
 
