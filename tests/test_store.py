@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import sqlite3
 
 import pytest
@@ -173,20 +172,3 @@ def test_the_state_lock_returns_only_once_what_its_holder_could_see_is_stored(tm
         assert stored(tmp_path / "s.db") == ["other"]  # queued inside the lock, written as it is released
     assert stored(tmp_path / "s.db") == ["mine", "other"]
 
-
-def test_the_cycle_collector_is_paused_for_a_bulk_load_and_back_after_it():
-    from vipu.store import cycle_collection_paused
-
-    assert gc.isenabled()
-    with cycle_collection_paused():
-        assert not gc.isenabled()
-        with cycle_collection_paused():  # nested: the outer block turns it back on
-            assert not gc.isenabled()
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    try:
-        with cycle_collection_paused():
-            raise ValueError("a load that fails")
-    except ValueError:
-        pass
-    assert gc.isenabled()

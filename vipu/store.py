@@ -13,7 +13,6 @@ from a flush does not say the write will not happen (a client retrying with its 
 
 from __future__ import annotations
 
-import gc
 import json
 import sqlite3
 import threading
@@ -39,21 +38,6 @@ CREATE TABLE IF NOT EXISTS meta (
     value TEXT NOT NULL
 );
 """
-
-
-@contextmanager
-def cycle_collection_paused():
-    """Python's cycle collector off for a block that makes many lasting objects and no cycles. Why: it runs every
-    700 new objects and, as they survive, rescans all of them; parsing the 28,000 records of a restart took 1.2-1.7 s
-    with it and 0.4 s without."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class Store:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from tests.conftest import console_script
+from vipu.server.runtime import _cycle_collection_paused
 from vipu.v1 import admin_pb2 as a, admin_pb2_grpc, job_pb2 as j, job_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
 
 
@@ -105,3 +107,19 @@ def test_runs_that_ended_while_the_controller_was_down_end_when_they_were_due(se
     notes = {i: json.loads(x.detail_json)["recovery"] for i, x in got.items()}
     assert notes == {i: "resumed after the controller's restart: its partition slurm_%d survived" % i
                      for i in (slept, limited, kept)}
+
+
+def test_the_cycle_collector_is_paused_for_a_bulk_load_and_back_after_it():
+    assert gc.isenabled()
+    with _cycle_collection_paused():
+        assert not gc.isenabled()
+        with _cycle_collection_paused():  # nested: the outer block turns it back on
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    try:
+        with _cycle_collection_paused():
+            raise ValueError("a load that fails")
+    except ValueError:
+        pass
+    assert gc.isenabled()

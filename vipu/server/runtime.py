@@ -3,9 +3,11 @@ the address jobs are told to reach the controller at."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import sqlite3
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -30,7 +32,7 @@ from vipu.server.auth import bearer
 from vipu.server.dispatcher import Dispatcher
 from vipu.server.fleet import Fleet
 from vipu.server.training import Training
-from vipu.store import Store, cycle_collection_paused
+from vipu.store import Store
 
 log = logging.getLogger("vipu.recovery")
 USER_METADATA = "x-vipu-user"  # who an insecure caller says it is; with --secure the access key decides
@@ -195,7 +197,7 @@ def open_runtime(
             f" --pod {pod_name}; start with that pod, or give a new --state-dir"
         )
     clock = WallClock()
-    with cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
+    with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
         records = store.load({**PARTITION_KINDS, **JOB_KINDS})
         controller = Controller(pod, store, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), store)
@@ -203,6 +205,21 @@ def open_runtime(
         with runtime.lock:
             _recover(runtime, [(k, r) for k, r in records if k in JOB_KINDS])
     return runtime
+
+
+@contextmanager
+def _cycle_collection_paused():
+    """Python's cycle collector off for a block that makes many lasting objects and no cycles. Why: it runs every
+    700 new objects and, as they survive, rescans all of them; parsing the 28,000 records of a restart took 1.2-1.7 s
+    with it and 0.4 s without."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _recover(runtime: Runtime, job_records) -> None:
