@@ -171,4 +171,3 @@ def test_the_state_lock_returns_only_once_what_its_holder_could_see_is_stored(tm
         store.commit([("user", "mine", user("mine"))], [])
         assert stored(tmp_path / "s.db") == ["other"]  # queued inside the lock, written as it is released
     assert stored(tmp_path / "s.db") == ["mine", "other"]
-

@@ -39,7 +39,6 @@ def exit_code(x: j.Job) -> str:
     return f"{x.exit_code}:0" if x.HasField("exit_code") else "0:0"
 
 
-
 @show.command("job", context_settings=IDS)
 def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
              json_out: bool = JsonOption):

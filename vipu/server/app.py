@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return 2
     # the stored records just loaded live as long as the process: frozen, no collection rescans them (the first one
-    # after a 28,000-job start took 0.3 s, in whichever call came first)
+    # after a large restart would, in whichever call came first)
     gc.freeze()
     pod = runtime.controller.pod
     runtime.secure = args.secure

@@ -210,16 +210,15 @@ def open_runtime(
 @contextmanager
 def _cycle_collection_paused():
     """Python's cycle collector off for a block that makes many lasting objects and no cycles. Why: it runs every
-    700 new objects and, as they survive, rescans all of them; parsing the 28,000 records of a restart took 1.2-1.7 s
-    with it and 0.4 s without."""
-    if not gc.isenabled():
-        yield
-        return
+    700 new objects and, as they survive, rescans all of them, which was most of a restart over tens of thousands of
+    stored jobs (bench/bench_recovery.py --jobs 28000)."""
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.enable()
+        if was_enabled:
+            gc.enable()
 
 
 def _recover(runtime: Runtime, job_records) -> None:
