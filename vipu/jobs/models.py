@@ -126,8 +126,11 @@ class TransformerModel(_Model):
     @model_validator(mode="after")
     def _heads_divide_hidden(self) -> TransformerModel:
         if self.hidden % self.heads:
-            raise ValueError(f"heads is {self.heads}, which does not divide hidden {self.hidden}; pick heads so"
-                             " that hidden / heads is a whole head size (e.g. 64)")
+            below = max(d for d in range(1, min(self.heads, self.hidden + 1)) if self.hidden % d == 0)
+            above = [d for d in range(self.heads + 1, self.hidden + 1) if self.hidden % d == 0][:1]
+            near = " or ".join(map(str, [below, *above]))
+            raise ValueError(f"heads is {self.heads}, which does not divide hidden {self.hidden}; give heads a"
+                             f" divisor of {self.hidden}, e.g. {near} (a head has hidden / heads features)")
         return self
 
     @property

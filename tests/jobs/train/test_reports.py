@@ -102,6 +102,15 @@ def test_workloads_the_emulator_cannot_execute_are_refused(model, problem):
         run_training(w, pod(), 0, transport_factory=lambda group: pytest.fail("no transport for a refused job"))
 
 
+def test_every_reason_the_emulator_cannot_execute_a_workload_is_named_at_once():
+    w = workload(transformer(vocab=50, hidden=4096, heads=16), "sgd", micro_batch=64)
+    with pytest.raises(InvalidArgument) as e:
+        run_training(w, pod(), 0, transport_factory=lambda group: pytest.fail("no transport for a refused job"))
+    assert e.value.message.startswith("workload.model.vocab is set")
+    assert "so drop vocab; and the workload is too big to execute in the emulator" in e.value.message
+    assert e.value.message.endswith("or plan it with `vipu plan` (a plan has no such limit)")
+
+
 def test_a_partition_must_be_an_aligned_block():
     with pytest.raises(InvalidArgument, match="aligned"):
         run(workload(mlp(), "sgd", r=4), first_ipu=2)

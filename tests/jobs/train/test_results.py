@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.jobs.train.builders import mlp, run, workload
+from tests.jobs.train.builders import mlp, pod, run, workload
+from vipu.jobs.assumptions import DEFAULT
+from vipu.jobs.memory import memory
 from vipu.jobs.train.report import IpuUsage, size, usage_lines
 
 
@@ -33,3 +35,19 @@ def test_usage_table_is_one_line_per_ipu_and_shows_streaming_only_when_used():
     assert usage_lines(streamed)[0].split()[-1] == "STREAMING" and usage_lines(streamed)[1].endswith("5.0 GiB")
     assert usage_lines([]) == []
     assert (size(812), size(41.3 * 1024)) == ("812 B", "41.3 KiB")
+
+
+@pytest.mark.parametrize("dtype, master, per_param", [("fp32", True, 4 + 4 + 8), ("fp16", True, 2 + 2 + 12),
+                                                      ("fp16", False, 2 + 2 + 8)])
+def test_memory_per_ipu_is_what_the_pod_holds_as_the_planner_prices_it(dtype, master, per_param):
+    """Weights and gradients in the model's dtype, Adam's two fp32 moments, an fp16 model's fp32 master weights
+    when it keeps them; activations in the model's dtype. The arithmetic is fp32 whatever the dtype.
+    Regression: fp16 jobs reported fp32 buffers and no master weights, half of what the plan said."""
+    w = workload(mlp(dtype=dtype), "adam", steps=1, r=2).model_copy(update={"master_weights": master})
+    ipu = run(w).reports[0].ipus[0]
+    params = w.model.params()  # t = p = 1: every IPU holds the whole model
+    planned = memory(w, pod(), DEFAULT)
+    assert ipu.memory_bytes - ipu.activation_bytes == params * per_param
+    assert params * per_param == planned.weights + planned.gradients + planned.optimizer
+    fp32 = run(workload(mlp(), "adam", steps=1, r=2)).reports[0].ipus[0]
+    assert ipu.activation_bytes == fp32.activation_bytes * w.model.value_bytes // 4

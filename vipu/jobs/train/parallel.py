@@ -43,7 +43,8 @@ Emulated time (report.py): each operation's BSP compute sets and collectives (wo
 event by event from those durations (schedule.timeline), then the data-parallel allreduce and the step's
 streaming. The optimiser update and host I/O are not charged (the planner does not model them either).
 Arithmetic is fp32 for every model; an fp16 model is timed at fp16 FLOP rates and its collectives priced at fp16
-bytes (comm.PricedAs), while the memory reported per IPU is what this execution holds (fp32 buffers).
+bytes (comm.PricedAs), and the memory reported per IPU is what the Pod would hold: weights, gradients and
+activations in the model's dtype, the optimiser state as memory.py counts it (fp32, master weights included).
 """
 
 from __future__ import annotations
@@ -136,11 +137,16 @@ class ParallelTrainer:
             return 0, numel
         return shard(numel, self.lay.r, (ipu - self.fabric.first) // (self.lay.t * self.lay.p))
 
+    def _state_bytes(self, ipu: int) -> int:
+        """The IPU's optimiser state as the Pod holds it: memory.py's bytes per parameter (fp32, an fp16 model's
+        master weights included) for the elements it owns."""
+        lo, hi = self._owned(ipu)
+        return (hi - lo) * state_bytes_per_param(self.workload)
+
     def _streaming_bytes(self, ipu: int) -> tuple[float, float]:
         """(in, out) bytes of Streaming Memory for this IPU in one step, as the real Pod moves them: weights in
-        the model's dtype, optimiser state as memory.py counts it (fp32, master weights included)."""
-        lo, hi = self._owned(ipu)
-        state = (hi - lo) * state_bytes_per_param(self.workload)
+        the model's dtype, the optimiser state (_state_bytes)."""
+        state = self._state_bytes(ipu)
         if self.lay.phased:
             weights = self.layouts[ipu].size * self.model.value_bytes
             stash = stash_bytes(self.workload)
@@ -322,16 +328,19 @@ class ParallelTrainer:
             for link, nbytes in result.bytes_per_link_type.items():
                 by_link[link] += nbytes
                 by_kind[kind] += nbytes
+        # bytes as the Pod holds them (the arithmetic here is fp32): weights, gradients and activations in the
+        # model's dtype; params and grads are whole flat buffers, the optimiser state with RTS a shard
+        value = self.model.value_bytes
         per_ipu = {}
-        state_buffers = 0 if self.streamed else len(self.state_names)  # streamed: in Streaming Memory
         for ipu in self.ipus:
-            lo, hi = self._owned(ipu)  # params and grads are whole flat buffers, the state with RTS a shard
-            held = (2 * self.layouts[ipu].size + state_buffers * (hi - lo)) * np.dtype(DTYPE).itemsize
-            streamed = len(self.state_names) * (hi - lo) if self.streamed else 0  # the optimiser state
-            streamed += self.layouts[ipu].size if self.lay.phased else 0  # and, phased, the weights
+            state = self._state_bytes(ipu)
+            activations = peak[ipu] * value // np.dtype(DTYPE).itemsize
+            held = 2 * self.layouts[ipu].size * value + (0 if self.streamed else state) + activations
+            streamed = state if self.streamed else 0  # the optimiser state
+            streamed += self.layouts[ipu].size * value if self.lay.phased else 0  # and, phased, the weights
             per_ipu[ipu] = IpuReport(compute_s=compute[ipu], utilisation=compute[ipu] / step_s if step_s else 0.0,
-                                     memory_bytes=int(held + peak[ipu]), activation_bytes=int(peak[ipu]),
-                                     streaming_bytes=int(streamed * np.dtype(DTYPE).itemsize))
+                                     memory_bytes=int(held), activation_bytes=int(activations),
+                                     streaming_bytes=int(streamed))
         self._charge_machines(per_ipu, step_s, step)
         return StepReport(
             step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,

@@ -21,26 +21,33 @@ import numpy as np
 
 from vipu.errors import InvalidArgument
 
+# what one step of the numpy emulation may cost here: a job's steps run in seconds on a laptop core
+MAX_PARAMS = 20_000_000
+MAX_STEP_FLOPS = 2e10
 DTYPE = np.float32  # training arithmetic: fp32 for every model (fp16 models are timed as fp16; see parallel.py)
 TEACHER_HIDDEN = 32
 _TEACHER, _BATCH, _INIT = 0, 1, 2  # rng streams
 
 
-def check_runnable(workload, max_params: int = 20_000_000, max_step_flops: float = 2e10) -> None:
-    """Refuse workloads this numpy emulation cannot execute in reasonable time (they can still be planned)."""
+def check_runnable(workload, max_params: int = MAX_PARAMS, max_step_flops: float = MAX_STEP_FLOPS) -> None:
+    """Refuse workloads this numpy emulation cannot execute in reasonable time (they can still be planned), naming
+    every reason at once: a user who fixes one should not meet the next only on the next submit."""
     model = workload.model
     if model.kind not in ("mlp", "transformer"):
         raise InvalidArgument(f"workload.model.kind is {model.kind!r}: only mlp and transformer models are executed;"
                               " plan it with `vipu plan` instead")
+    problems = []
     if model.kind == "transformer" and model.vocab:
-        raise InvalidArgument("workload.model.vocab is set: executed transformers have no vocabulary (inputs are"
-                              " vectors); drop vocab to run it, or plan it with `vipu plan`")
+        problems.append("workload.model.vocab is set: executed transformers have no vocabulary (inputs are vectors),"
+                        " so drop vocab")
     flops = 3 * model.forward_flops() * workload.global_batch
     if model.params() > max_params or flops > max_step_flops:
-        raise InvalidArgument(
-            f"the workload is too big to execute in the emulator ({model.params():,} parameters, {flops:.3g} FLOPs"
-            f" per step; at most {max_params:,} and {max_step_flops:.3g}): shrink the model or the batch, or plan"
-            " it with `vipu plan`")
+        problems.append(f"the workload is too big to execute in the emulator ({model.params():,} parameters,"
+                        f" {flops:.3g} FLOPs per step; at most {max_params:,} and {max_step_flops:.3g}), so shrink"
+                        " the model or the batch")
+    if problems:
+        raise InvalidArgument(f"{'; and '.join(problems)} to run it here, or plan it with `vipu plan` (a plan has no"
+                              " such limit)")
 
 
 def init_params(model, seed: int) -> dict[str, np.ndarray]:
