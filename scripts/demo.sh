@@ -70,9 +70,11 @@ step $BIN/vipu remove partition more
 step $BIN/vipu remove partition dev
 
 printf '\n# The Slurm-style queue: each job gets its own partition slurm_<id> when it starts, and gives it back at the end.\n'
-step $BIN/vipu submit --name prep --ipus 16 --time-limit 1m --duration 2s
+# prep runs long enough for the listing below to find big waiting for it; sweep's tasks have a time limit short
+# enough to backfill beside prep without delaying big, two at a time (%2)
+step $BIN/vipu submit --name prep --ipus 16 --time-limit 1m --duration 8s
 step $BIN/vipu submit --name big --ipus 64 --time-limit 5m --duration 3s
-step $BIN/vipu submit --name sweep --ipus 4 --time-limit 1m --duration 1s --array 0-5%2
+step $BIN/vipu submit --name sweep --ipus 4 --time-limit 30s --duration 1s --array 0-5%2
 step $BIN/vipu submit --name report --ipus 1 --time-limit 1m --duration 1s --dependency afterok:2
 sleep 0.5
 step $BIN/vipu queue

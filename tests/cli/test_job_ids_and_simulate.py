@@ -43,6 +43,15 @@ def test_n_t_names_one_array_task_and_every_other_form_is_refused(server):
     assert out.returncode == 0 and out.stdout == "Job 2_4 cancelled: CANCELLED\n"
     assert "JobState=CANCELLED" in run(server, "vipu", "show", "job", "2_4").stdout  # an ended task is found too
 
+    # the array's id shows every task, as scontrol show job does: active and ended ones, a block each
+    whole = run(server, "vipu", "show", "job", "2")
+    assert whole.returncode == 0 and whole.stdout.count("\nArrayJobId=2\n") == 21
+    assert [b.split("\n")[0] for b in whole.stdout.split("\n\n")] == [f"JobId=2_{t}" for t in range(21)]
+    as_json = json.loads(run(server, "vipu", "show", "job", "2", "--json").stdout)
+    assert as_json["id"] == tasks[0] and [x["id"] for x in as_json["tasks"]] == tasks
+    assert [x["state"] for x in as_json["tasks"]].count("CANCELLED") == 1
+    assert "tasks" not in json.loads(run(server, "vipu", "show", "job", str(tasks[3]), "--json").stdout)
+
     missing = run(server, "vipu", "show", "job", "2_99")
     assert missing.returncode == 3 and "job id '2_99': array job 2 has no task 99" in one_error(missing)
     nothing = run(server, "vipu", "logs", "99_1")

@@ -263,6 +263,9 @@ def test_a_running_jobs_partition_is_removed_only_by_cancelling_the_job(server):
     forced = run(server, "vipu", "remove", "partition", f"slurm_{job}", "--force")
     assert forced.returncode == 0, forced.stderr
     assert show(server, job)["state"] == "CANCELLED"
+    why = f"its partition slurm_{job} was removed (vipu remove partition --force)"  # not a user's cancel
+    assert show(server, job)["detail"]["ended_by"] == why
+    assert f"\nEndedBy={why}\n" in run(server, "vipu", "show", "job", str(job)).stdout
     assert run(server, "vipu", "create", "partition", "after", "--size", "64").returncode == 0
 
     # an array's first task has the array's own id: removing its partition ends that task, not every task

@@ -27,7 +27,7 @@ def test_the_tiny_trio_trains_and_reports(server):
     for job, kind in zip(ids, ("dp", "pp", "tp")):
         detail = finished(server, job)
         assert detail["state"] == "COMPLETED", detail
-        result = json.loads(detail["result_json"])["result"]
+        result = detail["training"]["result"]
         workload = TrainWorkload.model_validate(yaml.safe_load((ROOT / f"examples/tiny_{kind}.yaml").read_text())["workload"])
         reference, _ = train_reference(workload)
         assert np.allclose(result["losses"], reference, rtol=1e-5, atol=1e-6)  # the parallelism is real
@@ -35,6 +35,10 @@ def test_the_tiny_trio_trains_and_reports(server):
         logs = run(server, "vipu", "logs", str(job))
         assert logs.returncode == 0 and logs.stdout.count("loss") == workload.steps
         assert "the planner predicted" in logs.stdout
+        as_data = json.loads(run(server, "vipu", "logs", str(job), "--json").stdout)  # the same run, as data
+        assert [r["loss"] for r in as_data["steps"]] == result["losses"] and as_data["run"] == 1
+        assert as_data["result"]["emulated_step_s"] == result["emulated_step_s"] and "reports" not in as_data["result"]
+        assert as_data["lines"] == logs.stdout.splitlines() and as_data["error"] is None
         # `vipu plan` of the spec predicts what the job reports (regression: 54.0 us planned, 7.7 us reported for
         # tiny_dp), on the spec's default Pod and on the controller's
         for pod in ([], ["--pod", "bow-pod64"]):
@@ -54,8 +58,8 @@ def test_training_on_machine_actors(server_factory, ray, tmp_path):
     server = server_factory(extra=["--ray", ray])
     [job] = submit(server, str(ROOT / "examples/tiny_dp.yaml"))
     detail = finished(server, job, timeout=400)
-    assert detail["state"] == "COMPLETED", json.loads(detail["result_json"] or "{}").get("error")
-    result = json.loads(detail["result_json"])["result"]
+    assert detail["state"] == "COMPLETED", (detail["training"] or {}).get("error")
+    result = detail["training"]["result"]
     assert result["bytes_per_link_type"]["ipu_link"] > 0
     ipus = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
     assert all(i["emulated"] for i in ipus[:4])  # its machine's actor ran it

@@ -143,9 +143,10 @@ def test_failed_ipus_node_fail_requeue_and_req_node_not_avail():
     s.submit(spec(ipus=16), 0)
     s.submit(spec(ipus=16, requeue=False), 0)
     s.cycle(0)
-    (stop,) = s.fail_ipus([3], 1)
+    (stop,) = s.fail_ipus([3], 1, "vipu-admin fail ipus")
     assert stop == StopJob(1, "slurm_1", S.NODE_FAIL, True)
     assert s.job(1).state is S.PENDING and s.job(1).requeue_count == 1
+    assert s.job(1).ended_by == "IPU 3 of its partition failed (vipu-admin fail ipus); requeued"
     s.cycle(2)
     assert s.job(1).reason == "ReqNodeNotAvail" and s.job(2).reason == "ReqNodeNotAvail"
     s.repair_ipus([3])
@@ -156,8 +157,9 @@ def test_failed_ipus_node_fail_requeue_and_req_node_not_avail():
     s.repair_ipus([0])
     s.cancel([1], 5)
     s.cycle(5)
-    s.fail_ipus([15], 6)
+    s.fail_ipus([14, 15], 6)
     assert s.job(2).state is S.NODE_FAIL  # requeue: false
+    assert s.job(2).ended_by == "IPUs 14, 15 of its partition failed"
 
 
 def test_gang_large_job_waits_for_a_whole_block_and_reserves_it():

@@ -11,14 +11,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from vipu.errors import NotFound
+from vipu.errors import MachineLost, NotFound
 from vipu.jobs.train import runner  # the controller's training imports run_training from it at each run
 from vipu.scheduler.job import Transition
 from vipu.scheduler.spec import parse_spec
 from vipu.scheduler.states import JobState
 from vipu.server import training
+from vipu.server.job_service import JobService
+from vipu.v1.job_pb2 import GetJobRequest
 from vipu.server.runtime import open_runtime
 
+LOST = "the actor of machine 0 died or restarted"  # the fleet's cause for machine 0's IPUs
 MLP = {"kind": "mlp", "layers": 3, "hidden": 16, "inputs": 12, "outputs": 5, "dtype": "fp32"}
 
 
@@ -29,12 +32,22 @@ def rt(tmp_path):
     runtime.store.close()
 
 
-def submit(rt, ipus: int, steps: int, **layout) -> int:
-    spec = parse_spec({"name": "t", "ipus": ipus, "time_limit": "5m", "requeue": True, "workload": {
+def submit(rt, ipus: int, steps: int, requeue: bool = True, **layout) -> int:
+    spec = parse_spec({"name": "t", "ipus": ipus, "time_limit": "5m", "requeue": requeue, "workload": {
         "kind": "train", "model": MLP, "layout": {"micro_batch": 2, **layout}, "optimizer": "adam", "steps": steps}})
     with rt.lock:
         [job] = rt.scheduler.submit(spec, rt.now())
     return job.id
+
+
+class LocalCall:
+    """What a servicer reads of a gRPC call: no metadata, a generous deadline."""
+
+    def invocation_metadata(self):
+        return ()
+
+    def time_remaining(self) -> float:
+        return 10.0
 
 
 def step_until(rt, done, timeout: float = 60.0):
@@ -88,7 +101,7 @@ def test_a_requeued_job_logs_its_current_run_live_below_how_the_lost_one_ended(r
     monkeypatch.setattr(runner, "run_training", lose_machine_0)
     job = submit(rt, 4, 4, r=4)
     step_until(rt, first_stepped.is_set)
-    rt.fail_ipus([0, 1, 2, 3])  # what the fleet does when machine 0's actor dies: NODE_FAIL, requeued
+    rt.fail_ipus([0, 1, 2, 3], LOST)  # what the fleet does when machine 0's actor dies: NODE_FAIL, requeued
     assert rt.scheduler.job(job).state is JobState.PENDING
     gone = rt.training.log_lines(job)[-1]  # the lost run's thread is still blocked: its end is said already
     assert gone.startswith("run 1 ended NODE_FAIL at ") and gone.endswith(": machine 0 was lost; requeued")
@@ -106,6 +119,33 @@ def test_a_requeued_job_logs_its_current_run_live_below_how_the_lost_one_ended(r
     assert not any("NotFound" in line or "training failed" in line for line in lines), lines
     assert sum(line.startswith("step ") for line in lines) == 4  # run 2's steps, all of them
     assert rt.training.result(job).result.first_ipu == 4 and rt.training.result(job).earlier_runs == [gone]
+
+
+def test_a_run_ended_by_a_lost_machine_keeps_the_steps_it_logged(rt, monkeypatch):
+    """Regression: a job that ended NODE_FAIL (not requeued) lost every step it had logged: `vipu logs` showed only
+    how it ended, `vipu show job` no losses."""
+    real, stepped = runner.run_training, threading.Event()
+
+    def lose_a_machine_after_two_steps(w, pod, first_ipu, factory, *, on_step, should_stop, environments):
+        real(w.model_copy(update={"steps": 2}), pod, first_ipu, factory, on_step=on_step, environments=environments)
+        stepped.set()
+        raise MachineLost("machine 0 (actor ag00) is gone: the actor died")
+
+    monkeypatch.setattr(runner, "run_training", lose_a_machine_after_two_steps)
+    monkeypatch.setattr(rt.fleet, "check", lambda: rt.fail_ipus([0, 1, 2, 3], LOST))  # what the health check finds
+    job = submit(rt, 4, 5, requeue=False, r=4)
+    step_until(rt, lambda: rt.scheduler.job(job).state is JobState.NODE_FAIL and job in rt.training.results)
+    rt.training.results.clear()  # as the store has it
+    record = rt.training.result(job)
+    assert record.result is None and [r.step for r in record.steps] == [0, 1]
+    lines = rt.training.log_lines(job)
+    assert [line.split()[:2] for line in lines if line.startswith("step ")] == [["step", "0"], ["step", "1"]]
+    assert lines[-1].startswith("run 1 ended NODE_FAIL at ") and lines[-1].endswith(": machine 0 was lost")
+    reply = JobService(rt).GetJob(GetJobRequest(id=job), LocalCall())  # its summary: losses, not steps (JobLogs')
+    summary = json.loads(reply.result_json)
+    assert summary["losses"] == [r.loss for r in record.steps] and "steps" not in summary
+    logged = JobService(rt).JobLogs(GetJobRequest(id=job), LocalCall())
+    assert [r["step"] for r in json.loads(logged.record_json)["steps"]] == [0, 1] and list(logged.lines) == lines
 
 
 def test_steps_of_a_requeued_run_show_while_it_runs(rt, monkeypatch):
@@ -132,7 +172,7 @@ def test_steps_of_a_requeued_run_show_while_it_runs(rt, monkeypatch):
     monkeypatch.setattr(runner, "run_training", slow)
     job = submit(rt, 4, 2, r=4)
     step_until(rt, lambda: runs == [0] and rt.training.progress.get(job))
-    rt.fail_ipus([0, 1, 2, 3])
+    rt.fail_ipus([0, 1, 2, 3], LOST)
     step_until(rt, stepped.is_set)
     lines = rt.training.log_lines(job)
     assert lines[0].startswith("run 1 ended NODE_FAIL") and lines[-1].startswith("step    0  loss ")

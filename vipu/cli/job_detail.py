@@ -9,7 +9,7 @@ import time
 import typer
 
 from vipu.cli.context import JsonOption
-from vipu.cli.job_ids import IDS, job_id, resolve_id
+from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.output import as_dict, print_json
 from vipu.v1 import job_pb2 as j
 
@@ -42,17 +42,42 @@ def exit_code(x: j.Job) -> str:
 @show.command("job", context_settings=IDS)
 def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
              json_out: bool = JsonOption):
-    """Everything about a job, including why it is pending and when it may start (scontrol show job)."""
+    """Everything about a job, including why it is pending and when it may start (scontrol show job). An array
+    job's id N shows every task, one block each (--json: task N_0's object, with every task's under "tasks")."""
     cli = ctx.obj
     x = cli.conn.call(cli.conn.jobs.GetJob, j.GetJobRequest(id=resolve_id(cli, id)))
+    # N of an array (its first task's id) names every task, as scancel N does; N_T, or a task's own id, one task
+    array = x.HasField("array_job_id") and x.array_job_id == x.id and parse_id(id)[1] is None
+    jobs = [x, *(cli.conn.call(cli.conn.jobs.GetJob, j.GetJobRequest(id=i)) for i in other_tasks(cli, x))] \
+        if array else [x]
     if cli.wants_json(json_out):
-        data = as_dict(x)
-        data["spec"] = json.loads(data.pop("spec_json"))
-        data["detail"] = json.loads(data.pop("detail_json"))
-        if x.result_json:  # per IPU of its partition over its last run, as a list (also inside result_json)
-            data["ipu_usage"] = (json.loads(x.result_json).get("result") or {}).get("ipu_usage", [])
-        print_json(data)
+        print_json({**job_data(x), "tasks": [job_data(t) for t in jobs]} if array else job_data(x))
         return
+    for k, task in enumerate(jobs):
+        if k:
+            print()  # scontrol's blank line between records
+        print_job(task)
+
+
+def other_tasks(cli, head: j.Job) -> list[int]:
+    """The ids of the tasks of head's array other than head, active or ended."""
+    listed = cli.conn.call(cli.conn.jobs.ListJobs, j.ListJobsRequest(ids=[head.array_job_id], brief=True)).jobs
+    ended = cli.conn.call(cli.conn.jobs.History, j.HistoryRequest(brief=True)).jobs
+    return sorted({x.id for x in (*listed, *ended) if in_array(x, head.array_job_id)} - {head.id})
+
+
+def job_data(x: j.Job) -> dict:
+    data = as_dict(x)
+    data["spec"] = json.loads(data.pop("spec_json"))
+    data["detail"] = json.loads(data.pop("detail_json"))
+    # a train job's latest run (its result, or how it ended and its losses so far); its steps are `vipu logs`'s
+    data["training"] = json.loads(data.pop("result_json")) if x.result_json else None
+    if x.result_json:  # per IPU of its partition over its last run, as a list (also inside training)
+        data["ipu_usage"] = (data["training"].get("result") or {}).get("ipu_usage", [])
+    return data
+
+
+def print_job(x: j.Job) -> None:
     detail, spec = json.loads(x.detail_json), json.loads(x.spec_json)
     task = [("ArrayJobId", x.array_job_id), ("ArrayTaskId", x.array_task_id)] if x.HasField("array_job_id") else []
     fields = [
@@ -75,6 +100,8 @@ def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, 
         fields.append(("Recovery", detail["recovery"]))
     if detail.get("preemption"):  # which job's QOS took its IPUs last, and what became of the run
         fields.append(("Preemption", detail["preemption"]))
+    if detail.get("ended_by"):  # what ended its last run from outside: failed IPUs, a forced partition removal
+        fields.append(("EndedBy", detail["ended_by"]))
     for key, value in fields:
         print(f"{key}={value}")
     print("Spec=" + x.spec_json)
@@ -84,8 +111,10 @@ def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, 
         for line in record.get("earlier_runs") or []:  # how the runs before this one ended
             print(f"EarlierRun={line}")
         result = record.get("result")
+        losses = result["losses"] if result else record.get("losses")  # a run without a result: its steps so far
+        if losses:
+            print(f"Losses={' '.join(f'{v:.4f}' for v in losses)}")
         if result:
-            print(f"Losses={' '.join(f'{v:.4f}' for v in result['losses'])}")
             print(f"EmulatedStepTime={result['emulated_step_s'] * 1e6:.1f}us"
                   f" Throughput={result['throughput_samples_per_s']:.0f}samples/s"
                   f" PredictedStepTime={result['predicted_step_s'] * 1e6:.1f}us")
@@ -96,9 +125,8 @@ def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, 
         if record.get("ended"):
             print(f"Ended={record['ended']}")
         if result and result.get("ipu_usage"):
-            from vipu.jobs.train.report import IpuUsage, usage_lines
+            from vipu.jobs.train.report import USAGE_LEGEND, IpuUsage, usage_lines
 
-            print("IpuUsage= (UTIL: compute / emulated step time over the run; SRAM PEAK: the most any step"
-                  " needed)")
+            print(f"IpuUsage= ({USAGE_LEGEND})")
             for line in usage_lines([IpuUsage.model_validate(u) for u in result["ipu_usage"]]):
                 print("  " + line)

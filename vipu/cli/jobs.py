@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         spec: str = typer.Argument(None, help="a YAML or JSON job spec ('-' reads stdin); omit to use the flags"),
         name: str = typer.Option(None, "--name", help="job name"),
         ipus: int = typer.Option(None, "--ipus", help="IPUs: a power of two"),
-        time_limit: str = typer.Option(None, "--time-limit", help="e.g. 10m, 1h30m, 1-00:00:00"),
+        time_limit: str = typer.Option(None, "--time-limit", help="e.g. 10m, 1h30m, 1-00:00:00; a bare number is seconds (sbatch --time reads minutes)"),
         duration: str = typer.Option(None, "--duration", help="a sleep workload of this length (e.g. 30s)"),
         qos: str = typer.Option(None, "--qos"),
         user: str = typer.Option(None, "--user"),
@@ -242,11 +242,17 @@ def register(app: typer.Typer) -> None:
     def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
              json_out: bool = JsonOption):
         """A training job's loss per step, emulated step time on the real Pod, and its summary with per-IPU
-        utilisation and peak SRAM; a requeued job's current run, below a line on how each earlier run ended."""
+        utilisation and peak SRAM; a requeued job's current run, below a line on how each earlier run ended.
+        --json: the run as data (run, environment, earlier_runs, steps, result, error, ended) and the lines."""
         cli = ctx.obj
         reply = cli.conn.call(cli.conn.jobs.JobLogs, j.GetJobRequest(id=resolve_id(cli, id)))
         if cli.wants_json(json_out):
-            print_json(list(reply.lines))
+            record = json.loads(reply.record_json) if reply.record_json else {}
+            result = record.get("result")
+            steps = result.pop("reports") if result else record.get("steps", [])
+            print_json({"job": id, "run": record.get("run"), "environment": record.get("environment", []),
+                        "earlier_runs": record.get("earlier_runs", []), "steps": steps, "result": result,
+                        "error": record.get("error"), "ended": record.get("ended"), "lines": list(reply.lines)})
         elif reply.lines:
             print("\n".join(reply.lines))
         else:

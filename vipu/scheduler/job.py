@@ -67,6 +67,7 @@ class Job(BaseModel):
     requeue_count: int = 0
     recovery: str | None = None  # what the last controller restart did to this job's run, and why
     preemption: str | None = None  # which job's QOS preempted its last run, and whether it was requeued or cancelled
+    ended_by: str | None = None  # what ended its last run from outside (failed IPUs, a forced partition removal)
     request_id: str | None = None
     priority: PriorityBreakdown | None = None
     history: list[Transition] = []

@@ -162,9 +162,10 @@ class Scheduler:
         return sorted(i for i in (*self.table.pending, *self.table.running) if self.table.jobs[i].user in wanted)
 
     def cancel(self, job_ids: Iterable[int], now: float, single: bool = False,
-               users: Iterable[str] = ()) -> list[Effect]:
+               users: Iterable[str] = (), why: str | None = None) -> list[Effect]:
         """Cancel pending and running jobs (an array job id cancels its active tasks, unless `single`), and every
-        active job of `users` (scancel -u); all or nothing.
+        active job of `users` (scancel -u); all or nothing. `why`, when something other than a cancel of the job
+        ends it (its partition removed), is kept as what ended it.
 
         A job named directly that already ended is FailedPrecondition."""
         jobs: dict[int, Job] = {i: self.table.jobs[i] for i in self.active_of(users)}
@@ -176,7 +177,8 @@ class Scheduler:
             if job.state in TERMINAL:
                 raise FailedPrecondition(f"job {job.display_id} already ended ({job.state.value}); nothing to cancel")
             jobs[job_id] = job
-        changed = [job.moved(S.CANCELLED, now, end_time=now) for job in jobs.values()]
+        given = {"ended_by": why} if why else {}
+        changed = [job.moved(S.CANCELLED, now, end_time=now, **given) for job in jobs.values()]
         running = [job for job in jobs.values() if job.state is not S.PENDING]
         return self._end_runs(changed, running, now, S.CANCELLED)
 
@@ -280,8 +282,9 @@ class Scheduler:
             effects += self._end_runs([job.moved(S.TIMEOUT, at, end_time=at)], [job], at, S.TIMEOUT)
         return effects
 
-    def fail_ipus(self, ipus: Iterable[int], now: float) -> list[Effect]:
-        """IPUs failed: no job is placed on them, and running jobs on them end NODE_FAIL (requeued if allowed)."""
+    def fail_ipus(self, ipus: Iterable[int], now: float, cause: str = "") -> list[Effect]:
+        """IPUs failed: no job is placed on them, and running jobs on them end NODE_FAIL (requeued if allowed), each
+        recording which of its IPUs failed and `cause` ("machine 1 was lost"), if given."""
         mask = 0
         for ipu in ipus:
             if not 0 <= ipu < self.total:
@@ -291,7 +294,11 @@ class Scheduler:
                      key=lambda j: j.id)
         changed = []
         for job in hit:
-            ended = job.moved(S.NODE_FAIL, now, end_time=now)
+            mine = [i for i in range(job.first_ipu, job.first_ipu + job.ipus) if mask >> i & 1]
+            why = f"IPU{'s' if len(mine) > 1 else ''} {', '.join(map(str, mine))} of its partition failed"
+            why += f" ({cause})" if cause else ""
+            why += "; requeued" if job.spec.requeue else ""
+            ended = job.moved(S.NODE_FAIL, now, end_time=now, ended_by=why)
             changed.append(ended.requeued(now) if job.spec.requeue else ended)
         effects = self._end_runs(changed, hit, now, S.NODE_FAIL)
         self.failed_mask |= mask

@@ -133,13 +133,14 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     @rpc
     def FailIpus(self, request, context):
-        failed = self.rt.fail_ipus(list(request.ipus))
+        failed = self.rt.fail_ipus(list(request.ipus), "vipu-admin fail ipus")
         return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
 
     @rpc
     def FailLink(self, request, context):
         self.state.topology.require_link(request.ipu_a, request.ipu_b)
-        failed = self.rt.fail_ipus([request.ipu_a, request.ipu_b])
+        failed = self.rt.fail_ipus([request.ipu_a, request.ipu_b],
+                                   f"the IPU-Link between IPUs {request.ipu_a} and {request.ipu_b} failed")
         self.rt.fleet.fail_link(request.ipu_a, request.ipu_b)  # the emulated machines refuse traffic over it too
         return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
 

@@ -147,7 +147,8 @@ class Fleet:
         topology = self.rt.controller.state.topology
         ipus = [ipu for m in machines for ipu in topology.machine_ipus(m)]
         log.error("machines %s failed: IPUs %s out of service until repaired", machines, ipus)
-        self.rt.fail_ipus(ipus)
+        self.rt.fail_ipus(ipus, f"the actor of machine{'s' if len(machines) > 1 else ''}"
+                               f" {', '.join(map(str, machines))} died or restarted")
         self._lost.update(machines)
 
     # -- operator actions -------------------------------------------------------------------------------------------

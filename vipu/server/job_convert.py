@@ -46,6 +46,7 @@ def job(x: Job, brief: bool = False) -> j.Job:
             "request_id": x.request_id,
             "recovery": x.recovery,
             "preemption": x.preemption,
+            "ended_by": x.ended_by,
         }).decode()
     return message
 

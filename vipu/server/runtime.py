@@ -89,14 +89,15 @@ class Runtime:
 
     secure: bool = False
 
-    def fail_ipus(self, ipus: list[int]) -> list:
-        """Take IPUs out of service (an operator's FailIpus, or their machine was lost): the partitions on them
-        fail, jobs on them end NODE_FAIL (requeued if their spec allows) and lose their partitions, and the
-        dispatcher wakes to place what can go elsewhere. Returns the partitions that failed."""
+    def fail_ipus(self, ipus: list[int], cause: str) -> list:
+        """Take IPUs out of service (an operator's FailIpus, or their machine was lost: `cause` says which, for
+        the jobs they end): the partitions on them fail, jobs on them end NODE_FAIL (requeued if their spec
+        allows) and lose their partitions, and the dispatcher wakes to place what can go elsewhere. Returns the
+        partitions that failed."""
         with self.lock:
             now = self.now()
             failed = self.controller.partitions.fail_ipus(ipus)
-            self.dispatcher.apply(self.scheduler.fail_ipus(ipus, now), now)
+            self.dispatcher.apply(self.scheduler.fail_ipus(ipus, now, cause), now)
         self.dispatcher.wake()
         return failed
 
@@ -115,7 +116,8 @@ class Runtime:
                     " it (remove with --force cancels the job too)"
                 )
             now = self.now()
-            stops = self.scheduler.cancel([job_id], now, single=True)
+            stops = self.scheduler.cancel([job_id], now, single=True,
+                                          why=f"its partition {name} was removed (vipu remove partition --force)")
             removed = self.controller.partitions.remove(name, force=True)
             self.dispatcher.apply(stops, now)  # its own removal finds the partition gone
         self.dispatcher.wake()
@@ -228,7 +230,8 @@ def _recover(runtime: Runtime, job_records) -> None:
     effects = scheduler.recover(job_records, now, list(controller.state.partitions),
                                 resumable=lambda job: not isinstance(job.spec.workload, TrainWorkload))
     runtime.dispatcher.apply(effects, now)
-    runtime.dispatcher.apply(scheduler.fail_ipus(sorted(controller.state.failed_ipus), now), now)
+    failed = sorted(controller.state.failed_ipus)
+    runtime.dispatcher.apply(scheduler.fail_ipus(failed, now, "out of service when the controller restarted"), now)
     for job in scheduler.table.jobs.values():
         if job.state is JobState.RUNNING and isinstance(job.spec.workload, SleepWorkload):
             runtime.dispatcher.watch(job.id, job.start_time, job.spec.workload)

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from vipu.errors import MachineLost
 from vipu.jobs.train.poprun import partition_environments, summary_lines
-from vipu.jobs.train.report import StepReport, TrainingResult, usage_lines
+from vipu.jobs.train.report import USAGE_LEGEND, StepReport, TrainingResult, usage_lines
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.states import TRANSITIONS, JobState
 
@@ -44,6 +44,13 @@ class JobResult(BaseModel):
     # requeue): how, in the user's words
     environment: list[dict[str, str]] = []  # what each poprun instance of the job saw, in instance order
     earlier_runs: list[str] = []  # how each earlier run of the job ended, oldest first
+    steps: list[StepReport] = []  # the steps of a run without a result (it failed, or was ended under it), or so
+    # far of a run still going: what it logged is kept either way
+
+    @property
+    def reports(self) -> list[StepReport]:
+        """Every step the run logged."""
+        return self.result.reports if self.result else self.steps
 
 
 @dataclass(eq=False)
@@ -174,7 +181,7 @@ class Training:
                 self._finish(job_id, JobState.NODE_FAIL, 1)
                 live = False
             record = JobResult(name=str(job_id), run=run.number, result=result, environment=run.environment,
-                               earlier_runs=run.earlier)
+                               earlier_runs=run.earlier, steps=[] if result else list(run.steps))
             if failure is not None and live:
                 log.error("job %s: training failed", job_id, exc_info=failure)
                 record.error = f"{type(failure).__name__}: {getattr(failure, 'message', failure)}"
@@ -197,10 +204,11 @@ class Training:
 
     def result(self, job_id: int) -> JobResult | None:
         """The record of the job's latest run that has ended; while a run is going, what is known of it so far
-        (its environment and how earlier runs ended), without steps."""
+        (its environment, how earlier runs ended and its steps so far)."""
         run = self.runs.get(job_id)
         if run is not None and not run.done:
-            return JobResult(name=str(job_id), run=run.number, environment=run.environment, earlier_runs=run.earlier)
+            return JobResult(name=str(job_id), run=run.number, environment=run.environment, earlier_runs=run.earlier,
+                             steps=list(run.steps))
         if job_id not in self.results:
             stored = self.rt.store.get("job_result", str(job_id), JobResult)
             if stored is not None:
@@ -211,21 +219,19 @@ class Training:
         """`vipu logs ID`: how earlier runs ended, the job's poprun environment (shared variables, then each
         instance's own and the replicas it ran), one line per step of the current run so far, then how it ended:
         its summary, its failure, or what ended it."""
-        run = self.runs.get(job_id)
-        if run is not None and not run.done:  # live, even while an earlier run's thread is still winding down
-            lines = [*run.earlier, *summary_lines(run.environment, [])]
-            lines += [_step_line(r) for r in run.steps]
-            job = self.rt.scheduler.table.jobs.get(job_id)
-            if job is not None and not self._still_running(job_id, run.started):  # ended under it, thread not back
-                lines += [line for line in [self._ending(job, run.number, None)] if line]
-            return lines
         record = self.result(job_id)
         if record is None:
             return []
         runs = record.result.instances if record.result else []
         lines = [*record.earlier_runs, *summary_lines(
             record.environment, [f"-> ran replicas {_span(r.replicas)} on IPUs {_span(r.ipus)}" for r in runs])]
-        lines += [_step_line(r) for r in (record.result.reports if record.result else [])]
+        lines += [_step_line(r) for r in record.reports]
+        run = self.runs.get(job_id)
+        if run is not None and not run.done:  # live, even while an earlier run's thread is still winding down
+            job = self.rt.scheduler.table.jobs.get(job_id)
+            if job is not None and not self._still_running(job_id, run.started):  # ended under it, thread not back
+                lines += [line for line in [self._ending(job, run.number, None)] if line]
+            return lines
         if record.error:
             lines.append(f"training failed: {record.error}")
         elif record.ended:
@@ -315,8 +321,7 @@ def _summary(x: TrainingResult) -> list[str]:
         f"link traffic: {links or 'none'}",
     ]
     if x.ipu_usage:
-        lines.append(f"per IPU over the {x.steps_run} steps (UTIL: compute / emulated step time; SRAM PEAK: the most"
-                     " any step needed, of which ACTIVATIONS stashed for backward):")
+        lines.append(f"per IPU over the {x.steps_run} steps ({USAGE_LEGEND}):")
         lines += usage_lines(x.ipu_usage)
     return [*lines, f"host wall-clock: {x.wall_s:.2f} s"]
 

@@ -73,6 +73,13 @@ def ipu_usage(reports: list[StepReport], ipus_per_machine: int) -> list[IpuUsage
     return out
 
 
+# what usage_lines's columns mean, printed above them. UTIL is the IPU's own work: the step lines' "compute" is the
+# critical stage's compute sets, which also count the on-chip sync ending each
+USAGE_LEGEND = ("UTIL: the IPU's tile compute (its FLOPs at the calibrated rate, without the syncs) / emulated step"
+                " time; SRAM PEAK: the most any step needed, in the model's dtype, of which ACTIVATIONS stashed for"
+                " backward")
+
+
 def usage_lines(usage: list[IpuUsage]) -> list[str]:
     """A compact table of usage, for `vipu logs` and `vipu show job`; the Streaming Memory column only if any
     IPU used it."""
