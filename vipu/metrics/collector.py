@@ -83,7 +83,8 @@ class StateCollector(Collector):
         yield from (step, loss, link)
 
     def machines(self, pod, statuses):
-        """Per-IPU and per-link series, fed by the machine actors (an IPU whose machine has no actor is idle)."""
+        """Per-IPU and per-link series, fed by the machine actors, or with --ray off by the training runs' steps
+        (Fleet.stats); an IPU its machine reports nothing for is idle."""
         stats = self.rt.fleet.stats()  # outside the lock: actor calls
         ipu_labels = ["ild", "machine", "ipu"]
         util = GaugeMetricFamily("vipu_ipu_utilization_ratio", "Compute time / step time of the IPU's last work (0-1).",
@@ -112,8 +113,6 @@ class StateCollector(Collector):
                                    labels=link_labels)
         received = CounterMetricFamily("vipu_link_receive_bytes", "Bytes received over links, by machine and link type.",
                                        labels=link_labels)
-        errors = CounterMetricFamily("vipu_link_errors", "Link failures seen by a machine, by link type.",
-                                     labels=link_labels)
         for machine in range(pod.machines):  # every machine, so rates and joins always find a series
             report = stats.get(machine, {})
             streaming.add_metric([str(machine)], float(report.get("streaming", {}).get("used_bytes", 0)))
@@ -122,5 +121,4 @@ class StateCollector(Collector):
                 labels = [str(machine), kind]
                 sent.add_metric(labels, links.get(kind, {}).get("sent_bytes", 0))
                 received.add_metric(labels, links.get(kind, {}).get("received_bytes", 0))
-                errors.add_metric(labels, len(report.get("failed_links", [])) if kind == "ipu_link" else 0)
-        yield from (streaming, sent, received, errors)
+        yield from (streaming, sent, received)  # vipu_link_errors_total: counted as links fail (instruments.py)
