@@ -42,6 +42,7 @@ def test_metrics_cover_state_and_pass_promtool(server, prometheus_bin):
         'vipu_ipus{ild="0",state="allocated"} 16.0',
         'vipu_jobs{state="RUNNING"} 1.0',
         'vipu_jobs{state="PENDING"} 1.0',
+        'vipu_jobs_startable 0.0',  # the 64-IPU job waits for the 16 allocated: busy, not stuck
         'vipu_jobs{state="COMPLETED"} 1.0',
         'vipu_partitions{state="ACTIVE"} 1.0',
         'vipu_job_submissions_total 3.0',

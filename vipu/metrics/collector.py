@@ -31,6 +31,7 @@ class StateCollector(Collector):
             statuses = controller.partitions.ipu_statuses()
             partitions = list(controller.state.partitions.values())
             jobs_by_state = Counter(job.state for job in scheduler.table.jobs.values())
+            startable = scheduler.startable(*controller.state.job_masks())
 
         info = InfoMetricFamily("vipu_pod", "The Pod this controller manages.")
         info.add_metric([], {"pod": pod.name, "ipus": str(pod.ipus), "ilds": str(pod.ilds)})
@@ -54,6 +55,9 @@ class StateCollector(Collector):
         for state in JobState:
             jobs.add_metric([state.value], jobs_by_state.get(state, 0))
         yield jobs
+        yield GaugeMetricFamily(
+            "vipu_jobs_startable", "Pending jobs that could start now: eligible, held back by nothing but the"
+            " scheduler, and fitting in a free aligned block of the IPUs they may use.", value=startable)
 
         join = GaugeMetricFamily(
             "vipu_ipu_allocation_info", "Which partition (and job) holds an IPU; present only while allocated.",
