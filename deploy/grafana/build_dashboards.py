@@ -111,9 +111,16 @@ def scheduler() -> dict:
         panel("Submissions per second", ["sum(rate(vipu_job_submissions_total[$__rate_interval]))"], unit="reqps"),
         panel("gRPC requests per second by code", ["sum by (code) (rate(vipu_grpc_requests_total[$__rate_interval]))"],
               unit="reqps", legend="{{code}}"),
-        panel("gRPC latency p99 by method", [
-            "histogram_quantile(0.99, sum by (le, method) (rate(vipu_grpc_request_duration_seconds_bucket[$__rate_interval])))",
+        panel("gRPC latency p99 by method (successful requests)", [
+            'histogram_quantile(0.99, sum by (le, method) (rate(vipu_grpc_request_duration_seconds_bucket{code="OK"}'
+            "[$__rate_interval])))",
         ], unit="s", legend="{{method}}", w=24),
+        panel("gRPC latency p99 by status code", [
+            "histogram_quantile(0.99, sum by (le, code)"
+            " (rate(vipu_grpc_request_duration_seconds_bucket[$__rate_interval])))",
+        ], unit="s", legend="{{code}}"),
+        panel("Jobs that could start now (VipuQueueStuck fires when some stay so for 15 minutes)",
+              ["vipu_jobs_startable"], legend="startable"),
     ])
 
 
