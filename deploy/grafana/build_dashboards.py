@@ -1,11 +1,13 @@
 """Build the Grafana dashboards of vipu-sim as code: `python deploy/grafana/build_dashboards.py` rewrites
-deploy/grafana/dashboards/*.json (a test checks the committed files equal what this builds).
+deploy/grafana/dashboards/*.json (a test checks the committed files equal what this builds); `--out DIR` writes
+them elsewhere, `--help` says so.
 
 Three dashboards: the cluster overview, one job (chosen by the `job` variable), and the scheduler's health.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -111,9 +113,16 @@ def scheduler() -> dict:
         panel("Submissions per second", ["sum(rate(vipu_job_submissions_total[$__rate_interval]))"], unit="reqps"),
         panel("gRPC requests per second by code", ["sum by (code) (rate(vipu_grpc_requests_total[$__rate_interval]))"],
               unit="reqps", legend="{{code}}"),
-        panel("gRPC latency p99 by method", [
-            "histogram_quantile(0.99, sum by (le, method) (rate(vipu_grpc_request_duration_seconds_bucket[$__rate_interval])))",
+        panel("gRPC latency p99 by method (successful requests)", [
+            'histogram_quantile(0.99, sum by (le, method) (rate(vipu_grpc_request_duration_seconds_bucket{code="OK"}'
+            "[$__rate_interval])))",
         ], unit="s", legend="{{method}}", w=24),
+        panel("gRPC latency p99 by status code", [
+            "histogram_quantile(0.99, sum by (le, code)"
+            " (rate(vipu_grpc_request_duration_seconds_bucket[$__rate_interval])))",
+        ], unit="s", legend="{{code}}"),
+        panel("Jobs that could start now (VipuQueueStuck fires when some stay so for 15 minutes)",
+              ["vipu_jobs_startable"], legend="startable"),
     ])
 
 
@@ -124,8 +133,18 @@ def build() -> dict[str, str]:
     return {name: json.dumps(make(), indent=2, sort_keys=True) + "\n" for name, make in DASHBOARDS.items()}
 
 
-if __name__ == "__main__":
-    OUT.mkdir(exist_ok=True)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description="Build the Grafana dashboards of vipu-sim and write them as JSON (what Grafana's file"
+        " provisioning in deploy/grafana/provisioning loads).")
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help="folder to write the dashboards to (default: deploy/grafana/dashboards)")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
     for name, text in build().items():
-        (OUT / name).write_text(text)
-        print(f"wrote {OUT / name}")
+        (args.out / name).write_text(text)
+        print(f"wrote {args.out / name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -53,3 +53,22 @@ def test_the_job_variable_offers_jobs_only_not_the_empty_id_of_hand_made_partiti
     path.write_text(yaml.safe_dump(test))
     out = subprocess.run([str(promtool), "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_build_dashboards_help_prints_usage_and_writes_nothing(tmp_path):
+    """Regression: `build_dashboards.py --help` rewrote the dashboards instead of printing help. Run on a copy, so
+    a regression writes beside the copy and not over the committed files."""
+    import shutil
+    import sys
+
+    script = tmp_path / "build_dashboards.py"
+    shutil.copy(ROOT / "deploy/grafana/build_dashboards.py", script)
+    out = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("usage:") and "--out" in out.stdout, out.stdout + out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build_dashboards.py"]  # nothing written
+
+    written = tmp_path / "elsewhere"
+    out = subprocess.run([sys.executable, str(script), "--out", str(written)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in written.iterdir()) == ["cluster.json", "job.json", "scheduler.json"]

@@ -42,6 +42,7 @@ def test_metrics_cover_state_and_pass_promtool(server, prometheus_bin):
         'vipu_ipus{ild="0",state="allocated"} 16.0',
         'vipu_jobs{state="RUNNING"} 1.0',
         'vipu_jobs{state="PENDING"} 1.0',
+        'vipu_jobs_startable 0.0',  # the 64-IPU job waits for the 16 allocated: busy, not stuck
         'vipu_jobs{state="COMPLETED"} 1.0',
         'vipu_partitions{state="ACTIVE"} 1.0',
         'vipu_job_submissions_total 3.0',
@@ -61,8 +62,12 @@ def test_grpc_failures_are_counted_by_code(server):
     from tests.cli.test_cli_e2e import run
 
     assert run(server, "vipu", "get", "partition", "ghost").returncode == 3
-    assert 'vipu_grpc_requests_total{code="NOT_FOUND",method="PartitionService/GetPartition"} 1.0' in scrape(
-        server.metrics_url)
+    text = scrape(server.metrics_url)
+    assert 'vipu_grpc_requests_total{code="NOT_FOUND",method="PartitionService/GetPartition"} 1.0' in text
+    # and their latency apart from the successes' (issue 6: "latency by method and status code")
+    latency = "vipu_grpc_request_duration_seconds_count"
+    assert f'{latency}{{code="NOT_FOUND",method="PartitionService/GetPartition"}} 1.0' in text
+    assert f'{latency}{{code="OK",method="PartitionService/GetPartition"}}' not in text
 
 
 def test_rules_and_config_pass_promtool(prometheus_bin):

@@ -57,7 +57,8 @@ def frame(conn, queue_rows: int = 10) -> Group:
             cells.append(mark, style=style)
         names = sorted({i.partition for i in members if i.partition})
         util = sum(i.utilization for i in members) / len(members)
-        machines.add_row(str(machine), members[0].agent, cells, f"{util:4.0%}", Text(" ".join(names)))
+        # one decimal: the small emulated jobs keep their IPUs under 1% busy, which whole percents showed as idle
+        machines.add_row(str(machine), members[0].agent, cells, f"{util:6.1%}", Text(" ".join(names)))
 
     running = Table(title="Running", show_edge=False, pad_edge=False)
     waiting = Table(title=f"Queue (first {queue_rows})", show_edge=False, pad_edge=False)

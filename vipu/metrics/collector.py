@@ -31,6 +31,7 @@ class StateCollector(Collector):
             statuses = controller.partitions.ipu_statuses()
             partitions = list(controller.state.partitions.values())
             jobs_by_state = Counter(job.state for job in scheduler.table.jobs.values())
+            startable = scheduler.startable(*controller.state.job_masks())
 
         info = InfoMetricFamily("vipu_pod", "The Pod this controller manages.")
         info.add_metric([], {"pod": pod.name, "ipus": str(pod.ipus), "ilds": str(pod.ilds)})
@@ -54,6 +55,9 @@ class StateCollector(Collector):
         for state in JobState:
             jobs.add_metric([state.value], jobs_by_state.get(state, 0))
         yield jobs
+        yield GaugeMetricFamily(
+            "vipu_jobs_startable", "Pending jobs that could start now: eligible, held back by nothing but the"
+            " scheduler, and fitting in a free aligned block of the IPUs they may use.", value=startable)
 
         join = GaugeMetricFamily(
             "vipu_ipu_allocation_info", "Which partition (and job) holds an IPU; present only while allocated.",
@@ -83,7 +87,8 @@ class StateCollector(Collector):
         yield from (step, loss, link)
 
     def machines(self, pod, statuses):
-        """Per-IPU and per-link series, fed by the machine actors (an IPU whose machine has no actor is idle)."""
+        """Per-IPU and per-link series, fed by the machine actors, or with --ray off by the training runs' steps
+        (Fleet.stats); an IPU its machine reports nothing for is idle."""
         stats = self.rt.fleet.stats()  # outside the lock: actor calls
         ipu_labels = ["ild", "machine", "ipu"]
         util = GaugeMetricFamily("vipu_ipu_utilization_ratio", "Compute time / step time of the IPU's last work (0-1).",
@@ -112,8 +117,6 @@ class StateCollector(Collector):
                                    labels=link_labels)
         received = CounterMetricFamily("vipu_link_receive_bytes", "Bytes received over links, by machine and link type.",
                                        labels=link_labels)
-        errors = CounterMetricFamily("vipu_link_errors", "Link failures seen by a machine, by link type.",
-                                     labels=link_labels)
         for machine in range(pod.machines):  # every machine, so rates and joins always find a series
             report = stats.get(machine, {})
             streaming.add_metric([str(machine)], float(report.get("streaming", {}).get("used_bytes", 0)))
@@ -122,5 +125,4 @@ class StateCollector(Collector):
                 labels = [str(machine), kind]
                 sent.add_metric(labels, links.get(kind, {}).get("sent_bytes", 0))
                 received.add_metric(labels, links.get(kind, {}).get("received_bytes", 0))
-                errors.add_metric(labels, len(report.get("failed_links", [])) if kind == "ipu_link" else 0)
-        yield from (streaming, sent, received, errors)
+        yield from (streaming, sent, received)  # vipu_link_errors_total: counted as links fail (instruments.py)

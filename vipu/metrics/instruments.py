@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 86400)
 CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
+LINK_TYPES = ("ipu_link", "gw_link")  # as the machines report traffic (vipu/workers/machine.py)
 RPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5)
 
 
@@ -29,5 +30,14 @@ class Metrics:
                                buckets=CYCLE_BUCKETS, registry=r)
         self.rpc_requests = Counter("vipu_grpc_requests", "gRPC requests served, by method and status code.",
                                     ["method", "code"], registry=r)
-        self.rpc_latency = Histogram("vipu_grpc_request_duration_seconds", "gRPC request latency by method.",
-                                     ["method"], buckets=RPC_BUCKETS, registry=r)
+        self.rpc_latency = Histogram("vipu_grpc_request_duration_seconds",
+                                     "gRPC request latency by method and status code.", ["method", "code"], buckets=RPC_BUCKETS, registry=r)
+        self.link_errors = Counter("vipu_link_errors", "IPU-Link failures seen by a machine (either end of a link"
+                                   " failed with vipu-admin fail link), by link type.", ["machine", "link_type"],
+                                   registry=r)
+
+    def know_machines(self, machines: int) -> None:
+        """Every machine's link-error series from 0, so rates and joins always find one."""
+        for machine in range(machines):
+            for kind in LINK_TYPES:
+                self.link_errors.labels(str(machine), kind)

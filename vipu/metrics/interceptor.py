@@ -32,9 +32,8 @@ class MetricsInterceptor(grpc.ServerInterceptor):
     def _wrap(self, handler, full_method: str):
         method = full_method.rsplit(".", 1)[-1]  # "PartitionService/CreatePartition"
         inner = handler.unary_unary
-        latency = self.metrics.rpc_latency.labels(method)
-        requests = self.metrics.rpc_requests
-        counters = {}  # status code -> this method's request counter for it
+        latency, requests = self.metrics.rpc_latency, self.metrics.rpc_requests
+        children = {}  # status code -> this method's (latency histogram, request counter) for it
 
         def behaviour(request, context):
             start = time.perf_counter()
@@ -46,11 +45,12 @@ class MetricsInterceptor(grpc.ServerInterceptor):
                 code = status.name if status is not None else "UNKNOWN"
                 raise
             finally:
-                latency.observe(time.perf_counter() - start)
-                counter = counters.get(code)
-                if counter is None:
-                    counter = counters[code] = requests.labels(method, code)
-                counter.inc()
+                elapsed = time.perf_counter() - start
+                child = children.get(code)
+                if child is None:
+                    child = children[code] = (latency.labels(method, code), requests.labels(method, code))
+                child[0].observe(elapsed)
+                child[1].inc()
 
         return grpc.unary_unary_rpc_method_handler(
             behaviour,

@@ -35,6 +35,7 @@ from vipu.scheduler.policies import QUEUE_ORDER, get_policy
 from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
 from vipu.scheduler.priority import FairShare, breakdown
 from vipu.scheduler.spec import JobSpec, parse_spec
+from vipu.scheduler.startable import startable as startable_jobs
 from vipu.scheduler.states import TERMINAL, TRANSITIONS, JobState
 from vipu.scheduler.submit import build_jobs, check_dependency, check_request_id, resolve, resolve_begin
 from vipu.scheduler.table import JobTable
@@ -364,6 +365,10 @@ class Scheduler:
     def info(self, available_mask: int | None = None, drained_mask: int = 0) -> list[queries.Pod64Info]:
         """sinfo: idle, allocated, drained and failed IPUs per Pod64 (IPU-Link domain)."""
         return queries.info(self, available_mask, drained_mask)
+
+    def startable(self, available_mask: int | None = None, allowed_masks: Mapping[str, int] | None = None) -> int:
+        """How many pending jobs could start now, held back by nothing but the scheduler (see startable.py)."""
+        return startable_jobs(self, available_mask, allowed_masks)
 
     def smallest_pending_ipus(self) -> int | None:
         return min((s for s, n in self.table.pending_sizes.items() if n > 0), default=None)

@@ -77,12 +77,13 @@ def allocation(alloc: Allocation, state: PodState) -> p.Allocation:
 
 
 def ipu(status: IpuStatus, machine_stats: dict | None = None) -> p.Ipu:
-    """`machine_stats`: the machine actor's stats(), when it has an actor."""
+    """`machine_stats`: the machine's stats(), from its actor or (--ray off, "actor": False) from the steps of the
+    job on it."""
     utilisation, sram_used = ipu_reading(machine_stats, status.ipu, status.working)
     return p.Ipu(
         utilization=utilisation,
         sram_used_bytes=sram_used,
-        emulated=machine_stats is not None,
+        emulated=machine_stats is not None and machine_stats.get("actor", True),
         id=status.ipu,
         machine=status.machine,
         index=status.index,

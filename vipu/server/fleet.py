@@ -42,6 +42,7 @@ class Fleet:
         self._lock = threading.Lock()
         self._checking = threading.Lock()
         self._ray_dir = local_ray.folder(os.getpid())
+        self._from_steps = None  # a StepTelemetry, with --ray off
 
     @property
     def enabled(self) -> bool:
@@ -176,7 +177,10 @@ class Fleet:
                 self.pool.repair(live)
 
     def stats(self) -> dict[int, dict]:
-        """Every running machine's counters (for metrics and `vipu top`); machines without an actor are absent."""
+        """Every running machine's counters (for metrics and `vipu top`); machines without an actor are absent.
+        With --ray off there are no actors: the same figures come from the training runs' step reports."""
+        if not self.enabled:
+            return self._stats_from_steps()
         if self.pool is None:
             return {}
         import ray
@@ -190,6 +194,17 @@ class Fleet:
             except Exception:  # noqa: BLE001 - a machine restarting reports nothing this scrape
                 continue
         return out
+
+    def _stats_from_steps(self) -> dict[int, dict]:
+        from vipu.jobs.train.telemetry import StepTelemetry
+
+        with self._lock:  # scrapes and `vipu top` may ask first at once
+            if self._from_steps is None:
+                self._from_steps = StepTelemetry(self.rt.controller.pod.machine.ipus)
+        training = self.rt.training
+        # every run the controller still knows, done or not, so a run's last steps count once it has ended
+        self._from_steps.fold({(job_id, run.number): run.steps for job_id, run in list(training.runs.items())})
+        return self._from_steps.stats(training.progress.values())
 
     def shutdown(self) -> None:
         self._stop.set()

@@ -86,6 +86,7 @@ class Runtime:
         self.dispatcher = Dispatcher(self, self.now)
         self.fleet = Fleet(self, "off")
         self.training = Training(self)
+        self.metrics.know_machines(self.controller.pod.machines)
 
     secure: bool = False
 
@@ -99,6 +100,18 @@ class Runtime:
             failed = self.controller.partitions.fail_ipus(ipus)
             self.dispatcher.apply(self.scheduler.fail_ipus(ipus, now, cause), now)
         self.dispatcher.wake()
+        return failed
+
+    def fail_link(self, a: int, b: int) -> list:
+        """Fail the IPU-Link between IPUs a and b (an operator's FailLink): both IPUs are failed (see fail_ipus),
+        the machine actors at its ends, if any, refuse traffic over it, and each end's machine counts a link error
+        (with or without actors). Returns the partitions that failed."""
+        topology = self.controller.state.topology
+        topology.require_link(a, b)
+        failed = self.fail_ipus([a, b], f"the IPU-Link between IPUs {a} and {b} failed")
+        self.fleet.fail_link(a, b)
+        for machine in sorted({a // topology.ipus_per_machine, b // topology.ipus_per_machine}):
+            self.metrics.link_errors.labels(str(machine), "ipu_link").inc()
         return failed
 
     def remove_partition(self, name: str, force: bool):
