@@ -163,6 +163,11 @@ def _simple(group: typer.Typer, verb: str, kind: str, rpc_name: str, headers: li
     command.__doc__ = f"{verb.capitalize()} one {kind}."
 
 
+def _listed(ipus) -> str:
+    """'IPU 8', 'IPUs 8 9': IPUs as given, for a message."""
+    return f"IPU{'' if len(ipus) == 1 else 's'} {' '.join(map(str, ipus))}"
+
+
 def _ipus(ipus) -> str:
     ipus = list(ipus)
     return f"IPU {ipus[0]}" if len(ipus) == 1 else f"IPUs {ipus[0]}-{ipus[-1]}" if ipus else "no IPUs"
@@ -225,12 +230,13 @@ _lister("users", "ListUsers", "users", USER_HEADERS, user_row)
 def fail_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"), json_out: bool = JsonOption):
     """Mark IPUs failed; partitions on them become FAILED."""
     c = ctx.obj.conn
+    ipus = list(dict.fromkeys(ipus))  # `fail ipus 8 8` fails IPU 8 once, and says so once
     reply = c.call(c.admin.FailIpus, a.FailIpusRequest(ipus=ipus))
     if ctx.obj.wants_json(json_out):
         print_rows(reply.partitions)
     else:
         names = ", ".join(x.name for x in reply.partitions) or "none"
-        print(f"IPUs {' '.join(map(str, ipus))} failed; partitions now FAILED: {names}")
+        print(f"{_listed(ipus)} failed; partitions now FAILED: {names}")
 
 
 repair = typer.Typer(help="Put failed IPUs back in service.", no_args_is_help=True)
@@ -241,11 +247,17 @@ kill = typer.Typer(help="Fault injection: kill a machine's actor.", no_args_is_h
 def repair_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"), json_out: bool = JsonOption):
     """Put failed IPUs back in service (FAILED partitions stay FAILED until reset or removed)."""
     c = ctx.obj.conn
+    ipus = list(dict.fromkeys(ipus))
     reply = c.call(c.admin.RepairIpus, a.FailIpusRequest(ipus=ipus))
     if ctx.obj.wants_json(json_out):
         print_json(list(reply.ipus))
+        return
+    healthy = [i for i in ipus if i not in set(reply.ipus)]
+    were = f"{_listed(healthy)} {'was' if len(healthy) == 1 else 'were'} not failed"
+    if not reply.ipus:
+        print(f"Nothing repaired: {were}")
     else:
-        print(f"IPUs repaired: {' '.join(map(str, reply.ipus)) or 'none (they were not failed)'}")
+        print(f"{_listed(reply.ipus)} repaired" + (f" ({were})" if healthy else ""))
 
 
 @kill.command("machine")
