@@ -34,8 +34,13 @@ EXIT_CODES = {
 }
 
 
-def fail(prog: str, message: str, code: int) -> NoReturn:
+def error(prog: str, message: str) -> None:
+    """The line a failure prints, for a command that goes on (to its next job id)."""
     print(f"{prog}: error: {message}", file=sys.stderr)
+
+
+def fail(prog: str, message: str, code: int) -> NoReturn:
+    error(prog, message)
     raise SystemExit(code)
 
 
