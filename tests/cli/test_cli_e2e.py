@@ -140,7 +140,8 @@ def test_unreachable_server_is_its_own_exit_code(server):
     # a submit is retried until --timeout (a restarting controller still takes it, once), and says so at once
     out = run(server, "vipu", "--timeout", "1", "submit", "--ipus", "1", env=env)
     assert out.returncode == 5 and out.stderr.splitlines() == [
-        "vipu: the controller at 127.0.0.1:1 is not answering; retrying for up to 1 s (--timeout)",
+        "vipu: the controller at 127.0.0.1:1 is not answering; retrying for up to 1 s (give a longer --timeout before"
+        " the command: vipu --timeout SECONDS COMMAND ...)",
         "vipu: error: cannot reach the V-IPU controller at 127.0.0.1:1; is vipu-server running? (set --api-host/"
         "--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)",
     ]

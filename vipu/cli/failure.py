@@ -39,6 +39,10 @@ def error(prog: str, message: str) -> None:
     print(f"{prog}: error: {message}", file=sys.stderr)
 
 
+# --timeout is an option of the program, as --api-host is, so it goes before the command; said where it matters
+TIMEOUT_HOW = "give a longer --timeout before the command: {prog} --timeout SECONDS COMMAND ..."
+
+
 def fail(prog: str, message: str, code: int) -> NoReturn:
     error(prog, message)
     raise SystemExit(code)
@@ -60,7 +64,7 @@ def fail_rpc(prog: str, error: grpc.RpcError, address: str) -> NoReturn:
     elif code == grpc.StatusCode.UNAVAILABLE:
         message = f"cannot reach the V-IPU controller at {address}; is vipu-server running? (set --api-host/--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)"
     elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        message = f"the V-IPU controller at {address} did not answer in time; retry or raise --timeout"
+        message = f"the V-IPU controller at {address} did not answer in time; retry, or {TIMEOUT_HOW.format(prog=prog)}"
     else:
         message = error.details() or code.name
     fail(prog, message, EXIT_CODES.get(code, ERROR))

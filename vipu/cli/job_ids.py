@@ -224,9 +224,10 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
     """What scancel and scontrol do with several ids: act on each id that can be acted on, print a line for each
     success and one error line for each failure; returns the jobs changed and the gravest failure's exit code
     (GRAVEST_FIRST; 0 if none). N is a job or every task of array job N; N_T is one task, sent as `single` (the first
-    task's job id is the array's own), and N_[A-B,C] each of those tasks. A cancel of several cancels the active jobs named in one all-or-nothing call (cancel_together);
-    every other id, and every id of the other commands, gets a call of its own (the RPCs are all-or-nothing, which
-    other clients rely on), so each failure prints its line once."""
+    task's job id is the array's own), and N_[A-B,C] each of those tasks. A cancel of several cancels the active
+    jobs named in one all-or-nothing call (cancel_together); every other id, and every id of the other commands,
+    gets a call of its own (the RPCs are all-or-nothing, which other clients rely on), so each failure prints its
+    line once."""
     for text in texts:  # one malformed id and nothing is done
         check(text)
     wholes = [int(text) for text in texts if text.isdigit()]
