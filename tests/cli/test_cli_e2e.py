@@ -175,6 +175,23 @@ def test_admin_objects_through_vipu_admin(server):
     assert "56 57(failed) 58 59" in shown and "Failed IPUs: 57 (remove the partition" in shown
 
 
+def test_an_agent_host_that_jobs_could_not_dial_is_refused(server):
+    """Regression: --host "bad host!" was listed and handed to jobs as their IPUoF address; --host "" became
+    127.0.0.1 without a word."""
+    assert run(server, "vipu-admin", "remove", "agent", "ag15").returncode == 0
+    for host, line in [
+        ("bad host!", "host (--host) 'bad host!' contains ' '; give the agent's DNS name or IP address, e.g."
+                      " ipum0.example.com or 10.1.0.7"),
+        ("", "host (--host) is empty; give the agent's DNS name or IP address, e.g. ipum0.example.com or 10.1.0.7"
+             " (without --host: 127.0.0.1)"),
+    ]:
+        out = run(server, "vipu-admin", "create", "agent", "q", "--machine", "15", "--host", host)
+        assert out.returncode == 2 and out.stderr == f"vipu-admin: error: {line}\n", out.stderr
+    assert "q" not in run(server, "vipu-admin", "list", "agents").stdout
+    made = run(server, "vipu-admin", "create", "agent", "q", "--machine", "15", "--host", "ipum15.lab", "--json")
+    assert made.returncode == 0 and json.loads(made.stdout)["host"] == "ipum15.lab"
+
+
 def test_drain_and_resume_an_agent(server):
     drained = run(server, "vipu-admin", "drain", "agent", "ag00", "--json")
     assert drained.returncode == 0 and json.loads(drained.stdout)["state"] == "DRAINED"

@@ -16,7 +16,7 @@ from vipu.partition.admin_objects import (
     Cluster,
     User,
 )
-from vipu.partition.rules import check_name, named
+from vipu.partition.rules import check_host, check_name, named
 from vipu.partition.state import Journal, PodState
 
 
@@ -69,6 +69,7 @@ class Admin:
     # agents --------------------------------------------------------------------------------------------------
     def create_agent(self, name: str, host: str, port: int, machine: int | None = None) -> Agent:
         self._new_name("agent", name)
+        check_host(host)
         if not 0 < port < 65536:
             raise InvalidArgument(f"port is {port}; give a TCP port from 1 to 65535")
         taken = self.state.agent_of_machine()
