@@ -149,6 +149,22 @@ def test_an_agent_under_a_partition_cannot_be_removed(scene_factory, builders):
             "partition p1 is on the IPUs of agent ag01; remove that partition first")
 
 
+def test_a_jobs_partition_in_the_way_names_the_job_and_how_to_cancel_it(scene_factory, builders):
+    """Regression: `remove allocation a1` while job 35 ran in it said "has partition slurm_35; remove it first",
+    which `vipu remove partition slurm_35` refuses while the job runs."""
+    scene = scene_factory("bow-pod64").allocation("a1", agents(0, 1, 2, 3))
+    scene.partition("slurm_35", 4, allocation="a1", holder="job 35")
+    refused(scene, builders, lambda admin: admin.remove_allocation("a1"), FailedPrecondition,
+            "allocation a1 has partition slurm_35 (job 35); cancel job 35 (`vipu cancel 35`) first: a job's partition"
+            " is removed when the job ends")
+    refused(scene, builders, lambda admin: admin.remove_agent("ag00"), FailedPrecondition,
+            "partition slurm_35 (job 35) is on the IPUs of agent ag00; cancel job 35 (`vipu cancel 35`) first")
+    scene.partition("p1", 4, allocation="a1").partition("slurm_36", 4, allocation="a1", holder="job 36")
+    refused(scene, builders, lambda admin: admin.remove_allocation("a1"), FailedPrecondition,
+            "allocation a1 has partitions p1, slurm_35 (job 35), slurm_36 (job 36); remove partition p1 and cancel"
+            " jobs 35, 36 (`vipu cancel 35 36`) first")
+
+
 def test_an_agent_under_two_partitions_cannot_be_removed(scene_factory, builders):
     scene = scene_factory("bow-pod64").partition("p1", 2).partition("p2", 2)
     refused(scene, builders, lambda admin: admin.remove_agent("ag00"), FailedPrecondition,
