@@ -119,6 +119,21 @@ def test_a_size_the_allocation_can_never_hold_is_bad_input_and_one_that_could_is
     assert later.returncode == 7 and "no free aligned block of 16 IPUs in allocation a1: 8 IPUs free" in later.stderr
 
 
+def test_a_size_a_removed_agent_blocks_is_no_capacity_not_bad_input(server):
+    """Regression: after `remove agent ag00`, 64 IPUs were bad input (exit 2, "ask for at most 32") while a 64-IPU
+    job waited with ReqNodeNotAvail; re-creating the agent makes 64 possible again."""
+    assert run(server, "vipu-admin", "remove", "agent", "ag00").returncode == 0
+    out = run(server, "vipu", "create", "partition", "d", "--size", "64")
+    assert out.returncode == 7 and out.stderr == (
+        "vipu: error: no free aligned block of 64 IPUs in allocation default: 60 IPUs free, the largest free block"
+        " holds 32 IPUs; out of service: machine 0 has no agent (`vipu-admin create agent NAME --machine 0`); an admin"
+        " can bring them back, or ask for a smaller size\n")
+    never = run(server, "vipu", "create", "partition", "d", "--size", "128")
+    assert never.returncode == 2 and "size is 128 but bow-pod64 has 64 IPUs" in never.stderr
+    assert run(server, "vipu-admin", "create", "agent", "ag00", "--machine", "0").returncode == 0
+    assert run(server, "vipu", "create", "partition", "d", "--size", "64").returncode == 0
+
+
 def test_get_partition_shows_gcd_sync_replicas_when_given(server):
     made = run(server, "vipu", "create", "partition", "g", "--size", "8", "--num-gcds", "2", "--gcd-sync-replicas", "4")
     assert made.returncode == 0 and "2 GCDs (4 GCD sync replicas)" in made.stdout, made.stdout
