@@ -119,6 +119,21 @@ def test_a_size_the_allocation_can_never_hold_is_bad_input_and_one_that_could_is
     assert later.returncode == 7 and "no free aligned block of 16 IPUs in allocation a1: 8 IPUs free" in later.stderr
 
 
+def test_a_size_a_removed_agent_blocks_is_no_capacity_not_bad_input(server):
+    """Regression: after `remove agent ag00`, 64 IPUs were bad input (exit 2, "ask for at most 32") while a 64-IPU
+    job waited with ReqNodeNotAvail; re-creating the agent makes 64 possible again."""
+    assert run(server, "vipu-admin", "remove", "agent", "ag00").returncode == 0
+    out = run(server, "vipu", "create", "partition", "d", "--size", "64")
+    assert out.returncode == 7 and out.stderr == (
+        "vipu: error: no free aligned block of 64 IPUs in allocation default: 60 IPUs free, the largest free block"
+        " holds 32 IPUs; out of service: machine 0 has no agent (`vipu-admin create agent NAME --machine 0`); an admin"
+        " can bring them back, or ask for a smaller size\n")
+    never = run(server, "vipu", "create", "partition", "d", "--size", "128")
+    assert never.returncode == 2 and "size is 128 but bow-pod64 has 64 IPUs" in never.stderr
+    assert run(server, "vipu-admin", "create", "agent", "ag00", "--machine", "0").returncode == 0
+    assert run(server, "vipu", "create", "partition", "d", "--size", "64").returncode == 0
+
+
 def test_get_partition_shows_gcd_sync_replicas_when_given(server):
     made = run(server, "vipu", "create", "partition", "g", "--size", "8", "--num-gcds", "2", "--gcd-sync-replicas", "4")
     assert made.returncode == 0 and "2 GCDs (4 GCD sync replicas)" in made.stdout, made.stdout
@@ -140,7 +155,8 @@ def test_unreachable_server_is_its_own_exit_code(server):
     # a submit is retried until --timeout (a restarting controller still takes it, once), and says so at once
     out = run(server, "vipu", "--timeout", "1", "submit", "--ipus", "1", env=env)
     assert out.returncode == 5 and out.stderr.splitlines() == [
-        "vipu: the controller at 127.0.0.1:1 is not answering; retrying for up to 1 s (--timeout)",
+        "vipu: the controller at 127.0.0.1:1 is not answering; retrying for up to 1 s (give a longer --timeout before"
+        " the command: vipu --timeout SECONDS COMMAND ...)",
         "vipu: error: cannot reach the V-IPU controller at 127.0.0.1:1; is vipu-server running? (set --api-host/"
         "--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)",
     ]
@@ -172,6 +188,23 @@ def test_admin_objects_through_vipu_admin(server):
     assert json.loads(run(server, "vipu", "get", "partition", "pa", "--json").stdout)["partition"]["state"] == "FAILED"
     shown = run(server, "vipu", "get", "partition", "pa").stdout
     assert "56 57(failed) 58 59" in shown and "Failed IPUs: 57 (remove the partition" in shown
+
+
+def test_an_agent_host_that_jobs_could_not_dial_is_refused(server):
+    """Regression: --host "bad host!" was listed and handed to jobs as their IPUoF address; --host "" became
+    127.0.0.1 without a word."""
+    assert run(server, "vipu-admin", "remove", "agent", "ag15").returncode == 0
+    for host, line in [
+        ("bad host!", "host (--host) 'bad host!' contains ' '; give the agent's DNS name or IP address, e.g."
+                      " ipum0.example.com or 10.1.0.7"),
+        ("", "host (--host) is empty; give the agent's DNS name or IP address, e.g. ipum0.example.com or 10.1.0.7"
+             " (without --host: 127.0.0.1)"),
+    ]:
+        out = run(server, "vipu-admin", "create", "agent", "q", "--machine", "15", "--host", host)
+        assert out.returncode == 2 and out.stderr == f"vipu-admin: error: {line}\n", out.stderr
+    assert "q" not in run(server, "vipu-admin", "list", "agents").stdout
+    made = run(server, "vipu-admin", "create", "agent", "q", "--machine", "15", "--host", "ipum15.lab", "--json")
+    assert made.returncode == 0 and json.loads(made.stdout)["host"] == "ipum15.lab"
 
 
 def test_drain_and_resume_an_agent(server):

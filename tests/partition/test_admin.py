@@ -116,6 +116,17 @@ def test_create_agent_without_a_machine_takes_the_lowest_free_one(scene_factory)
         ("port 70000", dict(port=70000), InvalidArgument, ["port is 70000", "from 1 to 65535"]),
         ("a machine past the Pod", dict(machine=16), InvalidArgument, ["machine is 16", "machines 0 to 15"]),
         ("a negative machine", dict(machine=-1), InvalidArgument, ["machine is -1", "machines 0 to 15"]),
+        # the host is what jobs dial (IPUOF_VIPU_API_HOST): a DNS name or an IP address
+        ("a host with a space", dict(host="bad host!"), InvalidArgument, ["host (--host) 'bad host!' contains ' '",
+                                                                          "give the agent's DNS name or IP address"]),
+        ("an empty host", dict(host=""), InvalidArgument, ["host (--host) '' is empty"]),
+        ("a host with '..'", dict(host="a..b"), InvalidArgument, ["'a..b' has an empty label"]),
+        ("a host label starting with '-'", dict(host="-ipum.lab"), InvalidArgument, ["starts or ends with '-'"]),
+        ("a 64-character label", dict(host="a" * 64 + ".lab"), InvalidArgument, ["over 63 characters"]),
+        ("a 254-character host", dict(host=".".join(["a" * 50] * 5)), InvalidArgument,
+         ["is 254 characters long (a DNS name has at most 253)"]),
+        ("no IPv4 address", dict(host="10.1.0.999"), InvalidArgument, ["'10.1.0.999' is not an IP address"]),
+        ("a host with '_'", dict(host="ipu_m0"), InvalidArgument, ["contains '_'"]),
     ],
 )
 def test_bad_agents_are_refused_whole(case, kwargs, error, needles, scene_factory, builders):
@@ -125,10 +136,33 @@ def test_bad_agents_are_refused_whole(case, kwargs, error, needles, scene_factor
     refused(scene, builders, lambda admin: admin.create_agent(**args), error, *needles)
 
 
+@pytest.mark.parametrize("host", ["ipum0", "ipum0.lab.example.com", "ipum0.example.", "10.1.0.7", "fe80::1", "::1"])
+def test_an_agent_host_is_a_dns_name_or_an_ip_address(host, scene_factory):
+    scene = scene_factory("bow-pod64")
+    scene.ctl.admin.remove_agent("ag07")
+    assert scene.ctl.admin.create_agent("new", host, 8080, 7).host == host
+
+
 def test_an_agent_under_a_partition_cannot_be_removed(scene_factory, builders):
     scene = scene_factory("bow-pod64").partition("p1", 8)
     refused(scene, builders, lambda admin: admin.remove_agent("ag01"), FailedPrecondition,
             "partition p1 is on the IPUs of agent ag01; remove that partition first")
+
+
+def test_a_jobs_partition_in_the_way_names_the_job_and_how_to_cancel_it(scene_factory, builders):
+    """Regression: `remove allocation a1` while job 35 ran in it said "has partition slurm_35; remove it first",
+    which `vipu remove partition slurm_35` refuses while the job runs."""
+    scene = scene_factory("bow-pod64").allocation("a1", agents(0, 1, 2, 3))
+    scene.partition("slurm_35", 4, allocation="a1", holder="job 35")
+    refused(scene, builders, lambda admin: admin.remove_allocation("a1"), FailedPrecondition,
+            "allocation a1 has partition slurm_35 (job 35); cancel job 35 (`vipu cancel 35`) first: a job's partition"
+            " is removed when the job ends")
+    refused(scene, builders, lambda admin: admin.remove_agent("ag00"), FailedPrecondition,
+            "partition slurm_35 (job 35) is on the IPUs of agent ag00; cancel job 35 (`vipu cancel 35`) first")
+    scene.partition("p1", 4, allocation="a1").partition("slurm_36", 4, allocation="a1", holder="job 36")
+    refused(scene, builders, lambda admin: admin.remove_allocation("a1"), FailedPrecondition,
+            "allocation a1 has partitions p1, slurm_35 (job 35), slurm_36 (job 36); remove partition p1 and cancel"
+            " jobs 35, 36 (`vipu cancel 35 36`) first")
 
 
 def test_an_agent_under_two_partitions_cannot_be_removed(scene_factory, builders):

@@ -216,6 +216,28 @@ def test_a_size_that_fits_once_room_is_freed_is_no_capacity_now(scene_factory, b
     assert scene.ctl.partitions.create(builders.request("p1", 16, allocation="a1")).ipus == range(0, 16)
 
 
+def test_a_size_only_machines_out_of_service_block_is_no_capacity_naming_them(scene_factory, builders):
+    """Regression: with agent ag00 removed, 64 IPUs were refused as bad input ("ask for at most 32"), though
+    re-creating the agent makes room (an agent created on a machine joins the default allocation)."""
+    scene = scene_factory("bow-pod64")
+    scene.ctl.admin.remove_agent("ag00")
+    request = builders.request("p1", 64)
+    assert_refused(scene, builders, lambda ctl: ctl.partitions.create(request), ResourceExhausted, [
+        "no free aligned block of 64 IPUs in allocation default: 60 IPUs free, the largest free block holds 32 IPUs;"
+        " out of service: machine 0 has no agent (`vipu-admin create agent NAME --machine 0`); an admin can bring"
+        " them back, or ask for a smaller size"])
+    scene.ctl.admin.set_agent_state("ag05", "DRAINED")
+    scene.ctl.partitions.fail_ipus([40, 41])
+    assert_refused(scene, builders, lambda ctl: ctl.partitions.create(request), ResourceExhausted, [
+        "machine 0 has no agent (`vipu-admin create agent NAME --machine 0`); agent ag05 is drained (`vipu-admin"
+        " resume agent ag05`); IPUs 40, 41 failed (`vipu-admin repair ipus 40 41`); an admin can bring them back, or"
+        " ask for a smaller size"])
+    scene.ctl.admin.create_agent("ag00", "ipum0", 8080, 0)
+    scene.ctl.admin.set_agent_state("ag05", "ONLINE")
+    scene.ctl.partitions.repair_ipus([40, 41])
+    assert scene.ctl.partitions.create(request).ipus == range(0, 64)
+
+
 def test_removing_an_acquired_partition_with_force_succeeds_and_frees_its_ipus(scene_factory, builders):
     scene = scene_factory("bow-pod64").partition("p1", 16).held("p1", "job-1")
     commits = len(scene.journal.commits)

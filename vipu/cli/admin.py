@@ -16,7 +16,8 @@ from vipu.cli.context import (
     TlsCaOption,
     root_options,
 )
-from vipu.cli.failure import run_app
+from vipu.cli.failure import BAD_INPUT, run_app
+from vipu.cli.failure import fail as refuse  # `fail` is the fault-injection group below
 from vipu.cli.output import print_json, print_rows, table
 from vipu.v1 import admin_pb2 as a
 
@@ -92,12 +93,15 @@ def user_row(x) -> list:
 def create_agent(
     ctx: typer.Context,
     name: str,
-    host: str = typer.Option("127.0.0.1", "--host"),
+    host: str = typer.Option("127.0.0.1", "--host", help="the agent's DNS name or IP address, which jobs dial"),
     port: int = typer.Option(8080, "--port"),
     machine: int = typer.Option(None, "--machine", help="machine index in the Pod (default: first without an agent)"),
     json_out: bool = JsonOption,
 ):
     """Register the agent of one IPU-Machine."""
+    if not host:  # the wire cannot tell an empty host from none, which the controller reads as 127.0.0.1
+        refuse("vipu-admin", "host (--host) is empty; give the agent's DNS name or IP address, e.g. ipum0.example.com"
+               " or 10.1.0.7 (without --host: 127.0.0.1)", BAD_INPUT)
     c = ctx.obj.conn
     x = c.call(c.admin.CreateAgent, a.CreateAgentRequest(name=name, host=host, port=port, machine=machine))
     show(ctx, json_out, x, AGENT_HEADERS, [agent_row(x)])
@@ -163,6 +167,11 @@ def _simple(group: typer.Typer, verb: str, kind: str, rpc_name: str, headers: li
     command.__doc__ = f"{verb.capitalize()} one {kind}."
 
 
+def _listed(ipus) -> str:
+    """'IPU 8', 'IPUs 8 9': IPUs as given, for a message."""
+    return f"IPU{'' if len(ipus) == 1 else 's'} {' '.join(map(str, ipus))}"
+
+
 def _ipus(ipus) -> str:
     ipus = list(ipus)
     return f"IPU {ipus[0]}" if len(ipus) == 1 else f"IPUs {ipus[0]}-{ipus[-1]}" if ipus else "no IPUs"
@@ -225,12 +234,13 @@ _lister("users", "ListUsers", "users", USER_HEADERS, user_row)
 def fail_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"), json_out: bool = JsonOption):
     """Mark IPUs failed; partitions on them become FAILED."""
     c = ctx.obj.conn
+    ipus = list(dict.fromkeys(ipus))  # `fail ipus 8 8` fails IPU 8 once, and says so once
     reply = c.call(c.admin.FailIpus, a.FailIpusRequest(ipus=ipus))
     if ctx.obj.wants_json(json_out):
         print_rows(reply.partitions)
     else:
         names = ", ".join(x.name for x in reply.partitions) or "none"
-        print(f"IPUs {' '.join(map(str, ipus))} failed; partitions now FAILED: {names}")
+        print(f"{_listed(ipus)} failed; partitions now FAILED: {names}")
 
 
 repair = typer.Typer(help="Put failed IPUs back in service.", no_args_is_help=True)
@@ -241,11 +251,17 @@ kill = typer.Typer(help="Fault injection: kill a machine's actor.", no_args_is_h
 def repair_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"), json_out: bool = JsonOption):
     """Put failed IPUs back in service (FAILED partitions stay FAILED until reset or removed)."""
     c = ctx.obj.conn
+    ipus = list(dict.fromkeys(ipus))
     reply = c.call(c.admin.RepairIpus, a.FailIpusRequest(ipus=ipus))
     if ctx.obj.wants_json(json_out):
         print_json(list(reply.ipus))
+        return
+    healthy = [i for i in ipus if i not in set(reply.ipus)]
+    were = f"{_listed(healthy)} {'was' if len(healthy) == 1 else 'were'} not failed"
+    if not reply.ipus:
+        print(f"Nothing repaired: {were}")
     else:
-        print(f"IPUs repaired: {' '.join(map(str, reply.ipus)) or 'none (they were not failed)'}")
+        print(f"{_listed(reply.ipus)} repaired" + (f" ({were})" if healthy else ""))
 
 
 @kill.command("machine")

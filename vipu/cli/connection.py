@@ -28,7 +28,7 @@ import grpc  # noqa: E402
 if not _verbosity_set:
     del os.environ["GRPC_VERBOSITY"]
 
-from vipu.cli.failure import BAD_INPUT, UNREACHABLE, fail, fail_rpc, from_controller, warn  # noqa: E402
+from vipu.cli.failure import BAD_INPUT, TIMEOUT_HOW, UNREACHABLE, fail, fail_rpc, from_controller, warn  # noqa: E402
 from vipu.v1 import admin_pb2_grpc, job_pb2_grpc, partition_pb2_grpc  # noqa: E402
 
 DEFAULT_HOST = "localhost"
@@ -205,9 +205,9 @@ class Connection:
                     fail(self.prog, problem, UNREACHABLE)
                 if not (retry and unavailable and left > 0.25):
                     fail_rpc(self.prog, e, self.address)
-                if probe:  # say why nothing happens for up to --timeout, once
+                if probe:  # say why nothing happens for up to --timeout, once, and how to change it
                     print(f"{self.prog}: the controller at {self.address} is not answering; retrying for up to"
-                          f" {self.timeout:g} s (--timeout)", file=sys.stderr, flush=True)
+                          f" {self.timeout:g} s ({TIMEOUT_HOW.format(prog=self.prog)})", file=sys.stderr, flush=True)
                 probe = False
                 time.sleep(0.2)
 

@@ -34,8 +34,17 @@ EXIT_CODES = {
 }
 
 
-def fail(prog: str, message: str, code: int) -> NoReturn:
+def error(prog: str, message: str) -> None:
+    """The line a failure prints, for a command that goes on (to its next job id)."""
     print(f"{prog}: error: {message}", file=sys.stderr)
+
+
+# --timeout is an option of the program, as --api-host is, so it goes before the command; said where it matters
+TIMEOUT_HOW = "give a longer --timeout before the command: {prog} --timeout SECONDS COMMAND ..."
+
+
+def fail(prog: str, message: str, code: int) -> NoReturn:
+    error(prog, message)
     raise SystemExit(code)
 
 
@@ -55,7 +64,7 @@ def fail_rpc(prog: str, error: grpc.RpcError, address: str) -> NoReturn:
     elif code == grpc.StatusCode.UNAVAILABLE:
         message = f"cannot reach the V-IPU controller at {address}; is vipu-server running? (set --api-host/--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)"
     elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        message = f"the V-IPU controller at {address} did not answer in time; retry or raise --timeout"
+        message = f"the V-IPU controller at {address} did not answer in time; retry, or {TIMEOUT_HOW.format(prog=prog)}"
     else:
         message = error.details() or code.name
     fail(prog, message, EXIT_CODES.get(code, ERROR))
@@ -79,8 +88,12 @@ def run_app(app, prog: str) -> NoReturn:
     errors = {cls.__name__: cls for cls in typer.BadParameter.__mro__}
     usage_error, click_exception = errors["UsageError"], errors["ClickException"]
     no_args = getattr(sys.modules[usage_error.__module__], "NoArgsIsHelpError", ())
+    from vipu.cli.params import wire_ints
+
+    command = typer.main.get_command(app)
+    wire_ints(command)  # every integer checked against the wire, and `fail ipus -1` read as a number
     try:
-        code = app(prog_name=prog, standalone_mode=False)
+        code = command(prog_name=prog, standalone_mode=False)
     except no_args as e:
         from typer import rich_utils
 

@@ -1,5 +1,6 @@
-"""Job ids as users write them, N or N_T (task T of array job N) as squeue prints them, and what scancel and
-scontrol do with several: act on each id that can be acted on and report each that cannot."""
+"""Job ids as users write them, N, N_T (task T of array job N) or N_[A-B,C] (those tasks of array job N) as
+squeue prints them, and what scancel and scontrol do with several: act on each id that can be acted on and report
+each that cannot."""
 
 from __future__ import annotations
 
@@ -7,7 +8,18 @@ import re
 
 import typer
 
-from vipu.cli.failure import BAD_INPUT, NOT_FOUND, OK, UNREACHABLE, fail
+from vipu.cli.failure import (
+    BAD_INPUT,
+    CONFLICT,
+    DENIED,
+    ERROR,
+    NO_CAPACITY,
+    NOT_FOUND,
+    OK,
+    UNREACHABLE,
+    error,
+    fail,
+)
 from vipu.cli.output import print_json, print_rows
 from vipu.v1 import job_pb2 as j
 
@@ -30,34 +42,136 @@ ID_FORMS = "give N (a job, or all tasks of array job N) or N_T (task T of array 
 IDS = {"ignore_unknown_options": True}  # so `-3` reaches the job id check and its one line, not click's usage box
 
 
+# N_[A-B,C,...]: tasks of array job N as squeue prints pending ones (scancel and scontrol take it too; a %N
+# suffix, which only sbatch --array takes, is refused)
+TASK_RANGE = re.compile(r"([0-9]+)_\[([^\]]*)\]")
+SPAN = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+RANGE_FORM = "write tasks as N_[A-B,C], e.g. 26_[1-3,7]"
+
+
 def parse_id(text: str) -> tuple[int, int | None]:
-    """(job, task) from N or N_T; anything else is refused."""
+    """(job, task) from N or N_T; anything else is refused (N_[A-B,C] only where several ids are taken: act())."""
     match = JOB_ID.fullmatch(text)
+    if not match and TASK_RANGE.fullmatch(text):
+        array, tasks = parse_range(text)
+        fail("vipu", f"job id {text!r} names {len(tasks)} tasks, and here a job id is N or N_T: give the tasks one"
+             f" by one, e.g. {array}_{tasks[0]}", BAD_INPUT)
     if not match or any(g is not None and int(g) > MAX_ID for g in match.groups()):
         fail("vipu", f"job id {text!r} is not a job id; {ID_FORMS}", BAD_INPUT)
     job, task = match.groups()
     return int(job), None if task is None else int(task)
 
 
+def parse_range(text: str) -> tuple[int, list[int]]:
+    """(array job, its tasks in order, each once) from N_[A-B,C,...]; bounded as an array is, before anything is
+    expanded (N_[0-999999999] is refused at once)."""
+    from vipu.scheduler.arrays import MAX_ARRAY_INDEX, MAX_ARRAY_TASKS
+
+    array, body = TASK_RANGE.fullmatch(text).groups()  # type: ignore[union-attr]
+    if int(array) > MAX_ID:
+        fail("vipu", f"job id {text!r} is not a job id; {RANGE_FORM}", BAD_INPUT)
+    spans, count = [], 0
+    for part in body.split(","):
+        match = SPAN.fullmatch(part.strip())
+        if not match:
+            fail("vipu", f"job id {text!r}: {part.strip()!r} is not a task or range of tasks; {RANGE_FORM}",
+                 BAD_INPUT)
+        start, end = int(match[1]), int(match[2] if match[2] is not None else match[1])
+        if end < start:
+            fail("vipu", f"job id {text!r}: tasks {start}-{end} run backwards; write {end}-{start}", BAD_INPUT)
+        if end > MAX_ARRAY_INDEX:
+            fail("vipu", f"job id {text!r}: task {end} is above the largest task index, {MAX_ARRAY_INDEX}",
+                 BAD_INPUT)
+        count += end - start + 1
+        if count > MAX_ARRAY_TASKS:
+            fail("vipu", f"job id {text!r} names more than {MAX_ARRAY_TASKS} tasks, more than an array has; give"
+                 " the tasks it has (`vipu queue` lists them)", BAD_INPUT)
+        spans.append((start, end))
+    return int(array), list(dict.fromkeys(t for start, end in spans for t in range(start, end + 1)))
+
+
+def check(text: str) -> None:
+    """Refuse, with one line, an id that is neither N, N_T nor N_[A-B,C]."""
+    if TASK_RANGE.fullmatch(text):
+        parse_range(text)
+    elif "[" in text or "]" in text:
+        limit = " (a %N limit is for `vipu submit --array`)" if TASK_RANGE.match(text) else ""
+        fail("vipu", f"job id {text!r} is not a job id{limit}; {RANGE_FORM}", BAD_INPUT)
+    else:
+        parse_id(text)
+
+
+class TaskIds:
+    """The job ids of array tasks, asked of the controller once per array however many of its tasks are named
+    (N_[0-4999] names 5,000). ListJobs lists an array's active tasks; an ended task is known only to History,
+    which lists every ended job, so it is asked only when a task is not active, and once."""
+
+    def __init__(self, cli):
+        self.cli = cli
+        self.arrays: dict[int, dict[int, int]] = {}  # array -> task -> job id
+        self.ended: list[j.Job] | None = None
+
+    def tasks(self, array: int, wanted: list[int]) -> dict[int, int]:
+        """Task -> job id of every task of `array` known, the ended ones too if one of `wanted` is not active."""
+        jobs = self.cli.conn.jobs
+        if array not in self.arrays:
+            listed = self.cli.conn.call(jobs.ListJobs, j.ListJobsRequest(ids=[array], brief=True)).jobs
+            self.arrays[array] = {x.array_task_id: x.id for x in listed if in_array(x, array)}
+        known = self.arrays[array]
+        if any(task not in known for task in wanted):
+            if self.ended is None:
+                self.ended = list(self.cli.conn.call(jobs.History, j.HistoryRequest(brief=True)).jobs)
+            known.update((x.array_task_id, x.id) for x in self.ended if in_array(x, array))
+        return known
+
+    def resolve_range(self, text: str) -> tuple[list[int], int]:
+        """The job ids of the tasks N_[A-B,C] names that exist, and NOT_FOUND after one line naming those that do
+        not (OK if none)."""
+        from vipu.cli.jobs import spans
+
+        array, wanted = parse_range(text)
+        tasks = self.tasks(array, wanted)
+        missing = [task for task in wanted if task not in tasks]
+        if not missing:
+            return [tasks[task] for task in wanted], OK
+        if not tasks:  # no such job, or not an array: said as for N_T
+            self.resolve(f"{array}_{missing[0]}", shown=text)
+        error("vipu", f"job id {text!r}: array job {array} has no task{'' if len(missing) == 1 else 's'}"
+              f" {spans(sorted(missing))}; `vipu queue` and `vipu history` list its tasks")
+        return [tasks[task] for task in wanted if task in tasks], NOT_FOUND
+
+    def resolve(self, text: str, shown: str | None = None) -> int:
+        """The job id that N or N_T names; `shown`: the id as the user wrote it, for the messages."""
+        array, task = parse_id(text)
+        shown = shown or text
+        if task is None:
+            return array
+        tasks = self.tasks(array, [task])
+        if task in tasks:
+            return tasks[task]
+        if tasks:
+            fail("vipu", f"job id {shown!r}: array job {array} has no task {task}; `vipu queue` and `vipu history`"
+                 " list its tasks", NOT_FOUND)
+        head = self.cli.conn.call(self.cli.conn.jobs.GetJob, j.GetJobRequest(id=array))  # NOT_FOUND if none
+        what = f"it is task {job_id(head)}" if head.HasField("array_job_id") else "it is a single job"
+        fail("vipu", f"job id {shown!r}: job {array} is not an array job ({what}); {ID_FORMS}", BAD_INPUT)
+
+
 def resolve_id(cli, text: str) -> int:
-    """The job id that N or N_T names. ListJobs lists the array's active tasks; an ended task is known only to
-    History, which lists every ended job, so it is asked only when the task is not active."""
-    array, task = parse_id(text)
-    if task is None:
-        return array
-    listed = cli.conn.call(cli.conn.jobs.ListJobs, j.ListJobsRequest(ids=[array], brief=True)).jobs
-    tasks = {x.array_task_id: x.id for x in listed if in_array(x, array)}
-    if task not in tasks:
-        ended = cli.conn.call(cli.conn.jobs.History, j.HistoryRequest(brief=True)).jobs
-        tasks.update((x.array_task_id, x.id) for x in ended if in_array(x, array))
-    if task in tasks:
-        return tasks[task]
-    if tasks:
-        fail("vipu", f"job id {text!r}: array job {array} has no task {task}; `vipu queue` and `vipu history` list"
-             " its tasks", NOT_FOUND)
-    head = cli.conn.call(cli.conn.jobs.GetJob, j.GetJobRequest(id=array))  # NOT_FOUND if there is no such job
-    what = f"it is task {job_id(head)}" if head.HasField("array_job_id") else "it is a single job"
-    fail("vipu", f"job id {text!r}: job {array} is not an array job ({what}); {ID_FORMS}", BAD_INPUT)
+    """The job id that N or N_T names."""
+    return TaskIds(cli).resolve(text)
+
+
+# Several ids failing for different reasons: the exit code is the gravest failure, in this order, whatever the
+# order of the ids. Not found outranks conflict: `vipu cancel 25 999` with 25 ended and 999 a typo exits 3, so a
+# script can tell a mistyped id from a job that had simply ended already (4, when that is the only failure).
+GRAVEST_FIRST = (ERROR, BAD_INPUT, DENIED, NOT_FOUND, CONFLICT, NO_CAPACITY, UNREACHABLE)
+
+
+def graver(code: int, other: int) -> int:
+    """The graver of two exit codes (OK is no failure)."""
+    ranked = [c for c in (code, other) if c != OK]
+    return min(ranked, key=lambda c: GRAVEST_FIRST.index(c) if c in GRAVEST_FIRST else 0, default=OK)
 
 
 def held(x: j.Job) -> str:
@@ -66,7 +180,10 @@ def held(x: j.Job) -> str:
 
 
 MANY = 20  # more changed jobs than this: one line with their number instead of a line each
-IDS_HELP = "job ids: N (an array job: all its tasks) or N_T (task T of array job N)"
+IDS_HELP = ("job ids: N (an array job: all its tasks), N_T (task T of array job N) or N_[A-B,C] (those tasks, as"
+            " vipu queue prints them). Each id is acted on if it can be and each that cannot gets an error line; the"
+            " exit code is 0 if none failed, else the gravest failure: 2 (bad id), 6 (denied), 3 (not found), then"
+            " 4 (ended, or in the wrong state)")
 
 
 def lines(jobs, verb: str) -> list[str]:
@@ -105,29 +222,35 @@ def array_changes(cli, array: int, before: dict[int, j.Job], cancelled: bool) ->
 
 def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> tuple[list[j.Job], int]:
     """What scancel and scontrol do with several ids: act on each id that can be acted on, print a line for each
-    success and one error line for each failure; returns the jobs changed and the first failure's exit code (0 if
-    none). N is a job or every task of array job N; N_T is one task, sent as `single` (the first task's job id is
-    the array's own). A cancel of several cancels the active jobs named in one all-or-nothing call (cancel_together);
-    every other id, and every id of the other commands, gets a call of its own (the RPCs are all-or-nothing, which
-    other clients rely on), so each failure prints its line once."""
-    ids = [parse_id(text) for text in texts]  # one malformed id and nothing is done
-    before = {} if as_json else active(cli, [job for job, task in ids if task is None])  # for array_changes
+    success and one error line for each failure; returns the jobs changed and the gravest failure's exit code
+    (GRAVEST_FIRST; 0 if none). N is a job or every task of array job N; N_T is one task, sent as `single` (the first
+    task's job id is the array's own), and N_[A-B,C] each of those tasks. A cancel of several cancels the active
+    jobs named in one all-or-nothing call (cancel_together); every other id, and every id of the other commands,
+    gets a call of its own (the RPCs are all-or-nothing, which other clients rely on), so each failure prints its
+    line once."""
+    for text in texts:  # one malformed id and nothing is done
+        check(text)
+    wholes = [int(text) for text in texts if text.isdigit()]
+    before = {} if as_json else active(cli, wholes)  # for array_changes
     method = getattr(cli.conn.jobs, rpc)
-    targets: list[tuple[int, bool]] = []  # (job id, single), each once
+    targets: dict[tuple[int, bool], None] = {}  # (job id, single), each once, in order
     failed = OK
-    for text, (_, task) in zip(texts, ids):
+    task_ids = TaskIds(cli)
+    for text in texts:
         try:
-            target = (resolve_id(cli, text), task is not None)
-        except SystemExit as e:  # resolve_id printed the line naming the id: on to the next
+            if TASK_RANGE.fullmatch(text):
+                found, code = task_ids.resolve_range(text)
+                failed = graver(failed, code)
+                targets.update(dict.fromkeys((job, True) for job in found))
+            else:
+                targets[(task_ids.resolve(text), not text.isdigit())] = None
+        except SystemExit as e:  # resolve printed the line naming the id: on to the next
             if e.code == UNREACHABLE:  # every other id would wait as long and fail alike
                 raise
-            failed = failed or e.code
-            continue
-        if target not in targets:
-            targets.append(target)
+            failed = graver(failed, e.code)
     replies: dict[tuple[int, bool], list[j.Job]] = {}
     if rpc == "CancelJobs" and len(targets) > 1:
-        replies = cancel_together(cli, method, targets)
+        replies = cancel_together(cli, method, list(targets))
     for target in targets:  # the rest one by one: each refusal prints its own line
         if target in replies:
             continue
@@ -136,7 +259,7 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
         except SystemExit as e:  # the call printed the line naming the id: on to the next
             if e.code == UNREACHABLE:
                 raise
-            failed = failed or e.code
+            failed = graver(failed, e.code)
             replies[target] = []
     done = []
     for job, single in targets:

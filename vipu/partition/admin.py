@@ -16,12 +16,30 @@ from vipu.partition.admin_objects import (
     Cluster,
     User,
 )
-from vipu.partition.rules import check_name, named
+from vipu.partition.rules import check_host, check_name, job_of_partition, named
 from vipu.partition.state import Journal, PodState
 
 
 def key_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+def of_jobs(partitions: list[str]) -> list[str]:
+    """Partition names for a message, a job's marked as its: 'slurm_35 (job 35)'."""
+    return [p if job_of_partition(p) is None else f"{p} (job {job_of_partition(p)})" for p in partitions]
+
+
+def clear_first(partitions: list[str], fix: str) -> str:
+    """What frees `partitions`: `fix` (remove them) for partitions of no job; a job's goes only when the job ends,
+    and removing it is refused while the job runs, so the fix for it is cancelling the job."""
+    jobs = [str(job) for job in map(job_of_partition, partitions) if job is not None]
+    if not jobs:
+        return fix
+    cancel = f"job{'' if len(jobs) == 1 else 's'} {', '.join(jobs)} (`vipu cancel {' '.join(jobs)}`)"
+    others = [p for p in partitions if job_of_partition(p) is None]
+    if others:
+        return f"remove {named('partition', others)} and cancel {cancel} first"
+    return f"cancel {cancel} first: a job's partition is removed when the job ends"
 
 
 class Admin:
@@ -63,12 +81,14 @@ class Admin:
         busy = self._partitions_on(agents)
         if busy:
             one = len(busy) == 1
-            raise FailedPrecondition(f"{named('partition', busy)} {'is' if one else 'are'} on the IPUs of {what};"
-                                     f" remove {'that partition' if one else 'those partitions'} first")
+            fix = f"remove {'that partition' if one else 'those partitions'} first"
+            raise FailedPrecondition(f"{named('partition', of_jobs(busy))} {'is' if one else 'are'} on the IPUs of"
+                                     f" {what}; {clear_first(busy, fix)}")
 
     # agents --------------------------------------------------------------------------------------------------
     def create_agent(self, name: str, host: str, port: int, machine: int | None = None) -> Agent:
         self._new_name("agent", name)
+        check_host(host)
         if not 0 < port < 65536:
             raise InvalidArgument(f"port is {port}; give a TCP port from 1 to 65535")
         taken = self.state.agent_of_machine()
@@ -206,8 +226,9 @@ class Admin:
         allocation = self.state.get("allocation", name)
         busy = sorted(p.name for p in self.state.partitions.values() if p.allocation == name)
         if busy:
-            raise FailedPrecondition(f"allocation {name} has {named('partition', busy)};"
-                                     f" remove {'it' if len(busy) == 1 else 'them'} first")
+            fix = f"remove {'it' if len(busy) == 1 else 'them'} first"
+            raise FailedPrecondition(f"allocation {name} has {named('partition', of_jobs(busy))};"
+                                     f" {clear_first(busy, fix)}")
         self._commit(deletes=[("allocation", name)])
         return allocation
 

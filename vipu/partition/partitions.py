@@ -9,7 +9,7 @@ from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, Reso
 from vipu.partition.admin_objects import DEFAULT_ALLOCATION, IpuFailure
 from vipu.partition.partition import Partition, PartitionRequest, Transition
 from vipu.partition.placement import block_mask, largest_free_block, place
-from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size, n_ipus
+from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size, n_ipus, named
 from vipu.partition.state import Journal, PodState
 from vipu.partition.states import PartitionState as S
 
@@ -66,10 +66,11 @@ class Partitions:
             )
         if first is None:
             free, largest = usable.bit_count(), largest_free_block(usable, state.pod.ipus)
-            raise ResourceExhausted(
-                f"no free aligned block of {n_ipus(request.size)} in allocation {allocation}: {n_ipus(free)} free,"
-                f" the largest free block holds {n_ipus(largest)}; remove a partition or ask for a smaller size"
-            )
+            room = (f"no free aligned block of {n_ipus(request.size)} in allocation {allocation}: {n_ipus(free)} free,"
+                    f" the largest free block holds {n_ipus(largest)}")
+            if place(state.capacity_mask(allocation) & ~state.used_mask, state.pod.ipus, request.size) is not None:
+                raise ResourceExhausted(f"{room}; {self._out_of_service(allocation)}")  # not a partition in the way
+            raise ResourceExhausted(f"{room}; remove a partition or ask for a smaller size")
         now = self.now()
         machine = state.topology.place(first).machine
         cluster = next((c.name for c in state.clusters.values() if any(
@@ -114,6 +115,22 @@ class Partitions:
         raise InvalidArgument(
             f"size is {size} but allocation {allocation} has {n_ipus(total)}{shape}; ask for at most {largest}"
         )
+
+    def _out_of_service(self, allocation: str) -> str:
+        """What keeps a size that would fit with every machine of the allocation in service from fitting now, and
+        the fix."""
+        vacant, drained, failed = self.state.out_of_service(allocation)
+        why = []
+        if vacant:
+            why.append(f"{named('machine', list(map(str, vacant)))} {'has' if len(vacant) == 1 else 'have'} no agent"
+                       f" (`vipu-admin create agent NAME --machine {vacant[0]}`)")
+        if drained:
+            why.append(f"{named('agent', drained)} {'is' if len(drained) == 1 else 'are'} drained"
+                       f" (`vipu-admin resume agent {drained[0]}`)")
+        if failed:
+            why.append(f"{named('IPU', list(map(str, failed)))} failed"
+                       f" (`vipu-admin repair ipus {' '.join(map(str, failed))}`)")
+        return f"out of service: {'; '.join(why)}; an admin can bring them back, or ask for a smaller size"
 
     def get(self, name: str) -> Partition:
         return self.state.get("partition", name)

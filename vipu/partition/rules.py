@@ -27,6 +27,34 @@ def check_name(kind: str, name: str) -> str:
     return name
 
 
+HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def check_host(host: str) -> str:
+    """An agent's host is what jobs dial (IPUOF addresses, `vipu get partition`): a DNS name (RFC 1123 labels of
+    letters, digits and '-', at most 253 characters) or an IP address."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
+    bad = next((c for c in host if not (c.isascii() and (c.isalnum() or c in ".-"))), None)
+    why = ("is empty" if not host else f"contains {bad!r}" if bad is not None
+           else f"is {len(host)} characters long (a DNS name has at most 253)" if len(host) > 253
+           else "has an empty label ('..', or a '.' at the start)" if "" in labels
+           else "has a label that starts or ends with '-', or is over 63 characters" if not all(
+               HOST_LABEL.fullmatch(label) for label in labels)
+           else "is not an IP address (and a DNS name does not end in a number)" if labels[-1].isdigit()
+           else None)
+    if why:
+        raise InvalidArgument(f"host (--host) {host!r} {why}; give the agent's DNS name or IP address, e.g."
+                              " ipum0.example.com or 10.1.0.7")
+    return host
+
+
 def job_partition_name(job_id: int) -> str:
     """The partition a running job holds, named as V-IPU's Slurm plugin names it."""
     return f"slurm_{job_id}"

@@ -112,13 +112,30 @@ class PodState:
         return eligible
 
     def capacity_mask(self, allocation: str) -> int:
-        """IPUs of every agent of the allocation, drained or not, used or not, failed or not: the most a partition of
-        it could ever get (drains end, failures are repaired, partitions are removed; its agents stay)."""
-        return mask_of(
-            ipu
-            for name in self.allocation_agents(allocation)
-            for ipu in self.topology.machine_ipus(self.agents[name].machine)
-        )
+        """IPUs of every agent of the allocation, drained or not, used or not, failed or not, and for the default
+        allocation those of its machines without an agent: the most a partition of it could ever get (drains end,
+        failures are repaired, partitions are removed, and an agent created on a machine joins its domain's cluster
+        and so the default allocation: admin.py)."""
+        machines = [self.agents[name].machine for name in self.allocation_agents(allocation)]
+        if allocation == DEFAULT_ALLOCATION:
+            machines += self.machines_without_agent()
+        return mask_of(ipu for machine in machines for ipu in self.topology.machine_ipus(machine))
+
+    def machines_without_agent(self) -> list[int]:
+        """Machines of a cluster's IPU-Link domains that have no agent (removed): an agent created there joins the
+        default allocation."""
+        per_ild = self.pod.machines_per_ild
+        ilds = {self.agents[a].machine // per_ild for c in self.clusters.values() for a in c.agents if a in self.agents}
+        taken = self.agent_of_machine()
+        return [m for m in range(self.pod.machines) if m not in taken and m // per_ild in ilds]
+
+    def out_of_service(self, allocation: str) -> tuple[list[int], list[str], list[int]]:
+        """What keeps the allocation's IPUs from new partitions, each for an admin to end: machines without an agent
+        (default allocation only), drained agents, failed IPUs."""
+        vacant = self.machines_without_agent() if allocation == DEFAULT_ALLOCATION else []
+        drained = sorted(a for a in self.allocation_agents(allocation) if self.agents[a].state != "ONLINE")
+        capacity = self.capacity_mask(allocation)
+        return vacant, drained, sorted(i for i in self.failed_ipus if capacity >> i & 1)
 
     def usable_mask(self, allocation: str) -> int:
         """IPUs a new partition in `allocation` may use: on its agents, not failed, not drained, not in use."""

@@ -1,0 +1,101 @@
+"""Whole numbers on the command line: a value the wire cannot carry is one line naming the option and its range
+(exit 2), not a traceback (exit 1); a negative number is a number, refused by the controller as any other; IPUs
+are counted once and in the singular for one."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+
+from vipu.cli import admin, main
+from vipu.cli.params import WireInt, WireIntRange, wire_ints
+
+from tests.cli.test_cli_e2e import run
+
+HUGE = "99999999999999999999"
+INT32 = "give a whole number from -2147483648 to 2147483647"
+INT64 = "give a whole number from -9223372036854775808 to 9223372036854775807"
+
+TOO_BIG = [
+    # command line, what the one line names
+    (["vipu-admin", "fail", "ipus", HUGE], f"'ipus': {HUGE} is out of range; {INT32}"),
+    (["vipu-admin", "fail", "ipus", "2147483648"], f"'ipus': 2147483648 is out of range; {INT32}"),
+    (["vipu-admin", "repair", "ipus", HUGE], f"'ipus': {HUGE} is out of range; {INT32}"),
+    (["vipu-admin", "kill", "machine", HUGE], f"'machine': {HUGE} is out of range; {INT32}"),
+    (["vipu-admin", "fail", "link", "0", HUGE], f"'ipu_b': {HUGE} is out of range; {INT32}"),
+    (["vipu-admin", "create", "agent", "q", "--machine", HUGE], f"'--machine': {HUGE} is out of range; {INT32}"),
+    (["vipu-admin", "create", "agent", "q", "--port", HUGE], f"'--port': {HUGE} is out of range; {INT32}"),
+    (["vipu-admin", "create", "cluster", "c3", "--agents", "ag00", "--num-ipulinkdomains", "99999999999"],
+     "'--num-ipulinkdomains': 99999999999 is out of range; give a whole number from 1 to 2147483647"),
+    (["vipu", "create", "partition", "x", "--size", HUGE], f"'--size': {HUGE} is out of range; {INT64}"),
+    (["vipu", "create", "partition", "x", "--size", "4", "--num-gcds", HUGE], f"'--num-gcds': {HUGE}"),
+    (["vipu", "get", "partition", "x", "--gcd", HUGE], f"'--gcd': {HUGE} is out of range; {INT32}"),
+    (["vipu", "history", "--limit", HUGE], f"'--limit': {HUGE} is out of range; {INT32}"),
+    (["vipu", "submit", "--ipus", HUGE], f"'--ipus': {HUGE} is out of range; {INT32}"),
+    # job ids are text, checked by job_ids.py against int64
+    (["vipu", "cancel", HUGE], f"job id '{HUGE}' is not a job id"),
+    (["vipu", "show", "job", HUGE], f"job id '{HUGE}' is not a job id"),
+]
+
+
+def one_error(out, prog: str) -> str:
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), out.stderr
+    return lines[0]
+
+
+def test_a_number_too_big_for_the_wire_is_one_line_naming_the_option_and_its_range(server):
+    for args, words in TOO_BIG:
+        out = run(server, *args)
+        assert out.returncode == 2, (args, out.stderr)
+        assert words in one_error(out, args[0]), args
+    assert run(server, "vipu", "list", "partitions", "--json").stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("app", [main.app, admin.app], ids=["vipu", "vipu-admin"])
+def test_every_integer_parameter_is_checked_against_the_wire(app):
+    """The guard for commands still to come: wire_ints reaches every integer of every command."""
+    root = typer.main.get_command(app)
+    wire_ints(root)
+
+    def params(command):
+        yield from ((command, p) for p in command.params)
+        for sub in getattr(command, "commands", {}).values():
+            yield from params(sub)
+
+    ints = [(c.name, p.name, p.type) for c, p in params(root) if "int" in type(p.type).__name__.lower()]
+    assert ints and all(isinstance(kind, (WireInt, WireIntRange)) for _, _, kind in ints), ints
+    numbered = {c for c, p in params(root) if p.param_type_name == "argument" and isinstance(p.type, WireInt)}
+    assert {c.name for c in numbered} == ({"ipus", "machine", "link"} if app is admin.app else set())
+    assert all(c.context_settings["ignore_unknown_options"] for c in numbered)  # so -1 reaches the argument
+
+
+def test_a_negative_number_is_a_number_refused_by_the_controller(server):
+    for args, line in [
+        (["fail", "ipus", "-1"], "ipu -1 does not exist; bow-pod64 has IPUs 0 to 63"),
+        (["repair", "ipus", "3", "-1"], "ipu -1 does not exist; bow-pod64 has IPUs 0 to 63"),
+        (["fail", "link", "0", "-4"], "ipu -4 does not exist; bow-pod64 has IPUs 0 to 63"),
+        (["kill", "machine", "-3"], "machine is -3; bow-pod64 has machines 0 to 15"),
+        (["create", "agent", "q", "--machine", "-1"], "machine is -1; bow-pod64 has machines 0 to 15"),
+    ]:
+        out = run(server, "vipu-admin", *args)
+        assert out.returncode == 2 and one_error(out, "vipu-admin") == f"vipu-admin: error: {line}", (args, out.stderr)
+    # an unknown option is still one, with what it may have meant
+    out = run(server, "vipu-admin", "fail", "ipus", "3", "--jsn")
+    assert out.returncode == 2 and one_error(out, "vipu-admin") == (
+        "vipu-admin: error: No such option: --jsn (Possible options: --json, --showjson); see `vipu-admin fail ipus"
+        " --help`")
+    assert run(server, "vipu-admin", "repair", "ipus", "3").stdout == "Nothing repaired: IPU 3 was not failed\n"
+
+
+def test_fail_and_repair_name_each_ipu_once_in_the_right_number(server):
+    for args, line in [
+        (["fail", "ipus", "8", "8"], "IPU 8 failed; partitions now FAILED: none"),
+        (["fail", "ipus", "0"], "IPU 0 failed; partitions now FAILED: none"),
+        (["fail", "ipus", "2", "1", "2"], "IPUs 2 1 failed; partitions now FAILED: none"),
+        (["repair", "ipus", "8", "8"], "IPU 8 repaired"),
+        (["repair", "ipus", "2", "1", "5"], "IPUs 1 2 repaired (IPU 5 was not failed)"),
+        (["repair", "ipus", "5", "6", "5"], "Nothing repaired: IPUs 5 6 were not failed"),
+    ]:
+        out = run(server, "vipu-admin", *args)
+        assert out.returncode == 0 and out.stdout == line + "\n", (args, out.stdout, out.stderr)

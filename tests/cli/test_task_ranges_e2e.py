@@ -1,0 +1,69 @@
+"""Task ranges as `vipu queue` prints them (N_[A-B,C]) taken by every command that takes several job ids, and the
+exit code of a command whose ids fail for different reasons."""
+
+from __future__ import annotations
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_job_ids_and_simulate import HELD, one_error
+from tests.cli.test_jobs_e2e import jobs, show, submit
+
+
+def test_the_task_range_queue_prints_is_a_job_id(server):
+    tasks = submit(server, "--ipus", "1", "--time-limit", "1m", "--begin", "now+1h", "--array", "0-9")
+    array = tasks[0]
+    [row] = run(server, "vipu", "queue", "--no-header").stdout.splitlines()
+    printed = row.split("|")[0].strip()
+    assert printed == f"{array}_[0-9]"
+    out = run(server, "vipu", "hold", printed)
+    assert out.returncode == 0 and out.stdout.splitlines() == [
+        f"Job {array}_{t} held: PENDING (held)" for t in range(10)], out.stderr
+
+    out = run(server, "vipu", "release", f"{array}_[1-3,7]", f"{array}_2")  # each task once
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"Job {array}_{t} released: PENDING" for t in (1, 2, 3, 7)]
+    assert [show(server, t)["held"] for t in tasks] == [t not in (1, 2, 3, 7) for t in range(10)]
+
+    # the tasks there are are cancelled, those there are not named in one line
+    out = run(server, "vipu", "cancel", f"{array}_[8-12]")
+    assert out.returncode == 3
+    assert out.stdout.splitlines() == [f"Job {array}_{t} cancelled: CANCELLED" for t in (8, 9)]
+    assert one_error(out) == (f"vipu: error: job id '{array}_[8-12]': array job {array} has no tasks 10-12; `vipu"
+                              " queue` and `vipu history` list its tasks")
+
+    before = {i: (x["state"], x["held"]) for i, x in jobs(server).items()}
+    for bad, line in [
+        (f"{array}_[0-99999]", "names more than 10000 tasks, more than an array has"),
+        (f"{array}_[3-1]", "tasks 3-1 run backwards; write 1-3"),
+        (f"{array}_[1,x]", "'x' is not a task or range of tasks; write tasks as N_[A-B,C], e.g. 26_[1-3,7]"),
+        (f"{array}_[]", "'' is not a task or range of tasks"),
+        (f"{array}_[1-3]%2", "is not a job id (a %N limit is for `vipu submit --array`)"),
+        (f"{array}_[1-3", "is not a job id; write tasks as N_[A-B,C]"),
+    ]:
+        for command in ("cancel", "hold", "release", "requeue"):
+            out = run(server, "vipu", command, "1", bad)  # one malformed id and nothing is done
+            assert out.returncode == 2 and line in one_error(out), (command, bad, out.stderr)
+    out = run(server, "vipu", "show", "job", f"{array}_[1-2]")
+    assert out.returncode == 2 and one_error(out) == (
+        f"vipu: error: job id '{array}_[1-2]' names 2 tasks, and here a job id is N or N_T: give the tasks one by one,"
+        f" e.g. {array}_1")
+    [single] = submit(server, *HELD)
+    out = run(server, "vipu", "cancel", f"{single}_[0-1]")
+    assert out.returncode == 2 and f"job id '{single}_[0-1]': job {single} is not an array job" in one_error(out)
+    assert {i: (x["state"], x["held"]) for i, x in jobs(server).items() if i != single} == before
+
+
+def test_the_exit_code_of_several_failures_is_the_gravest_not_the_first(server):
+    """`vipu cancel 25 26 999` with 25 and 26 ended exited 4 (conflict), the first failure's code, though 999 did
+    not exist: not found outranks conflict, whatever the order of the ids."""
+    ended = [submit(server, *HELD)[0] for _ in range(2)]
+    assert run(server, "vipu", "cancel", *map(str, ended)).returncode == 0
+    for ids in ([*ended, 999], [999, *ended]):
+        out = run(server, "vipu", "cancel", *map(str, ids))
+        assert out.returncode == 3, out.stderr
+        assert sorted(out.stderr.splitlines()) == sorted(
+            [f"vipu: error: job {i} already ended (CANCELLED); nothing to cancel" for i in ended]
+            + ["vipu: error: job 999 does not exist; `vipu queue` lists active jobs and `vipu history` all jobs"])
+    out = run(server, "vipu", "cancel", *map(str, ended))
+    assert out.returncode == 4  # only conflicts: conflict
+    out = run(server, "vipu", "hold", str(ended[0]), "998")
+    assert out.returncode == 3

@@ -1,0 +1,84 @@
+"""Whole numbers on the command line, checked once for every command: each must fit the protobuf field that
+carries it (a value that did not made building the request raise ValueError, a traceback and exit code 1), and a
+negative number is a number where a command takes numbers as arguments (click read `fail ipus -1` as an option).
+
+run_app() calls wire_ints() on the command tree before it parses anything, so a new command is covered without a
+line of its own. A parameter is taken to travel as int32, the narrowest integer on the wire; one carried as int64
+says so with `click_type=int64()` (the bounds the command itself declares, such as min=1, still hold)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+
+import typer
+
+# typer may bring its own copy of click (failure.py): reach it through a class typer exports
+_types = sys.modules[f"{typer.BadParameter.__module__.rpartition('.')[0]}.types"]
+_exceptions = sys.modules[typer.BadParameter.__module__]
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+NUMBER = re.compile(r"[+-]?[0-9_]+")  # what int() takes, so `-1` is a number and `--jsn` an option
+
+
+class _Wire:
+    """Mixed into click's integer types: after their own checks, the value must fit `wire`."""
+
+    wire = INT32
+
+    def convert(self, value, param, ctx):
+        argument = param is not None and param.param_type_name == "argument"
+        if argument and isinstance(value, str) and value.startswith("-") and not NUMBER.fullmatch(value.strip()):
+            # the command lets unknown options through as arguments, for negative numbers: this was an option
+            names = [name for p in (ctx.command.params if ctx else []) for name in getattr(p, "opts", [])]
+            raise _exceptions.NoSuchOption(value, possibilities=difflib.get_close_matches(value, names), ctx=ctx)
+        number = super().convert(value, param, ctx)
+        low, high = self.wire
+        if isinstance(number, int) and not low <= number <= high:
+            least, most = getattr(self, "min", None), getattr(self, "max", None)  # an IntRange's own bounds
+            low, high = low if least is None else max(low, least), high if most is None else min(high, most)
+            self.fail(f"{number} is out of range; give a whole number from {low} to {high}", param, ctx)
+        return number
+
+
+class WireInt(_Wire, _types.IntParamType):
+    def __init__(self, wire: tuple[int, int] = INT32):
+        self.wire = wire
+
+
+class WireIntRange(_Wire, _types.IntRange):
+    def __init__(self, wire: tuple[int, int] = INT32, **bounds):
+        super().__init__(**bounds)
+        self.wire = wire
+
+
+def int64() -> WireInt:
+    """For `click_type=`: a whole number carried as int64."""
+    return WireInt(INT64)
+
+
+def _wired(kind):
+    if isinstance(kind, _Wire):
+        return kind
+    if isinstance(kind, _types.IntRange):
+        return WireIntRange(min=kind.min, max=kind.max, min_open=kind.min_open, max_open=kind.max_open,
+                            clamp=kind.clamp)
+    if isinstance(kind, _types.IntParamType):
+        return WireInt()
+    return None
+
+
+def wire_ints(command) -> None:
+    """Give every integer parameter under `command` its wire check; a command with an integer argument lets
+    `-1` through as that argument."""
+    for param in command.params:
+        wired = _wired(param.type)
+        if wired is None:
+            continue
+        param.type = wired
+        if param.param_type_name == "argument":
+            command.context_settings = {**(command.context_settings or {}), "ignore_unknown_options": True}
+    for sub in getattr(command, "commands", {}).values():
+        wire_ints(sub)
