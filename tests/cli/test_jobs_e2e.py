@@ -147,7 +147,9 @@ def test_info_and_priority(server):
 
 
 def test_sigkill_keeps_the_queue_and_resumes_running_jobs(server):
-    [running] = submit(server, "--name", "long", "--ipus", "64", "--time-limit", "10m", "--duration", "4s")
+    # long enough to outlast a restart on a loaded machine (at 4 s it had ended, and the array too, when the
+    # restarted controller was first asked)
+    [running] = submit(server, "--name", "long", "--ipus", "64", "--time-limit", "10m", "--duration", "12s")
     wait_for(lambda: jobs(server)[running]["state"] == "RUNNING")
     pending = submit(server, "--name", "later", "--ipus", "4", "--time-limit", "1m", "--duration", "1s", "--array", "0-2")
     before = jobs(server)
@@ -156,7 +158,7 @@ def test_sigkill_keeps_the_queue_and_resumes_running_jobs(server):
     after = jobs(server)
     assert set(after) == set(before) == {running, *pending}
     assert after[running]["state"] == "RUNNING" and after[running]["start_time"] == before[running]["start_time"]
-    wait_for(lambda: all(show(server, j)["state"] == "COMPLETED" for j in (running, *pending)), timeout=30)
+    wait_for(lambda: all(show(server, j)["state"] == "COMPLETED" for j in (running, *pending)), timeout=60)
     [nxt] = submit(server, "--ipus", "1", "--time-limit", "1m")
     assert nxt > max(pending)  # ids are never handed out twice
 

@@ -81,7 +81,8 @@ def register(app: typer.Typer) -> None:
         spec: str = typer.Argument(None, help="a YAML or JSON job spec ('-' reads stdin); omit to use the flags"),
         name: str = typer.Option(None, "--name", help="job name"),
         ipus: int = typer.Option(None, "--ipus", help="IPUs: a power of two"),
-        time_limit: str = typer.Option(None, "--time-limit", help="e.g. 10m, 1h30m, 1-00:00:00; a bare number is seconds (sbatch --time reads minutes)"),
+        time_limit: str = typer.Option(None, "--time-limit", help="e.g. 10m, 1h30m, 1-00:00:00; a bare number is"
+                                       " seconds (sbatch --time reads minutes)"),
         duration: str = typer.Option(None, "--duration", help="a sleep workload of this length (e.g. 30s)"),
         qos: str = typer.Option(None, "--qos"),
         user: str = typer.Option(None, "--user"),

@@ -31,7 +31,8 @@ class Metrics:
         self.rpc_requests = Counter("vipu_grpc_requests", "gRPC requests served, by method and status code.",
                                     ["method", "code"], registry=r)
         self.rpc_latency = Histogram("vipu_grpc_request_duration_seconds",
-                                     "gRPC request latency by method and status code.", ["method", "code"], buckets=RPC_BUCKETS, registry=r)
+                                     "gRPC request latency by method and status code.", ["method", "code"],
+                                     buckets=RPC_BUCKETS, registry=r)
         self.link_errors = Counter("vipu_link_errors", "IPU-Link failures seen by a machine (either end of a link"
                                    " failed with vipu-admin fail link), by link type.", ["machine", "link_type"],
                                    registry=r)

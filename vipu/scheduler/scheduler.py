@@ -285,7 +285,7 @@ class Scheduler:
 
     def fail_ipus(self, ipus: Iterable[int], now: float, cause: str = "") -> list[Effect]:
         """IPUs failed: no job is placed on them, and running jobs on them end NODE_FAIL (requeued if allowed), each
-        recording which of its IPUs failed and `cause` ("machine 1 was lost"), if given."""
+        recording which of its IPUs failed and `cause` ("vipu-admin fail ipus"), if given."""
         mask = 0
         for ipu in ipus:
             if not 0 <= ipu < self.total:
