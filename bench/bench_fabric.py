@@ -71,7 +71,8 @@ def assumptions(pod: PodConfig) -> None:
 
 def fidelity() -> list[float]:
     print(f"{'system':<11}{'p':>4}{'n':>8}{'emulated':>13}{'bound':>13}{'ratio':>8}"
-          f"{'emulated@15.75':>16}{'bound@15.75':>13}{'ratio':>8}{'pricing':>9}")
+          f"{'emulated@15.75':>16}{'bound@15.75':>13}{'ratio':>8}{'pricing':>9}"
+          "   (emulated and bound: virtual time; pricing: the wall-clock it took to price the collective)")
     ratios = []
     for system in SYSTEMS:
         pod = load_pod(system)
@@ -120,7 +121,8 @@ def on_actors(mb: int = 64, ipus: int = 16) -> None:
     from vipu.workers.pool import MachinePool
 
     print(f"\nOne emulated {mb} MB allreduce on {ipus} IPUs of a Pod16, on real machine actors"
-          f" ({platform.machine()}, {__import__('os').cpu_count()} cores):")
+          f" ({platform.machine()}, {__import__('os').cpu_count()} cores); every time is wall-clock on this machine"
+          " but the virtual time:")
     numel = mb * 10**6 // 4
     arrays = {ipu: np.random.default_rng(ipu).standard_normal(numel).astype(np.float32) for ipu in range(ipus)}
     start = time.perf_counter()

@@ -47,7 +47,7 @@ def main() -> None:
 
     cpu = platform.processor() or platform.machine()
     print(f"# bench_machines: {time.strftime('%Y-%m-%d')} on {platform.node()} ({cpu}, {os.cpu_count()} cores,"
-          f" Python {platform.python_version()}, Ray {ray.__version__})")
+          f" Python {platform.python_version()}, Ray {ray.__version__}); every time is wall-clock")
     temp_dir = f"/tmp/vipu-bench-{os.getpid()}"
     start = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir, configure_logging=False)

@@ -34,7 +34,8 @@ def test_the_task_range_queue_prints_is_a_job_id(server):
     for bad, line in [
         (f"{array}_[0-99999]", "names more than 10000 tasks, more than an array has"),
         (f"{array}_[3-1]", "tasks 3-1 run backwards; write 1-3"),
-        (f"{array}_[1,x]", "'x' is not a task or range of tasks; write tasks as N_[A-B,C], e.g. 26_[1-3,7]"),
+        (f"{array}_[1,x]", "'x' is not a task or range of tasks; write tasks as N_[A-B,C] or N_[A-B:STEP], e.g."),
+        (f"{array}_[0-8:0]", "a step of 0 names no tasks; give 1 or more"),
         (f"{array}_[]", "'' is not a task or range of tasks"),
         (f"{array}_[1-3]%2", "is not a job id (a %N limit is for `vipu submit --array`)"),
         (f"{array}_[1-3", "is not a job id; write tasks as N_[A-B,C]"),
@@ -67,3 +68,14 @@ def test_the_exit_code_of_several_failures_is_the_gravest_not_the_first(server):
     assert out.returncode == 4  # only conflicts: conflict
     out = run(server, "vipu", "hold", str(ended[0]), "998")
     assert out.returncode == 3
+
+
+def test_a_stepped_array_is_one_short_range_in_the_queue_and_taken_back_as_printed(server):
+    """Regression: `--array 0-4000000:1000` printed every index, a 31,000-character line; squeue folds the step."""
+    tasks = submit(server, "--ipus", "1", "--time-limit", "1m", "--hold", "--array", "0-40:10")
+    [row] = run(server, "vipu", "queue", "--no-header").stdout.splitlines()
+    printed = row.split("|")[0].strip()
+    assert printed == f"{tasks[0]}_[0-40:10]"
+    out = run(server, "vipu", "cancel", printed)
+    assert out.returncode == 0 and out.stdout.splitlines() == [
+        f"Job {tasks[0]}_{t} cancelled: CANCELLED" for t in range(0, 41, 10)], out.stderr

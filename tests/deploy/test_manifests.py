@@ -27,7 +27,7 @@ def vipu_server_args(command: str) -> list[str]:
 
 
 def test_kuberay_raycluster():
-    spec = yaml.safe_load((DEPLOY / "kuberay/raycluster.yaml").read_text())
+    spec, claim = yaml.safe_load_all((DEPLOY / "kuberay/raycluster.yaml").read_text())
     assert spec["apiVersion"] == "ray.io/v1" and spec["kind"] == "RayCluster"
     assert spec["spec"]["rayVersion"] == ray.__version__
     head = spec["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
@@ -35,6 +35,12 @@ def test_kuberay_raycluster():
     command = head["lifecycle"]["postStart"]["exec"]["command"][-1]
     args = parse_args(vipu_server_args(command))
     assert args.ray == "auto" and parse_bundle(args.machine_bundle) == {"ipu_host": 1.0}
+    # the ports it declares are reachable from outside the pod (regression: /metrics listened on 127.0.0.1 only)
+    assert args.host == args.metrics_host == "0.0.0.0" and args.secure and args.metrics_port == 9105
+    # and the claim its state lives on is in the manifest
+    [volume] = spec["spec"]["headGroupSpec"]["template"]["spec"]["volumes"]
+    assert claim["kind"] == "PersistentVolumeClaim" and claim["metadata"]["name"] == volume["persistentVolumeClaim"][
+        "claimName"]
     [workers] = spec["spec"]["workerGroupSpecs"]
     resources = json.loads(json.loads(workers["rayStartParams"]["resources"]))
     assert resources["ipu_host"] >= 1 and workers["minReplicas"] <= workers["replicas"] <= workers["maxReplicas"]
@@ -52,7 +58,10 @@ def test_systemd_units(unit, tmp_path):
         args = parse_args(vipu_server_args(exec_start))
         assert args.secure and args.port == 8090 and args.metrics_port == 9105
     else:
-        assert shlex.split(exec_start)[1:3] == ["start", "--head"]
+        words = shlex.split(exec_start)  # as systemd splits it: quotes around a whole word are removed
+        assert words[1:3] == ["start", "--head"]
+        resources = next(w for w in words if w.startswith("--resources="))  # JSON, as ray start parses it
+        assert json.loads(resources.partition("=")[2])["ipu_host"] >= 1
     if shutil.which("systemd-analyze"):  # the real verifier, with the venv where /opt/vipu-sim/.venv would be
         local = tmp_path / unit
         local.write_text(text.replace("/opt/vipu-sim/.venv/bin", str(Path(sys.executable).parent)))

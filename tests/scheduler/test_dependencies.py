@@ -95,6 +95,26 @@ def test_array_dependency_waits_for_every_task():
     assert s.job(3).state is S.RUNNING
 
 
+def test_afternotok_on_an_array_waits_for_every_task_then_needs_one_that_did_not_complete():
+    """As slurmctld tests an array: wait while any task is active, then met if any task did not complete.
+    Regression: it was tested task by task, so one COMPLETED task made it DependencyNeverSatisfied."""
+    s = make()
+    s.submit(spec(array="0-2"), 0)  # jobs 1-3 are tasks 1_0 .. 1_2
+    s.submit(spec(array="0-1"), 0)  # jobs 4-5 are tasks 4_0, 4_1
+    s.submit(spec(dependency="afternotok:1"), 0)  # job 6
+    s.submit(spec(dependency="afternotok:4"), 0)  # job 7
+    s.cycle(0)
+    s.job_finished(1, 1)  # 1_0 completes: 1_1 and 1_2 may still fail
+    s.cancel([2], 1)  # 1_1 cancelled: not OK, but 1_2 is still running
+    s.cycle(1)
+    assert s.job(6).reason == "Dependency"
+    s.job_finished(3, 2)  # 1_2 completes: every task ended, one of them not OK
+    for task in (4, 5):
+        s.job_finished(task, 2)  # every task of 4 completed
+    s.cycle(2)
+    assert s.job(6).state is S.RUNNING and s.job(7).reason == "DependencyNeverSatisfied"
+
+
 def test_a_dependency_on_one_array_task_waits_for_that_task_only():
     """afterok:N_T, as sbatch takes it: N alone stands for every task, so one task had no way to be named."""
     s = make()

@@ -109,3 +109,13 @@ def test_replay_reports_the_longest_wait():
     jobs = [TraceJob(0, 16, 100, 128), TraceJob(10, 16, 50, 64), TraceJob(20, 16, 50, 64)]
     r = replay(jobs, POD16, "fifo")
     assert (r.max_wait, r.p95_wait) == (130, 130) and r.avg_wait == (0 + 90 + 130) / 3
+
+
+def test_fragmentation_counts_only_jobs_that_could_start():
+    """Free IPUs no eligible job can use are fragmentation; a job that may not start yet (its begin time is ahead)
+    uses none of them. Regression: such a job counted as the smallest waiting one, and fragmentation read 0."""
+    busy = [TraceJob(0, 8, 1000, 1000), TraceJob(1, 16, 10, 10)]  # 8 free IPUs for 999 s, and a job of 16 waits
+    alone = replay(busy, POD16, "fifo")
+    later = replay([*busy, TraceJob(1, 4, 10, 10, begin=1500)], POD16, "fifo")
+    assert alone.fragmentation == pytest.approx(8 * 999 / (16 * alone.makespan))
+    assert later.fragmentation == pytest.approx(8 * 999 / (16 * later.makespan))

@@ -146,7 +146,7 @@ def test_failed_ipus_node_fail_requeue_and_req_node_not_avail():
     (stop,) = s.fail_ipus([3], 1, "vipu-admin fail ipus")
     assert stop == StopJob(1, "slurm_1", S.NODE_FAIL, True)
     assert s.job(1).state is S.PENDING and s.job(1).requeue_count == 1
-    assert s.job(1).ended_by == "IPU 3 of its partition failed (vipu-admin fail ipus); requeued"
+    assert s.job(1).ended_by == "IPU 3 of its partition failed (vipu-admin fail ipus)"
     s.cycle(2)
     assert s.job(1).reason == "ReqNodeNotAvail" and s.job(2).reason == "ReqNodeNotAvail"
     s.repair_ipus([3])
@@ -266,6 +266,9 @@ def test_cancel_an_array_whose_first_task_ended():
     s.job_finished(1, 5)
     assert s.cancel([1], 6) == []  # array id 1: cancels tasks 2 and 3, skips the ended task 1
     assert [s.job(i).state for i in (1, 2, 3)] == [S.COMPLETED, S.CANCELLED, S.CANCELLED]
+    # once every task has ended, the array is refused as an ended job is (regression: "0 tasks cancelled", exit 0)
+    with pytest.raises(FailedPrecondition, match="array job 1: every task already ended; nothing to cancel"):
+        s.cancel([1], 7)
 
 
 def test_usage_is_charged_only_after_the_commit(journal):

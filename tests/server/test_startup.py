@@ -4,6 +4,7 @@ pair, and a state folder or database it cannot use. Each gets one line naming th
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 
@@ -117,3 +118,16 @@ def test_a_controller_that_only_queues_never_loads_the_planner_or_numpy():
              "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith(('vipu.jobs.planner', 'vipu.fabric'))))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path):
+    """Regression: ray.init retried such an address for minutes, printing only Ray's warnings, and the controller
+    neither served nor said why."""
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{closed.getsockname()[1]}"
+    out = start("--state-dir", str(tmp_path), "--ray", address)
+    assert out.returncode == 1
+    assert (f"vipu-server: error: cannot start or reach Ray ({address}): nothing answers at {address}"
+            in out.stderr), out.stderr
+    assert "`ray start --head`" in out.stderr and "use --ray off" in out.stderr

@@ -148,6 +148,41 @@ def test_a_run_ended_by_a_lost_machine_keeps_the_steps_it_logged(rt, monkeypatch
     assert [r["step"] for r in json.loads(logged.record_json)["steps"]] == [0, 1] and list(logged.lines) == lines
 
 
+def test_how_each_run_ended_survives_a_restart(rt, tmp_path, monkeypatch):
+    """Regression: after a restart every earlier run read "an IPU or machine under its partition failed, or the
+    controller stopped", the cause each had was gone with the old controller's memory."""
+    real, stepped, hold = runner.run_training, threading.Event(), threading.Event()
+
+    def first_run_loses_its_machine(w, pod, first_ipu, factory, *, on_step, should_stop, environments):
+        real(w.model_copy(update={"steps": 1}), pod, first_ipu, factory, on_step=on_step, environments=environments)
+        stepped.set()
+        hold.wait(60)  # run 1 waits for its lost machine; run 2 is still going when the controller stops
+        return real(w.model_copy(update={"steps": 0}), pod, first_ipu, factory, environments=environments)
+
+    monkeypatch.setattr(runner, "run_training", first_run_loses_its_machine)
+    job = submit(rt, 4, 3, r=4)
+    step_until(rt, stepped.is_set)
+    stepped.clear()
+    rt.fail_ipus([0, 1, 2, 3], LOST)
+    step_until(rt, lambda: stepped.is_set() and rt.scheduler.job(job).first_ipu == 4)  # run 2, on machine 1
+    lost = rt.training.result(job).earlier_runs
+    assert len(lost) == 1 and lost[0].endswith(": machine 0 was lost; requeued")
+    rt.training.stop()  # the controller stops under run 2: nothing of its end is recorded
+    rt.store.close()
+    hold.set()
+
+    again = open_runtime("bow-pod16", tmp_path, "127.0.0.1", 8090)
+    try:
+        assert again.scheduler.job(job).state is JobState.PENDING
+        lines = again.training.log_lines(job)
+        assert lines[0] == lost[0]  # run 1's cause, as the old controller knew it
+        stopped = [line for line in lines if line.startswith("run 2 ended NODE_FAIL at ")]
+        assert stopped and stopped[0].endswith(": the controller stopped while it ran: its workload ran inside the"
+                                               " controller's process, which stopped; requeued")
+    finally:
+        again.store.close()
+
+
 def test_steps_of_a_requeued_run_show_while_it_runs(rt, monkeypatch):
     """The live view follows the current run, even while the lost run's thread is still winding down."""
     real, hold, stepped = runner.run_training, threading.Event(), threading.Event()
@@ -190,7 +225,7 @@ def test_steps_of_a_requeued_run_show_while_it_runs(rt, monkeypatch):
 def test_how_a_run_ended_is_read_from_the_transition_that_ended_it(states, line):
     history = [Transition(JobState.PENDING, 1_790_000_000.0)] + [
         Transition(JobState[s], 1_790_000_001.0 + i) for i, s in enumerate(states)]
-    job = SimpleNamespace(id=1, history=history, preemption=None)
+    job = SimpleNamespace(id=1, history=history, preemption=None, ended_by=None, state=JobState[states[-1]])
     trainer = training.Training.__new__(training.Training)
     trainer.runs = {}
     said = trainer._ending(job, 1, None)

@@ -45,8 +45,8 @@ IDS = {"ignore_unknown_options": True}  # so `-3` reaches the job id check and i
 # N_[A-B,C,...]: tasks of array job N as squeue prints pending ones (scancel and scontrol take it too; a %N
 # suffix, which only sbatch --array takes, is refused)
 TASK_RANGE = re.compile(r"([0-9]+)_\[([^\]]*)\]")
-SPAN = re.compile(r"([0-9]+)(?:-([0-9]+))?")
-RANGE_FORM = "write tasks as N_[A-B,C], e.g. 26_[1-3,7]"
+SPAN = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")  # A, A-B or A-B:STEP, as `vipu queue` writes them
+RANGE_FORM = "write tasks as N_[A-B,C] or N_[A-B:STEP], e.g. 26_[1-3,7] or 26_[0-90:10]"
 
 
 def parse_id(text: str) -> tuple[int, int | None]:
@@ -77,17 +77,20 @@ def parse_range(text: str) -> tuple[int, list[int]]:
             fail("vipu", f"job id {text!r}: {part.strip()!r} is not a task or range of tasks; {RANGE_FORM}",
                  BAD_INPUT)
         start, end = int(match[1]), int(match[2] if match[2] is not None else match[1])
+        step = int(match[3]) if match[3] is not None else 1
+        if step == 0:
+            fail("vipu", f"job id {text!r}: a step of 0 names no tasks; give 1 or more", BAD_INPUT)
         if end < start:
             fail("vipu", f"job id {text!r}: tasks {start}-{end} run backwards; write {end}-{start}", BAD_INPUT)
         if end > MAX_ARRAY_INDEX:
             fail("vipu", f"job id {text!r}: task {end} is above the largest task index, {MAX_ARRAY_INDEX}",
                  BAD_INPUT)
-        count += end - start + 1
+        count += (end - start) // step + 1
         if count > MAX_ARRAY_TASKS:
             fail("vipu", f"job id {text!r} names more than {MAX_ARRAY_TASKS} tasks, more than an array has; give"
                  " the tasks it has (`vipu queue` lists them)", BAD_INPUT)
-        spans.append((start, end))
-    return int(array), list(dict.fromkeys(t for start, end in spans for t in range(start, end + 1)))
+        spans.append(range(start, end + 1, step))
+    return int(array), list(dict.fromkeys(t for span in spans for t in span))
 
 
 def check(text: str) -> None:

@@ -44,16 +44,22 @@ def relative_output(text: bytes) -> str | None:
 
 
 def spans(indices: list[int]) -> str:
-    """Array task indices as squeue writes them: 0-3,7,9-10."""
+    """Array task indices as squeue writes them: 0-3,7,9-10, and a stepped run as 0-4000000:1000 (a list of every
+    index of `--array 0-4000000:1000` made a 31,000-character line)."""
     out: list[str] = []
-    start = prev = indices[0]
-    for i in [*indices[1:], None]:
-        if i is not None and i == prev + 1:
-            prev = i
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if i is not None:
-            start = prev = i
+    i = 0
+    while i < len(indices):
+        j = i + 1
+        if j < len(indices):
+            step = indices[j] - indices[i]
+            while j + 1 < len(indices) and indices[j + 1] - indices[j] == step:
+                j += 1
+            if step == 1 or j - i >= 2:  # a run: 3-4, or three or more a step apart
+                out.append(f"{indices[i]}-{indices[j]}" + (f":{step}" if step > 1 else ""))
+                i = j + 1
+                continue
+        out.append(str(indices[i]))
+        i += 1
     return ",".join(out)
 
 

@@ -98,6 +98,14 @@ def _one(kind: str, state: str, started: bool, terminal: bool) -> Status:
     return "never" if state == TERMINAL_OK else "ok"  # afternotok
 
 
+def _not_ok(tasks: list[tuple[str, bool, bool]]) -> Status:
+    """afternotok on a job, or on an array job's tasks together: met once every one has ended and one of them did
+    not complete; never if all completed (regression: an array needed every task to fail)."""
+    if not all(terminal for _, _, terminal in tasks):
+        return "wait"
+    return "ok" if any(state != TERMINAL_OK for state, _, _ in tasks) else "never"
+
+
 def _all(statuses: Iterable[Status]) -> Status:
     result: Status = "ok"
     for s in statuses:
@@ -130,6 +138,8 @@ def evaluate(
     def clause(c: Clause) -> Status:
         if c.kind == "singleton":
             return "ok" if singleton_clear() else "wait"
+        if c.kind == "afternotok":  # per job named: an array's tasks together, as slurmctld tests an array
+            return _all(_not_ok(list(targets(i))) for i in c.ids)
         return _all(_one(c.kind, *t) for i in c.ids for t in targets(i))
 
     statuses = (clause(c) for c in dep.clauses)

@@ -81,7 +81,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
             why = ("its partition was lost with the controller" if not kept
                    else "its workload ran inside the controller's process, which stopped")
             then = "requeued" if job.spec.requeue else "not requeued (its spec says requeue: false)"
-            failed = job.moved(S.NODE_FAIL, now, end_time=now,
+            failed = job.moved(S.NODE_FAIL, now, end_time=now, ended_by=f"the controller stopped while it ran: {why}",
                                recovery=f"ended NODE_FAIL at the controller's restart, {then}: {why}")
             job = failed.requeued(now) if job.spec.requeue else failed
             if job is not failed:

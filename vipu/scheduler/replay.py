@@ -53,7 +53,8 @@ class ReplayResult:
     makespan: float
     utilisation: float  # IPU-seconds of running jobs / (Pod IPUs x makespan)
     fragmentation: float  # share of the Pod's IPU-seconds that were free while jobs waited, yet too scattered for
-    # the smallest waiting job (free IPUs outside any free aligned block of its size)
+    # the smallest waiting job that could start (free IPUs outside any free aligned block of its size; a job held,
+    # not yet begun or waiting on a dependency could use none of them)
     timeouts: int
     preemptions: int
     cycles: int
@@ -80,7 +81,7 @@ class _Replay:
         self.heap: list[tuple[float, int, int, float, bool]] = []  # (time, seq, job id, run start, is time limit)
         self.seq = 0
         self.used_ipu_seconds = 0.0
-        self.unusable_waiting = 0.0  # integral of free IPUs outside every block the smallest waiting job could use
+        self.unusable_waiting = 0.0  # integral of free IPUs outside every block the smallest eligible job could use
         self.preemptions = 0
         self.cycles = 0
 
@@ -138,7 +139,7 @@ class _Replay:
                 self._effects(effects)
             self.cycles += 1
             used = table.used_mask.bit_count()
-            smallest = s.smallest_pending_ipus()
+            smallest = s.smallest_eligible_ipus()
             if smallest is None:
                 unusable = 0
             else:

@@ -172,7 +172,10 @@ class Scheduler:
         jobs: dict[int, Job] = {i: self.table.jobs[i] for i in self.active_of(users)}
         for job_id in job_ids:
             if self._whole_array(job_id, single):  # the array's tasks that have not ended
-                jobs.update((j.id, j) for j in self._expand([job_id]) if j.state not in TERMINAL)
+                active = [j for j in self._expand([job_id]) if j.state not in TERMINAL]
+                if not active:  # as a single job that ended: scancel's "already completing or completed"
+                    raise FailedPrecondition(f"array job {job_id}: every task already ended; nothing to cancel")
+                jobs.update((j.id, j) for j in active)
                 continue
             job = self._get(job_id)
             if job.state in TERMINAL:
@@ -298,7 +301,6 @@ class Scheduler:
             mine = [i for i in range(job.first_ipu, job.first_ipu + job.ipus) if mask >> i & 1]
             why = f"IPU{'s' if len(mine) > 1 else ''} {', '.join(map(str, mine))} of its partition failed"
             why += f" ({cause})" if cause else ""
-            why += "; requeued" if job.spec.requeue else ""
             ended = job.moved(S.NODE_FAIL, now, end_time=now, ended_by=why)
             changed.append(ended.requeued(now) if job.spec.requeue else ended)
         effects = self._end_runs(changed, hit, now, S.NODE_FAIL)
@@ -370,8 +372,9 @@ class Scheduler:
         """How many pending jobs could start now, held back by nothing but the scheduler (see startable.py)."""
         return startable_jobs(self, available_mask, allowed_masks)
 
-    def smallest_pending_ipus(self) -> int | None:
-        return min((s for s, n in self.table.pending_sizes.items() if n > 0), default=None)
+    def smallest_eligible_ipus(self) -> int | None:
+        """The size of the smallest pending job that may start now (not held, begun, dependencies met)."""
+        return min((s for s, n in self.table.ready_sizes.items() if n > 0), default=None)
 
     # -- restart ----------------------------------------------------------------------------------------------
     def recover(self, records: Iterable, now: float, partitions: Iterable[str] | None = None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,6 +25,20 @@ from vipu.server import local_ray
 
 log = logging.getLogger("vipu.fleet")
 WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
+
+
+def check_reachable(address: str, timeout_s: float = 10.0) -> None:
+    """ConnectionError naming the address unless something listens at a HOST:PORT Ray address. Why: ray.init
+    retries an address where nothing listens for minutes, saying only Ray's own warnings, and the controller
+    neither serves nor says why. ("auto" and ray:// addresses are Ray's to resolve.)"""
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise ConnectionError(f"nothing answers at {address} ({e.strerror or e}); start the Ray head there"
+                              " (`ray start --head`) or give its address") from None
 
 
 class Fleet:
@@ -63,6 +78,7 @@ class Fleet:
                     if self.mode == "local":
                         self._start_local_ray(ray)
                     else:
+                        check_reachable(self.mode)
                         ray.init(address=self.mode, log_to_driver=False, configure_logging=False)
                 # generous: the first actors on a fresh machine wait for Ray's worker processes to start and import
                 self.pool = MachinePool(self.rt.controller.pod, bundle=self.bundle, ready_timeout_s=300.0)

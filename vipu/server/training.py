@@ -117,6 +117,11 @@ class Training:
         job = self.rt.scheduler.table.jobs[job_id]
         number = max(1, sum(t.state is JobState.RUNNING for t in job.history))
         run = _Run(job_id, number, started, first_ipu, workload.layout.ipus, environment, self._earlier(job, number))
+        # stored now, not only when the run ends: a controller that stops under the run never records its end, and
+        # the next controller reads how the earlier runs ended from here (it no longer has their machines' story)
+        record = JobResult(name=str(job_id), run=number, environment=environment, earlier_runs=run.earlier)
+        self.rt.store.commit([("job_result", record.name, record)], [])
+        self.results[job_id] = record
         with self._unreturned_lock:
             run.after = [r for r in self._unreturned if r.overlaps(run)]
             self._unreturned.append(run)
@@ -226,9 +231,8 @@ class Training:
         lines = [*record.earlier_runs, *summary_lines(
             record.environment, [f"-> ran replicas {_span(r.replicas)} on IPUs {_span(r.ipus)}" for r in runs])]
         lines += [_step_line(r) for r in record.reports]
-        run = self.runs.get(job_id)
+        run, job = self.runs.get(job_id), self.rt.scheduler.table.jobs.get(job_id)
         if run is not None and not run.done:  # live, even while an earlier run's thread is still winding down
-            job = self.rt.scheduler.table.jobs.get(job_id)
             if job is not None and not self._still_running(job_id, run.started):  # ended under it, thread not back
                 lines += [line for line in [self._ending(job, run.number, None)] if line]
             return lines
@@ -236,6 +240,8 @@ class Training:
             lines.append(f"training failed: {record.error}")
         elif record.ended:
             lines.append(record.ended)
+        elif record.result is None and job is not None:  # its end was never recorded: the controller stopped under it
+            lines += [line for line in [self._ending(job, record.run, record)] if line]
         if record.result:
             lines += _summary(record.result)
         return lines
@@ -282,6 +288,8 @@ class Training:
             lost = self._lost_hardware(run.first_ipu, run.ipus)
             if lost:
                 return lost
+        if job.ended_by and number == _runs_ended(job):  # the job's record of what ended its last run
+            return job.ended_by
         return TRANSITIONS[JobState.RUNNING][state]
 
     def _lost_hardware(self, first_ipu: int, ipus: int) -> str | None:
@@ -298,6 +306,11 @@ class Training:
         said = [f"machine {whole[0]} was lost" if len(whole) == 1 else
                 f"machines {', '.join(map(str, whole))} were lost"] if whole else []
         return ", ".join(said + parts) or None
+
+
+def _runs_ended(job) -> int:
+    started = sum(t.state is JobState.RUNNING for t in job.history)
+    return started - 1 if job.state in (JobState.RUNNING, JobState.COMPLETING) else started
 
 
 def _stamp(at: float) -> str:
