@@ -121,3 +121,20 @@ def test_a_failed_ipu_fails_the_collective_with_the_machines_error(pools):
             allreduce(group, name, transport)
     finally:
         pool.repair([3])
+
+
+def test_a_failed_ipu_link_fails_a_collective_whose_ring_crosses_it(pools):
+    """Regression: a ring crossed a failed IPU-Link, and the allreduce summed and priced as if it were there."""
+    from vipu.errors import FailedPrecondition
+
+    group, transport, name, _ = setup(pools, "bow-pod16", 8, 2, floats(6))  # IPUs 8 and 9: one link apart
+    pool = pools("bow-pod16")
+    pool.fail_link(8, 9)
+    try:
+        with pytest.raises(FailedPrecondition, match="IPU-Link between IPUs 8 and 9 has failed: a collective's"):
+            allreduce(group, name, transport)
+    finally:
+        pool.repair([2])
+    group, transport, name, arrays = setup(pools, "bow-pod16", 8, 2, floats(7))  # repaired: the ring runs again
+    allreduce(group, name, transport)
+    assert np.allclose(transport.get_tensor(9, name), arrays[8] + arrays[9])

@@ -56,6 +56,13 @@ def test_ipu_links_fail_only_between_neighbours_touching_the_machine(machine):
     assert machine.health()["failed_links"] == [[20, 24], [21, 22]]
     with pytest.raises(FailedPrecondition, match="IPU-Link between IPUs 20 and 24 has failed"):
         machine.run_step(Step(compute_sets=[ComputeSet(ipus={0: IpuWork(sends={24: 64})})]))
+    # a collective's transfer over it is refused too (regression: rings crossed a failed link unnoticed)
+    machine.put_tensor(1, "g", np.zeros(4, np.float32))
+    for receive in (machine.set_slice, machine.accumulate_slice):
+        with pytest.raises(FailedPrecondition, match="IPU-Link between IPUs 21 and 22 has failed: a collective's"):
+            receive(1, "g", 0, 4, np.ones(4, np.float32), sender=22)
+    machine.accumulate_slice(1, "g", 0, 4, np.ones(4, np.float32), sender=25)  # over a link that has not failed
+    machine.set_slice(1, "g", 0, 4, np.ones(4, np.float32))  # a write of no IPU's (put by the host)
     with pytest.raises(InvalidArgument, match="IPUs 20 and 22 are not joined by an IPU-Link"):
         machine.fail_link(20, 22)
     with pytest.raises(InvalidArgument, match="does not touch machine 5"):

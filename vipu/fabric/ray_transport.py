@@ -132,7 +132,7 @@ class RayTransport:
             write = dst.accumulate_slice if t.reduce else dst.set_slice
             for start, stop in t.ranges:
                 values = src.get_slice.remote(src_index, name, start, stop)
-                writes.append(write.remote(dst_index, name, start, stop, values))
+                writes.append(write.remote(dst_index, name, start, stop, values, t.src))  # not over a failed link
         self._get(writes)
 
     def record(self, result: CollectiveResult) -> None:

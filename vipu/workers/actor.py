@@ -59,11 +59,13 @@ class MachineActor:
     def get_slice(self, ipu: int, name: str, start: int, stop: int) -> np.ndarray:
         return self.machine.get_slice(ipu, name, start, stop)
 
-    def accumulate_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
-        self.machine.accumulate_slice(ipu, name, start, stop, values)
+    def accumulate_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray,
+                         sender: int | None = None) -> None:
+        self.machine.accumulate_slice(ipu, name, start, stop, values, sender)
 
-    def set_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
-        self.machine.set_slice(ipu, name, start, stop, values)
+    def set_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray,
+                  sender: int | None = None) -> None:
+        self.machine.set_slice(ipu, name, start, stop, values, sender)
 
     def free_tensor(self, ipu: int, name: str) -> None:
         self.machine.free_tensor(ipu, name)

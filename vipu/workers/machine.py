@@ -99,11 +99,26 @@ class Machine:
     def get_slice(self, ipu: int, name: str, start: int, stop: int) -> np.ndarray:
         return self.memory(ipu).read_slice(name, start, stop)
 
-    def set_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
+    def set_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray,
+                  sender: int | None = None) -> None:
+        """Write values `sender` (a Pod-wide IPU, when they came from one) sent: not over a failed IPU-Link."""
+        self._check_received(ipu, sender)
         self.memory(ipu).write_slice(name, start, stop, values)
 
-    def accumulate_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
+    def accumulate_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray,
+                         sender: int | None = None) -> None:
+        self._check_received(ipu, sender)
         self.memory(ipu).add_slice(name, start, stop, values)
+
+    def _check_received(self, ipu: int, sender: int | None) -> None:
+        """A collective's transfer between IPU-Link neighbours crosses that link, which must not have failed (the
+        IPUs of a failed link stay usable: only the link is gone, as for a BSP exchange, _check_sends)."""
+        if sender is None:
+            return
+        link = tuple(sorted((operator.index(sender), self.first_ipu + self.local(ipu))))
+        if link in self.failed_links:
+            raise FailedPrecondition(f"the IPU-Link between IPUs {link[0]} and {link[1]} has failed: a collective's"
+                                     " ring crosses it; repair it or use a partition whose rings avoid it")
 
     def free_tensor(self, ipu: int, name: str) -> None:
         """Free `name` wherever it is: in the IPU's SRAM or, offloaded, in Streaming Memory."""
