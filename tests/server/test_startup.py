@@ -20,7 +20,7 @@ def start(*args: str) -> subprocess.CompletedProcess:
 def test_a_second_controller_on_the_same_port_is_refused(server, tmp_path):
     """gRPC's default SO_REUSEPORT let both listen, and calls went to either in turn."""
     second = start("--port", str(server.port), "--state-dir", str(tmp_path / "other"))
-    assert second.returncode == 1
+    assert second.returncode == 4  # in use: the CLI's conflict
     assert second.stderr.strip().splitlines() == [
         f"vipu-server: error: cannot listen on 127.0.0.1:{server.port}: the port is in use; stop what holds it or"
         " pick another --port"
@@ -30,7 +30,7 @@ def test_a_second_controller_on_the_same_port_is_refused(server, tmp_path):
 def test_a_second_controller_on_the_same_state_folder_is_refused_and_a_crash_frees_it(server_factory, tmp_path):
     first = server_factory(state_dir=tmp_path / "state")
     second = start("--port", "0", "--state-dir", str(tmp_path / "state"))
-    assert second.returncode == 2
+    assert second.returncode == 4  # in use, as a port is (it was 2, bad input, while the port's was 1)
     assert second.stderr.strip() == (
         f"vipu-server: error: state folder {tmp_path / 'state'} is in use by another vipu-server"
         f" (pid {first.proc.pid}); stop it first, or give this one another --state-dir"
@@ -126,7 +126,7 @@ def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path):
     with socket.socket() as closed:  # a port nothing listens on
         closed.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{closed.getsockname()[1]}"
-    out = start("--state-dir", str(tmp_path), "--ray", address)
+    out = start("--port", "0", "--state-dir", str(tmp_path), "--ray", address)
     assert out.returncode == 1
     assert (f"vipu-server: error: cannot start or reach Ray ({address}): nothing answers at {address}"
             in out.stderr), out.stderr

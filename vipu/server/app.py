@@ -38,6 +38,9 @@ from vipu.server.state_dir import claim
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
+# exit codes, the CLI's (README): a bad flag, config or Pod file; a port or state folder another process holds. 1 is
+# left for what is neither (Ray cannot start)
+BAD_INPUT, CONFLICT = 2, 4
 DEFAULT_METRICS_PORT = 9105
 # Why so few: every RPC runs Python under one GIL, and the queue's RPCs under one lock, so more threads only add
 # contention: bench/bench_submit.py prints submissions/s with 3 and with 8 (with 8 clients, 3 threads serve more).
@@ -105,15 +108,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class PortInUse(OSError):
+    """Another process holds the port: a conflict (exit 4), where an address that is not this machine's is bad
+    input (exit 2)."""
+
+
 def check_listen(host: str, port: int) -> None:
-    """OSError naming the fix unless a listening socket can take host:port now. Checked with SO_REUSEADDR, as gRPC
-    binds: a port whose last connections are in TIME_WAIT, e.g. just after a crash, is free."""
+    """OSError naming the fix unless a listening socket can take host:port now (PortInUse when another process
+    holds it). Checked with SO_REUSEADDR, as gRPC binds: a port whose last connections are in TIME_WAIT, e.g. just
+    after a crash, is free."""
     try:
         socket.create_server((host, port), family=socket.getaddrinfo(host, port)[0][0]).close()
     except OSError as e:
-        why = ("the port is in use; stop what holds it or pick another --port" if e.errno == errno.EADDRINUSE
-               else f"{e.strerror or e}; give a --host address of this machine")
-        raise OSError(f"cannot listen on {host}:{port}: {why}") from None
+        if e.errno == errno.EADDRINUSE:
+            raise PortInUse(f"cannot listen on {host}:{port}: the port is in use; stop what holds it or pick another"
+                            " --port") from None
+        raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}; give a --host address of this machine") \
+            from None
 
 
 def parse_bundle(text: str) -> dict[str, float]:
@@ -226,14 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not 0 <= args.port < 65536:
         print(f"vipu-server: error: --port is {args.port}; give 0 to 65535", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     if not 0.1 <= args.health_check_interval <= 3600:
         print(f"vipu-server: error: --health-check-interval is {args.health_check_interval:g}; give 0.1 to 3600"
               " seconds", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     if not 1 <= args.rpc_threads <= 64:
         print(f"vipu-server: error: --rpc-threads is {args.rpc_threads}; give 1 to 64", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     state_dir = args.state_dir or default_state_dir()
     try:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
@@ -241,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         runtime = open_runtime(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config)
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
-        return 2
+        return CONFLICT if e.code in ("FAILED_PRECONDITION", "ALREADY_EXISTS") else BAD_INPUT  # the CLI's codes
     # the stored records just loaded live as long as the process: frozen, no collection rescans them (the first one
     # after a large restart would, in whichever call came first)
     gc.freeze()
@@ -254,12 +265,12 @@ def main(argv: list[str] | None = None) -> int:
             runtime.fleet.bundle = parse_bundle(args.machine_bundle)
         except ValueError as e:
             print(f"vipu-server: error: --machine-bundle {args.machine_bundle!r}: {e}", file=sys.stderr)
-            return 2
+            return BAD_INPUT
     key_file = bootstrap_admin(runtime, state_dir) if args.secure else None
     tls = None
     if bool(args.tls_cert) != bool(args.tls_key):
         print("vipu-server: error: --tls-cert and --tls-key go together; give both or neither", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     if args.tls_cert:
         try:
             tls = (args.tls_key.read_bytes(), args.tls_cert.read_bytes())
@@ -269,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"vipu-server: error: --tls-cert {args.tls_cert} with --tls-key {args.tls_key} is not a usable PEM"
                   f" certificate chain and its unencrypted private key ({e}); give the pair that belongs together",
                   file=sys.stderr)
-            return 2
+            return BAD_INPUT
     if args.secure and tls is None and not is_loopback(args.host):
         print(f"vipu-server: warning: --secure on {args.host} without --tls-cert: access keys cross the network in"
               " clear text; give --tls-cert and --tls-key", file=sys.stderr)
@@ -277,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         server, port = build_server(runtime, args.host, args.port, args.rpc_threads, tls=tls)
     except OSError as e:
         print(f"vipu-server: error: {e}", file=sys.stderr)
-        return 1
+        return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
     runtime.api_port = port
     metrics_line = "metrics off"
     if args.metrics_port >= 0:
@@ -287,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as e:
             print(f"vipu-server: error: cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {e};"
                   " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)
-            return 1
+            return CONFLICT if e.errno == errno.EADDRINUSE else BAD_INPUT
         metrics_line = f"metrics on http://{args.metrics_host}:{http.server_port}/metrics"
     stop, now = threading.Event(), threading.Event()
 
