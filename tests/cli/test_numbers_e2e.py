@@ -13,8 +13,8 @@ from vipu.cli.params import WireInt, WireIntRange, wire_ints
 from tests.cli.test_cli_e2e import run
 
 HUGE = "99999999999999999999"
-INT32 = "give a whole number from -2147483648 to 2147483647"
-INT64 = "give a whole number from -9223372036854775808 to 9223372036854775807"
+INT32 = "give at most 2147483647"
+INT64 = "give at most 9223372036854775807"
 
 TOO_BIG = [
     # command line, what the one line names
@@ -26,12 +26,16 @@ TOO_BIG = [
     (["vipu-admin", "create", "agent", "q", "--machine", HUGE], f"'--machine': {HUGE} is out of range; {INT32}"),
     (["vipu-admin", "create", "agent", "q", "--port", HUGE], f"'--port': {HUGE} is out of range; {INT32}"),
     (["vipu-admin", "create", "cluster", "c3", "--agents", "ag00", "--num-ipulinkdomains", "99999999999"],
-     "'--num-ipulinkdomains': 99999999999 is out of range; give a whole number from 1 to 2147483647"),
+     "'--num-ipulinkdomains': 99999999999 is out of range; give 1 to 2147483647"),
     (["vipu", "create", "partition", "x", "--size", HUGE], f"'--size': {HUGE} is out of range; {INT64}"),
     (["vipu", "create", "partition", "x", "--size", "4", "--num-gcds", HUGE], f"'--num-gcds': {HUGE}"),
     (["vipu", "get", "partition", "x", "--gcd", HUGE], f"'--gcd': {HUGE} is out of range; {INT32}"),
     (["vipu", "history", "--limit", HUGE], f"'--limit': {HUGE} is out of range; {INT32}"),
     (["vipu", "submit", "--ipus", HUGE], f"'--ipus': {HUGE} is out of range; {INT32}"),
+    # seconds: at most a day, and a number (gRPC's deadline overflowed and read as the controller not answering)
+    (["vipu", "--timeout", "1e12", "queue"], "'--timeout': 1000000000000.0 is not in the range 0.1<=x<=86400"),
+    (["vipu", "--timeout", "inf", "queue"], "'--timeout': inf is not in the range 0.1<=x<=86400"),
+    (["vipu-admin", "--timeout", "nan", "list", "agents"], "'--timeout': nan is not a number of seconds"),
     # job ids are text, checked by job_ids.py against int64
     (["vipu", "cancel", HUGE], f"job id '{HUGE}' is not a job id"),
     (["vipu", "show", "job", HUGE], f"job id '{HUGE}' is not a job id"),

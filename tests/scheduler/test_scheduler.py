@@ -152,6 +152,7 @@ def test_failed_ipus_node_fail_requeue_and_req_node_not_avail():
     s.repair_ipus([3])
     s.cycle(3)
     assert s.job(1).state is S.RUNNING
+    assert s.job(1).ended_by is not None  # kept while the next run goes: its start reads how the last one ended
     s.fail_ipus([0], 4)
     assert s.job(1).state is S.PENDING
     s.repair_ipus([0])
@@ -160,6 +161,20 @@ def test_failed_ipus_node_fail_requeue_and_req_node_not_avail():
     s.fail_ipus([14, 15], 6)
     assert s.job(2).state is S.NODE_FAIL  # requeue: false
     assert s.job(2).ended_by == "IPUs 14, 15 of its partition failed"
+    assert s.job(1).state is S.CANCELLED and s.job(1).ended_by == "IPU 0 of its partition failed"  # its last run's
+
+
+def test_a_run_that_ends_by_itself_clears_what_ended_the_one_before():
+    """Regression: a job whose later run COMPLETED kept the cause of the run before it (EndedBy= a failed IPU)."""
+    s = make()
+    s.submit(spec(ipus=16, workload=sleep(10)), 0)
+    s.cycle(0)
+    s.fail_ipus([3], 1, "vipu-admin fail ipus")
+    s.repair_ipus([3])
+    s.cycle(2)
+    assert s.job(1).state is S.RUNNING and s.job(1).ended_by.startswith("IPU 3")
+    s.job_finished(1, 12)
+    assert s.job(1).state is S.COMPLETED and s.job(1).ended_by is None
 
 
 def test_gang_large_job_waits_for_a_whole_block_and_reserves_it():

@@ -131,3 +131,17 @@ def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path):
     assert (f"vipu-server: error: cannot start or reach Ray ({address}): nothing answers at {address}"
             in out.stderr), out.stderr
     assert "`ray start --head`" in out.stderr and "use --ray off" in out.stderr
+
+
+def test_a_malformed_ray_address_or_metrics_port_is_bad_input(tmp_path):
+    """Regression: --ray 127.0.0.1:-1 retried for minutes at full CPU; --metrics-port 99999999999999999999 was a
+    traceback and exit 1; --metrics-port -5 silently meant off."""
+    for flags, line in [
+        (["--ray", "127.0.0.1:-1"], "--ray 127.0.0.1:-1: give local, off, auto, or a Ray cluster's HOST:PORT"),
+        (["--ray", "foo"], "--ray foo: give local, off, auto, or a Ray cluster's HOST:PORT"),
+        (["--metrics-port", "99999999999999999999"], "--metrics-port is 99999999999999999999; give 0 to 65535, or -1"),
+        (["--metrics-port", "-5"], "--metrics-port is -5; give 0 to 65535, or -1 to turn metrics off"),
+    ]:
+        out = start("--port", "0", "--state-dir", str(tmp_path), *flags)
+        assert out.returncode == 2 and out.stderr.startswith(f"vipu-server: error: {line}"), (flags, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1, (flags, out.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import typer
@@ -43,4 +44,12 @@ ApiUserOption = typer.Option(None, "--api-user-id", help="who you are (else VIPU
 ApiKeyOption = typer.Option(None, "--api-access-key",
                             help="access key for a --secure controller (else VIPU_CLI_API_ACCESS_KEY, config)")
 TlsCaOption = typer.Option(None, "--tls-ca", help="PEM CA to check a TLS controller (else VIPU_CLI_TLS_CA, config)")
-TimeoutOption = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", min=0.1, help="seconds to wait for the controller")
+def _seconds(value: float) -> float:
+    if math.isnan(value):  # a range check lets nan through: every comparison with it is false
+        raise typer.BadParameter("nan is not a number of seconds; give 0.1 to 86400")
+    return value
+
+
+# at most a day: a larger deadline overflowed gRPC's and was reported as the controller not answering in time
+TimeoutOption = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", min=0.1, max=86400, callback=_seconds,
+                             help="seconds to wait for the controller")

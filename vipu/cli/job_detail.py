@@ -42,8 +42,9 @@ def exit_code(x: j.Job) -> str:
 @show.command("job", context_settings=IDS)
 def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
              json_out: bool = JsonOption):
-    """Everything about a job, including why it is pending and when it may start (scontrol show job). An array
-    job's id N shows every task, one block each (--json: task N_0's object, with every task's under "tasks")."""
+    """Everything about a job, including why it is pending and when it may start (scontrol show job).
+
+    An array job's id N shows every task, a block each (--json: task N_0's, with every task's under "tasks")."""
     cli = ctx.obj
     x = cli.conn.call(cli.conn.jobs.GetJob, j.GetJobRequest(id=resolve_id(cli, id)))
     # N of an array (its first task's id) names every task, as scancel N does; N_T, or a task's own id, one task
@@ -100,7 +101,8 @@ def print_job(x: j.Job) -> None:
         fields.append(("Recovery", detail["recovery"]))
     if detail.get("preemption"):  # which job's QOS took its IPUs last, and what became of the run
         fields.append(("Preemption", detail["preemption"]))
-    if detail.get("ended_by"):  # what ended its last run from outside: failed IPUs, a forced partition removal
+    # what ended its last run from outside (failed IPUs, a forced partition removal); not while a new run goes
+    if detail.get("ended_by") and x.state not in ("RUNNING", "COMPLETING"):
         fields.append(("EndedBy", detail["ended_by"]))
     for key, value in fields:
         print(f"{key}={value}")

@@ -248,8 +248,9 @@ def register(app: typer.Typer) -> None:
     @app.command(context_settings=IDS)
     def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
              json_out: bool = JsonOption):
-        """A training job's loss per step, emulated step time on the real Pod, and its summary with per-IPU
-        utilisation and peak SRAM; a requeued job's current run, below a line on how each earlier run ended.
+        """A training job's loss per step, emulated step time on the real Pod, and per-IPU utilisation and SRAM.
+
+        A requeued job's current run, below a line on how each earlier run ended.
         --json: the run as data (run, environment, earlier_runs, steps, result, error, ended) and the lines."""
         cli = ctx.obj
         reply = cli.conn.call(cli.conn.jobs.JobLogs, j.GetJobRequest(id=resolve_id(cli, id)))

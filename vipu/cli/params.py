@@ -39,7 +39,10 @@ class _Wire:
         if isinstance(number, int) and not low <= number <= high:
             least, most = getattr(self, "min", None), getattr(self, "max", None)  # an IntRange's own bounds
             low, high = low if least is None else max(low, least), high if most is None else min(high, most)
-            self.fail(f"{number} is out of range; give a whole number from {low} to {high}", param, ctx)
+            # a bound of the wire alone is no advice: "from -2147483648" read as if negative IPUs were fine
+            advice = f"give {low} to {high}" if low >= 0 else f"give at most {high}" if number > high \
+                else f"give at least {low}"
+            self.fail(f"{number} is out of range; {advice}", param, ctx)
         return number
 
 

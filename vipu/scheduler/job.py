@@ -67,7 +67,8 @@ class Job(BaseModel):
     requeue_count: int = 0
     recovery: str | None = None  # what the last controller restart did to this job's run, and why
     preemption: str | None = None  # which job's QOS preempted its last run, and whether it was requeued or cancelled
-    ended_by: str | None = None  # what ended its last run from outside (failed IPUs, a forced partition removal)
+    ended_by: str | None = None  # what ended its last run from outside (failed IPUs, a forced partition removal,
+    # a controller stop); None when its workload, time limit or a user's cancel or requeue ended it
     request_id: str | None = None
     priority: PriorityBreakdown | None = None
     history: list[Transition] = []
@@ -106,6 +107,8 @@ class Job(BaseModel):
         """A copy in `state` (checked against the transition table) with the time recorded in its history."""
         if state not in TRANSITIONS[self.state]:
             check_transition(self.id, self.state, state)  # raises, naming the transitions allowed
+        if self.state in _RUNS and state not in _RUNS:  # a run ends: what ended it from outside, if anything did
+            changes.setdefault("ended_by", None)
         changes["state"] = state
         changes["history"] = [*self.history, Transition(state, now)]
         return self.updated(changes)
@@ -117,6 +120,7 @@ class Job(BaseModel):
                           requeue_count=self.requeue_count + 1)
 
 
+_RUNS = (JobState.RUNNING, JobState.COMPLETING)
 _new = object.__new__
 _setattr = object.__setattr__
 

@@ -29,7 +29,7 @@ from vipu.metrics.collector import StateCollector
 from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.server.admin_service import AdminService
 from vipu.server.auth import AuthInterceptor
-from vipu.server.fleet import WATCH_S
+from vipu.server.fleet import WATCH_S, ray_address_problem
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.server.runtime import Runtime, load_scheduler_config, open_runtime
@@ -244,6 +244,14 @@ def main(argv: list[str] | None = None) -> int:
         return BAD_INPUT
     if not 1 <= args.rpc_threads <= 64:
         print(f"vipu-server: error: --rpc-threads is {args.rpc_threads}; give 1 to 64", file=sys.stderr)
+        return BAD_INPUT
+    if not -1 <= args.metrics_port < 65536:
+        print(f"vipu-server: error: --metrics-port is {args.metrics_port}; give 0 to 65535, or -1 to turn metrics"
+              " off", file=sys.stderr)
+        return BAD_INPUT
+    problem = ray_address_problem(args.ray)
+    if problem:
+        print(f"vipu-server: error: --ray {args.ray}: {problem}", file=sys.stderr)
         return BAD_INPUT
     state_dir = args.state_dir or default_state_dir()
     try:

@@ -27,13 +27,24 @@ log = logging.getLogger("vipu.fleet")
 WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
 
 
+def ray_address_problem(mode: str) -> str | None:
+    """What is wrong with a --ray value, or None: local, off, auto, ray://..., or HOST:PORT with a port of 1 to
+    65535 (ray.init retried 127.0.0.1:-1 for minutes at full CPU)."""
+    if mode in ("local", "off", "auto") or mode.startswith("ray://"):
+        return None
+    host, sep, port = mode.rpartition(":")
+    if not sep or not host.strip("[]") or not port.isdigit() or not 1 <= int(port) <= 65535:
+        return "give local, off, auto, or a Ray cluster's HOST:PORT with a port of 1 to 65535 (e.g. 10.0.0.5:6379)"
+    return None
+
+
 def check_reachable(address: str, timeout_s: float = 10.0) -> None:
     """ConnectionError naming the address unless something listens at a HOST:PORT Ray address. Why: ray.init
     retries an address where nothing listens for minutes, saying only Ray's own warnings, and the controller
     neither serves nor says why. ("auto" and ray:// addresses are Ray's to resolve.)"""
-    host, sep, port = address.rpartition(":")
-    if address == "auto" or "://" in address or not sep or not port.isdigit():
+    if address == "auto" or "://" in address:
         return
+    host, _, port = address.rpartition(":")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
     except OSError as e:
