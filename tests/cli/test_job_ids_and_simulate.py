@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HELD = ("--ipus", "1", "--time-limit", "1m", "--hold")
 
 
-def one_error(out) -> str:
+def one_error(out, prog: str = "vipu") -> str:
     lines = out.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("vipu: error: "), out.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), out.stderr
     return lines[0]
 
 

@@ -5,12 +5,12 @@ are counted once and in the singular for one."""
 from __future__ import annotations
 
 import pytest
-import typer
 
 from vipu.cli import admin, main
-from vipu.cli.params import WireInt, WireIntRange, wire_ints
+from vipu.cli.params import WireInt, WireIntRange, command_of
 
 from tests.cli.test_cli_e2e import run
+from tests.cli.test_job_ids_and_simulate import one_error
 
 HUGE = "99999999999999999999"
 INT32 = "give at most 2147483647"
@@ -42,12 +42,6 @@ TOO_BIG = [
 ]
 
 
-def one_error(out, prog: str) -> str:
-    lines = out.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), out.stderr
-    return lines[0]
-
-
 def test_a_number_too_big_for_the_wire_is_one_line_naming_the_option_and_its_range(server):
     for args, words in TOO_BIG:
         out = run(server, *args)
@@ -59,8 +53,7 @@ def test_a_number_too_big_for_the_wire_is_one_line_naming_the_option_and_its_ran
 @pytest.mark.parametrize("app", [main.app, admin.app], ids=["vipu", "vipu-admin"])
 def test_every_integer_parameter_is_checked_against_the_wire(app):
     """The guard for commands still to come: wire_ints reaches every integer of every command."""
-    root = typer.main.get_command(app)
-    wire_ints(root)
+    root = command_of(app)  # as run_app builds it
 
     def params(command):
         yield from ((command, p) for p in command.params)

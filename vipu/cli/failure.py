@@ -88,10 +88,9 @@ def run_app(app, prog: str) -> NoReturn:
     errors = {cls.__name__: cls for cls in typer.BadParameter.__mro__}
     usage_error, click_exception = errors["UsageError"], errors["ClickException"]
     no_args = getattr(sys.modules[usage_error.__module__], "NoArgsIsHelpError", ())
-    from vipu.cli.params import wire_ints
+    from vipu.cli.params import command_of
 
-    command = typer.main.get_command(app)
-    wire_ints(command)  # every integer checked against the wire, and `fail ipus -1` read as a number
+    command = command_of(app)
     try:
         code = command(prog_name=prog, standalone_mode=False)
     except no_args as e:

@@ -9,7 +9,7 @@ import time
 import typer
 
 from vipu.cli.context import JsonOption
-from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
+from vipu.cli.job_ids import IDS, TaskIds, job_id, parse_id, resolve_id
 from vipu.cli.output import as_dict, print_json
 from vipu.v1 import job_pb2 as j
 
@@ -62,9 +62,7 @@ def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, 
 
 def other_tasks(cli, head: j.Job) -> list[int]:
     """The ids of the tasks of head's array other than head, active or ended."""
-    listed = cli.conn.call(cli.conn.jobs.ListJobs, j.ListJobsRequest(ids=[head.array_job_id], brief=True)).jobs
-    ended = cli.conn.call(cli.conn.jobs.History, j.HistoryRequest(brief=True)).jobs
-    return sorted({x.id for x in (*listed, *ended) if in_array(x, head.array_job_id)} - {head.id})
+    return sorted(set(TaskIds(cli).tasks(head.array_job_id).values()) - {head.id})
 
 
 def job_data(x: j.Job) -> dict:

@@ -114,14 +114,15 @@ class TaskIds:
         self.arrays: dict[int, dict[int, int]] = {}  # array -> task -> job id
         self.ended: list[j.Job] | None = None
 
-    def tasks(self, array: int, wanted: list[int]) -> dict[int, int]:
-        """Task -> job id of every task of `array` known, the ended ones too if one of `wanted` is not active."""
+    def tasks(self, array: int, wanted: list[int] | None = None) -> dict[int, int]:
+        """Task -> job id of every task of `array` known, the ended ones too if one of `wanted` is not active
+        (wanted None: every task, ended or not)."""
         jobs = self.cli.conn.jobs
         if array not in self.arrays:
             listed = self.cli.conn.call(jobs.ListJobs, j.ListJobsRequest(ids=[array], brief=True)).jobs
             self.arrays[array] = {x.array_task_id: x.id for x in listed if in_array(x, array)}
         known = self.arrays[array]
-        if any(task not in known for task in wanted):
+        if wanted is None or any(task not in known for task in wanted):
             if self.ended is None:
                 self.ended = list(self.cli.conn.call(jobs.History, j.HistoryRequest(brief=True)).jobs)
             known.update((x.array_task_id, x.id) for x in self.ended if in_array(x, array))
@@ -174,7 +175,7 @@ GRAVEST_FIRST = (ERROR, BAD_INPUT, DENIED, NOT_FOUND, CONFLICT, NO_CAPACITY, UNR
 def graver(code: int, other: int) -> int:
     """The graver of two exit codes (OK is no failure)."""
     ranked = [c for c in (code, other) if c != OK]
-    return min(ranked, key=lambda c: GRAVEST_FIRST.index(c) if c in GRAVEST_FIRST else 0, default=OK)
+    return min(ranked, key=GRAVEST_FIRST.index, default=OK)
 
 
 def held(x: j.Job) -> str:

@@ -255,12 +255,10 @@ def register(app: typer.Typer) -> None:
         cli = ctx.obj
         reply = cli.conn.call(cli.conn.jobs.JobLogs, j.GetJobRequest(id=resolve_id(cli, id)))
         if cli.wants_json(json_out):
-            record = json.loads(reply.record_json) if reply.record_json else {}
-            result = record.get("result")
-            steps = result.pop("reports") if result else record.get("steps", [])
-            print_json({"job": id, "run": record.get("run"), "environment": record.get("environment", []),
-                        "earlier_runs": record.get("earlier_runs", []), "steps": steps, "result": result,
-                        "error": record.get("error"), "ended": record.get("ended"), "lines": list(reply.lines)})
+            run = json.loads(reply.record_json) if reply.record_json else {  # a job that never trained
+                "run": None, "environment": [], "earlier_runs": [], "steps": [], "result": None, "error": None,
+                "ended": None}
+            print_json({"job": id, **run, "lines": list(reply.lines)})
         elif reply.lines:
             print("\n".join(reply.lines))
         else:

@@ -73,6 +73,13 @@ def _wired(kind):
     return None
 
 
+def command_of(app):
+    """The click command a typer app runs as (failure.run_app), every integer parameter wired."""
+    command = typer.main.get_command(app)
+    wire_ints(command)  # every integer checked against the wire, and `fail ipus -1` read as a number
+    return command
+
+
 def wire_ints(command) -> None:
     """Give every integer parameter under `command` its wire check; a command with an integer argument lets
     `-1` through as that argument."""

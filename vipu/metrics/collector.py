@@ -14,6 +14,7 @@ from collections import Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
+from vipu.partition.pod import LINK_TYPES
 from vipu.partition.states import PartitionState
 from vipu.partition.rules import job_of_partition
 from vipu.scheduler.states import JobState
@@ -121,7 +122,7 @@ class StateCollector(Collector):
             report = stats.get(machine, {})
             streaming.add_metric([str(machine)], float(report.get("streaming", {}).get("used_bytes", 0)))
             links = report.get("links", {})
-            for kind in ("ipu_link", "gw_link"):
+            for kind in LINK_TYPES:
                 labels = [str(machine), kind]
                 sent.add_metric(labels, links.get(kind, {}).get("sent_bytes", 0))
                 received.add_metric(labels, links.get(kind, {}).get("received_bytes", 0))

@@ -35,7 +35,7 @@ def clear_first(partitions: list[str], fix: str) -> str:
     jobs = [str(job) for job in map(job_of_partition, partitions) if job is not None]
     if not jobs:
         return fix
-    cancel = f"job{'' if len(jobs) == 1 else 's'} {', '.join(jobs)} (`vipu cancel {' '.join(jobs)}`)"
+    cancel = f"{named('job', jobs)} (`vipu cancel {' '.join(jobs)}`)"
     others = [p for p in partitions if job_of_partition(p) is None]
     if others:
         return f"remove {named('partition', others)} and cancel {cancel} first"

@@ -63,6 +63,9 @@ class GwLinkSpec(LinkSpec):
     links_per_machine: PositiveInt
 
 
+LINK_TYPES = ("ipu_link", "gw_link")  # LinksSpec's fields: the link kinds traffic and errors are counted by
+
+
 class LinksSpec(Strict):
     ipu_link: LinkSpec
     gw_link: GwLinkSpec

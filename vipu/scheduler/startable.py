@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
+from vipu.partition.admin_objects import DEFAULT_ALLOCATION
 from vipu.scheduler.bits import has_block
 from vipu.scheduler.policies.base import RESOURCES
 from vipu.scheduler.queries import decorate
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
-
-DEFAULT_ALLOCATION = "default"  # the allocation of a job that names none (policies/engine.py)
 
 
 def startable(s: Scheduler, available_mask: int | None = None, allowed_masks: Mapping[str, int] | None = None) -> int:

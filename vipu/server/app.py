@@ -23,6 +23,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from vipu import __version__
+from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
 from vipu.errors import VipuError
 from vipu.partition.pod import PRESETS
 from vipu.metrics.collector import StateCollector
@@ -38,9 +39,6 @@ from vipu.server.state_dir import claim
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
-# exit codes, the CLI's (README): a bad flag, config or Pod file; a port or state folder another process holds. 1 is
-# left for what is neither (Ray cannot start)
-BAD_INPUT, CONFLICT = 2, 4
 DEFAULT_METRICS_PORT = 9105
 # Why so few: every RPC runs Python under one GIL, and the queue's RPCs under one lock, so more threads only add
 # contention: bench/bench_submit.py prints submissions/s with 3 and with 8 (with 8 clients, 3 threads serve more).
@@ -260,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         runtime = open_runtime(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config)
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
-        return CONFLICT if e.code in ("FAILED_PRECONDITION", "ALREADY_EXISTS") else BAD_INPUT  # the CLI's codes
+        return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)  # as the CLI exits for the same error
     # the stored records just loaded live as long as the process: frozen, no collection rescans them (the first one
     # after a large restart would, in whichever call came first)
     gc.freeze()

@@ -111,11 +111,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         with self.rt.lock:
             reply = job_convert.job(self.rt.scheduler.job(request.id, self.rt.now()))
         record = self.rt.training.result(request.id)
-        if record is not None:  # the run's summary: its steps are `vipu logs`'s
-            summary = record.model_dump(mode="json", exclude={"result": {"reports"}, "steps": True})
-            if record.result is None:
-                summary["losses"] = [r.loss for r in record.steps]
-            reply.result_json = json.dumps(summary)
+        if record is not None:
+            reply.result_json = json.dumps(record.summary())
         return reply
 
     @rpc
@@ -123,7 +120,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         self._own([request.id], context)
         record = self.rt.training.result(request.id)
         return j.JobLogsResponse(lines=self.rt.training.log_lines(request.id),
-                                 record_json=record.model_dump_json() if record else "")
+                                 record_json=json.dumps(record.run_data()) if record else "")
 
     def _each(self, ids, action, context, check=None):
         """action(id, now) on each job, under one lock; check(id), if given, first on all of them, so a refusal

@@ -52,6 +52,19 @@ class JobResult(BaseModel):
         """Every step the run logged."""
         return self.result.reports if self.result else self.steps
 
+    def run_data(self) -> dict:
+        """The run as `vipu logs --json` gives it: every step it logged, its result without them."""
+        data = self.model_dump(mode="json", exclude={"name": True, "result": {"reports"}, "steps": True})
+        return {**data, "steps": [r.model_dump(mode="json") for r in self.reports]}
+
+    def summary(self) -> dict:
+        """What `vipu show job` shows of the run: everything but its steps (`vipu logs`'s), with the losses of a
+        run that has no result."""
+        summary = self.model_dump(mode="json", exclude={"result": {"reports"}, "steps": True})
+        if self.result is None:
+            summary["losses"] = [r.loss for r in self.steps]
+        return summary
+
 
 @dataclass(eq=False)
 class _Run:
@@ -115,7 +128,7 @@ class Training:
         except Exception as e:  # noqa: BLE001 - the run then fails with the reason instead of training blind
             environment, problem = [], e
         job = self.rt.scheduler.table.jobs[job_id]
-        number = max(1, sum(t.state is JobState.RUNNING for t in job.history))
+        number = max(1, _runs_started(job))
         run = _Run(job_id, number, started, first_ipu, workload.layout.ipus, environment, self._earlier(job, number))
         # stored now, not only when the run ends: a controller that stops under the run never records its end, and
         # the next controller reads how the earlier runs ended from here (it no longer has their machines' story)
@@ -308,8 +321,12 @@ class Training:
         return ", ".join(said + parts) or None
 
 
+def _runs_started(job) -> int:
+    return sum(t.state is JobState.RUNNING for t in job.history)
+
+
 def _runs_ended(job) -> int:
-    started = sum(t.state is JobState.RUNNING for t in job.history)
+    started = _runs_started(job)
     return started - 1 if job.state in (JobState.RUNNING, JobState.COMPLETING) else started
 
 

@@ -20,13 +20,12 @@ from functools import cached_property
 import numpy as np
 
 from vipu.errors import FailedPrecondition, InvalidArgument
-from vipu.partition.pod import PodConfig
+from vipu.partition.pod import LINK_TYPES, PodConfig
 from vipu.partition.topology import Topology
 from vipu.workers import bsp
 from vipu.workers.memory import IpuMemory, Linear
 from vipu.workers.streaming import StreamingMemory
 
-LINK_TYPES = ("ipu_link", "gw_link")  # the link kinds of pod.links, as the fabric reports traffic on them
 
 
 @dataclass

@@ -18,10 +18,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Hashable, Iterable, Mapping, Sequence
 
+from vipu.partition.pod import LINK_TYPES
+
 if TYPE_CHECKING:
     from vipu.jobs.train.report import StepReport
-
-LINK_TYPES = ("ipu_link", "gw_link")  # as Machine.stats() reports them
 
 
 class StepTelemetry:
