@@ -1,5 +1,6 @@
 """A SIGKILL of the controller while clients are submitting loses no acknowledged job and duplicates none:
-every submit carries a client request id, and a client retries with the same id until it gets an answer."""
+every submit carries a client request id, and a client retries with the same id until it gets an answer. Half the
+clients submit one job per call (SubmitJob), half ten per call (SubmitJobs, retried whole)."""
 
 from __future__ import annotations
 
@@ -22,16 +23,20 @@ RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 SPAWN = multiprocessing.get_context("spawn")
 
 
-def client(address: str, count: int, acked, seed: int) -> None:
+def client(address: str, count: int, acked, seed: int, per_call: int) -> None:
     with grpc.insecure_channel(address) as channel:
         stub = job_pb2_grpc.JobServiceStub(channel)
-        for i in range(count):
-            request_id = f"{seed}-{i}-{uuid.uuid4().hex[:6]}"
+        for i in range(0, count, per_call):
+            requests = [j.SubmitJobRequest(spec=SPEC, request_id=f"{seed}-{k}-{uuid.uuid4().hex[:6]}")
+                        for k in range(i, i + per_call)]
             give_up = time.monotonic() + 60
             while True:
                 try:
-                    reply = stub.SubmitJob(j.SubmitJobRequest(spec=SPEC, request_id=request_id), timeout=5)
-                    acked.append((request_id, tuple(reply.job_ids)))
+                    if per_call == 1:
+                        replies = [stub.SubmitJob(requests[0], timeout=5)]
+                    else:
+                        replies = stub.SubmitJobs(j.SubmitJobsRequest(jobs=requests), timeout=5).jobs
+                    acked.extend([(r.request_id, tuple(reply.job_ids)) for r, reply in zip(requests, replies)])
                     break
                 except grpc.RpcError as e:
                     assert e.code() in RETRYABLE and time.monotonic() < give_up, e
@@ -42,11 +47,13 @@ def test_sigkill_under_load_loses_and_duplicates_nothing(server):
     clients, per_client = 4, 150
     with SPAWN.Manager() as manager:
         acked = manager.list()
-        procs = [SPAWN.Process(target=client, args=(server.address, per_client, acked, c))
+        procs = [SPAWN.Process(target=client, args=(server.address, per_client, acked, c, 1 + 9 * (c % 2)))
                  for c in range(clients)]
         for proc in procs:
             proc.start()
+        deadline = time.monotonic() + 60
         while len(acked) < 100:  # kill while submissions are in flight
+            assert time.monotonic() < deadline and all(p.exitcode is None for p in procs), "the clients stopped"
             time.sleep(0.01)
         server.kill(signal.SIGKILL)
         killed_after = len(acked)

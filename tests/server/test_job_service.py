@@ -106,3 +106,48 @@ def test_a_workload_that_ends_exactly_at_its_time_limit_completes(jobs):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert jobs.GetJob(j.GetJobRequest(id=job), timeout=5).state == "COMPLETED"
+
+
+def request(source="", request_id="", **spec) -> j.SubmitJobRequest:
+    body = {"ipus": 4, "time_limit": "10m", "user": "u", "hold": True, **spec}
+    return j.SubmitJobRequest(spec=json.dumps(body).encode(), source=source, request_id=request_id)
+
+
+def test_submit_jobs_queues_several_specs_in_order_and_a_retry_gets_the_same_ids(jobs):
+    batch = [request(request_id="a", name="one"), request(request_id="b", name="sweep", array="0-2"),
+             request(request_id="c", name="three", ipus=8)]
+    reply = jobs.SubmitJobs(j.SubmitJobsRequest(jobs=batch), timeout=5)
+    ids = [list(x.job_ids) for x in reply.jobs]
+    first = ids[0][0]
+    assert ids == [[first], [first + 1, first + 2, first + 3], [first + 4]]
+    assert not any(x.duplicate for x in reply.jobs)
+    listed = jobs.ListJobs(j.ListJobsRequest(), timeout=5).jobs
+    assert sorted((x.id, x.name, x.ipus, x.reason) for x in listed if x.id in (first, first + 4)) == [
+        (first, "one", 4, "JobHeldUser"), (first + 4, "three", 8, "JobHeldUser")]
+    again = jobs.SubmitJobs(j.SubmitJobsRequest(jobs=batch), timeout=5)
+    assert [list(x.job_ids) for x in again.jobs] == ids and all(x.duplicate for x in again.jobs)
+    assert len(jobs.ListJobs(j.ListJobsRequest(), timeout=5).jobs) == 5
+
+
+def test_submit_jobs_refuses_all_when_one_spec_is_bad_and_names_it(jobs):
+    batch = [request("a.yaml"), request("b.yaml", ipus=3), request("c.yaml")]
+    with pytest.raises(grpc.RpcError) as refused:
+        jobs.SubmitJobs(j.SubmitJobsRequest(jobs=batch), timeout=5)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details().startswith("spec 2 of 3 (b.yaml): ipus")
+    assert refused.value.details().endswith("nothing was queued")
+    with pytest.raises(grpc.RpcError) as unparsable:  # refused before the scheduler sees any
+        jobs.SubmitJobs(j.SubmitJobsRequest(jobs=[request("a.yaml"), j.SubmitJobRequest(spec=b"{", source="x.json")]),
+                        timeout=5)
+    assert unparsable.value.details().startswith("spec 2 of 2 (x.json): ")
+    assert jobs.ListJobs(j.ListJobsRequest(), timeout=5).jobs == []
+    assert submit(jobs, hold=True) == [1]  # no job id was used up
+
+
+def test_submit_jobs_takes_one_to_ten_thousand_specs(jobs):
+    for count, says in ((0, "jobs is empty"), (10_001, "jobs has 10,001 specs; give at most 10,000")):
+        with pytest.raises(grpc.RpcError) as refused:
+            jobs.SubmitJobs(j.SubmitJobsRequest(jobs=[request()] * count), timeout=30)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and says in refused.value.details()
+    reply = jobs.SubmitJobs(j.SubmitJobsRequest(jobs=[request()] * 10_000), timeout=60)
+    assert [x.job_ids[0] for x in reply.jobs] == list(range(1, 10_001))

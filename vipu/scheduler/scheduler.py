@@ -10,7 +10,7 @@ Not thread-safe: the server serialises calls (one lock around the scheduler), as
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -37,7 +37,16 @@ from vipu.scheduler.priority import FairShare, breakdown
 from vipu.scheduler.spec import JobSpec, parse_spec
 from vipu.scheduler.startable import startable as startable_jobs
 from vipu.scheduler.states import TERMINAL, TRANSITIONS, JobState
-from vipu.scheduler.submit import build_jobs, check_dependency, check_request_id, resolve, resolve_begin
+from vipu.scheduler.submit import (
+    Submission,
+    Submitted,
+    build_jobs,
+    check_dependency,
+    check_request_id,
+    naming_spec,
+    resolve,
+    resolve_begin,
+)
 from vipu.scheduler.table import JobTable
 
 S = JobState
@@ -124,6 +133,40 @@ class Scheduler:
         With a `request_id`, a retried submit returns the jobs of the first one instead of queueing them again;
         the same id with a different spec is AlreadyExists. Raises InvalidArgument (nothing stored) for a spec that
         can never run here, ResourceExhausted when the queue is full."""
+        return self.submit_many([Submission(spec, request_id)], now)[0].jobs
+
+    def submit_many(self, submissions: Sequence[Submission], now: float) -> list[Submitted]:
+        """Several submits as one: each checked as submit checks it, then all stored in one commit, or none.
+
+        Why all or none: a user who fixes the one refused spec and submits the lot again gets no second copy of the
+        others, request ids or not. A refusal names its spec (`spec 3 of 40 (b.yaml): ...`) when there are several.
+        A request id given twice in one call is refused: the second could only be a copy of the first."""
+        first_id = self.table.next_id
+        active = len(self.table.pending) + len(self.table.running)
+        seen: dict[str, int] = {}
+        out: list[Submitted] = []
+        for k, submission in enumerate(submissions):
+            with naming_spec(k, len(submissions), submission.source):
+                request_id = submission.request_id
+                if request_id in seen:
+                    raise InvalidArgument(f"request_id {request_id!r} was given to spec {seen[request_id] + 1} too;"
+                                          " give each spec its own request id")
+                if request_id is not None:
+                    seen[request_id] = k
+                done = self._prepare(submission, now, first_id, active)
+            if not done.duplicate:
+                first_id += len(done.jobs)
+                active += len(done.jobs)
+            out.append(done)
+        fresh = [job for done in out if not done.duplicate for job in done.jobs]
+        if fresh:
+            self._commit(fresh, now, first_id)
+        return out
+
+    def _prepare(self, submission: Submission, now: float, first_id: int, active: int) -> Submitted:
+        """The jobs of one submit, numbered from first_id, with `active` jobs already queued or running; or the
+        jobs of an earlier submit with the same request id. Nothing is stored."""
+        spec, request_id = submission.spec, submission.request_id
         spec = parse_spec(spec) if not isinstance(spec, JobSpec) else spec
         resolved = resolve(spec, self.pod, self.config)
         if resolved.qos in self.retired_qos:
@@ -141,21 +184,19 @@ class Scheduler:
                         f"request_id {request_id!r} was already used for job {earlier[0]} with a different spec; use a"
                         " new request id for a new job"
                     )
-                return [self.job(i) for i in earlier]
+                return Submitted([self.job(i) for i in earlier], duplicate=True)
         array = resolved.parsed_array(self.config.max_array_tasks)
         count = len(array.indices) if array else 1
-        active = len(self.table.pending) + len(self.table.running)
         if active + count > self.config.max_jobs:
             raise ResourceExhausted(
                 f"the queue holds {active} jobs and this submit adds {count}; at most {self.config.max_jobs} may be"
                 " queued or running (max_jobs): wait for some to finish or cancel some"
             )
-        first_id = self.table.next_id
-        check_dependency(resolved, self.table, range(first_id, first_id + count))
+        check_dependency(resolved, self.table, range(first_id, first_id + count),
+                         call_ids=range(self.table.next_id, first_id))
         begin = resolve_begin(resolved, now) if resolved.begin is not None else None
         jobs = build_jobs(resolved, first_id, count, now, request_id, array.indices if array else None, begin)
-        self._commit(jobs, now, first_id + count)
-        return jobs
+        return Submitted(jobs, duplicate=False)
 
     def active_of(self, users: Iterable[str]) -> list[int]:
         """The pending and running jobs of these users (each array task on its own), by id."""

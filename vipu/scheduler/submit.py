@@ -10,7 +10,10 @@ array task) naming its own id or its own array, which the user could only do by 
 
 from __future__ import annotations
 
-from vipu.errors import InvalidArgument
+from contextlib import contextmanager
+from typing import NamedTuple
+
+from vipu.errors import InvalidArgument, VipuError
 from vipu.jobs.spec import TrainWorkload
 from vipu.partition.pod import PodConfig
 from vipu.partition.rules import check_name, check_size, job_partition_name
@@ -24,6 +27,34 @@ from vipu.scheduler.states import JobState
 from vipu.scheduler.table import JobTable
 
 MAX_REQUEST_ID = 128
+
+
+class Submission(NamedTuple):
+    """One spec to queue; `source` (a file name) only labels its refusal among several."""
+
+    spec: JobSpec | dict
+    request_id: str | None = None
+    source: str = ""
+
+
+@contextmanager
+def naming_spec(index: int, count: int, source: str = ""):
+    """A refusal raised inside names the spec it is about, when a call has several: `spec 3 of 40 (b.yaml): ...`,
+    and says that none of them was queued (one call queues all or none)."""
+    try:
+        yield
+    except VipuError as e:
+        if count == 1:
+            raise
+        label = f" ({source})" if source else ""
+        raise type(e)(f"spec {index + 1} of {count}{label}: {e.message}; nothing was queued") from None
+
+
+class Submitted(NamedTuple):
+    """What a submission queued, or (duplicate) what an earlier one with its request id did."""
+
+    jobs: list[Job]
+    duplicate: bool
 
 
 def check_train(workload, pod: PodConfig, ipus: int) -> None:
@@ -108,11 +139,17 @@ def check_request_id(request_id: str) -> None:
         )
 
 
-def check_dependency(spec: JobSpec, table: JobTable, new_ids: range) -> None:
+def check_dependency(spec: JobSpec, table: JobTable, new_ids: range, call_ids: range = range(0)) -> None:
+    """`new_ids`: this spec's own; `call_ids`: those the same call gives the specs before it (submit_many)."""
     dep = spec.parsed_dependency()
     if dep is None:
         return
     for job_id in sorted(dep.ids):
+        if job_id in call_ids:
+            raise InvalidArgument(
+                f"dependency names job {job_id}, which this same call queues: a job may depend only on jobs queued"
+                " before it; submit the dependent spec in a call of its own, after this one"
+            )
         if job_id in new_ids:
             raise InvalidArgument(
                 f"dependency names job {job_id}, which is this submission itself: a cyclic dependency can never be"

@@ -36,6 +36,7 @@ from vipu.server.job_service import JobService
 from vipu.server.runtime import Runtime, load_scheduler_config, open_runtime
 from vipu.server.status import add_servicer
 from vipu.server.state_dir import claim
+from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
@@ -66,7 +67,7 @@ def build_server(
         # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error; and no
         # SO_REUSEPORT (gRPC's default on Linux), which let a second controller listen on the same port and take
         # half of the first one's calls
-        options=[("grpc.max_receive_message_length", 16 * 1024 * 1024), ("grpc.so_reuseport", 0)],
+        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES), ("grpc.so_reuseport", 0)],
     )
     add_servicer(partition_pb2_grpc.add_PartitionServiceServicer_to_server, PartitionService(runtime), server)
     add_servicer(admin_pb2_grpc.add_AdminServiceServicer_to_server, AdminService(runtime), server)

@@ -8,10 +8,12 @@ import json
 from vipu.errors import InvalidArgument, PermissionDenied
 from vipu.scheduler.spec import load_spec, parse_spec
 from vipu.scheduler.states import SHORT, TERMINAL, JobState
+from vipu.scheduler.submit import Submission, naming_spec
 from vipu.server import job_convert
 from vipu.server.status import rpc
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import job_pb2_grpc
+from vipu.validation import MAX_SPECS_PER_CALL
 
 BY_CODE = {code: state for state, code in SHORT.items()}
 NO_IDS = "no job ids given; name at least one job (vipu queue lists them)"
@@ -51,12 +53,11 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         self.rt.dispatcher.wake()
         return result
 
-    @rpc
-    def SubmitJob(self, request, context):
+    def _submission(self, request, identity) -> Submission:
+        """A SubmitJobRequest as the scheduler takes it, with every check that needs the caller (not the lock)."""
         source = request.source or "job spec"
         spec = load_spec(request.spec, source)
         overrides = overrides_of(request.overrides_json)
-        identity = self.rt.identity(context)
         claimed = overrides.get("user", spec.user if "user" in spec.model_fields_set else None)
         if claimed is None:
             overrides["user"] = identity.name or spec.user
@@ -71,18 +72,41 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             raise PermissionDenied(
                 "output: a --secure controller writes no files for its users (it runs as one OS user, unlike slurmd);"
                 " leave output out and read the run with `vipu show job` and `vipu logs`")
+        return Submission(spec, request.request_id or None, request.source)
+
+    def _submit(self, requests, context) -> list[j.SubmitJobResponse]:
+        identity = self.rt.identity(context)
+        submissions = []
+        for k, request in enumerate(requests):
+            with naming_spec(k, len(requests), request.source):
+                submissions.append(self._submission(request, identity))
         with self.rt.lock:
-            if spec.allocation:
-                identity.check_allocation(spec.allocation, self.rt.controller.admin.get_allocation(spec.allocation).users)
-            request_id = request.request_id or None
-            known = request_id is not None and bool(self.rt.scheduler.jobs_for_request(request_id))
-            jobs = self.rt.scheduler.submit(spec, self.rt.now(), request_id=request_id)
-        if not known:
-            self.rt.metrics.submissions.inc(len(jobs))
-        reply = j.SubmitJobResponse(job_ids=[x.id for x in jobs], duplicate=known)
+            for k, x in enumerate(submissions):
+                if x.spec.allocation:
+                    with naming_spec(k, len(submissions), x.source):
+                        users = self.rt.controller.admin.get_allocation(x.spec.allocation).users
+                        identity.check_allocation(x.spec.allocation, users)
+            done = self.rt.scheduler.submit_many(submissions, self.rt.now())
+        self.rt.metrics.submissions.inc(sum(len(d.jobs) for d in done if not d.duplicate))
         # a held job cannot start until it is released (which wakes the dispatcher), so a cycle now would find
         # nothing to do: in a burst of held submissions it would only compete with them for the lock
-        return reply if all(x.held for x in jobs) else self._changed(reply)
+        if not all(job.held for d in done for job in d.jobs):
+            self.rt.dispatcher.wake()
+        return [j.SubmitJobResponse(job_ids=[x.id for x in d.jobs], duplicate=d.duplicate) for d in done]
+
+    @rpc
+    def SubmitJob(self, request, context):
+        return self._submit([request], context)[0]
+
+    @rpc
+    def SubmitJobs(self, request, context):
+        """Several SubmitJobs in one call and one commit, or none (scheduler.submit_many)."""
+        if not request.jobs:
+            raise InvalidArgument("jobs is empty; give at least one spec")
+        if len(request.jobs) > MAX_SPECS_PER_CALL:
+            raise InvalidArgument(f"jobs has {len(request.jobs):,} specs; give at most {MAX_SPECS_PER_CALL:,} in one"
+                                  " call and the rest in further calls")
+        return j.SubmitJobsResponse(jobs=self._submit(request.jobs, context))
 
     def _own(self, ids, context) -> None:
         identity = self.rt.identity(context)

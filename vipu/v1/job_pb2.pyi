@@ -26,6 +26,18 @@ class SubmitJobResponse(_message.Message):
     duplicate: bool
     def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
+class SubmitJobsRequest(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[SubmitJobRequest]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[SubmitJobRequest, _Mapping]]] = ...) -> None: ...
+
+class SubmitJobsResponse(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[SubmitJobResponse]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[SubmitJobResponse, _Mapping]]] = ...) -> None: ...
+
 class Job(_message.Message):
     __slots__ = ("id", "name", "user", "account", "qos", "state", "state_code", "reason", "ipus", "partition", "time_limit_s", "submit_time", "start_time", "end_time", "estimated_start", "exit_code", "array_job_id", "array_task_id", "dependency", "requeue_count", "held", "priority", "spec_json", "detail_json", "result_json", "admin_hold", "begin_time")
     ID_FIELD_NUMBER: _ClassVar[int]

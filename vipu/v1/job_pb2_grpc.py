@@ -39,6 +39,11 @@ class JobServiceStub:
                 request_serializer=vipu_dot_v1_dot_job__pb2.SubmitJobRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_job__pb2.SubmitJobResponse.FromString,
                 _registered_method=True)
+        self.SubmitJobs = channel.unary_unary(
+                '/vipu.v1.JobService/SubmitJobs',
+                request_serializer=vipu_dot_v1_dot_job__pb2.SubmitJobsRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_job__pb2.SubmitJobsResponse.FromString,
+                _registered_method=True)
         self.ListJobs = channel.unary_unary(
                 '/vipu.v1.JobService/ListJobs',
                 request_serializer=vipu_dot_v1_dot_job__pb2.ListJobsRequest.SerializeToString,
@@ -96,6 +101,14 @@ class JobServiceServicer:
 
     def SubmitJob(self, request, context):
         """Validates the spec, stores the job(s) durably, then answers with their ids.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitJobs(self, request, context):
+        """Several specs, each as SubmitJob takes it, queued in one commit, or none: a refusal names the spec (its place
+        and source) and queues nothing. For scripts that queue many different jobs: one round trip for all of them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -171,6 +184,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.SubmitJob,
                     request_deserializer=vipu_dot_v1_dot_job__pb2.SubmitJobRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_job__pb2.SubmitJobResponse.SerializeToString,
+            ),
+            'SubmitJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitJobs,
+                    request_deserializer=vipu_dot_v1_dot_job__pb2.SubmitJobsRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_job__pb2.SubmitJobsResponse.SerializeToString,
             ),
             'ListJobs': grpc.unary_unary_rpc_method_handler(
                     servicer.ListJobs,
@@ -250,6 +268,33 @@ class JobService:
             '/vipu.v1.JobService/SubmitJob',
             vipu_dot_v1_dot_job__pb2.SubmitJobRequest.SerializeToString,
             vipu_dot_v1_dot_job__pb2.SubmitJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.JobService/SubmitJobs',
+            vipu_dot_v1_dot_job__pb2.SubmitJobsRequest.SerializeToString,
+            vipu_dot_v1_dot_job__pb2.SubmitJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,
