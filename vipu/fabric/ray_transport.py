@@ -22,6 +22,7 @@ from vipu.errors import MachineLost, NotFound, VipuError
 from vipu.fabric.cost import CollectiveResult
 from vipu.fabric.group import Group
 from vipu.fabric.schedule import Transfer
+from vipu.fabric.traffic import by_machine
 
 
 class RayTransport:
@@ -136,14 +137,9 @@ class RayTransport:
         self._get(writes)
 
     def record(self, result: CollectiveResult) -> None:
-        """Each machine's counters get its IPUs' bytes sent and received per link type, and the virtual time."""
-        per_machine: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-        for ipu, kinds in result.traffic.items():
-            for kind, (sent, received) in kinds.items():
-                if sent or received:
-                    totals = per_machine[ipu // self.ipus_per_machine][kind]
-                    totals[0] += sent
-                    totals[1] += received
+        """Each machine's counters get its IPUs' bytes sent and received per link type (traffic.by_machine, as
+        LocalTransport's counters sum them), and the virtual time."""
+        per_machine = by_machine(result.traffic, self.ipus_per_machine)
         refs = [self.actors[m].record_traffic.remote(kind, sent, received, result.virtual_s)
-                for m, kinds in sorted(per_machine.items()) for kind, (sent, received) in sorted(kinds.items())]
+                for m, kinds in per_machine.items() for kind, (sent, received) in kinds.items()]
         self._get(refs)

@@ -1,12 +1,13 @@
 """Where a collective's data lives: the Transport protocol, and LocalTransport (numpy arrays in a dict).
 
 A transport mirrors the machine actor's tensor methods (vipu.workers.actor.MachineActor), addressed by Pod-wide
-IPU numbers: put_tensor, get_tensor, get_slice, accumulate_slice, set_slice, free_tensor, and record_traffic. The
-collectives only need three things from it: the tensor's size (spec), running one synchronous step of transfers
-(run_step: every read happens before any write of the step), and being told what the collective cost (record).
-LocalTransport runs the same schedules in-process for fast property tests; RayTransport (ray_transport.py) runs them
-on the machine actors. With an object dtype LocalTransport also runs symbolic values, which is how the tests read
-off the exact reduction order.
+IPU numbers: put_tensor, get_tensor, get_slice, accumulate_slice, set_slice and free_tensor. The collectives only
+need three things from it: the tensor's size (spec), running one synchronous step of transfers (run_step: every
+read happens before any write of the step), and being told what the collective cost (record).
+LocalTransport runs the same schedules in-process, for fast property tests and for a controller without machine
+actors (vipu-server --ray off, whose runs' transports count into the controller's TrafficCounters, traffic.py, as
+the actors count into theirs); RayTransport (ray_transport.py) runs them on the machine actors. With an object dtype
+LocalTransport also runs symbolic values, which is how the tests read off the exact reduction order.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from vipu.errors import NotFound
 from vipu.fabric.cost import CollectiveResult
 from vipu.fabric.schedule import Transfer
+from vipu.fabric.traffic import TrafficCounters
 
 
 class Transport(Protocol):
@@ -33,9 +35,11 @@ class Transport(Protocol):
 
 
 class LocalTransport:
-    """Tensors as flat numpy arrays keyed by (IPU, name); traffic records kept in `records`."""
+    """Tensors as flat numpy arrays keyed by (IPU, name); traffic records kept in `records`, and each collective's
+    bytes per IPU added to `counters` if given (counters shared by many transports, which outlive each of them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, counters: TrafficCounters | None = None) -> None:
+        self.counters = counters
         self.tensors: dict[tuple[int, str], np.ndarray] = {}
         self.shapes: dict[tuple[int, str], tuple[int, ...]] = {}
         self.records: list[CollectiveResult] = []
@@ -94,9 +98,6 @@ class LocalTransport:
     def reserve(self, sizes: dict[int, int], name: str) -> None:
         self.reserved.update({(ipu, name): int(n) for ipu, n in sizes.items()})
 
-    def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
-        pass  # in-process runs keep whole results in `records` instead
-
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         flat = self._flat(ipu, name)
         return flat.size, flat.dtype
@@ -110,3 +111,5 @@ class LocalTransport:
 
     def record(self, result: CollectiveResult) -> None:
         self.records.append(result)
+        if self.counters is not None:
+            self.counters.add(result.traffic)

@@ -68,7 +68,7 @@ class Fleet:
         self._lock = threading.Lock()
         self._checking = threading.Lock()
         self._ray_dir = local_ray.folder(os.getpid())
-        self._from_steps = None  # a StepTelemetry, with --ray off
+        self._traffic = None  # --ray off: the TrafficCounters that runs' transports count into (the first makes it)
 
     @property
     def enabled(self) -> bool:
@@ -203,11 +203,23 @@ class Fleet:
             if live:
                 self.pool.repair(live)
 
+    def local_transport(self, group):
+        """With --ray off, a training run's own in-process transport (`group`: its partition, unused): it counts
+        each collective's bytes into the fleet's link counters, which stay when the run ends, as an actor's do."""
+        from vipu.fabric import LocalTransport
+        from vipu.fabric.traffic import TrafficCounters
+
+        with self._lock:  # runs start in threads of their own
+            if self._traffic is None:
+                self._traffic = TrafficCounters()
+        return LocalTransport(self._traffic)
+
     def stats(self) -> dict[int, dict]:
         """Every running machine's counters (for metrics and `vipu top`); machines without an actor are absent.
-        With --ray off there are no actors: the same figures come from the training runs' step reports."""
+        With --ray off there are no actors: the same figures come from the training runs' step reports (per IPU)
+        and the link counters their transports count into (local_transport)."""
         if not self.enabled:
-            return self._stats_from_steps()
+            return self._stats_without_actors()
         if self.pool is None:
             return {}
         import ray
@@ -222,16 +234,12 @@ class Fleet:
                 continue
         return out
 
-    def _stats_from_steps(self) -> dict[int, dict]:
-        from vipu.jobs.train.telemetry import StepTelemetry
+    def _stats_without_actors(self) -> dict[int, dict]:
+        from vipu.jobs.train.telemetry import machine_stats
 
-        with self._lock:  # scrapes and `vipu top` may ask first at once
-            if self._from_steps is None:
-                self._from_steps = StepTelemetry(self.rt.controller.pod.machine.ipus)
-        training = self.rt.training
-        # every run the controller still knows, done or not, so a run's last steps count once it has ended
-        self._from_steps.fold({(job_id, run.number): run.steps for job_id, run in list(training.runs.items())})
-        return self._from_steps.stats(training.progress.values())
+        ipus = self.rt.controller.pod.machine.ipus
+        links = self._traffic.by_machine(ipus) if self._traffic is not None else {}  # none before the first run
+        return machine_stats(self.rt.training.progress.values(), links, ipus)
 
     def shutdown(self) -> None:
         self._stop.set()

@@ -148,9 +148,7 @@ class Training:
     def _transport_factory(self, run: _Run):
         fleet = self.rt.fleet
         if not fleet.enabled:
-            from vipu.jobs.train.runner import local_transport
-
-            return local_transport  # a transport of the run's own
+            return fleet.local_transport  # a transport of the run's own, counting into the fleet's link counters
         from vipu.fabric.ray_transport import RayTransport
         from vipu.jobs.train.comm import Scoped
 

@@ -1,6 +1,7 @@
 """Training on real machine actors: a t=2 p=2 r=2 layout over 8 IPUs on 2 machines moves its weights, activations
-and gradients through the actors, gives the same losses bit for bit as in-process, charges the machines' link and
-BSP counters, and leaves their SRAM empty."""
+and gradients through the actors, gives the same losses bit for bit as in-process, charges the machines' link
+counters with the bytes an in-process run counts without actors and their BSP counters, and leaves their SRAM
+empty."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import numpy as np
 import pytest
 
 from tests.jobs.train.builders import ATOL, RTOL, mlp, pod, reference, run, workload
+from vipu.fabric import LocalTransport
+from vipu.fabric.traffic import TrafficCounters
+from vipu.jobs.train.telemetry import machine_stats
 
 
 @pytest.fixture
@@ -26,14 +30,19 @@ def test_training_on_machine_actors(pool):
 
     w = workload(mlp(), "adam", steps=3, t=2, p=2, r=2, micro_batches=2)
     on_actors = run(w, transport_factory=lambda group: RayTransport.for_group(pool, group))
-    in_process = run(w)
+    counters = TrafficCounters()  # what a controller without actors (--ray off) counts the link bytes into
+    in_process = run(w, transport_factory=lambda group: LocalTransport(counters))
     assert on_actors.losses == in_process.losses
     np.testing.assert_allclose(on_actors.losses, reference(w)[0], rtol=RTOL, atol=ATOL)
     assert [r.emulated_step_s for r in on_actors.reports] == [r.emulated_step_s for r in in_process.reports]
     assert pool.machines == [0, 1]
+    without_actors = machine_stats([], counters.by_machine(4), 4)
     for machine in (0, 1):
         stats = ray.get(pool.actor(machine).stats.remote())
         assert stats["links"]["ipu_link"]["sent_bytes"] > 0
+        for kind, counted in without_actors[machine]["links"].items():  # both paths: the same bytes
+            assert (stats["links"][kind]["sent_bytes"], stats["links"][kind]["received_bytes"]) == \
+                (counted["sent_bytes"], counted["received_bytes"]), (machine, kind)
         assert stats["steps"] == 3
         for ipu in stats["per_ipu"].values():
             assert ipu["compute_s"] > 0 and ipu["tensors"] == 0 and ipu["sram_used_bytes"] == 0
