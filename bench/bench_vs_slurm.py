@@ -10,7 +10,9 @@ by the same phases against a fresh vipu-server (--ray off: trivial jobs need no 
      plus one row for the `vipu submit` CLI (a Python process per job) so nobody mistakes one for the other, and
      the same rows with compiled clients (bench/submit_client.cc, C++, built here against Debian's gRPC), since
      sbatch is C too; and ceiling rows: the same clients making empty calls to bench/bare_server.py, a gRPC server
-     with nothing of vipu-sim in it, whose ratio to sbatch is the most any Python gRPC server could show here.
+     with nothing of vipu-sim in it, whose ratio to sbatch is the most any Python gRPC server could show here;
+     and rows "100 per call": the same Python clients queueing 100 jobs per SubmitJobs call (each job its own spec
+     and request id, all committed before the answer), and `vipu submit` given 100 spec files.
   b  submit-to-running and submit-to-completed latency p50/p99 on an idle cluster, one job at a time with a random
      0-0.5 s gap (vipu-sim: the job record's start and end times minus the client's submit time, same host clock).
   c  1,000 trivial jobs end to end (submitted by one client, until the queue is empty), and as one array.
@@ -47,6 +49,7 @@ from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 ROOT = Path(__file__).resolve().parents[1]
 PEER = ROOT.parent / "shared" / "peer" / "slurm_peer.sh"
 BIN = Path(sys.executable).parent
+PER_CALL = 100  # rows "100 per call": SubmitJobs, one call queueing 100 jobs (each its own spec and request id)
 TRIVIAL = {"name": "trivial", "ipus": 1, "time_limit": "1m", "user": "bench", "workload": {"kind": "sleep", "duration": 0}}
 
 
@@ -54,27 +57,34 @@ def spec(hold: bool = False) -> bytes:
     return json.dumps({**TRIVIAL, "hold": hold}).encode()
 
 
-def submitter(port: int, count: int, hold: bool | None, out) -> None:
-    """`count` submissions, one job per call; hold=None makes the calls empty ones (GetVersion) instead."""
+def submitter(port: int, count: int, hold: bool | None, out, per_call: int = 1) -> None:
+    """`count` submissions, one job per call (SubmitJob), or `per_call` jobs per call (SubmitJobs, each with its own
+    request id); hold=None makes the calls empty ones (GetVersion) instead."""
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = job_pb2_grpc.JobServiceStub(channel)
         empty = partition_pb2_grpc.PartitionServiceStub(channel).GetVersion
         stub.GetJob  # noqa: B018 - channel is lazy; the first call connects
         ids = []
-        for i in range(count):
+        for i in range(0, count, per_call):
             if hold is None:
                 empty(p.GetVersionRequest(), timeout=30)
                 ids.append(i)
                 continue
-            reply = stub.SubmitJob(j.SubmitJobRequest(spec=spec(hold), request_id=uuid.uuid4().hex), timeout=30)
-            ids.extend(reply.job_ids)
+            requests = [j.SubmitJobRequest(spec=spec(hold), request_id=uuid.uuid4().hex)
+                        for _ in range(min(per_call, count - i))]
+            if per_call == 1:
+                ids.extend(stub.SubmitJob(requests[0], timeout=30).job_ids)
+            else:
+                ids.extend(x for reply in stub.SubmitJobs(j.SubmitJobsRequest(jobs=requests), timeout=30).jobs
+                           for x in reply.job_ids)
         out.extend(ids)
 
 
-def submit_parallel(port: int, total: int, clients: int, hold: bool | None) -> tuple[float, list[int]]:
+def submit_parallel(port: int, total: int, clients: int, hold: bool | None,
+                    per_call: int = 1) -> tuple[float, list[int]]:
     with multiprocessing.Manager() as manager:
         out = manager.list()
-        procs = [multiprocessing.Process(target=submitter, args=(port, total // clients, hold, out))
+        procs = [multiprocessing.Process(target=submitter, args=(port, total // clients, hold, out, per_call))
                  for _ in range(clients)]
         start = time.perf_counter()
         for proc in procs:
@@ -181,11 +191,22 @@ def vipu_phases(phases: str, knobs: dict) -> dict[str, float]:
                         r[f"{key}_cxx"] = compiled_parallel(compiled, port, knobs["N_SUB"], clients, hold)
                         cancel_all(jobs)
                         wait_empty(jobs)
+                    r[f"{key}_many"], _ = submit_parallel(port, knobs["N_SUB"], clients, hold, PER_CALL)
+                    cancel_all(jobs)
+                    wait_empty(jobs)
             n, start = 30, time.perf_counter()
             for _ in range(n):
                 subprocess.run([str(BIN / "vipu"), "submit", "--ipus", "1", "--time-limit", "1m", "--duration", "0s",
                                 "--hold"], env=env, check=True, capture_output=True)
             r["a_cli_1c"] = n / (time.perf_counter() - start)
+            files = [Path(state) / f"spec-{k}.json" for k in range(PER_CALL)]
+            for file in files:
+                file.write_bytes(spec(hold=True))
+            n, start = 5, time.perf_counter()
+            for _ in range(n):
+                subprocess.run([str(BIN / "vipu"), "submit", *map(str, files)], env=env, check=True,
+                               capture_output=True)
+            r["a_cli_1c_many"] = n * PER_CALL / (time.perf_counter() - start)
             cancel_all(jobs)
             wait_empty(jobs)
             r.update(transport_ceiling(knobs, compiled))
@@ -289,6 +310,11 @@ ROWS = [  # key, label, better when (higher|lower), how vipu-sim is measured
     ("a_1c_hold", "a submissions/s, 1 client, --hold", "higher", "gRPC client"),
     ("a_4c_hold", "a submissions/s, 4 clients, --hold", "higher", "gRPC clients"),
     ("a_cli_1c", "a submissions/s, 1 client, `vipu submit` CLI", "higher", "a process per job"),
+    ("a_1c_many", "a submissions/s, 1 client, 100 per call", "higher", "gRPC client, SubmitJobs"),
+    ("a_4c_many", "a submissions/s, 4 clients, 100 per call", "higher", "gRPC clients, SubmitJobs"),
+    ("a_1c_hold_many", "a submissions/s, 1 client, --hold, 100 per call", "higher", "gRPC client, SubmitJobs"),
+    ("a_4c_hold_many", "a submissions/s, 4 clients, --hold, 100 per call", "higher", "gRPC clients, SubmitJobs"),
+    ("a_cli_1c_many", "a submissions/s, 1 client, --hold, CLI, 100 files", "higher", "`vipu submit` of 100 specs"),
     ("a_1c_cxx", "a submissions/s, 1 client", "higher", "compiled gRPC client"),
     ("a_4c_cxx", "a submissions/s, 4 clients", "higher", "compiled gRPC clients"),
     ("a_1c_hold_cxx", "a submissions/s, 1 client, --hold", "higher", "compiled gRPC client"),
@@ -329,7 +355,8 @@ def main() -> int:
     ours["b_start_p50_tuned"], ours["b_start_p99_tuned"] = ours.get("b_start_p50"), ours.get("b_start_p99")
     ours["c_jobs_tuned"] = ours.get("c_jobs")
     for key in ("a_1c", "a_4c", "a_1c_hold", "a_4c_hold"):  # the same sbatch figure against each kind of client
-        theirs[f"{key}_cxx"] = theirs.get(key)
+        theirs[f"{key}_cxx"] = theirs[f"{key}_many"] = theirs.get(key)
+    theirs["a_cli_1c_many"] = theirs.get("a_1c_hold")
     for clients in ("1c", "4c"):
         theirs[f"a_{clients}_ceiling"] = theirs[f"a_{clients}_ceiling_cxx"] = theirs.get(f"a_{clients}")
     print(f"\n{'metric':<54} {'vipu-sim':>10} {'Slurm':>10} {'ratio':>9}  vipu-sim measured by")

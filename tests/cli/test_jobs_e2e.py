@@ -345,3 +345,35 @@ def test_parsable_submit_prints_the_id_alone(server):
     assert again.stdout == f"{array}\n" and "not queued again" in again.stderr
     out = run(server, "vipu", "cancel", again.stdout.strip())
     assert out.returncode == 0 and "3 tasks cancelled" in out.stdout
+
+
+def test_several_spec_files_are_queued_in_one_call_all_or_none(server, tmp_path):
+    names = []
+    for name, ipus in (("a", 1), ("b", 4), ("c", 2)):
+        (tmp_path / f"{name}.yaml").write_text(f"name: {name}\nipus: {ipus}\ntime_limit: 1m\n")
+        names.append(str(tmp_path / f"{name}.yaml"))
+    (tmp_path / "bad.yaml").write_text("name: bad\nipus: 3\ntime_limit: 1m\n")
+    refused = run(server, "vipu", "submit", names[0], str(tmp_path / "bad.yaml"), names[1], "--hold")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.startswith(f"vipu: error: spec 2 of 3 ({tmp_path}/bad.yaml): ipus")
+    assert "nothing was queued" in refused.stderr and jobs(server) == {}
+    text = run(server, "vipu", "submit", *names, "--hold", "--array", "0-1", "--request-id", "many")
+    assert text.stdout == ("Submitted array job 1 (2 tasks: jobs 1-2)\nSubmitted array job 3 (2 tasks: jobs 3-4)\n"
+                           "Submitted array job 5 (2 tasks: jobs 5-6)\n")
+    queued = jobs(server)
+    assert sorted((x["name"], x["ipus"], x["held"]) for x in queued.values() if x["array_task_id"] == 0) == [
+        ("a", 1, True), ("b", 4, True), ("c", 2, True)]
+    assert [show(server, i)["detail"]["request_id"] for i in (1, 3, 5)] == ["many/1", "many/2", "many/3"]
+    again = run(server, "vipu", "submit", *names, "--hold", "--array", "0-1", "--request-id", "many", "--json")
+    assert json.loads(again.stdout) == {"jobs": [{"job_ids": [1, 2], "duplicate": True},
+                                                 {"job_ids": [3, 4], "duplicate": True},
+                                                 {"job_ids": [5, 6], "duplicate": True}]}
+    parsable = run(server, "vipu", "submit", *names[:2], "--hold", "--parsable")
+    assert parsable.stdout == "7\n8\n" and len(jobs(server)) == 8
+
+
+def test_stdin_is_the_only_spec_when_there_are_several(server, tmp_path):
+    (tmp_path / "a.yaml").write_text("ipus: 1\ntime_limit: 1m\n")
+    out = run(server, "vipu", "submit", str(tmp_path / "a.yaml"), "-")
+    assert out.returncode == 2 and "'-' (a spec on stdin) must be the only spec" in out.stderr
+    assert jobs(server) == {}

@@ -17,7 +17,7 @@ from vipu.cli.job_detail import clock, exit_code, show, stamp
 from vipu.cli.job_ids import IDS, IDS_HELP, act, finish, job_id, lines, resolve_id
 from vipu.cli.output import as_dict, print_json, print_rows, table
 from vipu.v1 import job_pb2 as j
-from vipu.validation import MAX_SPEC_BYTES
+from vipu.validation import MAX_REQUEST_BYTES, MAX_SPEC_BYTES, MAX_SPECS_PER_CALL
 
 def split(values: list[str] | None) -> list[str]:
     """squeue's comma lists (-t R,PD) as well as a repeated option."""
@@ -80,11 +80,26 @@ def read_spec(path: str) -> tuple[bytes, str]:
     return file.read_bytes(), path
 
 
+def submit_request(path: str | None, flags: dict, request_id: str) -> j.SubmitJobRequest:
+    """The request for one spec file (None: the flags are the spec), the flags overriding the file's fields."""
+    if path is None:
+        return j.SubmitJobRequest(spec=json.dumps(flags).encode(), source="flags", request_id=request_id)
+    (text, source), overrides = read_spec(path), dict(flags)
+    relative = relative_output(text) if "output" not in overrides else None
+    if relative:
+        overrides["output"] = absolute(relative)
+    return j.SubmitJobRequest(spec=text, source=source, overrides_json=json.dumps(overrides) if overrides else "",
+                              request_id=request_id)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def submit(
         ctx: typer.Context,
-        spec: str = typer.Argument(None, help="a YAML or JSON job spec ('-' reads stdin); omit to use the flags"),
+        specs: list[str] = typer.Argument(
+            None, metavar="[SPEC]...", show_default=False,
+            help="YAML or JSON job specs ('-' reads one from stdin), each its own job, all queued or none; omit to"
+                 " use the flags"),
         name: str = typer.Option(None, "--name", help="job name"),
         ipus: int = typer.Option(None, "--ipus", help="IPUs: a power of two"),
         time_limit: str = typer.Option(None, "--time-limit", help="e.g. 10m, 1h30m, 1-00:00:00; a bare number is"
@@ -106,13 +121,16 @@ def register(app: typer.Typer) -> None:
         allocation: str = typer.Option(None, "--allocation"),
         output: str = typer.Option(None, "--output", "-o",
                                    help="file written when the job's run ends; %j job id, %x name (see the spec)"),
-        request_id: str = typer.Option(None, "--request-id", help="a retry with the same id never queues twice"),
+        request_id: str = typer.Option(None, "--request-id", help="a retry with the same id never queues twice (with"
+                                       " several specs, each gets ID/1, ID/2, ...)"),
         parsable: bool = typer.Option(False, "--parsable",
                                       help="print only the job id (an array's: its first task's), as sbatch"
                                            " --parsable, e.g. jid=$(vipu submit --parsable ...)"),
         json_out: bool = JsonOption,
     ):
-        """Queue a job (sbatch): from a spec file, or from flags like `sbatch --wrap`. Prints the job id."""
+        """Queue a job (sbatch): from a spec file, or from flags like `sbatch --wrap`. Prints the job id.
+
+        Several spec files: a job each, in one call, all queued or none (a refusal names its file); flags apply to all."""
         cli = ctx.obj
         flags = {
             "name": name, "ipus": ipus, "time_limit": time_limit, "qos": qos, "user": user, "account": account,
@@ -124,33 +142,41 @@ def register(app: typer.Typer) -> None:
             flags["output"] = absolute(output)
         if duration is not None:
             flags["workload"] = {"kind": "sleep", "duration": duration}
-        if spec is None:
-            if "ipus" not in flags:
-                fail("vipu", "give a job spec file, or at least --ipus N (e.g. vipu submit --ipus 4 --duration 30s)", BAD_INPUT)
-            text, source, overrides = json.dumps(flags).encode(), "flags", {}
+        specs = specs or []
+        if "-" in specs and len(specs) > 1:
+            fail("vipu", "'-' (a spec on stdin) must be the only spec; give the others as files", BAD_INPUT)
+        if len(specs) > MAX_SPECS_PER_CALL:
+            fail("vipu", f"{len(specs):,} specs given; one command queues at most {MAX_SPECS_PER_CALL:,}: split them"
+                 " over several commands", BAD_INPUT)
+        if not specs and "ipus" not in flags:
+            fail("vipu", "give a job spec file, or at least --ipus N (e.g. vipu submit --ipus 4 --duration 30s)", BAD_INPUT)
+        # a fresh id per command: retries inside this call are then safe
+        request_id = request_id or uuid.uuid4().hex
+        requests = [submit_request(path, flags, request_id if len(specs) < 2 else f"{request_id}/{k + 1}")
+                    for k, path in enumerate(specs or [None])]
+        if len(requests) == 1:
+            replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True)]
         else:
-            (text, source), overrides = read_spec(spec), flags
-            relative = relative_output(text) if "output" not in overrides else None
-            if relative:
-                overrides["output"] = absolute(relative)
-        request = j.SubmitJobRequest(
-            spec=text, source=source, overrides_json=json.dumps(overrides) if overrides else "",
-            request_id=request_id or uuid.uuid4().hex,  # retries inside one call are then safe
-        )
-        reply = cli.conn.call(cli.conn.jobs.SubmitJob, request, retry=True)
+            batch = j.SubmitJobsRequest(jobs=requests)
+            if batch.ByteSize() > MAX_REQUEST_BYTES:
+                fail("vipu", f"these {len(specs)} specs are {batch.ByteSize():,} bytes together; one command sends at"
+                     f" most {MAX_REQUEST_BYTES:,}: split them over several commands", BAD_INPUT)
+            replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch, retry=True).jobs)
         if cli.wants_json(json_out):
-            print_json(reply)
-        elif parsable:
-            print(reply.job_ids[0])
-            if reply.duplicate:  # stdout is the id alone, for $(...)
-                print(f"vipu: request id {request.request_id} was used before: that submit's jobs, not queued again",
-                      file=sys.stderr)
-        else:
+            print_json(replies[0] if len(replies) == 1 else j.SubmitJobsResponse(jobs=replies))
+            return
+        for request, reply in zip(requests, replies):
+            again = f"request id {request.request_id} was used before: that submit's jobs, not queued again"
+            if parsable:
+                print(reply.job_ids[0])
+                if reply.duplicate:  # stdout is the id alone, for $(...)
+                    print(f"vipu: {again}", file=sys.stderr)
+                continue
             first, last = reply.job_ids[0], reply.job_ids[-1]
             print(f"Submitted job {first}" if len(reply.job_ids) == 1 else
                   f"Submitted array job {first} ({len(reply.job_ids)} tasks: jobs {first}-{last})")
             if reply.duplicate:  # a retry of an earlier submit: said, so nobody waits for a second copy
-                print(f"(request id {request.request_id} was used before: that submit's jobs, not queued again)")
+                print(f"({again})")
 
     @app.command()
     def queue(
