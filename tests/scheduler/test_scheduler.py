@@ -268,12 +268,6 @@ def test_hold_and_release_an_array_touch_only_pending_tasks():
         s.hold(1, 4)
 
 
-def test_jobs_for_request():
-    s = make()
-    s.submit(spec(array="0-1"), 0, request_id="abc")
-    assert s.jobs_for_request("abc") == [1, 2] and s.jobs_for_request("zzz") == []
-
-
 def test_cancel_an_array_whose_first_task_ended():
     s = make()
     s.submit(spec(array="0-2", ipus=16), 0)

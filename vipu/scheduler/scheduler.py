@@ -275,11 +275,6 @@ class Scheduler:
         self._commit(changed, now)
         return self.job(job_id)
 
-    def jobs_for_request(self, request_id: str) -> list[int]:
-        """The job ids an earlier submit with this request id created (empty if none): lets the server say
-        whether a submit was a retry."""
-        return list(self.table.request_ids.get(request_id, ()))
-
     def requeue(self, job_id: int, now: float, single: bool = False) -> list[Effect]:
         """Put a running or finished job back in the queue under the same id (scontrol requeue); an array job id
         requeues every task that is not pending, unless `single`."""
