@@ -46,3 +46,4 @@ def test_getting_started_commands_run_as_written(server):
     show = dict(line.split("=", 1) for line in said["vipu show job 2"].splitlines() if "=" in line)
     assert show["JobState"] == "PENDING" and show["Reason"] == "Resources" and show["EstimatedStart"] != "Unknown"
     assert "memory per IPU" in said["vipu plan examples/tiny_dp.yaml"]
+    assert said["vipu submit examples/tiny_pp.yaml examples/tiny_tp.yaml --hold"] == "Submitted job 4\nSubmitted job 5\n"
