@@ -55,7 +55,7 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
         return []
     healthy = sched.full_mask & ~sched.failed_mask
     if available_mask is None:
-        available_mask = healthy & ~table.used_mask
+        available_mask = sched.free_mask
     preempting = [q for q in sched.preempting_qos if table.ready_by_qos.get(q)]  # QOS with jobs that may evict
     if not estimates and not preempting and not _fits_by_size(table.ready_sizes, available_mask & healthy, sched.total):
         # Without estimates there is nothing to compute but starts, and none is possible: no walk at all (the jobs

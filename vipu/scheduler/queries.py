@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from vipu.partition.placement import largest_free_block
 from vipu.scheduler.job import Job, PriorityBreakdown
 from vipu.scheduler.priority import breakdown, qos_factors
-from vipu.scheduler.policies.base import BEGIN_TIME, HELD, HELD_ADMIN
+from vipu.scheduler.policies.base import BEGIN_TIME, HELD, HELD_ADMIN, PendingInfo
 from vipu.scheduler.states import TERMINAL, JobState
 
 if TYPE_CHECKING:
@@ -35,26 +35,32 @@ class Pod64Info:
     drained: int = 0  # healthy, on machines whose agent is drained or missing: in a partition (draining) or not
 
 
+def pending_reason(s: Scheduler, job: Job) -> PendingInfo | None:
+    """Why a pending job waits and when it may start, as `vipu queue` shows it: its hold, its begin time, its
+    dependency, else what the last cycle said of it; None when no cycle has considered it yet. Builds no copy of
+    the job (startable asks it of every pending job that fits)."""
+    table = s.table
+    if job.held:
+        return PendingInfo(HELD_ADMIN if job.admin_hold else HELD)
+    if job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
+        return PendingInfo(BEGIN_TIME, job.begin_time)
+    info = table.gate_info.get(job.id)  # waiting for a dependency (None until a cycle has evaluated it)
+    seq = table.ready_seq.get(job.id)
+    if seq is not None and seq <= s.last_cycle_seq:  # the last cycle considered it
+        info = s.pending_info.get(job.id)
+        if info is None and s.last_decision is not None:
+            info = s.last_decision.explain(table.pending[job.id])  # a job the walk did not reach
+    return info
+
+
 def decorate(s: Scheduler, job: Job, factors: tuple[dict[str, float], dict[str, float]] | None = None,
              now: float = 0.0) -> Job:
-    """A pending job with its reason and estimated start, and given `factors` (FairShare.factors at `now`, and
-    qos_factors) its priority; other jobs as they are."""
+    """A pending job with its reason and estimated start (pending_reason), and given `factors` (FairShare.factors
+    at `now`, and qos_factors) its priority; other jobs as they are."""
     if job.state is not S.PENDING:
         return job
     table = s.table
-    if job.held:
-        reason, estimate = HELD_ADMIN if job.admin_hold else HELD, None
-    elif job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
-        reason, estimate = BEGIN_TIME, job.begin_time
-    else:
-        info = table.gate_info.get(job.id)  # waiting for a dependency (None until a cycle has evaluated it)
-        seq = table.ready_seq.get(job.id)
-        if seq is not None and seq <= s.last_cycle_seq:  # the last cycle considered it
-            info = s.pending_info.get(job.id)
-            if info is None and s.last_decision is not None:
-                info = s.last_decision.explain(table.pending[job.id])  # a job the walk did not reach
-        reason = info.reason if info else None
-        estimate = info.estimated_start if info else None
+    reason, estimate = pending_reason(s, job) or (None, None)
     if factors is not None:  # one copy with all three: a listing of 10,000 pending jobs makes 10,000 of them
         return job.updated({"reason": reason, "estimated_start": estimate,
                             "priority": breakdown(table.pending[job.id], now, s.config, s.total, *factors)})
@@ -119,7 +125,7 @@ def priorities(s: Scheduler, now: float, user: str | None, ids: Iterable[int] | 
 
 def info(s: Scheduler, available_mask: int | None, drained_mask: int = 0) -> list[Pod64Info]:
     if available_mask is None:
-        available_mask = s.full_mask & ~s.table.used_mask & ~s.failed_mask
+        available_mask = s.free_mask
     per = s.pod.ild_ipus
     window = (1 << per) - 1
     rows = []

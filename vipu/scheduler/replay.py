@@ -143,8 +143,8 @@ class _Replay:
             if smallest is None:
                 unusable = 0
             else:
-                free_mask = s.full_mask & ~table.used_mask & ~s.failed_mask
-                unusable = free_mask.bit_count() - usable_ipus(free_mask, smallest, total)
+                free = s.free_mask
+                unusable = free.bit_count() - usable_ipus(free, smallest, total)
         self.end = last
 
     def _effects(self, effects) -> None:

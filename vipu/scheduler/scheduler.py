@@ -69,6 +69,12 @@ class Scheduler:
         self.last_cycle_at: float | None = None
         self.last_cycle_seq = 0  # table.seq when the last cycle walked: jobs ready since then were not considered
 
+    @property
+    def free_mask(self) -> int:
+        """IPUs free and healthy now, as the scheduler alone knows them: the Pod minus running jobs and failed IPUs
+        (what a cycle, `vipu info` and startable use when the caller passes no available_mask)."""
+        return self.full_mask & ~self.failed_mask & ~self.table.used_mask
+
     def _configure(self, config: SchedulerConfig) -> None:
         """Everything that follows from the config (an empty scheduler only: the queue order is rebuilt)."""
         self.config = config
@@ -359,7 +365,7 @@ class Scheduler:
         and evictions, and return the effects (stops before starts); see cycle.py.
 
         `available_mask`: IPUs free and healthy now (the live server passes its PodState's usable mask, which also
-        excludes partitions users made by hand); None means the Pod minus running jobs and failed IPUs.
+        excludes partitions users made by hand); None means free_mask (the Pod minus running jobs and failed IPUs).
         `allowed_masks`: allocation name -> its IPUs, for jobs that name an allocation; None: the whole Pod.
         `estimates`: False skips estimated starts (trace replay); the jobs started are the same either way."""
         return run_cycle(self, now, available_mask, allowed_masks, estimates)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Mapping
 from vipu.partition.admin_objects import DEFAULT_ALLOCATION
 from vipu.scheduler.bits import has_block
 from vipu.scheduler.policies.base import RESOURCES
-from vipu.scheduler.queries import decorate
+from vipu.scheduler.queries import pending_reason
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 
 def startable(s: Scheduler, available_mask: int | None = None, allowed_masks: Mapping[str, int] | None = None) -> int:
     """How many pending jobs could start now. The masks are those a cycle takes (Scheduler.cycle): IPUs free and
-    healthy now (None: the Pod minus running jobs and failed IPUs), and allocation -> its IPUs (None: the Pod)."""
+    healthy now (None: Scheduler.free_mask), and allocation -> its IPUs (None: the Pod)."""
     table = s.table
     if available_mask is None:
-        available_mask = s.full_mask & ~s.failed_mask & ~table.used_mask
+        available_mask = s.free_mask
     fits: dict[tuple[str | None, int], bool] = {}  # (allocation, size) -> a free block of that size is there
     count = 0
     for job_id in table.ready_seq:
@@ -40,6 +40,8 @@ def startable(s: Scheduler, available_mask: int | None = None, allowed_masks: Ma
             allowed = s.full_mask if allowed_masks is None else allowed_masks.get(
                 queued.allocation or DEFAULT_ALLOCATION, 0)
             fit = fits[key] = has_block(available_mask & allowed, queued.ipus, s.total)
-        if fit and decorate(s, table.jobs[job_id]).reason in (None, RESOURCES):
-            count += 1
+        if fit:
+            info = pending_reason(s, table.jobs[job_id])
+            if info is None or info.reason == RESOURCES:
+                count += 1
     return count
