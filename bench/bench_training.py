@@ -8,8 +8,9 @@ BSP compute sets, the fabric's collectives, the pipeline laid out event by event
 step time (vipu/jobs/planner.py, with the emulation's fused gradient allreduce), and the wall-clock per step of the
 emulation itself. A medium transformer (not an example) shows the comparison where compute and bandwidth, not
 latency, start to count, and an MLP with replicas strided by 2, RTS and its optimiser state in Streaming Memory
-shows the data-parallel allreduce over strided groups and the streaming. Then the emulated split of one step
-beside the planner's.
+shows the data-parallel allreduce over strided groups and the streaming; the same MLP phased with RTS stores its
+weights sharded across the replicas and all-gathers them before use. Then the emulated split of one step beside
+the planner's.
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ def medium() -> tuple[TrainWorkload, object]:
     return w, load_pod("bow-pod64")
 
 
-def offload() -> tuple[TrainWorkload, object]:
-    """Replicas strided by 2 (p=2, r=4) with RTS and the optimiser state in Streaming Memory."""
+def strided_rts(**options) -> tuple[TrainWorkload, object]:
+    """Replicas strided by 2 (p=2, r=4) with RTS and `options` (the optimiser state in Streaming Memory, or
+    phased execution: the weights too)."""
     model = {"kind": "mlp", "layers": 4, "hidden": 256, "inputs": 64, "outputs": 10, "dtype": "fp32"}
-    layout = {"t": 1, "p": 2, "r": 4, "micro_batch": 16, "micro_batches": 4, "rts": True, "offload_optimizer": True}
+    layout = {"t": 1, "p": 2, "r": 4, "micro_batch": 16, "micro_batches": 4, "rts": True, **options}
     w = TrainWorkload(model=model, layout=layout, optimizer="adam", steps=3, learning_rate=1e-3, seed=7)
     return w, load_pod("bow-pod16")
 
@@ -123,7 +125,8 @@ def main() -> None:
         spec, pod = load_plan_spec(EXAMPLES / f"{name}.yaml")
         runs.append(row(name, spec.workload, pod))
     runs.append(row("medium", *medium()))
-    runs.append(row("offload", *offload()))
+    runs.append(row("offload", *strided_rts(offload_optimizer=True)))
+    runs.append(row("phased-rts", *strided_rts(phased=True)))
     parts(runs)
     if not args.no_actors:
         on_actors(args.actors_example)

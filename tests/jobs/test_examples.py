@@ -48,6 +48,13 @@ def test_gpt3_plan_reports_memory_and_time():
     assert result.params == pytest.approx(174.6e9, rel=1e-3)
     assert result.memory.weights == pytest.approx((8 * 12288**2 + 4 * 12288 + 3 * 12288) / 8 * 2)
     assert 0 < result.memory.streaming <= result.memory.streaming_capacity
+    # RTS stores each IPU's 1/4 of its 2.73G params' weights and gradient accumulators (2 x 1.36 GB), of the
+    # state (12 B a param: 8.18 GB), beside 384 micro-batches' layer inputs of its stage (96 / 8 layers x 2,048 x
+    # 12,288 x 2 B, split 8 ways: 75.5 MB each, 28.99 GB); 48.09 GB when the weights were stored whole
+    share = result.params / 64
+    stash = 384 * 96 / 8 * 2048 * 12288 * 2 / 8
+    assert result.memory.streaming == pytest.approx((2 * share * 2 + share * 12) / 4 + stash)
+    assert result.memory.streaming / 1e9 == pytest.approx(39.90, abs=0.005)
     assert result.time.bubble_fraction == pytest.approx(7 / 391)
     assert result.time.tensor_parallel_s > 0 and result.time.streaming_s > 0 and result.time.data_parallel_s > 0
 

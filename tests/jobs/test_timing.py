@@ -10,7 +10,10 @@ from hypothesis import strategies as st
 
 from tests.jobs.helpers import ASSUME, bert_large, mlp, pod, transformer
 from vipu.jobs import bubble_fraction, plan
-from vipu.jobs.comms import GroupShape, allreduce
+from vipu.jobs.assumptions import DEFAULT
+from vipu.jobs.comms import GroupShape, allreduce, allreduce_half
+from vipu.jobs.memory import stash_bytes
+from vipu.jobs.timing import WEIGHT_GATHERS
 from vipu.jobs.convnet import ConvNetModel
 
 PEAK = 1472 * 128 * 1.85e9  # bow-2000.yaml: tiles x fp16 FLOPs per tile-cycle x clock = 348.6 TFLOPS
@@ -111,6 +114,40 @@ def test_offloaded_optimizer_streams_its_state_each_step():
     result = plan(bert_large(p=4, r=4, micro_batch=8, micro_batches=16, recompute=True, rts=True,
                              offload_optimizer=True), pod())
     assert result.time.streaming_s == pytest.approx(2e-6 + 333_572_096 / 4 * 8 / 4 / 4e9)
+
+
+@pytest.mark.parametrize("pod_name, group", [
+    ("bow-pod16", GroupShape(4)),  # a machine's ring
+    ("bow-pod16", GroupShape(4, 2)),  # strided inside one machine: the emulator's schedule
+    ("bow-pod64", GroupShape(4, 16)),  # columns of the torus
+    ("bow-pod256", GroupShape(4, 64)),  # one IPU per Pod64: GW-Links (GPT-3's replicas)
+], ids=["ring", "stride2", "stride16", "across-pod64s"])
+def test_rts_halves_add_up_to_the_allreduce(pod_name, group):
+    whole = allreduce(pod(pod_name), group, 1 << 20, 2)
+    scatter = allreduce_half(pod(pod_name), group, 1 << 20, "reduce_scatter", 2)
+    gather = allreduce_half(pod(pod_name), group, 1 << 20, "all_gather", 2)
+    assert scatter.total_s + gather.total_s == pytest.approx(whole.total_s, rel=1e-9)
+    assert gather.total_s == pytest.approx((whole.total_s - whole.reduce_s) / 2, rel=0.01)  # gamma: scatter only
+
+
+def test_phased_rts_streams_shards_and_gathers_the_weights_before_each_use():
+    # t=1 p=2 r=4 MLP 12 -> 256 x 4 -> 5 fp32, Adam: per IPU n = params / 2, weights and gradients stored as n/4
+    # x 4 B; read 4 x weights + gradients + state + stash, written gradients + weights + state + stash, at a
+    # machine's 16 GB/s shared by 4 IPUs after 2 us; the gradients reduce-scattered, the weights all-gathered
+    # before forward, recomputation and backward, each collective after a partition sync
+    layout = {"p": 2, "r": 4, "micro_batch": 16, "micro_batches": 4, "phased": True}
+    model = {"layers": 4, "hidden": 256, "inputs": 12, "outputs": 5}
+    whole, sharded = (plan(mlp(**model, **layout, rts=rts), pod(), DEFAULT) for rts in (False, True))  # fused
+    n = whole.params / 2
+    state, stash = n * 8 / 4, stash_bytes(mlp(**model, **layout))
+    reads = 5 * n * 4 / 4 + state + stash
+    assert sharded.time.streaming_s == pytest.approx(2e-6 + 4 * reads / 16e9)
+    assert sharded.time.streaming_s < whole.time.streaming_s
+    replicas = GroupShape(4, 2)
+    assert sharded.time.data_parallel_s == pytest.approx(
+        allreduce_half(pod(), replicas, n * 4, "reduce_scatter").total_s
+        + WEIGHT_GATHERS * allreduce_half(pod(), replicas, n * 4, "all_gather").total_s)
+    assert sharded.time.sync_s - whole.time.sync_s == pytest.approx(WEIGHT_GATHERS * DEFAULT.sync_s(pod(), 8))
 
 
 @settings(max_examples=40, deadline=None)

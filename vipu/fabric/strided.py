@@ -55,29 +55,37 @@ def allreduce_steps(rings: Sequence[Ring]) -> list[Step]:
     return reduce_scatter_steps(rings, "reduce-scatter") + all_gather_steps(rings, "all-gather")
 
 
+# the steps of each collective the strided groups run: the allreduce, or one of its halves (replicated tensor
+# sharding: jobs/train/comm.py data_parallel_half)
+STEPS = {"allreduce": allreduce_steps,
+         "reduce_scatter": lambda rings: reduce_scatter_steps(rings, "reduce-scatter"),
+         "all_gather": lambda rings: all_gather_steps(rings, "all-gather")}
+
+
 def strided_groups(first: int, size: int, stride: int) -> list[tuple[int, ...]]:
     """The `stride` groups of size // stride IPUs, stride apart, that tile the block [first, first+size)."""
     return [tuple(first + offset + j * stride for j in range(size // stride)) for offset in range(stride)]
 
 
 @lru_cache(maxsize=512)
-def _priced(topology: Topology, first: int, size: int, stride: int, numel: int, itemsize: int) -> tuple[float, float]:
+def _priced(topology: Topology, first: int, size: int, stride: int, numel: int, itemsize: int,
+            op: str) -> tuple[float, float]:
     rings = group_rings(topology, strided_groups(first, size, stride), [numel] * stride, first, size)
-    steps = allreduce_steps(rings)
+    steps = STEPS[op](rings)
     links = link_model(topology)
     within = frozenset(range(first, first + size))
-    result = schedule_cost("allreduce", steps, links, itemsize, within)
+    result = schedule_cost(op, steps, links, itemsize, within)
     latency = sum(max(links.route(t.src, t.dst, within).alpha_s for t in step.transfers)
                   for step in steps if step.transfers)
     return result.virtual_s, latency
 
 
 def strided_allreduce_s(topology: Topology, first: int, size: int, stride: int, numel: int,
-                        itemsize: int) -> tuple[float, float]:
-    """Virtual-time path (no data): every strided group of the block allreducing `numel` elements at once.
-    Returns (seconds, the latency part of them: each step's longest route alpha), from the same schedule and cost
-    model the data path runs."""
-    return _priced(topology, first, size, stride, int(numel), int(itemsize))
+                        itemsize: int, op: str = "allreduce") -> tuple[float, float]:
+    """Virtual-time path (no data): every strided group of the block allreducing `numel` elements at once (or,
+    with `op` "reduce_scatter" or "all_gather", running that half of it). Returns (seconds, the latency part of
+    them: each step's longest route alpha), from the same schedule and cost model the data path runs."""
+    return _priced(topology, first, size, stride, int(numel), int(itemsize), op)
 
 
 def price(topology: Topology, groups: Sequence[Sequence[int]], numel: int, itemsize: int, first: int,

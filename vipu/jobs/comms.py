@@ -111,14 +111,30 @@ def topology(pod: PodConfig) -> Topology:
     return Topology(pod)
 
 
-def strided_allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int) -> CollectiveTime:
+def strided_allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int,
+                      op: str = "allreduce") -> CollectiveTime:
     """All `stride` groups of `size` IPUs, `stride` apart, in the aligned block from IPU 0, allreducing `nbytes`
-    each at once (fabric/strided.py's schedule and prices, values of 4 bytes); every collective pays the steps'
-    latency."""
+    each at once, or running `op`, one half of it (fabric/strided.py's schedule and prices, values of 4 bytes);
+    every collective pays the steps' latency."""
     itemsize = 4
     seconds, latency = strided_allreduce_s(topology(pod), 0, group.size * group.stride, group.stride,
-                                           round(nbytes / itemsize), itemsize)
+                                           round(nbytes / itemsize), itemsize, op)
     return CollectiveTime(seconds - latency, latency * collectives, 0.0)
+
+
+def allreduce_half(pod: PodConfig, group: GroupShape, nbytes: float, op: str, collectives: int = 1,
+                   algorithm: str = "ring") -> CollectiveTime:
+    """One half of an allreduce of `nbytes` per rank (replicated tensor sharding): "reduce_scatter" leaves each
+    rank the sum of its 1/size of them, "all_gather" gives every rank every rank's. The ring (and hierarchical)
+    allreduce is one then the other on the same rings: half its steps and bytes each, the reduction in the
+    reduce-scatter only; a strided group inside one ILD runs that half of the emulator's schedule."""
+    if group.size <= 1 or nbytes <= 0:
+        return CollectiveTime(0.0, 0.0, 0.0)
+    if group.ilds(pod) == 1 and group.stride > 1:
+        return strided_allreduce(pod, group, nbytes, collectives, op)
+    whole = allreduce(pod, group, nbytes, collectives, algorithm)
+    reduce = whole.reduce_s if op == "reduce_scatter" else 0.0
+    return CollectiveTime(whole.bandwidth_s / 2, whole.latency_s / 2, reduce)
 
 
 def all_gather(pod: PodConfig, size: int, nbytes: float) -> float:

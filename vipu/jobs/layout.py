@@ -29,7 +29,10 @@ class Layout(Strict):
     schedule: Literal["1f1b", "gpipe"] = Field(
         "1f1b", description="1f1b keeps up to p micro-batches in flight per stage; gpipe keeps all m")
     recompute: bool = Field(False, description="keep only each layer's input; recompute the rest in backward")
-    rts: bool = Field(False, description="replicated tensor sharding: optimiser state split across the r replicas")
+    rts: bool = Field(False, description=(
+        "replicated tensor sharding: optimiser state split across the r replicas; with phased execution also the"
+        " weights and gradient accumulators in Streaming Memory (the replicas all-gather a phase's weights before"
+        " it runs and reduce-scatter its gradients)"))
     offload_optimizer: bool = Field(False, description="optimiser state in Streaming Memory, streamed each step")
     phased: bool = Field(False, description="phased execution: weights live in Streaming Memory, one phase in SRAM")
 
@@ -52,6 +55,13 @@ class Layout(Strict):
     @property
     def ipus(self) -> int:
         return self.t * self.p * self.r
+
+    @property
+    def shards_weights(self) -> bool:
+        """RTS shards the weights (and gradient accumulators) too where they live in Streaming Memory between uses:
+        phased execution. Otherwise (optimiser offload included) the weights stay whole in SRAM, where every
+        micro-batch uses them, and RTS shards the optimiser state only."""
+        return self.rts and self.phased
 
     @property
     def global_batch(self) -> int:

@@ -12,7 +12,10 @@ offload_optimizer moves the optimiser state to Streaming Memory. Phased executio
 (an attention, feed-forward or embedding block, split t ways; the one needing most) with its gradient
 accumulators and its activations for one micro-batch; weights, accumulators, optimiser state and every
 micro-batch's stashed layer inputs (split t ways across the tensor group; a block's input inside a layer is
-recomputed from them) live in Streaming Memory, which each machine shares among its IPUs.
+recomputed from them) live in Streaming Memory, which each machine shares among its IPUs. With RTS there, each
+IPU stores only its replica's 1/r of the weights and accumulators (hardware.md: 1/(t p rts) of the model; the
+replicas all-gather a phase's weights into SRAM before it runs and reduce-scatter its gradients, timing.py), so
+its SRAM still holds the whole phase. Optimiser offload leaves the weights whole in SRAM: RTS shards its state only.
 """
 
 from __future__ import annotations
@@ -73,6 +76,14 @@ def optimizer_bytes(workload) -> float:
     return share * state_bytes_per_param(workload) / (lay.r if lay.rts else 1)
 
 
+def stored_weight_bytes(workload) -> float:
+    """Weights per IPU as stored between uses: 1/(t p) of the model, or 1/(t p r) where RTS shards them
+    (Layout.shards_weights). Its gradient accumulators are stored in the same share."""
+    lay = workload.layout
+    share = workload.model.params() / (lay.t * lay.p) * workload.model.value_bytes
+    return share / lay.r if lay.shards_weights else share
+
+
 def stash_bytes(workload) -> float:
     """Phased execution: every micro-batch's layer inputs for a stage, split across the tensor group."""
     lay = workload.layout
@@ -91,7 +102,7 @@ def memory(workload, pod: PodConfig, assumptions: Assumptions) -> Memory:
         params, activations = max(model.phases(b, t), key=lambda ph: 2 * ph[0] / t * value + ph[1])
         weights = gradients = params / t * value
         optimizer = 0.0
-        streaming = 2 * share * value + state + stash_bytes(workload)
+        streaming = 2 * stored_weight_bytes(workload) + state + stash_bytes(workload)
     else:
         weights = gradients = share * value
         optimizer = 0.0 if lay.offload_optimizer else state

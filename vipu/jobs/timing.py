@@ -23,14 +23,17 @@ optimiser state (and, phased, the weights) moves to and from Streaming Memory. B
   (assumptions.sync_s: its cost grows with the machines and Pod64s the partition spans);
 - data parallel: one allreduce of the stage's gradients (n x value bytes) over the r replicas, t x p IPUs apart,
   per tensor, fused, or buffered into allreduces of at most a set size (assumptions.py); with RTS a
-  reduce-scatter and an all-gather instead, the same traffic;
+  reduce-scatter and an all-gather instead, the same traffic. With RTS and phased execution the weights are
+  stored sharded too (memory.py): the gradients are reduce-scattered, each replica updates its shard, and before
+  each of the WEIGHT_GATHERS uses of the weights in a step the replicas all-gather them (each with its sync);
 - streaming: once a step, each machine moves its IPUs' bytes to and from Streaming Memory as one batch
   (workers/streaming.py duplex_s, what the emulator's machines charge): one latency, then reads and writes in
   parallel at the machine's bandwidth (the longer counts), shared by the job's IPUs on the machine. Optimiser offload reads and writes the state once a step. Phased execution (batch
   serialisation: all m micro-batches pass through a phase while it is resident) reads the weights four times
   (forward, recomputation, backward, update), the gradients for the update and the state; writes gradients,
   weights and state; and writes then reads back every micro-batch's stashed layer inputs (a block's input inside
-  a layer is recomputed from them: hence the extra weight read).
+  a layer is recomputed from them: hence the extra weight read). With RTS each of those weight and gradient
+  transfers is the IPU's 1/r share (memory.stored_weight_bytes).
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ import math
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from vipu.jobs.assumptions import Assumptions
-from vipu.jobs.comms import GroupShape, all_gather, allreduce, send
-from vipu.jobs.memory import optimizer_bytes, stash_bytes
+from vipu.jobs.comms import GroupShape, all_gather, allreduce, allreduce_half, send
+from vipu.jobs.memory import optimizer_bytes, stash_bytes, stored_weight_bytes
 from vipu.partition.pod import PodConfig
 from vipu.workers.streaming import duplex_s
 
@@ -51,6 +54,11 @@ PARTS = (("compute", "compute_s"), ("pipeline bubble", "bubble_s"),
          ("tensor-parallel collectives", "tensor_parallel_s"), ("pipeline sends", "pipeline_send_s"),
          ("batch-norm statistics", "batch_norm_s"), ("syncs", "sync_s"),
          ("data-parallel allreduce", "data_parallel_s"), ("streaming memory", "streaming_s"))
+
+
+# phased execution with RTS: the uses of the weights in a step that each all-gather them from the replicas' shards
+# (forward, recomputation, backward; the update works on the IPU's own shard), as the streaming below reads them
+WEIGHT_GATHERS = 3
 
 
 class StepTime(BaseModel):
@@ -129,14 +137,21 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     value = model.value_bytes
     share = model.params() / (t * p)
     tensors = assumptions.gradient_collective_count(math.ceil(model.param_tensors() / p), share * value)
-    dp = allreduce(pod, GroupShape(r, t * p), share * value, tensors, assumptions.ild_collective).total_s
-    dp_sync = tensors * sync if r > 1 else 0.0
+    replicas = GroupShape(r, t * p)
+    if lay.shards_weights:
+        halves = {op: allreduce_half(pod, replicas, share * value, op, tensors, assumptions.ild_collective).total_s
+                  for op in ("reduce_scatter", "all_gather")}
+        dp = halves["reduce_scatter"] + WEIGHT_GATHERS * halves["all_gather"]
+        dp_sync = (1 + WEIGHT_GATHERS) * tensors * sync
+    else:
+        dp = allreduce(pod, replicas, share * value, tensors, assumptions.ild_collective).total_s
+        dp_sync = tensors * sync if r > 1 else 0.0
 
     machine = pod.machine
     sharing = min(machine.ipus, lay.ipus)  # the job's IPUs on one machine, streaming at once
     state = optimizer_bytes(workload)
     if lay.phased:
-        weights = share * value
+        weights = stored_weight_bytes(workload)
         stash = stash_bytes(workload)
         reads = 4 * weights + weights + state + stash  # weights x4, gradients, state, stash
         writes = weights + weights + state + stash  # gradients, weights, state, stash

@@ -1,6 +1,6 @@
 """Layout options executed as the planner plans them: optimiser offload and phased execution stream through
-Streaming Memory at the planner's cost, RTS shards the optimiser state, strided replica groups allreduce on the
-rings both sides price, and each IPU's SRAM holds the activations the planner counts."""
+Streaming Memory at the planner's cost, RTS shards the optimiser state (phased, the weights too), strided replica
+groups allreduce on the rings both sides price, and each IPU's SRAM holds the activations the planner counts."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ PP2_DP4 = {"p": 2, "r": 4, "micro_batch": 16, "micro_batches": 4}
 
 
 @pytest.mark.parametrize("options", [{"rts": True, "offload_optimizer": True}, {"offload_optimizer": True},
-                                     {"phased": True}], ids=["rts+offload", "offload", "phased"])
+                                     {"phased": True}, {"rts": True, "phased": True}],
+                         ids=["rts+offload", "offload", "phased", "rts+phased"])
 def test_streaming_memory_is_emulated_as_planned(options):
     w = workload(MLP, "adam", steps=3, **PP2_DP4, **options)
     result = run(w)
@@ -37,6 +38,46 @@ def test_rts_holds_a_replicas_share_of_the_optimiser_state():
         saved = whole[ipu].memory_bytes - sharded[ipu].memory_bytes
         params = (whole[ipu].memory_bytes - whole[ipu].activation_bytes) / 4 / 4  # params, grads, m, v
         assert saved == pytest.approx(2 * 4 * params * 3 / 4, abs=8)
+
+
+class Watching(LocalTransport):
+    """Keeps, at each step's end, the elements of each IPU's weights in Streaming Memory."""
+
+    def __init__(self):
+        super().__init__()
+        self.stored: list[dict[int, int]] = []
+
+    def watch(self, report) -> None:
+        self.stored.append({ipu: a.size for (ipu, name), (a, _) in self.offloaded.items() if name == "params"})
+
+
+@pytest.mark.parametrize("layout", [PP2_DP4, {"r": 4, "micro_batch": 16, "micro_batches": 4}],
+                         ids=["p2r4", "dp4"])
+def test_phased_rts_stores_a_replicas_share_of_the_weights_and_gathers_them_over_the_fabric(layout):
+    plain, sharded = Watching(), Watching()
+    whole = run(workload(MLP, "adam", steps=3, phased=True, **layout),
+                transport_factory=lambda group: plain, on_step=plain.watch)
+    result = run(workload(MLP, "adam", steps=3, phased=True, rts=True, **layout),
+                 transport_factory=lambda group: sharded, on_step=sharded.watch)
+    # sharding changes where the numbers live, not the numbers
+    np.testing.assert_allclose(result.losses, whole.losses, rtol=1e-6, atol=0)
+    for before, after in zip(plain.stored, sharded.stored):
+        assert before.keys() == after.keys() == set(result.reports[0].ipus)
+        for ipu, numel in before.items():
+            assert after[ipu] == pytest.approx(numel / 4, abs=1)  # its replica's shard of its flat buffer
+    # per IPU in Streaming Memory: weights and gradients (4 B each), Adam's m and v (8 B) a quarter; stash the same
+    for ipu, report in result.reports[-1].ipus.items():
+        numel, shard = plain.stored[-1][ipu], sharded.stored[-1][ipu]
+        assert whole.reports[-1].ipus[ipu].streaming_bytes - report.streaming_bytes == 16 * (numel - shard)
+    # the gradients reduce-scattered, the weights all-gathered before forward, recomputation and backward: the
+    # bytes of two allreduces on the links, four collectives where there was one, priced as the planner prices them
+    dp = [r.bytes_per_kind["data_parallel"] for r in (whole.reports[-1], result.reports[-1])]
+    assert dp[1] == pytest.approx(2 * dp[0], rel=1e-3)
+    assert result.reports[-1].collectives == whole.reports[-1].collectives + 3
+    for part in ("data-parallel allreduce", "streaming memory", "syncs"):
+        assert result.emulated_parts[part] == pytest.approx(result.predicted_parts[part], rel=0.01), part
+    assert result.emulated_step_s == pytest.approx(result.predicted_step_s, rel=0.02)
+    assert result.emulated_step_s < whole.emulated_step_s
 
 
 @pytest.mark.parametrize("model,layout", [

@@ -25,12 +25,17 @@ Layout options, executed (the planner's memory.py and timing.py say the same):
   are charged, and the activations held are the checkpoints plus one block's;
 - rts (replicated tensor sharding, r > 1): each IPU holds the optimiser state of its replica's shard only
   (group.shard(n, r, replica) of its flat buffer); step 2 is a reduce-scatter of the gradients, step 3 updates
-  that shard, then an all-gather of the weights over the replicas (the allreduce's two halves, the same rings);
+  that shard, then an all-gather of the weights over the replicas (the allreduce's two halves, the same rings).
+  Phased, the weights are stored sharded too (Layout.shards_weights): each IPU keeps only its shard in Streaming
+  Memory, and the step begins by all-gathering the whole flat buffer over the replicas, once for each use the Pod
+  gathers it for (timing.WEIGHT_GATHERS: forward, recomputation, backward; each gather moves the data over the
+  fabric and is charged), and ends by storing the updated shard back: no all-gather after the update;
 - offload_optimizer: the state lives in the machines' Streaming Memory; the update loads it, applies the
   optimiser and stores it back;
 - phased: weights and state live in Streaming Memory between steps. The execution loads them once, but the Pod
   streams what phased execution streams (timing.py): weights 4 times in (forward, recomputation, backward,
-  update), gradients, state and every micro-batch's stashed layer inputs in and out, gradients and weights out.
+  update), gradients, state and every micro-batch's stashed layer inputs in and out, gradients and weights out
+  (weights and gradients as stored: with RTS the IPU's shard).
 Streaming is charged once a step per machine as one duplex batch (workers/streaming.py duplex_s: one latency,
 reads and writes in parallel at the machine's bandwidth), on the machines' own counters when the transport has
 machines; the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its SRAM, the
@@ -58,7 +63,7 @@ import numpy as np
 from vipu.fabric.group import shard
 from vipu.jobs.assumptions import DEFAULT
 from vipu.jobs.memory import memory, stash_bytes, state_bytes_per_param
-from vipu.jobs.timing import recomputes
+from vipu.jobs.timing import WEIGHT_GATHERS, recomputes
 from vipu.jobs.train import mlp_stage, optim, recompute, transformer_stage
 from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
 from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
@@ -111,7 +116,7 @@ class ParallelTrainer:
         self.recompute = recomputes(self.lay)
         self.streamed = self.lay.offload_optimizer or self.lay.phased
         try:
-            self.fabric.put("params", weights)
+            self.fabric.put("params", self._stored(weights))
             for name in self.state_names:
                 self.fabric.put(name, {ipu: np.zeros(self._owned(ipu)[1] - self._owned(ipu)[0], dtype=w.dtype)
                                        for ipu, w in weights.items()})
@@ -137,6 +142,33 @@ class ParallelTrainer:
             return 0, numel
         return shard(numel, self.lay.r, (ipu - self.fabric.first) // (self.lay.t * self.lay.p))
 
+    def _stored(self, buffers: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        """What each IPU keeps of its flat weight buffer between steps: all of it, or, where RTS shards the
+        weights, its replica's shard."""
+        if not self.lay.shards_weights:
+            return buffers
+        return {ipu: buffer[slice(*self._owned(ipu))] for ipu, buffer in buffers.items()}
+
+    def _gather_weights(self) -> float:
+        """RTS with the weights in Streaming Memory: from each IPU's shard ("params", loaded), the replicas
+        all-gather the whole flat buffer into "params", once per use of the weights the Pod gathers them for
+        (timing.WEIGHT_GATHERS); returns the gathers' virtual seconds."""
+        shards = self.fabric.get("params", self.ipus)
+        seconds = 0.0
+        for _ in range(WEIGHT_GATHERS):
+            whole = {}
+            for ipu, mine in shards.items():
+                whole[ipu] = np.zeros(self.layouts[ipu].size, dtype=mine.dtype)
+                whole[ipu][slice(*self._owned(ipu))] = mine
+            self.fabric.put("params", whole)
+            seconds += self.fabric.data_parallel_half("params", "all-gather")
+        return seconds
+
+    def _stored_weight_bytes(self, ipu: int) -> int:
+        """The IPU's weights as stored between uses, in the model's dtype (memory.stored_weight_bytes)."""
+        lo, hi = self._owned(ipu) if self.lay.shards_weights else (0, self.layouts[ipu].size)
+        return (hi - lo) * self.model.value_bytes
+
     def _state_bytes(self, ipu: int) -> int:
         """The IPU's optimiser state as the Pod holds it: memory.py's bytes per parameter (fp32, an fp16 model's
         master weights included) for the elements it owns."""
@@ -148,7 +180,7 @@ class ParallelTrainer:
         the model's dtype, the optimiser state (_state_bytes)."""
         state = self._state_bytes(ipu)
         if self.lay.phased:
-            weights = self.layouts[ipu].size * self.model.value_bytes
+            weights = self._stored_weight_bytes(ipu)  # and the gradients, in the same share
             stash = stash_bytes(self.workload)
             return 5 * weights + state + stash, 2 * weights + state + stash
         return (state, state) if self.lay.offload_optimizer else (0.0, 0.0)
@@ -201,6 +233,7 @@ class ParallelTrainer:
         fabric.log.clear()
         if lay.phased:
             fabric.load("params")
+        gather_s = self._gather_weights() if lay.shards_weights else 0.0
         params = {ipu: np.array(a, dtype=DTYPE) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
         grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
@@ -264,9 +297,13 @@ class ParallelTrainer:
             dp_s = fabric.data_parallel_half("grads", "reduce-scatter")
         else:
             dp_s = fabric.data_parallel_allreduce("grads")
-        dp_sync = self.partition_sync_s if lay.r > 1 else 0.0  # the replicas' groups reduce together: one sync
+        # the replicas' groups reduce together: one sync, and one before each gather of sharded weights
+        collectives = 1 + WEIGHT_GATHERS if lay.shards_weights else 1
+        dp_sync = collectives * self.partition_sync_s if lay.r > 1 else 0.0
         self._update(step, params, fabric.get("grads", self.ipus))
-        if self.rts:
+        if lay.shards_weights:
+            dp_s += gather_s  # the gathers before use; the updated shards are stored, and gathered next step
+        elif self.rts:
             dp_s += fabric.data_parallel_half("params", "all-gather")
         if lay.phased:
             fabric.offload("params")
@@ -292,7 +329,7 @@ class ParallelTrainer:
             optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
-        fabric.put("params", params)
+        fabric.put("params", self._stored(params))
         for name in self.state_names:
             fabric.put(name, new_state[name])
             if self.streamed:
@@ -337,7 +374,8 @@ class ParallelTrainer:
             activations = peak[ipu] * value // np.dtype(DTYPE).itemsize
             held = 2 * self.layouts[ipu].size * value + (0 if self.streamed else state) + activations
             streamed = state if self.streamed else 0  # the optimiser state
-            streamed += self.layouts[ipu].size * value if self.lay.phased else 0  # and, phased, the weights
+            if self.lay.phased:  # and, as memory.py counts them, weights and gradients as stored, the layer inputs
+                streamed += 2 * self._stored_weight_bytes(ipu) + stash_bytes(self.workload)
             per_ipu[ipu] = IpuReport(compute_s=compute[ipu], utilisation=compute[ipu] / step_s if step_s else 0.0,
                                      memory_bytes=int(held), activation_bytes=int(activations),
                                      streaming_bytes=int(streamed))

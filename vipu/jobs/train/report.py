@@ -22,7 +22,9 @@ class IpuReport(_Frozen):
     utilisation: float  # compute_s / the step's emulated time
     memory_bytes: int  # weights + gradient accumulator + optimiser state + peak stashed activations
     activation_bytes: int  # the peak of activations stashed for backward (1f1b: up to p - s micro-batches)
-    streaming_bytes: int = 0  # what the IPU keeps in Streaming Memory (offloaded optimiser state; phased: weights too)
+    # what the IPU keeps in Streaming Memory (offloaded optimiser state; phased: also the weights and gradient
+    # accumulators, with RTS its replica's shard, and every micro-batch's layer inputs: memory.py's streaming)
+    streaming_bytes: int = 0
 
 
 class StepReport(_Frozen):
