@@ -33,10 +33,12 @@ def test_the_task_range_queue_prints_is_a_job_id(server):
     before = {i: (x["state"], x["held"]) for i, x in jobs(server).items()}
     for bad, line in [
         (f"{array}_[0-99999]", "names more than 10000 tasks, more than an array has"),
-        (f"{array}_[3-1]", "tasks 3-1 run backwards; write 1-3"),
-        (f"{array}_[1,x]", "'x' is not a task or range of tasks; write tasks as N_[A-B,C] or N_[A-B:STEP], e.g."),
-        (f"{array}_[0-8:0]", "a step of 0 names no tasks; give 1 or more"),
-        (f"{array}_[]", "'' is not a task or range of tasks"),
+        (f"{array}_[3-1]", "range 3-1 runs backwards; write it as 1-3"),
+        (f"{array}_[1,x]", "'x' is not a task index or range; use N, A-B or A-B:STEP, separated by commas, e.g."),
+        (f"{array}_[0-8:0]", "a step of 0 names no tasks; give a step of 1 or more"),
+        (f"{array}_[0-4000001]", "task index 4000001 is above the largest, 4000000"),
+        (f"{array}_[]", "names no tasks; write tasks as N_[A-B,C]"),
+        (f"{array}_[1-3%2]", "is not a job id (a %N limit is for `vipu submit --array`)"),
         (f"{array}_[1-3]%2", "is not a job id (a %N limit is for `vipu submit --array`)"),
         (f"{array}_[1-3", "is not a job id; write tasks as N_[A-B,C]"),
     ]:

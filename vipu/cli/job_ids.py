@@ -21,6 +21,7 @@ from vipu.cli.failure import (
     fail,
 )
 from vipu.cli.output import print_json, print_rows
+from vipu.scheduler.arrays import ArraySyntaxError, TooManyTasks, parse_array, spans
 from vipu.v1 import job_pb2 as j
 
 
@@ -45,8 +46,8 @@ IDS = {"ignore_unknown_options": True}  # so `-3` reaches the job id check and i
 # N_[A-B,C,...]: tasks of array job N as squeue prints pending ones (scancel and scontrol take it too; a %N
 # suffix, which only sbatch --array takes, is refused)
 TASK_RANGE = re.compile(r"([0-9]+)_\[([^\]]*)\]")
-SPAN = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")  # A, A-B or A-B:STEP, as `vipu queue` writes them
 RANGE_FORM = "write tasks as N_[A-B,C] or N_[A-B:STEP], e.g. 26_[1-3,7] or 26_[0-90:10]"
+LIMIT = " (a %N limit is for `vipu submit --array`)"
 
 
 def parse_id(text: str) -> tuple[int, int | None]:
@@ -63,34 +64,23 @@ def parse_id(text: str) -> tuple[int, int | None]:
 
 
 def parse_range(text: str) -> tuple[int, list[int]]:
-    """(array job, its tasks in order, each once) from N_[A-B,C,...]; bounded as an array is, before anything is
-    expanded (N_[0-999999999] is refused at once)."""
-    from vipu.scheduler.arrays import MAX_ARRAY_INDEX, MAX_ARRAY_TASKS
-
+    """(array job, its tasks sorted, each once) from N_[A-B,C,...], read as `--array` is (parse_array, bounded before
+    anything is expanded: N_[0-999999999] is refused at once) but for a %N limit, which names no tasks."""
     array, body = TASK_RANGE.fullmatch(text).groups()  # type: ignore[union-attr]
     if int(array) > MAX_ID:
         fail("vipu", f"job id {text!r} is not a job id; {RANGE_FORM}", BAD_INPUT)
-    spans, count = [], 0
-    for part in body.split(","):
-        match = SPAN.fullmatch(part.strip())
-        if not match:
-            fail("vipu", f"job id {text!r}: {part.strip()!r} is not a task or range of tasks; {RANGE_FORM}",
-                 BAD_INPUT)
-        start, end = int(match[1]), int(match[2] if match[2] is not None else match[1])
-        step = int(match[3]) if match[3] is not None else 1
-        if step == 0:
-            fail("vipu", f"job id {text!r}: a step of 0 names no tasks; give 1 or more", BAD_INPUT)
-        if end < start:
-            fail("vipu", f"job id {text!r}: tasks {start}-{end} run backwards; write {end}-{start}", BAD_INPUT)
-        if end > MAX_ARRAY_INDEX:
-            fail("vipu", f"job id {text!r}: task {end} is above the largest task index, {MAX_ARRAY_INDEX}",
-                 BAD_INPUT)
-        count += (end - start) // step + 1
-        if count > MAX_ARRAY_TASKS:
-            fail("vipu", f"job id {text!r} names more than {MAX_ARRAY_TASKS} tasks, more than an array has; give"
-                 " the tasks it has (`vipu queue` lists them)", BAD_INPUT)
-        spans.append(range(start, end + 1, step))
-    return int(array), list(dict.fromkeys(t for span in spans for t in span))
+    if not body.strip():
+        fail("vipu", f"job id {text!r} names no tasks; {RANGE_FORM}", BAD_INPUT)
+    if "%" in body:
+        fail("vipu", f"job id {text!r} is not a job id{LIMIT}; {RANGE_FORM}", BAD_INPUT)
+    try:
+        tasks = parse_array(body)
+    except TooManyTasks as e:
+        fail("vipu", f"job id {text!r} {e.problem}, more than an array has; give the tasks it has (`vipu queue`"
+             " lists them)", BAD_INPUT)
+    except ArraySyntaxError as e:
+        fail("vipu", f"job id {text!r}: {e.problem}; {e.fix}", BAD_INPUT)
+    return int(array), list(tasks.indices)
 
 
 def check(text: str) -> None:
@@ -98,7 +88,7 @@ def check(text: str) -> None:
     if TASK_RANGE.fullmatch(text):
         parse_range(text)
     elif "[" in text or "]" in text:
-        limit = " (a %N limit is for `vipu submit --array`)" if TASK_RANGE.match(text) else ""
+        limit = LIMIT if TASK_RANGE.match(text) else ""
         fail("vipu", f"job id {text!r} is not a job id{limit}; {RANGE_FORM}", BAD_INPUT)
     else:
         parse_id(text)
@@ -131,8 +121,6 @@ class TaskIds:
     def resolve_range(self, text: str) -> tuple[list[int], int]:
         """The job ids of the tasks N_[A-B,C] names that exist, and NOT_FOUND after one line naming those that do
         not (OK if none)."""
-        from vipu.cli.jobs import spans
-
         array, wanted = parse_range(text)
         tasks = self.tasks(array, wanted)
         missing = [task for task in wanted if task not in tasks]
@@ -141,7 +129,7 @@ class TaskIds:
         if not tasks:  # no such job, or not an array: said as for N_T
             self.resolve(f"{array}_{missing[0]}", shown=text)
         error("vipu", f"job id {text!r}: array job {array} has no task{'' if len(missing) == 1 else 's'}"
-              f" {spans(sorted(missing))}; `vipu queue` and `vipu history` list its tasks")
+              f" {spans(missing)}; `vipu queue` and `vipu history` list its tasks")
         return [tasks[task] for task in wanted if task in tasks], NOT_FOUND
 
     def resolve(self, text: str, shown: str | None = None) -> int:

@@ -16,6 +16,7 @@ from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_detail import clock, exit_code, show, stamp
 from vipu.cli.job_ids import IDS, IDS_HELP, act, finish, job_id, lines, resolve_id
 from vipu.cli.output import as_dict, print_json, print_rows, table
+from vipu.scheduler.arrays import spans
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_REQUEST_BYTES, MAX_SPEC_BYTES, MAX_SPECS_PER_CALL
 
@@ -41,26 +42,6 @@ def relative_output(text: bytes) -> str | None:
     except Exception:  # noqa: BLE001
         return None
     return value if isinstance(value, str) and value and not value.startswith("/") else None
-
-
-def spans(indices: list[int]) -> str:
-    """Array task indices as squeue writes them: 0-3,7,9-10, and a stepped run as 0-4000000:1000 (a list of every
-    index of `--array 0-4000000:1000` made a 31,000-character line)."""
-    out: list[str] = []
-    i = 0
-    while i < len(indices):
-        j = i + 1
-        if j < len(indices):
-            step = indices[j] - indices[i]
-            while j + 1 < len(indices) and indices[j + 1] - indices[j] == step:
-                j += 1
-            if step == 1 or j - i >= 2:  # a run: 3-4, or three or more a step apart
-                out.append(f"{indices[i]}-{indices[j]}" + (f":{step}" if step > 1 else ""))
-                i = j + 1
-                continue
-        out.append(str(indices[i]))
-        i += 1
-    return ",".join(out)
 
 
 def read_spec(path: str) -> tuple[bytes, str]:
