@@ -132,6 +132,29 @@ class TaskIds:
               f" {spans(missing)}; `vipu queue` and `vipu history` list its tasks")
         return [tasks[task] for task in wanted if task in tasks], NOT_FOUND
 
+    def resolve_all(self, texts: list[str]) -> tuple[list[tuple[int, bool]], int]:
+        """(job id, single) for each job and task the ids name, each once, in order, and the gravest failure's exit
+        code (OK if none) after a line for each id that names nothing. N is a job or every task of array job N; N_T
+        is one task, `single` (the first task's job id is the array's own), and N_[A-B,C] each of those tasks. One
+        malformed id and nothing is asked of the controller."""
+        for text in texts:
+            check(text)
+        targets: dict[tuple[int, bool], None] = {}
+        failed = OK
+        for text in texts:
+            try:
+                if TASK_RANGE.fullmatch(text):
+                    found, code = self.resolve_range(text)
+                    failed = graver(failed, code)
+                    targets.update(dict.fromkeys((job, True) for job in found))
+                else:
+                    targets[(self.resolve(text), not text.isdigit())] = None
+            except SystemExit as e:  # resolve printed the line naming the id: on to the next
+                if e.code == UNREACHABLE:  # every other id would wait as long and fail alike
+                    raise
+                failed = graver(failed, e.code)
+        return list(targets), failed
+
     def resolve(self, text: str, shown: str | None = None) -> int:
         """The job id that N or N_T names; `shown`: the id as the user wrote it, for the messages."""
         array, task = parse_id(text)
@@ -176,6 +199,9 @@ IDS_HELP = ("job ids: N (an array job: all its tasks), N_T (task T of array job 
             " vipu queue prints them). Each id is acted on if it can be and each that cannot gets an error line; the"
             " exit code is 0 if none failed, else the gravest failure: 2 (bad id), 6 (denied), 3 (not found), then"
             " 4 (ended, or in the wrong state)")
+PRIORITY_IDS_HELP = ("only these jobs: N (an array job: its pending tasks), N_T (task T of array job N) or N_[A-B,C]"
+                     " (those tasks, as vipu queue prints them). Each id that names no pending job gets an error"
+                     " line and the exit code of the gravest failure, as for vipu cancel; the others are shown")
 
 
 def lines(jobs, verb: str) -> list[str]:
@@ -215,44 +241,18 @@ def array_changes(cli, array: int, before: dict[int, j.Job], cancelled: bool) ->
 def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> tuple[list[j.Job], int]:
     """What scancel and scontrol do with several ids: act on each id that can be acted on, print a line for each
     success and one error line for each failure; returns the jobs changed and the gravest failure's exit code
-    (GRAVEST_FIRST; 0 if none). N is a job or every task of array job N; N_T is one task, sent as `single` (the first
-    task's job id is the array's own), and N_[A-B,C] each of those tasks. A cancel of several cancels the active
-    jobs named in one all-or-nothing call (cancel_together); every other id, and every id of the other commands,
-    gets a call of its own (the RPCs are all-or-nothing, which other clients rely on), so each failure prints its
-    line once."""
-    for text in texts:  # one malformed id and nothing is done
-        check(text)
+    (GRAVEST_FIRST; 0 if none). The ids name jobs and tasks as TaskIds.resolve_all reads them. A cancel of several
+    cancels the active jobs named in one all-or-nothing call (cancel_together); every other id, and every id of the
+    other commands, gets a call of its own (the RPCs are all-or-nothing, which other clients rely on), so each
+    failure prints its line once."""
+    targets, failed = TaskIds(cli).resolve_all(texts)
     wholes = [int(text) for text in texts if text.isdigit()]
     before = {} if as_json else active(cli, wholes)  # for array_changes
     method = getattr(cli.conn.jobs, rpc)
-    targets: dict[tuple[int, bool], None] = {}  # (job id, single), each once, in order
-    failed = OK
-    task_ids = TaskIds(cli)
-    for text in texts:
-        try:
-            if TASK_RANGE.fullmatch(text):
-                found, code = task_ids.resolve_range(text)
-                failed = graver(failed, code)
-                targets.update(dict.fromkeys((job, True) for job in found))
-            else:
-                targets[(task_ids.resolve(text), not text.isdigit())] = None
-        except SystemExit as e:  # resolve printed the line naming the id: on to the next
-            if e.code == UNREACHABLE:  # every other id would wait as long and fail alike
-                raise
-            failed = graver(failed, e.code)
-    replies: dict[tuple[int, bool], list[j.Job]] = {}
-    if rpc == "CancelJobs" and len(targets) > 1:
-        replies = cancel_together(cli, method, list(targets))
-    for target in targets:  # the rest one by one: each refusal prints its own line
-        if target in replies:
-            continue
-        try:
-            replies[target] = cli.conn.call(method, j.JobIdsRequest(ids=[target[0]], single=target[1], **fields)).jobs
-        except SystemExit as e:  # the call printed the line naming the id: on to the next
-            if e.code == UNREACHABLE:
-                raise
-            failed = graver(failed, e.code)
-            replies[target] = []
+    replies = cancel_together(cli, method, targets) if rpc == "CancelJobs" and len(targets) > 1 else {}
+    alone, code = one_call_each(cli, method, [t for t in targets if t not in replies], j.JobIdsRequest, **fields)
+    replies.update(alone)
+    failed = graver(failed, code)
     done = []
     for job, single in targets:
         jobs = replies[(job, single)]
@@ -268,6 +268,23 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
             for line in lines(jobs, verb):
                 print(line)
     return done, failed
+
+
+def one_call_each(cli, method, targets: list[tuple[int, bool]], request, **fields) -> tuple[dict, int]:
+    """Call `method` for each (job id, single) of `targets` alone, with request(ids=[job id], single=single,
+    **fields): the replies' jobs by target ([] for a refusal, whose line the call printed) and the gravest refusal's
+    exit code (OK if none)."""
+    replies: dict[tuple[int, bool], list] = {}
+    failed = OK
+    for job, single in targets:
+        try:
+            replies[(job, single)] = list(cli.conn.call(method, request(ids=[job], single=single, **fields)).jobs)
+        except SystemExit as e:  # the call printed the line naming the id: on to the next
+            if e.code == UNREACHABLE:
+                raise
+            failed = graver(failed, e.code)
+            replies[(job, single)] = []
+    return replies, failed
 
 
 def cancel_together(cli, method, targets: list[tuple[int, bool]]) -> dict[tuple[int, bool], list[j.Job]]:
