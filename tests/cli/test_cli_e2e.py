@@ -190,21 +190,26 @@ def test_admin_objects_through_vipu_admin(server):
     assert "56 57(failed) 58 59" in shown and "Failed IPUs: 57 (remove the partition" in shown
 
 
-def test_an_agent_host_that_jobs_could_not_dial_is_refused(server):
+def test_an_agent_host_or_port_that_jobs_could_not_dial_is_refused(server):
     """Regression: --host "bad host!" was listed and handed to jobs as their IPUoF address; --host "" became
-    127.0.0.1 without a word."""
+    127.0.0.1 and --port 0 became 8080 without a word. Without --host and --port: 127.0.0.1 and 8080."""
     assert run(server, "vipu-admin", "remove", "agent", "ag15").returncode == 0
-    for host, line in [
-        ("bad host!", "host (--host) 'bad host!' contains ' '; give the agent's DNS name or IP address, e.g."
-                      " ipum0.example.com or 10.1.0.7"),
-        ("", "host (--host) is empty; give the agent's DNS name or IP address, e.g. ipum0.example.com or 10.1.0.7"
-             " (without --host: 127.0.0.1)"),
+    for flags, line in [
+        (["--host", "bad host!"], "host (--host) 'bad host!' contains ' '; give the agent's DNS name or IP address,"
+                                  " e.g. ipum0.example.com or 10.1.0.7"),
+        (["--host", ""], "host (--host) '' is empty; give the agent's DNS name or IP address, e.g. ipum0.example.com"
+                         " or 10.1.0.7"),
+        (["--port", "0"], "port (--port) is 0; give a TCP port from 1 to 65535"),
+        (["--port", "65536"], "port (--port) is 65536; give a TCP port from 1 to 65535"),
     ]:
-        out = run(server, "vipu-admin", "create", "agent", "q", "--machine", "15", "--host", host)
+        out = run(server, "vipu-admin", "create", "agent", "q", "--machine", "15", *flags)
         assert out.returncode == 2 and out.stderr == f"vipu-admin: error: {line}\n", out.stderr
     assert "q" not in run(server, "vipu-admin", "list", "agents").stdout
     made = run(server, "vipu-admin", "create", "agent", "q", "--machine", "15", "--host", "ipum15.lab", "--json")
     assert made.returncode == 0 and json.loads(made.stdout)["host"] == "ipum15.lab"
+    assert run(server, "vipu-admin", "remove", "agent", "q").returncode == 0
+    made = json.loads(run(server, "vipu-admin", "create", "agent", "q", "--machine", "15", "--json").stdout)
+    assert (made["host"], made["port"]) == ("127.0.0.1", 8080)
 
 
 def test_drain_and_resume_an_agent(server):

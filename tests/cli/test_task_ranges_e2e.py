@@ -3,6 +3,8 @@ exit code of a command whose ids fail for different reasons."""
 
 from __future__ import annotations
 
+import json
+
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_job_ids_and_simulate import HELD, one_error
 from tests.cli.test_jobs_e2e import jobs, show, submit
@@ -33,10 +35,12 @@ def test_the_task_range_queue_prints_is_a_job_id(server):
     before = {i: (x["state"], x["held"]) for i, x in jobs(server).items()}
     for bad, line in [
         (f"{array}_[0-99999]", "names more than 10000 tasks, more than an array has"),
-        (f"{array}_[3-1]", "tasks 3-1 run backwards; write 1-3"),
-        (f"{array}_[1,x]", "'x' is not a task or range of tasks; write tasks as N_[A-B,C] or N_[A-B:STEP], e.g."),
-        (f"{array}_[0-8:0]", "a step of 0 names no tasks; give 1 or more"),
-        (f"{array}_[]", "'' is not a task or range of tasks"),
+        (f"{array}_[3-1]", "range 3-1 runs backwards; write it as 1-3"),
+        (f"{array}_[1,x]", "'x' is not a task index or range; use N, A-B or A-B:STEP, separated by commas, e.g."),
+        (f"{array}_[0-8:0]", "a step of 0 names no tasks; give a step of 1 or more"),
+        (f"{array}_[0-4000001]", "task index 4000001 is above the largest, 4000000"),
+        (f"{array}_[]", "names no tasks; write tasks as N_[A-B,C]"),
+        (f"{array}_[1-3%2]", "is not a job id (a %N limit is for `vipu submit --array`)"),
         (f"{array}_[1-3]%2", "is not a job id (a %N limit is for `vipu submit --array`)"),
         (f"{array}_[1-3", "is not a job id; write tasks as N_[A-B,C]"),
     ]:
@@ -79,3 +83,30 @@ def test_a_stepped_array_is_one_short_range_in_the_queue_and_taken_back_as_print
     out = run(server, "vipu", "cancel", printed)
     assert out.returncode == 0 and out.stdout.splitlines() == [
         f"Job {tasks[0]}_{t} cancelled: CANCELLED" for t in range(0, 41, 10)], out.stderr
+
+
+def test_priority_takes_task_ranges_and_reports_each_id_that_is_not_pending(server):
+    """`vipu priority 26_[1-3]` was refused with "give the tasks one by one"; it takes them as cancel does."""
+    tasks = submit(server, "--ipus", "1", "--time-limit", "1m", "--begin", "now+1h", "--array", "0-5")
+    array = tasks[0]
+    assert run(server, "vipu", "cancel", f"{array}_4").returncode == 0
+
+    def shown(out) -> list[str]:
+        return [line.split("|")[0].strip() for line in out.stdout.splitlines()]
+
+    out = run(server, "vipu", "priority", "--no-header", f"{array}_[1-3,5]", f"{array}_2")  # each task once
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert sorted(shown(out)) == [f"{array}_{t}" for t in (1, 2, 3, 5)]
+    out = run(server, "vipu", "priority", "--json", f"{array}_[0-1]")
+    assert out.returncode == 0 and sorted(int(x["job_id"]) for x in json.loads(out.stdout)) == tasks[:2]
+
+    # what can be shown is, each id that cannot gets its line, and the exit code is the gravest failure's
+    out = run(server, "vipu", "priority", "--no-header", f"{array}_[3-4]")
+    assert out.returncode == 4 and shown(out) == [f"{array}_3"]
+    assert one_error(out) == f"vipu: error: job {array}_4 is CANCELLED; only pending jobs have a priority"
+    out = run(server, "vipu", "priority", "--no-header", f"{array}_[7-9]", f"{array}_0")
+    assert out.returncode == 3 and shown(out) == [f"{array}_0"]
+    assert one_error(out) == (f"vipu: error: job id '{array}_[7-9]': array job {array} has no tasks 7-9; `vipu"
+                              " queue` and `vipu history` list its tasks")
+    out = run(server, "vipu", "priority", f"{array}_[0-2]", f"{array}_[1-x]")  # one malformed id: nothing shown
+    assert out.returncode == 2 and out.stdout == "" and "'1-x' is not a task index or range" in one_error(out)

@@ -112,8 +112,8 @@ def test_create_agent_without_a_machine_takes_the_lowest_free_one(scene_factory)
     [
         ("a taken name", dict(name="ag01"), AlreadyExists, ["agent 'ag01' already exists"]),
         ("a bad name", dict(name="ag 1"), InvalidArgument, ["agent name 'ag 1' contains ' '"]),
-        ("port 0", dict(port=0), InvalidArgument, ["port is 0", "from 1 to 65535"]),
-        ("port 70000", dict(port=70000), InvalidArgument, ["port is 70000", "from 1 to 65535"]),
+        ("port 0", dict(port=0), InvalidArgument, ["port (--port) is 0; give a TCP port from 1 to 65535"]),
+        ("port 70000", dict(port=70000), InvalidArgument, ["port (--port) is 70000; give a TCP port from 1 to 65535"]),
         ("a machine past the Pod", dict(machine=16), InvalidArgument, ["machine is 16", "machines 0 to 15"]),
         ("a negative machine", dict(machine=-1), InvalidArgument, ["machine is -1", "machines 0 to 15"]),
         # the host is what jobs dial (IPUOF_VIPU_API_HOST): a DNS name or an IP address

@@ -73,6 +73,25 @@ def test_status_codes_follow_the_domain(stubs):
     assert code == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_an_agent_without_host_or_port_gets_the_defaults_and_a_port_of_0_is_refused(stubs):
+    """Regression: port 0 on the wire was read as unset and became 8080 without a word."""
+    _, admin, _ = stubs
+    for machine in (14, 15):
+        admin.RemoveAgent(admin_pb2.NameRequest(name=f"ag{machine}"), timeout=5)
+    made = admin.CreateAgent(admin_pb2.CreateAgentRequest(name="plain", machine=15), timeout=5)
+    assert (made.host, made.port) == ("127.0.0.1", 8080)
+    for fields, details in [
+        (dict(port=0), "port (--port) is 0; give a TCP port from 1 to 65535"),
+        (dict(port=65536), "port (--port) is 65536; give a TCP port from 1 to 65535"),
+        (dict(port=-1), "port (--port) is -1; give a TCP port from 1 to 65535"),
+        (dict(host=""), "host (--host) '' is empty; give the agent's DNS name or IP address"),
+    ]:
+        request = admin_pb2.CreateAgentRequest(name="q", machine=14, **fields)
+        code, got = code_of(lambda: admin.CreateAgent(request, timeout=5))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and details in got, (fields, got)
+    assert [x.name for x in admin.ListAgents(admin_pb2.ListRequest(), timeout=5).agents][-2:] == ["ag13", "plain"]
+
+
 def test_a_running_jobs_partition_cannot_be_released_by_a_caller(stubs, server):
     """"job N" is the scheduler's holder: released by a caller, the partition could be removed and its IPUs given to
     another while job N still ran on them."""

@@ -16,8 +16,7 @@ from vipu.cli.context import (
     TlsCaOption,
     root_options,
 )
-from vipu.cli.failure import BAD_INPUT, run_app
-from vipu.cli.failure import fail as refuse  # `fail` is the fault-injection group below
+from vipu.cli.failure import run_app
 from vipu.cli.output import print_json, print_rows, table
 from vipu.v1 import admin_pb2 as a
 
@@ -93,15 +92,13 @@ def user_row(x) -> list:
 def create_agent(
     ctx: typer.Context,
     name: str,
-    host: str = typer.Option("127.0.0.1", "--host", help="the agent's DNS name or IP address, which jobs dial"),
-    port: int = typer.Option(8080, "--port"),
+    host: str = typer.Option(None, "--host",
+                             help="the agent's DNS name or IP address, which jobs dial (default: 127.0.0.1)"),
+    port: int = typer.Option(None, "--port", help="the agent's TCP port, 1 to 65535 (default: 8080)"),
     machine: int = typer.Option(None, "--machine", help="machine index in the Pod (default: first without an agent)"),
     json_out: bool = JsonOption,
 ):
     """Register the agent of one IPU-Machine."""
-    if not host:  # the wire cannot tell an empty host from none, which the controller reads as 127.0.0.1
-        refuse("vipu-admin", "host (--host) is empty; give the agent's DNS name or IP address, e.g. ipum0.example.com"
-               " or 10.1.0.7 (without --host: 127.0.0.1)", BAD_INPUT)
     c = ctx.obj.conn
     x = c.call(c.admin.CreateAgent, a.CreateAgentRequest(name=name, host=host, port=port, machine=machine))
     show(ctx, json_out, x, AGENT_HEADERS, [agent_row(x)])

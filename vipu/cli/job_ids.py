@@ -21,6 +21,7 @@ from vipu.cli.failure import (
     fail,
 )
 from vipu.cli.output import print_json, print_rows
+from vipu.scheduler.arrays import ArraySyntaxError, TooManyTasks, parse_array, spans
 from vipu.v1 import job_pb2 as j
 
 
@@ -45,8 +46,8 @@ IDS = {"ignore_unknown_options": True}  # so `-3` reaches the job id check and i
 # N_[A-B,C,...]: tasks of array job N as squeue prints pending ones (scancel and scontrol take it too; a %N
 # suffix, which only sbatch --array takes, is refused)
 TASK_RANGE = re.compile(r"([0-9]+)_\[([^\]]*)\]")
-SPAN = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")  # A, A-B or A-B:STEP, as `vipu queue` writes them
 RANGE_FORM = "write tasks as N_[A-B,C] or N_[A-B:STEP], e.g. 26_[1-3,7] or 26_[0-90:10]"
+LIMIT = " (a %N limit is for `vipu submit --array`)"
 
 
 def parse_id(text: str) -> tuple[int, int | None]:
@@ -63,34 +64,23 @@ def parse_id(text: str) -> tuple[int, int | None]:
 
 
 def parse_range(text: str) -> tuple[int, list[int]]:
-    """(array job, its tasks in order, each once) from N_[A-B,C,...]; bounded as an array is, before anything is
-    expanded (N_[0-999999999] is refused at once)."""
-    from vipu.scheduler.arrays import MAX_ARRAY_INDEX, MAX_ARRAY_TASKS
-
+    """(array job, its tasks sorted, each once) from N_[A-B,C,...], read as `--array` is (parse_array, bounded before
+    anything is expanded: N_[0-999999999] is refused at once) but for a %N limit, which names no tasks."""
     array, body = TASK_RANGE.fullmatch(text).groups()  # type: ignore[union-attr]
     if int(array) > MAX_ID:
         fail("vipu", f"job id {text!r} is not a job id; {RANGE_FORM}", BAD_INPUT)
-    spans, count = [], 0
-    for part in body.split(","):
-        match = SPAN.fullmatch(part.strip())
-        if not match:
-            fail("vipu", f"job id {text!r}: {part.strip()!r} is not a task or range of tasks; {RANGE_FORM}",
-                 BAD_INPUT)
-        start, end = int(match[1]), int(match[2] if match[2] is not None else match[1])
-        step = int(match[3]) if match[3] is not None else 1
-        if step == 0:
-            fail("vipu", f"job id {text!r}: a step of 0 names no tasks; give 1 or more", BAD_INPUT)
-        if end < start:
-            fail("vipu", f"job id {text!r}: tasks {start}-{end} run backwards; write {end}-{start}", BAD_INPUT)
-        if end > MAX_ARRAY_INDEX:
-            fail("vipu", f"job id {text!r}: task {end} is above the largest task index, {MAX_ARRAY_INDEX}",
-                 BAD_INPUT)
-        count += (end - start) // step + 1
-        if count > MAX_ARRAY_TASKS:
-            fail("vipu", f"job id {text!r} names more than {MAX_ARRAY_TASKS} tasks, more than an array has; give"
-                 " the tasks it has (`vipu queue` lists them)", BAD_INPUT)
-        spans.append(range(start, end + 1, step))
-    return int(array), list(dict.fromkeys(t for span in spans for t in span))
+    if not body.strip():
+        fail("vipu", f"job id {text!r} names no tasks; {RANGE_FORM}", BAD_INPUT)
+    if "%" in body:
+        fail("vipu", f"job id {text!r} is not a job id{LIMIT}; {RANGE_FORM}", BAD_INPUT)
+    try:
+        tasks = parse_array(body)
+    except TooManyTasks as e:
+        fail("vipu", f"job id {text!r} {e.problem}, more than an array has; give the tasks it has (`vipu queue`"
+             " lists them)", BAD_INPUT)
+    except ArraySyntaxError as e:
+        fail("vipu", f"job id {text!r}: {e.problem}; {e.fix}", BAD_INPUT)
+    return int(array), list(tasks.indices)
 
 
 def check(text: str) -> None:
@@ -98,7 +88,7 @@ def check(text: str) -> None:
     if TASK_RANGE.fullmatch(text):
         parse_range(text)
     elif "[" in text or "]" in text:
-        limit = " (a %N limit is for `vipu submit --array`)" if TASK_RANGE.match(text) else ""
+        limit = LIMIT if TASK_RANGE.match(text) else ""
         fail("vipu", f"job id {text!r} is not a job id{limit}; {RANGE_FORM}", BAD_INPUT)
     else:
         parse_id(text)
@@ -131,8 +121,6 @@ class TaskIds:
     def resolve_range(self, text: str) -> tuple[list[int], int]:
         """The job ids of the tasks N_[A-B,C] names that exist, and NOT_FOUND after one line naming those that do
         not (OK if none)."""
-        from vipu.cli.jobs import spans
-
         array, wanted = parse_range(text)
         tasks = self.tasks(array, wanted)
         missing = [task for task in wanted if task not in tasks]
@@ -141,8 +129,31 @@ class TaskIds:
         if not tasks:  # no such job, or not an array: said as for N_T
             self.resolve(f"{array}_{missing[0]}", shown=text)
         error("vipu", f"job id {text!r}: array job {array} has no task{'' if len(missing) == 1 else 's'}"
-              f" {spans(sorted(missing))}; `vipu queue` and `vipu history` list its tasks")
+              f" {spans(missing)}; `vipu queue` and `vipu history` list its tasks")
         return [tasks[task] for task in wanted if task in tasks], NOT_FOUND
+
+    def resolve_all(self, texts: list[str]) -> tuple[list[tuple[int, bool]], int]:
+        """(job id, single) for each job and task the ids name, each once, in order, and the gravest failure's exit
+        code (OK if none) after a line for each id that names nothing. N is a job or every task of array job N; N_T
+        is one task, `single` (the first task's job id is the array's own), and N_[A-B,C] each of those tasks. One
+        malformed id and nothing is asked of the controller."""
+        for text in texts:
+            check(text)
+        targets: dict[tuple[int, bool], None] = {}
+        failed = OK
+        for text in texts:
+            try:
+                if TASK_RANGE.fullmatch(text):
+                    found, code = self.resolve_range(text)
+                    failed = graver(failed, code)
+                    targets.update(dict.fromkeys((job, True) for job in found))
+                else:
+                    targets[(self.resolve(text), not text.isdigit())] = None
+            except SystemExit as e:  # resolve printed the line naming the id: on to the next
+                if e.code == UNREACHABLE:  # every other id would wait as long and fail alike
+                    raise
+                failed = graver(failed, e.code)
+        return list(targets), failed
 
     def resolve(self, text: str, shown: str | None = None) -> int:
         """The job id that N or N_T names; `shown`: the id as the user wrote it, for the messages."""
@@ -188,6 +199,9 @@ IDS_HELP = ("job ids: N (an array job: all its tasks), N_T (task T of array job 
             " vipu queue prints them). Each id is acted on if it can be and each that cannot gets an error line; the"
             " exit code is 0 if none failed, else the gravest failure: 2 (bad id), 6 (denied), 3 (not found), then"
             " 4 (ended, or in the wrong state)")
+PRIORITY_IDS_HELP = ("only these jobs: N (an array job: its pending tasks), N_T (task T of array job N) or N_[A-B,C]"
+                     " (those tasks, as vipu queue prints them). Each id that names no pending job gets an error"
+                     " line and the exit code of the gravest failure, as for vipu cancel; the others are shown")
 
 
 def lines(jobs, verb: str) -> list[str]:
@@ -227,44 +241,18 @@ def array_changes(cli, array: int, before: dict[int, j.Job], cancelled: bool) ->
 def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> tuple[list[j.Job], int]:
     """What scancel and scontrol do with several ids: act on each id that can be acted on, print a line for each
     success and one error line for each failure; returns the jobs changed and the gravest failure's exit code
-    (GRAVEST_FIRST; 0 if none). N is a job or every task of array job N; N_T is one task, sent as `single` (the first
-    task's job id is the array's own), and N_[A-B,C] each of those tasks. A cancel of several cancels the active
-    jobs named in one all-or-nothing call (cancel_together); every other id, and every id of the other commands,
-    gets a call of its own (the RPCs are all-or-nothing, which other clients rely on), so each failure prints its
-    line once."""
-    for text in texts:  # one malformed id and nothing is done
-        check(text)
+    (GRAVEST_FIRST; 0 if none). The ids name jobs and tasks as TaskIds.resolve_all reads them. A cancel of several
+    cancels the active jobs named in one all-or-nothing call (cancel_together); every other id, and every id of the
+    other commands, gets a call of its own (the RPCs are all-or-nothing, which other clients rely on), so each
+    failure prints its line once."""
+    targets, failed = TaskIds(cli).resolve_all(texts)
     wholes = [int(text) for text in texts if text.isdigit()]
     before = {} if as_json else active(cli, wholes)  # for array_changes
     method = getattr(cli.conn.jobs, rpc)
-    targets: dict[tuple[int, bool], None] = {}  # (job id, single), each once, in order
-    failed = OK
-    task_ids = TaskIds(cli)
-    for text in texts:
-        try:
-            if TASK_RANGE.fullmatch(text):
-                found, code = task_ids.resolve_range(text)
-                failed = graver(failed, code)
-                targets.update(dict.fromkeys((job, True) for job in found))
-            else:
-                targets[(task_ids.resolve(text), not text.isdigit())] = None
-        except SystemExit as e:  # resolve printed the line naming the id: on to the next
-            if e.code == UNREACHABLE:  # every other id would wait as long and fail alike
-                raise
-            failed = graver(failed, e.code)
-    replies: dict[tuple[int, bool], list[j.Job]] = {}
-    if rpc == "CancelJobs" and len(targets) > 1:
-        replies = cancel_together(cli, method, list(targets))
-    for target in targets:  # the rest one by one: each refusal prints its own line
-        if target in replies:
-            continue
-        try:
-            replies[target] = cli.conn.call(method, j.JobIdsRequest(ids=[target[0]], single=target[1], **fields)).jobs
-        except SystemExit as e:  # the call printed the line naming the id: on to the next
-            if e.code == UNREACHABLE:
-                raise
-            failed = graver(failed, e.code)
-            replies[target] = []
+    replies = cancel_together(cli, method, targets) if rpc == "CancelJobs" and len(targets) > 1 else {}
+    alone, code = one_call_each(cli, method, [t for t in targets if t not in replies], j.JobIdsRequest, **fields)
+    replies.update(alone)
+    failed = graver(failed, code)
     done = []
     for job, single in targets:
         jobs = replies[(job, single)]
@@ -280,6 +268,23 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
             for line in lines(jobs, verb):
                 print(line)
     return done, failed
+
+
+def one_call_each(cli, method, targets: list[tuple[int, bool]], request, **fields) -> tuple[dict, int]:
+    """Call `method` for each (job id, single) of `targets` alone, with request(ids=[job id], single=single,
+    **fields): the replies' jobs by target ([] for a refusal, whose line the call printed) and the gravest refusal's
+    exit code (OK if none)."""
+    replies: dict[tuple[int, bool], list] = {}
+    failed = OK
+    for job, single in targets:
+        try:
+            replies[(job, single)] = list(cli.conn.call(method, request(ids=[job], single=single, **fields)).jobs)
+        except SystemExit as e:  # the call printed the line naming the id: on to the next
+            if e.code == UNREACHABLE:
+                raise
+            failed = graver(failed, e.code)
+            replies[(job, single)] = []
+    return replies, failed
 
 
 def cancel_together(cli, method, targets: list[tuple[int, bool]]) -> dict[tuple[int, bool], list[j.Job]]:

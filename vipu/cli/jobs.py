@@ -14,8 +14,21 @@ import typer
 from vipu.cli.context import JsonOption, NoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_detail import clock, exit_code, show, stamp
-from vipu.cli.job_ids import IDS, IDS_HELP, act, finish, job_id, lines, resolve_id
+from vipu.cli.job_ids import (
+    IDS,
+    IDS_HELP,
+    PRIORITY_IDS_HELP,
+    TaskIds,
+    act,
+    finish,
+    graver,
+    job_id,
+    lines,
+    one_call_each,
+    resolve_id,
+)
 from vipu.cli.output import as_dict, print_json, print_rows, table
+from vipu.scheduler.arrays import spans
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_REQUEST_BYTES, MAX_SPEC_BYTES, MAX_SPECS_PER_CALL
 
@@ -41,26 +54,6 @@ def relative_output(text: bytes) -> str | None:
     except Exception:  # noqa: BLE001
         return None
     return value if isinstance(value, str) and value and not value.startswith("/") else None
-
-
-def spans(indices: list[int]) -> str:
-    """Array task indices as squeue writes them: 0-3,7,9-10, and a stepped run as 0-4000000:1000 (a list of every
-    index of `--array 0-4000000:1000` made a 31,000-character line)."""
-    out: list[str] = []
-    i = 0
-    while i < len(indices):
-        j = i + 1
-        if j < len(indices):
-            step = indices[j] - indices[i]
-            while j + 1 < len(indices) and indices[j + 1] - indices[j] == step:
-                j += 1
-            if step == 1 or j - i >= 2:  # a run: 3-4, or three or more a step apart
-                out.append(f"{indices[i]}-{indices[j]}" + (f":{step}" if step > 1 else ""))
-                i = j + 1
-                continue
-        out.append(str(indices[i]))
-        i += 1
-    return ",".join(out)
 
 
 def read_spec(path: str) -> tuple[bytes, str]:
@@ -339,25 +332,33 @@ def register(app: typer.Typer) -> None:
     @app.command(context_settings=IDS)
     def priority(
         ctx: typer.Context,
-        ids: list[str] = typer.Argument(None, help="only these jobs: N or N_T (task T of array job N)"),
+        ids: list[str] = typer.Argument(None, help=PRIORITY_IDS_HELP),
         json_out: bool = JsonOption,
         no_header: bool = NoHeaderOption,
     ):
         """Each pending job's priority and its weighted factors (sprio)."""
         cli = ctx.obj
-        named = [(resolve_id(cli, text), "_" in text) for text in ids or []]  # N_T: that task alone, even the first
-        found = []
-        for single in (False, True):
-            wanted = [i for i, one in named if one is single]
-            if wanted or (not named and not single):  # no ids: one call for every pending job
-                request = j.PrioritiesRequest(ids=wanted, single=single)
-                found += cli.conn.call(cli.conn.jobs.Priorities, request).jobs
-        found.sort(key=lambda r: -r.priority)
-        if cli.wants_json(json_out):
-            print_rows(found)
-            return
+        as_json = cli.wants_json(json_out)
+        targets, failed = TaskIds(cli).resolve_all(ids or [])
+        method = cli.conn.jobs.Priorities
+        found = [] if ids else list(cli.conn.call(method, j.PrioritiesRequest()).jobs)  # no ids: every pending job
+        for single in (False, True):  # a call for the ids of each kind (single: a task, not a whole array)
+            wanted = [job for job, one in targets if one is single]
+            reply = cli.conn.attempt(method, j.PrioritiesRequest(ids=wanted, single=single)) if wanted else None
+            if reply is not None:
+                found += reply.jobs
+            elif wanted:  # refused, one of them not pending (or not the caller's): a call each, each refusal its line
+                alone, code = one_call_each(cli, method, [(job, single) for job in wanted], j.PrioritiesRequest)
+                found += [x for rows in alone.values() for x in rows]
+                failed = graver(failed, code)
+        found = sorted({r.job_id: r for r in found}.values(), key=lambda r: -r.priority)  # 26 and 26_3: 26_3 once
+        if as_json:
+            finish(found, failed, as_json)
         rows = [[job_id(r), r.user, f"{r.priority:.0f}", f"{r.age:.0f}", f"{r.fairshare:.0f}", f"{r.job_size:.0f}",
                  f"{r.qos:.0f}", f"{r.nice:.0f}"] for r in found]
-        print(table(["JOBID", "USER", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "QOS", "NICE"], rows, cli.with_header(no_header)))
+        if found or not failed:
+            print(table(["JOBID", "USER", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "QOS", "NICE"], rows,
+                        cli.with_header(no_header)))
+        raise typer.Exit(failed)
 
     app.add_typer(show, name="show")

@@ -8,6 +8,8 @@ from typing import Callable
 
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
 from vipu.partition.admin_objects import (
+    AGENT_HOST,
+    AGENT_PORT,
     AGENT_STATES,
     CLUSTER_TOPOLOGIES,
     DEFAULT_ALLOCATION,
@@ -86,11 +88,12 @@ class Admin:
                                      f" {what}; {clear_first(busy, fix)}")
 
     # agents --------------------------------------------------------------------------------------------------
-    def create_agent(self, name: str, host: str, port: int, machine: int | None = None) -> Agent:
+    def create_agent(self, name: str, host: str = AGENT_HOST, port: int = AGENT_PORT,
+                     machine: int | None = None) -> Agent:
         self._new_name("agent", name)
         check_host(host)
         if not 0 < port < 65536:
-            raise InvalidArgument(f"port is {port}; give a TCP port from 1 to 65535")
+            raise InvalidArgument(f"port (--port) is {port}; give a TCP port from 1 to 65535")
         taken = self.state.agent_of_machine()
         if machine is None:
             free = [m for m in range(self.state.pod.machines) if m not in taken]

@@ -23,6 +23,10 @@ AGENT_STATES = get_args(AgentState)
 CLUSTER_TOPOLOGIES = get_args(ClusterTopology)
 
 
+AGENT_HOST = "127.0.0.1"  # where the emulated agents are; also an agent's host when it is created without one
+AGENT_PORT = 8080  # an agent's port when it is created without one
+
+
 class Agent(Record):
     """The V-IPU agent of one IPU-Machine (machine index into the Pod config)."""
 

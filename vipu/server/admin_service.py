@@ -24,10 +24,10 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     @rpc
     def CreateAgent(self, request, context):
-        machine = request.machine if request.HasField("machine") else None
+        # only the fields set: an unset one takes its default, a set one is checked as it is (port 0 is refused)
+        given = {field: getattr(request, field) for field in ("host", "port", "machine") if request.HasField(field)}
         with self.rt.lock:
-            agent = self.admin.create_agent(request.name, request.host or "127.0.0.1", request.port or 8080, machine)
-            return convert.agent(agent, self.state)
+            return convert.agent(self.admin.create_agent(request.name, **given), self.state)
 
     @rpc
     def RemoveAgent(self, request, context):
