@@ -47,6 +47,11 @@ def test_the_task_range_queue_prints_is_a_job_id(server):
         for command in ("cancel", "hold", "release", "requeue"):
             out = run(server, "vipu", command, "1", bad)  # one malformed id and nothing is done
             assert out.returncode == 2 and line in one_error(out), (command, bad, out.stderr)
+    huge = "9" * 5000  # int() raises past 4,300 digits: each of these was a traceback
+    for bad, line in [(f"{array}_[0-{huge}]", "digits) is larger than any array allows"), (huge, "is not a job id"),
+                      (f"{huge}_[1]", "is not a job id"), (f"{array}_{huge}", "is not a job id")]:
+        out = run(server, "vipu", "cancel", bad)
+        assert out.returncode == 2 and line in one_error(out), (bad[:40], out.stderr[-300:])
     out = run(server, "vipu", "show", "job", f"{array}_[1-2]")
     assert out.returncode == 2 and one_error(out) == (
         f"vipu: error: job id '{array}_[1-2]' names 2 tasks, and here a job id is N or N_T: give the tasks one by one,"

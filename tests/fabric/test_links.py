@@ -77,4 +77,4 @@ def test_same_cost_with_and_without_data():
     with_data = allreduce(group, "g", transport)
     without = allreduce(group, "g", nbytes=4000, dtype=np.float32)
     assert with_data.virtual_s == without.virtual_s and with_data.steps == without.steps
-    assert transport.records == [with_data]
+    assert list(transport.records) == [with_data]

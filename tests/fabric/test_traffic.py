@@ -46,7 +46,8 @@ def test_the_counters_sum_every_collective_of_every_transport_counting_into_them
         del transport
     alone = LocalTransport()  # no counters: only its own records
     put_all(alone, group, arrays)
-    assert alone.records == [allreduce(group, "x", alone)]
+    result = allreduce(group, "x", alone)
+    assert list(alone.records) == [result]
     want: dict[int, dict[str, list[int]]] = {}
     for result in results:
         for machine, kinds in by_machine(result.traffic, 4).items():
@@ -72,3 +73,17 @@ def test_runs_counting_at_once_lose_no_byte():
     for thread in threads:
         thread.join()
     assert counters.by_machine(4) == {0: {IPU_LINK: [4 * 8000, 8 * 8000]}, 1: {IPU_LINK: [4 * 8000, 8 * 8000]}}
+
+
+def test_a_transport_keeps_its_last_results_and_counts_every_one(monkeypatch):
+    """A run of a million steps under --ray off kept every collective's result: memory grew with the steps."""
+    from vipu.fabric import transport as module
+
+    monkeypatch.setattr(module, "RECORDS_KEPT", 2)
+    group, counters = block("bow-pod16", 0, 4), TrafficCounters()
+    transport = LocalTransport(counters)
+    put_all(transport, group, {ipu: np.ones(8, np.float32) for ipu in group.ipus})
+    results = [allreduce(group, "x", transport) for _ in range(3)]
+    assert list(transport.records) == results[1:]
+    sent = sum(kinds[IPU_LINK][0] for kinds in counters.by_machine(4).values())
+    assert sent == 3 * results[0].bytes_per_link_type[IPU_LINK]

@@ -49,6 +49,15 @@ def test_a_refusal_says_what_is_wrong_and_how_to_write_it(text, problem, fix):
     assert str(e.value) == f"{text!r}: {e.value.problem}; {e.value.fix}"
 
 
+@pytest.mark.parametrize("text", ["0-" + "9" * 5000, "0-9:" + "1" * 30, "0-9%" + "9" * 5000])
+def test_a_number_of_thousands_of_digits_is_refused_in_a_short_line(text):
+    """int() raises ValueError past 4,300 digits: a traceback from every command that reads task indices."""
+    with pytest.raises(ArraySyntaxError) as e:
+        parse_array(text)
+    assert e.value.problem.endswith("digits) is larger than any array allows (task indices go up to 4000000)")
+    assert len(str(e.value)) < 200
+
+
 def test_too_many_tasks_is_its_own_refusal_so_each_caller_says_what_to_do_instead():
     with pytest.raises(TooManyTasks) as e:
         parse_array("0-99", max_tasks=10)

@@ -37,7 +37,7 @@ def in_array(x: j.Job, array: int) -> bool:
 
 
 # Exactly N or N_T, parsed by hand: int() accepts underscores, so it read 26_50 as job 2650 and 1_2_6 as job 126.
-JOB_ID = re.compile(r"([0-9]+)(?:_([0-9]+))?")
+JOB_ID = re.compile(r"([0-9]{1,19})(?:_([0-9]{1,19}))?")  # 19 digits: int() refuses thousands
 MAX_ID = 2**63 - 1  # job ids are int64 on the wire
 ID_FORMS = "give N (a job, or all tasks of array job N) or N_T (task T of array job N), e.g. 26 or 26_50"
 IDS = {"ignore_unknown_options": True}  # so `-3` reaches the job id check and its one line, not click's usage box
@@ -45,7 +45,7 @@ IDS = {"ignore_unknown_options": True}  # so `-3` reaches the job id check and i
 
 # N_[A-B,C,...]: tasks of array job N as squeue prints pending ones (scancel and scontrol take it too; a %N
 # suffix, which only sbatch --array takes, is refused)
-TASK_RANGE = re.compile(r"([0-9]+)_\[([^\]]*)\]")
+TASK_RANGE = re.compile(r"([0-9]{1,19})_\[([^\]]*)\]")
 RANGE_FORM = "write tasks as N_[A-B,C] or N_[A-B:STEP], e.g. 26_[1-3,7] or 26_[0-90:10]"
 LIMIT = " (a %N limit is for `vipu submit --array`)"
 
@@ -246,7 +246,7 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> 
     other commands, gets a call of its own (the RPCs are all-or-nothing, which other clients rely on), so each
     failure prints its line once."""
     targets, failed = TaskIds(cli).resolve_all(texts)
-    wholes = [int(text) for text in texts if text.isdigit()]
+    wholes = [int(text) for text in texts if JOB_ID.fullmatch(text) and "_" not in text and int(text) <= MAX_ID]
     before = {} if as_json else active(cli, wholes)  # for array_changes
     method = getattr(cli.conn.jobs, rpc)
     replies = cancel_together(cli, method, targets) if rpc == "CancelJobs" and len(targets) > 1 else {}

@@ -207,7 +207,7 @@ def register(app: typer.Typer) -> None:
             rows.append(row)
         for n, indices in tasks.items():
             if len(indices) > 1:
-                rows[n][0] = f"{rows[n][0].split('_')[0]}_[{spans(indices)}]"
+                rows[n][0] = f"{rows[n][0].split('_')[0]}_[{spans(sorted(indices))}]"
         print(table(["JOBID", "NAME", "USER", "ST", "TIME", "IPUS", "PARTITION(REASON)"], rows, cli.with_header(no_header)))
 
     def bulk(command: str, rpc: str, verb: str, doc: str):

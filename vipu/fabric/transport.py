@@ -12,6 +12,7 @@ LocalTransport also runs symbolic values, which is how the tests read off the ex
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -34,15 +35,19 @@ class Transport(Protocol):
         """Account the collective's traffic and virtual time (the machines' link counters)."""
 
 
+RECORDS_KEPT = 10_000  # a training run of a million steps under --ray off kept every collective's result
+
+
 class LocalTransport:
-    """Tensors as flat numpy arrays keyed by (IPU, name); traffic records kept in `records`, and each collective's
-    bytes per IPU added to `counters` if given (counters shared by many transports, which outlive each of them)."""
+    """Tensors as flat numpy arrays keyed by (IPU, name); the last RECORDS_KEPT collectives' results kept in
+    `records`, and each collective's bytes per IPU added to `counters` if given (counters shared by many transports,
+    which outlive each of them)."""
 
     def __init__(self, counters: TrafficCounters | None = None) -> None:
         self.counters = counters
         self.tensors: dict[tuple[int, str], np.ndarray] = {}
         self.shapes: dict[tuple[int, str], tuple[int, ...]] = {}
-        self.records: list[CollectiveResult] = []
+        self.records: deque[CollectiveResult] = deque(maxlen=RECORDS_KEPT)
         self.offloaded: dict[tuple[int, str], tuple[np.ndarray, tuple[int, ...]]] = {}  # Streaming Memory stand-in
         self.reserved: dict[tuple[int, str], int] = {}  # bytes held with no data (reserve)
 

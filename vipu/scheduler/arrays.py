@@ -29,13 +29,23 @@ class ArraySyntaxError(ValueError):
     written. A caller with a text of its own (a job id) words the line itself."""
 
     def __init__(self, text: str, problem: str, fix: str):
-        super().__init__(f"{text!r}: {problem}; {fix}" if text.strip() else f"{problem}; {fix}")
+        shown = text if len(text) <= 60 else f"{text[:40]}..."
+        super().__init__(f"{shown!r}: {problem}; {fix}" if text.strip() else f"{problem}; {fix}")
         self.problem, self.fix = problem, fix
 
 
 class TooManyTasks(ArraySyntaxError):
     """More tasks than an array may have: what to do instead depends on who asks (submit another way, or name the
     tasks there are)."""
+
+
+def _number(text: str, digits: str) -> int:
+    """int(digits), refusing a number longer than any index could be (int() raises on thousands of digits)."""
+    if len(digits.lstrip("0")) > len(str(MAX_ARRAY_INDEX)):
+        shown = digits if len(digits) <= 12 else f"{digits[:12]}... ({len(digits)} digits)"
+        raise ArraySyntaxError(text, f"{shown} is larger than any array allows (task indices go up to"
+                               f" {MAX_ARRAY_INDEX})", f"give numbers from 0 to {MAX_ARRAY_INDEX}")
+    return int(digits)
 
 
 @lru_cache(maxsize=1024)
@@ -46,7 +56,7 @@ def parse_array(text: str, max_tasks: int = MAX_ARRAY_TASKS) -> ArraySpec:
         raise ArraySyntaxError(text, "is empty", "give indices such as 0-9, 1,3,5 or 0-99%10")
     if "%" in body:
         body, _, pct = body.partition("%")
-        if not pct.isdigit() or int(pct) < 1:
+        if not (pct.isascii() and pct.isdigit()) or _number(text, pct) < 1:
             raise ArraySyntaxError(text, "the %N limit must be a whole number of at least 1",
                                    "e.g. 0-99%10 runs at most 10 at once")
         limit = int(pct)
@@ -56,9 +66,9 @@ def parse_array(text: str, max_tasks: int = MAX_ARRAY_TASKS) -> ArraySpec:
         if not m:
             raise ArraySyntaxError(text, f"{part.strip()!r} is not a task index or range",
                                    "use N, A-B or A-B:STEP, separated by commas, e.g. 1-3,7 or 0-90:10")
-        start = int(m.group(1))
-        end = int(m.group(2)) if m.group(2) is not None else start
-        step = int(m.group(3)) if m.group(3) is not None else 1
+        start = _number(text, m.group(1))
+        end = _number(text, m.group(2)) if m.group(2) is not None else start
+        step = _number(text, m.group(3)) if m.group(3) is not None else 1
         if end < start:
             raise ArraySyntaxError(text, f"range {start}-{end} runs backwards", f"write it as {end}-{start}")
         if step < 1:
