@@ -9,6 +9,7 @@ if TYPE_CHECKING:  # the CLI imports this module for MAX_SPEC_BYTES; pydantic wo
 
 MAX_SPEC_BYTES = 1 << 20  # a job spec file or request: 1 MiB (the CLI, the planner and the controller agree)
 MAX_REQUEST_BYTES = 16 << 20  # what the controller reads of one call: above one spec, so a spec too big gets our message
+MAX_REQUEST_ID = 128  # a submit's request_id, in characters
 MAX_SPECS_PER_CALL = 10_000  # SubmitJobs: specs in one call (a queue of 10,000 from one command)
 
 

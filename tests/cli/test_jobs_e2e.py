@@ -331,7 +331,8 @@ def test_json_rows_of_a_listing_have_the_same_keys(server):
     tasks = [x for x in listed if x["array_job_id"] is not None]
     assert {(x["array_job_id"], x["array_task_id"]) for x in tasks} == {(plain + 1, 0), (plain + 1, 1)}
     submitted = json.loads(run(server, "vipu", "submit", "--ipus", "1", "--hold", "--json").stdout)
-    assert submitted == {"job_ids": [plain + 3], "duplicate": False}
+    assert submitted == {"job_ids": [plain + 3], "duplicate": False,
+                         "jobs": [{"job_ids": [plain + 3], "duplicate": False}]}
 
 
 def test_parsable_submit_prints_the_id_alone(server):
@@ -365,7 +366,8 @@ def test_several_spec_files_are_queued_in_one_call_all_or_none(server, tmp_path)
         ("a", 1, True), ("b", 4, True), ("c", 2, True)]
     assert [show(server, i)["detail"]["request_id"] for i in (1, 3, 5)] == ["many/1", "many/2", "many/3"]
     again = run(server, "vipu", "submit", *names, "--hold", "--array", "0-1", "--request-id", "many", "--json")
-    assert json.loads(again.stdout) == {"jobs": [{"job_ids": [1, 2], "duplicate": True},
+    assert json.loads(again.stdout) == {"job_ids": [1, 2, 3, 4, 5, 6], "duplicate": True,
+                                        "jobs": [{"job_ids": [1, 2], "duplicate": True},
                                                  {"job_ids": [3, 4], "duplicate": True},
                                                  {"job_ids": [5, 6], "duplicate": True}]}
     parsable = run(server, "vipu", "submit", *names[:2], "--hold", "--parsable")
@@ -377,3 +379,18 @@ def test_stdin_is_the_only_spec_when_there_are_several(server, tmp_path):
     out = run(server, "vipu", "submit", str(tmp_path / "a.yaml"), "-")
     assert out.returncode == 2 and "'-' (a spec on stdin) must be the only spec" in out.stderr
     assert jobs(server) == {}
+
+
+def test_a_request_id_leaves_room_for_the_suffix_of_each_spec_and_is_never_empty(server, tmp_path):
+    files = []
+    for k in range(2):
+        (tmp_path / f"{k}.yaml").write_text("ipus: 1\ntime_limit: 1m\nhold: true\n")
+        files.append(str(tmp_path / f"{k}.yaml"))
+    for args, says in [((*files, "--request-id", "x" * 127), "--request-id must be 1 to 126 printable characters"
+                                                              " (each of the 2 specs gets /k added)"),
+                       ((files[0], "--request-id", "x" * 129), "--request-id must be 1 to 128 printable characters"),
+                       ((files[0], "--request-id", ""), "--request-id must be 1 to 128")]:
+        out = run(server, "vipu", "submit", *args)
+        assert out.returncode == 2 and out.stderr.startswith(f"vipu: error: {says}"), out.stderr
+    assert jobs(server) == {}
+    assert submit(server, *files, "--request-id", "x" * 126) == [1, 2]

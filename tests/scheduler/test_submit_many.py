@@ -55,7 +55,7 @@ def test_request_ids_return_earlier_jobs_and_may_not_repeat_within_a_call(journa
 def test_the_queue_limit_counts_the_earlier_specs_of_the_call():
     s = make(max_jobs=4)
     s.submit(spec(), now=0)
-    with pytest.raises(ResourceExhausted, match="spec 2 of 2: the queue holds 3 jobs and this submit adds 2"):
+    with pytest.raises(ResourceExhausted, match="spec 2 of 2: the queue holds 1 jobs, the specs before this one add 2, and this submit adds 2"):
         s.submit_many([Submission(spec(array="0-1")), Submission(spec(array="0-1"))], now=1)
     assert sorted(s.table.jobs) == [1]
 
@@ -81,3 +81,13 @@ def test_many_at_once_stores_what_one_by_one_would(specs):
     b.submit_many([Submission(x) for x in specs], now=7)
     assert one.records == many.records
     assert a.queue() == b.queue()
+
+
+def test_a_request_id_is_each_users_own(journal):
+    """On a --secure controller, bob's retry key equal to alice's named her job and refused his."""
+    s = make(journal=journal)
+    [alice] = s.submit(spec(user="alice"), now=0, request_id="nightly")
+    [bob] = s.submit(spec(user="bob"), now=1, request_id="nightly")
+    assert bob.id != alice.id and bob.user == "bob"
+    again = s.submit_many([Submission(spec(user="bob"), "nightly")], now=2)[0]
+    assert (again.jobs, again.duplicate) == ([bob], True)

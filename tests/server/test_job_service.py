@@ -151,3 +151,12 @@ def test_submit_jobs_takes_one_to_ten_thousand_specs(jobs):
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and says in refused.value.details()
     reply = jobs.SubmitJobs(j.SubmitJobsRequest(jobs=[request()] * 10_000), timeout=60)
     assert [x.job_ids[0] for x in reply.jobs] == list(range(1, 10_001))
+
+
+def test_a_refusal_names_a_long_source_cut_short(jobs):
+    """A 20 kB source travelled whole in the refusal's metadata: the client got a transport error instead."""
+    bad = request(source="s" * 20_000, ipus=3)
+    with pytest.raises(grpc.RpcError) as refused:
+        jobs.SubmitJobs(j.SubmitJobsRequest(jobs=[request(), bad]), timeout=5)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details().startswith(f"spec 2 of 2 ({'s' * 200}...): ipus")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from vipu.cli.context import JsonOption, NoHeaderOption
+from vipu.cli.context import JSON_HELP, JsonOption, NoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_detail import clock, exit_code, show, stamp
 from vipu.cli.job_ids import (
@@ -30,7 +30,7 @@ from vipu.cli.job_ids import (
 from vipu.cli.output import as_dict, print_json, print_rows, table
 from vipu.scheduler.arrays import spans
 from vipu.v1 import job_pb2 as j
-from vipu.validation import MAX_REQUEST_BYTES, MAX_SPEC_BYTES, MAX_SPECS_PER_CALL
+from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPEC_BYTES, MAX_SPECS_PER_CALL
 
 def split(values: list[str] | None) -> list[str]:
     """squeue's comma lists (-t R,PD) as well as a repeated option."""
@@ -119,7 +119,10 @@ def register(app: typer.Typer) -> None:
         parsable: bool = typer.Option(False, "--parsable",
                                       help="print only the job id (an array's: its first task's), as sbatch"
                                            " --parsable, e.g. jid=$(vipu submit --parsable ...)"),
-        json_out: bool = JsonOption,
+        json_out: bool = typer.Option(
+            False, "--json", "--showjson",
+            help=f"{JSON_HELP}: job_ids (every job), duplicate (all were queued before, by these request ids), jobs"
+                 " (job_ids and duplicate per spec)"),
     ):
         """Queue a job (sbatch): from a spec file, or from flags like `sbatch --wrap`. Prints the job id.
 
@@ -143,6 +146,12 @@ def register(app: typer.Typer) -> None:
                  " over several commands", BAD_INPUT)
         if not specs and "ipus" not in flags:
             fail("vipu", "give a job spec file, or at least --ipus N (e.g. vipu submit --ipus 4 --duration 30s)", BAD_INPUT)
+        if request_id is not None:  # each spec of several gets ID/k: room for the longest of those
+            longest = MAX_REQUEST_ID - (len(f"/{len(specs)}") if len(specs) > 1 else 0)
+            if not request_id or len(request_id) > longest or not request_id.isprintable():
+                added = f" (each of the {len(specs)} specs gets /k added)" if longest < MAX_REQUEST_ID else ""
+                fail("vipu", f"--request-id must be 1 to {longest} printable characters{added}; e.g. a UUID",
+                     BAD_INPUT)
         # a fresh id per command: retries inside this call are then safe
         request_id = request_id or uuid.uuid4().hex
         requests = [submit_request(path, flags, request_id if len(specs) < 2 else f"{request_id}/{k + 1}")
@@ -155,8 +164,10 @@ def register(app: typer.Typer) -> None:
                 fail("vipu", f"these {len(specs)} specs are {batch.ByteSize():,} bytes together; one command sends at"
                      f" most {MAX_REQUEST_BYTES:,}: split them over several commands", BAD_INPUT)
             replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch, retry=True).jobs)
-        if cli.wants_json(json_out):
-            print_json(replies[0] if len(replies) == 1 else j.SubmitJobsResponse(jobs=replies))
+        if cli.wants_json(json_out):  # the same keys for one spec or many, so a wrapper of `vipu submit "$@"` holds
+            print_json({"job_ids": [i for reply in replies for i in reply.job_ids],
+                        "duplicate": all(reply.duplicate for reply in replies),
+                        "jobs": as_dict(j.SubmitJobsResponse(jobs=replies))["jobs"]})
             return
         for request, reply in zip(requests, replies):
             again = f"request id {request.request_id} was used before: that submit's jobs, not queued again"

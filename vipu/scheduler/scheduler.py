@@ -182,7 +182,7 @@ class Scheduler:
             )
         if request_id is not None:
             check_request_id(request_id)
-            earlier = self.table.request_ids.get(request_id)
+            earlier = self.table.request_ids.get((resolved.user, request_id))  # another user's is not theirs
             if earlier:
                 first = self.table.jobs[earlier[0]]
                 if first.spec != resolved:
@@ -194,9 +194,11 @@ class Scheduler:
         array = resolved.parsed_array(self.config.max_array_tasks)
         count = len(array.indices) if array else 1
         if active + count > self.config.max_jobs:
+            queued = len(self.table.pending) + len(self.table.running)
+            before = f", the specs before this one add {active - queued}," if active > queued else ""
             raise ResourceExhausted(
-                f"the queue holds {active} jobs and this submit adds {count}; at most {self.config.max_jobs} may be"
-                " queued or running (max_jobs): wait for some to finish or cancel some"
+                f"the queue holds {queued} jobs{before} and this submit adds {count}; at most {self.config.max_jobs}"
+                " may be queued or running (max_jobs): wait for some to finish or cancel some"
             )
         check_dependency(resolved, self.table, range(first_id, first_id + count),
                          call_ids=range(self.table.next_id, first_id))

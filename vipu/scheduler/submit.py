@@ -25,8 +25,8 @@ from vipu.scheduler.job import Job, Transition
 from vipu.scheduler.spec import JobSpec
 from vipu.scheduler.states import JobState
 from vipu.scheduler.table import JobTable
+from vipu.validation import MAX_REQUEST_ID
 
-MAX_REQUEST_ID = 128
 
 
 class Submission(NamedTuple):

@@ -45,7 +45,7 @@ class JobTable:
         self.used_mask = 0
         self.arrays: dict[int, list[int]] = {}  # array_job_id -> task job ids
         self.active_by_name: dict[tuple[str, str], set[int]] = {}  # (name, user) -> active ids, for singleton
-        self.request_ids: dict[str, list[int]] = {}
+        self.request_ids: dict[tuple[str, str], list[int]] = {}  # (user, request id): each user's own keys
         self.deadlines: list[tuple[float, int, float]] = []  # heap of (end_by, id, start_time) of RUNNING jobs
         self.pending_sizes: Counter = Counter()  # PENDING jobs by IPUs
         self.pending_limits: dict[int, Counter] = {}  # IPUs -> time limits of PENDING jobs -> how many
@@ -67,7 +67,7 @@ class JobTable:
             if job.array_job_id is not None:
                 self.arrays.setdefault(job.array_job_id, []).append(job_id)
             if job.request_id is not None:
-                self.request_ids.setdefault(job.request_id, []).append(job_id)
+                self.request_ids.setdefault((job.user, job.request_id), []).append(job_id)
             if job_id >= self.next_id:
                 self.next_id = job_id + 1
         self.jobs[job_id] = job

@@ -33,6 +33,13 @@ def states_of(values) -> set[JobState] | None:
     return out
 
 
+def label(request: j.SubmitJobRequest) -> str:
+    """Where a spec came from, for its messages: cut short, since a refusal travels in the status's metadata (a
+    20 kB source made the refusal a transport error)."""
+    source = request.source
+    return source if len(source) <= 200 else f"{source[:200]}..."
+
+
 def overrides_of(text: str) -> dict:
     if not text:
         return {}
@@ -55,16 +62,19 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     def _submission(self, request, identity) -> Submission:
         """A SubmitJobRequest as the scheduler takes it, with every check that needs the caller (not the lock)."""
-        source = request.source or "job spec"
-        spec = load_spec(request.spec, source)
+        source = label(request)
+        named = source or "job spec"
+        spec = load_spec(request.spec, named)
         overrides = overrides_of(request.overrides_json)
         claimed = overrides.get("user", spec.user if "user" in spec.model_fields_set else None)
         if claimed is None:
             overrides["user"] = identity.name or spec.user
         elif not identity.sees(claimed):
-            raise PermissionDenied(f"user {identity.name} cannot submit jobs as {claimed}; drop --user or ask an admin")
-        if overrides:
-            spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, source)
+            raise PermissionDenied(f"user {identity.name} cannot submit jobs as {claimed}; leave user out (the spec's"
+                                   " field and --user) or ask an admin")
+        if overrides:  # a field refused here may have come from the flags (overrides_json), not the file
+            given = f"{named} with its overrides" if request.overrides_json else named
+            spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, given)
         if spec.nice < 0 and not identity.admin:  # as Slurm: anyone may lower a job's priority, only admins raise it
             raise PermissionDenied(f"nice is {spec.nice}: only an admin may give a negative nice (it raises the job's"
                                    " priority over everyone's); give 0 or more")
@@ -72,13 +82,13 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             raise PermissionDenied(
                 "output: a --secure controller writes no files for its users (it runs as one OS user, unlike slurmd);"
                 " leave output out and read the run with `vipu show job` and `vipu logs`")
-        return Submission(spec, request.request_id or None, request.source)
+        return Submission(spec, request.request_id or None, source)
 
     def _submit(self, requests, context) -> list[j.SubmitJobResponse]:
         identity = self.rt.identity(context)
         submissions = []
         for k, request in enumerate(requests):
-            with naming_spec(k, len(requests), request.source):
+            with naming_spec(k, len(requests), label(request)):
                 submissions.append(self._submission(request, identity))
         with self.rt.lock:
             for k, x in enumerate(submissions):
