@@ -82,6 +82,14 @@ def test_n_t_names_one_array_task_and_every_other_form_is_refused(server):
         )
     assert states() == before and show(server, 1)["state"] == "PENDING"  # `cancel 1 2_x` cancelled nothing
 
+    # every malformed id is named at once, not one per attempt, and the valid ones are left alone
+    out = run(server, "vipu", "cancel", "x", "1", "2_[a]", "-3")
+    assert out.returncode == 2 and out.stdout == ""
+    named = ["job id 'x' is not a job id;", "job id '2_[a]': 'a' is not a task index", "job id '-3' is not a job id;"]
+    lines = out.stderr.splitlines()
+    assert len(lines) == 3 and all(line.startswith(f"vipu: error: {x}") for line, x in zip(lines, named)), lines
+    assert states() == before
+
 
 def test_several_ids_act_on_each_valid_one_and_report_each_bad_one(server):
     a, b, c = (submit(server, *HELD)[0] for _ in range(3))

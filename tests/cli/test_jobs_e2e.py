@@ -236,8 +236,11 @@ def test_admin_hold_needs_an_admin_to_release_and_survives_a_restart(server_fact
         return json.loads(out.stdout)["reason"]
 
     assert reason(alice) == "JobHeldUser"
-    denied = run(server, "vipu", "hold", "--admin", str(job), env=alice)
-    assert denied.returncode == 6 and "not an admin" in denied.stderr and "drop --admin" in denied.stderr
+    other = run(server, "vipu", "submit", "--ipus", "1", "--time-limit", "1m", "--hold", "--json", env=alice)
+    [other] = json.loads(other.stdout)["job_ids"]
+    denied = run(server, "vipu", "hold", "--admin", str(job), str(other), env=alice)  # refused once, not per id
+    assert denied.returncode == 6 and denied.stderr.count("\n") == 1
+    assert "not an admin" in denied.stderr and "drop --admin" in denied.stderr
     assert run(server, "vipu", "hold", "--admin", str(job), env=as_(admin_key)).returncode == 0
     assert reason(alice) == "JobHeldAdmin"
 

@@ -350,7 +350,10 @@ def test_non_admin_release_of_an_array_with_admin_held_tasks_releases_nothing():
     s.hold(tasks[2], 1, admin=True)
     with pytest.raises(PermissionDenied) as e:
         s.release(array, 2)
-    assert f"array job {array}" in e.value.message and str(tasks[2]) in e.value.message
+    assert f"array job {array} (task 2) is held by an admin" in e.value.message  # the task's index, not its job id
+    with pytest.raises(PermissionDenied) as e:
+        s.release(tasks[2], 2, single=True)
+    assert e.value.message.startswith(f"job {array}_2 is held by an admin")  # as squeue shows it
     assert all(s.job(i).held for i in tasks)
     s.hold(array, 3, admin=True)
     assert {s.job(i).reason for i in tasks} == {"JobHeldAdmin"}

@@ -136,9 +136,15 @@ class TaskIds:
         """(job id, single) for each job and task the ids name, each once, in order, and the gravest failure's exit
         code (OK if none) after a line for each id that names nothing. N is a job or every task of array job N; N_T
         is one task, `single` (the first task's job id is the array's own), and N_[A-B,C] each of those tasks. One
-        malformed id and nothing is asked of the controller."""
+        malformed id and nothing is asked of the controller, after a line for each malformed one."""
+        malformed = False
         for text in texts:
-            check(text)
+            try:
+                check(text)
+            except SystemExit:  # check printed the line naming the id: on to the next, so all are named at once
+                malformed = True
+        if malformed:
+            raise SystemExit(BAD_INPUT)
         targets: dict[tuple[int, bool], None] = {}
         failed = OK
         for text in texts:
@@ -196,8 +202,8 @@ def held(x: j.Job) -> str:
 
 MANY = 20  # more changed jobs than this: one line with their number instead of a line each
 IDS_HELP = ("job ids: N (an array job: all its tasks), N_T (task T of array job N) or N_[A-B,C] (those tasks, as"
-            " vipu queue prints them). Each id is acted on if it can be and each that cannot gets an error line; the"
-            " exit code is 0 if none failed, else the gravest failure: 2 (bad id), 6 (denied), 3 (not found), then"
+            " vipu queue prints them). A malformed id: an error line for each and nothing is done (exit 2). Else each id"
+            " is acted on if it can be and each that cannot gets an error line; the exit code is 0 if none failed, else the gravest failure: 2 (bad id), 6 (denied), 3 (not found), then"
             " 4 (ended, or in the wrong state)")
 PRIORITY_IDS_HELP = ("only these jobs: N (an array job: its pending tasks), N_T (task T of array job N) or N_[A-B,C]"
                      " (those tasks, as vipu queue prints them). Each id that names no pending job gets an error"
@@ -280,8 +286,8 @@ def one_call_each(cli, method, targets: list[tuple[int, bool]], request, **field
         try:
             replies[(job, single)] = list(cli.conn.call(method, request(ids=[job], single=single, **fields)).jobs)
         except SystemExit as e:  # the call printed the line naming the id: on to the next
-            if e.code == UNREACHABLE:
-                raise
+            if e.code == UNREACHABLE or (e.code == DENIED and fields.get("admin")):
+                raise  # every other id would fail alike: an admin hold is refused for who asks, not for the id
             failed = graver(failed, e.code)
             replies[(job, single)] = []
     return replies, failed

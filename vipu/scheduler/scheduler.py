@@ -25,6 +25,7 @@ from vipu.errors import (
 from vipu.partition.pod import PodConfig
 from vipu.partition.state import Journal, NoJournal
 from vipu.scheduler import queries
+from vipu.scheduler.arrays import spans
 from vipu.scheduler.bits import block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.cycle import run_cycle
@@ -254,12 +255,11 @@ class Scheduler:
         """PermissionDenied if a non-admin's release of this job (or array) would have to lift an admin hold."""
         if admin:
             return
-        locked = [j.id for j in self._expand([job_id], single) if j.admin_hold and j.state is S.PENDING]
+        locked = [j for j in self._expand([job_id], single) if j.admin_hold and j.state is S.PENDING]
         if locked:
-            which = f"job {job_id}"
+            which = f"job {locked[0].display_id}"
             if self._whole_array(job_id, single):
-                tasks = ", ".join(str(i) for i in locked[:5]) + (", ..." if len(locked) > 5 else "")
-                which = f"array job {job_id} (tasks {tasks})"
+                which = f"array job {job_id} (task{'s' if len(locked) > 1 else ''} {spans([j.array_task_id for j in locked])})"
             raise PermissionDenied(
                 f"{which} is held by an admin (JobHeldAdmin); only an admin may release it: ask one to run"
                 " `vipu release`"
