@@ -11,6 +11,7 @@ import pytest
 
 from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
+from vipu.validation import MAX_SPEC_BYTES
 
 
 def submit(server, *args: str) -> list[int]:
@@ -361,6 +362,14 @@ def test_several_spec_files_are_queued_in_one_call_all_or_none(server, tmp_path)
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.startswith(f"vipu: error: spec 2 of 3 ({tmp_path}/bad.yaml): ipus")
     assert "nothing was queued" in refused.stderr and jobs(server) == {}
+    (tmp_path / "big.yaml").write_bytes(b"#" * (MAX_SPEC_BYTES + 1))
+    unreadable = run(server, "vipu", "submit", names[0], str(tmp_path / "missing.yaml"), str(tmp_path / "big.yaml"))
+    assert unreadable.returncode == 2 and unreadable.stdout == "" and jobs(server) == {}
+    assert unreadable.stderr.splitlines() == [  # every file that cannot be sent, named as the controller names specs
+        f"vipu: error: spec 2 of 3: job spec {tmp_path}/missing.yaml does not exist or is not a file; give the path of"
+        " a YAML or JSON spec; nothing was queued",
+        f"vipu: error: spec 3 of 3: job spec {tmp_path}/big.yaml is 1,048,577 bytes; a spec may be at most 1 MB"
+        " (1,048,576 bytes): keep data in files it names; nothing was queued"]
     text = run(server, "vipu", "submit", *names, "--hold", "--array", "0-1", "--request-id", "many")
     assert text.stdout == ("Submitted array job 1 (2 tasks: jobs 1-2)\nSubmitted array job 3 (2 tasks: jobs 3-4)\n"
                            "Submitted array job 5 (2 tasks: jobs 5-6)\n")

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from vipu.cli.context import JSON_HELP, JsonOption, NoHeaderOption
-from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.failure import BAD_INPUT, error, fail
 from vipu.cli.job_detail import clock, exit_code, show, stamp
 from vipu.cli.job_ids import (
     IDS,
@@ -56,20 +56,24 @@ def relative_output(text: bytes) -> str | None:
     return value if isinstance(value, str) and value and not value.startswith("/") else None
 
 
+class UnreadableSpec(Exception):
+    """A spec file that cannot be sent: missing, not a file, or too big."""
+
+
 def read_spec(path: str) -> tuple[bytes, str]:
     if path == "-":
         data = sys.stdin.buffer.read(MAX_SPEC_BYTES + 1)  # no more than one byte past the limit is read
         if len(data) > MAX_SPEC_BYTES:
-            fail("vipu", f"the job spec on stdin is more than 1 MB; a spec may be at most {MAX_SPEC_BYTES:,} bytes:"
-                 " keep data in files it names", BAD_INPUT)
+            raise UnreadableSpec(f"the job spec on stdin is more than 1 MB; a spec may be at most {MAX_SPEC_BYTES:,}"
+                                 " bytes: keep data in files it names")
         return data, "<stdin>"
     file = Path(path)
     if not file.is_file():
-        fail("vipu", f"job spec {path} does not exist or is not a file; give the path of a YAML or JSON spec", BAD_INPUT)
+        raise UnreadableSpec(f"job spec {path} does not exist or is not a file; give the path of a YAML or JSON spec")
     size = file.stat().st_size
     if size > MAX_SPEC_BYTES:
-        fail("vipu", f"job spec {path} is {size:,} bytes; a spec may be at most 1 MB ({MAX_SPEC_BYTES:,} bytes):"
-             " keep data in files it names", BAD_INPUT)
+        raise UnreadableSpec(f"job spec {path} is {size:,} bytes; a spec may be at most 1 MB ({MAX_SPEC_BYTES:,}"
+                             " bytes): keep data in files it names")
     return file.read_bytes(), path
 
 
@@ -83,6 +87,23 @@ def submit_request(path: str | None, flags: dict, request_id: str) -> j.SubmitJo
         overrides["output"] = absolute(relative)
     return j.SubmitJobRequest(spec=text, source=source, overrides_json=json.dumps(overrides) if overrides else "",
                               request_id=request_id)
+
+
+def submit_requests(specs: list[str], flags: dict, request_id: str) -> list[j.SubmitJobRequest]:
+    """A request per spec file (none: one of the flags), ID/k the request id of the k-th of several; every file that
+    cannot be sent is named (spec k of n, as the controller names a refused one) before nothing is sent."""
+    many = len(specs) > 1
+    requests, unreadable = [], []
+    for k, path in enumerate(specs or [None]):
+        try:
+            requests.append(submit_request(path, flags, f"{request_id}/{k + 1}" if many else request_id))
+        except UnreadableSpec as e:
+            unreadable.append(f"spec {k + 1} of {len(specs)}: {e}; nothing was queued" if many else str(e))
+    for line in unreadable:
+        error("vipu", line)
+    if unreadable:
+        raise SystemExit(BAD_INPUT)
+    return requests
 
 
 def register(app: typer.Typer) -> None:
@@ -154,8 +175,7 @@ def register(app: typer.Typer) -> None:
                      BAD_INPUT)
         # a fresh id per command: retries inside this call are then safe
         request_id = request_id or uuid.uuid4().hex
-        requests = [submit_request(path, flags, request_id if len(specs) < 2 else f"{request_id}/{k + 1}")
-                    for k, path in enumerate(specs or [None])]
+        requests = submit_requests(specs, flags, request_id)
         if len(requests) == 1:
             replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True)]
         else:
