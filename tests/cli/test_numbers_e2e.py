@@ -24,7 +24,7 @@ TOO_BIG = [
     (["vipu-admin", "kill", "machine", HUGE], f"'machine': {HUGE} is out of range; {INT32}"),
     (["vipu-admin", "fail", "link", "0", HUGE], f"'ipu_b': {HUGE} is out of range; {INT32}"),
     (["vipu-admin", "create", "agent", "q", "--machine", HUGE], f"'--machine': {HUGE} is out of range; {INT32}"),
-    (["vipu-admin", "create", "agent", "q", "--port", HUGE], f"'--port': {HUGE} is out of range; {INT32}"),
+    (["vipu-admin", "create", "agent", "q", "--port", HUGE], f"'--port': {HUGE} is not in the range 1<=x<=65535"),
     (["vipu-admin", "create", "cluster", "c3", "--agents", "ag00", "--num-ipulinkdomains", "99999999999"],
      "'--num-ipulinkdomains': 99999999999 is out of range; give 1 to 2147483647"),
     (["vipu", "create", "partition", "x", "--size", HUGE], f"'--size': {HUGE} is out of range; {INT64}"),

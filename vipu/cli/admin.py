@@ -94,7 +94,7 @@ def create_agent(
     name: str,
     host: str = typer.Option(None, "--host",
                              help="the agent's DNS name or IP address, which jobs dial (default: 127.0.0.1)"),
-    port: int = typer.Option(None, "--port", help="the agent's TCP port, 1 to 65535 (default: 8080)"),
+    port: int = typer.Option(None, "--port", min=1, max=65535, help="the agent's TCP port (default: 8080)"),
     machine: int = typer.Option(None, "--machine", help="machine index in the Pod (default: first without an agent)"),
     json_out: bool = JsonOption,
 ):
