@@ -12,7 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from vipu.errors import MachineLost, NotFound
+from vipu.jobs import TrainWorkload, plan
 from vipu.jobs.train import runner  # the controller's training imports run_training from it at each run
+from vipu.partition.pod import load_pod
 from vipu.scheduler.job import Transition
 from vipu.scheduler.spec import parse_spec
 from vipu.scheduler.states import JobState
@@ -76,6 +78,39 @@ def test_per_ipu_usage_is_stored_with_the_job_and_logged(rt):
     header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["IPU", "MACHINE", "UTIL"])
     assert [line.split()[0] for line in lines[header + 1: header + 5]] == ["0", "1", "2", "3"]
     assert f"{usage[2]['utilisation']:.2%}" in lines[header + 3]
+
+
+def test_a_step_line_splits_the_step_as_vipu_plan_does(rt):
+    """Regression: the step line gave compute, comm and the bubble's share only, so `vipu logs` could not be read
+    against `vipu plan`'s split (no syncs, no streaming memory). Now every part of the plan, by the plan's name and
+    in its order, then the line's earlier totals; --json's steps carry every part under the plan's JSON field."""
+    layout = {"t": 2, "p": 2, "r": 2, "rts": True, "offload_optimizer": True}
+    job = submit(rt, 8, 2, **layout)
+    step_until(rt, lambda: ended(rt, job))
+    record = rt.training.result(job)
+    work = TrainWorkload(model=MLP, layout={"micro_batch": 2, **layout}, optimizer="adam", steps=2)
+    predicted = plan(work, load_pod("bow-pod16"))
+    table = predicted.table().splitlines()
+    top = table.index("step time") + 1
+    names = [line[2:30].strip() for line in table[top:top + 8]]
+    assert table[top + 8].split()[0] == "total"
+    assert names == ["compute", "pipeline bubble", "tensor-parallel collectives", "pipeline sends",
+                     "batch-norm statistics", "syncs", "data-parallel allreduce", "streaming memory"]
+    fields = ["compute_s", "bubble_s", "tensor_parallel_s", "pipeline_send_s", "batch_norm_s", "sync_s",
+              "data_parallel_s", "streaming_s"]
+    assert set(fields) <= set(predicted.model_dump()["time"])  # `vipu plan --json`'s names
+    lines = [line for line in rt.training.log_lines(job) if line.startswith("step ")]
+    steps = record.run_data()["steps"]
+    assert len(lines) == len(steps) == 2
+    for line, step in zip(lines, steps):
+        split, totals = line[line.index("(") + 1:line.index(")")].split("; ")
+        shown = [part.rsplit(" ", 2) for part in split.split(", ")]
+        assert [name for name, _, _ in shown] == names and {unit for _, _, unit in shown} == {"us"}
+        assert [value for _, value, _ in shown] == [f"{step[f] * 1e6:,.1f}" for f in fields]
+        assert step["streaming_s"] > 0 and step["sync_s"] > 0 and step["batch_norm_s"] == 0
+        assert sum(step[f] for f in fields) == pytest.approx(step["emulated_step_s"], rel=1e-12)
+        assert totals == f"comm {step['comm_s'] * 1e6:,.1f} us, bubble {step['bubble_fraction']:.1%}"
+        assert line.startswith(f"step {step['step']:>4}  loss {step['loss']:.6f}  emulated step ")
 
 
 def test_a_one_ipu_job_has_no_empty_link_traffic_line(rt):

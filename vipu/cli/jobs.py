@@ -300,6 +300,9 @@ def register(app: typer.Typer) -> None:
              json_out: bool = JsonOption):
         """A training job's loss per step, emulated step time on the real Pod, and per-IPU utilisation and SRAM.
 
+        Each step line splits the emulated step into the parts `vipu plan` predicts, in its order and by
+        its names (compute, pipeline bubble, tensor-parallel collectives, pipeline sends, batch-norm
+        statistics, syncs, data-parallel allreduce, streaming memory), then comm and the bubble's share.
         A requeued job's current run, below a line on how each earlier run ended.
         --json: the run as data (run, environment, earlier_runs, steps, result, error, ended) and the lines."""
         cli = ctx.obj

@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-from vipu.fabric.group import Range
+from vipu.fabric.group import Range, shard
 from vipu.fabric.plan import Ring
 
 
@@ -79,6 +79,17 @@ def scatter_steps(rings: Sequence[Ring], roots: Sequence[int], phase: str) -> li
         sends = (_send(ring, t + d, t + p - 1 + d - s, False) for ring, t in zip(rings, starts) for d in range(s + 1))
         steps.append(Step(phase, tuple(x for x in sends if x)))
     return steps
+
+
+def piece_sends(srcs: Sequence[int], dsts: Sequence[int], numel: int, phase: str) -> Step:
+    """One step from one tensor group to another (pipeline stages, Megatron's scatter-gather): srcs[k] sends the
+    k-th of t pieces of a tensor they all hold to dsts[k], each on its own route (t = 1: the whole tensor).
+    Shard k and shard k of the next stage need not be IPU-Linked (t = 2 in a machine's ring of 4: 2 hops), so
+    the route, not a hop count assumed here, sets the price; the planner prices this same step."""
+    t = len(srcs)
+    pieces = (shard(numel, t, k) for k in range(t))
+    return Step(phase, tuple(Transfer(src, dst, ((lo, hi),), hi - lo, False)
+                             for src, dst, (lo, hi) in zip(srcs, dsts, pieces, strict=True) if hi > lo))
 
 
 def check_hazards(step: Step) -> None:

@@ -17,6 +17,8 @@ then an all-gather inside each ILD. Stated assumptions (assumptions.py prints th
   a 1-hop ring of its own (the ring formula's figure); stride 2 inside a machine's ring of 4 is not: IPUs 0 and 2
   are 2 hops apart and the two groups share the machine's links;
 - every ring step costs one IPU-Link alpha (one hop), every GW step one GW alpha;
+- a pipeline send between stages is priced on the step the emulator runs (stage_sends): shard k to shard k of
+  the next stage over the shortest path, one alpha per hop; those IPUs are neighbours only in some layouts;
 - gamma = 3 bytes of SRAM traffic per reduced byte (read two operands, write one), as in fabric/links.py.
 """
 
@@ -25,6 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from vipu.fabric.cost import schedule_cost
+from vipu.fabric.links import link_model
+from vipu.fabric.schedule import piece_sends
 from vipu.fabric.strided import strided_allreduce_s
 from vipu.partition.pod import PodConfig
 from vipu.partition.topology import Topology
@@ -147,10 +152,19 @@ def all_gather(pod: PodConfig, size: int, nbytes: float) -> float:
     return (size - 1) * ipu.latency_s + (size - 1) / size * nbytes / (rings * ipu.bytes_per_s)
 
 
-def send(pod: PodConfig, nbytes: float, across_ilds: bool) -> float:
-    """One point-to-point transfer between neighbouring pipeline stages: one hop, or one GW-Link crossing."""
-    if nbytes <= 0:
-        return 0.0
-    if across_ilds:
-        return pod.links.gw_link.latency_s + nbytes / gw_bytes_per_ipu(pod)
-    return pod.links.ipu_link.latency_s + nbytes / pod.links.ipu_link.bytes_per_s
+@lru_cache(maxsize=256)
+def stage_sends(pod: PodConfig, t: int, p: int, numel: int, itemsize: int) -> tuple[tuple[float, ...], ...]:
+    """(forward, back): per stage boundary s, the seconds of one send of a `numel`-element boundary tensor from
+    stage s to s + 1, and from s + 1 back to s: each of the t shards sends its 1/t piece at once
+    (fabric/schedule.py piece_sends, the step the emulator runs), priced on the routes it takes inside the first
+    replica's block of t x p IPUs (every replica's block is an aligned copy of it): one IPU-Link hop where the two
+    IPUs are linked, the shortest path's hops where not (t = 2 in a machine's ring of 4: IPU 0 to IPU 2 is 2
+    hops), a GW-Link crossing where the stages sit in different Pod64s."""
+    links = link_model(topology(pod))
+    within = frozenset(range(t * p))
+
+    def one(src: int, dst: int) -> float:
+        step = piece_sends(range(src * t, (src + 1) * t), range(dst * t, (dst + 1) * t), numel, "scatter")
+        return schedule_cost("send_recv", [step], links, itemsize, within).virtual_s
+
+    return (tuple(one(s, s + 1) for s in range(p - 1)), tuple(one(s + 1, s) for s in range(p - 1)))

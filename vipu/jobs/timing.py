@@ -5,18 +5,20 @@ its FLOPs at the calibrated efficiency), runs its tensor-parallel allreduces, an
 forward and gradients back; the pipeline takes m + p - 1 ticks, of which p - 1 are the bubble, so the bubble's
 share of the pipeline time is exactly (p-1)/(m+p-1) for balanced stages (bubble_fraction). The bubble is priced as
 the busiest stage waits it out: for the micro-batch to cross each other stage once, filling and draining the
-pipeline, and the first and last stages (sending one way only) tick faster than the middle ones:
-bubble = 2 edge ticks + (p - 3) ticks for p > 2, (p - 1) ticks otherwise. Then the replicas allreduce their stage's gradients, and the
-optimiser state (and, phased, the weights) moves to and from Streaming Memory. BSP: none of these overlap.
+pipeline: bubble = the sum of the other stages' ticks. The first and last stages (sending one way only) tick
+faster than the middle ones, and stages whose sends take longer routes slower (pipeline sends below). Then the
+replicas allreduce their stage's gradients, and the optimiser state (and, phased, the weights) moves to and from
+Streaming Memory. BSP: none of these overlap.
 
 - compute: m x b x forward FLOPs x (3, or 4 recomputing; phased execution recomputes each phase) / (t p)
   / (peak FLOPS x efficiency), plus the on-chip sync that ends each BSP compute set (compute_sets);
 - tensor parallel: per micro-batch and layer of the stage, Megatron's allreduces of b s h values (2 forward,
   2 backward for a transformer layer, 2 more when the forward pass is recomputed) over the t IPUs;
-- pipeline sends: per tick, b x boundary values forward and back (a middle stage; with p = 2 each stage sends
-  one way only: stage_sends), each IPU of a tensor group sending 1/t of them (Megatron's scatter-gather), one
-  IPU-Link hop (a GW-Link crossing when a replica spans Pod64s), then an all-gather of the pieces among the
-  receiving stage's t IPUs;
+- pipeline sends: per tick, b x boundary values forward and back (a middle stage; the first and last stages send
+  one way only), each IPU of a tensor group sending 1/t of them to its counterpart in the next stage (Megatron's
+  scatter-gather) over the route the emulator takes (comms.stage_sends: the shortest IPU-Link path, one hop only
+  where the two IPUs are linked, e.g. 2 for t = 2, p = 2 inside a machine's ring of 4; a GW-Link crossing where
+  stages sit in different Pod64s), then an all-gather of the pieces among the receiving stage's t IPUs;
 - batch-norm statistics (distributed batch norm, ResNet-50): per micro-batch, pass and batch norm, an allreduce of
   its mean and variance over the replicas that pool them;
 - syncs: every collective and inter-IPU exchange above starts with a sync across the whole partition
@@ -43,13 +45,13 @@ import math
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from vipu.jobs.assumptions import Assumptions
-from vipu.jobs.comms import GroupShape, all_gather, allreduce, allreduce_half, send
+from vipu.jobs.comms import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
 from vipu.jobs.memory import optimizer_bytes, stash_bytes, stored_weight_bytes
 from vipu.partition.pod import PodConfig
 from vipu.workers.streaming import duplex_s
 
-# (label, field) of each part of a step, in the order reports show them; the emulator's StepReport uses the same
-# field names for the parts it measures
+# (label, field) of each part of a step, in the order reports show them (`vipu plan`, and `vipu logs`' step lines);
+# the emulator's StepReport has a field of the same name for each
 PARTS = (("compute", "compute_s"), ("pipeline bubble", "bubble_s"),
          ("tensor-parallel collectives", "tensor_parallel_s"), ("pipeline sends", "pipeline_send_s"),
          ("batch-norm statistics", "batch_norm_s"), ("syncs", "sync_s"),
@@ -100,12 +102,6 @@ def compute_sets(t: int, tp_count: float) -> int:
     return max(2, math.ceil(tp_count)) if t > 1 else 2
 
 
-def stage_sends(p: int) -> int:
-    """Sends per tick of the busiest stage: a middle stage sends its activations forward and its input's gradient
-    back; with 2 stages there is no middle one, and each stage sends once (the first forward, the last back)."""
-    return 0 if p == 1 else 1 if p == 2 else 2
-
-
 def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     model, lay = workload.model, workload.layout
     b, t, p, r, m = lay.micro_batch, lay.t, lay.p, lay.r, lay.micro_batches
@@ -117,22 +113,29 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     tp_tick = allreduce(pod, GroupShape(t), tp_count * model.tp_bytes(b), math.ceil(tp_count),
                         assumptions.ild_collective).total_s
 
-    across = t * p > pod.ild_ipus
-    sends = stage_sends(p)
     boundary = model.boundary_bytes(b)
-    one_send = send(pod, boundary / t, across) + all_gather(pod, t, boundary)
-    send_tick = sends * one_send
+    forward, back = stage_sends(pod, t, p, round(boundary / model.value_bytes), model.value_bytes)
+    gather = all_gather(pod, t, boundary)
+    # each stage's sends per tick: forward to the next stage, back to the previous one, each then all-gathered
+    # by its receivers; routes differ between boundaries, so the stages' ticks may too
+    sends = []
+    for stage in range(p):
+        ahead = [forward[stage] + gather] if stage < p - 1 else []
+        sends.append(ahead + ([back[stage - 1] + gather] if stage > 0 else []))
 
     norms, norm_bytes = model.norm_allreduces()
     norm_tick = allreduce(pod, GroupShape(model.norm_replicas, t * p), passes * norm_bytes, passes * norms,
                           assumptions.ild_collective).total_s if norms else 0.0
 
     sync = assumptions.sync_s(pod, t * p * r)
-    syncs_per_tick = (math.ceil(tp_count) if t > 1 else 0) + passes * norms + sends
-    sync_tick = syncs_per_tick * sync
-    tick = compute_tick + tp_tick + send_tick + norm_tick + sync_tick
-    edge_tick = tick - (sends - 1) * (one_send + sync) if p > 2 else tick  # the first and last send one way
-    bubble = 2 * edge_tick + (p - 3) * tick if p > 2 else (p - 1) * tick
+    collective_syncs = (math.ceil(tp_count) if t > 1 else 0) + passes * norms
+    ticks = [compute_tick + tp_tick + sum(out) + norm_tick + (collective_syncs + len(out)) * sync for out in sends]
+    busiest = max(range(p), key=ticks.__getitem__)
+    tick, send_tick = ticks[busiest], sum(sends[busiest])
+    sync_tick = (collective_syncs + len(sends[busiest])) * sync
+    edge_tick = max(ticks[0], ticks[-1])
+    # the busiest stage waits while the first micro-batch crosses every other stage and the last one crosses back
+    bubble = sum(ticks) - tick
 
     value = model.value_bytes
     share = model.params() / (t * p)

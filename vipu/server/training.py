@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from vipu.errors import MachineLost
 from vipu.jobs.train.poprun import partition_environments, summary_lines
-from vipu.jobs.train.report import USAGE_LEGEND, StepReport, TrainingResult, usage_lines
+from vipu.jobs.train.report import USAGE_LEGEND, StepReport, TrainingResult, step_line, usage_lines
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.states import TRANSITIONS, JobState
 
@@ -241,7 +241,7 @@ class Training:
         runs = record.result.instances if record.result else []
         lines = [*record.earlier_runs, *summary_lines(
             record.environment, [f"-> ran replicas {_span(r.replicas)} on IPUs {_span(r.ipus)}" for r in runs])]
-        lines += [_step_line(r) for r in record.reports]
+        lines += [step_line(r) for r in record.reports]
         run, job = self.runs.get(job_id), self.rt.scheduler.table.jobs.get(job_id)
         if run is not None and not run.done:  # live, even while an earlier run's thread is still winding down
             if job is not None and not self._still_running(job_id, run.started):  # ended under it, thread not back
@@ -330,12 +330,6 @@ def _runs_ended(job) -> int:
 
 def _stamp(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(at))
-
-
-def _step_line(r: StepReport) -> str:
-    return (f"step {r.step:>4}  loss {r.loss:.6f}  emulated step {r.emulated_step_s * 1e6:,.1f} us"
-            f"  (compute {r.compute_s * 1e6:,.1f} us, comm {r.comm_s * 1e6:,.1f} us, bubble"
-            f" {r.bubble_fraction:.1%})  wall {r.wall_s * 1e3:,.1f} ms")
 
 
 def _summary(x: TrainingResult) -> list[str]:

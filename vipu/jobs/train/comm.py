@@ -12,7 +12,8 @@ partition's first IPU: IPU(replica, stage, shard) = first + (replica p + stage) 
   the partition (links.py). The planner prices the same schedule (jobs/comms.py). When t p = 1 the groups are the
   partition: the fabric's own allreduce runs.
 - Pipeline sends with t > 1 use Megatron's scatter-gather: shard k sends only its k-th piece of the boundary
-  activation to shard k of the next stage, which then all-gathers (t = 1: the fabric's send_recv).
+  activation to shard k of the next stage, which then all-gathers (t = 1: one send of the whole). Each piece takes
+  the shortest IPU-Link path inside the replica's block, which is one hop only where the two IPUs are linked.
 
 Each exchange puts the sender's arrays on its IPUs, runs the collective, and reads the result back from the
 receiving IPUs: the numbers a stage continues with are the ones that crossed the (emulated) links.
@@ -29,10 +30,10 @@ from typing import Sequence
 import numpy as np
 
 from vipu.errors import VipuError
-from vipu.fabric import Group, all_gather, allreduce, reduce_scatter, send_recv, shard
+from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
 from vipu.fabric.cost import CollectiveResult, schedule_cost
 from vipu.fabric.links import link_model
-from vipu.fabric.schedule import Step, Transfer, all_gather_steps, check_hazards, reduce_scatter_steps
+from vipu.fabric.schedule import Step, all_gather_steps, check_hazards, piece_sends, reduce_scatter_steps
 from vipu.fabric.strided import allreduce_steps, group_rings
 from vipu.partition.topology import Topology
 
@@ -222,20 +223,16 @@ class Fabric:
     # --- pipeline ---------------------------------------------------------------------------------------------
     def send(self, replica: int, src_stage: int, dst_stage: int,
              arrays: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
-        """Stage src's boundary tensor (one identical copy per shard) to stage dst's shards."""
+        """Stage src's boundary tensor (one identical copy per shard) to stage dst's shards: shard k sends its k-th
+        piece to shard k (the whole tensor when t = 1), then the receivers all-gather the pieces."""
         srcs, dsts = self.stage_ipus(replica, src_stage), self.stage_ipus(replica, dst_stage)
         block = self.replica_group(replica)
         buffers = {**dict(zip(srcs, arrays)), **{ipu: np.zeros_like(a) for ipu, a in zip(dsts, arrays)}}
         self.put("pp", buffers)
-        if self.t == 1:
-            seconds = self._done(PP, send_recv(block, srcs[0], dsts[0], "pp", self.transport))
-        else:
-            numel = arrays[0].size
-            moves = tuple(Transfer(src, dst, (shard(numel, self.t, k),), len(range(*shard(numel, self.t, k))), False)
-                          for k, (src, dst) in enumerate(zip(srcs, dsts)))
-            sent = run_schedule("send_recv", "pp", [Step("scatter", moves)], self.transport, self.topology,
-                                block.members)
-            seconds = self._done(PP, sent)
+        step = piece_sends(srcs, dsts, arrays[0].size, "scatter")
+        seconds = self._done(PP, run_schedule("send_recv", "pp", [step], self.transport, self.topology,
+                                              block.members))
+        if self.t > 1:
             seconds += self._done(PP, all_gather(self.tensor_group(replica, dst_stage), "pp", self.transport))
         got = self.get("pp", dsts)
         return [got[ipu] for ipu in dsts], seconds

@@ -86,8 +86,7 @@ def _mean(values: list[float]) -> float:
 def _result(workload, pod, first_ipu, wanted, stopped, reports, prediction, wall_s, runs) -> TrainingResult:
     lay = workload.layout
     step_s = _mean([r.emulated_step_s for r in reports])
-    # a part the emulator does not have (batch norm: its models have none) is 0
-    emulated = {label: _mean([getattr(r, field, 0.0) for r in reports]) for label, field in PARTS}
+    emulated = {label: _mean([getattr(r, field) for r in reports]) for label, field in PARTS}
     links: dict[str, int] = {}
     for r in reports:
         for link, nbytes in r.bytes_per_link_type.items():
