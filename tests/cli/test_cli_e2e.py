@@ -117,6 +117,26 @@ def test_a_size_the_allocation_can_never_hold_is_bad_input_and_one_that_could_is
     assert run(server, "vipu", "create", "partition", "half", "--size", "8", "--allocation", "a1").returncode == 0
     later = run(server, "vipu", "create", "partition", "big", "--size", "16", "--allocation", "a1")
     assert later.returncode == 7 and "no free aligned block of 16 IPUs in allocation a1: 8 IPUs free" in later.stderr
+    # a job is held to the same rule at submit: it would have waited forever (PartitionNodeLimit)
+    job = run(server, "vipu", "submit", "--ipus", "32", "--time-limit", "1m", "--allocation", "a1")
+    assert job.returncode == 2 and job.stderr == (
+        "vipu: error: ipus is 32 but allocation a1 has 16 IPUs; ask for at most 16\n")
+    assert json.loads(run(server, "vipu", "queue", "--json").stdout) == []
+
+
+def test_an_allocation_pending_jobs_asked_for_is_not_removed_from_under_them(server):
+    """Regression: `vipu-admin remove allocation a1` with a job pending in a1 left it waiting forever
+    (ReqNodeNotAvail); removal is refused, as it is while a partition of a1 exists, until the jobs are gone."""
+    assert run(server, "vipu-admin", "create", "allocation", "a1", "--agents", "ag00,ag01").returncode == 0
+    held = run(server, "vipu", "submit", "--ipus", "4", "--time-limit", "1m", "--allocation", "a1", "--hold",
+               "--array", "0-1", "--parsable")
+    array = int(held.stdout)
+    refused = run(server, "vipu-admin", "remove", "allocation", "a1")
+    assert refused.returncode == 4 and refused.stderr == (
+        f"vipu-admin: error: allocation a1 has pending jobs {array}_0, {array}_1 that asked for it; cancel them first"
+        f" (`vipu cancel {array}_0 {array}_1`)\n")
+    assert run(server, "vipu", "cancel", str(array)).returncode == 0
+    assert run(server, "vipu-admin", "remove", "allocation", "a1").returncode == 0
 
 
 def test_a_size_a_removed_agent_blocks_is_no_capacity_not_bad_input(server):

@@ -56,7 +56,7 @@ class Partitions:
         allocation = request.allocation or DEFAULT_ALLOCATION
         if allocation != DEFAULT_ALLOCATION:
             check_name("allocation", allocation)
-        self._check_ever_fits(request.size, allocation)
+        self.check_ever_fits(request.size, allocation)
         usable = state.usable_mask(allocation)
         first = place(usable, state.pod.ipus, request.size) if request.first_ipu is None else request.first_ipu
         if first is not None and (first % request.size or block_mask(first, request.size) & ~usable):
@@ -96,10 +96,11 @@ class Partitions:
         state.used_mask |= block_mask(first, request.size)
         return partition
 
-    def _check_ever_fits(self, size: int, allocation: str) -> None:
+    def check_ever_fits(self, size: int, allocation: str, field: str = "size") -> None:
         """A size that no aligned block of the allocation could hold even with every partition removed, every drain
         ended and every failure repaired is bad input (INVALID_ARGUMENT), not a lack of room now
-        (RESOURCE_EXHAUSTED): waiting or removing partitions would never make it fit."""
+        (RESOURCE_EXHAUSTED): waiting or removing partitions would never make it fit. `field`: what the caller
+        named the size (a job's is ipus)."""
         capacity = self.state.capacity_mask(allocation)
         largest = largest_free_block(capacity, self.state.pod.ipus)
         if size <= largest:
@@ -110,10 +111,10 @@ class Partitions:
                    else "no cluster holds any agent; an admin creates one (`vipu-admin create cluster`)"
                    if not self.state.clusters
                    else "every agent of a cluster belongs to a named allocation; pass --allocation")
-            raise InvalidArgument(f"size is {size} but allocation {allocation} has no IPUs: {why}")
+            raise InvalidArgument(f"{field} is {size} but allocation {allocation} has no IPUs: {why}")
         shape = "" if largest == total else f", whose largest aligned block holds {n_ipus(largest)}"
         raise InvalidArgument(
-            f"size is {size} but allocation {allocation} has {n_ipus(total)}{shape}; ask for at most {largest}"
+            f"{field} is {size} but allocation {allocation} has {n_ipus(total)}{shape}; ask for at most {largest}"
         )
 
     def _out_of_service(self, allocation: str) -> str:

@@ -212,6 +212,10 @@ class Scheduler:
         wanted = set(users)
         return sorted(i for i in (*self.table.pending, *self.table.running) if self.table.jobs[i].user in wanted)
 
+    def pending_in(self, allocation: str) -> list[Job]:
+        """The pending jobs that asked for this allocation (each array task on its own), by id."""
+        return [self.table.jobs[i] for i, q in sorted(self.table.pending.items()) if q.allocation == allocation]
+
     def cancel(self, job_ids: Iterable[int], now: float, single: bool = False,
                users: Iterable[str] = (), why: str | None = None) -> list[Effect]:
         """Cancel pending and running jobs (an array job id cancels its active tasks, unless `single`), and every

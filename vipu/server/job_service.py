@@ -96,6 +96,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
                     with naming_spec(k, len(submissions), x.source):
                         users = self.rt.controller.admin.get_allocation(x.spec.allocation).users
                         identity.check_allocation(x.spec.allocation, users)
+                        # as create partition: a job its allocation could never hold would wait forever
+                        self.rt.controller.partitions.check_ever_fits(x.spec.ipus, x.spec.allocation, "ipus")
             done = self.rt.scheduler.submit_many(submissions, self.rt.now())
         self.rt.metrics.submissions.inc(sum(len(d.jobs) for d in done if not d.duplicate))
         # a held job cannot start until it is released (which wakes the dispatcher), so a cycle now would find
