@@ -25,6 +25,7 @@ import numpy as np
 
 from vipu.jobs.spec import TrainWorkload, load_plan_spec
 from vipu.jobs.train import run_training, train_reference
+from vipu.jobs.units import size
 from vipu.partition.pod import load_pod
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
@@ -84,7 +85,7 @@ def parts(runs: list[dict]) -> None:
         print(f"    link traffic per step: {links or 'none'}; bubble fraction {last.bubble_fraction:.3f};"
               f" IPU utilisation {min(i.utilisation for i in last.ipus.values()):.4f}.."
               f"{max(i.utilisation for i in last.ipus.values()):.4f}; memory per IPU up to"
-              f" {max(i.memory_bytes for i in last.ipus.values()) / 1e3:,.1f} kB")
+              f" {size(max(i.memory_bytes for i in last.ipus.values()))}")
 
 
 def on_actors(name: str) -> None:

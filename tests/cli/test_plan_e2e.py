@@ -41,7 +41,7 @@ def test_submit_refuses_a_model_that_cannot_fit_and_suggests_one(server, tmp_pat
 
 
 def big_dp(tmp_path) -> Path:
-    """tiny_dp.yaml with `hidden: 8000`: 128M fp32 params on each of the 4 replicas, 1.68 GB per IPU."""
+    """tiny_dp.yaml with `hidden: 8000`: 128M fp32 params on each of the 4 replicas, 1.6 GiB (1.68 GB) per IPU."""
     spec = tmp_path / "big.yaml"
     spec.write_text((ROOT / "examples/tiny_dp.yaml").read_text().replace("hidden: 64", "hidden: 8000"))
     return spec
@@ -54,7 +54,7 @@ def test_plan_of_a_layout_that_does_not_fit_exits_2_with_the_layouts_that_do(ser
     assert out.returncode == 2, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     verdict = lines.index("DOES NOT FIT:")
-    assert lines[verdict + 1].startswith("  needs 1.68 GB per IPU")
+    assert lines[verdict + 1].startswith("  needs 1.6 GiB per IPU")
     assert lines[verdict + 2] == "layouts of the same partition that fit, best first:"
     assert lines[verdict + 3].startswith("  t=") and verdict + 3 < lines.index("assumptions")
     # one line on stderr: the refusal `vipu submit` gives for the same spec on the same Pod
@@ -62,12 +62,12 @@ def test_plan_of_a_layout_that_does_not_fit_exits_2_with_the_layouts_that_do(ser
     assert submitted.returncode == 2 and submitted.stderr.startswith(out.stderr.rstrip("\n") + "; ")
     # and, since no layout of it would run in the emulator either, why: so the suggestion is not tried in vain
     assert "; and whatever the layout, it cannot run here: the workload is too big to execute" in submitted.stderr
-    assert out.stderr.startswith("vipu: error: workload.layout does not fit bow-pod64: needs 1.68 GB per IPU")
+    assert out.stderr.startswith("vipu: error: workload.layout does not fit bow-pod64: needs 1.6 GiB per IPU")
     assert f"a layout that fits: {lines[verdict + 3].strip()}" in out.stderr
     as_json = plan(str(spec), "--pod", "bow-pod64", "--json")
     assert as_json.returncode == 2 and as_json.stderr == out.stderr
     data = json.loads(as_json.stdout)
-    assert data["fits"] is False and data["problems"][0].startswith("needs 1.68 GB per IPU")
+    assert data["fits"] is False and data["problems"][0].startswith("needs 1.6 GiB per IPU")
     assert data["suggestions"] and all(s["memory_per_ipu_bytes"] < 0.94e9 for s in data["suggestions"])
     for k, suggestion in enumerate(data["suggestions"]):  # the layouts the text lists, in its order
         assert lines[verdict + 3 + k].startswith(f"  {suggestion['description']} (")

@@ -21,7 +21,7 @@ def test_too_large_model_is_rejected_with_the_numbers_and_a_layout_that_fits():
         check_fits(TOO_BIG, pod(), ipus=16)
     message = e.value.message
     assert "workload.layout does not fit bow-pod16" in message
-    assert re.search(r"needs [\d.]+ GB per IPU, SRAM holds 0\.94 GB", message), message
+    assert re.search(r"needs [\d.]+ GiB per IPU, SRAM holds 897\.0 MiB", message), message
     assert "per tile" in message and "of 624 KiB" in message
     assert "a layout that fits: t=" in message
     best = suggest(TOO_BIG, pod(), limit=1)[0]

@@ -69,7 +69,8 @@ class Assumptions(BaseModel):
             f"code and exchange buffers take {self.reserved_sram_fraction:.0%} of SRAM",
             "training FLOPs = 3 x forward (forward, backward for activations, backward for weights);"
             " 4 x with recomputation",
-            "pipeline stages balanced: each IPU holds 1/(t p) of the weights and does 1/(t p) of the FLOPs",
+            "memory counted per pipeline stage, as the layers fall (an embedding takes layers off the first stage),"
+            " the largest reported; time with balanced stages: each IPU does 1/(t p) of the FLOPs",
             "even tile mapping: per-tile memory = per-IPU memory / tiles",
             f"data-parallel gradients reduced {self.gradient_description()}, after the last micro-batch, not"
             " overlapped with compute (BSP: an IPU computes or exchanges, never both)",

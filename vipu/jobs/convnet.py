@@ -73,6 +73,13 @@ class ConvNetModel(_Model):
     def units(self) -> int:
         return len(self._table)
 
+    def unit(self, i: int) -> tuple[int, int, int, int]:
+        """(input elements, stored elements, output elements, parameters) of unit i per image; the last unit's
+        parameters include what the table leaves out of PARAMS (the classifier, the batch norms)."""
+        inputs, stored, out, params = self._table[i]
+        rest = PARAMS - sum(params for _, _, _, params in self._table) if i == self.units - 1 else 0
+        return inputs, stored, out, params + rest
+
     def params(self) -> int:
         return PARAMS
 
@@ -81,15 +88,6 @@ class ConvNetModel(_Model):
 
     def forward_flops(self) -> float:
         return FORWARD_FLOPS
-
-    def activation_bytes(self, b: int, t: int) -> float:
-        return b * sum(stored for _, stored, _, _ in self._table) * self.value_bytes
-
-    def layer_activation_bytes(self, b: int, t: int) -> float:
-        return b * max(stored for _, stored, _, _ in self._table) * self.value_bytes
-
-    def checkpoint_bytes(self, b: int) -> float:
-        return b * sum(inp for inp, _, _, _ in self._table) * self.value_bytes
 
     def boundary_bytes(self, b: int) -> float:
         return b * max(out for _, _, out, _ in self._table) * self.value_bytes
@@ -106,9 +104,6 @@ class ConvNetModel(_Model):
             return 0, 0.0
         channels = _batch_norm_channels()
         return len(channels), 2 * sum(channels) * STAT_BYTES  # a mean and a variance per channel
-
-    def phases(self, b: int, t: int) -> list[tuple[int, float]]:
-        return [(params, b * stored * self.value_bytes) for _, stored, _, params in self._table]
 
     def shard_problem(self, t: int) -> str | None:
         if t != 1:

@@ -71,12 +71,11 @@ class Layout(Strict):
     def bubble_fraction(self) -> Fraction:
         return bubble_fraction(self.p, self.micro_batches)
 
-    @property
-    def in_flight(self) -> int:
-        """Micro-batches whose activations a stage holds at once (stage 0 is the worst)."""
+    def in_flight_at(self, stage: int) -> int:
+        """Micro-batches stage `stage` holds at once: gpipe all m; 1f1b p - stage, its warm-up forwards and one."""
         if self.schedule == "gpipe":
             return self.micro_batches
-        return min(self.p, self.micro_batches)
+        return min(self.p - stage, self.micro_batches)
 
     def describe(self) -> str:
         options = [name for name, on in (("recomputation", self.recompute), ("RTS", self.rts),

@@ -1,36 +1,44 @@
 """Memory per IPU (and per tile) of a training layout: weights, gradients, optimiser state, activations, reserve.
 
-What lives where, per IPU (n = params / (t p): pipeline stages are balanced, assumptions.py):
-- weights n x value bytes, gradient accumulators n x value bytes (the weights' dtype, Graphcore's 16.16 setting);
-- optimiser state n x (4 bytes of fp32 momentum for sgd, 8 of fp32 first and second moments for adam, + 4 of fp32
-  master weights when an fp16 model keeps them), divided by r with replicated tensor sharding (RTS);
-- activations of the micro-batches in flight (1F1B: up to p at stage 0; GPipe: all m), 1/p of the model's each:
-  without recomputation everything the backward pass needs; with it only each layer's input, plus one layer's
-  full activations while it is recomputed;
+Counted stage by stage, block by block (blocks.py: the blocks the emulator runs, so it holds the same bytes), and
+reported for the stage that needs most (Memory.sram_stage; the first holds the embedding and head, and under 1F1B
+the most micro-batches). What lives where, per IPU of a stage:
+- weights and gradient accumulators: the stage's parameters on the IPU (sharded tensors 1/t, replicated ones
+  whole) in the weights' dtype (Graphcore's 16.16 setting);
+- optimiser state: as many x (4 bytes of fp32 momentum for sgd, 8 of fp32 first and second moments for adam, + 4
+  of fp32 master weights when an fp16 model keeps them); with replicated tensor sharding (RTS) the IPU's replica
+  holds its 1/r shard (the largest: rounded up);
+- activations of the micro-batches the stage holds at once (Layout.in_flight_at: 1F1B p - s at stage s, GPipe
+  all m): without recomputation every block's, with it each block's input plus one block's while it is
+  recomputed;
 - the reserve for code and exchange buffers (assumptions.py).
-offload_optimizer moves the optimiser state to Streaming Memory. Phased execution keeps in SRAM only one phase
-(an attention, feed-forward or embedding block, split t ways; the one needing most) with its gradient
-accumulators and its activations for one micro-batch; weights, accumulators, optimiser state and every
-micro-batch's stashed layer inputs (split t ways across the tensor group; a block's input inside a layer is
-recomputed from them) live in Streaming Memory, which each machine shares among its IPUs. With RTS there, each
-IPU stores only its replica's 1/r of the weights and accumulators (hardware.md: 1/(t p rts) of the model; the
-replicas all-gather a phase's weights into SRAM before it runs and reduce-scatter its gradients, timing.py), so
-its SRAM still holds the whole phase. Optimiser offload leaves the weights whole in SRAM: RTS shards its state only.
+offload_optimizer moves the optimiser state to Streaming Memory. Phased execution holds in SRAM one block at a time
+(an attention or feed-forward block, an MLP pair, the embedding or the head, split t ways: the one needing most)
+with its gradient accumulators and its activations for one micro-batch, recomputed from its input; weights,
+accumulators, optimiser state and the inputs of every block for the micro-batches in flight live in Streaming
+Memory, which each machine shares among its IPUs. The tensor group's IPUs hold identical block inputs, so they
+stash one copy, 1/t each. With RTS there, each IPU stores only its replica's shard of the weights and
+accumulators (hardware.md: 1/(t p rts) of the model; the replicas all-gather a phase's weights into SRAM before it
+runs and reduce-scatter its gradients, timing.py), so its SRAM still holds the whole phase. Optimiser offload
+leaves the weights whole in SRAM: RTS shards its state only.
 """
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from vipu.jobs.assumptions import Assumptions
+from vipu.jobs.blocks import Cost, cost, stage_blocks
 from vipu.partition.pod import PodConfig
 
 STATE_BYTES = {"sgd": 4, "adam": 8}
 MASTER_BYTES = 4
 
 
-class Memory(BaseModel):
-    """Bytes per IPU; `streaming` is what must live in Streaming Memory for each IPU."""
+class _Parts(BaseModel):
+    """Bytes per IPU, part by part: in SRAM (the reserve aside) and in Streaming Memory."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -40,6 +48,30 @@ class Memory(BaseModel):
     activations: float
     activations_no_recompute: float
     activations_recompute: float
+    streaming_weights: float = 0.0
+    streaming_gradients: float = 0.0
+    streaming_optimizer: float = 0.0
+    streaming_stash: float = 0.0  # phased: the block inputs of the micro-batches in flight
+
+
+class StageMemory(_Parts):
+    """One pipeline stage's IPUs."""
+
+    stage: int
+
+    @property
+    def sram(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations
+
+    @property
+    def streaming(self) -> float:
+        return self.streaming_weights + self.streaming_gradients + self.streaming_optimizer + self.streaming_stash
+
+
+class Memory(_Parts):
+    """The SRAM parts of the stage needing most SRAM (sram_stage); `streaming` is what must live in Streaming
+    Memory for each IPU of the stage needing most of it (streaming_stage), with its parts."""
+
     reserved: float
     total: float
     per_tile: float
@@ -47,6 +79,9 @@ class Memory(BaseModel):
     sram_per_tile_bytes: int
     streaming: float
     streaming_capacity: float
+    sram_stage: int = 0
+    streaming_stage: int = 0
+    streaming_mean: float = 0.0  # over the pipeline stages
 
     @computed_field
     @property
@@ -70,49 +105,68 @@ def state_bytes_per_param(workload) -> int:
 
 
 def optimizer_bytes(workload) -> float:
-    """Optimiser state per IPU, wherever it lives."""
+    """Optimiser state per IPU, wherever it lives, stages balanced (what timing.py streams)."""
     lay = workload.layout
     share = workload.model.params() / (lay.t * lay.p)
     return share * state_bytes_per_param(workload) / (lay.r if lay.rts else 1)
 
 
 def stored_weight_bytes(workload) -> float:
-    """Weights per IPU as stored between uses: 1/(t p) of the model, or 1/(t p r) where RTS shards them
-    (Layout.shards_weights). Its gradient accumulators are stored in the same share."""
+    """Weights per IPU as stored between uses, stages balanced: 1/(t p) of the model, or 1/(t p r) where RTS
+    shards them (Layout.shards_weights). Its gradient accumulators are stored in the same share."""
     lay = workload.layout
     share = workload.model.params() / (lay.t * lay.p) * workload.model.value_bytes
     return share / lay.r if lay.shards_weights else share
 
 
 def stash_bytes(workload) -> float:
-    """Phased execution: every micro-batch's layer inputs for a stage, split across the tensor group."""
-    lay = workload.layout
-    return lay.micro_batches * workload.model.checkpoint_bytes(lay.micro_batch) / lay.p / lay.t
+    """Phased execution: every micro-batch's block inputs of a stage (stages balanced), split across the tensor
+    group: what a step writes to Streaming Memory and reads back (timing.py)."""
+    model, lay = workload.model, workload.layout
+    inputs = sum(cost(model, block, lay.t).inputs
+                 for s in range(lay.p) for block in stage_blocks(model, lay.t, lay.p, s, phased=True))
+    return lay.micro_batches * lay.micro_batch * inputs * model.value_bytes / lay.p / lay.t
+
+
+def stage_memory(workload, stage: int) -> StageMemory:
+    model, lay = workload.model, workload.layout
+    t, p, b, value = lay.t, lay.p, lay.micro_batch, model.value_bytes
+    costs = [cost(model, block, t) for block in stage_blocks(model, t, p, stage, lay.phased)]
+    plain = [cost(model, block, t) for block in stage_blocks(model, t, p, stage)]
+    params = sum(c.params for c in costs)
+    owned = math.ceil(params / lay.r) if lay.rts else params
+    state = owned * state_bytes_per_param(workload)
+    held = lay.in_flight_at(stage)
+    no_recompute = held * b * sum(c.activations for c in plain) * value
+    recompute = (held * sum(c.inputs for c in plain) + max((c.activations for c in plain), default=0)) * b * value
+    if lay.phased:
+        resident = max(costs, key=lambda c: 2 * c.params + b * c.activations, default=Cost(0, 0, 0))
+        stored = (owned if lay.shards_weights else params) * value
+        return StageMemory(
+            stage=stage, weights=resident.params * value, gradients=resident.params * value, optimizer=0.0,
+            activations=b * resident.activations * value, activations_no_recompute=no_recompute,
+            activations_recompute=recompute, streaming_weights=stored, streaming_gradients=stored,
+            streaming_optimizer=state, streaming_stash=held * b * sum(c.inputs for c in costs) * value / t)
+    offload = lay.offload_optimizer
+    return StageMemory(
+        stage=stage, weights=params * value, gradients=params * value, optimizer=0.0 if offload else state,
+        activations=recompute if lay.recompute else no_recompute, activations_no_recompute=no_recompute,
+        activations_recompute=recompute, streaming_optimizer=state if offload else 0.0)
+
+
+SRAM_PARTS = {"weights", "gradients", "optimizer", "activations", "activations_no_recompute", "activations_recompute"}
 
 
 def memory(workload, pod: PodConfig, assumptions: Assumptions) -> Memory:
-    model, lay = workload.model, workload.layout
-    b, t, p = lay.micro_batch, lay.t, lay.p
-    share = model.params() / (t * p)
-    value = model.value_bytes
-    state = optimizer_bytes(workload)
-    no_recompute = lay.in_flight * model.activation_bytes(b, t) / p
-    recompute = lay.in_flight * model.checkpoint_bytes(b) / p + model.layer_activation_bytes(b, t)
-    if lay.phased:
-        params, activations = max(model.phases(b, t), key=lambda ph: 2 * ph[0] / t * value + ph[1])
-        weights = gradients = params / t * value
-        optimizer = 0.0
-        streaming = 2 * stored_weight_bytes(workload) + state + stash_bytes(workload)
-    else:
-        weights = gradients = share * value
-        optimizer = 0.0 if lay.offload_optimizer else state
-        activations = recompute if lay.recompute else no_recompute
-        streaming = state if lay.offload_optimizer else 0.0
+    stages = [stage_memory(workload, s) for s in range(workload.layout.p)]
+    most = max(stages, key=lambda st: st.sram)  # the first of equals
+    streamed = max(stages, key=lambda st: st.streaming)
     reserved = assumptions.reserved_sram_fraction * pod.ipu.sram_bytes
-    total = weights + gradients + optimizer + activations + reserved
+    total = most.sram + reserved
     return Memory(
-        weights=weights, gradients=gradients, optimizer=optimizer, activations=activations,
-        activations_no_recompute=no_recompute, activations_recompute=recompute, reserved=reserved, total=total,
-        per_tile=total / pod.ipu.tiles, sram_bytes=pod.ipu.sram_bytes, sram_per_tile_bytes=pod.ipu.sram_per_tile_bytes,
-        streaming=streaming, streaming_capacity=pod.machine.streaming_memory_bytes / pod.machine.ipus,
+        **most.model_dump(include=SRAM_PARTS), **streamed.model_dump(exclude=SRAM_PARTS | {"stage"}),
+        reserved=reserved, total=total, per_tile=total / pod.ipu.tiles, sram_bytes=pod.ipu.sram_bytes,
+        sram_per_tile_bytes=pod.ipu.sram_per_tile_bytes, streaming=streamed.streaming,
+        streaming_capacity=pod.machine.streaming_memory_bytes / pod.machine.ipus, sram_stage=most.stage,
+        streaming_stage=streamed.stage, streaming_mean=sum(st.streaming for st in stages) / len(stages),
     )

@@ -1,19 +1,16 @@
-"""The models a training job describes, reduced to what the planner needs: sizes, FLOPs and activation bytes.
+"""The models a training job describes, reduced to what the planner needs: sizes, FLOPs and bytes sent.
 
 Each model answers the same questions (per sample, or per micro-batch of b samples):
 - params(), param_tensors(): weights, and how many tensors they come in (one data-parallel collective each when
   gradients are not fused);
 - units: how many layers a pipeline can split between;
 - forward_flops(): FLOPs of one forward pass of one sample (training multiplies it: assumptions.py);
-- activation_bytes(b, t): what all layers keep for the backward pass of one micro-batch, per IPU of a t-way tensor
-  group; layer_activation_bytes(b, t): the largest single layer (the working set when recomputing);
-- checkpoint_bytes(b): what recomputation keeps instead (each layer's input);
 - boundary_bytes(b): what one pipeline stage sends the next per micro-batch;
 - tp_allreduces_per_layer and tp_bytes(b): Megatron's tensor-parallel allreduces (forward; backward has as many);
 - norm_replicas, norm_allreduces(): replicas pooling normalisation statistics, and the allreduces (count, bytes in
   all) one pass of one micro-batch makes for it (distributed batch norm; none by default);
-- phases(b, t): (parameters, activation bytes per IPU) of each block phased execution holds in SRAM at once;
 - shard_problem(t): why t tensor shards do not work for this model, or None.
+What a stage's blocks hold for the backward pass (activations, checkpoints), per IPU, is blocks.py's.
 """
 
 from __future__ import annotations
@@ -81,25 +78,11 @@ class MlpModel(_Model):
     def forward_flops(self) -> float:
         return float(sum(2 * i * o for i, o in self._pairs))
 
-    def activation_bytes(self, b: int, t: int) -> float:
-        # a layer keeps its input (for the weight gradient) and its pre-activation (for the ReLU's gradient);
-        # tensor sharding splits both t ways (an approximation: Megatron keeps some inputs whole)
-        return b * sum(i + o for i, o in self._pairs) * self.value_bytes / t
-
-    def layer_activation_bytes(self, b: int, t: int) -> float:
-        return b * max(i + o for i, o in self._pairs) * self.value_bytes / t
-
-    def checkpoint_bytes(self, b: int) -> float:
-        return b * sum(i for i, _ in self._pairs) * self.value_bytes
-
     def boundary_bytes(self, b: int) -> float:
         return b * self.hidden * self.value_bytes
 
     def tp_bytes(self, b: int) -> float:
         return b * self.hidden * self.value_bytes
-
-    def phases(self, b: int, t: int) -> list[tuple[int, float]]:
-        return [(i * o + o, b * (i + o) * self.value_bytes / t) for i, o in self._pairs]
 
     def shard_problem(self, t: int) -> str | None:
         if self.hidden % t:
@@ -162,38 +145,11 @@ class TransformerModel(_Model):
         head = 2 * s * h * self.vocab if self.vocab else 0
         return float(self.layers * (matmuls + attention) + head)
 
-    def layer_activation_bytes(self, b: int, t: int) -> float:
-        # Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models"), 2-byte values
-        # and 1-byte dropout masks: s b h (10 + 24/t) + 5 a s^2 b / t with ffn_multiplier 4; the feed-forward
-        # part is 4f + 3 sbh, so the sharded part is 8 + 4f in general. fp32 doubles it (masks included: a
-        # slight overestimate)
-        s, h, a, f = self.seq_len, self.hidden, self.heads, self.ffn_multiplier
-        fp16 = s * b * h * (10 + (8 + 4 * f) / t) + 5 * a * s * s * b / t
-        return fp16 * self.value_bytes / 2
-
-    def activation_bytes(self, b: int, t: int) -> float:
-        return self.layers * self.layer_activation_bytes(b, t)
-
-    def checkpoint_bytes(self, b: int) -> float:
-        return self.layers * self.seq_len * b * self.hidden * self.value_bytes  # each layer's input
-
     def boundary_bytes(self, b: int) -> float:
         return self.seq_len * b * self.hidden * self.value_bytes
 
     def tp_bytes(self, b: int) -> float:
         return self.seq_len * b * self.hidden * self.value_bytes
-
-    def phases(self, b: int, t: int) -> list[tuple[int, float]]:
-        # a phase is an attention block or a feed-forward block, each with its layer norm (a whole GPT-3 layer's
-        # weights and gradients would not fit one IPU's SRAM even split 8 ways), or the embedding with the tied
-        # head. Activations split layer_activation_bytes: attention 5 sbh + 8 sbh/t + 5as^2b/t (input, dropout
-        # mask, layer norm; Q, K, V, output-projection input; scores), feed-forward 5 sbh + 4f sbh/t
-        s, h, a, f, half = self.seq_len, self.hidden, self.heads, self.ffn_multiplier, self.value_bytes / 2
-        out = [(4 * h * h + 6 * h, (s * b * h * (5 + 8 / t) + 5 * a * s * s * b / t) * half),
-               (2 * f * h * h + f * h + 3 * h, s * b * h * (5 + 4 * f / t) * half)]
-        if self.vocab:  # token and position embeddings; the head's logits are split t ways (vocab-parallel)
-            out.append((self.embedding_params, (s * b * h + s * b * self.vocab / t) * self.value_bytes))
-        return out
 
     def shard_problem(self, t: int) -> str | None:
         if self.heads % t:

@@ -14,6 +14,7 @@ from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.layout import Layout
 from vipu.jobs.memory import Memory, memory
 from vipu.jobs.timing import StepTime, step_time, training_flops_per_sample
+from vipu.jobs.units import size
 from vipu.partition.pod import PodConfig
 
 
@@ -41,16 +42,21 @@ class Plan(BaseModel):
 
     def problems(self) -> list[str]:
         """Why the workload does not fit, each with the numbers that show it (empty when it fits)."""
-        mem = self.memory
+        mem, p = self.memory, self.layout.p
         out = []
         if not mem.fits_sram:
+            stage = f" (pipeline stage {mem.sram_stage} of {p}, the one needing most)" if p > 1 else ""
             out.append(
-                f"needs {gb(mem.total)} per IPU, SRAM holds {gb(mem.sram_bytes)} (per tile {kib(mem.per_tile)} of"
-                f" {kib(mem.sram_per_tile_bytes)}: weights {gb(mem.weights)}, gradients {gb(mem.gradients)},"
-                f" optimiser {gb(mem.optimizer)}, activations {gb(mem.activations)}, reserve {gb(mem.reserved)})")
+                f"needs {size(mem.total)} per IPU{stage}, SRAM holds {size(mem.sram_bytes)} (per tile"
+                f" {kib(mem.per_tile)} of {kib(mem.sram_per_tile_bytes)}: weights {size(mem.weights)}, gradients"
+                f" {size(mem.gradients)}, optimiser {size(mem.optimizer)}, activations {size(mem.activations)},"
+                f" reserve {size(mem.reserved)})")
         if not mem.fits_streaming:
-            out.append(f"needs {gb(mem.streaming)} of Streaming Memory per IPU, its machine has"
-                       f" {gb(mem.streaming_capacity)} per IPU")
+            stage = f" (pipeline stage {mem.streaming_stage} of {p})" if p > 1 else ""
+            out.append(f"needs {size(mem.streaming)} of Streaming Memory per IPU{stage}, its machine has"
+                       f" {size(mem.streaming_capacity)} per IPU (weights {size(mem.streaming_weights)}, gradients"
+                       f" {size(mem.streaming_gradients)}, optimiser {size(mem.streaming_optimizer)}, stashed"
+                       f" block inputs {size(mem.streaming_stash)})")
         return out
 
     def table(self, suggestions: list[Plan] | None = None) -> str:
@@ -82,10 +88,6 @@ def plan(workload, pod: PodConfig, assumptions: Assumptions = DEFAULT) -> Plan:
         step_s=step, throughput=lay.global_batch / step, achieved_flops_per_ipu=flops / step / lay.ipus,
         assumptions=assumptions.lines(),
     )
-
-
-def gb(nbytes: float) -> str:
-    return f"{nbytes / 1e9:,.2f} GB"
 
 
 def kib(nbytes: float) -> str:

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-
-def _bytes(nbytes: float) -> str:
-    if nbytes >= 1e9:
-        return f"{nbytes / 1e9:,.2f} GB"
-    if nbytes >= 1e6:
-        return f"{nbytes / 1e6:,.1f} MB"
-    if nbytes >= 1e3:
-        return f"{nbytes / 1e3:,.1f} kB"
-    return f"{nbytes:,.0f} B"
+from vipu.jobs.units import size as _bytes
 
 
 def _seconds(s: float) -> str:
@@ -32,21 +24,9 @@ def render(plan, suggestions=None) -> str:
         f"  on {plan.ipus} IPUs of {plan.pod}: {lay.describe()}",
         f"  global batch {plan.global_batch:,} samples per step ({lay.device_iterations} step(s) per host call)",
         "",
-        "memory per IPU (SRAM)",
-        f"  weights                  {_bytes(mem.weights):>12}",
-        f"  gradient accumulators    {_bytes(mem.gradients):>12}",
-        f"  optimiser state          {_bytes(mem.optimizer):>12}",
-        f"  activations              {_bytes(mem.activations):>12}"
-        f"   ({'one phase; not phased: ' if lay.phased else ''}without recomputation"
-        f" {_bytes(mem.activations_no_recompute)}, with {_bytes(mem.activations_recompute)})",
-        f"  code and exchange        {_bytes(mem.reserved):>12}",
-        f"  total                    {_bytes(mem.total):>12}   of {_bytes(mem.sram_bytes)} SRAM"
-        f" ({mem.total / mem.sram_bytes:.0%})",
-        f"  per tile                 {mem.per_tile / 1024:>8,.0f} KiB   of {mem.sram_per_tile_bytes / 1024:,.0f} KiB",
-        f"  streaming memory         {_bytes(mem.streaming):>12}   of {_bytes(mem.streaming_capacity)} per IPU",
-        f"  fits SRAM: {'yes' if mem.fits_sram else 'NO'}; "
-        f"needs Streaming Memory: {'yes' if mem.streaming > 0 else 'no'}"
-        + ("" if mem.fits_streaming else " (MORE THAN THE MACHINE HAS)"),
+        *_sram_lines(plan),
+        "",
+        *_streaming_lines(plan),
         "",
         "step time",
     ]
@@ -71,3 +51,44 @@ def render(plan, suggestions=None) -> str:
             lines += [no_layout_fits(plan)]
     lines += ["", "assumptions"] + [f"  - {a}" for a in plan.assumptions]
     return "\n".join(lines)
+
+
+def _stage(plan, stage: int) -> str:
+    return f", pipeline stage {stage} of {plan.layout.p} (the one needing most)" if plan.layout.p > 1 else ""
+
+
+def _sram_lines(plan) -> list[str]:
+    mem, lay = plan.memory, plan.layout
+    return [
+        f"memory per IPU (SRAM){_stage(plan, mem.sram_stage)}",
+        f"  weights                  {_bytes(mem.weights):>12}",
+        f"  gradient accumulators    {_bytes(mem.gradients):>12}",
+        f"  optimiser state          {_bytes(mem.optimizer):>12}",
+        f"  activations              {_bytes(mem.activations):>12}"
+        f"   ({'one block; not phased: ' if lay.phased else ''}without recomputation"
+        f" {_bytes(mem.activations_no_recompute)}, with {_bytes(mem.activations_recompute)})",
+        f"  code and exchange        {_bytes(mem.reserved):>12}",
+        f"  total                    {_bytes(mem.total):>12}   of {_bytes(mem.sram_bytes)} SRAM"
+        f" ({mem.total / mem.sram_bytes:.0%})",
+        f"  per tile                 {mem.per_tile / 1024:>8,.0f} KiB   of {mem.sram_per_tile_bytes / 1024:,.0f} KiB",
+        f"  fits SRAM: {'yes' if mem.fits_sram else 'NO'}",
+    ]
+
+
+def _streaming_lines(plan) -> list[str]:
+    mem, lay = plan.memory, plan.layout
+    if mem.streaming <= 0:
+        return ["memory per IPU (Streaming Memory): none needed"]
+    mean = f"; mean over the stages {_bytes(mem.streaming_mean)}" if lay.p > 1 else ""
+    lines = [f"memory per IPU (Streaming Memory){_stage(plan, mem.streaming_stage)}{mean}"]
+    parts = (("weights", mem.streaming_weights), ("gradient accumulators", mem.streaming_gradients),
+             ("optimiser state", mem.streaming_optimizer), ("stashed block inputs", mem.streaming_stash))
+    lines += [f"  {name:<24} {_bytes(nbytes):>12}" for name, nbytes in parts if nbytes > 0]
+    if mem.streaming_stash > 0:
+        lines[-1] += f"   ({lay.in_flight_at(mem.streaming_stage)} micro-batches in flight, split {lay.t} ways)"
+    lines += [
+        f"  total                    {_bytes(mem.streaming):>12}   of {_bytes(mem.streaming_capacity)}, the IPU's"
+        f" share of its machine's ({mem.streaming / mem.streaming_capacity:.0%})",
+        f"  fits Streaming Memory: {'yes' if mem.fits_streaming else 'NO (MORE THAN THE MACHINE HAS)'}",
+    ]
+    return lines

@@ -13,7 +13,8 @@ from itertools import product
 from vipu.errors import InvalidArgument
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.layout import Layout, check_partition
-from vipu.jobs.planner import Plan, gb, plan
+from vipu.jobs.planner import Plan, plan
+from vipu.jobs.units import size
 
 MAX_SUGGESTIONS = 3
 
@@ -64,7 +65,7 @@ def suggest(workload, pod, assumptions: Assumptions = DEFAULT, limit: int = MAX_
 
 
 def suggestion_text(found: Plan) -> str:
-    return (f"{found.layout.describe()} ({gb(found.memory.total)} per IPU, predicted"
+    return (f"{found.layout.describe()} ({size(found.memory.total)} per IPU, predicted"
             f" {found.throughput:,.0f} samples/s)")
 
 

@@ -32,15 +32,17 @@ Layout options, executed (the planner's memory.py and timing.py say the same):
   fabric and is charged), and ends by storing the updated shard back: no all-gather after the update;
 - offload_optimizer: the state lives in the machines' Streaming Memory; the update loads it, applies the
   optimiser and stores it back;
-- phased: weights and state live in Streaming Memory between steps. The execution loads them once, but the Pod
-  streams what phased execution streams (timing.py): weights 4 times in (forward, recomputation, backward,
-  update), gradients, state and every micro-batch's stashed layer inputs in and out, gradients and weights out
-  (weights and gradients as stored: with RTS the IPU's shard).
+- phased: weights and state live in Streaming Memory between steps, a transformer layer runs as an attention and
+  a feed-forward block (blocks.py), and the blocks' inputs are stashed there too. The execution loads the
+  weights once, but the Pod streams what phased execution streams (timing.py): weights 4 times in (forward,
+  recomputation, backward, update), gradients, state and every micro-batch's stashed block inputs in and out,
+  gradients and weights out (weights and gradients as stored: with RTS the IPU's shard).
 Streaming is charged once a step per machine as one duplex batch (workers/streaming.py duplex_s: one latency,
 reads and writes in parallel at the machine's bandwidth), on the machines' own counters when the transport has
-machines; the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its SRAM, the
-activations of the step in flight as the planner counts them (memory.py; phased: one phase's), so a layout whose
-activations do not fit fails with the machines' out-of-memory error, as it would on the Pod.
+machines; the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its SRAM, its stage's
+activations as the planner counts them (memory.stage_memory; phased: one block's), so a layout whose activations
+do not fit fails with the machines' out-of-memory error, as it would on the Pod. What each IPU reports holding
+(SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py).
 
 The loss is the mean over the global batch of the per-sample losses the last stages computed.
 
@@ -61,17 +63,17 @@ from typing import Callable, Sequence
 import numpy as np
 
 from vipu.fabric.group import shard
-from vipu.jobs.assumptions import DEFAULT
-from vipu.jobs.memory import memory, stash_bytes, state_bytes_per_param
+from vipu.jobs.memory import stage_memory, stash_bytes, state_bytes_per_param
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes
 from vipu.jobs.train import mlp_stage, optim, recompute, transformer_stage
 from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
+from vipu.jobs.train.holdings import Holdings
 from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import DTYPE, batch, check_runnable, init_params
 from vipu.jobs.train.report import IpuReport, StepReport
 from vipu.jobs.train.schedule import execution_order, stage_orders, timeline
-from vipu.jobs.train.sharding import FlatLayout, stage_axes, stage_blocks, take, unshard
+from vipu.jobs.train.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
 from vipu.jobs.train.work import OpTimer, StageGroup
 from vipu.partition.topology import Topology
 from vipu.workers import bsp
@@ -99,7 +101,7 @@ class ParallelTrainer:
         self.fabric = Fabric(topology or Topology(pod), first_ipu, self.lay, transport)
         self.stage = mlp_stage if self.model.kind == "mlp" else transformer_stage
         t, p = self.lay.t, self.lay.p
-        self.blocks = [stage_blocks(self.model, t, p, s) for s in range(p)]
+        self.blocks = [stage_blocks(self.model, t, p, s, self.lay.phased) for s in range(p)]
         full = init_params(self.model, workload.seed)
         self.axes = [stage_axes(self.model, t, p, s, list(full)) for s in range(p)]
         self.layouts: dict[int, FlatLayout] = {}
@@ -124,8 +126,9 @@ class ParallelTrainer:
                     self.fabric.offload(name)
             if self.lay.phased:
                 self.fabric.offload("params")
-            activations = int(memory(workload, pod, DEFAULT).activations)
-            self.fabric.reserve("activations", {ipu: activations for ipu in self.ipus})
+            activations = [int(stage_memory(workload, s).activations) for s in range(p)]
+            self.fabric.reserve("activations", {self.fabric.ipu(rep, s, k): activations[s] for rep in self.replicas
+                                                for s in range(p) for k in range(t)})
         except BaseException:
             self.close()
             raise
@@ -242,7 +245,7 @@ class ParallelTrainer:
         order = execution_order(stage_orders(lay.schedule, lay.p, lay.micro_batches))
         losses: list[np.ndarray] = []
         compute = defaultdict(float)
-        stash, peak = defaultdict(int), defaultdict(int)
+        held = self._holdings()
         worst = None  # (pipeline_s, stage busy, timers) of the critical stage of the slowest replica
         for rep in self.replicas:
             inbox: dict = {}
@@ -261,7 +264,7 @@ class ParallelTrainer:
                     else:
                         outs, cache = self.stage.forward(model, self.blocks[s], shards, xs, g)
                     caches[(s, j)] = cache
-                    self._stash(g.ipus, cache, params, stash, peak, +1)
+                    held.stage_cache(g.ipus, cache, params, +1)
                     if s == lay.p - 1:
                         per_sample, ds = self._loss(outs, y[lo:lo + lay.micro_batch])
                         losses.append(per_sample)
@@ -273,10 +276,10 @@ class ParallelTrainer:
                     if self.recompute:  # the checkpoints stay until the last block is recomputed
                         dxs, shard_grads = recompute.backward(
                             self.stage, model, self.blocks[s], shards, cache, inbox.pop(op), g, need_dx=s > 0,
-                            held=lambda c, sign: self._stash(g.ipus, c, params, stash, peak, sign))
-                        self._stash(g.ipus, cache, params, stash, peak, -1)
+                            held=lambda block, c, sign: held.block_cache(g.ipus, block, c, params, sign))
+                        held.stage_cache(g.ipus, cache, params, -1)
                     else:
-                        self._stash(g.ipus, cache, params, stash, peak, -1)
+                        held.stage_cache(g.ipus, cache, params, -1)
                         dxs, shard_grads = self.stage.backward(model, self.blocks[s], shards, cache, inbox.pop(op),
                                                                g, need_dx=s > 0)
                     for ipu, named in zip(g.ipus, shard_grads):
@@ -308,7 +311,7 @@ class ParallelTrainer:
         if lay.phased:
             fabric.offload("params")
         streaming_s = self._streaming_s()
-        return self._report(step, losses, worst, dp_s, dp_sync, compute, peak, started, streaming_s)
+        return self._report(step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s)
 
     def _loss(self, outs: list[np.ndarray], target: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """Per-sample losses (from shard 0; every shard holds the same outputs) and each shard's output gradient."""
@@ -335,24 +338,21 @@ class ParallelTrainer:
             if self.streamed:
                 fabric.offload(name)
 
-    @staticmethod
-    def _stash(ipus, cache, params, stash, peak, sign: int) -> None:
-        """Count the activations a forward keeps for its backward, per IPU (weights it refers to excluded)."""
-        for ipu, per_shard in zip(ipus, zip(*cache)):
-            seen, total = set(), 0
-            stack = list(per_shard)
-            while stack:
-                item = stack.pop()
-                if isinstance(item, (tuple, list)):
-                    stack.extend(item)
-                elif isinstance(item, np.ndarray) and id(item) not in seen:
-                    seen.add(id(item))
-                    if not np.may_share_memory(item, params[ipu]):
-                        total += item.nbytes
-            stash[ipu] += sign * total
-            peak[ipu] = max(peak[ipu], stash[ipu])
+    def _holdings(self) -> Holdings:
+        """A step's count of what each IPU holds. In SRAM all step: its weights and accumulators in the model's
+        dtype, and its optimiser state unless that streams; phased, only the resident block's weights and
+        accumulators are in SRAM."""
+        value = self.model.value_bytes
+        kept = {ipu: 2 * self.layouts[ipu].size * value + (0 if self.streamed else self._state_bytes(ipu))
+                for ipu in self.ipus}
+        sizes = {ipu: {name: int(np.prod(shape)) for name, shape, _ in self.layouts[ipu].entries} for ipu in self.ipus}
 
-    def _report(self, step, losses, worst, dp_s, dp_sync, compute, peak, started, streaming_s) -> StepReport:
+        def resident(ipu: int, block: Block) -> int:
+            return 2 * value * sum(sizes[ipu][name] for name in split_axes(block))
+
+        return Holdings(self.lay.phased, self.lay.t, value, kept, resident)
+
+    def _report(self, step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s) -> StepReport:
         line, stage, timers = worst
         step_s = line.pipeline_s + dp_sync + dp_s + streaming_s
         compute_s = sum(t.compute_s for t in timers)
@@ -365,19 +365,14 @@ class ParallelTrainer:
             for link, nbytes in result.bytes_per_link_type.items():
                 by_link[link] += nbytes
                 by_kind[kind] += nbytes
-        # bytes as the Pod holds them (the arithmetic here is fp32): weights, gradients and activations in the
-        # model's dtype; params and grads are whole flat buffers, the optimiser state with RTS a shard
-        value = self.model.value_bytes
         per_ipu = {}
         for ipu in self.ipus:
-            state = self._state_bytes(ipu)
-            activations = peak[ipu] * value // np.dtype(DTYPE).itemsize
-            held = 2 * self.layouts[ipu].size * value + (0 if self.streamed else state) + activations
-            streamed = state if self.streamed else 0  # the optimiser state
-            if self.lay.phased:  # and, as memory.py counts them, weights and gradients as stored, the layer inputs
-                streamed += 2 * self._stored_weight_bytes(ipu) + stash_bytes(self.workload)
+            sram, activations = held.sram_peak(ipu)
+            streamed = self._state_bytes(ipu) if self.streamed else 0  # the optimiser state
+            if self.lay.phased:  # and weights and accumulators as stored, and the stashed block inputs
+                streamed += 2 * self._stored_weight_bytes(ipu) + held.stash_bytes(ipu)
             per_ipu[ipu] = IpuReport(compute_s=compute[ipu], utilisation=compute[ipu] / step_s if step_s else 0.0,
-                                     memory_bytes=int(held), activation_bytes=int(activations),
+                                     memory_bytes=int(sram), activation_bytes=int(activations),
                                      streaming_bytes=int(streamed))
         self._charge_machines(per_ipu, step_s, step)
         return StepReport(

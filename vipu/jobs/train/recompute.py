@@ -19,7 +19,7 @@ import numpy as np
 from vipu.jobs.train.sharding import Block
 from vipu.jobs.train.work import StageGroup
 
-Held = Callable[[list, int], None]  # held(cache, +1 | -1): activations come into / go out of SRAM
+Held = Callable[[Block, list, int], None]  # held(block, cache, +1 | -1): its activations come into / leave SRAM
 
 
 def forward(stage, model, blocks: list[Block], shards: list[dict], xs: list[np.ndarray],
@@ -40,9 +40,9 @@ def backward(stage, model, blocks: list[Block], shards: list[dict], checkpoints:
     ds = douts
     for index in reversed(range(len(blocks))):
         _, cache = stage.forward(model, [blocks[index]], shards, checkpoints[index], g)
-        held(cache, +1)
+        held(blocks[index], cache, +1)
         ds, block_grads = stage.backward(model, [blocks[index]], shards, cache, ds, g, need_dx=need_dx or index > 0)
-        held(cache, -1)
+        held(blocks[index], cache, -1)
         for mine, got in zip(grads, block_grads):
             mine.update(got)
     return ds, grads

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from vipu.jobs.timing import PARTS
+from vipu.jobs.units import size
 
 
 class _Frozen(BaseModel):
@@ -22,10 +23,12 @@ class _Frozen(BaseModel):
 class IpuReport(_Frozen):
     compute_s: float  # this IPU's own compute in the step (its FLOPs at the calibrated rate)
     utilisation: float  # compute_s / the step's emulated time
-    memory_bytes: int  # weights + gradient accumulator + optimiser state + peak stashed activations
-    activation_bytes: int  # the peak of activations stashed for backward (1f1b: up to p - s micro-batches)
+    # SRAM at its peak (holdings.py): weights + gradient accumulator + optimiser state + activations; phased, the
+    # resident block's weights and accumulators + its activations
+    memory_bytes: int
+    activation_bytes: int  # the activations of that peak (1f1b: up to p - s micro-batches' worth)
     # what the IPU keeps in Streaming Memory (offloaded optimiser state; phased: also the weights and gradient
-    # accumulators, with RTS its replica's shard, and every micro-batch's layer inputs: memory.py's streaming)
+    # accumulators, with RTS its replica's shard, and its share of the stashed block inputs: memory.py's streaming)
     streaming_bytes: int = 0
 
 
@@ -108,15 +111,6 @@ def usage_lines(usage: list[IpuUsage]) -> list[str]:
                 f" {size(u.activation_peak_bytes):>11}")
         lines.append(line + (f" {size(u.streaming_peak_bytes):>10}" if streaming else ""))
     return lines
-
-
-def size(nbytes: float) -> str:
-    """Bytes as 812 B, 41.3 KiB, 1.2 MiB, 3.0 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if nbytes < 1024 or unit == "GiB":
-            return f"{nbytes:,.0f} {unit}" if unit == "B" else f"{nbytes:,.1f} {unit}"
-        nbytes /= 1024
-    raise AssertionError("unreachable")
 
 
 class InstanceRun(_Frozen):

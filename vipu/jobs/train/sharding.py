@@ -1,13 +1,14 @@
 """How a model's weights are cut over a t x p layout: layers to pipeline stages, and tensors to tensor shards.
 
 Stages: the model's layers split into p contiguous runs, as even as possible (stage s gets layers
-[L s / p, L (s+1) / p)).
+[L s / p, L (s+1) / p)), each cut into blocks (vipu/jobs/blocks.py, which the planner counts too).
 
 Tensor shards (Megatron-LM, Shoeybi et al. 2019), per stage:
 - transformer layer: Q, K and V column-parallel by whole heads (shard k has heads [k a/t, (k+1) a/t)), the
   output projection row-parallel; the feed-forward's first matrix column-parallel, its second row-parallel; biases
   of row-parallel layers and the layer norms replicated. 2 allreduces forward (after each row-parallel matrix) and
-  2 backward (of the gradient at each block's input);
+  2 backward (of the gradient at each block's input); phased, its attention and feed-forward blocks take
+  the same tensors, one allreduce each way each;
 - MLP: consecutive layers of a stage in pairs, the first column-parallel, the second row-parallel ("pair": one
   allreduce forward, one backward). A stage's odd layer out is "row" parallel when its input width divides by t
   (allreduce forward, all-gather of the input gradient backward), else "col" parallel with gathered output when
@@ -25,42 +26,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vipu.jobs.blocks import Block, stage_blocks, stage_layers
 
-@dataclass(frozen=True)
-class Block:
-    kind: str  # "pair", "row", "col", "replicated" (MLP) or "layer" (a transformer layer)
-    layers: tuple[int, ...]
+__all__ = ["Block", "FlatLayout", "piece", "split_axes", "stage_axes", "stage_blocks", "stage_layers", "take",
+           "unshard"]
 
-
-_LAYER_SPLIT = {"wq": 1, "bq": 0, "wk": 1, "bk": 0, "wv": 1, "bv": 0, "wo": 0, "bo": None, "ln1.g": None,
-                "ln1.b": None, "ln2.g": None, "ln2.b": None, "w1": 1, "b1": 0, "w2": 0, "b2": None}
-
-
-def stage_layers(units: int, p: int, stage: int) -> range:
-    return range(units * stage // p, units * (stage + 1) // p)
-
-
-def stage_blocks(model, t: int, p: int, stage: int) -> list[Block]:
-    layers = stage_layers(model.units, p, stage)
-    if model.kind == "transformer":
-        return [Block("layer", (i,)) for i in layers]
-    blocks, i = [], layers.start
-    while i < layers.stop:
-        if i + 1 < layers.stop:
-            blocks.append(Block("pair", (i, i + 1)))
-            i += 2
-            continue
-        n_in, n_out = model.widths[i], model.widths[i + 1]
-        kind = "row" if n_in % t == 0 else "col" if n_out % t == 0 else "replicated"
-        blocks.append(Block(kind, (i,)))
-        i += 1
-    return blocks
+_ATTENTION_SPLIT = {"wq": 1, "bq": 0, "wk": 1, "bk": 0, "wv": 1, "bv": 0, "wo": 0, "bo": None, "ln1.g": None,
+                    "ln1.b": None}
+_FFN_SPLIT = {"ln2.g": None, "ln2.b": None, "w1": 1, "b1": 0, "w2": 0, "b2": None}
+_LAYER_SPLITS = {"layer": {**_ATTENTION_SPLIT, **_FFN_SPLIT}, "attention": _ATTENTION_SPLIT, "ffn": _FFN_SPLIT}
 
 
 def split_axes(block: Block) -> dict[str, int | None]:
     """Each parameter of the block (full name) and the axis it is split along (None: replicated)."""
-    if block.kind == "layer":
-        return {f"l{block.layers[0]}.{name}": axis for name, axis in _LAYER_SPLIT.items()}
+    if block.kind in _LAYER_SPLITS:
+        return {f"l{block.layers[0]}.{name}": axis for name, axis in _LAYER_SPLITS[block.kind].items()}
     if block.kind == "pair":
         i, j = block.layers
         return {f"l{i}.w": 1, f"l{i}.b": 0, f"l{j}.w": 0, f"l{j}.b": None}

@@ -21,30 +21,43 @@ Params = dict[str, np.ndarray]
 
 def forward(model, blocks: list[Block], shards: list[Params], xs: list[np.ndarray],
             g: StageGroup) -> tuple[list[np.ndarray], list]:
-    heads, caches = model.heads // g.t, []
+    """A "layer" block runs both halves; phased, an "attention" or an "ffn" block one (blocks.py)."""
+    caches = []
     for block in blocks:
-        pre = f"l{block.layers[0]}."
-        parts, first = [], []
-        for k, p in enumerate(shards):
-            n1, c1 = layernorm(xs[k], p[pre + "ln1.g"], p[pre + "ln1.b"])
-            q, kk, v = (g.mm(k, n1, p[pre + f"w{name}"]) + p[pre + f"b{name}"] for name in "qkv")
-            g.flops(k, attention_flops(q, q.shape[1]))
-            ctx, ca = attention(q, kk, v, heads)
-            parts.append(g.mm(k, ctx, p[pre + "wo"]))
-            first.append((n1, c1, ctx, ca))
-        summed = g.allreduce(parts)
-        x1 = [x + (y + p[pre + "bo"]) for x, y, p in zip(xs, summed, shards)]
-        parts, second = [], []
-        for k, p in enumerate(shards):
-            n2, c2 = layernorm(x1[k], p[pre + "ln2.g"], p[pre + "ln2.b"])
-            z = g.mm(k, n2, p[pre + "w1"]) + p[pre + "b1"]
-            a = relu(z)
-            parts.append(g.mm(k, a, p[pre + "w2"]))
-            second.append((n2, c2, z, a))
-        summed = g.allreduce(parts)
-        xs = [x + (y + p[pre + "b2"]) for x, y, p in zip(x1, summed, shards)]
-        caches.append([first[k] + second[k] for k in range(g.t)])
+        pre, cache = f"l{block.layers[0]}.", [() for _ in range(g.t)]
+        if block.kind in ("layer", "attention"):
+            xs, first = _attention(model, pre, shards, xs, g)
+            cache = [mine + got for mine, got in zip(cache, first)]
+        if block.kind in ("layer", "ffn"):
+            xs, second = _ffn(pre, shards, xs, g)
+            cache = [mine + got for mine, got in zip(cache, second)]
+        caches.append(cache)
     return xs, caches
+
+
+def _attention(model, pre: str, shards: list[Params], xs: list[np.ndarray], g: StageGroup) -> tuple[list, list]:
+    heads, parts, cache = model.heads // g.t, [], []
+    for k, p in enumerate(shards):
+        n1, c1 = layernorm(xs[k], p[pre + "ln1.g"], p[pre + "ln1.b"])
+        q, kk, v = (g.mm(k, n1, p[pre + f"w{name}"]) + p[pre + f"b{name}"] for name in "qkv")
+        g.flops(k, attention_flops(q, q.shape[1]))
+        ctx, ca = attention(q, kk, v, heads)
+        parts.append(g.mm(k, ctx, p[pre + "wo"]))
+        cache.append((n1, c1, ctx, ca))
+    summed = g.allreduce(parts)
+    return [x + (y + p[pre + "bo"]) for x, y, p in zip(xs, summed, shards)], cache
+
+
+def _ffn(pre: str, shards: list[Params], xs: list[np.ndarray], g: StageGroup) -> tuple[list, list]:
+    parts, cache = [], []
+    for k, p in enumerate(shards):
+        n2, c2 = layernorm(xs[k], p[pre + "ln2.g"], p[pre + "ln2.b"])
+        z = g.mm(k, n2, p[pre + "w1"]) + p[pre + "b1"]
+        a = relu(z)
+        parts.append(g.mm(k, a, p[pre + "w2"]))
+        cache.append((n2, c2, z, a))
+    summed = g.allreduce(parts)
+    return [x + (y + p[pre + "b2"]) for x, y, p in zip(xs, summed, shards)], cache
 
 
 def backward(model, blocks: list[Block], shards: list[Params], caches: list, douts: list[np.ndarray],
@@ -52,34 +65,49 @@ def backward(model, blocks: list[Block], shards: list[Params], caches: list, dou
     grads: list[Params] = [{} for _ in range(g.t)]
     ds = douts
     for index in reversed(range(len(blocks))):
-        pre, cache = f"l{blocks[index].layers[0]}.", caches[index]
-        parts = []
-        for k, p in enumerate(shards):
-            n1, c1, ctx, ca, n2, c2, z, a = cache[k]
-            gk = grads[k]
-            gk[pre + "b2"], gk[pre + "w2"] = rows(ds[k]), g.wgrad(k, a, ds[k])
-            dz = relu_back(g.mm(k, ds[k], p[pre + "w2"].T), z)
-            gk[pre + "w1"], gk[pre + "b1"] = g.wgrad(k, n2, dz), rows(dz)
-            parts.append(g.mm(k, dz, p[pre + "w1"].T))
-        dn2 = g.allreduce(parts)
-        dx1s, parts = [], []
-        for k, p in enumerate(shards):
-            n1, c1, ctx, ca, n2, c2, z, a = cache[k]
-            gk = grads[k]
-            dx1, gk[pre + "ln2.g"], gk[pre + "ln2.b"] = layernorm_back(dn2[k], c2)
-            dx1 = dx1 + ds[k]
-            dx1s.append(dx1)
-            gk[pre + "bo"], gk[pre + "wo"] = rows(dx1), g.wgrad(k, ctx, dx1)
-            g.flops(k, 2 * attention_flops(ctx, ctx.shape[1]))
-            dq, dk, dv = attention_back(g.mm(k, dx1, p[pre + "wo"].T), ca)
-            dn1 = 0
-            for name, d in zip("qkv", (dq, dk, dv)):
-                gk[pre + f"w{name}"], gk[pre + f"b{name}"] = g.wgrad(k, n1, d), rows(d)
-                dn1 = dn1 + g.mm(k, d, p[pre + f"w{name}"].T)
-            parts.append(dn1)
-        dn1 = g.allreduce(parts)
-        ds = []
-        for k in range(g.t):
-            dx, grads[k][pre + "ln1.g"], grads[k][pre + "ln1.b"] = layernorm_back(dn1[k], cache[k][1])
-            ds.append(dx + dx1s[k])
+        block, cache = blocks[index], caches[index]
+        pre = f"l{block.layers[0]}."
+        if block.kind in ("layer", "ffn"):
+            ds = _ffn_back(pre, shards, [c[-4:] for c in cache], ds, g, grads)
+        if block.kind in ("layer", "attention"):
+            ds = _attention_back(pre, shards, [c[:4] for c in cache], ds, g, grads)
     return (ds if need_dx else None), grads
+
+
+def _ffn_back(pre: str, shards: list[Params], cache: list, ds: list, g: StageGroup, grads: list[Params]) -> list:
+    """The gradient at the block's input (its residual included)."""
+    parts = []
+    for k, p in enumerate(shards):
+        n2, c2, z, a = cache[k]
+        gk = grads[k]
+        gk[pre + "b2"], gk[pre + "w2"] = rows(ds[k]), g.wgrad(k, a, ds[k])
+        dz = relu_back(g.mm(k, ds[k], p[pre + "w2"].T), z)
+        gk[pre + "w1"], gk[pre + "b1"] = g.wgrad(k, n2, dz), rows(dz)
+        parts.append(g.mm(k, dz, p[pre + "w1"].T))
+    return _norm_back(pre + "ln2", g.allreduce(parts), cache, ds, grads)
+
+
+def _attention_back(pre: str, shards: list[Params], cache: list, ds: list, g: StageGroup,
+                    grads: list[Params]) -> list:
+    parts = []
+    for k, p in enumerate(shards):
+        n1, c1, ctx, ca = cache[k]
+        gk = grads[k]
+        gk[pre + "bo"], gk[pre + "wo"] = rows(ds[k]), g.wgrad(k, ctx, ds[k])
+        g.flops(k, 2 * attention_flops(ctx, ctx.shape[1]))
+        dq, dk, dv = attention_back(g.mm(k, ds[k], p[pre + "wo"].T), ca)
+        dn1 = 0
+        for name, d in zip("qkv", (dq, dk, dv)):
+            gk[pre + f"w{name}"], gk[pre + f"b{name}"] = g.wgrad(k, n1, d), rows(d)
+            dn1 = dn1 + g.mm(k, d, p[pre + f"w{name}"].T)
+        parts.append(dn1)
+    return _norm_back(pre + "ln1", g.allreduce(parts), cache, ds, grads)
+
+
+def _norm_back(norm: str, dnorm: list, cache: list, ds: list, grads: list[Params]) -> list:
+    """Through a block's layer norm (its output's gradient summed over the shards) and its residual."""
+    out = []
+    for k, d in enumerate(dnorm):
+        dx, grads[k][norm + ".g"], grads[k][norm + ".b"] = layernorm_back(d, cache[k][1])
+        out.append(dx + ds[k])
+    return out

@@ -1,0 +1,119 @@
+"""A pipeline stage cut into blocks, and what each block holds on one IPU of its t-way tensor group.
+
+A block is what runs at once: recomputation keeps its input (the checkpoint) and runs it again before its backward,
+and phased execution holds one block in SRAM at a time, its input stashed in Streaming Memory. The emulator runs
+these blocks (train/sharding.py) and the planner counts them (memory.py), so both hold the same bytes:
+- MLP: a stage's consecutive layers in Megatron pairs (column-, then row-parallel: one allreduce each way); the
+  odd layer out is "row" parallel if its input width divides by t, else "col" if its output width does, else
+  "replicated";
+- transformer: one "layer" per layer; phased, its "attention" and its "ffn" block each a phase of its own (a GPT-3
+  layer's weights and gradients would not fit one IPU's SRAM even split 8 ways), so the attention block's output
+  is stashed too. With a vocabulary the first stage also holds the "embedding" with the output head tied to it
+  (Graphcore's placement: the last stage sends its output back; Megatron keeps a copy on the last stage instead),
+  and takes as many fewer layers as the embedding weighs (Graphcore's BERT-Large configs: layers_per_ipu
+  [3, 7, 7, 7]); its activations, the logits included, are counted for every micro-batch in flight;
+- ResNet-50: its stem and bottleneck "unit"s (convnet.py), the classifier folded into the last.
+
+Costs are in values (the model's dtype) per sample, per IPU: a sharded tensor counts 1/t, a replicated one whole.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # see above
+    layers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Cost:
+    params: int  # weights on one IPU (its gradient accumulators are as many)
+    activations: float  # values a forward keeps for the backward, per sample
+    inputs: float  # values of the block's input per sample: its checkpoint
+
+
+def stage_layers(units: int, p: int, stage: int) -> range:
+    """Stage s of p gets layers [L s / p, L (s+1) / p): contiguous runs, as even as possible."""
+    return range(units * stage // p, units * (stage + 1) // p)
+
+
+def model_stage_layers(model, p: int, stage: int) -> range:
+    """The stage's layers; with a vocabulary the embedding counts as e = embedding / layer parameters layers, so
+    the first stage gets e fewer (rounded) and the rest share the layers evenly."""
+    vocab = model.kind == "transformer" and model.vocab
+    if not vocab:
+        return stage_layers(model.units, p, stage)
+    e = model.embedding_params / model.layer_params
+
+    def edge(s: int) -> int:
+        return 0 if s == 0 else min(model.layers, max(0, math.floor((model.layers + e) * s / p - e + 0.5)))
+
+    return range(edge(stage), model.layers if stage == p - 1 else edge(stage + 1))
+
+
+def stage_blocks(model, t: int, p: int, stage: int, phased: bool = False) -> list[Block]:
+    layers = model_stage_layers(model, p, stage)
+    if model.kind == "resnet50":
+        return [Block("unit", (i,)) for i in layers]
+    if model.kind == "transformer":
+        kinds = ("attention", "ffn") if phased else ("layer",)
+        blocks = [Block(kind, (i,)) for i in layers for kind in kinds]
+        return ([Block("embedding", ())] if model.vocab and stage == 0 else []) + blocks
+    blocks, i = [], layers.start
+    while i < layers.stop:
+        if i + 1 < layers.stop:
+            blocks.append(Block("pair", (i, i + 1)))
+            i += 2
+            continue
+        n_in, n_out = model.widths[i], model.widths[i + 1]
+        kind = "row" if n_in % t == 0 else "col" if n_out % t == 0 else "replicated"
+        blocks.append(Block(kind, (i,)))
+        i += 1
+    return blocks
+
+
+def cost(model, block: Block, t: int) -> Cost:
+    if model.kind == "mlp":
+        return _mlp(model, block, t)
+    if model.kind == "transformer":
+        return _transformer(model, block, t)
+    inputs, stored, _, params = model.unit(block.layers[0])
+    return Cost(params, stored, inputs)
+
+
+def _mlp(model, block: Block, t: int) -> Cost:
+    # what mlp_stage.py caches: a pair its input whole, the first layer's pre-activation and activation split, the
+    # second's pre-activation whole (after the allreduce); a single layer its input and pre-activation
+    w = model.widths
+    if block.kind == "pair":
+        i, h, o = w[block.layers[0]], w[block.layers[1]], w[block.layers[1] + 1]
+        return Cost((i * h + h) // t + h * o // t + o, i + 2 * h // t + o, i)
+    i, o = w[block.layers[0]], w[block.layers[0] + 1]
+    if block.kind == "row":
+        return Cost(i * o // t + o, i // t + o, i)
+    if block.kind == "col":
+        return Cost((i * o + o) // t, i + o // t, i)
+    return Cost(i * o + o, i + o, i)
+
+
+def _transformer(model, block: Block, t: int) -> Cost:
+    # what transformer_stage.py caches (Korthikanti et al. 2022's count without dropout, whose masks and dropped
+    # values the model has not): per layer norm its normalised input (s h) and inverse deviation (s), and its
+    # output, the next matrix's input (s h); attention Q, K, V and the context (4 s h / t) and the probabilities
+    # (a s^2 / t); the feed-forward's ReLU input and output (2 f s h / t)
+    s, h, a, f = model.seq_len, model.hidden, model.heads, model.ffn_multiplier
+    attention = Cost((4 * h * h + 3 * h) // t + 3 * h, s * h * (2 + 4 / t) + s + a * s * s / t, s * h)
+    ffn = Cost((2 * f * h * h + f * h) // t + 3 * h, s * h * (2 + 2 * f / t) + s, s * h)
+    if block.kind == "attention":
+        return attention
+    if block.kind == "ffn":
+        return ffn
+    if block.kind == "layer":
+        return Cost(attention.params + ffn.params, attention.activations + ffn.activations, s * h)
+    # the embedding (split t ways) takes token ids, its layer norm keeps what any layer norm keeps; the head takes
+    # the last layer's output and keeps it and the logits, split t ways over the vocabulary
+    return Cost(model.embedding_params // t, 2 * s * h + s + s * model.vocab / t, s + s * h)
