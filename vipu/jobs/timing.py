@@ -30,12 +30,13 @@ Streaming Memory. BSP: none of these overlap.
   each of the WEIGHT_GATHERS uses of the weights in a step the replicas all-gather them (each with its sync);
 - streaming: once a step, each machine moves its IPUs' bytes to and from Streaming Memory as one batch
   (workers/streaming.py duplex_s, what the emulator's machines charge): one latency, then reads and writes in
-  parallel at the machine's bandwidth (the longer counts), shared by the job's IPUs on the machine. Optimiser offload reads and writes the state once a step. Phased execution (batch
-  serialisation: all m micro-batches pass through a phase while it is resident) reads the weights four times
-  (forward, recomputation, backward, update), the gradients for the update and the state; writes gradients,
-  weights and state; and writes then reads back every micro-batch's stashed layer inputs (a block's input inside
-  a layer is recomputed from them: hence the extra weight read). With RTS each of those weight and gradient
-  transfers is the IPU's 1/r share (memory.stored_weight_bytes).
+  parallel at the machine's bandwidth (the longer counts), shared by the job's IPUs on the machine. Optimiser
+  offload reads and writes the state once a step. Phased execution (batch serialisation: all m micro-batches pass
+  through a phase while it is resident) reads the weights four times (forward, recomputation, backward, update),
+  the gradients for the update and the state; writes gradients, weights and state; and writes then reads back
+  every micro-batch's stashed block inputs (each phase's input, from which the backward pass recomputes the
+  phase). With RTS each of those weight and gradient transfers is the IPU's 1/r share
+  (memory.stored_weight_bytes).
 """
 
 from __future__ import annotations
