@@ -58,7 +58,9 @@ def cluster() -> dict:
               legend="pod64-{{ild}}"),
         panel("IPU utilisation by machine and IPU (heatmap)", ["vipu_ipu_utilization_ratio"], kind="heatmap",
               unit="percentunit", legend="m{{machine}} ipu{{ipu}}"),
-        panel("IPUs allocated per Pod64", ['sum by (ild) (vipu_ipus{state="allocated"}) / sum by (ild) (vipu_ipus)'],
+        # in use: draining IPUs still run their job (their agent is drained), as the recording rule counts them
+        panel("IPUs in use (allocated or draining) per Pod64",
+              ['sum by (ild) (vipu_ipus{state=~"allocated|draining"}) / sum by (ild) (vipu_ipus)'],
               unit="percentunit", legend="pod64-{{ild}}"),
         panel("IPUs by state", ["sum by (state) (vipu_ipus)"], legend="{{state}}"),
         panel("Allocated IPUs per machine (heatmap)", ["count by (machine) (vipu_ipu_allocation_info)"],

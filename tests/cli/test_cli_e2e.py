@@ -268,27 +268,51 @@ def test_every_vipu_admin_remove_says_what_it_removed(server):
 
 
 def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
-    """Regression: `vipu-admin drain agent` while a job ran there left `vipu info` at ALLOCATED 4 | DRAINED 0 and
-    `vipu list ipus` at allocated, hiding the drain (Slurm shows such nodes as drng). They count as drained and keep
-    their partition, in `vipu info`, `vipu list ipus` and the vipu_ipus metric alike."""
-    from tests.cli.test_jobs_e2e import jobs, submit, wait_for
+    """Regression, twice: `vipu-admin drain agent` while a job ran there first left its IPUs allocated, hiding the
+    drain, then showed them drained (`vipu info` at ALLOCATED 0 | DRAINED 4, vipu_ipus allocated 0), so utilisation
+    read 0 while the job ran. As Slurm's drng they are draining: in use, taking no new work, in `vipu info`,
+    `vipu list ipus` and the vipu_ipus metric alike; drained once the job ends, idle again at resume."""
+    from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
 
     [job] = submit(server, "--ipus", "4", "--time-limit", "10m")
     running = wait_for(lambda: jobs(server)[job]["state"] == "RUNNING" and jobs(server)[job])
     listed = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
-    ipus = [i for i in listed if i["partition"] == f"slurm_{job}"]
-    [agent] = {i["agent"] for i in ipus}
+    ipus = [i["id"] for i in listed if i["partition"] == f"slurm_{job}"]
+    [(agent, machine)] = {(i["agent"], i["machine"]) for i in listed if i["id"] in ipus}
     assert run(server, "vipu-admin", "drain", "agent", agent).returncode == 0, running
 
-    table = run(server, "vipu", "info").stdout.splitlines()
-    assert table[0].split() == ["ILD", "|", "IPUS", "|", "IDLE", "|", "ALLOCATED", "|", "DRAINED", "|", "FAILED"]
-    assert [c.strip() for c in table[1].split("|")] == ["pod64-0", "64", "60", "0", "4", "0"]
-    after = {i["id"]: i for i in json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)}
-    assert [(after[i["id"]]["state"], after[i["id"]]["partition"]) for i in ipus] == [("drained", f"slurm_{job}")] * 4
+    def seen() -> tuple[list[str], list[tuple[str, str]], str]:
+        """`vipu info`'s domain row, the job's IPUs' (state, partition) in `vipu list ipus`, and /metrics."""
+        table = run(server, "vipu", "info").stdout.splitlines()
+        assert table[0].split() == ["ILD", "|", "IPUS", "|", "IDLE", "|", "ALLOCATED", "|", "DRAINING", "|",
+                                    "DRAINED", "|", "FAILED"]
+        after = {i["id"]: i for i in json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)}
+        with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
+            metrics = reply.read().decode()
+        return ([c.strip() for c in table[1].split("|")], [(after[i]["state"], after[i]["partition"]) for i in ipus],
+                metrics)
+
+    row, states, metrics = seen()
+    assert row == ["pod64-0", "64", "60", "0", "4", "0", "0"]
+    assert states == [("draining", f"slurm_{job}")] * 4
     assert jobs(server)[job]["state"] == "RUNNING"  # the drain waits for the job: it keeps running
-    with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
-        metrics = reply.read().decode()
-    assert 'vipu_ipus{ild="0",state="drained"} 4.0' in metrics and 'vipu_ipus{ild="0",state="allocated"} 0.0' in metrics
+    top = run(server, "vipu", "top", "--once").stdout
+    row_of_machine = next(line for line in top.splitlines() if line.startswith(f"{machine} "))
+    assert "0 allocated  60 idle  4 draining  0 failed" in top and "~~~~" in row_of_machine, top
+    assert f"slurm_{job}" in row_of_machine
+    for line in ('vipu_ipus{ild="0",state="draining"} 4.0', 'vipu_ipus{ild="0",state="allocated"} 0.0',
+                 'vipu_ipus{ild="0",state="drained"} 0.0'):
+        assert line in metrics, line
+
+    assert run(server, "vipu", "cancel", str(job)).returncode == 0  # the job ends: draining becomes drained
+    wait_for(lambda: show(server, job)["state"] == "CANCELLED" and seen()[1] == [("drained", "")] * 4)
+    row, states, metrics = seen()
+    assert row == ["pod64-0", "64", "60", "0", "0", "4", "0"] and states == [("drained", "")] * 4
+    assert 'vipu_ipus{ild="0",state="drained"} 4.0' in metrics and 'vipu_ipus{ild="0",state="draining"} 0.0' in metrics
+
+    assert run(server, "vipu-admin", "resume", "agent", agent).returncode == 0
+    row, states, _ = seen()
+    assert row == ["pod64-0", "64", "64", "0", "0", "0", "0"] and states == [("idle", "")] * 4
 
 
 def test_admin_listings_take_no_header_and_cluster_sizes_are_checked_at_the_flag(server):

@@ -122,6 +122,33 @@ def test_a_real_prometheus_scrapes_the_controller(server, prometheus):
     assert float(query(prometheus, "vipu:ipus_allocated:ratio")[0]["value"][1]) == 0.25
 
 
+def test_ipus_draining_under_a_running_job_count_as_in_use(server, prometheus):
+    """Regression: an agent drained under a running job showed its IPUs drained, so vipu_ipus said 0 allocated while
+    vipu_ipu_allocation_info put the job on them, and the utilisation rule read 0. They are draining: the join and
+    the IPUs in use (allocated + draining) agree, and the recording rule counts them."""
+    from tests.cli.test_cli_e2e import run
+    from tests.cli.test_jobs_e2e import jobs
+
+    [job] = submit(server, "--ipus", "4", "--time-limit", "10m")
+    wait_for(lambda: jobs(server)[job]["state"] == "RUNNING")
+    [agent] = {i["agent"] for i in json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
+               if i["partition"] == f"slurm_{job}"}
+    assert run(server, "vipu-admin", "drain", "agent", agent).returncode == 0
+    text = scrape(server.metrics_url)
+    for line in ('vipu_ipus{ild="0",state="draining"} 4.0', 'vipu_ipus{ild="0",state="allocated"} 0.0',
+                 'vipu_ipus{ild="0",state="drained"} 0.0', 'vipu_ipus{ild="0",state="idle"} 60.0'):
+        assert line in text, line
+    assert text.count(f'job_id="{job}"') == 4  # the join still puts the job on its 4 IPUs
+
+    def value(expr: str) -> float | None:
+        result = query(prometheus, expr)
+        return float(result[0]["value"][1]) if result else None
+
+    wait_for(lambda: value('sum(vipu_ipus{state="draining"})') == 4, timeout=30)
+    assert value('count(vipu_ipu_allocation_info{job_id!=""})') == value('sum(vipu_ipus{state=~"allocated|draining"})')
+    wait_for(lambda: value("vipu:ipus_allocated:ratio") == 4 / 64, timeout=30)
+
+
 def dashboard_exprs() -> list[tuple[str, str]]:
     out = []
     for path in sorted((ROOT / "deploy/grafana/dashboards").glob("*.json")):

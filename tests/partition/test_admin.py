@@ -560,23 +560,25 @@ def test_ipus_of_a_drained_or_missing_agent_are_drained_until_back(scene_factory
     assert scene.state.drained_mask == 0b1111_0000_0000_0000
 
 
-def test_ipus_of_an_agent_drained_under_a_partition_are_draining_not_hidden_as_allocated(scene_factory, builders):
-    """Regression: an agent drained while a job ran on it showed ALLOCATED 4 | DRAINED 0 in `vipu info` and
-    `allocated` in `vipu list ipus`, so the drain was invisible until the job ended. Like Slurm's drng, they count as
-    drained (the drain mask `vipu info` counts, the IPU state `vipu list ipus` and vipu_ipus show) and keep their
-    partition, which is what tells draining from drained; failed IPUs stay failed."""
+def test_ipus_of_an_agent_drained_under_a_partition_are_draining_until_its_job_ends(scene_factory, builders):
+    """Regression, twice: an agent drained while a job ran on it first showed its IPUs allocated (the drain was
+    invisible until the job ended), then drained (utilisation read 0 while the job ran). Like Slurm's drng they are
+    draining: in use and taking no new work, apart from allocated and drained; they keep their partition; once it
+    is gone they are drained, and idle again at resume; failed IPUs stay failed."""
     scene = scene_factory("bow-pod16").partition("p1", 4).partition("p2", 4).failed([7])  # machines 0 and 1
     scene.ctl.admin.set_agent_state("ag00", "DRAINED")
     scene.ctl.admin.set_agent_state("ag01", "DRAINED")
     scene.ctl.admin.set_agent_state("ag02", "DRAINED")
-    assert scene.state.drained_mask == 0b0000_1111_0111_1111
     assert scene.state.draining_mask == 0b0000_0000_0111_1111
+    assert scene.state.drained_mask == 0b0000_1111_0000_0000
     statuses = scene.ctl.partitions.ipu_statuses()
-    assert [s.state for s in statuses] == ["drained"] * 7 + ["failed"] + ["drained"] * 4 + ["idle"] * 4
+    assert [s.state for s in statuses] == ["draining"] * 7 + ["failed"] + ["drained"] * 4 + ["idle"] * 4
     assert [s.partition for s in statuses[:12]] == ["p1"] * 4 + ["p2"] * 4 + [None] * 4
+    assert all(s.working for s in statuses[:7])  # their job still runs: telemetry reads them busy
     free, _ = scene.state.job_masks()
     assert free == 0b1111_0000_0000_0000  # nothing on a drained agent is offered to jobs
     scene.ctl.partitions.remove("p1")  # the job ended: draining became drained
-    assert scene.state.drained_mask == 0b0000_1111_0111_1111 and scene.state.draining_mask == 0b0111_0000
+    assert scene.state.draining_mask == 0b0111_0000 and scene.state.drained_mask == 0b0000_1111_0000_1111
+    assert [s.state for s in scene.ctl.partitions.ipu_statuses()][:8] == ["drained"] * 4 + ["draining"] * 3 + ["failed"]
     scene.ctl.admin.set_agent_state("ag00", "ONLINE")
     assert [s.state for s in scene.ctl.partitions.ipu_statuses()][:4] == ["idle"] * 4

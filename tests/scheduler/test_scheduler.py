@@ -232,6 +232,9 @@ def test_queries_queue_history_info_priority():
     assert (ild.idle, ild.allocated, ild.failed, ild.largest_free_block) == (14, 2, 0, 8)
     (ild,) = s.info(available_mask=0b0000_1111_1111_0000 & ~0b11_0000_0000, drained_mask=0b1111_0000_0000_0000)
     assert (ild.idle, ild.allocated, ild.drained, ild.failed) == (6, 6, 4, 0)  # drained IPUs are not allocated
+    (ild,) = s.info(available_mask=0b0000_1111_1111_0000 & ~0b11_0000_0000, drained_mask=0b1111_0000_0000_0000,
+                    draining_mask=0b11)  # job 3's two IPUs: their agent was drained under it
+    assert (ild.idle, ild.allocated, ild.draining, ild.drained, ild.failed) == (6, 4, 2, 4, 0)
     with pytest.raises(FailedPrecondition, match="only pending jobs"):
         s.priority(3, 10)
 

@@ -47,7 +47,7 @@ def test_list_ipus_shows_a_failed_or_unallocated_ipu_idle_as_the_metrics_do():
     assert convert.ipu(status("allocated"), STATS).utilization == 0.75
     # the job has ended and its partition is gone: its last step's utilisation is still in the machine's stats
     assert convert.ipu(status("idle", partition=None), STATS).utilization == 0.0
-    assert convert.ipu(status("drained", partition="p"), STATS).utilization == 0.75  # draining: its job still runs
+    assert convert.ipu(status("draining", partition="p"), STATS).utilization == 0.75  # its job still runs
 
 
 def test_power_and_temperature_rise_with_utilisation():

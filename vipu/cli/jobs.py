@@ -346,7 +346,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def info(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
-        """IPUs idle, allocated, drained and failed per IPU-Link domain (a Pod64 of a Bow Pod; sinfo)."""
+        """IPUs idle, allocated, draining, drained and failed per IPU-Link domain (a Pod64 of a Bow Pod; sinfo)."""
         cli = ctx.obj
         reply = cli.conn.call(cli.conn.jobs.ClusterInfo, j.ClusterInfoRequest())
 
@@ -359,8 +359,9 @@ def register(app: typer.Typer) -> None:
                 row["name"] = name(ild)  # what the table shows
             print_json(data)
             return
-        rows = [[name(r), r.total, r.idle, r.allocated, r.drained, r.failed] for r in reply.ilds]
-        print(table(["ILD", "IPUS", "IDLE", "ALLOCATED", "DRAINED", "FAILED"], rows, cli.with_header(no_header)))
+        rows = [[name(r), r.total, r.idle, r.allocated, r.draining, r.drained, r.failed] for r in reply.ilds]
+        header = ["ILD", "IPUS", "IDLE", "ALLOCATED", "DRAINING", "DRAINED", "FAILED"]
+        print(table(header, rows, cli.with_header(no_header)))
         print(f"\n{reply.pod}: {reply.running_jobs} running, {reply.pending_jobs} pending")
 
     @app.command(context_settings=IDS)

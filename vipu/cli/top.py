@@ -31,16 +31,18 @@ def frame(conn, queue_rows: int = 10) -> Group:
     for ipu in ipus:
         if ipu.partition and ipu.partition not in colour:
             colour[ipu.partition] = COLOURS[len(colour) % len(COLOURS)]
-    counts = {s: sum(1 for i in ipus if i.state == s) for s in ("idle", "allocated", "drained", "failed")}
+    counts = {s: sum(1 for i in ipus if i.state == s) for s in ("idle", "allocated", "draining", "drained", "failed")}
     title = Text(f"{info.pod}: {len(ipus)} IPUs  ", style="bold")
     title.append(f"{counts['allocated']} allocated  ", style="cyan")
     title.append(f"{counts['idle']} idle  ")
-    if counts["drained"]:
-        title.append(f"{counts['drained']} drained  ", style="yellow")
+    for drain in ("draining", "drained"):  # only when an agent is drained: most Pods never show them
+        if counts[drain]:
+            title.append(f"{counts[drain]} {drain}  ", style="yellow")
     title.append(f"{counts['failed']} failed  ", style="red" if counts["failed"] else "")
     title.append(f"| {info.running_jobs} running, {info.pending_jobs} pending jobs")
 
-    machines = Table(title="IPU-Machines", caption="# allocated  . idle  - drained  X failed", show_edge=False, pad_edge=False)
+    caption = "# allocated  ~ draining  . idle  - drained  X failed"
+    machines = Table(title="IPU-Machines", caption=caption, show_edge=False, pad_edge=False)
     machines.add_column("machine")
     machines.add_column("agent")
     machines.add_column("IPUs")
@@ -52,8 +54,9 @@ def frame(conn, queue_rows: int = 10) -> Group:
     for machine, members in sorted(by_machine.items()):
         cells = Text()
         for ipu in members:
+            # draining: the drain's yellow, not the partition's colour, which the partitions column still names
             mark, style = {"failed": ("X", "bold red"), "allocated": ("#", colour.get(ipu.partition, "")),
-                           "drained": ("-", "yellow")}.get(ipu.state, (".", "dim"))
+                           "draining": ("~", "bold yellow"), "drained": ("-", "yellow")}.get(ipu.state, (".", "dim"))
             cells.append(mark, style=style)
         names = sorted({i.partition for i in members if i.partition})
         util = sum(i.utilization for i in members) / len(members)

@@ -2,7 +2,7 @@
 prometheus-slurm-exporter design): nothing to keep in step, and a scrape sees one consistent moment.
 
 Why the IPU-to-job join is its own info metric: per-IPU series live for ever, so they must not carry a job label
-(unbounded); `vipu_ipu_allocation_info{machine,ipu,partition,job_id} 1` exists only while the IPU is allocated.
+(unbounded); `vipu_ipu_allocation_info{machine,ipu,partition,job_id} 1` exists only while a partition holds the IPU.
 The label is `job_id`, not `job`: Prometheus gives every scraped series its target's `job` label, and ours would
 be renamed to `exported_job` on the way in.
 """
@@ -38,10 +38,13 @@ class StateCollector(Collector):
         info.add_metric([], {"pod": pod.name, "ipus": str(pod.ipus), "ilds": str(pod.ilds)})
         yield info
 
-        ipus = GaugeMetricFamily("vipu_ipus", "IPUs by state and IPU-Link domain (Pod64).", labels=["state", "ild"])
+        # draining apart from allocated and drained: it holds a job (in use) on an agent taking no new work
+        ipus = GaugeMetricFamily("vipu_ipus", "IPUs by state (idle, allocated, draining: a partition holds it on a"
+                                 " drained agent, drained, failed) and IPU-Link domain (Pod64).",
+                                 labels=["state", "ild"])
         counts = Counter((s.state, s.ild) for s in statuses)
         for ild in range(pod.ilds):
-            for state in ("idle", "allocated", "drained", "failed"):
+            for state in ("idle", "allocated", "draining", "drained", "failed"):
                 ipus.add_metric([state, str(ild)], counts.get((state, ild), 0))
         yield ipus
 
@@ -61,7 +64,8 @@ class StateCollector(Collector):
             " scheduler, and fitting in a free aligned block of the IPUs they may use.", value=startable)
 
         join = GaugeMetricFamily(
-            "vipu_ipu_allocation_info", "Which partition (and job) holds an IPU; present only while allocated.",
+            "vipu_ipu_allocation_info", "Which partition (and job) holds an IPU; present only while one does"
+            " (allocated or draining).",
             labels=["machine", "ipu", "partition", "job_id"],
         )
         for s in statuses:

@@ -21,7 +21,9 @@ class IpuStatus:
     index: int
     ild: int
     agent: str | None
-    state: str  # idle | allocated | drained (its agent is drained or missing; with a partition: draining) | failed
+    # idle | allocated | draining (its agent is drained or missing, a partition holds it) | drained (the same, in no
+    # partition) | failed
+    state: str
     partition: str | None
 
     @property
@@ -226,15 +228,16 @@ class Partitions:
         owner = {ipu: p.name for p in state.partitions.values() for ipu in p.ipus}
         agents = state.agent_of_machine()
         failed = state.failed_ipus
-        drained = state.drained_mask
+        drained, draining = state.drained_mask, state.draining_mask
         statuses = []
         for ipu in range(state.pod.ipus):
             place_ = state.topology.place(ipu)
             agent = agents.get(place_.machine)
-            # drained before allocated: an IPU of a drained agent still running a job is draining (Slurm's drng),
-            # shown drained with its partition, so the drain is not hidden behind the job
-            kind = ("failed" if ipu in failed else "drained" if drained >> ipu & 1
-                    else "allocated" if ipu in owner else "idle")
+            # draining before allocated: a job still running on a drained agent's IPUs must show the drain (Slurm's
+            # drng), and in a state of its own, so what counts IPUs in use can add it (it holds a job) and what
+            # counts drained ones is not told about the work
+            kind = ("failed" if ipu in failed else "draining" if draining >> ipu & 1
+                    else "drained" if drained >> ipu & 1 else "allocated" if ipu in owner else "idle")
             statuses.append(
                 IpuStatus(ipu, place_.machine, place_.index, place_.ild, agent.name if agent else None, kind, owner.get(ipu))
             )

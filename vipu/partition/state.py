@@ -152,17 +152,22 @@ class PodState:
         return out
 
     @property
-    def drained_mask(self) -> int:
-        """Healthy IPUs out of service for new partitions: their machine's agent is drained or missing. Those still
-        in a partition are draining (Slurm's drng: the drain waits for the job on them to end), the others drained;
-        both count here, since neither takes new work (a busy one counted as allocated would hide the drain)."""
+    def _out_of_service_mask(self) -> int:
+        """Healthy IPUs whose machine's agent is drained or missing: out of service for new partitions."""
         online = self._union(self._allowed().values())
         return ((1 << self.pod.ipus) - 1) & ~online & ~self.failed_mask
 
     @property
+    def drained_mask(self) -> int:
+        """Out-of-service IPUs in no partition (Slurm's drained): idle, and taking no new work."""
+        return self._out_of_service_mask & ~self.used_mask
+
+    @property
     def draining_mask(self) -> int:
-        """The drained IPUs still in a partition (see drained_mask)."""
-        return self.drained_mask & self.used_mask
+        """Out-of-service IPUs still in a partition (Slurm's drng): their job runs on, so they are in use, and the
+        drain waits for it to end; then they are drained. Apart from both allocated (which would hide the drain)
+        and drained (which would hide the work)."""
+        return self._out_of_service_mask & self.used_mask
 
     def job_masks(self) -> tuple[int, dict[str, int]]:
         """What the job scheduler may place on: the IPUs free now in any allocation (healthy, on online agents, in

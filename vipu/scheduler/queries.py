@@ -32,7 +32,8 @@ class Pod64Info:
     allocated: int
     failed: int
     largest_free_block: int
-    drained: int = 0  # healthy, on machines whose agent is drained or missing: in a partition (draining) or not
+    drained: int = 0  # healthy, on machines whose agent is drained or missing, in no partition
+    draining: int = 0  # the same, but a partition holds them: in use until its job ends, then drained
 
 
 def pending_reason(s: Scheduler, job: Job) -> PendingInfo | None:
@@ -123,7 +124,7 @@ def priorities(s: Scheduler, now: float, user: str | None, ids: Iterable[int] | 
     return sorted(rows, key=lambda r: (-r.total, s.table.pending[r.job_id].submit_time, r.job_id))
 
 
-def info(s: Scheduler, available_mask: int | None, drained_mask: int = 0) -> list[Pod64Info]:
+def info(s: Scheduler, available_mask: int | None, drained_mask: int = 0, draining_mask: int = 0) -> list[Pod64Info]:
     if available_mask is None:
         available_mask = s.free_mask
     per = s.pod.ild_ipus
@@ -136,6 +137,8 @@ def info(s: Scheduler, available_mask: int | None, drained_mask: int = 0) -> lis
         idle = free.bit_count()
         broken = failed.bit_count()
         drained = ((drained_mask >> first) & window).bit_count()
-        rows.append(Pod64Info(ild, first, per, idle, per - idle - broken - drained, broken, largest_free_block(free, per),
-                              drained))
+        draining = ((draining_mask >> first) & window).bit_count()
+        allocated = per - idle - broken - drained - draining
+        rows.append(Pod64Info(ild, first, per, idle, allocated, broken, largest_free_block(free, per), drained,
+                              draining))
     return rows

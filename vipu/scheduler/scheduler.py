@@ -412,9 +412,10 @@ class Scheduler:
         for its pending tasks unless `single`, as in sprio -j), refusing one that does not exist or is not pending."""
         return queries.priorities(self, now, user, ids, single)
 
-    def info(self, available_mask: int | None = None, drained_mask: int = 0) -> list[queries.Pod64Info]:
-        """sinfo: idle, allocated, drained and failed IPUs per Pod64 (IPU-Link domain)."""
-        return queries.info(self, available_mask, drained_mask)
+    def info(self, available_mask: int | None = None, drained_mask: int = 0,
+             draining_mask: int = 0) -> list[queries.Pod64Info]:
+        """sinfo: idle, allocated, draining, drained and failed IPUs per Pod64 (IPU-Link domain)."""
+        return queries.info(self, available_mask, drained_mask, draining_mask)
 
     def startable(self, available_mask: int | None = None, allowed_masks: Mapping[str, int] | None = None) -> int:
         """How many pending jobs could start now, held back by nothing but the scheduler (see startable.py)."""

@@ -246,13 +246,13 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     def ClusterInfo(self, request, context):
         with self.rt.lock:
             state = self.rt.controller.state
-            rows = self.rt.scheduler.info(state.job_masks()[0], state.drained_mask)
+            rows = self.rt.scheduler.info(state.job_masks()[0], state.drained_mask, state.draining_mask)
             table = self.rt.scheduler.table
             return j.ClusterInfoResponse(
                 pod=state.pod.name,
                 ilds=[
                     j.Pod64Info(ild=r.ild, idle=r.idle, allocated=r.allocated, failed=r.failed, total=r.ipus,
-                                drained=r.drained)
+                                drained=r.drained, draining=r.draining)
                     for r in rows
                 ],
                 pending_jobs=len(table.pending),

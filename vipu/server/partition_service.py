@@ -149,6 +149,6 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
             statuses = self.rt.controller.partitions.ipu_statuses()
             sees = self._visible(identity)
             hidden = {x.name for x in self.rt.controller.partitions.list() if not sees(x)}
-        # an IPU in a partition the caller may not see is shown allocated, without the partition's name
+        # an IPU in a partition the caller may not see is shown allocated (or draining), without the partition's name
         return p.ListIpusResponse(ipus=[convert.ipu(replace(s, partition=None) if s.partition in hidden else s,
                                                     stats.get(s.machine)) for s in statuses])

@@ -157,20 +157,22 @@ class ClusterInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Pod64Info(_message.Message):
-    __slots__ = ("ild", "idle", "allocated", "failed", "total", "drained")
+    __slots__ = ("ild", "idle", "allocated", "failed", "total", "drained", "draining")
     ILD_FIELD_NUMBER: _ClassVar[int]
     IDLE_FIELD_NUMBER: _ClassVar[int]
     ALLOCATED_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     DRAINED_FIELD_NUMBER: _ClassVar[int]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
     ild: int
     idle: int
     allocated: int
     failed: int
     total: int
     drained: int
-    def __init__(self, ild: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., failed: _Optional[int] = ..., total: _Optional[int] = ..., drained: _Optional[int] = ...) -> None: ...
+    draining: int
+    def __init__(self, ild: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., failed: _Optional[int] = ..., total: _Optional[int] = ..., drained: _Optional[int] = ..., draining: _Optional[int] = ...) -> None: ...
 
 class ClusterInfoResponse(_message.Message):
     __slots__ = ("pod", "ilds", "pending_jobs", "running_jobs")
