@@ -32,7 +32,9 @@ remove = typer.Typer(help="Remove an agent, cluster, allocation or user (revokin
 get = typer.Typer(help="Show one agent, cluster, allocation or user.", no_args_is_help=True)
 listing = typer.Typer(help="List agents, clusters, allocations or users.", no_args_is_help=True)
 fail = typer.Typer(help="Inject faults (tests and operator drills).", no_args_is_help=True)
-drain = typer.Typer(help="Take an agent out of service for new partitions.", no_args_is_help=True)
+drain = typer.Typer(help="Take an agent out of service for new partitions (scontrol update state=DRAIN): its IPUs"
+                   " that a partition holds show as draining until it is removed, the rest as drained.",
+                   no_args_is_help=True)
 resume = typer.Typer(help="Put a drained agent back in service.", no_args_is_help=True)
 
 
