@@ -219,8 +219,11 @@ def test_an_agent_host_or_port_that_jobs_could_not_dial_is_refused(server):
                                   " e.g. ipum0.example.com or 10.1.0.7"),
         (["--host", ""], "host (--host) '' is empty; give the agent's DNS name or IP address, e.g. ipum0.example.com"
                          " or 10.1.0.7"),
-        (["--port", "0"], "port (--port) is 0; give a TCP port from 1 to 65535"),
-        (["--port", "65536"], "port (--port) is 65536; give a TCP port from 1 to 65535"),
+        # the CLI knows a port's range (the controller says the same to other clients: tests/server/test_grpc.py)
+        (["--port", "0"], "Invalid value for '--port': 0 is not in the range 1<=x<=65535; see `vipu-admin create agent"
+                          " --help`"),
+        (["--port", "65536"], "Invalid value for '--port': 65536 is not in the range 1<=x<=65535; see `vipu-admin"
+                              " create agent --help`"),
     ]:
         out = run(server, "vipu-admin", "create", "agent", "q", "--machine", "15", *flags)
         assert out.returncode == 2 and out.stderr == f"vipu-admin: error: {line}\n", out.stderr
