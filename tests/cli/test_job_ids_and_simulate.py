@@ -191,6 +191,10 @@ def test_exit_code_is_code_colon_signal_in_history_and_show(server, tmp_path):
     assert {int(r[0]): r[4] for r in rows} == want
     for job, code in want.items():
         assert f"\nExitCode={code}\n" in run(server, "vipu", "show", "job", str(job)).stdout
+    # --json carries the signal too (exit_code stays the workload's own, null for a run that was stopped)
+    listed = {x["id"]: (x["exit_code"], x["signal"]) for x in json.loads(run(server, "vipu", "history", "--json").stdout)}
+    assert listed == {timeout: (None, 15), killed: (None, 15), never: (None, 0), failed: (3, 0), ok: (0, 0)}
+    assert (show(server, killed)["exit_code"], show(server, killed)["signal"]) == (None, 15)
 
 
 # -- vipu simulate: no controller --------------------------------------------------------------------------------

@@ -268,6 +268,7 @@ def test_a_running_jobs_partition_is_removed_only_by_cancelling_the_job(server):
         assert f"`vipu cancel {job}`" in refused.stderr and jobs(server)[job]["state"] == "RUNNING"
     forced = run(server, "vipu", "remove", "partition", f"slurm_{job}", "--force")
     assert forced.returncode == 0, forced.stderr
+    assert forced.stdout == f"Partition slurm_{job} removed (64 IPUs freed); job {job} cancelled\n"  # not silently
     assert show(server, job)["state"] == "CANCELLED"
     why = f"its partition slurm_{job} was removed (vipu remove partition --force)"  # not a user's cancel
     assert show(server, job)["detail"]["ended_by"] == why
@@ -276,11 +277,13 @@ def test_a_running_jobs_partition_is_removed_only_by_cancelling_the_job(server):
 
     # an array's first task has the array's own id: removing its partition ends that task, not every task
     first, second = submit(server, "--name", "pair", "--ipus", "1", "--time-limit", "10m", "--array", "0-1")
-    run(server, "vipu", "remove", "partition", "after", "--force")
+    assert run(server, "vipu", "remove", "partition", "after", "--force").stdout == \
+        "Partition after removed (64 IPUs freed)\n"  # no job's: none cancelled
     wait_for(lambda: {show(server, i)["state"] for i in (first, second)} == {"RUNNING"})
     refused = run(server, "vipu", "remove", "partition", f"slurm_{first}")
     assert f"`vipu cancel {first}_0`" in refused.stderr
-    assert run(server, "vipu", "remove", "partition", f"slurm_{first}", "--force").returncode == 0
+    forced = run(server, "vipu", "remove", "partition", f"slurm_{first}", "--force")
+    assert forced.stdout == f"Partition slurm_{first} removed (1 IPU freed); job {first}_0 cancelled\n"
     assert (show(server, first)["state"], show(server, second)["state"]) == ("CANCELLED", "RUNNING")
 
 

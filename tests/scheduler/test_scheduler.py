@@ -239,24 +239,6 @@ def test_queries_queue_history_info_priority():
         s.priority(3, 10)
 
 
-def test_history_by_states_lists_each_run_that_ended_in_one_of_them():
-    """sacct -s PR,CA --duplicates: a job preempted (and requeued), then cancelled, is listed twice, once per run;
-    -s PR,CA listed only the cancel, which -s PR alone had shown as the preemption."""
-    s = make()
-    s.submit(spec(ipus=16, qos="low"), 0)
-    s.cycle(0)
-    s.submit(spec(ipus=16, qos="high"), 5)
-    s.cycle(5)  # job 1 is preempted and requeued
-    s.job_finished(2, 8)
-    s.cycle(8)  # job 1 runs again
-    s.cancel([1], 9)
-    by = {states: [(j.id, j.state, j.start_time, j.end_time) for j in s.history(states=states, runs=True)]
-          for states in ((S.PREEMPTED,), (S.CANCELLED,), (S.PREEMPTED, S.CANCELLED))}
-    assert by[(S.PREEMPTED,)] == [(1, S.PREEMPTED, 0, 5)]
-    assert by[(S.CANCELLED,)] == [(1, S.CANCELLED, 8, 9)]
-    assert by[(S.PREEMPTED, S.CANCELLED)] == by[(S.PREEMPTED,)] + by[(S.CANCELLED,)]
-
-
 def test_hold_and_release_an_array_touch_only_pending_tasks():
     s = make()
     s.submit(spec(array="0-2", ipus=8), 0)

@@ -40,8 +40,9 @@ def test_priorities_of_named_jobs_an_array_and_jobs_without_one(jobs):
     assert f"job {held} is CANCELLED; only pending jobs have a priority" in ended.value.details()
 
 
-def test_history_by_state_lists_runs_that_ended_in_it_and_went_back_to_the_queue(jobs, server):
-    """Regression: a job preempted (or lost) and requeued was PENDING again, so history -s PREEMPTED never had it."""
+def test_history_with_duplicates_lists_runs_that_ended_and_went_back_to_the_queue(jobs, server):
+    """sacct -D -s NODE_FAIL: a job lost and requeued is PENDING again; its lost run is a row of its own with
+    duplicates, and not without (a state matches the job's latest run, as plain history lists each job once)."""
     from vipu.v1 import admin_pb2, admin_pb2_grpc
 
     [job] = submit(jobs)
@@ -52,7 +53,8 @@ def test_history_by_state_lists_runs_that_ended_in_it_and_went_back_to_the_queue
     with grpc.insecure_channel(server.address) as channel:
         first_ipu = json.loads(jobs.GetJob(j.GetJobRequest(id=job), timeout=5).detail_json)["first_ipu"]
         admin_pb2_grpc.AdminServiceStub(channel).FailIpus(admin_pb2.FailIpusRequest(ipus=[first_ipu]), timeout=5)
-    listed = jobs.History(j.HistoryRequest(states=["NODE_FAIL"]), timeout=5).jobs
+    assert jobs.History(j.HistoryRequest(states=["NODE_FAIL"]), timeout=5).jobs == []
+    listed = jobs.History(j.HistoryRequest(states=["NODE_FAIL"], duplicates=True), timeout=5).jobs
     # the run that ended NODE_FAIL, as sacct --duplicates lists it (the job itself is PENDING again, or RUNNING)
     assert [(x.id, x.state) for x in listed] == [(job, "NODE_FAIL")]
     history = json.loads(jobs.GetJob(j.GetJobRequest(id=job), timeout=5).detail_json)["history"]

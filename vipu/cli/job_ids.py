@@ -96,13 +96,13 @@ def check(text: str) -> None:
 
 class TaskIds:
     """The job ids of array tasks, asked of the controller once per array however many of its tasks are named
-    (N_[0-4999] names 5,000). ListJobs lists an array's active tasks; an ended task is known only to History,
-    which lists every ended job, so it is asked only when a task is not active, and once."""
+    (N_[0-4999] names 5,000). ListJobs lists an array's active tasks; an ended task is known only to History, so
+    it is asked only when a task is not active, and once per array."""
 
     def __init__(self, cli):
         self.cli = cli
         self.arrays: dict[int, dict[int, int]] = {}  # array -> task -> job id
-        self.ended: list[j.Job] | None = None
+        self.ended: set[int] = set()  # arrays whose ended tasks are in self.arrays
 
     def tasks(self, array: int, wanted: list[int] | None = None) -> dict[int, int]:
         """Task -> job id of every task of `array` known, the ended ones too if one of `wanted` is not active
@@ -112,10 +112,10 @@ class TaskIds:
             listed = self.cli.conn.call(jobs.ListJobs, j.ListJobsRequest(ids=[array], brief=True)).jobs
             self.arrays[array] = {x.array_task_id: x.id for x in listed if in_array(x, array)}
         known = self.arrays[array]
-        if wanted is None or any(task not in known for task in wanted):
-            if self.ended is None:
-                self.ended = list(self.cli.conn.call(jobs.History, j.HistoryRequest(brief=True)).jobs)
-            known.update((x.array_task_id, x.id) for x in self.ended if in_array(x, array))
+        if array not in self.ended and (wanted is None or any(task not in known for task in wanted)):
+            self.ended.add(array)
+            ended = self.cli.conn.call(jobs.History, j.HistoryRequest(ids=[array], brief=True)).jobs
+            known.update((x.array_task_id, x.id) for x in ended if in_array(x, array))
         return known
 
     def resolve_range(self, text: str) -> tuple[list[int], int]:

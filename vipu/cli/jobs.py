@@ -321,17 +321,27 @@ def register(app: typer.Typer) -> None:
     def history(
         ctx: typer.Context,
         user: list[str] = typer.Option(None, "--user", "-u", help="only these users' jobs"),
-        state: list[str] = typer.Option(None, "--state", "-s", help="states to show (default: every finished one)"),
-        limit: int = typer.Option(0, "--limit", help="only the last N (0: all)"),
+        state: list[str] = typer.Option(None, "--state", "-s",
+                                        help="only rows in these states (default: every ended one)"),
+        limit: int = typer.Option(0, "--limit", help="only the last N rows: the N most recently ended (0: all)"),
+        duplicates: bool = typer.Option(
+            False, "--duplicates", "-D",
+            help="also each earlier run of a requeued job (after a node failure, a preemption or vipu requeue),"
+                 " a row each with that run's state, start and end"),
         json_out: bool = JsonOption,
         no_header: bool = NoHeaderOption,
     ):
-        """Finished jobs with submit, start, end, elapsed, state and exit code (sacct)."""
+        """Ended jobs with submit, start, end, elapsed, state and exit code (sacct), in the order they ended.
+
+        Each job once, as its latest run left it: --state matches that run's state, and a requeued
+        job back in the queue is in `vipu queue`. --duplicates: every run of each job, a row each.
+        ExitCode is code:signal, 0:15 for a run the controller stopped (--json: exit_code, signal)."""
         cli = ctx.obj
         if limit < 0:
             fail("vipu", f"--limit is {limit}; give 0 for every job or N > 0 for the last N", BAD_INPUT)
         as_json = cli.wants_json(json_out)
-        request = j.HistoryRequest(users=split(user), states=split(state), limit=limit, brief=not as_json)
+        request = j.HistoryRequest(users=split(user), states=split(state), limit=limit, brief=not as_json,
+                                   duplicates=duplicates)
         reply = cli.conn.call(cli.conn.jobs.History, request)
         if as_json:
             print_rows(reply.jobs)

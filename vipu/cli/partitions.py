@@ -67,11 +67,12 @@ def remove_partition(
     force: bool = typer.Option(False, "--force", help="remove even while a job holds it"),
     json_out: bool = JsonOption,
 ):
-    """Remove a partition and give its IPUs back."""
+    """Remove a partition and give its IPUs back; --force of a running job's partition (slurm_N) cancels the job."""
     cli = ctx.obj
     part = cli.conn.call(cli.conn.partitions.RemovePartition, p.RemovePartitionRequest(name=name, force=force))
     freed = f"{part.size} IPU{'' if part.size == 1 else 's'} freed"
-    print_json(part) if cli.wants_json(json_out) else print(f"Partition {part.name} removed ({freed})")
+    cancelled = f"; job {part.cancelled_job} cancelled" if part.cancelled_job else ""
+    print_json(part) if cli.wants_json(json_out) else print(f"Partition {part.name} removed ({freed}){cancelled}")
 
 
 @reset.command("partition")

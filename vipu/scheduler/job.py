@@ -87,6 +87,13 @@ class Job(BaseModel):
         return self.spec.time_limit  # type: ignore[return-value]
 
     @property
+    def signal(self) -> int:
+        """The signal of sacct's ExitCode (code:signal): the controller stops a run with SIGTERM (15) at its time
+        limit, or when it is cancelled or preempted while it runs; 0 otherwise, also for a job that never ran."""
+        stopped = self.state is JobState.TIMEOUT or (self.state in _STOPPED and self.start_time is not None)
+        return SIGTERM if stopped else 0
+
+    @property
     def end_by(self) -> float | None:
         return None if self.start_time is None else self.start_time + self.time_limit
 
@@ -121,6 +128,8 @@ class Job(BaseModel):
 
 
 _RUNS = (JobState.RUNNING, JobState.COMPLETING)
+_STOPPED = (JobState.CANCELLED, JobState.PREEMPTED)  # with a start time: stopped while it ran
+SIGTERM = 15
 _new = object.__new__
 _setattr = object.__setattr__
 

@@ -80,31 +80,41 @@ def queue(s: Scheduler, keep: Callable[[Job], bool] | None, now: float | None = 
 
 
 def history(s: Scheduler, keep: Callable[[Job], bool] | None, states: Iterable[JobState] | None,
-            runs: bool) -> list[Job]:
+            duplicates: bool, limit: int) -> list[Job]:
     wanted = set(states) if states is not None else None
-    ended = (wanted or set()) & TERMINAL if runs else set()  # only ends count: every job that ran was RUNNING
-    out = []
-    for job_id in sorted(s.table.jobs):
-        job = s.table.jobs[job_id]
+    ended = TERMINAL if wanted is None else wanted & TERMINAL  # only ends count: every job that ran was RUNNING
+    rows = []  # (when the row's state began, job id, row): the order runs ended in, ties by id
+    for job in s.table.jobs.values():
         if keep is not None and not keep(job):
             continue
-        if ended:  # its earlier runs first: -s PR,CA lists the preemption of a job later cancelled, and the cancel
-            out += _runs_ended(job, ended)
+        if duplicates:
+            rows += [(run.end_time, job.id, run) for run in _runs_ended(job, ended)]
         if wanted is None or job.state in wanted:
-            out.append(decorate(s, job))
-    return out
+            rows.append((_since(job), job.id, job))
+    rows.sort(key=lambda row: row[:2])  # stable: a job's runs keep their order
+    if limit > 0:
+        rows = rows[-limit:]
+    return [decorate(s, job) for _, _, job in rows]
 
 
-def _runs_ended(job: Job, ended: set[JobState]) -> list[Job]:
+def _since(job: Job) -> float:
+    """When the job entered its state: its end for an ended job (also one cancelled before it ran)."""
+    if job.end_time is not None:
+        return job.end_time
+    return job.history[-1].at if job.history else job.submit_time
+
+
+def _runs_ended(job: Job, ended: set[JobState] | frozenset[JobState]) -> list[Job]:
     """The job's earlier runs that ended in one of `ended` (it went back to the queue after each), each as the job
-    was when that run ended: its state, start and end (sacct --duplicates lists them as rows of their own)."""
+    was when that run ended: its state, start, end and, for a run that completed, exit code 0 (a failed run's
+    code is not kept; sacct --duplicates lists them as rows of their own)."""
     out, start = [], None
-    for t in job.history[:-1]:  # the last entry is the job's state now, which did not match
+    for t in job.history[:-1]:  # the last entry is the job's state now: its own row
         if t.state is S.RUNNING:
             start = t.at
         elif t.state in ended:
             out.append(job.updated({"state": t.state, "start_time": start, "end_time": t.at, "reason": None,
-                                    "estimated_start": None, "exit_code": None}))
+                                    "estimated_start": None, "exit_code": 0 if t.state is S.COMPLETED else None}))
     return out
 
 

@@ -390,12 +390,14 @@ class Scheduler:
         jobs carry their priority then (squeue -o %Q)."""
         return queries.queue(self, keep, now)
 
-    def history(self, keep: Callable[[Job], bool] | None = None,
-                states: Iterable[JobState] | None = None, runs: bool = False) -> list[Job]:
-        """sacct: every job the scheduler remembers (in `states`, kept by `keep`), by id. `runs`: a job also
-        matches by a run that ended in one of `states` (a job preempted or lost, then requeued, is in that state no
-        more; sacct --duplicates lists such runs)."""
-        return queries.history(self, keep, states, runs)
+    def history(self, keep: Callable[[Job], bool] | None = None, states: Iterable[JobState] | None = None,
+                duplicates: bool = False, limit: int = 0) -> list[Job]:
+        """sacct: every job the scheduler remembers (kept by `keep`) once, as it is now, if its state is one of
+        `states` (None: any). `duplicates` (sacct --duplicates): also each earlier run that ended in one of
+        `states` (a job preempted, lost or requeued by hand went back to the queue after it), as the job was then.
+        Rows in the order they ended (a row not ended: when it entered its state), ties by job id; `limit` > 0
+        keeps the last `limit` of them, the most recently ended."""
+        return queries.history(self, keep, states, duplicates, limit)
 
     def priority(self, job_id: int, now: float) -> PriorityBreakdown:
         """sprio for one pending job."""

@@ -28,6 +28,7 @@ def job(x: Job, brief: bool = False) -> j.Job:
         end_time=x.end_time,
         estimated_start=x.estimated_start,
         exit_code=x.exit_code,
+        signal=x.signal,
         array_job_id=x.array_job_id,
         array_task_id=x.array_task_id,
         dependency=x.spec.dependency or "",

@@ -139,16 +139,28 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
         with self.rt.lock:  # a brief listing (a table) shows no priority, so it is worked out only for the full one
             now = None if request.brief else self.rt.now()
-            return job_convert.jobs(self.rt.scheduler.queue(keep, now), request.brief)
+            reply = job_convert.jobs(self.rt.scheduler.queue(keep, now), request.brief)
+        return self._with_results(reply, request)
+
+    def _with_results(self, reply: j.ListJobsResponse, request) -> j.ListJobsResponse:
+        """A full listing of named jobs (`vipu show job` of an array: every task, in one call) carries each training
+        job's results as GetJob does; a listing of everyone's jobs does not read thousands of records for it."""
+        if request.ids and not request.brief:
+            self._add_results(reply.jobs)
+        return reply
+
+    def _add_results(self, messages) -> None:
+        for x in messages:
+            record = self.rt.training.result(x.id)
+            if record is not None:
+                x.result_json = json.dumps(record.summary())
 
     @rpc
     def GetJob(self, request, context):
         self._own([request.id], context)
         with self.rt.lock:
             reply = job_convert.job(self.rt.scheduler.job(request.id, self.rt.now()))
-        record = self.rt.training.result(request.id)
-        if record is not None:
-            reply.result_json = json.dumps(record.summary())
+        self._add_results([reply])
         return reply
 
     @rpc
@@ -231,16 +243,15 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     def History(self, request, context):
         identity = self.rt.identity(context)
         wanted = states_of(request.states)
-        users = set(request.users)
+        users, ids = set(request.users), set(request.ids)
 
         def keep(x) -> bool:
-            return (not users or x.user in users) and identity.sees(x.user)
+            return ((not users or x.user in users) and identity.sees(x.user)
+                    and (not ids or x.id in ids or x.array_job_id in ids))
 
-        with self.rt.lock:  # like sacct: ended jobs by default; states asked for also match runs that ended in them
-            out = self.rt.scheduler.history(keep, wanted or TERMINAL, runs=wanted is not None)
-        if request.limit > 0:
-            out = out[-request.limit :]
-        return job_convert.jobs(out, request.brief)
+        with self.rt.lock:  # like sacct: ended jobs by default
+            out = self.rt.scheduler.history(keep, wanted or TERMINAL, request.duplicates, max(request.limit, 0))
+        return self._with_results(job_convert.jobs(out, request.brief), request)
 
     @rpc
     def ClusterInfo(self, request, context):

@@ -107,9 +107,11 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
     @rpc
     def RemovePartition(self, request, context):
         self._own(request.name, context)
-        removed = self.rt.remove_partition(request.name, request.force)
+        removed, cancelled = self.rt.remove_partition(request.name, request.force)
         with self.rt.lock:
-            return convert.partition(removed, self.rt.controller.state)
+            reply = convert.partition(removed, self.rt.controller.state)
+        reply.cancelled_job = cancelled or ""
+        return reply
 
     @rpc
     def ResetPartition(self, request, context):

@@ -117,11 +117,12 @@ class Runtime:
     def remove_partition(self, name: str, force: bool):
         """Remove a partition. A running job's (slurm_<n>) goes only with force, and then as `vipu cancel n`: the
         job ends CANCELLED with it, since a job counted as running on IPUs that are free again would see them
-        handed out twice. Returns the removed partition."""
+        handed out twice. Returns the removed partition and the job cancelled with it, as squeue names it (None
+        if none was), so the caller is told."""
         with self.lock:
             job_id = self._running_job_of(name)
             if job_id is None:
-                return self.controller.partitions.remove(name, force)
+                return self.controller.partitions.remove(name, force), None
             shown = self.scheduler.table.jobs[job_id].display_id  # 26_0 for an array's first task: 26 is every task
             if not force:
                 raise FailedPrecondition(
@@ -134,7 +135,7 @@ class Runtime:
             removed = self.controller.partitions.remove(name, force=True)
             self.dispatcher.apply(stops, now)  # its own removal finds the partition gone
         self.dispatcher.wake()
-        return removed
+        return removed, shown
 
     def reset_partition(self, name: str):
         with self.lock:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11vipu/v1/job.proto\x12\x07vipu.v1\"\\\n\x10SubmitJobRequest\x12\x0c\n\x04spec\x18\x01 \x01(\x0c\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x16\n\x0eoverrides_json\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\"7\n\x11SubmitJobResponse\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\"<\n\x11SubmitJobsRequest\x12\'\n\x04jobs\x18\x01 \x03(\x0b\x32\x19.vipu.v1.SubmitJobRequest\">\n\x12SubmitJobsResponse\x12(\n\x04jobs\x18\x01 \x03(\x0b\x32\x1a.vipu.v1.SubmitJobResponse\"\x8c\x05\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04user\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x63\x63ount\x18\x04 \x01(\t\x12\x0b\n\x03qos\x18\x05 \x01(\t\x12\r\n\x05state\x18\x06 \x01(\t\x12\x12\n\nstate_code\x18\x07 \x01(\t\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x0c\n\x04ipus\x18\t \x01(\x05\x12\x11\n\tpartition\x18\n \x01(\t\x12\x14\n\x0ctime_limit_s\x18\x0b \x01(\x01\x12\x13\n\x0bsubmit_time\x18\x0c \x01(\x01\x12\x17\n\nstart_time\x18\r \x01(\x01H\x00\x88\x01\x01\x12\x15\n\x08\x65nd_time\x18\x0e \x01(\x01H\x01\x88\x01\x01\x12\x1c\n\x0f\x65stimated_start\x18\x0f \x01(\x01H\x02\x88\x01\x01\x12\x16\n\texit_code\x18\x10 \x01(\x05H\x03\x88\x01\x01\x12\x19\n\x0c\x61rray_job_id\x18\x11 \x01(\x03H\x04\x88\x01\x01\x12\x1a\n\rarray_task_id\x18\x12 \x01(\x03H\x05\x88\x01\x01\x12\x12\n\ndependency\x18\x13 \x01(\t\x12\x15\n\rrequeue_count\x18\x14 \x01(\x05\x12\x0c\n\x04held\x18\x15 \x01(\x08\x12\x10\n\x08priority\x18\x16 \x01(\x01\x12\x11\n\tspec_json\x18\x17 \x01(\t\x12\x13\n\x0b\x64\x65tail_json\x18\x18 \x01(\t\x12\x13\n\x0bresult_json\x18\x19 \x01(\t\x12\x12\n\nadmin_hold\x18\x1a \x01(\x08\x12\x17\n\nbegin_time\x18\x1b \x01(\x01H\x06\x88\x01\x01\x42\r\n\x0b_start_timeB\x0b\n\t_end_timeB\x12\n\x10_estimated_startB\x0c\n\n_exit_codeB\x0f\n\r_array_job_idB\x10\n\x0e_array_task_idB\r\n\x0b_begin_time\"5\n\x0fJobLogsResponse\x12\r\n\x05lines\x18\x01 \x03(\t\x12\x13\n\x0brecord_json\x18\x02 \x01(\t\"L\n\x0fListJobsRequest\x12\r\n\x05users\x18\x01 \x03(\t\x12\x0e\n\x06states\x18\x02 \x03(\t\x12\x0b\n\x03ids\x18\x03 \x03(\x03\x12\r\n\x05\x62rief\x18\x04 \x01(\x08\".\n\x10ListJobsResponse\x12\x1a\n\x04jobs\x18\x01 \x03(\x0b\x32\x0c.vipu.v1.Job\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"J\n\rJobIdsRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x12\r\n\x05users\x18\x02 \x03(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x12\x0e\n\x06single\x18\x04 \x01(\x08\"M\n\x0eHistoryRequest\x12\r\n\x05users\x18\x01 \x03(\t\x12\x0e\n\x06states\x18\x02 \x03(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\x12\r\n\x05\x62rief\x18\x04 \x01(\x08\"\x14\n\x12\x43lusterInfoRequest\"{\n\tPod64Info\x12\x0b\n\x03ild\x18\x01 \x01(\x05\x12\x0c\n\x04idle\x18\x02 \x01(\x05\x12\x11\n\tallocated\x18\x03 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x04 \x01(\x05\x12\r\n\x05total\x18\x05 \x01(\x05\x12\x0f\n\x07\x64rained\x18\x06 \x01(\x05\x12\x10\n\x08\x64raining\x18\x07 \x01(\x05\"p\n\x13\x43lusterInfoResponse\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12 \n\x04ilds\x18\x02 \x03(\x0b\x32\x12.vipu.v1.Pod64Info\x12\x14\n\x0cpending_jobs\x18\x03 \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x04 \x01(\x05\"0\n\x11PrioritiesRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x12\x0e\n\x06single\x18\x02 \x01(\x08\"\xe8\x01\n\x0fPriorityFactors\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\x10\n\x08priority\x18\x03 \x01(\x01\x12\x0b\n\x03\x61ge\x18\x04 \x01(\x01\x12\x11\n\tfairshare\x18\x05 \x01(\x01\x12\x10\n\x08job_size\x18\x06 \x01(\x01\x12\x0b\n\x03qos\x18\x07 \x01(\x01\x12\x0c\n\x04nice\x18\x08 \x01(\x01\x12\x19\n\x0c\x61rray_job_id\x18\t \x01(\x03H\x00\x88\x01\x01\x12\x1a\n\rarray_task_id\x18\n \x01(\x03H\x01\x88\x01\x01\x42\x0f\n\r_array_job_idB\x10\n\x0e_array_task_id\"<\n\x12PrioritiesResponse\x12&\n\x04jobs\x18\x01 \x03(\x0b\x32\x18.vipu.v1.PriorityFactors2\x99\x06\n\nJobService\x12\x42\n\tSubmitJob\x12\x19.vipu.v1.SubmitJobRequest\x1a\x1a.vipu.v1.SubmitJobResponse\x12\x45\n\nSubmitJobs\x12\x1a.vipu.v1.SubmitJobsRequest\x1a\x1b.vipu.v1.SubmitJobsResponse\x12?\n\x08ListJobs\x12\x18.vipu.v1.ListJobsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12.\n\x06GetJob\x12\x16.vipu.v1.GetJobRequest\x1a\x0c.vipu.v1.Job\x12?\n\nCancelJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12=\n\x08HoldJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12@\n\x0bReleaseJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12@\n\x0bRequeueJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12=\n\x07History\x12\x17.vipu.v1.HistoryRequest\x1a\x19.vipu.v1.ListJobsResponse\x12H\n\x0b\x43lusterInfo\x12\x1b.vipu.v1.ClusterInfoRequest\x1a\x1c.vipu.v1.ClusterInfoResponse\x12\x45\n\nPriorities\x12\x1a.vipu.v1.PrioritiesRequest\x1a\x1b.vipu.v1.PrioritiesResponse\x12;\n\x07JobLogs\x12\x16.vipu.v1.GetJobRequest\x1a\x18.vipu.v1.JobLogsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11vipu/v1/job.proto\x12\x07vipu.v1\"\\\n\x10SubmitJobRequest\x12\x0c\n\x04spec\x18\x01 \x01(\x0c\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x16\n\x0eoverrides_json\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\"7\n\x11SubmitJobResponse\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\"<\n\x11SubmitJobsRequest\x12\'\n\x04jobs\x18\x01 \x03(\x0b\x32\x19.vipu.v1.SubmitJobRequest\">\n\x12SubmitJobsResponse\x12(\n\x04jobs\x18\x01 \x03(\x0b\x32\x1a.vipu.v1.SubmitJobResponse\"\x9c\x05\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04user\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x63\x63ount\x18\x04 \x01(\t\x12\x0b\n\x03qos\x18\x05 \x01(\t\x12\r\n\x05state\x18\x06 \x01(\t\x12\x12\n\nstate_code\x18\x07 \x01(\t\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x0c\n\x04ipus\x18\t \x01(\x05\x12\x11\n\tpartition\x18\n \x01(\t\x12\x14\n\x0ctime_limit_s\x18\x0b \x01(\x01\x12\x13\n\x0bsubmit_time\x18\x0c \x01(\x01\x12\x17\n\nstart_time\x18\r \x01(\x01H\x00\x88\x01\x01\x12\x15\n\x08\x65nd_time\x18\x0e \x01(\x01H\x01\x88\x01\x01\x12\x1c\n\x0f\x65stimated_start\x18\x0f \x01(\x01H\x02\x88\x01\x01\x12\x16\n\texit_code\x18\x10 \x01(\x05H\x03\x88\x01\x01\x12\x19\n\x0c\x61rray_job_id\x18\x11 \x01(\x03H\x04\x88\x01\x01\x12\x1a\n\rarray_task_id\x18\x12 \x01(\x03H\x05\x88\x01\x01\x12\x12\n\ndependency\x18\x13 \x01(\t\x12\x15\n\rrequeue_count\x18\x14 \x01(\x05\x12\x0c\n\x04held\x18\x15 \x01(\x08\x12\x10\n\x08priority\x18\x16 \x01(\x01\x12\x11\n\tspec_json\x18\x17 \x01(\t\x12\x13\n\x0b\x64\x65tail_json\x18\x18 \x01(\t\x12\x13\n\x0bresult_json\x18\x19 \x01(\t\x12\x12\n\nadmin_hold\x18\x1a \x01(\x08\x12\x17\n\nbegin_time\x18\x1b \x01(\x01H\x06\x88\x01\x01\x12\x0e\n\x06signal\x18\x1c \x01(\x05\x42\r\n\x0b_start_timeB\x0b\n\t_end_timeB\x12\n\x10_estimated_startB\x0c\n\n_exit_codeB\x0f\n\r_array_job_idB\x10\n\x0e_array_task_idB\r\n\x0b_begin_time\"5\n\x0fJobLogsResponse\x12\r\n\x05lines\x18\x01 \x03(\t\x12\x13\n\x0brecord_json\x18\x02 \x01(\t\"L\n\x0fListJobsRequest\x12\r\n\x05users\x18\x01 \x03(\t\x12\x0e\n\x06states\x18\x02 \x03(\t\x12\x0b\n\x03ids\x18\x03 \x03(\x03\x12\r\n\x05\x62rief\x18\x04 \x01(\x08\".\n\x10ListJobsResponse\x12\x1a\n\x04jobs\x18\x01 \x03(\x0b\x32\x0c.vipu.v1.Job\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"J\n\rJobIdsRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x12\r\n\x05users\x18\x02 \x03(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x12\x0e\n\x06single\x18\x04 \x01(\x08\"n\n\x0eHistoryRequest\x12\r\n\x05users\x18\x01 \x03(\t\x12\x0e\n\x06states\x18\x02 \x03(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\x12\r\n\x05\x62rief\x18\x04 \x01(\x08\x12\x12\n\nduplicates\x18\x05 \x01(\x08\x12\x0b\n\x03ids\x18\x06 \x03(\x03\"\x14\n\x12\x43lusterInfoRequest\"{\n\tPod64Info\x12\x0b\n\x03ild\x18\x01 \x01(\x05\x12\x0c\n\x04idle\x18\x02 \x01(\x05\x12\x11\n\tallocated\x18\x03 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x04 \x01(\x05\x12\r\n\x05total\x18\x05 \x01(\x05\x12\x0f\n\x07\x64rained\x18\x06 \x01(\x05\x12\x10\n\x08\x64raining\x18\x07 \x01(\x05\"p\n\x13\x43lusterInfoResponse\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12 \n\x04ilds\x18\x02 \x03(\x0b\x32\x12.vipu.v1.Pod64Info\x12\x14\n\x0cpending_jobs\x18\x03 \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x04 \x01(\x05\"0\n\x11PrioritiesRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x12\x0e\n\x06single\x18\x02 \x01(\x08\"\xe8\x01\n\x0fPriorityFactors\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\x10\n\x08priority\x18\x03 \x01(\x01\x12\x0b\n\x03\x61ge\x18\x04 \x01(\x01\x12\x11\n\tfairshare\x18\x05 \x01(\x01\x12\x10\n\x08job_size\x18\x06 \x01(\x01\x12\x0b\n\x03qos\x18\x07 \x01(\x01\x12\x0c\n\x04nice\x18\x08 \x01(\x01\x12\x19\n\x0c\x61rray_job_id\x18\t \x01(\x03H\x00\x88\x01\x01\x12\x1a\n\rarray_task_id\x18\n \x01(\x03H\x01\x88\x01\x01\x42\x0f\n\r_array_job_idB\x10\n\x0e_array_task_id\"<\n\x12PrioritiesResponse\x12&\n\x04jobs\x18\x01 \x03(\x0b\x32\x18.vipu.v1.PriorityFactors2\x99\x06\n\nJobService\x12\x42\n\tSubmitJob\x12\x19.vipu.v1.SubmitJobRequest\x1a\x1a.vipu.v1.SubmitJobResponse\x12\x45\n\nSubmitJobs\x12\x1a.vipu.v1.SubmitJobsRequest\x1a\x1b.vipu.v1.SubmitJobsResponse\x12?\n\x08ListJobs\x12\x18.vipu.v1.ListJobsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12.\n\x06GetJob\x12\x16.vipu.v1.GetJobRequest\x1a\x0c.vipu.v1.Job\x12?\n\nCancelJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12=\n\x08HoldJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12@\n\x0bReleaseJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12@\n\x0bRequeueJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12=\n\x07History\x12\x17.vipu.v1.HistoryRequest\x1a\x19.vipu.v1.ListJobsResponse\x12H\n\x0b\x43lusterInfo\x12\x1b.vipu.v1.ClusterInfoRequest\x1a\x1c.vipu.v1.ClusterInfoResponse\x12\x45\n\nPriorities\x12\x1a.vipu.v1.PrioritiesRequest\x1a\x1b.vipu.v1.PrioritiesResponse\x12;\n\x07JobLogs\x12\x16.vipu.v1.GetJobRequest\x1a\x18.vipu.v1.JobLogsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,31 +40,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SUBMITJOBSRESPONSE']._serialized_start=243
   _globals['_SUBMITJOBSRESPONSE']._serialized_end=305
   _globals['_JOB']._serialized_start=308
-  _globals['_JOB']._serialized_end=960
-  _globals['_JOBLOGSRESPONSE']._serialized_start=962
-  _globals['_JOBLOGSRESPONSE']._serialized_end=1015
-  _globals['_LISTJOBSREQUEST']._serialized_start=1017
-  _globals['_LISTJOBSREQUEST']._serialized_end=1093
-  _globals['_LISTJOBSRESPONSE']._serialized_start=1095
-  _globals['_LISTJOBSRESPONSE']._serialized_end=1141
-  _globals['_GETJOBREQUEST']._serialized_start=1143
-  _globals['_GETJOBREQUEST']._serialized_end=1170
-  _globals['_JOBIDSREQUEST']._serialized_start=1172
-  _globals['_JOBIDSREQUEST']._serialized_end=1246
-  _globals['_HISTORYREQUEST']._serialized_start=1248
-  _globals['_HISTORYREQUEST']._serialized_end=1325
-  _globals['_CLUSTERINFOREQUEST']._serialized_start=1327
-  _globals['_CLUSTERINFOREQUEST']._serialized_end=1347
-  _globals['_POD64INFO']._serialized_start=1349
-  _globals['_POD64INFO']._serialized_end=1472
-  _globals['_CLUSTERINFORESPONSE']._serialized_start=1474
-  _globals['_CLUSTERINFORESPONSE']._serialized_end=1586
-  _globals['_PRIORITIESREQUEST']._serialized_start=1588
-  _globals['_PRIORITIESREQUEST']._serialized_end=1636
-  _globals['_PRIORITYFACTORS']._serialized_start=1639
-  _globals['_PRIORITYFACTORS']._serialized_end=1871
-  _globals['_PRIORITIESRESPONSE']._serialized_start=1873
-  _globals['_PRIORITIESRESPONSE']._serialized_end=1933
-  _globals['_JOBSERVICE']._serialized_start=1936
-  _globals['_JOBSERVICE']._serialized_end=2729
+  _globals['_JOB']._serialized_end=976
+  _globals['_JOBLOGSRESPONSE']._serialized_start=978
+  _globals['_JOBLOGSRESPONSE']._serialized_end=1031
+  _globals['_LISTJOBSREQUEST']._serialized_start=1033
+  _globals['_LISTJOBSREQUEST']._serialized_end=1109
+  _globals['_LISTJOBSRESPONSE']._serialized_start=1111
+  _globals['_LISTJOBSRESPONSE']._serialized_end=1157
+  _globals['_GETJOBREQUEST']._serialized_start=1159
+  _globals['_GETJOBREQUEST']._serialized_end=1186
+  _globals['_JOBIDSREQUEST']._serialized_start=1188
+  _globals['_JOBIDSREQUEST']._serialized_end=1262
+  _globals['_HISTORYREQUEST']._serialized_start=1264
+  _globals['_HISTORYREQUEST']._serialized_end=1374
+  _globals['_CLUSTERINFOREQUEST']._serialized_start=1376
+  _globals['_CLUSTERINFOREQUEST']._serialized_end=1396
+  _globals['_POD64INFO']._serialized_start=1398
+  _globals['_POD64INFO']._serialized_end=1521
+  _globals['_CLUSTERINFORESPONSE']._serialized_start=1523
+  _globals['_CLUSTERINFORESPONSE']._serialized_end=1635
+  _globals['_PRIORITIESREQUEST']._serialized_start=1637
+  _globals['_PRIORITIESREQUEST']._serialized_end=1685
+  _globals['_PRIORITYFACTORS']._serialized_start=1688
+  _globals['_PRIORITYFACTORS']._serialized_end=1920
+  _globals['_PRIORITIESRESPONSE']._serialized_start=1922
+  _globals['_PRIORITIESRESPONSE']._serialized_end=1982
+  _globals['_JOBSERVICE']._serialized_start=1985
+  _globals['_JOBSERVICE']._serialized_end=2778
 # @@protoc_insertion_point(module_scope)

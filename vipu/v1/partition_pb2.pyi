@@ -45,7 +45,7 @@ class StateChange(_message.Message):
     def __init__(self, state: _Optional[str] = ..., at: _Optional[float] = ...) -> None: ...
 
 class Partition(_message.Message):
-    __slots__ = ("name", "size", "num_gcds", "gcd_sync_replicas", "reconfigurable", "sync_type", "allocation", "cluster", "owner", "state", "holder", "first_ipu", "ipus", "ilds", "ild_routing", "gw_routing", "created_at", "history")
+    __slots__ = ("name", "size", "num_gcds", "gcd_sync_replicas", "reconfigurable", "sync_type", "allocation", "cluster", "owner", "state", "holder", "first_ipu", "ipus", "ilds", "ild_routing", "gw_routing", "created_at", "history", "cancelled_job")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     NUM_GCDS_FIELD_NUMBER: _ClassVar[int]
@@ -64,6 +64,7 @@ class Partition(_message.Message):
     GW_ROUTING_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_JOB_FIELD_NUMBER: _ClassVar[int]
     name: str
     size: int
     num_gcds: int
@@ -82,7 +83,8 @@ class Partition(_message.Message):
     gw_routing: str
     created_at: float
     history: _containers.RepeatedCompositeFieldContainer[StateChange]
-    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., num_gcds: _Optional[int] = ..., gcd_sync_replicas: _Optional[int] = ..., reconfigurable: _Optional[bool] = ..., sync_type: _Optional[str] = ..., allocation: _Optional[str] = ..., cluster: _Optional[str] = ..., owner: _Optional[str] = ..., state: _Optional[str] = ..., holder: _Optional[str] = ..., first_ipu: _Optional[int] = ..., ipus: _Optional[_Iterable[int]] = ..., ilds: _Optional[int] = ..., ild_routing: _Optional[str] = ..., gw_routing: _Optional[str] = ..., created_at: _Optional[float] = ..., history: _Optional[_Iterable[_Union[StateChange, _Mapping]]] = ...) -> None: ...
+    cancelled_job: str
+    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., num_gcds: _Optional[int] = ..., gcd_sync_replicas: _Optional[int] = ..., reconfigurable: _Optional[bool] = ..., sync_type: _Optional[str] = ..., allocation: _Optional[str] = ..., cluster: _Optional[str] = ..., owner: _Optional[str] = ..., state: _Optional[str] = ..., holder: _Optional[str] = ..., first_ipu: _Optional[int] = ..., ipus: _Optional[_Iterable[int]] = ..., ilds: _Optional[int] = ..., ild_routing: _Optional[str] = ..., gw_routing: _Optional[str] = ..., created_at: _Optional[float] = ..., history: _Optional[_Iterable[_Union[StateChange, _Mapping]]] = ..., cancelled_job: _Optional[str] = ...) -> None: ...
 
 class GetPartitionRequest(_message.Message):
     __slots__ = ("name", "ipu_configs", "gcd")

@@ -1,0 +1,65 @@
+"""`vipu history` as sacct lists runs (each job once, --duplicates every run, --limit the most recently ended), and
+`vipu show job` of a large array in a fixed number of calls."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import show, submit, wait_for
+
+QUICK = ("--ipus", "1", "--time-limit", "1m", "--duration", "0.2s")
+
+
+def history(server, *args: str) -> list[tuple[int, str, float, float]]:
+    out = run(server, "vipu", "history", "--json", *args)
+    assert out.returncode == 0, out.stderr
+    return [(x["id"], x["state"], x["start_time"], x["end_time"]) for x in json.loads(out.stdout)]
+
+
+def test_a_job_requeued_after_completing_is_one_row_and_limit_takes_the_latest_ended(server):
+    """Regression: -s CD listed job 48 twice where plain history listed it once, and --limit 1 gave the highest
+    job id rather than the job that ended last."""
+    [again] = submit(server, *QUICK)
+    wait_for(lambda: show(server, again)["state"] == "COMPLETED")
+    first_run = show(server, again)
+    [other] = submit(server, *QUICK)  # a higher id, ended before again's second run
+    wait_for(lambda: show(server, other)["state"] == "COMPLETED")
+    assert run(server, "vipu", "requeue", str(again)).returncode == 0
+    wait_for(lambda: show(server, again)["state"] == "COMPLETED" and show(server, again)["requeue_count"] == 1)
+    second_run = show(server, again)
+
+    rows = history(server)
+    assert [(i, state) for i, state, *_ in rows] == [(other, "COMPLETED"), (again, "COMPLETED")]  # order they ended
+    assert rows[1][2:] == (second_run["start_time"], second_run["end_time"])
+    assert history(server, "-s", "CD") == rows
+    every = history(server, "-D", "-s", "CD")
+    assert [(i, start, end) for i, _, start, end in every if i == again] == [
+        (again, first_run["start_time"], first_run["end_time"]), (again, second_run["start_time"], second_run["end_time"])]
+    assert history(server, "--limit", "1") == rows[1:]
+    assert [i for i, *_ in history(server, "-D", "--limit", "2")] == [other, again]
+    table = run(server, "vipu", "history", "--limit", "1", "--no-header").stdout.splitlines()
+    assert [line.split("|")[0].strip() for line in table] == [str(again)]
+
+
+def requests(server) -> dict[str, float]:
+    with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
+        text = reply.read().decode()
+    found = re.findall(r'vipu_grpc_requests_total\{code="OK",method="JobService/(\w+)"\} (\S+)', text)
+    return {method: float(count) for method, count in found}
+
+
+def test_show_job_of_an_array_lists_every_task_in_three_calls(server):
+    """A GetJob per task took one call per task: thousands for a large array."""
+    tasks = submit(server, "--ipus", "1", "--time-limit", "1m", "--hold", "--array", "0-299")
+    assert run(server, "vipu", "cancel", f"{tasks[0]}_[0-9]").returncode == 0  # ended tasks are listed too
+    before = requests(server)
+    whole = run(server, "vipu", "show", "job", str(tasks[0]))
+    after = requests(server)
+    assert whole.returncode == 0 and whole.stdout.count("\nArrayJobId=") == 300
+    assert [b.split("\n")[0] for b in whole.stdout.split("\n\n")] == [f"JobId={tasks[0]}_{t}" for t in range(300)]
+    assert whole.stdout.count("JobState=CANCELLED") == 10
+    calls = {m: after[m] - before.get(m, 0) for m in after if after[m] != before.get(m, 0)}
+    assert calls == {"GetJob": 1, "ListJobs": 1, "History": 1}

@@ -1,0 +1,86 @@
+"""sacct's view of the scheduler: each job once as its latest run left it, every run with duplicates, in the
+order runs ended, and the signal of a run the controller stopped."""
+
+from vipu.scheduler.states import JobState
+
+from tests.scheduler.builders import make, spec
+
+S = JobState
+
+
+def rows(s, **query):
+    return [(j.id, j.state, j.start_time, j.end_time) for j in s.history(**query)]
+
+
+def requeued_after_completing():
+    """Job 1 completes at 2, is requeued and completes again at 7; job 2 completes at 5 in between."""
+    s = make()
+    s.submit(spec(), 0)
+    s.cycle(0)
+    s.job_finished(1, 2)
+    s.requeue(1, 3)
+    s.submit(spec(), 3)
+    s.cycle(4)
+    s.job_finished(2, 5)
+    s.job_finished(1, 7)
+    return s
+
+
+def test_a_requeued_job_is_one_row_by_default_and_a_row_per_run_with_duplicates():
+    """Regression: -s CD listed job 48 twice (requeued after completing) where plain history listed it once."""
+    s = requeued_after_completing()
+    latest = [(2, S.COMPLETED, 4, 5), (1, S.COMPLETED, 4, 7)]
+    assert rows(s, states=[S.COMPLETED]) == latest == rows(s, states=[S.COMPLETED, S.CANCELLED])
+    every = [(1, S.COMPLETED, 0, 2), (2, S.COMPLETED, 4, 5), (1, S.COMPLETED, 4, 7)]
+    assert rows(s, states=[S.COMPLETED], duplicates=True) == every
+    earlier = s.history(states=[S.COMPLETED], duplicates=True)[0]
+    assert (earlier.exit_code, earlier.signal) == (0, 0)  # a run that completed exited 0
+
+
+def test_a_state_filter_matches_the_latest_run_unless_duplicates():
+    """Regression: -s NODE_FAIL listed a requeued job's lost run while plain history showed its later cancel."""
+    s = make()
+    s.submit(spec(ipus=16, qos="low"), 0)
+    s.cycle(0)
+    s.submit(spec(ipus=16, qos="high"), 5)
+    s.cycle(5)  # job 1 is preempted and requeued
+    s.job_finished(2, 8)
+    s.cycle(8)  # job 1 runs again
+    s.cancel([1], 9)
+    assert rows(s, states=[S.PREEMPTED]) == []
+    assert rows(s, states=[S.PREEMPTED], duplicates=True) == [(1, S.PREEMPTED, 0, 5)]
+    assert rows(s, states=[S.PREEMPTED, S.CANCELLED], duplicates=True) == [(1, S.PREEMPTED, 0, 5),
+                                                                            (1, S.CANCELLED, 8, 9)]
+    assert rows(s, states=[S.CANCELLED, S.COMPLETED]) == [(2, S.COMPLETED, 5, 8), (1, S.CANCELLED, 8, 9)]
+    ended = s.history(states=[S.PREEMPTED, S.CANCELLED], duplicates=True)
+    assert [j.signal for j in ended] == [15, 15]  # both runs were stopped by the controller
+
+
+def test_limit_keeps_the_most_recently_ended_not_the_highest_ids():
+    """Regression: --limit 1 gave job 2 (the highest id) though job 1's requeued run ended after it."""
+    s = requeued_after_completing()
+    assert rows(s, states=[S.COMPLETED], limit=1) == [(1, S.COMPLETED, 4, 7)]
+    assert rows(s, states=[S.COMPLETED], duplicates=True, limit=2) == [(2, S.COMPLETED, 4, 5), (1, S.COMPLETED, 4, 7)]
+    assert rows(s, states=[S.COMPLETED], limit=5) == rows(s, states=[S.COMPLETED])
+
+
+def test_ties_in_end_time_are_ordered_by_job_id():
+    s = make()
+    s.submit(spec(array="0-2"), 0)
+    s.cancel([3, 1, 2], 4)
+    assert [j.id for j in s.history(states=[S.CANCELLED])] == [1, 2, 3]
+
+
+def test_the_signal_is_sigterm_only_for_a_run_the_controller_stopped():
+    s = make()
+    s.submit(spec(time_limit=5), 0)  # times out
+    s.submit(spec(), 0)  # cancelled while it runs
+    s.submit(spec(hold=True), 0)  # cancelled before it ran
+    s.submit(spec(workload={"kind": "sleep", "duration": 1, "exit_code": 3}), 0)  # fails by itself
+    s.cycle(0)
+    s.job_finished(4, 1, exit_code=3)
+    s.cancel([2, 3], 2)
+    s.enforce_time_limits(6)
+    signals = {j.id: (j.state, j.exit_code, j.signal) for j in s.history()}
+    assert signals == {1: (S.TIMEOUT, None, 15), 2: (S.CANCELLED, None, 15), 3: (S.CANCELLED, None, 0),
+                       4: (S.FAILED, 3, 0)}
