@@ -102,12 +102,12 @@ def test_recomputation_trades_activations_for_flops():
 def test_rts_shards_the_weights_phased_execution_keeps_in_streaming_memory():
     # t=2 p=2 r=4 phased transformer (fp16, Adam + master), stage 0: 25,184 params per IPU (see CASES); stored
     # weights and gradient accumulators 2 x 50,368 B, or with RTS a quarter of them, beside the state (a quarter with
-    # RTS) and the stash: 2 micro-batches in flight x b=2 x the attention's and the feed-forward's inputs (2 s h)
-    # x 2 B, split 2 ways = 8,192 (per replica: unchanged); SRAM still holds a whole block, gathered
+    # RTS) and the stash: all 4 micro-batches (batch serialisation) x b=2 x the attention's and the feed-forward's
+    # inputs (2 s h) x 2 B, split 2 ways = 16,384 (per replica: unchanged); SRAM still holds a whole block, gathered
     layout = {"t": 2, "p": 2, "r": 4, "micro_batch": 2, "micro_batches": 4, "phased": True}
     whole = memory(transformer(**layout), pod(), ASSUME)
     sharded = memory(transformer(rts=True, **layout), pod(), ASSUME)
-    state, stash = 25_184 * 12, 2 * 2 * 2 * 16 * 64 * 2 / 2
+    state, stash = 25_184 * 12, 4 * 2 * 2 * 16 * 64 * 2 / 2
     assert (whole.streaming_stage, whole.streaming_stash) == (0, stash)
     assert whole.streaming == pytest.approx(2 * 50_368 + state + stash)
     assert sharded.streaming == pytest.approx(2 * 50_368 / 4 + state / 4 + stash)
@@ -141,10 +141,11 @@ def test_the_largest_stage_is_reported_and_the_mean_beside_it():
         mem.streaming_weights + mem.streaming_gradients + mem.streaming_optimizer + mem.streaming_stash)
     assert mem.streaming_mean == pytest.approx(sum(st.streaming for st in stages) / 4)
     assert mem.streaming_mean < mem.streaming
-    # 1F1B: stage s holds p - s micro-batches (b=2) of its blocks' inputs, 2 B a value: the attention's and the
-    # feed-forward's (s h each), on the first stage also the token ids (s) and the head's input (s h)
+    # batch serialisation: every stage holds all m = 8 micro-batches (b=2) of its blocks' inputs, 2 B a value: the
+    # attention's and the feed-forward's (s h each), on the first stage also the token ids (s) and the head's input
+    # (s h); 1F1B's p - s in flight would stash a quarter of this on the last stage
     assert [st.streaming_stash for st in stages] == [
-        (4 - s) * 2 * (2 * 16 * 64 + (16 + 16 * 64 if s == 0 else 0)) * 2 for s in range(4)]
+        8 * 2 * (2 * 16 * 64 + (16 + 16 * 64 if s == 0 else 0)) * 2 for s in range(4)]
 
 
 def test_the_embedding_takes_layers_off_the_first_stage():

@@ -8,7 +8,11 @@ these blocks (train/sharding.py) and the planner counts them (memory.py), so bot
   "replicated";
 - transformer: one "layer" per layer; phased, its "attention" and its "ffn" block each a phase of its own (a GPT-3
   layer's weights and gradients would not fit one IPU's SRAM even split 8 ways), so the attention block's output
-  is stashed too. With a vocabulary the first stage also holds the "embedding" with the output head tied to it
+  is stashed too: phased execution stashes each phase's input and recomputes the phase from it in its backward
+  (PopART's phased execution with off-chip activations), and every phase boundary is one. Stashing only each
+  layer's input would halve the stash, but the feed-forward phase's backward would then need the attention
+  phase again (its weights streamed in once more, its forward run a third time), which is not how a phase is
+  recomputed. With a vocabulary the first stage also holds the "embedding" with the output head tied to it
   (Graphcore's placement: the last stage sends its output back; Megatron keeps a copy on the last stage instead),
   and takes as many fewer layers as the embedding weighs (Graphcore's BERT-Large configs: layers_per_ipu
   [3, 7, 7, 7]); its activations, the logits included, are counted for every micro-batch in flight;

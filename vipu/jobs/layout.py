@@ -27,14 +27,17 @@ class Layout(Strict):
     micro_batches: PositiveInt = Field(1, le=1 << 20, description="m: micro-batches per step (gradient accumulation)")
     device_iterations: PositiveInt = Field(1, le=1 << 20, description="steps per host call")
     schedule: Literal["1f1b", "gpipe"] = Field(
-        "1f1b", description="1f1b keeps up to p micro-batches in flight per stage; gpipe keeps all m")
+        "1f1b", description=("1f1b keeps up to p micro-batches in flight per stage; gpipe keeps all m. Phased"
+                             " execution is batch-serialised: it runs gpipe whatever this says (Layout.order)"))
     recompute: bool = Field(False, description="keep only each layer's input; recompute the rest in backward")
     rts: bool = Field(False, description=(
         "replicated tensor sharding: optimiser state split across the r replicas; with phased execution also the"
         " weights and gradient accumulators in Streaming Memory (the replicas all-gather a phase's weights before"
         " it runs and reduce-scatter its gradients)"))
     offload_optimizer: bool = Field(False, description="optimiser state in Streaming Memory, streamed each step")
-    phased: bool = Field(False, description="phased execution: weights live in Streaming Memory, one phase in SRAM")
+    phased: bool = Field(False, description=(
+        "phased execution: weights live in Streaming Memory, one phase in SRAM; batch-serialised (each phase runs"
+        " all m micro-batches while resident, their inputs stashed in Streaming Memory), so in gpipe order"))
 
     @model_validator(mode="after")
     def _coherent(self) -> Layout:
@@ -71,9 +74,18 @@ class Layout(Strict):
     def bubble_fraction(self) -> Fraction:
         return bubble_fraction(self.p, self.micro_batches)
 
-    def in_flight_at(self, stage: int) -> int:
-        """Micro-batches stage `stage` holds at once: gpipe all m; 1f1b p - stage, its warm-up forwards and one."""
-        if self.schedule == "gpipe":
+    @property
+    def order(self) -> Literal["1f1b", "gpipe"]:
+        """The schedule the stages run: the layout's, but gpipe when phased. Phased execution is batch-serialised
+        (Graphcore's batch serialisation): a phase's weights are streamed into SRAM once per pass and every one of
+        the m micro-batches runs through it while it is resident, so a stage holds all m micro-batches' stashed
+        phase inputs, as gpipe does (1f1b would hold fewer only by streaming each phase in once per micro-batch)."""
+        return "gpipe" if self.phased else self.schedule
+
+    def in_flight_at(self, stage: int, schedule: str | None = None) -> int:
+        """Micro-batches stage `stage` holds at once in `schedule` (by default the one it runs, Layout.order):
+        gpipe (and so phased execution) all m; 1f1b p - stage, its warm-up forwards and one."""
+        if (schedule or self.order) == "gpipe":
             return self.micro_batches
         return min(self.p - stage, self.micro_batches)
 
@@ -81,8 +93,9 @@ class Layout(Strict):
         options = [name for name, on in (("recomputation", self.recompute), ("RTS", self.rts),
                                          ("optimiser offload", self.offload_optimizer),
                                          ("phased execution", self.phased)) if on]
+        order = "gpipe, batch-serialised" if self.phased else self.schedule
         text = (f"t={self.t} p={self.p} r={self.r}, micro-batch {self.micro_batch} x {self.micro_batches}"
-                f" ({self.schedule})")
+                f" ({order})")
         return text + (" with " + ", ".join(options) if options else "")
 
 

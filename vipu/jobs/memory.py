@@ -9,15 +9,18 @@ the most micro-batches). What lives where, per IPU of a stage:
   of fp32 master weights when an fp16 model keeps them); with replicated tensor sharding (RTS) the IPU's replica
   holds its 1/r shard (the largest: rounded up);
 - activations of the micro-batches the stage holds at once (Layout.in_flight_at: 1F1B p - s at stage s, GPipe
-  all m): without recomputation every block's, with it each block's input plus one block's while it is
-  recomputed;
+  and phased execution all m): without recomputation every block's, with it each block's input plus one block's
+  while it is recomputed;
 - the reserve for code and exchange buffers (assumptions.py).
 offload_optimizer moves the optimiser state to Streaming Memory. Phased execution holds in SRAM one block at a time
 (an attention or feed-forward block, an MLP pair, the embedding or the head, split t ways: the one needing most)
 with its gradient accumulators and its activations for one micro-batch, recomputed from its input; weights,
-accumulators, optimiser state and the inputs of every block for the micro-batches in flight live in Streaming
-Memory, which each machine shares among its IPUs. The tensor group's IPUs hold identical block inputs, so they
-stash one copy, 1/t each. With RTS there, each IPU stores only its replica's shard of the weights and
+accumulators, optimiser state and the inputs of every block (each phase's input, blocks.py) for all m
+micro-batches live in Streaming Memory, which each machine shares among its IPUs: phased execution is
+batch-serialised (every micro-batch passes through a phase while its weights are resident, so the weights are
+streamed four times a step, timing.py), so a stage holds every micro-batch's phase inputs at once (Layout.order:
+gpipe), as many bytes as a step writes to the stash and reads back. The tensor group's IPUs hold identical block
+inputs, so they stash one copy, 1/t each. With RTS there, each IPU stores only its replica's shard of the weights and
 accumulators (hardware.md: 1/(t p rts) of the model; the replicas all-gather a phase's weights into SRAM before it
 runs and reduce-scatter its gradients, timing.py), so its SRAM still holds the whole phase. Optimiser offload
 leaves the weights whole in SRAM: RTS shards its state only.
@@ -51,7 +54,7 @@ class _Parts(BaseModel):
     streaming_weights: float = 0.0
     streaming_gradients: float = 0.0
     streaming_optimizer: float = 0.0
-    streaming_stash: float = 0.0  # phased: the block inputs of the micro-batches in flight
+    streaming_stash: float = 0.0  # phased: the block inputs of all m micro-batches (batch serialisation)
 
 
 class StageMemory(_Parts):
@@ -120,8 +123,9 @@ def stored_weight_bytes(workload) -> float:
 
 
 def stash_bytes(workload) -> float:
-    """Phased execution: every micro-batch's block inputs of a stage (stages balanced), split across the tensor
-    group: what a step writes to Streaming Memory and reads back (timing.py)."""
+    """Phased execution: every micro-batch's block inputs of a stage (averaged over the stages), split across the
+    tensor group: what a step writes to Streaming Memory and reads back (timing.py); batch-serialised, a stage
+    holds them all at once (stage_memory's streaming_stash)."""
     model, lay = workload.model, workload.layout
     inputs = sum(cost(model, block, lay.t).inputs
                  for s in range(lay.p) for block in stage_blocks(model, lay.t, lay.p, s, phased=True))
@@ -137,8 +141,9 @@ def stage_memory(workload, stage: int) -> StageMemory:
     owned = math.ceil(params / lay.r) if lay.rts else params
     state = owned * state_bytes_per_param(workload)
     held = lay.in_flight_at(stage)
-    no_recompute = held * b * sum(c.activations for c in plain) * value
-    recompute = (held * sum(c.inputs for c in plain) + max((c.activations for c in plain), default=0)) * b * value
+    unphased = lay.in_flight_at(stage, lay.schedule)  # the comparison a phased plan prints: the layout unphased
+    no_recompute = unphased * b * sum(c.activations for c in plain) * value
+    recompute = (unphased * sum(c.inputs for c in plain) + max((c.activations for c in plain), default=0)) * b * value
     if lay.phased:
         resident = max(costs, key=lambda c: 2 * c.params + b * c.activations, default=Cost(0, 0, 0))
         stored = (owned if lay.shards_weights else params) * value

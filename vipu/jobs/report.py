@@ -85,7 +85,8 @@ def _streaming_lines(plan) -> list[str]:
              ("optimiser state", mem.streaming_optimizer), ("stashed block inputs", mem.streaming_stash))
     lines += [f"  {name:<24} {_bytes(nbytes):>12}" for name, nbytes in parts if nbytes > 0]
     if mem.streaming_stash > 0:
-        lines[-1] += f"   ({lay.in_flight_at(mem.streaming_stage)} micro-batches in flight, split {lay.t} ways)"
+        lines[-1] += (f"   (all {lay.in_flight_at(mem.streaming_stage)} micro-batches' phase inputs: batch"
+                      f" serialisation; split {lay.t} ways)")
     lines += [
         f"  total                    {_bytes(mem.streaming):>12}   of {_bytes(mem.streaming_capacity)}, the IPU's"
         f" share of its machine's ({mem.streaming / mem.streaming_capacity:.0%})",

@@ -6,7 +6,10 @@ forward and gradients back; the pipeline takes m + p - 1 ticks, of which p - 1 a
 share of the pipeline time is exactly (p-1)/(m+p-1) for balanced stages (bubble_fraction). The bubble is priced as
 the busiest stage waits it out: for the micro-batch to cross each other stage once, filling and draining the
 pipeline: bubble = the sum of the other stages' ticks. The first and last stages (sending one way only) tick
-faster than the middle ones, and stages whose sends take longer routes slower (pipeline sends below). Then the
+faster than the middle ones, and stages whose sends take longer routes slower (pipeline sends below). In gpipe
+order (and so phased execution, Layout.order) every forward crosses the pipeline before the backwards do, so the
+bubble is priced from each stage's forward and backward apart (gpipe_pipeline_s): where one stage's forward is the
+slowest and another's backward (the first stage sends forward only, the last back only), GPipe idles longer. Then the
 replicas allreduce their stage's gradients, and the optimiser state (and, phased, the weights) moves to and from
 Streaming Memory. BSP: none of these overlap.
 
@@ -31,12 +34,14 @@ Streaming Memory. BSP: none of these overlap.
 - streaming: once a step, each machine moves its IPUs' bytes to and from Streaming Memory as one batch
   (workers/streaming.py duplex_s, what the emulator's machines charge): one latency, then reads and writes in
   parallel at the machine's bandwidth (the longer counts), shared by the job's IPUs on the machine. Optimiser
-  offload reads and writes the state once a step. Phased execution (batch serialisation: all m micro-batches pass
-  through a phase while it is resident) reads the weights four times (forward, recomputation, backward, update),
-  the gradients for the update and the state; writes gradients, weights and state; and writes then reads back
-  every micro-batch's stashed block inputs (each phase's input, from which the backward pass recomputes the
-  phase). With RTS each of those weight and gradient transfers is the IPU's 1/r share
-  (memory.stored_weight_bytes).
+  offload reads and writes the state once a step. Phased execution is batch-serialised (all m micro-batches pass
+  through a phase while it is resident, the stages running gpipe order: Layout.order), so it reads the weights
+  four times (forward, recomputation, backward, update), the gradients for the update and the state; writes
+  gradients, weights and state; and writes then reads back every micro-batch's stashed block inputs (each
+  phase's input, from which the backward pass recomputes the phase; all m held at once, memory.py). The pipeline
+  ticks above are still one micro-batch through a stage's phases: the phases' order within a stage (one phase
+  for every micro-batch, then the next) is not priced, beyond the streaming it saves. With RTS each of those
+  weight and gradient transfers is the IPU's 1/r share (memory.stored_weight_bytes).
 """
 
 from __future__ import annotations
@@ -103,6 +108,33 @@ def compute_sets(t: int, tp_count: float) -> int:
     return max(2, math.ceil(tp_count)) if t > 1 else 2
 
 
+def forward_part(workload, pod: PodConfig, assumptions: Assumptions, send_s: float, sync: float) -> float:
+    """A stage's forward operation of one micro-batch, of its tick (the rest is its backward, recomputation
+    included): the forward's FLOPs and compute sets, its share of the tensor-parallel and batch-norm allreduces,
+    the send to the next stage (send_s, 0 on the last) and the syncs before each."""
+    model, lay = workload.model, workload.layout
+    b, t, p = lay.micro_batch, lay.t, lay.p
+    flops = pod.ipu.flops_per_s(model.dtype) * assumptions.compute_efficiency
+    tp_count = model.units / p * model.tp_allreduces_per_layer
+    sets = max(1, math.ceil(tp_count)) if t > 1 else 1
+    compute = b * model.forward_flops() / (t * p) / flops + sets * pod.ipu.sync_s
+    tp = allreduce(pod, GroupShape(t), tp_count * model.tp_bytes(b), math.ceil(tp_count),
+                   assumptions.ild_collective).total_s
+    norms, norm_bytes = model.norm_allreduces()
+    norm = allreduce(pod, GroupShape(model.norm_replicas, t * p), norm_bytes, norms,
+                     assumptions.ild_collective).total_s if norms else 0.0
+    collectives = (math.ceil(tp_count) if t > 1 else 0) + norms + (1 if send_s else 0)
+    return compute + tp + norm + send_s + collectives * sync
+
+
+def gpipe_pipeline_s(forwards: list[float], backwards: list[float], m: int) -> float:
+    """GPipe's pipeline time from each stage's forward and backward operation: every micro-batch's forward crosses
+    the stages (the slowest forward paces the m - 1 after the first: a flow shop of identical jobs), then every
+    backward crosses back. Equal to 1F1B's m ticks of the busiest stage plus the others' only when one stage has
+    both the slowest forward and the slowest backward."""
+    return sum(forwards) + sum(backwards) + (m - 1) * (max(forwards) + max(backwards))
+
+
 def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     model, lay = workload.model, workload.layout
     b, t, p, r, m = lay.micro_batch, lay.t, lay.p, lay.r, lay.micro_batches
@@ -137,6 +169,10 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     edge_tick = max(ticks[0], ticks[-1])
     # the busiest stage waits while the first micro-batch crosses every other stage and the last one crosses back
     bubble = sum(ticks) - tick
+    if lay.order == "gpipe":
+        forwards = [forward_part(workload, pod, assumptions, sends[stage][0] if stage < p - 1 else 0.0, sync)
+                    for stage in range(p)]
+        bubble = gpipe_pipeline_s(forwards, [tk - f for tk, f in zip(ticks, forwards)], m) - m * tick
 
     value = model.value_bytes
     share = model.params() / (t * p)

@@ -1,7 +1,11 @@
 """The planner's memory per IPU is what the emulator measures it holds: SRAM (weights, gradient accumulators,
 optimiser state, activations) and Streaming Memory, stage by stage, to the byte.
 
-Regression: phased execution held every micro-batch's block inputs in SRAM and whole transformer layers at once,
+Regression: phased execution stashed only the 1F1B micro-batches in flight (p - s), while the step time streams
+the weights four times a step, which only batch serialisation (every micro-batch through a phase while it is
+resident) gives: phased now runs gpipe order and both sides hold all m micro-batches' phase inputs
+(test_phased_execution_stashes_every_micro_batch). Before that, phased execution held every micro-batch's block
+inputs in SRAM and whole transformer layers at once,
 while the plan counted one attention or feed-forward block: the plan's activations were 19-29% (and on small models
 2-3x) short, so a layout it said fits would not have; and the plan counted Korthikanti's dropout masks and an even
 1/(t p) of the weights, which the executed model and its stages do not have.
@@ -60,3 +64,14 @@ def test_any_small_layout_is_measured_as_planned(kind, layers, t, p, r, b, m, op
     options = {"offload": {"offload_optimizer": True}}.get(option, OPTIONS.get(option, {}))
     measured_as_planned(workload(model, optimizer, steps=1, t=t, p=p, r=r, micro_batch=b, micro_batches=m,
                                  schedule=schedule, rts=rts and r > 1, **options))
+
+
+def test_phased_execution_stashes_every_micro_batch():
+    """Batch serialisation: a phased stage holds all m micro-batches' phase inputs whatever its position (1F1B
+    would have held p - s: 2 and 1 here), and the emulator, running gpipe order, measures the same."""
+    m, b, s, h = 6, 2, 8, 32
+    w = workload(MODELS["transformer"], "adam", steps=1, p=2, micro_batch=b, micro_batches=m, phased=True)
+    assert w.layout.order == "gpipe"
+    for stage in range(2):  # 2 layers a stage, an attention and a feed-forward phase each, s x h inputs
+        assert stage_memory(w, stage).streaming_stash == m * b * 4 * s * h * 4
+    measured_as_planned(w)

@@ -33,10 +33,12 @@ Layout options, executed (the planner's memory.py and timing.py say the same):
 - offload_optimizer: the state lives in the machines' Streaming Memory; the update loads it, applies the
   optimiser and stores it back;
 - phased: weights and state live in Streaming Memory between steps, a transformer layer runs as an attention and
-  a feed-forward block (blocks.py), and the blocks' inputs are stashed there too. The execution loads the
-  weights once, but the Pod streams what phased execution streams (timing.py): weights 4 times in (forward,
-  recomputation, backward, update), gradients, state and every micro-batch's stashed block inputs in and out,
-  gradients and weights out (weights and gradients as stored: with RTS the IPU's shard).
+  a feed-forward block (blocks.py), and the blocks' inputs are stashed there too. Phased execution is
+  batch-serialised, so the stages run gpipe order (Layout.order): every micro-batch's forward, then every
+  backward, each stage holding all m micro-batches' stashed block inputs, as the planner counts. The execution
+  loads the weights once, but the Pod streams what phased execution streams (timing.py): weights 4 times in
+  (forward, recomputation, backward, update), gradients, state and every micro-batch's stashed block inputs in
+  and out, gradients and weights out (weights and gradients as stored: with RTS the IPU's shard).
 Streaming is charged once a step per machine as one duplex batch (workers/streaming.py duplex_s: one latency,
 reads and writes in parallel at the machine's bandwidth), on the machines' own counters when the transport has
 machines; the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its SRAM, its stage's
@@ -242,7 +244,7 @@ class ParallelTrainer:
         grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
         gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
         x, y = batch(self.workload, step)
-        order = execution_order(stage_orders(lay.schedule, lay.p, lay.micro_batches))
+        order = execution_order(stage_orders(lay.order, lay.p, lay.micro_batches))
         losses: list[np.ndarray] = []
         compute = defaultdict(float)
         held = self._holdings()

@@ -1,7 +1,8 @@
 """Pipeline schedules: which micro-batch each stage runs forward (F) or backward (B), in what order, and how long
 the pipeline takes once every operation's duration is known.
 
-- gpipe: every stage runs F0..F(m-1), then B0..B(m-1): all m micro-batches' activations are held at once.
+- gpipe: every stage runs F0..F(m-1), then B0..B(m-1): all m micro-batches' activations are held at once. Phased
+  execution runs this order whatever the layout's schedule (Layout.order: batch serialisation).
 - 1f1b (PipeDream-Flush, Narayanan et al. 2021): stage s runs min(p-1-s, m) warm-up forwards, then alternates one
   forward and one backward, then drains the remaining backwards: at most p - s micro-batches in flight.
 
