@@ -70,8 +70,8 @@ def job_spec_page() -> str:
                          ("workload: hold", HoldWorkload), ("workload: train", TrainWorkload),
                          ("train model: mlp", MlpModel), ("train model: transformer", TransformerModel),
                          ("train model: resnet50 (planned, not executed)", ConvNetModel),
-                         ("train layout", Layout), ("SchedulerConfig (vipu-server --scheduler-config FILE)",
-                                                    SchedulerConfig),
+                         ("train layout", Layout),
+                         ("SchedulerConfig (vipu-server and vipu simulate --scheduler-config FILE)", SchedulerConfig),
                          ("QosSpec (each entry of SchedulerConfig.qos)", QosSpec),
                          ("PriorityWeights (SchedulerConfig.weights)", PriorityWeights)]:
         doc = (model.__doc__ or "").strip().splitlines()

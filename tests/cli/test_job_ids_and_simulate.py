@@ -336,7 +336,7 @@ def test_the_trace_formats_page_is_true(tmp_path):
     help_text = " ".join(vipu("simulate", "--help").stdout.split())
     assert "docs/traces.md" in help_text
     assert all(f"| `{column}` |" in page for column in NATIVE_COLUMNS)
-    examples = re.findall(r"```(csv|jsonl)\n(.*?)```", page, re.S)
+    examples = re.findall(r"```(csv|jsonl) jobs\.\w+\n(.*?)```", page, re.S)
     assert [kind for kind, _ in examples] == ["csv", "jsonl"]
     for kind, text in examples:
         trace = load_trace(write(tmp_path, f"example.{kind}", text))

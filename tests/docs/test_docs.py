@@ -1,9 +1,11 @@
-"""The docs stay true: generated references are current, and the getting-started commands run as written."""
+"""The docs stay true: generated references are current, and the getting-started and trace-format commands run as
+written."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +22,7 @@ def test_generated_references_are_current():
 
 
 def test_the_scheduler_config_example_is_valid(tmp_path):
-    from vipu.server.runtime import load_scheduler_config
+    from vipu.scheduler.config import load_scheduler_config
 
     spec = importlib.util.spec_from_file_location("generate", ROOT / "docs/generate.py")
     module = importlib.util.module_from_spec(spec)
@@ -47,3 +49,27 @@ def test_getting_started_commands_run_as_written(server):
     assert show["JobState"] == "PENDING" and show["Reason"] == "Resources" and show["EstimatedStart"] != "Unknown"
     assert "memory per IPU" in said["vipu plan examples/tiny_dp.yaml"]
     assert said["vipu submit examples/tiny_pp.yaml examples/tiny_tp.yaml --hold"] == "Submitted job 4\nSubmitted job 5\n"
+
+
+def test_the_trace_page_commands_run_as_written(tmp_path):
+    """Each `$ vipu ...` line of docs/traces.md, run beside the page's example files (named on their opening
+    fences), prints what the page shows after it, but for jobs/s (wall-clock speed), and exits 2 for an error."""
+    page = (ROOT / "docs/traces.md").read_text()
+    for name, text in re.findall(r"```\w+ (\S+)\n(.*?)```", page, re.S):
+        (tmp_path / name).write_text(text)
+    runs = []  # (command, the lines the page shows after it)
+    for block in re.findall(r"```console\n(.*?)```", page, re.S):
+        for part in block.split("$ ")[1:]:
+            command, *shown = part.splitlines()
+            runs.append((command, shown))
+    assert len(runs) == 3 and any("--scheduler-config site.yaml" in command for command, _ in runs)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command, shown in runs:
+        out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        error = shown[0].startswith("vipu: error: ")
+        assert out.returncode == (2 if error else 0), (command, out.stderr)
+        said = (out.stderr if error else out.stdout).splitlines()[-len(shown):]
+        if error:
+            assert said == shown
+        else:  # the table's rows, without their last column
+            assert [line.split()[:-1] for line in said] == [line.split()[:-1] for line in shown], out.stdout

@@ -6,6 +6,7 @@ from itertools import count
 import pytest
 
 from vipu.errors import InvalidArgument
+from vipu.scheduler.config import QosSpec, SchedulerConfig
 from vipu.scheduler.replay import format_table, main_replay, replay
 from vipu.scheduler.traces import TraceJob, load_trace, next_power_of_two, read_openb, rounded_limit
 
@@ -119,3 +120,31 @@ def test_fragmentation_counts_only_jobs_that_could_start():
     later = replay([*busy, TraceJob(1, 4, 10, 10, begin=1500)], POD16, "fifo")
     assert alone.fragmentation == pytest.approx(8 * 999 / (16 * alone.makespan))
     assert later.fragmentation == pytest.approx(8 * 999 / (16 * later.makespan))
+
+
+def test_wait_counts_from_eligibility_and_jct_from_submission():
+    """A job's wait starts at its begin time when that is later than its submission: time before it is a wait the
+    user asked for (sacct counts from eligible time too); its JCT still runs from its submission."""
+    alone = replay([TraceJob(20, 4, 30, 60, begin=3600)], POD16, "fifo")
+    assert (alone.max_wait, alone.avg_jct) == (0, 3610)  # the wait read 3580 s, and passed for starvation
+    # eligible at 500, it then waits for the 16 IPUs until 1000: 500 s, not the 990 s since its submission
+    behind = replay([TraceJob(0, 16, 1000, 1024), TraceJob(10, 16, 10, 60, begin=500)], POD16, "fifo")
+    assert (behind.max_wait, behind.p50_jct) == (500, 1000)
+
+
+def test_a_requeued_jobs_wait_starts_at_its_requeue():
+    """As the live queue-wait histogram observes each run: the preempted job's wait is from its requeue (10 s) to
+    its second start (70 s), not from its submission, which would count its first run as waiting."""
+    jobs = [TraceJob(0, 16, 600, 300, qos="low"), TraceJob(10, 8, 60, 120, qos="high")]
+    r = replay(jobs, POD16, "backfill")
+    assert (r.preemptions, r.timeouts, r.max_wait, r.avg_wait) == (1, 1, 60, 30)
+
+
+def test_makespan_ends_with_the_last_job_not_a_cancelled_runs_end():
+    """A run cancelled by preemption leaves its end event in the heap; makespan and utilisation ignore it."""
+    config = SchedulerConfig(qos={"scavenger": QosSpec(preempt_mode="cancel"),
+                                  "normal": QosSpec(priority=50, preempt=("scavenger",))})
+    jobs = [TraceJob(0, 16, 3600, 3840, qos="scavenger"), TraceJob(60, 8, 600, 960)]  # qos: default_qos, normal
+    r = replay(jobs, POD16, "backfill", config)
+    assert (r.finished, r.preemptions, r.makespan) == (2, 1, 660)  # it read 3600: the cancelled run's hour
+    assert r.utilisation == pytest.approx((16 * 60 + 8 * 600) / (16 * 660))

@@ -15,15 +15,20 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def simulate(
         ctx: typer.Context,
-        trace: str = typer.Option(..., "--trace", help="openb CSV (../shared/traces) or a native CSV/JSONL trace"
-                                  " (formats: docs/traces.md)"),
+        trace: str = typer.Option(..., "--trace", help="an openb CSV or a native CSV/JSONL trace (formats:"
+                                  " docs/traces.md); a relative path is from where you run vipu"),
         pod: str = typer.Option("bow-pod256", "--pod", help="a preset or a pod config file"),
-        policy: list[str] = typer.Option(["fifo", "backfill"], "--policy",
+        policy: list[str] = typer.Option(None, "--policy", show_default=False,
                                          help="repeat (or fifo,sjf) to compare policies. fifo: submit order;"
                                          " priority: multifactor priority order; both strict (nothing starts"
                                          " ahead of a blocked job). backfill: priority order, and jobs behind"
                                          " start early only if they delay no reservation. sjf: shortest time"
-                                         " limit first, with backfill's reservations (docs/traces.md)"),
+                                         " limit first, with backfill's reservations (docs/traces.md). Default:"
+                                         " the --scheduler-config file's policy if it names one, else fifo,backfill"),
+        scheduler_config: str = typer.Option(None, "--scheduler-config", metavar="FILE",
+                                             help="the YAML SchedulerConfig vipu-server runs with (QOS, priority"
+                                             " weights, limits: docs/job-spec.md), checked as vipu-server checks it;"
+                                             " default: the built-in QOS low, normal, high"),
         compress: float = typer.Option(1.0, "--compress", metavar="X",
                                        help="bring arrivals X times closer (4: 4x the load); run times unchanged"),
         json_out: bool = JsonOption,
@@ -31,14 +36,17 @@ def register(app: typer.Typer) -> None:
         """Replay a trace in virtual time with the live scheduler's code, and print per-policy metrics. No
         controller needed. Trace formats, and how openb's GPUs become IPUs: docs/traces.md."""
         from vipu.errors import VipuError
+        from vipu.scheduler.config import load_scheduler_config
         from vipu.scheduler.replay import main_replay, result_json, simulate_trace
 
         try:
+            config = load_scheduler_config(scheduler_config, None) if scheduler_config else None
+            policies = policies_to_replay(policy, config)
             if ctx.obj.wants_json(json_out):
-                sim = simulate_trace(trace, pod, split(policy), compression=compress)
+                sim = simulate_trace(trace, pod, policies, config=config, compression=compress)
                 print_json([result_json(r, sim) for r in sim.results])
             else:
-                print(main_replay(trace, pod, split(policy), compression=compress))
+                print(main_replay(trace, pod, policies, config=config, compression=compress))
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
 
@@ -64,3 +72,13 @@ def register(app: typer.Typer) -> None:
         print_json(answer.as_data()) if ctx.obj.wants_json(json_out) else print(answer.text())
         if not answer.fits:
             fail("vipu", answer.refusal(), BAD_INPUT)
+
+
+def policies_to_replay(asked: list[str] | None, config) -> list[str]:
+    """The policies named by --policy; without the flag, the scheduler config's own policy when its file names one
+    (a replay of a site's config runs the policy its controller runs), else fifo and backfill, to compare."""
+    if asked:
+        return split(asked)
+    if config is not None and "policy" in config.model_fields_set:
+        return [config.policy]
+    return ["fifo", "backfill"]

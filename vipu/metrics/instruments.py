@@ -25,7 +25,8 @@ class Metrics:
                                    "Job runs that ended, by final state (REQUEUED: stopped by vipu requeue).", ["state"],
                                    registry=r)
         self.starts = Counter("vipu_job_starts", "Job runs started on a partition.", registry=r)
-        self.queue_wait = Histogram("vipu_job_queue_wait_seconds", "Submit (or requeue) to start of each run.",
+        self.queue_wait = Histogram("vipu_job_queue_wait_seconds",
+                                    "Submit (or requeue, or begin time if later) to start of each run.",
                                     buckets=WAIT_BUCKETS, registry=r)
         self.cycle = Histogram("vipu_scheduler_cycle_seconds", "Wall-clock time of one scheduling step.",
                                buckets=CYCLE_BUCKETS, registry=r)

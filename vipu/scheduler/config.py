@@ -7,10 +7,12 @@ it may evict, what happens to it when it is evicted itself, and how much of the 
 from __future__ import annotations
 
 from functools import cached_property
+from pathlib import Path
 from typing import Annotated, Iterable, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from vipu.documents import read_document
 from vipu.errors import InvalidArgument
 from vipu.scheduler.arrays import MAX_ARRAY_TASKS
 from vipu.scheduler.durations import parse_duration
@@ -114,6 +116,24 @@ def parse_config(data: object, source: str) -> SchedulerConfig:
         return SchedulerConfig.model_validate(data)
     except ValidationError as e:
         raise InvalidArgument(describe(e, f"scheduler config {source}")) from None
+
+
+def load_scheduler_config(path: str | None, policy: str | None) -> SchedulerConfig:
+    """The config of `--scheduler-config FILE` (the defaults without one), `policy` (a --policy flag) overriding the
+    file's. Why here, not in the server: `vipu simulate` takes the same file, and a replay is worth something only
+    if it runs the controller's exact QOS table and weights and refuses a bad file with the controller's words."""
+    data: object = {}
+    if path:
+        try:
+            text = Path(path).read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise InvalidArgument(
+                f"--scheduler-config {path}: cannot read it ({e}); give a readable YAML file"
+            ) from None
+        data = read_document(text, f"--scheduler-config {path}") or {}
+    if policy and isinstance(data, dict):
+        data["policy"] = policy
+    return parse_config(data, path or "(flags)")
 
 
 def with_retired_qos(config: SchedulerConfig, names: Iterable[str]) -> SchedulerConfig:

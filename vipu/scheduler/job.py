@@ -97,6 +97,15 @@ class Job(BaseModel):
     def end_by(self) -> float | None:
         return None if self.start_time is None else self.start_time + self.time_limit
 
+    @property
+    def waiting_since(self) -> float:
+        """When the job's current wait in the queue began: the later of its last entry into PENDING (its submission,
+        or its requeue) and its begin time. Why not the submission: time before `--begin` is a wait the user asked
+        for, and sacct counts a job's wait from its eligible time too, so a begin time would pass for starvation.
+        Time held or waiting on a dependency counts, as it does for the age factor (docs/mapping.md)."""
+        queued = max((at for state, at in self.history if state is JobState.PENDING), default=self.submit_time)
+        return queued if self.begin_time is None else max(queued, self.begin_time)
+
     @classmethod
     def trusted(cls, **values) -> Job:
         """A record built from values the scheduler computed itself (a validated spec, ids, times, a history),

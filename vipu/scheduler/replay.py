@@ -74,7 +74,8 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 class _Replay:
-    def __init__(self, jobs: Sequence[TraceJob], pod: PodConfig, config: SchedulerConfig):
+    def __init__(self, jobs: Sequence[TraceJob], pod: PodConfig, config: SchedulerConfig, site: bool = False):
+        self.site = site  # the config is a site's (--scheduler-config), not the defaults
         self.jobs = sorted(jobs, key=lambda j: j.submit_time)  # stable: equal times keep trace order
         self.clock = VirtualClock(self.jobs[0].submit_time if self.jobs else 0.0)
         self.s = Scheduler(pod, config, NoJournal())
@@ -99,12 +100,18 @@ class _Replay:
         try:
             spec = JobSpec(name=j.name, ipus=j.ipus, time_limit=j.time_limit, qos=j.qos, user=j.user,
                            workload=SleepWorkload(duration=j.duration), begin=j.begin)
-            resolve(spec, self.s.pod, self.s.config)
+            spec = resolve(spec, self.s.pod, self.s.config)  # resolved once here, so each submit resolves nothing
         except ValidationError as e:
             raise InvalidArgument(f"{j.source}: {describe(e, 'row')}") from None
         except VipuError as e:
-            raise InvalidArgument(f"{j.source}: {e.message}") from None
+            raise InvalidArgument(f"{j.source}: {e.message}{self._qos_hint(j)}") from None
         return spec
+
+    def _qos_hint(self, j: TraceJob) -> str:
+        """Why a trace's QOS is unknown when it is: a site's QOS live in its scheduler config, not the defaults."""
+        if self.site or not j.qos or j.qos in self.s.config.qos:
+            return ""
+        return " (the default scheduler config's); replay a site's QOS with its --scheduler-config FILE"
 
     def run(self) -> None:
         s, heap, specs = self.s, self.heap, self.spec_of
@@ -161,9 +168,12 @@ class _Replay:
     def result(self, policy: str, pod: PodConfig, wall: float | None) -> ReplayResult:
         done = [j for j in self.s.table.jobs.values() if j.end_time is not None and j.state is not S.PENDING]
         jct = [j.end_time - j.submit_time for j in done]
-        wait = [j.start_time - j.submit_time for j in done if j.start_time is not None]
+        wait = [j.start_time - j.waiting_since for j in done if j.start_time is not None]
         start = self.jobs[0].submit_time if self.jobs else 0.0
-        makespan = (self.end - start) if self.jobs else 0.0
+        # to the last job's end, not the last event: a preempted run's end event stays in the heap, and one due an
+        # hour after its job was cancelled stretched makespan by that hour and cut utilisation to match
+        end = self.end if len(done) < len(self.jobs) else max((j.end_time for j in done), default=start)
+        makespan = (end - start) if self.jobs else 0.0
         return ReplayResult(
             policy=policy, pod=pod.name, jobs=len(self.jobs), finished=len(done),
             unfinished=len(self.jobs) - len(done),
@@ -181,11 +191,12 @@ def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: 
     """Replay `trace_jobs` on `pod` under `policy`; `timer` (e.g. time.perf_counter) measures wall time if given.
 
     The wall time covers the event loop (every submit, cycle, end and time-limit check), not reading the trace or
-    turning its rows into specs. Queueing delay (wait) is the start of a job's last run minus its submit time; JCT is
-    end minus submit."""
+    turning its rows into specs. Queueing delay (wait) is the start of a job's last run minus when that wait began
+    (Job.waiting_since: its submission or requeue, or its begin time if later), as the live queue-wait histogram
+    measures it; JCT is end minus submit, time before a begin time included (arrival to completion)."""
     base = config or SchedulerConfig()
     cfg = SchedulerConfig.model_validate({**base.model_dump(), "policy": policy})
-    run = _Replay(trace_jobs, pod, cfg)
+    run = _Replay(trace_jobs, pod, cfg, site=config is not None)
     run.specs()
     began = timer() if timer else None
     # The loop allocates millions of short-lived job records that form no reference cycles, so the cyclic
@@ -291,7 +302,8 @@ def main_replay(trace_path: str, pod_name: str, policies: list[str], timer: Call
         f"trace {trace_path} on {sim.pod.name} ({sim.pod.ipus} IPUs): {len(sim.trace.jobs)} jobs replayed; skipped:"
         f" {sim.trace.skipped_text()}",
         sim.trace.mapping,
-        "JCT = end - submit; wait = last start - submit; util = IPU-seconds used / (IPUs x makespan);"
+        "JCT = end - submit; wait = last start - the later of last queued (submit or requeue) and begin;"
+        " util = IPU-seconds used / (IPUs x makespan);"
         " frag = share of the Pod's IPU-seconds that were free while jobs waited but lay outside every free aligned"
         " block of the smallest waiting job's size",
         format_table(sim.results),

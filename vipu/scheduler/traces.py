@@ -32,7 +32,7 @@ class TraceJob:
     duration: float
     time_limit: float
     user: str = "trace"
-    qos: str = "normal"
+    qos: str | None = None  # None: the scheduler config's default_qos, as for a submitted job
     name: str = "job"
     begin: float | None = None  # not eligible before this time on the trace's clock (sbatch --begin)
     source: str = "a trace row"  # FILE:LINE, for the errors a replay finds when it checks the job against the Pod
@@ -145,8 +145,9 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
 
 NATIVE_MAPPING = (
     "native trace: submit_time and duration in seconds (or 1h30m-style), ipus as given, time_limit as given or"
-    " the duration rounded up to a power-of-two number of minutes; user and qos as given (default trace/normal);"
-    " begin (optional) the time on the trace's clock before which the job may not start"
+    " the duration rounded up to a power-of-two number of minutes; user and qos as given (default user trace; default"
+    " qos the scheduler config's default_qos, normal unless --scheduler-config sets another); begin (optional) the"
+    " time on the trace's clock before which the job may not start"
 )
 NATIVE_COLUMNS = ("submit_time", "ipus", "duration", "time_limit", "user", "qos", "name", "begin")
 REQUIRED = "give submit_time, ipus and duration on every row"
@@ -213,7 +214,8 @@ def _native_job(row: dict, where: str) -> TraceJob:
     return TraceJob(
         submit_time=get("submit_time", parse_duration), ipus=get("ipus", _ipus), duration=duration,
         time_limit=get("time_limit", _limit, rounded_limit(duration)), user=str(values.get("user", "trace")),
-        qos=str(values.get("qos", "normal")), name=str(values.get("name", "job")), begin=get("begin", parse_duration),
+        qos=str(values["qos"]) if "qos" in values else None, name=str(values.get("name", "job")),
+        begin=get("begin", parse_duration),
         source=where,
     )
 

@@ -28,12 +28,13 @@ from vipu.errors import VipuError
 from vipu.partition.pod import PRESETS
 from vipu.metrics.collector import StateCollector
 from vipu.metrics.interceptor import MetricsInterceptor
+from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
 from vipu.server.auth import AuthInterceptor
 from vipu.server.fleet import WATCH_S, ray_address_problem
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
-from vipu.server.runtime import Runtime, load_scheduler_config, open_runtime
+from vipu.server.runtime import Runtime, open_runtime
 from vipu.server.status import add_servicer
 from vipu.server.state_dir import claim
 from vipu.validation import MAX_REQUEST_BYTES

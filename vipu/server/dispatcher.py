@@ -166,10 +166,8 @@ class Dispatcher:
             return
         self.rt.fleet.bring_up(self.rt.controller.state.topology.machines_of(start.first_ipu, start.ipus))
         job = self.rt.scheduler.table.jobs[start.job_id]
-        queued_at = max((at for state, at in job.history if state is JobState.PENDING), default=job.submit_time)
-        queued_at = max(queued_at, job.begin_time or queued_at)  # waiting for its begin time is not queueing
         self.rt.metrics.starts.inc()
-        self.rt.metrics.queue_wait.observe(max(0.0, start.start_time - queued_at))
+        self.rt.metrics.queue_wait.observe(max(0.0, start.start_time - job.waiting_since))  # as a replay's wait
         if isinstance(start.workload, TrainWorkload):
             self.rt.training.start(start.job_id, start.start_time, start.first_ipu, start.workload)
         else:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Callable
 
 
-from vipu.documents import read_document
 from vipu.clock import WallClock
 from vipu.access import Identity
 from vipu.errors import FailedPrecondition, InvalidArgument, Unauthenticated
@@ -22,7 +21,7 @@ from vipu.partition.controller import Controller
 from vipu.partition.pod import load_pod
 from vipu.partition.rules import job_holder, job_of_partition
 from vipu.partition.state import KINDS as PARTITION_KINDS
-from vipu.scheduler.config import SchedulerConfig, parse_config
+from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.job import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.jobs.spec import TrainWorkload
@@ -171,19 +170,6 @@ class Runtime:
             return Identity(user.name, user.admin)
         claimed = next((value for key, value in metadata if key == USER_METADATA), "")
         return Identity(claimed, admin=True)
-
-
-def load_scheduler_config(path: str | None, policy: str | None) -> SchedulerConfig:
-    data: object = {}
-    if path:
-        try:
-            text = Path(path).read_text()
-        except (OSError, UnicodeDecodeError) as e:
-            raise InvalidArgument(f"--scheduler-config {path}: cannot read it ({e}); give a readable YAML file") from None
-        data = read_document(text, f"--scheduler-config {path}") or {}
-    if policy and isinstance(data, dict):
-        data["policy"] = policy
-    return parse_config(data, path or "(flags)")
 
 
 def open_runtime(
