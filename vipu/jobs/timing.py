@@ -53,16 +53,9 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.comms import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
 from vipu.jobs.memory import optimizer_bytes, stash_bytes, stored_weight_bytes
+from vipu.jobs.parts import PARTS
 from vipu.partition.pod import PodConfig
 from vipu.workers.streaming import duplex_s
-
-# (label, field) of each part of a step, in the order reports show them (`vipu plan`, and `vipu logs`' step lines);
-# the emulator's StepReport has a field of the same name for each
-PARTS = (("compute", "compute_s"), ("pipeline bubble", "bubble_s"),
-         ("tensor-parallel collectives", "tensor_parallel_s"), ("pipeline sends", "pipeline_send_s"),
-         ("batch-norm statistics", "batch_norm_s"), ("syncs", "sync_s"),
-         ("data-parallel allreduce", "data_parallel_s"), ("streaming memory", "streaming_s"))
-
 
 # phased execution with RTS: the uses of the weights in a step that each all-gather them from the replicas' shards
 # (forward, recomputation, backward; the update works on the IPU's own shard), as the streaming below reads them

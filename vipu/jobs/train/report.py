@@ -1,7 +1,7 @@
 """What a training run reports: one StepReport per optimiser step, and the TrainingResult of the run.
 
 Times are emulated (virtual) seconds on the real Pod's figures unless named wall_s. A step's emulated time splits
-exactly into the planner's parts, with its field names (timing.PARTS): compute_s + bubble_s + tensor_parallel_s +
+exactly into the planner's parts, with its field names (parts.PARTS): compute_s + bubble_s + tensor_parallel_s +
 pipeline_send_s + batch_norm_s (0: the emulator's models have no batch norm) + sync_s + data_parallel_s +
 streaming_s, measured on the critical stage (the busiest stage of the slowest replica): bubble_s is the time
 that stage waits inside the pipeline, and bubble_fraction the stages' average idle share of the pipeline time
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from vipu.jobs.timing import PARTS
+from vipu.jobs.parts import PARTS
 from vipu.jobs.units import size
 
 
@@ -46,7 +46,7 @@ class StepReport(_Frozen):
     bubble_fraction: float
     streaming_s: float = 0.0  # the step's loads and stores of Streaming Memory (its busiest machine)
     batch_norm_s: float = 0.0  # distributed batch-norm statistics: none of the models the emulator runs has them,
-    # but the planner's split has the part, and a step reports every part of it (timing.PARTS)
+    # but the planner's split has the part, and a step reports every part of it (parts.PARTS)
     bytes_per_link_type: dict[str, int]  # payload bytes sent, over all collectives of the step
     bytes_per_kind: dict[str, int]  # tensor_parallel, pipeline, data_parallel
     collectives: int
@@ -69,7 +69,7 @@ class IpuUsage(_Frozen):
 
 def step_line(r: StepReport) -> str:
     """`vipu logs`' line for a step: its loss, then its emulated time split into `vipu plan`'s parts, with the
-    plan's names in the plan's order (timing.PARTS), so the two read side by side; then what the line has always
+    plan's names in the plan's order (parts.PARTS), so the two read side by side; then what the line has always
     ended with (all communication, the bubble's share of the pipeline) and the host's wall-clock."""
     parts = ", ".join(f"{label} {getattr(r, field) * 1e6:,.1f} us" for label, field in PARTS)
     return (f"step {r.step:>4}  loss {r.loss:.6f}  emulated step {r.emulated_step_s * 1e6:,.1f} us  ({parts};"

@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 from vipu.fabric import Group, LocalTransport
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.planner import describe_model, plan
-from vipu.jobs.timing import PARTS
+from vipu.jobs.parts import PARTS
 from vipu.jobs.train.parallel import ParallelTrainer
 from vipu.jobs.train.poprun import local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
