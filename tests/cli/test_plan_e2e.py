@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -98,3 +99,13 @@ def test_json_is_one_line_when_piped_and_a_reader_that_leaves_early_ends_it_quie
         proc.stdout.readline()
         proc.stdout.close()
         assert proc.wait(timeout=60) in (0, -signal.SIGPIPE) and proc.stderr.read() == b""
+
+
+def test_logs_help_keeps_its_sentences_whole():
+    """Regression: typer's rich help kept the docstring's line breaks, so it printed "by / its names"."""
+    out = subprocess.run([console_script("vipu"), "logs", "--help"], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "COLUMNS": "400"})
+    assert out.returncode == 0, out.stderr
+    assert ("Each step line splits the emulated step into the parts `vipu plan` predicts, in its order and by its"
+            " names (compute,") in out.stdout
+    assert "batch-norm statistics, syncs" in out.stdout

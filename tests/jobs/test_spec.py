@@ -24,9 +24,11 @@ def spec(ipus=4, model=None, **layout):
     ("unknown layout field", spec(q=2), ["layout.q", "unknown field"]),
     ("missing model", {"ipus": 4, "workload": {"kind": "train"}}, ["workload.model", "required"]),
     ("unknown model kind", spec(model={"kind": "lstm"}), ["workload.model", "lstm"]),
-    ("t x p x r is not ipus", spec(ipus=16, t=2, r=4), ["workload.layout", "2 x 1 x 4 = 8", "set r to 8"]),
+    ("t x p x r is not ipus", spec(ipus=16, t=2, r=4), ["invalid plan spec: workload.layout: t x p x r",
+                                                          "2 x 1 x 4 = 8", "set r to 8"]),
     ("ipus not a power of two", spec(ipus=12, r=4), ["ipus is 12, not a power of two"]),
-    ("ipus beyond the Pod", {**spec(ipus=64, r=64), "pod": "bow-pod16"}, ["ipus is 64", "bow-pod16 has 16"]),
+    ("ipus beyond the Pod", {**spec(ipus=64, r=64), "pod": "bow-pod16"}, ["invalid plan spec: ipus is 64",
+                                                                                  "bow-pod16 has 16"]),
     ("not a train workload", {"ipus": 4, "workload": {"kind": "sleep", "duration": 1}}, ["workload.kind", "train"]),
     ("batch-norm groups do not divide r", spec(ipus=4, r=4, model={"kind": "resnet50", "batch_norm_replicas": 8}),
      ["layout", "r is 4 but the model's batch_norm_replicas is 8", "give batch_norm_replicas one of 1, 2, 4, or an r"

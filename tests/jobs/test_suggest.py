@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 
 import pytest
@@ -9,11 +11,21 @@ import pytest
 from tests.jobs.helpers import bert_large, mlp, pod, transformer
 from vipu.errors import InvalidArgument
 from vipu.jobs import check_fits, plan
-from vipu.jobs.suggest import suggest
+from vipu.jobs.assumptions import NEAR_BEST
+from vipu.jobs.command import PlanAnswer
+from vipu.jobs.suggest import candidate_layouts, micro_batch_sizes, suggest, suggestion_text
 
 # BERT-Large on 16 IPUs as pure data parallelism, no recomputation: every IPU holds all 333.6M params:
 # weights + gradients 2 x 667 MB = 1.33 GB before the Adam state (2.67 GB): far over 0.94 GB of SRAM
 TOO_BIG = bert_large(r=16, micro_batch=8, micro_batches=512)
+# the acceptance tester's spec: Graphcore's BERT-Large layout with its micro-batches in gpipe order and no
+# recomputation: all 64 micro-batches' activations held at once, 16.2 GiB per IPU
+GPIPE = bert_large(p=4, r=4, micro_batch=8, micro_batches=64, schedule="gpipe", rts=True, offload_optimizer=True)
+
+
+def fitting(workload):
+    """Every fitting layout, in suggest()'s order."""
+    return suggest(workload, pod(), limit=10**6)
 
 
 def test_too_large_model_is_rejected_with_the_numbers_and_a_layout_that_fits():
@@ -31,11 +43,64 @@ def test_too_large_model_is_rejected_with_the_numbers_and_a_layout_that_fits():
     assert again.fits and again.ipus == 16 and again.global_batch == TOO_BIG.global_batch
 
 
-def test_suggestions_are_ordered_by_throughput_and_deterministic():
-    first = suggest(TOO_BIG, pod(), limit=3)
-    assert [c.layout for c in first] == [c.layout for c in suggest(TOO_BIG, pod(), limit=3)]
-    assert [c.throughput for c in first] == sorted((c.throughput for c in first), reverse=True)
-    assert all(c.fits for c in first)
+@pytest.mark.parametrize("workload", [TOO_BIG, GPIPE], ids=["data-parallel", "gpipe"])
+def test_suggestions_are_ordered_by_throughput_but_near_the_best_by_micro_batch_and_deterministic(workload):
+    ranked = fitting(workload)
+    assert [c.layout for c in ranked] == [c.layout for c in fitting(workload)] and all(c.fits for c in ranked)
+    best = max(c.throughput for c in ranked)
+    near = [c for c in ranked if c.throughput >= best * (1 - NEAR_BEST)]
+    assert ranked[:len(near)] == near  # the near-best first...
+
+    def distance(c):  # ...by how far their micro-batch is from the spec's, in factors of two
+        return abs(math.log2(c.layout.micro_batch / workload.layout.micro_batch))
+
+    assert [distance(c) for c in near] == sorted(distance(c) for c in near)
+    rest = [c.throughput for c in ranked[len(near):]]  # then the others by predicted throughput
+    assert rest == sorted(rest, reverse=True)
+
+
+def test_suggestions_try_the_other_schedule_and_say_it_keeps_the_maths():
+    """Regression: the search never changed the schedule, so a gpipe layout that holds all its micro-batches'
+    activations got only phased layouts (~2,000 samples/s) when 1f1b fits at over 5,000."""
+    assert not plan(GPIPE, pod()).fits
+    found = suggest(GPIPE, pod())
+    best = found[0]
+    assert best.layout.schedule == "1f1b" and not best.layout.phased and best.throughput > 5000
+    assert best.global_batch == GPIPE.global_batch and best.ipus == 16
+    assert best.throughput > 2.5 * max(c.throughput for c in fitting(GPIPE) if c.layout.order == "gpipe")
+    assert suggestion_text(best, GPIPE.layout).endswith(
+        " samples/s; 1f1b instead of gpipe keeps the maths: same micro-batches and gradients, reordered)")
+    assert "instead of" not in suggestion_text(best, best.layout)
+    with pytest.raises(InvalidArgument, match="1f1b instead of gpipe keeps the maths"):
+        check_fits(GPIPE, pod(), ipus=16)
+
+
+def test_the_search_is_bounded_and_tries_each_layout_once():
+    layouts = [lay.describe() for lay in candidate_layouts(GPIPE, 16)]
+    assert len(layouts) == len(set(layouts)) < 2000
+    # phased execution runs gpipe order whatever the schedule says: tried once, with the spec's
+    assert not any(lay.phased and lay.schedule != "gpipe" for lay in candidate_layouts(GPIPE, 16))
+
+
+@pytest.mark.parametrize("asked, per_replica, want", [
+    (8, 512, [8, 4, 2, 1, 16, 32]),  # halves down to 1, doubles up to MAX_GROWTH x
+    (8, 16, [8, 4, 2, 1, 16]),  # each must divide a replica's samples per step
+    (3, 12, [3, 1, 6, 12]),
+    (1, 1, [1]),
+])
+def test_micro_batch_sizes(asked, per_replica, want):
+    assert micro_batch_sizes(asked, per_replica) == want
+
+
+def test_json_byte_counts_are_whole_numbers():
+    """Regression: `vipu plan --json` gave memory_per_ipu_bytes 274443724.79999995."""
+    result = plan(GPIPE, pod())
+    data = json.loads(json.dumps(PlanAnswer(result, suggest(GPIPE, pod())).as_data()))
+    memory = data["memory"]
+    assert memory["total"] == math.ceil(result.memory.total) and memory["fits"] is False
+    assert all(type(memory[name]) is int for name in ("weights", "activations", "reserved", "total", "per_tile",
+                                                       "streaming", "streaming_capacity", "streaming_mean"))
+    assert all(type(s["memory_per_ipu_bytes"]) is int for s in data["suggestions"])
 
 
 def test_no_layout_fits_says_so():

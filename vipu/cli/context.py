@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 
@@ -12,6 +13,15 @@ from vipu.cli.connection import DEFAULT_TIMEOUT_S, Connection, resolve
 JSON_HELP = "print JSON (a stable schema) instead of a table; indented at a terminal, one line when piped"
 JsonOption = typer.Option(False, "--json", "--showjson", help=JSON_HELP)
 NoHeaderOption = typer.Option(False, "--no-header", "--noheader", help="omit the table header")
+
+
+def prose(command):
+    """A command whose docstring's paragraphs are prose: each one's lines joined into one, for typer's rich help
+    keeps a paragraph's line breaks (in a command's own --help after its first paragraph, and in the command
+    list for the first), so a docstring wrapped at the source's width printed sentences broken mid-line."""
+    paragraphs = inspect.cleandoc(command.__doc__ or "").split("\n\n")
+    command.__doc__ = "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+    return command
 
 
 @dataclass

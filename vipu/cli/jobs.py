@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from vipu.cli.context import JSON_HELP, JsonOption, NoHeaderOption
+from vipu.cli.context import JSON_HELP, JsonOption, NoHeaderOption, prose
 from vipu.cli.failure import BAD_INPUT, error, fail
 from vipu.cli.job_detail import clock, exit_code, show, stamp
 from vipu.cli.job_ids import (
@@ -296,6 +296,7 @@ def register(app: typer.Typer) -> None:
          " submit those again), back in the queue under the same id; an array job: its tasks that are not pending.")
 
     @app.command(context_settings=IDS)
+    @prose
     def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
              json_out: bool = JsonOption):
         """A training job's loss per step, emulated step time on the real Pod, and per-IPU utilisation and SRAM.
@@ -303,7 +304,9 @@ def register(app: typer.Typer) -> None:
         Each step line splits the emulated step into the parts `vipu plan` predicts, in its order and by
         its names (compute, pipeline bubble, tensor-parallel collectives, pipeline sends, batch-norm
         statistics, syncs, data-parallel allreduce, streaming memory), then comm and the bubble's share.
+
         A requeued job's current run, below a line on how each earlier run ended.
+
         --json: the run as data (run, environment, earlier_runs, steps, result, error, ended) and the lines."""
         cli = ctx.obj
         reply = cli.conn.call(cli.conn.jobs.JobLogs, j.GetJobRequest(id=resolve_id(cli, id)))

@@ -13,6 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# `vipu plan`'s suggestions (suggest.py): among the fitting layouts predicted within this fraction of the best
+# throughput, the micro-batch size nearest the spec's comes first (compute efficiency ignores micro-batch size)
+NEAR_BEST = 0.05
+
 
 class Assumptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -65,7 +69,11 @@ class Assumptions(BaseModel):
     def lines(self) -> list[str]:
         """The assumptions as report lines, the fixed ones (not configurable here) included."""
         return [
-            f"compute efficiency {self.compute_efficiency:.2f} of peak FLOPS (calibrated: vipu/jobs/calibration.py)",
+            f"compute efficiency {self.compute_efficiency:.2f} of peak FLOPS (calibrated: vipu/jobs/calibration.py),"
+            " the same for every micro-batch size: small micro-batches, which real IPUs run less efficiently (fewer"
+            " samples to spread over the tiles, the same fixed costs per micro-batch), are predicted as fast per sample"
+            " as large ones, so suggested layouts within"
+            f" {NEAR_BEST:.0%} of the best predicted throughput list the micro-batch size nearest the spec's first",
             f"code and exchange buffers take {self.reserved_sram_fraction:.0%} of SRAM",
             "training FLOPs = 3 x forward (forward, backward for activations, backward for weights);"
             " 4 x with recomputation",

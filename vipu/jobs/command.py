@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vipu.jobs.assumptions import DEFAULT, Assumptions
-from vipu.jobs.layout import check_partition
 from vipu.jobs.planner import Plan, plan
-from vipu.jobs.spec import JobCheck, load_plan_spec
+from vipu.jobs.spec import JobCheck, check_spec_partition, load_plan_spec
 from vipu.jobs.suggest import refusal, suggest, suggestion_json
 from vipu.partition.pod import PodConfig, load_pod
 
@@ -58,7 +57,7 @@ def plan_file(path: str | Path, pod: PodConfig | str | None = None, assumptions:
         pod = spec_pod
     else:
         pod = load_pod(pod) if isinstance(pod, str) else pod
-        check_partition(spec.workload.layout, spec.ipus, pod)
+        check_spec_partition(spec, pod, f"spec file {path}")
     result = plan(spec.workload, pod, assumptions)
     return PlanAnswer(result, [] if result.fits else suggest(spec.workload, pod, assumptions))
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, ConfigDict, computed_field, field_serializer
 
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.blocks import Cost, cost, stage_blocks
@@ -55,6 +55,14 @@ class _Parts(BaseModel):
     streaming_gradients: float = 0.0
     streaming_optimizer: float = 0.0
     streaming_stash: float = 0.0  # phased: the block inputs of all m micro-batches (batch serialisation)
+
+    @field_serializer("weights", "gradients", "optimizer", "activations", "activations_no_recompute",
+                      "activations_recompute", "streaming_weights", "streaming_gradients", "streaming_optimizer",
+                      "streaming_stash", "reserved", "total", "per_tile", "streaming", "streaming_capacity",
+                      "streaming_mean", when_used="json", check_fields=False)
+    def _whole_bytes(self, nbytes: float) -> int:
+        """Byte counts in JSON (`vipu plan --json`) as integers, rounded up: what is needed is whole bytes."""
+        return math.ceil(nbytes)
 
 
 class StageMemory(_Parts):

@@ -39,6 +39,9 @@ def render(plan, suggestions=None) -> str:
         f"  bubble: p-1 = {lay.p - 1} of the pipeline's m+p-1 = {lay.micro_batches + lay.p - 1} ticks"
         f" ({time.bubble_fraction:.1%})" + (", the first and last of them shorter (those stages send one way)"
                                              if lay.p > 2 else ""),
+        f"  compute: the busiest stage's FLOPs at the calibrated efficiency, and the on-chip sync ending each of its"
+        f" compute sets ({_seconds(time.compute_sync_s)} of it); per-IPU UTIL in `vipu logs` counts the FLOP time"
+        " only",
         f"throughput {plan.throughput:,.1f} samples/s"
         f" ({plan.achieved_flops_per_ipu / 1e12:,.1f} TFLOPS per IPU achieved)",
     ]
@@ -46,7 +49,7 @@ def render(plan, suggestions=None) -> str:
         lines += ["", "DOES NOT FIT:"] + [f"  {p}" for p in plan.problems()]
         if suggestions:
             lines += ["layouts of the same partition that fit, best first:"]
-            lines += [f"  {suggestion_text(c)}" for c in suggestions]
+            lines += [f"  {suggestion_text(c, lay)}" for c in suggestions]
         elif suggestions is not None:
             lines += [no_layout_fits(plan)]
     lines += ["", "assumptions"] + [f"  - {a}" for a in plan.assumptions]
@@ -86,7 +89,7 @@ def _streaming_lines(plan) -> list[str]:
     lines += [f"  {name:<24} {_bytes(nbytes):>12}" for name, nbytes in parts if nbytes > 0]
     if mem.streaming_stash > 0:
         lines[-1] += (f"   (all {lay.in_flight_at(mem.streaming_stage)} micro-batches' phase inputs: batch"
-                      f" serialisation; split {lay.t} ways)")
+                      f" serialisation{f'; split {lay.t} ways' if lay.t > 1 else ''})")
     lines += [
         f"  total                    {_bytes(mem.streaming):>12}   of {_bytes(mem.streaming_capacity)}, the IPU's"
         f" share of its machine's ({mem.streaming / mem.streaming_capacity:.0%})",

@@ -98,8 +98,17 @@ def plan_spec(data: object, source: str = "plan spec", check_job: JobCheck | Non
     except ValidationError as e:
         raise InvalidArgument(describe(e, source, data=fields)) from None
     pod = load_pod(spec.pod, f"{source}: pod") if spec.pod else load_pod(default_pod(spec.ipus))
-    check_partition(spec.workload.layout, spec.ipus, pod)
+    check_spec_partition(spec, pod, source)
     return spec, pod
+
+
+def check_spec_partition(spec: PlanSpec, pod: PodConfig, source: str = "plan spec") -> None:
+    """check_partition of the spec's layout and ipus on `pod`, its refusal named as the spec's other errors are
+    (`invalid spec file X: ...`)."""
+    try:
+        check_partition(spec.workload.layout, spec.ipus, pod)
+    except InvalidArgument as e:
+        raise InvalidArgument(f"invalid {source}: {e.message}") from None
 
 
 def load_plan_spec(path: str | Path, check_job: JobCheck | None = None) -> tuple[PlanSpec, PodConfig]:

@@ -76,6 +76,7 @@ class StepTime(BaseModel):
     streaming_s: float
     tick_s: float  # the busiest stage's tick (a middle stage's, when p > 2)
     edge_tick_s: float = 0.0  # the first and last stages' tick: they send one way only
+    compute_sync_s: float = 0.0  # of compute_s: the on-chip syncs ending the compute sets (compute_sets)
 
     @computed_field
     @property
@@ -134,8 +135,8 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     flops = pod.ipu.flops_per_s(model.dtype) * assumptions.compute_efficiency
     passes = 3 if recomputes(lay) else 2  # forward (+ recomputed forward) + backward
     tp_count = model.units / p * model.tp_allreduces_per_layer * passes
-    compute_tick = (b * training_flops_per_sample(workload) / (t * p) / flops
-                    + compute_sets(t, tp_count) * pod.ipu.sync_s)
+    set_syncs_tick = compute_sets(t, tp_count) * pod.ipu.sync_s
+    compute_tick = b * training_flops_per_sample(workload) / (t * p) / flops + set_syncs_tick
     tp_tick = allreduce(pod, GroupShape(t), tp_count * model.tp_bytes(b), math.ceil(tp_count),
                         assumptions.ild_collective).total_s
 
@@ -199,5 +200,5 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
         compute_s=m * compute_tick, bubble_s=bubble, bubble_fraction=float(lay.bubble_fraction),
         tensor_parallel_s=m * tp_tick, pipeline_send_s=m * send_tick, batch_norm_s=m * norm_tick,
         sync_s=m * sync_tick + dp_sync, data_parallel_s=dp, streaming_s=streaming,
-        tick_s=tick, edge_tick_s=edge_tick,
+        tick_s=tick, edge_tick_s=edge_tick, compute_sync_s=m * set_syncs_tick,
     )

@@ -1,0 +1,30 @@
+"""What `vipu plan` prints about a plan: the wording of its report (report.py) and of its assumptions."""
+
+from __future__ import annotations
+
+from tests.jobs.helpers import bert_large, pod
+from vipu.jobs import plan
+
+PHASED = bert_large(p=4, r=4, micro_batch=1, micro_batches=512, rts=True, phased=True)
+
+
+def test_a_phased_stash_is_split_only_across_a_tensor_group():
+    """Regression: with t = 1 it said "split 1 ways"."""
+    one = plan(PHASED, pod()).table()
+    assert "stashed block inputs" in one and "split 1 ways" not in one and "(all 1 micro-batches" not in one
+    four = plan(PHASED.model_copy(update={"layout": PHASED.layout.model_copy(update={"t": 4, "r": 1, "rts": False})}), pod())
+    assert "batch serialisation; split 4 ways)" in four.table()
+
+
+def test_the_compute_row_says_it_counts_the_compute_sets_syncs_and_util_does_not():
+    result = plan(PHASED, pod())
+    assert 0 < result.time.compute_sync_s < result.time.compute_s
+    assert "  compute: the busiest stage's FLOPs at the calibrated efficiency, and the on-chip sync ending each" \
+           " of its compute sets (" in result.table()
+    assert "per-IPU UTIL in `vipu logs` counts the FLOP time only" in result.table()
+
+
+def test_the_assumptions_say_compute_efficiency_ignores_the_micro_batch_size():
+    line = plan(PHASED, pod()).assumptions[0]
+    assert "the same for every micro-batch size" in line
+    assert "within 5% of the best predicted throughput list the micro-batch size nearest the spec's first" in line
