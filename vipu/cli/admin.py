@@ -14,6 +14,7 @@ from vipu.cli.context import (
     NoHeaderOption,
     TimeoutOption,
     TlsCaOption,
+    prose_help,
     root_options,
 )
 from vipu.cli.failure import run_app
@@ -296,6 +297,7 @@ app.add_typer(listing, name="list")
 app.add_typer(fail, name="fail")
 app.add_typer(drain, name="drain")
 app.add_typer(resume, name="resume")
+prose_help(app)
 
 
 def run() -> None:

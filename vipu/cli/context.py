@@ -24,6 +24,16 @@ def prose(command):
     return command
 
 
+def prose_help(app) -> None:
+    """Every command of a typer app, and of the apps added to it, as prose (above): what `--help` and docs/cli.md
+    show, since both build the commands from these docstrings."""
+    for info in app.registered_commands:
+        if info.callback is not None:
+            prose(info.callback)
+    for group in app.registered_groups:
+        prose_help(group.typer_instance)
+
+
 @dataclass
 class Cli:
     conn: Connection

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from vipu.cli.context import JSON_HELP, JsonOption, NoHeaderOption, prose
+from vipu.cli.context import JSON_HELP, JsonOption, NoHeaderOption
 from vipu.cli.failure import BAD_INPUT, error, fail
 from vipu.cli.job_detail import clock, exit_code, show, stamp
 from vipu.cli.job_ids import (
@@ -296,7 +296,6 @@ def register(app: typer.Typer) -> None:
          " submit those again), back in the queue under the same id; an array job: its tasks that are not pending.")
 
     @app.command(context_settings=IDS)
-    @prose
     def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
              json_out: bool = JsonOption):
         """A training job's loss per step, emulated step time on the real Pod, and per-IPU utilisation and SRAM.

@@ -15,6 +15,7 @@ from vipu.cli.context import (
     ApiUserOption,
     TimeoutOption,
     TlsCaOption,
+    prose_help,
     root_options,
 )
 from vipu.cli.failure import ERROR, run_app
@@ -66,6 +67,7 @@ partitions.register(app)
 jobs.register(app)
 offline.register(app)
 top.register(app)
+prose_help(app)
 
 
 def run() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from vipu.cli.context import JsonOption, prose
+from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.jobs import split
 from vipu.cli.output import print_json
@@ -13,7 +13,6 @@ from vipu.cli.output import print_json
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    @prose
     def simulate(
         ctx: typer.Context,
         trace: str = typer.Option(..., "--trace", help="an openb CSV or a native CSV/JSONL trace (formats:"
@@ -52,7 +51,6 @@ def register(app: typer.Typer) -> None:
             fail("vipu", e.message, BAD_INPUT)
 
     @app.command()
-    @prose
     def plan(
         ctx: typer.Context,
         spec: str = typer.Argument(..., help="a job spec with a `train` workload (YAML or JSON)"),
