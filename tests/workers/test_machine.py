@@ -139,3 +139,24 @@ def test_an_offloaded_tensor_is_freed_from_streaming_memory(machine):
     assert machine.settle_streaming(1024, 1024) > 0
     machine.free_tensor(2, "opt.m")
     assert machine.stats()["streaming"]["used_bytes"] == 0
+
+
+def test_a_jobs_hold_is_what_its_ipus_report_until_freed(machine):
+    machine.put_tensor(1, "params", np.ones(1000, np.float32))  # the emulation's own buffers: 4,000 bytes
+    machine.put_tensor(2, "opt.m", np.ones(256, np.float32))
+    machine.offload_batch([2], "opt.m")
+    machine.hold("held", {21: (3000, 500), 22: (0, 700)})  # what the job counts the Pod holding
+    stats = machine.stats()
+    assert stats["per_ipu"][21]["sram_used_bytes"] == 3000 and stats["per_ipu"][21]["sram_allocated_bytes"] == 4000
+    assert stats["streaming"]["used_bytes"] == 1200 and stats["streaming"]["allocated_bytes"] == 1024
+    machine.hold("other", {21: (100, 0)})  # a second run on the IPU adds its own
+    assert machine.stats()["per_ipu"][21]["sram_used_bytes"] == 3100
+    for ipu, name in [(21, "held"), (21, "other"), (22, "held")]:
+        machine.free_tensor(ipu, name)
+    stats = machine.stats()  # back to the allocations
+    assert stats["per_ipu"][21]["sram_used_bytes"] == 4000 and stats["streaming"]["used_bytes"] == 1024
+    with pytest.raises(InvalidArgument, match="non-negative"):
+        machine.hold("held", {21: (-1, 0)})
+    machine.fail_ipu(23)
+    with pytest.raises(FailedPrecondition):
+        machine.hold("held", {23: (1, 1)})

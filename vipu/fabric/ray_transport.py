@@ -117,6 +117,15 @@ class RayTransport:
             refs.append(actor.reserve.remote(index, name, int(nbytes)))
         self._get(refs)
 
+    def hold(self, held: Mapping[int, tuple[int, int]], name: str) -> None:
+        """Tell each machine what its IPUs hold on the Pod, held[ipu] = (SRAM peak, Streaming Memory), under
+        `name` until freed: the figures it then reports for them (Machine.hold)."""
+        machines: dict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
+        for ipu, (sram, streaming) in held.items():
+            _, index = self._at(ipu)
+            machines[ipu // self.ipus_per_machine][index] = (int(sram), int(streaming))
+        self._get([self.actors[m].hold.remote(name, mine) for m, mine in sorted(machines.items())])
+
     # --- what the collectives need -----------------------------------------------------------------------------
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         """Known when the tensor was put through this transport; otherwise read once from the machine."""

@@ -91,6 +91,9 @@ class MachineActor:
     def reserve(self, ipu: int, name: str, nbytes: int) -> None:
         self.machine.reserve(ipu, name, nbytes)
 
+    def hold(self, name: str, held: dict[int, tuple[int, int]]) -> None:
+        self.machine.hold(name, held)
+
     def run_step(self, step: bsp.Step) -> bsp.StepTimes:
         return self.machine.run_step(step)
 

@@ -9,6 +9,14 @@ machines.
 
 A failed IPU refuses every operation until repair(); a repaired IPU comes back reset, with empty tile memory, as a
 real IPU does after a reset. Streaming Memory is the machine's DRAM and survives IPU failures.
+
+What the machine reports as in use (stats) is what the Pod would hold. For tensors put on it, their bytes. A training
+job's IPUs instead report what the job declares each step (hold): its SRAM peak and Streaming Memory as the job
+counts them (jobs/train/holdings.py), the figures `vipu logs` shows and a controller without actors reports from
+the same steps. The emulation's own buffers differ from the Pod's: fp32 where the model is fp16, a phased stage's
+weights whole where the Pod streams in one block at a time, collective scratch the Pod keeps in its exchange
+reserve, loaded tensors moved out of Streaming Memory where the Pod keeps its copy. They are still allocated and
+checked against capacity, and reported apart (sram_allocated_bytes, streaming allocated_bytes).
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ class Machine:
                          for i in range(self.size)]
         self.streaming = StreamingMemory(pod.machine.streaming_memory_bytes, pod.machine.streaming_memory_bytes_per_s,
                                          pod.machine.streaming_memory_latency_s, f"machine {index}")
+        self.held: list[dict[str, tuple[int, int]]] = [{} for _ in range(self.size)]  # per IPU, name -> hold()
         self.failed_ipus: set[int] = set()  # numbers inside the machine
         self.failed_links: set[tuple[int, int]] = set()  # (low, high) Pod-wide IPU numbers
         self.links = {kind: LinkCounters() for kind in LINK_TYPES}
@@ -120,8 +129,10 @@ class Machine:
                                      " ring crosses it; repair it or use a partition whose rings avoid it")
 
     def free_tensor(self, ipu: int, name: str) -> None:
-        """Free `name` wherever it is: in the IPU's SRAM or, offloaded, in Streaming Memory."""
+        """Free `name` wherever it is: in the IPU's SRAM, offloaded in Streaming Memory, or a hold()."""
         memory = self.memory(ipu)
+        if self.held[self.local(ipu)].pop(name, None) is not None:
+            return
         if name not in memory.tensors and (self.local(ipu), name) in self.streaming.tensors:
             self.streaming.discard(self.local(ipu), name, memory.label)
             return
@@ -151,6 +162,18 @@ class Machine:
         this emulation keeps elsewhere, e.g. a training step's activations); over SRAM it fails as put_tensor
         does, naming the tensor and the bytes over."""
         self.memory(ipu).reserve(name, nbytes)
+
+    def hold(self, name: str, held: dict[int, tuple[int, int]]) -> None:
+        """Account under `name`, until free_tensor(ipu, name), what each IPU of a training job holds on the Pod,
+        held[ipu] = (SRAM at the step's peak, Streaming Memory): its last step's count (holdings.py). While an IPU
+        has a hold, stats() reports the holds' bytes for it instead of its allocations (module docstring)."""
+        for ipu, (sram, streaming) in held.items():
+            if sram < 0 or streaming < 0:
+                raise InvalidArgument(f"hold {name!r} on IPU {ipu}: {sram} bytes of SRAM and {streaming} of Streaming"
+                                      " Memory; give non-negative bytes")
+            self.memory(ipu)  # refuses failed IPUs
+        for ipu, (sram, streaming) in held.items():
+            self.held[self.local(ipu)][name] = (int(sram), int(streaming))
 
     # --- time and traffic -------------------------------------------------------------------------------------
     def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
@@ -237,6 +260,7 @@ class Machine:
         """Bring every failed IPU and IPU-Link back; repaired IPUs are reset (their tile memory is empty)."""
         for local in self.failed_ipus:
             self.memories[local].clear()
+            self.held[local].clear()
             self.last[local] = bsp.PhaseTimes()
         self.failed_ipus.clear()
         self.failed_links.clear()
@@ -256,10 +280,14 @@ class Machine:
         is compute / step time of the IPU's last step (0 before its first), so it shows the work running now, not
         an average over every job the machine has run."""
         ipus = {}
+        streaming_used = 0
         for local, (memory, phases, last) in enumerate(zip(self.memories, self.phases, self.last)):
+            sram, streamed = self._in_use(local)
+            streaming_used += streamed
             ipus[self.first_ipu + local] = {
                 "failed": local in self.failed_ipus,
-                "sram_used_bytes": memory.used_bytes,
+                "sram_used_bytes": sram,
+                "sram_allocated_bytes": memory.used_bytes,
                 "sram_free_bytes": memory.free_bytes,
                 "tensors": len(memory.tensors),
                 "compute_s": phases.compute_s,
@@ -272,7 +300,15 @@ class Machine:
             **self.health(),
             "steps": self.steps,
             "per_ipu": ipus,
-            "streaming": {"capacity_bytes": streaming.capacity_bytes, "used_bytes": streaming.used_bytes,
+            "streaming": {"capacity_bytes": streaming.capacity_bytes, "used_bytes": streaming_used,
+                          "allocated_bytes": streaming.used_bytes,
                           "tensors": len(streaming.tensors), **asdict(streaming.transfers)},
             "links": {kind: asdict(counters) for kind, counters in self.links.items()},
         }
+
+    def _in_use(self, local: int) -> tuple[int, int]:
+        """(SRAM, Streaming Memory) the IPU holds as the Pod would: its holds, or else its allocations."""
+        if self.held[local]:
+            return tuple(map(sum, zip(*self.held[local].values())))
+        offloaded = sum(t.nbytes for (ipu, _), t in self.streaming.tensors.items() if ipu == local)
+        return self.memories[local].used_bytes, offloaded

@@ -86,6 +86,9 @@ class Scoped:
     def reserve(self, sizes, name):
         return self.inner.reserve(sizes, self.scope + name)
 
+    def hold(self, held, name):
+        return self.inner.hold(held, self.scope + name)
+
     def spec(self, ipu, name):
         return self.inner.spec(ipu, self.scope + name)
 
@@ -163,6 +166,15 @@ class Fabric:
         """Hold sizes[ipu] bytes of SRAM on each IPU under `name`, no data (buffers the driver keeps)."""
         self.transport.reserve(sizes, name)
         self.held.update((ipu, name) for ipu in sizes)
+
+    def hold(self, name: str, held: dict[int, tuple[int, int]]) -> None:
+        """Tell the machines, when the transport has them, what each IPU holds on the Pod: held[ipu] = (SRAM
+        peak, Streaming Memory) of the last step, the figures they then report (Machine.hold); freed by
+        free_all(). Without machines (LocalTransport) the controller reports the step reports themselves."""
+        hold = getattr(self.transport, "hold", None)
+        if hold is not None:
+            hold(held, name)
+            self.held.update((ipu, name) for ipu in held)
 
     def free_all(self) -> None:
         """Free every tensor the job put (best effort: a machine that is gone has nothing left to free)."""

@@ -44,7 +44,8 @@ reads and writes in parallel at the machine's bandwidth), on the machines' own c
 machines; the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its SRAM, its stage's
 activations as the planner counts them (memory.stage_memory; phased: one block's), so a layout whose activations
 do not fit fails with the machines' out-of-memory error, as it would on the Pod. What each IPU reports holding
-(SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py).
+(SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py), and the
+machines are told it each step (Fabric.hold): it is what they report for the job's IPUs.
 
 The loss is the mean over the global batch of the per-sample losses the last stages computed.
 
@@ -377,6 +378,7 @@ class ParallelTrainer:
                                      memory_bytes=int(sram), activation_bytes=int(activations),
                                      streaming_bytes=int(streamed))
         self._charge_machines(per_ipu, step_s, step)
+        self.fabric.hold("held", {ipu: (r.memory_bytes, r.streaming_bytes) for ipu, r in per_ipu.items()})
         return StepReport(
             step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,
             comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, sync_s=sync_s,
