@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from vipu import __version__
-from vipu.cli import jobs, offline, partitions, top
+from vipu.cli import jobs, offline, partitions, submit, top
 from vipu.cli.context import (
     JSON_HELP,
     ApiHostOption,
@@ -64,6 +64,7 @@ def root(
 
 
 partitions.register(app)
+submit.register(app)
 jobs.register(app)
 offline.register(app)
 top.register(app)

@@ -129,6 +129,16 @@ def gpipe_pipeline_s(forwards: list[float], backwards: list[float], m: int) -> f
     return sum(forwards) + sum(backwards) + (m - 1) * (max(forwards) + max(backwards))
 
 
+def streamed_bytes(lay, weights: float, state: float, stash: float) -> tuple[float, float]:
+    """(in, out) bytes one IPU moves to and from Streaming Memory in a step, given what it stores there (weights
+    as stored, optimiser state, stashed block inputs): phased, the weights 4 times in (forward, recomputation,
+    backward, update), the gradients in for the update, the state and the stash; out the gradients, weights,
+    state and stash. Optimiser offload: the state each way. The emulator charges the same (train/parallel.py)."""
+    if lay.phased:
+        return 5 * weights + state + stash, 2 * weights + state + stash
+    return (state, state) if lay.offload_optimizer else (0.0, 0.0)
+
+
 def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     model, lay = workload.model, workload.layout
     b, t, p, r, m = lay.micro_batch, lay.t, lay.p, lay.r, lay.micro_batches
@@ -183,16 +193,8 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
 
     machine = pod.machine
     sharing = min(machine.ipus, lay.ipus)  # the job's IPUs on one machine, streaming at once
-    state = optimizer_bytes(workload)
-    if lay.phased:
-        weights = stored_weight_bytes(workload)
-        stash = stash_bytes(workload)
-        reads = 4 * weights + weights + state + stash  # weights x4, gradients, state, stash
-        writes = weights + weights + state + stash  # gradients, weights, state, stash
-    elif lay.offload_optimizer:
-        reads = writes = state
-    else:
-        reads = writes = 0.0
+    reads, writes = streamed_bytes(lay, stored_weight_bytes(workload), optimizer_bytes(workload),
+                                   stash_bytes(workload))
     streaming = duplex_s(sharing * reads, sharing * writes, machine.streaming_memory_bytes_per_s,
                          machine.streaming_memory_latency_s)
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from vipu.errors import FailedPrecondition
 from vipu.partition.placement import largest_free_block
+from vipu.partition.rules import named
 from vipu.scheduler.job import Job, PriorityBreakdown
 from vipu.scheduler.priority import breakdown, qos_factors
 from vipu.scheduler.policies.base import BEGIN_TIME, HELD, HELD_ADMIN, PendingInfo
@@ -34,6 +36,9 @@ class Pod64Info:
     largest_free_block: int
     drained: int = 0  # healthy, on machines whose agent is drained or missing, in no partition
     draining: int = 0  # the same, but a partition holds them: in use until its job ends, then drained
+
+
+MANY_IDS = 20  # more pending jobs than this in a refusal: no command line of their ids
 
 
 def pending_reason(s: Scheduler, job: Job) -> PendingInfo | None:
@@ -152,3 +157,13 @@ def info(s: Scheduler, available_mask: int | None, drained_mask: int = 0, draini
         rows.append(Pod64Info(ild, first, per, idle, allocated, broken, largest_free_block(free, per), drained,
                               draining))
     return rows
+
+
+def check_allocation_unused(s: Scheduler, allocation: str) -> None:
+    """FailedPrecondition naming the pending jobs that asked for `allocation` (each array task on its own), and the
+    cancel that clears them."""
+    waiting = [s.table.jobs[i].display_id for i, q in sorted(s.table.pending.items()) if q.allocation == allocation]
+    if waiting:
+        how = f" (`vipu cancel {' '.join(waiting)}`)" if len(waiting) <= MANY_IDS else ""
+        raise FailedPrecondition(f"allocation {allocation} has {named('pending job', waiting)} that asked for it;"
+                                 f" cancel {'it' if len(waiting) == 1 else 'them'} first{how}")

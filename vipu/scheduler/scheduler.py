@@ -15,17 +15,14 @@ from typing import Callable, Iterable, Mapping, Sequence
 from pydantic import BaseModel
 
 from vipu.errors import (
-    AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
-    PermissionDenied,
     ResourceExhausted,
 )
 from vipu.partition.pod import PodConfig
 from vipu.partition.state import Journal, NoJournal
-from vipu.scheduler import queries
-from vipu.scheduler.arrays import spans
+from vipu.scheduler import holds, queries
 from vipu.scheduler.bits import block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.cycle import run_cycle
@@ -43,7 +40,7 @@ from vipu.scheduler.submit import (
     Submitted,
     build_jobs,
     check_dependency,
-    check_request_id,
+    earlier_jobs,
     naming_spec,
     resolve,
     resolve_begin,
@@ -181,17 +178,9 @@ class Scheduler:
                 f"qos {resolved.qos!r} is no longer in the scheduler config (only jobs stored before it was removed"
                 f" still name it); use one of {', '.join(sorted(set(self.config.qos) - self.retired_qos))}"
             )
-        if request_id is not None:
-            check_request_id(request_id)
-            earlier = self.table.request_ids.get((resolved.user, request_id))  # another user's is not theirs
-            if earlier:
-                first = self.table.jobs[earlier[0]]
-                if first.spec != resolved:
-                    raise AlreadyExists(
-                        f"request_id {request_id!r} was already used for job {earlier[0]} with a different spec; use a"
-                        " new request id for a new job"
-                    )
-                return Submitted([self.job(i) for i in earlier], duplicate=True)
+        earlier = earlier_jobs(self.table, resolved, request_id) if request_id is not None else []
+        if earlier:
+            return Submitted([self.job(i) for i in earlier], duplicate=True)
         array = resolved.parsed_array(self.config.max_array_tasks)
         count = len(array.indices) if array else 1
         if active + count > self.config.max_jobs:
@@ -212,9 +201,10 @@ class Scheduler:
         wanted = set(users)
         return sorted(i for i in (*self.table.pending, *self.table.running) if self.table.jobs[i].user in wanted)
 
-    def pending_in(self, allocation: str) -> list[Job]:
-        """The pending jobs that asked for this allocation (each array task on its own), by id."""
-        return [self.table.jobs[i] for i, q in sorted(self.table.pending.items()) if q.allocation == allocation]
+    def check_allocation_unused(self, allocation: str) -> None:
+        """FailedPrecondition naming the pending jobs that asked for `allocation`: removed from under them, they
+        would wait forever."""
+        queries.check_allocation_unused(self, allocation)
 
     def cancel(self, job_ids: Iterable[int], now: float, single: bool = False,
                users: Iterable[str] = (), why: str | None = None) -> list[Effect]:
@@ -241,51 +231,19 @@ class Scheduler:
         return self._end_runs(changed, running, now, S.CANCELLED)
 
     def hold(self, job_id: int, now: float, admin: bool = False, single: bool = False) -> Job:
-        """Keep a pending job from starting until release; an array job id holds its pending tasks. Returns the job
-        (for an array, its first task).
-
-        A user hold (reason JobHeldUser) leaves an admin hold as it is; an admin hold (`admin`, reason JobHeldAdmin,
-        Slurm's hold by an operator) replaces a user hold, and only an admin may release it. The caller decides who
-        may place one (the server: an admin identity). `single`: an array job's id holds only its first task."""
-        return self._set_held(job_id, True, now, admin, single)
+        """Keep a pending job (an array job id: its pending tasks) from starting until release (holds.py); an admin
+        hold with `admin`, whoever the caller decides may place one. Returns the job (an array's first task)."""
+        self._commit(holds.changed(self, job_id, True, admin, single), now)
+        return self.job(job_id)
 
     def release(self, job_id: int, now: float, admin: bool = False, single: bool = False) -> Job:
-        """Let a held job (or an array's held tasks) be scheduled again. `admin`: the caller is an admin, who
-        releases user and admin holds alike; anyone else gets PermissionDenied for an admin hold (and nothing is
-        released)."""
-        return self._set_held(job_id, False, now, admin, single)
+        """Let held jobs be scheduled again (holds.py); `admin`: the caller is an admin, without which an admin
+        hold is PermissionDenied and nothing is released."""
+        self._commit(holds.changed(self, job_id, False, admin, single), now)
+        return self.job(job_id)
 
     def check_release(self, job_id: int, admin: bool, single: bool = False) -> None:
-        """PermissionDenied if a non-admin's release of this job (or array) would have to lift an admin hold."""
-        if admin:
-            return
-        locked = [j for j in self._expand([job_id], single) if j.admin_hold and j.state is S.PENDING]
-        if locked:
-            which = f"job {locked[0].display_id}"
-            if self._whole_array(job_id, single):
-                which = f"array job {job_id} (task{'s' if len(locked) > 1 else ''} {spans([j.array_task_id for j in locked])})"
-            raise PermissionDenied(
-                f"{which} is held by an admin (JobHeldAdmin); only an admin may release it: ask one to run"
-                " `vipu release`"
-            )
-
-    def _set_held(self, job_id: int, held: bool, now: float, admin: bool, single: bool) -> Job:
-        verb = "held" if held else "released"
-        jobs = self._expand([job_id], single)
-        if self._whole_array(job_id, single):  # like scontrol: the tasks that are still pending
-            jobs = [j for j in jobs if j.state is S.PENDING]
-            if not jobs:
-                raise FailedPrecondition(f"array job {job_id} has no PENDING tasks to be {verb}")
-        elif jobs[0].state is not S.PENDING:
-            raise FailedPrecondition(f"job {jobs[0].display_id} is {jobs[0].state.value}; only a PENDING job can be {verb}")
-        if held:  # an admin hold replaces a user hold; a user hold never weakens an admin hold
-            changes = {"held": True, "admin_hold": True} if admin else {"held": True}
-            changed = [j.model_copy(update=changes) for j in jobs if not j.held or (admin and not j.admin_hold)]
-        else:
-            self.check_release(job_id, admin, single)
-            changed = [j.model_copy(update={"held": False, "admin_hold": False}) for j in jobs if j.held]
-        self._commit(changed, now)
-        return self.job(job_id)
+        holds.check_release(self, job_id, admin, single)
 
     def requeue(self, job_id: int, now: float, single: bool = False) -> list[Effect]:
         """Put a running or finished job back in the queue under the same id (scontrol requeue); an array job id

@@ -13,7 +13,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from vipu.errors import InvalidArgument, VipuError
+from vipu.errors import AlreadyExists, InvalidArgument, VipuError
 from vipu.jobs.spec import TrainWorkload
 from vipu.partition.pod import PodConfig
 from vipu.partition.rules import check_name, check_size, job_partition_name
@@ -137,6 +137,17 @@ def check_request_id(request_id: str) -> None:
         raise InvalidArgument(
             f"request_id must be 1 to {MAX_REQUEST_ID} printable characters (a UUID is a good choice)"
         )
+
+
+def earlier_jobs(table: JobTable, spec: JobSpec, request_id: str) -> list[int]:
+    """The jobs an earlier submit by this spec's user with this request id queued ([] if none; another user's key
+    is not theirs), for a retry to be answered with; AlreadyExists if that submit was of a different spec."""
+    check_request_id(request_id)
+    earlier = table.request_ids.get((spec.user, request_id), [])  # type: ignore[arg-type]
+    if earlier and table.jobs[earlier[0]].spec != spec:
+        raise AlreadyExists(f"request_id {request_id!r} was already used for job {earlier[0]} with a different spec;"
+                            " use a new request id for a new job")
+    return earlier
 
 
 def check_dependency(spec: JobSpec, table: JobTable, new_ids: range, call_ids: range = range(0)) -> None:

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from vipu.errors import FailedPrecondition, InvalidArgument
-from vipu.partition.rules import named
 from vipu.server import convert
 from vipu.server.status import rpc
 from vipu.v1 import admin_pb2 as a
 from vipu.v1 import admin_pb2_grpc
 from vipu.v1 import partition_pb2 as p
-
-MANY = 20  # more pending jobs than this in a refusal: no command line of their ids
 
 
 class AdminService(admin_pb2_grpc.AdminServiceServicer):
@@ -99,11 +96,7 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
     @rpc
     def RemoveAllocation(self, request, context):
         with self.rt.lock:
-            waiting = [job.display_id for job in self.rt.scheduler.pending_in(request.name)]
-            if waiting:  # they could run nowhere else: removed from under them, they waited forever
-                how = f" (`vipu cancel {' '.join(waiting)}`)" if len(waiting) <= MANY else ""
-                raise FailedPrecondition(f"allocation {request.name} has {named('pending job', waiting)} that asked"
-                                         f" for it; cancel {'it' if len(waiting) == 1 else 'them'} first{how}")
+            self.rt.scheduler.check_allocation_unused(request.name)  # its pending jobs would wait forever
             return convert.allocation(self.admin.remove_allocation(request.name), self.state)
 
     @rpc

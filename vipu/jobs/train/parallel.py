@@ -67,7 +67,7 @@ import numpy as np
 
 from vipu.fabric.group import shard
 from vipu.jobs.memory import stage_memory, stash_bytes, state_bytes_per_param
-from vipu.jobs.timing import WEIGHT_GATHERS, recomputes
+from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train import mlp_stage, optim, recompute, transformer_stage
 from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
 from vipu.jobs.train.holdings import Holdings
@@ -77,10 +77,10 @@ from vipu.jobs.train.problem import DTYPE, batch, check_runnable, init_params
 from vipu.jobs.train.report import IpuReport, StepReport
 from vipu.jobs.train.schedule import execution_order, stage_orders, timeline
 from vipu.jobs.train.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
+from vipu.jobs.train.streaming import machine_streaming_s
 from vipu.jobs.train.work import OpTimer, StageGroup
 from vipu.partition.topology import Topology
 from vipu.workers import bsp
-from vipu.workers.streaming import duplex_s
 
 
 class ParallelTrainer:
@@ -181,34 +181,15 @@ class ParallelTrainer:
         lo, hi = self._owned(ipu)
         return (hi - lo) * state_bytes_per_param(self.workload)
 
-    def _streaming_bytes(self, ipu: int) -> tuple[float, float]:
-        """(in, out) bytes of Streaming Memory for this IPU in one step, as the real Pod moves them: weights in
-        the model's dtype, the optimiser state (_state_bytes)."""
-        state = self._state_bytes(ipu)
-        if self.lay.phased:
-            weights = self._stored_weight_bytes(ipu)  # and the gradients, in the same share
-            stash = stash_bytes(self.workload)
-            return 5 * weights + state + stash, 2 * weights + state + stash
-        return (state, state) if self.lay.offload_optimizer else (0.0, 0.0)
-
     def _streaming_s(self) -> float:
-        """The step's streaming: each machine's IPUs' bytes as one duplex batch, charged on the machines when
-        the transport has them; the busiest machine's seconds."""
+        """The step's streaming, each IPU's bytes as the Pod moves them (timing.streamed_bytes) batched per
+        machine (train/streaming.py)."""
         if not self.streamed:
             return 0.0
-        per_machine: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
-        for ipu in self.ipus:
-            got, put = self._streaming_bytes(ipu)
-            totals = per_machine[ipu // self.pod.machine.ipus]
-            totals[0] += got
-            totals[1] += put
-        batches = {m: (int(a), int(b)) for m, (a, b) in per_machine.items()}
-        settle = getattr(self.fabric.transport, "settle_streaming", None)
-        if settle is not None:
-            return max(settle(batches).values())
-        machine = self.pod.machine
-        return max(duplex_s(a, b, machine.streaming_memory_bytes_per_s, machine.streaming_memory_latency_s)
-                   for a, b in batches.values())
+        stash = stash_bytes(self.workload) if self.lay.phased else 0.0
+        return machine_streaming_s(self.fabric.transport, self.pod, {
+            ipu: streamed_bytes(self.lay, self._stored_weight_bytes(ipu), self._state_bytes(ipu), stash)
+            for ipu in self.ipus})
 
     @property
     def replicas(self) -> list[int]:
