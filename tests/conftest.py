@@ -41,7 +41,9 @@ class ServerProcess:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60.0) -> ServerProcess:  # a local Ray can take 20 s to start on a loaded machine
+    def start(self, timeout: float = 60.0) -> ServerProcess:
+        if "local" in self.extra:  # a local Ray can take 20 s to start on a loaded machine, twice when the controller
+            timeout = max(timeout, 180.0)  # retries a start whose head processes timed out (fleet._start_local_ray)
         cmd = [console_script("vipu-server"), "--pod", self.pod, "--port", str(self.port), "--state-dir",
                str(self.state_dir), "--metrics-port", "0",
                *([] if {"--ray", "--ray-address"} & set(self.extra) else ["--ray", "off"]), *self.extra]
