@@ -21,7 +21,8 @@ from pathlib import Path
 import grpc
 from live_server import start_server
 
-from vipu.server.runtime import open_runtime
+from vipu.control.startup import open_plane
+from vipu.cli.paging import every_page
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 
@@ -71,7 +72,7 @@ def kill_cycles(cycles: int, per_cycle: int) -> tuple[int, int, int]:
         for c in clients:
             c.join()
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            jobs = job_pb2_grpc.JobServiceStub(channel).ListJobs(j.ListJobsRequest(), timeout=60).jobs
+            jobs = every_page(lambda r: job_pb2_grpc.JobServiceStub(channel).ListJobs(r, timeout=60), j.ListJobsRequest()).jobs
         proc.terminate()
         proc.wait()
         ids = [i for _, job_ids in acked for i in job_ids]
@@ -81,10 +82,10 @@ def kill_cycles(cycles: int, per_cycle: int) -> tuple[int, int, int]:
 
 def recovery_time(jobs: int) -> float:
     with tempfile.TemporaryDirectory() as state:
-        runtime = open_runtime("bow-pod256", Path(state), "127.0.0.1", 0)  # fill the store offline, same format
+        plane = open_plane("bow-pod256", Path(state), "127.0.0.1", 0)  # fill the store offline, same format
         for i in range(jobs):
-            runtime.scheduler.submit({"name": f"j{i}", "ipus": 4, "time_limit": "1h", "hold": True}, runtime.now())
-        runtime.store.close()
+            plane.scheduler.submit({"name": f"j{i}", "ipus": 4, "time_limit": "1h", "hold": True}, plane.now())
+        plane.store.close()
         proc, port = start_server(state, "bow-pod256")
         proc.send_signal(signal.SIGKILL)
         proc.wait()

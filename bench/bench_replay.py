@@ -5,20 +5,47 @@ Goal: >= 20,000 jobs replayed per wall-clock second. Prints the GPU-to-IPU mappi
 the trace's own arrival times and once with arrivals 4x compressed (4x the load), where the policies differ.
 --repeat N replays each policy N times and shows the fastest (on a machine shared with other work a single run's
 wall time varies by half); the result tables are the same whatever N.
+Last, it replays the openb trace at 1x, 4x and 16x under every policy and checks every figure (but jobs/s) against
+bench/replay_figures_before_issue20.json, what the replay gave before the one-driver redesign (issue 20).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vipu.scheduler.replay import main_replay  # noqa: E402
+from vipu.replay.results import result_json  # noqa: E402
+from vipu.replay.run import main_replay, simulate_trace  # noqa: E402
 
 TRACE = str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb_pod_list_default.csv")
+BEFORE = Path(__file__).with_name("replay_figures_before_issue20.json")
+POLICIES = ["fifo", "priority", "backfill", "sjf"]
+
+
+def figures(trace: str, pod: str) -> list[dict]:
+    """Every figure of the openb replays BEFORE holds, but the speed (jobs/s) and the trace's path."""
+    out = []
+    for compression in (1.0, 4.0, 16.0):
+        sim = simulate_trace(trace, pod, POLICIES, compression=compression)
+        for result in sim.results:
+            row = {k: v for k, v in result_json(result, sim).items() if k not in ("jobs_per_s", "trace")}
+            out.append({**row, "cycles": result.cycles})
+    return out
+
+
+def compare_with_before(trace: str, pod: str) -> str:
+    before = json.loads(BEFORE.read_text())
+    now = figures(trace, pod)
+    if now == before:
+        return f"every figure of {len(now)} replays (1x, 4x, 16x; {', '.join(POLICIES)}) equals {BEFORE.name}"
+    changed = [f"{b['policy']} x{b['compress']:g}: {k} {b[k]} -> {n[k]}" for b, n in zip(before, now)
+               for k in b if b[k] != n.get(k)]
+    return f"CHANGED since {BEFORE.name}: {'; '.join(changed) or 'the rows differ'}"
 
 
 def main() -> None:
@@ -34,6 +61,8 @@ def main() -> None:
         print(main_replay(args.trace, args.pod, args.policies.split(","), timer=time.perf_counter,
                           repeat=args.repeat, compression=compression))
         print(f"(whole run incl. reading the trace: {time.perf_counter() - t0:.1f} s wall)\n")
+    if args.trace == TRACE and args.pod == "bow-pod256":
+        print(compare_with_before(args.trace, args.pod))
 
 
 if __name__ == "__main__":

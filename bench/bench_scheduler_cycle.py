@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vipu.partition.pod import load_pod  # noqa: E402
 from vipu.scheduler.config import SchedulerConfig  # noqa: E402
 from vipu.scheduler.scheduler import Scheduler  # noqa: E402
-from vipu.scheduler.spec import JobSpec, SleepWorkload  # noqa: E402
+from vipu.scheduler.spec import JobSpec  # noqa: E402
+from vipu.scheduler.workload import SleepWorkload  # noqa: E402
 
 SIZES = [1, 1, 2, 4, 4, 4, 8, 8, 16, 32, 64]
 
@@ -41,6 +42,12 @@ def random_spec(rng: random.Random) -> JobSpec:
         qos=rng.choices(["low", "normal", "high"], [2, 7, 1])[0], user=f"user{rng.randrange(20)}",
         nice=rng.randrange(0, 100), workload=SleepWorkload(duration=limit * rng.uniform(0.2, 1.0)),
     )
+
+
+def expire(s: Scheduler, now: float) -> None:
+    """The time limits that ran out by `now`, each at its limit (what the driver's time-limit events do)."""
+    for run in sorted((r for r in s.table.running.values() if r.end_by <= now), key=lambda r: (r.end_by, r.id)):
+        s.time_limit_reached(run.id, run.start_time, run.end_by)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -68,12 +75,12 @@ def bench(policy: str, pending: int, cycles: int, seed: int) -> dict:
             s.job_finished(job_id, now)
         for _ in range(rng.randrange(1, 4)):
             s.submit(random_spec(rng), now)
-        s.enforce_time_limits(now)
+        expire(s, now)
         t0 = time.perf_counter()
         s.cycle(now)
         times.append((time.perf_counter() - t0) * 1e3)
     t0 = time.perf_counter()
-    queue = s.queue()
+    queue = list(s.view().queue())
     squeue_ms = (time.perf_counter() - t0) * 1e3
     return {
         "policy": policy, "pending": len(s.table.pending), "running": len(s.table.running),
@@ -104,7 +111,7 @@ def bench_held(policy: str, held: int, kind: str, runnable: int, cycles: int, se
         extra = len(s.table.pending) - held - runnable  # keep about `runnable` jobs that may run pending
         for _ in range(max(0, rng.randrange(1, 4) - max(0, extra))):
             s.submit(random_spec(rng), now)
-        s.enforce_time_limits(now)
+        expire(s, now)
         t0 = time.perf_counter()
         s.cycle(now)
         times.append((time.perf_counter() - t0) * 1e3)

@@ -23,7 +23,7 @@ import grpc
 from live_server import start_server, timed_clients
 
 from vipu.server.job_service import JobService
-from vipu.server.runtime import open_runtime
+from vipu.control.startup import open_plane
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 
 SPEC = json.dumps({"name": "bench", "ipus": 4, "time_limit": "10m", "hold": True, "user": "bench"}).encode()
@@ -60,9 +60,9 @@ def handler_us(jobs: int) -> float:
     """Microseconds per submission of the server's own SubmitJob in this process, no gRPC: parse and validate the
     spec, queue the job, commit it to SQLite (WAL) and build the answer. What the transport adds is the rest."""
     with tempfile.TemporaryDirectory() as state_dir:
-        runtime = open_runtime("bow-pod256", Path(state_dir), "127.0.0.1", 0)
+        plane = open_plane("bow-pod256", Path(state_dir), "127.0.0.1", 0)
         try:
-            service, call = JobService(runtime), LocalCall()
+            service, call = JobService(plane), LocalCall()
             requests = [j.SubmitJobRequest(spec=SPEC, request_id=uuid.uuid4().hex) for _ in range(jobs + 1)]
             service.SubmitJob(requests.pop(), call)
             start = time.perf_counter()
@@ -70,7 +70,7 @@ def handler_us(jobs: int) -> float:
                 service.SubmitJob(request, call)
             return (time.perf_counter() - start) / jobs * 1e6
         finally:
-            runtime.store.close()
+            plane.store.close()
 
 
 def main() -> None:

@@ -43,6 +43,7 @@ from pathlib import Path
 import grpc
 from live_server import start_bare_server, start_server
 
+from vipu.cli.paging import every_page
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 
@@ -262,7 +263,7 @@ def vipu_phases(phases: str, knobs: dict) -> dict[str, float]:
                 except grpc.RpcError:
                     time.sleep(0.01)
             r["e_restart_s"] = time.perf_counter() - start
-            alive = {x.id for x in jobs.ListJobs(j.ListJobsRequest(), timeout=60).jobs}
+            alive = {x.id for x in every_page(lambda r: jobs.ListJobs(r, timeout=60), j.ListJobsRequest()).jobs}
             r["e_accepted"], r["e_survived"] = len(acked), len(set(acked) & alive)
         proc.terminate()
         proc.wait()

@@ -60,7 +60,8 @@ def job_spec_page() -> str:
     from vipu.jobs.models import MlpModel, TransformerModel
     from vipu.jobs.spec import TrainWorkload
     from vipu.scheduler.config import PriorityWeights, QosSpec, SchedulerConfig
-    from vipu.scheduler.spec import HoldWorkload, JobSpec, SleepWorkload
+    from vipu.scheduler.spec import JobSpec
+    from vipu.scheduler.workload import HoldWorkload, SleepWorkload
 
     parts = ["# Job spec reference", "",
              "Generated from the pydantic models by `docs/generate.py`; do not edit by hand.", "",

@@ -158,7 +158,7 @@ def test_concurrent_commits_are_all_durable_when_they_return(tmp_path):
 
 
 def test_the_state_lock_returns_only_once_what_its_holder_could_see_is_stored(tmp_path):
-    from vipu.server.runtime import StateLock
+    from vipu.control.lock import StateLock
 
     store = Store(tmp_path / "s.db")
     lock = StateLock(store)

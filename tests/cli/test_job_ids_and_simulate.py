@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from vipu.errors import InvalidArgument
-from vipu.scheduler.replay import main_replay, replay
-from vipu.scheduler.traces import NATIVE_COLUMNS, load_trace
+from vipu.replay.run import main_replay, replay
+from vipu.replay.traces import NATIVE_COLUMNS, load_trace
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for

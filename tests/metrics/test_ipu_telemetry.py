@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from vipu.jobs.spec import TrainWorkload
-from vipu.partition.partitions import IpuStatus
+from vipu.partition.ipu_status import IpuStatus
 from vipu.partition.pod import load_pod
 from vipu.workers.telemetry import IDLE_W
 
@@ -22,10 +22,10 @@ JOB_IPUS = [0, 1, 2, 3]  # examples/tiny_tp.yaml: t=4 on machine 0
 
 @pytest.fixture
 def fleet(ray_session):
-    from vipu.server.fleet import Fleet
+    from vipu.workers.fleet import Fleet
     from vipu.workers.pool import MachinePool
 
-    fleet = Fleet(runtime=None)  # the controller's edge to the actors; only its stats() is used here
+    fleet = Fleet(POD, on_lost=lambda machines: None)  # the controller's edge to the actors; only its stats() is used here
     fleet.pool = MachinePool(POD)
     yield fleet
     fleet.pool.shutdown()
@@ -40,7 +40,7 @@ def per_ipu_series(fleet, running: bool = True) -> dict[str, dict[int, float]]:
     statuses = [IpuStatus(ipu=i, machine=i // 4, index=i % 4, ild=0, agent=f"ag0{i // 4}",
                           state="allocated" if i in busy else "idle", partition="slurm_1" if i in busy else None)
                 for i in range(8)]
-    families = StateCollector(SimpleNamespace(fleet=fleet)).machines(POD, statuses)
+    families = StateCollector(SimpleNamespace(machine_stats=fleet.stats)).machines(POD, statuses)
     wanted = {"vipu_ipu_utilization_ratio", "vipu_ipu_memory_used_bytes", "vipu_ipu_power_watts"}
     return {f.name: {int(s.labels["ipu"]): s.value for s in f.samples} for f in families if f.name in wanted}
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from vipu.jobs.spec import TrainWorkload
-from vipu.partition.partitions import IpuStatus
+from vipu.partition.ipu_status import IpuStatus
 from vipu.partition.pod import load_pod
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ def gauges(fleet) -> tuple[dict[int, float], float]:
 
     statuses = [IpuStatus(ipu=i, machine=0, index=i, ild=0, agent="ag00", state="allocated", partition="slurm_1")
                 for i in range(4)]
-    families = {f.name: f for f in StateCollector(SimpleNamespace(fleet=fleet)).machines(POD, statuses)}
+    families = {f.name: f for f in StateCollector(SimpleNamespace(machine_stats=fleet.stats)).machines(POD, statuses)}
     sram = {int(s.labels["ipu"]): s.value for s in families["vipu_ipu_memory_used_bytes"].samples}
     [streaming] = [s.value for s in families["vipu_machine_streaming_memory_used_bytes"].samples
                    if s.labels["machine"] == "0"]
@@ -42,10 +42,10 @@ def on_actors(ray_session):
     """A Fleet whose machines are actors, and the transport a controller gives a run on them (scoped names)."""
     from vipu.fabric.ray_transport import RayTransport
     from vipu.jobs.train.comm import Scoped
-    from vipu.server.fleet import Fleet
+    from vipu.workers.fleet import Fleet
     from vipu.workers.pool import MachinePool
 
-    fleet = Fleet(runtime=None)  # only its stats() is used
+    fleet = Fleet(POD, on_lost=lambda machines: None)  # only its stats() is used
     fleet.pool = MachinePool(POD)
     yield fleet, lambda steps: lambda group: Scoped(RayTransport.for_group(fleet.pool, group), "job1.run1/")
     fleet.pool.shutdown()

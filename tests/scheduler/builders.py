@@ -3,9 +3,12 @@ each one line to use (`make(policy="fifo")`, `spec(ipus=4, array="0-3")`)."""
 
 from __future__ import annotations
 
+from vipu.control.driver import Arrival, Driver, Timers
 from vipu.partition.pod import load_pod
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.scheduler import Scheduler
+from vipu.scheduler.spec import parse_spec
+from vipu.scheduler.states import JobState
 
 
 class RecordingJournal:
@@ -58,53 +61,33 @@ def make(pod=POD16, journal=None, **config) -> Scheduler:
 
 
 def drive(s: Scheduler, arrivals: list[tuple[float, dict]], until: float = 1e12, estimates: bool = True) -> dict:
-    """A small virtual-time loop: submit `arrivals` (time, spec), finish sleep workloads when they end, and wake
-    at begin times.
+    """The controller's driver in virtual time: submit `arrivals` (time, spec), end sleep workloads when they end,
+    enforce time limits, wake at begin times.
 
-    Returns {"first_estimate": {id: t}, "start": {id: t}, "end": {id: t}}; checks at every step that running jobs
-    hold disjoint, aligned, whole blocks (the gang invariant)."""
-    import heapq
-
-    from vipu.scheduler.effects import StartJob
-
-    arrivals = sorted(arrivals, key=lambda a: a[0])
-    heap: list = []
-    seq = 0
+    Returns {"first_estimate": {id: t}, "start": {id: t}, "end": {id: t}}; checks after every step that running
+    jobs hold disjoint, aligned, whole blocks (the gang invariant)."""
     out: dict = {"first_estimate": {}, "start": {}, "end": {}}
-    i = 0
-    while i < len(arrivals) or heap or s.table.begins:
-        begin = s.table.next_begin()  # wake when a job's begin time comes, as the live dispatcher does
-        now = min(arrivals[i][0] if i < len(arrivals) else float("inf"), heap[0][0] if heap else float("inf"),
-                  float("inf") if begin is None else begin)
-        if now > until:
-            break
-        while i < len(arrivals) and arrivals[i][0] == now:
-            s.submit(arrivals[i][1], now)
-            i += 1
-        while heap and heap[0][0] == now:
-            _, _, job_id, started, code = heapq.heappop(heap)
-            job = s.table.jobs[job_id]
-            if job.state.value == "RUNNING" and job.start_time == started:
-                s.job_finished(job_id, now, exit_code=code)
-                out["end"][job_id] = now
-        for e in s.enforce_time_limits(now):
-            out["end"][e.job_id] = now
-        for e in s.cycle(now, estimates=estimates):
-            if isinstance(e, StartJob):
-                out["start"].setdefault(e.job_id, now)
-                work = e.workload
-                if work.kind == "sleep":
-                    at = e.start_time + work.duration
-                    if at <= e.end_by:
-                        heapq.heappush(heap, (at, seq, e.job_id, e.start_time, work.exit_code))
-                        seq += 1
-                if e.end_by < float("inf"):
-                    heapq.heappush(heap, (e.end_by, seq, e.job_id, -1.0, 0))  # wakes the loop for the time limit
-                    seq += 1
+
+    class Recorder(Timers):
+        def start(self, start):
+            out["start"].setdefault(start.job_id, start.start_time)
+            return super().start(start)
+
+        def stop(self, stop):
+            if stop.state in (JobState.COMPLETED, JobState.FAILED, JobState.TIMEOUT):
+                out["end"][stop.job_id] = s.table.jobs[stop.job_id].end_time
+            super().stop(stop)
+
+    driver = Driver(s, Recorder(), estimates=estimates)
+    driver.arrive(Arrival(at, parse_spec(fields)) for at, fields in arrivals)
+
+    def after(now: float) -> None:
         for job_id, info in s.pending_info.items():
             if info.estimated_start is not None:
                 out["first_estimate"].setdefault(job_id, info.estimated_start)
         check_gangs(s)
+
+    driver.run(until, after)
     return out
 
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from types import SimpleNamespace
 
 import pytest
 
 from vipu.errors import AlreadyExists, InvalidArgument, PermissionDenied
 from vipu.scheduler.begin import begin_time, parse_begin
 from vipu.scheduler.effects import StartJob
-from vipu.scheduler.replay import replay
+from vipu.replay.run import replay
 from vipu.scheduler.spec import load_spec, parse_spec
 from vipu.scheduler.states import JobState
-from vipu.scheduler.traces import TraceJob, load_trace
+from vipu.replay.traces import TraceJob, load_trace
 
+from vipu.control.driver import Driver, Timers
 from tests.scheduler.builders import POD16, POD256, check_gangs, drive, make, sleep, spec
 from tests.scheduler.test_gated import walked
 from tests.scheduler.test_recovery import stored
@@ -199,7 +199,7 @@ def test_eligible_time_counts_from_begin_for_age_and_fifo_order():
     [late] = s.submit(spec(ipus=4, begin="now+100"), 0)  # submitted first, eligible at 100
     [mid] = s.submit(spec(ipus=4), 50)
     s.cycle(150)
-    assert [j.id for j in s.queue() if j.state is S.PENDING] == [mid.id, late.id]
+    assert [j.id for j in list(s.view().queue()) if j.state is S.PENDING] == [mid.id, late.id]
     s2 = make(policy="priority")
     s2.submit(spec(begin="now+100"), 0)
     assert s2.priority(1, 100).age == 0 and s2.priority(1, 50).age == 0 and s2.priority(1, 200).age > 0
@@ -215,7 +215,7 @@ def test_future_begin_jobs_do_not_grow_the_walk():
         assert sorted(walked(s, now)) == ready  # the walk sees the runnable jobs only
         assert len(s.table.begins) == len(early)  # and the begin heap is only peeked at
     assert {s.job(i).reason for i in early} == {"BeginTime"}
-    assert len(s.queue()) == 1 + len(early) + len(ready)  # squeue still lists them all
+    assert len(list(s.view().queue())) == 1 + len(early) + len(ready)  # squeue still lists them all
     s.cancel([blocker], 1801)
     assert len(walked(s, 1801)) == len(early) + len(ready)  # their time has come: they join the walk
 
@@ -265,17 +265,16 @@ def test_cancelled_and_rehold_jobs_leave_the_begin_index():
     assert started(s.cycle(100)) == [b.id] and s.table.begins == []
 
 
-def test_the_dispatcher_wakes_at_the_earliest_begin_time():
-    from vipu.server.dispatcher import IDLE_WAIT_S, Dispatcher
-
+def test_the_driver_wakes_at_the_earliest_begin_time():
     s = make()
-    d = Dispatcher(SimpleNamespace(scheduler=s), lambda: 0.0)
-    assert d._next_wait(0) == IDLE_WAIT_S
+    d = Driver(s, Timers())
+    assert d.next_time() is None
     s.submit(spec(begin="now+0.25"), 0)
     s.submit(spec(begin="now+0.5"), 0)
-    assert d._next_wait(0) == 0.25
-    s.cycle(0.25)
-    assert d._next_wait(0.25) == 0.25
+    d.step(0)
+    assert d.next_time() == 0.25
+    d.step(0.25)
+    assert s.job(1).state is S.RUNNING and d.next_time() == 0.5
 
 
 def test_replay_honours_begin_times_in_virtual_time():

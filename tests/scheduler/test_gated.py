@@ -137,7 +137,7 @@ def test_squeue_lists_gated_jobs_in_queue_order():
     s.submit(spec(nice=20, dependency="afterok:1"), 1)  # 4
     s.submit(spec(nice=0, hold=True), 1)  # 5
     s.cycle(2)
-    pending = [j.id for j in s.queue() if j.state is S.PENDING]
+    pending = [j.id for j in list(s.view().queue()) if j.state is S.PENDING]
     assert pending == [5, 2, 4, 3]  # by priority (nice), held and blocked ones in their place
     assert [s.job(i).reason for i in pending] == ["JobHeldUser", "Resources", "Dependency", "JobHeldUser"]
 

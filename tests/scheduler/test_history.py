@@ -9,7 +9,7 @@ S = JobState
 
 
 def rows(s, **query):
-    return [(j.id, j.state, j.start_time, j.end_time) for j in s.history(**query)]
+    return [(j.id, j.state, j.start_time, j.end_time) for j in s.view().history(**query)]
 
 
 def requeued_after_completing():
@@ -33,7 +33,7 @@ def test_a_requeued_job_is_one_row_by_default_and_a_row_per_run_with_duplicates(
     assert rows(s, states=[S.COMPLETED]) == latest == rows(s, states=[S.COMPLETED, S.CANCELLED])
     every = [(1, S.COMPLETED, 0, 2), (2, S.COMPLETED, 4, 5), (1, S.COMPLETED, 4, 7)]
     assert rows(s, states=[S.COMPLETED], duplicates=True) == every
-    earlier = s.history(states=[S.COMPLETED], duplicates=True)[0]
+    earlier = s.view().history(states=[S.COMPLETED], duplicates=True)[0]
     assert (earlier.exit_code, earlier.signal) == (0, 0)  # a run that completed exited 0
 
 
@@ -52,7 +52,7 @@ def test_a_state_filter_matches_the_latest_run_unless_duplicates():
     assert rows(s, states=[S.PREEMPTED, S.CANCELLED], duplicates=True) == [(1, S.PREEMPTED, 0, 5),
                                                                             (1, S.CANCELLED, 8, 9)]
     assert rows(s, states=[S.CANCELLED, S.COMPLETED]) == [(2, S.COMPLETED, 5, 8), (1, S.CANCELLED, 8, 9)]
-    ended = s.history(states=[S.PREEMPTED, S.CANCELLED], duplicates=True)
+    ended = s.view().history(states=[S.PREEMPTED, S.CANCELLED], duplicates=True)
     assert [j.signal for j in ended] == [15, 15]  # both runs were stopped by the controller
 
 
@@ -68,7 +68,7 @@ def test_ties_in_end_time_are_ordered_by_job_id():
     s = make()
     s.submit(spec(array="0-2"), 0)
     s.cancel([3, 1, 2], 4)
-    assert [j.id for j in s.history(states=[S.CANCELLED])] == [1, 2, 3]
+    assert [j.id for j in s.view().history(states=[S.CANCELLED])] == [1, 2, 3]
 
 
 def test_the_signal_is_sigterm_only_for_a_run_the_controller_stopped():
@@ -80,7 +80,7 @@ def test_the_signal_is_sigterm_only_for_a_run_the_controller_stopped():
     s.cycle(0)
     s.job_finished(4, 1, exit_code=3)
     s.cancel([2, 3], 2)
-    s.enforce_time_limits(6)
-    signals = {j.id: (j.state, j.exit_code, j.signal) for j in s.history()}
+    s.time_limit_reached(1, 0, 5)  # the driver's time-limit event
+    signals = {j.id: (j.state, j.exit_code, j.signal) for j in s.view().history()}
     assert signals == {1: (S.TIMEOUT, None, 15), 2: (S.CANCELLED, None, 15), 3: (S.CANCELLED, None, 0),
                        4: (S.FAILED, 3, 0)}

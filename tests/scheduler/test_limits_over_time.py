@@ -46,7 +46,7 @@ def check_limits_over_time(s, now):
     """Running jobs (until their end-by) and pending jobs with an estimated start (over [estimate, + limit)) never
     hold more of a group than its limit: the estimates shown keep the limits the scheduler enforces."""
     groups: dict = {}
-    for job in s.queue():
+    for job in list(s.view().queue()):
         at = job.start_time if job.state.value == "RUNNING" else job.estimated_start
         if at is None:
             continue
@@ -68,8 +68,8 @@ def test_estimates_keep_array_and_qos_user_limits(jobs, policy):
     s = make(policy=policy, qos=QOS)
     cycle = s.cycle
 
-    def checked(now, **kw):
-        effects = cycle(now, **kw)
+    def checked(now, *masks, **kw):
+        effects = cycle(now, *masks, **kw)
         check_limits_over_time(s, now)
         return effects
 
@@ -124,7 +124,7 @@ def test_sjf_does_not_starve_a_large_short_job_behind_smaller_longer_ones():
 
 
 def _estimates(s, now):
-    return {j.display_id: (j.reason, j.estimated_start) for j in s.queue() if j.state.value == "PENDING"}
+    return {j.display_id: (j.reason, j.estimated_start) for j in list(s.view().queue()) if j.state.value == "PENDING"}
 
 
 def test_array_and_qos_user_limits_shape_the_estimates_shown():

@@ -85,6 +85,6 @@ def test_pending_reason_is_what_the_queue_shows(case):
     job_id = max(s.table.jobs)
     reason, estimate = pending_reason(s, s.table.jobs[job_id]) or (None, None)
     assert (reason, estimate) == (case.want_reason, case.want_estimate)
-    [queued] = [j for j in s.queue() if j.id == job_id]
+    [queued] = [j for j in list(s.view().queue()) if j.id == job_id]
     shown = s.job(job_id)
     assert (queued.reason, queued.estimated_start) == (shown.reason, shown.estimated_start) == (reason, estimate)

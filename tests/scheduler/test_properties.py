@@ -115,7 +115,7 @@ def test_fairshare_moves_a_heavy_user_back():
     s.submit(spec(ipus=16, user="bob"), 102)
     s.cycle(103)
     assert s.job(3).state.value == "RUNNING"
-    rows = {r.job_id: r for r in s.priorities(103)}
+    rows = {r.job_id: r for r in s.view().priorities(103)}
     assert rows[2].fairshare < rows[4].fairshare
 
 

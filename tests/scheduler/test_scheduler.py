@@ -7,6 +7,7 @@ from vipu.partition.placement import place
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.states import JobState
 
+from vipu.control.driver import Driver, Timers
 from tests.scheduler.builders import POD16, make, sleep, spec
 
 S = JobState
@@ -35,7 +36,7 @@ def test_a_failed_commit_leaves_nothing_visible(journal):
     journal.fail_next = True
     with pytest.raises(OSError):
         s.submit(spec(), now=0)
-    assert s.table.jobs == {} and s.queue() == [] and s.cycle(0) == []
+    assert s.table.jobs == {} and list(s.view().queue()) == [] and s.cycle(0) == []
 
 
 def test_request_id_makes_submit_idempotent(journal):
@@ -82,10 +83,14 @@ def test_job_finished(exit_code, state):
 def test_time_limit_ends_a_job_as_timeout():
     s = make()
     s.submit(spec(time_limit="1m", workload=sleep(3600)), 0)
-    s.cycle(0)
-    assert s.enforce_time_limits(59.9) == []
-    (stop,) = s.enforce_time_limits(60)
-    assert stop.state is S.TIMEOUT and s.job(1).state is S.TIMEOUT and s.job(1).end_time == 60
+    runs = Timers()
+    driver = Driver(s, runs)
+    driver.step(0)
+    assert driver.next_time() == 60
+    driver.step(59.9)
+    assert s.job(1).state is S.RUNNING
+    driver.step(75)  # late, as after a restart: the run ends at its limit all the same
+    assert runs.stopped == {S.TIMEOUT: 1} and s.job(1).state is S.TIMEOUT and s.job(1).end_time == 60
 
 
 def test_cancel_pending_running_and_arrays():
@@ -221,18 +226,18 @@ def test_queries_queue_history_info_priority():
     s.submit(spec(ipus=4, user="bob", time_limit=100), 1)  # would delay job 1's reservation: no backfill
     s.submit(spec(ipus=2, user="bob", qos="high"), 2)
     s.cycle(3)
-    queue = s.queue()
+    queue = list(s.view().queue())
     assert [j.id for j in queue] == [3, 1, 2]  # running first, then pending in priority order
-    assert [j.id for j in s.queue(lambda j: j.user == "bob")] == [3, 2]
-    assert [j.state for j in s.history()] == [S.PENDING, S.PENDING, S.RUNNING]
-    rows = s.priorities(10)
+    assert [j.id for j in list(s.view().queue(lambda j: j.user == "bob"))] == [3, 2]
+    assert [j.state for j in s.view().history()] == [S.PENDING, S.PENDING, S.RUNNING]
+    rows = s.view().priorities(10)
     assert [r.job_id for r in rows] == [1, 2] and rows[0].total > rows[1].total
     assert s.job(1, now=10).priority.job_size == 100.0
-    (ild,) = s.info()
+    (ild,) = s.view().info()
     assert (ild.idle, ild.allocated, ild.failed, ild.largest_free_block) == (14, 2, 0, 8)
-    (ild,) = s.info(available_mask=0b0000_1111_1111_0000 & ~0b11_0000_0000, drained_mask=0b1111_0000_0000_0000)
+    (ild,) = s.view().info(available_mask=0b0000_1111_1111_0000 & ~0b11_0000_0000, drained_mask=0b1111_0000_0000_0000)
     assert (ild.idle, ild.allocated, ild.drained, ild.failed) == (6, 6, 4, 0)  # drained IPUs are not allocated
-    (ild,) = s.info(available_mask=0b0000_1111_1111_0000 & ~0b11_0000_0000, drained_mask=0b1111_0000_0000_0000,
+    (ild,) = s.view().info(available_mask=0b0000_1111_1111_0000 & ~0b11_0000_0000, drained_mask=0b1111_0000_0000_0000,
                     draining_mask=0b11)  # job 3's two IPUs: their agent was drained under it
     assert (ild.idle, ild.allocated, ild.draining, ild.drained, ild.failed) == (6, 4, 2, 4, 0)
     with pytest.raises(FailedPrecondition, match="only pending jobs"):
@@ -287,7 +292,7 @@ def test_jobs_the_walk_did_not_reach_are_explained_on_query():
     s.submit(spec(ipus=1, user="ann", nice=5000), 1)  # last in line, and over ann's limit of one running job
     s.cycle(2)
     assert len(s.pending_info) < 40  # the walk stopped early: nothing could start
-    reasons = {j.id: j.reason for j in s.queue()}
+    reasons = {j.id: j.reason for j in list(s.view().queue())}
     assert reasons[2] == "Resources" and {reasons[i] for i in range(3, 41)} == {"Priority"}
     assert reasons[41] == "QOSMaxJobsPerUserLimit"
     s.submit(spec(ipus=1, user="cy"), 3)  # arrives after the cycle: not explained yet

@@ -83,4 +83,4 @@ CASES = [
 def test_startable(case):
     s = make(POD64)
     case.setup(s)
-    assert s.startable(**case.masks) == case.want
+    assert s.view().startable(**case.masks) == case.want

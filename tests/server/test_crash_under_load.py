@@ -12,6 +12,7 @@ import uuid
 
 import grpc
 
+from vipu.cli.paging import every_page
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 
 SPEC = b'{"name": "load", "ipus": 1, "time_limit": "10m", "hold": true}'
@@ -65,7 +66,7 @@ def test_sigkill_under_load_loses_and_duplicates_nothing(server):
     assert killed_after < clients * per_client  # the kill really landed mid-load
     assert len(answers) == clients * per_client
     with grpc.insecure_channel(server.address) as channel:
-        jobs = job_pb2_grpc.JobServiceStub(channel).ListJobs(j.ListJobsRequest(), timeout=30).jobs
+        jobs = every_page(lambda r: job_pb2_grpc.JobServiceStub(channel).ListJobs(r, timeout=30), j.ListJobsRequest()).jobs
     stored = {x.id: x for x in jobs}
     ids = [job_id for _, job_ids in answers for job_id in job_ids]
     assert len(ids) == len(set(ids)) == clients * per_client  # one job per request, none handed out twice

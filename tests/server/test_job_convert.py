@@ -12,7 +12,7 @@ from vipu.server import job_convert
 def test_brief_jobs_leave_out_only_the_spec_and_the_detail():
     s = Scheduler(load_pod("bow-pod16"))
     s.submit({"name": "a", "ipus": 4, "time_limit": "10m", "hold": True}, 0.0)
-    job = s.queue()[0]
+    job = list(s.view().queue())[0]
     full, brief = job_convert.job(job), job_convert.job(job, brief=True)
     assert json.loads(full.spec_json)["name"] == "a" and json.loads(full.detail_json)["history"]
     assert brief.spec_json == "" and brief.detail_json == ""

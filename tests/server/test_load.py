@@ -12,6 +12,7 @@ from pathlib import Path
 
 import grpc
 
+from vipu.cli.paging import every_page
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 
@@ -70,7 +71,7 @@ def test_thousands_of_jobs_all_accounted_for_with_bounded_memory(server):
         after_second = rss_mb(server.proc.pid)
         ids = first + second
         assert len(ids) == len(set(ids)) == 2000
-        history = jobs.History(j.HistoryRequest(), timeout=60).jobs
+        history = every_page(lambda r: jobs.History(r, timeout=60), j.HistoryRequest()).jobs
         assert {x.id for x in history} == set(ids)
         assert {x.state for x in history} == {"COMPLETED"}
         partitions = partition_pb2_grpc.PartitionServiceStub(channel).ListPartitions(p.ListPartitionsRequest(),

@@ -12,7 +12,7 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from tests.conftest import console_script
-from vipu.server.runtime import _cycle_collection_paused
+from vipu.control.startup import _cycle_collection_paused
 from vipu.v1 import admin_pb2 as a, admin_pb2_grpc, job_pb2 as j, job_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
 
 

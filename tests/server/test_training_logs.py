@@ -18,10 +18,10 @@ from vipu.partition.pod import load_pod
 from vipu.scheduler.job import Transition
 from vipu.scheduler.spec import parse_spec
 from vipu.scheduler.states import JobState
-from vipu.server import training
+from vipu.jobs.train import runs as training
 from vipu.server.job_service import JobService
 from vipu.v1.job_pb2 import GetJobRequest
-from vipu.server.runtime import open_runtime
+from vipu.control.startup import open_plane
 
 LOST = "the actor of machine 0 died or restarted"  # the fleet's cause for machine 0's IPUs
 MLP = {"kind": "mlp", "layers": 3, "hidden": 16, "inputs": 12, "outputs": 5, "dtype": "fp32"}
@@ -29,7 +29,7 @@ MLP = {"kind": "mlp", "layers": 3, "hidden": 16, "inputs": 12, "outputs": 5, "dt
 
 @pytest.fixture
 def rt(tmp_path):
-    runtime = open_runtime("bow-pod16", tmp_path, "127.0.0.1", 8090)
+    runtime = open_plane("bow-pod16", tmp_path, "127.0.0.1", 8090)
     yield runtime
     runtime.store.close()
 
@@ -57,7 +57,7 @@ def step_until(rt, done, timeout: float = 60.0):
     deadline = time.monotonic() + timeout
     while not (value := done()):
         assert time.monotonic() < deadline, "timed out"
-        rt.dispatcher.step(rt.now())
+        rt.step()
         time.sleep(0.02)
     return value
 
@@ -69,12 +69,12 @@ def ended(rt, job_id: int) -> bool:
 def test_per_ipu_usage_is_stored_with_the_job_and_logged(rt):
     job = submit(rt, 4, 3, r=4)
     step_until(rt, lambda: ended(rt, job))
-    rt.training.results.clear()  # from the store, as after the run's end (the machines' gauges are 0 by then)
-    stored = json.loads(rt.training.result(job).model_dump_json(exclude={"result": {"reports"}}))  # GetJob's
+    rt.runners["train"].results.clear()  # from the store, as after the run's end (the machines' gauges are 0 by then)
+    stored = json.loads(rt.runners["train"].record(job).model_dump_json(exclude={"result": {"reports"}}))  # GetJob's
     usage = stored["result"]["ipu_usage"]
     assert [u["ipu"] for u in usage] == [0, 1, 2, 3] and all(0 < u["utilisation"] <= 1 for u in usage)
     assert all(u["sram_peak_bytes"] > u["activation_peak_bytes"] > 0 for u in usage)
-    lines = rt.training.log_lines(job)
+    lines = rt.runners["train"].log_lines(job)
     header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["IPU", "MACHINE", "UTIL"])
     assert [line.split()[0] for line in lines[header + 1: header + 5]] == ["0", "1", "2", "3"]
     assert f"{usage[2]['utilisation']:.2%}" in lines[header + 3]
@@ -87,7 +87,7 @@ def test_a_step_line_splits_the_step_as_vipu_plan_does(rt):
     layout = {"t": 2, "p": 2, "r": 2, "rts": True, "offload_optimizer": True}
     job = submit(rt, 8, 2, **layout)
     step_until(rt, lambda: ended(rt, job))
-    record = rt.training.result(job)
+    record = rt.runners["train"].record(job)
     work = TrainWorkload(model=MLP, layout={"micro_batch": 2, **layout}, optimizer="adam", steps=2)
     predicted = plan(work, load_pod("bow-pod16"))
     table = predicted.table().splitlines()
@@ -99,7 +99,7 @@ def test_a_step_line_splits_the_step_as_vipu_plan_does(rt):
     fields = ["compute_s", "bubble_s", "tensor_parallel_s", "pipeline_send_s", "batch_norm_s", "sync_s",
               "data_parallel_s", "streaming_s"]
     assert set(fields) <= set(predicted.model_dump()["time"])  # `vipu plan --json`'s names
-    lines = [line for line in rt.training.log_lines(job) if line.startswith("step ")]
+    lines = [line for line in rt.runners["train"].log_lines(job) if line.startswith("step ")]
     steps = record.run_data()["steps"]
     assert len(lines) == len(steps) == 2
     for line, step in zip(lines, steps):
@@ -116,7 +116,7 @@ def test_a_step_line_splits_the_step_as_vipu_plan_does(rt):
 def test_a_one_ipu_job_has_no_empty_link_traffic_line(rt):
     job = submit(rt, 1, 2)
     step_until(rt, lambda: ended(rt, job))
-    lines = rt.training.log_lines(job)
+    lines = rt.runners["train"].log_lines(job)
     assert "link traffic: none" in lines and "link traffic: " not in lines
 
 
@@ -138,7 +138,7 @@ def test_a_requeued_job_logs_its_current_run_live_below_how_the_lost_one_ended(r
     step_until(rt, first_stepped.is_set)
     rt.fail_ipus([0, 1, 2, 3], LOST)  # what the fleet does when machine 0's actor dies: NODE_FAIL, requeued
     assert rt.scheduler.job(job).state is JobState.PENDING
-    gone = rt.training.log_lines(job)[-1]  # the lost run's thread is still blocked: its end is said already
+    gone = rt.runners["train"].log_lines(job)[-1]  # the lost run's thread is still blocked: its end is said already
     assert gone.startswith("run 1 ended NODE_FAIL at ") and gone.endswith(": machine 0 was lost; requeued")
 
     step_until(rt, lambda: ended(rt, job))  # run 2, on machine 1, while run 1's thread still hangs
@@ -148,12 +148,12 @@ def test_a_requeued_job_logs_its_current_run_live_below_how_the_lost_one_ended(r
     while any(t.name == f"vipu-train-{job}" for t in threading.enumerate()):
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    rt.training.results.clear()  # as the store has it
-    lines = rt.training.log_lines(job)
+    rt.runners["train"].results.clear()  # as the store has it
+    lines = rt.runners["train"].log_lines(job)
     assert lines[0] == gone  # the earlier run in the user's words, above the current run
     assert not any("NotFound" in line or "training failed" in line for line in lines), lines
     assert sum(line.startswith("step ") for line in lines) == 4  # run 2's steps, all of them
-    assert rt.training.result(job).result.first_ipu == 4 and rt.training.result(job).earlier_runs == [gone]
+    assert rt.runners["train"].record(job).result.first_ipu == 4 and rt.runners["train"].record(job).earlier_runs == [gone]
 
 
 def test_a_run_ended_by_a_lost_machine_keeps_the_steps_it_logged(rt, monkeypatch):
@@ -167,13 +167,13 @@ def test_a_run_ended_by_a_lost_machine_keeps_the_steps_it_logged(rt, monkeypatch
         raise MachineLost("machine 0 (actor ag00) is gone: the actor died")
 
     monkeypatch.setattr(runner, "run_training", lose_a_machine_after_two_steps)
-    monkeypatch.setattr(rt.fleet, "check", lambda: rt.fail_ipus([0, 1, 2, 3], LOST))  # what the health check finds
+    monkeypatch.setattr(rt.machines, "check", lambda: rt.fail_ipus([0, 1, 2, 3], LOST))  # what the health check finds
     job = submit(rt, 4, 5, requeue=False, r=4)
-    step_until(rt, lambda: rt.scheduler.job(job).state is JobState.NODE_FAIL and job in rt.training.results)
-    rt.training.results.clear()  # as the store has it
-    record = rt.training.result(job)
+    step_until(rt, lambda: rt.scheduler.job(job).state is JobState.NODE_FAIL and job in rt.runners["train"].results)
+    rt.runners["train"].results.clear()  # as the store has it
+    record = rt.runners["train"].record(job)
     assert record.result is None and [r.step for r in record.steps] == [0, 1]
-    lines = rt.training.log_lines(job)
+    lines = rt.runners["train"].log_lines(job)
     assert [line.split()[:2] for line in lines if line.startswith("step ")] == [["step", "0"], ["step", "1"]]
     assert lines[-1].startswith("run 1 ended NODE_FAIL at ") and lines[-1].endswith(": machine 0 was lost")
     reply = JobService(rt).GetJob(GetJobRequest(id=job), LocalCall())  # its summary: losses, not steps (JobLogs')
@@ -200,16 +200,16 @@ def test_how_each_run_ended_survives_a_restart(rt, tmp_path, monkeypatch):
     stepped.clear()
     rt.fail_ipus([0, 1, 2, 3], LOST)
     step_until(rt, lambda: stepped.is_set() and rt.scheduler.job(job).first_ipu == 4)  # run 2, on machine 1
-    lost = rt.training.result(job).earlier_runs
+    lost = rt.runners["train"].record(job).earlier_runs
     assert len(lost) == 1 and lost[0].endswith(": machine 0 was lost; requeued")
-    rt.training.stop()  # the controller stops under run 2: nothing of its end is recorded
+    rt.runners["train"].shutdown()  # the controller stops under run 2: nothing of its end is recorded
     rt.store.close()
     hold.set()
 
-    again = open_runtime("bow-pod16", tmp_path, "127.0.0.1", 8090)
+    again = open_plane("bow-pod16", tmp_path, "127.0.0.1", 8090)
     try:
         assert again.scheduler.job(job).state is JobState.PENDING
-        lines = again.training.log_lines(job)
+        lines = again.runners["train"].log_lines(job)
         assert lines[0] == lost[0]  # run 1's cause, as the old controller knew it
         stopped = [line for line in lines if line.startswith("run 2 ended NODE_FAIL at ")]
         assert stopped and stopped[0].endswith(": the controller stopped while it ran: its workload ran inside the"
@@ -241,12 +241,12 @@ def test_steps_of_a_requeued_run_show_while_it_runs(rt, monkeypatch):
 
     monkeypatch.setattr(runner, "run_training", slow)
     job = submit(rt, 4, 2, r=4)
-    step_until(rt, lambda: runs == [0] and rt.training.progress.get(job))
+    step_until(rt, lambda: runs == [0] and rt.runners["train"].progress().get(job))
     rt.fail_ipus([0, 1, 2, 3], LOST)
     step_until(rt, stepped.is_set)
-    lines = rt.training.log_lines(job)
+    lines = rt.runners["train"].log_lines(job)
     assert lines[0].startswith("run 1 ended NODE_FAIL") and lines[-1].startswith("step    0  loss ")
-    assert rt.training.progress[job] and rt.training.result(job).earlier_runs == [lines[0]]
+    assert rt.runners["train"].progress()[job] and rt.runners["train"].record(job).earlier_runs == [lines[0]]
     hold.set()
     step_until(rt, lambda: ended(rt, job))
 
@@ -261,7 +261,7 @@ def test_how_a_run_ended_is_read_from_the_transition_that_ended_it(states, line)
     history = [Transition(JobState.PENDING, 1_790_000_000.0)] + [
         Transition(JobState[s], 1_790_000_001.0 + i) for i, s in enumerate(states)]
     job = SimpleNamespace(id=1, history=history, preemption=None, ended_by=None, state=JobState[states[-1]])
-    trainer = training.Training.__new__(training.Training)
+    trainer = training.TrainRuns.__new__(training.TrainRuns)
     trainer.runs = {}
     said = trainer._ending(job, 1, None)
     stamps = [training._stamp(t.at) for t in history]

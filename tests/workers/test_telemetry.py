@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vipu.partition.partitions import IpuStatus
+from vipu.partition.ipu_status import IpuStatus
 from vipu.server import convert
 from vipu.workers.bsp import ComputeSet, IpuWork, Step
 from vipu.workers.machine import Machine

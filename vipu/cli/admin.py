@@ -214,7 +214,7 @@ def _lister(plural: str, rpc_name: str, field: str, headers: list[str], row) -> 
     @listing.command(plural)
     def command(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
         c = ctx.obj.conn
-        reply = c.call(getattr(c.admin, rpc_name), a.ListRequest())
+        reply = c.every_page(getattr(c.admin, rpc_name), a.ListRequest())
         items = list(getattr(reply, field))
         if ctx.obj.wants_json(json_out):
             print_rows(items)

@@ -211,6 +211,12 @@ class Connection:
                 probe = False
                 time.sleep(0.2)
 
+    def every_page(self, method, request):
+        """Every page of a list call, merged into one response (paging.py); failures as call()."""
+        from vipu.cli.paging import every_page
+
+        return every_page(lambda asked: self.call(method, asked), request)
+
     def attempt(self, method, request):
         """The reply, or None when the controller refused the request (the caller then finds out why by other calls);
         a failure that is not the controller's refusal ends the command as call() does."""

@@ -61,8 +61,8 @@ def array_tasks(cli, head: j.Job) -> list[j.Job]:
     """Every task of head's array, active or ended, by task id, in two calls however many tasks it has (a GetJob
     each took minutes for 10,000). Active ones first: a task that ends in between is then in the second."""
     jobs = cli.conn.jobs
-    active = cli.conn.call(jobs.ListJobs, j.ListJobsRequest(ids=[head.id])).jobs
-    ended = cli.conn.call(jobs.History, j.HistoryRequest(ids=[head.id])).jobs
+    active = cli.conn.every_page(jobs.ListJobs, j.ListJobsRequest(ids=[head.id])).jobs
+    ended = cli.conn.every_page(jobs.History, j.HistoryRequest(ids=[head.id])).jobs
     tasks = {x.id: x for x in [*active, *ended] if in_array(x, head.id)}
     tasks[head.id] = head
     return sorted(tasks.values(), key=lambda x: x.array_task_id)

@@ -109,12 +109,12 @@ class TaskIds:
         (wanted None: every task, ended or not)."""
         jobs = self.cli.conn.jobs
         if array not in self.arrays:
-            listed = self.cli.conn.call(jobs.ListJobs, j.ListJobsRequest(ids=[array], brief=True)).jobs
+            listed = self.cli.conn.every_page(jobs.ListJobs, j.ListJobsRequest(ids=[array], brief=True)).jobs
             self.arrays[array] = {x.array_task_id: x.id for x in listed if in_array(x, array)}
         known = self.arrays[array]
         if array not in self.ended and (wanted is None or any(task not in known for task in wanted)):
             self.ended.add(array)
-            ended = self.cli.conn.call(jobs.History, j.HistoryRequest(ids=[array], brief=True)).jobs
+            ended = self.cli.conn.every_page(jobs.History, j.HistoryRequest(ids=[array], brief=True)).jobs
             known.update((x.array_task_id, x.id) for x in ended if in_array(x, array))
         return known
 
@@ -220,7 +220,7 @@ def active(cli, ids: list[int]) -> dict[int, j.Job]:
     """The active jobs and array tasks these ids name, by job id (none for no ids: ListJobs would list all)."""
     if not ids:
         return {}
-    return {x.id: x for x in cli.conn.call(cli.conn.jobs.ListJobs, j.ListJobsRequest(ids=ids, brief=True)).jobs}
+    return {x.id: x for x in cli.conn.every_page(cli.conn.jobs.ListJobs, j.ListJobsRequest(ids=ids, brief=True)).jobs}
 
 
 def array_changes(cli, array: int, before: dict[int, j.Job], cancelled: bool) -> list[j.Job]:

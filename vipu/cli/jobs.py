@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
         cli = ctx.obj
         as_json = cli.wants_json(json_out)
         request = j.ListJobsRequest(users=split(user), states=split(state), brief=not as_json)
-        reply = cli.conn.call(cli.conn.jobs.ListJobs, request)
+        reply = cli.conn.every_page(cli.conn.jobs.ListJobs, request)
         if as_json:
             print_rows(reply.jobs)
             return
@@ -176,7 +176,7 @@ def register(app: typer.Typer) -> None:
         as_json = cli.wants_json(json_out)
         request = j.HistoryRequest(users=split(user), states=split(state), limit=limit, brief=not as_json,
                                    duplicates=duplicates)
-        reply = cli.conn.call(cli.conn.jobs.History, request)
+        reply = cli.conn.every_page(cli.conn.jobs.History, request)
         if as_json:
             print_rows(reply.jobs)
             return
@@ -220,12 +220,15 @@ def register(app: typer.Typer) -> None:
         as_json = cli.wants_json(json_out)
         targets, failed = TaskIds(cli).resolve_all(ids or [])
         method = cli.conn.jobs.Priorities
-        found = [] if ids else list(cli.conn.call(method, j.PrioritiesRequest()).jobs)  # no ids: every pending job
+        found = [] if ids else list(cli.conn.every_page(method, j.PrioritiesRequest()).jobs)  # every pending job
         for single in (False, True):  # a call for the ids of each kind (single: a task, not a whole array)
             wanted = [job for job, one in targets if one is single]
             reply = cli.conn.attempt(method, j.PrioritiesRequest(ids=wanted, single=single)) if wanted else None
             if reply is not None:
                 found += reply.jobs
+                if reply.next_page_token:  # an array's thousands of tasks: the pages after the first
+                    rest = j.PrioritiesRequest(ids=wanted, single=single, page_token=reply.next_page_token)
+                    found += cli.conn.every_page(method, rest).jobs
             elif wanted:  # refused, one of them not pending (or not the caller's): a call each, each refusal its line
                 alone, code = one_call_each(cli, method, [(job, single) for job in wanted], j.PrioritiesRequest)
                 found += [x for rows in alone.values() for x in rows]

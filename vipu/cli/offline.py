@@ -37,7 +37,8 @@ def register(app: typer.Typer) -> None:
         controller needed. Trace formats, and how openb's GPUs become IPUs: docs/traces.md."""
         from vipu.errors import VipuError
         from vipu.scheduler.config import load_scheduler_config
-        from vipu.scheduler.replay import main_replay, result_json, simulate_trace
+        from vipu.replay.results import result_json
+        from vipu.replay.run import main_replay, simulate_trace
 
         try:
             config = load_scheduler_config(scheduler_config, None) if scheduler_config else None

@@ -128,7 +128,7 @@ def get_partition(
 def list_partitions(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
     """Every partition with its routing, size, GCDs and state."""
     cli = ctx.obj
-    reply = cli.conn.call(cli.conn.partitions.ListPartitions, p.ListPartitionsRequest())
+    reply = cli.conn.every_page(cli.conn.partitions.ListPartitions, p.ListPartitionsRequest())
     if cli.wants_json(json_out):
         print_rows(reply.partitions)
     else:
@@ -139,7 +139,7 @@ def list_partitions(ctx: typer.Context, json_out: bool = JsonOption, no_header: 
 def list_allocations(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
     """Allocations and their agents ('default' holds every agent no other allocation has)."""
     cli = ctx.obj
-    reply = cli.conn.call(cli.conn.partitions.ListAllocations, p.ListAllocationsRequest())
+    reply = cli.conn.every_page(cli.conn.partitions.ListAllocations, p.ListAllocationsRequest())
     if cli.wants_json(json_out):
         print_rows(reply.allocations)
     else:
@@ -151,7 +151,7 @@ def list_allocations(ctx: typer.Context, json_out: bool = JsonOption, no_header:
 def list_ipus(ctx: typer.Context, json_out: bool = JsonOption, no_header: bool = NoHeaderOption):
     """Every IPU: its machine, agent, IPU-Link domain, state and partition."""
     cli = ctx.obj
-    reply = cli.conn.call(cli.conn.partitions.ListIpus, p.ListIpusRequest())
+    reply = cli.conn.every_page(cli.conn.partitions.ListIpus, p.ListIpusRequest())
     if cli.wants_json(json_out):
         print_rows(reply.ipus)
     else:

@@ -24,9 +24,9 @@ def frame(conn, queue_rows: int = 10) -> Group:
     from rich.table import Table
     from rich.text import Text
 
-    ipus = conn.call(conn.partitions.ListIpus, p.ListIpusRequest()).ipus
+    ipus = conn.every_page(conn.partitions.ListIpus, p.ListIpusRequest()).ipus
     info = conn.call(conn.jobs.ClusterInfo, j.ClusterInfoRequest())
-    jobs = conn.call(conn.jobs.ListJobs, j.ListJobsRequest(brief=True)).jobs
+    jobs = conn.every_page(conn.jobs.ListJobs, j.ListJobsRequest(brief=True)).jobs
     colour = {}
     for ipu in ipus:
         if ipu.partition and ipu.partition not in colour:

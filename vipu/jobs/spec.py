@@ -1,6 +1,6 @@
 """The `train` workload of a job spec, and the plan file `vipu plan SPEC` reads (the job spec's shape).
 
-TrainWorkload is the model the scheduler's JobSpec adds to its `workload` union (kind: train). A plan file is a job
+TrainWorkload is a workload kind (kind: train) that registers itself with the scheduler's JobSpec on import. A plan file is a job
 spec: {ipus, workload: {kind: train, ...}} plus an optional `pod` (a preset name or a Pod file; default: the
 smallest preset that holds `ipus`). Other job-spec fields (name, time_limit, qos...) are the scheduler's to check:
 `vipu plan` passes its check in (plan_spec's check_job).
@@ -20,13 +20,14 @@ from vipu.jobs.convnet import ConvNetModel
 from vipu.jobs.layout import Layout, check_partition
 from vipu.jobs.models import MlpModel, Strict, TransformerModel
 from vipu.partition.pod import PRESETS, PodConfig, load_pod
+from vipu.scheduler.workload import Workload, register
 from vipu.validation import MAX_SPEC_BYTES, describe
 
 JobCheck = Callable[[dict, str], object]
 Model = Annotated[Union[MlpModel, TransformerModel, ConvNetModel], Field(discriminator="kind")]
 
 
-class TrainWorkload(Strict):
+class TrainWorkload(Workload):
     """A modelled training run: `steps` optimiser steps of `model` laid out as `layout`."""
 
     kind: Literal["train"] = "train"
@@ -64,6 +65,9 @@ class TrainWorkload(Strict):
     def global_batch(self) -> int:
         """Samples per optimiser step: micro_batch x micro_batches x r."""
         return self.layout.global_batch
+
+
+register(TrainWorkload)  # job specs take `workload: {kind: train, ...}` wherever this module is loaded
 
 
 class PlanSpec(Strict):

@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from vipu.partition.pod import LINK_TYPES
+from vipu.partition.ipu_status import ipu_statuses
 from vipu.partition.states import PartitionState
 from vipu.partition.rules import job_of_partition
 from vipu.scheduler.states import JobState
@@ -22,17 +23,16 @@ from vipu.workers.telemetry import ipu_reading, power_watts, temperatures_celsiu
 
 
 class StateCollector(Collector):
-    def __init__(self, runtime):
-        self.rt = runtime
+    def __init__(self, plane):
+        self.plane = plane
 
     def collect(self):
-        with self.rt.lock:
-            controller, scheduler = self.rt.controller, self.rt.scheduler
-            pod = controller.pod
-            statuses = controller.partitions.ipu_statuses()
-            partitions = list(controller.state.partitions.values())
-            jobs_by_state = Counter(job.state for job in scheduler.table.jobs.values())
-            startable = scheduler.startable(*controller.state.job_masks())
+        snap = self.plane.read()  # one moment, read without the lock writes take
+        pod = snap.pod.pod
+        statuses = ipu_statuses(snap.pod)
+        partitions = list(snap.pod.partitions.values())
+        jobs_by_state = snap.queue.jobs_by_state()
+        startable = snap.queue.startable(snap.available_mask, snap.allowed_masks)
 
         info = InfoMetricFamily("vipu_pod", "The Pod this controller manages.")
         info.add_metric([], {"pod": pod.name, "ipus": str(pod.ipus), "ilds": str(pod.ilds)})
@@ -82,7 +82,7 @@ class StateCollector(Collector):
         loss = GaugeMetricFamily("vipu_job_loss", "Loss of a running training job's last step.", labels=["job_id"])
         link = GaugeMetricFamily("vipu_job_step_link_bytes", "Link bytes of the job's last step, by link type.",
                                  labels=["job_id", "link_type"])
-        for job_id, reports in list(self.rt.training.progress.items()):
+        for job_id, reports in self.plane.progress().items():
             if reports:
                 last = reports[-1]
                 step.add_metric([str(job_id)], last.emulated_step_s)
@@ -93,8 +93,8 @@ class StateCollector(Collector):
 
     def machines(self, pod, statuses):
         """Per-IPU and per-link series, fed by the machine actors, or with --ray off by the training runs' steps
-        (Fleet.stats); an IPU its machine reports nothing for is idle."""
-        stats = self.rt.fleet.stats()  # outside the lock: actor calls
+        (ControlPlane.machine_stats); an IPU its machine reports nothing for is idle."""
+        stats = self.plane.machine_stats()  # actor calls
         ipu_labels = ["ild", "machine", "ipu"]
         util = GaugeMetricFamily("vipu_ipu_utilization_ratio", "Compute time / step time of the IPU's last work (0-1).",
                                  labels=ipu_labels)

@@ -62,6 +62,12 @@ class PodState:
     used_mask: int = 0  # bit i set: IPU i belongs to a partition; kept in step by partitions.py
     _eligible: dict[str, int] = field(default_factory=dict)  # allocation -> IPUs of its online agents
 
+    def read_copy(self) -> PodState:
+        """A copy for reads, taken under the caller's lock: its tables copied (records are immutable, so shared)."""
+        return PodState(self.pod, self.topology, dict(self.agents), dict(self.clusters), dict(self.allocations),
+                        dict(self.users), dict(self.partitions), dict(self.ipu_failures), self.used_mask,
+                        dict(self._eligible))
+
     @property
     def failed_ipus(self) -> set[int]:
         return {f.ipu for f in self.ipu_failures.values()}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from vipu.scheduler.spec import HoldWorkload, SleepWorkload
+from vipu.scheduler.workload import Workload
 from vipu.scheduler.states import JobState
 
 
@@ -22,7 +22,7 @@ class StartJob(NamedTuple):
     place_mask: int
     start_time: float
     end_by: float  # start + time limit: the job is TIMEOUT past this
-    workload: SleepWorkload | HoldWorkload
+    workload: Workload  # opaque: its kind's executor runs it
     allocation: str | None
 
 

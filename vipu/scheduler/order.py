@@ -45,6 +45,17 @@ class PendingOrder:
         self._fs: dict[str, float] = {}
         self._fs_at: float | None = None
 
+    def read_copy(self) -> PendingOrder:
+        """A copy for reads (view.py): iterating it may re-file jobs (saturation) and refresh fair-share, which must
+        not touch the live order. Pointer copies; the entries are immutable tuples."""
+        copy = object.__new__(PendingOrder)
+        copy.__dict__.update(self.__dict__)
+        copy.fairshare = self.fairshare.read_copy()
+        copy.jobs, copy._entry = dict(self.jobs), dict(self._entry)
+        copy._lists = {where: list(entries) for where, entries in self._lists.items()}
+        copy._saturation, copy._fs = list(self._saturation), dict(self._fs)
+        return copy
+
     def static(self, job: QueuedJob) -> float:
         """The part of the priority that never changes: job size, QOS, nice."""
         return self._w_size * job.ipus / self.total + self._qos_part[job.qos] - job.nice

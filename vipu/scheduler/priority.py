@@ -21,6 +21,11 @@ class FairShare:
         self.half_life = half_life
         self._usage: dict[str, tuple[float, float]] = {}  # user -> (usage, as of)
 
+    def read_copy(self) -> FairShare:
+        copy = FairShare(self.half_life)
+        copy._usage = dict(self._usage)
+        return copy
+
     def _decayed(self, user: str, now: float) -> float:
         usage, at = self._usage.get(user, (0.0, now))
         return usage * 0.5 ** ((now - at) / self.half_life) if now > at else usage

@@ -7,7 +7,8 @@ record (see job.py), so each returned copy carries the values of the moment it w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from itertools import chain
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from vipu.errors import FailedPrecondition
 from vipu.partition.placement import largest_free_block
@@ -75,13 +76,14 @@ def decorate(s: Scheduler, job: Job, factors: tuple[dict[str, float], dict[str, 
     return job.updated({"reason": reason, "estimated_start": estimate})
 
 
-def queue(s: Scheduler, keep: Callable[[Job], bool] | None, now: float | None = None) -> list[Job]:
+def queue(s: Scheduler, keep: Callable[[Job], bool] | None, now: float | None = None) -> Iterator[Job]:
+    """Lazily: a listing of 20,000 jobs is taken a few at a time (the control plane paces it)."""
     jobs = s.table.jobs
     running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
     at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()), default=0.0)
-    pending = [jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True)]
+    pending = (jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True))
     factors = None if now is None else (s.fairshare.factors(now, s.table.running.values()), qos_factors(s.config))
-    return [decorate(s, j, factors, now) for j in running + pending if keep is None or keep(j)]
+    return (decorate(s, j, factors, now) for j in chain(running, pending) if keep is None or keep(j))
 
 
 def history(s: Scheduler, keep: Callable[[Job], bool] | None, states: Iterable[JobState] | None,
@@ -129,7 +131,7 @@ def priorities(s: Scheduler, now: float, user: str | None, ids: Iterable[int] | 
     if ids is not None:
         wanted = set()
         for i in ids:
-            pending = [j.id for j in s._expand([i], single) if j.id in s.table.pending]
+            pending = [j.id for j in s.table.expand([i], single) if j.id in s.table.pending]
             if not pending:
                 s.priority(i, now)  # raises: the job does not exist, or is not pending
             wanted.update(pending)

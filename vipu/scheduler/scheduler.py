@@ -33,7 +33,6 @@ from vipu.scheduler.policies import QUEUE_ORDER, get_policy
 from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
 from vipu.scheduler.priority import FairShare, breakdown
 from vipu.scheduler.spec import JobSpec, parse_spec
-from vipu.scheduler.startable import startable as startable_jobs
 from vipu.scheduler.states import TERMINAL, TRANSITIONS, JobState
 from vipu.scheduler.submit import (
     Submission,
@@ -46,6 +45,7 @@ from vipu.scheduler.submit import (
     resolve_begin,
 )
 from vipu.scheduler.table import JobTable
+from vipu.scheduler.view import QueueView
 
 S = JobState
 FINAL_STATES = (S.COMPLETED, S.FAILED, S.CANCELLED, S.TIMEOUT, S.NODE_FAIL)
@@ -112,23 +112,13 @@ class Scheduler:
         return [StopJob(job.id, job.partition, state, job.id in requeued) for job in ran]
 
     def _get(self, job_id: int) -> Job:
-        job = self.table.jobs.get(job_id)
-        if job is None:
-            raise NotFound(f"job {job_id} does not exist; `vipu queue` lists active jobs and `vipu history` all jobs")
-        return job
+        return self.table.get(job_id)
 
     def _whole_array(self, job_id: int, single: bool) -> bool:
-        """Whether an id stands for every task of an array: an array job's id does (scancel 26), unless `single`
-        says it names just that job, the array's first task (scancel 26_0 of an array 0-99)."""
-        return not single and job_id in self.table.arrays
+        return self.table.whole_array(job_id, single)
 
     def _expand(self, job_ids: Iterable[int], single: bool = False) -> list[Job]:
-        """Job ids, where an array job id stands for all of its tasks (as scancel does) unless `single`."""
-        out: dict[int, Job] = {}
-        for job_id in job_ids:
-            for i in self.table.arrays[job_id] if self._whole_array(job_id, single) else [job_id]:
-                out[i] = self._get(i)
-        return list(out.values())
+        return self.table.expand(job_ids, single)
 
     # -- commands ---------------------------------------------------------------------------------------------
     def submit(self, spec: JobSpec | dict, now: float, request_id: str | None = None) -> list[Job]:
@@ -283,14 +273,14 @@ class Scheduler:
         self._commit([job.moved(S.COMPLETING, now, exit_code=exit_code)], now)
         return self.job(job_id)
 
-    def enforce_time_limits(self, now: float) -> list[Effect]:
-        """End every RUNNING job past its time limit as TIMEOUT, at its limit: after a restart that can be well
-        before now, and the record must say when the job's time ran out, not when the controller noticed."""
-        effects: list[Effect] = []
-        for job in self.table.expired(now):
-            at = min(now, job.end_by)  # type: ignore[type-var]
-            effects += self._end_runs([job.moved(S.TIMEOUT, at, end_time=at)], [job], at, S.TIMEOUT)
-        return effects
+    def time_limit_reached(self, job_id: int, started: float, now: float) -> list[Effect]:
+        """The run of the job that began at `started` reached its time limit at `now` (the driver calls this at the
+        limit itself, which after a restart can be well before the present): it ends TIMEOUT. Nothing if that run
+        already ended."""
+        job = self.table.running_since(job_id, started)
+        if job is None:
+            return []
+        return self._end_runs([job.moved(S.TIMEOUT, now, end_time=now)], [job], now, S.TIMEOUT)
 
     def fail_ipus(self, ipus: Iterable[int], now: float, cause: str = "") -> list[Effect]:
         """IPUs failed: no job is placed on them, and running jobs on them end NODE_FAIL (requeued if allowed), each
@@ -342,44 +332,19 @@ class Scheduler:
             job = job.model_copy(update={"priority": self.priority(job_id, now)})
         return job
 
-    def queue(self, keep: Callable[[Job], bool] | None = None, now: float | None = None) -> list[Job]:
-        """squeue: running jobs by start time, then pending jobs in the last cycle's priority order; with `keep`,
-        only the jobs it keeps (filtered before their reasons and estimates are worked out); given `now`, pending
-        jobs carry their priority then (squeue -o %Q)."""
-        return queries.queue(self, keep, now)
-
-    def history(self, keep: Callable[[Job], bool] | None = None, states: Iterable[JobState] | None = None,
-                duplicates: bool = False, limit: int = 0) -> list[Job]:
-        """sacct: every job the scheduler remembers (kept by `keep`) once, as it is now, if its state is one of
-        `states` (None: any). `duplicates` (sacct --duplicates): also each earlier run that ended in one of
-        `states` (a job preempted, lost or requeued by hand went back to the queue after it), as the job was then.
-        Rows in the order they ended (a row not ended: when it entered its state), ties by job id; `limit` > 0
-        keeps the last `limit` of them, the most recently ended."""
-        return queries.history(self, keep, states, duplicates, limit)
+    def view(self) -> QueueView:
+        """The queue now, for reads (view.py): call under the lock that serialises this Scheduler's writers, then
+        read it without."""
+        return QueueView(self)
 
     def priority(self, job_id: int, now: float) -> PriorityBreakdown:
-        """sprio for one pending job."""
+        """sprio for one pending job (of the live queue: `view()` for listings)."""
         queued = self.table.pending.get(job_id)
         if queued is None:
             job = self._get(job_id)
             raise FailedPrecondition(f"job {job.display_id} is {job.state.value}; only pending jobs have a priority")
         factors = self.fairshare.factors(now, self.table.running.values())
         return breakdown(queued, now, self.config, self.total, factors)
-
-    def priorities(self, now: float, user: str | None = None, ids: Iterable[int] | None = None,
-                   single: bool = False) -> list[PriorityBreakdown]:
-        """sprio: every pending job's factors, highest priority first; with `ids` only those (an array job id stands
-        for its pending tasks unless `single`, as in sprio -j), refusing one that does not exist or is not pending."""
-        return queries.priorities(self, now, user, ids, single)
-
-    def info(self, available_mask: int | None = None, drained_mask: int = 0,
-             draining_mask: int = 0) -> list[queries.Pod64Info]:
-        """sinfo: idle, allocated, draining, drained and failed IPUs per Pod64 (IPU-Link domain)."""
-        return queries.info(self, available_mask, drained_mask, draining_mask)
-
-    def startable(self, available_mask: int | None = None, allowed_masks: Mapping[str, int] | None = None) -> int:
-        """How many pending jobs could start now, held back by nothing but the scheduler (see startable.py)."""
-        return startable_jobs(self, available_mask, allowed_masks)
 
     def smallest_eligible_ipus(self) -> int | None:
         """The size of the smallest pending job that may start now (not held, begun, dependencies met)."""

@@ -8,45 +8,26 @@ anything is stored.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from vipu.documents import read_document
 from vipu.errors import InvalidArgument
-from vipu.jobs.spec import TrainWorkload
 from vipu.scheduler.arrays import ArraySpec, ArraySyntaxError, parse_array
 from vipu.scheduler.begin import parse_begin
 from vipu.scheduler.deps import Dependency, DependencySyntaxError, parse_dependency
 from vipu.scheduler.durations import parse_duration
+from vipu.scheduler.workload import AnyWorkload, HoldWorkload
 from vipu.validation import MAX_SPEC_BYTES, describe
 
-Seconds = Annotated[float, BeforeValidator(parse_duration)]
 LimitSeconds = Annotated[float, BeforeValidator(lambda v: parse_duration(v, "time_limit", positive=True))]
 BeginTime = Annotated[float | str | None, BeforeValidator(parse_begin)]  # a time, or "now+SECONDS" (begin.py)
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SleepWorkload(Strict):
-    """Occupies its partition for `duration`, then exits with `exit_code`; longer than time_limit -> TIMEOUT."""
-
-    kind: Literal["sleep"] = "sleep"
-    duration: Seconds
-    exit_code: int = Field(0, ge=0, le=255)
-
-
-class HoldWorkload(Strict):
-    """Holds the partition until the job is cancelled or reaches its time limit (an salloc-style allocation)."""
-
-    kind: Literal["hold"] = "hold"
-
-
-# `train` (vipu/jobs/spec.py): a model trained for N steps on the job's IPUs with its t x p x r layout.
-Workload = Annotated[Union[SleepWorkload, HoldWorkload, TrainWorkload], Field(discriminator="kind")]
 
 
 class JobSpec(Strict):
@@ -77,7 +58,8 @@ class JobSpec(Strict):
         " Slurm's patterns %j job id, %A array job id, %a array task, %x job name, %u user, %% a percent sign",
     )
     allocation: str | None = Field(None, description="V-IPU allocation to run in (default: default)")
-    workload: Workload = Field(HoldWorkload(), description="sleep, hold or train (below)")
+    workload: AnyWorkload = Field(HoldWorkload(), description="what the job runs: a mapping with its `kind` (sleep,"
+                                  " hold, train: below)")
 
     @field_validator("time_limit")
     @classmethod

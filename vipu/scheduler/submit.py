@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 from vipu.errors import AlreadyExists, InvalidArgument, VipuError
-from vipu.jobs.spec import TrainWorkload
 from vipu.partition.pod import PodConfig
 from vipu.partition.rules import check_name, check_size, job_partition_name
 from vipu.scheduler.arrays import ArraySyntaxError
@@ -57,26 +56,6 @@ class Submitted(NamedTuple):
     duplicate: bool
 
 
-def check_train(workload, pod: PodConfig, ipus: int) -> None:
-    """A train job that can never fit is refused with a layout that would (the refusal `vipu plan` prints), and one
-    the emulator cannot execute with why; both at once when both hold, so the suggested layout is not tried in
-    vain."""
-    # imported here: the planner and the emulator bring numpy, which a controller that only queues needs never load
-    from vipu.jobs.suggest import check_fits
-    from vipu.jobs.train.problem import check_runnable
-
-    try:
-        check_fits(workload, pod, ipus=ipus)
-    except InvalidArgument as unfit:
-        try:
-            check_runnable(workload)
-        except InvalidArgument as unrunnable:
-            both = f"{unfit.message}; and whatever the layout, it cannot run here: {unrunnable.message}"
-            raise InvalidArgument(both) from None
-        raise
-    check_runnable(workload)
-
-
 def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     """The spec with its QOS and time limit filled in, or InvalidArgument naming the field that can never work."""
     check_name("job", spec.name)
@@ -91,8 +70,6 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
             f"output {spec.output!r} is relative, and the controller has no working directory of yours; give an"
             " absolute path (vipu submit makes one from a relative path)"
         )
-    if isinstance(spec.workload, TrainWorkload):
-        check_train(spec.workload, pod, spec.ipus)
     qos_name = spec.qos or config.default_qos
     qos = config.qos.get(qos_name)
     if qos is None:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from typing import Iterable
 
+from vipu.errors import NotFound
 from vipu.scheduler.bits import block
 from vipu.scheduler.job import Job
 from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob
@@ -46,7 +48,6 @@ class JobTable:
         self.arrays: dict[int, list[int]] = {}  # array_job_id -> task job ids
         self.active_by_name: dict[tuple[str, str], set[int]] = {}  # (name, user) -> active ids, for singleton
         self.request_ids: dict[tuple[str, str], list[int]] = {}  # (user, request id): each user's own keys
-        self.deadlines: list[tuple[float, int, float]] = []  # heap of (end_by, id, start_time) of RUNNING jobs
         self.pending_sizes: Counter = Counter()  # PENDING jobs by IPUs
         self.pending_limits: dict[int, Counter] = {}  # IPUs -> time limits of PENDING jobs -> how many
         self._shortest: dict[int, float] = {}  # IPUs -> the shortest of those limits
@@ -118,12 +119,6 @@ class JobTable:
                 job.array_job_id,
             )
             self.used_mask |= block(first, ipus)  # type: ignore[arg-type]
-            if state is RUNNING:
-                deadlines = self.deadlines
-                heapq.heappush(deadlines, (end_by, job.id, started))  # type: ignore[arg-type]
-                if len(deadlines) > 2 * len(self.running) + 64:  # drop entries of runs that already ended
-                    self.deadlines = [(r.end_by, r.id, r.start_time) for r in self.running.values()]
-                    heapq.heapify(self.deadlines)
         if newly_active and state in ACTIVE:
             key = (job.name, job.user)
             active = self.active_by_name.get(key)
@@ -252,23 +247,42 @@ class JobTable:
         return self.begins[0][0] if self.begins else None
 
     # -- lookups ----------------------------------------------------------------------------------------------
+    def get(self, job_id: int) -> Job:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise NotFound(f"job {job_id} does not exist; `vipu queue` lists active jobs and `vipu history` all jobs")
+        return job
+
+    def whole_array(self, job_id: int, single: bool) -> bool:
+        """Whether an id stands for every task of an array: an array job's id does (scancel 26), unless `single`
+        says it names just that job, the array's first task (scancel 26_0 of an array 0-99)."""
+        return not single and job_id in self.arrays
+
+    def expand(self, job_ids: Iterable[int], single: bool = False) -> list[Job]:
+        """Job ids, where an array job id stands for all of its tasks (as scancel does) unless `single`."""
+        out: dict[int, Job] = {}
+        for job_id in job_ids:
+            for i in self.arrays[job_id] if self.whole_array(job_id, single) else [job_id]:
+                out[i] = self.get(i)
+        return list(out.values())
+
     def running_since(self, job_id: int, started: float) -> Job | None:
         """The job if it is still in the run that began at `started` (a timer or thread set for an earlier run of a
         requeued job must not end this one), else None."""
         job = self.jobs.get(job_id)
         return job if job is not None and job.state is S.RUNNING and job.start_time == started else None
 
-    def expired(self, now: float) -> list[Job]:
-        """RUNNING jobs whose end-by time has come (stale heap entries of jobs that ended are skipped)."""
-        out = []
-        heap = self.deadlines
-        while heap and heap[0][0] <= now:
-            _, job_id, started = heapq.heappop(heap)
-            job = self.running_since(job_id, started)
-            if job is not None:
-                out.append(job)
-        return out
-
     def shortest_limits(self) -> dict[int, float]:
         """IPUs -> the shortest time limit among PENDING jobs of that size (do not change the dict returned)."""
         return self._shortest
+
+    def read_copy(self) -> JobTable:
+        """A table for reads, taken under the caller's lock: copies of the indexes reads use, in O(jobs) pointer
+        copies (records are immutable, so they are shared). Writes to the original never show in it."""
+        copy = JobTable.__new__(JobTable)
+        copy.jobs, copy.pending, copy.running = dict(self.jobs), dict(self.pending), dict(self.running)
+        copy.arrays = dict(self.arrays)  # an array's task list is complete once its submit returns
+        copy.not_begun, copy.gate_info, copy.ready_seq = set(self.not_begun), dict(self.gate_info), dict(self.ready_seq)
+        copy.ready_sizes, copy.used_mask, copy.seq, copy.next_id = Counter(self.ready_sizes), self.used_mask, self.seq, \
+            self.next_id
+        return copy

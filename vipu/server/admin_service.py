@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.server import convert
 from vipu.server.status import rpc
 from vipu.v1 import admin_pb2 as a
@@ -11,154 +10,114 @@ from vipu.v1 import partition_pb2 as p
 
 
 class AdminService(admin_pb2_grpc.AdminServiceServicer):
-    def __init__(self, runtime):
-        self.rt = runtime
+    def __init__(self, plane):
+        self.plane = plane
+        self.admin = plane.admin
 
-    @property
-    def admin(self):
-        return self.rt.controller.admin
+    def _agent(self, agent) -> a.Agent:
+        return convert.agent(agent, self.plane.topology)
 
-    @property
-    def state(self):
-        return self.rt.controller.state
+    def _partitions(self, partitions) -> p.ListPartitionsResponse:
+        return p.ListPartitionsResponse(partitions=[convert.partition(x, self.plane.pod) for x in partitions])
 
     @rpc
     def CreateAgent(self, request, context):
         # only the fields set: an unset one takes its default, a set one is checked as it is (port 0 is refused)
         given = {field: getattr(request, field) for field in ("host", "port", "machine") if request.HasField(field)}
-        with self.rt.lock:
-            return convert.agent(self.admin.create_agent(request.name, **given), self.state)
+        return self._agent(self.admin.create_agent(request.name, **given))
 
     @rpc
     def RemoveAgent(self, request, context):
-        with self.rt.lock:
-            return convert.agent(self.admin.remove_agent(request.name), self.state)
+        return self._agent(self.admin.remove_agent(request.name))
 
     @rpc
     def GetAgent(self, request, context):
-        with self.rt.lock:
-            return convert.agent(self.state.get("agent", request.name), self.state)
+        return self._agent(self.admin.agent(request.name))
 
     @rpc
     def ListAgents(self, request, context):
-        with self.rt.lock:
-            agents = sorted(self.state.agents.values(), key=lambda x: x.machine)
-            return a.ListAgentsResponse(agents=[convert.agent(x, self.state) for x in agents])
+        page = self.plane.page("agents", lambda snap: self.admin.agents(snap), request.page_size, request.page_token)
+        return a.ListAgentsResponse(agents=[self._agent(x) for x in page.items],
+                                    next_page_token=page.next_page_token, total_size=page.total)
 
     @rpc
     def DrainAgent(self, request, context):
-        with self.rt.lock:
-            agent = self.admin.set_agent_state(request.name, "DRAINED")
-        self.rt.dispatcher.wake()
-        return convert.agent(agent, self.state)
+        return self._agent(self.admin.set_agent_state(request.name, "DRAINED"))
 
     @rpc
     def ResumeAgent(self, request, context):
-        with self.rt.lock:
-            agent = self.admin.set_agent_state(request.name, "ONLINE")
-        self.rt.dispatcher.wake()
-        return convert.agent(agent, self.state)
+        return self._agent(self.admin.set_agent_state(request.name, "ONLINE"))
 
     @rpc
     def CreateCluster(self, request, context):
-        with self.rt.lock:
-            cluster = self.admin.create_cluster(
-                request.name,
-                list(request.agents),
-                request.num_ilds or 1,
-                request.topology or self.state.pod.ild_topology,
-                request.cluster_topology or self.state.pod.cluster_topology,
-            )
-            return convert.cluster(cluster)
+        return convert.cluster(self.admin.create_cluster(request.name, list(request.agents), request.num_ilds,
+                                                         request.topology, request.cluster_topology))
 
     @rpc
     def RemoveCluster(self, request, context):
-        with self.rt.lock:
-            return convert.cluster(self.admin.remove_cluster(request.name))
+        return convert.cluster(self.admin.remove_cluster(request.name))
 
     @rpc
     def GetCluster(self, request, context):
-        with self.rt.lock:
-            return convert.cluster(self.state.get("cluster", request.name))
+        return convert.cluster(self.admin.cluster(request.name))
 
     @rpc
     def ListClusters(self, request, context):
-        with self.rt.lock:
-            clusters = sorted(self.state.clusters.values(), key=lambda x: x.name)
-            return a.ListClustersResponse(clusters=[convert.cluster(x) for x in clusters])
+        page = self.plane.page("clusters", lambda snap: self.admin.clusters(snap), request.page_size,
+                               request.page_token)
+        return a.ListClustersResponse(clusters=[convert.cluster(x) for x in page.items],
+                                      next_page_token=page.next_page_token, total_size=page.total)
 
     @rpc
     def CreateAllocation(self, request, context):
-        with self.rt.lock:
-            allocation = self.admin.create_allocation(request.name, list(request.agents), list(request.users))
-            return convert.allocation(allocation, self.state)
+        allocation = self.admin.create_allocation(request.name, list(request.agents), list(request.users))
+        return convert.allocation(allocation, self.plane.pod)
 
     @rpc
     def RemoveAllocation(self, request, context):
-        with self.rt.lock:
-            self.rt.scheduler.check_allocation_unused(request.name)  # its pending jobs would wait forever
-            return convert.allocation(self.admin.remove_allocation(request.name), self.state)
+        return convert.allocation(self.admin.remove_allocation(request.name), self.plane.pod)
 
     @rpc
     def GetAllocation(self, request, context):
-        with self.rt.lock:
-            return convert.allocation(self.admin.get_allocation(request.name), self.state)
+        return convert.allocation(self.admin.allocation(request.name), self.plane.pod)
 
     @rpc
     def ListAllocations(self, request, context):
-        with self.rt.lock:
-            allocations = self.admin.list_allocations()
-            return p.ListAllocationsResponse(allocations=[convert.allocation(x, self.state) for x in allocations])
+        page = self.plane.partitions.allocations(request.page_size, request.page_token)
+        return p.ListAllocationsResponse(allocations=[convert.allocation(x, self.plane.pod) for x in page.items],
+                                         next_page_token=page.next_page_token, total_size=page.total)
 
     @rpc
     def CreateUser(self, request, context):
-        with self.rt.lock:
-            user, key = self.admin.create_user(request.name, request.admin)
-            return a.CreatedUser(user=convert.user(user), access_key=key)
+        user, key = self.admin.create_user(request.name, request.admin)
+        return a.CreatedUser(user=convert.user(user), access_key=key)
 
     @rpc
     def RemoveUser(self, request, context):
-        with self.rt.lock:
-            return convert.user(self.admin.remove_user(request.name))
+        return convert.user(self.admin.remove_user(request.name))
 
     @rpc
     def GetUser(self, request, context):
-        with self.rt.lock:
-            return convert.user(self.state.get("user", request.name))
+        return convert.user(self.admin.user(request.name))
 
     @rpc
     def ListUsers(self, request, context):
-        with self.rt.lock:
-            users = sorted(self.state.users.values(), key=lambda x: x.name)
-            return a.ListUsersResponse(users=[convert.user(x) for x in users])
+        page = self.plane.page("users", lambda snap: self.admin.users(snap), request.page_size, request.page_token)
+        return a.ListUsersResponse(users=[convert.user(x) for x in page.items],
+                                   next_page_token=page.next_page_token, total_size=page.total)
 
     @rpc
     def FailIpus(self, request, context):
-        failed = self.rt.fail_ipus(list(request.ipus), "vipu-admin fail ipus")
-        return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
+        return self._partitions(self.admin.fail_ipus(list(request.ipus)))
 
     @rpc
     def FailLink(self, request, context):
-        failed = self.rt.fail_link(request.ipu_a, request.ipu_b)
-        return p.ListPartitionsResponse(partitions=[convert.partition(x, self.state) for x in failed])
+        return self._partitions(self.admin.fail_link(request.ipu_a, request.ipu_b))
 
     @rpc
     def RepairIpus(self, request, context):
-        ipus = list(request.ipus)
-        with self.rt.lock:
-            repaired = self.rt.controller.partitions.repair_ipus(ipus)
-            self.rt.scheduler.repair_ipus(repaired)
-        machines = sorted({ipu // self.state.pod.machine.ipus for ipu in repaired})
-        self.rt.fleet.repaired(machines)
-        self.rt.dispatcher.wake()
-        return a.IpuList(ipus=repaired)
+        return a.IpuList(ipus=self.admin.repair_ipus(list(request.ipus)))
 
     @rpc
     def KillMachine(self, request, context):
-        machine = request.machine
-        if not 0 <= machine < self.state.pod.machines:
-            raise InvalidArgument(f"machine is {machine}; {self.state.pod.name} has machines 0 to {self.state.pod.machines - 1}")
-        if not self.rt.fleet.enabled:
-            raise FailedPrecondition("this controller runs --ray off: there are no machine actors to kill")
-        self.rt.fleet.kill(machine)
-        return a.IpuList(ipus=list(self.state.topology.machine_ipus(machine)))
+        return a.IpuList(ipus=self.admin.kill_machine(request.machine))

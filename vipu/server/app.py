@@ -31,10 +31,11 @@ from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
 from vipu.server.auth import AuthInterceptor
-from vipu.server.fleet import WATCH_S, ray_address_problem
+from vipu.workers.fleet import WATCH_S, ray_address_problem
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
-from vipu.server.runtime import Runtime, open_runtime
+from vipu.control.plane import ControlPlane
+from vipu.control.startup import open_plane
 from vipu.server.status import add_servicer
 from vipu.server.state_dir import claim
 from vipu.validation import MAX_REQUEST_BYTES
@@ -46,6 +47,10 @@ DEFAULT_METRICS_PORT = 9105
 # contention: bench/bench_submit.py prints submissions/s with 3 and with 8 (with 8 clients, 3 threads serve more).
 # More help only when RPCs wait on something outside the process (Ray), so the flag is there.
 DEFAULT_RPC_THREADS = 3
+# How long a thread that wants the GIL waits before the running one must hand it over (Python's default: 5 ms). A
+# submission hands the GIL back and forth several times (gRPC, SQLite), so beside a long listing each handover cost
+# it the whole default interval: bench/bench_reads.py measured submissions at 19% of their rate without a lister.
+SWITCH_INTERVAL_S = 0.0005
 SERVICES = (
     partition_pb2.DESCRIPTOR.services_by_name["PartitionService"].full_name,
     admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
@@ -58,21 +63,21 @@ def default_state_dir() -> Path:
 
 
 def build_server(
-    runtime: Runtime, host: str, port: int, workers: int = DEFAULT_RPC_THREADS, tls: tuple[bytes, bytes] | None = None
+    plane: ControlPlane, host: str, port: int, workers: int = DEFAULT_RPC_THREADS, tls: tuple[bytes, bytes] | None = None
 ) -> tuple[grpc.Server, int]:
     """The gRPC server; `tls` is (private key, certificate chain) in PEM for TLS, None for plaintext."""
     check_listen(host, port)  # first, so a refusal is our one line and not gRPC's log line too
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"),
-        interceptors=[MetricsInterceptor(runtime.metrics)] + ([AuthInterceptor(runtime)] if runtime.secure else []),
+        interceptors=[MetricsInterceptor(plane.metrics)] + ([AuthInterceptor(plane)] if plane.secure else []),
         # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error; and no
         # SO_REUSEPORT (gRPC's default on Linux), which let a second controller listen on the same port and take
         # half of the first one's calls
         options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES), ("grpc.so_reuseport", 0)],
     )
-    add_servicer(partition_pb2_grpc.add_PartitionServiceServicer_to_server, PartitionService(runtime), server)
-    add_servicer(admin_pb2_grpc.add_AdminServiceServicer_to_server, AdminService(runtime), server)
-    add_servicer(job_pb2_grpc.add_JobServiceServicer_to_server, JobService(runtime), server)
+    add_servicer(partition_pb2_grpc.add_PartitionServiceServicer_to_server, PartitionService(plane), server)
+    add_servicer(admin_pb2_grpc.add_AdminServiceServicer_to_server, AdminService(plane), server)
+    add_servicer(job_pb2_grpc.add_JobServiceServicer_to_server, JobService(plane), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in ("", *SERVICES):
@@ -140,17 +145,16 @@ def parse_bundle(text: str) -> dict[str, float]:
     return bundle
 
 
-def bootstrap_admin(runtime: Runtime, state_dir: Path) -> Path | None:
+def bootstrap_admin(plane: ControlPlane, state_dir: Path) -> Path | None:
     """A secure controller with no admin yet creates user 'admin' and writes its key to a 0600 file, once. A file
     whose key no longer opens anything (its user was removed) is deleted, so the denial's hint never points at it."""
     path = Path(state_dir) / "admin.key"
-    with runtime.lock:
-        if any(u.admin for u in runtime.controller.state.users.values()):
-            if path.exists() and runtime.controller.admin.user_for_key(path.read_text().strip()) is None:
-                path.unlink()
-                print(f"vipu-server: removed {path}: its key belongs to no user any more", file=sys.stderr)
-            return None
-        _, key = runtime.controller.admin.create_user("admin", admin=True)
+    if plane.admin.has_admin():
+        if path.exists() and plane.user_for_key(path.read_text().strip()) is None:
+            path.unlink()
+            print(f"vipu-server: removed {path}: its key belongs to no user any more", file=sys.stderr)
+        return None
+    _, key = plane.admin.create_user("admin", admin=True)
     path.touch(mode=0o600)
     path.write_text(key + "\n")
     return path
@@ -191,7 +195,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def start_machines(runtime, stop: threading.Event, now: threading.Event) -> bool:
+def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Event) -> bool:
     """Start (or attach to) Ray for the machine actors; False if `stop` was set meanwhile (the caller then shuts
     the fleet down). Raises what the start raised.
 
@@ -205,7 +209,7 @@ def start_machines(runtime, stop: threading.Event, now: threading.Event) -> bool
 
     def start() -> None:
         try:
-            runtime.fleet.start()
+            plane.machines.start()
             done.append(None)
         except BaseException as e:  # noqa: BLE001 - handed to the main thread
             done.append(e)
@@ -223,7 +227,7 @@ def start_machines(runtime, stop: threading.Event, now: threading.Event) -> bool
                   " now)", file=sys.stderr, flush=True)
             said = True
         if now.is_set():
-            runtime.fleet.kill_local_ray()
+            plane.machines.kill_local_ray()
             print("vipu-server: stopped while starting Ray (its start abandoned); nothing was served",
                   file=sys.stderr, flush=True)
             os._exit(0)  # the start's thread is inside ray.init, which neither returns nor can be interrupted
@@ -234,6 +238,7 @@ def start_machines(runtime, stop: threading.Event, now: threading.Event) -> bool
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not 0 <= args.port < 65536:
         print(f"vipu-server: error: --port is {args.port}; give 0 to 65535", file=sys.stderr)
@@ -257,24 +262,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
         config = load_scheduler_config(args.scheduler_config, args.policy)
-        runtime = open_runtime(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config)
+        plane = open_plane(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config)
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)  # as the CLI exits for the same error
     # the stored records just loaded live as long as the process: frozen, no collection rescans them (the first one
     # after a large restart would, in whichever call came first)
     gc.freeze()
-    pod = runtime.controller.pod
-    runtime.secure = args.secure
-    runtime.fleet.mode = args.ray
-    runtime.fleet.watch_s = args.health_check_interval
+    pod = plane.pod
+    plane.secure = args.secure
+    plane.machines.mode = args.ray
+    plane.machines.watch_s = args.health_check_interval
     if args.machine_bundle:
         try:
-            runtime.fleet.bundle = parse_bundle(args.machine_bundle)
+            plane.machines.bundle = parse_bundle(args.machine_bundle)
         except ValueError as e:
             print(f"vipu-server: error: --machine-bundle {args.machine_bundle!r}: {e}", file=sys.stderr)
             return BAD_INPUT
-    key_file = bootstrap_admin(runtime, state_dir) if args.secure else None
+    key_file = bootstrap_admin(plane, state_dir) if args.secure else None
     tls = None
     if bool(args.tls_cert) != bool(args.tls_key):
         print("vipu-server: error: --tls-cert and --tls-key go together; give both or neither", file=sys.stderr)
@@ -293,16 +298,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: warning: --secure on {args.host} without --tls-cert: access keys cross the network in"
               " clear text; give --tls-cert and --tls-key", file=sys.stderr)
     try:
-        server, port = build_server(runtime, args.host, args.port, args.rpc_threads, tls=tls)
+        server, port = build_server(plane, args.host, args.port, args.rpc_threads, tls=tls)
     except OSError as e:
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
-    runtime.api_port = port
+    plane.api_port = port
     metrics_line = "metrics off"
     if args.metrics_port >= 0:
-        runtime.metrics.registry.register(StateCollector(runtime))
+        plane.metrics.registry.register(StateCollector(plane))
         try:
-            http, _ = start_http_server(args.metrics_port, args.metrics_host, registry=runtime.metrics.registry)
+            http, _ = start_http_server(args.metrics_port, args.metrics_host, registry=plane.metrics.registry)
         except OSError as e:
             print(f"vipu-server: error: cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {e};"
                   " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)
@@ -315,43 +320,42 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, lambda *_: (now if stop.is_set() else stop).set())
 
     on_stop_signals()
-    if runtime.fleet.enabled:
+    if plane.machines.enabled:
         try:
-            started = start_machines(runtime, stop, now)
+            started = start_machines(plane, stop, now)
         except Exception as e:  # noqa: BLE001 - say what failed and how to run without it
             print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {e}; use --ray off to run without"
                   " machine actors", file=sys.stderr)
             return 1
         on_stop_signals()  # again: Ray's core worker put a handler of its own in front of ours
         if not started:
-            runtime.fleet.shutdown()
-            runtime.store.close()
+            plane.machines.shutdown()
+            plane.store.close()
             print("vipu-server: stopped while starting Ray; nothing was served", file=sys.stderr, flush=True)
             return 0
     server.start()
-    runtime.dispatcher.start()
+    plane.start()
     print(
         f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir});"
         f" {metrics_line}{'; secure' if args.secure else ''}{'; TLS' if tls else ''}"
-        f"{f'; jobs reach it at {runtime.api_host}:{port}' if runtime.api_host != args.host else ''}",
+        f"{f'; jobs reach it at {plane.api_host}:{port}' if plane.api_host != args.host else ''}",
         flush=True,
     )
     if key_file:
         print(f"vipu-server: created admin user 'admin'; its access key is in {key_file}", flush=True)
     stop.wait()
     server.stop(grace=2).wait()
-    runtime.dispatcher.stop()
-    runtime.training.stop()  # before the machines go: their runs' end is the restart's to record
+    plane.stop()  # before the machines go: the runs' end is the restart's to record
     # releasing actors on a lost Ray node can hang; the state is safe in SQLite, so give it a few seconds only
-    closing = threading.Thread(target=runtime.fleet.shutdown, daemon=True)
+    closing = threading.Thread(target=plane.machines.shutdown, daemon=True)
     closing.start()
     closing.join(timeout=10)
-    runtime.store.close()
+    plane.store.close()
     if closing.is_alive():
         # the interpreter's exit would wait on, or abort in, Ray's threads: end what this process started and leave
         print("vipu-server: stopping the machines and Ray took over 10 s; ending Ray's processes", file=sys.stderr,
               flush=True)
-        runtime.fleet.kill_local_ray()
+        plane.machines.kill_local_ray()
         sys.stdout.flush()
         os._exit(0)
     return 0

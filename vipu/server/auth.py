@@ -2,13 +2,14 @@
 `authorization: Bearer <access key>`; the key's sha256 must belong to a user, and AdminService needs an admin.
 
 Why an interceptor: no servicer method can forget the check. Authorisation (whose jobs and partitions a caller
-sees) stays in the servicers through `Runtime.identity`, with the rules in vipu/access.py.
+sees) is the control plane's, given the caller's identity (`identity`), with the rules in vipu/access.py.
 """
 
 from __future__ import annotations
 
 import grpc
 
+from vipu.access import Identity
 from vipu.server.status import abort
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
@@ -25,6 +26,16 @@ def bearer(metadata) -> str | None:
     return None
 
 
+USER_METADATA = "x-vipu-user"  # who an insecure caller says it is; with --secure the access key decides
+
+
+def identity(plane, context) -> Identity:
+    """Who is calling, as the control plane decides it from the call's access key or claimed user."""
+    metadata = context.invocation_metadata() or ()
+    claimed = next((value for key, value in metadata if key == USER_METADATA), "")
+    return plane.identity(bearer(metadata), claimed)
+
+
 def _refuse(code: grpc.StatusCode, message: str):
     def behaviour(request, context):
         abort(context, code, message)
@@ -33,8 +44,8 @@ def _refuse(code: grpc.StatusCode, message: str):
 
 
 class AuthInterceptor(grpc.ServerInterceptor):
-    def __init__(self, runtime):
-        self.rt = runtime
+    def __init__(self, plane):
+        self.plane = plane
 
     def intercept_service(self, continuation, details):
         if details.method.startswith(OPEN_PREFIXES):
@@ -42,7 +53,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
         key = bearer(details.invocation_metadata)
         if key is None:
             return _refuse(grpc.StatusCode.UNAUTHENTICATED, f"this controller runs --secure and needs an access key; {FIX}")
-        user = self.rt.user_for_key(key)
+        user = self.plane.user_for_key(key)
         if user is None:
             return _refuse(grpc.StatusCode.UNAUTHENTICATED, f"the access key is not known to this controller; {FIX}")
         if details.method.startswith(ADMIN_PREFIX) and not user.admin:

@@ -7,14 +7,16 @@ import json
 from vipu.partition import ipuof
 from vipu.partition.admin_objects import Agent, Allocation, Cluster, User
 from vipu.partition.partition import GW_ROUTING, ILD_ROUTING, Partition
-from vipu.partition.partitions import IpuStatus
+from vipu.partition.ipu_status import IpuStatus
+from vipu.partition.pod import PodConfig
 from vipu.partition.state import PodState
+from vipu.partition.topology import Topology
 from vipu.v1 import admin_pb2 as a
 from vipu.workers.telemetry import ipu_reading
 from vipu.v1 import partition_pb2 as p
 
 
-def partition(part: Partition, state: PodState) -> p.Partition:
+def partition(part: Partition, pod: PodConfig) -> p.Partition:
     return p.Partition(
         name=part.name,
         size=part.size,
@@ -29,7 +31,7 @@ def partition(part: Partition, state: PodState) -> p.Partition:
         holder=part.holder or "",
         first_ipu=part.first_ipu,
         ipus=list(part.ipus),
-        ilds=max(1, part.size // state.pod.ild_ipus),
+        ilds=max(1, part.size // pod.ild_ipus),
         ild_routing=ILD_ROUTING,
         gw_routing=GW_ROUTING,
         created_at=part.created_at,
@@ -42,7 +44,7 @@ def partition_view(
 ) -> p.PartitionView:
     gcds = range(part.num_gcds) if gcd is None else [gcd]
     return p.PartitionView(
-        partition=partition(part, state),
+        partition=partition(part, state.pod),
         machines=[
             p.PartitionMachine(
                 machine=m["machine"],
@@ -66,12 +68,12 @@ def partition_view(
     )
 
 
-def allocation(alloc: Allocation, state: PodState) -> p.Allocation:
+def allocation(alloc: Allocation, pod: PodConfig) -> p.Allocation:
     return p.Allocation(
         name=alloc.name,
         agents=alloc.agents,
         users=alloc.users,
-        ipus=len(alloc.agents) * state.pod.machine.ipus,
+        ipus=len(alloc.agents) * pod.machine.ipus,
         created_at=alloc.created_at,
     )
 
@@ -94,14 +96,14 @@ def ipu(status: IpuStatus, machine_stats: dict | None = None) -> p.Ipu:
     )
 
 
-def agent(ag: Agent, state: PodState) -> a.Agent:
+def agent(ag: Agent, topology: Topology) -> a.Agent:
     return a.Agent(
         name=ag.name,
         host=ag.host,
         port=ag.port,
         machine=ag.machine,
         state=ag.state,
-        ipus=list(state.topology.machine_ipus(ag.machine)),
+        ipus=list(topology.machine_ipus(ag.machine)),
         created_at=ag.created_at,
     )
 

@@ -1,64 +1,27 @@
-"""The user-facing PartitionService: convert, call the domain under the controller lock, convert back."""
+"""The user-facing PartitionService: convert, call the control plane, convert back."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Callable
-
 from vipu import __version__
-from vipu.errors import AlreadyExists, InvalidArgument
-from vipu.partition.partition import Partition, PartitionRequest
-from vipu.partition.state import missing
-from vipu.partition.rules import check_name, check_user_holder
+from vipu.partition.partition import PartitionRequest
 from vipu.server import convert
+from vipu.server.auth import identity
 from vipu.server.status import rpc
 from vipu.v1 import partition_pb2 as p
 from vipu.v1 import partition_pb2_grpc
 
 
 class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
-    def __init__(self, runtime):
-        self.rt = runtime  # vipu.server.runtime.Runtime: controller, lock and advertised address
+    def __init__(self, plane):
+        self.plane = plane
 
     @rpc
     def GetVersion(self, request, context):
-        pod = self.rt.controller.pod
+        pod = self.plane.pod
         return p.VersionInfo(version=__version__, pod=pod.name, ipus=pod.ipus)
-
-    def _own(self, name: str, context):
-        """The partition, if the caller may act on it (call before taking the lock): one the caller may not see is
-        NOT_FOUND, one they see but do not own (their allocation's) PERMISSION_DENIED."""
-        identity = self.rt.identity(context)
-        with self.rt.lock:
-            part = self._seen(identity, name)
-        identity.check_owner("partition", name, part.owner)
-
-    def _seen(self, identity, name: str) -> Partition:
-        """The partition, if the caller may see it (call under the lock). One they may not see is refused in the words
-        used for one that does not exist, so a --secure controller reveals neither that it exists nor whose it is."""
-        part = self.rt.controller.partitions.get(name)
-        if not self._visible(identity)(part):
-            raise missing("partition", name)
-        return part
-
-    def _visible(self, identity) -> Callable[[Partition], bool]:
-        """Which partitions the caller may see (call under the lock)."""
-        allocations = self.rt.controller.state.allocations
-
-        def sees(part: Partition) -> bool:
-            granted = allocations[part.allocation].users if part.allocation in allocations else []
-            return identity.sees_partition(part.owner, granted)
-
-        return sees
 
     @rpc
     def CreatePartition(self, request, context):
-        identity = self.rt.identity(context)
-        if identity.name:  # the partition's owner: the same rule as a job's user (submit checks it)
-            try:
-                check_name("user", identity.name)
-            except InvalidArgument as e:
-                raise InvalidArgument(f"the caller's user id (--api-user-id, VIPU_CLI_API_USER_ID): {e.message}") from None
         spec = PartitionRequest(
             name=request.name,
             size=request.size,
@@ -66,91 +29,53 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
             gcd_sync_replicas=request.gcd_sync_replicas if request.HasField("gcd_sync_replicas") else None,
             reconfigurable=request.reconfigurable,
             allocation=request.allocation or None,
-            owner=identity.name,
         )
-        with self.rt.lock:
-            if spec.allocation and not identity.admin:  # (an admin may use any: create() checks the name)
-                identity.check_allocation(spec.allocation, self.rt.controller.admin.get_allocation(spec.allocation).users)
-            try:
-                part = self.rt.controller.partitions.create(spec)
-            except AlreadyExists:
-                taken = self.rt.controller.state.partitions.get(spec.name)
-                if taken is None or self._visible(identity)(taken):
-                    raise
-                # names are the controller's, not each user's (as V-IPU's): the name is refused, but neither its
-                # owner nor a `vipu remove partition` the caller could not run is named
-                raise AlreadyExists(
-                    f"partition name {spec.name!r} is taken; partition names are shared by every user of this"
-                    " controller: choose another name"
-                ) from None
-            return convert.partition(part, self.rt.controller.state)
+        made = self.plane.partitions.create(spec, identity(self.plane, context))
+        return convert.partition(made, self.plane.pod)
 
     @rpc
     def GetPartition(self, request, context):
-        identity = self.rt.identity(context)
-        with self.rt.lock:
-            part = self._seen(identity, request.name)
-            gcd = request.gcd if request.HasField("gcd") else None
-            return convert.partition_view(
-                part, self.rt.controller.state, self.rt.api_host, self.rt.api_port, request.ipu_configs, gcd
-            )
+        view = self.plane.partitions.get(request.name, identity(self.plane, context))
+        gcd = request.gcd if request.HasField("gcd") else None
+        return convert.partition_view(view.partition, view.state, view.api_host, view.api_port, request.ipu_configs,
+                                      gcd)
 
     @rpc
     def ListPartitions(self, request, context):
-        identity = self.rt.identity(context)
-        with self.rt.lock:
-            state = self.rt.controller.state
-            sees = self._visible(identity)
-            visible = [x for x in self.rt.controller.partitions.list() if sees(x)]
-            return p.ListPartitionsResponse(partitions=[convert.partition(x, state) for x in visible])
+        page = self.plane.partitions.list(identity(self.plane, context), request.page_size, request.page_token)
+        return p.ListPartitionsResponse(partitions=[convert.partition(x, self.plane.pod) for x in page.items],
+                                        next_page_token=page.next_page_token, total_size=page.total)
 
     @rpc
     def RemovePartition(self, request, context):
-        self._own(request.name, context)
-        removed, cancelled = self.rt.remove_partition(request.name, request.force)
-        with self.rt.lock:
-            reply = convert.partition(removed, self.rt.controller.state)
-        reply.cancelled_job = cancelled or ""
+        removed = self.plane.partitions.remove(request.name, request.force, identity(self.plane, context))
+        reply = convert.partition(removed.partition, self.plane.pod)
+        reply.cancelled_job = removed.cancelled_job or ""
         return reply
 
     @rpc
     def ResetPartition(self, request, context):
-        self._own(request.name, context)
-        reset = self.rt.reset_partition(request.name)
-        with self.rt.lock:
-            return convert.partition(reset, self.rt.controller.state)
+        reset = self.plane.partitions.reset(request.name, identity(self.plane, context))
+        return convert.partition(reset, self.plane.pod)
 
     @rpc
     def AcquirePartition(self, request, context):
-        self._own(request.name, context)
-        check_user_holder(request.holder)
-        with self.rt.lock:
-            part = self.rt.controller.partitions.acquire(request.name, request.holder)
-            return convert.partition(part, self.rt.controller.state)
+        part = self.plane.partitions.acquire(request.name, request.holder, identity(self.plane, context))
+        return convert.partition(part, self.plane.pod)
 
     @rpc
     def ReleasePartition(self, request, context):
-        self._own(request.name, context)
-        check_user_holder(request.holder)
-        with self.rt.lock:
-            part = self.rt.controller.partitions.release(request.name, request.holder)
-            return convert.partition(part, self.rt.controller.state)
+        part = self.plane.partitions.release(request.name, request.holder, identity(self.plane, context))
+        return convert.partition(part, self.plane.pod)
 
     @rpc
     def ListAllocations(self, request, context):
-        with self.rt.lock:
-            state = self.rt.controller.state
-            allocations = self.rt.controller.admin.list_allocations()
-            return p.ListAllocationsResponse(allocations=[convert.allocation(x, state) for x in allocations])
+        page = self.plane.partitions.allocations(request.page_size, request.page_token)
+        return p.ListAllocationsResponse(allocations=[convert.allocation(x, self.plane.pod) for x in page.items],
+                                         next_page_token=page.next_page_token, total_size=page.total)
 
     @rpc
     def ListIpus(self, request, context):
-        identity = self.rt.identity(context)
-        stats = self.rt.fleet.stats()  # actor calls: outside the lock
-        with self.rt.lock:
-            statuses = self.rt.controller.partitions.ipu_statuses()
-            sees = self._visible(identity)
-            hidden = {x.name for x in self.rt.controller.partitions.list() if not sees(x)}
-        # an IPU in a partition the caller may not see is shown allocated (or draining), without the partition's name
-        return p.ListIpusResponse(ipus=[convert.ipu(replace(s, partition=None) if s.partition in hidden else s,
-                                                    stats.get(s.machine)) for s in statuses])
+        page = self.plane.partitions.ipus(identity(self.plane, context), request.page_size, request.page_token)
+        return p.ListIpusResponse(ipus=[convert.ipu(status, stats) for status, stats in page.items],
+                                  next_page_token=page.next_page_token, total_size=page.total)

@@ -14,8 +14,12 @@ class NameRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class Agent(_message.Message):
     __slots__ = ("name", "host", "port", "machine", "state", "ipus", "created_at")
@@ -48,10 +52,14 @@ class CreateAgentRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., machine: _Optional[int] = ...) -> None: ...
 
 class ListAgentsResponse(_message.Message):
-    __slots__ = ("agents",)
+    __slots__ = ("agents", "next_page_token", "total_size")
     AGENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     agents: _containers.RepeatedCompositeFieldContainer[Agent]
-    def __init__(self, agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total_size: int
+    def __init__(self, agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class Cluster(_message.Message):
     __slots__ = ("name", "agents", "num_ilds", "topology", "cluster_topology", "created_at")
@@ -84,10 +92,14 @@ class CreateClusterRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., num_ilds: _Optional[int] = ..., topology: _Optional[str] = ..., cluster_topology: _Optional[str] = ...) -> None: ...
 
 class ListClustersResponse(_message.Message):
-    __slots__ = ("clusters",)
+    __slots__ = ("clusters", "next_page_token", "total_size")
     CLUSTERS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     clusters: _containers.RepeatedCompositeFieldContainer[Cluster]
-    def __init__(self, clusters: _Optional[_Iterable[_Union[Cluster, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total_size: int
+    def __init__(self, clusters: _Optional[_Iterable[_Union[Cluster, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class CreateAllocationRequest(_message.Message):
     __slots__ = ("name", "agents", "users")
@@ -126,10 +138,14 @@ class CreatedUser(_message.Message):
     def __init__(self, user: _Optional[_Union[User, _Mapping]] = ..., access_key: _Optional[str] = ...) -> None: ...
 
 class ListUsersResponse(_message.Message):
-    __slots__ = ("users",)
+    __slots__ = ("users", "next_page_token", "total_size")
     USERS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     users: _containers.RepeatedCompositeFieldContainer[User]
-    def __init__(self, users: _Optional[_Iterable[_Union[User, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total_size: int
+    def __init__(self, users: _Optional[_Iterable[_Union[User, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class FailIpusRequest(_message.Message):
     __slots__ = ("ipus",)

@@ -107,22 +107,30 @@ class JobLogsResponse(_message.Message):
     def __init__(self, lines: _Optional[_Iterable[str]] = ..., record_json: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("users", "states", "ids", "brief")
+    __slots__ = ("users", "states", "ids", "brief", "page_size", "page_token")
     USERS_FIELD_NUMBER: _ClassVar[int]
     STATES_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     BRIEF_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     states: _containers.RepeatedScalarFieldContainer[str]
     ids: _containers.RepeatedScalarFieldContainer[int]
     brief: bool
-    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., ids: _Optional[_Iterable[int]] = ..., brief: _Optional[bool] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., ids: _Optional[_Iterable[int]] = ..., brief: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
-    __slots__ = ("jobs",)
+    __slots__ = ("jobs", "next_page_token", "total_size")
     JOBS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[Job]
-    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total_size: int
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class GetJobRequest(_message.Message):
     __slots__ = ("id",)
@@ -143,20 +151,24 @@ class JobIdsRequest(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., admin: _Optional[bool] = ..., single: _Optional[bool] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
-    __slots__ = ("users", "states", "limit", "brief", "duplicates", "ids")
+    __slots__ = ("users", "states", "limit", "brief", "duplicates", "ids", "page_size", "page_token")
     USERS_FIELD_NUMBER: _ClassVar[int]
     STATES_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     BRIEF_FIELD_NUMBER: _ClassVar[int]
     DUPLICATES_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     states: _containers.RepeatedScalarFieldContainer[str]
     limit: int
     brief: bool
     duplicates: bool
     ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ..., duplicates: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ..., duplicates: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ClusterInfoRequest(_message.Message):
     __slots__ = ()
@@ -193,12 +205,16 @@ class ClusterInfoResponse(_message.Message):
     def __init__(self, pod: _Optional[str] = ..., ilds: _Optional[_Iterable[_Union[Pod64Info, _Mapping]]] = ..., pending_jobs: _Optional[int] = ..., running_jobs: _Optional[int] = ...) -> None: ...
 
 class PrioritiesRequest(_message.Message):
-    __slots__ = ("ids", "single")
+    __slots__ = ("ids", "single", "page_size", "page_token")
     IDS_FIELD_NUMBER: _ClassVar[int]
     SINGLE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[int]
     single: bool
-    def __init__(self, ids: _Optional[_Iterable[int]] = ..., single: _Optional[bool] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., single: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class PriorityFactors(_message.Message):
     __slots__ = ("job_id", "user", "priority", "age", "fairshare", "job_size", "qos", "nice", "array_job_id", "array_task_id")
@@ -225,7 +241,11 @@ class PriorityFactors(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., user: _Optional[str] = ..., priority: _Optional[float] = ..., age: _Optional[float] = ..., fairshare: _Optional[float] = ..., job_size: _Optional[float] = ..., qos: _Optional[float] = ..., nice: _Optional[float] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ...) -> None: ...
 
 class PrioritiesResponse(_message.Message):
-    __slots__ = ("jobs",)
+    __slots__ = ("jobs", "next_page_token", "total_size")
     JOBS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[PriorityFactors]
-    def __init__(self, jobs: _Optional[_Iterable[_Union[PriorityFactors, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total_size: int
+    def __init__(self, jobs: _Optional[_Iterable[_Union[PriorityFactors, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...

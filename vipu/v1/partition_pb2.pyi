@@ -156,14 +156,22 @@ class PartitionView(_message.Message):
     def __init__(self, partition: _Optional[_Union[Partition, _Mapping]] = ..., machines: _Optional[_Iterable[_Union[PartitionMachine, _Mapping]]] = ..., ring: _Optional[_Iterable[int]] = ..., gcds: _Optional[_Iterable[_Union[GcdView, _Mapping]]] = ...) -> None: ...
 
 class ListPartitionsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListPartitionsResponse(_message.Message):
-    __slots__ = ("partitions",)
+    __slots__ = ("partitions", "next_page_token", "total_size")
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     partitions: _containers.RepeatedCompositeFieldContainer[Partition]
-    def __init__(self, partitions: _Optional[_Iterable[_Union[Partition, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total_size: int
+    def __init__(self, partitions: _Optional[_Iterable[_Union[Partition, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class RemovePartitionRequest(_message.Message):
     __slots__ = ("name", "force")
@@ -202,14 +210,22 @@ class Allocation(_message.Message):
     def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., ipus: _Optional[int] = ..., created_at: _Optional[float] = ...) -> None: ...
 
 class ListAllocationsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListAllocationsResponse(_message.Message):
-    __slots__ = ("allocations",)
+    __slots__ = ("allocations", "next_page_token", "total_size")
     ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     allocations: _containers.RepeatedCompositeFieldContainer[Allocation]
-    def __init__(self, allocations: _Optional[_Iterable[_Union[Allocation, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total_size: int
+    def __init__(self, allocations: _Optional[_Iterable[_Union[Allocation, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class Ipu(_message.Message):
     __slots__ = ("id", "machine", "index", "ild", "agent", "state", "partition", "utilization", "sram_used_bytes", "emulated")
@@ -236,11 +252,19 @@ class Ipu(_message.Message):
     def __init__(self, id: _Optional[int] = ..., machine: _Optional[int] = ..., index: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., state: _Optional[str] = ..., partition: _Optional[str] = ..., utilization: _Optional[float] = ..., sram_used_bytes: _Optional[int] = ..., emulated: _Optional[bool] = ...) -> None: ...
 
 class ListIpusRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListIpusResponse(_message.Message):
-    __slots__ = ("ipus",)
+    __slots__ = ("ipus", "next_page_token", "total_size")
     IPUS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     ipus: _containers.RepeatedCompositeFieldContainer[Ipu]
-    def __init__(self, ipus: _Optional[_Iterable[_Union[Ipu, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total_size: int
+    def __init__(self, ipus: _Optional[_Iterable[_Union[Ipu, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...

@@ -17,8 +17,8 @@ from vipu.jobs.layout import Layout
 from vipu.jobs.train.poprun import local_environments, num_instances, read_instances
 from vipu.jobs.train.report import InstanceRun
 from vipu.partition.partition import PartitionRequest
-from vipu.server.runtime import open_runtime
-from vipu.server.training import JobResult, _Run
+from vipu.control.startup import open_plane
+from vipu.jobs.train.runs import JobResult, _Run
 
 HOST, PORT = "10.1.2.3", 8091
 
@@ -28,7 +28,7 @@ def runtime(tmp_path):
     opened = []
 
     def make(pod_name: str):
-        rt = open_runtime(pod_name, tmp_path / f"{pod_name}-{len(opened)}", HOST, PORT)
+        rt = open_plane(pod_name, tmp_path / f"{pod_name}-{len(opened)}", HOST, PORT)
         opened.append(rt)
         return rt
 
@@ -43,7 +43,7 @@ def job_environment(rt, job_id: int, first_ipu: int, size: int, layout: dict, nu
         rt.controller.partitions.create(PartitionRequest(
             name=f"slurm_{job_id}", size=size, num_gcds=num_gcds, first_ipu=first_ipu, reconfigurable=True,
             holder=f"job {job_id}"))
-        return rt.training.environment(job_id, workload(model or mlp(layers=8), **layout))
+        return rt.runners["train"].environment(job_id, workload(model or mlp(layers=8), **layout))
 
 
 def target(size: int, configuration: str, topology: str, gateway: str, instance: int) -> str:
@@ -203,9 +203,9 @@ def test_the_environment_is_stored_with_the_result_and_logged(runtime):
     result = run(w, environments=envs)
     record = JobResult(name="4", result=result, environment=envs)
     rt.store.commit([("job_result", "4", record)], [])
-    rt.training.results.clear()
-    assert rt.training.result(4).environment == envs  # read back from the store
-    lines = rt.training.log_lines(4)
+    rt.runners["train"].results.clear()
+    assert rt.runners["train"].record(4).environment == envs  # read back from the store
+    lines = rt.runners["train"].log_lines(4)
     head = lines[:5]
     assert head[0].startswith("poprun environment: 4 instances; every instance sees IPUOF_VIPU_API_HOST=10.1.2.3"
                               " IPUOF_VIPU_API_PORT=8091 IPUOF_VIPU_API_PARTITION_ID=slurm_4")
@@ -215,7 +215,7 @@ def test_the_environment_is_stored_with_the_result_and_logged(runtime):
         f" {2 * i}-{2 * i + 1} on IPUs {4 * i}-{4 * i + 3}" for i in range(4)]
     assert sum("loss" in line for line in lines) == w.steps  # `vipu logs` callers count the step lines
     # while the job runs, the environment is known before any step
-    rt.training.results.clear()
+    rt.runners["train"].results.clear()
     rt.store.commit([], [("job_result", "4")])
-    rt.training.runs[4] = _Run(4, 1, started=0.0, first_ipu=0, ipus=16, environment=envs, earlier=[])
-    assert rt.training.log_lines(4)[0] == head[0]
+    rt.runners["train"].runs[4] = _Run(4, 1, started=0.0, first_ipu=0, ipus=16, environment=envs, earlier=[])
+    assert rt.runners["train"].log_lines(4)[0] == head[0]

@@ -4,17 +4,17 @@ counted when a run ends or its job is requeued, whenever the metrics are scraped
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from tests.jobs.train.builders import mlp, pod, run, workload
-from vipu.server.fleet import Fleet
+from vipu.jobs.train.telemetry import machine_stats
+from vipu.workers.fleet import Fleet
+
+PROGRESS: dict = {}  # (set per test) the running jobs' steps so far, as the control plane gathers them
 
 
 def fleet_without_actors() -> tuple[Fleet, dict]:
-    """A --ray off Fleet of a stand-in controller; the returned dict is its running jobs' steps so far."""
-    progress: dict = {}
-    runtime = SimpleNamespace(controller=SimpleNamespace(pod=pod()), training=SimpleNamespace(progress=progress))
-    return Fleet(runtime, "off"), progress
+    """A --ray off Fleet; the returned dict is its running jobs' steps so far."""
+    PROGRESS.clear()
+    return Fleet(pod(), on_lost=lambda machines: None, mode="off"), PROGRESS
 
 
 def train(fleet: Fleet, w, on_step=None) -> list:
@@ -33,7 +33,7 @@ def links(fleet: Fleet) -> dict[int, dict[str, tuple[int, int]]]:
     """Machine -> link type -> (sent, received), as a scrape reads them; link types with no bytes left out."""
     return {m: {kind: (x["sent_bytes"], x["received_bytes"]) for kind, x in stats["links"].items()
                 if x["sent_bytes"] or x["received_bytes"]}
-            for m, stats in fleet.stats().items() if stats["links"]}
+            for m, stats in machine_stats(PROGRESS.values(), fleet.link_bytes(), 4).items() if stats["links"]}
 
 
 def moved(transports: list) -> dict[int, dict[str, tuple[int, int]]]:

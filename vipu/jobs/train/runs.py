@@ -1,4 +1,4 @@
-"""Running `train` workloads for the live controller: each job trains in a thread of its own on its partition's
+"""The runner of `train` workloads in the live controller: each job trains in a thread of its own on its partition's
 machines, and its results (loss per step, emulated step time and throughput on the real Pod, per-IPU utilisation and
 memory, link traffic, the planner's prediction) are stored with the job.
 
@@ -27,6 +27,7 @@ from vipu.errors import MachineLost
 from vipu.jobs.train.poprun import partition_environments, summary_lines
 from vipu.jobs.train.report import USAGE_LEGEND, StepReport, TrainingResult, step_line, usage_lines
 from vipu.partition.rules import job_partition_name
+from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.states import TRANSITIONS, JobState
 
 log = logging.getLogger("vipu.training")
@@ -92,48 +93,54 @@ class _Run:
         return self.first_ipu < other.first_ipu + other.ipus and other.first_ipu < self.first_ipu + self.ipus
 
 
-class Training:
-    def __init__(self, runtime):
-        self.rt = runtime
+class TrainRuns:
+    """The `train` kind's runner (vipu/control/workloads.py); `ctx` is the RunContext the control plane gives it."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
         self.runs: dict[int, _Run] = {}  # each job's latest run in this controller, running or done
         self.results: dict[int, JobResult] = {}
         self._unreturned: list[_Run] = []  # runs whose threads have not returned (their tensors may be on machines)
         self._unreturned_lock = threading.Lock()
         self._stopping = False
 
-    def stop(self) -> None:
+    def shutdown(self) -> None:
         """The controller is stopping, and its training runs with it (they run in its process). Their jobs stay
         RUNNING in the store, as after a kill -9, so the restart ends them (NODE_FAIL, requeued as their spec
         allows) saying why: the machines going away under them now is no hardware failure."""
-        with self.rt.lock:
+        with self.ctx.lock:
             self._stopping = True
 
-    @property
     def progress(self) -> dict[int, list[StepReport]]:
         """Running jobs' steps so far (for logs and metrics)."""
         return {job_id: run.steps for job_id, run in list(self.runs.items()) if not run.done}
 
     def environment(self, job_id: int, workload) -> list[dict[str, str]]:
         """The environment of each poprun instance of the job, from its partition slurm_<id> as the controller
-        holds it now and the address jobs reach the controller at (the caller holds the runtime lock)."""
-        state = self.rt.controller.state
+        holds it now and the address jobs reach the controller at (the caller holds the controller's lock)."""
+        state = self.ctx.pod_state()
         partition = state.get("partition", job_partition_name(job_id))
-        return partition_environments(partition, state, self.rt.api_host, self.rt.api_port, workload.layout)
+        host, port = self.ctx.api_address()
+        return partition_environments(partition, state, host, port, workload.layout)
 
-    def start(self, job_id: int, started: float, first_ipu: int, workload) -> None:
-        """Called by the dispatcher, under the runtime lock, once the job's partition exists."""
+    def stop(self, stop: StopJob) -> None:
+        """Nothing to do at once: the run's thread sees its job is no longer running after its step and returns."""
+
+    def start(self, start: StartJob) -> None:
+        """A run starts (under the controller's lock, its partition made); it ends when its thread says so."""
+        job_id, started, first_ipu, workload = start.job_id, start.start_time, start.first_ipu, start.workload
         problem: Exception | None = None
         try:
             environment = self.environment(job_id, workload)
         except Exception as e:  # noqa: BLE001 - the run then fails with the reason instead of training blind
             environment, problem = [], e
-        job = self.rt.scheduler.table.jobs[job_id]
+        job = self.ctx.job(job_id)
         number = max(1, _runs_started(job))
         run = _Run(job_id, number, started, first_ipu, workload.layout.ipus, environment, self._earlier(job, number))
         # stored now, not only when the run ends: a controller that stops under the run never records its end, and
         # the next controller reads how the earlier runs ended from here (it no longer has their machines' story)
         record = JobResult(name=str(job_id), run=number, environment=environment, earlier_runs=run.earlier)
-        self.rt.store.commit([("job_result", record.name, record)], [])
+        self.ctx.store.commit([("job_result", record.name, record)], [])
         self.results[job_id] = record
         with self._unreturned_lock:
             run.after = [r for r in self._unreturned if r.overlaps(run)]
@@ -143,10 +150,10 @@ class Training:
                          name=f"vipu-train-{job_id}").start()
 
     def _still_running(self, job_id: int, started: float) -> bool:
-        return self.rt.scheduler.table.running_since(job_id, started) is not None
+        return self.ctx.still_running(job_id, started)
 
     def _transport_factory(self, run: _Run):
-        fleet = self.rt.fleet
+        fleet = self.ctx.machines
         if not fleet.enabled:
             return fleet.local_transport  # a transport of the run's own, counting into the fleet's link counters
         from vipu.fabric.ray_transport import RayTransport
@@ -158,7 +165,7 @@ class Training:
             if not earlier.returned.wait(timeout=RETURN_WAIT_S):
                 log.warning("job %s: run %s has not returned after %g s; run %s of job %s starts beside it",
                             earlier.job_id, earlier.number, RETURN_WAIT_S, run.number, run.job_id)
-        pool = fleet.actors_for(self.rt.controller.state.topology.machines_of(run.first_ipu, run.ipus))
+        pool = fleet.actors_for(self.ctx.pod_state().topology.machines_of(run.first_ipu, run.ipus))
         return lambda group: Scoped(RayTransport.for_group(pool, group), run.scope)
 
     def _run(self, run: _Run, workload, problem: Exception | None) -> None:
@@ -173,7 +180,7 @@ class Training:
                 from vipu.jobs.train.runner import run_training
 
                 factory = self._transport_factory(run)
-                result = run_training(workload, self.rt.controller.pod, run.first_ipu, factory,
+                result = run_training(workload, self.ctx.pod, run.first_ipu, factory,
                                       on_step=run.steps.append,
                                       should_stop=lambda: not self._still_running(job_id, run.started),
                                       environments=run.environment)
@@ -188,13 +195,13 @@ class Training:
                 # as the spec allows, not the job's own failure. The fleet marks the lost machines' IPUs failed
                 # first (ending the job NODE_FAIL itself), so the requeued job is not placed on them again.
                 log.error("job %s: a machine was lost during training: %s", job_id, e)
-                self.rt.fleet.check()
-        with self.rt.lock:  # the record and the job's end in one store transaction (the lock's batch)
+                self.ctx.machines.check()
+        with self.ctx.lock:  # the record and the job's end in one store transaction (the lock's batch)
             if self._stopping:
                 return
             live = self._still_running(job_id, run.started)
             if live and isinstance(failure, MachineLost):  # the health check did not see it: the training's word
-                self._finish(job_id, JobState.NODE_FAIL, 1)
+                self.ctx.finish(job_id, run.started, 1, JobState.NODE_FAIL)
                 live = False
             record = JobResult(name=str(job_id), run=run.number, result=result, environment=run.environment,
                                earlier_runs=run.earlier, steps=[] if result else list(run.steps))
@@ -204,21 +211,18 @@ class Training:
             elif not live:  # the controller ended the run (a lost machine, a cancel): say that, not what it broke
                 if failure is not None:
                     log.info("job %s: run %s ended under its training: %s", job_id, run.number, failure)
-                job = self.rt.scheduler.table.jobs.get(job_id)
+                job = self.ctx.job(job_id)
                 record.ended = self._ending(job, run.number, record) if job else None
             if self.runs.get(job_id) is run:  # not once a later run of the job has started
-                self.rt.store.commit([("job_result", record.name, record)], [])
+                self.ctx.store.commit([("job_result", record.name, record)], [])
                 self.results[job_id] = record
                 run.done = True
             if live:
-                self._finish(job_id, None, 0 if failure is None else 1)  # COMPLETED or FAILED by the exit code
-        self.rt.dispatcher.wake()
+                # COMPLETED or FAILED by the exit code
+                self.ctx.finish(job_id, run.started, 0 if failure is None else 1, None)
+        self.ctx.wake()
 
-    def _finish(self, job_id: int, state: JobState | None, exit_code: int) -> None:
-        now = self.rt.now()
-        self.rt.dispatcher.apply(self.rt.scheduler.job_finished(job_id, now, state, exit_code=exit_code), now)
-
-    def result(self, job_id: int) -> JobResult | None:
+    def record(self, job_id: int) -> JobResult | None:
         """The record of the job's latest run that has ended; while a run is going, what is known of it so far
         (its environment, how earlier runs ended and its steps so far)."""
         run = self.runs.get(job_id)
@@ -226,7 +230,7 @@ class Training:
             return JobResult(name=str(job_id), run=run.number, environment=run.environment, earlier_runs=run.earlier,
                              steps=list(run.steps))
         if job_id not in self.results:
-            stored = self.rt.store.get("job_result", str(job_id), JobResult)
+            stored = self.ctx.store.get("job_result", str(job_id), JobResult)
             if stored is not None:
                 self.results[job_id] = stored
         return self.results.get(job_id)
@@ -235,14 +239,14 @@ class Training:
         """`vipu logs ID`: how earlier runs ended, the job's poprun environment (shared variables, then each
         instance's own and the replicas it ran), one line per step of the current run so far, then how it ended:
         its summary, its failure, or what ended it."""
-        record = self.result(job_id)
+        record = self.record(job_id)
         if record is None:
             return []
         runs = record.result.instances if record.result else []
         lines = [*record.earlier_runs, *summary_lines(
             record.environment, [f"-> ran replicas {_span(r.replicas)} on IPUs {_span(r.ipus)}" for r in runs])]
         lines += [step_line(r) for r in record.reports]
-        run, job = self.runs.get(job_id), self.rt.scheduler.table.jobs.get(job_id)
+        run, job = self.runs.get(job_id), self.ctx.job(job_id)
         if run is not None and not run.done:  # live, even while an earlier run's thread is still winding down
             if job is not None and not self._still_running(job_id, run.started):  # ended under it, thread not back
                 lines += [line for line in [self._ending(job, run.number, None)] if line]
@@ -260,7 +264,7 @@ class Training:
     # -- how a run ended, in the user's words ----------------------------------------------------------------------
     def _earlier(self, job, number: int) -> list[str]:
         """One line per run of `job` before run `number`: those already recorded, then the ones since."""
-        record = self.result(job.id)
+        record = self.record(job.id)
         earlier = list(record.earlier_runs) if record else []
         for n in range(len(earlier) + 1, number):
             if record is not None and record.run == n and record.ended:
@@ -305,7 +309,7 @@ class Training:
 
     def _lost_hardware(self, first_ipu: int, ipus: int) -> str | None:
         """The failed IPUs under a block, by machine: "machine 1 was lost", "IPU 5 of machine 1 failed"."""
-        topology, mask = self.rt.controller.state.topology, self.rt.scheduler.failed_mask
+        topology, mask = self.ctx.pod_state().topology, self.ctx.failed_mask()
         whole, parts = [], []
         for machine in topology.machines_of(first_ipu, ipus):
             own = [i for i in topology.machine_ipus(machine) if first_ipu <= i < first_ipu + ipus]

@@ -7,8 +7,9 @@ import pytest
 
 from vipu.errors import InvalidArgument
 from vipu.scheduler.config import QosSpec, SchedulerConfig
-from vipu.scheduler.replay import format_table, main_replay, replay
-from vipu.scheduler.traces import TraceJob, load_trace, next_power_of_two, read_openb, rounded_limit
+from vipu.replay.results import format_table
+from vipu.replay.run import main_replay, replay
+from vipu.replay.traces import TraceJob, load_trace, next_power_of_two, read_openb, rounded_limit
 
 from tests.scheduler.builders import POD16, POD256
 

@@ -1,9 +1,9 @@
 """The emulated IPU-Machines behind the controller: Ray actors brought up for a job's machines, watched, and
 turned into failed IPUs when they die.
 
-Why the controller owns this edge and the domain does not: Ray is an execution engine, not a rule. The domain
-only hears "these IPUs failed" (the same call an operator's `vipu-admin fail ipus` makes), and the scheduler ends
-the jobs on them NODE_FAIL and requeues them as their spec allows.
+Why a callback and not the domain: Ray is an execution engine, not a rule. The control plane only hears "these
+machines were lost" (`on_lost`), turns that into failed IPUs (the same call an operator's `vipu-admin fail ipus`
+makes), and the scheduler ends the jobs on them NODE_FAIL and requeues them as their spec allows.
 
 Ray starts with the controller (`--ray local`, the default) or is attached to (`--ray ADDRESS`: machine actors then
 spread over its nodes); `--ray off` never starts it. Machine actors themselves start only when a job first needs
@@ -20,8 +20,10 @@ import shutil
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
-from vipu.server import local_ray
+from vipu.partition.pod import PodConfig
+from vipu.workers import local_ray
 
 log = logging.getLogger("vipu.fleet")
 WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
@@ -53,8 +55,10 @@ def check_reachable(address: str, timeout_s: float = 10.0) -> None:
 
 
 class Fleet:
-    def __init__(self, runtime, mode: str = "local", bundle: dict[str, float] | None = None):
-        self.rt = runtime
+    def __init__(self, pod: PodConfig, on_lost: Callable[[list[int]], None], mode: str = "local",
+                 bundle: dict[str, float] | None = None):
+        self.pod = pod
+        self.on_lost = on_lost  # machines whose actor died or restarted: the caller fails their IPUs
         self.mode = mode  # "off", "local", or a Ray address
         self.bundle = bundle  # what each machine reserves on a Ray node (None: the pool's default)
         self.watch_s = WATCH_S
@@ -92,7 +96,7 @@ class Fleet:
                         check_reachable(self.mode)
                         ray.init(address=self.mode, log_to_driver=False, configure_logging=False)
                 # generous: the first actors on a fresh machine wait for Ray's worker processes to start and import
-                self.pool = MachinePool(self.rt.controller.pod, bundle=self.bundle, ready_timeout_s=300.0)
+                self.pool = MachinePool(self.pod, bundle=self.bundle, ready_timeout_s=300.0)
                 self._watcher = threading.Thread(target=self._watch, name="vipu-fleet-watch", daemon=True)
                 self._watcher.start()
             return self.pool
@@ -143,10 +147,6 @@ class Fleet:
             else:
                 log.exception("could not bring up machines %s", machines)
 
-    def wait_idle(self, timeout: float = 120.0) -> None:
-        """Wait until queued bring-ups are done (tests, and shutdown)."""
-        self._work.submit(lambda: None).result(timeout=timeout)
-
     # -- watching ---------------------------------------------------------------------------------------------------
     def _watch(self) -> None:
         while not self._stop.wait(self.watch_s):
@@ -172,11 +172,8 @@ class Fleet:
             return lost
 
     def machines_failed(self, machines: list[int]) -> None:
-        topology = self.rt.controller.state.topology
-        ipus = [ipu for m in machines for ipu in topology.machine_ipus(m)]
-        log.error("machines %s failed: IPUs %s out of service until repaired", machines, ipus)
-        self.rt.fail_ipus(ipus, f"the actor of machine{'s' if len(machines) > 1 else ''}"
-                               f" {', '.join(map(str, machines))} died or restarted")
+        log.error("machines %s failed: their IPUs are out of service until repaired", machines)
+        self.on_lost(machines)
         self._lost.update(machines)
 
     # -- operator actions -------------------------------------------------------------------------------------------
@@ -215,12 +212,9 @@ class Fleet:
         return LocalTransport(self._traffic)
 
     def stats(self) -> dict[int, dict]:
-        """Every running machine's counters (for metrics and `vipu top`); machines without an actor are absent.
-        With --ray off there are no actors: the same figures come from the training runs' step reports (per IPU)
-        and the link counters their transports count into (local_transport)."""
-        if not self.enabled:
-            return self._stats_without_actors()
-        if self.pool is None:
+        """Every running machine actor's counters (for metrics and `vipu top`); machines without an actor are
+        absent. With --ray off there are none: the control plane asks the runs' step reports instead."""
+        if not self.enabled or self.pool is None:
             return {}
         import ray
 
@@ -234,12 +228,9 @@ class Fleet:
                 continue
         return out
 
-    def _stats_without_actors(self) -> dict[int, dict]:
-        from vipu.jobs.train.telemetry import machine_stats
-
-        ipus = self.rt.controller.pod.machine.ipus
-        links = self._traffic.by_machine(ipus) if self._traffic is not None else {}  # none before the first run
-        return machine_stats(self.rt.training.progress.values(), links, ipus)
+    def link_bytes(self) -> dict[int, dict[str, list[int]]]:
+        """With --ray off: machine -> link type -> [sent, received] bytes the runs' transports counted so far."""
+        return self._traffic.by_machine(self.pod.machine.ipus) if self._traffic is not None else {}
 
     def shutdown(self) -> None:
         self._stop.set()

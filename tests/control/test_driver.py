@@ -1,0 +1,82 @@
+"""The one event loop: equal times in a fixed order, late events at their own time, failed starts, and runs that
+end when only their workload can tell."""
+
+from vipu.control.driver import Driver, StartFailed, Timers
+from vipu.scheduler.states import JobState as S
+
+from tests.scheduler.builders import make, sleep, spec
+
+
+def test_a_workload_that_ends_at_its_time_limit_completed_and_one_a_second_later_timed_out():
+    s = make()
+    s.submit(spec(time_limit=60, workload=sleep(60)), 0)
+    s.submit(spec(time_limit=60, workload=sleep(61)), 0)
+    driver = Driver(s, Timers())
+    driver.step(0)
+    driver.run()
+    assert (s.job(1).state, s.job(1).end_time) == (S.COMPLETED, 60)
+    assert (s.job(2).state, s.job(2).end_time) == (S.TIMEOUT, 60)
+
+
+def test_events_due_long_ago_are_handled_at_their_own_time_and_in_order():
+    """After a restart the loop's first step is late: each end is recorded when it was due, and the IPUs the first
+    job freed went to the waiting job at the step, not before."""
+    s = make()
+    s.submit(spec(ipus=16, time_limit=100, workload=sleep(10)), 0)
+    s.submit(spec(ipus=16, time_limit=20, workload=sleep(500)), 0)
+    driver = Driver(s, Timers())
+    driver.step(0)
+    driver.step(1000)
+    assert (s.job(1).state, s.job(1).end_time) == (S.COMPLETED, 10)
+    assert (s.job(2).state, s.job(2).start_time) == (S.RUNNING, 1000)
+    driver.step(5000)
+    assert (s.job(2).state, s.job(2).end_time) == (S.TIMEOUT, 1020)
+
+
+def test_a_start_that_fails_ends_the_job_node_fail_and_requeues_it():
+    class NoPartitions(Timers):
+        def start(self, start):
+            raise StartFailed("no partition today")
+
+    s = make()
+    s.submit(spec(), 0)
+    s.submit(spec(requeue=False), 0)
+    Driver(s, NoPartitions()).step(0)
+    assert s.job(1).state is S.PENDING and s.job(1).requeue_count == 1
+    assert s.job(2).state is S.NODE_FAIL
+    assert [t.state for t in s.job(1).history] == [S.PENDING, S.RUNNING, S.NODE_FAIL, S.PENDING]
+
+
+def test_a_run_that_ends_after_its_time_limit_ran_out_timed_out():
+    """A training thread reporting its end late does not turn a run the time limit ended into COMPLETED."""
+    s = make()
+    s.submit(spec(time_limit=60, workload={"kind": "hold"}), 0)
+    driver = Driver(s, Timers())
+    driver.step(0)
+    driver.ended(1, 0.0, 75.0, exit_code=0)
+    assert (s.job(1).state, s.job(1).end_time) == (S.TIMEOUT, 60)
+
+
+def test_a_run_that_ends_before_its_time_limit_completed_or_failed_by_its_exit_code():
+    s = make()
+    for _ in range(3):
+        s.submit(spec(time_limit=60, workload={"kind": "hold"}), 0)
+    driver = Driver(s, Timers())
+    driver.step(0)
+    driver.ended(1, 0.0, 30.0, exit_code=0)
+    driver.ended(3, 0.0, 31.0, exit_code=1, state=S.NODE_FAIL)
+    driver.ended(2, 0.0, 60.0, exit_code=3)  # at its limit: its own end counts
+    assert [(s.job(i).state, s.job(i).exit_code) for i in (1, 2)] == [(S.COMPLETED, 0), (S.FAILED, 3)]
+    assert s.job(3).state is S.PENDING and s.job(3).requeue_count == 1  # NODE_FAIL, requeued
+
+
+def test_an_end_reported_for_an_earlier_run_does_not_end_the_next():
+    s = make()
+    s.submit(spec(time_limit=60, workload={"kind": "hold"}), 0)
+    driver = Driver(s, Timers())
+    driver.step(0)
+    driver.apply(s.requeue(1, 5), 5)
+    driver.step(6)
+    assert s.job(1).start_time == 6
+    driver.ended(1, 0.0, 7.0, exit_code=0)  # run 1's thread, late
+    assert s.job(1).state is S.RUNNING

@@ -1,0 +1,137 @@
+"""The control plane's promises to its edges: a slow admission check and a slow listing hold up no one else, reads
+see one moment, and list calls page through it."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from vipu.access import ANYONE
+from vipu.control.job_ops import SubmitRequest
+from vipu.control.startup import open_plane
+from vipu.control.workloads import builtin_kinds
+from vipu.errors import InvalidArgument
+from vipu.scheduler.view import QueueView
+
+TINY = (Path(__file__).resolve().parents[2] / "examples" / "tiny_dp.yaml").read_text()
+HELD = b'{"ipus": 1, "time_limit": "10m", "hold": true}'
+WAIT_S = 30  # a bound on waits that only a broken plane reaches
+
+
+def submit(plane, spec=HELD, **overrides) -> list[int]:
+    [done] = plane.jobs.submit([SubmitRequest(spec, overrides)], ANYONE)
+    return [job.id for job in done.jobs]
+
+
+@pytest.fixture
+def gate():
+    """An event the test sets, and one set when the slow part is reached."""
+    return threading.Event(), threading.Event()
+
+
+@pytest.fixture
+def plane(tmp_path, gate):
+    release, reached = gate
+    kinds = builtin_kinds()
+    check = kinds["train"].admit
+
+    def slow_admit(spec, pod):  # a planner search that takes as long as the test says
+        reached.set()
+        assert release.wait(WAIT_S)
+        check(spec, pod)
+
+    plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 8090,
+                       kinds={**kinds, "train": replace(kinds["train"], admit=slow_admit)})
+    yield plane
+    release.set()
+    plane.store.close()
+
+
+def in_thread(target) -> tuple[threading.Thread, list]:
+    out: list = []
+    thread = threading.Thread(target=lambda: out.append(target()), daemon=True)
+    thread.start()
+    return thread, out
+
+
+def test_a_slow_admission_check_delays_no_other_submission_or_listing(plane, gate):
+    release, reached = gate
+    slow, got = in_thread(lambda: submit(plane, TINY))
+    assert reached.wait(WAIT_S)  # the train spec is in its admission check, outside the lock
+    assert submit(plane) == [1]  # meanwhile another submission is queued, and the queue listed
+    assert [x.id for x in plane.jobs.queue(ANYONE).items] == [1]
+    assert slow.is_alive()
+    release.set()
+    slow.join(WAIT_S)
+    assert got == [[2]]
+
+
+def test_a_slow_listing_delays_no_submission(plane, monkeypatch, gate):
+    release, reached = gate
+    listed = QueueView.queue
+
+    def slow_queue(self, *args, **kwargs):  # ordering and explaining a huge queue
+        reached.set()
+        assert release.wait(WAIT_S)
+        return listed(self, *args, **kwargs)
+
+    submit(plane)
+    monkeypatch.setattr(QueueView, "queue", slow_queue)
+    lister, got = in_thread(lambda: plane.jobs.queue(ANYONE).items)
+    assert reached.wait(WAIT_S)
+    assert submit(plane) == [2] and lister.is_alive()  # the listing holds no lock the submission needs
+    release.set()
+    lister.join(WAIT_S)
+    assert [x.id for x in got[0]] == [1]  # the moment it was asked at: job 2 came later
+
+
+def test_reads_share_a_snapshot_until_something_changes(plane):
+    first = plane.read()
+    assert plane.read() is first
+    submit(plane)
+    second = plane.read()
+    assert second is not first and second.version > first.version
+    assert 1 in second.queue.table.jobs and 1 not in first.queue.table.jobs  # an old snapshot stays as it was
+
+
+def test_pages_of_one_listing_hold_every_job_once_while_jobs_come_and_go(plane):
+    plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(2500)], ANYONE)
+    first = plane.jobs.queue(ANYONE, page_size=1000)
+    assert (len(first.items), first.total) == (1000, 2500) and first.next_page_token
+    submit(plane)  # job 2501 arrives, and job 1 is cancelled, between the pages
+    plane.jobs.cancel([1], [], False, ANYONE)
+    second = plane.jobs.queue(ANYONE, page_size=1000, page_token=first.next_page_token)
+    third = plane.jobs.queue(ANYONE, page_size=1000, page_token=second.next_page_token)
+    assert third.next_page_token == ""
+    ids = [x.id for page in (first, second, third) for x in page.items]
+    assert ids == list(range(1, 2501))  # the moment of the first page, whole
+    assert plane.jobs.queue(ANYONE).total == 2500  # a new listing: 2..2501
+
+
+def test_a_page_token_is_refused_for_other_filters_or_when_made_up(plane):
+    plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(3)], ANYONE)
+    token = plane.jobs.queue(ANYONE, page_size=1).next_page_token
+    with pytest.raises(InvalidArgument, match="page_token was given for a listing with other filters"):
+        plane.jobs.queue(ANYONE, users=["bob"], page_size=1, page_token=token)
+    with pytest.raises(InvalidArgument, match="page_token is not one this controller gave"):
+        plane.jobs.queue(ANYONE, page_token="bm90IGEgdG9rZW4")
+    with pytest.raises(InvalidArgument, match="page_size is -1"):
+        plane.jobs.queue(ANYONE, page_size=-1)
+
+
+def test_a_page_whose_listing_was_dropped_comes_from_now_at_the_same_offset(plane):
+    plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(4)], ANYONE)
+    first = plane.jobs.queue(ANYONE, page_size=2)
+    plane.listings._kept.clear()  # as after many other listings
+    submit(plane)
+    rest = plane.jobs.queue(ANYONE, page_size=2, page_token=first.next_page_token)
+    assert [x.id for x in rest.items] == [3, 4] and rest.total == 5 and rest.next_page_token
+
+
+def test_an_unpaged_caller_gets_the_default_page(plane):
+    plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(1001)], ANYONE)
+    page = plane.jobs.queue(ANYONE)
+    assert len(page.items) == 1000 and page.total == 1001 and page.next_page_token

@@ -1,0 +1,69 @@
+"""The import rules of the architecture (docs/architecture.md), read from the code: the scheduler and the partition
+rules import no edge and none of jobs, workers or fabric; the edges reach the domain only through the control
+plane, never its stateful parts."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "vipu"
+PURE = ("scheduler", "partition")  # decisions and rules: plain Python, clock injected
+NOT_BELOW_PURE = ("vipu.jobs", "vipu.workers", "vipu.fabric", "vipu.server", "vipu.cli", "vipu.control",
+                  "vipu.metrics", "vipu.replay", "vipu.store", "vipu.v1")
+EDGES = ("server", "metrics")
+# the domain's stateful parts, which only the control plane holds
+INTERNAL = ("vipu.scheduler.scheduler", "vipu.scheduler.table", "vipu.scheduler.queries", "vipu.scheduler.cycle",
+            "vipu.scheduler.order", "vipu.scheduler.view", "vipu.scheduler.holds", "vipu.scheduler.startable",
+            "vipu.scheduler.recovery", "vipu.scheduler.submit", "vipu.scheduler.policies",
+            "vipu.partition.controller", "vipu.partition.partitions", "vipu.partition.admin", "vipu.store",
+            "vipu.jobs", "vipu.fabric", "vipu.workers.pool", "vipu.workers.machine", "vipu.workers.actor",
+            "vipu.control.driver", "vipu.control.executor", "vipu.control.lock")
+# what an edge may not reach through the control plane either
+INTERNAL_ATTRIBUTES = {"scheduler", "controller", "table", "driver", "runners", "executor", "listings"}
+
+
+def modules(package: str):
+    for path in sorted((ROOT / package).rglob("*.py")):
+        yield path, ast.parse(path.read_text(), str(path))
+
+
+def imported(tree: ast.AST) -> list[str]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    return names
+
+
+def under(name: str, prefixes) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+@pytest.mark.parametrize("package", PURE)
+def test_the_pure_packages_import_no_edge_and_no_execution(package):
+    wrong = [f"{path.relative_to(ROOT.parent)} imports {name}" for path, tree in modules(package)
+             for name in imported(tree) if under(name, NOT_BELOW_PURE)]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("package", EDGES)
+def test_edges_reach_the_domain_only_through_the_control_plane(package):
+    wrong = [f"{path.relative_to(ROOT.parent)} imports {name}" for path, tree in modules(package)
+             for name in imported(tree) if under(name, INTERNAL)]
+    wrong += [f"{path.relative_to(ROOT.parent)}:{node.lineno} reads .{node.attr}" for path, tree in modules(package)
+              for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in INTERNAL_ATTRIBUTES]
+    assert wrong == []
+
+
+def test_the_rules_catch_what_they_forbid(tmp_path, monkeypatch):
+    """The checks above can fail: a module that breaks each rule is found."""
+    tree = ast.parse("from vipu.scheduler.table import JobTable\nimport vipu.jobs.train\nx = plane.scheduler.table")
+    assert [n for n in imported(tree) if under(n, INTERNAL)] == ["vipu.scheduler.table",
+                                                               "vipu.scheduler.table.JobTable", "vipu.jobs.train"]
+    assert {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} & INTERNAL_ATTRIBUTES == {"scheduler",
+                                                                                                      "table"}

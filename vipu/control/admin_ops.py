@@ -1,0 +1,139 @@
+"""V-IPU's admin commands: agents (one per IPU-Machine), clusters, allocations, users, and the faults an operator
+injects or repairs (failed IPUs and links, killed machine actors)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vipu.errors import FailedPrecondition, InvalidArgument
+from vipu.partition.admin import Admin
+from vipu.partition.admin_objects import Agent, Allocation, Cluster, User
+from vipu.partition.partition import Partition
+from vipu.partition.state import NoJournal, PodState
+
+if TYPE_CHECKING:
+    from vipu.control.plane import ControlPlane
+    from vipu.control.snapshot import Snapshot
+
+
+class AdminOps:
+    def __init__(self, plane: ControlPlane):
+        self.plane = plane
+
+    @property
+    def _admin(self) -> Admin:
+        return self.plane.controller.admin
+
+    def state(self, snap: Snapshot | None = None) -> PodState:
+        """The Pod's admin objects, for reads: a snapshot's copy (the current one by default)."""
+        return (snap or self.plane.read()).pod
+
+    # -- agents -----------------------------------------------------------------------------------------------
+    def create_agent(self, name: str, **given) -> Agent:
+        with self.plane.lock:
+            return self._admin.create_agent(name, **given)
+
+    def remove_agent(self, name: str) -> Agent:
+        with self.plane.lock:
+            return self._admin.remove_agent(name)
+
+    def agent(self, name: str) -> Agent:
+        return self.state().get("agent", name)
+
+    def agents(self, snap: Snapshot | None = None) -> list[Agent]:
+        return sorted(self.state(snap).agents.values(), key=lambda x: x.machine)
+
+    def set_agent_state(self, name: str, state: str) -> Agent:
+        """DRAINED takes a machine out of service for new partitions (its running jobs go on); ONLINE resumes it."""
+        with self.plane.lock:
+            agent = self._admin.set_agent_state(name, state)
+        self.plane.changed()
+        return agent
+
+    # -- clusters ---------------------------------------------------------------------------------------------
+    def create_cluster(self, name: str, agents: list[str], num_ilds: int, topology: str,
+                       cluster_topology: str) -> Cluster:
+        pod = self.plane.pod
+        with self.plane.lock:
+            return self._admin.create_cluster(name, agents, num_ilds or 1, topology or pod.ild_topology,
+                                              cluster_topology or pod.cluster_topology)
+
+    def remove_cluster(self, name: str) -> Cluster:
+        with self.plane.lock:
+            return self._admin.remove_cluster(name)
+
+    def cluster(self, name: str) -> Cluster:
+        return self.state().get("cluster", name)
+
+    def clusters(self, snap: Snapshot | None = None) -> list[Cluster]:
+        return sorted(self.state(snap).clusters.values(), key=lambda x: x.name)
+
+    # -- allocations ------------------------------------------------------------------------------------------
+    def create_allocation(self, name: str, agents: list[str], users: list[str]) -> Allocation:
+        with self.plane.lock:
+            return self._admin.create_allocation(name, agents, users)
+
+    def remove_allocation(self, name: str) -> Allocation:
+        with self.plane.lock:
+            self.plane.scheduler.check_allocation_unused(name)  # its pending jobs would wait forever
+            return self._admin.remove_allocation(name)
+
+    def allocation(self, name: str) -> Allocation:
+        return Admin(self.state(), NoJournal(), self.plane.now).get_allocation(name)
+
+    # -- users ------------------------------------------------------------------------------------------------
+    def create_user(self, name: str, admin: bool) -> tuple[User, str]:
+        """The user and their access key (shown once: only its sha256 is kept)."""
+        with self.plane.lock:
+            return self._admin.create_user(name, admin)
+
+    def remove_user(self, name: str) -> User:
+        with self.plane.lock:
+            return self._admin.remove_user(name)
+
+    def user(self, name: str) -> User:
+        return self.state().get("user", name)
+
+    def users(self, snap: Snapshot | None = None) -> list[User]:
+        return sorted(self.state(snap).users.values(), key=lambda x: x.name)
+
+    def has_admin(self) -> bool:
+        return any(u.admin for u in self.state().users.values())
+
+    # -- faults -----------------------------------------------------------------------------------------------
+    def fail_ipus(self, ipus: list[int]) -> list[Partition]:
+        return self.plane.fail_ipus(ipus, "vipu-admin fail ipus")
+
+    def fail_link(self, a: int, b: int) -> list[Partition]:
+        """Fail the IPU-Link between IPUs a and b: both IPUs are failed (see fail_ipus), the machine actors at its
+        ends, if any, refuse traffic over it, and each end's machine counts a link error (with or without
+        actors). Returns the partitions that failed."""
+        plane = self.plane
+        topology = plane.topology
+        topology.require_link(a, b)
+        failed = plane.fail_ipus([a, b], f"the IPU-Link between IPUs {a} and {b} failed")
+        plane.machines.fail_link(a, b)
+        for machine in sorted({a // topology.ipus_per_machine, b // topology.ipus_per_machine}):
+            plane.metrics.link_errors.labels(str(machine), "ipu_link").inc()
+        return failed
+
+    def repair_ipus(self, ipus: list[int]) -> list[int]:
+        """Failed IPUs back in service (and their machines' actors told); returns those that were failed."""
+        plane = self.plane
+        with plane.lock:
+            repaired = plane.controller.partitions.repair_ipus(ipus)
+            plane.scheduler.repair_ipus(repaired)
+        plane.machines.repaired(sorted({ipu // plane.pod.machine.ipus for ipu in repaired}))
+        plane.changed()
+        return repaired
+
+    def kill_machine(self, machine: int) -> list[int]:
+        """Fault injection: kill the machine's actor (Ray restarts it empty); the health check then finds it lost.
+        Returns its IPUs."""
+        pod = self.plane.pod
+        if not 0 <= machine < pod.machines:
+            raise InvalidArgument(f"machine is {machine}; {pod.name} has machines 0 to {pod.machines - 1}")
+        if not self.plane.machines.enabled:
+            raise FailedPrecondition("this controller runs --ray off: there are no machine actors to kill")
+        self.plane.machines.kill(machine)
+        return list(self.plane.topology.machine_ipus(machine))

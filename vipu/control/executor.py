@@ -1,0 +1,67 @@
+"""The live controller's executor: the scheduler's starts and stops carried out on the Pod.
+
+A StartJob becomes partition `slurm_<id>` on exactly the block the scheduler chose, held by the job (as the V-IPU
+Slurm plugin makes them), its machines' actors are brought up in the background, and its workload's runner starts
+the run; a kind without a runner (sleep, hold) only needs the driver's timers. A StopJob stops the run's work,
+removes its partition and writes the job's output file. Called by the driver under the controller's lock.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping
+
+from vipu.control.driver import StartFailed
+from vipu.control.output_files import OutputFiles
+from vipu.errors import NotFound, VipuError
+from vipu.partition.partition import PartitionRequest
+from vipu.partition.rules import job_holder
+from vipu.scheduler.effects import StartJob, StopJob
+from vipu.scheduler.states import JobState
+from vipu.scheduler.workload import Ending
+
+if TYPE_CHECKING:
+    from vipu.control.workloads import Runner
+    from vipu.metrics.instruments import Metrics
+    from vipu.partition.controller import Controller
+    from vipu.scheduler.scheduler import Scheduler
+    from vipu.workers.fleet import Fleet
+
+
+class LiveExecutor:
+    def __init__(self, scheduler: Scheduler, controller: Controller, machines: Fleet, runners: Mapping[str, Runner],
+                 metrics: Metrics):
+        self.scheduler = scheduler
+        self.controller = controller
+        self.machines = machines
+        self.runners = runners
+        self.metrics = metrics
+        self.outputs = OutputFiles()
+
+    def start(self, start: StartJob) -> Ending | None:
+        job = self.scheduler.table.jobs[start.job_id]
+        request = PartitionRequest(name=start.partition, size=start.ipus, allocation=start.allocation,
+                                   holder=job_holder(start.job_id), owner=job.user, first_ipu=start.first_ipu,
+                                   reconfigurable=True)
+        try:
+            self.controller.partitions.create(request)
+        except VipuError as e:  # like a failed Slurm prolog: the driver ends the job NODE_FAIL, requeued
+            raise StartFailed(f"partition {start.partition} could not be created: {e.message}") from None
+        self.machines.bring_up(self.controller.state.topology.machines_of(start.first_ipu, start.ipus))
+        self.metrics.starts.inc()
+        self.metrics.queue_wait.observe(max(0.0, start.start_time - job.waiting_since))  # as a replay's wait
+        runner = self.runners.get(start.workload.kind)
+        return runner.start(start) if runner is not None else start.workload.ending(start.start_time)
+
+    def stop(self, stop: StopJob) -> None:
+        job = self.scheduler.table.jobs.get(stop.job_id)  # None: a leftover partition of a job no longer known
+        runner = self.runners.get(job.spec.workload.kind) if job is not None else None
+        if runner is not None:
+            runner.stop(stop)
+        # a run stopped by `vipu requeue` went back to PENDING: sacct calls such a run REQUEUED
+        self.metrics.completions.labels("REQUEUED" if stop.state is JobState.PENDING else stop.state.value).inc()
+        try:
+            self.controller.partitions.remove(stop.partition, force=True)
+        except NotFound:  # removed already (vipu remove partition --force)
+            pass
+        if job is not None:
+            self.outputs.write(stop, job, runner.log_lines(job.id) if runner is not None else [])

@@ -1,0 +1,247 @@
+"""Slurm's commands on the queue (sbatch, scancel, scontrol hold/release/requeue) and its views (squeue, sacct,
+sprio, sinfo), with who may do what.
+
+Why submissions are checked before the lock: parsing, the caller's rights, and a workload kind's admission check
+(a training layout's fit search can take seconds) need nothing the lock guards, so they run while others submit and
+list; under the lock only what reads the queue is left: allocations, dependencies, ids, the commit. Views run on the
+snapshot (snapshot.py) and never take the lock.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
+
+from vipu.access import Identity
+from vipu.control.snapshot import Page, Snapshot
+from vipu.errors import InvalidArgument, PermissionDenied
+from vipu.scheduler.job import Job, PriorityBreakdown
+from vipu.scheduler.queries import Pod64Info
+from vipu.scheduler.spec import JobSpec, load_spec, parse_spec
+from vipu.scheduler.states import TERMINAL, JobState
+from vipu.scheduler.submit import Submission, Submitted, naming_spec, resolve
+
+if TYPE_CHECKING:
+    from vipu.control.plane import ControlPlane
+
+NO_IDS = "no job ids given; name at least one job (vipu queue lists them)"
+
+
+class SubmitRequest(NamedTuple):
+    """One spec as a client sends it: its text, fields set by flags, a retry key, and where it came from."""
+
+    spec: bytes | str
+    overrides: dict
+    request_id: str | None = None
+    source: str = ""  # a file name, for messages
+
+
+class ClusterInfo(NamedTuple):
+    pod: str
+    ilds: list[Pod64Info]
+    pending_jobs: int
+    running_jobs: int
+
+
+class JobOps:
+    def __init__(self, plane: ControlPlane):
+        self.plane = plane
+
+    # -- commands ---------------------------------------------------------------------------------------------
+    def submit(self, requests: list[SubmitRequest], identity: Identity) -> list[Submitted]:
+        """Queue every spec or none (sbatch; several at once for `vipu submit a.yaml b.yaml`)."""
+        plane = self.plane
+        specs = []
+        for k, request in enumerate(requests):
+            with naming_spec(k, len(requests), request.source):
+                specs.append(self._checked(request, identity))
+        with plane.lock:
+            for k, (request, spec) in enumerate(zip(requests, specs)):
+                if spec.allocation:
+                    with naming_spec(k, len(requests), request.source):
+                        users = plane.controller.admin.get_allocation(spec.allocation).users
+                        identity.check_allocation(spec.allocation, users)
+                        # as create partition: a job its allocation could never hold would wait forever
+                        plane.controller.partitions.check_ever_fits(spec.ipus, spec.allocation, "ipus")
+            done = plane.scheduler.submit_many(
+                [Submission(spec, r.request_id, r.source) for r, spec in zip(requests, specs)], plane.now())
+        plane.metrics.submissions.inc(sum(len(d.jobs) for d in done if not d.duplicate))
+        # a held job cannot start until it is released (which wakes the loop), so a step now would find nothing to
+        # do: in a burst of held submissions it would only compete with them for the lock
+        if not all(job.held for d in done for job in d.jobs):
+            plane.changed()
+        return done
+
+    def _checked(self, request: SubmitRequest, identity: Identity) -> JobSpec:
+        """The spec as the scheduler takes it, with every check that needs the caller or may take long, before the
+        lock: its shape, the caller's rights, what the Pod and the scheduler config allow, and its kind's own."""
+        named = request.source or "job spec"
+        spec = load_spec(request.spec, named)
+        overrides = dict(request.overrides)
+        claimed = overrides.get("user", spec.user if "user" in spec.model_fields_set else None)
+        if claimed is None:
+            overrides["user"] = identity.name or spec.user
+        elif not identity.sees(claimed):
+            raise PermissionDenied(f"user {identity.name} cannot submit jobs as {claimed}; leave user out (the spec's"
+                                   " field and --user) or ask an admin")
+        if overrides:  # a field refused here may have come from the flags (overrides_json), not the file
+            given = f"{named} with its overrides" if request.overrides else named
+            spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, given)
+        if spec.nice < 0 and not identity.admin:  # as Slurm: anyone may lower a job's priority, only admins raise it
+            raise PermissionDenied(f"nice is {spec.nice}: only an admin may give a negative nice (it raises the job's"
+                                   " priority over everyone's); give 0 or more")
+        if spec.output and self.plane.secure:  # it would write any file the controller may, for any user
+            raise PermissionDenied(
+                "output: a --secure controller writes no files for its users (it runs as one OS user, unlike slurmd);"
+                " leave output out and read the run with `vipu show job` and `vipu logs`")
+        kind = self.plane.kinds.get(spec.workload.kind)
+        if kind is None:
+            raise InvalidArgument(f"workload kind {spec.workload.kind!r} does not run on this controller; use one of"
+                                  f" {', '.join(self.plane.kinds)}")
+        if kind.admit is not None:
+            resolve(spec, self.plane.pod, self.plane.scheduler.config)  # its refusals first, as a submit gives them
+            kind.admit(spec, self.plane.pod)
+        return spec
+
+    def _owned(self, ids: Iterable[int], identity: Identity) -> None:
+        """Refuse (naming it) a job the caller may not act on; call under the lock."""
+        table = self.plane.scheduler.table
+        for job_id in ids:
+            identity.check_owner("job", str(job_id), table.get(job_id).user)
+
+    def cancel(self, ids: list[int], users: list[str], single: bool, identity: Identity) -> list[Job]:
+        """scancel: the jobs named (an array id: its active tasks, unless `single`) and, narrowed to the caller's
+        rights, every active job of `users`; all or nothing. Returns the jobs named, then the users' others."""
+        if not ids and not users:
+            raise InvalidArgument(NO_IDS)
+        for user in users:
+            if not identity.sees(user):
+                raise PermissionDenied(f"user {identity.name} cannot cancel the jobs of {user}; only an admin may")
+        plane = self.plane
+        # one all-or-nothing cancel: a refusal leaves every job as it was, an array named and its user's tasks are
+        # each taken once, and no job named starts between the cancels of the others (scancel 15 16 20 with 20
+        # pending got a partition and ran once 15 and 16 had freed theirs)
+        with plane.lock:
+            self._owned(ids, identity)
+            now = plane.now()
+            theirs = [i for i in plane.scheduler.active_of(users) if i not in ids]
+            plane.driver.apply(plane.scheduler.cancel(ids, now, single, users), now)
+            jobs = [plane.scheduler.job(i, now) for i in ids + theirs]
+        plane.changed()
+        return jobs
+
+    def hold(self, ids: list[int], admin: bool, single: bool, identity: Identity) -> list[Job]:
+        """A user hold (JobHeldUser), or with `admin` an admin hold (JobHeldAdmin, Slurm's hold by an operator).
+        Without --secure every caller is an admin, so the kind is always asked for: a plain hold is a user hold."""
+        if admin and not identity.admin:
+            raise PermissionDenied(f"user {identity.name} is not an admin, so cannot place an admin hold"
+                                   " (JobHeldAdmin); drop --admin for a user hold")
+        return self._each(ids, identity, lambda i, now: self.plane.scheduler.hold(i, now, admin=admin, single=single))
+
+    def release(self, ids: list[int], single: bool, identity: Identity) -> list[Job]:
+        """Releases user holds; admin holds only for an admin caller (without --secure: every caller). A non-admin
+        whose jobs include an admin-held one is refused before anything is released."""
+        s, admin = self.plane.scheduler, identity.admin
+        return self._each(ids, identity, lambda i, now: s.release(i, now, admin=admin, single=single),
+                          check=lambda i: s.check_release(i, admin, single))
+
+    def requeue(self, ids: list[int], single: bool, identity: Identity) -> list[Job]:
+        return self._each(ids, identity, lambda i, now: self.plane.scheduler.requeue(i, now, single))
+
+    def _each(self, ids: list[int], identity: Identity, action: Callable, check: Callable | None = None) -> list[Job]:
+        """action(id, now) on each job, under one lock; check(id), if given, first on all of them, so a refusal
+        leaves every job as it was. An action's effects (list) are carried out; a job it returns is not."""
+        if not ids:
+            raise InvalidArgument(NO_IDS)
+        plane = self.plane
+        with plane.lock:
+            self._owned(ids, identity)
+            now = plane.now()
+            for job_id in ids if check else ():
+                check(job_id)
+            for job_id in ids:
+                effects = action(job_id, now)
+                if isinstance(effects, list):
+                    plane.driver.apply(effects, now)
+            jobs = [plane.scheduler.job(i, now) for i in ids]
+        plane.changed()
+        return jobs
+
+    # -- views ------------------------------------------------------------------------------------------------
+    def queue(self, identity: Identity, users: Iterable[str] = (), states: set[JobState] | None = None,
+              ids: Iterable[int] = (), priority: bool = False, page_size: int = 0, page_token: str = "") -> Page:
+        """squeue: running jobs by start time, then pending jobs in priority order; `priority`: each pending job
+        with its priority now (a table shows none, so it is worked out only when asked)."""
+        users, ids = set(users), set(ids)
+
+        def keep(x: Job) -> bool:
+            return ((not users or x.user in users) and identity.sees(x.user) and (states is None or x.state in states)
+                    and (not ids or x.id in ids or x.array_job_id in ids))
+
+        now = self.plane.now() if priority else None
+        key = repr(("queue", identity, sorted(users), sorted(states or ()), sorted(ids), priority))
+        return self.plane.page(key, lambda snap: snap.queue.queue(keep, now), page_size, page_token)
+
+    def history(self, identity: Identity, users: Iterable[str] = (), states: set[JobState] | None = None,
+                ids: Iterable[int] = (), duplicates: bool = False, limit: int = 0, page_size: int = 0,
+                page_token: str = "") -> Page:
+        """sacct: ended jobs by default (`states` widens it), in the order they ended; `limit`: the latest only."""
+        users, ids = set(users), set(ids)
+
+        def keep(x: Job) -> bool:
+            return ((not users or x.user in users) and identity.sees(x.user)
+                    and (not ids or x.id in ids or x.array_job_id in ids))
+
+        key = repr(("history", identity, sorted(users), sorted(states or ()), sorted(ids), duplicates, limit))
+        return self.plane.page(key, lambda snap: snap.queue.history(keep, states or TERMINAL, duplicates, max(limit, 0)),
+                          page_size, page_token)
+
+    def job(self, job_id: int, identity: Identity) -> Job:
+        """scontrol show job: with its reason, estimated start and priority now."""
+        job = self._seen(job_id, identity)
+        return self.plane.read().queue.job(job.id, self.plane.now())
+
+    def _seen(self, job_id: int, identity: Identity) -> Job:
+        """The job, if the caller may see it (another user's is refused as theirs, as scancel does)."""
+        job = self.plane.read().queue.table.get(job_id)
+        identity.check_owner("job", str(job_id), job.user)
+        return job
+
+    def record(self, job_id: int):
+        """What the job's workload recorded of its latest run (a training result), or None."""
+        runner = self._runner(job_id)
+        return runner.record(job_id) if runner is not None else None
+
+    def logs(self, job_id: int, identity: Identity) -> tuple[list[str], object]:
+        """`vipu logs`: the lines its workload logged, and its record."""
+        self._seen(job_id, identity)
+        runner = self._runner(job_id)
+        if runner is None:
+            return [], None
+        return runner.log_lines(job_id), runner.record(job_id)
+
+    def _runner(self, job_id: int):
+        job = self.plane.read().queue.table.jobs.get(job_id)
+        return self.plane.runners.get(job.spec.workload.kind) if job is not None else None
+
+    def info(self) -> ClusterInfo:
+        """sinfo: idle, allocated, draining, drained and failed IPUs per Pod64, and the queue's size."""
+        snap = self.plane.read()
+        rows = snap.queue.info(snap.available_mask, snap.pod.drained_mask, snap.pod.draining_mask)
+        table = snap.queue.table
+        return ClusterInfo(snap.pod.pod.name, rows, len(table.pending), len(table.running))
+
+    def priorities(self, identity: Identity, ids: list[int], single: bool, page_size: int = 0,
+                   page_token: str = "") -> Page:
+        """sprio: every pending job the caller may see (or the ones named), highest first, each with its job."""
+        snap = self.plane.read()
+        for job_id in ids:  # someone else's job is refused as theirs, before whether it is pending is told
+            identity.check_owner("job", str(job_id), snap.queue.table.get(job_id).user)
+        now = self.plane.now()
+
+        def make(snap: Snapshot) -> list[tuple[PriorityBreakdown, Job]]:
+            rows = snap.queue.priorities(now, ids=ids or None, single=single)
+            jobs = snap.queue.table.jobs
+            return [(r, jobs[r.job_id]) for r in rows if identity.sees(r.user)]
+
+        return self.plane.page(repr(("priorities", identity, sorted(ids), single)), make, page_size, page_token,
+                               snap)

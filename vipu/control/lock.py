@@ -1,0 +1,55 @@
+"""The one lock around the controller's state, and the store transaction each holding of it is.
+
+Why group commit: everything committed while the lock is held is queued as one write when it is released, and the
+releasing thread goes on only once every write queued until then, its own and those it could have seen, is in the
+store. So an RPC never answers with anything a SIGKILL could take back, and the next thread can work while this
+one writes: the store writes what queued meanwhile in the same commit.
+
+Why a version: every release of the lock may have changed the state, so it counts one up; a read snapshot taken
+at a version is current until the next release (snapshot.py), and readers at the same version share it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from vipu.store import Store
+
+
+class StateLock:
+    def __init__(self, store: Store):
+        self._lock = threading.Lock()
+        self._store = store
+        self._batch = None
+        self.version = 0  # counts releases: the state may differ after each
+        self.last_write = 0.0  # time.monotonic() at the last release (pacing.py)
+
+    def __enter__(self) -> "StateLock":
+        self._lock.acquire()
+        self._batch = self._store.batch()
+        self._batch.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        batch, self._batch = self._batch, None
+        try:
+            batch.__exit__(*exc)
+        finally:
+            self.version += 1
+            self.last_write = time.monotonic()
+            seen = self._store.enqueued
+            self._lock.release()
+        self._store.flush(seen)
+
+    @contextmanager
+    def reading(self) -> Iterator[int]:
+        """Hold the lock only to copy what a read needs (no store transaction); yields the version being read.
+        On leaving, waits until what the copy saw is durable, so a read never shows what a crash could undo."""
+        with self._lock:
+            version = self.version
+            seen = self._store.enqueued
+            yield version
+        self._store.flush(seen)

@@ -1,0 +1,160 @@
+"""The control plane: the one object the edges (gRPC servicers, metrics, the server's start-up) call.
+
+It owns the scheduler, the partition controller, the store, the clock, the lock, the machines and the driver, and
+offers operations that return domain objects: `jobs` (Slurm's commands), `partitions` (V-IPU's), `admin` (agents,
+clusters, allocations, users, faults), and `read()`, a snapshot every read runs on without the lock. Writes take
+the lock, which is one store transaction (lock.py); after a change that may let a job start, the loop is woken.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Iterable
+
+from vipu.access import Identity
+from vipu.control.admin_ops import AdminOps
+from vipu.control.driver import Driver
+from vipu.control.executor import LiveExecutor
+from vipu.control.job_ops import JobOps
+from vipu.control.lock import StateLock
+from vipu.control.pacing import Pacing
+from vipu.control.partition_ops import PartitionOps
+from vipu.control.realtime import RealtimeLoop
+from vipu.control.snapshot import Listings, Page, Snapshot
+from vipu.control.workloads import RunContext, WorkloadKind, builtin_kinds
+from vipu.errors import Unauthenticated
+from vipu.metrics.instruments import Metrics
+from vipu.partition.controller import Controller
+from vipu.scheduler.scheduler import Scheduler
+from vipu.store import Store
+from vipu.workers.fleet import Fleet
+
+
+class ControlPlane:
+    def __init__(self, controller: Controller, scheduler: Scheduler, store: Store, now: Callable[[], float],
+                 api_host: str, api_port: int, kinds: dict[str, WorkloadKind] | None = None):
+        self.controller = controller
+        self.scheduler = scheduler
+        self.store = store
+        self.now = now
+        self.pod = controller.pod
+        self.topology = controller.state.topology  # the IPU-Link torus: fixed for the Pod
+        self.api_host, self.api_port = api_host, api_port  # where jobs reach the controller (IPUOF_VIPU_API_*)
+        self.secure = False
+        self.lock = StateLock(store)
+        self.metrics = Metrics()
+        self.metrics.know_machines(self.pod.machines)
+        self.machines = Fleet(self.pod, on_lost=self._machines_lost, mode="off")
+        self.kinds = kinds if kinds is not None else builtin_kinds()
+        context = RunContext(
+            pod=self.pod, store=store, lock=self.lock, machines=self.machines, now=now,
+            job=scheduler.table.jobs.get, still_running=lambda i, t: scheduler.table.running_since(i, t) is not None,
+            finish=self._finish, wake=self.changed, pod_state=lambda: controller.state,
+            failed_mask=lambda: scheduler.failed_mask, api_address=lambda: (self.api_host, self.api_port))
+        self.runners = {name: kind.runner(context) for name, kind in self.kinds.items() if kind.runner is not None}
+        executor = LiveExecutor(scheduler, controller, self.machines, self.runners, self.metrics)
+        self.driver = Driver(scheduler, executor, masks=controller.state.job_masks)
+        self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics)
+        self.pacing = Pacing(lambda: self.lock.last_write)
+        self.listings = Listings(self.pacing.paced)
+        self._snapshot: Snapshot | None = None
+        self._taking = threading.Lock()  # one reader takes a new snapshot; the others wait and share it
+        self.jobs = JobOps(self)
+        self.partitions = PartitionOps(self)
+        self.admin = AdminOps(self)
+
+    # -- reads ------------------------------------------------------------------------------------------------
+    def read(self) -> Snapshot:
+        """The state now, for reads: the last snapshot if nothing changed since, else a new one."""
+        snapshot = self._snapshot
+        if snapshot is not None and snapshot.version == self.lock.version:
+            return snapshot
+        with self._taking:
+            snapshot = self._snapshot
+            if snapshot is not None and snapshot.version == self.lock.version:
+                return snapshot
+            with self.lock.reading() as version:
+                state = self.controller.state
+                available, allowed = state.job_masks()
+                snapshot = Snapshot(version, self.scheduler.view(), state.read_copy(), available, allowed)
+            self._snapshot = snapshot
+        return snapshot
+
+    def paced(self, items):
+        """`items` taken a few at a time while writes are coming in, so a long read does not slow them (pacing.py)."""
+        return self.pacing.paced(items)
+
+    def page(self, key: str, make: Callable[[Snapshot], Iterable], page_size: int, page_token: str,
+             snapshot: Snapshot | None = None) -> Page:
+        """One page of the listing `make(snapshot)`, named by `key` (its filters and the caller); snapshot.py."""
+        return self.listings.page(snapshot or self.read(), key, make, page_size, page_token, self.read)
+
+    def identity(self, key: str | None, claimed: str) -> Identity:
+        """Who is calling: the owner of the access key `key` with --secure (the edge has checked it), else whoever
+        the caller says it is (`claimed`), trusted with everything."""
+        if self.secure:
+            user = self.user_for_key(key or "")
+            if user is None:
+                raise Unauthenticated("no valid access key; pass --api-access-key")
+            return Identity(user.name, user.admin)
+        return Identity(claimed, admin=True)
+
+    def user_for_key(self, key: str):
+        with self.lock:
+            return self.controller.admin.user_for_key(key)
+
+    # -- what several operations share --------------------------------------------------------------------------
+    def changed(self) -> None:
+        """Something changed that may let a job start: the loop steps soon."""
+        self.loop.wake()
+
+    def fail_ipus(self, ipus: list[int], cause: str) -> list:
+        """Take IPUs out of service (an operator's FailIpus, or their machine was lost: `cause` says which, for
+        the jobs they end): the partitions on them fail, jobs on them end NODE_FAIL (requeued if their spec
+        allows) and lose their partitions. Returns the partitions that failed."""
+        with self.lock:
+            now = self.now()
+            failed = self.controller.partitions.fail_ipus(ipus)
+            self.driver.apply(self.scheduler.fail_ipus(ipus, now, cause), now)
+        self.changed()
+        return failed
+
+    def _machines_lost(self, machines: list[int]) -> None:
+        ipus = [ipu for m in machines for ipu in self.topology.machine_ipus(m)]
+        self.fail_ipus(ipus, f"the actor of machine{'s' if len(machines) > 1 else ''}"
+                             f" {', '.join(map(str, machines))} died or restarted")
+
+    def _finish(self, job_id: int, started: float, exit_code: int, state) -> None:
+        """A runner's run ended by itself (the caller holds the lock)."""
+        self.driver.ended(job_id, started, self.now(), exit_code, state)
+
+    def progress(self) -> dict:
+        """Every running job's step reports so far, by job id (metrics, `vipu top`)."""
+        out: dict = {}
+        for runner in self.runners.values():
+            out.update(runner.progress())
+        return out
+
+    def machine_stats(self) -> dict[int, dict]:
+        """Every machine's counters: from its actor, or with --ray off from the runs' step reports and the link
+        counters their transports count into (the same shape either way)."""
+        if self.machines.enabled:
+            return self.machines.stats()
+        from vipu.jobs.train.telemetry import machine_stats
+
+        return machine_stats(self.progress().values(), self.machines.link_bytes(), self.pod.machine.ipus)
+
+    # -- life -------------------------------------------------------------------------------------------------
+    def step(self) -> None:
+        """One step of the loop, now: what the loop's thread does when woken (tests without the thread call it)."""
+        with self.lock:
+            self.driver.step(self.now())
+
+    def start(self) -> None:
+        self.loop.start()
+
+    def stop(self) -> None:
+        """Stop scheduling and the runs in this process (their jobs' ends are the restart's to record)."""
+        self.loop.stop()
+        for runner in self.runners.values():
+            runner.shutdown()

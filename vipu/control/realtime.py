@@ -1,0 +1,69 @@
+"""The driver on the wall clock: a thread that steps it whenever something may have changed, or an event is due.
+
+Why a thread woken by events (SimPy's RealtimeEnvironment overrides only the step; so does this): a submit, cancel
+or release wakes it at once, so an idle Pod starts a job within one cycle of its submission, with no fixed tick like
+Slurm's; otherwise it sleeps until the driver's next event, or at most IDLE_WAIT_S. Every step runs under the
+controller's lock, so the scheduler, the partitions and the store change together.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from vipu.control.driver import Driver
+    from vipu.control.lock import StateLock
+    from vipu.metrics.instruments import Metrics
+
+log = logging.getLogger("vipu.loop")
+IDLE_WAIT_S = 1.0
+# During a burst of submissions, steps run at most this often: one cycle then sees many new jobs, instead of one
+# cycle per job each walking the whole queue. An idle Pod still starts a job at once (the gap has long passed).
+MIN_GAP_S = 0.01
+
+
+class RealtimeLoop:
+    def __init__(self, driver: Driver, lock: StateLock, now: Callable[[], float], metrics: Metrics):
+        self.driver = driver
+        self.lock = lock
+        self.now = now
+        self.metrics = metrics
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="vipu-loop", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def wake(self) -> None:
+        """Something changed that may let a job start or end: step soon."""
+        self._wake.set()
+
+    def _loop(self) -> None:
+        last = 0.0
+        while not self._stop.is_set():
+            gap = last + MIN_GAP_S - time.monotonic()
+            if gap > 0:
+                self._stop.wait(gap)
+            last = time.monotonic()
+            try:
+                with self.lock, self.metrics.cycle.time():
+                    now = self.now()
+                    self.driver.step(now)
+                    due = self.driver.next_time()
+                wait = IDLE_WAIT_S if due is None else min(IDLE_WAIT_S, max(0.0, due - now))
+            except Exception:  # noqa: BLE001 - the loop must outlive any one bad step; the log has it
+                log.exception("scheduling step failed")
+                wait = IDLE_WAIT_S
+            self._wake.wait(timeout=wait)
+            self._wake.clear()

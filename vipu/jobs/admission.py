@@ -1,0 +1,31 @@
+"""Whether a `train` job may be queued: its layout fits the IPUs' memory, and the emulator can run it.
+
+Why before the controller's lock: a layout that does not fit is refused with layouts that would, and that search
+takes up to seconds; the control plane runs this check first, so other submissions and listings go on meanwhile.
+"""
+
+from __future__ import annotations
+
+from vipu.errors import InvalidArgument
+from vipu.partition.pod import PodConfig
+
+
+def check_train(spec, pod: PodConfig) -> None:
+    """A train job (`spec`: its JobSpec) that can never fit is refused with a layout that would (the refusal
+    `vipu plan` prints), and one the emulator cannot execute with why; both at once when both hold, so the
+    suggested layout is not tried in vain."""
+    # imported here: the planner and the emulator bring numpy, which a controller that only queues needs never load
+    from vipu.jobs.suggest import check_fits
+    from vipu.jobs.train.problem import check_runnable
+
+    workload = spec.workload
+    try:
+        check_fits(workload, pod, ipus=spec.ipus)
+    except InvalidArgument as unfit:
+        try:
+            check_runnable(workload)
+        except InvalidArgument as unrunnable:
+            both = f"{unfit.message}; and whatever the layout, it cannot run here: {unrunnable.message}"
+            raise InvalidArgument(both) from None
+        raise
+    check_runnable(workload)
