@@ -18,8 +18,9 @@ import numpy as np
 
 from vipu.fabric import Group, allreduce, allreduce_bound, topology_injection
 from vipu.fabric.bounds import rings_per_ipu
-from vipu.partition.pod import PodConfig, load_pod
-from vipu.partition.topology import Topology
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import load_pod
+from vipu.hardware.topology import Topology
 
 SYSTEMS = ["bow-pod16", "bow-pod64", "bow-pod128", "bow-pod256"]
 SIZES = [10**6, 4 * 10**6, 16 * 10**6, 64 * 10**6, 256 * 10**6, 10**9]
@@ -53,7 +54,7 @@ def algorithm(group: Group) -> str:
 
 def assumptions(pod: PodConfig) -> None:
     links = pod.links
-    print("Assumptions (figures from vipu/partition/presets/bow-2000.yaml, standing in brackets):")
+    print("Assumptions (figures from vipu/hardware/presets/bow-2000.yaml, standing in brackets):")
     print(f"  IPU-Link  {links.ipu_link.bytes_per_s / 1e9:g} GB/s per link per direction [derived: 64 GB/s x16 port"
           f" counted both ways]; alternative {ALT_IPU_LINK / 1e9:g} GB/s [seed: GPT-3 figure, raw]")
     print(f"  IPU-Link  latency {links.ipu_link.latency_s * 1e6:g} us per hop, incl. sync [assumption]")

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from vipu.hardware.pod_files import load_pod
 from vipu.jobs.spec import TrainWorkload
 from vipu.partition.partitions import IpuStatus
-from vipu.partition.pod import load_pod
 
 ROOT = Path(__file__).resolve().parents[2]
 POD = load_pod("bow-pod16")

@@ -12,7 +12,7 @@ from functools import cached_property
 
 from vipu.errors import InvalidArgument
 from vipu.fabric.links import LinkModel, link_model
-from vipu.partition.topology import Topology
+from vipu.hardware.topology import Topology
 
 Range = tuple[int, int]  # flat elements [start, stop)
 

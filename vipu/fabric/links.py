@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from vipu.errors import InvalidArgument
-from vipu.partition.topology import Topology
+from vipu.hardware.topology import Topology
 
 IPU_LINK = "ipu_link"  # the link types, named as pod.links and the machine actors' counters name them
 GW_LINK = "gw_link"

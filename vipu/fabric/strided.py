@@ -27,7 +27,7 @@ from vipu.fabric.group import shard, split
 from vipu.fabric.links import link_model
 from vipu.fabric.plan import Ring
 from vipu.fabric.schedule import Step, all_gather_steps, reduce_scatter_steps
-from vipu.partition.topology import Topology
+from vipu.hardware.topology import Topology
 
 
 def ring_order(topology: Topology, ipus: Sequence[int], first: int, size: int) -> tuple[int, ...]:

@@ -1,9 +1,9 @@
 """The planner's stated assumptions: every figure it needs that no Graphcore document publishes.
 
 Hardware figures (tiles, SRAM, FLOPS, link and Streaming Memory bandwidths) come from the Pod preset (PodConfig),
-with their standing in presets/bow-2000.yaml. What is left is how well software uses that hardware; each default
-below carries its standing, and `vipu plan` and bench/bench_planner.py print them with every prediction, so a
-reader can tell which figure drives a result and override it (Assumptions(compute_efficiency=0.3)).
+with their standing in hardware/presets/bow-2000.yaml. What is left is how well software uses that hardware; each
+default below carries its standing, and `vipu plan` and bench/bench_planner.py print them with every prediction, so
+a reader can tell which figure drives a result and override it (Assumptions(compute_efficiency=0.3)).
 """
 
 from __future__ import annotations

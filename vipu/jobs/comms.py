@@ -31,8 +31,8 @@ from vipu.fabric.cost import schedule_cost
 from vipu.fabric.links import link_model
 from vipu.fabric.schedule import piece_sends
 from vipu.fabric.strided import strided_allreduce_s
-from vipu.partition.pod import PodConfig
-from vipu.partition.topology import Topology
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.topology import Topology
 
 
 @dataclass(frozen=True)

@@ -50,11 +50,11 @@ import math
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from vipu.hardware.pod import PodConfig
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.comms import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
 from vipu.jobs.memory import optimizer_bytes, stash_bytes, stored_weight_bytes
 from vipu.jobs.parts import PARTS
-from vipu.partition.pod import PodConfig
 from vipu.workers.streaming import duplex_s
 
 # phased execution with RTS: the uses of the weights in a step that each all-gather them from the replicas' shards

@@ -14,7 +14,7 @@ from collections import Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
-from vipu.partition.pod import LINK_TYPES
+from vipu.hardware.figures import LINK_TYPES
 from vipu.partition.states import PartitionState
 from vipu.partition.rules import job_of_partition
 from vipu.scheduler.states import JobState

@@ -22,7 +22,8 @@ from pydantic import ValidationError
 
 from vipu.clock import VirtualClock
 from vipu.errors import InvalidArgument, VipuError
-from vipu.partition.pod import PodConfig, load_pod
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import load_pod
 from vipu.partition.state import NoJournal
 from vipu.scheduler.bits import usable_ipus
 from vipu.scheduler.config import SchedulerConfig

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from vipu.errors import AlreadyExists, InvalidArgument, VipuError
 from vipu.jobs.spec import TrainWorkload
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 from vipu.partition.rules import check_name, check_size, job_partition_name
 from vipu.scheduler.arrays import ArraySyntaxError
 from vipu.scheduler.begin import begin_time

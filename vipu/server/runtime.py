@@ -18,7 +18,7 @@ from vipu.access import Identity
 from vipu.errors import FailedPrecondition, InvalidArgument, Unauthenticated
 from vipu.metrics.instruments import Metrics
 from vipu.partition.controller import Controller
-from vipu.partition.pod import load_pod
+from vipu.hardware.pod_files import load_pod
 from vipu.partition.rules import job_holder, job_of_partition
 from vipu.partition.state import KINDS as PARTITION_KINDS
 from vipu.scheduler.config import SchedulerConfig

@@ -29,7 +29,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, ValidationError
 
 from vipu.errors import InvalidArgument
-from vipu.partition.pod import IpuSpec, LinkSpec
+from vipu.hardware.figures import IpuSpec, LinkSpec
 from vipu.validation import describe
 
 

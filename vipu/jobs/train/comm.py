@@ -35,7 +35,7 @@ from vipu.fabric.cost import CollectiveResult, schedule_cost
 from vipu.fabric.links import link_model
 from vipu.fabric.schedule import Step, all_gather_steps, check_hazards, piece_sends, reduce_scatter_steps
 from vipu.fabric.strided import allreduce_steps, group_rings
-from vipu.partition.topology import Topology
+from vipu.hardware.topology import Topology
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
 

@@ -66,6 +66,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from vipu.fabric.group import shard
+from vipu.hardware.topology import Topology
 from vipu.jobs.memory import stage_memory, stash_bytes, state_bytes_per_param
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train import mlp_stage, optim, recompute, transformer_stage
@@ -79,7 +80,6 @@ from vipu.jobs.train.schedule import execution_order, stage_orders, timeline
 from vipu.jobs.train.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
 from vipu.jobs.train.streaming import machine_streaming_s
 from vipu.jobs.train.work import OpTimer, StageGroup
-from vipu.partition.topology import Topology
 from vipu.workers import bsp
 
 

@@ -4,7 +4,7 @@ machine's bandwidth)."""
 
 from __future__ import annotations
 
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 from vipu.workers.streaming import duplex_s
 
 

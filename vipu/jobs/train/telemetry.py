@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from vipu.partition.pod import LINK_TYPES
+from vipu.hardware.figures import LINK_TYPES
 
 if TYPE_CHECKING:
     from vipu.jobs.train.report import StepReport
