@@ -8,8 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from vipu.fabric import GW_LINK, IPU_LINK, LocalTransport, allreduce, send_recv
+from vipu.fabric import LocalTransport, allreduce, send_recv
 from vipu.fabric.traffic import TrafficCounters, by_machine
+from vipu.hardware.figures import GW_LINK, IPU_LINK
 from tests.fabric.helpers import block, put_all
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from vipu.errors import InvalidArgument
-from vipu.fabric.links import LinkModel, link_model
+from vipu.hardware.links import LinkModel, link_model
 from vipu.hardware.topology import Topology
 
 Range = tuple[int, int]  # flat elements [start, stop)

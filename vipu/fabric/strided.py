@@ -5,8 +5,8 @@ hops between them, come from the IPU-Link grid (hardware.md: rings over the IPU-
 - the ring visits the group's members in the order the enclosing block's Hamiltonian ring (topology.ring) visits
   them: neighbours on the grid stay neighbours on the ring. Replica order would not: on a machine's ring of 4 IPUs,
   replicas 0, 1 at stride 2 are IPUs 0 and 2 (2 hops), and replica 1 to 2 is IPU 2 to IPU 4 (3 hops);
-- each step of the ring goes over the shortest IPU-Link path inside the partition (links.py), so a member that is
-  not the next one's neighbour pays one IPU-Link latency per hop;
+- each step of the ring goes over the shortest IPU-Link path inside the partition (hardware/links.py), so a member
+  that is not the next one's neighbour pays one IPU-Link latency per hop;
 - all the groups run their steps at once (they reduce the gradients of every stage and shard together), and every
   link direction carrying several groups' transfers in one step shares its bandwidth among them (cost.py).
 So a column of a torus Pod64 (stride 4) is a 1-hop ring of its own, as a contiguous block's ring is; stride 2
@@ -24,9 +24,9 @@ from collections.abc import Sequence
 
 from vipu.fabric.cost import CollectiveResult, schedule_cost
 from vipu.fabric.group import shard, split
-from vipu.fabric.links import link_model
 from vipu.fabric.plan import Ring
 from vipu.fabric.schedule import Step, all_gather_steps, reduce_scatter_steps
+from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
 
 

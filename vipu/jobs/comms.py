@@ -19,7 +19,8 @@ then an all-gather inside each ILD. Stated assumptions (assumptions.py prints th
 - every ring step costs one IPU-Link alpha (one hop), every GW step one GW alpha;
 - a pipeline send between stages is priced on the step the emulator runs (stage_sends): shard k to shard k of
   the next stage over the shortest path, one alpha per hop; those IPUs are neighbours only in some layouts;
-- gamma = 3 bytes of SRAM traffic per reduced byte (read two operands, write one), as in fabric/links.py.
+- gamma = pod.ipu.reduce_s_per_byte (hardware/figures.py: 3 bytes of SRAM traffic per reduced byte), as the
+  fabric's link model charges it.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from vipu.fabric.cost import schedule_cost
-from vipu.fabric.links import link_model
 from vipu.fabric.schedule import piece_sends
 from vipu.fabric.strided import strided_allreduce_s
+from vipu.hardware.links import link_model
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.topology import Topology
 
@@ -61,10 +62,6 @@ def gw_bytes_per_ipu(pod: PodConfig) -> float:
     """An IPU's share of its machine's GW-Links when every IPU sends at once (6.25 GB/s on a Bow-2000)."""
     gw = pod.links.gw_link
     return gw.bytes_per_s * gw.links_per_machine / pod.machine.ipus
-
-
-def gamma_s_per_byte(pod: PodConfig) -> float:
-    return 3.0 / pod.ipu.sram_bytes_per_s
 
 
 @dataclass(frozen=True)
@@ -107,7 +104,7 @@ def allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int
     if k > 1:
         bandwidth += 2 * (k - 1) / k * (nbytes / inside) / gw_bytes_per_ipu(pod)
         latency += 2 * (k - 1) * gw.latency_s
-    reduce = (group.size - 1) / group.size * nbytes * gamma_s_per_byte(pod)
+    reduce = (group.size - 1) / group.size * nbytes * pod.ipu.reduce_s_per_byte
     return CollectiveTime(bandwidth, latency * collectives, reduce)
 
 

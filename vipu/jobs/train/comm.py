@@ -6,11 +6,11 @@ partition's first IPU: IPU(replica, stage, shard) = first + (replica p + stage) 
 - a stage's t shards are an aligned block of t IPUs: the fabric's allreduce / all_gather on Group.block;
 - a replica's t p IPUs are an aligned block: stage-to-stage sends stay inside it;
 - the r IPUs holding the same shard of the same stage are t p apart: not a block, so the data-parallel allreduce
-  runs on the rings fabric/strided.py builds (members in the order the partition's Hamiltonian ring visits them,
-  for more than 2 both ways, each carrying half of every shard), all t p groups in the same steps, so links they
-  share are priced with their contention; routes between non-neighbours take the shortest IPU-Link path inside
-  the partition (links.py). The planner prices the same schedule (jobs/comms.py). When t p = 1 the groups are the
-  partition: the fabric's own allreduce runs.
+  runs on the rings fabric/strided.py builds (members in the order the partition's Hamiltonian ring visits them, for
+  more than 2 both ways, each carrying half of every shard), all t p groups in the same steps, so links they share
+  are priced with their contention; routes between non-neighbours take the shortest IPU-Link path inside the
+  partition (hardware/links.py). The planner prices the same schedule (jobs/comms.py). When t p = 1 the groups are
+  the partition: the fabric's own allreduce runs.
 - Pipeline sends with t > 1 use Megatron's scatter-gather: shard k sends only its k-th piece of the boundary
   activation to shard k of the next stage, which then all-gathers (t = 1: one send of the whole). Each piece takes
   the shortest IPU-Link path inside the replica's block, which is one hop only where the two IPUs are linked.
@@ -32,9 +32,9 @@ import numpy as np
 from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
 from vipu.fabric.cost import CollectiveResult, schedule_cost
-from vipu.fabric.links import link_model
 from vipu.fabric.schedule import Step, all_gather_steps, check_hazards, piece_sends, reduce_scatter_steps
 from vipu.fabric.strided import allreduce_steps, group_rings
+from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
