@@ -32,7 +32,7 @@ Streaming Memory. BSP: none of these overlap.
   stored sharded too (memory.py): the gradients are reduce-scattered, each replica updates its shard, and before
   each of the WEIGHT_GATHERS uses of the weights in a step the replicas all-gather them (each with its sync);
 - streaming: once a step, each machine moves its IPUs' bytes to and from Streaming Memory as one batch
-  (workers/streaming.py duplex_s, what the emulator's machines charge): one latency, then reads and writes in
+  (hardware/streaming_cost.py duplex_s, what the emulator's machines charge): one latency, then reads and writes in
   parallel at the machine's bandwidth (the longer counts), shared by the job's IPUs on the machine. Optimiser
   offload reads and writes the state once a step. Phased execution is batch-serialised (all m micro-batches pass
   through a phase while it is resident, the stages running gpipe order: Layout.order), so it reads the weights
@@ -51,11 +51,11 @@ import math
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from vipu.hardware.pod import PodConfig
+from vipu.hardware.streaming_cost import duplex_s
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.comms import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
 from vipu.jobs.memory import optimizer_bytes, stash_bytes, stored_weight_bytes
 from vipu.jobs.parts import PARTS
-from vipu.workers.streaming import duplex_s
 
 # phased execution with RTS: the uses of the weights in a step that each all-gather them from the replicas' shards
 # (forward, recomputation, backward; the update works on the IPU's own shard), as the streaming below reads them

@@ -18,7 +18,8 @@ from vipu.hardware.figures import LINK_TYPES
 from vipu.partition.states import PartitionState
 from vipu.partition.rules import job_of_partition
 from vipu.scheduler.states import JobState
-from vipu.workers.telemetry import ipu_reading, power_watts, temperatures_celsius
+from vipu.hardware.power import power_watts, temperatures_celsius
+from vipu.workers.telemetry import ipu_reading
 
 
 class StateCollector(Collector):

@@ -155,7 +155,8 @@ class Machine:
             self.streaming.load(self.local(ipu), self.memory(ipu), name, charge=False)
 
     def settle_streaming(self, bytes_in: int, bytes_out: int) -> float:
-        """Charge a training step's streaming: one duplex batch (streaming.duplex_s); returns its seconds."""
+        """Charge a training step's streaming: one duplex batch (hardware/streaming_cost.py duplex_s); returns its
+        seconds."""
         return self.streaming.settle(bytes_in, bytes_out)
 
     def reserve(self, ipu: int, name: str, nbytes: int) -> None:

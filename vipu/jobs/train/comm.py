@@ -156,7 +156,7 @@ class Fabric:
 
     def offload(self, name: str) -> None:
         """Move `name` of every IPU to Streaming Memory (the machines' DRAM; uncharged: the caller prices the step's
-        streaming, streaming.duplex_s)."""
+        streaming, hardware/streaming_cost.py duplex_s)."""
         self.transport.offload(name, self.ipus)
 
     def load(self, name: str) -> None:

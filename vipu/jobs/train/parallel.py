@@ -39,7 +39,7 @@ Layout options, executed (the planner's memory.py and timing.py say the same):
   loads the weights once, but the Pod streams what phased execution streams (timing.py): weights 4 times in
   (forward, recomputation, backward, update), gradients, state and every micro-batch's stashed block inputs in
   and out, gradients and weights out (weights and gradients as stored: with RTS the IPU's shard).
-Streaming is charged once a step per machine as one duplex batch (workers/streaming.py duplex_s: one latency,
+Streaming is charged once a step per machine as one duplex batch (hardware/streaming_cost.py duplex_s: one latency,
 reads and writes in parallel at the machine's bandwidth), on the machines' own counters when the transport has
 machines; the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its SRAM, its stage's
 activations as the planner counts them (memory.stage_memory; phased: one block's), so a layout whose activations

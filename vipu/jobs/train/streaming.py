@@ -1,11 +1,11 @@
 """A training step's Streaming Memory traffic, charged as the machines charge it: once a step per machine, its IPUs'
-bytes as one duplex batch (workers/streaming.py duplex_s: one latency, reads and writes in parallel at the
+bytes as one duplex batch (hardware/streaming_cost.py duplex_s: one latency, reads and writes in parallel at the
 machine's bandwidth)."""
 
 from __future__ import annotations
 
 from vipu.hardware.pod import PodConfig
-from vipu.workers.streaming import duplex_s
+from vipu.hardware.streaming_cost import duplex_s
 
 
 def machine_streaming_s(transport, pod: PodConfig, per_ipu: dict[int, tuple[float, float]]) -> float:
