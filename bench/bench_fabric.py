@@ -134,7 +134,7 @@ def on_actors(mb: int = 64, ipus: int = 16) -> None:
         pool = MachinePool(pod)
         transport = RayTransport.for_group(pool, group)
         started = time.perf_counter()
-        transport.put_tensors(arrays, "grads")
+        transport.put_tensors("grads", arrays)
         placed = time.perf_counter()
         result = allreduce(group, "grads", transport)
         done = time.perf_counter()

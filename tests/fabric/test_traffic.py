@@ -78,7 +78,7 @@ def test_runs_counting_at_once_lose_no_byte():
 
 def test_a_transport_keeps_its_last_results_and_counts_every_one(monkeypatch):
     """A run of a million steps under --ray off kept every collective's result: memory grew with the steps."""
-    from vipu.fabric import transport as module
+    from vipu.fabric import local_transport as module
 
     monkeypatch.setattr(module, "RECORDS_KEPT", 2)
     group, counters = block("bow-pod16", 0, 4), TrafficCounters()

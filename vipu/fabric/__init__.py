@@ -4,8 +4,8 @@ Pure domain (on the links of vipu/hardware/links.py): rings.py (directed rings t
 part, the shard layout), plan.py (which ring carries which elements), schedule.py (synchronous steps of transfers),
 cost.py (alpha-beta per link, step by step), ledger.py (GW-Links shared between collectives), bounds.py (the
 analytic bound), collectives.py (allreduce, reduce_scatter, all_gather, broadcast, send_recv). Edges: transport.py
-(the Transport protocol, LocalTransport) and ray_transport.py (the machine actors). Importing this package does not
-import Ray.
+(the Transport protocol), local_transport.py (LocalTransport, in-process) and ray_transport.py (the machine actors).
+Importing this package does not import Ray.
 """
 
 from vipu.fabric.bounds import Bound, allreduce_bound, topology_injection
@@ -13,7 +13,8 @@ from vipu.fabric.collectives import all_gather, allreduce, broadcast, reduce_sca
 from vipu.fabric.cost import CollectiveResult, PhaseCost
 from vipu.fabric.group import Group, shard
 from vipu.fabric.ledger import GwLinkLedger, gw_links_of
-from vipu.fabric.transport import LocalTransport, Transport
+from vipu.fabric.local_transport import LocalTransport
+from vipu.fabric.transport import Transport
 
 __all__ = [
     "Bound", "CollectiveResult", "Group", "GwLinkLedger", "LocalTransport", "PhaseCost", "Transport", "all_gather",

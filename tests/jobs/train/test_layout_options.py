@@ -97,9 +97,9 @@ class Reserving(LocalTransport):
         super().__init__()
         self.asked: dict[int, int] = {}
 
-    def reserve(self, sizes, name):
+    def reserve(self, name, sizes):
         self.asked.update(sizes if name == "activations" else {})
-        super().reserve(sizes, name)
+        super().reserve(name, sizes)
 
 
 def test_each_ipu_holds_the_activations_the_planner_counts():

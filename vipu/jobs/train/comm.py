@@ -25,93 +25,75 @@ machines' counters record) the bytes the real Pod would move, while the fp32 val
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
 from vipu.fabric.cost import CollectiveResult, schedule_cost
-from vipu.fabric.schedule import Step, all_gather_steps, check_hazards, piece_sends, reduce_scatter_steps
+from vipu.fabric.schedule import Step, Transfer, all_gather_steps, check_hazards, piece_sends, reduce_scatter_steps
 from vipu.fabric.strided import allreduce_steps, group_rings
+from vipu.fabric.transport import Transport, WrappedTransport
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
 
 
-class PricedAs:
+class PricedAs(WrappedTransport):
     """A transport whose tensors are priced as `dtype` on the links; everything else is the wrapped transport's."""
 
-    def __init__(self, transport, dtype):
-        self.inner, self.dtype = transport, np.dtype(dtype)
+    def __init__(self, inner: Transport, dtype):
+        super().__init__(inner)
+        self.dtype = np.dtype(dtype)
 
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         numel, _ = self.inner.spec(ipu, name)
         return numel, self.dtype
 
-    def __getattr__(self, attr):  # put_tensor(s), get_tensor(s), run_step, record, free_tensor, actors...
-        return getattr(self.inner, attr)
 
-
-class Scoped:
+class Scoped(WrappedTransport):
     """A transport whose tensor names all carry `scope`: two runs on the same machines (a requeued job starting
     while its last run's thread winds down, or the next job on a cancelled one's IPUs) each see only their own
     "params", "tp", "pp", ... and free only their own."""
 
-    def __init__(self, transport, scope: str):
-        self.inner, self.scope = transport, scope
+    def __init__(self, inner: Transport, scope: str):
+        super().__init__(inner)
+        self.scope = scope
 
-    def put_tensor(self, ipu, name, array, tiles=None):
-        return self.inner.put_tensor(ipu, self.scope + name, array, tiles)
-
-    def put_tensors(self, arrays, name):
-        return put_all(self.inner, self.scope + name, arrays)
-
-    def get_tensor(self, ipu, name):
-        return self.inner.get_tensor(ipu, self.scope + name)
-
-    def get_tensors(self, ipus, name):
-        return get_all(self.inner, self.scope + name, ipus)
-
-    def free_tensor(self, ipu, name):
-        return self.inner.free_tensor(ipu, self.scope + name)
-
-    def offload(self, name, ipus):
-        return self.inner.offload(self.scope + name, ipus)
-
-    def load(self, name, ipus):
-        return self.inner.load(self.scope + name, ipus)
-
-    def reserve(self, sizes, name):
-        return self.inner.reserve(sizes, self.scope + name)
-
-    def hold(self, held, name):
-        return self.inner.hold(held, self.scope + name)
-
-    def spec(self, ipu, name):
+    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         return self.inner.spec(ipu, self.scope + name)
 
-    def run_step(self, name, transfers):
-        return self.inner.run_step(self.scope + name, transfers)
+    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
+        self.inner.run_step(self.scope + name, transfers)
 
-    def __getattr__(self, attr):  # record, settle_streaming, actors, timeout_s...
-        return getattr(self.inner, attr)
+    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
+        self.inner.put_tensor(ipu, self.scope + name, array, tiles)
 
+    def get_tensor(self, ipu: int, name: str) -> np.ndarray:
+        return self.inner.get_tensor(ipu, self.scope + name)
 
-def put_all(transport, name: str, arrays: dict[int, np.ndarray]) -> None:
-    """Put one array per IPU (one round trip when the transport can batch)."""
-    if hasattr(transport, "put_tensors"):
-        transport.put_tensors(arrays, name)
-        return
-    for ipu, array in arrays.items():
-        transport.put_tensor(ipu, name, array)
+    def free_tensor(self, ipu: int, name: str) -> None:
+        self.inner.free_tensor(ipu, self.scope + name)
 
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        self.inner.put_tensors(self.scope + name, arrays)
 
-def get_all(transport, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
-    if hasattr(transport, "get_tensors"):
-        return transport.get_tensors(list(ipus), name)
-    return {ipu: transport.get_tensor(ipu, name) for ipu in ipus}
+    def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
+        return self.inner.get_tensors(self.scope + name, ipus)
+
+    def offload(self, name: str, ipus: Sequence[int]) -> None:
+        self.inner.offload(self.scope + name, ipus)
+
+    def load(self, name: str, ipus: Sequence[int]) -> None:
+        self.inner.load(self.scope + name, ipus)
+
+    def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
+        self.inner.reserve(self.scope + name, sizes)
+
+    def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
+        self.inner.hold(self.scope + name, held)
 
 
 def run_schedule(op: str, name: str, steps: list[Step], transport, topology: Topology,
@@ -148,11 +130,11 @@ class Fabric:
         self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
 
     def put(self, name: str, arrays: dict[int, np.ndarray]) -> None:
-        put_all(self.transport, name, arrays)
+        self.transport.put_tensors(name, arrays)
         self.held.update((ipu, name) for ipu in arrays)
 
     def get(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
-        return get_all(self.transport, name, ipus)
+        return self.transport.get_tensors(name, list(ipus))
 
     def offload(self, name: str) -> None:
         """Move `name` of every IPU to Streaming Memory (the machines' DRAM; uncharged: the caller prices the step's
@@ -164,17 +146,15 @@ class Fabric:
 
     def reserve(self, name: str, sizes: dict[int, int]) -> None:
         """Hold sizes[ipu] bytes of SRAM on each IPU under `name`, no data (buffers the driver keeps)."""
-        self.transport.reserve(sizes, name)
+        self.transport.reserve(name, sizes)
         self.held.update((ipu, name) for ipu in sizes)
 
     def hold(self, name: str, held: dict[int, tuple[int, int]]) -> None:
-        """Tell the machines, when the transport has them, what each IPU holds on the Pod: held[ipu] = (SRAM
-        peak, Streaming Memory) of the last step, the figures they then report (Machine.hold); freed by
-        free_all(). Without machines (LocalTransport) the controller reports the step reports themselves."""
-        hold = getattr(self.transport, "hold", None)
-        if hold is not None:
-            hold(held, name)
-            self.held.update((ipu, name) for ipu in held)
+        """Tell the machines what each IPU holds on the Pod: held[ipu] = (SRAM peak, Streaming Memory) of the last
+        step, the figures they then report (Machine.hold); freed by free_all(). Without machines (LocalTransport)
+        the controller reports the step reports themselves."""
+        self.transport.hold(name, held)
+        self.held.update((ipu, name) for ipu in held)
 
     def free_all(self) -> None:
         """Free every tensor the job put (best effort: a machine that is gone has nothing left to free)."""

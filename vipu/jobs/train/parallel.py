@@ -41,11 +41,11 @@ Layout options, executed (the planner's memory.py and timing.py say the same):
   and out, gradients and weights out (weights and gradients as stored: with RTS the IPU's shard).
 Streaming is charged once a step per machine as one duplex batch (hardware/streaming_cost.py duplex_s: one latency,
 reads and writes in parallel at the machine's bandwidth), on the machines' own counters when the transport has
-machines; the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its SRAM, its stage's
-activations as the planner counts them (memory.stage_memory; phased: one block's), so a layout whose activations
-do not fit fails with the machines' out-of-memory error, as it would on the Pod. What each IPU reports holding
-(SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py), and the
-machines are told it each step (Fabric.hold): it is what they report for the job's IPUs.
+machines (record_streaming); the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its
+SRAM, its stage's activations as the planner counts them (memory.stage_memory; phased: one block's), so a layout
+whose activations do not fit fails with the machines' out-of-memory error, as it would on the Pod. What each IPU
+reports holding (SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py), and
+the machines are told it each step (Fabric.hold): it is what they report for the job's IPUs.
 
 The loss is the mean over the global batch of the per-sample losses the last stages computed.
 
@@ -369,24 +369,19 @@ class ParallelTrainer:
             ipus=per_ipu, wall_s=self.clock() - started)
 
     def _charge_machines(self, per_ipu: dict[int, IpuReport], step_s: float, step: int) -> None:
-        """On machine actors, add the step to each machine's BSP counters (what `vipu top` shows as utilisation):
-        one compute set per machine with each IPU's own compute as tile cycles and the rest of the step (its
-        collectives and pipeline idle) as exchange, so each IPU's phases add up to the emulated step."""
-        actors = getattr(self.fabric.transport, "actors", None)
-        if not actors:
-            return
-        import ray
-
+        """Add the step to each machine's BSP counters (what `vipu top` shows as utilisation): one compute set per
+        machine with each IPU's own compute as tile cycles and the rest of the step (its collectives and pipeline
+        idle) as exchange, so each IPU's phases add up to the emulated step."""
         ipu_spec = self.pod.ipu
         per_machine: dict[int, list[int]] = defaultdict(list)
         for ipu in self.ipus:
             per_machine[ipu // self.pod.machine.ipus].append(ipu)
-        refs = []
+        steps = {}
         for machine, ipus in sorted(per_machine.items()):
             busiest = max(per_ipu[ipu].compute_s for ipu in ipus)
             rest = max(0.0, step_s - busiest - ipu_spec.sync_s)
             work = {ipu: bsp.IpuWork(cycles=per_ipu[ipu].compute_s * ipu_spec.clock_hz,
                                      exchange_bytes=int(rest * ipu_spec.exchange_bytes_per_s)) for ipu in ipus}
             cs = bsp.ComputeSet(name=f"train step {step}", dtype=self.model.dtype, ipus=work)
-            refs.append(actors[machine].run_step.remote(bsp.Step(name=f"train step {step}", compute_sets=[cs])))
-        ray.get(refs, timeout=getattr(self.fabric.transport, "timeout_s", None))
+            steps[machine] = bsp.Step(name=f"train step {step}", compute_sets=[cs])
+        self.fabric.transport.record_compute(steps)
