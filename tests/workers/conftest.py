@@ -7,7 +7,7 @@ import pytest
 
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.pod_files import load_pod
-from vipu.workers.memory import IpuMemory
+from vipu.workers.tile_sram import IpuMemory
 
 TILE = 638_976  # bytes per tile in the bow-2000 preset (624 KiB)
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.layout import Layout
-from vipu.jobs.memory import Memory, memory
+from vipu.jobs.memory_estimate import Memory, memory
 from vipu.jobs.timing import StepTime, step_time, training_flops_per_sample
 from vipu.jobs.units import size
 

@@ -32,8 +32,8 @@ from vipu.hardware.figures import LINK_TYPES
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.topology import Topology
 from vipu.workers import bsp
-from vipu.workers.memory import IpuMemory, Linear
 from vipu.workers.streaming import StreamingMemory
+from vipu.workers.tile_sram import IpuMemory, Linear
 
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from vipu.errors import AlreadyExists, NotFound, ResourceExhausted
 from vipu.hardware.streaming_cost import duplex_s, transfer_s
-from vipu.workers.memory import Explicit, IpuMemory, Tensor
+from vipu.workers.tile_sram import Explicit, IpuMemory, Tensor
 
 
 @dataclass

@@ -6,7 +6,7 @@ import pytest
 
 from tests.jobs.train.builders import mlp, pod, run, workload
 from vipu.jobs.assumptions import DEFAULT
-from vipu.jobs.memory import memory
+from vipu.jobs.memory_estimate import memory
 from vipu.jobs.train.report import IpuUsage, size, usage_lines
 
 

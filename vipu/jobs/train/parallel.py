@@ -19,7 +19,7 @@ A step:
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
 3. every IPU applies the optimiser (optim.py) to its own buffers and puts them back: all replicas stay identical.
 
-Layout options, executed (the planner's memory.py and timing.py say the same):
+Layout options, executed (the planner's memory_estimate.py and timing.py say the same):
 - recompute (and phased, which recomputes each phase): a forward keeps each block's input only, and the backward
   runs each block's forward again before its backward (recompute.py): its FLOPs and tensor-parallel collectives
   are charged, and the activations held are the checkpoints plus one block's;
@@ -42,10 +42,10 @@ Layout options, executed (the planner's memory.py and timing.py say the same):
 Streaming is charged once a step per machine as one duplex batch (hardware/streaming_cost.py duplex_s: one latency,
 reads and writes in parallel at the machine's bandwidth), on the machines' own counters when the transport has
 machines (record_streaming); the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its
-SRAM, its stage's activations as the planner counts them (memory.stage_memory; phased: one block's), so a layout
-whose activations do not fit fails with the machines' out-of-memory error, as it would on the Pod. What each IPU
-reports holding (SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py), and
-the machines are told it each step (Fabric.hold): it is what they report for the job's IPUs.
+SRAM, its stage's activations as the planner counts them (memory_estimate.stage_memory; phased: one block's), so a
+layout whose activations do not fit fails with the machines' out-of-memory error, as it would on the Pod. What each
+IPU reports holding (SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py),
+and the machines are told it each step (Fabric.hold): it is what they report for the job's IPUs.
 
 The loss is the mean over the global batch of the per-sample losses the last stages computed.
 
@@ -54,7 +54,7 @@ event by event from those durations (schedule.timeline), then the data-parallel 
 streaming. The optimiser update and host I/O are not charged (the planner does not model them either).
 Arithmetic is fp32 for every model; an fp16 model is timed at fp16 FLOP rates and its collectives priced at fp16
 bytes (comm.PricedAs), and the memory reported per IPU is what the Pod would hold: weights, gradients and
-activations in the model's dtype, the optimiser state as memory.py counts it (fp32, master weights included).
+activations in the model's dtype, the optimiser state as memory_estimate.py counts it (fp32, master weights included).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ import numpy as np
 
 from vipu.fabric.group import shard
 from vipu.hardware.topology import Topology
-from vipu.jobs.memory import stage_memory, stash_bytes, state_bytes_per_param
+from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per_param
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train import mlp_stage, optim, recompute, transformer_stage
 from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
@@ -171,13 +171,13 @@ class ParallelTrainer:
         return seconds
 
     def _stored_weight_bytes(self, ipu: int) -> int:
-        """The IPU's weights as stored between uses, in the model's dtype (memory.stored_weight_bytes)."""
+        """The IPU's weights as stored between uses, in the model's dtype (memory_estimate.stored_weight_bytes)."""
         lo, hi = self._owned(ipu) if self.lay.shards_weights else (0, self.layouts[ipu].size)
         return (hi - lo) * self.model.value_bytes
 
     def _state_bytes(self, ipu: int) -> int:
-        """The IPU's optimiser state as the Pod holds it: memory.py's bytes per parameter (fp32, an fp16 model's
-        master weights included) for the elements it owns."""
+        """The IPU's optimiser state as the Pod holds it: memory_estimate.py's bytes per parameter (fp32, an fp16
+        model's master weights included) for the elements it owns."""
         lo, hi = self._owned(ipu)
         return (hi - lo) * state_bytes_per_param(self.workload)
 
