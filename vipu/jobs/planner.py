@@ -60,7 +60,7 @@ class Plan(BaseModel):
         return out
 
     def table(self, suggestions: list[Plan] | None = None) -> str:
-        from vipu.jobs.report import render
+        from vipu.jobs.plan_report import render
 
         return render(self, suggestions)
 

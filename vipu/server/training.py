@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from vipu.errors import MachineLost
 from vipu.jobs.train.poprun import partition_environments, summary_lines
-from vipu.jobs.train.report import USAGE_LEGEND, StepReport, TrainingResult, step_line, usage_lines
+from vipu.jobs.train.results import USAGE_LEGEND, StepReport, TrainingResult, step_line, usage_lines
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.states import TRANSITIONS, JobState
 

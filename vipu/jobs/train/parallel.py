@@ -49,7 +49,7 @@ and the machines are told it each step (Fabric.hold): it is what they report for
 
 The loss is the mean over the global batch of the per-sample losses the last stages computed.
 
-Emulated time (report.py): each operation's BSP compute sets and collectives (work.py), the pipeline laid out
+Emulated time (results.py): each operation's BSP compute sets and collectives (work.py), the pipeline laid out
 event by event from those durations (schedule.timeline), then the data-parallel allreduce and the step's
 streaming. The optimiser update and host I/O are not charged (the planner does not model them either).
 Arithmetic is fp32 for every model; an fp16 model is timed at fp16 FLOP rates and its collectives priced at fp16
@@ -75,7 +75,7 @@ from vipu.jobs.train.holdings import Holdings
 from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import DTYPE, batch, check_runnable, init_params
-from vipu.jobs.train.report import IpuReport, StepReport
+from vipu.jobs.train.results import IpuReport, StepReport
 from vipu.jobs.train.schedule import execution_order, stage_orders, timeline
 from vipu.jobs.train.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
 from vipu.jobs.train.streaming import machine_streaming_s

@@ -21,7 +21,7 @@ from vipu.jobs.planner import describe_model, plan
 from vipu.jobs.train.parallel import ParallelTrainer
 from vipu.jobs.train.poprun import local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
-from vipu.jobs.train.report import InstanceRun, StepReport, TrainingResult, ipu_usage
+from vipu.jobs.train.results import InstanceRun, StepReport, TrainingResult, ipu_usage
 
 
 def local_transport(group: Group) -> LocalTransport:
