@@ -3,9 +3,10 @@
 Run: .venv/bin/python bench/bench_fabric.py [--no-actors]
 Goal (issue 4): for allreduce of 1 MB..1 GB on Pod16, Pod64, Pod128 and Pod256, emulated / bound within
 [1.00, 1.10] and never below 1. The emulated time is the sum of the virtual times of the schedule's steps
-(vipu/fabric/cost.py), the bound is 2(p-1)/p n / B plus the ring's latency terms (vipu/fabric/bounds.py). Because
-the IPU-Link figure is uncertain (32 GB/s derived vs the seed's 15.75 GB/s raw), the table repeats both with it.
-The last part runs one 64 MB allreduce on 16 IPUs through the machine actors and reports wall-clock seconds.
+(vipu/fabric/schedule_cost.py), the bound is 2(p-1)/p n / B plus the ring's latency terms (vipu/fabric/bounds.py).
+Because the IPU-Link figure is uncertain (32 GB/s derived vs the seed's 15.75 GB/s raw), the table repeats both
+with it. The last part runs one 64 MB allreduce on 16 IPUs through the machine actors and reports wall-clock
+seconds.
 """
 
 from __future__ import annotations

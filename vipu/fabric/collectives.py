@@ -1,7 +1,7 @@
 """Collectives among the IPUs of a group: allreduce, reduce-scatter, all-gather, broadcast, send/recv.
 
-Each builds its schedule from the group's plan (plan.py: rings inside ILDs, GW rings across them), prices it
-step by step (cost.py) and, given a transport, moves the data with exactly those steps. Without a transport
+Each builds its schedule from the group's plan (ring_plan.py: rings inside ILDs, GW rings across them), prices it
+step by step (schedule_cost.py) and, given a transport, moves the data with exactly those steps. Without a transport
 (virtual-time mode) give `nbytes` (and optionally `dtype`, default float16 as for gradients): only the schedule and
 its cost are computed, which is how 256-IPU collectives are priced without data.
 
@@ -34,11 +34,12 @@ from typing import Callable
 import numpy as np
 
 from vipu.errors import InvalidArgument
-from vipu.fabric.cost import CollectiveResult, schedule_cost
 from vipu.fabric.group import Group
 from vipu.fabric.ledger import GwLinkLedger, gw_links_of
-from vipu.fabric.plan import Plan, plan
-from vipu.fabric.schedule import Step, Transfer, all_gather_steps, check_hazards, reduce_scatter_steps, scatter_steps
+from vipu.fabric.ring_plan import Plan, plan
+from vipu.fabric.schedule_cost import CollectiveResult, schedule_cost
+from vipu.fabric.transfer_schedule import (Step, Transfer, all_gather_steps, check_hazards, reduce_scatter_steps,
+                                           scatter_steps)
 from vipu.fabric.transport import Transport
 
 _keys = itertools.count()

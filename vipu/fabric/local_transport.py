@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from vipu.errors import NotFound
-from vipu.fabric.cost import CollectiveResult
-from vipu.fabric.schedule import Transfer
+from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import TrafficCounters
+from vipu.fabric.transfer_schedule import Transfer
 
 if TYPE_CHECKING:
     from vipu.workers import bsp

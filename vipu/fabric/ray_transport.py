@@ -4,8 +4,8 @@ A machine holds IPUs 4m..4m+3 and its methods take the IPU's index inside the ma
 one get_slice on the sender's machine whose ObjectRef goes straight into accumulate_slice / set_slice on the
 receiver's machine: Ray resolves it actor to actor through the object store, never through this process. A step's
 calls are submitted together and awaited with one ray.get, so every step is one synchronous round; the schedule
-guarantees no IPU reads what another transfer of the same step writes (schedule.check_hazards), so the order in
-which actors run a step's calls does not matter.
+guarantees no IPU reads what another transfer of the same step writes (transfer_schedule.check_hazards), so the
+order in which actors run a step's calls does not matter.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from ray.actor import ActorHandle
 from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayTaskError
 
 from vipu.errors import MachineLost, NotFound, VipuError
-from vipu.fabric.cost import CollectiveResult
 from vipu.fabric.group import Group
-from vipu.fabric.schedule import Transfer
+from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import by_machine
+from vipu.fabric.transfer_schedule import Transfer
 
 if TYPE_CHECKING:
     from vipu.workers import bsp

@@ -8,7 +8,7 @@ hops between them, come from the IPU-Link grid (hardware.md: rings over the IPU-
 - each step of the ring goes over the shortest IPU-Link path inside the partition (hardware/links.py), so a member
   that is not the next one's neighbour pays one IPU-Link latency per hop;
 - all the groups run their steps at once (they reduce the gradients of every stage and shard together), and every
-  link direction carrying several groups' transfers in one step shares its bandwidth among them (cost.py).
+  link direction carrying several groups' transfers in one step shares its bandwidth among them (schedule_cost.py).
 So a column of a torus Pod64 (stride 4) is a 1-hop ring of its own, as a contiguous block's ring is; stride 2
 inside a machine, or replica pairs two machines apart on a mesh, are not, and pay for it in hops and shared links.
 
@@ -22,10 +22,10 @@ from __future__ import annotations
 from functools import lru_cache
 from collections.abc import Sequence
 
-from vipu.fabric.cost import CollectiveResult, schedule_cost
 from vipu.fabric.group import shard, split
-from vipu.fabric.plan import Ring
-from vipu.fabric.schedule import Step, all_gather_steps, reduce_scatter_steps
+from vipu.fabric.ring_plan import Ring
+from vipu.fabric.schedule_cost import CollectiveResult, schedule_cost
+from vipu.fabric.transfer_schedule import Step, all_gather_steps, reduce_scatter_steps
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from vipu.fabric.cost import CollectiveResult
-from vipu.fabric.schedule import Transfer
+from vipu.fabric.schedule_cost import CollectiveResult
+from vipu.fabric.transfer_schedule import Transfer
 
 if TYPE_CHECKING:
     from vipu.workers import bsp

@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from vipu.fabric.cost import schedule_cost
-from vipu.fabric.schedule import piece_sends
+from vipu.fabric.schedule_cost import schedule_cost
 from vipu.fabric.strided import strided_allreduce_s
+from vipu.fabric.transfer_schedule import piece_sends
 from vipu.hardware.links import link_model
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.topology import Topology
@@ -153,9 +153,9 @@ def all_gather(pod: PodConfig, size: int, nbytes: float) -> float:
 def stage_sends(pod: PodConfig, t: int, p: int, numel: int, itemsize: int) -> tuple[tuple[float, ...], ...]:
     """(forward, back): per stage boundary s, the seconds of one send of a `numel`-element boundary tensor from
     stage s to s + 1, and from s + 1 back to s: each of the t shards sends its 1/t piece at once
-    (fabric/schedule.py piece_sends, the step the emulator runs), priced on the routes it takes inside the first
-    replica's block of t x p IPUs (every replica's block is an aligned copy of it): one IPU-Link hop where the two
-    IPUs are linked, the shortest path's hops where not (t = 2 in a machine's ring of 4: IPU 0 to IPU 2 is 2
+    (fabric/transfer_schedule.py piece_sends, the step the emulator runs), priced on the routes it takes inside the
+    first replica's block of t x p IPUs (every replica's block is an aligned copy of it): one IPU-Link hop where the
+    two IPUs are linked, the shortest path's hops where not (t = 2 in a machine's ring of 4: IPU 0 to IPU 2 is 2
     hops), a GW-Link crossing where the stages sit in different Pod64s."""
     links = link_model(topology(pod))
     within = frozenset(range(t * p))

@@ -31,9 +31,10 @@ import numpy as np
 
 from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
-from vipu.fabric.cost import CollectiveResult, schedule_cost
-from vipu.fabric.schedule import Step, Transfer, all_gather_steps, check_hazards, piece_sends, reduce_scatter_steps
+from vipu.fabric.schedule_cost import CollectiveResult, schedule_cost
 from vipu.fabric.strided import allreduce_steps, group_rings
+from vipu.fabric.transfer_schedule import (Step, Transfer, all_gather_steps, check_hazards, piece_sends,
+                                           reduce_scatter_steps)
 from vipu.fabric.transport import Transport, WrappedTransport
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology

@@ -13,7 +13,7 @@ of the global batch; the instances' gradients meet in the data-parallel allreduc
 A step:
 
 1. every instance runs, for each of its replicas, its m micro-batches through its p stages in the layout's schedule
-   (schedule.py); each operation is a stage's forward or backward on its t shards (mlp_stage.py,
+   (pipeline_schedule.py); each operation is a stage's forward or backward on its t shards (mlp_stage.py,
    transformer_stage.py) with Megatron's tensor-parallel allreduces, and ends by sending its boundary activation
    forward (or gradient back); gradients accumulate per IPU over the micro-batches;
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
@@ -50,7 +50,7 @@ and the machines are told it each step (Fabric.hold): it is what they report for
 The loss is the mean over the global batch of the per-sample losses the last stages computed.
 
 Emulated time (results.py): each operation's BSP compute sets and collectives (work.py), the pipeline laid out
-event by event from those durations (schedule.timeline), then the data-parallel allreduce and the step's
+event by event from those durations (pipeline_schedule.timeline), then the data-parallel allreduce and the step's
 streaming. The optimiser update and host I/O are not charged (the planner does not model them either).
 Arithmetic is fp32 for every model; an fp16 model is timed at fp16 FLOP rates and its collectives priced at fp16
 bytes (comm.PricedAs), and the memory reported per IPU is what the Pod would hold: weights, gradients and
@@ -73,10 +73,10 @@ from vipu.jobs.train import mlp_stage, optim, recompute, transformer_stage
 from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
 from vipu.jobs.train.holdings import Holdings
 from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
+from vipu.jobs.train.pipeline_schedule import execution_order, stage_orders, timeline
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import DTYPE, batch, check_runnable, init_params
 from vipu.jobs.train.results import IpuReport, StepReport
-from vipu.jobs.train.schedule import execution_order, stage_orders, timeline
 from vipu.jobs.train.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
 from vipu.jobs.train.streaming import machine_streaming_s
 from vipu.jobs.train.work import OpTimer, StageGroup

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from vipu.fabric.schedule import Step
+from vipu.fabric.transfer_schedule import Step
 from vipu.hardware.figures import GW_LINK, IPU_LINK
 from vipu.hardware.links import LinkId, LinkModel
 
