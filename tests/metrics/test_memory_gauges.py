@@ -55,7 +55,7 @@ def on_actors(ray_session):
 def without_actors():
     """What Fleet.stats() reads with --ray off: the running jobs' step reports."""
     from vipu.fabric import LocalTransport
-    from vipu.jobs.train.telemetry import machine_stats
+    from vipu.jobs.train.stats_without_actors import machine_stats
 
     running: list[list] = []
     fleet = SimpleNamespace(stats=lambda: machine_stats(running, {}, POD.machine.ipus))

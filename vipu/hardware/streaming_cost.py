@@ -5,7 +5,7 @@ streaming_memory_bytes_per_s, streaming_memory_latency_s, stated there as assump
 alpha-beta, one latency and then the bytes at full rate. A batch of transfers (a training step's offloaded
 optimiser state, phased execution's weights and stash) reads and writes at once, the gateway loading the next chunk
 while it stores the last, so it costs one latency plus the longer direction. The planner (jobs/timing.py) and the
-emulated machines (workers/streaming.py) both charge these.
+emulated machines (workers/streaming_memory.py) both charge these.
 """
 
 from __future__ import annotations

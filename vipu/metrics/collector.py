@@ -100,7 +100,7 @@ class StateCollector(Collector):
         util = GaugeMetricFamily("vipu_ipu_utilization_ratio", "Compute time / step time of the IPU's last work (0-1).",
                                  labels=ipu_labels)
         sram = GaugeMetricFamily("vipu_ipu_memory_used_bytes", "Tile SRAM in use on the IPU.", labels=ipu_labels)
-        power = GaugeMetricFamily("vipu_ipu_power_watts", "Emulated IPU power (vipu/workers/telemetry.py).",
+        power = GaugeMetricFamily("vipu_ipu_power_watts", "Emulated IPU power (vipu/hardware/power.py).",
                                   labels=ipu_labels)
         temp = GaugeMetricFamily("vipu_ipu_temperature_celsius", "Emulated temperature by sensor.",
                                  labels=[*ipu_labels, "sensor"])

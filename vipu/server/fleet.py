@@ -235,7 +235,7 @@ class Fleet:
         return out
 
     def _stats_without_actors(self) -> dict[int, dict]:
-        from vipu.jobs.train.telemetry import machine_stats
+        from vipu.jobs.train.stats_without_actors import machine_stats
 
         ipus = self.rt.controller.pod.machine.ipus
         links = self._traffic.by_machine(ipus) if self._traffic is not None else {}  # none before the first run

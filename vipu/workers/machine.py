@@ -32,7 +32,7 @@ from vipu.hardware.figures import LINK_TYPES
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.topology import Topology
 from vipu.workers import bsp
-from vipu.workers.streaming import StreamingMemory
+from vipu.workers.streaming_memory import StreamingMemory
 from vipu.workers.tile_sram import IpuMemory, Linear
 
 

@@ -78,7 +78,7 @@ from vipu.jobs.train.poprun import Instance, check_instances, local_environments
 from vipu.jobs.train.problem import DTYPE, batch, check_runnable, init_params
 from vipu.jobs.train.results import IpuReport, StepReport
 from vipu.jobs.train.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
-from vipu.jobs.train.streaming import machine_streaming_s
+from vipu.jobs.train.step_streaming import machine_streaming_s
 from vipu.jobs.train.work import OpTimer, StageGroup
 from vipu.workers import bsp
 
@@ -183,7 +183,7 @@ class ParallelTrainer:
 
     def _streaming_s(self) -> float:
         """The step's streaming, each IPU's bytes as the Pod moves them (timing.streamed_bytes) batched per
-        machine (train/streaming.py)."""
+        machine (train/step_streaming.py)."""
         if not self.streamed:
             return 0.0
         stash = stash_bytes(self.workload) if self.lay.phased else 0.0
