@@ -10,7 +10,7 @@ import pytest
 from vipu.fabric.local_transport import LocalTransport
 from vipu.fabric.ray_transport import RayTransport
 from vipu.fabric.transport import Transport, WrappedTransport
-from vipu.jobs.train.comm import PricedAs, Scoped
+from vipu.jobs.train.data_path import PricedAs, Scoped
 
 METHODS = sorted(name for name, value in vars(Transport).items() if callable(value) and not name.startswith("_"))
 IMPLEMENTATIONS = [LocalTransport, RayTransport, WrappedTransport, PricedAs, Scoped]

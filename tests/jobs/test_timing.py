@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tests.jobs.helpers import ASSUME, bert_large, mlp, pod, transformer
 from vipu.jobs import bubble_fraction, plan
 from vipu.jobs.assumptions import DEFAULT
-from vipu.jobs.comms import GroupShape, allreduce, allreduce_half
+from vipu.jobs.collective_time import GroupShape, allreduce, allreduce_half
 from vipu.jobs.convnet import ConvNetModel
 from vipu.jobs.memory_estimate import stash_bytes
 from vipu.jobs.timing import WEIGHT_GATHERS

@@ -41,7 +41,7 @@ def gauges(fleet) -> tuple[dict[int, float], float]:
 def on_actors(ray_session):
     """A Fleet whose machines are actors, and the transport a controller gives a run on them (scoped names)."""
     from vipu.fabric.ray_transport import RayTransport
-    from vipu.jobs.train.comm import Scoped
+    from vipu.jobs.train.data_path import Scoped
     from vipu.server.fleet import Fleet
     from vipu.workers.pool import MachinePool
 

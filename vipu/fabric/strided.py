@@ -13,8 +13,8 @@ So a column of a torus Pod64 (stride 4) is a 1-hop ring of its own, as a contigu
 inside a machine, or replica pairs two machines apart on a mesh, are not, and pay for it in hops and shared links.
 
 For more than 2 members each group runs the ring both ways, each direction carrying half of every shard, as the
-fabric does inside a block. The emulator's data path (jobs/train/comm.py) and the planner (jobs/comms.py) both
-build their schedule here, so the two price the same transfers on the same routes.
+fabric does inside a block. The emulator's data path (jobs/train/data_path.py) and the planner
+(jobs/collective_time.py) both build their schedule here, so the two price the same transfers on the same routes.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def allreduce_steps(rings: Sequence[Ring]) -> list[Step]:
 
 
 # the steps of each collective the strided groups run: the allreduce, or one of its halves (replicated tensor
-# sharding: jobs/train/comm.py data_parallel_half)
+# sharding: jobs/train/data_path.py data_parallel_half)
 STEPS = {"allreduce": allreduce_steps,
          "reduce_scatter": lambda rings: reduce_scatter_steps(rings, "reduce-scatter"),
          "all_gather": lambda rings: all_gather_steps(rings, "all-gather")}

@@ -7,7 +7,7 @@ read and freed one IPU at a time (as the machine actor's methods take them) or f
 from Streaming Memory, SRAM reserved or declared held, and each step's streaming and compute charged on the
 machines' counters. Implementations: LocalTransport (local_transport.py: numpy arrays in-process) and
 RayTransport (ray_transport.py: the machine actors); WrappedTransport below is the base of the wrappers that
-change one thing about another transport (jobs/train/comm.py: PricedAs, Scoped).
+change one thing about another transport (jobs/train/data_path.py: PricedAs, Scoped).
 
 One argument order: a method about one IPU takes (ipu, name, ...) as the machine actor does; a method about many
 IPUs takes the tensor's name first, then what each IPU gets (put_tensors(name, arrays), hold(name, held)).

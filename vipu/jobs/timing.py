@@ -17,11 +17,11 @@ Streaming Memory. BSP: none of these overlap.
   / (peak FLOPS x efficiency), plus the on-chip sync that ends each BSP compute set (compute_sets);
 - tensor parallel: per micro-batch and layer of the stage, Megatron's allreduces of b s h values (2 forward,
   2 backward for a transformer layer, 2 more when the forward pass is recomputed) over the t IPUs;
-- pipeline sends: per tick, b x boundary values forward and back (a middle stage; the first and last stages send
-  one way only), each IPU of a tensor group sending 1/t of them to its counterpart in the next stage (Megatron's
-  scatter-gather) over the route the emulator takes (comms.stage_sends: the shortest IPU-Link path, one hop only
-  where the two IPUs are linked, e.g. 2 for t = 2, p = 2 inside a machine's ring of 4; a GW-Link crossing where
-  stages sit in different Pod64s), then an all-gather of the pieces among the receiving stage's t IPUs;
+- pipeline sends: per tick, b x boundary values forward and back (a middle stage; the first and last stages send one
+  way only), each IPU of a tensor group sending 1/t of them to its counterpart in the next stage (Megatron's
+  scatter-gather) over the route the emulator takes (collective_time.stage_sends: the shortest IPU-Link path, one
+  hop only where the two IPUs are linked, e.g. 2 for t = 2, p = 2 inside a machine's ring of 4; a GW-Link crossing
+  where stages sit in different Pod64s), then an all-gather of the pieces among the receiving stage's t IPUs;
 - batch-norm statistics (distributed batch norm, ResNet-50): per micro-batch, pass and batch norm, an allreduce of
   its mean and variance over the replicas that pool them;
 - syncs: every collective and inter-IPU exchange above starts with a sync across the whole partition
@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.streaming_cost import duplex_s
 from vipu.jobs.assumptions import Assumptions
-from vipu.jobs.comms import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
+from vipu.jobs.collective_time import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
 from vipu.jobs.memory_estimate import optimizer_bytes, stash_bytes, stored_weight_bytes
 from vipu.jobs.parts import PARTS
 

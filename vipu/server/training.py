@@ -150,7 +150,7 @@ class Training:
         if not fleet.enabled:
             return fleet.local_transport  # a transport of the run's own, counting into the fleet's link counters
         from vipu.fabric.ray_transport import RayTransport
-        from vipu.jobs.train.comm import Scoped
+        from vipu.jobs.train.data_path import Scoped
 
         # the machines are shared: a run whose job was cancelled or requeued finishes its step before it stops, so
         # wait (a while) until runs on these IPUs have freed their SRAM; their tensors' names are theirs either way

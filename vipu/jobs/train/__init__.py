@@ -10,8 +10,8 @@ backward passes), optim.py (momentum SGD, Adam), reference.py (single-device tra
 stages, tensors to shards), pipeline_schedule.py (GPipe and 1F1B, the pipeline's timeline), work.py (one operation's
 BSP compute sets and collectives), mlp_stage.py and transformer_stage.py (a stage's forward and backward on its
 shards). Edges: poprun.py (the environment each poprun instance sees, and which replicas it gives the instance),
-comm.py (the collectives on the transport), parallel.py (ParallelTrainer: one optimiser step; holdings.py: what each
-IPU holds during it), runner.py (run_training, the entry point), results.py (StepReport, TrainingResult).
+data_path.py (the collectives on the transport), parallel.py (ParallelTrainer: one optimiser step; holdings.py: what
+each IPU holds during it), runner.py (run_training, the entry point), results.py (StepReport, TrainingResult).
 """
 
 import importlib

@@ -5,7 +5,7 @@ RayTransport), one flat buffer of its weight shards ("params", sharding.FlatLayo
 ("opt.momentum" or "opt.m", "opt.v") and, at the end of a step, its gradient accumulator ("grads"). The process
 driving the step plays each IPU's tiles: it reads the IPU's weights at the start of the step, computes exactly that
 IPU's share (its shard of its stage, its replica's micro-batches) from them, and every value that passes between
-IPUs goes through a collective on the transport (comm.py).
+IPUs goes through a collective on the transport (data_path.py).
 
 Which replicas run where comes from the job's poprun environment (poprun.py): each instance reads its
 POPDIST_REPLICA_INDEX_OFFSET and POPDIST_NUM_LOCAL_REPLICAS and runs exactly those replicas, taking their samples
@@ -53,7 +53,7 @@ Emulated time (results.py): each operation's BSP compute sets and collectives (w
 event by event from those durations (pipeline_schedule.timeline), then the data-parallel allreduce and the step's
 streaming. The optimiser update and host I/O are not charged (the planner does not model them either).
 Arithmetic is fp32 for every model; an fp16 model is timed at fp16 FLOP rates and its collectives priced at fp16
-bytes (comm.PricedAs), and the memory reported per IPU is what the Pod would hold: weights, gradients and
+bytes (data_path.PricedAs), and the memory reported per IPU is what the Pod would hold: weights, gradients and
 activations in the model's dtype, the optimiser state as memory_estimate.py counts it (fp32, master weights included).
 """
 
@@ -70,7 +70,7 @@ from vipu.hardware.topology import Topology
 from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per_param
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train import mlp_stage, optim, recompute, transformer_stage
-from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
+from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs
 from vipu.jobs.train.holdings import Holdings
 from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
 from vipu.jobs.train.pipeline_schedule import execution_order, stage_orders, timeline

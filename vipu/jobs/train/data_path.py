@@ -9,8 +9,8 @@ partition's first IPU: IPU(replica, stage, shard) = first + (replica p + stage) 
   runs on the rings fabric/strided.py builds (members in the order the partition's Hamiltonian ring visits them, for
   more than 2 both ways, each carrying half of every shard), all t p groups in the same steps, so links they share
   are priced with their contention; routes between non-neighbours take the shortest IPU-Link path inside the
-  partition (hardware/links.py). The planner prices the same schedule (jobs/comms.py). When t p = 1 the groups are
-  the partition: the fabric's own allreduce runs.
+  partition (hardware/links.py). The planner prices the same schedule (jobs/collective_time.py). When t p = 1 the
+  groups are the partition: the fabric's own allreduce runs.
 - Pipeline sends with t > 1 use Megatron's scatter-gather: shard k sends only its k-th piece of the boundary
   activation to shard k of the next stage, which then all-gathers (t = 1: one send of the whole). Each piece takes
   the shortest IPU-Link path inside the replica's block, which is one hop only where the two IPUs are linked.
