@@ -41,6 +41,7 @@ from vipu.fabric.schedule_cost import CollectiveResult, schedule_cost
 from vipu.fabric.transfer_schedule import (Step, Transfer, all_gather_steps, check_hazards, reduce_scatter_steps,
                                            scatter_steps)
 from vipu.fabric.transport import Transport
+from vipu.hardware.links import LinkId, LinkModel
 
 _keys = itertools.count()
 
@@ -117,16 +118,19 @@ def _run(op: str, group: Group, name: str, transport: Transport | None, nbytes: 
     steps = build(plan(group, numel))
     links, within = group.links, (group.members if group.kind == "block" else None)
     if ledger is None:
-        return _execute(op, name, steps, links, dtype.itemsize, within, None, transport)
+        return execute(op, name, steps, links, dtype.itemsize, within, transport)
     key = ("collective", next(_keys)) if ledger_key is None else ledger_key
     users = lambda link: 1 + ledger.users(link, excluding=key)  # noqa: E731 - this one plus the others
     if key in ledger.holders():
-        return _execute(op, name, steps, links, dtype.itemsize, within, users, transport)
+        return execute(op, name, steps, links, dtype.itemsize, within, transport, users)
     with ledger.holding(key, gw_links_of(group)):
-        return _execute(op, name, steps, links, dtype.itemsize, within, users, transport)
+        return execute(op, name, steps, links, dtype.itemsize, within, transport, users)
 
 
-def _execute(op, name, steps, links, itemsize, within, users, transport) -> CollectiveResult:
+def execute(op: str, name: str, steps: list[Step], links: LinkModel, itemsize: int, within: frozenset[int] | None,
+            transport: Transport | None, users: Callable[[LinkId], int] | None = None) -> CollectiveResult:
+    """Price `steps` on the links and, given a transport, move `name` with exactly those steps and record the cost
+    there: how every collective here runs, and the training data path's own schedules (jobs/train/data_path.py)."""
     result = schedule_cost(op, steps, links, itemsize, within, users)
     if transport is not None:
         for step in steps:

@@ -31,10 +31,10 @@ import numpy as np
 
 from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
-from vipu.fabric.schedule_cost import CollectiveResult, schedule_cost
+from vipu.fabric.collectives import execute
+from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.strided import allreduce_steps, group_rings
-from vipu.fabric.transfer_schedule import (Step, Transfer, all_gather_steps, check_hazards, piece_sends,
-                                           reduce_scatter_steps)
+from vipu.fabric.transfer_schedule import Step, Transfer, all_gather_steps, piece_sends, reduce_scatter_steps
 from vipu.fabric.transport import Transport, WrappedTransport
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
@@ -97,21 +97,15 @@ class Scoped(WrappedTransport):
         self.inner.hold(self.scope + name, held)
 
 
-def run_schedule(op: str, name: str, steps: list[Step], transport, topology: Topology,
+def run_schedule(op: str, name: str, steps: list[Step], transport: Transport, topology: Topology,
                  within: frozenset[int]) -> CollectiveResult:
     """Price a schedule of transfers on the Pod's links, move the data with exactly those steps, record it."""
     first = next(t.src for step in steps for t in step.transfers)
     _, dtype = transport.spec(first, name)
-    result = schedule_cost(op, steps, link_model(topology), dtype.itemsize, within)
-    for step in steps:
-        if step.transfers:
-            check_hazards(step)
-            transport.run_step(name, step.transfers)
-    transport.record(result)
-    return result
+    return execute(op, name, steps, link_model(topology), dtype.itemsize, within, transport)
 
 
-def allreduce_groups(groups: Sequence[tuple[int, ...]], name: str, transport, topology: Topology,
+def allreduce_groups(groups: Sequence[tuple[int, ...]], name: str, transport: Transport, topology: Topology,
                      within: frozenset[int]) -> CollectiveResult:
     """Allreduce `name` inside each group (IPUs of the partition `within`, an aligned block; all groups the same
     size) at once, on the rings fabric/strided.py gives them: members in grid order, both ways for more than 2."""
@@ -123,7 +117,7 @@ def allreduce_groups(groups: Sequence[tuple[int, ...]], name: str, transport, to
 class Fabric:
     """A job's IPUs, its transport, and a log of every collective of the current step: (kind, result)."""
 
-    def __init__(self, topology: Topology, first_ipu: int, layout, transport):
+    def __init__(self, topology: Topology, first_ipu: int, layout, transport: Transport):
         self.topology, self.first, self.transport = topology, first_ipu, transport
         self.t, self.p, self.r = layout.t, layout.p, layout.r
         self.partition = Group.block(topology, first_ipu, layout.ipus)
