@@ -3,9 +3,10 @@
 Run: .venv/bin/python bench/bench_fabric.py [--no-actors]
 Goal (issue 4): for allreduce of 1 MB..1 GB on Pod16, Pod64, Pod128 and Pod256, emulated / bound within
 [1.00, 1.10] and never below 1. The emulated time is the sum of the virtual times of the schedule's steps
-(vipu/fabric/cost.py), the bound is 2(p-1)/p n / B plus the ring's latency terms (vipu/fabric/bounds.py). Because
-the IPU-Link figure is uncertain (32 GB/s derived vs the seed's 15.75 GB/s raw), the table repeats both with it.
-The last part runs one 64 MB allreduce on 16 IPUs through the machine actors and reports wall-clock seconds.
+(vipu/fabric/schedule_cost.py), the bound is 2(p-1)/p n / B plus the ring's latency terms (vipu/fabric/bounds.py).
+Because the IPU-Link figure is uncertain (32 GB/s derived vs the seed's 15.75 GB/s raw), the table repeats both
+with it. The last part runs one 64 MB allreduce on 16 IPUs through the machine actors and reports wall-clock
+seconds.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import numpy as np
 
 from vipu.fabric import Group, allreduce, allreduce_bound, topology_injection
 from vipu.fabric.bounds import rings_per_ipu
-from vipu.partition.pod import PodConfig, load_pod
-from vipu.partition.topology import Topology
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import load_pod
+from vipu.hardware.topology import Topology
 
 SYSTEMS = ["bow-pod16", "bow-pod64", "bow-pod128", "bow-pod256"]
 SIZES = [10**6, 4 * 10**6, 16 * 10**6, 64 * 10**6, 256 * 10**6, 10**9]
@@ -53,7 +55,7 @@ def algorithm(group: Group) -> str:
 
 def assumptions(pod: PodConfig) -> None:
     links = pod.links
-    print("Assumptions (figures from vipu/partition/presets/bow-2000.yaml, standing in brackets):")
+    print("Assumptions (figures from vipu/hardware/presets/bow-2000.yaml, standing in brackets):")
     print(f"  IPU-Link  {links.ipu_link.bytes_per_s / 1e9:g} GB/s per link per direction [derived: 64 GB/s x16 port"
           f" counted both ways]; alternative {ALT_IPU_LINK / 1e9:g} GB/s [seed: GPT-3 figure, raw]")
     print(f"  IPU-Link  latency {links.ipu_link.latency_s * 1e6:g} us per hop, incl. sync [assumption]")
@@ -133,7 +135,7 @@ def on_actors(mb: int = 64, ipus: int = 16) -> None:
         pool = MachinePool(pod)
         transport = RayTransport.for_group(pool, group)
         started = time.perf_counter()
-        transport.put_tensors(arrays, "grads")
+        transport.put_tensors("grads", arrays)
         placed = time.perf_counter()
         result = allreduce(group, "grads", transport)
         done = time.perf_counter()

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import ray
 
-from vipu.partition.pod import load_pod
+from vipu.hardware.pod_files import load_pod
 from vipu.workers.pool import MachinePool
 
 

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import load_pod
 from vipu.jobs import Assumptions, TrainWorkload, plan
 from vipu.jobs.calibration import RUNS, FITTED, predicted_step_s, resnet50, resnet50_assumptions, solve
-from vipu.partition.pod import PodConfig, load_pod
 
 SYSTEMS = (("bow-pod16", 16), ("bow-pod64", 64), ("bow-pod256", 256))
 PUBLISHED = {  # hardware.md "Published results to calibrate against"

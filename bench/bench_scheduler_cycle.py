@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vipu.partition.pod import load_pod  # noqa: E402
+from vipu.hardware.pod_files import load_pod  # noqa: E402
 from vipu.scheduler.config import SchedulerConfig  # noqa: E402
 from vipu.scheduler.scheduler import Scheduler  # noqa: E402
 from vipu.scheduler.spec import JobSpec  # noqa: E402

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from vipu.hardware.pod_files import load_pod
 from vipu.jobs.spec import TrainWorkload, load_plan_spec
 from vipu.jobs.train import run_training, train_reference
 from vipu.jobs.units import size
-from vipu.partition.pod import load_pod
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 TINY = ["tiny_dp", "tiny_pp", "tiny_tp"]

@@ -8,8 +8,9 @@ from functools import lru_cache
 import numpy as np
 
 from vipu.fabric import Group, LocalTransport
-from vipu.partition.pod import PodConfig, load_pod, parse_pod
-from vipu.partition.topology import Topology
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import load_pod, parse_pod
+from vipu.hardware.topology import Topology
 
 # Small Pods for hierarchical tests: (ILDs, machines per ILD, ILD topology)
 SMALL_PODS = {

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vipu.errors import InvalidArgument
-from vipu.fabric import (GW_LINK, IPU_LINK, Group, LocalTransport, all_gather, allreduce, broadcast, reduce_scatter,
-                         send_recv, shard)
+from vipu.fabric import Group, LocalTransport, all_gather, allreduce, broadcast, reduce_scatter, send_recv, shard
+from vipu.hardware.figures import GW_LINK, IPU_LINK
 from tests.fabric.helpers import block, put_all, topology
 
 GROUPS = [  # (pod, first IPU, size): every size 1..16 at an offset, a whole torus Pod64, and across ILDs

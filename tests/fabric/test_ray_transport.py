@@ -36,7 +36,7 @@ def setup(pools, pod_name, first, size, arrays_of):
     transport = RayTransport.for_group(pools(pod_name), group)
     name = next(names)
     arrays = {ipu: arrays_of(ipu) for ipu in group.ipus}
-    transport.put_tensors(arrays, name)
+    transport.put_tensors(name, arrays)
     return group, transport, name, arrays
 
 
@@ -54,7 +54,7 @@ def test_allreduce_on_actors_is_bit_for_bit_the_ordered_reference(pools, first, 
     order = symbolic_run(allreduce, group, 300).get_tensor(group.ipus[0], "x")
     want = reference_in_order(order, {ipu: a.reshape(-1) for ipu, a in arrays.items()}).reshape(6, 50)
     np.testing.assert_allclose(want, np.sum(list(arrays.values()), axis=0), rtol=1e-5, atol=1e-5)
-    for ipu, got in transport.get_tensors(group.ipus, name).items():
+    for ipu, got in transport.get_tensors(name, group.ipus).items():
         assert got.shape == (6, 50) and got.tobytes() == want.tobytes()
 
 
@@ -64,12 +64,12 @@ def test_reduce_scatter_and_all_gather_on_actors(pools, first, size):
     group, transport, name, arrays = setup(pools, "bow-pod16", first, size, ints)
     reduce_scatter(group, name, transport)
     total = sum(arrays.values())
-    got = transport.get_tensors(group.ipus, name)
+    got = transport.get_tensors(name, group.ipus)
     for rank, ipu in enumerate(group.ipus):
         a, b = shard(301, size, rank)
         np.testing.assert_array_equal(got[ipu][a:b], total[a:b])
     all_gather(group, name, transport)
-    for array in transport.get_tensors(group.ipus, name).values():
+    for array in transport.get_tensors(name, group.ipus).values():
         np.testing.assert_array_equal(array, total)
 
 
@@ -78,7 +78,7 @@ def test_broadcast_and_send_recv_on_actors(pools, first, size):
     group, transport, name, arrays = setup(pools, "bow-pod16", first, size, floats(7, (123,), np.float16))
     root = group.ipus[-1]
     broadcast(group, root, name, transport)
-    for array in transport.get_tensors(group.ipus, name).values():
+    for array in transport.get_tensors(name, group.ipus).values():
         np.testing.assert_array_equal(array, arrays[root])
     if size > 1:
         transport.put_tensor(group.ipus[0], name, np.full(123, 7, np.float16))
@@ -105,7 +105,7 @@ def test_hierarchical_allreduce_across_two_ilds_on_actors(pools):
     # a small Pod: 2 ILDs of 2 machines (8 IPUs each), so 16 IPUs on 4 actors run the GW phase for real
     group, transport, name, arrays = setup(pools, "2x8-mesh", 0, 16, lambda ipu: np.arange(77, dtype=np.int32) + ipu)
     result = allreduce(group, name, transport)
-    for array in transport.get_tensors(group.ipus, name).values():
+    for array in transport.get_tensors(name, group.ipus).values():
         np.testing.assert_array_equal(array, sum(arrays.values()))
     assert result.bytes_per_link_type["gw_link"] > 0
 

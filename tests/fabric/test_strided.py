@@ -7,7 +7,7 @@ import pytest
 
 from tests.fabric.helpers import pod, topology
 from vipu.fabric.strided import price, ring_order, strided_allreduce_s, strided_groups
-from vipu.jobs.comms import GroupShape, allreduce
+from vipu.jobs.collective_time import GroupShape, allreduce
 
 
 @pytest.mark.parametrize("pod_name,first,size,stride,want", [

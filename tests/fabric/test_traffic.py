@@ -8,8 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from vipu.fabric import GW_LINK, IPU_LINK, LocalTransport, allreduce, send_recv
+from vipu.fabric import LocalTransport, allreduce, send_recv
 from vipu.fabric.traffic import TrafficCounters, by_machine
+from vipu.hardware.figures import GW_LINK, IPU_LINK
 from tests.fabric.helpers import block, put_all
 
 
@@ -77,7 +78,7 @@ def test_runs_counting_at_once_lose_no_byte():
 
 def test_a_transport_keeps_its_last_results_and_counts_every_one(monkeypatch):
     """A run of a million steps under --ray off kept every collective's result: memory grew with the steps."""
-    from vipu.fabric import transport as module
+    from vipu.fabric import local_transport as module
 
     monkeypatch.setattr(module, "RECORDS_KEPT", 2)
     group, counters = block("bow-pod16", 0, 4), TrafficCounters()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vipu.fabric import GW_LINK, IPU_LINK, all_gather, allreduce, allreduce_bound, broadcast, reduce_scatter, send_recv
+from vipu.fabric import all_gather, allreduce, allreduce_bound, broadcast, reduce_scatter, send_recv
+from vipu.hardware.figures import GW_LINK, IPU_LINK
 from tests.fabric.helpers import block
 
 SIZES_BYTES = [10**6, 4 * 10**6, 16 * 10**6, 64 * 10**6, 256 * 10**6, 10**9]  # 1 MB .. 1 GB

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import load_pod
 from vipu.jobs import Assumptions, TrainWorkload
-from vipu.partition.pod import PodConfig, load_pod
 
 ASSUME = Assumptions()
 SRAM = 1472 * 638976  # bow-2000.yaml: 1,472 tiles x 624 KiB = 940,572,672 bytes

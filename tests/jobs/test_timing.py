@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from tests.jobs.helpers import ASSUME, bert_large, mlp, pod, transformer
 from vipu.jobs import bubble_fraction, plan
 from vipu.jobs.assumptions import DEFAULT
-from vipu.jobs.comms import GroupShape, allreduce, allreduce_half
-from vipu.jobs.memory import stash_bytes
-from vipu.jobs.timing import WEIGHT_GATHERS
+from vipu.jobs.collective_time import GroupShape, allreduce, allreduce_half
 from vipu.jobs.convnet import ConvNetModel
+from vipu.jobs.memory_estimate import stash_bytes
+from vipu.jobs.timing import WEIGHT_GATHERS
 
 PEAK = 1472 * 128 * 1.85e9  # bow-2000.yaml: tiles x fp16 FLOPs per tile-cycle x clock = 348.6 TFLOPS
 

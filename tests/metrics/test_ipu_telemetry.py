@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from vipu.hardware.pod_files import load_pod
+from vipu.hardware.power import IDLE_W
 from vipu.jobs.spec import TrainWorkload
 from vipu.partition.ipu_status import IpuStatus
-from vipu.partition.pod import load_pod
-from vipu.workers.telemetry import IDLE_W
 
 ROOT = Path(__file__).resolve().parents[2]
 POD = load_pod("bow-pod64")

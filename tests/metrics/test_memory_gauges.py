@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from vipu.hardware.pod_files import load_pod
 from vipu.jobs.spec import TrainWorkload
 from vipu.partition.ipu_status import IpuStatus
-from vipu.partition.pod import load_pod
 
 ROOT = Path(__file__).resolve().parents[2]
 POD = load_pod("bow-pod16")
@@ -41,7 +41,7 @@ def gauges(fleet) -> tuple[dict[int, float], float]:
 def on_actors(ray_session):
     """A Fleet whose machines are actors, and the transport a controller gives a run on them (scoped names)."""
     from vipu.fabric.ray_transport import RayTransport
-    from vipu.jobs.train.comm import Scoped
+    from vipu.jobs.train.data_path import Scoped
     from vipu.workers.fleet import Fleet
     from vipu.workers.pool import MachinePool
 
@@ -55,7 +55,7 @@ def on_actors(ray_session):
 def without_actors():
     """What Fleet.stats() reads with --ray off: the running jobs' step reports."""
     from vipu.fabric import LocalTransport
-    from vipu.jobs.train.telemetry import machine_stats
+    from vipu.jobs.train.stats_without_actors import machine_stats
 
     running: list[list] = []
     fleet = SimpleNamespace(stats=lambda: machine_stats(running, {}, POD.machine.ipus))

@@ -10,7 +10,7 @@ import re
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 from tests.metrics.test_metrics import LONG_TRAINING, scrape
-from vipu.workers.telemetry import IDLE_W
+from vipu.hardware.power import IDLE_W
 
 
 def samples(text: str, name: str) -> dict[tuple, float]:

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vipu.errors import InvalidArgument, ResourceExhausted
+from vipu.hardware.pod_files import parse_pod
+from vipu.hardware.topology import Topology
 from vipu.partition.placement import largest_free_block, mask_of, place
-from vipu.partition.pod import parse_pod
-from vipu.partition.topology import Topology
 
 PODS = [
     # pod, hypothesis examples (Pod256 gets the most: it is the one the brief is about)

@@ -4,7 +4,7 @@ each one line to use (`make(policy="fifo")`, `spec(ipus=4, array="0-3")`)."""
 from __future__ import annotations
 
 from vipu.control.driver import Arrival, Driver, Timers
-from vipu.partition.pod import load_pod
+from vipu.hardware.pod_files import load_pod
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.spec import parse_spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from vipu.partition.pod import load_pod
+from vipu.hardware.pod_files import load_pod
 from vipu.scheduler.scheduler import Scheduler
 from vipu.server import job_convert
 

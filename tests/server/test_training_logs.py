@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from vipu.errors import MachineLost, NotFound
+from vipu.hardware.pod_files import load_pod
 from vipu.jobs import TrainWorkload, plan
 from vipu.jobs.train import runner  # the controller's training imports run_training from it at each run
-from vipu.partition.pod import load_pod
 from vipu.scheduler.job import Transition
 from vipu.scheduler.spec import parse_spec
 from vipu.scheduler.states import JobState

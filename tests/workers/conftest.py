@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from vipu.partition.pod import PodConfig, load_pod
-from vipu.workers.memory import IpuMemory
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import load_pod
+from vipu.workers.tile_sram import IpuMemory
 
 TILE = 638_976  # bytes per tile in the bow-2000 preset (624 KiB)
 

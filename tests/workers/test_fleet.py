@@ -5,7 +5,7 @@ counted when a run ends or its job is requeued, whenever the metrics are scraped
 from __future__ import annotations
 
 from tests.jobs.train.builders import mlp, pod, run, workload
-from vipu.jobs.train.telemetry import machine_stats
+from vipu.jobs.train.stats_without_actors import machine_stats
 from vipu.workers.fleet import Fleet
 
 PROGRESS: dict = {}  # (set per test) the running jobs' steps so far, as the control plane gathers them

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vipu.hardware.power import power_watts, temperatures_celsius
 from vipu.partition.ipu_status import IpuStatus
 from vipu.server import convert
 from vipu.workers.bsp import ComputeSet, IpuWork, Step
 from vipu.workers.machine import Machine
-from vipu.workers.telemetry import ipu_reading, power_watts, temperatures_celsius
+from vipu.workers.telemetry import ipu_reading
 
 STATS = {"per_ipu": {5: {"utilisation": 0.75, "sram_used_bytes": 1234}}}  # keyed as Machine.stats() keys it
 
@@ -48,8 +49,3 @@ def test_list_ipus_shows_a_failed_or_unallocated_ipu_idle_as_the_metrics_do():
     # the job has ended and its partition is gone: its last step's utilisation is still in the machine's stats
     assert convert.ipu(status("idle", partition=None), STATS).utilization == 0.0
     assert convert.ipu(status("draining", partition="p"), STATS).utilization == 0.75  # its job still runs
-
-
-def test_power_and_temperature_rise_with_utilisation():
-    assert power_watts(0.0) == 40.0 and power_watts(1.0) == 150.0 and power_watts(2.0) == 150.0
-    assert temperatures_celsius(1.0) == {"die": 30.0 + 0.3 * 150.0, "board": 30.0 + 0.15 * 150.0}

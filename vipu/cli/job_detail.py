@@ -128,7 +128,7 @@ def print_job(x: j.Job) -> None:
         if record.get("ended"):
             print(f"Ended={record['ended']}")
         if result and result.get("ipu_usage"):
-            from vipu.jobs.train.report import USAGE_LEGEND, IpuUsage, usage_lines
+            from vipu.jobs.train.results import USAGE_LEGEND, IpuUsage, usage_lines
 
             print(f"IpuUsage= ({USAGE_LEGEND})")
             for line in usage_lines([IpuUsage.model_validate(u) for u in result["ipu_usage"]]):

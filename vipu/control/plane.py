@@ -140,7 +140,7 @@ class ControlPlane:
         counters their transports count into (the same shape either way)."""
         if self.machines.enabled:
             return self.machines.stats()
-        from vipu.jobs.train.telemetry import machine_stats
+        from vipu.jobs.train.stats_without_actors import machine_stats
 
         return machine_stats(self.progress().values(), self.machines.link_bytes(), self.pod.machine.ipus)
 

@@ -19,7 +19,7 @@ from vipu.control.plane import ControlPlane
 from vipu.control.workloads import WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
 from vipu.partition.controller import Controller
-from vipu.partition.pod import load_pod
+from vipu.hardware.pod_files import load_pod
 from vipu.partition.state import KINDS as PARTITION_KINDS
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.job import KINDS as JOB_KINDS

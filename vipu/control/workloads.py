@@ -17,7 +17,7 @@ from vipu.scheduler.workload import Ending
 
 if TYPE_CHECKING:
     from vipu.control.lock import StateLock
-    from vipu.partition.pod import PodConfig
+    from vipu.hardware.pod import PodConfig
     from vipu.partition.state import PodState
     from vipu.scheduler.job import Job
     from vipu.scheduler.spec import JobSpec

@@ -1,7 +1,7 @@
 """Collectives among the IPUs of a group: allreduce, reduce-scatter, all-gather, broadcast, send/recv.
 
-Each builds its schedule from the group's plan (plan.py: rings inside ILDs, GW rings across them), prices it
-step by step (cost.py) and, given a transport, moves the data with exactly those steps. Without a transport
+Each builds its schedule from the group's plan (ring_plan.py: rings inside ILDs, GW rings across them), prices it
+step by step (schedule_cost.py) and, given a transport, moves the data with exactly those steps. Without a transport
 (virtual-time mode) give `nbytes` (and optionally `dtype`, default float16 as for gradients): only the schedule and
 its cost are computed, which is how 256-IPU collectives are priced without data.
 
@@ -34,12 +34,14 @@ from typing import Callable
 import numpy as np
 
 from vipu.errors import InvalidArgument
-from vipu.fabric.cost import CollectiveResult, schedule_cost
 from vipu.fabric.group import Group
 from vipu.fabric.ledger import GwLinkLedger, gw_links_of
-from vipu.fabric.plan import Plan, plan
-from vipu.fabric.schedule import Step, Transfer, all_gather_steps, check_hazards, reduce_scatter_steps, scatter_steps
+from vipu.fabric.ring_plan import Plan, plan
+from vipu.fabric.schedule_cost import CollectiveResult, schedule_cost
+from vipu.fabric.transfer_schedule import (Step, Transfer, all_gather_steps, check_hazards, reduce_scatter_steps,
+                                           scatter_steps)
 from vipu.fabric.transport import Transport
+from vipu.hardware.links import LinkId, LinkModel
 
 _keys = itertools.count()
 
@@ -116,16 +118,19 @@ def _run(op: str, group: Group, name: str, transport: Transport | None, nbytes: 
     steps = build(plan(group, numel))
     links, within = group.links, (group.members if group.kind == "block" else None)
     if ledger is None:
-        return _execute(op, name, steps, links, dtype.itemsize, within, None, transport)
+        return execute(op, name, steps, links, dtype.itemsize, within, transport)
     key = ("collective", next(_keys)) if ledger_key is None else ledger_key
     users = lambda link: 1 + ledger.users(link, excluding=key)  # noqa: E731 - this one plus the others
     if key in ledger.holders():
-        return _execute(op, name, steps, links, dtype.itemsize, within, users, transport)
+        return execute(op, name, steps, links, dtype.itemsize, within, transport, users)
     with ledger.holding(key, gw_links_of(group)):
-        return _execute(op, name, steps, links, dtype.itemsize, within, users, transport)
+        return execute(op, name, steps, links, dtype.itemsize, within, transport, users)
 
 
-def _execute(op, name, steps, links, itemsize, within, users, transport) -> CollectiveResult:
+def execute(op: str, name: str, steps: list[Step], links: LinkModel, itemsize: int, within: frozenset[int] | None,
+            transport: Transport | None, users: Callable[[LinkId], int] | None = None) -> CollectiveResult:
+    """Price `steps` on the links and, given a transport, move `name` with exactly those steps and record the cost
+    there: how every collective here runs, and the training data path's own schedules (jobs/train/data_path.py)."""
     result = schedule_cost(op, steps, links, itemsize, within, users)
     if transport is not None:
         for step in steps:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from vipu.errors import InvalidArgument
-from vipu.fabric.links import LinkModel, link_model
-from vipu.partition.topology import Topology
+from vipu.hardware.links import LinkModel, link_model
+from vipu.hardware.topology import Topology
 
 Range = tuple[int, int]  # flat elements [start, stop)
 

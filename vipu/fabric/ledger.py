@@ -1,18 +1,18 @@
 """GwLinkLedger: which collectives are using each GW-Link direction at once, so each gets its share.
 
-Why only GW-Links: partitions are aligned blocks that never share an IPU, so they never share an IPU-Link (links.py
-says why); a partition's IPU-Link traffic cannot slow another's. GW-Links are different: every collective that
-crosses ILDs from a machine goes through that machine's two GW-Links. A partition spanning Pod64s runs its gradient
-allreduce over them, and so does each data-parallel group across the Pod64s (Group.across_ilds: e.g. GPT-3 on a
-Pod256 with replicas r=4 has 64 of them, four per machine). Collectives running at the same time over the same
-GW-Link direction split its 12.5 GB/s: a link held by u collectives gives each bandwidth / u.
+Why only GW-Links: partitions are aligned blocks that never share an IPU, so they never share an IPU-Link
+(hardware/links.py says why); a partition's IPU-Link traffic cannot slow another's. GW-Links are different: every
+collective that crosses ILDs from a machine goes through that machine's two GW-Links. A partition spanning Pod64s
+runs its gradient allreduce over them, and so does each data-parallel group across the Pod64s (Group.across_ilds:
+e.g. GPT-3 on a Pod256 with replicas r=4 has 64 of them, four per machine). Collectives running at the same time
+over the same GW-Link direction split its 12.5 GB/s: a link held by u collectives gives each bandwidth / u.
 
 The model is deliberately simple and pessimistic: a collective priced while others hold its links is assumed to
 overlap them for its whole duration (no time-sliced sharing), which bounds the slow-down from above. Holders are
-keyed (a job's id, a collective's name) so a caller can register a long-running collective before pricing others;
-a collective priced with a ledger gets bandwidth / (1 + other holders) on each GW-Link it uses, and holds its own
-links (under `ledger_key`, or a fresh key) while it runs, so collectives priced meanwhile see it.
-The switches of a Pod256 are assumed non-blocking (links.py), so only shared GW-Links, not shared switches, count.
+keyed (a job's id, a collective's name) so a caller can register a long-running collective before pricing others; a
+collective priced with a ledger gets bandwidth / (1 + other holders) on each GW-Link it uses, and holds its own
+links (under `ledger_key`, or a fresh key) while it runs, so collectives priced meanwhile see it. The switches of a
+Pod256 are assumed non-blocking (hardware/links.py), so only shared GW-Links, not shared switches, count.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Hashable, Iterable, Iterator
 
 from vipu.errors import AlreadyExists, NotFound
 from vipu.fabric.group import Group
-from vipu.fabric.links import LinkId
+from vipu.hardware.links import LinkId
 
 
 class GwLinkLedger:

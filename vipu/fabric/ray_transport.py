@@ -4,14 +4,14 @@ A machine holds IPUs 4m..4m+3 and its methods take the IPU's index inside the ma
 one get_slice on the sender's machine whose ObjectRef goes straight into accumulate_slice / set_slice on the
 receiver's machine: Ray resolves it actor to actor through the object store, never through this process. A step's
 calls are submitted together and awaited with one ray.get, so every step is one synchronous round; the schedule
-guarantees no IPU reads what another transfer of the same step writes (schedule.check_hazards), so the order in
-which actors run a step's calls does not matter.
+guarantees no IPU reads what another transfer of the same step writes (transfer_schedule.check_hazards), so the
+order in which actors run a step's calls does not matter.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import ray
@@ -19,13 +19,18 @@ from ray.actor import ActorHandle
 from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayTaskError
 
 from vipu.errors import MachineLost, NotFound, VipuError
-from vipu.fabric.cost import CollectiveResult
 from vipu.fabric.group import Group
-from vipu.fabric.schedule import Transfer
+from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import by_machine
+from vipu.fabric.transfer_schedule import Transfer
+
+if TYPE_CHECKING:
+    from vipu.workers import bsp
 
 
 class RayTransport:
+    """The Transport protocol (transport.py says what each method does) on the actors of the group's machines."""
+
     def __init__(self, actors: Mapping[int, ActorHandle], ipus_per_machine: int, timeout_s: float | None = 600.0):
         self.actors = dict(actors)
         self.ipus_per_machine = ipus_per_machine
@@ -65,7 +70,7 @@ class RayTransport:
         self._get(actor.put_tensor.remote(index, name, array, tiles))
         self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
 
-    def put_tensors(self, arrays: Mapping[int, np.ndarray], name: str) -> None:
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
         """Put one array per IPU with one round trip for all of them."""
         refs = []
         for ipu, array in arrays.items():
@@ -78,7 +83,7 @@ class RayTransport:
         actor, index = self._at(ipu)
         return self._get(actor.get_tensor.remote(index, name))
 
-    def get_tensors(self, ipus: Sequence[int], name: str) -> dict[int, np.ndarray]:
+    def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         refs = [self._at(ipu)[0].get_tensor.remote(self._at(ipu)[1], name) for ipu in ipus]
         return dict(zip(ipus, self._get(refs)))
 
@@ -87,7 +92,7 @@ class RayTransport:
         self._get(actor.free_tensor.remote(index, name))
         self.specs.pop((ipu, name), None)
 
-    # --- Streaming Memory and reserved SRAM (training jobs) -----------------------------------------------------
+    # --- Streaming Memory, reserved and held SRAM (training jobs) ----------------------------------------------
     def _by_machine(self, ipus: Sequence[int]) -> dict[int, list[int]]:
         machines: dict[int, list[int]] = defaultdict(list)
         for ipu in ipus:
@@ -96,30 +101,20 @@ class RayTransport:
         return machines
 
     def offload(self, name: str, ipus: Sequence[int]) -> None:
-        """Move `name` of each IPU to its machine's Streaming Memory (one call per machine, uncharged: the step's
-        settle_streaming charges the batch)."""
+        """One call per machine (offload_batch), uncharged: record_streaming charges the step's batch."""
         self._get([self.actors[m].offload_batch.remote(local, name) for m, local in self._by_machine(ipus).items()])
 
     def load(self, name: str, ipus: Sequence[int]) -> None:
         self._get([self.actors[m].load_batch.remote(local, name) for m, local in self._by_machine(ipus).items()])
 
-    def settle_streaming(self, per_machine: Mapping[int, tuple[int, int]]) -> dict[int, float]:
-        """Each machine charges its (bytes in, bytes out) of streaming as one batch; returns its seconds."""
-        machines = sorted(per_machine)
-        refs = [self.actors[m].settle_streaming.remote(*map(int, per_machine[m])) for m in machines]
-        return dict(zip(machines, self._get(refs)))
-
-    def reserve(self, sizes: Mapping[int, int], name: str) -> None:
-        """Hold sizes[ipu] bytes of each IPU's SRAM under `name` (no data): out of memory fails as a put does."""
+    def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
         refs = []
         for ipu, nbytes in sizes.items():
             actor, index = self._at(ipu)
             refs.append(actor.reserve.remote(index, name, int(nbytes)))
         self._get(refs)
 
-    def hold(self, held: Mapping[int, tuple[int, int]], name: str) -> None:
-        """Tell each machine what its IPUs hold on the Pod, held[ipu] = (SRAM peak, Streaming Memory), under
-        `name` until freed: the figures it then reports for them (Machine.hold)."""
+    def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
         machines: dict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
         for ipu, (sram, streaming) in held.items():
             _, index = self._at(ipu)
@@ -152,3 +147,14 @@ class RayTransport:
         refs = [self.actors[m].record_traffic.remote(kind, sent, received, result.virtual_s)
                 for m, kinds in per_machine.items() for kind, (sent, received) in kinds.items()]
         self._get(refs)
+
+    # --- what a training step cost the machines ----------------------------------------------------------------
+    def record_streaming(self, per_machine: Mapping[int, tuple[int, int]]) -> None:
+        """Each machine charges its (bytes in, bytes out) as one batch (Machine.settle_streaming)."""
+        self._get([self.actors[m].settle_streaming.remote(*map(int, per_machine[m])) for m in sorted(per_machine)])
+
+    def record_compute(self, steps: Mapping[int, bsp.Step]) -> None:
+        """Each machine runs its step on its BSP counters (Machine.run_step). Awaited with a plain ray.get, as the
+        trainer awaited it before this was a transport method: a machine lost here raises Ray's error, not
+        MachineLost (unlike every other call here)."""
+        ray.get([self.actors[m].run_step.remote(step) for m, step in sorted(steps.items())], timeout=self.timeout_s)

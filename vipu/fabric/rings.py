@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from vipu.partition.topology import Topology
+from vipu.hardware.topology import Topology
 
 Cell = tuple[int, int]  # (row, column) inside an ILD
 Edge = frozenset  # of two cells

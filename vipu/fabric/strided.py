@@ -5,16 +5,16 @@ hops between them, come from the IPU-Link grid (hardware.md: rings over the IPU-
 - the ring visits the group's members in the order the enclosing block's Hamiltonian ring (topology.ring) visits
   them: neighbours on the grid stay neighbours on the ring. Replica order would not: on a machine's ring of 4 IPUs,
   replicas 0, 1 at stride 2 are IPUs 0 and 2 (2 hops), and replica 1 to 2 is IPU 2 to IPU 4 (3 hops);
-- each step of the ring goes over the shortest IPU-Link path inside the partition (links.py), so a member that is
-  not the next one's neighbour pays one IPU-Link latency per hop;
+- each step of the ring goes over the shortest IPU-Link path inside the partition (hardware/links.py), so a member
+  that is not the next one's neighbour pays one IPU-Link latency per hop;
 - all the groups run their steps at once (they reduce the gradients of every stage and shard together), and every
-  link direction carrying several groups' transfers in one step shares its bandwidth among them (cost.py).
+  link direction carrying several groups' transfers in one step shares its bandwidth among them (schedule_cost.py).
 So a column of a torus Pod64 (stride 4) is a 1-hop ring of its own, as a contiguous block's ring is; stride 2
 inside a machine, or replica pairs two machines apart on a mesh, are not, and pay for it in hops and shared links.
 
 For more than 2 members each group runs the ring both ways, each direction carrying half of every shard, as the
-fabric does inside a block. The emulator's data path (jobs/train/comm.py) and the planner (jobs/comms.py) both
-build their schedule here, so the two price the same transfers on the same routes.
+fabric does inside a block. The emulator's data path (jobs/train/data_path.py) and the planner
+(jobs/collective_time.py) both build their schedule here, so the two price the same transfers on the same routes.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from __future__ import annotations
 from functools import lru_cache
 from collections.abc import Sequence
 
-from vipu.fabric.cost import CollectiveResult, schedule_cost
 from vipu.fabric.group import shard, split
-from vipu.fabric.links import link_model
-from vipu.fabric.plan import Ring
-from vipu.fabric.schedule import Step, all_gather_steps, reduce_scatter_steps
-from vipu.partition.topology import Topology
+from vipu.fabric.ring_plan import Ring
+from vipu.fabric.schedule_cost import CollectiveResult, schedule_cost
+from vipu.fabric.transfer_schedule import Step, all_gather_steps, reduce_scatter_steps
+from vipu.hardware.links import link_model
+from vipu.hardware.topology import Topology
 
 
 def ring_order(topology: Topology, ipus: Sequence[int], first: int, size: int) -> tuple[int, ...]:
@@ -56,7 +56,7 @@ def allreduce_steps(rings: Sequence[Ring]) -> list[Step]:
 
 
 # the steps of each collective the strided groups run: the allreduce, or one of its halves (replicated tensor
-# sharding: jobs/train/comm.py data_parallel_half)
+# sharding: jobs/train/data_path.py data_parallel_half)
 STEPS = {"allreduce": allreduce_steps,
          "reduce_scatter": lambda rings: reduce_scatter_steps(rings, "reduce-scatter"),
          "all_gather": lambda rings: all_gather_steps(rings, "all-gather")}

@@ -1,29 +1,33 @@
-"""Where a collective's data lives: the Transport protocol, and LocalTransport (numpy arrays in a dict).
+"""Where a collective's data lives: the Transport protocol every job's data path is written against.
 
-A transport mirrors the machine actor's tensor methods (vipu.workers.actor.MachineActor), addressed by Pod-wide
-IPU numbers: put_tensor, get_tensor, get_slice, accumulate_slice, set_slice and free_tensor. The collectives only
-need three things from it: the tensor's size (spec), running one synchronous step of transfers (run_step: every
-read happens before any write of the step), and being told what the collective cost (record).
-LocalTransport runs the same schedules in-process, for fast property tests and for a controller without machine
-actors (vipu-server --ray off, whose runs' transports count into the controller's TrafficCounters, traffic.py, as
-the actors count into theirs); RayTransport (ray_transport.py) runs them on the machine actors. With an object dtype
-LocalTransport also runs symbolic values, which is how the tests read off the exact reduction order.
+A transport is the machines as a job sees them, addressed by Pod-wide IPU numbers. The collectives need three
+things from it: a tensor's size (spec), one synchronous step of transfers (run_step: every read happens before any
+write of the step) and being told what the collective cost (record). A training job needs the rest: tensors put,
+read and freed one IPU at a time (as the machine actor's methods take them) or for many IPUs at once, moved to and
+from Streaming Memory, SRAM reserved or declared held, and each step's streaming and compute charged on the
+machines' counters. Implementations: LocalTransport (local_transport.py: numpy arrays in-process) and
+RayTransport (ray_transport.py: the machine actors); WrappedTransport below is the base of the wrappers that
+change one thing about another transport (jobs/train/data_path.py: PricedAs, Scoped).
+
+One argument order: a method about one IPU takes (ipu, name, ...) as the machine actor does; a method about many
+IPUs takes the tensor's name first, then what each IPU gets (put_tensors(name, arrays), hold(name, held)).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from vipu.errors import NotFound
-from vipu.fabric.cost import CollectiveResult
-from vipu.fabric.schedule import Transfer
-from vipu.fabric.traffic import TrafficCounters
+from vipu.fabric.schedule_cost import CollectiveResult
+from vipu.fabric.transfer_schedule import Transfer
+
+if TYPE_CHECKING:
+    from vipu.workers import bsp
 
 
 class Transport(Protocol):
+    # --- what the collectives need --------------------------------------------------------------------------------
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         """(elements, dtype) of tensor `name` on `ipu`: every IPU of the group holds one of that shape."""
 
@@ -34,87 +38,93 @@ class Transport(Protocol):
     def record(self, result: CollectiveResult) -> None:
         """Account the collective's traffic and virtual time (the machines' link counters)."""
 
-
-RECORDS_KEPT = 10_000  # a training run of a million steps under --ray off kept every collective's result
-
-
-class LocalTransport:
-    """Tensors as flat numpy arrays keyed by (IPU, name); the last RECORDS_KEPT collectives' results kept in
-    `records`, and each collective's bytes per IPU added to `counters` if given (counters shared by many transports,
-    which outlive each of them)."""
-
-    def __init__(self, counters: TrafficCounters | None = None) -> None:
-        self.counters = counters
-        self.tensors: dict[tuple[int, str], np.ndarray] = {}
-        self.shapes: dict[tuple[int, str], tuple[int, ...]] = {}
-        self.records: deque[CollectiveResult] = deque(maxlen=RECORDS_KEPT)
-        self.offloaded: dict[tuple[int, str], tuple[np.ndarray, tuple[int, ...]]] = {}  # Streaming Memory stand-in
-        self.reserved: dict[tuple[int, str], int] = {}  # bytes held with no data (reserve)
-
+    # --- tensors on one IPU ---------------------------------------------------------------------------------------
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
-        array = np.array(array, copy=True, order="C")
-        self.shapes[(ipu, name)] = array.shape
-        self.tensors[(ipu, name)] = array.reshape(-1)
-
-    def _flat(self, ipu: int, name: str) -> np.ndarray:
-        try:
-            return self.tensors[(ipu, name)]
-        except KeyError:
-            raise NotFound(f"no tensor {name!r} on IPU {ipu}; put it there first") from None
+        """Place `array` on the IPU (over its first `tiles` tiles, default all), replacing a tensor of that name."""
 
     def get_tensor(self, ipu: int, name: str) -> np.ndarray:
-        return self._flat(ipu, name).reshape(self.shapes[(ipu, name)]).copy()
-
-    def get_slice(self, ipu: int, name: str, start: int, stop: int) -> np.ndarray:
-        return self._flat(ipu, name)[start:stop].copy()
-
-    def accumulate_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
-        flat = self._flat(ipu, name)
-        flat[start:stop] += values  # local + incoming, as the machine's add_slice does
-
-    def set_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray) -> None:
-        self._flat(ipu, name)[start:stop] = values
+        """A copy of the tensor, in the shape it was put."""
 
     def free_tensor(self, ipu: int, name: str) -> None:
-        """Free `name` wherever it is (on the IPU, offloaded, or reserved)."""
-        if (ipu, name) in self.offloaded and (ipu, name) not in self.tensors:
-            del self.offloaded[(ipu, name)]
-            return
-        if (ipu, name) in self.reserved and (ipu, name) not in self.tensors:
-            del self.reserved[(ipu, name)]
-            return
-        self._flat(ipu, name)
-        del self.tensors[(ipu, name)], self.shapes[(ipu, name)]
+        """Free `name` wherever it is: on the IPU, offloaded to Streaming Memory, reserved or held."""
+
+    # --- tensors on many IPUs at once (one round trip) ------------------------------------------------------------
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        """Put arrays[ipu] on each IPU under `name`."""
+
+    def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
+        """IPU -> a copy of its tensor `name`."""
 
     def offload(self, name: str, ipus: Sequence[int]) -> None:
-        """Move `name` of each IPU out of reach (get_tensor then fails) until load(): the machines' Streaming
-        Memory, without its capacity or cost (the caller prices streaming)."""
-        for ipu in ipus:
-            self._flat(ipu, name)
-            self.offloaded[(ipu, name)] = (self.tensors.pop((ipu, name)), self.shapes.pop((ipu, name)))
+        """Move `name` of each IPU to its machine's Streaming Memory, uncharged (record_streaming charges a step's
+        streaming as one batch); get_tensor fails until load()."""
 
     def load(self, name: str, ipus: Sequence[int]) -> None:
-        for ipu in ipus:
-            try:
-                self.tensors[(ipu, name)], self.shapes[(ipu, name)] = self.offloaded.pop((ipu, name))
-            except KeyError:
-                raise NotFound(f"tensor {name!r} of IPU {ipu} is not offloaded; offload it first") from None
+        """Move `name` of each IPU back from Streaming Memory onto its tiles, uncharged."""
 
-    def reserve(self, sizes: dict[int, int], name: str) -> None:
-        self.reserved.update({(ipu, name): int(n) for ipu, n in sizes.items()})
+    def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
+        """Hold sizes[ipu] bytes of each IPU's SRAM under `name` with no data (buffers the caller keeps elsewhere):
+        more than fits fails as a put does."""
+
+    def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
+        """Declare what each IPU of a training job holds on the Pod, held[ipu] = (SRAM at the step's peak,
+        Streaming Memory), under `name` until freed: what the machines then report for those IPUs (Machine.hold)."""
+
+    # --- what a training step cost the machines, for their counters ----------------------------------------------
+    def record_streaming(self, per_machine: Mapping[int, tuple[int, int]]) -> None:
+        """Charge each machine its step's streaming, per_machine[m] = (bytes in, bytes out), as one duplex batch
+        (hardware/streaming_cost.py duplex_s)."""
+
+    def record_compute(self, steps: Mapping[int, bsp.Step]) -> None:
+        """Add steps[m], a BSP step standing for the training step, to machine m's phase counters: the utilisation
+        `vipu top` shows."""
+
+
+class WrappedTransport:
+    """A transport that passes every call on to the one it wraps (`inner`): a wrapper overrides only what it
+    changes."""
+
+    def __init__(self, inner: Transport):
+        self.inner = inner
 
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
-        flat = self._flat(ipu, name)
-        return flat.size, flat.dtype
+        return self.inner.spec(ipu, name)
 
     def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
-        reads = [(t, [self.get_slice(t.src, name, a, b) for a, b in t.ranges]) for t in transfers]
-        for t, values in reads:
-            write = self.accumulate_slice if t.reduce else self.set_slice
-            for (a, b), v in zip(t.ranges, values):
-                write(t.dst, name, a, b, v)
+        self.inner.run_step(name, transfers)
 
     def record(self, result: CollectiveResult) -> None:
-        self.records.append(result)
-        if self.counters is not None:
-            self.counters.add(result.traffic)
+        self.inner.record(result)
+
+    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
+        self.inner.put_tensor(ipu, name, array, tiles)
+
+    def get_tensor(self, ipu: int, name: str) -> np.ndarray:
+        return self.inner.get_tensor(ipu, name)
+
+    def free_tensor(self, ipu: int, name: str) -> None:
+        self.inner.free_tensor(ipu, name)
+
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        self.inner.put_tensors(name, arrays)
+
+    def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
+        return self.inner.get_tensors(name, ipus)
+
+    def offload(self, name: str, ipus: Sequence[int]) -> None:
+        self.inner.offload(name, ipus)
+
+    def load(self, name: str, ipus: Sequence[int]) -> None:
+        self.inner.load(name, ipus)
+
+    def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
+        self.inner.reserve(name, sizes)
+
+    def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
+        self.inner.hold(name, held)
+
+    def record_streaming(self, per_machine: Mapping[int, tuple[int, int]]) -> None:
+        self.inner.record_streaming(per_machine)
+
+    def record_compute(self, steps: Mapping[int, bsp.Step]) -> None:
+        self.inner.record_compute(steps)

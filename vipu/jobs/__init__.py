@@ -4,11 +4,11 @@ a step run?
 Pure domain (no I/O but reading a spec file in spec.py and command.py): models.py and convnet.py (sizes and FLOPs of
 an MLP, a transformer stack and a ResNet-50-shaped network), blocks.py (a pipeline stage's blocks and what each
 holds on an IPU), layout.py (t, p, r, micro-batches and memory options), spec.py (TrainWorkload, the job spec's
-`train` workload, and plan files), memory.py and timing.py (the two halves of a plan), comms.py (alpha-beta
-collectives on the Pod's links), planner.py (plan() -> Plan), report.py (Plan.table(); units.py: bytes in KiB, MiB,
-GiB, as `vipu logs` prints them), suggest.py (layouts that fit; check_fits() for submit), command.py (plan_file():
-what `vipu plan SPEC` prints, and whether it fits). Every figure not in the Pod preset is a stated assumption
-(assumptions.py).
+`train` workload, and plan files), memory_estimate.py and timing.py (the two halves of a plan), collective_time.py
+(alpha-beta collectives on the Pod's links), planner.py (plan() -> Plan), plan_report.py (Plan.table(); units.py:
+bytes in KiB, MiB, GiB, as `vipu logs` prints them), suggest.py (layouts that fit; check_fits() for submit),
+command.py (plan_file(): what `vipu plan SPEC` prints, and whether it fits). Every figure not in the Pod preset is a
+stated assumption (assumptions.py).
 """
 
 import importlib

@@ -7,7 +7,7 @@ takes up to seconds; the control plane runs this check first, so other submissio
 from __future__ import annotations
 
 from vipu.errors import InvalidArgument
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 
 
 def check_train(spec, pod: PodConfig) -> None:

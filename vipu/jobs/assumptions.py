@@ -1,9 +1,9 @@
 """The planner's stated assumptions: every figure it needs that no Graphcore document publishes.
 
 Hardware figures (tiles, SRAM, FLOPS, link and Streaming Memory bandwidths) come from the Pod preset (PodConfig),
-with their standing in presets/bow-2000.yaml. What is left is how well software uses that hardware; each default
-below carries its standing, and `vipu plan` and bench/bench_planner.py print them with every prediction, so a
-reader can tell which figure drives a result and override it (Assumptions(compute_efficiency=0.3)).
+with their standing in hardware/presets/bow-2000.yaml. What is left is how well software uses that hardware; each
+default below carries its standing, and `vipu plan` and bench/bench_planner.py print them with every prediction, so
+a reader can tell which figure drives a result and override it (Assumptions(compute_efficiency=0.3)).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class Assumptions(BaseModel):
 # The assumptions of every prediction made for a job: `vipu plan SPEC`, the fit check of `vipu submit` and the
 # prediction the job itself reports (train/runner.py) all plan with DEFAULT, so the three agree. It differs from
 # Assumptions() in one field: a job's replicas allreduce each stage's gradients as one fused buffer, which is what
-# the emulator runs (train/comm.py: one allreduce of each IPU's flat gradient buffer) and what hardware.md's cost
-# model states ("one gradient allreduce of S bytes per step"). Assumptions() keeps PopART's per-tensor default for
-# the comparisons with published PopART runs (bench/bench_planner.py).
+# the emulator runs (train/data_path.py: one allreduce of each IPU's flat gradient buffer) and what hardware.md's
+# cost model states ("one gradient allreduce of S bytes per step"). Assumptions() keeps PopART's per-tensor default
+# for the comparisons with published PopART runs (bench/bench_planner.py).
 DEFAULT = Assumptions(gradient_collectives="fused")

@@ -2,7 +2,7 @@
 
 A block is what runs at once: recomputation keeps its input (the checkpoint) and runs it again before its backward,
 and phased execution holds one block in SRAM at a time, its input stashed in Streaming Memory. The emulator runs
-these blocks (train/sharding.py) and the planner counts them (memory.py), so both hold the same bytes:
+these blocks (train/sharding.py) and the planner counts them (memory_estimate.py), so both hold the same bytes:
 - MLP: a stage's consecutive layers in Megatron pairs (column-, then row-parallel: one allreduce each way); the
   odd layer out is "row" parallel if its input width divides by t, else "col" if its output width does, else
   "replicated";

@@ -12,11 +12,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import load_pod
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.planner import Plan, plan
 from vipu.jobs.spec import JobCheck, check_spec_partition, load_plan_spec
 from vipu.jobs.suggest import refusal, suggest, suggestion_json
-from vipu.partition.pod import PodConfig, load_pod
 
 
 @dataclass(frozen=True)

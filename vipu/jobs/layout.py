@@ -14,8 +14,8 @@ from typing import Literal
 from pydantic import Field, PositiveInt, model_validator
 
 from vipu.errors import InvalidArgument
+from vipu.hardware.pod import PodConfig
 from vipu.jobs.models import Strict
-from vipu.partition.pod import PodConfig
 from vipu.partition.rules import check_size, is_power_of_two
 
 

@@ -1,5 +1,5 @@
 """The parts a training step's time splits into, as `vipu plan` shows them and `vipu logs` reports them: (label,
-field), in that order. The planner's StepTime (timing.py) and the emulator's StepReport (train/report.py) have a
+field), in that order. The planner's StepTime (timing.py) and the emulator's StepReport (train/results.py) have a
 field of each name. Its own module so the controller reports steps without importing the planner and numpy."""
 
 PARTS = (("compute", "compute_s"), ("pipeline bubble", "bubble_s"),

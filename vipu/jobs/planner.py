@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from vipu.hardware.pod import PodConfig
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.layout import Layout
-from vipu.jobs.memory import Memory, memory
+from vipu.jobs.memory_estimate import Memory, memory
 from vipu.jobs.timing import StepTime, step_time, training_flops_per_sample
 from vipu.jobs.units import size
-from vipu.partition.pod import PodConfig
 
 
 class Plan(BaseModel):
@@ -60,7 +60,7 @@ class Plan(BaseModel):
         return out
 
     def table(self, suggestions: list[Plan] | None = None) -> str:
-        from vipu.jobs.report import render
+        from vipu.jobs.plan_report import render
 
         return render(self, suggestions)
 

@@ -16,10 +16,11 @@ from pydantic_core import PydanticCustomError
 
 from vipu.documents import read_document
 from vipu.errors import InvalidArgument
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import PRESETS, load_pod
 from vipu.jobs.convnet import ConvNetModel
 from vipu.jobs.layout import Layout, check_partition
 from vipu.jobs.models import MlpModel, Strict, TransformerModel
-from vipu.partition.pod import PRESETS, PodConfig, load_pod
 from vipu.scheduler.workload import Workload, register
 from vipu.validation import MAX_SPEC_BYTES, describe
 

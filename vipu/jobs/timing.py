@@ -17,31 +17,31 @@ Streaming Memory. BSP: none of these overlap.
   / (peak FLOPS x efficiency), plus the on-chip sync that ends each BSP compute set (compute_sets);
 - tensor parallel: per micro-batch and layer of the stage, Megatron's allreduces of b s h values (2 forward,
   2 backward for a transformer layer, 2 more when the forward pass is recomputed) over the t IPUs;
-- pipeline sends: per tick, b x boundary values forward and back (a middle stage; the first and last stages send
-  one way only), each IPU of a tensor group sending 1/t of them to its counterpart in the next stage (Megatron's
-  scatter-gather) over the route the emulator takes (comms.stage_sends: the shortest IPU-Link path, one hop only
-  where the two IPUs are linked, e.g. 2 for t = 2, p = 2 inside a machine's ring of 4; a GW-Link crossing where
-  stages sit in different Pod64s), then an all-gather of the pieces among the receiving stage's t IPUs;
+- pipeline sends: per tick, b x boundary values forward and back (a middle stage; the first and last stages send one
+  way only), each IPU of a tensor group sending 1/t of them to its counterpart in the next stage (Megatron's
+  scatter-gather) over the route the emulator takes (collective_time.stage_sends: the shortest IPU-Link path, one
+  hop only where the two IPUs are linked, e.g. 2 for t = 2, p = 2 inside a machine's ring of 4; a GW-Link crossing
+  where stages sit in different Pod64s), then an all-gather of the pieces among the receiving stage's t IPUs;
 - batch-norm statistics (distributed batch norm, ResNet-50): per micro-batch, pass and batch norm, an allreduce of
   its mean and variance over the replicas that pool them;
 - syncs: every collective and inter-IPU exchange above starts with a sync across the whole partition
   (assumptions.sync_s: its cost grows with the machines and Pod64s the partition spans);
-- data parallel: one allreduce of the stage's gradients (n x value bytes) over the r replicas, t x p IPUs apart,
-  per tensor, fused, or buffered into allreduces of at most a set size (assumptions.py); with RTS a
-  reduce-scatter and an all-gather instead, the same traffic. With RTS and phased execution the weights are
-  stored sharded too (memory.py): the gradients are reduce-scattered, each replica updates its shard, and before
-  each of the WEIGHT_GATHERS uses of the weights in a step the replicas all-gather them (each with its sync);
+- data parallel: one allreduce of the stage's gradients (n x value bytes) over the r replicas, t x p IPUs apart, per
+  tensor, fused, or buffered into allreduces of at most a set size (assumptions.py); with RTS a reduce-scatter and
+  an all-gather instead, the same traffic. With RTS and phased execution the weights are stored sharded too
+  (memory_estimate.py): the gradients are reduce-scattered, each replica updates its shard, and before each of the
+  WEIGHT_GATHERS uses of the weights in a step the replicas all-gather them (each with its sync);
 - streaming: once a step, each machine moves its IPUs' bytes to and from Streaming Memory as one batch
-  (workers/streaming.py duplex_s, what the emulator's machines charge): one latency, then reads and writes in
+  (hardware/streaming_cost.py duplex_s, what the emulator's machines charge): one latency, then reads and writes in
   parallel at the machine's bandwidth (the longer counts), shared by the job's IPUs on the machine. Optimiser
   offload reads and writes the state once a step. Phased execution is batch-serialised (all m micro-batches pass
-  through a phase while it is resident, the stages running gpipe order: Layout.order), so it reads the weights
-  four times (forward, recomputation, backward, update), the gradients for the update and the state; writes
-  gradients, weights and state; and writes then reads back every micro-batch's stashed block inputs (each
-  phase's input, from which the backward pass recomputes the phase; all m held at once, memory.py). The pipeline
-  ticks above are still one micro-batch through a stage's phases: the phases' order within a stage (one phase
-  for every micro-batch, then the next) is not priced, beyond the streaming it saves. With RTS each of those
-  weight and gradient transfers is the IPU's 1/r share (memory.stored_weight_bytes).
+  through a phase while it is resident, the stages running gpipe order: Layout.order), so it reads the weights four
+  times (forward, recomputation, backward, update), the gradients for the update and the state; writes gradients,
+  weights and state; and writes then reads back every micro-batch's stashed block inputs (each phase's input, from
+  which the backward pass recomputes the phase; all m held at once, memory_estimate.py). The pipeline ticks above
+  are still one micro-batch through a stage's phases: the phases' order within a stage (one phase for every
+  micro-batch, then the next) is not priced, beyond the streaming it saves. With RTS each of those weight and
+  gradient transfers is the IPU's 1/r share (memory_estimate.stored_weight_bytes).
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ import math
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.streaming_cost import duplex_s
 from vipu.jobs.assumptions import Assumptions
-from vipu.jobs.comms import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
-from vipu.jobs.memory import optimizer_bytes, stash_bytes, stored_weight_bytes
+from vipu.jobs.collective_time import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
+from vipu.jobs.memory_estimate import optimizer_bytes, stash_bytes, stored_weight_bytes
 from vipu.jobs.parts import PARTS
-from vipu.partition.pod import PodConfig
-from vipu.workers.streaming import duplex_s
 
 # phased execution with RTS: the uses of the weights in a step that each all-gather them from the replicas' shards
 # (forward, recomputation, backward; the update works on the IPU's own shard), as the streaming below reads them

@@ -14,12 +14,13 @@ from collections import Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
-from vipu.partition.pod import LINK_TYPES
+from vipu.hardware.figures import LINK_TYPES
 from vipu.partition.ipu_status import ipu_statuses
 from vipu.partition.states import PartitionState
 from vipu.partition.rules import job_of_partition
 from vipu.scheduler.states import JobState
-from vipu.workers.telemetry import ipu_reading, power_watts, temperatures_celsius
+from vipu.hardware.power import power_watts, temperatures_celsius
+from vipu.workers.telemetry import ipu_reading
 
 
 class StateCollector(Collector):
@@ -99,7 +100,7 @@ class StateCollector(Collector):
         util = GaugeMetricFamily("vipu_ipu_utilization_ratio", "Compute time / step time of the IPU's last work (0-1).",
                                  labels=ipu_labels)
         sram = GaugeMetricFamily("vipu_ipu_memory_used_bytes", "Tile SRAM in use on the IPU.", labels=ipu_labels)
-        power = GaugeMetricFamily("vipu_ipu_power_watts", "Emulated IPU power (vipu/workers/telemetry.py).",
+        power = GaugeMetricFamily("vipu_ipu_power_watts", "Emulated IPU power (vipu/hardware/power.py).",
                                   labels=ipu_labels)
         temp = GaugeMetricFamily("vipu_ipu_temperature_celsius", "Emulated temperature by sensor.",
                                  labels=[*ipu_labels, "sensor"])

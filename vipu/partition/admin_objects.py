@@ -6,6 +6,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
+from vipu.hardware.pod import ClusterTopology
+
 DEFAULT_ALLOCATION = "default"  # derived, never stored: every agent that no named allocation holds
 DEFAULT_CLUSTER = "cluster0"  # created at first start: every agent of the Pod
 
@@ -18,7 +20,6 @@ class Record(BaseModel):
 
 
 AgentState = Literal["ONLINE", "DRAINED"]
-ClusterTopology = Literal["looped", "direct-attach", "switched"]
 AGENT_STATES = get_args(AgentState)
 CLUSTER_TOPOLOGIES = get_args(ClusterTopology)
 

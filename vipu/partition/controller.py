@@ -11,13 +11,13 @@ from typing import Callable, Iterable
 
 from pydantic import BaseModel
 
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.topology import Topology
 from vipu.partition.admin import Admin
 from vipu.partition.admin_objects import AGENT_HOST, DEFAULT_CLUSTER, Agent, Cluster
 from vipu.partition.placement import block_mask
-from vipu.partition.pod import PodConfig
 from vipu.partition.state import Journal, PodState
 from vipu.partition.partitions import Partitions
-from vipu.partition.topology import Topology
 
 AGENT_BASE_PORT = 8100  # emulated agents are not reachable sockets; the port only fills in the IPUoF view
 

@@ -1,9 +1,10 @@
 """Topology-aware placement of a partition: which aligned block of IPUs it gets.
 
-Why aligned power-of-two blocks: V-IPU partitions are powers of two "due to the required ring structure". With
-IPUs numbered machine by machine (topology.py), the block [k*size, (k+1)*size) is always a sub-grid of the IPU-Link
-grid (part of a machine, whole adjacent machines, or whole ILDs), so it holds a ring, and two partitions never share
-an IPU-Link: each one's ring traffic stays on its own links, which is why placement never lets blocks overlap.
+Why aligned power-of-two blocks: V-IPU partitions are powers of two "due to the required ring structure". With IPUs
+numbered machine by machine (hardware/topology.py), the block [k*size, (k+1)*size) is always a sub-grid of the
+IPU-Link grid (part of a machine, whole adjacent machines, or whole ILDs), so it holds a ring, and two partitions
+never share an IPU-Link: each one's ring traffic stays on its own links, which is why placement never lets blocks
+overlap.
 
 Why buddy-style best fit: among the free aligned blocks of the requested size we take the one whose largest free
 aligned enclosing block is smallest, i.e. we carve from the smallest hole that fits and keep large holes whole.

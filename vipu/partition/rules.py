@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from vipu.errors import InvalidArgument
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_NAME = 64

@@ -13,11 +13,11 @@ from typing import Iterable, Protocol
 from pydantic import BaseModel
 
 from vipu.errors import NotFound
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.topology import Topology
 from vipu.partition.admin_objects import DEFAULT_ALLOCATION, Agent, Allocation, Cluster, IpuFailure, User
 from vipu.partition.partition import Partition
 from vipu.partition.placement import mask_of
-from vipu.partition.pod import PodConfig
-from vipu.partition.topology import Topology
 
 
 class Journal(Protocol):

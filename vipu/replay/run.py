@@ -18,7 +18,8 @@ from pydantic import ValidationError
 
 from vipu.control.driver import Arrival, Driver, Timers
 from vipu.errors import InvalidArgument, VipuError
-from vipu.partition.pod import PodConfig, load_pod
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import load_pod
 from vipu.partition.state import NoJournal
 from vipu.replay.results import ReplayResult, format_table, percentile
 from vipu.replay.traces import Trace, TraceJob, load_trace

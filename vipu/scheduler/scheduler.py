@@ -20,7 +20,7 @@ from vipu.errors import (
     NotFound,
     ResourceExhausted,
 )
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 from vipu.partition.state import Journal, NoJournal
 from vipu.scheduler import holds, queries
 from vipu.scheduler.bits import block

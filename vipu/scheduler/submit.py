@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 from vipu.errors import AlreadyExists, InvalidArgument, VipuError
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 from vipu.partition.rules import check_name, check_size, job_partition_name
 from vipu.scheduler.arrays import ArraySyntaxError
 from vipu.scheduler.begin import begin_time

@@ -25,7 +25,7 @@ from grpc_reflection.v1alpha import reflection
 from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
 from vipu.errors import VipuError
-from vipu.partition.pod import PRESETS
+from vipu.hardware.pod_files import PRESETS
 from vipu.metrics.collector import StateCollector
 from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.scheduler.config import load_scheduler_config

@@ -8,9 +8,9 @@ from vipu.partition import ipuof
 from vipu.partition.admin_objects import Agent, Allocation, Cluster, User
 from vipu.partition.partition import GW_ROUTING, ILD_ROUTING, Partition
 from vipu.partition.ipu_status import IpuStatus
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 from vipu.partition.state import PodState
-from vipu.partition.topology import Topology
+from vipu.hardware.topology import Topology
 from vipu.v1 import admin_pb2 as a
 from vipu.workers.telemetry import ipu_reading
 from vipu.v1 import partition_pb2 as p

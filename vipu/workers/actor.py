@@ -20,7 +20,7 @@ import os
 import numpy as np
 import ray
 
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 from vipu.workers import bsp
 from vipu.workers.machine import Machine
 

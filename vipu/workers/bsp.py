@@ -3,17 +3,8 @@
 An IPU runs bulk-synchronously (hardware.md): every compute set is compute (each tile works on its own SRAM), a
 sync, then exchange (tiles swap data on-chip and IPUs over IPU-Links). A tile cannot start the next phase before
 every tile has finished this one, so a compute set lasts max(compute) + sync + max(exchange) over all the IPUs taking
-part, and a step is the sum over its compute sets.
-
-Cost model (figures from the preset, pod.ipu and pod.links.ipu_link):
-- compute: a tile's cycles = ceil(FLOPs / flops_per_tile_cycle of the dtype), or cycles given directly (a vertex's
-  own estimate); an IPU's compute time = its busiest tile's cycles / clock_hz.
-- sync: pod.ipu.sync_s on-chip. When any IPU of the compute set sends over IPU-Links the sync spans chips; that
-  costs one more ipu_link.latency_s (assumption: Graphcore does not publish inter-IPU sync cost; one link hop is
-  the smallest plausible figure and it is configurable through the preset's latency).
-- exchange: on-chip bytes / exchange_bytes_per_s, plus, if it sends to other IPUs, ipu_link.latency_s + the largest
-  send / ipu_link.bytes_per_s: each peer is assumed reached over its own direct IPU-Link, in parallel (a Bow IPU has
-  10); routes over several hops are the fabric's business, not this executor's.
+part, and a step is the sum over its compute sets. What each phase costs one IPU (its busiest tile's cycles, the
+sync, its exchange) is the hardware's figure: vipu/hardware/bsp_cost.py states the cost model.
 
 Per IPU, compute_s + sync_s + exchange_s = step_s: sync_s includes the time an IPU waits at the barrier for slower
 ones (what Poplar's profiler shows), so utilisation = compute_s / step_s says how much of the step did useful work.
@@ -22,14 +13,14 @@ Virtual time only: nothing here reads a clock.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, ValidationError
 
 from vipu.errors import InvalidArgument
-from vipu.partition.pod import IpuSpec, LinkSpec
+from vipu.hardware import bsp_cost
+from vipu.hardware.figures import IpuSpec, LinkSpec
 from vipu.validation import describe
 
 
@@ -119,26 +110,8 @@ class StepTimes:
 
 def tile_cycles(work: IpuWork, dtype: str, ipu: IpuSpec) -> int:
     """The busiest tile's cycles for this IPU's work."""
-    per_cycle = ipu.fp16_flops_per_tile_cycle if dtype == "fp16" else ipu.fp32_flops_per_tile_cycle
-    values, per = (work.flops, per_cycle) if work.cycles is None else (work.cycles, 1)
-    if isinstance(values, list):
-        if len(values) > ipu.tiles:
-            raise InvalidArgument(f"{len(values)} per-tile values but an IPU has {ipu.tiles} tiles; give at most"
-                                  f" {ipu.tiles}")
-        busiest = max(values, default=0.0)
-    else:
-        tiles = ipu.tiles if work.tiles is None else work.tiles
-        if tiles > ipu.tiles:
-            raise InvalidArgument(f"tiles is {tiles} but an IPU has {ipu.tiles}; give at most {ipu.tiles}")
-        busiest = values if tiles else 0.0
-    return math.ceil(busiest / per)
-
-
-def exchange_s(work: IpuWork, ipu: IpuSpec, link: LinkSpec) -> float:
-    seconds = work.exchange_bytes / ipu.exchange_bytes_per_s
-    if work.sends:
-        seconds += link.latency_s + max(work.sends.values()) / link.bytes_per_s
-    return seconds
+    values, per = (work.flops, ipu.flops_per_tile_cycle(dtype)) if work.cycles is None else (work.cycles, 1)
+    return bsp_cost.busiest_tile_cycles(values, work.tiles, per, ipu)
 
 
 def run(step: Step, ipu: IpuSpec, link: LinkSpec) -> StepTimes:
@@ -152,10 +125,10 @@ def run(step: Step, ipu: IpuSpec, link: LinkSpec) -> StepTimes:
         if stray:
             raise InvalidArgument(f"compute set {cs.name!r} gives work to IPUs {stray}, which are not in the step's"
                                   f" ipus {who}; add them to ipus or drop their work")
-        compute = {k: tile_cycles(cs.ipus.get(k, idle), cs.dtype, ipu) / ipu.clock_hz for k in who}
-        exchange = {k: exchange_s(cs.ipus.get(k, idle), ipu, link) for k in who}
-        spans_chips = any(work.sends for work in cs.ipus.values())
-        sync = ipu.sync_s + (link.latency_s if spans_chips else 0.0)
+        shares = {k: cs.ipus.get(k, idle) for k in who}
+        compute = {k: tile_cycles(shares[k], cs.dtype, ipu) / ipu.clock_hz for k in who}
+        exchange = {k: bsp_cost.exchange_s(shares[k].exchange_bytes, shares[k].sends, ipu, link) for k in who}
+        sync = bsp_cost.sync_s(ipu, link, spans_chips=any(work.sends for work in cs.ipus.values()))
         times = SetTimes(cs.name, max(compute.values(), default=0.0), sync, max(exchange.values(), default=0.0))
         sets.append(times)
         for k in who:

@@ -22,7 +22,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 from vipu.workers import local_ray
 
 log = logging.getLogger("vipu.fleet")

@@ -2,10 +2,10 @@
 
 This is everything a machine actor knows, with no Ray in it, so it is tested directly and the actor stays a thin
 wrapper. IPUs are addressed either by their number inside the machine (0..3) or by their Pod-wide number
-(topology.py: IPU i is IPU i % 4 of machine i // 4); the two ranges only overlap on machine 0, where they agree, so
-callers thinking in partitions and callers thinking in machines both work. Everything the machine reports (health,
-stats, step times) uses Pod-wide numbers, and IPU-Links are always pairs of Pod-wide numbers because they may cross
-machines.
+(hardware/topology.py: IPU i is IPU i % 4 of machine i // 4); the two ranges only overlap on machine 0, where they
+agree, so callers thinking in partitions and callers thinking in machines both work. Everything the machine reports
+(health, stats, step times) uses Pod-wide numbers, and IPU-Links are always pairs of Pod-wide numbers because they
+may cross machines.
 
 A failed IPU refuses every operation until repair(); a repaired IPU comes back reset, with empty tile memory, as a
 real IPU does after a reset. Streaming Memory is the machine's DRAM and survives IPU failures.
@@ -28,11 +28,12 @@ from functools import cached_property
 import numpy as np
 
 from vipu.errors import FailedPrecondition, InvalidArgument
-from vipu.partition.pod import LINK_TYPES, PodConfig
-from vipu.partition.topology import Topology
+from vipu.hardware.figures import LINK_TYPES
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.topology import Topology
 from vipu.workers import bsp
-from vipu.workers.memory import IpuMemory, Linear
-from vipu.workers.streaming import StreamingMemory
+from vipu.workers.streaming_memory import StreamingMemory
+from vipu.workers.tile_sram import IpuMemory, Linear
 
 
 
@@ -154,7 +155,8 @@ class Machine:
             self.streaming.load(self.local(ipu), self.memory(ipu), name, charge=False)
 
     def settle_streaming(self, bytes_in: int, bytes_out: int) -> float:
-        """Charge a training step's streaming: one duplex batch (streaming.duplex_s); returns its seconds."""
+        """Charge a training step's streaming: one duplex batch (hardware/streaming_cost.py duplex_s); returns its
+        seconds."""
         return self.streaming.settle(bytes_in, bytes_out)
 
     def reserve(self, ipu: int, name: str, nbytes: int) -> None:

@@ -30,7 +30,7 @@ from ray.util.placement_group import PlacementGroup, placement_group, remove_pla
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 from vipu.workers.actor import MAX_RESTARTS, MachineActor
 
 DEFAULT_BUNDLE = {"CPU": 0.01}

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vipu.hardware.pod_files import load_pod
 from vipu.jobs.command import plan_json
 from vipu.jobs.spec import load_plan_spec
 from vipu.jobs.train import run_training
-from vipu.partition.pod import load_pod
 from tests.jobs.train.builders import ATOL, RTOL, reference
 
 EXAMPLES = Path(__file__).parents[3] / "examples"

@@ -10,7 +10,7 @@ import pytest
 from tests.jobs.train.builders import ATOL, RTOL, mlp, pod, reference, run, transformer, workload
 from vipu.fabric import LocalTransport
 from vipu.jobs import plan
-from vipu.jobs.memory import stage_memory
+from vipu.jobs.memory_estimate import stage_memory
 
 # the acceptance runs' MLP (in 64, 4 layers of 256, out 10) on 8 IPUs: 2 stages x 4 replicas, strided by 2
 MLP = mlp(layers=4, hidden=256, inputs=64, outputs=10)
@@ -97,9 +97,9 @@ class Reserving(LocalTransport):
         super().__init__()
         self.asked: dict[int, int] = {}
 
-    def reserve(self, sizes, name):
+    def reserve(self, name, sizes):
         self.asked.update(sizes if name == "activations" else {})
-        super().reserve(sizes, name)
+        super().reserve(name, sizes)
 
 
 def test_each_ipu_holds_the_activations_the_planner_counts():

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tests.jobs.train.builders import mlp, pod, run, transformer, workload
 from vipu.jobs import plan
-from vipu.jobs.memory import stage_memory
+from vipu.jobs.memory_estimate import stage_memory
 
 MODELS = {"mlp": mlp(layers=5, hidden=32), "transformer": transformer(layers=4, hidden=32, heads=4, seq_len=8)}
 OPTIONS = {"plain": {}, "recompute": {"recompute": True}, "phased": {"phased": True}}

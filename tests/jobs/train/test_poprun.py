@@ -15,7 +15,7 @@ from tests.jobs.train.builders import ATOL, RTOL, mlp, pod, reference, run, tran
 from vipu.errors import InvalidArgument
 from vipu.jobs.layout import Layout
 from vipu.jobs.train.poprun import local_environments, num_instances, read_instances
-from vipu.jobs.train.report import InstanceRun
+from vipu.jobs.train.results import InstanceRun
 from vipu.partition.partition import PartitionRequest
 from vipu.control.startup import open_plane
 from vipu.jobs.train.runs import JobResult, _Run

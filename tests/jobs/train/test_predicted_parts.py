@@ -6,7 +6,7 @@ first stage is lighter: it skips its input's gradient). What is left between the
   set in whole tile cycles (workers/bsp.py), the planner in FLOPs; at most one cycle per compute set;
 - data-parallel allreduce and streaming with t > 1: each IPU holds the layer norms and the output biases whole
   (Megatron replicates them, train/sharding.py), the planner 1/(t p) of every weight (its stated balanced-shard
-  assumption, memory.py's weight count); at most the held-to-planned parameter ratio (0.77% here).
+  assumption, memory_estimate.py's weight count); at most the held-to-planned parameter ratio (0.77% here).
 
 Regression: the planner priced gpipe's bubble as 1F1B's (the other stages' ticks), but in gpipe order every forward
 crosses the pipeline before any backward, and with the first stage's forward (which sends) and the last stage's

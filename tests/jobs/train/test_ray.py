@@ -11,7 +11,7 @@ import pytest
 from tests.jobs.train.builders import ATOL, RTOL, mlp, pod, reference, run, workload
 from vipu.fabric import LocalTransport
 from vipu.fabric.traffic import TrafficCounters
-from vipu.jobs.train.telemetry import machine_stats
+from vipu.jobs.train.stats_without_actors import machine_stats
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import pytest
 
 from tests.jobs.train.builders import mlp, pod, run, workload
 from vipu.jobs.assumptions import DEFAULT
-from vipu.jobs.memory import memory
-from vipu.jobs.train.report import IpuUsage, size, usage_lines
+from vipu.jobs.memory_estimate import memory
+from vipu.jobs.train.results import IpuUsage, size, usage_lines
 
 
 @pytest.mark.parametrize("layout, ipus", [(dict(r=4), 4), (dict(t=2, p=2, r=2, micro_batches=2), 8)])

@@ -7,17 +7,17 @@ on the Pod's figures, beside the planner's prediction.
 
 Pure domain: problem.py (weights and synthetic data from the seed), kernels.py (numpy layers with hand-written
 backward passes), optim.py (momentum SGD, Adam), reference.py (single-device training), sharding.py (layers to
-stages, tensors to shards), schedule.py (GPipe and 1F1B, the pipeline's timeline), work.py (one operation's BSP
-compute sets and collectives), mlp_stage.py and transformer_stage.py (a stage's forward and backward on its shards).
-Edges: poprun.py (the environment each poprun instance sees, and which replicas it gives the instance), comm.py (the
-collectives on the transport), parallel.py (ParallelTrainer: one optimiser step; holdings.py: what each IPU holds
-during it), runner.py (run_training, the entry point), report.py (StepReport, TrainingResult).
+stages, tensors to shards), pipeline_schedule.py (GPipe and 1F1B, the pipeline's timeline), work.py (one operation's
+BSP compute sets and collectives), mlp_stage.py and transformer_stage.py (a stage's forward and backward on its
+shards). Edges: poprun.py (the environment each poprun instance sees, and which replicas it gives the instance),
+data_path.py (the collectives on the transport), parallel.py (ParallelTrainer: one optimiser step; holdings.py: what
+each IPU holds during it), runner.py (run_training, the entry point), results.py (StepReport, TrainingResult).
 """
 
 import importlib
 
 # imported on first use, as vipu.jobs does: the controller reads poprun.py at start, and the emulator brings numpy
-_HOMES = {"IpuReport": "report", "StepReport": "report", "TrainingResult": "report", "run_training": "runner",
+_HOMES = {"IpuReport": "results", "StepReport": "results", "TrainingResult": "results", "run_training": "runner",
           "train_reference": "reference"}
 
 

@@ -7,7 +7,7 @@ The arithmetic here is fp32; the Pod holds activations in the model's dtype, so 
 - Recomputation brings one block's activations back until its backward is done (block_cache), in SRAM; phased,
   beside that block's weights and gradient accumulators, the only ones in SRAM then.
 SRAM's peak is what any moment needs most: the weights, accumulators and optimiser state kept in SRAM plus the
-activations then; phased, the block resident then plus its activations. memory.py counts the same bytes.
+activations then; phased, the block resident then plus its activations. memory_estimate.py counts the same bytes.
 """
 
 from __future__ import annotations

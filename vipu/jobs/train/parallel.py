@@ -5,7 +5,7 @@ RayTransport), one flat buffer of its weight shards ("params", sharding.FlatLayo
 ("opt.momentum" or "opt.m", "opt.v") and, at the end of a step, its gradient accumulator ("grads"). The process
 driving the step plays each IPU's tiles: it reads the IPU's weights at the start of the step, computes exactly that
 IPU's share (its shard of its stage, its replica's micro-batches) from them, and every value that passes between
-IPUs goes through a collective on the transport (comm.py).
+IPUs goes through a collective on the transport (data_path.py).
 
 Which replicas run where comes from the job's poprun environment (poprun.py): each instance reads its
 POPDIST_REPLICA_INDEX_OFFSET and POPDIST_NUM_LOCAL_REPLICAS and runs exactly those replicas, taking their samples
@@ -13,13 +13,13 @@ of the global batch; the instances' gradients meet in the data-parallel allreduc
 A step:
 
 1. every instance runs, for each of its replicas, its m micro-batches through its p stages in the layout's schedule
-   (schedule.py); each operation is a stage's forward or backward on its t shards (mlp_stage.py,
+   (pipeline_schedule.py); each operation is a stage's forward or backward on its t shards (mlp_stage.py,
    transformer_stage.py) with Megatron's tensor-parallel allreduces, and ends by sending its boundary activation
    forward (or gradient back); gradients accumulate per IPU over the micro-batches;
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
 3. every IPU applies the optimiser (optim.py) to its own buffers and puts them back: all replicas stay identical.
 
-Layout options, executed (the planner's memory.py and timing.py say the same):
+Layout options, executed (the planner's memory_estimate.py and timing.py say the same):
 - recompute (and phased, which recomputes each phase): a forward keeps each block's input only, and the backward
   runs each block's forward again before its backward (recompute.py): its FLOPs and tensor-parallel collectives
   are charged, and the activations held are the checkpoints plus one block's;
@@ -39,22 +39,22 @@ Layout options, executed (the planner's memory.py and timing.py say the same):
   loads the weights once, but the Pod streams what phased execution streams (timing.py): weights 4 times in
   (forward, recomputation, backward, update), gradients, state and every micro-batch's stashed block inputs in
   and out, gradients and weights out (weights and gradients as stored: with RTS the IPU's shard).
-Streaming is charged once a step per machine as one duplex batch (workers/streaming.py duplex_s: one latency,
+Streaming is charged once a step per machine as one duplex batch (hardware/streaming_cost.py duplex_s: one latency,
 reads and writes in parallel at the machine's bandwidth), on the machines' own counters when the transport has
-machines; the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its SRAM, its stage's
-activations as the planner counts them (memory.stage_memory; phased: one block's), so a layout whose activations
-do not fit fails with the machines' out-of-memory error, as it would on the Pod. What each IPU reports holding
-(SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py), and the
-machines are told it each step (Fabric.hold): it is what they report for the job's IPUs.
+machines (record_streaming); the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its
+SRAM, its stage's activations as the planner counts them (memory_estimate.stage_memory; phased: one block's), so a
+layout whose activations do not fit fails with the machines' out-of-memory error, as it would on the Pod. What each
+IPU reports holding (SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py),
+and the machines are told it each step (Fabric.hold): it is what they report for the job's IPUs.
 
 The loss is the mean over the global batch of the per-sample losses the last stages computed.
 
-Emulated time (report.py): each operation's BSP compute sets and collectives (work.py), the pipeline laid out
-event by event from those durations (schedule.timeline), then the data-parallel allreduce and the step's
+Emulated time (results.py): each operation's BSP compute sets and collectives (work.py), the pipeline laid out
+event by event from those durations (pipeline_schedule.timeline), then the data-parallel allreduce and the step's
 streaming. The optimiser update and host I/O are not charged (the planner does not model them either).
 Arithmetic is fp32 for every model; an fp16 model is timed at fp16 FLOP rates and its collectives priced at fp16
-bytes (comm.PricedAs), and the memory reported per IPU is what the Pod would hold: weights, gradients and
-activations in the model's dtype, the optimiser state as memory.py counts it (fp32, master weights included).
+bytes (data_path.PricedAs), and the memory reported per IPU is what the Pod would hold: weights, gradients and
+activations in the model's dtype, the optimiser state as memory_estimate.py counts it (fp32, master weights included).
 """
 
 from __future__ import annotations
@@ -66,20 +66,20 @@ from typing import Callable, Sequence
 import numpy as np
 
 from vipu.fabric.group import shard
-from vipu.jobs.memory import stage_memory, stash_bytes, state_bytes_per_param
+from vipu.hardware.topology import Topology
+from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per_param
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train import mlp_stage, optim, recompute, transformer_stage
-from vipu.jobs.train.comm import DP, PP, TP, Fabric, PricedAs
+from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs
 from vipu.jobs.train.holdings import Holdings
 from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
+from vipu.jobs.train.pipeline_schedule import execution_order, stage_orders, timeline
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import DTYPE, batch, check_runnable, init_params
-from vipu.jobs.train.report import IpuReport, StepReport
-from vipu.jobs.train.schedule import execution_order, stage_orders, timeline
+from vipu.jobs.train.results import IpuReport, StepReport
 from vipu.jobs.train.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
-from vipu.jobs.train.streaming import machine_streaming_s
+from vipu.jobs.train.step_streaming import machine_streaming_s
 from vipu.jobs.train.work import OpTimer, StageGroup
-from vipu.partition.topology import Topology
 from vipu.workers import bsp
 
 
@@ -171,19 +171,19 @@ class ParallelTrainer:
         return seconds
 
     def _stored_weight_bytes(self, ipu: int) -> int:
-        """The IPU's weights as stored between uses, in the model's dtype (memory.stored_weight_bytes)."""
+        """The IPU's weights as stored between uses, in the model's dtype (memory_estimate.stored_weight_bytes)."""
         lo, hi = self._owned(ipu) if self.lay.shards_weights else (0, self.layouts[ipu].size)
         return (hi - lo) * self.model.value_bytes
 
     def _state_bytes(self, ipu: int) -> int:
-        """The IPU's optimiser state as the Pod holds it: memory.py's bytes per parameter (fp32, an fp16 model's
-        master weights included) for the elements it owns."""
+        """The IPU's optimiser state as the Pod holds it: memory_estimate.py's bytes per parameter (fp32, an fp16
+        model's master weights included) for the elements it owns."""
         lo, hi = self._owned(ipu)
         return (hi - lo) * state_bytes_per_param(self.workload)
 
     def _streaming_s(self) -> float:
         """The step's streaming, each IPU's bytes as the Pod moves them (timing.streamed_bytes) batched per
-        machine (train/streaming.py)."""
+        machine (train/step_streaming.py)."""
         if not self.streamed:
             return 0.0
         stash = stash_bytes(self.workload) if self.lay.phased else 0.0
@@ -369,24 +369,19 @@ class ParallelTrainer:
             ipus=per_ipu, wall_s=self.clock() - started)
 
     def _charge_machines(self, per_ipu: dict[int, IpuReport], step_s: float, step: int) -> None:
-        """On machine actors, add the step to each machine's BSP counters (what `vipu top` shows as utilisation):
-        one compute set per machine with each IPU's own compute as tile cycles and the rest of the step (its
-        collectives and pipeline idle) as exchange, so each IPU's phases add up to the emulated step."""
-        actors = getattr(self.fabric.transport, "actors", None)
-        if not actors:
-            return
-        import ray
-
+        """Add the step to each machine's BSP counters (what `vipu top` shows as utilisation): one compute set per
+        machine with each IPU's own compute as tile cycles and the rest of the step (its collectives and pipeline
+        idle) as exchange, so each IPU's phases add up to the emulated step."""
         ipu_spec = self.pod.ipu
         per_machine: dict[int, list[int]] = defaultdict(list)
         for ipu in self.ipus:
             per_machine[ipu // self.pod.machine.ipus].append(ipu)
-        refs = []
+        steps = {}
         for machine, ipus in sorted(per_machine.items()):
             busiest = max(per_ipu[ipu].compute_s for ipu in ipus)
             rest = max(0.0, step_s - busiest - ipu_spec.sync_s)
             work = {ipu: bsp.IpuWork(cycles=per_ipu[ipu].compute_s * ipu_spec.clock_hz,
                                      exchange_bytes=int(rest * ipu_spec.exchange_bytes_per_s)) for ipu in ipus}
             cs = bsp.ComputeSet(name=f"train step {step}", dtype=self.model.dtype, ipus=work)
-            refs.append(actors[machine].run_step.remote(bsp.Step(name=f"train step {step}", compute_sets=[cs])))
-        ray.get(refs, timeout=getattr(self.fabric.transport, "timeout_s", None))
+            steps[machine] = bsp.Step(name=f"train step {step}", compute_sets=[cs])
+        self.fabric.transport.record_compute(steps)

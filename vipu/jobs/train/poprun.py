@@ -42,9 +42,9 @@ from types import SimpleNamespace
 from typing import Callable, Mapping, Sequence
 
 from vipu.errors import InvalidArgument
+from vipu.hardware.pod import PodConfig
 from vipu.partition import ipuof
 from vipu.partition.partition import Partition
-from vipu.partition.pod import PodConfig
 from vipu.partition.states import PartitionState
 
 IPUOF = ("IPUOF_VIPU_API_HOST", "IPUOF_VIPU_API_PORT", "IPUOF_VIPU_API_PARTITION_ID", "IPUOF_VIPU_API_GCD_ID",

@@ -1,7 +1,7 @@
 """Activation recomputation, as the layout's `recompute` (and phased execution, which recomputes each phase) asks:
 a stage's forward keeps only each block's input, and its backward runs each block's forward again from that input
 just before the block's backward, so between a micro-batch's forward and backward an IPU holds the checkpoints, and
-during its backward one block's full activations on top (memory.py counts the same).
+during its backward one block's full activations on top (memory_estimate.py counts the same).
 
 The repeated forward is real work on the emulated IPUs: its FLOPs go into the backward operation's compute sets
 and its tensor-parallel collectives run on the fabric again (timing.py: 4 x forward FLOPs instead of 3, one more

@@ -14,14 +14,14 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from vipu.fabric import Group, LocalTransport
+from vipu.hardware.topology import Topology
 from vipu.jobs.assumptions import DEFAULT, Assumptions
-from vipu.jobs.planner import describe_model, plan
 from vipu.jobs.parts import PARTS
+from vipu.jobs.planner import describe_model, plan
 from vipu.jobs.train.parallel import ParallelTrainer
 from vipu.jobs.train.poprun import local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
-from vipu.jobs.train.report import InstanceRun, StepReport, TrainingResult, ipu_usage
-from vipu.partition.topology import Topology
+from vipu.jobs.train.results import InstanceRun, StepReport, TrainingResult, ipu_usage
 
 
 def local_transport(group: Group) -> LocalTransport:

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from vipu.errors import MachineLost
 from vipu.jobs.train.poprun import partition_environments, summary_lines
-from vipu.jobs.train.report import USAGE_LEGEND, StepReport, TrainingResult, step_line, usage_lines
+from vipu.jobs.train.results import USAGE_LEGEND, StepReport, TrainingResult, step_line, usage_lines
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.states import TRANSITIONS, JobState
@@ -86,7 +86,7 @@ class _Run:
 
     @property
     def scope(self) -> str:
-        """Its tensors' names on the machines start with this, so they are its own (comm.Scoped)."""
+        """Its tensors' names on the machines start with this, so they are its own (data_path.Scoped)."""
         return f"job{self.job_id}.run{self.number}/"
 
     def overlaps(self, other: "_Run") -> bool:
@@ -157,7 +157,7 @@ class TrainRuns:
         if not fleet.enabled:
             return fleet.local_transport  # a transport of the run's own, counting into the fleet's link counters
         from vipu.fabric.ray_transport import RayTransport
-        from vipu.jobs.train.comm import Scoped
+        from vipu.jobs.train.data_path import Scoped
 
         # the machines are shared: a run whose job was cancelled or requeued finishes its step before it stops, so
         # wait (a while) until runs on these IPUs have freed their SRAM; their tensors' names are theirs either way

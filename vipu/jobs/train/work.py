@@ -3,7 +3,7 @@ compute, the collectives between them, and the emulated time of it all.
 
 The stage code (mlp_stage.py, transformer_stage.py) is written once for all t shards ("SPMD"): it computes each
 shard from that shard's own weights and inputs, and calls StageGroup.allreduce / all_gather / send, which run on the
-fabric (comm.py). Every matmul is counted into the current BSP compute set of the shard's IPU; a collective ends
+fabric (data_path.py). Every matmul is counted into the current BSP compute set of the shard's IPU; a collective ends
 the compute set. The operation's emulated time is, in order:
 - each compute set: vipu.workers.bsp's cost rules (the busiest IPU's tile cycles, then the sync), with each IPU's
   FLOPs spread over its tiles at the planner's calibrated efficiency (assumptions.compute_efficiency: the same
@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from vipu.jobs.train.comm import PP, TP, Fabric
+from vipu.jobs.train.data_path import PP, TP, Fabric
 from vipu.jobs.train.kernels import matmul_flops, wgrad, wgrad_flops
 from vipu.workers import bsp
 

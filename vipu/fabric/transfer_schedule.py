@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
 from vipu.fabric.group import Range, shard
-from vipu.fabric.plan import Ring
+from vipu.fabric.ring_plan import Ring
 
 
 class Transfer(NamedTuple):

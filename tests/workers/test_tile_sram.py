@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tests.workers.conftest import TILE, small_ipu
 from vipu.errors import InvalidArgument, NotFound, ResourceExhausted
-from vipu.workers.memory import IpuMemory, Linear, TileSlice, explicit, place
+from vipu.workers.tile_sram import IpuMemory, Linear, TileSlice, explicit, place
 
 LABEL = "IPU 21 (IPU 1 of machine 5)"
 

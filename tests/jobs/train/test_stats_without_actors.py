@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from vipu.jobs.train.telemetry import machine_stats
-from vipu.partition.pod import LINK_TYPES
+from vipu.hardware.figures import LINK_TYPES
+from vipu.jobs.train.stats_without_actors import machine_stats
 
 
 def ipu(utilisation: float, memory: int, streaming: int = 0):

@@ -28,7 +28,8 @@ class IpuReport(_Frozen):
     memory_bytes: int
     activation_bytes: int  # the activations of that peak (1f1b: up to p - s micro-batches' worth)
     # what the IPU keeps in Streaming Memory (offloaded optimiser state; phased: also the weights and gradient
-    # accumulators, with RTS its replica's shard, and its share of the stashed block inputs: memory.py's streaming)
+    # accumulators, with RTS its replica's shard, and its share of the stashed block inputs: memory_estimate.py's
+    # streaming)
     streaming_bytes: int = 0
 
 

@@ -32,9 +32,9 @@ import math
 
 from pydantic import BaseModel, ConfigDict, computed_field, field_serializer
 
+from vipu.hardware.pod import PodConfig
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.blocks import Cost, cost, stage_blocks
-from vipu.partition.pod import PodConfig
 
 STATE_BYTES = {"sgd": 4, "adam": 8}
 MASTER_BYTES = 4

@@ -1,13 +1,13 @@
 """Virtual time of a schedule: alpha-beta per link, step by step, from the transfers the data path really runs.
 
 A step lasts as long as its slowest transfer. A transfer of m bytes on a route costs the route's alpha (one IPU-Link
-latency per hop, or one GW latency) plus the time its busiest link needs to carry everything on it this step:
-a link direction carrying several transfers in the same step shares its bandwidth among them (contention), so it
-needs sum(bytes on it) / bandwidth. GW-Links held by other collectives at the same time (ledger.py) give this one
-only bandwidth / users. For a ring step (every transfer one hop, one per link) this is alpha + chunk / bandwidth.
-Then the receivers reduce what they got: gamma x the most bytes any IPU adds in the step (links.py: BSP does not
-overlap this compute with the exchange). The collective's time is the sum of its steps, so a fidelity check
-against the analytic bound (bounds.py) measures the schedule itself, not a formula restated.
+latency per hop, or one GW latency) plus the time its busiest link needs to carry everything on it this step: a link
+direction carrying several transfers in the same step shares its bandwidth among them (contention), so it needs
+sum(bytes on it) / bandwidth. GW-Links held by other collectives at the same time (ledger.py) give this one only
+bandwidth / users. For a ring step (every transfer one hop, one per link) this is alpha + chunk / bandwidth. Then
+the receivers reduce what they got: gamma x the most bytes any IPU adds in the step (hardware/links.py: BSP does not
+overlap this compute with the exchange). The collective's time is the sum of its steps, so a fidelity check against
+the analytic bound (bounds.py) measures the schedule itself, not a formula restated.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from vipu.fabric.links import GW_LINK, IPU_LINK, LinkId, LinkModel
-from vipu.fabric.schedule import Step
+from vipu.fabric.transfer_schedule import Step
+from vipu.hardware.figures import GW_LINK, IPU_LINK
+from vipu.hardware.links import LinkId, LinkModel
 
 
 @dataclass(frozen=True)

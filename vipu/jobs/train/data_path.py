@@ -6,11 +6,11 @@ partition's first IPU: IPU(replica, stage, shard) = first + (replica p + stage) 
 - a stage's t shards are an aligned block of t IPUs: the fabric's allreduce / all_gather on Group.block;
 - a replica's t p IPUs are an aligned block: stage-to-stage sends stay inside it;
 - the r IPUs holding the same shard of the same stage are t p apart: not a block, so the data-parallel allreduce
-  runs on the rings fabric/strided.py builds (members in the order the partition's Hamiltonian ring visits them,
-  for more than 2 both ways, each carrying half of every shard), all t p groups in the same steps, so links they
-  share are priced with their contention; routes between non-neighbours take the shortest IPU-Link path inside
-  the partition (links.py). The planner prices the same schedule (jobs/comms.py). When t p = 1 the groups are the
-  partition: the fabric's own allreduce runs.
+  runs on the rings fabric/strided.py builds (members in the order the partition's Hamiltonian ring visits them, for
+  more than 2 both ways, each carrying half of every shard), all t p groups in the same steps, so links they share
+  are priced with their contention; routes between non-neighbours take the shortest IPU-Link path inside the
+  partition (hardware/links.py). The planner prices the same schedule (jobs/collective_time.py). When t p = 1 the
+  groups are the partition: the fabric's own allreduce runs.
 - Pipeline sends with t > 1 use Megatron's scatter-gather: shard k sends only its k-th piece of the boundary
   activation to shard k of the next stage, which then all-gathers (t = 1: one send of the whole). Each piece takes
   the shortest IPU-Link path inside the replica's block, which is one hop only where the two IPUs are linked.
@@ -25,110 +25,87 @@ machines' counters record) the bytes the real Pod would move, while the fp32 val
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
-from vipu.fabric.cost import CollectiveResult, schedule_cost
-from vipu.fabric.links import link_model
-from vipu.fabric.schedule import Step, all_gather_steps, check_hazards, piece_sends, reduce_scatter_steps
+from vipu.fabric.collectives import execute
+from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.strided import allreduce_steps, group_rings
-from vipu.partition.topology import Topology
+from vipu.fabric.transfer_schedule import Step, Transfer, all_gather_steps, piece_sends, reduce_scatter_steps
+from vipu.fabric.transport import Transport, WrappedTransport
+from vipu.hardware.links import link_model
+from vipu.hardware.topology import Topology
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
 
 
-class PricedAs:
+class PricedAs(WrappedTransport):
     """A transport whose tensors are priced as `dtype` on the links; everything else is the wrapped transport's."""
 
-    def __init__(self, transport, dtype):
-        self.inner, self.dtype = transport, np.dtype(dtype)
+    def __init__(self, inner: Transport, dtype):
+        super().__init__(inner)
+        self.dtype = np.dtype(dtype)
 
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         numel, _ = self.inner.spec(ipu, name)
         return numel, self.dtype
 
-    def __getattr__(self, attr):  # put_tensor(s), get_tensor(s), run_step, record, free_tensor, actors...
-        return getattr(self.inner, attr)
 
-
-class Scoped:
+class Scoped(WrappedTransport):
     """A transport whose tensor names all carry `scope`: two runs on the same machines (a requeued job starting
     while its last run's thread winds down, or the next job on a cancelled one's IPUs) each see only their own
     "params", "tp", "pp", ... and free only their own."""
 
-    def __init__(self, transport, scope: str):
-        self.inner, self.scope = transport, scope
+    def __init__(self, inner: Transport, scope: str):
+        super().__init__(inner)
+        self.scope = scope
 
-    def put_tensor(self, ipu, name, array, tiles=None):
-        return self.inner.put_tensor(ipu, self.scope + name, array, tiles)
-
-    def put_tensors(self, arrays, name):
-        return put_all(self.inner, self.scope + name, arrays)
-
-    def get_tensor(self, ipu, name):
-        return self.inner.get_tensor(ipu, self.scope + name)
-
-    def get_tensors(self, ipus, name):
-        return get_all(self.inner, self.scope + name, ipus)
-
-    def free_tensor(self, ipu, name):
-        return self.inner.free_tensor(ipu, self.scope + name)
-
-    def offload(self, name, ipus):
-        return self.inner.offload(self.scope + name, ipus)
-
-    def load(self, name, ipus):
-        return self.inner.load(self.scope + name, ipus)
-
-    def reserve(self, sizes, name):
-        return self.inner.reserve(sizes, self.scope + name)
-
-    def hold(self, held, name):
-        return self.inner.hold(held, self.scope + name)
-
-    def spec(self, ipu, name):
+    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         return self.inner.spec(ipu, self.scope + name)
 
-    def run_step(self, name, transfers):
-        return self.inner.run_step(self.scope + name, transfers)
+    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
+        self.inner.run_step(self.scope + name, transfers)
 
-    def __getattr__(self, attr):  # record, settle_streaming, actors, timeout_s...
-        return getattr(self.inner, attr)
+    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
+        self.inner.put_tensor(ipu, self.scope + name, array, tiles)
+
+    def get_tensor(self, ipu: int, name: str) -> np.ndarray:
+        return self.inner.get_tensor(ipu, self.scope + name)
+
+    def free_tensor(self, ipu: int, name: str) -> None:
+        self.inner.free_tensor(ipu, self.scope + name)
+
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        self.inner.put_tensors(self.scope + name, arrays)
+
+    def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
+        return self.inner.get_tensors(self.scope + name, ipus)
+
+    def offload(self, name: str, ipus: Sequence[int]) -> None:
+        self.inner.offload(self.scope + name, ipus)
+
+    def load(self, name: str, ipus: Sequence[int]) -> None:
+        self.inner.load(self.scope + name, ipus)
+
+    def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
+        self.inner.reserve(self.scope + name, sizes)
+
+    def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
+        self.inner.hold(self.scope + name, held)
 
 
-def put_all(transport, name: str, arrays: dict[int, np.ndarray]) -> None:
-    """Put one array per IPU (one round trip when the transport can batch)."""
-    if hasattr(transport, "put_tensors"):
-        transport.put_tensors(arrays, name)
-        return
-    for ipu, array in arrays.items():
-        transport.put_tensor(ipu, name, array)
-
-
-def get_all(transport, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
-    if hasattr(transport, "get_tensors"):
-        return transport.get_tensors(list(ipus), name)
-    return {ipu: transport.get_tensor(ipu, name) for ipu in ipus}
-
-
-def run_schedule(op: str, name: str, steps: list[Step], transport, topology: Topology,
+def run_schedule(op: str, name: str, steps: list[Step], transport: Transport, topology: Topology,
                  within: frozenset[int]) -> CollectiveResult:
     """Price a schedule of transfers on the Pod's links, move the data with exactly those steps, record it."""
     first = next(t.src for step in steps for t in step.transfers)
     _, dtype = transport.spec(first, name)
-    result = schedule_cost(op, steps, link_model(topology), dtype.itemsize, within)
-    for step in steps:
-        if step.transfers:
-            check_hazards(step)
-            transport.run_step(name, step.transfers)
-    transport.record(result)
-    return result
+    return execute(op, name, steps, link_model(topology), dtype.itemsize, within, transport)
 
 
-def allreduce_groups(groups: Sequence[tuple[int, ...]], name: str, transport, topology: Topology,
+def allreduce_groups(groups: Sequence[tuple[int, ...]], name: str, transport: Transport, topology: Topology,
                      within: frozenset[int]) -> CollectiveResult:
     """Allreduce `name` inside each group (IPUs of the partition `within`, an aligned block; all groups the same
     size) at once, on the rings fabric/strided.py gives them: members in grid order, both ways for more than 2."""
@@ -140,7 +117,7 @@ def allreduce_groups(groups: Sequence[tuple[int, ...]], name: str, transport, to
 class Fabric:
     """A job's IPUs, its transport, and a log of every collective of the current step: (kind, result)."""
 
-    def __init__(self, topology: Topology, first_ipu: int, layout, transport):
+    def __init__(self, topology: Topology, first_ipu: int, layout, transport: Transport):
         self.topology, self.first, self.transport = topology, first_ipu, transport
         self.t, self.p, self.r = layout.t, layout.p, layout.r
         self.partition = Group.block(topology, first_ipu, layout.ipus)
@@ -148,15 +125,15 @@ class Fabric:
         self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
 
     def put(self, name: str, arrays: dict[int, np.ndarray]) -> None:
-        put_all(self.transport, name, arrays)
+        self.transport.put_tensors(name, arrays)
         self.held.update((ipu, name) for ipu in arrays)
 
     def get(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
-        return get_all(self.transport, name, ipus)
+        return self.transport.get_tensors(name, list(ipus))
 
     def offload(self, name: str) -> None:
         """Move `name` of every IPU to Streaming Memory (the machines' DRAM; uncharged: the caller prices the step's
-        streaming, streaming.duplex_s)."""
+        streaming, hardware/streaming_cost.py duplex_s)."""
         self.transport.offload(name, self.ipus)
 
     def load(self, name: str) -> None:
@@ -164,17 +141,15 @@ class Fabric:
 
     def reserve(self, name: str, sizes: dict[int, int]) -> None:
         """Hold sizes[ipu] bytes of SRAM on each IPU under `name`, no data (buffers the driver keeps)."""
-        self.transport.reserve(sizes, name)
+        self.transport.reserve(name, sizes)
         self.held.update((ipu, name) for ipu in sizes)
 
     def hold(self, name: str, held: dict[int, tuple[int, int]]) -> None:
-        """Tell the machines, when the transport has them, what each IPU holds on the Pod: held[ipu] = (SRAM
-        peak, Streaming Memory) of the last step, the figures they then report (Machine.hold); freed by
-        free_all(). Without machines (LocalTransport) the controller reports the step reports themselves."""
-        hold = getattr(self.transport, "hold", None)
-        if hold is not None:
-            hold(held, name)
-            self.held.update((ipu, name) for ipu in held)
+        """Tell the machines what each IPU holds on the Pod: held[ipu] = (SRAM peak, Streaming Memory) of the last
+        step, the figures they then report (Machine.hold); freed by free_all(). Without machines (LocalTransport)
+        the controller reports the step reports themselves."""
+        self.transport.hold(name, held)
+        self.held.update((ipu, name) for ipu in held)
 
     def free_all(self) -> None:
         """Free every tensor the job put (best effort: a machine that is gone has nothing left to free)."""

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from vipu.partition.pod import LINK_TYPES
+from vipu.hardware.figures import LINK_TYPES
 
 if TYPE_CHECKING:
-    from vipu.jobs.train.report import StepReport
+    from vipu.jobs.train.results import StepReport
 
 
 def machine_stats(running: Iterable[Sequence[StepReport]], links: Mapping[int, Mapping[str, Sequence[int]]],

@@ -7,7 +7,7 @@ import pytest
 from tests.jobs.helpers import ASSUME, RESERVED, SRAM, mlp, pod, transformer
 from vipu.jobs import plan
 from vipu.jobs.blocks import model_stage_layers
-from vipu.jobs.memory import memory, stage_memory
+from vipu.jobs.memory_estimate import memory, stage_memory
 
 # MLP 8 -> 16 -> 16 -> 4 (3 layers), fp32, in blocks (blocks.py) of a pair (8 -> 16 -> 16) and a single layer (16 -> 4):
 #   params = (8*16 + 16) + (16*16 + 16) + (16*4 + 4) = 144 + 272 + 68 = 484

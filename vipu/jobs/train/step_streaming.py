@@ -1,24 +1,23 @@
 """A training step's Streaming Memory traffic, charged as the machines charge it: once a step per machine, its IPUs'
-bytes as one duplex batch (workers/streaming.py duplex_s: one latency, reads and writes in parallel at the
+bytes as one duplex batch (hardware/streaming_cost.py duplex_s: one latency, reads and writes in parallel at the
 machine's bandwidth)."""
 
 from __future__ import annotations
 
-from vipu.partition.pod import PodConfig
-from vipu.workers.streaming import duplex_s
+from vipu.fabric.transport import Transport
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.streaming_cost import duplex_s
 
 
-def machine_streaming_s(transport, pod: PodConfig, per_ipu: dict[int, tuple[float, float]]) -> float:
-    """The busiest machine's seconds for its IPUs' (in, out) bytes, charged on the machines' own counters when the
-    transport has machines (settle_streaming), else priced here alike."""
+def machine_streaming_s(transport: Transport, pod: PodConfig, per_ipu: dict[int, tuple[float, float]]) -> float:
+    """The busiest machine's seconds for its IPUs' (in, out) bytes; each machine's batch is charged on its own
+    counters (record_streaming), at the same price."""
     totals: dict[int, tuple[float, float]] = {}
     for ipu, (got, put) in per_ipu.items():
         a, b = totals.get(ipu // pod.machine.ipus, (0.0, 0.0))
         totals[ipu // pod.machine.ipus] = (a + got, b + put)
     batches = {m: (int(a), int(b)) for m, (a, b) in totals.items()}
-    settle = getattr(transport, "settle_streaming", None)
-    if settle is not None:
-        return max(settle(batches).values())
+    transport.record_streaming(batches)
     machine = pod.machine
     return max(duplex_s(a, b, machine.streaming_memory_bytes_per_s, machine.streaming_memory_latency_s)
                for a, b in batches.values())

@@ -7,8 +7,8 @@ import pytest
 
 from tests.workers.conftest import small_ipu
 from vipu.errors import AlreadyExists, NotFound, ResourceExhausted
-from vipu.workers.memory import Linear
-from vipu.workers.streaming import StreamingMemory
+from vipu.workers.streaming_memory import StreamingMemory
+from vipu.workers.tile_sram import Linear
 
 BW, LATENCY = 16.0e9, 2.0e-6  # the bow-2000 preset's streaming_memory_bytes_per_s and _latency_s
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from vipu.errors import InvalidArgument
-from vipu.partition.pod import PodConfig
+from vipu.hardware.pod import PodConfig
 
 
 @dataclass(frozen=True)

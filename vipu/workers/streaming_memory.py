@@ -1,16 +1,14 @@
 """Streaming Memory: the DRAM of one IPU-Machine, where tensors that do not fit in tile SRAM are offloaded.
 
 Phased execution (e.g. GPT-3 on a Pod256) keeps weights and optimiser state here and streams them in when a phase
-needs them, so what matters is capacity and the cost of each transfer. Neither Graphcore's bandwidth nor its
-latency is published: both come from the preset (streaming_memory_bytes_per_s, streaming_memory_latency_s, stated
-there as assumptions), and every transfer is charged virtual time = latency + bytes / bandwidth. Nothing here reads
-a clock: callers add the returned seconds to their own virtual time.
+needs them, so what matters is capacity and the cost of each transfer. Every transfer is charged the virtual time
+vipu/hardware/streaming_cost.py gives (latency + bytes / bandwidth, the preset's figures). Nothing here reads a
+clock: callers add the returned seconds to their own virtual time.
 
 A training step streams in batches (offloaded optimiser state, phased execution): its tensors move with
 offload(..., charge=False) / load(..., charge=False), which only move them, and settle(bytes_in, bytes_out)
-charges the step's streaming once: the gateway reads and writes at once (loading the next chunk overlaps storing
-the last), so a batch costs one latency plus the longer direction at the machine's bandwidth (duplex_s), the cost
-the planner charges (jobs/timing.py).
+charges the step's streaming once, as one duplex batch (streaming_cost.duplex_s), the cost the planner charges
+(jobs/timing.py).
 """
 
 from __future__ import annotations
@@ -18,13 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vipu.errors import AlreadyExists, NotFound, ResourceExhausted
-from vipu.workers.memory import Explicit, IpuMemory, Tensor
-
-
-def duplex_s(bytes_in: float, bytes_out: float, bytes_per_s: float, latency_s: float) -> float:
-    """One batch of streaming, reads and writes in parallel: latency + the longer direction / bandwidth."""
-    longer = max(bytes_in, bytes_out)
-    return latency_s + longer / bytes_per_s if longer > 0 else 0.0
+from vipu.hardware.streaming_cost import duplex_s, transfer_s
+from vipu.workers.tile_sram import Explicit, IpuMemory, Tensor
 
 
 @dataclass
@@ -57,7 +50,7 @@ class StreamingMemory:
 
     def cost_s(self, nbytes: int) -> float:
         """Virtual seconds to move `nbytes` either way (alpha-beta: one latency, then the bytes at full rate)."""
-        return self.latency_s + nbytes / self.bytes_per_s
+        return transfer_s(nbytes, self.bytes_per_s, self.latency_s)
 
     def offload(self, ipu: int, memory: IpuMemory, name: str, charge: bool = True) -> float:
         """Move tensor `name` from the IPU's SRAM to Streaming Memory; returns the virtual seconds charged (none

@@ -7,9 +7,9 @@ Every figure comes from the Pod preset (PodConfig); their standing, repeated fro
 - IPU-Link latency, pod.links.ipu_link.latency_s: 1 us per hop, *assumption* (incl. the sync; not published).
 - GW-Link bandwidth, pod.links.gw_link.bytes_per_s: 12.5 GB/s per link per direction, *seed* (100 Gbps);
   links_per_machine 2, *seed*; latency_s 5 us, *assumption* (RoCE-class rack to rack; not published).
-- gamma, the reduction cost per byte: 3 / pod.ipu.sram_bytes_per_s, *derived* from the seed's 65 TB/s SRAM figure,
-  on the *assumption* that adding a received chunk is SRAM-bound (read two operands, write one) and is not
-  overlapped with the exchange (BSP: an IPU computes, syncs, then exchanges, never both at once).
+- gamma, the reduction cost per byte: pod.ipu.reduce_s_per_byte (figures.py: 3 / sram_bytes_per_s, *derived* from
+  the seed's 65 TB/s SRAM figure on the *assumption* that adding a received chunk is SRAM-bound), not overlapped
+  with the exchange (BSP: an IPU computes, syncs, then exchanges, never both at once).
 
 Layout, from topology.py (the preset states it): inside an IPU-Link domain (ILD) an IPU links to its two
 neighbours in its machine (a ring of 4) and to the same IPU of the machines above and below (wrapping round in a
@@ -19,12 +19,12 @@ GW-Links, *assumptions* (not published): IPU i of a machine sends over GW-Link i
 0-1 on link 0, IPUs 2-3 on link 1), so four IPUs driving their machine's two GW-Links together get 6.25 GB/s each,
 hardware.md's figure; a cross-ILD transfer crosses the sender's GW-Link outwards and the receiver's inwards and pays
 one GW latency; the switches of a Pod256 ("GW-Links through two switches") are non-blocking. So cross-ILD traffic
-of one partition competes only on its own machines' GW-Links; ledger.py counts other collectives on them.
+of one partition competes only on its own machines' GW-Links; fabric/ledger.py counts other collectives on them.
 
-Why partitions never compete for IPU-Links: placement.py gives every partition an aligned power-of-two block,
-which is a sub-grid of the IPU-Link grid, and routes here stay inside the group's own IPUs (`within`), so a
+Why partitions never compete for IPU-Links: partition/placement.py gives every partition an aligned power-of-two
+block, which is a sub-grid of the IPU-Link grid, and routes here stay inside the group's own IPUs (`within`), so a
 partition's ring traffic only ever uses links whose two ends are both its own IPUs. Two partitions never share an
-IPU, hence never share an IPU-Link: no IPU-Link ledger is needed.
+IPU, hence never share an IPU-Link: no IPU-Link ledger is needed (fabric/ledger.py counts only GW-Links).
 """
 
 from __future__ import annotations
@@ -34,10 +34,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from vipu.errors import InvalidArgument
-from vipu.partition.topology import Topology
-
-IPU_LINK = "ipu_link"  # the link types, named as pod.links and the machine actors' counters name them
-GW_LINK = "gw_link"
+from vipu.hardware.figures import GW_LINK, IPU_LINK
+from vipu.hardware.topology import Topology
 
 LinkId = tuple  # ("ipu", a, b): IPU-Link a -> b; ("gw-out" | "gw-in", machine, link index): one GW-Link direction
 
@@ -62,7 +60,7 @@ class LinkModel:
         self.gw_bytes_per_s = pod.links.gw_link.bytes_per_s
         self.gw_alpha_s = pod.links.gw_link.latency_s
         self.gw_links_per_machine = pod.links.gw_link.links_per_machine
-        self.gamma_s_per_byte = 3.0 / pod.ipu.sram_bytes_per_s
+        self.gamma_s_per_byte = pod.ipu.reduce_s_per_byte
 
     def bandwidth(self, link: LinkId) -> float:
         return self.ipu_bytes_per_s if link[0] == "ipu" else self.gw_bytes_per_s

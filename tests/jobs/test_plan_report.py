@@ -1,4 +1,4 @@
-"""What `vipu plan` prints about a plan: the wording of its report (report.py) and of its assumptions."""
+"""What `vipu plan` prints about a plan: the wording of its report (plan_report.py) and of its assumptions."""
 
 from __future__ import annotations
 

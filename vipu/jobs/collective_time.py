@@ -19,7 +19,8 @@ then an all-gather inside each ILD. Stated assumptions (assumptions.py prints th
 - every ring step costs one IPU-Link alpha (one hop), every GW step one GW alpha;
 - a pipeline send between stages is priced on the step the emulator runs (stage_sends): shard k to shard k of
   the next stage over the shortest path, one alpha per hop; those IPUs are neighbours only in some layouts;
-- gamma = 3 bytes of SRAM traffic per reduced byte (read two operands, write one), as in fabric/links.py.
+- gamma = pod.ipu.reduce_s_per_byte (hardware/figures.py: 3 bytes of SRAM traffic per reduced byte), as the
+  fabric's link model charges it.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from vipu.fabric.cost import schedule_cost
-from vipu.fabric.links import link_model
-from vipu.fabric.schedule import piece_sends
+from vipu.fabric.schedule_cost import schedule_cost
 from vipu.fabric.strided import strided_allreduce_s
-from vipu.partition.pod import PodConfig
-from vipu.partition.topology import Topology
+from vipu.fabric.transfer_schedule import piece_sends
+from vipu.hardware.links import link_model
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,6 @@ def gw_bytes_per_ipu(pod: PodConfig) -> float:
     """An IPU's share of its machine's GW-Links when every IPU sends at once (6.25 GB/s on a Bow-2000)."""
     gw = pod.links.gw_link
     return gw.bytes_per_s * gw.links_per_machine / pod.machine.ipus
-
-
-def gamma_s_per_byte(pod: PodConfig) -> float:
-    return 3.0 / pod.ipu.sram_bytes_per_s
 
 
 @dataclass(frozen=True)
@@ -107,7 +104,7 @@ def allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int
     if k > 1:
         bandwidth += 2 * (k - 1) / k * (nbytes / inside) / gw_bytes_per_ipu(pod)
         latency += 2 * (k - 1) * gw.latency_s
-    reduce = (group.size - 1) / group.size * nbytes * gamma_s_per_byte(pod)
+    reduce = (group.size - 1) / group.size * nbytes * pod.ipu.reduce_s_per_byte
     return CollectiveTime(bandwidth, latency * collectives, reduce)
 
 
@@ -156,9 +153,9 @@ def all_gather(pod: PodConfig, size: int, nbytes: float) -> float:
 def stage_sends(pod: PodConfig, t: int, p: int, numel: int, itemsize: int) -> tuple[tuple[float, ...], ...]:
     """(forward, back): per stage boundary s, the seconds of one send of a `numel`-element boundary tensor from
     stage s to s + 1, and from s + 1 back to s: each of the t shards sends its 1/t piece at once
-    (fabric/schedule.py piece_sends, the step the emulator runs), priced on the routes it takes inside the first
-    replica's block of t x p IPUs (every replica's block is an aligned copy of it): one IPU-Link hop where the two
-    IPUs are linked, the shortest path's hops where not (t = 2 in a machine's ring of 4: IPU 0 to IPU 2 is 2
+    (fabric/transfer_schedule.py piece_sends, the step the emulator runs), priced on the routes it takes inside the
+    first replica's block of t x p IPUs (every replica's block is an aligned copy of it): one IPU-Link hop where the
+    two IPUs are linked, the shortest path's hops where not (t = 2 in a machine's ring of 4: IPU 0 to IPU 2 is 2
     hops), a GW-Link crossing where the stages sit in different Pod64s."""
     links = link_model(topology(pod))
     within = frozenset(range(t * p))

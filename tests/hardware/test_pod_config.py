@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from vipu.errors import InvalidArgument
-from vipu.partition.pod import MAX_ILD_IPUS, PRESETS, load_pod
+from vipu.hardware.pod import MAX_ILD_IPUS
+from vipu.hardware.pod_files import PRESETS, load_pod
 
 PRESET_TABLE = [
     # preset, IPUs, machines, ILDs, machines per ILD, ILD topology, cluster topology, largest partition

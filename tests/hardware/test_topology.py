@@ -3,8 +3,8 @@
 import pytest
 
 from vipu.errors import InvalidArgument
-from vipu.partition.pod import load_pod
-from vipu.partition.topology import Topology
+from vipu.hardware.pod_files import load_pod
+from vipu.hardware.topology import Topology
 
 
 @pytest.mark.parametrize("first, size, machines", [(0, 1, [0]), (4, 4, [1]), (2, 2, [0]), (8, 16, [2, 3, 4, 5])])

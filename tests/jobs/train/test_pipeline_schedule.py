@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 from vipu.jobs.layout import bubble_fraction
-from vipu.jobs.train.schedule import execution_order, stage_orders, timeline
+from vipu.jobs.train.pipeline_schedule import execution_order, stage_orders, timeline
 
 SHAPES = [(1, 1), (1, 4), (2, 1), (2, 2), (4, 3), (4, 8), (8, 5)]
 

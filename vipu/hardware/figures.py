@@ -1,0 +1,68 @@
+"""The figures of the chip, the machine and the links, as a preset gives them (presets/bow-2000.yaml).
+
+Each is a frozen pydantic model whose fields are the figures a Pod config states; the standing of every figure
+(seed, documented, quoted, derived, assumption) is in a comment beside it in the preset. What the figures mean
+together, as seconds and bytes, lives in the modules that price the work: links.py, bsp_cost.py, streaming_cost.py.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+IPU_LINK = "ipu_link"  # the link types, named as LinksSpec's fields and the machine actors' counters name them
+GW_LINK = "gw_link"
+LINK_TYPES = (IPU_LINK, GW_LINK)  # the link kinds traffic and errors are counted by
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IpuSpec(Strict):
+    tiles: PositiveInt
+    sram_per_tile_bytes: PositiveInt
+    clock_hz: PositiveFloat
+    fp16_flops_per_tile_cycle: PositiveInt
+    fp32_flops_per_tile_cycle: PositiveInt
+    threads_per_tile: PositiveInt
+    exchange_bytes_per_s: PositiveFloat
+    sram_bytes_per_s: PositiveFloat
+    sync_s: PositiveFloat
+
+    @property
+    def sram_bytes(self) -> int:
+        return self.tiles * self.sram_per_tile_bytes
+
+    def flops_per_tile_cycle(self, dtype: str = "fp16") -> int:
+        return self.fp16_flops_per_tile_cycle if dtype == "fp16" else self.fp32_flops_per_tile_cycle
+
+    def flops_per_s(self, dtype: str = "fp16") -> float:
+        return self.tiles * self.flops_per_tile_cycle(dtype) * self.clock_hz
+
+    @property
+    def reduce_s_per_byte(self) -> float:
+        """gamma, the time to add one received byte into a tensor: 3 bytes of SRAM traffic per byte (read two
+        operands, write one) at sram_bytes_per_s, *derived* from the seed's 65 TB/s on the *assumption* that the
+        addition is SRAM-bound."""
+        return 3.0 / self.sram_bytes_per_s
+
+
+class MachineSpec(Strict):
+    ipus: PositiveInt
+    streaming_memory_bytes: PositiveFloat
+    streaming_memory_bytes_per_s: PositiveFloat
+    streaming_memory_latency_s: PositiveFloat
+
+
+class LinkSpec(Strict):
+    bytes_per_s: PositiveFloat = Field(description="per link, per direction")
+    latency_s: PositiveFloat
+
+
+class GwLinkSpec(LinkSpec):
+    links_per_machine: PositiveInt
+
+
+class LinksSpec(Strict):
+    ipu_link: LinkSpec
+    gw_link: GwLinkSpec
