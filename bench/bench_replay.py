@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vipu.replay.results import result_json  # noqa: E402
+from vipu.replay.summary import result_json  # noqa: E402
 from vipu.replay.run import main_replay, simulate_trace  # noqa: E402
 
 TRACE = str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb_pod_list_default.csv")

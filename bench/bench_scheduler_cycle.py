@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vipu.hardware.pod_files import load_pod  # noqa: E402
 from vipu.scheduler.config import SchedulerConfig  # noqa: E402
 from vipu.scheduler.scheduler import Scheduler  # noqa: E402
-from vipu.scheduler.spec import JobSpec  # noqa: E402
+from vipu.scheduler.job_spec import JobSpec  # noqa: E402
 from vipu.scheduler.workload import SleepWorkload  # noqa: E402
 
 SIZES = [1, 1, 2, 4, 4, 4, 8, 8, 16, 32, 64]

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from vipu.hardware.pod_files import load_pod
-from vipu.jobs.spec import TrainWorkload, load_plan_spec
+from vipu.jobs.train_spec import TrainWorkload, load_plan_spec
 from vipu.jobs.train import run_training, train_reference
 from vipu.jobs.units import size
 

@@ -58,9 +58,9 @@ def job_spec_page() -> str:
     from vipu.jobs.convnet import ConvNetModel
     from vipu.jobs.layout import Layout
     from vipu.jobs.models import MlpModel, TransformerModel
-    from vipu.jobs.spec import TrainWorkload
+    from vipu.jobs.train_spec import TrainWorkload
     from vipu.scheduler.config import PriorityWeights, QosSpec, SchedulerConfig
-    from vipu.scheduler.spec import JobSpec
+    from vipu.scheduler.job_spec import JobSpec
     from vipu.scheduler.workload import HoldWorkload, SleepWorkload
 
     parts = ["# Job spec reference", "",
@@ -86,7 +86,7 @@ def job_spec_page() -> str:
 def cli_page() -> str:
     from typer.testing import CliRunner
 
-    from vipu.cli.admin import app as admin_app
+    from vipu.cli.admin_commands import app as admin_app
     from vipu.cli.main import app as vipu_app
 
     parts = ["# CLI reference", "", "Generated from the CLI by `docs/generate.py`; do not edit by hand.", ""]

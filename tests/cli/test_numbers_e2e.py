@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from vipu.cli import admin, main
+from vipu.cli import admin_commands as admin, main
 from vipu.cli.params import WireInt, WireIntRange, command_of
 
 from tests.cli.test_cli_e2e import run

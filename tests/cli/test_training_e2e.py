@@ -12,7 +12,7 @@ import yaml
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
-from vipu.jobs.spec import TrainWorkload
+from vipu.jobs.train_spec import TrainWorkload
 from vipu.jobs.train.reference import train_reference
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 end when only their workload can tell."""
 
 from vipu.control.driver import Driver, StartFailed, Timers
-from vipu.scheduler.states import JobState as S
+from vipu.scheduler.job_states import JobState as S
 
 from tests.scheduler.builders import make, sleep, spec
 

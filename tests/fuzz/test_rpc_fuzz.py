@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vipu.errors import VipuError
-from vipu.scheduler.spec import load_spec
+from vipu.scheduler.job_spec import load_spec
 from vipu.v1 import admin_pb2, job_pb2, partition_pb2
 
 ALLOWED = {

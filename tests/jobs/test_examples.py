@@ -13,7 +13,7 @@ from vipu.errors import InvalidArgument
 from vipu.jobs import check_fits, load_plan_spec, main_plan, plan
 from vipu.jobs.command import plan_file
 from vipu.jobs.suggest import suggestion_text
-from vipu.scheduler.spec import JobSpec
+from vipu.scheduler.job_spec import JobSpec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NAMES = ["bert_large_pod16.yaml", "gpt3_pod256.yaml", "tiny_dp.yaml", "tiny_pp.yaml", "tiny_tp.yaml"]

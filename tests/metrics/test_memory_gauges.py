@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from vipu.hardware.pod_files import load_pod
-from vipu.jobs.spec import TrainWorkload
+from vipu.jobs.train_spec import TrainWorkload
 from vipu.partition.ipu_status import IpuStatus
 
 ROOT = Path(__file__).resolve().parents[2]

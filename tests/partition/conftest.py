@@ -19,7 +19,7 @@ from vipu.hardware.pod import PodConfig
 from vipu.hardware.pod_files import load_pod, parse_pod
 from vipu.partition.controller import Controller
 from vipu.partition.partition import PartitionRequest
-from vipu.partition.state import KINDS, PodState
+from vipu.partition.pod_state import KINDS, PodState
 
 PRESET_NAMES = ("bow-pod16", "bow-pod64", "bow-pod128", "bow-pod256")
 SITE_3ILD = "site-3ild"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
-from vipu.partition.states import PartitionState as S
+from vipu.partition.partition_states import PartitionState as S
 
 # request fields -> error, on each of these Pods. Needles may use {limit} (the Pod's largest partition), {ipus} and
 # {pod}; they must all appear in the message.

@@ -7,7 +7,7 @@ import pytest
 
 from vipu.errors import InvalidArgument
 from vipu.scheduler.config import QosSpec, SchedulerConfig
-from vipu.replay.results import format_table
+from vipu.replay.summary import format_table
 from vipu.replay.run import main_replay, replay
 from vipu.replay.traces import TraceJob, load_trace, next_power_of_two, read_openb, rounded_limit
 

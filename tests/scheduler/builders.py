@@ -7,8 +7,8 @@ from vipu.control.driver import Arrival, Driver, Timers
 from vipu.hardware.pod_files import load_pod
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.scheduler import Scheduler
-from vipu.scheduler.spec import parse_spec
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_spec import parse_spec
+from vipu.scheduler.job_states import JobState
 
 
 class RecordingJournal:

@@ -17,8 +17,8 @@ from vipu.errors import AlreadyExists, InvalidArgument, PermissionDenied
 from vipu.scheduler.begin import begin_time, parse_begin
 from vipu.scheduler.effects import StartJob
 from vipu.replay.run import replay
-from vipu.scheduler.spec import load_spec, parse_spec
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_spec import load_spec, parse_spec
+from vipu.scheduler.job_states import JobState
 from vipu.replay.traces import TraceJob, load_trace
 
 from vipu.control.driver import Driver, Timers

@@ -4,7 +4,7 @@ import pytest
 
 from vipu.errors import InvalidArgument
 from vipu.scheduler.deps import parse_dependency
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_states import JobState
 
 from tests.scheduler.builders import make, sleep, spec
 

@@ -8,7 +8,7 @@ job joins the walk when it is released or its dependency is met.
 import pytest
 
 from vipu.scheduler import cycle
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_states import JobState
 
 from tests.scheduler.builders import POD256, make, spec
 

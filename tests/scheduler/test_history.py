@@ -1,7 +1,7 @@
 """sacct's view of the scheduler: each job once as its latest run left it, every run with duplicates, in the
 order runs ended, and the signal of a run the controller stopped."""
 
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_states import JobState
 
 from tests.scheduler.builders import make, spec
 

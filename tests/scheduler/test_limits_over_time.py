@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vipu.scheduler.config import DEFAULT_QOS, QosSpec
-from vipu.scheduler.states import TERMINAL
+from vipu.scheduler.job_states import TERMINAL
 
 from tests.scheduler.builders import POD16, drive, make, sleep, spec
 

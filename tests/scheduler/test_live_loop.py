@@ -6,7 +6,7 @@ from vipu.control.executor import LiveExecutor
 from vipu.metrics.instruments import Metrics
 from vipu.partition.controller import Controller
 from vipu.partition.partition import PartitionRequest
-from vipu.partition.state import NoJournal
+from vipu.partition.pod_state import NoJournal
 from vipu.workers.fleet import Fleet
 
 from tests.scheduler.builders import POD64, make, sleep, spec

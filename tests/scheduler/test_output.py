@@ -1,9 +1,9 @@
 """Slurm's output filename patterns, filled in for a job and for an array task."""
 
-from vipu.scheduler.job import Job, Transition
-from vipu.scheduler.output import output_path
-from vipu.scheduler.spec import parse_spec
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_record import Job, Transition
+from vipu.scheduler.output_pattern import output_path
+from vipu.scheduler.job_spec import parse_spec
+from vipu.scheduler.job_states import JobState
 
 
 def job(**fields) -> Job:

@@ -3,7 +3,7 @@
 import pytest
 
 from vipu.scheduler.effects import StartJob, StopJob
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_states import JobState
 
 from tests.scheduler.builders import check_gangs, make, spec
 

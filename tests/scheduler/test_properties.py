@@ -9,8 +9,8 @@ from vipu.scheduler.bits import best_fit, has_block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.order import PendingOrder
 from vipu.scheduler.policies.base import QueuedJob
-from vipu.scheduler.priority import FairShare
-from vipu.scheduler.states import TERMINAL
+from vipu.scheduler.multifactor import FairShare
+from vipu.scheduler.job_states import TERMINAL
 
 from tests.scheduler.builders import POD16, POD64, drive, make, sleep, spec
 

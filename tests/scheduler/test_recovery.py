@@ -4,8 +4,8 @@ import pytest
 
 from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.scheduler.effects import StopJob
-from vipu.scheduler.job import KINDS, SchedulerMeta
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_record import KINDS, SchedulerMeta
+from vipu.scheduler.job_states import JobState
 
 from vipu.control.driver import Driver, Timers
 from tests.scheduler.builders import RecordingJournal, make, spec
@@ -87,11 +87,13 @@ def test_recover_needs_a_fresh_scheduler_and_ignores_other_kinds():
 
 
 def test_completing_job_finishes_with_its_exit_code():
+    """A COMPLETING record (stored by a controller of an earlier version, whose workloads exited before their
+    partitions went) finishes with the exit code it recorded."""
     journal = RecordingJournal()
     s = make(journal=journal)
     s.submit(spec(), 0)
     s.cycle(0)
-    s.mark_completing(1, 5, exit_code=2)
+    journal.commit([("job", "1", s.job(1).moved(S.COMPLETING, 5, exit_code=2))], [])
     fresh = make()
     fresh.recover(stored(journal), now=9, partitions=[])
     assert fresh.job(1).state is S.FAILED and fresh.job(1).exit_code == 2

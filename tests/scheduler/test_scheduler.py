@@ -5,7 +5,7 @@ import pytest
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from vipu.partition.placement import place
 from vipu.scheduler.effects import StartJob, StopJob
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_states import JobState
 
 from vipu.control.driver import Driver, Timers
 from tests.scheduler.builders import POD16, make, sleep, spec

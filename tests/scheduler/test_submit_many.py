@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vipu.errors import AlreadyExists, InvalidArgument, ResourceExhausted
-from vipu.scheduler.submit import Submission
+from vipu.scheduler.submission import Submission
 
 from tests.scheduler.builders import RecordingJournal, make, spec
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vipu.scheduler.spec import parse_spec
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_spec import parse_spec
+from vipu.scheduler.job_states import JobState
 from vipu.control.startup import open_plane
 from vipu.jobs.train.runs import TrainRuns
 

@@ -15,9 +15,9 @@ from vipu.errors import MachineLost, NotFound
 from vipu.hardware.pod_files import load_pod
 from vipu.jobs import TrainWorkload, plan
 from vipu.jobs.train import runner  # the controller's training imports run_training from it at each run
-from vipu.scheduler.job import Transition
-from vipu.scheduler.spec import parse_spec
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_record import Transition
+from vipu.scheduler.job_spec import parse_spec
+from vipu.scheduler.job_states import JobState
 from vipu.jobs.train import runs as training
 from vipu.server.job_service import JobService
 from vipu.v1.job_pb2 import GetJobRequest

@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from vipu import __version__
-from vipu.cli import jobs, offline, partitions, submit, top
+from vipu.cli import job_commands, offline, partition_commands, submit, top
 from vipu.cli.context import (
     JSON_HELP,
     ApiHostOption,
@@ -63,9 +63,9 @@ def root(
         raise typer.Exit(ERROR)
 
 
-partitions.register(app)
+partition_commands.register(app)
 submit.register(app)
-jobs.register(app)
+job_commands.register(app)
 offline.register(app)
 top.register(app)
 prose_help(app)

@@ -7,7 +7,7 @@ import typer
 
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail
-from vipu.cli.jobs import split
+from vipu.cli.job_commands import split
 from vipu.cli.output import print_json
 
 
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         controller needed. Trace formats, and how openb's GPUs become IPUs: docs/traces.md."""
         from vipu.errors import VipuError
         from vipu.scheduler.config import load_scheduler_config
-        from vipu.replay.results import result_json
+        from vipu.replay.summary import result_json
         from vipu.replay.run import main_replay, simulate_trace
 
         try:
@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
         # layouts listed under DOES NOT FIT, then the command exits 2 with `vipu submit`'s refusal of the spec.
         from vipu.errors import VipuError
         from vipu.jobs.command import plan_file
-        from vipu.scheduler.spec import parse_spec
+        from vipu.scheduler.job_spec import parse_spec
 
         try:
             answer = plan_file(spec, pod, check_job=parse_spec)  # a spec that plans is one `vipu submit` takes

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-PAGE_SIZE = 5000
+PAGE_SIZE = 1000
 
 
 def every_page(call: Callable, request):

@@ -9,7 +9,7 @@ from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.admin import Admin
 from vipu.partition.admin_objects import Agent, Allocation, Cluster, User
 from vipu.partition.partition import Partition
-from vipu.partition.state import NoJournal, PodState
+from vipu.partition.pod_state import NoJournal, PodState
 
 if TYPE_CHECKING:
     from vipu.control.plane import ControlPlane

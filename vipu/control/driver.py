@@ -21,10 +21,10 @@ from typing import Callable, Iterable, Mapping, NamedTuple, Protocol
 
 from vipu.errors import VipuError
 from vipu.scheduler.effects import Effect, StartJob, StopJob
-from vipu.scheduler.job import Job
+from vipu.scheduler.job_record import Job
 from vipu.scheduler.scheduler import Scheduler
-from vipu.scheduler.spec import JobSpec
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_spec import JobSpec
+from vipu.scheduler.job_states import JobState
 from vipu.scheduler.workload import Ending
 
 log = logging.getLogger("vipu.driver")

@@ -16,7 +16,7 @@ from vipu.errors import NotFound, VipuError
 from vipu.partition.partition import PartitionRequest
 from vipu.partition.rules import job_holder
 from vipu.scheduler.effects import StartJob, StopJob
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_states import JobState
 from vipu.scheduler.workload import Ending
 
 if TYPE_CHECKING:

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 from vipu.access import Identity
 from vipu.control.snapshot import Page, Snapshot
 from vipu.errors import InvalidArgument, PermissionDenied
-from vipu.scheduler.job import Job, PriorityBreakdown
+from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.queries import Pod64Info
-from vipu.scheduler.spec import JobSpec, load_spec, parse_spec
-from vipu.scheduler.states import TERMINAL, JobState
-from vipu.scheduler.submit import Submission, Submitted, naming_spec, resolve
+from vipu.scheduler.job_spec import JobSpec, load_spec, parse_spec
+from vipu.scheduler.job_states import TERMINAL, JobState
+from vipu.scheduler.submission import Submission, Submitted, naming_spec, resolve
 
 if TYPE_CHECKING:
     from vipu.control.plane import ControlPlane

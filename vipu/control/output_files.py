@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from vipu.scheduler.effects import StopJob
-from vipu.scheduler.job import Job
-from vipu.scheduler.output import output_path
+from vipu.scheduler.job_record import Job
+from vipu.scheduler.output_pattern import output_path
 
 log = logging.getLogger("vipu.output")
 

@@ -13,7 +13,7 @@ import time
 from typing import Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
-READ_SHARE = 0.2  # of the time a read may take while writes are coming in
+READ_SHARE = 0.1  # of the time a read may take while writes are coming in
 WINDOW_S = 0.05  # a write this recent means writes are coming in
 CHUNK = 200  # items between checks: well under a millisecond of work each
 

@@ -18,7 +18,7 @@ from vipu.partition.admin import Admin
 from vipu.partition.partition import Partition, PartitionRequest
 from vipu.partition.ipu_status import IpuStatus, ipu_statuses
 from vipu.partition.rules import check_name, check_user_holder, job_holder, job_of_partition
-from vipu.partition.state import NoJournal, PodState, missing
+from vipu.partition.pod_state import NoJournal, PodState, missing
 
 if TYPE_CHECKING:
     from vipu.control.plane import ControlPlane

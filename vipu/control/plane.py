@@ -87,7 +87,7 @@ class ControlPlane:
     def page(self, key: str, make: Callable[[Snapshot], Iterable], page_size: int, page_token: str,
              snapshot: Snapshot | None = None) -> Page:
         """One page of the listing `make(snapshot)`, named by `key` (its filters and the caller); snapshot.py."""
-        return self.listings.page(snapshot or self.read(), key, make, page_size, page_token, self.read)
+        return self.listings.page(self.read, key, make, page_size, page_token, snapshot)
 
     def identity(self, key: str | None, claimed: str) -> Identity:
         """Who is calling: the owner of the access key `key` with --secure (the edge has checked it), else whoever

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Generic, Iterable, NamedTuple, TypeVar
 
 from vipu.errors import InvalidArgument
-from vipu.partition.state import PodState
+from vipu.partition.pod_state import PodState
 from vipu.scheduler.view import QueueView
 
 T = TypeVar("T")
@@ -55,22 +55,26 @@ class Listings:
         self._lock = threading.Lock()
         self._paced = paced  # how a listing is taken: a few items at a time while writes come in (pacing.py)
 
-    def page(self, snapshot: Snapshot, key: str, make: Callable[[Snapshot], Iterable], page_size: int,
-             page_token: str, current: Callable[[], Snapshot]) -> Page:
+    def page(self, current: Callable[[], Snapshot], key: str, make: Callable[[Snapshot], Iterable], page_size: int,
+             page_token: str, snapshot: Snapshot | None = None) -> Page:
         """One page of the listing `make(snapshot)` named by `key` (the request's filters: a token is refused for
-        another). The first page comes from `snapshot`; later ones from the snapshot their token names, if its
-        listing is still kept, else from `current()`."""
+        another). The first page comes from `snapshot` (default: `current()`); a later one from the listing its
+        token names, if that is still kept, else from `current()` at the same offset."""
         if page_size < 0:
             raise InvalidArgument(f"page_size is {page_size}; give 0 (the default, {DEFAULT_PAGE_SIZE}) or more")
         size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-        version, offset = (snapshot.version, 0) if not page_token else _read_token(page_token, digest)
+        if page_token:
+            version, offset = _read_token(page_token, digest)
+        else:
+            snapshot = snapshot or current()
+            version, offset = snapshot.version, 0
         with self._lock:
             listing = self._kept.get((version, digest))
             if listing is not None:
                 self._kept.move_to_end((version, digest))
         if listing is None:
-            if page_token:  # the snapshot it named is gone: go on from now, at the same offset
+            if snapshot is None or snapshot.version != version:  # the listing its token named is gone: from now
                 snapshot = current()
                 version = snapshot.version
             listing = list(self._paced(make(snapshot)))

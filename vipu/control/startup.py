@@ -20,11 +20,11 @@ from vipu.control.workloads import WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
 from vipu.partition.controller import Controller
 from vipu.hardware.pod_files import load_pod
-from vipu.partition.state import KINDS as PARTITION_KINDS
+from vipu.partition.pod_state import KINDS as PARTITION_KINDS
 from vipu.scheduler.config import SchedulerConfig
-from vipu.scheduler.job import KINDS as JOB_KINDS
+from vipu.scheduler.job_record import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_states import JobState
 from vipu.store import Store
 
 log = logging.getLogger("vipu.recovery")

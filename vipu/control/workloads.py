@@ -18,10 +18,10 @@ from vipu.scheduler.workload import Ending
 if TYPE_CHECKING:
     from vipu.control.lock import StateLock
     from vipu.hardware.pod import PodConfig
-    from vipu.partition.state import PodState
-    from vipu.scheduler.job import Job
-    from vipu.scheduler.spec import JobSpec
-    from vipu.scheduler.states import JobState
+    from vipu.partition.pod_state import PodState
+    from vipu.scheduler.job_record import Job
+    from vipu.scheduler.job_spec import JobSpec
+    from vipu.scheduler.job_states import JobState
     from vipu.store import Store
     from vipu.workers.fleet import Fleet
 
@@ -77,7 +77,7 @@ class WorkloadKind:
 def builtin_kinds() -> dict[str, WorkloadKind]:
     """The kinds this controller runs, by name."""
     from vipu.jobs.admission import check_train
-    from vipu.jobs.spec import TrainWorkload
+    from vipu.jobs.train_spec import TrainWorkload
     from vipu.jobs.train.runs import TrainRuns
     from vipu.scheduler.workload import KINDS
 

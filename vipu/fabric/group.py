@@ -43,11 +43,6 @@ class Group:
         return cls(topology, tuple(range(first, first + size)), "block")
 
     @classmethod
-    def of_partition(cls, topology: Topology, partition) -> Group:
-        """The group of a vipu.partition Partition (anything with first_ipu and size)."""
-        return cls.block(topology, partition.first_ipu, partition.size)
-
-    @classmethod
     def across_ilds(cls, topology: Topology, ipu: int, ilds: int | None = None) -> Group:
         """IPU `ipu` and the IPUs at the same position in the next ILDs (a data-parallel group across Pod64s, or one
         column of the hierarchical allreduce); `ilds` defaults to every ILD of the Pod."""

@@ -1,9 +1,9 @@
 """Training workloads and their planner: will a t x p x r layout of a model fit the IPUs' SRAM, and how fast will
 a step run?
 
-Pure domain (no I/O but reading a spec file in spec.py and command.py): models.py and convnet.py (sizes and FLOPs of
+Pure domain (no I/O but reading a spec file in train_spec.py and command.py): models.py and convnet.py (sizes and FLOPs of
 an MLP, a transformer stack and a ResNet-50-shaped network), blocks.py (a pipeline stage's blocks and what each
-holds on an IPU), layout.py (t, p, r, micro-batches and memory options), spec.py (TrainWorkload, the job spec's
+holds on an IPU), layout.py (t, p, r, micro-batches and memory options), train_spec.py (TrainWorkload, the job spec's
 `train` workload, and plan files), memory_estimate.py and timing.py (the two halves of a plan), collective_time.py
 (alpha-beta collectives on the Pod's links), planner.py (plan() -> Plan), plan_report.py (Plan.table(); units.py:
 bytes in KiB, MiB, GiB, as `vipu logs` prints them), suggest.py (layouts that fit; check_fits() for submit),
@@ -14,13 +14,13 @@ stated assumption (assumptions.py).
 import importlib
 
 # Each name is imported on first use, not with the package: the controller validates a `train` workload with
-# spec.py at every start, and the planner behind command.py and suggest.py brings numpy and the fabric's cost
+# train_spec.py at every start, and the planner behind command.py and suggest.py brings numpy and the fabric's cost
 # model (a third of the controller's start-up) into a process that may never plan a job.
 _HOMES = {
     "Assumptions": "assumptions", "main_plan": "command", "ConvNetModel": "convnet", "Layout": "layout",
     "bubble_fraction": "layout", "check_partition": "layout", "MlpModel": "models", "TransformerModel": "models",
-    "Plan": "planner", "plan": "planner", "PlanSpec": "spec", "TrainWorkload": "spec", "load_plan_spec": "spec",
-    "plan_spec": "spec", "check_fits": "suggest",
+    "Plan": "planner", "plan": "planner", "PlanSpec": "train_spec", "TrainWorkload": "train_spec", "load_plan_spec": "train_spec",
+    "plan_spec": "train_spec", "check_fits": "suggest",
 }  # not suggest(): once vipu.jobs.suggest is imported, the package's `suggest` is that module (import it from there)
 
 

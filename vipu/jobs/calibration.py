@@ -29,7 +29,7 @@ import numpy as np
 from vipu.hardware.pod_files import load_pod
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.planner import plan
-from vipu.jobs.spec import TrainWorkload
+from vipu.jobs.train_spec import TrainWorkload
 
 IMAGENET_TRAIN_IMAGES = 1_281_167
 GRADIENT_BUFFER_BYTES = 52_428_800  # the configs' max_cross_replica_buffer_size

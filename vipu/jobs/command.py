@@ -16,7 +16,7 @@ from vipu.hardware.pod import PodConfig
 from vipu.hardware.pod_files import load_pod
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.planner import Plan, plan
-from vipu.jobs.spec import JobCheck, check_spec_partition, load_plan_spec
+from vipu.jobs.train_spec import JobCheck, check_spec_partition, load_plan_spec
 from vipu.jobs.suggest import refusal, suggest, suggestion_json
 
 

@@ -2,7 +2,7 @@
 
 The layout is checked in two places, for the reason the job spec gives (a spec file is portable between Pods):
 its own shape here (positive counts, powers of two, options that make sense together), against its model in
-spec.py (t divides the heads, p no more than the layers), and against the partition at submit or plan time
+train_spec.py (t divides the heads, p no more than the layers), and against the partition at submit or plan time
 (t x p x r = the partition's IPUs, a size the Pod can give: check_partition).
 """
 

@@ -16,9 +16,9 @@ from prometheus_client.registry import Collector
 
 from vipu.hardware.figures import LINK_TYPES
 from vipu.partition.ipu_status import ipu_statuses
-from vipu.partition.states import PartitionState
+from vipu.partition.partition_states import PartitionState
 from vipu.partition.rules import job_of_partition
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_states import JobState
 from vipu.hardware.power import power_watts, temperatures_celsius
 from vipu.workers.telemetry import ipu_reading
 

@@ -19,7 +19,7 @@ from vipu.partition.admin_objects import (
     User,
 )
 from vipu.partition.rules import check_host, check_name, job_of_partition, named
-from vipu.partition.state import Journal, PodState
+from vipu.partition.pod_state import Journal, PodState
 
 
 def key_hash(key: str) -> str:

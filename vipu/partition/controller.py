@@ -16,7 +16,7 @@ from vipu.hardware.topology import Topology
 from vipu.partition.admin import Admin
 from vipu.partition.admin_objects import AGENT_HOST, DEFAULT_CLUSTER, Agent, Cluster
 from vipu.partition.placement import block_mask
-from vipu.partition.state import Journal, PodState
+from vipu.partition.pod_state import Journal, PodState
 from vipu.partition.partitions import Partitions
 
 AGENT_BASE_PORT = 8100  # emulated agents are not reachable sockets; the port only fills in the IPUoF view

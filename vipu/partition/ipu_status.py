@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vipu.partition.state import PodState
+from vipu.partition.pod_state import PodState
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from vipu.partition.partition import GW_ROUTING, ILD_ROUTING, Partition
-from vipu.partition.state import PodState
+from vipu.partition.pod_state import PodState
 
 API_TIMEOUT_S = 120  # poprun's --vipu-server-timeout default
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from vipu.errors import InvalidArgument
-from vipu.partition.states import PartitionState, check_transition
+from vipu.partition.partition_states import PartitionState, check_transition
 
 ILD_ROUTING = "RINGSWNC"  # V-IPU's default IPU-Link domain routing (vipu list partitions: ILD Routing)
 GW_ROUTING = "DEFAULT"
@@ -70,6 +70,6 @@ class Partition(BaseModel):
         return range(first, first + self.ipus_per_gcd)
 
     def moved_to(self, state: PartitionState, now: float) -> Partition:
-        """A copy in `state`, with the transition recorded; the table in states.py says which moves are legal."""
+        """A copy in `state`, with the transition recorded; the table in partition_states.py says which moves are legal."""
         check_transition(self.name, self.state, state)
         return self.model_copy(update={"state": state, "history": [*self.history, Transition(state=state, at=now)]})

@@ -10,8 +10,8 @@ from vipu.partition.partition import Partition, PartitionRequest, Transition
 from vipu.partition.placement import block_mask, largest_free_block, place
 from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size, n_ipus, named
 from vipu.partition.ipu_status import IpuStatus, ipu_statuses
-from vipu.partition.state import Journal, PodState
-from vipu.partition.states import PartitionState as S
+from vipu.partition.pod_state import Journal, PodState
+from vipu.partition.partition_states import PartitionState as S
 
 
 class Partitions:

@@ -20,16 +20,16 @@ from vipu.control.driver import Arrival, Driver, Timers
 from vipu.errors import InvalidArgument, VipuError
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.pod_files import load_pod
-from vipu.partition.state import NoJournal
-from vipu.replay.results import ReplayResult, format_table, percentile
+from vipu.partition.pod_state import NoJournal
+from vipu.replay.summary import ReplayResult, format_table, percentile
 from vipu.replay.traces import Trace, TraceJob, load_trace
 from vipu.scheduler.bits import usable_ipus
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies import POLICIES
 from vipu.scheduler.scheduler import Scheduler
-from vipu.scheduler.spec import JobSpec
-from vipu.scheduler.states import JobState
-from vipu.scheduler.submit import resolve
+from vipu.scheduler.job_spec import JobSpec
+from vipu.scheduler.job_states import JobState
+from vipu.scheduler.submission import resolve
 from vipu.scheduler.workload import SleepWorkload
 from vipu.validation import describe
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Mapping
 from vipu.scheduler.bits import has_block
 from vipu.scheduler.deps import evaluate
 from vipu.scheduler.effects import Effect, StartJob
-from vipu.scheduler.job import Job
+from vipu.scheduler.job_record import Job
 from vipu.scheduler.policies.base import (
     DEPENDENCY,
     NEVER,
@@ -29,7 +29,7 @@ from vipu.scheduler.policies.base import (
     ScheduleDecision,
     ScheduleRequest,
 )
-from vipu.scheduler.states import TERMINAL, JobState
+from vipu.scheduler.job_states import TERMINAL, JobState
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler

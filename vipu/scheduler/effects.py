@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from vipu.scheduler.workload import Workload
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_states import JobState
 
 
 class StartJob(NamedTuple):

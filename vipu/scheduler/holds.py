@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from vipu.errors import FailedPrecondition, PermissionDenied
 from vipu.scheduler.arrays import spans
-from vipu.scheduler.job import Job
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_record import Job
+from vipu.scheduler.job_states import JobState
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler

@@ -22,7 +22,7 @@ from typing import Iterator, Literal
 
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies.base import QueuedJob
-from vipu.scheduler.priority import FairShare, qos_factors
+from vipu.scheduler.multifactor import FairShare, qos_factors
 
 OrderKind = Literal["priority", "submit", "shortest"]
 Entry = tuple[float, float, int]  # (sort key, submit time, id)

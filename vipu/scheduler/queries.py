@@ -1,7 +1,7 @@
 """Read-only views for the CLI edges: squeue, sacct, sprio and sinfo.
 
 Why jobs are decorated on the way out: reasons and estimated starts belong to the last cycle, not to the stored
-record (see job.py), so each returned copy carries the values of the moment it was asked for.
+record (see job_record.py), so each returned copy carries the values of the moment it was asked for.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from vipu.errors import FailedPrecondition
 from vipu.partition.placement import largest_free_block
 from vipu.partition.rules import named
-from vipu.scheduler.job import Job, PriorityBreakdown
-from vipu.scheduler.priority import breakdown, qos_factors
+from vipu.scheduler.job_record import Job, PriorityBreakdown
+from vipu.scheduler.multifactor import breakdown, qos_factors
 from vipu.scheduler.policies.base import BEGIN_TIME, HELD, HELD_ADMIN, PendingInfo
-from vipu.scheduler.states import TERMINAL, JobState
+from vipu.scheduler.job_states import TERMINAL, JobState
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler

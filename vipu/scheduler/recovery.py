@@ -27,8 +27,8 @@ from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.rules import job_of_partition, job_partition_name
 from vipu.scheduler.config import with_retired_qos
 from vipu.scheduler.effects import Effect, StopJob
-from vipu.scheduler.job import KINDS, META_NAME, Job, SchedulerMeta
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_record import KINDS, META_NAME, Job, SchedulerMeta
+from vipu.scheduler.job_states import JobState
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler

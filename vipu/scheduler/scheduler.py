@@ -21,20 +21,20 @@ from vipu.errors import (
     ResourceExhausted,
 )
 from vipu.hardware.pod import PodConfig
-from vipu.partition.state import Journal, NoJournal
+from vipu.partition.pod_state import Journal, NoJournal
 from vipu.scheduler import holds, queries
 from vipu.scheduler.bits import block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.cycle import run_cycle
 from vipu.scheduler.effects import Effect, StopJob
-from vipu.scheduler.job import META_NAME, Job, PriorityBreakdown, SchedulerMeta
+from vipu.scheduler.job_record import META_NAME, Job, PriorityBreakdown, SchedulerMeta
 from vipu.scheduler.order import PendingOrder
 from vipu.scheduler.policies import QUEUE_ORDER, get_policy
 from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
-from vipu.scheduler.priority import FairShare, breakdown
-from vipu.scheduler.spec import JobSpec, parse_spec
-from vipu.scheduler.states import TERMINAL, TRANSITIONS, JobState
-from vipu.scheduler.submit import (
+from vipu.scheduler.multifactor import FairShare, breakdown
+from vipu.scheduler.job_spec import JobSpec, parse_spec
+from vipu.scheduler.job_states import TERMINAL, TRANSITIONS, JobState
+from vipu.scheduler.submission import (
     Submission,
     Submitted,
     build_jobs,
@@ -264,14 +264,6 @@ class Scheduler:
         ended = job.moved(state, now, end_time=now, exit_code=exit_code)
         requeued = state is S.NODE_FAIL and job.spec.requeue
         return self._end_runs([ended.requeued(now) if requeued else ended], [job], now, state)
-
-    def mark_completing(self, job_id: int, now: float, exit_code: int) -> Job:
-        """The workload exited and the partition is being removed; job_finished follows once it is gone."""
-        job = self._get(job_id)
-        if job.state is not S.RUNNING:
-            raise FailedPrecondition(f"job {job.display_id} is {job.state.value}, not RUNNING")
-        self._commit([job.moved(S.COMPLETING, now, exit_code=exit_code)], now)
-        return self.job(job_id)
 
     def time_limit_reached(self, job_id: int, started: float, now: float) -> list[Effect]:
         """The run of the job that began at `started` reached its time limit at `now` (the driver calls this at the

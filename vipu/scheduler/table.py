@@ -22,10 +22,10 @@ from typing import Iterable
 
 from vipu.errors import NotFound
 from vipu.scheduler.bits import block
-from vipu.scheduler.job import Job
+from vipu.scheduler.job_record import Job
 from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob
-from vipu.scheduler.spec import parse_array
-from vipu.scheduler.states import ACTIVE, JobState
+from vipu.scheduler.job_spec import parse_array
+from vipu.scheduler.job_states import ACTIVE, JobState
 
 S = JobState
 PENDING, RUNNING, COMPLETING = S.PENDING, S.RUNNING, S.COMPLETING

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping
 
 from vipu.errors import FailedPrecondition
 from vipu.scheduler import queries
-from vipu.scheduler.job import Job, PriorityBreakdown
-from vipu.scheduler.priority import breakdown
+from vipu.scheduler.job_record import Job, PriorityBreakdown
+from vipu.scheduler.multifactor import breakdown
 from vipu.scheduler.startable import startable
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_states import JobState
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler

@@ -9,7 +9,7 @@ from vipu.partition.admin_objects import Agent, Allocation, Cluster, User
 from vipu.partition.partition import GW_ROUTING, ILD_ROUTING, Partition
 from vipu.partition.ipu_status import IpuStatus
 from vipu.hardware.pod import PodConfig
-from vipu.partition.state import PodState
+from vipu.partition.pod_state import PodState
 from vipu.hardware.topology import Topology
 from vipu.v1 import admin_pb2 as a
 from vipu.workers.telemetry import ipu_reading

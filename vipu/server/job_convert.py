@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic_core import to_json
 
-from vipu.scheduler.job import Job
-from vipu.scheduler.states import SHORT
+from vipu.scheduler.job_record import Job
+from vipu.scheduler.job_states import SHORT
 from vipu.v1 import job_pb2 as j
 
 

@@ -6,7 +6,7 @@ import json
 
 from vipu.control.job_ops import SubmitRequest
 from vipu.errors import InvalidArgument
-from vipu.scheduler.states import SHORT, JobState
+from vipu.scheduler.job_states import SHORT, JobState
 from vipu.server import job_convert
 from vipu.server.auth import identity
 from vipu.server.status import rpc

@@ -1,15 +1,12 @@
-"""The emulated IPU-Machines behind the controller: Ray actors brought up for a job's machines, watched, and
-turned into failed IPUs when they die.
+"""The emulated IPU-Machines behind the controller: Ray started or joined, actors brought up for a job's
+machines, watched every few seconds (machine_failures.py says which were lost), and their counters read.
 
 Why a callback and not the domain: Ray is an execution engine, not a rule. The control plane only hears "these
-machines were lost" (`on_lost`), turns that into failed IPUs (the same call an operator's `vipu-admin fail ipus`
-makes), and the scheduler ends the jobs on them NODE_FAIL and requeues them as their spec allows.
+machines were lost" (`on_lost`) and turns that into failed IPUs, as an operator's `vipu-admin fail ipus` does.
 
 Ray starts with the controller (`--ray local`, the default) or is attached to (`--ray ADDRESS`: machine actors then
 spread over its nodes); `--ray off` never starts it. Machine actors themselves start only when a job first needs
 their machine.
-A restart of a machine's actor means the machine rebooted: whatever it held is gone, so its IPUs are marked failed
-until an admin repairs them (`vipu-admin repair ipus`), as Slurm keeps a node DOWN until it is resumed.
 """
 
 from __future__ import annotations
@@ -24,6 +21,7 @@ from typing import Callable
 
 from vipu.hardware.pod import PodConfig
 from vipu.workers import local_ray
+from vipu.workers.machine_failures import FailureWatch
 
 log = logging.getLogger("vipu.fleet")
 WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
@@ -58,19 +56,16 @@ class Fleet:
     def __init__(self, pod: PodConfig, on_lost: Callable[[list[int]], None], mode: str = "local",
                  bundle: dict[str, float] | None = None):
         self.pod = pod
-        self.on_lost = on_lost  # machines whose actor died or restarted: the caller fails their IPUs
         self.mode = mode  # "off", "local", or a Ray address
         self.bundle = bundle  # what each machine reserves on a Ray node (None: the pool's default)
         self.watch_s = WATCH_S
         self.pool = None
         self._started_ray = False
-        self._restarts: dict[int, int] = {}
-        self._lost: set[int] = set()  # machines already reported failed, until repaired
+        self.failures = FailureWatch(on_lost)
         self._work = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vipu-fleet")
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._checking = threading.Lock()
         self._ray_dir = local_ray.folder(os.getpid())
         self._traffic = None  # --ray off: the TrafficCounters that runs' transports count into (the first makes it)
 
@@ -139,8 +134,7 @@ class Fleet:
         try:
             pool = self._ensure_pool()
             pool.actors_for(machines)
-            for m in machines:
-                self._restarts.setdefault(m, 0)
+            self.failures.brought_up(machines)
         except Exception:  # noqa: BLE001 - a machine that will not start is found by the watcher or the next job
             if self._stop.is_set():
                 log.info("machines %s were not brought up: the controller is stopping", machines)
@@ -156,25 +150,11 @@ class Fleet:
                 log.exception("machine health check failed")
 
     def check(self) -> list[int]:
-        """Compare every actor's health with what we knew; machines that died or restarted lose their IPUs."""
+        """Ask every actor for its health now; machines that died or restarted are reported lost
+        (machine_failures.py). Returns them."""
         if self.pool is None:
             return []
-        with self._checking:  # the watcher and a training run that lost a machine may ask at once: report it once
-            lost = []
-            for machine, health in self.pool.health().items():
-                restarts = int(health.get("restarts", 0) or 0)
-                if not health.get("alive", False) or restarts > self._restarts.get(machine, 0):
-                    if machine not in self._lost:
-                        lost.append(machine)
-                self._restarts[machine] = max(restarts, self._restarts.get(machine, 0))
-            if lost and not self._stop.is_set():  # a stop kills the actors: no machine failed
-                self.machines_failed(lost)
-            return lost
-
-    def machines_failed(self, machines: list[int]) -> None:
-        log.error("machines %s failed: their IPUs are out of service until repaired", machines)
-        self.on_lost(machines)
-        self._lost.update(machines)
+        return self.failures.check(self.pool.health(), report=not self._stop.is_set())
 
     # -- operator actions -------------------------------------------------------------------------------------------
     def kill(self, machine: int) -> None:
@@ -194,7 +174,7 @@ class Fleet:
         return pool
 
     def repaired(self, machines: list[int]) -> None:
-        self._lost.difference_update(machines)
+        self.failures.repaired(machines)
         if self.pool is not None:
             live = [m for m in machines if m in self.pool.machines]
             if live:

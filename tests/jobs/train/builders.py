@@ -10,7 +10,7 @@ import numpy as np
 from vipu.fabric import LocalTransport
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.pod_files import load_pod
-from vipu.jobs.spec import TrainWorkload
+from vipu.jobs.train_spec import TrainWorkload
 from vipu.jobs.train import run_training, train_reference
 
 RTOL, ATOL = 1e-5, 1e-6  # fp32: tighter than the rtol 1e-4, atol 1e-5

@@ -12,7 +12,7 @@ import pytest
 
 from vipu.hardware.pod_files import load_pod
 from vipu.jobs.command import plan_json
-from vipu.jobs.spec import load_plan_spec
+from vipu.jobs.train_spec import load_plan_spec
 from vipu.jobs.train import run_training
 from tests.jobs.train.builders import ATOL, RTOL, reference
 

@@ -45,7 +45,7 @@ from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.partition import ipuof
 from vipu.partition.partition import Partition
-from vipu.partition.states import PartitionState
+from vipu.partition.partition_states import PartitionState
 
 IPUOF = ("IPUOF_VIPU_API_HOST", "IPUOF_VIPU_API_PORT", "IPUOF_VIPU_API_PARTITION_ID", "IPUOF_VIPU_API_GCD_ID",
          "IPUOF_VIPU_API_TIMEOUT", "IPUOF_LOG_LEVEL", "POPLAR_TARGET_OPTIONS")

@@ -28,7 +28,7 @@ from vipu.jobs.train.poprun import partition_environments, summary_lines
 from vipu.jobs.train.results import USAGE_LEGEND, StepReport, TrainingResult, step_line, usage_lines
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.effects import StartJob, StopJob
-from vipu.scheduler.states import TRANSITIONS, JobState
+from vipu.scheduler.job_states import TRANSITIONS, JobState
 
 log = logging.getLogger("vipu.training")
 RETURN_WAIT_S = 60.0  # how long a run waits for an earlier run on its IPUs to return (one step, normally)

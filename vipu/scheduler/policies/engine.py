@@ -49,7 +49,7 @@ from vipu.scheduler.policies.capacity import Capacity
 from vipu.scheduler.policies.limits import Usage
 from vipu.scheduler.policies.plans import LimitPlan
 from vipu.scheduler.policies.preempt import choose_victims
-from vipu.scheduler.timeline import Timeline
+from vipu.scheduler.policies.reservations import Timeline
 
 Mode = Literal["strict", "backfill"]
 _WAIT = {True: PendingInfo(PRIORITY), False: PendingInfo(RESOURCES)}  # shared: most pending jobs get one of these

@@ -7,8 +7,8 @@ import pytest
 from vipu.errors import InvalidArgument
 from vipu.scheduler.arrays import parse_array
 from vipu.scheduler.durations import format_duration, parse_duration
-import vipu.jobs.spec  # noqa: F401 - registers the train kind, as the controller does
-from vipu.scheduler.spec import load_spec, parse_spec
+import vipu.jobs.train_spec  # noqa: F401 - registers the train kind, as the controller does
+from vipu.scheduler.job_spec import load_spec, parse_spec
 from vipu.scheduler.workload import HoldWorkload, SleepWorkload
 
 from tests.scheduler.builders import RecordingJournal, make, spec

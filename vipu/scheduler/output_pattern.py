@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from vipu.scheduler.job import Job
+from vipu.scheduler.job_record import Job
 
 _PATTERN = re.compile(r"%(%|[jAaxu])")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from vipu.scheduler.config import SchedulerConfig
-from vipu.scheduler.job import PriorityBreakdown
+from vipu.scheduler.job_record import PriorityBreakdown
 from vipu.scheduler.policies.base import QueuedJob, RunningJob
 
 

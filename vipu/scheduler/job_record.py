@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from vipu.scheduler.spec import JobSpec
-from vipu.scheduler.states import TRANSITIONS, JobState, check_transition
+from vipu.scheduler.job_spec import JobSpec
+from vipu.scheduler.job_states import TRANSITIONS, JobState, check_transition
 
 
 class Transition(NamedTuple):

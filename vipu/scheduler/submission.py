@@ -20,9 +20,9 @@ from vipu.scheduler.arrays import ArraySyntaxError
 from vipu.scheduler.begin import begin_time
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.durations import MAX_SECONDS, format_duration
-from vipu.scheduler.job import Job, Transition
-from vipu.scheduler.spec import JobSpec
-from vipu.scheduler.states import JobState
+from vipu.scheduler.job_record import Job, Transition
+from vipu.scheduler.job_spec import JobSpec
+from vipu.scheduler.job_states import JobState
 from vipu.scheduler.table import JobTable
 from vipu.validation import MAX_REQUEST_ID
 

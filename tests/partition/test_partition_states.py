@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from vipu.errors import FailedPrecondition
-from vipu.partition.states import TRANSITIONS, PartitionState, check_transition
+from vipu.partition.partition_states import TRANSITIONS, PartitionState, check_transition
 
 S = PartitionState
 ALL_PAIRS = list(itertools.product(S, S))

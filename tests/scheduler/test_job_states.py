@@ -3,9 +3,9 @@
 import pytest
 
 from vipu.errors import FailedPrecondition
-from vipu.scheduler.job import Job
-from vipu.scheduler.spec import JobSpec
-from vipu.scheduler.states import ACTIVE, SHORT, TERMINAL, TRANSITIONS, JobState, check_transition
+from vipu.scheduler.job_record import Job
+from vipu.scheduler.job_spec import JobSpec
+from vipu.scheduler.job_states import ACTIVE, SHORT, TERMINAL, TRANSITIONS, JobState, check_transition
 
 S = JobState
 LEGAL = [(a, b) for a, edges in TRANSITIONS.items() for b in edges]

@@ -1,0 +1,48 @@
+"""Machine failures: which machines' actors died or restarted since the last look, each reported once.
+
+A restart of a machine's actor means the machine rebooted: whatever it held is gone. So a machine found dead or
+restarted is reported lost (the control plane then fails its IPUs, ends the jobs on them NODE_FAIL and requeues them
+as their spec allows: ControlPlane.fail_ipus), and is not reported again until an admin repairs it
+(`vipu-admin repair ipus`), as Slurm keeps a node DOWN until it is resumed. Ray itself is the fleet's (fleet.py);
+this only compares what the actors say with what was known.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable, Mapping
+
+log = logging.getLogger("vipu.machines")
+
+
+class FailureWatch:
+    def __init__(self, on_lost: Callable[[list[int]], None]):
+        self.on_lost = on_lost
+        self._restarts: dict[int, int] = {}  # machine -> restarts when last seen
+        self._lost: set[int] = set()  # reported, until repaired
+        self._checking = threading.Lock()  # the watcher and a run that lost a machine may look at once
+
+    def brought_up(self, machines: list[int]) -> None:
+        for m in machines:
+            self._restarts.setdefault(m, 0)
+
+    def check(self, health: Mapping[int, dict], report: bool = True) -> list[int]:
+        """Compare each machine's health ({alive, restarts}) with what was known; report the newly lost ones (not
+        when `report` is False: a controller that is stopping kills the actors itself). Returns them."""
+        with self._checking:
+            lost = []
+            for machine, state in health.items():
+                restarts = int(state.get("restarts", 0) or 0)
+                if not state.get("alive", False) or restarts > self._restarts.get(machine, 0):
+                    if machine not in self._lost:
+                        lost.append(machine)
+                self._restarts[machine] = max(restarts, self._restarts.get(machine, 0))
+            if lost and report:
+                log.error("machines %s failed: their IPUs are out of service until repaired", lost)
+                self.on_lost(lost)
+                self._lost.update(lost)
+            return lost
+
+    def repaired(self, machines: list[int]) -> None:
+        self._lost.difference_update(machines)
