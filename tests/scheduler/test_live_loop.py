@@ -26,7 +26,7 @@ def test_live_loop_with_a_partition_made_by_hand():
     controller.partitions.create(PartitionRequest(name="mine", size=16))  # a user's own partition: IPUs 0-15
     s = make(pod=POD64)
     machines = Fleet(POD64, on_lost=lambda machines: None, mode="off")
-    driver = Driver(s, Placed(s, controller, machines, {}, Metrics()), masks=controller.state.job_masks)
+    driver = Driver(s, Placed(s, controller, machines, {}, {}, Metrics()), masks=controller.state.job_masks)
     for ipus, run in [(32, 100), (16, 50), (16, 400), (8, 20), (64, 10)]:
         s.submit(spec(ipus=ipus, time_limit=run, workload=sleep(run)), 0.0)
     for now in (0.0, 20.0, 50.0, 70.0, 100.0, 450.0):

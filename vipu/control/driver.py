@@ -33,10 +33,14 @@ ARRIVAL, ENDED, TIME_LIMIT, WAKE = range(4)  # ranks: the order of events due at
 
 
 class StartFailed(VipuError):
-    """The executor could not start a job (its partition could not be made, like a failed Slurm prolog): the job
-    ends NODE_FAIL and goes back to the queue if its spec allows."""
+    """The executor could not start a job: its partition could not be made (like a failed Slurm prolog: the job ends
+    NODE_FAIL and goes back to the queue if its spec allows), or its workload could not (`state` FAILED)."""
 
     code = "FAILED_PRECONDITION"
+
+    def __init__(self, message: str, state: JobState = JobState.NODE_FAIL):
+        super().__init__(message)
+        self.state = state
 
 
 class Executor(Protocol):
@@ -65,7 +69,7 @@ class Driver:
         self.executor = executor
         self.masks = masks  # the IPUs a cycle may place on (the live controller's partitions); None: the Pod's
         self.estimates = estimates  # work out estimated starts (nobody reads them in a replay)
-        self._heap: list[tuple] = []  # (time, rank, seq, job id, run start, exit code, final state)
+        self._heap: list[tuple] = []  # (time, rank, seq, job id, run start, exit code, final state, signal)
         self._seq = 0
         self._arrivals: list[Arrival] = []  # sorted by time; consumed from `_next`
         self._next = 0
@@ -75,8 +79,8 @@ class Driver:
 
     # -- what the loop waits for --------------------------------------------------------------------------------
     def _push(self, at: float, rank: int, job_id: int = 0, started: float = 0.0, exit_code: int = 0,
-              state: JobState | None = None) -> None:
-        heapq.heappush(self._heap, (at, rank, self._seq, job_id, started, exit_code, state))
+              state: JobState | None = None, signal: int = 0) -> None:
+        heapq.heappush(self._heap, (at, rank, self._seq, job_id, started, exit_code, state, signal))
         self._seq += 1
 
     def arrive(self, arrivals: Iterable[Arrival]) -> None:
@@ -121,11 +125,12 @@ class Driver:
             self._wakes.add(begin)
             self._push(begin, WAKE)
 
-    def ended(self, job_id: int, started: float, now: float, exit_code: int, state: JobState | None = None) -> None:
+    def ended(self, job_id: int, started: float, now: float, exit_code: int, state: JobState | None = None,
+              signal: int = 0) -> None:
         """A workload that only it could tell the end of (a training run, a program) ended at `now`: events due
-        until then come first, so a time limit that ran out before it wins. State None: COMPLETED on exit code 0,
-        else FAILED. The next step's cycle uses the freed IPUs."""
-        self._push(now, ENDED, job_id, started, exit_code, state)
+        until then come first, so a time limit that ran out before it wins. State None: COMPLETED on exit code and
+        signal 0, else FAILED. The next step's cycle uses the freed IPUs."""
+        self._push(now, ENDED, job_id, started, exit_code, state, signal)
         self._due(now)
 
     def _due(self, now: float) -> None:
@@ -141,10 +146,10 @@ class Driver:
                 continue
             if at > now:
                 return
-            at, rank, _, job_id, started, exit_code, state = heapq.heappop(heap)
+            at, rank, _, job_id, started, exit_code, state, signal = heapq.heappop(heap)
             if rank == ENDED:
                 if s.table.running_since(job_id, started) is not None:
-                    self.apply(s.job_finished(job_id, at, state, exit_code=exit_code), at)
+                    self.apply(s.job_finished(job_id, at, state, exit_code, signal), at)
             elif rank == TIME_LIMIT:
                 self.apply(s.time_limit_reached(job_id, started, at), at)
             else:
@@ -160,7 +165,7 @@ class Driver:
                 ending = self.executor.start(effect)
             except StartFailed as e:
                 log.error("job %s could not start: %s", effect.job_id, e.message)
-                self.apply(self.scheduler.job_finished(effect.job_id, now, JobState.NODE_FAIL, exit_code=1), now)
+                self.apply(self.scheduler.job_finished(effect.job_id, now, e.state, exit_code=1), now)
                 continue
             self.run_started(effect.job_id, effect.start_time, effect.end_by, ending)
 

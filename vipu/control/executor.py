@@ -8,6 +8,7 @@ removes its partition and writes the job's output file. Called by the driver und
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Mapping
 
 from vipu.control.driver import StartFailed
@@ -19,8 +20,10 @@ from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.workload import Ending
 
+log = logging.getLogger("vipu.executor")
+
 if TYPE_CHECKING:
-    from vipu.control.workloads import Runner
+    from vipu.control.workloads import Runner, WorkloadKind
     from vipu.metrics.instruments import Metrics
     from vipu.partition.controller import Controller
     from vipu.scheduler.scheduler import Scheduler
@@ -28,11 +31,12 @@ if TYPE_CHECKING:
 
 
 class LiveExecutor:
-    def __init__(self, scheduler: Scheduler, controller: Controller, machines: Fleet, runners: Mapping[str, Runner],
-                 metrics: Metrics):
+    def __init__(self, scheduler: Scheduler, controller: Controller, machines: Fleet, kinds: Mapping[str, WorkloadKind],
+                 runners: Mapping[str, Runner], metrics: Metrics):
         self.scheduler = scheduler
         self.controller = controller
         self.machines = machines
+        self.kinds = kinds
         self.runners = runners
         self.metrics = metrics
         self.outputs = OutputFiles()
@@ -50,7 +54,14 @@ class LiveExecutor:
         self.metrics.starts.inc()
         self.metrics.queue_wait.observe(max(0.0, start.start_time - job.waiting_since))  # as a replay's wait
         runner = self.runners.get(start.workload.kind)
-        return runner.start(start) if runner is not None else start.workload.ending(start.start_time)
+        if runner is None:
+            return start.workload.ending(start.start_time)
+        try:
+            return runner.start(start)
+        except Exception as e:  # a runner's own fault: the job fails, and is not retried into the same fault
+            log.exception("job %s: its %s workload could not start", start.job_id, start.workload.kind)
+            raise StartFailed(f"its {start.workload.kind} workload could not start: {type(e).__name__}: {e}",
+                              JobState.FAILED) from None
 
     def stop(self, stop: StopJob) -> None:
         job = self.scheduler.table.jobs.get(stop.job_id)  # None: a leftover partition of a job no longer known
@@ -63,5 +74,6 @@ class LiveExecutor:
             self.controller.partitions.remove(stop.partition, force=True)
         except NotFound:  # removed already (vipu remove partition --force)
             pass
-        if job is not None:
+        kind = self.kinds.get(job.spec.workload.kind) if job is not None else None
+        if job is not None and kind is not None and not kind.streams:  # a program wrote its own as it ran
             self.outputs.write(stop, job, runner.log_lines(job.id) if runner is not None else [])

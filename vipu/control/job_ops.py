@@ -89,14 +89,19 @@ class JobOps:
         if spec.nice < 0 and not identity.admin:  # as Slurm: anyone may lower a job's priority, only admins raise it
             raise PermissionDenied(f"nice is {spec.nice}: only an admin may give a negative nice (it raises the job's"
                                    " priority over everyone's); give 0 or more")
-        if spec.output and self.plane.secure:  # it would write any file the controller may, for any user
-            raise PermissionDenied(
-                "output: a --secure controller writes no files for its users (it runs as one OS user, unlike slurmd);"
-                " leave output out and read the run with `vipu show job` and `vipu logs`")
         kind = self.plane.kinds.get(spec.workload.kind)
         if kind is None:
             raise InvalidArgument(f"workload kind {spec.workload.kind!r} does not run on this controller; use one of"
                                   f" {', '.join(self.plane.kinds)}")
+        if spec.error is not None and not kind.streams:
+            raise InvalidArgument(f"error: a {kind.name} workload writes no stderr (a command workload's does); leave"
+                                  " error out")
+        if kind.streams:  # a program runs as its user's Unix account under --secure, and opens its files as it
+            self.plane.run_as(spec.user, self.plane.read().pod)
+        elif spec.output and self.plane.secure:  # the controller would write any file it may, for any user
+            raise PermissionDenied(
+                "output: a --secure controller writes no files for its users' built-in workloads (it runs as one OS"
+                " user); leave output out and read the run with `vipu show job` and `vipu logs`")
         if kind.admit is not None:
             resolve(spec, self.plane.pod, self.plane.scheduler.config)  # its refusals first, as a submit gives them
             kind.admit(spec, self.plane.pod)

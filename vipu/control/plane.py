@@ -21,7 +21,8 @@ from vipu.control.pacing import Pacing
 from vipu.control.partition_ops import PartitionOps
 from vipu.control.realtime import RealtimeLoop
 from vipu.control.snapshot import Listings, Page, Snapshot
-from vipu.control.workloads import RunContext, WorkloadKind, builtin_kinds
+from vipu.control.workloads import RunContext, RunSettings, WorkloadKind, builtin_kinds
+from vipu.control.accounts import unix_account
 from vipu.errors import Unauthenticated
 from vipu.metrics.instruments import Metrics
 from vipu.partition.controller import Controller
@@ -32,7 +33,8 @@ from vipu.workers.fleet import Fleet
 
 class ControlPlane:
     def __init__(self, controller: Controller, scheduler: Scheduler, store: Store, now: Callable[[], float],
-                 api_host: str, api_port: int, kinds: dict[str, WorkloadKind] | None = None):
+                 api_host: str, api_port: int, kinds: dict[str, WorkloadKind] | None = None,
+                 settings: RunSettings = RunSettings()):
         self.controller = controller
         self.scheduler = scheduler
         self.store = store
@@ -50,9 +52,10 @@ class ControlPlane:
             pod=self.pod, store=store, lock=self.lock, machines=self.machines, now=now,
             job=scheduler.table.jobs.get, still_running=lambda i, t: scheduler.table.running_since(i, t) is not None,
             finish=self._finish, wake=self.changed, pod_state=lambda: controller.state,
-            failed_mask=lambda: scheduler.failed_mask, api_address=lambda: (self.api_host, self.api_port))
+            failed_mask=lambda: scheduler.failed_mask, api_address=lambda: (self.api_host, self.api_port),
+            run_as=lambda user: self.run_as(user, controller.state), settings=settings)
         self.runners = {name: kind.runner(context) for name, kind in self.kinds.items() if kind.runner is not None}
-        executor = LiveExecutor(scheduler, controller, self.machines, self.runners, self.metrics)
+        executor = LiveExecutor(scheduler, controller, self.machines, self.kinds, self.runners, self.metrics)
         self.driver = Driver(scheduler, executor, masks=controller.state.job_masks)
         self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics)
         self.pacing = Pacing(lambda: self.lock.last_write)
@@ -99,6 +102,15 @@ class ControlPlane:
             return Identity(user.name, user.admin)
         return Identity(claimed, admin=True)
 
+    def run_as(self, user: str, state) -> dict | None:
+        """The Unix account a vipu user's programs run as ({uid, gid, groups}), or None for the controller's own
+        (without --secure: one person on a laptop). Raises PermissionDenied, saying how to allow them, when that
+        user's programs may not run. `state`: the Pod's users as the caller holds them (live or a snapshot)."""
+        if not self.secure:
+            return None
+        record = state.users.get(user)
+        return unix_account(user, record.unix_user if record is not None else None)
+
     def user_for_key(self, key: str):
         with self.lock:
             return self.controller.admin.user_for_key(key)
@@ -124,9 +136,9 @@ class ControlPlane:
         self.fail_ipus(ipus, f"the actor of machine{'s' if len(machines) > 1 else ''}"
                              f" {', '.join(map(str, machines))} died or restarted")
 
-    def _finish(self, job_id: int, started: float, exit_code: int, state) -> None:
+    def _finish(self, job_id: int, started: float, exit_code: int, state, signal: int = 0) -> None:
         """A runner's run ended by itself (the caller holds the lock)."""
-        self.driver.ended(job_id, started, self.now(), exit_code, state)
+        self.driver.ended(job_id, started, self.now(), exit_code, state, signal)
 
     def progress(self) -> dict:
         """Every running job's step reports so far, by job id (metrics, `vipu top`)."""

@@ -10,6 +10,7 @@ and a runner that carries out its runs. `sleep` and `hold` need no runner: the d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from vipu.scheduler.effects import StartJob, StopJob
@@ -27,6 +28,14 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class RunSettings:
+    """How runs behave on this controller (vipu-server's flags)."""
+
+    kill_wait_s: float = 30.0  # Slurm's KillWait: SIGTERM, then SIGKILL this much later
+    state_dir: Path | None = None  # where the controller keeps its state (programs' scripts are spooled under it)
+
+
+@dataclass(frozen=True)
 class RunContext:
     """What a kind's runner may use of the controller; the control plane builds it."""
 
@@ -37,11 +46,14 @@ class RunContext:
     now: Callable[[], float]
     job: Callable[[int], "Job | None"]  # the job's record now
     still_running: Callable[[int, float], bool]  # (job id, run start): is that run of the job still going
-    finish: Callable[[int, float, int, "JobState | None"], None]  # (job id, run start, exit code, state): under lock
+    finish: Callable[..., None]  # (job id, run start, exit code, state, signal=0): under the lock
     wake: Callable[[], None]  # let the scheduling loop use what a finish freed
     pod_state: Callable[[], PodState]  # partitions, agents, failed IPUs: read under the lock (its topology: any time)
     failed_mask: Callable[[], int]  # the failed IPUs now, any time
     api_address: Callable[[], tuple[str, int]]  # where the job's processes reach the controller (IPUOF_VIPU_API_*)
+    run_as: Callable[[str], "dict | None"]  # a vipu user's Unix account for their programs ({uid, gid, groups}),
+    # None to run as the controller's own user; raises when that user's programs may not run (call under the lock)
+    settings: RunSettings = RunSettings()
 
 
 class Runner(Protocol):
@@ -72,17 +84,22 @@ class WorkloadKind:
     admit: Callable[["JobSpec", "PodConfig"], None] | None = None  # raises InvalidArgument; before the lock
     resumable: bool = True  # its runs go on across a controller restart (else they end NODE_FAIL, requeued)
     runner: Callable[[RunContext], Runner] | None = None
+    streams: bool = False  # a program writing stdout and stderr to the job's output and error files as it runs;
+    # else the controller writes the output file when a run ends (how it ended, and what the runner logged)
 
 
 def builtin_kinds() -> dict[str, WorkloadKind]:
     """The kinds this controller runs, by name."""
     from vipu.jobs.admission import check_train
-    from vipu.jobs.train_spec import TrainWorkload
+    from vipu.jobs.programs.command_spec import CommandWorkload
+    from vipu.jobs.programs.program_runs import ProgramRuns
     from vipu.jobs.train.runs import TrainRuns
+    from vipu.jobs.train_spec import TrainWorkload
     from vipu.scheduler.workload import KINDS
 
-    assert KINDS["train"] is TrainWorkload  # its spec model registers itself on import
-    # a training run lives in the controller's process, so a restart ends it
+    assert KINDS["train"] is TrainWorkload and KINDS["command"] is CommandWorkload  # they register on import
+    # a training run lives in the controller's process, and a program's supervisor dies with it: a restart ends both
     kinds = [WorkloadKind("sleep"), WorkloadKind("hold"),
-             WorkloadKind("train", admit=check_train, resumable=False, runner=TrainRuns)]
+             WorkloadKind("train", admit=check_train, resumable=False, runner=TrainRuns),
+             WorkloadKind("command", resumable=False, runner=ProgramRuns, streams=True)]
     return {k.name: k for k in kinds}

@@ -52,6 +52,7 @@ class Allocation(Record):
 class User(Record):
     admin: bool = False
     key_sha256: str  # the access key is shown once at creation; only its hash is kept
+    unix_user: str | None = None  # the Unix account the user's programs run as under --secure (accounts.py)
 
 
 class IpuFailure(Record):

@@ -63,6 +63,7 @@ class Job(BaseModel):
     start_time: float | None = None
     end_time: float | None = None
     exit_code: int | None = None
+    exit_signal: int = 0  # the signal that ended a program's run by itself (0:11 for a segfault); see `signal`
     first_ipu: int | None = None
     requeue_count: int = 0
     recovery: str | None = None  # what the last controller restart did to this job's run, and why
@@ -89,9 +90,10 @@ class Job(BaseModel):
     @property
     def signal(self) -> int:
         """The signal of sacct's ExitCode (code:signal): the controller stops a run with SIGTERM (15) at its time
-        limit, or when it is cancelled or preempted while it runs; 0 otherwise, also for a job that never ran."""
+        limit, or when it is cancelled or preempted while it runs; a program that a signal ended by itself says
+        which; 0 otherwise, also for a job that never ran."""
         stopped = self.state is JobState.TIMEOUT or (self.state in _STOPPED and self.start_time is not None)
-        return SIGTERM if stopped else 0
+        return SIGTERM if stopped else self.exit_signal
 
     @property
     def end_by(self) -> float | None:
@@ -133,7 +135,7 @@ class Job(BaseModel):
         """Back in the queue under the same id: the last run's placement and times are cleared (history keeps
         them) and the requeue count goes up."""
         return self.moved(JobState.PENDING, now, start_time=None, end_time=None, first_ipu=None, exit_code=None,
-                          requeue_count=self.requeue_count + 1)
+                          exit_signal=0, requeue_count=self.requeue_count + 1)
 
 
 _RUNS = (JobState.RUNNING, JobState.COMPLETING)

@@ -57,6 +57,10 @@ class JobSpec(Strict):
         " workload's log). An absolute path (`vipu submit` makes a relative one absolute from where it runs) with"
         " Slurm's patterns %j job id, %A array job id, %a array task, %x job name, %u user, %% a percent sign",
     )
+    error: str | None = Field(
+        None, max_length=4096,
+        description="sbatch --error: where a command workload's stderr goes (default: with its output), with the"
+        " same patterns as output; other kinds write none")
     allocation: str | None = Field(None, description="V-IPU allocation to run in (default: default)")
     workload: AnyWorkload = Field(HoldWorkload(), description="what the job runs: a mapping with its `kind` (sleep,"
                                   " hold, train: below)")
@@ -88,7 +92,7 @@ class JobSpec(Strict):
                 raise PydanticCustomError("array", str(e)) from None
         return value
 
-    @field_validator("output")
+    @field_validator("output", "error")
     @classmethod
     def _output(cls, value: str | None) -> str | None:
         if value is not None and "\x00" in value:

@@ -252,16 +252,18 @@ class Scheduler:
         ran = [j for j in jobs if j.state in (S.RUNNING, S.COMPLETING)]
         return self._end_runs([j.requeued(now) for j in jobs], ran, now, S.PENDING)
 
-    def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0) -> list[Effect]:
-        """The workload of a running job ended (state None: COMPLETED on exit code 0, else FAILED)."""
+    def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0,
+                     signal: int = 0) -> list[Effect]:
+        """The workload of a running job ended, with `exit_code`, or ended by `signal` (state None: COMPLETED on
+        exit code and signal 0, else FAILED)."""
         job = self._get(job_id)
         if job.state not in (S.RUNNING, S.COMPLETING):
             raise FailedPrecondition(f"job {job.display_id} is {job.state.value}, not running; its end was already recorded")
         if state is None:
-            state = S.COMPLETED if exit_code == 0 else S.FAILED
+            state = S.COMPLETED if exit_code == 0 and signal == 0 else S.FAILED
         if state not in FINAL_STATES:
             raise InvalidArgument(f"state {state.value} is not a final state; use one of {', '.join(s.value for s in FINAL_STATES)}")
-        ended = job.moved(state, now, end_time=now, exit_code=exit_code)
+        ended = job.moved(state, now, end_time=now, exit_code=exit_code, exit_signal=signal)
         requeued = state is S.NODE_FAIL and job.spec.requeue
         return self._end_runs([ended.requeued(now) if requeued else ended], [job], now, state)
 

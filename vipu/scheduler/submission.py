@@ -65,11 +65,12 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     if spec.allocation is not None:
         check_name("allocation", spec.allocation)
     check_size(spec.ipus, pod, "ipus")
-    if spec.output is not None and not spec.output.startswith("/"):  # here, not in the model: stored jobs load as is
-        raise InvalidArgument(
-            f"output {spec.output!r} is relative, and the controller has no working directory of yours; give an"
-            " absolute path (vipu submit makes one from a relative path)"
-        )
+    for field, path in (("output", spec.output), ("error", spec.error)):
+        if path is not None and not path.startswith("/"):  # here, not in the model: stored jobs load as they are
+            raise InvalidArgument(
+                f"{field} {path!r} is relative, and the controller has no working directory of yours; give an"
+                " absolute path (vipu submit makes one from a relative path)"
+            )
     qos_name = spec.qos or config.default_qos
     qos = config.qos.get(qos_name)
     if qos is None:

@@ -1,0 +1,42 @@
+"""Which Unix account a user's program runs as: never one with more privilege than the user has.
+
+Under --secure each vipu user's programs run as the Unix account an admin mapped to them (`vipu-admin create user
+NAME --unix-user ACCOUNT`), with its uid, gid and groups, as slurmd runs a job as its submitter; only a controller
+running as root can switch to it. Without a mapping, or on a controller that is not root, programs are refused at
+submit with how to allow them. Without --secure (one person on a laptop) programs run as the controller's user.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+
+from vipu.errors import InvalidArgument, PermissionDenied
+
+
+def unix_account(user: str, unix_user: str | None) -> dict:
+    """{name, uid, gid, groups} of the account `user`'s programs run as; PermissionDenied saying how to allow them."""
+    if not unix_user:
+        raise PermissionDenied(
+            f"user {user} has no Unix account to run programs as, and a --secure controller runs programs only as"
+            f" their user's account: an admin maps one (vipu-admin create user {user} --unix-user ACCOUNT, after"
+            f" vipu-admin remove user {user})")
+    if os.geteuid() != 0:
+        raise PermissionDenied(
+            "this --secure controller does not run as root, so it cannot run a program as its user's Unix account;"
+            " run vipu-server as root (as slurmd runs), or without --secure on a machine of your own")
+    entry = account(unix_user)
+    if entry.pw_uid == 0:
+        raise PermissionDenied(f"user {user} is mapped to {unix_user}, which is root; a program never runs as root"
+                               " under --secure: map an unprivileged account")
+    return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid,
+            "groups": os.getgrouplist(entry.pw_name, entry.pw_gid)}
+
+
+def account(unix_user: str) -> pwd.struct_passwd:
+    """The Unix account, or InvalidArgument naming it."""
+    try:
+        return pwd.getpwnam(unix_user)
+    except KeyError:
+        raise InvalidArgument(f"unix_user {unix_user!r} is not an account on this machine; give one of"
+                              " /etc/passwd's (e.g. created with useradd)") from None

@@ -1,0 +1,7 @@
+"""Users' own programs as jobs: the `command` workload kind (a batch script, as sbatch takes it), run as a real
+process on the job's partition by a supervisor of its own (stepd.py, Slurm's slurmstepd), locally or on the Ray
+node that holds the job's machines.
+
+command_spec.py (the spec), environment.py (what the program sees), stepd.py (the supervisor process),
+hosts.py (where supervisors run: this process's machine, or a Ray node), program_runs.py (the kind's runner).
+"""

@@ -1,0 +1,61 @@
+"""What a user's program sees when its run starts: the variables sbatch and slurmd set, the partition's IPUoF view
+(what poprun forwards to every instance: vipu.md, "The job's environment contract"), and its working directory.
+
+Why SLURM_JOB_PARTITION names the allocation: it is Slurm's partition, the queue the job ran in; the V-IPU partition
+the job holds is IPUOF_VIPU_API_PARTITION_ID (slurm_<id>, as the V-IPU Slurm plugin names it).
+"""
+
+from __future__ import annotations
+
+from vipu.partition import ipuof
+from vipu.partition.partition import Partition
+from vipu.partition.pod_state import PodState
+from vipu.scheduler.arrays import parse_array
+from vipu.scheduler.job_record import Job
+
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"  # a program given no PATH (--export=NONE) still finds the basics
+
+
+def job_environment(job: Job, partition: Partition, state: PodState, api_host: str, api_port: int) -> dict[str, str]:
+    """The program's environment: what --export passed on, then Slurm's variables and the IPUoF view over it."""
+    work = job.spec.workload
+    env = dict(work.environment)
+    env.setdefault("PATH", DEFAULT_PATH)
+    env.update(slurm_variables(job, partition, state))
+    env.update(ipuof.environment(partition, state, api_host, api_port))
+    env["VIPU_PARTITION_IPUS"] = str(partition.size)  # the launcher checks replicas x IPUs per replica against it
+    env["VIPU_CLI_API_HOST"], env["VIPU_CLI_API_PORT"] = api_host, str(api_port)  # `vipu` inside the job finds us
+    env["PWD"] = work.workdir
+    return env
+
+
+def slurm_variables(job: Job, partition: Partition, state: PodState) -> dict[str, str]:
+    spec = job.spec
+    agents = state.agent_of_machine()
+    machines = sorted({state.topology.place(ipu).machine for ipu in partition.ipus})
+    out = {
+        "SLURM_JOB_ID": str(job.id),
+        "SLURM_JOBID": str(job.id),
+        "SLURM_JOB_NAME": job.name,
+        "SLURM_JOB_USER": job.user,
+        "SLURM_JOB_QOS": spec.qos or "",
+        "SLURM_JOB_PARTITION": spec.allocation or "default",
+        "SLURM_SUBMIT_DIR": spec.workload.submit_dir,
+        "SLURM_JOB_NUM_NODES": str(len(machines)),
+        "SLURM_NNODES": str(len(machines)),
+        "SLURM_JOB_NODELIST": ",".join(agents[m].name if m in agents else f"machine{m}" for m in machines),
+        "SLURM_RESTART_COUNT": str(job.requeue_count),
+        "SLURM_CLUSTER_NAME": partition.cluster,
+    }
+    if job.account:
+        out["SLURM_JOB_ACCOUNT"] = job.account
+    if job.array_job_id is not None:
+        indices = parse_array(spec.array).indices if spec.array else (job.array_task_id,)
+        out.update({
+            "SLURM_ARRAY_JOB_ID": str(job.array_job_id),
+            "SLURM_ARRAY_TASK_ID": str(job.array_task_id),
+            "SLURM_ARRAY_TASK_COUNT": str(len(indices)),
+            "SLURM_ARRAY_TASK_MIN": str(min(indices)),
+            "SLURM_ARRAY_TASK_MAX": str(max(indices)),
+        })
+    return out

@@ -1,0 +1,219 @@
+"""The `command` kind's runner: each run of a user's program under a supervisor of its own (stepd.py), on this
+machine with `--ray off`, or on the Ray node that holds the job's first machine (hosts.py), so a Ray cluster
+spreads jobs over its nodes as Slurm spreads them over compute nodes.
+
+What a run leaves: its output files (sbatch's --output, --error, with Slurm's patterns; by default slurm-%j.out in
+the working directory) and a record in the store (kind "program_run"): where its output went, the node it ran on,
+and why it failed to start if it did. A run ends when its program exits (COMPLETED on 0:0, else FAILED, with code
+and signal), or when the controller stops it (cancel, time limit, preemption, lost IPUs): SIGTERM to its process
+group, then SIGKILL after KillWait. The controller's restart ends the runs it had (NODE_FAIL, requeued as the spec
+allows): their supervisors stop their programs when the controller goes, even by kill -9.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from vipu.jobs.programs.environment import job_environment
+from vipu.jobs.programs.hosts import NodeSteps, Steps, local_spool
+from vipu.scheduler.effects import StartJob, StopJob
+from vipu.scheduler.job_states import JobState
+from vipu.scheduler.output_pattern import output_path
+
+log = logging.getLogger("vipu.programs")
+DEFAULT_OUTPUT = "slurm-%j.out"  # sbatch's, in the working directory; an array task's: slurm-%A_%a.out
+DEFAULT_ARRAY_OUTPUT = "slurm-%A_%a.out"
+
+
+class ProgramRecord(BaseModel):
+    """What the store keeps of a job's latest program run (kind "program_run", name = job id)."""
+
+    name: str
+    run: int
+    output: str
+    error: str | None = None  # None: stderr goes to output
+    node: str = ""  # the Ray node it ran on ("" on the controller's machine)
+    failure: str | None = None  # why it could not start
+
+    def summary(self) -> dict:
+        return self.model_dump(mode="json", exclude={"name"})
+
+    def run_data(self) -> dict:
+        return self.summary()
+
+
+@dataclass(eq=False)
+class _Run:
+    job_id: int
+    started: float
+    key: str
+    record: ProgramRecord
+    host: object = None  # the Steps (or a node's actor) its supervisor runs on, once chosen
+    stopped: bool = False
+    finished: threading.Event = field(default_factory=threading.Event)
+
+
+class ProgramRuns:
+    """The `command` kind's runner (vipu/control/workloads.py); `ctx` is the RunContext the control plane gives it."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.local = Steps(local_spool(ctx.settings.state_dir))
+        self.runs: dict[int, _Run] = {}  # each job's latest run in this controller
+        self._nodes: dict[str, object] = {}  # Ray node id -> its NodeSteps actor
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    # -- a run ------------------------------------------------------------------------------------------------
+    def start(self, start: StartJob) -> None:
+        """Called under the controller's lock once the job's partition exists; the program starts beside it."""
+        ctx = self.ctx
+        job = ctx.job(start.job_id)
+        work = job.spec.workload
+        state = ctx.pod_state()
+        partition = state.get("partition", start.partition)
+        host, port = ctx.api_address()
+        number = sum(t.state is JobState.RUNNING for t in job.history)  # this run included
+        record = ProgramRecord(name=str(job.id), run=number, output=self._path(job.spec.output, job, work.workdir),
+                               error=self._path(job.spec.error, job, work.workdir) if job.spec.error else None)
+        run = _Run(job.id, start.start_time, f"job{job.id}.run{number}", record)
+        try:
+            user = ctx.run_as(job.user)
+        except Exception as e:  # noqa: BLE001 - the mapping went since the submit: the run fails, saying why
+            record.failure = getattr(e, "message", str(e))
+            user = None
+        launch = {"job_id": job.id, "run": number, "script": work.script, "args": work.args, "cwd": work.workdir,
+                  "env": job_environment(job, partition, state, host, port), "stdout": record.output,
+                  "stderr": record.error, "user": user, "kill_wait_s": ctx.settings.kill_wait_s}
+        ctx.store.commit([("program_run", record.name, record)], [])
+        self.runs[job.id] = run
+        machines = state.topology.machines_of(start.first_ipu, start.ipus)
+        threading.Thread(target=self._run, args=(run, launch, machines), name=f"vipu-program-{job.id}",
+                         daemon=True).start()
+
+    @staticmethod
+    def _path(pattern: str | None, job, workdir: str) -> str:
+        """An output file: Slurm's pattern filled in for the job, relative to its working directory."""
+        if pattern is None:
+            pattern = DEFAULT_ARRAY_OUTPUT if job.array_job_id is not None else DEFAULT_OUTPUT
+        return os.path.join(workdir, output_path(pattern, job))
+
+    def _run(self, run: _Run, launch: dict, machines: list[int]) -> None:
+        try:
+            if run.record.failure is not None:
+                result = {"failed": run.record.failure}
+            else:
+                try:
+                    run.host = self._host(machines)
+                    if run.stopped:  # stopped while its host was chosen: nothing to start
+                        return
+                    self._call(run.host, "start", run.key, launch)
+                    result = self._call(run.host, "wait", run.key)
+                except Exception as e:  # noqa: BLE001 - the run fails, saying why
+                    result = {"failed": f"its supervisor could not be started: {type(e).__name__}: {e}"}
+            self._ended(run, result)
+        finally:
+            run.finished.set()
+
+    def _ended(self, run: _Run, result: dict) -> None:
+        ctx = self.ctx
+        with ctx.lock:
+            if self._stopping:  # the controller stops its programs: the restart records how their jobs ended
+                return
+            if "failed" in result:
+                run.record.failure = result["failed"]
+                ctx.store.commit([("program_run", run.record.name, run.record)], [])
+            if ctx.still_running(run.job_id, run.started):
+                if "failed" in result:
+                    log.error("job %s: its program could not start: %s", run.job_id, result["failed"])
+                    ctx.finish(run.job_id, run.started, 1, JobState.FAILED)
+                else:
+                    ended = result["ended"]
+                    ctx.finish(run.job_id, run.started, ended["exit_code"], None, ended["signal"])
+        ctx.wake()
+
+    def stop(self, stop: StopJob) -> None:
+        """The run ended from outside: its supervisor stops the program (SIGTERM to its group, SIGKILL later)."""
+        run = self.runs.get(stop.job_id)
+        if run is None:
+            return
+        run.stopped = True
+        if run.host is not None:
+            self._call(run.host, "terminate", run.key, wait=False)
+
+    # -- where supervisors run ----------------------------------------------------------------------------------
+    def _host(self, machines: list[int]):
+        """This machine's Steps with --ray off; else the NodeSteps actor of the node of the job's first machine."""
+        fleet = self.ctx.machines
+        if not fleet.enabled:
+            return self.local
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        pool = fleet.actors_for(machines[:1])
+        node = ray.get(pool.actor(machines[0]).health.remote(), timeout=60)["node"]
+        with self._lock:
+            actor = self._nodes.get(node)
+            if actor is None:
+                spool = os.path.join("/tmp", "vipu-spool")  # the node's own: scripts live there while they run
+                actor = self._nodes[node] = ray.remote(NodeSteps).options(
+                    num_cpus=0, max_concurrency=1000, lifetime=None,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(spool)
+        return actor
+
+    @staticmethod
+    def _call(host, method: str, *args, wait: bool = True):
+        """A Steps method, here or on a node's actor."""
+        if isinstance(host, Steps):
+            return getattr(host, method)(*args)
+        import ray
+
+        ref = getattr(host, method).remote(*args)
+        return ray.get(ref) if wait else None
+
+    # -- what it left --------------------------------------------------------------------------------------------
+    def record(self, job_id: int) -> ProgramRecord | None:
+        run = self.runs.get(job_id)
+        if run is not None:
+            return run.record
+        return self.ctx.store.get("program_run", str(job_id), ProgramRecord)
+
+    def log_lines(self, job_id: int) -> list[str]:
+        """`vipu logs ID`: the end of the program's output (its last MiB), as it is now; and why it failed to
+        start, if it did."""
+        record = self.record(job_id)
+        if record is None:
+            return []
+        run = self.runs.get(job_id)
+        host = run.host if run is not None and run.host is not None else self.local
+        try:
+            text, cut = self._call(host, "tail", record.output)
+        except Exception as e:  # noqa: BLE001 - a node gone: say so, keep the rest
+            text, cut = "", False
+            return [f"(the output of run {record.run} on node {record.node} cannot be read: {e})"]
+        lines = text.splitlines()
+        if cut:
+            lines = [f"(only the end of {record.output} is shown)", *lines[1:]]
+        if record.failure:
+            lines.append(f"run {record.run} could not start: {record.failure}")
+        return lines
+
+    def progress(self) -> dict:
+        return {}
+
+    def shutdown(self) -> None:
+        """The controller stops: its programs stop with it; the restart records how their jobs ended."""
+        with self.ctx.lock:
+            self._stopping = True
+        self.local.terminate_all()
+        for actor in list(self._nodes.values()):
+            actor.terminate_all.remote()
+        deadline = time.monotonic() + 5  # their supervisors' SIGTERM, then out: KillWait is for cancels
+        for run in list(self.runs.values()):
+            run.finished.wait(max(0.0, deadline - time.monotonic()))

@@ -1,0 +1,173 @@
+"""The supervisor of one run of a user's program: Slurm's slurmstepd, as a process of its own.
+
+Why a process between the controller and the program: the program runs in a process group of its own (its children
+included), as the job's user, with its output going straight to its files; the supervisor stays as the controller's
+user, so it can always end the whole group: on SIGTERM (a cancel or a time limit) it sends SIGTERM to the group and
+SIGKILL after the grace period (Slurm's KillWait), and when the script exits it kills what the script left behind.
+It also ends the group when the process that started it dies, even by SIGKILL (the kernel's parent-death signal, and
+a check of its parent): a controller that is killed leaves no program running that nobody knows about.
+
+Protocol: the launcher writes one JSON object on stdin (see `Launch` in hosts.py) and closes it; the supervisor
+answers with JSON lines on stdout: {"started": {"pid": P}} once the program runs, then {"ended": {"exit_code": N,
+"signal": S}} once it and its group are gone; or {"failed": "why"} if it could not start (nothing ran).
+Run: python -m vipu.jobs.programs.stepd
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+PARENT_CHECK_S = 1.0  # how often the parent is looked for, besides the parent-death signal
+
+
+def main() -> int:
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: the parent check below still ends the group
+        pass
+    if os.getppid() != parent:
+        return 1  # the launcher died before the signal was armed
+    launch = json.loads(sys.stdin.read())
+    stop_r, stop_w = os.pipe()
+    os.set_blocking(stop_w, False)
+    signal.set_wakeup_fd(stop_w)
+    signal.signal(signal.SIGTERM, lambda *_: None)  # woken through the pipe instead
+    script = write_script(launch)
+    try:
+        pid = start(launch, script)
+    except StartError as e:
+        say({"failed": str(e)})
+        return 0
+    say({"started": {"pid": pid}})
+    status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, parent)
+    try:
+        os.killpg(pid, signal.SIGKILL)  # what the script left running: the job has ended
+    except ProcessLookupError:
+        pass
+    script.unlink(missing_ok=True)
+    code = os.waitstatus_to_exitcode(status)
+    say({"ended": {"exit_code": max(code, 0), "signal": -code if code < 0 else 0}})
+    return 0
+
+
+def say(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+class StartError(Exception):
+    pass
+
+
+def write_script(launch: dict) -> Path:
+    """The script as a file the job's user may run and nobody else may read, in the spool folder."""
+    spool = Path(launch["spool"])
+    spool.mkdir(mode=0o711, parents=True, exist_ok=True)
+    path = spool / f"job{launch['job_id']}.run{launch['run']}.script"
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+    with os.fdopen(fd, "w") as f:
+        f.write(launch["script"])
+    user = launch.get("user")
+    if user:
+        os.chown(path, user["uid"], user["gid"])
+    return path
+
+
+def start(launch: dict, script: Path) -> int:
+    """Fork the program: its own session, the user's ids, its working directory and output files, then exec. What
+    fails before exec comes back through a pipe, in words."""
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # the child: nothing here may return
+        os.close(err_r)
+        try:
+            become(launch, script)
+        except BaseException as e:  # noqa: BLE001 - reported, then the child ends
+            os.write(err_w, str(e).encode() or type(e).__name__.encode())
+        os._exit(127)
+    os.close(err_w)
+    with os.fdopen(err_r, "rb") as pipe:
+        why = pipe.read().decode(errors="replace")
+    if why:
+        os.waitpid(pid, 0)
+        raise StartError(why)
+    return pid
+
+
+def become(launch: dict, script: Path) -> None:
+    os.setsid()
+    user = launch.get("user")
+    if user:
+        os.setgroups(user["groups"])
+        os.setgid(user["gid"])
+        os.setuid(user["uid"])
+    cwd = launch["cwd"]
+    try:
+        os.chdir(cwd)
+    except OSError as e:
+        raise StartError(f"the working directory {cwd} cannot be entered ({e.strerror}); give --chdir a directory"
+                         " the job's user may enter") from None
+    out = open_output(launch["stdout"], "output")
+    err = open_output(launch["stderr"], "error") if launch.get("stderr") else out
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    os.execve(str(script), [str(script), *launch.get("args", [])], launch["env"])
+
+
+def open_output(path: str, what: str) -> int:
+    """The output file, opened as the job's user (truncated, as sbatch's default --open-mode)."""
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise StartError(f"{what} file {path}: its directory {folder} does not exist; create it, or give --{what} a"
+                         " path in an existing directory (as sbatch, the job fails rather than create it)")
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as e:
+        raise StartError(f"{what} file {path} cannot be written by the job's user ({e.strerror})") from None
+
+
+def supervise(pid: int, kill_wait_s: float, stop_r: int, parent: int) -> int:
+    """Wait for the program; on a stop (SIGTERM, or the parent gone) SIGTERM its group, and SIGKILL it after the
+    grace period. Returns its wait status."""
+    pidfd = os.pidfd_open(pid)
+    kill_at = None
+    while True:
+        timeout = PARENT_CHECK_S if kill_at is None else max(0.0, min(PARENT_CHECK_S, kill_at - time.monotonic()))
+        ready, _, _ = select.select([pidfd, stop_r], [], [], timeout)
+        if pidfd in ready:
+            _, status = os.waitpid(pid, 0)
+            os.close(pidfd)
+            return status
+        stopping = stop_r in ready or os.getppid() != parent
+        if stop_r in ready:
+            os.read(stop_r, 512)
+        if stopping and kill_at is None:
+            signal_group(pid, signal.SIGTERM)
+            kill_at = time.monotonic() + kill_wait_s
+        elif kill_at is not None and time.monotonic() >= kill_at:
+            signal_group(pid, signal.SIGKILL)
+
+
+def signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
