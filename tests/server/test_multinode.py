@@ -49,3 +49,18 @@ def test_machines_spread_over_nodes_and_a_lost_node_requeues_its_jobs(cluster, s
     # must not wait for it (it waited out the whole five-minute start timeout)
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(timeout=20) == 0
+
+
+def test_a_program_runs_on_the_node_that_holds_its_machines(cluster, server_factory, tmp_path):
+    """Each machine takes a whole node here (ipu_host=2), so two one-machine jobs hold machines on two nodes, and
+    their programs run on those two nodes, as Slurm runs a batch script on the job's first node."""
+    from tests.jobs.programs.test_programs_e2e import ended, spec_file
+
+    ray_cluster, _ = cluster
+    server = server_factory(extra=["--ray-address", ray_cluster.address, "--machine-bundle", "ipu_host=2"])
+    script = "#!/bin/sh\necho $VIPU_RAY_NODE\n"
+    jobs = [submit(server, spec_file(tmp_path, script, f"where{k}"))[0] for k in range(2)]
+    assert [ended(server, job, timeout=180)["state"] for job in jobs] == ["COMPLETED", "COMPLETED"]
+    nodes = [(tmp_path / f"slurm-{job}.out").read_text().strip() for job in jobs]
+    assert all(nodes) and nodes[0] != nodes[1]
+    assert {n.node_id for n in ray_cluster.list_all_nodes()} >= set(nodes)

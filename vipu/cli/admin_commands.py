@@ -72,7 +72,7 @@ def show(ctx: typer.Context, json_out: bool, message, headers: list[str], rows: 
 AGENT_HEADERS = ["Agent", "Host", "Port", "Machine", "IPUs", "State"]
 CLUSTER_HEADERS = ["Cluster", "ILDs", "Topology", "Cluster Topology", "Agents"]
 ALLOCATION_HEADERS = ["Allocation ID", "IPUs", "Users", "Agents"]
-USER_HEADERS = ["User", "Admin"]
+USER_HEADERS = ["User", "Admin", "Unix user"]
 
 
 def agent_row(x) -> list:
@@ -88,7 +88,7 @@ def allocation_row(x) -> list:
 
 
 def user_row(x) -> list:
-    return [x.name, "yes" if x.admin else "no"]
+    return [x.name, "yes" if x.admin else "no", x.unix_user or "-"]
 
 
 @create.command("agent")
@@ -145,11 +145,14 @@ def create_user(
     ctx: typer.Context,
     name: str,
     admin: bool = typer.Option(False, "--admin", help="may see and manage everything"),
+    unix_user: str = typer.Option("", "--unix-user", metavar="ACCOUNT",
+                                  help="the Unix account the user's programs run as under --secure (its uid, gid and"
+                                       " groups, as slurmd runs a job as its submitter); never root"),
     json_out: bool = JsonOption,
 ):
     """Create a user and print its access key (shown once; the controller keeps only a hash)."""
     c = ctx.obj.conn
-    x = c.call(c.admin.CreateUser, a.CreateUserRequest(name=name, admin=admin))
+    x = c.call(c.admin.CreateUser, a.CreateUserRequest(name=name, admin=admin, unix_user=unix_user))
     if ctx.obj.wants_json(json_out):
         print_json(x)
     else:

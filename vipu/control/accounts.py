@@ -26,17 +26,18 @@ def unix_account(user: str, unix_user: str | None) -> dict:
             "this --secure controller does not run as root, so it cannot run a program as its user's Unix account;"
             " run vipu-server as root (as slurmd runs), or without --secure on a machine of your own")
     entry = account(unix_user)
-    if entry.pw_uid == 0:
-        raise PermissionDenied(f"user {user} is mapped to {unix_user}, which is root; a program never runs as root"
-                               " under --secure: map an unprivileged account")
     return {"name": entry.pw_name, "uid": entry.pw_uid, "gid": entry.pw_gid,
             "groups": os.getgrouplist(entry.pw_name, entry.pw_gid)}
 
 
 def account(unix_user: str) -> pwd.struct_passwd:
-    """The Unix account, or InvalidArgument naming it."""
+    """The Unix account, if programs may run as it: InvalidArgument for one that does not exist, or root."""
     try:
-        return pwd.getpwnam(unix_user)
+        entry = pwd.getpwnam(unix_user)
     except KeyError:
         raise InvalidArgument(f"unix_user {unix_user!r} is not an account on this machine; give one of"
                               " /etc/passwd's (e.g. created with useradd)") from None
+    if entry.pw_uid == 0:
+        raise InvalidArgument(f"unix_user {unix_user} is root, and a program never runs as root under --secure;"
+                              " give an unprivileged account")
+    return entry

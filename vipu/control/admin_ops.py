@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vipu.control.accounts import account
 from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.admin import Admin
 from vipu.partition.admin_objects import Agent, Allocation, Cluster, User
@@ -82,10 +83,13 @@ class AdminOps:
         return Admin(self.state(), NoJournal(), self.plane.now).get_allocation(name)
 
     # -- users ------------------------------------------------------------------------------------------------
-    def create_user(self, name: str, admin: bool) -> tuple[User, str]:
-        """The user and their access key (shown once: only its sha256 is kept)."""
+    def create_user(self, name: str, admin: bool, unix_user: str | None = None) -> tuple[User, str]:
+        """The user and their access key (shown once: only its sha256 is kept); `unix_user`, the account their
+        programs run as under --secure (accounts.py)."""
+        if unix_user:
+            account(unix_user)  # exists, and is not root
         with self.plane.lock:
-            return self._admin.create_user(name, admin)
+            return self._admin.create_user(name, admin, unix_user or None)
 
     def remove_user(self, name: str) -> User:
         with self.plane.lock:

@@ -247,11 +247,12 @@ class Admin:
         return self.state.get("allocation", name)
 
     # users ---------------------------------------------------------------------------------------------------
-    def create_user(self, name: str, admin: bool = False) -> tuple[User, str]:
-        """Returns the user and its access key; the key is shown this once and only its hash is stored."""
+    def create_user(self, name: str, admin: bool = False, unix_user: str | None = None) -> tuple[User, str]:
+        """Returns the user and its access key; the key is shown this once and only its hash is stored.
+        `unix_user`: the account the user's programs run as under --secure (the caller checks it exists)."""
         self._new_name("user", name)
         key = secrets.token_urlsafe(24)
-        user = User(name=name, admin=admin, key_sha256=key_hash(key), created_at=self.now())
+        user = User(name=name, admin=admin, key_sha256=key_hash(key), created_at=self.now(), unix_user=unix_user)
         self._commit(puts=[("user", name, user)])
         return user, key
 

@@ -89,7 +89,7 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     @rpc
     def CreateUser(self, request, context):
-        user, key = self.admin.create_user(request.name, request.admin)
+        user, key = self.admin.create_user(request.name, request.admin, request.unix_user)
         return a.CreatedUser(user=convert.user(user), access_key=key)
 
     @rpc

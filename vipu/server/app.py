@@ -187,6 +187,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"how often machine actors are checked (default {WATCH_S:g}); a machine found dead or"
                              " restarted has its IPUs marked failed and its jobs end NODE_FAIL (a job whose work"
                              " loses a machine finds out at once)")
+    parser.add_argument("--kill-wait", type=float, default=30.0, metavar="SECONDS",
+                        help="Slurm's KillWait: a program that a cancel or its time limit stops gets SIGTERM, and"
+                             " SIGKILL this long after (default 30; 0 to 3600)")
     parser.add_argument("--rpc-threads", type=int, default=DEFAULT_RPC_THREADS,
                         help=f"threads serving gRPC calls (default {DEFAULT_RPC_THREADS}; 1 to 64)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
@@ -247,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: --health-check-interval is {args.health_check_interval:g}; give 0.1 to 3600"
               " seconds", file=sys.stderr)
         return BAD_INPUT
+    if not 0 <= args.kill_wait <= 3600:
+        print(f"vipu-server: error: --kill-wait is {args.kill_wait:g}; give 0 to 3600 seconds", file=sys.stderr)
+        return BAD_INPUT
     if not 1 <= args.rpc_threads <= 64:
         print(f"vipu-server: error: --rpc-threads is {args.rpc_threads}; give 1 to 64", file=sys.stderr)
         return BAD_INPUT
@@ -262,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
         config = load_scheduler_config(args.scheduler_config, args.policy)
-        plane = open_plane(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config)
+        plane = open_plane(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config,
+                           kill_wait_s=args.kill_wait)
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)  # as the CLI exits for the same error

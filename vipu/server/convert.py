@@ -120,4 +120,4 @@ def cluster(c: Cluster) -> a.Cluster:
 
 
 def user(u: User) -> a.User:
-    return a.User(name=u.name, admin=u.admin, created_at=u.created_at)
+    return a.User(name=u.name, admin=u.admin, created_at=u.created_at, unix_user=u.unix_user or "")

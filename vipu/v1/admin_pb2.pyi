@@ -112,22 +112,26 @@ class CreateAllocationRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class User(_message.Message):
-    __slots__ = ("name", "admin", "created_at")
+    __slots__ = ("name", "admin", "created_at", "unix_user")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    UNIX_USER_FIELD_NUMBER: _ClassVar[int]
     name: str
     admin: bool
     created_at: float
-    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., created_at: _Optional[float] = ...) -> None: ...
+    unix_user: str
+    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., created_at: _Optional[float] = ..., unix_user: _Optional[str] = ...) -> None: ...
 
 class CreateUserRequest(_message.Message):
-    __slots__ = ("name", "admin")
+    __slots__ = ("name", "admin", "unix_user")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
+    UNIX_USER_FIELD_NUMBER: _ClassVar[int]
     name: str
     admin: bool
-    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ...) -> None: ...
+    unix_user: str
+    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., unix_user: _Optional[str] = ...) -> None: ...
 
 class CreatedUser(_message.Message):
     __slots__ = ("user", "access_key")

@@ -1,18 +1,19 @@
 """Where the supervisors of users' programs run: on this machine (`--ray off`), or on the Ray node that holds the
 job's machines, through one long-lived actor per node that does the same there.
 
-Why each supervisor is started and waited for by a thread of its own: the kernel sends a child its parent-death
-signal when the *thread* that forked it ends, so a supervisor started from a short-lived thread would stop its
-program for nothing; a thread that lives exactly as long as the supervisor cannot. Nothing here holds the
-controller's lock: starting a program (an interpreter and a fork) and waiting for it happen beside it.
+Why a thread for each supervisor: starting one (an interpreter, forks) and waiting for it happen beside the
+controller's lock, never under it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -22,14 +23,13 @@ TAIL_BYTES = 1 << 20  # `vipu logs` shows at most the last MiB of a program's ou
 class Steps:
     """The supervisors (stepd.py) of the runs on one machine, by key."""
 
-    def __init__(self, spool: str):
-        self.spool = spool  # where scripts are written while they run
+    def __init__(self) -> None:
         self._runs: dict[str, _Step] = {}
         self._lock = threading.Lock()
 
     def start(self, key: str, launch: dict) -> None:
-        """Start a supervisor for `launch` (stepd's JSON, without its spool) in a thread of its own."""
-        step = _Step({**launch, "spool": self.spool})
+        """Start a supervisor for `launch` (stepd's JSON) in a thread of its own."""
+        step = _Step(launch)
         with self._lock:
             self._runs[key] = step
         threading.Thread(target=step.run, name=f"vipu-stepd-{key}", daemon=True).start()
@@ -71,26 +71,29 @@ class Steps:
 class _Step:
     def __init__(self, launch: dict):
         self.launch = launch
-        self.result: dict = {"failed": "its supervisor did not start"}
+        self.result: dict = {"failed": "its supervisor ended before it said how the program did"}
         self.done = threading.Event()
-        self._proc: subprocess.Popen | None = None
+        self._supervisor: int | None = None  # its pid, once it has said it
         self._stop = threading.Event()
 
     def run(self) -> None:
         try:
-            self._proc = subprocess.Popen([sys.executable, "-m", "vipu.jobs.programs.stepd"], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            if self._stop.is_set():  # stopped before its supervisor existed
-                self._proc.terminate()
-            self._proc.stdin.write(json.dumps(self.launch))
-            self._proc.stdin.close()
-            for line in self._proc.stdout:
+            proc = subprocess.Popen([sys.executable, "-m", "vipu.jobs.programs.stepd"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            first = json.loads(proc.stdout.readline() or "{}")
+            self._supervisor = first.get("supervisor")
+            if self._supervisor is None:
+                self.result = {"failed": f"its supervisor did not start: {proc.stderr.read().strip()[-500:]}"}
+                return
+            if self._stop.is_set():  # stopped before the supervisor was known
+                self.terminate()
+            proc.stdin.write(json.dumps(self.launch))
+            proc.stdin.close()
+            for line in proc.stdout:  # until the supervisor ends: it holds the pipe, not the process started here
                 message = json.loads(line)
                 if "ended" in message or "failed" in message:
                     self.result = message
-            errors = self._proc.stderr.read().strip()
-            if self._proc.wait() != 0 and "ended" not in self.result:
-                self.result = {"failed": f"its supervisor ended with code {self._proc.returncode}: {errors[-500:]}"}
+            proc.wait()
         except Exception as e:  # noqa: BLE001 - the run fails, saying why
             self.result = {"failed": f"its supervisor could not run: {type(e).__name__}: {e}"}
         finally:
@@ -98,21 +101,25 @@ class _Step:
 
     def terminate(self) -> None:
         self._stop.set()
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
+        if self._supervisor is not None and not self.done.is_set():
+            try:
+                os.kill(self._supervisor, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
 
-def local_spool(state_dir: Path | None) -> str:
-    """This machine's spool folder for scripts while they run."""
-    base = Path(state_dir) if state_dir is not None else Path(os.environ.get("TMPDIR", "/tmp"))
-    return str(base / "spool")
+def spool_for(state_dir: Path | None) -> str:
+    """Where a controller's scripts wait while they run, on any node: a folder of the system's temporary one that
+    every job's user may pass through (the controller's state folder may be closed to them), one per controller."""
+    digest = hashlib.sha256(str(Path(state_dir or "").resolve()).encode()).hexdigest()[:12]
+    return os.path.join(tempfile.gettempdir(), f"vipu-spool-{digest}")
 
 
 class NodeSteps:
     """One per Ray node: the Steps of the programs that run there (a threaded actor: waits beside starts)."""
 
-    def __init__(self, spool: str):
-        self.steps = Steps(spool)
+    def __init__(self) -> None:
+        self.steps = Steps()
 
     def node(self) -> str:
         import ray
@@ -120,7 +127,8 @@ class NodeSteps:
         return ray.get_runtime_context().get_node_id()
 
     def start(self, key: str, launch: dict) -> None:
-        self.steps.start(key, launch)
+        env = {**launch["env"], "VIPU_RAY_NODE": self.node()}  # which node it ran on, for the program and tests
+        self.steps.start(key, {**launch, "env": env})
 
     def wait(self, key: str, timeout: float | None = None) -> dict | None:
         return self.steps.wait(key, timeout)

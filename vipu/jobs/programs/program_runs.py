@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from vipu.jobs.programs.environment import job_environment
-from vipu.jobs.programs.hosts import NodeSteps, Steps, local_spool
+from vipu.jobs.programs.hosts import NodeSteps, Steps, spool_for
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.output_pattern import output_path
@@ -64,7 +64,8 @@ class ProgramRuns:
 
     def __init__(self, ctx):
         self.ctx = ctx
-        self.local = Steps(local_spool(ctx.settings.state_dir))
+        self.local = Steps()
+        self.spool = spool_for(ctx.settings.state_dir)
         self.runs: dict[int, _Run] = {}  # each job's latest run in this controller
         self._nodes: dict[str, object] = {}  # Ray node id -> its NodeSteps actor
         self._lock = threading.Lock()
@@ -90,7 +91,8 @@ class ProgramRuns:
             user = None
         launch = {"job_id": job.id, "run": number, "script": work.script, "args": work.args, "cwd": work.workdir,
                   "env": job_environment(job, partition, state, host, port), "stdout": record.output,
-                  "stderr": record.error, "user": user, "kill_wait_s": ctx.settings.kill_wait_s}
+                  "stderr": record.error, "user": user, "kill_wait_s": ctx.settings.kill_wait_s,
+                  "spool": self.spool}
         ctx.store.commit([("program_run", record.name, record)], [])
         self.runs[job.id] = run
         machines = state.topology.machines_of(start.first_ipu, start.ipus)
@@ -161,10 +163,9 @@ class ProgramRuns:
         with self._lock:
             actor = self._nodes.get(node)
             if actor is None:
-                spool = os.path.join("/tmp", "vipu-spool")  # the node's own: scripts live there while they run
                 actor = self._nodes[node] = ray.remote(NodeSteps).options(
-                    num_cpus=0, max_concurrency=1000, lifetime=None,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(spool)
+                    num_cpus=0, max_concurrency=1000,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
         return actor
 
     @staticmethod
@@ -217,3 +218,7 @@ class ProgramRuns:
         deadline = time.monotonic() + 5  # their supervisors' SIGTERM, then out: KillWait is for cancels
         for run in list(self.runs.values()):
             run.finished.wait(max(0.0, deadline - time.monotonic()))
+        try:
+            os.rmdir(self.spool)  # this machine's, if no script is left in it
+        except OSError:
+            pass

@@ -4,51 +4,56 @@ Why a process between the controller and the program: the program runs in a proc
 included), as the job's user, with its output going straight to its files; the supervisor stays as the controller's
 user, so it can always end the whole group: on SIGTERM (a cancel or a time limit) it sends SIGTERM to the group and
 SIGKILL after the grace period (Slurm's KillWait), and when the script exits it kills what the script left behind.
-It also ends the group when the process that started it dies, even by SIGKILL (the kernel's parent-death signal, and
-a check of its parent): a controller that is killed leaves no program running that nobody knows about.
+It also ends the group when the process that started it dies, even by SIGKILL: a controller that is killed leaves no
+program running that nobody knows about.
 
-Protocol: the launcher writes one JSON object on stdin (see `Launch` in hosts.py) and closes it; the supervisor
-answers with JSON lines on stdout: {"started": {"pid": P}} once the program runs, then {"ended": {"exit_code": N,
-"signal": S}} once it and its group are gone; or {"failed": "why"} if it could not start (nothing ran).
+Why it leaves its starter's process tree (a double fork) and watches the starter instead: whoever kills the starter
+may kill its descendants with SIGKILL first (Ray does, for an actor's worker), and a supervisor killed so could not
+stop the program, which runs on in a session of its own. Out of the tree, it sees its starter go (a pidfd) and stops
+the program itself.
+
+Protocol: the launcher writes one JSON object on stdin (the launch: see program_runs.py) and closes it; the supervisor
+answers with JSON lines on stdout: {"supervisor": PID} first (signal it, not the process the launcher started), then
+{"started": {"pid": P}} once the program runs, then {"ended": {"exit_code": N, "signal": S}} once it and its group
+are gone; or {"failed": "why"} if it could not start (nothing ran).
 Run: python -m vipu.jobs.programs.stepd
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import select
 import signal
+import stat
 import sys
 import time
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
-PARENT_CHECK_S = 1.0  # how often the parent is looked for, besides the parent-death signal
 
 
 def main() -> int:
-    parent = os.getppid()
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):  # not Linux: the parent check below still ends the group
-        pass
-    if os.getppid() != parent:
-        return 1  # the launcher died before the signal was armed
+        starter = os.pidfd_open(os.getppid())  # readable once the starter has gone
+    except ProcessLookupError:
+        return 1
+    if os.fork() > 0:
+        os._exit(0)  # the starter's own child ends at once; the supervisor goes on outside its tree
+    os.setsid()
+    say({"supervisor": os.getpid()})
     launch = json.loads(sys.stdin.read())
     stop_r, stop_w = os.pipe()
     os.set_blocking(stop_w, False)
     signal.set_wakeup_fd(stop_w)
     signal.signal(signal.SIGTERM, lambda *_: None)  # woken through the pipe instead
-    script = write_script(launch)
     try:
+        script = write_script(launch)
         pid = start(launch, script)
     except StartError as e:
         say({"failed": str(e)})
         return 0
     say({"started": {"pid": pid}})
-    status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, parent)
+    status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, starter)
     try:
         os.killpg(pid, signal.SIGKILL)  # what the script left running: the job has ended
     except ProcessLookupError:
@@ -69,9 +74,14 @@ class StartError(Exception):
 
 
 def write_script(launch: dict) -> Path:
-    """The script as a file the job's user may run and nobody else may read, in the spool folder."""
+    """The script as a file the job's user may run and nobody else may read, in the spool folder: one that only this
+    supervisor's user may write in (else another user could swap a script, or read one)."""
     spool = Path(launch["spool"])
-    spool.mkdir(mode=0o711, parents=True, exist_ok=True)
+    spool.mkdir(mode=0o711, exist_ok=True)
+    info = os.lstat(spool)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise StartError(f"the spool folder {spool} is not this controller's own (a link, another user's, or"
+                         " writable by others); remove it, and the next run makes it again")
     path = spool / f"job{launch['job_id']}.run{launch['run']}.script"
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
@@ -100,6 +110,7 @@ def start(launch: dict, script: Path) -> int:
         why = pipe.read().decode(errors="replace")
     if why:
         os.waitpid(pid, 0)
+        script.unlink(missing_ok=True)
         raise StartError(why)
     return pid
 
@@ -140,26 +151,29 @@ def open_output(path: str, what: str) -> int:
         raise StartError(f"{what} file {path} cannot be written by the job's user ({e.strerror})") from None
 
 
-def supervise(pid: int, kill_wait_s: float, stop_r: int, parent: int) -> int:
-    """Wait for the program; on a stop (SIGTERM, or the parent gone) SIGTERM its group, and SIGKILL it after the
+def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int) -> int:
+    """Wait for the program; on a stop (SIGTERM, or the starter gone) SIGTERM its group, and SIGKILL it after the
     grace period. Returns its wait status."""
-    pidfd = os.pidfd_open(pid)
+    program = os.pidfd_open(pid)
+    watched = [program, stop_r, starter]
     kill_at = None
     while True:
-        timeout = PARENT_CHECK_S if kill_at is None else max(0.0, min(PARENT_CHECK_S, kill_at - time.monotonic()))
-        ready, _, _ = select.select([pidfd, stop_r], [], [], timeout)
-        if pidfd in ready:
+        timeout = None if kill_at is None else max(0.0, kill_at - time.monotonic())
+        ready, _, _ = select.select(watched, [], [], timeout)
+        if program in ready:
             _, status = os.waitpid(pid, 0)
-            os.close(pidfd)
+            os.close(program)
             return status
-        stopping = stop_r in ready or os.getppid() != parent
         if stop_r in ready:
             os.read(stop_r, 512)
-        if stopping and kill_at is None:
+        if starter in ready:
+            watched.remove(starter)  # stays readable: looked at once
+        if (stop_r in ready or starter in ready) and kill_at is None:
             signal_group(pid, signal.SIGTERM)
             kill_at = time.monotonic() + kill_wait_s
         elif kill_at is not None and time.monotonic() >= kill_at:
             signal_group(pid, signal.SIGKILL)
+            kill_at = time.monotonic() + 3600  # once: the group is gone or cannot be killed harder
 
 
 def signal_group(pid: int, sig: int) -> None:

@@ -1,0 +1,168 @@
+"""Users' programs as jobs, end to end against a real controller (--ray off): a batch script runs as a real process
+with Slurm's and the partition's environment, its output goes to its files, its exit code and signal are kept, a
+cancel or a time limit stops its whole process group (SIGKILL after KillWait), and a controller killed under it
+leaves nothing running."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import show, submit, wait_for
+
+DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"}
+
+
+def spec_file(tmp_path: Path, script: str, name: str = "prog", **fields) -> str:
+    """A job spec running `script` from tmp_path, as `vipu submit job.sh` sends one."""
+    spec = {"name": name, "ipus": 4, "time_limit": "2m", **fields,
+            "workload": {"kind": "command", "script": script, "submit_dir": str(tmp_path),
+                         "environment": {"PATH": os.environ["PATH"], "FROM_SUBMITTER": "yes"}}}
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(spec))
+    return str(path)
+
+
+def ended(server, job: int, timeout: float = 30.0) -> dict:
+    return wait_for(lambda: (d := show(server, job))["state"] in DONE and d, timeout=timeout)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def controller(server_factory):
+    return server_factory(extra=["--kill-wait", "1"])
+
+
+def test_a_script_runs_with_slurms_and_the_partitions_environment(controller, tmp_path):
+    script = ("#!/bin/bash\necho job=$SLURM_JOB_ID name=$SLURM_JOB_NAME partition=$IPUOF_VIPU_API_PARTITION_ID"
+              " ipus=$VIPU_PARTITION_IPUS\necho submit=$SLURM_SUBMIT_DIR pwd=$(pwd) from=$FROM_SUBMITTER\n"
+              "echo options=$POPLAR_TARGET_OPTIONS\necho oops >&2\n")
+    [job] = submit(controller, spec_file(tmp_path, script))
+    detail = ended(controller, job)
+    assert (detail["state"], detail["exit_code"], detail["signal"]) == ("COMPLETED", 0, 0)
+    out = (tmp_path / f"slurm-{job}.out").read_text().splitlines()  # sbatch's default name, in the workdir
+    assert out[0] == f"job={job} name=prog partition=slurm_{job} ipus=4"
+    assert out[1] == f"submit={tmp_path} pwd={tmp_path} from=yes"
+    assert json.loads(out[2].removeprefix("options="))["ipuLinkDomainSize"] == "4"
+    assert out[3] == "oops"  # stderr with stdout unless --error says otherwise
+    logs = run(controller, "vipu", "logs", str(job))
+    assert logs.returncode == 0 and logs.stdout.splitlines() == out
+
+
+def test_exit_codes_and_signals_are_kept_as_code_colon_signal(controller, tmp_path):
+    [fails] = submit(controller, spec_file(tmp_path, "#!/bin/sh\nexit 3\n", "fails"))
+    [crashes] = submit(controller, spec_file(tmp_path, "#!/bin/sh\nkill -SEGV $$\n", "crashes"))
+    [missing] = submit(controller, spec_file(tmp_path, "#!/bin/sh\nno-such-program-here\n", "missing"))
+    assert [(d["state"], d["exit_code"], d["signal"]) for d in map(lambda j: ended(controller, j),
+            (fails, crashes, missing))] == [("FAILED", 3, 0), ("FAILED", 0, 11), ("FAILED", 127, 0)]
+    history = run(controller, "vipu", "history", "--json")
+    codes = {x["id"]: (x["exit_code"], x["signal"]) for x in json.loads(history.stdout)}
+    assert codes[crashes] == (0, 11)
+
+
+def test_error_goes_to_its_own_file_and_a_missing_directory_fails_the_job_saying_why(controller, tmp_path):
+    script = "#!/bin/sh\necho out\necho err >&2\n"
+    [job] = submit(controller, spec_file(tmp_path, script, "split", output=str(tmp_path / "o-%j.txt"),
+                                         error=str(tmp_path / "e-%x.txt")))
+    assert ended(controller, job)["state"] == "COMPLETED"
+    assert (tmp_path / f"o-{job}.txt").read_text() == "out\n" and (tmp_path / "e-split.txt").read_text() == "err\n"
+    [lost] = submit(controller, spec_file(tmp_path, script, "lost", output=str(tmp_path / "no" / "such" / "out")))
+    detail = ended(controller, lost)
+    assert detail["state"] == "FAILED" and detail["exit_code"] == 1
+    why = f"its directory {tmp_path / 'no' / 'such'} does not exist"
+    assert why in detail["training"]["failure"]
+    assert why in run(controller, "vipu", "logs", str(lost)).stdout
+    assert not (tmp_path / "no").exists()  # as sbatch: the job fails rather than the directory being made
+
+
+def test_cancel_stops_the_whole_process_group_and_sigkill_follows_kill_wait(controller, tmp_path):
+    script = ("#!/bin/bash\ntrap '' TERM\nsleep 300 & echo $! > child\necho $$ > pid\nwait\n")  # deaf to SIGTERM
+    [job] = submit(controller, spec_file(tmp_path, script, "deaf"))
+    pids = wait_for(lambda: (tmp_path / "child").is_file() and (tmp_path / "pid").is_file() and [
+        int((tmp_path / f).read_text()) for f in ("pid", "child") if (tmp_path / f).read_text().strip()])
+    assert len(pids) == 2 and all(map(alive, pids))
+    assert run(controller, "vipu", "cancel", str(job)).returncode == 0
+    assert show(controller, job)["state"] == "CANCELLED"
+    wait_for(lambda: not any(map(alive, pids)), timeout=10)  # SIGTERM ignored: SIGKILL a second later
+
+
+def test_a_time_limit_ends_the_run_timeout(controller, tmp_path):
+    [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho $$ > pid\nexec sleep 300\n", "slow",
+                                         time_limit="2s"))
+    detail = ended(controller, job)
+    assert (detail["state"], detail["signal"]) == ("TIMEOUT", 15)
+    wait_for(lambda: not alive(int((tmp_path / "pid").read_text())), timeout=10)
+
+
+def test_logs_show_a_running_programs_output_as_it_comes(controller, tmp_path):
+    [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho first\nwhile [ ! -e go ]; do sleep 0.1; done\n"
+                                                   "echo second\n", "live"))
+    wait_for(lambda: run(controller, "vipu", "logs", str(job)).stdout == "first\n")
+    (tmp_path / "go").touch()
+    assert ended(controller, job)["state"] == "COMPLETED"
+    assert run(controller, "vipu", "logs", str(job)).stdout == "first\nsecond\n"
+
+
+def test_a_killed_controller_leaves_no_program_running_and_its_restart_requeues_the_job(controller, tmp_path):
+    [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho $$ > pid\nexec sleep 300\n", "orphan"))
+    pid = wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text().strip()
+                   and int((tmp_path / "pid").read_text()))
+    controller.kill(signal.SIGKILL)
+    wait_for(lambda: not alive(pid), timeout=15)  # its supervisor saw the controller go, and stopped it
+    controller.restart()
+    detail = show(controller, job)
+    assert detail["requeue_count"] == 1 and "NODE_FAIL" in [h["state"] for h in detail["detail"]["history"]]
+    assert "ended NODE_FAIL at the controller's restart, requeued" in detail["detail"]["recovery"]
+
+
+def test_a_script_without_an_interpreter_line_is_refused_naming_the_field(controller, tmp_path):
+    out = run(controller, "vipu", "submit", spec_file(tmp_path, "echo hi\n", "bare"))
+    assert out.returncode == 2
+    assert "workload.script: does not start with #! and an interpreter" in out.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="running a program as another account needs a root controller")
+def test_under_secure_a_program_runs_as_its_users_unix_account_and_only_then(server_factory, tmp_path):
+    server = server_factory(extra=["--secure"])
+    admin = (server.state_dir / "admin.key").read_text().strip()
+
+    def as_(key: str) -> dict:
+        return {**server.env(), "VIPU_CLI_API_ACCESS_KEY": key}
+
+    def user(name: str, *flags: str) -> str:
+        out = run(server, "vipu-admin", "create", "user", name, *flags, "--json", env=as_(admin))
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["access_key"]
+
+    refused = run(server, "vipu-admin", "create", "user", "eve", "--unix-user", "root", env=as_(admin))
+    assert refused.returncode == 2 and "unix_user root is root" in refused.stderr
+    alice, bob = user("alice", "--unix-user", "nobody"), user("bob")
+    home = Path(tempfile.mkdtemp(prefix="vipu-nobody-"))  # pytest's own folders are root's alone
+    home.chmod(0o777)  # nobody's to work in, as a user's own directory is theirs
+    script = "#!/bin/sh\nid -u\nid -g\nif touch /root/.vipu-escalation 2>/dev/null; then echo escalated; fi\n"
+    [job] = [int(i) for i in json.loads(run(server, "vipu", "submit", spec_file(home, script, "mine"), "--json",
+                                            env=as_(alice)).stdout)["job_ids"]]
+    detail = wait_for(lambda: (d := json.loads(run(server, "vipu", "show", "job", str(job), "--json",
+                                                   env=as_(alice)).stdout))["state"] in DONE and d)
+    assert detail["state"] == "COMPLETED", detail["training"]
+    out = home / f"slurm-{job}.out"
+    assert out.read_text().split() == ["65534", "65534"]  # nobody's uid and gid, no root file written
+    assert out.stat().st_uid == 65534  # opened as the user, not by the controller
+    shutil.rmtree(home)
+    denied = run(server, "vipu", "submit", spec_file(tmp_path, script, "theirs"), env=as_(bob))
+    assert denied.returncode == 6 and "user bob has no Unix account to run programs as" in denied.stderr
+    assert "vipu-admin create user bob --unix-user ACCOUNT" in denied.stderr
