@@ -21,7 +21,7 @@ from vipu.clock import VirtualClock
 from vipu.errors import ResourceExhausted
 from vipu.hardware.pod_files import load_pod
 from vipu.partition.controller import Controller
-from vipu.partition.partition import PartitionRequest
+from vipu.partition.partition_record import PartitionRequest
 from vipu.partition.pod_state import NoJournal
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 

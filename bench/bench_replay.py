@@ -5,8 +5,8 @@ Goal: >= 20,000 jobs replayed per wall-clock second. Prints the GPU-to-IPU mappi
 the trace's own arrival times and once with arrivals 4x compressed (4x the load), where the policies differ.
 --repeat N replays each policy N times and shows the fastest (on a machine shared with other work a single run's
 wall time varies by half); the result tables are the same whatever N.
-Last, it replays the openb trace at 1x, 4x and 16x under every policy and checks every figure (but jobs/s) against
-bench/replay_figures_before_issue20.json, what the replay gave before the one-driver redesign (issue 20).
+Last, for the openb trace, it replays it at 1x, 4x and 16x under every policy and checks every figure (but jobs/s)
+against bench/replay_figures_before_issue20.json, what the replay gave before the one-driver redesign (issue 20).
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vipu.replay.summary import result_json  # noqa: E402
 from vipu.replay.run import main_replay, simulate_trace  # noqa: E402
 
-TRACE = str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb_pod_list_default.csv")
+OPENB = "openb_pod_list_default.csv"  # Alibaba's openb pod list: github.com/alibaba/clusterdata (cluster-trace-gpu-v2023)
+# where a developer's checkout finds it (next to the project: ../shared/traces), from here or from where it runs
+PLACES = [Path(__file__).resolve().parents[2] / "shared" / "traces", Path.cwd().parent / "shared" / "traces"]
+TRACE = str(next((place / OPENB for place in PLACES if (place / OPENB).is_file()), PLACES[0] / OPENB))
 BEFORE = Path(__file__).with_name("replay_figures_before_issue20.json")
 POLICIES = ["fifo", "priority", "backfill", "sjf"]
 
@@ -56,12 +59,16 @@ def main() -> None:
     parser.add_argument("--compressions", default="1,4", help="arrival-time compression factors to run")
     parser.add_argument("--repeat", type=int, default=3, help="replays per policy; the fastest is shown")
     args = parser.parse_args()
+    if not Path(args.trace).is_file():
+        print(f"bench_replay: skipped: no trace at {args.trace}; give --trace FILE (an openb pod list, e.g. {OPENB}"
+              " from github.com/alibaba/clusterdata, or a native trace: docs/traces.md)")
+        return
     for compression in (float(c) for c in args.compressions.split(",")):
         t0 = time.perf_counter()
         print(main_replay(args.trace, args.pod, args.policies.split(","), timer=time.perf_counter,
                           repeat=args.repeat, compression=compression))
         print(f"(whole run incl. reading the trace: {time.perf_counter() - t0:.1f} s wall)\n")
-    if args.trace == TRACE and args.pod == "bow-pod256":
+    if Path(args.trace).name == OPENB and args.pod == "bow-pod256":
         print(compare_with_before(args.trace, args.pod))
 
 

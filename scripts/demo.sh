@@ -86,15 +86,15 @@ step $BIN/vipu history
 
 printf '\n# The main job: three small models really train on the emulated IPU-Machines (Ray actors), split as their\n'
 printf '# layouts say (data-, pipeline-, tensor-parallel); each reports its loss curve and the step time on the real Pod.\n'
-step $BIN/vipu plan examples/tiny_pp.yaml
+step $BIN/vipu plan examples/tiny_pp.yaml --pod bow-pod64
 for kind in dp pp tp; do step $BIN/vipu submit examples/tiny_$kind.yaml; done
 step $BIN/vipu queue
+step $BIN/vipu top --once
 printf '\n# ... training (the first job starts Ray and the machine actors) ...\n'
 for _ in $(seq 240); do [ -z "$($BIN/vipu queue --no-header)" ] && break; sleep 0.5; done
 for id in $($BIN/vipu history --json | $BIN/python -c "import json,sys; print(' '.join(str(j['id']) for j in json.load(sys.stdin) if j['name'].startswith('tiny-')))"); do
   step $BIN/vipu logs "$id"
 done
-step $BIN/vipu top --once
 
 printf '\n# The same scheduler replays a real trace (Alibaba openb) in virtual time, without Ray:\n'
 TRACE=../shared/traces/openb_pod_list_default.csv

@@ -13,16 +13,20 @@ ROOT = Path(__file__).resolve().parents[1] / "vipu"
 PURE = ("scheduler", "partition")  # decisions and rules: plain Python, clock injected
 NOT_BELOW_PURE = ("vipu.jobs", "vipu.workers", "vipu.fabric", "vipu.server", "vipu.cli", "vipu.control",
                   "vipu.metrics", "vipu.replay", "vipu.store", "vipu.v1")
+EXECUTION = ("fabric", "workers", "jobs")  # stand on the domain and the hardware model, below the control plane
+ABOVE_EXECUTION = ("vipu.control", "vipu.server", "vipu.cli", "vipu.metrics", "vipu.replay")
+EDGE_PACKAGES = ("vipu.server", "vipu.cli", "vipu.metrics")
 EDGES = ("server", "metrics")
 # the domain's stateful parts, which only the control plane holds
-INTERNAL = ("vipu.scheduler.scheduler", "vipu.scheduler.table", "vipu.scheduler.queries", "vipu.scheduler.cycle",
+INTERNAL = ("vipu.scheduler.scheduler", "vipu.scheduler.table", "vipu.scheduler.reasons", "vipu.scheduler.cycle",
             "vipu.scheduler.order", "vipu.scheduler.view", "vipu.scheduler.holds", "vipu.scheduler.startable",
             "vipu.scheduler.recovery", "vipu.scheduler.submission", "vipu.scheduler.policies",
             "vipu.partition.controller", "vipu.partition.partitions", "vipu.partition.admin", "vipu.store",
             "vipu.jobs", "vipu.fabric", "vipu.workers.pool", "vipu.workers.machine", "vipu.workers.actor",
             "vipu.control.driver", "vipu.control.executor", "vipu.control.lock")
 # what an edge may not reach through the control plane either
-INTERNAL_ATTRIBUTES = {"scheduler", "controller", "table", "driver", "runners", "executor", "listings"}
+INTERNAL_ATTRIBUTES = {"scheduler", "controller", "table", "driver", "runners", "executor", "listings", "store",
+                       "machines"}
 
 
 def modules(package: str):
@@ -51,22 +55,45 @@ def test_the_pure_packages_import_no_edge_and_no_execution(package):
     assert wrong == []
 
 
+@pytest.mark.parametrize("package", EXECUTION)
+def test_execution_imports_nothing_above_it(package):
+    """Workers, fabric and workload kinds are called by the control plane, never the other way round."""
+    wrong = [f"{path.relative_to(ROOT.parent)} imports {name}" for path, tree in modules(package)
+             for name in imported(tree) if under(name, ABOVE_EXECUTION)]
+    assert wrong == []
+
+
+def test_the_control_plane_imports_no_edge():
+    wrong = [f"{path.relative_to(ROOT.parent)} imports {name}" for path, tree in modules("control")
+             for name in imported(tree) if under(name, EDGE_PACKAGES)]
+    assert wrong == []
+
+
 @pytest.mark.parametrize("package", EDGES)
 def test_edges_reach_the_domain_only_through_the_control_plane(package):
     wrong = [f"{path.relative_to(ROOT.parent)} imports {name}" for path, tree in modules(package)
              for name in imported(tree) if under(name, INTERNAL)]
-    wrong += [f"{path.relative_to(ROOT.parent)}:{node.lineno} reads .{node.attr}" for path, tree in modules(package)
-              for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in INTERNAL_ATTRIBUTES]
+    wrong += [f"{path.relative_to(ROOT.parent)}:{node.lineno} reads plane.{node.attr}"
+              for path, tree in modules(package) for node in plane_reads(tree) if node.attr in INTERNAL_ATTRIBUTES]
     assert wrong == []
+
+
+def plane_reads(tree: ast.AST) -> list[ast.Attribute]:
+    """Attributes read off the control plane: `plane.x` or `self.plane.x`."""
+    def is_plane(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "plane") or (
+            isinstance(node, ast.Attribute) and node.attr == "plane" and isinstance(node.value, ast.Name))
+
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Attribute) and is_plane(node.value)]
 
 
 def test_the_rules_catch_what_they_forbid(tmp_path, monkeypatch):
     """The checks above can fail: a module that breaks each rule is found."""
-    tree = ast.parse("from vipu.scheduler.table import JobTable\nimport vipu.jobs.train\nx = plane.scheduler.table")
+    tree = ast.parse("from vipu.scheduler.table import JobTable\nimport vipu.jobs.train\nx = plane.scheduler.table\n"
+                     "y = self.plane.store\nz = pod.machines")
     assert [n for n in imported(tree) if under(n, INTERNAL)] == ["vipu.scheduler.table",
                                                                "vipu.scheduler.table.JobTable", "vipu.jobs.train"]
-    assert {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} & INTERNAL_ATTRIBUTES == {"scheduler",
-                                                                                                      "table"}
+    assert sorted(n.attr for n in plane_reads(tree) if n.attr in INTERNAL_ATTRIBUTES) == ["scheduler", "store"]
 
 
 def test_no_module_name_means_two_things():

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from vipu.errors import Unavailable
-from vipu.partition.admin_objects import User
+from vipu.partition.admin_records import User
 from vipu.store import Store
 
 

@@ -194,7 +194,7 @@ def test_begin_time_waits_with_reason_begintime_then_runs(server):
     run(server, "vipu", "cancel", str(plain))
     running = wait_for(lambda: (d := show(server, job))["state"] in ("RUNNING", "COMPLETED") and d, timeout=10)
     assert running["start_time"] >= running["begin_time"]
-    assert running["start_time"] - running["begin_time"] < 1.0  # within a tick (test_the_dispatcher_wakes_at_...)
+    assert running["start_time"] - running["begin_time"] < 1.0  # within a step (test_the_driver_wakes_at_the_earliest_begin_time)
     assert time.time() - submitted >= 1.5
     wait_for(lambda: show(server, job)["state"] == "COMPLETED")
 

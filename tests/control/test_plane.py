@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from vipu.access import ANYONE
+from vipu.control import snapshot
 from vipu.control.job_ops import SubmitRequest
+from vipu.control.snapshot import ListingGone
 from vipu.control.startup import open_plane
 from vipu.control.workloads import builtin_kinds
 from vipu.errors import InvalidArgument
@@ -71,7 +73,7 @@ def test_a_slow_admission_check_delays_no_other_submission_or_listing(plane, gat
 
 def test_a_slow_listing_delays_no_submission(plane, monkeypatch, gate):
     release, reached = gate
-    listed = QueueView.queue
+    listed = QueueView.queue_rows
 
     def slow_queue(self, *args, **kwargs):  # ordering and explaining a huge queue
         reached.set()
@@ -79,7 +81,7 @@ def test_a_slow_listing_delays_no_submission(plane, monkeypatch, gate):
         return listed(self, *args, **kwargs)
 
     submit(plane)
-    monkeypatch.setattr(QueueView, "queue", slow_queue)
+    monkeypatch.setattr(QueueView, "queue_rows", slow_queue)
     lister, got = in_thread(lambda: plane.jobs.queue(ANYONE).items)
     assert reached.wait(WAIT_S)
     assert submit(plane) == [2] and lister.is_alive()  # the listing holds no lock the submission needs
@@ -122,16 +124,42 @@ def test_a_page_token_is_refused_for_other_filters_or_when_made_up(plane):
         plane.jobs.queue(ANYONE, page_size=-1)
 
 
-def test_a_page_whose_listing_was_dropped_comes_from_now_at_the_same_offset(plane):
+def test_a_page_whose_listing_is_no_longer_kept_is_refused_so_no_job_is_left_out(plane, monkeypatch):
+    """Regression: the next page came from a fresh listing at the same offset, and jobs ahead of it that had started
+    or ended moved the live ones behind it out of every page."""
     plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(4)], ANYONE)
     first = plane.jobs.queue(ANYONE, page_size=2)
-    plane.listings._kept.clear()  # as after many other listings
+    monkeypatch.setattr(snapshot, "LISTING_KEPT_S", 0.0)  # as after ten quiet minutes
+    with pytest.raises(ListingGone, match="page_token names a listing no longer kept"):
+        plane.jobs.queue(ANYONE, page_size=2, page_token=first.next_page_token)
+
+
+def test_listings_kept_are_bounded_by_their_rows(plane, monkeypatch):
+    monkeypatch.setattr(snapshot, "LISTED_ROWS_KEPT", 5)
+    plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(3)], ANYONE)
+    mine = plane.jobs.queue(ANYONE, page_size=1)
+    plane.jobs.queue(ANYONE, users=["someone"], page_size=1)  # another listing: 3 + 0 rows, both kept
+    assert plane.jobs.queue(ANYONE, page_size=1, page_token=mine.next_page_token).items[0].id == 2
+    plane.jobs.history(ANYONE, page_size=1)  # and a third (0 rows)
     submit(plane)
-    rest = plane.jobs.queue(ANYONE, page_size=2, page_token=first.next_page_token)
-    assert [x.id for x in rest.items] == [3, 4] and rest.total == 5 and rest.next_page_token
+    plane.jobs.queue(ANYONE, page_size=1)  # 4 rows more: over 5, the oldest goes
+    with pytest.raises(ListingGone):
+        plane.jobs.queue(ANYONE, page_size=1, page_token=mine.next_page_token)
 
 
 def test_an_unpaged_caller_gets_the_default_page(plane):
     plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(1001)], ANYONE)
     page = plane.jobs.queue(ANYONE)
     assert len(page.items) == 1000 and page.total == 1001 and page.next_page_token
+
+
+def test_an_idle_controller_keeps_its_snapshot(plane):
+    """The loop steps only when woken or at an event: readers of an idle controller share one snapshot, taken
+    without the lock."""
+    submit(plane, b'{"ipus": 1, "time_limit": "10m", "workload": {"kind": "sleep", "duration": "2m"}}')
+    plane.step()
+    assert plane.loop.wait_after(plane.now()) == pytest.approx(120, abs=1)  # until the job ends, and no step
+    first = plane.read()
+    assert plane.read() is first
+    submit(plane)  # a change: a new snapshot
+    assert plane.read() is not first

@@ -18,7 +18,7 @@ import pytest
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.pod_files import load_pod, parse_pod
 from vipu.partition.controller import Controller
-from vipu.partition.partition import PartitionRequest
+from vipu.partition.partition_record import PartitionRequest
 from vipu.partition.pod_state import KINDS, PodState
 
 PRESET_NAMES = ("bow-pod16", "bow-pod64", "bow-pod128", "bow-pod256")

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
-from vipu.partition.admin_objects import DEFAULT_ALLOCATION, DEFAULT_CLUSTER
+from vipu.partition.admin_records import DEFAULT_ALLOCATION, DEFAULT_CLUSTER
 from vipu.partition.controller import AGENT_BASE_PORT, AGENT_HOST, Controller
 from vipu.partition.pod_state import NoJournal
 

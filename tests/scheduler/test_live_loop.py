@@ -3,9 +3,9 @@ controller's free IPUs, and the live executor makes every started job's partitio
 
 from vipu.control.driver import Driver
 from vipu.control.executor import LiveExecutor
-from vipu.metrics.instruments import Metrics
+from vipu.control.instruments import Metrics
 from vipu.partition.controller import Controller
-from vipu.partition.partition import PartitionRequest
+from vipu.partition.partition_record import PartitionRequest
 from vipu.partition.pod_state import NoJournal
 from vipu.workers.fleet import Fleet
 

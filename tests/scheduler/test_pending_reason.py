@@ -9,7 +9,7 @@ from typing import Callable
 
 import pytest
 
-from vipu.scheduler.queries import pending_reason
+from vipu.scheduler.reasons import pending_reason
 
 from tests.scheduler.builders import POD16, make, spec
 

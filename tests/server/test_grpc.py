@@ -12,7 +12,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 
 from vipu.cli.failure import UNREACHABLE, fail_rpc
 from vipu.errors import ORIGIN
-from vipu.partition.admin_objects import User
+from vipu.partition.admin_records import User
 from vipu.server.status import rpc
 from vipu.store import Store
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2 as p, partition_pb2_grpc

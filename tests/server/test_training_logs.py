@@ -29,9 +29,9 @@ MLP = {"kind": "mlp", "layers": 3, "hidden": 16, "inputs": 12, "outputs": 5, "dt
 
 @pytest.fixture
 def rt(tmp_path):
-    runtime = open_plane("bow-pod16", tmp_path, "127.0.0.1", 8090)
-    yield runtime
-    runtime.store.close()
+    plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 8090)
+    yield plane
+    plane.store.close()
 
 
 def submit(rt, ipus: int, steps: int, requeue: bool = True, **layout) -> int:
@@ -53,7 +53,7 @@ class LocalCall:
 
 
 def step_until(rt, done, timeout: float = 60.0):
-    """Run the dispatcher (no loop thread in these tests) until done() holds."""
+    """Step the scheduling loop (no loop thread in these tests) until done() holds."""
     deadline = time.monotonic() + timeout
     while not (value := done()):
         assert time.monotonic() < deadline, "timed out"

@@ -212,10 +212,20 @@ class Connection:
                 time.sleep(0.2)
 
     def every_page(self, method, request):
-        """Every page of a list call, merged into one response (paging.py); failures as call()."""
-        from vipu.cli.paging import every_page
+        """Every page of a list call, merged into one response (paging.py); failures as call(). A later page the
+        controller refuses names a listing it no longer keeps: the listing starts again (paging.py)."""
+        from vipu.cli.paging import ListingGone, every_page
 
-        return every_page(lambda asked: self.call(method, asked), request)
+        def page(asked):
+            reply = self.attempt(method, asked) if asked.page_token else self.call(method, asked)
+            if reply is None:
+                raise ListingGone()
+            return reply
+
+        try:
+            return every_page(page, request, gone=lambda e: isinstance(e, ListingGone))
+        except ListingGone:  # gone every time: the last try says why, as any failure
+            return every_page(lambda asked: self.call(method, asked), request)
 
     def attempt(self, method, request):
         """The reply, or None when the controller refused the request (the caller then finds out why by other calls);

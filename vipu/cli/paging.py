@@ -11,9 +11,25 @@ from typing import Callable
 PAGE_SIZE = 1000
 
 
-def every_page(call: Callable, request):
+class ListingGone(Exception):
+    """The controller no longer keeps the listing a page token names."""
+
+
+def every_page(call: Callable, request, gone: Callable[[Exception], bool] = lambda e: False, tries: int = 3):
     """Every page of `call(request)` merged into one response of its type (its list field holds every item, its
-    next_page_token is empty). `request` is not changed."""
+    next_page_token is empty), all from one moment: when the controller no longer keeps the listing a page token
+    names (`gone(error)`), the listing starts again from its first page, up to `tries` times. `request` is not
+    changed."""
+    for attempt in range(tries):
+        try:
+            return _pages(call, request)
+        except Exception as e:
+            if attempt == tries - 1 or not gone(e):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _pages(call: Callable, request):
     asked = type(request)()
     asked.CopyFrom(request)
     if not asked.page_size:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from vipu.control.accounts import account
 from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.admin import Admin
-from vipu.partition.admin_objects import Agent, Allocation, Cluster, User
-from vipu.partition.partition import Partition
+from vipu.partition.admin_records import Agent, Allocation, Cluster, User
+from vipu.partition.partition_record import Partition
 from vipu.partition.pod_state import NoJournal, PodState
 
 if TYPE_CHECKING:

@@ -29,7 +29,9 @@ from vipu.scheduler.workload import Ending
 
 log = logging.getLogger("vipu.driver")
 
-ARRIVAL, ENDED, TIME_LIMIT, WAKE = range(4)  # ranks: the order of events due at the same time
+# Ranks: the order of events due at the same time. Arrivals (a trace's submissions) come before all of them; they
+# are kept in a sorted list of their own, where a replay may hold millions.
+ENDED, TIME_LIMIT, WAKE = range(3)
 
 
 class StartFailed(VipuError):
@@ -75,7 +77,6 @@ class Driver:
         self._next = 0
         self._wakes: set[float] = set()  # begin times a wake-up is queued for
         self.cycles = 0
-        self.on_submitted: Callable[[list], None] | None = None  # told of jobs an arrival queued
 
     # -- what the loop waits for --------------------------------------------------------------------------------
     def _push(self, at: float, rank: int, job_id: int = 0, started: float = 0.0, exit_code: int = 0,
@@ -140,9 +141,7 @@ class Driver:
             if self._next < len(arrivals) and arrivals[self._next].at <= min(at, now):
                 arrival = arrivals[self._next]  # arrivals first at equal times
                 self._next += 1
-                jobs = s.submit(arrival.spec, arrival.at)
-                if self.on_submitted is not None:
-                    self.on_submitted(jobs)
+                s.submit(arrival.spec, arrival.at)
                 continue
             if at > now:
                 return

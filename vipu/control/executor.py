@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Mapping
 from vipu.control.driver import StartFailed
 from vipu.control.output_files import OutputFiles
 from vipu.errors import NotFound, VipuError
-from vipu.partition.partition import PartitionRequest
+from vipu.partition.partition_record import PartitionRequest
 from vipu.partition.rules import job_holder
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
@@ -24,7 +24,7 @@ log = logging.getLogger("vipu.executor")
 
 if TYPE_CHECKING:
     from vipu.control.workloads import Runner, WorkloadKind
-    from vipu.metrics.instruments import Metrics
+    from vipu.control.instruments import Metrics
     from vipu.partition.controller import Controller
     from vipu.scheduler.scheduler import Scheduler
     from vipu.workers.fleet import Fleet

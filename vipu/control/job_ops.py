@@ -15,9 +15,10 @@ from vipu.access import Identity
 from vipu.control.snapshot import Page, Snapshot
 from vipu.errors import InvalidArgument, PermissionDenied
 from vipu.scheduler.job_record import Job, PriorityBreakdown
-from vipu.scheduler.queries import Pod64Info
+from vipu.scheduler.view import Pod64Info
 from vipu.scheduler.job_spec import JobSpec, load_spec, parse_spec
 from vipu.scheduler.job_states import TERMINAL, JobState
+from vipu.scheduler.reasons import Row
 from vipu.scheduler.submission import Submission, Submitted, naming_spec, resolve
 
 if TYPE_CHECKING:
@@ -184,7 +185,8 @@ class JobOps:
 
         now = self.plane.now() if priority else None
         key = repr(("queue", identity, sorted(users), sorted(states or ()), sorted(ids), priority))
-        return self.plane.page(key, lambda snap: snap.queue.queue(keep, now), page_size, page_token)
+        return self.plane.page(key, lambda snap: snap.queue.queue_rows(keep, now), page_size, page_token,
+                               present=Row.decorated)
 
     def history(self, identity: Identity, users: Iterable[str] = (), states: set[JobState] | None = None,
                 ids: Iterable[int] = (), duplicates: bool = False, limit: int = 0, page_size: int = 0,

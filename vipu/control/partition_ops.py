@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 from vipu.access import Identity
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from vipu.partition.admin import Admin
-from vipu.partition.partition import Partition, PartitionRequest
+from vipu.partition.partition_record import Partition, PartitionRequest
 from vipu.partition.ipu_status import IpuStatus, ipu_statuses
 from vipu.partition.rules import check_name, check_user_holder, job_holder, job_of_partition
 from vipu.partition.pod_state import NoJournal, PodState, missing

@@ -24,7 +24,7 @@ from vipu.control.snapshot import Listings, Page, Snapshot
 from vipu.control.workloads import RunContext, RunSettings, WorkloadKind, builtin_kinds
 from vipu.control.accounts import unix_account
 from vipu.errors import Unauthenticated
-from vipu.metrics.instruments import Metrics
+from vipu.control.instruments import Metrics
 from vipu.partition.controller import Controller
 from vipu.scheduler.scheduler import Scheduler
 from vipu.store import Store
@@ -88,9 +88,10 @@ class ControlPlane:
         return self.pacing.paced(items)
 
     def page(self, key: str, make: Callable[[Snapshot], Iterable], page_size: int, page_token: str,
-             snapshot: Snapshot | None = None) -> Page:
-        """One page of the listing `make(snapshot)`, named by `key` (its filters and the caller); snapshot.py."""
-        return self.listings.page(self.read, key, make, page_size, page_token, snapshot)
+             snapshot: Snapshot | None = None, present: Callable = lambda row: row) -> Page:
+        """One page of the listing `make(snapshot)`, named by `key` (its filters and the caller), each row shown as
+        present(row); snapshot.py."""
+        return self.listings.page(self.read, key, make, page_size, page_token, snapshot, present)
 
     def identity(self, key: str | None, claimed: str) -> Identity:
         """Who is calling: the owner of the access key `key` with --secure (the edge has checked it), else whoever
@@ -157,6 +158,32 @@ class ControlPlane:
         return machine_stats(self.progress().values(), self.machines.link_bytes(), self.pod.machine.ipus)
 
     # -- life -------------------------------------------------------------------------------------------------
+    def use_machines(self, mode: str, health_check_s: float, bundle: dict[str, float] | None = None) -> None:
+        """Where the machine actors live (`--ray`: local, off or a cluster's address), how often they are checked,
+        and what each reserves on a Ray node; before start_machines()."""
+        self.machines.mode, self.machines.watch_s = mode, health_check_s
+        if bundle is not None:
+            self.machines.bundle = bundle
+
+    @property
+    def machines_enabled(self) -> bool:
+        return self.machines.enabled
+
+    def start_machines(self) -> None:
+        """Start (or attach to) Ray now: a minute here, so before the controller serves."""
+        self.machines.start()
+
+    def stop_machines(self) -> None:
+        self.machines.shutdown()
+
+    def kill_local_ray(self) -> None:
+        """End every process of a local Ray this controller started, at once (a stop that cannot wait)."""
+        self.machines.kill_local_ray()
+
+    def close(self) -> None:
+        """The store, last: everything committed is durable."""
+        self.store.close()
+
     def step(self) -> None:
         """One step of the loop, now: what the loop's thread does when woken (tests without the thread call it)."""
         with self.lock:

@@ -2,8 +2,10 @@
 
 Why a thread woken by events (SimPy's RealtimeEnvironment overrides only the step; so does this): a submit, cancel
 or release wakes it at once, so an idle Pod starts a job within one cycle of its submission, with no fixed tick like
-Slurm's; otherwise it sleeps until the driver's next event, or at most IDLE_WAIT_S. Every step runs under the
-controller's lock, so the scheduler, the partitions and the store change together.
+Slurm's; otherwise it sleeps until the driver's next event. Every change that can let a job start either wakes it or
+is an event, so an idle controller does not step at all (IDLE_WAIT_S is a safety net): its state, and so the
+snapshot reads share, stays the same. Every step runs under the controller's lock, so the scheduler, the partitions
+and the store change together.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from vipu.control.driver import Driver
     from vipu.control.lock import StateLock
-    from vipu.metrics.instruments import Metrics
+    from vipu.control.instruments import Metrics
 
 log = logging.getLogger("vipu.loop")
-IDLE_WAIT_S = 1.0
+IDLE_WAIT_S = 3600.0
 # During a burst of submissions, steps run at most this often: one cycle then sees many new jobs, instead of one
 # cycle per job each walking the whole queue. An idle Pod still starts a job at once (the gap has long passed).
 MIN_GAP_S = 0.01
@@ -49,6 +51,11 @@ class RealtimeLoop:
         """Something changed that may let a job start or end: step soon."""
         self._wake.set()
 
+    def wait_after(self, now: float) -> float:
+        """How long the loop sleeps after a step at `now` unless woken: until the driver's next event."""
+        due = self.driver.next_time()
+        return IDLE_WAIT_S if due is None else min(IDLE_WAIT_S, max(0.0, due - now))
+
     def _loop(self) -> None:
         last = 0.0
         while not self._stop.is_set():
@@ -60,8 +67,7 @@ class RealtimeLoop:
                 with self.lock, self.metrics.cycle.time():
                     now = self.now()
                     self.driver.step(now)
-                    due = self.driver.next_time()
-                wait = IDLE_WAIT_S if due is None else min(IDLE_WAIT_S, max(0.0, due - now))
+                    wait = self.wait_after(now)
             except Exception:  # noqa: BLE001 - the loop must outlive any one bad step; the log has it
                 log.exception("scheduling step failed")
                 wait = IDLE_WAIT_S

@@ -7,9 +7,10 @@ release of the lock counts a version up (lock.py); readers at the same version s
 controller answers `vipu top`, Prometheus and a polling `vipu queue` without touching the lock at all.
 
 Why pages (Google's AIP-158: page_size, page_token, next_page_token): one listing of 100,000 jobs is 100 MB of
-protobuf. A listing is worked out once per snapshot and filter and kept for a while, and a page token names that
-snapshot and an offset, so a client paging through it sees one consistent moment; if the listing has been dropped
-meanwhile, the next page comes from a fresh one at the same offset.
+protobuf. A listing is worked out once per snapshot and filter, kept as light rows (a page decorates only its own),
+and a page token names that listing and an offset, so a client paging through it sees one moment, whatever changed
+since. Listings are kept LISTING_KEPT_S, up to LISTED_ROWS_KEPT rows in all; a token whose listing is gone is
+refused (FAILED_PRECONDITION), and the client starts again: a page from another moment could leave out a job.
 """
 
 from __future__ import annotations
@@ -18,18 +19,20 @@ import base64
 import hashlib
 import json
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Generic, Iterable, NamedTuple, TypeVar
 
-from vipu.errors import InvalidArgument
+from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.view import QueueView
 
 T = TypeVar("T")
 DEFAULT_PAGE_SIZE = 1000  # what a caller that asks for no page size gets (AIP-158 leaves it to the server)
 MAX_PAGE_SIZE = 10_000  # larger requests are served this many (AIP-158: coerce, do not refuse)
-LISTINGS_KEPT = 8  # whole listings kept for the pages after the first (per snapshot and filter)
+LISTING_KEPT_S = 600.0  # how long a listing is kept for its next pages
+LISTED_ROWS_KEPT = 1_000_000  # rows of all the listings kept, at most (a few tens of MB)
 
 
 @dataclass(frozen=True)
@@ -51,40 +54,67 @@ class Listings:
     """Whole listings by (snapshot version, filter), kept for paging; thread-safe."""
 
     def __init__(self, paced: Callable[[Iterable], Iterable] = iter) -> None:
-        self._kept: OrderedDict[tuple[int, str], list] = OrderedDict()
+        self._kept: OrderedDict[tuple[int, str], tuple[float, list]] = OrderedDict()  # -> (made at, rows)
+        self._rows = 0
         self._lock = threading.Lock()
-        self._paced = paced  # how a listing is taken: a few items at a time while writes come in (pacing.py)
+        self._paced = paced  # how a listing is taken: a few rows at a time while writes come in (pacing.py)
 
     def page(self, current: Callable[[], Snapshot], key: str, make: Callable[[Snapshot], Iterable], page_size: int,
-             page_token: str, snapshot: Snapshot | None = None) -> Page:
+             page_token: str, snapshot: Snapshot | None = None, present: Callable = lambda row: row) -> Page:
         """One page of the listing `make(snapshot)` named by `key` (the request's filters: a token is refused for
-        another). The first page comes from `snapshot` (default: `current()`); a later one from the listing its
-        token names, if that is still kept, else from `current()` at the same offset."""
+        another), each row shown as present(row). The first page comes from `snapshot` (default: `current()`), a
+        later one from the listing its token names."""
         if page_size < 0:
             raise InvalidArgument(f"page_size is {page_size}; give 0 (the default, {DEFAULT_PAGE_SIZE}) or more")
         size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         if page_token:
             version, offset = _read_token(page_token, digest)
+            listing = self._kept_listing((version, digest))
+            if listing is None:
+                raise ListingGone(f"page_token names a listing no longer kept (listings are kept"
+                                  f" {LISTING_KEPT_S / 60:g} minutes, and fewer when many are taken at once): list"
+                                  " again from the first page, without a page_token")
         else:
             snapshot = snapshot or current()
             version, offset = snapshot.version, 0
-        with self._lock:
-            listing = self._kept.get((version, digest))
-            if listing is not None:
-                self._kept.move_to_end((version, digest))
-        if listing is None:
-            if snapshot is None or snapshot.version != version:  # the listing its token named is gone: from now
-                snapshot = current()
-                version = snapshot.version
-            listing = list(self._paced(make(snapshot)))
-            with self._lock:
-                self._kept[(version, digest)] = listing
-                while len(self._kept) > LISTINGS_KEPT:
-                    self._kept.popitem(last=False)
+            listing = self._kept_listing((version, digest))
+            if listing is None:
+                listing = list(self._paced(make(snapshot)))
+                self._keep((version, digest), listing)
         end = offset + size
         token = _token(version, end, digest) if end < len(listing) else ""
-        return Page(listing[offset:end], token, len(listing))
+        return Page([present(row) for row in listing[offset:end]], token, len(listing))
+
+    def _kept_listing(self, key: tuple[int, str]) -> list | None:
+        with self._lock:
+            self._expire()
+            kept = self._kept.get(key)
+            if kept is None:
+                return None
+            self._kept.move_to_end(key)
+            return kept[1]
+
+    def _keep(self, key: tuple[int, str], listing: list) -> None:
+        with self._lock:
+            if key in self._kept:
+                return
+            self._kept[key] = (time.monotonic(), listing)
+            self._rows += len(listing)
+            while self._rows > LISTED_ROWS_KEPT and len(self._kept) > 1:
+                self._drop()
+
+    def _expire(self) -> None:
+        while self._kept and time.monotonic() - next(iter(self._kept.values()))[0] > LISTING_KEPT_S:
+            self._drop()
+
+    def _drop(self) -> None:
+        _, (_, rows) = self._kept.popitem(last=False)
+        self._rows -= len(rows)
+
+
+class ListingGone(FailedPrecondition):
+    """A page token whose listing is no longer kept."""
 
 
 def _token(version: int, offset: int, digest: str) -> str:
@@ -101,6 +131,6 @@ def _read_token(token: str, digest: str) -> tuple[int, int]:
         raise InvalidArgument("page_token is not one this controller gave; send the next_page_token of the previous"
                               " page, or none for the first page") from None
     if made_for != digest:
-        raise InvalidArgument("page_token was given for a listing with other filters; repeat the first request's"
-                              " filters with it, or start again without a token")
+        raise InvalidArgument("page_token was given for a listing with other filters or options; repeat the first"
+                              " request's with it, or start again without a token")
     return version, offset

@@ -6,7 +6,7 @@ import time
 
 import grpc
 
-from vipu.metrics.instruments import Metrics
+from vipu.control.instruments import Metrics
 
 
 class MetricsInterceptor(grpc.ServerInterceptor):

@@ -7,7 +7,7 @@ import secrets
 from typing import Callable
 
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
-from vipu.partition.admin_objects import (
+from vipu.partition.admin_records import (
     AGENT_HOST,
     AGENT_PORT,
     AGENT_STATES,

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.topology import Topology
 from vipu.partition.admin import Admin
-from vipu.partition.admin_objects import AGENT_HOST, DEFAULT_CLUSTER, Agent, Cluster
+from vipu.partition.admin_records import AGENT_HOST, DEFAULT_CLUSTER, Agent, Cluster
 from vipu.partition.placement import block_mask
 from vipu.partition.pod_state import Journal, PodState
 from vipu.partition.partitions import Partitions

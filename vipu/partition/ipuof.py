@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from vipu.partition.partition import GW_ROUTING, ILD_ROUTING, Partition
+from vipu.partition.partition_record import GW_ROUTING, ILD_ROUTING, Partition
 from vipu.partition.pod_state import PodState
 
 API_TIMEOUT_S = 120  # poprun's --vipu-server-timeout default

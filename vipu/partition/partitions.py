@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Callable
 
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
-from vipu.partition.admin_objects import DEFAULT_ALLOCATION, IpuFailure
-from vipu.partition.partition import Partition, PartitionRequest, Transition
+from vipu.partition.admin_records import DEFAULT_ALLOCATION, IpuFailure
+from vipu.partition.partition_record import Partition, PartitionRequest, Transition
 from vipu.partition.placement import block_mask, largest_free_block, place
 from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size, n_ipus, named
 from vipu.partition.ipu_status import IpuStatus, ipu_statuses

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from vipu.errors import NotFound
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.topology import Topology
-from vipu.partition.admin_objects import DEFAULT_ALLOCATION, Agent, Allocation, Cluster, IpuFailure, User
-from vipu.partition.partition import Partition
+from vipu.partition.admin_records import DEFAULT_ALLOCATION, Agent, Allocation, Cluster, IpuFailure, User
+from vipu.partition.partition_record import Partition
 from vipu.partition.placement import mask_of
 
 

@@ -4,6 +4,10 @@ Why requeue goes back to PENDING with the same id (Slurm's JobRequeue): users an
 by id, so a preempted or node-failed job that runs again must stay the same job; its requeue count says how often.
 Holding is a flag on a PENDING job (reason JobHeldUser, or JobHeldAdmin when an admin placed it), not a state,
 exactly as in Slurm; so is a begin time still to come (reason BeginTime).
+
+COMPLETING (Slurm's CG) is entered by no controller of this version: a run's end is recorded at once, and its
+partition removed in the same step. The state stays so that records stored by an earlier version, which did enter
+it, still load and finish (recovery.py).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ TRANSITIONS: dict[JobState, dict[JobState, str]] = {
         S.CANCELLED: "cancelled while it waited",
     },
     S.RUNNING: {
-        S.COMPLETING: "its workload exited; the live server is removing its partition",
+        S.COMPLETING: "its workload exited; its partition was being removed (earlier versions only)",
         S.COMPLETED: "its workload exited with code 0",
         S.FAILED: "its workload exited with a non-zero code",
         S.CANCELLED: "cancelled while it ran",

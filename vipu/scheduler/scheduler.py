@@ -22,7 +22,8 @@ from vipu.errors import (
 )
 from vipu.hardware.pod import PodConfig
 from vipu.partition.pod_state import Journal, NoJournal
-from vipu.scheduler import holds, queries
+from vipu.partition.rules import named
+from vipu.scheduler import holds
 from vipu.scheduler.bits import block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.cycle import run_cycle
@@ -44,11 +45,13 @@ from vipu.scheduler.submission import (
     resolve,
     resolve_begin,
 )
+from vipu.scheduler.reasons import decorate
 from vipu.scheduler.table import JobTable
 from vipu.scheduler.view import QueueView
 
 S = JobState
 FINAL_STATES = (S.COMPLETED, S.FAILED, S.CANCELLED, S.TIMEOUT, S.NODE_FAIL)
+MANY_IDS = 20  # more pending jobs than this in a refusal: no command line of their ids
 
 
 class Scheduler:
@@ -194,7 +197,12 @@ class Scheduler:
     def check_allocation_unused(self, allocation: str) -> None:
         """FailedPrecondition naming the pending jobs that asked for `allocation`: removed from under them, they
         would wait forever."""
-        queries.check_allocation_unused(self, allocation)
+        waiting = [self.table.jobs[i].display_id for i, q in sorted(self.table.pending.items())
+                   if q.allocation == allocation]
+        if waiting:
+            how = f" (`vipu cancel {' '.join(waiting)}`)" if len(waiting) <= MANY_IDS else ""
+            raise FailedPrecondition(f"allocation {allocation} has {named('pending job', waiting)} that asked for it;"
+                                     f" cancel {'it' if len(waiting) == 1 else 'them'} first{how}")
 
     def cancel(self, job_ids: Iterable[int], now: float, single: bool = False,
                users: Iterable[str] = (), why: str | None = None) -> list[Effect]:
@@ -318,10 +326,10 @@ class Scheduler:
         `estimates`: False skips estimated starts (trace replay); the jobs started are the same either way."""
         return run_cycle(self, now, available_mask, allowed_masks, estimates)
 
-    # -- queries (see queries.py) -----------------------------------------------------------------------------
+    # -- reads of the live queue (listings read a view: view.py) ------------------------------------------------
     def job(self, job_id: int, now: float | None = None) -> Job:
         """One job as `vipu job` shows it: with its current reason, estimated start and (given now) priority."""
-        job = queries.decorate(self, self._get(job_id))
+        job = decorate(self, self._get(job_id))
         if now is not None and job.state is S.PENDING:
             job = job.model_copy(update={"priority": self.priority(job_id, now)})
         return job

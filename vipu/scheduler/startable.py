@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-from vipu.partition.admin_objects import DEFAULT_ALLOCATION
+from vipu.partition.admin_records import DEFAULT_ALLOCATION
 from vipu.scheduler.bits import has_block
 from vipu.scheduler.policies.base import RESOURCES
-from vipu.scheduler.queries import pending_reason
+from vipu.scheduler.reasons import pending_reason
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler

@@ -54,7 +54,7 @@ class JobTable:
         self.ready_sizes: Counter = Counter()  # PENDING jobs that are not gated, by IPUs
         self.ready_qos: Counter = Counter()  # PENDING jobs that are not gated, by (QOS, IPUs)
         self.ready_by_qos: Counter = Counter()  # PENDING jobs that are not gated, by QOS
-        self.ready_seq: dict[int, int] = {}  # not gated -> when it became so (a counter; see queries.decorate)
+        self.ready_seq: dict[int, int] = {}  # not gated -> when it became so (a counter; see reasons.pending_reason)
         self.seq = 0
         self.next_id = 1
 

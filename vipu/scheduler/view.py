@@ -4,21 +4,43 @@ live Scheduler.
 Why a copy: a listing of 20,000 jobs takes a quarter of a second to order, explain and convert, and the live queue
 must keep taking submissions meanwhile. `Scheduler.view()` copies the indexes reads need under the caller's lock
 (pointer copies: a few milliseconds for 20,000 jobs; job records are immutable and shared), and everything else
-happens on the copy, outside the lock. The copy has the attributes queries.py reads, with the same names as the
-Scheduler's, so one query code serves both.
+happens on the copy, outside the lock. The copy has the attributes reasons.py reads, with the same names as the
+Scheduler's, so one code says why a job waits in both.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping
 
 from vipu.errors import FailedPrecondition
-from vipu.scheduler import queries
+from vipu.partition.placement import largest_free_block
 from vipu.scheduler.job_record import Job, PriorityBreakdown
-from vipu.scheduler.multifactor import breakdown
+from vipu.scheduler.job_states import TERMINAL, JobState
+from vipu.scheduler.multifactor import breakdown, qos_factors
+from vipu.scheduler.reasons import Row, decorate, row
 from vipu.scheduler.startable import startable
-from vipu.scheduler.job_states import JobState
+
+S = JobState
+
+
+@dataclass(frozen=True)
+class Pod64Info:
+    """One IPU-Link domain (a Pod64) of the Pod, as `vipu info` shows it."""
+
+    ild: int
+    first_ipu: int
+    ipus: int
+    idle: int
+    allocated: int
+    failed: int
+    largest_free_block: int
+    drained: int = 0  # healthy, on machines whose agent is drained or missing, in no partition
+    draining: int = 0  # the same, but a partition holds them: in use until its job ends, then drained
+
+
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
@@ -45,7 +67,7 @@ class QueueView:
 
     def job(self, job_id: int, now: float | None = None) -> Job:
         """One job as `vipu show job` shows it: with its reason, estimated start and (given now) priority."""
-        job = queries.decorate(self, self.table.get(job_id))
+        job = decorate(self, self.table.get(job_id))
         if now is not None and job.state is JobState.PENDING:
             job = job.updated({"priority": self.priority(job_id, now)})
         return job
@@ -54,7 +76,18 @@ class QueueView:
         """squeue, lazily: running jobs by start time, then pending jobs in the last cycle's priority order; with
         `keep`, only the jobs it keeps (filtered before their reasons and estimates are worked out); given `now`,
         pending jobs carry their priority then (squeue -o %Q)."""
-        return queries.queue(self, keep, now)
+        return (r.decorated() for r in self.queue_rows(keep, now))
+
+    def queue_rows(self, keep: Callable[[Job], bool] | None = None, now: float | None = None) -> Iterator[Row]:
+        """The same listing as rows (reasons.Row), lazily: a listing kept for paging holds rows, and a page
+        decorates only its own."""
+        s, jobs = self, self.table.jobs
+        running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
+        at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()),
+                                                                     default=0.0)
+        pending = (jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True))
+        factors = None if now is None else (s.fairshare.factors(now, s.table.running.values()), qos_factors(s.config))
+        return (row(s, j, factors, now) for j in chain(running, pending) if keep is None or keep(j))
 
     def history(self, keep: Callable[[Job], bool] | None = None, states: Iterable[JobState] | None = None,
                 duplicates: bool = False, limit: int = 0) -> list[Job]:
@@ -63,7 +96,21 @@ class QueueView:
         `states` (a job preempted, lost or requeued by hand went back to the queue after it), as the job was then.
         Rows in the order they ended (a row not ended: when it entered its state), ties by job id; `limit` > 0
         keeps the last `limit` of them, the most recently ended."""
-        return queries.history(self, keep, states, duplicates, limit)
+        wanted = set(states) if states is not None else None
+        ended = TERMINAL if wanted is None else wanted & TERMINAL  # only ends count: every job that ran was RUNNING
+        rows = []  # (when the row's state began, job id, row): the order runs ended in, ties by id
+        for job in self.table.jobs.values():
+            if keep is not None and not keep(job):
+                continue
+            if duplicates:
+                rows += [(run.end_time, job.id, run) for run in _runs_ended(job, ended)]
+            if wanted is None or job.state in wanted:
+                rows.append((_since(job), job.id, job))
+        rows.sort(key=lambda row: row[:2])  # stable: a job's runs keep their order
+        if limit > 0:
+            rows = rows[-limit:]
+        return [decorate(self, job) for _, _, job in rows]
+
 
     def priority(self, job_id: int, now: float) -> PriorityBreakdown:
         """sprio for one pending job."""
@@ -78,13 +125,61 @@ class QueueView:
                    single: bool = False) -> list[PriorityBreakdown]:
         """sprio: every pending job's factors, highest priority first; with `ids` only those (an array job id stands
         for its pending tasks unless `single`, as in sprio -j), refusing one that does not exist or is not pending."""
-        return queries.priorities(self, now, user, ids, single)
+        wanted: set[int] | None = None
+        if ids is not None:
+            wanted = set()
+            for i in ids:
+                pending = [j.id for j in self.table.expand([i], single) if j.id in self.table.pending]
+                if not pending:
+                    self.priority(i, now)  # raises: the job does not exist, or is not pending
+                wanted.update(pending)
+        factors, qos = self.fairshare.factors(now, self.table.running.values()), qos_factors(self.config)
+        rows = [breakdown(q, now, self.config, self.total, factors, qos) for q in self.table.pending.values()
+                if (user is None or q.user == user) and (wanted is None or q.id in wanted)]
+        return sorted(rows, key=lambda r: (-r.total, self.table.pending[r.job_id].submit_time, r.job_id))
 
     def info(self, available_mask: int | None = None, drained_mask: int = 0,
-             draining_mask: int = 0) -> list[queries.Pod64Info]:
+             draining_mask: int = 0) -> list[Pod64Info]:
         """sinfo: idle, allocated, draining, drained and failed IPUs per Pod64 (IPU-Link domain)."""
-        return queries.info(self, available_mask, drained_mask, draining_mask)
+        if available_mask is None:
+            available_mask = self.free_mask
+        per = self.pod.ild_ipus
+        window = (1 << per) - 1
+        rows = []
+        for ild in range(self.pod.ilds):
+            first = ild * per
+            free = (available_mask >> first) & window
+            failed = (self.failed_mask >> first) & window
+            idle = free.bit_count()
+            broken = failed.bit_count()
+            drained = ((drained_mask >> first) & window).bit_count()
+            draining = ((draining_mask >> first) & window).bit_count()
+            allocated = per - idle - broken - drained - draining
+            rows.append(Pod64Info(ild, first, per, idle, allocated, broken, largest_free_block(free, per), drained,
+                                  draining))
+        return rows
 
     def startable(self, available_mask: int | None = None, allowed_masks: Mapping[str, int] | None = None) -> int:
         """How many pending jobs could start now, held back by nothing but the scheduler (see startable.py)."""
         return startable(self, available_mask, allowed_masks)
+
+
+def _since(job: Job) -> float:
+    """When the job entered its state: its end for an ended job (also one cancelled before it ran)."""
+    if job.end_time is not None:
+        return job.end_time
+    return job.history[-1].at if job.history else job.submit_time
+
+
+def _runs_ended(job: Job, ended: set[JobState] | frozenset[JobState]) -> list[Job]:
+    """The job's earlier runs that ended in one of `ended` (it went back to the queue after each), each as the job
+    was when that run ended: its state, start, end and, for a run that completed, exit code 0 (a failed run's
+    code is not kept; sacct --duplicates lists them as rows of their own)."""
+    out, start = [], None
+    for t in job.history[:-1]:  # the last entry is the job's state now: its own row
+        if t.state is S.RUNNING:
+            start = t.at
+        elif t.state in ended:
+            out.append(job.updated({"state": t.state, "start_time": start, "end_time": t.at, "reason": None,
+                                    "estimated_start": None, "exit_code": 0 if t.state is S.COMPLETED else None}))
+    return out

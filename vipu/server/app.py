@@ -212,7 +212,7 @@ def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Ev
 
     def start() -> None:
         try:
-            plane.machines.start()
+            plane.start_machines()
             done.append(None)
         except BaseException as e:  # noqa: BLE001 - handed to the main thread
             done.append(e)
@@ -230,7 +230,7 @@ def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Ev
                   " now)", file=sys.stderr, flush=True)
             said = True
         if now.is_set():
-            plane.machines.kill_local_ray()
+            plane.kill_local_ray()
             print("vipu-server: stopped while starting Ray (its start abandoned); nothing was served",
                   file=sys.stderr, flush=True)
             os._exit(0)  # the start's thread is inside ray.init, which neither returns nor can be interrupted
@@ -278,14 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     gc.freeze()
     pod = plane.pod
     plane.secure = args.secure
-    plane.machines.mode = args.ray
-    plane.machines.watch_s = args.health_check_interval
+    bundle = None
     if args.machine_bundle:
         try:
-            plane.machines.bundle = parse_bundle(args.machine_bundle)
+            bundle = parse_bundle(args.machine_bundle)
         except ValueError as e:
             print(f"vipu-server: error: --machine-bundle {args.machine_bundle!r}: {e}", file=sys.stderr)
             return BAD_INPUT
+    plane.use_machines(args.ray, args.health_check_interval, bundle)
     key_file = bootstrap_admin(plane, state_dir) if args.secure else None
     tls = None
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, lambda *_: (now if stop.is_set() else stop).set())
 
     on_stop_signals()
-    if plane.machines.enabled:
+    if plane.machines_enabled:
         try:
             started = start_machines(plane, stop, now)
         except Exception as e:  # noqa: BLE001 - say what failed and how to run without it
@@ -336,8 +336,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         on_stop_signals()  # again: Ray's core worker put a handler of its own in front of ours
         if not started:
-            plane.machines.shutdown()
-            plane.store.close()
+            plane.stop_machines()
+            plane.close()
             print("vipu-server: stopped while starting Ray; nothing was served", file=sys.stderr, flush=True)
             return 0
     server.start()
@@ -354,15 +354,15 @@ def main(argv: list[str] | None = None) -> int:
     server.stop(grace=2).wait()
     plane.stop()  # before the machines go: the runs' end is the restart's to record
     # releasing actors on a lost Ray node can hang; the state is safe in SQLite, so give it a few seconds only
-    closing = threading.Thread(target=plane.machines.shutdown, daemon=True)
+    closing = threading.Thread(target=plane.stop_machines, daemon=True)
     closing.start()
     closing.join(timeout=10)
-    plane.store.close()
+    plane.close()
     if closing.is_alive():
         # the interpreter's exit would wait on, or abort in, Ray's threads: end what this process started and leave
         print("vipu-server: stopping the machines and Ray took over 10 s; ending Ray's processes", file=sys.stderr,
               flush=True)
-        plane.machines.kill_local_ray()
+        plane.kill_local_ray()
         sys.stdout.flush()
         os._exit(0)
     return 0

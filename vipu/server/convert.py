@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from vipu.partition import ipuof
-from vipu.partition.admin_objects import Agent, Allocation, Cluster, User
-from vipu.partition.partition import GW_ROUTING, ILD_ROUTING, Partition
+from vipu.partition.admin_records import Agent, Allocation, Cluster, User
+from vipu.partition.partition_record import GW_ROUTING, ILD_ROUTING, Partition
 from vipu.partition.ipu_status import IpuStatus
 from vipu.hardware.pod import PodConfig
 from vipu.partition.pod_state import PodState

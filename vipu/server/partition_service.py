@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vipu import __version__
-from vipu.partition.partition import PartitionRequest
+from vipu.partition.partition_record import PartitionRequest
 from vipu.server import convert
 from vipu.server.auth import identity
 from vipu.server.status import rpc

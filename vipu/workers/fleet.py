@@ -126,7 +126,7 @@ class Fleet:
 
     # -- bringing machines up -------------------------------------------------------------------------------------
     def bring_up(self, machines: list[int]) -> None:
-        """Start the actors of these machines in the background (a job never waits on the dispatcher for it)."""
+        """Start the actors of these machines in the background (a job never waits on the scheduling loop for it)."""
         if self.enabled and machines:
             self._work.submit(self._bring_up, sorted(set(machines)))
 

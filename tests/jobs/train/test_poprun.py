@@ -16,7 +16,7 @@ from vipu.errors import InvalidArgument
 from vipu.jobs.layout import Layout
 from vipu.jobs.train.poprun import local_environments, num_instances, read_instances
 from vipu.jobs.train.results import InstanceRun
-from vipu.partition.partition import PartitionRequest
+from vipu.partition.partition_record import PartitionRequest
 from vipu.control.startup import open_plane
 from vipu.jobs.train.runs import JobResult, _Run
 
@@ -24,7 +24,7 @@ HOST, PORT = "10.1.2.3", 8091
 
 
 @pytest.fixture
-def runtime(tmp_path):
+def plane_on(tmp_path):
     opened = []
 
     def make(pod_name: str):
@@ -65,37 +65,37 @@ def expected(partition: str, options: str, total: int, per_replica: int, local: 
 
 
 # --- the environment, hand-checked ----------------------------------------------------------------------------
-def test_data_parallel_job_one_instance_per_machine(runtime):
+def test_data_parallel_job_one_instance_per_machine(plane_on):
     # 16 replicas of 1 IPU on IPUs 16-31 of a Pod64: 4 machines -> 4 instances of 4 replicas; a 16-IPU block of a
     # 64-IPU torus domain is a mesh without gateway mode
-    envs = job_environment(runtime("bow-pod64"), 7, 16, 16, dict(r=16))
+    envs = job_environment(plane_on("bow-pod64"), 7, 16, 16, dict(r=16))
     options = target(16, "default", "mesh", "false", 16)
     assert envs == [expected("slurm_7", options, total=16, per_replica=1, local=4, instance=i) for i in range(4)]
 
 
-def test_pipeline_job_one_instance_per_replica(runtime):
+def test_pipeline_job_one_instance_per_replica(plane_on):
     # p=8, r=8 on a whole Pod64: a replica spans 2 machines, so one instance per replica; the whole torus domain
     # gets the target options a real 64-IPU partition gets (the same as poprun's log of a Pod64 BERT run)
-    envs = job_environment(runtime("bow-pod64"), 3, 0, 64, dict(p=8, r=8, micro_batches=8))
+    envs = job_environment(plane_on("bow-pod64"), 3, 0, 64, dict(p=8, r=8, micro_batches=8))
     options = target(64, "slidingWindow", "torus", "true", 64)
     assert options == ('{"ipuLinkDomainSize":"64","ipuLinkConfiguration":"slidingWindow","ipuLinkTopology":"torus",'
                        '"gatewayMode":"true","instanceSize":"64"}')
     assert envs == [expected("slurm_3", options, total=8, per_replica=8, local=1, instance=i) for i in range(8)]
 
 
-def test_tensor_parallel_job(runtime):
+def test_tensor_parallel_job(plane_on):
     # t=4 on one machine: one instance, one replica of 4 IPUs
-    [env] = job_environment(runtime("bow-pod16"), 11, 8, 4, dict(t=4))
+    [env] = job_environment(plane_on("bow-pod16"), 11, 8, 4, dict(t=4))
     assert env == expected("slurm_11", target(4, "default", "mesh", "false", 4), total=1, per_replica=4, local=1,
                            instance=0)
     # t=2, r=8 on the whole Pod16 (a mesh domain of 16): 2 replicas of 2 IPUs per machine
-    envs = job_environment(runtime("bow-pod16"), 12, 0, 16, dict(t=2, r=8))
+    envs = job_environment(plane_on("bow-pod16"), 12, 0, 16, dict(t=2, r=8))
     options = target(16, "default", "mesh", "true", 16)
     assert envs == [expected("slurm_12", options, total=8, per_replica=2, local=2, instance=i) for i in range(4)]
 
 
-def test_each_instance_gets_the_gcd_holding_its_ipus(runtime):
-    envs = job_environment(runtime("bow-pod64"), 5, 32, 16, dict(r=16), num_gcds=2)
+def test_each_instance_gets_the_gcd_holding_its_ipus(plane_on):
+    envs = job_environment(plane_on("bow-pod64"), 5, 32, 16, dict(r=16), num_gcds=2)
     assert [e["IPUOF_VIPU_API_GCD_ID"] for e in envs] == ["0", "0", "1", "1"]
     assert {json.loads(e["POPLAR_TARGET_OPTIONS"])["instanceSize"] for e in envs} == {"8"}
 
@@ -117,8 +117,8 @@ def test_instance_counts(layout, instances):
 
 
 # --- the training reads it --------------------------------------------------------------------------------------
-def test_training_runs_each_instance_s_replicas_and_matches_single_device(runtime):
-    rt = runtime("bow-pod64")
+def test_training_runs_each_instance_s_replicas_and_matches_single_device(plane_on):
+    rt = plane_on("bow-pod64")
     w = workload(mlp(), r=16, micro_batch=1, steps=3)
     envs = job_environment(rt, 9, 16, 16, dict(r=16, micro_batch=1))
     result = run(w, 16, "bow-pod64", environments=envs)
@@ -196,8 +196,8 @@ def test_popdist_derived_instance_index_and_count():
 
 
 # --- stored with the result and shown by `vipu logs` -------------------------------------------------------------
-def test_the_environment_is_stored_with_the_result_and_logged(runtime):
-    rt = runtime("bow-pod16")
+def test_the_environment_is_stored_with_the_result_and_logged(plane_on):
+    rt = plane_on("bow-pod16")
     w = workload(mlp(), t=2, r=8, steps=2)
     envs = job_environment(rt, 4, 0, 16, dict(t=2, r=8))
     result = run(w, environments=envs)

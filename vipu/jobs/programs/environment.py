@@ -8,7 +8,7 @@ the job holds is IPUOF_VIPU_API_PARTITION_ID (slurm_<id>, as the V-IPU Slurm plu
 from __future__ import annotations
 
 from vipu.partition import ipuof
-from vipu.partition.partition import Partition
+from vipu.partition.partition_record import Partition
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.arrays import parse_array
 from vipu.scheduler.job_record import Job

@@ -44,7 +44,7 @@ from typing import Callable, Mapping, Sequence
 from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.partition import ipuof
-from vipu.partition.partition import Partition
+from vipu.partition.partition_record import Partition
 from vipu.partition.partition_states import PartitionState
 
 IPUOF = ("IPUOF_VIPU_API_HOST", "IPUOF_VIPU_API_PORT", "IPUOF_VIPU_API_PARTITION_ID", "IPUOF_VIPU_API_GCD_ID",

@@ -1,0 +1,71 @@
+"""Why a pending job waits, and when it may start, as `vipu queue` shows it (squeue's NODELIST(REASON)).
+
+Why worked out on the way out: reasons and estimated starts belong to the last cycle, not to the stored record (see
+job_record.py), so each job read carries the values of the moment it was asked for. `s` is the Scheduler or its read
+copy (view.py): both have the attributes read here.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from vipu.scheduler.job_record import Job, PriorityBreakdown
+from vipu.scheduler.job_states import JobState
+from vipu.scheduler.multifactor import breakdown
+from vipu.scheduler.policies.base import BEGIN_TIME, HELD, HELD_ADMIN, PendingInfo
+
+S = JobState
+
+
+class Row(NamedTuple):
+    """A job as a listing shows it: its record, and for a pending job its reason, estimated start and priority.
+    Cheaper to keep than a decorated copy of the record, which `decorated()` makes when the row is shown."""
+
+    job: Job
+    reason: str | None = None
+    estimated_start: float | None = None
+    priority: PriorityBreakdown | None = None
+
+    def decorated(self) -> Job:
+        job = self.job
+        if job.state is not S.PENDING:
+            return job
+        changes = {"reason": self.reason, "estimated_start": self.estimated_start}
+        if self.priority is not None:
+            changes["priority"] = self.priority
+        elif self.reason == job.reason and self.estimated_start == job.estimated_start:
+            return job
+        return job.updated(changes)
+
+
+def pending_reason(s, job: Job) -> PendingInfo | None:
+    """Why a pending job waits and when it may start, as `vipu queue` shows it: its hold, its begin time, its
+    dependency, else what the last cycle said of it; None when no cycle has considered it yet. Builds no copy of
+    the job (startable asks it of every pending job that fits)."""
+    table = s.table
+    if job.held:
+        return PendingInfo(HELD_ADMIN if job.admin_hold else HELD)
+    if job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
+        return PendingInfo(BEGIN_TIME, job.begin_time)
+    info = table.gate_info.get(job.id)  # waiting for a dependency (None until a cycle has evaluated it)
+    seq = table.ready_seq.get(job.id)
+    if seq is not None and seq <= s.last_cycle_seq:  # the last cycle considered it
+        info = s.pending_info.get(job.id)
+        if info is None and s.last_decision is not None:
+            info = s.last_decision.explain(table.pending[job.id])  # a job the walk did not reach
+    return info
+
+
+def row(s, job: Job, factors: tuple[dict[str, float], dict[str, float]] | None = None, now: float = 0.0) -> Row:
+    """A job's row: a pending one with its reason and estimated start (pending_reason), and given `factors`
+    (FairShare.factors at `now`, and qos_factors) its priority."""
+    if job.state is not S.PENDING:
+        return Row(job)
+    reason, estimate = pending_reason(s, job) or (None, None)
+    priority = None if factors is None else breakdown(s.table.pending[job.id], now, s.config, s.total, *factors)
+    return Row(job, reason, estimate, priority)
+
+
+def decorate(s, job: Job) -> Job:
+    """The job with its reason and estimated start, if pending."""
+    return row(s, job).decorated()
