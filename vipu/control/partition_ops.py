@@ -184,4 +184,4 @@ class PartitionOps:
             return [(replace(s, partition=None) if s.partition in hidden else s, stats.get(s.machine))
                     for s in ipu_statuses(snap.pod)]
 
-        return self.plane.page(repr(("ipus", identity)), make, page_size, page_token)
+        return self.plane.page(repr(("ipus", identity)), make, page_size, page_token, fresh=True)

@@ -88,10 +88,10 @@ class ControlPlane:
         return self.pacing.paced(items)
 
     def page(self, key: str, make: Callable[[Snapshot], Iterable], page_size: int, page_token: str,
-             snapshot: Snapshot | None = None, present: Callable = lambda row: row) -> Page:
+             snapshot: Snapshot | None = None, present: Callable = lambda row: row, fresh: bool = False) -> Page:
         """One page of the listing `make(snapshot)`, named by `key` (its filters and the caller), each row shown as
         present(row); snapshot.py."""
-        return self.listings.page(self.read, key, make, page_size, page_token, snapshot, present)
+        return self.listings.page(self.read, key, make, page_size, page_token, snapshot, present, fresh)
 
     def identity(self, key: str | None, claimed: str) -> Identity:
         """Who is calling: the owner of the access key `key` with --secure (the edge has checked it), else whoever

@@ -60,10 +60,12 @@ class Listings:
         self._paced = paced  # how a listing is taken: a few rows at a time while writes come in (pacing.py)
 
     def page(self, current: Callable[[], Snapshot], key: str, make: Callable[[Snapshot], Iterable], page_size: int,
-             page_token: str, snapshot: Snapshot | None = None, present: Callable = lambda row: row) -> Page:
+             page_token: str, snapshot: Snapshot | None = None, present: Callable = lambda row: row,
+             fresh: bool = False) -> Page:
         """One page of the listing `make(snapshot)` named by `key` (the request's filters: a token is refused for
         another), each row shown as present(row). The first page comes from `snapshot` (default: `current()`), a
-        later one from the listing its token names."""
+        later one from the listing its token names. `fresh`: the listing holds more than the snapshot (machines'
+        counters), so a first page always makes it anew. A listing that fits one page is not kept."""
         if page_size < 0:
             raise InvalidArgument(f"page_size is {page_size}; give 0 (the default, {DEFAULT_PAGE_SIZE}) or more")
         size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
@@ -78,10 +80,11 @@ class Listings:
         else:
             snapshot = snapshot or current()
             version, offset = snapshot.version, 0
-            listing = self._kept_listing((version, digest))
+            listing = None if fresh else self._kept_listing((version, digest))
             if listing is None:
                 listing = list(self._paced(make(snapshot)))
-                self._keep((version, digest), listing)
+                if len(listing) > size:
+                    self._keep((version, digest), listing)
         end = offset + size
         token = _token(version, end, digest) if end < len(listing) else ""
         return Page([present(row) for row in listing[offset:end]], token, len(listing))
@@ -98,7 +101,7 @@ class Listings:
     def _keep(self, key: tuple[int, str], listing: list) -> None:
         with self._lock:
             if key in self._kept:
-                return
+                self._rows -= len(self._kept.pop(key)[1])  # a fresh listing replaces the one of its moment
             self._kept[key] = (time.monotonic(), listing)
             self._rows += len(listing)
             while self._rows > LISTED_ROWS_KEPT and len(self._kept) > 1:
