@@ -26,6 +26,12 @@ def test_export_passes_on_what_sbatch_does(value, want):
     assert exported(value, SHELL) == want
 
 
+def test_all_keeps_the_access_key_out_of_the_stored_environment_unless_it_is_named():
+    shell = {**SHELL, "VIPU_CLI_API_ACCESS_KEY": "secret"}
+    assert exported("ALL", shell) == SHELL
+    assert exported("ALL,VIPU_CLI_API_ACCESS_KEY", shell) == shell
+
+
 @pytest.mark.parametrize(("value", "said"), [
     ("", "has an empty entry"),
     ("ALL,,FOO", "has an empty entry"),

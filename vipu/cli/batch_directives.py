@@ -31,7 +31,7 @@ def _text(value: str) -> str:
 
 
 def _count(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise ValueError(f"{value!r} is not a whole number of at least 1")
     return int(value)
 

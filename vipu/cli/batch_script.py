@@ -23,6 +23,7 @@ from vipu.validation import MAX_SPEC_BYTES
 NOT_A_SCRIPT = ("This does not look like a batch script. The first line must start with #! followed by the path to"
                 " an interpreter")
 WRAP = "--wrap"  # the source of a --wrap script, in messages
+NAMES = {"<stdin>": "sbatch", WRAP: "wrap"}  # sbatch's job names for a script from stdin, and for --wrap
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a job name the controller takes (partition/rules.py)
 
 
@@ -38,8 +39,8 @@ def wrapped(command: str) -> str:
 def default_name(source: str) -> str | None:
     """sbatch's job name for a script read from `source` (None: the name is not one the controller takes, so the
     spec's default is kept)."""
-    if source in ("<stdin>", WRAP):
-        return "sbatch" if source == "<stdin>" else "wrap"
+    if source in NAMES:
+        return NAMES[source]
     name = os.path.basename(source)
     return name if NAME.fullmatch(name) else None
 

@@ -4,6 +4,10 @@ ALL (the default): the whole environment. NONE: none of it but SLURM_* (as sbatc
 `[ALL,]VAR[=value],...`: without ALL, only SLURM_* and the variables named, each with its value from the environment
 unless one is given; with ALL, the whole environment and the values given. Tokens are read in order, so a value
 given overrides the environment's (as sbatch's merge). A value holding a comma is quoted: VAR="a,b".
+
+Why ALL leaves out the CLI's access key (VIPU_CLI_API_ACCESS_KEY): the environment is stored with the job and shown
+by `vipu show job`, so a key in it would be kept and shown where the user never meant to put it; naming it
+(`--export=ALL,VIPU_CLI_API_ACCESS_KEY`) passes it on.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Mapping
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOKEN = re.compile(r"""(?:[^,"']|"[^"]*"|'[^']*')+""")  # a comma inside quotes is part of the value
 
+SECRET = {"VIPU_CLI_API_ACCESS_KEY"}  # passed on only when named
 HOW = "give ALL, NONE, or a comma list such as ALL,FOO=1 or FOO,BAR=2"
 
 
@@ -46,7 +51,7 @@ def exported(value: str, environ: Mapping[str, str]) -> dict[str, str]:
     tokens = _tokens(check_export(value))
     upper = [t.upper() for t in tokens]
     if "ALL" in upper:
-        env = dict(environ)
+        env = {k: v for k, v in environ.items() if k not in SECRET}
     else:
         env = {k: v for k, v in environ.items() if k.startswith("SLURM_")}
     for token, word in zip(tokens, upper):
