@@ -58,6 +58,7 @@ def job_spec_page() -> str:
     from vipu.jobs.convnet import ConvNetModel
     from vipu.jobs.layout import Layout
     from vipu.jobs.models import MlpModel, TransformerModel
+    from vipu.jobs.programs.command_spec import CommandWorkload
     from vipu.jobs.train_spec import TrainWorkload
     from vipu.scheduler.config import PriorityWeights, QosSpec, SchedulerConfig
     from vipu.scheduler.job_spec import JobSpec
@@ -65,10 +66,13 @@ def job_spec_page() -> str:
 
     parts = ["# Job spec reference", "",
              "Generated from the pydantic models by `docs/generate.py`; do not edit by hand.", "",
-             "A job spec is a YAML or JSON file given to `vipu submit SPEC` (or built from `vipu submit` flags).",
+             "A job spec is a YAML or JSON file given to `vipu submit SPEC` (or built from `vipu submit` flags, or from"
+             " a batch script: `vipu submit job.sh` reads its #SBATCH lines into these fields and its text into a"
+             " `command` workload).",
              "Durations take seconds or `90s`, `10m`, `1h30m`, `HH:MM:SS`, `D-HH:MM:SS`. Unknown fields are refused.", ""]
     for title, model in [("JobSpec (top level)", JobSpec), ("workload: sleep", SleepWorkload),
                          ("workload: hold", HoldWorkload), ("workload: train", TrainWorkload),
+                         ("workload: command", CommandWorkload),
                          ("train model: mlp", MlpModel), ("train model: transformer", TransformerModel),
                          ("train model: resnet50 (planned, not executed)", ConvNetModel),
                          ("train layout", Layout),

@@ -370,7 +370,7 @@ def test_several_spec_files_are_queued_in_one_call_all_or_none(server, tmp_path)
     assert unreadable.returncode == 2 and unreadable.stdout == "" and jobs(server) == {}
     assert unreadable.stderr.splitlines() == [  # every file that cannot be sent, named as the controller names specs
         f"vipu: error: spec 2 of 3: job spec {tmp_path}/missing.yaml does not exist or is not a file; give the path of"
-        " a YAML or JSON spec; nothing was queued",
+        " a batch script or a YAML or JSON spec; nothing was queued",
         f"vipu: error: spec 3 of 3: job spec {tmp_path}/big.yaml is 1,048,577 bytes; a spec may be at most 1 MB"
         " (1,048,576 bytes): keep data in files it names; nothing was queued"]
     text = run(server, "vipu", "submit", *names, "--hold", "--array", "0-1", "--request-id", "many")

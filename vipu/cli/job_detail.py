@@ -8,6 +8,7 @@ import time
 
 import typer
 
+from vipu.cli.batch_detail import batch_fields, print_script
 from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.output import as_dict, print_json
@@ -39,12 +40,17 @@ def exit_code(x: j.Job) -> str:
 
 @show.command("job", context_settings=IDS)
 def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
-             json_out: bool = JsonOption):
+             json_out: bool = JsonOption,
+             script: bool = typer.Option(False, "--script", help="print the job's batch script exactly as submitted"
+                                         " (scontrol write batch_script)")):
     """Everything about a job, including why it is pending and when it may start (scontrol show job).
 
     An array job's id N shows every task, a block each (--json: task N_0's, with every task's under "tasks")."""
     cli = ctx.obj
     x = cli.conn.call(cli.conn.jobs.GetJob, j.GetJobRequest(id=resolve_id(cli, id)))
+    if script:
+        print_script(x, id, cli.wants_json(json_out))
+        return
     # N of an array (its first task's id) names every task, as scancel N does; N_T, or a task's own id, one task
     array = x.HasField("array_job_id") and x.array_job_id == x.id and parse_id(id)[1] is None
     jobs = array_tasks(cli, x) if array else [x]
@@ -81,6 +87,7 @@ def job_data(x: j.Job) -> dict:
 
 def print_job(x: j.Job) -> None:
     detail, spec = json.loads(x.detail_json), json.loads(x.spec_json)
+    program = batch_fields(x, spec)  # a batch script's job: Command, WorkDir, StdErr, StdIn, StdOut as scontrol's
     task = [("ArrayJobId", x.array_job_id), ("ArrayTaskId", x.array_task_id)] if x.HasField("array_job_id") else []
     fields = [
         ("JobId", job_id(x)), *task,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task
@@ -96,7 +103,8 @@ def print_job(x: j.Job) -> None:
         ("EstimatedStart", stamp(x.estimated_start) if x.HasField("estimated_start") else "Unknown"),
         ("EndTime", stamp(x.end_time) if x.HasField("end_time") else "Unknown"),
         ("ExitCode", exit_code(x)), ("Dependency", x.dependency or "(null)"),
-        ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)), ("StdOut", spec.get("output") or "(null)"),
+        ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)),
+        *(program or [("StdOut", spec.get("output") or "(null)")]),
     ]
     if detail.get("recovery"):  # what the last controller restart did to its run, and why
         fields.append(("Recovery", detail["recovery"]))
@@ -123,7 +131,9 @@ def print_job(x: j.Job) -> None:
                   f" PredictedStepTime={result['predicted_step_s'] * 1e6:.1f}us")
         for i, env in enumerate(record.get("environment") or []):  # what each poprun instance saw
             print(f"Instance{i}=" + " ".join(f"{k}={v}" for k, v in env.items()))
-        if record.get("error"):
+        if record.get("failure"):  # a batch script's run that could not start, and why
+            print(f"Failure={record['failure']}")
+        elif record.get("error") and not program:  # a batch script's "error" is its stderr file
             print(f"Error={record['error']}")
         if record.get("ended"):
             print(f"Ended={record['ended']}")

@@ -1,88 +1,73 @@
-"""`vipu submit` (sbatch): spec files or flags to SubmitJob, or several files to one SubmitJobs call."""
+"""`vipu submit` (sbatch): a batch script or --wrap (batch_script.py), spec files (spec_files.py) or the flags alone,
+each to SubmitJob, or several spec files to one SubmitJobs call."""
 
 from __future__ import annotations
 
-import json
 import sys
 import uuid
-from pathlib import Path
 
 import typer
 
+from vipu.cli.batch_directives import DirectiveError
+from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, script_request, wrapped
 from vipu.cli.context import JSON_HELP
-from vipu.cli.failure import BAD_INPUT, error, fail
+from vipu.cli.export_env import check_export
+from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.output import as_dict, print_json
+from vipu.cli.slurm_time import FORMS, slurm_seconds
+from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
 from vipu.v1 import job_pb2 as j
-from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPEC_BYTES, MAX_SPECS_PER_CALL
+from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPECS_PER_CALL
 
 
-def absolute(path: str) -> str:
-    """An output path as sbatch takes it: relative to where the command runs (the controller has no such place)."""
-    return path if path.startswith("/") else str(Path.cwd() / path)
-
-
-def relative_output(text: bytes) -> str | None:
-    """The spec's own output path if it is relative; None otherwise, also for a spec the controller will refuse
-    (it says why, naming the field)."""
-    if b"output" not in text:
-        return None
-    from vipu.documents import parse_document
-
+def read_first(specs: list[str]) -> tuple[bytes, str] | None:
+    """The first file's bytes and name, to tell a batch script from a spec (None: there is none, or it cannot be
+    read, which is said with the other specs; stdin, which cannot be read again, is said here)."""
     try:
-        value = parse_document(text.decode()).get("output")  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001
+        return read_spec(specs[0]) if specs else None
+    except UnreadableSpec as e:
+        if specs[0] == "-":
+            fail("vipu", str(e), BAD_INPUT)
         return None
-    return value if isinstance(value, str) and value and not value.startswith("/") else None
 
 
-class UnreadableSpec(Exception):
-    """A spec file that cannot be sent: missing, not a file, or too big."""
+def spec_flags(flags: dict) -> dict:
+    """The flags as fields over a spec file's (or as the spec): relative paths made absolute where vipu submit runs;
+    -D and --export, which only a batch script's program takes, refused."""
+    for key, flag in (("chdir", "-D/--chdir"), ("export", "--export")):
+        if key in flags:
+            fail("vipu", f"{flag} is for a batch script or --wrap (the program's directory and environment); a spec"
+                 " file's or the flags' workload takes none: leave it out", BAD_INPUT)
+    return {k: absolute(v) if k in ("output", "error") else v for k, v in flags.items()}
 
 
-def read_spec(path: str) -> tuple[bytes, str]:
-    if path == "-":
-        data = sys.stdin.buffer.read(MAX_SPEC_BYTES + 1)  # no more than one byte past the limit is read
-        if len(data) > MAX_SPEC_BYTES:
-            raise UnreadableSpec(f"the job spec on stdin is more than 1 MB; a spec may be at most {MAX_SPEC_BYTES:,}"
-                                 " bytes: keep data in files it names")
-        return data, "<stdin>"
-    file = Path(path)
-    if not file.is_file():
-        raise UnreadableSpec(f"job spec {path} does not exist or is not a file; give the path of a YAML or JSON spec")
-    size = file.stat().st_size
-    if size > MAX_SPEC_BYTES:
-        raise UnreadableSpec(f"job spec {path} is {size:,} bytes; a spec may be at most 1 MB ({MAX_SPEC_BYTES:,}"
-                             " bytes): keep data in files it names")
-    return file.read_bytes(), path
+def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] | None, flags: dict,
+                  request_id: str) -> j.SubmitJobRequest:
+    """The request for a batch script (the first file, the words after it its arguments) or a --wrap command."""
+    if "workload" in flags:
+        fail("vipu", "--duration makes a sleep workload, and a batch script is a workload of its own: leave out"
+             " --duration", BAD_INPUT)
+    if wrap is not None and specs:
+        fail("vipu", f"--wrap makes the batch script from its command, so it takes no script or spec file (given:"
+             f" {specs[0]}); give one or the other", BAD_INPUT)
+    data, source = (wrapped(wrap).encode(), WRAP) if wrap is not None else first  # type: ignore[misc]
+    try:
+        return script_request(data, source, specs[1:], flags, request_id)
+    except (BatchError, DirectiveError) as e:
+        fail("vipu", str(e), BAD_INPUT)
 
 
-def submit_request(path: str | None, flags: dict, request_id: str) -> j.SubmitJobRequest:
-    """The request for one spec file (None: the flags are the spec), the flags overriding the file's fields."""
-    if path is None:
-        return j.SubmitJobRequest(spec=json.dumps(flags).encode(), source="flags", request_id=request_id)
-    (text, source), overrides = read_spec(path), dict(flags)
-    relative = relative_output(text) if "output" not in overrides else None
-    if relative:
-        overrides["output"] = absolute(relative)
-    return j.SubmitJobRequest(spec=text, source=source, overrides_json=json.dumps(overrides) if overrides else "",
-                              request_id=request_id)
-
-
-def submit_requests(specs: list[str], flags: dict, request_id: str) -> list[j.SubmitJobRequest]:
-    """A request per spec file (none: one of the flags), ID/k the request id of the k-th of several; every file that
-    cannot be sent is named (spec k of n, as the controller names a refused one) before nothing is sent."""
-    many = len(specs) > 1
-    requests, unreadable = [], []
-    for k, path in enumerate(specs or [None]):
-        try:
-            requests.append(submit_request(path, flags, f"{request_id}/{k + 1}" if many else request_id))
-        except UnreadableSpec as e:
-            unreadable.append(f"spec {k + 1} of {len(specs)}: {e}; nothing was queued" if many else str(e))
-    for line in unreadable:
-        error("vipu", line)
-    if unreadable:
-        raise SystemExit(BAD_INPUT)
-    return requests
+def time_flag(time: str | None, time_limit: str | None) -> str | int | None:
+    """The time limit from -t/--time (Slurm's: minutes) or --time-limit (a bare number is seconds)."""
+    if time is None:
+        return time_limit
+    if time_limit is not None:
+        fail("vipu", "-t/--time (a bare number is minutes, as sbatch) and --time-limit (seconds) both give the time"
+             " limit; give one", BAD_INPUT)
+    try:
+        return slurm_seconds(time)
+    except ValueError as e:
+        fail("vipu", f"-t/--time: {e}", BAD_INPUT)
 
 
 def register(app: typer.Typer) -> None:
@@ -90,30 +75,41 @@ def register(app: typer.Typer) -> None:
     def submit(
         ctx: typer.Context,
         specs: list[str] = typer.Argument(
-            None, metavar="[SPEC]...", show_default=False,
-            help="YAML or JSON job specs ('-' reads one from stdin), each its own job, all queued or none; omit to"
-                 " use the flags"),
-        name: str = typer.Option(None, "--name", help="job name"),
+            None, metavar="[SCRIPT [ARGS]... | SPEC...]", show_default=False,
+            help="a batch script (its first line #!) and its arguments (after -- if they start with -); or YAML or"
+                 " JSON job specs, each its own job, all queued or none ('-' reads one, or a script, from stdin);"
+                 " omit to use the flags"),
+        name: str = typer.Option(None, "--job-name", "-J", "--name", help="job name (a script's: its file name)"),
         ipus: int = typer.Option(None, "--ipus", help="IPUs: a power of two"),
+        time: str = typer.Option(None, "--time", "-t", help=f"time limit as sbatch reads it: {FORMS}"),
         time_limit: str = typer.Option(None, "--time-limit", help="e.g. 10m, 1h30m, 1-00:00:00; a bare number is"
-                                       " seconds (sbatch --time reads minutes)"),
+                                       " seconds (-t/--time reads minutes)"),
         duration: str = typer.Option(None, "--duration", help="a sleep workload of this length (e.g. 30s)"),
-        qos: str = typer.Option(None, "--qos"),
+        wrap: str = typer.Option(None, "--wrap", help="run this shell command: a batch script of #!/bin/sh and it"
+                                 " (sbatch --wrap)"),
+        qos: str = typer.Option(None, "--qos", "-q"),
         user: str = typer.Option(None, "--user"),
-        account: str = typer.Option(None, "--account"),
+        account: str = typer.Option(None, "--account", "-A"),
         nice: int = typer.Option(None, "--nice"),
         dependency: str = typer.Option(None, "--dependency", "-d", help="afterok:ID,afterany:ID,afternotok:ID,singleton"),
         array: str = typer.Option(None, "--array", "-a", help="e.g. 0-99%10"),
-        hold: bool = typer.Option(None, "--hold/--no-hold", help="submit held (release with vipu release)"),
+        hold: bool = typer.Option(None, "--hold/--no-hold", "-H", help="submit held (release with vipu release)"),
         begin: str = typer.Option(
             None, "--begin", "-b",
             help="not before this time (BeginTime): now+10m, now+1hour, now+90 (seconds), or ISO-8601 like"
                  " 2026-11-22T14:00:00 (local time unless it ends in Z or +01:00)",
         ),
         requeue: bool = typer.Option(None, "--requeue/--no-requeue", help="requeue after a node failure"),
-        allocation: str = typer.Option(None, "--allocation"),
+        allocation: str = typer.Option(None, "--allocation", "--partition", "-p",
+                                       help="V-IPU allocation to run in (Slurm's partition)"),
         output: str = typer.Option(None, "--output", "-o",
-                                   help="file written when the job's run ends; %j job id, %x name (see the spec)"),
+                                   help="the job's output file, relative to its working directory; %j job id, %A"
+                                        " array job, %a task, %x name (see the spec)"),
+        error_file: str = typer.Option(None, "--error", "-e",
+                                       help="a batch script's stderr (default: with its output); patterns as -o"),
+        chdir: str = typer.Option(None, "--chdir", "-D", help="a batch script's working directory (default: here)"),
+        export: str = typer.Option(None, "--export", help="the environment a batch script gets: ALL (default), NONE,"
+                                   " or ALL,VAR=value,... or VAR1,VAR2=value (only those), as sbatch"),
         request_id: str = typer.Option(None, "--request-id", help="a retry with the same id never queues twice (with"
                                        " several specs, each gets ID/1, ID/2, ...)"),
         parsable: bool = typer.Option(False, "--parsable",
@@ -124,45 +120,61 @@ def register(app: typer.Typer) -> None:
             help=f"{JSON_HELP}: job_ids (every job), duplicate (all were queued before, by these request ids), jobs"
                  " (job_ids and duplicate per spec)"),
     ):
-        """Queue a job (sbatch): from a spec file, or from flags like `sbatch --wrap`. Prints the job id.
+        """Queue a job (sbatch): a batch script, a command (--wrap), spec files, or the flags alone. Prints the job
+        id.
 
-        Several spec files: a job each, in one call, all queued or none (a refusal names its file); flags apply to all."""
+        A batch script's #SBATCH lines before its first command are read as sbatch reads them; the flags win over
+        them. Several spec files: a job each, in one call, all queued or none (a refusal names its file); flags
+        apply to all."""
         cli = ctx.obj
+        if export is not None:
+            try:
+                check_export(export)
+            except ValueError as e:
+                fail("vipu", f"--export: {e}", BAD_INPUT)
         flags = {
-            "name": name, "ipus": ipus, "time_limit": time_limit, "qos": qos, "user": user, "account": account,
-            "nice": nice, "dependency": dependency, "array": array, "hold": hold, "begin": begin, "requeue": requeue,
-            "allocation": allocation, "output": output,
+            "name": name, "ipus": ipus, "time_limit": time_flag(time, time_limit), "qos": qos, "user": user,
+            "account": account, "nice": nice, "dependency": dependency, "array": array, "hold": hold, "begin": begin,
+            "requeue": requeue, "allocation": allocation, "output": output, "error": error_file, "chdir": chdir,
+            "export": export,
         }
         flags = {k: v for k, v in flags.items() if v is not None}
-        if output is not None:
-            flags["output"] = absolute(output)
         if duration is not None:
             flags["workload"] = {"kind": "sleep", "duration": duration}
         specs = specs or []
-        if "-" in specs and len(specs) > 1:
-            fail("vipu", "'-' (a spec on stdin) must be the only spec; give the others as files", BAD_INPUT)
-        if len(specs) > MAX_SPECS_PER_CALL:
-            fail("vipu", f"{len(specs):,} specs given; one command queues at most {MAX_SPECS_PER_CALL:,}: split them"
-                 " over several commands", BAD_INPUT)
-        if not specs and "ipus" not in flags:
-            fail("vipu", "give a job spec file, or at least --ipus N (e.g. vipu submit --ipus 4 --duration 30s)", BAD_INPUT)
+        first = read_first(specs)
+        batch = wrap is not None or (first is not None and is_batch_script(first[0]))
+        count = 1 if batch else len(specs)  # the jobs this command queues
+        if not batch:
+            flags = spec_flags(flags)
+            if "-" in specs and len(specs) > 1:
+                fail("vipu", "'-' (a spec on stdin) must be the only spec; give the others as files", BAD_INPUT)
+            if len(specs) > MAX_SPECS_PER_CALL:
+                fail("vipu", f"{len(specs):,} specs given; one command queues at most {MAX_SPECS_PER_CALL:,}: split"
+                     " them over several commands", BAD_INPUT)
+            if not specs and "ipus" not in flags:
+                fail("vipu", "give a batch script, a job spec file, or at least --ipus N (e.g. vipu submit --ipus 4"
+                     " --duration 30s)", BAD_INPUT)
         if request_id is not None:  # each spec of several gets ID/k: room for the longest of those
-            longest = MAX_REQUEST_ID - (len(f"/{len(specs)}") if len(specs) > 1 else 0)
+            longest = MAX_REQUEST_ID - (len(f"/{count}") if count > 1 else 0)
             if not request_id or len(request_id) > longest or not request_id.isprintable():
-                added = f" (each of the {len(specs)} specs gets /k added)" if longest < MAX_REQUEST_ID else ""
+                added = f" (each of the {count} specs gets /k added)" if longest < MAX_REQUEST_ID else ""
                 fail("vipu", f"--request-id must be 1 to {longest} printable characters{added}; e.g. a UUID",
                      BAD_INPUT)
         # a fresh id per command: retries inside this call are then safe
         request_id = request_id or uuid.uuid4().hex
-        requests = submit_requests(specs, flags, request_id)
+        if batch:
+            requests = [batch_request(specs, wrap, first, flags, request_id)]
+        else:
+            requests = submit_requests(specs, flags, request_id, first)
         if len(requests) == 1:
             replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True)]
         else:
-            batch = j.SubmitJobsRequest(jobs=requests)
-            if batch.ByteSize() > MAX_REQUEST_BYTES:
-                fail("vipu", f"these {len(specs)} specs are {batch.ByteSize():,} bytes together; one command sends at"
-                     f" most {MAX_REQUEST_BYTES:,}: split them over several commands", BAD_INPUT)
-            replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch, retry=True).jobs)
+            batch_call = j.SubmitJobsRequest(jobs=requests)
+            if batch_call.ByteSize() > MAX_REQUEST_BYTES:
+                fail("vipu", f"these {len(specs)} specs are {batch_call.ByteSize():,} bytes together; one command"
+                     f" sends at most {MAX_REQUEST_BYTES:,}: split them over several commands", BAD_INPUT)
+            replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch_call, retry=True).jobs)
         if cli.wants_json(json_out):  # the same keys for one spec or many, so a wrapper of `vipu submit "$@"` holds
             print_json({"job_ids": [i for reply in replies for i in reply.job_ids],
                         "duplicate": all(reply.duplicate for reply in replies),
@@ -175,8 +187,8 @@ def register(app: typer.Typer) -> None:
                 if reply.duplicate:  # stdout is the id alone, for $(...)
                     print(f"vipu: {again}", file=sys.stderr)
                 continue
-            first, last = reply.job_ids[0], reply.job_ids[-1]
-            print(f"Submitted job {first}" if len(reply.job_ids) == 1 else
-                  f"Submitted array job {first} ({len(reply.job_ids)} tasks: jobs {first}-{last})")
+            first_id, last = reply.job_ids[0], reply.job_ids[-1]
+            print(f"Submitted job {first_id}" if len(reply.job_ids) == 1 else
+                  f"Submitted array job {first_id} ({len(reply.job_ids)} tasks: jobs {first_id}-{last})")
             if reply.duplicate:  # a retry of an earlier submit: said, so nobody waits for a second copy
                 print(f"({again})")

@@ -63,7 +63,7 @@ class JobSpec(Strict):
         " same patterns as output; other kinds write none")
     allocation: str | None = Field(None, description="V-IPU allocation to run in (default: default)")
     workload: AnyWorkload = Field(HoldWorkload(), description="what the job runs: a mapping with its `kind` (sleep,"
-                                  " hold, train: below)")
+                                  " hold, train, command: below)")
 
     @field_validator("time_limit")
     @classmethod

@@ -1,15 +1,31 @@
-"""Where a job's output goes: Slurm's filename patterns in `output`, filled in for one job."""
+"""Where a job's output goes: Slurm's filename patterns in `output`, filled in for one job.
+
+Why a Protocol, not the job record: `vipu show job` fills the patterns in too (StdOut=, as scontrol), from the API's
+Job, without loading the controller's models.
+"""
 
 from __future__ import annotations
 
+import os
 import re
-
-from vipu.scheduler.job_record import Job
+from typing import Protocol
 
 _PATTERN = re.compile(r"%(%|[jAaxu])")
+DEFAULT_OUTPUT = "slurm-%j.out"  # sbatch's, in the working directory
+DEFAULT_ARRAY_OUTPUT = "slurm-%A_%a.out"  # an array task's
 
 
-def output_path(pattern: str, job: Job) -> str:
+class Named(Protocol):
+    """What the patterns name of a job (a job record has it all)."""
+
+    id: int
+    array_job_id: int | None
+    array_task_id: int | None
+    name: str
+    user: str
+
+
+def output_path(pattern: str, job: Named) -> str:
     """%j job id, %A array job id (the job id outside an array), %a array task (empty outside one), %x job name,
     %u user, %% a percent sign; any other %-sequence is kept as written, as sbatch does."""
     values = {
@@ -21,3 +37,11 @@ def output_path(pattern: str, job: Job) -> str:
         "u": job.user,
     }
     return _PATTERN.sub(lambda m: values[m.group(1)], pattern)
+
+
+def output_file(pattern: str | None, job: Named, workdir: str) -> str:
+    """A program's output file: its pattern (None: sbatch's default) filled in for the job, relative to its working
+    directory."""
+    if pattern is None:
+        pattern = DEFAULT_ARRAY_OUTPUT if job.array_job_id is not None else DEFAULT_OUTPUT
+    return os.path.join(workdir, output_path(pattern, job))

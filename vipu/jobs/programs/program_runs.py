@@ -24,11 +24,9 @@ from vipu.jobs.programs.environment import job_environment
 from vipu.jobs.programs.hosts import NodeSteps, Steps, spool_for
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
-from vipu.scheduler.output_pattern import output_path
+from vipu.scheduler.output_pattern import output_file
 
 log = logging.getLogger("vipu.programs")
-DEFAULT_OUTPUT = "slurm-%j.out"  # sbatch's, in the working directory; an array task's: slurm-%A_%a.out
-DEFAULT_ARRAY_OUTPUT = "slurm-%A_%a.out"
 
 
 class ProgramRecord(BaseModel):
@@ -81,8 +79,8 @@ class ProgramRuns:
         partition = state.get("partition", start.partition)
         host, port = ctx.api_address()
         number = sum(t.state is JobState.RUNNING for t in job.history)  # this run included
-        record = ProgramRecord(name=str(job.id), run=number, output=self._path(job.spec.output, job, work.workdir),
-                               error=self._path(job.spec.error, job, work.workdir) if job.spec.error else None)
+        record = ProgramRecord(name=str(job.id), run=number, output=output_file(job.spec.output, job, work.workdir),
+                               error=output_file(job.spec.error, job, work.workdir) if job.spec.error else None)
         run = _Run(job.id, start.start_time, f"job{job.id}.run{number}", record)
         try:
             user = ctx.run_as(job.user)
@@ -98,13 +96,6 @@ class ProgramRuns:
         machines = state.topology.machines_of(start.first_ipu, start.ipus)
         threading.Thread(target=self._run, args=(run, launch, machines), name=f"vipu-program-{job.id}",
                          daemon=True).start()
-
-    @staticmethod
-    def _path(pattern: str | None, job, workdir: str) -> str:
-        """An output file: Slurm's pattern filled in for the job, relative to its working directory."""
-        if pattern is None:
-            pattern = DEFAULT_ARRAY_OUTPUT if job.array_job_id is not None else DEFAULT_OUTPUT
-        return os.path.join(workdir, output_path(pattern, job))
 
     def _run(self, run: _Run, launch: dict, machines: list[int]) -> None:
         try:

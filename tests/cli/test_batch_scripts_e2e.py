@@ -1,0 +1,186 @@
+"""Batch scripts end to end, as sbatch users write them: `vipu submit job.sh` and `--wrap` through the installed CLI
+to a live controller (`--ray off`: each program runs as a local process), and what the program then sees and
+writes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import console_script
+
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"}
+
+
+def vipu(server, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([console_script("vipu"), *args], cwd=cwd, env={**server.env(), **(env or {})},
+                          capture_output=True, text=True, timeout=60)
+
+
+def submit(server, *args: str, cwd: Path, env: dict | None = None) -> list[int]:
+    out = vipu(server, "submit", "--json", *args, cwd=cwd, env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["job_ids"]
+
+
+def show(server, job: int, cwd: Path) -> dict:
+    out = vipu(server, "show", "job", str(job), "--json", cwd=cwd)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def ended(server, job: int, cwd: Path, timeout: float = 30.0) -> dict:
+    """The job once it has ended, polled until a deadline."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        x = show(server, job, cwd)
+        if x["state"] in ENDED:
+            return x
+        time.sleep(0.1)
+    raise AssertionError(f"job {job} had not ended after {timeout} s: {x['state']}")
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_a_script_runs_with_its_directives_and_writes_what_it_printed(server, tmp_path):
+    write(tmp_path / "job.sh", "#!/bin/bash\n"
+          "# directives, as sbatch reads them: before the first command\n"
+          "#SBATCH -J hello --ipus=2\n"
+          "#SBATCH --time=5\n"
+          "#SBATCH -o out-%x-%j.txt\n"
+          "\n"
+          'echo "hello $1 $2 from job $SLURM_JOB_ID ($SLURM_JOB_NAME) in $(pwd)"\n'
+          "echo oops >&2\n"
+          "#SBATCH -J ignored --mem=1G\n")  # after a command: ignored, as sbatch does (so is the unknown --mem)
+    # the words after the script are its arguments (after --, as here, where one starts with -)
+    [job] = submit(server, "job.sh", "--", "one", "-two", cwd=tmp_path)
+    x = ended(server, job, tmp_path)
+    assert (x["state"], x["exit_code"], x["name"], x["ipus"], x["time_limit_s"]) == ("COMPLETED", 0, "hello", 2, 300)
+    output = tmp_path / f"out-hello-{job}.txt"
+    assert output.read_text() == f"hello one -two from job {job} (hello) in {tmp_path}\noops\n"
+    lines = dict(line.split("=", 1) for line in vipu(server, "show", "job", str(job), cwd=tmp_path).stdout.splitlines())
+    assert lines["Command"] == "(batch script) one -two" and lines["WorkDir"] == str(tmp_path)
+    assert lines["StdOut"] == lines["StdErr"] == str(output)  # the patterns filled in, as scontrol shows them
+
+
+def test_flags_beat_directives(server, tmp_path):
+    write(tmp_path / "job.sh", "#!/bin/sh\n#SBATCH -J from-script -t 10 --ipus 4 -q normal --nice=5\n"
+          "#SBATCH --hold\ntrue\n")
+    [job] = submit(server, "job.sh", "-J", "from-flag", "-t", "2:00", "--nice", "7", cwd=tmp_path)
+    spec = show(server, job, tmp_path)["spec"]
+    assert (spec["name"], spec["time_limit"], spec["nice"], spec["ipus"], spec["hold"]) == ("from-flag", 120, 7, 4,
+                                                                                             True)
+    [other] = submit(server, "job.sh", "--no-hold", "--time-limit", "90", "--name", "n", cwd=tmp_path)
+    x = ended(server, other, tmp_path)  # --no-hold beat -H; --time-limit keeps seconds
+    assert (x["state"], x["time_limit_s"], x["name"]) == ("COMPLETED", 90, "n")
+
+
+@pytest.mark.parametrize(("lines", "said"), [
+    (["#SBATCH -J fine", "#SBATCH --mem=4G"],
+     "job.sh line 3: #SBATCH --mem=4G: --mem is not an option vipu-sim takes; remove the line"),
+    (["#SBATCH --ipus 1", "", "#SBATCH -t 1:xx"],
+     "job.sh line 4: #SBATCH -t 1:xx: '1:xx' is not a Slurm time; use minutes (90), MM:SS, HH:MM:SS"),
+])
+def test_a_bad_directive_is_refused_naming_its_line(server, tmp_path, lines, said):
+    write(tmp_path / "job.sh", "\n".join(["#!/bin/sh", *lines, "true"]) + "\n")
+    out = vipu(server, "submit", "job.sh", cwd=tmp_path)
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr.startswith(f"vipu: error: {said}"), out.stderr
+    assert json.loads(vipu(server, "queue", "--json", cwd=tmp_path).stdout) == []
+
+
+def test_a_file_that_is_no_script_and_no_spec_gets_sbatchs_message(server, tmp_path):
+    write(tmp_path / "job.sh", "echo no interpreter line\n")
+    out = vipu(server, "submit", "job.sh", "--ipus", "1", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr == ("vipu: error: job.sh: This does not look like a batch script. The first line must start"
+                          " with #! followed by the path to an interpreter (e.g. #!/bin/bash), and it is not a YAML or"
+                          " JSON job spec either\n")
+    write(tmp_path / "none.sh", "#!/bin/sh\ntrue\n")
+    asks = vipu(server, "submit", "none.sh", cwd=tmp_path)
+    assert asks.returncode == 2 and "none.sh asks for no IPUs; add a line `#SBATCH --ipus=N`" in asks.stderr
+
+
+def test_wrap_runs_a_command_in_a_sh_script(server, tmp_path):
+    [job] = submit(server, "--ipus", "1", "--wrap", "echo wrapped $((1 + 1)) as $SLURM_JOB_NAME", cwd=tmp_path)
+    assert ended(server, job, tmp_path)["state"] == "COMPLETED"
+    assert (tmp_path / f"slurm-{job}.out").read_text() == "wrapped 2 as wrap\n"
+    write(tmp_path / "job.sh", "#!/bin/sh\ntrue\n")
+    both = vipu(server, "submit", "job.sh", "--ipus", "1", "--wrap", "true", cwd=tmp_path)
+    assert both.returncode == 2 and "--wrap makes the batch script from its command" in both.stderr
+
+
+@pytest.mark.parametrize(("export", "want"), [
+    (None, "FOO=unset BAR=shell"),  # ALL, the default: the submitting shell's environment
+    ("NONE", "FOO=unset BAR=unset"),
+    ("ALL,FOO=1", "FOO=1 BAR=shell"),
+    ("FOO=2", "FOO=2 BAR=unset"),  # only those named
+])
+def test_export_decides_what_the_program_gets_of_the_shell(server, tmp_path, export, want):
+    write(tmp_path / "env.sh", '#!/bin/sh\n#SBATCH --ipus 1\necho "FOO=${FOO-unset} BAR=${BAR-unset}"\n')
+    flags = [] if export is None else [f"--export={export}"]
+    [job] = submit(server, "env.sh", *flags, cwd=tmp_path, env={"BAR": "shell"})
+    assert ended(server, job, tmp_path)["state"] == "COMPLETED"
+    assert (tmp_path / f"slurm-{job}.out").read_text() == want + "\n"
+
+
+def test_chdir_and_a_relative_output_land_where_sbatch_puts_them(server, tmp_path):
+    (tmp_path / "run" / "logs").mkdir(parents=True)
+    write(tmp_path / "job.sh", '#!/bin/sh\n#SBATCH --ipus 1\necho "in $(pwd), submitted from $SLURM_SUBMIT_DIR"\n')
+    [relative] = submit(server, "job.sh", "-D", "run", "-o", "logs/%j.txt", cwd=tmp_path)
+    [default] = submit(server, "job.sh", "--chdir", "run", cwd=tmp_path)
+    for job in (relative, default):
+        assert ended(server, job, tmp_path)["state"] == "COMPLETED"
+    said = f"in {tmp_path}/run, submitted from {tmp_path}\n"
+    assert (tmp_path / "run" / "logs" / f"{relative}.txt").read_text() == said  # relative to -D, not to here
+    assert (tmp_path / "run" / f"slurm-{default}.out").read_text() == said
+    assert show(server, relative, tmp_path)["spec"]["output"] == f"{tmp_path}/run/logs/%j.txt"
+
+
+def test_show_job_script_prints_the_script_byte_for_byte(server, tmp_path):
+    text = "#!/bin/bash\r\n#SBATCH --ipus=1 -H\n\tprintf '%s\\n' \"ünïcode $1\"  \n\n# no newline at the end"
+    write(tmp_path / "job.sh", text)
+    [job] = submit(server, "job.sh", cwd=tmp_path)
+    out = subprocess.run([console_script("vipu"), "show", "job", str(job), "--script"], env=server.env(),
+                         capture_output=True, timeout=60)
+    assert (out.returncode, out.stdout) == (0, text.encode())
+    [sleeper] = submit(server, "--ipus", "1", "--hold", cwd=tmp_path)
+    none = vipu(server, "show", "job", str(sleeper), "--script", cwd=tmp_path)
+    assert none.returncode == 3 and none.stdout == ""
+    assert f"job {sleeper} has no batch script: it runs a hold workload" in none.stderr
+
+
+def test_an_array_script_gives_each_task_its_id_and_file(server, tmp_path):
+    write(tmp_path / "sweep.sh", "#!/bin/sh\n#SBATCH --array=0-2 --ipus 1 -t 1\n"
+          'echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID ($SLURM_ARRAY_TASK_COUNT)"\n')
+    jobs = submit(server, "sweep.sh", cwd=tmp_path)
+    assert len(jobs) == 3
+    array = jobs[0]
+    for job in jobs:
+        assert ended(server, job, tmp_path)["state"] == "COMPLETED"
+    for task in range(3):
+        assert (tmp_path / f"slurm-{array}_{task}.out").read_text() == f"task {task} of {array} (3)\n"
+
+
+def test_the_example_script_runs_as_getting_started_says(server, tmp_path):
+    example = Path(__file__).resolve().parents[2] / "examples" / "hello.sh"
+    [job] = submit(server, str(example), cwd=tmp_path)
+    assert ended(server, job, tmp_path)["state"] == "COMPLETED"
+    assert (tmp_path / f"hello-{job}.out").read_text() == (
+        f"job {job} (hello) holds partition slurm_{job} of 4 IPUs\nin {tmp_path}, submitted from {tmp_path}\n")
+
+
+def test_an_output_in_a_missing_directory_fails_the_job_saying_why(server, tmp_path):
+    write(tmp_path / "job.sh", "#!/bin/sh\n#SBATCH --ipus 1 -o nowhere/%j.out\necho lost\n")
+    [job] = submit(server, "job.sh", cwd=tmp_path)
+    assert ended(server, job, tmp_path)["state"] == "FAILED"
+    assert not (tmp_path / "nowhere").exists()  # as sbatch: the job fails rather than create it
+    text = vipu(server, "show", "job", str(job), cwd=tmp_path).stdout
+    assert f"Failure=output file {tmp_path}/nowhere/{job}.out: its directory {tmp_path}/nowhere does not exist" in text

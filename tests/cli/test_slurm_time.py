@@ -1,0 +1,46 @@
+"""sbatch's -t/--time as Slurm reads it: a bare number is minutes."""
+
+from __future__ import annotations
+
+import pytest
+
+from vipu.cli.slurm_time import slurm_seconds
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("90", 90 * 60),  # minutes, not seconds
+    ("1", 60),
+    (" 10 ", 600),
+    ("5:30", 5 * 60 + 30),  # MM:SS
+    ("0:30", 30),
+    ("02:30:00", 2 * 3600 + 30 * 60),  # HH:MM:SS
+    ("1-0", 86400),  # D-HH
+    ("2-12", 2 * 86400 + 12 * 3600),
+    ("1-02:03", 86400 + 2 * 3600 + 3 * 60),  # D-HH:MM
+    ("1-00:00:00", 86400),  # D-HH:MM:SS
+    ("0-00:00:01", 1),
+    ("366-00:00:00", 366 * 86400),
+])
+def test_slurm_time_forms(text, want):
+    assert slurm_seconds(text) == want
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("", "is not a Slurm time"),
+    ("abc", "is not a Slurm time"),
+    ("10m", "is not a Slurm time"),  # vipu's unit form belongs to --time-limit
+    ("1:2:3:4", "is not a Slurm time"),
+    ("-5", "is not a Slurm time"),
+    ("1-", "is not a Slurm time"),
+    ("1.5", "is not a Slurm time"),
+    ("0", "means no limit in Slurm"),
+    ("UNLIMITED", "means no limit in Slurm"),
+    ("infinite", "means no limit in Slurm"),
+    ("0:00", "no time at all"),
+    ("367-00:00:00", "longer than a year"),
+    ("600000", "longer than a year"),
+])
+def test_what_is_not_a_slurm_time_is_refused_saying_why(text, said):
+    with pytest.raises(ValueError, match=said) as refused:
+        slurm_seconds(text)
+    assert repr(text) in str(refused.value)

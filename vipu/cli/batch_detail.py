@@ -1,0 +1,50 @@
+"""What `vipu show job` shows of a batch script's job, as scontrol does: Command, WorkDir, StdErr, StdIn and StdOut
+(the output patterns filled in for the job, as scontrol fills them), and the script itself (`--script`, as
+`scontrol write batch_script`).
+
+Why Command is not a path: the job keeps the script's text, not the file it came from (which may have changed or
+gone since), so it shows "(batch script)" and the script's arguments; `vipu show job ID --script` prints the text.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from types import SimpleNamespace
+
+from vipu.cli.failure import BAD_INPUT, NOT_FOUND, fail
+from vipu.scheduler.output_pattern import output_file
+from vipu.v1 import job_pb2 as j
+
+KIND = "command"
+
+
+def batch_fields(x: j.Job, spec: dict) -> list[tuple[str, object]]:
+    """scontrol's lines for a batch script's job; [] for a job of another workload."""
+    work = spec.get("workload") or {}
+    if work.get("kind") != KIND:
+        return []
+    task = x.HasField("array_job_id")
+    names = SimpleNamespace(id=x.id, array_job_id=x.array_job_id if task else None,
+                            array_task_id=x.array_task_id if task else None, name=x.name, user=x.user)
+    workdir = work.get("chdir") or work["submit_dir"]
+    stdout = output_file(spec.get("output"), names, workdir)
+    stderr = output_file(spec["error"], names, workdir) if spec.get("error") else stdout
+    command = " ".join(["(batch script)", *(shlex.quote(a) for a in work.get("args") or [])])
+    return [("Command", command), ("WorkDir", workdir), ("StdErr", stderr), ("StdIn", "/dev/null"),
+            ("StdOut", stdout)]
+
+
+def print_script(x: j.Job, asked: str, json_out: bool) -> None:
+    """The job's batch script exactly as submitted, or a refusal for a job that has none."""
+    if json_out:
+        fail("vipu", "--script prints the script as it is; leave out --json (--json alone has it in"
+             " spec.workload.script)", BAD_INPUT)
+    import json
+
+    work = json.loads(x.spec_json).get("workload") or {}
+    if work.get("kind") != KIND:
+        fail("vipu", f"job {asked} has no batch script: it runs a {work.get('kind', 'hold')} workload, not a script"
+             f" (vipu show job {asked} shows its spec)", NOT_FOUND)
+    sys.stdout.write(work["script"])
+    sys.stdout.flush()

@@ -1,0 +1,94 @@
+"""A batch script (or a --wrap command) as a job spec with a `command` workload, made as sbatch makes its job.
+
+What is captured here, at submit, as sbatch does: the script's text (the job keeps it, so a requeued job runs what
+was submitted), the directory `vipu submit` runs in (SLURM_SUBMIT_DIR), the working directory (-D, made absolute),
+the environment under --export, and output paths made absolute against the working directory (the controller has
+no directory of the user's). The job's name is the script's file name unless -J gives one ("wrap" for --wrap,
+"sbatch" for a script on stdin), as sbatch names it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from vipu.cli.batch_directives import parse_directives
+from vipu.cli.export_env import exported
+from vipu.v1 import job_pb2 as j
+from vipu.validation import MAX_SPEC_BYTES
+
+NOT_A_SCRIPT = ("This does not look like a batch script. The first line must start with #! followed by the path to"
+                " an interpreter")
+WRAP = "--wrap"  # the source of a --wrap script, in messages
+NAMES = {"<stdin>": "sbatch", WRAP: "wrap"}  # sbatch's job names for a script from stdin, and for --wrap
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a job name the controller takes (partition/rules.py)
+
+
+def is_batch_script(data: bytes) -> bool:
+    return data.startswith(b"#!")
+
+
+def wrapped(command: str) -> str:
+    """sbatch --wrap's script around a command."""
+    return f"#!/bin/sh\n# This script was created by vipu submit --wrap.\n\n{command}\n"
+
+
+def default_name(source: str) -> str | None:
+    """sbatch's job name for a script read from `source` (None: the name is not one the controller takes, so the
+    spec's default is kept)."""
+    if source in NAMES:
+        return NAMES[source]
+    name = os.path.basename(source)
+    return name if NAME.fullmatch(name) else None
+
+
+def absolute(path: str, base: str | None = None) -> str:
+    """A path as sbatch takes it: relative to `base` (default: where the command runs; the controller has none)."""
+    return path if path.startswith("/") else str(Path(base or Path.cwd()) / path)
+
+
+def batch_spec(script: str, args: list[str], options: Mapping[str, object], cwd: str,
+               environ: Mapping[str, str], name: str | None) -> dict:
+    """The spec of a batch script: `options` are the spec's fields as the directives and flags give them (flags
+    over directives), with chdir and export for the workload; `cwd` is where `vipu submit` runs."""
+    fields = dict(options)
+    chdir = fields.pop("chdir", None)
+    chdir = absolute(str(chdir), cwd) if chdir is not None else None
+    workdir = chdir or cwd
+    for key in ("output", "error"):  # sbatch's are relative to the working directory
+        if fields.get(key) is not None:
+            fields[key] = absolute(str(fields[key]), workdir)
+    environment = exported(str(fields.pop("export", "ALL")), environ)
+    if name is not None:
+        fields.setdefault("name", name)
+    fields["workload"] = {"kind": "command", "script": script, "args": list(args), "submit_dir": cwd,
+                          "chdir": chdir, "environment": environment}
+    return fields
+
+
+class BatchError(ValueError):
+    """A batch script that cannot be submitted; the message says which and how to fix it."""
+
+
+def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str, object],
+                   request_id: str) -> j.SubmitJobRequest:
+    """The request for a batch script read from `source`, its directives under the command line's flags."""
+    try:
+        script = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BatchError(f"{source} is not UTF-8 text (bad byte at offset {e.start}); save the script as"
+                         " UTF-8") from None
+    options = {**parse_directives(script, source), **flags}
+    if "ipus" not in options:
+        raise BatchError(f"{source} asks for no IPUs; add a line `#SBATCH --ipus=N` before its first command, or"
+                         " give vipu submit --ipus N")
+    spec = batch_spec(script, args, options, os.getcwd(), os.environ, default_name(source))
+    body = json.dumps(spec).encode()
+    if len(body) > MAX_SPEC_BYTES:
+        raise BatchError(f"{source} with its environment is {len(body):,} bytes; a job spec may be at most"
+                         f" {MAX_SPEC_BYTES:,}: pass fewer variables on (--export=NONE or a list) or keep data in"
+                         " files the script reads")
+    return j.SubmitJobRequest(spec=body, source=source, request_id=request_id)

@@ -1,0 +1,41 @@
+"""sbatch's -t/--time, as Slurm reads it: a bare number is minutes.
+
+Why its own parser, apart from --time-limit's (vipu/scheduler/durations.py, where a bare number is seconds): every
+Slurm user reads `-t 90` as 90 minutes, and a script's `#SBATCH -t 90` must mean what it means under sbatch. Slurm
+keeps limits in whole minutes and rounds MM:SS up; vipu-sim keeps seconds, so `-t 0:30` is 30 seconds here.
+"""
+
+from __future__ import annotations
+
+import re
+
+# minutes | MM:SS | HH:MM:SS | D-HH | D-HH:MM | D-HH:MM:SS (Slurm's time_str2mins)
+_TIME = re.compile(r"(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)")
+MAX_DAYS = 366  # the controller's longest limit (durations.MAX_SECONDS)
+
+FORMS = "minutes (90), MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (e.g. 1-00:00:00)"
+
+
+def slurm_seconds(text: str) -> int:
+    """Seconds from Slurm's time format; ValueError saying the accepted forms for anything else."""
+    value = text.strip()
+    m = _TIME.fullmatch(value)
+    if value.lower() in ("unlimited", "infinite", "0"):
+        raise ValueError(f"{text!r} means no limit in Slurm, and every job here has one; give e.g. 1-00:00:00 (at"
+                         f" most {MAX_DAYS} days)")
+    if not m:
+        raise ValueError(f"{text!r} is not a Slurm time; use {FORMS}")
+    days, d_hours, d_minutes, d_seconds, a, b, c = (int(g) if g is not None else None for g in m.groups())
+    if days is not None:
+        seconds = ((days * 24 + d_hours) * 60 + (d_minutes or 0)) * 60 + (d_seconds or 0)
+    elif c is not None:  # HH:MM:SS
+        seconds = (a * 60 + b) * 60 + c
+    elif b is not None:  # MM:SS
+        seconds = a * 60 + b
+    else:  # minutes
+        seconds = a * 60
+    if seconds == 0:
+        raise ValueError(f"{text!r} is no time at all; give a positive time such as 10 (minutes) or 1:00:00")
+    if seconds > MAX_DAYS * 86400:
+        raise ValueError(f"{text!r} is longer than a year; give at most {MAX_DAYS} days ({MAX_DAYS}-00:00:00)")
+    return seconds
