@@ -1,0 +1,67 @@
+"""poprun inside a job: its arithmetic against the job's partition, each instance's POPDIST_* variables, and a run
+of it in a real job."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli.test_cli_e2e import run
+from tests.conftest import console_script
+from tests.jobs.programs.test_programs_e2e import ended
+from vipu.jobs.programs.launcher import LayoutError, instance_environment, layout, parse
+
+JOB = {"IPUOF_VIPU_API_PARTITION_ID": "slurm_7", "VIPU_PARTITION_IPUS": "16"}
+
+
+@pytest.mark.parametrize("flags, want", [
+    ([], (1, 16, 1)),
+    (["--ipus-per-replica", "4"], (1, 4, 4)),
+    (["--num-instances", "4", "--num-replicas", "8", "--ipus-per-replica", "2"], (4, 8, 2)),
+])
+def test_a_layout_that_fills_the_partition(flags, want):
+    assert layout(parse([*flags, "prog"]), JOB)[2:] == want
+
+
+@pytest.mark.parametrize("flags, env, says", [
+    (["--num-replicas", "4"], JOB, "--num-replicas 4 x --ipus-per-replica 1 = 4 IPUs, but partition slurm_7 has 16"),
+    (["--num-replicas", "32"], JOB, "= 32 IPUs, but partition slurm_7 has 16"),
+    (["--num-instances", "3"], JOB, "--num-instances 3 does not divide the 16 replicas"),
+    (["--ipus-per-replica", "0"], JOB, "--ipus-per-replica is 0; give 1 or more"),
+    (["--only-output-from-instance", "2", "--num-instances", "2"], JOB, "instances are 0 to 1"),
+    (["--vipu-partition", "other"], JOB, "this job holds partition slurm_7"),
+    ([], {}, "poprun runs inside a job"),
+])
+def test_a_layout_that_does_not_add_up_is_refused_with_the_arithmetic(flags, env, says):
+    with pytest.raises(LayoutError, match=says.replace("(", r"\(").replace(")", r"\)")):
+        layout(parse([*flags, "prog"]), env)
+
+
+def test_each_instance_runs_its_share_of_the_replicas():
+    envs = [instance_environment(JOB, i, 4, 8, 2) for i in range(4)]
+    assert [(e["POPDIST_REPLICA_INDEX_OFFSET"], e["POPDIST_LOCAL_INSTANCE_INDEX"]) for e in envs] == [
+        ("0", "0"), ("2", "1"), ("4", "2"), ("6", "3")]
+    assert {(e["POPDIST_NUM_LOCAL_REPLICAS"], e["POPDIST_NUM_TOTAL_REPLICAS"], e["POPDIST_NUM_IPUS_PER_REPLICA"],
+             e["POPDIST_NUM_INSTANCES"], e["IPUOF_VIPU_API_PARTITION_ID"]) for e in envs} == {
+        ("2", "8", "2", "4", "slurm_7")}
+
+
+def test_poprun_in_a_job_starts_its_instances_and_refuses_a_layout_larger_than_the_partition(server, tmp_path):
+    poprun = console_script("poprun")
+    command = (f"{poprun} --num-instances 2 --num-replicas 4 --print-topology sh -c"
+               " 'echo $POPDIST_INSTANCE_INDEX:$POPDIST_REPLICA_INDEX_OFFSET:$POPDIST_NUM_LOCAL_REPLICAS'")
+    out = run(server, "vipu", "submit", "--ipus", "4", "-t", "1", "-D", str(tmp_path), "--wrap", command, "--json")
+    [job] = json.loads(out.stdout)["job_ids"]
+    assert ended(server, job)["state"] == "COMPLETED"
+    lines = (tmp_path / f"slurm-{job}.out").read_text().splitlines()
+    assert lines[:3] == [f"poprun topology: partition slurm_{job}, 2 instance(s), 4 replica(s) of 1 IPU(s)",
+                         "  instance 0: replicas 0-1 on IPUs 0-1", "  instance 1: replicas 2-3 on IPUs 2-3"]
+    assert sorted(lines[3:]) == ["[0] 0:0:2", "[1] 1:2:2"]
+    out = run(server, "vipu", "submit", "--ipus", "4", "-t", "1", "-D", str(tmp_path), "--wrap",
+              f"{poprun} --num-replicas 8 true", "--json")
+    [bad] = json.loads(out.stdout)["job_ids"]
+    detail = ended(server, bad)
+    assert (detail["state"], detail["exit_code"]) == ("FAILED", 2)
+    assert "--num-replicas 8 x --ipus-per-replica 1 = 8 IPUs, but partition" in (
+        tmp_path / f"slurm-{bad}.out").read_text()
