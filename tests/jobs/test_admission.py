@@ -4,13 +4,15 @@ must also be small enough for the emulator, and is told it could be modelled whe
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from tests.jobs.helpers import bert_large, pod, transformer
+from tests.jobs.test_examples import EXAMPLES
 from vipu.errors import InvalidArgument
 from vipu.jobs.admission import check_train
 from vipu.jobs.planner import plan
 from vipu.jobs.train import modelled
-from vipu.scheduler.job_spec import JobSpec
+from vipu.scheduler.job_spec import JobSpec, parse_spec
 
 BERT = bert_large(p=4, r=4, micro_batch=8, micro_batches=64, recompute=True, rts=True, offload_optimizer=True)
 UNFIT = bert_large(r=16, micro_batch=64, micro_batches=4)  # whole BERT-Large and its activations on each IPU
@@ -52,3 +54,12 @@ def test_a_modelled_job_admitted_keeps_its_plan_for_its_start(monkeypatch):
 
     monkeypatch.setattr(modelled, "plan", plan_again)
     assert modelled.predicted(spec.workload, pod()) == plan(spec.workload, pod())
+
+
+def test_the_modelled_gpt3_example_is_admitted_on_a_pod256_and_its_executed_twin_is_not():
+    modelled_spec = parse_spec(yaml.safe_load((EXAMPLES / "gpt3_pod256_modelled.yaml").read_text()))
+    assert modelled_spec.workload.modelled
+    check_train(modelled_spec, pod("bow-pod256"))
+    with pytest.raises(InvalidArgument, match="execute: false to model it"):
+        check_train(modelled_spec.model_copy(update={"workload": modelled_spec.workload.model_copy(
+            update={"execute": True})}), pod("bow-pod256"))

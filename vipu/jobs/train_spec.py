@@ -29,8 +29,9 @@ Model = Annotated[Union[MlpModel, TransformerModel, ConvNetModel], Field(discrim
 
 
 class TrainWorkload(Workload):
-    """A training run: `steps` optimiser steps of `model` laid out as `layout`, executed on the emulated IPUs, or
-    with execute: false only modelled (vipu/jobs/train/modelled.py)."""
+    """A training run: `steps` optimiser steps of `model` laid out as `layout`; with execute: false only modelled.
+
+    Executed on the emulated IPUs (vipu/jobs/train), or modelled: vipu/jobs/train/modelled.py."""
 
     kind: Literal["train"] = "train"
     model: Model
