@@ -156,5 +156,5 @@ class ModelledRun:
         time had passed by then."""
         steps = self.steps(at, completed)
         instances = instance_runs(environments, self.workload.layout, self.first_ipu)
-        return modelled_result(self.workload, self.pod, self.first_ipu, self.planned, steps, max(0.0, at - self.started),
-                               instances)
+        return modelled_result(self.workload, self.pod, self.first_ipu, self.planned, steps,
+                               max(0.0, at - self.started), instances)
