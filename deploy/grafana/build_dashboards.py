@@ -94,7 +94,9 @@ def job() -> dict:
             "sum by (link_type) (rate(vipu_link_transmit_bytes_total[$__rate_interval])"
             ' * on (machine) group_left () (count by (machine) (vipu_ipu_allocation_info{job_id="$job"}) > bool 0))',
         ], unit="Bps", legend="{{link_type}}"),
-        panel("Emulated step time (training jobs)", ['vipu_job_step_seconds{job_id="$job"}'], unit="s"),
+        # a modelled job (execute: false) computes nothing: its series is the planner's prediction, labelled so
+        panel("Emulated step time (training jobs; modelled=true: predicted)", ['vipu_job_step_seconds{job_id="$job"}'],
+              unit="s", legend="modelled={{modelled}}"),
         panel("Loss (training jobs)", ['vipu_job_loss{job_id="$job"}']),
         panel("SRAM in use on the job's IPUs", [
             'sum(vipu_ipu_memory_used_bytes * on (machine, ipu) group_left (job_id) vipu_ipu_allocation_info{job_id="$job"})',

@@ -16,7 +16,8 @@ from vipu.jobs.suggest import suggestion_text
 from vipu.scheduler.job_spec import JobSpec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-NAMES = ["bert_large_pod16.yaml", "gpt3_pod256.yaml", "tiny_dp.yaml", "tiny_pp.yaml", "tiny_tp.yaml"]
+NAMES = ["bert_large_pod16.yaml", "gpt3_pod256.yaml", "gpt3_pod256_modelled.yaml", "tiny_dp.yaml", "tiny_pp.yaml",
+         "tiny_tp.yaml"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -32,7 +33,7 @@ def test_example_loads_plans_and_fits(name):
 
 @pytest.mark.parametrize("name, t, p, r", [
     ("tiny_dp.yaml", 1, 1, 4), ("tiny_pp.yaml", 1, 4, 1), ("tiny_tp.yaml", 4, 1, 1),
-    ("bert_large_pod16.yaml", 1, 4, 4), ("gpt3_pod256.yaml", 8, 8, 4),
+    ("bert_large_pod16.yaml", 1, 4, 4), ("gpt3_pod256.yaml", 8, 8, 4), ("gpt3_pod256_modelled.yaml", 8, 8, 4),
 ])
 def test_example_layouts(name, t, p, r):
     spec, _ = load_plan_spec(EXAMPLES / name)

@@ -30,7 +30,8 @@ def test_a_training_job_moves_the_per_ipu_and_link_series(server, tmp_path):
     spec.write_text(LONG_TRAINING)  # 4 IPUs of machine 0, data-parallel: its allreduce crosses IPU-Links
     [job] = submit(server, str(spec))
     wait_for(lambda: show(server, job)["state"] == "RUNNING")
-    wait_for(lambda: f'vipu_job_step_seconds{{job_id="{job}"}}' in scrape(server.metrics_url), timeout=60)
+    series = f'vipu_job_step_seconds{{job_id="{job}",modelled="false"}}'
+    wait_for(lambda: series in scrape(server.metrics_url), timeout=60)
     text = scrape(server.metrics_url)
     util, sram = ipu_series(text, "vipu_ipu_utilization_ratio"), ipu_series(text, "vipu_ipu_memory_used_bytes")
     power = ipu_series(text, "vipu_ipu_power_watts")

@@ -106,6 +106,8 @@ def print_job(x: j.Job) -> None:
         ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)),
         *(program or [("StdOut", spec.get("output") or "(null)")]),
     ]
+    if x.modelled:  # computes nothing: holds its partition for steps x the predicted step time x the time scale
+        fields.append(("Modelled", "yes"))
     if detail.get("recovery"):  # what the last controller restart did to its run, and why
         fields.append(("Recovery", detail["recovery"]))
     if detail.get("preemption"):  # which job's QOS took its IPUs last, and what became of the run
@@ -123,9 +125,19 @@ def print_job(x: j.Job) -> None:
             print(f"EarlierRun={line}")
         result = record.get("result")
         losses = result["losses"] if result else record.get("losses")  # a run without a result: its steps so far
-        if losses:
+        modelled = record.get("modelled")
+        if modelled:
+            steps = f"/{result['steps_requested']}" if result else " so far"
+            print(f"ModelledTimeScale={modelled['time_scale']:g} StepWallTime={modelled['step_wall_s']:.6g}s"
+                  f" ModelledSteps={modelled['steps_run']}{steps}")
+            print("Losses=none (modelled: computed nothing)")
+        elif losses:
             print(f"Losses={' '.join(f'{v:.4f}' for v in losses)}")
-        if result:
+        if result and modelled:
+            print(f"PredictedStepTime={result['predicted_step_s'] * 1e6:.1f}us"
+                  f" Throughput={result['predicted_throughput_samples_per_s']:.0f}samples/s (modelled: nothing"
+                  " emulated)")
+        elif result:
             print(f"EmulatedStepTime={result['emulated_step_s'] * 1e6:.1f}us"
                   f" Throughput={result['throughput_samples_per_s']:.0f}samples/s"
                   f" PredictedStepTime={result['predicted_step_s'] * 1e6:.1f}us")

@@ -73,7 +73,9 @@ def frame(conn, queue_rows: int = 10) -> Group:
     now = time.time()
     for x in jobs:
         if x.state_code in ("R", "CG"):
-            running.add_row(job_id(x), x.name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
+            # a modelled job computes nothing: its IPUs' figures are the planner's prediction
+            name = Text(x.name).append(" (modelled)", style="dim") if x.modelled else x.name
+            running.add_row(job_id(x), name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
     pending = [x for x in jobs if x.state_code == "PD"][:queue_rows]
     for x in pending:
         start = f" (start ~{max(0, x.estimated_start - now):.0f}s)" if x.HasField("estimated_start") else ""

@@ -150,11 +150,12 @@ class ControlPlane:
 
     def machine_stats(self) -> dict[int, dict]:
         """Every machine's counters: from its actor, or with --ray off from the runs' step reports and the link
-        counters their transports count into (the same shape either way)."""
-        if self.machines.enabled:
-            return self.machines.stats()
-        from vipu.jobs.train.stats_without_actors import machine_stats
+        counters their transports count into (the same shape either way). A modelled job's IPUs read its predicted
+        step either way: it computes nothing on the actors."""
+        from vipu.jobs.train.stats_without_actors import machine_stats, with_modelled
 
+        if self.machines.enabled:
+            return with_modelled(self.machines.stats(), self.progress().values(), self.pod.machine.ipus)
         return machine_stats(self.progress().values(), self.machines.link_bytes(), self.pod.machine.ipus)
 
     # -- life -------------------------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ log = logging.getLogger("vipu.recovery")
 
 
 def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, config: SchedulerConfig | None = None,
-               kinds: dict[str, WorkloadKind] | None = None, kill_wait_s: float = 30.0) -> ControlPlane:
+               kinds: dict[str, WorkloadKind] | None = None, kill_wait_s: float = 30.0,
+               modelled_time_scale: float = 1.0) -> ControlPlane:
     """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it."""
     pod = load_pod(pod_name)
     path = Path(state_dir) / "vipu.sqlite3"
@@ -56,7 +57,8 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         records = store.load({**PARTITION_KINDS, **JOB_KINDS})
         controller = Controller(pod, store, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), store)
-        settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir))
+        settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir),
+                               modelled_time_scale=modelled_time_scale)
         plane = ControlPlane(controller, scheduler, store, clock.now, api_host, api_port, kinds, settings)
         with plane.lock:
             _recover(plane, [(k, r) for k, r in records if k in JOB_KINDS])

@@ -33,6 +33,8 @@ class RunSettings:
 
     kill_wait_s: float = 30.0  # Slurm's KillWait: SIGTERM, then SIGKILL this much later
     state_dir: Path | None = None  # where the controller keeps its state (programs' scripts are spooled under it)
+    modelled_time_scale: float = 1.0  # a modelled training run holds its partition for steps x the predicted step
+    # time x this (vipu/jobs/train/modelled.py)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,9 @@ Model = Annotated[Union[MlpModel, TransformerModel, ConvNetModel], Field(discrim
 
 
 class TrainWorkload(Workload):
-    """A modelled training run: `steps` optimiser steps of `model` laid out as `layout`."""
+    """A training run: `steps` optimiser steps of `model` laid out as `layout`; with execute: false only modelled.
+
+    Executed on the emulated IPUs (vipu/jobs/train), or modelled: vipu/jobs/train/modelled.py."""
 
     kind: Literal["train"] = "train"
     model: Model
@@ -40,6 +42,11 @@ class TrainWorkload(Workload):
     steps: PositiveInt = Field(1, le=1 << 30)
     learning_rate: float = Field(1e-3, gt=0, le=1e3)
     seed: int = Field(0, ge=0, le=2**63 - 1)
+    execute: bool = Field(True, description=(
+        "false: a modelled run, for a spec too large to compute here: it computes nothing and holds its partition"
+        " for steps x the planner's predicted step time (x the controller's --modelled-time-scale), reporting the"
+        " prediction as its steps (no loss); admitted when the layout fits, even where the emulator could not"
+        " execute it"))
 
     @field_validator("layout")
     @classmethod
@@ -66,6 +73,10 @@ class TrainWorkload(Workload):
     def global_batch(self) -> int:
         """Samples per optimiser step: micro_batch x micro_batches x r."""
         return self.layout.global_batch
+
+    @property
+    def modelled(self) -> bool:
+        return not self.execute
 
 
 register(TrainWorkload)  # job specs take `workload: {kind: train, ...}` wherever this module is loaded

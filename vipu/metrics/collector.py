@@ -78,16 +78,22 @@ class StateCollector(Collector):
         yield from self.machines(pod, statuses)
 
     def training(self):
-        """Per-step figures of running training jobs; the series exist only while the job runs."""
-        step = GaugeMetricFamily("vipu_job_step_seconds", "Emulated step time of a running training job.", labels=["job_id"])
+        """Per-step figures of running training jobs; the series exist only while the job runs. A modelled job
+        (execute: false) computes nothing: its step series carry modelled="true" and hold the planner's prediction,
+        and it has no loss series (and moves no link bytes)."""
+        step = GaugeMetricFamily("vipu_job_step_seconds", "Emulated step time of a running training job (modelled"
+                                 "=\"true\": the planner's predicted step time of a job that computes nothing).",
+                                 labels=["job_id", "modelled"])
         loss = GaugeMetricFamily("vipu_job_loss", "Loss of a running training job's last step.", labels=["job_id"])
         link = GaugeMetricFamily("vipu_job_step_link_bytes", "Link bytes of the job's last step, by link type.",
                                  labels=["job_id", "link_type"])
         for job_id, reports in self.plane.progress().items():
             if reports:
                 last = reports[-1]
-                step.add_metric([str(job_id)], last.emulated_step_s)
-                loss.add_metric([str(job_id)], last.loss)
+                modelled = "true" if last.modelled else "false"
+                step.add_metric([str(job_id), modelled], last.emulated_step_s)
+                if last.loss is not None:
+                    loss.add_metric([str(job_id)], last.loss)
                 for kind, value in last.bytes_per_link_type.items():
                     link.add_metric([str(job_id), kind], value)
         yield from (step, loss, link)

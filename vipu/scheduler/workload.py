@@ -34,6 +34,12 @@ class Workload(BaseModel):
         (a training run, a program) or it never does (hold)."""
         return None
 
+    @property
+    def modelled(self) -> bool:
+        """It runs without computing anything, only holding its partition for a predicted time (a train workload
+        with execute: false): the listings label it so."""
+        return False
+
 
 class SleepWorkload(Workload):
     """Occupies its partition for `duration`, then exits with `exit_code`; longer than time_limit -> TIMEOUT."""

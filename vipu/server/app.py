@@ -47,6 +47,7 @@ DEFAULT_METRICS_PORT = 9105
 # contention: bench/bench_submit.py prints submissions/s with 3 and with 8 (with 8 clients, 3 threads serve more).
 # More help only when RPCs wait on something outside the process (Ray), so the flag is there.
 DEFAULT_RPC_THREADS = 3
+MAX_TIME_SCALE = 1000.0  # --modelled-time-scale: slower than the real Pod, but not so slow a job never ends
 # How long a thread that wants the GIL waits before the running one must hand it over (Python's default: 5 ms). A
 # submission hands the GIL back and forth several times (gRPC, SQLite), so beside a long listing each handover cost
 # it the whole default interval: bench/bench_reads.py measured submissions at 19% of their rate without a lister.
@@ -190,6 +191,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kill-wait", type=float, default=30.0, metavar="SECONDS",
                         help="Slurm's KillWait: a program that a cancel or its time limit stops gets SIGTERM, and"
                              " SIGKILL this long after (default 30; 0 to 3600)")
+    parser.add_argument("--modelled-time-scale", type=float, default=1.0, metavar="X",
+                        help="a modelled training job (execute: false) holds its partition for steps x the"
+                             " planner's predicted step time x X (default 1: as long as the real Pod would; e.g."
+                             f" 0.001 to replay a day in under 2 minutes; above 0, at most {MAX_TIME_SCALE:g})")
     parser.add_argument("--rpc-threads", type=int, default=DEFAULT_RPC_THREADS,
                         help=f"threads serving gRPC calls (default {DEFAULT_RPC_THREADS}; 1 to 64)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
@@ -253,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.kill_wait <= 3600:
         print(f"vipu-server: error: --kill-wait is {args.kill_wait:g}; give 0 to 3600 seconds", file=sys.stderr)
         return BAD_INPUT
+    if not (0 < args.modelled_time_scale <= MAX_TIME_SCALE):  # also refuses nan
+        print(f"vipu-server: error: --modelled-time-scale is {args.modelled_time_scale:g}; give a factor above 0 and"
+              f" at most {MAX_TIME_SCALE:g} (1: modelled jobs take as long as on the real Pod)", file=sys.stderr)
+        return BAD_INPUT
     if not 1 <= args.rpc_threads <= 64:
         print(f"vipu-server: error: --rpc-threads is {args.rpc_threads}; give 1 to 64", file=sys.stderr)
         return BAD_INPUT
@@ -269,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
         config = load_scheduler_config(args.scheduler_config, args.policy)
         plane = open_plane(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config,
-                           kill_wait_s=args.kill_wait)
+                           kill_wait_s=args.kill_wait, modelled_time_scale=args.modelled_time_scale)
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)  # as the CLI exits for the same error

@@ -37,6 +37,7 @@ def job(x: Job, brief: bool = False) -> j.Job:
         admin_hold=x.admin_hold,
         begin_time=x.begin_time,
         priority=x.priority.total if x.priority else 0.0,
+        modelled=x.spec.workload.modelled,
     )
     if not brief:
         message.spec_json = x.spec.model_dump_json()

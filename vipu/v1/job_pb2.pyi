@@ -39,7 +39,7 @@ class SubmitJobsResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[SubmitJobResponse, _Mapping]]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "name", "user", "account", "qos", "state", "state_code", "reason", "ipus", "partition", "time_limit_s", "submit_time", "start_time", "end_time", "estimated_start", "exit_code", "array_job_id", "array_task_id", "dependency", "requeue_count", "held", "priority", "spec_json", "detail_json", "result_json", "admin_hold", "begin_time", "signal")
+    __slots__ = ("id", "name", "user", "account", "qos", "state", "state_code", "reason", "ipus", "partition", "time_limit_s", "submit_time", "start_time", "end_time", "estimated_start", "exit_code", "array_job_id", "array_task_id", "dependency", "requeue_count", "held", "priority", "spec_json", "detail_json", "result_json", "admin_hold", "begin_time", "signal", "modelled")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
@@ -68,6 +68,7 @@ class Job(_message.Message):
     ADMIN_HOLD_FIELD_NUMBER: _ClassVar[int]
     BEGIN_TIME_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    MODELLED_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: str
     user: str
@@ -96,7 +97,8 @@ class Job(_message.Message):
     admin_hold: bool
     begin_time: float
     signal: int
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., state: _Optional[str] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., ipus: _Optional[int] = ..., partition: _Optional[str] = ..., time_limit_s: _Optional[float] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., estimated_start: _Optional[float] = ..., exit_code: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., dependency: _Optional[str] = ..., requeue_count: _Optional[int] = ..., held: _Optional[bool] = ..., priority: _Optional[float] = ..., spec_json: _Optional[str] = ..., detail_json: _Optional[str] = ..., result_json: _Optional[str] = ..., admin_hold: _Optional[bool] = ..., begin_time: _Optional[float] = ..., signal: _Optional[int] = ...) -> None: ...
+    modelled: bool
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., state: _Optional[str] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., ipus: _Optional[int] = ..., partition: _Optional[str] = ..., time_limit_s: _Optional[float] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., estimated_start: _Optional[float] = ..., exit_code: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., dependency: _Optional[str] = ..., requeue_count: _Optional[int] = ..., held: _Optional[bool] = ..., priority: _Optional[float] = ..., spec_json: _Optional[str] = ..., detail_json: _Optional[str] = ..., result_json: _Optional[str] = ..., admin_hold: _Optional[bool] = ..., begin_time: _Optional[float] = ..., signal: _Optional[int] = ..., modelled: _Optional[bool] = ...) -> None: ...
 
 class JobLogsResponse(_message.Message):
     __slots__ = ("lines", "record_json")

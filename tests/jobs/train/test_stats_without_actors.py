@@ -6,15 +6,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from vipu.hardware.figures import LINK_TYPES
-from vipu.jobs.train.stats_without_actors import machine_stats
+from vipu.jobs.train.stats_without_actors import machine_stats, with_modelled
 
 
 def ipu(utilisation: float, memory: int, streaming: int = 0):
     return SimpleNamespace(utilisation=utilisation, memory_bytes=memory, streaming_bytes=streaming)
 
 
-def step(ipus: dict):
-    return SimpleNamespace(ipus=ipus)
+def step(ipus: dict, modelled: bool = False):
+    return SimpleNamespace(ipus=ipus, modelled=modelled)
 
 
 # a job on IPUs 2-5: two of machine 0, two of machine 1 (4 IPUs a machine)
@@ -38,3 +38,18 @@ def test_link_bytes_are_the_counters_of_every_machine_that_moved_any():
     assert stats[3]["per_ipu"] == {} and stats[3]["links"]["gw_link"] == {"sent_bytes": 7, "received_bytes": 9}
     assert all(sorted(stats[m]["links"]) == sorted(LINK_TYPES) for m in (0, 3))  # the shape of Machine.stats()
     assert stats[3]["links"]["ipu_link"] == {"sent_bytes": 0, "received_bytes": 0}
+
+
+def test_with_actors_a_modelled_jobs_ipus_read_its_predicted_step():
+    """A modelled job computes nothing on the actors, whose stats would show its IPUs idle; a computed job's IPUs
+    read what their actor says."""
+    actor = {"machine": 0, "actor": True, "streaming": {"used_bytes": 5}, "links": {"ipu_link": {"sent_bytes": 1}},
+             "per_ipu": {i: {"utilisation": 0.0, "sram_used_bytes": 0, "tensors": 0} for i in range(4)}}
+    computed = [step({0: ipu(0.3, 100)})]
+    predicted = [step({2: ipu(0.9, 700, 30), 3: ipu(0.9, 800, 40), 4: ipu(0.9, 900, 50)}, modelled=True)]
+    stats = with_modelled({0: actor}, [computed, predicted, []], 4)
+    assert stats[0]["per_ipu"][2] == {"utilisation": 0.9, "sram_used_bytes": 700, "tensors": 0}
+    assert stats[0]["per_ipu"][0]["utilisation"] == 0.0  # the actor's word for a computed job's IPU
+    assert stats[0]["streaming"]["used_bytes"] == 5 + 70 and stats[0]["links"] == actor["links"] and stats[0]["actor"]
+    assert stats[1]["per_ipu"] == {4: {"utilisation": 0.9, "sram_used_bytes": 900}}  # its actor did not answer
+    assert with_modelled({}, [computed], 4) == {}

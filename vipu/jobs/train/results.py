@@ -1,4 +1,5 @@
-"""What a training run reports: one StepReport per optimiser step, and the TrainingResult of the run.
+"""What a training run reports: one StepReport per optimiser step, and the TrainingResult of the run. A modelled
+run (execute: false) computes nothing: each of its steps is the planner's predicted step (ModelledSteps).
 
 Times are emulated (virtual) seconds on the real Pod's figures unless named wall_s. A step's emulated time splits
 exactly into the planner's parts, with its field names (parts.PARTS): compute_s + bubble_s + tensor_parallel_s +
@@ -9,6 +10,8 @@ that stage waits inside the pipeline, and bubble_fraction the stages' average id
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -35,7 +38,8 @@ class IpuReport(_Frozen):
 
 class StepReport(_Frozen):
     step: int  # from 0
-    loss: float  # mean loss over the global batch, before this step's update
+    loss: float | None  # mean loss over the global batch, before this step's update; None: a modelled step
+    # computed nothing, so it has no loss (no number is made up for it)
     emulated_step_s: float
     compute_s: float  # BSP compute sets (incl. their syncs) of the critical stage
     comm_s: float  # tensor_parallel_s + pipeline_send_s + data_parallel_s
@@ -53,6 +57,8 @@ class StepReport(_Frozen):
     collectives: int
     ipus: dict[int, IpuReport]
     wall_s: float
+    modelled: bool = False  # the planner's prediction of the step, nothing computed (modelled.py): its times,
+    # utilisation and memory are the plan's, it has no loss and moved no bytes
 
 
 class IpuUsage(_Frozen):
@@ -73,8 +79,17 @@ def step_line(r: StepReport) -> str:
     plan's names in the plan's order (parts.PARTS), so the two read side by side; then what the line has always
     ended with (all communication, the bubble's share of the pipeline) and the host's wall-clock."""
     parts = ", ".join(f"{label} {getattr(r, field) * 1e6:,.1f} us" for label, field in PARTS)
-    return (f"step {r.step:>4}  loss {r.loss:.6f}  emulated step {r.emulated_step_s * 1e6:,.1f} us  ({parts};"
+    loss = "none (modelled)" if r.loss is None else f"{r.loss:.6f}"
+    return (f"step {r.step:>4}  loss {loss}  emulated step {r.emulated_step_s * 1e6:,.1f} us  ({parts};"
             f" comm {r.comm_s * 1e6:,.1f} us, bubble {r.bubble_fraction:.1%})  wall {r.wall_s * 1e3:,.1f} ms")
+
+
+def modelled_line(m: ModelledSteps, steps: int | None) -> str:
+    """`vipu logs`' first line for a modelled run: what it is, and how long it holds its partition."""
+    count, hold = (f"{steps:,}", f" = {steps * m.step_wall_s:,.3f} s") if steps is not None else ("its", "")
+    return (f"modelled run (execute: false): computes nothing; holds its partition for {count} steps x the"
+            f" predicted step time {m.step.emulated_step_s:,.6g} s x time scale {m.time_scale:g}{hold} of"
+            " wall-clock; each step reports the planner's prediction, with no loss")
 
 
 def ipu_usage(reports: list[StepReport], ipus_per_machine: int) -> list[IpuUsage]:
@@ -124,6 +139,39 @@ class InstanceRun(_Frozen):
     ipus: list[int]  # their IPUs (Pod IPU numbers)
 
 
+class ModelledSteps(_Frozen):
+    """The steps of a modelled run (execute: false), which computed nothing: each is the planner's predicted step,
+    held on the partition for its predicted time x time_scale of wall-clock. Kept once, not once per step: a
+    modelled job may run many more steps than a computed one, on up to a Pod's IPUs."""
+
+    time_scale: float  # the controller's --modelled-time-scale when the run started
+    step_wall_s: float  # wall-clock seconds each step holds the partition: the predicted step time x time_scale
+    steps_run: int  # the steps whose time has passed (so far, while the run goes)
+    step: StepReport  # the predicted step (numbered 0); step i reports it numbered i
+
+    def reports(self) -> "RepeatedSteps":
+        return RepeatedSteps(self.step, self.steps_run)
+
+
+class RepeatedSteps(Sequence[StepReport]):
+    """`count` reports of `step`, numbered from 0, made when read: a modelled run's steps, as a computed run's
+    list of them reads."""
+
+    def __init__(self, step: StepReport, count: int):
+        self.step, self.count = step, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.count))]
+        number = index + self.count if index < 0 else index
+        if not 0 <= number < self.count:
+            raise IndexError(f"step {index} of {self.count}")
+        return self.step.model_copy(update={"step": number})
+
+
 class TrainingResult(_Frozen):
     model: str
     layout: str
@@ -146,7 +194,14 @@ class TrainingResult(_Frozen):
     wall_s: float
     instances: list[InstanceRun] = []  # the poprun instances and what each ran (empty in results stored before)
     ipu_usage: list[IpuUsage] = []  # per IPU of the partition, over the steps run (empty in results stored before)
+    # a modelled run (execute: false): it computed nothing, so it has no losses and `reports` is empty; its steps
+    # are these (the emulated figures above are then the prediction's). None: the run computed its steps
+    modelled: ModelledSteps | None = None
 
     @property
     def steps_run(self) -> int:
-        return len(self.losses)
+        return self.modelled.steps_run if self.modelled else len(self.losses)
+
+    def step_reports(self) -> Sequence[StepReport]:
+        """Every step the run reported, computed or modelled."""
+        return self.modelled.reports() if self.modelled else self.reports

@@ -19,16 +19,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from vipu.errors import MachineLost
 from vipu.jobs.train.poprun import partition_environments, summary_lines
-from vipu.jobs.train.results import USAGE_LEGEND, StepReport, TrainingResult, step_line, usage_lines
+from vipu.jobs.train.results import (USAGE_LEGEND, ModelledSteps, StepReport, TrainingResult, modelled_line,
+                                     step_line, usage_lines)
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import TRANSITIONS, JobState
+from vipu.scheduler.workload import Ending
+
+if TYPE_CHECKING:
+    from vipu.jobs.train.modelled import ModelledRun
 
 log = logging.getLogger("vipu.training")
 RETURN_WAIT_S = 60.0  # how long a run waits for an earlier run on its IPUs to return (one step, normally)
@@ -47,24 +54,32 @@ class JobResult(BaseModel):
     earlier_runs: list[str] = []  # how each earlier run of the job ended, oldest first
     steps: list[StepReport] = []  # the steps of a run without a result (it failed, or was ended under it), or so
     # far of a run still going: what it logged is kept either way
+    modelled: ModelledSteps | None = None  # a modelled run (execute: false) computed nothing: its steps so far,
+    # or in all (as in its result); None for a run that computes
 
     @property
-    def reports(self) -> list[StepReport]:
+    def reports(self) -> Sequence[StepReport]:
         """Every step the run logged."""
-        return self.result.reports if self.result else self.steps
+        if self.result:
+            return self.result.step_reports()
+        return self.modelled.reports() if self.modelled else self.steps
 
     def run_data(self) -> dict:
         """The run as `vipu logs --json` gives it: every step it logged, its result without them."""
-        data = self.model_dump(mode="json", exclude={"name": True, "result": {"reports"}, "steps": True})
+        data = self.model_dump(mode="json", exclude={"name": True, **_STEPS})
         return {**data, "steps": [r.model_dump(mode="json") for r in self.reports]}
 
     def summary(self) -> dict:
         """What `vipu show job` shows of the run: everything but its steps (`vipu logs`'s), with the losses of a
         run that has no result."""
-        summary = self.model_dump(mode="json", exclude={"result": {"reports"}, "steps": True})
+        summary = self.model_dump(mode="json", exclude=_STEPS)
         if self.result is None:
             summary["losses"] = [r.loss for r in self.steps]
         return summary
+
+
+# a record's steps, left out where they are not shown (a modelled run's predicted step among them)
+_STEPS = {"result": {"reports": True, "modelled": {"step"}}, "steps": True, "modelled": {"step"}}
 
 
 @dataclass(eq=False)
@@ -83,6 +98,7 @@ class _Run:
     done: bool = False
     after: list["_Run"] = field(default_factory=list)  # runs on the same IPUs whose threads had not returned
     returned: threading.Event = field(default_factory=threading.Event)  # this run's tensors are freed
+    modelled: "ModelledRun | None" = None  # a modelled run: no thread, its steps are predicted (modelled.py)
 
     @property
     def scope(self) -> str:
@@ -111,9 +127,11 @@ class TrainRuns:
         with self.ctx.lock:
             self._stopping = True
 
-    def progress(self) -> dict[int, list[StepReport]]:
-        """Running jobs' steps so far (for logs and metrics)."""
-        return {job_id: run.steps for job_id, run in list(self.runs.items()) if not run.done}
+    def progress(self) -> dict[int, Sequence[StepReport]]:
+        """Running jobs' steps so far (for logs and metrics); a modelled run's, those whose time has passed."""
+        now = self.ctx.now()
+        return {job_id: run.modelled.steps(now).reports() if run.modelled else run.steps
+                for job_id, run in list(self.runs.items()) if not run.done}
 
     def environment(self, job_id: int, workload) -> list[dict[str, str]]:
         """The environment of each poprun instance of the job, from its partition slurm_<id> as the controller
@@ -124,10 +142,15 @@ class TrainRuns:
         return partition_environments(partition, state, host, port, workload.layout)
 
     def stop(self, stop: StopJob) -> None:
-        """Nothing to do at once: the run's thread sees its job is no longer running after its step and returns."""
+        """A computed run: nothing to do at once, its thread sees its job is no longer running after its step and
+        returns. A modelled run has no thread: its result is recorded now (under the controller's lock)."""
+        run = self.runs.get(stop.job_id)
+        if run is not None and run.modelled is not None and not run.done:
+            self._end_modelled(run, stop.state)
 
-    def start(self, start: StartJob) -> None:
-        """A run starts (under the controller's lock, its partition made); it ends when its thread says so."""
+    def start(self, start: StartJob) -> Ending | None:
+        """A run starts (under the controller's lock, its partition made); it ends when its thread says so, or, a
+        modelled run, at the end returned."""
         job_id, started, first_ipu, workload = start.job_id, start.start_time, start.first_ipu, start.workload
         problem: Exception | None = None
         try:
@@ -137,17 +160,45 @@ class TrainRuns:
         job = self.ctx.job(job_id)
         number = max(1, _runs_started(job))
         run = _Run(job_id, number, started, first_ipu, workload.layout.ipus, environment, self._earlier(job, number))
+        if workload.modelled:
+            if problem is not None:
+                raise problem  # the job fails with the reason (the executor's StartFailed)
+            # imported with the first modelled run: the planner brings numpy (admission has loaded it already)
+            from vipu.jobs.train.modelled import ModelledRun
+
+            run.modelled = ModelledRun.begin(workload, self.ctx.pod, first_ipu, started,
+                                             self.ctx.settings.modelled_time_scale)
         # stored now, not only when the run ends: a controller that stops under the run never records its end, and
         # the next controller reads how the earlier runs ended from here (it no longer has their machines' story)
-        record = JobResult(name=str(job_id), run=number, environment=environment, earlier_runs=run.earlier)
+        record = JobResult(name=str(job_id), run=number, environment=environment, earlier_runs=run.earlier,
+                           modelled=run.modelled.steps(started) if run.modelled else None)
         self.ctx.store.commit([("job_result", record.name, record)], [])
         self.results[job_id] = record
+        if run.modelled:  # nothing to compute, nothing put on the machines: the driver ends it at its end
+            run.returned.set()
+            self.runs[job_id] = run
+            return run.modelled.ending()
         with self._unreturned_lock:
             run.after = [r for r in self._unreturned if r.overlaps(run)]
             self._unreturned.append(run)
         self.runs[job_id] = run
         threading.Thread(target=self._run, args=(run, workload, problem), daemon=True,
                          name=f"vipu-train-{job_id}").start()
+
+    def _end_modelled(self, run: _Run, state: JobState) -> None:
+        """Record a modelled run's result: all its steps if it COMPLETED (its end came), else those whose time had
+        passed when it was stopped, with what stopped it (the caller holds the lock)."""
+        job = self.ctx.job(run.job_id)
+        ended = _run_end(job, run.number) if job is not None else None
+        result = run.modelled.result(self.ctx.now() if ended is None else ended, state is JobState.COMPLETED,
+                                     run.environment)
+        record = JobResult(name=str(run.job_id), run=run.number, result=result, environment=run.environment,
+                           earlier_runs=run.earlier, modelled=result.modelled)
+        if state is not JobState.COMPLETED and job is not None:
+            record.ended = self._ending(job, run.number, record)
+        self.ctx.store.commit([("job_result", record.name, record)], [])
+        self.results[run.job_id] = record
+        run.done = True
 
     def _still_running(self, job_id: int, started: float) -> bool:
         return self.ctx.still_running(job_id, started)
@@ -228,7 +279,8 @@ class TrainRuns:
         run = self.runs.get(job_id)
         if run is not None and not run.done:
             return JobResult(name=str(job_id), run=run.number, environment=run.environment, earlier_runs=run.earlier,
-                             steps=list(run.steps))
+                             steps=list(run.steps),
+                             modelled=run.modelled.steps(self.ctx.now()) if run.modelled else None)
         if job_id not in self.results:
             stored = self.ctx.store.get("job_result", str(job_id), JobResult)
             if stored is not None:
@@ -243,10 +295,12 @@ class TrainRuns:
         if record is None:
             return []
         runs = record.result.instances if record.result else []
-        lines = [*record.earlier_runs, *summary_lines(
+        job = self.ctx.job(job_id)
+        first = [modelled_line(record.modelled, job.spec.workload.steps if job else None)] if record.modelled else []
+        lines = [*first, *record.earlier_runs, *summary_lines(
             record.environment, [f"-> ran replicas {_span(r.replicas)} on IPUs {_span(r.ipus)}" for r in runs])]
         lines += [step_line(r) for r in record.reports]
-        run, job = self.runs.get(job_id), self.ctx.job(job_id)
+        run = self.runs.get(job_id)
         if run is not None and not run.done:  # live, even while an earlier run's thread is still winding down
             if job is not None and not self._still_running(job_id, run.started):  # ended under it, thread not back
                 lines += [line for line in [self._ending(job, run.number, None)] if line]
@@ -327,6 +381,14 @@ def _runs_started(job) -> int:
     return sum(t.state is JobState.RUNNING for t in job.history)
 
 
+def _run_end(job, number: int) -> float | None:
+    """When run `number` of the job left RUNNING, if it has."""
+    starts = [i for i, t in enumerate(job.history) if t.state is JobState.RUNNING]
+    if len(starts) < number or starts[number - 1] + 1 >= len(job.history):
+        return None
+    return job.history[starts[number - 1] + 1].at
+
+
 def _runs_ended(job) -> int:
     started = _runs_started(job)
     return started - 1 if job.state in (JobState.RUNNING, JobState.COMPLETING) else started
@@ -346,6 +408,10 @@ def _summary(x: TrainingResult) -> list[str]:
         f" ({x.predicted_throughput_samples_per_s:,.0f} samples/s)",
         f"link traffic: {links or 'none'}",
     ]
+    if x.modelled:  # nothing was emulated: say what the figures are
+        lines[1:] = [f"modelled: the planner's predicted step time {x.predicted_step_s * 1e6:,.1f} us ->"
+                     f" {x.predicted_throughput_samples_per_s:,.0f} samples/s on the real Pod; no loss",
+                     "link traffic: not counted (modelled: no bytes moved)"]
     if x.ipu_usage:
         lines.append(f"per IPU over the {x.steps_run} steps ({USAGE_LEGEND}):")
         lines += usage_lines(x.ipu_usage)

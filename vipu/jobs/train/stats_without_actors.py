@@ -9,7 +9,8 @@ idle). Link bytes are not folded from the steps: each collective's exact per-IPU
 (vipu/fabric/traffic.py), into counters that outlive the run, summed per machine as the actors sum theirs.
 
 The output has the shape of Machine.stats() (vipu/workers/machine.py), so the metrics collector and `vipu top`
-read either source with the same code (vipu/workers/telemetry.py).
+read either source with the same code (vipu/workers/telemetry.py). A modelled job (execute: false) computes nothing
+anywhere, so with actors too its IPUs read its predicted step from here (with_modelled).
 """
 
 from __future__ import annotations
@@ -45,3 +46,19 @@ def machine_stats(running: Iterable[Sequence[StepReport]], links: Mapping[int, M
         machine(m)["links"] = {kind: {"sent_bytes": sent, "received_bytes": received}
                                for kind, (sent, received) in totals.items()}
     return out
+
+
+def with_modelled(stats: dict[int, dict], running: Iterable[Sequence[StepReport]],
+                  ipus_per_machine: int) -> dict[int, dict]:
+    """The machine actors' stats, with the IPUs of running modelled jobs (execute: false) reading their predicted
+    step, as they read without actors: such a job computes nothing on the actors, which would show its IPUs idle."""
+    modelled = [steps for steps in running if steps and steps[-1].modelled]
+    for m, predicted in machine_stats(modelled, {}, ipus_per_machine).items():
+        report = stats.setdefault(m, predicted)  # a machine whose actor did not answer: the prediction alone
+        if report is predicted:
+            continue
+        for ipu, reading in predicted["per_ipu"].items():
+            report.setdefault("per_ipu", {}).setdefault(ipu, {}).update(reading)
+        streaming = report.setdefault("streaming", {})
+        streaming["used_bytes"] = streaming.get("used_bytes", 0) + predicted["streaming"]["used_bytes"]
+    return stats
