@@ -1,7 +1,7 @@
 """One pipeline operation (a stage's forward or backward of one micro-batch) on its stage's t IPUs: what the shards
 compute, the collectives between them, and the emulated time of it all.
 
-The stage code (mlp_stage.py, transformer_stage.py) is written once for all t shards ("SPMD"): it computes each
+The stage code (vipu/sdk/nn/mlp.py, transformer.py) is written once for all t shards ("SPMD", vipu/sdk/nn/spmd.py): it computes each
 shard from that shard's own weights and inputs, and calls StageGroup.allreduce / all_gather / send, which run on the
 fabric (data_path.py). Every matmul is counted into the current BSP compute set of the shard's IPU; a collective ends
 the compute set. The operation's emulated time is, in order:
@@ -19,7 +19,7 @@ from collections import defaultdict
 import numpy as np
 
 from vipu.jobs.train.data_path import PP, TP, Fabric
-from vipu.jobs.train.kernels import matmul_flops, wgrad, wgrad_flops
+from vipu.sdk.nn.kernels import matmul_flops, wgrad, wgrad_flops
 from vipu.workers import bsp
 
 
