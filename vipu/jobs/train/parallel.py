@@ -76,13 +76,12 @@ from vipu.jobs.train.pipeline_schedule import timeline
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.results import IpuReport, StepReport
-from vipu.jobs.train.step_streaming import machine_streaming_s
+from vipu.jobs.train.machine_charges import charge_compute, machine_streaming_s
 from vipu.jobs.train.work import OpTimer, StageGroup
 from vipu.sdk.nn import mlp, optimizers as optim, transformer
 from vipu.sdk.nn.pipeline import execution_order, stage_orders
 from vipu.sdk.nn.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
 from vipu.sdk.nn.synthetic import DTYPE, batch, init_params, loss
-from vipu.workers import bsp
 
 
 class ParallelTrainer:
@@ -185,7 +184,7 @@ class ParallelTrainer:
 
     def _streaming_s(self) -> float:
         """The step's streaming, each IPU's bytes as the Pod moves them (timing.streamed_bytes) batched per
-        machine (train/step_streaming.py)."""
+        machine (train/machine_charges.py)."""
         if not self.streamed:
             return 0.0
         stash = stash_bytes(self.workload) if self.lay.phased else 0.0
@@ -354,7 +353,9 @@ class ParallelTrainer:
             per_ipu[ipu] = IpuReport(compute_s=compute[ipu], utilisation=compute[ipu] / step_s if step_s else 0.0,
                                      memory_bytes=int(sram), activation_bytes=int(activations),
                                      streaming_bytes=int(streamed))
-        self._charge_machines(per_ipu, step_s, step)
+        # the machines' utilisation counters (`vipu top`): each IPU's compute, the rest of the step as exchange
+        charge_compute(self.fabric.transport, self.pod, {ipu: r.compute_s for ipu, r in per_ipu.items()}, step_s,
+                       f"train step {step}", self.model.dtype)
         self.fabric.hold("held", {ipu: (r.memory_bytes, r.streaming_bytes) for ipu, r in per_ipu.items()})
         return StepReport(
             step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,
@@ -363,21 +364,3 @@ class ParallelTrainer:
             bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
             bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=len(self.fabric.log),
             ipus=per_ipu, wall_s=self.clock() - started)
-
-    def _charge_machines(self, per_ipu: dict[int, IpuReport], step_s: float, step: int) -> None:
-        """Add the step to each machine's BSP counters (what `vipu top` shows as utilisation): one compute set per
-        machine with each IPU's own compute as tile cycles and the rest of the step (its collectives and pipeline
-        idle) as exchange, so each IPU's phases add up to the emulated step."""
-        ipu_spec = self.pod.ipu
-        per_machine: dict[int, list[int]] = defaultdict(list)
-        for ipu in self.ipus:
-            per_machine[ipu // self.pod.machine.ipus].append(ipu)
-        steps = {}
-        for machine, ipus in sorted(per_machine.items()):
-            busiest = max(per_ipu[ipu].compute_s for ipu in ipus)
-            rest = max(0.0, step_s - busiest - ipu_spec.sync_s)
-            work = {ipu: bsp.IpuWork(cycles=per_ipu[ipu].compute_s * ipu_spec.clock_hz,
-                                     exchange_bytes=int(rest * ipu_spec.exchange_bytes_per_s)) for ipu in ipus}
-            cs = bsp.ComputeSet(name=f"train step {step}", dtype=self.model.dtype, ipus=work)
-            steps[machine] = bsp.Step(name=f"train step {step}", compute_sets=[cs])
-        self.fabric.transport.record_compute(steps)
