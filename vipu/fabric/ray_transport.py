@@ -107,6 +107,14 @@ class RayTransport:
     def load(self, name: str, ipus: Sequence[int]) -> None:
         self._get([self.actors[m].load_batch.remote(local, name) for m, local in self._by_machine(ipus).items()])
 
+    def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        refs = []
+        for ipu, array in arrays.items():
+            actor, index = self._at(ipu)
+            refs.append(actor.put_offloaded.remote(index, name, array))
+            self.specs.pop((ipu, name), None)
+        self._get(refs)
+
     def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
         refs = []
         for ipu, nbytes in sizes.items():

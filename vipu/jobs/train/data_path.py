@@ -90,6 +90,9 @@ class Scoped(WrappedTransport):
     def load(self, name: str, ipus: Sequence[int]) -> None:
         self.inner.load(self.scope + name, ipus)
 
+    def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        self.inner.put_offloaded(self.scope + name, arrays)
+
     def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
         self.inner.reserve(self.scope + name, sizes)
 
