@@ -119,14 +119,15 @@ def on_groups(op: str, groups: Sequence[Sequence[int]], name: str, transport: Tr
     otherwise every group runs on the rings fabric/strided.py gives it (members in grid order, both ways for more
     than 2), all in the same steps, links they share priced with their contention. The engine's data-parallel
     collectives and a program's session (vipu/jobs/sessions) both run here."""
-    if len(groups) == 1 and _is_block(topology, groups[0]):
+    if len(groups) == 1 and is_block(topology, groups[0]):
         return ON_A_BLOCK[op](Group.block(topology, groups[0][0], len(groups[0])), name, transport)
     numels = [transport.spec(ipus[0], name)[0] for ipus in groups]
     rings = group_rings(topology, groups, numels, partition.ipus[0], partition.size)
     return run_schedule(op, name, STEPS[op](rings), transport, topology, partition.members)
 
 
-def _is_block(topology: Topology, ipus: Sequence[int]) -> bool:
+def is_block(topology: Topology, ipus: Sequence[int]) -> bool:
+    """Whether `ipus` (ascending) are an aligned power-of-two block the fabric's own collectives run on."""
     if list(ipus) != list(range(ipus[0], ipus[0] + len(ipus))):
         return False
     try:
