@@ -31,6 +31,7 @@ from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
 from vipu.server.auth import AuthInterceptor
+from vipu.server.device_server import DEFAULT_DEVICE_THREADS, build_device_server
 from vipu.workers.fleet import WATCH_S, ray_address_problem
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
@@ -190,6 +191,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kill-wait", type=float, default=30.0, metavar="SECONDS",
                         help="Slurm's KillWait: a program that a cancel or its time limit stops gets SIGTERM, and"
                              " SIGKILL this long after (default 30; 0 to 3600)")
+    parser.add_argument("--device-port", type=int, default=0,
+                        help="port of the DeviceService, through which users' programs (vipu.sdk) reach their"
+                             " partitions' IPUs (VIPU_DEVICE_ADDRESS); 0 (default) picks a free one, -1 turns it off")
+    parser.add_argument("--device-threads", type=int, default=DEFAULT_DEVICE_THREADS,
+                        help=f"threads serving the DeviceService (default {DEFAULT_DEVICE_THREADS}; 1 to 1024): calls"
+                             " of every running program that may wait at once for other instances")
     parser.add_argument("--rpc-threads", type=int, default=DEFAULT_RPC_THREADS,
                         help=f"threads serving gRPC calls (default {DEFAULT_RPC_THREADS}; 1 to 64)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
@@ -256,6 +263,13 @@ def main(argv: list[str] | None = None) -> int:
     if not 1 <= args.rpc_threads <= 64:
         print(f"vipu-server: error: --rpc-threads is {args.rpc_threads}; give 1 to 64", file=sys.stderr)
         return BAD_INPUT
+    if not -1 <= args.device_port < 65536:
+        print(f"vipu-server: error: --device-port is {args.device_port}; give 0 to 65535, or -1 to turn it off",
+              file=sys.stderr)
+        return BAD_INPUT
+    if not 1 <= args.device_threads <= 1024:
+        print(f"vipu-server: error: --device-threads is {args.device_threads}; give 1 to 1024", file=sys.stderr)
+        return BAD_INPUT
     if not -1 <= args.metrics_port < 65536:
         print(f"vipu-server: error: --metrics-port is {args.metrics_port}; give 0 to 65535, or -1 to turn metrics"
               " off", file=sys.stderr)
@@ -310,6 +324,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
     plane.api_port = port
+    device = None
+    if args.device_port >= 0:
+        try:
+            check_listen(args.host, args.device_port)
+            device, device_port = build_device_server(plane, args.host, args.device_port, args.device_threads, tls)
+        except OSError as e:
+            print(f"vipu-server: error: --device-port {args.device_port}: {e}", file=sys.stderr)
+            return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
+        plane.device_address = f"{plane.api_host}:{device_port}"
+        plane.device_cert = args.tls_cert.read_text() if tls else None
     metrics_line = "metrics off"
     if args.metrics_port >= 0:
         plane.metrics.registry.register(StateCollector(plane))
@@ -341,18 +365,23 @@ def main(argv: list[str] | None = None) -> int:
             print("vipu-server: stopped while starting Ray; nothing was served", file=sys.stderr, flush=True)
             return 0
     server.start()
+    if device is not None:
+        device.start()
     plane.start()
     print(
         f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir});"
         f" {metrics_line}{'; secure' if args.secure else ''}{'; TLS' if tls else ''}"
-        f"{f'; jobs reach it at {plane.api_host}:{port}' if plane.api_host != args.host else ''}",
+        f"{f'; jobs reach it at {plane.api_host}:{port}' if plane.api_host != args.host else ''}"
+        f"; {f'IPUs served on {plane.device_address}' if device is not None else 'IPUs not served'}",
         flush=True,
     )
     if key_file:
         print(f"vipu-server: created admin user 'admin'; its access key is in {key_file}", flush=True)
     stop.wait()
     server.stop(grace=2).wait()
-    plane.stop()  # before the machines go: the runs' end is the restart's to record
+    plane.stop()  # closes programs' sessions: their waiting calls end at once
+    if device is not None:
+        device.stop(grace=1).wait()  # before the machines go: the runs' end is the restart's to record
     # releasing actors on a lost Ray node can hang; the state is safe in SQLite, so give it a few seconds only
     closing = threading.Thread(target=plane.machines.shutdown, daemon=True)
     closing.start()

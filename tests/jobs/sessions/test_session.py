@@ -53,19 +53,20 @@ def test_collectives_give_numpys_results_on_the_data(groups):
     rng = np.random.default_rng(1)
     data = {ipu: rng.standard_normal((6, 5)).astype(np.float32) for ipu in range(4)}
     by_group = groups or [[0, 1, 2, 3]]
-    summed = s.collective("allreduce", "g", groups, data, 0)
+    summed, seconds = s.collective("allreduce", "g", groups, data, 0)
+    assert seconds > 0
     for g in by_group:
         for ipu in g:
             np.testing.assert_allclose(summed[ipu], sum(data[i] for i in g), rtol=1e-6)
-    shards = s.collective("reduce_scatter", "g", groups, data, 0)
+    shards, _ = s.collective("reduce_scatter", "g", groups, data, 0)
     for g in by_group:
         whole = sum(data[i] for i in g).reshape(-1)
         np.testing.assert_allclose(np.concatenate([shards[i] for i in g]), whole, rtol=1e-6)
-    gathered = s.collective("all_gather", "p", groups, {ipu: np.full(3, ipu, np.int32) for ipu in range(4)}, 0)
+    gathered, _ = s.collective("all_gather", "p", groups, {ipu: np.full(3, ipu, np.int32) for ipu in range(4)}, 0)
     for g in by_group:
         assert all(gathered[i].tolist() == [j for j in g for _ in range(3)] for i in g)
     root = by_group[0][-1]
-    sent = s.collective("broadcast", "b", [by_group[0]], {i: data[root] if i == root else None for i in by_group[0]},
+    sent, _ = s.collective("broadcast", "b", [by_group[0]], {i: data[root] if i == root else None for i in by_group[0]},
                         0, root=root)
     assert all(np.array_equal(sent[i], data[root]) for i in by_group[0])
 
@@ -108,7 +109,7 @@ def test_instances_meet_for_collectives_and_reports_which_run_once():
     s.attach(1, 2, 1)
 
     def instance(mine: list[int], losses: list[float]):
-        got = s.collective("allreduce", "g", [[0, 1, 2, 3]], {i: np.full(4, i + 1.0) for i in mine}, 0)
+        got, _ = s.collective("allreduce", "g", [[0, 1, 2, 3]], {i: np.full(4, i + 1.0) for i in mine}, 0)
         return got, s.report_step(mine[0] // 2, 0, np.array(losses))
 
     (a, ra), (b, rb) = in_threads(lambda: instance([0, 1], [1.0, 2.0]), lambda: instance([2, 3], [3.0, 6.0]))

@@ -12,8 +12,8 @@ it involves are free, as BSP makes them wait for one another:
   pipeline timeline (jobs/train/pipeline_schedule.py) run IPU by IPU, so a program that runs the engine's
   operations in each stage's order gets the engine's step time;
 - Streaming Memory: the IPUs of a machine that move data wait for its duplex batch.
-A step ends when the program reports it: its time is the latest clock since the last step's end, and every clock
-then moves to that moment (the next step starts together). What each IPU spent on what is kept per step, by the
+A step ends when the program reports it: its time is the latest clock, and every clock then starts the next step
+together, at 0. What each IPU spent on what is kept per step, by the
 planner's part names (compute, tensor-parallel, pipeline, data-parallel, sync, streaming) for the step report.
 """
 
@@ -39,8 +39,7 @@ class StepTime:
 
 class IpuClocks:
     def __init__(self, ipus: Iterable[int]):
-        self.now = {ipu: 0.0 for ipu in ipus}
-        self.step_start = 0.0
+        self.now = {ipu: 0.0 for ipu in ipus}  # since the step began
         self._busy: dict[int, dict[str, float]] = {ipu: defaultdict(float) for ipu in self.now}
         self._own: dict[int, float] = defaultdict(float)
 
@@ -79,13 +78,13 @@ class IpuClocks:
         return self._together(ipus, [("streaming", seconds)])
 
     def end_step(self) -> StepTime:
-        """The step since the last one ended: its time and what each IPU spent; every clock moves to its end."""
-        end = max(self.now.values())
-        step = StepTime(end - self.step_start, {ipu: dict(parts) for ipu, parts in self._busy.items()},
+        """The step since the last one ended: its time and what each IPU spent. Every clock then starts the next
+        step at 0, together (times within a step, as the engine's timeline counts them: the same sums, bit for
+        bit, where the operations are the same)."""
+        step = StepTime(max(self.now.values()), {ipu: dict(parts) for ipu, parts in self._busy.items()},
                         {ipu: self._own.get(ipu, 0.0) for ipu in self.now})
         for ipu in self.now:
-            self.now[ipu] = end
+            self.now[ipu] = 0.0
             self._busy[ipu] = defaultdict(float)
         self._own = defaultdict(float)
-        self.step_start = end
         return step

@@ -281,13 +281,13 @@ class DeviceSession:
 
     def collective(self, op: str, name: str, groups: Sequence[Sequence[int]] | None,
                    tensors: Mapping[int, np.ndarray | None], sequence: int, root: int | None = None,
-                   timeout_s: float = TIMEOUT_S) -> dict[int, np.ndarray]:
+                   timeout_s: float = TIMEOUT_S) -> tuple[dict[int, np.ndarray], float]:
         """`op` on `name` inside each group at once (all groups the same size; rank i of a group is its i-th IPU
         in ascending order), tensors[ipu] being this caller's members' contributions (a broadcast's non-roots give
         None). With several instances, each gives its own members and the collective runs once all have: calls
         meet by (op, name, groups, sequence), the caller's count of such calls. Returns, for the caller's members:
         allreduce and broadcast the whole result, reduce_scatter the member's shard of the sum (flat), all_gather
-        every member's piece, flattened, concatenated in rank order (flat)."""
+        every member's piece, flattened, concatenated in rank order (flat); and the collective's virtual seconds."""
         if op not in OPS:
             raise InvalidArgument(f"collective {op!r}: give one of {', '.join(OPS)}")
         groups = [sorted(g) for g in groups] if groups else [sorted(tensors)]
@@ -301,12 +301,13 @@ class DeviceSession:
         if op == "broadcast" and (len(groups) != 1 or root not in members):
             raise InvalidArgument(f"broadcast {name!r}: give one group and a root among its IPUs {members}")
         key = (op, name, tuple(map(tuple, groups)), int(sequence))
-        got = self.rendezvous.meet(key, frozenset(members), dict(tensors),
-                                   lambda all_: self._collective(op, name, groups, all_, root), timeout_s,
-                                   f"{op} {name!r} #{sequence}")
-        return {ipu: got[ipu] for ipu in tensors}
+        got, seconds = self.rendezvous.meet(key, frozenset(members), dict(tensors),
+                                            lambda all_: self._collective(op, name, groups, all_, root), timeout_s,
+                                            f"{op} {name!r} #{sequence}")
+        return {ipu: got[ipu] for ipu in tensors}, seconds
 
-    def _collective(self, op: str, name: str, groups: list[list[int]], given: dict, root: int | None) -> dict:
+    def _collective(self, op: str, name: str, groups: list[list[int]], given: dict,
+                    root: int | None) -> tuple[dict, float]:
         members = [ipu for g in groups for ipu in g]
         arrays, shapes = self._buffers(op, name, groups, given, root)
         with self._op():
@@ -332,7 +333,7 @@ class DeviceSession:
                 if op == "reduce_scatter":
                     value = value[slice(*shard(value.size, len(g), rank))]
                 out[ipu] = value.reshape(shapes[ipu]) if op in ("allreduce", "broadcast") else value
-        return out
+        return out, result.virtual_s
 
     @staticmethod
     def _buffers(op: str, name: str, groups: list[list[int]], given: dict, root: int | None):

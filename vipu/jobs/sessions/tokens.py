@@ -12,9 +12,12 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+from typing import TYPE_CHECKING
 
 from vipu.errors import Unauthenticated
-from vipu.jobs.sessions.session import DeviceSession
+
+if TYPE_CHECKING:  # the controller makes this registry at start; numpy and the fabric come with a program's first run
+    from vipu.jobs.sessions.session import DeviceSession
 
 log = logging.getLogger("vipu.sessions")
 
@@ -25,9 +28,14 @@ class Sessions:
         self._open: dict[str, DeviceSession] = {}
         self._freeing: list[DeviceSession] = []
 
-    def open(self, session: DeviceSession) -> str:
-        """Register a run's session; returns the token that opens it."""
-        token = secrets.token_urlsafe(32)
+    @staticmethod
+    def new_token() -> str:
+        """A run token: given to the program when its run starts, before its session opens (open())."""
+        return secrets.token_urlsafe(32)
+
+    def open(self, session: DeviceSession, token: str | None = None) -> str:
+        """Register a run's session under `token` (a new one if None); returns the token."""
+        token = token or self.new_token()
         with self._lock:
             self._freeing = [s for s in self._freeing if not s.freed.is_set()]
             session.after = [s for s in self._freeing if s.overlaps(session)]
