@@ -115,6 +115,10 @@ class Device:
         naming the IPU, the bytes asked and the bytes free)."""
         if memory not in ("sram", "streaming"):
             raise InvalidArgument(f"memory is {memory!r}; give sram or streaming")
+        for ipu, array in tensors.items():
+            nbytes = np.asarray(array).nbytes
+            if memory == "sram" and nbytes > self.sram_bytes_per_ipu:  # it can never fit: the IPU says so (its
+                self.reserve(name, {ipu: nbytes})  # free bytes too) without the bytes crossing the wire first
         self._call("PutTensors", d.PutTensorsRequest(
             name=name, tensors=_wire(tensors), memory=d.STREAMING if memory == "streaming" else d.SRAM))
 

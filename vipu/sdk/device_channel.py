@@ -15,7 +15,7 @@ import grpc
 import vipu.errors as errors
 
 TOKEN_METADATA = "x-vipu-run-token"  # the servicer reads the run token from here
-MAX_MESSAGE_BYTES = 512 << 20
+MAX_MESSAGE_BYTES = 1 << 30  # a tensor of up to 1 GiB in one call (gRPC's default is 4 MiB)
 CALL_S = 600.0  # a call that waits for nobody (the first may bring up machine actors)
 ERRORS = {
     grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgument, grpc.StatusCode.NOT_FOUND: errors.NotFound,
