@@ -7,7 +7,6 @@ was missing rather than a bare DEADLINE_EXCEEDED.
 
 from __future__ import annotations
 
-from vipu.sdk.wire import from_wire, to_wire
 from vipu.server.status import rpc
 from vipu.v1 import device_pb2 as d
 from vipu.v1 import device_pb2_grpc
@@ -19,10 +18,14 @@ OPS = {d.ALLREDUCE: "allreduce", d.REDUCE_SCATTER: "reduce_scatter", d.ALL_GATHE
 
 
 def _arrays(items, what: str) -> dict:
+    from vipu.sdk.wire import from_wire  # numpy: with a program's first call, not the controller's start
+
     return {t.ipu: from_wire(t.array, f"{what} of IPU {t.ipu}") if t.HasField("array") else None for t in items}
 
 
 def _wire(arrays: dict) -> list[d.IpuArray]:
+    from vipu.sdk.wire import to_wire
+
     return [d.IpuArray(ipu=ipu, array=to_wire(a)) for ipu, a in arrays.items()]
 
 
@@ -101,6 +104,8 @@ class DeviceService(device_pb2_grpc.DeviceServiceServicer):
 
     @rpc
     def ReportStep(self, request, context):
+        from vipu.sdk.wire import from_wire
+
         report = self._session(context).report_step(request.instance_index, request.step,
                                                     from_wire(request.losses, "losses"),
                                                     _wait(request.timeout_s, context))
