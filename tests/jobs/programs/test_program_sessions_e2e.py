@@ -60,6 +60,7 @@ def test_collectives_move_the_data_numpy_would_give_charge_time_and_the_steps_ar
         told = device.broadcast({0: data[0], 1: None, 2: None, 3: None}, root=0)
         seconds = device.compute({i: 1e9 for i in device.ipus}, "fp16")
         first = device.report_step(np.array([1.0, 2.0], np.float32))
+        device.compute({0: 1e9}, "fp16")
         device.report_step(np.float32(0.5))
         np.savez("results.npz", **{f"in{i}": data[i] for i in device.ipus},
                  **{f"sum{i}": summed[i] for i in device.ipus}, **{f"shard{i}": shards[i] for i in device.ipus},
@@ -80,14 +81,21 @@ def test_collectives_move_the_data_numpy_would_give_charge_time_and_the_steps_ar
     assert first["data_parallel_s"] > 0 and first["tensor_parallel_s"] == 0  # every collective crossed replicas
     assert first["emulated_step_s"] == pytest.approx(first["compute_s"] + first["sync_s"] + first["data_parallel_s"])
     metrics = urllib.request.urlopen(controller.metrics_url, timeout=10).read().decode()
-    assert f'vipu_job_step_seconds{{job_id="{job}"}} 0.0' in metrics  # the last step had nothing to do
+    assert f'vipu_job_step_seconds{{job_id="{job}"}} {first["compute"]}' in metrics  # its last step: one compute set
     assert f'vipu_job_loss{{job_id="{job}"}} 0.5' in metrics
     busy = [line for line in metrics.splitlines() if line.startswith("vipu_ipu_memory_used_bytes") and " 0.0" not in line]
     assert busy  # its IPUs' SRAM, from its step reports
+    first_ipu = show(controller, job)["detail"]["first_ipu"]
+    ipus = {i["id"]: i for i in json.loads(run(controller, "vipu", "list", "ipus", "--json").stdout)}
+    assert ipus[first_ipu]["utilization"] > 0.9 and ipus[first_ipu + 1]["utilization"] == 0  # IPU 0 computed
+    assert ipus[first_ipu]["sram_used_bytes"] > 0
+    top = run(controller, "vipu", "top", "--once")
+    assert top.returncode == 0 and f"slurm_{job}" in top.stdout
     (tmp_path / "go").touch()
     detail = ended(controller, job)
     assert detail["state"] == "COMPLETED"
     assert detail["training"]["losses"] == [1.5, 0.5] and detail["training"]["steps_reported"] == 2
+    assert detail["training"]["emulated_step_s"] == pytest.approx((first["emulated_step_s"] + first["compute"]) / 2)
     assert [u["ipu"] - detail["detail"]["first_ipu"] for u in detail["ipu_usage"]] == [0, 1, 2, 3]
     logs = run(controller, "vipu", "logs", str(job)).stdout
     assert "steps reported through vipu.sdk: 2" in logs and "data-parallel allreduce" in logs
@@ -164,3 +172,17 @@ def test_a_runs_token_opens_only_its_session_and_dies_with_the_run_which_frees_i
     detail = ended(controller, next_job)
     assert detail["state"] == "COMPLETED", output(tmp_path, next_job)
     assert detail["detail"]["first_ipu"] == show(controller, hog)["detail"]["first_ipu"]
+
+
+def test_with_the_device_port_off_a_program_is_told_it_has_no_ipus(server_factory, tmp_path):
+    controller = server_factory(extra=["--device-port", "-1"])
+    assert controller.device_address == ""
+    [job] = submit(controller, program(tmp_path, "blind", """
+        import vipu.sdk as ipu
+        try:
+            ipu.attach()
+        except ipu.FailedPrecondition as e:
+            print(e.message)
+    """))
+    assert ended(controller, job)["state"] == "COMPLETED"
+    assert "VIPU_DEVICE_ADDRESS is not set" in output(tmp_path, job) and "--device-port is not -1" in output(tmp_path, job)
