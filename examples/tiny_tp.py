@@ -9,47 +9,38 @@ Run it as a job: `vipu submit examples/tiny_tp.sh`.
 
 from __future__ import annotations
 
-import numpy as np
-
 import vipu.sdk as ipu
-from tiny_training import Weights, say
+from tiny_training import Step, Training, train
 from vipu.sdk.nn import architectures, synthetic, transformer
 from vipu.sdk.nn.sharding import stage_blocks
 
-MODEL = architectures.Transformer(layers=2, hidden=64, heads=4, seq_len=16)
-SHARDS, MICRO_BATCH, MICRO_BATCHES = 4, 4, 2
-STEPS, LEARNING_RATE, SEED, OPTIMIZER = 20, 0.001, 3, "adam"
+TRAINING = Training(model=architectures.Transformer(layers=2, hidden=64, heads=4, seq_len=16), t=4, p=1,
+                    micro_batch=4, micro_batches=2, steps=20, learning_rate=0.001, seed=3, optimizer="adam")
+BLOCKS = stage_blocks(TRAINING.model, TRAINING.t, 1, 0)
 
 
-def train(device, steps: int = STEPS) -> list[dict]:
-    global_batch = MICRO_BATCH * MICRO_BATCHES * device.num_replicas
-    weights = Weights(device, MODEL, SHARDS, 1, SEED, OPTIMIZER, LEARNING_RATE)
-    blocks = stage_blocks(MODEL, SHARDS, 1, 0)
-    reports = []
-    for step in range(steps):
-        x, y = synthetic.batch(MODEL, global_batch, SEED, step)
-        params, views, grads, gviews = weights.read()
-        losses = []
+def tensor_parallel(device):
+    def run_step(step: Step):
+        model, mb, t, losses = TRAINING.model, TRAINING.micro_batch, TRAINING.t, []
         for replica in device.replicas:
-            ipus = [weights.ipu(replica, 0, k) for k in range(SHARDS)]
-            group, shards = device.shard_group(ipus), [views[ipu] for ipu in ipus]
-            for j in range(MICRO_BATCHES):
-                lo = (replica * MICRO_BATCHES + j) * MICRO_BATCH
-                outs, cache = transformer.forward(MODEL, blocks, shards, [x[lo:lo + MICRO_BATCH]] * SHARDS, group)
-                per_sample, douts = synthetic.loss(MODEL, outs, y[lo:lo + MICRO_BATCH], global_batch)
+            ipus = [step.weights.ipu(replica, 0, k) for k in range(t)]
+            group, shards = device.shard_group(ipus), [step.views[i] for i in ipus]
+            for j in range(TRAINING.micro_batches):
+                lo = (replica * TRAINING.micro_batches + j) * mb
+                outs, cache = transformer.forward(model, BLOCKS, shards, [step.x[lo:lo + mb]] * t, group)
+                per_sample, douts = synthetic.loss(model, outs, step.y[lo:lo + mb], step.global_batch)
                 losses.append(per_sample)
                 group.close()
-                _, shard_grads = transformer.backward(MODEL, blocks, shards, cache, douts, group, need_dx=False)
-                for ipu, named in zip(ipus, shard_grads):
+                _, shard_grads = transformer.backward(model, BLOCKS, shards, cache, douts, group, need_dx=False)
+                for i, named in zip(ipus, shard_grads):
                     for name, value in named.items():
-                        gviews[ipu][name] += value
+                        step.gradients[i][name] += value
                 group.close()
-        weights.update(step, params, grads)
-        reports.append(device.report_step(np.concatenate(losses)))
-        say(reports[-1])
-    return reports
+        return losses, step.grads
+
+    return run_step
 
 
 if __name__ == "__main__":
-    with ipu.attach(ipus_per_replica=SHARDS) as device:
-        train(device)
+    with ipu.attach(ipus_per_replica=TRAINING.t) as device:
+        train(device, TRAINING, tensor_parallel(device))

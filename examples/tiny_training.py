@@ -1,4 +1,5 @@
-"""What the three tiny example programs share: a model's weights on the IPUs that run it, and its optimiser.
+"""What the three tiny example programs share: a model's weights on the IPUs that run it, its optimiser, and the
+loop of steps around each example's own parallel code.
 
 Each IPU keeps its shards of its stage's weights as one flat buffer ("params", vipu.sdk.nn.sharding.FlatLayout) and
 its optimiser state beside it ("opt.momentum", or "opt.m" and "opt.v") in its tile SRAM, as the built-in `train`
@@ -8,6 +9,9 @@ hold. Only the public SDK is used (vipu.sdk), so this is what any user's program
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -63,7 +67,50 @@ class Weights:
             self.device.put(name, new[name])
 
 
-def say(report: dict) -> None:
-    """One line per step, as the program's own output (vipu logs shows the controller's report too)."""
-    print(f"step {report['step']:>3}  loss {report['loss']:.6f}  emulated step {report['emulated_step_s'] * 1e6:.1f} us",
-          flush=True)
+@dataclass(frozen=True)
+class Training:
+    """What an example trains and how: its model, its replica's t shards x p stages, micro-batching, optimiser."""
+
+    model: object
+    t: int
+    p: int
+    micro_batch: int
+    micro_batches: int
+    steps: int
+    learning_rate: float
+    seed: int
+    optimizer: str
+
+
+@dataclass
+class Step:
+    """One optimiser step as an example's own code sees it: its samples, and each IPU's weights and gradient buffers
+    by name (write the gradients into `gradients`; `grads` are the same buffers, flat)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    global_batch: int
+    weights: Weights
+    views: dict
+    grads: dict
+    gradients: dict
+
+
+def train(device, training: Training, run_step: Callable[[Step], tuple[list, dict]], steps: int | None = None):
+    """The loop every example runs: for each step, the samples and the weights from the IPUs; then run_step (the
+    example's parallelism: its replicas' micro-batches) gives the samples' losses, in sample order, and the gradients
+    to apply; the optimiser updates the IPUs' weights and the step is reported. Returns the reports."""
+    global_batch = training.micro_batch * training.micro_batches * device.num_replicas
+    weights = Weights(device, training.model, training.t, training.p, training.seed, training.optimizer,
+                      training.learning_rate)
+    reports = []
+    for step in range(training.steps if steps is None else steps):
+        x, y = synthetic.batch(training.model, global_batch, training.seed, step)
+        params, views, grads, gradients = weights.read()
+        losses, grads = run_step(Step(x, y, global_batch, weights, views, grads, gradients))
+        weights.update(step, params, grads)
+        report = device.report_step(np.concatenate(losses))
+        print(f"step {report['step']:>3}  loss {report['loss']:.6f}  emulated step"
+              f" {report['emulated_step_s'] * 1e6:.1f} us", flush=True)  # vipu logs shows the full report too
+        reports.append(report)
+    return reports

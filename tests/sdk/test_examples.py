@@ -47,9 +47,11 @@ def test_the_program_equals_the_builtin_workload_step_by_step(name, per_replica)
     machines = {m: (pair[0].__class__(POD, m), pair[1]) for m, pair in machines_for(0, 4).items()}
     session = DeviceSession(job_id=1, run=1, partition="slurm_1", first_ipu=0, size=4, pod=POD,
                             transport=lambda: MachineTransport(machines, POD.machine.ipus))
+    module, helper = example(name), example("tiny_training")
+    parallel = {"tiny_dp": "data_parallel", "tiny_pp": "pipeline", "tiny_tp": "tensor_parallel"}[name]
     with served(session):
         with ipu.attach(ipus_per_replica=per_replica) as device:
-            program = example(name).train(device, steps=STEPS)
+            program = helper.train(device, module.TRAINING, getattr(module, parallel)(device), steps=STEPS)
     reference = builtin(name, STEPS)
     for mine, theirs in zip(program, reference, strict=True):
         for field in SAME:

@@ -21,6 +21,7 @@ from vipu.errors import NotFound
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import TrafficCounters, by_machine
 from vipu.fabric.transfer_schedule import Transfer
+from vipu.fabric.transport import by_machine_index
 
 if TYPE_CHECKING:
     from vipu.workers import bsp
@@ -47,11 +48,9 @@ class MachineTransport:
         return m, lock, index
 
     def _by_machine(self, ipus: Sequence[int]) -> dict[int, list[int]]:
-        machines: dict[int, list[int]] = defaultdict(list)
         for ipu in ipus:
-            self._at(ipu)
-            machines[ipu // self.ipus_per_machine].append(ipu % self.ipus_per_machine)
-        return machines
+            self._at(ipu)  # a machine it was given
+        return by_machine_index(ipus, self.ipus_per_machine)
 
     # --- tensors ----------------------------------------------------------------------------------------------
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:

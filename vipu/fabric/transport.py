@@ -85,6 +85,14 @@ class Transport(Protocol):
         `vipu top` shows."""
 
 
+def by_machine_index(ipus: Sequence[int], ipus_per_machine: int) -> dict[int, list[int]]:
+    """Machine -> the numbers inside it of those of `ipus` it holds: how a transport batches a call per machine."""
+    machines: dict[int, list[int]] = {}
+    for ipu in ipus:
+        machines.setdefault(ipu // ipus_per_machine, []).append(ipu % ipus_per_machine)
+    return machines
+
+
 class WrappedTransport:
     """A transport that passes every call on to the one it wraps (`inner`): a wrapper overrides only what it
     changes."""

@@ -19,8 +19,6 @@ from pathlib import Path
 import grpc
 import platformdirs
 from prometheus_client import start_http_server
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
@@ -32,6 +30,7 @@ from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import DEFAULT_DEVICE_THREADS, build_device_server
+from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen
 from vipu.workers.fleet import WATCH_S, ray_address_problem
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
@@ -79,18 +78,8 @@ def build_server(
     add_servicer(partition_pb2_grpc.add_PartitionServiceServicer_to_server, PartitionService(plane), server)
     add_servicer(admin_pb2_grpc.add_AdminServiceServicer_to_server, AdminService(plane), server)
     add_servicer(job_pb2_grpc.add_JobServiceServicer_to_server, JobService(plane), server)
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    for name in ("", *SERVICES):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    try:
-        if tls is None:
-            bound = server.add_insecure_port(f"{host}:{port}")
-        else:
-            bound = server.add_secure_port(f"{host}:{port}", grpc.ssl_server_credentials([tls]))
-    except RuntimeError:
-        bound = 0
+    add_health_and_reflection(server, SERVICES)
+    bound = bind(server, host, port, tls)
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}: the port is in use or the address is not local")
     return server, bound
@@ -112,25 +101,6 @@ def is_loopback(host: str) -> bool:
         return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:  # a host name: it may resolve anywhere
         return False
-
-
-class PortInUse(OSError):
-    """Another process holds the port: a conflict (exit 4), where an address that is not this machine's is bad
-    input (exit 2)."""
-
-
-def check_listen(host: str, port: int) -> None:
-    """OSError naming the fix unless a listening socket can take host:port now (PortInUse when another process
-    holds it). Checked with SO_REUSEADDR, as gRPC binds: a port whose last connections are in TIME_WAIT, e.g. just
-    after a crash, is free."""
-    try:
-        socket.create_server((host, port), family=socket.getaddrinfo(host, port)[0][0]).close()
-    except OSError as e:
-        if e.errno == errno.EADDRINUSE:
-            raise PortInUse(f"cannot listen on {host}:{port}: the port is in use; stop what holds it or pick another"
-                            " --port") from None
-        raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}; give a --host address of this machine") \
-            from None
 
 
 def parse_bundle(text: str) -> dict[str, float]:
@@ -327,10 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     device = None
     if args.device_port >= 0:
         try:
-            check_listen(args.host, args.device_port)
             device, device_port = build_device_server(plane, args.host, args.device_port, args.device_threads, tls)
         except OSError as e:
-            print(f"vipu-server: error: --device-port {args.device_port}: {e}", file=sys.stderr)
+            print(f"vipu-server: error: {e}", file=sys.stderr)
             return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
         plane.device_address = f"{plane.api_host}:{device_port}"
         plane.device_cert = args.tls_cert.read_text() if tls else None

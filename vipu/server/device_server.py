@@ -11,10 +11,9 @@ from __future__ import annotations
 from concurrent import futures
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from vipu.server.device_service import DeviceService
+from vipu.server.listen import add_health_and_reflection, bind, check_listen
 from vipu.server.status import add_servicer
 from vipu.v1 import device_pb2, device_pb2_grpc
 
@@ -26,23 +25,14 @@ SERVICE = device_pb2.DESCRIPTOR.services_by_name["DeviceService"].full_name
 def build_device_server(plane, host: str, port: int, threads: int = DEFAULT_DEVICE_THREADS,
                         tls: tuple[bytes, bytes] | None = None) -> tuple[grpc.Server, int]:
     """The DeviceService on host:port (0: a free port); `tls` as app.build_server takes it. Raises OSError when it
-    cannot listen."""
+    cannot listen (PortInUse when another process holds the port)."""
+    check_listen(host, port, "--device-port")  # first, so a refusal is our one line and not gRPC's log line too
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="vipu-device"),
                          options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                                   ("grpc.max_send_message_length", MAX_MESSAGE_BYTES), ("grpc.so_reuseport", 0)])
     add_servicer(device_pb2_grpc.add_DeviceServiceServicer_to_server, DeviceService(plane), server)
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    for name in ("", SERVICE):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection((SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    try:
-        if tls is None:
-            bound = server.add_insecure_port(f"{host}:{port}")
-        else:
-            bound = server.add_secure_port(f"{host}:{port}", grpc.ssl_server_credentials([tls]))
-    except RuntimeError:
-        bound = 0
+    add_health_and_reflection(server, (SERVICE,))
+    bound = bind(server, host, port, tls)
     if bound == 0:
         raise OSError(f"cannot serve the IPUs' data path on {host}:{port}: the port is in use or the address is not"
                       " local; pick another --device-port (0: a free one; -1: off)")

@@ -36,7 +36,7 @@ from vipu.jobs.assumptions import DEFAULT
 from vipu.jobs.sessions.ipu_clocks import IpuClocks
 from vipu.jobs.sessions.rendezvous import Rendezvous
 from vipu.jobs.sessions.step_report import step_report
-from vipu.jobs.train.data_path import DP, PP, TP, Scoped, is_block, on_groups, run_schedule
+from vipu.jobs.train.data_path import DP, PP, TP, Scoped, free_each, is_block, on_groups, run_schedule
 from vipu.jobs.train.machine_charges import charge_compute
 from vipu.jobs.train.results import StepReport
 from vipu.jobs.train.work import compute_set_times
@@ -486,11 +486,7 @@ class DeviceSession:
         try:
             with self._lock:
                 if self._transport is not None:
-                    for ipu, name in sorted(self._held):
-                        try:
-                            self._transport.free_tensor(ipu, name)
-                        except VipuError:
-                            pass
+                    free_each(self._transport, self._held)
                 self._held.clear()
                 self._mail.clear()
         finally:

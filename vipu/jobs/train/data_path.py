@@ -100,6 +100,15 @@ class Scoped(WrappedTransport):
         self.inner.hold(self.scope + name, held)
 
 
+def free_each(transport: Transport, held) -> None:
+    """Free each (IPU, tensor) of `held`, best effort: a machine that is gone has nothing left to free."""
+    for ipu, name in sorted(held):
+        try:
+            transport.free_tensor(ipu, name)
+        except VipuError:
+            pass
+
+
 def run_schedule(op: str, name: str, steps: list[Step], transport: Transport, topology: Topology,
                  within: frozenset[int]) -> CollectiveResult:
     """Price a schedule of transfers on the Pod's links, move the data with exactly those steps, record it."""
@@ -176,11 +185,7 @@ class Fabric:
 
     def free_all(self) -> None:
         """Free every tensor the job put (best effort: a machine that is gone has nothing left to free)."""
-        for ipu, name in sorted(self.held):
-            try:
-                self.transport.free_tensor(ipu, name)
-            except VipuError:
-                pass
+        free_each(self.transport, self.held)
         self.held.clear()
 
     def ipu(self, replica: int, stage: int, shard_index: int) -> int:
