@@ -10,8 +10,9 @@ What a run leaves: its output files (sbatch's --output, --error, with Slurm's pa
 the working directory) and a record in the store (kind "program_run", program_record.py): where its output went, the
 node it ran on, why it failed to start if it did, and its reported steps. A run ends when its program exits
 (COMPLETED on 0:0, else FAILED, with code and signal), or when the controller stops it (cancel, time limit,
-preemption, lost IPUs): SIGTERM to its process group, then SIGKILL after KillWait. The controller's restart ends the runs it had (NODE_FAIL, requeued as the spec
-allows): their supervisors stop their programs when the controller goes, even by kill -9.
+preemption, lost IPUs): SIGTERM to its process group, then SIGKILL after KillWait. The controller's restart ends
+the runs it had (NODE_FAIL, requeued as the spec allows): their supervisors stop their programs when the controller
+goes, even by kill -9.
 """
 
 from __future__ import annotations
@@ -153,8 +154,9 @@ class ProgramRuns:
 
     def _close(self, run: _Run, why: str) -> None:
         """End the run's session (its calls fail with `why`, its tensors are freed) and keep its steps."""
-        if run.token is not None and self.ctx.sessions.close(run.token, why) is not None:
-            keep_steps(run.record, run.session, self.ctx.pod.machine.ipus)
+        session = self.ctx.sessions.close(run.token, why) if run.token is not None else None
+        if session is not None:  # (run.session may not be set yet: this is the session the token opened)
+            keep_steps(run.record, session, self.ctx.pod.machine.ipus)
 
     # -- where supervisors run ----------------------------------------------------------------------------------
     def _host(self, machines: list[int]):

@@ -179,7 +179,7 @@ class Exchanges:
                     raise DeadlineExceeded(f"recv {name!r} #{sequence} on IPUs {list(dst)} from IPUs {list(src)}:"
                                            f" nothing was sent within {timeout_s:g} s; the sending instance must send"
                                            " to these IPUs in the same order (or give a longer timeout)")
-                self._arrived.wait(left)
+                self._arrived.wait(min(left, 1.0))  # and look again: a close does not wait for the lock
             arrival, message, shape = self._mail.pop(key)
             with self._op():
                 machines = self._machines()

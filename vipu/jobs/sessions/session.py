@@ -308,16 +308,16 @@ class DeviceSession(Exchanges):
 
     # --- its end ------------------------------------------------------------------------------------------------
     def close(self, why: str) -> None:
-        """The run has ended: calls waiting now and every later one fail with FailedPrecondition(why)."""
-        with self._lock:
-            self._closed = why
-            self._arrived.notify_all()
+        """The run has ended: calls waiting now and every later one fail with FailedPrecondition(why). Never waits
+        for an operation under way (the controller closes sessions under its lock): free_all() wakes the receives."""
+        self._closed = why
         self.rendezvous.close(why)
 
     def free_all(self) -> None:
         """Free every tensor the run left (best effort: a machine that is gone has nothing left to free)."""
         try:
             with self._lock:
+                self._arrived.notify_all()  # receives waiting on a closed session end now
                 if self._transport is not None:
                     free_each(self._transport, self._held)
                 self._held.clear()
