@@ -348,9 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: created admin user 'admin'; its access key is in {key_file}", flush=True)
     stop.wait()
     server.stop(grace=2).wait()
-    plane.stop()  # closes programs' sessions: their waiting calls end at once
+    plane.stop()  # before the machines go: the runs' end is the restart's to record (programs' sessions close)
     if device is not None:
-        device.stop(grace=1).wait()  # before the machines go: the runs' end is the restart's to record
+        device.stop(grace=1).wait()
     # releasing actors on a lost Ray node can hang; the state is safe in SQLite, so give it a few seconds only
     closing = threading.Thread(target=plane.machines.shutdown, daemon=True)
     closing.start()
