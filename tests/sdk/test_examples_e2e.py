@@ -50,6 +50,6 @@ def test_the_example_program_equals_the_builtin_training_of_its_spec(server, tmp
     for a, b in zip(mine, theirs):
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-9)
         assert a["emulated_step_s"] == pytest.approx(b["emulated_step_s"], rel=1e-9)
-    print(name, "max relative difference: loss", max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(mine, theirs)),
-          "emulated step", max(abs(a["emulated_step_s"] - b["emulated_step_s"]) / b["emulated_step_s"]
-                                for a, b in zip(mine, theirs)))
+    worst = {field: max(abs(a[field] - b[field]) / abs(b[field]) for a, b in zip(mine, theirs))
+             for field in ("loss", "emulated_step_s")}
+    print(name, "max relative difference:", worst)  # with -s: measured 0 for losses, <= 4e-16 for times

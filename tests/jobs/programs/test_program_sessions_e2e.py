@@ -83,7 +83,8 @@ def test_collectives_move_the_data_numpy_would_give_charge_time_and_the_steps_ar
     metrics = urllib.request.urlopen(controller.metrics_url, timeout=10).read().decode()
     assert f'vipu_job_step_seconds{{job_id="{job}"}} {first["compute"]}' in metrics  # its last step: one compute set
     assert f'vipu_job_loss{{job_id="{job}"}} 0.5' in metrics
-    busy = [line for line in metrics.splitlines() if line.startswith("vipu_ipu_memory_used_bytes") and " 0.0" not in line]
+    busy = [line for line in metrics.splitlines()
+            if line.startswith("vipu_ipu_memory_used_bytes") and " 0.0" not in line]
     assert busy  # its IPUs' SRAM, from its step reports
     first_ipu = show(controller, job)["detail"]["first_ipu"]
     ipus = {i["id"]: i for i in json.loads(run(controller, "vipu", "list", "ipus", "--json").stdout)}
@@ -106,9 +107,10 @@ def test_collectives_move_the_data_numpy_would_give_charge_time_and_the_steps_ar
 
 
 def test_instances_of_one_program_meet_for_collectives_and_steps(controller, tmp_path):
-    launch = "".join(
+    launch = "".join(  # what a launcher does: each instance with its POPDIST_* variables (the second first)
         f"POPDIST_NUM_TOTAL_REPLICAS=4 POPDIST_NUM_IPUS_PER_REPLICA=1 POPDIST_NUM_LOCAL_REPLICAS=2"
-        f" POPDIST_REPLICA_INDEX_OFFSET={offset} \"$PYTHON\" both.py > instance{offset // 2}.txt &\n" for offset in (2, 0))
+        f" POPDIST_REPLICA_INDEX_OFFSET={offset} \"$PYTHON\" both.py > instance{offset // 2}.txt &\n"
+        for offset in (2, 0))
     [job] = submit(controller, program(tmp_path, "both", """
         import numpy as np
         import vipu.sdk as ipu
@@ -122,7 +124,8 @@ def test_instances_of_one_program_meet_for_collectives_and_steps(controller, tmp
     """, script=launch + "wait\n"))
     assert ended(controller, job)["state"] == "COMPLETED", output(tmp_path, job)
     said = [(tmp_path / f"instance{i}.txt").read_text().split(maxsplit=4) for i in (0, 1)]
-    assert said == [["0", "2", "[0,", "1]", "[10.0, 10.0, 10.0] 0.5\n"], ["1", "2", "[2,", "3]", "[10.0, 10.0, 10.0] 0.5\n"]]
+    assert said == [["0", "2", "[0,", "1]", "[10.0, 10.0, 10.0] 0.5\n"],
+                    ["1", "2", "[2,", "3]", "[10.0, 10.0, 10.0] 0.5\n"]]
     assert show(controller, job)["training"]["losses"] == [0.5]
 
 
@@ -185,4 +188,5 @@ def test_with_the_device_port_off_a_program_is_told_it_has_no_ipus(server_factor
             print(e.message)
     """))
     assert ended(controller, job)["state"] == "COMPLETED"
-    assert "VIPU_DEVICE_ADDRESS is not set" in output(tmp_path, job) and "--device-port is not -1" in output(tmp_path, job)
+    said = output(tmp_path, job)
+    assert "VIPU_DEVICE_ADDRESS is not set" in said and "--device-port is not -1" in said
