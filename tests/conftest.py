@@ -18,6 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 BIN = Path(sys.executable).parent
 LISTENING = re.compile(r"listening on (\S+):(\d+)")
 METRICS = re.compile(r"metrics on (http://\S+/metrics)")
+DEVICE = re.compile(r"IPUs served on ([^\s;]+)")
 
 
 def console_script(name: str) -> str:
@@ -34,6 +35,7 @@ class ServerProcess:
     pod: str = "bow-pod64"
     port: int = 0
     metrics_url: str = ""
+    device_address: str = ""  # the DeviceService's host:port ("" when it is off)
     proc: subprocess.Popen | None = None
     extra: list[str] = field(default_factory=list)
 
@@ -58,6 +60,8 @@ class ServerProcess:
         self.port = int(match.group(2))
         metrics = METRICS.search(line)
         self.metrics_url = metrics.group(1) if metrics else ""
+        device = DEVICE.search(line)
+        self.device_address = device.group(1) if device else ""
         with grpc.insecure_channel(self.address) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING

@@ -96,6 +96,15 @@ def test_the_rules_catch_what_they_forbid(tmp_path, monkeypatch):
     assert sorted(n.attr for n in plane_reads(tree) if n.attr in INTERNAL_ATTRIBUTES) == ["scheduler", "store"]
 
 
+def test_the_sdk_imports_only_itself_the_generated_api_and_the_errors():
+    """vipu.sdk is what users' programs import: it brings none of the controller (its import stays light, and a
+    program reaches the IPUs only through its session), and the engine may use its model code (vipu/sdk/nn)."""
+    wrong = [f"{path.relative_to(ROOT.parent)} imports {name}" for path, tree in modules("sdk")
+             for name in imported(tree) if under(name, ("vipu",)) and not under(name, ("vipu.sdk", "vipu.v1",
+                                                                                     "vipu.errors"))]
+    assert wrong == []
+
+
 def test_no_module_name_means_two_things():
     """A module's name says what it is: the same name in two packages (spec.py, states.py) made a reader guess."""
     seen: dict[str, list[str]] = {}

@@ -58,5 +58,12 @@ class Unavailable(VipuError):
     code = "UNAVAILABLE"
 
 
+class DeadlineExceeded(VipuError):
+    """What was waited for did not come in time (a collective's other members, a pipeline send): say who is
+    missing, so the slow or silent party is named."""
+
+    code = "DEADLINE_EXCEEDED"
+
+
 class MachineLost(Unavailable):
     """A machine (its actor) died or restarted while a job's work was on it: the job ends NODE_FAIL, not FAILED."""

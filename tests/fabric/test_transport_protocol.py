@@ -8,17 +8,19 @@ import inspect
 import pytest
 
 from vipu.fabric.local_transport import LocalTransport
+from vipu.fabric.machine_transport import MachineTransport
 from vipu.fabric.ray_transport import RayTransport
 from vipu.fabric.transport import Transport, WrappedTransport
 from vipu.jobs.train.data_path import PricedAs, Scoped
 
 METHODS = sorted(name for name, value in vars(Transport).items() if callable(value) and not name.startswith("_"))
-IMPLEMENTATIONS = [LocalTransport, RayTransport, WrappedTransport, PricedAs, Scoped]
+IMPLEMENTATIONS = [LocalTransport, RayTransport, MachineTransport, WrappedTransport, PricedAs, Scoped]
 
 
 def test_the_protocol_has_every_method_its_callers_use():
     assert METHODS == [
-        "free_tensor", "get_tensor", "get_tensors", "hold", "load", "offload", "put_tensor", "put_tensors", "record",
+        "free_tensor", "get_tensor", "get_tensors", "hold", "load", "offload", "put_offloaded", "put_tensor",
+        "put_tensors", "record",
         "record_compute", "record_streaming", "reserve", "run_step", "spec",
     ]
 

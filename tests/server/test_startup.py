@@ -133,7 +133,7 @@ def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path):
     assert "`ray start --head`" in out.stderr and "use --ray off" in out.stderr
 
 
-def test_a_malformed_ray_address_or_metrics_port_is_bad_input(tmp_path):
+def test_a_malformed_ray_address_metrics_or_device_port_is_bad_input(tmp_path):
     """Regression: --ray 127.0.0.1:-1 retried for minutes at full CPU; --metrics-port 99999999999999999999 was a
     traceback and exit 1; --metrics-port -5 silently meant off."""
     for flags, line in [
@@ -141,6 +141,8 @@ def test_a_malformed_ray_address_or_metrics_port_is_bad_input(tmp_path):
         (["--ray", "foo"], "--ray foo: give local, off, auto, or a Ray cluster's HOST:PORT"),
         (["--metrics-port", "99999999999999999999"], "--metrics-port is 99999999999999999999; give 0 to 65535, or -1"),
         (["--metrics-port", "-5"], "--metrics-port is -5; give 0 to 65535, or -1 to turn metrics off"),
+        (["--device-port", "-5"], "--device-port is -5; give 0 to 65535, or -1 to turn it off"),
+        (["--device-threads", "0"], "--device-threads is 0; give 1 to 1024"),
     ]:
         out = start("--port", "0", "--state-dir", str(tmp_path), *flags)
         assert out.returncode == 2 and out.stderr.startswith(f"vipu-server: error: {line}"), (flags, out.stderr)

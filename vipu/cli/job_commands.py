@@ -130,7 +130,8 @@ def register(app: typer.Typer) -> None:
     @app.command(context_settings=IDS)
     def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
              json_out: bool = JsonOption):
-        """A training job's loss per step, emulated step time on the real Pod, and per-IPU utilisation and SRAM.
+        """A job's output: a program's (the end of its output file, then the steps it reported through vipu.sdk),
+        or a training job's loss per step, emulated step time on the real Pod, and per-IPU utilisation and SRAM.
 
         Each step line splits the emulated step into the parts `vipu plan` predicts, in its order and by
         its names (compute, pipeline bubble, tensor-parallel collectives, pipeline sends, batch-norm
@@ -149,7 +150,7 @@ def register(app: typer.Typer) -> None:
         elif reply.lines:
             print("\n".join(reply.lines))
         else:
-            print(f"job {id} has no training output (yet): only `train` workloads log steps")
+            print(f"job {id} has no output (yet): only programs and `train` workloads log")
 
     @app.command()
     def history(

@@ -78,10 +78,11 @@ def job_data(x: j.Job) -> dict:
     data = as_dict(x)
     data["spec"] = json.loads(data.pop("spec_json"))
     data["detail"] = json.loads(data.pop("detail_json"))
-    # a train job's latest run (its result, or how it ended and its losses so far); its steps are `vipu logs`'s
+    # a train job's latest run (its result, or how it ended and its losses so far), or a program's (its output, and
+    # the steps it reported through vipu.sdk); the steps themselves are `vipu logs`'s
     data["training"] = json.loads(data.pop("result_json")) if x.result_json else None
     if x.result_json:  # per IPU of its partition over its last run, as a list (also inside training)
-        data["ipu_usage"] = (data["training"].get("result") or {}).get("ipu_usage", [])
+        data["ipu_usage"] = (data["training"].get("result") or data["training"]).get("ipu_usage", [])
     return data
 
 
@@ -141,6 +142,8 @@ def print_job(x: j.Job) -> None:
             print(f"EmulatedStepTime={result['emulated_step_s'] * 1e6:.1f}us"
                   f" Throughput={result['throughput_samples_per_s']:.0f}samples/s"
                   f" PredictedStepTime={result['predicted_step_s'] * 1e6:.1f}us")
+        elif record.get("emulated_step_s"):  # a program's steps, reported through vipu.sdk
+            print(f"EmulatedStepTime={record['emulated_step_s'] * 1e6:.1f}us Steps={record['steps_reported']}")
         for i, env in enumerate(record.get("environment") or []):  # what each poprun instance saw
             print(f"Instance{i}=" + " ".join(f"{k}={v}" for k, v in env.items()))
         if record.get("failure"):  # a batch script's run that could not start, and why
@@ -149,9 +152,10 @@ def print_job(x: j.Job) -> None:
             print(f"Error={record['error']}")
         if record.get("ended"):
             print(f"Ended={record['ended']}")
-        if result and result.get("ipu_usage"):
+        usage = (result or record).get("ipu_usage")
+        if usage:
             from vipu.jobs.train.results import USAGE_LEGEND, IpuUsage, usage_lines
 
-            print(f"IpuUsage= ({USAGE_LEGEND})")
-            for line in usage_lines([IpuUsage.model_validate(u) for u in result["ipu_usage"]]):
+            print(f"IpuUsage= ({USAGE_LEGEND if result else record['usage_legend']})")
+            for line in usage_lines([IpuUsage.model_validate(u) for u in usage]):
                 print("  " + line)

@@ -13,6 +13,7 @@ from typing import Callable, Iterable
 
 from vipu.access import Identity
 from vipu.control.admin_ops import AdminOps
+from vipu.control.device_ops import DeviceOps
 from vipu.control.driver import Driver
 from vipu.control.executor import LiveExecutor
 from vipu.control.job_ops import JobOps
@@ -25,6 +26,7 @@ from vipu.control.workloads import RunContext, RunSettings, WorkloadKind, builti
 from vipu.control.accounts import unix_account
 from vipu.errors import Unauthenticated
 from vipu.control.instruments import Metrics
+from vipu.jobs.sessions.tokens import Sessions
 from vipu.partition.controller import Controller
 from vipu.scheduler.scheduler import Scheduler
 from vipu.store import Store
@@ -43,6 +45,9 @@ class ControlPlane:
         self.topology = controller.state.topology  # the IPU-Link torus: fixed for the Pod
         self.api_host, self.api_port = api_host, api_port  # where jobs reach the controller (IPUOF_VIPU_API_*)
         self.secure = False
+        self.device_address: str | None = None  # host:port of the DeviceService, once it listens (None: off)
+        self.device_cert: str | None = None  # its TLS certificate chain (PEM), which programs then trust
+        self.sessions = Sessions()
         self.lock = StateLock(store)
         self.metrics = Metrics()
         self.metrics.know_machines(self.pod.machines)
@@ -53,7 +58,8 @@ class ControlPlane:
             job=scheduler.table.jobs.get, still_running=lambda i, t: scheduler.table.running_since(i, t) is not None,
             finish=self._finish, wake=self.changed, pod_state=lambda: controller.state,
             failed_mask=lambda: scheduler.failed_mask, api_address=lambda: (self.api_host, self.api_port),
-            run_as=lambda user: self.run_as(user, controller.state), settings=settings)
+            run_as=lambda user: self.run_as(user, controller.state), sessions=self.sessions,
+            device_environment=self.device_environment, settings=settings)
         self.runners = {name: kind.runner(context) for name, kind in self.kinds.items() if kind.runner is not None}
         executor = LiveExecutor(scheduler, controller, self.machines, self.kinds, self.runners, self.metrics)
         self.driver = Driver(scheduler, executor, masks=controller.state.job_masks)
@@ -65,6 +71,7 @@ class ControlPlane:
         self.jobs = JobOps(self)
         self.partitions = PartitionOps(self)
         self.admin = AdminOps(self)
+        self.devices = DeviceOps(self.sessions)
 
     # -- reads ------------------------------------------------------------------------------------------------
     def read(self) -> Snapshot:
@@ -111,6 +118,15 @@ class ControlPlane:
             return None
         record = state.users.get(user)
         return unix_account(user, record.unix_user if record is not None else None)
+
+    def device_environment(self) -> dict[str, str]:
+        """What a program's run is given to reach the DeviceService (its run token aside): {} when it is off."""
+        if self.device_address is None:
+            return {}
+        env = {"VIPU_DEVICE_ADDRESS": self.device_address}
+        if self.device_cert:
+            env["VIPU_DEVICE_CERT"] = self.device_cert  # public: the chain the program checks the controller by
+        return env
 
     def user_for_key(self, key: str):
         with self.lock:

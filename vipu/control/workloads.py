@@ -19,6 +19,7 @@ from vipu.scheduler.workload import Ending
 if TYPE_CHECKING:
     from vipu.control.lock import StateLock
     from vipu.hardware.pod import PodConfig
+    from vipu.jobs.sessions.tokens import Sessions
     from vipu.partition.pod_state import PodState
     from vipu.scheduler.job_record import Job
     from vipu.scheduler.job_spec import JobSpec
@@ -55,6 +56,9 @@ class RunContext:
     api_address: Callable[[], tuple[str, int]]  # where the job's processes reach the controller (IPUOF_VIPU_API_*)
     run_as: Callable[[str], "dict | None"]  # a vipu user's Unix account for their programs ({uid, gid, groups}),
     # None to run as the controller's own user; raises when that user's programs may not run (call under the lock)
+    sessions: Sessions  # programs' sessions on their IPUs, by run token (the DeviceService looks them up)
+    device_environment: Callable[[], dict[str, str]]  # how a program reaches the DeviceService (VIPU_DEVICE_*);
+    # {} when it is off: programs then get no session
     settings: RunSettings = RunSettings()
 
 

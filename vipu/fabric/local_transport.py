@@ -96,6 +96,12 @@ class LocalTransport:
             except KeyError:
                 raise NotFound(f"tensor {name!r} of IPU {ipu} is not offloaded; offload it first") from None
 
+    def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        for ipu, array in arrays.items():
+            array = np.array(array, copy=True, order="C")
+            self.tensors.pop((ipu, name), None), self.shapes.pop((ipu, name), None)
+            self.offloaded[(ipu, name)] = (array.reshape(-1), array.shape)
+
     def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
         self.reserved.update({(ipu, name): int(n) for ipu, n in sizes.items()})
 

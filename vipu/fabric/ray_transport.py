@@ -23,6 +23,7 @@ from vipu.fabric.group import Group
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import by_machine
 from vipu.fabric.transfer_schedule import Transfer
+from vipu.fabric.transport import by_machine_index
 
 if TYPE_CHECKING:
     from vipu.workers import bsp
@@ -94,11 +95,9 @@ class RayTransport:
 
     # --- Streaming Memory, reserved and held SRAM (training jobs) ----------------------------------------------
     def _by_machine(self, ipus: Sequence[int]) -> dict[int, list[int]]:
-        machines: dict[int, list[int]] = defaultdict(list)
         for ipu in ipus:
-            self._at(ipu)
-            machines[ipu // self.ipus_per_machine].append(ipu % self.ipus_per_machine)
-        return machines
+            self._at(ipu)  # a machine it has an actor for
+        return by_machine_index(ipus, self.ipus_per_machine)
 
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         """One call per machine (offload_batch), uncharged: record_streaming charges the step's batch."""
@@ -106,6 +105,14 @@ class RayTransport:
 
     def load(self, name: str, ipus: Sequence[int]) -> None:
         self._get([self.actors[m].load_batch.remote(local, name) for m, local in self._by_machine(ipus).items()])
+
+    def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        refs = []
+        for ipu, array in arrays.items():
+            actor, index = self._at(ipu)
+            refs.append(actor.put_offloaded.remote(index, name, array))
+            self.specs.pop((ipu, name), None)
+        self._get(refs)
 
     def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
         refs = []

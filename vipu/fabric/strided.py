@@ -56,7 +56,7 @@ def allreduce_steps(rings: Sequence[Ring]) -> list[Step]:
 
 
 # the steps of each collective the strided groups run: the allreduce, or one of its halves (replicated tensor
-# sharding: jobs/train/data_path.py data_parallel_half)
+# sharding; a program's reduce-scatter and all-gather): jobs/train/data_path.py on_groups
 STEPS = {"allreduce": allreduce_steps,
          "reduce_scatter": lambda rings: reduce_scatter_steps(rings, "reduce-scatter"),
          "all_gather": lambda rings: all_gather_steps(rings, "all-gather")}

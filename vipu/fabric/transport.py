@@ -5,8 +5,9 @@ things from it: a tensor's size (spec), one synchronous step of transfers (run_s
 write of the step) and being told what the collective cost (record). A training job needs the rest: tensors put,
 read and freed one IPU at a time (as the machine actor's methods take them) or for many IPUs at once, moved to and
 from Streaming Memory, SRAM reserved or declared held, and each step's streaming and compute charged on the
-machines' counters. Implementations: LocalTransport (local_transport.py: numpy arrays in-process) and
-RayTransport (ray_transport.py: the machine actors); WrappedTransport below is the base of the wrappers that
+machines' counters. Implementations: LocalTransport (local_transport.py: numpy arrays in-process, no capacity),
+RayTransport (ray_transport.py: the machine actors) and MachineTransport (machine_transport.py: the machines the
+actors would wrap, in-process); WrappedTransport below is the base of the wrappers that
 change one thing about another transport (jobs/train/data_path.py: PricedAs, Scoped).
 
 One argument order: a method about one IPU takes (ipu, name, ...) as the machine actor does; a method about many
@@ -62,6 +63,10 @@ class Transport(Protocol):
     def load(self, name: str, ipus: Sequence[int]) -> None:
         """Move `name` of each IPU back from Streaming Memory onto its tiles, uncharged."""
 
+    def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        """Place arrays[ipu] straight in each IPU's machine's Streaming Memory under `name` (host I/O, uncharged,
+        never through SRAM): what load() then brings onto the IPU."""
+
     def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
         """Hold sizes[ipu] bytes of each IPU's SRAM under `name` with no data (buffers the caller keeps elsewhere):
         more than fits fails as a put does."""
@@ -78,6 +83,14 @@ class Transport(Protocol):
     def record_compute(self, steps: Mapping[int, bsp.Step]) -> None:
         """Add steps[m], a BSP step standing for the training step, to machine m's phase counters: the utilisation
         `vipu top` shows."""
+
+
+def by_machine_index(ipus: Sequence[int], ipus_per_machine: int) -> dict[int, list[int]]:
+    """Machine -> the numbers inside it of those of `ipus` it holds: how a transport batches a call per machine."""
+    machines: dict[int, list[int]] = {}
+    for ipu in ipus:
+        machines.setdefault(ipu // ipus_per_machine, []).append(ipu % ipus_per_machine)
+    return machines
 
 
 class WrappedTransport:
@@ -116,6 +129,9 @@ class WrappedTransport:
 
     def load(self, name: str, ipus: Sequence[int]) -> None:
         self.inner.load(name, ipus)
+
+    def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        self.inner.put_offloaded(name, arrays)
 
     def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
         self.inner.reserve(name, sizes)

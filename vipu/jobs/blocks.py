@@ -1,8 +1,9 @@
-"""A pipeline stage cut into blocks, and what each block holds on one IPU of its t-way tensor group.
+"""What each block of a pipeline stage holds on one IPU of its t-way tensor group, for the planner.
 
 A block is what runs at once: recomputation keeps its input (the checkpoint) and runs it again before its backward,
-and phased execution holds one block in SRAM at a time, its input stashed in Streaming Memory. The emulator runs
-these blocks (train/sharding.py) and the planner counts them (memory_estimate.py), so both hold the same bytes:
+and phased execution holds one block in SRAM at a time, its input stashed in Streaming Memory. Trainers run these
+blocks (the cut is the SDK's, vipu/sdk/nn/sharding.py, re-exported here) and the planner counts them
+(memory_estimate.py), so both hold the same bytes:
 - MLP: a stage's consecutive layers in Megatron pairs (column-, then row-parallel: one allreduce each way); the
   odd layer out is "row" parallel if its input width divides by t, else "col" if its output width does, else
   "replicated";
@@ -23,14 +24,11 @@ Costs are in values (the model's dtype) per sample, per IPU: a sharded tensor co
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from vipu.sdk.nn.sharding import Block, model_stage_layers, stage_blocks, stage_layers
 
-@dataclass(frozen=True)
-class Block:
-    kind: str  # see above
-    layers: tuple[int, ...]
+__all__ = ["Block", "Cost", "cost", "model_stage_layers", "stage_blocks", "stage_layers"]
 
 
 @dataclass(frozen=True)
@@ -38,46 +36,6 @@ class Cost:
     params: int  # weights on one IPU (its gradient accumulators are as many)
     activations: float  # values a forward keeps for the backward, per sample
     inputs: float  # values of the block's input per sample: its checkpoint
-
-
-def stage_layers(units: int, p: int, stage: int) -> range:
-    """Stage s of p gets layers [L s / p, L (s+1) / p): contiguous runs, as even as possible."""
-    return range(units * stage // p, units * (stage + 1) // p)
-
-
-def model_stage_layers(model, p: int, stage: int) -> range:
-    """The stage's layers; with a vocabulary the embedding counts as e = embedding / layer parameters layers, so
-    the first stage gets e fewer (rounded) and the rest share the layers evenly."""
-    vocab = model.kind == "transformer" and model.vocab
-    if not vocab:
-        return stage_layers(model.units, p, stage)
-    e = model.embedding_params / model.layer_params
-
-    def edge(s: int) -> int:
-        return 0 if s == 0 else min(model.layers, max(0, math.floor((model.layers + e) * s / p - e + 0.5)))
-
-    return range(edge(stage), model.layers if stage == p - 1 else edge(stage + 1))
-
-
-def stage_blocks(model, t: int, p: int, stage: int, phased: bool = False) -> list[Block]:
-    layers = model_stage_layers(model, p, stage)
-    if model.kind == "resnet50":
-        return [Block("unit", (i,)) for i in layers]
-    if model.kind == "transformer":
-        kinds = ("attention", "ffn") if phased else ("layer",)
-        blocks = [Block(kind, (i,)) for i in layers for kind in kinds]
-        return ([Block("embedding", ())] if model.vocab and stage == 0 else []) + blocks
-    blocks, i = [], layers.start
-    while i < layers.stop:
-        if i + 1 < layers.stop:
-            blocks.append(Block("pair", (i, i + 1)))
-            i += 2
-            continue
-        n_in, n_out = model.widths[i], model.widths[i + 1]
-        kind = "row" if n_in % t == 0 else "col" if n_out % t == 0 else "replicated"
-        blocks.append(Block(kind, (i,)))
-        i += 1
-    return blocks
 
 
 def cost(model, block: Block, t: int) -> Cost:
@@ -90,7 +48,7 @@ def cost(model, block: Block, t: int) -> Cost:
 
 
 def _mlp(model, block: Block, t: int) -> Cost:
-    # what mlp_stage.py caches: a pair its input whole, the first layer's pre-activation and activation split, the
+    # what vipu/sdk/nn/mlp.py caches: a pair its input whole, the first layer's pre-activation and activation split, the
     # second's pre-activation whole (after the allreduce); a single layer its input and pre-activation
     w = model.widths
     if block.kind == "pair":
@@ -105,7 +63,7 @@ def _mlp(model, block: Block, t: int) -> Cost:
 
 
 def _transformer(model, block: Block, t: int) -> Cost:
-    # what transformer_stage.py caches (Korthikanti et al. 2022's count without dropout, whose masks and dropped
+    # what vipu/sdk/nn/transformer.py caches (Korthikanti et al. 2022's count without dropout, whose masks and dropped
     # values the model has not): per layer norm its normalised input (s h) and inverse deviation (s), and its
     # output, the next matrix's input (s h); attention Q, K, V and the context (4 s h / t) and the probabilities
     # (a s^2 / t); the feed-forward's ReLU input and output (2 f s h / t)

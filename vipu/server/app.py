@@ -19,8 +19,6 @@ from pathlib import Path
 import grpc
 import platformdirs
 from prometheus_client import start_http_server
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
@@ -31,6 +29,8 @@ from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
 from vipu.server.auth import AuthInterceptor
+from vipu.server.device_server import DEFAULT_DEVICE_THREADS, build_device_server
+from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen
 from vipu.workers.fleet import WATCH_S, ray_address_problem
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
@@ -79,18 +79,8 @@ def build_server(
     add_servicer(partition_pb2_grpc.add_PartitionServiceServicer_to_server, PartitionService(plane), server)
     add_servicer(admin_pb2_grpc.add_AdminServiceServicer_to_server, AdminService(plane), server)
     add_servicer(job_pb2_grpc.add_JobServiceServicer_to_server, JobService(plane), server)
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    for name in ("", *SERVICES):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection((*SERVICES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    try:
-        if tls is None:
-            bound = server.add_insecure_port(f"{host}:{port}")
-        else:
-            bound = server.add_secure_port(f"{host}:{port}", grpc.ssl_server_credentials([tls]))
-    except RuntimeError:
-        bound = 0
+    add_health_and_reflection(server, SERVICES)
+    bound = bind(server, host, port, tls)
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}: the port is in use or the address is not local")
     return server, bound
@@ -112,25 +102,6 @@ def is_loopback(host: str) -> bool:
         return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:  # a host name: it may resolve anywhere
         return False
-
-
-class PortInUse(OSError):
-    """Another process holds the port: a conflict (exit 4), where an address that is not this machine's is bad
-    input (exit 2)."""
-
-
-def check_listen(host: str, port: int) -> None:
-    """OSError naming the fix unless a listening socket can take host:port now (PortInUse when another process
-    holds it). Checked with SO_REUSEADDR, as gRPC binds: a port whose last connections are in TIME_WAIT, e.g. just
-    after a crash, is free."""
-    try:
-        socket.create_server((host, port), family=socket.getaddrinfo(host, port)[0][0]).close()
-    except OSError as e:
-        if e.errno == errno.EADDRINUSE:
-            raise PortInUse(f"cannot listen on {host}:{port}: the port is in use; stop what holds it or pick another"
-                            " --port") from None
-        raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}; give a --host address of this machine") \
-            from None
 
 
 def parse_bundle(text: str) -> dict[str, float]:
@@ -195,6 +166,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a modelled training job (execute: false) holds its partition for steps x the"
                              " planner's predicted step time x X (default 1: as long as the real Pod would; e.g."
                              f" 0.001 to replay a day in under 2 minutes; above 0, at most {MAX_TIME_SCALE:g})")
+    parser.add_argument("--device-port", type=int, default=0,
+                        help="port of the DeviceService, through which users' programs (vipu.sdk) reach their"
+                             " partitions' IPUs (VIPU_DEVICE_ADDRESS); 0 (default) picks a free one, -1 turns it off")
+    parser.add_argument("--device-threads", type=int, default=DEFAULT_DEVICE_THREADS,
+                        help=f"threads serving the DeviceService (default {DEFAULT_DEVICE_THREADS}; 1 to 1024): calls"
+                             " of every running program that may wait at once for other instances")
     parser.add_argument("--rpc-threads", type=int, default=DEFAULT_RPC_THREADS,
                         help=f"threads serving gRPC calls (default {DEFAULT_RPC_THREADS}; 1 to 64)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
@@ -265,6 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     if not 1 <= args.rpc_threads <= 64:
         print(f"vipu-server: error: --rpc-threads is {args.rpc_threads}; give 1 to 64", file=sys.stderr)
         return BAD_INPUT
+    if not -1 <= args.device_port < 65536:
+        print(f"vipu-server: error: --device-port is {args.device_port}; give 0 to 65535, or -1 to turn it off",
+              file=sys.stderr)
+        return BAD_INPUT
+    if not 1 <= args.device_threads <= 1024:
+        print(f"vipu-server: error: --device-threads is {args.device_threads}; give 1 to 1024", file=sys.stderr)
+        return BAD_INPUT
     if not -1 <= args.metrics_port < 65536:
         print(f"vipu-server: error: --metrics-port is {args.metrics_port}; give 0 to 65535, or -1 to turn metrics"
               " off", file=sys.stderr)
@@ -319,6 +303,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
     plane.api_port = port
+    device = None
+    if args.device_port >= 0:
+        try:
+            device, device_port = build_device_server(plane, args.host, args.device_port, args.device_threads, tls)
+        except OSError as e:
+            print(f"vipu-server: error: {e}", file=sys.stderr)
+            return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
+        plane.device_address = f"{plane.api_host}:{device_port}"
+        plane.device_cert = args.tls_cert.read_text() if tls else None
     metrics_line = "metrics off"
     if args.metrics_port >= 0:
         plane.metrics.registry.register(StateCollector(plane))
@@ -350,18 +343,23 @@ def main(argv: list[str] | None = None) -> int:
             print("vipu-server: stopped while starting Ray; nothing was served", file=sys.stderr, flush=True)
             return 0
     server.start()
+    if device is not None:
+        device.start()
     plane.start()
     print(
         f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir});"
         f" {metrics_line}{'; secure' if args.secure else ''}{'; TLS' if tls else ''}"
-        f"{f'; jobs reach it at {plane.api_host}:{port}' if plane.api_host != args.host else ''}",
+        f"{f'; jobs reach it at {plane.api_host}:{port}' if plane.api_host != args.host else ''}"
+        f"; {f'IPUs served on {plane.device_address}' if device is not None else 'IPUs not served'}",
         flush=True,
     )
     if key_file:
         print(f"vipu-server: created admin user 'admin'; its access key is in {key_file}", flush=True)
     stop.wait()
     server.stop(grace=2).wait()
-    plane.stop()  # before the machines go: the runs' end is the restart's to record
+    plane.stop()  # before the machines go: the runs' end is the restart's to record (programs' sessions close)
+    if device is not None:
+        device.stop(grace=1).wait()
     # releasing actors on a lost Ray node can hang; the state is safe in SQLite, so give it a few seconds only
     closing = threading.Thread(target=plane.stop_machines, daemon=True)
     closing.start()

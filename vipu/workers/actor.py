@@ -79,6 +79,9 @@ class MachineActor:
     def load(self, ipu: int, name: str) -> float:
         return self.machine.load(ipu, name)
 
+    def put_offloaded(self, ipu: int, name: str, array: np.ndarray) -> None:
+        self.machine.put_offloaded(ipu, name, array)
+
     def offload_batch(self, ipus: list[int], name: str) -> None:
         self.machine.offload_batch(ipus, name)
 

@@ -68,6 +68,8 @@ class Fleet:
         self._lock = threading.Lock()
         self._ray_dir = local_ray.folder(os.getpid())
         self._traffic = None  # --ray off: the TrafficCounters that runs' transports count into (the first makes it)
+        self._machines: dict = {}  # --ray off: machine -> (Machine, its lock), made when a program's session first
+        # needs it and kept, as an actor is
 
     @property
     def enabled(self) -> bool:
@@ -190,6 +192,23 @@ class Fleet:
             if self._traffic is None:
                 self._traffic = TrafficCounters()
         return LocalTransport(self._traffic)
+
+    def machine_transport(self, machines: list[int]):
+        """With --ray off, a transport over in-process Machines, the ones the actors would wrap (capacity and
+        counters as on the actors: fabric/machine_transport.py), counting each collective's bytes into the fleet's
+        link counters too. The machines are made on first use and kept for the controller's life."""
+        from vipu.fabric.machine_transport import MachineTransport
+        from vipu.fabric.traffic import TrafficCounters
+        from vipu.workers.machine import Machine
+
+        with self._lock:
+            if self._traffic is None:
+                self._traffic = TrafficCounters()
+            for m in machines:
+                if m not in self._machines:
+                    self._machines[m] = (Machine(self.pod, m), threading.Lock())
+            mine = {m: self._machines[m] for m in machines}
+        return MachineTransport(mine, self.pod.machine.ipus, self._traffic)
 
     def stats(self) -> dict[int, dict]:
         """Every running machine actor's counters (for metrics and `vipu top`); machines without an actor are

@@ -145,6 +145,14 @@ class Machine:
     def load(self, ipu: int, name: str) -> float:
         return self.streaming.load(self.local(ipu), self.memory(ipu), name)
 
+    def put_offloaded(self, ipu: int, name: str, array: np.ndarray) -> None:
+        """Place `array` straight in Streaming Memory as the IPU's tensor `name` (the host writing the machine's
+        DRAM, never through the IPU's SRAM), replacing a tensor of that name in SRAM or Streaming Memory."""
+        memory = self.memory(ipu)
+        self.streaming.store(self.local(ipu), memory, name, array)
+        if name in memory.tensors:
+            memory.free(name)
+
     def offload_batch(self, ipus: list[int], name: str) -> None:
         """Move `name` of each IPU to Streaming Memory, uncharged: settle_streaming() charges the batch."""
         for ipu in ipus:

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 from vipu.errors import AlreadyExists, NotFound, ResourceExhausted
 from vipu.hardware.streaming_cost import duplex_s, transfer_s
-from vipu.workers.tile_sram import Explicit, IpuMemory, Tensor
+import numpy as np
+
+from vipu.workers.tile_sram import Explicit, IpuMemory, Linear, Tensor, place
 
 
 @dataclass
@@ -62,17 +64,33 @@ class StreamingMemory:
                 f"tensor {name!r} of {memory.label} is already in Streaming Memory of {self.label}; load it back"
                 " or free it before offloading another of that name"
             )
-        if tensor.nbytes > self.free_bytes:
-            raise ResourceExhausted(
-                f"out of Streaming Memory on {self.label}: tensor {name!r} of {memory.label} needs"
-                f" {tensor.nbytes:,} bytes but {self.free_bytes:,} of {self.capacity_bytes:,} are free:"
-                f" {tensor.nbytes - self.free_bytes:,} bytes over; free offloaded tensors or configure more"
-                " machine.streaming_memory_bytes"
-            )
+        self._check_room(name, memory.label, tensor.nbytes, self.free_bytes)
         memory.free(name)
         self.tensors[key] = tensor
         self.used_bytes += tensor.nbytes
         return self._charge(tensor.nbytes, out=True) if charge else 0.0
+
+    def store(self, ipu: int, memory: IpuMemory, name: str, array: np.ndarray) -> None:
+        """Place `array` straight in Streaming Memory as tensor `name` of the IPU, as the host writes a machine's
+        DRAM, replacing one of that name there; mapped over the IPU's tiles as a put would map it (Linear), so
+        load() brings it onto them. Uncharged: host I/O, as a put is."""
+        array = np.asarray(array)
+        old = self.tensors.get((ipu, name))
+        self._check_room(name, memory.label, array.nbytes, self.free_bytes + (old.nbytes if old else 0))
+        data = np.array(array, copy=True, order="C")  # only once it fits
+        slices = place(Linear(), data.size, data.itemsize, memory.tiles, name)
+        if old is not None:
+            self.discard(ipu, name, memory.label)
+        self.tensors[(ipu, name)] = Tensor(name, data, slices)
+        self.used_bytes += data.nbytes
+
+    def _check_room(self, name: str, label: str, nbytes: int, free: int) -> None:
+        if nbytes > free:
+            raise ResourceExhausted(
+                f"out of Streaming Memory on {self.label}: tensor {name!r} of {label} needs {nbytes:,} bytes but"
+                f" {free:,} of {self.capacity_bytes:,} are free: {nbytes - free:,} bytes over; free offloaded"
+                " tensors or configure more machine.streaming_memory_bytes"
+            )
 
     def load(self, ipu: int, memory: IpuMemory, name: str, charge: bool = True) -> float:
         """Move tensor `name` back onto the tiles it left; if SRAM has no room now, it stays offloaded."""

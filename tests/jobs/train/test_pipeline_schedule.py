@@ -9,7 +9,8 @@ from fractions import Fraction
 import pytest
 
 from vipu.jobs.layout import bubble_fraction
-from vipu.jobs.train.pipeline_schedule import execution_order, stage_orders, timeline
+from vipu.jobs.train.pipeline_schedule import timeline
+from vipu.sdk.nn.pipeline import execution_order, stage_orders
 
 SHAPES = [(1, 1), (1, 4), (2, 1), (2, 2), (4, 3), (4, 8), (8, 5)]
 

@@ -5,7 +5,7 @@ first stage is lighter: it skips its input's gradient). What is left between the
 - compute (and the bubble, which is the other stage's compute and exchanges): the emulator counts each BSP compute
   set in whole tile cycles (workers/bsp.py), the planner in FLOPs; at most one cycle per compute set;
 - data-parallel allreduce and streaming with t > 1: each IPU holds the layer norms and the output biases whole
-  (Megatron replicates them, train/sharding.py), the planner 1/(t p) of every weight (its stated balanced-shard
+  (Megatron replicates them, vipu/sdk/nn/sharding.py), the planner 1/(t p) of every weight (its stated balanced-shard
   assumption, memory_estimate.py's weight count); at most the held-to-planned parameter ratio (0.77% here).
 
 Regression: the planner priced gpipe's bubble as 1F1B's (the other stages' ticks), but in gpipe order every forward

@@ -2,12 +2,17 @@
 machine with `--ray off`, or on the Ray node that holds the job's first machine (hosts.py), so a Ray cluster
 spreads jobs over its nodes as Slurm spreads them over compute nodes.
 
+Its IPUs: when the controller serves the DeviceService, the run gets VIPU_DEVICE_ADDRESS and a token of its own
+(VIPU_RUN_TOKEN) that opens a session on its partition's emulated IPUs (run_sessions.py, vipu/jobs/sessions), for
+vipu.sdk; the session ends with the run, whatever ended it, and the steps the program reported stay in its record.
+
 What a run leaves: its output files (sbatch's --output, --error, with Slurm's patterns; by default slurm-%j.out in
-the working directory) and a record in the store (kind "program_run"): where its output went, the node it ran on,
-and why it failed to start if it did. A run ends when its program exits (COMPLETED on 0:0, else FAILED, with code
-and signal), or when the controller stops it (cancel, time limit, preemption, lost IPUs): SIGTERM to its process
-group, then SIGKILL after KillWait. The controller's restart ends the runs it had (NODE_FAIL, requeued as the spec
-allows): their supervisors stop their programs when the controller goes, even by kill -9.
+the working directory) and a record in the store (kind "program_run", program_record.py): where its output went, the
+node it ran on, why it failed to start if it did, and its reported steps. A run ends when its program exits
+(COMPLETED on 0:0, else FAILED, with code and signal), or when the controller stops it (cancel, time limit,
+preemption, lost IPUs): SIGTERM to its process group, then SIGKILL after KillWait. The controller's restart ends
+the runs it had (NODE_FAIL, requeued as the spec allows): their supervisors stop their programs when the controller
+goes, even by kill -9.
 """
 
 from __future__ import annotations
@@ -18,32 +23,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel
-
 from vipu.jobs.programs.environment import job_environment
 from vipu.jobs.programs.hosts import NodeSteps, Steps, spool_for
+from vipu.jobs.programs.program_record import ProgramRecord
+from vipu.jobs.programs.run_sessions import device_environment, keep_steps, open_session
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.output_pattern import output_file
 
 log = logging.getLogger("vipu.programs")
-
-
-class ProgramRecord(BaseModel):
-    """What the store keeps of a job's latest program run (kind "program_run", name = job id)."""
-
-    name: str
-    run: int
-    output: str
-    error: str | None = None  # None: stderr goes to output
-    node: str = ""  # the Ray node it ran on ("" on the controller's machine)
-    failure: str | None = None  # why it could not start
-
-    def summary(self) -> dict:
-        return self.model_dump(mode="json", exclude={"name"})
-
-    def run_data(self) -> dict:
-        return self.summary()
 
 
 @dataclass(eq=False)
@@ -53,6 +41,8 @@ class _Run:
     key: str
     record: ProgramRecord
     host: object = None  # the Steps (or a node's actor) its supervisor runs on, once chosen
+    token: str | None = None  # what opens its session on its IPUs (VIPU_RUN_TOKEN), if the DeviceService is on
+    session: object = None  # that session, once open (run_sessions.py)
     stopped: bool = False
     finished: threading.Event = field(default_factory=threading.Event)
 
@@ -87,22 +77,32 @@ class ProgramRuns:
         except Exception as e:  # noqa: BLE001 - the mapping went since the submit: the run fails, saying why
             record.failure = getattr(e, "message", str(e))
             user = None
+        env = job_environment(job, partition, state, host, port)
+        run.token = self.ctx.sessions.new_token()
+        env.update(device_environment(ctx, run.token))
         launch = {"job_id": job.id, "run": number, "script": work.script, "args": work.args, "cwd": work.workdir,
-                  "env": job_environment(job, partition, state, host, port), "stdout": record.output,
+                  "env": env, "stdout": record.output,
                   "stderr": record.error, "user": user, "kill_wait_s": ctx.settings.kill_wait_s,
                   "spool": self.spool}
         ctx.store.commit([("program_run", record.name, record)], [])
         self.runs[job.id] = run
         machines = state.topology.machines_of(start.first_ipu, start.ipus)
-        threading.Thread(target=self._run, args=(run, launch, machines), name=f"vipu-program-{job.id}",
+        where = (start.partition, start.first_ipu, start.ipus, machines)
+        threading.Thread(target=self._run, args=(run, launch, where), name=f"vipu-program-{job.id}",
                          daemon=True).start()
 
-    def _run(self, run: _Run, launch: dict, machines: list[int]) -> None:
+    def _run(self, run: _Run, launch: dict, where: tuple) -> None:
+        partition, first_ipu, size, machines = where
         try:
             if run.record.failure is not None:
                 result = {"failed": run.record.failure}
             else:
                 try:
+                    if "VIPU_RUN_TOKEN" in launch["env"]:  # its session opens before the program can call it
+                        run.session = open_session(self.ctx, run.token, run.job_id, run.record.run, partition,
+                                                   first_ipu, size, machines)
+                        if run.stopped:  # stopped meanwhile: stop() found no session to close
+                            self._close(run, f"job {run.job_id}'s run was stopped before its program started")
                     run.host = self._host(machines)
                     if run.stopped:  # stopped while its host was chosen: nothing to start
                         return
@@ -116,11 +116,13 @@ class ProgramRuns:
 
     def _ended(self, run: _Run, result: dict) -> None:
         ctx = self.ctx
+        self._close(run, f"job {run.job_id}'s program has ended: its session with it")
         with ctx.lock:
             if self._stopping:  # the controller stops its programs: the restart records how their jobs ended
                 return
             if "failed" in result:
                 run.record.failure = result["failed"]
+            if "failed" in result or run.session is not None:
                 ctx.store.commit([("program_run", run.record.name, run.record)], [])
             if ctx.still_running(run.job_id, run.started):
                 if "failed" in result:
@@ -137,8 +139,15 @@ class ProgramRuns:
         if run is None:
             return
         run.stopped = True
+        self._close(run, f"job {stop.job_id}'s run was stopped ({stop.state.value}); its session with it")
         if run.host is not None:
             self._call(run.host, "terminate", run.key, wait=False)
+
+    def _close(self, run: _Run, why: str) -> None:
+        """End the run's session (its calls fail with `why`, its tensors are freed) and keep its steps."""
+        session = self.ctx.sessions.close(run.token, why) if run.token is not None else None
+        if session is not None:  # (run.session may not be set yet: this is the session the token opened)
+            keep_steps(run.record, session, self.ctx.pod.machine.ipus)
 
     # -- where supervisors run ----------------------------------------------------------------------------------
     def _host(self, machines: list[int]):
@@ -173,6 +182,10 @@ class ProgramRuns:
     def record(self, job_id: int) -> ProgramRecord | None:
         run = self.runs.get(job_id)
         if run is not None:
+            if run.session is not None and not run.finished.is_set():  # live: its steps so far
+                record = run.record.model_copy()
+                keep_steps(record, run.session, self.ctx.pod.machine.ipus)
+                return record
             return run.record
         return self.ctx.store.get("program_run", str(job_id), ProgramRecord)
 
@@ -194,15 +207,18 @@ class ProgramRuns:
             lines = [f"(only the end of {record.output} is shown)", *lines[1:]]
         if record.failure:
             lines.append(f"run {record.run} could not start: {record.failure}")
-        return lines
+        return lines + record.step_lines()
 
     def progress(self) -> dict:
-        return {}
+        """Running programs' steps so far, by job id (metrics, `vipu top`; machine stats with --ray off)."""
+        return {job_id: list(run.session.reports) for job_id, run in list(self.runs.items())
+                if run.session is not None and not run.finished.is_set() and run.session.reports}
 
     def shutdown(self) -> None:
         """The controller stops: its programs stop with it; the restart records how their jobs ended."""
         with self.ctx.lock:
             self._stopping = True
+        self.ctx.sessions.close_all("the controller is stopping")
         self.local.terminate_all()
         for actor in list(self._nodes.values()):
             actor.terminate_all.remote()

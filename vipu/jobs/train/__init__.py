@@ -5,13 +5,14 @@ the same model (reference.py) within fp32 tolerance, while every value that pass
 (vipu.fabric collectives on a LocalTransport or on the machine actors), and each step is timed in emulated seconds
 on the Pod's figures, beside the planner's prediction.
 
-Pure domain: problem.py (weights and synthetic data from the seed), kernels.py (numpy layers with hand-written
-backward passes), optim.py (momentum SGD, Adam), reference.py (single-device training), sharding.py (layers to
-stages, tensors to shards), pipeline_schedule.py (GPipe and 1F1B, the pipeline's timeline), work.py (one operation's
-BSP compute sets and collectives), mlp_stage.py and transformer_stage.py (a stage's forward and backward on its
-shards). Edges: poprun.py (the environment each poprun instance sees, and which replicas it gives the instance),
-data_path.py (the collectives on the transport), parallel.py (ParallelTrainer: one optimiser step; holdings.py: what
-each IPU holds during it), runner.py (run_training, the entry point), results.py (StepReport, TrainingResult).
+The model itself is the SDK's (vipu/sdk/nn: weights, samples and loss from the seed, numpy kernels, the cut into
+stages, blocks and shards, a stage's forward and backward on its shards, GPipe and 1F1B orders, the optimisers),
+shared with users' programs so that one copy of it trains both. Pure domain here: problem.py (what the emulation
+executes), reference.py (single-device training), pipeline_schedule.py (the pipeline's timeline), work.py (one
+operation's BSP compute sets and collectives; StageGroup, the engine's shards), recompute.py. Edges: poprun.py (the
+environment each poprun instance sees, and which replicas it gives the instance), data_path.py (the collectives on
+the transport), parallel.py (ParallelTrainer: one optimiser step; holdings.py: what each IPU holds during it),
+runner.py (run_training, the entry point), results.py (StepReport, TrainingResult).
 """
 
 import importlib

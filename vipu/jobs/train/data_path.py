@@ -33,8 +33,8 @@ from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
 from vipu.fabric.collectives import execute
 from vipu.fabric.schedule_cost import CollectiveResult
-from vipu.fabric.strided import allreduce_steps, group_rings
-from vipu.fabric.transfer_schedule import Step, Transfer, all_gather_steps, piece_sends, reduce_scatter_steps
+from vipu.fabric.strided import STEPS, group_rings
+from vipu.fabric.transfer_schedule import Step, Transfer, piece_sends
 from vipu.fabric.transport import Transport, WrappedTransport
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
@@ -90,11 +90,23 @@ class Scoped(WrappedTransport):
     def load(self, name: str, ipus: Sequence[int]) -> None:
         self.inner.load(self.scope + name, ipus)
 
+    def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        self.inner.put_offloaded(self.scope + name, arrays)
+
     def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
         self.inner.reserve(self.scope + name, sizes)
 
     def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
         self.inner.hold(self.scope + name, held)
+
+
+def free_each(transport: Transport, held) -> None:
+    """Free each (IPU, tensor) of `held`, best effort: a machine that is gone has nothing left to free."""
+    for ipu, name in sorted(held):
+        try:
+            transport.free_tensor(ipu, name)
+        except VipuError:
+            pass
 
 
 def run_schedule(op: str, name: str, steps: list[Step], transport: Transport, topology: Topology,
@@ -105,13 +117,33 @@ def run_schedule(op: str, name: str, steps: list[Step], transport: Transport, to
     return execute(op, name, steps, link_model(topology), dtype.itemsize, within, transport)
 
 
-def allreduce_groups(groups: Sequence[tuple[int, ...]], name: str, transport: Transport, topology: Topology,
-                     within: frozenset[int]) -> CollectiveResult:
-    """Allreduce `name` inside each group (IPUs of the partition `within`, an aligned block; all groups the same
-    size) at once, on the rings fabric/strided.py gives them: members in grid order, both ways for more than 2."""
+ON_A_BLOCK = {"allreduce": allreduce, "reduce_scatter": reduce_scatter, "all_gather": all_gather}
+
+
+def on_groups(op: str, groups: Sequence[Sequence[int]], name: str, transport: Transport, topology: Topology,
+              partition: Group) -> CollectiveResult:
+    """Run `op` (allreduce, reduce_scatter or all_gather) on `name` inside each of `groups` at once: IPUs of
+    `partition` (an aligned block), each group in ascending order and all the same size, rank i of a group owning
+    shard i (group.shard). One group that is itself an aligned block runs the fabric's collective on it (its rings);
+    otherwise every group runs on the rings fabric/strided.py gives it (members in grid order, both ways for more
+    than 2), all in the same steps, links they share priced with their contention. The engine's data-parallel
+    collectives and a program's session (vipu/jobs/sessions) both run here."""
+    if len(groups) == 1 and is_block(topology, groups[0]):
+        return ON_A_BLOCK[op](Group.block(topology, groups[0][0], len(groups[0])), name, transport)
     numels = [transport.spec(ipus[0], name)[0] for ipus in groups]
-    rings = group_rings(topology, groups, numels, min(within), len(within))
-    return run_schedule("allreduce", name, allreduce_steps(rings), transport, topology, within)
+    rings = group_rings(topology, groups, numels, partition.ipus[0], partition.size)
+    return run_schedule(op, name, STEPS[op](rings), transport, topology, partition.members)
+
+
+def is_block(topology: Topology, ipus: Sequence[int]) -> bool:
+    """Whether `ipus` (ascending) are an aligned power-of-two block the fabric's own collectives run on."""
+    if list(ipus) != list(range(ipus[0], ipus[0] + len(ipus))):
+        return False
+    try:
+        Group.block(topology, ipus[0], len(ipus))
+    except VipuError:
+        return False
+    return True
 
 
 class Fabric:
@@ -153,11 +185,7 @@ class Fabric:
 
     def free_all(self) -> None:
         """Free every tensor the job put (best effort: a machine that is gone has nothing left to free)."""
-        for ipu, name in sorted(self.held):
-            try:
-                self.transport.free_tensor(ipu, name)
-            except VipuError:
-                pass
+        free_each(self.transport, self.held)
         self.held.clear()
 
     def ipu(self, replica: int, stage: int, shard_index: int) -> int:
@@ -232,10 +260,8 @@ class Fabric:
         """Sum `name` (already on every IPU) over the r replicas of each (stage, shard) position."""
         if self.r == 1:
             return 0.0
-        if self.t * self.p == 1:
-            return self._done(DP, allreduce(self.partition, name, self.transport))
-        return self._done(DP, allreduce_groups(self.replica_groups(), name, self.transport, self.topology,
-                                               self.partition.members))
+        return self._done(DP, on_groups("allreduce", self.replica_groups(), name, self.transport, self.topology,
+                                        self.partition))
 
     def data_parallel_half(self, name: str, phase: str) -> float:
         """Replicated tensor sharding: "reduce-scatter" leaves replica i of each group the sum of shard i of
@@ -243,12 +269,5 @@ class Fabric:
         rings as data_parallel_allreduce, whose two halves these are."""
         if self.r == 1:
             return 0.0
-        if self.t * self.p == 1:
-            run = reduce_scatter if phase == "reduce-scatter" else all_gather
-            return self._done(DP, run(self.partition, name, self.transport))
-        within, groups = self.partition.members, self.replica_groups()
-        numels = [self.transport.spec(ipus[0], name)[0] for ipus in groups]
-        rings = group_rings(self.topology, groups, numels, self.first, len(within))
-        steps = (reduce_scatter_steps if phase == "reduce-scatter" else all_gather_steps)(rings, phase)
-        return self._done(DP, run_schedule(phase.replace("-", "_"), name, steps, self.transport, self.topology,
-                                           within))
+        return self._done(DP, on_groups(phase.replace("-", "_"), self.replica_groups(), name, self.transport,
+                                        self.topology, self.partition))

@@ -17,8 +17,8 @@ from typing import Callable
 
 import numpy as np
 
-from vipu.jobs.blocks import Block
-from vipu.jobs.train.problem import DTYPE
+from vipu.sdk.nn.sharding import Block
+from vipu.sdk.nn.synthetic import DTYPE
 
 
 class Holdings:

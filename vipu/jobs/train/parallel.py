@@ -1,7 +1,7 @@
 """The parallel execution: the workload trained on its t x p x r IPUs as its layout says, data through the fabric.
 
 What lives where: each IPU holds, as tensors on its transport (LocalTransport in-process, the machine actors with
-RayTransport), one flat buffer of its weight shards ("params", sharding.FlatLayout), its optimiser state
+RayTransport), one flat buffer of its weight shards ("params", vipu/sdk/nn/sharding.py FlatLayout), its optimiser state
 ("opt.momentum" or "opt.m", "opt.v") and, at the end of a step, its gradient accumulator ("grads"). The process
 driving the step plays each IPU's tiles: it reads the IPU's weights at the start of the step, computes exactly that
 IPU's share (its shard of its stage, its replica's micro-batches) from them, and every value that passes between
@@ -13,11 +13,11 @@ of the global batch; the instances' gradients meet in the data-parallel allreduc
 A step:
 
 1. every instance runs, for each of its replicas, its m micro-batches through its p stages in the layout's schedule
-   (pipeline_schedule.py); each operation is a stage's forward or backward on its t shards (mlp_stage.py,
-   transformer_stage.py) with Megatron's tensor-parallel allreduces, and ends by sending its boundary activation
+   (vipu/sdk/nn/pipeline.py); each operation is a stage's forward or backward on its t shards (vipu/sdk/nn/mlp.py,
+   transformer.py) with Megatron's tensor-parallel allreduces, and ends by sending its boundary activation
    forward (or gradient back); gradients accumulate per IPU over the micro-batches;
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
-3. every IPU applies the optimiser (optim.py) to its own buffers and puts them back: all replicas stay identical.
+3. every IPU applies the optimiser (vipu/sdk/nn/optimizers.py) to its own buffers and puts them back: all replicas stay identical.
 
 Layout options, executed (the planner's memory_estimate.py and timing.py say the same):
 - recompute (and phased, which recomputes each phase): a forward keeps each block's input only, and the backward
@@ -69,18 +69,19 @@ from vipu.fabric.group import shard
 from vipu.hardware.topology import Topology
 from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per_param
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
-from vipu.jobs.train import mlp_stage, optim, recompute, transformer_stage
+from vipu.jobs.train import recompute
 from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs
 from vipu.jobs.train.holdings import Holdings
-from vipu.jobs.train.kernels import softmax_cross_entropy, squared_error
-from vipu.jobs.train.pipeline_schedule import execution_order, stage_orders, timeline
+from vipu.jobs.train.pipeline_schedule import timeline
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
-from vipu.jobs.train.problem import DTYPE, batch, check_runnable, init_params
+from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.results import IpuReport, StepReport
-from vipu.jobs.train.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
-from vipu.jobs.train.step_streaming import machine_streaming_s
+from vipu.jobs.train.machine_charges import charge_compute, machine_streaming_s
 from vipu.jobs.train.work import OpTimer, StageGroup
-from vipu.workers import bsp
+from vipu.sdk.nn import mlp, optimizers as optim, transformer
+from vipu.sdk.nn.pipeline import execution_order, stage_orders
+from vipu.sdk.nn.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
+from vipu.sdk.nn.synthetic import DTYPE, batch, init_params, loss
 
 
 class ParallelTrainer:
@@ -102,7 +103,7 @@ class ParallelTrainer:
         if self.model.dtype != "fp32":
             transport = PricedAs(transport, np.float16)
         self.fabric = Fabric(topology or Topology(pod), first_ipu, self.lay, transport)
-        self.stage = mlp_stage if self.model.kind == "mlp" else transformer_stage
+        self.stage = mlp if self.model.kind == "mlp" else transformer
         t, p = self.lay.t, self.lay.p
         self.blocks = [stage_blocks(self.model, t, p, s, self.lay.phased) for s in range(p)]
         full = init_params(self.model, workload.seed)
@@ -183,7 +184,7 @@ class ParallelTrainer:
 
     def _streaming_s(self) -> float:
         """The step's streaming, each IPU's bytes as the Pod moves them (timing.streamed_bytes) batched per
-        machine (train/step_streaming.py)."""
+        machine (train/machine_charges.py)."""
         if not self.streamed:
             return 0.0
         stash = stash_bytes(self.workload) if self.lay.phased else 0.0
@@ -225,7 +226,7 @@ class ParallelTrainer:
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
         grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
         gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
-        x, y = batch(self.workload, step)
+        x, y = batch(model, self.workload.global_batch, self.workload.seed, step)
         order = execution_order(stage_orders(lay.order, lay.p, lay.micro_batches))
         losses: list[np.ndarray] = []
         compute = defaultdict(float)
@@ -250,7 +251,7 @@ class ParallelTrainer:
                     caches[(s, j)] = cache
                     held.stage_cache(g.ipus, cache, params, +1)
                     if s == lay.p - 1:
-                        per_sample, ds = self._loss(outs, y[lo:lo + lay.micro_batch])
+                        per_sample, ds = loss(model, outs, y[lo:lo + lay.micro_batch], self.workload.global_batch)
                         losses.append(per_sample)
                         inbox[(s, "B", j)] = ds
                     else:
@@ -296,12 +297,6 @@ class ParallelTrainer:
             fabric.offload("params")
         streaming_s = self._streaming_s()
         return self._report(step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s)
-
-    def _loss(self, outs: list[np.ndarray], target: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Per-sample losses (from shard 0; every shard holds the same outputs) and each shard's output gradient."""
-        fn = softmax_cross_entropy if self.model.kind == "mlp" else squared_error
-        results = [fn(out, target, 1.0 / self.workload.global_batch) for out in outs]
-        return results[0][0], [d for _, d in results]
 
     def _update(self, step: int, params: dict[int, np.ndarray], grads: dict[int, np.ndarray]) -> None:
         fabric, w = self.fabric, self.workload
@@ -358,7 +353,9 @@ class ParallelTrainer:
             per_ipu[ipu] = IpuReport(compute_s=compute[ipu], utilisation=compute[ipu] / step_s if step_s else 0.0,
                                      memory_bytes=int(sram), activation_bytes=int(activations),
                                      streaming_bytes=int(streamed))
-        self._charge_machines(per_ipu, step_s, step)
+        # the machines' utilisation counters (`vipu top`): each IPU's compute, the rest of the step as exchange
+        charge_compute(self.fabric.transport, self.pod, {ipu: r.compute_s for ipu, r in per_ipu.items()}, step_s,
+                       f"train step {step}", self.model.dtype)
         self.fabric.hold("held", {ipu: (r.memory_bytes, r.streaming_bytes) for ipu, r in per_ipu.items()})
         return StepReport(
             step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,
@@ -367,21 +364,3 @@ class ParallelTrainer:
             bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
             bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=len(self.fabric.log),
             ipus=per_ipu, wall_s=self.clock() - started)
-
-    def _charge_machines(self, per_ipu: dict[int, IpuReport], step_s: float, step: int) -> None:
-        """Add the step to each machine's BSP counters (what `vipu top` shows as utilisation): one compute set per
-        machine with each IPU's own compute as tile cycles and the rest of the step (its collectives and pipeline
-        idle) as exchange, so each IPU's phases add up to the emulated step."""
-        ipu_spec = self.pod.ipu
-        per_machine: dict[int, list[int]] = defaultdict(list)
-        for ipu in self.ipus:
-            per_machine[ipu // self.pod.machine.ipus].append(ipu)
-        steps = {}
-        for machine, ipus in sorted(per_machine.items()):
-            busiest = max(per_ipu[ipu].compute_s for ipu in ipus)
-            rest = max(0.0, step_s - busiest - ipu_spec.sync_s)
-            work = {ipu: bsp.IpuWork(cycles=per_ipu[ipu].compute_s * ipu_spec.clock_hz,
-                                     exchange_bytes=int(rest * ipu_spec.exchange_bytes_per_s)) for ipu in ipus}
-            cs = bsp.ComputeSet(name=f"train step {step}", dtype=self.model.dtype, ipus=work)
-            steps[machine] = bsp.Step(name=f"train step {step}", compute_sets=[cs])
-        self.fabric.transport.record_compute(steps)

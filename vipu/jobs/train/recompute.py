@@ -7,7 +7,7 @@ The repeated forward is real work on the emulated IPUs: its FLOPs go into the ba
 and its tensor-parallel collectives run on the fabric again (timing.py: 4 x forward FLOPs instead of 3, one more
 pass of tensor-parallel allreduces). It sends nothing: the stage boundary was sent by the first forward.
 
-Works with any stage module (mlp_stage, transformer_stage): both run a list of blocks, so a block is run alone.
+Works with any stage module (vipu/sdk/nn/mlp.py, transformer.py): both run a list of blocks, so a block is run alone.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Callable
 
 import numpy as np
 
-from vipu.jobs.train.sharding import Block
-from vipu.jobs.train.work import StageGroup
+from vipu.sdk.nn.sharding import Block
+from vipu.sdk.nn.spmd import Shards
 
 Held = Callable[[Block, list, int], None]  # held(block, cache, +1 | -1): its activations come into / leave SRAM
 
 
 def forward(stage, model, blocks: list[Block], shards: list[dict], xs: list[np.ndarray],
-            g: StageGroup) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
+            g: Shards) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
     """The stage's outputs and its checkpoints: each block's input, per shard (the shape of a stage's cache: one
     entry per block, each a list over the shards)."""
     checkpoints = []
@@ -34,7 +34,7 @@ def forward(stage, model, blocks: list[Block], shards: list[dict], xs: list[np.n
 
 
 def backward(stage, model, blocks: list[Block], shards: list[dict], checkpoints: list, douts: list[np.ndarray],
-             g: StageGroup, need_dx: bool, held: Held) -> tuple[list[np.ndarray] | None, list[dict]]:
+             g: Shards, need_dx: bool, held: Held) -> tuple[list[np.ndarray] | None, list[dict]]:
     """stage.backward's result, each block's activations recomputed from its checkpoint first."""
     grads: list[dict] = [{} for _ in range(g.t)]
     ds = douts

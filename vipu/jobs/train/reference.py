@@ -1,7 +1,7 @@
 """Single-device training: the whole model on one device, the whole global batch at once, plain numpy.
 
-This is what the parallel execution must reproduce: same weights (problem.init_params), same samples
-(problem.batch), same optimiser (optim.py). It shares only the kernels (kernels.py, checked against finite
+This is what the parallel execution must reproduce: same weights and samples (vipu/sdk/nn/synthetic.py), same
+optimiser (vipu/sdk/nn/optimizers.py). It shares only the kernels (vipu/sdk/nn/kernels.py, checked against finite
 differences in the tests) with the parallel code, not its structure: no shards, no stages, no micro-batches.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from vipu.jobs.train import optim
-from vipu.jobs.train.kernels import (attention, attention_back, layernorm, layernorm_back, relu, relu_back, rows,
-                                     softmax_cross_entropy, squared_error, wgrad)
-from vipu.jobs.train.problem import batch, init_params
+from vipu.sdk.nn import optimizers as optim
+from vipu.sdk.nn.kernels import (attention, attention_back, layernorm, layernorm_back, relu, relu_back, rows,
+                                 softmax_cross_entropy, squared_error, wgrad)
+from vipu.sdk.nn.synthetic import batch, init_params
 
 Params = dict[str, np.ndarray]
 
@@ -94,7 +94,7 @@ def train_reference(workload, steps: int | None = None) -> tuple[list[float], Pa
              for name, w in params.items()}
     losses = []
     for step in range(workload.steps if steps is None else steps):
-        x, y = batch(workload, step)
+        x, y = batch(model, workload.global_batch, workload.seed, step)
         loss, grads = loss_and_grads(model, params, x, y)
         losses.append(loss)
         for name, w in params.items():

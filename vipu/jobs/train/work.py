@@ -1,7 +1,7 @@
 """One pipeline operation (a stage's forward or backward of one micro-batch) on its stage's t IPUs: what the shards
 compute, the collectives between them, and the emulated time of it all.
 
-The stage code (mlp_stage.py, transformer_stage.py) is written once for all t shards ("SPMD"): it computes each
+The stage code (vipu/sdk/nn/mlp.py, transformer.py) is written once for all t shards ("SPMD", vipu/sdk/nn/spmd.py): it computes each
 shard from that shard's own weights and inputs, and calls StageGroup.allreduce / all_gather / send, which run on the
 fabric (data_path.py). Every matmul is counted into the current BSP compute set of the shard's IPU; a collective ends
 the compute set. The operation's emulated time is, in order:
@@ -15,12 +15,23 @@ the compute set. The operation's emulated time is, in order:
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Mapping
 
 import numpy as np
 
 from vipu.jobs.train.data_path import PP, TP, Fabric
-from vipu.jobs.train.kernels import matmul_flops, wgrad, wgrad_flops
+from vipu.sdk.nn.kernels import matmul_flops, wgrad, wgrad_flops
 from vipu.workers import bsp
+
+
+def compute_set_times(pod, dtype: str, flops: Mapping[int, float], efficiency: float) -> bsp.StepTimes:
+    """One BSP compute set in which IPU i does flops[i] FLOPs, spread evenly over its tiles at `efficiency` of the
+    peak rate (the planner's calibrated figure): its time (the busiest IPU, then the sync) and each IPU's phases. A
+    program's session prices its compute sets with this too (vipu/jobs/sessions)."""
+    tiles = pod.ipu.tiles
+    work = {ipu: bsp.IpuWork(flops=n / tiles / efficiency) for ipu, n in flops.items()}
+    step = bsp.Step(compute_sets=[bsp.ComputeSet(dtype=dtype, ipus=work)])
+    return bsp.run(step, pod.ipu, pod.links.ipu_link)
 
 
 class OpTimer:
@@ -42,10 +53,7 @@ class OpTimer:
     def close(self) -> None:
         if not self.pending:
             return
-        tiles = self.pod.ipu.tiles
-        work = {ipu: bsp.IpuWork(flops=n / tiles / self.efficiency) for ipu, n in self.pending.items()}
-        step = bsp.Step(compute_sets=[bsp.ComputeSet(dtype=self.dtype, ipus=work)])
-        times = bsp.run(step, self.pod.ipu, self.pod.links.ipu_link)
+        times = compute_set_times(self.pod, self.dtype, self.pending, self.efficiency)
         self.compute_s += times.step_s
         for ipu, phases in times.ipus.items():
             self.ipu_compute_s[ipu] += phases.compute_s

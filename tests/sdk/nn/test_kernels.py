@@ -1,5 +1,5 @@
-"""The kernels both trainers share, checked against finite differences in float64, and the optimisers'
-elementwise property (updating a shard is updating that part of the whole)."""
+"""The kernels every trainer shares (the engine, its reference, users' programs), checked against finite differences
+in float64, and the optimisers' elementwise property (updating a shard is updating that part of the whole)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from vipu.jobs.models import MlpModel, TransformerModel
-from vipu.jobs.train import optim
-from vipu.jobs.train.kernels import attention
-from vipu.jobs.train.problem import init_params
+from vipu.sdk.nn import optimizers as optim
+from vipu.sdk.nn.kernels import attention
+from vipu.sdk.nn.synthetic import init_params
 from vipu.jobs.train.reference import loss_and_grads
 
 MODELS = {

@@ -4,23 +4,24 @@ Per layer and shard k (sharding.py): the layer norms run whole on every shard (r
 inputs); Q, K, V are shard k's heads; the output projection and the feed-forward's second matrix give partial
 sums that one allreduce each completes (Megatron's "g"); backward, the gradients at the two layer norms' outputs
 are partial per shard and one allreduce each completes them (Megatron's "f"). The arithmetic per shard is the
-reference's (reference.layer_forward / layer_backward) restricted to the shard's heads and columns.
+built-in engine's single-device reference's (vipu/jobs/train/reference.py) restricted to the shard's heads and
+columns. Written once for all shards against the Shards interface (spmd.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from vipu.jobs.train.kernels import (attention, attention_back, attention_flops, layernorm, layernorm_back, relu,
-                                     relu_back, rows)
-from vipu.jobs.train.sharding import Block
-from vipu.jobs.train.work import StageGroup
+from vipu.sdk.nn.kernels import (attention, attention_back, attention_flops, layernorm, layernorm_back, relu, relu_back,
+                                 rows)
+from vipu.sdk.nn.sharding import Block
+from vipu.sdk.nn.spmd import Shards
 
 Params = dict[str, np.ndarray]
 
 
 def forward(model, blocks: list[Block], shards: list[Params], xs: list[np.ndarray],
-            g: StageGroup) -> tuple[list[np.ndarray], list]:
+            g: Shards) -> tuple[list[np.ndarray], list]:
     """A "layer" block runs both halves; phased, an "attention" or an "ffn" block one (blocks.py)."""
     caches = []
     for block in blocks:
@@ -35,7 +36,7 @@ def forward(model, blocks: list[Block], shards: list[Params], xs: list[np.ndarra
     return xs, caches
 
 
-def _attention(model, pre: str, shards: list[Params], xs: list[np.ndarray], g: StageGroup) -> tuple[list, list]:
+def _attention(model, pre: str, shards: list[Params], xs: list[np.ndarray], g: Shards) -> tuple[list, list]:
     heads, parts, cache = model.heads // g.t, [], []
     for k, p in enumerate(shards):
         n1, c1 = layernorm(xs[k], p[pre + "ln1.g"], p[pre + "ln1.b"])
@@ -48,7 +49,7 @@ def _attention(model, pre: str, shards: list[Params], xs: list[np.ndarray], g: S
     return [x + (y + p[pre + "bo"]) for x, y, p in zip(xs, summed, shards)], cache
 
 
-def _ffn(pre: str, shards: list[Params], xs: list[np.ndarray], g: StageGroup) -> tuple[list, list]:
+def _ffn(pre: str, shards: list[Params], xs: list[np.ndarray], g: Shards) -> tuple[list, list]:
     parts, cache = [], []
     for k, p in enumerate(shards):
         n2, c2 = layernorm(xs[k], p[pre + "ln2.g"], p[pre + "ln2.b"])
@@ -61,7 +62,7 @@ def _ffn(pre: str, shards: list[Params], xs: list[np.ndarray], g: StageGroup) ->
 
 
 def backward(model, blocks: list[Block], shards: list[Params], caches: list, douts: list[np.ndarray],
-             g: StageGroup, need_dx: bool) -> tuple[list[np.ndarray] | None, list[Params]]:
+             g: Shards, need_dx: bool) -> tuple[list[np.ndarray] | None, list[Params]]:
     grads: list[Params] = [{} for _ in range(g.t)]
     ds = douts
     for index in reversed(range(len(blocks))):
@@ -74,7 +75,7 @@ def backward(model, blocks: list[Block], shards: list[Params], caches: list, dou
     return (ds if need_dx else None), grads
 
 
-def _ffn_back(pre: str, shards: list[Params], cache: list, ds: list, g: StageGroup, grads: list[Params]) -> list:
+def _ffn_back(pre: str, shards: list[Params], cache: list, ds: list, g: Shards, grads: list[Params]) -> list:
     """The gradient at the block's input (its residual included)."""
     parts = []
     for k, p in enumerate(shards):
@@ -87,7 +88,7 @@ def _ffn_back(pre: str, shards: list[Params], cache: list, ds: list, g: StageGro
     return _norm_back(pre + "ln2", g.allreduce(parts), cache, ds, grads)
 
 
-def _attention_back(pre: str, shards: list[Params], cache: list, ds: list, g: StageGroup,
+def _attention_back(pre: str, shards: list[Params], cache: list, ds: list, g: Shards,
                     grads: list[Params]) -> list:
     parts = []
     for k, p in enumerate(shards):

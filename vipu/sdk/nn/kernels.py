@@ -1,8 +1,8 @@
-"""The numerical kernels both trainers share: linear algebra pieces with hand-written backward passes.
+"""The numerical kernels every trainer shares: linear algebra pieces with hand-written backward passes.
 
 Every function is plain numpy on whatever float dtype it is given (float32 in training, float64 in the gradient
 checks), so the same code is checked against finite differences once and then trusted by the single-device
-reference and by every shard of the parallel execution. FLOPs are counted where the trainers call matmuls
+reference, by every shard of the built-in parallel execution and by users' programs. FLOPs are counted where the trainers call matmuls
 (matmul_flops), matching the planner's convention: only multiply-adds of matrix products and attention count.
 """
 

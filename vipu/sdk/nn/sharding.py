@@ -1,7 +1,14 @@
 """How a model's weights are cut over a t x p layout: layers to pipeline stages, and tensors to tensor shards.
 
 Stages: the model's layers split into p contiguous runs, as even as possible (stage s gets layers
-[L s / p, L (s+1) / p)), each cut into blocks (vipu/jobs/blocks.py, which the planner counts too).
+[L s / p, L (s+1) / p)), each cut into blocks. A block is what runs at once: recomputation keeps its input (the
+checkpoint) and runs it again before its backward, and phased execution holds one block in SRAM at a time. The
+built-in planner counts what each block holds (vipu/jobs/blocks.py), so the planner and every trainer see the same
+blocks:
+- MLP: a stage's consecutive layers in Megatron pairs; the odd layer out "row", "col" or "replicated" (below);
+- transformer: one "layer" per layer; phased, an "attention" and an "ffn" block each; with a vocabulary (planned,
+  never executed) the first stage also holds the "embedding" and takes as many fewer layers as it weighs;
+- ResNet-50 (planned only): its "unit"s.
 
 Tensor shards (Megatron-LM, Shoeybi et al. 2019), per stage:
 - transformer layer: Q, K and V column-parallel by whole heads (shard k has heads [k a/t, (k+1) a/t)), the
@@ -22,19 +29,65 @@ allreduce reduces.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from vipu.jobs.blocks import Block, stage_blocks, stage_layers
-
-__all__ = ["Block", "FlatLayout", "piece", "split_axes", "stage_axes", "stage_blocks", "stage_layers", "take",
-           "unshard"]
+__all__ = ["Block", "FlatLayout", "model_stage_layers", "piece", "split_axes", "stage_axes", "stage_blocks",
+           "stage_layers", "take", "unshard"]
 
 _ATTENTION_SPLIT = {"wq": 1, "bq": 0, "wk": 1, "bk": 0, "wv": 1, "bv": 0, "wo": 0, "bo": None, "ln1.g": None,
                     "ln1.b": None}
 _FFN_SPLIT = {"ln2.g": None, "ln2.b": None, "w1": 1, "b1": 0, "w2": 0, "b2": None}
 _LAYER_SPLITS = {"layer": {**_ATTENTION_SPLIT, **_FFN_SPLIT}, "attention": _ATTENTION_SPLIT, "ffn": _FFN_SPLIT}
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # pair, row, col, replicated (MLP); layer, attention, ffn, embedding (transformer); unit
+    layers: tuple[int, ...]
+
+
+def stage_layers(units: int, p: int, stage: int) -> range:
+    """Stage s of p gets layers [L s / p, L (s+1) / p): contiguous runs, as even as possible."""
+    return range(units * stage // p, units * (stage + 1) // p)
+
+
+def model_stage_layers(model, p: int, stage: int) -> range:
+    """The stage's layers; with a vocabulary the embedding counts as e = embedding / layer parameters layers, so
+    the first stage gets e fewer (rounded) and the rest share the layers evenly."""
+    vocab = model.kind == "transformer" and model.vocab
+    if not vocab:
+        return stage_layers(model.units, p, stage)
+    e = model.embedding_params / model.layer_params
+
+    def edge(s: int) -> int:
+        return 0 if s == 0 else min(model.layers, max(0, math.floor((model.layers + e) * s / p - e + 0.5)))
+
+    return range(edge(stage), model.layers if stage == p - 1 else edge(stage + 1))
+
+
+def stage_blocks(model, t: int, p: int, stage: int, phased: bool = False) -> list[Block]:
+    """The blocks of stage `stage` of p, for t tensor shards (phased: a transformer layer as two blocks)."""
+    layers = model_stage_layers(model, p, stage)
+    if model.kind == "resnet50":
+        return [Block("unit", (i,)) for i in layers]
+    if model.kind == "transformer":
+        kinds = ("attention", "ffn") if phased else ("layer",)
+        blocks = [Block(kind, (i,)) for i in layers for kind in kinds]
+        return ([Block("embedding", ())] if model.vocab and stage == 0 else []) + blocks
+    blocks, i = [], layers.start
+    while i < layers.stop:
+        if i + 1 < layers.stop:
+            blocks.append(Block("pair", (i, i + 1)))
+            i += 2
+            continue
+        n_in, n_out = model.widths[i], model.widths[i + 1]
+        kind = "row" if n_in % t == 0 else "col" if n_out % t == 0 else "replicated"
+        blocks.append(Block(kind, (i,)))
+        i += 1
+    return blocks
 
 
 def split_axes(block: Block) -> dict[str, int | None]:

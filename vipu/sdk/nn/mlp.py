@@ -1,4 +1,5 @@
-"""One pipeline stage of the MLP on its t tensor shards: forward and backward of its blocks (sharding.py).
+"""One pipeline stage of the MLP on its t tensor shards: forward and backward of its blocks (sharding.py), written
+once for all shards against the Shards interface (spmd.py).
 
 Lists are indexed by shard: shards[k] holds shard k's weights (full names, shard shapes), xs[k] its copy of the
 stage input. Every block leaves its output whole and identical on every shard, so stage boundaries carry whole
@@ -9,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from vipu.jobs.train.kernels import relu, relu_back, rows
-from vipu.jobs.train.sharding import Block, piece
-from vipu.jobs.train.work import StageGroup
+from vipu.sdk.nn.kernels import relu, relu_back, rows
+from vipu.sdk.nn.sharding import Block, piece
+from vipu.sdk.nn.spmd import Shards
 
 Params = dict[str, np.ndarray]
 
@@ -29,7 +30,7 @@ def _act_back(d: np.ndarray, z: np.ndarray, layer: int, last: int) -> np.ndarray
 
 
 def forward(model, blocks: list[Block], shards: list[Params], xs: list[np.ndarray],
-            g: StageGroup) -> tuple[list[np.ndarray], list]:
+            g: Shards) -> tuple[list[np.ndarray], list]:
     last, t, caches = model.layers - 1, g.t, []
     for block in blocks:
         w = [f"l{i}.w" for i in block.layers]
@@ -59,7 +60,7 @@ def forward(model, blocks: list[Block], shards: list[Params], xs: list[np.ndarra
 
 
 def backward(model, blocks: list[Block], shards: list[Params], caches: list, douts: list[np.ndarray],
-             g: StageGroup, need_dx: bool) -> tuple[list[np.ndarray] | None, list[Params]]:
+             g: Shards, need_dx: bool) -> tuple[list[np.ndarray] | None, list[Params]]:
     """Gradients of the stage's weights per shard, and of its input (None when not `need_dx`)."""
     last, t = model.layers - 1, g.t
     grads: list[Params] = [{} for _ in range(t)]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from vipu.jobs.models import MlpModel
-from vipu.jobs.train.sharding import FlatLayout, stage_blocks, stage_layers, take, unshard
+from vipu.sdk.nn.sharding import FlatLayout, stage_blocks, stage_layers, take, unshard
 
 
 @pytest.mark.parametrize("units, p", [(1, 1), (4, 4), (5, 2), (8, 4), (24, 8)])

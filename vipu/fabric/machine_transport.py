@@ -1,0 +1,158 @@
+"""MachineTransport: the Transport protocol on the machines themselves (vipu.workers.machine.Machine), in-process.
+
+Why beside LocalTransport: LocalTransport keeps arrays in a dict, with no capacity; a program's session must refuse
+what the Pod would refuse, naming the IPU, the bytes asked and the bytes free, whether the controller runs machine
+actors or not (`--ray off`). This transport calls the very Machine methods a machine actor calls (RayTransport), so
+tile SRAM and Streaming Memory are checked, and counted, exactly as on the actors. Each machine comes with a lock
+that serialises calls to it, as an actor serialises its calls; the machines outlive any one transport (the fleet
+keeps them, as Ray keeps actors), and a collective's bytes are also added to the fleet's link counters (`counters`)
+that a controller without actors reports.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import numpy as np
+
+from vipu.errors import NotFound
+from vipu.fabric.schedule_cost import CollectiveResult
+from vipu.fabric.traffic import TrafficCounters, by_machine
+from vipu.fabric.transfer_schedule import Transfer
+from vipu.fabric.transport import by_machine_index
+
+if TYPE_CHECKING:
+    from vipu.workers import bsp
+    from vipu.workers.machine import Machine
+
+
+class MachineTransport:
+    """The Transport protocol (transport.py says what each method does) on in-process machines: machines[m] is
+    (machine m, the lock serialising calls to it)."""
+
+    def __init__(self, machines: Mapping[int, tuple[Machine, threading.Lock]], ipus_per_machine: int,
+                 counters: TrafficCounters | None = None):
+        self.machines = dict(machines)
+        self.ipus_per_machine = ipus_per_machine
+        self.counters = counters
+
+    def _at(self, ipu: int) -> tuple[Machine, threading.Lock, int]:
+        machine, index = divmod(ipu, self.ipus_per_machine)
+        try:
+            m, lock = self.machines[machine]
+        except KeyError:
+            raise NotFound(f"IPU {ipu} is on machine {machine}, which this transport was not given; build it for"
+                           " the group's machines") from None
+        return m, lock, index
+
+    def _by_machine(self, ipus: Sequence[int]) -> dict[int, list[int]]:
+        for ipu in ipus:
+            self._at(ipu)  # a machine it was given
+        return by_machine_index(ipus, self.ipus_per_machine)
+
+    # --- tensors ----------------------------------------------------------------------------------------------
+    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
+        m, lock, index = self._at(ipu)
+        with lock:
+            m.put_tensor(index, name, array, tiles)
+
+    def get_tensor(self, ipu: int, name: str) -> np.ndarray:
+        m, lock, index = self._at(ipu)
+        with lock:
+            return m.get_tensor(index, name)
+
+    def free_tensor(self, ipu: int, name: str) -> None:
+        m, lock, index = self._at(ipu)
+        with lock:
+            m.free_tensor(index, name)
+
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        for ipu, array in arrays.items():
+            self.put_tensor(ipu, name, array)
+
+    def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
+        return {ipu: self.get_tensor(ipu, name) for ipu in ipus}
+
+    # --- Streaming Memory, reserved and held SRAM --------------------------------------------------------------
+    def offload(self, name: str, ipus: Sequence[int]) -> None:
+        for machine, local in self._by_machine(ipus).items():
+            m, lock = self.machines[machine]
+            with lock:
+                m.offload_batch(local, name)
+
+    def load(self, name: str, ipus: Sequence[int]) -> None:
+        for machine, local in self._by_machine(ipus).items():
+            m, lock = self.machines[machine]
+            with lock:
+                m.load_batch(local, name)
+
+    def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+        for ipu, array in arrays.items():
+            m, lock, index = self._at(ipu)
+            with lock:
+                m.put_offloaded(index, name, array)
+
+    def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
+        for ipu, nbytes in sizes.items():
+            m, lock, index = self._at(ipu)
+            with lock:
+                m.reserve(index, name, int(nbytes))
+
+    def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
+        machines: dict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
+        for ipu, (sram, streaming) in held.items():
+            _, _, index = self._at(ipu)
+            machines[ipu // self.ipus_per_machine][index] = (int(sram), int(streaming))
+        for machine, mine in sorted(machines.items()):
+            m, lock = self.machines[machine]
+            with lock:
+                m.hold(name, mine)
+
+    # --- what the collectives need -----------------------------------------------------------------------------
+    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
+        m, lock, index = self._at(ipu)
+        with lock:
+            data = m.memory(index).tensor(name).data
+        return int(data.size), data.dtype
+
+    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
+        """Every read of the step first, then every write (the machines' own add and set, with the sender, so a
+        failed IPU-Link refuses the write as on an actor)."""
+        reads = []
+        for t in transfers:
+            m, lock, index = self._at(t.src)
+            with lock:
+                reads.append((t, [m.get_slice(index, name, a, b) for a, b in t.ranges]))
+        for t, values in reads:
+            m, lock, index = self._at(t.dst)
+            with lock:
+                write = m.accumulate_slice if t.reduce else m.set_slice
+                for (a, b), v in zip(t.ranges, values):
+                    write(index, name, a, b, v, t.src)
+
+    def record(self, result: CollectiveResult) -> None:
+        """Each machine's counters get its IPUs' bytes and the virtual time, as RayTransport.record gives the
+        actors; the fleet's counters (if any) get every IPU's."""
+        for machine, kinds in by_machine(result.traffic, self.ipus_per_machine).items():
+            if machine in self.machines:
+                m, lock = self.machines[machine]
+                with lock:
+                    for kind, (sent, received) in kinds.items():
+                        m.record_traffic(kind, sent, received, result.virtual_s)
+        if self.counters is not None:
+            self.counters.add(result.traffic)
+
+    # --- what a step cost the machines -------------------------------------------------------------------------
+    def record_streaming(self, per_machine: Mapping[int, tuple[int, int]]) -> None:
+        for machine in sorted(per_machine):
+            m, lock = self.machines[machine]
+            with lock:
+                m.settle_streaming(*map(int, per_machine[machine]))
+
+    def record_compute(self, steps: Mapping[int, bsp.Step]) -> None:
+        for machine, step in sorted(steps.items()):
+            m, lock = self.machines[machine]
+            with lock:
+                m.run_step(step)

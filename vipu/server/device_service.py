@@ -1,0 +1,112 @@
+"""The DeviceService: a user's program reaching its partition's emulated IPUs (protos/vipu/v1/device.proto).
+
+Thin, as every servicer: convert, call the run's session (found by the call's run token through the control
+plane), convert back. Waits for other instances end before the call's own deadline does, so the caller reads who
+was missing rather than a bare DEADLINE_EXCEEDED.
+"""
+
+from __future__ import annotations
+
+from vipu.server.status import rpc
+from vipu.v1 import device_pb2 as d
+from vipu.v1 import device_pb2_grpc
+
+TOKEN_METADATA = "x-vipu-run-token"
+WAIT_S = 120.0  # a wait for other instances when the call gives none (IPUOF_VIPU_API_TIMEOUT's default)
+OPS = {d.ALLREDUCE: "allreduce", d.REDUCE_SCATTER: "reduce_scatter", d.ALL_GATHER: "all_gather",
+       d.BROADCAST: "broadcast"}
+
+
+def _arrays(items, what: str) -> dict:
+    from vipu.sdk.wire import from_wire  # numpy: with a program's first call, not the controller's start
+
+    return {t.ipu: from_wire(t.array, f"{what} of IPU {t.ipu}") if t.HasField("array") else None for t in items}
+
+
+def _wire(arrays: dict) -> list[d.IpuArray]:
+    from vipu.sdk.wire import to_wire
+
+    return [d.IpuArray(ipu=ipu, array=to_wire(a)) for ipu, a in arrays.items()]
+
+
+def _wait(requested: float, context) -> float:
+    """The wait a call asked for, ended a second before its deadline (if it has one)."""
+    wait = requested if requested > 0 else WAIT_S
+    remaining = context.time_remaining()
+    return min(wait, max(0.1, remaining - 1.0)) if remaining is not None else wait
+
+
+class DeviceService(device_pb2_grpc.DeviceServiceServicer):
+    def __init__(self, plane):
+        self.plane = plane
+
+    def _session(self, context):
+        token = next((value for key, value in context.invocation_metadata() or () if key == TOKEN_METADATA), None)
+        return self.plane.devices.session(token)
+
+    @rpc
+    def Attach(self, request, context):
+        info = self._session(context).attach(request.instance_index, request.num_instances or 1,
+                                             request.ipus_per_replica or 1)
+        return d.AttachResponse(**info)
+
+    @rpc
+    def PutTensors(self, request, context):
+        memory = "streaming" if request.memory == d.STREAMING else "sram"
+        self._session(context).put(request.name, _arrays(request.tensors, f"tensor {request.name!r}"), memory)
+        return d.PutTensorsResponse()
+
+    @rpc
+    def GetTensors(self, request, context):
+        return d.GetTensorsResponse(tensors=_wire(self._session(context).get(request.name, list(request.ipus))))
+
+    @rpc
+    def FreeTensors(self, request, context):
+        self._session(context).free(request.name, list(request.ipus))
+        return d.FreeTensorsResponse()
+
+    @rpc
+    def Offload(self, request, context):
+        return d.ChargedResponse(virtual_s=self._session(context).offload(request.name, list(request.ipus)))
+
+    @rpc
+    def Load(self, request, context):
+        return d.ChargedResponse(virtual_s=self._session(context).load(request.name, list(request.ipus)))
+
+    @rpc
+    def Reserve(self, request, context):
+        self._session(context).reserve(request.name, dict(request.bytes))
+        return d.ReserveResponse()
+
+    @rpc
+    def RunComputeSet(self, request, context):
+        return d.ChargedResponse(virtual_s=self._session(context).compute(dict(request.flops), request.dtype or "fp16"))
+
+    @rpc
+    def Collective(self, request, context):
+        op = OPS.get(request.op, "unknown")
+        got, seconds = self._session(context).collective(
+            op, request.name, [list(g.ipus) for g in request.groups], _arrays(request.tensors, f"{op} contribution"),
+            request.sequence, request.root if op == "broadcast" else None, _wait(request.timeout_s, context))
+        return d.CollectiveResponse(tensors=_wire(got), virtual_s=seconds)
+
+    @rpc
+    def Send(self, request, context):
+        tensors = _arrays(request.tensors, f"send {request.name!r}")
+        return d.ChargedResponse(virtual_s=self._session(context).send(request.name, tensors, list(request.dst),
+                                                                      request.sequence))
+
+    @rpc
+    def Recv(self, request, context):
+        got = self._session(context).recv(request.name, list(request.src), list(request.dst), request.sequence,
+                                          _wait(request.timeout_s, context))
+        return d.RecvResponse(tensors=_wire(got))
+
+    @rpc
+    def ReportStep(self, request, context):
+        from vipu.sdk.wire import from_wire
+
+        report = self._session(context).report_step(request.instance_index, request.step,
+                                                    from_wire(request.losses, "losses"),
+                                                    _wait(request.timeout_s, context))
+        return d.ReportStepResponse(report_json=report.model_dump_json())

@@ -1,0 +1,51 @@
+"""What both of the controller's gRPC servers (the API's, app.py; the IPUs' data path, device_server.py) do alike:
+check that they may listen, serve health checking and reflection for their services, and bind their port.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+
+class PortInUse(OSError):
+    """Another process holds the port: a conflict (exit 4), where an address that is not this machine's is bad
+    input (exit 2)."""
+
+
+def check_listen(host: str, port: int, flag: str = "--port") -> None:
+    """OSError naming the fix (`flag`: the option that chose the port) unless a listening socket can take host:port
+    now (PortInUse when another process holds it). Checked with SO_REUSEADDR, as gRPC binds: a port whose last connections are in TIME_WAIT, e.g. just
+    after a crash, is free."""
+    try:
+        socket.create_server((host, port), family=socket.getaddrinfo(host, port)[0][0]).close()
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise PortInUse(f"cannot listen on {host}:{port}: the port is in use; stop what holds it or pick another"
+                            f" {flag}") from None
+        raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}; give a --host address of this machine") \
+            from None
+
+
+def add_health_and_reflection(server: grpc.Server, services: tuple[str, ...]) -> None:
+    """Health (SERVING for the server and each service) and reflection, open to every caller."""
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    for name in ("", *services):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    reflection.enable_server_reflection((*services, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+
+
+def bind(server: grpc.Server, host: str, port: int, tls: tuple[bytes, bytes] | None) -> int:
+    """The port bound (port 0: a free one), or 0 if gRPC could not; `tls` is (private key, certificate chain) in
+    PEM, None for plaintext."""
+    try:
+        if tls is None:
+            return server.add_insecure_port(f"{host}:{port}")
+        return server.add_secure_port(f"{host}:{port}", grpc.ssl_server_credentials([tls]))
+    except RuntimeError:
+        return 0
