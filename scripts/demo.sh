@@ -96,6 +96,15 @@ for id in $($BIN/vipu history --json | $BIN/python -c "import json,sys; print(' 
   step $BIN/vipu logs "$id"
 done
 
+printf '\n# A program of your own: the same data-parallel training written on the public SDK (vipu.sdk), submitted as a\n'
+printf '# batch script; it runs as a real process beside its machines, its tensors and allreduces on the emulated IPUs.\n'
+step cat examples/tiny_dp.sh
+PROGRAM=$(PATH="$PWD/$BIN:$PATH" $BIN/vipu submit examples/tiny_dp.sh --parsable)  # its python: this venv's
+step $BIN/vipu show job "$PROGRAM"
+for _ in $(seq 240); do [ -z "$($BIN/vipu queue --no-header)" ] && break; sleep 0.5; done
+step $BIN/vipu logs "$PROGRAM"
+step $BIN/vipu history
+
 printf '\n# The same scheduler replays a real trace (Alibaba openb) in virtual time, without Ray:\n'
 TRACE=../shared/traces/openb_pod_list_default.csv
 if [ -f "$TRACE" ]; then step $BIN/vipu simulate --trace "$TRACE" --pod bow-pod256 --policy fifo --policy backfill

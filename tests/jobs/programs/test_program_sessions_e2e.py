@@ -81,7 +81,7 @@ def test_collectives_move_the_data_numpy_would_give_charge_time_and_the_steps_ar
     assert first["data_parallel_s"] > 0 and first["tensor_parallel_s"] == 0  # every collective crossed replicas
     assert first["emulated_step_s"] == pytest.approx(first["compute_s"] + first["sync_s"] + first["data_parallel_s"])
     metrics = urllib.request.urlopen(controller.metrics_url, timeout=10).read().decode()
-    assert f'vipu_job_step_seconds{{job_id="{job}"}} {first["compute"]}' in metrics  # its last step: one compute set
+    assert f'vipu_job_step_seconds{{job_id="{job}",modelled="false"}} {first["compute"]}' in metrics  # its last step: one compute set
     assert f'vipu_job_loss{{job_id="{job}"}} 0.5' in metrics
     busy = [line for line in metrics.splitlines()
             if line.startswith("vipu_ipu_memory_used_bytes") and " 0.0" not in line]
