@@ -39,3 +39,22 @@ def test_a_script_runs_on_its_machines_node_and_a_cancel_stops_it(on_ray, tmp_pa
     assert run(on_ray, "vipu", "cancel", str(deaf)).returncode == 0
     assert show(on_ray, deaf)["state"] == "CANCELLED"
     wait_for(lambda: not alive(pid), timeout=15)  # SIGTERM ignored: SIGKILL a second later, on the node
+
+
+def test_poprun_and_a_modelled_training_on_machine_actors(on_ray, tmp_path):
+    from tests.conftest import console_script
+
+    job = submit_script(on_ray, tmp_path, f"#!/bin/sh\n#SBATCH --ipus=4 -t 2\n{console_script('poprun')}"
+                                          " --num-instances 2 --num-replicas 4 sh -c 'echo $POPDIST_REPLICA_INDEX_OFFSET'\n")
+    assert ended(on_ray, job, timeout=120)["state"] == "COMPLETED"
+    assert sorted((tmp_path / f"slurm-{job}.out").read_text().split()) == ["0", "2", "[0]", "[1]"]
+    spec = {"name": "modelled", "ipus": 4, "time_limit": "1m", "workload": {
+        "kind": "train", "execute": False, "steps": 3, "model": {"kind": "mlp", "layers": 4, "hidden": 64,
+                                                                 "inputs": 32, "outputs": 10},
+        "layout": {"t": 1, "p": 1, "r": 4, "micro_batch": 8, "micro_batches": 2}}}
+    (tmp_path / "modelled.json").write_text(json.dumps(spec))
+    out = run(on_ray, "vipu", "submit", str(tmp_path / "modelled.json"), "--json")
+    [modelled] = json.loads(out.stdout)["job_ids"]
+    detail = ended(on_ray, modelled, timeout=120)
+    assert detail["state"] == "COMPLETED" and detail["modelled"]
+    assert run(on_ray, "vipu", "logs", str(modelled)).stdout.startswith("modelled run (execute: false)")
