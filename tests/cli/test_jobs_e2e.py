@@ -297,7 +297,7 @@ def test_a_relative_output_is_made_absolute_where_vipu_submit_runs(server, tmp_p
         return int(json.loads(out.stdout)["job_ids"][0])
 
     from_spec = submit_here("job.yaml")
-    from_flag = submit_here("--name", "flag", "--ipus", "1", "--duration", "0.1", "--output", "flag-%j.out")
+    from_flag = submit_here("--name", "flag", "--ipus", "1", "--duration", "0.1s", "--output", "flag-%j.out")
     written = [tmp_path / "logs" / f"rel-{from_spec}.out", tmp_path / f"flag-{from_flag}.out"]
     wait_for(lambda: all(f.exists() for f in written))
     assert "COMPLETED" in written[0].read_text()
@@ -326,7 +326,7 @@ def test_a_retried_submit_says_it_queued_nothing(server):
 def test_json_rows_of_a_listing_have_the_same_keys(server):
     """A field not set (a start time of a job that never ran, the task id of a job that is no array's) is null, not
     left out: `history --json` had four different key sets."""
-    [plain] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "0")
+    [plain] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "0s")
     submit(server, "--ipus", "1", "--time-limit", "1m", "--array", "0-1", "--hold")
     wait_for(lambda: show(server, plain)["state"] == "COMPLETED")
     listed = json.loads(run(server, "vipu", "queue", "--json").stdout) + json.loads(

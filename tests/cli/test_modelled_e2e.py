@@ -106,7 +106,7 @@ def test_only_a_modelled_job_is_admitted_and_it_completes_at_its_predicted_time(
 
 
 def test_a_modelled_job_times_out_under_a_shorter_limit_and_cancels(server, tmp_path):
-    short = spec_file(tmp_path, "short", time_limit="1")  # 1 s of its ~6 s
+    short = spec_file(tmp_path, "short", time_limit="1s")  # 1 s of its ~6 s
     step_wall = predicted_step_s(server, short) * SCALE
     [timed, cancelled] = [submit(server, str(short))[0], submit(server, str(spec_file(tmp_path, "long")))[0]]
     wait_for(lambda: show(server, cancelled)["state"] == "RUNNING")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vipu.cli.slurm_time import slurm_seconds
+from vipu.cli.slurm_time import UNLIMITED, slurm_limit, slurm_seconds
 
 
 @pytest.mark.parametrize(("text", "want"), [
@@ -33,9 +33,9 @@ def test_slurm_time_forms(text, want):
     ("-5", "is not a Slurm time"),
     ("1-", "is not a Slurm time"),
     ("1.5", "is not a Slurm time"),
-    ("0", "means no limit in Slurm"),
-    ("UNLIMITED", "means no limit in Slurm"),
-    ("infinite", "means no limit in Slurm"),
+    ("0", "means no limit"),
+    ("UNLIMITED", "means no limit"),
+    ("infinite", "means no limit"),
     ("0:00", "no time at all"),
     ("367-00:00:00", "longer than a year"),
     ("600000", "longer than a year"),
@@ -44,3 +44,12 @@ def test_what_is_not_a_slurm_time_is_refused_saying_why(text, said):
     with pytest.raises(ValueError, match=said) as refused:
         slurm_seconds(text)
     assert repr(text) in str(refused.value)
+
+
+@pytest.mark.parametrize("text", ["UNLIMITED", "unlimited", "INFINITE", "0", " 0 "])
+def test_a_time_limit_may_be_unlimited_as_in_slurm(text):
+    assert slurm_limit(text) == UNLIMITED
+
+
+def test_a_time_limit_is_otherwise_read_as_slurm_time():
+    assert slurm_limit("90") == 90 * 60

@@ -9,9 +9,11 @@ released only by an admin; both survive a restart, and trace replay honours begi
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from vipu.errors import AlreadyExists, InvalidArgument, PermissionDenied
 from vipu.scheduler.begin import begin_time, parse_begin
@@ -58,6 +60,19 @@ def started(effects) -> list[int]:
         ("1790000000", 1_790_000_000.0),  # ... also as text, as `vipu submit --begin 1790000000` sends it
         (" 1790000000.5 ", 1_790_000_000.5),
         (None, None),
+        ("today", "now+0"),
+        ("now-5m", "now+0"),  # the past: at once, as in Slurm
+        ("16:00", "16:00:00"),  # a time of day, fixed at submit against the clock
+        ("4:30PM", "16:30:00"),
+        ("12:05am", "00:05:00"),
+        ("teatime", "16:00:00"),
+        ("midnight", "00:00:00"),
+        ("tomorrow", "tomorrow"),
+        ("11/22", "11/22 00:00:00"),  # a date without its year: this year's, or next year's once passed
+        ("11.22-16:00", "11/22 16:00:00"),
+        ("1122", "11/22 00:00:00"),  # MMDD
+        ("11/22/26-16:00", datetime(2026, 11, 22, 16).timestamp()),
+        ("112226", datetime(2026, 11, 22).timestamp()),  # MMDDYY
     ],
 )
 def test_begin_forms(text, normalised):
@@ -75,10 +90,12 @@ def test_yaml_timestamps_are_read_as_times():
     "value, needle",
     [
         ("soon", "'soon' is not a time"),
-        ("tomorrow", "is not a time"),
         ("10m", "write now+10m for a delay"),  # a bare duration is ambiguous
-        ("16:00", "a delay or a time of day"),
-        ("now-5m", "only now+OFFSET"),
+        ("25:00", "hours 0-23"),
+        ("13:00pm", "AM or PM"),
+        ("02/30", "not a date"),
+        ("16", "Unix seconds (9 digits or more)"),
+        ("now*5m", "now+OFFSET or now-OFFSET"),
         ("now+soon", "not a duration"),
         ("now+400days", "more than a year away"),
         ("2026-13-01", "not a valid ISO-8601 time"),
@@ -104,6 +121,37 @@ def test_relative_begin_is_fixed_at_submit_and_a_retry_finds_the_same_job():
     with pytest.raises(AlreadyExists):
         s.submit(spec(begin="now+11m"), 130, request_id="r")
     assert begin_time("now+600", 5) == 605 and begin_time(42.0, 5) == 42 and begin_time(None, 5) is None
+
+
+def test_calendar_times_are_the_next_such_moment_after_submit():
+    before = datetime(2026, 11, 27, 15, 30).timestamp()  # local time
+    after = datetime(2026, 11, 27, 16, 30).timestamp()
+    assert begin_time("16:00:00", before) == datetime(2026, 11, 27, 16).timestamp()  # later today
+    assert begin_time("16:00:00", after) == datetime(2026, 11, 28, 16).timestamp()  # passed: tomorrow
+    assert begin_time("tomorrow", after) == datetime(2026, 11, 28).timestamp()
+    assert begin_time("11/22 00:00:00", after) == datetime(2027, 11, 22).timestamp()  # passed this year
+    assert begin_time("12/24 18:00:00", after) == datetime(2026, 12, 24, 18).timestamp()
+    assert begin_time("02/29 00:00:00", after) == datetime(2028, 2, 29).timestamp()  # the next leap year
+    s = make()
+    [job] = s.submit(spec(begin="teatime"), after, request_id="t")
+    assert job.spec.begin == "16:00:00" and job.begin_time == datetime(2026, 11, 28, 16).timestamp()
+    assert [j.id for j in s.submit(spec(begin="16:00"), after + 60, request_id="t")] == [job.id]
+
+
+@given(now=st.floats(min_value=1e9, max_value=2e9), form=st.sampled_from(
+    ["00:00:00", "09:15:30", "16:00:00", "23:59:59", "tomorrow", "01/01 00:00:00", "07/04 12:00:00",
+     "02/29 06:00:00"]))
+def test_a_calendar_time_is_never_before_submit_and_the_next_one(now, form):
+    """The resolved moment is at or after `now`, and no earlier moment after `now` has the same wall-clock reading."""
+    when = begin_time(form, now)
+    assert when >= now
+    at, earlier = datetime.fromtimestamp(when), datetime.fromtimestamp(now)
+    if form == "tomorrow":
+        assert at.date() == earlier.date() + timedelta(days=1) and at.time() == datetime.min.time()
+    elif "/" in form:
+        assert when - now <= 8 * 366 * 86400 and at.strftime("%m/%d %H:%M:%S") == form
+    else:
+        assert when - now <= 86400 + 3600 and at.strftime("%H:%M:%S") == form  # an hour more across a DST change
 
 
 def test_begin_more_than_a_year_ahead_is_refused_and_nothing_is_stored(journal):

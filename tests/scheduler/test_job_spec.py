@@ -1,6 +1,7 @@
 """Job specs: what parses, and every bad input refused with InvalidArgument naming the field — storing nothing."""
 
 import json
+import math
 
 import pytest
 
@@ -16,7 +17,7 @@ from tests.scheduler.builders import RecordingJournal, make, spec
 
 @pytest.mark.parametrize(
     "text,seconds",
-    [(90, 90), (1.5, 1.5), ("90", 90), ("90s", 90), ("10m", 600), ("1h30m", 5400), ("2d", 172800),
+    [(90, 90), (1.5, 1.5), ("90s", 90), ("10m", 600), ("1h30m", 5400), ("2d", 172800),
      ("1d2h3m4s", 93784), ("1-00:00:00", 86400), ("02:30:00", 9000), ("05:30", 330), ("1-12", 129600),
      ("1-2:30", 95400), (" 1H ", 3600)],
 )
@@ -28,7 +29,25 @@ def test_durations(text, seconds):
 def test_bad_durations(text):
     with pytest.raises(Exception) as e:
         parse_duration(text)
-    assert "use seconds" in str(e.value) or "year" in str(e.value)
+    assert "use units" in str(e.value) or "year" in str(e.value)
+
+
+@pytest.mark.parametrize("text", ["90", " 90 ", "1.5"])
+def test_text_without_a_unit_is_refused_with_both_spellings(text):
+    """A number in a spec is seconds, but typed text such as '90' is what Slurm's -t reads as minutes."""
+    with pytest.raises(Exception) as e:
+        parse_duration(text)
+    bare = text.strip()
+    assert f"write {bare}s for seconds or {bare}m for minutes" in str(e.value)
+    with pytest.raises(InvalidArgument, match="time_limit: '90' has no unit"):
+        parse_spec({"ipus": 1, "time_limit": "90"})
+
+
+def test_unlimited_is_the_longest_limit_only_where_asked_for():
+    assert parse_duration("UNLIMITED", unlimited=True) == math.inf
+    assert parse_spec({"ipus": 1, "time_limit": "infinite"}).time_limit == math.inf
+    with pytest.raises(Exception, match="not a duration"):
+        parse_duration("unlimited")  # a sleep's duration or a config's interval has no such thing
 
 
 @pytest.mark.parametrize("value", ["-5", -5, "-10m", " -1h", "-00:01:00", float("-inf")])

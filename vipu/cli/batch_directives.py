@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from vipu.cli.export_env import check_export
-from vipu.cli.slurm_time import slurm_seconds
+from vipu.cli.slurm_time import slurm_limit
 
 DIRECTIVE = "#SBATCH"
 _DIRECTIVE = re.compile(r"#SBATCH(?:\s|$)")  # at the start of the line, as sbatch; ##SBATCH is a comment
@@ -63,7 +63,7 @@ class Option:
 
 OPTIONS = [
     Option(("-J", "--job-name"), "name", _text),
-    Option(("-t", "--time"), "time_limit", slurm_seconds),
+    Option(("-t", "--time"), "time_limit", slurm_limit),
     Option(("-o", "--output"), "output", _text),
     Option(("-e", "--error"), "error", _text),
     Option(("-a", "--array"), "array", _checked("vipu.scheduler.arrays", "parse_array")),

@@ -13,7 +13,16 @@ import re
 _TIME = re.compile(r"(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)")
 MAX_DAYS = 366  # the controller's longest limit (durations.MAX_SECONDS)
 
-FORMS = "minutes (90), MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (e.g. 1-00:00:00)"
+FORMS = "minutes (90), MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (e.g. 1-00:00:00), or UNLIMITED"
+UNLIMITED = "unlimited"  # what a spec's time_limit takes for Slurm's UNLIMITED, INFINITE and 0
+
+
+def slurm_limit(text: str) -> int | str:
+    """A time limit as sbatch -t reads it: seconds, or UNLIMITED (also INFINITE and 0, as in Slurm), which the
+    controller turns into the longest limit the job's QOS allows."""
+    if text.strip().lower() in ("unlimited", "infinite", "0"):
+        return UNLIMITED
+    return slurm_seconds(text)
 
 
 def slurm_seconds(text: str) -> int:
@@ -21,7 +30,7 @@ def slurm_seconds(text: str) -> int:
     value = text.strip()
     m = _TIME.fullmatch(value)
     if value.lower() in ("unlimited", "infinite", "0"):
-        raise ValueError(f"{text!r} means no limit in Slurm, and every job here has one; give e.g. 1-00:00:00 (at"
+        raise ValueError(f"{text!r} means no limit, which this field does not take; give e.g. 1-00:00:00 (at"
                          f" most {MAX_DAYS} days)")
     if not m:
         raise ValueError(f"{text!r} is not a Slurm time; use {FORMS}")

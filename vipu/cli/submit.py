@@ -14,7 +14,7 @@ from vipu.cli.context import JSON_HELP
 from vipu.cli.export_env import check_export
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.output import as_dict, print_json
-from vipu.cli.slurm_time import FORMS, slurm_seconds
+from vipu.cli.slurm_time import FORMS, slurm_limit
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPECS_PER_CALL
@@ -58,14 +58,14 @@ def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] |
 
 
 def time_flag(time: str | None, time_limit: str | None) -> str | int | None:
-    """The time limit from -t/--time (Slurm's: minutes) or --time-limit (a bare number is seconds)."""
+    """The time limit from -t/--time (Slurm's: a bare number is minutes) or --time-limit (a unit is required)."""
     if time is None:
         return time_limit
     if time_limit is not None:
-        fail("vipu", "-t/--time (a bare number is minutes, as sbatch) and --time-limit (seconds) both give the time"
-             " limit; give one", BAD_INPUT)
+        fail("vipu", "-t/--time (a bare number is minutes, as sbatch) and --time-limit (10m, 90s) both give the"
+             " time limit; give one", BAD_INPUT)
     try:
-        return slurm_seconds(time)
+        return slurm_limit(time)
     except ValueError as e:
         fail("vipu", f"-t/--time: {e}", BAD_INPUT)
 
@@ -82,8 +82,8 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Option(None, "--job-name", "-J", "--name", help="job name (a script's: its file name)"),
         ipus: int = typer.Option(None, "--ipus", help="IPUs: a power of two"),
         time: str = typer.Option(None, "--time", "-t", help=f"time limit as sbatch reads it: {FORMS}"),
-        time_limit: str = typer.Option(None, "--time-limit", help="e.g. 10m, 1h30m, 1-00:00:00; a bare number is"
-                                       " seconds (-t/--time reads minutes)"),
+        time_limit: str = typer.Option(None, "--time-limit", help="e.g. 90s, 10m, 1h30m, 1-00:00:00: a unit or"
+                                       " colons, never a bare number (-t/--time reads 90 as minutes)"),
         duration: str = typer.Option(None, "--duration", help="a sleep workload of this length (e.g. 30s)"),
         wrap: str = typer.Option(None, "--wrap", help="run this shell command: a batch script of #!/bin/sh and it"
                                  " (sbatch --wrap)"),
@@ -96,8 +96,9 @@ def register(app: typer.Typer) -> None:
         hold: bool = typer.Option(None, "--hold/--no-hold", "-H", help="submit held (release with vipu release)"),
         begin: str = typer.Option(
             None, "--begin", "-b",
-            help="not before this time (BeginTime): now+10m, now+1hour, now+90 (seconds), or ISO-8601 like"
-                 " 2026-11-22T14:00:00 (local time unless it ends in Z or +01:00)",
+            help="not before this time (BeginTime), as sbatch takes it: 16:00, teatime, tomorrow, 11/22-16:00,"
+                 " now+10m, now+1hour, now+90 (seconds), or ISO-8601 like 2026-11-22T14:00:00 (local time unless it"
+                 " ends in Z or +01:00)",
         ),
         requeue: bool = typer.Option(None, "--requeue/--no-requeue", help="requeue after a node failure"),
         allocation: str = typer.Option(None, "--allocation", "--partition", "-p",

@@ -187,8 +187,15 @@ def _ipus(value: object, column: str) -> int:
     return value
 
 
+def _seconds(value: object, column: str, positive: bool = False) -> float:
+    """A time column: a number of seconds (a CSV cell holds it as text), or a duration with its unit."""
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", value):
+        value = float(value)
+    return parse_duration(value, column, positive)
+
+
 def _limit(value: object, column: str) -> float:
-    return parse_duration(value, column, positive=True)
+    return _seconds(value, column, positive=True)
 
 
 def _native_job(row: dict, where: str) -> TraceJob:
@@ -210,12 +217,12 @@ def _native_job(row: dict, where: str) -> TraceJob:
         except ValueError as e:  # pydantic's PydanticCustomError, from parse_duration, is a ValueError
             raise InvalidArgument(f"{where}: {column}: {e}") from None
 
-    duration = get("duration", parse_duration)
+    duration = get("duration", _seconds)
     return TraceJob(
-        submit_time=get("submit_time", parse_duration), ipus=get("ipus", _ipus), duration=duration,
+        submit_time=get("submit_time", _seconds), ipus=get("ipus", _ipus), duration=duration,
         time_limit=get("time_limit", _limit, rounded_limit(duration)), user=str(values.get("user", "trace")),
         qos=str(values["qos"]) if "qos" in values else None, name=str(values.get("name", "job")),
-        begin=get("begin", parse_duration),
+        begin=get("begin", _seconds),
         source=where,
     )
 

@@ -1,16 +1,17 @@
 """Begin times (sbatch --begin): when a job becomes eligible to run, as people and Slurm write it.
 
 Accepted, case-insensitive, surrounding spaces ignored:
-  - an ISO-8601 time: 2026-11-22T14:00:00, 2026-11-22 14:00, 2026-11-22 (midnight), with an optional fraction and
-    zone (Z, +01:00); without a zone it is the controller's local time, as Slurm reads --begin in local time;
-  - `now`, or `now+COUNT[UNIT]`: UNIT seconds (the default, as in Slurm: now+90), minutes, hours, days or weeks,
-    spelled as Slurm does (now+1hour, now+10minutes, now+2days) or short (s, sec, min, h, d, w), or any duration
-    vipu accepts elsewhere (now+10m, now+1h30m, now+02:30:00);
-  - a number: an absolute time on the scheduler's clock (Unix seconds on a live controller; trace seconds in a
-    replay).
+  - what sbatch takes (calendar_times): 16:00, 4:30pm, midnight, noon, teatime, today, tomorrow, 11/22,
+    11/22/26-16:00, 1122, and ISO-8601 times (2026-11-22T14:00:00, 2026-11-22, with an optional zone); without a
+    zone, the controller's local time, as Slurm reads --begin;
+  - `now`, `now+COUNT[UNIT]` or `now-COUNT[UNIT]` (the past: at once): UNIT seconds (the default, as in Slurm:
+    now+90), minutes, hours, days or weeks, spelled as Slurm does (now+1hour, now+10minutes, now+2days) or short
+    (s, sec, min, h, d, w), or any duration vipu accepts elsewhere (now+10m, now+1h30m, now+02:30:00);
+  - a number of 9 digits or more: an absolute time on the scheduler's clock (Unix seconds on a live controller;
+    trace seconds in a replay).
 
 Why a bare duration such as `10m` is refused: Slurm reads `--begin=16:00` as a time of day, not "in 16 minutes",
-so the short form would mean different things to different users; `now+10m` means one thing.
+so a bare duration would mean different things to different users; `now+10m` means one thing.
 
 Why a relative time stays relative in the spec (`now+600`) and becomes absolute only at submit: the spec is the
 user's request, so a retried submit with the same request id compares equal; the absolute time is the job's
@@ -25,11 +26,12 @@ from datetime import date, datetime, time
 
 from pydantic_core import PydanticCustomError
 
+from vipu.scheduler import calendar_times
 from vipu.scheduler.durations import MAX_SECONDS, parse_duration
 
 HELP = (
-    "give an ISO-8601 time (2026-11-22T14:00:00; add Z or +01:00 for a zone, else it is the controller's local"
-    " time), now+DURATION (now+10m, now+1hour, now+90 for seconds) or a number of seconds since the Unix epoch"
+    "give a time as sbatch --begin takes it: 16:00, tomorrow, 11/22-16:00, 2026-11-22T16:00 (the controller's local"
+    " time unless you add Z or +01:00), now+DURATION (now+10m, now+1hour, now+90 for seconds) or Unix seconds"
 )
 
 _UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
@@ -39,7 +41,7 @@ _UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
                  "w": 604800, "week": 604800, "weeks": 604800}
 _SLURM_RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
 _NUMBER = re.compile(r"\d+(?:\.\d*)?")
-_ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[t ].*)?")
+_EPOCH_DIGITS = 9  # a Unix time since 1973; shorter numbers are Slurm's MMDD[YY] or a mistake
 NOW = "now"
 
 
@@ -68,7 +70,8 @@ def _canonical(seconds: float) -> str:
 
 
 def parse_begin(value: object) -> float | str | None:
-    """The `begin` field checked and normalised: None, an absolute time (float) or `now+SECONDS` (str)."""
+    """The `begin` field checked and normalised: None, an absolute time (float), `now+SECONDS` or a calendar time
+    to fix at submit (str, see calendar_times)."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -84,28 +87,34 @@ def parse_begin(value: object) -> float | str | None:
     if not isinstance(value, str):
         raise _error(type(value).__name__, "is not a time")
     text = value.strip().lower()
-    if text == NOW:
+    if text in (NOW, "today"):
         return _canonical(0)
     if text.startswith(NOW):
         rest = text[len(NOW):].lstrip()
+        if rest.startswith("-"):  # a begin in the past is simply now, as in Slurm
+            _relative(rest[1:].strip(), value)
+            return _canonical(0)
         if not rest.startswith("+"):
-            raise _error(value, "is not a time (only now+OFFSET is relative; a begin in the past is simply now)")
+            raise _error(value, "is not a time (now+OFFSET or now-OFFSET)")
         return _canonical(_relative(rest[1:].strip(), value))
-    if _NUMBER.fullmatch(text):  # `--begin 1795620000` on the command line: the number a spec file may give
-        return parse_begin(float(text))
-    if _ISO.fullmatch(text):
-        try:
-            when = datetime.fromisoformat(value.strip().upper())
-        except ValueError as e:
-            raise _error(value, f"is not a valid ISO-8601 time ({e})") from None
-        return when.timestamp()  # naive: local time, as Slurm reads --begin
+    if _NUMBER.fullmatch(text) and len(text.split(".")[0]) >= _EPOCH_DIGITS:
+        return parse_begin(float(text))  # `--begin 1795620000` on the command line: the number a spec may give
+    try:
+        form = calendar_times.canonical(text)
+    except calendar_times.NotATime as e:
+        raise _error(value, f"is not a time: {e}") from None
+    if form is not None:
+        return form
+    if _NUMBER.fullmatch(text):
+        raise _error(value, f"is not a time: a number is Unix seconds ({_EPOCH_DIGITS} digits or more), and Slurm's"
+                     " MMDD or MMDDYY has 4 or 6")
     try:
         parse_duration(text, "begin")
     except PydanticCustomError:
         raise _error(value, "is not a time") from None
     raise PydanticCustomError(
-        "begin", "{value} is ambiguous: a delay or a time of day? write now+{text} for a delay, or a date and time"
-        " such as 2026-11-22T16:00 (ISO-8601)", {"value": repr(value), "text": text})
+        "begin", "{value} is ambiguous: a delay or a time of day? write now+{text} for a delay, or a time such as"
+        " 16:00 or 2026-11-22T16:00", {"value": repr(value), "text": text})
 
 
 def begin_time(value: float | str | None, now: float) -> float | None:
@@ -113,5 +122,7 @@ def begin_time(value: float | str | None, now: float) -> float | None:
     if value is None:
         return None
     if isinstance(value, str):
-        return now + float(value[len(NOW) + 1:])
+        if value.startswith(NOW):
+            return now + float(value[len(NOW) + 1:])
+        return calendar_times.resolve(value, now)
     return float(value)

@@ -1,8 +1,12 @@
 """Durations as people and Slurm write them, turned into seconds once, at the edge.
 
 Why accept several spellings: users paste Slurm's `--time` values ("1-00:00:00", "02:30:00") as well as the
-unit form the rest of vipu-sim uses ("1h30m", "90s"). Bare numbers are seconds (unlike Slurm's minutes), because the
-YAML/JSON specs carry numbers and seconds is the unit of every other field.
+unit form the rest of vipu-sim uses ("1h30m", "90s").
+
+Why a number is seconds but a string of digits is refused: a spec's number (`time_limit: 90`) is seconds, as every
+number in a spec is. Text is what people type, and there Slurm's `-t 90` means 90 minutes. So text must carry its
+unit ("90s", "90m") or Slurm's colons; sbatch's own -t, where a bare number is minutes, has its own parser
+(vipu/cli/slurm_time.py). Trace readers turn their numeric columns into numbers first.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ MAX_SECONDS = 366 * 86400.0  # a year: backfill needs finite limits, and anythin
 _UNITS = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?")
 _SLURM = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
 
-HELP = "use seconds (90), units (1h30m, 10m, 90s, 2d) or Slurm's [D-]HH:MM:SS (1-00:00:00, 02:30:00)"
+HELP = "use units (90s, 10m, 1h30m, 2d), Slurm's [D-]HH:MM:SS (1-00:00:00, 02:30:00) or, in a spec, a number of seconds"
+UNLIMITED = ("unlimited", "infinite")  # Slurm's words for no limit
 
 
 def _slurm(text: str) -> float | None:
@@ -33,23 +38,30 @@ def _slurm(text: str) -> float | None:
     return a * 60 + b  # MM:SS
 
 
-def parse_duration(value: object, field: str = "duration", positive: bool = False) -> float:
+def parse_duration(value: object, field: str = "duration", positive: bool = False, unlimited: bool = False) -> float:
     """Seconds from an int/float or a duration string; raises a pydantic error naming the accepted forms.
-    `positive`: the field needs more than 0 (a time limit), which a negative value's message then says."""
+    `positive`: the field needs more than 0 (a time limit), which a negative value's message then says.
+    `unlimited`: UNLIMITED or INFINITE give math.inf, for the caller to replace by the longest limit allowed."""
     need = "more than 0" if positive else "0 or more"
     if isinstance(value, bool):
         raise PydanticCustomError("duration", "{field} is a boolean; " + HELP, {"field": field})
     if isinstance(value, (int, float)):
         seconds = float(value)
+        if unlimited and seconds == math.inf:  # UNLIMITED, once parsed and written out again
+            return seconds
     elif isinstance(value, str):
         text = value.strip().lower()
         if text.startswith("-"):  # a negative duration of any spelling, not "not a duration"
             raise PydanticCustomError("duration", "{value} is negative; give " + need + ", e.g. 10m",
                                       {"value": repr(value)})
         seconds = None
+        if unlimited and text in UNLIMITED:
+            return math.inf
         if re.fullmatch(r"\d+(?:\.\d+)?", text):
-            seconds = float(text)
-        elif ":" in text or "-" in text:
+            raise PydanticCustomError(
+                "duration", "{value} has no unit: write {text}s for seconds or {text}m for minutes (Slurm's -t {text}"
+                " means {text} minutes)", {"value": repr(value), "text": text})
+        if ":" in text or "-" in text:
             seconds = _slurm(text)
         elif text:
             m = _UNITS.fullmatch(text)

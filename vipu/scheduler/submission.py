@@ -10,6 +10,7 @@ array task) naming its own id or its own array, which the user could only do by 
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -76,6 +77,8 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     if qos is None:
         raise InvalidArgument(f"qos {qos_name!r} is unknown; use one of {', '.join(sorted(config.qos))}")
     time_limit = spec.time_limit if spec.time_limit is not None else config.default_time_limit
+    if math.isinf(time_limit):  # UNLIMITED, as Slurm gives it: the longest the QOS allows
+        time_limit = qos.max_time_limit if qos.max_time_limit is not None else MAX_SECONDS
     if qos.max_time_limit is not None and time_limit > qos.max_time_limit:
         raise InvalidArgument(
             f"time_limit is {format_duration(time_limit)} but qos {qos_name} allows at most"
