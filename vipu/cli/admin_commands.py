@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from vipu.cli import completion
 from vipu.cli.context import (
     JSON_HELP,
     ApiHostOption,
@@ -300,6 +301,7 @@ app.add_typer(listing, name="list")
 app.add_typer(fail, name="fail")
 app.add_typer(drain, name="drain")
 app.add_typer(resume, name="resume")
+completion.register(app, "vipu-admin")
 prose_help(app)
 
 

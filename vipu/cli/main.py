@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from vipu import __version__
-from vipu.cli import job_commands, offline, partition_commands, submit, top
+from vipu.cli import completion, job_commands, offline, partition_commands, submit, top
 from vipu.cli.context import (
     JSON_HELP,
     ApiHostOption,
@@ -68,6 +68,7 @@ submit.register(app)
 job_commands.register(app)
 offline.register(app)
 top.register(app)
+completion.register(app, "vipu")
 prose_help(app)
 
 

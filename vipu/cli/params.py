@@ -9,6 +9,7 @@ says so with `click_type=int64()` (the bounds the command itself declares, such 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import sys
 
@@ -74,9 +75,17 @@ def _wired(kind):
 
 
 def command_of(app):
-    """The click command a typer app runs as (failure.run_app), every integer parameter wired."""
+    """The click command a typer app runs as (failure.run_app): every integer parameter wired, and job ids and
+    partition names completed in a shell."""
     command = typer.main.get_command(app)
     wire_ints(command)  # every integer checked against the wire, and `fail ipus -1` read as a number
+    if any(k.endswith("_COMPLETE") for k in os.environ):  # a shell asks for completions (completion.py)
+        from typer.completion import completion_init
+
+        from vipu.cli import completion
+
+        completion_init()
+        completion.attach(command)
     return command
 
 

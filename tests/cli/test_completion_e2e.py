@@ -1,0 +1,55 @@
+"""Shell completion in a real bash: the script `vipu completion bash` prints, loaded as README says, completes
+commands, flags and the caller's job ids from a real controller."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from tests.cli.test_cli_e2e import run
+from tests.conftest import console_script
+
+
+def complete(server, prog: str, *words: str) -> list[str]:
+    """What bash offers after `prog words...` (the last word is the one being completed)."""
+    env = {**server.env(), "PATH": f"{Path(console_script(prog)).parent}{os.pathsep}{os.environ['PATH']}"}
+    line = " ".join(f'"{w}"' for w in (prog, *words))
+    bash = (f'eval "$({prog} completion bash)"; COMP_WORDS=({line}); COMP_CWORD={len(words)};'
+            f' _{prog.replace("-", "_")}_completion {prog}; printf "%s\\n" "${{COMPREPLY[@]}}"')
+    out = subprocess.run(["bash", "-c", bash], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return [w for w in out.stdout.splitlines() if w]
+
+
+def submit_held(server, *args: str) -> str:
+    out = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable", *args)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_bash_completes_commands_flags_and_my_job_ids(server):
+    assert "cancel" in complete(server, "vipu", "ca")
+    assert {"--user", "--help"} <= set(complete(server, "vipu", "cancel", "--"))
+    mine = submit_held(server)
+    array = submit_held(server, "--array", "0-1")
+    theirs = run(server, "vipu", "--api-user-id", "someone-else", "submit", "--ipus", "1", "--hold", "--parsable")
+    offered = complete(server, "vipu", "cancel", "")
+    assert {mine, array, f"{array}_0", f"{array}_1"} <= set(offered)
+    assert theirs.stdout.strip() not in offered  # only the caller's own jobs
+    assert complete(server, "vipu", "show", "job", mine[:-1]) and mine in complete(server, "vipu", "logs", mine)
+    assert "create" in complete(server, "vipu-admin", "cr")
+
+
+def test_bash_completes_partition_names_and_nothing_when_the_controller_is_gone(server):
+    assert run(server, "vipu", "create", "partition", "p-one", "--size", "1").returncode == 0
+    assert complete(server, "vipu", "get", "partition", "p-") == ["p-one"]
+    server.kill()
+    assert complete(server, "vipu", "cancel", "") == []  # within the half-second deadline, no error printed
+
+
+def test_completion_of_an_unknown_shell_is_refused(server):
+    out = run(server, "vipu", "completion", "fish")
+    assert out.returncode == 2 and "give bash or zsh" in out.stderr
+    zsh = run(server, "vipu-admin", "completion", "zsh").stdout
+    assert zsh.startswith("#compdef vipu-admin") and "_VIPU_ADMIN_COMPLETE=complete_zsh" in zsh
