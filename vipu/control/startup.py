@@ -28,6 +28,7 @@ from vipu.scheduler.job_states import JobState
 from vipu.store import Store
 
 log = logging.getLogger("vipu.recovery")
+DATABASE = "vipu.sqlite3"  # the state folder's database
 
 
 def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, config: SchedulerConfig | None = None,
@@ -35,7 +36,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
                modelled_time_scale: float = 1.0) -> ControlPlane:
     """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it."""
     pod = load_pod(pod_name)
-    path = Path(state_dir) / "vipu.sqlite3"
+    path = Path(state_dir) / DATABASE
     try:
         store = Store(path)
         stored = store.get_meta("pod")

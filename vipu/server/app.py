@@ -22,7 +22,7 @@ from prometheus_client import start_http_server
 
 from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
-from vipu.errors import VipuError
+from vipu.errors import InvalidArgument, VipuError
 from vipu.hardware.pod_files import PRESETS
 from vipu.metrics.collector import StateCollector
 from vipu.metrics.interceptor import MetricsInterceptor
@@ -35,9 +35,9 @@ from vipu.workers.fleet import WATCH_S, ray_address_problem
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
-from vipu.control.startup import open_plane
+from vipu.control.startup import DATABASE, open_plane
 from vipu.server.status import add_servicer
-from vipu.server.state_dir import claim
+from vipu.server.state_dir import claim, private_database, read_private, write_private
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
@@ -122,14 +122,27 @@ def bootstrap_admin(plane: ControlPlane, state_dir: Path) -> Path | None:
     whose key no longer opens anything (its user was removed) is deleted, so the denial's hint never points at it."""
     path = Path(state_dir) / "admin.key"
     if plane.admin.has_admin():
-        if path.exists() and plane.user_for_key(path.read_text().strip()) is None:
+        old = read_private(path)
+        if old is not None and plane.user_for_key(old.strip()) is None:
             path.unlink()
             print(f"vipu-server: removed {path}: its key belongs to no user any more", file=sys.stderr)
         return None
+    read_private(path)  # a planted file is refused before a key is made
     _, key = plane.admin.create_user("admin", admin=True)
-    path.touch(mode=0o600)
-    path.write_text(key + "\n")
+    write_private(path, key + "\n")
     return path
+
+
+def check_open_to_all(plane: ControlPlane, args: argparse.Namespace) -> None:
+    """A state with users, started without --secure, would let anyone act as any of them, admins included, and
+    keys made meanwhile would still work under --secure later: refused unless the operator says so."""
+    users = plane.admin.users()
+    if users and not args.insecure_ignore_access_keys:
+        raise InvalidArgument(
+            f"state folder {args.state_dir or default_state_dir()} has {len(users)} user(s) with access keys, made"
+            " under --secure; without it anyone could act as any of them: start with --secure, or, if every local"
+            " user may act as any user, with --insecure-ignore-access-keys"
+        )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -146,6 +159,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="port of /metrics (default 9105; 0 picks a free one; -1 turns it off)")
     parser.add_argument("--secure", action="store_true",
                         help="require an access key on every request (the first start writes an admin key)")
+    parser.add_argument("--insecure-ignore-access-keys", action="store_true",
+                        help="start without --secure on a state that has users: anyone may then act as any user,"
+                             " admins included")
     parser.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate chain: serve over TLS")
     parser.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
     parser.add_argument("--ray", "--ray-address", dest="ray", default="local", metavar="RAY",
@@ -260,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     state_dir = args.state_dir or default_state_dir()
     try:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
+        private_database(Path(state_dir) / DATABASE)
         config = load_scheduler_config(args.scheduler_config, args.policy)
         plane = open_plane(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config,
                            kill_wait_s=args.kill_wait, modelled_time_scale=args.modelled_time_scale)
@@ -279,7 +296,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"vipu-server: error: --machine-bundle {args.machine_bundle!r}: {e}", file=sys.stderr)
             return BAD_INPUT
     plane.use_machines(args.ray, args.health_check_interval, bundle)
-    key_file = bootstrap_admin(plane, state_dir) if args.secure else None
+    try:
+        key_file = bootstrap_admin(plane, state_dir) if args.secure else check_open_to_all(plane, args)
+    except VipuError as e:
+        print(f"vipu-server: error: {e.message}", file=sys.stderr)
+        return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)
     tls = None
     if bool(args.tls_cert) != bool(args.tls_key):
         print("vipu-server: error: --tls-cert and --tls-key go together; give both or neither", file=sys.stderr)

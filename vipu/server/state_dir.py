@@ -1,15 +1,21 @@
-"""The state folder a controller owns: one controller per folder, for as long as it runs.
+"""The state folder a controller owns: one controller per folder, for as long as it runs, and no one else's to read.
 
 Why a lock: two controllers on one folder would each keep their own idea of which IPUs are free, hand the same IPUs
 out twice and write over each other's records. flock is released by the kernel when the process ends, even by
 SIGKILL, so a crash never leaves the folder locked; the file is opened close-on-exec, so Ray's processes started
 by the controller do not inherit the lock.
+
+Why 0700 and 0600, and no symlinks followed: the database holds every user's jobs and key hashes, and admin.key
+the admin's key. Another local user must not read them, nor plant a file or a symlink for the controller to write
+its secrets into (a 0666 admin.key made in advance, a controller.lock pointing at a file of the controller's user).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 from pathlib import Path
 from typing import IO
 
@@ -18,11 +24,82 @@ from vipu.errors import FailedPrecondition, InvalidArgument
 LOCK_NAME = "controller.lock"
 
 
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def _own_folder(state_dir: Path) -> None:
+    """Create the folder 0700, or check an existing one is this user's own and make it 0700."""
+    state_dir.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    info = os.stat(state_dir, follow_symlinks=False)
+    if stat.S_ISLNK(info.st_mode):
+        info = os.stat(state_dir)  # a symlinked folder is the operator's choice; its target must be ours
+    if not stat.S_ISDIR(info.st_mode):
+        raise FileExistsError
+    if info.st_uid != os.geteuid():
+        raise InvalidArgument(
+            f"--state-dir {state_dir} belongs to uid {info.st_uid}, not to this user ({os.geteuid()}): another user"
+            " could read or plant records there; give a folder of this user's own"
+        )
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(state_dir, PRIVATE_DIR)
+
+
+def open_private(path: Path, flags: int, exclusive: bool = False, tighten: bool = False) -> int:
+    """A file descriptor for a 0600 file of this user's, never through a symlink; InvalidArgument naming the file
+    and the fix for a symlink, a file of another user's or one others may read or write. `tighten`: a file of this
+    user's that others may read is made 0600 instead (state written by an earlier version, which left it 0644)."""
+    flags |= os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_EXCL if exclusive else 0)
+    try:
+        fd = os.open(path, flags, PRIVATE_FILE)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise InvalidArgument(f"{path} is a symlink; the controller writes only its own files: remove it")
+        raise
+    info = os.fstat(fd)
+    problem = None
+    if info.st_uid != os.geteuid():
+        problem = f"belongs to uid {info.st_uid}, not to this user ({os.geteuid()})"
+    elif stat.S_IMODE(info.st_mode) & 0o077 and tighten:
+        os.fchmod(fd, PRIVATE_FILE)
+    elif stat.S_IMODE(info.st_mode) & 0o077:
+        problem = f"has mode {stat.S_IMODE(info.st_mode):04o}, which lets other users read or write it"
+    if problem:
+        os.close(fd)
+        raise InvalidArgument(f"{path} {problem}; remove it (the controller makes its own, mode 0600)")
+    return fd
+
+
+def private_database(path: Path) -> None:
+    """The database file, 0600 and not a symlink, before SQLite opens it: its -wal and -shm files take its mode."""
+    os.close(open_private(path, os.O_RDWR, tighten=True))
+    for suffix in ("-wal", "-shm"):  # left by an earlier version, 0644
+        side = path.with_name(path.name + suffix)
+        if side.exists() or side.is_symlink():
+            os.close(open_private(side, os.O_RDWR, tighten=True))
+
+
+def read_private(path: Path) -> str | None:
+    """A secret file's text (None if there is none), refused as open_private refuses."""
+    if not (path.exists() or path.is_symlink()):
+        return None
+    with os.fdopen(open_private(path, os.O_RDONLY)) as f:
+        return f.read()
+
+
+def write_private(path: Path, text: str) -> None:
+    """A new 0600 file holding `text`; an old one must pass read_private's checks and is replaced."""
+    if read_private(path) is not None:
+        path.unlink()
+    with os.fdopen(open_private(path, os.O_WRONLY, exclusive=True), "w") as f:
+        f.write(text)
+
+
 def claim(state_dir: Path) -> IO[str]:
     """Create the folder if need be and lock it; keep the returned file open for as long as the folder is used."""
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        lock = open(state_dir / LOCK_NAME, "a+")
+        _own_folder(state_dir)
+        lock = os.fdopen(open_private(state_dir / LOCK_NAME, os.O_RDWR | os.O_APPEND, tighten=True), "a+")
     except FileExistsError:
         raise InvalidArgument(f"--state-dir {state_dir} is a file, not a folder; give a folder") from None
     except OSError as e:

@@ -1,0 +1,86 @@
+"""The state folder is the controller's own: 0700, its files 0600, no symlink followed, no planted key used, and a
+state with users not served to everyone by a start without --secure (issue 23, findings 1, 2, 4 and 5)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from tests.cli.test_cli_e2e import run
+from tests.server.test_startup import start
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_a_fresh_secure_state_is_private(server_factory, tmp_path):
+    server = server_factory(state_dir=tmp_path / "state", extra=["--secure"])
+    key = (tmp_path / "state" / "admin.key").read_text().strip()
+    env = {**server.env(), "VIPU_CLI_API_ACCESS_KEY": key}
+    assert run(server, "vipu", "submit", "--ipus", "1", "--hold", env=env).returncode == 0
+    assert mode(tmp_path / "state") == 0o700
+    files = sorted(p.name for p in (tmp_path / "state").iterdir())
+    assert {"admin.key", "controller.lock", "vipu.sqlite3", "vipu.sqlite3-wal"} <= set(files)
+    assert {p: mode(tmp_path / "state" / p) for p in files} == {p: 0o600 for p in files}
+
+
+def test_a_planted_admin_key_is_refused_and_receives_nothing(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    planted = state / "admin.key"
+    planted.write_text("")
+    planted.chmod(0o666)  # made in advance by another local user, hoping for the key
+    out = start("--secure", "--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == (f"vipu-server: error: {planted} has mode 0666, which lets other users read or write"
+                                  " it; remove it (the controller makes its own, mode 0600)")
+    assert planted.read_text() == ""
+
+
+def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path):
+    state, target = tmp_path / "state", tmp_path / "precious"
+    state.mkdir()
+    target.write_text("keep me\n")
+    (state / "controller.lock").symlink_to(target)
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2 and f"{state / 'controller.lock'} is a symlink" in out.stderr, out.stderr
+    assert target.read_text() == "keep me\n"
+
+
+def test_an_earlier_versions_readable_files_are_made_private(server_factory, tmp_path):
+    state = tmp_path / "state"
+    server = server_factory(state_dir=state)
+    server.kill()
+    for p in state.iterdir():
+        p.chmod(0o644)  # as versions before this one left them
+    state.chmod(0o755)
+    server.start()
+    assert mode(state) == 0o700 and {mode(p) for p in state.iterdir()} == {0o600}
+
+
+def test_a_state_with_users_is_not_served_to_everyone_without_secure(server_factory, tmp_path):
+    state = tmp_path / "state"
+    server = server_factory(state_dir=state, extra=["--secure"])
+    server.kill()
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == (
+        f"vipu-server: error: state folder {state} has 1 user(s) with access keys, made under --secure; without it"
+        " anyone could act as any of them: start with --secure, or, if every local user may act as any user, with"
+        " --insecure-ignore-access-keys"
+    )
+    server.extra = ["--insecure-ignore-access-keys"]
+    assert server.start().proc.poll() is None  # the operator said so
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the folder to another user")
+def test_a_state_folder_of_another_user_is_refused(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    os.chown(state, 65534, 65534)  # nobody
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2 and "belongs to uid 65534" in out.stderr, out.stderr
+    assert list(state.iterdir()) == []
