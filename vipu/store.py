@@ -18,7 +18,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from pydantic import BaseModel
 
@@ -37,7 +37,29 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS quarantine (
+    kind  TEXT NOT NULL,
+    name  TEXT NOT NULL,
+    doc   BLOB NOT NULL,
+    error TEXT NOT NULL,
+    moved REAL NOT NULL,
+    PRIMARY KEY (kind, name, moved)
+) WITHOUT ROWID;
 """
+
+
+class Damaged(NamedTuple):
+    """A stored record that does not load: which, and why (shortened)."""
+
+    kind: str
+    name: str
+    error: str
+
+
+class DamagedRecords(Exception):
+    def __init__(self, damaged: list[Damaged]):
+        super().__init__(f"{len(damaged)} damaged record(s)")
+        self.damaged = damaged
 
 
 class Store:
@@ -148,10 +170,36 @@ class Store:
             raise
 
     def load(self, kinds: dict[str, type[BaseModel]]) -> list[tuple[str, BaseModel]]:
-        """Every stored record of the given kinds, parsed; unknown kinds are left for the part that owns them."""
+        """Every stored record of the given kinds, parsed; unknown kinds are left for the part that owns them.
+        DamagedRecords names every record that does not parse (none is skipped silently)."""
         with self._lock:
-            rows = self._db.execute("SELECT kind, doc FROM records ORDER BY kind, name").fetchall()
-        return [(kind, kinds[kind].model_validate_json(doc)) for kind, doc in rows if kind in kinds]
+            rows = self._db.execute("SELECT kind, name, doc FROM records ORDER BY kind, name").fetchall()
+        loaded, damaged = [], []
+        for kind, name, doc in rows:
+            if kind not in kinds:
+                continue
+            try:
+                loaded.append((kind, kinds[kind].model_validate_json(doc)))
+            except ValueError as e:  # pydantic's ValidationError, also for bytes that are not JSON
+                damaged.append(Damaged(kind, name, " ".join(str(e).split())[:200]))
+        if damaged:
+            raise DamagedRecords(damaged)
+        return loaded
+
+    def quarantine(self, damaged: Iterable[Damaged], now: float) -> None:
+        """Move records out of the way into the quarantine table, kept as they were for inspection."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for x in damaged:
+                    self._db.execute(
+                        "INSERT INTO quarantine (kind, name, doc, error, moved) SELECT kind, name, doc, ?, ? FROM"
+                        " records WHERE kind = ? AND name = ?", (x.error, now, x.kind, x.name))
+                    self._db.execute("DELETE FROM records WHERE kind = ? AND name = ?", (x.kind, x.name))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def get(self, kind: str, name: str, model: type[BaseModel]) -> BaseModel | None:
         key = (kind, name)

@@ -56,7 +56,7 @@ def test_unusable_state_and_tls_files_get_one_line_each(tmp_path):
     cases = [
         (["--state-dir", str(tmp_path / "a-file")], "is a file, not a folder; give a folder"),
         (["--state-dir", "/proc/nope"], "cannot be used (No such file or directory); give a folder"),
-        (["--state-dir", str(tmp_path / "corrupt")], "cannot be read (file is not a database); move it away"),
+        (["--state-dir", str(tmp_path / "corrupt")], "cannot be read (file is not a database); recover what it holds with"),
         ([*state, "--tls-cert", str(cert), "--tls-key", str(other_key)], "KEY_VALUES_MISMATCH"),
         ([*state, "--tls-cert", str(key), "--tls-key", str(key)], "is not a usable PEM certificate chain"),
     ]
@@ -105,7 +105,7 @@ def test_a_stop_signal_while_ray_starts_stops_the_controller_and_its_ray(tmp_pat
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0 and said in err, (out, err)
         assert "listening" not in out
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # Ray's processes end slowly on a loaded machine
         while (Path(folder).exists() or _ray_processes(folder) - before) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not Path(folder).exists() and _ray_processes(folder) - before == set(), _ray_processes(folder)

@@ -1,9 +1,10 @@
 """The state folder is the controller's own: 0700, its files 0600, no symlink followed, no planted key used, and a
-state with users not served to everyone by a start without --secure (issue 23, findings 1, 2, 4 and 5)."""
+state once served with --secure not served to everyone by a start without it (issue 23, findings 1, 2, 4 and 5)."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 
 import pytest
@@ -61,15 +62,15 @@ def test_an_earlier_versions_readable_files_are_made_private(server_factory, tmp
     assert mode(state) == 0o700 and {mode(p) for p in state.iterdir()} == {0o600}
 
 
-def test_a_state_with_users_is_not_served_to_everyone_without_secure(server_factory, tmp_path):
+def test_a_secured_state_is_not_served_to_everyone_without_secure(server_factory, tmp_path):
     state = tmp_path / "state"
     server = server_factory(state_dir=state, extra=["--secure"])
     server.kill()
     out = start("--port", "0", "--state-dir", str(state))
     assert out.returncode == 2, out.stderr
     assert out.stderr.strip() == (
-        f"vipu-server: error: state folder {state} has 1 user(s) with access keys, made under --secure; without it"
-        " anyone could act as any of them: start with --secure, or, if every local user may act as any user, with"
+        f"vipu-server: error: state folder {state} was served with --secure: without it anyone could act as any of"
+        " its users, admins included; start with --secure, or, if every local user may act as any user, with"
         " --insecure-ignore-access-keys"
     )
     server.extra = ["--insecure-ignore-access-keys"]
@@ -84,3 +85,43 @@ def test_a_state_folder_of_another_user_is_refused(tmp_path):
     out = start("--port", "0", "--state-dir", str(state))
     assert out.returncode == 2 and "belongs to uid 65534" in out.stderr, out.stderr
     assert list(state.iterdir()) == []
+
+
+def damage(state, sql: str, *args) -> None:
+    with sqlite3.connect(state / "vipu.sqlite3") as db:
+        db.execute(sql, args)
+
+
+@pytest.mark.parametrize("doc", ["{not json", '{"id": 1, "state": "EXPLODED"}', b"\x00\xff\x13 random bytes"])
+def test_a_damaged_record_stops_the_start_naming_it_and_quarantine_keeps_it(server_factory, tmp_path, doc):
+    state = tmp_path / "state"
+    server = server_factory(state_dir=state)
+    ids = [run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() for _ in range(2)]
+    server.kill()
+    damage(state, "UPDATE records SET doc = ? WHERE kind = 'job' AND name = ?", doc, ids[1])
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    [line] = out.stderr.strip().splitlines()  # one line, no traceback
+    assert line.startswith(f"vipu-server: error: the state database {state / 'vipu.sqlite3'} has 1 record(s) that"
+                           f" do not load: job {ids[1]}: ")
+    assert line.endswith("start once with --quarantine-bad-records to move them into its quarantine table (kept for"
+                         " inspection) and go on without them")
+    server.extra = ["--quarantine-bad-records"]
+    server.start()
+    queue = run(server, "vipu", "queue", "--no-header").stdout
+    assert [line.split()[0] for line in queue.splitlines()] == [ids[0]]  # the other job is kept
+    with sqlite3.connect(state / "vipu.sqlite3") as db:
+        assert db.execute("SELECT kind, name, doc FROM quarantine").fetchall() == [("job", ids[1], doc)]
+    # the quarantined job's id is not given again
+    assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() == str(int(ids[1]) + 1)
+
+
+def test_an_unreadable_database_is_one_line_with_the_fix(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "vipu.sqlite3").write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
+    os.chmod(state / "vipu.sqlite3", 0o600)
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert "cannot be read" in line and ".recover" in line

@@ -25,25 +25,37 @@ from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.job_record import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
-from vipu.store import Store
+from vipu.store import DamagedRecords, Store
 
 log = logging.getLogger("vipu.recovery")
 DATABASE = "vipu.sqlite3"  # the state folder's database
+SECURED = "secured"  # meta key: the state was served with --secure once
 
 
 def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, config: SchedulerConfig | None = None,
                kinds: dict[str, WorkloadKind] | None = None, kill_wait_s: float = 30.0,
-               modelled_time_scale: float = 1.0) -> ControlPlane:
-    """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it."""
+               modelled_time_scale: float = 1.0, quarantine: bool = False, secure: bool = False,
+               open_to_all: bool = False) -> ControlPlane:
+    """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it.
+    `quarantine`: move records that do not load into the database's quarantine table instead of refusing to
+    start. `secure`: the controller checks access keys; a state once served so is refused without it unless
+    `open_to_all`, since anyone could then act as any of its users, and keys made meanwhile would outlive it."""
     pod = load_pod(pod_name)
     path = Path(state_dir) / DATABASE
     try:
         store = Store(path)
         stored = store.get_meta("pod")
     except sqlite3.DatabaseError as e:
+        raise _unreadable(path, e) from None
+    if secure:
+        store.set_meta(SECURED, True)
+    elif store.get_meta(SECURED) and not open_to_all:
+        store.close()
         raise InvalidArgument(
-            f"the state database {path} cannot be read ({e}); move it away to start afresh, or give another --state-dir"
-        ) from None
+            f"state folder {state_dir} was served with --secure: without it anyone could act as any of its users,"
+            " admins included; start with --secure, or, if every local user may act as any user, with"
+            " --insecure-ignore-access-keys"
+        )
     if stored is None:
         store.set_meta("pod", pod.model_dump(mode="json"))
     elif stored != pod.model_dump(mode="json"):
@@ -55,7 +67,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     kinds = kinds if kinds is not None else builtin_kinds()  # before the records: their specs name the kinds
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
-        records = store.load({**PARTITION_KINDS, **JOB_KINDS})
+        records = _load(store, path, quarantine, clock.now())
         controller = Controller(pod, store, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), store)
         settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir),
@@ -64,6 +76,37 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         with plane.lock:
             _recover(plane, [(k, r) for k, r in records if k in JOB_KINDS])
     return plane
+
+
+def _load(store: Store, path: Path, quarantine: bool, now: float) -> list:
+    """Every record, or InvalidArgument naming the damaged ones and the fix. Why refuse rather than skip: a job
+    left out would be lost without a word, and its id given again."""
+    try:
+        return store.load({**PARTITION_KINDS, **JOB_KINDS})
+    except DamagedRecords as e:
+        if quarantine:
+            store.quarantine(e.damaged, now)
+            for x in e.damaged:
+                log.warning("moved %s %s to the quarantine table of %s: %s", x.kind, x.name, path, x.error)
+            return _load(store, path, False, now)
+        store.close()
+        named = "; ".join(f"{x.kind} {x.name}: {x.error}" for x in e.damaged[:3])
+        more = f" (and {len(e.damaged) - 3} more)" if len(e.damaged) > 3 else ""
+        raise InvalidArgument(
+            f"the state database {path} has {len(e.damaged)} record(s) that do not load: {named}{more}; start once"
+            " with --quarantine-bad-records to move them into its quarantine table (kept for inspection) and go on"
+            " without them"
+        ) from None
+    except sqlite3.DatabaseError as e:
+        store.close()
+        raise _unreadable(path, e) from None
+
+
+def _unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:
+    return InvalidArgument(
+        f"the state database {path} cannot be read ({e}); recover what it holds with `sqlite3 {path} .recover`"
+        " into a new database, or move it away to start afresh"
+    )
 
 
 @contextmanager

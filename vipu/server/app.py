@@ -22,7 +22,7 @@ from prometheus_client import start_http_server
 
 from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
-from vipu.errors import InvalidArgument, VipuError
+from vipu.errors import VipuError
 from vipu.hardware.pod_files import PRESETS
 from vipu.metrics.collector import StateCollector
 from vipu.metrics.interceptor import MetricsInterceptor
@@ -133,18 +133,6 @@ def bootstrap_admin(plane: ControlPlane, state_dir: Path) -> Path | None:
     return path
 
 
-def check_open_to_all(plane: ControlPlane, args: argparse.Namespace) -> None:
-    """A state with users, started without --secure, would let anyone act as any of them, admins included, and
-    keys made meanwhile would still work under --secure later: refused unless the operator says so."""
-    users = plane.admin.users()
-    if users and not args.insecure_ignore_access_keys:
-        raise InvalidArgument(
-            f"state folder {args.state_dir or default_state_dir()} has {len(users)} user(s) with access keys, made"
-            " under --secure; without it anyone could act as any of them: start with --secure, or, if every local"
-            " user may act as any user, with --insecure-ignore-access-keys"
-        )
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="vipu-server", description="The vipu-sim V-IPU controller (gRPC).")
     parser.add_argument("--pod", default="bow-pod64", help=f"a preset ({', '.join(PRESETS)}) or a pod config file")
@@ -159,9 +147,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="port of /metrics (default 9105; 0 picks a free one; -1 turns it off)")
     parser.add_argument("--secure", action="store_true",
                         help="require an access key on every request (the first start writes an admin key)")
+    parser.add_argument("--quarantine-bad-records", action="store_true",
+                        help="move stored records that do not load into the database's quarantine table (kept for"
+                             " inspection) and start without them; without it such a start is refused naming them")
     parser.add_argument("--insecure-ignore-access-keys", action="store_true",
-                        help="start without --secure on a state that has users: anyone may then act as any user,"
-                             " admins included")
+                        help="start without --secure on a state served with --secure before: anyone may then act"
+                             " as any user, admins included")
     parser.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate chain: serve over TLS")
     parser.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
     parser.add_argument("--ray", "--ray-address", dest="ray", default="local", metavar="RAY",
@@ -279,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         private_database(Path(state_dir) / DATABASE)
         config = load_scheduler_config(args.scheduler_config, args.policy)
         plane = open_plane(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config,
-                           kill_wait_s=args.kill_wait, modelled_time_scale=args.modelled_time_scale)
+                           kill_wait_s=args.kill_wait, modelled_time_scale=args.modelled_time_scale,
+                           quarantine=args.quarantine_bad_records, secure=args.secure,
+                           open_to_all=args.insecure_ignore_access_keys)
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)  # as the CLI exits for the same error
@@ -297,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
             return BAD_INPUT
     plane.use_machines(args.ray, args.health_check_interval, bundle)
     try:
-        key_file = bootstrap_admin(plane, state_dir) if args.secure else check_open_to_all(plane, args)
+        key_file = bootstrap_admin(plane, state_dir) if args.secure else None
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)
