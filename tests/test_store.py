@@ -8,7 +8,8 @@ import pytest
 
 from vipu.errors import Unavailable
 from vipu.partition.admin_records import User
-from vipu.store import Store
+from vipu.store import DamagedRecords, Store
+from vipu.store_schema import SCHEMA_VERSION, NewerSchema
 
 
 def user(name: str) -> User:
@@ -171,3 +172,45 @@ def test_the_state_lock_returns_only_once_what_its_holder_could_see_is_stored(tm
         store.commit([("user", "mine", user("mine"))], [])
         assert stored(tmp_path / "s.db") == ["other"]  # queued inside the lock, written as it is released
     assert stored(tmp_path / "s.db") == ["mine", "other"]
+
+
+def test_a_new_database_has_the_current_schema_version(tmp_path):
+    store = Store(tmp_path / "s.db")
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    tables = {r[0] for r in store._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"records", "meta", "quarantine"}
+
+
+def test_a_database_from_before_the_numbering_is_migrated_keeping_its_records(tmp_path):
+    with sqlite3.connect(tmp_path / "s.db") as db:  # what every version before the numbering wrote
+        db.execute("CREATE TABLE records (kind TEXT NOT NULL, name TEXT NOT NULL, doc TEXT NOT NULL,"
+                   " PRIMARY KEY (kind, name)) WITHOUT ROWID")
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO records VALUES ('user', 'a', ?)", (user("a").model_dump_json(),))
+    store = Store(tmp_path / "s.db")
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert store.load({"user": User}) == [("user", user("a"))]
+
+
+def test_a_database_from_a_newer_version_is_refused_untouched(tmp_path):
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(NewerSchema) as e:
+        Store(tmp_path / "s.db")
+    assert e.value.found == SCHEMA_VERSION + 1
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        assert db.execute("SELECT name FROM sqlite_master").fetchall() == []  # nothing created in it
+
+
+def test_damaged_records_are_named_and_quarantined_as_they_were(tmp_path):
+    store = Store(tmp_path / "s.db")
+    store.commit([("user", "a", user("a")), ("user", "b", user("b"))], [])
+    store._db.execute("UPDATE records SET doc = '{not json' WHERE name = 'b'")
+    with pytest.raises(DamagedRecords) as e:
+        store.load({"user": User})
+    [damaged] = e.value.damaged
+    assert (damaged.kind, damaged.name) == ("user", "b") and "Invalid JSON" in damaged.error
+    store.quarantine(e.value.damaged, 5.0)
+    assert store.load({"user": User}) == [("user", user("a"))]
+    assert store._db.execute("SELECT kind, name, doc, moved FROM quarantine").fetchall() == [
+        ("user", "b", "{not json", 5.0)]

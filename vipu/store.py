@@ -23,29 +23,9 @@ from typing import Iterable, NamedTuple
 from pydantic import BaseModel
 
 from vipu.errors import Unavailable
+from vipu.store_schema import migrate
 
 MAX_ROWS_PER_STATEMENT = 1000  # 3 bound values a row, well under SQLite's 32,766 variables per statement
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS records (
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    doc  TEXT NOT NULL,
-    PRIMARY KEY (kind, name)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS quarantine (
-    kind  TEXT NOT NULL,
-    name  TEXT NOT NULL,
-    doc   BLOB NOT NULL,
-    error TEXT NOT NULL,
-    moved REAL NOT NULL,
-    PRIMARY KEY (kind, name, moved)
-) WITHOUT ROWID;
-"""
 
 
 class Damaged(NamedTuple):
@@ -71,7 +51,11 @@ class Store:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        try:
+            migrate(self._db)
+        except BaseException:
+            self._db.close()
+            raise
         self._lock = threading.Lock()  # the connection; whoever holds it to write is the group's leader
         self._batch = threading.local()  # this thread's open batch: (kind, name) -> doc, or None for a delete
         self._queue_lock = threading.Lock()

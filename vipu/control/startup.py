@@ -26,6 +26,7 @@ from vipu.scheduler.job_record import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
 from vipu.store import DamagedRecords, Store
+from vipu.store_schema import SCHEMA_VERSION, NewerSchema
 
 log = logging.getLogger("vipu.recovery")
 DATABASE = "vipu.sqlite3"  # the state folder's database
@@ -47,6 +48,11 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         stored = store.get_meta("pod")
     except sqlite3.DatabaseError as e:
         raise _unreadable(path, e) from None
+    except NewerSchema as e:
+        raise InvalidArgument(
+            f"the state database {path} was written by a newer vipu-sim (schema {e.found}; this version reads up to"
+            f" {SCHEMA_VERSION}); run that version or a later one, or give another --state-dir"
+        ) from None
     if secure:
         store.set_meta(SECURED, True)
     elif store.get_meta(SECURED) and not open_to_all:

@@ -1,0 +1,62 @@
+"""The state database's tables and their ordered migrations, numbered by SQLite's user_version.
+
+Why a number: a database written by a newer vipu-sim may hold records this version cannot read, so it is refused
+with a message instead of half-loaded. An older one is brought up to date step by step, in one transaction, so a
+failed upgrade leaves it as it was. A change to a record's fields that an older version could not read adds a step
+here (at least the version bump), so that version refuses the database rather than the records.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+MIGRATIONS: list[tuple[str, ...]] = [
+    (  # 1: the tables every version wrote before the numbering (user_version 0)
+        """CREATE TABLE IF NOT EXISTS records (
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            doc  TEXT NOT NULL,
+            PRIMARY KEY (kind, name)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE IF NOT EXISTS meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+    ),
+    (  # 2: records that did not load, moved aside by vipu-server --quarantine-bad-records
+        """CREATE TABLE IF NOT EXISTS quarantine (
+            kind  TEXT NOT NULL,
+            name  TEXT NOT NULL,
+            doc   BLOB NOT NULL,
+            error TEXT NOT NULL,
+            moved REAL NOT NULL,
+            PRIMARY KEY (kind, name, moved)
+        ) WITHOUT ROWID""",
+    ),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class NewerSchema(Exception):
+    def __init__(self, found: int):
+        super().__init__(f"schema {found}, newer than {SCHEMA_VERSION}")
+        self.found = found
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Bring the database to SCHEMA_VERSION; NewerSchema if it is past it. `db` is in autocommit mode."""
+    found = db.execute("PRAGMA user_version").fetchone()[0]
+    if found > SCHEMA_VERSION:
+        raise NewerSchema(found)
+    if found == SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for step in MIGRATIONS[found:]:
+            for statement in step:
+                db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
