@@ -55,11 +55,13 @@ def test_an_earlier_versions_readable_files_are_made_private(server_factory, tmp
     state = tmp_path / "state"
     server = server_factory(state_dir=state)
     server.kill()
+    (state / "state.id").unlink()  # versions before this one wrote none
     for p in state.iterdir():
-        p.chmod(0o644)  # as versions before this one left them
+        p.chmod(0o644)  # as they left them
     state.chmod(0o755)
     server.start()
     assert mode(state) == 0o700 and {mode(p) for p in state.iterdir()} == {0o600}
+    assert (state / "state.id").exists()
 
 
 def test_a_secured_state_is_not_served_to_everyone_without_secure(server_factory, tmp_path):
@@ -125,3 +127,29 @@ def test_an_unreadable_database_is_one_line_with_the_fix(tmp_path):
     assert out.returncode == 2, out.stderr
     [line] = out.stderr.strip().splitlines()
     assert "cannot be read" in line and ".recover" in line
+
+
+@pytest.mark.parametrize("loss", ["emptied", "deleted"])
+def test_an_emptied_or_deleted_database_is_not_a_fresh_start_without_a_word(server_factory, tmp_path, loss):
+    state = tmp_path / "state"
+    server = server_factory(state_dir=state)
+    assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() == "1"
+    server.kill()
+    database = state / "vipu.sqlite3"
+    for p in state.glob("vipu.sqlite3*"):
+        p.unlink()
+    if loss == "emptied":
+        database.touch(mode=0o600)  # a 0-byte file
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == (
+        f"vipu-server: error: the state database {database} is empty, but this folder held a controller's state:"
+        " restore the database (with its -wal file) from a backup, or start with --accept-empty-state to begin"
+        " afresh (the queue is then gone and job ids start again)"
+    )
+    server.extra = ["--accept-empty-state"]
+    server.start()
+    assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() == "1"
+    server.extra = []
+    server.restart()  # the new state is the folder's now
+    assert run(server, "vipu", "queue", "--no-header").stdout.split()[0] == "1"

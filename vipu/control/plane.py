@@ -45,6 +45,7 @@ class ControlPlane:
         self.topology = controller.state.topology  # the IPU-Link torus: fixed for the Pod
         self.api_host, self.api_port = api_host, api_port  # where jobs reach the controller (IPUOF_VIPU_API_*)
         self.secure = False
+        self.state_id = ""  # the id of the state the store holds (startup.open_plane)
         self.device_address: str | None = None  # host:port of the DeviceService, once it listens (None: off)
         self.device_cert: str | None = None  # its TLS certificate chain (PEM), which programs then trust
         self.sessions = Sessions()

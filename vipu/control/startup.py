@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 import sqlite3
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,16 +32,20 @@ from vipu.store_schema import SCHEMA_VERSION, NewerSchema
 log = logging.getLogger("vipu.recovery")
 DATABASE = "vipu.sqlite3"  # the state folder's database
 SECURED = "secured"  # meta key: the state was served with --secure once
+STATE_ID = "state_id"  # meta key: the id of this state, also in the folder's marker file
 
 
 def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, config: SchedulerConfig | None = None,
                kinds: dict[str, WorkloadKind] | None = None, kill_wait_s: float = 30.0,
                modelled_time_scale: float = 1.0, quarantine: bool = False, secure: bool = False,
-               open_to_all: bool = False) -> ControlPlane:
+               open_to_all: bool = False, state_id: str | None = None, accept_empty: bool = False) -> ControlPlane:
     """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it.
     `quarantine`: move records that do not load into the database's quarantine table instead of refusing to
     start. `secure`: the controller checks access keys; a state once served so is refused without it unless
-    `open_to_all`, since anyone could then act as any of its users, and keys made meanwhile would outlive it."""
+    `open_to_all`, since anyone could then act as any of its users, and keys made meanwhile would outlive it.
+    `state_id`: the id the folder's marker file holds (None: no marker yet). A database without it is empty or
+    another state's: refused unless `accept_empty`, since its queue would be lost and job ids given again.
+    The plane's `state_id` is the database's, for the caller to keep in the marker."""
     pod = load_pod(pod_name)
     path = Path(state_dir) / DATABASE
     try:
@@ -53,6 +58,17 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             f"the state database {path} was written by a newer vipu-sim (schema {e.found}; this version reads up to"
             f" {SCHEMA_VERSION}); run that version or a later one, or give another --state-dir"
         ) from None
+    held = store.get_meta(STATE_ID)
+    if state_id is not None and held != state_id and not accept_empty:
+        store.close()
+        raise InvalidArgument(
+            f"the state database {path} {'is empty' if held is None else 'holds another state'}, but this folder"
+            " held a controller's state: restore the database (with its -wal file) from a backup, or start with"
+            " --accept-empty-state to begin afresh (the queue is then gone and job ids start again)"
+        )
+    if held is None:
+        held = uuid.uuid4().hex
+        store.set_meta(STATE_ID, held)
     if secure:
         store.set_meta(SECURED, True)
     elif store.get_meta(SECURED) and not open_to_all:
@@ -81,6 +97,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         plane = ControlPlane(controller, scheduler, store, clock.now, api_host, api_port, kinds, settings)
         with plane.lock:
             _recover(plane, [(k, r) for k, r in records if k in JOB_KINDS])
+    plane.state_id = held
     return plane
 
 

@@ -37,7 +37,7 @@ from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
 from vipu.control.startup import DATABASE, open_plane
 from vipu.server.status import add_servicer
-from vipu.server.state_dir import claim, private_database, read_private, write_private
+from vipu.server.state_dir import STATE_MARKER, claim, private_database, read_private, write_private
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
@@ -150,6 +150,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quarantine-bad-records", action="store_true",
                         help="move stored records that do not load into the database's quarantine table (kept for"
                              " inspection) and start without them; without it such a start is refused naming them")
+    parser.add_argument("--accept-empty-state", action="store_true",
+                        help="start on a database that is empty or another state's although the folder held one"
+                             " (its queue is then gone and job ids start again at 1)")
     parser.add_argument("--insecure-ignore-access-keys", action="store_true",
                         help="start without --secure on a state served with --secure before: anyone may then act"
                              " as any user, admins included")
@@ -268,11 +271,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
         private_database(Path(state_dir) / DATABASE)
+        marker = Path(state_dir) / STATE_MARKER
+        state_id = read_private(marker)
         config = load_scheduler_config(args.scheduler_config, args.policy)
         plane = open_plane(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config,
                            kill_wait_s=args.kill_wait, modelled_time_scale=args.modelled_time_scale,
                            quarantine=args.quarantine_bad_records, secure=args.secure,
-                           open_to_all=args.insecure_ignore_access_keys)
+                           open_to_all=args.insecure_ignore_access_keys,
+                           state_id=state_id.strip() if state_id else None, accept_empty=args.accept_empty_state)
+        if state_id is None or state_id.strip() != plane.state_id:
+            write_private(marker, plane.state_id + "\n")
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)  # as the CLI exits for the same error

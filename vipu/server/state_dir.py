@@ -22,6 +22,7 @@ from typing import IO
 from vipu.errors import FailedPrecondition, InvalidArgument
 
 LOCK_NAME = "controller.lock"
+STATE_MARKER = "state.id"  # the id of the state its database holds: an emptied or swapped database is noticed
 
 
 PRIVATE_FILE = 0o600
