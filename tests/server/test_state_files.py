@@ -3,6 +3,7 @@ state once served with --secure not served to everyone by a start without it (is
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
@@ -104,8 +105,8 @@ def test_a_damaged_record_stops_the_start_naming_it_and_quarantine_keeps_it(serv
     out = start("--port", "0", "--state-dir", str(state))
     assert out.returncode == 2, out.stderr
     [line] = out.stderr.strip().splitlines()  # one line, no traceback
-    assert line.startswith(f"vipu-server: error: the state database {state / 'vipu.sqlite3'} has 1 record(s) that"
-                           f" do not load: job {ids[1]}: ")
+    assert line.startswith(f"vipu-server: error: the state database {state / 'vipu.sqlite3'} has 1 record(s) it"
+                           f" cannot serve: job {ids[1]}: ")
     assert line.endswith("start once with --quarantine-bad-records to move them into its quarantine table (kept for"
                          " inspection) and go on without them")
     server.extra = ["--quarantine-bad-records"]
@@ -153,3 +154,23 @@ def test_an_emptied_or_deleted_database_is_not_a_fresh_start_without_a_word(serv
     server.extra = []
     server.restart()  # the new state is the folder's now
     assert run(server, "vipu", "queue", "--no-header").stdout.split()[0] == "1"
+
+
+def test_overlapping_partitions_are_refused_and_quarantine_keeps_the_first(server_factory, tmp_path):
+    state = tmp_path / "state"
+    server = server_factory(state_dir=state)
+    for name in ("first", "second"):
+        assert run(server, "vipu", "create", "partition", name, "--size", "4").returncode == 0
+    server.kill()
+    with sqlite3.connect(state / "vipu.sqlite3") as db:  # the second moved onto the first's IPUs
+        doc = json.loads(db.execute("SELECT doc FROM records WHERE name = 'second'").fetchone()[0])
+        first = json.loads(db.execute("SELECT doc FROM records WHERE name = 'first'").fetchone()[0])["first_ipu"]
+        db.execute("UPDATE records SET doc = ? WHERE name = 'second'", (json.dumps({**doc, "first_ipu": first}),))
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    assert (f"has 1 record(s) it cannot serve: partition second: holds IPU {first}, which partition first holds too;"
+            " start once with --quarantine-bad-records") in out.stderr
+    server.extra = ["--quarantine-bad-records"]
+    server.start()
+    listed = json.loads(run(server, "vipu", "list", "partitions", "--json").stdout)
+    assert [x["name"] for x in listed] == ["first"]

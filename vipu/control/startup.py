@@ -26,7 +26,8 @@ from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.job_record import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
-from vipu.store import DamagedRecords, Store
+from vipu.partition.stored_checks import contradictions
+from vipu.store import Damaged, DamagedRecords, Store
 from vipu.store_schema import SCHEMA_VERSION, NewerSchema
 
 log = logging.getLogger("vipu.recovery")
@@ -89,7 +90,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     kinds = kinds if kinds is not None else builtin_kinds()  # before the records: their specs name the kinds
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
-        records = _load(store, path, quarantine, clock.now())
+        records = _load(store, pod, path, quarantine, clock.now())
         controller = Controller(pod, store, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), store)
         settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir),
@@ -101,28 +102,32 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     return plane
 
 
-def _load(store: Store, path: Path, quarantine: bool, now: float) -> list:
-    """Every record, or InvalidArgument naming the damaged ones and the fix. Why refuse rather than skip: a job
-    left out would be lost without a word, and its id given again."""
+def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
+    """Every record, or InvalidArgument naming those that do not load or contradict the Pod or each other, and the
+    fix. Why refuse rather than skip: a job left out would be lost without a word, and its id given again."""
     try:
-        return store.load({**PARTITION_KINDS, **JOB_KINDS})
+        records = store.load({**PARTITION_KINDS, **JOB_KINDS})
+        bad = [Damaged(*c) for c in contradictions(pod, records)]
     except DamagedRecords as e:
-        if quarantine:
-            store.quarantine(e.damaged, now)
-            for x in e.damaged:
-                log.warning("moved %s %s to the quarantine table of %s: %s", x.kind, x.name, path, x.error)
-            return _load(store, path, False, now)
-        store.close()
-        named = "; ".join(f"{x.kind} {x.name}: {x.error}" for x in e.damaged[:3])
-        more = f" (and {len(e.damaged) - 3} more)" if len(e.damaged) > 3 else ""
-        raise InvalidArgument(
-            f"the state database {path} has {len(e.damaged)} record(s) that do not load: {named}{more}; start once"
-            " with --quarantine-bad-records to move them into its quarantine table (kept for inspection) and go on"
-            " without them"
-        ) from None
+        bad = e.damaged
     except sqlite3.DatabaseError as e:
         store.close()
         raise _unreadable(path, e) from None
+    if not bad:
+        return records
+    if quarantine:
+        store.quarantine(bad, now)
+        for x in bad:
+            log.warning("moved %s %s to the quarantine table of %s: %s", x.kind, x.name, path, x.error)
+        return _load(store, pod, path, False, now)
+    store.close()
+    named = "; ".join(f"{x.kind} {x.name}: {x.error}" for x in bad[:3])
+    more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+    raise InvalidArgument(
+        f"the state database {path} has {len(bad)} record(s) it cannot serve: {named}{more}; start once with"
+        " --quarantine-bad-records to move them into its quarantine table (kept for inspection) and go on without"
+        " them"
+    )
 
 
 def _unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:
