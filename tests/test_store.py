@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import pytest
 
@@ -214,3 +215,22 @@ def test_damaged_records_are_named_and_quarantined_as_they_were(tmp_path):
     assert store.load({"user": User}) == [("user", user("a"))]
     assert store._db.execute("SELECT kind, name, doc, moved FROM quarantine").fetchall() == [
         ("user", "b", "{not json", 5.0)]
+
+
+def test_a_write_that_waits_past_the_timeout_fails_unavailable_and_health_hears_it(tmp_path):
+    """As with a stalled disk: the leader is stuck inside its write, and the next writer gives up in time."""
+    store = Store(tmp_path / "s.db", write_timeout_s=0.2)
+    heard = []
+    store.on_health = heard.append
+    store._lock.acquire()  # the stuck leader
+    try:
+        with pytest.raises(Unavailable, match="has not finished a write in 0.2 s"):
+            store.commit([("user", "a", user("a"))], [])
+        assert heard == [False]
+    finally:
+        store._lock.release()
+    deadline = time.monotonic() + 10  # the retry thread writes the kept change once the leader is done
+    while heard != [False, True] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert heard == [False, True]
+    assert store.load({"user": User}) == [("user", user("a"))]  # the change was kept, then stored

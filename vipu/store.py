@@ -9,6 +9,10 @@ queued writes in one transaction, so concurrent submissions share a commit. The 
 prefix of the queue, and flush(upto) returns once everything up to a point is in it. A failed write raises
 Unavailable in the thread that led it (any thread: a reader too) and stays queued for the next flush; so an error
 from a flush does not say the write will not happen (a client retrying with its request_id is safe).
+
+Stalls and failures: a thread waits at most write_timeout_s for the database (a stalled disk blocks its leader in
+the kernel), then fails with Unavailable instead of hanging its RPC. on_health hears when writes start failing and
+when they work again (health's NOT_SERVING and SERVING); meanwhile the kept writes are retried every second.
 """
 
 from __future__ import annotations
@@ -18,13 +22,15 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 from pydantic import BaseModel
 
 from vipu.errors import Unavailable
 from vipu.store_schema import migrate
 
+WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
+RETRY_S = 1.0  # while writes fail, how often the kept ones are tried again
 MAX_ROWS_PER_STATEMENT = 1000  # 3 bound values a row, well under SQLite's 32,766 variables per statement
 
 
@@ -45,8 +51,13 @@ class DamagedRecords(Exception):
 class Store:
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S):
         self.path = Path(path)
+        self.write_timeout_s = write_timeout_s
+        self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
+        self._writable = True
+        self._retrying = threading.Lock()
+        self._closed = threading.Event()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -108,7 +119,14 @@ class Store:
         upto = self._enqueued if upto is None else upto
         if self._written >= upto:
             return
-        with self._lock:
+        if not self._lock.acquire(timeout=self.write_timeout_s):
+            self._health(False)  # a write has taken longer than the timeout: a stalled disk, or a lock held
+            raise Unavailable(
+                f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s (a stalled disk,"
+                " or another process holding its lock); the change is kept and stored once it can be: retry (a"
+                " submit with the same request_id is not queued twice)"
+            )
+        try:
             if self._written >= upto:
                 return  # a leader wrote ours while we waited
             with self._queue_lock:
@@ -124,12 +142,41 @@ class Store:
                 with self._queue_lock:  # not written: the next flush tries them again, still first in order
                     self._queue[:0] = queued
                 if isinstance(e, sqlite3.Error):  # disk full, I/O error: a retry may succeed, so not INTERNAL
+                    self._health(False)
                     raise Unavailable(
                         f"the state store {self.path} could not be written ({e}); the change is kept and stored by"
                         " the next write: retry (a submit with the same request_id is not queued twice)"
                     ) from e
                 raise
             self._written = last
+        finally:
+            self._lock.release()
+        self._health(True)
+
+    @property
+    def writable(self) -> bool:
+        """False from a failed or timed-out write until a write works again."""
+        return self._writable
+
+    def _health(self, writable: bool) -> None:
+        """Tell on_health when writing starts failing or works again; while it fails, retry the kept writes every
+        second, so health says SERVING again without waiting for a client's write."""
+        if writable == self._writable:
+            return
+        self._writable = writable
+        self.on_health(writable)
+        if not writable and self._retrying.acquire(blocking=False):
+            threading.Thread(target=self._retry, name="vipu-store-retry", daemon=True).start()
+
+    def _retry(self) -> None:
+        try:
+            while not self._writable and not self._closed.wait(RETRY_S):
+                try:
+                    self.flush()  # the kept writes; success says SERVING
+                except Unavailable:
+                    pass
+        finally:
+            self._retrying.release()
 
     def _write(self, rows: list[tuple[str, str, str]], gone: list[tuple[str, str]]) -> None:
         """One transaction (the caller holds the connection)."""
@@ -206,6 +253,7 @@ class Store:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     def close(self) -> None:
+        self._closed.set()
         try:
             self.flush()
         finally:

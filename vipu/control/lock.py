@@ -16,6 +16,7 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+from vipu.errors import Unavailable
 from vipu.store import Store
 
 
@@ -47,9 +48,16 @@ class StateLock:
     @contextmanager
     def reading(self) -> Iterator[int]:
         """Hold the lock only to copy what a read needs (no store transaction); yields the version being read.
-        On leaving, waits until what the copy saw is durable, so a read never shows what a crash could undo."""
+        On leaving, waits until what the copy saw is durable, so a read never shows what a crash could undo.
+
+        Except while the store cannot write (a full or stalled disk): then reads answer from memory at once. What
+        they show beyond the store is what writes that failed UNAVAILABLE kept, which no client was told is done."""
         with self._lock:
             version = self.version
             seen = self._store.enqueued
             yield version
-        self._store.flush(seen)
+        if self._store.writable:
+            try:
+                self._store.flush(seen)
+            except Unavailable:
+                pass

@@ -74,7 +74,12 @@ class ControlPlane:
         self.admin = AdminOps(self)
         self.devices = DeviceOps(self.sessions)
 
+    def watch_store(self, on_health: Callable[[bool], None]) -> None:
+        """Hear when the store cannot write any more (True again once it can): health follows it."""
+        self.store.on_health = on_health
+
     # -- reads ------------------------------------------------------------------------------------------------
+
     def read(self) -> Snapshot:
         """The state now, for reads: the last snapshot if nothing changed since, else a new one."""
         snapshot = self._snapshot

@@ -79,7 +79,7 @@ def build_server(
     add_servicer(partition_pb2_grpc.add_PartitionServiceServicer_to_server, PartitionService(plane), server)
     add_servicer(admin_pb2_grpc.add_AdminServiceServicer_to_server, AdminService(plane), server)
     add_servicer(job_pb2_grpc.add_JobServiceServicer_to_server, JobService(plane), server)
-    add_health_and_reflection(server, SERVICES)
+    plane.watch_store(add_health_and_reflection(server, SERVICES))  # NOT_SERVING while the store cannot write
     bound = bind(server, host, port, tls)
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}: the port is in use or the address is not local")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import socket
+from typing import Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -31,13 +32,20 @@ def check_listen(host: str, port: int, flag: str = "--port") -> None:
             from None
 
 
-def add_health_and_reflection(server: grpc.Server, services: tuple[str, ...]) -> None:
-    """Health (SERVING for the server and each service) and reflection, open to every caller."""
+def add_health_and_reflection(server: grpc.Server, services: tuple[str, ...]) -> Callable[[bool], None]:
+    """Health (SERVING for the server and each service) and reflection, open to every caller. Returns what sets
+    health for all of them: SERVING (True) or NOT_SERVING (False)."""
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    for name in ("", *services):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    def serving(ok: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if ok else health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in ("", *services):
+            health_servicer.set(name, status)
+
+    serving(True)
     reflection.enable_server_reflection((*services, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    return serving
 
 
 def bind(server: grpc.Server, host: str, port: int, tls: tuple[bytes, bytes] | None) -> int:
