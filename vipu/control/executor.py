@@ -41,6 +41,13 @@ class LiveExecutor:
         self.metrics = metrics
         self.outputs = OutputFiles()
 
+    def release(self, partition: str) -> None:
+        """Remove a stopped run's partition: its IPUs are free for the next job."""
+        try:
+            self.controller.partitions.remove(partition, force=True)
+        except NotFound:  # removed already (vipu remove partition --force)
+            pass
+
     def start(self, start: StartJob) -> Ending | None:
         job = self.scheduler.table.jobs[start.job_id]
         request = PartitionRequest(name=start.partition, size=start.ipus, allocation=start.allocation,
@@ -66,14 +73,11 @@ class LiveExecutor:
     def stop(self, stop: StopJob) -> None:
         job = self.scheduler.table.jobs.get(stop.job_id)  # None: a leftover partition of a job no longer known
         runner = self.runners.get(job.spec.workload.kind) if job is not None else None
-        if runner is not None:
-            runner.stop(stop)
+        kept = runner.stop(stop) if runner is not None else False  # kept: its work ends later, and it says when
         # a run stopped by `vipu requeue` went back to PENDING: sacct calls such a run REQUEUED
         self.metrics.completions.labels("REQUEUED" if stop.state is JobState.PENDING else stop.state.value).inc()
-        try:
-            self.controller.partitions.remove(stop.partition, force=True)
-        except NotFound:  # removed already (vipu remove partition --force)
-            pass
+        if not kept:
+            self.release(stop.partition)
         kind = self.kinds.get(job.spec.workload.kind) if job is not None else None
         if job is not None and kind is not None and not kind.streams:  # a program wrote its own as it ran
             self.outputs.write(stop, job, runner.log_lines(job.id) if runner is not None else [])

@@ -57,13 +57,13 @@ class ControlPlane:
         context = RunContext(
             pod=self.pod, store=store, lock=self.lock, machines=self.machines, now=now,
             job=scheduler.table.jobs.get, still_running=lambda i, t: scheduler.table.running_since(i, t) is not None,
-            finish=self._finish, wake=self.changed, pod_state=lambda: controller.state,
+            finish=self._finish, wake=self.changed, release=self._release, pod_state=lambda: controller.state,
             failed_mask=lambda: scheduler.failed_mask, api_address=lambda: (self.api_host, self.api_port),
             run_as=lambda user: self.run_as(user, controller.state), sessions=self.sessions,
             device_environment=self.device_environment, settings=settings)
         self.runners = {name: kind.runner(context) for name, kind in self.kinds.items() if kind.runner is not None}
-        executor = LiveExecutor(scheduler, controller, self.machines, self.kinds, self.runners, self.metrics)
-        self.driver = Driver(scheduler, executor, masks=controller.state.job_masks)
+        self.executor = LiveExecutor(scheduler, controller, self.machines, self.kinds, self.runners, self.metrics)
+        self.driver = Driver(scheduler, self.executor, masks=controller.state.job_masks)
         self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics)
         self.pacing = Pacing(lambda: self.lock.last_write)
         self.listings = Listings(self.pacing.paced)
@@ -158,6 +158,12 @@ class ControlPlane:
         ipus = [ipu for m in machines for ipu in self.topology.machine_ipus(m)]
         self.fail_ipus(ipus, f"the actor of machine{'s' if len(machines) > 1 else ''}"
                              f" {', '.join(map(str, machines))} died or restarted")
+
+    def _release(self, partition: str) -> None:
+        """A stopped run's work has ended: its partition goes, and a job may take its IPUs."""
+        with self.lock:
+            self.executor.release(partition)
+        self.changed()
 
     def _finish(self, job_id: int, started: float, exit_code: int, state, signal: int = 0) -> None:
         """A runner's run ended by itself (the caller holds the lock)."""

@@ -51,6 +51,7 @@ class RunContext:
     still_running: Callable[[int, float], bool]  # (job id, run start): is that run of the job still going
     finish: Callable[..., None]  # (job id, run start, exit code, state, signal=0): under the lock
     wake: Callable[[], None]  # let the scheduling loop use what a finish freed
+    release: Callable[[str], None]  # (partition): remove the partition a stopped run kept (Runner.stop); locks
     pod_state: Callable[[], PodState]  # partitions, agents, failed IPUs: read under the lock (its topology: any time)
     failed_mask: Callable[[], int]  # the failed IPUs now, any time
     api_address: Callable[[], tuple[str, int]]  # where the job's processes reach the controller (IPUOF_VIPU_API_*)
@@ -68,8 +69,9 @@ class Runner(Protocol):
     def start(self, start: StartJob) -> Ending | None:
         """Start a run (called under the lock, its partition made); returns its end if known now."""
 
-    def stop(self, stop: StopJob) -> None:
-        """The run ended from outside (cancel, time limit, preemption, lost IPUs): stop its work."""
+    def stop(self, stop: StopJob) -> bool | None:
+        """The run ended from outside (cancel, time limit, preemption, lost IPUs): stop its work. True: its work
+        goes on ending, so it keeps the partition and calls RunContext.release once done."""
 
     def log_lines(self, job_id: int) -> list[str]:
         """`vipu logs ID`: what the job's latest run logged."""

@@ -4,12 +4,16 @@ of it in a real job."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 
 import pytest
 
 from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
 from tests.jobs.programs.test_programs_e2e import ended
+from vipu.jobs.programs import launcher
 from vipu.jobs.programs.launcher import LayoutError, instance_environment, layout, parse
 
 JOB = {"IPUOF_VIPU_API_PARTITION_ID": "slurm_7", "VIPU_PARTITION_IPUS": "16"}
@@ -27,6 +31,8 @@ def test_a_layout_that_fills_the_partition(flags, want):
 @pytest.mark.parametrize("flags, env, says", [
     (["--num-replicas", "4"], JOB, "--num-replicas 4 x --ipus-per-replica 1 = 4 IPUs, but partition slurm_7 has 16"),
     (["--num-replicas", "32"], JOB, "= 32 IPUs, but partition slurm_7 has 16"),
+    (["--ipus-per-replica", "3"], {**JOB, "VIPU_PARTITION_IPUS": "4"},  # a suggestion that adds up
+     "give replicas x IPUs per replica = 4 (e.g. --num-replicas 2 --ipus-per-replica 2)"),
     (["--num-instances", "3"], JOB, "--num-instances 3 does not divide the 16 replicas"),
     (["--ipus-per-replica", "0"], JOB, "--ipus-per-replica is 0; give 1 or more"),
     (["--only-output-from-instance", "2", "--num-instances", "2"], JOB, "instances are 0 to 1"),
@@ -45,6 +51,33 @@ def test_each_instance_runs_its_share_of_the_replicas():
     assert {(e["POPDIST_NUM_LOCAL_REPLICAS"], e["POPDIST_NUM_TOTAL_REPLICAS"], e["POPDIST_NUM_IPUS_PER_REPLICA"],
              e["POPDIST_NUM_INSTANCES"], e["IPUOF_VIPU_API_PARTITION_ID"]) for e in envs} == {
         ("2", "8", "2", "4", "slurm_7")}
+
+
+def test_one_instance_failing_stops_the_others_and_all_they_started(tmp_path, monkeypatch):
+    """As mpirun: the first failure is poprun's exit code; the other instances get SIGTERM, SIGKILL if deaf to it,
+    and nothing they started is left running."""
+    monkeypatch.setattr(launcher, "KILL_WAIT_S", 0.5)
+    script = (f"cd {tmp_path}; i=$POPDIST_INSTANCE_INDEX;"
+              " if [ $i = 2 ]; then while [ ! -e child0 ] || [ ! -e child1 ]; do sleep 0.05; done; exit 7; fi;"
+              " if [ $i = 1 ]; then trap '' TERM; fi; sleep 60 & echo $! > child$i; wait")
+    envs = [instance_environment({**os.environ, **JOB}, i, 3, 3, 1) for i in range(3)]
+    before = signal.getsignal(signal.SIGTERM)
+    started = time.monotonic()
+    try:
+        code = launcher.launch(["sh", "-c", script], envs, None)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert code == 7 and time.monotonic() - started < 30
+    for i in (0, 1):  # the sleeps they left are gone too (or dead, not yet reaped by init)
+        assert _state(int((tmp_path / f"child{i}").read_text())) in (None, "Z", "X")
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
 
 
 def test_poprun_in_a_job_starts_its_instances_and_refuses_a_layout_larger_than_the_partition(server, tmp_path):

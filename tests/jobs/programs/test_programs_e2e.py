@@ -100,6 +100,26 @@ def test_cancel_stops_the_whole_process_group_and_sigkill_follows_kill_wait(cont
     wait_for(lambda: not any(map(alive, pids)), timeout=10)  # SIGTERM ignored: SIGKILL a second later
 
 
+def test_a_stopped_programs_ipus_go_to_no_other_job_until_it_has_ended(server_factory, tmp_path):
+    """As Slurm keeps a job's nodes COMPLETING: a cancelled program deaf to SIGTERM keeps its partition through
+    KillWait, so a job wanting the whole Pod starts only once it is gone."""
+    server = server_factory(extra=["--kill-wait", "5"])
+    script = "#!/bin/bash\ntrap '' TERM\necho $$ > pid\nwhile true; do sleep 0.1; done\n"
+    [job] = submit(server, spec_file(tmp_path, script, "deaf"))
+    pid = wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text().strip()
+                   and int((tmp_path / "pid").read_text()))
+    assert run(server, "vipu", "cancel", str(job)).returncode == 0
+    [whole] = submit(server, "--ipus", "64", "--duration", "1s", "--name", "whole")
+    assert show(server, job)["state"] == "CANCELLED" and alive(pid)
+    partitions = json.loads(run(server, "vipu", "list", "partitions", "--json").stdout)
+    assert [x["name"] for x in partitions] == [f"slurm_{job}"]  # kept while its program runs
+    assert (show(server, whole)["state"], alive(pid)) == ("PENDING", True)
+    assert ended(server, whole)["state"] == "COMPLETED"
+    assert not alive(pid)  # it started only after the program was killed
+    started = show(server, whole)["start_time"]
+    assert started >= show(server, job)["end_time"] + 4  # KillWait (5 s) after the cancel, within a second
+
+
 def test_a_time_limit_ends_the_run_timeout(controller, tmp_path):
     [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho $$ > pid\nexec sleep 300\n", "slow",
                                          time_limit="2s"))
@@ -133,6 +153,17 @@ def test_a_script_without_an_interpreter_line_is_refused_naming_the_field(contro
     out = run(controller, "vipu", "submit", spec_file(tmp_path, "echo hi\n", "bare"))
     assert out.returncode == 2
     assert "workload.script: does not start with #! and an interpreter" in out.stderr
+    out = run(controller, "vipu", "submit", spec_file(tmp_path, "#!/bin/sh\r\necho hi\r\n", "dos"))
+    assert out.returncode == 2 and "has DOS line breaks" in out.stderr and "dos2unix" in out.stderr
+
+
+def test_a_missing_interpreter_fails_the_job_naming_its_first_line(controller, tmp_path):
+    [job] = submit(controller, spec_file(tmp_path, "#!/usr/bin/nosuchinterp -x\necho hi\n", "nointerp"))
+    detail = ended(controller, job)
+    assert detail["state"] == "FAILED"
+    logs = run(controller, "vipu", "logs", str(job)).stdout
+    assert ("its interpreter /usr/bin/nosuchinterp (the script's first line, #!/usr/bin/nosuchinterp -x) does not"
+            " exist on") in logs and "fix that line, e.g. #!/bin/bash" in logs
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="running a program as another account needs a root controller")

@@ -41,6 +41,9 @@ class CommandWorkload(Workload):
                 " batch script: add one, or give a command with --wrap")
         if "\x00" in value:
             raise PydanticCustomError("script", "contains a NUL byte; give a text file")
+        if "\r\n" in value:  # as sbatch refuses them: the interpreter would be "/bin/bash\r"
+            raise PydanticCustomError("script", "has DOS line breaks (\\r\\n) instead of UNIX ones (\\n); convert it,"
+                                      " e.g. with dos2unix")
         return value
 
     @field_validator("submit_dir", "chdir")

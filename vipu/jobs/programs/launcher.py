@@ -13,11 +13,13 @@ are stopped (as mpirun stops the rest), and poprun exits with the first failure'
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 
 OUTSIDE = ("poprun runs inside a job, on the partition the job holds: put it in a batch script and submit that"
            " (vipu submit job.sh); no IPUOF_VIPU_API_PARTITION_ID is set here")
@@ -59,9 +61,10 @@ def layout(args: argparse.Namespace, env: dict[str, str]) -> tuple[str, int, int
         raise LayoutError(f"--ipus-per-replica is {per}; give 1 or more")
     replicas = args.num_replicas if args.num_replicas is not None else size // per
     if replicas < 1 or replicas * per != size:
+        fits = max((d for d in range(1, min(per, size) + 1) if size % d == 0), default=1)  # IPUs per replica
         raise LayoutError(f"--num-replicas {replicas} x --ipus-per-replica {per} = {replicas * per} IPUs, but partition"
                           f" {partition} has {size}: give replicas x IPUs per replica = {size}"
-                          f" (e.g. --num-replicas {max(1, size // per)} --ipus-per-replica {per})")
+                          f" (e.g. --num-replicas {size // fits} --ipus-per-replica {fits})")
     instances = args.num_instances
     if instances < 1 or replicas % instances:
         divisors = ", ".join(str(d) for d in range(1, replicas + 1) if replicas % d == 0)
@@ -93,6 +96,9 @@ def topology(partition: str, instances: int, replicas: int, per: int) -> str:
     return "\n".join(rows)
 
 
+KILL_WAIT_S = 10.0  # instances told to stop get this long before SIGKILL (within the job's own KillWait)
+
+
 def launch(program: list[str], envs: list[dict[str, str]], shown: int | None) -> int:
     """Run an instance per environment; their output passes through (with several, each line tagged with its
     instance, unless only one instance's is shown). Returns poprun's exit code."""
@@ -101,18 +107,29 @@ def launch(program: list[str], envs: list[dict[str, str]], shown: int | None) ->
         quiet = shown is not None and shown != i
         tag = None if len(envs) == 1 or shown is not None else f"[{i}] "
         pipe = subprocess.DEVNULL if quiet else (subprocess.PIPE if tag else None)
+        # each instance its own process group (in the job's session, which the job's supervisor stops whole)
         procs.append(subprocess.Popen(program, env=env, stdout=pipe, stderr=pipe if pipe is not None else None,
-                                      text=tag is not None))
+                                      text=tag is not None, process_group=0))
         if tag:
             for stream, out in ((procs[-1].stdout, sys.stdout), (procs[-1].stderr, sys.stderr)):
                 readers.append(threading.Thread(target=_tagged, args=(stream, out, tag), daemon=True))
                 readers[-1].start()
-    stop = lambda *_: [p.terminate() for p in procs if p.poll() is None]  # noqa: E731 - forward a cancel
+    remaining = set(range(len(procs)))
+    kill_at = None
+
+    def stop(*_) -> None:  # a cancel of the job, or an instance failed: SIGTERM, then SIGKILL after KILL_WAIT_S
+        nonlocal kill_at
+        signal_instances(procs, remaining, signal.SIGTERM)
+        kill_at = kill_at or time.monotonic() + KILL_WAIT_S
+
     signal.signal(signal.SIGTERM, stop)
     first_failure = 0
-    remaining = set(range(len(procs)))
     while remaining:
-        pid, status = os.wait()
+        pid, status = _wait([procs[i].pid for i in remaining], kill_at)
+        if pid == 0:  # KILL_WAIT_S passed: the rest are deaf to SIGTERM
+            signal_instances(procs, remaining, signal.SIGKILL)
+            kill_at = math.inf
+            continue
         done = next((i for i in remaining if procs[i].pid == pid), None)
         if done is None:
             continue
@@ -122,9 +139,32 @@ def launch(program: list[str], envs: list[dict[str, str]], shown: int | None) ->
         if code != 0 and first_failure == 0:
             first_failure = code if code > 0 else 128 - code
             stop()  # as mpirun: one instance failed, the others stop
+    signal_instances(procs, range(len(procs)), signal.SIGKILL)  # what instances left running holds their output
     for reader in readers:  # the last lines of their output
         reader.join()
     return first_failure
+
+
+def _wait(pids: list[int], kill_at: float | None) -> tuple[int, int]:
+    """The next of `pids` to end, or (0, 0) once kill_at has passed. It polls: a blocking wait would go on waiting
+    after the SIGTERM handler set kill_at (Python retries the call)."""
+    while True:
+        if kill_at is not None and time.monotonic() >= kill_at:
+            return 0, 0
+        for pid in pids:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return done, status
+        time.sleep(0.05)
+
+
+def signal_instances(procs: list, which, sig: int) -> None:
+    """Signal each instance's process group: the instance and what it started."""
+    for i in which:
+        try:
+            os.killpg(procs[i].pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _tagged(stream, out, tag: str) -> None:

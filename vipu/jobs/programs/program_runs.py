@@ -45,6 +45,7 @@ class _Run:
     session: object = None  # that session, once open (run_sessions.py)
     stopped: bool = False
     finished: threading.Event = field(default_factory=threading.Event)
+    keeps: str | None = None  # the partition a stopped run holds until its program has ended
 
 
 class ProgramRuns:
@@ -112,7 +113,11 @@ class ProgramRuns:
                     result = {"failed": f"its supervisor could not be started: {type(e).__name__}: {e}"}
             self._ended(run, result)
         finally:
-            run.finished.set()
+            with self._lock:
+                run.finished.set()
+                kept, run.keeps = run.keeps, None
+            if kept is not None:
+                self.ctx.release(kept)
 
     def _ended(self, run: _Run, result: dict) -> None:
         ctx = self.ctx
@@ -133,15 +138,22 @@ class ProgramRuns:
                     ctx.finish(run.job_id, run.started, ended["exit_code"], None, ended["signal"])
         ctx.wake()
 
-    def stop(self, stop: StopJob) -> None:
-        """The run ended from outside: its supervisor stops the program (SIGTERM to its group, SIGKILL later)."""
+    def stop(self, stop: StopJob) -> bool:
+        """The run ended from outside: its supervisor stops the program (SIGTERM to its group, SIGKILL after
+        KillWait). True: the run keeps its partition until the program has ended, as Slurm keeps a job's nodes
+        COMPLETING, so no other job gets its IPUs while it still runs."""
         run = self.runs.get(stop.job_id)
         if run is None:
-            return
+            return False
         run.stopped = True
         self._close(run, f"job {stop.job_id}'s run was stopped ({stop.state.value}); its session with it")
         if run.host is not None:
             self._call(run.host, "terminate", run.key, wait=False)
+        with self._lock:
+            if run.finished.is_set():
+                return False
+            run.keeps = stop.partition
+            return True
 
     def _close(self, run: _Run, why: str) -> None:
         """End the run's session (its calls fail with `why`, its tensors are freed) and keep its steps."""

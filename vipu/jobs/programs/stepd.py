@@ -21,10 +21,12 @@ Run: python -m vipu.jobs.programs.stepd
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
 import signal
+import socket
 import stat
 import sys
 import time
@@ -54,10 +56,7 @@ def main() -> int:
         return 0
     say({"started": {"pid": pid}})
     status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, starter)
-    try:
-        os.killpg(pid, signal.SIGKILL)  # what the script left running: the job has ended
-    except ProcessLookupError:
-        pass
+    signal_group(pid, signal.SIGKILL)  # what the script left running: the job has ended
     script.unlink(missing_ok=True)
     code = os.waitstatus_to_exitcode(status)
     say({"ended": {"exit_code": max(code, 0), "signal": -code if code < 0 else 0}})
@@ -136,7 +135,24 @@ def become(launch: dict, script: Path) -> None:
     os.dup2(err, 2)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
-    os.execve(str(script), [str(script), *launch.get("args", [])], launch["env"])
+    try:
+        os.execve(str(script), [str(script), *launch.get("args", [])], launch["env"])
+    except OSError as e:  # the kernel names the script; the user needs the #! line that failed
+        raise StartError(cannot_exec(script, e)) from None
+
+
+def cannot_exec(script: Path, e: OSError) -> str:
+    """Why the batch script could not run, in terms of its #! line."""
+    with open(script, "rb") as f:
+        line = f.readline(4096).decode(errors="replace").strip()
+    interpreter = line[2:].split()[0] if line.startswith("#!") and line[2:].split() else line
+    where = socket.gethostname()
+    if e.errno == errno.ENOENT:
+        return (f"its interpreter {interpreter} (the script's first line, {line}) does not exist on {where}; fix"
+                " that line, e.g. #!/bin/bash")
+    if e.errno == errno.EACCES:
+        return f"its interpreter {interpreter} (the script's first line) may not be run by the job's user on {where}"
+    return f"its first line {line} could not be run on {where}: {e.strerror}"
 
 
 def open_output(path: str, what: str) -> int:
@@ -177,10 +193,33 @@ def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int) -> int:
 
 
 def signal_group(pid: int, sig: int) -> None:
+    """Signal the program's session: its process group, and the groups its processes made in the same session
+    (poprun's instances each have one, so that one failing stops the others without stopping poprun)."""
     try:
         os.killpg(pid, sig)
     except ProcessLookupError:
         pass
+    for other in session_members(pid):
+        try:
+            os.kill(other, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def session_members(sid: int) -> list[int]:
+    """The processes of session `sid` (the script's pid, as it called setsid), from /proc."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold spaces
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # state, ppid, pgrp, session
+            members.append(int(entry))
+    return members
 
 
 if __name__ == "__main__":
