@@ -149,8 +149,10 @@ def register(app: typer.Typer) -> None:
             print_json({"job": id, **run, "lines": list(reply.lines)})
         elif reply.lines:
             print("\n".join(reply.lines))
+        elif reply.record_json:  # a program that has printed nothing, or a training run yet to report a step
+            print(f"job {id} has no output (yet)")
         else:
-            print(f"job {id} has no output (yet): only programs and `train` workloads log")
+            print(f"job {id} has no output: only programs and `train` workloads log")
 
     @app.command()
     def history(

@@ -58,8 +58,9 @@ class JobSpec(Strict):
     requeue: bool = Field(True, strict=True, description="requeue under the same id after a node failure")
     output: str | None = Field(
         None, max_length=4096,
-        description="sbatch --output: the file the controller writes when a run ends (how it ended, and a train"
-        " workload's log). An absolute path (`vipu submit` makes a relative one absolute from where it runs) with"
+        description="sbatch --output: a command workload's stdout (and stderr, without `error`) as it runs; for"
+        " other kinds, the file the controller writes when a run ends (how it ended, and a train workload's log)."
+        " An absolute path (`vipu submit` makes a relative one absolute from where it runs) with"
         " Slurm's patterns %j job id, %A array job id, %a array task, %x job name, %u user, %% a percent sign",
     )
     error: str | None = Field(

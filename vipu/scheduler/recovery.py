@@ -79,7 +79,8 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
             changed.append(job)
         elif job.state is S.RUNNING:
             why = ("its partition was lost with the controller" if not kept
-                   else "its workload ran inside the controller's process, which stopped")
+                   else "its workload does not outlive the controller (a training run lives in the controller's"
+                   " process; a program's supervisor stops it when the controller goes)")
             then = "requeued" if job.spec.requeue else "not requeued (its spec says requeue: false)"
             failed = job.moved(S.NODE_FAIL, now, end_time=now, ended_by=f"the controller stopped while it ran: {why}",
                                recovery=f"ended NODE_FAIL at the controller's restart, {then}: {why}")

@@ -6,8 +6,9 @@ Why checked against the job's partition: every replica needs its IPUs, and the j
 run equal shares of the replicas; a layout that does not add up is refused with the arithmetic before anything runs.
 Instance i runs replicas i*R/I .. (i+1)*R/I - 1 (POPDIST_REPLICA_INDEX_OFFSET, POPDIST_NUM_LOCAL_REPLICAS).
 
-The instances share the job's process group, so a cancel or a time limit reaches them all; if one fails, the others
-are stopped (as mpirun stops the rest), and poprun exits with the first failure's code.
+Each instance runs in a process group of its own inside the job's session: a cancel or a time limit reaches them
+all (the job's supervisor stops the whole session), and if one fails the others' groups are stopped, SIGKILL after
+KILL_WAIT_S if deaf to SIGTERM (as mpirun stops the rest); poprun exits with the first failure's code.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class LayoutError(Exception):
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="poprun", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog="poprun", description=" ".join(__doc__.split("\n\n")[0].split()),
                                      usage="poprun [options] program [args...]")
     parser.add_argument("--num-instances", type=int, default=1, help="host processes (default 1)")
     parser.add_argument("--num-replicas", type=int, default=None,
