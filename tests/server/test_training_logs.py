@@ -212,8 +212,9 @@ def test_how_each_run_ended_survives_a_restart(rt, tmp_path, monkeypatch):
         lines = again.runners["train"].log_lines(job)
         assert lines[0] == lost[0]  # run 1's cause, as the old controller knew it
         stopped = [line for line in lines if line.startswith("run 2 ended NODE_FAIL at ")]
-        assert stopped and stopped[0].endswith(": the controller stopped while it ran: its workload ran inside the"
-                                               " controller's process, which stopped; requeued")
+        assert stopped and stopped[0].endswith(": the controller stopped while it ran: its workload does not outlive"
+                                               " the controller (a training run lives in the controller's process; a"
+                                               " program's supervisor stops it when the controller goes); requeued")
     finally:
         again.store.close()
 
