@@ -115,6 +115,12 @@ def test_wrap_runs_a_command_in_a_sh_script(server, tmp_path):
     write(tmp_path / "job.sh", "#!/bin/sh\ntrue\n")
     both = vipu(server, "submit", "job.sh", "--ipus", "1", "--wrap", "true", cwd=tmp_path)
     assert both.returncode == 2 and "--wrap makes the batch script from its command" in both.stderr
+    empty = vipu(server, "submit", "--ipus", "1", "--wrap", " ", cwd=tmp_path)
+    assert (empty.returncode, empty.stderr) == (2, 'vipu: error: --wrap is empty; give the command to run, e.g.'
+                                                   ' --wrap "hostname"\n')
+    no_ipus = vipu(server, "submit", "--wrap", "hostname", cwd=tmp_path)
+    assert (no_ipus.returncode, no_ipus.stderr) == (2, "vipu: error: --wrap asks for no IPUs; give vipu submit"
+                                                       " --ipus N\n")
 
 
 @pytest.mark.parametrize(("export", "want"), [

@@ -32,7 +32,9 @@ def is_batch_script(data: bytes) -> bool:
 
 
 def wrapped(command: str) -> str:
-    """sbatch --wrap's script around a command."""
+    """sbatch --wrap's script around a command; BatchError for a command with nothing to run."""
+    if not command.strip():
+        raise BatchError("--wrap is empty; give the command to run, e.g. --wrap \"hostname\"")
     return f"#!/bin/sh\n# This script was created by vipu submit --wrap.\n\n{command}\n"
 
 
@@ -82,6 +84,8 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
         raise BatchError(f"{source} is not UTF-8 text (bad byte at offset {e.start}); save the script as"
                          " UTF-8") from None
     options = {**parse_directives(script, source), **flags}
+    if "ipus" not in options and source == WRAP:
+        raise BatchError("--wrap asks for no IPUs; give vipu submit --ipus N")
     if "ipus" not in options:
         raise BatchError(f"{source} asks for no IPUs; add a line `#SBATCH --ipus=N` before its first command, or"
                          " give vipu submit --ipus N")

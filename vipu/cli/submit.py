@@ -50,8 +50,8 @@ def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] |
     if wrap is not None and specs:
         fail("vipu", f"--wrap makes the batch script from its command, so it takes no script or spec file (given:"
              f" {specs[0]}); give one or the other", BAD_INPUT)
-    data, source = (wrapped(wrap).encode(), WRAP) if wrap is not None else first  # type: ignore[misc]
     try:
+        data, source = (wrapped(wrap).encode(), WRAP) if wrap is not None else first  # type: ignore[misc]
         return script_request(data, source, specs[1:], flags, request_id)
     except (BatchError, DirectiveError) as e:
         fail("vipu", str(e), BAD_INPUT)
