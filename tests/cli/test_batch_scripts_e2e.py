@@ -151,7 +151,7 @@ def test_chdir_and_a_relative_output_land_where_sbatch_puts_them(server, tmp_pat
 
 
 def test_show_job_script_prints_the_script_byte_for_byte(server, tmp_path):
-    text = "#!/bin/bash\r\n#SBATCH --ipus=1 -H\n\tprintf '%s\\n' \"ünïcode $1\"  \n\n# no newline at the end"
+    text = "#!/bin/bash\n#SBATCH --ipus=1 -H\n# a lone\rreturn\n\tprintf '%s\\n' \"ünïcode $1\"  \n\n# no newline at the end"
     write(tmp_path / "job.sh", text)
     [job] = submit(server, "job.sh", cwd=tmp_path)
     out = subprocess.run([console_script("vipu"), "show", "job", str(job), "--script"], env=server.env(),

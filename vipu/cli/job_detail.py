@@ -16,6 +16,9 @@ from vipu.v1 import job_pb2 as j
 
 show = typer.Typer(help="Show one job in detail.", no_args_is_help=True)
 
+# what scontrol shows as an ended job's Reason (a pending job's comes from the controller)
+ENDED_REASONS = {"FAILED": "NonZeroExitCode", "TIMEOUT": "TimeLimit", "NODE_FAIL": "NodeDown"}
+
 
 def clock(seconds: float) -> str:
     """squeue's TIME: M:SS, H:MM:SS or D-HH:MM:SS."""
@@ -93,7 +96,7 @@ def print_job(x: j.Job) -> None:
     fields = [
         ("JobId", job_id(x)), *task,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task
         ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
-        ("QOS", x.qos), ("JobState", x.state), ("Reason", x.reason or "None"),
+        ("QOS", x.qos), ("JobState", x.state), ("Reason", x.reason or ENDED_REASONS.get(x.state, "None")),
         ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
         ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
         ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),  # NodeList=(null)
