@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from vipu.clock import WallClock
+from vipu.control.creations import KINDS as CREATION_KINDS, Creations
 from vipu.control.plane import ControlPlane
 from vipu.control.workloads import RunSettings, WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
@@ -54,12 +55,13 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     kinds = kinds if kinds is not None else builtin_kinds()  # before the records: their specs name the kinds
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
-        records = store.load({**PARTITION_KINDS, **JOB_KINDS})
+        records = store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS})
         controller = Controller(pod, store, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), store)
         settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir),
                                modelled_time_scale=modelled_time_scale)
-        plane = ControlPlane(controller, scheduler, store, clock.now, api_host, api_port, kinds, settings)
+        creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])
+        plane = ControlPlane(controller, scheduler, store, clock.now, api_host, api_port, kinds, settings, creations)
         with plane.lock:
             _recover(plane, [(k, r) for k, r in records if k in JOB_KINDS])
     return plane

@@ -260,6 +260,13 @@ class Admin:
         self._commit(puts=[("user", name, user)])
         return user, key
 
+    def new_key(self, name: str) -> tuple[User, str]:
+        """A new access key for the user in place of their old one (which stops working), shown this once."""
+        key = secrets.token_urlsafe(24)
+        user = self.state.get("user", name).model_copy(update={"key_sha256": key_hash(key)})
+        self._commit(puts=[("user", name, user)])
+        return user, key
+
     def remove_user(self, name: str) -> User:
         """Revoke a user's access key; their jobs and partitions stay (an admin can still act on them), and so do
         the allocations' grants to the name: dropping the last name from a grant would open that allocation to
