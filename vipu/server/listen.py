@@ -11,6 +11,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from vipu.server import reflection_v1
+
 
 class PortInUse(OSError):
     """Another process holds the port: a conflict (exit 4), where an address that is not this machine's is bad
@@ -32,12 +34,12 @@ def check_listen(host: str, port: int, flag: str = "--port") -> None:
 
 
 def add_health_and_reflection(server: grpc.Server, services: tuple[str, ...]) -> None:
-    """Health (SERVING for the server and each service) and reflection, open to every caller."""
+    """Health (SERVING for the server and each service) and reflection (v1alpha and v1), open to every caller."""
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in ("", *services):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection((*services, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    reflection_v1.enable((*services, health.SERVICE_NAME, reflection.SERVICE_NAME, reflection_v1.SERVICE_NAME), server)
 
 
 def bind(server: grpc.Server, host: str, port: int, tls: tuple[bytes, bytes] | None) -> int:
