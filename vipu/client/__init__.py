@@ -2,8 +2,9 @@
 
     from vipu.client import ApiError, Client
 
-    with Client.connect() as client:  # where the CLI would go: flags' equivalents, VIPU_CLI_* variables, config file
-        [job_id] = client.submit({"ipus": 4, "time_limit": "10m", "workload": {"kind": "sleep", "duration": 60}}).job_ids
+    with Client.connect() as client:  # where the CLI would go: arguments, VIPU_CLI_* variables, config file
+        spec = {"ipus": 4, "time_limit": "10m", "workload": {"kind": "sleep", "duration": 60}}
+        [job_id] = client.submit(spec).job_ids
         for job in client.jobs(users=["alice"]):
             print(job.id, job.state, job.reason)
 
