@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from vipu.errors import ORIGIN
 
@@ -61,6 +59,10 @@ class ApiError(Exception):
 
     @classmethod
     def _refusal(cls, error: grpc.RpcError, code: grpc.StatusCode, text: str) -> ApiError:
+        # imported here: a command that is not refused does not pay for them (20 ms of the CLI's start-up)
+        from google.rpc import error_details_pb2
+        from grpc_status import rpc_status
+
         reason, violations, resource = code.name, (), None
         try:
             status = rpc_status.from_call(error)
