@@ -36,7 +36,7 @@ LEADING = re.compile(r"(?:invalid [^:;]*: )?([a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*
 def details(error: VipuError, request: object = None) -> status_pb2.Status:
     """The google.rpc.Status of a refusal: the code and message the call ends with, and the details."""
     code = grpc.StatusCode[error.code]
-    described = _described(error)
+    described = _short(error.message)
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN)
     if error.resource is not None:
         info.metadata.update({"resource_type": error.resource[0], "resource_name": error.resource[1]})
@@ -97,11 +97,7 @@ def _violations(error: VipuError, request: object) -> list[tuple[str, str]]:
     word, named = match.groups()
     names = request.DESCRIPTOR.fields_by_name if isinstance(request, Message) else {}
     field = "name" if named and word not in names and "name" in names else word
-    return [(field, _described(error))]
-
-
-def _described(error: VipuError) -> str:
-    return _short(error.message)
+    return [(field, _short(error.message))]
 
 
 def _short(text: str) -> str:
