@@ -52,7 +52,7 @@ def submitter(port: int, seconds: float, barrier, out) -> None:
 
 
 def lister(port: int, seconds: float, barrier, out, brief: bool = True) -> None:
-    from vipu.cli.paging import every_page  # how `vipu queue` reads the whole queue
+    from vipu.client.paging import every_page  # how `vipu queue` reads the whole queue
 
     times, rows = [], 0
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:

@@ -22,7 +22,7 @@ import grpc
 from live_server import start_server
 
 from vipu.control.startup import open_plane
-from vipu.cli.paging import every_page
+from vipu.client.paging import every_page
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 

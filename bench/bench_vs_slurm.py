@@ -43,7 +43,7 @@ from pathlib import Path
 import grpc
 from live_server import start_bare_server, start_server
 
-from vipu.cli.paging import every_page
+from vipu.client.paging import every_page
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 

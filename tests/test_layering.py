@@ -112,3 +112,11 @@ def test_no_module_name_means_two_things():
         if path.name != "__init__.py" and "v1" not in path.parts:
             seen.setdefault(path.name, []).append(str(path.parent.relative_to(ROOT.parent)))
     assert {name: places for name, places in seen.items() if len(places) > 1} == {}
+
+
+def test_the_client_imports_only_itself_the_generated_api_and_the_errors():
+    """vipu.client is what scripts and the CLI import to call the controller: none of the controller comes with it."""
+    wrong = [f"{path.relative_to(ROOT.parent)} imports {name}" for path, tree in modules("client")
+             for name in imported(tree) if under(name, ("vipu",)) and not under(name, ("vipu.client", "vipu.v1",
+                                                                                     "vipu.errors"))]
+    assert wrong == []

@@ -23,8 +23,8 @@ class Identity:
     def check_owner(self, kind: str, name: str, owner: str) -> None:
         if not self.sees(owner):
             raise PermissionDenied(
-                f"{kind} {name} belongs to {owner or 'nobody'}, not {self.name}; only its owner or an admin may do that"
-            )
+                f"{kind} {name} belongs to {owner or 'nobody'}, not {self.name}; only its owner or an admin may do that",
+                reason="NOT_OWNER", resource=(kind, name))
 
 
     def check_allocation(self, name: str, users: list[str]) -> None:
@@ -32,8 +32,8 @@ class Identity:
         if users and not self.admin and self.name not in users:
             raise PermissionDenied(
                 f"allocation {name} is granted to {', '.join(users)}, not {self.name}; use your own allocation"
-                " (`vipu list allocations`) or ask an admin to grant you this one"
-            )
+                " (`vipu list allocations`) or ask an admin to grant you this one",
+                reason="ALLOCATION_NOT_GRANTED", resource=("allocation", name))
 
 
 ANYONE = Identity("", admin=True)  # an insecure controller trusts every caller

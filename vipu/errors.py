@@ -11,51 +11,77 @@ ORIGIN = ("x-vipu-origin", "controller")
 
 
 class VipuError(Exception):
-    """Base class: `code` is the gRPC status name the edge turns it into."""
+    """Base class: `code` is the gRPC status name the edge turns it into, `reason` the stable UPPER_SNAKE cause a
+    client may act on (google.rpc.ErrorInfo; docs/api.md lists them).
+
+    Optional, for the status details the edge adds (vipu/server/refusals.py): `reason` in place of the class's;
+    `field`, the field at fault when the message does not start with it (a request's field, or a path in a job
+    spec such as workload.steps); `violations`, several (field, what to do) at once; `resource`, the (kind, name)
+    the refusal is about (a job, a partition, a user...)."""
 
     code = "INTERNAL"
+    reason = "INTERNAL"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None,
+                 violations: tuple[tuple[str, str], ...] = (), resource: tuple[str, str] | None = None):
         super().__init__(message)
         self.message = message
+        if reason is not None:
+            self.reason = reason
+        elif resource is not None and self.code in KIND_REASONS:
+            self.reason = f"{resource[0].upper()}_{KIND_REASONS[self.code]}"  # JOB_NOT_FOUND, PARTITION_EXISTS
+        self.violations = violations or (((field, message),) if field else ())
+        self.resource = resource
+
+
+# a refusal about one object gets a reason naming its kind: NotFound(..., resource=("job", "7")) is JOB_NOT_FOUND
+KIND_REASONS = {"NOT_FOUND": "NOT_FOUND", "ALREADY_EXISTS": "EXISTS"}
 
 
 class InvalidArgument(VipuError):
     """The request can never succeed as written: fix the named field."""
 
     code = "INVALID_ARGUMENT"
+    reason = "INVALID_FIELD"
 
 
 class NotFound(VipuError):
     code = "NOT_FOUND"
+    reason = "NOT_FOUND"
 
 
 class AlreadyExists(VipuError):
     code = "ALREADY_EXISTS"
+    reason = "ALREADY_EXISTS"
 
 
 class FailedPrecondition(VipuError):
     """Valid, but the current state forbids it (in use, wrong state): retrying later may work."""
 
     code = "FAILED_PRECONDITION"
+    reason = "WRONG_STATE"
 
 
 class ResourceExhausted(VipuError):
     """Valid, but there is no room now (no free aligned block, a quota)."""
 
     code = "RESOURCE_EXHAUSTED"
+    reason = "NO_CAPACITY"
 
 
 class PermissionDenied(VipuError):
     code = "PERMISSION_DENIED"
+    reason = "PERMISSION_DENIED"
 
 
 class Unauthenticated(VipuError):
     code = "UNAUTHENTICATED"
+    reason = "UNAUTHENTICATED"
 
 
 class Unavailable(VipuError):
     code = "UNAVAILABLE"
+    reason = "UNAVAILABLE"
 
 
 class DeadlineExceeded(VipuError):
@@ -63,7 +89,10 @@ class DeadlineExceeded(VipuError):
     missing, so the slow or silent party is named."""
 
     code = "DEADLINE_EXCEEDED"
+    reason = "DEADLINE_EXCEEDED"
 
 
 class MachineLost(Unavailable):
     """A machine (its actor) died or restarted while a job's work was on it: the job ends NODE_FAIL, not FAILED."""
+
+    reason = "MACHINE_LOST"

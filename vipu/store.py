@@ -145,8 +145,8 @@ class Store:
                     self._health(False)
                     raise Unavailable(
                         f"the state store {self.path} could not be written ({e}); the change is kept and stored by"
-                        " the next write: retry (a submit with the same request_id is not queued twice)"
-                    ) from e
+                        " the next write: retry (a submit with the same request_id is not queued twice)",
+                        reason="STORE_UNAVAILABLE") from e
                 raise
             self._written = last
         finally:

@@ -48,11 +48,11 @@ BOUNDS = {"less_than_equal": ("large", "at most", "le"), "greater_than_equal": (
           "less_than": ("large", "less than", "lt"), "greater_than": ("small", "more than", "gt")}
 
 
-def describe(error: ValidationError, what: str, unknown: dict[str, str] | None = None, data: object = None) -> str:
-    """`what` names the thing being validated ("partition request", "pod config FILE"); `unknown` gives the message
-    for a top-level field that is not one of the model's but means something elsewhere (a planning-only key);
-    `data`, the document validated, lets each field be named by its path in it (see _path)."""
-    parts = []
+def violations(error: ValidationError, unknown: dict[str, str] | None = None,
+               data: object = None) -> list[tuple[str, str]]:
+    """Each bad field of `error` (at most 5) as (its path in the document, what it needs): what describe() joins
+    into a line, and what a refusal's details list field by field. `unknown`, `data`: as describe()'s."""
+    found = []
     for item in error.errors()[:5]:
         field = _path(item["loc"], data)
         message = item["msg"].removeprefix("Value error, ")  # pydantic's prefix for our validators' messages
@@ -69,7 +69,15 @@ def describe(error: ValidationError, what: str, unknown: dict[str, str] | None =
             message = f"{item['input']!r} is too {word}; give {give} {item['ctx'][key]}"
         elif item["type"].endswith(("_type", "_parsing")) and not isinstance(item.get("input"), (dict, list)):
             message = f"{message}, not {item['input']!r}{_fix(item['type'], item['input'])}"
-        parts.append(f"{field}: {message}" if field else message)
+        found.append((field, message))
+    return found
+
+
+def describe(error: ValidationError, what: str, unknown: dict[str, str] | None = None, data: object = None) -> str:
+    """`what` names the thing being validated ("partition request", "pod config FILE"); `unknown` gives the message
+    for a top-level field that is not one of the model's but means something elsewhere (a planning-only key);
+    `data`, the document validated, lets each field be named by its path in it (see _path)."""
+    parts = [f"{field}: {message}" if field else message for field, message in violations(error, unknown, data)]
     more = len(error.errors()) - 5
     suffix = f" (and {more} more)" if more > 0 else ""
     return f"invalid {what}: " + "; ".join(parts) + suffix

@@ -12,7 +12,7 @@ import uuid
 
 import grpc
 
-from vipu.cli.paging import every_page
+from vipu.client.paging import every_page
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
 
 SPEC = b'{"name": "load", "ipus": 1, "time_limit": "10m", "hold": true}'

@@ -1,0 +1,3 @@
+from __future__ import annotations
+
+import vipu.client  # noqa: F401 - first, so that grpc is imported quietly (vipu/client/__init__.py)

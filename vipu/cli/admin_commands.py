@@ -104,7 +104,7 @@ def create_agent(
 ):
     """Register the agent of one IPU-Machine."""
     c = ctx.obj.conn
-    x = c.call(c.admin.CreateAgent, a.CreateAgentRequest(name=name, host=host, port=port, machine=machine))
+    x = c.create(c.admin.CreateAgent, a.CreateAgentRequest(name=name, host=host, port=port, machine=machine))
     show(ctx, json_out, x, AGENT_HEADERS, [agent_row(x)])
 
 
@@ -123,7 +123,7 @@ def create_cluster(
     request = a.CreateClusterRequest(
         name=name, agents=csv(agents), num_ilds=num_ilds, topology=topology, cluster_topology=cluster_topology
     )
-    x = c.call(c.admin.CreateCluster, request)
+    x = c.create(c.admin.CreateCluster, request)
     show(ctx, json_out, x, CLUSTER_HEADERS, [cluster_row(x)])
 
 
@@ -137,7 +137,7 @@ def create_allocation(
 ):
     """Grant agents to users as an allocation; partitions never span allocations."""
     c = ctx.obj.conn
-    x = c.call(c.admin.CreateAllocation, a.CreateAllocationRequest(name=name, agents=csv(agents), users=csv(users)))
+    x = c.create(c.admin.CreateAllocation, a.CreateAllocationRequest(name=name, agents=csv(agents), users=csv(users)))
     show(ctx, json_out, x, ALLOCATION_HEADERS, [allocation_row(x)])
 
 
@@ -153,7 +153,7 @@ def create_user(
 ):
     """Create a user and print its access key (shown once; the controller keeps only a hash)."""
     c = ctx.obj.conn
-    x = c.call(c.admin.CreateUser, a.CreateUserRequest(name=name, admin=admin, unix_user=unix_user))
+    x = c.create(c.admin.CreateUser, a.CreateUserRequest(name=name, admin=admin, unix_user=unix_user))
     if ctx.obj.wants_json(json_out):
         print_json(x)
     else:

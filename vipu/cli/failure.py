@@ -8,7 +8,7 @@ from typing import NoReturn
 
 import grpc
 
-from vipu.errors import ORIGIN
+from vipu.client.api_error import TIMEOUT, ApiError
 
 OK = 0
 ERROR = 1  # anything not listed below (an internal error of the server)
@@ -52,22 +52,17 @@ def warn(prog: str, message: str) -> None:
     print(f"{prog}: warning: {message}", file=sys.stderr)
 
 
-def from_controller(error: grpc.RpcError) -> bool:
-    """Whether the controller chose this status (vipu/server/status.py marks it), rather than the transport."""
-    return ORIGIN in (error.trailing_metadata() or ())
+def fail_api(prog: str, error: ApiError, address: str) -> NoReturn:
+    """End the command on a failed call: the controller's own message (it names the field or object and the fix),
+    or what kept the call from it, with the exit code of its kind."""
+    message = error.message
+    if error.reason == TIMEOUT:  # how to wait longer is the CLI's to say
+        message = f"the V-IPU controller at {address} did not answer in time; retry, or {TIMEOUT_HOW.format(prog=prog)}"
+    fail(prog, message, EXIT_CODES.get(error.code, ERROR))
 
 
 def fail_rpc(prog: str, error: grpc.RpcError, address: str) -> NoReturn:
-    code = error.code()
-    if from_controller(error):
-        message = error.details()  # the controller's own message: it names the field or object and the fix
-    elif code == grpc.StatusCode.UNAVAILABLE:
-        message = f"cannot reach the V-IPU controller at {address}; is vipu-server running? (set --api-host/--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)"
-    elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        message = f"the V-IPU controller at {address} did not answer in time; retry, or {TIMEOUT_HOW.format(prog=prog)}"
-    else:
-        message = error.details() or code.name
-    fail(prog, message, EXIT_CODES.get(code, ERROR))
+    fail_api(prog, ApiError.of_call(error, address), address)
 
 
 def run_app(app, prog: str) -> NoReturn:

@@ -50,7 +50,7 @@ def create_partition(
         name=name, size=size, reconfigurable=reconfigurable, allocation=allocation, num_gcds=num_gcds,
         gcd_sync_replicas=gcd_sync_replicas,
     )
-    part = cli.conn.call(cli.conn.partitions.CreatePartition, request)
+    part = cli.conn.create(cli.conn.partitions.CreatePartition, request)
     if cli.wants_json(json_out):
         print_json(part)
     else:

@@ -25,14 +25,21 @@ class AdminOps:
     def _admin(self) -> Admin:
         return self.plane.controller.admin
 
+    def _once(self, caller: str, kind: str, request_id: str, fields: dict, create):
+        """create() once per request id (call under the lock)."""
+        return self.plane.creations.once(caller, kind, request_id, fields, create, self._admin.state.table(kind).get)
+
     def state(self, snap: Snapshot | None = None) -> PodState:
         """The Pod's admin objects, for reads: a snapshot's copy (the current one by default)."""
         return (snap or self.plane.read()).pod
 
     # -- agents -----------------------------------------------------------------------------------------------
-    def create_agent(self, name: str, **given) -> Agent:
+    def create_agent(self, name: str, *, caller: str = "", request_id: str = "", **given) -> Agent:
+        """`given`: host, port, machine, each only if set (else its default). With a `request_id`, a retry returns
+        what the first call made, as every create here does (creations.py)."""
         with self.plane.lock:
-            return self._admin.create_agent(name, **given)
+            return self._once(caller, "agent", request_id, {"name": name, **given},
+                              lambda: self._admin.create_agent(name, **given))
 
     def remove_agent(self, name: str) -> Agent:
         with self.plane.lock:
@@ -52,12 +59,13 @@ class AdminOps:
         return agent
 
     # -- clusters ---------------------------------------------------------------------------------------------
-    def create_cluster(self, name: str, agents: list[str], num_ilds: int, topology: str,
-                       cluster_topology: str) -> Cluster:
+    def create_cluster(self, name: str, agents: list[str], num_ilds: int, topology: str, cluster_topology: str, *,
+                       caller: str = "", request_id: str = "") -> Cluster:
         pod = self.plane.pod
+        fields = {"name": name, "agents": agents, "num_ilds": num_ilds or 1, "topology": topology or pod.ild_topology,
+                  "cluster_topology": cluster_topology or pod.cluster_topology}
         with self.plane.lock:
-            return self._admin.create_cluster(name, agents, num_ilds or 1, topology or pod.ild_topology,
-                                              cluster_topology or pod.cluster_topology)
+            return self._once(caller, "cluster", request_id, fields, lambda: self._admin.create_cluster(**fields))
 
     def remove_cluster(self, name: str) -> Cluster:
         with self.plane.lock:
@@ -70,9 +78,11 @@ class AdminOps:
         return sorted(self.state(snap).clusters.values(), key=lambda x: x.name)
 
     # -- allocations ------------------------------------------------------------------------------------------
-    def create_allocation(self, name: str, agents: list[str], users: list[str]) -> Allocation:
+    def create_allocation(self, name: str, agents: list[str], users: list[str], *, caller: str = "",
+                          request_id: str = "") -> Allocation:
+        fields = {"name": name, "agents": agents, "users": users}
         with self.plane.lock:
-            return self._admin.create_allocation(name, agents, users)
+            return self._once(caller, "allocation", request_id, fields, lambda: self._admin.create_allocation(**fields))
 
     def remove_allocation(self, name: str) -> Allocation:
         with self.plane.lock:
@@ -83,13 +93,24 @@ class AdminOps:
         return Admin(self.state(), NoJournal(), self.plane.now).get_allocation(name)
 
     # -- users ------------------------------------------------------------------------------------------------
-    def create_user(self, name: str, admin: bool, unix_user: str | None = None) -> tuple[User, str]:
+    def create_user(self, name: str, admin: bool, unix_user: str | None = None, *, caller: str = "",
+                    request_id: str = "") -> tuple[User, str]:
         """The user and their access key (shown once: only its sha256 is kept); `unix_user`, the account their
-        programs run as under --secure (accounts.py)."""
+        programs run as under --secure (accounts.py). A retry with the first call's `request_id` gets the same
+        user with a new key in place of the first one's, which the controller cannot give again."""
         if unix_user:
             account(unix_user)  # exists, and is not root
+        keys = []
+
+        def create() -> User:
+            user, key = self._admin.create_user(name, admin, unix_user or None)
+            keys.append(key)
+            return user
+
+        fields = {"name": name, "admin": admin, "unix_user": unix_user or None}
         with self.plane.lock:
-            return self._admin.create_user(name, admin, unix_user or None)
+            user = self._once(caller, "user", request_id, fields, create)
+            return (user, keys[0]) if keys else self._admin.new_key(name)
 
     def remove_user(self, name: str) -> User:
         with self.plane.lock:

@@ -89,7 +89,7 @@ class JobOps:
             spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, given)
         if spec.nice < 0 and not identity.admin:  # as Slurm: anyone may lower a job's priority, only admins raise it
             raise PermissionDenied(f"nice is {spec.nice}: only an admin may give a negative nice (it raises the job's"
-                                   " priority over everyone's); give 0 or more")
+                                   " priority over everyone's); give 0 or more", reason="ADMIN_REQUIRED")
         kind = self.plane.kinds.get(spec.workload.kind)
         if kind is None:
             raise InvalidArgument(f"workload kind {spec.workload.kind!r} does not run on this controller; use one of"
@@ -140,7 +140,7 @@ class JobOps:
         Without --secure every caller is an admin, so the kind is always asked for: a plain hold is a user hold."""
         if admin and not identity.admin:
             raise PermissionDenied(f"user {identity.name} is not an admin, so cannot place an admin hold"
-                                   " (JobHeldAdmin); drop --admin for a user hold")
+                                   " (JobHeldAdmin); drop --admin for a user hold", reason="ADMIN_REQUIRED")
         return self._each(ids, identity, lambda i, now: self.plane.scheduler.hold(i, now, admin=admin, single=single))
 
     def release(self, ids: list[int], single: bool, identity: Identity) -> list[Job]:

@@ -69,7 +69,8 @@ class PartitionOps:
         identity.check_owner("partition", name, part.owner)
         return part
 
-    def create(self, request: PartitionRequest, identity: Identity) -> Partition:
+    def create(self, request: PartitionRequest, identity: Identity, request_id: str = "") -> Partition:
+        """A new partition; with a `request_id`, a retry returns the partition the first call made (creations.py)."""
         if identity.name:  # the partition's owner: the same rule as a job's user (submit checks it)
             try:
                 check_name("user", identity.name)
@@ -83,15 +84,20 @@ class PartitionOps:
                 identity.check_allocation(request.allocation,
                                           plane.controller.admin.get_allocation(request.allocation).users)
             try:
-                part = plane.controller.partitions.create(request)
-            except AlreadyExists:
+                part = plane.creations.once(identity.name, "partition", request_id, request.model_dump(),
+                                            lambda: plane.controller.partitions.create(request),
+                                            self._state.partitions.get)
+            except AlreadyExists as e:
+                if e.reason == "REQUEST_ID_REUSED":
+                    raise
                 taken = self._state.partitions.get(request.name)
                 if taken is None or self._visible(identity, self._state)(taken):
                     raise
                 # names are the controller's, not each user's (as V-IPU's): the name is refused, but neither its
                 # owner nor a `vipu remove partition` the caller could not run is named
                 raise AlreadyExists(f"partition name {request.name!r} is taken; partition names are shared by every"
-                                    " user of this controller: choose another name") from None
+                                    " user of this controller: choose another name",
+                                    resource=("partition", request.name)) from None
         return part
 
     def get(self, name: str, identity: Identity) -> PartitionView:

@@ -13,6 +13,7 @@ from typing import Callable, Iterable
 
 from vipu.access import Identity
 from vipu.control.admin_ops import AdminOps
+from vipu.control.creations import Creations
 from vipu.control.device_ops import DeviceOps
 from vipu.control.driver import Driver
 from vipu.control.executor import LiveExecutor
@@ -36,10 +37,11 @@ from vipu.workers.fleet import Fleet
 class ControlPlane:
     def __init__(self, controller: Controller, scheduler: Scheduler, store: Store, now: Callable[[], float],
                  api_host: str, api_port: int, kinds: dict[str, WorkloadKind] | None = None,
-                 settings: RunSettings = RunSettings()):
+                 settings: RunSettings = RunSettings(), creations: Creations | None = None):
         self.controller = controller
         self.scheduler = scheduler
         self.store = store
+        self.creations = creations if creations is not None else Creations(store)  # create calls' request ids
         self.now = now
         self.pod = controller.pod
         self.topology = controller.state.topology  # the IPU-Link torus: fixed for the Pod
@@ -112,7 +114,7 @@ class ControlPlane:
         if self.secure:
             user = self.user_for_key(key or "")
             if user is None:
-                raise Unauthenticated("no valid access key; pass --api-access-key")
+                raise Unauthenticated("no valid access key; pass --api-access-key", reason="ACCESS_KEY_UNKNOWN")
             return Identity(user.name, user.admin)
         return Identity(claimed, admin=True)
 

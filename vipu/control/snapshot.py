@@ -119,6 +119,8 @@ class Listings:
 class ListingGone(FailedPrecondition):
     """A page token whose listing is no longer kept."""
 
+    reason = "LISTING_EXPIRED"
+
 
 def _token(version: int, offset: int, digest: str) -> str:
     raw = json.dumps([version, offset, digest], separators=(",", ":")).encode()

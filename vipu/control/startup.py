@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from vipu.clock import WallClock
+from vipu.control.creations import KINDS as CREATION_KINDS, Creations
 from vipu.control.plane import ControlPlane
 from vipu.control.workloads import RunSettings, WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
@@ -95,7 +96,8 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         scheduler = Scheduler(pod, config or SchedulerConfig(), store)
         settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir),
                                modelled_time_scale=modelled_time_scale)
-        plane = ControlPlane(controller, scheduler, store, clock.now, api_host, api_port, kinds, settings)
+        creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])
+        plane = ControlPlane(controller, scheduler, store, clock.now, api_host, api_port, kinds, settings, creations)
         with plane.lock:
             _recover(plane, [(k, r) for k, r in records if k in JOB_KINDS])
     plane.state_id = held
@@ -106,7 +108,7 @@ def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
     """Every record, or InvalidArgument naming those that do not load or contradict the Pod or each other, and the
     fix. Why refuse rather than skip: a job left out would be lost without a word, and its id given again."""
     try:
-        records = store.load({**PARTITION_KINDS, **JOB_KINDS})
+        records = store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS})
         bad = [Damaged(*c) for c in contradictions(pod, records)]
     except DamagedRecords as e:
         bad = e.damaged

@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from typing import Callable
 
-from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
+from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from vipu.partition.admin_records import (
     AGENT_HOST,
     AGENT_PORT,
@@ -58,9 +58,11 @@ class Admin:
     def _new_name(self, kind: str, name: str) -> None:
         check_name(kind, name)
         if kind == "allocation" and name == DEFAULT_ALLOCATION:
-            raise AlreadyExists("allocation 'default' is the built-in pool of unallocated agents; choose another name")
+            raise AlreadyExists("allocation 'default' is the built-in pool of unallocated agents; choose another name",
+                                resource=("allocation", name))
         if name in self.state.table(kind):
-            raise AlreadyExists(f"{kind} {name!r} already exists; choose another name or remove it first")
+            raise AlreadyExists(f"{kind} {name!r} already exists; choose another name or remove it first",
+                                resource=(kind, name))
 
     def _known_agents(self, agents: list[str], field: str) -> list[str]:
         if not agents:
@@ -98,9 +100,10 @@ class Admin:
         if machine is None:
             free = [m for m in range(self.state.pod.machines) if m not in taken]
             if not free:
-                raise ResourceExhausted(
+                # a conflict with the agents there are (exit 4), not a lack of room that waiting could end
+                raise FailedPrecondition(
                     f"every one of the {self.state.pod.machines} machines of {self.state.pod.name} has an agent;"
-                    " remove one first or start the controller with a bigger --pod"
+                    " remove one first or start the controller with a bigger --pod", reason="NO_MACHINE_WITHOUT_AGENT"
                 )
             machine = free[0]
         if not 0 <= machine < self.state.pod.machines:
@@ -108,7 +111,8 @@ class Admin:
                 f"machine is {machine}; {self.state.pod.name} has machines 0 to {self.state.pod.machines - 1}"
             )
         if machine in taken:
-            raise AlreadyExists(f"machine {machine} already has agent {taken[machine].name}; remove it first")
+            raise AlreadyExists(f"machine {machine} already has agent {taken[machine].name}; remove it first",
+                                resource=("agent", taken[machine].name))
         agent = Agent(name=name, host=host, port=port, machine=machine, created_at=self.now())
         # a cluster is whole IPU-Link domains: an agent replacing one of its machines' joins it (allocations are
         # grants, so it joins none of those)
@@ -253,6 +257,13 @@ class Admin:
         self._new_name("user", name)
         key = secrets.token_urlsafe(24)
         user = User(name=name, admin=admin, key_sha256=key_hash(key), created_at=self.now(), unix_user=unix_user)
+        self._commit(puts=[("user", name, user)])
+        return user, key
+
+    def new_key(self, name: str) -> tuple[User, str]:
+        """A new access key for the user in place of their old one (which stops working), shown this once."""
+        key = secrets.token_urlsafe(24)
+        user = self.state.get("user", name).model_copy(update={"key_sha256": key_hash(key)})
         self._commit(puts=[("user", name, user)])
         return user, key
 

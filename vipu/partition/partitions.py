@@ -34,7 +34,7 @@ class Partitions:
         if request.name in state.partitions:
             raise AlreadyExists(
                 f"partition {request.name!r} already exists; choose another name or `vipu remove partition"
-                f" {request.name}` first"
+                f" {request.name}` first", resource=("partition", request.name)
             )
         allocation = request.allocation or DEFAULT_ALLOCATION
         if allocation != DEFAULT_ALLOCATION:
@@ -52,8 +52,10 @@ class Partitions:
             room = (f"no free aligned block of {n_ipus(request.size)} in allocation {allocation}: {n_ipus(free)} free,"
                     f" the largest free block holds {n_ipus(largest)}")
             if place(state.capacity_mask(allocation) & ~state.used_mask, state.pod.ipus, request.size) is not None:
-                raise ResourceExhausted(f"{room}; {self._out_of_service(allocation)}")  # not a partition in the way
-            raise ResourceExhausted(f"{room}; remove a partition or ask for a smaller size")
+                raise ResourceExhausted(f"{room}; {self._out_of_service(allocation)}", reason="NO_FREE_IPUS",
+                                        resource=("allocation", allocation))  # not a partition in the way
+            raise ResourceExhausted(f"{room}; remove a partition or ask for a smaller size", reason="NO_FREE_IPUS",
+                                    resource=("allocation", allocation))
         now = self.now()
         machine = state.topology.place(first).machine
         cluster = next((c.name for c in state.clusters.values() if any(
@@ -127,7 +129,7 @@ class Partitions:
         if partition.holder and not force:
             raise FailedPrecondition(
                 f"partition {name} is in use by {partition.holder}; wait for it to end, cancel it, or remove with"
-                " --force"
+                " --force", reason="PARTITION_IN_USE", resource=("partition", name)
             )
         now = self.now()
         removed = partition.moved_to(S.REMOVING, now).moved_to(S.REMOVED, now)

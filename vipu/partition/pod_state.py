@@ -46,7 +46,7 @@ KINDS: dict[str, type[BaseModel]] = {
 def missing(kind: str, name: str) -> NotFound:
     """The error for a record that does not exist (or, with --secure, that the caller may not see: the same words)."""
     listing = "vipu list partitions" if kind == "partition" else f"vipu-admin list {kind}s"
-    return NotFound(f"{kind} {name!r} does not exist; `{listing}` shows the ones that do")
+    return NotFound(f"{kind} {name!r} does not exist; `{listing}` shows the ones that do", resource=(kind, name))
 
 
 @dataclass

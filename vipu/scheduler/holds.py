@@ -29,7 +29,7 @@ def check_release(s: Scheduler, job_id: int, admin: bool, single: bool) -> None:
             tasks = spans([j.array_task_id for j in locked])  # type: ignore[misc]
             which = f"array job {job_id} (task{'s' if len(locked) > 1 else ''} {tasks})"
         raise PermissionDenied(f"{which} is held by an admin (JobHeldAdmin); only an admin may release it: ask one"
-                               " to run `vipu release`")
+                               " to run `vipu release`", reason="ADMIN_REQUIRED")
 
 
 def changed(s: Scheduler, job_id: int, held: bool, admin: bool, single: bool) -> list[Job]:

@@ -20,7 +20,7 @@ from vipu.scheduler.begin import parse_begin
 from vipu.scheduler.deps import Dependency, DependencySyntaxError, parse_dependency
 from vipu.scheduler.durations import parse_duration
 from vipu.scheduler.workload import AnyWorkload, HoldWorkload
-from vipu.validation import MAX_SPEC_BYTES, describe
+from vipu.validation import MAX_SPEC_BYTES, describe, violations
 
 LimitSeconds = Annotated[
     float, BeforeValidator(lambda v: parse_duration(v, "time_limit", positive=True, unlimited=True))
@@ -124,7 +124,8 @@ def parse_spec(data: object, source: str = "job spec") -> JobSpec:
     try:
         return JobSpec.model_validate(data)
     except ValidationError as e:
-        raise InvalidArgument(describe(e, source, PLAN_ONLY, data)) from None
+        raise InvalidArgument(describe(e, source, PLAN_ONLY, data),
+                              violations=tuple(violations(e, PLAN_ONLY, data))) from None
 
 
 # keys `vipu plan` reads from the same file that a submitted job does not take

@@ -181,7 +181,7 @@ class Scheduler:
             before = f", the specs before this one add {active - queued}," if active > queued else ""
             raise ResourceExhausted(
                 f"the queue holds {queued} jobs{before} and this submit adds {count}; at most {self.config.max_jobs}"
-                " may be queued or running (max_jobs): wait for some to finish or cancel some"
+                " may be queued or running (max_jobs): wait for some to finish or cancel some", reason="QUEUE_FULL"
             )
         check_dependency(resolved, self.table, range(first_id, first_id + count),
                          call_ids=range(self.table.next_id, first_id))

@@ -127,7 +127,7 @@ def earlier_jobs(table: JobTable, spec: JobSpec, request_id: str) -> list[int]:
     earlier = table.request_ids.get((spec.user, request_id), [])  # type: ignore[arg-type]
     if earlier and table.jobs[earlier[0]].spec != spec:
         raise AlreadyExists(f"request_id {request_id!r} was already used for job {earlier[0]} with a different spec;"
-                            " use a new request id for a new job")
+                            " use a new request id for a new job", reason="REQUEST_ID_REUSED", field="request_id")
     return earlier
 
 

@@ -250,7 +250,8 @@ class JobTable:
     def get(self, job_id: int) -> Job:
         job = self.jobs.get(job_id)
         if job is None:
-            raise NotFound(f"job {job_id} does not exist; `vipu queue` lists active jobs and `vipu history` all jobs")
+            raise NotFound(f"job {job_id} does not exist; `vipu queue` lists active jobs and `vipu history` all jobs",
+                           resource=("job", str(job_id)))
         return job
 
     def whole_array(self, job_id: int, single: bool) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vipu.server import convert
+from vipu.server.auth import identity
 from vipu.server.status import rpc
 from vipu.v1 import admin_pb2 as a
 from vipu.v1 import admin_pb2_grpc
@@ -17,6 +18,10 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
     def _agent(self, agent) -> a.Agent:
         return convert.agent(agent, self.plane.topology)
 
+    def _once(self, request, context) -> dict:
+        """Who asked and the request id of a create, for a retry to get what the first call made."""
+        return {"caller": identity(self.plane, context).name, "request_id": request.request_id}
+
     def _partitions(self, partitions) -> p.ListPartitionsResponse:
         return p.ListPartitionsResponse(partitions=[convert.partition(x, self.plane.pod) for x in partitions])
 
@@ -24,7 +29,7 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
     def CreateAgent(self, request, context):
         # only the fields set: an unset one takes its default, a set one is checked as it is (port 0 is refused)
         given = {field: getattr(request, field) for field in ("host", "port", "machine") if request.HasField(field)}
-        return self._agent(self.admin.create_agent(request.name, **given))
+        return self._agent(self.admin.create_agent(request.name, **self._once(request, context), **given))
 
     @rpc
     def RemoveAgent(self, request, context):
@@ -51,7 +56,8 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
     @rpc
     def CreateCluster(self, request, context):
         return convert.cluster(self.admin.create_cluster(request.name, list(request.agents), request.num_ilds,
-                                                         request.topology, request.cluster_topology))
+                                                         request.topology, request.cluster_topology,
+                                                         **self._once(request, context)))
 
     @rpc
     def RemoveCluster(self, request, context):
@@ -70,7 +76,8 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     @rpc
     def CreateAllocation(self, request, context):
-        allocation = self.admin.create_allocation(request.name, list(request.agents), list(request.users))
+        allocation = self.admin.create_allocation(request.name, list(request.agents), list(request.users),
+                                                  **self._once(request, context))
         return convert.allocation(allocation, self.plane.pod)
 
     @rpc
@@ -89,7 +96,8 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     @rpc
     def CreateUser(self, request, context):
-        user, key = self.admin.create_user(request.name, request.admin, request.unix_user)
+        user, key = self.admin.create_user(request.name, request.admin, request.unix_user,
+                                           **self._once(request, context))
         return a.CreatedUser(user=convert.user(user), access_key=key)
 
     @rpc

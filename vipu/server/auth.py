@@ -10,6 +10,7 @@ from __future__ import annotations
 import grpc
 
 from vipu.access import Identity
+from vipu.errors import PermissionDenied, Unauthenticated, VipuError
 from vipu.server.status import abort
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
@@ -36,9 +37,9 @@ def identity(plane, context) -> Identity:
     return plane.identity(bearer(metadata), claimed)
 
 
-def _refuse(code: grpc.StatusCode, message: str):
+def _refuse(error: VipuError):
     def behaviour(request, context):
-        abort(context, code, message)
+        abort(context, error)
 
     return grpc.unary_unary_rpc_method_handler(behaviour)
 
@@ -52,11 +53,13 @@ class AuthInterceptor(grpc.ServerInterceptor):
             return continuation(details)
         key = bearer(details.invocation_metadata)
         if key is None:
-            return _refuse(grpc.StatusCode.UNAUTHENTICATED, f"this controller runs --secure and needs an access key; {FIX}")
+            return _refuse(Unauthenticated(f"this controller runs --secure and needs an access key; {FIX}",
+                                           reason="ACCESS_KEY_MISSING"))
         user = self.plane.user_for_key(key)
         if user is None:
-            return _refuse(grpc.StatusCode.UNAUTHENTICATED, f"the access key is not known to this controller; {FIX}")
+            return _refuse(Unauthenticated(f"the access key is not known to this controller; {FIX}",
+                                           reason="ACCESS_KEY_UNKNOWN"))
         if details.method.startswith(ADMIN_PREFIX) and not user.admin:
-            return _refuse(grpc.StatusCode.PERMISSION_DENIED,
-                           f"user {user.name} is not an admin; the admin service needs an admin's access key")
+            return _refuse(PermissionDenied(f"user {user.name} is not an admin; the admin service needs an admin's"
+                                            " access key", reason="ADMIN_REQUIRED"))
         return continuation(details)

@@ -12,6 +12,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from vipu.server import reflection_v1
+
 
 class PortInUse(OSError):
     """Another process holds the port: a conflict (exit 4), where an address that is not this machine's is bad
@@ -33,8 +35,8 @@ def check_listen(host: str, port: int, flag: str = "--port") -> None:
 
 
 def add_health_and_reflection(server: grpc.Server, services: tuple[str, ...]) -> Callable[[bool], None]:
-    """Health (SERVING for the server and each service) and reflection, open to every caller. Returns what sets
-    health for all of them: SERVING (True) or NOT_SERVING (False)."""
+    """Health (SERVING for the server and each service) and reflection (v1alpha and v1), open to every caller.
+    Returns what sets health for all of them: SERVING (True) or NOT_SERVING (False)."""
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
 
@@ -44,7 +46,7 @@ def add_health_and_reflection(server: grpc.Server, services: tuple[str, ...]) ->
             health_servicer.set(name, status)
 
     serving(True)
-    reflection.enable_server_reflection((*services, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    reflection_v1.enable((*services, health.SERVICE_NAME, reflection.SERVICE_NAME, reflection_v1.SERVICE_NAME), server)
     return serving
 
 

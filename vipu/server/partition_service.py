@@ -30,7 +30,7 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
             reconfigurable=request.reconfigurable,
             allocation=request.allocation or None,
         )
-        made = self.plane.partitions.create(spec, identity(self.plane, context))
+        made = self.plane.partitions.create(spec, identity(self.plane, context), request.request_id)
         return convert.partition(made, self.plane.pod)
 
     @rpc

@@ -1,31 +1,20 @@
-"""One table from domain errors to gRPC status codes, applied to every servicer method by one decorator."""
+"""Domain errors to gRPC statuses (their code names the status; refusals.py adds the details), applied to every
+servicer method by one decorator."""
 
 from __future__ import annotations
 
 import functools
 import logging
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 import grpc
 from pydantic import ValidationError
 
-from vipu.errors import ORIGIN, VipuError
-from vipu.validation import describe
+from vipu.errors import DeadlineExceeded, InvalidArgument, VipuError
+from vipu.server import refusals
+from vipu.validation import describe, violations
 
 log = logging.getLogger("vipu.server")
-
-STATUS = {
-    "INVALID_ARGUMENT": grpc.StatusCode.INVALID_ARGUMENT,
-    "NOT_FOUND": grpc.StatusCode.NOT_FOUND,
-    "ALREADY_EXISTS": grpc.StatusCode.ALREADY_EXISTS,
-    "FAILED_PRECONDITION": grpc.StatusCode.FAILED_PRECONDITION,
-    "RESOURCE_EXHAUSTED": grpc.StatusCode.RESOURCE_EXHAUSTED,
-    "PERMISSION_DENIED": grpc.StatusCode.PERMISSION_DENIED,
-    "UNAUTHENTICATED": grpc.StatusCode.UNAUTHENTICATED,
-    "UNAVAILABLE": grpc.StatusCode.UNAVAILABLE,
-    "DEADLINE_EXCEEDED": grpc.StatusCode.DEADLINE_EXCEEDED,
-    "INTERNAL": grpc.StatusCode.INTERNAL,
-}
 
 
 class Malformed(NamedTuple):
@@ -64,34 +53,35 @@ def add_servicer(add, servicer, server: grpc.Server) -> None:
     server.add_registered_method_handlers(capture.service, handlers)
 
 
-def abort(context, code: grpc.StatusCode, message: str):
-    context.set_trailing_metadata((ORIGIN,))
-    context.abort(code, message)
+def abort(context, error: VipuError, request: object = None) -> NoReturn:
+    """End the call with the error's status and its details (refusals.py), marked as the controller's."""
+    context.abort_with_status(refusals.status(error, request))
 
 
 def rpc(method):
     """Run a servicer method: refuse work whose deadline has passed, and turn every failure into a status with
-    a message, so no input can take the server down. Methods raise domain errors; they never call abort."""
+    a message and its details, so no input can take the server down. Methods raise domain errors; they never call
+    abort."""
 
     @functools.wraps(method)
     def wrapper(self, request, context):
         remaining = context.time_remaining()
         if remaining is not None and remaining <= 0:
-            abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed before the request was served")
+            abort(context, DeadlineExceeded("the deadline passed before the request was served"))
         if type(request) is Malformed:
-            abort(context, grpc.StatusCode.INVALID_ARGUMENT,
-                  f"the request is not a valid {method.__name__} request ({request.error}); build it from"
-                  " protos/vipu/v1")
+            abort(context, InvalidArgument(f"the request is not a valid {method.__name__} request ({request.error});"
+                                           " build it from protos/vipu/v1", reason="MALFORMED_REQUEST"))
         try:
             return method(self, request, context)
         except VipuError as e:
-            abort(context, STATUS[e.code], e.message)
+            error = e
         except ValidationError as e:
-            abort(context, grpc.StatusCode.INVALID_ARGUMENT, describe(e, "request"))
+            error = InvalidArgument(describe(e, "request"), violations=tuple(violations(e)))
         except (ValueError, OverflowError) as e:  # e.g. a protobuf field out of range for the domain
-            abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {e}")
+            error = InvalidArgument(f"invalid request: {e}")
         except Exception as e:  # noqa: BLE001 - the server keeps serving; the log has the traceback
             log.exception("unexpected error in %s", method.__name__)
-            abort(context, grpc.StatusCode.INTERNAL, f"internal error in {method.__name__}: {type(e).__name__}: {e}")
+            error = VipuError(f"internal error in {method.__name__}: {type(e).__name__}: {e}")
+        abort(context, error, request)
 
     return wrapper

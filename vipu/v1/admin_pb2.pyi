@@ -40,16 +40,18 @@ class Agent(_message.Message):
     def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., machine: _Optional[int] = ..., state: _Optional[str] = ..., ipus: _Optional[_Iterable[int]] = ..., created_at: _Optional[float] = ...) -> None: ...
 
 class CreateAgentRequest(_message.Message):
-    __slots__ = ("name", "host", "port", "machine")
+    __slots__ = ("name", "host", "port", "machine", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     MACHINE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     host: str
     port: int
     machine: int
-    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., machine: _Optional[int] = ...) -> None: ...
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., machine: _Optional[int] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class ListAgentsResponse(_message.Message):
     __slots__ = ("agents", "next_page_token", "total_size")
@@ -78,18 +80,20 @@ class Cluster(_message.Message):
     def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., num_ilds: _Optional[int] = ..., topology: _Optional[str] = ..., cluster_topology: _Optional[str] = ..., created_at: _Optional[float] = ...) -> None: ...
 
 class CreateClusterRequest(_message.Message):
-    __slots__ = ("name", "agents", "num_ilds", "topology", "cluster_topology")
+    __slots__ = ("name", "agents", "num_ilds", "topology", "cluster_topology", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     AGENTS_FIELD_NUMBER: _ClassVar[int]
     NUM_ILDS_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     agents: _containers.RepeatedScalarFieldContainer[str]
     num_ilds: int
     topology: str
     cluster_topology: str
-    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., num_ilds: _Optional[int] = ..., topology: _Optional[str] = ..., cluster_topology: _Optional[str] = ...) -> None: ...
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., num_ilds: _Optional[int] = ..., topology: _Optional[str] = ..., cluster_topology: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class ListClustersResponse(_message.Message):
     __slots__ = ("clusters", "next_page_token", "total_size")
@@ -102,14 +106,16 @@ class ListClustersResponse(_message.Message):
     def __init__(self, clusters: _Optional[_Iterable[_Union[Cluster, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class CreateAllocationRequest(_message.Message):
-    __slots__ = ("name", "agents", "users")
+    __slots__ = ("name", "agents", "users", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     AGENTS_FIELD_NUMBER: _ClassVar[int]
     USERS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     agents: _containers.RepeatedScalarFieldContainer[str]
     users: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class User(_message.Message):
     __slots__ = ("name", "admin", "created_at", "unix_user")
@@ -124,14 +130,16 @@ class User(_message.Message):
     def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., created_at: _Optional[float] = ..., unix_user: _Optional[str] = ...) -> None: ...
 
 class CreateUserRequest(_message.Message):
-    __slots__ = ("name", "admin", "unix_user")
+    __slots__ = ("name", "admin", "unix_user", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     UNIX_USER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     admin: bool
     unix_user: str
-    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., unix_user: _Optional[str] = ...) -> None: ...
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., unix_user: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class CreatedUser(_message.Message):
     __slots__ = ("user", "access_key")

@@ -21,20 +21,22 @@ class VersionInfo(_message.Message):
     def __init__(self, version: _Optional[str] = ..., pod: _Optional[str] = ..., ipus: _Optional[int] = ...) -> None: ...
 
 class CreatePartitionRequest(_message.Message):
-    __slots__ = ("name", "size", "num_gcds", "gcd_sync_replicas", "reconfigurable", "allocation")
+    __slots__ = ("name", "size", "num_gcds", "gcd_sync_replicas", "reconfigurable", "allocation", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     NUM_GCDS_FIELD_NUMBER: _ClassVar[int]
     GCD_SYNC_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     RECONFIGURABLE_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     size: int
     num_gcds: int
     gcd_sync_replicas: int
     reconfigurable: bool
     allocation: str
-    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., num_gcds: _Optional[int] = ..., gcd_sync_replicas: _Optional[int] = ..., reconfigurable: _Optional[bool] = ..., allocation: _Optional[str] = ...) -> None: ...
+    request_id: str
+    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., num_gcds: _Optional[int] = ..., gcd_sync_replicas: _Optional[int] = ..., reconfigurable: _Optional[bool] = ..., allocation: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class StateChange(_message.Message):
     __slots__ = ("state", "at")

@@ -1,6 +1,6 @@
 """Following a list call's pages (Google's AIP-158: page_size, page_token, next_page_token) to the end.
 
-Why the CLI asks for large pages: every page is a round trip, and the controller works out a listing once per
+Why the client asks for large pages: every page is a round trip, and the controller works out a listing once per
 snapshot and keeps it for the pages after the first, so a big page costs it no more than several small ones.
 """
 
@@ -9,10 +9,6 @@ from __future__ import annotations
 from typing import Callable
 
 PAGE_SIZE = 1000
-
-
-class ListingGone(Exception):
-    """The controller no longer keeps the listing a page token names."""
 
 
 def every_page(call: Callable, request, gone: Callable[[Exception], bool] = lambda e: False, tries: int = 3):
@@ -29,21 +25,31 @@ def every_page(call: Callable, request, gone: Callable[[Exception], bool] = lamb
     raise AssertionError("unreachable")
 
 
-def _pages(call: Callable, request):
+def pages(call: Callable, request):
+    """Each reply of `call(request)`, page after page, to the last; `request` is not changed."""
     asked = type(request)()
     asked.CopyFrom(request)
     if not asked.page_size:
         asked.page_size = PAGE_SIZE
-    merged = None
     while True:
         reply = call(asked)
+        yield reply
+        if not reply.next_page_token:
+            return
+        asked.page_token = reply.next_page_token
+
+
+def items_of(reply) -> list:
+    """A list response's items: field 1 of every list response."""
+    return getattr(reply, reply.DESCRIPTOR.fields_by_number[1].name)
+
+
+def _pages(call: Callable, request):
+    merged = None
+    for reply in pages(call, request):
         if merged is None:
             merged = reply
         else:
-            items = reply.DESCRIPTOR.fields_by_number[1].name  # every list response has its items as field 1
-            getattr(merged, items).extend(getattr(reply, items))
-        if not reply.next_page_token:
-            break
-        asked.page_token = reply.next_page_token
+            items_of(merged).extend(items_of(reply))
     merged.next_page_token = ""
     return merged

@@ -1,0 +1,150 @@
+"""How a call reaches the controller: one channel (TLS or plaintext), who is calling, a deadline on every call,
+retries of idempotent calls while the controller is unreachable, every page of a list call, and each failure as
+one ApiError."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from pathlib import Path
+from typing import Callable
+
+import grpc
+
+from vipu.client import paging
+from vipu.client.api_error import BAD_SETTING, TLS_MISMATCH, ApiError
+from vipu.client.settings import Settings
+from vipu.v1 import admin_pb2_grpc, job_pb2_grpc, partition_pb2_grpc
+
+DEFAULT_TIMEOUT_S = 10.0
+# a queue of 10,000+ jobs is more than gRPC's default 4 MB reply limit
+CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 512 * 1024 * 1024)]
+HOSTNAME_MISMATCH = (62, 64)  # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
+RETRY_PAUSE_S = 0.2
+PAGE_TRIES = 3  # a listing the controller no longer keeps is started again this often
+LISTING_EXPIRED = "LISTING_EXPIRED"
+
+
+class Caller:
+    """`timeout`: seconds each call may take, and how long an idempotent call is retried while the controller is
+    unreachable (a restart after a crash)."""
+
+    def __init__(self, settings: Settings, timeout: float = DEFAULT_TIMEOUT_S):
+        self.settings, self.timeout = settings, timeout
+        self._channel: grpc.Channel | None = None
+
+    @property
+    def address(self) -> str:
+        return self.settings.address
+
+    @property
+    def channel(self) -> grpc.Channel:
+        if self._channel is None:
+            ca = self.settings.tls_ca
+            if ca:
+                try:
+                    root = Path(ca).read_bytes()
+                    ssl.create_default_context(cafile=ca)  # else gRPC logs 8 lines and only says it cannot connect
+                except ssl.SSLError as e:
+                    raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, BAD_SETTING,
+                                   f"the TLS CA file {ca} is not a PEM certificate ({e.reason}); give the CA"
+                                   " certificate that signed the controller's (-----BEGIN CERTIFICATE-----)") from None
+                except OSError as e:
+                    raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, BAD_SETTING,
+                                   f"cannot read the TLS CA file {ca}: {e.strerror}") from None
+                self._channel = grpc.secure_channel(self.address, grpc.ssl_channel_credentials(root), CHANNEL_OPTIONS)
+            else:
+                self._channel = grpc.insecure_channel(self.address, CHANNEL_OPTIONS)
+        return self._channel
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+
+    @property
+    def partition_service(self) -> partition_pb2_grpc.PartitionServiceStub:
+        return partition_pb2_grpc.PartitionServiceStub(self.channel)
+
+    @property
+    def admin_service(self) -> admin_pb2_grpc.AdminServiceStub:
+        return admin_pb2_grpc.AdminServiceStub(self.channel)
+
+    @property
+    def job_service(self) -> job_pb2_grpc.JobServiceStub:
+        return job_pb2_grpc.JobServiceStub(self.channel)
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        pairs = [("x-vipu-user", self.settings.user)]
+        if self.settings.access_key:
+            pairs.append(("authorization", f"Bearer {self.settings.access_key}"))
+        return tuple(pairs)
+
+    def call(self, method, request, retry: bool = False, waiting: Callable[[], None] | None = None):
+        """The reply of `method(request)` (a stub's method), or ApiError.
+
+        `retry`: for idempotent calls (a create with its request id), keep retrying while the controller is
+        unreachable until the timeout has passed; `waiting()` is called once, when the retries start."""
+        deadline = time.monotonic() + self.timeout
+        first = True
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return method(request, timeout=max(left, 0.05), metadata=self.metadata())
+            except grpc.RpcError as e:
+                error = ApiError.of_call(e, self.address)
+                down = e.code() == grpc.StatusCode.UNAVAILABLE and not error.from_controller
+                # a TLS mismatch does not mend by waiting: probe for it once, when the first try fails
+                if down and first and (problem := self.tls_problem()):
+                    raise ApiError(grpc.StatusCode.UNAVAILABLE, TLS_MISMATCH, problem) from None
+                if not (retry and error.code == grpc.StatusCode.UNAVAILABLE and error.reason != "NOT_A_CONTROLLER"
+                        and left > 0.25):
+                    raise error from None
+                if first and waiting is not None:
+                    waiting()
+                first = False
+                time.sleep(RETRY_PAUSE_S)
+
+    def every_page(self, method, request):
+        """Every page of a list call merged into one response of its type (its list field holds every item), all
+        from one moment; a listing the controller no longer keeps is started again (paging.py)."""
+        return paging.every_page(lambda asked: self.call(method, asked), request,
+                                 gone=lambda e: isinstance(e, ApiError) and e.reason == LISTING_EXPIRED,
+                                 tries=PAGE_TRIES)
+
+    def items(self, method, request):
+        """Each item of a list call, a page at a time (the first page's moment: a listing the controller no longer
+        keeps midway raises ApiError LISTING_EXPIRED)."""
+        for reply in paging.pages(lambda asked: self.call(method, asked), request):
+            yield from paging.items_of(reply)
+
+    def tls_problem(self) -> str | None:
+        """Why the controller could not be reached, when the reason is TLS. gRPC reports a plaintext client talking
+        to a TLS controller, and a certificate that does not verify, as the same UNAVAILABLE as a stopped server,
+        with the reason only in free text; one handshake of our own tells them apart. Run once, when a call's first
+        try failed, so a working setup pays nothing and a stopped server costs one refused connect."""
+        ca = self.settings.tls_ca
+        context = ssl.create_default_context(cafile=ca)
+        if not ca:  # only asking whether the controller speaks TLS at all
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        host, port = self.settings.host, self.settings.port
+        try:
+            with socket.create_connection((host, port), timeout=min(self.timeout, 2.0)) as raw:
+                context.wrap_socket(raw, server_hostname=host).close()
+        except ssl.SSLCertVerificationError as e:
+            fix = ("connect by a name the certificate lists (--api-host)" if e.verify_code in HOSTNAME_MISMATCH
+                   else "give the CA that signed the controller's certificate")
+            return (f"the TLS certificate of the controller at {self.address} did not verify against the CA in {ca}"
+                    f" ({e.verify_message}); {fix}")
+        except ssl.SSLError as e:
+            if not ca:
+                return None  # not TLS either: something else is wrong
+            return (f"the controller at {self.address} did not complete a TLS handshake ({e.reason or e}); if it"
+                    " runs without --tls-cert, drop --tls-ca (and VIPU_CLI_TLS_CA, tls-ca in the config file)")
+        except OSError:
+            return None  # nothing listens there: the usual 'cannot reach'
+        if ca:
+            return None  # TLS works: something else is wrong
+        return (f"the controller at {self.address} speaks TLS and the CLI connected without it; pass --tls-ca with the"
+                " CA certificate that signed the controller's (or set VIPU_CLI_TLS_CA)")

@@ -1,0 +1,118 @@
+"""Client: the controller's API as Python methods, for scripts that would otherwise drive the CLI. Replies are the
+API's own messages (vipu/v1, protos/vipu/v1); every failure is one ApiError. docs/client.md shows it in use."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Iterable, Iterator
+
+from vipu.client.caller import DEFAULT_TIMEOUT_S, Caller
+from vipu.client.settings import resolve
+from vipu.v1 import job_pb2 as j
+from vipu.v1 import partition_pb2 as p
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Client(Caller):
+    """A connection to one V-IPU controller.
+
+    `Client.connect()` finds the controller as the vipu CLI does (arguments, else VIPU_CLI_* variables, else the
+    config file, else localhost:8090); `timeout` bounds each call, and how long a create is retried while the
+    controller is unreachable. Use it as a context manager, or close() it, to close its channel."""
+
+    @classmethod
+    def connect(cls, host: str | None = None, port: int | None = None, user: str | None = None,
+                access_key: str | None = None, tls_ca: str | None = None,
+                timeout: float = DEFAULT_TIMEOUT_S) -> Client:
+        return cls(resolve(host, port, user, access_key, tls_ca), timeout)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def version(self) -> p.VersionInfo:
+        return self.call(self.partition_service.GetVersion, p.GetVersionRequest())
+
+    # -- jobs -------------------------------------------------------------------------------------------------
+    def submit(self, spec: str | bytes | dict, *, source: str = "", overrides: dict | None = None,
+               request_id: str | None = None) -> j.SubmitJobResponse:
+        """Queue a job spec (YAML or JSON text, or a dict) with `overrides` replacing its fields; the reply's
+        job_ids are the jobs queued (an array's tasks). Retried with the same request id while the controller is
+        unreachable, so it never queues twice (`duplicate` says a retry found the first submit's jobs)."""
+        text = json.dumps(spec).encode() if isinstance(spec, dict) else spec.encode() if isinstance(spec, str) \
+            else spec
+        request = j.SubmitJobRequest(spec=text, source=source, overrides_json=json.dumps(overrides) if overrides
+                                     else "", request_id=request_id or new_request_id())
+        return self.call(self.job_service.SubmitJob, request, retry=True)
+
+    def jobs(self, *, users: Iterable[str] = (), states: Iterable[str] = (), ids: Iterable[int] = (),
+             brief: bool = False) -> Iterator[j.Job]:
+        """The active jobs (squeue), in the queue's order, a page at a time; `brief` leaves out spec_json and
+        detail_json."""
+        request = j.ListJobsRequest(users=users, states=states, ids=ids, brief=brief)
+        return self.items(self.job_service.ListJobs, request)
+
+    def job(self, job_id: int) -> j.Job:
+        return self.call(self.job_service.GetJob, j.GetJobRequest(id=job_id))
+
+    def cancel(self, *ids: int, users: Iterable[str] = (), single: bool = False) -> list[j.Job]:
+        """Cancel jobs (an array job's id: every task, unless `single`); the reply lists the jobs it ended."""
+        return list(self.call(self.job_service.CancelJobs, j.JobIdsRequest(ids=ids, users=users, single=single)).jobs)
+
+    def hold(self, *ids: int, admin: bool = False, single: bool = False) -> list[j.Job]:
+        return list(self.call(self.job_service.HoldJobs, j.JobIdsRequest(ids=ids, admin=admin, single=single)).jobs)
+
+    def release(self, *ids: int, single: bool = False) -> list[j.Job]:
+        return list(self.call(self.job_service.ReleaseJobs, j.JobIdsRequest(ids=ids, single=single)).jobs)
+
+    def requeue(self, *ids: int, single: bool = False) -> list[j.Job]:
+        return list(self.call(self.job_service.RequeueJobs, j.JobIdsRequest(ids=ids, single=single)).jobs)
+
+    def history(self, *, users: Iterable[str] = (), states: Iterable[str] = (), ids: Iterable[int] = (),
+                limit: int = 0, duplicates: bool = False, brief: bool = False) -> Iterator[j.Job]:
+        """Ended jobs (sacct) in the order they ended; `duplicates`: each earlier run of a requeued job too."""
+        request = j.HistoryRequest(users=users, states=states, ids=ids, limit=limit, duplicates=duplicates,
+                                   brief=brief)
+        return self.items(self.job_service.History, request)
+
+    def logs(self, job_id: int) -> j.JobLogsResponse:
+        return self.call(self.job_service.JobLogs, j.GetJobRequest(id=job_id))
+
+    def info(self) -> j.ClusterInfoResponse:
+        return self.call(self.job_service.ClusterInfo, j.ClusterInfoRequest())
+
+    def priorities(self, *ids: int) -> Iterator[j.PriorityFactors]:
+        """Each pending job's priority factors (sprio); none named: every pending job."""
+        return self.items(self.job_service.Priorities, j.PrioritiesRequest(ids=ids))
+
+    # -- partitions -------------------------------------------------------------------------------------------
+    def partitions(self) -> Iterator[p.Partition]:
+        return self.items(self.partition_service.ListPartitions, p.ListPartitionsRequest())
+
+    def partition(self, name: str, *, gcd: int | None = None, ipu_configs: bool = False) -> p.PartitionView:
+        return self.call(self.partition_service.GetPartition,
+                         p.GetPartitionRequest(name=name, gcd=gcd, ipu_configs=ipu_configs))
+
+    def create_partition(self, name: str, size: int, *, num_gcds: int | None = None,
+                         gcd_sync_replicas: int | None = None, reconfigurable: bool = False, allocation: str = "",
+                         request_id: str | None = None) -> p.Partition:
+        """Retried with the same request id while the controller is unreachable: it creates the partition once."""
+        request = p.CreatePartitionRequest(name=name, size=size, num_gcds=num_gcds,
+                                           gcd_sync_replicas=gcd_sync_replicas, reconfigurable=reconfigurable,
+                                           allocation=allocation, request_id=request_id or new_request_id())
+        return self.call(self.partition_service.CreatePartition, request, retry=True)
+
+    def remove_partition(self, name: str, *, force: bool = False) -> p.Partition:
+        return self.call(self.partition_service.RemovePartition, p.RemovePartitionRequest(name=name, force=force))
+
+    def allocations(self) -> Iterator[p.Allocation]:
+        return self.items(self.partition_service.ListAllocations, p.ListAllocationsRequest())
+
+    def ipus(self) -> Iterator[p.Ipu]:
+        return self.items(self.partition_service.ListIpus, p.ListIpusRequest())

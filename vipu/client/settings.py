@@ -1,0 +1,117 @@
+"""Where the controller is and who is calling, as the vipu CLI finds it. Each setting comes from its argument (the
+CLI's flag), else the environment (VIPU_CLI_API_HOST, VIPU_CLI_API_PORT, VIPU_CLI_API_USER_ID,
+VIPU_CLI_API_ACCESS_KEY, VIPU_CLI_TLS_CA), else the config file (VIPU_CLI_CONFIG, else ~/.config/vipu/vipu-cli.hcl,
+else /etc/vipu/vipu-cli.hcl, in V-IPU's `api-host = "..."` form), else the default (localhost:8090, no key,
+plaintext). A config file that cannot be used (missing when named, bad syntax, an unknown key) is an error, never
+skipped: a setting silently dropped sends the call to the wrong controller as the wrong user."""
+
+from __future__ import annotations
+
+import difflib
+import getpass
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from vipu.client.api_error import BAD_SETTING, ApiError
+
+DEFAULT_HOST = "localhost"
+DEFAULT_PORT = 8090
+DEFAULT_CONFIGS = (Path.home() / ".config/vipu/vipu-cli.hcl", Path("/etc/vipu/vipu-cli.hcl"))
+CONFIG_KEYS = ("api-host", "api-port", "api-user-id", "api-access-key", "tls-ca")
+# V-IPU's vipu-cli.hcl as HCL reads it, one attribute a line: key = "string" (JSON escapes) or key = 8090 / true;
+# comments start with # or //.
+COMMENT = r"(?:(?:#|//).*)?"
+BLANK = re.compile(rf"\s*{COMMENT}")
+STRING = r'"((?:[^"\\]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*)"'
+ATTRIBUTE = re.compile(rf"\s*([A-Za-z_][\w-]*)\s*=\s*(?:{STRING}|(-?\d+|true|false))\s*{COMMENT}")
+
+
+@dataclass
+class Settings:
+    host: str
+    port: int
+    user: str
+    access_key: str | None
+    tls_ca: str | None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def bad(message: str) -> ApiError:
+    return ApiError(grpc.StatusCode.INVALID_ARGUMENT, BAD_SETTING, message)
+
+
+def config_path() -> Path | None:
+    named = os.environ.get("VIPU_CLI_CONFIG")
+    if named:  # named on purpose: a wrong path is a mistake to report, not a reason to use another file
+        if not Path(named).exists():
+            raise bad(f"VIPU_CLI_CONFIG names {named}, which does not exist; fix the path or unset VIPU_CLI_CONFIG")
+        return Path(named)
+    return next((path for path in DEFAULT_CONFIGS if path.is_file()), None)
+
+
+def read_config(path: Path) -> dict[str, str]:
+    """The settings in `path`; anything HCL would refuse, or a key we do not know, is an error naming the line."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise bad(f"cannot read the config file {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise bad(f"the config file {path} is not UTF-8 text; write it as key = \"value\" lines") from None
+    settings: dict[str, str] = {}
+    first_seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        where = f"config file {path} line {number}"
+        if BLANK.fullmatch(line):
+            continue
+        match = ATTRIBUTE.fullmatch(line)
+        if not match:
+            raise bad(f'{where}: cannot parse {line.strip()!r}; write key = "value" (or key = 8090)')
+        key = match[1]
+        if key not in CONFIG_KEYS:
+            close = difflib.get_close_matches(key, CONFIG_KEYS, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise bad(f"{where}: unknown key {key!r}; {hint}the keys are {', '.join(CONFIG_KEYS)}")
+        if key in settings:
+            raise bad(f"{where}: {key} is set again (first on line {first_seen[key]}); keep one")
+        settings[key] = json.loads(f'"{match[2]}"') if match[2] is not None else match[3]
+        first_seen[key] = number
+    return settings
+
+
+def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None) -> Settings:
+    """The settings, each from its argument, else the environment, else the config file, else the default; raises
+    ApiError (reason BAD_SETTING) naming what cannot be used."""
+    path = config_path()
+    config = read_config(path) if path else {}
+
+    def pick(given, env: str, key: str):
+        return given if given is not None else os.environ.get(env) or config.get(key) or None
+
+    raw_port = pick(port, "VIPU_CLI_API_PORT", "api-port")
+    try:
+        port_number = DEFAULT_PORT if raw_port is None else int(raw_port)
+    except ValueError:
+        source = "--api-port" if port is not None else "VIPU_CLI_API_PORT" if os.environ.get("VIPU_CLI_API_PORT") \
+            else f"api-port in {path}"
+        raise bad(f"the API port is {raw_port!r} ({source}), not a number; set it to the controller's port") from None
+    if not 0 < port_number < 65536:
+        raise bad(f"the API port is {port_number}; give a TCP port from 1 to 65535")
+    settings = Settings(
+        host=pick(host, "VIPU_CLI_API_HOST", "api-host") or DEFAULT_HOST,
+        port=port_number,
+        user=pick(user, "VIPU_CLI_API_USER_ID", "api-user-id") or getpass.getuser(),
+        access_key=pick(access_key, "VIPU_CLI_API_ACCESS_KEY", "api-access-key"),
+        tls_ca=pick(tls_ca, "VIPU_CLI_TLS_CA", "tls-ca"),
+    )
+    if settings.tls_ca and tls_ca is None and not os.environ.get("VIPU_CLI_TLS_CA") and path:
+        # a path in the config file means the same file wherever the command is run from: beside the config
+        settings.tls_ca = str(Path(path).parent / Path(settings.tls_ca).expanduser())
+    return settings

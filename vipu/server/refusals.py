@@ -1,0 +1,110 @@
+"""The details of every refusal, made in one place from the domain's error (google.rpc.Status, sent through
+grpcio-status): ErrorInfo with the error's stable reason, BadRequest naming each field at fault and its fix,
+ResourceInfo for the object it is about, PreconditionFailure for a state that forbids it. docs/api.md lists the
+reasons; a client reads them with grpc_status.rpc_status.from_call (vipu.client does).
+
+Why the field may come from the message: a refusal's message starts with the field it is about ("size is 12, not a
+power of two...", "port (--port) is 0...", "ipu 999 does not exist..."), the rule every message follows. The
+leading word counts only when the request (or, for a submit, the job spec) has a field of that name, so a message
+that starts otherwise names no field rather than a wrong one.
+"""
+
+from __future__ import annotations
+
+import re
+
+import grpc
+from google.protobuf import any_pb2
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from vipu.errors import ORIGIN, VipuError
+from vipu.scheduler.job_spec import JobSpec
+
+DOMAIN = "vipu.graphcore.sim"  # ErrorInfo.domain: whose reasons these are
+MAX_DESCRIPTION = 1000  # characters of one detail's text: a refusal travels in the call's trailing metadata
+MAX_DETAILS_BYTES = 4096  # above this only ErrorInfo is sent: a client's metadata limit is 8 KB by default
+# where a job spec's fields sit in a request that carries specs
+SPEC_FIELDS = {"SubmitJobRequest": "spec.", "SubmitJobsRequest": "jobs.spec."}
+JOB_SPEC_FIELDS = frozenset(JobSpec.model_fields)
+# a message's leading field: `invalid SOURCE: ` (a spec's refusals) may come first, and `name` after a kind
+# ("partition name 'x' ...", "allocation name ...")
+LEADING = re.compile(r"(?:invalid [^:;]*: )?([a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*)( name\b)?")
+
+
+def details(error: VipuError, request: object = None) -> status_pb2.Status:
+    """The google.rpc.Status of a refusal: the code and message the call ends with, and the details."""
+    code = grpc.StatusCode[error.code]
+    described = _short(error.message)
+    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN)
+    if error.resource is not None:
+        info.metadata.update({"resource_type": error.resource[0], "resource_name": error.resource[1]})
+    status = status_pb2.Status(code=code.value[0], message=error.message, details=[_packed(info)])
+    violations = [(path, text) for field, text in _violations(error, request)
+                  if (path := field_path(field, request, inferred=not error.violations))]
+    more = []
+    if violations:
+        more.append(error_details_pb2.BadRequest(field_violations=[
+            error_details_pb2.BadRequest.FieldViolation(field=path, description=text) for path, text in violations]))
+    if error.resource is not None:
+        kind, name = error.resource
+        more.append(error_details_pb2.ResourceInfo(resource_type=kind, resource_name=name, description=described))
+    if code is grpc.StatusCode.FAILED_PRECONDITION:
+        subject = f"{error.resource[0]}/{error.resource[1]}" if error.resource else ""
+        more.append(error_details_pb2.PreconditionFailure(violations=[
+            error_details_pb2.PreconditionFailure.Violation(type=error.reason, subject=subject,
+                                                            description=described)]))
+    full = status_pb2.Status()
+    full.CopyFrom(status)
+    full.details.extend(_packed(x) for x in more)
+    return full if full.ByteSize() <= MAX_DETAILS_BYTES else status
+
+
+def status(error: VipuError, request: object = None) -> grpc.Status:
+    """What the call ends with: the code, the message, the details, and the mark that the controller chose it."""
+    made = rpc_status.to_status(details(error, request))
+    return made._replace(trailing_metadata=(ORIGIN, *made.trailing_metadata))
+
+
+def field_path(field: str, request: object, inferred: bool = False) -> str | None:
+    """`field` as a path in `request`: a field of the request as it is, a singular name of a repeated one (ipu ->
+    ipus), else a path in the job spec a submit carries (spec.workload.steps). `inferred` (read off a message): a
+    spec path only when the spec has that field, and nothing when no field matches."""
+    if not isinstance(request, Message):
+        return None if inferred else field
+    names = request.DESCRIPTOR.fields_by_name
+    first, dot, rest = field.partition(".")
+    if first in names:
+        return field
+    if first + "s" in names and names[first + "s"].is_repeated:
+        return f"{first}s{dot}{rest}"
+    prefix = SPEC_FIELDS.get(request.DESCRIPTOR.name)
+    if prefix and (not inferred or first in JOB_SPEC_FIELDS):
+        return prefix + field
+    return None if inferred else field
+
+
+def _violations(error: VipuError, request: object) -> list[tuple[str, str]]:
+    """The error's own (field, fix) pairs, else for bad input the field its message starts with."""
+    if error.violations:
+        return [(field, _short(text)) for field, text in error.violations if field]
+    if error.code != "INVALID_ARGUMENT":
+        return []
+    match = LEADING.match(error.message)
+    if match is None:
+        return []
+    word, named = match.groups()
+    names = request.DESCRIPTOR.fields_by_name if isinstance(request, Message) else {}
+    field = "name" if named and word not in names and "name" in names else word
+    return [(field, _short(error.message))]
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_DESCRIPTION else text[:MAX_DESCRIPTION - 3] + "..."
+
+
+def _packed(detail) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(detail)
+    return packed
