@@ -30,6 +30,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 create = typer.Typer(help="Create an agent, cluster, allocation or user.", no_args_is_help=True)
+update = typer.Typer(help="Change a user.", no_args_is_help=True)
 remove = typer.Typer(help="Remove an agent, cluster, allocation or user (revoking its access key).", no_args_is_help=True)
 get = typer.Typer(help="Show one agent, cluster, allocation or user.", no_args_is_help=True)
 listing = typer.Typer(help="List agents, clusters, allocations or users.", no_args_is_help=True)
@@ -159,6 +160,26 @@ def create_user(
     else:
         print(f"User {x.user.name} created{' (admin)' if x.user.admin else ''}.")
         print(f"Access key (shown once): {x.access_key}")
+
+
+@update.command("user")
+def update_user(
+    ctx: typer.Context,
+    name: str,
+    unix_user: str = typer.Option(None, "--unix-user", metavar="ACCOUNT",
+                                  help="the Unix account the user's programs run as under --secure; \"\" removes it"),
+    json_out: bool = JsonOption,
+):
+    """Change a user (sacctmgr modify user), keeping their access key."""
+    c = ctx.obj.conn
+    request = a.UpdateUserRequest(name=name)
+    if unix_user is not None:
+        request.unix_user = unix_user
+    x = c.call(c.admin.UpdateUser, request)
+    if ctx.obj.wants_json(json_out):
+        print_json(x)
+    else:
+        print(f"User {x.name} updated: programs run as {x.unix_user or 'no account (refused under --secure)'}.")
 
 
 def _simple(group: typer.Typer, verb: str, kind: str, rpc_name: str, headers: list[str], row) -> None:
@@ -295,6 +316,7 @@ def fail_link(ctx: typer.Context, ipu_a: int = typer.Argument(...), ipu_b: int =
 app.add_typer(repair, name="repair")
 app.add_typer(kill, name="kill")
 app.add_typer(create, name="create")
+app.add_typer(update, name="update")
 app.add_typer(remove, name="remove")
 app.add_typer(get, name="get")
 app.add_typer(listing, name="list")

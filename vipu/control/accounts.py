@@ -1,7 +1,7 @@
 """Which Unix account a user's program runs as: never one with more privilege than the user has.
 
 Under --secure each vipu user's programs run as the Unix account an admin mapped to them (`vipu-admin create user
-NAME --unix-user ACCOUNT`), with its uid, gid and groups, as slurmd runs a job as its submitter; only a controller
+NAME --unix-user ACCOUNT`, or `vipu-admin update user NAME --unix-user ACCOUNT`), with its uid, gid and groups, as slurmd runs a job as its submitter; only a controller
 running as root can switch to it. Without a mapping, or on a controller that is not root, programs are refused at
 submit with how to allow them. Without --secure (one person on a laptop) programs run as the controller's user.
 """
@@ -19,8 +19,7 @@ def unix_account(user: str, unix_user: str | None) -> dict:
     if not unix_user:
         raise PermissionDenied(
             f"user {user} has no Unix account to run programs as, and a --secure controller runs programs only as"
-            f" their user's account: an admin maps one (vipu-admin create user {user} --unix-user ACCOUNT, after"
-            f" vipu-admin remove user {user})")
+            f" their user's account: an admin maps one (vipu-admin update user {user} --unix-user ACCOUNT)")
     if os.geteuid() != 0:
         raise PermissionDenied(
             "this --secure controller does not run as root, so it cannot run a program as its user's Unix account;"

@@ -112,6 +112,15 @@ class AdminOps:
             user = self._once(caller, "user", request_id, fields, create)
             return (user, keys[0]) if keys else self._admin.new_key(name)
 
+    def update_user(self, name: str, unix_user: str | None) -> User:
+        """Map the user to another Unix account ("" removes the mapping; None changes nothing)."""
+        if unix_user:
+            account(unix_user)  # exists, and is not root
+        with self.plane.lock:
+            if unix_user is None:
+                return self._admin.state.get("user", name)  # NotFound for no such user
+            return self._admin.update_user(name, unix_user or None)
+
     def remove_user(self, name: str) -> User:
         with self.plane.lock:
             return self._admin.remove_user(name)

@@ -260,6 +260,12 @@ class Admin:
         self._commit(puts=[("user", name, user)])
         return user, key
 
+    def update_user(self, name: str, unix_user: str | None) -> User:
+        """The user with another Unix account (None: none); their access key stays."""
+        user = self.state.get("user", name).model_copy(update={"unix_user": unix_user})
+        self._commit(puts=[("user", name, user)])
+        return user
+
     def new_key(self, name: str) -> tuple[User, str]:
         """A new access key for the user in place of their old one (which stops working), shown this once."""
         key = secrets.token_urlsafe(24)

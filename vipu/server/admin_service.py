@@ -101,6 +101,11 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
         return a.CreatedUser(user=convert.user(user), access_key=key)
 
     @rpc
+    def UpdateUser(self, request, context):
+        unix_user = request.unix_user if request.HasField("unix_user") else None
+        return convert.user(self.admin.update_user(request.name, unix_user))
+
+    @rpc
     def RemoveUser(self, request, context):
         return convert.user(self.admin.remove_user(request.name))
 

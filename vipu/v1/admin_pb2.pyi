@@ -129,6 +129,14 @@ class User(_message.Message):
     unix_user: str
     def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., created_at: _Optional[float] = ..., unix_user: _Optional[str] = ...) -> None: ...
 
+class UpdateUserRequest(_message.Message):
+    __slots__ = ("name", "unix_user")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UNIX_USER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    unix_user: str
+    def __init__(self, name: _Optional[str] = ..., unix_user: _Optional[str] = ...) -> None: ...
+
 class CreateUserRequest(_message.Message):
     __slots__ = ("name", "admin", "unix_user", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]

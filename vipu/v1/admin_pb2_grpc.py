@@ -125,6 +125,11 @@ class AdminServiceStub:
                 request_serializer=vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_admin__pb2.User.FromString,
                 _registered_method=True)
+        self.UpdateUser = channel.unary_unary(
+                '/vipu.v1.AdminService/UpdateUser',
+                request_serializer=vipu_dot_v1_dot_admin__pb2.UpdateUserRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_admin__pb2.User.FromString,
+                _registered_method=True)
         self.FailIpus = channel.unary_unary(
                 '/vipu.v1.AdminService/FailIpus',
                 request_serializer=vipu_dot_v1_dot_admin__pb2.FailIpusRequest.SerializeToString,
@@ -260,6 +265,13 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateUser(self, request, context):
+        """Changes what is given of a user (sacctmgr modify user), keeping their access key.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def FailIpus(self, request, context):
         """Fault injection for tests and operators: the IPUs fail and the partitions on them become FAILED.
         """
@@ -379,6 +391,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
             'RemoveUser': grpc.unary_unary_rpc_method_handler(
                     servicer.RemoveUser,
                     request_deserializer=vipu_dot_v1_dot_admin__pb2.NameRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_admin__pb2.User.SerializeToString,
+            ),
+            'UpdateUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateUser,
+                    request_deserializer=vipu_dot_v1_dot_admin__pb2.UpdateUserRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_admin__pb2.User.SerializeToString,
             ),
             'FailIpus': grpc.unary_unary_rpc_method_handler(
@@ -887,6 +904,33 @@ class AdminService:
             target,
             '/vipu.v1.AdminService/RemoveUser',
             vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
+            vipu_dot_v1_dot_admin__pb2.User.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.AdminService/UpdateUser',
+            vipu_dot_v1_dot_admin__pb2.UpdateUserRequest.SerializeToString,
             vipu_dot_v1_dot_admin__pb2.User.FromString,
             options,
             channel_credentials,

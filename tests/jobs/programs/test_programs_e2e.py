@@ -196,4 +196,8 @@ def test_under_secure_a_program_runs_as_its_users_unix_account_and_only_then(ser
     shutil.rmtree(home)
     denied = run(server, "vipu", "submit", spec_file(tmp_path, script, "theirs"), env=as_(bob))
     assert denied.returncode == 6 and "user bob has no Unix account to run programs as" in denied.stderr
-    assert "vipu-admin create user bob --unix-user ACCOUNT" in denied.stderr
+    assert "vipu-admin update user bob --unix-user ACCOUNT" in denied.stderr
+    assert run(server, "vipu-admin", "update", "user", "bob", "--unix-user", "nobody", env=as_(bob)).returncode == 6
+    mapped = run(server, "vipu-admin", "update", "user", "bob", "--unix-user", "nobody", "--json", env=as_(admin))
+    assert json.loads(mapped.stdout)["unix_user"] == "nobody"
+    assert run(server, "vipu", "submit", spec_file(tmp_path, script, "now"), env=as_(bob)).returncode == 0
