@@ -147,3 +147,24 @@ def test_a_malformed_ray_address_metrics_or_device_port_is_bad_input(tmp_path):
         out = start("--port", "0", "--state-dir", str(tmp_path), *flags)
         assert out.returncode == 2 and out.stderr.startswith(f"vipu-server: error: {line}"), (flags, out.stderr)
         assert len(out.stderr.strip().splitlines()) == 1, (flags, out.stderr)
+
+
+def test_a_controller_killed_with_sigkill_leaves_no_local_ray_behind(server_factory):
+    """Regression: Ray's agents (ray::DashboardAgent, ray::RuntimeEnvAgent) ignore SIGTERM and lingered under init
+    after a kill -9 of a --ray local controller; its reaper now ends them and removes Ray's folder."""
+    import time
+    from pathlib import Path
+
+    from vipu.workers import local_ray
+
+    server = server_factory(extra=["--ray", "local"])
+    pid = server.proc.pid
+    started = set(local_ray._descendants(pid))
+    assert len(started) >= 3  # the reaper, GCS, raylet and more
+    server.kill(signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while ({p for p in started if local_ray._alive(p)} or Path(local_ray.folder(pid)).exists()) and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {p for p in started if local_ray._alive(p)} == set()
+    assert not Path(local_ray.folder(pid)).exists()

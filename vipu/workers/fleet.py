@@ -103,6 +103,7 @@ class Fleet:
         aborting): one more attempt after a clean shutdown, then the error goes to the caller."""
         local_ray.remove_stale_folders()
         local_ray.adopt_orphans()
+        local_ray.start_reaper(self._ray_dir)
         # our own errors name the machine that failed; Ray would also print each failed call nobody awaited (the
         # reads feeding a write that never ran when a machine dies mid-collective)
         os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")

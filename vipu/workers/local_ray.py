@@ -5,6 +5,11 @@ controller stopped while Ray starts (Ctrl-C in the first minute) left its GCS, r
 the raylet's agents, orphaned when ray.shutdown() stops it, lingered about a minute. The controller makes itself
 their subreaper (Linux's PR_SET_CHILD_SUBREAPER), so every process of its Ray stays its descendant, orphaned or
 not, and is found through /proc.
+
+Why a reaper process: a controller killed with -9 ends nothing, and Ray's agents ignore SIGTERM, so they lingered
+under init. A small process started with the local Ray notes the controller's descendants every second, and once
+the controller has gone (a pidfd) kills the ones it noted that still run, and removes the Ray's folder. (Ray's
+processes rename themselves, ray::DashboardAgent, so their command lines cannot be searched.)
 """
 
 from __future__ import annotations
@@ -30,6 +35,59 @@ def remove_stale_folders() -> None:
         pid = path.name.removeprefix(NAME)
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def start_reaper(ray_dir: str) -> None:
+    """Start the process that ends this local Ray if the controller dies without ending it (kill -9)."""
+    import subprocess
+    import sys
+
+    code = f"from vipu.workers.local_ray import reap_after; reap_after({os.getpid()}, {ray_dir!r})"
+    subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def reap_after(controller: int, ray_dir: str, every_s: float = 1.0) -> None:
+    """Until `controller` ends, note its descendants every `every_s`; then SIGKILL the noted ones still running
+    (the same processes: their start times match) and remove its Ray's folder. A graceful stop ends this process
+    first (it is one of the controller's descendants), having ended Ray itself."""
+    import select
+
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    try:
+        gone = os.pidfd_open(controller)
+    except ProcessLookupError:
+        return
+    noted: dict[int, str] = {}
+    while not select.select([gone], [], [], every_s)[0]:
+        noted = {pid: start for pid in _descendants(controller, skip=_not_ray)
+                 if (start := _start_time(pid)) is not None}
+    for pid, start in noted.items():
+        if _start_time(pid) == start:  # not a new process that took the pid
+            _signal(pid, signal.SIGKILL)
+    shutil.rmtree(ray_dir, ignore_errors=True)
+
+
+SUPERVISOR = b"vipu.jobs.programs.stepd"  # a program's supervisor: it stops its program when the controller goes
+
+
+def _not_ray(pid: int) -> bool:
+    """This reaper, and programs' supervisors with what they run: not the Ray's to kill."""
+    if pid == os.getpid():
+        return True
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return SUPERVISOR in f.read()
+    except OSError:
+        return True
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]  # field 22, starttime
+    except (OSError, IndexError):
+        return None
 
 
 def adopt_orphans() -> None:
@@ -61,7 +119,8 @@ def end_descendants(grace_s: float = 3.0) -> None:
             pass  # not a child of this process, or reaped already (by subprocess, which started it)
 
 
-def _descendants(root: int) -> list[int]:
+def _descendants(root: int, skip=lambda pid: False) -> list[int]:
+    """The processes under `root`, leaving out each one `skip` is true of and those under it."""
     children: dict[int, list[int]] = defaultdict(list)
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -75,8 +134,9 @@ def _descendants(root: int) -> list[int]:
     found, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
+            if not skip(child):
+                found.append(child)
+                todo.append(child)
     return found
 
 
