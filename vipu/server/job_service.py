@@ -45,6 +45,9 @@ def overrides_of(text: str) -> dict:
         data = json.loads(text)
     except json.JSONDecodeError:
         raise InvalidArgument("overrides_json is not valid JSON; send an object of spec fields") from None
+    except RecursionError:
+        raise InvalidArgument("overrides_json is nested too deeply to read; send a flat object of spec fields"
+                              ) from None
     if not isinstance(data, dict):
         raise InvalidArgument("overrides_json must be a JSON object of spec fields")
     return data

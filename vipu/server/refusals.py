@@ -24,6 +24,8 @@ from vipu.scheduler.job_spec import JobSpec
 
 DOMAIN = "vipu.graphcore.sim"  # ErrorInfo.domain: whose reasons these are
 MAX_DESCRIPTION = 1000  # characters of one detail's text: a refusal travels in the call's trailing metadata
+MAX_MESSAGE = 2000  # characters of a refusal's message
+ECHO_KEEP = 40  # characters kept of a long echoed value
 MAX_DETAILS_BYTES = 4096  # above this only ErrorInfo is sent: a client's metadata limit is 8 KB by default
 # where a job spec's fields sit in a request that carries specs
 SPEC_FIELDS = {"SubmitJobRequest": "spec.", "SubmitJobsRequest": "jobs.spec."}
@@ -36,11 +38,12 @@ LEADING = re.compile(r"(?:invalid [^:;]*: )?([a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*
 def details(error: VipuError, request: object = None) -> status_pb2.Status:
     """The google.rpc.Status of a refusal: the code and message the call ends with, and the details."""
     code = grpc.StatusCode[error.code]
-    described = _short(error.message)
+    message = elided(error.message)
+    described = _short(message)
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN)
     if error.resource is not None:
-        info.metadata.update({"resource_type": error.resource[0], "resource_name": error.resource[1]})
-    status = status_pb2.Status(code=code.value[0], message=error.message, details=[_packed(info)])
+        info.metadata.update({"resource_type": error.resource[0], "resource_name": elided(error.resource[1])})
+    status = status_pb2.Status(code=code.value[0], message=message, details=[_packed(info)])
     violations = [(path, text) for field, text in _violations(error, request)
                   if (path := field_path(field, request, inferred=not error.violations))]
     more = []
@@ -48,10 +51,10 @@ def details(error: VipuError, request: object = None) -> status_pb2.Status:
         more.append(error_details_pb2.BadRequest(field_violations=[
             error_details_pb2.BadRequest.FieldViolation(field=path, description=text) for path, text in violations]))
     if error.resource is not None:
-        kind, name = error.resource
+        kind, name = error.resource[0], elided(error.resource[1])
         more.append(error_details_pb2.ResourceInfo(resource_type=kind, resource_name=name, description=described))
     if code is grpc.StatusCode.FAILED_PRECONDITION:
-        subject = f"{error.resource[0]}/{error.resource[1]}" if error.resource else ""
+        subject = f"{error.resource[0]}/{elided(error.resource[1])}" if error.resource else ""
         more.append(error_details_pb2.PreconditionFailure(violations=[
             error_details_pb2.PreconditionFailure.Violation(type=error.reason, subject=subject,
                                                             description=described)]))
@@ -88,7 +91,7 @@ def field_path(field: str, request: object, inferred: bool = False) -> str | Non
 def _violations(error: VipuError, request: object) -> list[tuple[str, str]]:
     """The error's own (field, fix) pairs, else for bad input the field its message starts with."""
     if error.violations:
-        return [(field, _short(text)) for field, text in error.violations if field]
+        return [(field, _short(elided(text))) for field, text in error.violations if field]
     if error.code != "INVALID_ARGUMENT":
         return []
     match = LEADING.match(error.message)
@@ -97,11 +100,22 @@ def _violations(error: VipuError, request: object) -> list[tuple[str, str]]:
     word, named = match.groups()
     names = request.DESCRIPTOR.fields_by_name if isinstance(request, Message) else {}
     field = "name" if named and word not in names and "name" in names else word
-    return [(field, _short(error.message))]
+    return [(field, _short(elided(error.message)))]
 
 
 def _short(text: str) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[:MAX_DESCRIPTION - 3] + "..."
+
+
+LONG_RUN = re.compile(r"\S{%d,}" % (2 * ECHO_KEEP))
+
+
+def elided(text: str) -> str:
+    """`text` with every long unbroken run of characters (an echoed name or value) cut to its start and length, and
+    at most MAX_MESSAGE characters: gRPC carries a message in metadata, which has a hard size limit, and a refusal
+    that overflows it reached the caller as a transport error instead."""
+    text = LONG_RUN.sub(lambda m: f"{m.group()[:ECHO_KEEP]}... ({len(m.group()):,} characters)", text)
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 3] + "..."
 
 
 def _packed(detail) -> any_pb2.Any:
