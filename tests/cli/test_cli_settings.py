@@ -253,8 +253,11 @@ def test_api_user_id_beside_an_access_key_gets_one_warning(server_factory, clean
     out = vipu("--api-user-id", "alice", "--api-access-key", bob, "submit", "--ipus", "1", "--time-limit", "1m",
                "--json", env=env)
     assert out.returncode == 0
-    assert error_line(out) == ("vipu: warning: --api-user-id alice is ignored by a controller that runs --secure:"
-                               " the access key says who you are")
+    assert out.stderr.splitlines() == [
+        "vipu: warning: --api-user-id alice is ignored by a controller that runs --secure: the access key says who"
+        " you are",
+        "vipu: warning: --api-access-key shows in `ps` to every user of this machine while the command runs; set"
+        " VIPU_CLI_API_ACCESS_KEY, or api-access-key in a config file only you can read (chmod 600)"]
     [job] = json.loads(out.stdout)["job_ids"]
     shown = vipu("show", "job", str(job), "--json", env={**env, "VIPU_CLI_API_ACCESS_KEY": bob})
     assert json.loads(shown.stdout)["user"] == "bob"

@@ -71,6 +71,10 @@ def test_users_see_and_change_only_their_own(secure, tmp_path):
     env = as_(None)
     env.pop("VIPU_CLI_API_PORT")
     env["VIPU_CLI_CONFIG"] = str(config)
+    refused = run(server, "vipu", "cancel", str(job), env=env)  # a key others may read, as ssh refuses one
+    assert refused.returncode == 2 and f"others may read it (mode 0644); make it yours alone: chmod 600 {config}" \
+        in refused.stderr
+    config.chmod(0o600)
     assert run(server, "vipu", "cancel", str(job), env=env).returncode == 0
 
 

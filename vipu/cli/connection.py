@@ -29,6 +29,9 @@ def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=
         # environment or the config file, which may sit next to a key for good reason.
         warn(prog, f"--api-user-id {user} is ignored by a controller that runs --secure: the access key says who"
              " you are")
+    if access_key is not None:
+        warn(prog, "--api-access-key shows in `ps` to every user of this machine while the command runs; set"
+             " VIPU_CLI_API_ACCESS_KEY, or api-access-key in a config file only you can read (chmod 600)")
     return settings
 
 

@@ -86,11 +86,22 @@ def read_config(path: Path) -> dict[str, str]:
     return settings
 
 
+def check_private(path: Path) -> None:
+    """A config file holding an access key must be readable by its owner alone, as ssh requires of a private key:
+    anyone who reads the key acts as its user."""
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise bad(f"the config file {path} holds an access key and others may read it (mode {mode:04o}); make it"
+                  f" yours alone: chmod 600 {path}")
+
+
 def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None) -> Settings:
     """The settings, each from its argument, else the environment, else the config file, else the default; raises
     ApiError (reason BAD_SETTING) naming what cannot be used."""
     path = config_path()
     config = read_config(path) if path else {}
+    if "api-access-key" in config:
+        check_private(path)
 
     def pick(given, env: str, key: str):
         return given if given is not None else os.environ.get(env) or config.get(key) or None
