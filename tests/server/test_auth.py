@@ -203,3 +203,27 @@ def test_a_removed_admins_key_file_goes_at_the_next_start(secure):
     assert run(server, "vipu", "queue", env=as_(admin_key)).returncode == 6
     server.restart()  # a secure start with an admin writes no new key
     assert not (server.state_dir / "admin.key").exists()
+
+
+def test_metrics_under_secure_need_an_admins_key(secure, server_factory):
+    """They name every user's partitions and jobs: a user's key or none gets 401, an admin's key the metrics;
+    --metrics-open serves them to anyone."""
+    import urllib.error
+    import urllib.request
+
+    server, as_, admin_key, new_user = secure
+    alice = new_user("alice")
+
+    def scrape(url: str, key: str | None) -> int:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as reply:
+                assert b"vipu_ipus" in reply.read()
+                return reply.status
+        except urllib.error.HTTPError as e:
+            assert e.headers["WWW-Authenticate"].startswith("Bearer")
+            return e.code
+
+    assert [scrape(server.metrics_url, key) for key in (None, "not-a-key", alice, admin_key)] == [401, 401, 401, 200]
+    open_one = server_factory(extra=["--secure", "--metrics-open"])
+    assert scrape(open_one.metrics_url, None) == 200

@@ -140,6 +140,11 @@ class ControlPlane:
         with self.lock:
             return self.controller.admin.user_for_key(key)
 
+    def is_admin_key(self, key: str) -> bool:
+        """Whether `key` is an admin's access key (the metrics endpoint under --secure)."""
+        user = self.user_for_key(key)
+        return user is not None and user.admin
+
     # -- what several operations share --------------------------------------------------------------------------
     def changed(self) -> None:
         """Something changed that may let a job start: the loop steps soon."""

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import grpc
 import platformdirs
-from prometheus_client import start_http_server
 
 from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
@@ -37,6 +36,7 @@ from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
 from vipu.control.startup import DATABASE, open_plane
 from vipu.server.status import add_servicer
+from vipu.metrics import endpoint as metrics_endpoint
 from vipu.server.state_dir import STATE_MARKER, claim, private_database, read_private, write_private
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
@@ -147,6 +147,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="port of /metrics (default 9105; 0 picks a free one; -1 turns it off)")
     parser.add_argument("--secure", action="store_true",
                         help="require an access key on every request (the first start writes an admin key)")
+    parser.add_argument("--metrics-open", action="store_true",
+                        help="under --secure, serve /metrics without a key (it names every user's jobs and"
+                             " partitions); by default it then needs an admin's key, as a bearer token")
     parser.add_argument("--quarantine-bad-records", action="store_true",
                         help="move stored records that do not load into the database's quarantine table (kept for"
                              " inspection) and start without them; without it such a start is refused naming them")
@@ -338,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.metrics_port >= 0:
         plane.metrics.registry.register(StateCollector(plane))
         try:
-            http, _ = start_http_server(args.metrics_port, args.metrics_host, registry=plane.metrics.registry)
+            admin_key = None if not args.secure or args.metrics_open else plane.is_admin_key
+            http = metrics_endpoint.serve(args.metrics_port, args.metrics_host, plane.metrics.registry, admin_key)
         except OSError as e:
             print(f"vipu-server: error: cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {e};"
                   " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)

@@ -1,0 +1,44 @@
+"""The /metrics endpoint: Prometheus's text format over HTTP, and under --secure only for an admin's key.
+
+Why a key under --secure: the metrics name every user's partitions and jobs (vipu_ipu_allocation_info and others),
+which the API shows a user only for their own. Slurm's exporters answer anyone who can reach them and leave it to
+the network; here the controller has users, so /metrics asks what the API asks: an admin's access key, sent by
+Prometheus as `authorization: {credentials_file: ...}` in its scrape config (deploy/prometheus/prometheus.yml).
+`vipu-server --metrics-open` serves them to anyone, as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+from wsgiref.simple_server import WSGIServer, make_server
+
+from prometheus_client import make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
+
+DENIED = b"an admin's access key is needed: send Authorization: Bearer KEY (Prometheus: authorization.credentials)\n"
+
+
+def guarded(app, admin_key: Callable[[str], bool]):
+    """`app`, answering 401 unless the request carries a bearer key that admin_key accepts."""
+
+    def wsgi(environ, start_response):
+        scheme, _, key = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if scheme.lower() != "bearer" or not key or not admin_key(key.strip()):
+            start_response("401 Unauthorized", [("Content-Type", "text/plain"),
+                                                ("WWW-Authenticate", 'Bearer realm="vipu-sim metrics"')])
+            return [DENIED]
+        return app(environ, start_response)
+
+    return wsgi
+
+
+def serve(port: int, host: str, registry, admin_key: Callable[[str], bool] | None) -> WSGIServer:
+    """Serve `registry` on host:port in a daemon thread; `admin_key`: the check a request's key must pass (None:
+    open to anyone)."""
+    app = make_wsgi_app(registry)
+    if admin_key is not None:
+        app = guarded(app, admin_key)
+    httpd = make_server(host, port, app, ThreadingWSGIServer, handler_class=_SilentHandler)
+    threading.Thread(target=httpd.serve_forever, name="vipu-metrics", daemon=True).start()
+    return httpd
