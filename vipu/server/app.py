@@ -37,6 +37,7 @@ from vipu.control.plane import ControlPlane
 from vipu.control.startup import DATABASE, open_plane
 from vipu.server.status import add_servicer
 from vipu.metrics import endpoint as metrics_endpoint
+from vipu.server.rate_limit import Buckets, RateLimitInterceptor
 from vipu.server.state_dir import STATE_MARKER, claim, private_database, read_private, write_private
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
@@ -64,13 +65,16 @@ def default_state_dir() -> Path:
 
 
 def build_server(
-    plane: ControlPlane, host: str, port: int, workers: int = DEFAULT_RPC_THREADS, tls: tuple[bytes, bytes] | None = None
+    plane: ControlPlane, host: str, port: int, workers: int = DEFAULT_RPC_THREADS, tls: tuple[bytes, bytes] | None = None,
+    rate_limit: Buckets | None = None,
 ) -> tuple[grpc.Server, int]:
-    """The gRPC server; `tls` is (private key, certificate chain) in PEM for TLS, None for plaintext."""
+    """The gRPC server; `tls` is (private key, certificate chain) in PEM for TLS, None for plaintext; `rate_limit`:
+    per-user token buckets (None: no limit)."""
     check_listen(host, port)  # first, so a refusal is our one line and not gRPC's log line too
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"),
-        interceptors=[MetricsInterceptor(plane.metrics)] + ([AuthInterceptor(plane)] if plane.secure else []),
+        interceptors=[MetricsInterceptor(plane.metrics)] + ([AuthInterceptor(plane)] if plane.secure else [])
+        + ([RateLimitInterceptor(plane, rate_limit)] if rate_limit is not None else []),
         # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error; and no
         # SO_REUSEPORT (gRPC's default on Linux), which let a second controller listen on the same port and take
         # half of the first one's calls
@@ -147,6 +151,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="port of /metrics (default 9105; 0 picks a free one; -1 turns it off)")
     parser.add_argument("--secure", action="store_true",
                         help="require an access key on every request (the first start writes an admin key)")
+    parser.add_argument("--rate-limit", type=float, default=0.0, metavar="PER_SECOND",
+                        help="requests a second each user may send, on average (Slurm's rl_refill_rate; 0, the"
+                             " default: no limit); more are refused RESOURCE_EXHAUSTED with when to retry")
+    parser.add_argument("--rate-limit-burst", type=int, default=30, metavar="N",
+                        help="requests a user may send at once before --rate-limit applies (rl_bucket_size; 30)")
     parser.add_argument("--metrics-open", action="store_true",
                         help="under --secure, serve /metrics without a key (it names every user's jobs and"
                              " partitions); by default it then needs an admin's key, as a bearer token")
@@ -252,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: --modelled-time-scale is {args.modelled_time_scale:g}; give a factor above 0 and"
               f" at most {MAX_TIME_SCALE:g} (1: modelled jobs take as long as on the real Pod)", file=sys.stderr)
         return BAD_INPUT
+    if not 0 <= args.rate_limit <= 1e6 or not 1 <= args.rate_limit_burst <= 1_000_000:
+        print(f"vipu-server: error: --rate-limit {args.rate_limit:g} --rate-limit-burst {args.rate_limit_burst}: give"
+              " 0 (no limit) to 1000000 requests a second, and a burst of 1 to 1000000", file=sys.stderr)
+        return BAD_INPUT
     if not 1 <= args.rpc_threads <= 64:
         print(f"vipu-server: error: --rpc-threads is {args.rpc_threads}; give 1 to 64", file=sys.stderr)
         return BAD_INPUT
@@ -323,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: warning: --secure on {args.host} without --tls-cert: access keys cross the network in"
               " clear text; give --tls-cert and --tls-key", file=sys.stderr)
     try:
-        server, port = build_server(plane, args.host, args.port, args.rpc_threads, tls=tls)
+        rate_limit = Buckets(args.rate_limit, args.rate_limit_burst) if args.rate_limit else None
+        server, port = build_server(plane, args.host, args.port, args.rpc_threads, tls=tls, rate_limit=rate_limit)
     except OSError as e:
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
