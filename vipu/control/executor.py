@@ -68,8 +68,7 @@ class LiveExecutor:
         runner = self.runners.get(job.spec.workload.kind) if job is not None else None
         if runner is not None:
             runner.stop(stop)
-        # a run stopped by `vipu requeue` went back to PENDING: sacct calls such a run REQUEUED
-        self.metrics.completions.labels("REQUEUED" if stop.state is JobState.PENDING else stop.state.value).inc()
+        self.metrics.completions.labels(stop.state.value).inc()  # REQUEUED for a run `vipu requeue` stopped
         try:
             self.controller.partitions.remove(stop.partition, force=True)
         except NotFound:  # removed already (vipu remove partition --force)
