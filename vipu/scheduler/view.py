@@ -174,7 +174,7 @@ def _since(job: Job) -> float:
 def _runs_ended(job: Job, ended: set[JobState] | frozenset[JobState]) -> list[Job]:
     """The job's earlier runs that ended in one of `ended` (it went back to the queue after each), each as the job
     was when that run ended: its state, start, end and, for a run that completed, exit code 0 (a failed run's
-    code is not kept; sacct --duplicates lists them as rows of their own)."""
+    code and a run's IPUs are not kept; sacct --duplicates lists them as rows of their own)."""
     out, start, before = [], None, None
     last = len(job.history) - 1
     for i, t in enumerate(job.history):
@@ -186,6 +186,7 @@ def _runs_ended(job: Job, ended: set[JobState] | frozenset[JobState]) -> list[Jo
             start = t.at
         elif state in ended:
             out.append(job.updated({"state": state, "start_time": start, "end_time": t.at, "reason": None,
-                                    "estimated_start": None, "exit_code": 0 if state is S.COMPLETED else None}))
+                                    "estimated_start": None, "exit_code": 0 if state is S.COMPLETED else None,
+                                    "first_ipu": None}))  # where an earlier run ran is not kept
         before = t.state
     return out
