@@ -70,7 +70,8 @@ def register(app: typer.Typer) -> None:
          "Release held jobs (scontrol release); an admin hold (JobHeldAdmin) only by an admin.")
     bulk("requeue", "RequeueJobs", "requeued",
          "Put running jobs, or jobs that ended COMPLETED, FAILED, TIMEOUT, NODE_FAIL or PREEMPTED (not CANCELLED:"
-         " submit those again), back in the queue under the same id; an array job: its tasks that are not pending.")
+         " submit those again), back in the queue under the same id; an array job: its tasks that are not pending."
+         " A running job's run ends REQUEUED, as `vipu history -D` shows it.")
 
     @app.command(context_settings=IDS)
     def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),

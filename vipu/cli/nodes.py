@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable
 
 from vipu.v1 import partition_pb2 as p
@@ -54,7 +55,7 @@ class Machines:
         listed = conn.every_page(conn.partitions.ListIpus, p.ListIpusRequest()).ipus
         return cls(tuple(sorted(listed, key=lambda i: i.id)))
 
-    @property
+    @cached_property
     def per_machine(self) -> int:
         machines = {i.machine for i in self.ipus}
         return max(1, len(self.ipus) // max(1, len(machines)))

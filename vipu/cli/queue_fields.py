@@ -78,10 +78,10 @@ class JobRow:
 
     @property
     def nodes(self) -> list[str]:
-        first = self.detail.get("first_ipu")
-        if self.job.state_code == "PD" or first is None or self.machines is None:
+        if self.job.state_code == "PD" or self.machines is None:  # before its detail is read: most rows are pending
             return []
-        return self.machines.spanned(first, self.job.ipus)
+        first = self.detail.get("first_ipu")
+        return [] if first is None else self.machines.spanned(first, self.job.ipus)
 
     @property
     def node_count(self) -> int:

@@ -14,23 +14,26 @@ from vipu.cli.queue_fields import JobRow
 
 def number(value: float | None) -> dict:
     """Slurm's number that may be unset: whole numbers, as its JSON has them."""
-    return {"set": value is not None, "infinite": False, "number": 0 if value is None else int(value)}
+    return {"infinite": False, "number": 0 if value is None else int(value), "set": value is not None}
 
 
 def _exit_code(x) -> dict:
     if x.state in ("PENDING", "RUNNING", "COMPLETING"):
-        return {"status": ["PENDING"], "return_code": number(None), "signal": {"id": number(None), "name": ""}}
+        return {"return_code": number(None), "signal": {"id": number(None), "name": ""}, "status": ["PENDING"]}
     code = x.exit_code if x.HasField("exit_code") else 0
     status = "SIGNALED" if x.signal else "SUCCESS" if code == 0 else "ERROR"
-    return {"status": [status], "return_code": number(code),
-            "signal": {"id": number(x.signal or None), "name": "SIGTERM" if x.signal == 15 else ""}}
+    return {"return_code": number(code),
+            "signal": {"id": number(x.signal or None), "name": "SIGTERM" if x.signal == 15 else ""},
+            "status": [status]}
 
 
 def job_entry(row: JobRow) -> dict:
+    """A job as squeue --json has it, its keys in order (print_json(ordered=True))."""
     x = row.job
     array = x.HasField("array_job_id")
-    tres = f"cpu={x.ipus},node={row.node_count},gres/ipu={x.ipus}"
-    return {
+    nodes = row.node_count
+    tres = f"cpu={x.ipus},node={nodes},gres/ipu={x.ipus}"
+    return {  # in name order; ipus, modelled, time_limit_s and vipu_partition are vipu's own
         "account": x.account,
         "array_job_id": number(x.array_job_id if array else None),
         "array_task_id": number(x.array_task_id if array else None),
@@ -40,11 +43,13 @@ def job_entry(row: JobRow) -> dict:
         "end_time": number(row.end),
         "exit_code": _exit_code(x),
         "hold": x.held,
+        "ipus": x.ipus,
         "job_id": x.id,
         "job_state": [x.state],
+        "modelled": x.modelled,
         "name": x.name,
         "nice": row.spec.get("nice", 0),
-        "node_count": number(row.node_count),
+        "node_count": number(nodes),
         "nodes": row.node_list(),
         "partition": row.partition,
         "priority": number(round(x.priority)),
@@ -56,30 +61,27 @@ def job_entry(row: JobRow) -> dict:
         "state_reason": x.reason or "None",
         "submit_time": number(x.submit_time),
         "time_limit": number(math.ceil(x.time_limit_s / 60)),  # minutes, rounded up as Slurm rounds MM:SS
+        "time_limit_s": x.time_limit_s,
         "tres_alloc_str": tres if row.running else "",
         "tres_req_str": tres,
         "user_name": x.user,
-        # vipu's own
-        "ipus": x.ipus,
-        "modelled": x.modelled,
-        "time_limit_s": x.time_limit_s,
         "vipu_partition": x.partition,
     }
 
 
 def document(rows: list[JobRow], now: float, user: str, cluster: str, warnings: list[str]) -> dict:
     major, minor, micro = (__version__.split(".") + ["0", "0"])[:3]
-    return {
+    return {  # keys in order, as print_json(ordered=True) needs them
+        "errors": [],
         "jobs": [job_entry(r) for r in rows],
         "last_backfill": number(None),
         "last_update": number(now),
         "meta": {
-            "plugin": {"type": "", "name": "", "data_parser": "vipu", "accounting_storage": ""},
-            "client": {"source": "vipu", "user": user, "group": ""},
+            "client": {"group": "", "source": "vipu", "user": user},
             "command": sys.argv[1:],
-            "slurm": {"version": {"major": major, "minor": minor, "micro": micro},
-                      "release": f"vipu-sim {__version__}", "cluster": cluster},
+            "plugin": {"accounting_storage": "", "data_parser": "vipu", "name": "", "type": ""},
+            "slurm": {"cluster": cluster, "release": f"vipu-sim {__version__}",
+                      "version": {"major": major, "micro": micro, "minor": minor}},
         },
-        "errors": [],
         "warnings": [{"description": w, "source": "vipu queue"} for w in warnings],
     }

@@ -104,7 +104,7 @@ def show(cli, q: Query, warnings: list[str]) -> None:
     rows = listing(cli, q, now)
     if q.as_json:
         pod = cli.conn.call(cli.conn.partitions.GetVersion, p.GetVersionRequest()).pod
-        print_json(document(rows, now, cli.conn.settings.user, pod, warnings))
+        print_json(document(rows, now, cli.conn.settings.user, pod, warnings), ordered=True)
         return
     if q.layout is not None:
         lines = render(q.layout, rows, q.header)

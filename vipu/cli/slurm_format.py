@@ -1,5 +1,5 @@
 """Slurm's output formats, in one place for `vipu queue`, `history`, `info` and `priority`: squeue's, sinfo's and
-sprio's `%[.]size]type[suffix]` (-o), squeue's and sinfo's `Name[:[.]size[suffix]]` lists (-O), sacct's
+sprio's `%[[.]size]type[suffix]` (-o), squeue's and sinfo's `Name[:[.]size[suffix]]` lists (-O), sacct's
 `Name%width` lists (-o), and the sort keys of -S. Each command says what its fields are (a Column each); this module
 reads what the user typed against them and lays the rows out as the Slurm command would.
 
@@ -67,7 +67,7 @@ _TOKEN = re.compile(r"([.-]?)([0-9#]*)(.?)(.*)", re.S)
 
 
 def percent_layout(text: str, columns: dict[str, Column], flag: str) -> Layout:
-    """squeue's, sinfo's and sprio's `%[.]size]type[suffix]` format: the text before the first % is printed first,
+    """squeue's, sinfo's and sprio's `%[[.]size]type[suffix]` format: the text before the first % is printed first,
     and each suffix after its field. An unknown field letter is refused, naming the flag and the letters known."""
     prefix, percent, rest = text.partition("%")
     if not percent:
