@@ -39,6 +39,11 @@ def nodes_of(server, job: int) -> str:
     return agents[0] if len(agents) == 1 else f"ag[{agents[0][2:]}-{agents[-1][2:]}]"
 
 
+def run_user(server, job: int) -> str:
+    """Who the job runs as: the CLI's own user for a job submitted without --user."""
+    return jobs(server)[job]["user_name"]
+
+
 @pytest.fixture
 def queued(server):
     """fill (16 IPUs, runs until cancelled, the caller's), big (64 IPUs, bob: waits for Resources) and an array of
@@ -72,10 +77,6 @@ def test_percent_formats_show_slurm_fields_with_ipus_as_cpus_and_machines_as_nod
     assert (dependency, account) == ("(null)", "(null)")
     pending = times[1].split()
     assert pending[3] != "N/A" and int(pending[6]) > 0 and pending[7] == "Resources"  # its expected start, priority
-
-
-def run_user(server, job: int) -> str:
-    return jobs(server)[job]["user_name"]
 
 
 def test_named_formats_filters_and_states(queued):
