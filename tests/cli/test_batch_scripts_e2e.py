@@ -93,7 +93,7 @@ def test_a_bad_directive_is_refused_naming_its_line(server, tmp_path, lines, sai
     out = vipu(server, "submit", "job.sh", cwd=tmp_path)
     assert (out.returncode, out.stdout) == (2, "")
     assert out.stderr.startswith(f"vipu: error: {said}"), out.stderr
-    assert json.loads(vipu(server, "queue", "--json", cwd=tmp_path).stdout) == []
+    assert json.loads(vipu(server, "queue", "--json", cwd=tmp_path).stdout)["jobs"] == []
 
 
 def test_a_file_that_is_no_script_and_no_spec_gets_sbatchs_message(server, tmp_path):

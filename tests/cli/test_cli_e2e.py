@@ -121,7 +121,7 @@ def test_a_size_the_allocation_can_never_hold_is_bad_input_and_one_that_could_is
     job = run(server, "vipu", "submit", "--ipus", "32", "--time-limit", "1m", "--allocation", "a1")
     assert job.returncode == 2 and job.stderr == (
         "vipu: error: ipus is 32 but allocation a1 has 16 IPUs; ask for at most 16\n")
-    assert json.loads(run(server, "vipu", "queue", "--json").stdout) == []
+    assert json.loads(run(server, "vipu", "queue", "--json").stdout)["jobs"] == []
 
 
 def test_an_allocation_pending_jobs_asked_for_is_not_removed_from_under_them(server):
@@ -278,7 +278,7 @@ def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
     from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
 
     [job] = submit(server, "--ipus", "4", "--time-limit", "10m")
-    running = wait_for(lambda: jobs(server)[job]["state"] == "RUNNING" and jobs(server)[job])
+    running = wait_for(lambda: jobs(server)[job]["job_state"] == ["RUNNING"] and jobs(server)[job])
     listed = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
     ipus = [i["id"] for i in listed if i["partition"] == f"slurm_{job}"]
     [(agent, machine)] = {(i["agent"], i["machine"]) for i in listed if i["id"] in ipus}
@@ -298,7 +298,7 @@ def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
     row, states, metrics = seen()
     assert row == ["pod64-0", "64", "60", "0", "4", "0", "0"]
     assert states == [("draining", f"slurm_{job}")] * 4
-    assert jobs(server)[job]["state"] == "RUNNING"  # the drain waits for the job: it keeps running
+    assert jobs(server)[job]["job_state"] == ["RUNNING"]  # the drain waits for the job: it keeps running
     top = run(server, "vipu", "top", "--once").stdout
     row_of_machine = next(line for line in top.splitlines() if line.startswith(f"{machine} "))
     assert "0 allocated  60 idle  4 draining  0 failed" in top and "~~~~" in row_of_machine, top

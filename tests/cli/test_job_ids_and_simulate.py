@@ -67,7 +67,7 @@ def test_n_t_names_one_array_task_and_every_other_form_is_refused(server):
     assert [show(server, t)["state"] for t in tasks[1:4]].count("CANCELLED") == 0
 
     def states():  # (priorities grow with age between two listings)
-        return {i: (x["state"], x["held"]) for i, x in jobs(server).items()}
+        return {i: (x["job_state"][0], x["hold"]) for i, x in jobs(server).items()}
 
     before = states()
     attempts = [("cancel", bad) for bad in ("1_2_6", "26_", "_5", "abc", "-3", "2__1", "99999999999999999999")]
@@ -143,7 +143,7 @@ def test_a_whole_array_is_reported_as_the_array(server):
     assert len(history) == 30 and {x["state"] for x in history} == {"CANCELLED"}
 
     small = submit(server, "--ipus", "32", "--time-limit", "1m", "--array", "0-2")[0]  # two run, one waits
-    wait_for(lambda: sorted(x["state"] for x in jobs(server).values()) == ["PENDING", "RUNNING", "RUNNING"])
+    wait_for(lambda: sorted(x["job_state"][0] for x in jobs(server).values()) == ["PENDING", "RUNNING", "RUNNING"])
     out = run(server, "vipu", "cancel", str(small))
     assert out.returncode == 0
     assert out.stdout.splitlines() == [f"Array job {small}: 3 tasks cancelled"] + [
@@ -154,7 +154,7 @@ def test_a_whole_array_is_reported_as_the_array(server):
 
 def test_queue_and_history_take_comma_lists_and_info_names_its_ilds(server):
     [fill] = submit(server, "--ipus", "64", "--time-limit", "10m", "--user", "alice")
-    wait_for(lambda: jobs(server)[fill]["state"] == "RUNNING")
+    wait_for(lambda: jobs(server)[fill]["job_state"] == ["RUNNING"])
     [bob] = submit(server, "--ipus", "1", "--time-limit", "1m", "--user", "bob")
     [carol] = submit(server, "--ipus", "1", "--time-limit", "1m", "--user", "carol")
     assert set(jobs(server, "--state", "RUNNING,PENDING")) == {fill, bob, carol}

@@ -21,9 +21,10 @@ def submit(server, *args: str) -> list[int]:
 
 
 def jobs(server, *args: str) -> dict[int, dict]:
+    """The queue as squeue --json shapes it: each job by its job_id, with Slurm's field names."""
     out = run(server, "vipu", "queue", "--json", *args)
     assert out.returncode == 0, out.stderr
-    return {int(x["id"]): x for x in json.loads(out.stdout)}
+    return {x["job_id"]: x for x in json.loads(out.stdout)["jobs"]}
 
 
 def show(server, job: int) -> dict:
@@ -60,14 +61,14 @@ def test_submit_run_complete_and_history(server):
 
 def test_pending_reasons_holds_dependencies_and_cancel(server, tmp_path):
     [big] = submit(server, "--name", "fill", "--ipus", "64", "--time-limit", "10m")  # a hold workload: runs until cancelled
-    wait_for(lambda: jobs(server)[big]["state"] == "RUNNING")
+    wait_for(lambda: jobs(server)[big]["job_state"] == ["RUNNING"])
     [waiting] = submit(server, "--name", "next", "--ipus", "32", "--time-limit", "5m", "--duration", "1s")
     [held] = submit(server, "--name", "held", "--ipus", "1", "--time-limit", "1m", "--duration", "1s", "--hold")
     [after] = submit(server, "--name", "after", "--ipus", "1", "--time-limit", "1m", "--duration", "1s",
                      "--dependency", f"afterok:{waiting}")
-    queue = wait_for(lambda: (q := jobs(server))[waiting]["reason"] and q)
-    assert queue[waiting]["reason"] == "Resources" and queue[waiting]["estimated_start"]
-    assert queue[held]["reason"] == "JobHeldUser" and queue[after]["reason"] == "Dependency"
+    queue = wait_for(lambda: (q := jobs(server))[waiting]["state_reason"] != "None" and q)
+    assert queue[waiting]["state_reason"] == "Resources" and queue[waiting]["start_time"]["set"]  # its estimate
+    assert queue[held]["state_reason"] == "JobHeldUser" and queue[after]["state_reason"] == "Dependency"
     table = run(server, "vipu", "queue").stdout
     assert "(JobHeldUser)" in table and "(Dependency)" in table and "slurm_" in table
 
@@ -133,13 +134,13 @@ def test_binary_and_oversized_specs(server, tmp_path):
 def test_info_and_priority(server):
     submit(server, "--ipus", "64", "--time-limit", "10m")
     [pending] = submit(server, "--ipus", "16", "--time-limit", "10m", "--qos", "high")
-    wait_for(lambda: jobs(server)[pending]["reason"])
+    wait_for(lambda: jobs(server)[pending]["state_reason"] != "None")
     info = json.loads(run(server, "vipu", "info", "--json").stdout)
     assert info["ilds"][0]["allocated"] == 64 and info["ilds"][0]["idle"] == 0
     rows = json.loads(run(server, "vipu", "priority", "--json").stdout)
     assert [int(r["job_id"]) for r in rows] == [pending] and rows[0]["qos"] > 0
     listed = jobs(server)  # squeue -o %Q: a pending job's priority, as sprio totals it (it was 0.0)
-    assert abs(listed[pending]["priority"] - rows[0]["priority"]) < 0.01 * rows[0]["priority"]
+    assert abs(listed[pending]["priority"]["number"] - rows[0]["priority"]) < 0.01 * rows[0]["priority"]
     array = submit(server, "--ipus", "16", "--time-limit", "10m", "--array", "0-1")[0]
     text = run(server, "vipu", "priority", "--no-header").stdout  # array tasks as N_T, as squeue shows them
     assert [line.split()[0] for line in text.splitlines()] == [str(pending), f"{array}_0", f"{array}_1"], text
@@ -151,14 +152,14 @@ def test_sigkill_keeps_the_queue_and_resumes_running_jobs(server):
     # long enough to outlast a restart on a loaded machine (at 4 s it had ended, and the array too, when the
     # restarted controller was first asked)
     [running] = submit(server, "--name", "long", "--ipus", "64", "--time-limit", "10m", "--duration", "12s")
-    wait_for(lambda: jobs(server)[running]["state"] == "RUNNING")
+    wait_for(lambda: jobs(server)[running]["job_state"] == ["RUNNING"])
     pending = submit(server, "--name", "later", "--ipus", "4", "--time-limit", "1m", "--duration", "1s", "--array", "0-2")
     before = jobs(server)
     server.kill(signal.SIGKILL)
     server.start()
     after = jobs(server)
     assert set(after) == set(before) == {running, *pending}
-    assert after[running]["state"] == "RUNNING" and after[running]["start_time"] == before[running]["start_time"]
+    assert after[running]["job_state"] == ["RUNNING"] and after[running]["start_time"] == before[running]["start_time"]
     wait_for(lambda: all(show(server, j)["state"] == "COMPLETED" for j in (running, *pending)), timeout=60)
     [nxt] = submit(server, "--ipus", "1", "--time-limit", "1m")
     assert nxt > max(pending)  # ids are never handed out twice
@@ -166,7 +167,7 @@ def test_sigkill_keeps_the_queue_and_resumes_running_jobs(server):
 
 def test_a_failed_link_ends_its_job_node_fail_and_requeues_it_elsewhere(server):
     [job] = submit(server, "--name", "ring", "--ipus", "8", "--time-limit", "10m")
-    wait_for(lambda: jobs(server)[job]["state"] == "RUNNING")
+    wait_for(lambda: jobs(server)[job]["job_state"] == ["RUNNING"])
     not_linked = run(server, "vipu-admin", "fail", "link", "0", "2")
     assert not_linked.returncode == 2 and "not joined by an IPU-Link" in not_linked.stderr
     assert run(server, "vipu-admin", "fail", "link", "0", "1").returncode == 0
@@ -261,11 +262,11 @@ def test_a_running_jobs_partition_is_removed_only_by_cancelling_the_job(server):
     """Regression: remove --force took slurm_1 away while job 1 stayed RUNNING, and its IPUs went to the next
     partition; a reset carried on under the job."""
     [job] = submit(server, "--name", "fill", "--ipus", "64", "--time-limit", "10m")
-    wait_for(lambda: jobs(server)[job]["state"] == "RUNNING")
+    wait_for(lambda: jobs(server)[job]["job_state"] == ["RUNNING"])
     for verb in ("remove", "reset"):
         refused = run(server, "vipu", verb, "partition", f"slurm_{job}")
         assert refused.returncode == 4 and f"partition slurm_{job} belongs to running job {job}" in refused.stderr
-        assert f"`vipu cancel {job}`" in refused.stderr and jobs(server)[job]["state"] == "RUNNING"
+        assert f"`vipu cancel {job}`" in refused.stderr and jobs(server)[job]["job_state"] == ["RUNNING"]
     forced = run(server, "vipu", "remove", "partition", f"slurm_{job}", "--force")
     assert forced.returncode == 0, forced.stderr
     assert forced.stdout == f"Partition slurm_{job} removed (64 IPUs freed); job {job} cancelled\n"  # not silently
@@ -325,18 +326,21 @@ def test_a_retried_submit_says_it_queued_nothing(server):
 
 def test_json_rows_of_a_listing_have_the_same_keys(server):
     """A field not set (a start time of a job that never ran, the task id of a job that is no array's) is null, not
-    left out: `history --json` had four different key sets."""
+    left out: `history --json` had four different key sets. `queue --json` has squeue's shape: every job the same
+    keys, and a number that may be unset as {"set", "infinite", "number"}."""
     [plain] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "0s")
     submit(server, "--ipus", "1", "--time-limit", "1m", "--array", "0-1", "--hold")
     wait_for(lambda: show(server, plain)["state"] == "COMPLETED")
-    listed = json.loads(run(server, "vipu", "queue", "--json").stdout) + json.loads(
-        run(server, "vipu", "history", "--json").stdout)
-    assert len(listed) == 3 and len({tuple(sorted(x)) for x in listed}) == 1
-    row = next(x for x in listed if x["id"] == plain)
-    assert row["array_job_id"] is None and row["start_time"] is not None and row["estimated_start"] is None
+    ended = json.loads(run(server, "vipu", "history", "--json").stdout)
+    queued = list(jobs(server).values())
+    assert len(ended) == 1 and len(queued) == 2 and len({tuple(sorted(x)) for x in queued}) == 1
+    [row] = ended
+    assert row["id"] == plain and row["array_job_id"] is None and row["start_time"] is not None
+    assert row["estimated_start"] is None
     # ids are JSON numbers, as squeue --json's job_id (protobuf's own mapping writes 64-bit integers as strings)
-    tasks = [x for x in listed if x["array_job_id"] is not None]
-    assert {(x["array_job_id"], x["array_task_id"]) for x in tasks} == {(plain + 1, 0), (plain + 1, 1)}
+    assert {(x["array_job_id"]["number"], x["array_task_id"]["number"]) for x in queued} == {(plain + 1, 0),
+                                                                                            (plain + 1, 1)}
+    assert all(x["array_job_id"]["set"] and not x["start_time"]["set"] for x in queued)  # held: no estimate
     submitted = json.loads(run(server, "vipu", "submit", "--ipus", "1", "--hold", "--json").stdout)
     assert submitted == {"job_ids": [plain + 3], "duplicate": False,
                          "jobs": [{"job_ids": [plain + 3], "duplicate": False}]}
@@ -348,7 +352,8 @@ def test_parsable_submit_prints_the_id_alone(server):
     assert first.returncode == 0 and first.stderr == ""
     array = int(first.stdout)
     assert first.stdout == f"{array}\n"
-    assert sorted(x["array_task_id"] for x in jobs(server).values() if x["array_job_id"] == array) == [0, 1, 2]
+    tasks = [x["array_task_id"]["number"] for x in jobs(server).values() if x["array_job_id"]["number"] == array]
+    assert sorted(tasks) == [0, 1, 2]
     again = run(server, "vipu", "submit", "--parsable", "--ipus", "1", "--hold", "--array", "0-2", "--request-id", "p1")
     assert again.stdout == f"{array}\n" and "not queued again" in again.stderr
     out = run(server, "vipu", "cancel", again.stdout.strip())
@@ -377,7 +382,7 @@ def test_several_spec_files_are_queued_in_one_call_all_or_none(server, tmp_path)
     assert text.stdout == ("Submitted array job 1 (2 tasks: jobs 1-2)\nSubmitted array job 3 (2 tasks: jobs 3-4)\n"
                            "Submitted array job 5 (2 tasks: jobs 5-6)\n")
     queued = jobs(server)
-    assert sorted((x["name"], x["ipus"], x["held"]) for x in queued.values() if x["array_task_id"] == 0) == [
+    assert sorted((x["name"], x["ipus"], x["hold"]) for x in queued.values() if x["array_task_id"]["number"] == 0) == [
         ("a", 1, True), ("b", 4, True), ("c", 2, True)]
     assert [show(server, i)["detail"]["request_id"] for i in (1, 3, 5)] == ["many/1", "many/2", "many/3"]
     again = run(server, "vipu", "submit", *names, "--hold", "--array", "0-1", "--request-id", "many", "--json")

@@ -38,7 +38,7 @@ def test_submit_refuses_a_model_that_cannot_fit_and_suggests_one(server, tmp_pat
     assert out.returncode == 2, out.stdout + out.stderr
     assert "does not fit" in out.stderr and "a layout that fits" in out.stderr
     assert "cannot run here: the workload is too big to execute in the emulator (302," in out.stderr
-    assert json.loads(run(server, "vipu", "queue", "--json").stdout) == []
+    assert json.loads(run(server, "vipu", "queue", "--json").stdout)["jobs"] == []
 
 
 def big_dp(tmp_path) -> Path:

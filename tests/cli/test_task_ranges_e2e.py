@@ -32,7 +32,7 @@ def test_the_task_range_queue_prints_is_a_job_id(server):
     assert one_error(out) == (f"vipu: error: job id '{array}_[8-12]': array job {array} has no tasks 10-12; `vipu"
                               " queue` and `vipu history` list its tasks")
 
-    before = {i: (x["state"], x["held"]) for i, x in jobs(server).items()}
+    before = {i: (x["job_state"][0], x["hold"]) for i, x in jobs(server).items()}
     for bad, line in [
         (f"{array}_[0-99999]", "names more than 10000 tasks, more than an array has"),
         (f"{array}_[3-1]", "range 3-1 runs backwards; write it as 1-3"),
@@ -59,7 +59,7 @@ def test_the_task_range_queue_prints_is_a_job_id(server):
     [single] = submit(server, *HELD)
     out = run(server, "vipu", "cancel", f"{single}_[0-1]")
     assert out.returncode == 2 and f"job id '{single}_[0-1]': job {single} is not an array job" in one_error(out)
-    assert {i: (x["state"], x["held"]) for i, x in jobs(server).items() if i != single} == before
+    assert {i: (x["job_state"][0], x["hold"]) for i, x in jobs(server).items() if i != single} == before
 
 
 def test_the_exit_code_of_several_failures_is_the_gravest_not_the_first(server):

@@ -16,7 +16,7 @@ def test_top_on_an_idle_pod(server):
 def test_top_shows_jobs_partitions_and_failures(server):
     [running] = submit(server, "--name", "trainer", "--ipus", "16", "--time-limit", "5m")
     [pending] = submit(server, "--name", "waiter", "--ipus", "64", "--time-limit", "5m")
-    wait_for(lambda: jobs(server)[pending]["reason"])
+    wait_for(lambda: jobs(server)[pending]["state_reason"] != "None")
     assert run(server, "vipu-admin", "fail", "ipus", "63").returncode == 0
     out = run(server, "vipu", "top", "--once").stdout
     assert "16 allocated  47 idle  1 failed" in out and "1 running, 1 pending" in out
@@ -32,7 +32,7 @@ def test_top_shows_jobs_partitions_and_failures(server):
 def test_top_names_array_tasks_as_queue_does(server):
     """A task's own job id read as a whole array (`153` for task 153_0 ...); top now says N_T, as vipu queue."""
     array = submit(server, "--name", "sweep", "--ipus", "32", "--time-limit", "5m", "--array", "0-2")[0]
-    wait_for(lambda: sorted(x["state"] for x in jobs(server).values()) == ["PENDING", "RUNNING", "RUNNING"])
+    wait_for(lambda: sorted(x["job_state"][0] for x in jobs(server).values()) == ["PENDING", "RUNNING", "RUNNING"])
     out = run(server, "vipu", "top", "--once").stdout
     sweep = [line.split()[0] for line in out.splitlines() if "sweep" in line]
     assert sorted(sweep) == [f"{array}_{t}" for t in range(3)], out

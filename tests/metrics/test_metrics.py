@@ -132,7 +132,7 @@ def test_ipus_draining_under_a_running_job_count_as_in_use(server, prometheus):
     from tests.cli.test_jobs_e2e import jobs
 
     [job] = submit(server, "--ipus", "4", "--time-limit", "10m")
-    wait_for(lambda: jobs(server)[job]["state"] == "RUNNING")
+    wait_for(lambda: jobs(server)[job]["job_state"] == ["RUNNING"])
     [agent] = {i["agent"] for i in json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
                if i["partition"] == f"slurm_{job}"}
     assert run(server, "vipu-admin", "drain", "agent", agent).returncode == 0

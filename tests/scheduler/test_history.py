@@ -84,3 +84,30 @@ def test_the_signal_is_sigterm_only_for_a_run_the_controller_stopped():
     signals = {j.id: (j.state, j.exit_code, j.signal) for j in s.view().history()}
     assert signals == {1: (S.TIMEOUT, None, 15), 2: (S.CANCELLED, None, 15), 3: (S.CANCELLED, None, 0),
                        4: (S.FAILED, 3, 0)}
+
+
+def test_a_run_requeued_while_running_is_a_requeued_row_with_duplicates():
+    """Regression: `vipu requeue` of a running job left that run out of -D (no ended state was recorded)."""
+    s = make()
+    s.submit(spec(), 0)
+    s.cycle(0)
+    s.requeue(1, 3)  # stops the run at 3
+    s.cycle(4)
+    s.job_finished(1, 6)
+    assert rows(s) == [(1, S.COMPLETED, 4, 6)]
+    assert rows(s, duplicates=True) == [(1, S.REQUEUED, 0, 3), (1, S.COMPLETED, 4, 6)]
+    assert rows(s, states=[S.REQUEUED], duplicates=True) == [(1, S.REQUEUED, 0, 3)]
+    stopped = s.view().history(duplicates=True)[0]
+    assert (stopped.exit_code, stopped.signal) == (None, 15)  # sacct's 0:15: the controller stopped it
+
+
+def test_a_record_from_before_requeued_was_kept_still_shows_that_run():
+    """A job stored by an earlier version went from RUNNING straight back to PENDING: that run is REQUEUED."""
+    s = make()
+    s.submit(spec(), 0)
+    s.cycle(0)
+    s.requeue(1, 3)
+    job = s.table.jobs[1]
+    old = [t for t in job.history if t.state is not S.REQUEUED]  # as an earlier version stored it
+    s.table.jobs[1] = job.updated({"history": old})
+    assert rows(s, states=[S.REQUEUED], duplicates=True) == [(1, S.REQUEUED, 0, 3)]

@@ -5,7 +5,7 @@ import pytest
 from vipu.errors import FailedPrecondition
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_spec import JobSpec
-from vipu.scheduler.job_states import ACTIVE, SHORT, TERMINAL, TRANSITIONS, JobState, check_transition
+from vipu.scheduler.job_states import ACTIVE, REQUEUABLE, SHORT, TERMINAL, TRANSITIONS, JobState, check_transition
 
 S = JobState
 LEGAL = [(a, b) for a, edges in TRANSITIONS.items() for b in edges]
@@ -32,12 +32,22 @@ def test_illegal_transition(current, new):
 def test_every_edge_has_a_comment_and_every_state_a_short_code():
     assert all(comment for edges in TRANSITIONS.values() for comment in edges.values())
     assert set(SHORT) == set(JobState)
-    assert sorted(SHORT.values()) == sorted(["PD", "R", "CG", "CD", "F", "CA", "TO", "PR", "NF"])
+    assert sorted(SHORT.values()) == sorted(["PD", "R", "CG", "CD", "F", "CA", "TO", "PR", "NF", "RQ"])
 
 
 @pytest.mark.parametrize("state", [S.PREEMPTED, S.NODE_FAIL, S.FAILED, S.TIMEOUT, S.COMPLETED, S.RUNNING])
 def test_requeue_keeps_the_id_from(state):
-    assert S.PENDING in TRANSITIONS[state]
+    assert state in REQUEUABLE
+
+
+def test_a_running_job_requeued_ends_its_run_requeued_then_waits():
+    """sacct --duplicates shows such a run as REQUEUED: the history keeps that state, as it keeps NODE_FAIL."""
+    job = Job.trusted(id=7, name="j", user="u", spec=JobSpec(name="j", ipus=4, time_limit=60, qos="normal"),
+                      state=S.RUNNING, submit_time=0.0, start_time=2.0, history=[(S.PENDING, 0.0), (S.RUNNING, 2.0)])
+    again = job.requeued(5.0)
+    assert again.state is S.PENDING and again.requeue_count == 1 and again.start_time is None
+    assert again.history[-2:] == [(S.REQUEUED, 5.0), (S.PENDING, 5.0)]
+    assert S.PENDING not in TRANSITIONS[S.RUNNING]  # never straight back: the run's end is recorded first
 
 
 def test_cancelled_is_final_and_states_partition():

@@ -128,7 +128,7 @@ def test_requeue_keeps_the_id_and_counts():
     s.submit(spec(), 0)
     s.cycle(0)
     (stop,) = s.requeue(1, 5)
-    assert stop.requeued and stop.state is S.PENDING
+    assert stop.requeued and stop.state is S.REQUEUED  # how the run ended, as sacct -D shows it
     job = s.job(1)
     assert (job.state, job.requeue_count, job.start_time, job.first_ipu) == (S.PENDING, 1, None, None)
     s.cycle(6)
@@ -140,7 +140,7 @@ def test_requeue_keeps_the_id_and_counts():
     with pytest.raises(FailedPrecondition, match="cannot be requeued"):
         s.requeue(1, 10)
     assert [h.state for h in s.job(1).history] == [
-        S.PENDING, S.RUNNING, S.PENDING, S.RUNNING, S.FAILED, S.PENDING, S.CANCELLED]
+        S.PENDING, S.RUNNING, S.REQUEUED, S.PENDING, S.RUNNING, S.FAILED, S.PENDING, S.CANCELLED]
 
 
 def test_failed_ipus_node_fail_requeue_and_req_node_not_avail():

@@ -50,7 +50,7 @@ def test_users_see_and_change_only_their_own(secure, tmp_path):
     [job] = json.loads(submitted.stdout)["job_ids"]
     assert run(server, "vipu", "create", "partition", "mine", "--size", "2", env=as_(alice)).returncode == 0
 
-    assert json.loads(run(server, "vipu", "queue", "--json", env=as_(bob)).stdout) == []
+    assert json.loads(run(server, "vipu", "queue", "--json", env=as_(bob)).stdout)["jobs"] == []
     assert json.loads(run(server, "vipu", "list", "partitions", "--json", env=as_(bob)).stdout) == []
     for args in (["cancel", str(job)], ["show", "job", str(job)], ["hold", str(job)], ["priority", str(job)]):
         out = run(server, "vipu", *args, env=as_(bob))
@@ -62,10 +62,10 @@ def test_users_see_and_change_only_their_own(secure, tmp_path):
     out = run(server, "vipu-admin", "list", "users", env=as_(bob))
     assert out.returncode == 6 and "not an admin" in out.stderr
 
-    [mine] = json.loads(run(server, "vipu", "queue", "--json", env=as_(alice)).stdout)
-    assert mine["user"] == "alice"
-    everyone = json.loads(run(server, "vipu", "queue", "--json", env=as_(admin_key)).stdout)
-    assert [j["user"] for j in everyone] == ["alice"]
+    [mine] = json.loads(run(server, "vipu", "queue", "--json", env=as_(alice)).stdout)["jobs"]
+    assert mine["user_name"] == "alice"
+    everyone = json.loads(run(server, "vipu", "queue", "--json", env=as_(admin_key)).stdout)["jobs"]
+    assert [j["user_name"] for j in everyone] == ["alice"]
     config = tmp_path / "vipu-cli.hcl"  # V-IPU's config-file form
     config.write_text(f'api-host = "127.0.0.1"\napi-port = {server.port}\napi-access-key = "{alice}"\n')
     env = as_(None)
@@ -118,7 +118,7 @@ def test_an_allocation_that_names_users_is_theirs_and_a_removed_user_is_locked_o
                  ["submit", "--ipus", "4", "--time-limit", "1m", "--allocation", "teamA"]):
         out = run(server, "vipu", *args, env=as_(bob))
         assert out.returncode == 6 and refusal in out.stderr, (args, out.stderr)
-    assert json.loads(run(server, "vipu", "queue", "--json", env=as_(admin_key)).stdout) == []
+    assert json.loads(run(server, "vipu", "queue", "--json", env=as_(admin_key)).stdout)["jobs"] == []
     assert run(server, "vipu", "create", "partition", "at", "--size", "4", "--allocation", "teamA",
                env=as_(alice)).returncode == 0
     assert run(server, "vipu", "create", "partition", "bt", "--size", "4", env=as_(bob)).returncode == 0  # default
@@ -185,7 +185,7 @@ def test_only_an_admin_may_give_a_negative_nice(secure):
     alice = new_user("alice")
     out = run(server, "vipu", "submit", "--ipus", "1", "--time-limit", "1m", "--hold", "--nice", "-100", env=as_(alice))
     assert out.returncode == 6 and "nice is -100: only an admin may give a negative nice" in out.stderr
-    assert json.loads(run(server, "vipu", "queue", "--json", env=as_(admin_key)).stdout) == []  # nothing stored
+    assert json.loads(run(server, "vipu", "queue", "--json", env=as_(admin_key)).stdout)["jobs"] == []  # nothing stored
     for key, nice in ((alice, "100"), (admin_key, "-100")):
         out = run(server, "vipu", "submit", "--ipus", "1", "--time-limit", "1m", "--hold", "--nice", nice, env=as_(key))
         assert out.returncode == 0, out.stderr

@@ -13,6 +13,9 @@ from vipu.cli.connection import DEFAULT_TIMEOUT_S, Connection, resolve
 JSON_HELP = "print JSON (a stable schema) instead of a table; indented at a terminal, one line when piped"
 JsonOption = typer.Option(False, "--json", "--showjson", help=JSON_HELP)
 NoHeaderOption = typer.Option(False, "--no-header", "--noheader", help="omit the table header")
+# squeue's, sinfo's and sprio's spelling too
+ShortNoHeaderOption = typer.Option(False, "--noheader", "-h", "--no-header",
+                                   help="omit the header (nothing at all is printed when there is nothing to list)")
 
 
 def prose(command):

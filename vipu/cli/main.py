@@ -6,7 +6,18 @@ from __future__ import annotations
 import typer
 
 from vipu import __version__
-from vipu.cli import completion, job_commands, offline, partition_commands, submit, top
+from vipu.cli import (
+    accounting,
+    completion,
+    job_commands,
+    node_info,
+    offline,
+    partition_commands,
+    priorities,
+    queue_listing,
+    submit,
+    top,
+)
 from vipu.cli.context import (
     JSON_HELP,
     ApiHostOption,
@@ -65,7 +76,11 @@ def root(
 
 partition_commands.register(app)
 submit.register(app)
+queue_listing.register(app)
 job_commands.register(app)
+accounting.register(app)
+node_info.register(app)
+priorities.register(app)
 offline.register(app)
 top.register(app)
 completion.register(app, "vipu")

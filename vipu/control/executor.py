@@ -74,8 +74,7 @@ class LiveExecutor:
         job = self.scheduler.table.jobs.get(stop.job_id)  # None: a leftover partition of a job no longer known
         runner = self.runners.get(job.spec.workload.kind) if job is not None else None
         kept = runner.stop(stop) if runner is not None else False  # kept: its work ends later, and it says when
-        # a run stopped by `vipu requeue` went back to PENDING: sacct calls such a run REQUEUED
-        self.metrics.completions.labels("REQUEUED" if stop.state is JobState.PENDING else stop.state.value).inc()
+        self.metrics.completions.labels(stop.state.value).inc()  # REQUEUED for a run `vipu requeue` stopped
         if not kept:
             self.release(stop.partition)
         kind = self.kinds.get(job.spec.workload.kind) if job is not None else None

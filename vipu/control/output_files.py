@@ -15,6 +15,7 @@ from pathlib import Path
 
 from vipu.scheduler.effects import StopJob
 from vipu.scheduler.job_record import Job
+from vipu.scheduler.job_states import JobState
 from vipu.scheduler.output_pattern import output_path
 
 log = logging.getLogger("vipu.output")
@@ -29,7 +30,8 @@ class OutputFiles:
         """Queue the output of the run `stop` ended (nothing if the job asked for none)."""
         if not job.spec.output:
             return
-        ended = f"{stop.state.value}{', requeued' if stop.requeued else ''}"
+        again = stop.requeued and stop.state is not JobState.REQUEUED  # REQUEUED says it already
+        ended = f"{stop.state.value}{', requeued' if again else ''}"
         at = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(job.history[-1].at))
         lines = [f"vipu-sim job {job.display_id} ({job.name}, user {job.user}) on partition {stop.partition}:"
                  f" {ended} at {at}", *logged]

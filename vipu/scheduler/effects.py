@@ -29,7 +29,7 @@ class StartJob(NamedTuple):
 class StopJob(NamedTuple):
     job_id: int
     partition: str
-    state: JobState  # how this run ended: COMPLETED, FAILED, CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL
+    state: JobState  # how this run ended: COMPLETED, FAILED, CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL, REQUEUED
     requeued: bool  # the job is PENDING again under the same id
 
 

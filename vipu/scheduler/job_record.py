@@ -90,7 +90,7 @@ class Job(BaseModel):
     @property
     def signal(self) -> int:
         """The signal of sacct's ExitCode (code:signal): the controller stops a run with SIGTERM (15) at its time
-        limit, or when it is cancelled or preempted while it runs; a program that a signal ended by itself says
+        limit, or when it is cancelled, preempted or requeued while it runs; a program that a signal ended by itself says
         which; 0 otherwise, also for a job that never ran."""
         stopped = self.state is JobState.TIMEOUT or (self.state in _STOPPED and self.start_time is not None)
         return SIGTERM if stopped else self.exit_signal
@@ -133,13 +133,14 @@ class Job(BaseModel):
 
     def requeued(self, now: float) -> Job:
         """Back in the queue under the same id: the last run's placement and times are cleared (history keeps
-        them) and the requeue count goes up."""
-        return self.moved(JobState.PENDING, now, start_time=None, end_time=None, first_ipu=None, exit_code=None,
-                          exit_signal=0, requeue_count=self.requeue_count + 1)
+        them) and the requeue count goes up. A running job's run ends REQUEUED first, as sacct records it."""
+        job = self.moved(JobState.REQUEUED, now, end_time=now) if self.state is JobState.RUNNING else self
+        return job.moved(JobState.PENDING, now, start_time=None, end_time=None, first_ipu=None, exit_code=None,
+                         exit_signal=0, requeue_count=self.requeue_count + 1)
 
 
 _RUNS = (JobState.RUNNING, JobState.COMPLETING)
-_STOPPED = (JobState.CANCELLED, JobState.PREEMPTED)  # with a start time: stopped while it ran
+_STOPPED = (JobState.CANCELLED, JobState.PREEMPTED, JobState.REQUEUED)  # with a start time: stopped while it ran
 SIGTERM = 15
 _new = object.__new__
 _setattr = object.__setattr__

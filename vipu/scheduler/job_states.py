@@ -27,6 +27,7 @@ class JobState(str, Enum):
     TIMEOUT = "TIMEOUT"
     PREEMPTED = "PREEMPTED"
     NODE_FAIL = "NODE_FAIL"
+    REQUEUED = "REQUEUED"
 
 
 S = JobState
@@ -41,6 +42,7 @@ SHORT = {
     S.TIMEOUT: "TO",
     S.PREEMPTED: "PR",
     S.NODE_FAIL: "NF",
+    S.REQUEUED: "RQ",
 }
 
 _REQUEUE = "scontrol requeue of a finished job: queued again under the same id"
@@ -59,7 +61,7 @@ TRANSITIONS: dict[JobState, dict[JobState, str]] = {
         S.PREEMPTED: "evicted by a job of a QOS allowed to preempt its QOS",
         S.NODE_FAIL: "an IPU or machine under its partition failed, or the controller stopped while it ran (its"
                      " Recovery= in `vipu show job` says so)",
-        S.PENDING: "scontrol requeue of a running job: stopped and queued again under the same id",
+        S.REQUEUED: "scontrol requeue of a running job: its run stopped, recorded as sacct shows it",
     },
     S.COMPLETING: {
         S.COMPLETED: "partition removed after an exit code of 0",
@@ -72,11 +74,16 @@ TRANSITIONS: dict[JobState, dict[JobState, str]] = {
     S.TIMEOUT: {S.PENDING: _REQUEUE},
     S.PREEMPTED: {S.PENDING: "requeued after preemption (its QOS's preempt_mode is requeue), or by scontrol requeue"},
     S.NODE_FAIL: {S.PENDING: "requeued after a node failure (its spec allows requeue), or by scontrol requeue"},
+    S.REQUEUED: {S.PENDING: "queued again under the same id, in the step that stopped its run"},
     S.CANCELLED: {},  # terminal: the user meant it; submit again instead
 }
 
 ACTIVE = frozenset({S.PENDING, S.RUNNING, S.COMPLETING})
+# Each ends a run. A job never rests in REQUEUED: the step that enters it moves on to PENDING, so only a job's
+# history holds it (sacct --duplicates shows that run's row).
 TERMINAL = frozenset(s for s in JobState if s not in ACTIVE)
+# what `scontrol requeue` takes: a running job (through REQUEUED) or one whose run ended as these did
+REQUEUABLE = frozenset(s for s in JobState if S.PENDING in TRANSITIONS[s] or S.REQUEUED in TRANSITIONS[s])
 
 
 def check_transition(job_id: int, current: JobState, new: JobState) -> None:

@@ -34,7 +34,7 @@ from vipu.scheduler.policies import QUEUE_ORDER, get_policy
 from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
 from vipu.scheduler.multifactor import FairShare, breakdown
 from vipu.scheduler.job_spec import JobSpec, parse_spec
-from vipu.scheduler.job_states import TERMINAL, TRANSITIONS, JobState
+from vipu.scheduler.job_states import REQUEUABLE, TERMINAL, JobState
 from vipu.scheduler.submission import (
     Submission,
     Submitted,
@@ -247,18 +247,18 @@ class Scheduler:
         """Put a running or finished job back in the queue under the same id (scontrol requeue); an array job id
         requeues every task that is not pending, unless `single`."""
         if self._whole_array(job_id, single):
-            jobs = [j for j in self._expand([job_id]) if j.state is not S.PENDING and S.PENDING in TRANSITIONS[j.state]]
+            jobs = [j for j in self._expand([job_id]) if j.state is not S.PENDING and j.state in REQUEUABLE]
             if not jobs:
                 raise FailedPrecondition(f"array job {job_id} has no running or ended task to requeue")
         else:
             job = self._get(job_id)
             if job.state is S.PENDING:
                 raise FailedPrecondition(f"job {job.display_id} is already PENDING; nothing to requeue")
-            if S.PENDING not in TRANSITIONS[job.state]:
+            if job.state not in REQUEUABLE:
                 raise FailedPrecondition(f"job {job.display_id} is {job.state.value} and cannot be requeued; submit it again")
             jobs = [job]
         ran = [j for j in jobs if j.state in (S.RUNNING, S.COMPLETING)]
-        return self._end_runs([j.requeued(now) for j in jobs], ran, now, S.PENDING)
+        return self._end_runs([j.requeued(now) for j in jobs], ran, now, S.REQUEUED)
 
     def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0,
                      signal: int = 0) -> list[Effect]:

@@ -174,12 +174,19 @@ def _since(job: Job) -> float:
 def _runs_ended(job: Job, ended: set[JobState] | frozenset[JobState]) -> list[Job]:
     """The job's earlier runs that ended in one of `ended` (it went back to the queue after each), each as the job
     was when that run ended: its state, start, end and, for a run that completed, exit code 0 (a failed run's
-    code is not kept; sacct --duplicates lists them as rows of their own)."""
-    out, start = [], None
-    for t in job.history[:-1]:  # the last entry is the job's state now: its own row
-        if t.state is S.RUNNING:
+    code and a run's IPUs are not kept; sacct --duplicates lists them as rows of their own)."""
+    out, start, before = [], None, None
+    last = len(job.history) - 1
+    for i, t in enumerate(job.history):
+        # a record stored before REQUEUED was kept went from RUNNING straight back to PENDING: that run's end
+        state = S.REQUEUED if t.state is S.PENDING and before is S.RUNNING else t.state
+        if i == last and state is t.state:  # the job's state now: its own row
+            break
+        if state is S.RUNNING:
             start = t.at
-        elif t.state in ended:
-            out.append(job.updated({"state": t.state, "start_time": start, "end_time": t.at, "reason": None,
-                                    "estimated_start": None, "exit_code": 0 if t.state is S.COMPLETED else None}))
+        elif state in ended:
+            out.append(job.updated({"state": state, "start_time": start, "end_time": t.at, "reason": None,
+                                    "estimated_start": None, "exit_code": 0 if state is S.COMPLETED else None,
+                                    "first_ipu": None}))  # where an earlier run ran is not kept
+        before = t.state
     return out

@@ -339,7 +339,7 @@ class TrainRuns:
         if not ends:
             return None
         i, end = ends[0]
-        if end.state is JobState.PENDING:  # requeued straight from RUNNING; whatever came after is not this run's
+        if end.state in (JobState.REQUEUED, JobState.PENDING):  # requeued while it ran (PENDING: an older record)
             return f"run {number} stopped at {_stamp(end.at)}: requeued while it ran (vipu requeue)"
         requeued = i + 1 < len(after) and after[i + 1].state is JobState.PENDING
         cause = self._cause(job, number, end.state, record)

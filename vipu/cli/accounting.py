@@ -1,0 +1,203 @@
+"""`vipu history`: sacct's options, read as sacct reads them (man sacct), over the jobs the controller remembers.
+There are no job steps here (a job is one allocation, one run at a time), so -X changes nothing."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import typer
+
+from vipu.cli.context import JsonOption
+from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.job_detail import exit_code, stamp
+from vipu.cli.job_ids import job_id
+from vipu.cli.job_selection import job_ids, job_states, split
+from vipu.cli.nodes import Machines
+from vipu.cli.output import print_rows, table
+from vipu.cli.queue_fields import FULL, NODES, JobRow
+from vipu.cli.slurm_dates import FORMS, parse_slurm_time
+from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
+from vipu.v1 import job_pb2 as j
+
+
+def elapsed(seconds: float) -> str:
+    """sacct's Elapsed: HH:MM:SS, or D-HH:MM:SS."""
+    seconds = int(max(0, seconds))
+    days, rest = divmod(seconds, 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def _ran(row: JobRow) -> float:
+    x = row.job
+    if not x.HasField("start_time"):
+        return 0.0
+    return (x.end_time if x.HasField("end_time") else row.now) - x.start_time
+
+
+def _eligible(row: JobRow) -> float:
+    return row.job.begin_time if row.job.HasField("begin_time") else row.job.submit_time
+
+
+def _planned(row: JobRow) -> float:
+    """sacct's Planned: from eligible to its start (or its end, if it never started)."""
+    x = row.job
+    until = x.start_time if x.HasField("start_time") else x.end_time if x.HasField("end_time") else row.now
+    return max(0.0, until - _eligible(row))
+
+
+def _tres(row: JobRow) -> str:
+    return f"cpu={row.job.ipus},node={row.node_count},gres/ipu={row.job.ipus}"
+
+
+def _time(value: float | None) -> str:
+    return stamp(value) if value else "Unknown"
+
+
+def _field(width: int, value, key=None, needs=frozenset()) -> Column:
+    return Column("", value, key, needs=needs, width=width)
+
+
+# sacct's fields (man sacct), in sacct's order of matching a prefix, with its default widths
+FIELDS: dict[str, Column] = {
+    "Account": _field(10, lambda r: r.job.account),
+    "AllocCPUS": _field(10, lambda r: str(r.job.ipus)),
+    "AllocNodes": _field(10, lambda r: str(r.node_count if r.job.HasField("start_time") else 0), needs=FULL | NODES),
+    "AllocTRES": _field(10, lambda r: _tres(r) if r.job.HasField("start_time") else "", needs=FULL | NODES),
+    "CPUTime": _field(10, lambda r: elapsed(_ran(r) * r.job.ipus)),
+    "CPUTimeRAW": _field(10, lambda r: str(int(_ran(r) * r.job.ipus))),
+    "Elapsed": _field(10, lambda r: elapsed(_ran(r))),
+    "ElapsedRaw": _field(10, lambda r: str(int(_ran(r)))),
+    "Eligible": _field(19, lambda r: _time(_eligible(r))),
+    "End": _field(19, lambda r: _time(r.job.end_time if r.job.HasField("end_time") else None)),
+    "ExitCode": _field(8, lambda r: exit_code(r.job)),
+    "IPUs": _field(5, lambda r: str(r.job.ipus)),
+    "JobID": _field(-12, lambda r: job_id(r.job)),
+    "JobIDRaw": _field(-12, lambda r: str(r.job.id)),
+    "JobName": _field(10, lambda r: r.job.name),
+    "NCPUS": _field(10, lambda r: str(r.job.ipus)),
+    "NNodes": _field(8, lambda r: str(r.node_count), needs=FULL | NODES),
+    "NodeList": _field(15, lambda r: r.node_list() or "None assigned", needs=FULL | NODES),
+    "Partition": _field(10, lambda r: r.partition, needs=FULL),
+    "Planned": _field(10, lambda r: elapsed(_planned(r))),
+    "Priority": _field(10, lambda r: f"{r.job.priority:.0f}"),
+    "QOS": _field(10, lambda r: r.job.qos),
+    "Reason": _field(22, lambda r: r.job.reason or "None"),
+    "ReqCPUS": _field(8, lambda r: str(r.job.ipus)),
+    "ReqNodes": _field(8, lambda r: str(r.machines.count(r.job.ipus)), needs=NODES),
+    "ReqTRES": _field(10, _tres, needs=FULL | NODES),
+    "Restarts": _field(8, lambda r: str(r.job.requeue_count)),
+    "Start": _field(19, lambda r: _time(r.job.start_time if r.job.HasField("start_time") else None)),
+    "State": _field(10, lambda r: r.job.state),
+    "Submit": _field(19, lambda r: _time(r.job.submit_time)),
+    "Timelimit": _field(10, lambda r: elapsed(r.job.time_limit_s)),
+    "TimelimitRaw": _field(10, lambda r: str(math.ceil(r.job.time_limit_s / 60))),
+    "User": _field(9, lambda r: r.job.user),
+}
+TABLE = "JobID,JobName,User,State,ExitCode,Submit,Start,End,Elapsed,IPUs"  # what `vipu history` prints by default
+BRIEF = "JobID,State,ExitCode"  # sacct -b
+
+
+def in_window(row: JobRow, start: float | None, end: float | None) -> bool:
+    """sacct's -S/-E: the row was there (submitted, or running) at some moment between them."""
+    x = row.job
+    began = x.start_time if x.HasField("start_time") else x.submit_time
+    ended = x.end_time if x.HasField("end_time") else row.now
+    return (start is None or ended >= start) and (end is None or began <= end)
+
+
+def moment(text: str | None, flag: str, now: float) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_slurm_time(text, now)
+    except ValueError as e:
+        fail("vipu", f"{flag}: {e}; give {FORMS}", BAD_INPUT)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def history(
+        ctx: typer.Context,
+        user: list[str] = typer.Option(None, "--user", "-u", help="only these users' jobs (a comma list)"),
+        state: list[str] = typer.Option(None, "--state", "-s",
+                                        help="only rows in these states: names or codes (CD, F, CA, TO, NF, PR, RQ,"
+                                             " ...) in a comma list (default: every ended one)"),
+        jobs: list[str] = typer.Option(None, "--jobs", "-j", help="only these jobs: N, N_T or N_[A-B], comma lists"),
+        starttime: str = typer.Option(None, "--starttime", "-S",
+                                      help="only rows that ended (or still ran) at or after this time: " + FORMS),
+        endtime: str = typer.Option(None, "--endtime", "-E",
+                                    help="only rows that were submitted or started at or before this time"),
+        fmt: str = typer.Option(None, "--format", "-o",
+                                help="sacct's fields, e.g. JobID,JobName%20,State,ExitCode,Elapsed,NNodes,AllocTRES"
+                                     " (see below); else SACCT_FORMAT"),
+        brief: bool = typer.Option(False, "--brief", "-b", help="JobID, State and ExitCode only (sacct -b)"),
+        allocations: bool = typer.Option(False, "--allocations", "-X",
+                                         help="accepted, as sacct takes it: jobs here have no steps, so every row is"
+                                              " an allocation already"),
+        parsable: bool = typer.Option(False, "--parsable", "-p", help="fields between and after | (sacct -p)"),
+        parsable2: bool = typer.Option(False, "--parsable2", "-P", help="fields between | only (sacct -P)"),
+        delimiter: str = typer.Option("|", "--delimiter", help="what -p and -P put between fields"),
+        limit: int = typer.Option(0, "--limit", help="only the last N rows: the N most recently ended (0: all)"),
+        duplicates: bool = typer.Option(
+            False, "--duplicates", "-D",
+            help="also each earlier run of a requeued job (after a node failure, a preemption or vipu requeue:"
+                 " REQUEUED), a row each with that run's state, start and end"),
+        json_out: bool = JsonOption,
+        no_header: bool = typer.Option(False, "--noheader", "-n", "--no-header", help="omit the header"),
+    ):
+        """Ended jobs with submit, start, end, elapsed, state and exit code (sacct), in the order they ended.
+
+        Each job once, as its latest run left it: --state matches that run's state, and a requeued
+        job back in the queue is in `vipu queue`. --duplicates: every run of each job, a row each.
+        ExitCode is code:signal, 0:15 for a run the controller stopped (--json: exit_code, signal).
+
+        Without -S and -E every ended job the controller remembers is listed (sacct's default is since
+        midnight; here the whole history is small, and --limit keeps the latest). Times are local.
+
+        Fields (-o): JobID (26_3), JobIDRaw, JobName, User, Account, Partition (the V-IPU allocation), QOS,
+        State, ExitCode, Reason, Priority, Restarts, Submit, Eligible, Start, End, Elapsed, ElapsedRaw, Planned,
+        Timelimit, TimelimitRaw, NCPUS, AllocCPUS and ReqCPUS (IPUs), NNodes, AllocNodes and ReqNodes
+        (IPU-Machines), NodeList, AllocTRES and ReqTRES (cpu=IPUs,node=machines,gres/ipu=IPUs), CPUTime and
+        CPUTimeRAW (IPU-time), IPUs; any of them may end in %WIDTH (%-WIDTH: left-justified), and a prefix of a
+        name will do."""
+        cli = ctx.obj
+        if limit < 0:
+            fail("vipu", f"--limit is {limit}; give 0 for every job or N > 0 for the last N", BAD_INPUT)
+        if parsable and parsable2:
+            fail("vipu", "-p/--parsable and -P/--parsable2 both given; give one of them", BAD_INPUT)
+        now = time.time()
+        since, until = moment(starttime, "-S/--starttime", now), moment(endtime, "-E/--endtime", now)
+        if since is not None and until is not None and since > until:
+            fail("vipu", f"-S/--starttime {starttime!r} is after -E/--endtime {endtime!r}; give the earlier time to"
+                 " -S", BAD_INPUT)
+        states = job_states(state, "-s/--state")
+        ids = job_ids(jobs, "-j/--jobs")
+        chosen = fmt or (BRIEF if brief else None) or os.environ.get("SACCT_FORMAT") or (
+            TABLE if parsable or parsable2 else None)
+        fields = sacct_fields(chosen, FIELDS, "-o/--format" if fmt else "SACCT_FORMAT") if chosen else None
+        needs = frozenset().union(*(f.column.needs for f in fields)) if fields else frozenset()
+        as_json = cli.wants_json(json_out)
+        windowed = since is not None or until is not None
+        request = j.HistoryRequest(users=split(user), states=sorted(s.value for s in states or ()),
+                                   ids=ids.asked if ids else [], limit=0 if windowed else limit,
+                                   brief=not as_json and "full" not in needs, duplicates=duplicates)
+        listed = cli.conn.every_page(cli.conn.jobs.History, request).jobs
+        machines = Machines.fetch(cli.conn) if "nodes" in needs else None
+        rows = [JobRow(x, now, machines) for x in listed if ids is None or x in ids]
+        rows = [r for r in rows if in_window(r, since, until)]
+        if windowed and limit:
+            rows = rows[-limit:]
+        header = cli.with_header(no_header)
+        if as_json:
+            print_rows([r.job for r in rows])
+            return
+        if fields is None:
+            lines = table(TABLE.split(","), [[FIELDS[n].value(r) for n in TABLE.split(",")] for r in rows],
+                          header).splitlines()
+        else:
+            lines = sacct_render(fields, rows, header, "-p" if parsable else "-P" if parsable2 else "", delimiter)
+        if lines:
+            print("\n".join(lines))

@@ -1,0 +1,179 @@
+"""`vipu info`: the Pod by IPU-Link domain, or, with sinfo's options (-N, -s, -o), its IPU-Machines as sinfo shows
+nodes: grouped by partition (the V-IPU allocation whose agent holds the machine) and by every other field shown,
+or a line each with -N."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import typer
+
+from vipu.cli.context import JsonOption, ShortNoHeaderOption
+from vipu.cli.nodes import DEFAULT_PARTITION, Machines, hostlist
+from vipu.cli.output import as_dict, print_json, table
+from vipu.cli.slurm_format import Column, percent_layout, render
+from vipu.v1 import job_pb2 as j
+from vipu.v1 import partition_pb2 as p
+
+# a machine's state from its IPUs': (sinfo's compact, long)
+_STATES = {"idle": ("idle", "idle"), "allocated": ("alloc", "allocated"), "draining": ("drng", "draining"),
+           "drained": ("drain", "drained"), "failed": ("down", "down")}
+MIXED = ("mix", "mixed")
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    partition: str
+    ipus: tuple  # its Ipu messages
+
+    @property
+    def state(self) -> tuple[str, str]:
+        """Its working IPUs' state when they all agree (a failed IPU leaves the others to work: it counts as other
+        in %C), mixed when some are in use and some not (sinfo's MIXED), down when every one failed."""
+        states = {i.state for i in self.ipus if i.state != "failed"} or {"failed"}
+        return _STATES[states.pop()] if len(states) == 1 else MIXED
+
+    def count(self, *states: str) -> int:
+        return sum(i.state in states for i in self.ipus)
+
+
+@dataclass(frozen=True)
+class Group:
+    """The nodes a line of sinfo stands for."""
+
+    nodes: tuple[Node, ...]
+
+    @property
+    def first(self) -> Node:
+        return self.nodes[0]
+
+    def ipus(self) -> str:
+        """A/I/O/T: allocated (draining ones too: a job holds them), idle, other (drained, failed), total."""
+        a = sum(n.count("allocated", "draining") for n in self.nodes)
+        i = sum(n.count("idle") for n in self.nodes)
+        t = sum(len(n.ipus) for n in self.nodes)
+        return f"{a}/{i}/{t - a - i}/{t}"
+
+    def machines(self, other: bool) -> str:
+        """A/I(/O/T): nodes allocated or mixed, idle, other (draining, drained, down), total."""
+        a = sum(n.state in (_STATES["allocated"], MIXED) for n in self.nodes)
+        i = sum(n.state == _STATES["idle"] for n in self.nodes)
+        t = len(self.nodes)
+        return f"{a}/{i}/{t - a - i}/{t}" if other else f"{a}/{i}"
+
+
+def _partition(g: Group) -> str:
+    return g.first.partition + ("*" if g.first.partition == DEFAULT_PARTITION else "")
+
+
+AGGREGATES = {"D", "N", "C", "A", "F"}  # a group's sums; every other field is the same on each node of a line
+LETTERS: dict[str, Column] = {
+    "a": Column("AVAIL", lambda g: "up"),
+    "A": Column("NODES(A/I)", lambda g: g.machines(False)),
+    "c": Column("CPUS", lambda g: str(len(g.first.ipus))),
+    "C": Column("CPUS(A/I/O/T)", Group.ipus),
+    "D": Column("NODES", lambda g: str(len(g.nodes))),
+    "E": Column("REASON", lambda g: "none"),
+    "F": Column("NODES(A/I/O/T)", lambda g: g.machines(True)),
+    "h": Column("OVERSUBSCRIBE", lambda g: "NO"),
+    "l": Column("TIMELIMIT", lambda g: "infinite"),  # no limit of its own (a job's is at most 366 days)
+    "N": Column("NODELIST", lambda g: hostlist(n.name for n in g.nodes), cut=False),
+    "P": Column("PARTITION", _partition),
+    "R": Column("PARTITION", lambda g: g.first.partition),
+    "t": Column("STATE", lambda g: g.first.state[0]),
+    "T": Column("STATE", lambda g: g.first.state[1]),
+}
+_SUMS = {id(LETTERS[k]) for k in AGGREGATES}
+SUMMARIZE = "%#P %.5a %.10l %.16F  %N"  # sinfo's formats (man sinfo)
+NODE = "%#N %.6D %#P %6t"
+
+
+def nodes(conn) -> list[Node]:
+    """Every IPU-Machine, by partition then name, each in the partition its agent is in."""
+    machines = Machines.fetch(conn)
+    allocations = conn.every_page(conn.partitions.ListAllocations, p.ListAllocationsRequest()).allocations
+    partition_of = {agent: a.name for a in allocations for agent in a.agents}
+    by_machine: dict[int, list] = {}
+    for ipu in machines.ipus:
+        by_machine.setdefault(ipu.machine, []).append(ipu)
+    found = [Node(machines.name(ipus[0]), partition_of.get(ipus[0].agent, DEFAULT_PARTITION), tuple(ipus))
+             for _, ipus in sorted(by_machine.items())]
+    return sorted(found, key=lambda n: (n.partition != DEFAULT_PARTITION, n.partition))  # stable: machine order
+
+
+def grouped(found: list[Node], layout, per_node: bool) -> list[Group]:
+    """sinfo's lines: nodes that show the same value in every field but the sums share one (a line each with
+    -N), in the order of their first node."""
+    if per_node:
+        return [Group((n,)) for n in found]
+    lines: dict[tuple, list[Node]] = {}
+    for n in found:
+        key = tuple(c.column.value(Group((n,))) for c in layout.cells if id(c.column) not in _SUMS)
+        lines.setdefault(key, []).append(n)
+    return [Group(tuple(ns)) for ns in lines.values()]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def info(
+        ctx: typer.Context,
+        node: bool = typer.Option(False, "--Node", "-N", help=f"a line per IPU-Machine, sinfo -N's {NODE!r}"),
+        summarize: bool = typer.Option(
+            False, "--summarize", "-s",
+            help=f"a line per partition with machines allocated/idle/other/total, {SUMMARIZE!r}"),
+        fmt: str = typer.Option(None, "--format", "-o",
+                                help="sinfo's %-format (see below); else SINFO_FORMAT; with -N a line per machine, and"
+                                     " -s is ignored, as sinfo ignores it"),
+        json_out: bool = JsonOption,
+        no_header: bool = ShortNoHeaderOption,
+    ):
+        """IPUs idle, allocated, draining, drained and failed per IPU-Link domain (a Pod64 of a Bow Pod; sinfo).
+
+        With -N, -s or -o, the IPU-Machines as sinfo shows nodes: a node is a machine (named by its agent), its
+        CPUs are its IPUs, and its partition is the V-IPU allocation its agent is in (default*). Its state is
+        that of its working IPUs when they agree (idle, alloc, drng, drain), mix when some are in use and some
+        not, down when all failed; a failed IPU counts as other in %C.
+
+        Formats (-o): %P partition (* for the default), %R partition, %a avail, %l time limit, %D nodes, %t and
+        %T state, %N node list, %c IPUs per node, %C IPUs allocated/idle/other/total, %A nodes allocated/idle,
+        %F nodes allocated/idle/other/total, %E reason, %h oversubscribe; %.Nx right-justifies in N characters.
+
+        --json: the domains' counts; with -N, -s or -o also "nodes", each machine's partition, state and IPUs by
+        state."""
+        cli = ctx.obj
+        spec = fmt or os.environ.get("SINFO_FORMAT") or (NODE if node else SUMMARIZE if summarize else None)
+        if spec is None:
+            by_domain(cli, cli.wants_json(json_out), no_header)
+            return
+        if cli.wants_json(json_out):
+            by_domain(cli, True, no_header, nodes(cli.conn))
+            return
+        variable = "SINFO_FORMAT" if spec == os.environ.get("SINFO_FORMAT") and not fmt else "-o/--format"
+        layout = percent_layout(spec, LETTERS, variable)
+        lines = render(layout, grouped(nodes(cli.conn), layout, node), cli.with_header(no_header))
+        if lines:
+            print("\n".join(lines))
+
+
+def by_domain(cli, as_json: bool, no_header: bool, machines: list[Node] | None = None) -> None:
+    """The table by IPU-Link domain; --json: its counts, and with -N, -s or -o each machine's too (`machines`)."""
+    reply = cli.conn.call(cli.conn.jobs.ClusterInfo, j.ClusterInfoRequest())
+
+    def name(ild) -> str:  # pod64-1 for the second Pod64 of a Bow-Pod128; pod16-0 for a Bow-Pod16's one domain
+        return f"pod{ild.total}-{ild.ild}"
+
+    if as_json:
+        data = as_dict(reply)
+        for row, ild in zip(data["ilds"], reply.ilds):
+            row["name"] = name(ild)  # what the table shows
+        if machines is not None:
+            data["nodes"] = [{"name": n.name, "partition": n.partition, "state": n.state[1], "ipus": len(n.ipus),
+                              **{s: n.count(s) for s in _STATES}} for n in machines]
+        print_json(data)
+        return
+    rows = [[name(r), r.total, r.idle, r.allocated, r.draining, r.drained, r.failed] for r in reply.ilds]
+    header = ["ILD", "IPUS", "IDLE", "ALLOCATED", "DRAINING", "DRAINED", "FAILED"]
+    print(table(header, rows, cli.with_header(no_header)))
+    print(f"\n{reply.pod}: {reply.running_jobs} running, {reply.pending_jobs} pending")

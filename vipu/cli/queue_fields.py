@@ -1,0 +1,177 @@
+"""squeue's fields over the jobs of `vipu queue`: the -o letters (man squeue), the -O names, and each one's sort key
+for -S. IPUs stand for Slurm's CPUs and IPU-Machines for its nodes (nodes.py says the whole mapping)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+
+from vipu.cli.job_detail import clock, stamp
+from vipu.cli.job_ids import job_id
+from vipu.cli.nodes import DEFAULT_PARTITION, Machines, hostlist
+from vipu.cli.slurm_format import Column
+from vipu.scheduler.arrays import spans
+from vipu.scheduler.job_states import JobState
+from vipu.v1 import job_pb2 as j
+
+FULL = frozenset({"full"})  # needs the jobs' specs and details (not a brief listing)
+NODES = frozenset({"nodes"})  # needs the IPU-Machines (vipu list ipus)
+YEAR = 365 * 86400
+_STATE_ORDER = {s.value: n for n, s in enumerate(JobState)}  # squeue sorts states as Slurm numbers them
+
+
+@dataclass
+class JobRow:
+    """A line of the queue or the history: a job (a run of it, in history -D), or the pending tasks of an array
+    that wait alike (`tasks`, squeue's 26_[1-3])."""
+
+    job: j.Job
+    now: float
+    machines: Machines | None = None
+    tasks: list[int] | None = None
+
+    @cached_property
+    def spec(self) -> dict:
+        return json.loads(self.job.spec_json) if self.job.spec_json else {}
+
+    @cached_property
+    def detail(self) -> dict:
+        return json.loads(self.job.detail_json) if self.job.detail_json else {}
+
+    @property
+    def running(self) -> bool:
+        return self.job.state_code in ("R", "CG")
+
+    @property
+    def used(self) -> float:
+        x = self.job
+        if not x.HasField("start_time") or x.state_code == "PD":
+            return 0.0
+        return (self.now if self.running or not x.HasField("end_time") else x.end_time) - x.start_time
+
+    @property
+    def start(self) -> float | None:
+        """Its start, or for a pending job the estimated one (squeue's START_TIME)."""
+        x = self.job
+        if x.HasField("start_time"):
+            return x.start_time
+        return x.estimated_start if x.HasField("estimated_start") else None
+
+    @property
+    def end(self) -> float | None:
+        """Its end, or the end its time limit sets (squeue's END_TIME)."""
+        x = self.job
+        if x.HasField("end_time"):
+            return x.end_time
+        return None if self.start is None else self.start + x.time_limit_s
+
+    @property
+    def id_text(self) -> str:
+        if self.tasks and len(self.tasks) > 1:
+            return f"{self.job.array_job_id}_[{spans(sorted(self.tasks))}]"
+        return job_id(self.job)
+
+    @property
+    def partition(self) -> str:
+        return self.spec.get("allocation") or DEFAULT_PARTITION
+
+    @property
+    def nodes(self) -> list[str]:
+        if self.job.state_code == "PD" or self.machines is None:  # before its detail is read: most rows are pending
+            return []
+        first = self.detail.get("first_ipu")
+        return [] if first is None else self.machines.spanned(first, self.job.ipus)
+
+    @property
+    def node_count(self) -> int:
+        return len(self.nodes) or (self.machines.count(self.job.ipus) if self.machines else 0)
+
+    def node_list(self) -> str:
+        return hostlist(self.nodes)
+
+    def reason_list(self) -> str:
+        """squeue's NODELIST(REASON): a pending job's reason in parentheses, else its nodes."""
+        if self.job.state_code == "PD":
+            return f"({self.job.reason or 'None'})"
+        return self.node_list()
+
+
+def when(t: float | None) -> str:
+    return stamp(t) if t else "N/A"
+
+
+def used(seconds: float) -> str:
+    return "INVALID" if seconds < 0 or seconds > YEAR else clock(seconds)
+
+
+def _number(t: float | None) -> float:
+    return float("inf") if t is None else t  # unknown last
+
+
+def _task(row: JobRow) -> str:
+    x = row.job
+    if row.tasks and len(row.tasks) > 1:
+        return spans(sorted(row.tasks))
+    return str(x.array_task_id) if x.HasField("array_task_id") else "N/A"
+
+
+def _id_key(row: JobRow) -> tuple[int, int]:
+    x = row.job
+    return (x.array_job_id, x.array_task_id) if x.HasField("array_job_id") else (x.id, -1)
+
+
+def _left(row: JobRow) -> float:
+    return max(0.0, row.job.time_limit_s - row.used)
+
+
+# man squeue's -o letters; the -O names below name the same columns
+LETTERS: dict[str, Column] = {
+    "a": Column("ACCOUNT", lambda r: r.job.account or "(null)"),
+    "A": Column("JOBID", lambda r: str(r.job.id), lambda r: r.job.id),
+    "b": Column("TRES_PER_NODE", lambda r: f"gres/ipu:{min(r.job.ipus, r.machines.per_machine)}",
+                needs=NODES),
+    "B": Column("EXEC_HOST", lambda r: (r.nodes or ["n/a"])[0], needs=FULL | NODES),
+    "C": Column("CPUS", lambda r: str(r.job.ipus), lambda r: r.job.ipus),
+    "D": Column("NODES", lambda r: str(r.node_count), lambda r: r.node_count, needs=FULL | NODES),
+    "e": Column("END_TIME", lambda r: when(r.end), lambda r: _number(r.end)),
+    "E": Column("DEPENDENCY", lambda r: r.job.dependency or "(null)"),
+    "F": Column("ARRAY_JOB_ID", lambda r: str(r.job.array_job_id if r.job.HasField("array_job_id") else r.job.id),
+                lambda r: r.job.array_job_id if r.job.HasField("array_job_id") else r.job.id),
+    "i": Column("JOBID", lambda r: r.id_text, _id_key),
+    "j": Column("NAME", lambda r: r.job.name),
+    "K": Column("ARRAY_TASK_ID", _task, lambda r: r.job.array_task_id if r.job.HasField("array_task_id") else -1),
+    "l": Column("TIME_LIMIT", lambda r: clock(r.job.time_limit_s), lambda r: r.job.time_limit_s),
+    "L": Column("TIME_LEFT", lambda r: clock(_left(r)), _left),
+    "M": Column("TIME", lambda r: used(r.used), lambda r: r.used),
+    "N": Column("NODELIST", lambda r: r.node_list(), cut=False, needs=FULL | NODES),
+    "p": Column("PRIORITY", lambda r: f"{r.job.priority / 0xFFFFFFFF:16.14f}", lambda r: r.job.priority,
+                needs=FULL),
+    "P": Column("PARTITION", lambda r: r.partition, needs=FULL),
+    "q": Column("QOS", lambda r: r.job.qos),
+    "Q": Column("PRIORITY", lambda r: f"{r.job.priority:.0f}", lambda r: r.job.priority, needs=FULL),
+    "r": Column("REASON", lambda r: r.job.reason or "None"),
+    "R": Column("NODELIST(REASON)", lambda r: r.reason_list(), cut=False, needs=FULL | NODES),
+    "S": Column("START_TIME", lambda r: when(r.start), lambda r: _number(r.start)),
+    "t": Column("ST", lambda r: r.job.state_code, lambda r: _STATE_ORDER.get(r.job.state, 99)),
+    "T": Column("STATE", lambda r: r.job.state, lambda r: _STATE_ORDER.get(r.job.state, 99)),
+    "u": Column("USER", lambda r: r.job.user),
+    "V": Column("SUBMIT_TIME", lambda r: when(r.job.submit_time), lambda r: r.job.submit_time),
+    "y": Column("NICE", lambda r: str(r.spec.get("nice", 0)), lambda r: r.spec.get("nice", 0), needs=FULL),
+    "Y": Column("SCHEDNODES", lambda r: "(null)", cut=False),
+}
+
+NAMES: dict[str, Column] = {
+    "Account": LETTERS["a"], "ArrayJobID": LETTERS["F"], "ArrayTaskID": LETTERS["K"], "BatchHost": LETTERS["B"],
+    "Dependency": LETTERS["E"], "EndTime": LETTERS["e"], "JobArrayID": LETTERS["i"], "JobID": LETTERS["A"],
+    "Name": LETTERS["j"], "Nice": LETTERS["y"], "NodeList": LETTERS["N"], "NumCPUs": LETTERS["C"],
+    "IPUs": Column("IPUS", lambda r: str(r.job.ipus), lambda r: r.job.ipus), "NumNodes": LETTERS["D"],
+    "Partition": LETTERS["P"], "Priority": LETTERS["p"], "PriorityLong": LETTERS["Q"], "QOS": LETTERS["q"],
+    "Reason": LETTERS["r"], "ReasonList": LETTERS["R"], "SchedNodes": LETTERS["Y"], "StartTime": LETTERS["S"],
+    "State": LETTERS["T"], "StateCompact": LETTERS["t"], "SubmitTime": LETTERS["V"], "TimeLeft": LETTERS["L"],
+    "TimeLimit": LETTERS["l"], "TimeUsed": LETTERS["M"], "tres-per-node": LETTERS["b"], "UserName": LETTERS["u"],
+}
+
+# squeue's own formats (man squeue), with IPUs and IPU-Machines as CPUs and nodes
+LONG = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+START = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
