@@ -184,7 +184,7 @@ def bearer(key: str) -> tuple[tuple[str, str], ...]:
 def test_details_stay_small_enough_for_the_metadata_a_client_takes():
     """A refusal travels in trailing metadata (8 KB by default on a client): a long one keeps only its ErrorInfo."""
     long = details(InvalidArgument("size is " + "9" * 6000, violations=(("size", "x" * 6000),)), None)
-    assert long.message == "size is 9999999999999999999999999999999999999999... (6,000 characters)"  # echo cut
+    assert long.message == f"size is {'9' * 64}... (6,000 characters)"  # the echo cut
     assert [d.type_url.rsplit(".", 1)[-1] for d in long.details] == ["ErrorInfo", "BadRequest"]
     many = InvalidArgument("bad", violations=tuple((f"field{i}", "y " * 500) for i in range(20)))
     assert [d.type_url.rsplit(".", 1)[-1] for d in details(many, None).details] == ["ErrorInfo"]  # too much

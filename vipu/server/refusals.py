@@ -25,7 +25,8 @@ from vipu.scheduler.job_spec import JobSpec
 DOMAIN = "vipu.graphcore.sim"  # ErrorInfo.domain: whose reasons these are
 MAX_DESCRIPTION = 1000  # characters of one detail's text: a refusal travels in the call's trailing metadata
 MAX_MESSAGE = 2000  # characters of a refusal's message
-ECHO_KEEP = 40  # characters kept of a long echoed value
+ECHO_KEEP = 64  # characters kept of a long echoed value
+ECHO_LONG = 300  # an unbroken run this long is cut (a file path stays whole)
 MAX_DETAILS_BYTES = 4096  # above this only ErrorInfo is sent: a client's metadata limit is 8 KB by default
 # where a job spec's fields sit in a request that carries specs
 SPEC_FIELDS = {"SubmitJobRequest": "spec.", "SubmitJobsRequest": "jobs.spec."}
@@ -107,7 +108,7 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[:MAX_DESCRIPTION - 3] + "..."
 
 
-LONG_RUN = re.compile(r"\S{%d,}" % (2 * ECHO_KEEP))
+LONG_RUN = re.compile(r"\S{%d,}" % ECHO_LONG)
 
 
 def elided(text: str) -> str:
