@@ -74,9 +74,11 @@ def test_a_restart_does_not_bootstrap_again(scene_factory):
 # agents -------------------------------------------------------------------------------------------------------------
 
 
-def test_create_agent_on_a_pod_whose_machines_all_have_agents_is_resource_exhausted(scene_factory, builders):
+def test_create_agent_on_a_pod_whose_machines_all_have_agents_is_a_conflict(scene_factory, builders):
+    """Regression: it was RESOURCE_EXHAUSTED (exit 7, no room now), but the agents there are in the way, as for a
+    machine named that has one: ALREADY_EXISTS (exit 4)."""
     scene = scene_factory("bow-pod64")
-    refused(scene, builders, lambda admin: admin.create_agent("extra", "10.0.0.9", 8080), ResourceExhausted,
+    refused(scene, builders, lambda admin: admin.create_agent("extra", "10.0.0.9", 8080), AlreadyExists,
             "every one of the 16 machines of bow-pod64 has an agent", "remove one first")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from vipu import __version__
-from vipu.cli import job_commands, offline, partition_commands, submit, top
+from vipu.cli import cancel_command, job_commands, offline, partition_commands, submit, top, update_command
 from vipu.cli.context import (
     JSON_HELP,
     ApiHostOption,
@@ -66,6 +66,8 @@ def root(
 partition_commands.register(app)
 submit.register(app)
 job_commands.register(app)
+cancel_command.register(app)
+update_command.register(app)
 offline.register(app)
 top.register(app)
 prose_help(app)

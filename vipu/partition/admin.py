@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from typing import Callable
 
-from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
+from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from vipu.partition.admin_records import (
     AGENT_HOST,
     AGENT_PORT,
@@ -97,8 +97,8 @@ class Admin:
         taken = self.state.agent_of_machine()
         if machine is None:
             free = [m for m in range(self.state.pod.machines) if m not in taken]
-            if not free:
-                raise ResourceExhausted(
+            if not free:  # a conflict with the agents there, as for a machine named that has one (not a lack of room)
+                raise AlreadyExists(
                     f"every one of the {self.state.pod.machines} machines of {self.state.pod.name} has an agent;"
                     " remove one first or start the controller with a bigger --pod"
                 )
