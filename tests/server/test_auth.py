@@ -196,7 +196,8 @@ def test_updates_follow_slurms_rules_for_who_may_change_what(secure):
     out = run(server, "vipu", "submit", "--ipus", "4", "--time", "10", "--json", env=as_(alice))
     [job] = json.loads(out.stdout)["job_ids"]
     deadline = time.monotonic() + 20
-    while json.loads(run(server, "vipu", "show", "job", str(job), "--json", env=as_(alice)).stdout)["state"] != "RUNNING":
+    while json.loads(run(server, "vipu", "show", "job", str(job), "--json", env=as_(alice)).stdout)["state"] \
+            != "RUNNING":
         assert time.monotonic() < deadline
 
     def update(key, *fields):

@@ -37,7 +37,7 @@ def send_signal(plane: ControlPlane, ids: list[int], match: JobFilter, single: b
         if ids:
             jobs = []
             for job_id in ids:
-                named = scheduler.named([job_id], single, match, "signal")
+                named = scheduler.named_jobs([job_id], single, match, "signal")
                 running = [job for job in named if job.state is JobState.RUNNING]
                 if not running:
                     what = (f"array job {job_id} has no running task" if scheduler.table.whole_array(job_id, single)

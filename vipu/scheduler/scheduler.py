@@ -46,7 +46,7 @@ from vipu.scheduler.submission import (
     resolve_begin,
 )
 from vipu.scheduler.reasons import decorate
-from vipu.scheduler.selection import matching, named
+from vipu.scheduler.selection import matching_jobs, named_jobs
 from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.table import JobTable
 from vipu.scheduler.view import QueueView
@@ -208,7 +208,7 @@ class Scheduler:
         than a cancel of the job ends it (its partition removed), is kept as what ended it.
 
         A job named directly that already ended is FailedPrecondition; one that does not match, NotFound."""
-        jobs = named(self.table, job_ids, single, match)
+        jobs = named_jobs(self.table, job_ids, single, match)
         given = {"ended_by": why} if why else {}
         changed = [job.moved(S.CANCELLED, now, end_time=now, **given) for job in jobs]
         running = [job for job in jobs if job.state is not S.PENDING]
@@ -217,13 +217,14 @@ class Scheduler:
     def matching(self, match: JobFilter, visible: Callable[[str], bool]) -> list[int]:
         """The active jobs (each array task on its own) of users `visible` accepts that match every filter, by id:
         what scancel's filters select when no job is named."""
-        return [job.id for job in matching(self.table, match, visible)]
+        return [job.id for job in matching_jobs(self.table, match, visible)]
 
-    def named(self, job_ids: Iterable[int], single: bool, match: JobFilter, verb: str) -> list[Job]:
-        """The active jobs `job_ids` name that match (selection.named), for a signal to reach."""
-        return named(self.table, job_ids, single, match, verb)
+    def named_jobs(self, job_ids: Iterable[int], single: bool, match: JobFilter, verb: str) -> list[Job]:
+        """The active jobs `job_ids` name that match (selection.named_jobs), for a signal to reach."""
+        return named_jobs(self.table, job_ids, single, match, verb)
 
-    def update(self, job_id: int, update: JobUpdate, now: float, admin: bool = False, single: bool = False) -> list[Job]:
+    def update(self, job_id: int, update: JobUpdate, now: float, admin: bool = False,
+               single: bool = False) -> list[Job]:
         """scontrol update job (updates.py): commit the changed records; returns them. A running job's new time
         limit is the driver's to watch (Driver.limit_changed)."""
         changed = updates.changed(self, job_id, single, update, now, admin)

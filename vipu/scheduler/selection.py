@@ -13,7 +13,8 @@ from vipu.scheduler.job_states import TERMINAL
 from vipu.scheduler.table import JobTable
 
 
-def named(table: JobTable, job_ids: Iterable[int], single: bool, match: JobFilter, verb: str = "cancel") -> list[Job]:
+def named_jobs(table: JobTable, job_ids: Iterable[int], single: bool, match: JobFilter,
+               verb: str = "cancel") -> list[Job]:
     """The active jobs `job_ids` name (an array job's id: its active tasks, unless `single`) that match `match`, each
     once, in order. A job that ended is FailedPrecondition, one that does not match (an array with no task that
     does) NotFound, each naming the job: the caller acts on all of them or none."""
@@ -39,7 +40,7 @@ def named(table: JobTable, job_ids: Iterable[int], single: bool, match: JobFilte
     return list(jobs.values())
 
 
-def matching(table: JobTable, match: JobFilter, visible: Callable[[str], bool]) -> list[Job]:
+def matching_jobs(table: JobTable, match: JobFilter, visible: Callable[[str], bool]) -> list[Job]:
     """Every active job whose user `visible` accepts (the caller's own, or all for an admin) that matches `match`,
     by id (each array task on its own)."""
     ids = sorted((*table.pending, *table.running))

@@ -14,9 +14,9 @@ the program itself.
 
 Protocol: the launcher writes one JSON line on stdin (the launch: see program_runs.py), then, while the program runs,
 {"signal": N} lines (scancel --signal: N goes to the program's group, which goes on) until it closes stdin; the
-supervisor answers with JSON lines on stdout: {"supervisor": PID} first (signal it, not the process the launcher started), then
-{"started": {"pid": P}} once the program runs, then {"ended": {"exit_code": N, "signal": S}} once it and its group
-are gone; or {"failed": "why"} if it could not start (nothing ran).
+supervisor answers with JSON lines on stdout: {"supervisor": PID} first (signal it, not the process the launcher
+started), then {"started": {"pid": P}} once the program runs, then {"ended": {"exit_code": N, "signal": S}} once it
+and its group are gone; or {"failed": "why"} if it could not start (nothing ran).
 Run: python -m vipu.jobs.programs.stepd
 """
 
