@@ -70,6 +70,10 @@ def test_a_signal_reaches_a_running_program_which_goes_on(server, tmp_path):
     out = run(server, "vipu", "cancel", "-s", "USR1", str(sleeper))
     assert out.returncode == 4 and f"job {sleeper} runs a sleep workload" in out.stderr
     assert "no process to signal" in out.stderr and states(server, sleeper) == ["RUNNING"]
+    [held] = submit(server, str(script), "--ipus", "1", "--time", "5", "--hold")
+    out = run(server, "vipu", "cancel", "-s", "USR1", str(held))
+    assert out.returncode == 4 and f"job {held} is PENDING; only a running job's program can be signalled" in out.stderr
+    assert run(server, "vipu", "cancel", str(held)).returncode == 0
     out = run(server, "vipu", "cancel", "-s", "USR1", "--me")  # filters alone: running programs only
     assert out.returncode == 0 and "no running program matches --me" in out.stderr
     assert jobs(server)[sleeper]["state"] == "RUNNING"
