@@ -7,7 +7,7 @@ import typer
 
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail
-from vipu.cli.job_ids import IDS, TaskIds, finish, graver, job_id
+from vipu.cli.job_ids import IDS, MANY, TaskIds, finish, graver, job_id
 from vipu.cli.slurm_time import FORMS, slurm_seconds
 from vipu.v1 import job_pb2 as j
 
@@ -132,6 +132,8 @@ def register(app: typer.Typer) -> None:
                 failed = graver(failed, e.code)
                 continue
             done += reply.jobs
-            for x in [] if as_json else reply.jobs:
+            if not as_json and len(reply.jobs) > MANY:  # an array's thousands of tasks: one line
+                print(f"{len(reply.jobs)} jobs updated ({changed})")
+            for x in [] if as_json or len(reply.jobs) > MANY else reply.jobs:
                 print(f"Job {job_id(x)} updated ({changed}): {x.state}")
         finish(done, failed, as_json)

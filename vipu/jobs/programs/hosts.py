@@ -81,6 +81,8 @@ class _Step:
         self._supervisor: int | None = None  # its pid, once it has said it
         self._stop = threading.Event()
         self._commands = None  # the supervisor's stdin, open while it runs: signal() writes to it
+        self._early: list[int] | None = []  # signals asked for before the launch was written: sent right after it
+        # (None once the supervisor has ended)
         self._writing = threading.Lock()
 
     def run(self) -> None:
@@ -95,7 +97,7 @@ class _Step:
             if self._stop.is_set():  # stopped before the supervisor was known
                 self.terminate()
             with self._writing:
-                proc.stdin.write(json.dumps(self.launch) + "\n")
+                proc.stdin.write("".join(json.dumps(m) + "\n" for m in [self.launch, *map(_signal, self._early)]))
                 proc.stdin.flush()
                 self._commands = proc.stdin
             for line in proc.stdout:  # until the supervisor ends: it holds the pipe, not the process started here
@@ -103,7 +105,7 @@ class _Step:
                 if "ended" in message or "failed" in message:
                     self.result = message
             with self._writing:
-                self._commands = None
+                self._commands, self._early = None, None
                 proc.stdin.close()
             proc.wait()
         except Exception as e:  # noqa: BLE001 - the run fails, saying why
@@ -114,10 +116,13 @@ class _Step:
     def signal(self, sig: int) -> bool:
         """Ask the supervisor to send `sig` to the program's group; False if it no longer takes commands."""
         with self._writing:
-            if self._commands is None or self.done.is_set():
+            if self.done.is_set() or self._early is None:
                 return False
+            if self._commands is None:  # its supervisor is starting: the signal follows the launch
+                self._early.append(sig)
+                return True
             try:
-                self._commands.write(json.dumps({"signal": sig}) + "\n")
+                self._commands.write(json.dumps(_signal(sig)) + "\n")
                 self._commands.flush()
             except (BrokenPipeError, ValueError):  # it has just ended
                 return False
@@ -130,6 +135,11 @@ class _Step:
                 os.kill(self._supervisor, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+
+def _signal(sig: int) -> dict:
+    """The supervisor's command for scancel --signal (stepd.py)."""
+    return {"signal": sig}
 
 
 def spool_for(state_dir: Path | None) -> str:

@@ -155,7 +155,8 @@ class ProgramRuns:
             raise FailedPrecondition(f"job {job_id}'s program is still being started; signal it again in a moment")
         if isinstance(run.host, Steps):
             if not run.host.signal(run.key, sig):
-                raise FailedPrecondition(f"job {job_id}'s program has just ended; nothing to signal")
+                raise FailedPrecondition(f"job {job_id}'s program is not running just now (it is starting, or has"
+                                         " just ended); signal it again while `vipu queue` shows it running")
         else:
             self._call(run.host, "signal", run.key, sig, wait=False)  # a node's actor: not waited for under the lock
 

@@ -90,7 +90,8 @@ class Lines:
         while b"\n" not in self.buffer:
             if not self.read():
                 return None
-        return self.pop()[0]
+        line, self.buffer = self.buffer.split(b"\n", 1)  # the lines after it stay for pop()
+        return line.decode()
 
     def read(self) -> bool:
         """Read what is there (once); False at the end."""
