@@ -98,8 +98,10 @@ def signalled(cli, ids: list[str], as_json: bool, fields: dict) -> tuple[list[j.
     """scancel --signal: the programs the ids name (a call each, so each refusal gets its line), or those the
     filters choose; a line for each job signalled."""
     method = cli.conn.jobs.CancelJobs
-    name = signals.Signals(fields["signal"]).name if fields["signal"] in signals.Signals._value2member_map_ \
-        else str(fields["signal"])
+    try:
+        name = signals.Signals(fields["signal"]).name
+    except ValueError:  # a real-time signal: its number
+        name = str(fields["signal"])
     if ids:
         targets, failed = TaskIds(cli).resolve_all(ids)
         replies, code = one_call_each(cli, method, targets, j.CancelJobsRequest, **fields)
