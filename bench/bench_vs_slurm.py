@@ -166,7 +166,7 @@ def wait_empty(jobs, timeout: float = 300) -> None:
 
 
 def cancel_all(jobs) -> None:
-    jobs.CancelJobs(j.JobIdsRequest(users=["bench"]), timeout=120)
+    jobs.CancelJobs(j.CancelJobsRequest(users=["bench"]), timeout=120)
 
 
 def pct(values: list[float], q: float) -> float:

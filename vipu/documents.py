@@ -70,5 +70,19 @@ def read_document(text: str, source: str, as_json: bool | None = None) -> object
     except DuplicateKey as e:
         raise InvalidArgument(f"invalid {source}: {e}") from None
     except (yaml.YAMLError, json.JSONDecodeError, RecursionError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InvalidArgument(f"invalid {source}: not valid YAML/JSON ({first}); fix the syntax") from None
+        raise InvalidArgument(f"invalid {source}: not valid YAML/JSON ({syntax_error(e)}); fix the syntax") from None
+
+
+def syntax_error(e: Exception) -> str:
+    """Where the text stops being YAML or JSON and why: "line 3, column 7: mapping values are not allowed here",
+    with what the parser was reading when it began elsewhere (an unclosed bracket's line)."""
+    if isinstance(e, json.JSONDecodeError):
+        return f"line {e.lineno}, column {e.colno}: {e.msg}"
+    mark, problem = getattr(e, "problem_mark", None), getattr(e, "problem", None)
+    if mark is None or not problem:
+        return str(e).splitlines()[0] if str(e) else type(e).__name__
+    where = f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    context, began = getattr(e, "context", None), getattr(e, "context_mark", None)
+    if context and began is not None and (began.line, began.column) != (mark.line, mark.column):
+        where += f" ({context} from line {began.line + 1}, column {began.column + 1})"
+    return where

@@ -291,6 +291,7 @@ def test_a_running_jobs_partition_is_removed_only_by_cancelling_the_job(server):
 def test_a_relative_output_is_made_absolute_where_vipu_submit_runs(server, tmp_path):
     (tmp_path / "job.yaml").write_text("name: rel\nipus: 1\ntime_limit: 1m\noutput: logs/%x-%j.out\n"
                                        "workload: {kind: sleep, duration: 0.1}\n")
+    (tmp_path / "logs").mkdir()  # as sbatch, a missing directory would fail the job
     def submit_here(*args: str) -> int:
         out = subprocess.run([console_script("vipu"), "submit", *args, "--json"], cwd=tmp_path, env=server.env(),
                              capture_output=True, text=True, timeout=60)

@@ -16,6 +16,7 @@ from vipu.control.snapshot import ListingGone
 from vipu.control.startup import open_plane
 from vipu.control.workloads import builtin_kinds
 from vipu.errors import InvalidArgument
+from vipu.scheduler.job_filter import NO_FILTER
 from vipu.scheduler.view import QueueView
 
 TINY = (Path(__file__).resolve().parents[2] / "examples" / "tiny_dp.yaml").read_text()
@@ -104,7 +105,7 @@ def test_pages_of_one_listing_hold_every_job_once_while_jobs_come_and_go(plane):
     first = plane.jobs.queue(ANYONE, page_size=1000)
     assert (len(first.items), first.total) == (1000, 2500) and first.next_page_token
     submit(plane)  # job 2501 arrives, and job 1 is cancelled, between the pages
-    plane.jobs.cancel([1], [], False, ANYONE)
+    plane.jobs.cancel([1], NO_FILTER, False, ANYONE)
     second = plane.jobs.queue(ANYONE, page_size=1000, page_token=first.next_page_token)
     third = plane.jobs.queue(ANYONE, page_size=1000, page_token=second.next_page_token)
     assert third.next_page_token == ""

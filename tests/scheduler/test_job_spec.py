@@ -126,8 +126,10 @@ def test_load_spec_yaml_and_json():
         ("ipus: 1\x00\x00", "NUL"),
         ("- 1\n- 2\n", "expected a mapping"),
         ("just a string", "expected a mapping"),
-        ("ipus: [1\n", "not valid YAML/JSON"),
-        ('{"ipus": 1,,}', "not valid YAML/JSON"),
+        ("ipus: [1\n", "not valid YAML/JSON (line 2, column 1: expected ',' or ']', but got '<stream end>' (while"
+                        " parsing a flow sequence from line 1, column 7))"),
+        ('{"ipus": 1,,}', "not valid YAML/JSON (line 1, column 12: expected the node content"),
+        ("ipus: 4\n  name: x\n", "not valid YAML/JSON (line 2, column 7: mapping values are not allowed here)"),
         ("ipus: 1\ncolor: blue\n", "color: unknown field"),
         ("ipus: 4\npod: bow-pod64\n", "pod: for `vipu plan` only (a job runs on its controller's Pod); remove it"),
         ("", "it is empty; give at least ipus, e.g. {ipus: 4, time_limit: 10m}"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -189,6 +190,53 @@ def test_only_an_admin_may_give_a_negative_nice(secure):
     for key, nice in ((alice, "100"), (admin_key, "-100")):
         out = run(server, "vipu", "submit", "--ipus", "1", "--time-limit", "1m", "--hold", "--nice", nice, env=as_(key))
         assert out.returncode == 0, out.stderr
+
+
+def test_updates_follow_slurms_rules_for_who_may_change_what(secure):
+    """A user updates only their own jobs; a running job's time limit its owner may lower and only an admin raise;
+    Priority is an admin's."""
+    server, as_, admin_key, new_user = secure
+    alice, bob = new_user("alice"), new_user("bob")
+    out = run(server, "vipu", "submit", "--ipus", "4", "--time", "10", "--json", env=as_(alice))
+    [job] = json.loads(out.stdout)["job_ids"]
+    deadline = time.monotonic() + 20
+    while json.loads(run(server, "vipu", "show", "job", str(job), "--json", env=as_(alice)).stdout)["state"] \
+            != "RUNNING":
+        assert time.monotonic() < deadline
+
+    def update(key, *fields):
+        return run(server, "vipu", "update", "job", str(job), *fields, env=as_(key))
+
+    out = update(bob, "TimeLimit=5")
+    assert out.returncode == 6 and "belongs to alice" in out.stderr
+    out = update(alice, "TimeLimit=20")
+    assert out.returncode == 6 and "only an admin may raise a running job's time limit" in out.stderr
+    assert update(alice, "TimeLimit=5").returncode == 0
+    assert update(admin_key, "TimeLimit=30").returncode == 0
+    out = run(server, "vipu", "submit", "--ipus", "4", "--time", "5", "--hold", "--json", env=as_(alice))
+    [held] = json.loads(out.stdout)["job_ids"]
+    out = run(server, "vipu", "update", "job", str(held), "Priority=10", env=as_(alice))
+    assert out.returncode == 6 and "Priority: only an admin may set a job's priority" in out.stderr
+    assert run(server, "vipu", "update", "job", str(held), "Priority=10", env=as_(admin_key)).returncode == 0
+    shown = json.loads(run(server, "vipu", "show", "job", str(job), "--json", env=as_(alice)).stdout)
+    assert shown["time_limit_s"] == 1800
+
+
+def test_cancel_filters_choose_among_the_callers_own_jobs(secure):
+    server, as_, _, new_user = secure
+    alice, bob = new_user("alice"), new_user("bob")
+    ids = {}
+    for name, key in (("alice", alice), ("bob", bob)):
+        out = run(server, "vipu", "submit", "--ipus", "4", "--time", "5", "--hold", "--json", env=as_(key))
+        [ids[name]] = json.loads(out.stdout)["job_ids"]
+    out = run(server, "vipu", "cancel", "-u", "alice", env=as_(bob))
+    assert out.returncode == 6 and "user bob cannot cancel the jobs of alice" in out.stderr
+    out = run(server, "vipu", "cancel", "-s", "USR1", str(ids["alice"]), env=as_(bob))
+    assert out.returncode == 6 and "belongs to alice" in out.stderr
+    out = run(server, "vipu", "cancel", "-t", "PD", env=as_(bob))  # without ids: only what bob may see
+    assert (out.returncode, out.stdout) == (0, f"Job {ids['bob']} cancelled: CANCELLED\n"), out.stderr
+    mine = json.loads(run(server, "vipu", "queue", "--json", env=as_(alice)).stdout)
+    assert [(x["id"], x["state"]) for x in mine] == [(ids["alice"], "PENDING")]
 
 
 def test_a_removed_admins_key_file_goes_at_the_next_start(secure):

@@ -108,7 +108,7 @@ def test_a_running_jobs_partition_cannot_be_released_by_a_caller(stubs, server):
         assert code == grpc.StatusCode.INVALID_ARGUMENT and f"vipu cancel {job}" in details
     code, details = code_of(lambda: partitions.RemovePartition(p.RemovePartitionRequest(name=f"slurm_{job}"), timeout=5))
     assert code == grpc.StatusCode.FAILED_PRECONDITION
-    jobs.CancelJobs(job_pb2.JobIdsRequest(ids=[job]), timeout=5)
+    jobs.CancelJobs(job_pb2.CancelJobsRequest(ids=[job]), timeout=5)
 
 
 class FakeContext:

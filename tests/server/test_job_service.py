@@ -33,7 +33,7 @@ def test_priorities_of_named_jobs_an_array_and_jobs_without_one(jobs):
     with pytest.raises(grpc.RpcError) as missing:
         jobs.Priorities(j.PrioritiesRequest(ids=[held, 999]), timeout=5)
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND and "job 999 does not exist" in missing.value.details()
-    jobs.CancelJobs(j.JobIdsRequest(ids=[held]), timeout=5)
+    jobs.CancelJobs(j.CancelJobsRequest(ids=[held]), timeout=5)
     with pytest.raises(grpc.RpcError) as ended:
         jobs.Priorities(j.PrioritiesRequest(ids=[held]), timeout=5)
     assert ended.value.code() == grpc.StatusCode.FAILED_PRECONDITION
@@ -64,6 +64,7 @@ def test_history_with_duplicates_lists_runs_that_ended_and_went_back_to_the_queu
 
 
 def test_output_is_written_when_a_run_ends_with_slurms_patterns(jobs, tmp_path):
+    (tmp_path / "logs").mkdir()
     pattern = str(tmp_path / "logs" / "%x-%A_%a.out")
     tasks = submit(jobs, name="sweep", array="0-1", output=pattern, time_limit="1m",
                    workload={"kind": "sleep", "duration": 0.2, "exit_code": 3})
@@ -81,10 +82,10 @@ def test_cancel_by_user_takes_each_task_once_and_single_names_one_task(jobs):
     other tasks as 'already ended'; an array job's own id could not name just its task 0."""
     tasks = submit(jobs, hold=True, array="0-3")
     other = submit(jobs, hold=True, user="v")
-    one = jobs.CancelJobs(j.JobIdsRequest(ids=[tasks[0]], single=True), timeout=5).jobs
+    one = jobs.CancelJobs(j.CancelJobsRequest(ids=[tasks[0]], single=True), timeout=5).jobs
     assert [x.id for x in one] == [tasks[0]]
     assert [jobs.GetJob(j.GetJobRequest(id=t), timeout=5).state for t in tasks] == ["CANCELLED"] + ["PENDING"] * 3
-    jobs.CancelJobs(j.JobIdsRequest(users=["u"]), timeout=5)
+    jobs.CancelJobs(j.CancelJobsRequest(users=["u"]), timeout=5)
     assert {jobs.GetJob(j.GetJobRequest(id=t), timeout=5).state for t in tasks} == {"CANCELLED"}
     assert jobs.GetJob(j.GetJobRequest(id=other[0]), timeout=5).state == "PENDING"
 

@@ -1,6 +1,6 @@
-"""Slurm's words for jobs: `vipu cancel|hold|release|requeue` and `vipu logs` (`vipu submit`: submit.py; `vipu show
-job`: job_detail.py; `vipu queue`: queue_listing.py, `history`: accounting.py, `info`: node_info.py, `priority`:
-priorities.py)."""
+"""Slurm's words for jobs: `vipu hold|release|requeue` and `vipu logs` (`vipu submit`: submit.py; `vipu cancel`:
+cancel_command.py; `vipu update job`: update_command.py; `vipu show job`: job_detail.py; `vipu queue`:
+queue_listing.py, `history`: accounting.py, `info`: node_info.py, `priority`: priorities.py)."""
 
 from __future__ import annotations
 
@@ -28,27 +28,6 @@ def register(app: typer.Typer) -> None:
             finish(*act(cli, rpc, verb, ids, as_json), as_json)
 
         action.__doc__ = doc
-
-    @app.command(context_settings=IDS)
-    def cancel(
-        ctx: typer.Context,
-        ids: list[str] = typer.Argument(None, help=IDS_HELP),
-        user: list[str] = typer.Option(None, "--user", "-u", help="also every active job of this user (scancel -u)"),
-        json_out: bool = JsonOption,
-    ):
-        """Cancel jobs (scancel): pending ones leave the queue, running ones stop."""
-        cli = ctx.obj
-        users = split(user)
-        if not ids and not users:
-            fail("vipu", "name job ids or --user USER (vipu queue lists them)", BAD_INPUT)
-        as_json = cli.wants_json(json_out)
-        done, failed = act(cli, "CancelJobs", "cancelled", ids or [], as_json)
-        if users:  # one call: the server picks the users' active jobs
-            reply = cli.conn.call(cli.conn.jobs.CancelJobs, j.JobIdsRequest(users=users))
-            done += reply.jobs
-            for line in [] if as_json else lines(reply.jobs, "cancelled"):
-                print(line)
-        finish(done, failed, as_json)
 
     @app.command("hold", context_settings=IDS)
     def hold_jobs(

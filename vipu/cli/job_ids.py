@@ -244,19 +244,21 @@ def array_changes(cli, array: int, before: dict[int, j.Job], cancelled: bool) ->
     return changed
 
 
-def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, **fields) -> tuple[list[j.Job], int]:
+def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, request=j.JobIdsRequest,
+        **fields) -> tuple[list[j.Job], int]:
     """What scancel and scontrol do with several ids: act on each id that can be acted on, print a line for each
     success and one error line for each failure; returns the jobs changed and the gravest failure's exit code
     (GRAVEST_FIRST; 0 if none). The ids name jobs and tasks as TaskIds.resolve_all reads them. A cancel of several
     cancels the active jobs named in one all-or-nothing call (cancel_together); every other id, and every id of the
     other commands, gets a call of its own (the RPCs are all-or-nothing, which other clients rely on), so each
-    failure prints its line once."""
+    failure prints its line once. `request`: the RPC's request message, made with the ids and `fields`."""
     targets, failed = TaskIds(cli).resolve_all(texts)
     wholes = [int(text) for text in texts if JOB_ID.fullmatch(text) and "_" not in text and int(text) <= MAX_ID]
     before = {} if as_json else active(cli, wholes)  # for array_changes
     method = getattr(cli.conn.jobs, rpc)
-    replies = cancel_together(cli, method, targets) if rpc == "CancelJobs" and len(targets) > 1 else {}
-    alone, code = one_call_each(cli, method, [t for t in targets if t not in replies], j.JobIdsRequest, **fields)
+    together = rpc == "CancelJobs" and len(targets) > 1
+    replies = cancel_together(cli, method, targets, request, **fields) if together else {}
+    alone, code = one_call_each(cli, method, [t for t in targets if t not in replies], request, **fields)
     replies.update(alone)
     failed = graver(failed, code)
     done = []
@@ -293,11 +295,13 @@ def one_call_each(cli, method, targets: list[tuple[int, bool]], request, **field
     return replies, failed
 
 
-def cancel_together(cli, method, targets: list[tuple[int, bool]]) -> dict[tuple[int, bool], list[j.Job]]:
+def cancel_together(cli, method, targets: list[tuple[int, bool]], request=j.JobIdsRequest,
+                    **fields) -> dict[tuple[int, bool], list[j.Job]]:
     """Cancel, in one all-or-nothing call, every (job id, single) of `targets` that names an active job, so that
     none of them starts while the others are cancelled (one call each let a waiting job start as soon as the
     running ones were gone); the replies by target. Those naming no active job (unknown, ended, or not the
-    caller's) are left out, for calls of their own that say why."""
+    caller's) are left out, for calls of their own that say why. `fields`: the request's other fields (scancel's
+    filters)."""
     listed = active(cli, [job for job, _ in targets])  # also every active task of an array named
     arrays = {x.array_job_id for x in listed.values() if x.HasField("array_job_id")}
     live = [(job, single) for job, single in targets if job in listed or (not single and job in arrays)]
@@ -306,8 +310,8 @@ def cancel_together(cli, method, targets: list[tuple[int, bool]]) -> dict[tuple[
     # no array's is itself either way), or when every id is one
     if not live or (wholes and len(wholes) != len(live)):
         return {}
-    reply = cli.conn.attempt(method, j.JobIdsRequest(ids=[job for job, _ in live], single=not wholes))
-    if reply is None:  # something changed since the listing: one call each
+    reply = cli.conn.attempt(method, request(ids=[job for job, _ in live], single=not wholes, **fields))
+    if reply is None:  # something changed since the listing, or one is refused (a filter): one call each
         return {}
     return {target: [x] for target, x in zip(live, reply.jobs)}  # one per id, in order
 

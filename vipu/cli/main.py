@@ -8,6 +8,7 @@ import typer
 from vipu import __version__
 from vipu.cli import (
     accounting,
+    cancel_command,
     completion,
     job_commands,
     node_info,
@@ -17,6 +18,7 @@ from vipu.cli import (
     queue_listing,
     submit,
     top,
+    update_command,
 )
 from vipu.cli.context import (
     JSON_HELP,
@@ -81,6 +83,8 @@ job_commands.register(app)
 accounting.register(app)
 node_info.register(app)
 priorities.register(app)
+cancel_command.register(app)
+update_command.register(app)
 offline.register(app)
 top.register(app)
 completion.register(app, "vipu")

@@ -58,6 +58,18 @@ class WireIntRange(_Wire, _types.IntRange):
         self.wire = wire
 
 
+class Word(_types.StringParamType):
+    """A word argument of a command that lets unknown options through, for its negative numbers (job ids: `-3`
+    reaches their check and its one line): a word like an option that is no number is an unknown option, said as
+    click says one (`vipu cancel --nmae x` said "'--nmae' is not a job id")."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.startswith("-") and not NUMBER.match(value) and value != "-":
+            names = [name for p in (ctx.command.params if ctx else []) for name in getattr(p, "opts", [])]
+            raise _exceptions.NoSuchOption(value, possibilities=difflib.get_close_matches(value, names), ctx=ctx)
+        return super().convert(value, param, ctx)
+
+
 def int64() -> WireInt:
     """For `click_type=`: a whole number carried as int64."""
     return WireInt(INT64)
@@ -91,7 +103,8 @@ def command_of(app):
 
 def wire_ints(command) -> None:
     """Give every integer parameter under `command` its wire check; a command with an integer argument lets
-    `-1` through as that argument."""
+    `-1` through as that argument, and in a command that lets unknown options through, a word argument that looks
+    like an option and is no number is refused as an unknown option (Word)."""
     for param in command.params:
         wired = _wired(param.type)
         if wired is None:
@@ -99,5 +112,9 @@ def wire_ints(command) -> None:
         param.type = wired
         if param.param_type_name == "argument":
             command.context_settings = {**(command.context_settings or {}), "ignore_unknown_options": True}
+    if (command.context_settings or {}).get("ignore_unknown_options"):
+        for param in command.params:
+            if param.param_type_name == "argument" and type(param.type) is _types.StringParamType:
+                param.type = Word()
     for sub in getattr(command, "commands", {}).values():
         wire_ints(sub)

@@ -13,6 +13,7 @@ from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, s
 from vipu.cli.context import JSON_HELP
 from vipu.cli.export_env import check_export
 from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.job_detail import stamp
 from vipu.cli.output import as_dict, print_json
 from vipu.cli.slurm_time import FORMS, slurm_limit
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
@@ -70,6 +71,25 @@ def time_flag(time: str | None, time_limit: str | None) -> str | int | None:
         fail("vipu", f"-t/--time: {e}", BAD_INPUT)
 
 
+WAITS = {"JobHeldUser": "it would be held until `vipu release`",
+         "Dependency": "it would wait for its dependency",
+         "DependencyNeverSatisfied": "its dependency can never be met"}
+
+
+def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
+    """sbatch --test-only's line: when the job would start if queued now, or why that is not known."""
+    job, x = reply.job_ids[0], reply.expected
+    if as_json:
+        print_json({"job_id": job, **as_dict(x), "queued": False})
+        return
+    where = f"using {x.ipus} IPUs on partition {x.partition} (allocation {x.allocation})"
+    if x.HasField("start"):
+        print(f"Job {job} to start at {stamp(x.start)} {where}")
+        return
+    why = WAITS.get(x.reason, "no start time can be worked out yet (it is behind jobs not yet planned)")
+    print(f"Job {job} to start at Unknown {where}: {why} (reason {x.reason or 'None'})")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def submit(
@@ -116,6 +136,9 @@ def register(app: typer.Typer) -> None:
         parsable: bool = typer.Option(False, "--parsable",
                                       help="print only the job id (an array's: its first task's), as sbatch"
                                            " --parsable, e.g. jid=$(vipu submit --parsable ...)"),
+        test_only: bool = typer.Option(
+            False, "--test-only",
+            help="queue nothing: check the job and print when it would start if queued now (sbatch --test-only)"),
         json_out: bool = typer.Option(
             False, "--json", "--showjson",
             help=f"{JSON_HELP}: job_ids (every job), duplicate (all were queued before, by these request ids), jobs"
@@ -168,6 +191,13 @@ def register(app: typer.Typer) -> None:
             requests = [batch_request(specs, wrap, first, flags, request_id)]
         else:
             requests = submit_requests(specs, flags, request_id, first)
+        if test_only:
+            if len(requests) != 1:
+                fail("vipu", f"--test-only tests one job, and {len(requests)} spec files were given; test them one by"
+                     " one", BAD_INPUT)
+            requests[0].validate_only = True
+            tested(cli.conn.call(cli.conn.jobs.SubmitJob, requests[0]), cli.wants_json(json_out))
+            return
         if len(requests) == 1:
             replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True)]
         else:

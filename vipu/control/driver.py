@@ -76,6 +76,7 @@ class Driver:
         self._arrivals: list[Arrival] = []  # sorted by time; consumed from `_next`
         self._next = 0
         self._wakes: set[float] = set()  # begin times a wake-up is queued for
+        self._endings: dict[int, tuple[float, Ending | None]] = {}  # running job -> (its run's start, its end)
         self.cycles = 0
 
     # -- what the loop waits for --------------------------------------------------------------------------------
@@ -92,10 +93,20 @@ class Driver:
     def run_started(self, job_id: int, started: float, end_by: float, ending: Ending | None) -> None:
         """Watch a run: its workload's own end if that comes first (a tie counts as the workload's), else its time
         limit. Also for runs that go on after a controller restart."""
+        self._endings[job_id] = (started, ending)
         if ending is not None and ending.at <= end_by:
             self._push(ending.at, ENDED, job_id, started, ending.exit_code)
         elif end_by < math.inf:
             self._push(end_by, TIME_LIMIT, job_id, started)
+
+    def limit_changed(self, job_id: int, now: float) -> None:
+        """A running job's time limit changed (scontrol update): its run is watched against the new limit (an event
+        at the old one is stale, and the scheduler ignores it); a limit already past ends the run now."""
+        job = self.scheduler.table.jobs[job_id]
+        if job.state is not JobState.RUNNING:
+            return
+        started, ending = self._endings.get(job_id, (job.start_time, None))
+        self.run_started(job_id, job.start_time, max(job.end_by, now), ending if started == job.start_time else None)
 
     def watch(self, ending: Callable[[Job], Ending | None]) -> None:
         """Watch the runs already going when the driver starts (after a controller restart); `ending(job)` says
@@ -158,13 +169,14 @@ class Driver:
         """Carry out effects in order (stops come before starts); a start that fails ends its job NODE_FAIL."""
         for effect in effects:
             if type(effect) is StopJob:
+                self._endings.pop(effect.job_id, None)
                 self.executor.stop(effect)
                 continue
             try:
                 ending = self.executor.start(effect)
             except StartFailed as e:
                 log.error("job %s could not start: %s", effect.job_id, e.message)
-                self.apply(self.scheduler.job_finished(effect.job_id, now, e.state, exit_code=1), now)
+                self.apply(self.scheduler.job_finished(effect.job_id, now, e.state, exit_code=1, why=e.message), now)
                 continue
             self.run_started(effect.job_id, effect.start_time, effect.end_by, ending)
 

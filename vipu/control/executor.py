@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Mapping
 from vipu.control.driver import StartFailed
 from vipu.control.output_files import OutputFiles
 from vipu.errors import NotFound, VipuError
+from vipu.jobs.output_folder import missing_folder
 from vipu.partition.partition_record import PartitionRequest
 from vipu.partition.rules import job_holder
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
+from vipu.scheduler.output_pattern import output_path
 from vipu.scheduler.workload import Ending
 
 log = logging.getLogger("vipu.executor")
@@ -50,6 +52,11 @@ class LiveExecutor:
 
     def start(self, start: StartJob) -> Ending | None:
         job = self.scheduler.table.jobs[start.job_id]
+        kind = self.kinds.get(start.workload.kind)
+        if job.spec.output and kind is not None and not kind.streams:  # a program's supervisor checks its own
+            missing = missing_folder("output", output_path(job.spec.output, job))
+            if missing:  # as sbatch: the job fails, and no directory is made
+                raise StartFailed(missing, JobState.FAILED)
         request = PartitionRequest(name=start.partition, size=start.ipus, allocation=start.allocation,
                                    holder=job_holder(start.job_id), owner=job.user, first_ipu=start.first_ipu,
                                    reconfigurable=True)

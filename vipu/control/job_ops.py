@@ -12,9 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 from vipu.access import Identity
+from vipu.control.job_updates import update_job
+from vipu.control.signals import send_signal
 from vipu.control.snapshot import Page, Snapshot
 from vipu.errors import InvalidArgument, PermissionDenied
+from vipu.scheduler.expected_start import Expectation
+from vipu.scheduler.job_filter import JobFilter
 from vipu.scheduler.job_record import Job, PriorityBreakdown
+from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.view import Pod64Info
 from vipu.scheduler.job_spec import JobSpec, load_spec, parse_spec
 from vipu.scheduler.job_states import TERMINAL, JobState
@@ -25,6 +30,8 @@ if TYPE_CHECKING:
     from vipu.control.plane import ControlPlane
 
 NO_IDS = "no job ids given; name at least one job (vipu queue lists them)"
+NO_IDS_OR_FILTERS = ("no job ids and no filters given; name jobs, or select them with filters such as --user, --name or"
+                     " --state (vipu queue lists them)")
 
 
 class SubmitRequest(NamedTuple):
@@ -57,12 +64,8 @@ class JobOps:
                 specs.append(self._checked(request, identity))
         with plane.lock:
             for k, (request, spec) in enumerate(zip(requests, specs)):
-                if spec.allocation:
-                    with naming_spec(k, len(requests), request.source):
-                        users = plane.controller.admin.get_allocation(spec.allocation).users
-                        identity.check_allocation(spec.allocation, users)
-                        # as create partition: a job its allocation could never hold would wait forever
-                        plane.controller.partitions.check_ever_fits(spec.ipus, spec.allocation, "ipus")
+                with naming_spec(k, len(requests), request.source):
+                    self._check_allocation(spec, identity)
             done = plane.scheduler.submit_many(
                 [Submission(spec, r.request_id, r.source) for r, spec in zip(requests, specs)], plane.now())
         plane.metrics.submissions.inc(sum(len(d.jobs) for d in done if not d.duplicate))
@@ -71,6 +74,25 @@ class JobOps:
         if not all(job.held for d in done for job in d.jobs):
             plane.changed()
         return done
+
+    def test_only(self, request: SubmitRequest, identity: Identity) -> Expectation:
+        """sbatch --test-only: every check a submit makes, then when the job would start if queued now, worked out
+        on a snapshot (the lock is held only for the allocation's check); nothing is queued."""
+        spec = self._checked(request, identity)
+        if spec.allocation:
+            with self.plane.lock:
+                self._check_allocation(spec, identity)
+        snap = self.plane.read()
+        return snap.queue.expected_start(spec, self.plane.now(), snap.available_mask, snap.allowed_masks)
+
+    def _check_allocation(self, spec: JobSpec, identity: Identity) -> None:
+        """The caller may use the allocation the spec names, and it could hold the job (call under the lock)."""
+        if not spec.allocation:
+            return
+        controller = self.plane.controller
+        identity.check_allocation(spec.allocation, controller.admin.get_allocation(spec.allocation).users)
+        # as create partition: a job its allocation could never hold would wait forever
+        controller.partitions.check_ever_fits(spec.ipus, spec.allocation, "ipus")
 
     def _checked(self, request: SubmitRequest, identity: Identity) -> JobSpec:
         """The spec as the scheduler takes it, with every check that needs the caller or may take long, before the
@@ -114,26 +136,43 @@ class JobOps:
         for job_id in ids:
             identity.check_owner("job", str(job_id), table.get(job_id).user)
 
-    def cancel(self, ids: list[int], users: list[str], single: bool, identity: Identity) -> list[Job]:
-        """scancel: the jobs named (an array id: its active tasks, unless `single`) and, narrowed to the caller's
-        rights, every active job of `users`; all or nothing. Returns the jobs named, then the users' others."""
-        if not ids and not users:
-            raise InvalidArgument(NO_IDS)
-        for user in users:
-            if not identity.sees(user):
-                raise PermissionDenied(f"user {identity.name} cannot cancel the jobs of {user}; only an admin may")
+    def cancel(self, ids: list[int], match: JobFilter, single: bool, identity: Identity) -> list[Job]:
+        """scancel: the jobs named (an array id: its active tasks, unless `single`), narrowed by the filters, or with
+        no id every active job the caller may see that matches them; all or nothing. Returns the jobs named, or
+        those the filters chose."""
+        if not ids and not match:
+            raise InvalidArgument(NO_IDS_OR_FILTERS)
+        self._check_users(match, identity, "cancel")
         plane = self.plane
-        # one all-or-nothing cancel: a refusal leaves every job as it was, an array named and its user's tasks are
-        # each taken once, and no job named starts between the cancels of the others (scancel 15 16 20 with 20
-        # pending got a partition and ran once 15 and 16 had freed theirs)
+        # one all-or-nothing cancel: a refusal leaves every job as it was, and no job named starts between the
+        # cancels of the others (scancel 15 16 20 with 20 pending got a partition and ran once 15 and 16 had freed
+        # theirs)
         with plane.lock:
             self._owned(ids, identity)
             now = plane.now()
-            theirs = [i for i in plane.scheduler.active_of(users) if i not in ids]
-            plane.driver.apply(plane.scheduler.cancel(ids, now, single, users), now)
-            jobs = [plane.scheduler.job(i, now) for i in ids + theirs]
+            chosen = ids or plane.scheduler.matching(match, identity.sees)
+            if chosen:
+                plane.driver.apply(plane.scheduler.cancel(chosen, now, single or not ids, match), now)
+            jobs = [plane.scheduler.job(i, now) for i in chosen]
         plane.changed()
         return jobs
+
+    def signal(self, ids: list[int], match: JobFilter, single: bool, signal: int, identity: Identity) -> list[Job]:
+        """scancel --signal: the signal to the running programs chosen as cancel chooses jobs (signals.py)."""
+        if not ids and not match:
+            raise InvalidArgument(NO_IDS_OR_FILTERS)
+        self._check_users(match, identity, "signal")
+        return send_signal(self.plane, ids, match, single, signal, identity)
+
+    def update(self, job_id: int, update: JobUpdate, single: bool, identity: Identity) -> list[Job]:
+        """scontrol update job (job_updates.py)."""
+        return update_job(self.plane, job_id, update, single, identity)
+
+    @staticmethod
+    def _check_users(match: JobFilter, identity: Identity, verb: str) -> None:
+        for user in sorted(match.users):
+            if not identity.sees(user):
+                raise PermissionDenied(f"user {identity.name} cannot {verb} the jobs of {user}; only an admin may")
 
     def hold(self, ids: list[int], admin: bool, single: bool, identity: Identity) -> list[Job]:
         """A user hold (JobHeldUser), or with `admin` an admin hold (JobHeldAdmin, Slurm's hold by an operator).

@@ -2,7 +2,8 @@
 ended, then what its workload logged.
 
 Why a thread of its own: the caller holds the controller's lock, and a slow disk must not stall every RPC. A file
-that cannot be written is logged; the job's record is not affected.
+that cannot be written is logged; the job's record is not affected. Its directory is never made: a run whose
+directory is missing fails at its start (executor.py), as sbatch's does.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ class OutputFiles:
         while True:
             job_id, path, text = self._queue.get()
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
                 part = path.with_name(path.name + ".part")  # whole or not at all: a reader never sees half a file
                 part.write_text(text)
                 part.replace(path)

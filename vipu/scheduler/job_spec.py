@@ -61,7 +61,8 @@ class JobSpec(Strict):
         description="sbatch --output: a command workload's stdout (and stderr, without `error`) as it runs; for"
         " other kinds, the file the controller writes when a run ends (how it ended, and a train workload's log)."
         " An absolute path (`vipu submit` makes a relative one absolute from where it runs) with"
-        " Slurm's patterns %j job id, %A array job id, %a array task, %x job name, %u user, %% a percent sign",
+        " Slurm's patterns %j job id, %A array job id, %a array task, %x job name, %u user, %% a percent sign. Its"
+        " directory must exist: as sbatch's, a run fails (FAILED) rather than make it",
     )
     error: str | None = Field(
         None, max_length=4096,

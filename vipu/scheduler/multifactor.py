@@ -57,14 +57,16 @@ def qos_factors(config: SchedulerConfig) -> dict[str, float]:
 
 def breakdown(job: QueuedJob, now: float, config: SchedulerConfig, total_ipus: int,
               fairshare: dict[str, float], qos: dict[str, float] | None = None) -> PriorityBreakdown:
-    """sprio's row for one job; `fairshare` is FairShare.factors(now, running), `qos` is qos_factors(config) (give
+    """sprio's row for one job (a fixed priority, an admin's, is its total; the factors are shown as computed);
+    `fairshare` is FairShare.factors(now, running), `qos` is qos_factors(config) (give
     it when making many rows: a listing of 10,000 jobs spent a tenth of its time working it out again)."""
     w = config.weights
     age = w.age * min(1.0, max(0.0, now - job.submit_time) / config.max_age)
     fs = w.fairshare * fairshare.get(job.user, 1.0)
     size = w.job_size * job.ipus / total_ipus
     qos = w.qos * (qos if qos is not None else qos_factors(config))[job.qos]
+    total = age + fs + size + qos - job.nice if job.fixed_priority is None else float(job.fixed_priority)
     return PriorityBreakdown.trusted(
-        job_id=job.id, user=job.user, total=round(age + fs + size + qos - job.nice, 3), age=round(age, 3),
+        job_id=job.id, user=job.user, total=round(total, 3), age=round(age, 3),
         fairshare=round(fs, 3), job_size=round(size, 3), qos=round(qos, 3), nice=job.nice,
     )

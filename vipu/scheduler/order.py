@@ -8,6 +8,8 @@ sorted lists (not yet saturated, saturated) with time-invariant keys, a heap mov
 their age reaches max_age, and a cycle merges the lists lazily by the priority at `now`. Insertion and removal are
 a bisect; a cycle that stops early touches only the jobs it looks at. Ties: earlier submit time, then lower id.
 
+A job an admin gave a fixed priority (scontrol update Priority=N) is in a list of its own whose key is that priority.
+
 The other orders are static keys: submit time (fifo) and time limit (sjf).
 
 Held, not-yet-begun and dependency-blocked jobs are filed in lists of their own (`gated`), so a cycle's walk never
@@ -26,7 +28,8 @@ from vipu.scheduler.multifactor import FairShare, qos_factors
 
 OrderKind = Literal["priority", "submit", "shortest"]
 Entry = tuple[float, float, int]  # (sort key, submit time, id)
-ListKey = tuple[str, bool, bool]  # (user, saturated, gated); user is "" for the static orders
+ListKey = tuple[str | None, bool, bool]  # (user, saturated, gated); user is "" for the static orders
+FIXED = None  # the user of the list of jobs with a fixed priority (an admin's), whose keys need no shift
 
 
 class PendingOrder:
@@ -68,6 +71,8 @@ class PendingOrder:
             where, entry = ("", False, gated), (job.submit_time, job.submit_time, job.id)
         elif self.kind == "shortest":
             where, entry = ("", False, gated), (job.time_limit, job.submit_time, job.id)
+        elif job.fixed_priority is not None:  # an admin's priority: a key that never changes, and no shift (iterate)
+            where, entry = (FIXED, True, gated), (-float(job.fixed_priority), job.submit_time, job.id)
         else:
             saturated = now - job.submit_time >= self._max_age
             where, entry = (job.user, saturated, gated), self._priority_entry(job, saturated)
@@ -127,7 +132,8 @@ class PendingOrder:
         else:
             w_age, w_fs = self._w_age, self._w_fs
             age_now = w_age * now / self._max_age
-            shifted = [(entries, w_fs * self._fs.get(user, 1.0) + (w_age if saturated else age_now))
+            shifted = [(entries, 0.0 if user is FIXED else
+                        w_fs * self._fs.get(user, 1.0) + (w_age if saturated else age_now))
                        for (user, saturated, _), entries in streams]
         for job_id in _merge(shifted):
             yield jobs[job_id]

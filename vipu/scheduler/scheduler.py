@@ -17,24 +17,24 @@ from pydantic import BaseModel
 from vipu.errors import (
     FailedPrecondition,
     InvalidArgument,
-    NotFound,
     ResourceExhausted,
 )
 from vipu.hardware.pod import PodConfig
 from vipu.partition.pod_state import Journal, NoJournal
 from vipu.partition.rules import named
-from vipu.scheduler import holds
+from vipu.scheduler import holds, updates
 from vipu.scheduler.bits import block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.cycle import run_cycle
 from vipu.scheduler.effects import Effect, StopJob
+from vipu.scheduler.job_filter import NO_FILTER, JobFilter
 from vipu.scheduler.job_record import META_NAME, Job, PriorityBreakdown, SchedulerMeta
 from vipu.scheduler.order import PendingOrder
 from vipu.scheduler.policies import QUEUE_ORDER, get_policy
 from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
 from vipu.scheduler.multifactor import FairShare, breakdown
 from vipu.scheduler.job_spec import JobSpec, parse_spec
-from vipu.scheduler.job_states import REQUEUABLE, TERMINAL, JobState
+from vipu.scheduler.job_states import REQUEUABLE, TERMINAL, TRANSITIONS, JobState
 from vipu.scheduler.submission import (
     Submission,
     Submitted,
@@ -46,6 +46,8 @@ from vipu.scheduler.submission import (
     resolve_begin,
 )
 from vipu.scheduler.reasons import decorate
+from vipu.scheduler.selection import matching_jobs, named_jobs
+from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.table import JobTable
 from vipu.scheduler.view import QueueView
 
@@ -189,11 +191,6 @@ class Scheduler:
         jobs = build_jobs(resolved, first_id, count, now, request_id, array.indices if array else None, begin)
         return Submitted(jobs, duplicate=False)
 
-    def active_of(self, users: Iterable[str]) -> list[int]:
-        """The pending and running jobs of these users (each array task on its own), by id."""
-        wanted = set(users)
-        return sorted(i for i in (*self.table.pending, *self.table.running) if self.table.jobs[i].user in wanted)
-
     def check_allocation_unused(self, allocation: str) -> None:
         """FailedPrecondition naming the pending jobs that asked for `allocation`: removed from under them, they
         would wait forever."""
@@ -204,29 +201,35 @@ class Scheduler:
             raise FailedPrecondition(f"allocation {allocation} has {named('pending job', waiting)} that asked for it;"
                                      f" cancel {'it' if len(waiting) == 1 else 'them'} first{how}")
 
-    def cancel(self, job_ids: Iterable[int], now: float, single: bool = False,
-               users: Iterable[str] = (), why: str | None = None) -> list[Effect]:
-        """Cancel pending and running jobs (an array job id cancels its active tasks, unless `single`), and every
-        active job of `users` (scancel -u); all or nothing. `why`, when something other than a cancel of the job
-        ends it (its partition removed), is kept as what ended it.
+    def cancel(self, job_ids: Iterable[int], now: float, single: bool = False, match: JobFilter = NO_FILTER,
+               why: str | None = None) -> list[Effect]:
+        """Cancel pending and running jobs (an array job id cancels its active tasks, unless `single`), only those
+        that match `match` (scancel's filters narrow: selection.py); all or nothing. `why`, when something other
+        than a cancel of the job ends it (its partition removed), is kept as what ended it.
 
-        A job named directly that already ended is FailedPrecondition."""
-        jobs: dict[int, Job] = {i: self.table.jobs[i] for i in self.active_of(users)}
-        for job_id in job_ids:
-            if self._whole_array(job_id, single):  # the array's tasks that have not ended
-                active = [j for j in self._expand([job_id]) if j.state not in TERMINAL]
-                if not active:  # as a single job that ended: scancel's "already completing or completed"
-                    raise FailedPrecondition(f"array job {job_id}: every task already ended; nothing to cancel")
-                jobs.update((j.id, j) for j in active)
-                continue
-            job = self._get(job_id)
-            if job.state in TERMINAL:
-                raise FailedPrecondition(f"job {job.display_id} already ended ({job.state.value}); nothing to cancel")
-            jobs[job_id] = job
+        A job named directly that already ended is FailedPrecondition; one that does not match, NotFound."""
+        jobs = named_jobs(self.table, job_ids, single, match)
         given = {"ended_by": why} if why else {}
-        changed = [job.moved(S.CANCELLED, now, end_time=now, **given) for job in jobs.values()]
-        running = [job for job in jobs.values() if job.state is not S.PENDING]
+        changed = [job.moved(S.CANCELLED, now, end_time=now, **given) for job in jobs]
+        running = [job for job in jobs if job.state is not S.PENDING]
         return self._end_runs(changed, running, now, S.CANCELLED)
+
+    def matching(self, match: JobFilter, visible: Callable[[str], bool]) -> list[int]:
+        """The active jobs (each array task on its own) of users `visible` accepts that match every filter, by id:
+        what scancel's filters select when no job is named."""
+        return [job.id for job in matching_jobs(self.table, match, visible)]
+
+    def named_jobs(self, job_ids: Iterable[int], single: bool, match: JobFilter, verb: str) -> list[Job]:
+        """The active jobs `job_ids` name that match (selection.named_jobs), for a signal to reach."""
+        return named_jobs(self.table, job_ids, single, match, verb)
+
+    def update(self, job_id: int, update: JobUpdate, now: float, admin: bool = False,
+               single: bool = False) -> list[Job]:
+        """scontrol update job (updates.py): commit the changed records; returns them. A running job's new time
+        limit is the driver's to watch (Driver.limit_changed)."""
+        changed = updates.changed(self, job_id, single, update, now, admin)
+        self._commit(changed, now)
+        return changed
 
     def hold(self, job_id: int, now: float, admin: bool = False, single: bool = False) -> Job:
         """Keep a pending job (an array job id: its pending tasks) from starting until release (holds.py); an admin
@@ -261,9 +264,9 @@ class Scheduler:
         return self._end_runs([j.requeued(now) for j in jobs], ran, now, S.REQUEUED)
 
     def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0,
-                     signal: int = 0) -> list[Effect]:
+                     signal: int = 0, why: str | None = None) -> list[Effect]:
         """The workload of a running job ended, with `exit_code`, or ended by `signal` (state None: COMPLETED on
-        exit code and signal 0, else FAILED)."""
+        exit code and signal 0, else FAILED); `why`, when its run could not start, is kept as what ended it."""
         job = self._get(job_id)
         if job.state not in (S.RUNNING, S.COMPLETING):
             raise FailedPrecondition(f"job {job.display_id} is {job.state.value}, not running; its end was already recorded")
@@ -271,7 +274,8 @@ class Scheduler:
             state = S.COMPLETED if exit_code == 0 and signal == 0 else S.FAILED
         if state not in FINAL_STATES:
             raise InvalidArgument(f"state {state.value} is not a final state; use one of {', '.join(s.value for s in FINAL_STATES)}")
-        ended = job.moved(state, now, end_time=now, exit_code=exit_code, exit_signal=signal)
+        given = {"ended_by": why} if why else {}
+        ended = job.moved(state, now, end_time=now, exit_code=exit_code, exit_signal=signal, **given)
         requeued = state is S.NODE_FAIL and job.spec.requeue
         return self._end_runs([ended.requeued(now) if requeued else ended], [job], now, state)
 
@@ -280,7 +284,7 @@ class Scheduler:
         limit itself, which after a restart can be well before the present): it ends TIMEOUT. Nothing if that run
         already ended."""
         job = self.table.running_since(job_id, started)
-        if job is None:
+        if job is None or now < job.end_by:  # ended already, or its limit was raised since (scontrol update)
             return []
         return self._end_runs([job.moved(S.TIMEOUT, now, end_time=now)], [job], now, S.TIMEOUT)
 

@@ -72,6 +72,9 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
                 f"{field} {path!r} is relative, and the controller has no working directory of yours; give an"
                 " absolute path (vipu submit makes one from a relative path)"
             )
+    if spec.qos is not None and not spec.qos.strip():  # an empty --qos read as the default hid a broken script
+        raise InvalidArgument(f"qos (--qos) is empty; give one of {', '.join(sorted(config.qos))}, or leave it out for"
+                              f" the default, {config.default_qos}")
     qos_name = spec.qos or config.default_qos
     qos = config.qos.get(qos_name)
     if qos is None:
@@ -125,7 +128,8 @@ def earlier_jobs(table: JobTable, spec: JobSpec, request_id: str) -> list[int]:
     is not theirs), for a retry to be answered with; AlreadyExists if that submit was of a different spec."""
     check_request_id(request_id)
     earlier = table.request_ids.get((spec.user, request_id), [])  # type: ignore[arg-type]
-    if earlier and table.jobs[earlier[0]].spec != spec:
+    first = table.jobs[earlier[0]] if earlier else None
+    if first is not None and (first.submitted_spec or first.spec) != spec:  # as submitted, before any update
         raise AlreadyExists(f"request_id {request_id!r} was already used for job {earlier[0]} with a different spec;"
                             " use a new request id for a new job", reason="REQUEST_ID_REUSED", field="request_id")
     return earlier

@@ -62,8 +62,12 @@ class JobTable:
         """Index the new record of a job; `now` decides whether its begin time has come."""
         job_id = job.id
         old = self.jobs.get(job_id)
+        renamed = False
         if old is not None:
-            self._leave(old, job.state in ACTIVE)
+            renamed = old.name != job.name  # scontrol update Name=: it leaves its old name's singleton group
+            self._leave(old, job.state in ACTIVE and not renamed)
+            if old.spec.dependency != job.spec.dependency:  # a new dependency is evaluated afresh
+                self.deps_met.discard(job_id)
         else:
             if job.array_job_id is not None:
                 self.arrays.setdefault(job.array_job_id, []).append(job_id)
@@ -72,7 +76,7 @@ class JobTable:
             if job_id >= self.next_id:
                 self.next_id = job_id + 1
         self.jobs[job_id] = job
-        self._enter(job, old is None or old.state not in ACTIVE, now)
+        self._enter(job, old is None or old.state not in ACTIVE or renamed, now)
         if old is not None and old.state is not job.state and self.waiting_on:
             self._changed(job_id, job.array_job_id)
 
@@ -86,6 +90,7 @@ class JobTable:
                 job.id, ipus, limit, job.submit_time if begin is None or begin <= job.submit_time else begin,
                 job.user, spec.qos, spec.nice,  # type: ignore[arg-type]
                 job.array_job_id, parse_array(spec.array).limit if spec.array else None, spec.allocation,
+                job.fixed_priority,
             )
             self.pending_sizes[ipus] += 1
             limits = self.pending_limits.get(ipus)

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping
 
 from vipu.errors import FailedPrecondition
 from vipu.partition.placement import largest_free_block
+from vipu.scheduler.expected_start import Expectation, expected_start
 from vipu.scheduler.job_record import Job, PriorityBreakdown
+from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.multifactor import breakdown, qos_factors
 from vipu.scheduler.reasons import Row, decorate, row
@@ -51,6 +53,7 @@ class QueueView:
         """Taken under the lock that serialises the Scheduler's writers."""
         self.pod, self.config, self.total, self.full_mask = s.pod, s.config, s.total, s.full_mask
         self.failed_mask = s.failed_mask
+        self.retired_qos = s.retired_qos
         self.table = s.table.read_copy()
         self.order = s.order.read_copy()
         self.fairshare = self.order.fairshare  # the copy the order shares, as the Scheduler's does
@@ -158,6 +161,11 @@ class QueueView:
             rows.append(Pod64Info(ild, first, per, idle, allocated, broken, largest_free_block(free, per), drained,
                                   draining))
         return rows
+
+    def expected_start(self, spec: JobSpec, now: float, available_mask: int,
+                       allowed_masks: Mapping[str, int] | None) -> Expectation:
+        """sbatch --test-only: when `spec` would start if it were queued now (expected_start.py)."""
+        return expected_start(self, spec, now, available_mask, allowed_masks)
 
     def startable(self, available_mask: int | None = None, allowed_masks: Mapping[str, int] | None = None) -> int:
         """How many pending jobs could start now, held back by nothing but the scheduler (see startable.py)."""

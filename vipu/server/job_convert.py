@@ -1,11 +1,14 @@
-"""Scheduler records to protobuf messages for the JobService."""
+"""Scheduler records to protobuf messages for the JobService, and its requests' filters and updates to the
+scheduler's terms."""
 
 from __future__ import annotations
 
 from pydantic_core import to_json
 
+from vipu.scheduler.job_filter import JobFilter
 from vipu.scheduler.job_record import Job
-from vipu.scheduler.job_states import SHORT
+from vipu.scheduler.job_states import SHORT, JobState
+from vipu.scheduler.updates import JobUpdate
 from vipu.v1 import job_pb2 as j
 
 
@@ -55,3 +58,22 @@ def job(x: Job, brief: bool = False) -> j.Job:
 
 def jobs(xs, brief: bool = False) -> j.ListJobsResponse:
     return j.ListJobsResponse(jobs=[job(x, brief) for x in xs])
+
+
+def job_filter(request: j.CancelJobsRequest, states: set[JobState] | None, caller: str) -> JobFilter:
+    """scancel's filters; `states`: the request's states as the service reads them; `caller`: who --me is."""
+    users = frozenset(request.users) | ({caller} if request.me else set())
+    return JobFilter(users=users, names=frozenset(request.names), states=frozenset(states or ()),
+                     allocations=frozenset(request.partitions), qos=frozenset(request.qos),
+                     accounts=frozenset(request.accounts))
+
+
+UPDATED = {"time_limit_s": "time_limit", "time_limit_add_s": "time_limit_add", "qos": "qos", "nice": "nice",
+           "dependency": "dependency", "name": "name", "array_task_throttle": "array_task_throttle", "begin": "begin",
+           "priority": "priority"}  # UpdateJobRequest's fields -> JobUpdate's
+
+
+def job_update(request: j.UpdateJobRequest) -> JobUpdate:
+    """The fields an UpdateJob sets (an unset one: None)."""
+    return JobUpdate(**{field: getattr(request, name) if request.HasField(name) else None
+                        for name, field in UPDATED.items()})

@@ -68,6 +68,11 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def SubmitJob(self, request, context):
+        if request.validate_only:  # sbatch --test-only: nothing is queued
+            x = self.plane.jobs.test_only(submit_request(request), identity(self.plane, context))
+            expected = j.ExpectedStart(start=x.start, reason=x.reason, partition=x.partition, allocation=x.allocation,
+                                       ipus=x.ipus)
+            return j.SubmitJobResponse(job_ids=[x.job_id], expected=expected)
         return self._submit([request], context)[0]
 
     @rpc
@@ -75,6 +80,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         """Several SubmitJobs in one call and one commit, or none (scheduler.submit_many)."""
         if not request.jobs:
             raise InvalidArgument("jobs is empty; give at least one spec")
+        if any(r.validate_only for r in request.jobs):
+            raise InvalidArgument("validate_only is for SubmitJob: test one spec at a time")
         if len(request.jobs) > MAX_SPECS_PER_CALL:
             raise InvalidArgument(f"jobs has {len(request.jobs):,} specs; give at most {MAX_SPECS_PER_CALL:,} in one"
                                   " call and the rest in further calls")
@@ -121,7 +128,16 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def CancelJobs(self, request, context):
-        return job_convert.jobs(self.plane.jobs.cancel(list(request.ids), list(request.users), request.single,
+        caller = identity(self.plane, context)
+        match = job_convert.job_filter(request, states_of(request.states), caller.name)
+        if request.signal:
+            return job_convert.jobs(self.plane.jobs.signal(list(request.ids), match, request.single, request.signal,
+                                                           caller))
+        return job_convert.jobs(self.plane.jobs.cancel(list(request.ids), match, request.single, caller))
+
+    @rpc
+    def UpdateJob(self, request, context):
+        return job_convert.jobs(self.plane.jobs.update(request.id, job_convert.job_update(request), request.single,
                                                        identity(self.plane, context)))
 
     @rpc

@@ -7,24 +7,42 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SubmitJobRequest(_message.Message):
-    __slots__ = ("spec", "source", "overrides_json", "request_id")
+    __slots__ = ("spec", "source", "overrides_json", "request_id", "validate_only")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     OVERRIDES_JSON_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
     spec: bytes
     source: str
     overrides_json: str
     request_id: str
-    def __init__(self, spec: _Optional[bytes] = ..., source: _Optional[str] = ..., overrides_json: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    validate_only: bool
+    def __init__(self, spec: _Optional[bytes] = ..., source: _Optional[str] = ..., overrides_json: _Optional[str] = ..., request_id: _Optional[str] = ..., validate_only: _Optional[bool] = ...) -> None: ...
 
 class SubmitJobResponse(_message.Message):
-    __slots__ = ("job_ids", "duplicate")
+    __slots__ = ("job_ids", "duplicate", "expected")
     JOB_IDS_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_FIELD_NUMBER: _ClassVar[int]
     job_ids: _containers.RepeatedScalarFieldContainer[int]
     duplicate: bool
-    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+    expected: ExpectedStart
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., duplicate: _Optional[bool] = ..., expected: _Optional[_Union[ExpectedStart, _Mapping]] = ...) -> None: ...
+
+class ExpectedStart(_message.Message):
+    __slots__ = ("start", "reason", "partition", "allocation", "ipus")
+    START_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    IPUS_FIELD_NUMBER: _ClassVar[int]
+    start: float
+    reason: str
+    partition: str
+    allocation: str
+    ipus: int
+    def __init__(self, start: _Optional[float] = ..., reason: _Optional[str] = ..., partition: _Optional[str] = ..., allocation: _Optional[str] = ..., ipus: _Optional[int] = ...) -> None: ...
 
 class SubmitJobsRequest(_message.Message):
     __slots__ = ("jobs",)
@@ -141,16 +159,64 @@ class GetJobRequest(_message.Message):
     def __init__(self, id: _Optional[int] = ...) -> None: ...
 
 class JobIdsRequest(_message.Message):
-    __slots__ = ("ids", "users", "admin", "single")
+    __slots__ = ("ids", "admin", "single")
     IDS_FIELD_NUMBER: _ClassVar[int]
-    USERS_FIELD_NUMBER: _ClassVar[int]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     SINGLE_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[int]
-    users: _containers.RepeatedScalarFieldContainer[str]
     admin: bool
     single: bool
-    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., admin: _Optional[bool] = ..., single: _Optional[bool] = ...) -> None: ...
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., admin: _Optional[bool] = ..., single: _Optional[bool] = ...) -> None: ...
+
+class CancelJobsRequest(_message.Message):
+    __slots__ = ("ids", "users", "single", "names", "states", "partitions", "qos", "accounts", "signal", "me")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    SINGLE_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    QOS_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    ME_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[int]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    single: bool
+    names: _containers.RepeatedScalarFieldContainer[str]
+    states: _containers.RepeatedScalarFieldContainer[str]
+    partitions: _containers.RepeatedScalarFieldContainer[str]
+    qos: _containers.RepeatedScalarFieldContainer[str]
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    signal: int
+    me: bool
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., single: _Optional[bool] = ..., names: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., qos: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., signal: _Optional[int] = ..., me: _Optional[bool] = ...) -> None: ...
+
+class UpdateJobRequest(_message.Message):
+    __slots__ = ("id", "single", "time_limit_s", "time_limit_add_s", "qos", "nice", "dependency", "name", "array_task_throttle", "begin", "priority")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SINGLE_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_S_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_ADD_S_FIELD_NUMBER: _ClassVar[int]
+    QOS_FIELD_NUMBER: _ClassVar[int]
+    NICE_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENCY_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_TASK_THROTTLE_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    single: bool
+    time_limit_s: float
+    time_limit_add_s: float
+    qos: str
+    nice: int
+    dependency: str
+    name: str
+    array_task_throttle: int
+    begin: str
+    priority: int
+    def __init__(self, id: _Optional[int] = ..., single: _Optional[bool] = ..., time_limit_s: _Optional[float] = ..., time_limit_add_s: _Optional[float] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., dependency: _Optional[str] = ..., name: _Optional[str] = ..., array_task_throttle: _Optional[int] = ..., begin: _Optional[str] = ..., priority: _Optional[int] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
     __slots__ = ("users", "states", "limit", "brief", "duplicates", "ids", "page_size", "page_token")

@@ -56,7 +56,7 @@ class JobServiceStub:
                 _registered_method=True)
         self.CancelJobs = channel.unary_unary(
                 '/vipu.v1.JobService/CancelJobs',
-                request_serializer=vipu_dot_v1_dot_job__pb2.JobIdsRequest.SerializeToString,
+                request_serializer=vipu_dot_v1_dot_job__pb2.CancelJobsRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_job__pb2.ListJobsResponse.FromString,
                 _registered_method=True)
         self.HoldJobs = channel.unary_unary(
@@ -72,6 +72,11 @@ class JobServiceStub:
         self.RequeueJobs = channel.unary_unary(
                 '/vipu.v1.JobService/RequeueJobs',
                 request_serializer=vipu_dot_v1_dot_job__pb2.JobIdsRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_job__pb2.ListJobsResponse.FromString,
+                _registered_method=True)
+        self.UpdateJob = channel.unary_unary(
+                '/vipu.v1.JobService/UpdateJob',
+                request_serializer=vipu_dot_v1_dot_job__pb2.UpdateJobRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_job__pb2.ListJobsResponse.FromString,
                 _registered_method=True)
         self.History = channel.unary_unary(
@@ -127,7 +132,9 @@ class JobServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CancelJobs(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """scancel: the jobs named, narrowed by the filters; or, without ids, the active jobs the caller may see that match
+        every filter. All or nothing. With `signal`, the running programs selected get that signal and go on running.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -148,6 +155,15 @@ class JobServiceServicer:
 
     def RequeueJobs(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateJob(self, request, context):
+        """scontrol update job: change fields of a job (an array job's id: its tasks that are not ended). Pending jobs take
+        every field; a running job only its time limit, which its owner may lower and only an admin may raise. Returns
+        the jobs changed.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -202,7 +218,7 @@ def add_JobServiceServicer_to_server(servicer, server):
             ),
             'CancelJobs': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelJobs,
-                    request_deserializer=vipu_dot_v1_dot_job__pb2.JobIdsRequest.FromString,
+                    request_deserializer=vipu_dot_v1_dot_job__pb2.CancelJobsRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_job__pb2.ListJobsResponse.SerializeToString,
             ),
             'HoldJobs': grpc.unary_unary_rpc_method_handler(
@@ -218,6 +234,11 @@ def add_JobServiceServicer_to_server(servicer, server):
             'RequeueJobs': grpc.unary_unary_rpc_method_handler(
                     servicer.RequeueJobs,
                     request_deserializer=vipu_dot_v1_dot_job__pb2.JobIdsRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_job__pb2.ListJobsResponse.SerializeToString,
+            ),
+            'UpdateJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateJob,
+                    request_deserializer=vipu_dot_v1_dot_job__pb2.UpdateJobRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_job__pb2.ListJobsResponse.SerializeToString,
             ),
             'History': grpc.unary_unary_rpc_method_handler(
@@ -374,7 +395,7 @@ class JobService:
             request,
             target,
             '/vipu.v1.JobService/CancelJobs',
-            vipu_dot_v1_dot_job__pb2.JobIdsRequest.SerializeToString,
+            vipu_dot_v1_dot_job__pb2.CancelJobsRequest.SerializeToString,
             vipu_dot_v1_dot_job__pb2.ListJobsResponse.FromString,
             options,
             channel_credentials,
@@ -456,6 +477,33 @@ class JobService:
             target,
             '/vipu.v1.JobService/RequeueJobs',
             vipu_dot_v1_dot_job__pb2.JobIdsRequest.SerializeToString,
+            vipu_dot_v1_dot_job__pb2.ListJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.JobService/UpdateJob',
+            vipu_dot_v1_dot_job__pb2.UpdateJobRequest.SerializeToString,
             vipu_dot_v1_dot_job__pb2.ListJobsResponse.FromString,
             options,
             channel_credentials,

@@ -49,6 +49,11 @@ class Steps:
         if step is not None:
             step.terminate()
 
+    def signal(self, key: str, sig: int) -> bool:
+        """Send `sig` to the run's program group (it goes on running); False if the run is not here (it ended)."""
+        step = self._runs.get(key)
+        return step is not None and step.signal(sig)
+
     def terminate_all(self) -> None:
         with self._lock:
             steps = list(self._runs.values())
@@ -75,6 +80,10 @@ class _Step:
         self.done = threading.Event()
         self._supervisor: int | None = None  # its pid, once it has said it
         self._stop = threading.Event()
+        self._commands = None  # the supervisor's stdin, open while it runs: signal() writes to it
+        self._early: list[int] | None = []  # signals asked for before the launch was written: sent right after it
+        # (None once the supervisor has ended)
+        self._writing = threading.Lock()
 
     def run(self) -> None:
         try:
@@ -87,17 +96,37 @@ class _Step:
                 return
             if self._stop.is_set():  # stopped before the supervisor was known
                 self.terminate()
-            proc.stdin.write(json.dumps(self.launch))
-            proc.stdin.close()
+            with self._writing:
+                proc.stdin.write("".join(json.dumps(m) + "\n" for m in [self.launch, *map(_signal, self._early)]))
+                proc.stdin.flush()
+                self._commands = proc.stdin
             for line in proc.stdout:  # until the supervisor ends: it holds the pipe, not the process started here
                 message = json.loads(line)
                 if "ended" in message or "failed" in message:
                     self.result = message
+            with self._writing:
+                self._commands, self._early = None, None
+                proc.stdin.close()
             proc.wait()
         except Exception as e:  # noqa: BLE001 - the run fails, saying why
             self.result = {"failed": f"its supervisor could not run: {type(e).__name__}: {e}"}
         finally:
             self.done.set()
+
+    def signal(self, sig: int) -> bool:
+        """Ask the supervisor to send `sig` to the program's group; False if it no longer takes commands."""
+        with self._writing:
+            if self.done.is_set() or self._early is None:
+                return False
+            if self._commands is None:  # its supervisor is starting: the signal follows the launch
+                self._early.append(sig)
+                return True
+            try:
+                self._commands.write(json.dumps(_signal(sig)) + "\n")
+                self._commands.flush()
+            except (BrokenPipeError, ValueError):  # it has just ended
+                return False
+            return True
 
     def terminate(self) -> None:
         self._stop.set()
@@ -106,6 +135,11 @@ class _Step:
                 os.kill(self._supervisor, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+
+def _signal(sig: int) -> dict:
+    """The supervisor's command for scancel --signal (stepd.py)."""
+    return {"signal": sig}
 
 
 def spool_for(state_dir: Path | None) -> str:
@@ -135,6 +169,9 @@ class NodeSteps:
 
     def terminate(self, key: str) -> None:
         self.steps.terminate(key)
+
+    def signal(self, key: str, sig: int) -> bool:
+        return self.steps.signal(key, sig)
 
     def terminate_all(self) -> None:
         self.steps.terminate_all()

@@ -23,6 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from vipu.errors import FailedPrecondition
 from vipu.jobs.programs.environment import job_environment
 from vipu.jobs.programs.hosts import NodeSteps, Steps, spool_for
 from vipu.jobs.programs.program_record import ProgramRecord
@@ -154,6 +155,22 @@ class ProgramRuns:
                 return False
             run.keeps = stop.partition
             return True
+
+    def signal(self, job_id: int, sig: int) -> None:
+        """scancel --signal: `sig` to the run's program group, through its supervisor; the run goes on. Refused while
+        the program is still being started (its supervisor not yet there) or once it has ended."""
+        run = self.runs.get(job_id)
+        if run is None or run.finished.is_set() or run.stopped:
+            raise FailedPrecondition(f"job {job_id}'s program is not running; only a running program can be"
+                                     " signalled")
+        if run.host is None:
+            raise FailedPrecondition(f"job {job_id}'s program is still being started; signal it again in a moment")
+        if isinstance(run.host, Steps):
+            if not run.host.signal(run.key, sig):
+                raise FailedPrecondition(f"job {job_id}'s program is not running just now (it is starting, or has"
+                                         " just ended); signal it again while `vipu queue` shows it running")
+        else:
+            self._call(run.host, "signal", run.key, sig, wait=False)  # a node's actor: not waited for under the lock
 
     def _close(self, run: _Run, why: str) -> None:
         """End the run's session (its calls fail with `why`, its tensors are freed) and keep its steps."""

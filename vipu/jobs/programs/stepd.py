@@ -12,10 +12,11 @@ may kill its descendants with SIGKILL first (Ray does, for an actor's worker), a
 stop the program, which runs on in a session of its own. Out of the tree, it sees its starter go (a pidfd) and stops
 the program itself.
 
-Protocol: the launcher writes one JSON object on stdin (the launch: see program_runs.py) and closes it; the supervisor
-answers with JSON lines on stdout: {"supervisor": PID} first (signal it, not the process the launcher started), then
-{"started": {"pid": P}} once the program runs, then {"ended": {"exit_code": N, "signal": S}} once it and its group
-are gone; or {"failed": "why"} if it could not start (nothing ran).
+Protocol: the launcher writes one JSON line on stdin (the launch: see program_runs.py), then, while the program runs,
+{"signal": N} lines (scancel --signal: N goes to the program's group, which goes on) until it closes stdin; the
+supervisor answers with JSON lines on stdout: {"supervisor": PID} first (signal it, not the process the launcher
+started), then {"started": {"pid": P}} once the program runs, then {"ended": {"exit_code": N, "signal": S}} once it
+and its group are gone; or {"failed": "why"} if it could not start (nothing ran).
 Run: python -m vipu.jobs.programs.stepd
 """
 
@@ -32,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from vipu.jobs.output_folder import missing_folder
+
 
 
 def main() -> int:
@@ -43,7 +46,8 @@ def main() -> int:
         os._exit(0)  # the starter's own child ends at once; the supervisor goes on outside its tree
     os.setsid()
     say({"supervisor": os.getpid()})
-    launch = json.loads(sys.stdin.read())
+    commands = Lines(0)
+    launch = json.loads(commands.next() or "{}")
     stop_r, stop_w = os.pipe()
     os.set_blocking(stop_w, False)
     signal.set_wakeup_fd(stop_w)
@@ -55,7 +59,7 @@ def main() -> int:
         say({"failed": str(e)})
         return 0
     say({"started": {"pid": pid}})
-    status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, starter)
+    status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, starter, commands)
     signal_group(pid, signal.SIGKILL)  # what the script left running: the job has ended
     script.unlink(missing_ok=True)
     code = os.waitstatus_to_exitcode(status)
@@ -70,6 +74,35 @@ def say(message: dict) -> None:
 
 class StartError(Exception):
     pass
+
+
+class Lines:
+    """JSON lines from a file descriptor, read without a buffer that select() cannot see."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = b""
+        self.closed = False
+
+    def next(self) -> str | None:
+        """The next whole line, blocking until it comes; None at the end."""
+        while b"\n" not in self.buffer:
+            if not self.read():
+                return None
+        line, self.buffer = self.buffer.split(b"\n", 1)  # the lines after it stay for pop()
+        return line.decode()
+
+    def read(self) -> bool:
+        """Read what is there (once); False at the end."""
+        chunk = os.read(self.fd, 65536)
+        self.buffer += chunk
+        self.closed = not chunk
+        return bool(chunk)
+
+    def pop(self) -> list[str]:
+        """Every whole line read so far."""
+        *lines, self.buffer = self.buffer.split(b"\n")
+        return [line.decode() for line in lines if line.strip()]
 
 
 def write_script(launch: dict) -> Path:
@@ -157,21 +190,24 @@ def cannot_exec(script: Path, e: OSError) -> str:
 
 def open_output(path: str, what: str) -> int:
     """The output file, opened as the job's user (truncated, as sbatch's default --open-mode)."""
-    folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder):
-        raise StartError(f"{what} file {path}: its directory {folder} does not exist; create it, or give --{what} a"
-                         " path in an existing directory (as sbatch, the job fails rather than create it)")
+    missing = missing_folder(what, path)
+    if missing:
+        raise StartError(missing)
     try:
         return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     except OSError as e:
         raise StartError(f"{what} file {path} cannot be written by the job's user ({e.strerror})") from None
 
 
-def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int) -> int:
+def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands: Lines | None = None) -> int:
     """Wait for the program; on a stop (SIGTERM, or the starter gone) SIGTERM its group, and SIGKILL it after the
-    grace period. Returns its wait status."""
+    grace period; a {"signal": N} command sends N to its group. Returns its wait status."""
     program = os.pidfd_open(pid)
     watched = [program, stop_r, starter]
+    if commands is not None and not commands.closed:
+        watched.append(commands.fd)
+        for line in commands.pop():  # sent before the program started
+            command(pid, line)
     kill_at = None
     while True:
         timeout = None if kill_at is None else max(0.0, kill_at - time.monotonic())
@@ -180,6 +216,11 @@ def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int) -> int:
             _, status = os.waitpid(pid, 0)
             os.close(program)
             return status
+        if commands is not None and commands.fd in ready:
+            if not commands.read():
+                watched.remove(commands.fd)  # the launcher closed it: no more commands
+            for line in commands.pop():
+                command(pid, line)
         if stop_r in ready:
             os.read(stop_r, 512)
         if starter in ready:
@@ -190,6 +231,16 @@ def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int) -> int:
         elif kill_at is not None and time.monotonic() >= kill_at:
             signal_group(pid, signal.SIGKILL)
             kill_at = time.monotonic() + 3600  # once: the group is gone or cannot be killed harder
+
+
+def command(pid: int, line: str) -> None:
+    """One command line from the launcher: {"signal": N} sends N to the program's group (the group exists while the
+    program is not reaped, so the signal cannot reach another's)."""
+    try:
+        sig = int(json.loads(line)["signal"])
+        signal_group(pid, sig)
+    except (ValueError, KeyError, TypeError, OSError):  # a line it cannot read, or a signal the kernel refuses
+        pass
 
 
 def signal_group(pid: int, sig: int) -> None:

@@ -47,6 +47,7 @@ class QueuedJob(NamedTuple):
     array_job_id: int | None = None
     array_limit: int | None = None
     allocation: str | None = None
+    fixed_priority: int | None = None  # an admin's (scontrol update Priority=N), in place of the multifactor one
 
 
 class RunningJob(NamedTuple):

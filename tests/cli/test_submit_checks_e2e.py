@@ -1,0 +1,67 @@
+"""`vipu submit --test-only` (sbatch's), and submits Slurm refuses or fails that vipu let through: an empty --qos, a
+missing --output directory, malformed YAML without a position; and `vipu-admin create agent` on a full Pod."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
+
+LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs on partition (\S+) \(allocation (\S+)\)")
+
+
+def test_test_only_prints_the_expected_start_and_queues_nothing(server):
+    out = run(server, "vipu", "submit", "--ipus", "16", "--time", "5", "--test-only")
+    assert out.returncode == 0, out.stderr
+    assert LINE.fullmatch(out.stdout.strip()).group(1, 3, 4, 5) == ("1", "16", "slurm_1", "default")
+    assert jobs(server) == {} and json.loads(run(server, "vipu", "history", "--json").stdout) == []
+    [big] = submit(server, "--ipus", "64", "--time", "10")  # the id the test named: nothing was used up
+    assert big == 1
+    start = wait_for(lambda: (x := show(server, big))["state"] == "RUNNING" and x["start_time"])
+    out = run(server, "vipu", "submit", "--ipus", "16", "--time", "5", "--test-only", "--json")
+    tested = json.loads(out.stdout)
+    assert (tested["job_id"], tested["reason"], tested["queued"]) == (2, "Resources", False)
+    assert abs(tested["start"] - (start + 600)) < 1  # when the running job's time limit frees the Pod
+    out = run(server, "vipu", "submit", "--ipus", "16", "--hold", "--test-only")
+    assert out.stdout.startswith("Job 2 to start at Unknown using 16 IPUs") and "held" in out.stdout
+    out = run(server, "vipu", "submit", "--ipus", "16", "--qos", "gold", "--test-only")  # refused as a submit is
+    assert out.returncode == 2 and "qos 'gold' is unknown" in out.stderr
+    assert list(jobs(server)) == [big]
+
+
+def test_an_empty_qos_is_refused_naming_the_flag(server):
+    """Regression: `vipu submit --qos ""` was accepted and ran as normal, while an empty --user or --name is refused."""
+    out = run(server, "vipu", "submit", "--ipus", "1", "--qos", "")
+    assert out.returncode == 2 and out.stderr == ("vipu: error: qos (--qos) is empty; give one of high, low, normal,"
+                                                  " or leave it out for the default, normal\n")
+    assert jobs(server) == {}
+
+
+def test_malformed_yaml_is_reported_with_its_line_and_column(server, tmp_path):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("ipus: 4\ntime_limit: 10m\n  name: x\n")
+    out = run(server, "vipu", "submit", str(spec))
+    assert out.returncode == 2, out.stderr
+    assert "not valid YAML/JSON (line 3, column 7: mapping values are not allowed here)" in out.stderr
+    spec.write_text("ipus: 4\nname: [x\n")
+    out = run(server, "vipu", "submit", str(spec))
+    assert "(while parsing a flow sequence from line 2, column 7)" in out.stderr
+
+
+def test_an_output_directory_that_does_not_exist_fails_the_job_as_sbatch_does(server, tmp_path):
+    """Regression: a built-in workload's --output into a missing directory made the directory; Slurm fails the
+    job (a program's run already failed so)."""
+    missing = tmp_path / "nowhere"
+    [job] = submit(server, "--ipus", "1", "--time", "5", "--duration", "1s", "-o", str(missing / "%j.out"))
+    ended = wait_for(lambda: (x := show(server, job))["state"] not in ("PENDING", "RUNNING") and x)
+    assert ended["state"] == "FAILED" and not missing.exists()
+    why = f"EndedBy=output file {missing}/{job}.out: its directory {missing} does not exist"
+    assert why in run(server, "vipu", "show", "job", str(job)).stdout
+
+
+def test_an_agent_for_a_pod_whose_machines_all_have_one_is_a_conflict(server):
+    """Regression: it exited 7 (no capacity), where the agents in the way make it a conflict (4)."""
+    out = run(server, "vipu-admin", "create", "agent", "extra")
+    assert out.returncode == 4 and "every one of the 16 machines of bow-pod64 has an agent" in out.stderr

@@ -1,0 +1,61 @@
+"""What `vipu update job` and `vipu cancel` read from their words, before anything is sent: Slurm's field names in
+any case, times as scontrol reads them, signals by name or number."""
+
+from __future__ import annotations
+
+import pytest
+
+from vipu.cli.cancel_command import described, signal_number
+from vipu.cli.update_command import field_values, target
+
+
+@pytest.mark.parametrize("pairs, fields", [
+    (["TimeLimit=90"], {"time_limit_s": 5400}),  # a bare number is minutes, as scontrol's
+    (["timelimit=1:30:00"], {"time_limit_s": 5400}),
+    (["TIMELIMIT=+30"], {"time_limit_add_s": 1800}),
+    (["TimeLimit=-0:30"], {"time_limit_add_s": -30}),
+    (["QOS=high", "nice=5", "JobName=x"], {"qos": "high", "nice": 5, "name": "x"}),
+    (["Name=x", "Dependency="], {"name": "x", "dependency": ""}),
+    (["ArrayTaskThrottle=4", "Priority=0"], {"array_task_throttle": 4, "priority": 0}),
+    (["StartTime=now+1hour"], {"begin": "now+1hour"}),
+    (["BeginTime=2026-11-22T16:00"], {"begin": "2026-11-22T16:00"}),
+])
+def test_fields_in_any_case(pairs, fields):
+    assert field_values(pairs) == fields
+
+
+@pytest.mark.parametrize("pairs, words", [
+    (["Colour=red"], "'Colour' is not a field"),
+    (["TimeLimit"], "is not Field=value"),
+    (["=5"], "is not Field=value"),
+    (["TimeLimit=0"], "means no limit in Slurm"),
+    (["TimeLimit=soon"], "is not a Slurm time"),
+    (["Nice=1.5"], "is not a whole number"),
+    (["TimeLimit=5", "TimeLimit=+5"], "TimeLimit is given twice"),
+])
+def test_bad_fields_name_the_field(pairs, words, capsys):
+    with pytest.raises(SystemExit) as out:
+        field_values(pairs)
+    assert out.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_the_job_comes_first_as_job_id_or_jobid():
+    assert target(["job", "26_3", "QOS=high"]) == ("26_3", ["QOS=high"])
+    assert target(["JobId=26", "QOS=high"]) == ("26", ["QOS=high"])
+    assert target(["jobid=26"]) == ("26", [])
+
+
+@pytest.mark.parametrize("text, number", [("USR1", 10), ("sigusr2", 12), ("TERM", 15), ("9", 9), ("64", 64)])
+def test_signals_by_name_or_number(text, number):
+    assert signal_number(text) == number
+
+
+@pytest.mark.parametrize("text", ["0", "65", "USR3", "", "-1"])
+def test_bad_signals(text, capsys):
+    with pytest.raises(SystemExit) as out:
+        signal_number(text)
+    assert out.value.code == 2 and "-s/--signal" in capsys.readouterr().err
+
+
+def test_filters_are_named_as_they_were_given():
+    assert described({"users": ["bob"], "states": ["PD", "R"], "names": []}, me=True) == "-u bob -t PD,R --me"

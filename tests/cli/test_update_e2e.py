@@ -1,0 +1,112 @@
+"""`vipu update job` as scontrol update: Slurm's fields in any case, kept across a kill -9, shown by `vipu show job`
+and taking effect in scheduling; through the installed CLI and a live controller."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
+
+
+def fill(server) -> int:
+    """A job holding the whole Pod64, so the others wait."""
+    [big] = submit(server, "--ipus", "64", "--time", "10")
+    wait_for(lambda: show(server, big)["state"] == "RUNNING")
+    return big
+
+
+def test_fields_change_durably_and_show(server):
+    big = fill(server)
+    [job] = submit(server, "--ipus", "4", "--time", "5")
+    out = run(server, "vipu", "update", "job", str(job), "timelimit=30", "QOS=high", "nice=7", "JobName=renamed",
+              "StartTime=now+1hour", f"Dependency=afterany:{big}")
+    assert (out.returncode, out.stdout) == (
+        0, f"Job {job} updated (TimeLimit, QOS, Nice, Name, StartTime, Dependency): PENDING\n"), out.stderr
+    for _ in range(2):  # as updated, then after a kill -9 and a restart
+        detail = show(server, job)
+        assert (detail["time_limit_s"], detail["qos"], detail["name"], detail["spec"]["nice"],
+                detail["dependency"]) == (1800, "high", "renamed", 7, f"afterany:{big}")
+        assert abs(detail["begin_time"] - time.time() - 3600) < 60
+        text = run(server, "vipu", "show", "job", str(job)).stdout
+        assert {"TimeLimit=30:00", "QOS=high", "Nice=7", "JobName=renamed"} <= set(text.splitlines())
+        server.restart()
+    out = run(server, "vipu", "update", f"JobId={job}", "TimeLimit=-10", "Dependency=", "StartTime=now")
+    assert out.returncode == 0, out.stderr
+    detail = show(server, job)
+    assert (detail["time_limit_s"], detail["dependency"]) == (1200, "")
+    wait_for(lambda: jobs(server)[job]["reason"] == "Resources")
+
+
+def test_a_qos_or_priority_changes_the_jobs_place_and_priority_0_holds_it(server):
+    fill(server)
+    first, second = (submit(server, "--ipus", "16", "--time", "5")[0] for _ in range(2))
+
+    def priorities() -> dict[int, float]:
+        return {int(r["job_id"]): r["priority"] for r in json.loads(run(server, "vipu", "priority", "--json").stdout)}
+
+    before = priorities()
+    assert run(server, "vipu", "update", "job", str(second), "qos=high").returncode == 0
+    after = priorities()
+    assert after[second] > before[second] and list(after) == [second, first]  # sprio's order: highest first
+    assert run(server, "vipu", "update", "job", str(first), "Priority=9999999").returncode == 0
+    fixed = priorities()
+    assert fixed[first] == 9999999 and list(fixed) == [first, second]
+    assert run(server, "vipu", "update", "job", str(first), "Priority=0").returncode == 0
+    wait_for(lambda: jobs(server)[first]["reason"] == "JobHeldAdmin")
+
+
+def test_a_running_jobs_time_limit_lowered_ends_it_timeout_at_the_new_limit(server):
+    [job] = submit(server, "--ipus", "4", "--time", "10")  # a hold workload: only its limit ends it
+    wait_for(lambda: show(server, job)["state"] == "RUNNING")
+    out = run(server, "vipu", "update", "job", str(job), "--time", "0:03")
+    assert out.returncode == 0, out.stderr
+    ended = wait_for(lambda: (x := show(server, job))["state"] != "RUNNING" and x, timeout=30)
+    assert ended["state"] == "TIMEOUT" and ended["time_limit_s"] == 3
+    assert 3 <= ended["end_time"] - ended["start_time"] < 10
+
+
+def test_a_raised_limit_outlives_the_old_one(server):
+    [job] = submit(server, "--ipus", "4", "--time", "0:08")
+    started = wait_for(lambda: (x := show(server, job))["state"] == "RUNNING" and x["start_time"])
+    assert run(server, "vipu", "update", "job", str(job), "TimeLimit=+1").returncode == 0  # 8 s + 1 minute
+    wait_for(lambda: time.time() > started + 10)  # past the old limit
+    assert show(server, job)["state"] == "RUNNING" and show(server, job)["time_limit_s"] == 68
+
+
+def test_array_ids_as_other_commands_take_them(server):
+    fill(server)
+    [array, *tasks] = submit(server, "--ipus", "4", "--time", "5", "--array", "0-3", "--hold")
+    assert run(server, "vipu", "update", "job", f"{array}_2", "QOS=low").returncode == 0
+    assert [show(server, t)["qos"] for t in [array, *tasks]] == ["normal", "normal", "low", "normal"]
+    out = run(server, "vipu", "update", "job", str(array), "Nice=3", "ArrayTaskThrottle=1")
+    assert out.returncode == 0 and out.stdout.count("updated (Nice, ArrayTaskThrottle)") == 4, out.stdout
+    assert {show(server, t)["spec"]["array"] for t in [array, *tasks]} == {"0-3%1"}
+    out = run(server, "vipu", "update", "job", f"{array}_[1-2]", "Name=pair")
+    assert out.returncode == 0 and [show(server, t)["name"] for t in tasks[:2]] == ["pair", "pair"]
+
+
+BAD = [
+    (["job", "{job}", "Colour=red"], 2, "'Colour' is not a field vipu update job changes"),
+    (["job", "{job}", "TimeLimit"], 2, "'TimeLimit' is not Field=value"),
+    (["job", "{job}", "TimeLimit=UNLIMITED"], 2, "means no limit in Slurm"),
+    (["job", "{job}", "Nice=lots"], 2, "Nice= 'lots' is not a whole number"),
+    (["job", "{job}", "QOS=a", "qos=b"], 2, "QOS is given twice"),
+    (["job", "{job}", "QOS=a", "--qos", "b"], 2, "QOS is given as a flag and as QOS="),
+    (["job", "{job}"], 2, "nothing to change"),
+    (["partition", "p", "Size=4"], 2, "vipu update changes jobs"),
+    (["job", "{job}", "--nmae", "x"], 2, "No such option: --nmae"),
+    (["job", "{job}", "QOS=gold"], 2, "QOS 'gold' is unknown"),
+    (["job", "{big}", "QOS=high"], 4, "is RUNNING: QOS can change only while it is pending"),
+    (["job", "999", "Nice=1"], 3, "job 999 does not exist"),
+]
+
+
+def test_bad_updates_get_one_line_and_the_documented_exit_code(server):
+    big = fill(server)
+    [job] = submit(server, "--ipus", "4", "--time", "5")
+    for args, code, words in BAD:
+        out = run(server, "vipu", "update", *(a.format(job=job, big=big) for a in args))
+        assert out.returncode == code and words in out.stderr and out.stderr.count("\n") == 1, (args, out.stderr)
+    assert show(server, job)["qos"] == "normal" and show(server, big)["qos"] == "normal"

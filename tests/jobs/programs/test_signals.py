@@ -1,0 +1,38 @@
+"""scancel --signal at the supervisor: a signal asked for while the supervisor starts follows the launch, one asked
+for while the program runs reaches its process group, and none is taken once the run has ended."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from vipu.jobs.programs.hosts import Steps
+
+
+def launch(tmp_path, script: str) -> dict:
+    return {"job_id": 1, "run": 1, "script": "#!/bin/bash\n" + script, "args": [], "cwd": str(tmp_path),
+            "env": {"PATH": os.environ["PATH"]}, "stdout": str(tmp_path / "out"), "stderr": None, "user": None,
+            "kill_wait_s": 5, "spool": str(tmp_path / "spool")}
+
+
+def test_a_signal_reaches_the_programs_group_whenever_it_is_asked_for(tmp_path):
+    steps = Steps()
+    steps.start("early", launch(tmp_path, "sleep 60\n"))
+    assert steps.signal("early", signal.SIGUSR1)  # most likely before the supervisor has the launch
+    assert steps.wait("early", timeout=30) == {"ended": {"exit_code": 0, "signal": signal.SIGUSR1}}
+    assert not steps.signal("early", signal.SIGUSR1)  # the run has ended: nothing takes it
+
+
+def test_a_program_that_traps_the_signal_goes_on(tmp_path):
+    steps = Steps()
+    ready = tmp_path / "ready"
+    script = (f"trap 'echo got USR2 >> {tmp_path}/got' USR2\ntouch {ready}\n"
+              f"while [ ! -e {tmp_path}/stop ]; do sleep 0.05; done\n")
+    steps.start("trapped", launch(tmp_path, script))
+    while not ready.exists():
+        assert steps.wait("trapped", timeout=0.05) is None  # still running
+    assert steps.signal("trapped", signal.SIGUSR2)
+    while not (tmp_path / "got").exists():
+        assert steps.wait("trapped", timeout=0.05) is None  # the trap ran and the program goes on
+    (tmp_path / "stop").touch()
+    assert steps.wait("trapped", timeout=30) == {"ended": {"exit_code": 0, "signal": 0}}
