@@ -76,4 +76,4 @@ def test_a_signal_reaches_a_running_program_which_goes_on(server, tmp_path):
     assert run(server, "vipu", "cancel", str(held)).returncode == 0
     out = run(server, "vipu", "cancel", "-s", "USR1", "--me")  # filters alone: running programs only
     assert out.returncode == 0 and "no running program matches --me" in out.stderr
-    assert jobs(server)[sleeper]["state"] == "RUNNING"
+    assert jobs(server)[sleeper]["job_state"] == ["RUNNING"]

@@ -28,7 +28,7 @@ def test_fields_in_any_case(pairs, fields):
     (["Colour=red"], "'Colour' is not a field"),
     (["TimeLimit"], "is not Field=value"),
     (["=5"], "is not Field=value"),
-    (["TimeLimit=0"], "means no limit in Slurm"),
+    (["TimeLimit=0"], "means no limit, which this field does not take"),
     (["TimeLimit=soon"], "is not a Slurm time"),
     (["Nice=1.5"], "is not a whole number"),
     (["TimeLimit=5", "TimeLimit=+5"], "TimeLimit is given twice"),

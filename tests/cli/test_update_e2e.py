@@ -36,7 +36,7 @@ def test_fields_change_durably_and_show(server):
     assert out.returncode == 0, out.stderr
     detail = show(server, job)
     assert (detail["time_limit_s"], detail["dependency"]) == (1200, "")
-    wait_for(lambda: jobs(server)[job]["reason"] == "Resources")
+    wait_for(lambda: jobs(server)[job]["state_reason"] == "Resources")
 
 
 def test_a_qos_or_priority_changes_the_jobs_place_and_priority_0_holds_it(server):
@@ -54,7 +54,7 @@ def test_a_qos_or_priority_changes_the_jobs_place_and_priority_0_holds_it(server
     fixed = priorities()
     assert fixed[first] == 9999999 and list(fixed) == [first, second]
     assert run(server, "vipu", "update", "job", str(first), "Priority=0").returncode == 0
-    wait_for(lambda: jobs(server)[first]["reason"] == "JobHeldAdmin")
+    wait_for(lambda: jobs(server)[first]["state_reason"] == "JobHeldAdmin")
 
 
 def test_a_running_jobs_time_limit_lowered_ends_it_timeout_at_the_new_limit(server):
@@ -90,7 +90,7 @@ def test_array_ids_as_other_commands_take_them(server):
 BAD = [
     (["job", "{job}", "Colour=red"], 2, "'Colour' is not a field vipu update job changes"),
     (["job", "{job}", "TimeLimit"], 2, "'TimeLimit' is not Field=value"),
-    (["job", "{job}", "TimeLimit=UNLIMITED"], 2, "means no limit in Slurm"),
+    (["job", "{job}", "TimeLimit=UNLIMITED"], 2, "means no limit, which this field does not take"),
     (["job", "{job}", "Nice=lots"], 2, "Nice= 'lots' is not a whole number"),
     (["job", "{job}", "QOS=a", "qos=b"], 2, "QOS is given twice"),
     (["job", "{job}", "QOS=a", "--qos", "b"], 2, "QOS is given as a flag and as QOS="),

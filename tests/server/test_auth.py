@@ -235,8 +235,8 @@ def test_cancel_filters_choose_among_the_callers_own_jobs(secure):
     assert out.returncode == 6 and "belongs to alice" in out.stderr
     out = run(server, "vipu", "cancel", "-t", "PD", env=as_(bob))  # without ids: only what bob may see
     assert (out.returncode, out.stdout) == (0, f"Job {ids['bob']} cancelled: CANCELLED\n"), out.stderr
-    mine = json.loads(run(server, "vipu", "queue", "--json", env=as_(alice)).stdout)
-    assert [(x["id"], x["state"]) for x in mine] == [(ids["alice"], "PENDING")]
+    mine = json.loads(run(server, "vipu", "queue", "--json", env=as_(alice)).stdout)["jobs"]
+    assert [(x["job_id"], x["job_state"]) for x in mine] == [(ids["alice"], ["PENDING"])]
 
 
 def test_a_removed_admins_key_file_goes_at_the_next_start(secure):
