@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vipu.replay.summary import result_json  # noqa: E402
-from vipu.replay.run import main_replay, simulate_trace  # noqa: E402
+from vipu.replay.simulation import main_replay, simulate_trace  # noqa: E402
 
 OPENB = "openb_pod_list_default.csv"  # Alibaba's openb pod list: github.com/alibaba/clusterdata (cluster-trace-gpu-v2023)
 # where a developer's checkout finds it (next to the project: ../shared/traces), from here or from where it runs
@@ -43,7 +43,7 @@ def figures(trace: str, pod: str) -> list[dict]:
 
 def compare_with_before(trace: str, pod: str) -> str:
     before = json.loads(BEFORE.read_text())
-    now = figures(trace, pod)
+    now = [{k: n.get(k) for k in b} for b, n in zip(before, figures(trace, pod))]  # figures added since are new
     if now == before:
         return f"every figure of {len(now)} replays (1x, 4x, 16x; {', '.join(POLICIES)}) equals {BEFORE.name}"
     changed = [f"{b['policy']} x{b['compress']:g}: {k} {b[k]} -> {n[k]}" for b, n in zip(before, now)
