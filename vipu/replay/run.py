@@ -27,6 +27,7 @@ from vipu.scheduler.bits import usable_ipus
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies.policy_file import GuardedPolicy
 from vipu.scheduler.scheduler import Scheduler
+from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.submission import resolve
@@ -124,7 +125,7 @@ class _Replay:
             fairness=user_fairness(ran), avg_queue=self.series.average(self.series.queued, end),
             max_queue=max(self.series.queued, default=0), bsld_threshold=threshold,
         )
-        return ReplayRun(result, rows, self.series)
+        return ReplayRun(result, rows, self.series, list(self.s.table.jobs.values()))
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ class ReplayRun:
     result: ReplayResult
     jobs: list[JobFigures]  # in job id order: the trace's order of submission
     series: Series
+    records: list[Job]  # the scheduler's records the figures come from, in the same order
 
 
 def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: SchedulerConfig | None = None,
