@@ -28,6 +28,7 @@ PLACES = [Path(__file__).resolve().parents[2] / "shared" / "traces", Path.cwd().
 TRACE = str(next((place / OPENB for place in PLACES if (place / OPENB).is_file()), PLACES[0] / OPENB))
 BEFORE = Path(__file__).with_name("replay_figures_before_issue20.json")
 POLICIES = ["fifo", "priority", "backfill", "sjf"]
+GENERATED = 8000  # jobs of the generated trace replayed when there is no trace file (vipu simulate --synthetic)
 
 
 def figures(trace: str, pod: str) -> list[dict]:
@@ -59,16 +60,18 @@ def main() -> None:
     parser.add_argument("--compressions", default="1,4", help="arrival-time compression factors to run")
     parser.add_argument("--repeat", type=int, default=3, help="replays per policy; the fastest is shown")
     args = parser.parse_args()
-    if not Path(args.trace).is_file():
-        print(f"bench_replay: skipped: no trace at {args.trace}; give --trace FILE (an openb pod list, e.g. {OPENB}"
-              " from github.com/alibaba/clusterdata, or a native trace: docs/traces.md)")
-        return
+    trace, generated = args.trace, {}
+    if not Path(trace).is_file():
+        print(f"bench_replay: no trace at {trace}; replaying a generated one of {GENERATED} jobs instead (give --trace"
+              f" FILE: an openb pod list, e.g. {OPENB} from github.com/alibaba/clusterdata, or any format of"
+              " docs/traces.md)\n")
+        trace, generated = None, {"synthetic": GENERATED}
     for compression in (float(c) for c in args.compressions.split(",")):
         t0 = time.perf_counter()
-        print(main_replay(args.trace, args.pod, args.policies.split(","), timer=time.perf_counter,
-                          repeat=args.repeat, compression=compression))
+        print(main_replay(trace, args.pod, args.policies.split(","), timer=time.perf_counter,
+                          repeat=args.repeat, compression=compression, **generated))
         print(f"(whole run incl. reading the trace: {time.perf_counter() - t0:.1f} s wall)\n")
-    if Path(args.trace).name == OPENB and args.pod == "bow-pod256":
+    if trace is not None and Path(trace).name == OPENB and args.pod == "bow-pod256":
         print(compare_with_before(args.trace, args.pod))
 
 

@@ -89,6 +89,15 @@ def test_plot_draws_a_real_picture(tmp_path, name):
         assert b"CDF of waits" in data or b"CDF" in data
 
 
+def test_utilisation_is_plotted_as_means_over_equal_spans():
+    from vipu.replay.plots import binned
+
+    # 4 IPUs for 10 s, 2 for 20 s, then none: over spans of 10 s
+    assert binned([0, 10, 30, 100], [4, 2, 0, 0], 10) == ([5 + 10 * k for k in range(10)], [4, 2, 2] + [0] * 7)
+    middles, means = binned([0, 3, 7, 10], [1, 5, 2, 0], 2)  # (1 x 3 + 5 x 2) / 5, (5 x 2 + 2 x 3) / 5
+    assert middles == [2.5, 7.5] and means == pytest.approx([2.6, 3.2])
+
+
 def test_plot_needs_a_png_or_svg_name(tmp_path):
     out = vipu("simulate", "--synthetic", "20", "--plot", "replay.jpg", cwd=tmp_path)
     assert out.returncode == 2 and "--plot replay.jpg: name a .png or .svg file" in out.stderr

@@ -19,7 +19,7 @@ from vipu.replay.trace_rows import Trace, TraceJob, rounded_limit
 GPUS = {1: 0.62, 2: 0.12, 4: 0.12, 8: 0.10, 16: 0.03, 32: 0.01}  # GPUs per job -> share of jobs
 IPUS_PER_GPU = 4
 RUN_MU, RUN_SIGMA = math.log(900), 1.8  # ln seconds: a median of 15 minutes, a tail of days
-SHORTEST, LONGEST = 10.0, 2 * 86400.0
+SHORTEST, LONGEST = 1.0, 2 * 86400.0
 USERS = 16  # user01 .. user16, the k-th submitting in proportion to 1/k
 QOS = {"normal": 0.85, "low": 0.10, "high": 0.05}  # the default scheduler config's QOS (high preempts low)
 

@@ -15,7 +15,7 @@ from vipu.replay.measures import BSLD_THRESHOLD
 from vipu.replay.run import ReplayRun, replay_run
 from vipu.replay.summary import PAPER_COLUMNS, ReplayResult, format_table
 from vipu.replay.trace_rows import Trace
-from vipu.replay.traces import load_trace
+from vipu.replay.traces import check_compression, compressed, load_trace
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies import POLICIES
 from vipu.scheduler.policies.policy_file import load_policy_file
@@ -72,7 +72,9 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
 
         timer = WallClock().now
     pod = load_pod(pod_name)
+    compression = trace_options.get("compression", 1.0)
     if synthetic is not None:
+        check_compression(compression)
         if trace_path is not None:
             raise InvalidArgument("--trace and --synthetic both name the jobs to replay; give one")
         if synthetic < 1:
@@ -97,7 +99,8 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
     traces = []
     for s in order:
         if synthetic is not None:
-            trace = generated_trace(synthetic, s, pod.ipus, pod.max_partition_ipus, draws.load or 0.8)
+            trace = compressed(generated_trace(synthetic, s, pod.ipus, pod.max_partition_ipus, draws.load or 0.8),
+                               compression)
         else:
             trace = drawn(base, draws, s or 0, pod.ipus) if random or base.missing else base
         traces.append(trace)
@@ -105,7 +108,7 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
             runs[i].append(min((replay_run(trace.jobs, pod, policy, config, timer, bsld_threshold, path)
                                 for _ in range(max(1, repeat))), key=lambda r: r.result.wall_seconds or 0.0))
     return Simulation(traces[0], pod, [r[0].result for r in runs], str(trace_path or ""),
-                      trace_options.get("compression", 1.0), runs, order)
+                      compression, runs, order)
 
 
 DEFINITIONS = (

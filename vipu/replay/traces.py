@@ -37,6 +37,11 @@ def compressed(trace: Trace, compression: float) -> Trace:
                    f" first submission + (time - first submission) / {compression:g}")
 
 
+def check_compression(compression: float) -> None:
+    if not (isinstance(compression, (int, float)) and math.isfinite(compression) and compression > 0):
+        raise InvalidArgument(f"--compress is {compression}; give a finite number more than 0 (4: arrivals 4x closer)")
+
+
 def load_trace(path: str | Path, max_ipus: int | None = None, compression: float = 1.0, pod_ipus: int | None = None,
                swf_ipus: str = "next-pow2", runtime_column: str | None = None, **openb_options) -> Trace:
     """The trace in the file at `path`, in whichever format it is (openb_options: ipus_per_gpu, limit);
@@ -45,8 +50,7 @@ def load_trace(path: str | Path, max_ipus: int | None = None, compression: float
     column of an openb pod list holding run times. A trace with no job to replay is an error: its all-zero figures
     would look like a result."""
     path = Path(path)
-    if not (isinstance(compression, (int, float)) and math.isfinite(compression) and compression > 0):
-        raise InvalidArgument(f"--compress is {compression}; give a finite number more than 0 (4: arrivals 4x closer)")
+    check_compression(compression)
     if not path.is_file():
         raise InvalidArgument(f"--trace {path} is not a readable file; {FORMS}")
     try:
