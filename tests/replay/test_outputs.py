@@ -118,6 +118,17 @@ def test_figures_over_seeds_are_means_with_student_t_intervals():
     assert again.results[0].avg_wait == waits[1]  # a seed's replay is repeatable
 
 
+def test_a_generated_trace_arrives_at_the_load_asked_for():
+    light = simulate_trace(None, "bow-pod64", ["fifo"], synthetic=200, draws=Draws(load=0.2))
+    assert "offered load 0.2 (" in light.trace.mapping and light.trace.synthetic
+    heavy = simulate_trace(None, "bow-pod64", ["fifo"], synthetic=200, draws=Draws(load=2))
+    assert heavy.results[0].avg_wait > light.results[0].avg_wait
+    with pytest.raises(InvalidArgument, match="give --trace FILE .* or --synthetic N"):
+        simulate_trace(None, "bow-pod64", ["fifo"])
+    with pytest.raises(InvalidArgument, match="--synthetic draws its own arrivals and run times"):
+        simulate_trace(None, "bow-pod64", ["fifo"], synthetic=10, draws=Draws("poisson"))
+
+
 def test_seeds_need_something_drawn(tmp_path):
     (tmp_path / "log.swf").write_text(SWF)
     with pytest.raises(InvalidArgument, match="--seeds 3: this replay draws nothing at random"):

@@ -9,7 +9,7 @@ from tests.scheduler.builders import drive, make, spec
 from vipu.errors import InvalidArgument
 from vipu.scheduler.config import load_scheduler_config
 from vipu.scheduler.policies import backfill
-from vipu.scheduler.policies.base import QueuedJob, RunningJob, ScheduleDecision, ScheduleRequest, Start
+from vipu.scheduler.policies.base import Preemption, QueuedJob, RunningJob, ScheduleDecision, ScheduleRequest, Start
 from vipu.scheduler.policies.policy_file import GuardedPolicy, PolicyFile, load_policy_file
 
 ENGINE = "from vipu.scheduler.policies import engine\n"
@@ -103,6 +103,16 @@ def test_a_decision_the_snapshot_does_not_allow_is_not_applied(starts, why):
     decision = policy(request(JOBS, running, free))
     assert policy.failures == 1 and why in policy.first_failure and "its decision was refused" in policy.first_failure
     assert {s.job_id: s.first_ipu for s in decision.starts} == {1: 8, 2: 4}  # backfill's best fit around job 7
+
+
+def test_a_preemption_of_a_job_that_is_not_running_is_not_applied():
+    def evicts_nobody(r):
+        list(r.pending)
+        return ScheduleDecision(preemptions=[Preemption(99, 1, "requeue")])
+
+    policy = guarded(evicts_nobody)
+    policy(request(JOBS))
+    assert policy.failures == 1 and "names a job that is not running" in policy.first_failure
 
 
 def test_a_good_decision_passes_with_its_block_as_place_mask():

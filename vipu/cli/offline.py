@@ -74,14 +74,16 @@ def register(app: typer.Typer) -> None:
         from vipu.errors import VipuError
 
         try:
-            sim = _simulate(trace, synthetic, pod, policy, policy_file, scheduler_config, compress, swf_ipus, arrivals,
-                            load, runtimes, seed, seeds, bsld_threshold, jobs_out, series_out, plot)
+            sim = _simulate(trace=trace, synthetic=synthetic, pod=pod, policy=policy, policy_file=policy_file,
+                            scheduler_config=scheduler_config, compress=compress, swf_ipus=swf_ipus,
+                            arrivals=arrivals, load=load, runtimes=runtimes, seed=seed, seeds=seeds,
+                            bsld_threshold=bsld_threshold, jobs_out=jobs_out, series_out=series_out, plot=plot)
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
         if ctx.obj.wants_json(json_out):
             from vipu.replay.summary import result_json, seeds_json
 
-            if sim.random:
+            if len(sim.seeds) > 1:
                 print_json([seeds_json([r.result for r in runs], sim.seeds, sim) for runs in sim.runs])
             else:
                 print_json([result_json(r, sim) for r in sim.results])
@@ -114,7 +116,7 @@ def register(app: typer.Typer) -> None:
             fail("vipu", answer.refusal(), BAD_INPUT)
 
 
-def _simulate(trace, synthetic, pod, policy, policy_file, scheduler_config, compress, swf_ipus, arrivals, load,
+def _simulate(*, trace, synthetic, pod, policy, policy_file, scheduler_config, compress, swf_ipus, arrivals, load,
               runtimes, seed, seeds, bsld_threshold, jobs_out, series_out, plot):
     """The replays `vipu simulate` asks for, and the files it writes (each path checked before replaying)."""
     from vipu.replay.arrivals import Draws

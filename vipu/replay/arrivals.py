@@ -37,11 +37,12 @@ class Draws:
     def random(self) -> bool:
         return self.arrivals is not None or (self.runtimes is not None and runtime_kind(self.runtimes) != "column")
 
-    def check(self) -> None:
+    def check(self, generated: bool = False) -> None:
+        """Refuse what no trace could use; `generated`: for --synthetic, whose arrivals come at --load."""
         if self.arrivals not in (None, "poisson"):
             raise InvalidArgument(f"--arrivals {self.arrivals!r} is not an arrival process; give poisson")
         if self.load is not None:
-            if self.arrivals is None:
+            if self.arrivals is None and not generated:
                 raise InvalidArgument("--load goes with --arrivals poisson (the load its arrivals offer); give both")
             if not (math.isfinite(self.load) and self.load > 0):
                 raise InvalidArgument(f"--load is {self.load}; give the offered load, more than 0 (0.8: 80% of the"

@@ -65,7 +65,7 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
     machine shared with other work can sustain. A replay with something drawn at random (`synthetic`, `draws`) runs
     once per seed from `seed` to `seed + seeds - 1`; `fallback` of a policy file is `config`'s policy."""
     _check(policies, policy_files, seeds, bsld_threshold)
-    draws.check()
+    draws.check(generated=synthetic is not None)
     files = [load_policy_file(path).path for path in policy_files]  # refused now, with file and line
     if timer is None:
         from vipu.clock import WallClock

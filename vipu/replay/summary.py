@@ -115,6 +115,8 @@ def result_json(r: ReplayResult, sim: "Simulation | None" = None) -> dict:
     out: dict = {"trace": sim.trace_path, "compress": sim.compression} if sim is not None else {}
     out.update(figures_json(r))
     if sim is not None:
+        if sim.random:
+            out["seed"] = sim.seeds[0]
         out["skipped"] = dict(sorted(sim.trace.skipped.items()))
         out["mapping"] = sim.trace.mapping
     return out

@@ -2,7 +2,8 @@
 
 Why a registry of small files: each policy is a queue order (its ORDER, which the Scheduler keeps sorted
 incrementally, like kube-scheduler's QueueSort) plus one mode of the shared walk (engine.py), so adding one for
-research is a ten-line file and a line here.
+research is a ten-line file and a line here. A researcher's own file, outside the package, is loaded the same way
+(`policy_file` in the config, `--policy-file` on the command line: policy_file.py).
 """
 
 from __future__ import annotations

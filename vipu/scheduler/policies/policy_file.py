@@ -115,6 +115,10 @@ def _assigned(text: str, name: str) -> object:
     return "?"
 
 
+class BadDecision(Exception):
+    """The decision asks for something the snapshot does not allow."""
+
+
 class GuardedPolicy:
     """The file's schedule, checked on every cycle; `fallback` (a built-in policy) decides a cycle it fails."""
 
@@ -123,8 +127,7 @@ class GuardedPolicy:
         self.fallback = fallback
         self.fallback_name = fallback_name
         self.failures = 0  # cycles the fallback decided
-        self.first_failure: str | None = None  # "FILE:LINE: Error: message at time T", for a replay's refusal
-        self.last_failure: str | None = None
+        self.first_failure: str | None = None  # "FILE:LINE: Error: message (at time T)", for a replay's refusal
 
     def __call__(self, request: ScheduleRequest) -> ScheduleDecision:
         shown: dict[int, QueuedJob] = {}
@@ -142,7 +145,6 @@ class GuardedPolicy:
     def _failed(self, what: str) -> None:
         self.failures += 1
         self.first_failure = self.first_failure or what
-        self.last_failure = what
         if _worth_logging(self.failures):  # the 1st, 10th, 100th, ...: a policy failing every cycle fills no disk
             log.error("policy file %s failed (%d cycle%s so far): %s; this cycle ran %s instead", self.loaded.name,
                       self.failures, "" if self.failures == 1 else "s", what, self.fallback_name)
@@ -160,10 +162,6 @@ def _noting(jobs, shown: dict[int, QueuedJob]) -> Iterator[QueuedJob]:
         yield job
 
 
-class BadDecision(Exception):
-    """The decision asks for something the snapshot does not allow."""
-
-
 def checked(request: ScheduleRequest, decision: object, shown: dict[int, QueuedJob]) -> ScheduleDecision:
     """`decision` if the Scheduler may apply it to the snapshot `request`, with each start's place_mask set to its
     block; else BadDecision saying what is wrong."""
@@ -174,10 +172,10 @@ def checked(request: ScheduleRequest, decision: object, shown: dict[int, QueuedJ
     if request.healthy_mask is not None:
         free &= request.healthy_mask
     for p in decision.preemptions:
-        victim = running.get(p.job_id)
+        victim = running.pop(p.job_id, None)
         if victim is None or p.by_job_id not in shown or p.mode not in ("requeue", "cancel"):
-            raise BadDecision(f"preemption {p} names a job that is not running, a preemptor it was not shown, or a"
-                              " mode other than requeue or cancel")
+            raise BadDecision(f"preemption {p} names a job that is not running (or twice), a preemptor it was not"
+                              " shown, or a mode other than requeue or cancel")
         free |= block(victim.first_ipu, victim.ipus) & (-1 if request.healthy_mask is None else request.healthy_mask)
     starts, taken = [], set()
     for s in decision.starts:
