@@ -60,6 +60,17 @@ def test_a_policy_file_schedules_a_scheduler_in_its_order(tmp_path):
     assert out["start"] == {1: 0, 3: 100, 2: 110} and s.policy.failures == 0
 
 
+def test_a_site_config_names_its_policy_file_from_its_own_folder(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    write(site, "ORDER = 'submit'\n" + ENGINE + "def schedule(request):\n    return engine.run(request, request.pending,"
+          " 'strict')\n")
+    (site / "site.yaml").write_text("policy: fifo\npolicy_file: mine.py\n")
+    monkeypatch.chdir(tmp_path)  # not the YAML's folder
+    config = load_scheduler_config("site/site.yaml", None)
+    assert config.policy_file == str((site / "mine.py").resolve()) and config.policy == "fifo"
+
+
 def request(pending, running=(), free=(1 << 16) - 1) -> ScheduleRequest:
     return ScheduleRequest(now=5.0, total_ipus=16, available_mask=free, pending=iter(pending), running=list(running),
                            qos={}, healthy_mask=(1 << 16) - 1)
