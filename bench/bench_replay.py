@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vipu.replay.summary import result_json  # noqa: E402
-from vipu.replay.run import main_replay, simulate_trace  # noqa: E402
+from vipu.replay.simulation import main_replay, simulate_trace  # noqa: E402
 
 OPENB = "openb_pod_list_default.csv"  # Alibaba's openb pod list: github.com/alibaba/clusterdata (cluster-trace-gpu-v2023)
 # where a developer's checkout finds it (next to the project: ../shared/traces), from here or from where it runs
@@ -28,6 +28,7 @@ PLACES = [Path(__file__).resolve().parents[2] / "shared" / "traces", Path.cwd().
 TRACE = str(next((place / OPENB for place in PLACES if (place / OPENB).is_file()), PLACES[0] / OPENB))
 BEFORE = Path(__file__).with_name("replay_figures_before_issue20.json")
 POLICIES = ["fifo", "priority", "backfill", "sjf"]
+GENERATED = 8000  # jobs of the generated trace replayed when there is no trace file (vipu simulate --synthetic)
 
 
 def figures(trace: str, pod: str) -> list[dict]:
@@ -43,7 +44,7 @@ def figures(trace: str, pod: str) -> list[dict]:
 
 def compare_with_before(trace: str, pod: str) -> str:
     before = json.loads(BEFORE.read_text())
-    now = figures(trace, pod)
+    now = [{k: n.get(k) for k in b} for b, n in zip(before, figures(trace, pod))]  # figures added since are new
     if now == before:
         return f"every figure of {len(now)} replays (1x, 4x, 16x; {', '.join(POLICIES)}) equals {BEFORE.name}"
     changed = [f"{b['policy']} x{b['compress']:g}: {k} {b[k]} -> {n[k]}" for b, n in zip(before, now)
@@ -59,16 +60,18 @@ def main() -> None:
     parser.add_argument("--compressions", default="1,4", help="arrival-time compression factors to run")
     parser.add_argument("--repeat", type=int, default=3, help="replays per policy; the fastest is shown")
     args = parser.parse_args()
-    if not Path(args.trace).is_file():
-        print(f"bench_replay: skipped: no trace at {args.trace}; give --trace FILE (an openb pod list, e.g. {OPENB}"
-              " from github.com/alibaba/clusterdata, or a native trace: docs/traces.md)")
-        return
+    trace, generated = args.trace, {}
+    if not Path(trace).is_file():
+        print(f"bench_replay: no trace at {trace}; replaying a generated one of {GENERATED} jobs instead (give --trace"
+              f" FILE: an openb pod list, e.g. {OPENB} from github.com/alibaba/clusterdata, or any format of"
+              " docs/traces.md)\n")
+        trace, generated = None, {"synthetic": GENERATED}
     for compression in (float(c) for c in args.compressions.split(",")):
         t0 = time.perf_counter()
-        print(main_replay(args.trace, args.pod, args.policies.split(","), timer=time.perf_counter,
-                          repeat=args.repeat, compression=compression))
+        print(main_replay(trace, args.pod, args.policies.split(","), timer=time.perf_counter,
+                          repeat=args.repeat, compression=compression, **generated))
         print(f"(whole run incl. reading the trace: {time.perf_counter() - t0:.1f} s wall)\n")
-    if Path(args.trace).name == OPENB and args.pod == "bow-pod256":
+    if trace is not None and Path(trace).name == OPENB and args.pod == "bow-pod256":
         print(compare_with_before(args.trace, args.pod))
 
 

@@ -106,10 +106,16 @@ for _ in $(seq 240); do [ -z "$($BIN/vipu queue --no-header)" ] && break; sleep 
 step $BIN/vipu logs "$PROGRAM"
 step $BIN/vipu history
 
-printf '\n# The same scheduler replays a real trace (Alibaba openb) in virtual time, without Ray:\n'
-TRACE=../shared/traces/openb_pod_list_default.csv
-if [ -f "$TRACE" ]; then step $BIN/vipu simulate --trace "$TRACE" --pod bow-pod256 --policy fifo --policy backfill
-else printf '(skipped: the trace is not at %s; vipu simulate --trace FILE replays any openb pod list)\n' "$TRACE"; fi
+if [ -n "${TRACE:-}" ]; then  # TRACE=FILE make demo: a real trace (docs/traces.md says where they are)
+  printf '\n# The same scheduler replays %s in virtual time, without Ray:\n' "$TRACE"
+  step $BIN/vipu simulate --trace "$TRACE" --pod bow-pod256 --policy fifo,backfill --plot .demo/replay.png
+else
+  printf '\n# The same scheduler replays, in virtual time and without Ray, a trace it generates (seeded, GPU-cluster-like;\n'
+  printf '# TRACE=FILE make demo replays a real one), against fifo, backfill and a policy file of its own:\n'
+  step cat examples/policies/smallest_first.py
+  step $BIN/vipu simulate --synthetic 2000 --seed 1 --pod bow-pod256 --policy fifo,backfill \
+    --policy-file examples/policies/smallest_first.py --jobs-out .demo/replay-jobs.csv --plot .demo/replay.png
+fi
 
 printf '\nThe controller kept its state in %s (SQLite, WAL).\n' "$STATE"
 printf 'Prometheus: a controller serves its metrics while it runs, this one on http://127.0.0.1:%s/metrics\n  (deploy/prometheus/prometheus.yml scrapes 127.0.0.1:9105; rules and their tests beside it).\n' "$METRICS_PORT"

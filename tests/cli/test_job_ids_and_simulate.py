@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from vipu.errors import InvalidArgument
-from vipu.replay.run import main_replay, replay
+from vipu.replay.run import replay
+from vipu.replay.simulation import main_replay
 from vipu.replay.traces import NATIVE_COLUMNS, load_trace
 
 from tests.cli.test_cli_e2e import run
@@ -221,8 +222,8 @@ def test_simulate_refuses_bad_options_in_one_line(tmp_path):
          "vipu: error: --policy 'lifo' is not a policy; use one or more of backfill, fifo, priority, sjf (repeat"
          " --policy or separate the names with commas)"),
         (["--trace", str(garbage)],
-         f"vipu: error: --trace {garbage} is not UTF-8 text, so not a trace; give an openb CSV or a native CSV or"
-         " JSONL trace (docs/traces.md)"),
+         f"vipu: error: --trace {garbage} is not UTF-8 text, so not a trace; give an SWF log, an openb or Helios"
+         " CSV, or a native CSV or JSONL trace (docs/traces.md)"),
         (["--trace", str(write(tmp_path, "e.csv", "submit_time,ipus,duration\n"))], "has no jobs to replay"),
         (["--trace", str(write(tmp_path, "b.csv", "submit_time,ipus,duration\n0,4,1\n0,12,1\n"))],
          "b.csv:3: ipus is 12, not a power of two"),
@@ -288,8 +289,11 @@ def test_simulate_json_has_the_tables_figures_with_units(tmp_path):
     trace = str(write(tmp_path, "t.csv", TWO_JOBS))
     table = vipu("simulate", "--trace", trace, "--pod", "bow-pod16", "--policy", "fifo")
     assert table.returncode == 0, table.stderr
-    assert table.stdout.splitlines()[-1].split()[:-1] == \
+    lines = table.stdout.splitlines()
+    assert lines[4].split()[:-1] == \
         ["fifo", "2", "2", "120", "140", "140", "45", "90", "90", "150", "100.0%", "0.0%", "0"]
+    # job 2 waits 90 s and runs 50: bounded slowdown (90 + 50) / 50 = 2.8, job 1's is 1; one job queued for 90 of 150 s
+    assert lines[-1].split() == ["fifo", "1.90", "2.80", "2.8", "1.90", "1.000", "0.6", "1"]
     for args in (("simulate", "--json"), ("--json", "simulate")):
         out = vipu(*args, "--trace", trace, "--pod", "bow-pod16", "--policy", "fifo,sjf")
         assert out.returncode == 0, out.stderr
@@ -301,6 +305,8 @@ def test_simulate_json_has_the_tables_figures_with_units(tmp_path):
             "policy": "fifo", "pod": "bow-pod16", "jobs": 2, "done": 2, "unfinished": 0, "avg_jct_s": 120.0,
             "p50_jct_s": 140.0, "p95_jct_s": 140.0, "avg_wait_s": 45.0, "p95_wait_s": 90.0, "max_wait_s": 90.0,
             "makespan_s": 150.0, "util_percent": 100.0, "frag_percent": 0.0, "preemptions": 0, "timeouts": 0,
+            "avg_bsld": 1.9, "p95_bsld": 2.8, "max_bsld": 2.8, "bsld_threshold_s": 10.0, "avg_slowdown": 1.9,
+            "fairness_jain": 1.0, "avg_queue": 0.6, "max_queue": 1,
         }
 
 

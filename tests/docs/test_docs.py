@@ -54,25 +54,38 @@ def test_getting_started_commands_run_as_written(server):
     assert (shown["JobName"], shown["Command"], shown["StdOut"]) == ("wrap", "(batch script)", f"{ROOT}/slurm-7.out")
 
 
+def comparable(lines: list[str]) -> list[list[str]]:
+    """A command's output lines as the page shows them, field by field; in `vipu simulate`'s first table (from its
+    heading, which ends with jobs/s, to the blank line) without the last field, the replay's wall-clock speed."""
+    out, speed = [], False
+    for line in lines:
+        speed = line.endswith("jobs/s") or (speed and line != "")
+        out.append(line.split()[:-1] if speed else line.split())
+    return out
+
+
 def test_the_trace_page_commands_run_as_written(tmp_path):
-    """Each `$ vipu ...` line of docs/traces.md, run beside the page's example files (named on their opening
-    fences), prints what the page shows after it, but for jobs/s (wall-clock speed), and exits 2 for an error."""
+    """Each `$ ...` line of docs/traces.md, run beside the page's example files (named on their opening fences),
+    prints what the page shows after it, but for jobs/s (wall-clock speed), and exits 2 for an error."""
     page = (ROOT / "docs/traces.md").read_text()
     for name, text in re.findall(r"```\w+ (\S+)\n(.*?)```", page, re.S):
         (tmp_path / name).write_text(text)
+    assert (tmp_path / "smallest_first.py").read_text() == (ROOT / "examples/policies/smallest_first.py").read_text()
     runs = []  # (command, the lines the page shows after it)
     for block in re.findall(r"```console\n(.*?)```", page, re.S):
         for part in block.split("$ ")[1:]:
             command, *shown = part.splitlines()
             runs.append((command, shown))
-    assert len(runs) == 3 and any("--scheduler-config site.yaml" in command for command, _ in runs)
+    flags = " ".join(command for command, _ in runs)
+    assert len(runs) == 12 and all(flag in flags for flag in (
+        "--scheduler-config site.yaml", "--policy-file", "--seeds", "--arrivals", "--runtimes", "--synthetic",
+        "--jobs-out", "--plot", ".swf", "cluster_log.csv"))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     for command, shown in runs:
-        out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-        error = shown[0].startswith("vipu: error: ")
+        out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        error = bool(shown) and shown[0].startswith("vipu: error: ")
         assert out.returncode == (2 if error else 0), (command, out.stderr)
-        said = (out.stderr if error else out.stdout).splitlines()[-len(shown):]
-        if error:
-            assert said == shown
-        else:  # the table's rows, without their last column
-            assert [line.split()[:-1] for line in said] == [line.split()[:-1] for line in shown], out.stdout
+        said = (out.stderr if error else out.stdout).splitlines()
+        said = said[len(said) - len(shown):]
+        assert comparable(said) == comparable(shown), (command, out.stdout)
+    assert (tmp_path / "replay.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the page's --plot drew it

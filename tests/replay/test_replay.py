@@ -1,4 +1,5 @@
-"""Trace replay in virtual time: sane metrics on the head of the openb trace, native traces, TIMEOUT, preemption."""
+"""Trace replay in virtual time: sane metrics on an openb-format pod list (made up by tests/replay/samples.py, as
+the public trace stays outside the repository), native traces, TIMEOUT, preemption."""
 
 import json
 from itertools import count
@@ -8,17 +9,22 @@ import pytest
 from vipu.errors import InvalidArgument
 from vipu.scheduler.config import QosSpec, SchedulerConfig
 from vipu.replay.summary import format_table
-from vipu.replay.run import main_replay, replay
+from vipu.replay.run import replay
+from vipu.replay.simulation import main_replay
 from vipu.replay.traces import TraceJob, load_trace, next_power_of_two, read_openb, rounded_limit
 
+from tests.replay.samples import write_openb
 from tests.scheduler.builders import POD16, POD256
-
-OPENB = "/work/shared/traces/openb_pod_list_default.csv"
 
 
 @pytest.fixture(scope="module")
-def openb_head():
-    return read_openb(OPENB, limit=400, max_ipus=POD256.max_partition_ipus)
+def openb(tmp_path_factory):
+    return str(write_openb(tmp_path_factory.mktemp("openb") / "openb_pod_list.csv", rows=500))
+
+
+@pytest.fixture(scope="module")
+def openb_head(openb):
+    return read_openb(openb, limit=400, max_ipus=POD256.max_partition_ipus)
 
 
 def test_openb_mapping(openb_head):
@@ -71,12 +77,14 @@ def test_native_trace_errors(tmp_path):
         load_trace(tmp_path / "nope.csv")
 
 
-def test_main_replay_report():
-    text = main_replay(OPENB, "bow-pod64", ["fifo", "backfill"], timer=lambda: 0.0, limit=150)
+def test_main_replay_report(openb):
+    text = main_replay(openb, "bow-pod64", ["fifo", "backfill"], timer=lambda: 0.0, limit=150)
     lines = text.splitlines()
     assert "on bow-pod64 (64 IPUs)" in lines[0] and "skipped:" in lines[0]
-    assert lines[1].startswith("openb -> IPU-Pod mapping")
-    assert lines[-2].startswith("fifo") and lines[-1].startswith("backfill") and "jobs/s" in lines[-3]
+    assert lines[1].startswith("openb -> IPU-Pod mapping") and "bsld = max(1, " in lines[2]
+    assert lines[4].startswith("fifo") and lines[5].startswith("backfill") and lines[3].endswith("jobs/s")
+    assert lines[6] == "" and lines[7].split()[:3] == ["policy", "avg", "bsld"]
+    assert lines[8].startswith("fifo") and lines[9].startswith("backfill") and len(lines) == 10
 
 
 def test_format_table_and_empty_trace():
@@ -87,15 +95,15 @@ def test_format_table_and_empty_trace():
     assert replay([TraceJob(0, 4, 10, 60)], POD16, "sjf").avg_jct == 10
 
 
-def test_main_replay_repeat_shows_the_fastest_run():
+def test_main_replay_repeat_shows_the_fastest_run(openb):
     clock = iter([0.0, 5.0, 10.0, 11.0])  # two replays of one policy: 5 s, then 1 s
-    text = main_replay(OPENB, "bow-pod64", ["fifo"], timer=lambda: next(clock), repeat=2, limit=150)
-    once = main_replay(OPENB, "bow-pod64", ["fifo"], timer=lambda: 0.0, limit=150)
-    row, row_once = text.splitlines()[-1].split(), once.splitlines()[-1].split()
+    text = main_replay(openb, "bow-pod64", ["fifo"], timer=lambda: next(clock), repeat=2, limit=150)
+    once = main_replay(openb, "bow-pod64", ["fifo"], timer=lambda: 0.0, limit=150)
+    row, row_once = text.splitlines()[4].split(), once.splitlines()[4].split()
     assert row[:-1] == row_once[:-1] and row[-1] == f"{int(row[1]):,}"  # same results; jobs / 1 s
 
 
-def test_compression_brings_arrivals_and_begin_times_closer_to_the_first_submission(tmp_path):
+def test_compression_brings_arrivals_and_begin_times_closer_to_the_first_submission(tmp_path, openb):
     path = tmp_path / "t.csv"
     path.write_text("submit_time,ipus,duration,begin\n100,4,10,\n140,4,10,300\n")
     once, four = load_trace(path), load_trace(path, compression=4)
@@ -103,8 +111,8 @@ def test_compression_brings_arrivals_and_begin_times_closer_to_the_first_submiss
     assert [(j.submit_time, j.begin) for j in four.jobs] == [(100, None), (110, 150)]
     assert [(j.duration, j.time_limit) for j in four.jobs] == [(j.duration, j.time_limit) for j in once.jobs]
     assert "4x compressed" in four.mapping and "compressed" not in once.mapping
-    openb = load_trace(OPENB, compression=4, limit=50)
-    assert openb.jobs[1].submit_time == read_openb(OPENB, limit=50).jobs[1].submit_time / 4  # bench_replay's path
+    four_x = load_trace(openb, compression=4, limit=50)
+    assert four_x.jobs[1].submit_time == read_openb(openb, limit=50).jobs[1].submit_time / 4  # bench_replay's path
 
 
 def test_replay_reports_the_longest_wait():

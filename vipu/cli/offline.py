@@ -3,6 +3,8 @@ fit, and how fast would it run)."""
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from vipu.cli.context import JsonOption
@@ -15,8 +17,11 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def simulate(
         ctx: typer.Context,
-        trace: str = typer.Option(..., "--trace", help="an openb CSV or a native CSV/JSONL trace (formats:"
-                                  " docs/traces.md); a relative path is from where you run vipu"),
+        trace: str = typer.Option(None, "--trace", help="an SWF log, an openb or Helios CSV, or a native CSV/JSONL"
+                                  " trace (formats: docs/traces.md); a relative path is from where you run vipu"),
+        synthetic: int = typer.Option(None, "--synthetic", metavar="N",
+                                      help="instead of --trace: N jobs generated from --seed, sized and timed like a"
+                                      " GPU cluster's, arriving at --load (docs/traces.md)"),
         pod: str = typer.Option("bow-pod256", "--pod", help="a preset or a pod config file"),
         policy: list[str] = typer.Option(None, "--policy", show_default=False,
                                          help="repeat (or fifo,sjf) to compare policies. fifo: submit order;"
@@ -25,31 +30,67 @@ def register(app: typer.Typer) -> None:
                                          " start early only if they delay no reservation. sjf: shortest time"
                                          " limit first, with backfill's reservations (docs/traces.md). Default:"
                                          " the --scheduler-config file's policy if it names one, else fifo,backfill"),
+        policy_file: list[str] = typer.Option(None, "--policy-file", metavar="FILE", show_default=False,
+                                              help="your own policy, a Python file defining schedule(request) and"
+                                              " ORDER (docs/traces.md); repeat to compare several; replayed after"
+                                              " the --policy ones"),
         scheduler_config: str = typer.Option(None, "--scheduler-config", metavar="FILE",
                                              help="the YAML SchedulerConfig vipu-server runs with (QOS, priority"
                                              " weights, limits: docs/job-spec.md), checked as vipu-server checks it;"
                                              " default: the built-in QOS low, normal, high"),
         compress: float = typer.Option(1.0, "--compress", metavar="X",
                                        help="bring arrivals X times closer (4: 4x the load); run times unchanged"),
+        swf_ipus: str = typer.Option("next-pow2", "--swf-ipus", metavar="RULE",
+                                     help="an SWF log's processors to IPUs: next-pow2, factor:N (processors x N,"
+                                     " then the next power of two) or scale (the log's MaxProcs onto the Pod)"),
+        arrivals: str = typer.Option(None, "--arrivals", metavar="poisson",
+                                     help="draw arrivals: a Poisson process at --load (for a trace without times,"
+                                     " or to replace its own)"),
+        load: float = typer.Option(None, "--load", metavar="X",
+                                   help="offered load of --arrivals or --synthetic: 0.8 (the default) asks for 80% of"
+                                   " the Pod's IPU-seconds"),
+        runtimes: str = typer.Option(None, "--runtimes", metavar="SPEC",
+                                     help="draw run times: lognormal:MU,SIGMA (ln seconds), exponential:MEAN, a file"
+                                     " of observed run times, or COLUMN of an openb pod list"),
+        seed: int = typer.Option(1, "--seed", help="the first seed of what is drawn at random"),
+        seeds: int = typer.Option(1, "--seeds", metavar="N",
+                                  help="replay N seeds (seed .. seed + N - 1) and print each figure's mean and 95%"
+                                  " confidence half-width"),
+        bsld_threshold: float = typer.Option(10.0, "--bsld-threshold", metavar="SECONDS",
+                                             help="bounded slowdown's threshold: runs shorter count as this long"),
+        jobs_out: str = typer.Option(None, "--jobs-out", metavar="FILE",
+                                     help="write one row per job and policy (.csv or .jsonl), with `vipu history"
+                                     " --json`'s column names"),
+        series_out: str = typer.Option(None, "--series-out", metavar="FILE",
+                                       help="write IPUs in use and jobs queued after every step (.csv or .jsonl)"),
+        plot: str = typer.Option(None, "--plot", metavar="FILE",
+                                 help="draw CDFs of waits and bounded slowdowns and utilisation over time (.png or"
+                                 " .svg; needs matplotlib)"),
         json_out: bool = JsonOption,
     ):
         """Replay a trace in virtual time with the live scheduler's code, and print per-policy metrics. No
-        controller needed. Trace formats, and how openb's GPUs become IPUs: docs/traces.md."""
+        controller needed. Trace formats, how their requests become IPUs, the metrics and your own policies:
+        docs/traces.md."""
         from vipu.errors import VipuError
-        from vipu.scheduler.config import load_scheduler_config
-        from vipu.replay.summary import result_json
-        from vipu.replay.run import main_replay, simulate_trace
 
         try:
-            config = load_scheduler_config(scheduler_config, None) if scheduler_config else None
-            policies = policies_to_replay(policy, config)
-            if ctx.obj.wants_json(json_out):
-                sim = simulate_trace(trace, pod, policies, config=config, compression=compress)
-                print_json([result_json(r, sim) for r in sim.results])
-            else:
-                print(main_replay(trace, pod, policies, config=config, compression=compress))
+            sim = _simulate(trace=trace, synthetic=synthetic, pod=pod, policy=policy, policy_file=policy_file,
+                            scheduler_config=scheduler_config, compress=compress, swf_ipus=swf_ipus,
+                            arrivals=arrivals, load=load, runtimes=runtimes, seed=seed, seeds=seeds,
+                            bsld_threshold=bsld_threshold, jobs_out=jobs_out, series_out=series_out, plot=plot)
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
+        if ctx.obj.wants_json(json_out):
+            from vipu.replay.summary import result_json, seeds_json
+
+            if len(sim.seeds) > 1:
+                print_json([seeds_json([r.result for r in runs], sim.seeds, sim) for runs in sim.runs])
+            else:
+                print_json([result_json(r, sim) for r in sim.results])
+        else:
+            from vipu.replay.simulation import report
+
+            print(report(sim))
 
     @app.command()
     def plan(
@@ -75,11 +116,37 @@ def register(app: typer.Typer) -> None:
             fail("vipu", answer.refusal(), BAD_INPUT)
 
 
-def policies_to_replay(asked: list[str] | None, config) -> list[str]:
-    """The policies named by --policy; without the flag, the scheduler config's own policy when its file names one
-    (a replay of a site's config runs the policy its controller runs), else fifo and backfill, to compare."""
-    if asked:
-        return split(asked)
+def _simulate(*, trace, synthetic, pod, policy, policy_file, scheduler_config, compress, swf_ipus, arrivals, load,
+              runtimes, seed, seeds, bsld_threshold, jobs_out, series_out, plot):
+    """The replays `vipu simulate` asks for, and the files it writes (each path checked before replaying)."""
+    from vipu.replay.arrivals import Draws
+    from vipu.replay.plots import check_plot_path, plot as draw
+    from vipu.replay.result_files import check_path, write_jobs, write_series
+    from vipu.replay.simulation import simulate_trace
+    from vipu.scheduler.config import load_scheduler_config
+
+    config = load_scheduler_config(scheduler_config, None) if scheduler_config else None
+    policies, files = policies_to_replay(policy, policy_file, config)
+    outputs = [(check_path(jobs_out, "--jobs-out"), write_jobs, "jobs") if jobs_out else None,
+               (check_path(series_out, "--series-out"), write_series, "steps") if series_out else None,
+               (check_plot_path(plot), draw, None) if plot else None]
+    sim = simulate_trace(trace, pod, policies, config=config, compression=compress, policy_files=files,
+                         synthetic=synthetic, draws=Draws(arrivals, load, runtimes), seed=seed, seeds=seeds,
+                         bsld_threshold=bsld_threshold, swf_ipus=swf_ipus)
+    for path, write, what in filter(None, outputs):
+        n = write(sim, path)
+        print(f"vipu: wrote {path}" + (f" ({n} {what})" if what else ""), file=sys.stderr)
+    return sim
+
+
+def policies_to_replay(asked: list[str] | None, files: list[str] | None, config) -> tuple[list[str], list[str]]:
+    """The policies named by --policy and the files named by --policy-file; without either flag, the scheduler
+    config's own policy file or policy when its file names one (a replay of a site's config runs what its
+    controller runs), else fifo and backfill, to compare."""
+    if asked or files:
+        return split(asked or []), list(files or [])
+    if config is not None and config.policy_file:
+        return [], [config.policy_file]
     if config is not None and "policy" in config.model_fields_set:
-        return [config.policy]
-    return ["fifo", "backfill"]
+        return [config.policy], []
+    return ["fifo", "backfill"], []

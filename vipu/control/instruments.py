@@ -35,6 +35,10 @@ class Metrics:
         self.rpc_latency = Histogram("vipu_grpc_request_duration_seconds",
                                      "gRPC request latency by method and status code.", ["method", "code"],
                                      buckets=RPC_BUCKETS, registry=r)
+        self.policy_fallbacks = Counter(
+            "vipu_scheduler_policy_fallbacks", "Scheduling cycles the --policy-file policy failed (it raised, or decided"
+            " what the snapshot does not allow), decided by the built-in --policy instead; the log says where.",
+            registry=r)
         self.link_errors = Counter("vipu_link_errors", "IPU-Link failures seen by a machine (either end of a link"
                                    " failed with vipu-admin fail link), by link type.", ["machine", "link_type"],
                                    registry=r)

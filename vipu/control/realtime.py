@@ -36,6 +36,7 @@ class RealtimeLoop:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._fallbacks = 0  # policy-file failures already counted in the metrics
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="vipu-loop", daemon=True)
@@ -56,6 +57,13 @@ class RealtimeLoop:
         due = self.driver.next_time()
         return IDLE_WAIT_S if due is None else min(IDLE_WAIT_S, max(0.0, due - now))
 
+    def _count_fallbacks(self) -> None:
+        """Cycles a --policy-file policy failed (policies/policy_file.py GuardedPolicy), into the metrics."""
+        failures = getattr(self.driver.scheduler.policy, "failures", 0)
+        if failures > self._fallbacks:
+            self.metrics.policy_fallbacks.inc(failures - self._fallbacks)
+            self._fallbacks = failures
+
     def _loop(self) -> None:
         last = 0.0
         while not self._stop.is_set():
@@ -68,6 +76,7 @@ class RealtimeLoop:
                     now = self.now()
                     self.driver.step(now)
                     wait = self.wait_after(now)
+                    self._count_fallbacks()
             except Exception:  # noqa: BLE001 - the loop must outlive any one bad step; the log has it
                 log.exception("scheduling step failed")
                 wait = IDLE_WAIT_S

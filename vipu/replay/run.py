@@ -19,14 +19,15 @@ from pydantic import ValidationError
 from vipu.control.driver import Arrival, Driver, Timers
 from vipu.errors import InvalidArgument, VipuError
 from vipu.hardware.pod import PodConfig
-from vipu.hardware.pod_files import load_pod
 from vipu.partition.pod_state import NoJournal
-from vipu.replay.summary import ReplayResult, format_table, percentile
-from vipu.replay.traces import Trace, TraceJob, load_trace
+from vipu.replay.measures import BSLD_THRESHOLD, JobFigures, Series, figures, user_fairness
+from vipu.replay.summary import ReplayResult, percentile
+from vipu.replay.trace_rows import TraceJob
 from vipu.scheduler.bits import usable_ipus
 from vipu.scheduler.config import SchedulerConfig
-from vipu.scheduler.policies import POLICIES
+from vipu.scheduler.policies.policy_file import GuardedPolicy
 from vipu.scheduler.scheduler import Scheduler
+from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.submission import resolve
@@ -47,6 +48,7 @@ class _Replay:
         self.unusable_waiting = 0.0  # integral of free IPUs outside every block the smallest eligible job could use
         self.end = self.jobs[0].submit_time if self.jobs else 0.0
         self._used = self._unusable = 0  # IPUs in use, and free IPUs no waiting job could use, since self.end
+        self.series = Series([], [], [], [])
 
     def specs(self) -> None:
         """Turn trace rows into job specs (part of reading the trace, before the timed event loop), each checked
@@ -81,7 +83,13 @@ class _Replay:
         self.used_ipu_seconds += self._used * dt
         self.unusable_waiting += self._unusable * dt
         self.end = now
-        self._used = s.table.used_mask.bit_count()
+        table = s.table
+        self._used = table.used_mask.bit_count()
+        series = self.series
+        series.times.append(now)
+        series.used.append(self._used)
+        series.running.append(len(table.running))
+        series.queued.append(len(table.ready_seq))
         smallest = s.smallest_eligible_ipus()
         if smallest is None:
             self._unusable = 0
@@ -89,8 +97,12 @@ class _Replay:
             free = s.free_mask
             self._unusable = free.bit_count() - usable_ipus(free, smallest, s.total)
 
-    def result(self, policy: str, pod: PodConfig, wall: float | None) -> ReplayResult:
+    def result(self, policy: str, pod: PodConfig, wall: float | None, threshold: float) -> ReplayRun:
         done = [j for j in self.s.table.jobs.values() if j.end_time is not None and j.state is not S.PENDING]
+        rows = [figures(j, threshold) for j in self.s.table.jobs.values()]
+        ran = [r for r in rows if r.bounded_slowdown is not None]
+        bsld = [r.bounded_slowdown for r in ran]
+        slowdowns = [r.slowdown for r in ran if r.slowdown is not None]
         jct = [j.end_time - j.submit_time for j in done]
         wait = [j.start_time - j.waiting_since for j in done if j.start_time is not None]
         start = self.jobs[0].submit_time if self.jobs else 0.0
@@ -98,7 +110,7 @@ class _Replay:
         # hour after its job was cancelled stretched makespan by that hour and cut utilisation to match
         end = self.end if len(done) < len(self.jobs) else max((j.end_time for j in done), default=start)
         makespan = (end - start) if self.jobs else 0.0
-        return ReplayResult(
+        result = ReplayResult(
             policy=policy, pod=pod.name, jobs=len(self.jobs), finished=len(done),
             unfinished=len(self.jobs) - len(done),
             avg_jct=sum(jct) / len(jct) if jct else 0.0, p50_jct=percentile(jct, 0.5), p95_jct=percentile(jct, 0.95),
@@ -108,19 +120,43 @@ class _Replay:
             timeouts=sum(1 for j in done if j.state is S.TIMEOUT), preemptions=self.runs.stopped[S.PREEMPTED],
             cycles=self.driver.cycles,
             wall_seconds=wall, max_wait=max(wait, default=0.0),
+            avg_bsld=sum(bsld) / len(bsld) if bsld else 0.0, p95_bsld=percentile(bsld, 0.95),
+            max_bsld=max(bsld, default=0.0), avg_slowdown=sum(slowdowns) / len(slowdowns) if slowdowns else 0.0,
+            fairness=user_fairness(ran), avg_queue=self.series.average(self.series.queued, end),
+            max_queue=max(self.series.queued, default=0), bsld_threshold=threshold,
         )
+        return ReplayRun(result, rows, self.series, list(self.s.table.jobs.values()))
+
+
+@dataclass(frozen=True)
+class ReplayRun:
+    """A replay's figures, each job's, and the Pod's state over time."""
+
+    result: ReplayResult
+    jobs: list[JobFigures]  # in job id order: the trace's order of submission
+    series: Series
+    records: list[Job]  # the scheduler's records the figures come from, in the same order
 
 
 def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: SchedulerConfig | None = None,
            timer: Callable[[], float] | None = None) -> ReplayResult:
-    """Replay `trace_jobs` on `pod` under `policy`; `timer` (e.g. time.perf_counter) measures wall time if given.
+    """replay_run's figures alone."""
+    return replay_run(trace_jobs, pod, policy, config, timer).result
+
+
+def replay_run(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: SchedulerConfig | None = None,
+               timer: Callable[[], float] | None = None, bsld_threshold: float = BSLD_THRESHOLD,
+               policy_file: str | None = None) -> ReplayRun:
+    """Replay `trace_jobs` on `pod` under `policy`, or the policy in `policy_file` (`policy` then deciding any
+    cycle it fails, as on a live controller; a replay in which it failed is refused: its figures would be
+    another policy's in part); `timer` (e.g. time.perf_counter) measures wall time if given.
 
     The wall time covers the event loop (every submit, cycle, end and time-limit check), not reading the trace or
     turning its rows into specs. Queueing delay (wait) is the start of a job's last run minus when that wait began
     (Job.waiting_since: its submission or requeue, or its begin time if later), as the live queue-wait histogram
     measures it; JCT is end minus submit, time before a begin time included (arrival to completion)."""
     base = config or SchedulerConfig()
-    cfg = SchedulerConfig.model_validate({**base.model_dump(), "policy": policy})
+    cfg = SchedulerConfig.model_validate({**base.model_dump(), "policy": policy, "policy_file": policy_file})
     run = _Replay(trace_jobs, pod, cfg, site=config is not None)
     run.specs()
     began = timer() if timer else None
@@ -135,55 +171,11 @@ def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: 
         if collecting:
             gc.enable()
     wall = timer() - began if timer and began is not None else None
-    return run.result(policy, pod, wall)
-
-
-@dataclass(frozen=True)
-class Simulation:
-    trace: Trace
-    pod: PodConfig
-    results: list[ReplayResult]  # one per policy, in the order asked for
-    trace_path: str = ""
-    compression: float = 1.0
-
-
-def simulate_trace(trace_path: str, pod_name: str, policies: list[str], timer: Callable[[], float] | None = None,
-                   config: SchedulerConfig | None = None, repeat: int = 1, **trace_options) -> Simulation:
-    """Replay the trace at `trace_path` on a Pod under each policy.
-
-    `timer` defaults to the wall clock (vipu.clock), which is where jobs/s comes from; with `repeat` > 1 each policy
-    is replayed that many times (the results are identical) and the fastest run's jobs/s is kept, which is what a
-    machine shared with other work can sustain."""
-    names = ", ".join(sorted(POLICIES))
-    if not policies:
-        raise InvalidArgument(f"--policy names no policy; use one or more of {names}")
-    for policy in policies:
-        if policy not in POLICIES:
-            raise InvalidArgument(f"--policy {policy!r} is not a policy; use one or more of {names} (repeat --policy"
-                                  " or separate the names with commas)")
-    if timer is None:
-        from vipu.clock import WallClock
-
-        timer = WallClock().now
-    pod = load_pod(pod_name)
-    trace = load_trace(trace_path, max_ipus=pod.max_partition_ipus, **trace_options)
-    results = [min((replay(trace.jobs, pod, policy, config, timer) for _ in range(max(1, repeat))),
-                   key=lambda r: r.wall_seconds or 0.0) for policy in policies]
-    return Simulation(trace, pod, results, str(trace_path), trace_options.get("compression", 1.0))
-
-
-def main_replay(trace_path: str, pod_name: str, policies: list[str], timer: Callable[[], float] | None = None,
-                config: SchedulerConfig | None = None, repeat: int = 1, **trace_options) -> str:
-    """The report `vipu simulate` prints: the mapping, what was skipped, and one row per policy (simulate_trace
-    says what the arguments do)."""
-    sim = simulate_trace(trace_path, pod_name, policies, timer, config, repeat, **trace_options)
-    return "\n".join([
-        f"trace {trace_path} on {sim.pod.name} ({sim.pod.ipus} IPUs): {len(sim.trace.jobs)} jobs replayed; skipped:"
-        f" {sim.trace.skipped_text()}",
-        sim.trace.mapping,
-        "JCT = end - submit; wait = last start - the later of last queued (submit or requeue) and begin;"
-        " util = IPU-seconds used / (IPUs x makespan);"
-        " frag = share of the Pod's IPU-seconds that were free while jobs waited but lay outside every free aligned"
-        " block of the smallest waiting job's size",
-        format_table(sim.results),
-    ])
+    chosen = run.s.policy
+    if isinstance(chosen, GuardedPolicy):
+        if chosen.failures:
+            raise InvalidArgument(
+                f"--policy-file {chosen.loaded.name}: failed in {chosen.failures} of {run.driver.cycles} cycles, first"
+                f" {chosen.first_failure}; fix it (a replay's figures would be {policy}'s for those cycles)")
+        policy = chosen.loaded.name
+    return run.result(policy, pod, wall, bsld_threshold)

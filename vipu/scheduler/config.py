@@ -64,6 +64,10 @@ class PriorityWeights(Strict):
 
 class SchedulerConfig(Strict):
     policy: str = Field("backfill", description="fifo, priority, backfill or sjf (vipu.scheduler.policies)")
+    policy_file: str | None = Field(
+        None, description="a Python file defining schedule(request) and its queue ORDER, as the built-in policies"
+        " do (docs/traces.md): it decides every cycle, and `policy` decides any cycle it fails"
+    )
     qos: dict[str, QosSpec] = Field(
         default_factory=lambda: dict(DEFAULT_QOS),
         description="QOS name -> QosSpec (below); replaces the defaults whole. Preemption works as Slurm's"
@@ -118,9 +122,10 @@ def parse_config(data: object, source: str) -> SchedulerConfig:
         raise InvalidArgument(describe(e, f"scheduler config {source}")) from None
 
 
-def load_scheduler_config(path: str | None, policy: str | None) -> SchedulerConfig:
-    """The config of `--scheduler-config FILE` (the defaults without one), `policy` (a --policy flag) overriding the
-    file's. Why here, not in the server: `vipu simulate` takes the same file, and a replay is worth something only
+def load_scheduler_config(path: str | None, policy: str | None, policy_file: str | None = None) -> SchedulerConfig:
+    """The config of `--scheduler-config FILE` (the defaults without one), `policy` and `policy_file` (the --policy and
+    --policy-file flags) overriding the file's; a policy_file the YAML names is read from the YAML's folder, and is
+    loaded and checked here (policies/policy_file.py). Why here, not in the server: `vipu simulate` takes the same file, and a replay is worth something only
     if it runs the controller's exact QOS table and weights and refuses a bad file with the controller's words."""
     data: object = {}
     if path:
@@ -133,7 +138,16 @@ def load_scheduler_config(path: str | None, policy: str | None) -> SchedulerConf
         data = read_document(text, f"--scheduler-config {path}") or {}
     if policy and isinstance(data, dict):
         data["policy"] = policy
-    return parse_config(data, path or "(flags)")
+    if isinstance(data, dict) and isinstance(data.get("policy_file"), str) and path:
+        data["policy_file"] = str(Path(path).parent / data["policy_file"])  # from the config file's folder
+    if policy_file and isinstance(data, dict):
+        data["policy_file"] = policy_file
+    config = parse_config(data, path or "(flags)")
+    if config.policy_file:
+        from vipu.scheduler.policies.policy_file import load_policy_file  # late: the registry imports this module
+
+        config = config.model_copy(update={"policy_file": load_policy_file(config.policy_file).path})  # checked now
+    return config
 
 
 def with_retired_qos(config: SchedulerConfig, names: Iterable[str]) -> SchedulerConfig:

@@ -30,7 +30,7 @@ from vipu.scheduler.effects import Effect, StopJob
 from vipu.scheduler.job_filter import NO_FILTER, JobFilter
 from vipu.scheduler.job_record import META_NAME, Job, PriorityBreakdown, SchedulerMeta
 from vipu.scheduler.order import PendingOrder
-from vipu.scheduler.policies import QUEUE_ORDER, get_policy
+from vipu.scheduler.policies import chosen
 from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
 from vipu.scheduler.multifactor import FairShare, breakdown
 from vipu.scheduler.job_spec import JobSpec, parse_spec
@@ -81,10 +81,10 @@ class Scheduler:
     def _configure(self, config: SchedulerConfig) -> None:
         """Everything that follows from the config (an empty scheduler only: the queue order is rebuilt)."""
         self.config = config
-        self.policy = get_policy(config.policy)
+        self.policy, order = chosen(config)
         self.preempting_qos = tuple(sorted(qos_sets(config.qos).preempting))  # QOS whose jobs may evict
         self.fairshare = FairShare(config.fairshare_half_life)
-        self.order = PendingOrder(QUEUE_ORDER[config.policy], config, self.pod.ipus, self.fairshare)
+        self.order = PendingOrder(order, config, self.pod.ipus, self.fairshare)
 
     # -- commit, then memory ----------------------------------------------------------------------------------
     def _commit(self, jobs: list[Job], now: float, next_job_id: int | None = None) -> None:

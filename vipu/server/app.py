@@ -198,6 +198,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"threads serving gRPC calls (default {DEFAULT_RPC_THREADS}; 1 to 64)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
     parser.add_argument("--scheduler-config", default=None, help="a YAML SchedulerConfig (QOS, weights, limits)")
+    parser.add_argument("--policy-file", default=None, metavar="FILE",
+                        help="a Python file defining schedule(request) and ORDER (docs/traces.md): it schedules the"
+                        " queue, and --policy (backfill) decides any cycle it fails")
     parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
     return parser.parse_args(argv)
 
@@ -289,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         private_database(Path(state_dir) / DATABASE)
         marker = Path(state_dir) / STATE_MARKER
         state_id = read_private(marker)
-        config = load_scheduler_config(args.scheduler_config, args.policy)
+        config = load_scheduler_config(args.scheduler_config, args.policy, args.policy_file)
         plane = open_plane(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config,
                            kill_wait_s=args.kill_wait, modelled_time_scale=args.modelled_time_scale,
                            quarantine=args.quarantine_bad_records, secure=args.secure,

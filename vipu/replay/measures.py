@@ -1,0 +1,134 @@
+"""Per-job figures of a replay and the measures scheduling papers report from them: bounded slowdown, slowdown,
+per-user fairness (Jain's index), and queue length and utilisation over time.
+
+Why the per-job columns carry the names of `vipu history --json` (the Job message): a live run's history and its
+replay's jobs then line up column by column and can be diffed; the columns the message does not have (eligible_time,
+wait_s, run_time_s, preemptions, slowdowns) are worked out from what it does have, as `from_history` shows.
+
+Definitions (docs/traces.md): eligible = the later of submit and begin; wait = last start - the later of last
+queueing (submit or requeue) and begin (Job.waiting_since, as the live queue-wait histogram measures it); run = end -
+last start; response = end - eligible; slowdown = response / run; bounded slowdown = max(1, response / max(run,
+threshold)), threshold 10 s unless --bsld-threshold; fairness = Jain's index (sum x)^2 / (n sum x^2) over users' mean
+bounded slowdowns (1: every user slowed down alike; 1/n: one user bears it all).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from vipu.scheduler.job_record import Job
+from vipu.scheduler.job_states import JobState
+
+BSLD_THRESHOLD = 10.0
+# the columns of --jobs-out, in order; all but policy, seed and the derived ones are the Job message's names
+JOB_COLUMNS = ("policy", "seed", "id", "name", "user", "qos", "ipus", "submit_time", "begin_time", "eligible_time",
+               "start_time", "end_time", "wait_s", "run_time_s", "time_limit_s", "state", "first_ipu",
+               "requeue_count", "preemptions", "slowdown", "bounded_slowdown")
+SERIES_COLUMNS = ("policy", "seed", "time", "used_ipus", "utilisation", "running_jobs", "queued_jobs")
+
+
+@dataclass(frozen=True)
+class JobFigures:
+    """One job as a replay (or a live controller's history) left it."""
+
+    id: int
+    name: str
+    user: str
+    qos: str
+    ipus: int
+    submit_time: float
+    begin_time: float | None
+    eligible_time: float
+    start_time: float | None
+    end_time: float | None
+    wait_s: float | None
+    run_time_s: float | None
+    time_limit_s: float
+    state: str
+    first_ipu: int | None
+    requeue_count: int
+    preemptions: int
+    slowdown: float | None
+    bounded_slowdown: float | None
+
+    def row(self, policy: str, seed: int | None) -> dict:
+        return {"policy": policy, "seed": seed, **{c: getattr(self, c) for c in JOB_COLUMNS[2:]}}
+
+
+def figures(job: Job, threshold: float = BSLD_THRESHOLD) -> JobFigures:
+    """A scheduler's job record as one row."""
+    preempted = sum(1 for t in job.history if t.state is JobState.PREEMPTED)
+    waited = job.start_time - job.waiting_since if job.start_time is not None else None
+    return _figures(job.id, job.name, job.user, job.spec.qos or "", job.ipus, job.submit_time, job.begin_time,
+                    job.start_time, job.end_time, waited, job.time_limit, job.state.value, job.first_ipu,
+                    job.requeue_count, preempted, threshold)
+
+
+def _figures(id, name, user, qos, ipus, submit, begin, start, end, waited, limit, state, first_ipu, requeues,
+             preemptions, threshold) -> JobFigures:
+    eligible = submit if begin is None else max(submit, begin)
+    run = end - start if start is not None and end is not None else None
+    slowdown = bounded = None
+    if run is not None:
+        response = end - eligible
+        slowdown = response / run if run > 0 else None
+        bounded = max(1.0, response / max(run, threshold))
+    return JobFigures(id, name, user, qos, ipus, submit, begin, eligible, start, end, waited, run, limit, state,
+                      first_ipu, requeues, preemptions, slowdown, bounded)
+
+
+def from_history(record: dict, threshold: float = BSLD_THRESHOLD) -> JobFigures:
+    """A row of `vipu history --json` (a live controller's ended job) as the same figures a replay gives."""
+    detail = json.loads(record.get("detail_json") or "{}")
+    history = detail.get("history", [])
+    queued = max((t["at"] for t in history if t["state"] == "PENDING"), default=record["submit_time"])
+    begin = record.get("begin_time")
+    since = queued if begin is None else max(queued, begin)
+    start = record.get("start_time")
+    return _figures(record["id"], record["name"], record["user"], record["qos"], record["ipus"],
+                    record["submit_time"], begin, start, record.get("end_time"),
+                    start - since if start is not None else None, record["time_limit_s"], record["state"],
+                    detail.get("first_ipu"), record["requeue_count"],
+                    sum(1 for t in history if t["state"] == "PREEMPTED"), threshold)
+
+
+@dataclass(frozen=True)
+class Series:
+    """What a replay looked like after each of its steps: a step function of time."""
+
+    times: list[float]
+    used: list[int]  # IPUs in use from that time on
+    running: list[int]
+    queued: list[int]  # jobs waiting that may run (submitted, begun, not started)
+
+    def rows(self, policy: str, seed: int | None, pod_ipus: int) -> Iterable[dict]:
+        for t, u, r, q in zip(self.times, self.used, self.running, self.queued):
+            yield {"policy": policy, "seed": seed, "time": t, "used_ipus": u, "utilisation": u / pod_ipus,
+                   "running_jobs": r, "queued_jobs": q}
+
+    def average(self, values: Sequence[int], end: float) -> float:
+        """The time-weighted mean of `values` from the first step to `end`."""
+        if not self.times or end <= self.times[0]:
+            return 0.0
+        total = 0.0
+        for i, v in enumerate(values):
+            until = self.times[i + 1] if i + 1 < len(self.times) else end
+            total += v * (min(until, end) - self.times[i])
+        return total / (end - self.times[0])
+
+
+def jain(values: Sequence[float]) -> float:
+    """Jain's fairness index of `values`: 1 when all are equal, 1/n when one holds everything (1 for none)."""
+    square = sum(v * v for v in values)
+    return sum(values) ** 2 / (len(values) * square) if square else 1.0
+
+
+def user_fairness(jobs: Sequence[JobFigures]) -> float:
+    """Jain's index over each user's mean bounded slowdown."""
+    per_user: dict[str, list[float]] = {}
+    for j in jobs:
+        if j.bounded_slowdown is not None:
+            per_user.setdefault(j.user, []).append(j.bounded_slowdown)
+    return jain([sum(v) / len(v) for _, v in sorted(per_user.items())])

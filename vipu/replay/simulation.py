@@ -1,0 +1,145 @@
+"""`vipu simulate`: a trace (read, or generated, its times drawn if asked) replayed under each policy and policy
+file, once or over several seeds, and the report it prints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from vipu.errors import InvalidArgument
+from vipu.hardware.pod import PodConfig
+from vipu.hardware.pod_files import load_pod
+from vipu.replay.arrivals import Draws, drawn, runtime_kind
+from vipu.replay.generated_trace import generated_trace
+from vipu.replay.measures import BSLD_THRESHOLD
+from vipu.replay.run import ReplayRun, replay_run
+from vipu.replay.summary import PAPER_COLUMNS, ReplayResult, format_table
+from vipu.replay.trace_rows import Trace
+from vipu.replay.traces import check_compression, compressed, load_trace
+from vipu.scheduler.config import SchedulerConfig
+from vipu.scheduler.policies import POLICIES
+from vipu.scheduler.policies.policy_file import load_policy_file
+
+MAX_SEEDS = 1000
+
+
+@dataclass(frozen=True)
+class Simulation:
+    trace: Trace  # the first seed's
+    pod: PodConfig
+    results: list[ReplayResult]  # the first seed's, one per policy, in the order asked for (policy files last)
+    trace_path: str = ""
+    compression: float = 1.0
+    runs: list[list[ReplayRun]] = field(default_factory=list)  # [policy][seed]
+    seeds: list[int | None] = field(default_factory=lambda: [None])  # None: the replay drew nothing at random
+
+    @property
+    def random(self) -> bool:
+        return self.seeds != [None]
+
+
+def _check(policies: Sequence[str], policy_files: Sequence[str], seeds: int, bsld_threshold: float) -> None:
+    names = ", ".join(sorted(POLICIES))
+    if not policies and not policy_files:
+        raise InvalidArgument(f"--policy names no policy; use one or more of {names}, or --policy-file FILE")
+    for policy in policies:
+        if policy not in POLICIES:
+            raise InvalidArgument(f"--policy {policy!r} is not a policy; use one or more of {names} (repeat --policy"
+                                  " or separate the names with commas)")
+    if not 1 <= seeds <= MAX_SEEDS:
+        raise InvalidArgument(f"--seeds is {seeds}; give 1 to {MAX_SEEDS} (replays per policy, seed, seed + 1, ...)")
+    if not bsld_threshold > 0 or bsld_threshold == float("inf"):
+        raise InvalidArgument(f"--bsld-threshold is {bsld_threshold}; give seconds, more than 0 (10 is usual)")
+
+
+def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
+                   timer: Callable[[], float] | None = None, config: SchedulerConfig | None = None, repeat: int = 1,
+                   *, policy_files: Sequence[str] = (), synthetic: int | None = None, draws: Draws = Draws(),
+                   seed: int = 1, seeds: int = 1, bsld_threshold: float = BSLD_THRESHOLD,
+                   swf_ipus: str = "next-pow2", **trace_options) -> Simulation:
+    """Replay the trace at `trace_path` (or `synthetic` jobs generated from the seed) on a Pod under each policy
+    and policy file.
+
+    `timer` defaults to the wall clock (vipu.clock), which is where jobs/s comes from; with `repeat` > 1 each policy
+    is replayed that many times (the results are identical) and the fastest run's jobs/s is kept, which is what a
+    machine shared with other work can sustain. A replay with something drawn at random (`synthetic`, `draws`) runs
+    once per seed from `seed` to `seed + seeds - 1`; `fallback` of a policy file is `config`'s policy."""
+    _check(policies, policy_files, seeds, bsld_threshold)
+    draws.check(generated=synthetic is not None)
+    files = [load_policy_file(path).path for path in policy_files]  # refused now, with file and line
+    if timer is None:
+        from vipu.clock import WallClock
+
+        timer = WallClock().now
+    pod = load_pod(pod_name)
+    compression = trace_options.get("compression", 1.0)
+    if synthetic is not None:
+        check_compression(compression)
+        if trace_path is not None:
+            raise InvalidArgument("--trace and --synthetic both name the jobs to replay; give one")
+        if synthetic < 1:
+            raise InvalidArgument(f"--synthetic is {synthetic}; give how many jobs to generate, 1 or more")
+        if draws.runtimes is not None or draws.arrivals is not None:
+            raise InvalidArgument("--synthetic draws its own arrivals and run times; --load sets its load")
+        random = True
+    elif trace_path is None:
+        raise InvalidArgument("give --trace FILE (docs/traces.md) or --synthetic N (a generated GPU-cluster-like trace)")
+    else:
+        column = draws.runtimes if draws.runtimes is not None and runtime_kind(draws.runtimes) == "column" else None
+        base = load_trace(trace_path, max_ipus=pod.max_partition_ipus, pod_ipus=pod.ipus, swf_ipus=swf_ipus,
+                          runtime_column=column, **trace_options)
+        random = draws.random
+    if seeds > 1 and not random:
+        raise InvalidArgument(f"--seeds {seeds}: this replay draws nothing at random (the trace's own times); give"
+                              " --arrivals poisson, --runtimes from a distribution or a file, or --synthetic N")
+    fallback = (config or SchedulerConfig()).policy
+    choices = [(policy, None) for policy in policies] + [(fallback, path) for path in files]
+    runs: list[list[ReplayRun]] = [[] for _ in choices]
+    order = list(range(seed, seed + seeds)) if random else [None]
+    traces = []
+    for s in order:
+        if synthetic is not None:
+            trace = compressed(generated_trace(synthetic, s, pod.ipus, pod.max_partition_ipus, draws.load or 0.8),
+                               compression)
+        else:
+            trace = drawn(base, draws, s or 0, pod.ipus) if random or base.missing else base
+        traces.append(trace)
+        for i, (policy, path) in enumerate(choices):
+            runs[i].append(min((replay_run(trace.jobs, pod, policy, config, timer, bsld_threshold, path)
+                                for _ in range(max(1, repeat))), key=lambda r: r.result.wall_seconds or 0.0))
+    return Simulation(traces[0], pod, [r[0].result for r in runs], str(trace_path or ""),
+                      compression, runs, order)
+
+
+DEFINITIONS = (
+    "JCT = end - submit; wait = last start - the later of last queued (submit or requeue) and begin;"
+    " util = IPU-seconds used / (IPUs x makespan);"
+    " frag = share of the Pod's IPU-seconds that were free while jobs waited but lay outside every free aligned"
+    " block of the smallest waiting job's size; bsld = max(1, (end - eligible) / max(run, {threshold:g} s)),"
+    " slowdown = (end - eligible) / run, fairness = Jain's index of users' mean bsld, queue = jobs waiting that may"
+    " run, averaged over the makespan"
+)
+
+
+def report(sim: Simulation) -> str:
+    """What `vipu simulate` prints: the trace and what was skipped, the mapping, the definitions, and two tables
+    with a row per policy (over seeds: mean±95% confidence half-width)."""
+    where = f"trace {sim.trace_path}" if sim.trace_path else "a generated trace"
+    lines = [
+        f"{where} on {sim.pod.name} ({sim.pod.ipus} IPUs): {len(sim.trace.jobs)} jobs replayed; skipped:"
+        f" {sim.trace.skipped_text()}",
+        sim.trace.mapping,
+        DEFINITIONS.format(threshold=sim.results[0].bsld_threshold if sim.results else BSLD_THRESHOLD),
+    ]
+    if len(sim.seeds) > 1:
+        lines.append(f"over {len(sim.seeds)} seeds ({sim.seeds[0]}..{sim.seeds[-1]}; the mapping is the first's):"
+                     " each figure is the mean ± its 95% confidence half-width (Student's t)")
+    groups = [[run.result for run in per_policy] for per_policy in sim.runs]
+    lines += [format_table(groups), "", format_table(groups, PAPER_COLUMNS)]
+    return "\n".join(lines)
+
+
+def main_replay(trace_path: str | None, pod_name: str, policies: list[str], timer: Callable[[], float] | None = None,
+                config: SchedulerConfig | None = None, repeat: int = 1, **options) -> str:
+    """The report of simulate_trace's replays (simulate_trace says what the arguments do)."""
+    return report(simulate_trace(trace_path, pod_name, policies, timer, config, repeat, **options))
