@@ -61,9 +61,15 @@ class Client(Caller):
     def job(self, job_id: int) -> j.Job:
         return self.call(self.job_service.GetJob, j.GetJobRequest(id=job_id))
 
-    def cancel(self, *ids: int, users: Iterable[str] = (), single: bool = False) -> list[j.Job]:
-        """Cancel jobs (an array job's id: every task, unless `single`); the reply lists the jobs it ended."""
-        return list(self.call(self.job_service.CancelJobs, j.JobIdsRequest(ids=ids, users=users, single=single)).jobs)
+    def cancel(self, *ids: int, users: Iterable[str] = (), names: Iterable[str] = (), states: Iterable[str] = (),
+               partitions: Iterable[str] = (), qos: Iterable[str] = (), accounts: Iterable[str] = (),
+               me: bool = False, signal: int = 0, single: bool = False) -> list[j.Job]:
+        """Cancel jobs as scancel does (an array job's id: every task, unless `single`): the filters narrow the ids
+        given, or choose among the caller's active jobs without ids; `signal` sends that signal to running programs
+        instead. The reply lists the jobs it ended (or signalled)."""
+        request = j.CancelJobsRequest(ids=ids, users=users, names=names, states=states, partitions=partitions,
+                                      qos=qos, accounts=accounts, me=me, signal=signal, single=single)
+        return list(self.call(self.job_service.CancelJobs, request).jobs)
 
     def hold(self, *ids: int, admin: bool = False, single: bool = False) -> list[j.Job]:
         return list(self.call(self.job_service.HoldJobs, j.JobIdsRequest(ids=ids, admin=admin, single=single)).jobs)
