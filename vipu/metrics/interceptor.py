@@ -1,4 +1,7 @@
-"""gRPC requests and latency by method and status code, counted at the edge by a server interceptor."""
+"""gRPC requests and latency by service, method and status code, counted at the edge by a server interceptor, as
+go-grpc-prometheus and py-grpc-prometheus count them: grpc_server_started_total, grpc_server_handled_total and
+grpc_server_handling_seconds with grpc_type, grpc_service (vipu.v1.JobService), grpc_method (SubmitJob) and
+grpc_code (OK, NOT_FOUND: Python's names of the status codes, as py-grpc-prometheus gives them)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,14 @@ import time
 import grpc
 
 from vipu.control.instruments import Metrics
+
+UNARY = "unary"  # the only kind counted: the streaming calls are health watches and reflection
+
+
+def service_and_method(full_method: str) -> tuple[str, str]:
+    """"/vipu.v1.JobService/SubmitJob" -> ("vipu.v1.JobService", "SubmitJob")."""
+    service, _, method = full_method.lstrip("/").rpartition("/")
+    return service, method
 
 
 class MetricsInterceptor(grpc.ServerInterceptor):
@@ -30,12 +41,14 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         return wrapped
 
     def _wrap(self, handler, full_method: str):
-        method = full_method.rsplit(".", 1)[-1]  # "PartitionService/CreatePartition"
+        labels = (UNARY, *service_and_method(full_method))
         inner = handler.unary_unary
-        latency, requests = self.metrics.rpc_latency, self.metrics.rpc_requests
-        children = {}  # status code -> this method's (latency histogram, request counter) for it
+        started = self.metrics.rpc_started.labels(*labels)
+        seconds, handled = self.metrics.rpc_seconds, self.metrics.rpc_handled
+        children = {}  # status code -> this method's (latency histogram, handled counter) for it
 
         def behaviour(request, context):
+            started.inc()
             start = time.perf_counter()
             code = "OK"
             try:
@@ -48,7 +61,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):
                 elapsed = time.perf_counter() - start
                 child = children.get(code)
                 if child is None:
-                    child = children[code] = (latency.labels(method, code), requests.labels(method, code))
+                    child = children[code] = (seconds.labels(*labels, code), handled.labels(*labels, code))
                 child[0].observe(elapsed)
                 child[1].inc()
 

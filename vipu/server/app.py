@@ -23,7 +23,7 @@ from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
 from vipu.errors import VipuError
 from vipu.hardware.pod_files import PRESETS
-from vipu.metrics.collector import StateCollector
+from vipu.metrics import register as register_metrics
 from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
@@ -353,10 +353,11 @@ def main(argv: list[str] | None = None) -> int:
         plane.device_cert = args.tls_cert.read_text() if tls else None
     metrics_line = "metrics off"
     if args.metrics_port >= 0:
-        plane.metrics.registry.register(StateCollector(plane))
+        register_metrics(plane)
         try:
             admin_key = None if not args.secure or args.metrics_open else plane.is_admin_key
-            http = metrics_endpoint.serve(args.metrics_port, args.metrics_host, plane.metrics.registry, admin_key)
+            http = metrics_endpoint.serve(args.metrics_port, args.metrics_host, plane.metrics.registry, admin_key,
+                                          lambda: plane.store_writes().writable)
         except OSError as e:
             print(f"vipu-server: error: cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {e};"
                   " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)
