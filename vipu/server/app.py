@@ -37,7 +37,9 @@ from vipu.control.plane import ControlPlane
 from vipu.control.startup import DATABASE, open_plane
 from vipu.server.status import add_servicer
 from vipu.metrics import endpoint as metrics_endpoint
+from vipu.server import log_format
 from vipu.server.rate_limit import Buckets, RateLimitInterceptor
+from vipu.server.request_log import RequestLog
 from vipu.server.state_dir import STATE_MARKER, claim, private_database, read_private, write_private
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
@@ -73,7 +75,8 @@ def build_server(
     check_listen(host, port)  # first, so a refusal is our one line and not gRPC's log line too
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"),
-        interceptors=[MetricsInterceptor(plane.metrics)] + ([AuthInterceptor(plane)] if plane.secure else [])
+        interceptors=[RequestLog(plane), MetricsInterceptor(plane.metrics)]
+        + ([AuthInterceptor(plane)] if plane.secure else [])
         + ([RateLimitInterceptor(plane, rate_limit)] if rate_limit is not None else []),
         # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error; and no
         # SO_REUSEPORT (gRPC's default on Linux), which let a second controller listen on the same port and take
@@ -198,6 +201,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"threads serving gRPC calls (default {DEFAULT_RPC_THREADS}; 1 to 64)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
     parser.add_argument("--scheduler-config", default=None, help="a YAML SchedulerConfig (QOS, weights, limits)")
+    parser.add_argument("--log-format", choices=log_format.FORMATS, default="auto",
+                        help="the log on stderr: text, or json (one object a line: docs/logging.md); auto (default):"
+                             " text on a terminal, json elsewhere (a systemd unit, a container)")
+    parser.add_argument("--log-level", choices=log_format.LEVELS, default="info",
+                        help="info (default): job and partition lifecycle events, warnings, errors; debug: also a"
+                             " line for every RPC")
     parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
     return parser.parse_args(argv)
 
@@ -246,7 +255,7 @@ def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Ev
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_format.setup(args.log_format, args.log_level)
     if not 0 <= args.port < 65536:
         print(f"vipu-server: error: --port is {args.port}; give 0 to 65535", file=sys.stderr)
         return BAD_INPUT

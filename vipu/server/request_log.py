@@ -1,0 +1,60 @@
+"""Each RPC's request id: the client's `x-request-id` (the CLI sends one per call), else one made here. It is on
+every log line written while the call is served (lifecycle events, errors), and with `--log-level debug` each call
+gets a line of its own: method, status, caller, time taken.
+
+Why each call's own line only at debug: the controller serves thousands of calls a second, and journald drops a
+unit's lines past 10,000 in 30 s by default, the lifecycle events with them.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from vipu.control.callers import Call, current, serving
+from vipu.errors import VipuError
+from vipu.metrics.interceptor import UnaryInterceptor, served, service_and_method
+from vipu.server.auth import identity
+from vipu.validation import MAX_REQUEST_ID
+
+log = logging.getLogger("vipu.rpc")
+REQUEST_ID = "x-request-id"
+
+
+def request_id_of(metadata) -> str:
+    """The client's request id if it sent a usable one (1 to 128 printable characters, no spaces), else a new one."""
+    for key, value in metadata or ():
+        if key == REQUEST_ID and 0 < len(value) <= MAX_REQUEST_ID and value.isprintable() and " " not in value:
+            return value
+    return uuid.uuid4().hex
+
+
+class RequestLog(UnaryInterceptor):
+    def __init__(self, plane):
+        super().__init__()
+        self.plane = plane
+
+    def caller(self, context) -> str:
+        try:
+            return identity(self.plane, context).name or "unknown"
+        except VipuError:  # a key the controller does not know: the call is refused, and says so
+            return "unknown"
+
+    def wrap(self, inner, full_method: str):
+        service, method = service_and_method(full_method)
+        name = f"{service}/{method}"
+
+        def logged(code: str, seconds: float) -> None:  # called while the call is served: current() is it
+            if log.isEnabledFor(logging.DEBUG):
+                call, ms = current(), seconds * 1000
+                log.debug("%s %s in %.1f ms", name, code, ms, extra={"fields": {
+                    "event": "rpc", "grpc_service": service, "grpc_method": method, "grpc_code": code,
+                    "user": call.caller(), "duration_ms": round(ms, 3), "peer": call.peer()}})
+
+        def behaviour(request, context):
+            call = Call(request_id_of(context.invocation_metadata()), name, lambda: self.caller(context),
+                        context.peer)
+            with serving(call):
+                return served(inner, request, context, logged)
+
+        return behaviour
