@@ -125,7 +125,7 @@ def test_auto_is_text_on_a_terminal_and_json_elsewhere_and_text_names_the_reques
     try:
         screen, pipe = Terminal(), io.StringIO()
         assert log_format.setup("auto", stream=screen) == "text"
-        with serving(Call("r-42", "vipu.v1.JobService/SubmitJob", lambda: "alice")):
+        with serving(Call("r-42", "vipu.v1.JobService/SubmitJob", "alice")):
             logging.getLogger("vipu.test").warning("disk %s", "slow")
         assert re.fullmatch(r"\S+ \S+ WARNING vipu.test: disk slow \[request r-42\]\n", screen.getvalue())
         assert log_format.setup("auto", stream=pipe) == "json"

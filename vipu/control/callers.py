@@ -18,7 +18,7 @@ CONTROLLER = "controller"  # who asked, when no RPC did: the scheduler, a time l
 class Call(NamedTuple):
     request_id: str
     method: str  # "vipu.v1.JobService/CancelJob"
-    caller: Callable[[], str]  # the caller's user name, worked out only when a line needs it
+    caller: str  # the caller's user name ("unknown" when it gave none)
     peer: Callable[[], str] = lambda: ""  # where the call came from (gRPC's "ipv4:10.0.0.7:51234")
 
 
@@ -41,4 +41,4 @@ def serving(call: Call) -> Iterator[None]:
 def asked_by() -> tuple[str, str | None]:
     """(who asked, the request id): the RPC's caller, or the controller itself."""
     call = _serving.get()
-    return (CONTROLLER, None) if call is None else (call.caller(), call.request_id)
+    return (CONTROLLER, None) if call is None else (call.caller, call.request_id)

@@ -30,7 +30,7 @@ from vipu.server.admin_service import AdminService
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import DEFAULT_DEVICE_THREADS, build_device_server
 from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen
-from vipu.workers.fleet import WATCH_S, ray_address_problem
+from vipu.workers.fleet import WATCH_S, ray_address_problem, wait_until_reachable, waitable
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
@@ -177,6 +177,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="machine actors: local (start a local Ray with the controller, before it listens; a"
                              " machine's actor starts when a job first needs it), off, or the address of a Ray cluster"
                              " to attach to (e.g. 10.0.0.5:6379 or auto)")
+    parser.add_argument("--ray-wait", type=float, default=0.0, metavar="SECONDS",
+                        help="with --ray HOST:PORT, wait this long for the Ray head to answer before giving up"
+                             " (default 0: at once); for a controller started beside its head (systemd, KubeRay)")
     parser.add_argument("--machine-bundle", default=None,
                         help="what each machine actor reserves on a Ray node, e.g. ipu_host=1 to spread machines over"
                              " nodes that advertise an ipu_host resource (default CPU=0.01)")
@@ -292,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"vipu-server: error: --ray {args.ray}: {problem}", file=sys.stderr)
         return BAD_INPUT
+    if args.ray_wait and (not 0 < args.ray_wait <= 3600 or not waitable(args.ray)):
+        print(f"vipu-server: error: --ray-wait {args.ray_wait:g} --ray {args.ray}: give 0 to 3600 seconds, with --ray"
+              " HOST:PORT (local starts its own Ray, and auto finds none to wait for)", file=sys.stderr)
+        return BAD_INPUT
     state_dir = args.state_dir or default_state_dir()
     try:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
@@ -381,7 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     on_stop_signals()
     if plane.machines_enabled:
         try:
-            started = start_machines(plane, stop, now)
+            started = (not args.ray_wait or wait_until_reachable(args.ray, args.ray_wait, stop)) \
+                and start_machines(plane, stop, now)
         except Exception as e:  # noqa: BLE001 - say what failed and how to run without it
             print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {e}; use --ray off to run without"
                   " machine actors", file=sys.stderr)
