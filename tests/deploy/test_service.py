@@ -28,6 +28,12 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = str(Path(sys.executable).parent)
 
 
+def clean_environment() -> dict[str, str]:
+    """This process's environment without Ray's variables: a Ray this test session started set RAY_AUTH_MODE here,
+    and a unit or a container starts without it."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -151,7 +157,7 @@ def test_the_systemd_units_command_lines_serve(tmp_path):
     cert = tls_pair(tmp_path / "tls")
     for state in ("ray", "vipu"):  # StateDirectory=: made by systemd, the user's own, 0700
         (tmp_path / state).mkdir(mode=0o700)
-    ray_env = {**os.environ, **{k: moved([v], places)[0] for k, v in environment("ray-head.service").items()}}
+    ray_env = {**clean_environment(), **{k: moved([v], places)[0] for k, v in environment("ray-head.service").items()}}
     [pre] = unit("ray-head.service")["Service"]["ExecStartPre"]
     subprocess.run(moved([pre], places)[0].split(" ", 2)[2].strip("'"), shell=True, env=ray_env, check=True,
                    timeout=120)
@@ -193,7 +199,7 @@ def test_the_kuberay_containers_command_line_serves_started_before_ray(tmp_path)
         assert controller.proc.poll() is None and not select.select([controller.proc.stdout], [], [], 0)[0]
         params = [f"--{k}={v}" for k, v in head_group["rayStartParams"].items()]
         head = RayHead([f"{BIN}/ray", "start", "--head", "--block", f"--port={ray_port}", *params],
-                       {**os.environ, **home}, ray_port, tmp_path)
+                       {**clean_environment(), **home}, ray_port, tmp_path)
         controller.listening(timeout=240)
         check_serving(controller, cert, tmp_path / "vipu/state")
     finally:
@@ -208,10 +214,13 @@ def test_ray_wait_is_refused_where_there_is_nothing_to_wait_for_and_a_stop_ends_
         out = subprocess.run([*base, "--ray", ray, "--ray-wait", wait], capture_output=True, text=True, timeout=60)
         assert out.returncode == 2 and out.stderr.startswith(f"vipu-server: error: --ray-wait {wait} --ray {ray}:")
     # nothing answers: it waits, and a SIGTERM meanwhile stops it cleanly, having served nothing
-    waiting = subprocess.Popen([*base, "--ray", f"127.0.0.1:{free_port()}", "--ray-wait", "300"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for(lambda: (tmp_path / "s/vipu.sqlite3").exists())  # past its start-up, waiting
+    log = tmp_path / "waiting.log"
+    with open(log, "w") as err:
+        waiting = subprocess.Popen([*base, "--ray", f"127.0.0.1:{free_port()}", "--ray-wait", "300", "--log-format",
+                                    "text"], stdout=subprocess.PIPE, stderr=err, text=True)
+    wait_for(lambda: "waiting up to 300 s for the Ray head" in log.read_text())  # its stop signals are set
+
     assert waiting.poll() is None
     waiting.send_signal(signal.SIGTERM)
-    out, err = waiting.communicate(timeout=60)
-    assert waiting.returncode == 0 and "nothing was served" in err and "listening" not in out
+    out, _ = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0 and "nothing was served" in log.read_text() and "listening" not in out

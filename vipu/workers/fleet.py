@@ -60,6 +60,7 @@ def wait_until_reachable(address: str, wait_s: float, stop: threading.Event, pol
     before the head listens, and would otherwise exit at once and be restarted until it does."""
     target = address.removeprefix("ray://")
     deadline = time.monotonic() + wait_s
+    log.info("waiting up to %g s for the Ray head at %s (--ray-wait)", wait_s, address)
     while not stop.is_set():
         try:
             check_reachable(target, timeout_s=min(poll_s * 4, max(deadline - time.monotonic(), 0.1)))
