@@ -43,20 +43,30 @@ class ServerProcess:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def log_path(self) -> Path:
+        return self.state_dir.parent / f"{self.state_dir.name}.stderr"
+
+    def stderr_text(self) -> str:
+        """What the controller wrote on stderr so far (every start of it): its log and its refusals."""
+        return self.log_path.read_text() if self.log_path.exists() else ""
+
     def start(self, timeout: float = 60.0) -> ServerProcess:
         if "local" in self.extra:  # a local Ray can take 20 s to start on a loaded machine, twice when the controller
             timeout = max(timeout, 180.0)  # retries a start whose head processes timed out (fleet._start_local_ray)
         cmd = [console_script("vipu-server"), "--pod", self.pod, "--port", str(self.port), "--state-dir",
                str(self.state_dir), "--metrics-port", "0",
                *([] if {"--ray", "--ray-address"} & set(self.extra) else ["--ray", "off"]), *self.extra]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # its log (stderr) to a file: a pipe nobody reads would stop the controller once 64 KB of lines filled it
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if ready else ""
         match = LISTENING.search(line)
         if not match:
             self.proc.kill()
-            err = self.proc.stderr.read()
-            raise RuntimeError(f"vipu-server did not start: {line!r} {err[-2000:]}")
+            self.proc.wait(timeout=30)
+            raise RuntimeError(f"vipu-server did not start: {line!r} {self.stderr_text()[-2000:]}")
         self.port = int(match.group(2))
         metrics = METRICS.search(line)
         self.metrics_url = metrics.group(1) if metrics else ""
@@ -96,8 +106,7 @@ def server_factory(tmp_path):
     yield make
     for server in started:
         server.kill(signal.SIGTERM)
-        for stream in (server.proc.stdout, server.proc.stderr):
-            stream.close()
+        server.proc.stdout.close()
 
 
 @pytest.fixture

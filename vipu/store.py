@@ -56,6 +56,7 @@ class Store:
         self.write_timeout_s = write_timeout_s
         self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
         self._writable = True
+        self.write_failures = 0  # writes that failed or timed out since the start (vipu_store_write_failures_total)
         self._retrying = threading.Lock()
         self._closed = threading.Event()
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,6 +121,7 @@ class Store:
         if self._written >= upto:
             return
         if not self._lock.acquire(timeout=self.write_timeout_s):
+            self.write_failures += 1
             self._health(False)  # a write has taken longer than the timeout: a stalled disk, or a lock held
             raise Unavailable(
                 f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s (a stalled disk,"
@@ -142,6 +144,7 @@ class Store:
                 with self._queue_lock:  # not written: the next flush tries them again, still first in order
                     self._queue[:0] = queued
                 if isinstance(e, sqlite3.Error):  # disk full, I/O error: a retry may succeed, so not INTERNAL
+                    self.write_failures += 1
                     self._health(False)
                     raise Unavailable(
                         f"the state store {self.path} could not be written ({e}); the change is kept and stored by"

@@ -115,18 +115,26 @@ def scheduler() -> dict:
             "histogram_quantile(0.95, sum by (le) (rate(vipu_job_queue_wait_seconds_bucket[$__rate_interval])))",
         ], unit="s"),
         panel("Submissions per second", ["sum(rate(vipu_job_submissions_total[$__rate_interval]))"], unit="reqps"),
-        panel("gRPC requests per second by code", ["sum by (code) (rate(vipu_grpc_requests_total[$__rate_interval]))"],
-              unit="reqps", legend="{{code}}"),
+        # go-grpc-prometheus's series and labels (vipu/metrics/interceptor.py), as gRPC dashboards expect them
+        panel("gRPC requests per second by code", [
+            'sum by (grpc_code) (rate(grpc_server_handled_total{grpc_service=~"vipu.v1.*"}[$__rate_interval]))',
+        ], unit="reqps", legend="{{grpc_code}}"),
         panel("gRPC latency p99 by method (successful requests)", [
-            'histogram_quantile(0.99, sum by (le, method) (rate(vipu_grpc_request_duration_seconds_bucket{code="OK"}'
-            "[$__rate_interval])))",
-        ], unit="s", legend="{{method}}", w=24),
+            "histogram_quantile(0.99, sum by (le, grpc_service, grpc_method)"
+            ' (rate(grpc_server_handling_seconds_bucket{grpc_code="OK"}[$__rate_interval])))',
+        ], unit="s", legend="{{grpc_service}}/{{grpc_method}}", w=24),
         panel("gRPC latency p99 by status code", [
-            "histogram_quantile(0.99, sum by (le, code)"
-            " (rate(vipu_grpc_request_duration_seconds_bucket[$__rate_interval])))",
-        ], unit="s", legend="{{code}}"),
+            "histogram_quantile(0.99, sum by (le, grpc_code)"
+            " (rate(grpc_server_handling_seconds_bucket[$__rate_interval])))",
+        ], unit="s", legend="{{grpc_code}}"),
         panel("Jobs that could start now (VipuQueueStuck fires when some stay so for 15 minutes)",
               ["vipu_jobs_startable"], legend="startable"),
+        panel("State store writes (VipuStoreNotWritable fires at 0)", ["vipu_store_writable"], legend="writable"),
+        panel("Controller CPU", ['rate(process_cpu_seconds_total{job="vipu"}[$__rate_interval])'], unit="percentunit",
+              legend="{{instance}}"),
+        panel("Controller memory", ['process_resident_memory_bytes{job="vipu"}'], unit="bytes", legend="{{instance}}"),
+        panel("Controller build", ["vipu_build_info"], kind="table",
+              legend="{{version}} {{revision}} Ray {{ray_version}} Python {{python_version}}"),
     ])
 
 

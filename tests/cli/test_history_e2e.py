@@ -47,7 +47,8 @@ def test_a_job_requeued_after_completing_is_one_row_and_limit_takes_the_latest_e
 def requests(server) -> dict[str, float]:
     with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
         text = reply.read().decode()
-    found = re.findall(r'vipu_grpc_requests_total\{code="OK",method="JobService/(\w+)"\} (\S+)', text)
+    found = re.findall(r'grpc_server_handled_total\{grpc_code="OK",grpc_method="(\w+)",'
+                       r'grpc_service="vipu.v1.JobService",grpc_type="unary"\} (\S+)', text)
     return {method: float(count) for method, count in found}
 
 

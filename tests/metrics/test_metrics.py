@@ -53,7 +53,9 @@ def test_metrics_cover_state_and_pass_promtool(server, prometheus_bin):
     # job 2's 16 IPUs, wherever they are: 0-15 if job 1 had ended when it started, 16-31 if not
     held = [line for line in text.splitlines() if line.startswith("vipu_ipu_allocation_info{") and 'job_id="2"' in line]
     assert len(held) == 16 and all('partition="slurm_2"' in line and line.endswith("} 1.0") for line in held), held
-    assert 'vipu_grpc_requests_total{code="OK",method="JobService/SubmitJob"} 3.0' in text
+    submits = 'grpc_method="SubmitJob",grpc_service="vipu.v1.JobService",grpc_type="unary"'
+    assert f'grpc_server_started_total{{{submits}}} 3.0' in text
+    assert f'grpc_server_handled_total{{grpc_code="OK",{submits}}} 3.0' in text
     assert "vipu_scheduler_cycle_seconds_bucket" in text and "vipu_job_queue_wait_seconds_count 2.0" in text
     lint = subprocess.run([str(prometheus_bin / "promtool"), "check", "metrics"], input=text, capture_output=True,
                           text=True, timeout=60)
@@ -65,11 +67,36 @@ def test_grpc_failures_are_counted_by_code(server):
 
     assert run(server, "vipu", "get", "partition", "ghost").returncode == 3
     text = scrape(server.metrics_url)
-    assert 'vipu_grpc_requests_total{code="NOT_FOUND",method="PartitionService/GetPartition"} 1.0' in text
+    get = 'grpc_method="GetPartition",grpc_service="vipu.v1.PartitionService",grpc_type="unary"'
+    assert f'grpc_server_handled_total{{grpc_code="NOT_FOUND",{get}}} 1.0' in text
     # and their latency apart from the successes' (issue 6: "latency by method and status code")
-    latency = "vipu_grpc_request_duration_seconds_count"
-    assert f'{latency}{{code="NOT_FOUND",method="PartitionService/GetPartition"}} 1.0' in text
-    assert f'{latency}{{code="OK",method="PartitionService/GetPartition"}}' not in text
+    latency = "grpc_server_handling_seconds_count"
+    assert f'{latency}{{grpc_code="NOT_FOUND",{get}}} 1.0' in text
+    assert f'{latency}{{grpc_code="OK",{get}}}' not in text
+
+
+def test_the_process_its_build_and_its_store_are_exported_without_created_series(server):
+    """process_* as every Prometheus client exports them, vipu_build_info as prometheus_build_info is, the store's
+    writes (the alerts VipuStoreNotWritable and VipuStoreWriteFailures), and no `_created` lines (they doubled the
+    counters' and histograms' series)."""
+    import platform
+    import re
+
+    import ray
+
+    from vipu import __version__
+
+    text = scrape(server.metrics_url)
+    for name in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
+                 "process_start_time_seconds"):
+        assert re.search(rf"^{name} \S+$", text, re.M), name
+    [info] = re.findall(r"^vipu_build_info\{(.*)\} 1\.0$", text, re.M)
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', info))
+    assert labels["version"] == __version__ and labels["ray_version"] == ray.__version__
+    assert labels["python_version"] == platform.python_version()
+    assert re.fullmatch(r"[0-9a-f]{12}|unknown", labels["revision"]), labels
+    assert "vipu_store_writable 1.0" in text and "vipu_store_write_failures_total 0.0" in text
+    assert "_created" not in text
 
 
 def test_rules_and_config_pass_promtool(prometheus_bin):

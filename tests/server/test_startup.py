@@ -71,7 +71,7 @@ def test_secure_without_tls_off_loopback_warns_that_keys_travel_in_clear(server_
     for host, warned in (("0.0.0.0", True), ("127.0.0.1", False)):
         server = server_factory(extra=["--secure", "--host", host])
         server.kill(signal.SIGTERM)
-        err = server.proc.stderr.read()
+        err = server.stderr_text()
         assert (f"warning: --secure on {host} without --tls-cert" in err) is warned, err
 
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 import socket
 import ssl
 import time
+import uuid
 from pathlib import Path
 from typing import Callable
 
 import grpc
 
 from vipu.client import paging
+from vipu.client.backoff import Backoff
 from vipu.client.api_error import BAD_SETTING, TLS_MISMATCH, ApiError
 from vipu.client.settings import Settings
 from vipu.v1 import admin_pb2_grpc, job_pb2_grpc, partition_pb2_grpc
@@ -21,17 +23,21 @@ DEFAULT_TIMEOUT_S = 10.0
 # a queue of 10,000+ jobs is more than gRPC's default 4 MB reply limit
 CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 512 * 1024 * 1024)]
 HOSTNAME_MISMATCH = (62, 64)  # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
-RETRY_PAUSE_S = 0.2
+REQUEST_ID = "x-request-id"  # one per call, the same on its retries: the controller's log line names it (docs/logging.md)
 PAGE_TRIES = 3  # a listing the controller no longer keeps is started again this often
 LISTING_EXPIRED = "LISTING_EXPIRED"
 
 
 class Caller:
     """`timeout`: seconds each call may take, and how long an idempotent call is retried while the controller is
-    unreachable (a restart after a crash)."""
+    unreachable (a restart after a crash), waiting `backoff`'s delays between tries. `clock` and `sleep` are the
+    tests' to replace."""
 
-    def __init__(self, settings: Settings, timeout: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, settings: Settings, timeout: float = DEFAULT_TIMEOUT_S, backoff: Backoff | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
         self.settings, self.timeout = settings, timeout
+        self.backoff = backoff or Backoff()
+        self.clock, self.sleep = clock, sleep
         self._channel: grpc.Channel | None = None
 
     @property
@@ -86,25 +92,27 @@ class Caller:
 
         `retry`: for idempotent calls (a create with its request id), keep retrying while the controller is
         unreachable until the timeout has passed; `waiting()` is called once, when the retries start."""
-        deadline = time.monotonic() + self.timeout
-        first = True
+        deadline = self.clock() + self.timeout
+        metadata = (*self.metadata(), (REQUEST_ID, uuid.uuid4().hex))
+        attempt = 0
         while True:
-            left = deadline - time.monotonic()
+            left = deadline - self.clock()
             try:
-                return method(request, timeout=max(left, 0.05), metadata=self.metadata())
+                return method(request, timeout=max(left, 0.05), metadata=metadata)
             except grpc.RpcError as e:
                 error = ApiError.of_call(e, self.address)
                 down = e.code() == grpc.StatusCode.UNAVAILABLE and not error.from_controller
                 # a TLS mismatch does not mend by waiting: probe for it once, when the first try fails
-                if down and first and (problem := self.tls_problem()):
+                if down and attempt == 0 and (problem := self.tls_problem()):
                     raise ApiError(grpc.StatusCode.UNAVAILABLE, TLS_MISMATCH, problem) from None
                 if not (retry and error.code == grpc.StatusCode.UNAVAILABLE and error.reason != "NOT_A_CONTROLLER"
                         and left > 0.25):
                     raise error from None
-                if first and waiting is not None:
+                if attempt == 0 and waiting is not None:
                     waiting()
-                first = False
-                time.sleep(RETRY_PAUSE_S)
+                # never past the deadline: the last try gets what is left
+                self.sleep(min(self.backoff.delay(attempt), left - 0.25))
+                attempt += 1
 
     def every_page(self, method, request):
         """Every page of a list call merged into one response of its type (its list field holds every item), all

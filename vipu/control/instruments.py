@@ -13,6 +13,7 @@ from vipu.hardware.figures import LINK_TYPES
 WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 86400)
 CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
 RPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5)
+RPC_LABELS = ["grpc_type", "grpc_service", "grpc_method"]
 
 
 class Metrics:
@@ -30,11 +31,14 @@ class Metrics:
                                     buckets=WAIT_BUCKETS, registry=r)
         self.cycle = Histogram("vipu_scheduler_cycle_seconds", "Wall-clock time of one scheduling step.",
                                buckets=CYCLE_BUCKETS, registry=r)
-        self.rpc_requests = Counter("vipu_grpc_requests", "gRPC requests served, by method and status code.",
-                                    ["method", "code"], registry=r)
-        self.rpc_latency = Histogram("vipu_grpc_request_duration_seconds",
-                                     "gRPC request latency by method and status code.", ["method", "code"],
-                                     buckets=RPC_BUCKETS, registry=r)
+        # gRPC's series under the names and labels of go-grpc-prometheus and py-grpc-prometheus, so the usual
+        # gRPC dashboards and alerts work on them; the histogram also has grpc_code (theirs has not), so a failure's
+        # latency is told apart from a success's (queries that sum it away are unaffected)
+        self.rpc_started = Counter("grpc_server_started", "RPCs started on the server.", RPC_LABELS, registry=r)
+        self.rpc_handled = Counter("grpc_server_handled", "RPCs completed on the server, whatever their status.",
+                                   [*RPC_LABELS, "grpc_code"], registry=r)
+        self.rpc_seconds = Histogram("grpc_server_handling_seconds", "Time the server took to handle an RPC.",
+                                     [*RPC_LABELS, "grpc_code"], buckets=RPC_BUCKETS, registry=r)
         self.policy_fallbacks = Counter(
             "vipu_scheduler_policy_fallbacks", "Scheduling cycles the --policy-file policy failed (it raised, or decided"
             " what the snapshot does not allow), decided by the built-in --policy instead; the log says where.",

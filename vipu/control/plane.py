@@ -9,7 +9,7 @@ the lock, which is one store transaction (lock.py); after a change that may let 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from vipu.access import Identity
 from vipu.control.admin_ops import AdminOps
@@ -32,6 +32,11 @@ from vipu.partition.controller import Controller
 from vipu.scheduler.scheduler import Scheduler
 from vipu.store import Store
 from vipu.workers.fleet import Fleet
+
+
+class StoreWrites(NamedTuple):
+    writable: bool
+    failures: int
 
 
 class ControlPlane:
@@ -79,6 +84,10 @@ class ControlPlane:
     def watch_store(self, on_health: Callable[[bool], None]) -> None:
         """Hear when the store cannot write any more (True again once it can): health follows it."""
         self.store.on_health = on_health
+
+    def store_writes(self) -> StoreWrites:
+        """Whether the store writes now, and how many writes failed since the start (metrics, /healthz)."""
+        return StoreWrites(self.store.writable, self.store.write_failures)
 
     # -- reads ------------------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from vipu.clock import WallClock
 from vipu.control.creations import KINDS as CREATION_KINDS, Creations
+from vipu.control.lifecycle import LifecycleLog
 from vipu.control.plane import ControlPlane
 from vipu.control.workloads import RunSettings, WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
@@ -92,8 +93,9 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
         records = _load(store, pod, path, quarantine, clock.now())
-        controller = Controller(pod, store, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
-        scheduler = Scheduler(pod, config or SchedulerConfig(), store)
+        journal = LifecycleLog(store, records)  # the store, and a log line per job and partition event
+        controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
+        scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
         settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir),
                                modelled_time_scale=modelled_time_scale)
         creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])

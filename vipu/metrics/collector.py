@@ -74,8 +74,18 @@ class StateCollector(Collector):
                 job = job_of_partition(s.partition)
                 join.add_metric([str(s.machine), str(s.ipu), s.partition, "" if job is None else str(job)], 1)
         yield join
+        yield from self.store()
         yield from self.training()
         yield from self.machines(pod, statuses)
+
+    def store(self):
+        """Whether the state store writes (the alerts VipuStoreNotWritable and VipuStoreWriteFailures)."""
+        writes = self.plane.store_writes()
+        yield GaugeMetricFamily("vipu_store_writable", "1 while the state store writes; 0 from a failed or timed-out"
+                                " write until one works again (gRPC health is NOT_SERVING meanwhile).",
+                                value=int(writes.writable))
+        yield CounterMetricFamily("vipu_store_write_failures", "State store writes that failed or timed out (each"
+                                  " change is kept and written by a later one).", value=writes.failures)
 
     def training(self):
         """Per-step figures of running training jobs; the series exist only while the job runs. A modelled job

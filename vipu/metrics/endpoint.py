@@ -5,6 +5,10 @@ which the API shows a user only for their own. Slurm's exporters answer anyone w
 the network; here the controller has users, so /metrics asks what the API asks: an admin's access key, sent by
 Prometheus as `authorization: {credentials_file: ...}` in its scrape config (deploy/prometheus/prometheus.yml).
 `vipu-server --metrics-open` serves them to anyone, as before.
+
+/healthz answers anyone, with what gRPC health says (200 SERVING; 503 NOT_SERVING while the state store cannot
+write): an HTTP probe (Kubernetes' readinessProbe, a load balancer) needs no key and no TLS, where the gRPC port may
+have both.
 """
 
 from __future__ import annotations
@@ -33,12 +37,29 @@ def guarded(app, admin_key: Callable[[str], bool]):
     return wsgi
 
 
-def serve(port: int, host: str, registry, admin_key: Callable[[str], bool] | None) -> WSGIServer:
+def with_health(app, serving: Callable[[], bool]):
+    """`app`, with /healthz answered before it (and before any key check)."""
+
+    def wsgi(environ, start_response):
+        if environ.get("PATH_INFO") != "/healthz":
+            return app(environ, start_response)
+        if serving():
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [b"SERVING\n"]
+        start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+        return [b"NOT_SERVING: the state store cannot write (see vipu_store_writable)\n"]
+
+    return wsgi
+
+
+def serve(port: int, host: str, registry, admin_key: Callable[[str], bool] | None,
+          serving: Callable[[], bool] = lambda: True) -> WSGIServer:
     """Serve `registry` on host:port in a daemon thread; `admin_key`: the check a request's key must pass (None:
-    open to anyone)."""
+    open to anyone); `serving`: what /healthz reports."""
     app = make_wsgi_app(registry)
     if admin_key is not None:
         app = guarded(app, admin_key)
+    app = with_health(app, serving)
     httpd = make_server(host, port, app, ThreadingWSGIServer, handler_class=_SilentHandler)
     threading.Thread(target=httpd.serve_forever, name="vipu-metrics", daemon=True).start()
     return httpd

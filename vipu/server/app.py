@@ -23,21 +23,23 @@ from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
 from vipu.errors import VipuError
 from vipu.hardware.pod_files import PRESETS
-from vipu.metrics.collector import StateCollector
+from vipu.metrics import register as register_metrics
 from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import DEFAULT_DEVICE_THREADS, build_device_server
 from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen
-from vipu.workers.fleet import WATCH_S, ray_address_problem
+from vipu.workers.fleet import WATCH_S, ray_address_problem, wait_until_reachable, waitable
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
 from vipu.control.startup import DATABASE, open_plane
 from vipu.server.status import add_servicer
 from vipu.metrics import endpoint as metrics_endpoint
+from vipu.server import log_format
 from vipu.server.rate_limit import Buckets, RateLimitInterceptor
+from vipu.server.request_log import RequestLog
 from vipu.server.state_dir import STATE_MARKER, claim, private_database, read_private, write_private
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
@@ -73,7 +75,8 @@ def build_server(
     check_listen(host, port)  # first, so a refusal is our one line and not gRPC's log line too
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"),
-        interceptors=[MetricsInterceptor(plane.metrics)] + ([AuthInterceptor(plane)] if plane.secure else [])
+        interceptors=[RequestLog(plane), MetricsInterceptor(plane.metrics)]
+        + ([AuthInterceptor(plane)] if plane.secure else [])
         + ([RateLimitInterceptor(plane, rate_limit)] if rate_limit is not None else []),
         # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error; and no
         # SO_REUSEPORT (gRPC's default on Linux), which let a second controller listen on the same port and take
@@ -174,6 +177,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="machine actors: local (start a local Ray with the controller, before it listens; a"
                              " machine's actor starts when a job first needs it), off, or the address of a Ray cluster"
                              " to attach to (e.g. 10.0.0.5:6379 or auto)")
+    parser.add_argument("--ray-wait", type=float, default=0.0, metavar="SECONDS",
+                        help="with --ray HOST:PORT, wait this long for the Ray head to answer before giving up"
+                             " (default 0: at once); for a controller started beside its head (systemd, KubeRay)")
     parser.add_argument("--machine-bundle", default=None,
                         help="what each machine actor reserves on a Ray node, e.g. ipu_host=1 to spread machines over"
                              " nodes that advertise an ipu_host resource (default CPU=0.01)")
@@ -201,6 +207,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--policy-file", default=None, metavar="FILE",
                         help="a Python file defining schedule(request) and ORDER (docs/traces.md): it schedules the"
                         " queue, and --policy (backfill) decides any cycle it fails")
+    parser.add_argument("--log-format", choices=log_format.FORMATS, default="auto",
+                        help="the log on stderr: text, or json (one object a line: docs/logging.md); auto (default):"
+                             " text on a terminal, json elsewhere (a systemd unit, a container)")
+    parser.add_argument("--log-level", choices=log_format.LEVELS, default="info",
+                        help="info (default): job and partition lifecycle events, warnings, errors; debug: also a"
+                             " line for every RPC")
     parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
     return parser.parse_args(argv)
 
@@ -249,7 +261,7 @@ def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Ev
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_format.setup(args.log_format, args.log_level)
     if not 0 <= args.port < 65536:
         print(f"vipu-server: error: --port is {args.port}; give 0 to 65535", file=sys.stderr)
         return BAD_INPUT
@@ -285,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     problem = ray_address_problem(args.ray)
     if problem:
         print(f"vipu-server: error: --ray {args.ray}: {problem}", file=sys.stderr)
+        return BAD_INPUT
+    if args.ray_wait and (not 0 < args.ray_wait <= 3600 or not waitable(args.ray)):
+        print(f"vipu-server: error: --ray-wait {args.ray_wait:g} --ray {args.ray}: give 0 to 3600 seconds, with --ray"
+              " HOST:PORT (local starts its own Ray, and auto finds none to wait for)", file=sys.stderr)
         return BAD_INPUT
     state_dir = args.state_dir or default_state_dir()
     try:
@@ -356,10 +372,11 @@ def main(argv: list[str] | None = None) -> int:
         plane.device_cert = args.tls_cert.read_text() if tls else None
     metrics_line = "metrics off"
     if args.metrics_port >= 0:
-        plane.metrics.registry.register(StateCollector(plane))
+        register_metrics(plane)
         try:
             admin_key = None if not args.secure or args.metrics_open else plane.is_admin_key
-            http = metrics_endpoint.serve(args.metrics_port, args.metrics_host, plane.metrics.registry, admin_key)
+            http = metrics_endpoint.serve(args.metrics_port, args.metrics_host, plane.metrics.registry, admin_key,
+                                          lambda: plane.store_writes().writable)
         except OSError as e:
             print(f"vipu-server: error: cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {e};"
                   " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)
@@ -374,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     on_stop_signals()
     if plane.machines_enabled:
         try:
-            started = start_machines(plane, stop, now)
+            started = (not args.ray_wait or wait_until_reachable(args.ray, args.ray_wait, stop)) \
+                and start_machines(plane, stop, now)
         except Exception as e:  # noqa: BLE001 - say what failed and how to run without it
             print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {e}; use --ray off to run without"
                   " machine actors", file=sys.stderr)

@@ -16,6 +16,7 @@ import os
 import shutil
 import socket
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
@@ -50,6 +51,32 @@ def check_reachable(address: str, timeout_s: float = 10.0) -> None:
     except OSError as e:
         raise ConnectionError(f"nothing answers at {address} ({e.strerror or e}); start the Ray head there"
                               " (`ray start --head`) or give its address") from None
+
+
+def wait_until_reachable(address: str, wait_s: float, stop: threading.Event, poll_s: float = 0.5) -> bool:
+    """Wait up to `wait_s` for something to listen at a HOST:PORT (or ray://HOST:PORT) Ray address: True once it
+    does, False if `stop` was set first; ConnectionError naming the address after `wait_s`. Why: a controller
+    started beside its Ray head (a systemd unit after ray-head.service, a container in the head's pod) may start
+    before the head listens, and would otherwise exit at once and be restarted until it does."""
+    target = address.removeprefix("ray://")
+    deadline = time.monotonic() + wait_s
+    log.info("waiting up to %g s for the Ray head at %s (--ray-wait)", wait_s, address)
+    while not stop.is_set():
+        try:
+            check_reachable(target, timeout_s=min(poll_s * 4, max(deadline - time.monotonic(), 0.1)))
+            return True
+        except ConnectionError:
+            if time.monotonic() >= deadline:
+                raise ConnectionError(f"nothing answered at {address} in {wait_s:g} s (--ray-wait); start the Ray"
+                                      " head there (`ray start --head`) or give its address") from None
+        stop.wait(poll_s)
+    return False
+
+
+def waitable(address: str) -> bool:
+    """Whether --ray-wait can wait for this --ray value: a HOST:PORT or ray://HOST:PORT address."""
+    target = address.removeprefix("ray://")
+    return address not in ("local", "off", "auto") and ray_address_problem(target) is None and ":" in target
 
 
 class Fleet:

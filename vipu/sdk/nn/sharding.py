@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy only where arrays are: the planner (vipu plan, without numpy) uses the rest
+    import numpy as np
 
 __all__ = ["Block", "FlatLayout", "model_stage_layers", "piece", "split_axes", "stage_axes", "stage_blocks",
            "stage_layers", "take", "unshard"]
@@ -108,6 +110,8 @@ def piece(n: int, t: int, k: int) -> slice:
 
 def take(array: np.ndarray, axis: int | None, t: int, k: int) -> np.ndarray:
     """Shard k of t of `array` along `axis` (a contiguous copy; the whole array if axis is None)."""
+    import numpy as np
+
     if axis is None:
         return np.array(array)
     index = [slice(None)] * array.ndim
@@ -125,6 +129,8 @@ def stage_axes(model, t: int, p: int, stage: int, order: list[str]) -> dict[str,
 
 def unshard(pieces: list[np.ndarray], axis: int | None) -> np.ndarray:
     """The whole tensor from its t shards (shard 0 if replicated)."""
+    import numpy as np
+
     return np.array(pieces[0]) if axis is None else np.concatenate(pieces, axis=axis)
 
 
@@ -140,10 +146,12 @@ class FlatLayout:
         entries, offset = [], 0
         for name, shape in shapes.items():
             entries.append((name, tuple(shape), offset))
-            offset += int(np.prod(shape, dtype=np.int64))
+            offset += math.prod(shape)
         return cls(tuple(entries), offset)
 
-    def pack(self, arrays: dict[str, np.ndarray], dtype=np.float32) -> np.ndarray:
+    def pack(self, arrays: dict[str, np.ndarray], dtype="float32") -> np.ndarray:
+        import numpy as np
+
         flat = np.empty(self.size, dtype=dtype)
         for name, view in self.views(flat).items():
             view[...] = arrays[name]
@@ -153,6 +161,6 @@ class FlatLayout:
         """Each tensor as a view of `flat` (writes go through)."""
         out = {}
         for name, shape, offset in self.entries:
-            size = int(np.prod(shape, dtype=np.int64))
+            size = math.prod(shape)
             out[name] = flat[offset:offset + size].reshape(shape)
         return out

@@ -1,0 +1,44 @@
+"""Who asked for the change being made: the RPC this thread serves, if any (its request id, method, and caller),
+so the log lines of what it changes can say so (lifecycle.py, and every log line written while it runs).
+
+Why a context variable: an RPC runs in one thread from the edge's interceptor down to the store's commit, and the
+layers between (servicer, control plane, scheduler) need not pass it along. A change made by the scheduling loop,
+a run's end or the controller's start has no RPC, and is the controller's own.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Callable, Iterator, NamedTuple
+
+CONTROLLER = "controller"  # who asked, when no RPC did: the scheduler, a time limit, a restart's recovery
+
+
+class Call(NamedTuple):
+    request_id: str
+    method: str  # "vipu.v1.JobService/CancelJob"
+    caller: str  # the caller's user name ("unknown" when it gave none)
+    peer: Callable[[], str] = lambda: ""  # where the call came from (gRPC's "ipv4:10.0.0.7:51234")
+
+
+_serving: ContextVar[Call | None] = ContextVar("vipu_call", default=None)
+
+
+def current() -> Call | None:
+    return _serving.get()
+
+
+@contextmanager
+def serving(call: Call) -> Iterator[None]:
+    token = _serving.set(call)
+    try:
+        yield
+    finally:
+        _serving.reset(token)
+
+
+def asked_by() -> tuple[str, str | None]:
+    """(who asked, the request id): the RPC's caller, or the controller itself."""
+    call = _serving.get()
+    return (CONTROLLER, None) if call is None else (call.caller, call.request_id)
