@@ -60,7 +60,7 @@ def test_cli_commands_run_without_ray_or_numpy(server):
     assert submitted.returncode == 0, submitted.stderr
     queue = blocked_vipu("queue", "--json", env=server.env())
     assert queue.returncode == 0, queue.stderr
-    assert [j["id"] for j in json.loads(queue.stdout)] == [int(submitted.stdout)]
+    assert [j["job_id"] for j in json.loads(queue.stdout)["jobs"]] == [int(submitted.stdout)]
 
 
 def test_pip_install_without_extras_gives_a_working_cli(server, tmp_path):
