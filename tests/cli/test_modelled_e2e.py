@@ -71,6 +71,7 @@ def test_only_a_modelled_job_is_admitted_and_it_completes_at_its_predicted_time(
     assert running["modelled"] and jobs(server)[job]["modelled"]
     assert "Modelled=yes" in run(server, "vipu", "show", "job", str(job)).stdout
     assert "bert (modelled)" in run(server, "vipu", "top", "--once").stdout.replace("\n", " ")
+    assert "bert (modelled)" in run(server, "vipu", "queue").stdout
     live = run(server, "vipu", "logs", str(job)).stdout.splitlines()
     assert live[0].startswith("modelled run (execute: false): computes nothing;")
     assert f"x time scale {SCALE:g} = {hold:,.3f} s of wall-clock" in live[0]
@@ -89,6 +90,7 @@ def test_only_a_modelled_job_is_admitted_and_it_completes_at_its_predicted_time(
     assert [u["ipu"] for u in done["ipu_usage"]] == list(range(16))
     assert all(0.5 < u["utilisation"] < 1 and u["sram_peak_bytes"] > 0 for u in done["ipu_usage"])
 
+    assert "bert (modelled)" in run(server, "vipu", "history").stdout
     logs = run(server, "vipu", "logs", str(job)).stdout.splitlines()
     assert logs[0] == live[0]
     steps = [line for line in logs if line.startswith("step ")]

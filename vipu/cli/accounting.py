@@ -16,7 +16,7 @@ from vipu.cli.job_ids import job_id
 from vipu.cli.job_selection import job_ids, job_states, split
 from vipu.cli.nodes import Machines
 from vipu.cli.output import print_rows, table
-from vipu.cli.queue_fields import FULL, NODES, JobRow
+from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
 from vipu.v1 import job_pb2 as j
@@ -195,8 +195,9 @@ def register(app: typer.Typer) -> None:
             print_rows([r.job for r in rows])
             return
         if fields is None:
-            lines = table(TABLE.split(","), [[FIELDS[n].value(r) for n in TABLE.split(",")] for r in rows],
-                          header).splitlines()
+            cells = [[labelled(r.job) if n == "JobName" else FIELDS[n].value(r) for n in TABLE.split(",")]
+                     for r in rows]
+            lines = table(TABLE.split(","), cells, header).splitlines()
         else:
             lines = sacct_render(fields, rows, header, "-p" if parsable else "-P" if parsable2 else "", delimiter)
         if lines:

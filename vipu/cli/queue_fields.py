@@ -175,3 +175,8 @@ NAMES: dict[str, Column] = {
 # squeue's own formats (man squeue), with IPUs and IPU-Machines as CPUs and nodes
 LONG = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 START = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+
+
+def labelled(job) -> str:
+    """A job's name as the default queue and history tables show it: a modelled run (computing nothing) says so."""
+    return f"{job.name} (modelled)" if job.modelled else job.name

@@ -15,7 +15,7 @@ from vipu.cli.job_detail import clock
 from vipu.cli.job_selection import JobIds, active_and_ended, job_ids, job_states, split
 from vipu.cli.nodes import Machines
 from vipu.cli.output import print_json, table
-from vipu.cli.queue_fields import LETTERS, LONG, NAMES, START, JobRow
+from vipu.cli.queue_fields import LETTERS, LONG, NAMES, START, JobRow, labelled
 from vipu.cli.queue_json import document
 from vipu.cli.slurm_format import Column, Layout, named_layout, percent_layout, render, sort_keys, sort_rows
 from vipu.scheduler.job_states import JobState
@@ -109,7 +109,7 @@ def show(cli, q: Query, warnings: list[str]) -> None:
     if q.layout is not None:
         lines = render(q.layout, rows, q.header)
     else:
-        cells = [[r.id_text, r.job.name, r.job.user, r.job.state_code, clock(r.used), r.job.ipus,
+        cells = [[r.id_text, labelled(r.job), r.job.user, r.job.state_code, clock(r.used), r.job.ipus,
                   r.job.partition or f"({r.job.reason or 'None'})"] for r in rows]
         text = table(["JOBID", "NAME", "USER", "ST", "TIME", "IPUS", "PARTITION(REASON)"], cells, q.header)
         lines = text.splitlines()

@@ -31,6 +31,23 @@ def relative_paths(text: bytes) -> dict[str, str]:
     return {k: v for k, v in values.items() if isinstance(v, str) and v and not v.startswith("/")}
 
 
+def with_submit_dir(text: bytes) -> bytes:
+    """A spec of a command workload without submit_dir, given the directory the command runs in (SLURM_SUBMIT_DIR,
+    and the program's working directory unless chdir says otherwise), as sbatch takes its own; others unchanged."""
+    if b"command" not in text or b"submit_dir" in text:
+        return text
+    from vipu.documents import parse_document
+
+    try:
+        data = parse_document(text.decode())
+    except Exception:  # noqa: BLE001 - the controller says what is wrong, naming the line
+        return text
+    work = data.get("workload") if isinstance(data, dict) else None
+    if not isinstance(work, dict) or work.get("kind") != "command":
+        return text
+    return json.dumps({**data, "workload": {**work, "submit_dir": str(Path.cwd())}}, default=str).encode()
+
+
 class UnreadableSpec(Exception):
     """A spec file that cannot be sent: missing, not a file, too big, or not a spec."""
 
@@ -82,6 +99,7 @@ def submit_request(path: str | None, flags: dict, request_id: str,
         return j.SubmitJobRequest(spec=json.dumps(flags).encode(), source="flags", request_id=request_id)
     (text, source), overrides = read or read_spec(path), dict(flags)
     check_spec(text, source)
+    text = with_submit_dir(text)
     overrides.update({k: absolute(v) for k, v in relative_paths(text).items() if k not in overrides})
     return j.SubmitJobRequest(spec=text, source=source, overrides_json=json.dumps(overrides) if overrides else "",
                               request_id=request_id)

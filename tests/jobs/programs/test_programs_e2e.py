@@ -9,12 +9,14 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_cli_e2e import run
+from tests.conftest import console_script
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"}
@@ -35,11 +37,12 @@ def ended(server, job: int, timeout: float = 30.0) -> dict:
 
 
 def alive(pid: int) -> bool:
+    """Running: not gone, and not a zombie its parent has yet to reap."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
         return False
-    return True
 
 
 @pytest.fixture
@@ -61,6 +64,18 @@ def test_a_script_runs_with_slurms_and_the_partitions_environment(controller, tm
     assert out[3] == "oops"  # stderr with stdout unless --error says otherwise
     logs = run(controller, "vipu", "logs", str(job))
     assert logs.returncode == 0 and logs.stdout.splitlines() == out
+
+
+def test_a_yaml_spec_of_a_command_runs_where_vipu_submit_ran(controller, tmp_path):
+    """submit_dir left out: vipu submit fills in its own directory, as sbatch's SLURM_SUBMIT_DIR."""
+    (tmp_path / "cmd.yaml").write_text("name: cmd\nipus: 1\ntime_limit: 1m\nworkload:\n  kind: command\n"
+                                       "  script: |\n    #!/bin/sh\n    echo ran in $(pwd) from $SLURM_SUBMIT_DIR\n")
+    out = subprocess.run([console_script("vipu"), "submit", "cmd.yaml", "--parsable"], cwd=tmp_path,
+                         env=controller.env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    job = int(out.stdout)
+    assert ended(controller, job)["state"] == "COMPLETED"
+    assert (tmp_path / f"slurm-{job}.out").read_text() == f"ran in {tmp_path} from {tmp_path}\n"
 
 
 def test_exit_codes_and_signals_are_kept_as_code_colon_signal(controller, tmp_path):
@@ -142,7 +157,7 @@ def test_a_killed_controller_leaves_no_program_running_and_its_restart_requeues_
     pid = wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text().strip()
                    and int((tmp_path / "pid").read_text()))
     controller.kill(signal.SIGKILL)
-    wait_for(lambda: not alive(pid), timeout=15)  # its supervisor saw the controller go, and stopped it
+    wait_for(lambda: not alive(pid), timeout=30)  # its supervisor saw the controller go, and stopped it
     controller.restart()
     detail = show(controller, job)
     assert detail["requeue_count"] == 1 and "NODE_FAIL" in [h["state"] for h in detail["detail"]["history"]]

@@ -26,7 +26,8 @@ class CommandWorkload(Workload):
                                     " requires (`vipu submit job.sh` reads it, `--wrap CMD` makes one)")
     args: list[str] = Field([], max_length=MAX_ARGS, description="arguments after the script (sbatch script args)")
     submit_dir: str = Field(description="absolute: where `vipu submit` ran (SLURM_SUBMIT_DIR); the working"
-                                        " directory unless chdir is given")
+                                        " directory unless chdir is given. `vipu submit` of a spec file fills it in"
+                                        " with where it runs when the spec leaves it out")
     chdir: str | None = Field(None, description="absolute: the working directory (sbatch -D/--chdir)")
     environment: dict[str, str] = Field({}, description="the environment passed on (sbatch --export: ALL, the"
                                                          " submitting shell's, by default); SLURM_* and IPUOF_* are"
