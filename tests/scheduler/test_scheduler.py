@@ -297,3 +297,24 @@ def test_jobs_the_walk_did_not_reach_are_explained_on_query():
     assert reasons[41] == "QOSMaxJobsPerUserLimit"
     s.submit(spec(ipus=1, user="cy"), 3)  # arrives after the cycle: not explained yet
     assert s.job(42).reason is None
+
+
+def test_one_user_cannot_fill_the_queue_others_still_submit():
+    """Slurm's MaxSubmitJobs: a user's (and an account's) pending and running jobs are bounded, so one user's flood
+    leaves room for everyone else (issue 23, finding 8)."""
+    from vipu.errors import ResourceExhausted
+    from vipu.scheduler.submission import Submission
+
+    s = make(max_submit_jobs_per_user=5, max_submit_jobs_per_account=7)
+    s.submit(spec(user="bob", array="0-3", hold=True), 0)
+    with pytest.raises(ResourceExhausted) as e:
+        s.submit(spec(user="bob", array="0-1", hold=True), 1)
+    assert e.value.reason == "SUBMIT_LIMIT" and "user bob has 4 jobs queued or running and this submit adds 2" in \
+        e.value.message
+    s.submit(spec(user="bob", hold=True), 2)  # the fifth fits
+    s.submit(spec(user="carol", hold=True, account="lab"), 3)
+    with pytest.raises(ResourceExhausted, match="account lab has 7 jobs"):
+        s.submit_many([Submission(spec(user=u, hold=True, account="lab")) for u in ("dan", "eve", "fay", "gus",
+                                                                                        "hal", "ian", "jon")], 4)
+    s.cancel([1], 5)  # an ended job leaves its user's count
+    s.submit(spec(user="bob", hold=True), 6)

@@ -87,6 +87,11 @@ class SchedulerConfig(Strict):
     )
     max_array_tasks: int = Field(MAX_ARRAY_TASKS, ge=1, le=MAX_ARRAY_TASKS)
     max_jobs: int = Field(200_000, ge=1, description="MaxJobCount: pending + running jobs the queue holds")
+    max_submit_jobs_per_user: int | None = Field(
+        50_000, ge=1, description="MaxSubmitJobs of a user: their pending + running jobs; so one user cannot fill the"
+        " whole queue (max_jobs) and lock everyone else out (null: no limit)")
+    max_submit_jobs_per_account: int | None = Field(
+        None, ge=1, description="MaxSubmitJobs of an account: its pending + running jobs (null: no limit)")
 
     @model_validator(mode="after")
     def _coherent(self) -> SchedulerConfig:

@@ -10,6 +10,7 @@ Not thread-safe: the server serialises calls (one lock around the scheduler), as
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
@@ -40,6 +41,7 @@ from vipu.scheduler.submission import (
     Submitted,
     build_jobs,
     check_dependency,
+    check_submit_limits,
     earlier_jobs,
     naming_spec,
     resolve,
@@ -48,7 +50,7 @@ from vipu.scheduler.submission import (
 from vipu.scheduler.reasons import decorate
 from vipu.scheduler.selection import matching_jobs, named_jobs
 from vipu.scheduler.updates import JobUpdate
-from vipu.scheduler.table import JobTable
+from vipu.scheduler.table import JobTable, owners
 from vipu.scheduler.view import QueueView
 
 S = JobState
@@ -142,6 +144,7 @@ class Scheduler:
         A request id given twice in one call is refused: the second could only be a copy of the first."""
         first_id = self.table.next_id
         active = len(self.table.pending) + len(self.table.running)
+        added: Counter = Counter()  # what the specs before this one add, by owner (table.owners)
         seen: dict[str, int] = {}
         out: list[Submitted] = []
         for k, submission in enumerate(submissions):
@@ -152,17 +155,19 @@ class Scheduler:
                                           " give each spec its own request id")
                 if request_id is not None:
                     seen[request_id] = k
-                done = self._prepare(submission, now, first_id, active)
+                done = self._prepare(submission, now, first_id, active, added)
             if not done.duplicate:
                 first_id += len(done.jobs)
                 active += len(done.jobs)
+                added.update(owner for job in done.jobs for owner in owners(job))
             out.append(done)
         fresh = [job for done in out if not done.duplicate for job in done.jobs]
         if fresh:
             self._commit(fresh, now, first_id)
         return out
 
-    def _prepare(self, submission: Submission, now: float, first_id: int, active: int) -> Submitted:
+    def _prepare(self, submission: Submission, now: float, first_id: int, active: int,
+                 added: Counter | None = None) -> Submitted:
         """The jobs of one submit, numbered from first_id, with `active` jobs already queued or running; or the
         jobs of an earlier submit with the same request id. Nothing is stored."""
         spec, request_id = submission.spec, submission.request_id
@@ -185,6 +190,7 @@ class Scheduler:
                 f"the queue holds {queued} jobs{before} and this submit adds {count}; at most {self.config.max_jobs}"
                 " may be queued or running (max_jobs): wait for some to finish or cancel some", reason="QUEUE_FULL"
             )
+        check_submit_limits(self.table, self.config, resolved, count, added or Counter())
         check_dependency(resolved, self.table, range(first_id, first_id + count),
                          call_ids=range(self.table.next_id, first_id))
         begin = resolve_begin(resolved, now) if resolved.begin is not None else None

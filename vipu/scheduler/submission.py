@@ -11,10 +11,11 @@ array task) naming its own id or its own array, which the user could only do by 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from vipu.errors import AlreadyExists, InvalidArgument, VipuError
+from vipu.errors import AlreadyExists, InvalidArgument, ResourceExhausted, VipuError
 from vipu.hardware.pod import PodConfig
 from vipu.partition.rules import check_name, check_size, job_partition_name
 from vipu.scheduler.arrays import ArraySyntaxError
@@ -114,6 +115,22 @@ def resolve_begin(spec: JobSpec, now: float) -> float | None:
             " unit: numbers are Unix seconds, not milliseconds)"
         )
     return begin
+
+
+def check_submit_limits(table: JobTable, config: SchedulerConfig, spec: JobSpec, count: int, added: Counter) -> None:
+    """Slurm's MaxSubmitJobs for the user and the account: their pending and running jobs, this submit's `count`
+    included (and `added`, what the specs before it in the same call add, by owner); ResourceExhausted otherwise."""
+    limits = (("user", spec.user, config.max_submit_jobs_per_user),
+              ("account", spec.account, config.max_submit_jobs_per_account))
+    for kind, name, limit in limits:
+        if limit is None or name is None:
+            continue
+        has = table.active_by_owner[(kind, name)] + added[(kind, name)]
+        if has + count > limit:
+            raise ResourceExhausted(
+                f"{kind} {name} has {has:,} jobs queued or running and this submit adds {count:,}; a {kind} may"
+                f" have at most {limit:,} (max_submit_jobs_per_{kind}): wait for some to finish or cancel some",
+                reason="SUBMIT_LIMIT")
 
 
 def check_request_id(request_id: str) -> None:

@@ -47,6 +47,7 @@ class JobTable:
         self.used_mask = 0
         self.arrays: dict[int, list[int]] = {}  # array_job_id -> task job ids
         self.active_by_name: dict[tuple[str, str], set[int]] = {}  # (name, user) -> active ids, for singleton
+        self.active_by_owner: Counter = Counter()  # ("user", name) and ("account", name) -> active jobs (MaxSubmit)
         self.request_ids: dict[tuple[str, str], list[int]] = {}  # (user, request id): each user's own keys
         self.pending_sizes: Counter = Counter()  # PENDING jobs by IPUs
         self.pending_limits: dict[int, Counter] = {}  # IPUs -> time limits of PENDING jobs -> how many
@@ -125,6 +126,8 @@ class JobTable:
             )
             self.used_mask |= block(first, ipus)  # type: ignore[arg-type]
         if newly_active and state in ACTIVE:
+            for owner in owners(job):
+                self.active_by_owner[owner] += 1
             key = (job.name, job.user)
             active = self.active_by_name.get(key)
             if active is None:
@@ -163,6 +166,8 @@ class JobTable:
             if running is not None:
                 self.used_mask &= ~block(running.first_ipu, running.ipus)
         if not stays_active and job.state in ACTIVE:
+            for owner in owners(job):
+                self.active_by_owner[owner] -= 1
             key = (job.name, job.user)
             active = self.active_by_name.get(key)
             if active is not None:
@@ -292,3 +297,8 @@ class JobTable:
         copy.ready_sizes, copy.used_mask, copy.seq, copy.next_id = Counter(self.ready_sizes), self.used_mask, self.seq, \
             self.next_id
         return copy
+
+
+def owners(job: Job) -> list[tuple[str, str]]:
+    """Whose queue limits a job counts against (max_submit_jobs_per_user and _per_account)."""
+    return [("user", job.user)] + ([("account", job.spec.account)] if job.spec.account else [])
