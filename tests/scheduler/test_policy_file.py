@@ -24,14 +24,14 @@ def write(tmp_path, text: str, name: str = "mine.py") -> str:
 @pytest.mark.parametrize("text, message", [
     ("def schedule(request):\n    return (\n", ":2: SyntaxError: "),
     ("import no_such_module\n", ":1: ModuleNotFoundError: No module named 'no_such_module' (while loading it)"),
-    ("x = 1\n", ": defines no schedule function; write `def schedule(request):`"),
-    ("schedule = 3\n", ": defines no schedule function"),
+    ("x = 1\n", ":2: defines no schedule function; write `def schedule(request):`"),
+    ("x = 1\nschedule = 3\n", ":2: schedule is a int, not a function"),
     ("\n\ndef schedule(request, other):\n    pass\n", ":3: schedule(request, other) does not take one argument"),
     ("def schedule():\n    pass\n", ":1: schedule() does not take one argument"),
     ("ORDER = 'lifo'\ndef schedule(request):\n    pass\n", ":1: ORDER is 'lifo'; give one of priority, submit,"),
     ("def schedule(request):\n    return request.nothing\n",
      ":2: AttributeError: 'ScheduleRequest' object has no attribute 'nothing' (when called on an empty Pod"),
-    ("def schedule(request):\n    return None\n", ": schedule() returned NoneType, not a ScheduleDecision"),
+    ("\ndef schedule(request):\n    return None\n", ":2: schedule() returned NoneType, not a ScheduleDecision"),
 ])
 def test_a_wrong_policy_file_is_refused_with_its_file_and_line(tmp_path, text, message):
     path = write(tmp_path, text)

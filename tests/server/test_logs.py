@@ -60,7 +60,8 @@ def test_every_lifecycle_event_is_one_json_line_with_who_asked_and_why(server_fa
     ended = one(server, event="job_ended", job_id=done)
     assert (ended["state"], ended["exit_code"], ended["by"]) == ("COMPLETED", "0:0", "controller")
     assert one(server, event="partition_created", partition=f"slurm_{done}")["job_id"] == done
-    assert one(server, event="partition_removed", partition=f"slurm_{done}")["by"] == "controller"
+    removed = one(server, event="partition_removed", partition=f"slurm_{done}")
+    assert (removed["by"], removed["state"]) == ("controller", "REMOVED")
 
     # a user's commands: hold, release, cancel, requeue; each says who asked
     env = {**server.env(), "VIPU_CLI_API_USER_ID": "bob"}
@@ -72,6 +73,7 @@ def test_every_lifecycle_event_is_one_json_line_with_who_asked_and_why(server_fa
     assert run(server, "vipu", "requeue", str(waiting)).returncode == 0
     requeued = one(server, event="job_requeued", job_id=waiting)
     assert requeued["state"] == "PENDING" and requeued["requeue_count"] == 1 and requeued["reason"]
+    assert requeued["run_state"] == "REQUEUED" and not events(server, event="job_ended", job_id=waiting)  # one line
     wait_for(lambda: len(events(server, event="job_started", job_id=waiting)) == 2)
     assert run(server, "vipu", "cancel", str(waiting)).returncode == 0
     cancelled = one(server, event="job_cancelled", job_id=waiting)

@@ -77,7 +77,7 @@ class LifecycleLog:
                 events += self._partition(record)
         for kind, name in deletes:
             if kind == "partition" and (gone := self._partitions.pop(name, None)) is not None:
-                events.append(_partition_event("partition_removed", gone, "removed"))
+                events.append(_partition_event("partition_removed", gone, "removed", state="REMOVED"))
         if events and log.isEnabledFor(logging.INFO):
             by, request_id = asked_by()
             for event in _grouped(events):
@@ -92,6 +92,9 @@ class LifecycleLog:
         for i in range(before.transitions, len(job.history)):
             state = job.history[i].state
             came_from = job.history[i - 1].state if i else None
+            requeued = i + 1 < len(job.history) and job.history[i + 1].state is JobState.PENDING
+            if state in TERMINAL and requeued:
+                continue  # a run ended and queued again at once: one job_requeued line says both (run_state)
             event = _transition_event(job, came_from, state)
             if event is not None:
                 events.append(event)
@@ -161,8 +164,9 @@ def _job_event(event: str, job: Job, what: str, reason: str | None, **more) -> E
                  fields)
 
 
-def _partition_event(name: str, partition, what: str) -> Event:
-    fields = {"partition": partition.name, "user": partition.owner, "state": partition.state.value,
+def _partition_event(name: str, partition, what: str, state: str | None = None) -> Event:
+    """`state`: what the partition is after the event, if not its record's (a removed one has no record)."""
+    fields = {"partition": partition.name, "user": partition.owner, "state": state or partition.state.value,
               "size": partition.size, "job_id": job_of_partition(partition.name)}
     return Event(name, f"partition {partition.name} {what}", None, None, fields)
 

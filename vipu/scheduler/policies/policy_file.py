@@ -68,8 +68,11 @@ def _load(file: str, text: str, shown: str) -> PolicyFile:
         raise InvalidArgument(f"--policy-file {shown}:{_line(e, file)}: {type(e).__name__}: {e} (while loading it);"
                               " fix the file") from None
     schedule = getattr(module, "schedule", None)
+    if schedule is None:  # nowhere to point: the file's end is where one would go
+        raise InvalidArgument(f"--policy-file {shown}:{text.count(chr(10)) + 1}: defines no schedule function; {HOW}")
     if not callable(schedule):
-        raise InvalidArgument(f"--policy-file {shown}: defines no schedule function; {HOW}")
+        raise InvalidArgument(f"--policy-file {shown}:{_assigned(text, 'schedule')}: schedule is not a function (it"
+                              f" is {type(schedule).__name__}); {HOW}")
     try:
         inspect.signature(schedule).bind(object())
     except TypeError:
@@ -95,7 +98,8 @@ def _probe(loaded: PolicyFile, shown: str) -> None:
         raise InvalidArgument(f"--policy-file {shown}:{_line(e, loaded.path)}: {type(e).__name__}: {e} (when called"
                               " on an empty Pod with no jobs); fix the file") from None
     if not isinstance(decision, ScheduleDecision):
-        raise InvalidArgument(f"--policy-file {shown}: schedule() returned {type(decision).__name__}, not a"
+        line = getattr(getattr(loaded.schedule, "__code__", None), "co_firstlineno", "?")
+        raise InvalidArgument(f"--policy-file {shown}:{line}: schedule() returned {type(decision).__name__}, not a"
                               f" ScheduleDecision; {HOW}")
 
 
