@@ -25,7 +25,7 @@ def write(tmp_path, text: str, name: str = "mine.py") -> str:
     ("def schedule(request):\n    return (\n", ":2: SyntaxError: "),
     ("import no_such_module\n", ":1: ModuleNotFoundError: No module named 'no_such_module' (while loading it)"),
     ("x = 1\n", ":2: defines no schedule function; write `def schedule(request):`"),
-    ("x = 1\nschedule = 3\n", ":2: schedule is a int, not a function"),
+    ("x = 1\nschedule = 3\n", ":2: schedule is not a function (it is int)"),
     ("\n\ndef schedule(request, other):\n    pass\n", ":3: schedule(request, other) does not take one argument"),
     ("def schedule():\n    pass\n", ":1: schedule() does not take one argument"),
     ("ORDER = 'lifo'\ndef schedule(request):\n    pass\n", ":1: ORDER is 'lifo'; give one of priority, submit,"),
