@@ -17,9 +17,12 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as e:
         if (e.name or "").split(".")[0] not in SERVER_MODULES:
             raise
-        print(f"vipu-server: error: {e.name} is not installed: the controller needs the server extra; run `{EXTRA}`",
-              file=sys.stderr)
-        return 1
+        import importlib.util
+
+        missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+        print(f"vipu-server: error: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed: the"
+              f" controller needs the server extra; run `{EXTRA}`", file=sys.stderr)
+        return 2  # as for any other thing to fix before it can start
     return serve(argv)
 
 
