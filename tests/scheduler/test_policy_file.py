@@ -92,7 +92,7 @@ def test_a_cycle_the_policy_raises_in_is_decided_by_the_built_in_one_over_the_wh
     policy = guarded(consumes_then_raises)
     decision = policy(request(JOBS))
     assert [s.job_id for s in decision.starts] == [1, 2]  # backfill's, though the file had consumed the queue
-    assert policy.failures == 1 and "ValueError: boom (at time 5)" in policy.first_failure
+    assert policy.failures == 1 and "ValueError: boom (at time 5.000)" in policy.first_failure
 
 
 @pytest.mark.parametrize("starts, why", [

@@ -140,10 +140,10 @@ class GuardedPolicy:
             decision = self.loaded.schedule(replace(request, pending=_noting(mine, shown)))
             return checked(request, decision, shown)
         except BadDecision as e:
-            self._failed(f"{self.loaded.path}: its decision was refused: {e} (at time {request.now:.3f} on the scheduler's clock)")
+            self._failed(f"{self.loaded.path}: its decision was refused: {e} (at time {request.now:.3f})")
         except Exception as e:  # noqa: BLE001 - whatever the file does wrong, this cycle still gets decided
             where = f"{self.loaded.path}:{_line(e, self.loaded.path)}"
-            self._failed(f"{where}: {type(e).__name__}: {e} (at time {request.now:.3f} on the scheduler's clock)")
+            self._failed(f"{where}: {type(e).__name__}: {e} (at time {request.now:.3f})")
         return self.fallback(replace(request, pending=spare))
 
     def _failed(self, what: str) -> None:
