@@ -43,8 +43,10 @@ def start_reaper(ray_dir: str) -> None:
     import sys
 
     code = f"from vipu.workers.local_ray import reap_after; reap_after({os.getpid()}, {ray_dir!r})"
-    subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True)
+    reaper = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    reaper.stdout.readline()  # it has noted what runs now
+    reaper.stdout.close()
 
 
 def reap_after(controller: int, ray_dir: str, every_s: float = 1.0) -> None:
@@ -59,9 +61,16 @@ def reap_after(controller: int, ray_dir: str, every_s: float = 1.0) -> None:
     except ProcessLookupError:
         return
     noted: dict[int, str] = {}
-    while not select.select([gone], [], [], every_s)[0]:
+    ready = False
+    while True:
         noted = {pid: start for pid in _descendants(controller, skip=_not_ray)
                  if (start := _start_time(pid)) is not None}
+        if not ready:
+            ready = True
+            with open(1, "w", closefd=False) as out:  # start_reaper waits for this line
+                out.write("noted\n")
+        if select.select([gone], [], [], every_s)[0]:
+            break
     for pid, start in noted.items():
         if _start_time(pid) == start:  # not a new process that took the pid
             _signal(pid, signal.SIGKILL)
