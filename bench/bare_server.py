@@ -12,7 +12,7 @@ from concurrent import futures
 
 import grpc
 
-from vipu.server.app import DEFAULT_RPC_THREADS
+from vipu.server.arguments import DEFAULT_RPC_THREADS
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 
 

@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 import yaml
 
-from vipu.server.app import is_loopback, parse_args, parse_bundle
+from vipu.server.app import is_loopback, parse_bundle
+from vipu.server.arguments import parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "deploy/kuberay/raycluster.yaml"

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from vipu.server.app import is_loopback, parse_args, parse_bundle
+from vipu.server.app import is_loopback, parse_bundle
+from vipu.server.arguments import parse_args
 
 UNITS = Path(__file__).resolve().parents[2] / "deploy/systemd"
 VENV_BIN = "/opt/vipu-sim/.venv/bin"

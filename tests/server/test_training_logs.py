@@ -19,6 +19,7 @@ from vipu.scheduler.job_record import Transition
 from vipu.scheduler.job_spec import parse_spec
 from vipu.scheduler.job_states import JobState
 from vipu.jobs.train import runs as training
+from vipu.jobs.train.run_history import stamp
 from vipu.server.job_service import JobService
 from vipu.v1.job_pb2 import GetJobRequest
 from vipu.control.startup import open_plane
@@ -265,6 +266,6 @@ def test_how_a_run_ended_is_read_from_the_transition_that_ended_it(states, line)
     trainer = training.TrainRuns.__new__(training.TrainRuns)
     trainer.runs = {}
     said = trainer._ending(job, 1, None)
-    stamps = [training._stamp(t.at) for t in history]
+    stamps = [stamp(t.at) for t in history]
     assert said.startswith(line.format(*stamps)), said
     assert ("; requeued" in said) is (states[-1] == "PENDING")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -27,8 +26,8 @@ from pydantic import BaseModel
 
 from vipu.errors import MachineLost
 from vipu.jobs.train.poprun import partition_environments, summary_lines
-from vipu.jobs.train.results import (USAGE_LEGEND, ModelledSteps, StepReport, TrainingResult, modelled_line,
-                                     step_line, usage_lines)
+from vipu.jobs.train.run_history import result_lines, run_end, runs_ended, runs_started, span, stamp
+from vipu.jobs.train.results import ModelledSteps, StepReport, TrainingResult, modelled_line, step_line
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import TRANSITIONS, JobState
@@ -158,7 +157,7 @@ class TrainRuns:
         except Exception as e:  # noqa: BLE001 - the run then fails with the reason instead of training blind
             environment, problem = [], e
         job = self.ctx.job(job_id)
-        number = max(1, _runs_started(job))
+        number = max(1, runs_started(job))
         run = _Run(job_id, number, started, first_ipu, workload.layout.ipus, environment, self._earlier(job, number))
         if workload.modelled:
             if problem is not None:
@@ -189,7 +188,7 @@ class TrainRuns:
         """Record a modelled run's result: all its steps if it COMPLETED (its end came), else those whose time had
         passed when it was stopped, with what stopped it (the caller holds the lock)."""
         job = self.ctx.job(run.job_id)
-        ended = _run_end(job, run.number) if job is not None else None
+        ended = run_end(job, run.number) if job is not None else None
         result = run.modelled.result(self.ctx.now() if ended is None else ended, state is JobState.COMPLETED,
                                      run.environment)
         record = JobResult(name=str(run.job_id), run=run.number, result=result, environment=run.environment,
@@ -298,7 +297,7 @@ class TrainRuns:
         job = self.ctx.job(job_id)
         first = [modelled_line(record.modelled, job.spec.workload.steps if job else None)] if record.modelled else []
         lines = [*first, *record.earlier_runs, *summary_lines(
-            record.environment, [f"-> ran replicas {_span(r.replicas)} on IPUs {_span(r.ipus)}" for r in runs])]
+            record.environment, [f"-> ran replicas {span(r.replicas)} on IPUs {span(r.ipus)}" for r in runs])]
         lines += [step_line(r) for r in record.reports]
         run = self.runs.get(job_id)
         if run is not None and not run.done:  # live, even while an earlier run's thread is still winding down
@@ -312,7 +311,7 @@ class TrainRuns:
         elif record.result is None and job is not None:  # its end was never recorded: the controller stopped under it
             lines += [line for line in [self._ending(job, record.run, record)] if line]
         if record.result:
-            lines += _summary(record.result)
+            lines += result_lines(record.result)
         return lines
 
     # -- how a run ended, in the user's words ----------------------------------------------------------------------
@@ -340,10 +339,10 @@ class TrainRuns:
             return None
         i, end = ends[0]
         if end.state in (JobState.REQUEUED, JobState.PENDING):  # requeued while it ran (PENDING: an older record)
-            return f"run {number} stopped at {_stamp(end.at)}: requeued while it ran (vipu requeue)"
+            return f"run {number} stopped at {stamp(end.at)}: requeued while it ran (vipu requeue)"
         requeued = i + 1 < len(after) and after[i + 1].state is JobState.PENDING
         cause = self._cause(job, number, end.state, record)
-        return f"run {number} ended {end.state.value} at {_stamp(end.at)}: {cause}{'; requeued' if requeued else ''}"
+        return f"run {number} ended {end.state.value} at {stamp(end.at)}: {cause}{'; requeued' if requeued else ''}"
 
     def _cause(self, job, number: int, state: JobState, record: JobResult | None) -> str:
         if record is not None and record.error and state is JobState.FAILED:
@@ -357,7 +356,7 @@ class TrainRuns:
             lost = self._lost_hardware(run.first_ipu, run.ipus)
             if lost:
                 return lost
-        if job.ended_by and number == _runs_ended(job):  # the job's record of what ended its last run
+        if job.ended_by and number == runs_ended(job):  # the job's record of what ended its last run
             return job.ended_by
         return TRANSITIONS[JobState.RUNNING][state]
 
@@ -371,55 +370,7 @@ class TrainRuns:
             if failed and len(failed) == len(topology.machine_ipus(machine)):
                 whole.append(machine)
             elif failed:
-                parts.append(f"IPU{'s' if len(failed) > 1 else ''} {_span(failed)} of machine {machine} failed")
+                parts.append(f"IPU{'s' if len(failed) > 1 else ''} {span(failed)} of machine {machine} failed")
         said = [f"machine {whole[0]} was lost" if len(whole) == 1 else
                 f"machines {', '.join(map(str, whole))} were lost"] if whole else []
         return ", ".join(said + parts) or None
-
-
-def _runs_started(job) -> int:
-    return sum(t.state is JobState.RUNNING for t in job.history)
-
-
-def _run_end(job, number: int) -> float | None:
-    """When run `number` of the job left RUNNING, if it has."""
-    starts = [i for i, t in enumerate(job.history) if t.state is JobState.RUNNING]
-    if len(starts) < number or starts[number - 1] + 1 >= len(job.history):
-        return None
-    return job.history[starts[number - 1] + 1].at
-
-
-def _runs_ended(job) -> int:
-    started = _runs_started(job)
-    return started - 1 if job.state in (JobState.RUNNING, JobState.COMPLETING) else started
-
-
-def _stamp(at: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(at))
-
-
-def _summary(x: TrainingResult) -> list[str]:
-    links = ", ".join(f"{k} {v:,} bytes" for k, v in sorted(x.bytes_per_link_type.items()) if v)
-    lines = [
-        f"{x.model} on {x.ipus} IPUs of {x.pod} ({x.layout}), {x.optimizer}, global batch {x.global_batch}:"
-        f" {x.steps_run} of {x.steps_requested} steps{' (stopped early)' if x.stopped else ''}",
-        f"emulated step time {x.emulated_step_s * 1e6:,.1f} us -> {x.throughput_samples_per_s:,.0f} samples/s"
-        f" on the real Pod; the planner predicted {x.predicted_step_s * 1e6:,.1f} us"
-        f" ({x.predicted_throughput_samples_per_s:,.0f} samples/s)",
-        f"link traffic: {links or 'none'}",
-    ]
-    if x.modelled:  # nothing was emulated: say what the figures are
-        lines[1:] = [f"modelled: the planner's predicted step time {x.predicted_step_s * 1e6:,.1f} us ->"
-                     f" {x.predicted_throughput_samples_per_s:,.0f} samples/s on the real Pod; no loss",
-                     "link traffic: not counted (modelled: no bytes moved)"]
-    if x.ipu_usage:
-        lines.append(f"per IPU over the {x.steps_run} steps ({USAGE_LEGEND}):")
-        lines += usage_lines(x.ipu_usage)
-    return [*lines, f"host wall-clock: {x.wall_s:.2f} s"]
-
-
-def _span(values: list[int]) -> str:
-    """0-3 for a contiguous run, else the values."""
-    if values and values == list(range(values[0], values[0] + len(values))):
-        return f"{values[0]}-{values[-1]}" if len(values) > 1 else str(values[0])
-    return ",".join(map(str, values))

@@ -1,0 +1,106 @@
+"""vipu-server's command line: every flag, its default and its help. Why apart from app.py: what the controller
+takes is read (and tested against deploy/'s unit and manifest command lines) without building a server."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import platformdirs
+
+from vipu import __version__
+from vipu.hardware.pod_files import PRESETS
+from vipu.server import log_format
+from vipu.server.device_server import DEFAULT_DEVICE_THREADS
+from vipu.workers.fleet import WATCH_S
+
+DEFAULT_PORT = 8090  # V-IPU's user endpoint
+DEFAULT_METRICS_PORT = 9105
+# Why so few: every RPC runs Python under one GIL, and the queue's RPCs under one lock, so more threads only add
+# contention: bench/bench_submit.py prints submissions/s with 3 and with 8 (with 8 clients, 3 threads serve more).
+# More help only when RPCs wait on something outside the process (Ray), so the flag is there.
+DEFAULT_RPC_THREADS = 3
+MAX_TIME_SCALE = 1000.0  # --modelled-time-scale: slower than the real Pod, but not so slow a job never ends
+# How long a thread that wants the GIL waits before the running one must hand it over (Python's default: 5 ms). A
+# submission hands the GIL back and forth several times (gRPC, SQLite), so beside a long listing each handover cost
+# it the whole default interval: bench/bench_reads.py measured submissions at 19% of their rate without a lister.
+
+def default_state_dir() -> Path:
+    return platformdirs.user_data_path("vipu-sim") / "state"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="vipu-server", description="The vipu-sim V-IPU controller (gRPC).")
+    parser.add_argument("--pod", default="bow-pod64", help=f"a preset ({', '.join(PRESETS)}) or a pod config file")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on; 0 picks a free one")
+    parser.add_argument("--advertise-host", default=None, metavar="HOST",
+                        help="the address jobs are given to reach this controller (IPUOF_VIPU_API_HOST); default"
+                             " --host, or this machine's host name when --host is a wildcard such as 0.0.0.0")
+    parser.add_argument("--state-dir", type=Path, default=None, help=f"where state is kept (default {default_state_dir()})")
+    parser.add_argument("--metrics-host", default="127.0.0.1", help="address of the Prometheus endpoint")
+    parser.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
+                        help="port of /metrics (default 9105; 0 picks a free one; -1 turns it off)")
+    parser.add_argument("--secure", action="store_true",
+                        help="require an access key on every request (the first start writes an admin key)")
+    parser.add_argument("--rate-limit", type=float, default=0.0, metavar="PER_SECOND",
+                        help="requests a second each user may send, on average (Slurm's rl_refill_rate; 0, the"
+                             " default: no limit); more are refused RESOURCE_EXHAUSTED with when to retry")
+    parser.add_argument("--rate-limit-burst", type=int, default=30, metavar="N",
+                        help="requests a user may send at once before --rate-limit applies (rl_bucket_size; 30)")
+    parser.add_argument("--metrics-open", action="store_true",
+                        help="under --secure, serve /metrics without a key (it names every user's jobs and"
+                             " partitions); by default it then needs an admin's key, as a bearer token")
+    parser.add_argument("--quarantine-bad-records", action="store_true",
+                        help="move stored records that do not load into the database's quarantine table (kept for"
+                             " inspection) and start without them; without it such a start is refused naming them")
+    parser.add_argument("--accept-empty-state", action="store_true",
+                        help="start on a database that is empty or another state's although the folder held one"
+                             " (its queue is then gone and job ids start again at 1)")
+    parser.add_argument("--insecure-ignore-access-keys", action="store_true",
+                        help="start without --secure on a state served with --secure before: anyone may then act"
+                             " as any user, admins included")
+    parser.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate chain: serve over TLS")
+    parser.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
+    parser.add_argument("--ray", "--ray-address", dest="ray", default="local", metavar="RAY",
+                        help="machine actors: local (start a local Ray with the controller, before it listens; a"
+                             " machine's actor starts when a job first needs it), off, or the address of a Ray cluster"
+                             " to attach to (e.g. 10.0.0.5:6379 or auto)")
+    parser.add_argument("--ray-wait", type=float, default=0.0, metavar="SECONDS",
+                        help="with --ray HOST:PORT, wait this long for the Ray head to answer before giving up"
+                             " (default 0: at once); for a controller started beside its head (systemd, KubeRay)")
+    parser.add_argument("--machine-bundle", default=None,
+                        help="what each machine actor reserves on a Ray node, e.g. ipu_host=1 to spread machines over"
+                             " nodes that advertise an ipu_host resource (default CPU=0.01)")
+    parser.add_argument("--health-check-interval", type=float, default=WATCH_S, metavar="SECONDS",
+                        help=f"how often machine actors are checked (default {WATCH_S:g}); a machine found dead or"
+                             " restarted has its IPUs marked failed and its jobs end NODE_FAIL (a job whose work"
+                             " loses a machine finds out at once)")
+    parser.add_argument("--kill-wait", type=float, default=30.0, metavar="SECONDS",
+                        help="Slurm's KillWait: a program that a cancel or its time limit stops gets SIGTERM, and"
+                             " SIGKILL this long after (default 30; 0 to 3600)")
+    parser.add_argument("--modelled-time-scale", type=float, default=1.0, metavar="X",
+                        help="a modelled training job (execute: false) holds its partition for steps x the"
+                             " planner's predicted step time x X (default 1: as long as the real Pod would; e.g."
+                             f" 0.001 to replay a day in under 2 minutes; above 0, at most {MAX_TIME_SCALE:g})")
+    parser.add_argument("--device-port", type=int, default=0,
+                        help="port of the DeviceService, through which users' programs (vipu.sdk) reach their"
+                             " partitions' IPUs (VIPU_DEVICE_ADDRESS); 0 (default) picks a free one, -1 turns it off")
+    parser.add_argument("--device-threads", type=int, default=DEFAULT_DEVICE_THREADS,
+                        help=f"threads serving the DeviceService (default {DEFAULT_DEVICE_THREADS}; 1 to 1024): calls"
+                             " of every running program that may wait at once for other instances")
+    parser.add_argument("--rpc-threads", type=int, default=DEFAULT_RPC_THREADS,
+                        help=f"threads serving gRPC calls (default {DEFAULT_RPC_THREADS}; 1 to 64)")
+    parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")
+    parser.add_argument("--scheduler-config", default=None, help="a YAML SchedulerConfig (QOS, weights, limits)")
+    parser.add_argument("--policy-file", default=None, metavar="FILE",
+                        help="a Python file defining schedule(request) and ORDER (docs/traces.md): it schedules the"
+                        " queue, and --policy (backfill) decides any cycle it fails")
+    parser.add_argument("--log-format", choices=log_format.FORMATS, default="auto",
+                        help="the log on stderr: text, or json (one object a line: docs/logging.md); auto (default):"
+                             " text on a terminal, json elsewhere (a systemd unit, a container)")
+    parser.add_argument("--log-level", choices=log_format.LEVELS, default="info",
+                        help="info (default): job and partition lifecycle events, warnings, errors; debug: also a"
+                             " line for every RPC")
+    parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
+    return parser.parse_args(argv)
