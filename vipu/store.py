@@ -18,6 +18,7 @@ when they work again (health's NOT_SERVING and SERVING); meanwhile the kept writ
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ from vipu.store_schema import migrate
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
 RETRY_S = 1.0  # while writes fail, how often the kept ones are tried again
 MAX_ROWS_PER_STATEMENT = 1000  # 3 bound values a row, well under SQLite's 32,766 variables per statement
+HISTORY_KIND = "job_history"  # records of this kind go to the job_history table, with the columns its reads use
 
 
 class Damaged(NamedTuple):
@@ -48,11 +50,18 @@ class DamagedRecords(Exception):
         self.damaged = damaged
 
 
+class LostLog(Exception):
+    """The database's write-ahead log is gone although the last process to use it did not close it."""
+
+
 class Store:
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
-    def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S):
+    def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False):
         self.path = Path(path)
+        self._open_marker = self.path.with_name(self.path.name + "-open")
+        if not accept_lost_log:
+            _check_log(self.path, self._open_marker)
         self.write_timeout_s = write_timeout_s
         self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
         self._writable = True
@@ -68,12 +77,19 @@ class Store:
         except BaseException:
             self._db.close()
             raise
+        # here until close(): a stop without close (kill -9) leaves it, and SQLite leaves the -wal file beside it
+        self._open_marker.unlink(missing_ok=True)  # one a crash left: made anew, private
+        fd = os.open(self._open_marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as marker:
+            marker.write(f"{os.getpid()}\n")
         self._lock = threading.Lock()  # the connection; whoever holds it to write is the group's leader
         self._batch = threading.local()  # this thread's open batch: (kind, name) -> doc, or None for a delete
         self._queue_lock = threading.Lock()
         self._queue: list[dict[tuple[str, str], str | None]] = []  # queued writes, oldest first
         self._enqueued = 0  # writes ever queued
         self._written = 0  # of which in the database (a prefix)
+        self._reading = threading.Lock()  # the history's reads, on a connection of their own (WAL: beside writes)
+        self._reader: sqlite3.Connection | None = None
 
     @contextmanager
     def batch(self):
@@ -95,8 +111,9 @@ class Store:
 
     def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
         """Durable when it returns, unless inside a batch (then when the batch is flushed)."""
-        changes: dict[tuple[str, str], str | None] = {key: None for key in deletes}
-        changes.update({(kind, name): record.model_dump_json() for kind, name, record in puts})
+        changes: dict[tuple[str, str], str | tuple | None] = {key: None for key in deletes}
+        changes.update({(kind, name): _history_row(record) if kind == HISTORY_KIND else record.model_dump_json()
+                        for kind, name, record in puts})
         pending = getattr(self._batch, "pending", None)
         if pending is not None:
             pending.update(changes)
@@ -134,12 +151,13 @@ class Store:
             with self._queue_lock:
                 queued, self._queue = self._queue, []
                 last = self._enqueued
-            merged: dict[tuple[str, str], str | None] = {}
+            merged: dict[tuple[str, str], str | tuple | None] = {}
             for changes in queued:
                 merged.update(changes)
             try:
-                self._write([(k, n, doc) for (k, n), doc in merged.items() if doc is not None],
-                            [key for key, doc in merged.items() if doc is None])
+                self._write([(k, n, doc) for (k, n), doc in merged.items() if isinstance(doc, str)],
+                            [key for key, doc in merged.items() if doc is None],
+                            [doc for doc in merged.values() if isinstance(doc, tuple)])
             except BaseException as e:
                 with self._queue_lock:  # not written: the next flush tries them again, still first in order
                     self._queue[:0] = queued
@@ -181,11 +199,11 @@ class Store:
         finally:
             self._retrying.release()
 
-    def _write(self, rows: list[tuple[str, str, str]], gone: list[tuple[str, str]]) -> None:
+    def _write(self, rows: list[tuple[str, str, str]], gone: list[tuple[str, str]], history: list[tuple]) -> None:
         """One transaction (the caller holds the connection)."""
-        if not rows and not gone:
+        if not rows and not gone and not history:
             return
-        if not gone and len(rows) <= MAX_ROWS_PER_STATEMENT:
+        if not gone and not history and len(rows) <= MAX_ROWS_PER_STATEMENT:
             # one statement is one implicit transaction: atomic, and a third of the round trips of BEGIN/COMMIT
             values = ", ".join(["(?, ?, ?)"] * len(rows))
             self._db.execute(
@@ -198,6 +216,9 @@ class Store:
                 self._db.executemany("INSERT OR REPLACE INTO records (kind, name, doc) VALUES (?, ?, ?)", rows)
             if gone:
                 self._db.executemany("DELETE FROM records WHERE kind = ? AND name = ?", gone)
+            if history:
+                self._db.executemany("INSERT OR REPLACE INTO job_history (id, user, array_job_id, state, ended,"
+                                     " request_id, doc) VALUES (?, ?, ?, ?, ?, ?, ?)", history)
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -255,6 +276,52 @@ class Store:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
+    # -- the job history: ended jobs moved out of memory ----------------------------------------------------------
+    def history_keys(self, users: Iterable[str] = (), ids: Iterable[int] = (), states: Iterable[str] = (),
+                     since: float | None = None) -> list[tuple[float, int]]:
+        """(ended, id) of the history's jobs, in that order: of these users, ids (an array job's id: its tasks) and
+        states, ended at or after `since`. Read on a connection of its own, so a long listing holds up no write."""
+        where, args = [], []
+        for column, values in (("user", list(users)), ("state", list(states))):
+            if values:
+                where.append(f"{column} IN ({', '.join('?' * len(values))})")
+                args += values
+        ids = list(ids)
+        if ids:
+            marks = ", ".join("?" * len(ids))
+            where.append(f"(id IN ({marks}) OR array_job_id IN ({marks}))")
+            args += ids + ids
+        if since is not None:
+            where.append("ended >= ?")
+            args.append(since)
+        sql = "SELECT ended, id FROM job_history" + (" WHERE " + " AND ".join(where) if where else "")
+        return self._read(sql + " ORDER BY ended, id", args)
+
+    def history_docs(self, ids: Iterable[int]) -> dict[int, str]:
+        """id -> the stored record, for those of `ids` in the history."""
+        ids = list(ids)
+        out: dict[int, str] = {}
+        for at in range(0, len(ids), MAX_ROWS_PER_STATEMENT):
+            chunk = ids[at:at + MAX_ROWS_PER_STATEMENT]
+            out.update(self._read(f"SELECT id, doc FROM job_history WHERE id IN ({', '.join('?' * len(chunk))})",
+                                  chunk))
+        return out
+
+    def history_requests(self, user: str, request_id: str) -> list[tuple[int, str]]:
+        """(id, record) of the history's jobs that this user submitted with this request id."""
+        return self._read("SELECT id, doc FROM job_history WHERE user = ? AND request_id = ? ORDER BY id",
+                          [user, request_id])
+
+    def _read(self, sql: str, args: list) -> list:
+        try:
+            self.flush()  # what was queued before this read is in it
+        except Unavailable:
+            pass  # a store that cannot write still answers reads, with what it holds
+        with self._reading:
+            if self._reader is None:
+                self._reader = sqlite3.connect(self.path, check_same_thread=False)
+            return self._reader.execute(sql, args).fetchall()
+
     def close(self) -> None:
         self._closed.set()
         try:
@@ -262,3 +329,22 @@ class Store:
         finally:
             with self._lock:
                 self._db.close()
+            with self._reading:
+                if self._reader is not None:
+                    self._reader.close()
+            self._open_marker.unlink(missing_ok=True)
+
+
+def _check_log(path: Path, open_marker: Path) -> None:
+    """LostLog if the last process left the database open (our marker, or SQLite's -shm index, is there) but its
+    -wal file is gone: everything since the last checkpoint would be lost without a word, and job ids reused."""
+    wal, shm = (path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))
+    if path.exists() and not wal.exists() and (open_marker.exists() or shm.exists()):
+        left = open_marker if open_marker.exists() else shm
+        raise LostLog(f"{wal} is missing, but {left} shows the last controller stopped without closing the database"
+                      " (a kill -9 or a crash), so its latest changes were in that file")
+
+
+def _history_row(job) -> tuple:
+    """A job_history row: the columns `vipu history` filters on, then the whole record."""
+    return (job.id, job.user, job.array_job_id, job.state.value, job.end_time, job.request_id, job.model_dump_json())

@@ -33,6 +33,21 @@ MIGRATIONS: list[tuple[str, ...]] = [
             PRIMARY KEY (kind, name, moved)
         ) WITHOUT ROWID""",
     ),
+    (  # 3: ended jobs moved out of memory after min_job_age (scheduler/purge.py), read by `vipu history`
+        """CREATE TABLE IF NOT EXISTS job_history (
+            id           INTEGER PRIMARY KEY,
+            user         TEXT NOT NULL,
+            array_job_id INTEGER,
+            state        TEXT NOT NULL,
+            ended        REAL NOT NULL,
+            request_id   TEXT,
+            doc          TEXT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS job_history_ended ON job_history (ended, id)",
+        "CREATE INDEX IF NOT EXISTS job_history_user ON job_history (user, ended)",
+        "CREATE INDEX IF NOT EXISTS job_history_array ON job_history (array_job_id) WHERE array_job_id IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS job_history_request ON job_history (user, request_id) WHERE request_id IS NOT NULL",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

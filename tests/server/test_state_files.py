@@ -156,6 +156,31 @@ def test_an_emptied_or_deleted_database_is_not_a_fresh_start_without_a_word(serv
     assert run(server, "vipu", "queue", "--no-header").stdout.split()[0] == "1"
 
 
+def test_a_write_ahead_log_deleted_after_kill_9_is_refused_not_served_as_an_older_state(server_factory, tmp_path):
+    """Regression: the last commits lived in vipu.sqlite3-wal; without it the controller served an older queue and
+    gave job ids out again, without a word."""
+    state = tmp_path / "state"
+    server = server_factory(state_dir=state)
+    for _ in range(3):
+        run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable")
+    server.kill()  # SIGKILL: the database is left open, its changes in the -wal file
+    wal = state / "vipu.sqlite3-wal"
+    assert wal.exists()
+    wal.unlink()
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert line.startswith(f"vipu-server: error: the state database {state / 'vipu.sqlite3'} has lost its write-ahead"
+                           f" log: {wal} is missing, but ")
+    assert line.endswith("restore the -wal file (from the backup the database came from), or start with"
+                         " --accept-lost-log to serve what the database file holds")
+    server.extra = ["--accept-lost-log"]
+    server.start()  # the operator's choice: what the database file holds
+    server.extra = []
+    server.restart()  # a clean stop closed it: no flag needed any more
+    assert run(server, "vipu", "queue", "--no-header").returncode == 0
+
+
 def test_overlapping_partitions_are_refused_and_quarantine_keeps_the_first(server_factory, tmp_path):
     state = tmp_path / "state"
     server = server_factory(state_dir=state)

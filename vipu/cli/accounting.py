@@ -184,6 +184,8 @@ def register(app: typer.Typer) -> None:
         request = j.HistoryRequest(users=split(user), states=sorted(s.value for s in states or ()),
                                    ids=ids.asked if ids else [], limit=0 if windowed else limit,
                                    brief=not as_json and "full" not in needs, duplicates=duplicates)
+        if since is not None:  # the controller leaves out what ended before: its history may hold years of jobs
+            request.ended_since.FromNanoseconds(int(since * 1e9))
         listed = cli.conn.every_page(cli.conn.jobs.History, request).jobs
         machines = Machines.fetch(cli.conn) if "nodes" in needs else None
         rows = [JobRow(x, now, machines) for x in listed if ids is None or x in ids]

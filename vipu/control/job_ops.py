@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 from vipu.access import Identity
+from vipu.control.ended_jobs import history_listing, shown, stored_job
 from vipu.control.job_updates import update_job
 from vipu.control.signals import send_signal
 from vipu.control.snapshot import Page, Snapshot
@@ -229,22 +230,32 @@ class JobOps:
 
     def history(self, identity: Identity, users: Iterable[str] = (), states: set[JobState] | None = None,
                 ids: Iterable[int] = (), duplicates: bool = False, limit: int = 0, page_size: int = 0,
-                page_token: str = "") -> Page:
-        """sacct: ended jobs by default (`states` widens it), in the order they ended; `limit`: the latest only."""
+                page_token: str = "", since: float | None = None) -> Page:
+        """sacct: ended jobs by default (`states` widens it), in the order they ended; `limit`: the latest only;
+        `since`: ended at or after it (jobs not ended are kept). Jobs past min_job_age come from the store."""
         users, ids = set(users), set(ids)
 
         def keep(x: Job) -> bool:
             return ((not users or x.user in users) and identity.sees(x.user)
                     and (not ids or x.id in ids or x.array_job_id in ids))
 
-        key = repr(("history", identity, sorted(users), sorted(states or ()), sorted(ids), duplicates, limit))
-        return self.plane.page(key, lambda snap: snap.queue.history(keep, states or TERMINAL, duplicates, max(limit, 0)),
-                          page_size, page_token)
+        store = self.plane.store
+        key = repr(("history", identity, sorted(users), sorted(states or ()), sorted(ids), duplicates, limit, since))
+        return self.plane.page(key, lambda snap: history_listing(
+            snap.queue, store, keep, identity, users, ids, states or TERMINAL, duplicates, max(limit, 0), since),
+            page_size, page_token, present=shown(store))
 
     def job(self, job_id: int, identity: Identity) -> Job:
-        """scontrol show job: with its reason, estimated start and priority now."""
+        """scontrol show job: with its reason, estimated start and priority now; a job past min_job_age as the
+        history has it."""
+        snap = self.plane.read()
+        if job_id not in snap.queue.table.jobs:
+            stored = stored_job(self.plane.store, job_id)
+            if stored is not None:
+                identity.check_owner("job", str(job_id), stored.user)
+                return stored
         job = self._seen(job_id, identity)
-        return self.plane.read().queue.job(job.id, self.plane.now())
+        return snap.queue.job(job.id, self.plane.now())
 
     def _seen(self, job_id: int, identity: Identity) -> Job:
         """The job, if the caller may see it (another user's is refused as theirs, as scancel does)."""

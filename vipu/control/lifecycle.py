@@ -78,6 +78,8 @@ class LifecycleLog:
         for kind, name in deletes:
             if kind == "partition" and (gone := self._partitions.pop(name, None)) is not None:
                 events.append(_partition_event("partition_removed", gone, "removed", state="REMOVED"))
+            elif kind == "job":  # an ended job moved to the history (purge.py): nothing more will happen to it
+                self._jobs.pop(int(name), None)
         if events and log.isEnabledFor(logging.INFO):
             by, request_id = asked_by()
             for event in _grouped(events):

@@ -25,6 +25,7 @@ IDLE_WAIT_S = 3600.0
 # During a burst of submissions, steps run at most this often: one cycle then sees many new jobs, instead of one
 # cycle per job each walking the whole queue. An idle Pod still starts a job at once (the gap has long passed).
 MIN_GAP_S = 0.01
+PURGE_SLACK_S = 1.0  # jobs due to leave memory within a second of each other leave in one step
 
 
 class RealtimeLoop:
@@ -53,9 +54,16 @@ class RealtimeLoop:
         self._wake.set()
 
     def wait_after(self, now: float) -> float:
-        """How long the loop sleeps after a step at `now` unless woken: until the driver's next event."""
-        due = self.driver.next_time()
-        return IDLE_WAIT_S if due is None else min(IDLE_WAIT_S, max(0.0, due - now))
+        """How long the loop sleeps after a step at `now` unless woken: until the driver's next event, or until the
+        oldest ended job is due to leave memory."""
+        due = [t for t in (self.driver.next_time(), self._next_purge()) if t is not None]
+        return min([IDLE_WAIT_S] + [max(0.0, t - now) for t in due])
+
+    def _next_purge(self) -> float | None:
+        """When the oldest ended job reaches min_job_age (a stale entry only wakes the loop early, harmlessly)."""
+        scheduler = self.driver.scheduler
+        age, ended = scheduler.config.min_job_age, scheduler.table.ended
+        return ended[0][0] + age + PURGE_SLACK_S if age > 0 and ended else None
 
     def _count_fallbacks(self) -> None:
         """Cycles a --policy-file policy failed (policies/policy_file.py GuardedPolicy), into the metrics."""
@@ -75,6 +83,7 @@ class RealtimeLoop:
                 with self.lock, self.metrics.cycle.time():
                     now = self.now()
                     self.driver.step(now)
+                    self.driver.scheduler.purge(now)  # the live controller's memory only: replays keep every job
                     wait = self.wait_after(now)
                     self._count_fallbacks()
             except Exception:  # noqa: BLE001 - the loop must outlive any one bad step; the log has it

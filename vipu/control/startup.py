@@ -13,10 +13,12 @@ import logging
 import sqlite3
 import uuid
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from vipu.clock import WallClock
 from vipu.control.creations import KINDS as CREATION_KINDS, Creations
+from vipu.control.ended_jobs import stored_retry
 from vipu.control.lifecycle import LifecycleLog
 from vipu.control.plane import ControlPlane
 from vipu.control.workloads import RunSettings, WorkloadKind, builtin_kinds
@@ -29,7 +31,7 @@ from vipu.scheduler.job_record import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
-from vipu.store import Damaged, DamagedRecords, Store
+from vipu.store import Damaged, DamagedRecords, LostLog, Store
 from vipu.store_schema import SCHEMA_VERSION, NewerSchema
 
 log = logging.getLogger("vipu.recovery")
@@ -41,19 +43,26 @@ STATE_ID = "state_id"  # meta key: the id of this state, also in the folder's ma
 def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, config: SchedulerConfig | None = None,
                kinds: dict[str, WorkloadKind] | None = None, kill_wait_s: float = 30.0,
                modelled_time_scale: float = 1.0, quarantine: bool = False, secure: bool = False,
-               open_to_all: bool = False, state_id: str | None = None, accept_empty: bool = False) -> ControlPlane:
+               open_to_all: bool = False, state_id: str | None = None, accept_empty: bool = False,
+               accept_lost_log: bool = False) -> ControlPlane:
     """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it.
     `quarantine`: move records that do not load into the database's quarantine table instead of refusing to
     start. `secure`: the controller checks access keys; a state once served so is refused without it unless
     `open_to_all`, since anyone could then act as any of its users, and keys made meanwhile would outlive it.
     `state_id`: the id the folder's marker file holds (None: no marker yet). A database without it is empty or
     another state's: refused unless `accept_empty`, since its queue would be lost and job ids given again.
-    The plane's `state_id` is the database's, for the caller to keep in the marker."""
+    The plane's `state_id` is the database's, for the caller to keep in the marker. A database whose -wal file was
+    lost after a crash is refused unless `accept_lost_log`."""
     pod = load_pod(pod_name)
     path = Path(state_dir) / DATABASE
     try:
-        store = Store(path)
+        store = Store(path, accept_lost_log=accept_lost_log)
         stored = store.get_meta("pod")
+    except LostLog as e:
+        raise InvalidArgument(
+            f"the state database {path} has lost its write-ahead log: {e}. Serving it would drop those changes and"
+            " hand out job ids again: restore the -wal file (from the backup the database came from), or start with"
+            " --accept-lost-log to serve what the database file holds") from None
     except sqlite3.DatabaseError as e:
         raise _unreadable(path, e) from None
     except NewerSchema as e:
@@ -62,7 +71,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             f" {SCHEMA_VERSION}); run that version or a later one, or give another --state-dir"
         ) from None
     held = store.get_meta(STATE_ID)
-    if state_id is not None and held != state_id and not accept_empty:
+    if state_id is not None and held != state_id and not (accept_empty or accept_lost_log):
         store.close()
         raise InvalidArgument(
             f"the state database {path} {'is empty' if held is None else 'holds another state'}, but this folder"
@@ -96,6 +105,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         journal = LifecycleLog(store, records)  # the store, and a log line per job and partition event
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
+        scheduler.recall = partial(stored_retry, store)
         settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir),
                                modelled_time_scale=modelled_time_scale)
         creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])

@@ -170,7 +170,16 @@ class SchedulerMeta(BaseModel):
     next_job_id: int
 
 
+class PurgedUsage(BaseModel):
+    """The fair-share usage of jobs that have left memory (purge.py), so a restart charges it without the history."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usage: dict[str, tuple[float, float]] = {}  # user -> (IPU-seconds, as of), as FairShare keeps it
+
+
 META_NAME = "scheduler"
+HISTORY_KIND = "job_history"  # an ended job moved out of memory: the store keeps it in its job history table
 
 # Record kinds the scheduler commits through the Journal: (kind, name, model). Names: str(job.id) / META_NAME.
-KINDS: dict[str, type[BaseModel]] = {"job": Job, "scheduler_meta": SchedulerMeta}
+KINDS: dict[str, type[BaseModel]] = {"job": Job, "scheduler_meta": SchedulerMeta, "purged_usage": PurgedUsage}

@@ -30,6 +30,10 @@ class FairShare:
         usage, at = self._usage.get(user, (0.0, now))
         return usage * 0.5 ** ((now - at) / self.half_life) if now > at else usage
 
+    def usage(self) -> dict[str, tuple[float, float]]:
+        """user -> (IPU-seconds, as of): what charge() takes back, decay included."""
+        return dict(self._usage)
+
     def charge(self, user: str, ipu_seconds: float, at: float) -> None:
         """Record finished (or preempted) work; `at` is when it ended."""
         if ipu_seconds > 0:

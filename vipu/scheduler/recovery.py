@@ -27,7 +27,7 @@ from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.rules import job_of_partition, job_partition_name
 from vipu.scheduler.config import with_retired_qos
 from vipu.scheduler.effects import Effect, StopJob
-from vipu.scheduler.job_record import KINDS, META_NAME, Job, SchedulerMeta
+from vipu.scheduler.job_record import KINDS, META_NAME, Job, PurgedUsage, SchedulerMeta
 from vipu.scheduler.job_states import JobState
 
 if TYPE_CHECKING:
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 S = JobState
 
 
-def _records(records: Iterable) -> tuple[list[Job], SchedulerMeta | None]:
-    jobs, meta = [], None
+def _records(records: Iterable) -> tuple[list[Job], SchedulerMeta | None, PurgedUsage | None]:
+    jobs, meta, purged = [], None, None
     for item in records:
         kind, record = (item[0], item[-1])  # (kind, record) or (kind, name, record)
         if kind not in KINDS:
@@ -46,16 +46,18 @@ def _records(records: Iterable) -> tuple[list[Job], SchedulerMeta | None]:
             record = KINDS[kind].model_validate(record)
         if kind == "job":
             jobs.append(record)
+        elif kind == "purged_usage":
+            purged = record
         else:
             meta = record
-    return jobs, meta
+    return jobs, meta, purged
 
 
 def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[str] | None,
             resumable: Callable[[Job], bool] | None = None) -> list[Effect]:
     if s.table.jobs:
         raise FailedPrecondition("recover() rebuilds an empty scheduler; create a new Scheduler for it")
-    jobs, meta = _records(records)
+    jobs, meta, purged = _records(records)
     names = {j.spec.qos for j in jobs if j.spec.qos is not None}
     s.retired_qos = frozenset(names - set(s.config.qos))
     if s.retired_qos:
@@ -103,6 +105,10 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
     puts = [("job", str(j.id), j) for j in changed] + [("scheduler_meta", META_NAME, SchedulerMeta(next_job_id=next_id))]
     s.journal.commit(puts, [])
     s._remember(final, now)
+    if purged is not None:
+        for user, (usage, at) in purged.usage.items():
+            s.purged.charge(user, usage, at)
+            s.fairshare.charge(user, usage, at)
     for job in final:
         if job.start_time is not None and job.end_time is not None:
             s.fairshare.charge(job.user, job.ipus * (job.end_time - job.start_time), job.end_time)

@@ -62,6 +62,8 @@ class Scheduler:
     def __init__(self, pod: PodConfig, config: SchedulerConfig | None = None, journal: Journal | None = None):
         self.pod = pod
         self.journal = journal or NoJournal()
+        # a user's jobs with a request id, from the Journal's history once they have left memory (purge.py)
+        self.recall: Callable[[str, str], list[Job]] | None = None
         self._durable = not isinstance(self.journal, NoJournal)  # NoJournal keeps nothing: no records are built
         self.total = pod.ipus
         self.full_mask = (1 << pod.ipus) - 1
@@ -86,6 +88,7 @@ class Scheduler:
         self.policy, order = chosen(config)
         self.preempting_qos = tuple(sorted(qos_sets(config.qos).preempting))  # QOS whose jobs may evict
         self.fairshare = FairShare(config.fairshare_half_life)
+        self.purged = FairShare(config.fairshare_half_life)  # the part of it that purged jobs charged (purge.py)
         self.order = PendingOrder(order, config, self.pod.ipus, self.fairshare)
 
     # -- commit, then memory ----------------------------------------------------------------------------------
@@ -178,9 +181,9 @@ class Scheduler:
                 f"qos {resolved.qos!r} is no longer in the scheduler config (only jobs stored before it was removed"
                 f" still name it); use one of {', '.join(sorted(set(self.config.qos) - self.retired_qos))}"
             )
-        earlier = earlier_jobs(self.table, resolved, request_id) if request_id is not None else []
+        earlier = earlier_jobs(self.table, resolved, request_id, self.recall) if request_id is not None else []
         if earlier:
-            return Submitted([self.job(i) for i in earlier], duplicate=True)
+            return Submitted([self.job(j.id) if j.id in self.table.jobs else j for j in earlier], duplicate=True)
         array = resolved.parsed_array(self.config.max_array_tasks)
         count = len(array.indices) if array else 1
         if active + count > self.config.max_jobs:
@@ -363,6 +366,12 @@ class Scheduler:
         return min((s for s, n in self.table.ready_sizes.items() if n > 0), default=None)
 
     # -- restart ----------------------------------------------------------------------------------------------
+    def purge(self, now: float) -> list[Job]:
+        """Move jobs ended more than min_job_age ago out of memory into the Journal's history (purge.py)."""
+        from vipu.scheduler.purge import purge
+
+        return purge(self, now)
+
     def recover(self, records: Iterable, now: float, partitions: Iterable[str] | None = None,
                 resumable: Callable[[Job], bool] | None = None) -> list[Effect]:
         """Rebuild the job table from stored records after a restart (see recovery.py for what happens to jobs

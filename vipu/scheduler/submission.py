@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from vipu.errors import AlreadyExists, InvalidArgument, ResourceExhausted, VipuError
 from vipu.hardware.pod import PodConfig
@@ -140,14 +140,18 @@ def check_request_id(request_id: str) -> None:
         )
 
 
-def earlier_jobs(table: JobTable, spec: JobSpec, request_id: str) -> list[int]:
+def earlier_jobs(table: JobTable, spec: JobSpec, request_id: str,
+                 recall: Callable[[str, str], list[Job]] | None = None) -> list[Job]:
     """The jobs an earlier submit by this spec's user with this request id queued ([] if none; another user's key
-    is not theirs), for a retry to be answered with; AlreadyExists if that submit was of a different spec."""
+    is not theirs), for a retry to be answered with; AlreadyExists if that submit was of a different spec. `recall`
+    finds them in the Journal's history once they have ended and left memory (purge.py)."""
     check_request_id(request_id)
-    earlier = table.request_ids.get((spec.user, request_id), [])  # type: ignore[arg-type]
-    first = table.jobs[earlier[0]] if earlier else None
+    earlier = [table.jobs[i] for i in table.request_ids.get((spec.user, request_id), [])]  # type: ignore[arg-type]
+    if not earlier and recall is not None:
+        earlier = recall(spec.user, request_id)  # type: ignore[arg-type]
+    first = earlier[0] if earlier else None
     if first is not None and (first.submitted_spec or first.spec) != spec:  # as submitted, before any update
-        raise AlreadyExists(f"request_id {request_id!r} was already used for job {earlier[0]} with a different spec;"
+        raise AlreadyExists(f"request_id {request_id!r} was already used for job {first.id} with a different spec;"
                             " use a new request id for a new job", reason="REQUEST_ID_REUSED", field="request_id")
     return earlier
 
@@ -168,6 +172,11 @@ def check_dependency(spec: JobSpec, table: JobTable, new_ids: range, call_ids: r
                 f"dependency names job {job_id}, which is this submission itself: a cyclic dependency can never be"
                 " satisfied; depend on earlier jobs only"
             )
+        if job_id not in table.jobs and job_id < table.next_id:  # ids are never reused: it ended and was purged
+            raise InvalidArgument(
+                f"dependency names job {job_id}, which ended more than min_job_age ago and has left the queue, as"
+                f" Slurm's MinJobAge purges it; `vipu history -j {job_id}` says how it ended: submit this job only if"
+                " that outcome is the one you wanted", field="dependency")
         if job_id not in table.jobs:
             raise InvalidArgument(
                 f"dependency names job {job_id}, which does not exist; `vipu queue` and `vipu history` list job ids"

@@ -25,7 +25,7 @@ from vipu.scheduler.bits import block
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob
 from vipu.scheduler.job_spec import parse_array
-from vipu.scheduler.job_states import ACTIVE, JobState
+from vipu.scheduler.job_states import ACTIVE, TERMINAL, JobState
 
 S = JobState
 PENDING, RUNNING, COMPLETING = S.PENDING, S.RUNNING, S.COMPLETING
@@ -58,6 +58,8 @@ class JobTable:
         self.ready_seq: dict[int, int] = {}  # not gated -> when it became so (a counter; see reasons.pending_reason)
         self.seq = 0
         self.next_id = 1
+        self.ended: list[tuple[float, int]] = []  # heap of (end time, id) of ended jobs, for purge.py (stale kept)
+        self.ended_named: list[tuple[float, int]] = []  # of those, due to go but named by a waiting dependency
 
     def put(self, job: Job, now: float) -> None:
         """Index the new record of a job; `now` decides whether its begin time has come."""
@@ -78,6 +80,8 @@ class JobTable:
                 self.next_id = job_id + 1
         self.jobs[job_id] = job
         self._enter(job, old is None or old.state not in ACTIVE or renamed, now)
+        if job.state in TERMINAL and job.end_time is not None and (old is None or old.end_time != job.end_time):
+            heapq.heappush(self.ended, (job.end_time, job_id))
         if old is not None and old.state is not job.state and self.waiting_on:
             self._changed(job_id, job.array_job_id)
 
@@ -256,10 +260,30 @@ class JobTable:
         harmless), or None."""
         return self.begins[0][0] if self.begins else None
 
+    def forget(self, job: Job) -> None:
+        """An ended job leaves memory (purge.py): its id stays taken, and lookups say where it went."""
+        del self.jobs[job.id]
+        if job.array_job_id is not None:
+            tasks = self.arrays.get(job.array_job_id)
+            if tasks is not None:
+                tasks.remove(job.id)
+                if not tasks:
+                    del self.arrays[job.array_job_id]
+        if job.request_id is not None:
+            key = (job.user, job.request_id)
+            ids = self.request_ids.get(key)
+            if ids is not None and job.id in ids:
+                ids.remove(job.id)
+                if not ids:
+                    del self.request_ids[key]
+
     # -- lookups ----------------------------------------------------------------------------------------------
     def get(self, job_id: int) -> Job:
         job = self.jobs.get(job_id)
         if job is None:
+            if 0 < job_id < self.next_id:  # ids are never reused: this one ended and was purged (purge.py)
+                raise NotFound(f"job {job_id} has ended and left the queue (min_job_age); `vipu history -j {job_id}`"
+                               " shows it", resource=("job", str(job_id)))
             raise NotFound(f"job {job_id} does not exist; `vipu queue` lists active jobs and `vipu history` all jobs",
                            resource=("job", str(job_id)))
         return job

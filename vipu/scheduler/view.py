@@ -99,21 +99,10 @@ class QueueView:
         `states` (a job preempted, lost or requeued by hand went back to the queue after it), as the job was then.
         Rows in the order they ended (a row not ended: when it entered its state), ties by job id; `limit` > 0
         keeps the last `limit` of them, the most recently ended."""
-        wanted = set(states) if states is not None else None
-        ended = TERMINAL if wanted is None else wanted & TERMINAL  # only ends count: every job that ran was RUNNING
-        rows = []  # (when the row's state began, job id, row): the order runs ended in, ties by id
-        for job in self.table.jobs.values():
-            if keep is not None and not keep(job):
-                continue
-            if duplicates:
-                rows += [(run.end_time, job.id, run) for run in _runs_ended(job, ended)]
-            if wanted is None or job.state in wanted:
-                rows.append((_since(job), job.id, job))
-        rows.sort(key=lambda row: row[:2])  # stable: a job's runs keep their order
+        rows = history_rows(self.table.jobs.values(), keep, states, duplicates)
         if limit > 0:
             rows = rows[-limit:]
         return [decorate(self, job) for _, _, job in rows]
-
 
     def priority(self, job_id: int, now: float) -> PriorityBreakdown:
         """sprio for one pending job."""
@@ -170,6 +159,23 @@ class QueueView:
     def startable(self, available_mask: int | None = None, allowed_masks: Mapping[str, int] | None = None) -> int:
         """How many pending jobs could start now, held back by nothing but the scheduler (see startable.py)."""
         return startable(self, available_mask, allowed_masks)
+
+
+def history_rows(jobs: Iterable[Job], keep: Callable[[Job], bool] | None = None,
+                 states: Iterable[JobState] | None = None, duplicates: bool = False) -> list[tuple[float, int, Job]]:
+    """QueueView.history's rows, undecorated, as (when the row's state began, job id, row), in that order."""
+    wanted = set(states) if states is not None else None
+    ended = TERMINAL if wanted is None else wanted & TERMINAL  # only ends count: every job that ran was RUNNING
+    rows = []
+    for job in jobs:
+        if keep is not None and not keep(job):
+            continue
+        if duplicates:
+            rows += [(run.end_time, job.id, run) for run in _runs_ended(job, ended)]
+        if wanted is None or job.state in wanted:
+            rows.append((_since(job), job.id, job))
+    rows.sort(key=lambda row: row[:2])  # stable: a job's runs keep their order
+    return rows
 
 
 def _since(job: Job) -> float:

@@ -220,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
                            kill_wait_s=args.kill_wait, modelled_time_scale=args.modelled_time_scale,
                            quarantine=args.quarantine_bad_records, secure=args.secure,
                            open_to_all=args.insecure_ignore_access_keys,
-                           state_id=state_id.strip() if state_id else None, accept_empty=args.accept_empty_state)
+                           state_id=state_id.strip() if state_id else None, accept_empty=args.accept_empty_state,
+                           accept_lost_log=args.accept_lost_log)
         if state_id is None or state_id.strip() != plane.state_id:
             write_private(marker, plane.state_id + "\n")
     except VipuError as e:

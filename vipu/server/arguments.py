@@ -57,6 +57,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--accept-empty-state", action="store_true",
                         help="start on a database that is empty or another state's although the folder held one"
                              " (its queue is then gone and job ids start again at 1)")
+    parser.add_argument("--accept-lost-log", action="store_true",
+                        help="start on a database whose -wal file is gone after a crash: the changes it held are"
+                             " lost and job ids may be handed out again (implies --accept-empty-state)")
     parser.add_argument("--insecure-ignore-access-keys", action="store_true",
                         help="start without --secure on a state served with --secure before: anyone may then act"
                              " as any user, admins included")

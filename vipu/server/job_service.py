@@ -95,9 +95,10 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def History(self, request, context):
+        since = request.ended_since.ToNanoseconds() / 1e9 if request.HasField("ended_since") else None
         page = self.plane.jobs.history(identity(self.plane, context), request.users, states_of(request.states),
                                        request.ids, request.duplicates, request.limit, request.page_size,
-                                       request.page_token)
+                                       request.page_token, since)
         return self._listed(page, request.ids and not request.brief, request.brief)
 
     def _listed(self, page, with_records: bool, brief: bool) -> j.ListJobsResponse:

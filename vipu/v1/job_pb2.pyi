@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -219,7 +222,7 @@ class UpdateJobRequest(_message.Message):
     def __init__(self, id: _Optional[int] = ..., single: _Optional[bool] = ..., time_limit_s: _Optional[float] = ..., time_limit_add_s: _Optional[float] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., dependency: _Optional[str] = ..., name: _Optional[str] = ..., array_task_throttle: _Optional[int] = ..., begin: _Optional[str] = ..., priority: _Optional[int] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
-    __slots__ = ("users", "states", "limit", "brief", "duplicates", "ids", "page_size", "page_token")
+    __slots__ = ("users", "states", "limit", "brief", "duplicates", "ids", "page_size", "page_token", "ended_since")
     USERS_FIELD_NUMBER: _ClassVar[int]
     STATES_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -228,6 +231,7 @@ class HistoryRequest(_message.Message):
     IDS_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ENDED_SINCE_FIELD_NUMBER: _ClassVar[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     states: _containers.RepeatedScalarFieldContainer[str]
     limit: int
@@ -236,7 +240,8 @@ class HistoryRequest(_message.Message):
     ids: _containers.RepeatedScalarFieldContainer[int]
     page_size: int
     page_token: str
-    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ..., duplicates: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    ended_since: _timestamp_pb2.Timestamp
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ..., duplicates: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., ended_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ClusterInfoRequest(_message.Message):
     __slots__ = ()
