@@ -33,7 +33,8 @@ from vipu.store_schema import migrate
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
 RETRY_S = 1.0  # while writes fail, how often the kept ones are tried again
 MAX_ROWS_PER_STATEMENT = 1000  # 3 bound values a row, well under SQLite's 32,766 variables per statement
-HISTORY_KIND = "job_history"  # records of this kind go to the job_history table, with the columns its reads use
+HISTORY_KIND = "job_history"
+CHECKPOINT_BYTES = 4 << 20  # the -wal file's size at which a flush checkpoints it (SQLite's own default: 1000 pages)  # records of this kind go to the job_history table, with the columns its reads use
 
 
 class Damaged(NamedTuple):
@@ -60,8 +61,8 @@ class Store:
     def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False):
         self.path = Path(path)
         self._open_marker = self.path.with_name(self.path.name + "-open")
-        if not accept_lost_log:
-            _check_log(self.path, self._open_marker)
+        self._wal = self.path.with_name(self.path.name + "-wal")
+        wal_was_there = self._wal.exists()
         self.write_timeout_s = write_timeout_s
         self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
         self._writable = True
@@ -72,16 +73,15 @@ class Store:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints are flush's (see _mark)
         try:
             migrate(self._db)
+            if not accept_lost_log and not wal_was_there:
+                self._check_log()
+            self._mark()
         except BaseException:
             self._db.close()
             raise
-        # here until close(): a stop without close (kill -9) leaves it, and SQLite leaves the -wal file beside it
-        self._open_marker.unlink(missing_ok=True)  # one a crash left: made anew, private
-        fd = os.open(self._open_marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w") as marker:
-            marker.write(f"{os.getpid()}\n")
         self._lock = threading.Lock()  # the connection; whoever holds it to write is the group's leader
         self._batch = threading.local()  # this thread's open batch: (kind, name) -> doc, or None for a delete
         self._queue_lock = threading.Lock()
@@ -170,6 +170,9 @@ class Store:
                         reason="STORE_UNAVAILABLE") from e
                 raise
             self._written = last
+            if self._wal_size() >= CHECKPOINT_BYTES:
+                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                self._mark()
         finally:
             self._lock.release()
         self._health(True)
@@ -276,6 +279,45 @@ class Store:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
+    # -- a lost write-ahead log ------------------------------------------------------------------------------------
+    # Why a generation: the -open marker file holds the number the database got when it was last opened or
+    # checkpointed. A kill -9 leaves the marker and the -wal file. If the -wal file is then deleted, the database
+    # file alone holds an older number than the marker: the commits since are gone, and would be lost without a word
+    # (job ids handed out again). A tool that opens the database and closes it cleanly (sqlite3) checkpoints the
+    # -wal file into it first, so the numbers still agree. Checkpoints are made here, not by SQLite, for the same
+    # reason: each one moves the number on.
+    def _check_log(self) -> None:
+        try:
+            marked = int(self._open_marker.read_text())
+        except (FileNotFoundError, ValueError):
+            return  # closed cleanly, or by a version without the marker
+        held = self._meta_now("generation") or 0
+        if held < marked:
+            raise LostLog(f"{self._wal} is missing, but {self._open_marker} shows the last controller stopped"
+                          " without closing the database (a kill -9 or a crash), and its latest changes were in that"
+                          " file")
+
+    def _mark(self) -> None:
+        """A new generation, in the database (its -wal file) first, then in the marker."""
+        self._generation = (self._meta_now("generation") or 0) + 1
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(self._generation),))
+        part = self._open_marker.with_name(self._open_marker.name + ".part")
+        part.unlink(missing_ok=True)
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as marker:
+            marker.write(f"{self._generation}\n")
+        os.replace(part, self._open_marker)
+
+    def _meta_now(self, key: str):
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def _wal_size(self) -> int:
+        try:
+            return self._wal.stat().st_size
+        except FileNotFoundError:
+            return 0
+
     # -- the job history: ended jobs moved out of memory ----------------------------------------------------------
     def history_keys(self, users: Iterable[str] = (), ids: Iterable[int] = (), states: Iterable[str] = (),
                      since: float | None = None) -> list[tuple[float, int]]:
@@ -333,16 +375,6 @@ class Store:
                 if self._reader is not None:
                     self._reader.close()
             self._open_marker.unlink(missing_ok=True)
-
-
-def _check_log(path: Path, open_marker: Path) -> None:
-    """LostLog if the last process left the database open (our marker, or SQLite's -shm index, is there) but its
-    -wal file is gone: everything since the last checkpoint would be lost without a word, and job ids reused."""
-    wal, shm = (path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))
-    if path.exists() and not wal.exists() and (open_marker.exists() or shm.exists()):
-        left = open_marker if open_marker.exists() else shm
-        raise LostLog(f"{wal} is missing, but {left} shows the last controller stopped without closing the database"
-                      " (a kill -9 or a crash), so its latest changes were in that file")
 
 
 def _history_row(job) -> tuple:

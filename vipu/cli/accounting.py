@@ -185,7 +185,7 @@ def register(app: typer.Typer) -> None:
                                    ids=ids.asked if ids else [], limit=0 if windowed else limit,
                                    brief=not as_json and "full" not in needs, duplicates=duplicates)
         if since is not None:  # the controller leaves out what ended before: its history may hold years of jobs
-            request.ended_since.FromNanoseconds(int(since * 1e9))
+            request.ended_since = since
         listed = cli.conn.every_page(cli.conn.jobs.History, request).jobs
         machines = Machines.fetch(cli.conn) if "nodes" in needs else None
         rows = [JobRow(x, now, machines) for x in listed if ids is None or x in ids]

@@ -3,6 +3,7 @@ each to SubmitJob, or several spec files to one SubmitJobs call."""
 
 from __future__ import annotations
 
+import os
 import sys
 import uuid
 
@@ -39,7 +40,8 @@ def spec_flags(flags: dict) -> dict:
         if key in flags:
             fail("vipu", f"{flag} is for a batch script or --wrap (the program's directory and environment); a spec"
                  " file's or the flags' workload takes none: leave it out", BAD_INPUT)
-    return {k: absolute(v) if k in ("output", "error") else v for k, v in flags.items()}
+    fields = {k: absolute(v) if k in ("output", "error") else v for k, v in flags.items()}
+    return {**fields, "submit_dir": os.getcwd()}  # where a controller may write a built-in workload's output
 
 
 def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] | None, flags: dict,

@@ -14,12 +14,10 @@ from typing import TYPE_CHECKING, Mapping
 from vipu.control.driver import StartFailed
 from vipu.control.output_files import OutputFiles
 from vipu.errors import NotFound, VipuError
-from vipu.jobs.output_folder import missing_folder
 from vipu.partition.partition_record import PartitionRequest
 from vipu.partition.rules import job_holder
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
-from vipu.scheduler.output_pattern import output_path
 from vipu.scheduler.workload import Ending
 
 log = logging.getLogger("vipu.executor")
@@ -34,14 +32,14 @@ if TYPE_CHECKING:
 
 class LiveExecutor:
     def __init__(self, scheduler: Scheduler, controller: Controller, machines: Fleet, kinds: Mapping[str, WorkloadKind],
-                 runners: Mapping[str, Runner], metrics: Metrics):
+                 runners: Mapping[str, Runner], metrics: Metrics, outputs: OutputFiles | None = None):
         self.scheduler = scheduler
         self.controller = controller
         self.machines = machines
         self.kinds = kinds
         self.runners = runners
         self.metrics = metrics
-        self.outputs = OutputFiles()
+        self.outputs = outputs or OutputFiles()
 
     def release(self, partition: str) -> None:
         """Remove a stopped run's partition: its IPUs are free for the next job."""
@@ -54,9 +52,9 @@ class LiveExecutor:
         job = self.scheduler.table.jobs[start.job_id]
         kind = self.kinds.get(start.workload.kind)
         if job.spec.output and kind is not None and not kind.streams:  # a program's supervisor checks its own
-            missing = missing_folder("output", output_path(job.spec.output, job))
-            if missing:  # as sbatch: the job fails, and no directory is made
-                raise StartFailed(missing, JobState.FAILED)
+            refused = self.outputs.refusal(job)
+            if refused:  # as sbatch: the job fails, and no directory is made
+                raise StartFailed(refused, JobState.FAILED)
         request = PartitionRequest(name=start.partition, size=start.ipus, allocation=start.allocation,
                                    holder=job_holder(start.job_id), owner=job.user, first_ipu=start.first_ipu,
                                    reconfigurable=True)

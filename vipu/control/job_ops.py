@@ -108,7 +108,7 @@ class JobOps:
             raise PermissionDenied(f"user {identity.name} cannot submit jobs as {claimed}; leave user out (the spec's"
                                    " field and --user) or ask an admin")
         if overrides:  # a field refused here may have come from the flags (overrides_json), not the file
-            given = f"{named} with its overrides" if request.overrides else named
+            given = f"{named} with its overrides" if set(request.overrides) - {"submit_dir"} else named
             spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, given)
         if spec.nice < 0 and not identity.admin:  # as Slurm: anyone may lower a job's priority, only admins raise it
             raise PermissionDenied(f"nice is {spec.nice}: only an admin may give a negative nice (it raises the job's"

@@ -1,31 +1,90 @@
 """A job's `output` file (sbatch --output), written when a run ends as slurmd writes a batch job's: how the run
-ended, then what its workload logged.
+ended, then what its workload logged. For every kind but command, whose program writes its own.
+
+Why the controller is careful where it writes: it writes as its own OS user, for any caller. So a file goes only
+under the folders allowed (the job's submit directory, the state folder's job-output folder, or the operator's
+--output-dir folders instead of the first), never through a symlink, never into a directory it would have to make
+(as sbatch, the run fails instead), and never over an existing file unless the controller wrote that file for the
+same job (its own first line names the job, and the controller's user owns it). The check is made when the run
+starts, so the job fails then; the write checks again, since the folder may have changed in between.
 
 Why a thread of its own: the caller holds the controller's lock, and a slow disk must not stall every RPC. A file
-that cannot be written is logged; the job's record is not affected. Its directory is never made: a run whose
-directory is missing fails at its start (executor.py), as sbatch's does.
+that cannot be written is logged; the job's record is not affected.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
+import uuid
 from pathlib import Path
 
+from vipu.jobs.output_folder import missing_folder
 from vipu.scheduler.effects import StopJob
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.output_pattern import output_path
 
 log = logging.getLogger("vipu.output")
+JOB_OUTPUT = "job-output"  # the state folder's folder for job output, always allowed
+
+
+def header(job: Job) -> str:
+    """The first line's start: the same for every run of one job, and for no other job."""
+    return f"vipu-sim job {job.display_id} ({job.name}, user {job.user})"
 
 
 class OutputFiles:
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()  # (job id, path, text)
+    def __init__(self, state_dir: Path | None = None, output_dirs: tuple[Path, ...] = ()) -> None:
+        self.job_output = state_dir / JOB_OUTPUT if state_dir is not None else None
+        self.output_dirs = tuple(Path(os.path.realpath(d)) for d in output_dirs)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()  # (job, path, text)
         self._writer: threading.Thread | None = None
+
+    def allowed(self, job: Job) -> list[Path]:
+        """The folders the job's output may be written under."""
+        dirs = list(self.output_dirs) or ([Path(job.spec.submit_dir)] if job.spec.submit_dir else [])
+        return dirs + ([self.job_output] if self.job_output is not None else [])
+
+    def refusal(self, job: Job) -> str | None:
+        """Why the job's output file cannot be written, or None."""
+        path = output_path(job.spec.output, job)  # type: ignore[arg-type]
+        missing = missing_folder("output", path)
+        if missing:
+            return missing
+        folder = Path(os.path.realpath(os.path.dirname(path)))  # symlinks in the folder's path resolved
+        dirs = self.allowed(job)
+        if not any(folder == d or d in folder.parents for d in (Path(os.path.realpath(d)) for d in dirs)):
+            return (f"output file {path} is outside the folders this controller writes job output into"
+                    f" ({', '.join(map(str, dirs)) or 'none'}): give --output a path under one of them (a relative"
+                    " path is under where vipu submit runs), or ask the operator for a vipu-server --output-dir")
+        return self._not_ours(Path(path), job)
+
+    def _not_ours(self, path: Path, job: Job) -> str | None:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        why = None
+        if not os.path.isfile(path) or os.path.islink(path):
+            why = "is not a plain file"
+        elif st.st_uid != os.geteuid():
+            why = "belongs to another user"
+        else:
+            try:
+                with open(path, errors="replace") as f:
+                    first = f.readline()
+            except OSError as e:
+                first, why = "", f"cannot be read ({e.strerror})"
+            if why is None and not first.startswith(header(job) + " "):
+                why = f"was not written by this controller for job {job.display_id}"
+        if why is None:
+            return None
+        return (f"output file {path} exists and {why}; the controller writes over no file it did not write for this"
+                " job: remove it, or give --output a new file")
 
     def write(self, stop: StopJob, job: Job, logged: list[str]) -> None:
         """Queue the output of the run `stop` ended (nothing if the job asked for none)."""
@@ -34,19 +93,31 @@ class OutputFiles:
         again = stop.requeued and stop.state is not JobState.REQUEUED  # REQUEUED says it already
         ended = f"{stop.state.value}{', requeued' if again else ''}"
         at = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(job.history[-1].at))
-        lines = [f"vipu-sim job {job.display_id} ({job.name}, user {job.user}) on partition {stop.partition}:"
-                 f" {ended} at {at}", *logged]
+        lines = [f"{header(job)} on partition {stop.partition}: {ended} at {at}", *logged]
         if self._writer is None:
             self._writer = threading.Thread(target=self._write, name="vipu-output", daemon=True)
             self._writer.start()
-        self._queue.put((job.id, Path(output_path(job.spec.output, job)), "\n".join(lines) + "\n"))
+        self._queue.put((job, Path(output_path(job.spec.output, job)), "\n".join(lines) + "\n"))
 
     def _write(self) -> None:
         while True:
-            job_id, path, text = self._queue.get()
+            job, path, text = self._queue.get()
             try:
-                part = path.with_name(path.name + ".part")  # whole or not at all: a reader never sees half a file
-                part.write_text(text)
-                part.replace(path)
+                refused = self.refusal(job)
+                if refused:
+                    log.error("job %s: %s", job.id, refused)
+                    continue
+                # whole or not at all: a reader never sees half a file; a new name no one else can have made
+                part = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.part")
+                fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                with os.fdopen(fd, "w") as f:
+                    f.write(text)
+                try:
+                    if path.exists():  # ours: refusal() said so
+                        os.replace(part, path)
+                    else:
+                        os.link(part, path)  # fails if someone made the file meanwhile: nothing is written over
+                finally:
+                    part.unlink(missing_ok=True)
             except OSError as e:
-                log.error("job %s: cannot write its output %s: %s", job_id, path, e)
+                log.error("job %s: cannot write its output %s: %s", job.id, path, e)

@@ -17,6 +17,7 @@ from vipu.control.creations import Creations
 from vipu.control.device_ops import DeviceOps
 from vipu.control.driver import Driver
 from vipu.control.executor import LiveExecutor
+from vipu.control.output_files import OutputFiles
 from vipu.control.job_ops import JobOps
 from vipu.control.lock import StateLock
 from vipu.control.pacing import Pacing
@@ -69,7 +70,9 @@ class ControlPlane:
             run_as=lambda user: self.run_as(user, controller.state), sessions=self.sessions,
             device_environment=self.device_environment, settings=settings)
         self.runners = {name: kind.runner(context) for name, kind in self.kinds.items() if kind.runner is not None}
-        self.executor = LiveExecutor(scheduler, controller, self.machines, self.kinds, self.runners, self.metrics)
+        outputs = OutputFiles(settings.state_dir, settings.output_dirs)
+        self.executor = LiveExecutor(scheduler, controller, self.machines, self.kinds, self.runners, self.metrics,
+                                     outputs)
         self.driver = Driver(scheduler, self.executor, masks=controller.state.job_masks)
         self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics)
         self.pacing = Pacing(lambda: self.lock.last_write)

@@ -44,7 +44,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
                kinds: dict[str, WorkloadKind] | None = None, kill_wait_s: float = 30.0,
                modelled_time_scale: float = 1.0, quarantine: bool = False, secure: bool = False,
                open_to_all: bool = False, state_id: str | None = None, accept_empty: bool = False,
-               accept_lost_log: bool = False) -> ControlPlane:
+               accept_lost_log: bool = False, output_dirs: tuple[Path, ...] = ()) -> ControlPlane:
     """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it.
     `quarantine`: move records that do not load into the database's quarantine table instead of refusing to
     start. `secure`: the controller checks access keys; a state once served so is refused without it unless
@@ -106,7 +106,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
         scheduler.recall = partial(stored_retry, store)
-        settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir),
+        settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir), output_dirs=output_dirs,
                                modelled_time_scale=modelled_time_scale)
         creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])
         plane = ControlPlane(controller, scheduler, store, clock.now, api_host, api_port, kinds, settings, creations)

@@ -36,6 +36,7 @@ class RunSettings:
     state_dir: Path | None = None  # where the controller keeps its state (programs' scripts are spooled under it)
     modelled_time_scale: float = 1.0  # a modelled training run holds its partition for steps x the predicted step
     # time x this (vipu/jobs/train/modelled.py)
+    output_dirs: tuple[Path, ...] = ()  # vipu-server --output-dir: where built-in workloads' output may go
 
 
 @dataclass(frozen=True)

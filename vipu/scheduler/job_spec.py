@@ -68,6 +68,11 @@ class JobSpec(Strict):
         None, max_length=4096,
         description="sbatch --error: where a command workload's stderr goes (default: with its output), with the"
         " same patterns as output; other kinds write none")
+    submit_dir: str | None = Field(
+        None, max_length=4096,
+        description="where `vipu submit` ran (absolute; the CLI fills it in): a controller writes the output of a"
+        " kind other than command only under it, its state folder's job-output folder or an operator's"
+        " --output-dir")
     allocation: str | None = Field(None, description="V-IPU allocation to run in (default: default)")
     workload: AnyWorkload = Field(HoldWorkload(), description="what the job runs: a mapping with its `kind` (sleep,"
                                   " hold, train, command: below)")
@@ -104,6 +109,13 @@ class JobSpec(Strict):
     def _output(cls, value: str | None) -> str | None:
         if value is not None and "\x00" in value:
             raise PydanticCustomError("output", "contains a NUL byte; give a plain file path")
+        return value
+
+    @field_validator("submit_dir")
+    @classmethod
+    def _submit_dir(cls, value: str | None) -> str | None:
+        if value is not None and ("\x00" in value or not value.startswith("/")):
+            raise PydanticCustomError("submit_dir", "must be an absolute path (where vipu submit ran), e.g. /home/me")
         return value
 
     def parsed_dependency(self) -> Dependency | None:

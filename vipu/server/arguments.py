@@ -57,6 +57,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--accept-empty-state", action="store_true",
                         help="start on a database that is empty or another state's although the folder held one"
                              " (its queue is then gone and job ids start again at 1)")
+    parser.add_argument("--output-dir", action="append", type=Path, default=[], metavar="DIR",
+                        help="a folder the controller may write built-in workloads' output files under, instead of"
+                             " the directory each `vipu submit` ran in (repeatable; the state folder's job-output"
+                             " folder is always allowed)")
     parser.add_argument("--accept-lost-log", action="store_true",
                         help="start on a database whose -wal file is gone after a crash: the changes it held are"
                              " lost and job ids may be handed out again (implies --accept-empty-state)")

@@ -95,7 +95,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def History(self, request, context):
-        since = request.ended_since.ToNanoseconds() / 1e9 if request.HasField("ended_since") else None
+        since = request.ended_since if request.HasField("ended_since") else None
         page = self.plane.jobs.history(identity(self.plane, context), request.users, states_of(request.states),
                                        request.ids, request.duplicates, request.limit, request.page_size,
                                        request.page_token, since)

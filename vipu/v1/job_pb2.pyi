@@ -1,6 +1,3 @@
-import datetime
-
-from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -240,8 +237,8 @@ class HistoryRequest(_message.Message):
     ids: _containers.RepeatedScalarFieldContainer[int]
     page_size: int
     page_token: str
-    ended_since: _timestamp_pb2.Timestamp
-    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ..., duplicates: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., ended_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    ended_since: float
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ..., duplicates: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., ended_since: _Optional[float] = ...) -> None: ...
 
 class ClusterInfoRequest(_message.Message):
     __slots__ = ()

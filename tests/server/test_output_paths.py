@@ -1,0 +1,71 @@
+"""Where a controller without --secure writes a built-in workload's output: under the directory `vipu submit` ran in,
+its state folder's job-output folder or an operator's --output-dir, never over a file it did not write for the job.
+
+Regression: a spec's `output:` wrote any path as the server's OS user (a root-owned file was overwritten)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.cli.test_jobs_e2e import show, wait_for
+from tests.conftest import console_script
+
+
+def submit_in(server, cwd, *args: str) -> int:
+    out = subprocess.run([console_script("vipu"), "submit", "--ipus", "1", "--time-limit", "1m", "--duration", "0s",
+                          *args, "--json"], cwd=cwd, env=server.env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return int(json.loads(out.stdout)["job_ids"][0])
+
+
+def ended(server, job: int) -> dict:
+    return wait_for(lambda: (x := show(server, job))["state"] in ("COMPLETED", "FAILED") and x)
+
+
+def test_output_goes_only_under_the_submit_directory_and_never_over_a_file_it_did_not_write(server, tmp_path):
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    ok = submit_in(server, home, "-o", "out-%j.txt")
+    assert ended(server, ok)["state"] == "COMPLETED"
+    written = home / f"out-{ok}.txt"
+    assert wait_for(lambda: written.exists() and written.read_text()).startswith(f"vipu-sim job {ok} (job, user ")
+
+    outside = submit_in(server, home, "-o", str(elsewhere / "x.txt"))
+    job = ended(server, outside)
+    assert job["state"] == "FAILED" and not (elsewhere / "x.txt").exists()
+    assert f"output file {elsewhere / 'x.txt'} is outside the folders this controller writes job output into" \
+           f" ({home}" in job["detail"]["ended_by"]
+
+    precious = home / "precious.txt"
+    precious.write_text("not the controller's\n")
+    over = submit_in(server, home, "-o", str(precious))
+    job = ended(server, over)
+    assert job["state"] == "FAILED" and precious.read_text() == "not the controller's\n"
+    assert f"output file {precious} exists and was not written by this controller for job {over}" in job["detail"]["ended_by"]
+
+    link = home / "link.txt"
+    link.symlink_to(elsewhere / "target.txt")  # the folder is allowed, but the file is a way out of it
+    through = submit_in(server, home, "-o", str(link))
+    assert ended(server, through)["state"] == "FAILED" and not (elsewhere / "target.txt").exists()
+
+    first_run = written.stat().st_ino
+    requeued = subprocess.run([console_script("vipu"), "requeue", str(ok)], env=server.env(), capture_output=True,
+                              text=True, timeout=60)
+    assert requeued.returncode == 0, requeued.stderr  # its second run writes over the file of its first
+    wait_for(lambda: written.stat().st_ino != first_run)  # written anew, whole
+    assert written.read_text().startswith(f"vipu-sim job {ok} (job, user ")
+
+
+def test_an_operators_output_dir_replaces_the_submit_directory(server_factory, tmp_path):
+    shared, home = tmp_path / "shared", tmp_path / "home"
+    shared.mkdir()
+    home.mkdir()
+    server = server_factory(extra=["--output-dir", str(shared)])
+    there = submit_in(server, home, "-o", str(shared / "%j.out"))
+    assert ended(server, there)["state"] == "COMPLETED"
+    wait_for(lambda: (shared / f"{there}.out").exists())
+    here = submit_in(server, home, "-o", "here.out")
+    job = ended(server, here)
+    assert job["state"] == "FAILED" and f"({shared}, " in job["detail"]["ended_by"] and not (home / "here.out").exists()
