@@ -44,7 +44,7 @@ class Plan(BaseModel):
         """Why the workload does not fit, each with the numbers that show it (empty when it fits)."""
         mem, p = self.memory, self.layout.p
         out = []
-        if not mem.fits_sram:
+        if not mem.fits_evenly:
             stage = f" (pipeline stage {mem.sram_stage} of {p}, the one needing most)" if p > 1 else ""
             out.append(
                 f"needs {size(mem.total)} per IPU{stage}, SRAM holds {size(mem.sram_bytes)} (per tile"
