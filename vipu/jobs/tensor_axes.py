@@ -13,6 +13,12 @@ Two axes (t x t2, transformers; vipu/sdk/nn/transformer2d.py runs exactly these)
 - a stage's output (b s h values) is all-gathered over t2 after its forward, and its input gradient after its
   backward when there is a stage before it (stage boundaries carry whole activations), priced on every tick.
 The embedding and head of a vocabulary model (planned, never executed) are not counted on the second axis.
+
+Compute sets (BSP, timing.compute_sets): with two axes 4 a layer and pass, one before each allreduce that follows
+a matmul (Q K V, the attention output, each feed-forward matrix; backward their gradients); a layer norm's
+allreduces follow no FLOPs and end none (with t = 1 fewer: tensor_parallel). Attention itself (Q K^T and the weighted sum of V) runs whole for the
+t-group's heads on each of its t2 IPUs (PopXL: "sharded tp1, identical tp2"), so an IPU does 1/t of it, not
+1/(t t2): attention_flops_beyond_share.
 """
 
 from __future__ import annotations
@@ -23,15 +29,18 @@ from vipu.hardware.pod import PodConfig
 from vipu.jobs.collective_time import GroupShape, all_gather, allreduce
 
 
-def tensor_parallel(workload, pod: PodConfig, algorithm: str, forwards: int, backwards: int) -> tuple[float, int]:
-    """(seconds, collectives) of a stage's tensor-parallel collectives for one micro-batch: `forwards` forward
-    passes (2 with recomputation: the backward runs the forward again) and `backwards` backward passes."""
+def tensor_parallel(workload, pod: PodConfig, algorithm: str, forwards: int,
+                    backwards: int) -> tuple[float, int, int]:
+    """(seconds, collectives, compute sets they end) of a stage's tensor-parallel collectives for one
+    micro-batch: `forwards` forward passes (2 with recomputation: the backward runs the forward again) and
+    `backwards` backward passes."""
     model, lay = workload.model, workload.layout
     b, p = lay.micro_batch, lay.p
     if lay.t2 == 1:
         count = model.units / p * model.tp_allreduces_per_layer * (forwards + backwards)
         seconds = allreduce(pod, GroupShape(lay.t), count * model.tp_bytes(b), math.ceil(count), algorithm).total_s
-        return seconds, math.ceil(count) if lay.t > 1 else 0
+        collectives = math.ceil(count) if lay.t > 1 else 0
+        return seconds, collectives, collectives
     t, t2, value = lay.t, lay.t2, model.value_bytes
     s, h, f = model.seq_len, model.hidden, model.ffn_multiplier
     layers = model.units / p
@@ -43,5 +52,28 @@ def tensor_parallel(workload, pod: PodConfig, algorithm: str, forwards: int, bac
     gathers = (1 if forwards else 0) + (1 if backwards and p > 1 else 0)
     seconds = (allreduce(pod, GroupShape(t2), inner, math.ceil(inner_counts), algorithm).total_s
                + allreduce(pod, GroupShape(t, t2), outer, math.ceil(outer_counts), algorithm).total_s
-               + gathers * all_gather(pod, t2, tokens * h))
-    return seconds, math.ceil(inner_counts) + (math.ceil(outer_counts) if t > 1 else 0) + gathers
+               + gathers * stage_gather_s(workload, pod))
+    collectives = math.ceil(inner_counts) + (math.ceil(outer_counts) if t > 1 else 0) + gathers
+    # with t = 1 the t-axis sums are no exchange, so a recomputed block's last matmul and its backward's first
+    # share a compute set: one fewer per recomputed block (phased: attention and feed-forward are blocks each)
+    merged = layers * (2 if lay.phased else 1) * (forwards - 1) if t == 1 else 0
+    return seconds, collectives, math.ceil(4 * layers * (forwards + backwards) - merged)
+
+
+def stage_gather_s(workload, pod: PodConfig) -> float:
+    """One all-gather of a stage's output (or input gradient), b s h values, over each t2 group at once."""
+    model, lay = workload.model, workload.layout
+    if lay.t2 == 1:
+        return 0.0
+    return all_gather(pod, lay.t2, lay.micro_batch * model.seq_len * model.hidden * model.value_bytes)
+
+
+def attention_flops_beyond_share(workload, passes: int) -> float:
+    """FLOPs per sample an IPU of a stage does beyond its 1/(t t2 p) share: attention, whole on each of the t2 IPUs
+    of a t-group (forward 4 s^2 h / t a layer, backward twice that; `passes` as training_flops_per_sample counts
+    the forward: 3, or 4 recomputing)."""
+    model, lay = workload.model, workload.layout
+    if lay.t2 == 1:
+        return 0.0
+    s, h = model.seq_len, model.hidden
+    return model.units / lay.p * 4 * s * s * h * (1 / lay.t - 1 / lay.tp) * passes

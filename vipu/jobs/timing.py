@@ -57,7 +57,7 @@ from vipu.jobs.collective_time import GroupShape, all_gather, allreduce, allredu
 from vipu.jobs.layout import compute_share
 from vipu.jobs.memory_estimate import optimizer_bytes, stash_bytes, stored_weight_bytes
 from vipu.jobs.parts import PARTS
-from vipu.jobs.tensor_axes import tensor_parallel
+from vipu.jobs.tensor_axes import attention_flops_beyond_share, stage_gather_s, tensor_parallel
 
 # phased execution with RTS: the uses of the weights in a step that each all-gather them from the replicas' shards
 # (forward, recomputation, backward; the update works on the IPU's own shard), as the streaming below reads them
@@ -111,9 +111,10 @@ def forward_part(workload, pod: PodConfig, assumptions: Assumptions, send_s: flo
     model, lay = workload.model, workload.layout
     b, t, p = lay.micro_batch, lay.tp, lay.p
     flops = pod.ipu.flops_per_s(model.dtype) * assumptions.compute_efficiency * compute_share(lay, pod)
-    tp, tp_collectives = tensor_parallel(workload, pod, assumptions.ild_collective, 1, 0)
-    sets = max(1, tp_collectives)
-    compute = b * model.forward_flops() / (t * p) / flops + sets * pod.ipu.sync_s
+    tp, tp_collectives, tp_sets = tensor_parallel(workload, pod, assumptions.ild_collective, 1, 0)
+    sets = max(1, tp_sets)
+    own = model.forward_flops() / (t * p) + attention_flops_beyond_share(workload, 1)
+    compute = b * own / flops + sets * pod.ipu.sync_s
     norms, norm_bytes = model.norm_allreduces()
     norm = allreduce(pod, GroupShape(model.norm_replicas, t * p), norm_bytes, norms,
                      assumptions.ild_collective).total_s if norms else 0.0
@@ -144,9 +145,10 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     b, t, p, r, m = lay.micro_batch, lay.tp, lay.p, lay.r, lay.micro_batches
     flops = pod.ipu.flops_per_s(model.dtype) * assumptions.compute_efficiency * compute_share(lay, pod)
     passes = 3 if recomputes(lay) else 2  # forward (+ recomputed forward) + backward
-    tp_tick, tp_collectives = tensor_parallel(workload, pod, assumptions.ild_collective, passes - 1, 1)
-    set_syncs_tick = compute_sets(t, tp_collectives) * pod.ipu.sync_s
-    compute_tick = b * training_flops_per_sample(workload) / (t * p) / flops + set_syncs_tick
+    tp_tick, tp_collectives, tp_sets = tensor_parallel(workload, pod, assumptions.ild_collective, passes - 1, 1)
+    set_syncs_tick = compute_sets(t, tp_sets) * pod.ipu.sync_s
+    own = training_flops_per_sample(workload) / (t * p) + attention_flops_beyond_share(workload, passes + 1)
+    compute_tick = b * own / flops + set_syncs_tick
 
     boundary = model.boundary_bytes(b)
     forward, back = stage_sends(pod, t, p, round(boundary / model.value_bytes), model.value_bytes)
@@ -165,6 +167,8 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     sync = assumptions.sync_s(pod, t * p * r)
     collective_syncs = tp_collectives + passes * norms
     ticks = [compute_tick + tp_tick + sum(out) + norm_tick + (collective_syncs + len(out)) * sync for out in sends]
+    if lay.t2 > 1 and p > 1:  # the first stage gathers no input gradient: it sends none back (tensor_axes.py)
+        ticks[0] -= stage_gather_s(workload, pod) + sync
     busiest = max(range(p), key=ticks.__getitem__)
     tick, send_tick = ticks[busiest], sum(sends[busiest])
     sync_tick = (collective_syncs + len(sends[busiest])) * sync
