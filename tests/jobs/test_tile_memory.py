@@ -62,3 +62,13 @@ def test_io_tiles_must_leave_tiles_to_compute_on():
 
     with pytest.raises(InvalidArgument, match=r"workload.layout.io_tiles is 1472 .* give at most 1471"):
         check_partition(bert_ish(io_tiles=1472).layout, 1, POD)
+
+
+def test_a_2d_layout_that_does_not_fit_is_suggested_2d_layouts_of_its_ipus():
+    from vipu.jobs.suggest import suggest
+
+    gpt = dict(kind="transformer", layers=8, hidden=2048, heads=16, seq_len=1024, dtype="fp16")
+    w = TrainWorkload(model=gpt, layout=dict(t=2, t2=2, r=4, micro_batch=1, micro_batches=8), optimizer="adam")
+    assert not plan(w, POD).fits
+    found = suggest(w, POD)
+    assert found and all(c.layout.t2 == 2 and c.layout.ipus == 16 and c.fits for c in found)

@@ -111,7 +111,8 @@ def register(app: typer.Typer) -> None:
         from vipu.scheduler.job_spec import parse_spec
 
         try:
-            answer = plan_file(spec, pod, check_job=parse_spec, memory_report=memory_report)  # a spec that plans is one `vipu submit` takes
+            # a spec that plans is one `vipu submit` takes
+            answer = plan_file(spec, pod, check_job=parse_spec, memory_report=memory_report)
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
         print_json(answer.as_data()) if ctx.obj.wants_json(json_out) else print(answer.text())

@@ -14,11 +14,11 @@ Two axes (t x t2, transformers; vipu/sdk/nn/transformer2d.py runs exactly these)
   backward when there is a stage before it (stage boundaries carry whole activations), priced on every tick.
 The embedding and head of a vocabulary model (planned, never executed) are not counted on the second axis.
 
-Compute sets (BSP, timing.compute_sets): with two axes 4 a layer and pass, one before each allreduce that follows
-a matmul (Q K V, the attention output, each feed-forward matrix; backward their gradients); a layer norm's
-allreduces follow no FLOPs and end none (with t = 1 fewer: tensor_parallel). Attention itself (Q K^T and the weighted sum of V) runs whole for the
-t-group's heads on each of its t2 IPUs (PopXL: "sharded tp1, identical tp2"), so an IPU does 1/t of it, not
-1/(t t2): attention_flops_beyond_share.
+Compute sets (BSP, timing.compute_sets): with two axes 4 a layer and pass, one before each allreduce that follows a
+matmul (Q K V, the attention output, each feed-forward matrix; backward their gradients); a layer norm's allreduces
+follow no FLOPs and end none (with t = 1 fewer: tensor_parallel). Attention itself (Q K^T and the weighted sum of V)
+runs whole for the t-group's heads on each of its t2 IPUs (PopXL: "sharded tp1, identical tp2"), so an IPU does 1/t
+of it, not 1/(t t2): attention_flops_beyond_share.
 """
 
 from __future__ import annotations
