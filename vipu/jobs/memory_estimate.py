@@ -24,6 +24,10 @@ inputs, so they stash one copy, 1/t each. With RTS there, each IPU stores only i
 accumulators (hardware.md: 1/(t p rts) of the model; the replicas all-gather a phase's weights into SRAM before it
 runs and reduce-scatter its gradients, timing.py), so its SRAM still holds the whole phase. Optimiser offload
 leaves the weights whole in SRAM: RTS shards its state only.
+
+Whether it fits SRAM is decided tile by tile (tile_memory.py: the stage's tensors mapped onto the compute tiles,
+I/O tiles excluded, with the matmul temporaries and the code and exchange reserve; the fullest tile decides);
+Memory.fits_evenly is the even split, which is necessary but not sufficient.
 """
 
 from __future__ import annotations

@@ -14,9 +14,12 @@ replicas allreduce their stage's gradients, and the optimiser state (and, phased
 Streaming Memory. BSP: none of these overlap.
 
 - compute: m x b x forward FLOPs x (3, or 4 recomputing; phased execution recomputes each phase) / (t p)
-  / (peak FLOPS x efficiency), plus the on-chip sync that ends each BSP compute set (compute_sets);
+  / (peak FLOPS x efficiency x the share of tiles that are not I/O tiles), plus the on-chip sync that ends each BSP
+  compute set (compute_sets); with two tensor axes t is t x t2, and attention runs whole on each IPU of a t2
+  group (tensor_axes.py);
 - tensor parallel: per micro-batch and layer of the stage, Megatron's allreduces of b s h values (2 forward,
-  2 backward for a transformer layer, 2 more when the forward pass is recomputed) over the t IPUs;
+  2 backward for a transformer layer, 2 more when the forward pass is recomputed) over the t IPUs; with two axes
+  (t2 > 1) PopXL's allreduces over each axis and the gathers of a stage's output (tensor_axes.py);
 - pipeline sends: per tick, b x boundary values forward and back (a middle stage; the first and last stages send one
   way only), each IPU of a tensor group sending 1/t of them to its counterpart in the next stage (Megatron's
   scatter-gather) over the route the emulator takes (collective_time.stage_sends: the shortest IPU-Link path, one
