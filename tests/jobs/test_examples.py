@@ -17,7 +17,7 @@ from vipu.scheduler.job_spec import JobSpec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NAMES = ["bert_large_pod16.yaml", "gpt3_pod256.yaml", "gpt3_pod256_modelled.yaml", "tiny_dp.yaml", "tiny_pp.yaml",
-         "tiny_tp.yaml"]
+         "tiny_tp.yaml", "tiny_tp2d.yaml"]
 
 
 @pytest.mark.parametrize("name", NAMES)
