@@ -135,7 +135,8 @@ def test_a_fitting_plan_has_no_refusal_and_no_suggestions():
 def test_the_memory_report_shows_the_tiles():
     answer = plan_file(EXAMPLES / "gpt3_pod256.yaml", memory_report=True)
     report = answer.text().split("per-tile memory at the peak")[1]
-    assert report.startswith(" (1,344 compute tiles of 624 KiB)")
+    assert report.startswith(" (1,344 compute tiles of 624 KiB;")
+    assert f"fullest {answer.plan.memory.tiles.peak / 1024:,.2f} KiB" in report  # the tile the fit is decided on
     assert "fullest tiles" in report and "tile     0:" in report and "matmul temporaries" in report
     assert json.loads(answer.as_json())["memory_report"][0].startswith("per-tile memory at the peak")
     assert "per-tile memory" not in plan_file(EXAMPLES / "gpt3_pod256.yaml").text()

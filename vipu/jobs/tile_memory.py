@@ -103,27 +103,31 @@ def per_tile(tensors: list[TileTensor], memory: TileMemory) -> list[float]:
     return out
 
 
-def report(tensors: list[TileTensor], memory: TileMemory, buckets: int = 10) -> list[str]:
-    """`vipu plan --memory-report`: a histogram of the compute tiles by how full they are at the peak, then the
-    fullest tiles and what fills them."""
+def report(tensors: list[TileTensor], memory: TileMemory, buckets: int = 8) -> list[str]:
+    """`vipu plan --memory-report`: a histogram of the compute tiles by their bytes at the peak (buckets spanning
+    the emptiest to the fullest tile, so an imbalance of a few bytes shows), then the fullest tiles and what fills
+    them."""
     fills = per_tile(tensors, memory)
     cap = memory.tile_bytes
-    lines = [f"per-tile memory at the peak ({memory.compute_tiles:,} compute tiles of {cap / 1024:,.0f} KiB)"]
-    counts = [0] * (buckets + 1)
+    low, high = min(fills), max(fills)
+    lines = [f"per-tile memory at the peak ({memory.compute_tiles:,} compute tiles of {cap / 1024:,.0f} KiB;"
+             f" emptiest {low / 1024:,.2f} KiB, fullest {high / 1024:,.2f} KiB, {high / cap:.0%} of a tile)"]
+    width = (high - low) / buckets
+    counts = [0] * buckets
     for nbytes in fills:
-        counts[min(buckets, int(nbytes / cap * buckets))] += 1
-    width = max(counts) or 1
+        counts[min(buckets - 1, int((nbytes - low) / width)) if width else 0] += 1
+    most = max(counts)
     for i, count in enumerate(counts):
-        if count == 0:
-            continue
-        label = f"{i * 100 // buckets:>3}-{(i + 1) * 100 // buckets:>3}%" if i < buckets else "  over 100%"
-        lines.append(f"  {label:<11} {count:>6,} tiles {'#' * max(1, round(40 * count / width))}")
+        if count:
+            start = low + i * width
+            label = f"{start / 1024:,.2f}-{(start + width) / 1024:,.2f} KiB" if width else f"{low / 1024:,.2f} KiB"
+            lines.append(f"  {label:<24} {count:>6,} tiles {'#' * max(1, round(40 * count / most))}")
     order = sorted(range(len(fills)), key=lambda tile: (-fills[tile], tile))[:FULLEST]
     lines.append("fullest tiles")
     for tile in order:
         parts = [("code and exchange", memory.reserve), ("matmul temporaries", memory.temporaries)]
         parts += [(t.label, t.on_tile(tile, memory.compute_tiles)) for t in tensors]
-        top = ", ".join(f"{label} {nbytes / 1024:,.1f}" for label, nbytes in
+        top = ", ".join(f"{label} {nbytes / 1024:,.2f}" for label, nbytes in
                         sorted(parts, key=lambda item: -item[1]) if nbytes > 0)
-        lines.append(f"  tile {tile:>5}: {fills[tile] / 1024:>7,.1f} KiB ({fills[tile] / cap:.0%}): {top} KiB")
+        lines.append(f"  tile {tile:>5}: {fills[tile] / 1024:>8,.2f} KiB ({fills[tile] / cap:.0%}): {top} KiB")
     return lines
