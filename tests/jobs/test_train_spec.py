@@ -59,3 +59,19 @@ def test_workload_round_trips_through_json():
     again = TrainWorkload.model_validate_json(work.model_dump_json())
     assert again == work
     assert again.global_batch == 4 * 3 * 2
+
+
+def test_a_second_tensor_axis_is_for_transformers_and_must_divide_hidden():
+    from pydantic import ValidationError
+
+    from vipu.jobs.train_spec import TrainWorkload as Workload
+
+    mlp = {"kind": "mlp", "layers": 2, "hidden": 8, "inputs": 4, "outputs": 2}
+    with pytest.raises(ValidationError, match="t2 is 2, but two-dimensional tensor parallelism is modelled for"
+                                              " transformer models only"):
+        Workload(model=mlp, layout={"t2": 2})
+    odd = {"kind": "transformer", "layers": 2, "hidden": 12, "heads": 4, "seq_len": 4}
+    with pytest.raises(ValidationError, match="t2 is 8, which does not divide hidden 12"):
+        Workload(model=odd, layout={"t2": 8})
+    with pytest.raises(ValidationError, match="t2 is 3, not a power of two"):
+        Workload(model=odd, layout={"t2": 3})

@@ -53,13 +53,15 @@ def on_actors(ray_session):
 
 @pytest.fixture
 def without_actors():
-    """What Fleet.stats() reads with --ray off: the running jobs' step reports."""
-    from vipu.fabric import LocalTransport
+    """What Fleet.stats() reads with --ray off: the running jobs' step reports; the runs on the in-process
+    machines a --ray off Fleet gives them."""
     from vipu.jobs.train.stats_without_actors import machine_stats
+    from vipu.workers.fleet import Fleet
 
+    off = Fleet(POD, on_lost=lambda machines: None, mode="off")
     running: list[list] = []
     fleet = SimpleNamespace(stats=lambda: machine_stats(running, {}, POD.machine.ipus))
-    return fleet, lambda steps: running.append(steps) or (lambda group: LocalTransport())
+    return fleet, lambda steps: running.append(steps) or (lambda group: off.machine_transport([0]))
 
 
 @pytest.mark.parametrize("job", sorted(JOBS))

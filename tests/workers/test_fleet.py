@@ -5,6 +5,7 @@ counted when a run ends or its job is requeued, whenever the metrics are scraped
 from __future__ import annotations
 
 from tests.jobs.train.builders import mlp, pod, run, workload
+from vipu.fabric.transport import WrappedTransport
 from vipu.jobs.train.stats_without_actors import machine_stats
 from vipu.workers.fleet import Fleet
 
@@ -17,12 +18,25 @@ def fleet_without_actors() -> tuple[Fleet, dict]:
     return Fleet(pod(), on_lost=lambda machines: None, mode="off"), PROGRESS
 
 
+class Recording(WrappedTransport):
+    """The fleet's machine transport, keeping each collective's result as LocalTransport does."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.records = []
+
+    def record(self, result) -> None:
+        self.records.append(result)
+        self.inner.record(result)
+
+
 def train(fleet: Fleet, w, on_step=None) -> list:
-    """Run `w` as the controller runs it with --ray off; returns the transports it used."""
+    """Run `w` as the controller runs it with --ray off (on the fleet's in-process machines); returns the
+    transports it used."""
     transports = []
 
     def factory(group):
-        transports.append(fleet.local_transport(group))
+        transports.append(Recording(fleet.machine_transport(sorted({ipu // 4 for ipu in group.ipus}))))
         return transports[-1]
 
     run(w, transport_factory=factory, on_step=on_step)

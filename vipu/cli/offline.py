@@ -98,6 +98,9 @@ def register(app: typer.Typer) -> None:
         spec: str = typer.Argument(..., help="a job spec with a `train` workload (YAML or JSON)"),
         pod: str = typer.Option(None, "--pod", help="plan for this Pod (a preset or file) instead of the spec's"),
         json_out: bool = JsonOption,
+        memory_report: bool = typer.Option(False, "--memory-report", help=(
+            "also print each compute tile's memory at the peak: a histogram of how full the tiles are, the fullest"
+            " tiles and what fills them")),
     ):
         """Memory per IPU and tile, whether it fits SRAM, and the predicted step time on the Pod, split into
         compute, pipeline bubble, collectives and streaming; suggests a layout that fits when it does not."""
@@ -108,7 +111,8 @@ def register(app: typer.Typer) -> None:
         from vipu.scheduler.job_spec import parse_spec
 
         try:
-            answer = plan_file(spec, pod, check_job=parse_spec)  # a spec that plans is one `vipu submit` takes
+            # a spec that plans is one `vipu submit` takes
+            answer = plan_file(spec, pod, check_job=parse_spec, memory_report=memory_report)
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
         print_json(answer.as_data()) if ctx.obj.wants_json(json_out) else print(answer.text())

@@ -1,11 +1,12 @@
 """LocalTransport: a collective's data as numpy arrays in a dict, in-process, behind the Transport protocol.
 
-It runs the same schedules as the machine actors (RayTransport), for fast property tests and for a controller
-without machine actors (vipu-server --ray off, whose runs' transports count into the controller's TrafficCounters,
-traffic.py, as the actors count into theirs). With an object dtype it also runs symbolic values, which is how the
-tests read off the exact reduction order. It stands in for Streaming Memory, reserved SRAM and holds without their
-capacity or cost (the caller prices streaming), and a training step's streaming and compute charge no counters
-here: without machine actors the controller reports the runs' step reports instead.
+It runs the same schedules as the machine actors (RayTransport), for fast property tests and the emulator's own
+tests and benchmarks (a controller without machine actors, vipu-server --ray off, runs training on in-process
+machines instead: machine_transport.py, so their capacities are checked as on the actors). With an object dtype it
+also runs symbolic values, which is how the tests read off the exact reduction order. It stands in for Streaming
+Memory, reserved SRAM and holds without their capacity or cost (the caller prices streaming), and a training step's
+streaming and compute charge no counters here: without machine actors the controller reports the runs' step reports
+instead.
 """
 
 from __future__ import annotations

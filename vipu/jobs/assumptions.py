@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from vipu.jobs.tile_memory import MAPPING_GRAIN
+
 # `vipu plan`'s suggestions (suggest.py): among the fitting layouts predicted within this fraction of the best
 # throughput, the micro-batch size nearest the spec's comes first (compute efficiency ignores micro-batch size)
 NEAR_BEST = 0.05
@@ -79,7 +81,9 @@ class Assumptions(BaseModel):
             " 4 x with recomputation",
             "memory counted per pipeline stage, as the layers fall (an embedding takes layers off the first stage),"
             " the largest reported; time with balanced stages: each IPU does 1/(t p) of the FLOPs",
-            "even tile mapping: per-tile memory = per-IPU memory / tiles",
+            "tile mapping: each tensor linear over the compute tiles (all but io_tiles) from tile 0 in"
+            f" {MAPPING_GRAIN}-byte grains, the fullest tile deciding; the largest block's activations of one micro-batch as matmul"
+            " temporaries, at most available_memory_proportion of a tile (vipu/jobs/tile_memory.py)",
             f"data-parallel gradients reduced {self.gradient_description()}, after the last micro-batch, not"
             " overlapped with compute (BSP: an IPU computes or exchanges, never both)",
             "IPU numbering: tensor shards innermost, then pipeline stages, then replicas (t IPUs of a shard group"

@@ -20,6 +20,9 @@ blocks (the cut is the SDK's, vipu/sdk/nn/sharding.py, re-exported here) and the
 - ResNet-50: its stem and bottleneck "unit"s (convnet.py), the classifier folded into the last.
 
 Costs are in values (the model's dtype) per sample, per IPU: a sharded tensor counts 1/t, a replicated one whole.
+With two tensor-parallel axes (t2 > 1, transformers: vipu/sdk/nn/transformer2d.py) a matrix counts 1/(t t2), a
+vector 1/t or 1/t2 as its axis is split, and activations along the hidden axis 1/t2, along heads or feed-forward
+units 1/t: a block's input is its 1/t2 of the hidden axis.
 """
 
 from __future__ import annotations
@@ -38,11 +41,11 @@ class Cost:
     inputs: float  # values of the block's input per sample: its checkpoint
 
 
-def cost(model, block: Block, t: int) -> Cost:
+def cost(model, block: Block, t: int, t2: int = 1) -> Cost:
     if model.kind == "mlp":
         return _mlp(model, block, t)
     if model.kind == "transformer":
-        return _transformer(model, block, t)
+        return _transformer(model, block, t, t2)
     inputs, stored, _, params = model.unit(block.layers[0])
     return Cost(params, stored, inputs)
 
@@ -62,20 +65,23 @@ def _mlp(model, block: Block, t: int) -> Cost:
     return Cost(i * o + o, i + o, i)
 
 
-def _transformer(model, block: Block, t: int) -> Cost:
+def _transformer(model, block: Block, t: int, t2: int) -> Cost:
     # what vipu/sdk/nn/transformer.py caches (Korthikanti et al. 2022's count without dropout, whose masks and dropped
     # values the model has not): per layer norm its normalised input (s h) and inverse deviation (s), and its
     # output, the next matrix's input (s h); attention Q, K, V and the context (4 s h / t) and the probabilities
     # (a s^2 / t); the feed-forward's ReLU input and output (2 f s h / t)
+    # (with t2 = 1: 4h^2 / t + 3h / t + 3h, Megatron's count) a layer norm keeps its normalised input s h / t2
     s, h, a, f = model.seq_len, model.hidden, model.heads, model.ffn_multiplier
-    attention = Cost((4 * h * h + 3 * h) // t + 3 * h, s * h * (2 + 4 / t) + s + a * s * s / t, s * h)
-    ffn = Cost((2 * f * h * h + f * h) // t + 3 * h, s * h * (2 + 2 * f / t) + s, s * h)
+    attention = Cost(4 * h * h // (t * t2) + 3 * h // t + 3 * h // t2,
+                     s * h * (2 / t2 + 4 / t) + s + a * s * s / t, s * h / t2)
+    ffn = Cost(2 * f * h * h // (t * t2) + f * h // t + 3 * h // t2, s * h * (2 / t2 + 2 * f / t) + s, s * h / t2)
     if block.kind == "attention":
         return attention
     if block.kind == "ffn":
         return ffn
     if block.kind == "layer":
-        return Cost(attention.params + ffn.params, attention.activations + ffn.activations, s * h)
-    # the embedding (split t ways) takes token ids, its layer norm keeps what any layer norm keeps; the head takes
-    # the last layer's output and keeps it and the logits, split t ways over the vocabulary
-    return Cost(model.embedding_params // t, 2 * s * h + s + s * model.vocab / t, s + s * h)
+        return Cost(attention.params + ffn.params, attention.activations + ffn.activations, s * h / t2)
+    # the embedding (split t ways over the vocabulary, t2 over the hidden axis) takes token ids, its layer norm
+    # keeps what any layer norm keeps; the head takes the last layer's output and keeps it and the logits, split t
+    # ways over the vocabulary
+    return Cost(model.embedding_params // (t * t2), 2 * s * h / t2 + s + s * model.vocab / t, s + s * h / t2)

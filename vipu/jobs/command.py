@@ -15,6 +15,7 @@ from pathlib import Path
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.pod_files import load_pod
 from vipu.jobs.assumptions import DEFAULT, Assumptions
+from vipu.jobs.memory_estimate import tile_report
 from vipu.jobs.planner import Plan, plan
 from vipu.jobs.train_spec import JobCheck, check_spec_partition, load_plan_spec
 from vipu.jobs.suggest import refusal, suggest, suggestion_json
@@ -26,19 +27,23 @@ class PlanAnswer:
 
     plan: Plan
     suggestions: list[Plan]
+    memory_report: list[str] | None = None  # --memory-report: tile_memory.report's lines
 
     @property
     def fits(self) -> bool:
         return self.plan.fits
 
     def text(self) -> str:
-        return self.plan.table(None if self.fits else self.suggestions)
+        table = self.plan.table(None if self.fits else self.suggestions)
+        return table + ("\n\n" + "\n".join(self.memory_report) if self.memory_report else "")
 
     def as_data(self) -> dict:
         """What `vipu plan --json` prints."""
         data = self.plan.model_dump(mode="json")
         data["problems"] = self.plan.problems()
         data["suggestions"] = [suggestion_json(c) for c in self.suggestions]
+        if self.memory_report:
+            data["memory_report"] = self.memory_report
         return data
 
     def as_json(self) -> str:
@@ -50,9 +55,10 @@ class PlanAnswer:
 
 
 def plan_file(path: str | Path, pod: PodConfig | str | None = None, assumptions: Assumptions = DEFAULT,
-              check_job: JobCheck | None = None) -> PlanAnswer:
+              check_job: JobCheck | None = None, memory_report: bool = False) -> PlanAnswer:
     """Plan the spec at `path`; `pod` (a PodConfig, a preset name or a Pod file) overrides the spec's own `pod`
-    (e.g. the Pod of the server the CLI talks to); check_job: see plan_spec."""
+    (e.g. the Pod of the server the CLI talks to); check_job: see plan_spec; memory_report: with the per-tile
+    report of the IPU needing most."""
     spec, spec_pod = load_plan_spec(path, check_job)
     if pod is None:
         pod = spec_pod
@@ -60,7 +66,8 @@ def plan_file(path: str | Path, pod: PodConfig | str | None = None, assumptions:
         pod = load_pod(pod) if isinstance(pod, str) else pod
         check_spec_partition(spec, pod, f"spec file {path}")
     result = plan(spec.workload, pod, assumptions)
-    return PlanAnswer(result, [] if result.fits else suggest(spec.workload, pod, assumptions))
+    tiles = tile_report(spec.workload, pod, assumptions) if memory_report else None
+    return PlanAnswer(result, [] if result.fits else suggest(spec.workload, pod, assumptions), tiles)
 
 
 def main_plan(path: str | Path, pod: PodConfig | str | None = None, assumptions: Assumptions = DEFAULT) -> str:

@@ -3,7 +3,13 @@
 The layout is checked in two places, for the reason the job spec gives (a spec file is portable between Pods):
 its own shape here (positive counts, powers of two, options that make sense together), against its model in
 train_spec.py (t divides the heads, p no more than the layers), and against the partition at submit or plan time
-(t x p x r = the partition's IPUs, a size the Pod can give: check_partition).
+(t x t2 x p x r = the partition's IPUs, a size the Pod can give, I/O tiles fewer than its tiles: check_partition).
+
+Two-dimensional tensor parallelism (t2 > 1) is PopXL's GPT-3 layout (graphcore/examples
+nlp/gpt3_175B/popxl/config/pretraining.yml, gpt3_175B_pod256: data_parallel 4, tensor_parallel_1 8,
+tensor_parallel_2 8, io_tiles 128, available_memory_proportion 0.1; utils/utils.py tp2d_replica_groups): t is
+tensor_parallel_1, t2 tensor_parallel_2, the innermost axis, so a stage's t x t2 IPUs are t groups of t2 adjacent
+IPUs and the t-groups are t2 IPUs apart (blocks.py says what each IPU then holds).
 """
 
 from __future__ import annotations
@@ -20,7 +26,12 @@ from vipu.partition.rules import check_size, is_power_of_two
 
 
 class Layout(Strict):
-    t: PositiveInt = Field(1, le=1024, description="tensor shards per layer (Megatron-style)")
+    t: PositiveInt = Field(1, le=1024, description=(
+        "tensor shards per layer (Megatron-style); with t2 > 1 the first of two tensor-parallel axes (PopXL's"
+        " tensor_parallel_1)"))
+    t2: PositiveInt = Field(1, le=1024, description=(
+        "second tensor-parallel axis (PopXL's tensor_parallel_2, innermost: t2 adjacent IPUs): each weight matrix"
+        " split t x t2 ways, the hidden dimension of activations t2 ways; transformer models only"))
     p: PositiveInt = Field(1, le=1024, description="pipeline stages")
     r: PositiveInt = Field(1, le=1 << 16, description="data-parallel replicas")
     micro_batch: PositiveInt = Field(1, le=1 << 20, description="samples per micro-batch")
@@ -35,13 +46,19 @@ class Layout(Strict):
         " weights and gradient accumulators in Streaming Memory (the replicas all-gather a phase's weights before"
         " it runs and reduce-scatter its gradients)"))
     offload_optimizer: bool = Field(False, description="optimiser state in Streaming Memory, streamed each step")
+    io_tiles: int = Field(0, ge=0, le=1 << 16, description=(
+        "tiles per IPU kept for streaming data in and out (PopXL's io_tiles): they hold no tensors and compute"
+        " nothing, so the model has the other tiles' SRAM and FLOPs"))
+    available_memory_proportion: float = Field(0.6, gt=0, le=1, description=(
+        "the share of each tile's SRAM a matmul may use for its temporaries (Poplar's availableMemoryProportion,"
+        " default 0.6): a compiler plans the largest matmul to fit it"))
     phased: bool = Field(False, description=(
         "phased execution: weights live in Streaming Memory, one phase in SRAM; batch-serialised (each phase runs"
         " all m micro-batches while resident, their inputs stashed in Streaming Memory), so in gpipe order"))
 
     @model_validator(mode="after")
     def _coherent(self) -> Layout:
-        for name in ("t", "p", "r"):
+        for name in ("t", "t2", "p", "r"):
             value = getattr(self, name)
             if not is_power_of_two(value):
                 below = 1 << (value.bit_length() - 1)
@@ -56,8 +73,13 @@ class Layout(Strict):
         return self
 
     @property
+    def tp(self) -> int:
+        """A stage's tensor-parallel IPUs: t x t2."""
+        return self.t * self.t2
+
+    @property
     def ipus(self) -> int:
-        return self.t * self.p * self.r
+        return self.tp * self.p * self.r
 
     @property
     def shards_weights(self) -> bool:
@@ -94,9 +116,17 @@ class Layout(Strict):
                                          ("optimiser offload", self.offload_optimizer),
                                          ("phased execution", self.phased)) if on]
         order = "gpipe, batch-serialised" if self.phased else self.schedule
-        text = (f"t={self.t} p={self.p} r={self.r}, micro-batch {self.micro_batch} x {self.micro_batches}"
+        t2 = f" t2={self.t2}" if self.t2 > 1 else ""
+        text = (f"t={self.t}{t2} p={self.p} r={self.r}, micro-batch {self.micro_batch} x {self.micro_batches}"
                 f" ({order})")
+        if self.io_tiles:
+            options.append(f"{self.io_tiles} I/O tiles")
         return text + (" with " + ", ".join(options) if options else "")
+
+
+def compute_share(layout: Layout, pod: PodConfig) -> float:
+    """The share of an IPU's tiles (and so of its FLOPs) left to the model once its I/O tiles are set aside."""
+    return (pod.ipu.tiles - layout.io_tiles) / pod.ipu.tiles
 
 
 def bubble_fraction(p: int, m: int) -> Fraction:
@@ -105,13 +135,21 @@ def bubble_fraction(p: int, m: int) -> Fraction:
 
 
 def check_partition(layout: Layout, ipus: int, pod: PodConfig, field: str = "workload.layout") -> None:
-    """The layout must use exactly the partition's IPUs, and the partition must be one the Pod can give."""
+    """The layout must use exactly the partition's IPUs, the partition must be one the Pod can give, and the I/O
+    tiles must leave tiles to compute on."""
     check_size(ipus, pod, "ipus")
     if layout.ipus != ipus:
-        tp = layout.t * layout.p
+        tp = layout.tp * layout.p
+        two = layout.t2 > 1
+        names, values = ("t x t2 x p x r", f"{layout.t} x {layout.t2}") if two else ("t x p x r", f"{layout.t}")
         fix = (f"set r to {ipus // tp}" if ipus % tp == 0 else
-               f"t x p = {tp} does not divide {ipus}: pick t and p whose product does, then r = {ipus} / (t x p)")
+               f"{names.removesuffix(' x r')} = {tp} does not divide {ipus}: pick factors whose product does, then"
+               f" r = {ipus} / {tp}")
         raise InvalidArgument(
-            f"{field}: t x p x r is {layout.t} x {layout.p} x {layout.r} = {layout.ipus}, but the job asks for"
-            f" {ipus} IPUs; make t x p x r equal ipus ({fix})"
+            f"{field}: {names} is {values} x {layout.p} x {layout.r} = {layout.ipus}, but the job asks for"
+            f" {ipus} IPUs; make {names} equal ipus ({fix})"
         )
+    if layout.io_tiles >= pod.ipu.tiles:
+        raise InvalidArgument(
+            f"{field}.io_tiles is {layout.io_tiles} but an IPU of {pod.name} has {pod.ipu.tiles} tiles; leave tiles"
+            f" to compute on: give at most {pod.ipu.tiles - 1} (PopXL's GPT-3 configs use 128)")

@@ -24,6 +24,10 @@ inputs, so they stash one copy, 1/t each. With RTS there, each IPU stores only i
 accumulators (hardware.md: 1/(t p rts) of the model; the replicas all-gather a phase's weights into SRAM before it
 runs and reduce-scatter its gradients, timing.py), so its SRAM still holds the whole phase. Optimiser offload
 leaves the weights whole in SRAM: RTS shards its state only.
+
+Whether it fits SRAM is decided tile by tile (tile_memory.py: the stage's tensors mapped onto the compute tiles,
+I/O tiles excluded, with the matmul temporaries and the code and exchange reserve; the fullest tile decides);
+Memory.fits_evenly is the even split, which is necessary but not sufficient.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, computed_field, field_serializer
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.blocks import Cost, cost, stage_blocks
+from vipu.jobs.tile_memory import TileMemory, TileTensor, report, stage_tensors, tile_memory
 
 STATE_BYTES = {"sgd": 4, "adam": 8}
 MASTER_BYTES = 4
@@ -93,11 +98,17 @@ class Memory(_Parts):
     sram_stage: int = 0
     streaming_stage: int = 0
     streaming_mean: float = 0.0  # over the pipeline stages
+    tiles: TileMemory  # the fullest tile of the stage needing most (tile_memory.py)
+
+    @property
+    def fits_evenly(self) -> bool:
+        """Whether the IPU's bytes, split evenly over its compute tiles, fit: necessary, not sufficient."""
+        return self.total <= self.sram_bytes
 
     @computed_field
     @property
     def fits_sram(self) -> bool:
-        return self.total <= self.sram_bytes
+        return self.fits_evenly and self.tiles.fits
 
     @computed_field
     @property
@@ -118,7 +129,7 @@ def state_bytes_per_param(workload) -> int:
 def optimizer_bytes(workload) -> float:
     """Optimiser state per IPU, wherever it lives, stages balanced (what timing.py streams)."""
     lay = workload.layout
-    share = workload.model.params() / (lay.t * lay.p)
+    share = workload.model.params() / (lay.tp * lay.p)
     return share * state_bytes_per_param(workload) / (lay.r if lay.rts else 1)
 
 
@@ -126,7 +137,7 @@ def stored_weight_bytes(workload) -> float:
     """Weights per IPU as stored between uses, stages balanced: 1/(t p) of the model, or 1/(t p r) where RTS
     shards them (Layout.shards_weights). Its gradient accumulators are stored in the same share."""
     lay = workload.layout
-    share = workload.model.params() / (lay.t * lay.p) * workload.model.value_bytes
+    share = workload.model.params() / (lay.tp * lay.p) * workload.model.value_bytes
     return share / lay.r if lay.shards_weights else share
 
 
@@ -135,7 +146,7 @@ def stash_bytes(workload) -> float:
     tensor group: what a step writes to Streaming Memory and reads back (timing.py); batch-serialised, a stage
     holds them all at once (stage_memory's streaming_stash)."""
     model, lay = workload.model, workload.layout
-    inputs = sum(cost(model, block, lay.t).inputs
+    inputs = sum(cost(model, block, lay.t, lay.t2).inputs
                  for s in range(lay.p) for block in stage_blocks(model, lay.t, lay.p, s, phased=True))
     return lay.micro_batches * lay.micro_batch * inputs * model.value_bytes / lay.p / lay.t
 
@@ -143,8 +154,8 @@ def stash_bytes(workload) -> float:
 def stage_memory(workload, stage: int) -> StageMemory:
     model, lay = workload.model, workload.layout
     t, p, b, value = lay.t, lay.p, lay.micro_batch, model.value_bytes
-    costs = [cost(model, block, t) for block in stage_blocks(model, t, p, stage, lay.phased)]
-    plain = [cost(model, block, t) for block in stage_blocks(model, t, p, stage)]
+    costs = [cost(model, block, t, lay.t2) for block in stage_blocks(model, t, p, stage, lay.phased)]
+    plain = [cost(model, block, t, lay.t2) for block in stage_blocks(model, t, p, stage)]
     params = sum(c.params for c in costs)
     owned = math.ceil(params / lay.r) if lay.rts else params
     state = owned * state_bytes_per_param(workload)
@@ -170,16 +181,41 @@ def stage_memory(workload, stage: int) -> StageMemory:
 SRAM_PARTS = {"weights", "gradients", "optimizer", "activations", "activations_no_recompute", "activations_recompute"}
 
 
+def tile_tensors(workload, stage: StageMemory) -> tuple[list[TileTensor], float]:
+    """The stage's tensors as tile_memory.py maps them, and the largest block's activations of one micro-batch
+    (its matmuls' working set): phased, the resident block's; else every block's."""
+    model, lay = workload.model, workload.layout
+    value, b = model.value_bytes, lay.micro_batch
+    blocks = stage_blocks(model, lay.t, lay.p, stage.stage, lay.phased)
+    costs = [(block, cost(model, block, lay.t, lay.t2)) for block in blocks]
+    if lay.phased and costs:
+        costs = [max(costs, key=lambda bc: 2 * bc[1].params + b * bc[1].activations)]
+    held = [(f"{block.kind} {'-'.join(map(str, block.layers))}".strip(), c.params * value, b * c.activations * value)
+            for block, c in costs]
+    return stage_tensors(stage, held), max((nbytes for _, _, nbytes in held), default=0.0)
+
+
 def memory(workload, pod: PodConfig, assumptions: Assumptions) -> Memory:
     stages = [stage_memory(workload, s) for s in range(workload.layout.p)]
     most = max(stages, key=lambda st: st.sram)  # the first of equals
     streamed = max(stages, key=lambda st: st.streaming)
-    reserved = assumptions.reserved_sram_fraction * pod.ipu.sram_bytes
+    compute_tiles = pod.ipu.tiles - workload.layout.io_tiles
+    sram = compute_tiles * pod.ipu.sram_per_tile_bytes
+    reserved = assumptions.reserved_sram_fraction * sram
     total = most.sram + reserved
+    tensors, largest = tile_tensors(workload, most)
     return Memory(
         **most.model_dump(include=SRAM_PARTS), **streamed.model_dump(exclude=SRAM_PARTS | {"stage"}),
-        reserved=reserved, total=total, per_tile=total / pod.ipu.tiles, sram_bytes=pod.ipu.sram_bytes,
+        tiles=tile_memory(tensors, largest, workload.layout, pod, assumptions.reserved_sram_fraction),
+        reserved=reserved, total=total, per_tile=total / compute_tiles, sram_bytes=sram,
         sram_per_tile_bytes=pod.ipu.sram_per_tile_bytes, streaming=streamed.streaming,
         streaming_capacity=pod.machine.streaming_memory_bytes / pod.machine.ipus, sram_stage=most.stage,
         streaming_stage=streamed.stage, streaming_mean=sum(st.streaming for st in stages) / len(stages),
     )
+
+
+def tile_report(workload, pod: PodConfig, assumptions: Assumptions) -> list[str]:
+    """`vipu plan --memory-report`: the tiles of an IPU of the stage needing most SRAM (tile_memory.report)."""
+    mem = memory(workload, pod, assumptions)
+    tensors, _ = tile_tensors(workload, stage_memory(workload, mem.sram_stage))
+    return report(tensors, mem.tiles)

@@ -42,6 +42,11 @@ class _Model(Strict):
     def norm_allreduces(self) -> tuple[int, float]:
         return 0, 0.0
 
+    def shard2_problem(self, t2: int) -> str | None:
+        """Why a second tensor-parallel axis of t2 does not work for this model, or None."""
+        return (f"t2 is {t2}, but two-dimensional tensor parallelism is modelled for transformer models only"
+                f" (PopXL's GPT-3); use t2: 1 and t: {t2} or more for one axis")
+
 
 class MlpModel(_Model):
     """`layers` linear layers (ReLU between): inputs -> hidden -> ... -> hidden -> outputs."""
@@ -155,4 +160,10 @@ class TransformerModel(_Model):
         if self.heads % t:
             return (f"t is {t}, which does not divide heads {self.heads}; Megatron gives each shard whole heads,"
                     " so use a power of two that divides heads")
+        return None
+
+    def shard2_problem(self, t2: int) -> str | None:
+        if self.hidden % t2:
+            return (f"t2 is {t2}, which does not divide hidden {self.hidden}; the second axis splits the hidden"
+                    " dimension, so use a power of two that divides it")
         return None

@@ -44,13 +44,21 @@ class Plan(BaseModel):
         """Why the workload does not fit, each with the numbers that show it (empty when it fits)."""
         mem, p = self.memory, self.layout.p
         out = []
-        if not mem.fits_sram:
+        if not mem.fits_evenly:
             stage = f" (pipeline stage {mem.sram_stage} of {p}, the one needing most)" if p > 1 else ""
             out.append(
                 f"needs {size(mem.total)} per IPU{stage}, SRAM holds {size(mem.sram_bytes)} (per tile"
                 f" {kib(mem.per_tile)} of {kib(mem.sram_per_tile_bytes)}: weights {size(mem.weights)}, gradients"
                 f" {size(mem.gradients)}, optimiser {size(mem.optimizer)}, activations {size(mem.activations)},"
                 f" reserve {size(mem.reserved)})")
+        elif not mem.tiles.fits:
+            tiles = mem.tiles
+            out.append(
+                f"the fullest tile needs {kib(tiles.peak)} at the peak, a tile holds {kib(tiles.tile_bytes)}"
+                f" (always-live {kib(tiles.always_live)}, not-always-live {kib(tiles.not_always_live)} of which"
+                f" matmul temporaries {kib(tiles.temporaries)}, code and exchange {kib(tiles.reserve)}; evenly split"
+                f" it would be {kib(mem.per_tile)}); lower workload.layout.available_memory_proportion, use fewer"
+                " io_tiles, recompute, or shard over more IPUs")
         if not mem.fits_streaming:
             stage = f" (pipeline stage {mem.streaming_stage} of {p})" if p > 1 else ""
             out.append(f"needs {size(mem.streaming)} of Streaming Memory per IPU{stage}, its machine has"

@@ -1,12 +1,12 @@
 """When a layout does not fit: search the layouts of the same partition for ones that do, best throughput first.
 
-The search keeps the model, optimiser and global batch (so the training run means the same thing) and varies
-t x p x r over the partition's IPUs, the micro-batch size (powers of two from 1 to MAX_GROWTH x the spec's that
-divide a replica's share of the batch, the micro-batches making up the rest), the pipeline schedule (1F1B or GPipe:
-the same micro-batches and the same accumulated gradients, in another order; phased execution runs gpipe whatever
-the spec says, Layout.order, so it is tried with the spec's schedule only), recomputation, RTS, optimiser offload and
-phased execution. Bounded: 1,350 plans for BERT-Large's micro-batch 8 on 16 IPUs, 1,764 for GPT-3 on 256, each a
-few formulas (about 0.5 s and 2 s).
+The search keeps the model, optimiser, global batch (so the training run means the same thing), second tensor axis
+t2, I/O tiles and available memory proportion, and varies t x p x r over the partition's IPUs, the micro-batch size
+(powers of two from 1 to MAX_GROWTH x the spec's that divide a replica's share of the batch, the micro-batches
+making up the rest), the pipeline schedule (1F1B or GPipe: the same micro-batches and the same accumulated
+gradients, in another order; phased execution runs gpipe whatever the spec says, Layout.order, so it is tried with
+the spec's schedule only), recomputation, RTS, optimiser offload and phased execution. Bounded: 1,350 plans for
+BERT-Large's micro-batch 8 on 16 IPUs, 1,764 for GPT-3 on 256, each a few formulas (about 0.5 s and 2 s).
 
 Ranking: highest predicted throughput first, except that among the layouts within NEAR_BEST of the best one, the
 micro-batch size nearest the spec's (in factors of two) comes first: the planner's compute efficiency is one figure
@@ -51,9 +51,10 @@ def candidate_layouts(workload, ipus: int):
     model, lay = workload.model, workload.layout
     batch = lay.global_batch
     other = "gpipe" if lay.schedule == "1f1b" else "1f1b"
+    t2 = lay.t2  # a second tensor axis stays as the spec has it; t, p and r share the rest of the IPUs
     for t, p in product(_powers(ipus), _powers(ipus)):
-        r = ipus // (t * p)
-        if t * p * r != ipus or r < 1 or model.shard_problem(t) or p > model.units or batch % r:
+        r = ipus // (t * t2 * p)
+        if t * t2 * p * r != ipus or r < 1 or model.shard_problem(t) or p > model.units or batch % r:
             continue
         per_replica = batch // r
         for b in micro_batch_sizes(lay.micro_batch, per_replica):

@@ -14,9 +14,12 @@ replicas allreduce their stage's gradients, and the optimiser state (and, phased
 Streaming Memory. BSP: none of these overlap.
 
 - compute: m x b x forward FLOPs x (3, or 4 recomputing; phased execution recomputes each phase) / (t p)
-  / (peak FLOPS x efficiency), plus the on-chip sync that ends each BSP compute set (compute_sets);
+  / (peak FLOPS x efficiency x the share of tiles that are not I/O tiles), plus the on-chip sync that ends each BSP
+  compute set (compute_sets); with two tensor axes t is t x t2, and attention runs whole on each IPU of a t2
+  group (tensor_axes.py);
 - tensor parallel: per micro-batch and layer of the stage, Megatron's allreduces of b s h values (2 forward,
-  2 backward for a transformer layer, 2 more when the forward pass is recomputed) over the t IPUs;
+  2 backward for a transformer layer, 2 more when the forward pass is recomputed) over the t IPUs; with two axes
+  (t2 > 1) PopXL's allreduces over each axis and the gathers of a stage's output (tensor_axes.py);
 - pipeline sends: per tick, b x boundary values forward and back (a middle stage; the first and last stages send one
   way only), each IPU of a tensor group sending 1/t of them to its counterpart in the next stage (Megatron's
   scatter-gather) over the route the emulator takes (collective_time.stage_sends: the shortest IPU-Link path, one
@@ -54,8 +57,10 @@ from vipu.hardware.pod import PodConfig
 from vipu.hardware.streaming_cost import duplex_s
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.collective_time import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
+from vipu.jobs.layout import compute_share
 from vipu.jobs.memory_estimate import optimizer_bytes, stash_bytes, stored_weight_bytes
 from vipu.jobs.parts import PARTS
+from vipu.jobs.tensor_axes import attention_flops_beyond_share, stage_gather_s, tensor_parallel
 
 # phased execution with RTS: the uses of the weights in a step that each all-gather them from the replicas' shards
 # (forward, recomputation, backward; the update works on the IPU's own shard), as the streaming below reads them
@@ -107,17 +112,16 @@ def forward_part(workload, pod: PodConfig, assumptions: Assumptions, send_s: flo
     included): the forward's FLOPs and compute sets, its share of the tensor-parallel and batch-norm allreduces,
     the send to the next stage (send_s, 0 on the last) and the syncs before each."""
     model, lay = workload.model, workload.layout
-    b, t, p = lay.micro_batch, lay.t, lay.p
-    flops = pod.ipu.flops_per_s(model.dtype) * assumptions.compute_efficiency
-    tp_count = model.units / p * model.tp_allreduces_per_layer
-    sets = max(1, math.ceil(tp_count)) if t > 1 else 1
-    compute = b * model.forward_flops() / (t * p) / flops + sets * pod.ipu.sync_s
-    tp = allreduce(pod, GroupShape(t), tp_count * model.tp_bytes(b), math.ceil(tp_count),
-                   assumptions.ild_collective).total_s
+    b, t, p = lay.micro_batch, lay.tp, lay.p
+    flops = pod.ipu.flops_per_s(model.dtype) * assumptions.compute_efficiency * compute_share(lay, pod)
+    tp, tp_collectives, tp_sets = tensor_parallel(workload, pod, assumptions.ild_collective, 1, 0)
+    sets = max(1, tp_sets)
+    own = model.forward_flops() / (t * p) + attention_flops_beyond_share(workload, 1)
+    compute = b * own / flops + sets * pod.ipu.sync_s
     norms, norm_bytes = model.norm_allreduces()
     norm = allreduce(pod, GroupShape(model.norm_replicas, t * p), norm_bytes, norms,
                      assumptions.ild_collective).total_s if norms else 0.0
-    collectives = (math.ceil(tp_count) if t > 1 else 0) + norms + (1 if send_s else 0)
+    collectives = tp_collectives + norms + (1 if send_s else 0)
     return compute + tp + norm + send_s + collectives * sync
 
 
@@ -141,14 +145,13 @@ def streamed_bytes(lay, weights: float, state: float, stash: float) -> tuple[flo
 
 def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     model, lay = workload.model, workload.layout
-    b, t, p, r, m = lay.micro_batch, lay.t, lay.p, lay.r, lay.micro_batches
-    flops = pod.ipu.flops_per_s(model.dtype) * assumptions.compute_efficiency
+    b, t, p, r, m = lay.micro_batch, lay.tp, lay.p, lay.r, lay.micro_batches
+    flops = pod.ipu.flops_per_s(model.dtype) * assumptions.compute_efficiency * compute_share(lay, pod)
     passes = 3 if recomputes(lay) else 2  # forward (+ recomputed forward) + backward
-    tp_count = model.units / p * model.tp_allreduces_per_layer * passes
-    set_syncs_tick = compute_sets(t, tp_count) * pod.ipu.sync_s
-    compute_tick = b * training_flops_per_sample(workload) / (t * p) / flops + set_syncs_tick
-    tp_tick = allreduce(pod, GroupShape(t), tp_count * model.tp_bytes(b), math.ceil(tp_count),
-                        assumptions.ild_collective).total_s
+    tp_tick, tp_collectives, tp_sets = tensor_parallel(workload, pod, assumptions.ild_collective, passes - 1, 1)
+    set_syncs_tick = compute_sets(t, tp_sets) * pod.ipu.sync_s
+    own = training_flops_per_sample(workload) / (t * p) + attention_flops_beyond_share(workload, passes + 1)
+    compute_tick = b * own / flops + set_syncs_tick
 
     boundary = model.boundary_bytes(b)
     forward, back = stage_sends(pod, t, p, round(boundary / model.value_bytes), model.value_bytes)
@@ -165,8 +168,10 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
                           assumptions.ild_collective).total_s if norms else 0.0
 
     sync = assumptions.sync_s(pod, t * p * r)
-    collective_syncs = (math.ceil(tp_count) if t > 1 else 0) + passes * norms
+    collective_syncs = tp_collectives + passes * norms
     ticks = [compute_tick + tp_tick + sum(out) + norm_tick + (collective_syncs + len(out)) * sync for out in sends]
+    if lay.t2 > 1 and p > 1:  # the first stage gathers no input gradient: it sends none back (tensor_axes.py)
+        ticks[0] -= stage_gather_s(workload, pod) + sync
     busiest = max(range(p), key=ticks.__getitem__)
     tick, send_tick = ticks[busiest], sum(sends[busiest])
     sync_tick = (collective_syncs + len(sends[busiest])) * sync

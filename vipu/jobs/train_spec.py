@@ -57,6 +57,10 @@ class TrainWorkload(Workload):
         problem = model.shard_problem(layout.t)
         if problem:
             raise PydanticCustomError("layout_t", problem)
+        if layout.t2 > 1:
+            problem = model.shard2_problem(layout.t2)
+            if problem:
+                raise PydanticCustomError("layout_t2", problem)
         if layout.p > model.units:
             raise PydanticCustomError(
                 "layout_p", f"p is {layout.p} but the {model.kind} model has {model.units} layers to split"

@@ -95,7 +95,7 @@ class Fleet:
         self._lock = threading.Lock()
         self._ray_dir = local_ray.folder(os.getpid())
         self._traffic = None  # --ray off: the TrafficCounters that runs' transports count into (the first makes it)
-        self._machines: dict = {}  # --ray off: machine -> (Machine, its lock), made when a program's session first
+        self._machines: dict = {}  # --ray off: machine -> (Machine, its lock), made when a session or a run first
         # needs it and kept, as an actor is
 
     @property
@@ -210,21 +210,11 @@ class Fleet:
             if live:
                 self.pool.repair(live)
 
-    def local_transport(self, group):
-        """With --ray off, a training run's own in-process transport (`group`: its partition, unused): it counts
-        each collective's bytes into the fleet's link counters, which stay when the run ends, as an actor's do."""
-        from vipu.fabric import LocalTransport
-        from vipu.fabric.traffic import TrafficCounters
-
-        with self._lock:  # runs start in threads of their own
-            if self._traffic is None:
-                self._traffic = TrafficCounters()
-        return LocalTransport(self._traffic)
-
     def machine_transport(self, machines: list[int]):
         """With --ray off, a transport over in-process Machines, the ones the actors would wrap (capacity and
         counters as on the actors: fabric/machine_transport.py), counting each collective's bytes into the fleet's
-        link counters too. The machines are made on first use and kept for the controller's life."""
+        link counters too: what a program's session and a training run use. The machines are made on first use and
+        kept for the controller's life."""
         from vipu.fabric.machine_transport import MachineTransport
         from vipu.fabric.traffic import TrafficCounters
         from vipu.workers.machine import Machine

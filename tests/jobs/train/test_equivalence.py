@@ -34,6 +34,10 @@ CASES = {
     "transformer pp p2": (transformer(), "adam", dict(p=2, micro_batches=3)),
     "transformer t2 p2 r2": (transformer(), "adam", dict(t=2, p=2, r=2, micro_batches=2)),
     "transformer t2 r2 sgd": (transformer(), "sgd", dict(t=2, r=2, micro_batches=2)),
+    # two tensor-parallel axes (PopXL's GPT-3): t x t2 shards, the hidden axis split t2 ways
+    "transformer 2d t2 x t2 2": (transformer(), "adam", dict(t=2, t2=2)),
+    "transformer 2d t2 x t2 2 p2 r2 phased rts": (transformer(), "adam", dict(t=2, t2=2, p=2, r=2, micro_batches=2,
+                                                                             phased=True, rts=True)),
 }
 
 
@@ -48,7 +52,7 @@ def test_losses_equal_single_device_training(name):
 
 
 @pytest.mark.parametrize("name", ["mlp t2 p2 r2 adam", "mlp one layer per stage t2 p4 (col, row)",
-                                  "transformer t2 p2 r2"])
+                                  "transformer t2 p2 r2", "transformer 2d t2 x t2 2"])
 def test_final_weights_equal_single_device_and_replicas_agree_bit_for_bit(name):
     model, optimizer, layout = CASES[name]
     w = workload(model, optimizer, **layout)

@@ -20,7 +20,7 @@ EXAMPLES = Path(__file__).parents[3] / "examples"
 
 
 @pytest.mark.parametrize("name, moving", [("tiny_dp", "data_parallel"), ("tiny_pp", "pipeline"),
-                                          ("tiny_tp", "tensor_parallel")])
+                                          ("tiny_tp", "tensor_parallel"), ("tiny_tp2d", "tensor_parallel")])
 def test_tiny_example_runs_trains_and_matches(name, moving):
     spec, pod = load_plan_spec(EXAMPLES / f"{name}.yaml")
     result = run_training(spec.workload, pod)
@@ -32,7 +32,7 @@ def test_tiny_example_runs_trains_and_matches(name, moving):
     assert 0.5 < result.emulated_step_s / result.predicted_step_s < 2
 
 
-@pytest.mark.parametrize("name", ["tiny_dp", "tiny_pp", "tiny_tp"])
+@pytest.mark.parametrize("name", ["tiny_dp", "tiny_pp", "tiny_tp", "tiny_tp2d"])
 @pytest.mark.parametrize("pod_name", [None, "bow-pod64"])
 def test_vipu_plan_predicts_what_the_job_reports(name, pod_name):
     """Regression: `vipu plan examples/tiny_dp.yaml` costed the gradients as 8 per-tensor allreduces (total 54.0 us)

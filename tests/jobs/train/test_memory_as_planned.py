@@ -35,7 +35,7 @@ def measured_as_planned(w) -> None:
     lay = w.layout
     ipus = run(w).reports[-1].ipus
     for stage in range(lay.p):
-        got = [report for ipu, report in ipus.items() if ipu // lay.t % lay.p == stage]
+        got = [report for ipu, report in ipus.items() if ipu // lay.tp % lay.p == stage]
         want = stage_memory(w, stage)
         assert max(x.memory_bytes for x in got) == int(want.sram), stage
         assert max(x.activation_bytes for x in got) == int(want.activations), stage
@@ -49,6 +49,16 @@ def measured_as_planned(w) -> None:
 def test_plan_counts_what_the_emulator_holds(model, option, t, p, r):
     options = {**OPTIONS[option], "rts": r > 1 and option == "phased"}
     measured_as_planned(workload(MODELS[model], "adam", steps=1, t=t, p=p, r=r, micro_batches=4, **options))
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+@pytest.mark.parametrize("t, p, r", [(2, 1, 1), (1, 2, 2), (2, 2, 2)])
+def test_two_tensor_axes_are_measured_as_planned(option, t, p, r):
+    """t x t2 = t x 2 shards: each IPU holds 1/(t t2) of a matrix, its biases and layer norms 1/t or 1/t2, and
+    activations split t2 ways along the hidden axis (blocks.py)."""
+    options = {**OPTIONS[option], "rts": r > 1 and option == "phased"}
+    measured_as_planned(workload(MODELS["transformer"], "adam", steps=1, t=t, t2=2, p=p, r=r, micro_batches=4,
+                                 **options))
 
 
 @settings(max_examples=30, deadline=None)

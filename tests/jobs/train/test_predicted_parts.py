@@ -77,3 +77,22 @@ def test_a_tensor_parallel_pipeline_send_takes_the_route_between_its_ipus():
     gather = 1e-6 + half / 32e9  # the receivers swap halves: 1 hop
     assert result.predicted_parts["pipeline sends"] == pytest.approx(2 * (scatter + gather), rel=1e-12)
     assert result.emulated_parts["pipeline sends"] == pytest.approx(2 * (scatter + gather), rel=1e-12)
+
+
+GRID_2D = [(t, t2, p, r, name) for t, t2, p, r in ((2, 2, 1, 1), (1, 2, 1, 2), (2, 2, 2, 1), (2, 2, 1, 2))
+           for name in ("plain", "recompute", "rts+phased") if r > 1 or name != "rts+phased"]
+
+
+@pytest.mark.parametrize("t, t2, p, r, option", GRID_2D, ids=[f"t{t}x{t2}p{p}r{r}-{o}" for t, t2, p, r, o in GRID_2D])
+def test_two_tensor_axes_emulated_parts_are_the_planned_ones(t, t2, p, r, option):
+    """Two tensor-parallel axes (tensor_axes.py): the collectives and syncs to rounding; compute and the bubble to
+    a tile cycle per compute set (4 a layer and pass), attention counted whole on each IPU of a t2 group."""
+    m = 2
+    result = run(workload(MODEL, "adam", steps=1, t=t, t2=t2, p=p, r=r, micro_batch=4, micro_batches=m,
+                          **OPTIONS[option]))
+    planned, emulated = result.predicted_parts, result.emulated_parts
+    for part in ("tensor-parallel collectives", "pipeline sends", "syncs"):
+        assert emulated[part] == pytest.approx(planned[part], rel=1e-9, abs=1e-18), part
+    sets = LAYERS // p * 4 * (3 if option != "plain" else 2)
+    assert 0 <= emulated["compute"] - planned["compute"] <= m * sets * CYCLE_S
+    assert 0 <= emulated["pipeline bubble"] - planned["pipeline bubble"] <= (p - 1) * sets * CYCLE_S + 1e-15

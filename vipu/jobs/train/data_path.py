@@ -11,6 +11,11 @@ partition's first IPU: IPU(replica, stage, shard) = first + (replica p + stage) 
   are priced with their contention; routes between non-neighbours take the shortest IPU-Link path inside the
   partition (hardware/links.py). The planner prices the same schedule (jobs/collective_time.py). When t p = 1 the
   groups are the partition: the fabric's own allreduce runs.
+- with two tensor-parallel axes (t2 > 1) a stage's IPUs are t x t2, shard k = k1 t2 + k2: its t groups of t2
+  adjacent IPUs are blocks (allreduce_t2 runs the fabric's collective on each; they run at once on their own
+  links, so the op waits for the slowest), and its t2 groups of t IPUs t2 apart run on strided rings together
+  (allreduce_t: on_groups, links they share priced with their contention), as the planner prices them
+  (jobs/tensor_axes.py);
 - Pipeline sends with t > 1 use Megatron's scatter-gather: shard k sends only its k-th piece of the boundary
   activation to shard k of the next stage, which then all-gathers (t = 1: one send of the whole). Each piece takes
   the shortest IPU-Link path inside the replica's block, which is one hop only where the two IPUs are linked.
@@ -151,7 +156,8 @@ class Fabric:
 
     def __init__(self, topology: Topology, first_ipu: int, layout, transport: Transport):
         self.topology, self.first, self.transport = topology, first_ipu, transport
-        self.t, self.p, self.r = layout.t, layout.p, layout.r
+        self.t, self.p, self.r = layout.tp, layout.p, layout.r  # t: every tensor-parallel IPU of a stage
+        self.t1, self.t2 = layout.t, layout.t2
         self.partition = Group.block(topology, first_ipu, layout.ipus)
         self.log: list[tuple[str, CollectiveResult]] = []
         self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
@@ -234,6 +240,38 @@ class Fabric:
         seconds = self._done(TP, all_gather(group, "tp.gather", self.transport))
         got = self.get("tp.gather", group.ipus)
         return [np.moveaxis(got[ipu], 0, axis) for ipu in group.ipus], seconds
+
+    def allreduce_t2(self, replica: int, stage: int, parts: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
+        """Two tensor-parallel axes: sum over each group of t2 adjacent shards, the groups at once."""
+        out, seconds = [], 0.0
+        for k in range(0, self.t, self.t2):
+            group = Group.block(self.topology, self.ipu(replica, stage, k), self.t2)
+            summed, took = self.allreduce(group, parts[k:k + self.t2])
+            out, seconds = out + summed, max(seconds, took)
+        return out, seconds
+
+    def all_gather_t2(self, replica: int, stage: int, pieces: list[np.ndarray],
+                      axis: int) -> tuple[list[np.ndarray], float]:
+        out, seconds = [], 0.0
+        for k in range(0, self.t, self.t2):
+            group = Group.block(self.topology, self.ipu(replica, stage, k), self.t2)
+            gathered, took = self.all_gather(group, pieces[k:k + self.t2], axis)
+            out, seconds = out + gathered, max(seconds, took)
+        return out, seconds
+
+    def allreduce_t(self, replica: int, stage: int, parts: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
+        """Two tensor-parallel axes: sum over each group of t shards t2 apart, the t2 groups at once."""
+        if self.t1 == 1:
+            return parts, 0.0
+        if self.t2 == 1:
+            return self.allreduce(self.tensor_group(replica, stage), parts)
+        ipus = self.stage_ipus(replica, stage)
+        self.put("tp", dict(zip(ipus, parts)))
+        groups = [ipus[k2::self.t2] for k2 in range(self.t2)]
+        stage_block = Group.block(self.topology, ipus[0], self.t)
+        seconds = self._done(TP, on_groups("allreduce", groups, "tp", self.transport, self.topology, stage_block))
+        got = self.get("tp", ipus)
+        return [got[ipu] for ipu in ipus], seconds
 
     # --- pipeline ---------------------------------------------------------------------------------------------
     def send(self, replica: int, src_stage: int, dst_stage: int,

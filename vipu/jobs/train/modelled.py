@@ -75,7 +75,7 @@ def ipu_reports(workload, pod: PodConfig, first_ipu: int, planned: Plan) -> dict
     stages = [stage_memory(workload, s) for s in range(lay.p)]
     out = {}
     for offset in range(lay.ipus):
-        stage = stages[offset // lay.t % lay.p]
+        stage = stages[offset // lay.tp % lay.p]
         out[first_ipu + offset] = IpuReport(
             compute_s=own_s, utilisation=own_s / planned.step_s if planned.step_s else 0.0,
             memory_bytes=math.ceil(stage.sram), activation_bytes=math.ceil(stage.activations),
@@ -100,8 +100,8 @@ def instance_runs(environments: Sequence[Mapping[str, str]], layout, first_ipu: 
     if not environments:
         return []
     return [InstanceRun(index=inst.instance_index, partition=inst.partition, gcd=inst.gcd, replicas=list(inst.replicas),
-                        ipus=[first_ipu + (rep * layout.p + s) * layout.t + k for rep in inst.replicas
-                              for s in range(layout.p) for k in range(layout.t)])
+                        ipus=[first_ipu + (rep * layout.p + s) * layout.tp + k for rep in inst.replicas
+                              for s in range(layout.p) for k in range(layout.tp)])
             for inst in read_instances(environments, layout)]
 
 

@@ -67,6 +67,7 @@ import numpy as np
 
 from vipu.fabric.group import shard
 from vipu.hardware.topology import Topology
+from vipu.jobs.layout import compute_share
 from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per_param
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train import recompute
@@ -78,7 +79,7 @@ from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.results import IpuReport, StepReport
 from vipu.jobs.train.machine_charges import charge_compute, machine_streaming_s
 from vipu.jobs.train.work import OpTimer, StageGroup
-from vipu.sdk.nn import mlp, optimizers as optim, transformer
+from vipu.sdk.nn import mlp, optimizers as optim, transformer, transformer2d
 from vipu.sdk.nn.pipeline import execution_order, stage_orders
 from vipu.sdk.nn.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
 from vipu.sdk.nn.synthetic import DTYPE, batch, init_params, loss
@@ -98,22 +99,23 @@ class ParallelTrainer:
         if instances is None:
             instances = read_instances(local_environments(workload.layout, pod, first_ipu), workload.layout)
         self.instances = check_instances(instances, workload.layout)
-        self.efficiency, self.clock = efficiency, clock
+        # I/O tiles compute nothing: the model's FLOPs spread over the other tiles, as the planner prices them
+        self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
         if self.model.dtype != "fp32":
             transport = PricedAs(transport, np.float16)
         self.fabric = Fabric(topology or Topology(pod), first_ipu, self.lay, transport)
-        self.stage = mlp if self.model.kind == "mlp" else transformer
-        t, p = self.lay.t, self.lay.p
+        self.stage = mlp if self.model.kind == "mlp" else transformer2d if self.lay.t2 > 1 else transformer
+        t, t2, p = self.lay.t, self.lay.t2, self.lay.p
         self.blocks = [stage_blocks(self.model, t, p, s, self.lay.phased) for s in range(p)]
         full = init_params(self.model, workload.seed)
-        self.axes = [stage_axes(self.model, t, p, s, list(full)) for s in range(p)]
+        self.axes = [stage_axes(self.model, t, p, s, list(full), t2) for s in range(p)]
         self.layouts: dict[int, FlatLayout] = {}
         weights = {}
         for rep in self.replicas:
             for s in range(p):
-                for k in range(t):
-                    shards = {name: take(full[name], axis, t, k) for name, axis in self.axes[s].items()}
+                for k in range(self.lay.tp):
+                    shards = {name: take(full[name], axis, t, k, t2) for name, axis in self.axes[s].items()}
                     ipu = self.fabric.ipu(rep, s, k)
                     self.layouts[ipu] = FlatLayout.of({name: a.shape for name, a in shards.items()})
                     weights[ipu] = self.layouts[ipu].pack(shards)
@@ -147,7 +149,7 @@ class ParallelTrainer:
         numel = self.layouts[ipu].size
         if not self.rts:
             return 0, numel
-        return shard(numel, self.lay.r, (ipu - self.fabric.first) // (self.lay.t * self.lay.p))
+        return shard(numel, self.lay.r, (ipu - self.fabric.first) // (self.lay.tp * self.lay.p))
 
     def _stored(self, buffers: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
         """What each IPU keeps of its flat weight buffer between steps: all of it, or, where RTS shards the
@@ -199,7 +201,7 @@ class ParallelTrainer:
 
     def instance_ipus(self, instance: Instance) -> list[int]:
         return [self.fabric.ipu(rep, s, k) for rep in instance.replicas for s in range(self.lay.p)
-                for k in range(self.lay.t)]
+                for k in range(self.lay.tp)]
 
     def close(self) -> None:
         self.fabric.free_all()
@@ -211,7 +213,7 @@ class ParallelTrainer:
             ipus = self.fabric.stage_ipus(replica, s)
             got = self.fabric.get("params", ipus)
             views = [self.layouts[ipu].views(np.asarray(got[ipu])) for ipu in ipus]
-            out.update({name: unshard([v[name] for v in views], axis) for name, axis in axes.items()})
+            out.update({name: unshard([v[name] for v in views], axis, self.lay.t2) for name, axis in axes.items()})
         return out
 
     # --- one optimiser step -------------------------------------------------------------------------------------
@@ -243,12 +245,13 @@ class ParallelTrainer:
                 shards = [views[ipu] for ipu in g.ipus]
                 if kind == "F":
                     lo = (rep * lay.micro_batches + j) * lay.micro_batch
-                    xs = [x[lo:lo + lay.micro_batch]] * lay.t if s == 0 else inbox.pop(op)
+                    xs = self._enter([x[lo:lo + lay.micro_batch]] * lay.tp if s == 0 else inbox.pop(op), g)
                     if self.recompute:  # the cache is then each block's input only
                         outs, cache = recompute.forward(self.stage, model, self.blocks[s], shards, xs, g)
                     else:
                         outs, cache = self.stage.forward(model, self.blocks[s], shards, xs, g)
                     caches[(s, j)] = cache
+                    outs = self._leave(outs, g)
                     held.stage_cache(g.ipus, cache, params, +1)
                     if s == lay.p - 1:
                         per_sample, ds = loss(model, outs, y[lo:lo + lay.micro_batch], self.workload.global_batch)
@@ -258,6 +261,7 @@ class ParallelTrainer:
                         inbox[(s + 1, "F", j)] = g.send(s + 1, outs)
                 else:
                     cache = caches.pop((s, j))
+                    inbox[op] = self._enter(inbox[op], g)
                     if self.recompute:  # the checkpoints stay until the last block is recomputed
                         dxs, shard_grads = recompute.backward(
                             self.stage, model, self.blocks[s], shards, cache, inbox.pop(op), g, need_dx=s > 0,
@@ -271,7 +275,7 @@ class ParallelTrainer:
                         for name, value in named.items():
                             gviews[ipu][name] += value
                     if s > 0:
-                        inbox[(s - 1, "B", j)] = g.send(s - 1, dxs)
+                        inbox[(s - 1, "B", j)] = g.send(s - 1, self._leave(dxs, g))
                 timer.close()  # the op's last compute set
                 for ipu, seconds in timer.ipu_compute_s.items():
                     compute[ipu] += seconds
@@ -297,6 +301,14 @@ class ParallelTrainer:
             fabric.offload("params")
         streaming_s = self._streaming_s()
         return self._report(step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s)
+
+    def _enter(self, xs: list[np.ndarray], g: StageGroup) -> list[np.ndarray]:
+        """A stage's whole input (or output gradient) as its shards take it: with two tensor-parallel axes each its
+        columns (transformer2d.enter); else unchanged."""
+        return transformer2d.enter(xs, g) if self.lay.t2 > 1 else xs
+
+    def _leave(self, xs: list[np.ndarray], g: StageGroup) -> list[np.ndarray]:
+        return transformer2d.leave(xs, g) if self.lay.t2 > 1 else xs
 
     def _update(self, step: int, params: dict[int, np.ndarray], grads: dict[int, np.ndarray]) -> None:
         fabric, w = self.fabric, self.workload

@@ -60,7 +60,7 @@ LOCAL_HOST, LOCAL_PORT, LOCAL_PARTITION = "localhost", 8090, "local"  # poprun's
 
 def num_instances(layout, pod: PodConfig) -> int:
     """Instances for a t x p x r layout: one per machine, or one per replica when a replica spans machines."""
-    per_replica = layout.t * layout.p
+    per_replica = layout.tp * layout.p
     per_instance = max(per_replica, min(pod.machine.ipus, layout.ipus))
     return layout.ipus // per_instance
 
@@ -71,7 +71,7 @@ def environments(layout, pod: PodConfig, first_ipu: int,
     partition's GCD that holds `ipu` (ipuof.environment for that GCD)."""
     n = num_instances(layout, pod)
     local = layout.r // n
-    per_replica = layout.t * layout.p
+    per_replica = layout.tp * layout.p
     out = []
     for i in range(n):
         offset = i * local
@@ -200,7 +200,7 @@ def check_instances(instances: Sequence[Instance], layout) -> list[Instance]:
     first = instances[0]
     for i, inst in enumerate(instances):
         for name, want in (("POPDIST_NUM_TOTAL_REPLICAS", layout.r),
-                           ("POPDIST_NUM_IPUS_PER_REPLICA", layout.t * layout.p)):
+                           ("POPDIST_NUM_IPUS_PER_REPLICA", layout.tp * layout.p)):
             got = inst.total_replicas if name == "POPDIST_NUM_TOTAL_REPLICAS" else inst.ipus_per_replica
             if got != want:
                 raise InvalidArgument(f"instance {i}'s environment: {name} is {got}, but the job's layout"

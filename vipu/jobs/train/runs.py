@@ -203,19 +203,22 @@ class TrainRuns:
         return self.ctx.still_running(job_id, started)
 
     def _transport_factory(self, run: _Run):
-        fleet = self.ctx.machines
-        if not fleet.enabled:
-            return fleet.local_transport  # a transport of the run's own, counting into the fleet's link counters
-        from vipu.fabric.ray_transport import RayTransport
         from vipu.jobs.train.data_path import Scoped
 
+        fleet = self.ctx.machines
         # the machines are shared: a run whose job was cancelled or requeued finishes its step before it stops, so
         # wait (a while) until runs on these IPUs have freed their SRAM; their tensors' names are theirs either way
         for earlier in run.after:
             if not earlier.returned.wait(timeout=RETURN_WAIT_S):
                 log.warning("job %s: run %s has not returned after %g s; run %s of job %s starts beside it",
                             earlier.job_id, earlier.number, RETURN_WAIT_S, run.number, run.job_id)
-        pool = fleet.actors_for(self.ctx.pod_state().topology.machines_of(run.first_ipu, run.ipus))
+        machines = self.ctx.pod_state().topology.machines_of(run.first_ipu, run.ipus)
+        if not fleet.enabled:
+            # the in-process machines an actor would wrap: tile SRAM and Streaming Memory checked as on actors
+            return lambda group: Scoped(fleet.machine_transport(machines), run.scope)
+        from vipu.fabric.ray_transport import RayTransport
+
+        pool = fleet.actors_for(machines)
         return lambda group: Scoped(RayTransport.for_group(pool, group), run.scope)
 
     def _run(self, run: _Run, workload, problem: Exception | None) -> None:

@@ -80,7 +80,7 @@ class StageGroup:
 
     def __init__(self, fabric: Fabric, replica: int, stage: int, timer: OpTimer):
         self.fabric, self.replica, self.stage, self.timer = fabric, replica, stage, timer
-        self.t = fabric.t
+        self.t, self.t1, self.t2 = fabric.t, fabric.t1, fabric.t2
         self.ipus = fabric.stage_ipus(replica, stage)
         self.group = fabric.tensor_group(replica, stage)
 
@@ -103,6 +103,21 @@ class StageGroup:
 
     def all_gather(self, pieces: list[np.ndarray], axis: int) -> list[np.ndarray]:
         out, seconds = self.fabric.all_gather(self.group, pieces, axis)
+        self.timer.collective(TP, seconds)
+        return out
+
+    def allreduce_t(self, parts: list[np.ndarray]) -> list[np.ndarray]:
+        out, seconds = self.fabric.allreduce_t(self.replica, self.stage, parts)
+        self.timer.collective(TP, seconds)
+        return out
+
+    def allreduce_t2(self, parts: list[np.ndarray]) -> list[np.ndarray]:
+        out, seconds = self.fabric.allreduce_t2(self.replica, self.stage, parts)
+        self.timer.collective(TP, seconds)
+        return out
+
+    def all_gather_t2(self, pieces: list[np.ndarray], axis: int) -> list[np.ndarray]:
+        out, seconds = self.fabric.all_gather_t2(self.replica, self.stage, pieces, axis)
         self.timer.collective(TP, seconds)
         return out
 

@@ -22,6 +22,11 @@ Tensor shards (Megatron-LM, Shoeybi et al. 2019), per stage:
   its output width does (all-gather forward, allreduce backward), else "replicated" (every shard computes it
   whole). With t = 1 the same blocks run with no collective at all.
 
+Two-dimensional tensor parallelism (PopXL's GPT-3, t x t2 shards, k = k1 t2 + k2: t2 innermost): every matrix is
+split along both of its axes, the hidden one t2 ways and the other (heads, feed-forward units) t ways; the biases
+and layer norms along theirs (split_axes_2d). A stage's activations are then split t2 ways along the hidden axis
+and identical across the t axis (vipu/sdk/nn/transformer2d.py).
+
 A shard of a tensor is its k-th of t equal contiguous pieces along the split axis (None: the whole tensor). Each
 IPU keeps its shards in one flat buffer (FlatLayout), which is what lives on the IPU and what the data-parallel
 allreduce reduces.
@@ -36,13 +41,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # numpy only where arrays are: the planner (vipu plan, without numpy) uses the rest
     import numpy as np
 
-__all__ = ["Block", "FlatLayout", "model_stage_layers", "piece", "split_axes", "stage_axes", "stage_blocks",
-           "stage_layers", "take", "unshard"]
+__all__ = ["Block", "FlatLayout", "model_stage_layers", "piece", "split_axes", "split_axes_2d", "stage_axes",
+           "stage_blocks", "stage_layers", "take", "unshard"]
 
 _ATTENTION_SPLIT = {"wq": 1, "bq": 0, "wk": 1, "bk": 0, "wv": 1, "bv": 0, "wo": 0, "bo": None, "ln1.g": None,
                     "ln1.b": None}
 _FFN_SPLIT = {"ln2.g": None, "ln2.b": None, "w1": 1, "b1": 0, "w2": 0, "b2": None}
 _LAYER_SPLITS = {"layer": {**_ATTENTION_SPLIT, **_FFN_SPLIT}, "attention": _ATTENTION_SPLIT, "ffn": _FFN_SPLIT}
+# (axis split t ways, axis split t2 ways): graphcore/examples nlp/gpt3_175B/popxl/modelling/attention.py and
+# feed_forward.py (GPTSelfAttentionTP2D, GPTFeedForwardTP2D hf_mapping: shard2D of each matrix)
+_ATTENTION_2D = {"wq": (1, 0), "bq": (0, None), "wk": (1, 0), "bk": (0, None), "wv": (1, 0), "bv": (0, None),
+                 "wo": (0, 1), "bo": (None, 0), "ln1.g": (None, 0), "ln1.b": (None, 0)}
+_FFN_2D = {"ln2.g": (None, 0), "ln2.b": (None, 0), "w1": (1, 0), "b1": (0, None), "w2": (0, 1), "b2": (None, 0)}
+_LAYER_2D = {"layer": {**_ATTENTION_2D, **_FFN_2D}, "attention": _ATTENTION_2D, "ffn": _FFN_2D}
+Axes2D = tuple  # (axis split t ways or None, axis split t2 ways or None)
 
 
 @dataclass(frozen=True)
@@ -104,14 +116,23 @@ def split_axes(block: Block) -> dict[str, int | None]:
     return {f"l{i}.w": w, f"l{i}.b": b}
 
 
+def split_axes_2d(block: Block) -> dict[str, Axes2D]:
+    """Each parameter of a transformer block and its (t axis, t2 axis) under two-dimensional tensor parallelism."""
+    return {f"l{block.layers[0]}.{name}": axes for name, axes in _LAYER_2D[block.kind].items()}
+
+
 def piece(n: int, t: int, k: int) -> slice:
     return slice(n * k // t, n * (k + 1) // t)
 
 
-def take(array: np.ndarray, axis: int | None, t: int, k: int) -> np.ndarray:
-    """Shard k of t of `array` along `axis` (a contiguous copy; the whole array if axis is None)."""
+def take(array: np.ndarray, axis: int | None | Axes2D, t: int, k: int, t2: int = 1) -> np.ndarray:
+    """Shard k of t of `array` along `axis` (a contiguous copy; the whole array if axis is None); with a pair of
+    axes, shard k = k1 t2 + k2 of t x t2: piece k1 of t along the first, piece k2 of t2 along the second."""
     import numpy as np
 
+    if isinstance(axis, tuple):
+        k1, k2 = divmod(k, t2)
+        return take(take(array, axis[0], t, k1), axis[1], t2, k2)
     if axis is None:
         return np.array(array)
     index = [slice(None)] * array.ndim
@@ -119,17 +140,21 @@ def take(array: np.ndarray, axis: int | None, t: int, k: int) -> np.ndarray:
     return np.ascontiguousarray(array[tuple(index)])
 
 
-def stage_axes(model, t: int, p: int, stage: int, order: list[str]) -> dict[str, int | None]:
-    """The stage's parameters in `order` (init_params' order) with their split axes."""
-    axes: dict[str, int | None] = {}
+def stage_axes(model, t: int, p: int, stage: int, order: list[str], t2: int = 1) -> dict[str, int | None | Axes2D]:
+    """The stage's parameters in `order` (init_params' order) with their split axes (pairs when t2 > 1)."""
+    axes: dict = {}
     for block in stage_blocks(model, t, p, stage):
-        axes.update(split_axes(block))
+        axes.update(split_axes_2d(block) if t2 > 1 else split_axes(block))
     return {name: axes[name] for name in order if name in axes}
 
 
-def unshard(pieces: list[np.ndarray], axis: int | None) -> np.ndarray:
-    """The whole tensor from its t shards (shard 0 if replicated)."""
+def unshard(pieces: list[np.ndarray], axis: int | None | Axes2D, t2: int = 1) -> np.ndarray:
+    """The whole tensor from its t shards (shard 0 if replicated); with a pair of axes from its t x t2 shards."""
     import numpy as np
+
+    if isinstance(axis, tuple):
+        rows = [unshard(pieces[k:k + t2], axis[1]) for k in range(0, len(pieces), t2)]
+        return unshard(rows, axis[0])
 
     return np.array(pieces[0]) if axis is None else np.concatenate(pieces, axis=axis)
 

@@ -1,0 +1,74 @@
+"""Memory as a compiler sees it: the fullest tile decides, not the IPU's bytes split evenly over its tiles."""
+
+from __future__ import annotations
+
+import pytest
+
+from vipu.errors import InvalidArgument
+from vipu.hardware.pod_files import load_pod
+from vipu.jobs.planner import plan
+from vipu.jobs.suggest import check_fits
+from vipu.jobs.tile_memory import TileMemory, TileTensor, per_tile, report
+from vipu.jobs.train_spec import TrainWorkload
+
+POD = load_pod("bow-pod16")
+TILE = 638_976  # 624 KiB
+
+
+def bert_ish(**layout) -> TrainWorkload:
+    return TrainWorkload(model=dict(kind="transformer", layers=2, hidden=1024, heads=16, seq_len=512, dtype="fp16"),
+                         layout={"micro_batch": 6, "micro_batches": 4, **layout}, optimizer="adam")
+
+
+def test_an_even_split_that_fits_is_refused_by_the_fullest_tile():
+    result = plan(bert_ish(), POD)
+    mem = result.memory
+    assert mem.fits_evenly and mem.total / mem.sram_bytes == pytest.approx(0.90, abs=0.01)
+    assert not mem.tiles.fits and mem.tiles.peak / TILE == pytest.approx(1.06, abs=0.01)
+    assert not result.fits
+    (problem,) = result.problems()
+    assert problem.startswith("the fullest tile needs") and "available_memory_proportion" in problem
+    with pytest.raises(InvalidArgument, match="the fullest tile needs"):
+        check_fits(bert_ish(), POD, ipus=1)
+
+
+def test_a_lower_available_memory_proportion_caps_the_temporaries_and_fits():
+    mem = plan(bert_ish(available_memory_proportion=0.1), POD).memory
+    assert mem.tiles.temporaries == pytest.approx(0.1 * TILE)
+    assert mem.tiles.fits and mem.fits_sram
+
+
+def test_io_tiles_take_sram_and_compute_from_the_model():
+    plain, io = plan(bert_ish(micro_batch=1), POD), plan(bert_ish(micro_batch=1, io_tiles=128), POD)
+    assert io.memory.sram_bytes == (1472 - 128) * TILE and io.memory.tiles.compute_tiles == 1344
+    assert io.memory.tiles.peak > plain.memory.tiles.peak
+    assert io.time.compute_s == pytest.approx(plain.time.compute_s * 1472 / 1344, rel=1e-3)
+
+
+def test_a_tensor_that_does_not_divide_puts_its_remainder_on_the_first_tiles():
+    tiles = 4
+    memory = TileMemory(compute_tiles=tiles, tile_bytes=1000, reserve=10, temporaries=0, always_live=0,
+                        not_always_live=0, peak=0)
+    odd = TileTensor("w", 5 * 64, 64, True)  # 5 grains over 4 tiles: tile 0 holds 2
+    small = TileTensor("b", 64, 64, True)  # one grain: tile 0 only
+    assert [odd.on_tile(t, tiles) for t in range(tiles)] == [128, 64, 64, 64]
+    assert per_tile([odd, small], memory) == [10 + 128 + 64, 10 + 64, 10 + 64, 10 + 64]
+    lines = report([odd, small], memory)
+    assert lines[-3].startswith("  tile     0:") and "w 0.1" in lines[-3]
+
+
+def test_io_tiles_must_leave_tiles_to_compute_on():
+    from vipu.jobs.layout import check_partition
+
+    with pytest.raises(InvalidArgument, match=r"workload.layout.io_tiles is 1472 .* give at most 1471"):
+        check_partition(bert_ish(io_tiles=1472).layout, 1, POD)
+
+
+def test_a_2d_layout_that_does_not_fit_is_suggested_2d_layouts_of_its_ipus():
+    from vipu.jobs.suggest import suggest
+
+    gpt = dict(kind="transformer", layers=8, hidden=2048, heads=16, seq_len=1024, dtype="fp16")
+    w = TrainWorkload(model=gpt, layout=dict(t=2, t2=2, r=4, micro_batch=1, micro_batches=8), optimizer="adam")
+    assert not plan(w, POD).fits
+    found = suggest(w, POD)
+    assert found and all(c.layout.t2 == 2 and c.layout.ipus == 16 and c.fits for c in found)
