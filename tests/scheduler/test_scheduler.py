@@ -318,3 +318,17 @@ def test_one_user_cannot_fill_the_queue_others_still_submit():
                                                                                         "hal", "ian", "jon")], 4)
     s.cancel([1], 5)  # an ended job leaves its user's count
     s.submit(spec(user="bob", hold=True), 6)
+
+
+def test_an_accounts_running_jobs_are_limited_across_its_users():
+    """QOS MaxJobsPerAccount: two users of one account share its limit; another account and jobs without one do not."""
+    s = make(qos={"normal": {"priority": 1, "max_jobs_per_account": 2}, "low": {"priority": 0}})
+    for user, account in (("ann", "lab"), ("bob", "lab"), ("cy", "lab"), ("dee", "other"), ("eve", None)):
+        s.submit(spec(ipus=1, user=user, **({"account": account} if account else {})), 0)
+    s.cycle(0)
+    states = {j.user: j.state for j in s.view().queue()}
+    assert states == {"ann": S.RUNNING, "bob": S.RUNNING, "cy": S.PENDING, "dee": S.RUNNING, "eve": S.RUNNING}
+    assert s.job(3).reason == "QOSMaxJobsPerAccount"
+    s.job_finished(1, 5)
+    s.cycle(5)
+    assert s.job(3).state is S.RUNNING

@@ -36,6 +36,8 @@ class QosSpec(Strict):
     )
     max_jobs_per_user: int | None = Field(None, ge=1, description="running jobs per user (QOSMaxJobsPerUserLimit)")
     max_ipus_per_user: int | None = Field(None, ge=1, description="IPUs held per user (QOSMaxIpusPerUserLimit)")
+    max_jobs_per_account: int | None = Field(
+        None, ge=1, description="running jobs per account (QOSMaxJobsPerAccount; jobs without an account: no limit)")
     max_jobs: int | None = Field(None, ge=1, description="running jobs in this QOS (QOSGrpJobsLimit)")
     max_ipus: int | None = Field(None, ge=1, description="IPUs held by this QOS (QOSGrpIpusLimit)")
     max_time_limit: Seconds | None = Field(None, gt=0, description="longest time_limit a job may ask for (MaxWall)")
@@ -43,7 +45,8 @@ class QosSpec(Strict):
     @cached_property
     def limited(self) -> bool:
         """Whether running jobs must be counted for this QOS's limits."""
-        return any(x is not None for x in (self.max_jobs_per_user, self.max_ipus_per_user, self.max_jobs, self.max_ipus))
+        return any(x is not None for x in (self.max_jobs_per_user, self.max_ipus_per_user, self.max_jobs_per_account,
+                                           self.max_jobs, self.max_ipus))
 
 
 DEFAULT_QOS = {

@@ -60,7 +60,8 @@ def expected_start(view: QueueView, spec: JobSpec, now: float, available_mask: i
         return expect._replace(reason=DEPENDENCY if status == "wait" else NEVER)
     queued = QueuedJob(job_id, resolved.ipus, resolved.time_limit,  # type: ignore[arg-type]
                        max(now, begin or now), resolved.user, resolved.qos,  # type: ignore[arg-type]
-                       resolved.nice, job.array_job_id, array.limit if array else None, resolved.allocation)
+                       resolved.nice, job.array_job_id, array.limit if array else None, resolved.allocation,
+                       account=resolved.account)
     order = view.order.read_copy()  # the view's own order is shared by every reader of the snapshot
     order.add(queued, now)
     running = list(table.running.values())

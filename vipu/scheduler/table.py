@@ -95,7 +95,7 @@ class JobTable:
                 job.id, ipus, limit, job.submit_time if begin is None or begin <= job.submit_time else begin,
                 job.user, spec.qos, spec.nice,  # type: ignore[arg-type]
                 job.array_job_id, parse_array(spec.array).limit if spec.array else None, spec.allocation,
-                job.fixed_priority,
+                job.fixed_priority, spec.account,
             )
             self.pending_sizes[ipus] += 1
             limits = self.pending_limits.get(ipus)
@@ -126,7 +126,7 @@ class JobTable:
             end_by = started + job.spec.time_limit  # type: ignore[operator]
             self.running[job.id] = RunningJob(
                 job.id, ipus, first, started, end_by, job.user, job.spec.qos,  # type: ignore[arg-type]
-                job.array_job_id,
+                job.array_job_id, job.spec.account,
             )
             self.used_mask |= block(first, ipus)  # type: ignore[arg-type]
         if newly_active and state in ACTIVE:

@@ -26,6 +26,7 @@ NODE_NOT_AVAIL = "ReqNodeNotAvail"  # even an empty Pod cannot hold it now: IPUs
 PARTITION_LIMIT = "PartitionNodeLimit"  # larger than its allocation could ever hold, failed and drained IPUs included
 QOS_USER_JOBS = "QOSMaxJobsPerUserLimit"
 QOS_USER_IPUS = "QOSMaxIpusPerUserLimit"
+QOS_ACCOUNT_JOBS = "QOSMaxJobsPerAccount"
 QOS_GRP_JOBS = "QOSGrpJobsLimit"
 QOS_GRP_IPUS = "QOSGrpIpusLimit"
 
@@ -48,6 +49,7 @@ class QueuedJob(NamedTuple):
     array_limit: int | None = None
     allocation: str | None = None
     fixed_priority: int | None = None  # an admin's (scontrol update Priority=N), in place of the multifactor one
+    account: str | None = None
 
 
 class RunningJob(NamedTuple):
@@ -59,6 +61,7 @@ class RunningJob(NamedTuple):
     user: str
     qos: str
     array_job_id: int | None = None
+    account: str | None = None
 
 
 @dataclass(slots=True)

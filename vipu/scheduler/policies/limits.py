@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 from vipu.scheduler.policies.base import (
     ARRAY_LIMIT,
     QOS_GRP_IPUS,
+    QOS_ACCOUNT_JOBS,
     QOS_GRP_JOBS,
     QOS_USER_IPUS,
     QOS_USER_JOBS,
@@ -22,7 +23,8 @@ from vipu.scheduler.policies.base import (
 )
 
 
-Group = tuple  # ("array", id) | ("user jobs", qos, user) | ("user ipus", qos, user) | ("jobs", qos) | ("ipus", qos)
+Group = tuple  # ("array", id) | ("user jobs"/"user ipus", qos, user) | ("account jobs", qos, account) | ("jobs", qos)
+# | ("ipus", qos)
 
 
 Limit = tuple[Group, int | None, int, str]  # (group, its limit or None, a job's weight in it, the reason)
@@ -39,6 +41,8 @@ def limit_groups(job, qos: Mapping, limited, array_limit: int | None = None) -> 
         q = qos[job.qos]
         out += [(("user jobs", job.qos, job.user), q.max_jobs_per_user, 1, QOS_USER_JOBS),
                 (("user ipus", job.qos, job.user), q.max_ipus_per_user, job.ipus, QOS_USER_IPUS),
+                (("account jobs", job.qos, job.account), q.max_jobs_per_account if job.account else None, 1,
+                 QOS_ACCOUNT_JOBS),
                 (("jobs", job.qos), q.max_jobs, 1, QOS_GRP_JOBS),
                 (("ipus", job.qos), q.max_ipus, job.ipus, QOS_GRP_IPUS)]
     return out
