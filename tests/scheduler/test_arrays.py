@@ -69,7 +69,7 @@ def test_the_cli_reads_task_ranges_with_this_parser_and_still_loads_no_pydantic(
     names, for `vipu submit` and `vipu show job`) and job_states.py (state names and codes, for -t/--states, an
     enum alone); the rest of the scheduler, and pydantic with its spec models,
     would cost each of them a large part of its start."""
-    probe = ("import sys, vipu.cli.main; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic'"
+    probe = ("import sys, vipu.cli.vipu_app; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic'"
              " or m.startswith('vipu.scheduler')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.split() == ["['vipu.scheduler',", "'vipu.scheduler.arrays',",

@@ -129,12 +129,14 @@ def test_auto_is_text_on_a_terminal_and_json_elsewhere_and_text_names_the_reques
         assert log_format.setup("auto", stream=screen) == "text"
         with serving(Call("r-42", "vipu.v1.JobService/SubmitJob", "alice")):
             logging.getLogger("vipu.test").warning("disk %s", "slow")
+        log_format.stop()  # a thread writes the lines: stop() returns once it has written every one
         assert re.fullmatch(r"\S+ \S+ WARNING vipu.test: disk slow \[request r-42\]\n", screen.getvalue())
         assert log_format.setup("auto", stream=pipe) == "json"
         try:
             raise ValueError("boom")
         except ValueError:
             logging.getLogger("vipu.test").exception("plain")
+        log_format.stop()
         line = json.loads(pipe.getvalue())
         assert line["message"] == "plain" and "request_id" not in line
         assert line["exception"].startswith("Traceback") and "ValueError: boom" in line["exception"]

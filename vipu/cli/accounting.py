@@ -11,7 +11,7 @@ import typer
 
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail
-from vipu.cli.job_detail import exit_code, stamp
+from vipu.cli.job_detail import exit_code
 from vipu.cli.job_ids import job_id
 from vipu.cli.job_selection import job_ids, job_states, split
 from vipu.cli.nodes import Machines
@@ -19,6 +19,7 @@ from vipu.cli.output import print_rows, table
 from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
+from vipu.cli.slurm_time import stamp
 from vipu.v1 import job_pb2 as j
 
 

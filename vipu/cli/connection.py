@@ -6,16 +6,20 @@ file, default."""
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NoReturn
 
 from vipu.cli.failure import BAD_INPUT, TIMEOUT_HOW, fail, fail_api, warn
 from vipu.client import ApiError, Client, Settings
 from vipu.client import settings as client_settings
 from vipu.client.caller import DEFAULT_TIMEOUT_S
 from vipu.client.client import new_request_id
-from vipu.v1 import admin_pb2_grpc, job_pb2_grpc, partition_pb2_grpc
+from vipu.v1 import job_pb2_grpc, partition_pb2_grpc
 
-__all__ = ["DEFAULT_TIMEOUT_S", "Connection", "Settings", "resolve"]
+if TYPE_CHECKING:
+    from vipu.v1 import admin_pb2_grpc
+
+__all__ = ["DEFAULT_TIMEOUT_S", "Cli", "Connection", "Settings", "resolve"]
 
 
 def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=None) -> Settings:
@@ -124,3 +128,18 @@ class Connection:
             if not e.from_controller:
                 self.fail(e)
             return None
+
+
+@dataclass
+class Cli:
+    """What every command gets from the root's options (context.root_options): the connection and the output form."""
+
+    conn: Connection
+    json: bool
+    header: bool
+
+    def wants_json(self, local: bool) -> bool:
+        return self.json or local
+
+    def with_header(self, no_header: bool) -> bool:
+        return self.header and not no_header

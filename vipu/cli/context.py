@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass
 
 import typer
 
-from vipu.cli.connection import DEFAULT_TIMEOUT_S, Connection, resolve
+from vipu.cli.connection import DEFAULT_TIMEOUT_S, Cli, Connection, resolve
 
 JSON_HELP = "print JSON (a stable schema) instead of a table; indented at a terminal, one line when piped"
 JsonOption = typer.Option(False, "--json", "--showjson", help=JSON_HELP)
@@ -35,19 +34,6 @@ def prose_help(app) -> None:
             prose(info.callback)
     for group in app.registered_groups:
         prose_help(group.typer_instance)
-
-
-@dataclass
-class Cli:
-    conn: Connection
-    json: bool
-    header: bool
-
-    def wants_json(self, local: bool) -> bool:
-        return self.json or local
-
-    def with_header(self, no_header: bool) -> bool:
-        return self.header and not no_header
 
 
 def root_options(ctx: typer.Context, prog: str, timeout: float, json_out: bool, no_header: bool, **flags) -> Cli:

@@ -4,7 +4,6 @@ listings share with it (squeue's TIME, sacct's ExitCode, times as Slurm writes t
 from __future__ import annotations
 
 import json
-import time
 
 import typer
 
@@ -12,27 +11,13 @@ from vipu.cli.batch_detail import batch_fields, print_script
 from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.output import as_dict, print_json
+from vipu.cli.slurm_time import clock, stamp
 from vipu.v1 import job_pb2 as j
 
 show = typer.Typer(help="Show one job in detail.", no_args_is_help=True)
 
 # what scontrol shows as an ended job's Reason (a pending job's comes from the controller)
 ENDED_REASONS = {"FAILED": "NonZeroExitCode", "TIMEOUT": "TimeLimit", "NODE_FAIL": "NodeDown"}
-
-
-def clock(seconds: float) -> str:
-    """squeue's TIME: M:SS, H:MM:SS or D-HH:MM:SS."""
-    seconds = int(max(0, seconds))
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def stamp(value: float | None) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(value)) if value else "Unknown"
 
 
 def exit_code(x: j.Job) -> str:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 
-import typer
-
 from vipu.cli.failure import (
     BAD_INPUT,
     CONFLICT,
@@ -319,4 +317,6 @@ def cancel_together(cli, method, targets: list[tuple[int, bool]], request=j.JobI
 def finish(done: list[j.Job], failed: int, as_json: bool) -> None:
     if as_json and (done or not failed):
         print_rows(done)
+    import typer  # here: `vipu queue`, which needs the rest of this module, runs without typer (fast_path.py)
+
     raise typer.Exit(failed)

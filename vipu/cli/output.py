@@ -10,8 +10,6 @@ import sys
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.internal import type_checkers
-from google.protobuf.json_format import MessageToDict
-from pydantic_core import to_json
 
 
 def table(headers: list[str], rows: list[list[object]], header: bool = True) -> str:
@@ -72,6 +70,8 @@ def _value_reader(field):
         return lambda mapping: dict(sorted((read_key(k), read_value(v)) for k, v in mapping.items()))  # see _reader
     if field.message_type is not None:
         if field.message_type.full_name.startswith("google.protobuf."):  # well-known types have JSON forms of their own
+            from google.protobuf.json_format import MessageToDict
+
             one = functools.partial(MessageToDict, preserving_proto_field_name=True,
                                     always_print_fields_with_no_presence=True)
         else:
@@ -121,6 +121,8 @@ def print_json(value, ordered: bool = False) -> None:
     if sys.stdout.isatty():
         print(json.dumps(value, indent=2, sort_keys=True))
     elif ordered:
+        from pydantic_core import to_json  # here: a table needs none of it, and its import is a large part of a call
+
         print(to_json(value).decode())
     else:
         print(json.dumps(value, sort_keys=True, separators=(",", ":")))
@@ -134,4 +136,6 @@ def print_rows(messages) -> None:
     if sys.stdout.isatty():
         print_json(rows)
     else:
+        from pydantic_core import to_json
+
         print(to_json(rows).decode())

@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 
-from vipu.cli.job_detail import clock, stamp
 from vipu.cli.job_ids import job_id
 from vipu.cli.nodes import DEFAULT_PARTITION, Machines, hostlist
 from vipu.cli.slurm_format import Column
+from vipu.cli.slurm_time import clock, stamp
 from vipu.scheduler.arrays import spans
 from vipu.scheduler.job_states import JobState
 from vipu.v1 import job_pb2 as j

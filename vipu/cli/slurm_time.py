@@ -1,4 +1,4 @@
-"""sbatch's -t/--time, as Slurm reads it: a bare number is minutes.
+"""sbatch's -t/--time, as Slurm reads it: a bare number is minutes; and times as squeue and sacct write them.
 
 Why its own parser, apart from --time-limit's (vipu/scheduler/durations.py, where a bare number is seconds): every
 Slurm user reads `-t 90` as 90 minutes, and a script's `#SBATCH -t 90` must mean what it means under sbatch. Slurm
@@ -8,6 +8,7 @@ keeps limits in whole minutes and rounds MM:SS up; vipu-sim keeps seconds, so `-
 from __future__ import annotations
 
 import re
+import time
 
 # minutes | MM:SS | HH:MM:SS | D-HH | D-HH:MM | D-HH:MM:SS (Slurm's time_str2mins)
 _TIME = re.compile(r"(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)")
@@ -48,3 +49,18 @@ def slurm_seconds(text: str) -> int:
     if seconds > MAX_DAYS * 86400:
         raise ValueError(f"{text!r} is longer than a year; give at most {MAX_DAYS} days ({MAX_DAYS}-00:00:00)")
     return seconds
+
+
+def clock(seconds: float) -> str:
+    """squeue's TIME: M:SS, H:MM:SS or D-HH:MM:SS."""
+    seconds = int(max(0, seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def stamp(value: float | None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(value)) if value else "Unknown"

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
-
-import typer
 
 from vipu.cli.batch_directives import DirectiveError
 from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, script_request, wrapped
-from vipu.cli.context import JSON_HELP
 from vipu.cli.export_env import check_export
 from vipu.cli.failure import BAD_INPUT, fail
-from vipu.cli.job_detail import stamp
 from vipu.cli.output import as_dict, print_json
-from vipu.cli.slurm_time import FORMS, slurm_limit
+from vipu.cli.slurm_time import slurm_limit, stamp
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
+from vipu.client.caller import new_request_id
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPECS_PER_CALL
 
@@ -92,136 +88,84 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
     print(f"Job {job} to start at Unknown {where}: {why} (reason {x.reason or 'None'})")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def submit(
-        ctx: typer.Context,
-        specs: list[str] = typer.Argument(
-            None, metavar="[SCRIPT [ARGS]... | SPEC...]", show_default=False,
-            help="a batch script (its first line #!) and its arguments (after -- if they start with -); or YAML or"
-                 " JSON job specs, each its own job, all queued or none ('-' reads one, or a script, from stdin);"
-                 " omit to use the flags"),
-        name: str = typer.Option(None, "--job-name", "-J", "--name", help="job name (a script's: its file name)"),
-        ipus: int = typer.Option(None, "--ipus", help="IPUs: a power of two"),
-        time: str = typer.Option(None, "--time", "-t", help=f"time limit as sbatch reads it: {FORMS}"),
-        time_limit: str = typer.Option(None, "--time-limit", help="e.g. 90s, 10m, 1h30m, 1-00:00:00: a unit or"
-                                       " colons, never a bare number (-t/--time reads 90 as minutes)"),
-        duration: str = typer.Option(None, "--duration", help="a sleep workload of this length (e.g. 30s)"),
-        wrap: str = typer.Option(None, "--wrap", help="run this shell command: a batch script of #!/bin/sh and it"
-                                 " (sbatch --wrap)"),
-        qos: str = typer.Option(None, "--qos", "-q"),
-        user: str = typer.Option(None, "--user"),
-        account: str = typer.Option(None, "--account", "-A"),
-        nice: int = typer.Option(None, "--nice"),
-        dependency: str = typer.Option(None, "--dependency", "-d", help="afterok:ID,afterany:ID,afternotok:ID,singleton"),
-        array: str = typer.Option(None, "--array", "-a", help="e.g. 0-99%10"),
-        hold: bool = typer.Option(None, "--hold/--no-hold", "-H", help="submit held (release with vipu release)"),
-        begin: str = typer.Option(
-            None, "--begin", "-b",
-            help="not before this time (BeginTime), as sbatch takes it: 16:00, teatime, tomorrow, 11/22-16:00,"
-                 " now+10m, now+1hour, now+90 (seconds), or ISO-8601 like 2026-11-22T14:00:00 (local time unless it"
-                 " ends in Z or +01:00)",
-        ),
-        requeue: bool = typer.Option(None, "--requeue/--no-requeue", help="requeue after a node failure"),
-        allocation: str = typer.Option(None, "--allocation", "--partition", "-p",
-                                       help="V-IPU allocation to run in (Slurm's partition)"),
-        output: str = typer.Option(None, "--output", "-o",
-                                   help="the job's output file, relative to its working directory; %j job id, %A"
-                                        " array job, %a task, %x name (see the spec)"),
-        error_file: str = typer.Option(None, "--error", "-e",
-                                       help="a batch script's stderr (default: with its output); patterns as -o"),
-        chdir: str = typer.Option(None, "--chdir", "-D", help="a batch script's working directory (default: here)"),
-        export: str = typer.Option(None, "--export", help="the environment a batch script gets: ALL (default), NONE,"
-                                   " or ALL,VAR=value,... or VAR1,VAR2=value (only those), as sbatch"),
-        request_id: str = typer.Option(None, "--request-id", help="a retry with the same id never queues twice (with"
-                                       " several specs, each gets ID/1, ID/2, ...)"),
-        parsable: bool = typer.Option(False, "--parsable",
-                                      help="print only the job id (an array's: its first task's), as sbatch"
-                                           " --parsable, e.g. jid=$(vipu submit --parsable ...)"),
-        test_only: bool = typer.Option(
-            False, "--test-only",
-            help="queue nothing: check the job and print when it would start if queued now (sbatch --test-only)"),
-        json_out: bool = typer.Option(
-            False, "--json", "--showjson",
-            help=f"{JSON_HELP}: job_ids (every job), duplicate (all were queued before, by these request ids), jobs"
-                 " (job_ids and duplicate per spec)"),
-    ):
-        """Queue a job (sbatch): a batch script, a command (--wrap), spec files, or the flags alone. Prints the job
-        id.
-
-        A batch script's #SBATCH lines before its first command are read as sbatch reads them; the flags win over
-        them. Several spec files: a job each, in one call, all queued or none (a refusal names its file); flags
-        apply to all."""
-        cli = ctx.obj
-        if export is not None:
-            try:
-                check_export(export)
-            except ValueError as e:
-                fail("vipu", f"--export: {e}", BAD_INPUT)
-        flags = {
-            "name": name, "ipus": ipus, "time_limit": time_flag(time, time_limit), "qos": qos, "user": user,
-            "account": account, "nice": nice, "dependency": dependency, "array": array, "hold": hold, "begin": begin,
-            "requeue": requeue, "allocation": allocation, "output": output, "error": error_file, "chdir": chdir,
-            "export": export,
-        }
-        flags = {k: v for k, v in flags.items() if v is not None}
-        if duration is not None:
-            flags["workload"] = {"kind": "sleep", "duration": duration}
-        specs = specs or []
-        first = read_first(specs)
-        batch = wrap is not None or (first is not None and is_batch_script(first[0]))
-        count = 1 if batch else len(specs)  # the jobs this command queues
-        if not batch:
-            flags = spec_flags(flags)
-            if "-" in specs and len(specs) > 1:
-                fail("vipu", "'-' (a spec on stdin) must be the only spec; give the others as files", BAD_INPUT)
-            if len(specs) > MAX_SPECS_PER_CALL:
-                fail("vipu", f"{len(specs):,} specs given; one command queues at most {MAX_SPECS_PER_CALL:,}: split"
-                     " them over several commands", BAD_INPUT)
-            if not specs and "ipus" not in flags:
-                fail("vipu", "give a batch script, a job spec file, or at least --ipus N (e.g. vipu submit --ipus 4"
-                     " --duration 30s)", BAD_INPUT)
-        if request_id is not None:  # each spec of several gets ID/k: room for the longest of those
-            longest = MAX_REQUEST_ID - (len(f"/{count}") if count > 1 else 0)
-            if not request_id or len(request_id) > longest or not request_id.isprintable():
-                added = f" (each of the {count} specs gets /k added)" if longest < MAX_REQUEST_ID else ""
-                fail("vipu", f"--request-id must be 1 to {longest} printable characters{added}; e.g. a UUID",
-                     BAD_INPUT)
-        # a fresh id per command: retries inside this call are then safe
-        request_id = request_id or uuid.uuid4().hex
-        if batch:
-            requests = [batch_request(specs, wrap, first, flags, request_id)]
-        else:
-            requests = submit_requests(specs, flags, request_id, first)
-        if test_only:
-            if len(requests) != 1:
-                fail("vipu", f"--test-only tests one job, and {len(requests)} spec files were given; test them one by"
-                     " one", BAD_INPUT)
-            requests[0].validate_only = True
-            tested(cli.conn.call(cli.conn.jobs.SubmitJob, requests[0]), cli.wants_json(json_out))
-            return
-        if len(requests) == 1:
-            replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True)]
-        else:
-            batch_call = j.SubmitJobsRequest(jobs=requests)
-            if batch_call.ByteSize() > MAX_REQUEST_BYTES:
-                fail("vipu", f"these {len(specs)} specs are {batch_call.ByteSize():,} bytes together; one command"
-                     f" sends at most {MAX_REQUEST_BYTES:,}: split them over several commands", BAD_INPUT)
-            replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch_call, retry=True).jobs)
-        if cli.wants_json(json_out):  # the same keys for one spec or many, so a wrapper of `vipu submit "$@"` holds
-            print_json({"job_ids": [i for reply in replies for i in reply.job_ids],
-                        "duplicate": all(reply.duplicate for reply in replies),
-                        "jobs": as_dict(j.SubmitJobsResponse(jobs=replies))["jobs"]})
-            return
-        for request, reply in zip(requests, replies):
-            again = f"request id {request.request_id} was used before: that submit's jobs, not queued again"
-            if parsable:
-                print(reply.job_ids[0])
-                if reply.duplicate:  # stdout is the id alone, for $(...)
-                    print(f"vipu: {again}", file=sys.stderr)
-                continue
-            first_id, last = reply.job_ids[0], reply.job_ids[-1]
-            print(f"Submitted job {first_id}" if len(reply.job_ids) == 1 else
-                  f"Submitted array job {first_id} ({len(reply.job_ids)} tasks: jobs {first_id}-{last})")
-            if reply.duplicate:  # a retry of an earlier submit: said, so nobody waits for a second copy
-                print(f"({again})")
+def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ipus: int | None = None,
+                time: str | None = None, time_limit: str | None = None, duration: str | None = None,
+                wrap: str | None = None, qos: str | None = None, user: str | None = None, account: str | None = None,
+                nice: int | None = None, dependency: str | None = None, array: str | None = None,
+                hold: bool | None = None, begin: str | None = None, requeue: bool | None = None,
+                allocation: str | None = None, output: str | None = None, error_file: str | None = None,
+                chdir: str | None = None, export: str | None = None, request_id: str | None = None,
+                parsable: bool = False, test_only: bool = False, json_out: bool = False) -> None:
+    """`vipu submit` once its flags are read (submit_command.py with typer, or fast_path.py), the defaults typer's."""
+    if export is not None:
+        try:
+            check_export(export)
+        except ValueError as e:
+            fail("vipu", f"--export: {e}", BAD_INPUT)
+    flags = {
+        "name": name, "ipus": ipus, "time_limit": time_flag(time, time_limit), "qos": qos, "user": user,
+        "account": account, "nice": nice, "dependency": dependency, "array": array, "hold": hold, "begin": begin,
+        "requeue": requeue, "allocation": allocation, "output": output, "error": error_file, "chdir": chdir,
+        "export": export,
+    }
+    flags = {k: v for k, v in flags.items() if v is not None}
+    if duration is not None:
+        flags["workload"] = {"kind": "sleep", "duration": duration}
+    specs = specs or []
+    first = read_first(specs)
+    batch = wrap is not None or (first is not None and is_batch_script(first[0]))
+    count = 1 if batch else len(specs)  # the jobs this command queues
+    if not batch:
+        flags = spec_flags(flags)
+        if "-" in specs and len(specs) > 1:
+            fail("vipu", "'-' (a spec on stdin) must be the only spec; give the others as files", BAD_INPUT)
+        if len(specs) > MAX_SPECS_PER_CALL:
+            fail("vipu", f"{len(specs):,} specs given; one command queues at most {MAX_SPECS_PER_CALL:,}: split"
+                 " them over several commands", BAD_INPUT)
+        if not specs and "ipus" not in flags:
+            fail("vipu", "give a batch script, a job spec file, or at least --ipus N (e.g. vipu submit --ipus 4"
+                 " --duration 30s)", BAD_INPUT)
+    if request_id is not None:  # each spec of several gets ID/k: room for the longest of those
+        longest = MAX_REQUEST_ID - (len(f"/{count}") if count > 1 else 0)
+        if not request_id or len(request_id) > longest or not request_id.isprintable():
+            added = f" (each of the {count} specs gets /k added)" if longest < MAX_REQUEST_ID else ""
+            fail("vipu", f"--request-id must be 1 to {longest} printable characters{added}; e.g. a UUID",
+                 BAD_INPUT)
+    # a fresh id per command: retries inside this call are then safe
+    request_id = request_id or new_request_id()
+    if batch:
+        requests = [batch_request(specs, wrap, first, flags, request_id)]
+    else:
+        requests = submit_requests(specs, flags, request_id, first)
+    if test_only:
+        if len(requests) != 1:
+            fail("vipu", f"--test-only tests one job, and {len(requests)} spec files were given; test them one by"
+                 " one", BAD_INPUT)
+        requests[0].validate_only = True
+        tested(cli.conn.call(cli.conn.jobs.SubmitJob, requests[0]), cli.wants_json(json_out))
+        return
+    if len(requests) == 1:
+        replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True)]
+    else:
+        batch_call = j.SubmitJobsRequest(jobs=requests)
+        if batch_call.ByteSize() > MAX_REQUEST_BYTES:
+            fail("vipu", f"these {len(specs)} specs are {batch_call.ByteSize():,} bytes together; one command"
+                 f" sends at most {MAX_REQUEST_BYTES:,}: split them over several commands", BAD_INPUT)
+        replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch_call, retry=True).jobs)
+    if cli.wants_json(json_out):  # the same keys for one spec or many, so a wrapper of `vipu submit "$@"` holds
+        print_json({"job_ids": [i for reply in replies for i in reply.job_ids],
+                    "duplicate": all(reply.duplicate for reply in replies),
+                    "jobs": as_dict(j.SubmitJobsResponse(jobs=replies))["jobs"]})
+        return
+    for request, reply in zip(requests, replies):
+        again = f"request id {request.request_id} was used before: that submit's jobs, not queued again"
+        if parsable:
+            print(reply.job_ids[0])
+            if reply.duplicate:  # stdout is the id alone, for $(...)
+                print(f"vipu: {again}", file=sys.stderr)
+            continue
+        first_id, last = reply.job_ids[0], reply.job_ids[-1]
+        print(f"Submitted job {first_id}" if len(reply.job_ids) == 1 else
+              f"Submitted array job {first_id} ({len(reply.job_ids)} tasks: jobs {first_id}-{last})")
+        if reply.duplicate:  # a retry of an earlier submit: said, so nobody waits for a second copy
+            print(f"({again})")

@@ -4,17 +4,14 @@ API's own messages (vipu/v1, protos/vipu/v1); every failure is one ApiError. doc
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Iterable, Iterator
 
-from vipu.client.caller import DEFAULT_TIMEOUT_S, Caller
+from vipu.client.caller import DEFAULT_TIMEOUT_S, Caller, new_request_id
 from vipu.client.settings import resolve
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
 
-
-def new_request_id() -> str:
-    return uuid.uuid4().hex
+__all__ = ["Client", "new_request_id"]
 
 
 class Client(Caller):

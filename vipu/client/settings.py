@@ -7,7 +7,6 @@ skipped: a setting silently dropped sends the call to the wrong controller as th
 
 from __future__ import annotations
 
-import difflib
 import getpass
 import json
 import os
@@ -76,6 +75,8 @@ def read_config(path: Path) -> dict[str, str]:
             raise bad(f'{where}: cannot parse {line.strip()!r}; write key = "value" (or key = 8090)')
         key = match[1]
         if key not in CONFIG_KEYS:
+            import difflib  # here: only a mistyped key needs it
+
             close = difflib.get_close_matches(key, CONFIG_KEYS, n=1)
             hint = f"did you mean {close[0]}? " if close else ""
             raise bad(f"{where}: unknown key {key!r}; {hint}the keys are {', '.join(CONFIG_KEYS)}")

@@ -15,6 +15,7 @@ from vipu.access import Identity
 from vipu.control.ended_jobs import history_listing, shown, stored_job
 from vipu.control.job_updates import update_job
 from vipu.control.signals import send_signal
+from vipu.control.spec_cache import SpecCache
 from vipu.control.snapshot import Page, Snapshot
 from vipu.errors import InvalidArgument, PermissionDenied
 from vipu.scheduler.expected_start import Expectation
@@ -22,7 +23,7 @@ from vipu.scheduler.job_filter import JobFilter
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.view import Pod64Info
-from vipu.scheduler.job_spec import JobSpec, load_spec, parse_spec
+from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.reasons import Row
 from vipu.scheduler.submission import Submission, Submitted, naming_spec, resolve
@@ -54,6 +55,7 @@ class ClusterInfo(NamedTuple):
 class JobOps:
     def __init__(self, plane: ControlPlane):
         self.plane = plane
+        self.specs = SpecCache()
 
     # -- commands ---------------------------------------------------------------------------------------------
     def submit(self, requests: list[SubmitRequest], identity: Identity) -> list[Submitted]:
@@ -99,7 +101,7 @@ class JobOps:
         """The spec as the scheduler takes it, with every check that needs the caller or may take long, before the
         lock: its shape, the caller's rights, what the Pod and the scheduler config allow, and its kind's own."""
         named = request.source or "job spec"
-        spec = load_spec(request.spec, named)
+        spec = self.specs.load(request.spec, named)
         overrides = dict(request.overrides)
         claimed = overrides.get("user", spec.user if "user" in spec.model_fields_set else None)
         if claimed is None:
@@ -109,7 +111,7 @@ class JobOps:
                                    " field and --user) or ask an admin")
         if overrides:  # a field refused here may have come from the flags (overrides_json), not the file
             given = f"{named} with its overrides" if set(request.overrides) - {"submit_dir"} else named
-            spec = parse_spec({**spec.model_dump(exclude_unset=True), **overrides}, given)
+            spec = self.specs.with_fields(request.spec, spec, overrides, given)
         if spec.nice < 0 and not identity.admin:  # as Slurm: anyone may lower a job's priority, only admins raise it
             raise PermissionDenied(f"nice is {spec.nice}: only an admin may give a negative nice (it raises the job's"
                                    " priority over everyone's); give 0 or more", reason="ADMIN_REQUIRED")

@@ -159,6 +159,7 @@ def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Ev
             plane.kill_local_ray()
             print("vipu-server: stopped while starting Ray (its start abandoned); nothing was served",
                   file=sys.stderr, flush=True)
+            log_format.stop()
             os._exit(0)  # the start's thread is inside ray.init, which neither returns nor can be interrupted
     if done[0] is not None:
         raise done[0]
@@ -340,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         plane.kill_local_ray()
         sys.stdout.flush()
+        log_format.stop()
         os._exit(0)
     return 0
 

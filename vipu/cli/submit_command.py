@@ -1,0 +1,76 @@
+"""`vipu submit`'s command line as typer reads it; what it sends is submit.py's."""
+
+from __future__ import annotations
+
+import typer
+
+from vipu.cli.context import JSON_HELP
+from vipu.cli.slurm_time import FORMS
+from vipu.cli.submit import submit_jobs
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def submit(
+        ctx: typer.Context,
+        specs: list[str] = typer.Argument(
+            None, metavar="[SCRIPT [ARGS]... | SPEC...]", show_default=False,
+            help="a batch script (its first line #!) and its arguments (after -- if they start with -); or YAML or"
+                 " JSON job specs, each its own job, all queued or none ('-' reads one, or a script, from stdin);"
+                 " omit to use the flags"),
+        name: str = typer.Option(None, "--job-name", "-J", "--name", help="job name (a script's: its file name)"),
+        ipus: int = typer.Option(None, "--ipus", help="IPUs: a power of two"),
+        time: str = typer.Option(None, "--time", "-t", help=f"time limit as sbatch reads it: {FORMS}"),
+        time_limit: str = typer.Option(None, "--time-limit", help="e.g. 90s, 10m, 1h30m, 1-00:00:00: a unit or"
+                                       " colons, never a bare number (-t/--time reads 90 as minutes)"),
+        duration: str = typer.Option(None, "--duration", help="a sleep workload of this length (e.g. 30s)"),
+        wrap: str = typer.Option(None, "--wrap", help="run this shell command: a batch script of #!/bin/sh and it"
+                                 " (sbatch --wrap)"),
+        qos: str = typer.Option(None, "--qos", "-q"),
+        user: str = typer.Option(None, "--user"),
+        account: str = typer.Option(None, "--account", "-A"),
+        nice: int = typer.Option(None, "--nice"),
+        dependency: str = typer.Option(None, "--dependency", "-d", help="afterok:ID,afterany:ID,afternotok:ID,singleton"),
+        array: str = typer.Option(None, "--array", "-a", help="e.g. 0-99%10"),
+        hold: bool = typer.Option(None, "--hold/--no-hold", "-H", help="submit held (release with vipu release)"),
+        begin: str = typer.Option(
+            None, "--begin", "-b",
+            help="not before this time (BeginTime), as sbatch takes it: 16:00, teatime, tomorrow, 11/22-16:00,"
+                 " now+10m, now+1hour, now+90 (seconds), or ISO-8601 like 2026-11-22T14:00:00 (local time unless it"
+                 " ends in Z or +01:00)",
+        ),
+        requeue: bool = typer.Option(None, "--requeue/--no-requeue", help="requeue after a node failure"),
+        allocation: str = typer.Option(None, "--allocation", "--partition", "-p",
+                                       help="V-IPU allocation to run in (Slurm's partition)"),
+        output: str = typer.Option(None, "--output", "-o",
+                                   help="the job's output file, relative to its working directory; %j job id, %A"
+                                        " array job, %a task, %x name (see the spec)"),
+        error_file: str = typer.Option(None, "--error", "-e",
+                                       help="a batch script's stderr (default: with its output); patterns as -o"),
+        chdir: str = typer.Option(None, "--chdir", "-D", help="a batch script's working directory (default: here)"),
+        export: str = typer.Option(None, "--export", help="the environment a batch script gets: ALL (default), NONE,"
+                                   " or ALL,VAR=value,... or VAR1,VAR2=value (only those), as sbatch"),
+        request_id: str = typer.Option(None, "--request-id", help="a retry with the same id never queues twice (with"
+                                       " several specs, each gets ID/1, ID/2, ...)"),
+        parsable: bool = typer.Option(False, "--parsable",
+                                      help="print only the job id (an array's: its first task's), as sbatch"
+                                           " --parsable, e.g. jid=$(vipu submit --parsable ...)"),
+        test_only: bool = typer.Option(
+            False, "--test-only",
+            help="queue nothing: check the job and print when it would start if queued now (sbatch --test-only)"),
+        json_out: bool = typer.Option(
+            False, "--json", "--showjson",
+            help=f"{JSON_HELP}: job_ids (every job), duplicate (all were queued before, by these request ids), jobs"
+                 " (job_ids and duplicate per spec)"),
+    ):
+        """Queue a job (sbatch): a batch script, a command (--wrap), spec files, or the flags alone. Prints the job
+        id.
+
+        A batch script's #SBATCH lines before its first command are read as sbatch reads them; the flags win over
+        them. Several spec files: a job each, in one call, all queued or none (a refusal names its file); flags
+        apply to all."""
+        submit_jobs(
+            ctx.obj, specs, name=name, ipus=ipus, time=time, time_limit=time_limit, duration=duration, wrap=wrap,
+            qos=qos, user=user, account=account, nice=nice, dependency=dependency, array=array, hold=hold,
+            begin=begin, requeue=requeue, allocation=allocation, output=output, error_file=error_file, chdir=chdir,
+            export=export, request_id=request_id, parsable=parsable, test_only=test_only, json_out=json_out)
