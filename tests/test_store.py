@@ -127,7 +127,7 @@ def test_a_failed_group_write_is_retried_by_the_next_flush(tmp_path, monkeypatch
         store.commit([("user", "a", user("a"))], [])
     write = store._write
 
-    def disk_full(rows, gone):
+    def disk_full(rows, gone, history):
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(store, "_write", disk_full)
@@ -179,7 +179,7 @@ def test_a_new_database_has_the_current_schema_version(tmp_path):
     store = Store(tmp_path / "s.db")
     assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     tables = {r[0] for r in store._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"records", "meta", "quarantine"}
+    assert tables == {"records", "meta", "quarantine", "job_history"}
 
 
 def test_a_database_from_before_the_numbering_is_migrated_keeping_its_records(tmp_path):
