@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from itertools import chain
 from typing import Iterable, Literal
 
 from vipu.scheduler.bits import best_fit, block, has_block
@@ -101,10 +102,12 @@ class _Walk:
     @property
     def timeline(self) -> Timeline:
         if self._timeline is None:
+            if self._frozen is not None:  # freeze() dropped it: a bug, not a state to rebuild it from
+                raise RuntimeError("the timeline is planned only for the first max_job_test jobs")
             preempted = self._preempted
-            releases = [(r.end_by, r.first_ipu, r.ipus) for r in self.r.running
-                        if not preempted or r.id not in preempted]
-            self._timeline = Timeline(self.now, self.avail, releases + self._started, self.total)
+            releases = ((r.end_by, r.first_ipu, r.ipus) for r in self.r.running
+                        if not preempted or r.id not in preempted)
+            self._timeline = Timeline(self.now, self.avail, chain(releases, self._started), self.total)
         return self._timeline
 
     def allowed(self, job: QueuedJob) -> int | None:
@@ -135,6 +138,10 @@ class _Walk:
             acc |= b
             prefix.append(acc)
         self._frozen = ([s for s, _ in ordered], prefix)
+        # Only planned() and wait() read the timeline, and only for the first max_job_test jobs: the rest ask
+        # reserved_over(), which reads the reservations. Starts stop updating it, which on a large Pod is most of
+        # the cost of a cycle in which hundreds of jobs start.
+        self._timeline = None
 
     def need(self, end: float) -> None:
         """Make the lazy reservations (see wait()) that may begin before `end`, each exactly as it would have been
@@ -148,6 +155,9 @@ class _Walk:
         the first lazy one is made first. Starts and earlier reservations only touch moments before the `end` of
         the question asked before them, so they never reach a lazy one's moments either."""
         lazy = self._lazy
+        if not lazy:
+            self._lazy_floor = math.inf
+            return
         timeline = self.timeline
         while lazy:
             k = next((i for i, item in enumerate(lazy) if item[2] < end), None)
