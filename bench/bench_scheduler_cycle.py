@@ -9,10 +9,12 @@ Wall-clock times on this machine.
 
 Each measured cycle follows 30 virtual seconds in which a few running jobs end and a few new jobs arrive, so the
 queue stays near N pending and the Pod stays nearly full, as on a busy cluster. At scale the Pod is first filled
-(jobs are submitted until N stay pending) and each cycle at least as many jobs arrive as the last one started. The
-scale table also gives the p99 of the process's CPU time per cycle (on a machine shared with other work, wall-clock
-includes their turns), the slowest cycle and how many jobs it started: the thousands of jobs started together at
-time 0 reach their time limits together, and every start costs its share.
+(jobs are submitted until N stay pending; then the objects made so far are frozen out of Python's cycle collector,
+as vipu-server freezes the records it loads at start) and each cycle at least as many jobs arrive as the last one
+started. The scale table also gives the p99 of the process's CPU time per cycle (on a machine shared with other
+work, wall-clock includes their turns), the slowest cycle and how many jobs it started (the thousands of jobs
+started together at time 0 reach their time limits together, and every start costs its share), and how many
+measured cycles a full collection of the cycle collector ran in, the longest of those collections.
 
 Then held jobs (--held, default 10,000), which may not run: first the rate at which an empty queue fills with them
 when every submission is followed by a cycle, as the live server runs one (before held jobs were kept out of the
@@ -24,6 +26,7 @@ to --runnable jobs (default 100) that may run, against the same queue without th
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import statistics
 import sys
@@ -60,6 +63,24 @@ def expire(s: Scheduler, now: float) -> None:
         s.time_limit_reached(run.id, run.start_time, run.end_by)
 
 
+class CollectorTime:
+    """Wall-clock time spent in Python's full (generation 2) collections while it listens."""
+
+    def __init__(self):
+        self.seconds, self._began = 0.0, 0.0
+        gc.callbacks.append(self._note)
+
+    def _note(self, phase: str, info: dict) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                self._began = time.perf_counter()
+            else:
+                self.seconds += time.perf_counter() - self._began
+
+    def stop(self) -> None:
+        gc.callbacks.remove(self._note)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -83,7 +104,12 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
         for _ in range(pending - len(s.table.pending)):
             s.submit(random_spec(rng), 0.0)
         s.cycle(0.0)
-    now, times, cpu = 0.0, [], []
+    if fill:
+        # what vipu-server does with the records it loads at start (server/app.py): no full collection rescans them
+        gc.collect()
+        gc.freeze()
+    collector = CollectorTime()
+    now, times, cpu, collecting = 0.0, [], [], []
     for _ in range(cycles):
         now += 30.0
         running = sorted(s.table.running)
@@ -95,12 +121,16 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
         for _ in range(arrivals):
             s.submit(random_spec(rng), now)
         expire(s, now)
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, g0 = time.perf_counter(), time.process_time(), collector.seconds
         effects = s.cycle(now)
         times.append((time.perf_counter() - t0) * 1e3)
         cpu.append((time.process_time() - c0) * 1e3)
+        collecting.append((collector.seconds - g0) * 1e3)
         if times[-1] == max(times):
             worst_starts = sum(isinstance(e, StartJob) for e in effects)
+    collector.stop()
+    if fill:
+        gc.unfreeze()
     t0 = time.perf_counter()
     queue = list(s.view().queue())
     squeue_ms = (time.perf_counter() - t0) * 1e3
@@ -109,6 +139,7 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
         "submit_us": submit_us, "first_ms": first_ms, "p50_ms": statistics.median(times),
         "p99_ms": percentile(times, 0.99), "max_ms": max(times), "squeue_ms": squeue_ms, "queue_len": len(queue),
         "worst_starts": worst_starts, "pod": pod.name, "cpu_p99_ms": percentile(cpu, 0.99),
+        "gc_ms": max(collecting), "gc_cycles": sum(1 for ms in collecting if ms > 0),
     }
 
 
@@ -169,15 +200,15 @@ def print_scale(args) -> None:
         return
     print(f"\nscheduling cycle at scale, {args.scale_cycles} cycles per row (Pod filled first; estimated starts on)")
     print(f"{'pod':<12} {'IPUs':>7} {'policy':<9} {'pending':>8} {'running':>8} {'submit us':>10} {'p50 ms':>8}"
-          f" {'p99 ms':>8} {'cpu p99':>8} {'max ms':>8} {'its starts':>10} {'squeue ms':>10}")
+          f" {'p99 ms':>8} {'cpu p99':>8} {'max ms':>8} {'its starts':>10} {'full gc':>12} {'squeue ms':>10}")
     for where, pending in rows:
         pod = load_pod(where)
         for policy in args.policies.split(","):
             r = bench(policy, int(pending), args.scale_cycles, args.seed, pod, fill=True)
             print(f"{r['pod']:<12} {pod.ipus:>7,} {r['policy']:<9} {r['pending']:>8,} {r['running']:>8,}"
                   f" {r['submit_us']:>10.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['cpu_p99_ms']:>8.2f}"
-                  f" {r['max_ms']:>8.2f}"
-                  f" {r['worst_starts']:>10,} {r['squeue_ms']:>10.1f}")
+                  f" {r['max_ms']:>8.2f} {r['worst_starts']:>10,} {r['gc_cycles']:>3} x{r['gc_ms']:>6.0f} ms"
+                  f" {r['squeue_ms']:>10.1f}")
 
 
 def main() -> None:
