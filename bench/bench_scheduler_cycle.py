@@ -2,7 +2,7 @@
 of 65,536 IPUs (1,024 Pod64 racks, examples/pods/pod65536.yaml); and the in-memory cost of a submit.
 
 Run: .venv/bin/python bench/bench_scheduler_cycle.py [--pending N] [--cycles C] [--policies fifo,backfill]
-         [--held N] [--runnable N] [--scale POD:N,POD:N] [--scale-cycles C]
+         [--held N] [--runnable N] [--scale POD:N,POD:N] [--scale-cycles C] [--scale-policies P] [--scale-only]
 Goals: cycle p99 < 50 ms with 10,000 pending jobs on a Pod256 and < 100 ms at scale (with estimated starts, as the
 live server runs it); submit in memory well under 0.5 ms (the budget for >= 2,000 submissions/s through gRPC).
 Wall-clock times on this machine.
@@ -203,7 +203,7 @@ def print_scale(args) -> None:
           f" {'p99 ms':>8} {'cpu p99':>8} {'max ms':>8} {'its starts':>10} {'full gc':>12} {'squeue ms':>10}")
     for where, pending in rows:
         pod = load_pod(where)
-        for policy in args.policies.split(","):
+        for policy in (args.scale_policies or args.policies).split(","):
             r = bench(policy, int(pending), args.scale_cycles, args.seed, pod, fill=True)
             print(f"{r['pod']:<12} {pod.ipus:>7,} {r['policy']:<9} {r['pending']:>8,} {r['running']:>8,}"
                   f" {r['submit_us']:>10.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['cpu_p99_ms']:>8.2f}"
@@ -221,7 +221,11 @@ def main() -> None:
     parser.add_argument("--runnable", type=int, default=100, help="pending jobs that may run (second table)")
     parser.add_argument("--scale", default=SCALE, help="POD:PENDING rows of the scale table (a preset or pod file)")
     parser.add_argument("--scale-cycles", type=int, default=300)
+    parser.add_argument("--scale-policies", default=None, help="policies of the scale table (default: --policies)")
+    parser.add_argument("--scale-only", action="store_true", help="print the scale table alone")
     args = parser.parse_args()
+    if args.scale_only:
+        return print_scale(args)
     print(f"scheduling cycle on bow-pod256 with ~{args.pending:,} pending jobs, {args.cycles} cycles per policy"
           " (estimated starts on, max_job_test 100)")
     print(f"{'policy':<9} {'pending':>8} {'running':>8} {'submit us':>10} {'1st cycle ms':>13} {'p50 ms':>8}"

@@ -6,12 +6,12 @@ series (utilisation, SRAM, power, two temperatures, clock, and the job join whil
 5 (Streaming Memory and four link counters). A Pod of 4,096 IPUs (64 Pod64 racks) makes about 34,000 series in one
 scrape, a few MB of text: within what one target is commonly allowed (Prometheus' `sample_limit` is set per scrape
 job; tens of thousands is an ordinary budget for a large exporter). The largest Pod, 65,536 IPUs, would make about
-540,000 from this one process: a scrape of tens of MB that Python cannot render within the 5 s scrape interval,
-and more series than many whole Prometheus servers hold. So above the limit a domain's 64 IPUs and 16 machines
-become one series each: the mean utilisation, SRAM, power and link bytes summed, the hottest IPU's temperatures,
-and the job join per partition (`vipu_partition_allocation_info`) instead of per IPU: about 10 series per Pod64
-rack, 10,000 on 65,536 IPUs; and vipu_link_errors_total{machine} gets a series only once a machine sees an error.
-Per-IPU figures stay available from `vipu list ipus` and `vipu top`.
+540,000 from this one process: a scrape of tens of MB, which would take this process longer to render than the
+5 s scrape interval of deploy/prometheus, and more series than many whole Prometheus servers hold. So above the
+limit a domain's 64 IPUs and 16 machines become one series each: the mean utilisation, SRAM, power and link bytes
+summed, the hottest IPU's temperatures, and the job join per partition (`vipu_partition_allocation_info`) instead
+of per IPU: about 10 series per Pod64 rack, 10,000 on 65,536 IPUs; and vipu_link_errors_total{machine} gets a
+series only once a machine sees an error. Per-IPU figures stay available from `vipu list ipus` and `vipu top`.
 """
 
 from __future__ import annotations
