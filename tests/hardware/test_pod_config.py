@@ -7,20 +7,23 @@ Pod128 = two Pod64s, Pod256 = four; 4 IPUs per Bow-2000; an ILD holds at most 64
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
 
 from vipu.errors import InvalidArgument
-from vipu.hardware.pod import MAX_ILD_IPUS
+from vipu.hardware.pod import MAX_ILD_IPUS, MAX_POD_IPUS
 from vipu.hardware.pod_files import PRESETS, load_pod
 
+ROOT = Path(__file__).resolve().parents[2]
 PRESET_TABLE = [
     # preset, IPUs, machines, ILDs, machines per ILD, ILD topology, cluster topology, largest partition
     ("bow-pod16", 16, 4, 1, 4, "mesh", "direct-attach", 16),
     ("bow-pod64", 64, 16, 1, 16, "torus", "looped", 64),
     ("bow-pod128", 128, 32, 2, 16, "torus", "looped", 128),
     ("bow-pod256", 256, 64, 4, 16, "torus", "looped", 256),
+    ("bow-pod1024", 1024, 256, 16, 16, "torus", "looped", 1024),  # 16 Pod64 racks (early access)
 ]
 
 
@@ -36,8 +39,16 @@ def test_presets(name, ipus, machines, ilds, per_ild, topology, cluster_topology
     assert pod.ipu.flops_per_s("fp32") == pytest.approx(348.6e12 / 4, rel=1e-3)
 
 
-def test_the_preset_list_is_the_four_bow_pods():
-    assert PRESETS == ("bow-pod16", "bow-pod64", "bow-pod128", "bow-pod256")
+def test_the_preset_list_is_the_five_bow_pods():
+    assert PRESETS == ("bow-pod16", "bow-pod64", "bow-pod128", "bow-pod256", "bow-pod1024")
+
+
+@pytest.mark.parametrize("path,ipus,ilds", [("examples/pods/pod4096.yaml", 4096, 64),
+                                            ("examples/pods/pod65536.yaml", 65536, 1024)])
+def test_the_example_site_files_load_up_to_the_largest_pod_graphcore_names(path, ipus, ilds):
+    pod = load_pod(str(ROOT / path))
+    assert (pod.ipus, pod.ilds, pod.machines, pod.max_partition_ipus) == (ipus, ilds, ipus // 4, ipus)
+    assert pod.ipus <= MAX_POD_IPUS == 65_536
 
 
 def site_pod(**overrides) -> dict:
@@ -117,6 +128,8 @@ MALFORMED = [
      ["machines_per_ild x machine.ipus is 12", "set machines_per_ild to 2 or 4 (8 or 16 IPUs a domain)"]),
     ("an ILD of 80 IPUs", "ild80.yaml", site_pod(machines_per_ild=20),  # 32 machines would be 128 IPUs
      ["machines_per_ild x machine.ipus is 80", "set machines_per_ild to 16 (64 IPUs a domain)"]),
+    ("a Pod past 1,024 Pod64 racks", "huge.yaml", site_pod(ilds=1025),
+     ["is 65,600: a Pod holds at most 65,536 IPUs", "use at most 1,024 ilds"]),
     ("a torus of 2 machines", "torus2.yaml", site_pod(machines_per_ild=2),
      ["ild_topology is torus but machines_per_ild is 2", "at least 3", "use mesh"]),
     ("an unknown machine preset", "preset.yaml", site_pod(machine_preset="bow-3000"),
@@ -150,5 +163,5 @@ def test_an_unknown_preset_or_missing_file_lists_the_presets(tmp_path, what):
         load_pod(what)
     message = caught.value.message
     assert f"--pod {what!r} is neither a preset" in message
-    assert "(bow-pod16, bow-pod64, bow-pod128, bow-pod256)" in message
+    assert "(bow-pod16, bow-pod64, bow-pod128, bow-pod256, bow-pod1024)" in message
     assert "pick a preset or give the path of a pod config" in message

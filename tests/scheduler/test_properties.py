@@ -1,11 +1,12 @@
 """Properties over random workloads in virtual time: backfill never delays a reservation, no job deadlocks or
-runs on part of a block, the incremental queue order is the multifactor order, and best_fit is place."""
+runs on part of a block, the incremental queue order is the multifactor order, and placement is the block-by-block
+buddy best fit."""
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vipu.partition.placement import place
-from vipu.scheduler.bits import best_fit, has_block
+from vipu.partition.placement import largest_free_block, place
+from vipu.scheduler.bits import best_fit, first_block, has_block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.order import PendingOrder
 from vipu.scheduler.policies.base import QueuedJob
@@ -63,13 +64,37 @@ def test_backfill_starts_the_top_job_no_later_than_strict_priority_when_it_arriv
     assert start["backfill"][1] <= start["priority"][1]
 
 
+def free_blocks(available: int, total: int, size: int) -> list[int]:
+    """The reference: first IPUs of the wholly available aligned blocks of `size`, one block at a time."""
+    full = (1 << size) - 1
+    return [first for first in range(0, total - size + 1, size) if (available >> first) & full == full]
+
+
+def reference_place(available: int, total: int, size: int) -> int | None:
+    """Buddy best fit, block by block: the candidate whose largest wholly available enclosing block is smallest."""
+    candidates = free_blocks(available, total, size)
+    hole = dict.fromkeys(candidates, size)
+    level = size * 2
+    while level <= total:
+        free_here = set(free_blocks(available, total, level))
+        for first in candidates:
+            if first - first % level in free_here:
+                hole[first] = level
+        level *= 2
+    return min(candidates, key=lambda first: (hole[first], first), default=None)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, (1 << 64) - 1), st.sampled_from([1, 2, 4, 8, 16, 32, 64]), st.sampled_from([16, 64]))
-def test_best_fit_is_place(mask, size, total):
+@given(st.integers(0, (1 << 256) - 1), st.sampled_from([1, 2, 4, 8, 16, 32, 64]), st.sampled_from([16, 64, 192, 256]))
+def test_place_and_best_fit_are_the_block_by_block_best_fit(mask, size, total):
     mask &= (1 << total) - 1
     if size <= total:
-        assert best_fit(mask, total, size) == place(mask, total, size)
-        assert has_block(mask, size, total) == (place(mask, total, size) is not None)
+        want = reference_place(mask, total, size)
+        assert place(mask, total, size) == best_fit(mask, total, size) == want
+        assert has_block(mask, size, total) == (want is not None)
+        assert (first_block(mask, size, total) is None) == (want is None)
+        largest = max((s for s in (1 << k for k in range(9)) if s <= total and free_blocks(mask, total, s)), default=0)
+        assert largest_free_block(mask, total) == largest
 
 
 queued_st = st.lists(

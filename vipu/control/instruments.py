@@ -14,6 +14,9 @@ WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600
 CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
 RPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5)
 RPC_LABELS = ["grpc_type", "grpc_service", "grpc_method"]
+# Above this many IPUs the series per IPU and per machine give way to series per IPU-Link domain: the budget of
+# series one scrape may carry (vipu/metrics/ild_series.py says why 4,096).
+PER_IPU_SERIES_MAX = 4096
 
 
 class Metrics:
@@ -47,8 +50,9 @@ class Metrics:
                                    " failed with vipu-admin fail link), by link type.", ["machine", "link_type"],
                                    registry=r)
 
-    def know_machines(self, machines: int) -> None:
-        """Every machine's link-error series from 0, so rates and joins always find one."""
-        for machine in range(machines):
+    def know_machines(self, machines: int, ipus: int) -> None:
+        """Every machine's link-error series from 0, so rates and joins always find one; on a Pod above
+        PER_IPU_SERIES_MAX IPUs only those of machines that saw an error (32,768 series on 65,536 IPUs else)."""
+        for machine in range(machines if ipus <= PER_IPU_SERIES_MAX else 0):
             for kind in LINK_TYPES:
                 self.link_errors.labels(str(machine), kind)

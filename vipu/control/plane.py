@@ -59,7 +59,7 @@ class ControlPlane:
         self.sessions = Sessions()
         self.lock = StateLock(store)
         self.metrics = Metrics()
-        self.metrics.know_machines(self.pod.machines)
+        self.metrics.know_machines(self.pod.machines, self.pod.ipus)
         self.machines = Fleet(self.pod, on_lost=self._machines_lost, mode="off")
         self.kinds = kinds if kinds is not None else builtin_kinds()
         context = RunContext(

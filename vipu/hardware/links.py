@@ -92,7 +92,7 @@ class LinkModel:
             here = queue.popleft()
             if here == dst:
                 break
-            for peer in sorted(_neighbours(self.topology, here)):
+            for peer in sorted(self.topology.neighbours(here)):
                 if peer in allowed and peer not in previous:
                     previous[peer] = here
                     queue.append(peer)
@@ -116,11 +116,6 @@ def _route(model: LinkModel, src: int, dst: int, within: frozenset[int] | None) 
     hops = tuple(("ipu", a, b) for a, b in zip(path, path[1:]))
     # cut-through: every hop carries the bytes at once; each hop adds its latency
     return Route(IPU_LINK, hops, model.ipu_alpha_s * len(hops))
-
-
-@lru_cache(maxsize=4096)
-def _neighbours(topology: Topology, ipu: int) -> frozenset[int]:
-    return frozenset(other for link in topology.ipu_links if ipu in link for other in link if other != ipu)
 
 
 _models: dict[int, LinkModel] = {}

@@ -1,7 +1,7 @@
 """The Pod a controller manages, as a pydantic config: how many machines, how they form IPU-Link domains, and the
 figures of their chips, machines and links.
 
-A Pod is given as a preset (bow-pod16/64/128/256) or a site's own file (pod_files.py reads either); the figures
+A Pod is given as a preset (bow-pod16/64/128/256/1024) or a site's own file (pod_files.py reads either); the figures
 live in presets/*.yaml with their standing in a comment beside each, and their shape in figures.py. This module
 holds the rules that make a Pod coherent, and what follows from its counts (IPUs, machines, largest partition).
 """
@@ -17,6 +17,9 @@ from vipu.hardware.figures import IpuSpec, LinksSpec, MachineSpec, Strict
 
 # V-IPU: one IPU-Link domain holds at most 64 IPUs; bigger partitions span domains over GW-Links.
 MAX_ILD_IPUS = 64
+# The largest Pod Graphcore's datasheets name: Pod64 racks "going up to 1024 Bow Pod64 racks (64K Bow IPU
+# processors)" (docs.graphcore.ai/projects/bow-pod256-datasheet). Beyond it nothing here has been measured.
+MAX_POD_IPUS = 65_536
 
 ClusterTopology = Literal["looped", "direct-attach", "switched"]  # how the Pod's machines are cabled (vipu-admin)
 
@@ -58,6 +61,11 @@ class PodConfig(Strict):
             raise ValueError(
                 f"ild_topology is torus but machines_per_ild is {self.machines_per_ild}: a torus needs at least 3"
                 " machines to wrap round; use mesh"
+            )
+        if self.ipus > MAX_POD_IPUS:
+            raise ValueError(
+                f"ilds x machines_per_ild x machine.ipus is {self.ipus:,}: a Pod holds at most {MAX_POD_IPUS:,} IPUs"
+                f" (1,024 Pod64 racks, the largest Graphcore names); use at most {MAX_POD_IPUS // per_ild:,} ilds"
             )
         if self.total_ipus is not None and self.total_ipus != self.ipus:
             raise ValueError(

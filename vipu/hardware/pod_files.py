@@ -1,4 +1,4 @@
-"""Reading a Pod: a preset by name (bow-pod16/64/128/256), or the YAML or JSON file of a site's own Pod.
+"""Reading a Pod: a preset by name (bow-pod16/64/128/256/1024), or the YAML or JSON file of a site's own Pod.
 
 A site's file may name a machine preset (bow-2000) for the chip, machine and link figures and give only its own
 counts; what it gives itself wins. Every refusal names the file and the field, as the user wrote them.
@@ -17,7 +17,7 @@ from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.validation import describe
 
-PRESETS = ("bow-pod16", "bow-pod64", "bow-pod128", "bow-pod256")
+PRESETS = ("bow-pod16", "bow-pod64", "bow-pod128", "bow-pod256", "bow-pod1024")
 
 
 def _preset_text(name: str) -> str:

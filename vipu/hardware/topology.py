@@ -11,7 +11,7 @@ block of 2^k IPUs is a sub-grid: part of one machine, or whole adjacent machines
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
@@ -57,6 +57,17 @@ class Topology:
     def machine_ipus(self, machine: int) -> range:
         return range(machine * self.ipus_per_machine, (machine + 1) * self.ipus_per_machine)
 
+    def machines_mask(self, machines) -> int:
+        """Bit i set for every IPU i of the machines. Built as bytes: a machine's 2 or 4 IPUs (pod.py) never cross
+        a byte, and a mask as wide as 65,536 IPUs is converted once rather than copied for every machine."""
+        per = self.ipus_per_machine
+        buf = bytearray((self.size + 7) >> 3)
+        whole = (1 << per) - 1
+        for machine in machines:
+            first = machine * per
+            buf[first >> 3] |= whole << (first & 7)
+        return int.from_bytes(buf, "little")
+
     @cached_property
     def ipu_links(self) -> frozenset[frozenset[int]]:
         """Every IPU-Link as an unordered pair of IPUs."""
@@ -73,8 +84,13 @@ class Topology:
                         links.add(frozenset((here, self.ipu_at(ild, (row + 1) % rows, col))))
         return frozenset(link for link in links if len(link) == 2)
 
+    def neighbours(self, ipu: int) -> frozenset[int]:
+        """The IPUs `ipu` has an IPU-Link to, from its place on the grid (the same pairs as ipu_links, without
+        building every link of the Pod: 131,072 of them on 65,536 IPUs)."""
+        return _neighbours(self, ipu)
+
     def linked(self, a: int, b: int) -> bool:
-        return frozenset((a, b)) in self.ipu_links
+        return 0 <= a < self.size and 0 <= b < self.size and b in self.neighbours(a)
 
     def ring(self, first: int, size: int) -> list[int]:
         """The IPUs of the aligned block [first, first+size) in an order where each is IPU-Linked to the next
@@ -96,3 +112,18 @@ class Topology:
             order.extend(grid[r][c] for c in columns)
         order.extend(grid[r][0] for r in range(rows - 1, 0, -1))
         return order
+
+
+@lru_cache(maxsize=1 << 16)
+def _neighbours(topology: Topology, ipu: int) -> frozenset[int]:
+    place = topology.place(ipu)
+    rows, cols = topology.pod.machines_per_ild, topology.ipus_per_machine
+    wraps = topology.pod.ild_topology == "torus" and rows > 2
+    out = set()
+    if cols > 1:
+        out.update(topology.ipu_at(place.ild, place.row, (place.index + step) % cols) for step in (1, -1))
+    for row in (place.row - 1, place.row + 1):
+        if 0 <= row < rows or wraps:
+            out.add(topology.ipu_at(place.ild, row % rows, place.index))
+    out.discard(ipu)
+    return frozenset(out)

@@ -95,7 +95,7 @@ class PlanSpec(Strict):
 def default_pod(ipus: int) -> str:
     """The smallest preset with at least `ipus` IPUs (the largest if none is, or `ipus` is not positive: check_size
     then says the sizes any preset takes)."""
-    sizes = {"bow-pod16": 16, "bow-pod64": 64, "bow-pod128": 128, "bow-pod256": 256}
+    sizes = {"bow-pod16": 16, "bow-pod64": 64, "bow-pod128": 128, "bow-pod256": 256, "bow-pod1024": 1024}
     return next((name for name in PRESETS if sizes[name] >= ipus >= 1), PRESETS[-1])
 
 

@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from vipu.hardware.figures import LINK_TYPES
+from vipu.metrics.ild_series import PER_IPU_SERIES_MAX, ild_families
 from vipu.partition.ipu_status import ipu_statuses
 from vipu.partition.partition_states import PartitionState
 from vipu.partition.rules import job_of_partition
@@ -24,8 +25,9 @@ from vipu.workers.telemetry import ipu_reading
 
 
 class StateCollector(Collector):
-    def __init__(self, plane):
+    def __init__(self, plane, per_ipu_max: int = PER_IPU_SERIES_MAX):
         self.plane = plane
+        self.per_ipu_max = per_ipu_max  # above this many IPUs, series per IPU-Link domain (ild_series.py)
 
     def collect(self):
         snap = self.plane.read()  # one moment, read without the lock writes take
@@ -64,6 +66,11 @@ class StateCollector(Collector):
             "vipu_jobs_startable", "Pending jobs that could start now: eligible, held back by nothing but the"
             " scheduler, and fitting in a free aligned block of the IPUs they may use.", value=startable)
 
+        yield from self.store()
+        yield from self.training()
+        if pod.ipus > self.per_ipu_max:
+            yield from ild_families(pod, statuses, partitions, self.plane.machine_stats())
+            return
         join = GaugeMetricFamily(
             "vipu_ipu_allocation_info", "Which partition (and job) holds an IPU; present only while one does"
             " (allocated or draining).",
@@ -74,8 +81,6 @@ class StateCollector(Collector):
                 job = job_of_partition(s.partition)
                 join.add_metric([str(s.machine), str(s.ipu), s.partition, "" if job is None else str(job)], 1)
         yield join
-        yield from self.store()
-        yield from self.training()
         yield from self.machines(pod, statuses)
 
     def store(self):

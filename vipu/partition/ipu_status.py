@@ -3,13 +3,13 @@ ipus`, `vipu top` and the metrics show them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
+from vipu.partition.placement import ipus_in
 from vipu.partition.pod_state import PodState
 
 
-@dataclass(frozen=True)
-class IpuStatus:
+class IpuStatus(NamedTuple):  # a NamedTuple: 65,536 of them are made for one listing of the largest Pod
     ipu: int
     machine: int
     index: int
@@ -27,23 +27,21 @@ class IpuStatus:
         return self.partition is not None and self.state != "failed"
 
 
-
 def ipu_statuses(state: PodState) -> list[IpuStatus]:
     """Each IPU's state and the partition holding it."""
     owner = {ipu: p.name for p in state.partitions.values() for ipu in p.ipus}
-    agents = state.agent_of_machine()
-    failed = state.failed_ipus
-    drained, draining = state.drained_mask, state.draining_mask
+    agents = {machine: agent.name for machine, agent in state.agent_of_machine().items()}
+    # draining before allocated: a job still running on a drained agent's IPUs must show the drain (Slurm's
+    # drng), and in a state of its own, so what counts IPUs in use can add it (it holds a job) and what
+    # counts drained ones is not told about the work; failed before all
+    kinds = dict.fromkeys(ipus_in(state.drained_mask), "drained")
+    kinds.update(dict.fromkeys(ipus_in(state.draining_mask), "draining"))
+    kinds.update(dict.fromkeys(state.failed_ipus, "failed"))
+    per_machine, per_ild = state.pod.machine.ipus, state.pod.machines_per_ild
     statuses = []
     for ipu in range(state.pod.ipus):
-        place_ = state.topology.place(ipu)
-        agent = agents.get(place_.machine)
-        # draining before allocated: a job still running on a drained agent's IPUs must show the drain (Slurm's
-        # drng), and in a state of its own, so what counts IPUs in use can add it (it holds a job) and what
-        # counts drained ones is not told about the work
-        kind = ("failed" if ipu in failed else "draining" if draining >> ipu & 1
-                else "drained" if drained >> ipu & 1 else "allocated" if ipu in owner else "idle")
-        statuses.append(
-            IpuStatus(ipu, place_.machine, place_.index, place_.ild, agent.name if agent else None, kind, owner.get(ipu))
-        )
+        machine, index = divmod(ipu, per_machine)  # topology.place, inlined
+        partition = owner.get(ipu)
+        kind = kinds.get(ipu) or ("allocated" if partition is not None else "idle")
+        statuses.append(IpuStatus(ipu, machine, index, machine // per_ild, agents.get(machine), kind, partition))
     return statuses

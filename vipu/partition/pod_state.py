@@ -61,12 +61,13 @@ class PodState:
     ipu_failures: dict[str, IpuFailure] = field(default_factory=dict)
     used_mask: int = 0  # bit i set: IPU i belongs to a partition; kept in step by partitions.py
     _eligible: dict[str, int] = field(default_factory=dict)  # allocation -> IPUs of its online agents
+    _capacity: dict[str, int] = field(default_factory=dict)  # allocation -> capacity_mask()
 
     def read_copy(self) -> PodState:
         """A copy for reads, taken under the caller's lock: its tables copied (records are immutable, so shared)."""
         return PodState(self.pod, self.topology, dict(self.agents), dict(self.clusters), dict(self.allocations),
                         dict(self.users), dict(self.partitions), dict(self.ipu_failures), self.used_mask,
-                        dict(self._eligible))
+                        dict(self._eligible), dict(self._capacity))
 
     @property
     def failed_ipus(self) -> set[int]:
@@ -92,6 +93,7 @@ class PodState:
             self.table(kind).pop(name, None)
         if any(kind not in ("partition", "ipu_failure") for kind, *_ in (*puts, *deletes)):
             self._eligible.clear()  # agents or allocations changed
+            self._capacity.clear()
 
     def agent_of_machine(self) -> dict[int, Agent]:
         return {agent.machine: agent for agent in self.agents.values()}
@@ -109,12 +111,9 @@ class PodState:
         """IPUs of the allocation's online agents, used or not."""
         eligible = self._eligible.get(allocation)
         if eligible is None:
-            eligible = self._eligible[allocation] = mask_of(
-                ipu
-                for name in self.allocation_agents(allocation)
-                if self.agents[name].state == "ONLINE"
-                for ipu in self.topology.machine_ipus(self.agents[name].machine)
-            )
+            eligible = self._eligible[allocation] = self.topology.machines_mask(
+                self.agents[name].machine for name in self.allocation_agents(allocation)
+                if self.agents[name].state == "ONLINE")
         return eligible
 
     def capacity_mask(self, allocation: str) -> int:
@@ -122,10 +121,13 @@ class PodState:
         allocation those of its machines without an agent: the most a partition of it could ever get (drains end,
         failures are repaired, partitions are removed, and an agent created on a machine joins its domain's cluster
         and so the default allocation: admin.py)."""
-        machines = [self.agents[name].machine for name in self.allocation_agents(allocation)]
-        if allocation == DEFAULT_ALLOCATION:
-            machines += self.machines_without_agent()
-        return mask_of(ipu for machine in machines for ipu in self.topology.machine_ipus(machine))
+        capacity = self._capacity.get(allocation)
+        if capacity is None:  # kept until agents or allocations change: every partition create asks
+            machines = [self.agents[name].machine for name in self.allocation_agents(allocation)]
+            if allocation == DEFAULT_ALLOCATION:
+                machines += self.machines_without_agent()
+            capacity = self._capacity[allocation] = self.topology.machines_mask(machines)
+        return capacity
 
     def machines_without_agent(self) -> list[int]:
         """Machines of a cluster's IPU-Link domains that have no agent (removed): an agent created there joins the

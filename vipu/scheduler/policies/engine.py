@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from itertools import chain
 from typing import Iterable, Literal
 
 from vipu.scheduler.bits import best_fit, block, has_block
@@ -46,6 +47,7 @@ from vipu.scheduler.policies.base import (
     qos_sets,
 )
 from vipu.scheduler.policies.capacity import Capacity
+from vipu.scheduler.policies.fitting import Fitting
 from vipu.scheduler.policies.limits import Usage
 from vipu.scheduler.policies.plans import LimitPlan
 from vipu.scheduler.policies.preempt import choose_victims
@@ -60,7 +62,7 @@ class _Walk:
         "r", "mode", "estimates", "now", "total", "full", "healthy", "avail", "usage", "decision", "reservations",
         "blocked", "last_reserved", "remaining", "preemptors", "qos_sets", "preempt_qos", "_timeline", "_started",
         "_preempted", "_frozen", "_no_fit", "_fitting", "_no_victims", "shortest", "_evictable", "_lazy",
-        "_lazy_floor", "_fitting_until", "plan", "capacity",
+        "_lazy_floor", "plan", "capacity", "_candidates",
     )
 
     def __init__(self, request: ScheduleRequest, mode: Mode):
@@ -84,26 +86,28 @@ class _Walk:
         self.preemptors = dict(request.preemptors) if request.preemptors is not None else None
         self.preempt_qos = self.qos_sets.preempting
         self._timeline: Timeline | None = None
-        self._started: list[tuple[float, int]] = []  # (end, block) of starts made before the timeline existed
+        self._started: list[tuple[float, int, int]] = []  # (end, first IPU, size): starts before the timeline
         self._preempted: set[int] = set()
         self._frozen: tuple[list[float], list[int]] | None = None
         self._no_fit: set[tuple[int, int, int]] = set()
-        self._fitting: list[tuple[int, bool]] | None = None  # (size, only by eviction) that could start now
+        self._fitting = Fitting()  # the sizes that could start now
         self._no_victims: set[tuple[int, int, int, str]] = set()  # preemption searches that found nothing
         self.shortest = request.shortest
         self._evictable: int | None = None
+        self._candidates: dict[str, list] = {}  # QOS -> running jobs it may evict (until the next eviction)
         self._lazy: list[tuple[QueuedJob, int, float]] = []  # (job, allowed, lower bound): reservations to make
         self._lazy_floor = math.inf  # none of them begins before this (see need())
-        self._fitting_until = -math.inf  # _fitting depends on the reservations that begin before this
 
     # -- lazily built views -------------------------------------------------------------------------------
     @property
     def timeline(self) -> Timeline:
         if self._timeline is None:
+            if self._frozen is not None:  # freeze() dropped it: a bug, not a state to rebuild it from
+                raise RuntimeError("the timeline is planned only for the first max_job_test jobs")
             preempted = self._preempted
-            releases = [(r.end_by, block(r.first_ipu, r.ipus)) for r in self.r.running
-                        if not preempted or r.id not in preempted]
-            self._timeline = Timeline(self.now, self.avail, releases + self._started, self.total)
+            releases = ((r.end_by, r.first_ipu, r.ipus) for r in self.r.running
+                        if not preempted or r.id not in preempted)
+            self._timeline = Timeline(self.now, self.avail, chain(releases, self._started), self.total)
         return self._timeline
 
     def allowed(self, job: QueuedJob) -> int | None:
@@ -134,6 +138,10 @@ class _Walk:
             acc |= b
             prefix.append(acc)
         self._frozen = ([s for s, _ in ordered], prefix)
+        # Only planned() and wait() read the timeline, and only for the first max_job_test jobs: the rest ask
+        # reserved_over(), which reads the reservations. Starts stop updating it, which on a large Pod is most of
+        # the cost of a cycle in which hundreds of jobs start.
+        self._timeline = None
 
     def need(self, end: float) -> None:
         """Make the lazy reservations (see wait()) that may begin before `end`, each exactly as it would have been
@@ -147,6 +155,9 @@ class _Walk:
         the first lazy one is made first. Starts and earlier reservations only touch moments before the `end` of
         the question asked before them, so they never reach a lazy one's moments either."""
         lazy = self._lazy
+        if not lazy:
+            self._lazy_floor = math.inf
+            return
         timeline = self.timeline
         while lazy:
             k = next((i for i, item in enumerate(lazy) if item[2] < end), None)
@@ -168,29 +179,7 @@ class _Walk:
         may preempt, not even evicting every evictable job would free such a block."""
         if self.remaining is None or self.preemptors is None:
             return False
-        if self._fitting is None:
-            shortest, now, avail, total = self.shortest or {}, self.now, self.avail, self.total
-            fitting = []
-            until = -math.inf  # the answer depends on the reservations that begin before this
-            for size, n in self.remaining.items():
-                if n <= 0:
-                    continue  # counts only go down during a walk
-                end = now + shortest.get(size, 0.0)
-                # (no block in the free IPUs: none outside the reservations either, which need not be looked at)
-                if has_block(avail, size, total):
-                    until = max(until, end)
-                    free = avail & ~self.reserved_over(end)
-                    if has_block(free, size, total):
-                        fitting.append((size, False))
-                        continue
-                if self.preemptors.get(size, 0) > 0:
-                    until = max(until, end)
-                    free = avail & ~self.reserved_over(end)
-                    if has_block((free | self.evictable()) & self.healthy, size, total):
-                        fitting.append((size, True))
-            self._fitting, self._fitting_until = fitting, until
-        remaining, preemptors = self.remaining, self.preemptors
-        return not any((preemptors.get(s, 0) if by_eviction else remaining[s]) > 0 for s, by_eviction in self._fitting)
+        return not self._fitting.any_fits(self)
 
     def evictable(self) -> int:
         """IPUs of running jobs that some QOS may evict (cached until the next start or eviction)."""
@@ -210,13 +199,13 @@ class _Walk:
         if self._timeline is not None:
             self._timeline.reserve(self.now, self.now + job.time_limit, blk)
         else:
-            self._started.append((self.now + job.time_limit, blk))
+            self._started.append((self.now + job.time_limit, first, job.ipus))
         self.usage.add(job)
         self.plan.started(job, self.now + job.time_limit)
         self.decision.starts.append(Start(job.id, first, place_mask))
         self._no_fit.clear()
         self._no_victims.clear()
-        self._fitting = None
+        self._fitting.started(first, job.ipus)
 
     def try_preempt(self, job: QueuedJob, allowed: int) -> bool:
         if job.qos not in self.preempt_qos:
@@ -228,8 +217,11 @@ class _Walk:
         key = (job.ipus, allowed, reserved, job.qos)
         if key in self._no_victims:
             return False
-        spec = self.r.qos[job.qos]
-        candidates = [r for r in self.r.running if r.qos in spec.preempt and r.id not in self._preempted]
+        candidates = self._candidates.get(job.qos)
+        if candidates is None:  # one pass over the running jobs per QOS, not per job: thousands run on a big Pod
+            spec = self.r.qos[job.qos]
+            candidates = self._candidates[job.qos] = [
+                r for r in self.r.running if r.qos in spec.preempt and r.id not in self._preempted]
         usable = allowed & self.healthy & ~reserved
         pick = choose_victims(job, candidates, self.avail & usable, usable, self.total, self.now,
                               self.qos_sets.priority)
@@ -245,7 +237,8 @@ class _Walk:
                 self._timeline.release_now(blk)
             self._preempted.add(v.id)
             self._evictable = None
-            self._fitting = None
+            self._candidates.clear()
+            self._fitting.drop()
             self.usage.remove(v)
             self.plan.evicted(v)
         self.start(job, first, block(first, job.ipus))
@@ -270,8 +263,8 @@ class _Walk:
                     self._lazy.append((job, allowed, lb))
                     if lb < self._lazy_floor:
                         self._lazy_floor = lb
-                    if lb < self._fitting_until:
-                        self._fitting = None  # it may reserve IPUs that answer counted as free
+                    if lb < self._fitting.until:
+                        self._fitting.drop()  # it may reserve IPUs that answer counted as free
             self.decision.pending[job.id] = info
             return
         slot = self._slot(job, allowed, not_before) if limited else \
@@ -313,7 +306,7 @@ class _Walk:
         self.timeline.reserve(at, at + job.time_limit, blk)
         self.reservations.append((at, blk))
         self.last_reserved = at
-        self._fitting = None
+        self._fitting.drop()
 
     # -- the two paths ------------------------------------------------------------------------------------
     def planned(self, job: QueuedJob, allowed: int) -> None:
@@ -343,9 +336,10 @@ class _Walk:
         key = (job.ipus, allowed, horizon)
         if key not in self._no_fit:
             mask = self.avail & allowed & ~self.reserved_over(end)
-            if has_block(mask, job.ipus, self.total):
+            first = best_fit(mask, self.total, job.ipus)  # None: no block
+            if first is not None:
                 if not self._takes_reserved_limit(job, end):
-                    return self.start(job, best_fit(mask, self.total, job.ipus), mask)  # type: ignore[arg-type]
+                    return self.start(job, first, mask)
             else:
                 self._no_fit.add(key)
         if self.try_preempt(job, allowed):

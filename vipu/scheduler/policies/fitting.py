@@ -1,0 +1,80 @@
+"""Which waiting sizes could start now, kept during a walk so that the walk knows when to stop (nothing fits).
+
+Why kept with a witness: after each start the answer used to be worked out again for every size, a few operations
+on masks as wide as the Pod; on a Pod of 65,536 IPUs they cost tens of microseconds each, and a cycle in which a
+thousand jobs end starts a thousand. A start only takes IPUs, so a size that did not fit still does not, and one
+that fit still does unless the start took IPUs of the block found for it (its witness): only those are worked out
+again. Every other change (a reservation, an eviction, a lazy reservation that may begin early) drops the answer.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from vipu.scheduler.bits import first_block, has_block
+
+if TYPE_CHECKING:
+    from vipu.scheduler.policies.engine import _Walk
+
+
+class Fitting:
+    __slots__ = ("sizes", "until", "_taken")
+
+    def __init__(self) -> None:
+        self.sizes: list[tuple[int, bool, int]] | None = None  # (size, only by eviction, witness block's first IPU)
+        self.until = -math.inf  # the answer depends on the reservations that begin before this
+        self._taken: list[tuple[int, int]] = []  # blocks (first IPU, size) started since it was worked out
+
+    def drop(self) -> None:
+        self.sizes = None
+
+    def started(self, first: int, size: int) -> None:
+        if self.sizes is not None:
+            self._taken.append((first, size))
+
+    def any_fits(self, walk: _Walk) -> bool:
+        if self.sizes is None:
+            self._taken.clear()
+            self.sizes, self.until = _fitting(walk, list(walk.remaining))
+        elif self._taken:
+            taken, self._taken = self._taken, []
+            kept, again = [], []
+            for entry in self.sizes:
+                size, _, w = entry
+                if any(f < w + size and w < f + n for f, n in taken):
+                    again.append(size)
+                else:
+                    kept.append(entry)
+            if again:
+                found, until = _fitting(walk, again)
+                kept += found
+                self.until = max(self.until, until)
+            self.sizes = kept
+        remaining, preemptors = walk.remaining, walk.preemptors
+        return any((preemptors.get(s, 0) if by_eviction else remaining[s]) > 0 for s, by_eviction, _ in self.sizes)
+
+
+def _fitting(walk: _Walk, sizes: list[int]) -> tuple[list[tuple[int, bool, int]], float]:
+    shortest, now, avail, total = walk.shortest or {}, walk.now, walk.avail, walk.total
+    remaining, preemptors = walk.remaining, walk.preemptors
+    fitting = []
+    until = -math.inf
+    for size in sizes:
+        if remaining[size] <= 0:
+            continue  # counts only go down during a walk
+        end = now + shortest.get(size, 0.0)
+        # (no block in the free IPUs: none outside the reservations either, which need not be looked at)
+        if has_block(avail, size, total):
+            until = max(until, end)
+            w = first_block(avail & ~walk.reserved_over(end), size, total)
+            if w is not None:
+                fitting.append((size, False, w))
+                continue
+        if preemptors.get(size, 0) > 0:
+            until = max(until, end)
+            free = avail & ~walk.reserved_over(end)
+            w = first_block((free | walk.evictable()) & walk.healthy, size, total)
+            if w is not None:
+                fitting.append((size, True, w))
+    return fitting, until
