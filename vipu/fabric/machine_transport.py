@@ -117,20 +117,21 @@ class MachineTransport:
             data = m.memory(index).tensor(name).data
         return int(data.size), data.dtype
 
-    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
-        """Every read of the step first, then every write (the machines' own add and set, with the sender, so a
-        failed IPU-Link refuses the write as on an actor)."""
-        reads = []
-        for t in transfers:
-            m, lock, index = self._at(t.src)
-            with lock:
-                reads.append((t, [m.get_slice(index, name, a, b) for a, b in t.ranges]))
-        for t, values in reads:
-            m, lock, index = self._at(t.dst)
-            with lock:
-                write = m.accumulate_slice if t.reduce else m.set_slice
-                for (a, b), v in zip(t.ranges, values):
-                    write(index, name, a, b, v, t.src)
+    def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
+        """Step by step, every read of a step first, then every write (the machines' own add and set, with the
+        sender, so a failed IPU-Link refuses the write as on an actor)."""
+        for transfers in steps:
+            reads = []
+            for t in transfers:
+                m, lock, index = self._at(t.src)
+                with lock:
+                    reads.append((t, [m.get_slice(index, name, a, b) for a, b in t.ranges]))
+            for t, values in reads:
+                m, lock, index = self._at(t.dst)
+                with lock:
+                    write = m.accumulate_slice if t.reduce else m.set_slice
+                    for (a, b), v in zip(t.ranges, values):
+                        write(index, name, a, b, v, t.src)
 
     def record(self, result: CollectiveResult) -> None:
         """Each machine's counters get its IPUs' bytes and the virtual time, as RayTransport.record gives the

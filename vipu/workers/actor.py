@@ -67,11 +67,28 @@ class MachineActor:
                   sender: int | None = None) -> None:
         self.machine.set_slice(ipu, name, start, stop, values, sender)
 
+    def put_tensors(self, name: str, arrays: dict[int, np.ndarray]) -> None:
+        for ipu, array in arrays.items():
+            self.machine.put_tensor(ipu, name, array)
+
+    def get_tensors(self, name: str, ipus: list[int]) -> list[np.ndarray]:
+        return [self.machine.get_tensor(ipu, name) for ipu in ipus]
+
+    def read_transfers(self, name: str, reads: list) -> list[np.ndarray]:
+        return self.machine.read_transfers(name, reads)
+
+    def exchange(self, name: str, steps: list, *packs: list[np.ndarray]) -> None:
+        self.machine.exchange(name, steps, packs)
+
     def free_tensor(self, ipu: int, name: str) -> None:
         self.machine.free_tensor(ipu, name)
 
     def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
         self.machine.record_traffic(link_type, sent_bytes, received_bytes, virtual_s)
+
+    def record_traffic_each(self, reports: list[tuple[str, int, int, float]]) -> None:
+        for report in reports:
+            self.machine.record_traffic(*report)
 
     def offload(self, ipu: int, name: str) -> float:
         return self.machine.offload(ipu, name)

@@ -99,6 +99,7 @@ class ParallelTrainer:
             instances = read_instances(local_environments(workload.layout, pod, first_ipu), workload.layout)
         self.instances = check_instances(instances, workload.layout)
         self.efficiency, self.clock = efficiency, clock
+        self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
         if self.model.dtype != "fp32":
             transport = PricedAs(transport, np.float16)
@@ -238,7 +239,8 @@ class ParallelTrainer:
             timers: dict = {}
             for op in order:
                 s, kind, j = op
-                timer = timers[op] = OpTimer(self.pod, model.dtype, self.efficiency, self.partition_sync_s)
+                timer = timers[op] = OpTimer(self.pod, model.dtype, self.efficiency, self.partition_sync_s,
+                                             self.prices)
                 g = StageGroup(fabric, rep, s, timer)
                 shards = [views[ipu] for ipu in g.ipus]
                 if kind == "F":

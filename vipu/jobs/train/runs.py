@@ -216,7 +216,7 @@ class TrainRuns:
                 log.warning("job %s: run %s has not returned after %g s; run %s of job %s starts beside it",
                             earlier.job_id, earlier.number, RETURN_WAIT_S, run.number, run.job_id)
         pool = fleet.actors_for(self.ctx.pod_state().topology.machines_of(run.first_ipu, run.ipus))
-        return lambda group: Scoped(RayTransport.for_group(pool, group), run.scope)
+        return lambda group: Scoped(RayTransport.for_group(pool, group, deferred=True), run.scope)
 
     def _run(self, run: _Run, workload, problem: Exception | None) -> None:
         job_id = run.job_id
