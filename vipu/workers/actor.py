@@ -45,6 +45,11 @@ class MachineActor:
         self.machine = Machine(pod, machine_index)
         self.restarts = _restarts()
 
+    def calls(self, batch: list[tuple[str, tuple]]) -> list:
+        """Several of this actor's own calls as one, in order (RayTransport sends what a collective does on this
+        machine so): each one's result."""
+        return [getattr(self, method)(*args) for method, args in batch]
+
     def health(self) -> dict:
         context = ray.get_runtime_context()
         return {**self.machine.health(), "alive": True, "restarts": self.restarts, "pid": os.getpid(),

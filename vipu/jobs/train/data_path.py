@@ -169,6 +169,7 @@ class Fabric:
         self.partition = Group.block(topology, first_ipu, layout.ipus)
         self.log: list[tuple[str, CollectiveResult]] = []
         self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
+        self._groups: dict[tuple[int, int], Group] = {}  # (first IPU, size) -> its block, made once
 
     def put(self, name: str, arrays: dict[int, np.ndarray]) -> None:
         self.transport.put_tensors(name, arrays)
@@ -210,13 +211,21 @@ class Fabric:
         return list(self.partition.ipus)
 
     def stage_ipus(self, replica: int, stage: int) -> list[int]:
-        return [self.ipu(replica, stage, k) for k in range(self.t)]
+        first = self.ipu(replica, stage, 0)
+        return list(range(first, first + self.t))
+
+    def _block(self, first: int, size: int) -> Group:
+        """Group.block, made once per job: its members and hash are then computed once too."""
+        group = self._groups.get((first, size))
+        if group is None:
+            group = self._groups[(first, size)] = Group.block(self.topology, first, size)
+        return group
 
     def tensor_group(self, replica: int, stage: int) -> Group:
-        return Group.block(self.topology, self.ipu(replica, stage, 0), self.t)
+        return self._block(self.ipu(replica, stage, 0), self.t)
 
     def replica_group(self, replica: int) -> Group:
-        return Group.block(self.topology, self.ipu(replica, 0, 0), self.t * self.p)
+        return self._block(self.ipu(replica, 0, 0), self.t * self.p)
 
     def _done(self, kind: str, result: CollectiveResult) -> float:
         self.log.append((kind, result))

@@ -223,7 +223,7 @@ class ParallelTrainer:
         if lay.phased:
             fabric.load("params")
         gather_s = self._gather_weights() if lay.shards_weights else 0.0
-        params = {ipu: np.array(a, dtype=DTYPE) for ipu, a in fabric.get("params", self.ipus).items()}
+        params = {ipu: _own(a) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
         grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
         gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
@@ -309,7 +309,7 @@ class ParallelTrainer:
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
             lo, hi = self._owned(ipu)  # with RTS only this shard: the all-gather brings the others' updates
-            mine = {name.removeprefix("opt."): np.array(state[name][ipu]) for name in self.state_names}
+            mine = {name.removeprefix("opt."): _own(state[name][ipu], None) for name in self.state_names}
             optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
@@ -366,3 +366,11 @@ class ParallelTrainer:
             bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
             bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=len(self.fabric.log),
             ipus=per_ipu, wall_s=self.clock() - started)
+
+
+def _own(array: np.ndarray, dtype=DTYPE) -> np.ndarray:
+    """`array` to update in place: as it is if the transport's get gave a writable copy of that dtype (the local
+    transports do), else a copy (Ray's arrays are read-only views of its object store)."""
+    if array.flags.writeable and array.flags.c_contiguous and (dtype is None or array.dtype == dtype):
+        return array
+    return np.array(array, dtype=dtype)
