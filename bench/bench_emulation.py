@@ -8,7 +8,9 @@ For each job (examples/tiny_dp.yaml, tiny_pp.yaml, tiny_tp.yaml, and a hidden-10
   once and kept for every job of its Pod, as the controller keeps them), through a deferred RayTransport, as the
   controller's training runs use it (vipu/jobs/train/runs.py).
 Each time is the fastest of --repeats whole runs (the VM is shared, so the fastest is the least disturbed), wall
-clock from the job's first weight to its last step. Ratios are of times measured in this run. "steps/s" is
+clock from the job's first weight to its last step. "per µbatch" is the reference's own arithmetic run one
+micro-batch at a time, as the layout splits the batch (per_micro_batch): the floor of any emulation that runs the
+Pod's micro-batches one by one in numpy. Ratios are of times measured in this run. "steps/s" is
 emulated training steps per wall-clock second; "same" says whether the Ray run's losses equal the in-process run's
 bit for bit. Goals (issue 26): in-process at most 3x the reference for the examples and 1.5x for the mid-size
 model, Ray at most 3x in-process.
@@ -22,9 +24,18 @@ import platform
 import time
 from pathlib import Path
 
-from vipu.hardware.pod_files import load_pod
-from vipu.jobs.train import run_training, train_reference
-from vipu.jobs.train_spec import TrainWorkload, load_plan_spec
+import numpy as np
+
+# One BLAS thread: on a 2-core VM shared with other work, OpenBLAS's second thread spins against everything else
+# and makes numpy's own times swing several-fold from run to run; the reference and both emulations get the same.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from vipu.hardware.pod_files import load_pod  # noqa: E402 - after the BLAS setting
+from vipu.jobs.train import run_training, train_reference  # noqa: E402
+from vipu.jobs.train.reference import loss_and_grads  # noqa: E402
+from vipu.jobs.train_spec import TrainWorkload, load_plan_spec  # noqa: E402
+from vipu.sdk.nn import optimizers as optim  # noqa: E402
+from vipu.sdk.nn.synthetic import batch, init_params  # noqa: E402
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 TINY = ["tiny_dp", "tiny_pp", "tiny_tp"]
@@ -44,6 +55,24 @@ def jobs() -> list[tuple[str, TrainWorkload, object]]:
         spec, pod = load_plan_spec(EXAMPLES / f"{name}.yaml")
         out.append((name, spec.workload, pod))
     return out + [("mlp-1024 t2p2r2", *mid_size())]
+
+
+def per_micro_batch(workload) -> None:
+    """The reference's arithmetic split as the layout splits the batch: one loss_and_grads per micro-batch of each
+    replica, gradients summed, one update a step. No shards, stages, transport or pricing: the least any emulation
+    that runs the Pod's micro-batches one by one in numpy can take."""
+    model, lay = workload.model, workload.layout
+    params = init_params(model, workload.seed)
+    state = {name: {s: np.zeros_like(w) for s in optim.state_names(workload.optimizer)} for name, w in params.items()}
+    for step in range(workload.steps):
+        x, y = batch(model, workload.global_batch, workload.seed, step)
+        grads = {name: np.zeros_like(w) for name, w in params.items()}
+        for lo in range(0, workload.global_batch, lay.micro_batch):
+            _, part = loss_and_grads(model, params, x[lo:lo + lay.micro_batch], y[lo:lo + lay.micro_batch])
+            for name, g in part.items():  # each micro-batch's mean loss: its share of the batch's
+                grads[name] += g * (lay.micro_batch / workload.global_batch)
+        for name, w in params.items():
+            optim.update(workload.optimizer, workload.learning_rate, step, w, grads[name], state[name])
 
 
 def fastest(repeats: int, run) -> tuple[float, object]:
@@ -94,20 +123,22 @@ def main() -> None:
     for name, workload, pod in selected:
         train_reference(workload, steps=1)  # numpy's own first-call costs, outside the clock
         reference, _ = fastest(args.repeats, lambda: train_reference(workload))
+        floor, _ = fastest(args.repeats, lambda: per_micro_batch(workload))
         run_training(workload, pod, steps=1)
         in_process, result = fastest(args.repeats, lambda: run_training(workload, pod))
-        local[name] = (reference, in_process, result.losses, workload.steps)
+        local[name] = (reference, floor, in_process, result.losses, workload.steps)
     on_ray = {} if args.no_ray else ray_runs(selected, args.repeats)
-    print(f"\n{'job':<18} {'steps':>5} {'reference':>10} {'in-process':>11} {'x ref':>6} {'goal':>5}"
-          f" {'Ray':>9} {'x in-proc':>9} {'same':>5} {'steps/s in-proc':>16} {'steps/s Ray':>12}")
+    print(f"\n{'job':<18} {'steps':>5} {'reference':>10} {'per µbatch':>11} {'in-process':>11} {'x ref':>6}"
+          f" {'goal':>5} {'Ray':>9} {'x in-proc':>9} {'same':>5} {'steps/s in-proc':>16} {'steps/s Ray':>12}")
     for name, _, _ in selected:
-        reference, in_process, losses, steps = local[name]
+        reference, floor, in_process, losses, steps = local[name]
         goal = "1.5x" if name not in TINY else "3x"
         ray_s, ray_losses = on_ray.get(name, (None, None))
         ray_cols = (f" {ray_s:8.3f}s {ray_s / in_process:8.2f}x {str(ray_losses == losses):>5}"
                     if ray_s is not None else f" {'-':>9} {'-':>9} {'-':>5}")
         ray_rate = f" {steps / ray_s:12.1f}" if ray_s is not None else f" {'-':>12}"
-        print(f"{name:<18} {steps:>5} {reference:9.3f}s {in_process:10.3f}s {in_process / reference:5.2f}x"
+        print(f"{name:<18} {steps:>5} {reference:9.3f}s {floor:10.3f}s {in_process:10.3f}s"
+              f" {in_process / reference:5.2f}x"
               f" {goal:>5}{ray_cols} {steps / in_process:16.1f}{ray_rate}")
 
 

@@ -11,7 +11,7 @@ here: without machine actors the controller reports the runs' step reports inste
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -65,6 +65,10 @@ class LocalTransport:
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return {ipu: self.get_tensor(ipu, name) for ipu in ipus}
+
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        got = self.get_tensors(name, ipus)
+        return lambda: got
 
     def get_slice(self, ipu: int, name: str, start: int, stop: int) -> np.ndarray:
         return self._flat(ipu, name)[start:stop].copy()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -74,6 +74,10 @@ class MachineTransport:
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return {ipu: self.get_tensor(ipu, name) for ipu in ipus}
+
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        got = self.get_tensors(name, ipus)
+        return lambda: got
 
     # --- Streaming Memory, reserved and held SRAM --------------------------------------------------------------
     def offload(self, name: str, ipus: Sequence[int]) -> None:

@@ -18,7 +18,7 @@ every call waits for itself.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 import ray
@@ -106,14 +106,26 @@ class RayTransport:
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         """One call per machine: deferred, the last of its queued batch, with one wait for everything."""
+        return self.get_tensors_later(name, ipus)()
+
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        """Deferred: each machine's read is the last call of its batch, sent now and awaited when the result is
+        called; Ray runs the calls sent after it later, so it reads the tensors as they are now."""
         machines = self._by_machine(ipus)
-        if self.calls.deferred:
-            places = {m: self.calls.queue(m, "get_tensors", name, local) for m, local in machines.items()}
-            batches = self.calls.send()
-            results = self.calls.wait([batches[m] for m in machines])
-            got = [batch[places[m]] for m, batch in zip(machines, results)]
-        else:
+        if not self.calls.deferred:
             got = self._each("get_tensors", {m: (name, local) for m, local in machines.items()})
+            return lambda: self._by_ipu(ipus, machines, got)
+        places = {m: self.calls.queue(m, "get_tensors", name, local) for m, local in machines.items()}
+        batches = self.calls.send()
+        refs = [batches[m] for m in machines]
+
+        def result() -> dict[int, np.ndarray]:
+            got = [batch[places[m]] for m, batch in zip(machines, self.calls.wait(refs))]
+            return self._by_ipu(ipus, machines, got)
+
+        return result
+
+    def _by_ipu(self, ipus: Sequence[int], machines: dict[int, list[int]], got: list) -> dict[int, np.ndarray]:
         out = {}
         for (m, local), arrays in zip(machines.items(), got):
             out.update({m * self.ipus_per_machine + index: array for index, array in zip(local, arrays)})

@@ -16,7 +16,7 @@ IPUs takes the tensor's name first, then what each IPU gets (put_tensors(name, a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -57,6 +57,10 @@ class Transport(Protocol):
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         """IPU -> a copy of its tensor `name`."""
+
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        """get_tensors of the tensors as they are now, returned when the result is called: the read may go on while
+        the caller does (a pipeline stage's receive is read when the next stage needs it)."""
 
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         """Move `name` of each IPU to its machine's Streaming Memory, uncharged (record_streaming charges a step's
@@ -125,6 +129,9 @@ class WrappedTransport:
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return self.inner.get_tensors(name, ipus)
+
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        return self.inner.get_tensors_later(name, ipus)
 
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         self.inner.offload(name, ipus)

@@ -85,6 +85,9 @@ class Scoped(WrappedTransport):
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return self.inner.get_tensors(self.scope + name, ipus)
 
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        return self.inner.get_tensors_later(self.scope + name, ipus)
+
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         self.inner.offload(self.scope + name, ipus)
 
@@ -260,9 +263,10 @@ class Fabric:
 
     # --- pipeline ---------------------------------------------------------------------------------------------
     def send(self, replica: int, src_stage: int, dst_stage: int,
-             arrays: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
+             arrays: list[np.ndarray]) -> tuple[Callable[[], list[np.ndarray]], float]:
         """Stage src's boundary tensor (one identical copy per shard) to stage dst's shards: shard k sends its k-th
-        piece to shard k (the whole tensor when t = 1), then the receivers all-gather the pieces."""
+        piece to shard k (the whole tensor when t = 1), then the receivers all-gather the pieces. Returns what
+        stage dst receives, read when called (the transport's get_tensors_later: the next stage calls it)."""
         srcs, dsts = self.stage_ipus(replica, src_stage), self.stage_ipus(replica, dst_stage)
         block = self.replica_group(replica)
         buffers = {**dict(zip(srcs, arrays)), **{ipu: np.zeros_like(a) for ipu, a in zip(dsts, arrays)}}
@@ -273,8 +277,8 @@ class Fabric:
                                            self.transport, self.topology, block.members))
         if self.t > 1:
             seconds += self._done(PP, all_gather(self.tensor_group(replica, dst_stage), "pp", self.transport))
-        got = self.get("pp", dsts)
-        return [got[ipu] for ipu in dsts], seconds
+        later = self.transport.get_tensors_later("pp", dsts)
+        return lambda: [later()[ipu] for ipu in dsts], seconds
 
     # --- data parallel ----------------------------------------------------------------------------------------
     def replica_groups(self) -> list[tuple[int, ...]]:

@@ -234,7 +234,7 @@ class ParallelTrainer:
         held = self._holdings()
         worst = None  # (pipeline_s, stage busy, timers) of the critical stage of the slowest replica
         for rep in self.replicas:
-            inbox: dict = {}
+            inbox: dict = {}  # op -> what it receives, read when called (a send returns it so: Fabric.send)
             caches: dict = {}
             timers: dict = {}
             for op in order:
@@ -245,7 +245,7 @@ class ParallelTrainer:
                 shards = [views[ipu] for ipu in g.ipus]
                 if kind == "F":
                     lo = (rep * lay.micro_batches + j) * lay.micro_batch
-                    xs = [x[lo:lo + lay.micro_batch]] * lay.t if s == 0 else inbox.pop(op)
+                    xs = [x[lo:lo + lay.micro_batch]] * lay.t if s == 0 else inbox.pop(op)()
                     if self.recompute:  # the cache is then each block's input only
                         outs, cache = recompute.forward(self.stage, model, self.blocks[s], shards, xs, g)
                     else:
@@ -255,19 +255,19 @@ class ParallelTrainer:
                     if s == lay.p - 1:
                         per_sample, ds = loss(model, outs, y[lo:lo + lay.micro_batch], self.workload.global_batch)
                         losses.append(per_sample)
-                        inbox[(s, "B", j)] = ds
+                        inbox[(s, "B", j)] = lambda ds=ds: ds
                     else:
                         inbox[(s + 1, "F", j)] = g.send(s + 1, outs)
                 else:
                     cache = caches.pop((s, j))
                     if self.recompute:  # the checkpoints stay until the last block is recomputed
                         dxs, shard_grads = recompute.backward(
-                            self.stage, model, self.blocks[s], shards, cache, inbox.pop(op), g, need_dx=s > 0,
+                            self.stage, model, self.blocks[s], shards, cache, inbox.pop(op)(), g, need_dx=s > 0,
                             held=lambda block, c, sign: held.block_cache(g.ipus, block, c, params, sign))
                         held.stage_cache(g.ipus, cache, params, -1)
                     else:
                         held.stage_cache(g.ipus, cache, params, -1)
-                        dxs, shard_grads = self.stage.backward(model, self.blocks[s], shards, cache, inbox.pop(op),
+                        dxs, shard_grads = self.stage.backward(model, self.blocks[s], shards, cache, inbox.pop(op)(),
                                                                g, need_dx=s > 0)
                     for ipu, named in zip(g.ipus, shard_grads):
                         for name, value in named.items():

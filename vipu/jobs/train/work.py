@@ -15,7 +15,7 @@ the compute set. The operation's emulated time is, in order:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -116,7 +116,8 @@ class StageGroup:
         self.timer.collective(TP, seconds)
         return out
 
-    def send(self, dst_stage: int, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    def send(self, dst_stage: int, arrays: list[np.ndarray]) -> Callable[[], list[np.ndarray]]:
+        """What stage dst_stage receives, read when called (Fabric.send)."""
         out, seconds = self.fabric.send(self.replica, self.stage, dst_stage, arrays)
         self.timer.collective(PP, seconds)
         return out
