@@ -7,8 +7,9 @@ For each job (examples/tiny_dp.yaml, tiny_pp.yaml, tiny_tp.yaml, and a hidden-10
 - Ray: the emulation on machine actors (one local Ray node, 2 CPUs, one actor per Bow-2000 the job uses, started
   once and kept for every job of its Pod, as the controller keeps them), through a deferred RayTransport, as the
   controller's training runs use it (vipu/jobs/train/runs.py).
-Each time is the fastest of --repeats whole runs (the VM is shared, so the fastest is the least disturbed), wall
-clock from the job's first weight to its last step. "per µbatch" is the reference's own arithmetic run one
+Each time is the fastest of --repeats whole runs, the paths interleaved (the VM is shared: the fastest is the least
+disturbed, and every path sees the load of the same minutes), wall clock from the job's first weight to its last
+step. "per µbatch" is the reference's own arithmetic run one
 micro-batch at a time, as the layout splits the batch (per_micro_batch): the floor of any emulation that runs the
 Pod's micro-batches one by one in numpy. Ratios are of times measured in this run. "steps/s" is
 emulated training steps per wall-clock second; "same" says whether the Ray run's losses equal the in-process run's
@@ -75,39 +76,46 @@ def per_micro_batch(workload) -> None:
             optim.update(workload.optimizer, workload.learning_rate, step, w, grads[name], state[name])
 
 
-def fastest(repeats: int, run) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        started = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - started)
-    return best, result
-
-
-def ray_runs(selected, repeats: int) -> dict[str, tuple[float, list[float]]]:
-    """Each job on machine actors: one MachinePool per Pod, its actors started before the clock starts."""
+def start_ray():
     import ray
-
-    from vipu.fabric.ray_transport import RayTransport
-    from vipu.workers.pool import MachinePool
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
              _temp_dir=f"/tmp/vipu-bench-{os.getpid()}")
-    pools: dict[str, MachinePool] = {}
-    out = {}
-    try:
-        for name, workload, pod in selected:
-            pool = pools.setdefault(pod.name, MachinePool(pod))
-            pool.actors_for(range(max(1, workload.layout.ipus // pod.machine.ipus)))
-            factory = lambda group, pool=pool: RayTransport.for_group(pool, group, deferred=True)  # noqa: E731
-            run_training(workload, pod, transport_factory=factory, steps=1)  # the actors' imports, once
-            seconds, result = fastest(repeats, lambda: run_training(workload, pod, transport_factory=factory))
-            out[name] = (seconds, result.losses)
-    finally:
-        for pool in pools.values():
-            pool.shutdown()
-        ray.shutdown()
-    return out
+
+
+def on_ray(pools: dict, workload, pod):
+    """A run on machine actors: one MachinePool per Pod, its actors started (and warmed by one step) before the
+    first run is timed, kept for every later job, as the controller keeps them."""
+    from vipu.fabric.ray_transport import RayTransport
+    from vipu.workers.pool import MachinePool
+
+    pool = pools.get(pod.name)
+    if pool is None:
+        pool = pools[pod.name] = MachinePool(pod)
+    factory = lambda group: RayTransport.for_group(pool, group, deferred=True)  # noqa: E731
+    pool.actors_for(range(max(1, workload.layout.ipus // pod.machine.ipus)))  # started once per machine
+    run_training(workload, pod, transport_factory=factory, steps=1)
+    return lambda: run_training(workload, pod, transport_factory=factory)
+
+
+def measure(workload, pod, repeats: int, pools: dict | None) -> dict:
+    """The fastest of `repeats` runs of each path, interleaved (reference, per micro-batch, in-process, Ray, then
+    again) so that every path sees the VM's load of the same minutes."""
+    paths = {"reference": lambda: train_reference(workload), "floor": lambda: per_micro_batch(workload),
+             "in-process": lambda: run_training(workload, pod)}
+    if pools is not None:
+        paths["ray"] = on_ray(pools, workload, pod)
+    train_reference(workload, steps=1)  # numpy's own first-call costs, outside the clock
+    run_training(workload, pod, steps=1)
+    best = dict.fromkeys(paths, float("inf"))
+    results = {}
+    for _ in range(repeats):
+        for name, run in paths.items():
+            started = time.perf_counter()
+            results[name] = run()
+            best[name] = min(best[name], time.perf_counter() - started)
+    same = results["ray"].losses == results["in-process"].losses if pools is not None else None
+    return {**best, "same": same}
 
 
 def main() -> None:
@@ -118,28 +126,29 @@ def main() -> None:
     print(f"# bench_emulation: {time.strftime('%Y-%m-%d %H:%M')} on {platform.node()} ({platform.machine()},"
           f" {os.cpu_count()} cores, Python {platform.python_version()}); load average"
           f" {' '.join(f'{x:.1f}' for x in os.getloadavg())}; fastest of {args.repeats}")
-    selected = jobs()
-    local = {}
-    for name, workload, pod in selected:
-        train_reference(workload, steps=1)  # numpy's own first-call costs, outside the clock
-        reference, _ = fastest(args.repeats, lambda: train_reference(workload))
-        floor, _ = fastest(args.repeats, lambda: per_micro_batch(workload))
-        run_training(workload, pod, steps=1)
-        in_process, result = fastest(args.repeats, lambda: run_training(workload, pod))
-        local[name] = (reference, floor, in_process, result.losses, workload.steps)
-    on_ray = {} if args.no_ray else ray_runs(selected, args.repeats)
+    pools = None if args.no_ray else {}
+    if pools is not None:
+        start_ray()
+    try:
+        rows = [(name, workload.steps, measure(workload, pod, args.repeats, pools)) for name, workload, pod in jobs()]
+    finally:
+        if pools is not None:
+            import ray
+
+            for pool in pools.values():
+                pool.shutdown()
+            ray.shutdown()
     print(f"\n{'job':<18} {'steps':>5} {'reference':>10} {'per µbatch':>11} {'in-process':>11} {'x ref':>6}"
           f" {'goal':>5} {'Ray':>9} {'x in-proc':>9} {'same':>5} {'steps/s in-proc':>16} {'steps/s Ray':>12}")
-    for name, _, _ in selected:
-        reference, floor, in_process, losses, steps = local[name]
-        goal = "1.5x" if name not in TINY else "3x"
-        ray_s, ray_losses = on_ray.get(name, (None, None))
-        ray_cols = (f" {ray_s:8.3f}s {ray_s / in_process:8.2f}x {str(ray_losses == losses):>5}"
-                    if ray_s is not None else f" {'-':>9} {'-':>9} {'-':>5}")
+    for name, steps, m in rows:
+        goal = "3x" if name in TINY else "1.5x"
+        ray_s = m.get("ray")
+        ray_cols = (f" {ray_s:8.3f}s {ray_s / m['in-process']:8.2f}x {str(m['same']):>5}" if ray_s is not None
+                    else f" {'-':>9} {'-':>9} {'-':>5}")
         ray_rate = f" {steps / ray_s:12.1f}" if ray_s is not None else f" {'-':>12}"
-        print(f"{name:<18} {steps:>5} {reference:9.3f}s {floor:10.3f}s {in_process:10.3f}s"
-              f" {in_process / reference:5.2f}x"
-              f" {goal:>5}{ray_cols} {steps / in_process:16.1f}{ray_rate}")
+        print(f"{name:<18} {steps:>5} {m['reference']:9.3f}s {m['floor']:10.3f}s {m['in-process']:10.3f}s"
+              f" {m['in-process'] / m['reference']:5.2f}x {goal:>5}{ray_cols} {steps / m['in-process']:16.1f}"
+              f"{ray_rate}")
 
 
 if __name__ == "__main__":
