@@ -9,12 +9,15 @@ For each job (examples/tiny_dp.yaml, tiny_pp.yaml, tiny_tp.yaml, and a hidden-10
   controller's training runs use it (vipu/jobs/train/runs.py).
 Each time is the fastest of --repeats whole runs, the paths interleaved (the VM is shared: the fastest is the least
 disturbed, and every path sees the load of the same minutes), wall clock from the job's first weight to its last
-step. "per µbatch" is the reference's own arithmetic run one
-micro-batch at a time, as the layout splits the batch (per_micro_batch): the floor of any emulation that runs the
-Pod's micro-batches one by one in numpy. Ratios are of times measured in this run. "steps/s" is
-emulated training steps per wall-clock second; "same" says whether the Ray run's losses equal the in-process run's
-bit for bit. Goals (issue 26): in-process at most 3x the reference for the examples and 1.5x for the mid-size
-model, Ray at most 3x in-process.
+step. Ratios are of times measured in this run.
+- "per µbatch": the reference's own arithmetic run one micro-batch at a time, as the layout splits the batch
+  (per_micro_batch): the floor of any emulation that runs the Pod's micro-batches one by one in numpy;
+- "same": whether the Ray run's losses equal the in-process run's bit for bit;
+- "waits/step": how often a step on Ray waited for the machine actors (each wait is at least one actor round trip,
+  printed last);
+- "steps/s": emulated training steps per wall-clock second.
+Goals (issue 26): in-process at most 3x the reference for the examples and 1.5x for the mid-size model, Ray at most
+3x in-process.
 """
 
 from __future__ import annotations
@@ -83,6 +86,34 @@ def start_ray():
              _temp_dir=f"/tmp/vipu-bench-{os.getpid()}")
 
 
+WAITS = [0]  # how often a RayTransport waited for its machines (ActorCalls.wait), counted while Ray runs
+
+
+def count_waits() -> None:
+    from vipu.fabric.actor_calls import ActorCalls
+
+    wait = ActorCalls.wait
+
+    def counted(self, refs):
+        WAITS[0] += 1
+        return wait(self, refs)
+
+    ActorCalls.wait = counted
+
+
+def round_trip_ms(pools: dict) -> float:
+    """The median of 100 empty calls to a machine actor and back: what each wait costs at the least."""
+    import ray
+
+    actor = next(iter(pools.values())).actor(0)
+    times = []
+    for _ in range(100):
+        started = time.perf_counter()
+        ray.get(actor.calls.remote([]))
+        times.append(time.perf_counter() - started)
+    return sorted(times)[50] * 1e3
+
+
 def on_ray(pools: dict, workload, pod):
     """A run on machine actors: one MachinePool per Pod, its actors started (and warmed by one step) before the
     first run is timed, kept for every later job, as the controller keeps them."""
@@ -109,13 +140,15 @@ def measure(workload, pod, repeats: int, pools: dict | None) -> dict:
     run_training(workload, pod, steps=1)
     best = dict.fromkeys(paths, float("inf"))
     results = {}
+    waits = 0
     for _ in range(repeats):
         for name, run in paths.items():
-            started = time.perf_counter()
+            started, before = time.perf_counter(), WAITS[0]
             results[name] = run()
             best[name] = min(best[name], time.perf_counter() - started)
+            waits += WAITS[0] - before
     same = results["ray"].losses == results["in-process"].losses if pools is not None else None
-    return {**best, "same": same}
+    return {**best, "same": same, "waits": waits / repeats / workload.steps}
 
 
 def main() -> None:
@@ -129,8 +162,10 @@ def main() -> None:
     pools = None if args.no_ray else {}
     if pools is not None:
         start_ray()
+        count_waits()
     try:
         rows = [(name, workload.steps, measure(workload, pod, args.repeats, pools)) for name, workload, pod in jobs()]
+        trip = round_trip_ms(pools) if pools is not None else None
     finally:
         if pools is not None:
             import ray
@@ -139,16 +174,19 @@ def main() -> None:
                 pool.shutdown()
             ray.shutdown()
     print(f"\n{'job':<18} {'steps':>5} {'reference':>10} {'per µbatch':>11} {'in-process':>11} {'x ref':>6}"
-          f" {'goal':>5} {'Ray':>9} {'x in-proc':>9} {'same':>5} {'steps/s in-proc':>16} {'steps/s Ray':>12}")
+          f" {'goal':>5} {'Ray':>9} {'x in-proc':>9} {'same':>5} {'waits/step':>10} {'steps/s in-proc':>16}"
+          f" {'steps/s Ray':>12}")
     for name, steps, m in rows:
         goal = "3x" if name in TINY else "1.5x"
         ray_s = m.get("ray")
-        ray_cols = (f" {ray_s:8.3f}s {ray_s / m['in-process']:8.2f}x {str(m['same']):>5}" if ray_s is not None
-                    else f" {'-':>9} {'-':>9} {'-':>5}")
+        ray_cols = (f" {ray_s:8.3f}s {ray_s / m['in-process']:8.2f}x {str(m['same']):>5} {m['waits']:10.1f}"
+                    if ray_s is not None else f" {'-':>9} {'-':>9} {'-':>5} {'-':>10}")
         ray_rate = f" {steps / ray_s:12.1f}" if ray_s is not None else f" {'-':>12}"
         print(f"{name:<18} {steps:>5} {m['reference']:9.3f}s {m['floor']:10.3f}s {m['in-process']:10.3f}s"
               f" {m['in-process'] / m['reference']:5.2f}x {goal:>5}{ray_cols} {steps / m['in-process']:16.1f}"
               f"{ray_rate}")
+    if trip is not None:
+        print(f"\nan empty call to a machine actor and back (the least a wait costs): {trip:.2f} ms, median of 100")
 
 
 if __name__ == "__main__":
