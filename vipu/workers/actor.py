@@ -21,7 +21,7 @@ import numpy as np
 import ray
 
 from vipu.hardware.pod import PodConfig
-from vipu.workers import bsp
+from vipu.workers import bsp, collective_steps
 from vipu.workers.machine import Machine
 
 MAX_RESTARTS = 3
@@ -80,10 +80,10 @@ class MachineActor:
         return [self.machine.get_tensor(ipu, name) for ipu in ipus]
 
     def read_transfers(self, name: str, reads: list) -> list[np.ndarray]:
-        return self.machine.read_transfers(name, reads)
+        return collective_steps.read_transfers(self.machine, name, reads)
 
     def exchange(self, name: str, steps: list, *packs: list[np.ndarray]) -> None:
-        self.machine.exchange(name, steps, packs)
+        collective_steps.exchange(self.machine, name, steps, packs)
 
     def free_tensor(self, ipu: int, name: str) -> None:
         self.machine.free_tensor(ipu, name)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import operator
 from dataclasses import asdict, dataclass
 from functools import cached_property
-from typing import Sequence
 
 import numpy as np
 
@@ -35,10 +34,6 @@ from vipu.hardware.topology import Topology
 from vipu.workers import bsp
 from vipu.workers.streaming_memory import StreamingMemory
 from vipu.workers.tile_sram import IpuMemory, Linear
-
-Ranges = Sequence[tuple[int, int]]  # flat element ranges [start, stop) of a tensor
-LocalTransfer = tuple[int, int, Ranges, bool]  # (src IPU, dst IPU, ranges, reduce)
-Incoming = tuple[int, Ranges, bool, int, int, int]  # (dst IPU, ranges, reduce, sender IPU, pack, item)
 
 
 @dataclass
@@ -122,37 +117,6 @@ class Machine:
                          sender: int | None = None) -> None:
         self._check_received(ipu, sender)
         self.memory(ipu).add_slice(name, start, stop, values)
-
-    def read_transfers(self, name: str, reads: Sequence[tuple[int, Ranges]]) -> list[np.ndarray]:
-        """For each (IPU, ranges) one flat array of the values in those ranges of `name`: what a step of a
-        collective sends from this machine's IPUs (RayTransport.run_steps)."""
-        out = []
-        for ipu, ranges in reads:
-            memory = self.memory(ipu)
-            parts = [memory.read_slice(name, a, b) for a, b in ranges]
-            out.append(parts[0] if len(parts) == 1 else np.concatenate(parts))
-        return out
-
-    def exchange(self, name: str, steps: Sequence[tuple[Sequence[LocalTransfer], Sequence[Incoming]]],
-                 packs: Sequence[Sequence[np.ndarray]] = ()) -> None:
-        """Run steps of collectives on this machine, in order. Each step is (local, incoming): `local` transfers
-        (src, dst, ranges, reduce) between its own IPUs, and `incoming` ones (dst, ranges, reduce, sender, pack, item)
-        whose values are packs[pack][item], what another machine's read_transfers gave. In each step every local read
-        comes before any write; reduce adds the values in, else they are written over; a transfer from an IPU over
-        a failed IPU-Link is refused (the sender is a Pod-wide IPU number)."""
-        for local, incoming in steps:
-            values = self.read_transfers(name, [(src, ranges) for src, _, ranges, _ in local])
-            for (src, dst, ranges, reduce), flat in zip(local, values):
-                self._write(name, dst, ranges, reduce, src, flat)
-            for dst, ranges, reduce, sender, pack, item in incoming:
-                self._write(name, dst, ranges, reduce, sender, packs[pack][item])
-
-    def _write(self, name: str, ipu: int, ranges: Ranges, reduce: bool, sender: int, flat: np.ndarray) -> None:
-        write = self.accumulate_slice if reduce else self.set_slice
-        offset = 0
-        for a, b in ranges:
-            write(ipu, name, a, b, flat[offset:offset + b - a], sender)
-            offset += b - a
 
     def _check_received(self, ipu: int, sender: int | None) -> None:
         """A collective's transfer between IPU-Link neighbours crosses that link, which must not have failed (the
