@@ -160,4 +160,3 @@ def test_a_jobs_hold_is_what_its_ipus_report_until_freed(machine):
     machine.fail_ipu(23)
     with pytest.raises(FailedPrecondition):
         machine.hold("held", {23: (1, 1)})
-
