@@ -138,3 +138,48 @@ def test_a_failed_ipu_link_fails_a_collective_whose_ring_crosses_it(pools):
     group, transport, name, arrays = setup(pools, "bow-pod16", 8, 2, floats(7))  # repaired: the ring runs again
     allreduce(group, name, transport)
     assert np.allclose(transport.get_tensor(9, name), arrays[8] + arrays[9])
+
+
+@pytest.mark.parametrize("first, size", [(4, 4), (0, 16)])
+def test_a_deferred_transport_gives_the_same_values_and_counts_with_one_wait(pools, first, size):
+    """Deferred, a put, the collective's steps and its record go out together and the get waits for them all."""
+    import ray
+
+    group, plain, name, arrays = setup(pools, "bow-pod16", first, size, floats(8))
+    allreduce(group, name, plain)
+    want = plain.get_tensors(name, group.ipus)
+    pool = pools("bow-pod16")
+    machines = group.machines()
+    before = ray.get([pool.actor(m).stats.remote() for m in machines])
+    deferred = RayTransport.for_group(pool, group, deferred=True)
+    deferred.put_tensors(name, arrays)
+    result = allreduce(group, name, deferred)
+    assert deferred.pending  # nothing awaited yet
+    got = deferred.get_tensors(name, group.ipus)
+    assert not deferred.pending
+    for ipu in group.ipus:
+        assert got[ipu].tobytes() == want[ipu].tobytes()
+    after = ray.get([pool.actor(m).stats.remote() for m in machines])
+    sent = sum(a["links"]["ipu_link"]["sent_bytes"] - b["links"]["ipu_link"]["sent_bytes"]
+               for a, b in zip(after, before))
+    assert sent == result.bytes_per_link_type["ipu_link"] > 0
+    assert [a["links"]["ipu_link"]["reports"] - b["links"]["ipu_link"]["reports"]
+            for a, b in zip(after, before)] == [1] * len(machines)
+
+
+def test_a_deferred_collective_on_a_failed_ipu_raises_the_machines_error_at_the_next_wait(pools):
+    from vipu.errors import FailedPrecondition
+
+    group = block("bow-pod16", 12, 4)
+    pool = pools("bow-pod16")
+    transport = RayTransport.for_group(pool, group, deferred=True)
+    name = next(names)
+    transport.put_tensors(name, {ipu: floats(9)(ipu) for ipu in group.ipus})
+    pool.fail_ipu(14)
+    try:
+        allreduce(group, name, transport)  # submitted, not awaited
+        with pytest.raises(FailedPrecondition, match="IPU 14"):
+            transport.get_tensors(name, [12])
+        assert not transport.pending
+    finally:
+        pool.repair([3])

@@ -88,3 +88,13 @@ def test_parse_names_the_bad_field():
     with pytest.raises(InvalidArgument, match=r"invalid BSP step: compute_sets.0.ipus.0.flops"):
         Step.parse({"compute_sets": [{"ipus": {"0": {"flops": -1}}}]})
     assert Step.parse({"compute_sets": [{"ipus": {"0": {"flops": 1}}}]}).participants() == [0]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_compute_only_is_run_of_one_compute_set_to_the_bit(spec, dtype):
+    """The engine's plain-number pricing (no models built) gives exactly what run() gives for the same set."""
+    ipu, link = spec
+    for flops in ({0: 1.0}, {3: 236_800.0, 1: 12_345.678, 2: 0.0}, {5: 1e9 / 1472 / 0.284, 4: 7.5}):
+        want = bsp.run(Step(compute_sets=[ComputeSet(dtype=dtype, ipus={k: IpuWork(flops=v) for k, v in
+                                                                         flops.items()})]), ipu, link)
+        assert bsp.compute_only(ipu, link, dtype, flops) == want

@@ -35,11 +35,11 @@ import numpy as np
 
 from vipu.errors import InvalidArgument
 from vipu.fabric.group import Group
+from vipu.fabric.known_schedules import Schedule, known
 from vipu.fabric.ledger import GwLinkLedger, gw_links_of
 from vipu.fabric.ring_plan import Plan, plan
 from vipu.fabric.schedule_cost import CollectiveResult, schedule_cost
-from vipu.fabric.transfer_schedule import (Step, Transfer, all_gather_steps, check_hazards, reduce_scatter_steps,
-                                           scatter_steps)
+from vipu.fabric.transfer_schedule import Step, Transfer, all_gather_steps, reduce_scatter_steps, scatter_steps
 from vipu.fabric.transport import Transport
 from vipu.hardware.links import LinkId, LinkModel
 
@@ -70,7 +70,8 @@ def broadcast(group: Group, root: int, name: str, transport: Transport | None = 
               dtype=None, ledger: GwLinkLedger | None = None, ledger_key=None) -> CollectiveResult:
     """Every IPU ends with the root IPU's `name`."""
     group.rank(root)
-    return _run("broadcast", group, name, transport, nbytes, dtype, ledger, ledger_key, lambda p: _broadcast(p, root))
+    return _run("broadcast", group, name, transport, nbytes, dtype, ledger, ledger_key, lambda p: _broadcast(p, root),
+                root)
 
 
 def send_recv(group: Group, src: int, dst: int, name: str, transport: Transport | None = None, *,
@@ -81,7 +82,8 @@ def send_recv(group: Group, src: int, dst: int, name: str, transport: Transport 
     if src == dst:
         raise InvalidArgument(f"send_recv from IPU {src} to itself moves nothing; give two different IPUs")
     return _run("send_recv", group, name, transport, nbytes, dtype, ledger, ledger_key,
-                lambda p: [Step("send", (Transfer(src, dst, ((0, p.numel),), p.numel, False),))] if p.numel else [])
+                lambda p: [Step("send", (Transfer(src, dst, ((0, p.numel),), p.numel, False),))] if p.numel else [],
+                (src, dst))
 
 
 def _reduce_scatter(p: Plan) -> list[Step]:
@@ -113,12 +115,15 @@ def _spec(group: Group, name: str, transport: Transport | None, nbytes: int | No
 
 
 def _run(op: str, group: Group, name: str, transport: Transport | None, nbytes: int | None, dtype,
-         ledger: GwLinkLedger | None, ledger_key, build: Callable[[Plan], list[Step]]) -> CollectiveResult:
+         ledger: GwLinkLedger | None, ledger_key, build: Callable[[Plan], list[Step]], shape=()) -> CollectiveResult:
+    """shape: what else, beside the op, the group and the tensor's size, the steps depend on (a broadcast's root)."""
     numel, dtype = _spec(group, name, transport, nbytes, dtype)
-    steps = build(plan(group, numel))
     links, within = group.links, (group.members if group.kind == "block" else None)
     if ledger is None:
-        return execute(op, name, steps, links, dtype.itemsize, within, transport)
+        key = ("collective", op, shape, group.topology, group.ipus, group.kind, numel, dtype.itemsize)
+        return move(name, known(key, lambda: price(op, build(plan(group, numel)), links, dtype.itemsize, within)),
+                    transport)
+    steps = build(plan(group, numel))
     key = ("collective", next(_keys)) if ledger_key is None else ledger_key
     users = lambda link: 1 + ledger.users(link, excluding=key)  # noqa: E731 - this one plus the others
     if key in ledger.holders():
@@ -127,15 +132,26 @@ def _run(op: str, group: Group, name: str, transport: Transport | None, nbytes: 
         return execute(op, name, steps, links, dtype.itemsize, within, transport, users)
 
 
+def price(op: str, steps: list[Step], links: LinkModel, itemsize: int, within: frozenset[int] | None,
+          users: Callable[[LinkId], int] | None = None) -> Schedule:
+    """`steps` with their price on the links (schedule_cost.py)."""
+    return Schedule(steps, schedule_cost(op, steps, links, itemsize, within, users))
+
+
+def move(name: str, schedule: Schedule, transport: Transport | None) -> CollectiveResult:
+    """Given a transport, move `name` with exactly the schedule's steps (checked for hazards the first time) in one
+    run_steps call, and record the price there; returns the price."""
+    if transport is not None:
+        schedule.check()
+        moving = [step.transfers for step in schedule.steps if step.transfers]
+        if moving:
+            transport.run_steps(name, moving)
+        transport.record(schedule.result)
+    return schedule.result
+
+
 def execute(op: str, name: str, steps: list[Step], links: LinkModel, itemsize: int, within: frozenset[int] | None,
             transport: Transport | None, users: Callable[[LinkId], int] | None = None) -> CollectiveResult:
     """Price `steps` on the links and, given a transport, move `name` with exactly those steps and record the cost
     there: how every collective here runs, and the training data path's own schedules (jobs/train/data_path.py)."""
-    result = schedule_cost(op, steps, links, itemsize, within, users)
-    if transport is not None:
-        for step in steps:
-            if step.transfers:
-                check_hazards(step)
-                transport.run_step(name, step.transfers)
-        transport.record(result)
-    return result
+    return move(name, price(op, steps, links, itemsize, within, users), transport)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -75,6 +75,10 @@ class MachineTransport:
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return {ipu: self.get_tensor(ipu, name) for ipu in ipus}
 
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        got = self.get_tensors(name, ipus)
+        return lambda: got
+
     # --- Streaming Memory, reserved and held SRAM --------------------------------------------------------------
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         for machine, local in self._by_machine(ipus).items():
@@ -117,20 +121,21 @@ class MachineTransport:
             data = m.memory(index).tensor(name).data
         return int(data.size), data.dtype
 
-    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
-        """Every read of the step first, then every write (the machines' own add and set, with the sender, so a
-        failed IPU-Link refuses the write as on an actor)."""
-        reads = []
-        for t in transfers:
-            m, lock, index = self._at(t.src)
-            with lock:
-                reads.append((t, [m.get_slice(index, name, a, b) for a, b in t.ranges]))
-        for t, values in reads:
-            m, lock, index = self._at(t.dst)
-            with lock:
-                write = m.accumulate_slice if t.reduce else m.set_slice
-                for (a, b), v in zip(t.ranges, values):
-                    write(index, name, a, b, v, t.src)
+    def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
+        """Step by step, every read of a step first, then every write (the machines' own add and set, with the
+        sender, so a failed IPU-Link refuses the write as on an actor)."""
+        for transfers in steps:
+            reads = []
+            for t in transfers:
+                m, lock, index = self._at(t.src)
+                with lock:
+                    reads.append((t, [m.get_slice(index, name, a, b) for a, b in t.ranges]))
+            for t, values in reads:
+                m, lock, index = self._at(t.dst)
+                with lock:
+                    write = m.accumulate_slice if t.reduce else m.set_slice
+                    for (a, b), v in zip(t.ranges, values):
+                        write(index, name, a, b, v, t.src)
 
     def record(self, result: CollectiveResult) -> None:
         """Each machine's counters get its IPUs' bytes and the virtual time, as RayTransport.record gives the

@@ -1,24 +1,32 @@
 """RayTransport: a collective's steps run on the machine actors (vipu.workers.actor.MachineActor).
 
-A machine holds IPUs 4m..4m+3 and its methods take the IPU's index inside the machine. Each transfer of a step is
-one get_slice on the sender's machine whose ObjectRef goes straight into accumulate_slice / set_slice on the
-receiver's machine: Ray resolves it actor to actor through the object store, never through this process. A step's
-calls are submitted together and awaited with one ray.get, so every step is one synchronous round; the schedule
-guarantees no IPU reads what another transfer of the same step writes (transfer_schedule.check_hazards), so the
-order in which actors run a step's calls does not matter.
+A machine holds IPUs 4m..4m+3. Calls are batched per machine, never per transfer or per IPU (actor_calls.py): a
+put, a get, a step of a collective is one call to each machine it touches, and, deferred, everything a collective
+does on one machine (its put, its steps inside the machine, its traffic, its get) is one call there and one wait.
+A step across machines is one read_transfers() on each sending machine whose ObjectRef goes straight into an
+exchange() on each receiving machine: Ray resolves it actor to actor through its shared-memory object store (numpy
+arrays arrive as zero-copy views), never through this process. The schedule guarantees no IPU reads what another
+transfer of the same step writes (transfer_schedule.check_hazards), so the order in which machines run a step's
+calls does not matter, and the steps follow one another without this process waiting between them.
+
+Deferred (a training run's transport, runs.py): puts, a collective's steps and its record are queued or submitted
+without waiting; the next call that returns data or changes anything else (a get, a reserve, a free...) waits for
+them as well, and raises the first error among them, in submission order. Not deferred (a program's session):
+every call waits for itself.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 import ray
+from ray import ObjectRef
 from ray.actor import ActorHandle
-from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayTaskError
 
-from vipu.errors import MachineLost, NotFound, VipuError
+from vipu.errors import NotFound
+from vipu.fabric.actor_calls import ActorCalls
 from vipu.fabric.group import Group
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import by_machine
@@ -32,79 +40,109 @@ if TYPE_CHECKING:
 class RayTransport:
     """The Transport protocol (transport.py says what each method does) on the actors of the group's machines."""
 
-    def __init__(self, actors: Mapping[int, ActorHandle], ipus_per_machine: int, timeout_s: float | None = 600.0):
-        self.actors = dict(actors)
+    def __init__(self, actors: Mapping[int, ActorHandle], ipus_per_machine: int, timeout_s: float | None = 600.0,
+                 *, deferred: bool = False):
         self.ipus_per_machine = ipus_per_machine
         self.timeout_s = timeout_s
+        self.calls = ActorCalls(actors, timeout_s, deferred)
         self.specs: dict[tuple[int, str], tuple[int, np.dtype]] = {}
 
     @classmethod
-    def for_group(cls, pool, group: Group, timeout_s: float | None = 600.0) -> RayTransport:
+    def for_group(cls, pool, group: Group, timeout_s: float | None = 600.0, *, deferred: bool = False) -> RayTransport:
         """The actors of the group's machines from a vipu.workers.pool.MachinePool (started if missing)."""
-        return cls(pool.actors_for(group.machines()), group.topology.ipus_per_machine, timeout_s)
+        return cls(pool.actors_for(group.machines()), group.topology.ipus_per_machine, timeout_s, deferred=deferred)
+
+    @property
+    def actors(self) -> dict[int, ActorHandle]:
+        return self.calls.actors
+
+    @property
+    def pending(self) -> bool:
+        """Whether calls are queued or submitted and not yet awaited."""
+        return bool(self.calls.pending or self.calls.queued)
+
+    def _machine(self, ipu: int) -> tuple[int, int]:
+        machine, index = divmod(ipu, self.ipus_per_machine)
+        if machine not in self.calls.actors:
+            raise NotFound(f"IPU {ipu} is on machine {machine}, which this transport has no actor for; build it"
+                           " for the group's machines")
+        return machine, index
 
     def _at(self, ipu: int) -> tuple[ActorHandle, int]:
-        machine, index = divmod(ipu, self.ipus_per_machine)
-        try:
-            return self.actors[machine], index
-        except KeyError:
-            raise NotFound(f"IPU {ipu} is on machine {machine}, which this transport has no actor for; build it"
-                           " for the group's machines") from None
+        """The IPU's machine actor, for a call submitted now, and the IPU's index inside the machine."""
+        machine, index = self._machine(ipu)
+        return self.calls.actor(machine), index
 
-    def _get(self, refs):
-        """ray.get, with the machines' own errors (a failed IPU, a missing tensor) raised as themselves and a lost
-        or silent machine as MachineLost (an Unavailable): half a collective has then run, so the tensors must be put again."""
-        try:
-            return ray.get(refs, timeout=self.timeout_s)
-        except (ActorDiedError, ActorUnavailableError, GetTimeoutError) as e:
-            raise MachineLost(f"a machine actor did not complete its part of the collective"
-                              f" ({type(e).__name__}: {str(e).splitlines()[0]}); the group's tensors are now partly"
-                              " reduced: put them again and rerun the collective once the machine is back") from e
-        except RayTaskError as e:
-            if isinstance(e.cause, VipuError):
-                raise e.cause from None
-            raise
+    def _by_machine(self, ipus: Sequence[int]) -> dict[int, list[int]]:
+        for ipu in ipus:
+            self._machine(ipu)  # a machine it has an actor for
+        return by_machine_index(ipus, self.ipus_per_machine)
+
+    def _each(self, method: str, per_machine: Mapping[int, tuple]) -> list:
+        """actor.method(*args) on each machine, awaited (after everything deferred): the results in order."""
+        refs = [getattr(self.calls.actor(m), method).remote(*args) for m, args in per_machine.items()]
+        return self.calls.wait(refs)
 
     # --- the actor's tensor methods, by Pod-wide IPU number ----------------------------------------------------
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
         actor, index = self._at(ipu)
-        self._get(actor.put_tensor.remote(index, name, array, tiles))
+        self.calls.wait([actor.put_tensor.remote(index, name, array, tiles)])
         self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
 
     def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        """Put one array per IPU with one round trip for all of them."""
-        refs = []
+        """One call per machine (deferred: queued)."""
+        machines: dict[int, dict[int, np.ndarray]] = defaultdict(dict)
         for ipu, array in arrays.items():
-            actor, index = self._at(ipu)
-            refs.append(actor.put_tensor.remote(index, name, array))
+            machine, index = self._machine(ipu)
+            machines[machine][index] = array
             self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
-        self._get(refs)
+        for machine, mine in machines.items():
+            self.calls.queue(machine, "put_tensors", name, mine)
+        if not self.calls.deferred:
+            self.calls.wait([])
 
     def get_tensor(self, ipu: int, name: str) -> np.ndarray:
-        actor, index = self._at(ipu)
-        return self._get(actor.get_tensor.remote(index, name))
+        return self.get_tensors(name, [ipu])[ipu]
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
-        refs = [self._at(ipu)[0].get_tensor.remote(self._at(ipu)[1], name) for ipu in ipus]
-        return dict(zip(ipus, self._get(refs)))
+        """One call per machine: deferred, the last of its queued batch, with one wait for everything."""
+        return self.get_tensors_later(name, ipus)()
+
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        """Deferred: each machine's read is the last call of its batch, sent now and awaited when the result is
+        called; Ray runs the calls sent after it later, so it reads the tensors as they are now."""
+        machines = self._by_machine(ipus)
+        if not self.calls.deferred:
+            got = self._each("get_tensors", {m: (name, local) for m, local in machines.items()})
+            return lambda: self._by_ipu(ipus, machines, got)
+        places = {m: self.calls.queue(m, "get_tensors", name, local) for m, local in machines.items()}
+        batches = self.calls.send()
+        refs = [batches[m] for m in machines]
+
+        def result() -> dict[int, np.ndarray]:
+            got = [batch[places[m]] for m, batch in zip(machines, self.calls.wait(refs))]
+            return self._by_ipu(ipus, machines, got)
+
+        return result
+
+    def _by_ipu(self, ipus: Sequence[int], machines: dict[int, list[int]], got: list) -> dict[int, np.ndarray]:
+        out = {}
+        for (m, local), arrays in zip(machines.items(), got):
+            out.update({m * self.ipus_per_machine + index: array for index, array in zip(local, arrays)})
+        return {ipu: out[ipu] for ipu in ipus}
 
     def free_tensor(self, ipu: int, name: str) -> None:
         actor, index = self._at(ipu)
-        self._get(actor.free_tensor.remote(index, name))
+        self.calls.wait([actor.free_tensor.remote(index, name)])
         self.specs.pop((ipu, name), None)
 
     # --- Streaming Memory, reserved and held SRAM (training jobs) ----------------------------------------------
-    def _by_machine(self, ipus: Sequence[int]) -> dict[int, list[int]]:
-        for ipu in ipus:
-            self._at(ipu)  # a machine it has an actor for
-        return by_machine_index(ipus, self.ipus_per_machine)
-
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         """One call per machine (offload_batch), uncharged: record_streaming charges the step's batch."""
-        self._get([self.actors[m].offload_batch.remote(local, name) for m, local in self._by_machine(ipus).items()])
+        self._each("offload_batch", {m: (local, name) for m, local in self._by_machine(ipus).items()})
 
     def load(self, name: str, ipus: Sequence[int]) -> None:
-        self._get([self.actors[m].load_batch.remote(local, name) for m, local in self._by_machine(ipus).items()])
+        self._each("load_batch", {m: (local, name) for m, local in self._by_machine(ipus).items()})
 
     def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
         refs = []
@@ -112,21 +150,21 @@ class RayTransport:
             actor, index = self._at(ipu)
             refs.append(actor.put_offloaded.remote(index, name, array))
             self.specs.pop((ipu, name), None)
-        self._get(refs)
+        self.calls.wait(refs)
 
     def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
         refs = []
         for ipu, nbytes in sizes.items():
             actor, index = self._at(ipu)
             refs.append(actor.reserve.remote(index, name, int(nbytes)))
-        self._get(refs)
+        self.calls.wait(refs)
 
     def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
         machines: dict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
         for ipu, (sram, streaming) in held.items():
-            _, index = self._at(ipu)
-            machines[ipu // self.ipus_per_machine][index] = (int(sram), int(streaming))
-        self._get([self.actors[m].hold.remote(name, mine) for m, mine in sorted(machines.items())])
+            machine, index = self._machine(ipu)
+            machines[machine][index] = (int(sram), int(streaming))
+        self._each("hold", {m: (name, mine) for m, mine in sorted(machines.items())})
 
     # --- what the collectives need -----------------------------------------------------------------------------
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
@@ -136,32 +174,69 @@ class RayTransport:
             self.specs[(ipu, name)] = (int(array.size), array.dtype)
         return self.specs[(ipu, name)]
 
-    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
-        writes = []
+    def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
+        """Step after step without waiting (module docstring): consecutive steps inside one machine as one exchange()
+        there (deferred: queued); a step across machines as one read_transfers() per sending machine and one
+        exchange() per receiving machine, which takes the readers' results as they are (ObjectRefs)."""
+        run: list = []  # consecutive steps inside machine `home`, sent as one exchange()
+        home = None
+        for transfers in steps:
+            machines = {ipu // self.ipus_per_machine for t in transfers for ipu in (t.src, t.dst)}
+            if run and machines != {home}:
+                self.calls.queue(home, "exchange", name, run)
+                run, home = [], None
+            if len(machines) == 1:
+                home = next(iter(machines))
+                run.append(([(t.src, t.dst, t.ranges, t.reduce) for t in transfers], []))
+            else:
+                self.calls.submitted(self._across(name, transfers))
+        if run:
+            self.calls.queue(home, "exchange", name, run)
+        if not self.calls.deferred:
+            self.calls.wait([])
+
+    def _across(self, name: str, transfers: Sequence[Transfer]) -> list[ObjectRef]:
+        """One step across machines: each sending machine reads what it sends to others in one call, each receiving
+        machine runs its own transfers and writes what it receives in one call."""
+        per = self.ipus_per_machine
+        reads: dict[int, list] = defaultdict(list)  # sending machine -> (IPU, ranges) it reads for others
+        local: dict[int, list] = defaultdict(list)
+        incoming: dict[int, list] = defaultdict(list)  # receiving machine -> (transfer, sending machine, item)
         for t in transfers:
-            src, src_index = self._at(t.src)
-            dst, dst_index = self._at(t.dst)
-            write = dst.accumulate_slice if t.reduce else dst.set_slice
-            for start, stop in t.ranges:
-                values = src.get_slice.remote(src_index, name, start, stop)
-                writes.append(write.remote(dst_index, name, start, stop, values, t.src))  # not over a failed link
-        self._get(writes)
+            src, dst = self._machine(t.src)[0], self._machine(t.dst)[0]
+            if src == dst:
+                local[dst].append((t.src, t.dst, t.ranges, t.reduce))
+            else:
+                incoming[dst].append((t, src, len(reads[src])))
+                reads[src].append((t.src, t.ranges))
+        packs = {m: self.calls.actor(m).read_transfers.remote(name, mine) for m, mine in reads.items()}
+        refs = list(packs.values())
+        for dst in sorted(set(local) | set(incoming)):
+            senders = sorted({src for _, src, _ in incoming[dst]})
+            order = {src: k for k, src in enumerate(senders)}
+            writes = [(t.dst, t.ranges, t.reduce, t.src, order[src], item) for t, src, item in incoming[dst]]
+            refs.append(self.calls.actor(dst).exchange.remote(name, [(local[dst], writes)],
+                                                              *[packs[m] for m in senders]))
+        return refs
 
     def record(self, result: CollectiveResult) -> None:
         """Each machine's counters get its IPUs' bytes sent and received per link type (traffic.by_machine, as
-        LocalTransport's counters sum them), and the virtual time."""
-        per_machine = by_machine(result.traffic, self.ipus_per_machine)
-        refs = [self.actors[m].record_traffic.remote(kind, sent, received, result.virtual_s)
-                for m, kinds in per_machine.items() for kind, (sent, received) in kinds.items()]
-        self._get(refs)
+        LocalTransport's counters sum them), and the virtual time (deferred: queued with the collective)."""
+        for m, kinds in by_machine(result.traffic, self.ipus_per_machine).items():
+            reports = [(kind, sent, received, result.virtual_s) for kind, (sent, received) in kinds.items()]
+            self.calls.queue(m, "record_traffic_each", reports)
+        if not self.calls.deferred:
+            self.calls.wait([])
 
     # --- what a training step cost the machines ----------------------------------------------------------------
     def record_streaming(self, per_machine: Mapping[int, tuple[int, int]]) -> None:
         """Each machine charges its (bytes in, bytes out) as one batch (Machine.settle_streaming)."""
-        self._get([self.actors[m].settle_streaming.remote(*map(int, per_machine[m])) for m in sorted(per_machine)])
+        self._each("settle_streaming", {m: tuple(map(int, per_machine[m])) for m in sorted(per_machine)})
 
     def record_compute(self, steps: Mapping[int, bsp.Step]) -> None:
         """Each machine runs its step on its BSP counters (Machine.run_step). Awaited with a plain ray.get, as the
         trainer awaited it before this was a transport method: a machine lost here raises Ray's error, not
         MachineLost (unlike every other call here)."""
-        ray.get([self.actors[m].run_step.remote(step) for m, step in sorted(steps.items())], timeout=self.timeout_s)
+        self.calls.wait([])
+        ray.get([self.calls.actor(m).run_step.remote(step) for m, step in sorted(steps.items())],
+                timeout=self.timeout_s)

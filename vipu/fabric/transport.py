@@ -1,8 +1,8 @@
 """Where a collective's data lives: the Transport protocol every job's data path is written against.
 
 A transport is the machines as a job sees them, addressed by Pod-wide IPU numbers. The collectives need three
-things from it: a tensor's size (spec), one synchronous step of transfers (run_step: every read happens before any
-write of the step) and being told what the collective cost (record). A training job needs the rest: tensors put,
+things from it: a tensor's size (spec), its synchronous steps of transfers (run_steps: every read of a step happens
+before any write of it) and being told what the collective cost (record). A training job needs the rest: tensors put,
 read and freed one IPU at a time (as the machine actor's methods take them) or for many IPUs at once, moved to and
 from Streaming Memory, SRAM reserved or declared held, and each step's streaming and compute charged on the
 machines' counters. Implementations: LocalTransport (local_transport.py: numpy arrays in-process, no capacity),
@@ -16,7 +16,7 @@ IPUs takes the tensor's name first, then what each IPU gets (put_tensors(name, a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -32,9 +32,11 @@ class Transport(Protocol):
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         """(elements, dtype) of tensor `name` on `ipu`: every IPU of the group holds one of that shape."""
 
-    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
-        """Move the step's data: each transfer reads the ranges on src and adds them into (reduce) or writes them
-        over the same ranges on dst; all reads see the state before the step."""
+    def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
+        """Move the data of each step in turn, a step being its transfers: each reads the ranges on src and adds
+        them into (reduce) or writes them over the same ranges on dst; all reads of a step see the state before it.
+        Callers give hazard-free steps (transfer_schedule.check_hazards): no IPU reads what another transfer of the
+        same step writes, so a transport may run a step's reads and writes in any order."""
 
     def record(self, result: CollectiveResult) -> None:
         """Account the collective's traffic and virtual time (the machines' link counters)."""
@@ -55,6 +57,10 @@ class Transport(Protocol):
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         """IPU -> a copy of its tensor `name`."""
+
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        """get_tensors of the tensors as they are now, returned when the result is called: the read may go on while
+        the caller does (a pipeline stage's receive is read when the next stage needs it)."""
 
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         """Move `name` of each IPU to its machine's Streaming Memory, uncharged (record_streaming charges a step's
@@ -103,8 +109,8 @@ class WrappedTransport:
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         return self.inner.spec(ipu, name)
 
-    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
-        self.inner.run_step(name, transfers)
+    def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
+        self.inner.run_steps(name, steps)
 
     def record(self, result: CollectiveResult) -> None:
         self.inner.record(result)
@@ -123,6 +129,9 @@ class WrappedTransport:
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return self.inner.get_tensors(name, ipus)
+
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        return self.inner.get_tensors_later(name, ipus)
 
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         self.inner.offload(name, ipus)

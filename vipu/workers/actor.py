@@ -21,7 +21,7 @@ import numpy as np
 import ray
 
 from vipu.hardware.pod import PodConfig
-from vipu.workers import bsp
+from vipu.workers import bsp, collective_steps
 from vipu.workers.machine import Machine
 
 MAX_RESTARTS = 3
@@ -45,6 +45,11 @@ class MachineActor:
         self.machine = Machine(pod, machine_index)
         self.restarts = _restarts()
 
+    def calls(self, batch: list[tuple[str, tuple]]) -> list:
+        """Several of this actor's own calls as one, in order (RayTransport sends what a collective does on this
+        machine so): each one's result."""
+        return [getattr(self, method)(*args) for method, args in batch]
+
     def health(self) -> dict:
         context = ray.get_runtime_context()
         return {**self.machine.health(), "alive": True, "restarts": self.restarts, "pid": os.getpid(),
@@ -67,11 +72,28 @@ class MachineActor:
                   sender: int | None = None) -> None:
         self.machine.set_slice(ipu, name, start, stop, values, sender)
 
+    def put_tensors(self, name: str, arrays: dict[int, np.ndarray]) -> None:
+        for ipu, array in arrays.items():
+            self.machine.put_tensor(ipu, name, array)
+
+    def get_tensors(self, name: str, ipus: list[int]) -> list[np.ndarray]:
+        return [self.machine.get_tensor(ipu, name) for ipu in ipus]
+
+    def read_transfers(self, name: str, reads: list) -> list[np.ndarray]:
+        return collective_steps.read_transfers(self.machine, name, reads)
+
+    def exchange(self, name: str, steps: list, *packs: list[np.ndarray]) -> None:
+        collective_steps.exchange(self.machine, name, steps, packs)
+
     def free_tensor(self, ipu: int, name: str) -> None:
         self.machine.free_tensor(ipu, name)
 
     def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
         self.machine.record_traffic(link_type, sent_bytes, received_bytes, virtual_s)
+
+    def record_traffic_each(self, reports: list[tuple[str, int, int, float]]) -> None:
+        for report in reports:
+            self.machine.record_traffic(*report)
 
     def offload(self, ipu: int, name: str) -> float:
         return self.machine.offload(ipu, name)

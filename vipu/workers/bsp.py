@@ -14,7 +14,7 @@ Virtual time only: nothing here reads a clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, ValidationError
 
@@ -112,6 +112,21 @@ def tile_cycles(work: IpuWork, dtype: str, ipu: IpuSpec) -> int:
     """The busiest tile's cycles for this IPU's work."""
     values, per = (work.flops, ipu.flops_per_tile_cycle(dtype)) if work.cycles is None else (work.cycles, 1)
     return bsp_cost.busiest_tile_cycles(values, work.tiles, per, ipu)
+
+
+def compute_only(ipu: IpuSpec, link: LinkSpec, dtype: str, flops: Mapping[int, float]) -> StepTimes:
+    """What run() gives for one compute set in which IPU k does flops[k] FLOPs on each of its tiles and exchanges
+    nothing, from plain numbers (no models built, the same arithmetic in the same order): the engine prices every
+    compute set of a training step with it (jobs/train/work.py)."""
+    per = ipu.flops_per_tile_cycle(dtype)
+    who = sorted(flops)
+    compute = {k: bsp_cost.busiest_tile_cycles(flops[k], None, per, ipu) / ipu.clock_hz for k in who}
+    exchange = bsp_cost.exchange_s(0, {}, ipu, link)
+    times = SetTimes("cs", max(compute.values(), default=0.0), bsp_cost.sync_s(ipu, link, spans_chips=False),
+                     exchange)
+    zero = PhaseTimes()
+    totals = {k: zero + PhaseTimes(compute[k], times.total_s - compute[k] - exchange, exchange) for k in who}
+    return StepTimes(sum((times.total_s,)), totals, (times,))
 
 
 def run(step: Step, ipu: IpuSpec, link: LinkSpec) -> StepTimes:

@@ -36,7 +36,6 @@ from vipu.workers.streaming_memory import StreamingMemory
 from vipu.workers.tile_sram import IpuMemory, Linear
 
 
-
 @dataclass
 class LinkCounters:
     sent_bytes: int = 0

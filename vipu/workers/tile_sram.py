@@ -10,6 +10,7 @@ their real numpy data so the collectives can read and write them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -86,11 +87,33 @@ def place(mapping: Mapping, elements: int, itemsize: int, tiles: int, name: str)
     return tuple(slices)
 
 
+@lru_cache(maxsize=4096)
+def _layout(mapping: Mapping, elements: int, itemsize: int, tiles: int) -> tuple[tuple[TileSlice, ...], np.ndarray]:
+    slices = place(mapping, elements, itemsize, tiles, "")
+    need = np.zeros(tiles, dtype=np.int64)
+    for s in slices:
+        need[s.tile] += (s.stop - s.start) * itemsize
+    need.flags.writeable = False  # shared by every tensor of this shape and mapping
+    return slices, need
+
+
+def layout(mapping: Mapping, elements: int, itemsize: int, tiles: int, name: str) -> tuple[tuple[TileSlice, ...],
+                                                                                         np.ndarray]:
+    """place()'s tile slices and the bytes they need per tile, worked out once per shape and mapping: a training
+    step puts tensors of the same shapes again and again."""
+    try:
+        return _layout(mapping, elements, itemsize, tiles)
+    except InvalidArgument:
+        place(mapping, elements, itemsize, tiles, name)  # the same refusal, naming the tensor
+        raise
+
+
 @dataclass
 class Tensor:
     name: str
     data: np.ndarray  # owned by the IPU: C-contiguous, writable, never shared with a caller
     slices: tuple[TileSlice, ...]
+    need: np.ndarray | None = None  # bytes per tile, when known (layout()); read-only
 
     @property
     def nbytes(self) -> int:
@@ -130,16 +153,15 @@ class IpuMemory:
             raise InvalidArgument("tensor name is empty; give each tensor a name")
         # own it: Ray hands actors read-only views of their arguments (reserve() passes a read-only placeholder)
         data = np.array(array, copy=True, order="C") if copy else array
-        slices = place(mapping, data.size, data.itemsize, self.tiles, name)
-        need = self._need(slices, data.itemsize)
+        slices, need = layout(mapping, data.size, data.itemsize, self.tiles, name)
         old = self.tensors.get(name)
         free = self.tile_bytes - self.used
         if old is not None:
-            free = free + self._need(old.slices, old.data.itemsize)
+            free = free + self._need(old)
         self._check_fits(name, need, free)
         if old is not None:
             self.free(name)
-        tensor = Tensor(name, data, slices)
+        tensor = Tensor(name, data, slices, need)
         self.used += need
         self.tensors[name] = tensor
         return tensor
@@ -155,7 +177,7 @@ class IpuMemory:
 
     def free(self, name: str) -> Tensor:
         tensor = self.tensor(name)
-        self.used -= self._need(tensor.slices, tensor.data.itemsize)
+        self.used -= self._need(tensor)
         del self.tensors[name]
         return tensor
 
@@ -187,10 +209,13 @@ class IpuMemory:
         tensor = self.tensor(name)
         tensor.flat[start:stop] += self._values(tensor, start, stop, values)
 
-    def _need(self, slices: tuple[TileSlice, ...], itemsize: int) -> np.ndarray:
+    def _need(self, tensor: Tensor) -> np.ndarray:
+        """The bytes per tile the tensor takes."""
+        if tensor.need is not None:
+            return tensor.need
         need = np.zeros(self.tiles, dtype=np.int64)
-        for s in slices:
-            need[s.tile] += (s.stop - s.start) * itemsize
+        for s in tensor.slices:
+            need[s.tile] += (s.stop - s.start) * tensor.data.itemsize
         return need
 
     def _check_fits(self, name: str, need: np.ndarray, free: np.ndarray) -> None:

@@ -23,13 +23,14 @@ def pool(ray_session):
     machines.shutdown()
 
 
-def test_training_on_machine_actors(pool):
+@pytest.mark.parametrize("deferred", [False, True], ids=["each-call-waits", "deferred"])
+def test_training_on_machine_actors(pool, deferred):
     import ray
 
     from vipu.fabric.ray_transport import RayTransport
 
     w = workload(mlp(), "adam", steps=3, t=2, p=2, r=2, micro_batches=2)
-    on_actors = run(w, transport_factory=lambda group: RayTransport.for_group(pool, group))
+    on_actors = run(w, transport_factory=lambda group: RayTransport.for_group(pool, group, deferred=deferred))
     counters = TrafficCounters()  # what a controller without actors (--ray off) counts the link bytes into
     in_process = run(w, transport_factory=lambda group: LocalTransport(counters))
     assert on_actors.losses == in_process.losses

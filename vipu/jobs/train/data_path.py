@@ -30,13 +30,14 @@ machines' counters record) the bytes the real Pod would move, while the fp32 val
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
 from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
-from vipu.fabric.collectives import execute
+from vipu.fabric.collectives import execute, move, price
+from vipu.fabric.known_schedules import known
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.strided import STEPS, group_rings
 from vipu.fabric.transfer_schedule import Step, Transfer, piece_sends
@@ -71,8 +72,8 @@ class Scoped(WrappedTransport):
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         return self.inner.spec(ipu, self.scope + name)
 
-    def run_step(self, name: str, transfers: Sequence[Transfer]) -> None:
-        self.inner.run_step(self.scope + name, transfers)
+    def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
+        self.inner.run_steps(self.scope + name, steps)
 
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
         self.inner.put_tensor(ipu, self.scope + name, array, tiles)
@@ -88,6 +89,9 @@ class Scoped(WrappedTransport):
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return self.inner.get_tensors(self.scope + name, ipus)
+
+    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        return self.inner.get_tensors_later(self.scope + name, ipus)
 
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         self.inner.offload(self.scope + name, ipus)
@@ -122,6 +126,17 @@ def run_schedule(op: str, name: str, steps: list[Step], transport: Transport, to
     return execute(op, name, steps, link_model(topology), dtype.itemsize, within, transport)
 
 
+def run_shape(op: str, name: str, shape: Hashable, build: Callable[[], list[Step]], ipu: int, transport: Transport,
+              topology: Topology, within: frozenset[int]) -> CollectiveResult:
+    """run_schedule for a schedule that `shape` names (with the op, topology, routes' bounds and dtype: the key it is
+    kept under, fabric/known_schedules.py): built, checked and priced the first time only; `ipu` holds `name`."""
+    _, dtype = transport.spec(ipu, name)
+    links = link_model(topology)
+    schedule = known(("data path", op, shape, topology, within, dtype.itemsize),
+                     lambda: price(op, build(), links, dtype.itemsize, within))
+    return move(name, schedule, transport)
+
+
 ON_A_BLOCK = {"allreduce": allreduce, "reduce_scatter": reduce_scatter, "all_gather": all_gather}
 
 
@@ -136,8 +151,10 @@ def on_groups(op: str, groups: Sequence[Sequence[int]], name: str, transport: Tr
     if len(groups) == 1 and is_block(topology, groups[0]):
         return ON_A_BLOCK[op](Group.block(topology, groups[0][0], len(groups[0])), name, transport)
     numels = [transport.spec(ipus[0], name)[0] for ipus in groups]
-    rings = group_rings(topology, groups, numels, partition.ipus[0], partition.size)
-    return run_schedule(op, name, STEPS[op](rings), transport, topology, partition.members)
+    first, size = partition.ipus[0], partition.size
+    shape = (tuple(map(tuple, groups)), tuple(numels), first, size)
+    return run_shape(op, name, shape, lambda: STEPS[op](group_rings(topology, groups, numels, first, size)),
+                     groups[0][0], transport, topology, partition.members)
 
 
 def is_block(topology: Topology, ipus: Sequence[int]) -> bool:
@@ -161,6 +178,7 @@ class Fabric:
         self.partition = Group.block(topology, first_ipu, layout.ipus)
         self.log: list[tuple[str, CollectiveResult]] = []
         self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
+        self._groups: dict[tuple[int, int], Group] = {}  # (first IPU, size) -> its block, made once
 
     def put(self, name: str, arrays: dict[int, np.ndarray]) -> None:
         self.transport.put_tensors(name, arrays)
@@ -202,13 +220,21 @@ class Fabric:
         return list(self.partition.ipus)
 
     def stage_ipus(self, replica: int, stage: int) -> list[int]:
-        return [self.ipu(replica, stage, k) for k in range(self.t)]
+        first = self.ipu(replica, stage, 0)
+        return list(range(first, first + self.t))
+
+    def _block(self, first: int, size: int) -> Group:
+        """Group.block, made once per job: its members and hash are then computed once too."""
+        group = self._groups.get((first, size))
+        if group is None:
+            group = self._groups[(first, size)] = Group.block(self.topology, first, size)
+        return group
 
     def tensor_group(self, replica: int, stage: int) -> Group:
-        return Group.block(self.topology, self.ipu(replica, stage, 0), self.t)
+        return self._block(self.ipu(replica, stage, 0), self.t)
 
     def replica_group(self, replica: int) -> Group:
-        return Group.block(self.topology, self.ipu(replica, 0, 0), self.t * self.p)
+        return self._block(self.ipu(replica, 0, 0), self.t * self.p)
 
     def _done(self, kind: str, result: CollectiveResult) -> float:
         self.log.append((kind, result))
@@ -275,20 +301,22 @@ class Fabric:
 
     # --- pipeline ---------------------------------------------------------------------------------------------
     def send(self, replica: int, src_stage: int, dst_stage: int,
-             arrays: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
+             arrays: list[np.ndarray]) -> tuple[Callable[[], list[np.ndarray]], float]:
         """Stage src's boundary tensor (one identical copy per shard) to stage dst's shards: shard k sends its k-th
-        piece to shard k (the whole tensor when t = 1), then the receivers all-gather the pieces."""
+        piece to shard k (the whole tensor when t = 1), then the receivers all-gather the pieces. Returns what
+        stage dst receives, read when called (the transport's get_tensors_later: the next stage calls it)."""
         srcs, dsts = self.stage_ipus(replica, src_stage), self.stage_ipus(replica, dst_stage)
         block = self.replica_group(replica)
         buffers = {**dict(zip(srcs, arrays)), **{ipu: np.zeros_like(a) for ipu, a in zip(dsts, arrays)}}
         self.put("pp", buffers)
-        step = piece_sends(srcs, dsts, arrays[0].size, "scatter")
-        seconds = self._done(PP, run_schedule("send_recv", "pp", [step], self.transport, self.topology,
-                                              block.members))
+        numel = arrays[0].size
+        seconds = self._done(PP, run_shape("send_recv", "pp", (tuple(srcs), tuple(dsts), numel),
+                                           lambda: [piece_sends(srcs, dsts, numel, "scatter")], srcs[0],
+                                           self.transport, self.topology, block.members))
         if self.t > 1:
             seconds += self._done(PP, all_gather(self.tensor_group(replica, dst_stage), "pp", self.transport))
-        got = self.get("pp", dsts)
-        return [got[ipu] for ipu in dsts], seconds
+        later = self.transport.get_tensors_later("pp", dsts)
+        return lambda: [later()[ipu] for ipu in dsts], seconds
 
     # --- data parallel ----------------------------------------------------------------------------------------
     def replica_groups(self) -> list[tuple[int, ...]]:

@@ -101,6 +101,7 @@ class ParallelTrainer:
         self.instances = check_instances(instances, workload.layout)
         # I/O tiles compute nothing: the model's FLOPs spread over the other tiles, as the planner prices them
         self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
+        self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
         if self.model.dtype != "fp32":
             transport = PricedAs(transport, np.float16)
@@ -224,7 +225,7 @@ class ParallelTrainer:
         if lay.phased:
             fabric.load("params")
         gather_s = self._gather_weights() if lay.shards_weights else 0.0
-        params = {ipu: np.array(a, dtype=DTYPE) for ipu, a in fabric.get("params", self.ipus).items()}
+        params = {ipu: _own(a) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
         grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
         gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
@@ -235,17 +236,18 @@ class ParallelTrainer:
         held = self._holdings()
         worst = None  # (pipeline_s, stage busy, timers) of the critical stage of the slowest replica
         for rep in self.replicas:
-            inbox: dict = {}
+            inbox: dict = {}  # op -> what it receives, read when called (a send returns it so: Fabric.send)
             caches: dict = {}
             timers: dict = {}
             for op in order:
                 s, kind, j = op
-                timer = timers[op] = OpTimer(self.pod, model.dtype, self.efficiency, self.partition_sync_s)
+                timer = timers[op] = OpTimer(self.pod, model.dtype, self.efficiency, self.partition_sync_s,
+                                             self.prices)
                 g = StageGroup(fabric, rep, s, timer)
                 shards = [views[ipu] for ipu in g.ipus]
                 if kind == "F":
                     lo = (rep * lay.micro_batches + j) * lay.micro_batch
-                    xs = self._enter([x[lo:lo + lay.micro_batch]] * lay.tp if s == 0 else inbox.pop(op), g)
+                    xs = self._enter([x[lo:lo + lay.micro_batch]] * lay.tp if s == 0 else inbox.pop(op)(), g)
                     if self.recompute:  # the cache is then each block's input only
                         outs, cache = recompute.forward(self.stage, model, self.blocks[s], shards, xs, g)
                     else:
@@ -256,21 +258,21 @@ class ParallelTrainer:
                     if s == lay.p - 1:
                         per_sample, ds = loss(model, outs, y[lo:lo + lay.micro_batch], self.workload.global_batch)
                         losses.append(per_sample)
-                        inbox[(s, "B", j)] = ds
+                        inbox[(s, "B", j)] = lambda ds=ds: ds
                     else:
                         inbox[(s + 1, "F", j)] = g.send(s + 1, outs)
                 else:
                     cache = caches.pop((s, j))
-                    inbox[op] = self._enter(inbox[op], g)
+                    dys = self._enter(inbox.pop(op)(), g)
                     if self.recompute:  # the checkpoints stay until the last block is recomputed
                         dxs, shard_grads = recompute.backward(
-                            self.stage, model, self.blocks[s], shards, cache, inbox.pop(op), g, need_dx=s > 0,
+                            self.stage, model, self.blocks[s], shards, cache, dys, g, need_dx=s > 0,
                             held=lambda block, c, sign: held.block_cache(g.ipus, block, c, params, sign))
                         held.stage_cache(g.ipus, cache, params, -1)
                     else:
                         held.stage_cache(g.ipus, cache, params, -1)
-                        dxs, shard_grads = self.stage.backward(model, self.blocks[s], shards, cache, inbox.pop(op),
-                                                               g, need_dx=s > 0)
+                        dxs, shard_grads = self.stage.backward(model, self.blocks[s], shards, cache, dys, g,
+                                                               need_dx=s > 0)
                     for ipu, named in zip(g.ipus, shard_grads):
                         for name, value in named.items():
                             gviews[ipu][name] += value
@@ -319,7 +321,7 @@ class ParallelTrainer:
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
             lo, hi = self._owned(ipu)  # with RTS only this shard: the all-gather brings the others' updates
-            mine = {name.removeprefix("opt."): np.array(state[name][ipu]) for name in self.state_names}
+            mine = {name.removeprefix("opt."): _own(state[name][ipu], None) for name in self.state_names}
             optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
@@ -376,3 +378,11 @@ class ParallelTrainer:
             bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
             bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=len(self.fabric.log),
             ipus=per_ipu, wall_s=self.clock() - started)
+
+
+def _own(array: np.ndarray, dtype=DTYPE) -> np.ndarray:
+    """`array` to update in place: as it is if the transport's get gave a writable copy of that dtype (the local
+    transports do), else a copy (Ray's arrays are read-only views of its object store)."""
+    if array.flags.writeable and array.flags.c_contiguous and (dtype is None or array.dtype == dtype):
+        return array
+    return np.array(array, dtype=dtype)

@@ -219,7 +219,7 @@ class TrainRuns:
         from vipu.fabric.ray_transport import RayTransport
 
         pool = fleet.actors_for(machines)
-        return lambda group: Scoped(RayTransport.for_group(pool, group), run.scope)
+        return lambda group: Scoped(RayTransport.for_group(pool, group, deferred=True), run.scope)
 
     def _run(self, run: _Run, workload, problem: Exception | None) -> None:
         job_id = run.job_id

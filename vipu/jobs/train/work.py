@@ -15,7 +15,7 @@ the compute set. The operation's emulated time is, in order:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -29,17 +29,22 @@ def compute_set_times(pod, dtype: str, flops: Mapping[int, float], efficiency: f
     peak rate (the planner's calibrated figure): its time (the busiest IPU, then the sync) and each IPU's phases. A
     program's session prices its compute sets with this too (vipu/jobs/sessions)."""
     tiles = pod.ipu.tiles
-    work = {ipu: bsp.IpuWork(flops=n / tiles / efficiency) for ipu, n in flops.items()}
-    step = bsp.Step(compute_sets=[bsp.ComputeSet(dtype=dtype, ipus=work)])
-    return bsp.run(step, pod.ipu, pod.links.ipu_link)
+    per_tile = {ipu: n / tiles / efficiency for ipu, n in flops.items()}
+    return bsp.compute_only(pod.ipu, pod.links.ipu_link, dtype, per_tile)
 
 
 class OpTimer:
-    """The emulated time of one operation: compute sets and collectives, in order (BSP: never overlapped)."""
+    """The emulated time of one operation: compute sets and collectives, in order (BSP: never overlapped).
 
-    def __init__(self, pod, dtype: str, efficiency: float, partition_sync_s: float = 0.0):
+    prices: compute set (dtype, ((IPU, FLOPs), ...)) -> (its seconds, ((IPU, compute seconds), ...)), shared by the
+    timers of one run so that a compute set is priced once however often its shape repeats (every micro-batch, every
+    step after the first)."""
+
+    def __init__(self, pod, dtype: str, efficiency: float, partition_sync_s: float = 0.0,
+                 prices: dict | None = None):
         self.pod, self.dtype, self.efficiency = pod, dtype, efficiency
         self.partition_sync_s = partition_sync_s
+        self.prices = {} if prices is None else prices
         self.pending: dict[int, float] = defaultdict(float)  # IPU -> FLOPs of the open compute set
         self.ipu_compute_s: dict[int, float] = defaultdict(float)
         self.compute_s = 0.0  # compute sets: the busiest IPU's compute plus the sync, summed
@@ -53,10 +58,15 @@ class OpTimer:
     def close(self) -> None:
         if not self.pending:
             return
-        times = compute_set_times(self.pod, self.dtype, self.pending, self.efficiency)
-        self.compute_s += times.step_s
-        for ipu, phases in times.ipus.items():
-            self.ipu_compute_s[ipu] += phases.compute_s
+        key = (self.dtype, tuple(self.pending.items()))
+        priced = self.prices.get(key)
+        if priced is None:
+            times = compute_set_times(self.pod, self.dtype, self.pending, self.efficiency)
+            priced = self.prices[key] = (times.step_s, tuple((ipu, t.compute_s) for ipu, t in times.ipus.items()))
+        step_s, per_ipu = priced
+        self.compute_s += step_s
+        for ipu, seconds in per_ipu:
+            self.ipu_compute_s[ipu] += seconds
         self.pending.clear()
 
     def collective(self, kind: str, seconds: float) -> None:
@@ -121,7 +131,8 @@ class StageGroup:
         self.timer.collective(TP, seconds)
         return out
 
-    def send(self, dst_stage: int, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    def send(self, dst_stage: int, arrays: list[np.ndarray]) -> Callable[[], list[np.ndarray]]:
+        """What stage dst_stage receives, read when called (Fabric.send)."""
         out, seconds = self.fabric.send(self.replica, self.stage, dst_stage, arrays)
         self.timer.collective(PP, seconds)
         return out

@@ -1,0 +1,88 @@
+"""The calls RayTransport makes to machine actors: submitted now, or queued per machine and sent as one call.
+
+Why: on a small machine every actor call costs the scheduling of another process, so what a collective does on one
+machine (put its tensors, run its steps, count its traffic, read its results) goes as one call, `calls` on the
+actor, and the caller waits once. Order is kept: the queue of a machine is sent before any call submitted directly
+to it, and Ray runs one caller's calls to an actor in the order they were submitted
+(https://docs.ray.io/en/latest/ray-core/actors/task-orders.html; the actors never retry a call).
+
+Deferred (a training run's transport): calls that return nothing are queued or left pending, and the next wait
+awaits them first, raising the first error among them in submission order. Not deferred (a program's session):
+every call is awaited as it is made.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Mapping
+
+import ray
+from ray import ObjectRef
+from ray.actor import ActorHandle
+from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayTaskError
+
+from vipu.errors import MachineLost, NotFound, VipuError
+
+
+class ActorCalls:
+    def __init__(self, actors: Mapping[int, ActorHandle], timeout_s: float | None, deferred: bool):
+        self.actors = dict(actors)
+        self.timeout_s = timeout_s
+        self.deferred = deferred
+        self.queued: dict[int, list[tuple[str, tuple]]] = defaultdict(list)  # machine -> (method, args), in order
+        self.pending: list[ObjectRef] = []  # submitted, not yet awaited
+
+    def known(self, machine: int) -> ActorHandle:
+        try:
+            return self.actors[machine]
+        except KeyError:
+            raise NotFound(f"machine {machine} has no actor in this transport; build it for the group's"
+                           " machines") from None
+
+    def actor(self, machine: int) -> ActorHandle:
+        """The machine's actor, for a call submitted now: everything queued is sent first."""
+        actor = self.known(machine)
+        self.send()
+        return actor
+
+    def queue(self, machine: int, method: str, *args) -> int:
+        """Queue actor.method(*args) (deferred), or submit it now; returns its place in the machine's next batch."""
+        self.known(machine)
+        if not self.deferred:
+            self.pending.append(getattr(self.actor(machine), method).remote(*args))
+            return -1
+        self.queued[machine].append((method, args))
+        return len(self.queued[machine]) - 1
+
+    def send(self) -> dict[int, ObjectRef]:
+        """Each machine's queue as one call; the calls are pending."""
+        refs = {m: self.actors[m].calls.remote(batch) for m, batch in self.queued.items()}
+        self.queued = defaultdict(list)
+        self.pending.extend(refs.values())
+        return refs
+
+    def submitted(self, refs: list[ObjectRef]) -> None:
+        """Calls that return nothing: pending until the next wait (deferred), else awaited now."""
+        self.pending.extend(refs)
+        if not self.deferred:
+            self.wait([])
+
+    def wait(self, refs: list[ObjectRef]) -> list:
+        """Everything queued and pending, then `refs`: their results. The machines' own errors (a failed IPU, a
+        missing tensor) are raised as themselves, a lost or silent machine as MachineLost (an Unavailable): half
+        a collective has then run, so its tensors must be put again."""
+        self.send()
+        pending, self.pending = self.pending, []
+        if refs:
+            mine = set(refs)
+            pending = [ref for ref in pending if ref not in mine]
+        try:
+            return ray.get(pending + refs, timeout=self.timeout_s)[len(pending):]
+        except (ActorDiedError, ActorUnavailableError, GetTimeoutError) as e:
+            raise MachineLost(f"a machine actor did not complete its part of the collective"
+                              f" ({type(e).__name__}: {str(e).splitlines()[0]}); the group's tensors are now partly"
+                              " reduced: put them again and rerun the collective once the machine is back") from e
+        except RayTaskError as e:
+            if isinstance(e.cause, VipuError):
+                raise e.cause from None
+            raise

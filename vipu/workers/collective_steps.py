@@ -1,0 +1,54 @@
+"""A collective's steps on one machine, as its actor runs them: what the machine reads for other machines, and the
+writes of a step, its own transfers and those from other machines.
+
+Why apart from machine.py: the Machine is the state (SRAM, Streaming Memory, counters); this is one way of using
+it, with the machine's own checks (a failed IPU, a failed IPU-Link from the sender), for RayTransport, which sends
+each machine one call per step, or one per run of steps inside it (vipu/fabric/ray_transport.py).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from vipu.workers.machine import Machine
+
+Ranges = Sequence[tuple[int, int]]  # flat element ranges [start, stop) of a tensor
+LocalTransfer = tuple[int, int, Ranges, bool]  # (src IPU, dst IPU, ranges, reduce)
+Incoming = tuple[int, Ranges, bool, int, int, int]  # (dst IPU, ranges, reduce, sender IPU, pack, item)
+
+
+def read_transfers(machine: Machine, name: str, reads: Sequence[tuple[int, Ranges]]) -> list[np.ndarray]:
+    """For each (IPU, ranges) one flat array of the values in those ranges of `name`: what a step of a collective
+    sends from this machine's IPUs."""
+    out = []
+    for ipu, ranges in reads:
+        memory = machine.memory(ipu)
+        parts = [memory.read_slice(name, a, b) for a, b in ranges]
+        out.append(parts[0] if len(parts) == 1 else np.concatenate(parts))
+    return out
+
+
+def exchange(machine: Machine, name: str, steps: Sequence[tuple[Sequence[LocalTransfer], Sequence[Incoming]]],
+             packs: Sequence[Sequence[np.ndarray]] = ()) -> None:
+    """Run steps of collectives on the machine, in order. Each step is (local, incoming): `local` transfers (src,
+    dst, ranges, reduce) between its own IPUs, and `incoming` ones (dst, ranges, reduce, sender, pack, item) whose
+    values are packs[pack][item], what another machine's read_transfers gave. In each step every local read comes
+    before any write; reduce adds the values in, else they are written over; a transfer from an IPU over a failed
+    IPU-Link is refused (the sender is a Pod-wide IPU number)."""
+    for local, incoming in steps:
+        values = read_transfers(machine, name, [(src, ranges) for src, _, ranges, _ in local])
+        for (src, dst, ranges, reduce), flat in zip(local, values):
+            _write(machine, name, dst, ranges, reduce, src, flat)
+        for dst, ranges, reduce, sender, pack, item in incoming:
+            _write(machine, name, dst, ranges, reduce, sender, packs[pack][item])
+
+
+def _write(machine: Machine, name: str, ipu: int, ranges: Ranges, reduce: bool, sender: int,
+           flat: np.ndarray) -> None:
+    write = machine.accumulate_slice if reduce else machine.set_slice
+    offset = 0
+    for a, b in ranges:
+        write(ipu, name, a, b, flat[offset:offset + b - a], sender)
+        offset += b - a
