@@ -31,7 +31,7 @@ class Plan(BaseModel):
     memory: Memory
     time: StepTime
     step_s: float
-    throughput: float  # samples per second
+    throughput: float  # samples per second (sequences, when a sample is a pack of them)
     achieved_flops_per_ipu: float
     assumptions: list[str]
 
@@ -70,6 +70,8 @@ def describe_model(model) -> str:
         return f"mlp {model.layers} layers, {model.inputs}->{model.hidden}->{model.outputs}, {model.dtype}"
     if model.kind == "transformer":
         vocab = f", vocab {model.vocab}" if model.vocab else ""
+        vocab += f" (head on {model.mask_tokens} masked tokens)" if model.mask_tokens else ""
+        vocab += f", {model.sequences_per_pack:g} sequences a pack" if model.sequences_per_pack != 1 else ""
         return (f"transformer {model.layers} layers, hidden {model.hidden}, {model.heads} heads, sequence"
                 f" {model.seq_len}{vocab}, {model.dtype}")
     return f"{model.kind} (224x224 images), {model.dtype}"
@@ -85,7 +87,7 @@ def plan(workload, pod: PodConfig, assumptions: Assumptions = DEFAULT) -> Plan:
     return Plan(
         pod=pod.name, ipus=lay.ipus, model=describe_model(workload.model), params=workload.model.params(),
         layout=lay, optimizer=workload.optimizer, global_batch=lay.global_batch, memory=mem, time=time,
-        step_s=step, throughput=lay.global_batch / step, achieved_flops_per_ipu=flops / step / lay.ipus,
+        step_s=step, throughput=lay.global_batch * workload.model.sequences_per_sample / step, achieved_flops_per_ipu=flops / step / lay.ipus,
         assumptions=assumptions.lines(),
     )
 
