@@ -32,7 +32,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from vipu.jobs.assumptions import DEFAULT, Assumptions
+from vipu.jobs.assumptions import DEFAULT
 from vipu.jobs.calibration import (BERT_FIT_SEQUENCES_PER_S, BERT_FIT_SPECS, IMAGENET_TRAIN_IMAGES, POD128_RUN,
                                    PODS, RUNS, bert_spec, plan_of, resnet50_spec, solve)
 
@@ -111,11 +111,6 @@ POINTS = (
 )
 
 
-def error(point: Point, assumptions: Assumptions = DEFAULT) -> float:
-    """(predicted - published) / published throughput."""
-    return plan_of(point.spec, assumptions).throughput / point.published - 1
-
-
 def report() -> tuple[list[float], list[float]]:
     """Print every point; return the fitted and the held-out errors."""
     header = (f"{'':<4} {'model':<24} {'system':<11} {'layout':<22} {'predicted':>10} {'published':>10} {'error':>7}"
@@ -131,8 +126,8 @@ def report() -> tuple[list[float], list[float]]:
         layout = f"p{lay.p} r{lay.r} b{lay.micro_batch} m{lay.micro_batches}"
         parts = sorted(p.time.parts(), key=lambda part: -part[1])[:3]
         split = ", ".join(f"{label} {seconds / p.step_s:.0%}" for label, seconds in parts)
-        print(f"{'fit' if point.fitted else 'held':<4} {point.model:<24} {p.pod:<11} {layout:<22} {p.throughput:>10,.0f}"
-              f" {point.published:>10,.0f} {err:>+7.1%}  {split}")
+        print(f"{'fit' if point.fitted else 'held':<4} {point.model:<24} {p.pod:<11} {layout:<22}"
+              f" {p.throughput:>10,.0f} {point.published:>10,.0f} {err:>+7.1%}  {split}")
     print()
     print("sources:")
     for i, point in enumerate(POINTS, 1):

@@ -87,7 +87,8 @@ def plan(workload, pod: PodConfig, assumptions: Assumptions = DEFAULT) -> Plan:
     return Plan(
         pod=pod.name, ipus=lay.ipus, model=describe_model(workload.model), params=workload.model.params(),
         layout=lay, optimizer=workload.optimizer, global_batch=lay.global_batch, memory=mem, time=time,
-        step_s=step, throughput=lay.global_batch * workload.model.sequences_per_sample / step, achieved_flops_per_ipu=flops / step / lay.ipus,
+        step_s=step, throughput=lay.global_batch * workload.model.sequences_per_sample / step,
+        achieved_flops_per_ipu=flops / step / lay.ipus,
         assumptions=assumptions.lines(),
     )
 

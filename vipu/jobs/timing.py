@@ -32,10 +32,10 @@ Streaming Memory. BSP: none of these overlap.
   (assumptions.host_sync_s), each machine's over its host connection, slower the more machines and Pod64s the job
   spans (assumptions.host_slowdown); BSP, so the whole partition waits for the machine with most to receive;
 - data parallel: one allreduce of the stage's gradients (n x value bytes) over the r replicas, t x p IPUs apart, per
-  tensor, fused, or buffered into allreduces of at most a set size (the layout's gradient_reduction); with RTS a reduce-scatter and
-  an all-gather instead, the same traffic. With RTS and phased execution the weights are stored sharded too
-  (memory_estimate.py): the gradients are reduce-scattered, each replica updates its shard, and before each of the
-  WEIGHT_GATHERS uses of the weights in a step the replicas all-gather them (each with its sync);
+  tensor, fused, or buffered into allreduces of at most a set size (the layout's gradient_reduction); with RTS a
+  reduce-scatter and an all-gather instead, the same traffic. With RTS and phased execution the weights are stored
+  sharded too (memory_estimate.py): the gradients are reduce-scattered, each replica updates its shard, and before
+  each of the WEIGHT_GATHERS uses of the weights in a step the replicas all-gather them (each with its sync);
 - streaming: once a step, each machine moves its IPUs' bytes to and from Streaming Memory as one batch
   (hardware/streaming_cost.py duplex_s, what the emulator's machines charge): one latency, then reads and writes in
   parallel at the machine's bandwidth (the longer counts), shared by the job's IPUs on the machine. Optimiser
@@ -58,9 +58,9 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.streaming_cost import duplex_s
 from vipu.jobs.assumptions import Assumptions
+from vipu.jobs.blocks import model_stage_layers
 from vipu.jobs.collective_time import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
 from vipu.jobs.memory_estimate import optimizer_bytes, stash_bytes, stored_weight_bytes
-from vipu.jobs.blocks import model_stage_layers
 from vipu.jobs.parts import PARTS
 
 # phased execution with RTS: the uses of the weights in a step that each all-gather them from the replicas' shards
