@@ -32,6 +32,7 @@ class Plan(BaseModel):
     time: StepTime
     step_s: float
     throughput: float  # samples per second (sequences, when a sample is a pack of them)
+    sequences_per_sample: float = 1.0  # a packed sample's sequences (TransformerModel.sequences_per_pack)
     achieved_flops_per_ipu: float
     assumptions: list[str]
 
@@ -88,6 +89,7 @@ def plan(workload, pod: PodConfig, assumptions: Assumptions = DEFAULT) -> Plan:
         pod=pod.name, ipus=lay.ipus, model=describe_model(workload.model), params=workload.model.params(),
         layout=lay, optimizer=workload.optimizer, global_batch=lay.global_batch, memory=mem, time=time,
         step_s=step, throughput=lay.global_batch * workload.model.sequences_per_sample / step,
+        sequences_per_sample=workload.model.sequences_per_sample,
         achieved_flops_per_ipu=flops / step / lay.ipus,
         assumptions=assumptions.lines(),
     )
