@@ -73,6 +73,6 @@ def test_the_published_example_plans_its_config():
     from vipu.jobs.train_spec import load_plan_spec
 
     spec, found = load_plan_spec(Path(__file__).parents[2] / "examples/bert_large_pod16.yaml")
-    assert spec.workload.layout.layers_per_stage == [3, 7, 7, 7] and spec.workload.model.mask_tokens == 20
+    assert spec.workload.layout.layers_per_stage == (3, 7, 7, 7) and spec.workload.model.mask_tokens == 20
     assert plan(spec.workload, found, DEFAULT).throughput == pytest.approx(5_179, rel=0.01)
     assert found == pod("bow-pod16")

@@ -36,7 +36,7 @@ class Layout(Strict):
         " weights and gradient accumulators in Streaming Memory (the replicas all-gather a phase's weights before"
         " it runs and reduce-scatter its gradients)"))
     offload_optimizer: bool = Field(False, description="optimiser state in Streaming Memory, streamed each step")
-    layers_per_stage: list[int] | None = Field(None, max_length=1024, description=(
+    layers_per_stage: tuple[int, ...] | None = Field(None, max_length=1024, description=(
         "layers of each pipeline stage, first to last (Graphcore's layers_per_ipu, e.g. [3, 7, 7, 7] for"
         " BERT-Large: the first stage also holds the embedding and its tied head); p entries adding up to the"
         " model's layers; default an even split, the embedding weighed as layers. Timing only: memory is counted"

@@ -68,7 +68,7 @@ class TrainWorkload(Workload):
         counts = layout.layers_per_stage
         if counts is not None and sum(counts) != model.units:
             raise PydanticCustomError(
-                "layout_layers_per_stage", f"layers_per_stage {counts} adds up to {sum(counts)} but the"
+                "layout_layers_per_stage", f"layers_per_stage {list(counts)} adds up to {sum(counts)} but the"
                 f" {model.kind} model has {model.units} layers; make the counts add up to {model.units}")
         if layout.r % model.norm_replicas:
             divisors = ", ".join(str(d) for d in range(1, layout.r + 1) if layout.r % d == 0)
