@@ -142,16 +142,19 @@ def ablations() -> None:
         ("ResNet-50 Pod256, batch_norm_replicas 1", resnet50_spec(256, 20, 2),
          resnet50_spec(256, 20, 2, batch_norm_replicas=1)),
         ("ResNet-50 Pod16, micro-batch 10 x 12 (same batch)", resnet50_spec(16, 20, 6), resnet50_spec(16, 10, 12)),
-        ("BERT-Large SL128 Pod16, no recomputation", BERT_FIT_SPECS[16], _without_recompute(BERT_FIT_SPECS[16])),
+        ("BERT-Large SL128 Pod16, no recomputation", BERT_FIT_SPECS[16],
+         _with_layout(BERT_FIT_SPECS[16], recompute=False)),
+        ("ResNet-50 Pod256, 10 device iterations a host call", resnet50_spec(256, 20, 2),
+         _with_layout(resnet50_spec(256, 20, 2), device_iterations=10)),
     )
     for label, base, changed in cases:
         before, after = plan_of(base, DEFAULT).step_s, plan_of(changed, DEFAULT).step_s
         print(f"  {label:<52} {before * 1e3:>10,.1f} ms -> {after * 1e3:>10,.1f} ms ({after / before - 1:+.1%})")
 
 
-def _without_recompute(spec: dict) -> dict:
+def _with_layout(spec: dict, **changes) -> dict:
     workload = spec["workload"]
-    return {**spec, "workload": {**workload, "layout": {**workload["layout"], "recompute": False}}}
+    return {**spec, "workload": {**workload, "layout": {**workload["layout"], **changes}}}
 
 
 def main() -> None:

@@ -54,6 +54,12 @@ def test_host_input_grows_with_the_machines_and_pod64s_spanned():
     assert bert.time.host_io_s < 0.15 * bert.step_s
 
 
+def test_more_device_iterations_share_the_call_from_the_hosts():
+    base = plan_of(resnet50_spec(256, 20, 2), DEFAULT)
+    batched = plan_of(with_layout(resnet50_spec(256, 20, 2), device_iterations=10), DEFAULT)
+    assert base.step_s - batched.step_s == pytest.approx(0.9 * DEFAULT.host_call_s)
+
+
 def test_synthetic_data_has_no_host_io():
     spec = resnet50_spec(64, 20, 2)
     synthetic = {**spec, "workload": {**spec["workload"], "synthetic_data": True}}

@@ -27,7 +27,7 @@ class Assumptions(BaseModel):
         " the host figures below on published runs (vipu/jobs/calibration.py); the emulator computes at it too",
     )
     conv_efficiency: float = Field(
-        0.4893, gt=0, le=1,
+        0.4885, gt=0, le=1,
         description="fraction of peak FLOPS the IPU sustains on convolutions (ResNet-50): fitted with the host"
         " figures below on Graphcore's MLPerf v2.0 ResNet-50 runs on Bow Pod16/64/256 (vipu/jobs/calibration.py)",
     )
@@ -55,6 +55,12 @@ class Assumptions(BaseModel):
         " in Graphcore's MLPerf v2.0 system descriptions, mlcommons/training_results_v2.0 Graphcore/systems/"
         "ipu-pod64-TF1-closed.json: Broadcom 57414 Dual Port 10/25 GbE), shared by its IPUs",
     )
+    host_call_s: float = Field(
+        100e-6, ge=0,
+        description="what one call from the hosts costs (Poplar's engine run: a round trip over the host network,"
+        " the IPUs' sync with the hosts, the results back), once per layout.device_iterations steps. Assumption: not"
+        " published; of the order of a RoCE round trip and a host-side call",
+    )
     host_sync_per_doubling_s: float = Field(
         195.5e-6, ge=0,
         description="the sync with the hosts before every micro-batch's inputs, per doubling of the machines the job"
@@ -62,13 +68,13 @@ class Assumptions(BaseModel):
         " fitted on the MLPerf ResNet-50 runs and BERT-Large on a Pod16 and a Pod64 (vipu/jobs/calibration.py)",
     )
     host_slowdown_per_doubling: float = Field(
-        0.2010, ge=0,
+        0.1969, ge=0,
         description="how much slower each machine's host input gets per doubling of the machines the job spans (the"
         " hosts' shared network and storage serve every machine's stream). The shape is an assumption; the figure"
         " is fitted with conv_efficiency on the MLPerf ResNet-50 runs (vipu/jobs/calibration.py)",
     )
     host_slowdown_per_pod64_level: float = Field(
-        0.4995, ge=0,
+        0.4972, ge=0,
         description="how much slower host input gets per level of Pod64s the job spans (ceil(log2 of the Pod64s))."
         " Fitted as host_slowdown_per_machine is; the MLPerf Pod128 run is held out to check the shape",
     )
@@ -110,7 +116,8 @@ class Assumptions(BaseModel):
             f"syncs: every collective and inter-IPU exchange starts with a sync of the IPUs taking part, costing"
             f" {self.sync_per_machine_s * 1e6:g} us per machine spanned in a Pod64 and {self.gateway_sync_s * 1e6:g} us"
             " per level of Pod64s (assumptions, not published)",
-            f"host I/O: every micro-batch's inputs come from the hosts after a sync with them"
+            f"host I/O: a call from the hosts every device_iterations steps ({self.host_call_s * 1e6:g} us,"
+            " assumption); every micro-batch's inputs come from the hosts after a sync with them"
             f" ({self.host_sync_per_doubling_s * 1e6:.0f} us per doubling of the machines spanned, fitted), at"
             f" {self.host_bytes_per_s / 1e9:g} GB/s a machine (documented),"
             f" {self.host_slowdown_per_doubling:.3f} slower per doubling of the machines and"

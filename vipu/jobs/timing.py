@@ -28,9 +28,10 @@ Streaming Memory. BSP: none of these overlap.
   its mean and variance over the replicas that pool them, after a sync of those replicas' IPUs;
 - syncs: every other collective and inter-IPU exchange above starts with a sync across the whole partition
   (assumptions.sync_s: its cost grows with the machines and Pod64s the partition spans);
-- host I/O: every micro-batch's inputs go from the hosts to the first stage's IPUs after a sync with the hosts
-  (assumptions.host_sync_s), each machine's over its host connection, slower the more machines and Pod64s the job
-  spans (assumptions.host_slowdown); BSP, so the whole partition waits for the machine with most to receive;
+- host I/O: a call from the hosts every device_iterations steps; every micro-batch's inputs go from the hosts to
+  the first stage's IPUs after a sync with the hosts (assumptions.host_sync_s), each machine's over its host
+  connection, slower the more machines and Pod64s the job spans (assumptions.host_slowdown); BSP, so the whole
+  partition waits for the machine with most to receive;
 - data parallel: one allreduce of the stage's gradients (n x value bytes) over the r replicas, t x p IPUs apart, per
   tensor, fused, or buffered into allreduces of at most a set size (the layout's gradient_reduction); with RTS a
   reduce-scatter and an all-gather instead, the same traffic. With RTS and phased execution the weights are stored
@@ -126,15 +127,16 @@ def host_receivers(lay, pod: PodConfig) -> int:
 
 
 def host_io_s(workload, pod: PodConfig, assumptions: Assumptions) -> float:
-    """A step's host I/O: m micro-batches' inputs into each machine's first-stage IPUs over its host connection,
-    at the job's host slowdown; none with synthetic data (as every run the emulator executes: train/problem.py)."""
+    """A step's host I/O: its share of a call from the hosts (one per device_iterations steps), then m
+    micro-batches' inputs into each machine's first-stage IPUs over its host connection, at the job's host
+    slowdown; none with synthetic data (as every run the emulator executes: train/problem.py)."""
     lay = workload.layout
     if workload.synthetic:
         return 0.0
     nbytes = host_receivers(lay, pod) * lay.micro_batch * workload.model.input_bytes()
     per_micro_batch = (assumptions.host_sync_s(pod, lay.ipus)
                        + nbytes / assumptions.host_bytes_per_s * assumptions.host_slowdown(pod, lay.ipus))
-    return lay.micro_batches * per_micro_batch
+    return assumptions.host_call_s / lay.device_iterations + lay.micro_batches * per_micro_batch
 
 
 def compute_sets(t: int, tp_count: float) -> int:
