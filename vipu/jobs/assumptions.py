@@ -129,18 +129,20 @@ class Assumptions(BaseModel):
     def sync_s(self, pod, ipus: int) -> float:
         """One sync across `ipus` contiguous IPUs: per machine spanned inside a Pod64, and per level of a tree over
         the Pod64s spanned."""
-        machines = -(-min(ipus, pod.ild_ipus) // pod.machine.ipus)
-        return machines * self.sync_per_machine_s + pod64_levels(pod, ipus) * self.gateway_sync_s
+        return machines_spanned(pod, min(ipus, pod.ild_ipus)) * self.sync_per_machine_s + pod64_levels(pod, ipus) * self.gateway_sync_s
 
     def host_sync_s(self, pod, ipus: int) -> float:
         """The sync with the hosts before a micro-batch's inputs, for a job spanning `ipus` IPUs."""
-        return self.host_sync_per_doubling_s * math.log2(-(-ipus // pod.machine.ipus))
+        return self.host_sync_per_doubling_s * math.log2(machines_spanned(pod, ipus))
 
     def host_slowdown(self, pod, ipus: int) -> float:
         """How much longer the hosts take to feed a machine of a job spanning `ipus` IPUs than of one machine."""
-        machines = -(-ipus // pod.machine.ipus)
-        return (1 + self.host_slowdown_per_doubling * math.log2(machines)
+        return (1 + self.host_slowdown_per_doubling * math.log2(machines_spanned(pod, ipus))
                 + self.host_slowdown_per_pod64_level * pod64_levels(pod, ipus))
+
+
+def machines_spanned(pod, ipus: int) -> int:
+    return -(-ipus // pod.machine.ipus)
 
 
 def pod64_levels(pod, ipus: int) -> int:
