@@ -61,13 +61,13 @@ def test_suggestions_are_ordered_by_throughput_but_near_the_best_by_micro_batch_
 
 def test_suggestions_try_the_other_schedule_and_say_it_keeps_the_maths():
     """Regression: the search never changed the schedule, so a gpipe layout that holds all its micro-batches'
-    activations got only phased layouts (~2,000 samples/s) when 1f1b fits at over 5,000."""
+    activations got only phased layouts (~2,300 samples/s) when 1f1b fits at over 5,000."""
     assert not plan(GPIPE, pod()).fits
     found = suggest(GPIPE, pod())
     best = found[0]
     assert best.layout.schedule == "1f1b" and not best.layout.phased and best.throughput > 5000
     assert best.global_batch == GPIPE.global_batch and best.ipus == 16
-    assert best.throughput > 2.5 * max(c.throughput for c in fitting(GPIPE) if c.layout.order == "gpipe")
+    assert best.throughput > 2 * max(c.throughput for c in fitting(GPIPE) if c.layout.order == "gpipe")
     assert suggestion_text(best, GPIPE.layout).endswith(
         " samples/s; 1f1b instead of gpipe keeps the maths: same micro-batches and gradients, reordered)")
     assert "instead of" not in suggestion_text(best, best.layout)

@@ -17,6 +17,7 @@ from vipu.jobs.memory_estimate import stash_bytes
 from vipu.jobs.timing import WEIGHT_GATHERS
 
 PEAK = 1472 * 128 * 1.85e9  # bow-2000.yaml: tiles x fp16 FLOPs per tile-cycle x clock = 348.6 TFLOPS
+SYNC = DEFAULT.sync_per_machine_s  # one sync per machine spanned (assumptions.py)
 
 
 @pytest.mark.parametrize("p, m, want", [
@@ -36,11 +37,11 @@ def test_bubble_share_of_the_pipeline_time_is_exact():
     result = plan(transformer(layers=8, p=4, micro_batch=2, micro_batches=32), pod())
     t = result.time
     pipeline = t.compute_s + t.tensor_parallel_s + t.pipeline_send_s + t.sync_s + t.bubble_s
-    assert t.sync_s == pytest.approx(32 * 2 * 0.61e-6)  # 2 syncs a tick across the 4 IPUs' one machine
+    assert t.sync_s == pytest.approx(32 * 2 * SYNC)  # 2 syncs a tick across the 4 IPUs' one machine
     # balanced stages would wait 3 of 35 ticks; the first and last send one way only, so 2 of those 3 ticks are
     # shorter by one send and its sync
     saved = 2 * (t.tick_s - t.edge_tick_s)
-    assert t.tick_s - t.edge_tick_s == pytest.approx(t.pipeline_send_s / 32 / 2 + 0.61e-6)
+    assert t.tick_s - t.edge_tick_s == pytest.approx(t.pipeline_send_s / 32 / 2 + SYNC)
     assert (t.bubble_s + saved) / (pipeline + saved) == pytest.approx(3 / 35, rel=1e-12)
     assert t.bubble_fraction == pytest.approx(3 / 35)
 
@@ -50,7 +51,7 @@ def test_a_pipeline_send_between_unlinked_ipus_pays_a_latency_per_hop():
     # between stages 3 and 4 goes 3 -> 0 -> 4 (2 hops, as the emulator routes it); every other is 1 hop. A send
     # of b s h = 2 x 16 x 64 fp16 values (4,096 B): 1 us per hop + 4,096 B / 32 GB/s
     t = plan(transformer(layers=8, p=8, micro_batch=2, micro_batches=32), pod()).time
-    one_hop, two_hops, sync = 1e-6 + 4096 / 32e9, 2e-6 + 4096 / 32e9, 2 * 0.61e-6  # sync across 2 machines
+    one_hop, two_hops, sync = 1e-6 + 4096 / 32e9, 2e-6 + 4096 / 32e9, 2 * SYNC  # sync across 2 machines
     assert t.pipeline_send_s == pytest.approx(32 * (one_hop + two_hops))  # stage 3 (or 4): the busiest
     assert t.tick_s - t.edge_tick_s == pytest.approx(two_hops + sync)
     middle = t.tick_s - (two_hops - one_hop)  # stages 1, 2, 5 and 6
@@ -60,10 +61,12 @@ def test_a_pipeline_send_between_unlinked_ipus_pays_a_latency_per_hop():
 
 def test_compute_time_is_flops_over_calibrated_peak():
     # MLP 8 -> 16 -> 16 -> 4 forward FLOPs: 2 x (128 + 256 + 64) = 896 per sample; training 3 x = 2,688;
-    # b=2, m=5 on one IPU: 5 x 2 x 2,688 FLOP / (fp32 peak: 1,472 x 32 x 1.85e9 = 87.1 TFLOPS x 0.284), plus the
-    # on-chip sync (0.15 us) ending each micro-batch's forward and backward compute sets, as the emulator charges
+    # b=2, m=5 on one IPU: 5 x 2 x 2,688 FLOP / (fp32 peak: 1,472 x 32 x 1.85e9 = 87.1 TFLOPS x the matmul
+    # efficiency), plus the on-chip sync (0.15 us) ending each micro-batch's forward and backward compute sets, as
+    # the emulator charges
     result = plan(mlp(micro_batch=2, micro_batches=5), pod())
-    assert result.time.compute_s == pytest.approx(5 * 2 * 2688 / (1472 * 32 * 1.85e9 * 0.284) + 5 * 2 * 0.15e-6)
+    efficiency = DEFAULT.compute_efficiency
+    assert result.time.compute_s == pytest.approx(5 * 2 * 2688 / (1472 * 32 * 1.85e9 * efficiency) + 5 * 2 * 0.15e-6)
     assert result.time.sync_s == 0  # one IPU: no collective, no sync
 
 
@@ -91,11 +94,12 @@ def test_allreduce_alpha_beta(name, pod_name, group, want_bandwidth, want_latenc
 
 def test_per_tensor_gradients_pay_latency_per_tensor():
     # ResNet-50 on Pod16: 161 tensors x 30 ring steps x 1 us = 4.83 ms of latency on top of the bandwidth
-    # (Assumptions(): PopART's per-tensor default, which bench_planner compares with published PopART runs)
+    # (PopART's default, which bench_planner's PopART runs state)
     res = ConvNetModel().model_dump()
     from vipu.jobs import TrainWorkload
 
-    work = TrainWorkload(model=res, optimizer="sgd", layout={"r": 16, "micro_batch": 18, "micro_batches": 57})
+    work = TrainWorkload(model=res, optimizer="sgd", layout={"r": 16, "micro_batch": 18, "micro_batches": 57,
+                                                             "gradient_reduction": "per_tensor"})
     got = plan(work, pod(), ASSUME).time.data_parallel_s
     want = allreduce(pod(), GroupShape(16), 51_114_064).total_s + 160 * 30e-6
     assert got == pytest.approx(want)
@@ -109,8 +113,9 @@ def test_a_job_is_planned_with_its_gradients_fused_into_one_allreduce():
     work = mlp(layers=4, hidden=64, inputs=32, outputs=10, optimizer="sgd", r=4, micro_batch=8, micro_batches=2)
     t = plan(work, pod()).time
     assert t.data_parallel_s == pytest.approx(allreduce(pod(), GroupShape(4), 11_082 * 4).total_s)
-    assert t.sync_s == pytest.approx(0.61e-6)
-    assert plan(work, pod(), ASSUME).time.data_parallel_s == pytest.approx(
+    assert t.sync_s == pytest.approx(SYNC)
+    per_tensor = work.model_copy(update={"layout": work.layout.model_copy(update={"gradient_reduction": "per_tensor"})})
+    assert plan(per_tensor, pod()).time.data_parallel_s == pytest.approx(
         allreduce(pod(), GroupShape(4), 11_082 * 4, 8).total_s)
 
 
@@ -186,23 +191,23 @@ def test_parts_add_up_and_throughput_is_batch_over_step(p, m, b, r):
 def test_buffered_gradients_pay_latency_per_buffer(buffer, collectives):
     # ResNet-50 fp16 gradients are 25,557,032 x 2 = 51,114,064 bytes: TensorFlow's 50 MiB cross-replica-sum buffer
     # (Graphcore's ResNet-50 configs) holds them in one allreduce; a 16 MiB buffer needs ceil(48.7 / 16) = 4
-    from vipu.jobs import Assumptions, TrainWorkload
+    from vipu.jobs import TrainWorkload
 
     work = TrainWorkload(model=ConvNetModel().model_dump(), optimizer="sgd",
-                         layout={"r": 16, "micro_batch": 20, "micro_batches": 6})
-    assumptions = Assumptions(gradient_collectives="buffered", gradient_buffer_bytes=buffer)
-    got = plan(work, pod(), assumptions).time.data_parallel_s
+                         layout={"r": 16, "micro_batch": 20, "micro_batches": 6, "gradient_reduction": "buffered",
+                                 "gradient_buffer_bytes": buffer})
+    got = plan(work, pod()).time.data_parallel_s
     want = allreduce(pod(), GroupShape(16), 51_114_064).total_s + (collectives - 1) * 30e-6
     assert got == pytest.approx(want)
-    assert assumptions.gradient_collective_count(161, 51_114_064) == collectives
+    assert work.layout.gradient_collectives(161, 51_114_064) == collectives
 
 
 @pytest.mark.parametrize("pod_name, ipus, sync", [
-    ("bow-pod16", 1, 0.61e-6),  # one machine
-    ("bow-pod16", 16, 4 * 0.61e-6),
-    ("bow-pod64", 64, 16 * 0.61e-6),
-    ("bow-pod256", 128, 16 * 0.61e-6 + 19.4e-6),  # across two Pod64s: through the gateways
-    ("bow-pod256", 256, 16 * 0.61e-6 + 19.4e-6),  # the machine count stops at a Pod64's 16
+    ("bow-pod16", 1, 0.5e-6),  # one machine
+    ("bow-pod16", 16, 4 * 0.5e-6),
+    ("bow-pod64", 64, 16 * 0.5e-6),
+    ("bow-pod256", 128, 16 * 0.5e-6 + 5e-6),  # across two Pod64s: one level of gateways
+    ("bow-pod256", 256, 16 * 0.5e-6 + 2 * 5e-6),  # four Pod64s: a tree of two levels; machines stop at a Pod64's 16
 ])
 def test_a_sync_costs_per_machine_spanned_and_more_across_pod64s(pod_name, ipus, sync):
     assert ASSUME.sync_s(pod(pod_name), ipus) == pytest.approx(sync)
@@ -211,15 +216,17 @@ def test_a_sync_costs_per_machine_spanned_and_more_across_pod64s(pod_name, ipus,
 def test_distributed_batch_norm_allreduces_statistics_and_syncs_per_pass():
     # ResNet-50, pairs of replicas pooling batch-norm statistics, recomputing: 3 passes x 53 batch norms per
     # micro-batch, each an allreduce of a mean and a variance per channel (26,560 channels x 2 x 4 B in all) over
-    # 2 adjacent IPUs, and each after a sync across the Pod64 (16 machines); one more sync for the gradients
+    # 2 adjacent IPUs, each after a sync of those 2 IPUs (one machine); per tensor, 161 gradient syncs across the
+    # Pod64 (16 machines)
     from vipu.jobs import TrainWorkload
 
     work = TrainWorkload(model={"kind": "resnet50", "batch_norm_replicas": 2}, optimizer="sgd",
-                         layout={"r": 64, "micro_batch": 20, "micro_batches": 2, "recompute": True})
+                         layout={"r": 64, "micro_batch": 20, "micro_batches": 2, "recompute": True,
+                                 "gradient_reduction": "per_tensor"})
     t = plan(work, pod("bow-pod64"), ASSUME).time
     stats = allreduce(pod("bow-pod64"), GroupShape(2), 3 * 26_560 * 2 * 4, 3 * 53)
     assert t.batch_norm_s == pytest.approx(2 * stats.total_s)
-    one_sync = 16 * 0.61e-6
-    assert t.sync_s == pytest.approx((2 * 3 * 53 + 161) * one_sync)  # per tensor by default: 161 gradient syncs
+    one_sync = 16 * SYNC
+    assert t.sync_s == pytest.approx(2 * 3 * 53 * SYNC + 161 * one_sync)
     local = plan(work.model_copy(update={"model": ConvNetModel()}), pod("bow-pod64"), ASSUME).time
     assert local.batch_norm_s == 0 and local.sync_s == pytest.approx(161 * one_sync)

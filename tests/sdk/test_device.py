@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import vipu.sdk as ipu
+from vipu.jobs.assumptions import DEFAULT
 from vipu.jobs.train.work import compute_set_times
 from vipu.sdk.device import Device
 from vipu.sdk.device_channel import Connection
@@ -72,7 +73,7 @@ def test_a_stage_waits_for_its_input_in_virtual_time():
         first, second = device.shard_group([0]), device.shard_group([1])
         first.mm(0, np.ones((64, 64)), np.ones((64, 64)))
         busy = first.close()
-        assert busy == compute_set_times(POD, "fp32", {0: 2 * 64 ** 3}, 0.284).step_s
+        assert busy == compute_set_times(POD, "fp32", {0: 2 * 64 ** 3}, DEFAULT.compute_efficiency).step_s
         sent = first.send(second, [np.arange(6.0)])
         assert np.array_equal(second.recv(first)[0], np.arange(6.0))
         report = device.report_step([0.5, 1.5])

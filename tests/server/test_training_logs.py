@@ -93,12 +93,12 @@ def test_a_step_line_splits_the_step_as_vipu_plan_does(rt):
     predicted = plan(work, load_pod("bow-pod16"))
     table = predicted.table().splitlines()
     top = table.index("step time") + 1
-    names = [line[2:30].strip() for line in table[top:top + 8]]
-    assert table[top + 8].split()[0] == "total"
+    names = [line[2:30].strip() for line in table[top:top + 9]]
+    assert table[top + 9].split()[0] == "total"
     assert names == ["compute", "pipeline bubble", "tensor-parallel collectives", "pipeline sends",
-                     "batch-norm statistics", "syncs", "data-parallel allreduce", "streaming memory"]
+                     "batch-norm statistics", "syncs", "data-parallel allreduce", "streaming memory", "host I/O"]
     fields = ["compute_s", "bubble_s", "tensor_parallel_s", "pipeline_send_s", "batch_norm_s", "sync_s",
-              "data_parallel_s", "streaming_s"]
+              "data_parallel_s", "streaming_s", "host_io_s"]
     assert set(fields) <= set(predicted.model_dump()["time"])  # `vipu plan --json`'s names
     lines = [line for line in rt.runners["train"].log_lines(job) if line.startswith("step ")]
     steps = record.run_data()["steps"]
@@ -108,7 +108,7 @@ def test_a_step_line_splits_the_step_as_vipu_plan_does(rt):
         shown = [part.rsplit(" ", 2) for part in split.split(", ")]
         assert [name for name, _, _ in shown] == names and {unit for _, _, unit in shown} == {"us"}
         assert [value for _, value, _ in shown] == [f"{step[f] * 1e6:,.1f}" for f in fields]
-        assert step["streaming_s"] > 0 and step["sync_s"] > 0 and step["batch_norm_s"] == 0
+        assert step["streaming_s"] > 0 and step["sync_s"] > 0 and step["batch_norm_s"] == step["host_io_s"] == 0
         assert sum(step[f] for f in fields) == pytest.approx(step["emulated_step_s"], rel=1e-12)
         assert totals == f"comm {step['comm_s'] * 1e6:,.1f} us, bubble {step['bubble_fraction']:.1%}"
         assert line.startswith(f"step {step['step']:>4}  loss {step['loss']:.6f}  emulated step ")

@@ -1,4 +1,4 @@
-"""The BSP executor on hand-checked examples, with the arithmetic written out."""
+"""The BSP cost rules on hand-checked examples, with the arithmetic written out."""
 
 from __future__ import annotations
 

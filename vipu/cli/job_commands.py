@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
 
         Each step line splits the emulated step into the parts `vipu plan` predicts, in its order and by
         its names (compute, pipeline bubble, tensor-parallel collectives, pipeline sends, batch-norm
-        statistics, syncs, data-parallel allreduce, streaming memory), then comm and the bubble's share.
+        statistics, syncs, data-parallel allreduce, streaming memory, host I/O), then comm and the bubble's share.
 
         A requeued job's current run, below a line on how each earlier run ended.
 

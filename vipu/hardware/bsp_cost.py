@@ -2,7 +2,7 @@
 
 An IPU runs bulk-synchronously (hardware.md): a compute set is compute (each tile on its own SRAM), a sync, then
 exchange. These are the figures of that cost on one IPU, from the preset (pod.ipu and pod.links.ipu_link); how a
-step's compute sets add up over its IPUs, and who waits for whom, is the BSP executor's (vipu/workers/bsp.py).
+step's compute sets add up over its IPUs, and who waits for whom, is the BSP rules' (vipu/workers/bsp.py).
 - compute: a tile's cycles = ceil(FLOPs / flops_per_tile_cycle of the dtype), or cycles given directly (a vertex's
   own estimate); an IPU's compute time = its busiest tile's cycles / clock_hz.
 - sync: pod.ipu.sync_s on-chip. When any IPU of the compute set sends over IPU-Links the sync spans chips; that

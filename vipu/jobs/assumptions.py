@@ -24,43 +24,61 @@ class Assumptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     compute_efficiency: float = Field(
-        0.284, gt=0, le=1,
-        description="fraction of peak FLOPS the IPU sustains on a model's compute: one global constant, never refitted"
-        " per system or model; calibrated with the two sync costs below on Graphcore's MLPerf v2.0 ResNet-50 runs on"
-        " Bow Pod16/64/256 (vipu/jobs/calibration.py)",
+        0.3763, gt=0, le=1,
+        description="fraction of peak FLOPS the IPU sustains on matrix multiplies (transformers, MLPs): fitted with"
+        " the host figures below on published runs (vipu/jobs/calibration.py); the emulator computes at it too",
+    )
+    conv_efficiency: float = Field(
+        0.4885, gt=0, le=1,
+        description="fraction of peak FLOPS the IPU sustains on convolutions (ResNet-50): fitted with the host"
+        " figures below on Graphcore's MLPerf v2.0 ResNet-50 runs on Bow Pod16/64/256 (vipu/jobs/calibration.py)",
     )
     reserved_sram_fraction: float = Field(
         0.15, ge=0, lt=1,
         description="SRAM taken by compiled code, vertex state and exchange buffers before any tensor (assumption:"
         " not published; Poplar profiles of large models commonly show 10-25%)",
     )
-    gradient_collectives: Literal["per_tensor", "fused", "buffered"] = Field(
-        "per_tensor",
-        description="per_tensor: one data-parallel allreduce per parameter tensor, each paying the ring's latency"
-        " (PopART's default: collective merging off); fused: one allreduce of all of a stage's gradients;"
-        " buffered: gradients gathered into allreduces of at most gradient_buffer_bytes each (TensorFlow's"
-        " IPUConfig.optimizations.maximum_cross_replica_sum_buffer_size)",
-    )
-    gradient_buffer_bytes: int = Field(
-        52_428_800, gt=0,
-        description="with buffered gradients, the most bytes one allreduce carries. Documented for Graphcore's"
-        " ResNet-50 runs: max_cross_replica_buffer_size 52428800 (50 MiB) in mk2_resnet50_mlperf_pod16, the base of"
-        " the pod16_bs20 / pod64_bs20 / pod256_lars configs (graphcore/examples applications/tensorflow/cnns/"
-        "training/configs.yml; the option is 'the maximum number of bytes that can be waiting before a cross"
-        " replica sum op is scheduled', README)",
-    )
     sync_per_machine_s: float = Field(
-        0.61e-6, ge=0,
-        description="what one partition-wide sync costs per IPU-Machine it spans inside one IPU-Link domain (at most"
-        " a Pod64's 16; Sync-Links run machine to machine, so a sync's latency grows with the machines it spans;"
-        " across Pod64s gateway_sync_s is added). Every collective and inter-IPU exchange"
-        " starts with one. Not published; calibrated with compute_efficiency and gateway_sync_s on Graphcore's"
-        " MLPerf v2.0 ResNet-50 runs on Bow Pod16/64/256 (vipu/jobs/calibration.py)",
+        0.5e-6, ge=0,
+        description="what one sync costs per IPU-Machine it spans inside one IPU-Link domain (at most a Pod64's 16;"
+        " Sync-Links run machine to machine). Every collective and inter-IPU exchange starts with a sync of the IPUs"
+        " taking part: the whole partition for tensor-parallel, pipeline and gradient collectives, the pooling group"
+        " for batch-norm statistics. Assumption: not published; of the order of an IPU-Link hop per machine",
     )
     gateway_sync_s: float = Field(
-        19.4e-6, ge=0,
-        description="what a partition-wide sync costs on top when the partition spans IPU-Link domains (it goes"
-        " through the IPU-Gateways over GW-Links). Not published; calibrated as sync_per_machine_s is",
+        5e-6, ge=0,
+        description="what a sync costs on top per level of Pod64s it crosses (ceil(log2 of the Pod64s): the"
+        " gateways relay it as a tree over GW-Links). Assumption: not published; one GW-Link latency (the preset's)"
+        " a level",
+    )
+    host_bytes_per_s: float = Field(
+        6.25e9, gt=0,
+        description="what a machine's host connection carries: 2 x 25 GbE (the Bow Pod's accelerator_host_interconnect"
+        " in Graphcore's MLPerf v2.0 system descriptions, mlcommons/training_results_v2.0 Graphcore/systems/"
+        "ipu-pod64-TF1-closed.json: Broadcom 57414 Dual Port 10/25 GbE), shared by its IPUs",
+    )
+    host_call_s: float = Field(
+        100e-6, ge=0,
+        description="what one call from the hosts costs (Poplar's engine run: a round trip over the host network,"
+        " the IPUs' sync with the hosts, the results back), once per layout.device_iterations steps. Assumption: not"
+        " published; of the order of a RoCE round trip and a host-side call",
+    )
+    host_sync_per_doubling_s: float = Field(
+        195.5e-6, ge=0,
+        description="the sync with the hosts before every micro-batch's inputs, per doubling of the machines the job"
+        " spans (poprun's hosts and the gateways agree on the stream copy). The shape is an assumption; the figure is"
+        " fitted on the MLPerf ResNet-50 runs and BERT-Large on a Pod16 and a Pod64 (vipu/jobs/calibration.py)",
+    )
+    host_slowdown_per_doubling: float = Field(
+        0.1969, ge=0,
+        description="how much slower each machine's host input gets per doubling of the machines the job spans (the"
+        " hosts' shared network and storage serve every machine's stream). The shape is an assumption; the figure"
+        " is fitted with conv_efficiency on the MLPerf ResNet-50 runs (vipu/jobs/calibration.py)",
+    )
+    host_slowdown_per_pod64_level: float = Field(
+        0.4972, ge=0,
+        description="how much slower host input gets per level of Pod64s the job spans (ceil(log2 of the Pod64s))."
+        " Fitted as host_slowdown_per_machine is; the MLPerf Pod128 run is held out to check the shape",
     )
     ild_collective: Literal["ring", "2d"] = Field(
         "ring",
@@ -68,23 +86,29 @@ class Assumptions(BaseModel):
         " reduce-scatter round each machine's IPUs then along the machines, 2((c-1) + (n/c-1)) steps, same bytes",
     )
 
+    def efficiency(self, model) -> float:
+        """The fraction of peak FLOPS the model's compute runs at: its class's (convolutions or matrix multiplies)."""
+        return self.conv_efficiency if model.kind == "resnet50" else self.compute_efficiency
+
     def lines(self) -> list[str]:
         """The assumptions as report lines, the fixed ones (not configurable here) included."""
         return [
-            f"compute efficiency {self.compute_efficiency:.2f} of peak FLOPS (calibrated: vipu/jobs/calibration.py),"
-            " the same for every micro-batch size: small micro-batches, which real IPUs run less efficiently (fewer"
-            " samples to spread over the tiles, the same fixed costs per micro-batch), are predicted as fast per sample"
-            " as large ones, so suggested layouts within"
+            f"compute efficiency by what the model computes: matrix multiplies {self.compute_efficiency:.3f},"
+            f" convolutions {self.conv_efficiency:.3f} of peak FLOPS (each fitted on published runs:"
+            " vipu/jobs/calibration.py), the same for every micro-batch size: small micro-batches, which real IPUs"
+            " run less efficiently (fewer samples to spread over the tiles), are predicted as fast per sample as large"
+            " ones beyond their extra syncs and host transfers, so suggested layouts within"
             f" {NEAR_BEST:.0%} of the best predicted throughput list the micro-batch size nearest the spec's first",
             f"code and exchange buffers take {self.reserved_sram_fraction:.0%} of SRAM",
             "training FLOPs = 3 x forward (forward, backward for activations, backward for weights);"
             " 4 x with recomputation",
             "memory counted per pipeline stage, as the layers fall (an embedding takes layers off the first stage),"
-            " the largest reported; time with balanced stages: each IPU does 1/(t p) of the FLOPs",
+            " the largest reported; time per stage from its layers (layers_per_stage, or that split), the embedding"
+            " and tied head on the first stage; MLP and ResNet-50 stages balanced (1/(t p) of the FLOPs each)",
             "tile mapping: each tensor linear over the compute tiles (all but io_tiles) from tile 0 in"
             f" {MAPPING_GRAIN}-byte grains, the fullest tile deciding; the largest block's activations of one micro-batch as matmul"
             " temporaries, at most available_memory_proportion of a tile (vipu/jobs/tile_memory.py)",
-            f"data-parallel gradients reduced {self.gradient_description()}, after the last micro-batch, not"
+            "data-parallel gradients reduced after the last micro-batch as the layout's gradient_reduction says, not"
             " overlapped with compute (BSP: an IPU computes or exchanges, never both)",
             "IPU numbering: tensor shards innermost, then pipeline stages, then replicas (t IPUs of a shard group"
             " are adjacent; replicas are t x p IPUs apart)",
@@ -93,37 +117,44 @@ class Assumptions(BaseModel):
             " Pod64s hierarchical (reduce-scatter, GW-Link allreduce of the shards, all-gather)",
             "Streaming Memory: a machine's bandwidth shared by its IPUs, reads and writes in parallel,"
             " not overlapped with compute",
-            f"syncs: every collective and inter-IPU exchange starts with a sync across the whole partition, costing"
-            f" {self.sync_per_machine_s * 1e6:g} us per machine it spans in a Pod64, {self.gateway_sync_s * 1e6:g} us"
-            " more across Pod64s (calibrated with the compute efficiency: vipu/jobs/calibration.py)",
-            "optimiser update arithmetic and host I/O are not modelled (the calibration runs' share of them is"
-            " inside the calibrated figures)",
+            f"syncs: every collective and inter-IPU exchange starts with a sync of the IPUs taking part, costing"
+            f" {self.sync_per_machine_s * 1e6:g} us per machine spanned in a Pod64 and {self.gateway_sync_s * 1e6:g} us"
+            " per level of Pod64s (assumptions, not published)",
+            f"host I/O: a call from the hosts every device_iterations steps ({self.host_call_s * 1e6:g} us,"
+            " assumption); every micro-batch's inputs come from the hosts after a sync with them"
+            f" ({self.host_sync_per_doubling_s * 1e6:.0f} us per doubling of the machines spanned, fitted), at"
+            f" {self.host_bytes_per_s / 1e9:g} GB/s a machine (documented),"
+            f" {self.host_slowdown_per_doubling:.3f} slower per doubling of the machines and"
+            f" {self.host_slowdown_per_pod64_level:.3f} per level of Pod64s spanned (fitted), not overlapped with"
+            " compute",
+            "optimiser update arithmetic is not modelled",
         ]
 
-    def gradient_description(self) -> str:
-        if self.gradient_collectives == "buffered":
-            return (f"in allreduces of at most {self.gradient_buffer_bytes / 2**20:g} MiB each (TensorFlow's"
-                    " maximum_cross_replica_sum_buffer_size)")
-        return "per tensor" if self.gradient_collectives == "per_tensor" else "fused into one allreduce per stage"
-
     def sync_s(self, pod, ipus: int) -> float:
-        """One sync across a partition of `ipus` IPUs."""
-        machines = -(-min(ipus, pod.ild_ipus) // pod.machine.ipus)
-        return machines * self.sync_per_machine_s + (self.gateway_sync_s if ipus > pod.ild_ipus else 0.0)
+        """One sync across `ipus` contiguous IPUs: per machine spanned inside a Pod64, and per level of a tree over
+        the Pod64s spanned."""
+        return machines_spanned(pod, min(ipus, pod.ild_ipus)) * self.sync_per_machine_s + pod64_levels(pod, ipus) * self.gateway_sync_s
 
-    def gradient_collective_count(self, tensors: int, nbytes: float) -> int:
-        """Allreduces that carry `nbytes` of gradients held in `tensors` tensors."""
-        if self.gradient_collectives == "per_tensor":
-            return tensors
-        if self.gradient_collectives == "fused":
-            return 1
-        return max(1, math.ceil(nbytes / self.gradient_buffer_bytes))
+    def host_sync_s(self, pod, ipus: int) -> float:
+        """The sync with the hosts before a micro-batch's inputs, for a job spanning `ipus` IPUs."""
+        return self.host_sync_per_doubling_s * math.log2(machines_spanned(pod, ipus))
+
+    def host_slowdown(self, pod, ipus: int) -> float:
+        """How much longer the hosts take to feed a machine of a job spanning `ipus` IPUs than of one machine."""
+        return (1 + self.host_slowdown_per_doubling * math.log2(machines_spanned(pod, ipus))
+                + self.host_slowdown_per_pod64_level * pod64_levels(pod, ipus))
 
 
-# The assumptions of every prediction made for a job: `vipu plan SPEC`, the fit check of `vipu submit` and the
-# prediction the job itself reports (train/runner.py) all plan with DEFAULT, so the three agree. It differs from
-# Assumptions() in one field: a job's replicas allreduce each stage's gradients as one fused buffer, which is what
-# the emulator runs (train/data_path.py: one allreduce of each IPU's flat gradient buffer) and what hardware.md's
-# cost model states ("one gradient allreduce of S bytes per step"). Assumptions() keeps PopART's per-tensor default
-# for the comparisons with published PopART runs (bench/bench_planner.py).
-DEFAULT = Assumptions(gradient_collectives="fused")
+def machines_spanned(pod, ipus: int) -> int:
+    return -(-ipus // pod.machine.ipus)
+
+
+def pod64_levels(pod, ipus: int) -> int:
+    """Levels of a binary tree over the IPU-Link domains (Pod64s) `ipus` IPUs span: 0 inside one."""
+    domains = -(-ipus // pod.ild_ipus)
+    return math.ceil(math.log2(domains)) if domains > 1 else 0
+
+
+# The assumptions of every prediction made for a job: `vipu plan SPEC`, the fit check of `vipu submit`, the
+# prediction the job itself reports (train/runner.py) and bench/bench_planner.py all plan with DEFAULT.
+DEFAULT = Assumptions()

@@ -89,6 +89,11 @@ class ConvNetModel(_Model):
     def forward_flops(self) -> float:
         return FORWARD_FLOPS
 
+    def input_bytes(self) -> float:
+        """An image as the host sends it: 8 bits a channel (assumption: the TensorFlow 1 application's eight-bit
+        I/O, normalised on the IPU)."""
+        return float(IMAGE)
+
     def boundary_bytes(self, b: int) -> float:
         return b * max(out for _, _, out, _ in self._table) * self.value_bytes
 

@@ -14,6 +14,7 @@ IPUs and the t-groups are t2 IPUs apart (blocks.py says what each IPU then holds
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Literal
 
@@ -52,6 +53,18 @@ class Layout(Strict):
     available_memory_proportion: float = Field(0.6, gt=0, le=1, description=(
         "the share of each tile's SRAM a matmul may use for its temporaries (Poplar's availableMemoryProportion,"
         " default 0.6): a compiler plans the largest matmul to fit it"))
+    layers_per_stage: tuple[int, ...] | None = Field(None, max_length=1024, description=(
+        "layers of each pipeline stage, first to last (Graphcore's layers_per_ipu, e.g. [3, 7, 7, 7] for"
+        " BERT-Large: the first stage also holds the embedding and its tied head); p entries adding up to the"
+        " model's layers; default an even split, the embedding weighed as layers. Timing only: memory is counted"
+        " on the default split"))
+    gradient_reduction: Literal["fused", "per_tensor", "buffered"] = Field("fused", description=(
+        "how the replicas allreduce gradients: fused, one allreduce of each stage's gradients (what the emulator"
+        " runs); per_tensor, one per parameter tensor (PopART's default); buffered, allreduces of at most"
+        " gradient_buffer_bytes (TensorFlow 1's maximum_cross_replica_sum_buffer_size)"))
+    gradient_buffer_bytes: PositiveInt = Field(52_428_800, le=1 << 40, description=(
+        "with buffered gradient_reduction, the most bytes one allreduce carries (Graphcore's ResNet-50 configs:"
+        " 52428800)"))
     phased: bool = Field(False, description=(
         "phased execution: weights live in Streaming Memory, one phase in SRAM; batch-serialised (each phase runs"
         " all m micro-batches while resident, their inputs stashed in Streaming Memory), so in gpipe order"))
@@ -67,10 +80,27 @@ class Layout(Strict):
         if self.rts and self.r == 1:
             raise ValueError("rts is true but r is 1: replicated tensor sharding splits state across replicas;"
                              " set rts: false or use r >= 2")
+        if self.layers_per_stage is not None and (len(self.layers_per_stage) != self.p
+                                                   or min(self.layers_per_stage) < 0):
+            raise ValueError(f"layers_per_stage has {len(self.layers_per_stage)} entries but p is {self.p}: give"
+                             " one count (0 or more) per pipeline stage")
         if self.phased and self.offload_optimizer:
             raise ValueError("phased and offload_optimizer are both true: phased execution already keeps the"
                              " optimiser state in Streaming Memory; drop offload_optimizer")
         return self
+
+    def gradient_collectives(self, tensors: int, nbytes: float) -> int:
+        """Allreduces that carry `nbytes` of a stage's gradients held in `tensors` tensors."""
+        if self.gradient_reduction == "per_tensor":
+            return tensors
+        if self.gradient_reduction == "fused":
+            return 1
+        return max(1, math.ceil(nbytes / self.gradient_buffer_bytes))
+
+    def gradient_description(self) -> str:
+        if self.gradient_reduction == "buffered":
+            return f"in allreduces of at most {self.gradient_buffer_bytes / 2**20:g} MiB each"
+        return "per tensor" if self.gradient_reduction == "per_tensor" else "fused into one allreduce per stage"
 
     @property
     def tp(self) -> int:

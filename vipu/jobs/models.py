@@ -47,6 +47,10 @@ class _Model(Strict):
         return (f"t2 is {t2}, but two-dimensional tensor parallelism is modelled for transformer models only"
                 f" (PopXL's GPT-3); use t2: 1 and t: {t2} or more for one axis")
 
+    @property
+    def sequences_per_sample(self) -> float:
+        return 1.0
+
 
 class MlpModel(_Model):
     """`layers` linear layers (ReLU between): inputs -> hidden -> ... -> hidden -> outputs."""
@@ -83,6 +87,9 @@ class MlpModel(_Model):
     def forward_flops(self) -> float:
         return float(sum(2 * i * o for i, o in self._pairs))
 
+    def input_bytes(self) -> float:
+        return self.inputs * self.value_bytes
+
     def boundary_bytes(self, b: int) -> float:
         return b * self.hidden * self.value_bytes
 
@@ -99,7 +106,10 @@ class TransformerModel(_Model):
     """An encoder (or decoder) stack: `layers` of attention + feed-forward, hidden size h, `heads` heads.
 
     With `vocab`, token and position embeddings are added and the output head is tied to the token embedding
-    (BERT and GPT tie them), so it adds FLOPs but no weights."""
+    (BERT and GPT tie them), so it adds FLOPs but no weights. A masked language model's head runs on its
+    `mask_tokens` positions only (Graphcore's BERT configs: 20 of 128, 56 of 384, 76 of 512); a language model's
+    on every position. With packing, a sample is a pack of up to seq_len tokens holding `sequences_per_pack`
+    sequences on average (Graphcore's packed BERT), and throughput counts sequences."""
 
     kind: Literal["transformer"] = "transformer"
     layers: PositiveInt = Field(le=10_000)
@@ -108,6 +118,12 @@ class TransformerModel(_Model):
     seq_len: PositiveInt = Field(le=1 << 20)
     vocab: PositiveInt | None = Field(None, le=1 << 24)
     ffn_multiplier: PositiveInt = Field(4, le=64)
+    mask_tokens: PositiveInt | None = Field(None, le=1 << 20, description=(
+        "positions per sample the output head runs on (a masked language model's masked tokens; BERT-Large"
+        " SL128: 20); default every position. Needs vocab"))
+    sequences_per_pack: float = Field(1.0, ge=1, le=1 << 10, description=(
+        "packed sequences: each sample is a pack of up to seq_len tokens holding this many sequences on average;"
+        " throughput counts sequences. 1: no packing"))
 
     tp_allreduces_per_layer: ClassVar[float] = 2  # Megatron: one after attention, one after the feed-forward block
 
@@ -119,6 +135,12 @@ class TransformerModel(_Model):
             near = " or ".join(map(str, [below, *above]))
             raise ValueError(f"heads is {self.heads}, which does not divide hidden {self.hidden}; give heads a"
                              f" divisor of {self.hidden}, e.g. {near} (a head has hidden / heads features)")
+        if self.mask_tokens is not None and (not self.vocab or self.mask_tokens > self.seq_len):
+            raise ValueError(f"mask_tokens is {self.mask_tokens}: the head's masked positions need a vocab and at"
+                             f" most seq_len ({self.seq_len}) of them; set vocab, or mask_tokens <= seq_len")
+        if self.sequences_per_pack > self.seq_len:
+            raise ValueError(f"sequences_per_pack is {self.sequences_per_pack:g} but a pack holds at most seq_len"
+                             f" ({self.seq_len}) tokens; use 1 <= sequences_per_pack <= {self.seq_len}")
         return self
 
     @property
@@ -143,12 +165,30 @@ class TransformerModel(_Model):
         # (gain + bias); embeddings: token, position, and their layer norm
         return 12 * self.layers + (4 if self.vocab else 0)
 
-    def forward_flops(self) -> float:
+    def layer_flops(self) -> float:
+        """One layer's forward FLOPs per sample: projections and feed-forward, then the attention scores Q K^T and
+        their weighted sum of V (a packed sample's attention is masked, not shortened: the same FLOPs)."""
         h, s, f = self.hidden, self.seq_len, self.ffn_multiplier
-        matmuls = 2 * s * (4 + 2 * f) * h * h  # projections and feed-forward
-        attention = 4 * s * s * h  # scores Q K^T and their weighted sum of V
-        head = 2 * s * h * self.vocab if self.vocab else 0
-        return float(self.layers * (matmuls + attention) + head)
+        return float(2 * s * (4 + 2 * f) * h * h + 4 * s * s * h)
+
+    def head_flops(self) -> float:
+        """The output head's forward FLOPs per sample: the tied projection onto the vocabulary at each position it
+        runs on (mask_tokens, or all)."""
+        if not self.vocab:
+            return 0.0
+        return float(2 * (self.mask_tokens or self.seq_len) * self.hidden * self.vocab)
+
+    def forward_flops(self) -> float:
+        return self.layers * self.layer_flops() + self.head_flops()
+
+    @property
+    def sequences_per_sample(self) -> float:
+        return self.sequences_per_pack
+
+    def input_bytes(self) -> float:
+        """Bytes the host sends per sample: with a vocabulary token, position and segment ids (int32 each);
+        without, the input vectors."""
+        return 3 * 4 * self.seq_len if self.vocab else self.seq_len * self.hidden * self.value_bytes
 
     def boundary_bytes(self, b: int) -> float:
         return self.seq_len * b * self.hidden * self.value_bytes

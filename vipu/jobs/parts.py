@@ -5,4 +5,5 @@ field of each name. Its own module so the controller reports steps without impor
 PARTS = (("compute", "compute_s"), ("pipeline bubble", "bubble_s"),
          ("tensor-parallel collectives", "tensor_parallel_s"), ("pipeline sends", "pipeline_send_s"),
          ("batch-norm statistics", "batch_norm_s"), ("syncs", "sync_s"),
-         ("data-parallel allreduce", "data_parallel_s"), ("streaming memory", "streaming_s"))
+         ("data-parallel allreduce", "data_parallel_s"), ("streaming memory", "streaming_s"),
+         ("host I/O", "host_io_s"))

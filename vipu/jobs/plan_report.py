@@ -42,7 +42,7 @@ def render(plan, suggestions=None) -> str:
         f"  compute: the busiest stage's FLOPs at the calibrated efficiency, and the on-chip sync ending each of its"
         f" compute sets ({_seconds(time.compute_sync_s)} of it); per-IPU UTIL in `vipu logs` counts the FLOP time"
         " only",
-        f"throughput {plan.throughput:,.1f} samples/s"
+        f"throughput {plan.throughput:,.1f} {'sequences' if plan.sequences_per_sample != 1 else 'samples'}/s"
         f" ({plan.achieved_flops_per_ipu / 1e12:,.1f} TFLOPS per IPU achieved)",
     ]
     if not plan.fits:

@@ -31,7 +31,8 @@ class Plan(BaseModel):
     memory: Memory
     time: StepTime
     step_s: float
-    throughput: float  # samples per second
+    throughput: float  # samples per second (sequences, when a sample is a pack of them)
+    sequences_per_sample: float = 1.0  # a packed sample's sequences (TransformerModel.sequences_per_pack)
     achieved_flops_per_ipu: float
     assumptions: list[str]
 
@@ -78,6 +79,8 @@ def describe_model(model) -> str:
         return f"mlp {model.layers} layers, {model.inputs}->{model.hidden}->{model.outputs}, {model.dtype}"
     if model.kind == "transformer":
         vocab = f", vocab {model.vocab}" if model.vocab else ""
+        vocab += f" (head on {model.mask_tokens} masked tokens)" if model.mask_tokens else ""
+        vocab += f", {model.sequences_per_pack:g} sequences a pack" if model.sequences_per_pack != 1 else ""
         return (f"transformer {model.layers} layers, hidden {model.hidden}, {model.heads} heads, sequence"
                 f" {model.seq_len}{vocab}, {model.dtype}")
     return f"{model.kind} (224x224 images), {model.dtype}"
@@ -93,7 +96,9 @@ def plan(workload, pod: PodConfig, assumptions: Assumptions = DEFAULT) -> Plan:
     return Plan(
         pod=pod.name, ipus=lay.ipus, model=describe_model(workload.model), params=workload.model.params(),
         layout=lay, optimizer=workload.optimizer, global_batch=lay.global_batch, memory=mem, time=time,
-        step_s=step, throughput=lay.global_batch / step, achieved_flops_per_ipu=flops / step / lay.ipus,
+        step_s=step, throughput=lay.global_batch * workload.model.sequences_per_sample / step,
+        sequences_per_sample=workload.model.sequences_per_sample,
+        achieved_flops_per_ipu=flops / step / lay.ipus,
         assumptions=assumptions.lines(),
     )
 

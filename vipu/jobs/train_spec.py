@@ -42,6 +42,10 @@ class TrainWorkload(Workload):
     steps: PositiveInt = Field(1, le=1 << 30)
     learning_rate: float = Field(1e-3, gt=0, le=1e3)
     seed: int = Field(0, ge=0, le=2**63 - 1)
+    synthetic_data: bool | None = Field(None, description=(
+        "true: samples are drawn on the IPUs, no host I/O (Graphcore's applications' synthetic-data mode, and how"
+        " the emulator runs every executed model); false: every micro-batch's inputs come from the hosts. Default:"
+        " false for resnet50 and for transformers with a vocab, true otherwise"))
     execute: bool = Field(True, description=(
         "false: a modelled run, for a spec too large to compute here: it computes nothing and holds its partition"
         " for steps x the planner's predicted step time (x the controller's --modelled-time-scale), reporting the"
@@ -65,6 +69,11 @@ class TrainWorkload(Workload):
             raise PydanticCustomError(
                 "layout_p", f"p is {layout.p} but the {model.kind} model has {model.units} layers to split"
                 " between pipeline stages; use p <= {units}", {"units": model.units})
+        counts = layout.layers_per_stage
+        if counts is not None and sum(counts) != model.units:
+            raise PydanticCustomError(
+                "layout_layers_per_stage", f"layers_per_stage {list(counts)} adds up to {sum(counts)} but the"
+                f" {model.kind} model has {model.units} layers; make the counts add up to {model.units}")
         if layout.r % model.norm_replicas:
             divisors = ", ".join(str(d) for d in range(1, layout.r + 1) if layout.r % d == 0)
             raise PydanticCustomError(
@@ -72,6 +81,13 @@ class TrainWorkload(Workload):
                 " pool their batch-norm statistics in groups of that size, so it must divide r; give"
                 f" batch_norm_replicas one of {divisors}, or an r that is a multiple of {model.norm_replicas}")
         return layout
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether the samples are drawn on the IPUs (no host I/O): synthetic_data, or its default for the model."""
+        if self.synthetic_data is not None:
+            return self.synthetic_data
+        return not (self.model.kind == "resnet50" or getattr(self.model, "vocab", None))
 
     @property
     def global_batch(self) -> int:

@@ -1,4 +1,8 @@
-"""The BSP executor: the virtual time of a step on a machine's IPUs, phase by phase.
+"""The BSP cost rules: the virtual time of a step on a machine's IPUs, phase by phase.
+
+The training driver prices each compute set with run() (vipu/jobs/train/work.py) and then charges the step's
+totals to the machine actors, whose Machine.run_step runs them through run() again to fill their counters
+(vipu/jobs/train/machine_charges.py): the actors keep the account, the driver is the timer.
 
 An IPU runs bulk-synchronously (hardware.md): every compute set is compute (each tile works on its own SRAM), a
 sync, then exchange (tiles swap data on-chip and IPUs over IPU-Links). A tile cannot start the next phase before

@@ -91,6 +91,7 @@ def predicted_step(workload, pod: PodConfig, first_ipu: int, planned: Plan, time
         comm_s=t.tensor_parallel_s + t.pipeline_send_s + t.data_parallel_s, tensor_parallel_s=t.tensor_parallel_s,
         pipeline_send_s=t.pipeline_send_s, sync_s=t.sync_s, data_parallel_s=t.data_parallel_s, bubble_s=t.bubble_s,
         bubble_fraction=t.bubble_fraction, streaming_s=t.streaming_s, batch_norm_s=t.batch_norm_s,
+        host_io_s=t.host_io_s,
         bytes_per_link_type={}, bytes_per_kind={}, collectives=0,
         ipus=ipu_reports(workload, pod, first_ipu, planned), wall_s=planned.step_s * time_scale, modelled=True)
 

@@ -22,6 +22,19 @@ def check_runnable(workload, max_params: int = MAX_PARAMS, max_step_flops: float
     if model.kind == "transformer" and model.vocab:
         problems.append("workload.model.vocab is set: executed transformers have no vocabulary (inputs are vectors),"
                         " so drop vocab")
+    lay = workload.layout
+    if lay.layers_per_stage is not None:
+        problems.append("workload.layout.layers_per_stage is set: executed pipelines split the layers evenly, so"
+                        " drop it")
+    if lay.gradient_reduction != "fused":
+        problems.append(f"workload.layout.gradient_reduction is {lay.gradient_reduction}: executed replicas"
+                        " allreduce each IPU's gradients as one fused buffer, so use fused")
+    if workload.synthetic_data is False:  # resnet50 and vocab models, whose default it is, are refused already
+        problems.append("workload.synthetic_data is false: executed models draw their samples on the IPUs, so"
+                        " drop it")
+    if model.sequences_per_sample != 1:
+        problems.append("workload.model.sequences_per_pack is set: executed transformers take unpacked samples,"
+                        " so drop it")
     flops = 3 * model.forward_flops() * workload.global_batch
     if model.params() > max_params or flops > max_step_flops:
         problems.append(f"the workload is too big to execute in the emulator ({model.params():,} parameters,"

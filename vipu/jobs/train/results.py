@@ -4,7 +4,7 @@ run (execute: false) computes nothing: each of its steps is the planner's predic
 Times are emulated (virtual) seconds on the real Pod's figures unless named wall_s. A step's emulated time splits
 exactly into the planner's parts, with its field names (parts.PARTS): compute_s + bubble_s + tensor_parallel_s +
 pipeline_send_s + batch_norm_s (0: the emulator's models have no batch norm) + sync_s + data_parallel_s +
-streaming_s, measured on the critical stage (the busiest stage of the slowest replica): bubble_s is the time
+streaming_s + host_io_s, measured on the critical stage (the busiest stage of the slowest replica): bubble_s is the time
 that stage waits inside the pipeline, and bubble_fraction the stages' average idle share of the pipeline time
 ((p-1)/(m+p-1) when the stages are balanced).
 """
@@ -50,6 +50,8 @@ class StepReport(_Frozen):
     bubble_s: float
     bubble_fraction: float
     streaming_s: float = 0.0  # the step's loads and stores of Streaming Memory (its busiest machine)
+    host_io_s: float = 0.0  # the step's inputs from the hosts (timing.host_io_s): executed runs draw their samples
+    # on the IPUs (synthetic data), so only a modelled step has any
     batch_norm_s: float = 0.0  # distributed batch-norm statistics: none of the models the emulator runs has them,
     # but the planner's split has the part, and a step reports every part of it (parts.PARTS)
     bytes_per_link_type: dict[str, int]  # payload bytes sent, over all collectives of the step
