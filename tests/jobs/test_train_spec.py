@@ -36,7 +36,7 @@ def spec(ipus=4, model=None, **layout):
     ("a misspelt model field is named by its path in the spec, without the union's tag",
      spec(model={**TINY, "hiden": 64}), ["workload.model.hiden: unknown field"]),
     ("an unknown pod names the spec's field", {**spec(), "pod": "bow-pod999"}, ["plan spec: pod 'bow-pod999' is neither"]),
-    ("no ipus and no pod: the sizes of every preset", spec(ipus=0, r=1), ["from 1 to 256"]),
+    ("no ipus and no pod: the sizes of every preset", spec(ipus=0, r=1), ["from 1 to 1024"]),
     ("not a mapping", [1, 2], ["expected a mapping"]),
     ("negative steps", {**spec(), "workload": {**spec()["workload"], "steps": 0}}, ["workload.steps"]),
 ])
