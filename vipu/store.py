@@ -65,7 +65,8 @@ class Store:
 
     def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False):
         self.path = Path(path)
-        self._open_marker = self.path.with_name(self.path.name + "-open")
+        # not vipu.sqlite3-...: a clean-up of SQLite's side files (rm vipu.sqlite3-*) must leave it
+        self._open_marker = self.path.with_name(self.path.stem + ".generation")
         self._wal = self.path.with_name(self.path.name + "-wal")
         wal_was_there = self._wal.exists()
         self.write_timeout_s = write_timeout_s
@@ -252,8 +253,10 @@ class Store:
     def load(self, kinds: dict[str, type[BaseModel]]) -> list[tuple[str, BaseModel]]:
         """Every stored record of the given kinds, parsed; unknown kinds are left for the part that owns them.
         DamagedRecords names every record that does not parse (none is skipped silently)."""
+        wanted = sorted(kinds)  # others (a job's run records) are never read at start: they grow with the history
         with self._lock:
-            rows = self._db.execute("SELECT kind, name, doc FROM records ORDER BY kind, name").fetchall()
+            rows = self._db.execute(f"SELECT kind, name, doc FROM records WHERE kind IN ({', '.join('?' * len(wanted))})"
+                                    " ORDER BY kind, name", wanted).fetchall()
         loaded, damaged = [], []
         for kind, name, doc in rows:
             if kind not in kinds:
@@ -302,7 +305,7 @@ class Store:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     # -- a lost write-ahead log ------------------------------------------------------------------------------------
-    # Why a generation: the -open marker file holds the number the database got when it was last opened or
+    # Why a generation: the marker file (vipu.generation) holds the number the database got when it was last opened or
     # checkpointed. A kill -9 leaves the marker and the -wal file. If the -wal file is then deleted, the database
     # file alone holds an older number than the marker: the commits since are gone, and would be lost without a word
     # (job ids handed out again). A tool that opens the database and closes it cleanly (sqlite3) checkpoints the

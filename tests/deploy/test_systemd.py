@@ -84,6 +84,7 @@ def test_the_controller_unit_serves_securely_beside_its_ray_head():
     ray_home = environment("ray-head.service")["HOME"]
     assert environment("vipu-server.service")["RAY_AUTH_TOKEN_PATH"] == f"{ray_home}/.ray/auth_token"
     assert "ray-head.service" in service["Unit"]["After"][0] and service["Service"]["Restart"] == ["always"]
+    assert service["Service"]["RestartPreventExitStatus"] == ["2"]  # a refusal to start would only loop
 
 
 @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze is not installed here")

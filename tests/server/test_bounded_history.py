@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
+
+import yaml
 
 import grpc
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import submit, wait_for
 from vipu.v1 import job_pb2 as j, job_pb2_grpc
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def in_history(server) -> set[int]:
@@ -66,3 +71,18 @@ def test_a_history_read_over_many_stored_jobs_pages_without_parsing_them_all(ser
         assert [x.id for x in page.jobs] == [1, 2] and page.total_size == 300 and page.next_page_token
         last = stub.History(j.HistoryRequest(limit=1), timeout=10)
         assert [x.array_task_id for x in last.jobs] == [299]
+
+
+def test_a_training_jobs_logs_and_results_outlive_its_move_to_the_history(server_factory, tmp_path):
+    config = tmp_path / "scheduler.yaml"
+    config.write_text("min_job_age: 1\n")
+    server = server_factory(pod="bow-pod16", extra=["--scheduler-config", str(config)])
+    spec = yaml.safe_load((ROOT / "examples/tiny_dp.yaml").read_text())
+    spec["workload"]["steps"] = 3
+    (tmp_path / "short.yaml").write_text(yaml.safe_dump(spec))
+    [job] = submit(server, str(tmp_path / "short.yaml"))
+    wait_for(lambda: in_history(server) == {job}, timeout=60)
+    logs = run(server, "vipu", "logs", str(job))
+    assert logs.returncode == 0 and sum(line.startswith("step ") for line in logs.stdout.splitlines()) == 3, logs
+    shown = run(server, "vipu", "show", "job", str(job)).stdout
+    assert "JobState=COMPLETED" in shown and "Losses=" in shown, shown

@@ -80,6 +80,26 @@ def test_a_secured_state_is_not_served_to_everyone_without_secure(server_factory
     assert server.start().proc.poll() is None  # the operator said so
 
 
+def test_users_made_without_secure_are_not_trusted_by_a_later_secure_start(server_factory, tmp_path):
+    """Regression: any caller of an open controller made itself an admin, and the next --secure start served that
+    user's key as the only admin's, creating none for the operator."""
+    state = tmp_path / "state"
+    server = server_factory(state_dir=state)
+    made = run(server, "vipu-admin", "create", "user", "evil", "--admin")
+    assert made.returncode == 0, made.stderr
+    server.kill()
+    out = start("--port", "0", "--state-dir", str(state), "--secure")
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == (
+        f"vipu-server: error: state folder {state} was served without --secure since its users (evil) were made,"
+        " when any caller could create or change users, admins included: check them (start without --secure and"
+        " run `vipu-admin list users`, removing any you did not make), then start with --secure --trust-users")
+    server.extra = ["--secure", "--trust-users"]
+    assert server.start().proc.poll() is None  # the operator checked them
+    server.extra = ["--secure"]
+    assert server.restart().proc.poll() is None  # trusted once: not asked again while served securely
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the folder to another user")
 def test_a_state_folder_of_another_user_is_refused(tmp_path):
     state = tmp_path / "state"

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
-FORMS = ("YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], HH:MM[:SS], midnight, today, now-1hour or now-2days (man sacct's"
-         " forms)")
+# no "[/" in it: the help's rich markup would read [/YY] as a closing tag (vipu history --help failed)
+FORMS = ("YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS], MM/DD or MM/DD/YY, HH:MM[:SS], midnight, today, now-1hour or now-2days"
+         " (man sacct's forms)")
 
 _WORDS = {"midnight": (0, 0), "noon": (12, 0), "elevenses": (11, 0), "fika": (15, 0), "teatime": (16, 0)}
 _UNITS = {"": 1, "s": 1, "sec": 1, "second": 1, "seconds": 1, "min": 60, "minute": 60, "minutes": 60,

@@ -44,7 +44,8 @@ def register(app: typer.Typer) -> None:
                                        help="V-IPU allocation to run in (Slurm's partition)"),
         output: str = typer.Option(None, "--output", "-o",
                                    help="the job's output file, relative to its working directory; %j job id, %A"
-                                        " array job, %a task, %x name (see the spec)"),
+                                        " array job, %a task, %x name (see the spec); for a job the controller"
+                                        " writes it, never over a file it did not write for that job"),
         error_file: str = typer.Option(None, "--error", "-e",
                                        help="a batch script's stderr (default: with its output); patterns as -o"),
         chdir: str = typer.Option(None, "--chdir", "-D", help="a batch script's working directory (default: here)"),

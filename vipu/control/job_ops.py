@@ -271,15 +271,15 @@ class JobOps:
         return runner.record(job_id) if runner is not None else None
 
     def logs(self, job_id: int, identity: Identity) -> tuple[list[str], object]:
-        """`vipu logs`: the lines its workload logged, and its record."""
-        self._seen(job_id, identity)
+        """`vipu logs`: the lines its workload logged, and its record (a job past min_job_age too)."""
+        self.job(job_id, identity)
         runner = self._runner(job_id)
         if runner is None:
             return [], None
         return runner.log_lines(job_id), runner.record(job_id)
 
     def _runner(self, job_id: int):
-        job = self.plane.read().queue.table.jobs.get(job_id)
+        job = self.plane.read().queue.table.jobs.get(job_id) or stored_job(self.plane.store, job_id)
         return self.plane.runners.get(job.spec.workload.kind) if job is not None else None
 
     def info(self) -> ClusterInfo:

@@ -16,6 +16,7 @@ from vipu.control.admin_ops import AdminOps
 from vipu.control.creations import Creations
 from vipu.control.device_ops import DeviceOps
 from vipu.control.driver import Driver
+from vipu.control.ended_jobs import stored_job
 from vipu.control.executor import LiveExecutor
 from vipu.control.output_files import OutputFiles
 from vipu.control.job_ops import JobOps
@@ -64,7 +65,7 @@ class ControlPlane:
         self.kinds = kinds if kinds is not None else builtin_kinds()
         context = RunContext(
             pod=self.pod, store=store, lock=self.lock, machines=self.machines, now=now,
-            job=scheduler.table.jobs.get, still_running=lambda i, t: scheduler.table.running_since(i, t) is not None,
+            job=lambda i: scheduler.table.jobs.get(i) or stored_job(store, i), still_running=lambda i, t: scheduler.table.running_since(i, t) is not None,
             finish=self._finish, wake=self.changed, release=self._release, pod_state=lambda: controller.state,
             failed_mask=lambda: scheduler.failed_mask, api_address=lambda: (self.api_host, self.api_port),
             run_as=lambda user: self.run_as(user, controller.state), sessions=self.sessions,
@@ -74,7 +75,7 @@ class ControlPlane:
         self.executor = LiveExecutor(scheduler, controller, self.machines, self.kinds, self.runners, self.metrics,
                                      outputs)
         self.driver = Driver(scheduler, self.executor, masks=controller.state.job_masks)
-        self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics)
+        self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics, self._forget)
         self.pacing = Pacing(lambda: self.lock.last_write)
         self.listings = Listings(self.pacing.paced)
         self._snapshot: Snapshot | None = None
@@ -177,6 +178,13 @@ class ControlPlane:
         ipus = [ipu for m in machines for ipu in self.topology.machine_ipus(m)]
         self.fail_ipus(ipus, f"the actor of machine{'s' if len(machines) > 1 else ''}"
                              f" {', '.join(map(str, machines))} died or restarted")
+
+    def _forget(self, jobs: list) -> None:
+        """Jobs moved out of memory: their runners let go of them too (called under the lock)."""
+        for job in jobs:
+            runner = self.runners.get(job.spec.workload.kind)
+            if runner is not None:
+                runner.forget(job.id)
 
     def _release(self, partition: str) -> None:
         """A stopped run's work has ended: its partition goes, and a job may take its IPUs."""

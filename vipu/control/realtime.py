@@ -29,11 +29,13 @@ PURGE_SLACK_S = 1.0  # jobs due to leave memory within a second of each other le
 
 
 class RealtimeLoop:
-    def __init__(self, driver: Driver, lock: StateLock, now: Callable[[], float], metrics: Metrics):
+    def __init__(self, driver: Driver, lock: StateLock, now: Callable[[], float], metrics: Metrics,
+                 forget: Callable[[list], None] = lambda jobs: None):
         self.driver = driver
         self.lock = lock
         self.now = now
         self.metrics = metrics
+        self.forget = forget  # told which jobs purge.py moved out of memory
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -83,7 +85,9 @@ class RealtimeLoop:
                 with self.lock, self.metrics.cycle.time():
                     now = self.now()
                     self.driver.step(now)
-                    self.driver.scheduler.purge(now)  # the live controller's memory only: replays keep every job
+                    purged = self.driver.scheduler.purge(now)  # the live controller's only: replays keep every job
+                    if purged:
+                        self.forget(purged)
                     wait = self.wait_after(now)
                     self._count_fallbacks()
             except Exception:  # noqa: BLE001 - the loop must outlive any one bad step; the log has it

@@ -37,6 +37,7 @@ from vipu.store_schema import SCHEMA_VERSION, NewerSchema
 log = logging.getLogger("vipu.recovery")
 DATABASE = "vipu.sqlite3"  # the state folder's database
 SECURED = "secured"  # meta key: the state was served with --secure once
+OPEN_SINCE = "served_open"  # meta key: served without --secure since its last --secure start (anyone an admin)
 STATE_ID = "state_id"  # meta key: the id of this state, also in the folder's marker file
 
 
@@ -44,7 +45,8 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
                kinds: dict[str, WorkloadKind] | None = None, kill_wait_s: float = 30.0,
                modelled_time_scale: float = 1.0, quarantine: bool = False, secure: bool = False,
                open_to_all: bool = False, state_id: str | None = None, accept_empty: bool = False,
-               accept_lost_log: bool = False, output_dirs: tuple[Path, ...] = ()) -> ControlPlane:
+               accept_lost_log: bool = False, output_dirs: tuple[Path, ...] = (),
+               trust_users: bool = False) -> ControlPlane:
     """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it.
     `quarantine`: move records that do not load into the database's quarantine table instead of refusing to
     start. `secure`: the controller checks access keys; a state once served so is refused without it unless
@@ -52,7 +54,8 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     `state_id`: the id the folder's marker file holds (None: no marker yet). A database without it is empty or
     another state's: refused unless `accept_empty`, since its queue would be lost and job ids given again.
     The plane's `state_id` is the database's, for the caller to keep in the marker. A database whose -wal file was
-    lost after a crash is refused unless `accept_lost_log`."""
+    lost after a crash is refused unless `accept_lost_log`. A --secure start after one without it is refused while
+    users exist, unless `trust_users`: any caller could have made or changed them, admins included."""
     pod = load_pod(pod_name)
     path = Path(state_dir) / DATABASE
     try:
@@ -102,6 +105,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
         records = _load(store, pod, path, quarantine, clock.now())
+        _check_users(store, state_dir, records, secure, trust_users)
         journal = LifecycleLog(store, records)  # the store, and a log line per job and partition event
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
@@ -114,6 +118,22 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             _recover(plane, [(k, r) for k, r in records if k in JOB_KINDS])
     plane.state_id = held
     return plane
+
+
+def _check_users(store: Store, state_dir: Path, records: list, secure: bool, trust_users: bool) -> None:
+    """Users made while anyone could act as an admin must not become a --secure controller's without a word."""
+    if not secure:
+        store.set_meta(OPEN_SINCE, True)
+        return
+    users = sorted(r.name for k, r in records if k == "user")
+    if users and store.get_meta(OPEN_SINCE) and not trust_users:
+        store.close()
+        shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
+        raise InvalidArgument(
+            f"state folder {state_dir} was served without --secure since its users ({shown}) were made, when any"
+            " caller could create or change users, admins included: check them (start without --secure and run"
+            " `vipu-admin list users`, removing any you did not make), then start with --secure --trust-users")
+    store.set_meta(OPEN_SINCE, False)
 
 
 def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:

@@ -83,6 +83,10 @@ class Runner(Protocol):
     def progress(self) -> dict:
         """Running jobs' step reports so far, by job id (metrics, `vipu top`)."""
 
+    def forget(self, job_id: int) -> None:
+        """The job left the controller's memory (scheduler/purge.py): drop what is kept of its ended runs; its
+        stored records stay, and record() and log_lines() read them."""
+
     def shutdown(self) -> None:
         """The controller stops: runs in its process end with it, and the restart records how."""
 

@@ -62,7 +62,9 @@ class JobSpec(Strict):
         " other kinds, the file the controller writes when a run ends (how it ended, and a train workload's log)."
         " An absolute path (`vipu submit` makes a relative one absolute from where it runs) with"
         " Slurm's patterns %j job id, %A array job id, %a array task, %x job name, %u user, %% a percent sign. Its"
-        " directory must exist: as sbatch's, a run fails (FAILED) rather than make it",
+        " directory must exist: as sbatch's, a run fails (FAILED) rather than make it. The controller writes the"
+        " file of a kind other than command only under submit_dir (or an operator's --output-dir) and never over"
+        " a file it did not write for this job (sbatch would truncate it): the run fails instead",
     )
     error: str | None = Field(
         None, max_length=4096,

@@ -222,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                            quarantine=args.quarantine_bad_records, secure=args.secure,
                            open_to_all=args.insecure_ignore_access_keys,
                            state_id=state_id.strip() if state_id else None, accept_empty=args.accept_empty_state,
-                           accept_lost_log=args.accept_lost_log, output_dirs=tuple(args.output_dir))
+                           accept_lost_log=args.accept_lost_log, output_dirs=tuple(args.output_dir),
+                           trust_users=args.trust_users)
         if state_id is None or state_id.strip() != plane.state_id:
             write_private(marker, plane.state_id + "\n")
     except VipuError as e:

@@ -64,6 +64,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--accept-lost-log", action="store_true",
                         help="start on a database whose -wal file is gone after a crash: the changes it held are"
                              " lost and job ids may be handed out again (implies --accept-empty-state)")
+    parser.add_argument("--trust-users", action="store_true",
+                        help="with --secure, keep the users of a state served without --secure since they were made"
+                             " (anyone could then make or change them, admins included): check them first")
     parser.add_argument("--insecure-ignore-access-keys", action="store_true",
                         help="start without --secure on a state served with --secure before: anyone may then act"
                              " as any user, admins included")

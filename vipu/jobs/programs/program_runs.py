@@ -208,6 +208,11 @@ class ProgramRuns:
         return ray.get(ref) if wait else None
 
     # -- what it left --------------------------------------------------------------------------------------------
+    def forget(self, job_id: int) -> None:
+        run = self.runs.get(job_id)
+        if run is not None and run.finished.is_set():
+            del self.runs[job_id]
+
     def record(self, job_id: int) -> ProgramRecord | None:
         run = self.runs.get(job_id)
         if run is not None:

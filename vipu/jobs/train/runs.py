@@ -275,6 +275,12 @@ class TrainRuns:
                 self.ctx.finish(job_id, run.started, 0 if failure is None else 1, None)
         self.ctx.wake()
 
+    def forget(self, job_id: int) -> None:
+        run = self.runs.get(job_id)
+        if run is not None and run.done:
+            del self.runs[job_id]
+        self.results.pop(job_id, None)
+
     def record(self, job_id: int) -> JobResult | None:
         """The record of the job's latest run that has ended; while a run is going, what is known of it so far
         (its environment, how earlier runs ended and its steps so far)."""
