@@ -316,8 +316,8 @@ class Store:
             marked = int(self._open_marker.read_text())
         except (FileNotFoundError, ValueError):
             return  # closed cleanly, or by a version without the marker
-        held = self._meta_now("generation") or 0
-        if held < marked:
+        held = self._meta_now("generation")
+        if held is not None and held < marked:  # none: an emptied or new database, which startup.py names as such
             raise LostLog(f"{self._wal} is missing, but {self._open_marker} shows the last controller stopped"
                           " without closing the database (a kill -9 or a crash), and its latest changes were in that"
                           " file")
