@@ -11,7 +11,7 @@ from google.protobuf.json_format import MessageToDict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.test_rpc_fuzz import message_strategy
+from tests.fuzz.test_rpc_fuzz import SCALARS, message_strategy
 from vipu.cli.output import TIMES, as_dict, print_json, print_rows
 from vipu.v1 import admin_pb2, job_pb2, job_run_pb2, job_spec_pb2, partition_pb2
 
@@ -35,9 +35,13 @@ def _shape(descriptor, data: dict) -> dict:
             data.setdefault(f.name, None)
         if f.message_type is not None and f.message_type.full_name in TIMES and f.containing_oneof is None:
             data.setdefault(f.name, None)  # an unset time is null too
-        if f.cpp_type in INT64 and value is not None:
+        if f.message_type is not None and f.message_type.GetOptions().map_entry and value:
+            if f.message_type.fields_by_name["value"].cpp_type in INT64:  # map<string, int64>: numbers too
+                data[f.name] = {k: int(v) for k, v in value.items()}
+        elif f.cpp_type in INT64 and value is not None:
             data[f.name] = [int(v) for v in value] if f.is_repeated else int(value)
-        elif f.message_type is not None and not f.message_type.GetOptions().map_entry and value is not None:
+        elif f.message_type is not None and not f.message_type.GetOptions().map_entry and value is not None \
+                and not f.message_type.full_name.startswith("google.protobuf."):  # those have JSON forms of their own
             for item in value if f.is_repeated else [value]:
                 _shape(f.message_type, item)
     return data
@@ -68,8 +72,10 @@ def test_every_message_of_the_api_converts_as_protobuf_does(data):
         message = data.draw(message_strategy(descriptor), label=descriptor.name)
         for field in descriptor.fields:  # message_strategy leaves maps out
             if field.message_type is not None and field.message_type.GetOptions().map_entry:
-                getattr(message, field.name).update(data.draw(st.dictionaries(st.text(max_size=8), st.text(max_size=8),
-                                                                             max_size=3)))
+                value = field.message_type.fields_by_name["value"]
+                if value.message_type is None:
+                    getattr(message, field.name).update(data.draw(st.dictionaries(
+                        st.text(max_size=8), SCALARS[value.type], max_size=3)))
         converted = as_dict(message)
         assert same(converted, reference(message)), descriptor.name
         assert in_order(converted), descriptor.name  # print_rows writes them without sorting
