@@ -102,10 +102,8 @@ def cancel_array_ids(live, tmp_path):
     live.ok("cancel", f"{first}_[1-2]")
     assert live.states(*tasks)[1:3] == ["CANCELLED"] * 2
     [other] = live.submit("--ipus", "4", "--hold")
-    live.refused(3, "999", "cancel", str(other), str(first), "999")  # all or nothing
-    assert live.states(other, tasks[0], tasks[4]) == ["PENDING"] * 3
-    out = live.ok("cancel", str(other), str(first))  # one call: the job and the array's active tasks
-    assert live.states(other, *tasks) == ["CANCELLED"] * 7, out
+    live.refused(3, "999", "cancel", "999", str(other), str(first))  # a line for the id of no job; the rest go
+    assert live.states(other, *tasks) == ["CANCELLED"] * 7
 
 
 def cancel_user(live, tmp_path):
@@ -201,11 +199,12 @@ def cancel_signal(open_live, tmp_path):
     script, output = trap_script(tmp_path)
     [job] = live.submit(str(script), "--ipus", "1", "-o", str(output))
     [sleeper] = live.submit("--ipus", "1", "--duration", "10m")
-    wait_for(lambda: output.exists() and "ready" in output.read_text() and live.states(sleeper) == ["RUNNING"])
+    wait_for(lambda: output.exists() and "ready" in output.read_text() and live.states(sleeper) == ["RUNNING"],
+             timeout=90)
     for signal in ("USR1", "SIGUSR1", "10"):  # names, SIG names, numbers
         before = output.read_text().count("got USR1")
         assert live.ok("cancel", "-s", signal, str(job)) == f"Job {job} signalled (SIGUSR1): RUNNING\n"
-        wait_for(lambda: output.read_text().count("got USR1") == before + 1)
+        wait_for(lambda: output.read_text().count("got USR1") == before + 1, timeout=60)
     assert live.states(job) == ["RUNNING"]  # the trap caught it: the job goes on
     live.refused(4, "runs a sleep workload", "cancel", "-s", "USR1", str(sleeper))
     [held] = live.submit(str(script), "--ipus", "1", "--hold")
@@ -220,9 +219,9 @@ def cancel_batch_full(open_live, tmp_path):
     live = open_live
     script, output = trap_script(tmp_path)
     [job] = live.submit(str(script), "--ipus", "1", "-o", str(output))
-    wait_for(lambda: output.exists() and "ready" in output.read_text())
+    wait_for(lambda: output.exists() and "ready" in output.read_text(), timeout=90)
     live.ok("cancel", "-b", "--full", "-s", "USR1", str(job))  # accepted: the script gets it
-    wait_for(lambda: "got USR1" in output.read_text())
+    wait_for(lambda: "got USR1" in output.read_text(), timeout=60)
     x, y = (live.submit("--ipus", "1", "--hold")[0] for _ in range(2))
     live.ok("cancel", "--batch", str(x))
     live.ok("cancel", "-f", str(y))
