@@ -204,7 +204,7 @@ def cancel_signal(open_live, tmp_path):
     for signal in ("USR1", "SIGUSR1", "10"):  # names, SIG names, numbers
         before = output.read_text().count("got USR1")
         assert live.ok("cancel", "-s", signal, str(job)) == f"Job {job} signalled (SIGUSR1): RUNNING\n"
-        wait_for(lambda: output.read_text().count("got USR1") == before + 1, timeout=60)
+        wait_for(lambda: output.read_text().count("got USR1") > before, timeout=60)
     assert live.states(job) == ["RUNNING"]  # the trap caught it: the job goes on
     live.refused(4, "runs a sleep workload", "cancel", "-s", "USR1", str(sleeper))
     [held] = live.submit(str(script), "--ipus", "1", "--hold")
@@ -257,7 +257,7 @@ def update_time_limit(live, tmp_path):
                            (["job", str(job), "TimeLimit=1:00:00"], 3600)):
         live.ok("update", *words)
         assert limit(live, job) == seconds, words
-    live.refused(2, "max_time_limit", "update", "job", str(job), "TimeLimit=0-03")  # past its QOS's 2 h
+    live.refused(2, "qos normal allows at most 02:00:00", "update", "job", str(job), "TimeLimit=0-03")
     assert limit(live, job) == 3600
     [running] = live.submit("--ipus", "4", "--time", "10", who="bob")
     live.ok("cancel", str(big), who="carol")  # free the Pod
@@ -331,7 +331,7 @@ def update_throttle(live, tmp_path):
 
 
 def update_begin(live, tmp_path):
-    [job] = live.submit("--ipus", "4")
+    [job] = live.submit("--ipus", "4", "--begin", "now+2hours")
     for words in (["StartTime=now+1hour"], ["BeginTime=now+1hour"], ["--begin", "now+1hour"]):
         live.ok("update", "job", str(job), *words)
         assert abs(live.show(job)["begin_time"] - time.time() - 3600) < 60
