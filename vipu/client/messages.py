@@ -16,7 +16,6 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message
-from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
 NOW = "now"
