@@ -1,5 +1,5 @@
-"""JSON output: as_dict is protobuf's JSON mapping of every message of the API, with unset proto3 optionals as
-null and 64-bit integers as numbers."""
+"""JSON output: as_dict is protobuf's JSON mapping of every message of the API, with unset proto3 optionals, Timestamps
+and Durations as null and 64-bit integers as numbers."""
 
 from __future__ import annotations
 
@@ -11,17 +11,19 @@ from google.protobuf.json_format import MessageToDict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.test_rpc_fuzz import message_strategy
-from vipu.cli.output import as_dict, print_json, print_rows
-from vipu.v1 import admin_pb2, job_pb2, partition_pb2
+from tests.fuzz.test_rpc_fuzz import SCALARS, message_strategy
+from vipu.cli.output import TIMES, as_dict, print_json, print_rows
+from vipu.v1 import admin_pb2, job_pb2, job_run_pb2, job_spec_pb2, partition_pb2
 
-MESSAGES = sorted((m for module in (admin_pb2, job_pb2, partition_pb2) for m in module.DESCRIPTOR.message_types_by_name.values()),
+MESSAGES = sorted((m for module in (admin_pb2, job_pb2, job_run_pb2, job_spec_pb2, partition_pb2)
+                   for m in module.DESCRIPTOR.message_types_by_name.values()),
                   key=lambda m: m.full_name)
 INT64 = {FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64}
 
 
 def reference(message) -> dict:
-    """What as_dict promises, from protobuf's own converter: null for each unset proto3 optional, int64 as a number."""
+    """What as_dict promises, from protobuf's own converter: null for each unset proto3 optional, Timestamp and
+    Duration, int64 as a number."""
     data = MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
     return _shape(message.DESCRIPTOR, data)
 
@@ -31,9 +33,15 @@ def _shape(descriptor, data: dict) -> dict:
         value = data.get(f.name)
         if f.containing_oneof is not None and f.containing_oneof.name == "_" + f.name:
             data.setdefault(f.name, None)
-        if f.cpp_type in INT64 and value is not None:
+        if f.message_type is not None and f.message_type.full_name in TIMES and f.containing_oneof is None:
+            data.setdefault(f.name, None)  # an unset time is null too
+        if f.message_type is not None and f.message_type.GetOptions().map_entry and value:
+            if f.message_type.fields_by_name["value"].cpp_type in INT64:  # map<string, int64>: numbers too
+                data[f.name] = {k: int(v) for k, v in value.items()}
+        elif f.cpp_type in INT64 and value is not None:
             data[f.name] = [int(v) for v in value] if f.is_repeated else int(value)
-        elif f.message_type is not None and not f.message_type.GetOptions().map_entry and value is not None:
+        elif f.message_type is not None and not f.message_type.GetOptions().map_entry and value is not None \
+                and not f.message_type.full_name.startswith("google.protobuf."):  # those have JSON forms of their own
             for item in value if f.is_repeated else [value]:
                 _shape(f.message_type, item)
     return data
@@ -64,8 +72,10 @@ def test_every_message_of_the_api_converts_as_protobuf_does(data):
         message = data.draw(message_strategy(descriptor), label=descriptor.name)
         for field in descriptor.fields:  # message_strategy leaves maps out
             if field.message_type is not None and field.message_type.GetOptions().map_entry:
-                getattr(message, field.name).update(data.draw(st.dictionaries(st.text(max_size=8), st.text(max_size=8),
-                                                                             max_size=3)))
+                value = field.message_type.fields_by_name["value"]
+                if value.message_type is None:
+                    getattr(message, field.name).update(data.draw(st.dictionaries(
+                        st.text(max_size=8), SCALARS[value.type], max_size=3)))
         converted = as_dict(message)
         assert same(converted, reference(message)), descriptor.name
         assert in_order(converted), descriptor.name  # print_rows writes them without sorting

@@ -7,13 +7,14 @@ import pytest
 
 from vipu.cli.cancel_command import described, signal_number
 from vipu.cli.update_command import field_values, target
+from vipu.client.messages import duration
 
 
 @pytest.mark.parametrize("pairs, fields", [
-    (["TimeLimit=90"], {"time_limit_s": 5400}),  # a bare number is minutes, as scontrol's
-    (["timelimit=1:30:00"], {"time_limit_s": 5400}),
-    (["TIMELIMIT=+30"], {"time_limit_add_s": 1800}),
-    (["TimeLimit=-0:30"], {"time_limit_add_s": -30}),
+    (["TimeLimit=90"], {"time_limit": duration(5400)}),  # a bare number is minutes, as scontrol's
+    (["timelimit=1:30:00"], {"time_limit": duration(5400)}),
+    (["TIMELIMIT=+30"], {"time_limit_add": duration(1800)}),
+    (["TimeLimit=-0:30"], {"time_limit_add": duration(-30)}),
     (["QOS=high", "nice=5", "JobName=x"], {"qos": "high", "nice": 5, "name": "x"}),
     (["Name=x", "Dependency="], {"name": "x", "dependency": ""}),
     (["ArrayTaskThrottle=4", "Priority=0"], {"array_task_throttle": 4, "priority": 0}),

@@ -25,8 +25,10 @@ def test_the_client_page_example_runs_as_written(server):
     assert lines[1] == "job 1 PENDING (JobHeldUser), 4 IPUs, limit 600 s"
     assert lines[2] == "queued: 1 sleeper PD" or lines[2] == "queued: 1 sleeper R"
     assert lines[3:5] == ["cancelled: [1]", "history: [(1, 'CANCELLED')]"]
-    assert lines[5].startswith("partition scratch: IPUs ") and len(json.loads(lines[5].split(": IPUs ")[1])) == 8
-    assert lines[6:8] == ["partitions: ['scratch']", "IPUOF_VIPU_API_PARTITION_ID=scratch"]
-    assert lines[8].startswith("refused: INVALID_ARGUMENT INVALID_FIELD size: size is 12, not a power of two")
-    assert lines[9] == "refused: NOT_FOUND JOB_NOT_FOUND ('job', '999')"
-    assert lines[10].startswith('{"reason": "JOB_NOT_FOUND", "message": "job 999 does not exist;')
+    assert re.fullmatch(r"typed: typed sleeps 60 s, submitted at \d\d:\d\d, started: False; \{'kind': 'sleep',"
+                        r" 'duration': 60.0, 'exit_code': 0\}", lines[5]), lines[5]
+    assert lines[6].startswith("partition scratch: IPUs ") and len(json.loads(lines[6].split(": IPUs ")[1])) == 8
+    assert lines[7:9] == ["partitions: ['scratch']", "IPUOF_VIPU_API_PARTITION_ID=scratch"]
+    assert lines[9].startswith("refused: INVALID_ARGUMENT INVALID_FIELD size: size is 12, not a power of two")
+    assert lines[10] == "refused: NOT_FOUND JOB_NOT_FOUND ('job', '999')"
+    assert lines[11].startswith('{"reason": "JOB_NOT_FOUND", "message": "job 999 does not exist;')

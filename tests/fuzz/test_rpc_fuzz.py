@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from google.protobuf import duration_pb2, timestamp_pb2
 from google.protobuf.descriptor import FieldDescriptor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,10 +28,26 @@ SCALARS = {
 }
 
 
+# Timestamps and Durations in their valid ranges (seconds and nanos of one sign): protobuf refuses to write others
+TIMES = {
+    "google.protobuf.Timestamp": st.builds(timestamp_pb2.Timestamp, seconds=st.integers(0, 253402300799),
+                                           nanos=st.integers(0, 999_999_999)),
+    "google.protobuf.Duration": st.integers(-315576000000 * 10**9, 315576000000 * 10**9).map(
+        lambda n: duration_pb2.Duration(seconds=_whole(n), nanos=n - _whole(n) * 10**9)),
+}
+
+
+def _whole(nanoseconds: int) -> int:
+    """Whole seconds, toward zero, so that the nanos left have the same sign."""
+    return abs(nanoseconds) // 10**9 * (1 if nanoseconds >= 0 else -1)
+
+
 def message_strategy(descriptor, depth: int = 0):
     fields = {}
     for field in descriptor.fields:
-        if field.type == FieldDescriptor.TYPE_MESSAGE:
+        if field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.full_name in TIMES:
+            value = TIMES[field.message_type.full_name]
+        elif field.type == FieldDescriptor.TYPE_MESSAGE:
             if depth > 1 or field.message_type.GetOptions().map_entry:
                 continue
             value = message_strategy(field.message_type, depth + 1)

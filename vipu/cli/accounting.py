@@ -20,6 +20,7 @@ from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
 from vipu.cli.slurm_time import stamp
+from vipu.client.messages import seconds
 from vipu.v1 import job_pb2 as j
 
 
@@ -33,19 +34,19 @@ def elapsed(seconds: float) -> str:
 
 def _ran(row: JobRow) -> float:
     x = row.job
-    if not x.HasField("start_time"):
+    if not x.HasField("started"):
         return 0.0
-    return (x.end_time if x.HasField("end_time") else row.now) - x.start_time
+    return (seconds(x.ended) if x.HasField("ended") else row.now) - seconds(x.started)
 
 
 def _eligible(row: JobRow) -> float:
-    return row.job.begin_time if row.job.HasField("begin_time") else row.job.submit_time
+    return seconds(row.job.begin) if row.job.HasField("begin") else seconds(row.job.submitted)
 
 
 def _planned(row: JobRow) -> float:
     """sacct's Planned: from eligible to its start (or its end, if it never started)."""
     x = row.job
-    until = x.start_time if x.HasField("start_time") else x.end_time if x.HasField("end_time") else row.now
+    until = seconds(x.started) if x.HasField("started") else seconds(x.ended) if x.HasField("ended") else row.now
     return max(0.0, until - _eligible(row))
 
 
@@ -65,14 +66,14 @@ def _field(width: int, value, key=None, needs=frozenset()) -> Column:
 FIELDS: dict[str, Column] = {
     "Account": _field(10, lambda r: r.job.account),
     "AllocCPUS": _field(10, lambda r: str(r.job.ipus)),
-    "AllocNodes": _field(10, lambda r: str(r.node_count if r.job.HasField("start_time") else 0), needs=FULL | NODES),
-    "AllocTRES": _field(10, lambda r: _tres(r) if r.job.HasField("start_time") else "", needs=FULL | NODES),
+    "AllocNodes": _field(10, lambda r: str(r.node_count if r.job.HasField("started") else 0), needs=FULL | NODES),
+    "AllocTRES": _field(10, lambda r: _tres(r) if r.job.HasField("started") else "", needs=FULL | NODES),
     "CPUTime": _field(10, lambda r: elapsed(_ran(r) * r.job.ipus)),
     "CPUTimeRAW": _field(10, lambda r: str(int(_ran(r) * r.job.ipus))),
     "Elapsed": _field(10, lambda r: elapsed(_ran(r))),
     "ElapsedRaw": _field(10, lambda r: str(int(_ran(r)))),
     "Eligible": _field(19, lambda r: _time(_eligible(r))),
-    "End": _field(19, lambda r: _time(r.job.end_time if r.job.HasField("end_time") else None)),
+    "End": _field(19, lambda r: _time(seconds(r.job.ended) if r.job.HasField("ended") else None)),
     "ExitCode": _field(8, lambda r: exit_code(r.job)),
     "IPUs": _field(5, lambda r: str(r.job.ipus)),
     "JobID": _field(-12, lambda r: job_id(r.job)),
@@ -90,11 +91,11 @@ FIELDS: dict[str, Column] = {
     "ReqNodes": _field(8, lambda r: str(r.machines.count(r.job.ipus)), needs=NODES),
     "ReqTRES": _field(10, _tres, needs=FULL | NODES),
     "Restarts": _field(8, lambda r: str(r.job.requeue_count)),
-    "Start": _field(19, lambda r: _time(r.job.start_time if r.job.HasField("start_time") else None)),
+    "Start": _field(19, lambda r: _time(seconds(r.job.started) if r.job.HasField("started") else None)),
     "State": _field(10, lambda r: r.job.state),
-    "Submit": _field(19, lambda r: _time(r.job.submit_time)),
-    "Timelimit": _field(10, lambda r: elapsed(r.job.time_limit_s)),
-    "TimelimitRaw": _field(10, lambda r: str(math.ceil(r.job.time_limit_s / 60))),
+    "Submit": _field(19, lambda r: _time(seconds(r.job.submitted))),
+    "Timelimit": _field(10, lambda r: elapsed(seconds(r.job.time_limit))),
+    "TimelimitRaw": _field(10, lambda r: str(math.ceil(seconds(r.job.time_limit) / 60))),
     "User": _field(9, lambda r: r.job.user),
 }
 TABLE = "JobID,JobName,User,State,ExitCode,Submit,Start,End,Elapsed,IPUs"  # what `vipu history` prints by default
@@ -104,8 +105,8 @@ BRIEF = "JobID,State,ExitCode"  # sacct -b
 def in_window(row: JobRow, start: float | None, end: float | None) -> bool:
     """sacct's -S/-E: the row was there (submitted, or running) at some moment between them."""
     x = row.job
-    began = x.start_time if x.HasField("start_time") else x.submit_time
-    ended = x.end_time if x.HasField("end_time") else row.now
+    began = seconds(x.started) if x.HasField("started") else seconds(x.submitted)
+    ended = seconds(x.ended) if x.HasField("ended") else row.now
     return (start is None or ended >= start) and (end is None or began <= end)
 
 
@@ -186,7 +187,7 @@ def register(app: typer.Typer) -> None:
                                    ids=ids.asked if ids else [], limit=0 if windowed else limit,
                                    brief=not as_json and "full" not in needs, duplicates=duplicates)
         if since is not None:  # the controller leaves out what ended before: its history may hold years of jobs
-            request.ended_since = since
+            request.ended_since.FromNanoseconds(int(since * 1e9))
         listed = cli.conn.every_page(cli.conn.jobs.History, request).jobs
         machines = Machines.fetch(cli.conn) if "nodes" in needs else None
         rows = [JobRow(x, now, machines) for x in listed if ids is None or x in ids]

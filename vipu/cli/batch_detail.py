@@ -40,11 +40,9 @@ def print_script(x: j.Job, asked: str, json_out: bool) -> None:
     if json_out:
         fail("vipu", "--script prints the script as it is; leave out --json (--json alone has it in"
              " spec.workload.script)", BAD_INPUT)
-    import json
-
-    work = json.loads(x.spec_json).get("workload") or {}
-    if work.get("kind") != KIND:
-        fail("vipu", f"job {asked} has no batch script: it runs a {work.get('kind', 'hold')} workload, not a script"
-             f" (vipu show job {asked} shows its spec)", NOT_FOUND)
-    sys.stdout.write(work["script"])
+    kind = x.spec.workload.WhichOneof("kind") or "hold"
+    if kind != KIND:
+        fail("vipu", f"job {asked} has no batch script: it runs a {kind} workload, not a script (vipu show job"
+             f" {asked} shows its spec)", NOT_FOUND)
+    sys.stdout.write(x.spec.workload.command.script)
     sys.stdout.flush()

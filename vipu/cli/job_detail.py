@@ -12,6 +12,7 @@ from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.output import as_dict, print_json
 from vipu.cli.slurm_time import clock, stamp
+from vipu.client.messages import seconds, to_data
 from vipu.v1 import job_pb2 as j
 
 show = typer.Typer(help="Show one job in detail.", no_args_is_help=True)
@@ -63,19 +64,31 @@ def array_tasks(cli, head: j.Job) -> list[j.Job]:
 
 
 def job_data(x: j.Job) -> dict:
+    """The job as --json gives it: its fields, with its spec, detail and latest run as the mappings they stand for
+    (the typed fields read; the deprecated JSON texts left out)."""
     data = as_dict(x)
-    data["spec"] = json.loads(data.pop("spec_json"))
-    data["detail"] = json.loads(data.pop("detail_json"))
+    for deprecated in ("spec_json", "detail_json", "result_json", "result"):
+        data.pop(deprecated, None)
+    data["spec"] = spec_data(x)
+    data["detail"] = to_data(x.detail, nulls=True)
     # a train job's latest run (its result, or how it ended and its losses so far), or a program's (its output, and
     # the steps it reported through vipu.sdk); the steps themselves are `vipu logs`'s
-    data["training"] = json.loads(data.pop("result_json")) if x.result_json else None
-    if x.result_json:  # per IPU of its partition over its last run, as a list (also inside training)
+    data["training"] = to_data(x.result) if x.HasField("result") else None
+    if x.HasField("result"):  # per IPU of its partition over its last run, as a list (also inside training)
         data["ipu_usage"] = (data["training"].get("result") or data["training"]).get("ipu_usage", [])
     return data
 
 
+def spec_data(x: j.Job) -> dict:
+    """The job's spec as its file would hold it (UNLIMITED for a time limit of none)."""
+    spec = to_data(x.spec, nulls=True)
+    if spec.get("time_limit") == float("inf"):
+        spec["time_limit"] = "UNLIMITED"
+    return spec
+
+
 def print_job(x: j.Job) -> None:
-    detail, spec = json.loads(x.detail_json), json.loads(x.spec_json)
+    detail, spec = to_data(x.detail, nulls=True), spec_data(x)
     program = batch_fields(x, spec)  # a batch script's job: Command, WorkDir, StdErr, StdIn, StdOut as scontrol's
     task = [("ArrayJobId", x.array_job_id), ("ArrayTaskId", x.array_task_id)] if x.HasField("array_job_id") else []
     fields = [
@@ -85,12 +98,12 @@ def print_job(x: j.Job) -> None:
         ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
         ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
         ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),  # NodeList=(null)
-        ("TimeLimit", clock(x.time_limit_s)),
-        ("SubmitTime", stamp(x.submit_time)),
-        ("BeginTime", stamp(x.begin_time) if x.HasField("begin_time") else "Unknown"),
-        ("StartTime", stamp(x.start_time) if x.HasField("start_time") else "Unknown"),
-        ("EstimatedStart", stamp(x.estimated_start) if x.HasField("estimated_start") else "Unknown"),
-        ("EndTime", stamp(x.end_time) if x.HasField("end_time") else "Unknown"),
+        ("TimeLimit", clock(seconds(x.time_limit))),
+        ("SubmitTime", stamp(seconds(x.submitted))),
+        ("BeginTime", stamp(seconds(x.begin)) if x.HasField("begin") else "Unknown"),
+        ("StartTime", stamp(seconds(x.started)) if x.HasField("started") else "Unknown"),
+        ("EstimatedStart", stamp(seconds(x.expected_start)) if x.HasField("expected_start") else "Unknown"),
+        ("EndTime", stamp(seconds(x.ended)) if x.HasField("ended") else "Unknown"),
         ("ExitCode", exit_code(x)), ("Dependency", x.dependency or "(null)"),
         ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)),
         *(program or [("StdOut", spec.get("output") or "(null)")]),
@@ -106,10 +119,10 @@ def print_job(x: j.Job) -> None:
         fields.append(("EndedBy", detail["ended_by"]))
     for key, value in fields:
         print(f"{key}={value}")
-    print("Spec=" + x.spec_json)
+    print("Spec=" + json.dumps(spec, separators=(",", ":")))
     print("History=" + " ".join(f"{h['state']}@{stamp(h['at'])}" for h in detail["history"]))
-    if x.result_json:
-        record = json.loads(x.result_json)
+    if x.HasField("result"):
+        record = to_data(x.result)
         for line in record.get("earlier_runs") or []:  # how the runs before this one ended
             print(f"EarlierRun={line}")
         result = record.get("result")

@@ -26,7 +26,8 @@ def table(headers: list[str], rows: list[list[object]], header: bool = True) -> 
 def as_dict(message) -> dict:
     """protobuf's JSON mapping of a message (field names as in the proto), with every field, so each row of a
     listing has the same keys: an optional field that is not set (a start time before the job started, an array task
-    id of a job that is no array's) is null rather than left out; and 64-bit integers as numbers. protobuf writes
+    id of a job that is no array's) is null rather than left out, and so is an unset Timestamp or Duration; and
+    64-bit integers as numbers. protobuf writes
     those as strings (for JavaScript's doubles); ours are ids, sizes and byte counts, far below 2**53, and a script
     compares `.id == 12` as it would with squeue --json's job_id.
 
@@ -41,7 +42,8 @@ def _reader(descriptor):
     """A function from a message of this type to its dict, built once per type. Keys are in name order, so a listing
     can be written without sorting them again (print_rows)."""
     fields = sorted(descriptor.fields, key=lambda f: f.name)
-    entries = [(f.name, _value_reader(f), not f.has_presence or f.is_repeated, _is_proto3_optional(f)) for f in fields]
+    entries = [(f.name, _value_reader(f), not f.has_presence or f.is_repeated, _is_proto3_optional(f) or _is_time(f))
+               for f in fields]
 
     def read_message(message) -> dict:
         data = {}
@@ -53,6 +55,15 @@ def _reader(descriptor):
         return data
 
     return read_message
+
+
+def _is_time(field) -> bool:
+    """A Timestamp or Duration: unset (a job not started yet) it is null, as the optional double beside it is, so
+    every row of a listing has the same keys."""
+    return field.message_type is not None and field.message_type.full_name in TIMES and field.containing_oneof is None
+
+
+TIMES = ("google.protobuf.Timestamp", "google.protobuf.Duration")
 
 
 def _is_proto3_optional(field) -> bool:

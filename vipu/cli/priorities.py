@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 import typer
 
@@ -25,8 +24,8 @@ class Row:
         self.factors, self.job = factors, job
 
     @property
-    def spec(self) -> dict:
-        return json.loads(self.job.spec_json) if self.job is not None and self.job.spec_json else {}
+    def allocation(self) -> str:
+        return (self.job.spec.allocation if self.job is not None else "") or DEFAULT_PARTITION
 
 
 def _weighted(name: str):
@@ -48,7 +47,7 @@ LETTERS: dict[str, Column] = {
     "B": Column("ASSOC", lambda r: "0"),
     "P": Column("PARTITION", lambda r: "0"),
     "T": Column("TRES", lambda r: ""),
-    "r": Column("PARTITION", lambda r: r.spec.get("allocation") or DEFAULT_PARTITION, needs=JOBS),
+    "r": Column("PARTITION", lambda r: r.allocation, needs=JOBS),
     "o": Column("ACCOUNT", lambda r: r.job.account if r.job else "", needs=JOBS),
     "n": Column("QOSNAME", lambda r: r.job.qos if r.job else "", needs=JOBS),
 }

@@ -3,17 +3,17 @@ for -S. IPUs stand for Slurm's CPUs and IPU-Machines for its nodes (nodes.py say
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import cached_property
 
 from vipu.cli.job_ids import job_id
 from vipu.cli.nodes import DEFAULT_PARTITION, Machines, hostlist
 from vipu.cli.slurm_format import Column
 from vipu.cli.slurm_time import clock, stamp
+from vipu.client.messages import seconds
 from vipu.scheduler.arrays import spans
 from vipu.scheduler.job_states import JobState
 from vipu.v1 import job_pb2 as j
+from vipu.v1 import job_spec_pb2
 
 FULL = frozenset({"full"})  # needs the jobs' specs and details (not a brief listing)
 NODES = frozenset({"nodes"})  # needs the IPU-Machines (vipu list ipus)
@@ -31,13 +31,10 @@ class JobRow:
     machines: Machines | None = None
     tasks: list[int] | None = None
 
-    @cached_property
-    def spec(self) -> dict:
-        return json.loads(self.job.spec_json) if self.job.spec_json else {}
-
-    @cached_property
-    def detail(self) -> dict:
-        return json.loads(self.job.detail_json) if self.job.detail_json else {}
+    @property
+    def spec(self) -> job_spec_pb2.JobSpec:
+        """Its spec, typed: empty in a brief listing (each field then its default)."""
+        return self.job.spec
 
     @property
     def running(self) -> bool:
@@ -46,25 +43,25 @@ class JobRow:
     @property
     def used(self) -> float:
         x = self.job
-        if not x.HasField("start_time") or x.state_code == "PD":
+        if not x.HasField("started") or x.state_code == "PD":
             return 0.0
-        return (self.now if self.running or not x.HasField("end_time") else x.end_time) - x.start_time
+        return (self.now if self.running or not x.HasField("ended") else seconds(x.ended)) - seconds(x.started)
 
     @property
     def start(self) -> float | None:
         """Its start, or for a pending job the estimated one (squeue's START_TIME)."""
         x = self.job
-        if x.HasField("start_time"):
-            return x.start_time
-        return x.estimated_start if x.HasField("estimated_start") else None
+        if x.HasField("started"):
+            return seconds(x.started)
+        return seconds(x.expected_start) if x.HasField("expected_start") else None
 
     @property
     def end(self) -> float | None:
         """Its end, or the end its time limit sets (squeue's END_TIME)."""
         x = self.job
-        if x.HasField("end_time"):
-            return x.end_time
-        return None if self.start is None else self.start + x.time_limit_s
+        if x.HasField("ended"):
+            return seconds(x.ended)
+        return None if self.start is None else self.start + seconds(x.time_limit)
 
     @property
     def id_text(self) -> str:
@@ -74,14 +71,14 @@ class JobRow:
 
     @property
     def partition(self) -> str:
-        return self.spec.get("allocation") or DEFAULT_PARTITION
+        return self.spec.allocation or DEFAULT_PARTITION
 
     @property
     def nodes(self) -> list[str]:
         if self.job.state_code == "PD" or self.machines is None:  # before its detail is read: most rows are pending
             return []
-        first = self.detail.get("first_ipu")
-        return [] if first is None else self.machines.spanned(first, self.job.ipus)
+        detail = self.job.detail
+        return self.machines.spanned(detail.first_ipu, self.job.ipus) if detail.HasField("first_ipu") else []
 
     @property
     def node_count(self) -> int:
@@ -122,7 +119,7 @@ def _id_key(row: JobRow) -> tuple[int, int]:
 
 
 def _left(row: JobRow) -> float:
-    return max(0.0, row.job.time_limit_s - row.used)
+    return max(0.0, seconds(row.job.time_limit) - row.used)
 
 
 # man squeue's -o letters; the -O names below name the same columns
@@ -141,7 +138,7 @@ LETTERS: dict[str, Column] = {
     "i": Column("JOBID", lambda r: r.id_text, _id_key),
     "j": Column("NAME", lambda r: r.job.name),
     "K": Column("ARRAY_TASK_ID", _task, lambda r: r.job.array_task_id if r.job.HasField("array_task_id") else -1),
-    "l": Column("TIME_LIMIT", lambda r: clock(r.job.time_limit_s), lambda r: r.job.time_limit_s),
+    "l": Column("TIME_LIMIT", lambda r: clock(seconds(r.job.time_limit)), lambda r: seconds(r.job.time_limit)),
     "L": Column("TIME_LEFT", lambda r: clock(_left(r)), _left),
     "M": Column("TIME", lambda r: used(r.used), lambda r: r.used),
     "N": Column("NODELIST", lambda r: r.node_list(), cut=False, needs=FULL | NODES),
@@ -156,8 +153,8 @@ LETTERS: dict[str, Column] = {
     "t": Column("ST", lambda r: r.job.state_code, lambda r: _STATE_ORDER.get(r.job.state, 99)),
     "T": Column("STATE", lambda r: r.job.state, lambda r: _STATE_ORDER.get(r.job.state, 99)),
     "u": Column("USER", lambda r: r.job.user),
-    "V": Column("SUBMIT_TIME", lambda r: when(r.job.submit_time), lambda r: r.job.submit_time),
-    "y": Column("NICE", lambda r: str(r.spec.get("nice", 0)), lambda r: r.spec.get("nice", 0), needs=FULL),
+    "V": Column("SUBMIT_TIME", lambda r: when(seconds(r.job.submitted)), lambda r: seconds(r.job.submitted)),
+    "y": Column("NICE", lambda r: str(r.spec.nice), lambda r: r.spec.nice, needs=FULL),
     "Y": Column("SCHEDNODES", lambda r: "(null)", cut=False),
 }
 

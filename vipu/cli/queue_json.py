@@ -10,6 +10,7 @@ import sys
 
 from vipu import __version__
 from vipu.cli.queue_fields import JobRow
+from vipu.client.messages import seconds
 
 
 def number(value: float | None) -> dict:
@@ -39,7 +40,7 @@ def job_entry(row: JobRow) -> dict:
         "array_task_id": number(x.array_task_id if array else None),
         "cpus": number(x.ipus),
         "dependency": x.dependency,
-        "eligible_time": number(x.begin_time if x.HasField("begin_time") else x.submit_time),
+        "eligible_time": number(seconds(x.begin) if x.HasField("begin") else seconds(x.submitted)),
         "end_time": number(row.end),
         "exit_code": _exit_code(x),
         "hold": x.held,
@@ -48,20 +49,20 @@ def job_entry(row: JobRow) -> dict:
         "job_state": [x.state],
         "modelled": x.modelled,
         "name": x.name,
-        "nice": row.spec.get("nice", 0),
+        "nice": row.spec.nice,
         "node_count": number(nodes),
         "nodes": row.node_list(),
         "partition": row.partition,
         "priority": number(round(x.priority)),
         "qos": x.qos,
-        "requeue": bool(row.spec.get("requeue", True)),
+        "requeue": row.spec.requeue if row.spec.HasField("requeue") else True,
         "restart_cnt": x.requeue_count,
         "start_time": number(row.start),
         "state_description": "",
         "state_reason": x.reason or "None",
-        "submit_time": number(x.submit_time),
-        "time_limit": number(math.ceil(x.time_limit_s / 60)),  # minutes, rounded up as Slurm rounds MM:SS
-        "time_limit_s": x.time_limit_s,
+        "submit_time": number(seconds(x.submitted)),
+        "time_limit": number(math.ceil(seconds(x.time_limit) / 60)),  # minutes, rounded up as Slurm rounds MM:SS
+        "time_limit_s": seconds(x.time_limit),
         "tres_alloc_str": tres if row.running else "",
         "tres_req_str": tres,
         "user_name": x.user,

@@ -14,6 +14,7 @@ from vipu.cli.nodes import Machines
 from vipu.cli.output import print_json, table
 from vipu.cli.queue_fields import LETTERS, LONG, NAMES, START, JobRow, labelled
 from vipu.cli.slurm_format import Column, Layout, named_layout, percent_layout, render, sort_keys, sort_rows
+from vipu.client.messages import seconds
 from vipu.scheduler.job_states import JobState
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
@@ -87,7 +88,7 @@ def listing(cli, q: Query, now: float) -> list[JobRow]:
         jobs += conn.every_page(conn.jobs.ListJobs, request).jobs
     if q.ended:
         request = j.HistoryRequest(users=q.users, states=q.ended, ids=asked, brief=brief)
-        jobs += [x for x in conn.every_page(conn.jobs.History, request).jobs if x.end_time >= now - MIN_JOB_AGE]
+        jobs += [x for x in conn.every_page(conn.jobs.History, request).jobs if seconds(x.ended) >= now - MIN_JOB_AGE]
     if q.ids is not None:
         jobs = [x for x in jobs if x in q.ids]
     machines = Machines.fetch(conn) if "nodes" in q.needs else None

@@ -14,6 +14,7 @@ from vipu.cli.output import as_dict, print_json
 from vipu.cli.slurm_time import slurm_limit, stamp
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
 from vipu.client.caller import new_request_id
+from vipu.client.messages import optional_seconds
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPECS_PER_CALL
 
@@ -77,12 +78,14 @@ WAITS = {"JobHeldUser": "it would be held until `vipu release`",
 def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
     """sbatch --test-only's line: when the job would start if queued now, or why that is not known."""
     job, x = reply.job_ids[0], reply.expected
+    start = optional_seconds(x, "start_time")
     if as_json:
-        print_json({"job_id": job, **as_dict(x), "queued": False})
+        data = {k: v for k, v in as_dict(x).items() if k != "start_time"}
+        print_json({"job_id": job, **data, "start": start, "queued": False})
         return
     where = f"using {x.ipus} IPUs on partition {x.partition} (allocation {x.allocation})"
-    if x.HasField("start"):
-        print(f"Job {job} to start at {stamp(x.start)} {where}")
+    if start is not None:
+        print(f"Job {job} to start at {stamp(start)} {where}")
         return
     why = WAITS.get(x.reason, "no start time can be worked out yet (it is behind jobs not yet planned)")
     print(f"Job {job} to start at Unknown {where}: {why} (reason {x.reason or 'None'})")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from vipu.cli.job_ids import job_id
+from vipu.client.messages import seconds
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
 
@@ -102,7 +103,7 @@ def frame(conn, queue_rows: int = 10) -> Group:
             running.add_row(job_id(x), name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
     pending = [x for x in head if x.state_code == "PD"][:queue_rows]
     for x in pending:
-        start = f" (start ~{max(0, x.estimated_start - now):.0f}s)" if x.HasField("estimated_start") else ""
+        start = f" (start ~{max(0, seconds(x.expected_start) - now):.0f}s)" if x.HasField("expected_start") else ""
         waiting.add_row(job_id(x), x.name, x.user, str(x.ipus), x.reason + start)
     parts = [title, machines, running if running.row_count else Text("No job is running.", style="dim"),
              waiting if waiting.row_count else Text("The queue is empty.", style="dim")]

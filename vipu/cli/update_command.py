@@ -9,13 +9,14 @@ from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_ids import IDS, MANY, TaskIds, finish, graver, job_id
 from vipu.cli.slurm_time import FORMS, slurm_seconds
+from vipu.client.messages import duration
 from vipu.v1 import job_pb2 as j
 
 # Slurm's field names, lower case -> the request's field
-FIELDS = {"timelimit": "time_limit_s", "qos": "qos", "nice": "nice", "dependency": "dependency", "name": "name",
+FIELDS = {"timelimit": "time_limit", "qos": "qos", "nice": "nice", "dependency": "dependency", "name": "name",
           "jobname": "name", "arraytaskthrottle": "array_task_throttle", "starttime": "begin", "begintime": "begin",
           "priority": "priority"}
-SHOWN = {"time_limit_s": "TimeLimit", "time_limit_add_s": "TimeLimit", "qos": "QOS", "nice": "Nice",
+SHOWN = {"time_limit": "TimeLimit", "time_limit_add": "TimeLimit", "qos": "QOS", "nice": "Nice",
          "dependency": "Dependency", "name": "Name", "array_task_throttle": "ArrayTaskThrottle", "begin": "StartTime",
          "priority": "Priority"}
 NAMES = "TimeLimit, QOS, Nice, Dependency, Name (JobName), ArrayTaskThrottle, StartTime, Priority"
@@ -28,8 +29,8 @@ def time_limit(text: str, flag: str) -> dict:
     try:
         if sign in "+-" and sign:
             seconds = slurm_seconds(text.strip()[1:])
-            return {"time_limit_add_s": seconds if sign == "+" else -seconds}
-        return {"time_limit_s": slurm_seconds(text)}
+            return {"time_limit_add": duration(seconds if sign == "+" else -seconds)}
+        return {"time_limit": duration(slurm_seconds(text))}
     except ValueError as e:
         fail("vipu", f"{flag}: {e}; or +T / -T to add or take off time", BAD_INPUT)
 
@@ -51,7 +52,7 @@ def field_values(pairs: list[str]) -> dict:
             fail("vipu", f"{pair!r} is not Field=value; give e.g. TimeLimit=30 or QOS=high ({NAMES})", BAD_INPUT)
         if field is None:
             fail("vipu", f"{key!r} is not a field vipu update job changes; give one of {NAMES}", BAD_INPUT)
-        given = time_limit(value, f"{key}=") if field == "time_limit_s" else \
+        given = time_limit(value, f"{key}=") if field == "time_limit" else \
             {field: whole(value, f"{key}=") if field in WHOLE else value}
         again = shown(given) & shown(out)
         if again:

@@ -7,8 +7,10 @@ import json
 from typing import Iterable, Iterator
 
 from vipu.client.caller import DEFAULT_TIMEOUT_S, Caller, new_request_id
+from vipu.client.messages import to_message
 from vipu.client.settings import resolve
 from vipu.v1 import job_pb2 as j
+from vipu.v1 import job_spec_pb2 as s
 from vipu.v1 import partition_pb2 as p
 
 __all__ = ["Client", "new_request_id"]
@@ -37,21 +39,27 @@ class Client(Caller):
         return self.call(self.partition_service.GetVersion, p.GetVersionRequest())
 
     # -- jobs -------------------------------------------------------------------------------------------------
-    def submit(self, spec: str | bytes | dict, *, source: str = "", overrides: dict | None = None,
-               request_id: str | None = None) -> j.SubmitJobResponse:
-        """Queue a job spec (YAML or JSON text, or a dict) with `overrides` replacing its fields; the reply's
-        job_ids are the jobs queued (an array's tasks). Retried with the same request id while the controller is
-        unreachable, so it never queues twice (`duplicate` says a retry found the first submit's jobs)."""
-        text = json.dumps(spec).encode() if isinstance(spec, dict) else spec.encode() if isinstance(spec, str) \
-            else spec
-        request = j.SubmitJobRequest(spec=text, source=source, overrides_json=json.dumps(overrides) if overrides
-                                     else "", request_id=request_id or new_request_id())
+    def submit(self, spec: str | bytes | dict | s.JobSpec, *, source: str = "",
+               overrides: dict | s.JobSpec | None = None, request_id: str | None = None) -> j.SubmitJobResponse:
+        """Queue a job spec (YAML or JSON text, a dict of its fields, or a typed JobSpec) with `overrides` (a JobSpec,
+        or a dict of its fields with times in seconds) replacing its fields; the reply's job_ids are the jobs queued
+        (an array's tasks). Retried with the same request id while the controller is unreachable, so it never queues
+        twice (`duplicate` says a retry found the first submit's jobs)."""
+        request = j.SubmitJobRequest(source=source, request_id=request_id or new_request_id())
+        if isinstance(spec, s.JobSpec):
+            request.job_spec.CopyFrom(spec)
+        else:
+            request.spec = json.dumps(spec).encode() if isinstance(spec, dict) else \
+                spec.encode() if isinstance(spec, str) else spec
+        if overrides:
+            request.overrides.CopyFrom(overrides if isinstance(overrides, s.JobSpec)
+                                       else to_message(overrides, s.JobSpec()))
         return self.call(self.job_service.SubmitJob, request, retry=True)
 
     def jobs(self, *, users: Iterable[str] = (), states: Iterable[str] = (), ids: Iterable[int] = (),
              brief: bool = False) -> Iterator[j.Job]:
-        """The active jobs (squeue), in the queue's order, a page at a time; `brief` leaves out spec_json and
-        detail_json."""
+        """The active jobs (squeue), in the queue's order, a page at a time; `brief` leaves out each job's spec and
+        detail."""
         request = j.ListJobsRequest(users=users, states=states, ids=ids, brief=brief)
         return self.items(self.job_service.ListJobs, request)
 

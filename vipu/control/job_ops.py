@@ -37,9 +37,10 @@ NO_IDS_OR_FILTERS = ("no job ids and no filters given; name jobs, or select them
 
 
 class SubmitRequest(NamedTuple):
-    """One spec as a client sends it: its text, fields set by flags, a retry key, and where it came from."""
+    """One spec as a client sends it: its text (or, typed, the mapping it stands for), fields set by flags, a retry
+    key, and where it came from."""
 
-    spec: bytes | str
+    spec: bytes | str | dict
     overrides: dict
     request_id: str | None = None
     source: str = ""  # a file name, for messages
@@ -101,7 +102,7 @@ class JobOps:
         """The spec as the scheduler takes it, with every check that needs the caller or may take long, before the
         lock: its shape, the caller's rights, what the Pod and the scheduler config allow, and its kind's own."""
         named = request.source or "job spec"
-        spec = self.specs.load(request.spec, named)
+        spec = parse_spec(request.spec, named) if isinstance(request.spec, dict) else self.specs.load(request.spec, named)
         overrides = dict(request.overrides)
         claimed = overrides.get("user", spec.user if "user" in spec.model_fields_set else None)
         if claimed is None:

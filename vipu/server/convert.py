@@ -1,9 +1,11 @@
-"""Domain records to protobuf messages: the only place that knows both shapes."""
+"""Domain records to protobuf messages: the only place that knows both shapes. Each creation time is written
+twice for one release, as create_time and as the deprecated created_at double (docs/api.md, Compatibility)."""
 
 from __future__ import annotations
 
 import json
 
+from vipu.client.messages import timestamp
 from vipu.partition import ipuof
 from vipu.partition.admin_records import Agent, Allocation, Cluster, User
 from vipu.partition.partition_record import GW_ROUTING, ILD_ROUTING, Partition
@@ -35,7 +37,8 @@ def partition(part: Partition, pod: PodConfig) -> p.Partition:
         ild_routing=ILD_ROUTING,
         gw_routing=GW_ROUTING,
         created_at=part.created_at,
-        history=[p.StateChange(state=t.state.value, at=t.at) for t in part.history],
+        create_time=timestamp(part.created_at),
+        history=[p.StateChange(state=t.state.value, at=t.at, time=timestamp(t.at)) for t in part.history],
     )
 
 
@@ -75,6 +78,7 @@ def allocation(alloc: Allocation, pod: PodConfig) -> p.Allocation:
         users=alloc.users,
         ipus=len(alloc.agents) * pod.machine.ipus,
         created_at=alloc.created_at,
+        create_time=timestamp(alloc.created_at),
     )
 
 
@@ -105,6 +109,7 @@ def agent(ag: Agent, topology: Topology) -> a.Agent:
         state=ag.state,
         ipus=list(topology.machine_ipus(ag.machine)),
         created_at=ag.created_at,
+        create_time=timestamp(ag.created_at),
     )
 
 
@@ -116,8 +121,10 @@ def cluster(c: Cluster) -> a.Cluster:
         topology=c.topology,
         cluster_topology=c.cluster_topology,
         created_at=c.created_at,
+        create_time=timestamp(c.created_at),
     )
 
 
 def user(u: User) -> a.User:
-    return a.User(name=u.name, admin=u.admin, created_at=u.created_at, unix_user=u.unix_user or "")
+    return a.User(name=u.name, admin=u.admin, created_at=u.created_at, create_time=timestamp(u.created_at),
+                  unix_user=u.unix_user or "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from vipu.client.messages import timestamp
 from vipu.control.job_ops import SubmitRequest
 from vipu.errors import InvalidArgument
 from vipu.scheduler.job_states import SHORT, JobState
@@ -54,8 +55,17 @@ def overrides_of(text: str) -> dict:
 
 
 def submit_request(request: j.SubmitJobRequest) -> SubmitRequest:
-    return SubmitRequest(request.spec, overrides_of(request.overrides_json), request.request_id or None,
-                         label(request))
+    """The spec as text or typed (then as the mapping a spec file holds, checked by the same model), with the
+    overrides as JSON (deprecated) or typed: one of each pair."""
+    if request.HasField("job_spec") and request.spec:
+        raise InvalidArgument("spec and job_spec are both set; give the spec once, as text or typed", field="job_spec")
+    if request.HasField("overrides") and request.overrides_json:
+        raise InvalidArgument("overrides and overrides_json are both set; give overrides only (overrides_json is"
+                              " deprecated)", field="overrides")
+    spec = job_convert.spec_fields(request.job_spec) if request.HasField("job_spec") else request.spec
+    overrides = (job_convert.spec_fields(request.overrides) if request.HasField("overrides")
+                 else overrides_of(request.overrides_json))
+    return SubmitRequest(spec, overrides, request.request_id or None, label(request))
 
 
 class JobService(job_pb2_grpc.JobServiceServicer):
@@ -70,8 +80,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     def SubmitJob(self, request, context):
         if request.validate_only:  # sbatch --test-only: nothing is queued
             x = self.plane.jobs.test_only(submit_request(request), identity(self.plane, context))
-            expected = j.ExpectedStart(start=x.start, reason=x.reason, partition=x.partition, allocation=x.allocation,
-                                       ipus=x.ipus)
+            expected = j.ExpectedStart(start=x.start, start_time=None if x.start is None else timestamp(x.start),
+                                       reason=x.reason, partition=x.partition, allocation=x.allocation, ipus=x.ipus)
             return j.SubmitJobResponse(job_ids=[x.job_id], expected=expected)
         return self._submit([request], context)[0]
 
@@ -95,7 +105,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def History(self, request, context):
-        since = request.ended_since if request.HasField("ended_since") else None
+        since = request.ended_since.ToNanoseconds() / 1e9 if request.HasField("ended_since") else None
         page = self.plane.jobs.history(identity(self.plane, context), request.users, states_of(request.states),
                                        request.ids, request.duplicates, request.limit, request.page_size,
                                        request.page_token, since)
@@ -114,7 +124,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     def _add_record(self, message: j.Job) -> None:
         record = self.plane.jobs.record(message.id)
         if record is not None:
-            message.result_json = json.dumps(record.summary())
+            job_convert.add_run(message, record.summary())
 
     @rpc
     def GetJob(self, request, context):

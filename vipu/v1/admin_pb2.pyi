@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from vipu.v1 import partition_pb2 as _partition_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -22,7 +25,7 @@ class ListRequest(_message.Message):
     def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("name", "host", "port", "machine", "state", "ipus", "created_at")
+    __slots__ = ("name", "host", "port", "machine", "state", "ipus", "created_at", "create_time")
     NAME_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -30,6 +33,7 @@ class Agent(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     IPUS_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     name: str
     host: str
     port: int
@@ -37,7 +41,8 @@ class Agent(_message.Message):
     state: str
     ipus: _containers.RepeatedScalarFieldContainer[int]
     created_at: float
-    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., machine: _Optional[int] = ..., state: _Optional[str] = ..., ipus: _Optional[_Iterable[int]] = ..., created_at: _Optional[float] = ...) -> None: ...
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., machine: _Optional[int] = ..., state: _Optional[str] = ..., ipus: _Optional[_Iterable[int]] = ..., created_at: _Optional[float] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class CreateAgentRequest(_message.Message):
     __slots__ = ("name", "host", "port", "machine", "request_id")
@@ -64,20 +69,22 @@ class ListAgentsResponse(_message.Message):
     def __init__(self, agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class Cluster(_message.Message):
-    __slots__ = ("name", "agents", "num_ilds", "topology", "cluster_topology", "created_at")
+    __slots__ = ("name", "agents", "num_ilds", "topology", "cluster_topology", "created_at", "create_time")
     NAME_FIELD_NUMBER: _ClassVar[int]
     AGENTS_FIELD_NUMBER: _ClassVar[int]
     NUM_ILDS_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     name: str
     agents: _containers.RepeatedScalarFieldContainer[str]
     num_ilds: int
     topology: str
     cluster_topology: str
     created_at: float
-    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., num_ilds: _Optional[int] = ..., topology: _Optional[str] = ..., cluster_topology: _Optional[str] = ..., created_at: _Optional[float] = ...) -> None: ...
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., num_ilds: _Optional[int] = ..., topology: _Optional[str] = ..., cluster_topology: _Optional[str] = ..., created_at: _Optional[float] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class CreateClusterRequest(_message.Message):
     __slots__ = ("name", "agents", "num_ilds", "topology", "cluster_topology", "request_id")
@@ -118,16 +125,18 @@ class CreateAllocationRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class User(_message.Message):
-    __slots__ = ("name", "admin", "created_at", "unix_user")
+    __slots__ = ("name", "admin", "created_at", "unix_user", "create_time")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     UNIX_USER_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     name: str
     admin: bool
     created_at: float
     unix_user: str
-    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., created_at: _Optional[float] = ..., unix_user: _Optional[str] = ...) -> None: ...
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., created_at: _Optional[float] = ..., unix_user: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class UpdateUserRequest(_message.Message):
     __slots__ = ("name", "unix_user")

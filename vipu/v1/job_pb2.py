@@ -22,55 +22,85 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from vipu.v1 import job_run_pb2 as vipu_dot_v1_dot_job__run__pb2
+from vipu.v1 import job_spec_pb2 as vipu_dot_v1_dot_job__spec__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11vipu/v1/job.proto\x12\x07vipu.v1\"s\n\x10SubmitJobRequest\x12\x0c\n\x04spec\x18\x01 \x01(\x0c\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x16\n\x0eoverrides_json\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12\x15\n\rvalidate_only\x18\x05 \x01(\x08\"a\n\x11SubmitJobResponse\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12(\n\x08\x65xpected\x18\x03 \x01(\x0b\x32\x16.vipu.v1.ExpectedStart\"r\n\rExpectedStart\x12\x12\n\x05start\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\t\x12\x12\n\nallocation\x18\x04 \x01(\t\x12\x0c\n\x04ipus\x18\x05 \x01(\x05\x42\x08\n\x06_start\"<\n\x11SubmitJobsRequest\x12\'\n\x04jobs\x18\x01 \x03(\x0b\x32\x19.vipu.v1.SubmitJobRequest\">\n\x12SubmitJobsResponse\x12(\n\x04jobs\x18\x01 \x03(\x0b\x32\x1a.vipu.v1.SubmitJobResponse\"\xae\x05\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04user\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x63\x63ount\x18\x04 \x01(\t\x12\x0b\n\x03qos\x18\x05 \x01(\t\x12\r\n\x05state\x18\x06 \x01(\t\x12\x12\n\nstate_code\x18\x07 \x01(\t\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x0c\n\x04ipus\x18\t \x01(\x05\x12\x11\n\tpartition\x18\n \x01(\t\x12\x14\n\x0ctime_limit_s\x18\x0b \x01(\x01\x12\x13\n\x0bsubmit_time\x18\x0c \x01(\x01\x12\x17\n\nstart_time\x18\r \x01(\x01H\x00\x88\x01\x01\x12\x15\n\x08\x65nd_time\x18\x0e \x01(\x01H\x01\x88\x01\x01\x12\x1c\n\x0f\x65stimated_start\x18\x0f \x01(\x01H\x02\x88\x01\x01\x12\x16\n\texit_code\x18\x10 \x01(\x05H\x03\x88\x01\x01\x12\x19\n\x0c\x61rray_job_id\x18\x11 \x01(\x03H\x04\x88\x01\x01\x12\x1a\n\rarray_task_id\x18\x12 \x01(\x03H\x05\x88\x01\x01\x12\x12\n\ndependency\x18\x13 \x01(\t\x12\x15\n\rrequeue_count\x18\x14 \x01(\x05\x12\x0c\n\x04held\x18\x15 \x01(\x08\x12\x10\n\x08priority\x18\x16 \x01(\x01\x12\x11\n\tspec_json\x18\x17 \x01(\t\x12\x13\n\x0b\x64\x65tail_json\x18\x18 \x01(\t\x12\x13\n\x0bresult_json\x18\x19 \x01(\t\x12\x12\n\nadmin_hold\x18\x1a \x01(\x08\x12\x17\n\nbegin_time\x18\x1b \x01(\x01H\x06\x88\x01\x01\x12\x0e\n\x06signal\x18\x1c \x01(\x05\x12\x10\n\x08modelled\x18\x1d \x01(\x08\x42\r\n\x0b_start_timeB\x0b\n\t_end_timeB\x12\n\x10_estimated_startB\x0c\n\n_exit_codeB\x0f\n\r_array_job_idB\x10\n\x0e_array_task_idB\r\n\x0b_begin_time\"5\n\x0fJobLogsResponse\x12\r\n\x05lines\x18\x01 \x03(\t\x12\x13\n\x0brecord_json\x18\x02 \x01(\t\"s\n\x0fListJobsRequest\x12\r\n\x05users\x18\x01 \x03(\t\x12\x0e\n\x06states\x18\x02 \x03(\t\x12\x0b\n\x03ids\x18\x03 \x03(\x03\x12\r\n\x05\x62rief\x18\x04 \x01(\x08\x12\x11\n\tpage_size\x18\x05 \x01(\x05\x12\x12\n\npage_token\x18\x06 \x01(\t\"[\n\x10ListJobsResponse\x12\x1a\n\x04jobs\x18\x01 \x03(\x0b\x32\x0c.vipu.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"A\n\rJobIdsRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x12\x0e\n\x06single\x18\x04 \x01(\x08J\x04\x08\x02\x10\x03\"\xad\x01\n\x11\x43\x61ncelJobsRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x12\r\n\x05users\x18\x02 \x03(\t\x12\x0e\n\x06single\x18\x04 \x01(\x08\x12\r\n\x05names\x18\x05 \x03(\t\x12\x0e\n\x06states\x18\x06 \x03(\t\x12\x12\n\npartitions\x18\x07 \x03(\t\x12\x0b\n\x03qos\x18\x08 \x03(\t\x12\x10\n\x08\x61\x63\x63ounts\x18\t \x03(\t\x12\x0e\n\x06signal\x18\n \x01(\x05\x12\n\n\x02me\x18\x0b \x01(\x08\"\x84\x03\n\x10UpdateJobRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0e\n\x06single\x18\x02 \x01(\x08\x12\x19\n\x0ctime_limit_s\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x1d\n\x10time_limit_add_s\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x10\n\x03qos\x18\x05 \x01(\tH\x02\x88\x01\x01\x12\x11\n\x04nice\x18\x06 \x01(\x05H\x03\x88\x01\x01\x12\x17\n\ndependency\x18\x07 \x01(\tH\x04\x88\x01\x01\x12\x11\n\x04name\x18\x08 \x01(\tH\x05\x88\x01\x01\x12 \n\x13\x61rray_task_throttle\x18\t \x01(\x05H\x06\x88\x01\x01\x12\x12\n\x05\x62\x65gin\x18\n \x01(\tH\x07\x88\x01\x01\x12\x15\n\x08priority\x18\x0b \x01(\x03H\x08\x88\x01\x01\x42\x0f\n\r_time_limit_sB\x13\n\x11_time_limit_add_sB\x06\n\x04_qosB\x07\n\x05_niceB\r\n\x0b_dependencyB\x07\n\x05_nameB\x16\n\x14_array_task_throttleB\x08\n\x06_beginB\x0b\n\t_priority\"\xbf\x01\n\x0eHistoryRequest\x12\r\n\x05users\x18\x01 \x03(\t\x12\x0e\n\x06states\x18\x02 \x03(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\x12\r\n\x05\x62rief\x18\x04 \x01(\x08\x12\x12\n\nduplicates\x18\x05 \x01(\x08\x12\x0b\n\x03ids\x18\x06 \x03(\x03\x12\x11\n\tpage_size\x18\x07 \x01(\x05\x12\x12\n\npage_token\x18\x08 \x01(\t\x12\x18\n\x0b\x65nded_since\x18\t \x01(\x01H\x00\x88\x01\x01\x42\x0e\n\x0c_ended_since\"\x14\n\x12\x43lusterInfoRequest\"{\n\tPod64Info\x12\x0b\n\x03ild\x18\x01 \x01(\x05\x12\x0c\n\x04idle\x18\x02 \x01(\x05\x12\x11\n\tallocated\x18\x03 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x04 \x01(\x05\x12\r\n\x05total\x18\x05 \x01(\x05\x12\x0f\n\x07\x64rained\x18\x06 \x01(\x05\x12\x10\n\x08\x64raining\x18\x07 \x01(\x05\"p\n\x13\x43lusterInfoResponse\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12 \n\x04ilds\x18\x02 \x03(\x0b\x32\x12.vipu.v1.Pod64Info\x12\x14\n\x0cpending_jobs\x18\x03 \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x04 \x01(\x05\"W\n\x11PrioritiesRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x12\x0e\n\x06single\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"\xe8\x01\n\x0fPriorityFactors\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\x10\n\x08priority\x18\x03 \x01(\x01\x12\x0b\n\x03\x61ge\x18\x04 \x01(\x01\x12\x11\n\tfairshare\x18\x05 \x01(\x01\x12\x10\n\x08job_size\x18\x06 \x01(\x01\x12\x0b\n\x03qos\x18\x07 \x01(\x01\x12\x0c\n\x04nice\x18\x08 \x01(\x01\x12\x19\n\x0c\x61rray_job_id\x18\t \x01(\x03H\x00\x88\x01\x01\x12\x1a\n\rarray_task_id\x18\n \x01(\x03H\x01\x88\x01\x01\x42\x0f\n\r_array_job_idB\x10\n\x0e_array_task_id\"i\n\x12PrioritiesResponse\x12&\n\x04jobs\x18\x01 \x03(\x0b\x32\x18.vipu.v1.PriorityFactors\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\x32\xe0\x06\n\nJobService\x12\x42\n\tSubmitJob\x12\x19.vipu.v1.SubmitJobRequest\x1a\x1a.vipu.v1.SubmitJobResponse\x12\x45\n\nSubmitJobs\x12\x1a.vipu.v1.SubmitJobsRequest\x1a\x1b.vipu.v1.SubmitJobsResponse\x12?\n\x08ListJobs\x12\x18.vipu.v1.ListJobsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12.\n\x06GetJob\x12\x16.vipu.v1.GetJobRequest\x1a\x0c.vipu.v1.Job\x12\x43\n\nCancelJobs\x12\x1a.vipu.v1.CancelJobsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12=\n\x08HoldJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12@\n\x0bReleaseJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12@\n\x0bRequeueJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12\x41\n\tUpdateJob\x12\x19.vipu.v1.UpdateJobRequest\x1a\x19.vipu.v1.ListJobsResponse\x12=\n\x07History\x12\x17.vipu.v1.HistoryRequest\x1a\x19.vipu.v1.ListJobsResponse\x12H\n\x0b\x43lusterInfo\x12\x1b.vipu.v1.ClusterInfoRequest\x1a\x1c.vipu.v1.ClusterInfoResponse\x12\x45\n\nPriorities\x12\x1a.vipu.v1.PrioritiesRequest\x1a\x1b.vipu.v1.PrioritiesResponse\x12;\n\x07JobLogs\x12\x16.vipu.v1.GetJobRequest\x1a\x18.vipu.v1.JobLogsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11vipu/v1/job.proto\x12\x07vipu.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15vipu/v1/job_run.proto\x1a\x16vipu/v1/job_spec.proto\"\xc0\x01\n\x10SubmitJobRequest\x12\x0c\n\x04spec\x18\x01 \x01(\x0c\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x1a\n\x0eoverrides_json\x18\x03 \x01(\tB\x02\x18\x01\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12\x15\n\rvalidate_only\x18\x05 \x01(\x08\x12\"\n\x08job_spec\x18\x06 \x01(\x0b\x32\x10.vipu.v1.JobSpec\x12#\n\toverrides\x18\x07 \x01(\x0b\x32\x10.vipu.v1.JobSpec\"a\n\x11SubmitJobResponse\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12(\n\x08\x65xpected\x18\x03 \x01(\x0b\x32\x16.vipu.v1.ExpectedStart\"\xa6\x01\n\rExpectedStart\x12\x16\n\x05start\x18\x01 \x01(\x01\x42\x02\x18\x01H\x00\x88\x01\x01\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\t\x12\x12\n\nallocation\x18\x04 \x01(\t\x12\x0c\n\x04ipus\x18\x05 \x01(\x05\x12.\n\nstart_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x08\n\x06_start\"<\n\x11SubmitJobsRequest\x12\'\n\x04jobs\x18\x01 \x03(\x0b\x32\x19.vipu.v1.SubmitJobRequest\">\n\x12SubmitJobsResponse\x12(\n\x04jobs\x18\x01 \x03(\x0b\x32\x1a.vipu.v1.SubmitJobResponse\"\xd0\x08\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04user\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x63\x63ount\x18\x04 \x01(\t\x12\x0b\n\x03qos\x18\x05 \x01(\t\x12\r\n\x05state\x18\x06 \x01(\t\x12\x12\n\nstate_code\x18\x07 \x01(\t\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x0c\n\x04ipus\x18\t \x01(\x05\x12\x11\n\tpartition\x18\n \x01(\t\x12\x18\n\x0ctime_limit_s\x18\x0b \x01(\x01\x42\x02\x18\x01\x12\x17\n\x0bsubmit_time\x18\x0c \x01(\x01\x42\x02\x18\x01\x12\x1b\n\nstart_time\x18\r \x01(\x01\x42\x02\x18\x01H\x00\x88\x01\x01\x12\x19\n\x08\x65nd_time\x18\x0e \x01(\x01\x42\x02\x18\x01H\x01\x88\x01\x01\x12 \n\x0f\x65stimated_start\x18\x0f \x01(\x01\x42\x02\x18\x01H\x02\x88\x01\x01\x12\x16\n\texit_code\x18\x10 \x01(\x05H\x03\x88\x01\x01\x12\x19\n\x0c\x61rray_job_id\x18\x11 \x01(\x03H\x04\x88\x01\x01\x12\x1a\n\rarray_task_id\x18\x12 \x01(\x03H\x05\x88\x01\x01\x12\x12\n\ndependency\x18\x13 \x01(\t\x12\x15\n\rrequeue_count\x18\x14 \x01(\x05\x12\x0c\n\x04held\x18\x15 \x01(\x08\x12\x10\n\x08priority\x18\x16 \x01(\x01\x12\x15\n\tspec_json\x18\x17 \x01(\tB\x02\x18\x01\x12\x17\n\x0b\x64\x65tail_json\x18\x18 \x01(\tB\x02\x18\x01\x12\x17\n\x0bresult_json\x18\x19 \x01(\tB\x02\x18\x01\x12\x12\n\nadmin_hold\x18\x1a \x01(\x08\x12\x1b\n\nbegin_time\x18\x1b \x01(\x01\x42\x02\x18\x01H\x06\x88\x01\x01\x12\x0e\n\x06signal\x18\x1c \x01(\x05\x12\x10\n\x08modelled\x18\x1d \x01(\x08\x12-\n\ntime_limit\x18\x1e \x01(\x0b\x32\x19.google.protobuf.Duration\x12-\n\tsubmitted\x18\x1f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x07started\x18  \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05\x65nded\x18! \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65xpected_start\x18\" \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05\x62\x65gin\x18# \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1e\n\x04spec\x18$ \x01(\x0b\x32\x10.vipu.v1.JobSpec\x12\"\n\x06\x64\x65tail\x18% \x01(\x0b\x32\x12.vipu.v1.JobDetail\x12#\n\x06result\x18& \x01(\x0b\x32\x13.vipu.v1.RunSummaryB\r\n\x0b_start_timeB\x0b\n\t_end_timeB\x12\n\x10_estimated_startB\x0c\n\n_exit_codeB\x0f\n\r_array_job_idB\x10\n\x0e_array_task_idB\r\n\x0b_begin_time\"5\n\x0fJobLogsResponse\x12\r\n\x05lines\x18\x01 \x03(\t\x12\x13\n\x0brecord_json\x18\x02 \x01(\t\"s\n\x0fListJobsRequest\x12\r\n\x05users\x18\x01 \x03(\t\x12\x0e\n\x06states\x18\x02 \x03(\t\x12\x0b\n\x03ids\x18\x03 \x03(\x03\x12\r\n\x05\x62rief\x18\x04 \x01(\x08\x12\x11\n\tpage_size\x18\x05 \x01(\x05\x12\x12\n\npage_token\x18\x06 \x01(\t\"[\n\x10ListJobsResponse\x12\x1a\n\x04jobs\x18\x01 \x03(\x0b\x32\x0c.vipu.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"A\n\rJobIdsRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x12\x0e\n\x06single\x18\x04 \x01(\x08J\x04\x08\x02\x10\x03\"\xad\x01\n\x11\x43\x61ncelJobsRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x12\r\n\x05users\x18\x02 \x03(\t\x12\x0e\n\x06single\x18\x04 \x01(\x08\x12\r\n\x05names\x18\x05 \x03(\t\x12\x0e\n\x06states\x18\x06 \x03(\t\x12\x12\n\npartitions\x18\x07 \x03(\t\x12\x0b\n\x03qos\x18\x08 \x03(\t\x12\x10\n\x08\x61\x63\x63ounts\x18\t \x03(\t\x12\x0e\n\x06signal\x18\n \x01(\x05\x12\n\n\x02me\x18\x0b \x01(\x08\"\xee\x03\n\x10UpdateJobRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0e\n\x06single\x18\x02 \x01(\x08\x12\x1d\n\x0ctime_limit_s\x18\x03 \x01(\x01\x42\x02\x18\x01H\x00\x88\x01\x01\x12!\n\x10time_limit_add_s\x18\x04 \x01(\x01\x42\x02\x18\x01H\x01\x88\x01\x01\x12\x10\n\x03qos\x18\x05 \x01(\tH\x02\x88\x01\x01\x12\x11\n\x04nice\x18\x06 \x01(\x05H\x03\x88\x01\x01\x12\x17\n\ndependency\x18\x07 \x01(\tH\x04\x88\x01\x01\x12\x11\n\x04name\x18\x08 \x01(\tH\x05\x88\x01\x01\x12 \n\x13\x61rray_task_throttle\x18\t \x01(\x05H\x06\x88\x01\x01\x12\x12\n\x05\x62\x65gin\x18\n \x01(\tH\x07\x88\x01\x01\x12\x15\n\x08priority\x18\x0b \x01(\x03H\x08\x88\x01\x01\x12-\n\ntime_limit\x18\x0c \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\x0etime_limit_add\x18\r \x01(\x0b\x32\x19.google.protobuf.DurationB\x0f\n\r_time_limit_sB\x13\n\x11_time_limit_add_sB\x06\n\x04_qosB\x07\n\x05_niceB\r\n\x0b_dependencyB\x07\n\x05_nameB\x16\n\x14_array_task_throttleB\x08\n\x06_beginB\x0b\n\t_priority\"\xc6\x01\n\x0eHistoryRequest\x12\r\n\x05users\x18\x01 \x03(\t\x12\x0e\n\x06states\x18\x02 \x03(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\x12\r\n\x05\x62rief\x18\x04 \x01(\x08\x12\x12\n\nduplicates\x18\x05 \x01(\x08\x12\x0b\n\x03ids\x18\x06 \x03(\x03\x12\x11\n\tpage_size\x18\x07 \x01(\x05\x12\x12\n\npage_token\x18\x08 \x01(\t\x12/\n\x0b\x65nded_since\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x14\n\x12\x43lusterInfoRequest\"{\n\tPod64Info\x12\x0b\n\x03ild\x18\x01 \x01(\x05\x12\x0c\n\x04idle\x18\x02 \x01(\x05\x12\x11\n\tallocated\x18\x03 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x04 \x01(\x05\x12\r\n\x05total\x18\x05 \x01(\x05\x12\x0f\n\x07\x64rained\x18\x06 \x01(\x05\x12\x10\n\x08\x64raining\x18\x07 \x01(\x05\"p\n\x13\x43lusterInfoResponse\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12 \n\x04ilds\x18\x02 \x03(\x0b\x32\x12.vipu.v1.Pod64Info\x12\x14\n\x0cpending_jobs\x18\x03 \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x04 \x01(\x05\"W\n\x11PrioritiesRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x12\x0e\n\x06single\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"\xe8\x01\n\x0fPriorityFactors\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\x10\n\x08priority\x18\x03 \x01(\x01\x12\x0b\n\x03\x61ge\x18\x04 \x01(\x01\x12\x11\n\tfairshare\x18\x05 \x01(\x01\x12\x10\n\x08job_size\x18\x06 \x01(\x01\x12\x0b\n\x03qos\x18\x07 \x01(\x01\x12\x0c\n\x04nice\x18\x08 \x01(\x01\x12\x19\n\x0c\x61rray_job_id\x18\t \x01(\x03H\x00\x88\x01\x01\x12\x1a\n\rarray_task_id\x18\n \x01(\x03H\x01\x88\x01\x01\x42\x0f\n\r_array_job_idB\x10\n\x0e_array_task_id\"i\n\x12PrioritiesResponse\x12&\n\x04jobs\x18\x01 \x03(\x0b\x32\x18.vipu.v1.PriorityFactors\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\x32\xe0\x06\n\nJobService\x12\x42\n\tSubmitJob\x12\x19.vipu.v1.SubmitJobRequest\x1a\x1a.vipu.v1.SubmitJobResponse\x12\x45\n\nSubmitJobs\x12\x1a.vipu.v1.SubmitJobsRequest\x1a\x1b.vipu.v1.SubmitJobsResponse\x12?\n\x08ListJobs\x12\x18.vipu.v1.ListJobsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12.\n\x06GetJob\x12\x16.vipu.v1.GetJobRequest\x1a\x0c.vipu.v1.Job\x12\x43\n\nCancelJobs\x12\x1a.vipu.v1.CancelJobsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12=\n\x08HoldJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12@\n\x0bReleaseJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12@\n\x0bRequeueJobs\x12\x16.vipu.v1.JobIdsRequest\x1a\x19.vipu.v1.ListJobsResponse\x12\x41\n\tUpdateJob\x12\x19.vipu.v1.UpdateJobRequest\x1a\x19.vipu.v1.ListJobsResponse\x12=\n\x07History\x12\x17.vipu.v1.HistoryRequest\x1a\x19.vipu.v1.ListJobsResponse\x12H\n\x0b\x43lusterInfo\x12\x1b.vipu.v1.ClusterInfoRequest\x1a\x1c.vipu.v1.ClusterInfoResponse\x12\x45\n\nPriorities\x12\x1a.vipu.v1.PrioritiesRequest\x1a\x1b.vipu.v1.PrioritiesResponse\x12;\n\x07JobLogs\x12\x16.vipu.v1.GetJobRequest\x1a\x18.vipu.v1.JobLogsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vipu.v1.job_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SUBMITJOBREQUEST']._serialized_start=30
-  _globals['_SUBMITJOBREQUEST']._serialized_end=145
-  _globals['_SUBMITJOBRESPONSE']._serialized_start=147
-  _globals['_SUBMITJOBRESPONSE']._serialized_end=244
-  _globals['_EXPECTEDSTART']._serialized_start=246
-  _globals['_EXPECTEDSTART']._serialized_end=360
-  _globals['_SUBMITJOBSREQUEST']._serialized_start=362
-  _globals['_SUBMITJOBSREQUEST']._serialized_end=422
-  _globals['_SUBMITJOBSRESPONSE']._serialized_start=424
-  _globals['_SUBMITJOBSRESPONSE']._serialized_end=486
-  _globals['_JOB']._serialized_start=489
-  _globals['_JOB']._serialized_end=1175
-  _globals['_JOBLOGSRESPONSE']._serialized_start=1177
-  _globals['_JOBLOGSRESPONSE']._serialized_end=1230
-  _globals['_LISTJOBSREQUEST']._serialized_start=1232
-  _globals['_LISTJOBSREQUEST']._serialized_end=1347
-  _globals['_LISTJOBSRESPONSE']._serialized_start=1349
-  _globals['_LISTJOBSRESPONSE']._serialized_end=1440
-  _globals['_GETJOBREQUEST']._serialized_start=1442
-  _globals['_GETJOBREQUEST']._serialized_end=1469
-  _globals['_JOBIDSREQUEST']._serialized_start=1471
-  _globals['_JOBIDSREQUEST']._serialized_end=1536
-  _globals['_CANCELJOBSREQUEST']._serialized_start=1539
-  _globals['_CANCELJOBSREQUEST']._serialized_end=1712
-  _globals['_UPDATEJOBREQUEST']._serialized_start=1715
-  _globals['_UPDATEJOBREQUEST']._serialized_end=2103
-  _globals['_HISTORYREQUEST']._serialized_start=2106
-  _globals['_HISTORYREQUEST']._serialized_end=2297
-  _globals['_CLUSTERINFOREQUEST']._serialized_start=2299
-  _globals['_CLUSTERINFOREQUEST']._serialized_end=2319
-  _globals['_POD64INFO']._serialized_start=2321
-  _globals['_POD64INFO']._serialized_end=2444
-  _globals['_CLUSTERINFORESPONSE']._serialized_start=2446
-  _globals['_CLUSTERINFORESPONSE']._serialized_end=2558
-  _globals['_PRIORITIESREQUEST']._serialized_start=2560
-  _globals['_PRIORITIESREQUEST']._serialized_end=2647
-  _globals['_PRIORITYFACTORS']._serialized_start=2650
-  _globals['_PRIORITYFACTORS']._serialized_end=2882
-  _globals['_PRIORITIESRESPONSE']._serialized_start=2884
-  _globals['_PRIORITIESRESPONSE']._serialized_end=2989
-  _globals['_JOBSERVICE']._serialized_start=2992
-  _globals['_JOBSERVICE']._serialized_end=3856
+  _globals['_SUBMITJOBREQUEST'].fields_by_name['overrides_json']._loaded_options = None
+  _globals['_SUBMITJOBREQUEST'].fields_by_name['overrides_json']._serialized_options = b'\030\001'
+  _globals['_EXPECTEDSTART'].fields_by_name['start']._loaded_options = None
+  _globals['_EXPECTEDSTART'].fields_by_name['start']._serialized_options = b'\030\001'
+  _globals['_JOB'].fields_by_name['time_limit_s']._loaded_options = None
+  _globals['_JOB'].fields_by_name['time_limit_s']._serialized_options = b'\030\001'
+  _globals['_JOB'].fields_by_name['submit_time']._loaded_options = None
+  _globals['_JOB'].fields_by_name['submit_time']._serialized_options = b'\030\001'
+  _globals['_JOB'].fields_by_name['start_time']._loaded_options = None
+  _globals['_JOB'].fields_by_name['start_time']._serialized_options = b'\030\001'
+  _globals['_JOB'].fields_by_name['end_time']._loaded_options = None
+  _globals['_JOB'].fields_by_name['end_time']._serialized_options = b'\030\001'
+  _globals['_JOB'].fields_by_name['estimated_start']._loaded_options = None
+  _globals['_JOB'].fields_by_name['estimated_start']._serialized_options = b'\030\001'
+  _globals['_JOB'].fields_by_name['spec_json']._loaded_options = None
+  _globals['_JOB'].fields_by_name['spec_json']._serialized_options = b'\030\001'
+  _globals['_JOB'].fields_by_name['detail_json']._loaded_options = None
+  _globals['_JOB'].fields_by_name['detail_json']._serialized_options = b'\030\001'
+  _globals['_JOB'].fields_by_name['result_json']._loaded_options = None
+  _globals['_JOB'].fields_by_name['result_json']._serialized_options = b'\030\001'
+  _globals['_JOB'].fields_by_name['begin_time']._loaded_options = None
+  _globals['_JOB'].fields_by_name['begin_time']._serialized_options = b'\030\001'
+  _globals['_UPDATEJOBREQUEST'].fields_by_name['time_limit_s']._loaded_options = None
+  _globals['_UPDATEJOBREQUEST'].fields_by_name['time_limit_s']._serialized_options = b'\030\001'
+  _globals['_UPDATEJOBREQUEST'].fields_by_name['time_limit_add_s']._loaded_options = None
+  _globals['_UPDATEJOBREQUEST'].fields_by_name['time_limit_add_s']._serialized_options = b'\030\001'
+  _globals['_SUBMITJOBREQUEST']._serialized_start=143
+  _globals['_SUBMITJOBREQUEST']._serialized_end=335
+  _globals['_SUBMITJOBRESPONSE']._serialized_start=337
+  _globals['_SUBMITJOBRESPONSE']._serialized_end=434
+  _globals['_EXPECTEDSTART']._serialized_start=437
+  _globals['_EXPECTEDSTART']._serialized_end=603
+  _globals['_SUBMITJOBSREQUEST']._serialized_start=605
+  _globals['_SUBMITJOBSREQUEST']._serialized_end=665
+  _globals['_SUBMITJOBSRESPONSE']._serialized_start=667
+  _globals['_SUBMITJOBSRESPONSE']._serialized_end=729
+  _globals['_JOB']._serialized_start=732
+  _globals['_JOB']._serialized_end=1836
+  _globals['_JOBLOGSRESPONSE']._serialized_start=1838
+  _globals['_JOBLOGSRESPONSE']._serialized_end=1891
+  _globals['_LISTJOBSREQUEST']._serialized_start=1893
+  _globals['_LISTJOBSREQUEST']._serialized_end=2008
+  _globals['_LISTJOBSRESPONSE']._serialized_start=2010
+  _globals['_LISTJOBSRESPONSE']._serialized_end=2101
+  _globals['_GETJOBREQUEST']._serialized_start=2103
+  _globals['_GETJOBREQUEST']._serialized_end=2130
+  _globals['_JOBIDSREQUEST']._serialized_start=2132
+  _globals['_JOBIDSREQUEST']._serialized_end=2197
+  _globals['_CANCELJOBSREQUEST']._serialized_start=2200
+  _globals['_CANCELJOBSREQUEST']._serialized_end=2373
+  _globals['_UPDATEJOBREQUEST']._serialized_start=2376
+  _globals['_UPDATEJOBREQUEST']._serialized_end=2870
+  _globals['_HISTORYREQUEST']._serialized_start=2873
+  _globals['_HISTORYREQUEST']._serialized_end=3071
+  _globals['_CLUSTERINFOREQUEST']._serialized_start=3073
+  _globals['_CLUSTERINFOREQUEST']._serialized_end=3093
+  _globals['_POD64INFO']._serialized_start=3095
+  _globals['_POD64INFO']._serialized_end=3218
+  _globals['_CLUSTERINFORESPONSE']._serialized_start=3220
+  _globals['_CLUSTERINFORESPONSE']._serialized_end=3332
+  _globals['_PRIORITIESREQUEST']._serialized_start=3334
+  _globals['_PRIORITIESREQUEST']._serialized_end=3421
+  _globals['_PRIORITYFACTORS']._serialized_start=3424
+  _globals['_PRIORITYFACTORS']._serialized_end=3656
+  _globals['_PRIORITIESRESPONSE']._serialized_start=3658
+  _globals['_PRIORITIESRESPONSE']._serialized_end=3763
+  _globals['_JOBSERVICE']._serialized_start=3766
+  _globals['_JOBSERVICE']._serialized_end=4630
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,9 @@
+import datetime
+
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from vipu.v1 import job_run_pb2 as _job_run_pb2
+from vipu.v1 import job_spec_pb2 as _job_spec_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -7,18 +13,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SubmitJobRequest(_message.Message):
-    __slots__ = ("spec", "source", "overrides_json", "request_id", "validate_only")
+    __slots__ = ("spec", "source", "overrides_json", "request_id", "validate_only", "job_spec", "overrides")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     OVERRIDES_JSON_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    JOB_SPEC_FIELD_NUMBER: _ClassVar[int]
+    OVERRIDES_FIELD_NUMBER: _ClassVar[int]
     spec: bytes
     source: str
     overrides_json: str
     request_id: str
     validate_only: bool
-    def __init__(self, spec: _Optional[bytes] = ..., source: _Optional[str] = ..., overrides_json: _Optional[str] = ..., request_id: _Optional[str] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+    job_spec: _job_spec_pb2.JobSpec
+    overrides: _job_spec_pb2.JobSpec
+    def __init__(self, spec: _Optional[bytes] = ..., source: _Optional[str] = ..., overrides_json: _Optional[str] = ..., request_id: _Optional[str] = ..., validate_only: _Optional[bool] = ..., job_spec: _Optional[_Union[_job_spec_pb2.JobSpec, _Mapping]] = ..., overrides: _Optional[_Union[_job_spec_pb2.JobSpec, _Mapping]] = ...) -> None: ...
 
 class SubmitJobResponse(_message.Message):
     __slots__ = ("job_ids", "duplicate", "expected")
@@ -31,18 +41,20 @@ class SubmitJobResponse(_message.Message):
     def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., duplicate: _Optional[bool] = ..., expected: _Optional[_Union[ExpectedStart, _Mapping]] = ...) -> None: ...
 
 class ExpectedStart(_message.Message):
-    __slots__ = ("start", "reason", "partition", "allocation", "ipus")
+    __slots__ = ("start", "reason", "partition", "allocation", "ipus", "start_time")
     START_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_FIELD_NUMBER: _ClassVar[int]
     IPUS_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
     start: float
     reason: str
     partition: str
     allocation: str
     ipus: int
-    def __init__(self, start: _Optional[float] = ..., reason: _Optional[str] = ..., partition: _Optional[str] = ..., allocation: _Optional[str] = ..., ipus: _Optional[int] = ...) -> None: ...
+    start_time: _timestamp_pb2.Timestamp
+    def __init__(self, start: _Optional[float] = ..., reason: _Optional[str] = ..., partition: _Optional[str] = ..., allocation: _Optional[str] = ..., ipus: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class SubmitJobsRequest(_message.Message):
     __slots__ = ("jobs",)
@@ -57,7 +69,7 @@ class SubmitJobsResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[SubmitJobResponse, _Mapping]]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "name", "user", "account", "qos", "state", "state_code", "reason", "ipus", "partition", "time_limit_s", "submit_time", "start_time", "end_time", "estimated_start", "exit_code", "array_job_id", "array_task_id", "dependency", "requeue_count", "held", "priority", "spec_json", "detail_json", "result_json", "admin_hold", "begin_time", "signal", "modelled")
+    __slots__ = ("id", "name", "user", "account", "qos", "state", "state_code", "reason", "ipus", "partition", "time_limit_s", "submit_time", "start_time", "end_time", "estimated_start", "exit_code", "array_job_id", "array_task_id", "dependency", "requeue_count", "held", "priority", "spec_json", "detail_json", "result_json", "admin_hold", "begin_time", "signal", "modelled", "time_limit", "submitted", "started", "ended", "expected_start", "begin", "spec", "detail", "result")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +99,15 @@ class Job(_message.Message):
     BEGIN_TIME_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
     MODELLED_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    SUBMITTED_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_START_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: str
     user: str
@@ -116,7 +137,16 @@ class Job(_message.Message):
     begin_time: float
     signal: int
     modelled: bool
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., state: _Optional[str] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., ipus: _Optional[int] = ..., partition: _Optional[str] = ..., time_limit_s: _Optional[float] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., estimated_start: _Optional[float] = ..., exit_code: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., dependency: _Optional[str] = ..., requeue_count: _Optional[int] = ..., held: _Optional[bool] = ..., priority: _Optional[float] = ..., spec_json: _Optional[str] = ..., detail_json: _Optional[str] = ..., result_json: _Optional[str] = ..., admin_hold: _Optional[bool] = ..., begin_time: _Optional[float] = ..., signal: _Optional[int] = ..., modelled: _Optional[bool] = ...) -> None: ...
+    time_limit: _duration_pb2.Duration
+    submitted: _timestamp_pb2.Timestamp
+    started: _timestamp_pb2.Timestamp
+    ended: _timestamp_pb2.Timestamp
+    expected_start: _timestamp_pb2.Timestamp
+    begin: _timestamp_pb2.Timestamp
+    spec: _job_spec_pb2.JobSpec
+    detail: _job_run_pb2.JobDetail
+    result: _job_run_pb2.RunSummary
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., state: _Optional[str] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., ipus: _Optional[int] = ..., partition: _Optional[str] = ..., time_limit_s: _Optional[float] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., estimated_start: _Optional[float] = ..., exit_code: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., dependency: _Optional[str] = ..., requeue_count: _Optional[int] = ..., held: _Optional[bool] = ..., priority: _Optional[float] = ..., spec_json: _Optional[str] = ..., detail_json: _Optional[str] = ..., result_json: _Optional[str] = ..., admin_hold: _Optional[bool] = ..., begin_time: _Optional[float] = ..., signal: _Optional[int] = ..., modelled: _Optional[bool] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., submitted: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expected_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., begin: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., spec: _Optional[_Union[_job_spec_pb2.JobSpec, _Mapping]] = ..., detail: _Optional[_Union[_job_run_pb2.JobDetail, _Mapping]] = ..., result: _Optional[_Union[_job_run_pb2.RunSummary, _Mapping]] = ...) -> None: ...
 
 class JobLogsResponse(_message.Message):
     __slots__ = ("lines", "record_json")
@@ -193,7 +223,7 @@ class CancelJobsRequest(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., single: _Optional[bool] = ..., names: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., qos: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., signal: _Optional[int] = ..., me: _Optional[bool] = ...) -> None: ...
 
 class UpdateJobRequest(_message.Message):
-    __slots__ = ("id", "single", "time_limit_s", "time_limit_add_s", "qos", "nice", "dependency", "name", "array_task_throttle", "begin", "priority")
+    __slots__ = ("id", "single", "time_limit_s", "time_limit_add_s", "qos", "nice", "dependency", "name", "array_task_throttle", "begin", "priority", "time_limit", "time_limit_add")
     ID_FIELD_NUMBER: _ClassVar[int]
     SINGLE_FIELD_NUMBER: _ClassVar[int]
     TIME_LIMIT_S_FIELD_NUMBER: _ClassVar[int]
@@ -205,6 +235,8 @@ class UpdateJobRequest(_message.Message):
     ARRAY_TASK_THROTTLE_FIELD_NUMBER: _ClassVar[int]
     BEGIN_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_ADD_FIELD_NUMBER: _ClassVar[int]
     id: int
     single: bool
     time_limit_s: float
@@ -216,7 +248,9 @@ class UpdateJobRequest(_message.Message):
     array_task_throttle: int
     begin: str
     priority: int
-    def __init__(self, id: _Optional[int] = ..., single: _Optional[bool] = ..., time_limit_s: _Optional[float] = ..., time_limit_add_s: _Optional[float] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., dependency: _Optional[str] = ..., name: _Optional[str] = ..., array_task_throttle: _Optional[int] = ..., begin: _Optional[str] = ..., priority: _Optional[int] = ...) -> None: ...
+    time_limit: _duration_pb2.Duration
+    time_limit_add: _duration_pb2.Duration
+    def __init__(self, id: _Optional[int] = ..., single: _Optional[bool] = ..., time_limit_s: _Optional[float] = ..., time_limit_add_s: _Optional[float] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., dependency: _Optional[str] = ..., name: _Optional[str] = ..., array_task_throttle: _Optional[int] = ..., begin: _Optional[str] = ..., priority: _Optional[int] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_add: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
     __slots__ = ("users", "states", "limit", "brief", "duplicates", "ids", "page_size", "page_token", "ended_since")
@@ -237,8 +271,8 @@ class HistoryRequest(_message.Message):
     ids: _containers.RepeatedScalarFieldContainer[int]
     page_size: int
     page_token: str
-    ended_since: float
-    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ..., duplicates: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., ended_since: _Optional[float] = ...) -> None: ...
+    ended_since: _timestamp_pb2.Timestamp
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ..., duplicates: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., ended_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ClusterInfoRequest(_message.Message):
     __slots__ = ()

@@ -22,61 +22,68 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17vipu/v1/partition.proto\x12\x07vipu.v1\"\x13\n\x11GetVersionRequest\"9\n\x0bVersionInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0b\n\x03pod\x18\x02 \x01(\t\x12\x0c\n\x04ipus\x18\x03 \x01(\x05\"\xce\x01\n\x16\x43reatePartitionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x15\n\x08num_gcds\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x1e\n\x11gcd_sync_replicas\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x16\n\x0ereconfigurable\x18\x05 \x01(\x08\x12\x12\n\nallocation\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\tB\x0b\n\t_num_gcdsB\x14\n\x12_gcd_sync_replicas\"(\n\x0bStateChange\x12\r\n\x05state\x18\x01 \x01(\t\x12\n\n\x02\x61t\x18\x02 \x01(\x01\"\x97\x03\n\tPartition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x05\x12\x10\n\x08num_gcds\x18\x03 \x01(\x05\x12\x1e\n\x11gcd_sync_replicas\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x16\n\x0ereconfigurable\x18\x05 \x01(\x08\x12\x11\n\tsync_type\x18\x06 \x01(\t\x12\x12\n\nallocation\x18\x07 \x01(\t\x12\x0f\n\x07\x63luster\x18\x08 \x01(\t\x12\r\n\x05owner\x18\t \x01(\t\x12\r\n\x05state\x18\n \x01(\t\x12\x0e\n\x06holder\x18\x0b \x01(\t\x12\x11\n\tfirst_ipu\x18\x0c \x01(\x05\x12\x0c\n\x04ipus\x18\r \x03(\x05\x12\x0c\n\x04ilds\x18\x0e \x01(\x05\x12\x13\n\x0bild_routing\x18\x0f \x01(\t\x12\x12\n\ngw_routing\x18\x10 \x01(\t\x12\x12\n\ncreated_at\x18\x11 \x01(\x01\x12%\n\x07history\x18\x12 \x03(\x0b\x32\x14.vipu.v1.StateChange\x12\x15\n\rcancelled_job\x18\x13 \x01(\tB\x14\n\x12_gcd_sync_replicas\"R\n\x13GetPartitionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bipu_configs\x18\x02 \x01(\x08\x12\x10\n\x03gcd\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x06\n\x04_gcd\"S\n\x0cPartitionIpu\x12\n\n\x02id\x18\x01 \x01(\x05\x12\r\n\x05index\x18\x02 \x01(\x05\x12\x0b\n\x03ild\x18\x03 \x01(\x05\x12\x0b\n\x03row\x18\x04 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x05 \x01(\x08\"s\n\x10PartitionMachine\x12\x0f\n\x07machine\x18\x01 \x01(\x05\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x0c\n\x04host\x18\x03 \x01(\t\x12\x0c\n\x04port\x18\x04 \x01(\x05\x12#\n\x04ipus\x18\x05 \x03(\x0b\x32\x15.vipu.v1.PartitionIpu\"\xa9\x01\n\x07GcdView\x12\x0b\n\x03gcd\x18\x01 \x01(\x05\x12\x0c\n\x04ipus\x18\x02 \x03(\x05\x12\x36\n\x0b\x65nvironment\x18\x03 \x03(\x0b\x32!.vipu.v1.GcdView.EnvironmentEntry\x12\x17\n\x0fipu_config_json\x18\x04 \x01(\t\x1a\x32\n\x10\x45nvironmentEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x91\x01\n\rPartitionView\x12%\n\tpartition\x18\x01 \x01(\x0b\x32\x12.vipu.v1.Partition\x12+\n\x08machines\x18\x02 \x03(\x0b\x32\x19.vipu.v1.PartitionMachine\x12\x0c\n\x04ring\x18\x03 \x03(\x05\x12\x1e\n\x04gcds\x18\x04 \x03(\x0b\x32\x10.vipu.v1.GcdView\">\n\x15ListPartitionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"m\n\x16ListPartitionsResponse\x12&\n\npartitions\x18\x01 \x03(\x0b\x32\x12.vipu.v1.Partition\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"5\n\x16RemovePartitionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"%\n\x15ResetPartitionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"4\n\x14HoldPartitionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06holder\x18\x02 \x01(\t\"[\n\nAllocation\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x61gents\x18\x02 \x03(\t\x12\r\n\x05users\x18\x03 \x03(\t\x12\x0c\n\x04ipus\x18\x04 \x01(\x05\x12\x12\n\ncreated_at\x18\x05 \x01(\x01\"?\n\x16ListAllocationsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"p\n\x17ListAllocationsResponse\x12(\n\x0b\x61llocations\x18\x01 \x03(\x0b\x32\x13.vipu.v1.Allocation\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"\xaf\x01\n\x03Ipu\x12\n\n\x02id\x18\x01 \x01(\x05\x12\x0f\n\x07machine\x18\x02 \x01(\x05\x12\r\n\x05index\x18\x03 \x01(\x05\x12\x0b\n\x03ild\x18\x04 \x01(\x05\x12\r\n\x05\x61gent\x18\x05 \x01(\t\x12\r\n\x05state\x18\x06 \x01(\t\x12\x11\n\tpartition\x18\x07 \x01(\t\x12\x13\n\x0butilization\x18\x08 \x01(\x01\x12\x17\n\x0fsram_used_bytes\x18\t \x01(\x03\x12\x10\n\x08\x65mulated\x18\n \x01(\x08\"8\n\x0fListIpusRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"[\n\x10ListIpusResponse\x12\x1a\n\x04ipus\x18\x01 \x03(\x0b\x32\x0c.vipu.v1.Ipu\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\x32\xe6\x05\n\x10PartitionService\x12>\n\nGetVersion\x12\x1a.vipu.v1.GetVersionRequest\x1a\x14.vipu.v1.VersionInfo\x12\x46\n\x0f\x43reatePartition\x12\x1f.vipu.v1.CreatePartitionRequest\x1a\x12.vipu.v1.Partition\x12\x44\n\x0cGetPartition\x12\x1c.vipu.v1.GetPartitionRequest\x1a\x16.vipu.v1.PartitionView\x12Q\n\x0eListPartitions\x12\x1e.vipu.v1.ListPartitionsRequest\x1a\x1f.vipu.v1.ListPartitionsResponse\x12\x46\n\x0fRemovePartition\x12\x1f.vipu.v1.RemovePartitionRequest\x1a\x12.vipu.v1.Partition\x12\x44\n\x0eResetPartition\x12\x1e.vipu.v1.ResetPartitionRequest\x1a\x12.vipu.v1.Partition\x12\x45\n\x10\x41\x63quirePartition\x12\x1d.vipu.v1.HoldPartitionRequest\x1a\x12.vipu.v1.Partition\x12\x45\n\x10ReleasePartition\x12\x1d.vipu.v1.HoldPartitionRequest\x1a\x12.vipu.v1.Partition\x12T\n\x0fListAllocations\x12\x1f.vipu.v1.ListAllocationsRequest\x1a .vipu.v1.ListAllocationsResponse\x12?\n\x08ListIpus\x12\x18.vipu.v1.ListIpusRequest\x1a\x19.vipu.v1.ListIpusResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17vipu/v1/partition.proto\x12\x07vipu.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n\x11GetVersionRequest\"9\n\x0bVersionInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0b\n\x03pod\x18\x02 \x01(\t\x12\x0c\n\x04ipus\x18\x03 \x01(\x05\"\xce\x01\n\x16\x43reatePartitionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x15\n\x08num_gcds\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x1e\n\x11gcd_sync_replicas\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x16\n\x0ereconfigurable\x18\x05 \x01(\x08\x12\x12\n\nallocation\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\tB\x0b\n\t_num_gcdsB\x14\n\x12_gcd_sync_replicas\"V\n\x0bStateChange\x12\r\n\x05state\x18\x01 \x01(\t\x12\x0e\n\x02\x61t\x18\x02 \x01(\x01\x42\x02\x18\x01\x12(\n\x04time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xcc\x03\n\tPartition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x05\x12\x10\n\x08num_gcds\x18\x03 \x01(\x05\x12\x1e\n\x11gcd_sync_replicas\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x16\n\x0ereconfigurable\x18\x05 \x01(\x08\x12\x11\n\tsync_type\x18\x06 \x01(\t\x12\x12\n\nallocation\x18\x07 \x01(\t\x12\x0f\n\x07\x63luster\x18\x08 \x01(\t\x12\r\n\x05owner\x18\t \x01(\t\x12\r\n\x05state\x18\n \x01(\t\x12\x0e\n\x06holder\x18\x0b \x01(\t\x12\x11\n\tfirst_ipu\x18\x0c \x01(\x05\x12\x0c\n\x04ipus\x18\r \x03(\x05\x12\x0c\n\x04ilds\x18\x0e \x01(\x05\x12\x13\n\x0bild_routing\x18\x0f \x01(\t\x12\x12\n\ngw_routing\x18\x10 \x01(\t\x12\x16\n\ncreated_at\x18\x11 \x01(\x01\x42\x02\x18\x01\x12%\n\x07history\x18\x12 \x03(\x0b\x32\x14.vipu.v1.StateChange\x12\x15\n\rcancelled_job\x18\x13 \x01(\t\x12/\n\x0b\x63reate_time\x18\x14 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x14\n\x12_gcd_sync_replicas\"R\n\x13GetPartitionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bipu_configs\x18\x02 \x01(\x08\x12\x10\n\x03gcd\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x06\n\x04_gcd\"S\n\x0cPartitionIpu\x12\n\n\x02id\x18\x01 \x01(\x05\x12\r\n\x05index\x18\x02 \x01(\x05\x12\x0b\n\x03ild\x18\x03 \x01(\x05\x12\x0b\n\x03row\x18\x04 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x05 \x01(\x08\"s\n\x10PartitionMachine\x12\x0f\n\x07machine\x18\x01 \x01(\x05\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x0c\n\x04host\x18\x03 \x01(\t\x12\x0c\n\x04port\x18\x04 \x01(\x05\x12#\n\x04ipus\x18\x05 \x03(\x0b\x32\x15.vipu.v1.PartitionIpu\"\xa9\x01\n\x07GcdView\x12\x0b\n\x03gcd\x18\x01 \x01(\x05\x12\x0c\n\x04ipus\x18\x02 \x03(\x05\x12\x36\n\x0b\x65nvironment\x18\x03 \x03(\x0b\x32!.vipu.v1.GcdView.EnvironmentEntry\x12\x17\n\x0fipu_config_json\x18\x04 \x01(\t\x1a\x32\n\x10\x45nvironmentEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x91\x01\n\rPartitionView\x12%\n\tpartition\x18\x01 \x01(\x0b\x32\x12.vipu.v1.Partition\x12+\n\x08machines\x18\x02 \x03(\x0b\x32\x19.vipu.v1.PartitionMachine\x12\x0c\n\x04ring\x18\x03 \x03(\x05\x12\x1e\n\x04gcds\x18\x04 \x03(\x0b\x32\x10.vipu.v1.GcdView\">\n\x15ListPartitionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"m\n\x16ListPartitionsResponse\x12&\n\npartitions\x18\x01 \x03(\x0b\x32\x12.vipu.v1.Partition\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"5\n\x16RemovePartitionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"%\n\x15ResetPartitionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"4\n\x14HoldPartitionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06holder\x18\x02 \x01(\t\"\x90\x01\n\nAllocation\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x61gents\x18\x02 \x03(\t\x12\r\n\x05users\x18\x03 \x03(\t\x12\x0c\n\x04ipus\x18\x04 \x01(\x05\x12\x16\n\ncreated_at\x18\x05 \x01(\x01\x42\x02\x18\x01\x12/\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"?\n\x16ListAllocationsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"p\n\x17ListAllocationsResponse\x12(\n\x0b\x61llocations\x18\x01 \x03(\x0b\x32\x13.vipu.v1.Allocation\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"\xaf\x01\n\x03Ipu\x12\n\n\x02id\x18\x01 \x01(\x05\x12\x0f\n\x07machine\x18\x02 \x01(\x05\x12\r\n\x05index\x18\x03 \x01(\x05\x12\x0b\n\x03ild\x18\x04 \x01(\x05\x12\r\n\x05\x61gent\x18\x05 \x01(\t\x12\r\n\x05state\x18\x06 \x01(\t\x12\x11\n\tpartition\x18\x07 \x01(\t\x12\x13\n\x0butilization\x18\x08 \x01(\x01\x12\x17\n\x0fsram_used_bytes\x18\t \x01(\x03\x12\x10\n\x08\x65mulated\x18\n \x01(\x08\"8\n\x0fListIpusRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"[\n\x10ListIpusResponse\x12\x1a\n\x04ipus\x18\x01 \x03(\x0b\x32\x0c.vipu.v1.Ipu\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\x32\xe6\x05\n\x10PartitionService\x12>\n\nGetVersion\x12\x1a.vipu.v1.GetVersionRequest\x1a\x14.vipu.v1.VersionInfo\x12\x46\n\x0f\x43reatePartition\x12\x1f.vipu.v1.CreatePartitionRequest\x1a\x12.vipu.v1.Partition\x12\x44\n\x0cGetPartition\x12\x1c.vipu.v1.GetPartitionRequest\x1a\x16.vipu.v1.PartitionView\x12Q\n\x0eListPartitions\x12\x1e.vipu.v1.ListPartitionsRequest\x1a\x1f.vipu.v1.ListPartitionsResponse\x12\x46\n\x0fRemovePartition\x12\x1f.vipu.v1.RemovePartitionRequest\x1a\x12.vipu.v1.Partition\x12\x44\n\x0eResetPartition\x12\x1e.vipu.v1.ResetPartitionRequest\x1a\x12.vipu.v1.Partition\x12\x45\n\x10\x41\x63quirePartition\x12\x1d.vipu.v1.HoldPartitionRequest\x1a\x12.vipu.v1.Partition\x12\x45\n\x10ReleasePartition\x12\x1d.vipu.v1.HoldPartitionRequest\x1a\x12.vipu.v1.Partition\x12T\n\x0fListAllocations\x12\x1f.vipu.v1.ListAllocationsRequest\x1a .vipu.v1.ListAllocationsResponse\x12?\n\x08ListIpus\x12\x18.vipu.v1.ListIpusRequest\x1a\x19.vipu.v1.ListIpusResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vipu.v1.partition_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_STATECHANGE'].fields_by_name['at']._loaded_options = None
+  _globals['_STATECHANGE'].fields_by_name['at']._serialized_options = b'\030\001'
+  _globals['_PARTITION'].fields_by_name['created_at']._loaded_options = None
+  _globals['_PARTITION'].fields_by_name['created_at']._serialized_options = b'\030\001'
   _globals['_GCDVIEW_ENVIRONMENTENTRY']._loaded_options = None
   _globals['_GCDVIEW_ENVIRONMENTENTRY']._serialized_options = b'8\001'
-  _globals['_GETVERSIONREQUEST']._serialized_start=36
-  _globals['_GETVERSIONREQUEST']._serialized_end=55
-  _globals['_VERSIONINFO']._serialized_start=57
-  _globals['_VERSIONINFO']._serialized_end=114
-  _globals['_CREATEPARTITIONREQUEST']._serialized_start=117
-  _globals['_CREATEPARTITIONREQUEST']._serialized_end=323
-  _globals['_STATECHANGE']._serialized_start=325
-  _globals['_STATECHANGE']._serialized_end=365
-  _globals['_PARTITION']._serialized_start=368
-  _globals['_PARTITION']._serialized_end=775
-  _globals['_GETPARTITIONREQUEST']._serialized_start=777
-  _globals['_GETPARTITIONREQUEST']._serialized_end=859
-  _globals['_PARTITIONIPU']._serialized_start=861
-  _globals['_PARTITIONIPU']._serialized_end=944
-  _globals['_PARTITIONMACHINE']._serialized_start=946
-  _globals['_PARTITIONMACHINE']._serialized_end=1061
-  _globals['_GCDVIEW']._serialized_start=1064
-  _globals['_GCDVIEW']._serialized_end=1233
-  _globals['_GCDVIEW_ENVIRONMENTENTRY']._serialized_start=1183
-  _globals['_GCDVIEW_ENVIRONMENTENTRY']._serialized_end=1233
-  _globals['_PARTITIONVIEW']._serialized_start=1236
-  _globals['_PARTITIONVIEW']._serialized_end=1381
-  _globals['_LISTPARTITIONSREQUEST']._serialized_start=1383
-  _globals['_LISTPARTITIONSREQUEST']._serialized_end=1445
-  _globals['_LISTPARTITIONSRESPONSE']._serialized_start=1447
-  _globals['_LISTPARTITIONSRESPONSE']._serialized_end=1556
-  _globals['_REMOVEPARTITIONREQUEST']._serialized_start=1558
-  _globals['_REMOVEPARTITIONREQUEST']._serialized_end=1611
-  _globals['_RESETPARTITIONREQUEST']._serialized_start=1613
-  _globals['_RESETPARTITIONREQUEST']._serialized_end=1650
-  _globals['_HOLDPARTITIONREQUEST']._serialized_start=1652
-  _globals['_HOLDPARTITIONREQUEST']._serialized_end=1704
-  _globals['_ALLOCATION']._serialized_start=1706
-  _globals['_ALLOCATION']._serialized_end=1797
-  _globals['_LISTALLOCATIONSREQUEST']._serialized_start=1799
-  _globals['_LISTALLOCATIONSREQUEST']._serialized_end=1862
-  _globals['_LISTALLOCATIONSRESPONSE']._serialized_start=1864
-  _globals['_LISTALLOCATIONSRESPONSE']._serialized_end=1976
-  _globals['_IPU']._serialized_start=1979
-  _globals['_IPU']._serialized_end=2154
-  _globals['_LISTIPUSREQUEST']._serialized_start=2156
-  _globals['_LISTIPUSREQUEST']._serialized_end=2212
-  _globals['_LISTIPUSRESPONSE']._serialized_start=2214
-  _globals['_LISTIPUSRESPONSE']._serialized_end=2305
-  _globals['_PARTITIONSERVICE']._serialized_start=2308
-  _globals['_PARTITIONSERVICE']._serialized_end=3050
+  _globals['_ALLOCATION'].fields_by_name['created_at']._loaded_options = None
+  _globals['_ALLOCATION'].fields_by_name['created_at']._serialized_options = b'\030\001'
+  _globals['_GETVERSIONREQUEST']._serialized_start=69
+  _globals['_GETVERSIONREQUEST']._serialized_end=88
+  _globals['_VERSIONINFO']._serialized_start=90
+  _globals['_VERSIONINFO']._serialized_end=147
+  _globals['_CREATEPARTITIONREQUEST']._serialized_start=150
+  _globals['_CREATEPARTITIONREQUEST']._serialized_end=356
+  _globals['_STATECHANGE']._serialized_start=358
+  _globals['_STATECHANGE']._serialized_end=444
+  _globals['_PARTITION']._serialized_start=447
+  _globals['_PARTITION']._serialized_end=907
+  _globals['_GETPARTITIONREQUEST']._serialized_start=909
+  _globals['_GETPARTITIONREQUEST']._serialized_end=991
+  _globals['_PARTITIONIPU']._serialized_start=993
+  _globals['_PARTITIONIPU']._serialized_end=1076
+  _globals['_PARTITIONMACHINE']._serialized_start=1078
+  _globals['_PARTITIONMACHINE']._serialized_end=1193
+  _globals['_GCDVIEW']._serialized_start=1196
+  _globals['_GCDVIEW']._serialized_end=1365
+  _globals['_GCDVIEW_ENVIRONMENTENTRY']._serialized_start=1315
+  _globals['_GCDVIEW_ENVIRONMENTENTRY']._serialized_end=1365
+  _globals['_PARTITIONVIEW']._serialized_start=1368
+  _globals['_PARTITIONVIEW']._serialized_end=1513
+  _globals['_LISTPARTITIONSREQUEST']._serialized_start=1515
+  _globals['_LISTPARTITIONSREQUEST']._serialized_end=1577
+  _globals['_LISTPARTITIONSRESPONSE']._serialized_start=1579
+  _globals['_LISTPARTITIONSRESPONSE']._serialized_end=1688
+  _globals['_REMOVEPARTITIONREQUEST']._serialized_start=1690
+  _globals['_REMOVEPARTITIONREQUEST']._serialized_end=1743
+  _globals['_RESETPARTITIONREQUEST']._serialized_start=1745
+  _globals['_RESETPARTITIONREQUEST']._serialized_end=1782
+  _globals['_HOLDPARTITIONREQUEST']._serialized_start=1784
+  _globals['_HOLDPARTITIONREQUEST']._serialized_end=1836
+  _globals['_ALLOCATION']._serialized_start=1839
+  _globals['_ALLOCATION']._serialized_end=1983
+  _globals['_LISTALLOCATIONSREQUEST']._serialized_start=1985
+  _globals['_LISTALLOCATIONSREQUEST']._serialized_end=2048
+  _globals['_LISTALLOCATIONSRESPONSE']._serialized_start=2050
+  _globals['_LISTALLOCATIONSRESPONSE']._serialized_end=2162
+  _globals['_IPU']._serialized_start=2165
+  _globals['_IPU']._serialized_end=2340
+  _globals['_LISTIPUSREQUEST']._serialized_start=2342
+  _globals['_LISTIPUSREQUEST']._serialized_end=2398
+  _globals['_LISTIPUSRESPONSE']._serialized_start=2400
+  _globals['_LISTIPUSRESPONSE']._serialized_end=2491
+  _globals['_PARTITIONSERVICE']._serialized_start=2494
+  _globals['_PARTITIONSERVICE']._serialized_end=3236
 # @@protoc_insertion_point(module_scope)

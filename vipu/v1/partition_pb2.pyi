@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -39,15 +42,17 @@ class CreatePartitionRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., num_gcds: _Optional[int] = ..., gcd_sync_replicas: _Optional[int] = ..., reconfigurable: _Optional[bool] = ..., allocation: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class StateChange(_message.Message):
-    __slots__ = ("state", "at")
+    __slots__ = ("state", "at", "time")
     STATE_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
     state: str
     at: float
-    def __init__(self, state: _Optional[str] = ..., at: _Optional[float] = ...) -> None: ...
+    time: _timestamp_pb2.Timestamp
+    def __init__(self, state: _Optional[str] = ..., at: _Optional[float] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Partition(_message.Message):
-    __slots__ = ("name", "size", "num_gcds", "gcd_sync_replicas", "reconfigurable", "sync_type", "allocation", "cluster", "owner", "state", "holder", "first_ipu", "ipus", "ilds", "ild_routing", "gw_routing", "created_at", "history", "cancelled_job")
+    __slots__ = ("name", "size", "num_gcds", "gcd_sync_replicas", "reconfigurable", "sync_type", "allocation", "cluster", "owner", "state", "holder", "first_ipu", "ipus", "ilds", "ild_routing", "gw_routing", "created_at", "history", "cancelled_job", "create_time")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     NUM_GCDS_FIELD_NUMBER: _ClassVar[int]
@@ -67,6 +72,7 @@ class Partition(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_JOB_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     name: str
     size: int
     num_gcds: int
@@ -86,7 +92,8 @@ class Partition(_message.Message):
     created_at: float
     history: _containers.RepeatedCompositeFieldContainer[StateChange]
     cancelled_job: str
-    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., num_gcds: _Optional[int] = ..., gcd_sync_replicas: _Optional[int] = ..., reconfigurable: _Optional[bool] = ..., sync_type: _Optional[str] = ..., allocation: _Optional[str] = ..., cluster: _Optional[str] = ..., owner: _Optional[str] = ..., state: _Optional[str] = ..., holder: _Optional[str] = ..., first_ipu: _Optional[int] = ..., ipus: _Optional[_Iterable[int]] = ..., ilds: _Optional[int] = ..., ild_routing: _Optional[str] = ..., gw_routing: _Optional[str] = ..., created_at: _Optional[float] = ..., history: _Optional[_Iterable[_Union[StateChange, _Mapping]]] = ..., cancelled_job: _Optional[str] = ...) -> None: ...
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., num_gcds: _Optional[int] = ..., gcd_sync_replicas: _Optional[int] = ..., reconfigurable: _Optional[bool] = ..., sync_type: _Optional[str] = ..., allocation: _Optional[str] = ..., cluster: _Optional[str] = ..., owner: _Optional[str] = ..., state: _Optional[str] = ..., holder: _Optional[str] = ..., first_ipu: _Optional[int] = ..., ipus: _Optional[_Iterable[int]] = ..., ilds: _Optional[int] = ..., ild_routing: _Optional[str] = ..., gw_routing: _Optional[str] = ..., created_at: _Optional[float] = ..., history: _Optional[_Iterable[_Union[StateChange, _Mapping]]] = ..., cancelled_job: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetPartitionRequest(_message.Message):
     __slots__ = ("name", "ipu_configs", "gcd")
@@ -198,18 +205,20 @@ class HoldPartitionRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., holder: _Optional[str] = ...) -> None: ...
 
 class Allocation(_message.Message):
-    __slots__ = ("name", "agents", "users", "ipus", "created_at")
+    __slots__ = ("name", "agents", "users", "ipus", "created_at", "create_time")
     NAME_FIELD_NUMBER: _ClassVar[int]
     AGENTS_FIELD_NUMBER: _ClassVar[int]
     USERS_FIELD_NUMBER: _ClassVar[int]
     IPUS_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     name: str
     agents: _containers.RepeatedScalarFieldContainer[str]
     users: _containers.RepeatedScalarFieldContainer[str]
     ipus: int
     created_at: float
-    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., ipus: _Optional[int] = ..., created_at: _Optional[float] = ...) -> None: ...
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., ipus: _Optional[int] = ..., created_at: _Optional[float] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListAllocationsRequest(_message.Message):
     __slots__ = ("page_size", "page_token")

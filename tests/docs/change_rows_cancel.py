@@ -1,0 +1,157 @@
+"""The checks of docs/mapping.md's scancel rows (tests/docs/test_slurm_changes.py runs them): each takes a Live
+controller (secure, or open where it needs programs) and asserts what its row says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cli.test_jobs_e2e import wait_for
+
+
+# -- scancel ------------------------------------------------------------------------------------------------------
+
+
+def cancel_array_ids(live, tmp_path):
+    first, *_ = tasks = live.submit("--ipus", "4", "--array", "0-5", "--hold")
+    live.ok("cancel", f"{first}_3")
+    assert live.states(*tasks) == ["PENDING"] * 3 + ["CANCELLED"] + ["PENDING"] * 2
+    live.ok("cancel", f"{first}_[1-2]")
+    assert live.states(*tasks)[1:3] == ["CANCELLED"] * 2
+    [other] = live.submit("--ipus", "4", "--hold")
+    live.refused(3, "999", "cancel", "999", str(other), str(first))  # a line for the id of no job; the rest go
+    assert live.states(other, *tasks) == ["CANCELLED"] * 7
+
+
+def cancel_user(live, tmp_path):
+    [carol] = live.submit("--ipus", "4", "--hold", who="carol")
+    [bob] = live.submit("--ipus", "4", "--hold", who="bob")
+    live.refused(3, f"job {carol} does not match user bob", "cancel", "-u", "bob", str(carol), who="admin")
+    assert live.states(carol, bob) == ["PENDING", "PENDING"]
+    live.ok("cancel", "--user=bob", who="admin")
+    assert live.states(carol, bob) == ["PENDING", "CANCELLED"]
+
+
+def cancel_me(live, tmp_path):
+    [mine] = live.submit("--ipus", "4", "--hold", who="alice")
+    [theirs] = live.submit("--ipus", "4", "--hold", who="bob")
+    live.ok("cancel", "--me", who="admin")  # the admin's own: none
+    assert live.states(mine, theirs) == ["PENDING", "PENDING"]
+    live.ok("cancel", "--me", who="alice")
+    assert live.states(mine, theirs) == ["CANCELLED", "PENDING"]
+
+
+def cancel_name(live, tmp_path):
+    x, y, z, w = (live.submit("--ipus", "4", "--hold", "--name", n)[0] for n in "xyzw")
+    for flag, name in (("-n", "x"), ("--name", "y"), ("--jobname", "z")):
+        live.ok("cancel", flag, name)
+    assert live.states(x, y, z, w) == ["CANCELLED"] * 3 + ["PENDING"]
+
+
+def cancel_state(live, tmp_path):
+    big = live.fill()
+    p1, p2 = (live.submit("--ipus", "4")[0] for _ in range(2))
+    live.ok("cancel", "--state", "PENDING", str(p1))
+    live.refused(3, f"job {p2}", "cancel", "-t", "RUNNING", str(p2))  # a filter narrows the job named
+    live.ok("cancel", "-t", "PD", who="alice")
+    live.ok("cancel", "-t", "R,PD", str(big), who="carol")
+    assert live.states(big, p1, p2) == ["CANCELLED"] * 3
+    live.refused(2, "state COMPLETED: only active jobs can be cancelled", "cancel", "-t", "COMPLETED")
+
+
+def cancel_partition(live, tmp_path):
+    [job] = live.submit("--ipus", "4", "--hold")  # names no allocation: runs in default
+    live.refused(3, f"job {job}", "cancel", "-p", "gpu", str(job))
+    live.ok("cancel", "--partition", "default", str(job))
+    assert live.states(job) == ["CANCELLED"]
+
+
+def cancel_qos(live, tmp_path):
+    [high] = live.submit("--ipus", "4", "--hold", "--qos", "high")
+    [normal] = live.submit("--ipus", "4", "--hold")
+    live.ok("cancel", "-q", "high")
+    assert live.states(high, normal) == ["CANCELLED", "PENDING"]
+    live.ok("cancel", "--qos", "normal")
+    assert live.states(normal) == ["CANCELLED"]
+
+
+def cancel_account(live, tmp_path):
+    [physics] = live.submit("--ipus", "4", "--hold", "-A", "physics")
+    [other] = live.submit("--ipus", "4", "--hold", "-A", "chemistry")
+    live.ok("cancel", "-A", "physics")
+    assert live.states(physics, other) == ["CANCELLED", "PENDING"]
+    live.ok("cancel", "--account", "chemistry")
+    assert live.states(other) == ["CANCELLED"]
+
+
+def cancel_filters_alone(live, tmp_path):
+    big = live.fill()
+    mine, theirs = live.submit("--ipus", "4")[0], live.submit("--ipus", "4", who="bob")[0]
+    live.ok("cancel", "-t", "PD", who="alice")  # --secure: a user's own
+    assert live.states(big, mine, theirs) == ["RUNNING", "CANCELLED", "PENDING"]
+
+
+def cancel_filters_alone_open(open_live, tmp_path):
+    live = open_live
+    big = live.fill()
+    mine, theirs = live.submit("--ipus", "4")[0], live.submit("--ipus", "4", "--user", "bob")[0]
+    live.ok("cancel", "-t", "PD")  # without --secure: everyone's
+    assert live.states(big, mine, theirs) == ["RUNNING", "CANCELLED", "CANCELLED"]
+
+
+def cancel_nothing(live, tmp_path):
+    [job] = live.submit("--ipus", "4", "--hold")
+    live.refused(2, "name job ids, or choose jobs with filters", "cancel")
+    assert live.states(job) == ["PENDING"]
+
+
+def trap_script(tmp_path) -> tuple[Path, Path]:
+    script, output = tmp_path / "trap.sh", tmp_path / "trap.out"
+    script.write_text("#!/bin/bash\ntrap 'echo got USR1' USR1\necho ready\nwhile true; do sleep 0.05; done\n")
+    return script, output
+
+
+def cancel_signal(open_live, tmp_path):
+    live = open_live
+    script, output = trap_script(tmp_path)
+    [job] = live.submit(str(script), "--ipus", "1", "-o", str(output))
+    [sleeper] = live.submit("--ipus", "1", "--duration", "10m")
+    wait_for(lambda: output.exists() and "ready" in output.read_text() and live.states(sleeper) == ["RUNNING"],
+             timeout=90)
+    for signal in ("USR1", "SIGUSR1", "10"):  # names, SIG names, numbers
+        before = output.read_text().count("got USR1")
+        assert live.ok("cancel", "-s", signal, str(job)) == f"Job {job} signalled (SIGUSR1): RUNNING\n"
+        wait_for(lambda: output.read_text().count("got USR1") > before, timeout=60)
+    assert live.states(job) == ["RUNNING"]  # the trap caught it: the job goes on
+    live.refused(4, "runs a sleep workload", "cancel", "-s", "USR1", str(sleeper))
+    [held] = live.submit(str(script), "--ipus", "1", "--hold")
+    live.refused(4, "only a running job's program can be signalled", "cancel", "-s", "USR1", str(held))
+    out = live.ok("cancel", "--signal", "USR1", "-t", "R")  # filters alone: only running programs
+    assert out == f"Job {job} signalled (SIGUSR1): RUNNING\n"
+    assert live.states(sleeper, held) == ["RUNNING", "PENDING"]
+    live.refused(2, "signals are 1 to 64", "cancel", "-s", "65", str(job))
+
+
+def cancel_batch_full(open_live, tmp_path):
+    live = open_live
+    script, output = trap_script(tmp_path)
+    [job] = live.submit(str(script), "--ipus", "1", "-o", str(output))
+    wait_for(lambda: output.exists() and "ready" in output.read_text(), timeout=90)
+    live.ok("cancel", "-b", "--full", "-s", "USR1", str(job))  # accepted: the script gets it
+    wait_for(lambda: "got USR1" in output.read_text(), timeout=60)
+    x, y = (live.submit("--ipus", "1", "--hold")[0] for _ in range(2))
+    live.ok("cancel", "--batch", str(x))
+    live.ok("cancel", "-f", str(y))
+    assert live.states(job, x, y) == ["RUNNING", "CANCELLED", "CANCELLED"]
+
+
+def cancel_interactive(live, tmp_path):
+    [job] = live.submit("--ipus", "4", "--hold")
+    for flag in ("-i", "--interactive"):
+        live.refused(2, f"No such option: {flag}", "cancel", flag, str(job))
+    assert live.states(job) == ["PENDING"]
+
+
+def cancel_misspelt(live, tmp_path):
+    [job] = live.submit("--ipus", "4", "--hold", "--name", "x")
+    live.refused(2, "No such option: --nmae", "cancel", "--nmae", "x")
+    assert live.states(job) == ["PENDING"]

@@ -1,0 +1,193 @@
+"""The checks of docs/mapping.md's scontrol update and sbatch rows (tests/docs/test_slurm_changes.py runs them):
+each takes a Live controller (secure, or open where it needs programs) and asserts what its row says."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from tests.cli.test_jobs_e2e import wait_for
+
+
+# -- scontrol update ----------------------------------------------------------------------------------------------
+
+
+def limit(live, job) -> float:
+    return live.show(job)["time_limit_s"]
+
+
+def update_time_limit(live, tmp_path):
+    big = live.fill()
+    [job] = live.submit("--ipus", "4")
+    for words, seconds in ((["job", str(job), "TimeLimit=30"], 1800), ([f"JobId={job}", "timelimit=45"], 2700),
+                           (["job", str(job), "-t", "30"], 1800), (["job", str(job), "TimeLimit=+30"], 3600),
+                           (["job", str(job), "TimeLimit=-30"], 1800), (["job", str(job), "TimeLimit=10:30"], 630),
+                           (["job", str(job), "TimeLimit=1:00:00"], 3600)):
+        live.ok("update", *words)
+        assert limit(live, job) == seconds, words
+    live.refused(2, "qos normal allows at most 02:00:00", "update", "job", str(job), "TimeLimit=0-03")
+    assert limit(live, job) == 3600
+    [running] = live.submit("--ipus", "4", "--time", "10", who="bob")
+    live.ok("cancel", str(big), who="carol")  # free the Pod
+    wait_for(lambda: live.states(running) == ["RUNNING"])
+    live.refused(6, "", "update", "job", str(running), "TimeLimit=20", who="bob")  # the owner may not raise it
+    live.ok("update", "job", str(running), "TimeLimit=20", who="admin")  # an admin may
+    live.ok("update", "job", str(running), "TimeLimit=5", who="bob")  # the owner may lower it
+    assert limit(live, running) == 300
+    started = live.show(running)["start_time"]
+    wait_for(lambda: time.time() > started + 2)
+    live.ok("update", "job", str(running), "TimeLimit=0:01", who="bob")  # run past: ends at once
+    ended = wait_for(lambda: (x := live.show(running))["state"] != "RUNNING" and x)
+    assert ended["state"] == "TIMEOUT"
+
+
+def priority_of(live, job) -> float:
+    rows = json.loads(live.ok("priority", "--json", who="admin"))
+    return {int(r["job_id"]): r["priority"] for r in rows}[job]
+
+
+def update_qos(live, tmp_path):
+    big = live.fill()
+    [job] = live.submit("--ipus", "4")
+    before = priority_of(live, job)
+    live.ok("update", "job", str(job), "QOS=high")
+    assert live.show(job)["qos"] == "high" and priority_of(live, job) > before
+    live.ok("update", "job", str(job), "--qos", "low")
+    assert live.show(job)["qos"] == "low"
+    live.refused(4, "QOS can change only while it is pending", "update", "job", str(big), "QOS=high", who="carol")
+
+
+def update_nice(live, tmp_path):
+    live.fill()
+    [job] = live.submit("--ipus", "4")
+    live.ok("update", "job", str(job), "Nice=100")
+    assert live.show(job)["spec"]["nice"] == 100
+    live.ok("update", "job", str(job), "--nice", "5")
+    assert live.show(job)["spec"]["nice"] == 5
+    live.refused(6, "nice", "update", "job", str(job), "Nice=-5")
+    live.ok("update", "job", str(job), "Nice=-5", who="admin")
+    assert live.show(job)["spec"]["nice"] == -5
+
+
+def update_dependency(live, tmp_path):
+    live.fill()
+    first, job, later = (live.submit("--ipus", "4", "--hold")[0] for _ in range(3))
+    live.ok("update", "job", str(job), f"Dependency=afterok:{first}")
+    assert live.show(job)["dependency"] == f"afterok:{first}"
+    live.ok("update", "job", str(job), "-d", f"afterany:{first}")
+    assert live.show(job)["dependency"] == f"afterany:{first}"
+    live.refused(2, "", "update", "job", str(job), f"Dependency=afterok:{later}")  # queued after it: never a cycle
+    live.ok("update", "job", str(job), "Dependency=")
+    assert live.show(job)["dependency"] == ""
+
+
+def update_name(live, tmp_path):
+    [job] = live.submit("--ipus", "4", "--hold")
+    for words, name in ((["Name=x"], "x"), (["JobName=y"], "y"), (["-J", "z"], "z")):
+        live.ok("update", "job", str(job), *words)
+        assert live.show(job)["name"] == name
+
+
+def update_throttle(live, tmp_path):
+    first, *_ = live.submit("--ipus", "4", "--array", "0-3", "--hold")
+    live.ok("update", "job", str(first), "ArrayTaskThrottle=4")
+    assert live.show(first)["spec"]["array"] == "0-3%4"
+    live.ok("update", "job", str(first), "--array-task-throttle", "2")
+    assert live.show(first)["spec"]["array"] == "0-3%2"
+    live.ok("update", "job", str(first), "ArrayTaskThrottle=0")
+    assert live.show(first)["spec"]["array"] == "0-3"
+
+
+def update_begin(live, tmp_path):
+    [job] = live.submit("--ipus", "4", "--begin", "now+2hours")
+    for words in (["StartTime=now+1hour"], ["BeginTime=now+1hour"], ["--begin", "now+1hour"]):
+        live.ok("update", "job", str(job), *words)
+        assert abs(live.show(job)["begin_time"] - time.time() - 3600) < 60
+    assert live.show(job)["reason"] == "BeginTime"
+    live.ok("update", "job", str(job), "StartTime=now")
+    wait_for(lambda: live.states(job) == ["RUNNING"])
+
+
+def update_priority(live, tmp_path):
+    live.fill()
+    first, second = (live.submit("--ipus", "16")[0] for _ in range(2))
+    live.refused(6, "", "update", "job", str(first), "Priority=5000")
+    live.ok("update", "job", str(second), "Priority=5000", who="admin")
+    rows = json.loads(live.ok("priority", "--json", who="admin"))
+    assert [(int(r["job_id"]), r["priority"]) for r in rows][0] == (second, 5000)  # first in priority order
+    live.ok("update", "job", str(second), "--priority", "0", who="admin")
+    wait_for(lambda: live.show(second)["reason"] == "JobHeldAdmin")
+    live.ok("update", "job", str(second), "Priority=7000", who="admin")  # a fixed priority releases it
+    wait_for(lambda: not live.show(second)["held"])
+    assert priority_of(live, second) == 7000
+
+
+def update_array(live, tmp_path):
+    live.fill()
+    first, *tasks = live.submit("--ipus", "4", "--array", "0-3", "--hold")
+    live.ok("update", "job", str(first), "Nice=3")
+    assert [live.show(t)["spec"]["nice"] for t in (first, *tasks)] == [3] * 4
+    live.ok("update", "job", f"{first}_3", "QOS=low")
+    assert [live.show(t)["qos"] for t in (first, *tasks)] == ["normal"] * 3 + ["low"]
+    live.ok("cancel", f"{first}_0")
+    live.ok("update", "job", f"{first}_[1-2]", "Name=pair")
+    assert [live.show(t)["name"] for t in (first, *tasks)] == ["job", "pair", "pair", "job"]
+    live.ok("update", "job", str(first), "Name=all")  # not the ended task
+    assert [live.show(t)["name"] for t in (first, *tasks)] == ["job", "all", "all", "all"]
+
+
+def update_durable(live, tmp_path):
+    [job] = live.submit("--ipus", "4", "--hold")
+    live.ok("update", "job", str(job), "Name=kept", "Nice=9", "TimeLimit=20")
+    live.server.restart()  # kill -9, then a new controller on the same state
+    detail = live.show(job)
+    assert (detail["name"], detail["spec"]["nice"], detail["time_limit_s"]) == ("kept", 9, 1200)
+    text = live.ok("show", "job", str(job))
+    assert {"JobName=kept", "Nice=9", "TimeLimit=20:00"} <= set(text.splitlines())
+
+
+# -- sbatch -------------------------------------------------------------------------------------------------------
+
+LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs on partition (\S+) \(allocation (\S+)\)")
+
+
+def submit_test_only(open_live, tmp_path):
+    live = open_live
+    out = live.run("submit", "--ipus", "16", "--time", "5", "--test-only")
+    assert out.returncode == 0 and out.stderr == "" and LINE.fullmatch(out.stdout.strip()).group(1, 3, 4, 5) == \
+        ("1", "16", "slurm_1", "default")
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\necho hi\n")
+    out = live.run("submit", str(script), "--ipus", "1", "--test-only")  # any spec: a script too
+    assert out.returncode == 0 and LINE.fullmatch(out.stdout.strip()), out.stderr
+    out = live.run("submit", "--ipus", "16", "--hold", "--test-only")
+    assert out.stdout.startswith("Job 1 to start at Unknown") and "held" in out.stdout
+    tested = json.loads(live.ok("submit", "--ipus", "16", "--test-only", "--json"))
+    assert {"job_id", "start", "reason", "partition", "allocation", "ipus"} <= set(tested) and tested["job_id"] == 1
+    live.refused(2, "qos 'gold' is unknown", "submit", "--ipus", "16", "--qos", "gold", "--test-only")
+    assert json.loads(live.ok("queue", "--json"))["jobs"] == []
+    assert live.submit("--ipus", "4", "--hold") == [1]  # no id was used up
+
+
+def submit_empty_qos(live, tmp_path):
+    live.refused(2, "qos (--qos) is empty", "submit", "--ipus", "1", "--qos", "")
+    live.refused(2, "", "submit", "--ipus", "1", "-J", "")  # as an empty --job-name is
+    assert json.loads(live.ok("queue", "--json", who="admin"))["jobs"] == []
+
+
+def submit_missing_output(open_live, tmp_path):
+    live = open_live
+    missing = tmp_path / "missing" / "dir"
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\necho hi\n")
+    built_in = [live.submit("--ipus", "1", "--duration", "1s", "-o", f"{missing}/%j.out")[0],
+                live.submit("--ipus", "1", "-o", f"{missing}/%j.out")[0]]  # sleep, hold
+    [program] = live.submit(str(script), "--ipus", "1", "-o", f"{missing}/%j.out")
+    for job in (*built_in, program):
+        wait_for(lambda: live.states(job)[0] not in ("PENDING", "RUNNING"))
+        assert live.states(job) == ["FAILED"]
+    assert not missing.parent.exists()
+    for job in built_in:
+        assert f"EndedBy=output file {missing}/{job}.out" in live.ok("show", "job", str(job))
+    assert "Failure=" in live.ok("show", "job", str(program)) and str(missing) in live.ok("show", "job", str(program))
