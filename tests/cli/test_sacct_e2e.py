@@ -91,7 +91,7 @@ def test_sacct_formats_and_parsable_output(ended):
 @pytest.mark.parametrize(("args", "said"), [
     (["-o", "JobID,Colour"], "vipu: error: -o/--format: 'Colour' is not a field; use any of Account,"),
     (["-o", "JobName%wide"], "vipu: error: -o/--format: 'JobName%wide' has a width that is not a number"),
-    (["-S", "yesterday"], "vipu: error: -S/--starttime: 'yesterday' is not a time; give YYYY-MM-DD[THH:MM[:SS]]"),
+    (["-S", "yesterday"], "vipu: error: -S/--starttime: 'yesterday' is not a time; give YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS], MM/DD or MM/DD/YY"),
     (["-E", "now-3fortnights"], "vipu: error: -E/--endtime: 'now-3fortnights' has the unit 'fortnights'"),
     (["-S", "tomorrow", "-E", "today"], "vipu: error: -S/--starttime 'tomorrow' is after -E/--endtime 'today'"),
     (["-s", "DONE"], "vipu: error: -s/--state: 'DONE' is not a job state"),

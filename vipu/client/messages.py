@@ -68,6 +68,8 @@ def to_data(message: Message, nulls: bool = False) -> dict:
                 data[field.name] = None
             continue
         value = getattr(message, field.name)
+        if field.is_repeated and not len(value) and not nulls:
+            continue  # as unset: the model's default (layers_per_stage None, args [])
         if oneof is not None and oneof.name == KIND:
             inner = to_data(value, nulls)
             data.update(inner if field.name == OTHER else {KIND: field.name, **inner})

@@ -23,7 +23,7 @@ from vipu.scheduler.job_filter import JobFilter
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.view import Pod64Info
-from vipu.scheduler.job_spec import JobSpec
+from vipu.scheduler.job_spec import JobSpec, parse_spec
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.reasons import Row
 from vipu.scheduler.submission import Submission, Submitted, naming_spec, resolve

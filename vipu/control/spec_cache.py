@@ -28,6 +28,8 @@ class SpecCache:
 
     def with_fields(self, text: str | bytes, spec: JobSpec, fields: dict, source: str) -> JobSpec:
         """`spec` (the one `text` gives) with `fields` set over it, validated as parse_spec validates it."""
+        if isinstance(text, dict):  # a typed spec, already a mapping: nothing to save parsing
+            return parse_spec({**spec.model_dump(exclude_unset=True), **fields}, source)
         key = ("fields", text, source, json.dumps(fields, sort_keys=True, default=repr))
         return self._get(key, lambda: parse_spec({**spec.model_dump(exclude_unset=True), **fields}, source))
 

@@ -12,7 +12,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "ipus", "time_limit", "time_limit_unlimited", "qos", "nice", "user", "account", "dependency", "array", "hold", "begin_time", "begin_after", "begin_text", "requeue", "output", "error", "allocation", "workload")
+    __slots__ = ("name", "ipus", "time_limit", "time_limit_unlimited", "qos", "nice", "user", "account", "dependency", "array", "hold", "begin_time", "begin_after", "begin_text", "requeue", "output", "error", "allocation", "workload", "submit_dir")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IPUS_FIELD_NUMBER: _ClassVar[int]
     TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -32,6 +32,7 @@ class JobSpec(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_DIR_FIELD_NUMBER: _ClassVar[int]
     name: str
     ipus: int
     time_limit: _duration_pb2.Duration
@@ -51,7 +52,8 @@ class JobSpec(_message.Message):
     error: str
     allocation: str
     workload: Workload
-    def __init__(self, name: _Optional[str] = ..., ipus: _Optional[int] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_unlimited: _Optional[bool] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., dependency: _Optional[str] = ..., array: _Optional[str] = ..., hold: _Optional[bool] = ..., begin_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., begin_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., begin_text: _Optional[str] = ..., requeue: _Optional[bool] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., allocation: _Optional[str] = ..., workload: _Optional[_Union[Workload, _Mapping]] = ...) -> None: ...
+    submit_dir: str
+    def __init__(self, name: _Optional[str] = ..., ipus: _Optional[int] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_unlimited: _Optional[bool] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., dependency: _Optional[str] = ..., array: _Optional[str] = ..., hold: _Optional[bool] = ..., begin_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., begin_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., begin_text: _Optional[str] = ..., requeue: _Optional[bool] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., allocation: _Optional[str] = ..., workload: _Optional[_Union[Workload, _Mapping]] = ..., submit_dir: _Optional[str] = ...) -> None: ...
 
 class Workload(_message.Message):
     __slots__ = ("sleep", "hold", "train", "command", "other")
@@ -80,7 +82,7 @@ class HoldWorkload(_message.Message):
     def __init__(self) -> None: ...
 
 class TrainWorkload(_message.Message):
-    __slots__ = ("model", "layout", "optimizer", "master_weights", "steps", "learning_rate", "seed", "execute")
+    __slots__ = ("model", "layout", "optimizer", "master_weights", "steps", "learning_rate", "seed", "execute", "synthetic_data")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
     OPTIMIZER_FIELD_NUMBER: _ClassVar[int]
@@ -89,6 +91,7 @@ class TrainWorkload(_message.Message):
     LEARNING_RATE_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     EXECUTE_FIELD_NUMBER: _ClassVar[int]
+    SYNTHETIC_DATA_FIELD_NUMBER: _ClassVar[int]
     model: Model
     layout: Layout
     optimizer: str
@@ -97,7 +100,8 @@ class TrainWorkload(_message.Message):
     learning_rate: float
     seed: int
     execute: bool
-    def __init__(self, model: _Optional[_Union[Model, _Mapping]] = ..., layout: _Optional[_Union[Layout, _Mapping]] = ..., optimizer: _Optional[str] = ..., master_weights: _Optional[bool] = ..., steps: _Optional[int] = ..., learning_rate: _Optional[float] = ..., seed: _Optional[int] = ..., execute: _Optional[bool] = ...) -> None: ...
+    synthetic_data: bool
+    def __init__(self, model: _Optional[_Union[Model, _Mapping]] = ..., layout: _Optional[_Union[Layout, _Mapping]] = ..., optimizer: _Optional[str] = ..., master_weights: _Optional[bool] = ..., steps: _Optional[int] = ..., learning_rate: _Optional[float] = ..., seed: _Optional[int] = ..., execute: _Optional[bool] = ..., synthetic_data: _Optional[bool] = ...) -> None: ...
 
 class Model(_message.Message):
     __slots__ = ("mlp", "transformer", "resnet50")
@@ -124,7 +128,7 @@ class MlpModel(_message.Message):
     def __init__(self, dtype: _Optional[str] = ..., layers: _Optional[int] = ..., hidden: _Optional[int] = ..., inputs: _Optional[int] = ..., outputs: _Optional[int] = ...) -> None: ...
 
 class TransformerModel(_message.Message):
-    __slots__ = ("dtype", "layers", "hidden", "heads", "seq_len", "vocab", "ffn_multiplier")
+    __slots__ = ("dtype", "layers", "hidden", "heads", "seq_len", "vocab", "ffn_multiplier", "mask_tokens", "sequences_per_pack")
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     LAYERS_FIELD_NUMBER: _ClassVar[int]
     HIDDEN_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +136,8 @@ class TransformerModel(_message.Message):
     SEQ_LEN_FIELD_NUMBER: _ClassVar[int]
     VOCAB_FIELD_NUMBER: _ClassVar[int]
     FFN_MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    MASK_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCES_PER_PACK_FIELD_NUMBER: _ClassVar[int]
     dtype: str
     layers: int
     hidden: int
@@ -139,7 +145,9 @@ class TransformerModel(_message.Message):
     seq_len: int
     vocab: int
     ffn_multiplier: int
-    def __init__(self, dtype: _Optional[str] = ..., layers: _Optional[int] = ..., hidden: _Optional[int] = ..., heads: _Optional[int] = ..., seq_len: _Optional[int] = ..., vocab: _Optional[int] = ..., ffn_multiplier: _Optional[int] = ...) -> None: ...
+    mask_tokens: int
+    sequences_per_pack: float
+    def __init__(self, dtype: _Optional[str] = ..., layers: _Optional[int] = ..., hidden: _Optional[int] = ..., heads: _Optional[int] = ..., seq_len: _Optional[int] = ..., vocab: _Optional[int] = ..., ffn_multiplier: _Optional[int] = ..., mask_tokens: _Optional[int] = ..., sequences_per_pack: _Optional[float] = ...) -> None: ...
 
 class ConvNetModel(_message.Message):
     __slots__ = ("dtype", "batch_norm_replicas")
@@ -150,7 +158,7 @@ class ConvNetModel(_message.Message):
     def __init__(self, dtype: _Optional[str] = ..., batch_norm_replicas: _Optional[int] = ...) -> None: ...
 
 class Layout(_message.Message):
-    __slots__ = ("t", "p", "r", "micro_batch", "micro_batches", "device_iterations", "schedule", "recompute", "rts", "offload_optimizer", "phased")
+    __slots__ = ("t", "p", "r", "micro_batch", "micro_batches", "device_iterations", "schedule", "recompute", "rts", "offload_optimizer", "phased", "t2", "io_tiles", "available_memory_proportion", "layers_per_stage", "gradient_reduction", "gradient_buffer_bytes")
     T_FIELD_NUMBER: _ClassVar[int]
     P_FIELD_NUMBER: _ClassVar[int]
     R_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +170,12 @@ class Layout(_message.Message):
     RTS_FIELD_NUMBER: _ClassVar[int]
     OFFLOAD_OPTIMIZER_FIELD_NUMBER: _ClassVar[int]
     PHASED_FIELD_NUMBER: _ClassVar[int]
+    T2_FIELD_NUMBER: _ClassVar[int]
+    IO_TILES_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_MEMORY_PROPORTION_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_PER_STAGE_FIELD_NUMBER: _ClassVar[int]
+    GRADIENT_REDUCTION_FIELD_NUMBER: _ClassVar[int]
+    GRADIENT_BUFFER_BYTES_FIELD_NUMBER: _ClassVar[int]
     t: int
     p: int
     r: int
@@ -173,7 +187,13 @@ class Layout(_message.Message):
     rts: bool
     offload_optimizer: bool
     phased: bool
-    def __init__(self, t: _Optional[int] = ..., p: _Optional[int] = ..., r: _Optional[int] = ..., micro_batch: _Optional[int] = ..., micro_batches: _Optional[int] = ..., device_iterations: _Optional[int] = ..., schedule: _Optional[str] = ..., recompute: _Optional[bool] = ..., rts: _Optional[bool] = ..., offload_optimizer: _Optional[bool] = ..., phased: _Optional[bool] = ...) -> None: ...
+    t2: int
+    io_tiles: int
+    available_memory_proportion: float
+    layers_per_stage: _containers.RepeatedScalarFieldContainer[int]
+    gradient_reduction: str
+    gradient_buffer_bytes: int
+    def __init__(self, t: _Optional[int] = ..., p: _Optional[int] = ..., r: _Optional[int] = ..., micro_batch: _Optional[int] = ..., micro_batches: _Optional[int] = ..., device_iterations: _Optional[int] = ..., schedule: _Optional[str] = ..., recompute: _Optional[bool] = ..., rts: _Optional[bool] = ..., offload_optimizer: _Optional[bool] = ..., phased: _Optional[bool] = ..., t2: _Optional[int] = ..., io_tiles: _Optional[int] = ..., available_memory_proportion: _Optional[float] = ..., layers_per_stage: _Optional[_Iterable[int]] = ..., gradient_reduction: _Optional[str] = ..., gradient_buffer_bytes: _Optional[int] = ...) -> None: ...
 
 class CommandWorkload(_message.Message):
     __slots__ = ("script", "args", "submit_dir", "chdir", "environment")
