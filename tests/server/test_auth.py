@@ -51,7 +51,9 @@ def test_users_see_and_change_only_their_own(secure, tmp_path):
     [job] = json.loads(submitted.stdout)["job_ids"]
     assert run(server, "vipu", "create", "partition", "mine", "--size", "2", env=as_(alice)).returncode == 0
 
-    assert json.loads(run(server, "vipu", "queue", "--json", env=as_(bob)).stdout)["jobs"] == []
+    listed = run(server, "vipu", "queue", "--json", env=as_(bob))
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["jobs"] == []
     assert json.loads(run(server, "vipu", "list", "partitions", "--json", env=as_(bob)).stdout) == []
     for args in (["cancel", str(job)], ["show", "job", str(job)], ["hold", str(job)], ["priority", str(job)]):
         out = run(server, "vipu", *args, env=as_(bob))

@@ -144,7 +144,7 @@ def test_a_store_that_cannot_be_written_is_unavailable_and_marked_as_the_control
     transport UNAVAILABLE, a server that is down, gets the 'cannot reach' line instead)."""
     store = Store(tmp_path / "s.db")
 
-    def disk_full(rows, gone):
+    def disk_full(rows, gone, history):
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(store, "_write", disk_full)

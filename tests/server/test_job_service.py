@@ -66,7 +66,7 @@ def test_history_with_duplicates_lists_runs_that_ended_and_went_back_to_the_queu
 def test_output_is_written_when_a_run_ends_with_slurms_patterns(jobs, tmp_path):
     (tmp_path / "logs").mkdir()
     pattern = str(tmp_path / "logs" / "%x-%A_%a.out")
-    tasks = submit(jobs, name="sweep", array="0-1", output=pattern, time_limit="1m",
+    tasks = submit(jobs, name="sweep", array="0-1", output=pattern, time_limit="1m", submit_dir=str(tmp_path),
                    workload={"kind": "sleep", "duration": 0.2, "exit_code": 3})
     files = [tmp_path / "logs" / f"sweep-{tasks[0]}_{i}.out" for i in (0, 1)]
     deadline = time.monotonic() + 20

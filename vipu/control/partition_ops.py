@@ -9,7 +9,6 @@ neither that it exists nor whose it is.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from vipu.access import Identity
@@ -187,7 +186,7 @@ class PartitionOps:
         def make(snap: Snapshot) -> list[tuple[IpuStatus, dict | None]]:
             sees = self._visible(identity, snap.pod)
             hidden = {p.name for p in snap.pod.partitions.values() if not sees(p)}
-            return [(replace(s, partition=None) if s.partition in hidden else s, stats.get(s.machine))
+            return [(s._replace(partition=None) if s.partition in hidden else s, stats.get(s.machine))
                     for s in ipu_statuses(snap.pod)]
 
         return self.plane.page(repr(("ipus", identity)), make, page_size, page_token, fresh=True)
