@@ -35,3 +35,19 @@ def test_a_user_past_the_limit_is_refused_and_others_are_not(server_factory):
         assert refused.value.details().startswith("user bob sends requests faster than this controller allows"
                                                   " (0.01 a second, in bursts of up to 5); retry in ")
         jobs.ListJobs(j.ListJobsRequest(), timeout=10, metadata=as_carol)  # carol's bucket is her own
+
+
+def test_the_table_of_buckets_stays_bounded_and_forgets_only_refilled_ones():
+    """Regression: 8,000 claimed names made 8,000 buckets that were never dropped."""
+    from vipu.server import rate_limit
+
+    clock = [0.0]
+    buckets = Buckets(rate=1.0, burst=3, now=lambda: clock[0])
+    for k in range(rate_limit.MAX_BUCKETS):
+        buckets.take(f"user{k}")
+    clock[0] = 10.0  # every bucket so far has refilled: as good as none
+    for _ in range(3):
+        buckets.take("busy")
+    buckets.take("new")  # one over the bound: the refilled ones go
+    assert len(buckets._tokens) == 2
+    assert buckets.take("busy") > 0  # a drained bucket is kept: its user stays limited

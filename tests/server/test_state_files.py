@@ -110,6 +110,19 @@ def test_a_state_folder_of_another_user_is_refused(tmp_path):
     assert list(state.iterdir()) == []
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a link of another user's")
+def test_a_state_folder_link_planted_by_another_user_is_refused(tmp_path):
+    """Regression: a link of nobody's to a folder of root's was followed, and the folder made 0700 for the state."""
+    target = tmp_path / "victim"
+    target.mkdir(mode=0o755)
+    link = tmp_path / "state"
+    link.symlink_to(target)
+    os.chown(link, 65534, 65534, follow_symlinks=False)
+    out = start("--port", "0", "--state-dir", str(link))
+    assert out.returncode == 2 and "is a symbolic link of uid 65534's" in out.stderr, out.stderr
+    assert list(target.iterdir()) == [] and stat.S_IMODE(target.stat().st_mode) == 0o755
+
+
 def damage(state, sql: str, *args) -> None:
     with sqlite3.connect(state / "vipu.sqlite3") as db:
         db.execute(sql, args)

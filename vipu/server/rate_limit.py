@@ -3,7 +3,9 @@ each user has a bucket of `burst` tokens, refilled at `rate` a second; a request
 left is refused RESOURCE_EXHAUSTED with when to retry. Off unless vipu-server --rate-limit is given.
 
 Why per user and not per connection: one user's loop of `vipu queue` must not slow everyone else's submits, and a
-user opens a new connection per command. The user is who the call says it is (its access key under --secure).
+user opens a new connection per command. The user is who the call says it is (its access key under --secure);
+without --secure that is any name a caller gives, so the limit then holds only for callers that do not lie. The
+table of buckets stays small: a bucket that has refilled is the same as none, and is dropped.
 Health and reflection are never limited.
 """
 
@@ -17,6 +19,9 @@ import grpc
 from vipu.errors import ResourceExhausted
 from vipu.server.auth import OPEN_PREFIXES, USER_METADATA, bearer
 from vipu.server.status import abort
+
+
+MAX_BUCKETS = 10_000  # past this many users, refilled buckets are dropped (then the oldest, should that not do)
 
 
 class Buckets:
@@ -33,11 +38,18 @@ class Buckets:
             now = self.now()
             tokens, at = self._tokens.get(user, (float(self.burst), now))
             tokens = min(float(self.burst), tokens + (now - at) * self.rate)
-            if tokens >= 1:
-                self._tokens[user] = (tokens - 1, now)
-                return 0.0
-            self._tokens[user] = (tokens, now)
-            return (1 - tokens) / self.rate
+            allowed = tokens >= 1
+            self._tokens[user] = (tokens - 1 if allowed else tokens, now)
+            if len(self._tokens) > MAX_BUCKETS:
+                self._prune(now)
+            return 0.0 if allowed else (1 - tokens) / self.rate
+
+    def _prune(self, now: float) -> None:
+        full = self.burst / self.rate  # seconds for an empty bucket to refill
+        self._tokens = {u: (t, at) for u, (t, at) in self._tokens.items() if now - at < full}
+        if len(self._tokens) > MAX_BUCKETS:
+            newest = sorted(self._tokens.items(), key=lambda item: item[1][1])[-MAX_BUCKETS // 2:]
+            self._tokens = dict(newest)
 
 
 class RateLimitInterceptor(grpc.ServerInterceptor):

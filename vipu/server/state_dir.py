@@ -34,6 +34,10 @@ def _own_folder(state_dir: Path) -> None:
     state_dir.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
     info = os.stat(state_dir, follow_symlinks=False)
     if stat.S_ISLNK(info.st_mode):
+        if info.st_uid != os.geteuid():  # planted by another user: it chooses where our state and keys go
+            raise InvalidArgument(
+                f"--state-dir {state_dir} is a symbolic link of uid {info.st_uid}'s, not this user's ({os.geteuid()}):"
+                " another user chose where it points; give a folder (or a link) of this user's own")
         info = os.stat(state_dir)  # a symlinked folder is the operator's choice; its target must be ours
     if not stat.S_ISDIR(info.st_mode):
         raise FileExistsError
