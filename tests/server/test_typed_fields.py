@@ -271,3 +271,16 @@ def test_a_training_runs_summary_typed_is_its_json(rt):
     assert {k: typed[k] for k in text} == text
     assert all(typed[k] in (None, [], {}) for k in typed.keys() - text.keys())
     assert seconds(reply.time_limit) == reply.time_limit_s == 300 and not math.isinf(seconds(reply.submitted))
+
+
+def test_a_typed_spec_with_both_forms_of_its_time_limit_is_refused_naming_them():
+    """Regression: time_limit 5 s and time_limit_unlimited both set gave a 366-day limit without a word."""
+    from google.protobuf.duration_pb2 import Duration
+
+    from vipu.errors import InvalidArgument
+    from vipu.server.job_service import submit_request
+    from vipu.v1 import job_spec_pb2
+
+    spec = job_spec_pb2.JobSpec(ipus=4, time_limit=Duration(seconds=5), time_limit_unlimited=True)
+    with pytest.raises(InvalidArgument, match=r"job_spec.time_limit and job_spec.time_limit_unlimited are both set"):
+        submit_request(j.SubmitJobRequest(job_spec=spec))

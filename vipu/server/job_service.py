@@ -62,6 +62,11 @@ def submit_request(request: j.SubmitJobRequest) -> SubmitRequest:
     if request.HasField("overrides") and request.overrides_json:
         raise InvalidArgument("overrides and overrides_json are both set; give overrides only (overrides_json is"
                               " deprecated)", field="overrides")
+    for typed in ("job_spec", "overrides"):
+        message = getattr(request, typed)
+        if request.HasField(typed) and message.HasField("time_limit") and message.time_limit_unlimited:
+            raise InvalidArgument(f"{typed}.time_limit and {typed}.time_limit_unlimited are both set; give one of"
+                                  " them", field=f"{typed}.time_limit_unlimited")
     spec = job_convert.spec_fields(request.job_spec) if request.HasField("job_spec") else request.spec
     overrides = (job_convert.spec_fields(request.overrides) if request.HasField("overrides")
                  else overrides_of(request.overrides_json))

@@ -51,8 +51,8 @@ class CommandWorkload(Workload):
     @classmethod
     def _absolute(cls, value: str | None) -> str | None:
         if value is not None and (not value.startswith("/") or "\x00" in value):
-            raise PydanticCustomError("directory", "is {value!r}; give an absolute path (vipu submit makes one)",
-                                      {"value": value})
+            raise PydanticCustomError("directory", "is {value}; give an absolute path (vipu submit makes one)",
+                                      {"value": repr(value)})
         return value
 
     @field_validator("environment")
