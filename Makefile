@@ -18,7 +18,7 @@ demo: $(STAMP)
 # Two workers, each taking the next test when free: the tests mostly wait (servers, Ray, subprocesses), so two
 # finish the suite in about 9 minutes on 2 cores where one took 15.
 test: $(STAMP) proto-check
-	$(BIN)/python -m pytest -n 2 --dist worksteal
+	$(BIN)/python -m pytest -n 3 --dist worksteal
 
 # Regenerate the gRPC/protobuf code in vipu/v1 from protos/vipu/v1.
 proto: $(STAMP)

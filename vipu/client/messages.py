@@ -23,6 +23,9 @@ KIND = "kind"  # the oneof naming a workload's or a model's kind, and the mappin
 OTHER = "other"  # the kind oneof's member for kinds the proto has no message for: the mapping as a Struct
 
 
+# repeated fields whose model default is null, not []: empty on the wire means unset
+EMPTY_IS_UNSET = frozenset({"layers_per_stage"})
+
 def seconds(message: Timestamp | Duration) -> float:
     """A Timestamp as seconds since the epoch, a Duration as seconds: the double the deprecated fields hold."""
     return message.seconds + message.nanos / 1e9
@@ -68,8 +71,11 @@ def to_data(message: Message, nulls: bool = False) -> dict:
                 data[field.name] = None
             continue
         value = getattr(message, field.name)
-        if field.is_repeated and not len(value) and not nulls:
-            continue  # as unset: the model's default (layers_per_stage None, args [])
+        if field.name in EMPTY_IS_UNSET and not len(value):
+            value = None  # proto3 has no unset list; the model's default is null
+            if nulls:
+                data[field.name] = None
+            continue
         if oneof is not None and oneof.name == KIND:
             inner = to_data(value, nulls)
             data.update(inner if field.name == OTHER else {KIND: field.name, **inner})
