@@ -110,6 +110,9 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def History(self, request, context):
+        if request.limit < 0:
+            raise InvalidArgument(f"limit is {request.limit}; give 0 for every row or N > 0 for the last N",
+                                  field="limit")
         since = request.ended_since.ToNanoseconds() / 1e9 if request.HasField("ended_since") else None
         page = self.plane.jobs.history(identity(self.plane, context), request.users, states_of(request.states),
                                        request.ids, request.duplicates, request.limit, request.page_size,
