@@ -369,13 +369,23 @@ class Store:
         return out
 
     def history_requests(self, user: str, request_id: str) -> list[tuple[int, str]]:
-        """(id, record) of the history's jobs that this user submitted with this request id."""
-        return self._read("SELECT id, doc FROM job_history WHERE user = ? AND request_id = ? ORDER BY id",
-                          [user, request_id])
+        """(id, record) of the history's jobs that this user submitted with this request id. Called by every submit
+        with a request id, under the controller's lock: so it waits for no write (a flush there would serialise
+        every submission), and looks in the writes still queued as well as in the database."""
+        queued: dict[int, str] = {}
+        with self._queue_lock:
+            for changes in [*self._queue, getattr(self._batch, "pending", None) or {}]:
+                for (kind, _), row in changes.items():
+                    if kind == HISTORY_KIND and isinstance(row, tuple) and (row[1], row[5]) == (user, request_id):
+                        queued[row[0]] = row[6]
+        stored = self._read("SELECT id, doc FROM job_history WHERE user = ? AND request_id = ? ORDER BY id",
+                            [user, request_id], flush=False)
+        return sorted({**dict(stored), **queued}.items())
 
-    def _read(self, sql: str, args: list) -> list:
+    def _read(self, sql: str, args: list, flush: bool = True) -> list:
         try:
-            self.flush()  # what was queued before this read is in it
+            if flush:
+                self.flush()  # what was queued before this read is in it
         except Unavailable:
             pass  # a store that cannot write still answers reads, with what it holds
         with self._reading:
