@@ -216,3 +216,16 @@ def test_updates_survive_a_restart():
     again.recover(stored, 2)
     job = again.job(1)
     assert (job.name, job.spec.qos, job.fixed_priority, job.held) == ("kept", "low", 7, False)
+
+
+@pytest.mark.parametrize("update, field", [
+    (JobUpdate(nice=100_000), "nice"), (JobUpdate(qos="nosuch"), "qos"), (JobUpdate(time_limit=10**9), "time_limit"),
+    (JobUpdate(dependency="afterok:x"), "dependency"), (JobUpdate(array_task_throttle=1), "array_task_throttle"),
+])
+def test_a_refused_update_names_the_request_field_it_is_about(update, field):
+    """Regression: UpdateJob's refusals carried no BadRequest field, so API clients could not tell which was wrong."""
+    s = make()
+    s.submit(spec(hold=True), 0)
+    with pytest.raises(InvalidArgument) as e:
+        s.update(1, update, 1)
+    assert [f for f, _ in e.value.violations] == [field]

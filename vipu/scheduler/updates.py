@@ -66,7 +66,7 @@ def changed(s: Scheduler, job_id: int, single: bool, update: JobUpdate, now: flo
     if not fields:
         raise InvalidArgument("no field to update; give Field=value pairs such as TimeLimit=30 or QOS=high")
     if update.time_limit is not None and update.time_limit_add is not None:
-        raise InvalidArgument("TimeLimit is given twice (a value and a change); give one")
+        raise InvalidArgument("TimeLimit is given twice (a value and a change); give one", field="time_limit")
     if update.priority is not None and not admin:
         raise PermissionDenied("Priority: only an admin may set a job's priority; Nice=N (0 or more) lowers your"
                                " own job's")
@@ -111,9 +111,10 @@ def _limit(job: Job, update: JobUpdate) -> float | None:
         return None
     if limit <= 0:
         raise InvalidArgument(f"TimeLimit: job {job.display_id} has {format_duration(job.time_limit)}, and the change"
-                              " leaves it no time; give a positive limit (to end it, vipu cancel)")
+                              " leaves it no time; give a positive limit (to end it, vipu cancel)", field="time_limit")
     if limit > MAX_SECONDS:
-        raise InvalidArgument(f"TimeLimit: {format_duration(limit)} is longer than a year; give at most 366 days")
+        raise InvalidArgument(f"TimeLimit: {format_duration(limit)} is longer than a year; give at most 366 days",
+                              field="time_limit")
     return limit
 
 
@@ -138,14 +139,14 @@ def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
         spec_changes["time_limit"] = limit
     if update.qos is not None:
         if not update.qos:
-            raise InvalidArgument(f"QOS is empty; give one of {', '.join(sorted(s.config.qos))}")
+            raise InvalidArgument(f"QOS is empty; give one of {', '.join(sorted(s.config.qos))}", field="qos")
         if update.qos in s.retired_qos or update.qos not in s.config.qos:
             live = sorted(set(s.config.qos) - s.retired_qos)
-            raise InvalidArgument(f"QOS {update.qos!r} is unknown; use one of {', '.join(live)}")
+            raise InvalidArgument(f"QOS {update.qos!r} is unknown; use one of {', '.join(live)}", field="qos")
         spec_changes["qos"] = update.qos
     if update.nice is not None:
         if not -MAX_NICE <= update.nice <= MAX_NICE:
-            raise InvalidArgument(f"Nice is {update.nice}; give -{MAX_NICE} to {MAX_NICE}")
+            raise InvalidArgument(f"Nice is {update.nice}; give -{MAX_NICE} to {MAX_NICE}", field="nice")
         spec_changes["nice"] = update.nice
     if update.dependency is not None:
         spec_changes["dependency"] = _dependency(s, job, update.dependency)
@@ -158,7 +159,8 @@ def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
         spec_changes["begin"] = changes["begin_time"] = begin
     if update.priority is not None:
         if not 0 <= update.priority <= MAX_PRIORITY:
-            raise InvalidArgument(f"Priority is {update.priority}; give 1 to {MAX_PRIORITY}, or 0 to hold the job")
+            raise InvalidArgument(f"Priority is {update.priority}; give 1 to {MAX_PRIORITY}, or 0 to hold the job",
+                                  field="priority")
         if update.priority == 0:  # scontrol's Priority=0: held, and only an admin releases it
             changes.update(held=True, admin_hold=True, fixed_priority=None)
         else:  # a fixed priority; the job is no longer held, as in Slurm (a held job's priority is 0)
@@ -187,13 +189,13 @@ def _dependency(s: Scheduler, job: Job, text: str) -> str | None:
     try:
         dep = parse_dependency(text)
     except DependencySyntaxError as e:
-        raise InvalidArgument(f"Dependency {e}") from None
+        raise InvalidArgument(f"Dependency {e}", field="dependency") from None
     first = job.array_job_id if job.array_job_id is not None else job.id
     later = sorted(i for i in {*dep.ids, *(array for array, _ in dep.tasks)} if i >= first)
     if later:
         which = "itself" if later[0] in (first, job.id) else f"job {later[0]}, queued after it"
         raise InvalidArgument(f"Dependency names {which}: job {job.display_id} may depend only on jobs queued before"
-                              " it, which keeps dependencies free of cycles")
+                              " it, which keeps dependencies free of cycles", field="dependency")
     check_dependency(job.spec.model_copy(update={"dependency": text}), s.table, range(0))
     return text
 
@@ -202,9 +204,10 @@ def _throttled(job: Job, limit: int) -> str:
     """The job's array with `limit` tasks at once (0: no limit)."""
     if job.array_job_id is None or job.spec.array is None:
         raise InvalidArgument(f"ArrayTaskThrottle: job {job.display_id} is not an array job; only an array's tasks"
-                              " have a limit")
+                              " have a limit", field="array_task_throttle")
     if limit < 0:
-        raise InvalidArgument(f"ArrayTaskThrottle is {limit}; give N > 0 tasks at once, or 0 for no limit")
+        raise InvalidArgument(f"ArrayTaskThrottle is {limit}; give N > 0 tasks at once, or 0 for no limit",
+                              field="array_task_throttle")
     body = job.spec.array.partition("%")[0]
     return f"{body}%{limit}" if limit else body
 
@@ -214,8 +217,8 @@ def _begin(job: Job, text: str, now: float) -> float:
     try:
         value = parse_begin(text)
     except PydanticCustomError as e:
-        raise InvalidArgument(f"StartTime {e.message()}") from None
+        raise InvalidArgument(f"StartTime {e.message()}", field="begin") from None
     begin = resolve_begin(job.spec.model_copy(update={"begin": value}), now)
     if begin is None:  # parse_begin gives None only for None
-        raise InvalidArgument(f"StartTime is empty; {BEGIN_HELP}")
+        raise InvalidArgument(f"StartTime is empty; {BEGIN_HELP}", field="begin")
     return max(begin, now)  # a time past: eligible at once
