@@ -130,9 +130,14 @@ def _spec_from_message(data: dict, nulls: bool) -> None:
 # -- mapping -> message ----------------------------------------------------------------------------------------
 
 
+class FieldValueError(ValueError):
+    """A mapping's value that its message field cannot take, named by message and field."""
+
+
 def to_message(data: dict, message: Message) -> Message:
     """Fill `message` from the mapping it stands for (None values left unset) and return it. A key the message has
-    no field for raises KeyError naming it: a record or spec field the proto does not cover yet."""
+    no field for raises KeyError naming it: a record or spec field the proto does not cover yet. A value of the
+    wrong type (a time as text: typed times are seconds) raises ValueError naming the field and the fix."""
     if message.DESCRIPTOR.full_name == "google.protobuf.Struct":
         return ParseDict(data, message)
     if message.DESCRIPTOR.full_name == "vipu.v1.JobSpec":
@@ -154,7 +159,16 @@ def to_message(data: dict, message: Message) -> Message:
         field = fields.get(key)
         if field is None:
             raise KeyError(f"{message.DESCRIPTOR.full_name} has no field {key!r}")
-        _set(message, field, value)
+        try:
+            _set(message, field, value)
+        except FieldValueError:
+            raise  # a nested field's, named already
+        except (TypeError, ValueError):
+            kind = field.message_type.full_name if field.message_type is not None else field.type
+            hint = " (typed times are seconds: 600, not '10m'; or send the spec as text)" if kind in (
+                "google.protobuf.Duration", "google.protobuf.Timestamp") else ""
+            raise FieldValueError(f"{message.DESCRIPTOR.name}.{key}: {value!r} is not a value for this field{hint}") \
+                from None
     return message
 
 
