@@ -69,3 +69,13 @@ def test_an_operators_output_dir_replaces_the_submit_directory(server_factory, t
     here = submit_in(server, home, "-o", "here.out")
     job = ended(server, here)
     assert job["state"] == "FAILED" and f"({shared}, " in job["detail"]["ended_by"] and not (home / "here.out").exists()
+
+
+def test_an_output_dir_that_is_relative_or_missing_is_refused(tmp_path):
+    from tests.server.test_startup import start
+
+    for folder, why in (("rel", "an absolute path"), (str(tmp_path / "missing"), "an existing folder")):
+        out = start("--port", "0", "--state-dir", str(tmp_path / "state"), "--output-dir", folder)
+        assert out.returncode == 2 and out.stderr.strip() == (
+            f"vipu-server: error: --output-dir {folder} is not {why}; give a folder that exists, as an absolute path")
+    assert not (tmp_path / "state").exists()  # refused before the state was touched

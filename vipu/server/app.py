@@ -210,6 +210,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: --ray-wait {args.ray_wait:g} --ray {args.ray}: give 0 to 3600 seconds, with --ray"
               " HOST:PORT (local starts its own Ray, and auto finds none to wait for)", file=sys.stderr)
         return BAD_INPUT
+    for folder in args.output_dir:  # the controller writes jobs' files there: a typo must not pass silently
+        why = "an absolute path" if not folder.is_absolute() else None if folder.is_dir() else "an existing folder"
+        if why:
+            print(f"vipu-server: error: --output-dir {folder} is not {why}; give a folder that exists, as an absolute"
+                  " path", file=sys.stderr)
+            return BAD_INPUT
     state_dir = args.state_dir or default_state_dir()
     try:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
