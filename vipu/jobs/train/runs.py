@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("vipu.training")
 RETURN_WAIT_S = 60.0  # how long a run waits for an earlier run on its IPUs to return (one step, normally)
+SHUTDOWN_WAIT_S = 10.0  # how long a stopping controller waits for its training threads to leave the machines
 
 
 class JobResult(BaseModel):
@@ -125,6 +127,13 @@ class TrainRuns:
         allows) saying why: the machines going away under them now is no hardware failure."""
         with self.ctx.lock:
             self._stopping = True
+        # their threads leave the machines before Ray goes: a thread still in a Ray call after Ray's shutdown makes
+        # Ray's core worker end the whole process (exit 1 instead of a clean stop)
+        deadline = time.monotonic() + SHUTDOWN_WAIT_S
+        with self._unreturned_lock:
+            going = list(self._unreturned)
+        for run in going:
+            run.returned.wait(max(0.0, deadline - time.monotonic()))
 
     def progress(self) -> dict[int, Sequence[StepReport]]:
         """Running jobs' steps so far (for logs and metrics); a modelled run's, those whose time has passed."""
@@ -235,7 +244,8 @@ class TrainRuns:
                 factory = self._transport_factory(run)
                 result = run_training(workload, self.ctx.pod, run.first_ipu, factory,
                                       on_step=run.steps.append,
-                                      should_stop=lambda: not self._still_running(job_id, run.started),
+                                      should_stop=lambda: self._stopping or not self._still_running(job_id,
+                                                                                                     run.started),
                                       environments=run.environment)
             finally:  # run_training has freed the run's tensors (or its machines are gone)
                 run.returned.set()
