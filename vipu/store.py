@@ -23,7 +23,6 @@ when they work again (health's NOT_SERVING and SERVING); meanwhile the kept writ
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ from typing import Callable, Iterable, NamedTuple
 from pydantic import BaseModel
 
 from vipu.errors import Unavailable
+from vipu.store_generation import Generation
 from vipu.store_schema import migrate
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
@@ -56,19 +56,13 @@ class DamagedRecords(Exception):
         self.damaged = damaged
 
 
-class LostLog(Exception):
-    """The database's write-ahead log is gone although the last process to use it did not close it."""
-
-
 class Store:
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
     def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False):
         self.path = Path(path)
-        # not vipu.sqlite3-...: a clean-up of SQLite's side files (rm vipu.sqlite3-*) must leave it
-        self._open_marker = self.path.with_name(self.path.stem + ".generation")
-        self._wal = self.path.with_name(self.path.name + "-wal")
-        wal_was_there = self._wal.exists()
+        self._generation = Generation(self.path)  # store_generation.py: a -wal file lost after a crash
+        wal_was_there = self._generation.wal.exists()
         self.write_timeout_s = write_timeout_s
         self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
         self._writable = True
@@ -79,12 +73,12 @@ class Store:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's (module docstring; _mark)
+        self._db.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's (module docstring, store_generation.py)
         try:
             migrate(self._db)
             if not accept_lost_log and not wal_was_there:
-                self._check_log()
-            self._mark()
+                self._generation.check(self._db)
+            self._generation.mark(self._db)
         except BaseException:
             self._db.close()
             raise
@@ -219,7 +213,7 @@ class Store:
                     try:
                         db.execute("PRAGMA wal_checkpoint(PASSIVE)")
                         with self._lock:
-                            self._mark()  # the database file now holds the last generation: the next one is new
+                            self._generation.mark(self._db)  # the database file holds the last one: a new one
                     except sqlite3.Error:
                         pass  # tried again next time; a failing disk shows in the writes' own health
         finally:
@@ -304,39 +298,6 @@ class Store:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
-    # -- a lost write-ahead log ------------------------------------------------------------------------------------
-    # Why a generation: the marker file (vipu.generation) holds the number the database got when it was last opened or
-    # checkpointed. A kill -9 leaves the marker and the -wal file. If the -wal file is then deleted, the database
-    # file alone holds an older number than the marker: the commits since are gone, and would be lost without a word
-    # (job ids handed out again). A tool that opens the database and closes it cleanly (sqlite3) checkpoints the
-    # -wal file into it first, so the numbers still agree. Checkpoints are the checkpointer's, not SQLite's, for the
-    # same reason: after each one it moves the number on.
-    def _check_log(self) -> None:
-        try:
-            marked = int(self._open_marker.read_text())
-        except (FileNotFoundError, ValueError):
-            return  # closed cleanly, or by a version without the marker
-        held = self._meta_now("generation")
-        if held is not None and held < marked:  # none: an emptied or new database, which startup.py names as such
-            raise LostLog(f"{self._wal} is missing, but {self._open_marker} shows the last controller stopped"
-                          " without closing the database (a kill -9 or a crash), and its latest changes were in that"
-                          " file")
-
-    def _mark(self) -> None:
-        """A new generation, in the database (its -wal file) first, then in the marker."""
-        self._generation = (self._meta_now("generation") or 0) + 1
-        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(self._generation),))
-        part = self._open_marker.with_name(self._open_marker.name + ".part")
-        part.unlink(missing_ok=True)
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w") as marker:
-            marker.write(f"{self._generation}\n")
-        os.replace(part, self._open_marker)
-
-    def _meta_now(self, key: str):
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
-
     # -- the job history: ended jobs moved out of memory ----------------------------------------------------------
     def history_keys(self, users: Iterable[str] = (), ids: Iterable[int] = (), states: Iterable[str] = (),
                      since: float | None = None) -> list[tuple[float, int]]:
@@ -404,7 +365,7 @@ class Store:
             with self._reading:
                 if self._reader is not None:
                     self._reader.close()
-            self._open_marker.unlink(missing_ok=True)
+            self._generation.closed()
 
 
 def _history_row(job) -> tuple:

@@ -31,7 +31,8 @@ from vipu.scheduler.job_record import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
-from vipu.store import Damaged, DamagedRecords, LostLog, Store
+from vipu.store import Damaged, DamagedRecords, Store
+from vipu.store_generation import LostLog
 from vipu.store_schema import SCHEMA_VERSION, NewerSchema
 
 log = logging.getLogger("vipu.recovery")

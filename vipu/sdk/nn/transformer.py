@@ -63,15 +63,22 @@ def _ffn(pre: str, shards: list[Params], xs: list[np.ndarray], g: Shards) -> tup
 
 def backward(model, blocks: list[Block], shards: list[Params], caches: list, douts: list[np.ndarray],
              g: Shards, need_dx: bool) -> tuple[list[np.ndarray] | None, list[Params]]:
+    return blocks_backward(blocks, shards, caches, douts, g, need_dx, _ffn_back, _attention_back)
+
+
+def blocks_backward(blocks: list[Block], shards: list[Params], caches: list, douts: list[np.ndarray], g,
+                    need_dx: bool, ffn_back, attention_back) -> tuple[list[np.ndarray] | None, list[Params]]:
+    """The stage's blocks backward, last first, each through its feed-forward then its attention part (one tensor
+    axis here, two in transformer2d.py: they pass their own parts)."""
     grads: list[Params] = [{} for _ in range(g.t)]
     ds = douts
     for index in reversed(range(len(blocks))):
         block, cache = blocks[index], caches[index]
         pre = f"l{block.layers[0]}."
         if block.kind in ("layer", "ffn"):
-            ds = _ffn_back(pre, shards, [c[-4:] for c in cache], ds, g, grads)
+            ds = ffn_back(pre, shards, [c[-4:] for c in cache], ds, g, grads)
         if block.kind in ("layer", "attention"):
-            ds = _attention_back(pre, shards, [c[:4] for c in cache], ds, g, grads)
+            ds = attention_back(pre, shards, [c[:4] for c in cache], ds, g, grads)
     return (ds if need_dx else None), grads
 
 

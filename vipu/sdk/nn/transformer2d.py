@@ -21,6 +21,7 @@ import numpy as np
 from vipu.sdk.nn.kernels import LN_EPS, attention, attention_back, attention_flops, relu, relu_back, rows
 from vipu.sdk.nn.sharding import Block, piece
 from vipu.sdk.nn.spmd import Shards
+from vipu.sdk.nn.transformer import blocks_backward
 
 Params = dict[str, np.ndarray]
 
@@ -118,16 +119,7 @@ def _ffn(pre: str, shards: list[Params], xs: list, g: Shards2D) -> tuple[list, l
 
 def backward(model, blocks: list[Block], shards: list[Params], caches: list, douts: list[np.ndarray],
              g: Shards2D, need_dx: bool) -> tuple[list[np.ndarray] | None, list[Params]]:
-    grads: list[Params] = [{} for _ in range(g.t)]
-    ds = douts
-    for index in reversed(range(len(blocks))):
-        block, cache = blocks[index], caches[index]
-        pre = f"l{block.layers[0]}."
-        if block.kind in ("layer", "ffn"):
-            ds = _ffn_back(pre, shards, [c[-4:] for c in cache], ds, g, grads)
-        if block.kind in ("layer", "attention"):
-            ds = _attention_back(pre, shards, [c[:4] for c in cache], ds, g, grads)
-    return (ds if need_dx else None), grads
+    return blocks_backward(blocks, shards, caches, douts, g, need_dx, _ffn_back, _attention_back)
 
 
 def _ffn_back(pre: str, shards: list[Params], cache: list, ds: list, g: Shards2D, grads: list[Params]) -> list:

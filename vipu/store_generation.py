@@ -1,0 +1,59 @@
+"""Whether the state database lost its write-ahead log: a generation number kept in the database and in a marker.
+
+Why a generation: the marker file (vipu.generation) holds the number the database got when it was last opened or
+checkpointed. A kill -9 leaves the marker and the -wal file. If the -wal file is then deleted, the database file
+alone holds an older number than the marker: the commits since are gone, and would be lost without a word (job ids
+handed out again). A tool that opens the database and closes it cleanly (sqlite3) checkpoints the -wal file into it
+first, so the numbers still agree. Checkpoints are the store's checkpointer's, not SQLite's, for the same reason:
+after each one it moves the number on. The marker is not named vipu.sqlite3-...: a clean-up of SQLite's side files
+(rm vipu.sqlite3-*) must leave it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+
+class LostLog(Exception):
+    """The database's write-ahead log is gone although the last process to use it did not close it."""
+
+
+class Generation:
+    def __init__(self, path: Path):
+        self.marker = path.with_name(path.stem + ".generation")
+        self.wal = path.with_name(path.name + "-wal")
+
+    def check(self, db: sqlite3.Connection) -> None:
+        """LostLog if the marker says the database held a later generation than it does (call when the -wal file
+        was missing before the database was opened)."""
+        try:
+            marked = int(self.marker.read_text())
+        except (FileNotFoundError, ValueError):
+            return  # closed cleanly, or by a version without the marker
+        held = _held(db)
+        if held is not None and held < marked:  # none: an emptied or new database, which startup.py names as such
+            raise LostLog(f"{self.wal} is missing, but {self.marker} shows the last controller stopped without"
+                          " closing the database (a kill -9 or a crash), and its latest changes were in that file")
+
+    def mark(self, db: sqlite3.Connection) -> None:
+        """A new generation, in the database (its -wal file) first, then in the marker."""
+        generation = (_held(db) or 0) + 1
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(generation),))
+        part = self.marker.with_name(self.marker.name + ".part")
+        part.unlink(missing_ok=True)
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as marker:
+            marker.write(f"{generation}\n")
+        os.replace(part, self.marker)
+
+    def closed(self) -> None:
+        """The database was closed cleanly: nothing can have been lost since."""
+        self.marker.unlink(missing_ok=True)
+
+
+def _held(db: sqlite3.Connection) -> int | None:
+    row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    return json.loads(row[0]) if row else None
