@@ -118,7 +118,7 @@ def test_cancel_stops_the_whole_process_group_and_sigkill_follows_kill_wait(cont
 def test_a_stopped_programs_ipus_go_to_no_other_job_until_it_has_ended(server_factory, tmp_path):
     """As Slurm keeps a job's nodes COMPLETING: a cancelled program deaf to SIGTERM keeps its partition through
     KillWait, so a job wanting the whole Pod starts only once it is gone."""
-    server = server_factory(extra=["--kill-wait", "5"])
+    server = server_factory(extra=["--kill-wait", "10"])  # long enough for four CLI calls on a loaded machine
     script = "#!/bin/bash\ntrap '' TERM\necho $$ > pid\nwhile true; do sleep 0.1; done\n"
     [job] = submit(server, spec_file(tmp_path, script, "deaf"))
     pid = wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text().strip()
@@ -132,7 +132,7 @@ def test_a_stopped_programs_ipus_go_to_no_other_job_until_it_has_ended(server_fa
     assert ended(server, whole)["state"] == "COMPLETED"
     assert not alive(pid)  # it started only after the program was killed
     started = show(server, whole)["start_time"]
-    assert started >= show(server, job)["end_time"] + 4  # KillWait (5 s) after the cancel, within a second
+    assert started >= show(server, job)["end_time"] + 9  # KillWait (10 s) after the cancel, within a second
 
 
 def test_a_time_limit_ends_the_run_timeout(controller, tmp_path):
