@@ -91,6 +91,8 @@ def test_the_fullest_stage_of_an_uneven_layout_decides_the_fit():
     assert uneven.memory.weights == pytest.approx(even.memory.weights * 15 / 6)
     (problem,) = uneven.problems()
     assert "pipeline stage 3 of 4" in problem
+    # the refusal lists layouts that fit; those at another p split the layers evenly (they kept the spec's four
+    # counts, and failed to plan)
     with pytest.raises(InvalidArgument, match="pipeline stage 3 of 4"):
         check_fits(pipelined([3, 3, 3, 15]), POD, ipus=4)
     # the report is of the fullest stage's IPU, and says which layers it holds
