@@ -16,14 +16,23 @@ Pod16 and a Pod64); nothing is refitted per model or system. Published figures:
   second, with the global batch each row states;
 - configs: graphcore/examples. ResNet-50: the TensorFlow 1 CNN application's configs.yml,
   mk2_resnet50_mlperf_pod16_bs20 (16 x 20 x 6 = 1,920), pod64_bs20 (64 x 20 x 2 = 2,560), pod256_lars
-  (256 x 20 x 2 = 10,240): recomputation, batch norm pooled over pairs of replicas, 50 MiB gradient buffers.
+  (256 x 20 x 2 = 10,240): recomputation, batch norm pooled over pairs of replicas, 50 MiB gradient buffers,
+  available_memory_proportion 0.15 (pod64_bs20: 0.145).
   BERT: nlp/bert/popart/configs/pretrain_{large,base}_{128,384,512}.json and packed/packed_pretrain_large_
   {128,512}.json (layers_per_ipu, mask_tokens, micro_batch_size, global_batch_size; replication 4 per Pod16, so
   16 per Pod64 at the same global batch). ViT: vision/vit/pytorch/configs.yml b16_in1k_pretrain_lamb (micro-batch
-  8, 4 IPUs a replica, layers_per_ipu [3, 3, 3, 3], RTS, LAMB; global batch 65,536 as the table states).
+  8, 4 IPUs a replica, layers_per_ipu [3, 3, 3, 3], RTS, LAMB; global batch 65,536 as the table states). SQuAD:
+  nlp/bert/popart/configs/squad_large_384.json (graphcore/examples c0239af, the SDK 3.1 release), the SDK 3.1
+  edition's "Fine-Tuning (SL384 - SQuAD)" row.
 Packed rows: sequences_per_pack = the unpacked config's global batch over the packed one's (65,536 / 54,784 at
 SL128, 16,384 / 9,600 at SL512): Graphcore sized the packed batches to hold as many sequences (an assumption; the
 packing paper, Krell et al. 2021, reports about 2x fewer samples at SL512).
+"fits" is the planner's memory verdict on the published config (tile_memory.py: the fullest tile decides).
+The TFLOPS column is what the published figure means per IPU: the model's FLOPs (recomputation included) an IPU
+does a second at the published throughput. It compares published rows with each other, whatever the planner says:
+BERT-Large SL384 (pre-SDK 2.5) runs about 12% fewer FLOPs a second than SL128 (the same edition) and SL512 packed
+(SDK 3.1) on either Pod, though its config differs from theirs only in sequence length, masked tokens and
+micro-batch (docs/planner-fidelity.md says what was checked).
 Everything here is a prediction from formulas: no wall-clock time is measured.
 """
 
@@ -79,6 +88,21 @@ def vit_base(ipus: int) -> dict:
                    "rts": True, "gradient_reduction": "per_tensor", "layers_per_stage": [3, 3, 3, 3]}}}
 
 
+def squad_large() -> dict:
+    """Graphcore's PopART BERT-Large SQuAD fine-tuning (squad_large_384.json) on a Pod16: 8 stages (layers_per_ipu
+    [2, 3, 3, 3, 3, 3, 3, 4], the embedding on the first), 2 replicas, micro-batch 4, global batch 256, 4 device
+    iterations, Adam with its state on chip, sharded (RTS; the config keeps it in fp16, which only memory would
+    see), recomputation (PopART's default when pipelining). Its span head (2 logits a token) is planned as a
+    vocabulary head on one position (mask_tokens 1: 0.03% of the FLOPs): the spec has no head-less vocabulary model."""
+    return {"ipus": 16, "pod": PODS[16], "workload": {
+        "kind": "train", "optimizer": "adam", "master_weights": False,
+        "model": {"kind": "transformer", "layers": 24, "hidden": 1024, "heads": 16, "seq_len": 384, "vocab": 30400,
+                  "mask_tokens": 1},
+        "layout": {"p": 8, "r": 2, "micro_batch": 4, "micro_batches": 256 // (4 * 2), "device_iterations": 4,
+                   "recompute": True, "rts": True, "gradient_reduction": "per_tensor",
+                   "layers_per_stage": [2, 3, 3, 3, 3, 3, 3, 4]}}}
+
+
 def mlperf(run, fitted: bool) -> Point:
     images_per_s = IMAGENET_TRAIN_IMAGES / (statistics.median(run.epoch_ms) / 1e3)
     return Point("ResNet-50", f"MLPerf v2.0 {run.system} ({run.replicas} x {run.micro_batch} x {run.accumulation})",
@@ -92,8 +116,8 @@ POINTS = (
     mlperf(POD128_RUN, False),
     Point("ResNet-50", f"table (TensorFlow1, batch 1,920); mk2_resnet50_mlperf_pod16_bs20", resnet50_spec(16, 20, 6),
           42_029),
-    Point("ResNet-50", f"table (TensorFlow1, batch 2,560); mk2_resnet50_mlperf_pod64_bs20", resnet50_spec(64, 20, 2),
-          145_287),
+    Point("ResNet-50", f"table (TensorFlow1, batch 2,560); mk2_resnet50_mlperf_pod64_bs20", resnet50_spec(64, 20, 2,
+          available_memory_proportion=0.145), 145_287),
     Point("ResNet-50", f"table (TensorFlow1, batch 10,240); mk2_resnet50_mlperf_pod256_lars",
           resnet50_spec(256, 20, 2), 425_514),
     Point("BERT-Large SL384", "table (PopART, SDK pre-2.5); pretrain_large_384.json",
@@ -113,6 +137,7 @@ POINTS = (
     Point("BERT-Base SL512", "table (PopART, SDK 3.1); pretrain_base_512.json", bert_base(16, 512, 76, 8, 16_384),
           3_656),
     Point("ViT-B/16", "table (PyTorch, SDK pre-2.5, batch 65,536); b16_in1k_pretrain_lamb", vit_base(64), 31_200),
+    Point("BERT-Large SQuAD SL384", "table (PopART, SDK 3.1, batch 256); squad_large_384.json", squad_large(), 1_183),
 )
 
 
@@ -127,20 +152,34 @@ def planned(point: Point):
 def report() -> tuple[list[float], list[float]]:
     """Print every point; return the fitted and the held-out errors."""
     header = (f"{'':<4} {'model':<24} {'system':<11} {'layout':<22} {'predicted':>10} {'published':>10} {'error':>7}"
-              f"  {'step split (largest parts)'}")
+              f" {'TFLOPS':>7} {'fits':>4}  {'step split (largest parts)'}")
     print(header)
-    print("-" * 130)
+    print("-" * 143)
     errors: dict[bool, list[float]] = {True: [], False: []}
+    plans = []
     for point in POINTS:
         p = planned(point)
+        plans.append((point, p))
         err = p.throughput / point.published - 1
         errors[point.fitted].append(err)
         lay = p.layout
         layout = f"p{lay.p} r{lay.r} b{lay.micro_batch} m{lay.micro_batches}"
         parts = sorted(p.time.parts(), key=lambda part: -part[1])[:3]
         split = ", ".join(f"{label} {seconds / p.step_s:.0%}" for label, seconds in parts)
+        # the model FLOPs (recomputation included) an IPU does a second at the published throughput
+        published_flops = p.achieved_flops_per_ipu * point.published / p.throughput
         print(f"{'fit' if point.fitted else 'held':<4} {point.model:<24} {p.pod:<11} {layout:<22}"
-              f" {p.throughput:>10,.0f} {point.published:>10,.0f} {err:>+7.1%}  {split}")
+              f" {p.throughput:>10,.0f} {point.published:>10,.0f} {err:>+7.1%} {published_flops / 1e12:>7.1f}"
+              f" {'yes' if p.fits else 'NO':>4}  {split}")
+    refused = [(point, p) for point, p in plans if not p.fits]
+    if refused:
+        print()
+        print("published configs the memory model refuses (each ran on hardware):")
+    for point, p in refused:
+        tiles, mem = p.memory.tiles, p.memory
+        print(f"  {point.model}, {p.pod}: fullest tile {tiles.peak / 1024:,.2f} KiB of {tiles.tile_bytes / 1024:,.0f}"
+              f" ({tiles.peak / tiles.tile_bytes:.0%}; matmul temporaries {tiles.temporaries / 1024:,.0f} KiB),"
+              f" evenly split {mem.total / mem.sram_bytes:.0%} of SRAM")
     print()
     print("sources:")
     for i, point in enumerate(POINTS, 1):

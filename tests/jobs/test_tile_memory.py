@@ -6,6 +6,8 @@ import pytest
 
 from vipu.errors import InvalidArgument
 from vipu.hardware.pod_files import load_pod
+from vipu.jobs.assumptions import DEFAULT
+from vipu.jobs.memory_estimate import tile_report
 from vipu.jobs.planner import plan
 from vipu.jobs.suggest import check_fits
 from vipu.jobs.tile_memory import TileMemory, TileTensor, per_tile, report
@@ -72,3 +74,27 @@ def test_a_2d_layout_that_does_not_fit_is_suggested_2d_layouts_of_its_ipus():
     assert not plan(w, POD).fits
     found = suggest(w, POD)
     assert found and all(c.layout.t2 == 2 and c.layout.ipus == 16 and c.fits for c in found)
+
+
+def pipelined(layers_per_stage=None) -> TrainWorkload:
+    # 24 layers on 4 stages, optimiser state in Streaming Memory: 6 layers an IPU fit, 15 do not
+    return TrainWorkload(model=dict(kind="transformer", layers=24, hidden=1024, heads=16, seq_len=128, dtype="fp16"),
+                         layout={"p": 4, "micro_batch": 8, "micro_batches": 16, "recompute": True,
+                                 "offload_optimizer": True, "layers_per_stage": layers_per_stage}, optimizer="adam")
+
+
+def test_the_fullest_stage_of_an_uneven_layout_decides_the_fit():
+    even, uneven = plan(pipelined(), POD), plan(pipelined([3, 3, 3, 15]), POD)
+    assert even.fits and even.memory.tiles.peak / TILE == pytest.approx(0.60, abs=0.01)
+    assert uneven.memory.sram_stage == 3 and not uneven.memory.fits_evenly and not uneven.fits
+    # weights and gradients of 15 layers where the even split has 6
+    assert uneven.memory.weights == pytest.approx(even.memory.weights * 15 / 6)
+    (problem,) = uneven.problems()
+    assert "pipeline stage 3 of 4" in problem
+    # the refusal lists layouts that fit; those at another p split the layers evenly (they kept the spec's four
+    # counts, and failed to plan)
+    with pytest.raises(InvalidArgument, match="pipeline stage 3 of 4"):
+        check_fits(pipelined([3, 3, 3, 15]), POD, ipus=4)
+    # the report is of the fullest stage's IPU, and says which layers it holds
+    heading = tile_report(pipelined([3, 3, 3, 15]), POD, DEFAULT)[0]
+    assert heading == "pipeline stage 3 of 4, the one needing most SRAM: layers 9-23 (layers_per_stage)"

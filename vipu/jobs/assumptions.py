@@ -102,9 +102,10 @@ class Assumptions(BaseModel):
             f"code and exchange buffers take {self.reserved_sram_fraction:.0%} of SRAM",
             "training FLOPs = 3 x forward (forward, backward for activations, backward for weights);"
             " 4 x with recomputation",
-            "memory counted per pipeline stage, as the layers fall (an embedding takes layers off the first stage),"
-            " the largest reported; time per stage from its layers (layers_per_stage, or that split), the embedding"
-            " and tied head on the first stage; MLP and ResNet-50 stages balanced (1/(t p) of the FLOPs each)",
+            "memory and time counted per pipeline stage on its layers: layers_per_stage where the layout gives it,"
+            " else as the layers fall (an embedding takes layers off the first stage); the fullest stage decides the"
+            " fit; the embedding and tied head on the first stage; MLP and ResNet-50 stages timed as balanced"
+            " (1/(t p) of the FLOPs each)",
             "tile mapping: each tensor linear over the compute tiles (all but io_tiles) from tile 0 in"
             f" {MAPPING_GRAIN}-byte grains, the fullest tile deciding; the largest block's activations of one micro-batch as matmul"
             " temporaries, at most available_memory_proportion of a tile (vipu/jobs/tile_memory.py)",

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from vipu.sdk.nn.sharding import Block, model_stage_layers, stage_blocks, stage_layers
 
-__all__ = ["Block", "Cost", "cost", "model_stage_layers", "stage_blocks", "stage_layers"]
+__all__ = ["Block", "Cost", "cost", "layout_stage_blocks", "layout_stage_layers", "model_stage_layers", "stage_blocks",
+           "stage_layers"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,21 @@ class Cost:
     params: int  # weights on one IPU (its gradient accumulators are as many)
     activations: float  # values a forward keeps for the backward, per sample
     inputs: float  # values of the block's input per sample: its checkpoint
+
+
+def layout_stage_layers(model, lay, stage: int) -> range:
+    """The stage's layers: as many as layers_per_stage gives it (Graphcore's layers_per_ipu), in order, where the
+    layout sets it; else the even split (model_stage_layers, the embedding weighed as layers)."""
+    counts = lay.layers_per_stage
+    if counts is None:
+        return model_stage_layers(model, lay.p, stage)
+    start = sum(counts[:stage])
+    return range(start, start + counts[stage])
+
+
+def layout_stage_blocks(model, lay, stage: int, phased: bool = False) -> list[Block]:
+    """The blocks of the layout's stage `stage`, on its layers (layout_stage_layers)."""
+    return stage_blocks(model, lay.t, lay.p, stage, phased, layout_stage_layers(model, lay, stage))
 
 
 def cost(model, block: Block, t: int, t2: int = 1) -> Cost:

@@ -44,14 +44,18 @@ GRADIENT_BUFFER_BYTES = 52_428_800  # the configs' max_cross_replica_buffer_size
 PODS = {16: "bow-pod16", 64: "bow-pod64", 128: "bow-pod128", 256: "bow-pod256"}
 
 
-def resnet50_spec(replicas: int, micro_batch: int, accumulation: int, batch_norm_replicas: int = 2) -> dict:
+def resnet50_spec(replicas: int, micro_batch: int, accumulation: int, batch_norm_replicas: int = 2,
+                  available_memory_proportion: float = 0.15) -> dict:
     """Graphcore's TensorFlow 1 ResNet-50 training as a job spec: one replica per IPU, fp16, recomputation,
-    momentum state, gradients in cross-replica sums of at most 50 MiB (ResNet-50's 51.1 MB of fp16: one)."""
+    momentum state, gradients in cross-replica sums of at most 50 MiB (ResNet-50's 51.1 MB of fp16: one), and the
+    configs' available_memory_proportion (0.15 in mk2_resnet50_mlperf_pod16_lars, which the other LARS configs
+    inherit, and in pod16_bs20; pod64_bs20 0.145)."""
     return {"ipus": replicas, "pod": PODS[replicas], "workload": {
         "kind": "train", "optimizer": "sgd", "master_weights": False,
         "model": {"kind": "resnet50", "dtype": "fp16", "batch_norm_replicas": batch_norm_replicas},
         "layout": {"r": replicas, "micro_batch": micro_batch, "micro_batches": accumulation, "recompute": True,
-                   "gradient_reduction": "buffered", "gradient_buffer_bytes": GRADIENT_BUFFER_BYTES}}}
+                   "gradient_reduction": "buffered", "gradient_buffer_bytes": GRADIENT_BUFFER_BYTES,
+                   "available_memory_proportion": available_memory_proportion}}}
 
 
 def bert_spec(ipus: int, layers: int, hidden: int, heads: int, seq_len: int, mask_tokens: int, micro_batch: int,

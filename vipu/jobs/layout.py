@@ -56,8 +56,9 @@ class Layout(Strict):
     layers_per_stage: tuple[int, ...] | None = Field(None, max_length=1024, description=(
         "layers of each pipeline stage, first to last (Graphcore's layers_per_ipu, e.g. [3, 7, 7, 7] for"
         " BERT-Large: the first stage also holds the embedding and its tied head); p entries adding up to the"
-        " model's layers; default an even split, the embedding weighed as layers. Timing only: memory is counted"
-        " on the default split"))
+        " model's layers; default an even split, the embedding weighed as layers. Memory is counted on these"
+        " stages (the fullest IPU decides the fit); a transformer's stage time too, other models' stages are"
+        " timed as balanced"))
     gradient_reduction: Literal["fused", "per_tensor", "buffered"] = Field("fused", description=(
         "how the replicas allreduce gradients: fused, one allreduce of each stage's gradients (what the emulator"
         " runs); per_tensor, one per parameter tensor (PopART's default); buffered, allreduces of at most"

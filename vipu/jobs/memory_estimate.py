@@ -1,8 +1,9 @@
 """Memory per IPU (and per tile) of a training layout: weights, gradients, optimiser state, activations, reserve.
 
-Counted stage by stage, block by block (blocks.py: the blocks the emulator runs, so it holds the same bytes), and
-reported for the stage that needs most (Memory.sram_stage; the first holds the embedding and head, and under 1F1B
-the most micro-batches). What lives where, per IPU of a stage:
+Counted stage by stage, block by block (blocks.py: the blocks the emulator runs, so it holds the same bytes), each
+stage on its own layers (layers_per_stage where the layout sets it, Graphcore's layers_per_ipu; else the even
+split), and reported for the stage that needs most (Memory.sram_stage; the first holds the embedding and head, and
+under 1F1B the most micro-batches): the fullest IPU decides the fit. What lives where, per IPU of a stage:
 - weights and gradient accumulators: the stage's parameters on the IPU (sharded tensors 1/t, replicated ones
   whole) in the weights' dtype (Graphcore's 16.16 setting);
 - optimiser state: as many x (4 bytes of fp32 momentum for sgd, 8 of fp32 first and second moments for adam, + 4
@@ -38,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, computed_field, field_serializer
 
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.assumptions import Assumptions
-from vipu.jobs.blocks import Cost, cost, stage_blocks
+from vipu.jobs.blocks import Cost, cost, layout_stage_blocks, layout_stage_layers
 from vipu.jobs.tile_memory import TileMemory, TileTensor, report, stage_tensors, tile_memory
 
 STATE_BYTES = {"sgd": 4, "adam": 8}
@@ -147,15 +148,15 @@ def stash_bytes(workload) -> float:
     holds them all at once (stage_memory's streaming_stash)."""
     model, lay = workload.model, workload.layout
     inputs = sum(cost(model, block, lay.t, lay.t2).inputs
-                 for s in range(lay.p) for block in stage_blocks(model, lay.t, lay.p, s, phased=True))
+                 for s in range(lay.p) for block in layout_stage_blocks(model, lay, s, phased=True))
     return lay.micro_batches * lay.micro_batch * inputs * model.value_bytes / lay.p / lay.t
 
 
 def stage_memory(workload, stage: int) -> StageMemory:
     model, lay = workload.model, workload.layout
     t, p, b, value = lay.t, lay.p, lay.micro_batch, model.value_bytes
-    costs = [cost(model, block, t, lay.t2) for block in stage_blocks(model, t, p, stage, lay.phased)]
-    plain = [cost(model, block, t, lay.t2) for block in stage_blocks(model, t, p, stage)]
+    costs = [cost(model, block, t, lay.t2) for block in layout_stage_blocks(model, lay, stage, lay.phased)]
+    plain = [cost(model, block, t, lay.t2) for block in layout_stage_blocks(model, lay, stage)]
     params = sum(c.params for c in costs)
     owned = math.ceil(params / lay.r) if lay.rts else params
     state = owned * state_bytes_per_param(workload)
@@ -186,7 +187,7 @@ def tile_tensors(workload, stage: StageMemory) -> tuple[list[TileTensor], float]
     (its matmuls' working set): phased, the resident block's; else every block's."""
     model, lay = workload.model, workload.layout
     value, b = model.value_bytes, lay.micro_batch
-    blocks = stage_blocks(model, lay.t, lay.p, stage.stage, lay.phased)
+    blocks = layout_stage_blocks(model, lay, stage.stage, lay.phased)
     costs = [(block, cost(model, block, lay.t, lay.t2)) for block in blocks]
     if lay.phased and costs:
         costs = [max(costs, key=lambda bc: 2 * bc[1].params + b * bc[1].activations)]
@@ -218,4 +219,13 @@ def tile_report(workload, pod: PodConfig, assumptions: Assumptions) -> list[str]
     """`vipu plan --memory-report`: the tiles of an IPU of the stage needing most SRAM (tile_memory.report)."""
     mem = memory(workload, pod, assumptions)
     tensors, _ = tile_tensors(workload, stage_memory(workload, mem.sram_stage))
-    return report(tensors, mem.tiles)
+    lay = workload.layout
+    if lay.p == 1:
+        return report(tensors, mem.tiles)
+    layers = layout_stage_layers(workload.model, lay, mem.sram_stage)
+    held = {0: "no layers", 1: f"layer {layers.start}"}.get(len(layers), f"layers {layers.start}-{layers.stop - 1}")
+    if mem.sram_stage == 0 and getattr(workload.model, "vocab", None):
+        held += " and the embedding"
+    split = "layers_per_stage" if lay.layers_per_stage else "the even split"
+    return [f"pipeline stage {mem.sram_stage} of {lay.p}, the one needing most SRAM: {held} ({split})",
+            *report(tensors, mem.tiles)]

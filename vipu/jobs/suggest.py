@@ -57,6 +57,8 @@ def candidate_layouts(workload, ipus: int):
         if t * t2 * p * r != ipus or r < 1 or model.shard_problem(t) or p > model.units or batch % r:
             continue
         per_replica = batch // r
+        # the spec's layers_per_stage is for its own p; other pipelines split the layers evenly
+        stages = lay.layers_per_stage if p == lay.p else None
         for b in micro_batch_sizes(lay.micro_batch, per_replica):
             for recompute, rts, offload, phased in product((False, True), repeat=4):
                 if (rts and r == 1) or (phased and offload) or (phased and recompute):
@@ -65,7 +67,8 @@ def candidate_layouts(workload, ipus: int):
                 for schedule in (lay.schedule,) if phased else (lay.schedule, other):
                     yield lay.model_copy(update=dict(
                         t=t, p=p, r=r, micro_batch=b, micro_batches=per_replica // b, schedule=schedule,
-                        recompute=recompute, rts=rts, offload_optimizer=offload, phased=phased))
+                        recompute=recompute, rts=rts, offload_optimizer=offload, phased=phased,
+                        layers_per_stage=stages))
 
 
 def _options(layout: Layout) -> int:

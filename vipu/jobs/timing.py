@@ -62,7 +62,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.streaming_cost import duplex_s
 from vipu.jobs.assumptions import Assumptions
-from vipu.jobs.blocks import model_stage_layers
+from vipu.jobs.blocks import layout_stage_layers
 from vipu.jobs.collective_time import GroupShape, all_gather, allreduce, allreduce_half, stage_sends
 from vipu.jobs.layout import compute_share
 from vipu.jobs.memory_estimate import optimizer_bytes, stash_bytes, stored_weight_bytes
@@ -122,7 +122,7 @@ def stage_forward_flops(workload) -> list[float]:
     p = lay.p
     if model.kind != "transformer":
         return [model.forward_flops() / p] * p
-    counts = lay.layers_per_stage or [len(model_stage_layers(model, p, s)) for s in range(p)]
+    counts = [len(layout_stage_layers(model, lay, s)) for s in range(p)]
     return [n * model.layer_flops() + (model.head_flops() if s == 0 else 0.0) for s, n in enumerate(counts)]
 
 

@@ -82,9 +82,10 @@ def model_stage_layers(model, p: int, stage: int) -> range:
     return range(edge(stage), model.layers if stage == p - 1 else edge(stage + 1))
 
 
-def stage_blocks(model, t: int, p: int, stage: int, phased: bool = False) -> list[Block]:
-    """The blocks of stage `stage` of p, for t tensor shards (phased: a transformer layer as two blocks)."""
-    layers = model_stage_layers(model, p, stage)
+def stage_blocks(model, t: int, p: int, stage: int, phased: bool = False, layers: range | None = None) -> list[Block]:
+    """The blocks of stage `stage` of p, for t tensor shards (phased: a transformer layer as two blocks); `layers`
+    the stage's layers where they are not the even split (the planner's layers_per_stage)."""
+    layers = model_stage_layers(model, p, stage) if layers is None else layers
     if model.kind == "resnet50":
         return [Block("unit", (i,)) for i in layers]
     if model.kind == "transformer":
