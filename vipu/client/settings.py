@@ -61,7 +61,7 @@ def read_config(path: Path) -> dict[str, str]:
         raise bad(f"cannot read the config file {path}: {e.strerror}") from None
     except UnicodeDecodeError:
         raise bad(f"the config file {path} is not UTF-8 text; write it as key = \"value\" lines") from None
-    import json  # here: most calls read no config file, and its import is a part of every CLI call's start-up
+    import json  # here: a call without a config file needs none of it
 
     settings: dict[str, str] = {}
     first_seen: dict[str, int] = {}
