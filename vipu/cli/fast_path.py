@@ -7,6 +7,7 @@ on/off flags as `--name value`, `--name=value` or `-x value`, and for submit any
 (--help, an integer flag, `-uX`, `--`, a value that starts with -, an unknown word, shell completion) returns to
 main.run, which runs the typer app as always, so help, completion and every usage error stay typer's.
 tests/cli/test_fast_path.py checks these tables against the typer commands' options, and the two paths' output.
+A command run here ends through `leave`: os._exit once its output is flushed, without the interpreter's teardown.
 """
 
 from __future__ import annotations
