@@ -19,9 +19,10 @@ def start_server(state_dir: str, pod: str = "bow-pod256", *extra: str) -> tuple[
     return proc, listening_port(proc)
 
 
-def start_bare_server() -> tuple[subprocess.Popen, int]:
-    """bench/bare_server.py: a gRPC server with nothing of vipu-sim in it, the transport's ceiling."""
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("bare_server.py"))],
+def start_bare_server(*extra: str) -> tuple[subprocess.Popen, int]:
+    """bench/bare_server.py: a gRPC server with nothing of vipu-sim in it, the transport's ceiling (--aio: gRPC's
+    asyncio server)."""
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("bare_server.py")), *extra],
                             stdout=subprocess.PIPE, text=True)
     return proc, listening_port(proc)
 

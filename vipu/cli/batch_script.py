@@ -15,8 +15,6 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from vipu.cli.batch_directives import parse_directives
-from vipu.cli.export_env import exported
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_SPEC_BYTES
 
@@ -63,6 +61,8 @@ def batch_spec(script: str, args: list[str], options: Mapping[str, object], cwd:
     for key in ("output", "error"):  # sbatch's are relative to the working directory
         if fields.get(key) is not None:
             fields[key] = absolute(str(fields[key]), workdir)
+    from vipu.cli.export_env import exported  # here: `vipu submit` of a spec file, the common case, needs none of it
+
     environment = exported(str(fields.pop("export", "ALL")), environ)
     if name is not None:
         fields.setdefault("name", name)
@@ -83,6 +83,8 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     except UnicodeDecodeError as e:
         raise BatchError(f"{source} is not UTF-8 text (bad byte at offset {e.start}); save the script as"
                          " UTF-8") from None
+    from vipu.cli.batch_directives import parse_directives  # here, as exported above
+
     options = {**parse_directives(script, source), **flags}
     if "ipus" not in options and source == WRAP:
         raise BatchError("--wrap asks for no IPUs; give vipu submit --ipus N")

@@ -6,18 +6,16 @@ file, default."""
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from vipu.cli.failure import BAD_INPUT, TIMEOUT_HOW, fail, fail_api, warn
 from vipu.client import ApiError, Client, Settings
 from vipu.client import settings as client_settings
 from vipu.client.caller import DEFAULT_TIMEOUT_S
 from vipu.client.client import new_request_id
-from vipu.v1 import job_pb2_grpc, partition_pb2_grpc
 
 if TYPE_CHECKING:
-    from vipu.v1 import admin_pb2_grpc
+    from vipu.v1 import admin_pb2_grpc, job_pb2_grpc, partition_pb2_grpc
 
 __all__ = ["DEFAULT_TIMEOUT_S", "Cli", "Connection", "Settings", "resolve"]
 
@@ -130,8 +128,7 @@ class Connection:
             return None
 
 
-@dataclass
-class Cli:
+class Cli(NamedTuple):
     """What every command gets from the root's options (context.root_options): the connection and the output form."""
 
     conn: Connection

@@ -19,15 +19,9 @@ from vipu.cli.failure import (
     fail,
 )
 from vipu.cli.output import print_json, print_rows
+from vipu.cli.queue_rows import job_id
 from vipu.scheduler.arrays import ArraySyntaxError, TooManyTasks, parse_array, spans
 from vipu.v1 import job_pb2 as j
-
-
-def job_id(x: j.Job | j.PriorityFactors) -> str:
-    """As squeue shows a job: N, or N_T for task T of array job N."""
-    if x.HasField("array_job_id"):
-        return f"{x.array_job_id}_{x.array_task_id}"
-    return str(x.id if isinstance(x, j.Job) else x.job_id)
 
 
 def in_array(x: j.Job, array: int) -> bool:

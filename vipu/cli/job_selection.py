@@ -4,11 +4,9 @@ states (names or short codes, `all`) and -u lists of users, read once for the co
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from vipu.cli.failure import BAD_INPUT, fail
-from vipu.cli.job_ids import ID_FORMS, JOB_ID, MAX_ID, TASK_RANGE
-from vipu.scheduler.arrays import ArraySyntaxError, parse_array
 from vipu.scheduler.job_states import ACTIVE, SHORT, JobState
 from vipu.v1 import job_pb2 as j
 
@@ -24,8 +22,7 @@ def split(values: list[str] | None) -> list[str]:
     return out
 
 
-@dataclass(frozen=True)
-class JobIds:
+class JobIds(NamedTuple):
     """Jobs named as users write them: N (a job, or every task of array N), N_T, N_[A-B,C]."""
 
     whole: frozenset[int]  # N
@@ -47,6 +44,9 @@ def job_ids(values: list[str] | None, flag: str) -> JobIds | None:
     texts = split(values)
     if not texts:
         return None
+    from vipu.cli.job_ids import ID_FORMS, JOB_ID, MAX_ID, TASK_RANGE  # here: `vipu queue` without -j needs none
+    from vipu.scheduler.arrays import ArraySyntaxError, parse_array
+
     whole, tasks = set(), set()
     for text in texts:
         ranged = TASK_RANGE.fullmatch(text)

@@ -8,9 +8,12 @@ import sys
 
 
 def run() -> None:
-    from vipu.cli.fast_path import run_fast
+    from vipu.cli.fast_path import leave, run_fast
 
-    run_fast(sys.argv[1:])  # ends the process if it reads the command line, else returns
+    try:
+        run_fast(sys.argv[1:])  # ends the process if it reads the command line, else returns
+    except SystemExit as e:
+        leave(e.code)
     from vipu.cli.failure import run_app
     from vipu.cli.vipu_app import app
 

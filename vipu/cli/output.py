@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 import math
 import sys
 
@@ -127,6 +126,8 @@ def print_json(value, ordered: bool = False) -> None:
     """Indented for a person at a terminal; compact when piped, for scripts: the same JSON, and Python's C
     encoder only runs without indentation (more than twice as fast on a 10,000-job queue). `ordered`: every dict
     in `value` has its keys in order already, so piped, pydantic's Rust encoder writes it (as print_rows does)."""
+    import json  # here: a table needs none of it
+
     if hasattr(value, "DESCRIPTOR"):
         value = as_dict(value)
     if sys.stdout.isatty():

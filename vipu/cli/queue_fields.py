@@ -3,95 +3,17 @@ for -S. IPUs stand for Slurm's CPUs and IPU-Machines for its nodes (nodes.py say
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from vipu.cli.job_ids import job_id
-from vipu.cli.nodes import DEFAULT_PARTITION, Machines, hostlist
+from vipu.cli.queue_rows import JobRow, labelled  # noqa: F401 - labelled: the history table's too (accounting.py)
 from vipu.cli.slurm_format import Column
 from vipu.cli.slurm_time import clock, stamp
 from vipu.client.messages import seconds
 from vipu.scheduler.arrays import spans
 from vipu.scheduler.job_states import JobState
-from vipu.v1 import job_pb2 as j
-from vipu.v1 import job_spec_pb2
 
 FULL = frozenset({"full"})  # needs the jobs' specs and details (not a brief listing)
 NODES = frozenset({"nodes"})  # needs the IPU-Machines (vipu list ipus)
 YEAR = 365 * 86400
 _STATE_ORDER = {s.value: n for n, s in enumerate(JobState)}  # squeue sorts states as Slurm numbers them
-
-
-@dataclass
-class JobRow:
-    """A line of the queue or the history: a job (a run of it, in history -D), or the pending tasks of an array
-    that wait alike (`tasks`, squeue's 26_[1-3])."""
-
-    job: j.Job
-    now: float
-    machines: Machines | None = None
-    tasks: list[int] | None = None
-
-    @property
-    def spec(self) -> job_spec_pb2.JobSpec:
-        """Its spec, typed: empty in a brief listing (each field then its default)."""
-        return self.job.spec
-
-    @property
-    def running(self) -> bool:
-        return self.job.state_code in ("R", "CG")
-
-    @property
-    def used(self) -> float:
-        x = self.job
-        if not x.HasField("started") or x.state_code == "PD":
-            return 0.0
-        return (self.now if self.running or not x.HasField("ended") else seconds(x.ended)) - seconds(x.started)
-
-    @property
-    def start(self) -> float | None:
-        """Its start, or for a pending job the estimated one (squeue's START_TIME)."""
-        x = self.job
-        if x.HasField("started"):
-            return seconds(x.started)
-        return seconds(x.expected_start) if x.HasField("expected_start") else None
-
-    @property
-    def end(self) -> float | None:
-        """Its end, or the end its time limit sets (squeue's END_TIME)."""
-        x = self.job
-        if x.HasField("ended"):
-            return seconds(x.ended)
-        return None if self.start is None else self.start + seconds(x.time_limit)
-
-    @property
-    def id_text(self) -> str:
-        if self.tasks and len(self.tasks) > 1:
-            return f"{self.job.array_job_id}_[{spans(sorted(self.tasks))}]"
-        return job_id(self.job)
-
-    @property
-    def partition(self) -> str:
-        return self.spec.allocation or DEFAULT_PARTITION
-
-    @property
-    def nodes(self) -> list[str]:
-        if self.job.state_code == "PD" or self.machines is None:  # before its detail is read: most rows are pending
-            return []
-        detail = self.job.detail
-        return self.machines.spanned(detail.first_ipu, self.job.ipus) if detail.HasField("first_ipu") else []
-
-    @property
-    def node_count(self) -> int:
-        return len(self.nodes) or (self.machines.count(self.job.ipus) if self.machines else 0)
-
-    def node_list(self) -> str:
-        return hostlist(self.nodes)
-
-    def reason_list(self) -> str:
-        """squeue's NODELIST(REASON): a pending job's reason in parentheses, else its nodes."""
-        if self.job.state_code == "PD":
-            return f"({self.job.reason or 'None'})"
-        return self.node_list()
 
 
 def when(t: float | None) -> str:
@@ -172,8 +94,3 @@ NAMES: dict[str, Column] = {
 # squeue's own formats (man squeue), with IPUs and IPU-Machines as CPUs and nodes
 LONG = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 START = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
-
-
-def labelled(job) -> str:
-    """A job's name as the default queue and history tables show it: a modelled run (computing nothing) says so."""
-    return f"{job.name} (modelled)" if job.modelled else job.name

@@ -5,25 +5,28 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.slurm_time import clock
 from vipu.cli.job_selection import JobIds, active_and_ended, job_ids, job_states, split
-from vipu.cli.nodes import Machines
-from vipu.cli.output import print_json, table
-from vipu.cli.queue_fields import LETTERS, LONG, NAMES, START, JobRow, labelled
-from vipu.cli.slurm_format import Column, Layout, named_layout, percent_layout, render, sort_keys, sort_rows
+from vipu.cli.output import table
+from vipu.cli.queue_rows import JobRow, labelled
 from vipu.client.messages import seconds
 from vipu.scheduler.job_states import JobState
 from vipu.v1 import job_pb2 as j
-from vipu.v1 import partition_pb2 as p
+
+if TYPE_CHECKING:
+    from vipu.cli.nodes import Machines
+    from vipu.cli.slurm_format import Column, Layout
+
+# Imported where used, not here: the -o/-O/-S fields (queue_fields.py, slurm_format.py), the IPU-Machines
+# (nodes.py) and --json's modules. The default table needs none of them, and Slurm users run squeue in loops.
 
 MIN_JOB_AGE = 300  # Slurm's MinJobAge default: squeue lists a job that ended for this long after (-t CD, -t all)
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(NamedTuple):
     """What to list and how, read from the flags before anything is asked of the controller."""
 
     users: list[str]
@@ -46,6 +49,12 @@ class Query:
 
 
 def layout_of(fmt: str | None, names: str | None, long: bool, start: bool) -> Layout | None:
+    if fmt is None and names is None and not long and not start and not any(
+            os.environ.get(v) for v in ("SQUEUE_FORMAT", "SQUEUE_FORMAT2")):
+        return None  # the table `vipu queue` has always printed
+    from vipu.cli.queue_fields import LETTERS, LONG, NAMES, START
+    from vipu.cli.slurm_format import named_layout, percent_layout
+
     if fmt is not None and names is not None:
         fail("vipu", "-o/--format and -O/--Format both given; give one of them", BAD_INPUT)
     if long and (fmt is not None or names is not None):
@@ -91,21 +100,33 @@ def listing(cli, q: Query, now: float) -> list[JobRow]:
         jobs += [x for x in conn.every_page(conn.jobs.History, request).jobs if seconds(x.ended) >= now - MIN_JOB_AGE]
     if q.ids is not None:
         jobs = [x for x in jobs if x in q.ids]
-    machines = Machines.fetch(conn) if "nodes" in q.needs else None
+    machines = None
+    if "nodes" in q.needs:
+        from vipu.cli.nodes import Machines
+
+        machines = Machines.fetch(conn)
     rows = combined(jobs, now, machines, q.expand or q.as_json)
-    return sort_rows(rows, q.keys) if q.keys else rows
+    if not q.keys:
+        return rows
+    from vipu.cli.slurm_format import sort_rows
+
+    return sort_rows(rows, q.keys)
 
 
 def show(cli, q: Query, warnings: list[str]) -> None:
     now = time.time()
     rows = listing(cli, q, now)
     if q.as_json:
-        from vipu.cli.queue_json import document  # here: a table, the common case, needs none of it
+        from vipu.cli.output import print_json
+        from vipu.cli.queue_json import document
+        from vipu.v1 import partition_pb2 as p
 
         pod = cli.conn.call(cli.conn.partitions.GetVersion, p.GetVersionRequest()).pod
         print_json(document(rows, now, cli.conn.settings.user, pod, warnings), ordered=True)
         return
     if q.layout is not None:
+        from vipu.cli.slurm_format import render
+
         lines = render(q.layout, rows, q.header)
     else:
         cells = [[r.id_text, labelled(r.job), r.job.user, r.job.state_code, clock(r.used), r.job.ipus,
@@ -130,8 +151,12 @@ def queue_jobs(cli, user: list[str] | None = None, me: bool = False, state: list
     active, ended = active_and_ended(states)
     layout = layout_of(fmt, names, long, start)
     spec = sort if sort is not None else os.environ.get("SQUEUE_SORT") or ("S" if start else None)
-    keys = sort_keys(spec, LETTERS, "-S/--sort" if sort is not None else "SQUEUE_SORT") if spec is not None \
-        else []
+    keys = []
+    if spec is not None:
+        from vipu.cli.queue_fields import LETTERS
+        from vipu.cli.slurm_format import sort_keys
+
+        keys = sort_keys(spec, LETTERS, "-S/--sort" if sort is not None else "SQUEUE_SORT")
     users = split(user) + ([cli.conn.settings.user] if me else [])
     query = Query(users, active, ended, job_ids(jobs, "-j/--jobs"), layout, keys, array, as_json,
                   cli.with_header(no_header), dated=bool(iterate) or long)

@@ -6,17 +6,15 @@ from __future__ import annotations
 import os
 import sys
 
-from vipu.cli.batch_directives import DirectiveError
 from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, script_request, wrapped
-from vipu.cli.export_env import check_export
 from vipu.cli.failure import BAD_INPUT, fail
-from vipu.cli.output import as_dict, print_json
-from vipu.cli.slurm_time import slurm_limit, stamp
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
 from vipu.client.caller import new_request_id
-from vipu.client.messages import optional_seconds
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPECS_PER_CALL
+
+# Imported where used, not here: what batch scripts, --export, -t, --json and --test-only need. `vipu submit
+# SPEC`, the form scripts run in loops, needs none of it (bench/bench_cli.py).
 
 
 def read_first(specs: list[str]) -> tuple[bytes, str] | None:
@@ -44,6 +42,8 @@ def spec_flags(flags: dict) -> dict:
 def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] | None, flags: dict,
                   request_id: str) -> j.SubmitJobRequest:
     """The request for a batch script (the first file, the words after it its arguments) or a --wrap command."""
+    from vipu.cli.batch_directives import DirectiveError
+
     if "workload" in flags:
         fail("vipu", "--duration makes a sleep workload, and a batch script is a workload of its own: leave out"
              " --duration", BAD_INPUT)
@@ -64,6 +64,8 @@ def time_flag(time: str | None, time_limit: str | None) -> str | int | None:
     if time_limit is not None:
         fail("vipu", "-t/--time (a bare number is minutes, as sbatch) and --time-limit (10m, 90s) both give the"
              " time limit; give one", BAD_INPUT)
+    from vipu.cli.slurm_time import slurm_limit
+
     try:
         return slurm_limit(time)
     except ValueError as e:
@@ -77,6 +79,10 @@ WAITS = {"JobHeldUser": "it would be held until `vipu release`",
 
 def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
     """sbatch --test-only's line: when the job would start if queued now, or why that is not known."""
+    from vipu.cli.output import as_dict, print_json
+    from vipu.cli.slurm_time import stamp
+    from vipu.client.messages import optional_seconds
+
     job, x = reply.job_ids[0], reply.expected
     start = optional_seconds(x, "start_time")
     if as_json:
@@ -101,6 +107,8 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
                 parsable: bool = False, test_only: bool = False, json_out: bool = False) -> None:
     """`vipu submit` once its flags are read (submit_command.py with typer, or fast_path.py), the defaults typer's."""
     if export is not None:
+        from vipu.cli.export_env import check_export
+
         try:
             check_export(export)
         except ValueError as e:
@@ -156,6 +164,8 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
                  f" sends at most {MAX_REQUEST_BYTES:,}: split them over several commands", BAD_INPUT)
         replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch_call, retry=True).jobs)
     if cli.wants_json(json_out):  # the same keys for one spec or many, so a wrapper of `vipu submit "$@"` holds
+        from vipu.cli.output import as_dict, print_json
+
         print_json({"job_ids": [i for reply in replies for i in reply.job_ids],
                     "duplicate": all(reply.duplicate for reply in replies),
                     "jobs": as_dict(j.SubmitJobsResponse(jobs=replies))["jobs"]})

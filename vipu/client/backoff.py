@@ -8,7 +8,6 @@ a wait is never near zero, half random, so two clients do not stay in step).
 
 from __future__ import annotations
 
-import random as randoms
 from typing import Callable
 
 FIRST_S = 0.1  # the first retry's step
@@ -16,12 +15,17 @@ CAP_S = 2.0  # no step grows past this: a controller back up is found within abo
 
 
 class Backoff:
-    def __init__(self, first_s: float = FIRST_S, cap_s: float = CAP_S,
-                 random: Callable[[], float] = randoms.random):
+    def __init__(self, first_s: float = FIRST_S, cap_s: float = CAP_S, random: Callable[[], float] | None = None):
         self.first_s, self.cap_s, self.random = first_s, cap_s, random
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed try number `attempt` (0 for the first): half of min(cap, first x 2^attempt)
         plus up to the other half at random."""
         step = min(self.cap_s, self.first_s * 2 ** min(attempt, 32))
-        return step / 2 + self.random() * step / 2
+        return step / 2 + (self.random or _random)() * step / 2
+
+
+def _random() -> float:
+    import random  # here, at a retry: most calls never retry, and every CLI call makes a Backoff
+
+    return random.random()

@@ -17,10 +17,10 @@ from vipu.client import paging
 from vipu.client.backoff import Backoff
 from vipu.client.api_error import BAD_SETTING, TLS_MISMATCH, ApiError
 from vipu.client.settings import Settings
-from vipu.v1 import job_pb2_grpc, partition_pb2_grpc
+from vipu.v1 import job_pb2_grpc
 
 if TYPE_CHECKING:
-    from vipu.v1 import admin_pb2_grpc
+    from vipu.v1 import admin_pb2_grpc, partition_pb2_grpc
 
 DEFAULT_TIMEOUT_S = 10.0
 # a queue of 10,000+ jobs is more than gRPC's default 4 MB reply limit
@@ -82,7 +82,9 @@ class Caller:
             self._channel = None
 
     @property
-    def partition_service(self) -> partition_pb2_grpc.PartitionServiceStub:
+    def partition_service(self) -> partition_pb2_grpc.PartitionServiceStub:  # imported here: vipu queue and
+        from vipu.v1 import partition_pb2_grpc  # vipu submit, the commands run in loops, need none of it
+
         return partition_pb2_grpc.PartitionServiceStub(self.channel)
 
     @property

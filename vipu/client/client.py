@@ -3,7 +3,6 @@ API's own messages (vipu/v1, protos/vipu/v1); every failure is one ApiError. doc
 
 from __future__ import annotations
 
-import json
 from typing import Iterable, Iterator
 
 from vipu.client.caller import DEFAULT_TIMEOUT_S, Caller, new_request_id
@@ -49,6 +48,8 @@ class Client(Caller):
         if isinstance(spec, s.JobSpec):
             request.job_spec.CopyFrom(spec)
         else:
+            import json  # here: the CLI sends text, and its listings need none of it
+
             request.spec = json.dumps(spec).encode() if isinstance(spec, dict) else \
                 spec.encode() if isinstance(spec, str) else spec
         if overrides:

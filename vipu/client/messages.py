@@ -14,7 +14,6 @@ import math
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.duration_pb2 import Duration
-from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -62,6 +61,8 @@ def to_data(message: Message, nulls: bool = False) -> dict:
     is one of a oneof's members; a plain field is always there, as 0 or "" when it is."""
     name = message.DESCRIPTOR.full_name
     if name == "google.protobuf.Struct":
+        from google.protobuf.json_format import MessageToDict  # here: the CLI's tables need none of it
+
         return MessageToDict(message)
     data = {}
     for field in message.DESCRIPTOR.fields:
@@ -139,6 +140,8 @@ def to_message(data: dict, message: Message) -> Message:
     no field for raises KeyError naming it: a record or spec field the proto does not cover yet. A value of the
     wrong type (a time as text: typed times are seconds) raises ValueError naming the field and the fix."""
     if message.DESCRIPTOR.full_name == "google.protobuf.Struct":
+        from google.protobuf.json_format import ParseDict
+
         return ParseDict(data, message)
     if message.DESCRIPTOR.full_name == "vipu.v1.JobSpec":
         data = _spec_to_message(data)

@@ -1,0 +1,105 @@
+"""A line of `vipu queue` and `vipu history`: a job, or the pending tasks of an array that wait alike, with what the
+tables show of it. Apart from queue_fields.py (squeue's -o letters and -O names): the default table needs none of
+those, and `vipu queue` runs in loops (bench/bench_cli.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from vipu.client.messages import seconds
+from vipu.v1 import job_pb2 as j
+
+if TYPE_CHECKING:
+    from vipu.cli.nodes import Machines
+    from vipu.v1 import job_spec_pb2
+
+
+def job_id(x: j.Job | j.PriorityFactors) -> str:
+    """As squeue shows a job: N, or N_T for task T of array job N."""
+    if x.HasField("array_job_id"):
+        return f"{x.array_job_id}_{x.array_task_id}"
+    return str(x.id if isinstance(x, j.Job) else x.job_id)
+
+
+class JobRow(NamedTuple):
+    """A line of the queue or the history: a job (a run of it, in history -D), or the pending tasks of an array
+    that wait alike (`tasks`, squeue's 26_[1-3]). A NamedTuple, not a dataclass: made in a fraction of the time, at
+    every call of the CLI."""
+
+    job: j.Job
+    now: float
+    machines: Machines | None = None
+    tasks: list[int] | None = None
+
+    @property
+    def spec(self) -> job_spec_pb2.JobSpec:
+        """Its spec, typed: empty in a brief listing (each field then its default)."""
+        return self.job.spec
+
+    @property
+    def running(self) -> bool:
+        return self.job.state_code in ("R", "CG")
+
+    @property
+    def used(self) -> float:
+        x = self.job
+        if not x.HasField("started") or x.state_code == "PD":
+            return 0.0
+        return (self.now if self.running or not x.HasField("ended") else seconds(x.ended)) - seconds(x.started)
+
+    @property
+    def start(self) -> float | None:
+        """Its start, or for a pending job the estimated one (squeue's START_TIME)."""
+        x = self.job
+        if x.HasField("started"):
+            return seconds(x.started)
+        return seconds(x.expected_start) if x.HasField("expected_start") else None
+
+    @property
+    def end(self) -> float | None:
+        """Its end, or the end its time limit sets (squeue's END_TIME)."""
+        x = self.job
+        if x.HasField("ended"):
+            return seconds(x.ended)
+        return None if self.start is None else self.start + seconds(x.time_limit)
+
+    @property
+    def id_text(self) -> str:
+        if self.tasks and len(self.tasks) > 1:
+            from vipu.scheduler.arrays import spans
+
+            return f"{self.job.array_job_id}_[{spans(sorted(self.tasks))}]"
+        return job_id(self.job)
+
+    @property
+    def partition(self) -> str:
+        from vipu.cli.nodes import DEFAULT_PARTITION
+
+        return self.spec.allocation or DEFAULT_PARTITION
+
+    @property
+    def nodes(self) -> list[str]:
+        if self.job.state_code == "PD" or self.machines is None:  # before its detail is read: most rows are pending
+            return []
+        detail = self.job.detail
+        return self.machines.spanned(detail.first_ipu, self.job.ipus) if detail.HasField("first_ipu") else []
+
+    @property
+    def node_count(self) -> int:
+        return len(self.nodes) or (self.machines.count(self.job.ipus) if self.machines else 0)
+
+    def node_list(self) -> str:
+        from vipu.cli.nodes import hostlist
+
+        return hostlist(self.nodes)
+
+    def reason_list(self) -> str:
+        """squeue's NODELIST(REASON): a pending job's reason in parentheses, else its nodes."""
+        if self.job.state_code == "PD":
+            return f"({self.job.reason or 'None'})"
+        return self.node_list()
+
+
+def labelled(job) -> str:
+    """A job's name as the default queue and history tables show it: a modelled run (computing nothing) says so."""
+    return f"{job.name} (modelled)" if job.modelled else job.name
