@@ -15,6 +15,10 @@ SQLite's automatic checkpoint ran inside the commit that crossed 1,000 pages, wh
 of tens of microseconds: half of a commit's mean time in a loop of single-row commits on this VM. A checkpoint
 moves what is committed already, so a commit is as durable as before it.
 
+History moves: a commit that moves jobs into the job history (scheduler/purge.py) is written in a transaction of
+its own, after everything queued before it, and fails alone (HistoryUnwritable): a damaged page in the history's
+table must not fail the queue's writes grouped with it. The job's runner records (job_kinds) move with it.
+
 Stalls and failures: a thread waits at most write_timeout_s for the database (a stalled disk blocks its leader in
 the kernel), then fails with Unavailable instead of hanging its RPC. on_health hears when writes start failing and
 when they work again (health's NOT_SERVING and SERVING); meanwhile the kept writes are retried every second.
@@ -33,7 +37,7 @@ from pydantic import BaseModel
 
 from vipu.errors import Unavailable
 from vipu.store_generation import Generation
-from vipu.store_schema import migrate
+from vipu.store_schema import HISTORY_TABLES, migrate
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
 RETRY_S = 1.0  # while writes fail, how often the kept ones are tried again
@@ -56,6 +60,10 @@ class DamagedRecords(Exception):
         self.damaged = damaged
 
 
+class HistoryUnwritable(Unavailable):
+    """A move into the job history failed; nothing of it was written, and the other writes go on."""
+
+
 class Store:
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
@@ -65,6 +73,7 @@ class Store:
         wal_was_there = self._generation.wal.exists()
         self.write_timeout_s = write_timeout_s
         self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
+        self.job_kinds: frozenset[str] = frozenset()  # runners' records named by a job id: they move with the job
         self._writable = True
         self.write_failures = 0  # writes that failed or timed out since the start (vipu_store_write_failures_total)
         self._retrying = threading.Lock()
@@ -117,10 +126,33 @@ class Store:
         changes.update({(kind, name): _history_row(record) if kind == HISTORY_KIND else record.model_dump_json()
                         for kind, name, record in puts})
         pending = getattr(self._batch, "pending", None)
-        if pending is not None:
+        if any(isinstance(doc, tuple) for doc in changes.values()):
+            self._move(changes, pending)
+        elif pending is not None:
             pending.update(changes)
         elif changes:
             self.flush(self._enqueue(changes))
+
+    def _move(self, changes: dict, pending: dict | None) -> None:
+        """A history move, after every write queued before it (this thread's batch so far included), alone."""
+        if pending:
+            self._batch.pending = {}
+            self._enqueue(pending)
+        self.flush()
+        if not self._lock.acquire(timeout=self.write_timeout_s):
+            raise Unavailable(f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s;"
+                              " ended jobs stay in memory until it has")
+        try:
+            self._write([(k, n, doc) for (k, n), doc in changes.items() if isinstance(doc, str)],
+                        [key for key, doc in changes.items() if doc is None],
+                        [doc for doc in changes.values() if isinstance(doc, tuple)])
+        except sqlite3.Error as e:
+            raise HistoryUnwritable(
+                f"the job history of {self.path} cannot be written ({e}): ended jobs stay in memory and the queue"
+                " goes on; restart the controller when convenient: its start checks the history and names the fix",
+                reason="STORE_UNAVAILABLE") from e
+        finally:
+            self._lock.release()
 
     @property
     def enqueued(self) -> int:
@@ -239,10 +271,36 @@ class Store:
             if history:
                 self._db.executemany("INSERT OR REPLACE INTO job_history (id, user, array_job_id, state, ended,"
                                      " request_id, doc) VALUES (?, ?, ?, ?, ?, ?, ?)", history)
+                self._move_job_records([row[0] for row in history])
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+
+    def _move_job_records(self, ids: list[int]) -> None:
+        """The runners' records of these jobs, from the live records into the history's (inside _write)."""
+        if not self.job_kinds:
+            return
+        kinds = sorted(self.job_kinds)
+        marks = ", ".join("?" * len(kinds))
+        names = [(i, *kinds, str(i)) for i in ids]
+        self._db.executemany(f"INSERT OR REPLACE INTO job_history_records (id, kind, doc) SELECT ?, kind, doc FROM"
+                             f" records WHERE kind IN ({marks}) AND name = ?", names)
+        self._db.executemany(f"DELETE FROM records WHERE kind IN ({marks}) AND name = ?", [n[1:] for n in names])
+
+    def damaged_tables(self) -> list[tuple[str, str]]:
+        """(table, what SQLite found) for each history table whose pages do not check out. Why at every start: a
+        damaged history page fails only the next move into it, long after; quick_check reads each page once (0.4 s
+        for 400,000 jobs, bench/bench_recovery.py) and skips what integrity_check adds (index against table)."""
+        found = []
+        for table in HISTORY_TABLES:
+            try:
+                rows = [r[0] for r in self._db.execute(f"PRAGMA quick_check({table})")]
+            except sqlite3.DatabaseError as e:
+                rows = [str(e)]
+            if rows != ["ok"]:
+                found.append((table, " ".join("; ".join(rows).split())[:200]))
+        return found
 
     def load(self, kinds: dict[str, type[BaseModel]]) -> list[tuple[str, BaseModel]]:
         """Every stored record of the given kinds, parsed; unknown kinds are left for the part that owns them.
@@ -287,6 +345,9 @@ class Store:
         self.flush()  # what other threads queued: only what is stored may be read back
         with self._lock:
             row = self._db.execute("SELECT doc FROM records WHERE kind = ? AND name = ?", (kind, name)).fetchone()
+        if row is None and kind in self.job_kinds and name.isdigit():  # the job moved to the history
+            row = next(iter(self._read("SELECT doc FROM job_history_records WHERE id = ? AND kind = ?",
+                                       [int(name), kind], flush=False)), None)
         return model.model_validate_json(row[0]) if row else None
 
     def get_meta(self, key: str) -> object | None:
@@ -352,7 +413,12 @@ class Store:
         with self._reading:
             if self._reader is None:
                 self._reader = sqlite3.connect(self.path, check_same_thread=False)
-            return self._reader.execute(sql, args).fetchall()
+            try:
+                return self._reader.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as e:  # a damaged history page: the live queue still answers
+                raise Unavailable(f"the job history of {self.path} cannot be read ({e}); restart the controller:"
+                                  " its start checks the history and names the fix", reason="STORE_UNAVAILABLE") \
+                    from e
 
     def close(self) -> None:
         self._closed.set()

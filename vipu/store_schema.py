@@ -48,7 +48,16 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "CREATE INDEX IF NOT EXISTS job_history_array ON job_history (array_job_id) WHERE array_job_id IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS job_history_request ON job_history (user, request_id) WHERE request_id IS NOT NULL",
     ),
+    (  # 4: a purged job's runner records (its training result, its program's output), moved in the same transaction
+        """CREATE TABLE IF NOT EXISTS job_history_records (
+            id   INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            doc  TEXT NOT NULL,
+            PRIMARY KEY (id, kind)
+        ) WITHOUT ROWID""",
+    ),
 ]
+HISTORY_TABLES = ("job_history", "job_history_records")  # checked at every start: they grow with the history
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -33,6 +33,7 @@ from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
 from vipu.store import Damaged, DamagedRecords, Store
 from vipu.store_generation import LostLog
+from vipu.store_rebuild import Unrebuildable, rebuild_history
 from vipu.store_schema import SCHEMA_VERSION, NewerSchema
 
 log = logging.getLogger("vipu.recovery")
@@ -74,6 +75,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             f"the state database {path} was written by a newer vipu-sim (schema {e.found}; this version reads up to"
             f" {SCHEMA_VERSION}); run that version or a later one, or give another --state-dir"
         ) from None
+    store = _checked_history(store, path, quarantine, clock_now=WallClock().now)
     held = store.get_meta(STATE_ID)
     if state_id is not None and held != state_id and not (accept_empty or accept_lost_log):
         store.close()
@@ -103,6 +105,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             f" --pod {pod_name}; start with that pod, or give a new --state-dir"
         )
     kinds = kinds if kinds is not None else builtin_kinds()  # before the records: their specs name the kinds
+    store.job_kinds = frozenset(r for kind in kinds.values() for r in kind.records)
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
         records = _load(store, pod, path, quarantine, clock.now())
@@ -163,6 +166,31 @@ def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
         " --quarantine-bad-records to move them into its quarantine table (kept for inspection) and go on without"
         " them"
     )
+
+
+def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> Store:
+    """The store, its history tables checked: a damaged one is refused, or rebuilt with `quarantine`."""
+    damaged = store.damaged_tables()
+    if not damaged:
+        return store
+    store.close()
+    named = "; ".join(f"table {t}: {why}" for t, why in damaged)
+    if not quarantine or any(t != "job_history" for t, _ in damaged):
+        fix = ("start once with --quarantine-bad-records to rebuild the database with the history's readable rows (the"
+               " damaged file is kept beside it, and the ids of the jobs lost are listed in its quarantine table), or"
+               " restore it from a backup") if not any(t != "job_history" for t, _ in damaged) else \
+            "restore it from a backup, or move it away to start afresh"
+        raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}); {fix}")
+    try:
+        kept, lost, moved = rebuild_history(path, clock_now())
+    except (Unrebuildable, sqlite3.DatabaseError) as e:
+        raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}) and could"
+                              f" not be rebuilt ({e}); restore it from a backup, or move it away to start afresh"
+                              ) from None
+    log.warning("rebuilt %s around damaged pages of its job history: %d jobs kept, %d lost (listed in its quarantine"
+                " table: %s); the damaged file is %s", path, kept, len(lost),
+                ", ".join(map(str, lost[:20])) + (" ..." if len(lost) > 20 else ""), moved)
+    return Store(path)
 
 
 def _unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:

@@ -1,0 +1,96 @@
+"""The job history's table: a damaged page is found at start and refused naming the fix (which rebuilds around it),
+a move into it that fails fails alone, and a job's runner records move with it."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+
+from vipu.control.startup import open_plane
+from vipu.errors import InvalidArgument
+from vipu.jobs.train.runs import JobResult
+from vipu.scheduler.job_record import HISTORY_KIND, Job
+from vipu.scheduler.job_states import JobState
+from vipu.store import HistoryUnwritable, Store
+
+JOBS = 300  # enough rows for the table to span many pages
+
+
+def ended_job(plane, job_id: int) -> Job:
+    (job,) = plane.scheduler.submit({"name": "done", "ipus": 1, "time_limit": "1h", "hold": True}, 0.0)
+    return job.moved(JobState.CANCELLED, 0.0, end_time=0.0).updated({"id": job_id})
+
+
+def state_with_history(state) -> Job:
+    """A state folder whose history holds jobs 1..JOBS; returns one such job, to make more from."""
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0)
+    job = ended_job(plane, 1)
+    plane.store.commit([(HISTORY_KIND, str(i), job.updated({"id": i})) for i in range(1, JOBS + 1)], [])
+    plane.store.close()
+    return job
+
+
+def damage_last_page(path) -> None:
+    """Random bytes over the history table's last leaf page (the one a new, higher id goes into)."""
+    with sqlite3.connect(path) as db:
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        (page,) = db.execute("SELECT max(pageno) FROM dbstat WHERE name = 'job_history' AND pagetype = 'leaf'"
+                             ).fetchone()
+    with open(path, "r+b") as f:
+        f.seek((page - 1) * page_size)
+        f.write(os.urandom(page_size))
+
+
+def test_a_damaged_history_page_is_refused_at_start_and_the_named_fix_rebuilds_around_it(tmp_path):
+    """Regression: the damage went unseen until the first purge, which then failed every write grouped with it."""
+    state = tmp_path / "state"
+    state.mkdir()
+    state_with_history(state)
+    path = state / "vipu.sqlite3"
+    damage_last_page(path)
+    with pytest.raises(InvalidArgument) as refused:
+        open_plane("bow-pod16", state, "127.0.0.1", 0)
+    assert str(refused.value).startswith(f"the state database {path} has damaged pages in its job history (table"
+                                         " job_history: ")
+    assert "start once with --quarantine-bad-records to rebuild the database" in str(refused.value)
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0, quarantine=True)
+    kept = {i for _, i in plane.store.history_keys()}
+    lost = {int(n) for (n,) in plane.store._db.execute("SELECT name FROM quarantine WHERE kind = 'job_history'")}
+    assert lost and kept | lost == set(range(1, JOBS + 1)) and not kept & lost
+    assert plane.store.damaged_tables() == []
+    assert len([p for p in state.glob("vipu.sqlite3.damaged-*") if p.name[-1].isdigit()]) == 1  # kept aside
+    plane.store.close()
+
+
+def test_a_failing_history_move_fails_alone_and_the_queue_keeps_writing(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    job = state_with_history(state)
+    store = Store(state / "vipu.sqlite3")
+    damage_last_page(store.path)
+    with store.batch():
+        store.commit([("job", "900", job.updated({"id": 900}))], [])  # queued before the move: written first
+        with pytest.raises(HistoryUnwritable, match="ended jobs stay in memory and the queue goes on"):
+            store.commit([(HISTORY_KIND, str(JOBS + 1), job.updated({"id": JOBS + 1}))], [("job", "901")])
+        store.commit([("job", "902", job.updated({"id": 902}))], [])
+    store.flush()
+    assert store.writable
+    rows = {n for (n,) in store._db.execute("SELECT name FROM records WHERE kind = 'job'")}
+    assert {"900", "902"} <= rows
+
+
+def test_a_jobs_runner_records_move_with_it_into_the_history(tmp_path):
+    """Regression: job_result and program_run records stayed in the live records for ever."""
+    state = tmp_path / "state"
+    state.mkdir()
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0)
+    assert plane.store.job_kinds == {"job_result", "program_run"}
+    job = ended_job(plane, 7)
+    result = JobResult(name="7", run=1)
+    plane.store.commit([("job", "7", job), ("job_result", "7", result)], [])
+    plane.store.commit([(HISTORY_KIND, "7", job)], [("job", "7")])
+    assert plane.store._db.execute("SELECT count(*) FROM records WHERE name = '7'").fetchone() == (0,)
+    assert plane.store.get("job_result", "7", JobResult) == result
+    plane.store.close()
