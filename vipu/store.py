@@ -36,7 +36,7 @@ from typing import Callable, Iterable, NamedTuple
 from pydantic import BaseModel
 
 from vipu.errors import Unavailable
-from vipu.store_generation import Generation
+from vipu.store_generation import Generation, LostLog
 from vipu.store_schema import HISTORY_TABLES, migrate
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
@@ -73,6 +73,7 @@ class Store:
         wal_was_there = self._generation.wal.exists()
         self.write_timeout_s = write_timeout_s
         self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
+        self.lost_log: LostLog | None = None  # the log loss that accept_lost_log accepted, for the start to say
         self.job_kinds: frozenset[str] = frozenset()  # runners' records named by a job id: they move with the job
         self._writable = True
         self.write_failures = 0  # writes that failed or timed out since the start (vipu_store_write_failures_total)
@@ -85,8 +86,13 @@ class Store:
         self._db.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's (module docstring, store_generation.py)
         try:
             migrate(self._db)
-            if not accept_lost_log and not wal_was_there:
-                self._generation.check(self._db)
+            if not wal_was_there:
+                try:
+                    self._generation.check(self._db)
+                except LostLog as e:
+                    if not accept_lost_log:
+                        raise
+                    self.lost_log = e
             self._generation.mark(self._db)
         except BaseException:
             self._db.close()
@@ -335,6 +341,13 @@ class Store:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    def quarantined(self, kinds: Iterable[str]) -> list[str]:
+        """The names of the records of these kinds in the quarantine table."""
+        kinds = list(kinds)
+        with self._lock:
+            return [n for (n,) in self._db.execute(
+                f"SELECT DISTINCT name FROM quarantine WHERE kind IN ({', '.join('?' * len(kinds))})", kinds)]
 
     def get(self, kind: str, name: str, model: type[BaseModel]) -> BaseModel | None:
         key = (kind, name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import stat
 
@@ -148,6 +149,10 @@ def test_a_damaged_record_stops_the_start_naming_it_and_quarantine_keeps_it(serv
     assert [line.split()[0] for line in queue.splitlines()] == [ids[0]]  # the other job is kept
     with sqlite3.connect(state / "vipu.sqlite3") as db:
         assert db.execute("SELECT kind, name, doc FROM quarantine").fetchall() == [("job", ids[1], doc)]
+    shown = run(server, "vipu", "show", "job", ids[1])  # regression: it was said to have left (min_job_age)
+    assert shown.returncode != 0 and f"job {ids[1]}'s stored record did not load and was moved aside at a start with" \
+        f" --quarantine-bad-records: `sqlite3 {state / 'vipu.sqlite3'} \"SELECT kind, error, doc FROM quarantine" \
+        f" WHERE name = '{ids[1]}'\"` shows it, and the log of that start why" in shown.stderr, shown.stderr
     # the quarantined job's id is not given again
     assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() == str(int(ids[1]) + 1)
 
@@ -209,6 +214,10 @@ def test_a_write_ahead_log_deleted_after_kill_9_is_refused_not_served_as_an_olde
                          " --accept-lost-log to serve what the database file holds")
     server.extra = ["--accept-lost-log"]
     server.start()  # the operator's choice: what the database file holds
+    [warning] = [line for line in server.stderr_text().splitlines() if "--accept-lost-log: " in line]
+    assert re.search(r"serving \S+vipu.sqlite3 at generation \d+, though the last controller reached generation \d+"
+                     r" and its -wal file is gone: jobs submitted or changed since its last checkpoint may be lost",
+                     warning), warning  # regression: the accepted loss was not logged
     server.extra = []
     server.restart()  # a clean stop closed it: no flag needed any more
     assert run(server, "vipu", "queue", "--no-header").returncode == 0

@@ -75,6 +75,10 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             f"the state database {path} was written by a newer vipu-sim (schema {e.found}; this version reads up to"
             f" {SCHEMA_VERSION}); run that version or a later one, or give another --state-dir"
         ) from None
+    if store.lost_log is not None:
+        log.warning("--accept-lost-log: serving %s at generation %d, though the last controller reached generation"
+                    " %d and its -wal file is gone: jobs submitted or changed since its last checkpoint may be lost,"
+                    " and their ids given again", path, store.lost_log.held, store.lost_log.marked)
     store = _checked_history(store, path, quarantine, clock_now=WallClock().now)
     held = store.get_meta(STATE_ID)
     if state_id is not None and held != state_id and not (accept_empty or accept_lost_log):
@@ -114,6 +118,10 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
         scheduler.recall = partial(stored_retry, store)
+        where = (f"`sqlite3 {path} \"SELECT kind, error, doc FROM quarantine WHERE name = '{{}}'\"` shows it, and the"
+                 " log of that start why")
+        scheduler.table.quarantined = {int(n): where.format(n) for n in store.quarantined(("job", "job_history"))
+                                       if n.isdigit()}
         settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir), output_dirs=output_dirs,
                                modelled_time_scale=modelled_time_scale)
         creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])
