@@ -94,3 +94,22 @@ def test_a_jobs_runner_records_move_with_it_into_the_history(tmp_path):
     assert plane.store._db.execute("SELECT count(*) FROM records WHERE name = '7'").fetchone() == (0,)
     assert plane.store.get("job_result", "7", JobResult) == result
     plane.store.close()
+
+
+def test_an_ended_job_without_an_end_time_is_refused_at_start_and_can_be_moved_aside(tmp_path):
+    """Regression: a COMPLETED record without an end time loaded without a word and was never purged."""
+    state = tmp_path / "state"
+    state.mkdir()
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0)
+    (kept,) = plane.scheduler.submit({"name": "kept", "ipus": 1, "time_limit": "1h", "hold": True}, 0.0)
+    (job,) = plane.scheduler.submit({"name": "odd", "ipus": 1, "time_limit": "1h", "hold": True}, 0.0)
+    odd = job.updated({"state": JobState.COMPLETED, "first_ipu": 0})  # as a damaged or hand-edited record
+    plane.store.commit([("job", str(odd.id), odd)], [])
+    plane.store.close()
+    with pytest.raises(InvalidArgument, match=f"has 1 record\\(s\\) it cannot serve: job {odd.id}: is COMPLETED but"
+                                              " has no end time; start once with --quarantine-bad-records"):
+        open_plane("bow-pod16", state, "127.0.0.1", 0)
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0, quarantine=True)
+    assert sorted(plane.scheduler.table.jobs) == [kept.id]
+    assert odd.id in plane.scheduler.table.quarantined
+    plane.store.close()

@@ -79,6 +79,8 @@ def test_a_secured_state_is_not_served_to_everyone_without_secure(server_factory
     )
     server.extra = ["--insecure-ignore-access-keys"]
     assert server.start().proc.poll() is None  # the operator said so
+    [warning] = [line for line in server.stderr_text().splitlines() if "--insecure-ignore-access-keys: " in line]
+    assert f"state folder {state} has 1 user(s) (admin); every caller may now act as any of them" in warning  # regression
 
 
 def test_users_made_without_secure_are_not_trusted_by_a_later_secure_start(server_factory, tmp_path):

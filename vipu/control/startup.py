@@ -27,6 +27,7 @@ from vipu.partition.controller import Controller
 from vipu.hardware.pod_files import load_pod
 from vipu.partition.pod_state import KINDS as PARTITION_KINDS
 from vipu.scheduler.config import SchedulerConfig
+from vipu.scheduler.job_checks import job_contradictions
 from vipu.scheduler.job_record import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
@@ -113,7 +114,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
         records = _load(store, pod, path, quarantine, clock.now())
-        _check_users(store, state_dir, records, secure, trust_users)
+        _check_users(store, state_dir, records, secure, trust_users, open_to_all)
         journal = LifecycleLog(store, records)  # the store, and a log line per job and partition event
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
@@ -132,20 +133,29 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     return plane
 
 
-def _check_users(store: Store, state_dir: Path, records: list, secure: bool, trust_users: bool) -> None:
-    """Users made while anyone could act as an admin must not become a --secure controller's without a word."""
+def _check_users(store: Store, state_dir: Path, records: list, secure: bool, trust_users: bool,
+                 open_to_all: bool = False) -> None:
+    """Users made while anyone could act as an admin must not become a --secure controller's without a word; and a
+    start that lets everyone act as the users there are says so."""
+    users = sorted(r.name for k, r in records if k == "user")
     if not secure:
         store.set_meta(OPEN_SINCE, True)
+        if open_to_all and users:
+            log.warning("--insecure-ignore-access-keys: state folder %s has %d user(s) (%s); every caller may now act"
+                        " as any of them, admins included, and users made or changed meanwhile need --trust-users at"
+                        " the next --secure start", state_dir, len(users), _few(users))
         return
-    users = sorted(r.name for k, r in records if k == "user")
     if users and store.get_meta(OPEN_SINCE) and not trust_users:
         store.close()
-        shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
         raise InvalidArgument(
-            f"state folder {state_dir} was served without --secure since its users ({shown}) were made, when any"
+            f"state folder {state_dir} was served without --secure since its users ({_few(users)}) were made, when any"
             " caller could create or change users, admins included: check them (start without --secure and run"
             " `vipu-admin list users`, removing any you did not make), then start with --secure --trust-users")
     store.set_meta(OPEN_SINCE, False)
+
+
+def _few(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
@@ -153,7 +163,7 @@ def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
     fix. Why refuse rather than skip: a job left out would be lost without a word, and its id given again."""
     try:
         records = store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS})
-        bad = [Damaged(*c) for c in contradictions(pod, records)]
+        bad = [Damaged(*c) for c in [*contradictions(pod, records), *job_contradictions(records)]]
     except DamagedRecords as e:
         bad = e.damaged
     except sqlite3.DatabaseError as e:

@@ -128,7 +128,7 @@ def check_submit_limits(table: JobTable, config: SchedulerConfig, spec: JobSpec,
         has = table.active_by_owner[(kind, name)] + added[(kind, name)]
         if has + count > limit:
             raise ResourceExhausted(
-                f"{kind} {name} has {has:,} jobs queued or running and this submit adds {count:,}; a {kind} may"
+                f"{kind} {name} has {has:,} jobs queued or running and this submit adds {count:,}; each {kind} may"
                 f" have at most {limit:,} (max_submit_jobs_per_{kind}): wait for some to finish or cancel some",
                 reason="SUBMIT_LIMIT")
 
