@@ -35,6 +35,7 @@ def state_with_history(state) -> Job:
 def damage_last_page(path) -> None:
     """Random bytes over the history table's last leaf page (the one a new, higher id goes into)."""
     with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the page in the database file, not a newer copy in the -wal
         page_size = db.execute("PRAGMA page_size").fetchone()[0]
         (page,) = db.execute("SELECT max(pageno) FROM dbstat WHERE name = 'job_history' AND pagetype = 'leaf'"
                              ).fetchone()

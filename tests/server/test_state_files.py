@@ -225,6 +225,33 @@ def test_a_write_ahead_log_deleted_after_kill_9_is_refused_not_served_as_an_olde
     assert run(server, "vipu", "queue", "--no-header").returncode == 0
 
 
+def test_a_damaged_page_of_the_job_history_stops_the_start_naming_the_table_and_the_fix(server_factory, tmp_path):
+    """Regression: the damage went unseen until the first move into the history, which then failed every write."""
+    from tests.test_store_history import damage_last_page
+
+    state = tmp_path / "state"
+    server = server_factory(state_dir=state)
+    server.kill()
+    with sqlite3.connect(state / "vipu.sqlite3") as db:  # ended jobs as purge.py leaves them (their docs unread)
+        db.executemany("INSERT INTO job_history (id, user, state, ended, doc) VALUES (?, 'u', 'COMPLETED', 0, ?)",
+                       [(i, "{}" + " " * 800) for i in range(1, 301)])
+    damage_last_page(state / "vipu.sqlite3")
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert line.startswith(f"vipu-server: error: the state database {state / 'vipu.sqlite3'} has damaged pages in"
+                           " its job history (table job_history: ")
+    assert "start once with --quarantine-bad-records to rebuild the database with the history's readable rows" in line
+    server.extra = ["--quarantine-bad-records"]
+    server.start()
+    assert "around damaged pages of its job history: " in server.stderr_text()
+    with sqlite3.connect(f"file:{state / 'vipu.sqlite3'}?mode=ro", uri=True) as db:
+        kept = {i for (i,) in db.execute("SELECT id FROM job_history")}
+        lost = {int(n) for (n,) in db.execute("SELECT name FROM quarantine WHERE kind = 'job_history'")}
+    assert lost and kept | lost == set(range(1, 301))
+    assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").returncode == 0
+
+
 def test_overlapping_partitions_are_refused_and_quarantine_keeps_the_first(server_factory, tmp_path):
     state = tmp_path / "state"
     server = server_factory(state_dir=state)
