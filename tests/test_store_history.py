@@ -114,3 +114,26 @@ def test_an_ended_job_without_an_end_time_is_refused_at_start_and_can_be_moved_a
     assert sorted(plane.scheduler.table.jobs) == [kept.id]
     assert odd.id in plane.scheduler.table.quarantined
     plane.store.close()
+
+
+def test_a_failing_move_is_logged_and_retried_later_while_the_queue_goes_on(tmp_path, caplog):
+    state = tmp_path / "state"
+    state.mkdir()
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0)
+    calls = []
+
+    def failing(now):
+        calls.append(now)
+        raise HistoryUnwritable("the job history of x cannot be written (database disk image is malformed)")
+
+    plane.scheduler.purge = failing
+    with caplog.at_level("WARNING", logger="vipu.loop"):
+        with plane.lock:
+            plane.loop._purge(1.0)
+            plane.loop._purge(2.0)  # within the retry time: not tried
+    assert calls == [1.0] and "malformed" in plane.loop.purge_failing
+    assert "ended jobs could not move to the job history, retried in 60 s: the job history of x" in caplog.text
+    with plane.lock:
+        (job,) = plane.scheduler.submit({"name": "after", "ipus": 1, "time_limit": "1h", "hold": True}, 3.0)
+    assert plane.store.get("job", str(job.id), Job) is not None  # the queue's writes go on
+    plane.store.close()

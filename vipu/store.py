@@ -296,8 +296,9 @@ class Store:
 
     def damaged_tables(self) -> list[tuple[str, str]]:
         """(table, what SQLite found) for each history table whose pages do not check out. Why at every start: a
-        damaged history page fails only the next move into it, long after; quick_check reads each page once (0.4 s
-        for 400,000 jobs, bench/bench_recovery.py) and skips what integrity_check adds (index against table)."""
+        damaged history page fails only the next move into it, long after. quick_check reads each page once (its
+        cost is in bench/bench_recovery.py's restart with 400,000 stored jobs) and skips what integrity_check adds
+        (each index checked against its table)."""
         found = []
         for table in HISTORY_TABLES:
             try:

@@ -72,7 +72,9 @@ class RealtimeLoop:
         age, ended = scheduler.config.min_job_age, scheduler.table.ended
         if age <= 0 or not ended:
             return None
-        return max(ended[0][0] + age + PURGE_SLACK_S, self.now() + self._purge_after - time.monotonic())
+        backoff = self._purge_after - time.monotonic()  # after a failed move: not before the retry
+        return max(ended[0][0] + age + PURGE_SLACK_S, self.now() + backoff) if backoff > 0 else \
+            ended[0][0] + age + PURGE_SLACK_S
 
     def _purge(self, now: float) -> None:
         """Move jobs due into the history; if that fails (a damaged history page, a failing disk), they stay in
