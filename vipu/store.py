@@ -37,13 +37,13 @@ from pydantic import BaseModel
 
 from vipu.errors import Unavailable
 from vipu.store_generation import Generation, LostLog
-from vipu.store_schema import HISTORY_TABLES, migrate
+from vipu.store_history import HISTORY_KIND, MAX_ROWS_PER_STATEMENT, HistoryReads, history_row
+from vipu.store_rebuild import damaged_tables
+from vipu.store_schema import migrate
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
 RETRY_S = 1.0  # while writes fail, how often the kept ones are tried again
 CHECKPOINT_S = 0.5  # how often the WAL is copied into the database while writes come in
-MAX_ROWS_PER_STATEMENT = 1000  # 3 bound values a row, well under SQLite's 32,766 variables per statement
-HISTORY_KIND = "job_history"  # records of this kind go to the job_history table, with the columns its reads use
 
 
 class Damaged(NamedTuple):
@@ -64,7 +64,7 @@ class HistoryUnwritable(Unavailable):
     """A move into the job history failed; nothing of it was written, and the other writes go on."""
 
 
-class Store:
+class Store(HistoryReads):
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
     def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False):
@@ -129,7 +129,7 @@ class Store:
     def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
         """Durable when it returns, unless inside a batch (then when the batch is flushed)."""
         changes: dict[tuple[str, str], str | tuple | None] = {key: None for key in deletes}
-        changes.update({(kind, name): _history_row(record) if kind == HISTORY_KIND else record.model_dump_json()
+        changes.update({(kind, name): history_row(record) if kind == HISTORY_KIND else record.model_dump_json()
                         for kind, name, record in puts})
         pending = getattr(self._batch, "pending", None)
         if any(isinstance(doc, tuple) for doc in changes.values()):
@@ -295,19 +295,9 @@ class Store:
         self._db.executemany(f"DELETE FROM records WHERE kind IN ({marks}) AND name = ?", [n[1:] for n in names])
 
     def damaged_tables(self) -> list[tuple[str, str]]:
-        """(table, what SQLite found) for each history table whose pages do not check out. Why at every start: a
-        damaged history page fails only the next move into it, long after. quick_check reads each page once (its
-        cost is in bench/bench_recovery.py's restart with 400,000 stored jobs) and skips what integrity_check adds
-        (each index checked against its table)."""
-        found = []
-        for table in HISTORY_TABLES:
-            try:
-                rows = [r[0] for r in self._db.execute(f"PRAGMA quick_check({table})")]
-            except sqlite3.DatabaseError as e:
-                rows = [str(e)]
-            if rows != ["ok"]:
-                found.append((table, " ".join("; ".join(rows).split())[:200]))
-        return found
+        """(table, what SQLite found) for each history table whose pages do not check out (store_rebuild.py)."""
+        with self._lock:
+            return damaged_tables(self._db)
 
     def load(self, kinds: dict[str, type[BaseModel]]) -> list[tuple[str, BaseModel]]:
         """Every stored record of the given kinds, parsed; unknown kinds are left for the part that owns them.
@@ -373,67 +363,6 @@ class Store:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
-    # -- the job history: ended jobs moved out of memory ----------------------------------------------------------
-    def history_keys(self, users: Iterable[str] = (), ids: Iterable[int] = (), states: Iterable[str] = (),
-                     since: float | None = None) -> list[tuple[float, int]]:
-        """(ended, id) of the history's jobs, in that order: of these users, ids (an array job's id: its tasks) and
-        states, ended at or after `since`. Read on a connection of its own, so a long listing holds up no write."""
-        where, args = [], []
-        for column, values in (("user", list(users)), ("state", list(states))):
-            if values:
-                where.append(f"{column} IN ({', '.join('?' * len(values))})")
-                args += values
-        ids = list(ids)
-        if ids:
-            marks = ", ".join("?" * len(ids))
-            where.append(f"(id IN ({marks}) OR array_job_id IN ({marks}))")
-            args += ids + ids
-        if since is not None:
-            where.append("ended >= ?")
-            args.append(since)
-        sql = "SELECT ended, id FROM job_history" + (" WHERE " + " AND ".join(where) if where else "")
-        return self._read(sql + " ORDER BY ended, id", args)
-
-    def history_docs(self, ids: Iterable[int]) -> dict[int, str]:
-        """id -> the stored record, for those of `ids` in the history."""
-        ids = list(ids)
-        out: dict[int, str] = {}
-        for at in range(0, len(ids), MAX_ROWS_PER_STATEMENT):
-            chunk = ids[at:at + MAX_ROWS_PER_STATEMENT]
-            out.update(self._read(f"SELECT id, doc FROM job_history WHERE id IN ({', '.join('?' * len(chunk))})",
-                                  chunk))
-        return out
-
-    def history_requests(self, user: str, request_id: str) -> list[tuple[int, str]]:
-        """(id, record) of the history's jobs that this user submitted with this request id. Called by every submit
-        with a request id, under the controller's lock: so it waits for no write (a flush there would serialise
-        every submission), and looks in the writes still queued as well as in the database."""
-        queued: dict[int, str] = {}
-        with self._queue_lock:
-            for changes in [*self._queue, getattr(self._batch, "pending", None) or {}]:
-                for (kind, _), row in changes.items():
-                    if kind == HISTORY_KIND and isinstance(row, tuple) and (row[1], row[5]) == (user, request_id):
-                        queued[row[0]] = row[6]
-        stored = self._read("SELECT id, doc FROM job_history WHERE user = ? AND request_id = ? ORDER BY id",
-                            [user, request_id], flush=False)
-        return sorted({**dict(stored), **queued}.items())
-
-    def _read(self, sql: str, args: list, flush: bool = True) -> list:
-        try:
-            if flush:
-                self.flush()  # what was queued before this read is in it
-        except Unavailable:
-            pass  # a store that cannot write still answers reads, with what it holds
-        with self._reading:
-            if self._reader is None:
-                self._reader = sqlite3.connect(self.path, check_same_thread=False)
-            try:
-                return self._reader.execute(sql, args).fetchall()
-            except sqlite3.DatabaseError as e:  # a damaged history page: the live queue still answers
-                raise Unavailable(f"the job history of {self.path} cannot be read ({e}); restart the controller:"
-                                  " its start checks the history and names the fix", reason="STORE_UNAVAILABLE") \
-                    from e
-
     def close(self) -> None:
         self._closed.set()
         try:
@@ -446,8 +375,3 @@ class Store:
                 if self._reader is not None:
                     self._reader.close()
             self._generation.closed()
-
-
-def _history_row(job) -> tuple:
-    """A job_history row: the columns `vipu history` filters on, then the whole record."""
-    return (job.id, job.user, job.array_job_id, job.state.value, job.end_time, job.request_id, job.model_dump_json())

@@ -1,11 +1,17 @@
-"""A state database rebuilt around a damaged job history: every other table copied, the history's readable rows
-kept, and the ids of the rows lost listed in the quarantine table (vipu-server --quarantine-bad-records).
+"""A damaged job history: found at every start, and the database rebuilt around it (vipu-server
+--quarantine-bad-records): every other table copied, the history's readable rows kept, and the ids of the rows lost
+listed in the quarantine table.
+
+Why check at every start: a damaged history page fails only the next move into it, long after. quick_check reads
+each page once (its cost: bench/bench_recovery.py's restart with 400,000 stored jobs) and skips what integrity_check
+adds (each index checked against its table).
 
 Why a new file: SQLite cannot drop a table whose pages are damaged (DROP walks them), and the sqlite3 shell's
 .recover is missing from many builds (Debian's has no sqlite_dbpage). The damaged file is kept beside it.
 Why no transaction around it: SQLite may end one at a damaged page's error; the new file is used only once
-complete. Why by id: a read that reaches the damaged page fails, the others work; so rows are read in chunks of ids taken
-from an index of the table (its own pages), and a chunk that fails is split until the lost rows are single ids.
+complete. Why by id: a read that reaches the damaged page fails, the others work; so rows are read in chunks of ids
+taken from an index of the table (its own pages), and a chunk that fails is split until the lost rows are single
+ids.
 """
 
 from __future__ import annotations
@@ -14,11 +20,24 @@ import os
 import sqlite3
 from pathlib import Path
 
-from vipu.store_schema import migrate
+from vipu.store_schema import HISTORY_TABLES, migrate
 
 CHUNK = 500
 COPIED = ("records", "meta", "quarantine", "job_history_records")
 COLUMNS = "id, user, array_job_id, state, ended, request_id, doc"
+
+
+def damaged_tables(db: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(table, what SQLite found) for each history table whose pages do not check out."""
+    found = []
+    for table in HISTORY_TABLES:
+        try:
+            rows = [r[0] for r in db.execute(f"PRAGMA quick_check({table})")]
+        except sqlite3.DatabaseError as e:
+            rows = [str(e)]
+        if rows != ["ok"]:
+            found.append((table, " ".join("; ".join(rows).split())[:200]))
+    return found
 
 
 class Unrebuildable(Exception):

@@ -32,7 +32,8 @@ HOSTILE_SPECS = [
     b'{"ipus": 1, "time_limit": "99999999999999999999d"}', b'{"ipus": 1, "nice": 1e308}',
     b'{"ipus": 1, "name": "' + b"x" * 20000 + b'"}', b'{"ipus": 1, "output": "/tmp/' + b"a" * 20000 + b'"}',
     b'{"ipus": 1, "workload": ' + b"[" * DEEP + b"]" * DEEP + b"}", b"[" * DEEP + b"]" * DEEP,
-    b"a:\n" + b"".join(b" " * i + b"- \n" for i in range(1, 300)), b'{"ipus": 1, "dependency": "afterok:' + b"9" * 400 + b'"}',
+    b"a:\n" + b"".join(b" " * i + b"- \n" for i in range(1, 300)),
+    b'{"ipus": 1, "dependency": "afterok:' + b"9" * 400 + b'"}',
 ]
 SCALARS = {
     FieldDescriptor.TYPE_STRING: st.one_of(st.text(max_size=80), st.sampled_from(["", "p1", "default", "ag00", "-1"]),

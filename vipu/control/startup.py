@@ -193,10 +193,11 @@ def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> S
         return store
     store.close()
     named = "; ".join(f"table {t}: {why}" for t, why in damaged)
-    if not quarantine or any(t != "job_history" for t, _ in damaged):
+    rebuildable = all(t == "job_history" for t, _ in damaged)  # a table with a rowid: read around the damage
+    if not (quarantine and rebuildable):
         fix = ("start once with --quarantine-bad-records to rebuild the database with the history's readable rows (the"
                " damaged file is kept beside it, and the ids of the jobs lost are listed in its quarantine table), or"
-               " restore it from a backup") if not any(t != "job_history" for t, _ in damaged) else \
+               " restore it from a backup") if rebuildable else \
             "restore it from a backup, or move it away to start afresh"
         raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}); {fix}")
     try:

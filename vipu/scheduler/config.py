@@ -96,7 +96,8 @@ class SchedulerConfig(Strict):
     max_submit_jobs_per_account: int | None = Field(
         None, ge=1, description="MaxSubmitJobs of an account: its pending + running jobs (null: no limit)")
     min_job_age: Seconds = Field(
-        300.0, ge=0, description="MinJobAge (seconds, or a Slurm time such as 5:00 or 5m): how long an ended job stays in the controller's memory before"
+        300.0, ge=0, description="MinJobAge (seconds, or a Slurm time such as 5:00 or 5m): how long an ended job"
+        " stays in the controller's memory before"
         " it moves to the on-disk history that `vipu history` reads (0: never moved)")
 
     @model_validator(mode="after")
