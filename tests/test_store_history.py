@@ -137,3 +137,23 @@ def test_a_failing_move_is_logged_and_retried_later_while_the_queue_goes_on(tmp_
         (job,) = plane.scheduler.submit({"name": "after", "ipus": 1, "time_limit": "1h", "hold": True}, 3.0)
     assert plane.store.get("job", str(job.id), Job) is not None  # the queue's writes go on
     plane.store.close()
+
+
+def test_runner_records_left_behind_by_earlier_purges_move_on_upgrade(tmp_path):
+    """Regression: a state purged by the previous version kept its jobs' results in the live records."""
+    path = tmp_path / "s.db"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 0")
+    store = Store(path)
+    store._db.execute("PRAGMA user_version = 3")
+    store._db.execute("DROP TABLE job_history_records")
+    store._db.execute("INSERT INTO job_history (id, user, state, ended, doc) VALUES (5, 'u', 'COMPLETED', 0, '{}')")
+    store._db.executemany("INSERT INTO records VALUES (?, ?, ?)", [("job_result", "5", '{"name": "5"}'),
+                                                                   ("program_run", "6", "{}"), ("job", "6", "{}")])
+    store.close()
+    store = Store(path)
+    assert store._db.execute("SELECT kind, name FROM records ORDER BY kind").fetchall() == [
+        ("job", "6"), ("program_run", "6")]  # job 6 is still live: its record stays
+    assert store._db.execute("SELECT id, kind, doc FROM job_history_records").fetchall() == [
+        (5, "job_result", '{"name": "5"}')]
+    store.close()

@@ -55,6 +55,11 @@ MIGRATIONS: list[tuple[str, ...]] = [
             doc  TEXT NOT NULL,
             PRIMARY KEY (id, kind)
         ) WITHOUT ROWID""",
+        # the records of jobs purged before this step, which stayed behind (the kinds of that version's runners)
+        """INSERT OR REPLACE INTO job_history_records (id, kind, doc) SELECT h.id, r.kind, r.doc FROM records r
+            JOIN job_history h ON r.name = CAST(h.id AS TEXT) WHERE r.kind IN ('job_result', 'program_run')""",
+        """DELETE FROM records WHERE kind IN ('job_result', 'program_run')
+            AND name IN (SELECT CAST(id AS TEXT) FROM job_history)""",
     ),
 ]
 HISTORY_TABLES = ("job_history", "job_history_records")  # checked at every start: they grow with the history
