@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from vipu.control.startup import open_plane
-from vipu.errors import InvalidArgument
+from vipu.errors import InvalidArgument, Unavailable
 from vipu.jobs.train.runs import JobResult
 from vipu.scheduler.job_record import HISTORY_KIND, Job
 from vipu.scheduler.job_states import JobState
@@ -80,6 +80,8 @@ def test_a_failing_history_move_fails_alone_and_the_queue_keeps_writing(tmp_path
     assert store.writable
     rows = {n for (n,) in store._db.execute("SELECT name FROM records WHERE kind = 'job'")}
     assert {"900", "902"} <= rows
+    with pytest.raises(Unavailable, match="cannot be read .*restart the controller: its start checks the history"):
+        store.history_docs([JOBS])  # a read of the damaged page: UNAVAILABLE, not INTERNAL
 
 
 def test_a_jobs_runner_records_move_with_it_into_the_history(tmp_path):
