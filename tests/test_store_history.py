@@ -61,6 +61,7 @@ def test_a_damaged_history_page_is_refused_at_start_and_the_named_fix_rebuilds_a
     lost = {int(n) for (n,) in plane.store._db.execute("SELECT name FROM quarantine WHERE kind = 'job_history'")}
     assert lost and kept | lost == set(range(1, JOBS + 1)) and not kept & lost
     assert plane.store.damaged_tables() == []
+    assert path.stat().st_mode & 0o777 == 0o600
     assert len([p for p in state.glob("vipu.sqlite3.damaged-*") if p.name[-1].isdigit()]) == 1  # kept aside
     plane.store.close()
 

@@ -50,6 +50,7 @@ def rebuild_history(path: Path, now: float) -> tuple[int, list[int], Path]:
     new = path.with_name(path.name + ".rebuilt")
     for p in (new, Path(f"{new}-wal"), Path(f"{new}-shm")):
         p.unlink(missing_ok=True)
+    os.close(os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))  # the state's files: 0600
     db = sqlite3.connect(new, isolation_level=None)
     try:
         migrate(db)
