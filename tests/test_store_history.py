@@ -135,6 +135,7 @@ def test_a_failing_move_is_logged_and_retried_later_while_the_queue_goes_on(tmp_
             plane.loop._purge(1.0)
             plane.loop._purge(2.0)  # within the retry time: not tried
     assert calls == [1.0] and "malformed" in plane.loop.purge_failing
+    assert plane.metrics.history_move_failures._value.get() == 1  # vipu_history_move_failures_total
     assert "ended jobs could not move to the job history, retried in 60 s: the job history of x" in caplog.text
     with plane.lock:
         (job,) = plane.scheduler.submit({"name": "after", "ipus": 1, "time_limit": "1h", "hold": True}, 3.0)

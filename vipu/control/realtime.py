@@ -85,6 +85,7 @@ class RealtimeLoop:
             purged = self.driver.scheduler.purge(now)  # the live controller's only: replays keep every job
         except Unavailable as e:
             self.purge_failing = str(e)
+            self.metrics.history_move_failures.inc()
             self._purge_after = time.monotonic() + PURGE_RETRY_S
             log.warning("ended jobs could not move to the job history, retried in %g s: %s", PURGE_RETRY_S, e)
             return
