@@ -179,7 +179,7 @@ def test_a_new_database_has_the_current_schema_version(tmp_path):
     store = Store(tmp_path / "s.db")
     assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     tables = {r[0] for r in store._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"records", "meta", "quarantine", "job_history"}
+    assert tables == {"records", "meta", "quarantine", "job_history", "job_history_records"}
 
 
 def test_a_database_from_before_the_numbering_is_migrated_keeping_its_records(tmp_path):

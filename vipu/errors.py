@@ -4,10 +4,25 @@ Domain code raises these; the gRPC edge maps each to a status code (vipu/server/
 codes to exit codes (vipu/cli/failure.py). A message always names the field or object and says what to do.
 """
 
+import re
 
 # Trailing metadata on every status the controller chooses (vipu/server/status.py), so a client tells it from one
 # the transport made up (UNAVAILABLE for a server that is down) and prints the controller's message as it is.
 ORIGIN = ("x-vipu-origin", "controller")
+MAX_MESSAGE = 2000  # characters of a refusal's message
+ECHO_KEEP = 64  # characters kept of a long echoed value
+ECHO_LONG = 300  # an unbroken run this long is cut (a file path stays whole)
+LONG_RUN = re.compile(r"\S{%d,}" % ECHO_LONG)
+
+
+def elided(text: str) -> str:
+    """`text` with every long unbroken run of characters (an echoed name or value) cut to its start and length, and
+    at most MAX_MESSAGE characters. Why: gRPC carries a refusal's message in metadata, which has a hard size limit
+    (one that overflows it reached the caller as a transport error instead), and a line the CLI prints stays
+    readable; the controller's refusals (vipu/server/refusals.py) and the CLI's lines (vipu/cli/failure.py) both
+    pass through it."""
+    text = LONG_RUN.sub(lambda m: f"{m.group()[:ECHO_KEEP]}... ({len(m.group()):,} characters)", text)
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 3] + "..."
 
 
 class VipuError(Exception):

@@ -15,6 +15,10 @@ SQLite's automatic checkpoint ran inside the commit that crossed 1,000 pages, wh
 of tens of microseconds: half of a commit's mean time in a loop of single-row commits on this VM. A checkpoint
 moves what is committed already, so a commit is as durable as before it.
 
+History moves: a commit that moves jobs into the job history (scheduler/purge.py) is written in a transaction of
+its own, after everything queued before it, and fails alone (HistoryUnwritable): a damaged page in the history's
+table must not fail the queue's writes grouped with it. The job's runner records (job_kinds) move with it.
+
 Stalls and failures: a thread waits at most write_timeout_s for the database (a stalled disk blocks its leader in
 the kernel), then fails with Unavailable instead of hanging its RPC. on_health hears when writes start failing and
 when they work again (health's NOT_SERVING and SERVING); meanwhile the kept writes are retried every second.
@@ -32,14 +36,14 @@ from typing import Callable, Iterable, NamedTuple
 from pydantic import BaseModel
 
 from vipu.errors import Unavailable
-from vipu.store_generation import Generation
+from vipu.store_generation import Generation, LostLog
+from vipu.store_history import HISTORY_KIND, MAX_ROWS_PER_STATEMENT, HistoryReads, history_row
+from vipu.store_rebuild import damaged_tables
 from vipu.store_schema import migrate
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
 RETRY_S = 1.0  # while writes fail, how often the kept ones are tried again
 CHECKPOINT_S = 0.5  # how often the WAL is copied into the database while writes come in
-MAX_ROWS_PER_STATEMENT = 1000  # 3 bound values a row, well under SQLite's 32,766 variables per statement
-HISTORY_KIND = "job_history"  # records of this kind go to the job_history table, with the columns its reads use
 
 
 class Damaged(NamedTuple):
@@ -56,7 +60,11 @@ class DamagedRecords(Exception):
         self.damaged = damaged
 
 
-class Store:
+class HistoryUnwritable(Unavailable):
+    """A move into the job history failed; nothing of it was written, and the other writes go on."""
+
+
+class Store(HistoryReads):
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
     def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False):
@@ -65,6 +73,8 @@ class Store:
         wal_was_there = self._generation.wal.exists()
         self.write_timeout_s = write_timeout_s
         self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
+        self.lost_log: LostLog | None = None  # the log loss that accept_lost_log accepted, for the start to say
+        self.job_kinds: frozenset[str] = frozenset()  # runners' records named by a job id: they move with the job
         self._writable = True
         self.write_failures = 0  # writes that failed or timed out since the start (vipu_store_write_failures_total)
         self._retrying = threading.Lock()
@@ -76,8 +86,13 @@ class Store:
         self._db.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's (module docstring, store_generation.py)
         try:
             migrate(self._db)
-            if not accept_lost_log and not wal_was_there:
-                self._generation.check(self._db)
+            if not wal_was_there:
+                try:
+                    self._generation.check(self._db)
+                except LostLog as e:
+                    if not accept_lost_log:
+                        raise
+                    self.lost_log = e
             self._generation.mark(self._db)
         except BaseException:
             self._db.close()
@@ -114,13 +129,36 @@ class Store:
     def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
         """Durable when it returns, unless inside a batch (then when the batch is flushed)."""
         changes: dict[tuple[str, str], str | tuple | None] = {key: None for key in deletes}
-        changes.update({(kind, name): _history_row(record) if kind == HISTORY_KIND else record.model_dump_json()
+        changes.update({(kind, name): history_row(record) if kind == HISTORY_KIND else record.model_dump_json()
                         for kind, name, record in puts})
         pending = getattr(self._batch, "pending", None)
-        if pending is not None:
+        if any(isinstance(doc, tuple) for doc in changes.values()):
+            self._move(changes, pending)
+        elif pending is not None:
             pending.update(changes)
         elif changes:
             self.flush(self._enqueue(changes))
+
+    def _move(self, changes: dict, pending: dict | None) -> None:
+        """A history move, after every write queued before it (this thread's batch so far included), alone."""
+        if pending:
+            self._batch.pending = {}
+            self._enqueue(pending)
+        self.flush()
+        if not self._lock.acquire(timeout=self.write_timeout_s):
+            raise Unavailable(f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s;"
+                              " ended jobs stay in memory until it has")
+        try:
+            self._write([(k, n, doc) for (k, n), doc in changes.items() if isinstance(doc, str)],
+                        [key for key, doc in changes.items() if doc is None],
+                        [doc for doc in changes.values() if isinstance(doc, tuple)])
+        except sqlite3.Error as e:
+            raise HistoryUnwritable(
+                f"the job history of {self.path} cannot be written ({e}): ended jobs stay in memory and the queue"
+                " goes on; restart the controller when convenient: its start checks the history and names the fix",
+                reason="STORE_UNAVAILABLE") from e
+        finally:
+            self._lock.release()
 
     @property
     def enqueued(self) -> int:
@@ -239,10 +277,27 @@ class Store:
             if history:
                 self._db.executemany("INSERT OR REPLACE INTO job_history (id, user, array_job_id, state, ended,"
                                      " request_id, doc) VALUES (?, ?, ?, ?, ?, ?, ?)", history)
+                self._move_job_records([row[0] for row in history])
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+
+    def _move_job_records(self, ids: list[int]) -> None:
+        """The runners' records of these jobs, from the live records into the history's (inside _write)."""
+        if not self.job_kinds:
+            return
+        kinds = sorted(self.job_kinds)
+        marks = ", ".join("?" * len(kinds))
+        names = [(i, *kinds, str(i)) for i in ids]
+        self._db.executemany(f"INSERT OR REPLACE INTO job_history_records (id, kind, doc) SELECT ?, kind, doc FROM"
+                             f" records WHERE kind IN ({marks}) AND name = ?", names)
+        self._db.executemany(f"DELETE FROM records WHERE kind IN ({marks}) AND name = ?", [n[1:] for n in names])
+
+    def damaged_tables(self) -> list[tuple[str, str]]:
+        """(table, what SQLite found) for each history table whose pages do not check out (store_rebuild.py)."""
+        with self._lock:
+            return damaged_tables(self._db)
 
     def load(self, kinds: dict[str, type[BaseModel]]) -> list[tuple[str, BaseModel]]:
         """Every stored record of the given kinds, parsed; unknown kinds are left for the part that owns them.
@@ -278,6 +333,13 @@ class Store:
                 self._db.execute("ROLLBACK")
                 raise
 
+    def quarantined(self, kinds: Iterable[str]) -> list[str]:
+        """The names of the records of these kinds in the quarantine table."""
+        kinds = list(kinds)
+        with self._lock:
+            return [n for (n,) in self._db.execute(
+                f"SELECT DISTINCT name FROM quarantine WHERE kind IN ({', '.join('?' * len(kinds))})", kinds)]
+
     def get(self, kind: str, name: str, model: type[BaseModel]) -> BaseModel | None:
         key = (kind, name)
         pending = getattr(self._batch, "pending", None) or {}
@@ -287,6 +349,9 @@ class Store:
         self.flush()  # what other threads queued: only what is stored may be read back
         with self._lock:
             row = self._db.execute("SELECT doc FROM records WHERE kind = ? AND name = ?", (kind, name)).fetchone()
+        if row is None and kind in self.job_kinds and name.isdigit():  # the job moved to the history
+            row = next(iter(self._read("SELECT doc FROM job_history_records WHERE id = ? AND kind = ?",
+                                       [int(name), kind], flush=False)), None)
         return model.model_validate_json(row[0]) if row else None
 
     def get_meta(self, key: str) -> object | None:
@@ -297,62 +362,6 @@ class Store:
     def set_meta(self, key: str, value: object) -> None:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
-
-    # -- the job history: ended jobs moved out of memory ----------------------------------------------------------
-    def history_keys(self, users: Iterable[str] = (), ids: Iterable[int] = (), states: Iterable[str] = (),
-                     since: float | None = None) -> list[tuple[float, int]]:
-        """(ended, id) of the history's jobs, in that order: of these users, ids (an array job's id: its tasks) and
-        states, ended at or after `since`. Read on a connection of its own, so a long listing holds up no write."""
-        where, args = [], []
-        for column, values in (("user", list(users)), ("state", list(states))):
-            if values:
-                where.append(f"{column} IN ({', '.join('?' * len(values))})")
-                args += values
-        ids = list(ids)
-        if ids:
-            marks = ", ".join("?" * len(ids))
-            where.append(f"(id IN ({marks}) OR array_job_id IN ({marks}))")
-            args += ids + ids
-        if since is not None:
-            where.append("ended >= ?")
-            args.append(since)
-        sql = "SELECT ended, id FROM job_history" + (" WHERE " + " AND ".join(where) if where else "")
-        return self._read(sql + " ORDER BY ended, id", args)
-
-    def history_docs(self, ids: Iterable[int]) -> dict[int, str]:
-        """id -> the stored record, for those of `ids` in the history."""
-        ids = list(ids)
-        out: dict[int, str] = {}
-        for at in range(0, len(ids), MAX_ROWS_PER_STATEMENT):
-            chunk = ids[at:at + MAX_ROWS_PER_STATEMENT]
-            out.update(self._read(f"SELECT id, doc FROM job_history WHERE id IN ({', '.join('?' * len(chunk))})",
-                                  chunk))
-        return out
-
-    def history_requests(self, user: str, request_id: str) -> list[tuple[int, str]]:
-        """(id, record) of the history's jobs that this user submitted with this request id. Called by every submit
-        with a request id, under the controller's lock: so it waits for no write (a flush there would serialise
-        every submission), and looks in the writes still queued as well as in the database."""
-        queued: dict[int, str] = {}
-        with self._queue_lock:
-            for changes in [*self._queue, getattr(self._batch, "pending", None) or {}]:
-                for (kind, _), row in changes.items():
-                    if kind == HISTORY_KIND and isinstance(row, tuple) and (row[1], row[5]) == (user, request_id):
-                        queued[row[0]] = row[6]
-        stored = self._read("SELECT id, doc FROM job_history WHERE user = ? AND request_id = ? ORDER BY id",
-                            [user, request_id], flush=False)
-        return sorted({**dict(stored), **queued}.items())
-
-    def _read(self, sql: str, args: list, flush: bool = True) -> list:
-        try:
-            if flush:
-                self.flush()  # what was queued before this read is in it
-        except Unavailable:
-            pass  # a store that cannot write still answers reads, with what it holds
-        with self._reading:
-            if self._reader is None:
-                self._reader = sqlite3.connect(self.path, check_same_thread=False)
-            return self._reader.execute(sql, args).fetchall()
 
     def close(self) -> None:
         self._closed.set()
@@ -366,8 +375,3 @@ class Store:
                 if self._reader is not None:
                     self._reader.close()
             self._generation.closed()
-
-
-def _history_row(job) -> tuple:
-    """A job_history row: the columns `vipu history` filters on, then the whole record."""
-    return (job.id, job.user, job.array_job_id, job.state.value, job.end_time, job.request_id, job.model_dump_json())

@@ -20,6 +20,11 @@ from pathlib import Path
 class LostLog(Exception):
     """The database's write-ahead log is gone although the last process to use it did not close it."""
 
+    def __init__(self, message: str, held: int = 0, marked: int = 0):
+        super().__init__(message)
+        self.held = held  # the generation the database file holds
+        self.marked = marked  # the one the last controller reached
+
 
 class Generation:
     def __init__(self, path: Path):
@@ -36,7 +41,8 @@ class Generation:
         held = _held(db)
         if held is not None and held < marked:  # none: an emptied or new database, which startup.py names as such
             raise LostLog(f"{self.wal} is missing, but {self.marker} shows the last controller stopped without"
-                          " closing the database (a kill -9 or a crash), and its latest changes were in that file")
+                          " closing the database (a kill -9 or a crash), and its latest changes were in that file",
+                          held, marked)
 
     def mark(self, db: sqlite3.Connection) -> None:
         """A new generation, in the database (its -wal file) first, then in the marker."""

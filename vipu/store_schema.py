@@ -48,7 +48,21 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "CREATE INDEX IF NOT EXISTS job_history_array ON job_history (array_job_id) WHERE array_job_id IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS job_history_request ON job_history (user, request_id) WHERE request_id IS NOT NULL",
     ),
+    (  # 4: a purged job's runner records (its training result, its program's output), moved in the same transaction
+        """CREATE TABLE IF NOT EXISTS job_history_records (
+            id   INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            doc  TEXT NOT NULL,
+            PRIMARY KEY (id, kind)
+        ) WITHOUT ROWID""",
+        # the records of jobs purged before this step, which stayed behind (the kinds of that version's runners)
+        """INSERT OR REPLACE INTO job_history_records (id, kind, doc) SELECT h.id, r.kind, r.doc FROM records r
+            JOIN job_history h ON r.name = CAST(h.id AS TEXT) WHERE r.kind IN ('job_result', 'program_run')""",
+        """DELETE FROM records WHERE kind IN ('job_result', 'program_run')
+            AND name IN (SELECT CAST(id AS TEXT) FROM job_history)""",
+    ),
 ]
+HISTORY_TABLES = ("job_history", "job_history_records")  # checked at every start: they grow with the history
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

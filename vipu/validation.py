@@ -18,8 +18,8 @@ def _fix(kind: str, given: object) -> str:
     numeric = isinstance(given, str) and given.strip().lstrip("-").replace(".", "", 1).isdigit()
     if kind.startswith(("int_", "float_")) and numeric:
         return "; write the number without quotes"
-    if kind.startswith("int_") and isinstance(given, float):
-        return f"; write a whole number{f' ({int(given)})' if given.is_integer() else ''}"
+    if kind.startswith("int_") and isinstance(given, float):  # 1e308 is integral too: no 309-digit suggestion
+        return f"; write a whole number{f' ({int(given)})' if given.is_integer() and abs(given) < 1e15 else ''}"
     if kind.startswith("bool_"):
         return "; use true or false"
     return ""
@@ -66,7 +66,13 @@ def violations(error: ValidationError, unknown: dict[str, str] | None = None,
             field = _path((*item["loc"], item["ctx"]["discriminator"].strip("'")), data)
         elif item["type"] in BOUNDS:
             word, give, key = BOUNDS[item["type"]]
-            message = f"{item['input']!r} is too {word}; give {give} {item['ctx'][key]}"
+            given = item["input"]
+            said = "is not a number" if isinstance(given, float) and given != given else f"is too {word}"  # NaN
+            message = f"{given!r} {said}; give {give} {item['ctx'][key]}"
+        elif item["type"] in ("string_too_long", "too_long") and hasattr(item.get("input"), "__len__"):
+            limit = item["ctx"]["max_length"]
+            unit = "characters" if item["type"] == "string_too_long" else "items"
+            message = f"{len(item['input']):,} {unit} long; give at most {limit:,}"
         elif item["type"].endswith(("_type", "_parsing")) and not isinstance(item.get("input"), (dict, list)):
             message = f"{message}, not {item['input']!r}{_fix(item['type'], item['input'])}"
         found.append((field, message))

@@ -189,4 +189,4 @@ def test_an_output_in_a_missing_directory_fails_the_job_saying_why(server, tmp_p
     assert ended(server, job, tmp_path)["state"] == "FAILED"
     assert not (tmp_path / "nowhere").exists()  # as sbatch: the job fails rather than create it
     text = vipu(server, "show", "job", str(job), cwd=tmp_path).stdout
-    assert f"Failure=output file {tmp_path}/nowhere/{job}.out: its directory {tmp_path}/nowhere does not exist" in text
+    assert f"EndedBy=output file {tmp_path}/nowhere/{job}.out: its directory {tmp_path}/nowhere does not exist" in text

@@ -75,7 +75,7 @@ def test_sorting_is_stable_on_equal_keys():
     assert sort_rows(rows, sort_keys("j", LETTERS, "-S")) == rows
 
 
-@pytest.mark.parametrize("spec", ["q", "i,?", ""])
+@pytest.mark.parametrize("spec", ["q", "i,?", "", "i,-", "-,i", "i+"])  # a sign must precede a letter
 def test_a_bad_sort_key_is_refused(spec, capsys):
     with pytest.raises(SystemExit) as e:
         sort_keys(spec, LETTERS, "-S/--sort")

@@ -190,4 +190,4 @@ def submit_missing_output(open_live, tmp_path):
     assert not missing.parent.exists()
     for job in built_in:
         assert f"EndedBy=output file {missing}/{job}.out" in live.ok("show", "job", str(job))
-    assert "Failure=" in live.ok("show", "job", str(program)) and str(missing) in live.ok("show", "job", str(program))
+    assert "EndedBy=" in live.ok("show", "job", str(program)) and str(missing) in live.ok("show", "job", str(program))

@@ -1,5 +1,7 @@
 """Fuzzing every RPC and the job-spec parser: no input crashes the server or yields INTERNAL/UNKNOWN, every
-rejection carries a message, and the server still answers afterwards."""
+rejection carries a message, and the server still answers afterwards. Besides random values, every field gets the
+hostile ones of issue 23: values of 20,000 characters (a refusal echoing one overflowed gRPC's metadata), nesting
+thousands deep (RecursionError), NaN and infinities, huge numbers, and dates that do not exist."""
 
 from __future__ import annotations
 
@@ -12,19 +14,37 @@ from hypothesis import strategies as st
 
 from vipu.errors import VipuError
 from vipu.scheduler.job_spec import load_spec
-from vipu.v1 import admin_pb2, job_pb2, partition_pb2
+from vipu.v1 import admin_pb2, device_pb2, job_pb2, partition_pb2
 
 ALLOWED = {
     grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.ALREADY_EXISTS,
     grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.PERMISSION_DENIED,
 }
+DEEP = 2000
+HOSTILE_TEXT = [
+    "x" * 20000, "9" * 400, "1e308", "-1e308", "nan", "NaN", "inf", "-inf", "2026-13-45", "2026-02-30T25:61:00",
+    "now+99999999999days", "99999999999999999999", "afterok:28_1", "[" * DEEP + "]" * DEEP,
+    '{"a":' * DEEP + "1" + "}" * DEEP, "%s%n" * 50, "\x00", "../" * 50 + "etc/passwd",
+]
+HOSTILE_SPECS = [
+    b'{"ipus": 1e308}', b'{"ipus": NaN}', b'{"ipus": Infinity}', b'{"ipus": -1e308}', b'{"ipus": 1' + b"0" * 400 + b"}",
+    b'{"ipus": 1, "begin": "2026-13-45"}', b'{"ipus": 1, "begin": [1, 2]}', b'{"ipus": 1, "time_limit": NaN}',
+    b'{"ipus": 1, "time_limit": "99999999999999999999d"}', b'{"ipus": 1, "nice": 1e308}',
+    b'{"ipus": 1, "name": "' + b"x" * 20000 + b'"}', b'{"ipus": 1, "output": "/tmp/' + b"a" * 20000 + b'"}',
+    b'{"ipus": 1, "workload": ' + b"[" * DEEP + b"]" * DEEP + b"}", b"[" * DEEP + b"]" * DEEP,
+    b"a:\n" + b"".join(b" " * i + b"- \n" for i in range(1, 300)),
+    b'{"ipus": 1, "dependency": "afterok:' + b"9" * 400 + b'"}',
+]
 SCALARS = {
-    FieldDescriptor.TYPE_STRING: st.one_of(st.text(max_size=80), st.sampled_from(["", "p1", "default", "ag00", "-1"])),
-    FieldDescriptor.TYPE_BYTES: st.one_of(st.binary(max_size=200), st.sampled_from([b"ipus: 4", b"{}", b"\x00"])),
+    FieldDescriptor.TYPE_STRING: st.one_of(st.text(max_size=80), st.sampled_from(["", "p1", "default", "ag00", "-1"]),
+                                           st.sampled_from(HOSTILE_TEXT)),
+    FieldDescriptor.TYPE_BYTES: st.one_of(st.binary(max_size=200), st.sampled_from([b"ipus: 4", b"{}", b"\x00"]),
+                                          st.sampled_from(HOSTILE_SPECS + [t.encode() for t in HOSTILE_TEXT])),
     FieldDescriptor.TYPE_BOOL: st.booleans(),
     FieldDescriptor.TYPE_INT32: st.integers(-(2**31), 2**31 - 1),
     FieldDescriptor.TYPE_INT64: st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(-3, 300)),
-    FieldDescriptor.TYPE_DOUBLE: st.floats(allow_nan=True, allow_infinity=True),
+    FieldDescriptor.TYPE_DOUBLE: st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                                           st.sampled_from([1e308, -1e308, 5e-324, float("nan"), float("inf")])),
 }
 
 
@@ -123,6 +143,65 @@ def test_every_rpc_survives_random_requests(fuzz_server, module, service, method
                 partition_pb2.GetVersionRequest(), timeout=10).pod == "bow-pod16"
     finally:
         channel.close()
+
+
+HOSTILE = {
+    FieldDescriptor.TYPE_STRING: HOSTILE_TEXT,
+    FieldDescriptor.TYPE_BYTES: HOSTILE_SPECS + [t.encode() for t in HOSTILE_TEXT],
+    FieldDescriptor.TYPE_DOUBLE: [1e308, -1e308, 5e-324, float("nan"), float("inf"), float("-inf")],
+    FieldDescriptor.TYPE_INT64: [2**63 - 1, -(2**63)], FieldDescriptor.TYPE_INT32: [2**31 - 1, -(2**31)],
+    FieldDescriptor.TYPE_UINT32: [2**32 - 1], FieldDescriptor.TYPE_UINT64: [2**64 - 1],
+}
+
+
+def hostile_requests(descriptor, depth: int = 0):
+    """One request per field (of the request and of the messages in it) and hostile value, the rest left empty."""
+    for field in descriptor.fields:
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            if depth > 0 or field.message_type.full_name in TIMES or field.message_type.GetOptions().map_entry:
+                continue
+            for inner in hostile_requests(field.message_type, depth + 1):
+                msg = descriptor._concrete_class()
+                (getattr(msg, field.name).add() if field.is_repeated else getattr(msg, field.name)).CopyFrom(inner)
+                yield msg
+            continue
+        for value in HOSTILE.get(field.type, []):
+            msg = descriptor._concrete_class()
+            if field.is_repeated:
+                getattr(msg, field.name).append(value)
+            else:
+                setattr(msg, field.name, value)
+            yield msg
+
+
+def send_hostile(address: str, service: str, method, allowed: set) -> None:
+    """Each hostile value in each field: answered, or refused with a code in `allowed` (never INTERNAL, UNKNOWN or a
+    transport error) and a message short enough for gRPC's metadata."""
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(f"/vipu.v1.{service}/{method.name}",
+                                   request_serializer=lambda m: m.SerializeToString(),
+                                   response_deserializer=lambda b: b)
+        for request in hostile_requests(method.input_type):
+            try:
+                call(request, timeout=10)
+            except grpc.RpcError as e:
+                assert e.code() in allowed, (e.code(), e.details()[:300], str(request)[:300])
+                assert e.details() and len(e.details()) <= 2000, str(request)[:300]
+
+
+@pytest.mark.parametrize("module, service, method", METHODS, ids=[f"{s}.{m.name}" for _, s, m in METHODS])
+def test_every_rpc_refuses_every_hostile_value_with_a_status_of_its_own(fuzz_server, module, service, method):
+    send_hostile(fuzz_server.address, service, method, ALLOWED)
+
+
+DEVICE_METHODS = list(device_pb2.DESCRIPTOR.services_by_name["DeviceService"].methods)
+
+
+@pytest.mark.parametrize("method", DEVICE_METHODS, ids=[m.name for m in DEVICE_METHODS])
+def test_every_device_rpc_refuses_hostile_values_without_internal(fuzz_server, method):
+    """The DeviceService (its own port): a caller without a session is refused, whatever else the request holds."""
+    assert fuzz_server.device_address
+    send_hostile(fuzz_server.device_address, "DeviceService", method, ALLOWED | {grpc.StatusCode.UNAUTHENTICATED})
 
 
 @settings(max_examples=300, deadline=None)

@@ -129,7 +129,7 @@ def test_a_dependency_on_one_array_task_waits_for_that_task_only():
     s.cycle(2)
     assert s.job(3).state is S.RUNNING
     for bad, why in (("afterok:1_4", "array job 1 has no task 4"), ("afterok:3_0", "job 3 is not an array job"),
-                     ("afterok:1_", "give one or more job ids"), ("afterok:9_1", "job 9, which does not exist")):
+                     ("afterok:1_", "give one or more job ids"), ("afterok:9_1", "task 9_1, which does not exist")):
         with pytest.raises(InvalidArgument, match=why):
             s.submit(spec(dependency=bad), 3)
 

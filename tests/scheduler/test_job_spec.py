@@ -141,6 +141,9 @@ def test_load_spec_yaml_and_json():
         ("name: a\nipus: 4\nname: b\n", "field 'name' is given twice (line 3); keep one"),
         ('{"name": "a", "name": "b"}', "field 'name' is given twice; keep one"),
         ('{"ipus": "16"}', "ipus: Input should be a valid integer, not '16'; write the number without quotes"),
+        ('{"ipus": 1e308}', "ipus: Input should be a valid integer, not 1e+308; write a whole number"),
+        ("ipus: 1\nbegin: [1, 2]", "begin: [1, 2] (a list) is not a time; give a time as sbatch --begin takes it"),
+        (f"ipus: 1\noutput: /tmp/{'a' * 5000}", "output: 5,005 characters long; give at most 4,096"),
     ],
 )
 def test_load_spec_refuses(data, needle):

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from vipu.errors import AlreadyExists, InvalidArgument, NotFound
+from vipu.errors import AlreadyExists, InvalidArgument, NotFound, Unavailable
 from vipu.scheduler.job_record import HISTORY_KIND, KINDS
 from vipu.scheduler.job_states import JobState
 
@@ -36,6 +36,22 @@ def test_a_job_leaves_memory_once_it_has_been_ended_min_job_age_and_goes_to_the_
     with pytest.raises(NotFound, match=r"job 1 has ended and left the queue \(min_job_age\); `vipu history -j 1`"):
         s.job(1)
     assert s.submit(spec(), 400)[0].id == 3  # ids are never handed out again
+
+
+def test_a_move_the_journal_refuses_leaves_memory_as_it_was_and_is_tried_again():
+    """Regression: a failing history write must keep the job in memory (and its usage uncharged twice)."""
+    journal = RecordingJournal()
+    s = make(journal=journal, min_job_age=300)
+    s.submit(spec(ipus=4), 0)
+    ran(s, 1, 0, 10)
+    refusing = journal.commit
+    journal.commit = lambda puts, deletes: (_ for _ in ()).throw(Unavailable("the history cannot be written"))
+    with pytest.raises(Unavailable):
+        s.purge(400)
+    assert s.job(1).state is S.COMPLETED and s.purged.usage() == {}
+    journal.commit = refusing
+    assert [j.id for j in s.purge(401)] == [1] and 1 not in s.table.jobs
+    assert s.purged.usage() == {"nobody": (40.0, 10)}
 
 
 def test_min_job_age_zero_keeps_every_job():

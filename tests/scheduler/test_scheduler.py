@@ -313,7 +313,7 @@ def test_one_user_cannot_fill_the_queue_others_still_submit():
         e.value.message
     s.submit(spec(user="bob", hold=True), 2)  # the fifth fits
     s.submit(spec(user="carol", hold=True, account="lab"), 3)
-    with pytest.raises(ResourceExhausted, match="account lab has 7 jobs"):
+    with pytest.raises(ResourceExhausted, match=r"account lab has 7 jobs .*; each account may have at most 7"):
         s.submit_many([Submission(spec(user=u, hold=True, account="lab")) for u in ("dan", "eve", "fay", "gus",
                                                                                         "hal", "ian", "jon")], 4)
     s.cancel([1], 5)  # an ended job leaves its user's count

@@ -86,3 +86,28 @@ def test_a_training_jobs_logs_and_results_outlive_its_move_to_the_history(server
     assert logs.returncode == 0 and sum(line.startswith("step ") for line in logs.stdout.splitlines()) == 3, logs
     shown = run(server, "vipu", "show", "job", str(job)).stdout
     assert "JobState=COMPLETED" in shown and "Losses=" in shown, shown
+    with sqlite3.connect(f"file:{server.state_dir / 'vipu.sqlite3'}?mode=ro", uri=True) as db:  # moved with the job
+        assert db.execute("SELECT kind FROM records WHERE name = ?", (str(job),)).fetchall() == []
+        assert db.execute("SELECT kind FROM job_history_records WHERE id = ?", (job,)).fetchall() == [("job_result",)]
+
+
+def test_a_programs_run_record_moves_with_it_and_logs_still_show_its_output(server_factory, tmp_path):
+    """Regression: program_run records stayed in the live records for ever."""
+    config = tmp_path / "scheduler.yaml"
+    config.write_text("min_job_age: 1\n")
+    server = server_factory(pod="bow-pod16", extra=["--scheduler-config", str(config)])
+    [job] = submit(server, "--ipus", "1", "-t", "1", "-D", str(tmp_path), "--wrap", "echo purged-but-kept")
+    before = None
+
+    def logged() -> bool:
+        nonlocal before
+        out = run(server, "vipu", "logs", str(job))
+        before = out.stdout if out.returncode == 0 and "purged-but-kept" in out.stdout else None
+        return before is not None
+
+    wait_for(logged, timeout=60)
+    wait_for(lambda: in_history(server) == {job}, timeout=60)
+    assert run(server, "vipu", "logs", str(job)).stdout == before
+    with sqlite3.connect(f"file:{server.state_dir / 'vipu.sqlite3'}?mode=ro", uri=True) as db:
+        assert db.execute("SELECT kind FROM records WHERE name = ?", (str(job),)).fetchall() == []
+        assert db.execute("SELECT kind FROM job_history_records WHERE id = ?", (job,)).fetchall() == [("program_run",)]

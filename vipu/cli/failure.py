@@ -9,6 +9,7 @@ from typing import NoReturn
 import grpc
 
 from vipu.client.api_error import TIMEOUT, ApiError
+from vipu.errors import elided
 
 OK = 0
 ERROR = 1  # anything not listed below (an internal error of the server)
@@ -36,7 +37,7 @@ EXIT_CODES = {
 
 def error(prog: str, message: str) -> None:
     """The line a failure prints, for a command that goes on (to its next job id)."""
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    print(f"{prog}: error: {elided(message)}", file=sys.stderr)
 
 
 # --timeout is an option of the program, as --api-host is, so it goes before the command; said where it matters
@@ -49,7 +50,7 @@ def fail(prog: str, message: str, code: int) -> NoReturn:
 
 
 def warn(prog: str, message: str) -> None:
-    print(f"{prog}: warning: {message}", file=sys.stderr)
+    print(f"{prog}: warning: {elided(message)}", file=sys.stderr)
 
 
 def fail_api(prog: str, error: ApiError, address: str) -> NoReturn:

@@ -115,8 +115,9 @@ def print_job(x: j.Job) -> None:
     if detail.get("preemption"):  # which job's QOS took its IPUs last, and what became of the run
         fields.append(("Preemption", detail["preemption"]))
     # what ended its last run from outside (failed IPUs, a forced partition removal); not while a new run goes
-    if detail.get("ended_by") and x.state not in ("RUNNING", "COMPLETING"):
-        fields.append(("EndedBy", detail["ended_by"]))
+    ended_by = detail.get("ended_by") if x.state not in ("RUNNING", "COMPLETING") else None
+    if ended_by:
+        fields.append(("EndedBy", ended_by))
     for key, value in fields:
         print(f"{key}={value}")
     print("Spec=" + json.dumps(spec, separators=(",", ":")))
@@ -147,8 +148,8 @@ def print_job(x: j.Job) -> None:
             print(f"EmulatedStepTime={record['emulated_step_s'] * 1e6:.1f}us Steps={record['steps_reported']}")
         for i, env in enumerate(record.get("environment") or []):  # what each poprun instance saw
             print(f"Instance{i}=" + " ".join(f"{k}={v}" for k, v in env.items()))
-        if record.get("failure"):  # a batch script's run that could not start, and why
-            print(f"Failure={record['failure']}")
+        if record.get("failure") and not ended_by:  # a program's run that could not start: what ended it, as
+            print(f"EndedBy={record['failure']}")  # a built-in workload's start failure shows (one name for both)
         elif record.get("error") and not program:  # a batch script's "error" is its stderr file
             print(f"Error={record['error']}")
         if record.get("ended"):

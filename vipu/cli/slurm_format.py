@@ -133,21 +133,30 @@ def sort_keys(spec: str, columns: dict[str, Column], flag: str) -> list[tuple[Co
     """squeue's -S: field letters, each ascending or, after `-`, descending (`+` ascending), commas between them
     optional; the first letter is the first key. Each key: (its column, descending)."""
     keys: list[tuple[Column, bool]] = []
-    descending = False
+    sign = ""  # a + or - waiting for its letter
     for char in spec.strip():
+        if sign and char in "+-,":
+            _dangling(flag, sign, spec)
         if char == ",":
             continue
         if char in "+-":
-            descending = char == "-"
+            sign = char
             continue
         if char not in columns:
             fail("vipu", f"{flag}: {char!r} in {spec!r} is not a sort key; use field letters, each with - for"
                  f" descending, e.g. {flag} t,-p (keys: {_names(columns, '')})", BAD_INPUT)
-        keys.append((columns[char], descending))
-        descending = False
+        keys.append((columns[char], sign == "-"))
+        sign = ""
+    if sign and keys:
+        _dangling(flag, sign, spec)
     if not keys:
         fail("vipu", f"{flag} {spec!r} names no field; give letters such as i, or -p for descending", BAD_INPUT)
     return keys
+
+
+def _dangling(flag: str, sign: str, spec: str) -> None:
+    fail("vipu", f"{flag}: {sign!r} in {spec!r} is not followed by a field letter; write it just before one, e.g."
+         f" {flag} t,-p", BAD_INPUT)
 
 
 def sort_rows(rows: Iterable, keys: list[tuple[Column, bool]]) -> list:

@@ -46,6 +46,10 @@ class Metrics:
             "vipu_scheduler_policy_fallbacks", "Scheduling cycles the --policy-file policy failed (it raised, or decided"
             " what the snapshot does not allow), decided by the built-in --policy instead; the log says where.",
             registry=r)
+        self.history_move_failures = Counter(
+            "vipu_history_move_failures", "Moves of ended jobs into the on-disk job history that failed (a damaged"
+            " history page, a failing disk): the jobs stay in memory, the queue goes on; the log says why.",
+            registry=r)
         self.link_errors = Counter("vipu_link_errors", "IPU-Link failures seen by a machine (either end of a link"
                                    " failed with vipu-admin fail link), by link type.", ["machine", "link_type"],
                                    registry=r)

@@ -15,6 +15,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable
 
+from vipu.errors import Unavailable
+
 if TYPE_CHECKING:
     from vipu.control.driver import Driver
     from vipu.control.lock import StateLock
@@ -26,6 +28,7 @@ IDLE_WAIT_S = 3600.0
 # cycle per job each walking the whole queue. An idle Pod still starts a job at once (the gap has long passed).
 MIN_GAP_S = 0.01
 PURGE_SLACK_S = 1.0  # jobs due to leave memory within a second of each other leave in one step
+PURGE_RETRY_S = 60.0  # after a move into the history failed, the next try (each failure is logged)
 
 
 class RealtimeLoop:
@@ -36,6 +39,8 @@ class RealtimeLoop:
         self.now = now
         self.metrics = metrics
         self.forget = forget  # told which jobs purge.py moved out of memory
+        self.purge_failing: str | None = None  # why the last move into the history failed, until one works
+        self._purge_after = 0.0  # monotonic: no move is tried before (after a failure)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -65,7 +70,30 @@ class RealtimeLoop:
         """When the oldest ended job reaches min_job_age (a stale entry only wakes the loop early, harmlessly)."""
         scheduler = self.driver.scheduler
         age, ended = scheduler.config.min_job_age, scheduler.table.ended
-        return ended[0][0] + age + PURGE_SLACK_S if age > 0 and ended else None
+        if age <= 0 or not ended:
+            return None
+        backoff = self._purge_after - time.monotonic()  # after a failed move: not before the retry
+        return max(ended[0][0] + age + PURGE_SLACK_S, self.now() + backoff) if backoff > 0 else \
+            ended[0][0] + age + PURGE_SLACK_S
+
+    def _purge(self, now: float) -> None:
+        """Move jobs due into the history; if that fails (a damaged history page, a failing disk), they stay in
+        memory and the queue goes on: logged, and tried again PURGE_RETRY_S later."""
+        if time.monotonic() < self._purge_after:
+            return
+        try:
+            purged = self.driver.scheduler.purge(now)  # the live controller's only: replays keep every job
+        except Unavailable as e:
+            self.purge_failing = str(e)
+            self.metrics.history_move_failures.inc()
+            self._purge_after = time.monotonic() + PURGE_RETRY_S
+            log.warning("ended jobs could not move to the job history, retried in %g s: %s", PURGE_RETRY_S, e)
+            return
+        if self.purge_failing is not None:
+            log.warning("ended jobs move to the job history again")
+            self.purge_failing = None
+        if purged:
+            self.forget(purged)
 
     def _count_fallbacks(self) -> None:
         """Cycles a --policy-file policy failed (policies/policy_file.py GuardedPolicy), into the metrics."""
@@ -85,9 +113,7 @@ class RealtimeLoop:
                 with self.lock, self.metrics.cycle.time():
                     now = self.now()
                     self.driver.step(now)
-                    purged = self.driver.scheduler.purge(now)  # the live controller's only: replays keep every job
-                    if purged:
-                        self.forget(purged)
+                    self._purge(now)
                     wait = self.wait_after(now)
                     self._count_fallbacks()
             except Exception:  # noqa: BLE001 - the loop must outlive any one bad step; the log has it

@@ -27,12 +27,14 @@ from vipu.partition.controller import Controller
 from vipu.hardware.pod_files import load_pod
 from vipu.partition.pod_state import KINDS as PARTITION_KINDS
 from vipu.scheduler.config import SchedulerConfig
+from vipu.scheduler.job_checks import job_contradictions
 from vipu.scheduler.job_record import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
 from vipu.store import Damaged, DamagedRecords, Store
 from vipu.store_generation import LostLog
+from vipu.store_rebuild import Unrebuildable, rebuild_history
 from vipu.store_schema import SCHEMA_VERSION, NewerSchema
 
 log = logging.getLogger("vipu.recovery")
@@ -74,6 +76,11 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             f"the state database {path} was written by a newer vipu-sim (schema {e.found}; this version reads up to"
             f" {SCHEMA_VERSION}); run that version or a later one, or give another --state-dir"
         ) from None
+    if store.lost_log is not None:
+        log.warning("--accept-lost-log: serving %s at generation %d, though the last controller reached generation"
+                    " %d and its -wal file is gone: jobs submitted or changed since its last checkpoint may be lost,"
+                    " and their ids given again", path, store.lost_log.held, store.lost_log.marked)
+    store = _checked_history(store, path, quarantine, clock_now=WallClock().now)
     held = store.get_meta(STATE_ID)
     if state_id is not None and held != state_id and not (accept_empty or accept_lost_log):
         store.close()
@@ -103,14 +110,19 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             f" --pod {pod_name}; start with that pod, or give a new --state-dir"
         )
     kinds = kinds if kinds is not None else builtin_kinds()  # before the records: their specs name the kinds
+    store.job_kinds = frozenset(r for kind in kinds.values() for r in kind.records)
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
         records = _load(store, pod, path, quarantine, clock.now())
-        _check_users(store, state_dir, records, secure, trust_users)
+        _check_users(store, state_dir, records, secure, trust_users, open_to_all)
         journal = LifecycleLog(store, records)  # the store, and a log line per job and partition event
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
         scheduler.recall = partial(stored_retry, store)
+        where = (f"`sqlite3 {path} \"SELECT kind, error, doc FROM quarantine WHERE name = '{{}}'\"` shows it, and the"
+                 " log of that start why")
+        scheduler.table.quarantined = {int(n): where.format(n) for n in store.quarantined(("job", "job_history"))
+                                       if n.isdigit()}
         settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir), output_dirs=output_dirs,
                                modelled_time_scale=modelled_time_scale)
         creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])
@@ -121,20 +133,29 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     return plane
 
 
-def _check_users(store: Store, state_dir: Path, records: list, secure: bool, trust_users: bool) -> None:
-    """Users made while anyone could act as an admin must not become a --secure controller's without a word."""
+def _check_users(store: Store, state_dir: Path, records: list, secure: bool, trust_users: bool,
+                 open_to_all: bool = False) -> None:
+    """Users made while anyone could act as an admin must not become a --secure controller's without a word; and a
+    start that lets everyone act as the users there are says so."""
+    users = sorted(r.name for k, r in records if k == "user")
     if not secure:
         store.set_meta(OPEN_SINCE, True)
+        if open_to_all and users:
+            log.warning("--insecure-ignore-access-keys: state folder %s has %d user(s) (%s); every caller may now act"
+                        " as any of them, admins included, and users made or changed meanwhile need --trust-users at"
+                        " the next --secure start", state_dir, len(users), _few(users))
         return
-    users = sorted(r.name for k, r in records if k == "user")
     if users and store.get_meta(OPEN_SINCE) and not trust_users:
         store.close()
-        shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
         raise InvalidArgument(
-            f"state folder {state_dir} was served without --secure since its users ({shown}) were made, when any"
+            f"state folder {state_dir} was served without --secure since its users ({_few(users)}) were made, when any"
             " caller could create or change users, admins included: check them (start without --secure and run"
             " `vipu-admin list users`, removing any you did not make), then start with --secure --trust-users")
     store.set_meta(OPEN_SINCE, False)
+
+
+def _few(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
@@ -142,7 +163,7 @@ def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
     fix. Why refuse rather than skip: a job left out would be lost without a word, and its id given again."""
     try:
         records = store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS})
-        bad = [Damaged(*c) for c in contradictions(pod, records)]
+        bad = [Damaged(*c) for c in [*contradictions(pod, records), *job_contradictions(records)]]
     except DamagedRecords as e:
         bad = e.damaged
     except sqlite3.DatabaseError as e:
@@ -163,6 +184,32 @@ def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
         " --quarantine-bad-records to move them into its quarantine table (kept for inspection) and go on without"
         " them"
     )
+
+
+def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> Store:
+    """The store, its history tables checked: a damaged one is refused, or rebuilt with `quarantine`."""
+    damaged = store.damaged_tables()
+    if not damaged:
+        return store
+    store.close()
+    named = "; ".join(f"table {t}: {why}" for t, why in damaged)
+    rebuildable = all(t == "job_history" for t, _ in damaged)  # a table with a rowid: read around the damage
+    if not (quarantine and rebuildable):
+        fix = ("start once with --quarantine-bad-records to rebuild the database with the history's readable rows (the"
+               " damaged file is kept beside it, and the ids of the jobs lost are listed in its quarantine table), or"
+               " restore it from a backup") if rebuildable else \
+            "restore it from a backup, or move it away to start afresh"
+        raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}); {fix}")
+    try:
+        kept, lost, moved = rebuild_history(path, clock_now())
+    except (Unrebuildable, sqlite3.DatabaseError) as e:
+        raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}) and could"
+                              f" not be rebuilt ({e}); restore it from a backup, or move it away to start afresh"
+                              ) from None
+    log.warning("rebuilt %s around damaged pages of its job history: %d jobs kept, %d lost (listed in its quarantine"
+                " table: %s); the damaged file is %s", path, kept, len(lost),
+                ", ".join(map(str, lost[:20])) + (" ..." if len(lost) > 20 else ""), moved)
+    return Store(path)
 
 
 def _unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:

@@ -99,6 +99,7 @@ class WorkloadKind:
     runner: Callable[[RunContext], Runner] | None = None
     streams: bool = False  # a program writing stdout and stderr to the job's output and error files as it runs;
     # else the controller writes the output file when a run ends (how it ended, and what the runner logged)
+    records: tuple[str, ...] = ()  # kinds of store records its runner keeps, named by job id: purged with the job
 
 
 def builtin_kinds() -> dict[str, WorkloadKind]:
@@ -113,6 +114,6 @@ def builtin_kinds() -> dict[str, WorkloadKind]:
     assert KINDS["train"] is TrainWorkload and KINDS["command"] is CommandWorkload  # they register on import
     # a training run lives in the controller's process, and a program's supervisor dies with it: a restart ends both
     kinds = [WorkloadKind("sleep"), WorkloadKind("hold"),
-             WorkloadKind("train", admit=check_train, resumable=False, runner=TrainRuns),
-             WorkloadKind("command", resumable=False, runner=ProgramRuns, streams=True)]
+             WorkloadKind("train", admit=check_train, resumable=False, runner=TrainRuns, records=("job_result",)),
+             WorkloadKind("command", resumable=False, runner=ProgramRuns, streams=True, records=("program_run",))]
     return {k.name: k for k in kinds}

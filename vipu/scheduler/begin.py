@@ -85,7 +85,7 @@ def parse_begin(value: object) -> float | str | None:
     if isinstance(value, date):  # ... and an unquoted 2026-11-22 into a date: its local midnight
         return datetime.combine(value, time()).timestamp()
     if not isinstance(value, str):
-        raise _error(type(value).__name__, "is not a time")
+        raise _error(value, f"(a {type(value).__name__}) is not a time")
     text = value.strip().lower()
     if text in (NOW, "today"):
         return _canonical(0)

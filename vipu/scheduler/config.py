@@ -95,8 +95,9 @@ class SchedulerConfig(Strict):
         " whole queue (max_jobs) and lock everyone else out (null: no limit)")
     max_submit_jobs_per_account: int | None = Field(
         None, ge=1, description="MaxSubmitJobs of an account: its pending + running jobs (null: no limit)")
-    min_job_age: float = Field(
-        300.0, ge=0, description="MinJobAge, seconds: how long an ended job stays in the controller's memory before"
+    min_job_age: Seconds = Field(
+        300.0, ge=0, description="MinJobAge (seconds, or a Slurm time such as 5:00 or 5m): how long an ended job"
+        " stays in the controller's memory before"
         " it moves to the on-disk history that `vipu history` reads (0: never moved)")
 
     @model_validator(mode="after")

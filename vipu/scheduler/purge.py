@@ -8,6 +8,9 @@ charges the same usage without reading the history.
 What stays longer: a job that a waiting dependency names, since its outcome decides that dependency (Slurm would
 drop it and call the dependency met); and an array's tasks until every task may go, so an array id names all of
 its tasks or none. A call moves at most PURGE_BATCH jobs, so the lock is held for a bounded time.
+
+A move that the Journal refuses (Unavailable: the history cannot be written) changes nothing in memory: the jobs
+stay, and the next call tries them again.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING
 
+from vipu.errors import Unavailable
 from vipu.scheduler.job_record import HISTORY_KIND, META_NAME, Job, PurgedUsage
 from vipu.scheduler.job_states import TERMINAL
 
@@ -49,13 +53,20 @@ def purge(s: Scheduler, now: float) -> list[Job]:
     if not moving:
         return []
     jobs = sorted(moving.values(), key=lambda j: j.id)
+    purged = s.purged.read_copy()
     for job in jobs:
         if job.start_time is not None and job.end_time is not None:
-            s.purged.charge(job.user, job.ipus * max(0.0, job.end_time - job.start_time), job.end_time)
+            purged.charge(job.user, job.ipus * max(0.0, job.end_time - job.start_time), job.end_time)
     if s._durable:
         puts = [(HISTORY_KIND, str(j.id), j) for j in jobs]
-        puts.append(("purged_usage", META_NAME, PurgedUsage(usage=s.purged.usage())))
-        s.journal.commit(puts, [("job", str(j.id)) for j in jobs])
+        puts.append(("purged_usage", META_NAME, PurgedUsage(usage=purged.usage())))
+        try:
+            s.journal.commit(puts, [("job", str(j.id)) for j in jobs])
+        except Unavailable:
+            for job in jobs:  # still in memory: due again at the next call
+                heapq.heappush(heap, (job.end_time, job.id))
+            raise
+    s.purged = purged
     for job in jobs:
         table.forget(job)
     return jobs

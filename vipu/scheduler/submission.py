@@ -128,7 +128,7 @@ def check_submit_limits(table: JobTable, config: SchedulerConfig, spec: JobSpec,
         has = table.active_by_owner[(kind, name)] + added[(kind, name)]
         if has + count > limit:
             raise ResourceExhausted(
-                f"{kind} {name} has {has:,} jobs queued or running and this submit adds {count:,}; a {kind} may"
+                f"{kind} {name} has {has:,} jobs queued or running and this submit adds {count:,}; each {kind} may"
                 f" have at most {limit:,} (max_submit_jobs_per_{kind}): wait for some to finish or cancel some",
                 reason="SUBMIT_LIMIT")
 
@@ -162,24 +162,25 @@ def check_dependency(spec: JobSpec, table: JobTable, new_ids: range, call_ids: r
     if dep is None:
         return
     for job_id in sorted(dep.ids):
+        named = _named(dep, job_id)
         if job_id in call_ids:
             raise InvalidArgument(
-                f"dependency names job {job_id}, which this same call queues: a job may depend only on jobs queued"
+                f"dependency names {named}, which this same call queues: a job may depend only on jobs queued"
                 " before it; submit the dependent spec in a call of its own, after this one"
             )
         if job_id in new_ids:
             raise InvalidArgument(
-                f"dependency names job {job_id}, which is this submission itself: a cyclic dependency can never be"
+                f"dependency names {named}, which is this submission itself: a cyclic dependency can never be"
                 " satisfied; depend on earlier jobs only"
             )
         if job_id not in table.jobs and job_id < table.next_id:  # ids are never reused: it ended and was purged
             raise InvalidArgument(
-                f"dependency names job {job_id}, which ended more than min_job_age ago and has left the queue, as"
+                f"dependency names {named}, which ended more than min_job_age ago and has left the queue, as"
                 f" Slurm's MinJobAge purges it; `vipu history -j {job_id}` says how it ended: submit this job only if"
                 " that outcome is the one you wanted", field="dependency")
         if job_id not in table.jobs:
             raise InvalidArgument(
-                f"dependency names job {job_id}, which does not exist; `vipu queue` and `vipu history` list job ids"
+                f"dependency names {named}, which does not exist; `vipu queue` and `vipu history` list job ids"
             )
     for array, task in sorted(dep.tasks):
         tasks = table.arrays.get(array)
@@ -189,6 +190,13 @@ def check_dependency(spec: JobSpec, table: JobTable, new_ids: range, call_ids: r
         if not any(table.jobs[t].array_task_id == task for t in tasks):
             raise InvalidArgument(f"dependency names task {array}_{task}, but array job {array} has no task {task};"
                                   " `vipu queue -r` and `vipu history` list its tasks")
+
+
+def _named(dep, job_id: int) -> str:
+    """How the dependency names the job: "job 28", or "task 28_1" when it names only a task of it."""
+    tasks = sorted(task for array, task in dep.tasks if array == job_id)
+    plain = any(r == job_id for c in dep.clauses for r in c.ids)
+    return f"job {job_id}" if plain or not tasks else f"task {job_id}_{tasks[0]}"
 
 
 def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id: str | None,

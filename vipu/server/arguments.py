@@ -53,7 +53,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              " partitions); by default it then needs an admin's key, as a bearer token")
     parser.add_argument("--quarantine-bad-records", action="store_true",
                         help="move stored records that do not load into the database's quarantine table (kept for"
-                             " inspection) and start without them; without it such a start is refused naming them")
+                             " inspection) and start without them, and rebuild a database whose job history has"
+                             " damaged pages from its readable rows (the damaged file kept beside it); without it"
+                             " such a start is refused naming them")
     parser.add_argument("--accept-empty-state", action="store_true",
                         help="start on a database that is empty or another state's although the folder held one"
                              " (its queue is then gone and job ids start again at 1)")

@@ -19,14 +19,11 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from vipu.errors import ORIGIN, VipuError
+from vipu.errors import ORIGIN, VipuError, elided
 from vipu.scheduler.job_spec import JobSpec
 
 DOMAIN = "vipu.graphcore.sim"  # ErrorInfo.domain: whose reasons these are
 MAX_DESCRIPTION = 1000  # characters of one detail's text: a refusal travels in the call's trailing metadata
-MAX_MESSAGE = 2000  # characters of a refusal's message
-ECHO_KEEP = 64  # characters kept of a long echoed value
-ECHO_LONG = 300  # an unbroken run this long is cut (a file path stays whole)
 MAX_DETAILS_BYTES = 4096  # above this only ErrorInfo is sent: a client's metadata limit is 8 KB by default
 # where a job spec's fields sit in a request that carries specs
 SPEC_FIELDS = {"SubmitJobRequest": "spec.", "SubmitJobsRequest": "jobs.spec."}
@@ -106,17 +103,6 @@ def _violations(error: VipuError, request: object) -> list[tuple[str, str]]:
 
 def _short(text: str) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[:MAX_DESCRIPTION - 3] + "..."
-
-
-LONG_RUN = re.compile(r"\S{%d,}" % ECHO_LONG)
-
-
-def elided(text: str) -> str:
-    """`text` with every long unbroken run of characters (an echoed name or value) cut to its start and length, and
-    at most MAX_MESSAGE characters: gRPC carries a message in metadata, which has a hard size limit, and a refusal
-    that overflows it reached the caller as a transport error instead."""
-    text = LONG_RUN.sub(lambda m: f"{m.group()[:ECHO_KEEP]}... ({len(m.group()):,} characters)", text)
-    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 3] + "..."
 
 
 def _packed(detail) -> any_pb2.Any:

@@ -1,0 +1,163 @@
+"""The job history's table: a damaged page is found at start and refused naming the fix (which rebuilds around it),
+a move into it that fails fails alone, and a job's runner records move with it."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+
+from vipu.control.startup import open_plane
+from vipu.errors import InvalidArgument, Unavailable
+from vipu.jobs.train.runs import JobResult
+from vipu.scheduler.job_record import HISTORY_KIND, Job
+from vipu.scheduler.job_states import JobState
+from vipu.store import HistoryUnwritable, Store
+
+JOBS = 300  # enough rows for the table to span many pages
+
+
+def ended_job(plane, job_id: int) -> Job:
+    (job,) = plane.scheduler.submit({"name": "done", "ipus": 1, "time_limit": "1h", "hold": True}, 0.0)
+    return job.moved(JobState.CANCELLED, 0.0, end_time=0.0).updated({"id": job_id})
+
+
+def state_with_history(state) -> Job:
+    """A state folder whose history holds jobs 1..JOBS; returns one such job, to make more from."""
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0)
+    job = ended_job(plane, 1)
+    plane.store.commit([(HISTORY_KIND, str(i), job.updated({"id": i})) for i in range(1, JOBS + 1)], [])
+    plane.store.close()
+    return job
+
+
+def damage_last_page(path) -> None:
+    """Random bytes over the history table's last leaf page (the one a new, higher id goes into)."""
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the page in the database file, not a newer copy in the -wal
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        (page,) = db.execute("SELECT max(pageno) FROM dbstat WHERE name = 'job_history' AND pagetype = 'leaf'"
+                             ).fetchone()
+    with open(path, "r+b") as f:
+        f.seek((page - 1) * page_size)
+        f.write(os.urandom(page_size))
+
+
+def test_a_damaged_history_page_is_refused_at_start_and_the_named_fix_rebuilds_around_it(tmp_path):
+    """Regression: the damage went unseen until the first purge, which then failed every write grouped with it."""
+    state = tmp_path / "state"
+    state.mkdir()
+    state_with_history(state)
+    path = state / "vipu.sqlite3"
+    damage_last_page(path)
+    with pytest.raises(InvalidArgument) as refused:
+        open_plane("bow-pod16", state, "127.0.0.1", 0)
+    assert str(refused.value).startswith(f"the state database {path} has damaged pages in its job history (table"
+                                         " job_history: ")
+    assert "start once with --quarantine-bad-records to rebuild the database" in str(refused.value)
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0, quarantine=True)
+    kept = {i for _, i in plane.store.history_keys()}
+    lost = {int(n) for (n,) in plane.store._db.execute("SELECT name FROM quarantine WHERE kind = 'job_history'")}
+    assert lost and kept | lost == set(range(1, JOBS + 1)) and not kept & lost
+    assert plane.store.damaged_tables() == []
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert len([p for p in state.glob("vipu.sqlite3.damaged-*") if p.name[-1].isdigit()]) == 1  # kept aside
+    plane.store.close()
+
+
+def test_a_failing_history_move_fails_alone_and_the_queue_keeps_writing(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    job = state_with_history(state)
+    store = Store(state / "vipu.sqlite3")
+    damage_last_page(store.path)
+    with store.batch():
+        store.commit([("job", "900", job.updated({"id": 900}))], [])  # queued before the move: written first
+        with pytest.raises(HistoryUnwritable, match="ended jobs stay in memory and the queue goes on"):
+            store.commit([(HISTORY_KIND, str(JOBS + 1), job.updated({"id": JOBS + 1}))], [("job", "901")])
+        store.commit([("job", "902", job.updated({"id": 902}))], [])
+    store.flush()
+    assert store.writable
+    rows = {n for (n,) in store._db.execute("SELECT name FROM records WHERE kind = 'job'")}
+    assert {"900", "902"} <= rows
+    with pytest.raises(Unavailable, match="cannot be read .*restart the controller: its start checks the history"):
+        store.history_docs([JOBS])  # a read of the damaged page: UNAVAILABLE, not INTERNAL
+
+
+def test_a_jobs_runner_records_move_with_it_into_the_history(tmp_path):
+    """Regression: job_result and program_run records stayed in the live records for ever."""
+    state = tmp_path / "state"
+    state.mkdir()
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0)
+    assert plane.store.job_kinds == {"job_result", "program_run"}
+    job = ended_job(plane, 7)
+    result = JobResult(name="7", run=1)
+    plane.store.commit([("job", "7", job), ("job_result", "7", result)], [])
+    plane.store.commit([(HISTORY_KIND, "7", job)], [("job", "7")])
+    assert plane.store._db.execute("SELECT count(*) FROM records WHERE name = '7'").fetchone() == (0,)
+    assert plane.store.get("job_result", "7", JobResult) == result
+    plane.store.close()
+
+
+def test_an_ended_job_without_an_end_time_is_refused_at_start_and_can_be_moved_aside(tmp_path):
+    """Regression: a COMPLETED record without an end time loaded without a word and was never purged."""
+    state = tmp_path / "state"
+    state.mkdir()
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0)
+    (kept,) = plane.scheduler.submit({"name": "kept", "ipus": 1, "time_limit": "1h", "hold": True}, 0.0)
+    (job,) = plane.scheduler.submit({"name": "odd", "ipus": 1, "time_limit": "1h", "hold": True}, 0.0)
+    odd = job.updated({"state": JobState.COMPLETED, "first_ipu": 0})  # as a damaged or hand-edited record
+    plane.store.commit([("job", str(odd.id), odd)], [])
+    plane.store.close()
+    with pytest.raises(InvalidArgument, match=f"has 1 record\\(s\\) it cannot serve: job {odd.id}: is COMPLETED but"
+                                              " has no end time; start once with --quarantine-bad-records"):
+        open_plane("bow-pod16", state, "127.0.0.1", 0)
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0, quarantine=True)
+    assert sorted(plane.scheduler.table.jobs) == [kept.id]
+    assert odd.id in plane.scheduler.table.quarantined
+    plane.store.close()
+
+
+def test_a_failing_move_is_logged_and_retried_later_while_the_queue_goes_on(tmp_path, caplog):
+    state = tmp_path / "state"
+    state.mkdir()
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0)
+    calls = []
+
+    def failing(now):
+        calls.append(now)
+        raise HistoryUnwritable("the job history of x cannot be written (database disk image is malformed)")
+
+    plane.scheduler.purge = failing
+    with caplog.at_level("WARNING", logger="vipu.loop"):
+        with plane.lock:
+            plane.loop._purge(1.0)
+            plane.loop._purge(2.0)  # within the retry time: not tried
+    assert calls == [1.0] and "malformed" in plane.loop.purge_failing
+    assert plane.metrics.history_move_failures._value.get() == 1  # vipu_history_move_failures_total
+    assert "ended jobs could not move to the job history, retried in 60 s: the job history of x" in caplog.text
+    with plane.lock:
+        (job,) = plane.scheduler.submit({"name": "after", "ipus": 1, "time_limit": "1h", "hold": True}, 3.0)
+    assert plane.store.get("job", str(job.id), Job) is not None  # the queue's writes go on
+    plane.store.close()
+
+
+def test_runner_records_left_behind_by_earlier_purges_move_on_upgrade(tmp_path):
+    """Regression: a state purged by the previous version kept its jobs' results in the live records."""
+    path = tmp_path / "s.db"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 0")
+    store = Store(path)
+    store._db.execute("PRAGMA user_version = 3")
+    store._db.execute("DROP TABLE job_history_records")
+    store._db.execute("INSERT INTO job_history (id, user, state, ended, doc) VALUES (5, 'u', 'COMPLETED', 0, '{}')")
+    store._db.executemany("INSERT INTO records VALUES (?, ?, ?)", [("job_result", "5", '{"name": "5"}'),
+                                                                   ("program_run", "6", "{}"), ("job", "6", "{}")])
+    store.close()
+    store = Store(path)
+    assert store._db.execute("SELECT kind, name FROM records ORDER BY kind").fetchall() == [
+        ("job", "6"), ("program_run", "6")]  # job 6 is still live: its record stays
+    assert store._db.execute("SELECT id, kind, doc FROM job_history_records").fetchall() == [
+        (5, "job_result", '{"name": "5"}')]
+    store.close()

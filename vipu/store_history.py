@@ -1,0 +1,84 @@
+"""The job history's reads (`vipu history`, `vipu show job` and request-id retries of purged jobs), part of the Store.
+
+Why a connection of their own: a listing over hundreds of thousands of stored jobs must hold up no write; in WAL
+mode a reader runs beside the writer. A damaged history page fails the read with UNAVAILABLE, not the queue.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Iterable
+
+from vipu.errors import Unavailable
+
+HISTORY_KIND = "job_history"  # records of this kind go to the job_history table, with the columns its reads use
+MAX_ROWS_PER_STATEMENT = 1000  # 3 bound values a row, well under SQLite's 32,766 variables per statement
+
+
+class HistoryReads:
+    """Mixed into the Store, whose path, flush(), write queue and batch these read."""
+
+    def history_keys(self, users: Iterable[str] = (), ids: Iterable[int] = (), states: Iterable[str] = (),
+                     since: float | None = None) -> list[tuple[float, int]]:
+        """(ended, id) of the history's jobs, in that order: of these users, ids (an array job's id: its tasks) and
+        states, ended at or after `since`. Read on a connection of its own, so a long listing holds up no write."""
+        where, args = [], []
+        for column, values in (("user", list(users)), ("state", list(states))):
+            if values:
+                where.append(f"{column} IN ({', '.join('?' * len(values))})")
+                args += values
+        ids = list(ids)
+        if ids:
+            marks = ", ".join("?" * len(ids))
+            where.append(f"(id IN ({marks}) OR array_job_id IN ({marks}))")
+            args += ids + ids
+        if since is not None:
+            where.append("ended >= ?")
+            args.append(since)
+        sql = "SELECT ended, id FROM job_history" + (" WHERE " + " AND ".join(where) if where else "")
+        return self._read(sql + " ORDER BY ended, id", args)
+
+    def history_docs(self, ids: Iterable[int]) -> dict[int, str]:
+        """id -> the stored record, for those of `ids` in the history."""
+        ids = list(ids)
+        out: dict[int, str] = {}
+        for at in range(0, len(ids), MAX_ROWS_PER_STATEMENT):
+            chunk = ids[at:at + MAX_ROWS_PER_STATEMENT]
+            out.update(self._read(f"SELECT id, doc FROM job_history WHERE id IN ({', '.join('?' * len(chunk))})",
+                                  chunk))
+        return out
+
+    def history_requests(self, user: str, request_id: str) -> list[tuple[int, str]]:
+        """(id, record) of the history's jobs that this user submitted with this request id. Called by every submit
+        with a request id, under the controller's lock: so it waits for no write (a flush there would serialise
+        every submission), and looks in the writes still queued as well as in the database."""
+        queued: dict[int, str] = {}
+        with self._queue_lock:
+            for changes in [*self._queue, getattr(self._batch, "pending", None) or {}]:
+                for (kind, _), row in changes.items():
+                    if kind == HISTORY_KIND and isinstance(row, tuple) and (row[1], row[5]) == (user, request_id):
+                        queued[row[0]] = row[6]
+        stored = self._read("SELECT id, doc FROM job_history WHERE user = ? AND request_id = ? ORDER BY id",
+                            [user, request_id], flush=False)
+        return sorted({**dict(stored), **queued}.items())
+
+    def _read(self, sql: str, args: list, flush: bool = True) -> list:
+        try:
+            if flush:
+                self.flush()  # what was queued before this read is in it
+        except Unavailable:
+            pass  # a store that cannot write still answers reads, with what it holds
+        with self._reading:
+            if self._reader is None:
+                self._reader = sqlite3.connect(self.path, check_same_thread=False)
+            try:
+                return self._reader.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as e:  # a damaged history page: the live queue still answers
+                raise Unavailable(f"the job history of {self.path} cannot be read ({e}); restart the controller:"
+                                  " its start checks the history and names the fix", reason="STORE_UNAVAILABLE") \
+                    from e
+
+
+def history_row(job) -> tuple:
+    """A job_history row: the columns `vipu history` filters on, then the whole record."""
+    return (job.id, job.user, job.array_job_id, job.state.value, job.end_time, job.request_id, job.model_dump_json())

@@ -1,0 +1,108 @@
+"""A damaged job history: found at every start, and the database rebuilt around it (vipu-server
+--quarantine-bad-records): every other table copied, the history's readable rows kept, and the ids of the rows lost
+listed in the quarantine table.
+
+Why check at every start: a damaged history page fails only the next move into it, long after. quick_check reads
+each page once (its cost: bench/bench_recovery.py's restart with 400,000 stored jobs) and skips what integrity_check
+adds (each index checked against its table).
+
+Why a new file: SQLite cannot drop a table whose pages are damaged (DROP walks them), and the sqlite3 shell's
+.recover is missing from many builds (Debian's has no sqlite_dbpage). The damaged file is kept beside it.
+Why no transaction around it: SQLite may end one at a damaged page's error; the new file is used only once
+complete. Why by id: a read that reaches the damaged page fails, the others work; so rows are read in chunks of ids
+taken from an index of the table (its own pages), and a chunk that fails is split until the lost rows are single
+ids.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from vipu.store_schema import HISTORY_TABLES, migrate
+
+CHUNK = 500
+COPIED = ("records", "meta", "quarantine", "job_history_records")
+COLUMNS = "id, user, array_job_id, state, ended, request_id, doc"
+
+
+def damaged_tables(db: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(table, what SQLite found) for each history table whose pages do not check out."""
+    found = []
+    for table in HISTORY_TABLES:
+        try:
+            rows = [r[0] for r in db.execute(f"PRAGMA quick_check({table})")]
+        except sqlite3.DatabaseError as e:
+            rows = [str(e)]
+        if rows != ["ok"]:
+            found.append((table, " ".join("; ".join(rows).split())[:200]))
+    return found
+
+
+class Unrebuildable(Exception):
+    """Neither the history table nor any of its indexes can be read through."""
+
+
+def rebuild_history(path: Path, now: float) -> tuple[int, list[int], Path]:
+    """Rebuild the database at `path` (closed by every connection); returns (rows kept, ids lost, where the
+    damaged file now is)."""
+    new = path.with_name(path.name + ".rebuilt")
+    for p in (new, Path(f"{new}-wal"), Path(f"{new}-shm")):
+        p.unlink(missing_ok=True)
+    os.close(os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))  # the state's files: 0600
+    db = sqlite3.connect(new, isolation_level=None)
+    try:
+        migrate(db)
+        db.execute("PRAGMA synchronous=OFF")  # a new file, used only once complete (fsync'd before the rename)
+        db.execute("ATTACH DATABASE ? AS old", (str(path),))
+        for table in COPIED:
+            db.execute(f"INSERT INTO main.{table} SELECT * FROM old.{table}")
+        lost = _copy_history(db)
+        db.executemany("INSERT INTO main.quarantine (kind, name, doc, error, moved) VALUES ('job_history', ?, '',"
+                       " 'in a damaged page of the job_history table: lost', ?)", [(str(i), now) for i in lost])
+        kept = db.execute("SELECT count(*) FROM main.job_history").fetchone()[0]
+        db.execute("DETACH DATABASE old")
+    finally:
+        db.close()
+    with open(new, "rb") as f:
+        os.fsync(f.fileno())
+    damaged = path.with_name(f"{path.name}.damaged-{int(now)}")
+    for side in ("-wal", "-shm"):  # left when its last close could not checkpoint; never to pair with the new file
+        if Path(f"{path}{side}").exists():
+            os.replace(f"{path}{side}", f"{damaged}{side}")
+    os.replace(path, damaged)
+    os.replace(new, path)
+    return kept, lost, damaged
+
+
+def _copy_history(db: sqlite3.Connection) -> list[int]:
+    """Copy the readable history rows; the ids of those that are not."""
+    insert = f"INSERT OR REPLACE INTO main.job_history ({COLUMNS}) SELECT {COLUMNS} FROM old.job_history"
+    try:
+        db.execute(insert)
+        return []  # the table reads through: the damage was in an index, rebuilt by the copy
+    except sqlite3.DatabaseError:
+        pass
+    ids = None
+    for index in ("job_history_ended", "job_history_user"):
+        try:
+            ids = [i for (i,) in db.execute(f"SELECT id FROM old.job_history INDEXED BY {index}")]
+            break
+        except sqlite3.DatabaseError:
+            continue
+    if ids is None:
+        raise Unrebuildable("the job_history table and its indexes are damaged")
+    ids.sort()
+    lost: list[int] = []
+    chunks = [ids[at:at + CHUNK] for at in range(0, len(ids), CHUNK)]
+    while chunks:
+        chunk = chunks.pop()
+        try:
+            db.execute(f"{insert} WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+        except sqlite3.DatabaseError:
+            if len(chunk) == 1:
+                lost += chunk
+            else:
+                chunks += [chunk[:len(chunk) // 2], chunk[len(chunk) // 2:]]
+    return sorted(lost)
