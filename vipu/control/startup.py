@@ -214,8 +214,9 @@ def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> S
 
 def _unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:
     return InvalidArgument(
-        f"the state database {path} cannot be read ({e}); recover what it holds with `sqlite3 {path} .recover`"
-        " into a new database, or move it away to start afresh"
+        f"the state database {path} cannot be read ({e}); restore it from a backup, recover what it holds with"
+        f" `sqlite3 {path} .recover` into a new database (a sqlite3 built with its dbpage table: Debian's is not),"
+        " or move it away to start afresh"
     )
 
 
