@@ -18,7 +18,7 @@ from vipu.cli.failure import (
     error,
     fail,
 )
-from vipu.cli.output import print_json, print_rows
+from vipu.cli.output import print_json
 from vipu.scheduler.arrays import ArraySyntaxError, TooManyTasks, parse_array, spans
 from vipu.v1 import job_pb2 as j
 
@@ -316,7 +316,9 @@ def cancel_together(cli, method, targets: list[tuple[int, bool]], request=j.JobI
 
 def finish(done: list[j.Job], failed: int, as_json: bool) -> None:
     if as_json and (done or not failed):
-        print_rows(done)
+        from vipu.cli.job_detail import job_data  # here: job_detail imports this module
+
+        print_json([job_data(x) for x in done])  # each job shaped as `vipu show job --json`
     import typer  # here: `vipu queue`, which needs the rest of this module, runs without typer (fast_path.py)
 
     raise typer.Exit(failed)

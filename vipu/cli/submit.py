@@ -105,6 +105,9 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
             check_export(export)
         except ValueError as e:
             fail("vipu", f"--export: {e}", BAD_INPUT)
+    if qos is not None and not qos.strip():  # said here in the flag's words; the controller names the field
+        fail("vipu", "qos (--qos) is empty; give a QOS name, or leave --qos out for the controller's default",
+             BAD_INPUT)
     flags = {
         "name": name, "ipus": ipus, "time_limit": time_flag(time, time_limit), "qos": qos, "user": user,
         "account": account, "nice": nice, "dependency": dependency, "array": array, "hold": hold, "begin": begin,

@@ -37,9 +37,11 @@ class ApiError(Exception):
         return f"ApiError({self.code.name}, {self.reason}, {self.message!r})"
 
     @classmethod
-    def of_call(cls, error: grpc.RpcError, address: str) -> ApiError:
-        """What a failed call means: the controller's refusal with its details, or the transport's failure."""
+    def of_call(cls, error: grpc.RpcError, address: str, names: dict[str, str] | None = None) -> ApiError:
+        """What a failed call means: the controller's refusal with its details, or the transport's failure.
+        `names`: what to call the host and port settings (Client.connect's arguments unless the CLI's flags)."""
         code, text = error.code(), error.details() or ""
+        host, port = (names or {}).get("host", "host"), (names or {}).get("port", "port")
         if ORIGIN in (error.trailing_metadata() or ()):
             return cls._refusal(error, code, text)
         if any(sign in text for sign in NOT_GRPC) or code not in (grpc.StatusCode.UNAVAILABLE,
@@ -47,11 +49,11 @@ class ApiError(Exception):
                                                                  grpc.StatusCode.RESOURCE_EXHAUSTED,
                                                                  grpc.StatusCode.CANCELLED):
             return cls(grpc.StatusCode.UNAVAILABLE, NOT_A_CONTROLLER,
-                       f"{address} answered, but not as a V-IPU controller ({code.name}: {text}); point --api-host and"
-                       " --api-port (or VIPU_CLI_API_HOST and VIPU_CLI_API_PORT) at the controller")
+                       f"{address} answered, but not as a V-IPU controller ({code.name}: {text}); point {host} and"
+                       f" {port} (or VIPU_CLI_API_HOST and VIPU_CLI_API_PORT) at the controller")
         if code == grpc.StatusCode.UNAVAILABLE:
             return cls(code, UNREACHABLE, f"cannot reach the V-IPU controller at {address}; is vipu-server running?"
-                                          " (set --api-host/--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)")
+                                          f" (set {host}/{port} or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)")
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return cls(code, TIMEOUT, f"the V-IPU controller at {address} did not answer in time; retry, or allow"
                                       " a longer timeout")

@@ -11,7 +11,7 @@ import getpass
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
@@ -30,6 +30,12 @@ STRING = r'"((?:[^"\\]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*)"'
 ATTRIBUTE = re.compile(rf"\s*([A-Za-z_][\w-]*)\s*=\s*(?:{STRING}|(-?\d+|true|false))\s*{COMMENT}")
 
 
+# What the client's own messages call the settings a user may fix: Client.connect's arguments; the CLI passes its
+# flags, so its lines name what its users type
+ARGUMENTS = {"host": "host", "port": "port", "tls_ca": "tls_ca", "self": "the client"}
+FLAGS = {"host": "--api-host", "port": "--api-port", "tls_ca": "--tls-ca", "self": "the CLI"}
+
+
 @dataclass
 class Settings:
     host: str
@@ -37,6 +43,7 @@ class Settings:
     user: str
     access_key: str | None
     tls_ca: str | None
+    names: dict[str, str] = field(default_factory=lambda: ARGUMENTS, compare=False, repr=False)
 
     @property
     def address(self) -> str:
@@ -96,9 +103,10 @@ def check_private(path: Path) -> None:
                   f" yours alone: chmod 600 {path}")
 
 
-def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None) -> Settings:
+def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None, names: dict[str, str] = ARGUMENTS
+            ) -> Settings:
     """The settings, each from its argument, else the environment, else the config file, else the default; raises
-    ApiError (reason BAD_SETTING) naming what cannot be used."""
+    ApiError (reason BAD_SETTING) naming what cannot be used. `names`: what messages call the arguments."""
     path = config_path()
     config = read_config(path) if path else {}
     if "api-access-key" in config:
@@ -111,7 +119,7 @@ def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None) -> Se
     try:
         port_number = DEFAULT_PORT if raw_port is None else int(raw_port)
     except ValueError:
-        source = "--api-port" if port is not None else "VIPU_CLI_API_PORT" if os.environ.get("VIPU_CLI_API_PORT") \
+        source = names["port"] if port is not None else "VIPU_CLI_API_PORT" if os.environ.get("VIPU_CLI_API_PORT") \
             else f"api-port in {path}"
         raise bad(f"the API port is {raw_port!r} ({source}), not a number; set it to the controller's port") from None
     if not 0 < port_number < 65536:
@@ -122,6 +130,7 @@ def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None) -> Se
         user=pick(user, "VIPU_CLI_API_USER_ID", "api-user-id") or getpass.getuser(),
         access_key=pick(access_key, "VIPU_CLI_API_ACCESS_KEY", "api-access-key"),
         tls_ca=pick(tls_ca, "VIPU_CLI_TLS_CA", "tls-ca"),
+        names=names,
     )
     if settings.tls_ca and tls_ca is None and not os.environ.get("VIPU_CLI_TLS_CA") and path:
         # a path in the config file means the same file wherever the command is run from: beside the config
