@@ -3,9 +3,9 @@ spec's now-N, and its own messages name Client.connect's arguments, where the CL
 
 from __future__ import annotations
 
-import grpc
 import pytest
 
+from tests.cli.test_connection import Down
 from vipu.client import ApiError
 from vipu.client import settings as client_settings
 from vipu.client.messages import duration, to_data, to_message
@@ -36,22 +36,11 @@ def test_a_negative_begin_after_reads_as_now_minus():
     assert to_message({"begin": "now-10"}, s.JobSpec()).begin_after == duration(-10)
 
 
-class Refused(grpc.RpcError):
-    def code(self):
-        return grpc.StatusCode.UNAVAILABLE
-
-    def details(self):
-        return "failed to connect to all addresses"
-
-    def trailing_metadata(self):
-        return ()
-
-
 def test_the_clients_messages_name_its_arguments_and_the_clis_its_flags(monkeypatch):
     """Regression: vipu.client's messages told a script's author to set --api-host."""
-    client = ApiError.of_call(Refused(), "localhost:1")
+    client = ApiError.of_call(Down(), "localhost:1")
     assert "set host/port or VIPU_CLI_API_HOST" in client.message and "--api" not in client.message
-    cli = ApiError.of_call(Refused(), "localhost:1", client_settings.FLAGS)
+    cli = ApiError.of_call(Down(), "localhost:1", client_settings.FLAGS)
     assert "set --api-host/--api-port or VIPU_CLI_API_HOST" in cli.message
     monkeypatch.delenv("VIPU_CLI_API_PORT", raising=False)
     monkeypatch.setenv("VIPU_CLI_CONFIG", "/dev/null")
