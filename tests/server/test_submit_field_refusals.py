@@ -113,6 +113,7 @@ def test_every_refused_submit_field_is_named_with_its_fix(stubs, spec, want):
     code, paths, described = violations(lambda: jobs.SubmitJob(j.SubmitJobRequest(spec=text(**spec)), timeout=10))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and paths == [want], described
     assert any(word in described for word in ("give", "use", "write", "add", "remove", "check", "list", "largest"))
+    assert "--" not in described  # the API's field names, not the CLI's flags (the CLI adds those)
 
 
 def test_update_names_a_refused_name(stubs):
