@@ -5,6 +5,7 @@ file, default."""
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
@@ -44,8 +45,11 @@ def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
     controller speaks the API's field names, the CLI's user typed flags."""
     for field, _ in error.field_violations:
         name = field.rpartition("spec.")[2]
-        if name in flags and error.message.startswith(f"{name} "):
-            message = f"{name} ({flags[name]}){error.message[len(name):]}"
+        # the field where a message names it: first ("qos is empty"), after its kind ("job name 'a b'"), or after
+        # the spec's label ("invalid flags: array: ...")
+        found = re.match(rf"(?:invalid [^:;]*: )?(?:job )?{re.escape(name)}\b(?! \()", error.message)
+        if name in flags and found:
+            message = f"{found.group()} ({flags[name]}){error.message[found.end():]}"
             return ApiError(error.code, error.reason, message, error.field_violations, error.resource,
                             error.from_controller)
     return error

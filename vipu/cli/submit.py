@@ -92,9 +92,9 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
 
 
 # spec fields -> the flags that set them: the controller's refusal names the field, the CLI's line the flag too
-FLAG_NAMES = {"name": "-J/--job-name", "ipus": "--ipus", "qos": "--qos", "user": "--user", "account": "--account",
-              "nice": "--nice", "dependency": "--dependency", "array": "--array", "begin": "--begin",
-              "allocation": "--allocation", "output": "--output", "error": "--error"}
+FLAG_NAMES = {"name": "-J/--job-name", "ipus": "--ipus", "qos": "--qos", "user": "--user", "account": "-A/--account",
+              "nice": "--nice", "dependency": "-d/--dependency", "array": "-a/--array", "begin": "-b/--begin",
+              "allocation": "--allocation", "output": "-o/--output", "error": "-e/--error"}
 
 
 def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ipus: int | None = None,
@@ -119,6 +119,10 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
     }
     flags = {k: v for k, v in flags.items() if v is not None}
     named = {k: FLAG_NAMES[k] for k in flags if k in FLAG_NAMES}  # a refusal of one names the flag too
+    if "time_limit" in flags:
+        named["time_limit"] = "-t/--time" if time is not None else "--time-limit"
+    if duration is not None:
+        named["workload.duration"] = "--duration"
     if duration is not None:
         flags["workload"] = {"kind": "sleep", "duration": duration}
     specs = specs or []

@@ -16,7 +16,8 @@ from vipu.v1 import job_pb2 as j
 FIELDS = {"timelimit": "time_limit", "qos": "qos", "nice": "nice", "dependency": "dependency", "name": "name",
           "jobname": "name", "arraytaskthrottle": "array_task_throttle", "starttime": "begin", "begintime": "begin",
           "priority": "priority"}
-SHOWN = {"time_limit": "TimeLimit", "time_limit_add": "TimeLimit", "time_limit_unlimited": "TimeLimit", "qos": "QOS", "nice": "Nice",
+SHOWN = {"time_limit": "TimeLimit", "time_limit_add": "TimeLimit", "time_limit_unlimited": "TimeLimit", "qos": "QOS",
+         "nice": "Nice",
          "dependency": "Dependency", "name": "Name", "array_task_throttle": "ArrayTaskThrottle", "begin": "StartTime",
          "priority": "Priority"}
 NAMES = "TimeLimit, QOS, Nice, Dependency, Name (JobName), ArrayTaskThrottle, StartTime, Priority"
