@@ -14,6 +14,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from tests.conftest import ServerProcess
 from tests.server.test_refusals import fields, refusal
+from vipu.client import ApiError, Client
 from vipu.client.messages import duration, seconds, timestamp
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import job_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
@@ -33,7 +34,7 @@ def stubs(tmp_path_factory):
     server.start()
     try:
         with grpc.insecure_channel(server.address) as channel:
-            yield job_pb2_grpc.JobServiceStub(channel), partition_pb2_grpc.PartitionServiceStub(channel)
+            yield job_pb2_grpc.JobServiceStub(channel), partition_pb2_grpc.PartitionServiceStub(channel), server.port
     finally:
         server.kill()
         server.proc.stdout.close()
@@ -64,7 +65,7 @@ def text(**spec) -> bytes:
 ])
 def test_a_refused_spec_of_several_is_named_by_its_index(stubs, bad, want):
     """Regression: a refusal of one spec in SubmitJobs carried no BadRequest, and a path without the index."""
-    jobs, _ = stubs
+    jobs, _, _ = stubs
     many = j.SubmitJobsRequest(jobs=[j.SubmitJobRequest(job_spec=OK), j.SubmitJobRequest(spec=text()), bad])
     code, paths, described = violations(lambda: jobs.SubmitJobs(many, timeout=10))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and paths == [want], described
@@ -72,7 +73,7 @@ def test_a_refused_spec_of_several_is_named_by_its_index(stubs, bad, want):
 
 
 def test_a_refusal_of_several_keeps_its_reason(stubs):
-    jobs, _ = stubs
+    jobs, _, _ = stubs
     many = j.SubmitJobsRequest(jobs=[j.SubmitJobRequest(spec=text(), request_id="r1"),
                                      j.SubmitJobRequest(spec=text(), request_id="r1")])
     code, found = refusal(lambda: jobs.SubmitJobs(many, timeout=10))
@@ -109,7 +110,7 @@ def test_a_refusal_of_several_keeps_its_reason(stubs):
 ])
 def test_every_refused_submit_field_is_named_with_its_fix(stubs, spec, want):
     """Regression: a job name with a space was refused without BadRequest; every field's refusal carries it."""
-    jobs, _ = stubs
+    jobs, _, _ = stubs
     code, paths, described = violations(lambda: jobs.SubmitJob(j.SubmitJobRequest(spec=text(**spec)), timeout=10))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and paths == [want], described
     assert any(word in described for word in ("give", "use", "write", "add", "remove", "check", "list", "largest"))
@@ -117,7 +118,7 @@ def test_every_refused_submit_field_is_named_with_its_fix(stubs, spec, want):
 
 
 def test_update_names_a_refused_name(stubs):
-    jobs, _ = stubs
+    jobs, _, _ = stubs
     [job] = jobs.SubmitJob(j.SubmitJobRequest(job_spec=OK), timeout=10).job_ids
     code, paths, _ = violations(lambda: jobs.UpdateJob(j.UpdateJobRequest(id=job, name="a b"), timeout=10))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and paths == ["name"]
@@ -142,14 +143,14 @@ def test_update_names_a_refused_name(stubs):
 ])
 def test_a_time_out_of_its_types_range_is_refused_naming_the_field(stubs, request_of, want):
     """Regression: Duration(seconds=60, nanos=2e9) was taken as 62 s, nanos -5 with 60 seconds as 60 s."""
-    jobs, _ = stubs
+    jobs, _, _ = stubs
     code, paths, described = violations(lambda: jobs.SubmitJob(request_of(), timeout=10))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and paths == [want] and described.startswith(want)
     assert "nanos" in described or "seconds" in described
 
 
 def test_update_and_history_times_are_checked_too(stubs):
-    jobs, _ = stubs
+    jobs, _, _ = stubs
     bad = Duration(seconds=1, nanos=2_000_000_000)
     code, paths, _ = violations(lambda: jobs.UpdateJob(j.UpdateJobRequest(id=1, time_limit=bad), timeout=10))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and paths == ["time_limit"]
@@ -163,7 +164,7 @@ def test_update_and_history_times_are_checked_too(stubs):
 
 def test_update_takes_unlimited_as_the_qos_allows(stubs):
     """Regression: UpdateJob had no UNLIMITED, which submit takes."""
-    jobs, _ = stubs
+    jobs, _, _ = stubs
     [normal] = jobs.SubmitJob(j.SubmitJobRequest(job_spec=OK), timeout=10).job_ids
     [x] = jobs.UpdateJob(j.UpdateJobRequest(id=normal, time_limit_unlimited=True), timeout=10).jobs
     assert seconds(x.time_limit) == 7200  # normal's max_time_limit, as a submit's UNLIMITED
@@ -177,7 +178,7 @@ def test_update_takes_unlimited_as_the_qos_allows(stubs):
 
 
 def test_update_takes_a_begin_as_text_or_typed(stubs):
-    jobs, _ = stubs
+    jobs, _, _ = stubs
     [job] = jobs.SubmitJob(j.SubmitJobRequest(job_spec=OK), timeout=10).job_ids
     at = time.time() + 3600
     [x] = jobs.UpdateJob(j.UpdateJobRequest(id=job, begin_time=timestamp(at)), timeout=10).jobs
@@ -198,7 +199,7 @@ def test_update_takes_a_begin_as_text_or_typed(stubs):
 def test_typed_spec_messages_say_what_to_fix(stubs):
     """Regression: an empty Model() gave "Unable to extract tag", learning_rate nan "too large", a Duration bare
     seconds ("-90.0")."""
-    jobs, _ = stubs
+    jobs, _, _ = stubs
     empty = s.JobSpec(ipus=4, workload=s.Workload(train=s.TrainWorkload(model=s.Model())))
     code, paths, described = violations(lambda: jobs.SubmitJob(j.SubmitJobRequest(job_spec=empty), timeout=10))
     assert paths == ["spec.workload.model.kind"] and "extract tag" not in described
@@ -212,7 +213,7 @@ def test_typed_spec_messages_say_what_to_fix(stubs):
 
 
 def test_a_negative_begin_after_is_now_minus(stubs):
-    jobs, _ = stubs
+    jobs, _, _ = stubs
     past = s.JobSpec(ipus=4, hold=True, begin_after=duration(-10), workload=SLEEP)
     [job] = jobs.SubmitJob(j.SubmitJobRequest(job_spec=past), timeout=10).job_ids
     x = jobs.GetJob(j.GetJobRequest(id=job), timeout=10)
@@ -220,8 +221,22 @@ def test_a_negative_begin_after_is_now_minus(stubs):
 
 
 def test_the_default_allocation_has_a_create_time(stubs):
-    _, partitions = stubs
+    _, partitions, _ = stubs
     [default] = [a for a in partitions.ListAllocations(p.ListAllocationsRequest(), timeout=10).allocations
                  if a.name == "default"]
     assert default.HasField("create_time") and time.time() - 3600 < seconds(default.create_time) <= time.time()
     assert seconds(default.create_time) == default.created_at
+
+
+def test_the_python_client_updates_as_scontrol_does(stubs):
+    jobs, _, port = stubs
+    [job] = jobs.SubmitJob(j.SubmitJobRequest(job_spec=OK), timeout=10).job_ids
+    with Client.connect("127.0.0.1", port, timeout=10) as client:
+        [x] = client.update(job, time_limit="UNLIMITED", begin="now+1hour", name="renamed")
+        assert (seconds(x.time_limit), x.name) == (7200, "renamed")
+        assert seconds(x.begin) == pytest.approx(time.time() + 3600, abs=30)
+        [x] = client.update(job, time_limit=600, begin=time.time() + 60)
+        assert seconds(x.time_limit) == 600 and seconds(x.begin) == pytest.approx(time.time() + 60, abs=30)
+        with pytest.raises(ApiError) as refused:
+            client.update(job, name="a b")
+        assert refused.value.field_violations[0][0] == "name" and "--" not in refused.value.message
