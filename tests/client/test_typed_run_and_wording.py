@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.cli.test_connection import Down
-from vipu.client import ApiError
+from vipu.client import ApiError, Client
+from vipu.client.api_error import FLAGS
 from vipu.client import settings as client_settings
 from vipu.client.messages import duration, to_data, to_message
 from vipu.v1 import job_run_pb2 as r
@@ -40,12 +41,12 @@ def test_the_clients_messages_name_its_arguments_and_the_clis_its_flags(monkeypa
     """Regression: vipu.client's messages told a script's author to set --api-host."""
     client = ApiError.of_call(Down(), "localhost:1")
     assert "set host/port or VIPU_CLI_API_HOST" in client.message and "--api" not in client.message
-    cli = ApiError.of_call(Down(), "localhost:1", client_settings.FLAGS)
+    cli = ApiError.of_call(Down(), "localhost:1", FLAGS)
     assert "set --api-host/--api-port or VIPU_CLI_API_HOST" in cli.message
     monkeypatch.delenv("VIPU_CLI_API_PORT", raising=False)
     monkeypatch.setenv("VIPU_CLI_CONFIG", "/dev/null")
     with pytest.raises(ApiError, match=r"\(port\), not a number"):
         client_settings.resolve(port="abc")
     with pytest.raises(ApiError, match=r"\(--api-port\), not a number"):
-        client_settings.resolve(port="abc", names=client_settings.FLAGS)
-    assert client_settings.resolve(port=1).names == client_settings.ARGUMENTS
+        client_settings.resolve(port="abc", names=FLAGS)
+    assert Client(client_settings.resolve(port=1)).names["host"] == "host"  # a script's client: its arguments

@@ -5,7 +5,6 @@ file, default."""
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
@@ -25,7 +24,9 @@ __all__ = ["DEFAULT_TIMEOUT_S", "Cli", "Connection", "Settings", "resolve"]
 
 def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=None) -> Settings:
     try:
-        settings = client_settings.resolve(host, port, user, access_key, tls_ca, client_settings.FLAGS)
+        from vipu.client.api_error import FLAGS  # the CLI's messages name its flags
+
+        settings = client_settings.resolve(host, port, user, access_key, tls_ca, FLAGS)
     except ApiError as e:
         fail(prog, e.message, BAD_INPUT)
     if user is not None and settings.access_key:
@@ -43,6 +44,8 @@ def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=
 def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
     """The refusal with the flag beside the field its message starts with ("qos (--qos) is empty; ..."): the
     controller speaks the API's field names, the CLI's user typed flags."""
+    import re  # here: only a refused call needs it
+
     for field, _ in error.field_violations:
         name = field.rpartition("spec.")[2]
         # the field where a message names it: first ("qos is empty"), after its kind ("job name 'a b'"), or after
@@ -60,7 +63,9 @@ class Connection:
 
     def __init__(self, prog: str, settings: Settings, timeout: float = DEFAULT_TIMEOUT_S):
         self.prog = prog
-        self.client = Client(settings, timeout)
+        from vipu.client.api_error import FLAGS
+
+        self.client = Client(settings, timeout, names=FLAGS)  # its own messages name the CLI's flags
 
     @property
     def settings(self) -> Settings:

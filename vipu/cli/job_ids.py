@@ -18,7 +18,7 @@ from vipu.cli.failure import (
     error,
     fail,
 )
-from vipu.cli.output import as_dict, print_json
+from vipu.cli.output import print_json, print_rows
 from vipu.scheduler.arrays import ArraySyntaxError, TooManyTasks, parse_array, spans
 from vipu.v1 import job_pb2 as j
 
@@ -318,8 +318,10 @@ def finish(done: list[j.Job], failed: int, as_json: bool) -> None:
     if as_json and (done or not failed):
         from vipu.cli.job_detail import job_data  # here: job_detail imports this module
 
-        # each job shaped as `vipu show job --json`; other rows (sprio's) as their messages
-        print_json([job_data(x) if isinstance(x, j.Job) else as_dict(x) for x in done])
+        if all(isinstance(x, j.Job) for x in done):  # each job shaped as `vipu show job --json`
+            print_json([job_data(x) for x in done])
+        else:  # sprio's rows, as their messages
+            print_rows(done)
     import typer  # here: `vipu queue`, which needs the rest of this module, runs without typer (fast_path.py)
 
     raise typer.Exit(failed)

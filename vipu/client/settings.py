@@ -11,12 +11,12 @@ import getpass
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 
-from vipu.client.api_error import BAD_SETTING, ApiError
+from vipu.client.api_error import ARGUMENTS, BAD_SETTING, ApiError
 
 DEFAULT_HOST = "localhost"
 DEFAULT_PORT = 8090
@@ -30,12 +30,6 @@ STRING = r'"((?:[^"\\]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*)"'
 ATTRIBUTE = re.compile(rf"\s*([A-Za-z_][\w-]*)\s*=\s*(?:{STRING}|(-?\d+|true|false))\s*{COMMENT}")
 
 
-# What the client's own messages call the settings a user may fix: Client.connect's arguments; the CLI passes its
-# flags, so its lines name what its users type
-ARGUMENTS = {"host": "host", "port": "port", "tls_ca": "tls_ca", "self": "the client"}
-FLAGS = {"host": "--api-host", "port": "--api-port", "tls_ca": "--tls-ca", "self": "the CLI"}
-
-
 @dataclass
 class Settings:
     host: str
@@ -43,7 +37,6 @@ class Settings:
     user: str
     access_key: str | None
     tls_ca: str | None
-    names: dict[str, str] = field(default_factory=lambda: ARGUMENTS, compare=False, repr=False)
 
     @property
     def address(self) -> str:
@@ -130,7 +123,6 @@ def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None, names
         user=pick(user, "VIPU_CLI_API_USER_ID", "api-user-id") or getpass.getuser(),
         access_key=pick(access_key, "VIPU_CLI_API_ACCESS_KEY", "api-access-key"),
         tls_ca=pick(tls_ca, "VIPU_CLI_TLS_CA", "tls-ca"),
-        names=names,
     )
     if settings.tls_ca and tls_ca is None and not os.environ.get("VIPU_CLI_TLS_CA") and path:
         # a path in the config file means the same file wherever the command is run from: beside the config
