@@ -24,9 +24,7 @@ __all__ = ["DEFAULT_TIMEOUT_S", "Cli", "Connection", "Settings", "resolve"]
 
 def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=None) -> Settings:
     try:
-        from vipu.client.api_error import FLAGS  # the CLI's messages name its flags
-
-        settings = client_settings.resolve(host, port, user, access_key, tls_ca, FLAGS)
+        settings = client_settings.resolve(host, port, user, access_key, tls_ca)
     except ApiError as e:
         fail(prog, e.message, BAD_INPUT)
     if user is not None and settings.access_key:

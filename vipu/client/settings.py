@@ -16,7 +16,7 @@ from pathlib import Path
 
 import grpc
 
-from vipu.client.api_error import ARGUMENTS, BAD_SETTING, ApiError
+from vipu.client.api_error import BAD_SETTING, ApiError
 
 DEFAULT_HOST = "localhost"
 DEFAULT_PORT = 8090
@@ -96,10 +96,9 @@ def check_private(path: Path) -> None:
                   f" yours alone: chmod 600 {path}")
 
 
-def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None, names: dict[str, str] = ARGUMENTS
-            ) -> Settings:
+def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None) -> Settings:
     """The settings, each from its argument, else the environment, else the config file, else the default; raises
-    ApiError (reason BAD_SETTING) naming what cannot be used. `names`: what messages call the arguments."""
+    ApiError (reason BAD_SETTING) naming what cannot be used."""
     path = config_path()
     config = read_config(path) if path else {}
     if "api-access-key" in config:
@@ -112,7 +111,7 @@ def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None, names
     try:
         port_number = DEFAULT_PORT if raw_port is None else int(raw_port)
     except ValueError:
-        source = names["port"] if port is not None else "VIPU_CLI_API_PORT" if os.environ.get("VIPU_CLI_API_PORT") \
+        source = "--api-port" if port is not None else "VIPU_CLI_API_PORT" if os.environ.get("VIPU_CLI_API_PORT") \
             else f"api-port in {path}"
         raise bad(f"the API port is {raw_port!r} ({source}), not a number; set it to the controller's port") from None
     if not 0 < port_number < 65536:
