@@ -128,10 +128,10 @@ def _running(s: Scheduler, job: Job, update: JobUpdate, admin: bool) -> Job:
         limit = resolve(job.spec.model_copy(update={"time_limit": limit}), s.pod, s.config).time_limit
     if limit is None or limit == job.time_limit:
         return job
-    spec = resolve(job.spec.model_copy(update={"time_limit": limit}), s.pod, s.config)  # within its QOS's limit
     if limit > job.time_limit and not admin:
         raise PermissionDenied(f"TimeLimit: job {job.display_id} is RUNNING with {format_duration(job.time_limit)};"
                                " only an admin may raise a running job's time limit (its owner may lower it)")
+    spec = resolve(job.spec.model_copy(update={"time_limit": limit}), s.pod, s.config)  # within its QOS's limit
     return _with(job, {"spec": spec})
 
 
