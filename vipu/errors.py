@@ -32,10 +32,13 @@ class VipuError(Exception):
     Optional, for the status details the edge adds (vipu/server/refusals.py): `reason` in place of the class's;
     `field`, the field at fault when the message does not start with it (a request's field, or a path in a job
     spec such as workload.steps); `violations`, several (field, what to do) at once; `resource`, the (kind, name)
-    the refusal is about (a job, a partition, a user...)."""
+    the refusal is about (a job, a partition, a user...); `spec_index`, set when the refusal is about one spec of a
+    call that carries several (SubmitJobs): which one, from 0. A violation whose field is None leaves the field to
+    be read off its text, as a message's leading field is."""
 
     code = "INTERNAL"
     reason = "INTERNAL"
+    spec_index: int | None = None
 
     def __init__(self, message: str, *, reason: str | None = None, field: str | None = None,
                  violations: tuple[tuple[str, str], ...] = (), resource: tuple[str, str] | None = None):

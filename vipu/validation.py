@@ -64,6 +64,11 @@ def violations(error: ValidationError, unknown: dict[str, str] | None = None,
             tags = item["ctx"]["expected_tags"].replace("'", "")
             message = f"{item['ctx']['tag']!r} is not one of the kinds; use one of {tags}"
             field = _path((*item["loc"], item["ctx"]["discriminator"].strip("'")), data)
+        elif item["type"] == "union_tag_not_found":  # a workload or model with no kind (an empty typed oneof)
+            field = _path((*item["loc"], item["ctx"]["discriminator"].strip("'")), data)
+            message = "missing; say which kind this is (a typed JobSpec: set one member of its kind)"
+        elif item["type"] in BOUNDS and item.get("input") != item.get("input"):  # NaN: compares with nothing
+            message = f"{item['input']!r} is not a number; give a number"
         elif item["type"] in BOUNDS:
             word, give, key = BOUNDS[item["type"]]
             given = item["input"]

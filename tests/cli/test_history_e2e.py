@@ -64,3 +64,35 @@ def test_show_job_of_an_array_lists_every_task_in_three_calls(server):
     assert whole.stdout.count("JobState=CANCELLED") == 10
     calls = {m: after[m] - before.get(m, 0) for m in after if after[m] != before.get(m, 0)}
     assert calls == {"GetJob": 1, "ListJobs": 1, "History": 1}
+
+
+def test_history_and_show_job_give_a_job_one_json_shape(server, tmp_path):
+    """Regression: `vipu history --json` gave the spec and detail as protobuf's JSON (with spec_json and
+    detail_json texts) where `vipu show job --json` gave them as the mappings they stand for, and history rows'
+    keys varied with the job (a priority, a run)."""
+    script = tmp_path / "hello.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    ids = [*submit(server, *QUICK), *submit(server, "--ipus", "1", "-t", "1", str(script)),
+           *submit(server, "--ipus", "1", "-t", "1", "--array", "0-1", "--duration", "0.2s")]
+    wait_for(lambda: all(show(server, i)["state"] == "COMPLETED" for i in ids))
+    out = run(server, "vipu", "history", "--json")
+    assert out.returncode == 0, out.stderr
+    every = json.loads(out.stdout)
+    assert len({frozenset(x) for x in every}) == 1  # the same keys on every row
+    assert all(x["training"] is None for x in every)  # a listing of every job reads no runs: -j does
+    out = run(server, "vipu", "history", "--json", "-j", ",".join(map(str, ids)))
+    rows = {x["id"]: x for x in json.loads(out.stdout)}
+    assert len({frozenset(x) for x in rows.values()}) == 1
+    for i in ids:
+        shown = show(server, i)
+        shown.pop("tasks", None)  # an array's id in show job: each task besides
+        assert rows[i] == shown, i
+    row = rows[ids[0]]
+    assert not {"spec_json", "detail_json", "result_json"} & set(row)
+    assert row["spec"]["workload"] == {"kind": "sleep", "duration": 0.2, "exit_code": 0}
+    assert row["spec"]["begin"] is None and "priority" in row["detail"]
+    assert isinstance(row["detail"]["history"][0]["at"], float) and row["ended"].endswith("Z")
+    assert rows[ids[1]]["training"]["output"] and rows[ids[1]]["ipu_usage"] == []
+    held = run(server, "vipu", "hold", "--json", str(submit(server, *QUICK, "--hold")[0]))
+    assert held.returncode == 0, held.stderr
+    assert [set(x) for x in json.loads(held.stdout)] == [set(row)]  # the same shape again

@@ -19,6 +19,8 @@ from vipu.client.messages import duration
     (["Name=x", "Dependency="], {"name": "x", "dependency": ""}),
     (["ArrayTaskThrottle=4", "Priority=0"], {"array_task_throttle": 4, "priority": 0}),
     (["StartTime=now+1hour"], {"begin": "now+1hour"}),
+    (["TimeLimit=0"], {"time_limit_unlimited": True}),  # UNLIMITED, as sbatch -t 0
+    (["timelimit=Unlimited"], {"time_limit_unlimited": True}),
     (["BeginTime=2026-11-22T16:00"], {"begin": "2026-11-22T16:00"}),
 ])
 def test_fields_in_any_case(pairs, fields):
@@ -29,7 +31,7 @@ def test_fields_in_any_case(pairs, fields):
     (["Colour=red"], "'Colour' is not a field"),
     (["TimeLimit"], "is not Field=value"),
     (["=5"], "is not Field=value"),
-    (["TimeLimit=0"], "means no limit, which this field does not take"),
+    (["TimeLimit=+0"], "means no limit, which this field does not take"),
     (["TimeLimit=soon"], "is not a Slurm time"),
     (["Nice=1.5"], "is not a whole number"),
     (["TimeLimit=5", "TimeLimit=+5"], "TimeLimit is given twice"),

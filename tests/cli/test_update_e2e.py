@@ -90,7 +90,7 @@ def test_array_ids_as_other_commands_take_them(server):
 BAD = [
     (["job", "{job}", "Colour=red"], 2, "'Colour' is not a field vipu update job changes"),
     (["job", "{job}", "TimeLimit"], 2, "'TimeLimit' is not Field=value"),
-    (["job", "{job}", "TimeLimit=UNLIMITED"], 2, "means no limit, which this field does not take"),
+    (["job", "{job}", "TimeLimit=+UNLIMITED"], 2, "means no limit, which this field does not take"),
     (["job", "{job}", "Nice=lots"], 2, "Nice= 'lots' is not a whole number"),
     (["job", "{job}", "QOS=a", "qos=b"], 2, "QOS is given twice"),
     (["job", "{job}", "QOS=a", "--qos", "b"], 2, "QOS is given as a flag and as QOS="),

@@ -7,6 +7,8 @@ import json
 import re
 import time
 
+import pytest
+
 from tests.cli.test_jobs_e2e import wait_for
 
 
@@ -40,6 +42,25 @@ def update_time_limit(live, tmp_path):
     live.ok("update", "job", str(running), "TimeLimit=0:01", who="bob")  # run past: ends at once
     ended = wait_for(lambda: (x := live.show(running))["state"] != "RUNNING" and x)
     assert ended["state"] == "TIMEOUT"
+
+
+def update_unlimited(live, tmp_path):
+    """Regression: TimeLimit=UNLIMITED was refused by update while submit -t took it."""
+    big = live.fill()
+    [job] = live.submit("--ipus", "4")
+    for words in (["TimeLimit=UNLIMITED"], ["timelimit=infinite"], ["-t", "0"]):
+        live.ok("update", "job", str(job), "TimeLimit=10")
+        live.ok("update", "job", str(job), *words)
+        assert limit(live, job) == 7200, words  # normal's max_time_limit, as `submit -t UNLIMITED` gives
+    [other] = live.submit("--ipus", "4", "--qos", "high")
+    live.ok("update", "job", str(other), "TimeLimit=UNLIMITED")
+    assert limit(live, other) == 366 * 86400  # a QOS without a max: the controller's year
+    [running] = live.submit("--ipus", "4", "--time", "10", who="bob")
+    live.ok("cancel", str(big), who="carol")
+    wait_for(lambda: live.states(running) == ["RUNNING"])
+    live.refused(6, "only an admin may raise", "update", "job", str(running), "TimeLimit=UNLIMITED", who="bob")
+    live.ok("update", "job", str(running), "TimeLimit=UNLIMITED", who="admin")
+    assert limit(live, running) == 7200
 
 
 def priority_of(live, job) -> float:
@@ -105,8 +126,20 @@ def update_begin(live, tmp_path):
         live.ok("update", "job", str(job), *words)
         assert abs(live.show(job)["begin_time"] - time.time() - 3600) < 60
     assert live.show(job)["reason"] == "BeginTime"
+    for text in ("16:00", "tomorrow", "now+90"):  # as submit --begin reads them: a time of day, a day, seconds
+        live.ok("update", "job", str(job), f"StartTime={text}")
+        assert live.show(job)["begin_time"] == begin_of(live, text)
+    live.refused(2, "StartTime", "update", "job", str(job), "StartTime=10m")  # ambiguous, as at submit
     live.ok("update", "job", str(job), "StartTime=now")
     wait_for(lambda: live.states(job) == ["RUNNING"])
+
+
+def begin_of(live, text: str) -> float:
+    """The begin time `submit --begin TEXT` gives now: update must read StartTime= as submit reads --begin."""
+    [probe] = live.submit("--ipus", "4", "--hold", "--begin", text)
+    begin = live.show(probe)["begin_time"]
+    live.ok("cancel", str(probe))
+    return begin if text != "now+90" else pytest.approx(begin, abs=30)
 
 
 def update_priority(live, tmp_path):
@@ -165,7 +198,7 @@ def submit_test_only(open_live, tmp_path):
     assert out.stdout.startswith("Job 1 to start at Unknown") and "held" in out.stdout
     tested = json.loads(live.ok("submit", "--ipus", "16", "--test-only", "--json"))
     assert {"job_id", "start", "reason", "partition", "allocation", "ipus"} <= set(tested) and tested["job_id"] == 1
-    live.refused(2, "qos 'gold' is unknown", "submit", "--ipus", "16", "--qos", "gold", "--test-only")
+    live.refused(2, "qos (--qos) 'gold' is unknown", "submit", "--ipus", "16", "--qos", "gold", "--test-only")
     assert json.loads(live.ok("queue", "--json"))["jobs"] == []
     assert live.submit("--ipus", "4", "--hold") == [1]  # no id was used up
 

@@ -20,7 +20,8 @@ from tests.docs.change_rows_cancel import (cancel_account, cancel_array_ids, can
                                            cancel_state, cancel_user)
 from tests.docs.change_rows_update import (submit_empty_qos, submit_missing_output, submit_test_only, update_array,
                                            update_begin, update_dependency, update_durable, update_name, update_nice,
-                                           update_priority, update_qos, update_throttle, update_time_limit)
+                                           update_priority, update_qos, update_throttle, update_time_limit,
+                                           update_unlimited)
 
 ROOT = Path(__file__).resolve().parents[2]
 TITLE = "## Slurm commands that change jobs -> vipu"
@@ -114,6 +115,7 @@ CHECKS = {
     "`scancel -i`, `--interactive`": cancel_interactive,
     "`scancel --nmae x`": cancel_misspelt,
     "`scontrol update JobId=26 TimeLimit=30`": update_time_limit,
+    "`TimeLimit=UNLIMITED`": update_unlimited,
     "`QOS=high`": update_qos,
     "`Nice=100`": update_nice,
     "`Dependency=afterok:12`": update_dependency,

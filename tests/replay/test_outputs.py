@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import console_script
 from tests.replay.samples import SWF
+from vipu.cli.job_detail import job_data
 from vipu.cli.output import as_dict
 from vipu.errors import InvalidArgument
 from vipu.replay.arrivals import Draws, drawn
@@ -43,7 +44,8 @@ def test_job_columns_are_the_job_messages_and_a_live_history_row_gives_the_same_
             TraceJob(20, 4, 30, 60, begin=50)]
     run = replay_run(jobs, POD16, "backfill")
     for record, figures in zip(run.records, run.jobs):
-        assert from_history(as_dict(job_message(record))) == figures  # as vipu history --json prints the job
+        assert from_history(job_data(job_message(record))) == figures  # as vipu history --json prints the job
+        assert from_history(as_dict(job_message(record))) == figures  # as an older CLI printed it
     by_id = {j.id: j for j in run.jobs}
     assert (by_id[1].preemptions, by_id[1].requeue_count, by_id[1].state) == (1, 1, "TIMEOUT")
     assert by_id[3].eligible_time == 50 and by_id[3].wait_s == 0

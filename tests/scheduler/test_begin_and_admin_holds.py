@@ -440,3 +440,12 @@ def test_the_gang_invariant_holds_with_begin_times():
     out = drive(s, arrivals)
     check_gangs(s)
     assert len(out["end"]) == 5
+
+
+@pytest.mark.parametrize("text", ["16:00", "4:30pm", "midnight", "tomorrow", "11/22", "11.22-16:30", "1122",
+                                  "112226", "2026-11-22T16:00", "now+90", "now-1hour"])
+def test_a_begin_read_once_reads_again_the_same(text):
+    """Regression: `vipu submit --begin 11/22` was refused: the kept form '11/22 00:00:00' did not read back when the
+    spec was checked again with its flags."""
+    kept = parse_begin(text)
+    assert parse_begin(kept) == kept

@@ -268,9 +268,23 @@ def test_a_training_runs_summary_typed_is_its_json(rt):
     reply = JobService(rt).GetJob(j.GetJobRequest(id=job), LocalCall())
     typed, text = to_data(reply.result, nulls=True), json.loads(reply.result_json)
     assert text["result"]["ipu_usage"] and text["environment"]
-    assert {k: typed[k] for k in text} == text
+    assert same({k: typed[k] for k in text}, text)  # the times read from the Durations: to the nanosecond
+    result = reply.result.result
+    for name in ("emulated_step", "predicted_step", "wall"):  # typed beside the deprecated doubles, both filled
+        assert result.HasField(name) and abs(seconds(getattr(result, name)) - getattr(result, name + "_s")) < 1e-9
     assert all(typed[k] in (None, [], {}) for k in typed.keys() - text.keys())
     assert seconds(reply.time_limit) == reply.time_limit_s == 300 and not math.isinf(seconds(reply.submitted))
+
+
+def same(a, b) -> bool:
+    """Equal, numbers to a nanosecond (a Duration's resolution)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or abs(a - b) < 1e-9
+    return a == b
 
 
 def test_a_typed_spec_with_both_forms_of_its_time_limit_is_refused_naming_them():

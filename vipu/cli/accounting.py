@@ -11,11 +11,11 @@ import typer
 
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail
-from vipu.cli.job_detail import exit_code
+from vipu.cli.job_detail import exit_code, job_data
 from vipu.cli.job_ids import job_id
 from vipu.cli.job_selection import job_ids, job_states, split
 from vipu.cli.nodes import Machines
-from vipu.cli.output import print_rows, table
+from vipu.cli.output import print_json, table
 from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
@@ -196,7 +196,7 @@ def register(app: typer.Typer) -> None:
             rows = rows[-limit:]
         header = cli.with_header(no_header)
         if as_json:
-            print_rows([r.job for r in rows])
+            print_json([job_data(r.job) for r in rows])  # each row shaped as `vipu show job --json`
             return
         if fields is None:
             cells = [[labelled(r.job) if n == "JobName" else FIELDS[n].value(r) for n in TABLE.split(",")]

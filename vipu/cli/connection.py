@@ -37,12 +37,31 @@ def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=
     return settings
 
 
+def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
+    """The refusal with the flag beside the field its message starts with ("qos (--qos) is empty; ..."): the
+    controller speaks the API's field names, the CLI's user typed flags."""
+    import re  # here: only a refused call needs it
+
+    for field, _ in error.field_violations:
+        name = field.rpartition("spec.")[2]
+        # the field where a message names it: first ("qos is empty"), after its kind ("job name 'a b'"), or after
+        # the spec's label ("invalid flags: array: ...")
+        found = re.match(rf"(?:invalid [^:;]*: )?(?:job )?{re.escape(name)}\b(?! \()", error.message)
+        if name in flags and found:
+            message = f"{found.group()} ({flags[name]}){error.message[found.end():]}"
+            return ApiError(error.code, error.reason, message, error.field_violations, error.resource,
+                            error.from_controller)
+    return error
+
+
 class Connection:
     """The CLI's client: its calls end the command with one line and an exit code when they fail."""
 
     def __init__(self, prog: str, settings: Settings, timeout: float = DEFAULT_TIMEOUT_S):
         self.prog = prog
-        self.client = Client(settings, timeout)
+        from vipu.client.api_error import FLAGS
+
+        self.client = Client(settings, timeout, names=FLAGS)  # its own messages name the CLI's flags
 
     @property
     def settings(self) -> Settings:
@@ -88,15 +107,16 @@ class Connection:
     def metadata(self) -> tuple[tuple[str, str], ...]:
         return self.client.metadata()
 
-    def call(self, method, request, retry: bool = False):
+    def call(self, method, request, retry: bool = False, flags: dict[str, str] | None = None):
         """Call an RPC with a deadline; on failure print one line and exit with the failure's code.
 
         `retry`: for idempotent calls (a create carries its request id), keep retrying while the controller is
-        unreachable (e.g. restarting after a crash) until --timeout has passed, saying so once."""
+        unreachable (e.g. restarting after a crash) until --timeout has passed, saying so once. `flags`: spec
+        fields the command's flags set (qos: --qos); a refusal naming one names its flag too."""
         try:
             return self.client.call(method, request, retry, waiting=self._waiting)
         except ApiError as e:
-            self.fail(e)
+            self.fail(flagged(e, flags) if flags else e)
 
     def create(self, method, request):
         """A create call with a request id (a fresh one unless the request has one), retried as call(retry=True)

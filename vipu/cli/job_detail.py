@@ -64,8 +64,9 @@ def array_tasks(cli, head: j.Job) -> list[j.Job]:
 
 
 def job_data(x: j.Job) -> dict:
-    """The job as --json gives it: its fields, with its spec, detail and latest run as the mappings they stand for
-    (the typed fields read; the deprecated JSON texts left out)."""
+    """A job as --json gives it (`vipu show job`, each row of `vipu history`): its fields, with its spec, detail and
+    latest run as the mappings they stand for (the typed fields read; the deprecated JSON texts left out). Every job
+    has the same keys, a value not known being null (docs/mapping.md, "A job in --json")."""
     data = as_dict(x)
     for deprecated in ("spec_json", "detail_json", "result_json", "result"):
         data.pop(deprecated, None)
@@ -73,9 +74,10 @@ def job_data(x: j.Job) -> dict:
     data["detail"] = to_data(x.detail, nulls=True)
     # a train job's latest run (its result, or how it ended and its losses so far), or a program's (its output, and
     # the steps it reported through vipu.sdk); the steps themselves are `vipu logs`'s
-    data["training"] = to_data(x.result) if x.HasField("result") else None
-    if x.HasField("result"):  # per IPU of its partition over its last run, as a list (also inside training)
-        data["ipu_usage"] = (data["training"].get("result") or data["training"]).get("ipu_usage", [])
+    run = to_data(x.result, nulls=True) if x.HasField("result") else None
+    data["training"] = run
+    # per IPU of its partition over its last run, as a list (also inside training)
+    data["ipu_usage"] = None if run is None else (run.get("result") or run).get("ipu_usage") or []
     return data
 
 

@@ -310,7 +310,12 @@ def cancel_together(cli, method, targets: list[tuple[int, bool]], request=j.JobI
 
 def finish(done: list[j.Job], failed: int, as_json: bool) -> None:
     if as_json and (done or not failed):
-        print_rows(done)
+        from vipu.cli.job_detail import job_data  # here: job_detail imports this module
+
+        if all(isinstance(x, j.Job) for x in done):  # each job shaped as `vipu show job --json`
+            print_json([job_data(x) for x in done])
+        else:  # sprio's rows, as their messages
+            print_rows(done)
     import typer  # here: `vipu queue`, which needs the rest of this module, runs without typer (fast_path.py)
 
     raise typer.Exit(failed)

@@ -97,6 +97,12 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
     print(f"Job {job} to start at Unknown {where}: {why} (reason {x.reason or 'None'})")
 
 
+# spec fields -> the flags that set them: the controller's refusal names the field, the CLI's line the flag too
+FLAG_NAMES = {"name": "-J/--job-name", "ipus": "--ipus", "qos": "--qos", "user": "--user", "account": "-A/--account",
+              "nice": "--nice", "dependency": "-d/--dependency", "array": "-a/--array", "begin": "-b/--begin",
+              "allocation": "--allocation", "output": "-o/--output", "error": "-e/--error"}
+
+
 def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ipus: int | None = None,
                 time: str | None = None, time_limit: str | None = None, duration: str | None = None,
                 wrap: str | None = None, qos: str | None = None, user: str | None = None, account: str | None = None,
@@ -120,6 +126,11 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
         "export": export,
     }
     flags = {k: v for k, v in flags.items() if v is not None}
+    named = {k: FLAG_NAMES[k] for k in flags if k in FLAG_NAMES}  # a refusal of one names the flag too
+    if "time_limit" in flags:
+        named["time_limit"] = "-t/--time" if time is not None else "--time-limit"
+    if duration is not None:
+        named["workload.duration"] = "--duration"
     if duration is not None:
         flags["workload"] = {"kind": "sleep", "duration": duration}
     specs = specs or []
@@ -153,16 +164,16 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
             fail("vipu", f"--test-only tests one job, and {len(requests)} spec files were given; test them one by"
                  " one", BAD_INPUT)
         requests[0].validate_only = True
-        tested(cli.conn.call(cli.conn.jobs.SubmitJob, requests[0]), cli.wants_json(json_out))
+        tested(cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named), cli.wants_json(json_out))
         return
     if len(requests) == 1:
-        replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True)]
+        replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True, flags=named)]
     else:
         batch_call = j.SubmitJobsRequest(jobs=requests)
         if batch_call.ByteSize() > MAX_REQUEST_BYTES:
             fail("vipu", f"these {len(specs)} specs are {batch_call.ByteSize():,} bytes together; one command"
                  f" sends at most {MAX_REQUEST_BYTES:,}: split them over several commands", BAD_INPUT)
-        replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch_call, retry=True).jobs)
+        replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch_call, retry=True, flags=named).jobs)
     if cli.wants_json(json_out):  # the same keys for one spec or many, so a wrapper of `vipu submit "$@"` holds
         from vipu.cli.output import as_dict, print_json
 

@@ -8,7 +8,7 @@ import typer
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_ids import IDS, MANY, TaskIds, finish, graver, job_id
-from vipu.cli.slurm_time import FORMS, slurm_seconds
+from vipu.cli.slurm_time import FORMS, UNLIMITED, slurm_limit, slurm_seconds
 from vipu.client.messages import duration
 from vipu.v1 import job_pb2 as j
 
@@ -16,7 +16,8 @@ from vipu.v1 import job_pb2 as j
 FIELDS = {"timelimit": "time_limit", "qos": "qos", "nice": "nice", "dependency": "dependency", "name": "name",
           "jobname": "name", "arraytaskthrottle": "array_task_throttle", "starttime": "begin", "begintime": "begin",
           "priority": "priority"}
-SHOWN = {"time_limit": "TimeLimit", "time_limit_add": "TimeLimit", "qos": "QOS", "nice": "Nice",
+SHOWN = {"time_limit": "TimeLimit", "time_limit_add": "TimeLimit", "time_limit_unlimited": "TimeLimit", "qos": "QOS",
+         "nice": "Nice",
          "dependency": "Dependency", "name": "Name", "array_task_throttle": "ArrayTaskThrottle", "begin": "StartTime",
          "priority": "Priority"}
 NAMES = "TimeLimit, QOS, Nice, Dependency, Name (JobName), ArrayTaskThrottle, StartTime, Priority"
@@ -24,13 +25,15 @@ WHOLE = ("nice", "array_task_throttle", "priority")  # whole numbers
 
 
 def time_limit(text: str, flag: str) -> dict:
-    """TimeLimit=: Slurm's time (a bare number is minutes), or +T / -T to add to or take from the current limit."""
+    """TimeLimit=: Slurm's time as sbatch -t reads it (a bare number is minutes; UNLIMITED, INFINITE or 0: the
+    longest the job's QOS allows), or +T / -T to add to or take from the current limit."""
     sign = text.strip()[:1]
     try:
         if sign in "+-" and sign:
             seconds = slurm_seconds(text.strip()[1:])
             return {"time_limit_add": duration(seconds if sign == "+" else -seconds)}
-        return {"time_limit": duration(slurm_seconds(text))}
+        limit = slurm_limit(text)
+        return {"time_limit_unlimited": True} if limit == UNLIMITED else {"time_limit": duration(limit)}
     except ValueError as e:
         fail("vipu", f"{flag}: {e}; or +T / -T to add or take off time", BAD_INPUT)
 

@@ -12,6 +12,10 @@ TIMEOUT = "TIMEOUT"  # the controller did not answer within the timeout
 NOT_A_CONTROLLER = "NOT_A_CONTROLLER"  # something answered, but not a V-IPU controller (an HTTP server, ...)
 TLS_MISMATCH = "TLS_MISMATCH"  # TLS on one side only, or a certificate that does not verify
 BAD_SETTING = "BAD_SETTING"  # a setting (flag, VIPU_CLI_* variable, config file) cannot be used
+# What the client's own messages call the settings a user may fix: Client.connect's arguments; the CLI gives its
+# flags, so its lines name what its users type
+ARGUMENTS = {"host": "host", "port": "port", "tls_ca": "tls_ca", "self": "the client"}
+FLAGS = {"host": "--api-host", "port": "--api-port", "tls_ca": "--tls-ca", "self": "the CLI"}
 # what gRPC says when the peer spoke HTTP but not gRPC (its HTTP/1 answer, or an HTTP/2 one with no gRPC status)
 NOT_GRPC = ("Trying to connect an http1.x server", "Failed parsing HTTP/2", "Received http2 header with status",
             "No status received")
@@ -37,9 +41,11 @@ class ApiError(Exception):
         return f"ApiError({self.code.name}, {self.reason}, {self.message!r})"
 
     @classmethod
-    def of_call(cls, error: grpc.RpcError, address: str) -> ApiError:
-        """What a failed call means: the controller's refusal with its details, or the transport's failure."""
+    def of_call(cls, error: grpc.RpcError, address: str, names: dict[str, str] | None = None) -> ApiError:
+        """What a failed call means: the controller's refusal with its details, or the transport's failure.
+        `names`: what to call the host and port settings (Client.connect's arguments unless the CLI's flags)."""
         code, text = error.code(), error.details() or ""
+        host, port = (names or ARGUMENTS)["host"], (names or ARGUMENTS)["port"]
         if ORIGIN in (error.trailing_metadata() or ()):
             return cls._refusal(error, code, text)
         if any(sign in text for sign in NOT_GRPC) or code not in (grpc.StatusCode.UNAVAILABLE,
@@ -47,11 +53,11 @@ class ApiError(Exception):
                                                                  grpc.StatusCode.RESOURCE_EXHAUSTED,
                                                                  grpc.StatusCode.CANCELLED):
             return cls(grpc.StatusCode.UNAVAILABLE, NOT_A_CONTROLLER,
-                       f"{address} answered, but not as a V-IPU controller ({code.name}: {text}); point --api-host and"
-                       " --api-port (or VIPU_CLI_API_HOST and VIPU_CLI_API_PORT) at the controller")
+                       f"{address} answered, but not as a V-IPU controller ({code.name}: {text}); point {host} and"
+                       f" {port} (or VIPU_CLI_API_HOST and VIPU_CLI_API_PORT) at the controller")
         if code == grpc.StatusCode.UNAVAILABLE:
             return cls(code, UNREACHABLE, f"cannot reach the V-IPU controller at {address}; is vipu-server running?"
-                                          " (set --api-host/--api-port or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)")
+                                          f" (set {host}/{port} or VIPU_CLI_API_HOST/VIPU_CLI_API_PORT)")
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return cls(code, TIMEOUT, f"the V-IPU controller at {address} did not answer in time; retry, or allow"
                                       " a longer timeout")

@@ -15,7 +15,7 @@ import grpc
 
 from vipu.client import paging
 from vipu.client.backoff import Backoff
-from vipu.client.api_error import BAD_SETTING, TLS_MISMATCH, ApiError
+from vipu.client.api_error import ARGUMENTS, BAD_SETTING, TLS_MISMATCH, ApiError
 from vipu.client.settings import Settings
 from vipu.v1 import job_pb2_grpc
 
@@ -46,8 +46,10 @@ class Caller:
     tests' to replace."""
 
     def __init__(self, settings: Settings, timeout: float = DEFAULT_TIMEOUT_S, backoff: Backoff | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 names: dict[str, str] = ARGUMENTS):
         self.settings, self.timeout = settings, timeout
+        self.names = names  # what its own messages call the settings (api_error.ARGUMENTS, or the CLI's FLAGS)
         self.backoff = backoff or Backoff()
         self.clock, self.sleep = clock, sleep
         self._channel: grpc.Channel | None = None
@@ -116,7 +118,7 @@ class Caller:
             try:
                 return method(request, timeout=max(left, 0.05), metadata=metadata)
             except grpc.RpcError as e:
-                error = ApiError.of_call(e, self.address)
+                error = ApiError.of_call(e, self.address, self.names)
                 down = e.code() == grpc.StatusCode.UNAVAILABLE and not error.from_controller
                 # a TLS mismatch does not mend by waiting: probe for it once, when the first try fails
                 if down and attempt == 0 and (problem := self.tls_problem()):
@@ -157,7 +159,8 @@ class Caller:
             with socket.create_connection((host, port), timeout=min(self.timeout, 2.0)) as raw:
                 context.wrap_socket(raw, server_hostname=host).close()
         except ssl.SSLCertVerificationError as e:
-            fix = ("connect by a name the certificate lists (--api-host)" if e.verify_code in HOSTNAME_MISMATCH
+            fix = (f"connect by a name the certificate lists ({self.names['host']})"
+                   if e.verify_code in HOSTNAME_MISMATCH
                    else "give the CA that signed the controller's certificate")
             return (f"the TLS certificate of the controller at {self.address} did not verify against the CA in {ca}"
                     f" ({e.verify_message}); {fix}")
@@ -165,10 +168,12 @@ class Caller:
             if not ca:
                 return None  # not TLS either: something else is wrong
             return (f"the controller at {self.address} did not complete a TLS handshake ({e.reason or e}); if it"
-                    " runs without --tls-cert, drop --tls-ca (and VIPU_CLI_TLS_CA, tls-ca in the config file)")
+                    f" runs without --tls-cert, drop {self.names['tls_ca']} (and VIPU_CLI_TLS_CA, tls-ca in"
+                    " the config file)")
         except OSError:
             return None  # nothing listens there: the usual 'cannot reach'
         if ca:
             return None  # TLS works: something else is wrong
-        return (f"the controller at {self.address} speaks TLS and the CLI connected without it; pass --tls-ca with the"
-                " CA certificate that signed the controller's (or set VIPU_CLI_TLS_CA)")
+        names = self.names
+        return (f"the controller at {self.address} speaks TLS and {names['self']} connected without it; pass"
+                f" {names['tls_ca']} with the CA certificate that signed the controller's (or set VIPU_CLI_TLS_CA)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from vipu.client.caller import DEFAULT_TIMEOUT_S, Caller, new_request_id
-from vipu.client.messages import to_message
+from vipu.client.messages import duration, timestamp, to_message
 from vipu.client.settings import resolve
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import job_spec_pb2 as s
@@ -85,6 +85,28 @@ class Client(Caller):
 
     def requeue(self, *ids: int, single: bool = False) -> list[j.Job]:
         return list(self.call(self.job_service.RequeueJobs, j.JobIdsRequest(ids=ids, single=single)).jobs)
+
+    def update(self, job_id: int, *, time_limit: float | str | None = None, time_limit_add: float | None = None,
+               qos: str | None = None, nice: int | None = None, dependency: str | None = None, name: str | None = None,
+               array_task_throttle: int | None = None, begin: str | float | None = None, priority: int | None = None,
+               single: bool = False) -> list[j.Job]:
+        """Change a job as scontrol update does (the fields given; an array job's id: its tasks not ended, unless
+        `single`). `time_limit`: seconds, or "UNLIMITED" (the longest its QOS allows); `time_limit_add`: seconds
+        added (negative: taken off); `begin`: text as sbatch --begin takes it (16:00, now+1hour), or seconds since
+        the epoch. The reply lists the jobs changed."""
+        request = j.UpdateJobRequest(id=job_id, single=single, qos=qos, nice=nice, dependency=dependency, name=name,
+                                     array_task_throttle=array_task_throttle, priority=priority)
+        if isinstance(time_limit, str) and time_limit.strip().upper() in ("UNLIMITED", "INFINITE"):
+            request.time_limit_unlimited = True
+        elif time_limit is not None:
+            request.time_limit.CopyFrom(duration(float(time_limit)))
+        if time_limit_add is not None:
+            request.time_limit_add.CopyFrom(duration(time_limit_add))
+        if isinstance(begin, str):
+            request.begin = begin
+        elif begin is not None:
+            request.begin_time.CopyFrom(timestamp(begin))
+        return list(self.call(self.job_service.UpdateJob, request).jobs)
 
     def history(self, *, users: Iterable[str] = (), states: Iterable[str] = (), ids: Iterable[int] = (),
                 limit: int = 0, duplicates: bool = False, brief: bool = False) -> Iterator[j.Job]:

@@ -10,6 +10,7 @@ a `kind` oneof is the mapping's `kind` and the chosen member's fields; a message
 
 from __future__ import annotations
 
+import functools
 import math
 
 from google.protobuf.descriptor import FieldDescriptor
@@ -65,8 +66,16 @@ def to_data(message: Message, nulls: bool = False) -> dict:
 
         return MessageToDict(message)
     data = {}
+    typed_of = _typed_pairs(message.DESCRIPTOR)
+    doubles = {d: x for x, d in typed_of.items()}
     for field in message.DESCRIPTOR.fields:
         oneof = field.containing_oneof
+        if field.name in typed_of:
+            continue  # read under the deprecated double's key, below: the mapping keeps its keys
+        typed = doubles.get(field.name)
+        if typed is not None and message.HasField(typed):
+            data[field.name] = seconds(getattr(message, typed))  # the typed field, where the controller filled it
+            continue
         if field.has_presence and not message.HasField(field.name):
             if nulls and (oneof is None or oneof.name == "_" + field.name):  # proto3 optional: a oneof of its own
                 data[field.name] = None
@@ -85,6 +94,16 @@ def to_data(message: Message, nulls: bool = False) -> dict:
     if name == "vipu.v1.JobSpec":
         _spec_from_message(data, nulls)
     return data
+
+
+@functools.cache
+def _typed_pairs(descriptor) -> dict[str, str]:
+    """A message's Durations that replace a deprecated double of seconds beside them (RunSummary's emulated_step
+    beside emulated_step_s): typed name -> double's name. A mapping keeps the double's key; a message gets both."""
+    fields = descriptor.fields_by_name
+    return {f.name: f.name + "_s" for f in descriptor.fields
+            if f.message_type is not None and f.message_type.full_name == "google.protobuf.Duration"
+            and f.name + "_s" in fields and fields[f.name + "_s"].cpp_type == FieldDescriptor.CPPTYPE_DOUBLE}
 
 
 def _value(field: FieldDescriptor, value, nulls: bool):
@@ -121,8 +140,8 @@ def _spec_from_message(data: dict, nulls: bool) -> None:
     if data.pop("time_limit_unlimited", False):
         data["time_limit"] = math.inf
     at, after, text = (data.pop(key, None) for key in ("begin_time", "begin_after", "begin_text"))
-    if after is not None:
-        at = f"{NOW}+{int(after) if after == int(after) else after!r}"  # the spec's own form (begin.py)
+    if after is not None:  # the spec's own form (begin.py): now+90, now-10 (a time past: eligible at once)
+        at = f"{NOW}{'-' if after < 0 else '+'}{_number(abs(after))}"
     begin = next((x for x in (at, text) if x is not None), None)
     if begin is not None or nulls:
         data["begin"] = begin
@@ -146,6 +165,9 @@ def to_message(data: dict, message: Message) -> Message:
     if message.DESCRIPTOR.full_name == "vipu.v1.JobSpec":
         data = _spec_to_message(data)
     fields = message.DESCRIPTOR.fields_by_name
+    for typed, double in _typed_pairs(message.DESCRIPTOR).items():  # a mapping has the double's key: fill both
+        if data.get(double) is not None and typed not in data and math.isfinite(data[double]):
+            data = {**data, typed: data[double]}
     kind = message.DESCRIPTOR.oneofs_by_name.get(KIND)
     if kind is not None:
         member = fields.get(data.get(KIND))
@@ -214,14 +236,19 @@ def _spec_to_message(data: dict) -> dict:
     if data.get("time_limit") == math.inf:
         data["time_limit"], data["time_limit_unlimited"] = None, True
     begin = data.pop("begin", None)
-    if isinstance(begin, str) and _is_number(begin[len(NOW) + 1:]) and begin.startswith(f"{NOW}+"):
-        data["begin_after"] = float(begin[len(NOW) + 1:])  # the spec's own form of a delay: now+SECONDS
+    if isinstance(begin, str) and _is_number(begin[len(NOW) + 1:]) and begin.startswith((f"{NOW}+", f"{NOW}-")):
+        after = float(begin[len(NOW) + 1:])  # the spec's own form of a delay: now+SECONDS (now-SECONDS: past)
+        data["begin_after"] = -after if begin[len(NOW)] == "-" else after
     elif isinstance(begin, str):
         data["begin_text"] = begin
     elif begin is not None:
         data["begin_time"] = begin
     return data
 
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
 
 
 def _is_number(text: str) -> bool:

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from vipu.control.plane import ControlPlane
 
 NO_IDS = "no job ids given; name at least one job (vipu queue lists them)"
-NO_IDS_OR_FILTERS = ("no job ids and no filters given; name jobs, or select them with filters such as --user, --name or"
-                     " --state (vipu queue lists them)")
+# the request's own field names: the CLI says its flags before it calls (cancel_command.py)
+NO_IDS_OR_FILTERS = ("ids is empty and no filter is given; name jobs in ids, or select them with filters such as users,"
+                     " names or states (ListJobs lists them)")
 
 
 class SubmitRequest(NamedTuple):

@@ -240,8 +240,10 @@ class Admin:
         return allocation
 
     def list_allocations(self) -> list[Allocation]:
+        # derived, never stored: it came to be with the first cluster (the Pod's, at the controller's first start)
+        made = min((c.created_at for c in self.state.clusters.values()), default=0.0)
         default = Allocation(
-            name=DEFAULT_ALLOCATION, agents=self.state.allocation_agents(DEFAULT_ALLOCATION), created_at=0.0
+            name=DEFAULT_ALLOCATION, agents=self.state.allocation_agents(DEFAULT_ALLOCATION), created_at=made
         )
         return [default, *sorted(self.state.allocations.values(), key=lambda a: a.name)]
 

@@ -11,18 +11,19 @@ NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_NAME = 64
 
 
-def check_name(kind: str, name: str) -> str:
-    """Names go into environment variables, file names and tables: ASCII letters, digits, '_', '-', '.'."""
+def check_name(kind: str, name: str, field: str | None = None) -> str:
+    """Names go into environment variables, file names and tables: ASCII letters, digits, '_', '-', '.'. `field`:
+    the request's field the name came from, when its message does not start with it (a job's name: `job name`)."""
     if not name:
-        raise InvalidArgument(f"{kind} name is empty; give a name such as {kind}1")
+        raise InvalidArgument(f"{kind} name is empty; give a name such as {kind}1", field=field)
     if len(name) > MAX_NAME:
-        raise InvalidArgument(f"{kind} name is {len(name)} characters long; use at most {MAX_NAME}")
+        raise InvalidArgument(f"{kind} name is {len(name)} characters long; use at most {MAX_NAME}", field=field)
     if not NAME_RE.fullmatch(name):
         bad = next((c for c in name if not re.fullmatch(r"[A-Za-z0-9_.-]", c)), None)
         what = f"contains {bad!r}" if bad else f"starts with {name[0]!r}"
         raise InvalidArgument(
             f"{kind} name {name!r} {what}; use ASCII letters, digits, '_', '-' and '.', starting with a letter or"
-            " digit"
+            " digit", field=field
         )
     return name
 

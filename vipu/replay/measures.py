@@ -81,7 +81,8 @@ def _figures(id, name, user, qos, ipus, submit, begin, start, end, waited, limit
 
 def from_history(record: dict, threshold: float = BSLD_THRESHOLD) -> JobFigures:
     """A row of `vipu history --json` (a live controller's ended job) as the same figures a replay gives."""
-    detail = json.loads(record.get("detail_json") or "{}")
+    # its detail as --json gives it (times as seconds), or in a row saved by an older CLI as the JSON text
+    detail = json.loads(record["detail_json"]) if record.get("detail_json") else record.get("detail") or {}
     history = detail.get("history", [])
     queued = max((t["at"] for t in history if t["state"] == "PENDING"), default=record["submit_time"])
     begin = record.get("begin_time")

@@ -21,6 +21,7 @@ _NAMED = {"midnight": "00:00:00", "noon": "12:00:00", "elevenses": "11:00:00", "
 _DATE = re.compile(r"(\d{1,2})([/.])(\d{1,2})(?:\2(\d{2}|\d{4}))?(?:-(.+))?")  # MM/DD[/YY][-time]
 _PACKED = re.compile(r"(\d{2})(\d{2})(\d{2})?(?:-(.+))?")  # MMDD[YY][-time]
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[t ].*)?")
+_KEPT = re.compile(r"(\d{2})/(\d{2}) (\d{2}:\d{2}:\d{2})")  # a date as `canonical` keeps it: read back the same
 TOMORROW = "tomorrow"
 
 
@@ -77,6 +78,8 @@ def canonical(text: str) -> str | float | None:
             return datetime.fromisoformat(text.upper()).timestamp()  # without a zone: local time, as Slurm's
         except ValueError as e:
             raise NotATime(f"{text!r} is not a valid ISO-8601 time ({e})") from None
+    if m := _KEPT.fullmatch(text):  # a spec holding it is read again (overrides, an update)
+        return _dated(m.group(1), m.group(2), None, m.group(3))
     if m := _DATE.fullmatch(text):
         return _dated(m.group(1), m.group(3), m.group(4), m.group(5))
     if m := _PACKED.fullmatch(text):

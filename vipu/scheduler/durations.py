@@ -74,12 +74,19 @@ def parse_duration(value: object, field: str = "duration", positive: bool = Fals
         raise PydanticCustomError("duration", "expected a duration, got {kind}; " + HELP, {"kind": type(value).__name__})
     if not math.isfinite(seconds) or seconds < 0:
         raise PydanticCustomError("duration", "{value} is negative or not finite; give " + need + ", e.g. 10m",
-                                  {"value": repr(value)})
+                                  {"value": _shown(value)})
     if seconds > MAX_SECONDS:
         raise PydanticCustomError(
-            "duration", "{value} is longer than a year; give at most 366 days", {"value": repr(value)}
+            "duration", "{value} is longer than a year; give at most 366 days", {"value": _shown(value)}
         )
     return seconds
+
+
+def _shown(value: object) -> str:
+    """A duration as a message echoes it: text as typed, a number as seconds with its unit (90s, not 90.0)."""
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return f"{int(value)}s" if float(value).is_integer() else f"{value}s"
+    return repr(value)
 
 
 def format_duration(seconds: float | None) -> str:

@@ -41,14 +41,19 @@ class Submission(NamedTuple):
 @contextmanager
 def naming_spec(index: int, count: int, source: str = ""):
     """A refusal raised inside names the spec it is about, when a call has several: `spec 3 of 40 (b.yaml): ...`,
-    and says that none of them was queued (one call queues all or none)."""
+    and says that none of them was queued (one call queues all or none). The refusal keeps its reason, fields and
+    object, the fields marked as the spec's (`spec_index`, 0-based: the edge makes them jobs[2].spec.time_limit)."""
     try:
         yield
     except VipuError as e:
         if count == 1:
+            e.spec_index = index
             raise
         label = f" ({source})" if source else ""
-        raise type(e)(f"spec {index + 1} of {count}{label}: {e.message}; nothing was queued") from None
+        named = type(e)(f"spec {index + 1} of {count}{label}: {e.message}; nothing was queued", reason=e.reason,
+                        violations=e.violations or ((None, e.message),), resource=e.resource)
+        named.spec_index = index
+        raise named from None
 
 
 class Submitted(NamedTuple):
@@ -60,7 +65,7 @@ class Submitted(NamedTuple):
 
 def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     """The spec with its QOS and time limit filled in, or InvalidArgument naming the field that can never work."""
-    check_name("job", spec.name)
+    check_name("job", spec.name, "name")
     check_name("user", spec.user)
     if spec.account is not None:
         check_name("account", spec.account)
@@ -74,7 +79,7 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
                 " absolute path (vipu submit makes one from a relative path)"
             )
     if spec.qos is not None and not spec.qos.strip():  # an empty --qos read as the default hid a broken script
-        raise InvalidArgument(f"qos (--qos) is empty; give one of {', '.join(sorted(config.qos))}, or leave it out for"
+        raise InvalidArgument(f"qos is empty; give one of {', '.join(sorted(config.qos))}, or leave it out for"
                               f" the default, {config.default_qos}")
     qos_name = spec.qos or config.default_qos
     qos = config.qos.get(qos_name)

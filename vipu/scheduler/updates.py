@@ -14,6 +14,7 @@ an update can never close a cycle (submit keeps the same rule by construction).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic_core import PydanticCustomError
@@ -38,7 +39,7 @@ MAX_PRIORITY = 2**32 - 2  # Slurm's largest priority (0xfffffffe)
 class JobUpdate(NamedTuple):
     """The fields to change (None: left as they are), by Slurm's names in `FIELDS`."""
 
-    time_limit: float | None = None  # seconds
+    time_limit: float | None = None  # seconds; math.inf: UNLIMITED, the longest the job's QOS allows
     time_limit_add: float | None = None  # seconds added (negative: taken off): TimeLimit=+N / -N
     qos: str | None = None
     nice: int | None = None
@@ -109,6 +110,8 @@ def _limit(job: Job, update: JobUpdate) -> float | None:
         limit = job.time_limit + update.time_limit_add
     else:
         return None
+    if math.isinf(limit) and limit > 0:
+        return limit  # UNLIMITED: resolve() makes it the QOS's longest, as a submit's
     if limit <= 0:
         raise InvalidArgument(f"TimeLimit: job {job.display_id} has {format_duration(job.time_limit)}, and the change"
                               " leaves it no time; give a positive limit (to end it, vipu cancel)", field="time_limit")
@@ -121,6 +124,8 @@ def _limit(job: Job, update: JobUpdate) -> float | None:
 def _running(s: Scheduler, job: Job, update: JobUpdate, admin: bool) -> Job:
     """A running job's new record: only its time limit changes; raising it is an admin's."""
     limit = _limit(job, update)
+    if limit is not None and math.isinf(limit):  # UNLIMITED: the longest its QOS allows
+        limit = resolve(job.spec.model_copy(update={"time_limit": limit}), s.pod, s.config).time_limit
     if limit is None or limit == job.time_limit:
         return job
     if limit > job.time_limit and not admin:
@@ -151,7 +156,7 @@ def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
     if update.dependency is not None:
         spec_changes["dependency"] = _dependency(s, job, update.dependency)
     if update.name is not None:
-        spec_changes["name"] = changes["name"] = check_name("job", update.name)
+        spec_changes["name"] = changes["name"] = check_name("job", update.name, "name")
     if update.array_task_throttle is not None:
         spec_changes["array"] = _throttled(job, update.array_task_throttle)
     if update.begin is not None:

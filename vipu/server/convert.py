@@ -78,7 +78,7 @@ def allocation(alloc: Allocation, pod: PodConfig) -> p.Allocation:
         users=alloc.users,
         ipus=len(alloc.agents) * pod.machine.ipus,
         created_at=alloc.created_at,
-        create_time=timestamp(alloc.created_at),
+        create_time=timestamp(alloc.created_at) if alloc.created_at else None,  # the default one of a Pod with none
     )
 
 

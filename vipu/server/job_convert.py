@@ -120,7 +120,8 @@ TYPED = {"time_limit": "time_limit_s", "time_limit_add": "time_limit_add_s"}  # 
 
 
 def job_update(request: j.UpdateJobRequest) -> JobUpdate:
-    """The fields an UpdateJob sets (an unset one: None)."""
+    """The fields an UpdateJob sets (an unset one: None); UNLIMITED as an infinite limit, for the scheduler to make
+    the longest the job's QOS allows, as a submit's."""
     values = {field: getattr(request, name) if request.HasField(name) else None for name, field in UPDATED.items()}
     for typed, old in TYPED.items():
         if request.HasField(typed):
@@ -128,4 +129,15 @@ def job_update(request: j.UpdateJobRequest) -> JobUpdate:
                 raise InvalidArgument(f"{typed} and {old} are both set; give {typed} only ({old} is deprecated)",
                                       field=typed)
             values[UPDATED[old]] = seconds(getattr(request, typed))
+    if request.time_limit_unlimited:
+        given = [name for name in ("time_limit", "time_limit_s", "time_limit_add", "time_limit_add_s")
+                 if request.HasField(name)]
+        if given:
+            raise InvalidArgument(f"time_limit_unlimited and {given[0]} are both set; give one of them",
+                                  field="time_limit_unlimited")
+        values["time_limit"] = math.inf
+    if request.HasField("begin_time"):
+        if request.HasField("begin"):
+            raise InvalidArgument("begin and begin_time are both set; give one of them", field="begin_time")
+        values["begin"] = repr(seconds(request.begin_time))  # Unix seconds, as begin's text may give them
     return JobUpdate(**values)

@@ -6,7 +6,7 @@ import json
 
 from vipu.client.messages import timestamp
 from vipu.control.job_ops import SubmitRequest
-from vipu.errors import InvalidArgument
+from vipu.errors import InvalidArgument, VipuError
 from vipu.scheduler.job_states import SHORT, JobState
 from vipu.server import job_convert
 from vipu.server.auth import identity
@@ -78,7 +78,14 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         self.plane = plane
 
     def _submit(self, requests, context) -> list[j.SubmitJobResponse]:
-        done = self.plane.jobs.submit([submit_request(r) for r in requests], identity(self.plane, context))
+        asked = []
+        for k, r in enumerate(requests):
+            try:
+                asked.append(submit_request(r))
+            except VipuError as e:  # its field paths then say which spec: jobs[2].job_spec...
+                e.spec_index = k
+                raise
+        done = self.plane.jobs.submit(asked, identity(self.plane, context))
         return [j.SubmitJobResponse(job_ids=[x.id for x in d.jobs], duplicate=d.duplicate) for d in done]
 
     @rpc

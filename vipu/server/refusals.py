@@ -42,8 +42,9 @@ def details(error: VipuError, request: object = None) -> status_pb2.Status:
     if error.resource is not None:
         info.metadata.update({"resource_type": error.resource[0], "resource_name": elided(error.resource[1])})
     status = status_pb2.Status(code=code.value[0], message=message, details=[_packed(info)])
-    violations = [(path, text) for field, text in _violations(error, request)
-                  if (path := field_path(field, request, inferred=not error.violations))]
+    target, prefix = _spec_request(error, request)
+    violations = [(prefix + path, text) for field, text, inferred in _violations(error, target)
+                  if (path := field_path(field, target, inferred))]
     more = []
     if violations:
         more.append(error_details_pb2.BadRequest(field_violations=[
@@ -76,7 +77,7 @@ def field_path(field: str, request: object, inferred: bool = False) -> str | Non
         return None if inferred else field
     names = request.DESCRIPTOR.fields_by_name
     first, dot, rest = field.partition(".")
-    if first in names:
+    if first.partition("[")[0] in names:  # jobs[2].job_spec.time_limit too
         return field
     if first + "s" in names and names[first + "s"].is_repeated:
         return f"{first}s{dot}{rest}"
@@ -86,19 +87,34 @@ def field_path(field: str, request: object, inferred: bool = False) -> str | Non
     return None if inferred else field
 
 
-def _violations(error: VipuError, request: object) -> list[tuple[str, str]]:
-    """The error's own (field, fix) pairs, else for bad input the field its message starts with."""
-    if error.violations:
-        return [(field, _short(elided(text))) for field, text in error.violations if field]
-    if error.code != "INVALID_ARGUMENT":
-        return []
-    match = LEADING.match(error.message)
+def _spec_request(error: VipuError, request: object) -> tuple[object, str]:
+    """The request a refusal's fields are in, and its path: for one spec of several (SubmitJobs), that spec's
+    SubmitJobRequest and `jobs[2].`, so a client knows which spec to fix."""
+    index = error.spec_index
+    jobs = getattr(request, "jobs", None) if isinstance(request, Message) else None
+    if index is None or jobs is None or not 0 <= index < len(jobs) or not isinstance(jobs[index], Message):
+        return request, ""
+    return jobs[index], f"jobs[{index}]."
+
+
+def _violations(error: VipuError, request: object) -> list[tuple[str, str, bool]]:
+    """(field, fix, inferred) for each field at fault: the error's own, else for bad input the field its message
+    starts with (inferred: read off the text, so kept only when the request has that field)."""
+    named = [(field, _short(elided(text)), False) for field, text in error.violations if field]
+    if named or error.code != "INVALID_ARGUMENT":
+        return named
+    texts = [text for field, text in error.violations if not field] or [error.message]
+    return [found for text in texts if (found := _leading(text, request)) is not None]
+
+
+def _leading(text: str, request: object) -> tuple[str, str, bool] | None:
+    match = LEADING.match(text)
     if match is None:
-        return []
+        return None
     word, named = match.groups()
     names = request.DESCRIPTOR.fields_by_name if isinstance(request, Message) else {}
     field = "name" if named and word not in names and "name" in names else word
-    return [(field, _short(elided(error.message)))]
+    return field, _short(elided(text)), True
 
 
 def _short(text: str) -> str:

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from vipu.errors import DeadlineExceeded, InvalidArgument, VipuError
 from vipu.server import refusals
+from vipu.server.wire_times import check_times
 from vipu.validation import describe, violations
 
 log = logging.getLogger("vipu.server")
@@ -72,6 +73,7 @@ def rpc(method):
             abort(context, InvalidArgument(f"the request is not a valid {method.__name__} request ({request.error});"
                                            " build it from protos/vipu/v1", reason="MALFORMED_REQUEST"))
         try:
+            check_times(request)
             return method(self, request, context)
         except VipuError as e:
             error = e

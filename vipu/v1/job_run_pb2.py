@@ -22,48 +22,59 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15vipu/v1/job_run.proto\x12\x07vipu.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9b\x02\n\tJobDetail\x12\x16\n\tfirst_ipu\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12(\n\x07history\x18\x02 \x03(\x0b\x32\x17.vipu.v1.JobStateChange\x12&\n\x08priority\x18\x03 \x01(\x0b\x32\x14.vipu.v1.JobPriority\x12\x17\n\nrequest_id\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x15\n\x08recovery\x18\x05 \x01(\tH\x02\x88\x01\x01\x12\x17\n\npreemption\x18\x06 \x01(\tH\x03\x88\x01\x01\x12\x15\n\x08\x65nded_by\x18\x07 \x01(\tH\x04\x88\x01\x01\x42\x0c\n\n_first_ipuB\r\n\x0b_request_idB\x0b\n\t_recoveryB\r\n\x0b_preemptionB\x0b\n\t_ended_by\"G\n\x0eJobStateChange\x12\r\n\x05state\x18\x01 \x01(\t\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x87\x01\n\x0bJobPriority\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\r\n\x05total\x18\x03 \x01(\x01\x12\x0b\n\x03\x61ge\x18\x04 \x01(\x01\x12\x11\n\tfairshare\x18\x05 \x01(\x01\x12\x10\n\x08job_size\x18\x06 \x01(\x01\x12\x0b\n\x03qos\x18\x07 \x01(\x01\x12\x0c\n\x04nice\x18\x08 \x01(\x03\"\xb4\x04\n\nRunSummary\x12\x10\n\x03run\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\'\n\x06result\x18\x02 \x01(\x0b\x32\x17.vipu.v1.TrainingResult\x12\x12\n\x05\x65rror\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05\x65nded\x18\x04 \x01(\tH\x02\x88\x01\x01\x12)\n\x0b\x65nvironment\x18\x05 \x03(\x0b\x32\x14.vipu.v1.Environment\x12\x14\n\x0c\x65\x61rlier_runs\x18\x06 \x03(\t\x12(\n\x08modelled\x18\x07 \x01(\x0b\x32\x16.vipu.v1.ModelledSteps\x12\x0e\n\x06losses\x18\x08 \x03(\x01\x12\x13\n\x06output\x18\t \x01(\tH\x03\x88\x01\x01\x12\x11\n\x04node\x18\n \x01(\tH\x04\x88\x01\x01\x12\x14\n\x07\x66\x61ilure\x18\x0b \x01(\tH\x05\x88\x01\x01\x12\x1b\n\x0esteps_reported\x18\x0c \x01(\x03H\x06\x88\x01\x01\x12$\n\tipu_usage\x18\r \x03(\x0b\x32\x11.vipu.v1.IpuUsage\x12\x1c\n\x0f\x65mulated_step_s\x18\x0e \x01(\x01H\x07\x88\x01\x01\x12\x19\n\x0cusage_legend\x18\x0f \x01(\tH\x08\x88\x01\x01\x12\x11\n\x04name\x18\x10 \x01(\tH\t\x88\x01\x01\x42\x06\n\x04_runB\x08\n\x06_errorB\x08\n\x06_endedB\t\n\x07_outputB\x07\n\x05_nodeB\n\n\x08_failureB\x11\n\x0f_steps_reportedB\x12\n\x10_emulated_step_sB\x0f\n\r_usage_legendB\x07\n\x05_name\"w\n\x0b\x45nvironment\x12\x36\n\tvariables\x18\x01 \x03(\x0b\x32#.vipu.v1.Environment.VariablesEntry\x1a\x30\n\x0eVariablesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x87\x01\n\rModelledSteps\x12\x17\n\ntime_scale\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x18\n\x0bstep_wall_s\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x16\n\tsteps_run\x18\x03 \x01(\x03H\x02\x88\x01\x01\x42\r\n\x0b_time_scaleB\x0e\n\x0c_step_wall_sB\x0c\n\n_steps_run\"\x9c\x02\n\x08IpuUsage\x12\x10\n\x03ipu\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x07machine\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x18\n\x0butilisation\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x1c\n\x0fsram_peak_bytes\x18\x04 \x01(\x03H\x03\x88\x01\x01\x12\"\n\x15\x61\x63tivation_peak_bytes\x18\x05 \x01(\x03H\x04\x88\x01\x01\x12!\n\x14streaming_peak_bytes\x18\x06 \x01(\x03H\x05\x88\x01\x01\x42\x06\n\x04_ipuB\n\n\x08_machineB\x0e\n\x0c_utilisationB\x12\n\x10_sram_peak_bytesB\x18\n\x16_activation_peak_bytesB\x17\n\x15_streaming_peak_bytes\"\x8b\x01\n\x0bInstanceRun\x12\x12\n\x05index\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\tpartition\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x10\n\x03gcd\x18\x03 \x01(\x05H\x02\x88\x01\x01\x12\x10\n\x08replicas\x18\x04 \x03(\x05\x12\x0c\n\x04ipus\x18\x05 \x03(\x05\x42\x08\n\x06_indexB\x0c\n\n_partitionB\x06\n\x04_gcd\"\xf7\x08\n\x0eTrainingResult\x12\x12\n\x05model\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06layout\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x10\n\x03pod\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x16\n\tfirst_ipu\x18\x04 \x01(\x05H\x03\x88\x01\x01\x12\x11\n\x04ipus\x18\x05 \x01(\x05H\x04\x88\x01\x01\x12\x16\n\toptimizer\x18\x06 \x01(\tH\x05\x88\x01\x01\x12\x19\n\x0cglobal_batch\x18\x07 \x01(\x03H\x06\x88\x01\x01\x12\x1c\n\x0fsteps_requested\x18\x08 \x01(\x03H\x07\x88\x01\x01\x12\x14\n\x07stopped\x18\t \x01(\x08H\x08\x88\x01\x01\x12\x0e\n\x06losses\x18\n \x03(\x01\x12\x1c\n\x0f\x65mulated_step_s\x18\x0b \x01(\x01H\t\x88\x01\x01\x12%\n\x18throughput_samples_per_s\x18\x0c \x01(\x01H\n\x88\x01\x01\x12\x1d\n\x10predicted_step_s\x18\r \x01(\x01H\x0b\x88\x01\x01\x12/\n\"predicted_throughput_samples_per_s\x18\x0e \x01(\x01H\x0c\x88\x01\x01\x12\x44\n\x0fpredicted_parts\x18\x0f \x03(\x0b\x32+.vipu.v1.TrainingResult.PredictedPartsEntry\x12\x42\n\x0e\x65mulated_parts\x18\x10 \x03(\x0b\x32*.vipu.v1.TrainingResult.EmulatedPartsEntry\x12J\n\x13\x62ytes_per_link_type\x18\x11 \x03(\x0b\x32-.vipu.v1.TrainingResult.BytesPerLinkTypeEntry\x12\x13\n\x06wall_s\x18\x12 \x01(\x01H\r\x88\x01\x01\x12\'\n\tinstances\x18\x13 \x03(\x0b\x32\x14.vipu.v1.InstanceRun\x12$\n\tipu_usage\x18\x14 \x03(\x0b\x32\x11.vipu.v1.IpuUsage\x12(\n\x08modelled\x18\x15 \x01(\x0b\x32\x16.vipu.v1.ModelledSteps\x1a\x35\n\x13PredictedPartsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a\x34\n\x12\x45mulatedPartsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a\x37\n\x15\x42ytesPerLinkTypeEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x42\x08\n\x06_modelB\t\n\x07_layoutB\x06\n\x04_podB\x0c\n\n_first_ipuB\x07\n\x05_ipusB\x0c\n\n_optimizerB\x0f\n\r_global_batchB\x12\n\x10_steps_requestedB\n\n\x08_stoppedB\x12\n\x10_emulated_step_sB\x1b\n\x19_throughput_samples_per_sB\x13\n\x11_predicted_step_sB%\n#_predicted_throughput_samples_per_sB\t\n\x07_wall_sb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15vipu/v1/job_run.proto\x12\x07vipu.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9b\x02\n\tJobDetail\x12\x16\n\tfirst_ipu\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12(\n\x07history\x18\x02 \x03(\x0b\x32\x17.vipu.v1.JobStateChange\x12&\n\x08priority\x18\x03 \x01(\x0b\x32\x14.vipu.v1.JobPriority\x12\x17\n\nrequest_id\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x15\n\x08recovery\x18\x05 \x01(\tH\x02\x88\x01\x01\x12\x17\n\npreemption\x18\x06 \x01(\tH\x03\x88\x01\x01\x12\x15\n\x08\x65nded_by\x18\x07 \x01(\tH\x04\x88\x01\x01\x42\x0c\n\n_first_ipuB\r\n\x0b_request_idB\x0b\n\t_recoveryB\r\n\x0b_preemptionB\x0b\n\t_ended_by\"G\n\x0eJobStateChange\x12\r\n\x05state\x18\x01 \x01(\t\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x87\x01\n\x0bJobPriority\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\r\n\x05total\x18\x03 \x01(\x01\x12\x0b\n\x03\x61ge\x18\x04 \x01(\x01\x12\x11\n\tfairshare\x18\x05 \x01(\x01\x12\x10\n\x08job_size\x18\x06 \x01(\x01\x12\x0b\n\x03qos\x18\x07 \x01(\x01\x12\x0c\n\x04nice\x18\x08 \x01(\x03\"\xea\x04\n\nRunSummary\x12\x10\n\x03run\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\'\n\x06result\x18\x02 \x01(\x0b\x32\x17.vipu.v1.TrainingResult\x12\x12\n\x05\x65rror\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05\x65nded\x18\x04 \x01(\tH\x02\x88\x01\x01\x12)\n\x0b\x65nvironment\x18\x05 \x03(\x0b\x32\x14.vipu.v1.Environment\x12\x14\n\x0c\x65\x61rlier_runs\x18\x06 \x03(\t\x12(\n\x08modelled\x18\x07 \x01(\x0b\x32\x16.vipu.v1.ModelledSteps\x12\x0e\n\x06losses\x18\x08 \x03(\x01\x12\x13\n\x06output\x18\t \x01(\tH\x03\x88\x01\x01\x12\x11\n\x04node\x18\n \x01(\tH\x04\x88\x01\x01\x12\x14\n\x07\x66\x61ilure\x18\x0b \x01(\tH\x05\x88\x01\x01\x12\x1b\n\x0esteps_reported\x18\x0c \x01(\x03H\x06\x88\x01\x01\x12$\n\tipu_usage\x18\r \x03(\x0b\x32\x11.vipu.v1.IpuUsage\x12 \n\x0f\x65mulated_step_s\x18\x0e \x01(\x01\x42\x02\x18\x01H\x07\x88\x01\x01\x12\x19\n\x0cusage_legend\x18\x0f \x01(\tH\x08\x88\x01\x01\x12\x11\n\x04name\x18\x10 \x01(\tH\t\x88\x01\x01\x12\x30\n\remulated_step\x18\x11 \x01(\x0b\x32\x19.google.protobuf.DurationB\x06\n\x04_runB\x08\n\x06_errorB\x08\n\x06_endedB\t\n\x07_outputB\x07\n\x05_nodeB\n\n\x08_failureB\x11\n\x0f_steps_reportedB\x12\n\x10_emulated_step_sB\x0f\n\r_usage_legendB\x07\n\x05_name\"w\n\x0b\x45nvironment\x12\x36\n\tvariables\x18\x01 \x03(\x0b\x32#.vipu.v1.Environment.VariablesEntry\x1a\x30\n\x0eVariablesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb9\x01\n\rModelledSteps\x12\x17\n\ntime_scale\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1c\n\x0bstep_wall_s\x18\x02 \x01(\x01\x42\x02\x18\x01H\x01\x88\x01\x01\x12\x16\n\tsteps_run\x18\x03 \x01(\x03H\x02\x88\x01\x01\x12,\n\tstep_wall\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationB\r\n\x0b_time_scaleB\x0e\n\x0c_step_wall_sB\x0c\n\n_steps_run\"\x9c\x02\n\x08IpuUsage\x12\x10\n\x03ipu\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x07machine\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x18\n\x0butilisation\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x1c\n\x0fsram_peak_bytes\x18\x04 \x01(\x03H\x03\x88\x01\x01\x12\"\n\x15\x61\x63tivation_peak_bytes\x18\x05 \x01(\x03H\x04\x88\x01\x01\x12!\n\x14streaming_peak_bytes\x18\x06 \x01(\x03H\x05\x88\x01\x01\x42\x06\n\x04_ipuB\n\n\x08_machineB\x0e\n\x0c_utilisationB\x12\n\x10_sram_peak_bytesB\x18\n\x16_activation_peak_bytesB\x17\n\x15_streaming_peak_bytes\"\x8b\x01\n\x0bInstanceRun\x12\x12\n\x05index\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\tpartition\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x10\n\x03gcd\x18\x03 \x01(\x05H\x02\x88\x01\x01\x12\x10\n\x08replicas\x18\x04 \x03(\x05\x12\x0c\n\x04ipus\x18\x05 \x03(\x05\x42\x08\n\x06_indexB\x0c\n\n_partitionB\x06\n\x04_gcd\"\x91\n\n\x0eTrainingResult\x12\x12\n\x05model\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06layout\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x10\n\x03pod\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x16\n\tfirst_ipu\x18\x04 \x01(\x05H\x03\x88\x01\x01\x12\x11\n\x04ipus\x18\x05 \x01(\x05H\x04\x88\x01\x01\x12\x16\n\toptimizer\x18\x06 \x01(\tH\x05\x88\x01\x01\x12\x19\n\x0cglobal_batch\x18\x07 \x01(\x03H\x06\x88\x01\x01\x12\x1c\n\x0fsteps_requested\x18\x08 \x01(\x03H\x07\x88\x01\x01\x12\x14\n\x07stopped\x18\t \x01(\x08H\x08\x88\x01\x01\x12\x0e\n\x06losses\x18\n \x03(\x01\x12 \n\x0f\x65mulated_step_s\x18\x0b \x01(\x01\x42\x02\x18\x01H\t\x88\x01\x01\x12%\n\x18throughput_samples_per_s\x18\x0c \x01(\x01H\n\x88\x01\x01\x12!\n\x10predicted_step_s\x18\r \x01(\x01\x42\x02\x18\x01H\x0b\x88\x01\x01\x12/\n\"predicted_throughput_samples_per_s\x18\x0e \x01(\x01H\x0c\x88\x01\x01\x12\x44\n\x0fpredicted_parts\x18\x0f \x03(\x0b\x32+.vipu.v1.TrainingResult.PredictedPartsEntry\x12\x42\n\x0e\x65mulated_parts\x18\x10 \x03(\x0b\x32*.vipu.v1.TrainingResult.EmulatedPartsEntry\x12J\n\x13\x62ytes_per_link_type\x18\x11 \x03(\x0b\x32-.vipu.v1.TrainingResult.BytesPerLinkTypeEntry\x12\x17\n\x06wall_s\x18\x12 \x01(\x01\x42\x02\x18\x01H\r\x88\x01\x01\x12\'\n\tinstances\x18\x13 \x03(\x0b\x32\x14.vipu.v1.InstanceRun\x12$\n\tipu_usage\x18\x14 \x03(\x0b\x32\x11.vipu.v1.IpuUsage\x12(\n\x08modelled\x18\x15 \x01(\x0b\x32\x16.vipu.v1.ModelledSteps\x12\x30\n\remulated_step\x18\x16 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\x0epredicted_step\x18\x17 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\'\n\x04wall\x18\x18 \x01(\x0b\x32\x19.google.protobuf.Duration\x1a\x35\n\x13PredictedPartsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a\x34\n\x12\x45mulatedPartsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a\x37\n\x15\x42ytesPerLinkTypeEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x42\x08\n\x06_modelB\t\n\x07_layoutB\x06\n\x04_podB\x0c\n\n_first_ipuB\x07\n\x05_ipusB\x0c\n\n_optimizerB\x0f\n\r_global_batchB\x12\n\x10_steps_requestedB\n\n\x08_stoppedB\x12\n\x10_emulated_step_sB\x1b\n\x19_throughput_samples_per_sB\x13\n\x11_predicted_step_sB%\n#_predicted_throughput_samples_per_sB\t\n\x07_wall_sb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vipu.v1.job_run_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_RUNSUMMARY'].fields_by_name['emulated_step_s']._loaded_options = None
+  _globals['_RUNSUMMARY'].fields_by_name['emulated_step_s']._serialized_options = b'\030\001'
   _globals['_ENVIRONMENT_VARIABLESENTRY']._loaded_options = None
   _globals['_ENVIRONMENT_VARIABLESENTRY']._serialized_options = b'8\001'
+  _globals['_MODELLEDSTEPS'].fields_by_name['step_wall_s']._loaded_options = None
+  _globals['_MODELLEDSTEPS'].fields_by_name['step_wall_s']._serialized_options = b'\030\001'
   _globals['_TRAININGRESULT_PREDICTEDPARTSENTRY']._loaded_options = None
   _globals['_TRAININGRESULT_PREDICTEDPARTSENTRY']._serialized_options = b'8\001'
   _globals['_TRAININGRESULT_EMULATEDPARTSENTRY']._loaded_options = None
   _globals['_TRAININGRESULT_EMULATEDPARTSENTRY']._serialized_options = b'8\001'
   _globals['_TRAININGRESULT_BYTESPERLINKTYPEENTRY']._loaded_options = None
   _globals['_TRAININGRESULT_BYTESPERLINKTYPEENTRY']._serialized_options = b'8\001'
-  _globals['_JOBDETAIL']._serialized_start=68
-  _globals['_JOBDETAIL']._serialized_end=351
-  _globals['_JOBSTATECHANGE']._serialized_start=353
-  _globals['_JOBSTATECHANGE']._serialized_end=424
-  _globals['_JOBPRIORITY']._serialized_start=427
-  _globals['_JOBPRIORITY']._serialized_end=562
-  _globals['_RUNSUMMARY']._serialized_start=565
-  _globals['_RUNSUMMARY']._serialized_end=1129
-  _globals['_ENVIRONMENT']._serialized_start=1131
-  _globals['_ENVIRONMENT']._serialized_end=1250
-  _globals['_ENVIRONMENT_VARIABLESENTRY']._serialized_start=1202
-  _globals['_ENVIRONMENT_VARIABLESENTRY']._serialized_end=1250
-  _globals['_MODELLEDSTEPS']._serialized_start=1253
-  _globals['_MODELLEDSTEPS']._serialized_end=1388
-  _globals['_IPUUSAGE']._serialized_start=1391
-  _globals['_IPUUSAGE']._serialized_end=1675
-  _globals['_INSTANCERUN']._serialized_start=1678
-  _globals['_INSTANCERUN']._serialized_end=1817
-  _globals['_TRAININGRESULT']._serialized_start=1820
-  _globals['_TRAININGRESULT']._serialized_end=2963
-  _globals['_TRAININGRESULT_PREDICTEDPARTSENTRY']._serialized_start=2564
-  _globals['_TRAININGRESULT_PREDICTEDPARTSENTRY']._serialized_end=2617
-  _globals['_TRAININGRESULT_EMULATEDPARTSENTRY']._serialized_start=2619
-  _globals['_TRAININGRESULT_EMULATEDPARTSENTRY']._serialized_end=2671
-  _globals['_TRAININGRESULT_BYTESPERLINKTYPEENTRY']._serialized_start=2673
-  _globals['_TRAININGRESULT_BYTESPERLINKTYPEENTRY']._serialized_end=2728
+  _globals['_TRAININGRESULT'].fields_by_name['emulated_step_s']._loaded_options = None
+  _globals['_TRAININGRESULT'].fields_by_name['emulated_step_s']._serialized_options = b'\030\001'
+  _globals['_TRAININGRESULT'].fields_by_name['predicted_step_s']._loaded_options = None
+  _globals['_TRAININGRESULT'].fields_by_name['predicted_step_s']._serialized_options = b'\030\001'
+  _globals['_TRAININGRESULT'].fields_by_name['wall_s']._loaded_options = None
+  _globals['_TRAININGRESULT'].fields_by_name['wall_s']._serialized_options = b'\030\001'
+  _globals['_JOBDETAIL']._serialized_start=100
+  _globals['_JOBDETAIL']._serialized_end=383
+  _globals['_JOBSTATECHANGE']._serialized_start=385
+  _globals['_JOBSTATECHANGE']._serialized_end=456
+  _globals['_JOBPRIORITY']._serialized_start=459
+  _globals['_JOBPRIORITY']._serialized_end=594
+  _globals['_RUNSUMMARY']._serialized_start=597
+  _globals['_RUNSUMMARY']._serialized_end=1215
+  _globals['_ENVIRONMENT']._serialized_start=1217
+  _globals['_ENVIRONMENT']._serialized_end=1336
+  _globals['_ENVIRONMENT_VARIABLESENTRY']._serialized_start=1288
+  _globals['_ENVIRONMENT_VARIABLESENTRY']._serialized_end=1336
+  _globals['_MODELLEDSTEPS']._serialized_start=1339
+  _globals['_MODELLEDSTEPS']._serialized_end=1524
+  _globals['_IPUUSAGE']._serialized_start=1527
+  _globals['_IPUUSAGE']._serialized_end=1811
+  _globals['_INSTANCERUN']._serialized_start=1814
+  _globals['_INSTANCERUN']._serialized_end=1953
+  _globals['_TRAININGRESULT']._serialized_start=1956
+  _globals['_TRAININGRESULT']._serialized_end=3253
+  _globals['_TRAININGRESULT_PREDICTEDPARTSENTRY']._serialized_start=2854
+  _globals['_TRAININGRESULT_PREDICTEDPARTSENTRY']._serialized_end=2907
+  _globals['_TRAININGRESULT_EMULATEDPARTSENTRY']._serialized_start=2909
+  _globals['_TRAININGRESULT_EMULATEDPARTSENTRY']._serialized_end=2961
+  _globals['_TRAININGRESULT_BYTESPERLINKTYPEENTRY']._serialized_start=2963
+  _globals['_TRAININGRESULT_BYTESPERLINKTYPEENTRY']._serialized_end=3018
 # @@protoc_insertion_point(module_scope)

@@ -1,5 +1,6 @@
 import datetime
 
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -56,7 +57,7 @@ class JobPriority(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., user: _Optional[str] = ..., total: _Optional[float] = ..., age: _Optional[float] = ..., fairshare: _Optional[float] = ..., job_size: _Optional[float] = ..., qos: _Optional[float] = ..., nice: _Optional[int] = ...) -> None: ...
 
 class RunSummary(_message.Message):
-    __slots__ = ("run", "result", "error", "ended", "environment", "earlier_runs", "modelled", "losses", "output", "node", "failure", "steps_reported", "ipu_usage", "emulated_step_s", "usage_legend", "name")
+    __slots__ = ("run", "result", "error", "ended", "environment", "earlier_runs", "modelled", "losses", "output", "node", "failure", "steps_reported", "ipu_usage", "emulated_step_s", "usage_legend", "name", "emulated_step")
     RUN_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +74,7 @@ class RunSummary(_message.Message):
     EMULATED_STEP_S_FIELD_NUMBER: _ClassVar[int]
     USAGE_LEGEND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    EMULATED_STEP_FIELD_NUMBER: _ClassVar[int]
     run: int
     result: TrainingResult
     error: str
@@ -89,7 +91,8 @@ class RunSummary(_message.Message):
     emulated_step_s: float
     usage_legend: str
     name: str
-    def __init__(self, run: _Optional[int] = ..., result: _Optional[_Union[TrainingResult, _Mapping]] = ..., error: _Optional[str] = ..., ended: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[Environment, _Mapping]]] = ..., earlier_runs: _Optional[_Iterable[str]] = ..., modelled: _Optional[_Union[ModelledSteps, _Mapping]] = ..., losses: _Optional[_Iterable[float]] = ..., output: _Optional[str] = ..., node: _Optional[str] = ..., failure: _Optional[str] = ..., steps_reported: _Optional[int] = ..., ipu_usage: _Optional[_Iterable[_Union[IpuUsage, _Mapping]]] = ..., emulated_step_s: _Optional[float] = ..., usage_legend: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    emulated_step: _duration_pb2.Duration
+    def __init__(self, run: _Optional[int] = ..., result: _Optional[_Union[TrainingResult, _Mapping]] = ..., error: _Optional[str] = ..., ended: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[Environment, _Mapping]]] = ..., earlier_runs: _Optional[_Iterable[str]] = ..., modelled: _Optional[_Union[ModelledSteps, _Mapping]] = ..., losses: _Optional[_Iterable[float]] = ..., output: _Optional[str] = ..., node: _Optional[str] = ..., failure: _Optional[str] = ..., steps_reported: _Optional[int] = ..., ipu_usage: _Optional[_Iterable[_Union[IpuUsage, _Mapping]]] = ..., emulated_step_s: _Optional[float] = ..., usage_legend: _Optional[str] = ..., name: _Optional[str] = ..., emulated_step: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class Environment(_message.Message):
     __slots__ = ("variables",)
@@ -105,14 +108,16 @@ class Environment(_message.Message):
     def __init__(self, variables: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ModelledSteps(_message.Message):
-    __slots__ = ("time_scale", "step_wall_s", "steps_run")
+    __slots__ = ("time_scale", "step_wall_s", "steps_run", "step_wall")
     TIME_SCALE_FIELD_NUMBER: _ClassVar[int]
     STEP_WALL_S_FIELD_NUMBER: _ClassVar[int]
     STEPS_RUN_FIELD_NUMBER: _ClassVar[int]
+    STEP_WALL_FIELD_NUMBER: _ClassVar[int]
     time_scale: float
     step_wall_s: float
     steps_run: int
-    def __init__(self, time_scale: _Optional[float] = ..., step_wall_s: _Optional[float] = ..., steps_run: _Optional[int] = ...) -> None: ...
+    step_wall: _duration_pb2.Duration
+    def __init__(self, time_scale: _Optional[float] = ..., step_wall_s: _Optional[float] = ..., steps_run: _Optional[int] = ..., step_wall: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class IpuUsage(_message.Message):
     __slots__ = ("ipu", "machine", "utilisation", "sram_peak_bytes", "activation_peak_bytes", "streaming_peak_bytes")
@@ -145,7 +150,7 @@ class InstanceRun(_message.Message):
     def __init__(self, index: _Optional[int] = ..., partition: _Optional[str] = ..., gcd: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., ipus: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TrainingResult(_message.Message):
-    __slots__ = ("model", "layout", "pod", "first_ipu", "ipus", "optimizer", "global_batch", "steps_requested", "stopped", "losses", "emulated_step_s", "throughput_samples_per_s", "predicted_step_s", "predicted_throughput_samples_per_s", "predicted_parts", "emulated_parts", "bytes_per_link_type", "wall_s", "instances", "ipu_usage", "modelled")
+    __slots__ = ("model", "layout", "pod", "first_ipu", "ipus", "optimizer", "global_batch", "steps_requested", "stopped", "losses", "emulated_step_s", "throughput_samples_per_s", "predicted_step_s", "predicted_throughput_samples_per_s", "predicted_parts", "emulated_parts", "bytes_per_link_type", "wall_s", "instances", "ipu_usage", "modelled", "emulated_step", "predicted_step", "wall")
     class PredictedPartsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -188,6 +193,9 @@ class TrainingResult(_message.Message):
     INSTANCES_FIELD_NUMBER: _ClassVar[int]
     IPU_USAGE_FIELD_NUMBER: _ClassVar[int]
     MODELLED_FIELD_NUMBER: _ClassVar[int]
+    EMULATED_STEP_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_STEP_FIELD_NUMBER: _ClassVar[int]
+    WALL_FIELD_NUMBER: _ClassVar[int]
     model: str
     layout: str
     pod: str
@@ -209,4 +217,7 @@ class TrainingResult(_message.Message):
     instances: _containers.RepeatedCompositeFieldContainer[InstanceRun]
     ipu_usage: _containers.RepeatedCompositeFieldContainer[IpuUsage]
     modelled: ModelledSteps
-    def __init__(self, model: _Optional[str] = ..., layout: _Optional[str] = ..., pod: _Optional[str] = ..., first_ipu: _Optional[int] = ..., ipus: _Optional[int] = ..., optimizer: _Optional[str] = ..., global_batch: _Optional[int] = ..., steps_requested: _Optional[int] = ..., stopped: _Optional[bool] = ..., losses: _Optional[_Iterable[float]] = ..., emulated_step_s: _Optional[float] = ..., throughput_samples_per_s: _Optional[float] = ..., predicted_step_s: _Optional[float] = ..., predicted_throughput_samples_per_s: _Optional[float] = ..., predicted_parts: _Optional[_Mapping[str, float]] = ..., emulated_parts: _Optional[_Mapping[str, float]] = ..., bytes_per_link_type: _Optional[_Mapping[str, int]] = ..., wall_s: _Optional[float] = ..., instances: _Optional[_Iterable[_Union[InstanceRun, _Mapping]]] = ..., ipu_usage: _Optional[_Iterable[_Union[IpuUsage, _Mapping]]] = ..., modelled: _Optional[_Union[ModelledSteps, _Mapping]] = ...) -> None: ...
+    emulated_step: _duration_pb2.Duration
+    predicted_step: _duration_pb2.Duration
+    wall: _duration_pb2.Duration
+    def __init__(self, model: _Optional[str] = ..., layout: _Optional[str] = ..., pod: _Optional[str] = ..., first_ipu: _Optional[int] = ..., ipus: _Optional[int] = ..., optimizer: _Optional[str] = ..., global_batch: _Optional[int] = ..., steps_requested: _Optional[int] = ..., stopped: _Optional[bool] = ..., losses: _Optional[_Iterable[float]] = ..., emulated_step_s: _Optional[float] = ..., throughput_samples_per_s: _Optional[float] = ..., predicted_step_s: _Optional[float] = ..., predicted_throughput_samples_per_s: _Optional[float] = ..., predicted_parts: _Optional[_Mapping[str, float]] = ..., emulated_parts: _Optional[_Mapping[str, float]] = ..., bytes_per_link_type: _Optional[_Mapping[str, int]] = ..., wall_s: _Optional[float] = ..., instances: _Optional[_Iterable[_Union[InstanceRun, _Mapping]]] = ..., ipu_usage: _Optional[_Iterable[_Union[IpuUsage, _Mapping]]] = ..., modelled: _Optional[_Union[ModelledSteps, _Mapping]] = ..., emulated_step: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., predicted_step: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., wall: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...

@@ -96,7 +96,8 @@ def test_collectives_move_the_data_numpy_would_give_charge_time_and_the_steps_ar
     detail = ended(controller, job)
     assert detail["state"] == "COMPLETED"
     assert detail["training"]["losses"] == [1.5, 0.5] and detail["training"]["steps_reported"] == 2
-    assert detail["training"]["emulated_step_s"] == pytest.approx((first["emulated_step_s"] + first["compute"]) / 2)
+    assert detail["training"]["emulated_step_s"] == pytest.approx(  # read from its Duration: to the nanosecond
+        (first["emulated_step_s"] + first["compute"]) / 2, abs=1e-9)
     assert [u["ipu"] - detail["detail"]["first_ipu"] for u in detail["ipu_usage"]] == [0, 1, 2, 3]
     logs = run(controller, "vipu", "logs", str(job)).stdout
     assert "steps reported through vipu.sdk: 2" in logs and "data-parallel allreduce" in logs
