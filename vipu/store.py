@@ -249,10 +249,12 @@ class Store(HistoryReads):
                 if self._written != done:
                     done = self._written
                     try:
+                        with self._lock:
+                            generation = self._generation.ahead(self._db)
                         db.execute("PRAGMA wal_checkpoint(PASSIVE)")
                         with self._lock:
-                            self._generation.mark(self._db)  # the database file holds the last one: a new one
-                    except sqlite3.Error:
+                            self._generation.reached(self._db, generation)
+                    except (sqlite3.Error, OSError):
                         pass  # tried again next time; a failing disk shows in the writes' own health
         finally:
             db.close()

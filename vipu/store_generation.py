@@ -47,7 +47,24 @@ class Generation:
     def mark(self, db: sqlite3.Connection) -> None:
         """A new generation, in the database (its -wal file) first, then in the marker."""
         generation = (_held(db) or 0) + 1
-        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(generation),))
+        _set(db, generation)
+        self._write_marker(generation)
+
+    def ahead(self, db: sqlite3.Connection) -> int:
+        """Before a checkpoint: the marker moves to the next generation, which the database gets only after
+        (`reached`). Why first: the checkpoint copies the -wal file's generation into the database file, and a
+        commit may land before the next number is in the -wal file; with the marker already ahead, the database
+        file alone never matches it while the -wal file holds commits it lacks."""
+        generation = (_held(db) or 0) + 1
+        self._write_marker(generation)
+        return generation
+
+    @staticmethod
+    def reached(db: sqlite3.Connection, generation: int) -> None:
+        """After the checkpoint: the database (its -wal file) holds the generation the marker shows."""
+        _set(db, generation)
+
+    def _write_marker(self, generation: int) -> None:
         part = self.marker.with_name(self.marker.name + ".part")
         part.unlink(missing_ok=True)
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -58,6 +75,10 @@ class Generation:
     def closed(self) -> None:
         """The database was closed cleanly: nothing can have been lost since."""
         self.marker.unlink(missing_ok=True)
+
+
+def _set(db: sqlite3.Connection, generation: int) -> None:
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(generation),))
 
 
 def _held(db: sqlite3.Connection) -> int | None:
