@@ -54,6 +54,7 @@ from vipu.scheduler.policies.preempt import choose_victims
 from vipu.scheduler.policies.reservations import Timeline
 
 Mode = Literal["strict", "backfill"]
+FLOOR_STEP = 32  # jobs walked between two refreshes of the sizes that fit as sjf's time limits rise (run())
 _WAIT = {True: PendingInfo(PRIORITY), False: PendingInfo(RESOURCES)}  # shared: most pending jobs get one of these
 
 
@@ -62,10 +63,10 @@ class _Walk:
         "r", "mode", "estimates", "now", "total", "full", "healthy", "avail", "usage", "decision", "reservations",
         "blocked", "last_reserved", "remaining", "preemptors", "qos_sets", "preempt_qos", "_timeline", "_started",
         "_preempted", "_frozen", "_no_fit", "_fitting", "_no_victims", "shortest", "_evictable", "_lazy",
-        "_lazy_floor", "plan", "capacity", "_candidates",
+        "_lazy_floor", "plan", "capacity", "_candidates", "limit_floor", "_refresh_at",
     )
 
-    def __init__(self, request: ScheduleRequest, mode: Mode):
+    def __init__(self, request: ScheduleRequest, mode: Mode, ascending_limits: bool = False):
         self.r = request
         self.mode = mode
         self.estimates = request.estimates
@@ -97,6 +98,10 @@ class _Walk:
         self._candidates: dict[str, list] = {}  # QOS -> running jobs it may evict (until the next eviction)
         self._lazy: list[tuple[QueuedJob, int, float]] = []  # (job, allowed, lower bound): reservations to make
         self._lazy_floor = math.inf  # none of them begins before this (see need())
+        # ascending_limits: the order comes by time limit (sjf), so no job still to come has a shorter limit than
+        # the last one walked, a tighter bound than request.shortest (see run()); None: the order says nothing
+        self.limit_floor: float | None = 0.0 if ascending_limits else None
+        self._refresh_at = 0  # jobs walked before the sizes that fit may be worked out again for a higher floor
 
     # -- lazily built views -------------------------------------------------------------------------------
     @property
@@ -197,7 +202,7 @@ class _Walk:
         blk = block(first, job.ipus)
         self.avail &= ~blk
         if self._timeline is not None:
-            self._timeline.reserve(self.now, self.now + job.time_limit, blk)
+            self._timeline.reserve(self.now, self.now + job.time_limit, first, job.ipus)
         else:
             self._started.append((self.now + job.time_limit, first, job.ipus))
         self.usage.add(job)
@@ -302,9 +307,8 @@ class _Walk:
             at = retry
 
     def _reserve(self, job: QueuedJob, at: float, first: int) -> None:
-        blk = block(first, job.ipus)
-        self.timeline.reserve(at, at + job.time_limit, blk)
-        self.reservations.append((at, blk))
+        self.timeline.reserve(at, at + job.time_limit, first, job.ipus)
+        self.reservations.append((at, block(first, job.ipus)))
         self.last_reserved = at
         self._fitting.drop()
 
@@ -353,7 +357,19 @@ class _Walk:
         tested, limit = 0, self.r.max_job_test
         pending = self.decision.pending
         remaining = self.remaining
+        floor = self.limit_floor
+        walked = 0
         for job in order:
+            if floor is not None and job.time_limit > floor:
+                # Why: sjf's walk stopped only once no size fitted for the shortest limit of any job of that size,
+                # so it walked most of a long queue; jobs still to come run at least this long, so a block free
+                # only until a reservation begins sooner holds none of them. Worked out again at most once per
+                # FLOOR_STEP jobs: with many distinct limits each rise would cost a pass over the sizes.
+                floor = self.limit_floor = job.time_limit
+                if walked >= self._refresh_at:
+                    self._fitting.drop()
+                    self._refresh_at = walked + FLOOR_STEP
+            walked += 1
             if remaining is not None:
                 remaining[job.ipus] = remaining.get(job.ipus, 0) - 1
                 if job.qos in self.preempt_qos and self.preemptors is not None:
@@ -381,6 +397,8 @@ class _Walk:
         return self.decision
 
 
-def run(request: ScheduleRequest, order: Iterable[QueuedJob], mode: Mode) -> ScheduleDecision:
-    """Walk `order` (the policy's queue order) over the request's snapshot in `mode`."""
-    return _Walk(request, mode).run(order)
+def run(request: ScheduleRequest, order: Iterable[QueuedJob], mode: Mode,
+        ascending_limits: bool = False) -> ScheduleDecision:
+    """Walk `order` (the policy's queue order) over the request's snapshot in `mode`; `ascending_limits`: the order
+    comes by time limit, shortest first (sjf), which lets the walk stop sooner (the starts are the same)."""
+    return _Walk(request, mode, ascending_limits).run(order)
