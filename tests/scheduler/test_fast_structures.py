@@ -61,15 +61,20 @@ def timeline_cases(draw):
             not_before = draw(st.sampled_from([None, now, now + 15, now + 60]))
             steps.append(("earliest", size, float(draw(st.sampled_from([1, 10, 30, 60, 250]))), allowed,
                           not_before))
-    return total, now, running, ((1 << total) - 1) & ~used & ~failed, steps
+    return total, now, running, ((1 << total) - 1) & ~used & ~failed, steps, draw(st.integers(0, len(running)))
 
 
 @FAST
 @given(timeline_cases())
 def test_the_timeline_answers_as_the_plain_one(case):
-    total, now, running, free, steps = case
+    total, now, running, free, steps, grouped = case
     releases = [(r.end_by, r.first_ipu, r.ipus) for r in running]
-    fast, plain = Timeline(now, free, releases, total), PlainTimeline(now, free, releases, total)
+    groups: dict[float, tuple[list[int], int]] = {}  # some of them by end time, as JobTable.release_groups gives
+    for r in running[:grouped]:
+        blocks, mask = groups.get(r.end_by, ([], 0))
+        groups[r.end_by] = (blocks + [r.first_ipu, r.ipus], mask | block(r.first_ipu, r.ipus))
+    fast = Timeline(now, free, releases[grouped:], total, groups)
+    plain = PlainTimeline(now, free, releases, total)
     for step in steps:
         if step[0] == "reserve":
             fast.reserve(*step[1:])

@@ -109,10 +109,13 @@ class _Walk:
         if self._timeline is None:
             if self._frozen is not None:  # freeze() dropped it: a bug, not a state to rebuild it from
                 raise RuntimeError("the timeline is planned only for the first max_job_test jobs")
-            preempted = self._preempted
-            releases = ((r.end_by, r.first_ipu, r.ipus) for r in self.r.running
-                        if not preempted or r.id not in preempted)
-            self._timeline = Timeline(self.now, self.avail, chain(releases, self._started), self.total)
+            preempted, groups = self._preempted, self.r.releases
+            if groups is not None and not preempted:
+                self._timeline = Timeline(self.now, self.avail, self._started, self.total, groups)
+            else:
+                releases = ((r.end_by, r.first_ipu, r.ipus) for r in self.r.running
+                            if not preempted or r.id not in preempted)
+                self._timeline = Timeline(self.now, self.avail, chain(releases, self._started), self.total)
         return self._timeline
 
     def allowed(self, job: QueuedJob) -> int | None:

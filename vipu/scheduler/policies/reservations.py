@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from vipu.scheduler.bits import best_fit, block, has_block
 
@@ -26,14 +26,17 @@ Reserved = list  # [start, end, first IPU, size, IPUs released under it since (0
 
 
 class Timeline:
-    __slots__ = ("times", "base", "total", "reserved", "_starts", "_ends", "_first")
+    __slots__ = ("times", "base", "total", "reserved", "_starts", "_ends", "_first", "_released")
 
-    def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int, int]], total: int):
-        """`releases`: (end_by, first IPU, size) of running jobs' blocks; an overdue end_by counts as just after
-        now, never now, so nothing is started on IPUs a job still holds."""
+    def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int, int]], total: int,
+                 groups: Mapping[float, tuple[list[int], int]] | None = None):
+        """`releases`: (end_by, first IPU, size) of running jobs' blocks; `groups`: more of them, by end_by, as
+        flat lists (first IPU, size, ...) with their mask (JobTable.release_groups). An overdue end_by counts as
+        just after now, never now, so nothing is started on IPUs a job still holds."""
         self.total = total
         self.times = [now]  # now, then every distinct release time
         self.base = [free_now]  # base[k]: free from times[k] on, reservations aside
+        self._released: list[list[int]] = [[]]  # [k]: the blocks released at times[k], as first IPU, size, ...
         soon = math.nextafter(now, math.inf)
         # flat lists of first IPU, size: thousands of pairs kept as tuples would wake the cycle collector
         by_time: dict[float, list[int]] = {}
@@ -41,11 +44,19 @@ class Timeline:
             blocks = by_time.setdefault(at if at >= soon else soon, [])
             blocks.append(first)
             blocks.append(size)
+        steps = {at: (blocks, blocks_mask(blocks, total)) for at, blocks in by_time.items()}
+        for at, (blocks, mask) in (groups or {}).items():
+            if at < soon:
+                at = soon
+            step = steps.get(at)
+            steps[at] = (blocks, mask) if step is None else (step[0] + blocks, step[1] | mask)
         current = free_now
-        for at in sorted(by_time):
-            current |= blocks_mask(by_time[at], total)
+        for at in sorted(steps):
+            blocks, mask = steps[at]
+            current |= mask
             self.times.append(at)
             self.base.append(current)
+            self._released.append(blocks)
         self.reserved: list[Reserved] = []  # by start
         self._starts: list[float] = []  # their starts
         self._ends: list[float] = []  # the reservations' end times, sorted: moments a slot may begin
@@ -93,40 +104,61 @@ class Timeline:
         reserved, starts = self.reserved, self._starts
         active: list[Reserved] = []
         taken, p, soonest_end = 0, 0, math.inf
+        keep = full = (1 << total) - 1  # full ^ taken (an AND with a negated mask costs three times as much)
+        new_release = False
         while True:
-            end = start + length
-            if soonest_end <= start:
-                active = [r for r in active if r[1] > start]
-                taken = _taken(active, total)
-                soonest_end = min((r[1] for r in active), default=math.inf)
-            joined = []
-            while p < len(starts) and starts[p] < end:
-                r = reserved[p]
-                p += 1
-                if r[1] > start:
-                    joined.append(r)
-                    if r[1] < soonest_end:
-                        soonest_end = r[1]
-            if joined:
-                active += joined
-                taken |= _taken(joined, total)
-            acc = base[k] & allowed
-            if taken:
-                acc &= ~taken
-            first = best_fit(acc, total, size)
-            if first is not None:
-                return start, first, acc
+            # (after nothing but a release since a moment that failed, a moment whose release completes no block
+            # fails too: base gained no block and more may be reserved)
+            if not new_release or self._completes(k, size):
+                end = start + length
+                if soonest_end <= start:
+                    taken, active = _without_ended(active, taken, start, total)
+                    keep = full ^ taken
+                    soonest_end = min((r[1] for r in active), default=math.inf)
+                joined = []
+                while p < len(starts) and starts[p] < end:
+                    r = reserved[p]
+                    p += 1
+                    if r[1] > start:
+                        joined.append(r)
+                        if r[1] < soonest_end:
+                            soonest_end = r[1]
+                if joined:
+                    active += joined
+                    taken |= _taken(joined, total)
+                    keep = full ^ taken
+                acc = base[k] & allowed & keep
+                first = best_fit(acc, total, size)
+                if first is not None:
+                    return start, first, acc
             # the next moment at which anything is given back: a release or a reservation's end
             after_release = times[k + 1] if k + 1 < n else math.inf
             after_end = ends[e] if e < m else math.inf
             if after_release == after_end == math.inf:
                 return None
+            new_release = after_release < after_end
             if after_release <= after_end:
                 start, k = after_release, k + 1
             else:
                 start = after_end
             while e < m and ends[e] <= start:
                 e += 1
+
+    def _completes(self, k: int, size: int) -> bool:
+        """Might the blocks released at times[k] complete a free aligned block of `size` (one that holds an IPU
+        not free before)? Released blocks are aligned: one of `size` or more is such a block itself, a smaller one
+        lies in one block of `size`, which must now be wholly free."""
+        released = self._released[k]
+        if len(released) > 32:
+            return True  # many at once (the overdue, or jobs started together): not worth asking one by one
+        base, whole = self.base[k], (1 << size) - 1
+        for i in range(0, len(released), 2):
+            first, n = released[i], released[i + 1]
+            if n >= size or first % n or n & (n - 1):
+                return True
+            if (base >> (first - first % size)) & whole == whole:
+                return True
+        return False
 
     def reserve(self, start: float, end: float, first_ipu: int, size: int) -> None:
         """Take the block out of [start, end): a job started now or a reservation for a blocked job."""
@@ -144,6 +176,19 @@ class Timeline:
         for r in self.reserved:
             if block(r[2], r[3]) & blk:
                 r[4] |= blk
+
+
+def _without_ended(active: list[Reserved], taken: int, now: float, total: int) -> tuple[int, list[Reserved]]:
+    """`taken` (the IPUs of `active`) less the reservations that ended by `now`, and those left. Two reservations
+    may share IPUs at different times, so an ended one's block is taken out directly only if no other shares it."""
+    left = [r for r in active if r[1] > now]
+    for r in active:
+        if r[1] <= now:
+            first, size = r[2], r[3]
+            if r[4] or any(o is not r and o[2] < first + size and first < o[2] + o[3] for o in active):
+                return _taken(left, total), left  # (an eviction cut it, or another holds some of its IPUs)
+            taken ^= block(first, size)
+    return taken, left
 
 
 def _taken(reserved: list[Reserved], total: int) -> int:
