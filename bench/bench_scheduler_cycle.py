@@ -13,9 +13,10 @@ queue stays near N pending and the Pod stays nearly full, as on a busy cluster. 
 as vipu-server freezes the records it loads at start) and each cycle at least as many jobs arrive as the last one
 started. The scale table gives, for the same cycles, the p50 and p99 of wall-clock and of the process's CPU time
 (on a machine shared with other work, wall-clock includes their turns; the load average is printed at the start and
-the end), which of the two meet the goal ("goal met": cpu, wall, cpu+wall or no), the slowest cycle and how many jobs it started (the thousands of jobs
-started together at time 0 reach their time limits together, and every start costs its share), and how many
-measured cycles a full collection of the cycle collector ran in, the longest of those collections.
+the end), which of the two meet the goal ("goal met": cpu, wall, cpu+wall or no), the slowest cycle and how many
+jobs it started (the thousands of jobs started together at time 0 reach their time limits together, and every start
+costs its share), and how many measured cycles a full collection of the cycle collector ran in, the longest of
+those collections.
 
 Then held jobs (--held, default 10,000), which may not run: first the rate at which an empty queue fills with them
 when every submission is followed by a cycle, as the live server runs one (before held jobs were kept out of the

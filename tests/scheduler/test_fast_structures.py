@@ -1,16 +1,18 @@
 """The structures that keep a cycle fast on 65,536 IPUs and with 100,000 pending jobs give the decisions the plain
-ones give, on random states: the backfill timeline against the mask-per-interval one (plain_timeline.py), and
-sjf's walk, which stops once no job still to come can start, against the same walk told nothing of its order."""
+ones give, on random states: the backfill timeline against the mask-per-interval one (plain_timeline.py), sjf's
+walk, which stops once no job still to come can start, against the same walk told nothing of its order, and the
+choice of victims by evictable job against the choice block by block."""
 
 from unittest.mock import patch
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vipu.scheduler.bits import best_fit, block
+from vipu.scheduler.bits import aligned_starts, best_fit, block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies import engine
 from vipu.scheduler.policies.base import QueuedJob, RunningJob, ScheduleRequest
+from vipu.scheduler.policies.preempt import choose_victims
 from vipu.scheduler.policies.reservations import Timeline
 
 from tests.scheduler.plain_timeline import PlainTimeline
@@ -124,8 +126,10 @@ def _request(total, now, running, free, queued, max_job_test, estimates, qos) ->
                            shortest=shortest, estimates=estimates)
 
 
-QOS = SchedulerConfig(qos={"low": {"priority": 0}, "normal": {"priority": 10, "preempt": ["low"], "max_jobs_per_user": 2},
-                           "high": {"priority": 20, "preempt": ["low", "normal"]}}).qos
+QOS = SchedulerConfig(qos={
+    "low": {"priority": 0}, "normal": {"priority": 10, "preempt": ["low"], "max_jobs_per_user": 2},
+    "high": {"priority": 20, "preempt": ["low", "normal"]},
+}).qos
 
 
 def _decided(decision, queued):
@@ -160,3 +164,46 @@ def test_sjf_stops_sooner_and_decides_the_same(case):
         assert _decided(told, ordered) == _decided(plain, ordered)
     else:  # nobody reads the reasons (trace replay): a walk that stops sooner explains fewer jobs on its way
         assert _decided(told, ordered)[:2] == _decided(plain, ordered)[:2]
+
+
+def plain_victims(job, candidates, free, usable, total, now, qos_priority):
+    """choose_victims as it was: every aligned block that free and evictable IPUs fill, its victims IPU by IPU."""
+    if not candidates:
+        return None
+    owner = [None] * total
+    evictable = 0
+    for r in candidates:
+        evictable |= block(r.first_ipu, r.ipus)
+        for ipu in range(r.first_ipu, r.first_ipu + r.ipus):
+            owner[ipu] = r
+    size = job.ipus
+    starts = aligned_starts((free | evictable) & usable, size, total)
+    best_key, best = None, None
+    while starts:
+        first = (starts & -starts).bit_length() - 1
+        starts &= starts - 1
+        victims = {}
+        for ipu in range(first, first + size):
+            r = owner[ipu]
+            if r is not None and r.id not in victims:
+                victims[r.id] = r
+        if not victims:
+            continue
+        chosen = sorted(victims.values(), key=lambda r: r.id)
+        key = (max(qos_priority.get(r.qos, 0) for r in chosen), len(chosen),
+               sum(r.ipus * max(0.0, now - r.start_time) for r in chosen), first)
+        if best_key is None or key < best_key:
+            best_key, best = key, (first, chosen)
+    return best
+
+
+@FAST
+@given(timeline_cases(), st.sampled_from(SIZES + [32, 64]), st.data())
+def test_victims_are_chosen_as_block_by_block(case, size, data):
+    total, now, running, free, _, _ = case
+    candidates = [r for r in running if data.draw(st.booleans())]
+    usable = data.draw(st.sampled_from([(1 << total) - 1, ((1 << total) - 1) ^ 0xF0, (1 << (total // 2)) - 1]))
+    job = QueuedJob(999, size, 60.0, 0.0, "u9", "high")
+    priority = {"low": 0, "normal": 10, "high": 20}
+    assert choose_victims(job, candidates, free & usable, usable, total, now, priority) == \
+        plain_victims(job, candidates, free & usable, usable, total, now, priority)

@@ -68,14 +68,14 @@ def _fitting(walk: _Walk, sizes: list[int]) -> tuple[list[tuple[int, bool, int]]
         # (no block in the free IPUs: none outside the reservations either, which need not be looked at)
         if has_block(avail, size, total):
             until = max(until, end)
-            w = first_block(avail & ~walk.reserved_over(end), size, total)
+            w = first_block(walk.unreserved(avail, end), size, total)
             if w is not None:
                 fitting.append((size, False, w))
                 continue
         if preemptors.get(size, 0) > 0:
             until = max(until, end)
             # (evicting frees no reserved IPU for it: try_preempt leaves the reservations out, so does this)
-            w = first_block((avail | walk.evictable()) & ~walk.reserved_over(end) & walk.healthy, size, total)
+            w = first_block(walk.unreserved(avail | walk.evictable(), end) & walk.healthy, size, total)
             if w is not None:
                 fitting.append((size, True, w))
     return fitting, until

@@ -65,7 +65,7 @@ class Timeline:
     def first_time(self, size: int, allowed: int) -> float:
         """When the Pod without reservations first holds a block of `size` in `allowed`: no slot that earliest()
         finds begins before it, whatever is reserved (inf: never)."""
-        key = (size, allowed)
+        key = (size, id(allowed))  # (the caller's masks live through the walk; hashing one reads all of it)
         at = self._first.get(key)
         if at is None:
             base, total = self.base, self.total
