@@ -26,7 +26,7 @@ Reserved = list  # [start, end, first IPU, size, IPUs released under it since (0
 
 
 class Timeline:
-    __slots__ = ("times", "base", "total", "reserved", "_starts", "_ends", "_first", "_released")
+    __slots__ = ("times", "base", "total", "reserved", "_starts", "_ends", "_by_end", "_first", "_released")
 
     def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int, int]], total: int,
                  groups: Mapping[float, tuple[list[int], int]] | None = None):
@@ -60,6 +60,7 @@ class Timeline:
         self.reserved: list[Reserved] = []  # by start
         self._starts: list[float] = []  # their starts
         self._ends: list[float] = []  # the reservations' end times, sorted: moments a slot may begin
+        self._by_end: list[Reserved] = []  # the reservations in that order
         self._first: dict[tuple[int, int], float] = {}  # first_time() answers; base changes only in release_now
 
     def first_time(self, size: int, allowed: int) -> float:
@@ -105,16 +106,26 @@ class Timeline:
         active: list[Reserved] = []
         taken, p, soonest_end = 0, 0, math.inf
         keep = full = (1 << total) - 1  # full ^ taken (an AND with a negated mask costs three times as much)
-        new_release = False
+        by_end = self._by_end
+        freed = 0  # the blocks of the reservations that ended since `taken` was last brought up to date
+        moved = ""  # what changed since the last moment tried: "release", "end", or "" (tried first, or both)
         while True:
-            # (after nothing but a release since a moment that failed, a moment whose release completes no block
-            # fails too: base gained no block and more may be reserved)
-            if not new_release or self._completes(k, size):
+            # A moment after one that failed can only succeed with IPUs given back since: after nothing but a
+            # release, only if it completes a block (base gained no block, more may be reserved); after nothing
+            # but reservation ends, only if the Pod less what stays reserved holds a block.
+            if moved == "release":
+                worth = self._completes(k, size)
+            elif moved == "end":
+                worth = has_block(base[k] & allowed & (full ^ (taken & (full ^ freed))), size, total)
+            else:
+                worth = True
+            if worth:
                 end = start + length
                 if soonest_end <= start:
                     taken, active = _without_ended(active, taken, start, total)
                     keep = full ^ taken
                     soonest_end = min((r[1] for r in active), default=math.inf)
+                freed = 0
                 joined = []
                 while p < len(starts) and starts[p] < end:
                     r = reserved[p]
@@ -136,12 +147,14 @@ class Timeline:
             after_end = ends[e] if e < m else math.inf
             if after_release == after_end == math.inf:
                 return None
-            new_release = after_release < after_end
+            moved = "release" if after_release < after_end else "end" if after_end < after_release else ""
             if after_release <= after_end:
                 start, k = after_release, k + 1
             else:
                 start = after_end
             while e < m and ends[e] <= start:
+                r = by_end[e]
+                freed |= block(r[2], r[3])
                 e += 1
 
     def _completes(self, k: int, size: int) -> bool:
@@ -166,7 +179,9 @@ class Timeline:
             k = bisect_right(self._starts, start)
             self._starts.insert(k, start)
             self.reserved.insert(k, [start, end, first_ipu, size, 0])
-            self._ends.insert(bisect_right(self._ends, end), end)
+            at = bisect_right(self._ends, end)
+            self._ends.insert(at, end)
+            self._by_end.insert(at, self.reserved[k])
 
     def release_now(self, blk: int) -> None:
         """A preempted job's block is free from now on, reserved or not (reservations made later may take it)."""
@@ -206,10 +221,10 @@ def _taken(reserved: list[Reserved], total: int) -> int:
 def blocks_mask(blocks: list[int], total: int) -> int:
     """The mask of the blocks, given as first IPU, size, first IPU, size, ... Why bytes: on a Pod of 65,536 IPUs a
     mask is 8 KB, and thousands of jobs run; setting their bytes and converting once costs a tenth of OR-ing one big
-    integer per job. Blocks of 8 IPUs or more are aligned (placement.py), so they fill whole bytes; smaller ones set
-    bits of one byte."""
+    integer per job (for a few dozen blocks, or a Pod of a few thousand IPUs, the integers cost less). Blocks of 8
+    IPUs or more are aligned (placement.py), so they fill whole bytes; smaller ones set bits of one byte."""
     pairs = zip(blocks[::2], blocks[1::2])
-    if len(blocks) < 16:
+    if len(blocks) < 128 or total <= 4096:  # (a few dozen blocks, or small masks: OR-ing integers is cheaper)
         acc = 0
         for first, size in pairs:
             acc |= block(first, size)
