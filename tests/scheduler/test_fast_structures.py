@@ -1,5 +1,5 @@
 """The structures that keep a cycle fast on 65,536 IPUs and with 100,000 pending jobs give the decisions the plain
-ones give, on random states: the backfill timeline against the mask-per-interval one (plain_timeline.py), sjf's
+ones give, on random states: the backfill timeline of a large Pod against the mask-per-interval one of a small Pod, sjf's
 walk, which stops once no job still to come can start, against the same walk told nothing of its order, and the
 choice of victims by evictable job against the choice block by block."""
 
@@ -13,9 +13,9 @@ from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies import engine
 from vipu.scheduler.policies.base import QueuedJob, RunningJob, ScheduleRequest
 from vipu.scheduler.policies.preempt import choose_victims
+from vipu.scheduler.policies.interval_timeline import IntervalTimeline
 from vipu.scheduler.policies.reservations import Timeline
 
-from tests.scheduler.plain_timeline import PlainTimeline
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SIZES = [1, 2, 4, 8, 16]
@@ -76,7 +76,7 @@ def test_the_timeline_answers_as_the_plain_one(case):
         blocks, mask = groups.get(r.end_by, ([], 0))
         groups[r.end_by] = (blocks + [r.first_ipu, r.ipus], mask | block(r.first_ipu, r.ipus))
     fast = Timeline(now, free, releases[grouped:], total, groups)
-    plain = PlainTimeline(now, free, releases, total)
+    plain = IntervalTimeline(now, free, releases, total)
     for step in steps:
         if step[0] == "reserve":
             fast.reserve(*step[1:])
@@ -138,11 +138,13 @@ def _decided(decision, queued):
 
 @FAST
 @given(walk_cases())
-def test_the_walk_decides_as_it_does_on_the_plain_timeline(case):
+def test_the_walk_decides_the_same_on_either_timeline(case):
     total, now, running, free, queued, max_job_test, estimates = case
     for mode in ("backfill", "strict"):
-        fast = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued, mode)
-        with patch.object(engine, "Timeline", PlainTimeline):
+        with patch.object(engine, "SMALL_POD", 0):  # the list of reserved blocks, as on a large Pod
+            fast = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued,
+                              mode)
+        with patch.object(engine, "SMALL_POD", 1 << 20):  # a mask per interval
             plain = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued,
                                mode)
         assert _decided(fast, queued) == _decided(plain, queued)

@@ -51,9 +51,11 @@ from vipu.scheduler.policies.fitting import Fitting
 from vipu.scheduler.policies.limits import Usage
 from vipu.scheduler.policies.plans import LimitPlan
 from vipu.scheduler.policies.preempt import choose_victims
+from vipu.scheduler.policies.interval_timeline import IntervalTimeline
 from vipu.scheduler.policies.reservations import Timeline, blocks_mask
 
 Mode = Literal["strict", "backfill"]
+SMALL_POD = 1024  # IPUs up to which the timeline keeps a mask per interval (interval_timeline.py says why)
 FLOOR_STEP = 32  # jobs walked between two refreshes of the sizes that fit as sjf's time limits rise (run())
 _WAIT = {True: PendingInfo(PRIORITY), False: PendingInfo(RESOURCES)}  # shared: most pending jobs get one of these
 
@@ -86,7 +88,7 @@ class _Walk:
         self.remaining = dict(request.sizes) if request.sizes is not None else None
         self.preemptors = dict(request.preemptors) if request.preemptors is not None else None
         self.preempt_qos = self.qos_sets.preempting
-        self._timeline: Timeline | None = None
+        self._timeline: Timeline | IntervalTimeline | None = None
         self._started: list[tuple[float, int, int]] = []  # (end, first IPU, size): starts before the timeline
         self._preempted: set[int] = set()
         self._frozen: tuple[list[float], list[int]] | None = None
@@ -105,17 +107,18 @@ class _Walk:
 
     # -- lazily built views -------------------------------------------------------------------------------
     @property
-    def timeline(self) -> Timeline:
+    def timeline(self) -> Timeline | IntervalTimeline:
         if self._timeline is None:
             if self._frozen is not None:  # freeze() dropped it: a bug, not a state to rebuild it from
                 raise RuntimeError("the timeline is planned only for the first max_job_test jobs")
             preempted, groups = self._preempted, self.r.releases
+            kind = Timeline if self.total > SMALL_POD else IntervalTimeline
             if groups is not None and not preempted:
-                self._timeline = Timeline(self.now, self.avail, self._started, self.total, groups)
+                self._timeline = kind(self.now, self.avail, self._started, self.total, groups)
             else:
                 releases = ((r.end_by, r.first_ipu, r.ipus) for r in self.r.running
                             if not preempted or r.id not in preempted)
-                self._timeline = Timeline(self.now, self.avail, chain(releases, self._started), self.total)
+                self._timeline = kind(self.now, self.avail, chain(releases, self._started), self.total)
         return self._timeline
 
     def allowed(self, job: QueuedJob) -> int | None:

@@ -1,25 +1,29 @@
-"""The plain backfill timeline: one mask of free IPUs per interval between two moments at which anything changes,
-each reservation ANDed out of every interval it spans. vipu/scheduler/policies/reservations.py keeps the same
-answers without a mask per interval; the property tests check both against each other (this one was the
-scheduler's own until the cycle had to stay fast on 65,536 IPUs)."""
+"""The backfill timeline of a small Pod: one mask of free IPUs per interval between two moments at which anything
+changes, each reservation ANDed out of every interval it spans.
+
+Why two timelines: a slot search here ANDs every interval the slot spans and a reservation ANDs itself out of
+every interval it spans; with masks of 128 bytes (a Pod1024) that costs less than the Python upkeep of
+reservations.py's list of reserved blocks (bench_scheduler_cycle's Pod256 and Pod1024 rows), and with masks
+of 8 KB (65,536 IPUs) it cost most of a cycle. Both give the same answers: tests/scheduler/test_fast_structures.py
+checks them against each other on random states."""
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from vipu.scheduler.bits import best_fit, block
 from vipu.scheduler.policies.reservations import Timeline
 
 
-class PlainTimeline:
+class IntervalTimeline:
     __slots__ = ("times", "masks", "base", "total", "_first")
 
-    def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int, int]], total: int):
-        """`releases`: (end_by, first IPU, size) of running jobs' blocks; an overdue end_by counts as just after
-        now, never now, so nothing is started on IPUs a job still holds."""
-        steps = Timeline(now, free_now, releases, total)  # the same masks from each release on
+    def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int, int]], total: int,
+                 groups: Mapping[float, tuple[list[int], int]] | None = None):
+        """As reservations.Timeline's: the same masks from each release on."""
+        steps = Timeline(now, free_now, releases, total, groups)
         self.total, self.times, self.base = total, steps.times, steps.base
         self.masks = list(self.base)
         self._first: dict[tuple[int, int], float] = {}  # first_time() answers; base changes only in release_now
