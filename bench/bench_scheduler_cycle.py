@@ -5,7 +5,7 @@ Run: .venv/bin/python bench/bench_scheduler_cycle.py [--pending N] [--cycles C] 
          [--held N] [--runnable N] [--scale POD:N,POD:N] [--scale-cycles C] [--scale-policies P] [--scale-only]
 Goals: cycle p99 < 50 ms with 10,000 pending jobs on a Pod256 and < 100 ms at scale (with estimated starts, as the
 live server runs it); submit in memory well under 0.5 ms (the budget for >= 2,000 submissions/s through gRPC).
-Wall-clock times on this machine.
+Wall-clock times on this machine (the scale table gives CPU time beside them).
 
 Each measured cycle follows 30 virtual seconds in which a few running jobs end and a few new jobs arrive, so the
 queue stays near N pending and the Pod stays nearly full, as on a busy cluster. At scale the Pod is first filled
