@@ -9,6 +9,7 @@ from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_spec import parse_spec
 from vipu.scheduler.job_states import JobState
+from vipu.scheduler.policies.reservations import blocks_mask
 
 
 class RecordingJournal:
@@ -99,3 +100,9 @@ def check_gangs(s: Scheduler) -> None:
         assert not used & blk, f"job {r.id} overlaps another job"
         used |= blk
     assert used == s.table.used_mask
+    ending: dict[float, set] = {}  # the release groups the table keeps for the timeline, worked out afresh
+    for r in s.table.running.values():
+        ending.setdefault(r.end_by, set()).add((r.first_ipu, r.ipus))
+    kept = s.table.release_groups(s.total)
+    assert {at: set(zip(blocks[::2], blocks[1::2])) for at, (blocks, _) in kept.items()} == ending
+    assert all(mask == blocks_mask(blocks, s.total) for blocks, mask in kept.values())

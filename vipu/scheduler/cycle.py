@@ -71,7 +71,7 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
         now=now, total_ipus=sched.total, available_mask=available_mask, pending=sched.order.iterate(now, running),
         running=running, qos=config.qos, healthy_mask=healthy, allowed_masks=allowed_masks,
         max_job_test=config.max_job_test, sizes=sizes, preemptors=preemptors, shortest=shortest, estimates=estimates,
-        running_mask=table.used_mask,
+        running_mask=table.used_mask, releases=table.release_groups(sched.total),
     )
     decision = sched.policy(request)
     effects = _apply(sched, decision, now) if decision.starts or decision.preemptions else []

@@ -24,6 +24,7 @@ from vipu.errors import NotFound
 from vipu.scheduler.bits import block
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob
+from vipu.scheduler.policies.reservations import blocks_mask
 from vipu.scheduler.job_spec import parse_array
 from vipu.scheduler.job_states import ACTIVE, TERMINAL, JobState
 
@@ -45,6 +46,8 @@ class JobTable:
         self.singletons: dict[tuple[str, str], set[int]] = {}  # (name, user) -> gated jobs with a singleton clause
         self.running: dict[int, RunningJob] = {}  # RUNNING and COMPLETING: they hold a partition
         self.used_mask = 0
+        self.ending: dict[float, dict[int, tuple[int, int]]] = {}  # end_by -> running id -> (first IPU, IPUs)
+        self._releases: dict[float, tuple[list[int], int]] = {}  # release_groups() answers, dropped on change
         self.arrays: dict[int, list[int]] = {}  # array_job_id -> task job ids
         self.active_by_name: dict[tuple[str, str], set[int]] = {}  # (name, user) -> active ids, for singleton
         self.active_by_owner: Counter = Counter()  # ("user", name) and ("account", name) -> active jobs (MaxSubmit)
@@ -130,6 +133,8 @@ class JobTable:
                 job.array_job_id, job.spec.account,
             )
             self.used_mask |= block(first, ipus)  # type: ignore[arg-type]
+            self.ending.setdefault(end_by, {})[job.id] = (first, ipus)  # type: ignore[assignment]
+            self._releases.pop(end_by, None)
         if newly_active and state in ACTIVE:
             for owner in owners(job):
                 self.active_by_owner[owner] += 1
@@ -170,6 +175,11 @@ class JobTable:
             running = self.running.pop(job.id, None)
             if running is not None:
                 self.used_mask &= ~block(running.first_ipu, running.ipus)
+                group = self.ending[running.end_by]
+                del group[job.id]
+                if not group:
+                    del self.ending[running.end_by]
+                self._releases.pop(running.end_by, None)
         if not stays_active and job.state in ACTIVE:
             for owner in owners(job):
                 self.active_by_owner[owner] -= 1
@@ -310,6 +320,18 @@ class JobTable:
         requeued job must not end this one), else None."""
         job = self.jobs.get(job_id)
         return job if job is not None and job.state is S.RUNNING and job.start_time == started else None
+
+    def release_groups(self, total: int) -> dict[float, tuple[list[int], int]]:
+        """end_by -> the blocks of the running jobs that end by then (first IPU, IPUs, first IPU, ...) and their mask
+        on a Pod of `total` IPUs: what the backfill timeline is built from. Why kept: on 65,536 IPUs 5,000 jobs run
+        and a cycle ends a few; building the groups and masks afresh each cycle cost a tenth of it."""
+        cached, ending = self._releases, self.ending
+        if len(cached) != len(ending):
+            for end_by, group in ending.items():
+                if end_by not in cached:
+                    blocks = [n for pair in group.values() for n in pair]
+                    cached[end_by] = (blocks, blocks_mask(blocks, total))
+        return cached
 
     def shortest_limits(self) -> dict[int, float]:
         """IPUs -> the shortest time limit among PENDING jobs of that size (do not change the dict returned)."""

@@ -85,6 +85,8 @@ class ScheduleRequest:
     estimates: bool = True  # False: skip estimated starts nobody will read (trace replay); starts are unchanged,
     # reasons may be coarser (a cycle in which nothing can start does not walk the queue at all)
     running_mask: int | None = None  # the IPUs of `running` (a hint: the caller keeps it; None: computed from them)
+    # `running`'s blocks by end_by, flat (first IPU, IPUs, ...), and their mask (a hint: JobTable.release_groups)
+    releases: Mapping[float, tuple[list[int], int]] | None = None
 
 
 class Start(NamedTuple):

@@ -15,13 +15,13 @@ class Capacity:
 
     def __init__(self, request: ScheduleRequest, full: int, healthy: int):
         self.r, self.total, self.full, self.healthy = request, request.total_ipus, full, healthy
-        self._feasible: dict[tuple[int, int], bool] = {}  # (size, allowed) -> can an empty, healthy Pod hold it
-        self._ever: dict[tuple[int, int], bool] = {}  # (size, allowed) -> does some moment hold such a job
+        self._feasible: dict[tuple[int, int], bool] = {}  # (size, id(allowed)) -> can an empty, healthy Pod hold it
+        self._ever: dict[tuple[int, int], bool] = {}  # (size, id(allowed)) -> does some moment hold such a job
         self._eventually: int | None = None
         self._offline: int | None = None
 
     def feasible(self, size: int, allowed: int) -> bool:
-        key = (size, allowed)
+        key = (size, id(allowed))  # (see _Walk.tail: a mask is hashed digit by digit, the walk's masks stay put)
         ok = self._feasible.get(key)
         if ok is None:
             ok = self._feasible[key] = has_block(self.healthy & allowed, size, self.total)
@@ -29,7 +29,7 @@ class Capacity:
 
     def ever(self, size: int, allowed: int) -> bool:
         """Does some moment hold a job of `size` in `allowed` (once every scheduler job has ended)?"""
-        key = (size, allowed)
+        key = (size, id(allowed))
         ok = self._ever.get(key)
         if ok is None:
             ok = self._ever[key] = has_block(self.eventually() & allowed, size, self.total)

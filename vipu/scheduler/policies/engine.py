@@ -51,9 +51,12 @@ from vipu.scheduler.policies.fitting import Fitting
 from vipu.scheduler.policies.limits import Usage
 from vipu.scheduler.policies.plans import LimitPlan
 from vipu.scheduler.policies.preempt import choose_victims
-from vipu.scheduler.policies.reservations import Timeline
+from vipu.scheduler.policies.interval_timeline import IntervalTimeline
+from vipu.scheduler.policies.reservations import Timeline, blocks_mask
 
 Mode = Literal["strict", "backfill"]
+SMALL_POD = 1024  # IPUs up to which the timeline keeps a mask per interval (interval_timeline.py says why)
+FLOOR_STEP = 32  # jobs walked between two refreshes of the sizes that fit as sjf's time limits rise (run())
 _WAIT = {True: PendingInfo(PRIORITY), False: PendingInfo(RESOURCES)}  # shared: most pending jobs get one of these
 
 
@@ -62,10 +65,10 @@ class _Walk:
         "r", "mode", "estimates", "now", "total", "full", "healthy", "avail", "usage", "decision", "reservations",
         "blocked", "last_reserved", "remaining", "preemptors", "qos_sets", "preempt_qos", "_timeline", "_started",
         "_preempted", "_frozen", "_no_fit", "_fitting", "_no_victims", "shortest", "_evictable", "_lazy",
-        "_lazy_floor", "plan", "capacity", "_candidates",
+        "_lazy_floor", "plan", "capacity", "_candidates", "limit_floor", "_refresh_at",
     )
 
-    def __init__(self, request: ScheduleRequest, mode: Mode):
+    def __init__(self, request: ScheduleRequest, mode: Mode, ascending_limits: bool = False):
         self.r = request
         self.mode = mode
         self.estimates = request.estimates
@@ -85,7 +88,7 @@ class _Walk:
         self.remaining = dict(request.sizes) if request.sizes is not None else None
         self.preemptors = dict(request.preemptors) if request.preemptors is not None else None
         self.preempt_qos = self.qos_sets.preempting
-        self._timeline: Timeline | None = None
+        self._timeline: Timeline | IntervalTimeline | None = None
         self._started: list[tuple[float, int, int]] = []  # (end, first IPU, size): starts before the timeline
         self._preempted: set[int] = set()
         self._frozen: tuple[list[float], list[int]] | None = None
@@ -94,20 +97,28 @@ class _Walk:
         self._no_victims: set[tuple[int, int, int, str]] = set()  # preemption searches that found nothing
         self.shortest = request.shortest
         self._evictable: int | None = None
-        self._candidates: dict[str, list] = {}  # QOS -> running jobs it may evict (until the next eviction)
+        self._candidates: dict[str, tuple[list, int]] = {}  # QOS -> running jobs it may evict, and their IPUs
         self._lazy: list[tuple[QueuedJob, int, float]] = []  # (job, allowed, lower bound): reservations to make
         self._lazy_floor = math.inf  # none of them begins before this (see need())
+        # ascending_limits: the order comes by time limit (sjf), so no job still to come has a shorter limit than
+        # the last one walked, a tighter bound than request.shortest (see run()); None: the order says nothing
+        self.limit_floor: float | None = 0.0 if ascending_limits else None
+        self._refresh_at = 0  # jobs walked before the sizes that fit may be worked out again for a higher floor
 
     # -- lazily built views -------------------------------------------------------------------------------
     @property
-    def timeline(self) -> Timeline:
+    def timeline(self) -> Timeline | IntervalTimeline:
         if self._timeline is None:
             if self._frozen is not None:  # freeze() dropped it: a bug, not a state to rebuild it from
                 raise RuntimeError("the timeline is planned only for the first max_job_test jobs")
-            preempted = self._preempted
-            releases = ((r.end_by, r.first_ipu, r.ipus) for r in self.r.running
-                        if not preempted or r.id not in preempted)
-            self._timeline = Timeline(self.now, self.avail, chain(releases, self._started), self.total)
+            preempted, groups = self._preempted, self.r.releases
+            kind = Timeline if self.total > SMALL_POD else IntervalTimeline
+            if groups is not None and not preempted:
+                self._timeline = kind(self.now, self.avail, self._started, self.total, groups)
+            else:
+                releases = ((r.end_by, r.first_ipu, r.ipus) for r in self.r.running
+                            if not preempted or r.id not in preempted)
+                self._timeline = kind(self.now, self.avail, chain(releases, self._started), self.total)
         return self._timeline
 
     def allowed(self, job: QueuedJob) -> int | None:
@@ -129,6 +140,12 @@ class _Walk:
         starts, prefix = self._frozen
         k = bisect_left(starts, end)
         return prefix[k - 1] if k else 0
+
+    def unreserved(self, mask: int, end: float) -> int:
+        """`mask` less the IPUs reserved before `end` (an XOR with the full mask, then an AND: a negated mask costs
+        several times as much on a large Pod)."""
+        reserved = self.reserved_over(end)
+        return mask & (self.full ^ reserved) if reserved else mask
 
     def freeze(self) -> None:
         self.need(math.inf)
@@ -185,19 +202,18 @@ class _Walk:
         """IPUs of running jobs that some QOS may evict (cached until the next start or eviction)."""
         if self._evictable is None:
             preemptable = {victim for name in self.preempt_qos for victim in self.r.qos[name].preempt}
-            mask = 0
-            for r in self.r.running:
-                if r.qos in preemptable and r.id not in self._preempted:
-                    mask |= block(r.first_ipu, r.ipus)
-            self._evictable = mask
+            preempted = self._preempted
+            self._evictable = blocks_mask([n for r in self.r.running if r.qos in preemptable and r.id not in preempted
+                                           for n in (r.first_ipu, r.ipus)], self.total)
         return self._evictable
 
     # -- actions ------------------------------------------------------------------------------------------
     def start(self, job: QueuedJob, first: int, place_mask: int) -> None:
         blk = block(first, job.ipus)
-        self.avail &= ~blk
+        # (its block is free: every caller found it in avail; an AND with ~blk costs ten times as much)
+        self.avail ^= blk
         if self._timeline is not None:
-            self._timeline.reserve(self.now, self.now + job.time_limit, blk)
+            self._timeline.reserve(self.now, self.now + job.time_limit, first, job.ipus)
         else:
             self._started.append((self.now + job.time_limit, first, job.ipus))
         self.usage.add(job)
@@ -214,17 +230,19 @@ class _Walk:
             return False  # it would take a limit a reserved job of its group needs
         self.need(math.inf)  # an eviction frees IPUs at every moment of the timeline: no reservation may wait
         reserved = self.reserved_over(self.now + job.time_limit)
-        key = (job.ipus, allowed, reserved, job.qos)
+        key = (job.ipus, id(allowed), reserved, job.qos)
         if key in self._no_victims:
             return False
-        candidates = self._candidates.get(job.qos)
-        if candidates is None:  # one pass over the running jobs per QOS, not per job: thousands run on a big Pod
+        found = self._candidates.get(job.qos)
+        if found is None:  # one pass over the running jobs per QOS, not per job: thousands run on a big Pod
             spec = self.r.qos[job.qos]
-            candidates = self._candidates[job.qos] = [
-                r for r in self.r.running if r.qos in spec.preempt and r.id not in self._preempted]
-        usable = allowed & self.healthy & ~reserved
+            listed = [r for r in self.r.running if r.qos in spec.preempt and r.id not in self._preempted]
+            found = self._candidates[job.qos] = (listed, blocks_mask([n for r in listed for n in (r.first_ipu, r.ipus)],
+                                                                     self.total))
+        candidates, their_ipus = found
+        usable = allowed & self.healthy & (self.full ^ reserved)
         pick = choose_victims(job, candidates, self.avail & usable, usable, self.total, self.now,
-                              self.qos_sets.priority)
+                              self.qos_sets.priority, their_ipus)
         if pick is None:
             self._no_victims.add(key)
             return False
@@ -236,11 +254,19 @@ class _Walk:
             if self._timeline is not None:
                 self._timeline.release_now(blk)
             self._preempted.add(v.id)
-            self._evictable = None
-            self._candidates.clear()
+            if self._evictable is not None:  # (a victim's block is evictable, and no other job holds its IPUs)
+                self._evictable ^= block(v.first_ipu, v.ipus)
             self._fitting.drop()
             self.usage.remove(v)
             self.plan.evicted(v)
+        gone = {v.id for v in victims}
+        for qos, (listed, their_ipus) in self._candidates.items():
+            kept = [r for r in listed if r.id not in gone]
+            if len(kept) < len(listed):
+                for v in victims:
+                    if v.qos in self.r.qos[qos].preempt:
+                        their_ipus ^= block(v.first_ipu, v.ipus)
+                self._candidates[qos] = (kept, their_ipus)
         self.start(job, first, block(first, job.ipus))
         return True
 
@@ -302,9 +328,8 @@ class _Walk:
             at = retry
 
     def _reserve(self, job: QueuedJob, at: float, first: int) -> None:
-        blk = block(first, job.ipus)
-        self.timeline.reserve(at, at + job.time_limit, blk)
-        self.reservations.append((at, blk))
+        self.timeline.reserve(at, at + job.time_limit, first, job.ipus)
+        self.reservations.append((at, block(first, job.ipus)))
         self.last_reserved = at
         self._fitting.drop()
 
@@ -316,10 +341,10 @@ class _Walk:
         size, total = job.ipus, self.total
         # Fits now and keeps clear of every reservation made so far: the timeline's earliest slot would be `now`,
         # on this very mask (the timeline's masks from now to the job's end, ANDed, are exactly this).
-        mask = self.avail & allowed
+        mask = self.avail if allowed is self.full else self.avail & allowed
         fits = has_block(mask, size, total)
         if fits and (self.reservations or self._lazy):
-            mask &= ~self.reserved_over(self.now + job.time_limit)
+            mask = self.unreserved(mask, self.now + job.time_limit)
             fits = has_block(mask, size, total)
         if fits and self._takes_reserved_limit(job, self.now + job.time_limit):
             return self.wait(job, allowed, reserve=True)  # it would take a limit a reserved job of its group needs
@@ -333,9 +358,11 @@ class _Walk:
         """Beyond max_job_test: start it if it fits now without touching a reservation; no estimate otherwise."""
         end = self.now + job.time_limit
         horizon = bisect_left(self._frozen[0], end) if self._frozen else 0
-        key = (job.ipus, allowed, horizon)
+        # Why id(): hashing a mask of 65,536 IPUs reads all of it, for every job walked; the allowed masks are the
+        # request's own (or self.full), alive and unchanged through the walk, so equal ids mean equal masks.
+        key = (job.ipus, id(allowed), horizon)
         if key not in self._no_fit:
-            mask = self.avail & allowed & ~self.reserved_over(end)
+            mask = self.unreserved(self.avail if allowed is self.full else self.avail & allowed, end)
             first = best_fit(mask, self.total, job.ipus)  # None: no block
             if first is not None:
                 if not self._takes_reserved_limit(job, end):
@@ -353,7 +380,19 @@ class _Walk:
         tested, limit = 0, self.r.max_job_test
         pending = self.decision.pending
         remaining = self.remaining
+        floor = self.limit_floor
+        walked = 0
         for job in order:
+            if floor is not None and job.time_limit > floor:
+                # Why: sjf's walk stopped only once no size fitted for the shortest limit of any job of that size,
+                # so it walked most of a long queue; jobs still to come run at least this long, so a block free
+                # only until a reservation begins sooner holds none of them. Worked out again at most once per
+                # FLOOR_STEP jobs: with many distinct limits each rise would cost a pass over the sizes.
+                floor = self.limit_floor = job.time_limit
+                if walked >= self._refresh_at:
+                    self._fitting.drop()
+                    self._refresh_at = walked + FLOOR_STEP
+            walked += 1
             if remaining is not None:
                 remaining[job.ipus] = remaining.get(job.ipus, 0) - 1
                 if job.qos in self.preempt_qos and self.preemptors is not None:
@@ -381,6 +420,8 @@ class _Walk:
         return self.decision
 
 
-def run(request: ScheduleRequest, order: Iterable[QueuedJob], mode: Mode) -> ScheduleDecision:
-    """Walk `order` (the policy's queue order) over the request's snapshot in `mode`."""
-    return _Walk(request, mode).run(order)
+def run(request: ScheduleRequest, order: Iterable[QueuedJob], mode: Mode,
+        ascending_limits: bool = False) -> ScheduleDecision:
+    """Walk `order` (the policy's queue order) over the request's snapshot in `mode`; `ascending_limits`: the order
+    comes by time limit, shortest first (sjf), which lets the walk stop sooner (the starts are the same)."""
+    return _Walk(request, mode, ascending_limits).run(order)

@@ -58,23 +58,24 @@ class Fitting:
 def _fitting(walk: _Walk, sizes: list[int]) -> tuple[list[tuple[int, bool, int]], float]:
     shortest, now, avail, total = walk.shortest or {}, walk.now, walk.avail, walk.total
     remaining, preemptors = walk.remaining, walk.preemptors
+    floor = walk.limit_floor or 0.0  # no job still to come runs shorter (engine.run)
     fitting = []
     until = -math.inf
     for size in sizes:
         if remaining[size] <= 0:
             continue  # counts only go down during a walk
-        end = now + shortest.get(size, 0.0)
+        end = now + max(shortest.get(size, 0.0), floor)
         # (no block in the free IPUs: none outside the reservations either, which need not be looked at)
         if has_block(avail, size, total):
             until = max(until, end)
-            w = first_block(avail & ~walk.reserved_over(end), size, total)
+            w = first_block(walk.unreserved(avail, end), size, total)
             if w is not None:
                 fitting.append((size, False, w))
                 continue
         if preemptors.get(size, 0) > 0:
             until = max(until, end)
-            free = avail & ~walk.reserved_over(end)
-            w = first_block((free | walk.evictable()) & walk.healthy, size, total)
+            # (evicting frees no reserved IPU for it: try_preempt leaves the reservations out, so does this)
+            w = first_block(walk.unreserved(avail | walk.evictable(), end) & walk.healthy, size, total)
             if w is not None:
                 fitting.append((size, True, w))
     return fitting, until

@@ -1,32 +1,42 @@
 """Slurm's node_space_map for IPUs: which IPUs will be free from each future moment on.
 
-Why a timeline of masks: backfill must know when the top job could start and on which block, and must check that
-a smaller job started now does not take that block before the top job gets it. Running jobs release their blocks
-at their end-by time (start + time limit, the latest they can hold them); each reservation removes its block from
-the masks of its interval. Interval k covers [times[k], times[k+1]) and the last one runs forever.
+Why a timeline: backfill must know when the top job could start and on which block, and must check that a smaller
+job started now does not take that block before the top job gets it. Running jobs release their blocks at their
+end-by time (start + time limit, the latest they can hold them); each reservation (or start) takes its block out of
+its interval [start, end).
 
-`base` keeps the masks without reservations; it only grows with time, so a binary search on it skips every moment
-at which the job could not fit even if nothing were reserved, and the linear scan starts where it might.
+Why kept as releases plus a list of reserved blocks, not a mask per interval: the free IPUs without reservations
+(`base`) only grow with time, so the IPUs free through all of [t, t + length) are base at t minus the blocks of
+the reservations that overlap that span. A slot search then costs one AND per moment tried, whatever the length;
+with a mask per interval between two end times it ANDed every interval the slot spans, and each reservation ANDed
+itself out of every interval it spans: on 65,536 IPUs (masks of 8 KB, hundreds of end times) that was most of a
+cycle. interval_timeline.py keeps the mask-per-interval timeline, which costs less on Pods up to 1,024 IPUs
+(engine.SMALL_POD), and a property test checks that both give the same answers.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from vipu.scheduler.bits import best_fit, block, has_block
 
+Reserved = list  # [start, end, first IPU, size, IPUs released under it since (0: none)]
+
 
 class Timeline:
-    __slots__ = ("times", "masks", "base", "total", "_first")
+    __slots__ = ("times", "base", "total", "reserved", "_starts", "_ends", "_by_end", "_first", "_released")
 
-    def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int, int]], total: int):
-        """`releases`: (end_by, first IPU, size) of running jobs' blocks; an overdue end_by counts as just after
-        now, never now, so nothing is started on IPUs a job still holds."""
+    def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int, int]], total: int,
+                 groups: Mapping[float, tuple[list[int], int]] | None = None):
+        """`releases`: (end_by, first IPU, size) of running jobs' blocks; `groups`: more of them, by end_by, as
+        flat lists (first IPU, size, ...) with their mask (JobTable.release_groups). An overdue end_by counts as
+        just after now, never now, so nothing is started on IPUs a job still holds."""
         self.total = total
-        self.times = [now]
-        self.masks = [free_now]
+        self.times = [now]  # now, then every distinct release time
+        self.base = [free_now]  # base[k]: free from times[k] on, reservations aside
+        self._released: list[list[int]] = [[]]  # [k]: the blocks released at times[k], as first IPU, size, ...
         soon = math.nextafter(now, math.inf)
         # flat lists of first IPU, size: thousands of pairs kept as tuples would wake the cycle collector
         by_time: dict[float, list[int]] = {}
@@ -34,25 +44,29 @@ class Timeline:
             blocks = by_time.setdefault(at if at >= soon else soon, [])
             blocks.append(first)
             blocks.append(size)
+        steps = {at: (blocks, blocks_mask(blocks, total)) for at, blocks in by_time.items()}
+        for at, (blocks, mask) in (groups or {}).items():
+            if at < soon:
+                at = soon
+            step = steps.get(at)
+            steps[at] = (blocks, mask) if step is None else (step[0] + blocks, step[1] | mask)
         current = free_now
-        for at in sorted(by_time):
-            current |= _union(by_time[at], total)
+        for at in sorted(steps):
+            blocks, mask = steps[at]
+            current |= mask
             self.times.append(at)
-            self.masks.append(current)
-        self.base = list(self.masks)
+            self.base.append(current)
+            self._released.append(blocks)
+        self.reserved: list[Reserved] = []  # by start
+        self._starts: list[float] = []  # their starts
+        self._ends: list[float] = []  # the reservations' end times, sorted: moments a slot may begin
+        self._by_end: list[Reserved] = []  # the reservations in that order
         self._first: dict[tuple[int, int], float] = {}  # first_time() answers; base changes only in release_now
-
-    def _first_possible(self, size: int, allowed: int, lo: int) -> int:
-        """The first interval from `lo` on at which the Pod without reservations holds a block of `size` in
-        `allowed` (len(times): none). Base only grows with time, so that is `lo` or the first such interval of all,
-        which begins at first_time()'s moment (splits insert copies of the interval before, never move it)."""
-        at = self.first_time(size, allowed)
-        return len(self.times) if at == math.inf else max(lo, bisect_left(self.times, at))
 
     def first_time(self, size: int, allowed: int) -> float:
         """When the Pod without reservations first holds a block of `size` in `allowed`: no slot that earliest()
         finds begins before it, whatever is reserved (inf: never)."""
-        key = (size, allowed)
+        key = (size, id(allowed))  # (the caller's masks live through the walk; hashing one reads all of it)
         at = self._first.get(key)
         if at is None:
             base, total = self.base, self.total
@@ -72,58 +86,145 @@ class Timeline:
         self, size: int, length: float, allowed: int, not_before: float | None = None
     ) -> tuple[float, int, int] | None:
         """(start, first_ipu, mask placed on) of the earliest slot where a block of `size` stays free for `length`;
-        None if it never does (held by partitions that never end, failed IPUs, or a small allocation)."""
-        times, masks, total = self.times, self.masks, self.total
-        n = len(times)
-        lo = 0 if not_before is None else max(0, bisect_right(times, not_before) - 1)
-        i = self._first_possible(size, allowed, lo)
-        window = _Window(masks, i)
-        while i < n:
-            start = times[i] if not_before is None or times[i] >= not_before else not_before
-            if (masks[i] & allowed).bit_count() >= size:  # (else the slot's mask, a part of it, holds no block)
-                end = start + length  # never earlier than the last slot's: the window only moves forward
-                window.drop_before(i)
-                while window.stop < n and times[window.stop] < end:
-                    window.push()
-                acc = window.value() & allowed  # the masks of every interval the slot touches, ANDed
+        None if it never does (held by partitions that never end, failed IPUs, or a small allocation).
+
+        The moments tried: the first at which the Pod without reservations holds such a block (not before
+        `not_before`), then every later release and reservation end. A slot that fails at some moment also fails
+        at a later reservation start with no release or end between: base is the same and more is reserved."""
+        start = self.first_time(size, allowed)
+        if start == math.inf:
+            return None
+        if not_before is not None and not_before > start:
+            start = not_before
+        times, base, ends, total = self.times, self.base, self._ends, self.total
+        k = bisect_right(times, start) - 1  # the release interval `start` lies in
+        e = bisect_right(ends, start)
+        n, m = len(times), len(ends)
+        # The reservations that overlap [start, end) and the union of their blocks, kept as both move forward:
+        # those that begin before the new end join it; one that ended makes it be worked out again.
+        reserved, starts = self.reserved, self._starts
+        active: list[Reserved] = []
+        taken, p, soonest_end = 0, 0, math.inf
+        keep = full = (1 << total) - 1  # full ^ taken (an AND with a negated mask costs three times as much)
+        by_end = self._by_end
+        freed = 0  # the blocks of the reservations that ended since `taken` was last brought up to date
+        moved = ""  # what changed since the last moment tried: "release", "end", or "" (tried first, or both)
+        while True:
+            # A moment after one that failed can only succeed with IPUs given back since: after nothing but a
+            # release, only if it completes a block (base gained no block, more may be reserved); after nothing
+            # but reservation ends, only if the Pod less what stays reserved holds a block.
+            if moved == "release":
+                worth = self._completes(k, size)
+            elif moved == "end":
+                worth = has_block(base[k] & allowed & (full ^ (taken & (full ^ freed))), size, total)
+            else:
+                worth = True
+            if worth:
+                end = start + length
+                if soonest_end <= start:
+                    taken, active = _without_ended(active, taken, start, total)
+                    keep = full ^ taken
+                    soonest_end = min((r[1] for r in active), default=math.inf)
+                freed = 0
+                joined = []
+                while p < len(starts) and starts[p] < end:
+                    r = reserved[p]
+                    p += 1
+                    if r[1] > start:
+                        joined.append(r)
+                        if r[1] < soonest_end:
+                            soonest_end = r[1]
+                if joined:
+                    active += joined
+                    taken |= _taken(joined, total)
+                    keep = full ^ taken
+                acc = base[k] & allowed & keep
                 first = best_fit(acc, total, size)
                 if first is not None:
                     return start, first, acc
-            i += 1
-        return None
+            # the next moment at which anything is given back: a release or a reservation's end
+            after_release = times[k + 1] if k + 1 < n else math.inf
+            after_end = ends[e] if e < m else math.inf
+            if after_release == after_end == math.inf:
+                return None
+            moved = "release" if after_release < after_end else "end" if after_end < after_release else ""
+            if after_release <= after_end:
+                start, k = after_release, k + 1
+            else:
+                start = after_end
+            while e < m and ends[e] <= start:
+                r = by_end[e]
+                freed |= block(r[2], r[3])
+                e += 1
 
-    def _split(self, at: float) -> int:
-        k = bisect_left(self.times, at)
-        if k < len(self.times) and self.times[k] == at:
-            return k
-        self.times.insert(k, at)
-        self.masks.insert(k, self.masks[k - 1])
-        self.base.insert(k, self.base[k - 1])
-        return k
+    def _completes(self, k: int, size: int) -> bool:
+        """Might the blocks released at times[k] complete a free aligned block of `size` (one that holds an IPU
+        not free before)? Released blocks are aligned: one of `size` or more is such a block itself, a smaller one
+        lies in one block of `size`, which must now be wholly free."""
+        released = self._released[k]
+        if len(released) > 32:
+            return True  # many at once (the overdue, or jobs started together): not worth asking one by one
+        base, whole = self.base[k], (1 << size) - 1
+        for i in range(0, len(released), 2):
+            first, n = released[i], released[i + 1]
+            if n >= size or first % n or n & (n - 1):
+                return True
+            if (base >> (first - first % size)) & whole == whole:
+                return True
+        return False
 
-    def reserve(self, start: float, end: float, blk: int) -> None:
-        """Take `blk` out of [start, end): a job started now or a reservation for a blocked job."""
-        first, last = self._split(start), self._split(end)
-        keep = ((1 << self.total) - 1) ^ blk  # (an AND with a negative ~blk costs three times as much)
-        masks = self.masks
-        for k in range(first, last):
-            masks[k] &= keep
+    def reserve(self, start: float, end: float, first_ipu: int, size: int) -> None:
+        """Take the block out of [start, end): a job started now or a reservation for a blocked job."""
+        if start < end:
+            k = bisect_right(self._starts, start)
+            self._starts.insert(k, start)
+            self.reserved.insert(k, [start, end, first_ipu, size, 0])
+            at = bisect_right(self._ends, end)
+            self._ends.insert(at, end)
+            self._by_end.insert(at, self.reserved[k])
 
     def release_now(self, blk: int) -> None:
-        """A preempted job's block is free from now on."""
+        """A preempted job's block is free from now on, reserved or not (reservations made later may take it)."""
         self._first.clear()
-        for k in range(len(self.masks)):
-            self.masks[k] |= blk
+        for k in range(len(self.base)):
             self.base[k] |= blk
+        for r in self.reserved:
+            if block(r[2], r[3]) & blk:
+                r[4] |= blk
 
 
-def _union(blocks: list[int], total: int) -> int:
+def _without_ended(active: list[Reserved], taken: int, now: float, total: int) -> tuple[int, list[Reserved]]:
+    """`taken` (the IPUs of `active`) less the reservations that ended by `now`, and those left. Two reservations
+    may share IPUs at different times, so an ended one's block is taken out directly only if no other shares it."""
+    left = [r for r in active if r[1] > now]
+    for r in active:
+        if r[1] <= now:
+            first, size = r[2], r[3]
+            if r[4] or any(o is not r and o[2] < first + size and first < o[2] + o[3] for o in active):
+                return _taken(left, total), left  # (an eviction cut it, or another holds some of its IPUs)
+            taken ^= block(first, size)
+    return taken, left
+
+
+def _taken(reserved: list[Reserved], total: int) -> int:
+    """The IPUs the reservations hold (less any released under them by an eviction)."""
+    pieces, cut = [], 0
+    for r in reserved:
+        if r[4]:
+            cut |= block(r[2], r[3]) & ~r[4]
+        else:
+            pieces.append(r[2])
+            pieces.append(r[3])
+    return blocks_mask(pieces, total) | cut if cut else blocks_mask(pieces, total)
+
+
+def blocks_mask(blocks: list[int], total: int) -> int:
     """The mask of the blocks, given as first IPU, size, first IPU, size, ... Why bytes: on a Pod of 65,536 IPUs a
     mask is 8 KB, and thousands of jobs run; setting their bytes and converting once costs a tenth of OR-ing one big
-    integer per job. Blocks of 8 IPUs or more are aligned (placement.py), so they fill whole bytes; smaller ones set
-    bits of one byte."""
+    integer per job (for a few dozen blocks, or a Pod of a few thousand IPUs, the integers cost less). Blocks of 8
+    IPUs or more are aligned (placement.py), so they fill whole bytes; smaller ones set bits of one byte."""
     pairs = zip(blocks[::2], blocks[1::2])
-    if len(blocks) < 16:
+    if len(blocks) < 128 or total <= 4096:  # (a few dozen blocks, or small masks: OR-ing integers is cheaper)
         acc = 0
         for first, size in pairs:
             acc |= block(first, size)
@@ -138,43 +239,3 @@ def _union(blocks: list[int], total: int) -> int:
         else:  # not aligned (never made by placement): as a big integer
             rest |= block(first, size)
     return int.from_bytes(buf, "little") | rest
-
-
-class _Window:
-    """The AND of masks[start:stop] as both ends move forward, each mask ANDed in about three times in all (a queue
-    of two stacks), where ANDing each slot's masks afresh cost their number for every slot tried: on a large Pod a
-    search tries dozens of slots, each a dozen intervals long, with masks of 8 KB."""
-
-    __slots__ = ("masks", "start", "stop", "_front", "_back", "_back_and")
-
-    def __init__(self, masks: list[int], start: int):
-        self.masks, self.start, self.stop = masks, start, start
-        self._front: list[int] = []  # ANDs of the oldest masks: [-1] covers start up to where _back begins
-        self._back: list[int] = []  # the newer masks, oldest first
-        self._back_and: int | None = None
-
-    def push(self) -> None:
-        mask = self.masks[self.stop]
-        self._back.append(mask)
-        self._back_and = mask if self._back_and is None else self._back_and & mask
-        self.stop += 1
-
-    def drop_before(self, index: int) -> None:
-        if index >= self.stop:  # nothing of the window is left: it starts afresh there
-            self.start = self.stop = index
-            self._front, self._back, self._back_and = [], [], None
-            return
-        while self.start < index:
-            if not self._front:
-                acc = None
-                for mask in reversed(self._back):
-                    acc = mask if acc is None else acc & mask
-                    self._front.append(acc)
-                self._back, self._back_and = [], None
-            self._front.pop()
-            self.start += 1
-
-    def value(self) -> int:
-        if not self._front:
-            return self._back_and  # type: ignore[return-value]
-        return self._front[-1] if self._back_and is None else self._front[-1] & self._back_and

@@ -14,4 +14,4 @@ ORDER = "shortest"  # request.pending comes sorted by (time limit, submit time, 
 
 
 def schedule(request: ScheduleRequest) -> ScheduleDecision:
-    return engine.run(request, request.pending, "backfill")
+    return engine.run(request, request.pending, "backfill", ascending_limits=True)
