@@ -88,3 +88,19 @@ def test_the_clis_own_refusals_shorten_a_huge_echoed_value(server):
                  ["history", "-S", huge]):
         out = run(server, "vipu", *args)
         assert out.returncode == 2 and len(out.stderr) < 700 and "characters)" in out.stderr, (args, out.stderr[:300])
+
+
+def test_an_empty_output_or_user_flag_is_refused_naming_it(server, tmp_path):
+    """Regression: `vipu submit -o ''` wrote the job's output to the submit directory's path, and `-u ''` listed or
+    cancelled as if no -u was given."""
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    for args, flag in ((["submit", "-o", "", "--ipus", "1", "--hold"], "-o/--output"),
+                       (["submit", "-e", " ", "--ipus", "1", "--hold"], "-e/--error"),
+                       (["submit", "-o", "", str(script)], "-o/--output"),
+                       (["queue", "-u", ""], "-u/--user"), (["queue", "--user=,"], "-u/--user"),
+                       (["cancel", "-u", ""], "-u/--user"), (["history", "-u", ""], "-u/--user"),
+                       (["priority", "-u", ""], "-u/--user")):
+        out = run(server, "vipu", *args)
+        assert out.returncode == 2 and out.stderr.startswith(f"vipu: error: {flag} is empty: give "), (args, out.stderr)
+    assert jobs(server) == {}  # nothing was queued

@@ -46,3 +46,7 @@ def test_the_clients_messages_name_its_arguments_and_the_clis_its_flags(monkeypa
     monkeypatch.delenv("VIPU_CLI_API_PORT", raising=False)
     monkeypatch.setenv("VIPU_CLI_CONFIG", "/dev/null")
     assert Client(client_settings.resolve(port=1)).names["host"] == "host"  # a script's client: its arguments
+    with pytest.raises(ApiError, match=r"the API port is 'abc' \(port\), not a number"):
+        Client.connect(port="abc")  # regression: it said (--api-port)
+    with pytest.raises(ApiError, match=r"the API port is 'abc' \(--api-port\), not a number"):
+        client_settings.resolve(port="abc", port_name="--api-port")  # as the CLI resolves its flags

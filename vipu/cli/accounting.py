@@ -13,7 +13,7 @@ from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_detail import exit_code, job_data
 from vipu.cli.job_ids import job_id
-from vipu.cli.job_selection import job_ids, job_states, split
+from vipu.cli.job_selection import job_ids, job_states, selected_users, split
 from vipu.cli.nodes import Machines
 from vipu.cli.output import print_json, table
 from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled
@@ -183,7 +183,7 @@ def register(app: typer.Typer) -> None:
         needs = frozenset().union(*(f.column.needs for f in fields)) if fields else frozenset()
         as_json = cli.wants_json(json_out)
         windowed = since is not None or until is not None
-        request = j.HistoryRequest(users=split(user), states=sorted(s.value for s in states or ()),
+        request = j.HistoryRequest(users=selected_users(user), states=sorted(s.value for s in states or ()),
                                    ids=ids.asked if ids else [], limit=0 if windowed else limit,
                                    brief=not as_json and "full" not in needs, duplicates=duplicates)
         if since is not None:  # the controller leaves out what ended before: its history may hold years of jobs

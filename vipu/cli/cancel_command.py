@@ -10,6 +10,7 @@ import typer
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, OK, fail, warn
 from vipu.cli.job_commands import split
+from vipu.cli.job_selection import selected_users
 from vipu.cli.job_ids import IDS, IDS_HELP, TaskIds, act, finish, graver, lines, one_call_each
 from vipu.v1 import job_pb2 as j
 
@@ -70,7 +71,7 @@ def register(app: typer.Typer) -> None:
         the job goes on unless the program ends. The controller's built-in workloads (sleep, hold, train) have no
         process: a signal named at one is refused (exit 4); with filters alone only running programs are chosen."""
         cli = ctx.obj
-        filters = {"users": split(user), "names": split(name), "states": split(state),
+        filters = {"users": selected_users(user), "names": split(name), "states": split(state),
                    "partitions": split(partition), "qos": split(qos), "accounts": split(account)}
         chosen = any(filters.values()) or me
         if not ids and not chosen:

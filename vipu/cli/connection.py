@@ -22,7 +22,7 @@ __all__ = ["DEFAULT_TIMEOUT_S", "Cli", "Connection", "Settings", "resolve"]
 
 def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=None) -> Settings:
     try:
-        settings = client_settings.resolve(host, port, user, access_key, tls_ca)
+        settings = client_settings.resolve(host, port, user, access_key, tls_ca, port_name="--api-port")
     except ApiError as e:
         fail(prog, e.message, BAD_INPUT)
     if user is not None and settings.access_key:

@@ -22,6 +22,15 @@ def split(values: list[str] | None) -> list[str]:
     return out
 
 
+def selected_users(values: list[str] | None) -> list[str]:
+    """-u read as `split` does; given but empty (-u '') is refused, as squeue refuses an invalid user, rather than
+    read as no filter at all."""
+    out = split(values)
+    if values and not out:
+        fail("vipu", "-u/--user is empty: give user names (e.g. -u alice,bob), or leave it out", BAD_INPUT)
+    return out
+
+
 class JobIds(NamedTuple):
     """Jobs named as users write them: N (a job, or every task of array N), N_T, N_[A-B,C]."""
 

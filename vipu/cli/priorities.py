@@ -8,7 +8,7 @@ import typer
 from vipu.cli.context import JsonOption, ShortNoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_ids import IDS, PRIORITY_IDS_HELP, TaskIds, finish, graver, job_id, one_call_each
-from vipu.cli.job_selection import split
+from vipu.cli.job_selection import selected_users, split
 from vipu.cli.nodes import DEFAULT_PARTITION
 from vipu.cli.output import table
 from vipu.cli.slurm_format import Column, percent_layout, render
@@ -100,7 +100,7 @@ def register(app: typer.Typer) -> None:
             else None
         as_json = cli.wants_json(json_out)
         found, failed = factors(cli, (ids or []) + split(jobs))
-        users = set(split(user))
+        users = set(selected_users(user))
         if users:
             found = [r for r in found if r.user in users]
         if as_json:

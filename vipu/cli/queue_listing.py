@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.slurm_time import clock
-from vipu.cli.job_selection import JobIds, active_and_ended, job_ids, job_states, split
+from vipu.cli.job_selection import JobIds, active_and_ended, job_ids, job_states, selected_users, split
 from vipu.cli.output import table
 from vipu.cli.queue_rows import JobRow, labelled
 from vipu.client.messages import seconds
@@ -157,7 +157,7 @@ def queue_jobs(cli, user: list[str] | None = None, me: bool = False, state: list
         from vipu.cli.slurm_format import sort_keys
 
         keys = sort_keys(spec, LETTERS, "-S/--sort" if sort is not None else "SQUEUE_SORT")
-    users = split(user) + ([cli.conn.settings.user] if me else [])
+    users = selected_users(user) + ([cli.conn.settings.user] if me else [])
     query = Query(users, active, ended, job_ids(jobs, "-j/--jobs"), layout, keys, array, as_json,
                   cli.with_header(no_header), dated=bool(iterate) or long)
     warnings = [f"{flag} is ignored with --json, as squeue ignores it" for flag, given in

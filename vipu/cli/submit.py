@@ -126,6 +126,10 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
         "export": export,
     }
     flags = {k: v for k, v in flags.items() if v is not None}
+    for key, flag in (("output", "-o/--output"), ("error", "-e/--error")):
+        if key in flags and not str(flags[key]).strip():
+            fail("vipu", f"{flag} is empty: give a file path (e.g. {flag.split('/')[0]} out-%j.txt), or leave it"
+                 " out for the default", BAD_INPUT)
     named = {k: FLAG_NAMES[k] for k in flags if k in FLAG_NAMES}  # a refusal of one names the flag too
     if "time_limit" in flags:
         named["time_limit"] = "-t/--time" if time is not None else "--time-limit"

@@ -101,9 +101,9 @@ def login_name() -> str:
     return getpass.getuser()
 
 
-def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None) -> Settings:
+def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None, port_name: str = "port") -> Settings:
     """The settings, each from its argument, else the environment, else the config file, else the default; raises
-    ApiError (reason BAD_SETTING) naming what cannot be used."""
+    ApiError (reason BAD_SETTING) naming what cannot be used (the port argument as `port_name`: the CLI's flag)."""
     path = config_path()
     config = read_config(path) if path else {}
     if "api-access-key" in config:
@@ -116,7 +116,7 @@ def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None) -> Se
     try:
         port_number = DEFAULT_PORT if raw_port is None else int(raw_port)
     except ValueError:
-        source = "--api-port" if port is not None else "VIPU_CLI_API_PORT" if os.environ.get("VIPU_CLI_API_PORT") \
+        source = port_name if port is not None else "VIPU_CLI_API_PORT" if os.environ.get("VIPU_CLI_API_PORT") \
             else f"api-port in {path}"
         raise bad(f"the API port is {raw_port!r} ({source}), not a number; set it to the controller's port") from None
     if not 0 < port_number < 65536:
