@@ -203,7 +203,7 @@ def test_begin_time_waits_with_reason_begintime_then_runs(server):
     wait_for(lambda: show(server, job)["state"] == "COMPLETED")
 
     bad = run(server, "vipu", "submit", "--ipus", "1", "--begin", "soon")
-    assert bad.returncode == 2 and "begin: 'soon' is not a time" in bad.stderr and "now+" in bad.stderr
+    assert bad.returncode == 2 and "begin (-b/--begin): 'soon' is not a time" in bad.stderr and "now+" in bad.stderr
     [past] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "1s", "--begin", "2001-01-01T00:00:00Z")
     wait_for(lambda: show(server, past)["state"] == "COMPLETED")  # a begin in the past: eligible at once
 
@@ -245,7 +245,7 @@ def test_admin_hold_needs_an_admin_to_release_and_survives_a_restart(server_fact
     [other] = json.loads(other.stdout)["job_ids"]
     denied = run(server, "vipu", "hold", "--admin", str(job), str(other), env=alice)  # refused once, not per id
     assert denied.returncode == 6 and denied.stderr.count("\n") == 1
-    assert "not an admin" in denied.stderr and "drop --admin" in denied.stderr
+    assert "not an admin" in denied.stderr and "drop admin (--admin)" in denied.stderr
     assert run(server, "vipu", "hold", "--admin", str(job), env=as_(admin_key)).returncode == 0
     assert reason(alice) == "JobHeldAdmin"
 

@@ -184,7 +184,7 @@ class JobOps:
         Without --secure every caller is an admin, so the kind is always asked for: a plain hold is a user hold."""
         if admin and not identity.admin:
             raise PermissionDenied(f"user {identity.name} is not an admin, so cannot place an admin hold"
-                                   " (JobHeldAdmin); drop --admin for a user hold", reason="ADMIN_REQUIRED")
+                                   " (JobHeldAdmin); drop admin (--admin) for a user hold", reason="ADMIN_REQUIRED")
         return self._each(ids, identity, lambda i, now: self.plane.scheduler.hold(i, now, admin=admin, single=single))
 
     def release(self, ids: list[int], single: bool, identity: Identity) -> list[Job]:

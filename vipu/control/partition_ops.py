@@ -74,7 +74,7 @@ class PartitionOps:
             try:
                 check_name("user", identity.name)
             except InvalidArgument as e:
-                raise InvalidArgument(f"the caller's user id (--api-user-id, VIPU_CLI_API_USER_ID): {e.message}") \
+                raise InvalidArgument(f"the caller's user id (x-vipu-user; the CLI's --api-user-id, VIPU_CLI_API_USER_ID): {e.message}") \
                     from None
         request = request.model_copy(update={"owner": identity.name})
         plane = self.plane
@@ -133,7 +133,7 @@ class PartitionOps:
         if not force:
             raise FailedPrecondition(
                 f"partition {name} belongs to running job {shown}; `vipu cancel {shown}` ends the job and removes"
-                " it (remove with --force cancels the job too)")
+                " it (remove with force, --force, cancels the job too)")
         plane, now = self.plane, self.plane.now()
         stops = plane.scheduler.cancel([job.id], now, single=True,
                                        why=f"its partition {name} was removed (vipu remove partition --force)")

@@ -127,7 +127,7 @@ class ControlPlane:
         if self.secure:
             user = self.user_for_key(key or "")
             if user is None:
-                raise Unauthenticated("no valid access key; pass --api-access-key", reason="ACCESS_KEY_UNKNOWN")
+                raise Unauthenticated("no valid access key; pass one (authorization: Bearer KEY; the CLI's --api-access-key)", reason="ACCESS_KEY_UNKNOWN")
             return Identity(user.name, user.admin)
         return Identity(claimed, admin=True)
 

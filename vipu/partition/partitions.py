@@ -129,7 +129,7 @@ class Partitions:
         if partition.holder and not force:
             raise FailedPrecondition(
                 f"partition {name} is in use by {partition.holder}; wait for it to end, cancel it, or remove with"
-                " --force", reason="PARTITION_IN_USE", resource=("partition", name)
+                " force (vipu remove partition --force)", reason="PARTITION_IN_USE", resource=("partition", name)
             )
         now = self.now()
         removed = partition.moved_to(S.REMOVING, now).moved_to(S.REMOVED, now)
@@ -170,7 +170,7 @@ class Partitions:
         if partition.holder != holder:
             raise FailedPrecondition(
                 f"partition {name} is held by {partition.holder or 'nobody'}, not {holder}; only its holder can release"
-                " it (remove it with --force to take it back)"
+                " it (remove it with force to take it back: vipu remove partition --force)"
             )
         return self._put(partition.model_copy(update={"holder": None}))
 

@@ -15,7 +15,8 @@ from vipu.server.status import abort
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 ADMIN_PREFIX = "/vipu.v1.AdminService/"
-FIX = ("pass --api-access-key or set VIPU_CLI_API_ACCESS_KEY (a controller's first --secure start with no admin"
+FIX = ("pass the key as `authorization: Bearer KEY` metadata (vipu.client: access_key; the CLI: --api-access-key"
+       " or VIPU_CLI_API_ACCESS_KEY; a controller's first --secure start with no admin"
        " writes the admin's key to admin.key in its state folder; `vipu-admin create user NAME` prints a key for each"
        " new user)")
 
