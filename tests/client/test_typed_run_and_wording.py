@@ -50,3 +50,13 @@ def test_the_clients_messages_name_its_arguments_and_the_clis_its_flags(monkeypa
         Client.connect(port="abc")  # regression: it said (--api-port)
     with pytest.raises(ApiError, match=r"the API port is 'abc' \(--api-port\), not a number"):
         client_settings.resolve(port="abc", port_name="--api-port")  # as the CLI resolves its flags
+
+
+def test_a_user_id_or_key_too_long_for_grpc_metadata_is_refused_before_the_call(monkeypatch):
+    """Regression: a 20,000-character key or user id gave gRPC's "metadata size exceeds hard limit" and exit 7."""
+    monkeypatch.setenv("VIPU_CLI_CONFIG", "/dev/null")
+    with pytest.raises(ApiError, match="the user id is 20,000 characters long; a user name has at most 64"):
+        client_settings.resolve(user="u" * 20_000)
+    monkeypatch.setenv("VIPU_CLI_API_ACCESS_KEY", "k" * 20_000)
+    with pytest.raises(ApiError, match="the access key is 20,000 characters long"):
+        client_settings.resolve(user="alice")

@@ -19,6 +19,8 @@ from vipu.client.api_error import BAD_SETTING, ApiError
 DEFAULT_HOST = "localhost"
 DEFAULT_PORT = 8090
 DEFAULT_CONFIGS = (Path.home() / ".config/vipu/vipu-cli.hcl", Path("/etc/vipu/vipu-cli.hcl"))
+MAX_USER = 64  # the controller's rule for names (vipu/partition/rules.py MAX_NAME)
+MAX_KEY = 1024  # far above a real key (32 characters), far below gRPC's metadata limit
 CONFIG_KEYS = ("api-host", "api-port", "api-user-id", "api-access-key", "tls-ca")
 # V-IPU's vipu-cli.hcl as HCL reads it, one attribute a line: key = "string" (JSON escapes) or key = 8090 / true;
 # comments start with # or //.
@@ -125,10 +127,17 @@ def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None, port_
     if ca and tls_ca is None and not os.environ.get("VIPU_CLI_TLS_CA") and path:
         # a path in the config file means the same file wherever the command is run from: beside the config
         ca = str(Path(path).parent / Path(ca).expanduser())
-    return Settings(
+    settings = Settings(
         host=pick(host, "VIPU_CLI_API_HOST", "api-host") or DEFAULT_HOST,
         port=port_number,
         user=pick(user, "VIPU_CLI_API_USER_ID", "api-user-id") or login_name(),
         access_key=pick(access_key, "VIPU_CLI_API_ACCESS_KEY", "api-access-key"),
         tls_ca=ca,
     )
+    # both travel as gRPC metadata, whose 8 KB limit a longer value breaks with gRPC's own words, not ours
+    if len(settings.user) > MAX_USER:
+        raise bad(f"the user id is {len(settings.user):,} characters long; a user name has at most {MAX_USER}")
+    if settings.access_key and len(settings.access_key) > MAX_KEY:
+        raise bad(f"the access key is {len(settings.access_key):,} characters long; a key vipu-admin gives has 32:"
+                  " check what the key setting holds")
+    return settings
