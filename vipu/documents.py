@@ -41,6 +41,21 @@ def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dic
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
+class HugeNumber(yaml.YAMLError):
+    """A number longer than Python converts (4,300 digits): no field takes one, and Python's own words name none."""
+
+
+def _int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    try:
+        return loader.construct_yaml_int(node)
+    except ValueError:
+        raise HugeNumber(f"the number at line {node.start_mark.line + 1} has {len(node.value):,} digits; no field"
+                         " takes one that long") from None
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _int)
+
+
 def _pairs(pairs: list[tuple[str, object]]) -> dict:
     out: dict = {}
     for key, value in pairs:
@@ -67,8 +82,11 @@ def read_document(text: str, source: str, as_json: bool | None = None) -> object
     """parse_document, with any failure as InvalidArgument naming `source` ("job spec", "pod config FILE")."""
     try:
         return parse_document(text, as_json)
-    except DuplicateKey as e:
+    except (DuplicateKey, HugeNumber) as e:
         raise InvalidArgument(f"invalid {source}: {e}") from None
+    except ValueError:  # JSON's int() past 4,300 digits
+        raise InvalidArgument(f"invalid {source}: a number has more than 4,300 digits; no field takes one that long"
+                              ) from None
     except (yaml.YAMLError, json.JSONDecodeError, RecursionError) as e:
         raise InvalidArgument(f"invalid {source}: not valid YAML/JSON ({syntax_error(e)}); fix the syntax") from None
 

@@ -53,3 +53,9 @@ def test_a_time_limit_may_be_unlimited_as_in_slurm(text):
 
 def test_a_time_limit_is_otherwise_read_as_slurm_time():
     assert slurm_limit("90") == 90 * 60
+
+
+def test_a_number_past_what_python_converts_is_not_a_slurm_time():
+    """Regression: 5,000 digits gave Python's "Exceeds the limit (4300 digits) ... sys.set_int_max_str_digits()"."""
+    with pytest.raises(ValueError, match="is not a Slurm time; use minutes"):
+        slurm_seconds("1" * 5000)

@@ -33,7 +33,7 @@ def slurm_seconds(text: str) -> int:
     if value.lower() in ("unlimited", "infinite", "0"):
         raise ValueError(f"{text!r} means no limit, which this field does not take; give e.g. 1-00:00:00 (at"
                          f" most {MAX_DAYS} days)")
-    if not m:
+    if not m or len(value) > 20:  # longer is past a year whatever it says, and past what int() converts
         raise ValueError(f"{text!r} is not a Slurm time; use {FORMS}")
     days, d_hours, d_minutes, d_seconds, a, b, c = (int(g) if g is not None else None for g in m.groups())
     if days is not None:

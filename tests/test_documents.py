@@ -1,0 +1,24 @@
+"""Spec and config text: YAML or JSON, refusals that name the source and say what to fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from vipu.documents import read_document
+from vipu.errors import InvalidArgument
+
+
+@pytest.mark.parametrize("text, said", [
+    ("ipus: 4\nsteps: " + "1" * 5000, "invalid job spec: the number at line 2 has 5,000 digits; no field takes one"),
+    ('{"ipus": ' + "1" * 5000 + "}", "invalid job spec: a number has more than 4,300 digits; no field takes one"),
+    ("ipus: 4\nipus: 8", "invalid job spec: field 'ipus' is given twice (line 2); keep one"),
+])
+def test_text_no_field_could_take_is_refused_naming_the_source(text, said):
+    """Regression: a 5,000-digit number gave Python's own advice to raise sys.set_int_max_str_digits()."""
+    with pytest.raises(InvalidArgument) as e:
+        read_document(text, "job spec")
+    assert str(e.value).startswith(said)
+
+
+def test_numbers_yaml_writes_other_ways_still_read():
+    assert read_document("a: 0x1F\nb: 1_000\nc: -7", "job spec") == {"a": 31, "b": 1000, "c": -7}
