@@ -67,8 +67,6 @@ def violations(error: ValidationError, unknown: dict[str, str] | None = None,
         elif item["type"] == "union_tag_not_found":  # a workload or model with no kind (an empty typed oneof)
             field = _path((*item["loc"], item["ctx"]["discriminator"].strip("'")), data)
             message = "missing; say which kind this is (a typed JobSpec: set one member of its kind)"
-        elif item["type"] in BOUNDS and item.get("input") != item.get("input"):  # NaN: compares with nothing
-            message = f"{item['input']!r} is not a number; give a number"
         elif item["type"] in BOUNDS:
             word, give, key = BOUNDS[item["type"]]
             given = item["input"]

@@ -80,7 +80,7 @@ def test_a_spec_that_plans_is_one_that_submits(server, tmp_path):
     planned fine and was refused at submit."""
     text = (ROOT / "examples/tiny_dp.yaml").read_text()
     for name, spec, want in [("typo", text + "time_limt: 5m\n", "time_limt: unknown field"),
-                             ("negative", text.replace("time_limit: 5m", "time_limit: -5"), "time_limit: -5 is negative"),
+                             ("negative", text.replace("time_limit: 5m", "time_limit: -5"), "time_limit: -5s is negative"),
                              ("ipu", text.replace("ipus:", "ipu:"), "ipus: required; add it; ipu: unknown field")]:
         path = tmp_path / f"{name}.yaml"
         path.write_text(spec)
