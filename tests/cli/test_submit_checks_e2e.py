@@ -103,4 +103,7 @@ def test_an_empty_output_or_user_flag_is_refused_naming_it(server, tmp_path):
                        (["priority", "-u", ""], "-u/--user")):
         out = run(server, "vipu", *args)
         assert out.returncode == 2 and out.stderr.startswith(f"vipu: error: {flag} is empty: give "), (args, out.stderr)
+    stderr_file = run(server, "vipu", "submit", "--ipus", "1", "--duration", "1s", "-e", str(tmp_path / "e.txt"))
+    assert stderr_file.returncode == 2 and stderr_file.stderr.startswith(  # regression: "vipu: error: error: a ..."
+        "vipu: error: a sleep workload writes no stderr, so it takes no error file"), stderr_file.stderr
     assert jobs(server) == {}  # nothing was queued
