@@ -127,7 +127,8 @@ class ControlPlane:
         if self.secure:
             user = self.user_for_key(key or "")
             if user is None:
-                raise Unauthenticated("no valid access key; pass one (authorization: Bearer KEY; the CLI's --api-access-key)", reason="ACCESS_KEY_UNKNOWN")
+                raise Unauthenticated("no valid access key; pass one (authorization: Bearer KEY; the CLI's"
+                                      " --api-access-key)", reason="ACCESS_KEY_UNKNOWN")
             return Identity(user.name, user.admin)
         return Identity(claimed, admin=True)
 
@@ -153,10 +154,10 @@ class ControlPlane:
         with self.lock:
             return self.controller.admin.user_for_key(key)
 
-    def is_admin_key(self, key: str) -> bool:
-        """Whether `key` is an admin's access key (the metrics endpoint under --secure)."""
+    def key_role(self, key: str) -> str | None:
+        """"admin" or "user" for a user's access key, None for no valid key (the metrics endpoint under --secure)."""
         user = self.user_for_key(key)
-        return user is not None and user.admin
+        return None if user is None else "admin" if user.admin else "user"
 
     # -- what several operations share --------------------------------------------------------------------------
     def changed(self) -> None:

@@ -23,16 +23,20 @@ from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 DENIED = b"an admin's access key is needed: send Authorization: Bearer KEY (Prometheus: authorization.credentials)\n"
 
 
-def guarded(app, admin_key: Callable[[str], bool]):
-    """`app`, answering 401 unless the request carries a bearer key that admin_key accepts."""
+def guarded(app, key_role: Callable[[str], str | None]):
+    """`app`, answering 401 without a valid bearer key and 403 for a key that is not an admin's (`key_role`)."""
 
     def wsgi(environ, start_response):
         scheme, _, key = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
-        if scheme.lower() != "bearer" or not key or not admin_key(key.strip()):
+        role = key_role(key.strip()) if scheme.lower() == "bearer" and key.strip() else None
+        if role == "admin":
+            return app(environ, start_response)
+        if role is None:
             start_response("401 Unauthorized", [("Content-Type", "text/plain"),
                                                 ("WWW-Authenticate", 'Bearer realm="vipu-sim metrics"')])
-            return [DENIED]
-        return app(environ, start_response)
+        else:  # a user's key: known, but the metrics name every user's objects
+            start_response("403 Forbidden", [("Content-Type", "text/plain")])
+        return [DENIED]
 
     return wsgi
 
@@ -52,13 +56,13 @@ def with_health(app, serving: Callable[[], bool]):
     return wsgi
 
 
-def serve(port: int, host: str, registry, admin_key: Callable[[str], bool] | None,
+def serve(port: int, host: str, registry, key_role: Callable[[str], str | None] | None,
           serving: Callable[[], bool] = lambda: True) -> WSGIServer:
-    """Serve `registry` on host:port in a daemon thread; `admin_key`: the check a request's key must pass (None:
+    """Serve `registry` on host:port in a daemon thread; `key_role`: whose a request's key is, admin or user (None:
     open to anyone); `serving`: what /healthz reports."""
     app = make_wsgi_app(registry)
-    if admin_key is not None:
-        app = guarded(app, admin_key)
+    if key_role is not None:
+        app = guarded(app, key_role)
     app = with_health(app, serving)
     httpd = make_server(host, port, app, ThreadingWSGIServer, handler_class=_SilentHandler)
     threading.Thread(target=httpd.serve_forever, name="vipu-metrics", daemon=True).start()

@@ -290,8 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.metrics_port >= 0:
         register_metrics(plane)
         try:
-            admin_key = None if not args.secure or args.metrics_open else plane.is_admin_key
-            http = metrics_endpoint.serve(args.metrics_port, args.metrics_host, plane.metrics.registry, admin_key,
+            key_role = None if not args.secure or args.metrics_open else plane.key_role
+            http = metrics_endpoint.serve(args.metrics_port, args.metrics_host, plane.metrics.registry, key_role,
                                           lambda: plane.store_writes().writable)
         except OSError as e:
             print(f"vipu-server: error: cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {e};"
