@@ -87,7 +87,10 @@ def read_document(text: str, source: str, as_json: bool | None = None) -> object
     except ValueError:  # JSON's int() past 4,300 digits
         raise InvalidArgument(f"invalid {source}: a number has more than 4,300 digits; no field takes one that long"
                               ) from None
-    except (yaml.YAMLError, json.JSONDecodeError, RecursionError) as e:
+    except RecursionError:
+        raise InvalidArgument(f"invalid {source}: it nests lists or mappings deeper than it can be read; no field"
+                              " takes more than a few levels") from None
+    except (yaml.YAMLError, json.JSONDecodeError) as e:
         raise InvalidArgument(f"invalid {source}: not valid YAML/JSON ({syntax_error(e)}); fix the syntax") from None
 
 

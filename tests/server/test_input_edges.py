@@ -45,7 +45,9 @@ def test_nesting_too_deep_is_invalid_argument(stubs):
     assert (e.code(), e.details()) == (grpc.StatusCode.INVALID_ARGUMENT, "overrides_json is nested too deeply to"
                                        " read; send a flat object of spec fields")
     e = refused(jobs.SubmitJob, j.SubmitJobRequest(spec=deep.replace('"name"', '"ipus": 1, "name"').encode()))
-    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT  # and said as nesting, not as syntax to fix:
+    assert e.details() == ("invalid job spec: it nests lists or mappings deeper than it can be read; no field takes"
+                           " more than a few levels")
 
 
 def test_date_and_number_errors_name_their_field(stubs):
