@@ -43,6 +43,22 @@ def test_a_planted_admin_key_is_refused_and_receives_nothing(tmp_path):
     assert planted.read_text() == ""
 
 
+def test_another_states_admin_key_is_not_replaced_by_a_new_one(tmp_path):
+    """Regression: a folder holding only an admin.key (its database gone or moved) started empty and overwrote the
+    key with a new admin's."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    key = state / "admin.key"
+    key.write_text("the-old-admins-key\n")
+    key.chmod(0o600)
+    out = start("--secure", "--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == (f"vipu-server: error: {key} holds a key, but the state in {state} has no users: it"
+                                  " is another state's admin key (or this state's database was replaced); start on the"
+                                  " state it came from, or move the file away for a new admin")
+    assert key.read_text() == "the-old-admins-key\n"
+
+
 def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path):
     state, target = tmp_path / "state", tmp_path / "precious"
     state.mkdir()

@@ -134,6 +134,9 @@ class AdminOps:
     def has_admin(self) -> bool:
         return any(u.admin for u in self.state().users.values())
 
+    def has_users(self) -> bool:
+        return bool(self.state().users)
+
     # -- faults -----------------------------------------------------------------------------------------------
     def fail_ipus(self, ipus: list[int]) -> list[Partition]:
         return self.plane.fail_ipus(ipus, "vipu-admin fail ipus")

@@ -19,7 +19,7 @@ import grpc
 
 from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
-from vipu.errors import VipuError
+from vipu.errors import InvalidArgument, VipuError
 from vipu.metrics import register as register_metrics
 from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.scheduler.config import load_scheduler_config
@@ -118,7 +118,13 @@ def bootstrap_admin(plane: ControlPlane, state_dir: Path) -> Path | None:
             path.unlink()
             print(f"vipu-server: removed {path}: its key belongs to no user any more", file=sys.stderr)
         return None
-    read_private(path)  # a planted file is refused before a key is made
+    old = read_private(path)  # a planted file is refused before a key is made
+    if old is not None and not plane.admin.has_users():
+        # a key file in a folder whose state has no users at all came with another state: replacing it would lose
+        # that state's admin key without a word
+        raise InvalidArgument(f"{path} holds a key, but the state in {state_dir} has no users: it is another"
+                              " state's admin key (or this state's database was replaced); start on the state it"
+                              " came from, or move the file away for a new admin")
     _, key = plane.admin.create_user("admin", admin=True)
     write_private(path, key + "\n")
     return path
