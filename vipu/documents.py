@@ -84,14 +84,14 @@ def read_document(text: str, source: str, as_json: bool | None = None) -> object
         return parse_document(text, as_json)
     except (DuplicateKey, HugeNumber) as e:
         raise InvalidArgument(f"invalid {source}: {e}") from None
-    except ValueError:  # JSON's int() past 4,300 digits
-        raise InvalidArgument(f"invalid {source}: a number has more than 4,300 digits; no field takes one that long"
-                              ) from None
     except RecursionError:
         raise InvalidArgument(f"invalid {source}: it nests lists or mappings deeper than it can be read; no field"
                               " takes more than a few levels") from None
     except (yaml.YAMLError, json.JSONDecodeError) as e:
         raise InvalidArgument(f"invalid {source}: not valid YAML/JSON ({syntax_error(e)}); fix the syntax") from None
+    except ValueError:  # JSON's int() past 4,300 digits (after JSONDecodeError, a ValueError of its own)
+        raise InvalidArgument(f"invalid {source}: a number has more than 4,300 digits; no field takes one that long"
+                              ) from None
 
 
 def syntax_error(e: Exception) -> str:
