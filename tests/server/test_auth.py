@@ -277,3 +277,20 @@ def test_metrics_under_secure_need_an_admins_key(secure, server_factory):
     assert [scrape(server.metrics_url, key) for key in (None, "not-a-key", alice, admin_key)] == [401, 401, 403, 200]
     open_one = server_factory(extra=["--secure", "--metrics-open"])
     assert scrape(open_one.metrics_url, None) == 200
+
+
+def test_me_is_the_keys_owner_not_the_clis_own_user(secure):
+    """Regression: `vipu queue --me` filtered by the CLI's local user (the OS login), so alice's key listed nothing
+    with --me, while `vipu cancel --me` (decided by the controller) found her jobs."""
+    server, as_, admin_key, new_user = secure
+    alice = new_user("alice")
+    submitted = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable", env=as_(alice))
+    job = int(submitted.stdout)
+
+    def listed(key: str, *args: str) -> list[int]:
+        out = run(server, "vipu", "queue", "--json", *args, env=as_(key))
+        assert out.returncode == 0, out.stderr
+        return [x["job_id"] for x in json.loads(out.stdout)["jobs"]]
+
+    assert listed(alice, "--me") == [job] == listed(alice)
+    assert listed(admin_key) == [job] and listed(admin_key, "--me") == []  # the admin sees all, and owns none

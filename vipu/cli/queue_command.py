@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         user: list[str] = typer.Option(None, "--user", "-u", "--users",
                                        help="only these users' jobs (a comma list, or the flag again)"),
-        me: bool = typer.Option(False, "--me", help="only your own jobs (the user the CLI calls as)"),
+        me: bool = typer.Option(False, "--me", help="only your own jobs (as the controller knows you: under --secure, your access key's owner)"),
         state: list[str] = typer.Option(
             None, "--states", "-t", "--state",
             help="only these states: names or codes (PD, R, CD, ...) in a comma list, or all; an ended state lists"

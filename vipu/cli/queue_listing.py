@@ -38,6 +38,7 @@ class Query(NamedTuple):
     as_json: bool
     header: bool
     dated: bool  # a time stamp above each listing (-i, -l), as squeue prints one
+    me: bool = False  # --me: the controller adds the caller, as it knows it (under --secure, the key's owner)
 
     @property
     def needs(self) -> frozenset[str]:
@@ -92,10 +93,10 @@ def listing(cli, q: Query, now: float) -> list[JobRow]:
     asked = q.ids.asked if q.ids else []
     jobs = []
     if q.active is not None:
-        request = j.ListJobsRequest(users=q.users, states=q.active, ids=asked, brief=brief)
+        request = j.ListJobsRequest(users=q.users, me=q.me, states=q.active, ids=asked, brief=brief)
         jobs += conn.every_page(conn.jobs.ListJobs, request).jobs
     if q.ended:
-        request = j.HistoryRequest(users=q.users, states=q.ended, ids=asked, brief=brief)
+        request = j.HistoryRequest(users=q.users, me=q.me, states=q.ended, ids=asked, brief=brief)
         jobs += [x for x in conn.every_page(conn.jobs.History, request).jobs if seconds(x.ended) >= now - MIN_JOB_AGE]
     if q.ids is not None:
         jobs = [x for x in jobs if x in q.ids]
@@ -156,9 +157,9 @@ def queue_jobs(cli, user: list[str] | None = None, me: bool = False, state: list
         from vipu.cli.slurm_format import sort_keys
 
         keys = sort_keys(spec, LETTERS, "-S/--sort" if sort is not None else "SQUEUE_SORT")
-    users = selected_users(user) + ([cli.conn.settings.user] if me else [])
+    users = selected_users(user)
     query = Query(users, active, ended, job_ids(jobs, "-j/--jobs"), layout, keys, array, as_json,
-                  cli.with_header(no_header), dated=bool(iterate) or long)
+                  cli.with_header(no_header), dated=bool(iterate) or long, me=me)
     warnings = [f"{flag} is ignored with --json, as squeue ignores it" for flag, given in
                 (("-o/--format", fmt), ("-O/--Format", names), ("-S/--sort", sort)) if given] if as_json else []
     if not iterate:

@@ -58,10 +58,10 @@ class Client(Caller):
         return self.call(self.job_service.SubmitJob, request, retry=True)
 
     def jobs(self, *, users: Iterable[str] = (), states: Iterable[str] = (), ids: Iterable[int] = (),
-             brief: bool = False) -> Iterator[j.Job]:
+             brief: bool = False, me: bool = False) -> Iterator[j.Job]:
         """The active jobs (squeue), in the queue's order, a page at a time; `brief` leaves out each job's spec and
-        detail."""
-        request = j.ListJobsRequest(users=users, states=states, ids=ids, brief=brief)
+        detail; `me` adds the caller as the controller knows it to `users` (squeue --me)."""
+        request = j.ListJobsRequest(users=users, states=states, ids=ids, brief=brief, me=me)
         return self.items(self.job_service.ListJobs, request)
 
     def job(self, job_id: int) -> j.Job:

@@ -18,6 +18,12 @@ from vipu.validation import MAX_SPECS_PER_CALL
 BY_CODE = {code: state for state, code in SHORT.items()}
 
 
+def users_of(request, caller) -> list[str]:
+    """A listing's user filter: the users named, and with `me` the caller as the controller knows it (its access
+    key's owner under --secure, not a name the client holds)."""
+    return [*request.users, *([caller.name] if request.me else [])]
+
+
 def states_of(values) -> set[JobState] | None:
     if not values:
         return None
@@ -111,7 +117,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def ListJobs(self, request, context):
-        page = self.plane.jobs.queue(identity(self.plane, context), request.users, states_of(request.states),
+        caller = identity(self.plane, context)
+        page = self.plane.jobs.queue(caller, users_of(request, caller), states_of(request.states),
                                      request.ids, not request.brief, request.page_size, request.page_token)
         return self._listed(page, request.ids and not request.brief, request.brief)
 
@@ -121,7 +128,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             raise InvalidArgument(f"limit is {request.limit}; give 0 for every row or N > 0 for the last N",
                                   field="limit")
         since = request.ended_since.ToNanoseconds() / 1e9 if request.HasField("ended_since") else None
-        page = self.plane.jobs.history(identity(self.plane, context), request.users, states_of(request.states),
+        caller = identity(self.plane, context)
+        page = self.plane.jobs.history(caller, users_of(request, caller), states_of(request.states),
                                        request.ids, request.duplicates, request.limit, request.page_size,
                                        request.page_token, since)
         return self._listed(page, request.ids and not request.brief, request.brief)

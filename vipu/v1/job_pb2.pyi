@@ -157,20 +157,22 @@ class JobLogsResponse(_message.Message):
     def __init__(self, lines: _Optional[_Iterable[str]] = ..., record_json: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("users", "states", "ids", "brief", "page_size", "page_token")
+    __slots__ = ("users", "states", "ids", "brief", "page_size", "page_token", "me")
     USERS_FIELD_NUMBER: _ClassVar[int]
     STATES_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     BRIEF_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ME_FIELD_NUMBER: _ClassVar[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     states: _containers.RepeatedScalarFieldContainer[str]
     ids: _containers.RepeatedScalarFieldContainer[int]
     brief: bool
     page_size: int
     page_token: str
-    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., ids: _Optional[_Iterable[int]] = ..., brief: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    me: bool
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., ids: _Optional[_Iterable[int]] = ..., brief: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., me: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_page_token", "total_size")
@@ -257,7 +259,7 @@ class UpdateJobRequest(_message.Message):
     def __init__(self, id: _Optional[int] = ..., single: _Optional[bool] = ..., time_limit_s: _Optional[float] = ..., time_limit_add_s: _Optional[float] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., dependency: _Optional[str] = ..., name: _Optional[str] = ..., array_task_throttle: _Optional[int] = ..., begin: _Optional[str] = ..., priority: _Optional[int] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_add: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_unlimited: _Optional[bool] = ..., begin_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
-    __slots__ = ("users", "states", "limit", "brief", "duplicates", "ids", "page_size", "page_token", "ended_since")
+    __slots__ = ("users", "states", "limit", "brief", "duplicates", "ids", "page_size", "page_token", "ended_since", "me")
     USERS_FIELD_NUMBER: _ClassVar[int]
     STATES_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -267,6 +269,7 @@ class HistoryRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ENDED_SINCE_FIELD_NUMBER: _ClassVar[int]
+    ME_FIELD_NUMBER: _ClassVar[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     states: _containers.RepeatedScalarFieldContainer[str]
     limit: int
@@ -276,7 +279,8 @@ class HistoryRequest(_message.Message):
     page_size: int
     page_token: str
     ended_since: _timestamp_pb2.Timestamp
-    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ..., duplicates: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., ended_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    me: bool
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., brief: _Optional[bool] = ..., duplicates: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., ended_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., me: _Optional[bool] = ...) -> None: ...
 
 class ClusterInfoRequest(_message.Message):
     __slots__ = ()
