@@ -30,7 +30,7 @@ def job_ids(ctx, param, incomplete: str) -> list[str]:
     from vipu.v1 import job_pb2 as j
 
     conn = _connection(ctx.find_root().info_name or "vipu")
-    request = j.ListJobsRequest(users=[conn.settings.user], states=list(ACTIVE), brief=True, page_size=1000)
+    request = j.ListJobsRequest(me=True, states=list(ACTIVE), brief=True, page_size=1000)  # as the controller knows me
     try:
         reply = conn.jobs.ListJobs(request, timeout=DEADLINE_S, metadata=conn.metadata())
     except Exception:  # noqa: BLE001 - an unreachable or refusing controller completes nothing
