@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
+from tests.cli.test_squeue_e2e import as_from_a_terminal, signals_of
 
 ROOT = Path(__file__).resolve().parents[2]
 TITLE = "## Slurm command and flag -> vipu"
@@ -42,7 +43,7 @@ def test_the_table_covers_every_command_and_flag_it_names():
 def iterate(command: str, env: dict) -> tuple[int, str]:
     """A command that lists until interrupted: its first listing, then Ctrl-C."""
     proc = subprocess.Popen(shlex.split(command), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 30
     try:
         while time.monotonic() < deadline:
@@ -51,7 +52,12 @@ def iterate(command: str, env: dict) -> tuple[int, str]:
                 break
     finally:
         proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{command} still running 30 s after Ctrl-C: {signals_of(proc.pid)}") from None
+        finally:
+            proc.kill()
         err = proc.stderr.read()
         proc.stdout.close()
         proc.stderr.close()

@@ -123,7 +123,7 @@ class JobOps:
                                   f" {', '.join(self.plane.kinds)}")
         if spec.error is not None and not kind.streams:
             raise InvalidArgument(f"a {kind.name} workload writes no stderr, so it takes no error file (a command"
-                                  " workload's does); leave error (-e/--error) out", field="spec.error")
+                                  " workload's does); leave error out", field="spec.error")
         if kind.streams:  # a program runs as its user's Unix account under --secure, and opens its files as it
             self.plane.run_as(spec.user, self.plane.read().pod)
         elif spec.output and self.plane.secure:  # the controller would write any file it may, for any user
