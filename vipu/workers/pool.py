@@ -189,8 +189,14 @@ class MachinePool:
         return ends
 
     def repair(self, machines: Iterable[int] | None = None) -> None:
+        """Each machine's actor told its IPUs work again. An actor Ray is restarting is left alone: it comes back
+        empty, its IPUs working (a repair just after a kill met one, and failed the whole repair)."""
         targets = self.machines if machines is None else sorted(set(machines))
-        ray.get([self.actor(m).repair.remote() for m in targets], timeout=self.call_timeout_s)
+        for call in [self.actor(m).repair.remote() for m in targets]:
+            try:
+                ray.get(call, timeout=self.call_timeout_s)
+            except ActorUnavailableError:
+                pass
 
     # --- end of service -------------------------------------------------------------------------------------------
     def release(self, machine: int) -> None:
