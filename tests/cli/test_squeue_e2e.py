@@ -184,6 +184,17 @@ def as_from_a_terminal() -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
 
 
+def interrupted(proc: subprocess.Popen) -> int:
+    """Ctrl-C to `proc`; its exit code, or a failure naming its signal state if it is still running 30 s later."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{proc.args} still running 30 s after Ctrl-C: {signals_of(proc.pid)}") from None
+    finally:
+        proc.kill()
+
+
 def signals_of(pid: int) -> str:
     """The kernel's view of a process's signals, for a failure's message."""
     try:
@@ -203,13 +214,7 @@ def test_iterate_lists_again_under_a_time_stamp_until_interrupted(queued):
             if ready:
                 seen.append(proc.stdout.readline().rstrip("\n"))
     finally:
-        proc.send_signal(signal.SIGINT)  # Ctrl-C
-        try:
-            code = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"still running 30 s after Ctrl-C: {signals_of(proc.pid)}") from None
-        finally:
-            proc.kill()
+        code = interrupted(proc)
         err = proc.stderr.read()
         proc.stdout.close()
         proc.stderr.close()

@@ -8,7 +8,6 @@ import os
 import re
 import select
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
-from tests.cli.test_squeue_e2e import as_from_a_terminal, signals_of
+from tests.cli.test_squeue_e2e import as_from_a_terminal, interrupted
 
 ROOT = Path(__file__).resolve().parents[2]
 TITLE = "## Slurm command and flag -> vipu"
@@ -51,13 +50,7 @@ def iterate(command: str, env: dict) -> tuple[int, str]:
             if ready and proc.stdout.readline() == "\n":  # the blank line after a listing
                 break
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            code = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"{command} still running 30 s after Ctrl-C: {signals_of(proc.pid)}") from None
-        finally:
-            proc.kill()
+        code = interrupted(proc)
         err = proc.stderr.read()
         proc.stdout.close()
         proc.stderr.close()

@@ -39,7 +39,6 @@ from vipu.scheduler.policies.base import (
     PRIORITY,
     RESOURCES,
     PendingInfo,
-    Preemption,
     QueuedJob,
     ScheduleDecision,
     ScheduleRequest,
@@ -50,7 +49,7 @@ from vipu.scheduler.policies.capacity import Capacity
 from vipu.scheduler.policies.fitting import Fitting
 from vipu.scheduler.policies.limits import Usage
 from vipu.scheduler.policies.plans import LimitPlan
-from vipu.scheduler.policies.preempt import choose_victims
+from vipu.scheduler.policies.eviction import try_preempt
 from vipu.scheduler.policies.interval_timeline import IntervalTimeline
 from vipu.scheduler.policies.reservations import Timeline, blocks_mask
 
@@ -224,51 +223,7 @@ class _Walk:
         self._fitting.started(first, job.ipus)
 
     def try_preempt(self, job: QueuedJob, allowed: int) -> bool:
-        if job.qos not in self.preempt_qos:
-            return False
-        if self._takes_reserved_limit(job, self.now + job.time_limit):
-            return False  # it would take a limit a reserved job of its group needs
-        self.need(math.inf)  # an eviction frees IPUs at every moment of the timeline: no reservation may wait
-        reserved = self.reserved_over(self.now + job.time_limit)
-        key = (job.ipus, id(allowed), reserved, job.qos)
-        if key in self._no_victims:
-            return False
-        found = self._candidates.get(job.qos)
-        if found is None:  # one pass over the running jobs per QOS, not per job: thousands run on a big Pod
-            spec = self.r.qos[job.qos]
-            listed = [r for r in self.r.running if r.qos in spec.preempt and r.id not in self._preempted]
-            found = self._candidates[job.qos] = (listed, blocks_mask([n for r in listed for n in (r.first_ipu, r.ipus)],
-                                                                     self.total))
-        candidates, their_ipus = found
-        usable = allowed & self.healthy & (self.full ^ reserved)
-        pick = choose_victims(job, candidates, self.avail & usable, usable, self.total, self.now,
-                              self.qos_sets.priority, their_ipus)
-        if pick is None:
-            self._no_victims.add(key)
-            return False
-        first, victims = pick
-        for v in victims:
-            self.decision.preemptions.append(Preemption(v.id, job.id, self.r.qos[v.qos].preempt_mode))
-            blk = block(v.first_ipu, v.ipus) & self.healthy
-            self.avail |= blk
-            if self._timeline is not None:
-                self._timeline.release_now(blk)
-            self._preempted.add(v.id)
-            if self._evictable is not None:  # (a victim's block is evictable, and no other job holds its IPUs)
-                self._evictable ^= block(v.first_ipu, v.ipus)
-            self._fitting.drop()
-            self.usage.remove(v)
-            self.plan.evicted(v)
-        gone = {v.id for v in victims}
-        for qos, (listed, their_ipus) in self._candidates.items():
-            kept = [r for r in listed if r.id not in gone]
-            if len(kept) < len(listed):
-                for v in victims:
-                    if v.qos in self.r.qos[qos].preempt:
-                        their_ipus ^= block(v.first_ipu, v.ipus)
-                self._candidates[qos] = (kept, their_ipus)
-        self.start(job, first, block(first, job.ipus))
-        return True
+        return try_preempt(self, job, allowed)
 
     def wait(self, job: QueuedJob, allowed: int, reserve: bool, not_before: float | None = None) -> None:
         """`job` cannot start now. If some moment can hold it, it blocks the jobs behind it (reason Priority for

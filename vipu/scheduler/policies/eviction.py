@@ -1,0 +1,63 @@
+"""Preemption inside the walk: which running jobs a waiting job's QOS may evict, and the walk's state after the
+evictions (free IPUs, timeline, usage, limits). Why apart from engine.py: the walk's other steps never evict, and
+the choice itself (preempt.py) is pure; this is where the choice meets the walk's caches."""
+
+from __future__ import annotations
+
+import math
+
+from vipu.scheduler.bits import block
+from vipu.scheduler.policies.base import Preemption, QueuedJob
+from vipu.scheduler.policies.preempt import choose_victims
+from vipu.scheduler.policies.reservations import blocks_mask
+
+
+def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
+    """Start `job` by evicting running jobs its QOS may preempt, if some choice frees an aligned block for it
+    without touching a reservation; False (remembered for this size, mask and QOS) if none does. `walk`: the
+    engine's _Walk, whose free IPUs, timeline, usage and decision it changes."""
+    if job.qos not in walk.preempt_qos:
+        return False
+    if walk._takes_reserved_limit(job, walk.now + job.time_limit):
+        return False  # it would take a limit a reserved job of its group needs
+    walk.need(math.inf)  # an eviction frees IPUs at every moment of the timeline: no reservation may wait
+    reserved = walk.reserved_over(walk.now + job.time_limit)
+    key = (job.ipus, id(allowed), reserved, job.qos)
+    if key in walk._no_victims:
+        return False
+    found = walk._candidates.get(job.qos)
+    if found is None:  # one pass over the running jobs per QOS, not per job: thousands run on a big Pod
+        spec = walk.r.qos[job.qos]
+        listed = [r for r in walk.r.running if r.qos in spec.preempt and r.id not in walk._preempted]
+        found = walk._candidates[job.qos] = (listed, blocks_mask([n for r in listed for n in (r.first_ipu, r.ipus)],
+                                                                 walk.total))
+    candidates, their_ipus = found
+    usable = allowed & walk.healthy & (walk.full ^ reserved)
+    pick = choose_victims(job, candidates, walk.avail & usable, usable, walk.total, walk.now,
+                          walk.qos_sets.priority, their_ipus)
+    if pick is None:
+        walk._no_victims.add(key)
+        return False
+    first, victims = pick
+    for v in victims:
+        walk.decision.preemptions.append(Preemption(v.id, job.id, walk.r.qos[v.qos].preempt_mode))
+        blk = block(v.first_ipu, v.ipus) & walk.healthy
+        walk.avail |= blk
+        if walk._timeline is not None:
+            walk._timeline.release_now(blk)
+        walk._preempted.add(v.id)
+        if walk._evictable is not None:  # (a victim's block is evictable, and no other job holds its IPUs)
+            walk._evictable ^= block(v.first_ipu, v.ipus)
+        walk._fitting.drop()
+        walk.usage.remove(v)
+        walk.plan.evicted(v)
+    gone = {v.id for v in victims}
+    for qos, (listed, their_ipus) in walk._candidates.items():
+        kept = [r for r in listed if r.id not in gone]
+        if len(kept) < len(listed):
+            for v in victims:
+                if v.qos in walk.r.qos[qos].preempt:
+                    their_ipus ^= block(v.first_ipu, v.ipus)
+            walk._candidates[qos] = (kept, their_ipus)
+    walk.start(job, first, block(first, job.ipus))
+    return True
