@@ -32,7 +32,9 @@ The TFLOPS column is what the published figure means per IPU: the model's FLOPs 
 does a second at the published throughput. It compares published rows with each other, whatever the planner says:
 BERT-Large SL384 (pre-SDK 2.5) runs about 12% fewer FLOPs a second than SL128 (the same edition) and SL512 packed
 (SDK 3.1) on either Pod, though its config differs from theirs only in sequence length, masked tokens and
-micro-batch (docs/planner-fidelity.md says what was checked).
+micro-batch (docs/planner-fidelity.md says what was checked). Its micro-batches are the smallest of the BERT-Large
+rows (768 tokens), so the last table (planner_shapes.py) tries three compute rates that depend on the micro-batch,
+each fitted to SL384 on a Pod16, and shows what each does to the other rows.
 Everything here is a prediction from formulas: no wall-clock time is measured.
 """
 
@@ -49,6 +51,7 @@ from vipu.jobs.assumptions import DEFAULT
 from vipu.jobs.calibration import (BERT_FIT_SEQUENCES_PER_S, BERT_FIT_SPECS, IMAGENET_TRAIN_IMAGES, POD128_RUN,
                                    PODS, RUNS, bert_spec, plan_of, resnet50_spec, solve)
 from vipu.jobs.command import plan_file
+from planner_shapes import micro_batch_shapes
 
 TABLE = "graphcore.ai/performance-results"
 LARGE_128 = "nlp/bert/popart/configs/pretrain_large_128.json"
@@ -220,6 +223,8 @@ def main() -> None:
     fit_errors, held_errors = report()
     print()
     ablations()
+    print()
+    micro_batch_shapes(POINTS, planned)
     print()
     print("assumptions (vipu plan prints these with every plan):")
     for line in DEFAULT.lines():
