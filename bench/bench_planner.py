@@ -23,7 +23,9 @@ Pod16 and a Pod64); nothing is refitted per model or system. Published figures:
   16 per Pod64 at the same global batch). ViT: vision/vit/pytorch/configs.yml b16_in1k_pretrain_lamb (micro-batch
   8, 4 IPUs a replica, layers_per_ipu [3, 3, 3, 3], RTS, LAMB; global batch 65,536 as the table states). SQuAD:
   nlp/bert/popart/configs/squad_large_384.json (graphcore/examples c0239af, the SDK 3.1 release), the SDK 3.1
-  edition's "Fine-Tuning (SL384 - SQuAD)" row.
+  edition's "Fine-Tuning (SL384 - SQuAD)" row. BERT-Base in TensorFlow 2: the SDK 3.x edition's TensorFlow2 rows
+  (SDK 3.3) and nlp/bert/tensorflow2/configs/pretrain_base_{128_phase1,384_phase2}.json (graphcore/examples
+  09b7c67; micro-batch 32 and 8, x 4 replicas x 510 = the table's batches, 65,280 and 16,320).
 Packed rows: sequences_per_pack = the unpacked config's global batch over the packed one's (65,536 / 54,784 at
 SL128, 16,384 / 9,600 at SL512): Graphcore sized the packed batches to hold as many sequences (an assumption; the
 packing paper, Krell et al. 2021, reports about 2x fewer samples at SL512).
@@ -77,6 +79,16 @@ def bert_large(ipus: int, seq_len: int, mask: int, micro_batch: int, global_batc
 def bert_base(ipus: int, seq_len: int, mask: int, micro_batch: int, global_batch: int) -> dict:
     # encoder_start_ipu 1: the first IPU holds the embedding and its tied head only
     return bert_spec(ipus, 12, 768, 12, seq_len, mask, micro_batch, global_batch, [0, 4, 4, 4])
+
+
+def bert_base_tf2(seq_len: int, mask: int, micro_batch: int, global_batch: int) -> dict:
+    """Graphcore's TensorFlow 2 BERT-Base pre-training on a Pod16 (nlp/bert/tensorflow2/configs/
+    pretrain_base_128_phase1.json and pretrain_base_384_phase2.json): the embedding and the heads on IPU 0, 4 layers
+    on each other IPU, 4 replicas, 510 micro-batches a step; the app's defaults: recomputation,
+    optimiser state off chip (nlp/bert/tensorflow2/utilities/options.py); the configs: no RTS."""
+    spec = bert_base(16, seq_len, mask, micro_batch, global_batch)
+    spec["workload"]["layout"]["rts"] = False
+    return spec
 
 
 def vit_base(ipus: int) -> dict:
@@ -141,6 +153,10 @@ POINTS = (
           3_656),
     Point("ViT-B/16", "table (PyTorch, SDK pre-2.5, batch 65,536); b16_in1k_pretrain_lamb", vit_base(64), 31_200),
     Point("BERT-Large SQuAD SL384", "table (PopART, SDK 3.1, batch 256); squad_large_384.json", squad_large(), 1_183),
+    Point("BERT-Base SL128 (TF2)", "table (TensorFlow2, SDK 3.3, batch 65,280); pretrain_base_128_phase1.json",
+          bert_base_tf2(128, 20, 32, 65_280), 15_173),
+    Point("BERT-Base SL384 (TF2)", "table (TensorFlow2, SDK 3.3, batch 16,320); pretrain_base_384_phase2.json",
+          bert_base_tf2(384, 56, 8, 16_320), 4_387),
 )
 
 
