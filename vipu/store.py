@@ -294,6 +294,7 @@ class Store(HistoryReads):
             return bad_history_rows(self._db, decode)
 
     def quarantine_history(self, rows: list[tuple[int, str]], now: float) -> None:
+        """Move these history rows (id, why) into the quarantine table, as they were."""
         with self._lock:
             quarantine_history_rows(self._db, rows, now)
 

@@ -274,12 +274,12 @@ def _readable_history(store: Store, path: Path, quarantine: bool, clock_now) -> 
 def _unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:
     return InvalidArgument(
         f"the state database {path} cannot be read ({e}); restore it from a backup, or copy what it still holds"
-        f" into a new file with {recovery_command(path)} and move that file into its place (the damaged one, its"
+        f" into a new file with {_recovery_command(path)} and move that file into its place (the damaged one, its"
         " -wal and its -shm files aside), or move it away to start afresh"
     )
 
 
-def recovery_command(path: Path) -> str:
+def _recovery_command(path: Path) -> str:
     """A command that copies the readable rows of a damaged database into a new one. Why .dump, not .recover: the
     sqlite3 shell's .recover needs the dbpage table, which Debian's sqlite3 (3.40) lacks; there it fails even on a
     sound vipu-sim database. .dump skips what it cannot read but ends its output with ROLLBACK, which would undo the
