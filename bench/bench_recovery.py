@@ -86,9 +86,10 @@ def kill_cycles(cycles: int, per_cycle: int) -> tuple[int, int, int]:
         return len(ids), len(set(ids) - stored), len(ids) - len(set(ids)) + len(stored - set(ids))
 
 
-def recovery_time(jobs: int, ended: int = 0) -> tuple[float, int, float]:
+def recovery_time(jobs: int, ended: int = 0) -> tuple[float, int, tuple[float, float, float]]:
     """Seconds to serve again after kill -9 with `jobs` held jobs queued and `ended` more in the job history, the
-    restarted controller's resident memory (kB), and the seconds of that start's check of the history's pages."""
+    restarted controller's resident memory (kB), and the seconds of that start's checks of the history: its pages,
+    its rows (json_valid, every start) and the decoding of every row (a start with --quarantine-bad-records)."""
     with tempfile.TemporaryDirectory() as state:
         plane = open_plane("bow-pod256", Path(state), "127.0.0.1", 0)  # fill the store offline, same format
         if ended:  # jobs ended long ago, as purge.py leaves them: in the history, ids 1 to `ended`
@@ -113,11 +114,14 @@ def recovery_time(jobs: int, ended: int = 0) -> tuple[float, int, float]:
         proc.terminate()
         proc.wait()
         store = Store(Path(state) / "vipu.sqlite3")
-        started = time.perf_counter()
-        assert store.damaged_tables() == []
-        check = time.perf_counter() - started
+        checks = []
+        for check in (store.damaged_tables, lambda: store.bad_history_rows(decode=False),
+                      lambda: store.bad_history_rows(decode=True)):
+            started = time.perf_counter()
+            assert check() == []
+            checks.append(time.perf_counter() - started)
         store.close()
-        return ready, rss, check
+        return ready, rss, tuple(checks)
 
 
 def main() -> None:
@@ -134,11 +138,12 @@ def main() -> None:
     ready, live_rss, _ = recovery_time(args.jobs)
     print(f"recovery after kill -9 with {args.jobs:,} jobs in the store: serving again in {ready:.2f} s (goal < 5 s),"
           f" resident {live_rss / 1024:.0f} MB")
-    ready, rss, check = recovery_time(args.jobs, args.stored - args.jobs)
+    ready, rss, (pages, rows, decoding) = recovery_time(args.jobs, args.stored - args.jobs)
     print(f"recovery after kill -9 with {args.stored:,} jobs stored, {args.stored - args.jobs:,} of them ended and in"
           f" the history: serving again in {ready:.2f} s (goal < 5 s), resident {rss / 1024:.0f} MB"
-          f" ({rss / live_rss:.2f}x the live queue's alone); the start's check of the history's pages alone:"
-          f" {check:.2f} s")
+          f" ({rss / live_rss:.2f}x the live queue's alone); of which the start's checks of the history: its pages"
+          f" {pages:.2f} s, its rows {rows:.2f} s (a start with --quarantine-bad-records decodes every row too:"
+          f" {decoding:.2f} s more)")
 
 
 if __name__ == "__main__":

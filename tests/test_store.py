@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
@@ -10,7 +11,7 @@ import pytest
 from vipu.errors import Unavailable
 from vipu.partition.admin_records import User
 from vipu.store import DamagedRecords, Store
-from vipu.store_schema import SCHEMA_VERSION, NewerSchema
+from vipu.store_schema import SCHEMA_VERSION, NewerSchema, UnknownSchema
 
 
 def user(name: str) -> User:
@@ -215,6 +216,47 @@ def test_damaged_records_are_named_and_quarantined_as_they_were(tmp_path):
     assert store.load({"user": User}) == [("user", user("a"))]
     assert store._db.execute("SELECT kind, name, doc, moved FROM quarantine").fetchall() == [
         ("user", "b", "{not json", 5.0)]
+
+
+def test_a_record_whose_bytes_are_not_utf8_is_named_and_moved_aside_not_a_failed_read(tmp_path):
+    """Regression: SQLite's decoding failed the whole read ("Could not decode to UTF-8 column 'doc'"), so neither a
+    start nor --quarantine-bad-records could get past one such record."""
+    store = Store(tmp_path / "s.db")
+    store.commit([("user", "a", user("a")), ("user", "b", user("b"))], [])
+    garbage = b'{"name": "b\xff\xfe\x13'
+    store._db.execute("UPDATE records SET doc = CAST(? AS TEXT) WHERE name = 'b'", (garbage,))
+    with pytest.raises(DamagedRecords) as e:
+        store.load({"user": User})
+    assert e.value.damaged == [("user", "b", "its bytes are not UTF-8 text (byte 11 of 14): damaged on disk")]
+    store.quarantine(e.value.damaged, 5.0)
+    assert store.load({"user": User}) == [("user", user("a"))]
+    assert store._db.execute("SELECT name, CAST(doc AS BLOB) FROM quarantine").fetchall() == [("b", garbage)]
+
+
+@pytest.mark.parametrize("change,why", [
+    ({"created_at": "soon"}, "field created_at: Input should be a valid number, unable to parse string as a number,"
+                             " not 'soon'"),
+    ({"admin": "maybe", "colour": 1}, "field admin: Input should be a valid boolean, unable to interpret input, not"
+                                      " 'maybe'; field colour: not a field of this version's"),
+])
+def test_a_damaged_record_is_said_in_one_plain_line_naming_the_field(tmp_path, change, why):
+    """Regression: the refusal quoted pydantic's text, cut mid-word, with its URL."""
+    store = Store(tmp_path / "s.db")
+    store.commit([("user", "a", user("a"))], [])
+    store._db.execute("UPDATE records SET doc = ?", (json.dumps({**user("a").model_dump(), **change}),))
+    with pytest.raises(DamagedRecords) as e:
+        store.load({"user": User})
+    assert e.value.damaged == [("user", "a", why)]
+
+
+def test_a_schema_version_below_zero_is_refused_not_migrated(tmp_path):
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("PRAGMA user_version = -1")
+    with pytest.raises(UnknownSchema) as e:
+        Store(tmp_path / "s.db")
+    assert e.value.found == -1
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        assert db.execute("SELECT name FROM sqlite_master").fetchall() == []  # nothing created in it
 
 
 def test_a_write_that_waits_past_the_timeout_fails_unavailable_and_health_hears_it(tmp_path):

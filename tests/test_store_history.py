@@ -161,3 +161,59 @@ def test_runner_records_left_behind_by_earlier_purges_move_on_upgrade(tmp_path):
     assert store._db.execute("SELECT id, kind, doc FROM job_history_records").fetchall() == [
         (5, "job_result", '{"name": "5"}')]
     store.close()
+
+
+def test_a_rebuild_leaves_out_a_history_row_that_is_not_utf8_and_history_reads_after(tmp_path):
+    """Regression: the rebuild copied rows with INSERT ... SELECT, so a row of random bytes outside the damaged page
+    survived it, and `vipu history` then failed for good, printing its bytes."""
+    state = tmp_path / "state"
+    state.mkdir()
+    state_with_history(state)
+    path = state / "vipu.sqlite3"
+    with sqlite3.connect(path) as db:  # valid JSON to SQLite, but not text: only a decoding finds it
+        db.execute("UPDATE job_history SET doc = CAST(? AS TEXT) WHERE id = 5", (b'{"id": "\xff\xfe"}',))
+    damage_last_page(path)
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0, quarantine=True)
+    quarantined = dict(plane.store._db.execute("SELECT name, error FROM quarantine WHERE kind = 'job_history'"))
+    assert quarantined["5"].startswith("its bytes are not UTF-8 text")
+    kept = [i for _, i in plane.store.history_keys()]
+    assert 5 not in kept and set(plane.store.history_docs(kept)) == set(kept)  # every kept row reads
+    plane.store.close()
+
+
+def test_a_history_row_of_random_bytes_is_refused_at_start_and_moved_aside_by_the_named_fix(tmp_path):
+    """Regression: a start checked only the history's pages, so a readable page holding a row of random bytes
+    passed, and `vipu history` failed for good."""
+    state = tmp_path / "state"
+    state.mkdir()
+    state_with_history(state)
+    path = state / "vipu.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE job_history SET doc = CAST(? AS TEXT) WHERE id = 7", (b"\x00\xff\x13 random" * 20,))
+    with pytest.raises(InvalidArgument) as refused:
+        open_plane("bow-pod16", state, "127.0.0.1", 0)
+    assert str(refused.value) == (f"the state database {path} has 1 job history row(s) it cannot read: job 7: not a"
+                                  " JSON document: damaged on disk; start once with --quarantine-bad-records to move"
+                                  " them into its quarantine table (kept for inspection)")
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0, quarantine=True)
+    assert plane.store._db.execute("SELECT name, CAST(doc AS BLOB) FROM quarantine").fetchall() == [
+        ("7", b"\x00\xff\x13 random" * 20)]
+    kept = [i for _, i in plane.store.history_keys()]
+    assert kept == [i for i in range(1, JOBS + 1) if i != 7] and len(plane.store.history_docs(kept)) == JOBS - 1
+    plane.store.close()
+    open_plane("bow-pod16", state, "127.0.0.1", 0).store.close()  # and the next start is a plain one
+
+
+def test_a_history_row_that_is_not_utf8_fails_its_read_naming_the_row_and_the_fix_not_its_bytes(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    state_with_history(state)
+    store = Store(state / "vipu.sqlite3")
+    store._db.execute("UPDATE job_history SET doc = CAST(? AS TEXT) WHERE id = 3", (b'{"id": "\xff\xfe"}',))
+    with pytest.raises(Unavailable) as failed:
+        store.history_docs([2, 3])
+    assert failed.value.message == (f"job 3 in the job history of {store.path} is damaged (its bytes are not UTF-8"
+                                    " text); restart the controller once with --quarantine-bad-records to move it"
+                                    " aside")
+    assert store.history_docs([2])  # the others read
+    store.close()

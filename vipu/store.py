@@ -31,33 +31,20 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable
 
 from pydantic import BaseModel
 
 from vipu.errors import Unavailable
+from vipu.store_damage import Damaged, DamagedRecords, record_problem
 from vipu.store_generation import Generation, LostLog
 from vipu.store_history import HISTORY_KIND, MAX_ROWS_PER_STATEMENT, HistoryReads, history_row
-from vipu.store_rebuild import damaged_tables
+from vipu.store_rebuild import bad_history_rows, damaged_tables, quarantine_history_rows
 from vipu.store_schema import migrate
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
 RETRY_S = 1.0  # while writes fail, how often the kept ones are tried again
 CHECKPOINT_S = 0.5  # how often the WAL is copied into the database while writes come in
-
-
-class Damaged(NamedTuple):
-    """A stored record that does not load: which, and why (shortened)."""
-
-    kind: str
-    name: str
-    error: str
-
-
-class DamagedRecords(Exception):
-    def __init__(self, damaged: list[Damaged]):
-        super().__init__(f"{len(damaged)} damaged record(s)")
-        self.damaged = damaged
 
 
 class HistoryUnwritable(Unavailable):
@@ -301,21 +288,33 @@ class Store(HistoryReads):
         with self._lock:
             return damaged_tables(self._db)
 
-    def load(self, kinds: dict[str, type[BaseModel]]) -> list[tuple[str, BaseModel]]:
-        """Every stored record of the given kinds, parsed; unknown kinds are left for the part that owns them.
-        DamagedRecords names every record that does not parse (none is skipped silently)."""
-        wanted = sorted(kinds)  # others (a job's run records) are never read at start: they grow with the history
+    def bad_history_rows(self, decode: bool) -> list[tuple[int, str]]:
+        """(id, why) of each history row whose record cannot be read (store_rebuild.py)."""
         with self._lock:
-            rows = self._db.execute(f"SELECT kind, name, doc FROM records WHERE kind IN ({', '.join('?' * len(wanted))})"
-                                    " ORDER BY kind, name", wanted).fetchall()
+            return bad_history_rows(self._db, decode)
+
+    def quarantine_history(self, rows: list[tuple[int, str]], now: float) -> None:
+        """Move these history rows (id, why) into the quarantine table, as they were."""
+        with self._lock:
+            quarantine_history_rows(self._db, rows, now)
+
+    def load(self, kinds: dict[str, type[BaseModel]], names: bool = False) -> list[tuple]:
+        """Every stored record of the given kinds, parsed, as (kind, record), or (kind, name, record) with `names`;
+        unknown kinds are left for the part that owns them. DamagedRecords names every record that does not parse
+        (none is skipped silently)."""
+        wanted = sorted(kinds)  # others (a job's run records) are never read at start: they grow with the history
+        with self._lock:  # doc as bytes: one record of bytes that are not UTF-8 must not fail the whole read
+            rows = self._db.execute(f"SELECT kind, name, CAST(doc AS BLOB) FROM records WHERE kind IN"
+                                    f" ({', '.join('?' * len(wanted))}) ORDER BY kind, name", wanted).fetchall()
         loaded, damaged = [], []
         for kind, name, doc in rows:
             if kind not in kinds:
                 continue
-            try:
-                loaded.append((kind, kinds[kind].model_validate_json(doc)))
-            except ValueError as e:  # pydantic's ValidationError, also for bytes that are not JSON
-                damaged.append(Damaged(kind, name, " ".join(str(e).split())[:200]))
+            record = record_problem(doc, kinds[kind])
+            if isinstance(record, str):
+                damaged.append(Damaged(kind, name, record))
+            else:
+                loaded.append((kind, name, record) if names else (kind, record))
         if damaged:
             raise DamagedRecords(damaged)
         return loaded

@@ -26,20 +26,30 @@ class LostLog(Exception):
         self.marked = marked  # the one the last controller reached
 
 
+class EmptiedDatabase(Exception):
+    """The database holds no state at all, but the marker shows a controller had it open: emptied, or replaced."""
+
+    def __init__(self, marker: Path, marked: int):
+        super().__init__(f"{marker} shows a controller had it open at generation {marked}")
+        self.marked = marked
+
+
 class Generation:
     def __init__(self, path: Path):
         self.marker = path.with_name(path.stem + ".generation")
         self.wal = path.with_name(path.name + "-wal")
 
     def check(self, db: sqlite3.Connection) -> None:
-        """LostLog if the marker says the database held a later generation than it does (call when the -wal file
-        was missing before the database was opened)."""
+        """LostLog if the marker says the database held a later generation than it does, EmptiedDatabase if it holds
+        none (call when the -wal file was missing before the database was opened)."""
         try:
             marked = int(self.marker.read_text())
         except (FileNotFoundError, ValueError):
             return  # closed cleanly, or by a version without the marker
         held = _held(db)
-        if held is not None and held < marked:  # none: an emptied or new database, which startup.py names as such
+        if held is None:  # every version that writes the marker keeps its number in the database too
+            raise EmptiedDatabase(self.marker, marked)
+        if held < marked:
             raise LostLog(f"{self.wal} is missing, but {self.marker} shows the last controller stopped without"
                           " closing the database (a kill -9 or a crash), and its latest changes were in that file",
                           held, marked)

@@ -44,8 +44,8 @@ class HistoryReads:
         out: dict[int, str] = {}
         for at in range(0, len(ids), MAX_ROWS_PER_STATEMENT):
             chunk = ids[at:at + MAX_ROWS_PER_STATEMENT]
-            out.update(self._read(f"SELECT id, doc FROM job_history WHERE id IN ({', '.join('?' * len(chunk))})",
-                                  chunk))
+            out.update(self._texts(self._read(
+                f"SELECT id, CAST(doc AS BLOB) FROM job_history WHERE id IN ({', '.join('?' * len(chunk))})", chunk)))
         return out
 
     def history_requests(self, user: str, request_id: str) -> list[tuple[int, str]]:
@@ -58,9 +58,22 @@ class HistoryReads:
                 for (kind, _), row in changes.items():
                     if kind == HISTORY_KIND and isinstance(row, tuple) and (row[1], row[5]) == (user, request_id):
                         queued[row[0]] = row[6]
-        stored = self._read("SELECT id, doc FROM job_history WHERE user = ? AND request_id = ? ORDER BY id",
-                            [user, request_id], flush=False)
+        stored = self._texts(self._read("SELECT id, CAST(doc AS BLOB) FROM job_history WHERE user = ? AND request_id"
+                                        " = ? ORDER BY id", [user, request_id], flush=False))
         return sorted({**dict(stored), **queued}.items())
+
+    def _texts(self, rows: list[tuple[int, bytes]]) -> list[tuple[int, str]]:
+        """(id, record) from (id, its bytes). Why bytes: SQLite's own decoding fails the whole read on one record
+        that is not UTF-8, with an error that quotes its bytes; this names the row and the fix instead."""
+        out = []
+        for i, doc in rows:
+            try:
+                out.append((i, doc.decode()))
+            except UnicodeDecodeError:
+                raise Unavailable(f"job {i} in the job history of {self.path} is damaged (its bytes are not UTF-8"
+                                  " text); restart the controller once with --quarantine-bad-records to move it"
+                                  " aside", reason="STORE_UNAVAILABLE") from None
+        return out
 
     def _read(self, sql: str, args: list, flush: bool = True) -> list:
         try:

@@ -72,11 +72,21 @@ class NewerSchema(Exception):
         self.found = found
 
 
+class UnknownSchema(Exception):
+    """A version no vipu-sim writes (below 0): changed by hand or damaged; migrating it would run steps at random."""
+
+    def __init__(self, found: int):
+        super().__init__(f"schema {found}, which no version writes")
+        self.found = found
+
+
 def migrate(db: sqlite3.Connection) -> None:
     """Bring the database to SCHEMA_VERSION; NewerSchema if it is past it. `db` is in autocommit mode."""
     found = db.execute("PRAGMA user_version").fetchone()[0]
     if found > SCHEMA_VERSION:
         raise NewerSchema(found)
+    if found < 0:
+        raise UnknownSchema(found)
     if found == SCHEMA_VERSION:
         return
     db.execute("BEGIN IMMEDIATE")

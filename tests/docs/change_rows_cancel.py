@@ -113,7 +113,7 @@ def trap_script(tmp_path) -> tuple[Path, Path]:
 def cancel_signal(open_live, tmp_path):
     live = open_live
     script, output = trap_script(tmp_path)
-    [job] = live.submit(str(script), "--ipus", "1", "-o", str(output))
+    [job] = live.submit(str(script), "--ipus", "1", "-D", str(tmp_path), "-o", str(output))  # its folder: allowed
     [sleeper] = live.submit("--ipus", "1", "--duration", "10m")
     wait_for(lambda: output.exists() and "ready" in output.read_text() and live.states(sleeper) == ["RUNNING"],
              timeout=90)
@@ -134,7 +134,7 @@ def cancel_signal(open_live, tmp_path):
 def cancel_batch_full(open_live, tmp_path):
     live = open_live
     script, output = trap_script(tmp_path)
-    [job] = live.submit(str(script), "--ipus", "1", "-o", str(output))
+    [job] = live.submit(str(script), "--ipus", "1", "-D", str(tmp_path), "-o", str(output))
     wait_for(lambda: output.exists() and "ready" in output.read_text(), timeout=90)
     live.ok("cancel", "-b", "--full", "-s", "USR1", str(job))  # accepted: the script gets it
     wait_for(lambda: "got USR1" in output.read_text(), timeout=60)

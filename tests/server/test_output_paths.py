@@ -79,3 +79,45 @@ def test_an_output_dir_that_is_relative_or_missing_is_refused(tmp_path):
         assert out.returncode == 2 and out.stderr.strip() == (
             f"vipu-server: error: --output-dir {folder} is not {why}; give a folder that exists, as an absolute path")
     assert not (tmp_path / "state").exists()  # refused before the state was touched
+
+
+def submit_wrap(server, cwd, *args: str) -> int:
+    out = subprocess.run([console_script("vipu"), "submit", "--ipus", "1", "--time-limit", "1m", *args, "--json"],
+                         cwd=cwd, env=server.env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return int(json.loads(out.stdout)["job_ids"][0])
+
+
+def test_a_batch_scripts_output_and_error_follow_the_same_rule_without_secure(server, tmp_path):
+    """Regression: `vipu submit --wrap "echo hi" -o FILE` truncated any file the controller's user could write (a
+    root-owned one), since only built-in workloads' output was checked."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    victim, precious = elsewhere / "victim", home / "precious.txt"
+    victim.write_text("root's\n")
+    precious.write_text("not the controller's\n")
+    (home / "link.txt").symlink_to(elsewhere / "target.txt")
+    cases = [("-o", str(victim), f"output file {victim} is outside the folders this controller writes job output"
+                                 f" into ({home}"),
+             ("-e", str(victim), f"error file {victim} is outside the folders"),
+             ("-o", str(precious), f"output file {precious} exists and was not written by this controller for job"),
+             ("-o", str(home / "link.txt"), f"output file {home / 'link.txt'} exists and is not a plain file")]
+    for flag, path, why in cases:
+        job = submit_wrap(server, home, "--wrap", "echo hi", flag, path)
+        detail = ended(server, job)
+        assert detail["state"] == "FAILED" and why in json.dumps(detail), detail
+        assert f"give {'--output' if flag == '-o' else '--error'} " in json.dumps(detail)  # and the fix
+    assert victim.read_text() == "root's\n" and precious.read_text() == "not the controller's\n"
+    assert not (elsewhere / "target.txt").exists()
+
+    ok = submit_wrap(server, home, "--wrap", "echo run $SLURM_RESTART_COUNT; echo err >&2", "-o", "out-%j.txt",
+                     "-e", "out-%j.txt")  # one file for both, as sbatch allows
+    assert ended(server, ok)["state"] == "COMPLETED"
+    written = home / f"out-{ok}.txt"
+    assert sorted(written.read_text().splitlines()) == ["err", "run 0"]
+    requeued = subprocess.run([console_script("vipu"), "requeue", str(ok)], env=server.env(), capture_output=True,
+                              text=True, timeout=60)
+    assert requeued.returncode == 0, requeued.stderr  # its second run writes over the file its first made
+    wait_for(lambda: "run 1" in written.read_text())
+    assert ended(server, ok)["state"] == "COMPLETED"

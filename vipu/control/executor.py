@@ -51,7 +51,7 @@ class LiveExecutor:
     def start(self, start: StartJob) -> Ending | None:
         job = self.scheduler.table.jobs[start.job_id]
         kind = self.kinds.get(start.workload.kind)
-        if job.spec.output and kind is not None and not kind.streams:  # a program's supervisor checks its own
+        if job.spec.output and kind is not None and not kind.streams:  # a program's runner checks its own
             refused = self.outputs.refusal(job)
             if refused:  # as sbatch: the job fails, and no directory is made
                 raise StartFailed(refused, JobState.FAILED)

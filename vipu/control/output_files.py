@@ -20,16 +20,16 @@ import queue
 import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
-from vipu.jobs.output_folder import missing_folder
+from vipu.jobs.output_folder import allowed_folders, missing_folder, not_ours, outside_folders
 from vipu.scheduler.effects import StopJob
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.output_pattern import output_path
 
 log = logging.getLogger("vipu.output")
-JOB_OUTPUT = "job-output"  # the state folder's folder for job output, always allowed
 
 
 def header(job: Job) -> str:
@@ -37,54 +37,28 @@ def header(job: Job) -> str:
     return f"vipu-sim job {job.display_id} ({job.name}, user {job.user})"
 
 
+def _headed(job: Job, path: Path) -> bool:
+    """Written by this controller for this job: its first line says so."""
+    with open(path, errors="replace") as f:
+        return f.readline().startswith(header(job) + " ")
+
+
 class OutputFiles:
     def __init__(self, state_dir: Path | None = None, output_dirs: tuple[Path, ...] = ()) -> None:
-        self.job_output = state_dir / JOB_OUTPUT if state_dir is not None else None
+        self.state_dir = state_dir
         self.output_dirs = tuple(Path(os.path.realpath(d)) for d in output_dirs)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()  # (job, path, text)
         self._writer: threading.Thread | None = None
 
     def allowed(self, job: Job) -> list[Path]:
         """The folders the job's output may be written under."""
-        dirs = list(self.output_dirs) or ([Path(job.spec.submit_dir)] if job.spec.submit_dir else [])
-        return dirs + ([self.job_output] if self.job_output is not None else [])
+        return allowed_folders(job.spec.submit_dir, self.state_dir, self.output_dirs)
 
     def refusal(self, job: Job) -> str | None:
         """Why the job's output file cannot be written, or None."""
         path = output_path(job.spec.output, job)  # type: ignore[arg-type]
-        missing = missing_folder("output", path)
-        if missing:
-            return missing
-        folder = Path(os.path.realpath(os.path.dirname(path)))  # symlinks in the folder's path resolved
-        dirs = self.allowed(job)
-        if not any(folder == d or d in folder.parents for d in (Path(os.path.realpath(d)) for d in dirs)):
-            return (f"output file {path} is outside the folders this controller writes job output into"
-                    f" ({', '.join(map(str, dirs)) or 'none'}): give --output a path under one of them (a relative"
-                    " path is under where vipu submit runs), or ask the operator for a vipu-server --output-dir")
-        return self._not_ours(Path(path), job)
-
-    def _not_ours(self, path: Path, job: Job) -> str | None:
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return None
-        why = None
-        if not os.path.isfile(path) or os.path.islink(path):
-            why = "is not a plain file"
-        elif st.st_uid != os.geteuid():
-            why = "belongs to another user"
-        else:
-            try:
-                with open(path, errors="replace") as f:
-                    first = f.readline()
-            except OSError as e:
-                first, why = "", f"cannot be read ({e.strerror})"
-            if why is None and not first.startswith(header(job) + " "):
-                why = f"was not written by this controller for job {job.display_id}"
-        if why is None:
-            return None
-        return (f"output file {path} exists and {why}; the controller writes over no file it did not write for this"
-                " job: remove it, or give --output a new file")
+        return (missing_folder("output", path) or outside_folders("output", path, self.allowed(job))
+                or not_ours("output", Path(path), job.display_id, partial(_headed, job)))
 
     def write(self, stop: StopJob, job: Job, logged: list[str]) -> None:
         """Queue the output of the run `stop` ended (nothing if the job asked for none)."""

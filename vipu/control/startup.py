@@ -24,7 +24,7 @@ from vipu.control.plane import ControlPlane
 from vipu.control.workloads import RunSettings, WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
 from vipu.partition.controller import Controller
-from vipu.hardware.pod_files import load_pod
+from vipu.hardware.pod_files import PRESETS, load_pod
 from vipu.partition.pod_state import KINDS as PARTITION_KINDS
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.job_checks import job_contradictions
@@ -33,9 +33,9 @@ from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
 from vipu.store import Damaged, DamagedRecords, Store
-from vipu.store_generation import LostLog
+from vipu.store_generation import EmptiedDatabase, Generation, LostLog
 from vipu.store_rebuild import Unrebuildable, rebuild_history
-from vipu.store_schema import SCHEMA_VERSION, NewerSchema
+from vipu.store_schema import SCHEMA_VERSION, NewerSchema, UnknownSchema
 
 log = logging.getLogger("vipu.recovery")
 DATABASE = "vipu.sqlite3"  # the state folder's database
@@ -61,21 +61,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     users exist, unless `trust_users`: any caller could have made or changed them, admins included."""
     pod = load_pod(pod_name)
     path = Path(state_dir) / DATABASE
-    try:
-        store = Store(path, accept_lost_log=accept_lost_log)
-        stored = store.get_meta("pod")
-    except LostLog as e:
-        raise InvalidArgument(
-            f"the state database {path} has lost its write-ahead log: {e}. Serving it would drop those changes and"
-            " hand out job ids again: restore the -wal file (from the backup the database came from), or start with"
-            " --accept-lost-log to serve what the database file holds") from None
-    except sqlite3.DatabaseError as e:
-        raise _unreadable(path, e) from None
-    except NewerSchema as e:
-        raise InvalidArgument(
-            f"the state database {path} was written by a newer vipu-sim (schema {e.found}; this version reads up to"
-            f" {SCHEMA_VERSION}); run that version or a later one, or give another --state-dir"
-        ) from None
+    store, stored = _open_store(path, accept_lost_log, accept_empty)
     if store.lost_log is not None:
         log.warning("--accept-lost-log: serving %s at generation %d, though the last controller reached generation"
                     " %d and its -wal file is gone: jobs submitted or changed since its last checkpoint may be lost,"
@@ -84,26 +70,18 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     held = store.get_meta(STATE_ID)
     if state_id is not None and held != state_id and not (accept_empty or accept_lost_log):
         store.close()
-        raise InvalidArgument(
-            f"the state database {path} {'is empty' if held is None else 'holds another state'}, but this folder"
-            " held a controller's state: restore the database (with its -wal file) from a backup, or start with"
-            " --accept-empty-state to begin afresh (the queue is then gone and job ids start again)"
-        )
+        raise _not_this_state(path, "is empty" if held is None else "holds another state")
     if held is None:
         held = uuid.uuid4().hex
         store.set_meta(STATE_ID, held)
-    if secure:
-        store.set_meta(SECURED, True)
-    elif store.get_meta(SECURED) and not open_to_all:
+    if not secure and store.get_meta(SECURED) and not open_to_all:
         store.close()
         raise InvalidArgument(
             f"state folder {state_dir} was served with --secure: without it anyone could act as any of its users,"
             " admins included; start with --secure, or, if every local user may act as any user, with"
             " --insecure-ignore-access-keys"
         )
-    if stored is None:
-        store.set_meta("pod", pod.model_dump(mode="json"))
-    elif stored != pod.model_dump(mode="json"):
+    if stored is not None and stored != pod.model_dump(mode="json"):
         store.close()
         raise InvalidArgument(
             f"state folder {state_dir} belongs to pod {stored.get('name')!r} with a different configuration than"
@@ -113,8 +91,12 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     store.job_kinds = frozenset(r for kind in kinds.values() for r in kind.records)
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
-        records = _load(store, pod, path, quarantine, clock.now())
+        records = _load(store, pod, path, quarantine, clock.now(), pod_named=stored is not None)
+        if stored is None:  # only once the records fit it: a refusal leaves the next start free to give another
+            store.set_meta("pod", pod.model_dump(mode="json"))
         _check_users(store, state_dir, records, secure, trust_users, open_to_all)
+        if secure:  # only now: a refused start leaves the state as it was (a later start without --secure free)
+            store.set_meta(SECURED, True)
         journal = LifecycleLog(store, records)  # the store, and a log line per job and partition event
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
@@ -133,6 +115,45 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     return plane
 
 
+def _open_store(path: Path, accept_lost_log: bool, accept_empty: bool) -> tuple[Store, dict | None]:
+    """The store and its Pod's record, or InvalidArgument naming what is wrong with its database and the fix."""
+    try:
+        try:
+            store = Store(path, accept_lost_log=accept_lost_log)
+        except EmptiedDatabase:
+            if not (accept_empty or accept_lost_log):
+                raise _not_this_state(path, "is empty") from None
+            Generation(path).closed()  # the operator begins afresh: the marker of the state that was is let go
+            store = Store(path)
+        return store, store.get_meta("pod")
+    except LostLog as e:
+        raise InvalidArgument(
+            f"the state database {path} has lost its write-ahead log: {e}. Serving it would drop those changes and"
+            " hand out job ids again: restore the -wal file (from the backup the database came from), or start with"
+            " --accept-lost-log to serve what the database file holds") from None
+    except sqlite3.DatabaseError as e:
+        raise _unreadable(path, e) from None
+    except NewerSchema as e:
+        raise InvalidArgument(
+            f"the state database {path} was written by a newer vipu-sim (schema {e.found}; this version reads up to"
+            f" {SCHEMA_VERSION}); run that version or a later one, or give another --state-dir"
+        ) from None
+    except UnknownSchema as e:
+        raise InvalidArgument(
+            f"the state database {path} has schema version {e.found}, which no vipu-sim writes (PRAGMA user_version"
+            " changed by hand, or damaged); restore it from a backup, or set the version that wrote it with"
+            f" `sqlite3 {path} 'PRAGMA user_version = {SCHEMA_VERSION}'` (this version's; 0 for a state from before"
+            " the numbering)"
+        ) from None
+
+
+def _not_this_state(path: Path, what: str) -> InvalidArgument:
+    return InvalidArgument(
+        f"the state database {path} {what}, but this folder held a controller's state: restore the database (with"
+        " its -wal file) from a backup, or start with --accept-empty-state to begin afresh (the queue is then gone"
+        " and job ids start again)")
+
+
 def _check_users(store: Store, state_dir: Path, records: list, secure: bool, trust_users: bool,
                  open_to_all: bool = False) -> None:
     """Users made while anyone could act as an admin must not become a --secure controller's without a word; and a
@@ -149,8 +170,9 @@ def _check_users(store: Store, state_dir: Path, records: list, secure: bool, tru
         store.close()
         raise InvalidArgument(
             f"state folder {state_dir} was served without --secure since its users ({_few(users)}) were made, when any"
-            " caller could create or change users, admins included: check them (start without --secure and run"
-            " `vipu-admin list users`, removing any you did not make), then start with --secure --trust-users")
+            " caller could create or change users, admins included: check them (start with"
+            " --insecure-ignore-access-keys instead of --secure and run `vipu-admin list users`, removing any you did"
+            " not make), then start with --secure --trust-users")
     store.set_meta(OPEN_SINCE, False)
 
 
@@ -158,12 +180,18 @@ def _few(names: list[str]) -> str:
     return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
-def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
+def _load(store: Store, pod, path: Path, quarantine: bool, now: float, pod_named: bool = True) -> list:
     """Every record, or InvalidArgument naming those that do not load or contradict the Pod or each other, and the
-    fix. Why refuse rather than skip: a job left out would be lost without a word, and its id given again."""
+    fix. Why refuse rather than skip: a job left out would be lost without a word, and its id given again.
+    `pod_named`: the database says which Pod it was made on (--pod was checked against it)."""
     try:
-        records = store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS})
-        bad = [Damaged(*c) for c in [*contradictions(pod, records), *job_contradictions(records)]]
+        named = store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS}, names=True)
+        records = [(kind, record) for kind, _, record in named]
+        outside = contradictions(pod, records)
+        if outside and not pod_named:  # the records were made on another Pod: dropping them is no fix
+            store.close()
+            raise _other_pod(path, pod, records, outside)
+        bad = [Damaged(*c) for c in [*outside, *job_contradictions(named)]]
     except DamagedRecords as e:
         bad = e.damaged
     except sqlite3.DatabaseError as e:
@@ -175,7 +203,7 @@ def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
         store.quarantine(bad, now)
         for x in bad:
             log.warning("moved %s %s to the quarantine table of %s: %s", x.kind, x.name, path, x.error)
-        return _load(store, pod, path, False, now)
+        return _load(store, pod, path, False, now, pod_named)
     store.close()
     named = "; ".join(f"{x.kind} {x.name}: {x.error}" for x in bad[:3])
     more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
@@ -186,11 +214,24 @@ def _load(store: Store, pod, path: Path, quarantine: bool, now: float) -> list:
     )
 
 
+def _other_pod(path: Path, pod, records: list, outside: list) -> InvalidArgument:
+    agents = sum(kind == "agent" for kind, _ in records)  # one a machine: the Pod it was made on has as many
+    fits = [name for name in PRESETS if not contradictions(load_pod(name), records)]
+    fits = [name for name in fits if load_pod(name).machines == agents] or fits
+    named = "; ".join(f"{x.kind} {x.name} {x.why}" for x in outside[:2])
+    fit = (f"{', '.join(fits)} {'fit' if len(fits) > 1 else 'fits'} its records" if fits else
+           "no preset fits its records: a Pod file of the size it had")
+    return InvalidArgument(
+        f"the state database {path} does not say which Pod it was made on, and {len(outside)} of its records do not"
+        f" fit --pod {pod.name} ({named}{' ...' if len(outside) > 2 else ''}): start with the --pod it was made on"
+        f" ({fit}); moving the records aside would drop its machines and partitions")
+
+
 def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> Store:
     """The store, its history tables checked: a damaged one is refused, or rebuilt with `quarantine`."""
     damaged = store.damaged_tables()
     if not damaged:
-        return store
+        return _readable_history(store, path, quarantine, clock_now)
     store.close()
     named = "; ".join(f"table {t}: {why}" for t, why in damaged)
     rebuildable = all(t == "job_history" for t, _ in damaged)  # a table with a rowid: read around the damage
@@ -209,15 +250,42 @@ def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> S
     log.warning("rebuilt %s around damaged pages of its job history: %d jobs kept, %d lost (listed in its quarantine"
                 " table: %s); the damaged file is %s", path, kept, len(lost),
                 ", ".join(map(str, lost[:20])) + (" ..." if len(lost) > 20 else ""), moved)
-    return Store(path)
+    return _readable_history(Store(path), path, quarantine, clock_now)
+
+
+def _readable_history(store: Store, path: Path, quarantine: bool, clock_now) -> Store:
+    """The store, its history's rows checked to be records (a repairing start: also to be text), those that are not
+    refused or moved aside. Why: `vipu history` failed for good on one, printing its bytes."""
+    bad = store.bad_history_rows(decode=quarantine)
+    if bad and not quarantine:
+        store.close()
+        named = "; ".join(f"job {i}: {why}" for i, why in bad[:3]) + (f" (and {len(bad) - 3} more)" if len(bad) > 3
+                                                                     else "")
+        raise InvalidArgument(
+            f"the state database {path} has {len(bad)} job history row(s) it cannot read: {named}; start once with"
+            " --quarantine-bad-records to move them into its quarantine table (kept for inspection)")
+    if bad:
+        store.quarantine_history(bad, clock_now())
+        for i, why in bad:
+            log.warning("moved job %d of the history to the quarantine table of %s: %s", i, path, why)
+    return store
 
 
 def _unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:
     return InvalidArgument(
-        f"the state database {path} cannot be read ({e}); restore it from a backup, recover what it holds with"
-        f" `sqlite3 {path} .recover` into a new database (a sqlite3 built with its dbpage table: Debian's is not),"
-        " or move it away to start afresh"
+        f"the state database {path} cannot be read ({e}); restore it from a backup, or copy what it still holds"
+        f" into a new file with {_recovery_command(path)} and move that file into its place (the damaged one, its"
+        " -wal and its -shm files aside), or move it away to start afresh"
     )
+
+
+def _recovery_command(path: Path) -> str:
+    """A command that copies the readable rows of a damaged database into a new one. Why .dump, not .recover: the
+    sqlite3 shell's .recover needs the dbpage table, which Debian's sqlite3 (3.40) lacks; there it fails even on a
+    sound vipu-sim database. .dump skips what it cannot read but ends its output with ROLLBACK, which would undo the
+    whole copy: sed turns that into COMMIT."""
+    return (f"`sqlite3 {path} .dump | sed 's/^ROLLBACK; -- due to errors$/COMMIT;/' | sqlite3"
+            f" {path.with_name(path.name + '.recovered')}`")
 
 
 @contextmanager

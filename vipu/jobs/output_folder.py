@@ -1,10 +1,27 @@
-"""sbatch's rule for a job's output and error files: their directory must exist. Slurm fails the job rather than
-make the directory (a typo in --output would otherwise scatter directories), and so does every workload kind here:
-a program's supervisor when it opens the file, the controller at the start of a built-in workload's run."""
+"""The rules for a job's output and error files, for every workload kind.
+
+sbatch's rule: their directory must exist. Slurm fails the job rather than make the directory (a typo in --output
+would otherwise scatter directories), and so does every workload kind here: a program's supervisor when it opens
+the file, the controller at the start of a built-in workload's run.
+
+This controller's rule, where a file is opened as the controller's own OS user (every built-in workload's, and a
+program's without --secure): only under the folders allowed, and never over an existing file the controller did
+not write for that job (a root-owned file was overwritten). Why a program's too: without it, `vipu submit --wrap
+CMD -o FILE` truncated any file the controller's user may write. Under --secure a program opens its files as its
+user's Unix account, whose own permissions decide.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Callable, Iterable
+
+JOB_OUTPUT = "job-output"  # the state folder's folder for job output, always allowed
+
+
+class OutputRefused(Exception):
+    """A run's output or error file may not be written; the message names it and the fix."""
 
 
 def missing_folder(what: str, path: str) -> str | None:
@@ -14,3 +31,63 @@ def missing_folder(what: str, path: str) -> str | None:
         return None
     return (f"{what} file {path}: its directory {folder} does not exist; create it, or give --{what} a path in an"
             " existing directory (as sbatch, the job fails rather than create it)")
+
+
+def allowed_folders(submit_dir: str | None, state_dir: Path | None, output_dirs: Iterable[Path]) -> list[Path]:
+    """Where a job's files may go: the operator's --output-dir folders, else where `vipu submit` ran; and the state
+    folder's job-output folder."""
+    dirs = list(output_dirs) or ([Path(submit_dir)] if submit_dir else [])
+    return dirs + ([state_dir / JOB_OUTPUT] if state_dir is not None else [])
+
+
+def outside_folders(what: str, path: str, dirs: Iterable[Path]) -> str | None:
+    """Why `path` may not be written, if its folder (symlinks resolved) is under none of `dirs`; else None."""
+    dirs = list(dirs)
+    folder = Path(os.path.realpath(os.path.dirname(path)))
+    if any(folder == d or d in folder.parents for d in (Path(os.path.realpath(d)) for d in dirs)):
+        return None
+    return (f"{what} file {path} is outside the folders this controller writes job output into"
+            f" ({', '.join(map(str, dirs)) or 'none'}): give --{what} a path under one of them (a relative path is"
+            " under where vipu submit runs), or ask the operator for a vipu-server --output-dir")
+
+
+def not_ours(what: str, path: Path, job: str, ours: Callable[[Path], bool]) -> str | None:
+    """Why an existing `path` may not be written over (None if there is no such file, or `ours` says the controller
+    wrote it for `job`, a job's display id): not a plain file, another user's, or not written for that job."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    why = None
+    if not os.path.isfile(path) or os.path.islink(path):
+        why = "is not a plain file"
+    elif st.st_uid != os.geteuid():
+        why = "belongs to another user"
+    else:
+        try:
+            if not ours(path):
+                why = f"was not written by this controller for job {job}"
+        except OSError as e:
+            why = f"cannot be read ({e.strerror})"
+    if why is None:
+        return None
+    return (f"{what} file {path} exists and {why}; the controller writes over no file it did not write for this"
+            f" job: remove it, or give --{what} a new file")
+
+
+def fresh_files(files: dict[str, str], dirs: Iterable[Path], job: str, earlier: Iterable[str]) -> list[str]:
+    """A program's files opened as the controller's user: `files` maps "output"/"error" to a path. OutputRefused
+    names the first that may not be written; else the paths its supervisor must make new (it opens them O_EXCL, so
+    one made meanwhile is not written over): all but those of `earlier`, the files the job's previous run made."""
+    earlier = set(earlier)
+    new = []
+    for what, path in files.items():
+        if path == os.devnull:  # sbatch's -o /dev/null: nothing is kept, and nothing is harmed
+            continue
+        why = (missing_folder(what, path) or outside_folders(what, path, dirs)
+               or not_ours(what, Path(path), job, lambda p: str(p) in earlier))
+        if why:
+            raise OutputRefused(why)
+        if not os.path.lexists(path):
+            new.append(path)
+    return new

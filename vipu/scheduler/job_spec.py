@@ -62,19 +62,20 @@ class JobSpec(Strict):
         " other kinds, the file the controller writes when a run ends (how it ended, and a train workload's log)."
         " An absolute path (`vipu submit` makes a relative one absolute from where it runs) with"
         " Slurm's patterns %j job id, %A array job id, %a array task, %x job name, %u user, %% a percent sign. Its"
-        " directory must exist: as sbatch's, a run fails (FAILED) rather than make it. The controller writes the"
-        " file of a kind other than command only under submit_dir (or an operator's --output-dir) and never over"
-        " a file it did not write for this job (sbatch would truncate it): the run fails instead",
+        " directory must exist: as sbatch's, a run fails (FAILED) rather than make it. A file opened as the"
+        " controller's own user (every kind's but a command's under --secure, which its user's account opens) goes"
+        " only under submit_dir (or an operator's --output-dir; a command's working directory too) and never over a"
+        " file the controller did not write for this job (sbatch would truncate it): the run fails instead",
     )
     error: str | None = Field(
         None, max_length=4096,
         description="sbatch --error: where a command workload's stderr goes (default: with its output), with the"
-        " same patterns as output; other kinds write none")
+        " same patterns and rules as output; other kinds write none")
     submit_dir: str | None = Field(
         None, max_length=4096,
-        description="where `vipu submit` ran (absolute; the CLI fills it in): a controller writes the output of a"
-        " kind other than command only under it, its state folder's job-output folder or an operator's"
-        " --output-dir")
+        description="where `vipu submit` ran (absolute; the CLI fills it in): files opened as the controller's user"
+        " (output, a command's error) go only under it, its state folder's job-output folder or an operator's"
+        " --output-dir (a command's working directory too)")
     allocation: str | None = Field(None, description="V-IPU allocation to run in (default: default)")
     workload: AnyWorkload = Field(HoldWorkload(), description="what the job runs: a mapping with its `kind` (sleep,"
                                   " hold, train, command: below)")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from vipu.errors import FailedPrecondition, InvalidArgument
+from vipu.store_generation import Generation
 
 LOCK_NAME = "controller.lock"
 STATE_MARKER = "state.id"  # the id of the state its database holds: an emptied or swapped database is noticed
@@ -76,11 +77,12 @@ def open_private(path: Path, flags: int, exclusive: bool = False, tighten: bool 
 
 
 def private_database(path: Path) -> None:
-    """The database file, 0600 and not a symlink, before SQLite opens it: its -wal and -shm files take its mode."""
+    """The database file, 0600 and not a symlink, before SQLite opens it: its -wal and -shm files take its mode.
+    Its generation marker (store_generation.py) is checked so too: it is replaced by a rename, which would drop a
+    symlink without a word."""
     os.close(open_private(path, os.O_RDWR, tighten=True))
-    for suffix in ("-wal", "-shm"):  # left by an earlier version, 0644
-        side = path.with_name(path.name + suffix)
-        if side.exists() or side.is_symlink():
+    for side in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"), Generation(path).marker):
+        if side.exists() or side.is_symlink():  # (left 0644 by an earlier version)
             os.close(open_private(side, os.O_RDWR, tighten=True))
 
 

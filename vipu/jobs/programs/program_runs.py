@@ -22,8 +22,10 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from vipu.errors import FailedPrecondition
+from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files
 from vipu.jobs.programs.environment import job_environment
 from vipu.jobs.programs.hosts import NodeSteps, Steps, spool_for
 from vipu.jobs.programs.program_record import ProgramRecord
@@ -71,6 +73,7 @@ class ProgramRuns:
         partition = state.get("partition", start.partition)
         host, port = ctx.api_address()
         number = sum(t.state is JobState.RUNNING for t in job.history)  # this run included
+        earlier = self.record(job.id)  # the previous run's: the files it made are this job's to write over
         record = ProgramRecord(name=str(job.id), run=number, output=output_file(job.spec.output, job, work.workdir),
                                error=output_file(job.spec.error, job, work.workdir) if job.spec.error else None)
         run = _Run(job.id, start.start_time, f"job{job.id}.run{number}", record)
@@ -79,12 +82,23 @@ class ProgramRuns:
         except Exception as e:  # noqa: BLE001 - the mapping went since the submit: the run fails, saying why
             record.failure = getattr(e, "message", str(e))
             user = None
+        fresh = None  # opened as its user's account (--secure)
+        if user is None and record.failure is None:  # it opens its files as the controller's own user
+            files = {"output": record.output, **({"error": record.error} if record.error else {})}
+            dirs = allowed_folders(job.spec.submit_dir or work.submit_dir, ctx.settings.state_dir,
+                                   ctx.settings.output_dirs) + [Path(work.workdir)]
+            fresh = []
+            try:
+                fresh = fresh_files(files, dirs, job.display_id, [earlier.output, earlier.error or ""] if earlier
+                                    else [])
+            except OutputRefused as e:  # the run fails saying why, as when its supervisor cannot open a file
+                record.failure = str(e)
         env = job_environment(job, partition, state, host, port)
         run.token = self.ctx.sessions.new_token()
         env.update(device_environment(ctx, run.token))
         launch = {"job_id": job.id, "run": number, "script": work.script, "args": work.args, "cwd": work.workdir,
                   "env": env, "stdout": record.output,
-                  "stderr": record.error, "user": user, "kill_wait_s": ctx.settings.kill_wait_s,
+                  "stderr": record.error, "fresh": fresh, "user": user, "kill_wait_s": ctx.settings.kill_wait_s,
                   "spool": self.spool}
         ctx.store.commit([("program_run", record.name, record)], [])
         self.runs[job.id] = run

@@ -160,8 +160,9 @@ def become(launch: dict, script: Path) -> None:
     except OSError as e:
         raise StartError(f"the working directory {cwd} cannot be entered ({e.strerror}); give --chdir a directory"
                          " the job's user may enter") from None
-    out = open_output(launch["stdout"], "output")
-    err = open_output(launch["stderr"], "error") if launch.get("stderr") else out
+    fresh = launch.get("fresh")  # None: opened as the job's user's account, whose permissions decide
+    out = open_output(launch["stdout"], "output", fresh)
+    err = open_output(launch["stderr"], "error", fresh) if launch.get("stderr") not in (None, launch["stdout"]) else out
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(out, 1)
@@ -188,14 +189,21 @@ def cannot_exec(script: Path, e: OSError) -> str:
     return f"its first line {line} could not be run on {where}: {e.strerror}"
 
 
-def open_output(path: str, what: str) -> int:
-    """The output file, opened as the job's user (truncated, as sbatch's default --open-mode)."""
+def open_output(path: str, what: str, fresh: list[str] | None = None) -> int:
+    """The output file, opened as the job's user (truncated, as sbatch's default --open-mode). `fresh`, for a run as
+    the controller's own user: never through a symlink, and a new file if it is one of these (output_folder.py's
+    rule, which the controller checked as the run started: what appeared since is not written over)."""
     missing = missing_folder(what, path)
     if missing:
         raise StartError(missing)
     try:
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        guard = 0 if fresh is None else os.O_NOFOLLOW | (os.O_EXCL if path in fresh else 0)
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | guard, 0o644)
     except OSError as e:
+        if fresh is not None and e.errno in (errno.EEXIST, errno.ELOOP):
+            raise StartError(f"{what} file {path} appeared as the run started (a file or a symlink the controller did"
+                             f" not make for this job), and is not written over: remove it, or give --{what} a new"
+                             " file") from None
         raise StartError(f"{what} file {path} cannot be written by the job's user ({e.strerror})") from None
 
 
