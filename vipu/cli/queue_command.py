@@ -30,7 +30,10 @@ def register(app: typer.Typer) -> None:
             None, "--states", "-t", "--state",
             help="only these states: names or codes (PD, R, CD, ...) in a comma list, or all; an ended state lists"
                  f" jobs that ended in the last {MIN_JOB_AGE} s, as squeue does (Slurm's MinJobAge)"),
-        jobs: list[str] = typer.Option(None, "--jobs", "-j", help="only these jobs: N, N_T or N_[A-B], comma lists"),
+        jobs: list[str] = typer.Option(None, "--jobs", "-j",
+                                       help="only these jobs: N, N_T or N_[A-B], comma lists; one job the controller"
+                                            " no longer has (ended over"
+                                            f" {MIN_JOB_AGE} s ago, or none) exits 3, as squeue's Invalid job id"),
         array: bool = typer.Option(False, "--array", "-r",
                                    help="a line for each pending array task (default: one line for a run of them)"),
         fmt: str = typer.Option(None, "--format", "-o",
