@@ -1,5 +1,6 @@
 """Which jobs `vipu queue` lists, as squeue selects them (src/squeue/opts.c and print.c, SchedMD/slurm): -j of one
-job the controller no longer has, --me against -u, a user no job is known of, and a held job's priority."""
+job the controller no longer has, --me against -u, a user no job is known of; and the priority of a held job and
+of a running one."""
 
 from __future__ import annotations
 
@@ -71,12 +72,13 @@ def test_a_user_no_job_is_known_of_gets_squeues_error_line_and_the_listing_goes_
     assert run(server, "vipu", "queue", "-u", "bob").stderr == ""  # a user with jobs: not a word
 
 
-def test_a_held_job_has_priority_0_as_squeue_shows_it(server):
+def test_a_held_job_has_priority_0_and_a_running_one_its_own_as_squeue_shows_them(server):
     [held] = submit(server, "--ipus", "1", "--hold")
     [fill] = submit(server, "--ipus", "64", "--time-limit", "10m")
     [waiting] = submit(server, "--ipus", "1", "--time-limit", "1m")
     wait_for(lambda: show(server, fill)["state"] == "RUNNING")
     rows = dict(line.split() for line in lines(server, "-h", "-o", "%i %Q"))
     assert rows[str(held)] == "0" and int(rows[str(waiting)]) > 0
+    assert int(rows[str(fill)]) > 0  # a running job keeps the priority it started with, as squeue shows it
     assert run(server, "vipu", "release", str(held)).returncode == 0
     assert int(dict(line.split() for line in lines(server, "-h", "-o", "%i %Q"))[str(held)]) > 0
