@@ -168,14 +168,15 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
         note = f"preempted by job {by.display_id} (qos {by.spec.qos}); {outcome}"
         ended = job.moved(S.PREEMPTED, now, end_time=now, preemption=note)
         changed.append(ended.requeued(now) if requeue else ended)
-    factors = None
+    qos = qos_factors(sched.config) if decision.starts else None
     for s in decision.starts:
         job = jobs[s.job_id]
         spec = job.spec
-        if factors is None:  # once a cycle that starts jobs: a replay's cycles mostly start none
-            factors = sched.fairshare.factors(now, sched.table.running.values()), qos_factors(sched.config)
-        # the priority it started with stays the job's, as Slurm's job_ptr->priority (squeue %Q of a running job)
-        priority = breakdown(sched.table.pending[job.id], now, sched.config, sched.total, *factors)
+        # the priority it started with stays the job's, as Slurm's job_ptr->priority (squeue %Q of a running job),
+        # with the fair-share of the last priority calculation: working it out again for thousands of running
+        # jobs at each start cost a large Pod's cycle half its time again
+        priority = breakdown(sched.table.pending[job.id], now, sched.config, sched.total,
+                             sched.order.fairshare_factors, qos)
         changed.append(job.moved(S.RUNNING, now, start_time=now, first_ipu=s.first_ipu, end_time=None,
                                  exit_code=None, reason=None, estimated_start=None, priority=priority))
         starts.append(StartJob(job.id, job.partition, spec.ipus, s.first_ipu, s.place_mask, now,
