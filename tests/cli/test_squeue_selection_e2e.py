@@ -11,6 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 from tests.cli.test_squeue_e2e import lines
+from tests.server.test_auth import secure  # noqa: F401 - the fixture
 from vipu.cli.queue_listing import MIN_JOB_AGE, kept
 from vipu.v1 import job_pb2 as j
 
@@ -82,3 +83,14 @@ def test_a_held_job_has_priority_0_and_a_running_one_its_own_as_squeue_shows_the
     assert int(rows[str(fill)]) > 0  # a running job keeps the priority it started with, as squeue shows it
     assert run(server, "vipu", "release", str(held)).returncode == 0
     assert int(dict(line.split() for line in lines(server, "-h", "-o", "%i %Q"))[str(held)]) > 0
+
+
+def test_me_under_secure_is_the_access_keys_user(secure):
+    """Regression (walk of issue 22): `vipu queue --me` listed nobody's jobs under --secure, where `vipu cancel
+    --me` found the key owner's: --me is the caller as the controller knows it."""
+    server, as_, admin_key, new_user = secure
+    alice = as_(new_user("alice"))
+    out = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable", env=alice)
+    assert out.returncode == 0, out.stderr
+    assert lines(server, "-h", "-o", "%i %u", "--me", env=alice) == [f"{out.stdout.strip()} alice"]
+    assert lines(server, "-h", "-o", "%i", "--me", env=as_(admin_key)) == []  # the admin's own: none
