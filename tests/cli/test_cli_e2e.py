@@ -120,7 +120,7 @@ def test_a_size_the_allocation_can_never_hold_is_bad_input_and_one_that_could_is
     # a job is held to the same rule at submit: it would have waited forever (PartitionNodeLimit)
     job = run(server, "vipu", "submit", "--ipus", "32", "--time-limit", "1m", "--allocation", "a1")
     assert job.returncode == 2 and job.stderr == (
-        "vipu: error: ipus (--ipus) is 32 but allocation a1 has 16 IPUs; ask for at most 16\n")
+        "vipu: error: --ipus is 32 but allocation a1 has 16 IPUs; ask for at most 16\n")
     assert json.loads(run(server, "vipu", "queue", "--json").stdout)["jobs"] == []
 
 

@@ -4,6 +4,7 @@ commands, flags and the caller's job ids from a real controller."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from tests.conftest import console_script
 
 
 def complete(server, prog: str, *words: str) -> list[str]:
-    """What bash offers after `prog words...` (the last word is the one being completed)."""
+    """What bash offers after `prog words...` (the last word is the one being completed; bash splits a word at =,
+    so `TimeLimit=30` is given as "TimeLimit", "=", "30")."""
     env = {**server.env(), "PATH": f"{Path(console_script(prog)).parent}{os.pathsep}{os.environ['PATH']}"}
     line = " ".join(f'"{w}"' for w in (prog, *words))
     bash = (f'eval "$({prog} completion bash)"; COMP_WORDS=({line}); COMP_CWORD={len(words)};'
@@ -36,6 +38,7 @@ def test_bash_completes_commands_flags_and_my_job_ids(server):
     theirs = run(server, "vipu", "--api-user-id", "someone-else", "submit", "--ipus", "1", "--hold", "--parsable")
     offered = complete(server, "vipu", "cancel", "")
     assert {mine, array, f"{array}_0", f"{array}_1"} <= set(offered)
+    assert offered.count(array) == 1 and str(int(array) + 1) not in offered  # 28_1's own id is 29: not again
     assert theirs.stdout.strip() not in offered  # only the caller's own jobs
     assert complete(server, "vipu", "show", "job", mine[:-1]) and mine in complete(server, "vipu", "logs", mine)
     assert "create" in complete(server, "vipu-admin", "cr")
@@ -53,3 +56,42 @@ def test_completion_of_an_unknown_shell_is_refused(server):
     assert out.returncode == 2 and "give bash or zsh" in out.stderr
     zsh = run(server, "vipu-admin", "completion", "zsh").stdout
     assert zsh.startswith("#compdef vipu-admin") and "_VIPU_ADMIN_COMPLETE=complete_zsh" in zsh
+
+
+def test_bash_completes_update_job_its_ids_and_the_fields_not_given_yet(server):
+    mine = submit_held(server)
+    array = submit_held(server, "--array", "0-1")
+    assert complete(server, "vipu", "update", "") == ["job", "JobId="]
+    assert complete(server, "vipu", "update", "job", "") == [mine, array, f"{array}_0", f"{array}_1"]
+    fields = ["TimeLimit=", "QOS=", "Nice=", "Dependency=", "Name=", "ArrayTaskThrottle=", "StartTime=", "Priority="]
+    assert complete(server, "vipu", "update", "job", mine, "") == fields
+    assert complete(server, "vipu", "update", "job", mine, "TimeLimit", "=", "30", "") == fields[1:]
+    assert complete(server, "vipu", "update", "job", mine, "ti") == ["TimeLimit="]  # any case, as scontrol's
+    assert complete(server, "vipu", "update", "JobId", "=", "") == [mine, array, f"{array}_0", f"{array}_1"]
+    assert complete(server, "vipu", "update", "JobId", "=", mine, "qo") == ["QOS="]
+    assert complete(server, "vipu", "update", "job", mine, "QOS", "=", "") == []  # a value is the user's
+    assert "compopt -o nospace" in run(server, "vipu", "completion", "bash").stdout  # TimeLimit=30, not "= 30"
+
+
+def zsh_offers(server, *words: str) -> list[str]:
+    """The lines `vipu` answers zsh's completion with: _arguments and one quoted completion a line."""
+    env = {**server.env(), "_VIPU_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": " ".join(("vipu", *words))}
+    out = subprocess.run([console_script("vipu")], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()
+
+
+def test_zsh_completions_are_one_line_each_with_their_descriptions(server):
+    mine = submit_held(server)
+    lines = zsh_offers(server, "queue", "-")  # flags whose help typer wraps over several lines
+    assert lines[0].startswith("_arguments '*: :((") and lines[-1].endswith("))'")
+    items = [line.removeprefix("_arguments '*: :((").removesuffix("))'") for line in lines]
+    assert all(item.startswith('"-') and item.endswith('"') and '":"' in item for item in items), lines
+    assert any("Slurm''s MinJobAge" in item for item in items)  # the help that was broken before MinJobAge
+    assert zsh_offers(server, "update", "JobId=") == [f"_arguments '*: :((\"JobId={mine}\"))'"]
+    assert zsh_offers(server, "update", "job", mine, "Na") == ["_arguments '*: :((\"Name=\"))'"]
+    script = run(server, "vipu", "completion", "zsh").stdout
+    assert script.startswith("#compdef vipu") and "compdef _vipu_completion vipu" in script
+    if shutil.which("zsh"):  # not installed everywhere: its syntax check where it is
+        check = subprocess.run(["zsh", "-n"], input=script, capture_output=True, text=True, timeout=60)
+        assert check.returncode == 0, check.stderr

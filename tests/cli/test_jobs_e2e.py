@@ -203,7 +203,7 @@ def test_begin_time_waits_with_reason_begintime_then_runs(server):
     wait_for(lambda: show(server, job)["state"] == "COMPLETED")
 
     bad = run(server, "vipu", "submit", "--ipus", "1", "--begin", "soon")
-    assert bad.returncode == 2 and "begin (-b/--begin): 'soon' is not a time" in bad.stderr and "now+" in bad.stderr
+    assert bad.returncode == 2 and "-b/--begin: 'soon' is not a time" in bad.stderr and "now+" in bad.stderr
     [past] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "1s", "--begin", "2001-01-01T00:00:00Z")
     wait_for(lambda: show(server, past)["state"] == "COMPLETED")  # a begin in the past: eligible at once
 

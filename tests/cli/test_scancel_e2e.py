@@ -48,8 +48,9 @@ def test_an_array_named_with_a_state_filter_and_the_other_filters(server):
 def test_bad_cancels_name_the_problem(server):
     for args, words in ((["cancel"], "name job ids, or choose jobs with filters"),
                         (["cancel", "--nmae", "x"], "No such option: --nmae"),
-                        (["cancel", "-t", "COMPLETED"], "state COMPLETED: only active jobs can be cancelled"),
-                        (["cancel", "-t", "XX"], "state 'XX' is not a job state"),
+                        (["cancel", "-t", "COMPLETED"], "-t/--state COMPLETED: only active jobs can be cancelled"),
+                        (["cancel", "-t", "CD,R"], "-t/--state COMPLETED: only active jobs can be cancelled"),
+                        (["cancel", "-t", "XX"], "-t/--state: 'XX' is not a job state"),
                         (["cancel", "-s", "USR9", "1"], "-s/--signal 'USR9' is not a signal"),
                         (["cancel", "-s", "65", "1"], "signals are 1 to 64")):
         out = run(server, "vipu", *args)

@@ -67,6 +67,8 @@ def test_machines_as_sinfo_nodes(server):
     ("info", ["-N", "-o", "%N %x"], "vipu: error: -o/--format: %x is not a field here"),
     ("priority", ["-o", "%i %a"], "vipu: error: -o/--format: %a is not a field here; use one of %A %B"),
     ("priority", ["-l", "-o", "%i"], "vipu: error: -o/--format and -l/--long both given"),
+    ("priority", ["-j", "x"], "vipu: error: -j/--jobs: 'x' is not a job id"),
+    ("priority", ["-j", "1,x"], "vipu: error: -j/--jobs: 'x' is not a job id"),
 ])
 def test_a_bad_format_is_one_line_naming_the_flag_and_exit_2(server, command, args, said):
     assert refused(server, command, *args).startswith(said)

@@ -41,4 +41,4 @@ def test_begin_takes_sbatch_calendar_forms(server):
     tomorrow = datetime.fromtimestamp(submit(server, "-b", "tomorrow")["begin_time"])
     assert tomorrow.date() == (now + timedelta(days=1)).date() and tomorrow.hour == 0
     out = run(server, "vipu", "submit", *HELD, "--begin", "25:00")
-    assert out.returncode == 2 and "begin (-b/--begin): '25:00' is not a time" in one_error(out), out.stderr
+    assert out.returncode == 2 and "-b/--begin: '25:00' is not a time" in one_error(out), out.stderr

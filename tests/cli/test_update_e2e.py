@@ -87,6 +87,24 @@ def test_array_ids_as_other_commands_take_them(server):
     assert out.returncode == 0 and [show(server, t)["name"] for t in tasks[:2]] == ["pair", "pair"]
 
 
+
+def test_priority_throttle_and_a_running_jobs_limit_survive_a_kill_9(server):
+    """The fields test_fields_change_durably_and_show leaves out: an admin's fixed priority, an array's throttle and
+    a running job's lowered limit, each acknowledged, then the controller killed -9 and started on its state."""
+    [running] = submit(server, "--ipus", "32", "--time", "10")
+    wait_for(lambda: show(server, running)["state"] == "RUNNING")
+    [waiting] = submit(server, "--ipus", "64", "--time", "5")
+    [array, *tasks] = submit(server, "--ipus", "4", "--time", "5", "--array", "0-2", "--hold")
+    for args in ([str(waiting), "Priority=4242"], [str(array), "ArrayTaskThrottle=1"], [str(running), "TimeLimit=7"]):
+        out = run(server, "vipu", "update", "job", *args)
+        assert out.returncode == 0, out.stderr
+    server.restart()  # kill -9, then a new controller on the same state
+    priorities = {int(r["job_id"]): r["priority"] for r in json.loads(run(server, "vipu", "priority", "--json").stdout)}
+    assert priorities[waiting] == 4242
+    assert {show(server, t)["spec"]["array"] for t in [array, *tasks]} == {"0-2%1"}
+    assert show(server, running)["time_limit_s"] == 420
+
+
 BAD = [
     (["job", "{job}", "Colour=red"], 2, "'Colour' is not a field vipu update job changes"),
     (["job", "{job}", "TimeLimit"], 2, "'TimeLimit' is not Field=value"),

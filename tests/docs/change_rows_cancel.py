@@ -55,7 +55,7 @@ def cancel_state(live, tmp_path):
     live.ok("cancel", "-t", "PD", who="alice")
     live.ok("cancel", "-t", "R,PD", str(big), who="carol")
     assert live.states(big, p1, p2) == ["CANCELLED"] * 3
-    live.refused(2, "state COMPLETED: only active jobs can be cancelled", "cancel", "-t", "COMPLETED")
+    live.refused(2, "-t/--state COMPLETED: only active jobs can be cancelled", "cancel", "-t", "COMPLETED")
 
 
 def cancel_partition(live, tmp_path):

@@ -198,13 +198,13 @@ def submit_test_only(open_live, tmp_path):
     assert out.stdout.startswith("Job 1 to start at Unknown") and "held" in out.stdout
     tested = json.loads(live.ok("submit", "--ipus", "16", "--test-only", "--json"))
     assert {"job_id", "start", "reason", "partition", "allocation", "ipus"} <= set(tested) and tested["job_id"] == 1
-    live.refused(2, "qos (--qos) 'gold' is unknown", "submit", "--ipus", "16", "--qos", "gold", "--test-only")
+    live.refused(2, "--qos 'gold' is unknown", "submit", "--ipus", "16", "--qos", "gold", "--test-only")
     assert json.loads(live.ok("queue", "--json"))["jobs"] == []
     assert live.submit("--ipus", "4", "--hold") == [1]  # no id was used up
 
 
 def submit_empty_qos(live, tmp_path):
-    live.refused(2, "qos (--qos) is empty", "submit", "--ipus", "1", "--qos", "")
+    live.refused(2, "--qos is empty", "submit", "--ipus", "1", "--qos", "")
     live.refused(2, "", "submit", "--ipus", "1", "-J", "")  # as an empty --job-name is
     assert json.loads(live.ok("queue", "--json", who="admin"))["jobs"] == []
 

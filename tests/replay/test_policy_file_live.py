@@ -44,7 +44,7 @@ def test_the_same_policy_file_starts_the_same_jobs_live_and_in_replay(server_fac
         specs.append(str(spec))
     assert run(server, "vipu", "submit", *specs).returncode == 0  # one call: one cycle sees all four
     history = wait_for(lambda: (lambda h: h if len(h) == 4 else None)(
-        json.loads(run(server, "vipu", "history", "--json").stdout)), timeout=30)
+        json.loads(run(server, "vipu", "history", "--json", "-s", "CD").stdout)), timeout=30)  # all four ended
     live = starts([from_history(record) for record in history])
     assert {name: ipu for name, (_, ipu) in live.items()} == {name: ipu for name, (_, ipu) in replayed.items()}
     for name, (at, _) in replayed.items():

@@ -64,6 +64,16 @@ def test_cycle_starts_on_the_block_place_would_pick():
     assert job.state is S.RUNNING and job.first_ipu is not None and job.reason is None
 
 
+
+def test_a_started_job_keeps_the_priority_it_had_while_pending():
+    """As Slurm's job_ptr->priority: squeue shows a running job's, and sacct an ended one's."""
+    s = make()
+    [job] = s.submit(spec(ipus=4), 0)
+    pending = s.priority(job.id, 10).total
+    s.cycle(10)
+    started = s.job(job.id)
+    assert started.state is S.RUNNING and started.priority.total == pending > 0
+
 @pytest.mark.parametrize(
     "exit_code,state", [(0, S.COMPLETED), (3, S.FAILED)],
 )

@@ -117,6 +117,22 @@ def test_every_refused_submit_field_is_named_with_its_fix(stubs, spec, want):
     assert "--" not in described  # the API's field names, not the CLI's flags (the CLI adds those)
 
 
+@pytest.mark.parametrize("spec, said", [
+    (b"ipus: 4\ntime_limit: 10m\n  name: x\n", "line 3, column"),  # not YAML: where it stops being YAML
+    (b"ipus: 4\x00", "NUL"),
+    (b"", "empty"),
+    (b"- 1\n- 2\n", "mapping"),
+])
+def test_a_spec_refused_as_a_whole_names_the_spec_field(stubs, spec, said):
+    """Regression: malformed YAML had ErrorInfo and its line and column, but no BadRequest naming a field."""
+    jobs, _, _ = stubs
+    code, paths, described = violations(lambda: jobs.SubmitJob(j.SubmitJobRequest(spec=spec), timeout=10))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and paths == ["spec"] and said in described, described
+    many = j.SubmitJobsRequest(jobs=[j.SubmitJobRequest(spec=text()), j.SubmitJobRequest(spec=spec)])
+    code, paths, described = violations(lambda: jobs.SubmitJobs(many, timeout=10))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and paths == ["jobs[1].spec"] and said in described
+
+
 def test_update_names_a_refused_name(stubs):
     jobs, _, _ = stubs
     [job] = jobs.SubmitJob(j.SubmitJobRequest(job_spec=OK), timeout=10).job_ids

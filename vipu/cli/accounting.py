@@ -21,6 +21,7 @@ from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
 from vipu.cli.slurm_time import stamp
 from vipu.client.messages import seconds
+from vipu.scheduler.job_states import JobState
 from vipu.v1 import job_pb2 as j
 
 
@@ -103,11 +104,20 @@ BRIEF = "JobID,State,ExitCode"  # sacct -b
 
 
 def in_window(row: JobRow, start: float | None, end: float | None) -> bool:
-    """sacct's -S/-E: the row was there (submitted, or running) at some moment between them."""
+    """sacct's -S/-E: the job was eligible or running at some moment between them (eligible at or before the end,
+    not ended before the start), as slurmdbd selects jobs without -s."""
     x = row.job
-    began = seconds(x.started) if x.HasField("started") else seconds(x.submitted)
     ended = seconds(x.ended) if x.HasField("ended") else row.now
-    return (start is None or ended >= start) and (end is None or began <= end)
+    return (start is None or ended >= start) and (end is None or _eligible(row) <= end)
+
+
+def eligible(row: JobRow) -> bool:
+    """sacct lists a pending job only once it has an EligibleTime (man sacct, --state): not held (sbatch -H), not
+    waiting for a dependency, its begin time past."""
+    x = row.job
+    if x.state != "PENDING":
+        return True
+    return not x.held and not x.reason.startswith("Dependency") and _eligible(row) <= row.now
 
 
 def moment(text: str | None, flag: str, now: float) -> float | None:
@@ -126,12 +136,14 @@ def register(app: typer.Typer) -> None:
         user: list[str] = typer.Option(None, "--user", "-u", help="only these users' jobs (a comma list)"),
         state: list[str] = typer.Option(None, "--state", "-s",
                                         help="only rows in these states: names or codes (CD, F, CA, TO, NF, PR, RQ,"
-                                             " ...) in a comma list (default: every ended one)"),
+                                             " R, PD, ...) in a comma list (default: every state, as sacct's)"),
         jobs: list[str] = typer.Option(None, "--jobs", "-j", help="only these jobs: N, N_T or N_[A-B], comma lists"),
         starttime: str = typer.Option(None, "--starttime", "-S",
-                                      help="only rows that ended (or still ran) at or after this time: " + FORMS),
+                                      help="only jobs not ended before this time (running or pending then, or"
+                                           " still): " + FORMS),
         endtime: str = typer.Option(None, "--endtime", "-E",
-                                    help="only rows that were submitted or started at or before this time"),
+                                    help="only jobs eligible (submitted, or their begin time) at or before this"
+                                         " time"),
         fmt: str = typer.Option(None, "--format", "-o",
                                 help="sacct's fields, e.g. JobID,JobName%20,State,ExitCode,Elapsed,NNodes,AllocTRES"
                                      " (see below); else SACCT_FORMAT"),
@@ -150,13 +162,14 @@ def register(app: typer.Typer) -> None:
         json_out: bool = JsonOption,
         no_header: bool = typer.Option(False, "--noheader", "-n", "--no-header", help="omit the header"),
     ):
-        """Ended jobs with submit, start, end, elapsed, state and exit code (sacct), in the order they ended.
+        """Jobs with submit, start, end, elapsed, state and exit code (sacct), in the order they ended (a job not
+        ended: when it entered its state); as sacct's, running and eligible pending jobs too, not held ones.
 
         Each job once, as its latest run left it: --state matches that run's state, and a requeued
-        job back in the queue is in `vipu queue`. --duplicates: every run of each job, a row each.
+        job back in the queue is listed PENDING. --duplicates: every run of each job, a row each.
         ExitCode is code:signal, 0:15 for a run the controller stopped (--json: exit_code, signal).
 
-        Without -S and -E every ended job the controller remembers is listed (sacct's default is since
+        Without -S and -E every job the controller remembers is listed (sacct's default is since
         midnight; here the whole history is small, and --limit keeps the latest). Times are local.
 
         Fields (-o): JobID (26_3), JobIDRaw, JobName, User, Account, Partition (the V-IPU allocation), QOS,
@@ -183,7 +196,8 @@ def register(app: typer.Typer) -> None:
         needs = frozenset().union(*(f.column.needs for f in fields)) if fields else frozenset()
         as_json = cli.wants_json(json_out)
         windowed = since is not None or until is not None
-        request = j.HistoryRequest(users=selected_users(user), states=sorted(s.value for s in states or ()),
+        states = states or set(JobState)  # sacct: jobs in any state, running and pending ones too
+        request = j.HistoryRequest(users=selected_users(user), states=sorted(s.value for s in states),
                                    ids=ids.asked if ids else [], limit=0 if windowed else limit,
                                    brief=not as_json and "full" not in needs, duplicates=duplicates)
         if since is not None:  # the controller leaves out what ended before: its history may hold years of jobs
@@ -191,7 +205,7 @@ def register(app: typer.Typer) -> None:
         listed = cli.conn.every_page(cli.conn.jobs.History, request).jobs
         machines = Machines.fetch(cli.conn) if "nodes" in needs else None
         rows = [JobRow(x, now, machines) for x in listed if ids is None or x in ids]
-        rows = [r for r in rows if in_window(r, since, until)]
+        rows = [r for r in rows if in_window(r, since, until) and eligible(r)]
         if windowed and limit:
             rows = rows[-limit:]
         header = cli.with_header(no_header)

@@ -10,8 +10,9 @@ import typer
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, OK, fail, warn
 from vipu.cli.job_commands import split
-from vipu.cli.job_selection import selected_users
+from vipu.cli.job_selection import job_states, selected_users
 from vipu.cli.job_ids import IDS, IDS_HELP, TaskIds, act, finish, graver, lines, one_call_each
+from vipu.scheduler.job_states import ACTIVE
 from vipu.v1 import job_pb2 as j
 
 MAX_SIGNAL = 64
@@ -71,6 +72,10 @@ def register(app: typer.Typer) -> None:
         the job goes on unless the program ends. The controller's built-in workloads (sleep, hold, train) have no
         process: a signal named at one is refused (exit 4); with filters alone only running programs are chosen."""
         cli = ctx.obj
+        ended = sorted(s.value for s in (job_states(state, "-t/--state") or set()) - ACTIVE)
+        if ended:  # scancel acts on jobs in these states; no job ended can be (its "Valid job states" line)
+            fail("vipu", f"-t/--state {','.join(ended)}: only active jobs can be cancelled or signalled; give PENDING"
+                 " (PD) or RUNNING (R)", BAD_INPUT)
         filters = {"users": selected_users(user), "names": split(name), "states": split(state),
                    "partitions": split(partition), "qos": split(qos), "accounts": split(account)}
         chosen = any(filters.values()) or me

@@ -10,6 +10,8 @@ argument, present and future, gets the same completer without each command havin
 
 from __future__ import annotations
 
+import re
+
 import typer
 
 SHELLS = ("bash", "zsh")
@@ -17,6 +19,11 @@ DEADLINE_S = 0.5
 JOB_ID_PARAMS = ("id", "ids")  # the argument names of the commands that take job ids (job_ids.py)
 PARTITION_COMMANDS = ("get partition", "remove partition", "reset partition")
 ACTIVE = ("PENDING", "RUNNING")
+# scontrol update's fields as `vipu update job ID` takes them (update_command.py's FIELDS, in scontrol's spelling)
+UPDATE_FIELDS = ("TimeLimit=", "QOS=", "Nice=", "Dependency=", "Name=", "ArrayTaskThrottle=", "StartTime=",
+                 "Priority=")
+# bash: a completion ending in = (TimeLimit=, JobId=) takes its value right after it, so no space is added
+NO_SPACE_AFTER_EQUALS = '    [[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null\n'
 
 
 def _connection(prog: str):
@@ -25,11 +32,12 @@ def _connection(prog: str):
     return Connection(prog, resolve(prog), timeout=DEADLINE_S)
 
 
-def job_ids(ctx, param, incomplete: str) -> list[str]:
-    """The caller's pending and running jobs, as N and, for array tasks, N_T."""
+def my_job_ids(prog: str) -> list[str]:
+    """The caller's pending and running jobs: N for a job, and for an array its id N once and each task as N_T
+    (a task's own id is another name of N_T, so it is not offered as well)."""
     from vipu.v1 import job_pb2 as j
 
-    conn = _connection(ctx.find_root().info_name or "vipu")
+    conn = _connection(prog)
     request = j.ListJobsRequest(me=True, states=list(ACTIVE), brief=True, page_size=1000)  # as the controller knows me
     try:
         reply = conn.jobs.ListJobs(request, timeout=DEADLINE_S, metadata=conn.metadata())
@@ -37,10 +45,34 @@ def job_ids(ctx, param, incomplete: str) -> list[str]:
         return []
     names = []
     for x in reply.jobs:
-        names.append(str(x.id))
         if x.HasField("array_job_id"):
-            names.append(f"{x.array_job_id}_{x.array_task_id}")
-    return [n for n in dict.fromkeys(names) if n.startswith(incomplete)]
+            names += [str(x.array_job_id), f"{x.array_job_id}_{x.array_task_id}"]
+        else:
+            names.append(str(x.id))
+    return list(dict.fromkeys(names))
+
+
+def job_ids(ctx, param, incomplete: str) -> list[str]:
+    return [n for n in my_job_ids(ctx.find_root().info_name or "vipu") if n.startswith(incomplete)]
+
+
+def update_words(ctx, param, incomplete: str) -> list[str]:
+    """`vipu update`'s words: `job` (or JobId=), then the caller's job ids, then the Field= names not given yet.
+
+    bash splits a word at `=` (TimeLimit=30 reaches here as TimeLimit, =, 30), zsh does not: the words are joined
+    again before they are read."""
+    given = re.sub(r"\s*=\s*", "=", " ".join(ctx.params.get(param.name) or [])).split()
+    if "=" in incomplete:  # zsh: JobId=1<Tab>; a field's value is not completed
+        key, _, value = incomplete.partition("=")
+        return [f"{key}={n}" for n in job_ids(ctx, param, value)] if not given and key.lower() == "jobid" else []
+    if given and given[-1].endswith("="):  # bash: JobId= 1<Tab>
+        return job_ids(ctx, param, incomplete) if given[0].lower() == "jobid=" and len(given) == 1 else []
+    if not given:
+        return [w for w in ("job", "JobId=") if w.lower().startswith(incomplete.lower())]
+    if [w.lower() for w in given] == ["job"]:
+        return job_ids(ctx, param, incomplete)
+    named = {w.partition("=")[0].lower() for w in given}
+    return [f for f in UPDATE_FIELDS if f[:-1].lower() not in named and f.lower().startswith(incomplete.lower())]
 
 
 def partition_names(ctx, param, incomplete: str) -> list[str]:
@@ -55,12 +87,31 @@ def partition_names(ctx, param, incomplete: str) -> list[str]:
     return [x.name for x in reply.partitions if x.name.startswith(incomplete)]
 
 
+def init(command) -> None:
+    """Ready click's completion for this run: typer's shells, zsh's descriptions kept to one line each, and the
+    completers attached."""
+    from typer._completion_classes import ZshComplete, add_completion_class, completion_init
+
+    class OneLineZsh(ZshComplete):
+        """zsh reads the completions as lines: a help typer wrapped (its rich rendering breaks long lines) is put
+        back on one."""
+
+        def format_completion(self, item) -> str:
+            return re.sub(r"\s*\n\s*", " ", super().format_completion(item))
+
+    completion_init()
+    add_completion_class(OneLineZsh, "zsh")
+    attach(command)
+
+
 def attach(command, path: str = "") -> None:
     """Give every job id argument and partition name argument under `command` its completer."""
     for param in command.params:
         if param.param_type_name != "argument":
             continue
-        if param.name in JOB_ID_PARAMS:
+        if param.name == "words" and path == "update":
+            param._custom_shell_complete = update_words
+        elif param.name in JOB_ID_PARAMS:
             param._custom_shell_complete = job_ids  # click's hook for a parameter's own completion
         elif param.name == "name" and path in PARTITION_COMMANDS:
             param._custom_shell_complete = partition_names
@@ -71,8 +122,11 @@ def attach(command, path: str = "") -> None:
 def script(prog: str, shell: str) -> str:
     from typer._completion_shared import get_completion_script
 
-    return get_completion_script(prog_name=prog, complete_var=f"_{prog.replace('-', '_').upper()}_COMPLETE",
+    text = get_completion_script(prog_name=prog, complete_var=f"_{prog.replace('-', '_').upper()}_COMPLETE",
                                  shell=shell)
+    if shell == "bash":
+        text = text.replace("    return 0\n", NO_SPACE_AFTER_EQUALS + "    return 0\n", 1)
+    return text
 
 
 def register(app: typer.Typer, prog: str) -> None:

@@ -38,8 +38,9 @@ def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=
 
 
 def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
-    """The refusal with the flag beside the field its message starts with ("qos (--qos) is empty; ..."): the
-    controller speaks the API's field names, the CLI's user typed flags."""
+    """The refusal naming the flag where the controller named the field ("qos is empty; ..." -> "--qos is empty;
+    ...", "invalid flags: array: 'x': ..." -> "-a/--array: 'x': ..."): the controller speaks the API's field
+    names, and the spec's label (flags, --wrap) would blame a flag that is not at fault; the CLI's user typed flags."""
     import re  # here: only a refused call needs it
 
     for field, _ in error.field_violations:
@@ -48,7 +49,7 @@ def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
         # the spec's label ("invalid flags: array: ...")
         found = re.match(rf"(?:invalid [^:;]*: )?(?:job )?{re.escape(name)}\b(?! \()", error.message)
         if name in flags and found:
-            message = f"{found.group()} ({flags[name]}){error.message[found.end():]}"
+            message = f"{flags[name]}{error.message[found.end():]}"
             return ApiError(error.code, error.reason, message, error.field_violations, error.resource,
                             error.from_controller)
     return error

@@ -99,6 +99,8 @@ def read(args: list[str]) -> tuple[str, dict] | None:
             values.setdefault(param, []).append(value)
         else:
             values[param] = value
+    if values.get("me") and values.get("user"):  # which of them holds depends on their order: typer's app knows it
+        return None
     return command, values
 
 

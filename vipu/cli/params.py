@@ -92,12 +92,9 @@ def command_of(app):
     command = typer.main.get_command(app)
     wire_ints(command)  # every integer checked against the wire, and `fail ipus -1` read as a number
     if any(k.endswith("_COMPLETE") for k in os.environ):  # a shell asks for completions (completion.py)
-        from typer.completion import completion_init
-
         from vipu.cli import completion
 
-        completion_init()
-        completion.attach(command)
+        completion.init(command)
     return command
 
 

@@ -8,7 +8,7 @@ import typer
 from vipu.cli.context import JsonOption, ShortNoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_ids import IDS, PRIORITY_IDS_HELP, TaskIds, finish, graver, job_id, one_call_each
-from vipu.cli.job_selection import selected_users, split
+from vipu.cli.job_selection import job_ids, selected_users, split
 from vipu.cli.nodes import DEFAULT_PARTITION
 from vipu.cli.output import table
 from vipu.cli.slurm_format import Column, percent_layout, render
@@ -99,6 +99,7 @@ def register(app: typer.Typer) -> None:
         layout = percent_layout(fmt or LONG, LETTERS, "-o/--format" if fmt else "-l/--long") if fmt or long \
             else None
         as_json = cli.wants_json(json_out)
+        job_ids(jobs, "-j/--jobs")  # a malformed one named with its flag, as queue and history name it
         found, failed = factors(cli, (ids or []) + split(jobs))
         users = set(selected_users(user))
         if users:

@@ -9,18 +9,31 @@ from vipu.cli.queue_fields import LONG, START
 from vipu.cli.queue_listing import MIN_JOB_AGE, queue_jobs
 
 
+def later(ctx: typer.Context, param, value):
+    """Record which of --me and -u/--user was given last: squeue keeps only that one (each sets its user list)."""
+    if value and ctx.get_parameter_source(param.name).name == "COMMANDLINE":
+        ctx.meta["who"] = param.name  # click calls the given options back in the order they were given
+    return value
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def queue(
         ctx: typer.Context,
-        user: list[str] = typer.Option(None, "--user", "-u", "--users",
-                                       help="only these users' jobs (a comma list, or the flag again)"),
-        me: bool = typer.Option(False, "--me", help="only your own jobs (as the controller knows you: under --secure, your access key's owner)"),
+        user: list[str] = typer.Option(None, "--user", "-u", "--users", callback=later,
+                                       help="only these users' jobs (a comma list, or the flag again); of -u and"
+                                            " --me, the one given last holds, as in squeue"),
+        me: bool = typer.Option(False, "--me", callback=later,
+                                help="only your own jobs (as the controller knows you: under --secure, your access"
+                                     " key's owner)"),
         state: list[str] = typer.Option(
             None, "--states", "-t", "--state",
             help="only these states: names or codes (PD, R, CD, ...) in a comma list, or all; an ended state lists"
                  f" jobs that ended in the last {MIN_JOB_AGE} s, as squeue does (Slurm's MinJobAge)"),
-        jobs: list[str] = typer.Option(None, "--jobs", "-j", help="only these jobs: N, N_T or N_[A-B], comma lists"),
+        jobs: list[str] = typer.Option(None, "--jobs", "-j",
+                                       help="only these jobs: N, N_T or N_[A-B], comma lists; one job the controller"
+                                            " no longer has (ended over"
+                                            f" {MIN_JOB_AGE} s ago, or none) exits 3, as squeue's Invalid job id"),
         array: bool = typer.Option(False, "--array", "-r",
                                    help="a line for each pending array task (default: one line for a run of them)"),
         fmt: str = typer.Option(None, "--format", "-o",
@@ -58,4 +71,6 @@ def register(app: typer.Typer) -> None:
 
         --json: squeue --json's shape: {"jobs": [...], "meta": {...}, "errors": [], "warnings": []}, each job with
         Slurm's field names and typed values, plus ipus, vipu_partition, modelled and time_limit_s."""
+        if user and me:  # squeue: the later one replaces the other's user list
+            user, me = (None, me) if ctx.meta.get("who") == "me" else (user, False)
         queue_jobs(ctx.obj, user, me, state, jobs, array, fmt, names, long, sort, start, iterate, json_out, no_header)

@@ -6,13 +6,13 @@ import os
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
-from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.failure import BAD_INPUT, NOT_FOUND, fail, warn
 from vipu.cli.slurm_time import clock
 from vipu.cli.job_selection import JobIds, active_and_ended, job_ids, job_states, selected_users, split
 from vipu.cli.output import table
 from vipu.cli.queue_rows import JobRow, labelled
 from vipu.client.messages import seconds
-from vipu.scheduler.job_states import JobState
+from vipu.scheduler.job_states import ACTIVE, JobState
 from vipu.v1 import job_pb2 as j
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ class Query(NamedTuple):
     header: bool
     dated: bool  # a time stamp above each listing (-i, -l), as squeue prints one
     me: bool = False  # --me: the controller adds the caller, as it knows it (under --secure, the key's owner)
+    lone: int | None = None  # the job of a -j naming one job, which squeue looks up on its own (Invalid job id)
 
     @property
     def needs(self) -> frozenset[str]:
@@ -100,6 +101,9 @@ def listing(cli, q: Query, now: float) -> list[JobRow]:
         jobs += [x for x in conn.every_page(conn.jobs.History, request).jobs if seconds(x.ended) >= now - MIN_JOB_AGE]
     if q.ids is not None:
         jobs = [x for x in jobs if x in q.ids]
+    if q.lone is not None and not jobs and not kept(cli, q.lone, now):
+        fail("vipu", f"-j/--jobs: job {q.lone} is not in the queue (squeue: Invalid job id specified): it ended over"
+             f" {MIN_JOB_AGE} s ago or never was; vipu history -j {q.lone} lists ended jobs", NOT_FOUND)
     machines = None
     if "nodes" in q.needs:
         from vipu.cli.nodes import Machines
@@ -113,7 +117,36 @@ def listing(cli, q: Query, now: float) -> list[JobRow]:
     return sort_rows(rows, q.keys)
 
 
-def show(cli, q: Query, warnings: list[str]) -> None:
+def kept(cli, job: int, now: float) -> bool:
+    """Whether squeue would find the job: active, or ended within MinJobAge (Slurm then purges it, and squeue -j of
+    that one job fails with "Invalid job id specified"; of several, it lists those it finds)."""
+    x = cli.conn.attempt(cli.conn.jobs.GetJob, j.GetJobRequest(id=job))
+    return x is not None and (JobState(x.state) in ACTIVE or seconds(x.ended) >= now - MIN_JOB_AGE)
+
+
+def unknown_users(cli, users: list[str], rows: list[JobRow]) -> list[str]:
+    """The users named that no job is known of, queued or ended (squeue's "Invalid user": Slurm asks the OS's user
+    database; here a user is known by their jobs). Asked only of users the listing had no row for."""
+    listed = {r.job.user for r in rows}
+    out = []
+    for user in [u for u in users if u not in listed]:
+        for method, request in ((cli.conn.jobs.ListJobs, j.ListJobsRequest(users=[user], brief=True, page_size=1)),
+                                (cli.conn.jobs.History, j.HistoryRequest(users=[user], brief=True, page_size=1))):
+            if cli.conn.call(method, request).jobs:
+                break
+        else:
+            out.append(user)
+    return out
+
+
+def said(cli, users: list[str], rows: list[JobRow]) -> None:
+    """squeue's error line for each user named that is none, once; like squeue's, it does not end the command."""
+    for nobody in unknown_users(cli, users, rows):
+        warn("vipu", f"-u/--user: no job of {nobody!r} is known, queued or ended (squeue: Invalid user: {nobody});"
+             " check the name")
+
+
+def show(cli, q: Query, warnings: list[str]) -> list[JobRow]:
     now = time.time()
     rows = listing(cli, q, now)
     if q.as_json:
@@ -123,7 +156,7 @@ def show(cli, q: Query, warnings: list[str]) -> None:
 
         pod = cli.conn.call(cli.conn.partitions.GetVersion, p.GetVersionRequest()).pod
         print_json(document(rows, now, cli.conn.settings.user, pod, warnings), ordered=True)
-        return
+        return rows
     if q.layout is not None:
         from vipu.cli.slurm_format import render
 
@@ -137,6 +170,7 @@ def show(cli, q: Query, warnings: list[str]) -> None:
         print(time.ctime(now))  # squeue's time stamp above the header
     if lines:  # nothing at all for an empty queue without a header: `| wc -l` counts 0
         print("\n".join(lines))
+    return rows
 
 
 def queue_jobs(cli, user: list[str] | None = None, me: bool = False, state: list[str] | None = None,
@@ -158,18 +192,21 @@ def queue_jobs(cli, user: list[str] | None = None, me: bool = False, state: list
 
         keys = sort_keys(spec, LETTERS, "-S/--sort" if sort is not None else "SQUEUE_SORT")
     users = selected_users(user)
-    query = Query(users, active, ended, job_ids(jobs, "-j/--jobs"), layout, keys, array, as_json,
-                  cli.with_header(no_header), dated=bool(iterate) or long, me=me)
+    ids = job_ids(jobs, "-j/--jobs")
+    lone = ids.asked[0] if ids is not None and len(split(jobs)) == 1 and len(ids.asked) == 1 else None
+    query = Query(users, active, ended, ids, layout, keys, array, as_json, cli.with_header(no_header),
+                  dated=bool(iterate) or long, me=me, lone=lone)
     warnings = [f"{flag} is ignored with --json, as squeue ignores it" for flag, given in
                 (("-o/--format", fmt), ("-O/--Format", names), ("-S/--sort", sort)) if given] if as_json else []
     if not iterate:
-        show(cli, query, warnings)
+        said(cli, users, show(cli, query, warnings))
         return
     try:
+        said(cli, users, show(cli, query, warnings))
         while True:
-            show(cli, query, warnings)
             print(flush=True)  # squeue's blank line between listings
             time.sleep(iterate)
+            show(cli, query, warnings)
     except KeyboardInterrupt:  # how -i ends: Ctrl-C, exit 0
         from vipu.cli.fast_path import leave
 

@@ -30,7 +30,7 @@ from vipu.scheduler.view import QueueView
 
 T = TypeVar("T")
 DEFAULT_PAGE_SIZE = 1000  # what a caller that asks for no page size gets (AIP-158 leaves it to the server)
-MAX_PAGE_SIZE = 10_000  # larger requests are served this many (AIP-158: coerce, do not refuse)
+MAX_PAGE_SIZE = 10_000  # larger requests are refused naming page_size (docs/api.md: at most this many)
 LISTING_KEPT_S = 600.0  # how long a listing is kept for its next pages
 LISTED_ROWS_KEPT = 1_000_000  # rows of all the listings kept, at most (a few tens of MB)
 
@@ -66,9 +66,10 @@ class Listings:
         another), each row shown as present(row). The first page comes from `snapshot` (default: `current()`), a
         later one from the listing its token names. `fresh`: the listing holds more than the snapshot (machines'
         counters), so a first page always makes it anew. A listing that fits one page is not kept."""
-        if page_size < 0:
-            raise InvalidArgument(f"page_size is {page_size}; give 0 (the default, {DEFAULT_PAGE_SIZE}) or more")
-        size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+        if not 0 <= page_size <= MAX_PAGE_SIZE:
+            raise InvalidArgument(f"page_size is {page_size:,}; give 0 (the default, {DEFAULT_PAGE_SIZE:,}) to"
+                                  f" {MAX_PAGE_SIZE:,}, and the next_page_token of each page for the rest")
+        size = page_size or DEFAULT_PAGE_SIZE
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         if page_token:
             version, offset = _read_token(page_token, digest)

@@ -21,6 +21,7 @@ from vipu.scheduler.bits import has_block
 from vipu.scheduler.deps import evaluate
 from vipu.scheduler.effects import Effect, StartJob
 from vipu.scheduler.job_record import Job
+from vipu.scheduler.multifactor import breakdown, qos_factors
 from vipu.scheduler.policies.base import (
     DEPENDENCY,
     NEVER,
@@ -167,11 +168,17 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
         note = f"preempted by job {by.display_id} (qos {by.spec.qos}); {outcome}"
         ended = job.moved(S.PREEMPTED, now, end_time=now, preemption=note)
         changed.append(ended.requeued(now) if requeue else ended)
+    qos = qos_factors(sched.config) if decision.starts else None
     for s in decision.starts:
         job = jobs[s.job_id]
         spec = job.spec
+        # the priority it started with stays the job's, as Slurm's job_ptr->priority (squeue %Q of a running job),
+        # with the fair-share of the last priority calculation: working it out again for thousands of running
+        # jobs at each start cost a large Pod's cycle half its time again
+        priority = breakdown(sched.table.pending[job.id], now, sched.config, sched.total,
+                             sched.order.fairshare_factors, qos)
         changed.append(job.moved(S.RUNNING, now, start_time=now, first_ipu=s.first_ipu, end_time=None,
-                                 exit_code=None, reason=None, estimated_start=None))
+                                 exit_code=None, reason=None, estimated_start=None, priority=priority))
         starts.append(StartJob(job.id, job.partition, spec.ipus, s.first_ipu, s.place_mask, now,
                                now + spec.time_limit, spec.workload, spec.allocation))  # type: ignore[operator]
     # the runs cut short count towards their users' fair share; stops come first, freeing the IPUs the starts use

@@ -59,6 +59,12 @@ class PendingOrder:
         copy._saturation, copy._fs = list(self._saturation), dict(self._fs)
         return copy
 
+    @property
+    def fairshare_factors(self) -> dict[str, float]:
+        """The fair-share factors of the last priority calculation (every priority_calc_period, as Slurm's), by
+        user; empty while it had no need of them (one user waiting, or an order without priorities): factor 1."""
+        return self._fs
+
     def static(self, job: QueuedJob) -> float:
         """The part of the priority that never changes: job size, QOS, nice."""
         return self._w_size * job.ipus / self.total + self._qos_part[job.qos] - job.nice

@@ -45,6 +45,8 @@ def details(error: VipuError, request: object = None) -> status_pb2.Status:
     target, prefix = _spec_request(error, request)
     violations = [(prefix + path, text) for field, text, inferred in _violations(error, target)
                   if (path := field_path(field, target, inferred))]
+    if not violations and code is grpc.StatusCode.INVALID_ARGUMENT and _is_submit(target):
+        violations = [(prefix + "spec", described)]  # the spec as a whole: not YAML (its line and column), too large
     more = []
     if violations:
         more.append(error_details_pb2.BadRequest(field_violations=[
@@ -85,6 +87,12 @@ def field_path(field: str, request: object, inferred: bool = False) -> str | Non
     if prefix and (not inferred or first in JOB_SPEC_FIELDS):
         return prefix + field
     return None if inferred else field
+
+
+def _is_submit(request: object) -> bool:
+    """A request carrying one job spec: its bad input that names no field of the spec is about the spec as a whole
+    (its text is not YAML or JSON, is too large or empty), whose field is `spec`."""
+    return isinstance(request, Message) and request.DESCRIPTOR.name == "SubmitJobRequest"
 
 
 def _spec_request(error: VipuError, request: object) -> tuple[object, str]:

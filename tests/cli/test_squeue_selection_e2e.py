@@ -1,0 +1,96 @@
+"""Which jobs `vipu queue` lists, as squeue selects them (src/squeue/opts.c and print.c, SchedMD/slurm): -j of one
+job the controller no longer has, --me against -u, a user no job is known of; and the priority of a held job and
+of a running one."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import show, submit, wait_for
+from tests.cli.test_squeue_e2e import lines
+from tests.server.test_auth import secure  # noqa: F401 - the fixture
+from vipu.cli.queue_listing import MIN_JOB_AGE, kept
+from vipu.v1 import job_pb2 as j
+
+
+def test_one_job_id_the_controller_does_not_have_fails_as_squeue_and_several_list_those_found(server):
+    [held] = submit(server, "--ipus", "1", "--hold")
+    out = run(server, "vipu", "queue", "-j", "999")
+    assert out.returncode == 3 and out.stdout == "" and out.stderr.count("\n") == 1, out.stderr
+    assert "-j/--jobs: job 999" in out.stderr and "Invalid job id specified" in out.stderr
+    assert lines(server, "-h", "-o", "%i", "-j", f"999,{held}") == [str(held)]  # squeue filters a list quietly
+
+
+def test_a_job_that_just_ended_is_kept_but_listed_only_in_its_state(server):
+    [ended] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "0.1s")
+    wait_for(lambda: show(server, ended)["state"] == "COMPLETED")
+    assert lines(server, "-h", "-j", str(ended)) == []  # squeue's default states hold with -j too; exit 0
+    assert lines(server, "-h", "-o", "%i %t", "-j", str(ended), "-t", "all") == [f"{ended} CD"]
+
+
+class _Jobs:
+    def __init__(self, job):
+        self.job = job
+
+    def GetJob(self, request):  # noqa: N802 - the RPC's name
+        return self.job
+
+
+def test_a_job_ended_longer_than_min_job_age_ago_is_one_squeue_no_longer_has():
+    now = 10_000.0
+
+    def cli_with(job):
+        conn = SimpleNamespace(jobs=_Jobs(job), attempt=lambda method, request: method(request))
+        return SimpleNamespace(conn=conn)
+
+    def ended(at: float) -> j.Job:
+        stamp = Timestamp()
+        stamp.FromNanoseconds(int(at * 1e9))
+        return j.Job(id=5, state="COMPLETED", ended=stamp)
+
+    assert kept(cli_with(ended(now - MIN_JOB_AGE + 1)), 5, now)
+    assert not kept(cli_with(ended(now - MIN_JOB_AGE - 1)), 5, now)
+    assert kept(cli_with(j.Job(id=5, state="PENDING")), 5, now)
+    assert not kept(cli_with(None), 5, now)  # refused: no such job
+
+
+def test_me_and_user_the_later_one_holds_as_in_squeue(server):
+    [mine] = submit(server, "--ipus", "1", "--hold")
+    [bobs] = submit(server, "--ipus", "1", "--hold", "--user", "bob")
+    assert lines(server, "-h", "-o", "%i", "--me", "-u", "bob") == [str(bobs)]
+    assert lines(server, "-h", "-o", "%i", "-u", "bob", "--me") == [str(mine)]
+    assert lines(server, "-h", "-o", "%i", "--me") == [str(mine)]
+
+
+def test_a_user_no_job_is_known_of_gets_squeues_error_line_and_the_listing_goes_on(server):
+    [bobs] = submit(server, "--ipus", "1", "--hold", "--user", "bob")
+    out = run(server, "vipu", "queue", "-h", "-o", "%i", "-u", "nosuch,bob")
+    assert out.returncode == 0 and out.stdout.split() == [str(bobs)]  # squeue: "Invalid user", exit 0
+    assert out.stderr.count("\n") == 1 and "-u/--user" in out.stderr and "Invalid user: nosuch" in out.stderr
+    assert run(server, "vipu", "queue", "-u", "bob").stderr == ""  # a user with jobs: not a word
+
+
+def test_a_held_job_has_priority_0_and_a_running_one_its_own_as_squeue_shows_them(server):
+    [held] = submit(server, "--ipus", "1", "--hold")
+    [fill] = submit(server, "--ipus", "64", "--time-limit", "10m")
+    [waiting] = submit(server, "--ipus", "1", "--time-limit", "1m")
+    wait_for(lambda: show(server, fill)["state"] == "RUNNING")
+    rows = dict(line.split() for line in lines(server, "-h", "-o", "%i %Q"))
+    assert rows[str(held)] == "0" and int(rows[str(waiting)]) > 0
+    assert int(rows[str(fill)]) > 0  # a running job keeps the priority it started with, as squeue shows it
+    assert run(server, "vipu", "release", str(held)).returncode == 0
+    assert int(dict(line.split() for line in lines(server, "-h", "-o", "%i %Q"))[str(held)]) > 0
+
+
+def test_me_under_secure_is_the_access_keys_user(secure):
+    """Regression (walk of issue 22): `vipu queue --me` listed nobody's jobs under --secure, where `vipu cancel
+    --me` found the key owner's: --me is the caller as the controller knows it."""
+    server, as_, admin_key, new_user = secure
+    alice = as_(new_user("alice"))
+    out = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable", env=alice)
+    assert out.returncode == 0, out.stderr
+    assert lines(server, "-h", "-o", "%i %u", "--me", env=alice) == [f"{out.stdout.strip()} alice"]
+    assert lines(server, "-h", "-o", "%i", "--me", env=as_(admin_key)) == []  # the admin's own: none
