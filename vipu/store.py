@@ -6,9 +6,14 @@ emulator has no power to cut. That keeps a commit in tens of microseconds instea
 
 Group commit: writes are queued in order and written by whichever waiting thread gets to the database first, all
 queued writes in one transaction, so concurrent submissions share a commit. The database therefore always holds a
-prefix of the queue, and flush(upto) returns once everything up to a point is in it. A failed write raises
-Unavailable in the thread that led it (any thread: a reader too) and stays queued for the next flush; so an error
-from a flush does not say the write will not happen (a client retrying with its request_id is safe).
+prefix of the queue, and flush(upto) returns once everything up to a point is in it.
+
+A failed write is never written later: an error must mean nothing changed. When a group's transaction fails, the
+store writes nothing more until discard() has dropped every queued write (the failed group, and those queued after
+it, which were made on top of it); the controller calls it under its state lock and rebuilds its memory from the
+database (control/rollback.py). A thread whose own write was dropped gets Dropped; one that waited past the timeout
+learns whether its write was already in the stalled transaction (then it is unknown yet) or not (then it never will
+be: it is dropped too).
 
 Checkpoints: a thread of the store's own copies the WAL into the database every CHECKPOINT_S while writes come in.
 SQLite's automatic checkpoint ran inside the commit that crossed 1,000 pages, which then took milliseconds instead
@@ -21,7 +26,8 @@ table must not fail the queue's writes grouped with it. The job's runner records
 
 Stalls and failures: a thread waits at most write_timeout_s for the database (a stalled disk blocks its leader in
 the kernel), then fails with Unavailable instead of hanging its RPC. on_health hears when writes start failing and
-when they work again (health's NOT_SERVING and SERVING); meanwhile the kept writes are retried every second.
+when they work again (health's NOT_SERVING and SERVING); meanwhile a thread of the store's asks for the rollback
+(on_dropped) and tries a write every second: what is queued then, or a probe row.
 """
 
 from __future__ import annotations
@@ -60,6 +66,10 @@ class DamagedRecords(Exception):
         self.damaged = damaged
 
 
+class Dropped(Unavailable):
+    """The caller's write was not stored and never will be: the controller undoes it (control/rollback.py)."""
+
+
 class HistoryUnwritable(Unavailable):
     """A move into the job history failed; nothing of it was written, and the other writes go on."""
 
@@ -73,6 +83,7 @@ class Store(HistoryReads):
         wal_was_there = self._generation.wal.exists()
         self.write_timeout_s = write_timeout_s
         self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
+        self.on_dropped: Callable[[], None] = self.discard  # undoes failed writes (the controller: rollback.py)
         self.lost_log: LostLog | None = None  # the log loss that accept_lost_log accepted, for the start to say
         self.job_kinds: frozenset[str] = frozenset()  # runners' records named by a job id: they move with the job
         self._writable = True
@@ -102,7 +113,10 @@ class Store(HistoryReads):
         self._queue_lock = threading.Lock()
         self._queue: list[dict[tuple[str, str], str | None]] = []  # queued writes, oldest first
         self._enqueued = 0  # writes ever queued
-        self._written = 0  # of which in the database (a prefix)
+        self._written = 0  # of which settled: in the database, or dropped (a prefix)
+        self._taken = 0  # the last write in the transaction being written (a stalled one, if it stalls)
+        self._failed = False  # a write failed: nothing is written until discard() has dropped the queue
+        self._dropped: list[tuple[int, int]] = []  # (first, last) ranges of dropped writes, oldest first
         self._reading = threading.Lock()  # the history's reads, on a connection of their own (WAL: beside writes)
         self._reader: sqlite3.Connection | None = None
         self._checkpointer = threading.Thread(target=self._checkpoints, name="vipu-store-checkpoint", daemon=True)
@@ -123,8 +137,12 @@ class Store(HistoryReads):
             yield
         finally:
             pending, self._batch.pending = self._batch.pending, None
-            if pending:
-                self._enqueue(pending)
+            self._batch.own = self._enqueue(pending) if pending else None
+
+    @property
+    def own(self) -> int | None:
+        """The number of the write this thread's last batch queued (None: it changed nothing)."""
+        return getattr(self._batch, "own", None)
 
     def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
         """Durable when it returns, unless inside a batch (then when the batch is flushed)."""
@@ -137,7 +155,8 @@ class Store(HistoryReads):
         elif pending is not None:
             pending.update(changes)
         elif changes:
-            self.flush(self._enqueue(changes))
+            own = self._enqueue(changes)
+            self.flush(own, own)
 
     def _move(self, changes: dict, pending: dict | None) -> None:
         """A history move, after every write queued before it (this thread's batch so far included), alone."""
@@ -171,26 +190,27 @@ class Store(HistoryReads):
             self._enqueued += 1
             return self._enqueued
 
-    def flush(self, upto: int | None = None) -> None:
+    def flush(self, upto: int | None = None, own: int | None = None) -> None:
         """Return once the first `upto` queued writes (default: all queued so far) are in the database. The first
-        thread to get the connection writes every queued write, its own and others', in one transaction."""
+        thread to get the connection writes every queued write, its own and others', in one transaction. `own`: the
+        caller's own write; Dropped if it was dropped (it never will be written), Unavailable if that is not known."""
         upto = self._enqueued if upto is None else upto
         if self._written >= upto:
+            self._verdict(own)
             return
         if not self._lock.acquire(timeout=self.write_timeout_s):
             self.write_failures += 1
             self._health(False)  # a write has taken longer than the timeout: a stalled disk, or a lock held
-            raise Unavailable(
-                f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s (a stalled disk,"
-                " or another process holding its lock); the change is kept and stored once it can be: retry (a"
-                " submit with the same request_id is not queued twice)"
-            )
+            self._timed_out(own)
         try:
             if self._written >= upto:
-                return  # a leader wrote ours while we waited
+                self._verdict(own)  # a leader wrote ours while we waited, or it was dropped
+                return
+            if self._failed:
+                raise Dropped(self._refusal("a write before this one failed"), reason="STORE_UNAVAILABLE")
             with self._queue_lock:
-                queued, self._queue = self._queue, []
-                last = self._enqueued
+                queued = list(self._queue)
+                last = self._taken = self._enqueued
             merged: dict[tuple[str, str], str | tuple | None] = {}
             for changes in queued:
                 merged.update(changes)
@@ -199,20 +219,66 @@ class Store(HistoryReads):
                             [key for key, doc in merged.items() if doc is None],
                             [doc for doc in merged.values() if isinstance(doc, tuple)])
             except BaseException as e:
-                with self._queue_lock:  # not written: the next flush tries them again, still first in order
-                    self._queue[:0] = queued
+                self._failed = True  # kept queued, written never: discard() drops them with those queued since
+                self.write_failures += 1
+                self._health(False)
                 if isinstance(e, sqlite3.Error):  # disk full, I/O error: a retry may succeed, so not INTERNAL
-                    self.write_failures += 1
-                    self._health(False)
-                    raise Unavailable(
-                        f"the state store {self.path} could not be written ({e}); the change is kept and stored by"
-                        " the next write: retry (a submit with the same request_id is not queued twice)",
-                        reason="STORE_UNAVAILABLE") from e
+                    raise Dropped(self._refusal(str(e)), reason="STORE_UNAVAILABLE") from e
                 raise
+            with self._queue_lock:
+                del self._queue[:len(queued)]
             self._written = last
         finally:
             self._lock.release()
-        self._health(True)
+        self._health(not self._failed)  # (failed: a waiter timed out, and what it left waits for discard())
+
+    def _refusal(self, cause: str) -> str:
+        fix = ("let the other process holding its write lock finish" if "locked" in cause or "busy" in cause else
+               "free space (or fix the disk) where it lives")
+        return f"the state store {self.path} could not be written ({cause}), so nothing changed: {fix}, then retry"
+
+    def _verdict(self, own: int | None) -> None:
+        """Dropped if the write `own` was dropped."""
+        if own is not None and any(first <= own <= last for first, last in self._dropped):
+            raise Dropped(self._refusal("an earlier write failed"), reason="STORE_UNAVAILABLE")
+
+    def _timed_out(self, own: int | None) -> None:
+        """Waited past the timeout for a leader stuck in a write. A write not in its transaction is dropped (never
+        written later); one in it is stored if that transaction ends well: the answer says which."""
+        if own is not None and own > self._taken:
+            self._failed = True  # what is queued is dropped by the next discard(), ours with it
+            raise Dropped(
+                f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s (a stalled"
+                " disk, or another process holding its lock), so nothing changed: fix the disk, then retry",
+                reason="STORE_UNAVAILABLE")
+        raise Unavailable(
+            f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s (a stalled disk, or"
+            " another process holding its lock); whether this change is stored is not known until that write ends:"
+            " once health says SERVING, check (e.g. `vipu queue`) before retrying", reason="STORE_UNAVAILABLE")
+
+    def discard(self) -> bool:
+        """Drop every queued write after a failed one (they are never written); True if there were any. The caller
+        holds the controller's state lock, so nothing is queued meanwhile, and then undoes them in memory."""
+        if not self._lock.acquire(timeout=min(1.0, self.write_timeout_s)):
+            return False  # a leader is stuck in a write: the retry thread tries again (on_dropped)
+        try:
+            return self._discard()
+        finally:
+            self._lock.release()
+
+    def _discard(self) -> bool:
+        with self._queue_lock:
+            if not self._failed:
+                return False
+            if self._enqueued > self._written:
+                self._dropped = [*self._dropped[-99:], (self._written + 1, self._enqueued)]
+            self._queue, self._written, self._failed = [], self._enqueued, False
+            return True
+
+    @property
+    def failed(self) -> bool:
+        """A write failed and what is queued waits for discard()."""
+        return self._failed
 
     @property
     def writable(self) -> bool:
@@ -233,11 +299,29 @@ class Store(HistoryReads):
         try:
             while not self._writable and not self._closed.wait(RETRY_S):
                 try:
-                    self.flush()  # the kept writes; success says SERVING
+                    if self._failed:
+                        self.on_dropped()  # undone first: a failed write is never tried again
+                    if self._enqueued > self._written:
+                        self.flush()  # written since (the rollback's own records); success says SERVING
+                    else:
+                        self._probe()
                 except Unavailable:
                     pass
         finally:
             self._retrying.release()
+
+    def _probe(self) -> None:
+        """A write of a row of its own: does the disk take writes again?"""
+        if not self._lock.acquire(timeout=self.write_timeout_s):
+            return
+        try:
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('write_probe', ?)",
+                             (json.dumps(self.write_failures),))
+        except sqlite3.Error:
+            return
+        finally:
+            self._lock.release()
+        self._health(True)
 
     def _checkpoints(self) -> None:
         """Every CHECKPOINT_S, if anything was written since the last time, a passive checkpoint (it waits for no
@@ -368,7 +452,10 @@ class Store(HistoryReads):
     def close(self) -> None:
         self._closed.set()
         try:
-            self.flush()
+            if not self._failed:
+                self.flush()  # what failed is never written, also not at the end
+        except Unavailable:
+            pass  # refused to its callers already, or (a timeout) told them it is not known
         finally:
             self._checkpointer.join(timeout=self.write_timeout_s)
             with self._lock:

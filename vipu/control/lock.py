@@ -5,6 +5,10 @@ releasing thread goes on only once every write queued until then, its own and th
 store. So an RPC never answers with anything a SIGKILL could take back, and the next thread can work while this
 one writes: the store writes what queued meanwhile in the same commit.
 
+Why a change refused is undone: a write that fails is never written later (store.py), so the thread whose
+write was dropped has the memory rebuilt from the database (rollback.py) before it answers UNAVAILABLE; and while the
+store cannot write, a client's change is refused before it touches anything (changing()).
+
 Why a version: every release of the lock may have changed the state, so it counts one up; a read snapshot taken
 at a version is current until the next release (snapshot.py), and readers at the same version share it.
 """
@@ -17,7 +21,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from vipu.errors import Unavailable
-from vipu.store import Store
+from vipu.store import Dropped, Store
 
 
 class StateLock:
@@ -41,9 +45,34 @@ class StateLock:
         finally:
             self.version += 1
             self.last_write = time.monotonic()
-            seen = self._store.enqueued
+            seen, own = self._store.enqueued, self._store.own
             self._lock.release()
-        self._store.flush(seen)
+        try:
+            self._store.flush(seen, own)
+        except Dropped:
+            self._store.on_dropped()  # undone in memory before the caller answers that nothing changed
+            raise
+
+    @contextmanager
+    def changing(self) -> Iterator["StateLock"]:
+        """The lock for a client's change: refused before it touches anything while the store cannot write."""
+        if not self._store.writable:
+            raise Unavailable(
+                f"the state store {self._store.path} cannot be written just now (see the controller's health), so"
+                " nothing changed: free space (or fix the disk) where it lives, then retry",
+                reason="STORE_UNAVAILABLE")
+        with self:
+            yield self
+
+    @contextmanager
+    def undoing(self) -> Iterator["StateLock"]:
+        """The lock for a rollback: its own writes (what the rebuild found to record) stay queued, written by the
+        store's retry or the next write; flushing them here would fail into another rollback."""
+        with self._lock:
+            with self._store.batch():
+                yield self
+            self.version += 1
+            self.last_write = time.monotonic()
 
     @contextmanager
     def reading(self) -> Iterator[int]:
@@ -51,7 +80,10 @@ class StateLock:
         On leaving, waits until what the copy saw is durable, so a read never shows what a crash could undo.
 
         Except while the store cannot write (a full or stalled disk): then reads answer from memory at once. What
-        they show beyond the store is what writes that failed UNAVAILABLE kept, which no client was told is done."""
+        they show beyond the store is what writes the store's own thread could not make yet (a rollback's
+        records): a change refused UNAVAILABLE is undone before any read (store.failed)."""
+        if self._store.failed:
+            self._store.on_dropped()
         with self._lock:
             version = self.version
             seen = self._store.enqueued

@@ -1,0 +1,122 @@
+"""A request answered with an error changed nothing, now or after a restart; one answered OK is durable. The disk
+fills for real as SQLite sees it: PRAGMA max_page_count (SQLITE_FULL, 'database or disk is full')."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from vipu.access import ANYONE
+from vipu.control.job_ops import SubmitRequest
+from vipu.control.startup import open_plane
+from vipu.errors import Unavailable
+from vipu.scheduler.job_filter import NO_FILTER
+from vipu.scheduler.job_states import JobState
+from vipu.store import Dropped
+from tests.test_store import fill, free
+
+HELD = b'{"ipus": 1, "time_limit": "10m", "hold": true}'
+SLEEP = b'{"ipus": 1, "time_limit": "10m", "workload": {"kind": "sleep", "duration": "5m"}}'
+WAIT_S = 30  # a bound only a broken store reaches (its retry thread tries every second)
+NOTHING_CHANGED = r"could not be written \(database or disk is full\), so nothing changed: free space"
+
+
+@pytest.fixture
+def plane(tmp_path):
+    plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 8090)
+    yield plane
+    plane.stop()
+    plane.store.close()
+
+
+def submit(plane, spec=HELD, n=1) -> list[int]:
+    done = plane.jobs.submit([SubmitRequest(spec, {}) for _ in range(n)], ANYONE)
+    return [job.id for x in done for job in x.jobs]
+
+
+def states(plane) -> dict[int, JobState]:
+    return {x.id: x.state for x in plane.jobs.queue(ANYONE).items}
+
+
+def freed(plane) -> None:
+    """Space again; the store's retry thread finds out and health says SERVING."""
+    serving = threading.Event()
+    plane.watch_store(lambda writable: writable and serving.set())
+    free(plane.store)
+    assert serving.wait(WAIT_S) and plane.store_writes().writable
+
+
+def restarted(plane, tmp_path):
+    plane.stop()
+    plane.store.close()
+    return open_plane("bow-pod16", tmp_path, "127.0.0.1", 8090)
+
+
+def test_a_refused_submit_is_not_queued_now_nor_after_a_restart(plane, tmp_path):
+    assert submit(plane) == [1]
+    fill(plane.store)
+    with pytest.raises(Dropped, match=NOTHING_CHANGED):
+        submit(plane, n=100)  # as `vipu submit specs/*.yaml`
+    assert states(plane) == {1: JobState.PENDING}
+    assert not plane.store_writes().writable
+    with pytest.raises(Unavailable, match="cannot be written just now .*, so nothing changed: free space"):
+        submit(plane)  # refused before it touches anything
+    assert states(plane) == {1: JobState.PENDING}
+    freed(plane)
+    assert submit(plane) == [2]  # the ids the refused ones had are given again: they were never stored
+    again = restarted(plane, tmp_path)
+    try:
+        assert states(again) == {1: JobState.PENDING, 2: JobState.PENDING}
+    finally:
+        again.store.close()
+
+
+def test_a_refused_cancel_leaves_the_jobs_pending(plane, tmp_path):
+    ids = submit(plane, n=40)
+    fill(plane.store)
+    with pytest.raises(Dropped, match=NOTHING_CHANGED):
+        plane.jobs.cancel(ids, NO_FILTER, False, ANYONE)
+    assert set(states(plane).values()) == {JobState.PENDING} and len(states(plane)) == 40
+    freed(plane)
+    assert submit(plane) == [41]
+    again = restarted(plane, tmp_path)
+    try:
+        assert set(states(again).values()) == {JobState.PENDING} and len(states(again)) == 41
+    finally:
+        again.store.close()
+
+
+def test_a_cycle_whose_starts_are_not_written_leaves_nothing_running(plane, tmp_path):
+    submit(plane, SLEEP, n=16)
+    fill(plane.store)
+    with pytest.raises(Dropped):
+        plane.step()  # the loop's step: its starts (jobs RUNNING, partitions made) are not written
+    assert set(states(plane).values()) == {JobState.PENDING}
+    assert not plane.controller.state.partitions and not plane.scheduler.table.running
+    freed(plane)
+    plane.step()
+    assert set(states(plane).values()) == {JobState.RUNNING}
+    again = restarted(plane, tmp_path)
+    try:
+        assert set(states(again).values()) == {JobState.RUNNING} and len(again.controller.state.partitions) == 16
+    finally:
+        again.store.close()
+
+
+def disk_full(rows, gone, history):
+    """A cancel of running jobs frees pages (their partitions) as it writes: no room is short, so the failure is
+    made here as SQLite reports it."""
+    raise sqlite3.OperationalError("database or disk is full")
+
+
+def test_a_refused_cancel_of_running_jobs_leaves_them_running(plane, monkeypatch):
+    ids = submit(plane, SLEEP, n=16)
+    plane.step()
+    monkeypatch.setattr(plane.store, "_write", disk_full)
+    with pytest.raises(Dropped, match=NOTHING_CHANGED):
+        plane.jobs.cancel(ids, NO_FILTER, False, ANYONE)
+    assert states(plane) == {i: JobState.RUNNING for i in ids}  # a sleep's run resumes: nothing of it had gone
+    assert len(plane.controller.state.partitions) == 16
+    assert all(x.recovery == "" or "undoing" in x.recovery for x in plane.jobs.queue(ANYONE).items)
