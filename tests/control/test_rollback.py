@@ -3,6 +3,8 @@ fills for real as SQLite sees it: PRAGMA max_page_count (SQLITE_FULL, 'database 
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 import threading
 
@@ -120,3 +122,21 @@ def test_a_refused_cancel_of_running_jobs_leaves_them_running(plane, monkeypatch
     assert states(plane) == {i: JobState.RUNNING for i in ids}  # a sleep's run resumes: nothing of it had gone
     assert len(plane.controller.state.partitions) == 16
     assert all(x.recovery == "" or "undoing" in x.recovery for x in plane.jobs.queue(ANYONE).items)
+
+
+def test_programs_launched_for_starts_not_written_are_stopped(plane, tmp_path):
+    """Their starts are undone, so their programs must not run on: no job the store does not know as running runs."""
+    spec = {"ipus": 1, "time_limit": "5m", "workload": {
+        "kind": "command", "script": f"#!/bin/bash\necho $$ > {tmp_path}/pid-$SLURM_JOB_ID\nexec sleep 300\n",
+        "submit_dir": str(tmp_path)}}
+    ids = submit(plane, json.dumps(spec).encode(), n=16)
+    fill(plane.store)
+    with pytest.raises(Dropped):
+        plane.step()
+    assert set(states(plane).values()) == {JobState.PENDING} and not plane.controller.state.partitions
+    for job in ids:
+        assert plane.runners["command"].runs[job].finished.wait(WAIT_S)  # stopped before or after it started
+    for pid in tmp_path.glob("pid-*"):
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid.read_text()), 0)
+    assert set(states(plane).values()) == {JobState.PENDING}

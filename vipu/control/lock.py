@@ -15,6 +15,7 @@ at a version is current until the next release (snapshot.py), and readers at the
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from contextlib import contextmanager
@@ -22,6 +23,8 @@ from typing import Iterator
 
 from vipu.errors import Unavailable
 from vipu.store import Dropped, Store
+
+log = logging.getLogger("vipu.store")
 
 
 class StateLock:
@@ -91,5 +94,29 @@ class StateLock:
         if self._store.writable:
             try:
                 self._store.flush(seen)
+            except Dropped:
+                self._store.on_dropped()
+                raise Undone() from None  # the copy holds what was just undone: the reader copies again
             except Unavailable:
                 pass
+
+
+class Undone(Exception):
+    """What a read copied was undone before it answered (a write it waited for failed): copy again."""
+
+
+class Recording:
+    """The lock as a run's thread holds it to record what happened to the run (it ended, its record): a write the
+    store drops is undone as any other (rollback.py treats the job as a restart would), and the thread goes on."""
+
+    def __init__(self, lock: StateLock):
+        self._lock = lock
+
+    def __enter__(self) -> StateLock:
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._lock.__exit__(*exc)
+        except Dropped as e:
+            log.warning("what a run reported was undone: %s", e)

@@ -20,7 +20,7 @@ from vipu.control.ended_jobs import stored_job
 from vipu.control.executor import LiveExecutor
 from vipu.control.output_files import OutputFiles
 from vipu.control.job_ops import JobOps
-from vipu.control.lock import StateLock
+from vipu.control.lock import Recording, StateLock, Undone
 from vipu.control.pacing import Pacing
 from vipu.control.partition_ops import PartitionOps
 from vipu.control.realtime import RealtimeLoop
@@ -64,7 +64,7 @@ class ControlPlane:
         self.machines = Fleet(self.pod, on_lost=self._machines_lost, mode="off")
         self.kinds = kinds if kinds is not None else builtin_kinds()
         context = RunContext(
-            pod=self.pod, store=store, lock=self.lock, machines=self.machines, now=now,
+            pod=self.pod, store=store, lock=Recording(self.lock), machines=self.machines, now=now,
             job=lambda i: self.scheduler.table.jobs.get(i) or stored_job(store, i),
             still_running=lambda i, t: self.scheduler.table.running_since(i, t) is not None,
             finish=self._finish, wake=self.changed, release=self._release, pod_state=lambda: self.controller.state,
@@ -122,10 +122,15 @@ class ControlPlane:
             snapshot = self._snapshot
             if snapshot is not None and snapshot.version == self.lock.version:
                 return snapshot
-            with self.lock.reading() as version:
-                state = self.controller.state
-                available, allowed = state.job_masks()
-                snapshot = Snapshot(version, self.scheduler.view(), state.read_copy(), available, allowed)
+            while True:
+                try:
+                    with self.lock.reading() as version:
+                        state = self.controller.state
+                        available, allowed = state.job_masks()
+                        snapshot = Snapshot(version, self.scheduler.view(), state.read_copy(), available, allowed)
+                    break
+                except Undone:  # the store could not write what it saw: the next copy is of the state rebuilt
+                    continue
             self._snapshot = snapshot
         return snapshot
 
@@ -207,7 +212,7 @@ class ControlPlane:
 
     def _release(self, partition: str) -> None:
         """A stopped run's work has ended: its partition goes, and a job may take its IPUs."""
-        with self.lock:
+        with Recording(self.lock):
             self.executor.release(partition)
         self.changed()
 
