@@ -87,6 +87,7 @@ class Store(HistoryReads):
         self.lost_log: LostLog | None = None  # the log loss that accept_lost_log accepted, for the start to say
         self.job_kinds: frozenset[str] = frozenset()  # runners' records named by a job id: they move with the job
         self._writable = True
+        self._cause = ""  # why the last write failed (refusal())
         self.write_failures = 0  # writes that failed or timed out since the start (vipu_store_write_failures_total)
         self._retrying = threading.Lock()
         self._closed = threading.Event()
@@ -207,7 +208,7 @@ class Store(HistoryReads):
                 self._verdict(own)  # a leader wrote ours while we waited, or it was dropped
                 return
             if self._failed:
-                raise Dropped(self._refusal("a write before this one failed"), reason="STORE_UNAVAILABLE")
+                raise Dropped(self._refusal(self._cause), reason="STORE_UNAVAILABLE")
             with self._queue_lock:
                 queued = list(self._queue)
                 last = self._taken = self._enqueued
@@ -233,18 +234,24 @@ class Store(HistoryReads):
         self._health(not self._failed)  # (failed: a waiter timed out, and what it left waits for discard())
 
     def _refusal(self, cause: str) -> str:
+        self._cause = cause
         fix = ("let the other process holding its write lock finish" if "locked" in cause or "busy" in cause else
                "free space (or fix the disk) where it lives")
         return f"the state store {self.path} could not be written ({cause}), so nothing changed: {fix}, then retry"
 
+    def refusal(self) -> str:
+        """Why a change is refused before it begins while the store cannot write: the last failure's cause."""
+        return self._refusal(self._cause).replace("could not be written", "cannot be written just now", 1)
+
     def _verdict(self, own: int | None) -> None:
         """Dropped if the write `own` was dropped."""
         if own is not None and any(first <= own <= last for first, last in self._dropped):
-            raise Dropped(self._refusal("an earlier write failed"), reason="STORE_UNAVAILABLE")
+            raise Dropped(self._refusal(self._cause), reason="STORE_UNAVAILABLE")
 
     def _timed_out(self, own: int | None) -> None:
         """Waited past the timeout for a leader stuck in a write. A write not in its transaction is dropped (never
         written later); one in it is stored if that transaction ends well: the answer says which."""
+        self._cause = f"no write finished in {self.write_timeout_s:g} s: a stalled disk, or a lock held"
         if own is not None and own > self._taken:
             self._failed = True  # what is queued is dropped by the next discard(), ours with it
             raise Dropped(

@@ -14,6 +14,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.cli.test_cli_e2e import run
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import job_pb2_grpc
 
@@ -41,8 +42,14 @@ def test_a_locked_database_fails_writes_not_reads_and_health_follows(server):
             assert [x.id for x in listed.jobs] == [1]
             with pytest.raises(grpc.RpcError) as refused:
                 jobs.CancelJobs(j.CancelJobsRequest(ids=[1]), timeout=60)
-            assert "cannot be written just now" in refused.value.details()
+            assert "cannot be written just now (database is locked), so nothing changed: let the other" in \
+                refused.value.details()
             assert [x.state for x in jobs.ListJobs(j.ListJobsRequest(), timeout=10).jobs] == ["PENDING"]
+            spec = server.state_dir.parent / "held.yaml"
+            spec.write_text(SPEC.decode())
+            cli = run(server, "vipu", "submit", str(spec))  # the CLI says the controller's words, not "not answering"
+            assert cli.returncode == 5 and cli.stderr.count("\n") == 1, cli.stderr
+            assert "cannot be written just now" in cli.stderr and "nothing changed" in cli.stderr
         finally:
             holder.execute("ROLLBACK")
             holder.close()

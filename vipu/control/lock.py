@@ -60,10 +60,7 @@ class StateLock:
     def changing(self) -> Iterator["StateLock"]:
         """The lock for a client's change: refused before it touches anything while the store cannot write."""
         if not self._store.writable:
-            raise Unavailable(
-                f"the state store {self._store.path} cannot be written just now (see the controller's health), so"
-                " nothing changed: free space (or fix the disk) where it lives, then retry",
-                reason="STORE_UNAVAILABLE")
+            raise Unavailable(self._store.refusal(), reason="STORE_UNAVAILABLE")
         with self:
             yield self
 
