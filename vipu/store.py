@@ -283,6 +283,15 @@ class Store(HistoryReads):
             return True
 
     @property
+    def settled(self) -> int:
+        """How many queued writes are in the database or dropped (a prefix)."""
+        return self._written
+
+    def dropped_since(self, settled: int, upto: int) -> bool:
+        """Whether a write after the first `settled` and up to `upto` was dropped."""
+        return any(first <= upto and last > settled for first, last in self._dropped)
+
+    @property
     def failed(self) -> bool:
         """A write failed and what is queued waits for discard()."""
         return self._failed

@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 
 import pytest
 
@@ -140,3 +141,42 @@ def test_programs_launched_for_starts_not_written_are_stopped(plane, tmp_path):
         with pytest.raises(ProcessLookupError):
             os.kill(int(pid.read_text()), 0)
     assert set(states(plane).values()) == {JobState.PENDING}
+
+
+def test_a_read_that_waited_for_a_write_that_failed_shows_the_state_without_it(plane, monkeypatch):
+    """A read copies the state, then waits until what it copied is durable: if that write fails, it copies again."""
+    submit(plane)
+    plane.store._lock.acquire()  # the store's connection busy: writes and the read's wait queue up behind it
+    try:
+        refused: list = []
+        writer = threading.Thread(target=lambda: refused.append(pytest.raises(Dropped, submit, plane)), daemon=True)
+        writer.start()
+        copied, flush = threading.Event(), plane.store.flush
+        reads: list = []
+        reader = threading.Thread(target=lambda: reads.append(plane.read()), daemon=True)
+
+        def flush_seen(*args, **kwargs):
+            if threading.current_thread() is reader:
+                copied.set()  # the read has copied the state with job 2 in it, and waits for its write
+            return flush(*args, **kwargs)
+
+        monkeypatch.setattr(plane.store, "flush", flush_seen)
+        assert wait_until(lambda: plane.store.enqueued == plane.store.settled + 1)  # job 2 queued
+        reader.start()
+        assert copied.wait(WAIT_S)
+        monkeypatch.setattr(plane.store, "_write", disk_full)
+    finally:
+        plane.store._lock.release()
+    writer.join(WAIT_S)
+    reader.join(WAIT_S)
+    assert len(refused) == 1 and [sorted(r.queue.table.jobs) for r in reads] == [[1]]
+    assert states(plane) == {1: JobState.PENDING}
+
+
+def wait_until(condition) -> bool:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)  # (a poll: the event is another thread's enqueue, which signals nothing)
+    return True

@@ -86,16 +86,18 @@ class StateLock:
             self._store.on_dropped()
         with self._lock:
             version = self.version
-            seen = self._store.enqueued
+            seen, settled = self._store.enqueued, self._store.settled
             yield version
         if self._store.writable:
             try:
                 self._store.flush(seen)
             except Dropped:
                 self._store.on_dropped()
-                raise Undone() from None  # the copy holds what was just undone: the reader copies again
+                raise Undone() from None
             except Unavailable:
                 pass
+        if self._store.dropped_since(settled, seen):  # (undone under the lock: the next copy is of the rebuilt state)
+            raise Undone()
 
 
 class Undone(Exception):
