@@ -191,18 +191,20 @@ class Store(HistoryReads):
             self._enqueued += 1
             return self._enqueued
 
-    def flush(self, upto: int | None = None, own: int | None = None) -> None:
+    def flush(self, upto: int | None = None, own: int | None = None, timeout: float | None = None) -> None:
         """Return once the first `upto` queued writes (default: all queued so far) are in the database. The first
         thread to get the connection writes every queued write, its own and others', in one transaction. `own`: the
-        caller's own write; Dropped if it was dropped (it never will be written), Unavailable if that is not known."""
+        caller's own write; Dropped if it was dropped (it never will be written), Unavailable if that is not known.
+        `timeout`: wait less than write_timeout_s (an RPC's caller has a deadline)."""
         upto = self._enqueued if upto is None else upto
         if self._written >= upto:
             self._verdict(own)
             return
-        if not self._lock.acquire(timeout=self.write_timeout_s):
+        wait = self.write_timeout_s if timeout is None else max(0.0, min(timeout, self.write_timeout_s))
+        if not self._lock.acquire(timeout=wait):
             self.write_failures += 1
             self._health(False)  # a write has taken longer than the timeout: a stalled disk, or a lock held
-            self._timed_out(own)
+            self._timed_out(own, wait)
         try:
             if self._written >= upto:
                 self._verdict(own)  # a leader wrote ours while we waited, or it was dropped
@@ -248,20 +250,19 @@ class Store(HistoryReads):
         if own is not None and any(first <= own <= last for first, last in self._dropped):
             raise Dropped(self._refusal(self._cause), reason="STORE_UNAVAILABLE")
 
-    def _timed_out(self, own: int | None) -> None:
+    def _timed_out(self, own: int | None, waited: float) -> None:
         """Waited past the timeout for a leader stuck in a write. A write not in its transaction is dropped (never
         written later); one in it is stored if that transaction ends well: the answer says which."""
-        self._cause = f"no write finished in {self.write_timeout_s:g} s: a stalled disk, or a lock held"
+        self._cause = f"no write finished in {waited:.3g} s: a stalled disk, or a lock held"
         if own is not None and own > self._taken:
             self._failed = True  # what is queued is dropped by the next discard(), ours with it
             raise Dropped(
-                f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s (a stalled"
-                " disk, or another process holding its lock), so nothing changed: fix the disk, then retry",
-                reason="STORE_UNAVAILABLE")
+                f"the state store {self.path} has not finished a write in {waited:.3g} s (a stalled disk, or another"
+                " process holding its lock), so nothing changed: fix the disk, then retry", reason="STORE_UNAVAILABLE")
         raise Unavailable(
-            f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s (a stalled disk, or"
-            " another process holding its lock); whether this change is stored is not known until that write ends:"
-            " once health says SERVING, check (e.g. `vipu queue`) before retrying", reason="STORE_UNAVAILABLE")
+            f"the state store {self.path} has not finished a write in {waited:.3g} s (a stalled disk, or another"
+            " process holding its lock); whether this change is stored is not known until that write ends: once"
+            " health says SERVING, check (e.g. `vipu queue`) before retrying", reason="STORE_UNAVAILABLE")
 
     def discard(self) -> bool:
         """Drop every queued write after a failed one (they are never written); True if there were any. The caller

@@ -21,10 +21,22 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+from vipu.control.callers import current
 from vipu.errors import Unavailable
 from vipu.store import Dropped, Store
 
 log = logging.getLogger("vipu.store")
+ANSWER_MARGIN_S = 0.5  # an RPC waits for the store until this long before its caller's deadline, then answers
+MIN_WAIT_S = 5.0  # but never less: a busy store is no failure, and a short deadline must not make it one
+
+
+def _answer_in() -> float | None:
+    """How long the RPC this thread serves may wait for the store (Store.write_timeout_s at most): a stalled disk
+    is then said in the answer, before the caller's deadline turns it into "did not answer in time"."""
+    call = current()
+    if call is None or call.answer_by is None:
+        return None
+    return max(MIN_WAIT_S, call.answer_by - time.monotonic() - ANSWER_MARGIN_S)
 
 
 class StateLock:
@@ -51,10 +63,14 @@ class StateLock:
             seen, own = self._store.enqueued, self._store.own
             self._lock.release()
         try:
-            self._store.flush(seen, own)
+            self._store.flush(seen, own, _answer_in())
         except Dropped:
             self._store.on_dropped()  # undone in memory before the caller answers that nothing changed
-            raise
+            if own is not None:
+                raise
+        except Unavailable:
+            if own is not None:
+                raise  # (a holding that changed nothing, a key's lookup say, answers as a read does)
 
     @contextmanager
     def changing(self) -> Iterator["StateLock"]:
