@@ -167,7 +167,7 @@ def test_a_failed_group_write_is_dropped_never_written_later(tmp_path):
 
 
 def test_the_retry_thread_asks_for_the_rollback_and_writes_nothing_dropped(tmp_path, monkeypatch):
-    monkeypatch.setattr("vipu.store.RETRY_S", 0.01)
+    monkeypatch.setattr("vipu.store_drops.RETRY_S", 0.01)
     store = Store(tmp_path / "s.db")
     heard = []
     store.on_health = heard.append

@@ -8,12 +8,7 @@ Group commit: writes are queued in order and written by whichever waiting thread
 queued writes in one transaction, so concurrent submissions share a commit. The database therefore always holds a
 prefix of the queue, and flush(upto) returns once everything up to a point is in it.
 
-A failed write is never written later: an error must mean nothing changed. When a group's transaction fails, the
-store writes nothing more until discard() has dropped every queued write (the failed group, and those queued after
-it, which were made on top of it); the controller calls it under its state lock and rebuilds its memory from the
-database (control/rollback.py). A thread whose own write was dropped gets Dropped; one that waited past the timeout
-learns whether its write was already in the stalled transaction (then it is unknown yet) or not (then it never will
-be: it is dropped too).
+A failed write is never written later (store_drops.py): an error must mean nothing changed.
 
 Checkpoints: a thread of the store's own copies the WAL into the database every CHECKPOINT_S while writes come in.
 SQLite's automatic checkpoint ran inside the commit that crossed 1,000 pages, which then took milliseconds instead
@@ -42,13 +37,13 @@ from typing import Callable, Iterable, NamedTuple
 from pydantic import BaseModel
 
 from vipu.errors import Unavailable
+from vipu.store_drops import Dropped, Drops
 from vipu.store_generation import Generation, LostLog
 from vipu.store_history import HISTORY_KIND, MAX_ROWS_PER_STATEMENT, HistoryReads, history_row
 from vipu.store_rebuild import damaged_tables
 from vipu.store_schema import migrate
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
-RETRY_S = 1.0  # while writes fail, how often the kept ones are tried again
 CHECKPOINT_S = 0.5  # how often the WAL is copied into the database while writes come in
 
 
@@ -66,15 +61,11 @@ class DamagedRecords(Exception):
         self.damaged = damaged
 
 
-class Dropped(Unavailable):
-    """The caller's write was not stored and never will be: the controller undoes it (control/rollback.py)."""
-
-
 class HistoryUnwritable(Unavailable):
     """A move into the job history failed; nothing of it was written, and the other writes go on."""
 
 
-class Store(HistoryReads):
+class Store(Drops, HistoryReads):
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
     def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False):
@@ -234,111 +225,6 @@ class Store(HistoryReads):
         finally:
             self._lock.release()
         self._health(not self._failed)  # (failed: a waiter timed out, and what it left waits for discard())
-
-    def _refusal(self, cause: str) -> str:
-        self._cause = cause
-        fix = ("let the other process holding its write lock finish" if "locked" in cause or "busy" in cause else
-               "free space (or fix the disk) where it lives")
-        return f"the state store {self.path} could not be written ({cause}), so nothing changed: {fix}, then retry"
-
-    def refusal(self) -> str:
-        """Why a change is refused before it begins while the store cannot write: the last failure's cause."""
-        return self._refusal(self._cause).replace("could not be written", "cannot be written just now", 1)
-
-    def _verdict(self, own: int | None) -> None:
-        """Dropped if the write `own` was dropped."""
-        if own is not None and any(first <= own <= last for first, last in self._dropped):
-            raise Dropped(self._refusal(self._cause), reason="STORE_UNAVAILABLE")
-
-    def _timed_out(self, own: int | None, waited: float) -> None:
-        """Waited past the timeout for a leader stuck in a write. A write not in its transaction is dropped (never
-        written later); one in it is stored if that transaction ends well: the answer says which."""
-        self._cause = f"no write finished in {waited:.3g} s: a stalled disk, or a lock held"
-        if own is not None and own > self._taken:
-            self._failed = True  # what is queued is dropped by the next discard(), ours with it
-            raise Dropped(
-                f"the state store {self.path} has not finished a write in {waited:.3g} s (a stalled disk, or another"
-                " process holding its lock), so nothing changed: fix the disk, then retry", reason="STORE_UNAVAILABLE")
-        raise Unavailable(
-            f"the state store {self.path} has not finished a write in {waited:.3g} s (a stalled disk, or another"
-            " process holding its lock); whether this change is stored is not known until that write ends: once"
-            " health says SERVING, check (e.g. `vipu queue`) before retrying", reason="STORE_UNAVAILABLE")
-
-    def discard(self) -> bool:
-        """Drop every queued write after a failed one (they are never written); True if there were any. The caller
-        holds the controller's state lock, so nothing is queued meanwhile, and then undoes them in memory."""
-        if not self._lock.acquire(timeout=min(1.0, self.write_timeout_s)):
-            return False  # a leader is stuck in a write: the retry thread tries again (on_dropped)
-        try:
-            return self._discard()
-        finally:
-            self._lock.release()
-
-    def _discard(self) -> bool:
-        with self._queue_lock:
-            if not self._failed:
-                return False
-            if self._enqueued > self._written:
-                self._dropped = [*self._dropped[-99:], (self._written + 1, self._enqueued)]
-            self._queue, self._written, self._failed = [], self._enqueued, False
-            return True
-
-    @property
-    def settled(self) -> int:
-        """How many queued writes are in the database or dropped (a prefix)."""
-        return self._written
-
-    def dropped_since(self, settled: int, upto: int) -> bool:
-        """Whether a write after the first `settled` and up to `upto` was dropped."""
-        return any(first <= upto and last > settled for first, last in self._dropped)
-
-    @property
-    def failed(self) -> bool:
-        """A write failed and what is queued waits for discard()."""
-        return self._failed
-
-    @property
-    def writable(self) -> bool:
-        """False from a failed or timed-out write until a write works again."""
-        return self._writable
-
-    def _health(self, writable: bool) -> None:
-        """Tell on_health when writing starts failing or works again; while it fails, retry the kept writes every
-        second, so health says SERVING again without waiting for a client's write."""
-        if writable == self._writable:
-            return
-        self._writable = writable
-        self.on_health(writable)
-        if not writable and self._retrying.acquire(blocking=False):
-            threading.Thread(target=self._retry, name="vipu-store-retry", daemon=True).start()
-
-    def _retry(self) -> None:
-        try:
-            while not self._writable and not self._closed.wait(RETRY_S):
-                try:
-                    if self._failed:
-                        self.on_dropped()  # undone first: a failed write is never tried again
-                    if self._enqueued > self._written:
-                        self.flush()  # written since (the rollback's own records); success says SERVING
-                    else:
-                        self._probe()
-                except Unavailable:
-                    pass
-        finally:
-            self._retrying.release()
-
-    def _probe(self) -> None:
-        """A write of a row of its own: does the disk take writes again?"""
-        if not self._lock.acquire(timeout=self.write_timeout_s):
-            return
-        try:
-            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('write_probe', ?)",
-                             (json.dumps(self.write_failures),))
-        except sqlite3.Error:
-            return
-        finally:
-            self._lock.release()
-        self._health(True)
 
     def _checkpoints(self) -> None:
         """Every CHECKPOINT_S, if anything was written since the last time, a passive checkpoint (it waits for no
