@@ -69,7 +69,7 @@ class ControlPlane:
             still_running=lambda i, t: self.scheduler.table.running_since(i, t) is not None,
             finish=self._finish, wake=self.changed, release=self._release, pod_state=lambda: self.controller.state,
             failed_mask=lambda: self.scheduler.failed_mask, api_address=lambda: (self.api_host, self.api_port),
-            run_as=lambda user: self.run_as(user, controller.state), sessions=self.sessions,
+            run_as=lambda user: self.run_as(user, self.controller.state), sessions=self.sessions,
             device_environment=self.device_environment, settings=settings)
         self.runners = {name: kind.runner(context) for name, kind in self.kinds.items() if kind.runner is not None}
         outputs = OutputFiles(settings.state_dir, settings.output_dirs)
