@@ -61,6 +61,7 @@ def roll_back(plane: ControlPlane) -> None:
 def _stop(plane: ControlPlane, job) -> None:
     """A run whose start was not written: stopped (its partition is not in the rebuilt state either)."""
     runner = plane.runners.get(job.spec.workload.kind)
-    if runner is not None:
-        runner.stop(StopJob(job.id, job.partition, JobState.NODE_FAIL, False))
+    if runner is not None:  # no partition to free once its program has ended: the rebuilt state has none, and
+        # slurm_<id> may by then be the partition of the job's next start
+        runner.stop(StopJob(job.id, "", JobState.NODE_FAIL, False))
     log.warning("job %s: its run stopped, its start could not be written", job.display_id)
