@@ -10,7 +10,7 @@ import pytest
 
 from vipu.errors import Unavailable
 from vipu.partition.admin_records import User
-from vipu.store import DamagedRecords, Store
+from vipu.store import DamagedRecords, Dropped, Store
 from vipu.store_schema import SCHEMA_VERSION, NewerSchema, UnknownSchema
 
 
@@ -122,23 +122,65 @@ def test_reading_back_another_threads_queued_write_stores_it_first(tmp_path):
     assert stored(tmp_path / "s.db") == ["a"]  # never answers with what a SIGKILL could take back
 
 
-def test_a_failed_group_write_is_retried_by_the_next_flush(tmp_path, monkeypatch):
+def fill(store: Store) -> None:
+    """A full disk as SQLite meets one: no page beyond those the database has (SQLITE_FULL)."""
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def free(store: Store) -> None:
+    store._db.execute("PRAGMA max_page_count = 1073741823")
+
+
+def many(prefix: str, n: int = 200) -> list:
+    return [("user", f"{prefix}{i:03}", user(f"{prefix}{i:03}")) for i in range(n)]  # more than the free room
+
+
+def test_a_failed_group_write_is_dropped_never_written_later(tmp_path):
+    """An error must mean nothing changed: a write that failed is not kept for a later one to store."""
     store = Store(tmp_path / "s.db")
+    store.commit([("user", "kept", user("kept"))], [])
+    heard = []
+    store.on_health = heard.append
+    store.on_dropped = lambda: None  # the controller's rollback; here, discard() below
+    fill(store)
     with store.batch():
-        store.commit([("user", "a", user("a"))], [])
-    write = store._write
-
-    def disk_full(rows, gone, history):
-        raise sqlite3.OperationalError("database or disk is full")
-
-    monkeypatch.setattr(store, "_write", disk_full)
-    with pytest.raises(Unavailable, match=r"could not be written \(database or disk is full\).*retry"):
-        store.flush()
-    monkeypatch.setattr(store, "_write", write)
+        store.commit(many("a"), [])
+    first = store.own
     with store.batch():
-        store.commit([("user", "b", user("b"))], [])
-    store.flush()
-    assert stored(tmp_path / "s.db") == ["a", "b"]
+        store.commit([("user", "b", user("b"))], [])  # queued after it, made on top of it
+    second = store.own
+    with pytest.raises(Dropped, match=r"could not be written \(database or disk is full\), so nothing changed: free"
+                                      r" space .* then retry"):
+        store.flush(first, first)
+    assert store.failed and not store.writable and heard == [False]
+    with pytest.raises(Dropped, match="nothing changed"):
+        store.flush(second, second)  # not written either, even had there been room for it
+    assert store.discard() and not store.failed
+    with pytest.raises(Dropped):
+        store.flush(second, second)  # a waiter that comes late still hears its write was dropped
+    free(store)
+    store.commit([("user", "c", user("c"))], [])
+    assert heard == [False, True]
+    assert stored(tmp_path / "s.db") == ["c", "kept"]
+    store.close()
+    assert [r.name for _, r in Store(tmp_path / "s.db").load({"user": User})] == ["c", "kept"]
+
+
+def test_the_retry_thread_asks_for_the_rollback_and_writes_nothing_dropped(tmp_path, monkeypatch):
+    monkeypatch.setattr("vipu.store_drops.RETRY_S", 0.01)
+    store = Store(tmp_path / "s.db")
+    heard = []
+    store.on_health = heard.append
+    fill(store)
+    with pytest.raises(Dropped):
+        store.commit(many("a"), [])  # the default on_dropped discards: there is no memory to undo
+    free(store)
+    deadline = time.monotonic() + 10
+    while heard != [False, True] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert heard == [False, True]  # its probe wrote: the disk takes writes again
+    assert not store.failed and stored(tmp_path / "s.db") == []
 
 
 def test_concurrent_commits_are_all_durable_when_they_return(tmp_path):
@@ -266,13 +308,28 @@ def test_a_write_that_waits_past_the_timeout_fails_unavailable_and_health_hears_
     store.on_health = heard.append
     store._lock.acquire()  # the stuck leader
     try:
-        with pytest.raises(Unavailable, match="has not finished a write in 0.2 s"):
-            store.commit([("user", "a", user("a"))], [])
+        with pytest.raises(Dropped, match="has not finished a write in 0.2 s .*, so nothing changed: fix the disk"):
+            store.commit([("user", "a", user("a"))], [])  # not in the stuck transaction: never written
         assert heard == [False]
     finally:
         store._lock.release()
-    deadline = time.monotonic() + 10  # the retry thread writes the kept change once the leader is done
+    deadline = time.monotonic() + 10  # the retry thread drops it once the leader is done, and writes a probe
     while heard != [False, True] and time.monotonic() < deadline:
         time.sleep(0.05)
     assert heard == [False, True]
-    assert store.load({"user": User}) == [("user", user("a"))]  # the change was kept, then stored
+    assert store.load({"user": User}) == []
+
+
+def test_a_write_in_the_stuck_transaction_is_not_known_and_the_answer_says_so(tmp_path):
+    store = Store(tmp_path / "s.db", write_timeout_s=0.2)
+    with store.batch():
+        store.commit([("user", "a", user("a"))], [])
+    own = store.own
+    store._lock.acquire()  # the leader that took it is stuck in the kernel
+    store._taken = own
+    try:
+        with pytest.raises(Unavailable, match="whether this change is stored is not known until that write ends") as e:
+            store.flush(own, own)
+        assert not isinstance(e.value, Dropped)
+    finally:
+        store._lock.release()

@@ -6,9 +6,9 @@ emulator has no power to cut. That keeps a commit in tens of microseconds instea
 
 Group commit: writes are queued in order and written by whichever waiting thread gets to the database first, all
 queued writes in one transaction, so concurrent submissions share a commit. The database therefore always holds a
-prefix of the queue, and flush(upto) returns once everything up to a point is in it. A failed write raises
-Unavailable in the thread that led it (any thread: a reader too) and stays queued for the next flush; so an error
-from a flush does not say the write will not happen (a client retrying with its request_id is safe).
+prefix of the queue, and flush(upto) returns once everything up to a point is in it.
+
+A failed write is never written later (store_drops.py): an error must mean nothing changed.
 
 Checkpoints: a thread of the store's own copies the WAL into the database every CHECKPOINT_S while writes come in.
 SQLite's automatic checkpoint ran inside the commit that crossed 1,000 pages, which then took milliseconds instead
@@ -21,7 +21,8 @@ table must not fail the queue's writes grouped with it. The job's runner records
 
 Stalls and failures: a thread waits at most write_timeout_s for the database (a stalled disk blocks its leader in
 the kernel), then fails with Unavailable instead of hanging its RPC. on_health hears when writes start failing and
-when they work again (health's NOT_SERVING and SERVING); meanwhile the kept writes are retried every second.
+when they work again (health's NOT_SERVING and SERVING); meanwhile a thread of the store's asks for the rollback
+(on_dropped) and tries a write every second: what is queued then, or a probe row.
 """
 
 from __future__ import annotations
@@ -37,13 +38,13 @@ from pydantic import BaseModel
 
 from vipu.errors import Unavailable
 from vipu.store_damage import Damaged, DamagedRecords, record_problem
+from vipu.store_drops import Dropped, Drops
 from vipu.store_generation import Generation, LostLog
 from vipu.store_history import HISTORY_KIND, MAX_ROWS_PER_STATEMENT, HistoryReads, history_row
 from vipu.store_rebuild import bad_history_rows, damaged_tables, quarantine_history_rows
 from vipu.store_schema import migrate
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
-RETRY_S = 1.0  # while writes fail, how often the kept ones are tried again
 CHECKPOINT_S = 0.5  # how often the WAL is copied into the database while writes come in
 
 
@@ -51,7 +52,7 @@ class HistoryUnwritable(Unavailable):
     """A move into the job history failed; nothing of it was written, and the other writes go on."""
 
 
-class Store(HistoryReads):
+class Store(Drops, HistoryReads):
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
     def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False):
@@ -60,9 +61,11 @@ class Store(HistoryReads):
         wal_was_there = self._generation.wal.exists()
         self.write_timeout_s = write_timeout_s
         self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
+        self.on_dropped: Callable[[], None] = self.discard  # undoes failed writes (the controller: rollback.py)
         self.lost_log: LostLog | None = None  # the log loss that accept_lost_log accepted, for the start to say
         self.job_kinds: frozenset[str] = frozenset()  # runners' records named by a job id: they move with the job
         self._writable = True
+        self._cause = ""  # why the last write failed (refusal())
         self.write_failures = 0  # writes that failed or timed out since the start (vipu_store_write_failures_total)
         self._retrying = threading.Lock()
         self._closed = threading.Event()
@@ -89,7 +92,10 @@ class Store(HistoryReads):
         self._queue_lock = threading.Lock()
         self._queue: list[dict[tuple[str, str], str | None]] = []  # queued writes, oldest first
         self._enqueued = 0  # writes ever queued
-        self._written = 0  # of which in the database (a prefix)
+        self._written = 0  # of which settled: in the database, or dropped (a prefix)
+        self._taken = 0  # the last write in the transaction being written (a stalled one, if it stalls)
+        self._failed = False  # a write failed: nothing is written until discard() has dropped the queue
+        self._dropped: list[tuple[int, int]] = []  # (first, last) ranges of dropped writes, oldest first
         self._reading = threading.Lock()  # the history's reads, on a connection of their own (WAL: beside writes)
         self._reader: sqlite3.Connection | None = None
         self._checkpointer = threading.Thread(target=self._checkpoints, name="vipu-store-checkpoint", daemon=True)
@@ -110,8 +116,12 @@ class Store(HistoryReads):
             yield
         finally:
             pending, self._batch.pending = self._batch.pending, None
-            if pending:
-                self._enqueue(pending)
+            self._batch.own = self._enqueue(pending) if pending else None
+
+    @property
+    def own(self) -> int | None:
+        """The number of the write this thread's last batch queued (None: it changed nothing)."""
+        return getattr(self._batch, "own", None)
 
     def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
         """Durable when it returns, unless inside a batch (then when the batch is flushed)."""
@@ -124,7 +134,8 @@ class Store(HistoryReads):
         elif pending is not None:
             pending.update(changes)
         elif changes:
-            self.flush(self._enqueue(changes))
+            own = self._enqueue(changes)
+            self.flush(own, own)
 
     def _move(self, changes: dict, pending: dict | None) -> None:
         """A history move, after every write queued before it (this thread's batch so far included), alone."""
@@ -158,26 +169,29 @@ class Store(HistoryReads):
             self._enqueued += 1
             return self._enqueued
 
-    def flush(self, upto: int | None = None) -> None:
+    def flush(self, upto: int | None = None, own: int | None = None, timeout: float | None = None) -> None:
         """Return once the first `upto` queued writes (default: all queued so far) are in the database. The first
-        thread to get the connection writes every queued write, its own and others', in one transaction."""
+        thread to get the connection writes every queued write, its own and others', in one transaction. `own`: the
+        caller's own write; Dropped if it was dropped (it never will be written), Unavailable if that is not known.
+        `timeout`: wait less than write_timeout_s (an RPC's caller has a deadline)."""
         upto = self._enqueued if upto is None else upto
         if self._written >= upto:
+            self._verdict(own)
             return
-        if not self._lock.acquire(timeout=self.write_timeout_s):
+        wait = self.write_timeout_s if timeout is None else max(0.0, min(timeout, self.write_timeout_s))
+        if not self._lock.acquire(timeout=wait):
             self.write_failures += 1
             self._health(False)  # a write has taken longer than the timeout: a stalled disk, or a lock held
-            raise Unavailable(
-                f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s (a stalled disk,"
-                " or another process holding its lock); the change is kept and stored once it can be: retry (a"
-                " submit with the same request_id is not queued twice)"
-            )
+            self._timed_out(own, wait)
         try:
             if self._written >= upto:
-                return  # a leader wrote ours while we waited
+                self._verdict(own)  # a leader wrote ours while we waited, or it was dropped
+                return
+            if self._failed:
+                raise Dropped(self._refusal(self._cause), reason="STORE_UNAVAILABLE")
             with self._queue_lock:
-                queued, self._queue = self._queue, []
-                last = self._enqueued
+                queued = list(self._queue)
+                last = self._taken = self._enqueued
             merged: dict[tuple[str, str], str | tuple | None] = {}
             for changes in queued:
                 merged.update(changes)
@@ -186,45 +200,18 @@ class Store(HistoryReads):
                             [key for key, doc in merged.items() if doc is None],
                             [doc for doc in merged.values() if isinstance(doc, tuple)])
             except BaseException as e:
-                with self._queue_lock:  # not written: the next flush tries them again, still first in order
-                    self._queue[:0] = queued
+                self._failed = True  # kept queued, written never: discard() drops them with those queued since
+                self.write_failures += 1
+                self._health(False)
                 if isinstance(e, sqlite3.Error):  # disk full, I/O error: a retry may succeed, so not INTERNAL
-                    self.write_failures += 1
-                    self._health(False)
-                    raise Unavailable(
-                        f"the state store {self.path} could not be written ({e}); the change is kept and stored by"
-                        " the next write: retry (a submit with the same request_id is not queued twice)",
-                        reason="STORE_UNAVAILABLE") from e
+                    raise Dropped(self._refusal(str(e)), reason="STORE_UNAVAILABLE") from e
                 raise
+            with self._queue_lock:
+                del self._queue[:len(queued)]
             self._written = last
         finally:
             self._lock.release()
-        self._health(True)
-
-    @property
-    def writable(self) -> bool:
-        """False from a failed or timed-out write until a write works again."""
-        return self._writable
-
-    def _health(self, writable: bool) -> None:
-        """Tell on_health when writing starts failing or works again; while it fails, retry the kept writes every
-        second, so health says SERVING again without waiting for a client's write."""
-        if writable == self._writable:
-            return
-        self._writable = writable
-        self.on_health(writable)
-        if not writable and self._retrying.acquire(blocking=False):
-            threading.Thread(target=self._retry, name="vipu-store-retry", daemon=True).start()
-
-    def _retry(self) -> None:
-        try:
-            while not self._writable and not self._closed.wait(RETRY_S):
-                try:
-                    self.flush()  # the kept writes; success says SERVING
-                except Unavailable:
-                    pass
-        finally:
-            self._retrying.release()
+        self._health(not self._failed)  # (failed: a waiter timed out, and what it left waits for discard())
 
     def _checkpoints(self) -> None:
         """Every CHECKPOINT_S, if anything was written since the last time, a passive checkpoint (it waits for no
@@ -367,7 +354,10 @@ class Store(HistoryReads):
     def close(self) -> None:
         self._closed.set()
         try:
-            self.flush()
+            if not self._failed:
+                self.flush()  # what failed is never written, also not at the end
+        except Unavailable:
+            pass  # refused to its callers already, or (a timeout) told them it is not known
         finally:
             self._checkpointer.join(timeout=self.write_timeout_s)
             with self._lock:

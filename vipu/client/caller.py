@@ -29,6 +29,9 @@ HOSTNAME_MISMATCH = (62, 64)  # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH, X509_V_E
 REQUEST_ID = "x-request-id"  # one per call, the same on its retries: the controller's log line names it (docs/logging.md)
 PAGE_TRIES = 3  # a listing the controller no longer keeps is started again this often
 LISTING_EXPIRED = "LISTING_EXPIRED"
+# UNAVAILABLE that waiting does not mend: something else listening, or a controller whose disk does not write (it
+# answered: its message says what changed and the fix, where retrying would say "not answering")
+NOT_RETRIED = ("NOT_A_CONTROLLER", "STORE_UNAVAILABLE")
 
 
 def new_request_id() -> str:
@@ -123,7 +126,7 @@ class Caller:
                 # a TLS mismatch does not mend by waiting: probe for it once, when the first try fails
                 if down and attempt == 0 and (problem := self.tls_problem()):
                     raise ApiError(grpc.StatusCode.UNAVAILABLE, TLS_MISMATCH, problem) from None
-                if not (retry and error.code == grpc.StatusCode.UNAVAILABLE and error.reason != "NOT_A_CONTROLLER"
+                if not (retry and error.code == grpc.StatusCode.UNAVAILABLE and error.reason not in NOT_RETRIED
                         and left > 0.25):
                     raise error from None
                 if attempt == 0 and waiting is not None:

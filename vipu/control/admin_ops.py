@@ -37,12 +37,12 @@ class AdminOps:
     def create_agent(self, name: str, *, caller: str = "", request_id: str = "", **given) -> Agent:
         """`given`: host, port, machine, each only if set (else its default). With a `request_id`, a retry returns
         what the first call made, as every create here does (creations.py)."""
-        with self.plane.lock:
+        with self.plane.lock.changing():
             return self._once(caller, "agent", request_id, {"name": name, **given},
                               lambda: self._admin.create_agent(name, **given))
 
     def remove_agent(self, name: str) -> Agent:
-        with self.plane.lock:
+        with self.plane.lock.changing():
             return self._admin.remove_agent(name)
 
     def agent(self, name: str) -> Agent:
@@ -53,7 +53,7 @@ class AdminOps:
 
     def set_agent_state(self, name: str, state: str) -> Agent:
         """DRAINED takes a machine out of service for new partitions (its running jobs go on); ONLINE resumes it."""
-        with self.plane.lock:
+        with self.plane.lock.changing():
             agent = self._admin.set_agent_state(name, state)
         self.plane.changed()
         return agent
@@ -64,11 +64,11 @@ class AdminOps:
         pod = self.plane.pod
         fields = {"name": name, "agents": agents, "num_ilds": num_ilds or 1, "topology": topology or pod.ild_topology,
                   "cluster_topology": cluster_topology or pod.cluster_topology}
-        with self.plane.lock:
+        with self.plane.lock.changing():
             return self._once(caller, "cluster", request_id, fields, lambda: self._admin.create_cluster(**fields))
 
     def remove_cluster(self, name: str) -> Cluster:
-        with self.plane.lock:
+        with self.plane.lock.changing():
             return self._admin.remove_cluster(name)
 
     def cluster(self, name: str) -> Cluster:
@@ -81,11 +81,11 @@ class AdminOps:
     def create_allocation(self, name: str, agents: list[str], users: list[str], *, caller: str = "",
                           request_id: str = "") -> Allocation:
         fields = {"name": name, "agents": agents, "users": users}
-        with self.plane.lock:
+        with self.plane.lock.changing():
             return self._once(caller, "allocation", request_id, fields, lambda: self._admin.create_allocation(**fields))
 
     def remove_allocation(self, name: str) -> Allocation:
-        with self.plane.lock:
+        with self.plane.lock.changing():
             self.plane.scheduler.check_allocation_unused(name)  # its pending jobs would wait forever
             return self._admin.remove_allocation(name)
 
@@ -108,7 +108,7 @@ class AdminOps:
             return user
 
         fields = {"name": name, "admin": admin, "unix_user": unix_user or None}
-        with self.plane.lock:
+        with self.plane.lock.changing():
             user = self._once(caller, "user", request_id, fields, create)
             return (user, keys[0]) if keys else self._admin.new_key(name)
 
@@ -116,13 +116,13 @@ class AdminOps:
         """Map the user to another Unix account ("" removes the mapping; None changes nothing)."""
         if unix_user:
             account(unix_user)  # exists, and is not root
-        with self.plane.lock:
+        with self.plane.lock.changing():
             if unix_user is None:
                 return self._admin.state.get("user", name)  # NotFound for no such user
             return self._admin.update_user(name, unix_user or None)
 
     def remove_user(self, name: str) -> User:
-        with self.plane.lock:
+        with self.plane.lock.changing():
             return self._admin.remove_user(name)
 
     def user(self, name: str) -> User:
@@ -157,7 +157,7 @@ class AdminOps:
     def repair_ipus(self, ipus: list[int]) -> list[int]:
         """Failed IPUs back in service (and their machines' actors told); returns those that were failed."""
         plane = self.plane
-        with plane.lock:
+        with plane.lock.changing():
             repaired = plane.controller.partitions.repair_ipus(ipus)
             plane.scheduler.repair_ipus(repaired)
         plane.machines.repaired(sorted({ipu // plane.pod.machine.ipus for ipu in repaired}))

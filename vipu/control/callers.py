@@ -20,6 +20,7 @@ class Call(NamedTuple):
     method: str  # "vipu.v1.JobService/CancelJob"
     caller: str  # the caller's user name ("unknown" when it gave none)
     peer: Callable[[], str] = lambda: ""  # where the call came from (gRPC's "ipv4:10.0.0.7:51234")
+    answer_by: float | None = None  # time.monotonic() by which the caller wants its answer (its deadline)
 
 
 _serving: ContextVar[Call | None] = ContextVar("vipu_call", default=None)

@@ -67,7 +67,7 @@ class JobOps:
         for k, request in enumerate(requests):
             with naming_spec(k, len(requests), request.source):
                 specs.append(self._checked(request, identity))
-        with plane.lock:
+        with plane.lock.changing():
             for k, (request, spec) in enumerate(zip(requests, specs)):
                 with naming_spec(k, len(requests), request.source):
                     self._check_allocation(spec, identity)
@@ -152,7 +152,7 @@ class JobOps:
         # one all-or-nothing cancel: a refusal leaves every job as it was, and no job named starts between the
         # cancels of the others (scancel 15 16 20 with 20 pending got a partition and ran once 15 and 16 had freed
         # theirs)
-        with plane.lock:
+        with plane.lock.changing():
             self._owned(ids, identity)
             now = plane.now()
             chosen = ids or plane.scheduler.matching(match, identity.sees)
@@ -203,7 +203,7 @@ class JobOps:
         if not ids:
             raise InvalidArgument(NO_IDS)
         plane = self.plane
-        with plane.lock:
+        with plane.lock.changing():
             self._owned(ids, identity)
             now = plane.now()
             for job_id in ids if check else ():

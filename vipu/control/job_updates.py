@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def update_job(plane: ControlPlane, job_id: int, update: JobUpdate, single: bool, identity: Identity) -> list[Job]:
     """Change the job's fields (vipu/scheduler/updates.py): a user only their own jobs, an admin every job (without
     --secure every caller is one). Returns the jobs changed, or the job as it is if nothing changed."""
-    with plane.lock:
+    with plane.lock.changing():
         scheduler = plane.scheduler
         identity.check_owner("job", str(job_id), scheduler.table.get(job_id).user)
         now = plane.now()

@@ -78,7 +78,7 @@ class PartitionOps:
                     from None
         request = request.model_copy(update={"owner": identity.name})
         plane = self.plane
-        with plane.lock:
+        with plane.lock.changing():
             if request.allocation and not identity.admin:  # (an admin may use any: create() checks the name)
                 identity.check_allocation(request.allocation,
                                           plane.controller.admin.get_allocation(request.allocation).users)
@@ -117,7 +117,7 @@ class PartitionOps:
         job ends CANCELLED with it, since a job counted as running on IPUs that are free again would see them
         handed out twice."""
         plane = self.plane
-        with plane.lock:
+        with plane.lock.changing():
             self._owned(identity, name)
             job = self._running_job_of(name)
             if job is None:
@@ -143,7 +143,7 @@ class PartitionOps:
 
     def reset(self, name: str, identity: Identity) -> Partition:
         plane = self.plane
-        with plane.lock:
+        with plane.lock.changing():
             self._owned(identity, name)
             job = self._running_job_of(name)
             if job is not None:
@@ -163,13 +163,13 @@ class PartitionOps:
 
     def acquire(self, name: str, holder: str, identity: Identity) -> Partition:
         check_user_holder(holder)
-        with self.plane.lock:
+        with self.plane.lock.changing():
             self._owned(identity, name)
             return self.plane.controller.partitions.acquire(name, holder)
 
     def release(self, name: str, holder: str, identity: Identity) -> Partition:
         check_user_holder(holder)
-        with self.plane.lock:
+        with self.plane.lock.changing():
             self._owned(identity, name)
             return self.plane.controller.partitions.release(name, holder)
 

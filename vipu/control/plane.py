@@ -20,7 +20,7 @@ from vipu.control.ended_jobs import stored_job
 from vipu.control.executor import LiveExecutor
 from vipu.control.output_files import OutputFiles
 from vipu.control.job_ops import JobOps
-from vipu.control.lock import StateLock
+from vipu.control.lock import Recording, StateLock, Undone
 from vipu.control.pacing import Pacing
 from vipu.control.partition_ops import PartitionOps
 from vipu.control.realtime import RealtimeLoop
@@ -64,18 +64,20 @@ class ControlPlane:
         self.machines = Fleet(self.pod, on_lost=self._machines_lost, mode="off")
         self.kinds = kinds if kinds is not None else builtin_kinds()
         context = RunContext(
-            pod=self.pod, store=store, lock=self.lock, machines=self.machines, now=now,
-            job=lambda i: scheduler.table.jobs.get(i) or stored_job(store, i), still_running=lambda i, t: scheduler.table.running_since(i, t) is not None,
-            finish=self._finish, wake=self.changed, release=self._release, pod_state=lambda: controller.state,
-            failed_mask=lambda: scheduler.failed_mask, api_address=lambda: (self.api_host, self.api_port),
-            run_as=lambda user: self.run_as(user, controller.state), sessions=self.sessions,
+            pod=self.pod, store=store, lock=Recording(self.lock), machines=self.machines, now=now,
+            job=lambda i: self.scheduler.table.jobs.get(i) or stored_job(store, i),
+            still_running=lambda i, t: self.scheduler.table.running_since(i, t) is not None,
+            finish=self._finish, wake=self.changed, release=self._release, pod_state=lambda: self.controller.state,
+            failed_mask=lambda: self.scheduler.failed_mask, api_address=lambda: (self.api_host, self.api_port),
+            run_as=lambda user: self.run_as(user, self.controller.state), sessions=self.sessions,
             device_environment=self.device_environment, settings=settings)
         self.runners = {name: kind.runner(context) for name, kind in self.kinds.items() if kind.runner is not None}
         outputs = OutputFiles(settings.state_dir, settings.output_dirs)
         self.executor = LiveExecutor(scheduler, controller, self.machines, self.kinds, self.runners, self.metrics,
                                      outputs)
-        self.driver = Driver(scheduler, self.executor, masks=controller.state.job_masks)
-        self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics, self._forget)
+        self.driver = Driver(scheduler, self.executor, masks=self._masks)
+        self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics, self._forget, lambda: store.writable)
+        store.on_dropped = self._roll_back
         self.pacing = Pacing(lambda: self.lock.last_write)
         self.listings = Listings(self.pacing.paced)
         self._snapshot: Snapshot | None = None
@@ -88,6 +90,22 @@ class ControlPlane:
     def watch_store(self, on_health: Callable[[bool], None]) -> None:
         """Hear when the store cannot write any more (True again once it can): health follows it."""
         self.store.on_health = on_health
+
+    def _masks(self):
+        return self.controller.state.job_masks()
+
+    def _roll_back(self) -> None:
+        """Writes the store dropped are undone: the state rebuilt from what it holds (rollback.py)."""
+        from vipu.control.rollback import roll_back  # it builds the state as the start does (startup.py)
+
+        roll_back(self)
+
+    def use(self, controller: Controller, scheduler: Scheduler, creations: Creations) -> None:
+        """Serve a state rebuilt from the store (rollback.py): every part that holds the state moves to it."""
+        self.controller, self.scheduler, self.creations = controller, scheduler, creations
+        self.executor.scheduler, self.executor.controller = scheduler, controller
+        self.driver = self.loop.driver = Driver(scheduler, self.executor, masks=self._masks)
+        self._snapshot = None
 
     def store_writes(self) -> StoreWrites:
         """Whether the store writes now, and how many writes failed since the start (metrics, /healthz)."""
@@ -104,10 +122,15 @@ class ControlPlane:
             snapshot = self._snapshot
             if snapshot is not None and snapshot.version == self.lock.version:
                 return snapshot
-            with self.lock.reading() as version:
-                state = self.controller.state
-                available, allowed = state.job_masks()
-                snapshot = Snapshot(version, self.scheduler.view(), state.read_copy(), available, allowed)
+            while True:
+                try:
+                    with self.lock.reading() as version:
+                        state = self.controller.state
+                        available, allowed = state.job_masks()
+                        snapshot = Snapshot(version, self.scheduler.view(), state.read_copy(), available, allowed)
+                    break
+                except Undone:  # the store could not write what it saw: the next copy is of the state rebuilt
+                    continue
             self._snapshot = snapshot
         return snapshot
 
@@ -189,7 +212,7 @@ class ControlPlane:
 
     def _release(self, partition: str) -> None:
         """A stopped run's work has ended: its partition goes, and a job may take its IPUs."""
-        with self.lock:
+        with Recording(self.lock):
             self.executor.release(partition)
         self.changed()
 

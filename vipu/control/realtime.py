@@ -28,17 +28,19 @@ IDLE_WAIT_S = 3600.0
 # cycle per job each walking the whole queue. An idle Pod still starts a job at once (the gap has long passed).
 MIN_GAP_S = 0.01
 PURGE_SLACK_S = 1.0  # jobs due to leave memory within a second of each other leave in one step
+STORE_WAIT_S = 1.0  # while the store cannot write, how often the loop looks whether it can again
 PURGE_RETRY_S = 60.0  # after a move into the history failed, the next try (each failure is logged)
 
 
 class RealtimeLoop:
     def __init__(self, driver: Driver, lock: StateLock, now: Callable[[], float], metrics: Metrics,
-                 forget: Callable[[list], None] = lambda jobs: None):
+                 forget: Callable[[list], None] = lambda jobs: None, writable: Callable[[], bool] = lambda: True):
         self.driver = driver
         self.lock = lock
         self.now = now
         self.metrics = metrics
         self.forget = forget  # told which jobs purge.py moved out of memory
+        self.writable = writable  # whether the store writes: no step starts jobs it could not record
         self.purge_failing: str | None = None  # why the last move into the history failed, until one works
         self._purge_after = 0.0  # monotonic: no move is tried before (after a failure)
         self._wake = threading.Event()
@@ -109,6 +111,10 @@ class RealtimeLoop:
             if gap > 0:
                 self._stop.wait(gap)
             last = time.monotonic()
+            if not self.writable():  # a start the store could not record would be undone, its run stopped
+                self._wake.wait(timeout=STORE_WAIT_S)
+                self._wake.clear()
+                continue
             try:
                 with self.lock, self.metrics.cycle.time():
                     now = self.now()

@@ -110,7 +110,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])
         plane = ControlPlane(controller, scheduler, store, clock.now, api_host, api_port, kinds, settings, creations)
         with plane.lock:
-            _recover(plane, [(k, r) for k, r in records if k in JOB_KINDS])
+            recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS])
     plane.state_id = held
     return plane
 
@@ -302,15 +302,17 @@ def _cycle_collection_paused():
             gc.enable()
 
 
-def _recover(plane: ControlPlane, job_records) -> None:
+def recover_jobs(plane: ControlPlane, job_records, goes_on=lambda job: False, **notes) -> None:
+    """The queue from the job records, running jobs resumed or ended (module docstring). A rollback's
+    (rollback.py): `goes_on(job)`, its run is still going in this process; `notes`, Scheduler.recover's wording."""
     scheduler, controller, driver = plane.scheduler, plane.controller, plane.driver
     now = plane.now()
 
     def resumable(job) -> bool:
         kind = plane.kinds.get(job.spec.workload.kind)
-        return kind is not None and kind.resumable
+        return goes_on(job) or (kind is not None and kind.resumable)
 
-    effects = scheduler.recover(job_records, now, list(controller.state.partitions), resumable=resumable)
+    effects = scheduler.recover(job_records, now, list(controller.state.partitions), resumable=resumable, **notes)
     driver.apply(effects, now)
     failed = sorted(controller.state.failed_ipus)
     driver.apply(scheduler.fail_ipus(failed, now, "out of service when the controller restarted"), now)

@@ -17,7 +17,7 @@ from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.workload import Ending
 
 if TYPE_CHECKING:
-    from vipu.control.lock import StateLock
+    from vipu.control.lock import Recording
     from vipu.hardware.pod import PodConfig
     from vipu.jobs.sessions.tokens import Sessions
     from vipu.partition.pod_state import PodState
@@ -45,7 +45,7 @@ class RunContext:
 
     pod: PodConfig
     store: Store  # the runner's own records (e.g. "job_result"), committed in the lock's transaction when held
-    lock: StateLock
+    lock: Recording  # the state lock, held to record what happened to a run (lock.py)
     machines: Fleet
     now: Callable[[], float]
     job: Callable[[int], "Job | None"]  # the job's record now

@@ -90,7 +90,7 @@ class StateCollector(Collector):
                                 " write until one works again (gRPC health is NOT_SERVING meanwhile).",
                                 value=int(writes.writable))
         yield CounterMetricFamily("vipu_store_write_failures", "State store writes that failed or timed out (each"
-                                  " change is kept and written by a later one).", value=writes.failures)
+                                  " change was undone, and its caller told nothing changed).", value=writes.failures)
 
     def training(self):
         """Per-step figures of running training jobs; the series exist only while the job runs. A modelled job

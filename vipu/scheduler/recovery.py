@@ -54,7 +54,8 @@ def _records(records: Iterable) -> tuple[list[Job], SchedulerMeta | None, Purged
 
 
 def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[str] | None,
-            resumable: Callable[[Job], bool] | None = None) -> list[Effect]:
+            resumable: Callable[[Job], bool] | None = None, event: str = "the controller's restart",
+            lost: str | None = None) -> list[Effect]:
     if s.table.jobs:
         raise FailedPrecondition("recover() rebuilds an empty scheduler; create a new Scheduler for it")
     jobs, meta, purged = _records(records)
@@ -73,19 +74,20 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
         kept = job.partition in live
         if job.state is S.COMPLETING and not kept:
             job = job.moved(S.COMPLETED if job.exit_code == 0 else S.FAILED, now, end_time=now,
-                            recovery="finished at the controller's restart: its workload had already exited")
+                            recovery=f"finished at {event}: its workload had already exited")
             changed.append(job)
         elif job.state is S.RUNNING and kept and (resumable is None or resumable(job)):
-            job = job.updated({"recovery": f"resumed after the controller's restart: its partition {job.partition}"
+            job = job.updated({"recovery": f"resumed after {event}: its partition {job.partition}"
                                            " survived"})
             changed.append(job)
         elif job.state is S.RUNNING:
-            why = ("its partition was lost with the controller" if not kept
+            why = lost or ("its partition was lost with the controller" if not kept
                    else "its workload does not outlive the controller (a training run lives in the controller's"
                    " process; a program's supervisor stops it when the controller goes)")
             then = "requeued" if job.spec.requeue else "not requeued (its spec says requeue: false)"
-            failed = job.moved(S.NODE_FAIL, now, end_time=now, ended_by=f"the controller stopped while it ran: {why}",
-                               recovery=f"ended NODE_FAIL at the controller's restart, {then}: {why}")
+            failed = job.moved(S.NODE_FAIL, now, end_time=now,
+                               ended_by=why if lost else f"the controller stopped while it ran: {why}",
+                               recovery=f"ended NODE_FAIL at {event}, {then}: {why}")
             job = failed.requeued(now) if job.spec.requeue else failed
             if job is not failed:
                 cut_short.append(failed)
@@ -93,7 +95,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
             lost.add(job.id)
         if job.state is S.PENDING and job.spec.qos in s.retired_qos and not job.admin_hold:
             job = job.updated({"held": True, "admin_hold": True, "recovery": (
-                f"{job.recovery + '; then ' if job.recovery else ''}held (JobHeldAdmin) at the controller's restart:"
+                f"{job.recovery + '; then ' if job.recovery else ''}held (JobHeldAdmin) at {event}:"
                 f" its qos {job.spec.qos} is no longer in the scheduler config; restore the QOS, or release the job"
                 " (it then runs at priority 0) or cancel it")})
             if changed and changed[-1].id == job.id:  # changed above, in this same pass

@@ -9,6 +9,7 @@ unit's lines past 10,000 in 30 s by default, the lifecycle events with them.
 from __future__ import annotations
 
 import logging
+import time
 
 from vipu.client.caller import new_request_id
 from vipu.control.callers import Call, current, serving
@@ -66,7 +67,9 @@ class RequestLog(UnaryInterceptor):
                     "user": call.caller, "duration_ms": round(ms, 3), "peer": call.peer()}})
 
         def behaviour(request, context):
-            call = Call(request_id_of(context.invocation_metadata()), name, self.caller(context), context.peer)
+            left = context.time_remaining()
+            call = Call(request_id_of(context.invocation_metadata()), name, self.caller(context), context.peer,
+                        None if left is None else time.monotonic() + left)
             with serving(call):
                 return served(inner, request, context, logged)
 

@@ -1,0 +1,182 @@
+"""A request answered with an error changed nothing, now or after a restart; one answered OK is durable. The disk
+fills for real as SQLite sees it: PRAGMA max_page_count (SQLITE_FULL, 'database or disk is full')."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from vipu.access import ANYONE
+from vipu.control.job_ops import SubmitRequest
+from vipu.control.startup import open_plane
+from vipu.errors import Unavailable
+from vipu.scheduler.job_filter import NO_FILTER
+from vipu.scheduler.job_states import JobState
+from vipu.store import Dropped
+from tests.test_store import fill, free
+
+HELD = b'{"ipus": 1, "time_limit": "10m", "hold": true}'
+SLEEP = b'{"ipus": 1, "time_limit": "10m", "workload": {"kind": "sleep", "duration": "5m"}}'
+WAIT_S = 30  # a bound only a broken store reaches (its retry thread tries every second)
+NOTHING_CHANGED = r"could not be written \(database or disk is full\), so nothing changed: free space"
+
+
+@pytest.fixture
+def plane(tmp_path):
+    plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 8090)
+    yield plane
+    plane.stop()
+    plane.store.close()
+
+
+def submit(plane, spec=HELD, n=1) -> list[int]:
+    done = plane.jobs.submit([SubmitRequest(spec, {}) for _ in range(n)], ANYONE)
+    return [job.id for x in done for job in x.jobs]
+
+
+def states(plane) -> dict[int, JobState]:
+    return {x.id: x.state for x in plane.jobs.queue(ANYONE).items}
+
+
+def freed(plane) -> None:
+    """Space again; the store's retry thread finds out and health says SERVING."""
+    serving = threading.Event()
+    plane.watch_store(lambda writable: writable and serving.set())
+    free(plane.store)
+    assert serving.wait(WAIT_S) and plane.store_writes().writable
+
+
+def restarted(plane, tmp_path):
+    plane.stop()
+    plane.store.close()
+    return open_plane("bow-pod16", tmp_path, "127.0.0.1", 8090)
+
+
+def test_a_refused_submit_is_not_queued_now_nor_after_a_restart(plane, tmp_path):
+    assert submit(plane) == [1]
+    fill(plane.store)
+    with pytest.raises(Dropped, match=NOTHING_CHANGED):
+        submit(plane, n=100)  # as `vipu submit specs/*.yaml`
+    assert states(plane) == {1: JobState.PENDING}
+    assert not plane.store_writes().writable
+    with pytest.raises(Unavailable, match=r"cannot be written just now \(database or disk is full\), so nothing"):
+        submit(plane)  # refused before it touches anything
+    assert states(plane) == {1: JobState.PENDING}
+    freed(plane)
+    assert submit(plane) == [2]  # the ids the refused ones had are given again: they were never stored
+    again = restarted(plane, tmp_path)
+    try:
+        assert states(again) == {1: JobState.PENDING, 2: JobState.PENDING}
+    finally:
+        again.store.close()
+
+
+def test_a_refused_cancel_leaves_the_jobs_pending(plane, tmp_path):
+    ids = submit(plane, n=40)
+    fill(plane.store)
+    with pytest.raises(Dropped, match=NOTHING_CHANGED):
+        plane.jobs.cancel(ids, NO_FILTER, False, ANYONE)
+    assert set(states(plane).values()) == {JobState.PENDING} and len(states(plane)) == 40
+    freed(plane)
+    assert submit(plane) == [41]
+    again = restarted(plane, tmp_path)
+    try:
+        assert set(states(again).values()) == {JobState.PENDING} and len(states(again)) == 41
+    finally:
+        again.store.close()
+
+
+def test_a_cycle_whose_starts_are_not_written_leaves_nothing_running(plane, tmp_path):
+    submit(plane, SLEEP, n=16)
+    fill(plane.store)
+    with pytest.raises(Dropped):
+        plane.step()  # the loop's step: its starts (jobs RUNNING, partitions made) are not written
+    assert set(states(plane).values()) == {JobState.PENDING}
+    assert not plane.controller.state.partitions and not plane.scheduler.table.running
+    freed(plane)
+    plane.step()
+    assert set(states(plane).values()) == {JobState.RUNNING}
+    again = restarted(plane, tmp_path)
+    try:
+        assert set(states(again).values()) == {JobState.RUNNING} and len(again.controller.state.partitions) == 16
+    finally:
+        again.store.close()
+
+
+def disk_full(rows, gone, history):
+    """A cancel of running jobs frees pages (their partitions) as it writes: no room is short, so the failure is
+    made here as SQLite reports it."""
+    raise sqlite3.OperationalError("database or disk is full")
+
+
+def test_a_refused_cancel_of_running_jobs_leaves_them_running(plane, monkeypatch):
+    ids = submit(plane, SLEEP, n=16)
+    plane.step()
+    monkeypatch.setattr(plane.store, "_write", disk_full)
+    with pytest.raises(Dropped, match=NOTHING_CHANGED):
+        plane.jobs.cancel(ids, NO_FILTER, False, ANYONE)
+    assert states(plane) == {i: JobState.RUNNING for i in ids}  # a sleep's run resumes: nothing of it had gone
+    assert len(plane.controller.state.partitions) == 16
+    assert all(x.recovery == "" or "undoing" in x.recovery for x in plane.jobs.queue(ANYONE).items)
+
+
+def test_programs_launched_for_starts_not_written_are_stopped(plane, tmp_path):
+    """Their starts are undone, so their programs must not run on: no job the store does not know as running runs."""
+    spec = {"ipus": 1, "time_limit": "5m", "workload": {
+        "kind": "command", "script": f"#!/bin/bash\necho $$ > {tmp_path}/pid-$SLURM_JOB_ID\nexec sleep 300\n",
+        "submit_dir": str(tmp_path)}}
+    ids = submit(plane, json.dumps(spec).encode(), n=16)
+    fill(plane.store)
+    with pytest.raises(Dropped):
+        plane.step()
+    assert set(states(plane).values()) == {JobState.PENDING} and not plane.controller.state.partitions
+    for job in ids:
+        assert plane.runners["command"].runs[job].finished.wait(WAIT_S)  # stopped before or after it started
+    for pid in tmp_path.glob("pid-*"):
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid.read_text()), 0)
+    assert set(states(plane).values()) == {JobState.PENDING}
+
+
+def test_a_read_that_waited_for_a_write_that_failed_shows_the_state_without_it(plane, monkeypatch):
+    """A read copies the state, then waits until what it copied is durable: if that write fails, it copies again."""
+    submit(plane)
+    plane.store._lock.acquire()  # the store's connection busy: writes and the read's wait queue up behind it
+    try:
+        refused: list = []
+        writer = threading.Thread(target=lambda: refused.append(pytest.raises(Dropped, submit, plane)), daemon=True)
+        writer.start()
+        copied, flush = threading.Event(), plane.store.flush
+        reads: list = []
+        reader = threading.Thread(target=lambda: reads.append(plane.read()), daemon=True)
+
+        def flush_seen(*args, **kwargs):
+            if threading.current_thread() is reader:
+                copied.set()  # the read has copied the state with job 2 in it, and waits for its write
+            return flush(*args, **kwargs)
+
+        monkeypatch.setattr(plane.store, "flush", flush_seen)
+        assert wait_until(lambda: plane.store.enqueued == plane.store.settled + 1)  # job 2 queued
+        reader.start()
+        assert copied.wait(WAIT_S)
+        monkeypatch.setattr(plane.store, "_write", disk_full)
+    finally:
+        plane.store._lock.release()
+    writer.join(WAIT_S)
+    reader.join(WAIT_S)
+    assert len(refused) == 1 and [sorted(r.queue.table.jobs) for r in reads] == [[1]]
+    assert states(plane) == {1: JobState.PENDING}
+
+
+def wait_until(condition) -> bool:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)  # (a poll: the event is another thread's enqueue, which signals nothing)
+    return True

@@ -1,0 +1,67 @@
+"""Undoing changes the store could not write: the controller's memory rebuilt from what the database holds.
+
+Why rebuild instead of undoing change by change: a change reaches many places (the queue's indexes, the Pod's
+partitions, request ids, the driver's timers), and the start already builds all of them from the records
+(startup.py). Built the same way, the memory after a rollback is what a restart would find, without the restart.
+
+What runs goes on: a job the database holds as running whose run goes on here keeps it. A run the database does not
+know (its start was not written) is stopped. A job the database holds as running whose run stopped here (its cancel
+was not written) is treated as a restart treats it: resumed if its kind can resume (sleep, hold), else ended
+NODE_FAIL and requeued as its spec allows. The loop starts nothing while the store cannot write (realtime.py), and
+clients' changes are refused before they begin (lock.py), so only the change that met the failure can have begun a
+run's end.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from vipu.control.creations import KINDS as CREATION_KINDS, Creations
+from vipu.control.lifecycle import LifecycleLog
+from vipu.control.startup import recover_jobs
+from vipu.partition.controller import Controller
+from vipu.partition.pod_state import KINDS as PARTITION_KINDS
+from vipu.scheduler.effects import StopJob
+from vipu.scheduler.job_record import KINDS as JOB_KINDS
+from vipu.scheduler.job_states import JobState
+from vipu.scheduler.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from vipu.control.plane import ControlPlane
+
+log = logging.getLogger("vipu.recovery")
+ROLLBACK = "the undoing of changes the state store could not write"  # in the notes of the jobs it resumed or ended
+
+
+def roll_back(plane: ControlPlane) -> None:
+    """If the store dropped writes, the memory as the database holds it (the caller holds no lock)."""
+    with plane.lock.undoing():
+        if not plane.store.discard():
+            return  # nothing dropped, or undone already by another thread
+        old = plane.scheduler
+        ran = {i: old.table.jobs[i].start_time for i in old.table.running}
+        records = plane.store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS})
+        journal = LifecycleLog(plane.store, records)  # what the database holds already: no events for it
+        controller = Controller(plane.pod, journal, plane.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
+        scheduler = Scheduler(plane.pod, old.config, journal)
+        scheduler.recall, scheduler.table.quarantined = old.recall, old.table.quarantined
+        plane.use(controller, scheduler, Creations(plane.store, [r for k, r in records if k in CREATION_KINDS]))
+        recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS],
+                     goes_on=lambda job: ran.get(job.id) == job.start_time, event=ROLLBACK,
+                     lost="its run stopped for a change the state store could not write (undone since)")
+        scheduler.retired_qos |= old.retired_qos
+        for job_id, started in sorted(ran.items()):
+            if scheduler.table.running_since(job_id, started) is None:
+                _stop(plane, old.table.jobs[job_id])
+    log.warning("the state store could not write: changes since its last write are undone, the state is as %s"
+                " holds it", plane.store.path)
+
+
+def _stop(plane: ControlPlane, job) -> None:
+    """A run whose start was not written: stopped (its partition is not in the rebuilt state either)."""
+    runner = plane.runners.get(job.spec.workload.kind)
+    if runner is not None:  # no partition to free once its program has ended: the rebuilt state has none, and
+        # slurm_<id> may by then be the partition of the job's next start
+        runner.stop(StopJob(job.id, "", JobState.NODE_FAIL, False))
+    log.warning("job %s: its run stopped, its start could not be written", job.display_id)
