@@ -38,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from vipu.control.long_lived import keep_long_lived  # noqa: E402
 from vipu.hardware.pod_files import load_pod  # noqa: E402
 from vipu.hardware.pod import PodConfig  # noqa: E402
 from vipu.scheduler.config import SchedulerConfig  # noqa: E402
@@ -107,10 +108,9 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
         for _ in range(pending - len(s.table.pending)):
             s.submit(random_spec(rng), 0.0)
         s.cycle(0.0)
-    if fill:
-        # what vipu-server does with the records it loads at start (server/app.py): no full collection rescans them
+    if fill:  # what vipu-server does once it has loaded its records (server/app.py)
         gc.collect()
-        gc.freeze()
+        undo = keep_long_lived()
     collector = CollectorTime()
     now, times, cpu, collecting = 0.0, [], [], []
     for _ in range(cycles):
@@ -133,7 +133,7 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
             worst_starts = sum(isinstance(e, StartJob) for e in effects)
     collector.stop()
     if fill:
-        gc.unfreeze()
+        undo()
     t0 = time.perf_counter()
     queue = list(s.view().queue())
     squeue_ms = (time.perf_counter() - t0) * 1e3

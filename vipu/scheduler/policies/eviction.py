@@ -51,6 +51,8 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
         walk._fitting.drop()
         walk.usage.remove(v)
         walk.plan.evicted(v)
+    walk._no_fit.clear()  # the victims' IPUs are free now: a size that found no block may find one
+    walk._no_victims.clear()
     gone = {v.id for v in victims}
     for qos, (listed, their_ipus) in walk._candidates.items():
         kept = [r for r in listed if r.id not in gone]
