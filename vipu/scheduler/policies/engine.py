@@ -221,7 +221,7 @@ class _Walk:
         self.plan.started(job, self.now + job.time_limit)
         self.decision.starts.append(Start(job.id, first, place_mask))
         # (_no_fit and _no_victims stay: a start only takes IPUs, so what found no block still finds none; an
-        # eviction, which frees some, clears them. Clearing them here made sjf's walk test every job anew after
+        # eviction, which frees some, clears _no_fit. Clearing them here made sjf's walk test every job anew after
         # each of hundreds of starts, each test a few operations on masks as wide as the Pod.)
         self._fitting.started(first, job.ipus)
 

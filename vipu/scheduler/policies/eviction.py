@@ -51,11 +51,12 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
         walk._preempted.add(v.id)
         if walk._evictable is not None:  # (a victim's block is evictable, and no other job holds its IPUs)
             walk._evictable ^= block(v.first_ipu, v.ipus)
-        walk._fitting.drop()
+        walk._fitting.evicted()
         walk.usage.remove(v)
         walk.plan.evicted(v)
-    walk._no_fit.clear()  # the victims' IPUs are free now: a size that found no block may find one
-    walk._no_victims.clear()
+    # The victims' IPUs are free now: a size that found no free block may find one. A search for victims that
+    # found none still finds none: what it may take, free or by evicting, is what it was less the new start.
+    walk._no_fit.clear()
     for index in walk._victims.values():
         index.evicted(victims)
     gone = {v.id for v in victims}
