@@ -327,7 +327,7 @@ class _Walk:
                     return self.start(job, first, mask)
             else:
                 self._no_fit.add(key)
-        if self.try_preempt(job, allowed):
+        if job.qos in self.preempt_qos and self.try_preempt(job, allowed):
             return
         self.decision.pending[job.id] = _WAIT[self.blocked]
         # Only a job that some future moment can hold blocks the jobs behind it (matters in strict mode).

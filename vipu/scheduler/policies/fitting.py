@@ -51,8 +51,13 @@ class Fitting:
             kept, again = [], []
             for entry in self.sizes:
                 size, by_eviction, w = entry
-                if (evicted and by_eviction) or any(f < w + size and w < f + n for f, n in taken):
+                if evicted and by_eviction:
                     again.append(size)
+                    continue
+                for f, n in taken:  # (a loop, not any() over a generator: this runs after every start)
+                    if f < w + size and w < f + n:
+                        again.append(size)
+                        break
                 else:
                     kept.append(entry)
             if evicted:  # (a size listed neither way found no block even by evicting: it may now)
