@@ -35,7 +35,8 @@ def choose_victims(
         return None
     if evictable is None:
         evictable = blocks_mask([n for r in candidates for n in (r.first_ipu, r.ipus)], total)
-    return Victims(candidates, job.ipus, total, now, qos_priority, set()).choose(room_of(free, evictable, usable, total))
+    room = room_of(free, evictable, usable, total)
+    return Victims(candidates, job.ipus, total, now, qos_priority, set()).choose(room)
 
 
 def room_of(free: int, evictable: int, usable: int, total: int) -> bytes:
