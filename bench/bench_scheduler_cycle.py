@@ -9,8 +9,9 @@ Wall-clock times on this machine (the scale table gives CPU time beside them).
 
 Each measured cycle follows 30 virtual seconds in which a few running jobs end and a few new jobs arrive, so the
 queue stays near N pending and the Pod stays nearly full, as on a busy cluster. At scale the Pod is first filled
-(jobs are submitted until N stay pending; then the objects made so far are frozen out of Python's cycle collector,
-as vipu-server freezes the records it loads at start) and each cycle at least as many jobs arrive as the last one
+(jobs are submitted until N stay pending; then keep_long_lived() freezes the objects made so far out of Python's
+cycle collector, and the survivors of every later full collection, as vipu-server does once it has loaded its
+records: vipu/control/long_lived.py) and each cycle at least as many jobs arrive as the last one
 started. The scale table gives, for the same cycles, the p50 and p99 of wall-clock and of the process's CPU time
 (on a machine shared with other work, wall-clock includes their turns; the load average is printed at the start and
 the end), which of the two meet the goal ("goal met": cpu, wall, cpu+wall or no), the slowest cycle and how many
@@ -38,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from vipu.control.long_lived import keep_long_lived  # noqa: E402
 from vipu.hardware.pod_files import load_pod  # noqa: E402
 from vipu.hardware.pod import PodConfig  # noqa: E402
 from vipu.scheduler.config import SchedulerConfig  # noqa: E402
@@ -107,10 +109,9 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
         for _ in range(pending - len(s.table.pending)):
             s.submit(random_spec(rng), 0.0)
         s.cycle(0.0)
-    if fill:
-        # what vipu-server does with the records it loads at start (server/app.py): no full collection rescans them
+    if fill:  # what vipu-server does once it has loaded its records (server/app.py)
         gc.collect()
-        gc.freeze()
+        undo = keep_long_lived()
     collector = CollectorTime()
     now, times, cpu, collecting = 0.0, [], [], []
     for _ in range(cycles):
@@ -133,7 +134,7 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
             worst_starts = sum(isinstance(e, StartJob) for e in effects)
     collector.stop()
     if fill:
-        gc.unfreeze()
+        undo()
     t0 = time.perf_counter()
     queue = list(s.view().queue())
     squeue_ms = (time.perf_counter() - t0) * 1e3

@@ -12,7 +12,7 @@ from vipu.scheduler.bits import aligned_starts, best_fit, block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies import engine
 from vipu.scheduler.policies.base import QueuedJob, RunningJob, ScheduleRequest
-from vipu.scheduler.policies.preempt import choose_victims
+from vipu.scheduler.policies.preempt import Victims, choose_victims, room_of
 from vipu.scheduler.policies.interval_timeline import IntervalTimeline
 from vipu.scheduler.policies.reservations import Timeline
 
@@ -199,13 +199,42 @@ def plain_victims(job, candidates, free, usable, total, now, qos_priority):
     return best
 
 
-@FAST
-@given(timeline_cases(), st.sampled_from(SIZES + [32, 64]), st.data())
-def test_victims_are_chosen_as_block_by_block(case, size, data):
+def _victim_case(case, size, data):
+    """Candidates drawn from the running jobs, what the preempting job may use, the job and the QOS priorities."""
     total, now, running, free, _, _ = case
     candidates = [r for r in running if data.draw(st.booleans())]
     usable = data.draw(st.sampled_from([(1 << total) - 1, ((1 << total) - 1) ^ 0xF0, (1 << (total // 2)) - 1]))
-    job = QueuedJob(999, size, 60.0, 0.0, "u9", "high")
-    priority = {"low": 0, "normal": 10, "high": 20}
+    return total, now, candidates, free, usable, QueuedJob(999, size, 60.0, 0.0, "u9", "high"), \
+        {"low": 0, "normal": 10, "high": 20}
+
+
+@FAST
+@given(timeline_cases(), st.sampled_from(SIZES + [32, 64]), st.data())
+def test_victims_are_chosen_as_block_by_block(case, size, data):
+    total, now, candidates, free, usable, job, priority = _victim_case(case, size, data)
     assert choose_victims(job, candidates, free & usable, usable, total, now, priority) == \
         plain_victims(job, candidates, free & usable, usable, total, now, priority)
+
+
+@FAST
+@given(timeline_cases(), st.sampled_from(SIZES + [32, 64]), st.data())
+def test_victims_kept_through_evictions_choose_as_a_fresh_look(case, size, data):
+    """The walk's Victims, told of each eviction, choose what choose_victims picks from the candidates left."""
+    total, now, candidates, free, usable, job, priority = _victim_case(case, size, data)
+    gone: set[int] = set()
+    index = Victims(candidates, size, total, now, priority, gone)
+    for _ in range(data.draw(st.integers(1, 4))):
+        left = [r for r in candidates if r.id not in gone]
+        evictable = 0
+        for r in left:
+            evictable |= block(r.first_ipu, r.ipus)
+        fresh = choose_victims(job, left, free & usable, usable, total, now, priority)
+        assert index.choose(room_of(free & usable, evictable, usable, total)) == fresh
+        if fresh is None:
+            return
+        first, victims = fresh
+        gone.update(v.id for v in victims)
+        index.evicted(victims)
+        for v in victims:
+            free |= block(v.first_ipu, v.ipus)
+        free &= ~block(first, size)  # the preempting job takes its block

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import gc
 import ipaddress
 import logging
 import os
@@ -32,6 +31,7 @@ from vipu.workers.fleet import ray_address_problem, wait_until_reachable, waitab
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
+from vipu.control.long_lived import keep_long_lived
 from vipu.control.startup import DATABASE, open_plane
 from vipu.server.status import add_servicer
 from vipu.metrics import endpoint as metrics_endpoint
@@ -241,9 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)  # as the CLI exits for the same error
-    # the stored records just loaded live as long as the process: frozen, no collection rescans them (the first one
-    # after a large restart would, in whichever call came first)
-    gc.freeze()
+    # the stored records just loaded live as long as the process: no full collection walks them again (the first
+    # one after a large restart would, in whichever call came first), nor what survives later ones
+    keep_long_lived()
     pod = plane.pod
     plane.secure = args.secure
     bundle = None

@@ -50,6 +50,7 @@ from vipu.scheduler.policies.fitting import Fitting
 from vipu.scheduler.policies.limits import Usage
 from vipu.scheduler.policies.plans import LimitPlan
 from vipu.scheduler.policies.eviction import try_preempt
+from vipu.scheduler.policies.preempt import Victims
 from vipu.scheduler.policies.interval_timeline import IntervalTimeline
 from vipu.scheduler.policies.reservations import Timeline, blocks_mask
 
@@ -64,7 +65,7 @@ class _Walk:
         "r", "mode", "estimates", "now", "total", "full", "healthy", "avail", "usage", "decision", "reservations",
         "blocked", "last_reserved", "remaining", "preemptors", "qos_sets", "preempt_qos", "_timeline", "_started",
         "_preempted", "_frozen", "_no_fit", "_fitting", "_no_victims", "shortest", "_evictable", "_lazy",
-        "_lazy_floor", "plan", "capacity", "_candidates", "limit_floor", "_refresh_at",
+        "_lazy_floor", "plan", "capacity", "_candidates", "_victims", "limit_floor", "_refresh_at",
     )
 
     def __init__(self, request: ScheduleRequest, mode: Mode, ascending_limits: bool = False):
@@ -97,6 +98,7 @@ class _Walk:
         self.shortest = request.shortest
         self._evictable: int | None = None
         self._candidates: dict[str, tuple[list, int]] = {}  # QOS -> running jobs it may evict, and their IPUs
+        self._victims: dict[tuple[str, int], Victims] = {}  # (QOS, size) -> those jobs by what evicting costs
         self._lazy: list[tuple[QueuedJob, int, float]] = []  # (job, allowed, lower bound): reservations to make
         self._lazy_floor = math.inf  # none of them begins before this (see need())
         # ascending_limits: the order comes by time limit (sjf), so no job still to come has a shorter limit than
@@ -218,8 +220,9 @@ class _Walk:
         self.usage.add(job)
         self.plan.started(job, self.now + job.time_limit)
         self.decision.starts.append(Start(job.id, first, place_mask))
-        self._no_fit.clear()
-        self._no_victims.clear()
+        # (_no_fit and _no_victims stay: a start only takes IPUs, so what found no block still finds none; an
+        # eviction, which frees some, clears _no_fit. Clearing them here made sjf's walk test every job anew after
+        # each of hundreds of starts, each test a few operations on masks as wide as the Pod.)
         self._fitting.started(first, job.ipus)
 
     def try_preempt(self, job: QueuedJob, allowed: int) -> bool:
@@ -324,7 +327,7 @@ class _Walk:
                     return self.start(job, first, mask)
             else:
                 self._no_fit.add(key)
-        if self.try_preempt(job, allowed):
+        if job.qos in self.preempt_qos and self.try_preempt(job, allowed):
             return
         self.decision.pending[job.id] = _WAIT[self.blocked]
         # Only a job that some future moment can hold blocks the jobs behind it (matters in strict mode).

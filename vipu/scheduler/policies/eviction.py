@@ -8,7 +8,7 @@ import math
 
 from vipu.scheduler.bits import block
 from vipu.scheduler.policies.base import Preemption, QueuedJob
-from vipu.scheduler.policies.preempt import choose_victims
+from vipu.scheduler.policies.preempt import Victims, room_of
 from vipu.scheduler.policies.reservations import blocks_mask
 
 
@@ -33,8 +33,11 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
                                                                  walk.total))
     candidates, their_ipus = found
     usable = allowed & walk.healthy & (walk.full ^ reserved)
-    pick = choose_victims(job, candidates, walk.avail & usable, usable, walk.total, walk.now,
-                          walk.qos_sets.priority, their_ipus)
+    index = walk._victims.get((job.qos, job.ipus))
+    if index is None:  # the candidates sorted once per walk, QOS and size, not looked at one by one per job
+        index = walk._victims[(job.qos, job.ipus)] = Victims(candidates, job.ipus, walk.total, walk.now,
+                                                             walk.qos_sets.priority, walk._preempted)
+    pick = index.choose(room_of(walk.avail & usable, their_ipus, usable, walk.total)) if candidates else None
     if pick is None:
         walk._no_victims.add(key)
         return False
@@ -48,9 +51,14 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
         walk._preempted.add(v.id)
         if walk._evictable is not None:  # (a victim's block is evictable, and no other job holds its IPUs)
             walk._evictable ^= block(v.first_ipu, v.ipus)
-        walk._fitting.drop()
+        walk._fitting.evicted()
         walk.usage.remove(v)
         walk.plan.evicted(v)
+    # The victims' IPUs are free now: a size that found no free block may find one. A search for victims that
+    # found none still finds none: what it may take, free or by evicting, is what it was less the new start.
+    walk._no_fit.clear()
+    for index in walk._victims.values():
+        index.evicted(victims)
     gone = {v.id for v in victims}
     for qos, (listed, their_ipus) in walk._candidates.items():
         kept = [r for r in listed if r.id not in gone]
