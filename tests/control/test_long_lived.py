@@ -38,3 +38,20 @@ def test_what_lives_is_frozen_and_later_garbage_cycles_are_still_collected():
         undo()
     assert gc.get_threshold() == thresholds
     assert gc.get_freeze_count() == 0
+
+
+def test_a_cycle_frozen_by_a_full_collection_is_reclaimed_by_the_next_sweep():
+    undo = keep_long_lived(sweep_every=3)
+    try:
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        leaked = weakref.ref(a)
+        gc.collect()  # the first full collection after the start: the cycle is alive, so it is frozen
+        del a, b
+        gc.collect()  # its objects are garbage now, but frozen: a plain full collection leaves them
+        assert leaked() is not None
+        gc.collect()  # the third: a sweep walks the frozen objects too
+        assert leaked() is None
+        assert gc.get_freeze_count() > 0  # and freezes what survived it again
+    finally:
+        undo()
