@@ -187,6 +187,10 @@ class Fabric:
     def get(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return self.transport.get_tensors(name, list(ipus))
 
+    def get_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        """get() of the tensors as they are now, returned when called: reads made together wait together."""
+        return self.transport.get_tensors_later(name, list(ipus))
+
     def offload(self, name: str) -> None:
         """Move `name` of every IPU to Streaming Memory (the machines' DRAM; uncharged: the caller prices the step's
         streaming, hardware/streaming_cost.py duplex_s)."""

@@ -294,7 +294,7 @@ class ParallelTrainer:
         # the replicas' groups reduce together: one sync, and one before each gather of sharded weights
         collectives = 1 + WEIGHT_GATHERS if lay.shards_weights else 1
         dp_sync = collectives * self.partition_sync_s if lay.r > 1 else 0.0
-        self._update(step, params, fabric.get("grads", self.ipus))
+        self._update(step, params, fabric.get_later("grads", self.ipus))
         if lay.shards_weights:
             dp_s += gather_s  # the gathers before use; the updated shards are stored, and gathered next step
         elif self.rts:
@@ -312,12 +312,16 @@ class ParallelTrainer:
     def _leave(self, xs: list[np.ndarray], g: StageGroup) -> list[np.ndarray]:
         return transformer2d.leave(xs, g) if self.lay.t2 > 1 else xs
 
-    def _update(self, step: int, params: dict[int, np.ndarray], grads: dict[int, np.ndarray]) -> None:
+    def _update(self, step: int, params: dict[int, np.ndarray],
+                later_grads: Callable[[], dict[int, np.ndarray]]) -> None:
+        """Apply the optimiser; the reduced gradients and the state are read together (one wait on machines)."""
         fabric, w = self.fabric, self.workload
         if self.streamed:
             for name in self.state_names:
                 fabric.load(name)
-        state = {name: fabric.get(name, self.ipus) for name in self.state_names}
+        later = {name: fabric.get_later(name, self.ipus) for name in self.state_names}
+        grads = later_grads()
+        state = {name: read() for name, read in later.items()}
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
             lo, hi = self._owned(ipu)  # with RTS only this shard: the all-gather brings the others' updates
