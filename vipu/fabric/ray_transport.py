@@ -19,19 +19,19 @@ Not deferred (a program's session): every call waits for itself.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 from ray import ObjectRef
 from ray.actor import ActorHandle
 
-from vipu.errors import NotFound
+from vipu.errors import NotFound, VipuError
 from vipu.fabric.actor_calls import ActorCalls
 from vipu.fabric.group import Group
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import by_machine
 from vipu.fabric.transfer_schedule import Transfer
-from vipu.fabric.transport import by_machine_index
+from vipu.fabric.transport import by_machine_index, held_by_machine
 
 if TYPE_CHECKING:
     from vipu.workers import bsp
@@ -145,6 +145,18 @@ class RayTransport:
         actor, index = self._at(ipu)
         self.calls.wait([actor.free_tensor.remote(index, name)])
         self.specs.pop((ipu, name), None)
+
+    def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
+        """One call per machine, awaited; a machine that is gone has nothing left to free."""
+        held = list(held)
+        machines = held_by_machine(held, self.ipus_per_machine)
+        refs = [self.calls.actor(m).free_each.remote(items) for m, items in machines.items() if m in self.actors]
+        try:
+            self.calls.wait(refs)
+        except VipuError:
+            pass
+        for ipu, name in held:
+            self.specs.pop((ipu, name), None)
 
     # --- Streaming Memory, reserved and held SRAM (training jobs) ----------------------------------------------
     def offload(self, name: str, ipus: Sequence[int]) -> None:

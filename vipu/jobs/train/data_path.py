@@ -30,11 +30,10 @@ machines' counters record) the bytes the real Pod would move, while the fp32 val
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Mapping, Sequence
+from typing import Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
 from vipu.fabric.collectives import execute, move, price
 from vipu.fabric.known_schedules import known
@@ -84,6 +83,9 @@ class Scoped(WrappedTransport):
     def free_tensor(self, ipu: int, name: str) -> None:
         self.inner.free_tensor(ipu, self.scope + name)
 
+    def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
+        self.inner.free_tensors((ipu, self.scope + name) for ipu, name in held)
+
     def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
         self.inner.put_tensors(self.scope + name, arrays)
 
@@ -111,11 +113,7 @@ class Scoped(WrappedTransport):
 
 def free_each(transport: Transport, held) -> None:
     """Free each (IPU, tensor) of `held`, best effort: a machine that is gone has nothing left to free."""
-    for ipu, name in sorted(held):
-        try:
-            transport.free_tensor(ipu, name)
-        except VipuError:
-            pass
+    transport.free_tensors(sorted(held))
 
 
 def run_schedule(op: str, name: str, steps: list[Step], transport: Transport, topology: Topology,
