@@ -21,7 +21,11 @@ partition's first IPU: IPU(replica, stage, shard) = first + (replica p + stage) 
   the shortest IPU-Link path inside the replica's block, which is one hop only where the two IPUs are linked.
 
 Each exchange puts the sender's arrays on its IPUs, runs the collective, and reads the result back from the
-receiving IPUs: the numbers a stage continues with are the ones that crossed the (emulated) links.
+receiving IPUs: the numbers a stage continues with are the ones that crossed the (emulated) links. A pipeline send
+is the exception that makes a step cost one wait on machine actors, not one per pipeline tick: it only copies, so
+the receiving stage continues at once with what the send must deliver (each piece where the scatter puts it, the
+pieces as the all-gather joins them), and check_sends() compares that, bit for bit, with what did cross the links
+before the step's update is applied (the read of the gradients has awaited those reads too).
 
 Values are fp32 for every model (the numerical proof needs fp32), but the links are priced in the model's dtype:
 for an fp16 model the transport is wrapped in PricedAs, whose spec() reports float16, so the fabric charges (and the
@@ -34,7 +38,7 @@ from typing import Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
+from vipu.fabric import Group, all_gather, allreduce, reduce_scatter, shard
 from vipu.fabric.collectives import execute, move, price
 from vipu.fabric.known_schedules import known
 from vipu.fabric.schedule_cost import CollectiveResult
@@ -175,6 +179,7 @@ class Fabric:
         self.t1, self.t2 = layout.t, layout.t2
         self.partition = Group.block(topology, first_ipu, layout.ipus)
         self.log: list[tuple[str, CollectiveResult]] = []
+        self.sent: list[tuple[Callable[[], dict[int, np.ndarray]], list[int], np.ndarray]] = []  # check_sends()
         self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
         self._groups: dict[tuple[int, int], Group] = {}  # (first IPU, size) -> its block, made once
 
@@ -317,8 +322,23 @@ class Fabric:
                                            self.transport, self.topology, block.members))
         if self.t > 1:
             seconds += self._done(PP, all_gather(self.tensor_group(replica, dst_stage), "pp", self.transport))
-        later = self.transport.get_tensors_later("pp", dsts)
-        return lambda: [later()[ipu] for ipu in dsts], seconds
+        whole = np.empty(arrays[0].shape, arrays[0].dtype)  # in C order, as the IPUs hold it
+        flat = whole.reshape(-1)
+        for k, array in enumerate(arrays):  # piece k as shard k scatters it, joined as the all-gather joins them
+            lo, hi = shard(numel, len(arrays), k)
+            flat[lo:hi] = array.reshape(-1)[lo:hi]
+        self.sent.append((self.transport.get_tensors_later("pp", dsts), dsts, whole))
+        return lambda: [whole.copy() for _ in dsts], seconds
+
+    def check_sends(self) -> None:
+        """Every pipeline send since the last check delivered, on every receiving IPU, exactly what its stage
+        continued with (send)."""
+        sent, self.sent = self.sent, []
+        for later, dsts, whole in sent:
+            got = later()
+            for ipu in dsts:
+                if got[ipu].shape != whole.shape or got[ipu].tobytes() != whole.tobytes():
+                    raise AssertionError(f"IPU {ipu} received other values than its pipeline send carried")
 
     # --- data parallel ----------------------------------------------------------------------------------------
     def replica_groups(self) -> list[tuple[int, ...]]:

@@ -321,6 +321,7 @@ class ParallelTrainer:
                 fabric.load(name)
         later = {name: fabric.get_later(name, self.ipus) for name in self.state_names}
         grads = later_grads()
+        fabric.check_sends()  # before the update: the wait for the gradients awaited the sends' reads too
         state = {name: read() for name, read in later.items()}
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
