@@ -24,8 +24,9 @@ Each exchange puts the sender's arrays on its IPUs, runs the collective, and rea
 receiving IPUs: the numbers a stage continues with are the ones that crossed the (emulated) links. A pipeline send
 is the exception that makes a step cost one wait on machine actors, not one per pipeline tick: it only copies, so
 the receiving stage continues at once with what the send must deliver (each piece where the scatter puts it, the
-pieces as the all-gather joins them), and check_sends() compares that, bit for bit, with what did cross the links
-before the step's update is applied (the read of the gradients has awaited those reads too).
+pieces as the all-gather joins them), and check_expected() compares that, bit for bit, with what did cross the
+links before the step's update is applied (the read of the gradients has awaited those reads too). The trainer
+does the same with the weights it put at the end of the last step (expect).
 
 Values are fp32 for every model (the numerical proof needs fp32), but the links are priced in the model's dtype:
 for an fp16 model the transport is wrapped in PricedAs, whose spec() reports float16, so the fabric charges (and the
@@ -179,7 +180,7 @@ class Fabric:
         self.t1, self.t2 = layout.t, layout.t2
         self.partition = Group.block(topology, first_ipu, layout.ipus)
         self.log: list[tuple[str, CollectiveResult]] = []
-        self.sent: list[tuple[Callable[[], dict[int, np.ndarray]], list[int], np.ndarray]] = []  # check_sends()
+        self.expected: list[tuple[str, Callable[[], dict[int, np.ndarray]], dict[int, np.ndarray]]] = []
         self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
         self._groups: dict[tuple[int, int], Group] = {}  # (first IPU, size) -> its block, made once
 
@@ -189,6 +190,19 @@ class Fabric:
 
     def get(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return self.transport.get_tensors(name, list(ipus))
+
+    def expect(self, name: str, arrays: dict[int, np.ndarray]) -> None:
+        """Read `name` on each IPU of `arrays` as it is now; check_expected() fails unless it is arrays[ipu]."""
+        self.expected.append((name, self.get_later(name, list(arrays)), arrays))
+
+    def check_expected(self) -> None:
+        """Every expect() and pipeline send since the last check found, bit for bit, what the step continued with."""
+        expected, self.expected = self.expected, []
+        for name, later, arrays in expected:
+            got = later()
+            for ipu, want in arrays.items():
+                if got[ipu].shape != want.shape or got[ipu].tobytes() != want.tobytes():
+                    raise AssertionError(f"IPU {ipu} holds other values of {name!r} than the step continued with")
 
     def get_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
         """get() of the tensors as they are now, returned when called: reads made together wait together."""
@@ -327,18 +341,8 @@ class Fabric:
         for k, array in enumerate(arrays):  # piece k as shard k scatters it, joined as the all-gather joins them
             lo, hi = shard(numel, len(arrays), k)
             flat[lo:hi] = array.reshape(-1)[lo:hi]
-        self.sent.append((self.transport.get_tensors_later("pp", dsts), dsts, whole))
+        self.expect("pp", dict.fromkeys(dsts, whole))
         return lambda: [whole.copy() for _ in dsts], seconds
-
-    def check_sends(self) -> None:
-        """Every pipeline send since the last check delivered, on every receiving IPU, exactly what its stage
-        continued with (send)."""
-        sent, self.sent = self.sent, []
-        for later, dsts, whole in sent:
-            got = later()
-            for ipu in dsts:
-                if got[ipu].shape != whole.shape or got[ipu].tobytes() != whole.tobytes():
-                    raise AssertionError(f"IPU {ipu} received other values than its pipeline send carried")
 
     # --- data parallel ----------------------------------------------------------------------------------------
     def replica_groups(self) -> list[tuple[int, ...]]:

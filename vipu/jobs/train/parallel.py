@@ -124,8 +124,12 @@ class ParallelTrainer:
         self.rts = self.lay.rts and self.lay.r > 1
         self.recompute = recomputes(self.lay)
         self.streamed = self.lay.offload_optimizer or self.lay.phased
+        # the weights each IPU holds at a step's start are those put at the last one's end, unless RTS gathers them
+        # or they stream: the step then continues with these and checks them (Fabric.expect), without a wait
+        self.put_weights: dict[int, np.ndarray] | None = None
+        self.weights_as_put = not (self.lay.phased or self.lay.shards_weights or self.rts)
         try:
-            self.fabric.put("params", self._stored(weights))
+            self._put_weights(weights)
             for name in self.state_names:
                 self.fabric.put(name, {ipu: np.zeros(self._owned(ipu)[1] - self._owned(ipu)[0], dtype=w.dtype)
                                        for ipu, w in weights.items()})
@@ -225,7 +229,11 @@ class ParallelTrainer:
         if lay.phased:
             fabric.load("params")
         gather_s = self._gather_weights() if lay.shards_weights else 0.0
-        params = {ipu: _own(a) for ipu, a in fabric.get("params", self.ipus).items()}
+        if self.put_weights is not None:
+            fabric.expect("params", self.put_weights)
+            params = {ipu: a.copy() for ipu, a in self.put_weights.items()}
+        else:
+            params = {ipu: _own(a) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
         grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
         gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
@@ -321,7 +329,7 @@ class ParallelTrainer:
                 fabric.load(name)
         later = {name: fabric.get_later(name, self.ipus) for name in self.state_names}
         grads = later_grads()
-        fabric.check_sends()  # before the update: the wait for the gradients awaited the sends' reads too
+        fabric.check_expected()  # before the update: the wait for the gradients awaited those reads too
         state = {name: read() for name, read in later.items()}
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
@@ -330,11 +338,16 @@ class ParallelTrainer:
             optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
-        fabric.put("params", self._stored(params))
+        self._put_weights(params)
         for name in self.state_names:
             fabric.put(name, new_state[name])
             if self.streamed:
                 fabric.offload(name)
+
+    def _put_weights(self, buffers: dict[int, np.ndarray]) -> None:
+        self.fabric.put("params", self._stored(buffers))
+        if self.weights_as_put:
+            self.put_weights = {ipu: np.array(a, dtype=DTYPE) for ipu, a in buffers.items()}
 
     def _holdings(self) -> Holdings:
         """A step's count of what each IPU holds. In SRAM all step: its weights and accumulators in the model's
