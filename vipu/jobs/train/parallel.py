@@ -3,9 +3,10 @@
 What lives where: each IPU holds, as tensors on its transport (LocalTransport in-process, the machine actors with
 RayTransport), one flat buffer of its weight shards ("params", vipu/sdk/nn/sharding.py FlatLayout), its optimiser state
 ("opt.momentum" or "opt.m", "opt.v") and, at the end of a step, its gradient accumulator ("grads"). The process
-driving the step plays each IPU's tiles: it reads the IPU's weights at the start of the step, computes exactly that
-IPU's share (its shard of its stage, its replica's micro-batches) from them, and every value that passes between
-IPUs goes through a collective on the transport (data_path.py).
+driving the step plays each IPU's tiles: it reads the IPU's weights at the start of the step (or, where they are
+as it put them, checks them before the update: Fabric.expect), computes exactly that IPU's share (its shard of its
+stage, its replica's micro-batches) from them, and every value that passes between IPUs goes through a collective
+on the transport (data_path.py).
 
 Which replicas run where comes from the job's poprun environment (poprun.py): each instance reads its
 POPDIST_REPLICA_INDEX_OFFSET and POPDIST_NUM_LOCAL_REPLICAS and runs exactly those replicas, taking their samples
