@@ -183,3 +183,39 @@ def test_a_deferred_collective_on_a_failed_ipu_raises_the_machines_error_at_the_
         assert not transport.pending
     finally:
         pool.repair([3])
+
+
+def test_deferred_reads_ahead_are_served_by_the_first_wait_each_as_it_was_read(pools):
+    """Two reads of a tensor put between them: one wait (the first result asked for) serves both, and each gives
+    the tensor as it was when read (what a pipeline tick's stages receive)."""
+    group = block("bow-pod16", 0, 8)  # two machines
+    transport = RayTransport.for_group(pools("bow-pod16"), group, deferred=True)
+    waits = []
+    wait = transport.calls.wait
+    transport.calls.wait = lambda refs: waits.append(refs) or wait(refs)
+    name = next(names)
+    first, second = floats(10), floats(11)
+    transport.put_tensors(name, {ipu: first(ipu) for ipu in group.ipus})
+    early = transport.get_tensors_later(name, group.ipus)
+    transport.put_tensors(name, {ipu: second(ipu) for ipu in group.ipus})
+    late = transport.get_tensors_later(name, group.ipus)
+    assert waits == []
+    got_late, got_early = late(), early()
+    assert len(waits) == 1 and early() is got_early
+    for ipu in group.ipus:
+        assert got_early[ipu].tobytes() == first(ipu).tobytes()
+        assert got_late[ipu].tobytes() == second(ipu).tobytes()
+
+
+def test_free_tensors_frees_each_in_one_call_per_machine_and_skips_what_is_gone(pools):
+    from vipu.errors import NotFound
+
+    group = block("bow-pod16", 8, 8)
+    transport = RayTransport.for_group(pools("bow-pod16"), group, deferred=True)
+    name = next(names)
+    transport.put_tensors(name, {ipu: floats(12)(ipu) for ipu in group.ipus})
+    transport.free_tensors([(8, "never put"), *((ipu, name) for ipu in group.ipus)])
+    assert not transport.pending
+    for ipu in (8, 15):
+        with pytest.raises(NotFound):
+            transport.get_tensor(ipu, name)

@@ -19,7 +19,7 @@ IMPLEMENTATIONS = [LocalTransport, RayTransport, MachineTransport, WrappedTransp
 
 def test_the_protocol_has_every_method_its_callers_use():
     assert METHODS == [
-        "free_tensor", "get_tensor", "get_tensors", "get_tensors_later", "hold", "load", "offload", "put_offloaded", "put_tensor",
+        "free_tensor", "free_tensors", "get_tensor", "get_tensors", "get_tensors_later", "hold", "load", "offload", "put_offloaded", "put_tensor",
         "put_tensors", "record",
         "record_compute", "record_streaming", "reserve", "run_steps", "spec",
     ]

@@ -141,6 +141,14 @@ def test_an_offloaded_tensor_is_freed_from_streaming_memory(machine):
     assert machine.stats()["streaming"]["used_bytes"] == 0
 
 
+def test_free_each_frees_what_is_there_and_skips_what_is_gone(machine):
+    machine.put_tensor(1, "params", np.ones(1000, np.float32))
+    machine.reserve(2, "activations", 1000)
+    machine.hold("held", {23: (3000, 0)})
+    machine.free_each([(21, "params"), (22, "never put"), (2, "activations"), (23, "held")])
+    assert all(ipu["sram_used_bytes"] == 0 for ipu in machine.stats()["per_ipu"].values())
+
+
 def test_a_jobs_hold_is_what_its_ipus_report_until_freed(machine):
     machine.put_tensor(1, "params", np.ones(1000, np.float32))  # the emulation's own buffers: 4,000 bytes
     machine.put_tensor(2, "opt.m", np.ones(256, np.float32))

@@ -9,6 +9,10 @@ to it, and Ray runs one caller's calls to an actor in the order they were submit
 Deferred (a training run's transport): calls that return nothing are queued or left pending, and the next wait
 awaits them first, raising the first error among them in submission order. Not deferred (a program's session):
 every call is awaited as it is made.
+
+Reads ahead (deferred): a read queued with read() rides in its machine's next batch, and whichever wait first
+awaits that batch keeps its result until the reader asks (results): the reads a pipeline tick's stages receive,
+and the sends they make, cost the tick one call per machine and one wait, not one of each per send.
 """
 
 from __future__ import annotations
@@ -24,6 +28,15 @@ from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutErro
 from vipu.errors import MachineLost, NotFound, VipuError
 
 
+class Batch:
+    """A machine's queued batch as its readers know it: its ObjectRef once sent, its result once awaited."""
+
+    def __init__(self):
+        self.ref: ObjectRef | None = None
+        self.readers = 0  # reads in it whose results are not yet asked for
+        self.result: list | None = None
+
+
 class ActorCalls:
     def __init__(self, actors: Mapping[int, ActorHandle], timeout_s: float | None, deferred: bool):
         self.actors = dict(actors)
@@ -31,6 +44,8 @@ class ActorCalls:
         self.deferred = deferred
         self.queued: dict[int, list[tuple[str, tuple]]] = defaultdict(list)  # machine -> (method, args), in order
         self.pending: list[ObjectRef] = []  # submitted, not yet awaited
+        self.reading: dict[int, Batch] = {}  # machine -> its queued batch, if a read is in it
+        self.sent: dict[ObjectRef, Batch] = {}  # sent batches with reads, until awaited
 
     def known(self, machine: int) -> ActorHandle:
         try:
@@ -54,11 +69,35 @@ class ActorCalls:
         self.queued[machine].append((method, args))
         return len(self.queued[machine]) - 1
 
+    def read(self, machine: int, method: str, *args) -> tuple[Batch, int]:
+        """Queue actor.method(*args), a read (deferred only): its batch and its place there, for results()."""
+        place = self.queue(machine, method, *args)
+        batch = self.reading.setdefault(machine, Batch())
+        batch.readers += 1
+        return batch, place
+
+    def results(self, batches: list[Batch]) -> list[list]:
+        """Each batch's results: waited for (with everything else) unless a wait already awaited them."""
+        if any(batch.result is None for batch in batches):
+            self.send()
+            self.wait([batch.ref for batch in batches if batch.result is None])
+        out = []
+        for batch in batches:
+            out.append(batch.result)
+            batch.readers -= 1
+            if not batch.readers:
+                batch.result = None  # the arrays are the reader's now
+        return out
+
     def send(self) -> dict[int, ObjectRef]:
         """Each machine's queue as one call; the calls are pending."""
         refs = {m: self.actors[m].calls.remote(batch) for m, batch in self.queued.items()}
         self.queued = defaultdict(list)
         self.pending.extend(refs.values())
+        for m, batch in self.reading.items():
+            batch.ref = refs[m]
+            self.sent[batch.ref] = batch
+        self.reading = {}
         return refs
 
     def submitted(self, refs: list[ObjectRef]) -> None:
@@ -77,7 +116,7 @@ class ActorCalls:
             mine = set(refs)
             pending = [ref for ref in pending if ref not in mine]
         try:
-            return ray.get(pending + refs, timeout=self.timeout_s)[len(pending):]
+            got = ray.get(pending + refs, timeout=self.timeout_s)
         except (ActorDiedError, ActorUnavailableError, GetTimeoutError) as e:
             raise MachineLost(f"a machine actor did not complete its part of the collective"
                               f" ({type(e).__name__}: {str(e).splitlines()[0]}); the group's tensors are now partly"
@@ -86,3 +125,8 @@ class ActorCalls:
             if isinstance(e.cause, VipuError):
                 raise e.cause from None
             raise
+        for ref, result in zip(pending + refs, got):
+            batch = self.sent.pop(ref, None)
+            if batch is not None:
+                batch.result = result
+        return got[len(pending):]

@@ -12,11 +12,11 @@ instead.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from vipu.errors import NotFound
+from vipu.errors import NotFound, VipuError
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import TrafficCounters
 from vipu.fabric.transfer_schedule import Transfer
@@ -92,6 +92,13 @@ class LocalTransport:
             return
         self._flat(ipu, name)
         del self.tensors[(ipu, name)], self.shapes[(ipu, name)]
+
+    def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
+        for ipu, name in held:
+            try:
+                self.free_tensor(ipu, name)
+            except VipuError:
+                pass
 
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         for ipu in ipus:

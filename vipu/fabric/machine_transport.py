@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from vipu.errors import NotFound
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import TrafficCounters, by_machine
 from vipu.fabric.transfer_schedule import Transfer
-from vipu.fabric.transport import by_machine_index
+from vipu.fabric.transport import by_machine_index, held_by_machine
 
 if TYPE_CHECKING:
     from vipu.workers import bsp
@@ -67,6 +67,13 @@ class MachineTransport:
         m, lock, index = self._at(ipu)
         with lock:
             m.free_tensor(index, name)
+
+    def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
+        for machine, items in held_by_machine(held, self.ipus_per_machine).items():
+            if machine in self.machines:
+                m, lock = self.machines[machine]
+                with lock:
+                    m.free_each(items)
 
     def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
         for ipu, array in arrays.items():

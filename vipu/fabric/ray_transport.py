@@ -9,29 +9,29 @@ arrays arrive as zero-copy views), never through this process. The schedule guar
 transfer of the same step writes (transfer_schedule.check_hazards), so the order in which machines run a step's
 calls does not matter, and the steps follow one another without this process waiting between them.
 
-Deferred (a training run's transport, runs.py): puts, a collective's steps and its record are queued or submitted
-without waiting; the next call that returns data or changes anything else (a get, a reserve, a free...) waits for
-them as well, and raises the first error among them, in submission order. Not deferred (a program's session):
-every call waits for itself.
+Deferred (a training run's transport, runs.py): puts, a collective's steps and its record, moves to and from
+Streaming Memory, holds, the step's charges and reads ahead (get_tensors_later) are queued or submitted without
+waiting; the next call that returns data or reserves or frees waits for them as well, and raises the first error
+among them, in submission order. A pipeline tick's sends and receives so cost one call per machine and one wait.
+Not deferred (a program's session): every call waits for itself.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-import ray
 from ray import ObjectRef
 from ray.actor import ActorHandle
 
-from vipu.errors import NotFound
+from vipu.errors import NotFound, VipuError
 from vipu.fabric.actor_calls import ActorCalls
 from vipu.fabric.group import Group
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import by_machine
 from vipu.fabric.transfer_schedule import Transfer
-from vipu.fabric.transport import by_machine_index
+from vipu.fabric.transport import by_machine_index, held_by_machine
 
 if TYPE_CHECKING:
     from vipu.workers import bsp
@@ -78,6 +78,14 @@ class RayTransport:
             self._machine(ipu)  # a machine it has an actor for
         return by_machine_index(ipus, self.ipus_per_machine)
 
+    def _later(self, method: str, per_machine: Mapping[int, tuple]) -> None:
+        """actor.method(*args) on each machine, a call whose result nobody reads: deferred, queued for the next
+        wait; else awaited now."""
+        for m, args in per_machine.items():
+            self.calls.queue(m, method, *args)
+        if not self.calls.deferred:
+            self.calls.wait([])
+
     def _each(self, method: str, per_machine: Mapping[int, tuple]) -> list:
         """actor.method(*args) on each machine, awaited (after everything deferred): the results in order."""
         refs = [getattr(self.calls.actor(m), method).remote(*args) for m, args in per_machine.items()]
@@ -105,23 +113,25 @@ class RayTransport:
         return self.get_tensors(name, [ipu])[ipu]
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
-        """One call per machine: deferred, the last of its queued batch, with one wait for everything."""
+        """One call per machine: deferred, in its queued batch, with one wait for everything."""
         return self.get_tensors_later(name, ipus)()
 
     def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
-        """Deferred: each machine's read is the last call of its batch, sent now and awaited when the result is
-        called; Ray runs the calls sent after it later, so it reads the tensors as they are now."""
+        """Deferred: each machine's read is queued in its batch, which the next wait sends and awaits (a call of
+        the result waits only if none has); the calls queued after it run after it, so it reads the tensors as
+        they are now."""
         machines = self._by_machine(ipus)
         if not self.calls.deferred:
             got = self._each("get_tensors", {m: (name, local) for m, local in machines.items()})
             return lambda: self._by_ipu(ipus, machines, got)
-        places = {m: self.calls.queue(m, "get_tensors", name, local) for m, local in machines.items()}
-        batches = self.calls.send()
-        refs = [batches[m] for m in machines]
+        reads = [self.calls.read(m, "get_tensors", name, local) for m, local in machines.items()]
+        out: list[dict[int, np.ndarray]] = []  # the result, once read: it may be asked for again
 
         def result() -> dict[int, np.ndarray]:
-            got = [batch[places[m]] for m, batch in zip(machines, self.calls.wait(refs))]
-            return self._by_ipu(ipus, machines, got)
+            if not out:
+                got = [batch[place] for batch, (_, place) in zip(self.calls.results([b for b, _ in reads]), reads)]
+                out.append(self._by_ipu(ipus, machines, got))
+            return out[0]
 
         return result
 
@@ -136,13 +146,25 @@ class RayTransport:
         self.calls.wait([actor.free_tensor.remote(index, name)])
         self.specs.pop((ipu, name), None)
 
+    def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
+        """One call per machine, awaited; a machine that is gone has nothing left to free."""
+        held = list(held)
+        machines = held_by_machine(held, self.ipus_per_machine)
+        refs = [self.calls.actor(m).free_each.remote(items) for m, items in machines.items() if m in self.actors]
+        try:
+            self.calls.wait(refs)
+        except VipuError:
+            pass
+        for ipu, name in held:
+            self.specs.pop((ipu, name), None)
+
     # --- Streaming Memory, reserved and held SRAM (training jobs) ----------------------------------------------
     def offload(self, name: str, ipus: Sequence[int]) -> None:
         """One call per machine (offload_batch), uncharged: record_streaming charges the step's batch."""
-        self._each("offload_batch", {m: (local, name) for m, local in self._by_machine(ipus).items()})
+        self._later("offload_batch", {m: (local, name) for m, local in self._by_machine(ipus).items()})
 
     def load(self, name: str, ipus: Sequence[int]) -> None:
-        self._each("load_batch", {m: (local, name) for m, local in self._by_machine(ipus).items()})
+        self._later("load_batch", {m: (local, name) for m, local in self._by_machine(ipus).items()})
 
     def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
         refs = []
@@ -164,7 +186,7 @@ class RayTransport:
         for ipu, (sram, streaming) in held.items():
             machine, index = self._machine(ipu)
             machines[machine][index] = (int(sram), int(streaming))
-        self._each("hold", {m: (name, mine) for m, mine in sorted(machines.items())})
+        self._later("hold", {m: (name, mine) for m, mine in sorted(machines.items())})
 
     # --- what the collectives need -----------------------------------------------------------------------------
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
@@ -222,21 +244,15 @@ class RayTransport:
     def record(self, result: CollectiveResult) -> None:
         """Each machine's counters get its IPUs' bytes sent and received per link type (traffic.by_machine, as
         LocalTransport's counters sum them), and the virtual time (deferred: queued with the collective)."""
-        for m, kinds in by_machine(result.traffic, self.ipus_per_machine).items():
-            reports = [(kind, sent, received, result.virtual_s) for kind, (sent, received) in kinds.items()]
-            self.calls.queue(m, "record_traffic_each", reports)
-        if not self.calls.deferred:
-            self.calls.wait([])
+        self._later("record_traffic_each", {
+            m: ([(kind, sent, received, result.virtual_s) for kind, (sent, received) in kinds.items()],)
+            for m, kinds in by_machine(result.traffic, self.ipus_per_machine).items()})
 
     # --- what a training step cost the machines ----------------------------------------------------------------
     def record_streaming(self, per_machine: Mapping[int, tuple[int, int]]) -> None:
         """Each machine charges its (bytes in, bytes out) as one batch (Machine.settle_streaming)."""
-        self._each("settle_streaming", {m: tuple(map(int, per_machine[m])) for m in sorted(per_machine)})
+        self._later("settle_streaming", {m: tuple(map(int, per_machine[m])) for m in sorted(per_machine)})
 
     def record_compute(self, steps: Mapping[int, bsp.Step]) -> None:
-        """Each machine runs its step on its BSP counters (Machine.run_step). Awaited with a plain ray.get, as the
-        trainer awaited it before this was a transport method: a machine lost here raises Ray's error, not
-        MachineLost (unlike every other call here)."""
-        self.calls.wait([])
-        ray.get([self.calls.actor(m).run_step.remote(step) for m, step in sorted(steps.items())],
-                timeout=self.timeout_s)
+        """Each machine runs its step on its BSP counters (Machine.run_step); deferred, queued for the next wait."""
+        self._later("run_step", {m: (step,) for m, step in sorted(steps.items())})

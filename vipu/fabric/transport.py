@@ -16,7 +16,7 @@ IPUs takes the tensor's name first, then what each IPU gets (put_tensors(name, a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -52,6 +52,10 @@ class Transport(Protocol):
         """Free `name` wherever it is: on the IPU, offloaded to Streaming Memory, reserved or held."""
 
     # --- tensors on many IPUs at once (one round trip) ------------------------------------------------------------
+    def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
+        """free_tensor of each (IPU, name) of `held`, best effort (a job's cleanup): a tensor already gone, or on a
+        machine that is gone, is skipped."""
+
     def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
         """Put arrays[ipu] on each IPU under `name`."""
 
@@ -99,6 +103,15 @@ def by_machine_index(ipus: Sequence[int], ipus_per_machine: int) -> dict[int, li
     return machines
 
 
+def held_by_machine(held: Iterable[tuple[int, str]], ipus_per_machine: int) -> dict[int, list[tuple[int, str]]]:
+    """Machine -> (the IPU's number inside it, tensor name) for each (IPU, name) of `held`: a cleanup batched per
+    machine."""
+    machines: dict[int, list[tuple[int, str]]] = {}
+    for ipu, name in held:
+        machines.setdefault(ipu // ipus_per_machine, []).append((ipu % ipus_per_machine, name))
+    return machines
+
+
 class WrappedTransport:
     """A transport that passes every call on to the one it wraps (`inner`): a wrapper overrides only what it
     changes."""
@@ -123,6 +136,9 @@ class WrappedTransport:
 
     def free_tensor(self, ipu: int, name: str) -> None:
         self.inner.free_tensor(ipu, name)
+
+    def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
+        self.inner.free_tensors(held)
 
     def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
         self.inner.put_tensors(name, arrays)

@@ -88,6 +88,9 @@ class MachineActor:
     def free_tensor(self, ipu: int, name: str) -> None:
         self.machine.free_tensor(ipu, name)
 
+    def free_each(self, held: list[tuple[int, str]]) -> None:
+        self.machine.free_each(held)
+
     def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
         self.machine.record_traffic(link_type, sent_bytes, received_bytes, virtual_s)
 

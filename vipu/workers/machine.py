@@ -27,7 +27,7 @@ from functools import cached_property
 
 import numpy as np
 
-from vipu.errors import FailedPrecondition, InvalidArgument
+from vipu.errors import FailedPrecondition, InvalidArgument, VipuError
 from vipu.hardware.figures import LINK_TYPES
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.topology import Topology
@@ -137,6 +137,14 @@ class Machine:
             self.streaming.discard(self.local(ipu), name, memory.label)
             return
         memory.free(name)
+
+    def free_each(self, held: list[tuple[int, str]]) -> None:
+        """free_tensor of each (IPU, name), best effort (a job's cleanup): one already gone is skipped."""
+        for ipu, name in held:
+            try:
+                self.free_tensor(ipu, name)
+            except VipuError:
+                pass
 
     def offload(self, ipu: int, name: str) -> float:
         return self.streaming.offload(self.local(ipu), self.memory(ipu), name)

@@ -96,3 +96,18 @@ def test_runs_are_deterministic_given_the_seed():
     assert run(w).losses == run(w).losses
     other_seed = workload(transformer(), "adam", seed=12, t=2, p=2, r=2)
     assert run(other_seed).losses != run(w).losses
+
+
+def test_a_pipeline_send_the_links_deliver_otherwise_fails_the_step_before_its_update():
+    """A stage continues with what its send must deliver (data_path.Fabric.send); the step checks that against what
+    crossed the links before the optimiser runs."""
+    from vipu.fabric.transport import WrappedTransport
+
+    class Corrupting(WrappedTransport):
+        def get_tensors_later(self, name, ipus):
+            later = self.inner.get_tensors_later(name, ipus)
+            return lambda: {ipu: a + 1 for ipu, a in later().items()} if name == "pp" else later()
+
+    w = workload(mlp(layers=4, inputs=5), "sgd", t=2, p=2, micro_batches=2)
+    with pytest.raises(AssertionError, match="holds other values of 'pp' than the step continued with"):
+        run(w, transport_factory=lambda group: Corrupting(LocalTransport()))

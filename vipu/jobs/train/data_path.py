@@ -21,7 +21,12 @@ partition's first IPU: IPU(replica, stage, shard) = first + (replica p + stage) 
   the shortest IPU-Link path inside the replica's block, which is one hop only where the two IPUs are linked.
 
 Each exchange puts the sender's arrays on its IPUs, runs the collective, and reads the result back from the
-receiving IPUs: the numbers a stage continues with are the ones that crossed the (emulated) links.
+receiving IPUs: the numbers a stage continues with are the ones that crossed the (emulated) links. A pipeline send
+is the exception that makes a step cost one wait on machine actors, not one per pipeline tick: it only copies, so
+the receiving stage continues at once with what the send must deliver (each piece where the scatter puts it, the
+pieces as the all-gather joins them), and check_expected() compares that, bit for bit, with what did cross the
+links before the step's update is applied (the read of the gradients has awaited those reads too). The trainer
+does the same with the weights it put at the end of the last step (expect).
 
 Values are fp32 for every model (the numerical proof needs fp32), but the links are priced in the model's dtype:
 for an fp16 model the transport is wrapped in PricedAs, whose spec() reports float16, so the fabric charges (and the
@@ -30,12 +35,11 @@ machines' counters record) the bytes the real Pod would move, while the fp32 val
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Mapping, Sequence
+from typing import Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from vipu.errors import VipuError
-from vipu.fabric import Group, all_gather, allreduce, reduce_scatter
+from vipu.fabric import Group, all_gather, allreduce, reduce_scatter, shard
 from vipu.fabric.collectives import execute, move, price
 from vipu.fabric.known_schedules import known
 from vipu.fabric.schedule_cost import CollectiveResult
@@ -84,6 +88,9 @@ class Scoped(WrappedTransport):
     def free_tensor(self, ipu: int, name: str) -> None:
         self.inner.free_tensor(ipu, self.scope + name)
 
+    def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
+        self.inner.free_tensors((ipu, self.scope + name) for ipu, name in held)
+
     def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
         self.inner.put_tensors(self.scope + name, arrays)
 
@@ -111,11 +118,7 @@ class Scoped(WrappedTransport):
 
 def free_each(transport: Transport, held) -> None:
     """Free each (IPU, tensor) of `held`, best effort: a machine that is gone has nothing left to free."""
-    for ipu, name in sorted(held):
-        try:
-            transport.free_tensor(ipu, name)
-        except VipuError:
-            pass
+    transport.free_tensors(sorted(held))
 
 
 def run_schedule(op: str, name: str, steps: list[Step], transport: Transport, topology: Topology,
@@ -177,6 +180,7 @@ class Fabric:
         self.t1, self.t2 = layout.t, layout.t2
         self.partition = Group.block(topology, first_ipu, layout.ipus)
         self.log: list[tuple[str, CollectiveResult]] = []
+        self.expected: list[tuple[str, Callable[[], dict[int, np.ndarray]], dict[int, np.ndarray]]] = []
         self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
         self._groups: dict[tuple[int, int], Group] = {}  # (first IPU, size) -> its block, made once
 
@@ -186,6 +190,23 @@ class Fabric:
 
     def get(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return self.transport.get_tensors(name, list(ipus))
+
+    def expect(self, name: str, arrays: dict[int, np.ndarray]) -> None:
+        """Read `name` on each IPU of `arrays` as it is now; check_expected() fails unless it is arrays[ipu]."""
+        self.expected.append((name, self.get_later(name, list(arrays)), arrays))
+
+    def check_expected(self) -> None:
+        """Every expect() and pipeline send since the last check found, bit for bit, what the step continued with."""
+        expected, self.expected = self.expected, []
+        for name, later, arrays in expected:
+            got = later()
+            for ipu, want in arrays.items():
+                if got[ipu].shape != want.shape or got[ipu].tobytes() != want.tobytes():
+                    raise AssertionError(f"IPU {ipu} holds other values of {name!r} than the step continued with")
+
+    def get_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
+        """get() of the tensors as they are now, returned when called: reads made together wait together."""
+        return self.transport.get_tensors_later(name, list(ipus))
 
     def offload(self, name: str) -> None:
         """Move `name` of every IPU to Streaming Memory (the machines' DRAM; uncharged: the caller prices the step's
@@ -315,8 +336,13 @@ class Fabric:
                                            self.transport, self.topology, block.members))
         if self.t > 1:
             seconds += self._done(PP, all_gather(self.tensor_group(replica, dst_stage), "pp", self.transport))
-        later = self.transport.get_tensors_later("pp", dsts)
-        return lambda: [later()[ipu] for ipu in dsts], seconds
+        whole = np.empty(arrays[0].shape, arrays[0].dtype)  # in C order, as the IPUs hold it
+        flat = whole.reshape(-1)
+        for k, array in enumerate(arrays):  # piece k as shard k scatters it, joined as the all-gather joins them
+            lo, hi = shard(numel, len(arrays), k)
+            flat[lo:hi] = array.reshape(-1)[lo:hi]
+        self.expect("pp", dict.fromkeys(dsts, whole))
+        return lambda: [whole.copy() for _ in dsts], seconds
 
     # --- data parallel ----------------------------------------------------------------------------------------
     def replica_groups(self) -> list[tuple[int, ...]]:

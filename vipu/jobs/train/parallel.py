@@ -3,9 +3,10 @@
 What lives where: each IPU holds, as tensors on its transport (LocalTransport in-process, the machine actors with
 RayTransport), one flat buffer of its weight shards ("params", vipu/sdk/nn/sharding.py FlatLayout), its optimiser state
 ("opt.momentum" or "opt.m", "opt.v") and, at the end of a step, its gradient accumulator ("grads"). The process
-driving the step plays each IPU's tiles: it reads the IPU's weights at the start of the step, computes exactly that
-IPU's share (its shard of its stage, its replica's micro-batches) from them, and every value that passes between
-IPUs goes through a collective on the transport (data_path.py).
+driving the step plays each IPU's tiles: it reads the IPU's weights at the start of the step (or, where they are
+as it put them, checks them before the update: Fabric.expect), computes exactly that IPU's share (its shard of its
+stage, its replica's micro-batches) from them, and every value that passes between IPUs goes through a collective
+on the transport (data_path.py).
 
 Which replicas run where comes from the job's poprun environment (poprun.py): each instance reads its
 POPDIST_REPLICA_INDEX_OFFSET and POPDIST_NUM_LOCAL_REPLICAS and runs exactly those replicas, taking their samples
@@ -124,8 +125,12 @@ class ParallelTrainer:
         self.rts = self.lay.rts and self.lay.r > 1
         self.recompute = recomputes(self.lay)
         self.streamed = self.lay.offload_optimizer or self.lay.phased
+        # the weights each IPU holds at a step's start are those put at the last one's end, unless RTS gathers them
+        # or they stream: the step then continues with these and checks them (Fabric.expect), without a wait
+        self.put_weights: dict[int, np.ndarray] | None = None
+        self.weights_as_put = not (self.lay.phased or self.lay.shards_weights or self.rts)
         try:
-            self.fabric.put("params", self._stored(weights))
+            self._put_weights(weights)
             for name in self.state_names:
                 self.fabric.put(name, {ipu: np.zeros(self._owned(ipu)[1] - self._owned(ipu)[0], dtype=w.dtype)
                                        for ipu, w in weights.items()})
@@ -225,7 +230,11 @@ class ParallelTrainer:
         if lay.phased:
             fabric.load("params")
         gather_s = self._gather_weights() if lay.shards_weights else 0.0
-        params = {ipu: _own(a) for ipu, a in fabric.get("params", self.ipus).items()}
+        if self.put_weights is not None:
+            fabric.expect("params", self.put_weights)
+            params = {ipu: a.copy() for ipu, a in self.put_weights.items()}
+        else:
+            params = {ipu: _own(a) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
         grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
         gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
@@ -294,7 +303,7 @@ class ParallelTrainer:
         # the replicas' groups reduce together: one sync, and one before each gather of sharded weights
         collectives = 1 + WEIGHT_GATHERS if lay.shards_weights else 1
         dp_sync = collectives * self.partition_sync_s if lay.r > 1 else 0.0
-        self._update(step, params, fabric.get("grads", self.ipus))
+        self._update(step, params, fabric.get_later("grads", self.ipus))
         if lay.shards_weights:
             dp_s += gather_s  # the gathers before use; the updated shards are stored, and gathered next step
         elif self.rts:
@@ -312,12 +321,17 @@ class ParallelTrainer:
     def _leave(self, xs: list[np.ndarray], g: StageGroup) -> list[np.ndarray]:
         return transformer2d.leave(xs, g) if self.lay.t2 > 1 else xs
 
-    def _update(self, step: int, params: dict[int, np.ndarray], grads: dict[int, np.ndarray]) -> None:
+    def _update(self, step: int, params: dict[int, np.ndarray],
+                later_grads: Callable[[], dict[int, np.ndarray]]) -> None:
+        """Apply the optimiser; the reduced gradients and the state are read together (one wait on machines)."""
         fabric, w = self.fabric, self.workload
         if self.streamed:
             for name in self.state_names:
                 fabric.load(name)
-        state = {name: fabric.get(name, self.ipus) for name in self.state_names}
+        later = {name: fabric.get_later(name, self.ipus) for name in self.state_names}
+        grads = later_grads()
+        fabric.check_expected()  # before the update: the wait for the gradients awaited those reads too
+        state = {name: read() for name, read in later.items()}
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
             lo, hi = self._owned(ipu)  # with RTS only this shard: the all-gather brings the others' updates
@@ -325,11 +339,16 @@ class ParallelTrainer:
             optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
-        fabric.put("params", self._stored(params))
+        self._put_weights(params)
         for name in self.state_names:
             fabric.put(name, new_state[name])
             if self.streamed:
                 fabric.offload(name)
+
+    def _put_weights(self, buffers: dict[int, np.ndarray]) -> None:
+        self.fabric.put("params", self._stored(buffers))
+        if self.weights_as_put:
+            self.put_weights = {ipu: np.array(a, dtype=DTYPE) for ipu, a in buffers.items()}
 
     def _holdings(self) -> Holdings:
         """A step's count of what each IPU holds. In SRAM all step: its weights and accumulators in the model's
