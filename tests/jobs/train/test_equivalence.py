@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from vipu.fabric import LocalTransport
+from vipu.jobs.train.data_path import DataPathMismatch
 from vipu.jobs.train.parallel import ParallelTrainer
 from tests.jobs.train.builders import ATOL, RTOL, mlp, pod, reference, run, transformer, workload
 
@@ -109,5 +110,5 @@ def test_a_pipeline_send_the_links_deliver_otherwise_fails_the_step_before_its_u
             return lambda: {ipu: a + 1 for ipu, a in later().items()} if name == "pp" else later()
 
     w = workload(mlp(layers=4, inputs=5), "sgd", t=2, p=2, micro_batches=2)
-    with pytest.raises(AssertionError, match="holds other values of 'pp' than the step continued with"):
+    with pytest.raises(DataPathMismatch, match="holds other values of 'pp' than the step continued with"):
         run(w, transport_factory=lambda group: Corrupting(LocalTransport()))

@@ -52,6 +52,11 @@ from vipu.hardware.topology import Topology
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
 
 
+
+class DataPathMismatch(RuntimeError):
+    """The links delivered other values than a step went on with: a defect of the emulator, not of the job (a plain
+    exception, not an assert, so that it holds under python -O too)."""
+
 class PricedAs(WrappedTransport):
     """A transport whose tensors are priced as `dtype` on the links; everything else is the wrapped transport's."""
 
@@ -202,7 +207,7 @@ class Fabric:
             got = later()
             for ipu, want in arrays.items():
                 if got[ipu].shape != want.shape or got[ipu].tobytes() != want.tobytes():
-                    raise AssertionError(f"IPU {ipu} holds other values of {name!r} than the step continued with")
+                    raise DataPathMismatch(f"IPU {ipu} holds other values of {name!r} than the step continued with")
 
     def get_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
         """get() of the tensors as they are now, returned when called: reads made together wait together."""
