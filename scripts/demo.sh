@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 STATE=.demo/state
-rm -rf "$STATE" && mkdir -p .demo
+rm -rf .demo && mkdir -p .demo  # its job output too: a fresh state numbers jobs from 1 again
 
 free_port() {  # the port asked for when it is free, else any free one
   $BIN/python -c "

@@ -19,13 +19,17 @@ from tests.cli.test_jobs_e2e import show, submit, wait_for
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def batch_script(tmp_path: Path, name: str) -> str:
+def batch_script(tmp_path: Path, name: str, server) -> str:
     """examples/NAME.sh as `vipu submit` sends a batch script: its #SBATCH directives (-J, --ipus, -t) as the
     job's fields, the script itself, submitted from the repository's folder with this test's interpreter first on
-    PATH (it has vipu installed)."""
+    PATH (it has vipu installed). Its output goes to the state folder's job-output folder, not the repository's
+    slurm-N.out: a later test's job with the same id would find that file there and refuse to write over it."""
+    output = server.state_dir / "job-output"
+    output.mkdir(exist_ok=True)
     script = (ROOT / f"examples/{name}.sh").read_text()
     directives = dict(re.findall(r"^#SBATCH (\S+) (\S+)$", script, re.M))
     spec = {"name": directives["-J"], "ipus": int(directives["--ipus"]), "time_limit": directives["-t"],
+            "output": str(output / "slurm-%j.out"),
             "workload": {"kind": "command", "script": script, "submit_dir": str(ROOT),
                          "environment": {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}}}
     path = tmp_path / f"{name}.json"
@@ -41,7 +45,7 @@ def steps(server, job: int) -> list[dict]:
 
 @pytest.mark.parametrize("name", ["tiny_dp", "tiny_pp", "tiny_tp"])
 def test_the_example_program_equals_the_builtin_training_of_its_spec(server, tmp_path, name):
-    [program] = submit(server, batch_script(tmp_path, name))
+    [program] = submit(server, batch_script(tmp_path, name, server))
     mine = steps(server, program)
     [builtin] = submit(server, str(ROOT / f"examples/{name}.yaml"))  # after: on the same IPUs
     theirs = steps(server, builtin)

@@ -46,7 +46,7 @@ def test_on_machine_actors_programs_are_refused_compute_and_train_as_without_the
     ipus = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
     assert all(i["emulated"] for i in ipus[:4])  # the machine actors held its tensors
 
-    [mine] = submit(server, batch_script(tmp_path, "tiny_dp"))
+    [mine] = submit(server, batch_script(tmp_path, "tiny_dp", server))
     ours = steps(server, mine)
     [builtin] = submit(server, str(ROOT / "examples/tiny_dp.yaml"))  # after it: on the same IPUs
     theirs = steps(server, builtin)
