@@ -13,13 +13,13 @@ from tests.conftest import console_script
 
 
 def run(server, *args: str, env=None) -> subprocess.CompletedProcess:
-    """The command as a user types it, in the test's own folder (the server's state folder's parent): a batch
-    script's default slurm-N.out lands there, not in the repository, where a later test's job of the same id would
-    find it and refuse to write over it."""
+    """The command as a user types it (`server` None: a command that needs none), in the test's own folder (the
+    server's state folder's parent): a batch script's default slurm-N.out lands there, not in the repository,
+    where a later test's job of the same id would find it and refuse to write over it."""
     prog, *rest = args
     return subprocess.run(
         [console_script(prog), *rest], capture_output=True, text=True, env=env or server.env(), timeout=60,
-        cwd=server.state_dir.parent,
+        cwd=server.state_dir.parent if server else None,
     )
 
 
