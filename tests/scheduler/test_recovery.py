@@ -47,7 +47,11 @@ def test_recover_keeps_live_partitions_and_requeues_lost_ones():
     assert s.job(1).recovery == "resumed after the controller's restart: its partition slurm_1 survived"
     assert s.job(2).recovery == ("ended NODE_FAIL at the controller's restart, requeued: its partition was lost with"
                                  " the controller")
-    assert s.job(3).recovery.startswith("ended NODE_FAIL at the controller's restart, not requeued (its spec says")
+    assert s.job(3).recovery == ("ended NODE_FAIL at the controller's restart, not requeued (its spec says requeue:"
+                                 " false): its partition was lost with the controller")
+    # every lost run says why in words (regression: from the second on, the why was the set of ids lost so far)
+    assert [s.job(i).ended_by for i in (2, 3)] == [
+        "the controller stopped while it ran: its partition was lost with the controller"] * 2
     assert s.job(4).recovery is None and s.job(5).recovery is None
     assert s.table.used_mask == old.table.used_mask & (((1 << 4) - 1) << old.job(1).first_ipu)
     # ids go on from where they stopped, and a retried request still finds its job

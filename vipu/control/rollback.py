@@ -49,7 +49,7 @@ def roll_back(plane: ControlPlane) -> None:
         plane.use(controller, scheduler, Creations(plane.store, [r for k, r in records if k in CREATION_KINDS]))
         recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS],
                      goes_on=lambda job: ran.get(job.id) == job.start_time, event=ROLLBACK,
-                     lost="its run stopped for a change the state store could not write (undone since)")
+                     lost_why="its run stopped for a change the state store could not write (undone since)")
         scheduler.retired_qos |= old.retired_qos
         for job_id, started in sorted(ran.items()):
             if scheduler.table.running_since(job_id, started) is None:

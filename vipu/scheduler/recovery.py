@@ -55,7 +55,7 @@ def _records(records: Iterable) -> tuple[list[Job], SchedulerMeta | None, Purged
 
 def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[str] | None,
             resumable: Callable[[Job], bool] | None = None, event: str = "the controller's restart",
-            lost: str | None = None) -> list[Effect]:
+            lost_why: str | None = None) -> list[Effect]:
     if s.table.jobs:
         raise FailedPrecondition("recover() rebuilds an empty scheduler; create a new Scheduler for it")
     jobs, meta, purged = _records(records)
@@ -81,12 +81,12 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
                                            " survived"})
             changed.append(job)
         elif job.state is S.RUNNING:
-            why = lost or ("its partition was lost with the controller" if not kept
+            why = lost_why or ("its partition was lost with the controller" if not kept
                    else "its workload does not outlive the controller (a training run lives in the controller's"
                    " process; a program's supervisor stops it when the controller goes)")
             then = "requeued" if job.spec.requeue else "not requeued (its spec says requeue: false)"
             failed = job.moved(S.NODE_FAIL, now, end_time=now,
-                               ended_by=why if lost else f"the controller stopped while it ran: {why}",
+                               ended_by=why if lost_why else f"the controller stopped while it ran: {why}",
                                recovery=f"ended NODE_FAIL at {event}, {then}: {why}")
             job = failed.requeued(now) if job.spec.requeue else failed
             if job is not failed:

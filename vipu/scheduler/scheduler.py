@@ -374,10 +374,10 @@ class Scheduler:
 
     def recover(self, records: Iterable, now: float, partitions: Iterable[str] | None = None,
                 resumable: Callable[[Job], bool] | None = None, event: str = "the controller's restart",
-                lost: str | None = None) -> list[Effect]:
+                lost_why: str | None = None) -> list[Effect]:
         """Rebuild the job table from stored records after a restart (see recovery.py for what happens to jobs
         that were running); call once, on a fresh Scheduler. Returns StopJob effects for partitions to remove.
-        `event` names the restart (or a rollback) in the jobs' notes, `lost` why a run that did not go on ended."""
+        `event` names the restart (or a rollback) in the jobs' notes, `lost_why` why a run that did not go on ended."""
         from vipu.scheduler.recovery import recover
 
-        return recover(self, records, now, partitions, resumable, event, lost)
+        return recover(self, records, now, partitions, resumable, event, lost_why)
