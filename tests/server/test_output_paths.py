@@ -108,6 +108,9 @@ def test_a_batch_scripts_output_and_error_follow_the_same_rule_without_secure(se
         detail = ended(server, job)
         assert detail["state"] == "FAILED" and why in json.dumps(detail), detail
         assert f"give {'--output' if flag == '-o' else '--error'} " in json.dumps(detail)  # and the fix
+        logs = subprocess.run([console_script("vipu"), "logs", str(job)], env=server.env(), capture_output=True,
+                              text=True, timeout=60).stdout
+        assert why in logs and "root's" not in logs and "not the controller's" not in logs  # (it once showed them)
     assert victim.read_text() == "root's\n" and precious.read_text() == "not the controller's\n"
     assert not (elsewhere / "target.txt").exists()
 

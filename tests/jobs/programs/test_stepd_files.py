@@ -33,3 +33,22 @@ def test_under_secure_the_users_account_decides(tmp_path):
     link.symlink_to(target)
     os.close(open_output(str(link), "error", None))  # its own link, its own permissions
     assert target.exists()
+
+
+def test_vipu_logs_reads_no_symlink_hard_link_or_fifo(tmp_path):
+    """Regression: `vipu logs` read a job's output file as the controller's user through whatever the job's user
+    had put there, so a symlink to a file only root may read showed that file."""
+    from vipu.jobs.programs.hosts import Steps
+
+    secret = tmp_path / "secret"
+    secret.write_text("TOPSECRET\n")
+    out = tmp_path / "slurm-1.out"
+    out.write_text("hi\n")
+    assert Steps.tail(str(out)) == ("hi\n", False)
+    assert Steps.tail(str(tmp_path / "none")) == ("", False)
+    (tmp_path / "link.out").symlink_to(secret)
+    os.link(secret, tmp_path / "hard.out")
+    os.mkfifo(tmp_path / "fifo.out")
+    for name in ("link.out", "hard.out", "fifo.out"):
+        text, cut = Steps.tail(str(tmp_path / name))
+        assert text.startswith(f"(the output file {tmp_path / name} is not shown: ") and "TOPSECRET" not in text

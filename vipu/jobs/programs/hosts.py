@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -62,14 +63,23 @@ class Steps:
 
     @staticmethod
     def tail(path: str, max_bytes: int = TAIL_BYTES) -> tuple[str, bool]:
-        """The end of a program's output file, and whether anything before it was left out ("" while none)."""
+        """The end of a program's output file, and whether anything before it was left out ("" while none). Read
+        by the controller's user for any caller who may see the job: so never through a symlink, and only a regular
+        file with one name (not a hard link to another file), which a job's user could otherwise point at a file
+        only the controller may read; O_NONBLOCK: a FIFO put there must not stop the read."""
         try:
-            with open(path, "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                f.seek(max(0, size - max_bytes))
-                data = f.read(max_bytes)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return "", False
+        except OSError as e:
+            return f"(the output file {path} is not shown: {e.strerror.lower()})", False
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                return f"(the output file {path} is not shown: not a regular file with one name)", False
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - max_bytes))
+            data = f.read(max_bytes)
         return data.decode(errors="replace"), size > max_bytes
 
 

@@ -245,6 +245,8 @@ class ProgramRuns:
             return []
         run = self.runs.get(job_id)
         host = run.host if run is not None and run.host is not None else self.local
+        if record.failure is not None:  # its output was never opened by this run: what is there is not its own
+            return [f"run {record.run} could not start: {record.failure}", *record.step_lines()]
         try:
             text, cut = self._call(host, "tail", record.output)
         except Exception as e:  # noqa: BLE001 - a node gone: say so, keep the rest
@@ -253,8 +255,6 @@ class ProgramRuns:
         lines = text.splitlines()
         if cut:
             lines = [f"(only the end of {record.output} is shown)", *lines[1:]]
-        if record.failure:
-            lines.append(f"run {record.run} could not start: {record.failure}")
         return lines + record.step_lines()
 
     def progress(self) -> dict:
