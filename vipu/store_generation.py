@@ -78,9 +78,13 @@ class Generation:
         part = self.marker.with_name(self.marker.name + ".part")
         part.unlink(missing_ok=True)
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w") as marker:
-            marker.write(f"{generation}\n")
-        os.replace(part, self.marker)
+        try:
+            with os.fdopen(fd, "w") as marker:
+                marker.write(f"{generation}\n")
+            os.replace(part, self.marker)
+        except OSError:  # a full disk: no half-written marker left beside the real one
+            part.unlink(missing_ok=True)
+            raise
 
     def closed(self) -> None:
         """The database was closed cleanly: nothing can have been lost since."""

@@ -6,8 +6,10 @@ process holding the database's write lock."""
 
 from __future__ import annotations
 
+import resource
 import signal
 import sqlite3
+import subprocess
 import time
 
 import grpc
@@ -15,6 +17,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import show, submit
+from tests.conftest import console_script
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import job_pb2_grpc
 
@@ -64,3 +68,27 @@ def test_a_locked_database_fails_writes_not_reads_and_health_follows(server):
     with grpc.insecure_channel(server.address) as channel:
         listed = job_pb2_grpc.JobServiceStub(channel).ListJobs(j.ListJobsRequest(), timeout=10)
     assert [(x.id, x.state) for x in listed.jobs] == [(1, "PENDING"), (2, "PENDING")]
+
+
+def _no_file_growth() -> None:
+    """In the child: a write that grows any file fails (EFBIG), as on a full disk; SIGXFSZ ignored, so the write
+    fails instead of killing the process."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1, resource.RLIM_INFINITY))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def test_a_start_that_cannot_write_its_state_folder_says_so_in_one_line_and_keeps_the_state(server):
+    """Regression: a restart on a full disk died with a traceback (exit 1: a crash loop under systemd) and left a
+    vipu.generation.part file behind."""
+    [job] = submit(server, "--ipus", "1", "--hold")
+    server.kill(signal.SIGTERM)
+    out = subprocess.run([console_script("vipu-server"), "--ray", "off", "--metrics-port", "-1", "--port", "0",
+                          "--state-dir", str(server.state_dir)], capture_output=True, text=True, timeout=60,
+                         preexec_fn=_no_file_growth)
+    assert out.returncode == 5, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert line.startswith(f"vipu-server: error: the state folder {server.state_dir} cannot be written (")
+    assert line.endswith("its records are kept: free space (or fix the disk) and start again")
+    assert not list(server.state_dir.glob("*.part"))
+    server.start()
+    assert show(server, job)["state"] == "PENDING"

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import ssl
+import sqlite3
 import sys
 import threading
 from concurrent import futures
@@ -241,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     except VipuError as e:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)  # as the CLI exits for the same error
+    except (OSError, sqlite3.OperationalError) as e:  # a full disk, an I/O error: no traceback, the state kept
+        print(f"vipu-server: error: the state folder {state_dir} cannot be written ({e}); its records are kept:"
+              " free space (or fix the disk) and start again", file=sys.stderr)
+        return EXIT_CODES[grpc.StatusCode.UNAVAILABLE]
     # the stored records just loaded live as long as the process: no full collection walks them again (the first
     # one after a large restart would, in whichever call came first), nor what survives later ones
     keep_long_lived()
