@@ -77,3 +77,17 @@ def test_a_refusal_comes_back_with_its_reason_fields_and_object():
     assert (error.code, error.reason, error.message) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD",
                                                           "ipus is 0; give 1 or more")
     assert error.field_violations == (("spec.ipus", "ipus is 0; give 1 or more"),) and error.from_controller
+
+
+@pytest.mark.parametrize(("arguments", "named"), [
+    ({"time_limit": "abc"}, "update(): time_limit='abc' cannot be sent ("),
+    ({"time_limit": float("nan")}, "update(): time_limit=nan cannot be sent (not a finite number)"),
+    ({"time_limit_add": float("inf")}, "update(): time_limit_add=inf cannot be sent (not a finite number)"),
+    ({"nice": 10**12}, "update(): nice=1000000000000 cannot be sent ("),
+    ({"begin": float("nan")}, "update(): begin=nan cannot be sent ("),
+])
+def test_an_update_argument_the_request_cannot_carry_is_an_api_error_naming_it(arguments, named):
+    """Regression: these raised a bare ValueError, where docs/client.md says every failure is an ApiError."""
+    with pytest.raises(ApiError) as refused:
+        offline().update(1, **arguments)
+    assert refused.value.message.startswith(named) and refused.value.reason == "BAD_SETTING"

@@ -3,11 +3,14 @@ API's own messages (vipu/v1, protos/vipu/v1); every failure is one ApiError. doc
 
 from __future__ import annotations
 
+import math
+from contextlib import contextmanager
 from typing import Iterable, Iterator
 
 from vipu.client.caller import DEFAULT_TIMEOUT_S, Caller, new_request_id
 from vipu.client.messages import duration, timestamp, to_message
-from vipu.client.settings import resolve
+from vipu.client.settings import bad, resolve
+from vipu.errors import elided
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import job_spec_pb2 as s
 from vipu.v1 import partition_pb2 as p
@@ -94,18 +97,26 @@ class Client(Caller):
         `single`). `time_limit`: seconds, or "UNLIMITED" (the longest its QOS allows); `time_limit_add`: seconds
         added (negative: taken off); `begin`: text as sbatch --begin takes it (16:00, now+1hour), or seconds since
         the epoch. The reply lists the jobs changed."""
-        request = j.UpdateJobRequest(id=job_id, single=single, qos=qos, nice=nice, dependency=dependency, name=name,
-                                     array_task_throttle=array_task_throttle, priority=priority)
+        request = j.UpdateJobRequest(id=job_id, single=single)
+        given = {"qos": qos, "nice": nice, "dependency": dependency, "name": name,
+                 "array_task_throttle": array_task_throttle, "priority": priority}
+        for field, value in given.items():
+            if value is not None:
+                with _argument(field, value, "a value of the field's type and range (docs/client.md)"):
+                    setattr(request, field, value)
         if isinstance(time_limit, str) and time_limit.strip().upper() in ("UNLIMITED", "INFINITE"):
             request.time_limit_unlimited = True
         elif time_limit is not None:
-            request.time_limit.CopyFrom(duration(float(time_limit)))
+            with _argument("time_limit", time_limit, 'seconds (a finite number) or "UNLIMITED"'):
+                request.time_limit.CopyFrom(duration(_finite(float(time_limit))))
         if time_limit_add is not None:
-            request.time_limit_add.CopyFrom(duration(time_limit_add))
+            with _argument("time_limit_add", time_limit_add, "seconds (a finite number)"):
+                request.time_limit_add.CopyFrom(duration(_finite(float(time_limit_add))))
         if isinstance(begin, str):
             request.begin = begin
         elif begin is not None:
-            request.begin_time.CopyFrom(timestamp(begin))
+            with _argument("begin", begin, "text as sbatch --begin takes it, or seconds since the epoch"):
+                request.begin_time.CopyFrom(timestamp(_finite(float(begin))))
         return list(self.call(self.job_service.UpdateJob, request).jobs)
 
     def history(self, *, users: Iterable[str] = (), states: Iterable[str] = (), ids: Iterable[int] = (),
@@ -150,3 +161,18 @@ class Client(Caller):
 
     def ipus(self) -> Iterator[p.Ipu]:
         return self.items(self.partition_service.ListIpus, p.ListIpusRequest())
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
+@contextmanager
+def _argument(name: str, value: object, give: str) -> Iterator[None]:
+    """A value the request cannot carry is the caller's mistake: ApiError naming the argument, as every failure is."""
+    try:
+        yield
+    except (ValueError, TypeError, OverflowError) as e:
+        raise bad(elided(f"update(): {name}={value!r} cannot be sent ({e}); give {give}")) from None
