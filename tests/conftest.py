@@ -52,8 +52,8 @@ class ServerProcess:
         return self.log_path.read_text() if self.log_path.exists() else ""
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
-        if "local" in self.extra:  # a local Ray can take 20 s to start on a loaded machine, twice when the controller
-            timeout = max(timeout, 180.0)  # retries a start whose head processes timed out (fleet._start_local_ray)
+        if "local" in self.extra:  # a local Ray can take 30 s to start on a loaded machine, up to three times: the
+            timeout = max(timeout, 180.0)  # controller retries a start that timed out (fleet._start_local_ray)
         cmd = [console_script("vipu-server"), "--pod", self.pod, "--port", str(self.port), "--state-dir",
                str(self.state_dir), "--metrics-port", "0",
                *([] if {"--ray", "--ray-address"} & set(self.extra) else ["--ray", "off"]), *self.extra]

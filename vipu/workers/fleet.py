@@ -25,6 +25,7 @@ from vipu.workers import local_ray
 from vipu.workers.machine_failures import FailureWatch
 
 log = logging.getLogger("vipu.fleet")
+LOCAL_RAY_ATTEMPTS = 3
 WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
 
 
@@ -126,25 +127,27 @@ class Fleet:
             return self.pool
 
     def _start_local_ray(self, ray) -> None:
-        """Ray's own head processes sometimes die while starting on a loaded machine (seen: its dashboard process
-        aborting): one more attempt after a clean shutdown, then the error goes to the caller."""
+        """Ray's own head processes sometimes die or miss Ray's fixed 30 s registration wait while starting on a
+        loaded machine (seen: its dashboard process aborting; two attempts in a row timing out beside a test suite):
+        up to LOCAL_RAY_ATTEMPTS attempts, each after a clean shutdown, then the error goes to the caller."""
         local_ray.remove_stale_folders()
         local_ray.adopt_orphans()
         local_ray.start_reaper(self._ray_dir)
         # our own errors name the machine that failed; Ray would also print each failed call nobody awaited (the
         # reads feeding a write that never ran when a machine dies mid-collective)
         os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
-        for attempt in (1, 2):
+        for attempt in range(1, LOCAL_RAY_ATTEMPTS + 1):
             try:
                 ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
                          configure_logging=False, _temp_dir=self._ray_dir)
                 self._started_ray = True
                 return
-            except Exception:  # noqa: BLE001 - retried once, then raised
+            except Exception:  # noqa: BLE001 - retried, then raised
                 ray.shutdown()
-                if attempt == 2:
+                if attempt == LOCAL_RAY_ATTEMPTS:
                     raise
-                log.warning("starting a local Ray failed; trying once more", exc_info=True)
+                log.warning("starting a local Ray failed (attempt %d of %d); trying again", attempt,
+                            LOCAL_RAY_ATTEMPTS, exc_info=True)
 
     def kill_local_ray(self, grace_s: float = 1.0) -> None:
         """End every process of a local Ray: after ray.shutdown(), what it left (see local_ray.py); or, alone, a
