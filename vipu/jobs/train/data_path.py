@@ -48,6 +48,7 @@ from vipu.fabric.transfer_schedule import Step, Transfer, piece_sends
 from vipu.fabric.transport import Transport, WrappedTransport
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
+from vipu.sdk.nn.synthetic import DTYPE
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
 
@@ -368,3 +369,11 @@ class Fabric:
             return 0.0
         return self._done(DP, on_groups(phase.replace("-", "_"), self.replica_groups(), name, self.transport,
                                         self.topology, self.partition))
+
+
+def owned(array: np.ndarray, dtype=DTYPE) -> np.ndarray:
+    """`array` to update in place: as it is if the transport's get gave a writable copy of that dtype (the local
+    transports do), else a copy (Ray's arrays are read-only views of its object store)."""
+    if array.flags.writeable and array.flags.c_contiguous and (dtype is None or array.dtype == dtype):
+        return array
+    return np.array(array, dtype=dtype)

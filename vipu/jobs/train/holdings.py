@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from vipu.sdk.nn.sharding import Block
+from vipu.sdk.nn.sharding import Block, FlatLayout, split_axes
 from vipu.sdk.nn.synthetic import DTYPE
 
 
@@ -32,6 +32,18 @@ class Holdings:
         self.stash: dict[int, int] = defaultdict(int)
         self.stash_peak: dict[int, int] = defaultdict(int)
         self.peak: dict[int, tuple[int, int]] = {}  # (SRAM in all, its activations) at the IPU's peak
+
+    @classmethod
+    def of_layouts(cls, phased: bool, t: int, value_bytes: int, kept: dict[int, int],
+                   layouts: dict[int, FlatLayout]) -> Holdings:
+        """resident(ipu, block) from each IPU's packed layout: the block's weights and accumulators (two values a
+        parameter)."""
+        sizes = {ipu: {name: int(np.prod(shape)) for name, shape, _ in layout.entries} for ipu, layout in layouts.items()}
+
+        def resident(ipu: int, block: Block) -> int:
+            return 2 * value_bytes * sum(sizes[ipu][name] for name in split_axes(block))
+
+        return cls(phased, t, value_bytes, kept, resident)
 
     def stage_cache(self, ipus: list[int], cache, params: dict[int, np.ndarray], sign: int) -> None:
         for ipu, nbytes in _arrays(ipus, cache, params):

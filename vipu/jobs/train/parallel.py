@@ -72,7 +72,7 @@ from vipu.jobs.layout import compute_share
 from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per_param
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train import recompute
-from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs
+from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs, owned
 from vipu.jobs.train.holdings import Holdings
 from vipu.jobs.train.pipeline_schedule import timeline
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
@@ -82,7 +82,7 @@ from vipu.jobs.train.machine_charges import charge_compute, machine_streaming_s
 from vipu.jobs.train.work import OpTimer, StageGroup
 from vipu.sdk.nn import mlp, optimizers as optim, transformer, transformer2d
 from vipu.sdk.nn.pipeline import execution_order, stage_orders
-from vipu.sdk.nn.sharding import Block, FlatLayout, split_axes, stage_axes, stage_blocks, take, unshard
+from vipu.sdk.nn.sharding import FlatLayout, stage_axes, stage_blocks, take, unshard
 from vipu.sdk.nn.synthetic import DTYPE, batch, init_params, loss
 
 
@@ -234,7 +234,7 @@ class ParallelTrainer:
             fabric.expect("params", self.put_weights)
             params = {ipu: a.copy() for ipu, a in self.put_weights.items()}
         else:
-            params = {ipu: _own(a) for ipu, a in fabric.get("params", self.ipus).items()}
+            params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
         grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
         gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
@@ -335,7 +335,7 @@ class ParallelTrainer:
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
             lo, hi = self._owned(ipu)  # with RTS only this shard: the all-gather brings the others' updates
-            mine = {name.removeprefix("opt."): _own(state[name][ipu], None) for name in self.state_names}
+            mine = {name.removeprefix("opt."): owned(state[name][ipu], None) for name in self.state_names}
             optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
@@ -357,12 +357,7 @@ class ParallelTrainer:
         value = self.model.value_bytes
         kept = {ipu: 2 * self.layouts[ipu].size * value + (0 if self.streamed else self._state_bytes(ipu))
                 for ipu in self.ipus}
-        sizes = {ipu: {name: int(np.prod(shape)) for name, shape, _ in self.layouts[ipu].entries} for ipu in self.ipus}
-
-        def resident(ipu: int, block: Block) -> int:
-            return 2 * value * sum(sizes[ipu][name] for name in split_axes(block))
-
-        return Holdings(self.lay.phased, self.lay.t, value, kept, resident)
+        return Holdings.of_layouts(self.lay.phased, self.lay.t, value, kept, self.layouts)
 
     def _report(self, step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s) -> StepReport:
         line, stage, timers = worst
@@ -398,10 +393,3 @@ class ParallelTrainer:
             bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=len(self.fabric.log),
             ipus=per_ipu, wall_s=self.clock() - started)
 
-
-def _own(array: np.ndarray, dtype=DTYPE) -> np.ndarray:
-    """`array` to update in place: as it is if the transport's get gave a writable copy of that dtype (the local
-    transports do), else a copy (Ray's arrays are read-only views of its object store)."""
-    if array.flags.writeable and array.flags.c_contiguous and (dtype is None or array.dtype == dtype):
-        return array
-    return np.array(array, dtype=dtype)
