@@ -38,7 +38,8 @@ class Holdings:
                    layouts: dict[int, FlatLayout]) -> Holdings:
         """resident(ipu, block) from each IPU's packed layout: the block's weights and accumulators (two values a
         parameter)."""
-        sizes = {ipu: {name: int(np.prod(shape)) for name, shape, _ in layout.entries} for ipu, layout in layouts.items()}
+        sizes = {ipu: {name: int(np.prod(shape)) for name, shape, _ in layout.entries}
+                 for ipu, layout in layouts.items()}
 
         def resident(ipu: int, block: Block) -> int:
             return 2 * value_bytes * sum(sizes[ipu][name] for name in split_axes(block))
