@@ -219,8 +219,9 @@ def test_every_dashboard_expression_parses_and_returns_data(server, prometheus, 
     parsed = subprocess.run([str(prometheus_bin / "promtool"), "check", "rules", str(rules)], capture_output=True,
                             text=True, timeout=60)
     assert parsed.returncode == 0, parsed.stdout + parsed.stderr
-    time.sleep(3)  # a few scrapes, so rate() has two samples
-    empty = [title for title, e in exprs if not query(prometheus, e)]
+    deadline = time.monotonic() + 60  # a few scrapes, so that rate() has two samples
+    while (empty := [title for title, e in exprs if not query(prometheus, e)]) and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert empty == []
 
 
