@@ -10,6 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import grpc
 import pytest
 
 from tests.cli.test_cli_e2e import run
@@ -22,6 +23,7 @@ from tests.docs.change_rows_update import (submit_empty_qos, submit_missing_outp
                                            update_begin, update_dependency, update_durable, update_name, update_nice,
                                            update_priority, update_qos, update_throttle, update_time_limit,
                                            update_unlimited)
+from vipu.v1 import admin_pb2 as a, admin_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
 TITLE = "## Slurm commands that change jobs -> vipu"
@@ -87,10 +89,12 @@ def live(server_factory, tmp_path):
     config.write_text(QOS_CONFIG)
     server = server_factory(extra=["--secure", "--scheduler-config", str(config)])
     keys = {"admin": (server.state_dir / "admin.key").read_text().strip()}
-    for name in ("alice", "bob", "carol"):
-        out = run(server, "vipu-admin", "create", "user", name, "--json",
-                  env={**server.env(), "VIPU_CLI_API_ACCESS_KEY": keys["admin"]})
-        keys[name] = json.loads(out.stdout)["access_key"]
+    # the users through the API: three CLI starts a row cost more than most rows' own commands
+    with grpc.insecure_channel(server.address) as channel:
+        admin = admin_pb2_grpc.AdminServiceStub(channel)
+        for name in ("alice", "bob", "carol"):
+            keys[name] = admin.CreateUser(a.CreateUserRequest(name=name), timeout=10,
+                                          metadata=(("authorization", f"Bearer {keys['admin']}"),)).access_key
     return Live(server, keys)
 
 
