@@ -100,7 +100,8 @@ def test_one_spec_object_is_resolved_once_and_its_jobs_share_the_result(journal)
     one = parse_spec(spec(time_limit=None))
     first, second = (s.submit(one, now=k)[0] for k in (1, 2))
     assert first.spec is second.spec and first.spec.time_limit == 120 and first.spec.qos == "normal"
-    assert s.submit(parse_spec(spec(time_limit=None)), now=3)[0].spec == first.spec  # another object: its own
+    other = s.submit(parse_spec(spec(time_limit=None)), now=3)[0].spec  # another spec object: resolved on its own
+    assert other is not first.spec and other == first.spec
 
 
 def test_a_refused_spec_is_refused_each_time_and_a_new_config_gets_a_new_cache(journal):
