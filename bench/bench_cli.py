@@ -11,8 +11,9 @@ Run: .venv/bin/python bench/bench_cli.py [--repeat 21] [--jobs 1000] [--rounds 5
    which the floor pays; so a third run, the floor ending the same way, shows what is left beside that.
 2. One held job per SubmitJob call, from 1 and 4 client processes, against bench/bare_server.py (empty GetVersion
    calls to a gRPC server with nothing of vipu-sim in it: the most a Python gRPC server answers here), and the same
-   bare server on gRPC's asyncio server (does asyncio raise that ceiling?). Each round measures all three, one after
-   the other; medians of the rounds, and of their ratios. Goal: at least 70%. Each server's CPU time per call is
+   bare server on gRPC's asyncio server (does asyncio raise that ceiling?), and the same empty calls to vipu-server
+   (its gRPC and interceptors without a handler). Each round measures all four, one after the other; medians of the
+   rounds, and of their ratios. Goal: at least 70%. Each server's CPU time per call is
    printed too, and the SubmitJob handler alone, timed in this process without gRPC: the bare call's time plus the
    handler's is the most the ratio could be if gRPC added nothing to vipu-server's calls (the ceiling column).
 Clients connect before a barrier and the clock starts after it (live_server.timed_clients), so process start-up is
@@ -146,13 +147,16 @@ def submit_against_bare(jobs: int, rounds: int, threads: list[str]) -> dict[tupl
                 ours = Server(*start_server(state, "bow-pod64", *flags))
                 try:
                     runs = [(measured(empty_caller, bare, jobs, clients), measured(empty_caller, aio, jobs, clients),
-                             measured(submitter, ours, jobs, clients)) for _ in range(rounds)]
+                             measured(submitter, ours, jobs, clients), measured(empty_caller, ours, jobs, clients))
+                            for _ in range(rounds)]
                 finally:
                     ours.proc.terminate()
                     ours.proc.wait()
             figures = {f"{name} {what}": statistics.median(run[k][i] for run in runs)
-                       for k, name in enumerate(("bare", "aio", "ours")) for i, what in enumerate(("rate", "cpu"))}
-            figures["ratio"] = statistics.median(ours[0] / b[0] for b, _, ours in runs)
+                       for k, name in enumerate(("bare", "aio", "ours", "empty"))
+                       for i, what in enumerate(("rate", "cpu"))}
+            figures["ratio"] = statistics.median(ours[0] / b[0] for b, _, ours, _ in runs)
+            figures["empty ratio"] = statistics.median(empty[0] / b[0] for b, _, _, empty in runs)
             result[thread_count, clients] = figures
     finally:
         for server in (bare, aio):
@@ -235,20 +239,22 @@ def print_rates(jobs: int, rounds: int, threads: list[str]) -> None:
     commit_wall, commit_cpu = commit_us(jobs)
     rates = submit_against_bare(jobs, rounds, threads)
     print("\nrpc threads  clients   bare server: calls/s, CPU us/call   asyncio bare   SubmitJob: calls/s, CPU us/call"
-          "   ratio   goal   ceiling")
+          "   ratio   goal   ceiling   vipu-server GetVersion: calls/s, CPU us/call, ratio")
     for (thread_count, clients), f in rates.items():
         # if vipu-server's gRPC cost no more than the bare server's, a call would cost the bare call's CPU plus the
         # handler's: on a machine whose cores the calls keep busy, the most the ratio could be
         ceiling = f["bare cpu"] / (f["bare cpu"] + handler)
         print(f"{thread_count:>11} {clients:8d} {f['bare rate']:14,.0f} {f['bare cpu']:12,.0f} {f['aio rate']:14,.0f}"
               f" {f['ours rate']:16,.0f} {f['ours cpu']:12,.0f} {f['ratio']:10.0%}   >= 70%"
-              f" {'met' if f['ratio'] >= 0.7 else 'NOT met'}   {ceiling:.0%}")
+              f" {'met' if f['ratio'] >= 0.7 else 'NOT met'}   {ceiling:7.0%}   {f['empty rate']:27,.0f}"
+              f" {f['empty cpu']:12,.0f} {f['empty ratio']:6.0%}")
     print(f"medians of {rounds} rounds of {jobs:,} calls each (the ratio: of the rounds' ratios); the held jobs stay"
           f" queued, up to {rounds * jobs:,}. The SubmitJob handler alone, in this process (no gRPC), with the"
           f" controller's log: {handler:,.0f} us of CPU a call; ceiling: the ratio if vipu-server's calls cost the"
           " bare server's CPU plus the handler's, bare / (bare + handler). Of the handler, the store's commit alone"
           f" (a job's record in SQLite's WAL before the answer, as durable): {commit_wall:,.0f} us wall-clock,"
-          f" {commit_cpu:,.0f} us CPU")
+          f" {commit_cpu:,.0f} us CPU. vipu-server GetVersion: the same empty call to vipu-server, through its"
+          " interceptors (request ids, metrics): what its gRPC costs without a handler")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vipu.errors import AlreadyExists, InvalidArgument, ResourceExhausted
+from vipu.scheduler.config import SchedulerConfig
+from vipu.scheduler.job_spec import parse_spec
 from vipu.scheduler.submission import Submission
 
 from tests.scheduler.builders import RecordingJournal, make, spec
@@ -91,3 +93,24 @@ def test_a_request_id_is_each_users_own(journal):
     assert bob.id != alice.id and bob.user == "bob"
     again = s.submit_many([Submission(spec(user="bob"), "nightly")], now=2)[0]
     assert (again.jobs, again.duplicate) == ([bob], True)
+
+
+def test_one_spec_object_is_resolved_once_and_its_jobs_share_the_result(journal):
+    s = make(journal=journal, default_time_limit=120)
+    one = parse_spec(spec(time_limit=None))
+    first, second = (s.submit(one, now=k)[0] for k in (1, 2))
+    assert first.spec is second.spec and first.spec.time_limit == 120 and first.spec.qos == "normal"
+    other = s.submit(parse_spec(spec(time_limit=None)), now=3)[0].spec  # another spec object: resolved on its own
+    assert other is not first.spec and other == first.spec
+
+
+def test_a_refused_spec_is_refused_each_time_and_a_new_config_gets_a_new_cache(journal):
+    s = make(journal=journal)
+    bad = parse_spec(spec(ipus=3))
+    for now in (1, 2):
+        with pytest.raises(InvalidArgument, match="ipus"):
+            s.submit(bad, now=now)
+    one = parse_spec(spec(time_limit=None))
+    assert s.resolved(one).time_limit == SchedulerConfig().default_time_limit
+    s._configure(SchedulerConfig(default_time_limit=600))  # as a restart with retired QOS does (recovery.py)
+    assert s.resolved(one).time_limit == 600

@@ -176,6 +176,8 @@ def _partition_event(name: str, partition, what: str, state: str | None = None) 
 def _grouped(events: list[Event]) -> list[Event]:
     """Events of an array's tasks that say the same thing in one commit (an array submitted, its pending tasks
     cancelled) become one event naming the tasks, as squeue names them: 26_[0-99]. Others stay as they are."""
+    if all(event.array is None for event in events):  # most commits (a submission of one job): nothing to group
+        return events
     groups: dict[tuple, list[Event]] = {}
     out: list[Event | tuple] = []
     for event in events:

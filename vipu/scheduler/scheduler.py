@@ -37,6 +37,7 @@ from vipu.scheduler.multifactor import FairShare, breakdown
 from vipu.scheduler.job_spec import JobSpec, parse_spec
 from vipu.scheduler.job_states import REQUEUABLE, TERMINAL, TRANSITIONS, JobState
 from vipu.scheduler.submission import (
+    ResolvedSpecs,
     Submission,
     Submitted,
     build_jobs,
@@ -44,7 +45,6 @@ from vipu.scheduler.submission import (
     check_submit_limits,
     earlier_jobs,
     naming_spec,
-    resolve,
     resolve_begin,
 )
 from vipu.scheduler.reasons import decorate
@@ -85,6 +85,7 @@ class Scheduler:
     def _configure(self, config: SchedulerConfig) -> None:
         """Everything that follows from the config (an empty scheduler only: the queue order is rebuilt)."""
         self.config = config
+        self.resolved = ResolvedSpecs(self.pod, config)
         self.policy, order = chosen(config)
         self.preempting_qos = tuple(sorted(qos_sets(config.qos).preempting))  # QOS whose jobs may evict
         self.fairshare = FairShare(config.fairshare_half_life)
@@ -175,7 +176,7 @@ class Scheduler:
         jobs of an earlier submit with the same request id. Nothing is stored."""
         spec, request_id = submission.spec, submission.request_id
         spec = parse_spec(spec) if not isinstance(spec, JobSpec) else spec
-        resolved = resolve(spec, self.pod, self.config)
+        resolved = self.resolved(spec)
         if resolved.qos in self.retired_qos:
             raise InvalidArgument(
                 f"qos {resolved.qos!r} is no longer in the scheduler config (only jobs stored before it was removed"

@@ -109,6 +109,30 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     return spec.model_copy(update={"qos": qos_name, "time_limit": time_limit})
 
 
+class ResolvedSpecs:
+    """resolve() once per spec object. Why: the controller's spec cache (control/spec_cache.py) hands every
+    submission of the same text the same JobSpec, so a burst of them resolves it once, and their jobs share one
+    resolved spec instead of a copy each. Safe: resolve is a function of the spec, the Pod and the config, all
+    frozen, and a new config gets a new cache (Scheduler._configure). Only successes are kept."""
+
+    KEPT = 256  # spec objects remembered; past that the cache starts again
+
+    def __init__(self, pod: PodConfig, config: SchedulerConfig):
+        self.pod, self.config = pod, config
+        self._by_id: dict[int, tuple[JobSpec, JobSpec]] = {}  # id(spec) -> (spec, resolved): the spec held, so
+        # its id is not reused while it is here
+
+    def __call__(self, spec: JobSpec) -> JobSpec:
+        hit = self._by_id.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        resolved = resolve(spec, self.pod, self.config)
+        if len(self._by_id) >= self.KEPT:
+            self._by_id.clear()
+        self._by_id[id(spec)] = (spec, resolved)
+        return resolved
+
+
 def resolve_begin(spec: JobSpec, now: float) -> float | None:
     """The absolute begin time of a job submitted at `now` (None: none asked for). A time in the past is fine (the
     job is eligible at once, as in Slurm); one more than a year ahead is refused as a typo."""

@@ -53,7 +53,7 @@ class JsonLines(logging.Formatter):
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
             line["exception"] = record.exc_text
-        return json.dumps(line, default=str)
+        return _ENCODER.encode(line)
 
 
 class Text(logging.Formatter):
@@ -68,8 +68,16 @@ class Text(logging.Formatter):
         return text if request_id is None else f"{text} [request {request_id}]"
 
 
+_ENCODER = json.JSONEncoder(default=str)  # json.dumps(line, default=str) made a new encoder for every line
+_second: tuple[int, str] = (-1, "")  # the last whole second formatted: a burst's lines share it
+
+
 def _utc(created: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{int(created % 1 * 1000):03d}Z"
+    global _second
+    whole, seen = int(created), _second
+    if whole != seen[0]:
+        seen = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{seen[1]}.{int(created % 1 * 1000):03d}Z"
 
 
 class Handoff(QueueHandler):
