@@ -53,8 +53,9 @@ class Executor(Protocol):
         """Start the job's run; returns when its workload ends by itself, if that is known now. Raises
         StartFailed if it cannot start."""
 
-    def stop(self, stop: StopJob) -> None:
-        """Stop the run's workload and free its partition."""
+    def stop(self, stop: StopJob) -> bool | None:
+        """Stop the run's workload and free its partition. True: its work goes on ending and keeps what it ran on
+        until it reports its teardown (the control plane then calls Scheduler.cleaned)."""
 
 
 class Arrival(NamedTuple):
@@ -170,7 +171,8 @@ class Driver:
         for effect in effects:
             if type(effect) is StopJob:
                 self._endings.pop(effect.job_id, None)
-                self.executor.stop(effect)
+                if self.executor.stop(effect):  # torn down later: until then the job may not start again
+                    self.scheduler.cleaning(effect.job_id, now)
                 continue
             try:
                 ending = self.executor.start(effect)

@@ -4,9 +4,10 @@ Why one entry point: each change arrives as a new Job record (already committed 
 between the pending, running and lookup indexes by comparing it with the record it replaces, so no code path can
 leave an index stale.
 
-Why held, dependency-blocked and not-yet-begun jobs are kept apart (`gated`): a queue may hold ten thousand of them,
-and a cycle must not cost more because of jobs that may not run. A gated job leaves that set when it is released,
-when its dependency is met, or when its begin time comes (whichever is last); a dependency is evaluated again only
+Why held, dependency-blocked, not-yet-begun and cleaning jobs (requeued while their last run is still torn down)
+are kept apart (`gated`): a queue may hold ten thousand of them, and a cycle must not cost more because of jobs
+that may not run. A gated job leaves that set when it is released, when its dependency is met, when its begin time
+comes, or when its cleanup ends (whichever is last); a dependency is evaluated again only
 when something it reads changed (`recheck`: a job it names, or a job of its name for singleton, changed state), not
 on every cycle, and begin times wait in a heap whose head is all a cycle looks at (`begun`).
 
@@ -36,7 +37,8 @@ class JobTable:
     def __init__(self) -> None:
         self.jobs: dict[int, Job] = {}
         self.pending: dict[int, QueuedJob] = {}  # every PENDING job
-        self.gated: set[int] = set()  # pending jobs kept out of the walk: held, not begun, or dependency not met
+        self.gated: set[int] = set()  # pending jobs kept out of the walk: held, not begun, dependency not met, cleaning
+        self.cleaning: set[int] = set()  # jobs whose last run is still being torn down (Slurm's Cleaning)
         self.not_begun: set[int] = set()  # pending jobs whose begin time had not come when last seen (BeginTime)
         self.begins: list[tuple[float, int]] = []  # heap of (begin time, id) of not_begun (stale entries skipped)
         self.gate_info: dict[int, PendingInfo] = {}  # gated jobs' last dependency verdict (Dependency, ...Never...)
@@ -121,7 +123,7 @@ class JobTable:
                 if len(begins) > 2 * len(self.not_begun) + 64:  # drop entries of jobs that left or were re-filed
                     self.begins = [(self.jobs[i].begin_time, i) for i in self.not_begun]  # type: ignore[misc]
                     heapq.heapify(self.begins)
-            if job.held or waits or early:
+            if job.held or waits or early or job.id in self.cleaning:
                 self.gated.add(job.id)
             else:
                 self._ready(queued)
@@ -242,7 +244,7 @@ class JobTable:
         self._watch(job, False)
         self.deps_met.add(job_id)
         self.gate_info.pop(job_id, None)
-        if job.held or job_id in self.not_begun:
+        if job.held or job_id in self.not_begun or job_id in self.cleaning:
             return False
         self.gated.discard(job_id)
         self._ready(self.pending[job_id])
@@ -258,13 +260,38 @@ class JobTable:
                 continue  # it left the queue, or was re-filed with a later heap entry
             waiting.discard(job_id)
             job = self.jobs[job_id]
-            if job.held or (job.spec.dependency is not None and job_id not in self.deps_met):
-                continue  # still gated: release, or its dependency being met, lets it in
+            if job.held or job_id in self.cleaning or (job.spec.dependency is not None
+                                                       and job_id not in self.deps_met):
+                continue  # still gated: release, its dependency being met, or its cleanup's end lets it in
             self.gated.discard(job_id)
             queued = self.pending[job_id]
             self._ready(queued)
             out.append(queued)
         return out
+
+    def cleaning_started(self, job_id: int) -> QueuedJob | None:
+        """The job's last run is still being torn down: it may not start until cleaning_done. Returns the job if
+        this gated it (the caller files it again in the queue order)."""
+        self.cleaning.add(job_id)
+        queued = self.pending.get(job_id)
+        if queued is None or job_id in self.gated:
+            return None
+        self._unready(queued)
+        self.gated.add(job_id)
+        return queued
+
+    def cleaning_done(self, job_id: int) -> QueuedJob | None:
+        """The job's last run is torn down; returns the job if that made it ready (nothing else gates it)."""
+        if job_id not in self.cleaning:
+            return None
+        self.cleaning.discard(job_id)
+        queued, job = self.pending.get(job_id), self.jobs.get(job_id)
+        if queued is None or job is None or job.held or job_id in self.not_begun or (
+                job.spec.dependency is not None and job_id not in self.deps_met):
+            return None
+        self.gated.discard(job_id)
+        self._ready(queued)
+        return queued
 
     def next_begin(self) -> float | None:
         """The earliest begin time still to come (it may belong to a job that has left since: waking then is
@@ -344,6 +371,7 @@ class JobTable:
         copy.jobs, copy.pending, copy.running = dict(self.jobs), dict(self.pending), dict(self.running)
         copy.arrays = dict(self.arrays)  # an array's task list is complete once its submit returns
         copy.not_begun, copy.gate_info, copy.ready_seq = set(self.not_begun), dict(self.gate_info), dict(self.ready_seq)
+        copy.cleaning = set(self.cleaning)
         copy.ready_sizes, copy.used_mask, copy.seq, copy.next_id = Counter(self.ready_sizes), self.used_mask, self.seq, \
             self.next_id
         copy.quarantined = self.quarantined  # set once, at start
