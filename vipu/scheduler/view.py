@@ -22,7 +22,7 @@ from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.multifactor import breakdown, qos_factors
-from vipu.scheduler.reasons import Row, decorate, row
+from vipu.scheduler.reasons import Row, decorate, pending_reason, row
 from vipu.scheduler.startable import startable
 
 S = JobState
@@ -76,7 +76,8 @@ class QueueView:
         return job
 
     def queue(self, keep: Callable[[Job], bool] | None = None, now: float | None = None) -> Iterator[Job]:
-        """squeue, lazily: running jobs by start time, then pending jobs in the last cycle's priority order; with
+        """squeue, lazily: running jobs by start time, then pending jobs in the last cycle's priority order (held
+        ones last: their priority is 0); with
         `keep`, only the jobs it keeps (filtered before their reasons and estimates are worked out); given `now`,
         pending jobs carry their priority then (squeue -o %Q)."""
         return (r.decorated() for r in self.queue_rows(keep, now))
@@ -88,7 +89,7 @@ class QueueView:
         running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
         at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()),
                                                                      default=0.0)
-        pending = (jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True))
+        pending = _held_last(jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True))
         factors = None if now is None else (s.fairshare.factors(now, s.table.running.values()), qos_factors(s.config))
         return (row(s, j, factors, now) for j in chain(running, pending) if keep is None or keep(j))
 
@@ -115,19 +116,28 @@ class QueueView:
 
     def priorities(self, now: float, user: str | None = None, ids: Iterable[int] | None = None,
                    single: bool = False) -> list[PriorityBreakdown]:
-        """sprio: every pending job's factors, highest priority first; with `ids` only those (an array job id stands
-        for its pending tasks unless `single`, as in sprio -j), refusing one that does not exist or is not pending."""
+        """sprio: every pending job's factors, highest priority first, held ones left out; with `ids` only those (an
+        array job id stands for its pending tasks unless `single`, as in sprio -j), refusing one that does not exist
+        or is not pending, or is held."""
+        table = self.table
         wanted: set[int] | None = None
         if ids is not None:
             wanted = set()
             for i in ids:
-                pending = [j.id for j in self.table.expand([i], single) if j.id in self.table.pending]
+                pending = [j.id for j in table.expand([i], single) if j.id in table.pending and not j.held]
                 if not pending:
-                    self.priority(i, now)  # raises: the job does not exist, or is not pending
+                    job = table.get(i)
+                    if job.held:
+                        raise FailedPrecondition(f"job {job.display_id} is held ({pending_reason(self, job).reason}),"
+                                                 f" so has priority 0 and no factors, as sprio shows none;"
+                                                 f" `vipu release {job.display_id}` lets it run")
+                    self.priority(i, now)  # raises: the job is not pending
                 wanted.update(pending)
-        factors, qos = self.fairshare.factors(now, self.table.running.values()), qos_factors(self.config)
-        rows = [breakdown(q, now, self.config, self.total, factors, qos) for q in self.table.pending.values()
-                if (user is None or q.user == user) and (wanted is None or q.id in wanted)]
+        factors, qos = self.fairshare.factors(now, table.running.values()), qos_factors(self.config)
+        # a held job's priority is 0 (priority_multifactor.c: "0 means the job is held"): sprio leaves it out
+        rows = [breakdown(q, now, self.config, self.total, factors, qos) for q in table.pending.values()
+                if (user is None or q.user == user) and (wanted is None or q.id in wanted)
+                and not table.jobs[q.id].held]
         return sorted(rows, key=lambda r: (-r.total, self.table.pending[r.job_id].submit_time, r.job_id))
 
     def info(self, available_mask: int | None = None, drained_mask: int = 0,
@@ -159,6 +169,17 @@ class QueueView:
     def startable(self, available_mask: int | None = None, allowed_masks: Mapping[str, int] | None = None) -> int:
         """How many pending jobs could start now, held back by nothing but the scheduler (see startable.py)."""
         return startable(self, available_mask, allowed_masks)
+
+
+def _held_last(pending: Iterable[Job]) -> Iterator[Job]:
+    """Pending jobs in queue order, held ones after the others: their priority is 0 (squeue's sort by priority)."""
+    held = []
+    for job in pending:
+        if job.held:
+            held.append(job)
+        else:
+            yield job
+    yield from held
 
 
 def history_rows(jobs: Iterable[Job], keep: Callable[[Job], bool] | None = None,
