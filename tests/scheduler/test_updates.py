@@ -152,7 +152,7 @@ def test_a_limit_lowered_below_the_time_run_ends_the_job_at_once():
     driver.step(0)
     s.update(1, JobUpdate(time_limit=5), 50)
     driver.limit_changed(1, 50)
-    driver.step(50)
+    # ended in that call, so the update's reply shows TIMEOUT, not a stale RUNNING (walk of issue 22)
     assert (s.job(1).state, s.job(1).end_time) == (S.TIMEOUT, 50)
 
 

@@ -102,12 +102,15 @@ class Driver:
 
     def limit_changed(self, job_id: int, now: float) -> None:
         """A running job's time limit changed (scontrol update): its run is watched against the new limit (an event
-        at the old one is stale, and the scheduler ignores it); a limit already past ends the run now."""
+        at the old one is stale, and the scheduler ignores it); a limit already past ends the run now, in this call,
+        so the update's reply shows the job TIMEOUT."""
         job = self.scheduler.table.jobs[job_id]
         if job.state is not JobState.RUNNING:
             return
         started, ending = self._endings.get(job_id, (job.start_time, None))
         self.run_started(job_id, job.start_time, max(job.end_by, now), ending if started == job.start_time else None)
+        if job.end_by <= now:
+            self._due(now)
 
     def watch(self, ending: Callable[[Job], Ending | None]) -> None:
         """Watch the runs already going when the driver starts (after a controller restart); `ending(job)` says
