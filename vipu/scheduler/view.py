@@ -98,12 +98,10 @@ class QueueView:
         """sacct: every job the scheduler remembers (kept by `keep`) once, as it is now, if its state is one of
         `states` (None: any). `duplicates` (sacct --duplicates): also each earlier run that ended in one of
         `states` (a job preempted, lost or requeued by hand went back to the queue after it), as the job was then.
-        Rows in the order they ended (a row not ended: when it entered its state), ties by job id; `limit` > 0
-        keeps the last `limit` of them, the most recently ended."""
+        Rows by job id, as sacct lists them, a job's runs in the order they ended; `limit` > 0 keeps the `limit`
+        most recently ended (a row not ended: when it entered its state)."""
         rows = history_rows(self.table.jobs.values(), keep, states, duplicates)
-        if limit > 0:
-            rows = rows[-limit:]
-        return [decorate(self, job) for _, _, job in rows]
+        return [decorate(self, job) for _, _, job in by_job_id(rows, limit)]
 
     def priority(self, job_id: int, now: float) -> PriorityBreakdown:
         """sprio for one pending job."""
@@ -196,6 +194,15 @@ def history_rows(jobs: Iterable[Job], keep: Callable[[Job], bool] | None = None,
         if wanted is None or job.state in wanted:
             rows.append((_since(job), job.id, job))
     rows.sort(key=lambda row: row[:2])  # stable: a job's runs keep their order
+    return rows
+
+
+def by_job_id(rows: list[tuple[float, int, object]], limit: int = 0) -> list[tuple[float, int, object]]:
+    """History rows (history_rows' order: by when each ended) by job id, as sacct lists them ("order by id_job",
+    as_mysql_jobacct_process.c); an array's tasks have ids in task order. A job's runs keep the order they ended.
+    `limit` > 0: only the `limit` that ended last."""
+    rows = rows[-limit:] if limit > 0 else list(rows)
+    rows.sort(key=lambda row: row[1])  # stable
     return rows
 
 
