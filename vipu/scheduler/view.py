@@ -125,7 +125,7 @@ class QueueView:
                 pending = [j.id for j in table.expand([i], single) if j.id in table.pending and not j.held]
                 if not pending:
                     job = table.get(i)
-                    if job.held:
+                    if job.state is S.PENDING and job.held:
                         raise FailedPrecondition(f"job {job.display_id} is held ({pending_reason(self, job).reason}),"
                                                  f" so has priority 0 and no factors, as sprio shows none;"
                                                  f" `vipu release {job.display_id}` lets it run")
