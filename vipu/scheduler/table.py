@@ -7,7 +7,7 @@ leave an index stale.
 Why held, dependency-blocked, not-yet-begun and cleaning jobs (requeued while their last run is still torn down)
 are kept apart (`gated`): a queue may hold ten thousand of them, and a cycle must not cost more because of jobs
 that may not run. A gated job leaves that set when it is released, when its dependency is met, when its begin time
-comes, or when its cleanup ends (whichever is last); a dependency is evaluated again only
+comes, or when its cleanup ends (whichever is last: gate_openings.py); a dependency is evaluated again only
 when something it reads changed (`recheck`: a job it names, or a job of its name for singleton, changed state), not
 on every cycle, and begin times wait in a heap whose head is all a cycle looks at (`begun`).
 
@@ -23,6 +23,7 @@ from typing import Iterable
 
 from vipu.errors import NotFound
 from vipu.scheduler.bits import block
+from vipu.scheduler.gate_openings import GateOpenings
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob
 from vipu.scheduler.policies.reservations import blocks_mask
@@ -33,7 +34,7 @@ S = JobState
 PENDING, RUNNING, COMPLETING = S.PENDING, S.RUNNING, S.COMPLETING
 
 
-class JobTable:
+class JobTable(GateOpenings):
     def __init__(self) -> None:
         self.jobs: dict[int, Job] = {}
         self.pending: dict[int, QueuedJob] = {}  # every PENDING job
@@ -236,67 +237,6 @@ class JobTable:
         waiting = self.singletons.get(key)
         if waiting:
             self.recheck |= waiting
-
-    def dependency_met(self, job_id: int) -> bool:
-        """Slurm drops a satisfied dependency for good; True if the job may now be scheduled (it is not held and
-        its begin time has come)."""
-        job = self.jobs[job_id]
-        self._watch(job, False)
-        self.deps_met.add(job_id)
-        self.gate_info.pop(job_id, None)
-        if job.held or job_id in self.not_begun or job_id in self.cleaning:
-            return False
-        self.gated.discard(job_id)
-        self._ready(self.pending[job_id])
-        return True
-
-    def begun(self, now: float) -> list[QueuedJob]:
-        """Jobs whose begin time has come by `now` leave not_begun; returns those that may now be scheduled (not
-        held, dependency met), which this call has made ready. Costs only the jobs that begin, never the others."""
-        heap, waiting, out = self.begins, self.not_begun, []
-        while heap and heap[0][0] <= now:
-            _, job_id = heapq.heappop(heap)
-            if job_id not in waiting:
-                continue  # it left the queue, or was re-filed with a later heap entry
-            waiting.discard(job_id)
-            job = self.jobs[job_id]
-            if job.held or job_id in self.cleaning or (job.spec.dependency is not None
-                                                       and job_id not in self.deps_met):
-                continue  # still gated: release, its dependency being met, or its cleanup's end lets it in
-            self.gated.discard(job_id)
-            queued = self.pending[job_id]
-            self._ready(queued)
-            out.append(queued)
-        return out
-
-    def cleaning_started(self, job_id: int) -> QueuedJob | None:
-        """The job's last run is still being torn down: it may not start until cleaning_done. Returns the job if
-        this gated it (the caller files it again in the queue order)."""
-        self.cleaning.add(job_id)
-        queued = self.pending.get(job_id)
-        if queued is None or job_id in self.gated:
-            return None
-        self._unready(queued)
-        self.gated.add(job_id)
-        return queued
-
-    def cleaning_done(self, job_id: int) -> QueuedJob | None:
-        """The job's last run is torn down; returns the job if that made it ready (nothing else gates it)."""
-        if job_id not in self.cleaning:
-            return None
-        self.cleaning.discard(job_id)
-        queued, job = self.pending.get(job_id), self.jobs.get(job_id)
-        if queued is None or job is None or job.held or job_id in self.not_begun or (
-                job.spec.dependency is not None and job_id not in self.deps_met):
-            return None
-        self.gated.discard(job_id)
-        self._ready(queued)
-        return queued
-
-    def next_begin(self) -> float | None:
-        """The earliest begin time still to come (it may belong to a job that has left since: waking then is
-        harmless), or None."""
-        return self.begins[0][0] if self.begins else None
 
     def forget(self, job: Job) -> None:
         """An ended job leaves memory (purge.py): its id stays taken, and lookups say where it went."""
