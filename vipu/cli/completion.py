@@ -1,5 +1,5 @@
-"""Shell completion for bash and zsh: commands and flags from the CLI itself, job ids and partition names from the
-controller.
+"""Shell completion for bash and zsh: commands, flags and job states from the CLI itself, job ids, partition names
+and QOS names from the controller.
 
 Why names come from the controller with a short deadline: completion runs at every Tab, so it makes one listing
 call and gives up after half a second; a controller that does not answer leaves the shell's own completion.
