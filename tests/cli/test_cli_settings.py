@@ -276,6 +276,13 @@ def test_api_user_id_beside_an_access_key_gets_one_warning(server_factory, clean
         ("vipu", ["submit", "--ipus", "x"], "vipu: error: Invalid value for '--ipus': 'x' is not a valid int;"
                                             " see `vipu submit --help`"),
         ("vipu-admin", ["bogus"], "vipu-admin: error: No such command 'bogus'; see `vipu-admin --help`"),
+        # click raises these without a context: the line named `vipu --help` (walk of issue 22)
+        ("vipu", ["submit", "--wrap", "true", "-b"],
+         "vipu: error: Option '-b' requires an argument; see `vipu submit --help`"),
+        ("vipu", ["history", "-S"], "vipu: error: Option '-S' requires an argument; see `vipu history --help`"),
+        ("vipu-admin", ["create", "user", "--unix-user"],
+         "vipu-admin: error: Option '--unix-user' requires an argument; see `vipu-admin create user --help`"),
+        ("vipu", ["--api-host"], "vipu: error: Option '--api-host' requires an argument; see `vipu --help`"),
     ],
 )
 def test_a_usage_error_is_one_line_naming_the_commands_help(clean_env, prog, args, line):

@@ -44,6 +44,24 @@ def test_bash_completes_commands_flags_and_my_job_ids(server):
     assert "create" in complete(server, "vipu-admin", "cr")
 
 
+def test_bash_completes_the_values_of_options_and_hold_and_release_offer_only_what_they_take(server):
+    """Walk of issue 22: `vipu queue -j <Tab>`, `-t <Tab>` and `vipu submit -q <Tab>` offered nothing, and `vipu
+    hold <Tab>` offered jobs it refuses."""
+    held = submit_held(server)
+    out = run(server, "vipu", "submit", "--ipus", "1", "--begin", "now+1hour", "--parsable")
+    waiting = out.stdout.strip()
+    assert complete(server, "vipu", "hold", "") == [waiting] and complete(server, "vipu", "release", "") == [held]
+    assert set(complete(server, "vipu", "queue", "-j", "")) == {held, waiting}
+    assert complete(server, "vipu", "queue", "--jobs", f"{held},") == [f"{held},{waiting}"]  # a comma list
+    assert run(server, "vipu", "cancel", waiting).returncode == 0
+    assert complete(server, "vipu", "queue", "-j", "") == [held]
+    assert set(complete(server, "vipu", "history", "-j", "")) == {held, waiting}  # ended jobs too
+    assert complete(server, "vipu", "queue", "-t", "PE") == ["PENDING"]
+    assert set(complete(server, "vipu", "history", "-s", "running,c")) == {
+        "running,COMPLETING", "running,COMPLETED", "running,CANCELLED"}
+    assert complete(server, "vipu", "submit", "-q", "") == ["high", "low", "normal"]
+
+
 def test_bash_completes_partition_names_and_nothing_when_the_controller_is_gone(server):
     assert run(server, "vipu", "create", "partition", "p-one", "--size", "1").returncode == 0
     assert complete(server, "vipu", "get", "partition", "p-") == ["p-one"]

@@ -4,7 +4,10 @@ of a running one."""
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
+
+import pytest
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -85,12 +88,34 @@ def test_a_held_job_has_priority_0_and_a_running_one_its_own_as_squeue_shows_the
     assert int(dict(line.split() for line in lines(server, "-h", "-o", "%i %Q"))[str(held)]) > 0
 
 
-def test_me_under_secure_is_the_access_keys_user(secure):
-    """Regression (walk of issue 22): `vipu queue --me` listed nobody's jobs under --secure, where `vipu cancel
-    --me` found the key owner's: --me is the caller as the controller knows it."""
+def test_me_under_secure_is_the_access_keys_user_and_a_hidden_user_is_not_an_unknown_one(secure):
+    """Regressions (walks of issue 22): `vipu queue --me` listed nobody's jobs under --secure, where `vipu cancel
+    --me` found the key owner's: --me is the caller as the controller knows it. `vipu queue -u alice` by another
+    user said alice was unknown: her jobs are hidden, not absent, and squeue says nothing of them."""
     server, as_, admin_key, new_user = secure
     alice = as_(new_user("alice"))
     out = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable", env=alice)
     assert out.returncode == 0, out.stderr
     assert lines(server, "-h", "-o", "%i %u", "--me", env=alice) == [f"{out.stdout.strip()} alice"]
     assert lines(server, "-h", "-o", "%i", "--me", env=as_(admin_key)) == []  # the admin's own: none
+    bob = as_(new_user("bob"))
+    assert lines(server, "-h", "-o", "%i", "-u", "alice", env=bob) == []  # lines() checks stderr is empty
+    out = run(server, "vipu", "queue", "-h", "-u", "nosuch,alice", env=bob)
+    assert out.returncode == 0 and out.stdout == "" and out.stderr.count("\n") == 1
+    assert "Invalid user: nosuch" in out.stderr
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["queue", "-j", ""], "vipu: error: -j/--jobs is empty: give job ids (e.g. -j 26,27_1), or leave it out"),
+    (["queue", "-t", ""], "vipu: error: -t/--states is empty: give states (e.g. -t PD,R, or all), or leave it out"),
+    (["history", "-j", ","], "vipu: error: -j/--jobs is empty: give job ids"),
+    (["history", "-s", ""], "vipu: error: -s/--state is empty: give states"),
+    (["history", "-o", ""], "vipu: error: -o/--format '' names no field; give e.g. -o/--format JobID,"),
+    (["priority", "-j", ""], "vipu: error: -j/--jobs is empty"),
+])
+def test_an_empty_value_is_refused_naming_the_flag_not_read_as_no_filter(args, said):
+    """Regression (walk of issue 22): `vipu queue -j ''` listed every job and `vipu history -o ''` printed the default
+    table, while an empty -u was refused. Refused before any call: no controller is needed."""
+    out = run(None, "vipu", *args, env={**os.environ, "VIPU_CLI_API_PORT": "9"})
+    assert (out.returncode, out.stdout, out.stderr.count("\n")) == (2, "", 1), out.stderr
+    assert out.stderr.startswith(said)

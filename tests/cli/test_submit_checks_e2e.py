@@ -55,6 +55,10 @@ def test_a_flag_the_controller_refuses_is_named_with_the_field(server):
         out = run(server, "vipu", "submit", "--ipus", "1", *label, "-a", "x")
         assert out.returncode == 2 and out.stderr.startswith("vipu: error: -a/--array: 'x'"), out.stderr
         assert "--wrap" not in out.stderr and "invalid" not in out.stderr
+    # an object the flag names that does not exist: the flag leads the line (walk of issue 22)
+    out = run(server, "vipu", "submit", "--wrap", "true", "--ipus", "1", "-p", "nope")
+    assert out.returncode == 3 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("vipu: error: -p/--partition: allocation 'nope' does not exist; ")
     assert jobs(server) == {}
 
 

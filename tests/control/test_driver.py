@@ -80,3 +80,22 @@ def test_an_end_reported_for_an_earlier_run_does_not_end_the_next():
     assert s.job(1).start_time == 6
     driver.ended(1, 0.0, 7.0, exit_code=0)  # run 1's thread, late
     assert s.job(1).state is S.RUNNING
+
+
+def test_a_run_torn_down_later_keeps_its_requeued_job_from_starting_until_the_teardown():
+    """A program ends after its stop (KillWait) and keeps its partition till then: the job waits for it."""
+    class Lingering(Timers):
+        def stop(self, stop):
+            super().stop(stop)
+            return True
+
+    s = make()
+    s.submit(spec(time_limit=60, workload={"kind": "hold"}), 0)
+    driver = Driver(s, Lingering())
+    driver.step(0)
+    driver.apply(s.requeue(1, 5), 5)
+    driver.step(6)
+    assert (s.job(1).state, s.job(1).reason) == (S.PENDING, "Cleaning")
+    s.cleaned(1, 7)
+    driver.step(7)
+    assert (s.job(1).state, s.job(1).start_time, s.job(1).requeue_count) == (S.RUNNING, 7, 1)

@@ -7,6 +7,7 @@ job joins the walk when it is released or its dependency is met.
 
 import pytest
 
+from vipu.errors import FailedPrecondition
 from vipu.scheduler import cycle
 from vipu.scheduler.job_states import JobState
 
@@ -128,7 +129,8 @@ def test_held_job_with_a_dependency_is_evaluated_once_released(evaluations):
     assert [e.job_id for e in s.cycle(6)] == [2] and evaluations == [2]
 
 
-def test_squeue_lists_gated_jobs_in_queue_order():
+def test_squeue_lists_gated_jobs_in_queue_order_and_held_ones_last():
+    """squeue sorts pending jobs by priority, and a held job's is 0: after every other pending job."""
     s = make(policy="priority")
     s.submit(spec(ipus=16, time_limit=600), 0)
     s.cycle(0)
@@ -138,8 +140,23 @@ def test_squeue_lists_gated_jobs_in_queue_order():
     s.submit(spec(nice=0, hold=True), 1)  # 5
     s.cycle(2)
     pending = [j.id for j in list(s.view().queue()) if j.state is S.PENDING]
-    assert pending == [5, 2, 4, 3]  # by priority (nice), held and blocked ones in their place
-    assert [s.job(i).reason for i in pending] == ["JobHeldUser", "Resources", "Dependency", "JobHeldUser"]
+    assert pending == [2, 4, 5, 3]  # by priority (nice), blocked ones in their place, then held ones
+    assert [s.job(i).reason for i in pending] == ["Resources", "Dependency", "JobHeldUser", "JobHeldUser"]
+
+
+def test_sprio_leaves_held_jobs_out_and_refuses_one_named():
+    """priority_multifactor.c: "0 means the job is held", and such a job is not listed."""
+    s = make(policy="priority")
+    s.submit(spec(ipus=16, time_limit=600), 0)
+    s.cycle(0)
+    s.submit(spec(), 1)  # 2
+    s.submit(spec(hold=True), 1)  # 3
+    s.submit(spec(array="0-1", hold=True), 1)  # 4, 5
+    s.release(5, 1, single=True)
+    assert [r.job_id for r in s.view().priorities(2)] == [2, 5]
+    assert [r.job_id for r in s.view().priorities(2, ids=[4])] == [5]
+    with pytest.raises(FailedPrecondition, match=r"job 3 is held \(JobHeldUser\), so has priority 0.*vipu release 3"):
+        s.view().priorities(2, ids=[3])
 
 
 def test_cancelled_and_started_jobs_leave_every_index():

@@ -1,5 +1,5 @@
-"""sacct's view of the scheduler: each job once as its latest run left it, every run with duplicates, in the
-order runs ended, and the signal of a run the controller stopped."""
+"""sacct's view of the scheduler: each job once as its latest run left it, every run with duplicates, by job id
+(a job's runs in the order they ended), and the signal of a run the controller stopped."""
 
 from vipu.scheduler.job_states import JobState
 
@@ -29,9 +29,9 @@ def requeued_after_completing():
 def test_a_requeued_job_is_one_row_by_default_and_a_row_per_run_with_duplicates():
     """Regression: -s CD listed job 48 twice (requeued after completing) where plain history listed it once."""
     s = requeued_after_completing()
-    latest = [(2, S.COMPLETED, 4, 5), (1, S.COMPLETED, 4, 7)]
+    latest = [(1, S.COMPLETED, 4, 7), (2, S.COMPLETED, 4, 5)]
     assert rows(s, states=[S.COMPLETED]) == latest == rows(s, states=[S.COMPLETED, S.CANCELLED])
-    every = [(1, S.COMPLETED, 0, 2), (2, S.COMPLETED, 4, 5), (1, S.COMPLETED, 4, 7)]
+    every = [(1, S.COMPLETED, 0, 2), (1, S.COMPLETED, 4, 7), (2, S.COMPLETED, 4, 5)]
     assert rows(s, states=[S.COMPLETED], duplicates=True) == every
     earlier = s.view().history(states=[S.COMPLETED], duplicates=True)[0]
     assert (earlier.exit_code, earlier.signal) == (0, 0)  # a run that completed exited 0
@@ -51,7 +51,7 @@ def test_a_state_filter_matches_the_latest_run_unless_duplicates():
     assert rows(s, states=[S.PREEMPTED], duplicates=True) == [(1, S.PREEMPTED, 0, 5)]
     assert rows(s, states=[S.PREEMPTED, S.CANCELLED], duplicates=True) == [(1, S.PREEMPTED, 0, 5),
                                                                             (1, S.CANCELLED, 8, 9)]
-    assert rows(s, states=[S.CANCELLED, S.COMPLETED]) == [(2, S.COMPLETED, 5, 8), (1, S.CANCELLED, 8, 9)]
+    assert rows(s, states=[S.CANCELLED, S.COMPLETED]) == [(1, S.CANCELLED, 8, 9), (2, S.COMPLETED, 5, 8)]
     ended = s.view().history(states=[S.PREEMPTED, S.CANCELLED], duplicates=True)
     assert [j.signal for j in ended] == [15, 15]  # both runs were stopped by the controller
 
@@ -60,15 +60,18 @@ def test_limit_keeps_the_most_recently_ended_not_the_highest_ids():
     """Regression: --limit 1 gave job 2 (the highest id) though job 1's requeued run ended after it."""
     s = requeued_after_completing()
     assert rows(s, states=[S.COMPLETED], limit=1) == [(1, S.COMPLETED, 4, 7)]
-    assert rows(s, states=[S.COMPLETED], duplicates=True, limit=2) == [(2, S.COMPLETED, 4, 5), (1, S.COMPLETED, 4, 7)]
+    assert rows(s, states=[S.COMPLETED], duplicates=True, limit=2) == [(1, S.COMPLETED, 4, 7), (2, S.COMPLETED, 4, 5)]
     assert rows(s, states=[S.COMPLETED], limit=5) == rows(s, states=[S.COMPLETED])
 
 
-def test_ties_in_end_time_are_ordered_by_job_id():
+def test_rows_are_by_job_id_and_an_arrays_tasks_by_task_id_as_sacct_lists_them():
+    """Regression (walk of issue 22): rows came in the order runs ended, so 5_1 before 5_0 and 17 before 16."""
     s = make()
     s.submit(spec(array="0-2"), 0)
+    s.submit(spec(), 0)  # 4
+    s.cancel([4], 1)
     s.cancel([3, 1, 2], 4)
-    assert [j.id for j in s.view().history(states=[S.CANCELLED])] == [1, 2, 3]
+    assert [j.display_id for j in s.view().history()] == ["1_0", "1_1", "1_2", "4"]
 
 
 def test_the_signal_is_sigterm_only_for_a_run_the_controller_stopped():

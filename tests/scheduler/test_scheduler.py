@@ -153,6 +153,44 @@ def test_requeue_keeps_the_id_and_counts():
         S.PENDING, S.RUNNING, S.REQUEUED, S.PENDING, S.RUNNING, S.FAILED, S.PENDING, S.CANCELLED]
 
 
+def test_a_requeued_job_whose_last_run_is_still_cleaning_up_waits_with_reason_cleaning():
+    """Slurm keeps a requeued job COMPLETING (reason Cleaning) until its nodes are clean: no second start before."""
+    s = make()
+    s.submit(spec(), 0)
+    s.cycle(0)
+    s.requeue(1, 5)
+    s.cleaning(1, 5)
+    assert s.cycle(6) == [] and s.job(1).reason == "Cleaning"
+    s.cleaned(1, 7)
+    (start,) = s.cycle(7)
+    assert start.job_id == 1 and s.job(1).requeue_count == 1
+    assert [h.state for h in s.job(1).history] == [S.PENDING, S.RUNNING, S.REQUEUED, S.PENDING, S.RUNNING]
+
+
+def test_cleaning_gates_a_job_requeued_later_and_leaves_other_gates_in_place():
+    s = make()
+    s.submit(spec(time_limit=10), 0)
+    s.cycle(0)
+    s.time_limit_reached(1, 0, 10)
+    s.cleaning(1, 10)  # its program still ends (KillWait) when the user requeues it
+    s.requeue(1, 11)
+    s.hold(1, 11)
+    s.cleaned(1, 12)
+    assert s.cycle(12) == [] and s.job(1).reason == "JobHeldUser"
+    s.release(1, 13)
+    assert [e.job_id for e in s.cycle(13)] == [1]
+
+
+def test_a_job_submitted_without_requeue_cannot_be_requeued():
+    """scontrol requeue of a job with requeue disabled: "Requested operation is presently disabled"."""
+    s = make()
+    s.submit(spec(requeue=False), 0)
+    s.cycle(0)
+    with pytest.raises(FailedPrecondition, match="job 1 was submitted with --no-requeue .* submit it again"):
+        s.requeue(1, 5)
+    assert s.job(1).state is S.RUNNING and s.job(1).requeue_count == 0
+
+
 def test_failed_ipus_node_fail_requeue_and_req_node_not_avail():
     s = make()
     s.submit(spec(ipus=16), 0)

@@ -116,6 +116,11 @@ def test_a_running_job_takes_only_a_time_limit_which_only_an_admin_raises():
     s = blocked()
     with pytest.raises(FailedPrecondition, match=r"job 1 is RUNNING: QOS can change only while it is pending"):
         s.update(1, JobUpdate(qos="high", time_limit=50), 10)
+    # a bad value is told first, whatever the state (walk of issue 22: the state hid it)
+    for bad, said in ((JobUpdate(begin="garbage"), "StartTime 'garbage'"), (JobUpdate(qos="nope"), "QOS 'nope'"),
+                      (JobUpdate(nice=10**6), "Nice is 1000000"), (JobUpdate(dependency="whenever"), "Dependency")):
+        with pytest.raises(InvalidArgument, match=said):
+            s.update(1, bad, 10)
     with pytest.raises(PermissionDenied, match="only an admin may raise a running job's time limit"):
         s.update(1, JobUpdate(time_limit=200), 10)
     assert s.job(1).time_limit == 100
@@ -147,7 +152,7 @@ def test_a_limit_lowered_below_the_time_run_ends_the_job_at_once():
     driver.step(0)
     s.update(1, JobUpdate(time_limit=5), 50)
     driver.limit_changed(1, 50)
-    driver.step(50)
+    # ended in that call, so the update's reply shows TIMEOUT, not a stale RUNNING (walk of issue 22)
     assert (s.job(1).state, s.job(1).end_time) == (S.TIMEOUT, 50)
 
 

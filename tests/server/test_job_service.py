@@ -23,8 +23,8 @@ def submit(jobs, **spec) -> list[int]:
 
 
 def test_priorities_of_named_jobs_an_array_and_jobs_without_one(jobs):
-    [held] = submit(jobs, hold=True)
-    tasks = submit(jobs, hold=True, array="0-2")
+    [held] = submit(jobs, begin="now+1hour")  # pending, not held (a held job has no priority: below)
+    tasks = submit(jobs, begin="now+1hour", array="0-2")
     rows = jobs.Priorities(j.PrioritiesRequest(ids=[tasks[0]]), timeout=5).jobs
     assert sorted(r.job_id for r in rows) == tasks  # the array job id stands for its pending tasks
     one = jobs.Priorities(j.PrioritiesRequest(ids=[tasks[0]], single=True), timeout=5).jobs
@@ -33,6 +33,11 @@ def test_priorities_of_named_jobs_an_array_and_jobs_without_one(jobs):
     with pytest.raises(grpc.RpcError) as missing:
         jobs.Priorities(j.PrioritiesRequest(ids=[held, 999]), timeout=5)
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND and "job 999 does not exist" in missing.value.details()
+    jobs.HoldJobs(j.JobIdsRequest(ids=[held]), timeout=5)
+    with pytest.raises(grpc.RpcError) as on_hold:  # sprio leaves a held job out (its priority is 0)
+        jobs.Priorities(j.PrioritiesRequest(ids=[held]), timeout=5)
+    assert on_hold.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert f"job {held} is held (JobHeldUser), so has priority 0" in on_hold.value.details()
     jobs.CancelJobs(j.CancelJobsRequest(ids=[held]), timeout=5)
     with pytest.raises(grpc.RpcError) as ended:
         jobs.Priorities(j.PrioritiesRequest(ids=[held]), timeout=5)

@@ -190,9 +190,10 @@ def register(app: typer.Typer) -> None:
                  " -S", BAD_INPUT)
         states = job_states(state, "-s/--state")
         ids = job_ids(jobs, "-j/--jobs")
-        chosen = fmt or (BRIEF if brief else None) or os.environ.get("SACCT_FORMAT") or (
-            TABLE if parsable or parsable2 else None)
-        fields = sacct_fields(chosen, FIELDS, "-o/--format" if fmt else "SACCT_FORMAT") if chosen else None
+        chosen = fmt if fmt is not None else (BRIEF if brief else None) or os.environ.get("SACCT_FORMAT") or (
+            TABLE if parsable or parsable2 else None)  # -o '' is refused, not read as the default
+        fields = sacct_fields(chosen, FIELDS, "-o/--format" if fmt is not None else "SACCT_FORMAT") \
+            if chosen is not None else None
         needs = frozenset().union(*(f.column.needs for f in fields)) if fields else frozenset()
         as_json = cli.wants_json(json_out)
         windowed = since is not None or until is not None

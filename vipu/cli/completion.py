@@ -1,5 +1,5 @@
-"""Shell completion for bash and zsh: commands and flags from the CLI itself, job ids and partition names from the
-controller.
+"""Shell completion for bash and zsh: commands, flags and job states from the CLI itself, job ids, partition names
+and QOS names from the controller.
 
 Why names come from the controller with a short deadline: completion runs at every Tab, so it makes one listing
 call and gives up after half a second; a controller that does not answer leaves the shell's own completion.
@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 
 import typer
+
+from vipu.scheduler.job_states import JobState
 
 SHELLS = ("bash", "zsh")
 DEADLINE_S = 0.5
@@ -32,19 +34,24 @@ def _connection(prog: str):
     return Connection(prog, resolve(prog), timeout=DEADLINE_S)
 
 
-def my_job_ids(prog: str) -> list[str]:
-    """The caller's pending and running jobs: N for a job, and for an array its id N once and each task as N_T
-    (a task's own id is another name of N_T, so it is not offered as well)."""
+def my_job_ids(prog: str, states: tuple[str, ...] = ACTIVE, held: bool | None = None,
+               history: bool = False) -> list[str]:
+    """The caller's jobs in `states` (with `held`, only those held, or only those not): N for a job, and for an
+    array its id N once and each task as N_T (a task's own id is another name of N_T, so it is not offered as
+    well). `history`: from sacct's listing, which has ended jobs too."""
     from vipu.v1 import job_pb2 as j
 
     conn = _connection(prog)
-    request = j.ListJobsRequest(me=True, states=list(ACTIVE), brief=True, page_size=1000)  # as the controller knows me
+    kind, method = (j.HistoryRequest, conn.jobs.History) if history else (j.ListJobsRequest, conn.jobs.ListJobs)
+    request = kind(me=True, states=list(states), brief=True, page_size=1000)  # as the controller knows me
     try:
-        reply = conn.jobs.ListJobs(request, timeout=DEADLINE_S, metadata=conn.metadata())
+        reply = method(request, timeout=DEADLINE_S, metadata=conn.metadata())
     except Exception:  # noqa: BLE001 - an unreachable or refusing controller completes nothing
         return []
     names = []
     for x in reply.jobs:
+        if held is not None and x.held is not held:
+            continue
         if x.HasField("array_job_id"):
             names += [str(x.array_job_id), f"{x.array_job_id}_{x.array_task_id}"]
         else:
@@ -52,8 +59,53 @@ def my_job_ids(prog: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _prog(ctx) -> str:
+    return ctx.find_root().info_name or "vipu"
+
+
 def job_ids(ctx, param, incomplete: str) -> list[str]:
-    return [n for n in my_job_ids(ctx.find_root().info_name or "vipu") if n.startswith(incomplete)]
+    return [n for n in my_job_ids(_prog(ctx)) if n.startswith(incomplete)]
+
+
+def pending_ids(ctx, param, incomplete: str) -> list[str]:
+    """`vipu hold`: only pending jobs not held yet can be held."""
+    return [n for n in my_job_ids(_prog(ctx), ("PENDING",), held=False) if n.startswith(incomplete)]
+
+
+def held_ids(ctx, param, incomplete: str) -> list[str]:
+    """`vipu release`: only held jobs can be released."""
+    return [n for n in my_job_ids(_prog(ctx), ("PENDING",), held=True) if n.startswith(incomplete)]
+
+
+def in_list(words: list[str], incomplete: str) -> list[str]:
+    """Completions of the last item of a comma list (-j 3,4<Tab>, -t PD,R<Tab>), each with the items before it."""
+    head, comma, tail = incomplete.rpartition(",")
+    given = {w.upper() for w in head.split(",")} if comma else set()
+    return [f"{head}{comma}{w}" for w in words if w.upper().startswith(tail.upper()) and w.upper() not in given]
+
+
+def queue_ids(ctx, param, incomplete: str) -> list[str]:
+    return in_list(my_job_ids(_prog(ctx)), incomplete)
+
+
+def history_ids(ctx, param, incomplete: str) -> list[str]:
+    return in_list(my_job_ids(_prog(ctx), tuple(s.value for s in JobState), history=True), incomplete)
+
+
+def states(ctx, param, incomplete: str) -> list[str]:
+    return in_list([*(s.value for s in JobState), "all"], incomplete)
+
+
+def qos_names(ctx, param, incomplete: str) -> list[str]:
+    """The QOS the controller has (a job asks for one with -q)."""
+    from vipu.v1 import job_pb2 as j
+
+    conn = _connection(_prog(ctx))
+    try:
+        reply = conn.jobs.ClusterInfo(j.ClusterInfoRequest(), timeout=DEADLINE_S, metadata=conn.metadata())
+    except Exception:  # noqa: BLE001 - as above
+        return []
+    return [q for q in reply.qos if q.startswith(incomplete)]
 
 
 def update_words(ctx, param, incomplete: str) -> list[str]:
@@ -78,7 +130,7 @@ def update_words(ctx, param, incomplete: str) -> list[str]:
 def partition_names(ctx, param, incomplete: str) -> list[str]:
     from vipu.v1 import partition_pb2 as p
 
-    conn = _connection(ctx.find_root().info_name or "vipu")
+    conn = _connection(_prog(ctx))
     try:
         reply = conn.partitions.ListPartitions(p.ListPartitionsRequest(), timeout=DEADLINE_S,
                                                metadata=conn.metadata())
@@ -105,18 +157,28 @@ def init(command) -> None:
 
 
 def attach(command, path: str = "") -> None:
-    """Give every job id argument and partition name argument under `command` its completer."""
+    """Give every job id argument and partition name argument under `command` its completer, and the options
+    that take job ids, states or a QOS theirs."""
     for param in command.params:
         if param.param_type_name != "argument":
-            continue
-        if param.name == "words" and path == "update":
+            found = OPTIONS.get((path, param.name))
+            if found is not None:
+                param._custom_shell_complete = found
+        elif param.name == "words" and path == "update":
             param._custom_shell_complete = update_words
         elif param.name in JOB_ID_PARAMS:
-            param._custom_shell_complete = job_ids  # click's hook for a parameter's own completion
+            # click's hook for a parameter's own completion
+            param._custom_shell_complete = {"hold": pending_ids, "release": held_ids}.get(path, job_ids)
         elif param.name == "name" and path in PARTITION_COMMANDS:
             param._custom_shell_complete = partition_names
     for name, sub in getattr(command, "commands", {}).items():
         attach(sub, f"{path} {name}".strip())
+
+
+# (command, option's parameter name) -> its completer
+OPTIONS = {("queue", "jobs"): queue_ids, ("history", "jobs"): history_ids, ("queue", "state"): states,
+           ("history", "state"): states, ("cancel", "state"): states, ("submit", "qos"): qos_names,
+           ("cancel", "qos"): qos_names}
 
 
 def script(prog: str, shell: str) -> str:

@@ -40,7 +40,8 @@ def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=
 def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
     """The refusal naming the flag where the controller named the field ("qos is empty; ..." -> "--qos is empty;
     ...", "invalid flags: array: 'x': ..." -> "-a/--array: 'x': ..."): the controller speaks the API's field
-    names, and the spec's label (flags, --wrap) would blame a flag that is not at fault; the CLI's user typed flags."""
+    names, and the spec's label (flags, --wrap) would blame a flag that is not at fault; the CLI's user typed flags.
+    A refusal about an object a flag named ("allocation 'x' does not exist") gets the flag in front."""
     import re  # here: only a refused call needs it
 
     for field, _ in error.field_violations:
@@ -52,6 +53,10 @@ def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
             message = f"{flags[name]}{error.message[found.end():]}"
             return ApiError(error.code, error.reason, message, error.field_violations, error.resource,
                             error.from_controller)
+    kind = error.resource[0] if error.resource else None
+    if kind in flags and error.message.startswith(f"{kind} "):  # "allocation 'x' does not exist; ..."
+        return ApiError(error.code, error.reason, f"{flags[kind]}: {error.message}", error.field_violations,
+                        error.resource, error.from_controller)
     return error
 
 

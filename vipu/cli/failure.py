@@ -95,11 +95,23 @@ def run_app(app, prog: str) -> NoReturn:
         rich_utils.rich_format_error(e)  # the group's help, as typer draws it
         raise SystemExit(e.exit_code) from None
     except usage_error as e:
-        command = e.ctx.command_path if e.ctx else prog
-        fail(prog, f"{e.format_message().rstrip('.')}; see `{command} --help`", BAD_INPUT)
+        path = e.ctx.command_path if e.ctx else named_command(command, prog, sys.argv[1:])
+        fail(prog, f"{e.format_message().rstrip('.')}; see `{path} --help`", BAD_INPUT)
     except click_exception as e:
         fail(prog, e.format_message(), e.exit_code)
     except typer.Abort:
         print("Aborted!", file=sys.stderr)
         raise SystemExit(ERROR) from None
     raise SystemExit(code if isinstance(code, int) else OK)
+
+
+def named_command(command, prog: str, args: list[str]) -> str:
+    """The command `args` run, as `vipu submit`: for a usage error click raised without a context (its parser's
+    "Option '-b' requires an argument" has none), so its line names the subcommand's --help, not the program's."""
+    path = [prog]
+    for arg in args:
+        sub = getattr(command, "commands", {}).get(arg)  # a group's subcommands
+        if sub is not None:
+            path.append(arg)
+            command = sub
+    return " ".join(path)

@@ -22,13 +22,17 @@ def split(values: list[str] | None) -> list[str]:
     return out
 
 
-def selected_users(values: list[str] | None) -> list[str]:
-    """-u read as `split` does; given but empty (-u '') is refused, as squeue refuses an invalid user, rather than
-    read as no filter at all."""
+def given(values: list[str] | None, flag: str, example: str) -> list[str]:
+    """A list flag read as `split` does; given but empty (-j '') is refused, as squeue refuses an invalid value,
+    rather than read as no filter at all."""
     out = split(values)
     if values and not out:
-        fail("vipu", "-u/--user is empty: give user names (e.g. -u alice,bob), or leave it out", BAD_INPUT)
+        fail("vipu", f"{flag} is empty: give {example}, or leave it out", BAD_INPUT)
     return out
+
+
+def selected_users(values: list[str] | None) -> list[str]:
+    return given(values, "-u/--user", "user names (e.g. -u alice,bob)")
 
 
 class JobIds(NamedTuple):
@@ -50,7 +54,7 @@ class JobIds(NamedTuple):
 
 def job_ids(values: list[str] | None, flag: str) -> JobIds | None:
     """-j/--jobs read, or None when not given; a malformed id is one line naming the flag and the forms."""
-    texts = split(values)
+    texts = given(values, flag, f"job ids (e.g. {flag.split('/')[0]} 26,27_1)")
     if not texts:
         return None
     from vipu.cli.job_ids import ID_FORMS, JOB_ID, MAX_ID, TASK_RANGE  # here: `vipu queue` without -j needs none
@@ -81,7 +85,7 @@ def job_ids(values: list[str] | None, flag: str) -> JobIds | None:
 def job_states(values: list[str] | None, flag: str) -> set[JobState] | None:
     """-t/--states or -s/--state read: names or short codes in any case, comma lists, `all` for every state; None
     when not given."""
-    texts = split(values)
+    texts = given(values, flag, f"states (e.g. {flag.split('/')[0]} PD,R, or all)")
     if not texts:
         return None
     states = set()

@@ -89,16 +89,22 @@ def combined(jobs, now: float, machines: Machines | None, expand: bool) -> list[
     return rows
 
 
-def listing(cli, q: Query, now: float) -> list[JobRow]:
+def listing(cli, q: Query, now: float, unknown: set[str] | None = None) -> list[JobRow]:
+    """The rows to show; `unknown`, if given, gets the users named that the controller knows nothing of."""
     conn, brief = cli.conn, "full" not in q.needs
     asked = q.ids.asked if q.ids else []
     jobs = []
+    replies = []
     if q.active is not None:
         request = j.ListJobsRequest(users=q.users, me=q.me, states=q.active, ids=asked, brief=brief)
-        jobs += conn.every_page(conn.jobs.ListJobs, request).jobs
+        replies.append(conn.every_page(conn.jobs.ListJobs, request))
+        jobs += replies[-1].jobs
     if q.ended:
         request = j.HistoryRequest(users=q.users, me=q.me, states=q.ended, ids=asked, brief=brief)
-        jobs += [x for x in conn.every_page(conn.jobs.History, request).jobs if seconds(x.ended) >= now - MIN_JOB_AGE]
+        replies.append(conn.every_page(conn.jobs.History, request))
+        jobs += [x for x in replies[-1].jobs if seconds(x.ended) >= now - MIN_JOB_AGE]
+    if unknown is not None and replies:
+        unknown.update(replies[0].unknown_users)
     if q.ids is not None:
         jobs = [x for x in jobs if x in q.ids]
     if q.lone is not None and not jobs and not kept(cli, q.lone, now):
@@ -124,31 +130,17 @@ def kept(cli, job: int, now: float) -> bool:
     return x is not None and (JobState(x.state) in ACTIVE or seconds(x.ended) >= now - MIN_JOB_AGE)
 
 
-def unknown_users(cli, users: list[str], rows: list[JobRow]) -> list[str]:
-    """The users named that no job is known of, queued or ended (squeue's "Invalid user": Slurm asks the OS's user
-    database; here a user is known by their jobs). Asked only of users the listing had no row for."""
-    listed = {r.job.user for r in rows}
-    out = []
-    for user in [u for u in users if u not in listed]:
-        for method, request in ((cli.conn.jobs.ListJobs, j.ListJobsRequest(users=[user], brief=True, page_size=1)),
-                                (cli.conn.jobs.History, j.HistoryRequest(users=[user], brief=True, page_size=1))):
-            if cli.conn.call(method, request).jobs:
-                break
-        else:
-            out.append(user)
-    return out
-
-
-def said(cli, users: list[str], rows: list[JobRow]) -> None:
-    """squeue's error line for each user named that is none, once; like squeue's, it does not end the command."""
-    for nobody in unknown_users(cli, users, rows):
-        warn("vipu", f"-u/--user: no job of {nobody!r} is known, queued or ended (squeue: Invalid user: {nobody});"
+def said(users: list[str], unknown: set[str]) -> None:
+    """squeue's error line for each user named that the controller knows nothing of, once; like squeue's, it does
+    not end the command."""
+    for nobody in [u for u in users if u in unknown]:
+        warn("vipu", f"-u/--user: no user {nobody!r} is known to the controller (squeue: Invalid user: {nobody});"
              " check the name")
 
 
-def show(cli, q: Query, warnings: list[str]) -> list[JobRow]:
+def show(cli, q: Query, warnings: list[str], unknown: set[str] | None = None) -> list[JobRow]:
     now = time.time()
-    rows = listing(cli, q, now)
+    rows = listing(cli, q, now, unknown)
     if q.as_json:
         from vipu.cli.output import print_json
         from vipu.cli.queue_json import document
@@ -198,11 +190,14 @@ def queue_jobs(cli, user: list[str] | None = None, me: bool = False, state: list
                   dated=bool(iterate) or long, me=me, lone=lone)
     warnings = [f"{flag} is ignored with --json, as squeue ignores it" for flag, given in
                 (("-o/--format", fmt), ("-O/--Format", names), ("-S/--sort", sort)) if given] if as_json else []
+    unknown: set[str] = set()
     if not iterate:
-        said(cli, users, show(cli, query, warnings))
+        show(cli, query, warnings, unknown)
+        said(users, unknown)
         return
     try:
-        said(cli, users, show(cli, query, warnings))
+        show(cli, query, warnings, unknown)
+        said(users, unknown)
         while True:
             print(flush=True)  # squeue's blank line between listings
             time.sleep(iterate)

@@ -100,7 +100,7 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
 # spec fields -> the flags that set them: the controller's refusal names the field, the CLI's line the flag too
 FLAG_NAMES = {"name": "-J/--job-name", "ipus": "--ipus", "qos": "--qos", "user": "--user", "account": "-A/--account",
               "nice": "--nice", "dependency": "-d/--dependency", "array": "-a/--array", "begin": "-b/--begin",
-              "allocation": "--allocation", "output": "-o/--output", "error": "-e/--error"}
+              "allocation": "-p/--partition", "output": "-o/--output", "error": "-e/--error"}
 
 
 def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ipus: int | None = None,

@@ -53,8 +53,9 @@ class Executor(Protocol):
         """Start the job's run; returns when its workload ends by itself, if that is known now. Raises
         StartFailed if it cannot start."""
 
-    def stop(self, stop: StopJob) -> None:
-        """Stop the run's workload and free its partition."""
+    def stop(self, stop: StopJob) -> bool | None:
+        """Stop the run's workload and free its partition. True: its work goes on ending and keeps what it ran on
+        until it reports its teardown (the control plane then calls Scheduler.cleaned)."""
 
 
 class Arrival(NamedTuple):
@@ -101,12 +102,15 @@ class Driver:
 
     def limit_changed(self, job_id: int, now: float) -> None:
         """A running job's time limit changed (scontrol update): its run is watched against the new limit (an event
-        at the old one is stale, and the scheduler ignores it); a limit already past ends the run now."""
+        at the old one is stale, and the scheduler ignores it); a limit already past ends the run now, in this call,
+        so the update's reply shows the job TIMEOUT."""
         job = self.scheduler.table.jobs[job_id]
         if job.state is not JobState.RUNNING:
             return
         started, ending = self._endings.get(job_id, (job.start_time, None))
         self.run_started(job_id, job.start_time, max(job.end_by, now), ending if started == job.start_time else None)
+        if job.end_by <= now:
+            self._due(now)
 
     def watch(self, ending: Callable[[Job], Ending | None]) -> None:
         """Watch the runs already going when the driver starts (after a controller restart); `ending(job)` says
@@ -170,7 +174,8 @@ class Driver:
         for effect in effects:
             if type(effect) is StopJob:
                 self._endings.pop(effect.job_id, None)
-                self.executor.stop(effect)
+                if self.executor.stop(effect):  # torn down later: until then the job may not start again
+                    self.scheduler.cleaning(effect.job_id, now)
                 continue
             try:
                 ending = self.executor.start(effect)

@@ -15,7 +15,7 @@ from vipu.access import Identity
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.reasons import decorate
-from vipu.scheduler.view import QueueView, history_rows
+from vipu.scheduler.view import QueueView, by_job_id, history_rows
 from vipu.store import Store
 
 
@@ -36,7 +36,7 @@ def visible_users(identity: Identity, users: set[str]) -> list[str] | None:
 def history_listing(queue: QueueView, store: Store, keep: Callable[[Job], bool], identity: Identity,
                     users: set[str], ids: set[int], states: set[JobState] | None, duplicates: bool, limit: int,
                     since: float | None = None) -> list:
-    """QueueView.history's listing, with the stored jobs merged in by the time they ended: Jobs and Stored rows."""
+    """QueueView.history's listing, with the stored jobs merged in (by job id): Jobs and Stored rows."""
     in_memory = queue.table.jobs
     memory_rows = history_rows(in_memory.values(), keep, states, duplicates)
     if since is not None:
@@ -54,9 +54,7 @@ def history_listing(queue: QueueView, store: Store, keep: Callable[[Job], bool],
                                        states, True)
         else:
             stored_rows = [(ended, i, Stored(ended, i)) for ended, i in keys]
-    rows = list(heapq.merge(memory_rows, stored_rows, key=lambda r: r[:2]))
-    if limit > 0:
-        rows = rows[-limit:]
+    rows = by_job_id(list(heapq.merge(memory_rows, stored_rows, key=lambda r: r[:2])), limit)
     return [decorate(queue, row) if isinstance(row, Job) else row for _, _, row in rows]
 
 

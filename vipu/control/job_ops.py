@@ -52,6 +52,7 @@ class ClusterInfo(NamedTuple):
     ilds: list[Pod64Info]
     pending_jobs: int
     running_jobs: int
+    qos: list[str]  # the QOS a job may ask for
 
 
 class JobOps:
@@ -249,6 +250,16 @@ class JobOps:
             snap.queue, store, keep, identity, users, ids, states or TERMINAL, duplicates, max(limit, 0), since),
             page_size, page_token, present=shown(store))
 
+    def unknown_users(self, users: Iterable[str]) -> list[str]:
+        """The users named that the controller knows nothing of (squeue's "Invalid user", which Slurm asks of the
+        OS's accounts): under --secure, no account has the name; without it, where a job may name any user, no job of
+        theirs is queued or ended. Who may see their jobs plays no part: a user whose jobs are hidden still exists."""
+        if self.plane.secure:
+            accounts = {u.name for u in self.plane.admin.users()}
+            return [u for u in users if u not in accounts]
+        known = {job.user for job in self.plane.read().queue.table.jobs.values()}
+        return [u for u in users if u not in known and not self.plane.store.history_keys(users=[u])]
+
     def job(self, job_id: int, identity: Identity) -> Job:
         """scontrol show job: with its reason, estimated start and priority now; a job past min_job_age as the
         history has it."""
@@ -289,7 +300,8 @@ class JobOps:
         snap = self.plane.read()
         rows = snap.queue.info(snap.available_mask, snap.pod.drained_mask, snap.pod.draining_mask)
         table = snap.queue.table
-        return ClusterInfo(snap.pod.pod.name, rows, len(table.pending), len(table.running))
+        qos = sorted(set(snap.queue.config.qos) - snap.queue.retired_qos)
+        return ClusterInfo(snap.pod.pod.name, rows, len(table.pending), len(table.running), qos)
 
     def priorities(self, identity: Identity, ids: list[int], single: bool, page_size: int = 0,
                    page_token: str = "") -> Page:

@@ -31,6 +31,7 @@ from vipu.errors import Unauthenticated
 from vipu.control.instruments import Metrics
 from vipu.jobs.sessions.tokens import Sessions
 from vipu.partition.controller import Controller
+from vipu.partition.rules import job_of_partition
 from vipu.scheduler.scheduler import Scheduler
 from vipu.store import Store
 from vipu.workers.fleet import Fleet
@@ -211,9 +212,13 @@ class ControlPlane:
                 runner.forget(job.id)
 
     def _release(self, partition: str) -> None:
-        """A stopped run's work has ended: its partition goes, and a job may take its IPUs."""
+        """A stopped run's work has ended: its partition goes, a job may take its IPUs, and its own job (requeued
+        meanwhile) may start again."""
         with Recording(self.lock):
             self.executor.release(partition)
+            job_id = job_of_partition(partition)
+            if job_id is not None:
+                self.scheduler.cleaned(job_id, self.now())
         self.changed()
 
     def _finish(self, job_id: int, started: float, exit_code: int, state, signal: int = 0) -> None:

@@ -55,7 +55,8 @@ class JobSpec(Strict):
         " kept as now+SECONDS and fixed at submit) or Unix seconds. Past: eligible at once; at most 366 days ahead;"
         " a bare 10m is refused as ambiguous (write now+10m)",
     )
-    requeue: bool = Field(True, strict=True, description="requeue under the same id after a node failure")
+    requeue: bool = Field(True, strict=True, description="requeue under the same id after a node failure; false"
+                          " also refuses `vipu requeue` (sbatch --no-requeue)")
     output: str | None = Field(
         None, max_length=4096,
         description="sbatch --output: a command workload's stdout (and stderr, without `error`) as it runs; for"

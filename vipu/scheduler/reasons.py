@@ -12,7 +12,7 @@ from typing import NamedTuple
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.multifactor import breakdown
-from vipu.scheduler.policies.base import BEGIN_TIME, HELD, HELD_ADMIN, PendingInfo
+from vipu.scheduler.policies.base import BEGIN_TIME, CLEANING, HELD, HELD_ADMIN, PendingInfo
 
 S = JobState
 
@@ -45,6 +45,8 @@ def pending_reason(s, job: Job) -> PendingInfo | None:
     table = s.table
     if job.held:
         return PendingInfo(HELD_ADMIN if job.admin_hold else HELD)
+    if job.id in table.cleaning:
+        return PendingInfo(CLEANING)
     if job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
         return PendingInfo(BEGIN_TIME, job.begin_time)
     info = table.gate_info.get(job.id)  # waiting for a dependency (None until a cycle has evaluated it)

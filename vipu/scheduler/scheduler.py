@@ -270,8 +270,27 @@ class Scheduler:
             if job.state not in REQUEUABLE:
                 raise FailedPrecondition(f"job {job.display_id} is {job.state.value} and cannot be requeued; submit it again")
             jobs = [job]
+        refused = [j.display_id for j in jobs if not j.spec.requeue]
+        if refused:  # Slurm: ESLURM_DISABLED, "Requested operation is presently disabled"
+            raise FailedPrecondition(
+                f"{named('job', refused)} {'was' if len(refused) == 1 else 'were'} submitted with --no-requeue"
+                " (requeue: false), so cannot be requeued; submit it again instead")
         ran = [j for j in jobs if j.state in (S.RUNNING, S.COMPLETING)]
         return self._end_runs([j.requeued(now) for j in jobs], ran, now, S.REQUEUED)
+
+    def cleaning(self, job_id: int, now: float) -> None:
+        """The run of the job that just ended is still being torn down (its work ends later, on what it ran on):
+        the job may not start again until `cleaned`, whether it is pending now or requeued later. Slurm keeps a
+        requeued job COMPLETING, reason Cleaning, until its nodes' epilog is done."""
+        queued = self.table.cleaning_started(job_id)
+        if queued is not None:
+            self.order.add(queued, now, gated=True)
+
+    def cleaned(self, job_id: int, now: float) -> None:
+        """The job's last run is torn down: it may start again."""
+        queued = self.table.cleaning_done(job_id)
+        if queued is not None:
+            self.order.add(queued, now)
 
     def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0,
                      signal: int = 0, why: str | None = None) -> list[Effect]:

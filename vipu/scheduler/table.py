@@ -4,9 +4,10 @@ Why one entry point: each change arrives as a new Job record (already committed 
 between the pending, running and lookup indexes by comparing it with the record it replaces, so no code path can
 leave an index stale.
 
-Why held, dependency-blocked and not-yet-begun jobs are kept apart (`gated`): a queue may hold ten thousand of them,
-and a cycle must not cost more because of jobs that may not run. A gated job leaves that set when it is released,
-when its dependency is met, or when its begin time comes (whichever is last); a dependency is evaluated again only
+Why held, dependency-blocked, not-yet-begun and cleaning jobs (requeued while their last run is still torn down)
+are kept apart (`gated`): a queue may hold ten thousand of them, and a cycle must not cost more because of jobs
+that may not run. A gated job leaves that set when it is released, when its dependency is met, when its begin time
+comes, or when its cleanup ends (whichever is last: gate_openings.py); a dependency is evaluated again only
 when something it reads changed (`recheck`: a job it names, or a job of its name for singleton, changed state), not
 on every cycle, and begin times wait in a heap whose head is all a cycle looks at (`begun`).
 
@@ -22,6 +23,7 @@ from typing import Iterable
 
 from vipu.errors import NotFound
 from vipu.scheduler.bits import block
+from vipu.scheduler.gate_openings import GateOpenings
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob
 from vipu.scheduler.policies.reservations import blocks_mask
@@ -32,11 +34,12 @@ S = JobState
 PENDING, RUNNING, COMPLETING = S.PENDING, S.RUNNING, S.COMPLETING
 
 
-class JobTable:
+class JobTable(GateOpenings):
     def __init__(self) -> None:
         self.jobs: dict[int, Job] = {}
         self.pending: dict[int, QueuedJob] = {}  # every PENDING job
-        self.gated: set[int] = set()  # pending jobs kept out of the walk: held, not begun, or dependency not met
+        self.gated: set[int] = set()  # pending jobs kept out of the walk: held, not begun, dependency not met, cleaning
+        self.cleaning: set[int] = set()  # jobs whose last run is still being torn down (Slurm's Cleaning)
         self.not_begun: set[int] = set()  # pending jobs whose begin time had not come when last seen (BeginTime)
         self.begins: list[tuple[float, int]] = []  # heap of (begin time, id) of not_begun (stale entries skipped)
         self.gate_info: dict[int, PendingInfo] = {}  # gated jobs' last dependency verdict (Dependency, ...Never...)
@@ -121,7 +124,7 @@ class JobTable:
                 if len(begins) > 2 * len(self.not_begun) + 64:  # drop entries of jobs that left or were re-filed
                     self.begins = [(self.jobs[i].begin_time, i) for i in self.not_begun]  # type: ignore[misc]
                     heapq.heapify(self.begins)
-            if job.held or waits or early:
+            if job.held or waits or early or job.id in self.cleaning:
                 self.gated.add(job.id)
             else:
                 self._ready(queued)
@@ -235,42 +238,6 @@ class JobTable:
         if waiting:
             self.recheck |= waiting
 
-    def dependency_met(self, job_id: int) -> bool:
-        """Slurm drops a satisfied dependency for good; True if the job may now be scheduled (it is not held and
-        its begin time has come)."""
-        job = self.jobs[job_id]
-        self._watch(job, False)
-        self.deps_met.add(job_id)
-        self.gate_info.pop(job_id, None)
-        if job.held or job_id in self.not_begun:
-            return False
-        self.gated.discard(job_id)
-        self._ready(self.pending[job_id])
-        return True
-
-    def begun(self, now: float) -> list[QueuedJob]:
-        """Jobs whose begin time has come by `now` leave not_begun; returns those that may now be scheduled (not
-        held, dependency met), which this call has made ready. Costs only the jobs that begin, never the others."""
-        heap, waiting, out = self.begins, self.not_begun, []
-        while heap and heap[0][0] <= now:
-            _, job_id = heapq.heappop(heap)
-            if job_id not in waiting:
-                continue  # it left the queue, or was re-filed with a later heap entry
-            waiting.discard(job_id)
-            job = self.jobs[job_id]
-            if job.held or (job.spec.dependency is not None and job_id not in self.deps_met):
-                continue  # still gated: release, or its dependency being met, lets it in
-            self.gated.discard(job_id)
-            queued = self.pending[job_id]
-            self._ready(queued)
-            out.append(queued)
-        return out
-
-    def next_begin(self) -> float | None:
-        """The earliest begin time still to come (it may belong to a job that has left since: waking then is
-        harmless), or None."""
-        return self.begins[0][0] if self.begins else None
-
     def forget(self, job: Job) -> None:
         """An ended job leaves memory (purge.py): its id stays taken, and lookups say where it went."""
         del self.jobs[job.id]
@@ -344,6 +311,7 @@ class JobTable:
         copy.jobs, copy.pending, copy.running = dict(self.jobs), dict(self.pending), dict(self.running)
         copy.arrays = dict(self.arrays)  # an array's task list is complete once its submit returns
         copy.not_begun, copy.gate_info, copy.ready_seq = set(self.not_begun), dict(self.gate_info), dict(self.ready_seq)
+        copy.cleaning = set(self.cleaning)
         copy.ready_sizes, copy.used_mask, copy.seq, copy.next_id = Counter(self.ready_sizes), self.used_mask, self.seq, \
             self.next_id
         copy.quarantined = self.quarantined  # set once, at start

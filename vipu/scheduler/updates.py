@@ -74,6 +74,7 @@ def changed(s: Scheduler, job_id: int, single: bool, update: JobUpdate, now: flo
     if update.nice is not None and update.nice < 0 and not admin:
         raise PermissionDenied(f"Nice is {update.nice}: only an admin may give a negative nice (it raises the job's"
                                " priority over everyone's); give 0 or more")
+    _check_values(s, update)  # a bad value first, whatever the job's state (scontrol reports it so too)
     whole = s.table.whole_array(job_id, single)
     jobs = [j for j in s.table.expand([job_id], single) if j.state not in TERMINAL]
     if not jobs:
@@ -143,15 +144,8 @@ def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
     if limit is not None:
         spec_changes["time_limit"] = limit
     if update.qos is not None:
-        if not update.qos:
-            raise InvalidArgument(f"QOS is empty; give one of {', '.join(sorted(s.config.qos))}", field="qos")
-        if update.qos in s.retired_qos or update.qos not in s.config.qos:
-            live = sorted(set(s.config.qos) - s.retired_qos)
-            raise InvalidArgument(f"QOS {update.qos!r} is unknown; use one of {', '.join(live)}", field="qos")
         spec_changes["qos"] = update.qos
     if update.nice is not None:
-        if not -MAX_NICE <= update.nice <= MAX_NICE:
-            raise InvalidArgument(f"Nice is {update.nice}; give -{MAX_NICE} to {MAX_NICE}", field="nice")
         spec_changes["nice"] = update.nice
     if update.dependency is not None:
         spec_changes["dependency"] = _dependency(s, job, update.dependency)
@@ -163,9 +157,6 @@ def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
         begin = _begin(job, update.begin, now)
         spec_changes["begin"] = changes["begin_time"] = begin
     if update.priority is not None:
-        if not 0 <= update.priority <= MAX_PRIORITY:
-            raise InvalidArgument(f"Priority is {update.priority}; give 1 to {MAX_PRIORITY}, or 0 to hold the job",
-                                  field="priority")
         if update.priority == 0:  # scontrol's Priority=0: held, and only an admin releases it
             changes.update(held=True, admin_hold=True, fixed_priority=None)
         else:  # a fixed priority; the job is no longer held, as in Slurm (a held job's priority is 0)
@@ -177,6 +168,30 @@ def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
     if all(getattr(job, k) == v for k, v in changes.items()):
         return job
     return _with(job, changes)
+
+
+def _check_values(s: Scheduler, update: JobUpdate) -> None:
+    """Refuse a value that is wrong whatever the job (the checks that need the job come with its change)."""
+    if update.qos is not None:
+        if not update.qos:
+            raise InvalidArgument(f"QOS is empty; give one of {', '.join(sorted(s.config.qos))}", field="qos")
+        if update.qos in s.retired_qos or update.qos not in s.config.qos:
+            live = sorted(set(s.config.qos) - s.retired_qos)
+            raise InvalidArgument(f"QOS {update.qos!r} is unknown; use one of {', '.join(live)}", field="qos")
+    if update.nice is not None and not -MAX_NICE <= update.nice <= MAX_NICE:
+        raise InvalidArgument(f"Nice is {update.nice}; give -{MAX_NICE} to {MAX_NICE}", field="nice")
+    if update.priority is not None and not 0 <= update.priority <= MAX_PRIORITY:
+        raise InvalidArgument(f"Priority is {update.priority}; give 1 to {MAX_PRIORITY}, or 0 to hold the job",
+                              field="priority")
+    if update.name is not None:
+        check_name("job", update.name, "name")
+    if update.array_task_throttle is not None and update.array_task_throttle < 0:
+        raise InvalidArgument(f"ArrayTaskThrottle is {update.array_task_throttle}; give N > 0 tasks at once, or 0"
+                              " for no limit", field="array_task_throttle")
+    if update.dependency is not None and update.dependency.strip():
+        _parsed_dependency(update.dependency.strip())
+    if update.begin is not None:
+        _parsed_begin(update.begin)
 
 
 def _with(job: Job, changes: dict) -> Job:
@@ -191,10 +206,7 @@ def _dependency(s: Scheduler, job: Job, text: str) -> str | None:
     text = text.strip()
     if not text:
         return None
-    try:
-        dep = parse_dependency(text)
-    except DependencySyntaxError as e:
-        raise InvalidArgument(f"Dependency {e}", field="dependency") from None
+    dep = _parsed_dependency(text)
     first = job.array_job_id if job.array_job_id is not None else job.id
     later = sorted(i for i in {*dep.ids, *(array for array, _ in dep.tasks)} if i >= first)
     if later:
@@ -210,20 +222,27 @@ def _throttled(job: Job, limit: int) -> str:
     if job.array_job_id is None or job.spec.array is None:
         raise InvalidArgument(f"ArrayTaskThrottle: job {job.display_id} is not an array job; only an array's tasks"
                               " have a limit", field="array_task_throttle")
-    if limit < 0:
-        raise InvalidArgument(f"ArrayTaskThrottle is {limit}; give N > 0 tasks at once, or 0 for no limit",
-                              field="array_task_throttle")
     body = job.spec.array.partition("%")[0]
     return f"{body}%{limit}" if limit else body
 
 
 def _begin(job: Job, text: str, now: float) -> float:
     """StartTime=: the job's new begin time, absolute."""
-    try:
-        value = parse_begin(text)
-    except PydanticCustomError as e:
-        raise InvalidArgument(f"StartTime {e.message()}", field="begin") from None
-    begin = resolve_begin(job.spec.model_copy(update={"begin": value}), now)
+    begin = resolve_begin(job.spec.model_copy(update={"begin": _parsed_begin(text)}), now)
     if begin is None:  # parse_begin gives None only for None
         raise InvalidArgument(f"StartTime is empty; {BEGIN_HELP}", field="begin")
     return max(begin, now)  # a time past: eligible at once
+
+
+def _parsed_dependency(text: str):
+    try:
+        return parse_dependency(text)
+    except DependencySyntaxError as e:
+        raise InvalidArgument(f"Dependency {e}", field="dependency") from None
+
+
+def _parsed_begin(text: str):
+    try:
+        return parse_begin(text)
+    except PydanticCustomError as e:
+        raise InvalidArgument(f"StartTime {e.message()}", field="begin") from None

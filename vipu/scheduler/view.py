@@ -22,7 +22,7 @@ from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.multifactor import breakdown, qos_factors
-from vipu.scheduler.reasons import Row, decorate, row
+from vipu.scheduler.reasons import Row, decorate, pending_reason, row
 from vipu.scheduler.startable import startable
 
 S = JobState
@@ -76,7 +76,8 @@ class QueueView:
         return job
 
     def queue(self, keep: Callable[[Job], bool] | None = None, now: float | None = None) -> Iterator[Job]:
-        """squeue, lazily: running jobs by start time, then pending jobs in the last cycle's priority order; with
+        """squeue, lazily: running jobs by start time, then pending jobs in the last cycle's priority order (held
+        ones last: their priority is 0); with
         `keep`, only the jobs it keeps (filtered before their reasons and estimates are worked out); given `now`,
         pending jobs carry their priority then (squeue -o %Q)."""
         return (r.decorated() for r in self.queue_rows(keep, now))
@@ -88,7 +89,7 @@ class QueueView:
         running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
         at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()),
                                                                      default=0.0)
-        pending = (jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True))
+        pending = _held_last(jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True))
         factors = None if now is None else (s.fairshare.factors(now, s.table.running.values()), qos_factors(s.config))
         return (row(s, j, factors, now) for j in chain(running, pending) if keep is None or keep(j))
 
@@ -97,12 +98,10 @@ class QueueView:
         """sacct: every job the scheduler remembers (kept by `keep`) once, as it is now, if its state is one of
         `states` (None: any). `duplicates` (sacct --duplicates): also each earlier run that ended in one of
         `states` (a job preempted, lost or requeued by hand went back to the queue after it), as the job was then.
-        Rows in the order they ended (a row not ended: when it entered its state), ties by job id; `limit` > 0
-        keeps the last `limit` of them, the most recently ended."""
+        Rows by job id, as sacct lists them, a job's runs in the order they ended; `limit` > 0 keeps the `limit`
+        most recently ended (a row not ended: when it entered its state)."""
         rows = history_rows(self.table.jobs.values(), keep, states, duplicates)
-        if limit > 0:
-            rows = rows[-limit:]
-        return [decorate(self, job) for _, _, job in rows]
+        return [decorate(self, job) for _, _, job in by_job_id(rows, limit)]
 
     def priority(self, job_id: int, now: float) -> PriorityBreakdown:
         """sprio for one pending job."""
@@ -115,19 +114,28 @@ class QueueView:
 
     def priorities(self, now: float, user: str | None = None, ids: Iterable[int] | None = None,
                    single: bool = False) -> list[PriorityBreakdown]:
-        """sprio: every pending job's factors, highest priority first; with `ids` only those (an array job id stands
-        for its pending tasks unless `single`, as in sprio -j), refusing one that does not exist or is not pending."""
+        """sprio: every pending job's factors, highest priority first, held ones left out; with `ids` only those (an
+        array job id stands for its pending tasks unless `single`, as in sprio -j), refusing one that does not exist
+        or is not pending, or is held."""
+        table = self.table
         wanted: set[int] | None = None
         if ids is not None:
             wanted = set()
             for i in ids:
-                pending = [j.id for j in self.table.expand([i], single) if j.id in self.table.pending]
+                pending = [j.id for j in table.expand([i], single) if j.id in table.pending and not j.held]
                 if not pending:
-                    self.priority(i, now)  # raises: the job does not exist, or is not pending
+                    job = table.get(i)
+                    if job.state is S.PENDING and job.held:
+                        raise FailedPrecondition(f"job {job.display_id} is held ({pending_reason(self, job).reason}),"
+                                                 f" so has priority 0 and no factors, as sprio shows none;"
+                                                 f" `vipu release {job.display_id}` lets it run")
+                    self.priority(i, now)  # raises: the job is not pending
                 wanted.update(pending)
-        factors, qos = self.fairshare.factors(now, self.table.running.values()), qos_factors(self.config)
-        rows = [breakdown(q, now, self.config, self.total, factors, qos) for q in self.table.pending.values()
-                if (user is None or q.user == user) and (wanted is None or q.id in wanted)]
+        factors, qos = self.fairshare.factors(now, table.running.values()), qos_factors(self.config)
+        # a held job's priority is 0 (priority_multifactor.c: "0 means the job is held"): sprio leaves it out
+        rows = [breakdown(q, now, self.config, self.total, factors, qos) for q in table.pending.values()
+                if (user is None or q.user == user) and (wanted is None or q.id in wanted)
+                and not table.jobs[q.id].held]
         return sorted(rows, key=lambda r: (-r.total, self.table.pending[r.job_id].submit_time, r.job_id))
 
     def info(self, available_mask: int | None = None, drained_mask: int = 0,
@@ -161,6 +169,17 @@ class QueueView:
         return startable(self, available_mask, allowed_masks)
 
 
+def _held_last(pending: Iterable[Job]) -> Iterator[Job]:
+    """Pending jobs in queue order, held ones after the others: their priority is 0 (squeue's sort by priority)."""
+    held = []
+    for job in pending:
+        if job.held:
+            held.append(job)
+        else:
+            yield job
+    yield from held
+
+
 def history_rows(jobs: Iterable[Job], keep: Callable[[Job], bool] | None = None,
                  states: Iterable[JobState] | None = None, duplicates: bool = False) -> list[tuple[float, int, Job]]:
     """QueueView.history's rows, undecorated, as (when the row's state began, job id, row), in that order."""
@@ -175,6 +194,15 @@ def history_rows(jobs: Iterable[Job], keep: Callable[[Job], bool] | None = None,
         if wanted is None or job.state in wanted:
             rows.append((_since(job), job.id, job))
     rows.sort(key=lambda row: row[:2])  # stable: a job's runs keep their order
+    return rows
+
+
+def by_job_id(rows: list[tuple[float, int, object]], limit: int = 0) -> list[tuple[float, int, object]]:
+    """History rows (history_rows' order: by when each ended) by job id, as sacct lists them ("order by id_job",
+    as_mysql_jobacct_process.c); an array's tasks have ids in task order. A job's runs keep the order they ended.
+    `limit` > 0: only the `limit` that ended last."""
+    rows = rows[-limit:] if limit > 0 else list(rows)
+    rows.sort(key=lambda row: row[1])  # stable
     return rows
 
 

@@ -120,7 +120,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         caller = identity(self.plane, context)
         page = self.plane.jobs.queue(caller, users_of(request, caller), states_of(request.states),
                                      request.ids, not request.brief, request.page_size, request.page_token)
-        return self._listed(page, request.ids and not request.brief, request.brief)
+        return self._named(request, self._listed(page, request.ids and not request.brief, request.brief))
 
     @rpc
     def History(self, request, context):
@@ -132,7 +132,13 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         page = self.plane.jobs.history(caller, users_of(request, caller), states_of(request.states),
                                        request.ids, request.duplicates, request.limit, request.page_size,
                                        request.page_token, since)
-        return self._listed(page, request.ids and not request.brief, request.brief)
+        return self._named(request, self._listed(page, request.ids and not request.brief, request.brief))
+
+    def _named(self, request, reply: j.ListJobsResponse) -> j.ListJobsResponse:
+        """The first page says which users the request names that the controller knows nothing of."""
+        if request.users and not request.page_token:
+            reply.unknown_users.extend(self.plane.jobs.unknown_users(request.users))
+        return reply
 
     def _listed(self, page, with_records: bool, brief: bool) -> j.ListJobsResponse:
         """A full listing of named jobs (`vipu show job` of an array: every task, in one call) carries each job's
@@ -196,7 +202,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             pod=info.pod,
             ilds=[j.Pod64Info(ild=r.ild, idle=r.idle, allocated=r.allocated, failed=r.failed, total=r.ipus,
                               drained=r.drained, draining=r.draining) for r in info.ilds],
-            pending_jobs=info.pending_jobs, running_jobs=info.running_jobs,
+            pending_jobs=info.pending_jobs, running_jobs=info.running_jobs, qos=info.qos,
         )
 
     @rpc

@@ -175,14 +175,16 @@ class ListJobsRequest(_message.Message):
     def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., ids: _Optional[_Iterable[int]] = ..., brief: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., me: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
-    __slots__ = ("jobs", "next_page_token", "total_size")
+    __slots__ = ("jobs", "next_page_token", "total_size", "unknown_users")
     JOBS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
+    UNKNOWN_USERS_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[Job]
     next_page_token: str
     total_size: int
-    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
+    unknown_users: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ..., unknown_users: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetJobRequest(_message.Message):
     __slots__ = ("id",)
@@ -305,16 +307,18 @@ class Pod64Info(_message.Message):
     def __init__(self, ild: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., failed: _Optional[int] = ..., total: _Optional[int] = ..., drained: _Optional[int] = ..., draining: _Optional[int] = ...) -> None: ...
 
 class ClusterInfoResponse(_message.Message):
-    __slots__ = ("pod", "ilds", "pending_jobs", "running_jobs")
+    __slots__ = ("pod", "ilds", "pending_jobs", "running_jobs", "qos")
     POD_FIELD_NUMBER: _ClassVar[int]
     ILDS_FIELD_NUMBER: _ClassVar[int]
     PENDING_JOBS_FIELD_NUMBER: _ClassVar[int]
     RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
+    QOS_FIELD_NUMBER: _ClassVar[int]
     pod: str
     ilds: _containers.RepeatedCompositeFieldContainer[Pod64Info]
     pending_jobs: int
     running_jobs: int
-    def __init__(self, pod: _Optional[str] = ..., ilds: _Optional[_Iterable[_Union[Pod64Info, _Mapping]]] = ..., pending_jobs: _Optional[int] = ..., running_jobs: _Optional[int] = ...) -> None: ...
+    qos: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, pod: _Optional[str] = ..., ilds: _Optional[_Iterable[_Union[Pod64Info, _Mapping]]] = ..., pending_jobs: _Optional[int] = ..., running_jobs: _Optional[int] = ..., qos: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PrioritiesRequest(_message.Message):
     __slots__ = ("ids", "single", "page_size", "page_token")

@@ -135,6 +135,30 @@ def test_a_stopped_programs_ipus_go_to_no_other_job_until_it_has_ended(server_fa
     assert started >= show(server, job)["end_time"] + 9  # KillWait (10 s) after the cancel, within a second
 
 
+def test_requeue_of_a_running_program_reruns_it_once_its_old_run_is_gone(controller, tmp_path):
+    """scontrol requeue: the old run is torn down (its program deaf to SIGTERM lives through KillWait and keeps
+    slurm_N), then the job runs again: one REQUEUED run, no NODE_FAIL from a partition that still existed."""
+    script = "#!/bin/bash\ntrap '' TERM\necho $$ >> pids\nwhile true; do sleep 0.1; done\n"
+    [job] = submit(controller, spec_file(tmp_path, script, "again"))
+    pids = tmp_path / "pids"
+    first = wait_for(lambda: pids.is_file() and pids.read_text().strip() and int(pids.read_text()))
+    assert run(controller, "vipu", "requeue", str(job)).returncode == 0
+    second = wait_for(lambda: len(lines := pids.read_text().split()) == 2 and int(lines[1]), timeout=30)
+    assert not alive(first)  # started only after the first run's program was killed
+    detail = show(controller, job)
+    assert (detail["state"], detail["requeue_count"]) == ("RUNNING", 1)
+    assert [h["state"] for h in detail["detail"]["history"]] == ["PENDING", "RUNNING", "REQUEUED", "PENDING",
+                                                                 "RUNNING"]
+    assert run(controller, "vipu", "cancel", str(job)).returncode == 0
+    wait_for(lambda: not alive(second), timeout=10)
+    [kept] = submit(controller, spec_file(tmp_path, script, "kept", requeue=False))
+    wait_for(lambda: show(controller, kept)["state"] == "RUNNING")
+    refused = run(controller, "vipu", "requeue", str(kept))
+    assert refused.returncode == 4 and refused.stderr.count("\n") == 1
+    assert f"job {kept} was submitted with --no-requeue" in refused.stderr
+    assert show(controller, kept)["state"] == "RUNNING"
+
+
 def test_a_time_limit_ends_the_run_timeout(controller, tmp_path):
     [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho $$ > pid\nexec sleep 300\n", "slow",
                                          time_limit="2s"))

@@ -20,6 +20,7 @@ DEPENDENCY = "Dependency"  # waits for the jobs it depends on
 NEVER = "DependencyNeverSatisfied"  # can never start as written: cancel it or requeue its target
 HELD = "JobHeldUser"  # held by its user (or `vipu hold` without --admin); `vipu release` lets it run
 HELD_ADMIN = "JobHeldAdmin"  # held by an admin (`vipu hold --admin`); only an admin's `vipu release` lets it run
+CLEANING = "Cleaning"  # requeued while its last run is still being torn down (its program still ending)
 BEGIN_TIME = "BeginTime"  # its begin time (sbatch --begin) has not come; its estimated start is that time
 ARRAY_LIMIT = "JobArrayTaskLimit"  # its array already runs %N tasks
 NODE_NOT_AVAIL = "ReqNodeNotAvail"  # even an empty Pod cannot hold it now: IPUs it needs are failed or drained

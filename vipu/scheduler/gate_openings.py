@@ -1,0 +1,92 @@
+"""How a gated pending job (held, not begun, waiting on a dependency, or cleaning) leaves the gate: JobTable's
+methods for the moments a gate opens, kept apart from the indexes they keep in step (table.py).
+
+A job is let in only when nothing else still holds it back: its hold released, its begin time come, its dependency
+met, and its last run torn down (cleaning: requeued while its program was still ending), whichever is last.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from vipu.scheduler.job_record import Job
+    from vipu.scheduler.policies.base import PendingInfo, QueuedJob
+
+
+class GateOpenings:
+    """Mixed into JobTable, whose indexes these read and change."""
+
+    jobs: dict[int, Job]
+    pending: dict[int, QueuedJob]
+    gated: set[int]
+    cleaning: set[int]
+    not_begun: set[int]
+    begins: list[tuple[float, int]]
+    gate_info: dict[int, PendingInfo]
+    deps_met: set[int]
+    _ready: Callable[[QueuedJob], None]  # JobTable's: the job counts as ready
+    _unready: Callable[[QueuedJob], None]
+    _watch: Callable[[Job, bool], None]  # (un)register a job under what its dependency reads
+
+    def dependency_met(self, job_id: int) -> bool:
+        """Slurm drops a satisfied dependency for good; True if the job may now be scheduled (it is not held and
+        its begin time has come)."""
+        job = self.jobs[job_id]
+        self._watch(job, False)
+        self.deps_met.add(job_id)
+        self.gate_info.pop(job_id, None)
+        if job.held or job_id in self.not_begun or job_id in self.cleaning:
+            return False
+        self.gated.discard(job_id)
+        self._ready(self.pending[job_id])
+        return True
+
+    def begun(self, now: float) -> list[QueuedJob]:
+        """Jobs whose begin time has come by `now` leave not_begun; returns those that may now be scheduled (not
+        held, dependency met), which this call has made ready. Costs only the jobs that begin, never the others."""
+        heap, waiting, out = self.begins, self.not_begun, []
+        while heap and heap[0][0] <= now:
+            _, job_id = heapq.heappop(heap)
+            if job_id not in waiting:
+                continue  # it left the queue, or was re-filed with a later heap entry
+            waiting.discard(job_id)
+            job = self.jobs[job_id]
+            if job.held or job_id in self.cleaning or (job.spec.dependency is not None
+                                                       and job_id not in self.deps_met):
+                continue  # still gated: release, its dependency being met, or its cleanup's end lets it in
+            self.gated.discard(job_id)
+            queued = self.pending[job_id]
+            self._ready(queued)
+            out.append(queued)
+        return out
+
+    def cleaning_started(self, job_id: int) -> QueuedJob | None:
+        """The job's last run is still being torn down: it may not start until cleaning_done. Returns the job if
+        this gated it (the caller files it again in the queue order)."""
+        self.cleaning.add(job_id)
+        queued = self.pending.get(job_id)
+        if queued is None or job_id in self.gated:
+            return None
+        self._unready(queued)
+        self.gated.add(job_id)
+        return queued
+
+    def cleaning_done(self, job_id: int) -> QueuedJob | None:
+        """The job's last run is torn down; returns the job if that made it ready (nothing else gates it)."""
+        if job_id not in self.cleaning:
+            return None
+        self.cleaning.discard(job_id)
+        queued, job = self.pending.get(job_id), self.jobs.get(job_id)
+        if queued is None or job is None or job.held or job_id in self.not_begun or (
+                job.spec.dependency is not None and job_id not in self.deps_met):
+            return None
+        self.gated.discard(job_id)
+        self._ready(queued)
+        return queued
+
+    def next_begin(self) -> float | None:
+        """The earliest begin time still to come (it may belong to a job that has left since: waking then is
+        harmless), or None."""
+        return self.begins[0][0] if self.begins else None
