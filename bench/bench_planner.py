@@ -40,7 +40,8 @@ BERT-Large SL384 (pre-SDK 2.5) runs about 12% fewer FLOPs a second than SL128 (t
 (SDK 3.1) on either Pod, though its config differs from theirs only in sequence length, masked tokens and
 micro-batch (docs/planner-fidelity.md says what was checked). SL512 packed, counted at 1.996 sequences a pack, runs
 about as few as SL384. Part of that is the attention scores' vector work (heads x s^2 a sample and layer), which
-the planner prices at poplibs' cycle tables (assumptions.py score_forward_cycles). The last table
+the planner prices at poplibs' cycle tables (assumptions.py score_forward_cycles); a table gives its share of
+each transformer row's compute and the row's error with and without it. The last table
 (planner_shapes.py) tries three compute rates that depend on the micro-batch, each fitted to SL384 on a Pod16, and
 shows what each does to the other rows.
 Everything here is a prediction from formulas: no wall-clock time is measured.
