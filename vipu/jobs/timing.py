@@ -15,7 +15,9 @@ Streaming Memory. BSP: none of these overlap.
 
 - compute: m x b x the stage's forward FLOPs x (3, or 4 recomputing; phased execution recomputes each phase) / t
   / (peak FLOPS x the model's class's efficiency: assumptions.efficiency x the share of tiles that are not I/O
-  tiles), plus the on-chip sync that ends each BSP compute set (compute_sets). A transformer's stage does its
+  tiles), plus a transformer's attention scores on the vector units (score_s: heads x s^2 a layer and sample at
+  assumptions' tile cycles a score, poplibs' figures), plus the on-chip sync that ends each BSP compute set
+  (compute_sets). A transformer's stage does its
   layers' FLOPs (layers_per_stage, or the split memory uses), the first stage also the embedding's tied head
   (Graphcore's placement); other models' stages 1/p each. With two tensor axes t is t x t2, and attention runs
   whole on each IPU of a t2 group (tensor_axes.py);
