@@ -26,17 +26,24 @@ Pod16 and a Pod64); nothing is refitted per model or system. Published figures:
   edition's "Fine-Tuning (SL384 - SQuAD)" row. BERT-Base in TensorFlow 2: the SDK 3.x edition's TensorFlow2 rows
   (SDK 3.3) and nlp/bert/tensorflow2/configs/pretrain_base_{128_phase1,384_phase2}.json (graphcore/examples
   09b7c67; micro-batch 32 and 8, x 4 replicas x 510 = the table's batches, 65,280 and 16,320).
-Packed rows: sequences_per_pack = the unpacked config's global batch over the packed one's (65,536 / 54,784 at
-SL128, 16,384 / 9,600 at SL512): Graphcore sized the packed batches to hold as many sequences (an assumption; the
-packing paper, Krell et al. 2021, reports about 2x fewer samples at SL512).
+Packed rows: the published figure counts the sequences in each pack (nlp/bert/popart/utils/iteration.py at c0239af:
+the largest sequence index of each pack's input_mask). At SL512 a pack holds 1.996 sequences on average: Graphcore's
+packing of its Wikipedia SL512 data at 3 sequences a pack at most (the configs' max_sequences_per_pack) gives a
+1.99625x "speed-up over un-packed dataset", which is sequences over packs (graphcore/examples
+tutorials/blogs_code/packedBERT/README.md at 3cc8f81, NNLSHP; Krell et al. 2021, arXiv 2107.02027: 2x). At SL128 no
+packing figure was found: 65,536 / 54,784 (the unpacked config's global batch over the packed one's) is an
+assumption. The global batch is not a packing figure: packed SL384 and SL512 both use 9,600 packs.
 "fits" is the planner's memory verdict on the published config (tile_memory.py: the fullest tile decides).
 The TFLOPS column is what the published figure means per IPU: the model's FLOPs (recomputation included) an IPU
 does a second at the published throughput. It compares published rows with each other, whatever the planner says:
 BERT-Large SL384 (pre-SDK 2.5) runs about 12% fewer FLOPs a second than SL128 (the same edition) and SL512 packed
 (SDK 3.1) on either Pod, though its config differs from theirs only in sequence length, masked tokens and
-micro-batch (docs/planner-fidelity.md says what was checked). Its micro-batches are the smallest of the BERT-Large
-rows (768 tokens), so the last table (planner_shapes.py) tries three compute rates that depend on the micro-batch,
-each fitted to SL384 on a Pod16, and shows what each does to the other rows.
+micro-batch (docs/planner-fidelity.md says what was checked). SL512 packed, counted at 1.996 sequences a pack, runs
+about as few as SL384. Part of that is the attention scores' vector work (heads x s^2 a sample and layer), which
+the planner prices at poplibs' cycle tables (assumptions.py score_forward_cycles); a table gives its share of
+each transformer row's compute and the row's error with and without it. The last table
+(planner_shapes.py) tries three compute rates that depend on the micro-batch, each fitted to SL384 on a Pod16, and
+shows what each does to the other rows.
 Everything here is a prediction from formulas: no wall-clock time is measured.
 """
 
@@ -57,6 +64,9 @@ from planner_shapes import micro_batch_shapes
 
 TABLE = "graphcore.ai/performance-results"
 LARGE_128 = "nlp/bert/popart/configs/pretrain_large_128.json"
+# Graphcore's packing of its Wikipedia SL512 data, at most 3 sequences a pack: sequences over packs
+# (graphcore/examples tutorials/blogs_code/packedBERT/README.md, "Achieved speed-up over un-packed dataset")
+SL512_SEQUENCES_PER_PACK = 1.99625
 
 
 @dataclass(frozen=True)
@@ -144,9 +154,9 @@ POINTS = (
     Point("BERT-Large SL128 packed", "table (PopART, SDK 3.1); packed/packed_pretrain_large_128.json",
           bert_large(64, 128, 20, 8, 54_784, 65_536 / 54_784), 22_759),
     Point("BERT-Large SL512 packed", "table (PopART, SDK 3.1); packed/packed_pretrain_large_512.json",
-          bert_large(16, 512, 76, 2, 9_600, 16_384 / 9_600), 2_126),
+          bert_large(16, 512, 76, 2, 9_600, SL512_SEQUENCES_PER_PACK), 2_126),
     Point("BERT-Large SL512 packed", "table (PopART, SDK 3.1); packed/packed_pretrain_large_512.json",
-          bert_large(64, 512, 76, 2, 9_600, 16_384 / 9_600), 7_789),
+          bert_large(64, 512, 76, 2, 9_600, SL512_SEQUENCES_PER_PACK), 7_789),
     Point("BERT-Base SL128", "table (PopART, SDK 3.1); pretrain_base_128.json", bert_base(16, 128, 20, 32, 65_536),
           16_391),
     Point("BERT-Base SL512", "table (PopART, SDK 3.1); pretrain_base_512.json", bert_base(16, 512, 76, 8, 16_384),
@@ -223,6 +233,27 @@ def ablations() -> None:
         print(f"  {label:<52} {before * 1e3:>10,.1f} ms -> {after * 1e3:>10,.1f} ms ({after / before - 1:+.1%})")
 
 
+NO_SCORES = {"score_forward_cycles": 0.0, "score_backward_cycles": 0.0}
+
+
+def score_work() -> None:
+    """The attention scores' vector work (assumptions.score_forward_cycles, score_backward_cycles: poplibs' cycle
+    tables): its share of each transformer row's compute, and each row's error with it and without it (the
+    constants re-solved without it, as before it was priced)."""
+    without = DEFAULT.model_copy(update={**NO_SCORES, **solve(fixed=NO_SCORES)})
+    print("attention scores on the vector units (poplibs' cycles), and the planner without them (constants re-solved):")
+    print(f"  {'model':<24} {'system':<11} {'share of compute':>16} {'error':>7} {'without':>8}")
+    for point in POINTS:
+        if point.spec["workload"]["model"]["kind"] != "transformer":
+            continue
+        with_scores = plan_of(point.spec, DEFAULT)
+        matmuls_only = plan_of(point.spec, DEFAULT.model_copy(update=NO_SCORES))
+        share = 1 - matmuls_only.time.compute_s / with_scores.time.compute_s
+        errors = [plan_of(point.spec, a).throughput / point.published - 1 for a in (DEFAULT, without)]
+        print(f"  {point.model:<24} {PODS[point.ipus]:<11} {share:>16.1%} {errors[0]:>+7.1%} {errors[1]:>+8.1%}")
+    print(f"  without: matmul efficiency {without.compute_efficiency:.4f} (with: {DEFAULT.compute_efficiency:.4f})")
+
+
 def _with_layout(spec: dict, **changes) -> dict:
     workload = spec["workload"]
     return {**spec, "workload": {**workload, "layout": {**workload["layout"], **changes}}}
@@ -239,6 +270,8 @@ def main() -> None:
     fit_errors, held_errors = report()
     print()
     ablations()
+    print()
+    score_work()
     print()
     micro_batch_shapes(POINTS, planned)
     print()

@@ -19,9 +19,9 @@ def test_a_phased_stash_is_split_only_across_a_tensor_group():
 def test_the_compute_row_says_it_counts_the_compute_sets_syncs_and_util_does_not():
     result = plan(PHASED, pod())
     assert 0 < result.time.compute_sync_s < result.time.compute_s
-    assert "  compute: the busiest stage's FLOPs at the calibrated efficiency, and the on-chip sync ending each" \
-           " of its compute sets (" in result.table()
-    assert "per-IPU UTIL in `vipu logs` counts the FLOP time only" in result.table()
+    assert "  compute: the busiest stage's FLOPs at the calibrated efficiency, its attention scores' vector cycles," \
+           " and the on-chip sync ending each of its compute sets (" in result.table()
+    assert "per-IPU UTIL in `vipu logs` counts the FLOP and vector time only" in result.table()
 
 
 def test_the_assumptions_say_compute_efficiency_ignores_the_micro_batch_size():

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vipu.jobs.tile_memory import MAPPING_GRAIN
+from vipu.sdk.nn.kernels import SCORE_BACKWARD_CYCLES, SCORE_FORWARD_CYCLES
 
 # `vipu plan`'s suggestions (suggest.py): among the fitting layouts predicted within this fraction of the best
 # throughput, the micro-batch size nearest the spec's comes first (compute efficiency ignores micro-batch size)
@@ -24,7 +25,7 @@ class Assumptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     compute_efficiency: float = Field(
-        0.3763, gt=0, le=1,
+        0.3817, gt=0, le=1,
         description="fraction of peak FLOPS the IPU sustains on matrix multiplies (transformers, MLPs): fitted with"
         " the host figures below on published runs (vipu/jobs/calibration.py); the emulator computes at it too",
     )
@@ -32,6 +33,17 @@ class Assumptions(BaseModel):
         0.4885, gt=0, le=1,
         description="fraction of peak FLOPS the IPU sustains on convolutions (ResNet-50): fitted with the host"
         " figures below on Graphcore's MLPerf v2.0 ResNet-50 runs on Bow Pod16/64/256 (vipu/jobs/calibration.py)",
+    )
+    score_forward_cycles: float = Field(
+        SCORE_FORWARD_CYCLES, ge=0,
+        description="tile cycles per attention score (heads x s^2 a sample and layer) in a layer's forward pass, on"
+        " the vector units: scale, mask and softmax as PopART BERT runs them, at poplibs' cycle tables (sources in"
+        " vipu/sdk/nn/kernels.py); the emulator's stage code charges the same",
+    )
+    score_backward_cycles: float = Field(
+        SCORE_BACKWARD_CYCLES, ge=0,
+        description="tile cycles per attention score in a layer's backward pass: the softmax's and the scale's"
+        " gradients, at poplibs' cycle tables (vipu/sdk/nn/kernels.py)",
     )
     reserved_sram_fraction: float = Field(
         0.15, ge=0, lt=1,
@@ -102,6 +114,9 @@ class Assumptions(BaseModel):
             f"code and exchange buffers take {self.reserved_sram_fraction:.0%} of SRAM",
             "training FLOPs = 3 x forward (forward, backward for activations, backward for weights);"
             " 4 x with recomputation",
+            f"attention scores (heads x s^2 a sample and layer) scaled, masked and softmaxed on the vector units:"
+            f" {self.score_forward_cycles:g} tile cycles a score forward (twice with recomputation),"
+            f" {self.score_backward_cycles:g} backward (poplibs' cycle tables), not overlapped with the matmuls",
             "memory and time counted per pipeline stage on its layers: layers_per_stage where the layout gives it,"
             " else as the layers fall (an embedding takes layers off the first stage); the fullest stage decides the"
             " fit; the embedding and tied head on the first stage; MLP and ResNet-50 stages timed as balanced"

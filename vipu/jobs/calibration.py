@@ -139,12 +139,12 @@ def fit_points(runs: tuple[Run, ...] = RUNS) -> list[tuple[dict, float]]:
     return [(run.spec(), run.step_s) for run in runs] + bert
 
 
-def solve(runs: tuple[Run, ...] = RUNS) -> dict[str, float]:
+def solve(runs: tuple[Run, ...] = RUNS, fixed: dict | None = None) -> dict[str, float]:
     """The fitted constants with which the planner gives every fit point's step time exactly: the step time is
     linear in 1 / each efficiency and in each host figure, so a unit step in each finds its coefficient, and five
-    points fix the five figures."""
+    points fix the five figures. `fixed`: other assumptions to fit with (e.g. no attention-score work)."""
     points = fit_points(runs)
-    base_values = {k: (1.0 if k in INVERSE else 0.0) for k in FITTED}
+    base_values = {**(fixed or {}), **{k: (1.0 if k in INVERSE else 0.0) for k in FITTED}}
     rows, rhs = [], []
     for spec, step_s in points:
         base = plan_of(spec, Assumptions(**base_values)).step_s

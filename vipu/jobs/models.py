@@ -51,6 +51,11 @@ class _Model(Strict):
     def sequences_per_sample(self) -> float:
         return 1.0
 
+    def attention_scores(self) -> float:
+        """Attention scores per sample and layer, which the vector units (not the matrix units) scale, mask and
+        softmax: none without attention."""
+        return 0.0
+
 
 class MlpModel(_Model):
     """`layers` linear layers (ReLU between): inputs -> hidden -> ... -> hidden -> outputs."""
@@ -170,6 +175,11 @@ class TransformerModel(_Model):
         their weighted sum of V (a packed sample's attention is masked, not shortened: the same FLOPs)."""
         h, s, f = self.hidden, self.seq_len, self.ffn_multiplier
         return float(2 * s * (4 + 2 * f) * h * h + 4 * s * s * h)
+
+    def attention_scores(self) -> float:
+        """heads x s x s: every head scores every position against every position (a packed sample's too: its
+        mask only hides the other sequences)."""
+        return float(self.heads * self.seq_len * self.seq_len)
 
     def head_flops(self) -> float:
         """The output head's forward FLOPs per sample: the tied projection onto the vocabulary at each position it

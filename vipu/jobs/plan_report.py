@@ -39,9 +39,9 @@ def render(plan, suggestions=None) -> str:
         f"  bubble: p-1 = {lay.p - 1} of the pipeline's m+p-1 = {lay.micro_batches + lay.p - 1} ticks"
         f" ({time.bubble_fraction:.1%})" + (", the first and last of them shorter (those stages send one way)"
                                              if lay.p > 2 else ""),
-        f"  compute: the busiest stage's FLOPs at the calibrated efficiency, and the on-chip sync ending each of its"
-        f" compute sets ({_seconds(time.compute_sync_s)} of it); per-IPU UTIL in `vipu logs` counts the FLOP time"
-        " only",
+        f"  compute: the busiest stage's FLOPs at the calibrated efficiency, its attention scores' vector cycles, and"
+        f" the on-chip sync ending each of its compute sets ({_seconds(time.compute_sync_s)} of it); per-IPU UTIL in"
+        " `vipu logs` counts the FLOP and vector time only",
         f"throughput {plan.throughput:,.1f} {'sequences' if plan.sequences_per_sample != 1 else 'samples'}/s"
         f" ({plan.achieved_flops_per_ipu / 1e12:,.1f} TFLOPS per IPU achieved)",
     ]

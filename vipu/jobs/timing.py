@@ -15,7 +15,9 @@ Streaming Memory. BSP: none of these overlap.
 
 - compute: m x b x the stage's forward FLOPs x (3, or 4 recomputing; phased execution recomputes each phase) / t
   / (peak FLOPS x the model's class's efficiency: assumptions.efficiency x the share of tiles that are not I/O
-  tiles), plus the on-chip sync that ends each BSP compute set (compute_sets). A transformer's stage does its
+  tiles), plus a transformer's attention scores on the vector units (score_s: heads x s^2 a layer and sample at
+  assumptions' tile cycles a score, poplibs' figures), plus the on-chip sync that ends each BSP compute set
+  (compute_sets). A transformer's stage does its
   layers' FLOPs (layers_per_stage, or the split memory uses), the first stage also the embedding's tied head
   (Graphcore's placement); other models' stages 1/p each. With two tensor axes t is t x t2, and attention runs
   whole on each IPU of a t2 group (tensor_axes.py);
@@ -114,6 +116,23 @@ def training_flops_per_sample(workload) -> float:
     return workload.model.forward_flops() * passes_factor(workload.layout)
 
 
+def score_s(workload, pod: PodConfig, assumptions: Assumptions, stage: int, backward: bool = True) -> float:
+    """Per sample, the vector-unit time of a stage's attention scores on one of its IPUs: heads x s^2 a layer,
+    split over the t IPUs as the heads are (with a second axis attention is whole on each IPU of a t2 group, as
+    attention_flops_beyond_share counts it), spread over the compute tiles at assumptions' cycles a score; the
+    forward pass only, or the whole tick's (forward, recomputed forward, backward)."""
+    model, lay = workload.model, workload.layout
+    scores = model.attention_scores()
+    if not scores:
+        return 0.0
+    cycles = assumptions.score_forward_cycles
+    if backward:
+        cycles = cycles * (2 if recomputes(lay) else 1) + assumptions.score_backward_cycles
+    layers = len(layout_stage_layers(model, lay, stage))
+    tiles = pod.ipu.tiles - lay.io_tiles
+    return layers * scores / lay.t * cycles / (tiles * pod.ipu.clock_hz)
+
+
 def stage_forward_flops(workload) -> list[float]:
     """Forward FLOPs per sample of each pipeline stage (all t shards together). A transformer's stage does its
     layers (layers_per_stage, or the split its memory is counted on) and the first stage the tied head too;
@@ -152,7 +171,7 @@ def compute_sets(t: int, tp_count: float) -> int:
 
 
 def forward_part(workload, pod: PodConfig, assumptions: Assumptions, send_s: float, sync: float,
-                 stage_flops: float, norm_sync: float) -> float:
+                 stage: int, stage_flops: float, norm_sync: float) -> float:
     """A stage's forward operation of one micro-batch, of its tick (the rest is its backward, recomputation
     included): the forward's FLOPs and compute sets, its share of the tensor-parallel and batch-norm allreduces,
     the send to the next stage (send_s, 0 on the last) and the syncs before each."""
@@ -162,7 +181,7 @@ def forward_part(workload, pod: PodConfig, assumptions: Assumptions, send_s: flo
     tp, tp_collectives, tp_sets = tensor_parallel(workload, pod, assumptions.ild_collective, 1, 0)
     sets = max(1, tp_sets)
     own = stage_flops / t + attention_flops_beyond_share(workload, 1)
-    compute = b * own / flops + sets * pod.ipu.sync_s
+    compute = b * (own / flops + score_s(workload, pod, assumptions, stage, backward=False)) + sets * pod.ipu.sync_s
     norms, norm_bytes = model.norm_allreduces()
     norm = allreduce(pod, GroupShape(model.norm_replicas, t * p), norm_bytes, norms,
                      assumptions.ild_collective).total_s if norms else 0.0
@@ -197,7 +216,8 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     set_syncs_tick = compute_sets(t, tp_sets) * pod.ipu.sync_s
     stage_flops = stage_forward_flops(workload)
     beyond = attention_flops_beyond_share(workload, passes + 1)
-    compute_ticks = [b * (f * passes_factor(lay) / t + beyond) / flops + set_syncs_tick for f in stage_flops]
+    compute_ticks = [b * ((f * passes_factor(lay) / t + beyond) / flops + score_s(workload, pod, assumptions, stage))
+                     + set_syncs_tick for stage, f in enumerate(stage_flops)]
 
     boundary = model.boundary_bytes(b)
     forward, back = stage_sends(pod, t, p, round(boundary / model.value_bytes), model.value_bytes)
@@ -229,7 +249,7 @@ def step_time(workload, pod: PodConfig, assumptions: Assumptions) -> StepTime:
     bubble = sum(ticks) - tick
     if lay.order == "gpipe":
         forwards = [forward_part(workload, pod, assumptions, sends[stage][0] if stage < p - 1 else 0.0, sync,
-                                 stage_flops[stage], norm_sync) for stage in range(p)]
+                                 stage, stage_flops[stage], norm_sync) for stage in range(p)]
         bubble = gpipe_pipeline_s(forwards, [tk - f for tk, f in zip(ticks, forwards)], m) - m * tick
 
     value = model.value_bytes

@@ -144,12 +144,15 @@ class Device:
         self._call("Reserve", d.ReserveRequest(name=name, bytes={int(i): int(n) for i, n in nbytes.items()}))
 
     # --- time -----------------------------------------------------------------------------------------------------
-    def compute(self, flops: Mapping[int, float], dtype: str = "fp16") -> float:
+    def compute(self, flops: Mapping[int, float], dtype: str = "fp16",
+                cycles: Mapping[int, float] | None = None) -> float:
         """One BSP compute set: flops[ipu] FLOPs on each IPU (spread over its tiles, at the calibrated share of
-        the IPU's peak rate for `dtype`); its IPUs then sync. Returns its virtual seconds. The arithmetic itself is
-        the program's, in numpy: this charges its time."""
+        the IPU's peak rate for `dtype`), and cycles[ipu] tile cycles of vector work (spread over its tiles too,
+        e.g. attention's softmax); its IPUs then sync. Returns its virtual seconds. The arithmetic itself is the
+        program's, in numpy: this charges its time."""
         return self._call("RunComputeSet", d.ComputeSetRequest(
-            flops={int(i): float(n) for i, n in flops.items()}, dtype=dtype)).virtual_s
+            flops={int(i): float(n) for i, n in flops.items()}, dtype=dtype,
+            vector_cycles={int(i): float(n) for i, n in (cycles or {}).items()})).virtual_s
 
     def shard_group(self, ipus: Sequence[int], dtype: str = "fp32"):
         """The IPUs of one pipeline stage of one replica as the stage code sees them (vipu.sdk.ShardGroup)."""

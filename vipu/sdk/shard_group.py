@@ -20,6 +20,7 @@ class ShardGroup:
     def __init__(self, device, ipus: list[int], dtype: str = "fp32"):
         self.device, self.ipus, self.t, self.dtype = device, ipus, len(ipus), dtype
         self._pending: dict[int, float] = {}  # IPU -> FLOPs of the open compute set
+        self._cycles: dict[int, float] = {}  # IPU -> tile cycles of its vector work in the open compute set
 
     def mm(self, k: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """a @ b on shard k, counted."""
@@ -34,12 +35,16 @@ class ShardGroup:
         ipu = self.ipus[k]
         self._pending[ipu] = self._pending.get(ipu, 0.0) + n
 
+    def vector(self, k: int, cycles: float) -> None:
+        ipu = self.ipus[k]
+        self._cycles[ipu] = self._cycles.get(ipu, 0.0) + cycles
+
     def close(self) -> float:
         """Run the open compute set on the IPUs (its virtual seconds; 0 if nothing was counted)."""
-        if not self._pending:
+        if not self._pending and not self._cycles:
             return 0.0
-        pending, self._pending = self._pending, {}
-        return self.device.compute(pending, self.dtype)
+        pending, cycles, self._pending, self._cycles = self._pending, self._cycles, {}, {}
+        return self.device.compute({**dict.fromkeys(cycles, 0.0), **pending}, self.dtype, cycles)
 
     def allreduce(self, parts: list[np.ndarray]) -> list[np.ndarray]:
         """Every shard gets the sum of the shards' parts (one shard: nothing to do, no compute set ends)."""

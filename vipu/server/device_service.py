@@ -80,7 +80,8 @@ class DeviceService(device_pb2_grpc.DeviceServiceServicer):
 
     @rpc
     def RunComputeSet(self, request, context):
-        return d.ChargedResponse(virtual_s=self._session(context).compute(dict(request.flops), request.dtype or "fp16"))
+        return d.ChargedResponse(virtual_s=self._session(context).compute(dict(request.flops), request.dtype or "fp16",
+                                                                          dict(request.vector_cycles)))
 
     @rpc
     def Collective(self, request, context):

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14vipu/v1/device.proto\x12\x07vipu.v1\"3\n\x05\x41rray\x12\r\n\x05\x64type\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"6\n\x08IpuArray\x12\x0b\n\x03ipu\x18\x01 \x01(\r\x12\x1d\n\x05\x61rray\x18\x02 \x01(\x0b\x32\x0e.vipu.v1.Array\"X\n\rAttachRequest\x12\x16\n\x0einstance_index\x18\x01 \x01(\r\x12\x15\n\rnum_instances\x18\x02 \x01(\r\x12\x18\n\x10ipus_per_replica\x18\x03 \x01(\r\"\xe7\x01\n\x0e\x41ttachResponse\x12\x11\n\tpartition\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\r\x12\x11\n\tfirst_ipu\x18\x03 \x01(\r\x12\x0b\n\x03pod\x18\x04 \x01(\t\x12\x18\n\x10ipus_per_machine\x18\x05 \x01(\r\x12\x15\n\rtiles_per_ipu\x18\x06 \x01(\r\x12\x1a\n\x12sram_bytes_per_ipu\x18\x07 \x01(\x04\x12*\n\"streaming_memory_bytes_per_machine\x18\x08 \x01(\x04\x12\x0e\n\x06job_id\x18\t \x01(\x03\x12\x0b\n\x03run\x18\n \x01(\r\"f\n\x11PutTensorsRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\"\n\x07tensors\x18\x02 \x03(\x0b\x32\x11.vipu.v1.IpuArray\x12\x1f\n\x06memory\x18\x03 \x01(\x0e\x32\x0f.vipu.v1.Memory\"\x14\n\x12PutTensorsResponse\",\n\x0eTensorsRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04ipus\x18\x02 \x03(\r\"8\n\x12GetTensorsResponse\x12\"\n\x07tensors\x18\x01 \x03(\x0b\x32\x11.vipu.v1.IpuArray\"\x15\n\x13\x46reeTensorsResponse\"\x7f\n\x0eReserveRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x31\n\x05\x62ytes\x18\x02 \x03(\x0b\x32\".vipu.v1.ReserveRequest.BytesEntry\x1a,\n\nBytesEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\x11\n\x0fReserveResponse\"\x86\x01\n\x11\x43omputeSetRequest\x12\x34\n\x05\x66lops\x18\x01 \x03(\x0b\x32%.vipu.v1.ComputeSetRequest.FlopsEntry\x12\r\n\x05\x64type\x18\x02 \x01(\t\x1a,\n\nFlopsEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"$\n\x0f\x43hargedResponse\x12\x11\n\tvirtual_s\x18\x01 \x01(\x01\"\x15\n\x05Group\x12\x0c\n\x04ipus\x18\x01 \x03(\r\"\xbb\x01\n\x11\x43ollectiveRequest\x12!\n\x02op\x18\x01 \x01(\x0e\x32\x15.vipu.v1.CollectiveOp\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x1e\n\x06groups\x18\x03 \x03(\x0b\x32\x0e.vipu.v1.Group\x12\"\n\x07tensors\x18\x04 \x03(\x0b\x32\x11.vipu.v1.IpuArray\x12\x0c\n\x04root\x18\x05 \x01(\r\x12\x10\n\x08sequence\x18\x06 \x01(\x04\x12\x11\n\ttimeout_s\x18\x07 \x01(\x01\"K\n\x12\x43ollectiveResponse\x12\"\n\x07tensors\x18\x01 \x03(\x0b\x32\x11.vipu.v1.IpuArray\x12\x11\n\tvirtual_s\x18\x02 \x01(\x01\"^\n\x0bSendRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\"\n\x07tensors\x18\x02 \x03(\x0b\x32\x11.vipu.v1.IpuArray\x12\x0b\n\x03\x64st\x18\x03 \x03(\r\x12\x10\n\x08sequence\x18\x04 \x01(\x04\"Z\n\x0bRecvRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03src\x18\x02 \x03(\r\x12\x0b\n\x03\x64st\x18\x03 \x03(\r\x12\x10\n\x08sequence\x18\x04 \x01(\x04\x12\x11\n\ttimeout_s\x18\x05 \x01(\x01\"2\n\x0cRecvResponse\x12\"\n\x07tensors\x18\x01 \x03(\x0b\x32\x11.vipu.v1.IpuArray\"l\n\x11ReportStepRequest\x12\x16\n\x0einstance_index\x18\x01 \x01(\r\x12\x0c\n\x04step\x18\x02 \x01(\x04\x12\x1e\n\x06losses\x18\x03 \x01(\x0b\x32\x0e.vipu.v1.Array\x12\x11\n\ttimeout_s\x18\x04 \x01(\x01\")\n\x12ReportStepResponse\x12\x13\n\x0breport_json\x18\x01 \x01(\t*!\n\x06Memory\x12\x08\n\x04SRAM\x10\x00\x12\r\n\tSTREAMING\x10\x01*P\n\x0c\x43ollectiveOp\x12\r\n\tALLREDUCE\x10\x00\x12\x12\n\x0eREDUCE_SCATTER\x10\x01\x12\x0e\n\nALL_GATHER\x10\x02\x12\r\n\tBROADCAST\x10\x03\x32\x94\x06\n\rDeviceService\x12\x39\n\x06\x41ttach\x12\x16.vipu.v1.AttachRequest\x1a\x17.vipu.v1.AttachResponse\x12\x45\n\nPutTensors\x12\x1a.vipu.v1.PutTensorsRequest\x1a\x1b.vipu.v1.PutTensorsResponse\x12\x42\n\nGetTensors\x12\x17.vipu.v1.TensorsRequest\x1a\x1b.vipu.v1.GetTensorsResponse\x12\x44\n\x0b\x46reeTensors\x12\x17.vipu.v1.TensorsRequest\x1a\x1c.vipu.v1.FreeTensorsResponse\x12<\n\x07Offload\x12\x17.vipu.v1.TensorsRequest\x1a\x18.vipu.v1.ChargedResponse\x12\x39\n\x04Load\x12\x17.vipu.v1.TensorsRequest\x1a\x18.vipu.v1.ChargedResponse\x12<\n\x07Reserve\x12\x17.vipu.v1.ReserveRequest\x1a\x18.vipu.v1.ReserveResponse\x12\x45\n\rRunComputeSet\x12\x1a.vipu.v1.ComputeSetRequest\x1a\x18.vipu.v1.ChargedResponse\x12\x45\n\nCollective\x12\x1a.vipu.v1.CollectiveRequest\x1a\x1b.vipu.v1.CollectiveResponse\x12\x36\n\x04Send\x12\x14.vipu.v1.SendRequest\x1a\x18.vipu.v1.ChargedResponse\x12\x33\n\x04Recv\x12\x14.vipu.v1.RecvRequest\x1a\x15.vipu.v1.RecvResponse\x12\x45\n\nReportStep\x12\x1a.vipu.v1.ReportStepRequest\x1a\x1b.vipu.v1.ReportStepResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14vipu/v1/device.proto\x12\x07vipu.v1\"3\n\x05\x41rray\x12\r\n\x05\x64type\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"6\n\x08IpuArray\x12\x0b\n\x03ipu\x18\x01 \x01(\r\x12\x1d\n\x05\x61rray\x18\x02 \x01(\x0b\x32\x0e.vipu.v1.Array\"X\n\rAttachRequest\x12\x16\n\x0einstance_index\x18\x01 \x01(\r\x12\x15\n\rnum_instances\x18\x02 \x01(\r\x12\x18\n\x10ipus_per_replica\x18\x03 \x01(\r\"\xe7\x01\n\x0e\x41ttachResponse\x12\x11\n\tpartition\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\r\x12\x11\n\tfirst_ipu\x18\x03 \x01(\r\x12\x0b\n\x03pod\x18\x04 \x01(\t\x12\x18\n\x10ipus_per_machine\x18\x05 \x01(\r\x12\x15\n\rtiles_per_ipu\x18\x06 \x01(\r\x12\x1a\n\x12sram_bytes_per_ipu\x18\x07 \x01(\x04\x12*\n\"streaming_memory_bytes_per_machine\x18\x08 \x01(\x04\x12\x0e\n\x06job_id\x18\t \x01(\x03\x12\x0b\n\x03run\x18\n \x01(\r\"f\n\x11PutTensorsRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\"\n\x07tensors\x18\x02 \x03(\x0b\x32\x11.vipu.v1.IpuArray\x12\x1f\n\x06memory\x18\x03 \x01(\x0e\x32\x0f.vipu.v1.Memory\"\x14\n\x12PutTensorsResponse\",\n\x0eTensorsRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04ipus\x18\x02 \x03(\r\"8\n\x12GetTensorsResponse\x12\"\n\x07tensors\x18\x01 \x03(\x0b\x32\x11.vipu.v1.IpuArray\"\x15\n\x13\x46reeTensorsResponse\"\x7f\n\x0eReserveRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x31\n\x05\x62ytes\x18\x02 \x03(\x0b\x32\".vipu.v1.ReserveRequest.BytesEntry\x1a,\n\nBytesEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\x11\n\x0fReserveResponse\"\x80\x02\n\x11\x43omputeSetRequest\x12\x34\n\x05\x66lops\x18\x01 \x03(\x0b\x32%.vipu.v1.ComputeSetRequest.FlopsEntry\x12\r\n\x05\x64type\x18\x02 \x01(\t\x12\x43\n\rvector_cycles\x18\x03 \x03(\x0b\x32,.vipu.v1.ComputeSetRequest.VectorCyclesEntry\x1a,\n\nFlopsEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a\x33\n\x11VectorCyclesEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"$\n\x0f\x43hargedResponse\x12\x11\n\tvirtual_s\x18\x01 \x01(\x01\"\x15\n\x05Group\x12\x0c\n\x04ipus\x18\x01 \x03(\r\"\xbb\x01\n\x11\x43ollectiveRequest\x12!\n\x02op\x18\x01 \x01(\x0e\x32\x15.vipu.v1.CollectiveOp\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x1e\n\x06groups\x18\x03 \x03(\x0b\x32\x0e.vipu.v1.Group\x12\"\n\x07tensors\x18\x04 \x03(\x0b\x32\x11.vipu.v1.IpuArray\x12\x0c\n\x04root\x18\x05 \x01(\r\x12\x10\n\x08sequence\x18\x06 \x01(\x04\x12\x11\n\ttimeout_s\x18\x07 \x01(\x01\"K\n\x12\x43ollectiveResponse\x12\"\n\x07tensors\x18\x01 \x03(\x0b\x32\x11.vipu.v1.IpuArray\x12\x11\n\tvirtual_s\x18\x02 \x01(\x01\"^\n\x0bSendRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\"\n\x07tensors\x18\x02 \x03(\x0b\x32\x11.vipu.v1.IpuArray\x12\x0b\n\x03\x64st\x18\x03 \x03(\r\x12\x10\n\x08sequence\x18\x04 \x01(\x04\"Z\n\x0bRecvRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03src\x18\x02 \x03(\r\x12\x0b\n\x03\x64st\x18\x03 \x03(\r\x12\x10\n\x08sequence\x18\x04 \x01(\x04\x12\x11\n\ttimeout_s\x18\x05 \x01(\x01\"2\n\x0cRecvResponse\x12\"\n\x07tensors\x18\x01 \x03(\x0b\x32\x11.vipu.v1.IpuArray\"l\n\x11ReportStepRequest\x12\x16\n\x0einstance_index\x18\x01 \x01(\r\x12\x0c\n\x04step\x18\x02 \x01(\x04\x12\x1e\n\x06losses\x18\x03 \x01(\x0b\x32\x0e.vipu.v1.Array\x12\x11\n\ttimeout_s\x18\x04 \x01(\x01\")\n\x12ReportStepResponse\x12\x13\n\x0breport_json\x18\x01 \x01(\t*!\n\x06Memory\x12\x08\n\x04SRAM\x10\x00\x12\r\n\tSTREAMING\x10\x01*P\n\x0c\x43ollectiveOp\x12\r\n\tALLREDUCE\x10\x00\x12\x12\n\x0eREDUCE_SCATTER\x10\x01\x12\x0e\n\nALL_GATHER\x10\x02\x12\r\n\tBROADCAST\x10\x03\x32\x94\x06\n\rDeviceService\x12\x39\n\x06\x41ttach\x12\x16.vipu.v1.AttachRequest\x1a\x17.vipu.v1.AttachResponse\x12\x45\n\nPutTensors\x12\x1a.vipu.v1.PutTensorsRequest\x1a\x1b.vipu.v1.PutTensorsResponse\x12\x42\n\nGetTensors\x12\x17.vipu.v1.TensorsRequest\x1a\x1b.vipu.v1.GetTensorsResponse\x12\x44\n\x0b\x46reeTensors\x12\x17.vipu.v1.TensorsRequest\x1a\x1c.vipu.v1.FreeTensorsResponse\x12<\n\x07Offload\x12\x17.vipu.v1.TensorsRequest\x1a\x18.vipu.v1.ChargedResponse\x12\x39\n\x04Load\x12\x17.vipu.v1.TensorsRequest\x1a\x18.vipu.v1.ChargedResponse\x12<\n\x07Reserve\x12\x17.vipu.v1.ReserveRequest\x1a\x18.vipu.v1.ReserveResponse\x12\x45\n\rRunComputeSet\x12\x1a.vipu.v1.ComputeSetRequest\x1a\x18.vipu.v1.ChargedResponse\x12\x45\n\nCollective\x12\x1a.vipu.v1.CollectiveRequest\x1a\x1b.vipu.v1.CollectiveResponse\x12\x36\n\x04Send\x12\x14.vipu.v1.SendRequest\x1a\x18.vipu.v1.ChargedResponse\x12\x33\n\x04Recv\x12\x14.vipu.v1.RecvRequest\x1a\x15.vipu.v1.RecvResponse\x12\x45\n\nReportStep\x12\x1a.vipu.v1.ReportStepRequest\x1a\x1b.vipu.v1.ReportStepResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,10 +35,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RESERVEREQUEST_BYTESENTRY']._serialized_options = b'8\001'
   _globals['_COMPUTESETREQUEST_FLOPSENTRY']._loaded_options = None
   _globals['_COMPUTESETREQUEST_FLOPSENTRY']._serialized_options = b'8\001'
-  _globals['_MEMORY']._serialized_start=1725
-  _globals['_MEMORY']._serialized_end=1758
-  _globals['_COLLECTIVEOP']._serialized_start=1760
-  _globals['_COLLECTIVEOP']._serialized_end=1840
+  _globals['_COMPUTESETREQUEST_VECTORCYCLESENTRY']._loaded_options = None
+  _globals['_COMPUTESETREQUEST_VECTORCYCLESENTRY']._serialized_options = b'8\001'
+  _globals['_MEMORY']._serialized_start=1847
+  _globals['_MEMORY']._serialized_end=1880
+  _globals['_COLLECTIVEOP']._serialized_start=1882
+  _globals['_COLLECTIVEOP']._serialized_end=1962
   _globals['_ARRAY']._serialized_start=33
   _globals['_ARRAY']._serialized_end=84
   _globals['_IPUARRAY']._serialized_start=86
@@ -64,27 +66,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RESERVERESPONSE']._serialized_start=848
   _globals['_RESERVERESPONSE']._serialized_end=865
   _globals['_COMPUTESETREQUEST']._serialized_start=868
-  _globals['_COMPUTESETREQUEST']._serialized_end=1002
-  _globals['_COMPUTESETREQUEST_FLOPSENTRY']._serialized_start=958
-  _globals['_COMPUTESETREQUEST_FLOPSENTRY']._serialized_end=1002
-  _globals['_CHARGEDRESPONSE']._serialized_start=1004
-  _globals['_CHARGEDRESPONSE']._serialized_end=1040
-  _globals['_GROUP']._serialized_start=1042
-  _globals['_GROUP']._serialized_end=1063
-  _globals['_COLLECTIVEREQUEST']._serialized_start=1066
-  _globals['_COLLECTIVEREQUEST']._serialized_end=1253
-  _globals['_COLLECTIVERESPONSE']._serialized_start=1255
-  _globals['_COLLECTIVERESPONSE']._serialized_end=1330
-  _globals['_SENDREQUEST']._serialized_start=1332
-  _globals['_SENDREQUEST']._serialized_end=1426
-  _globals['_RECVREQUEST']._serialized_start=1428
-  _globals['_RECVREQUEST']._serialized_end=1518
-  _globals['_RECVRESPONSE']._serialized_start=1520
-  _globals['_RECVRESPONSE']._serialized_end=1570
-  _globals['_REPORTSTEPREQUEST']._serialized_start=1572
-  _globals['_REPORTSTEPREQUEST']._serialized_end=1680
-  _globals['_REPORTSTEPRESPONSE']._serialized_start=1682
-  _globals['_REPORTSTEPRESPONSE']._serialized_end=1723
-  _globals['_DEVICESERVICE']._serialized_start=1843
-  _globals['_DEVICESERVICE']._serialized_end=2631
+  _globals['_COMPUTESETREQUEST']._serialized_end=1124
+  _globals['_COMPUTESETREQUEST_FLOPSENTRY']._serialized_start=1027
+  _globals['_COMPUTESETREQUEST_FLOPSENTRY']._serialized_end=1071
+  _globals['_COMPUTESETREQUEST_VECTORCYCLESENTRY']._serialized_start=1073
+  _globals['_COMPUTESETREQUEST_VECTORCYCLESENTRY']._serialized_end=1124
+  _globals['_CHARGEDRESPONSE']._serialized_start=1126
+  _globals['_CHARGEDRESPONSE']._serialized_end=1162
+  _globals['_GROUP']._serialized_start=1164
+  _globals['_GROUP']._serialized_end=1185
+  _globals['_COLLECTIVEREQUEST']._serialized_start=1188
+  _globals['_COLLECTIVEREQUEST']._serialized_end=1375
+  _globals['_COLLECTIVERESPONSE']._serialized_start=1377
+  _globals['_COLLECTIVERESPONSE']._serialized_end=1452
+  _globals['_SENDREQUEST']._serialized_start=1454
+  _globals['_SENDREQUEST']._serialized_end=1548
+  _globals['_RECVREQUEST']._serialized_start=1550
+  _globals['_RECVREQUEST']._serialized_end=1640
+  _globals['_RECVRESPONSE']._serialized_start=1642
+  _globals['_RECVRESPONSE']._serialized_end=1692
+  _globals['_REPORTSTEPREQUEST']._serialized_start=1694
+  _globals['_REPORTSTEPREQUEST']._serialized_end=1802
+  _globals['_REPORTSTEPRESPONSE']._serialized_start=1804
+  _globals['_REPORTSTEPRESPONSE']._serialized_end=1845
+  _globals['_DEVICESERVICE']._serialized_start=1965
+  _globals['_DEVICESERVICE']._serialized_end=2753
 # @@protoc_insertion_point(module_scope)

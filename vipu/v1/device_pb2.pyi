@@ -129,8 +129,15 @@ class ReserveResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ComputeSetRequest(_message.Message):
-    __slots__ = ("flops", "dtype")
+    __slots__ = ("flops", "dtype", "vector_cycles")
     class FlopsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: float
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[float] = ...) -> None: ...
+    class VectorCyclesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -139,9 +146,11 @@ class ComputeSetRequest(_message.Message):
         def __init__(self, key: _Optional[int] = ..., value: _Optional[float] = ...) -> None: ...
     FLOPS_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_CYCLES_FIELD_NUMBER: _ClassVar[int]
     flops: _containers.ScalarMap[int, float]
     dtype: str
-    def __init__(self, flops: _Optional[_Mapping[int, float]] = ..., dtype: _Optional[str] = ...) -> None: ...
+    vector_cycles: _containers.ScalarMap[int, float]
+    def __init__(self, flops: _Optional[_Mapping[int, float]] = ..., dtype: _Optional[str] = ..., vector_cycles: _Optional[_Mapping[int, float]] = ...) -> None: ...
 
 class ChargedResponse(_message.Message):
     __slots__ = ("virtual_s",)

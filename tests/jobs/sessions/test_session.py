@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from vipu.errors import FailedPrecondition, ResourceExhausted, Unauthenticated
+from vipu.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, Unauthenticated
 from vipu.jobs.sessions.tokens import Sessions
 from vipu.jobs.train.work import compute_set_times
 from tests.jobs.sessions.builders import POD, machines_for, session
@@ -88,6 +88,18 @@ def test_time_is_charged_with_the_engines_cost_model_and_parts_by_replica():
     assert report.bytes_per_kind["tensor_parallel"] > 0 and report.bytes_per_kind["data_parallel"] > 0
     assert report.ipus[0].utilisation > report.ipus[1].utilisation > 0 == report.ipus[2].utilisation
     assert report.ipus[0].memory_bytes == 4000 + 40 and s.report_step(0, 1, np.zeros(1)).emulated_step_s == 0
+
+
+def test_vector_cycles_are_charged_over_the_tiles_and_must_name_ipus_of_the_set():
+    # attention's softmax (kernels.score_cycles): tile cycles spread over the IPU's tiles, after its FLOPs
+    s = session()
+    tiles, clock = POD.ipu.tiles, POD.ipu.clock_hz
+    plain = s.compute({0: 0.0}, "fp16")
+    assert s.compute({0: 0.0}, "fp16", {0: 1000.0 * tiles}) == pytest.approx(plain + 1000 / clock)
+    with pytest.raises(InvalidArgument, match=r"vector_cycles name IPUs \[1\]"):
+        s.compute({0: 1e6}, "fp16", {1: 10.0})
+    with pytest.raises(InvalidArgument, match="finite and 0 or more"):
+        s.compute({0: 1e6}, "fp16", {0: -1.0})
 
 
 def test_a_receive_waits_for_its_send_and_the_wait_is_the_bubble():

@@ -262,18 +262,25 @@ class DeviceSession(Exchanges):
                 seconds = max(seconds, batch_s)
         return seconds
 
-    def compute(self, flops: Mapping[int, float], dtype: str = "fp16") -> float:
+    def compute(self, flops: Mapping[int, float], dtype: str = "fp16",
+                cycles: Mapping[int, float] | None = None) -> float:
         """A BSP compute set: flops[ipu] FLOPs on each IPU, spread over its tiles at the planner's calibrated
-        efficiency; its IPUs wait for one another (the sync). Returns its virtual seconds."""
+        efficiency, and cycles[ipu] tile cycles of vector work spread over them too; its IPUs wait for one another
+        (the sync). Returns its virtual seconds."""
+        cycles = dict(cycles or {})
         if dtype not in DTYPES:
             raise InvalidArgument(f"dtype is {dtype!r}; give fp16 or fp32 (the IPU's FLOP rates)")
         if not flops:
             raise InvalidArgument("a compute set of no IPU: give FLOPs for at least one of the partition's IPUs")
-        pod = [self._ipu(ipu) for ipu in flops]
-        if any(not math.isfinite(n) or n < 0 for n in flops.values()):
-            raise InvalidArgument("FLOPs must be finite and 0 or more on every IPU")
+        if set(cycles) - set(flops):
+            raise InvalidArgument(f"vector_cycles name IPUs {sorted(set(cycles) - set(flops))} the compute set gives"
+                                  " no FLOPs for; give each of them FLOPs (0 for none)")
+        pod = {ipu: self._ipu(ipu) for ipu in flops}
+        if any(not math.isfinite(n) or n < 0 for n in (*flops.values(), *cycles.values())):
+            raise InvalidArgument("FLOPs and vector_cycles must be finite and 0 or more on every IPU")
         with self._op():
-            times = compute_set_times(self.pod, dtype, dict(zip(pod, map(float, flops.values()))), self.efficiency)
+            times = compute_set_times(self.pod, dtype, {pod[i]: float(n) for i, n in flops.items()}, self.efficiency,
+                                      {pod[i]: float(n) for i, n in cycles.items()})
             self.clocks.compute_set(times.step_s, {ipu: phases.compute_s for ipu, phases in times.ipus.items()})
         return times.step_s
 

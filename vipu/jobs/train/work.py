@@ -24,12 +24,16 @@ from vipu.sdk.nn.kernels import matmul_flops, wgrad, wgrad_flops
 from vipu.workers import bsp
 
 
-def compute_set_times(pod, dtype: str, flops: Mapping[int, float], efficiency: float) -> bsp.StepTimes:
+def compute_set_times(pod, dtype: str, flops: Mapping[int, float], efficiency: float,
+                      cycles: Mapping[int, float] | None = None) -> bsp.StepTimes:
     """One BSP compute set in which IPU i does flops[i] FLOPs, spread evenly over its tiles at `efficiency` of the
-    peak rate (the planner's calibrated figure): its time (the busiest IPU, then the sync) and each IPU's phases. A
-    program's session prices its compute sets with this too (vipu/jobs/sessions)."""
-    tiles = pod.ipu.tiles
+    peak rate (the planner's calibrated figure), and cycles[i] tile cycles of vector work spread over them too: its
+    time (the busiest IPU, then the sync) and each IPU's phases. A program's session prices its compute sets with
+    this too (vipu/jobs/sessions)."""
+    tiles, per_cycle = pod.ipu.tiles, pod.ipu.flops_per_tile_cycle(dtype)
     per_tile = {ipu: n / tiles / efficiency for ipu, n in flops.items()}
+    for ipu, n in (cycles or {}).items():  # as FLOPs at the peak rate, which the tile's cycles are counted at
+        per_tile[ipu] = per_tile.get(ipu, 0.0) + n / tiles * per_cycle
     return bsp.compute_only(pod.ipu, pod.links.ipu_link, dtype, per_tile)
 
 
@@ -46,6 +50,7 @@ class OpTimer:
         self.partition_sync_s = partition_sync_s
         self.prices = {} if prices is None else prices
         self.pending: dict[int, float] = defaultdict(float)  # IPU -> FLOPs of the open compute set
+        self.pending_cycles: dict[int, float] = defaultdict(float)  # IPU -> its vector work's tile cycles
         self.ipu_compute_s: dict[int, float] = defaultdict(float)
         self.compute_s = 0.0  # compute sets: the busiest IPU's compute plus the sync, summed
         self.tensor_parallel_s = 0.0
@@ -55,19 +60,23 @@ class OpTimer:
     def flops(self, ipu: int, n: float) -> None:
         self.pending[ipu] += n
 
+    def vector(self, ipu: int, cycles: float) -> None:
+        self.pending_cycles[ipu] += cycles
+
     def close(self) -> None:
-        if not self.pending:
+        if not self.pending and not self.pending_cycles:
             return
-        key = (self.dtype, tuple(self.pending.items()))
+        key = (self.dtype, tuple(self.pending.items()), tuple(self.pending_cycles.items()))
         priced = self.prices.get(key)
         if priced is None:
-            times = compute_set_times(self.pod, self.dtype, self.pending, self.efficiency)
+            times = compute_set_times(self.pod, self.dtype, self.pending, self.efficiency, self.pending_cycles)
             priced = self.prices[key] = (times.step_s, tuple((ipu, t.compute_s) for ipu, t in times.ipus.items()))
         step_s, per_ipu = priced
         self.compute_s += step_s
         for ipu, seconds in per_ipu:
             self.ipu_compute_s[ipu] += seconds
         self.pending.clear()
+        self.pending_cycles.clear()
 
     def collective(self, kind: str, seconds: float) -> None:
         if seconds <= 0:  # a collective within one IPU (t = 1) moves nothing: no exchange ends the compute set
@@ -105,6 +114,9 @@ class StageGroup:
 
     def flops(self, k: int, n: float) -> None:
         self.timer.flops(self.ipus[k], n)
+
+    def vector(self, k: int, cycles: float) -> None:
+        self.timer.vector(self.ipus[k], cycles)
 
     def allreduce(self, parts: list[np.ndarray]) -> list[np.ndarray]:
         out, seconds = self.fabric.allreduce(self.group, parts)

@@ -84,6 +84,24 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int) -> tuple[
     return _merge(probs @ vh), (qh, kh, vh, probs, scale)
 
 
+# Tile cycles per attention score on the vector units (not the matrix units), from poplibs' cycle tables
+# (graphcore/poplibs 7eac0f26 lib/popops/popopsCycleEstimators.hpp and .cpp binaryOpInnerLoopCycles): half ADD,
+# SUBTRACT and MULTIPLY one cycle and two of overhead a 4-wide vector (0.75 a score), EXPONENT 4 cycles per 4 (1.0).
+# Forward, as Graphcore's PopART BERT runs it (graphcore/examples applications/popart/bert/bert_model.py at 32fc7bd):
+# scale, add the mask, then poplibs' softmax (lib/popnn/NonLinearity.cpp softmaxImpl: max reduction, subtract,
+# exponential, sum reduction, multiply by 1/sum), the reductions counted as a binary op each (an assumption):
+# 6 x 0.75 + 1. Backward: the softmax gradient (softmaxInputGradientImpl: multiply, sum reduction, multiply,
+# subtract) and the scale's: 5 x 0.75. The planner's defaults (vipu/jobs/assumptions.py) are these.
+SCORE_FORWARD_CYCLES = 5.5
+SCORE_BACKWARD_CYCLES = 3.75
+
+
+def score_cycles(q: np.ndarray, s: int, heads: int, backward: bool = False) -> float:
+    """Vector-unit tile cycles of attention's scores for projections q of shape (b, s, width) in `heads` heads:
+    heads x s^2 scores a sample, scaled, masked and softmaxed forward (or their gradients backward)."""
+    return q.shape[0] * heads * s * s * (SCORE_BACKWARD_CYCLES if backward else SCORE_FORWARD_CYCLES)
+
+
 def attention_flops(q: np.ndarray, s: int) -> float:
     """Forward FLOPs of attention for projections q of shape (b, s, width): Q K^T and the weighted sum of V."""
     return 4.0 * q.shape[0] * s * s * q.shape[-1]

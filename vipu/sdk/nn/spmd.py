@@ -27,6 +27,10 @@ class Shards(Protocol):
     def flops(self, k: int, n: float) -> None:
         """Count n FLOPs on shard k's IPU (work that is not a matmul, e.g. attention's)."""
 
+    def vector(self, k: int, cycles: float) -> None:
+        """Count `cycles` tile cycles of vector-unit work on shard k's IPU, spread over its tiles (attention's
+        softmax: kernels.score_cycles)."""
+
     def allreduce(self, parts: list[np.ndarray]) -> list[np.ndarray]:
         """Every shard gets the sum of the shards' parts (same shape each)."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from vipu.sdk.nn.kernels import (attention, attention_back, attention_flops, layernorm, layernorm_back, relu, relu_back,
-                                 rows)
+                                 rows, score_cycles)
 from vipu.sdk.nn.sharding import Block
 from vipu.sdk.nn.spmd import Shards
 
@@ -42,6 +42,7 @@ def _attention(model, pre: str, shards: list[Params], xs: list[np.ndarray], g: S
         n1, c1 = layernorm(xs[k], p[pre + "ln1.g"], p[pre + "ln1.b"])
         q, kk, v = (g.mm(k, n1, p[pre + f"w{name}"]) + p[pre + f"b{name}"] for name in "qkv")
         g.flops(k, attention_flops(q, q.shape[1]))
+        g.vector(k, score_cycles(q, q.shape[1], heads))
         ctx, ca = attention(q, kk, v, heads)
         parts.append(g.mm(k, ctx, p[pre + "wo"]))
         cache.append((n1, c1, ctx, ca))
@@ -103,6 +104,7 @@ def _attention_back(pre: str, shards: list[Params], cache: list, ds: list, g: Sh
         gk = grads[k]
         gk[pre + "bo"], gk[pre + "wo"] = rows(ds[k]), g.wgrad(k, ctx, ds[k])
         g.flops(k, 2 * attention_flops(ctx, ctx.shape[1]))
+        g.vector(k, score_cycles(ctx, ctx.shape[1], ca[0].shape[1], backward=True))
         dq, dk, dv = attention_back(g.mm(k, ds[k], p[pre + "wo"].T), ca)
         dn1 = 0
         for name, d in zip("qkv", (dq, dk, dv)):

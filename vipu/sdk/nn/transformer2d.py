@@ -18,7 +18,8 @@ from typing import Protocol
 
 import numpy as np
 
-from vipu.sdk.nn.kernels import LN_EPS, attention, attention_back, attention_flops, relu, relu_back, rows
+from vipu.sdk.nn.kernels import (LN_EPS, attention, attention_back, attention_flops, relu, relu_back, rows,
+                                 score_cycles)
 from vipu.sdk.nn.sharding import Block, piece
 from vipu.sdk.nn.spmd import Shards
 from vipu.sdk.nn.transformer import blocks_backward
@@ -97,6 +98,7 @@ def _attention(model, pre: str, shards: list[Params], xs: list, g: Shards2D) -> 
     for k, p in enumerate(shards):
         q, kk, v = (part + p[pre + f"b{name}"] for part, name in zip(np.split(qkv[k], 3, axis=-1), "qkv"))
         g.flops(k, attention_flops(q, q.shape[1]))
+        g.vector(k, score_cycles(q, q.shape[1], heads))
         ctx, ca = attention(q, kk, v, heads)
         parts.append(g.mm(k, ctx, p[pre + "wo"]))
         cache.append((n1[k], c1[k], ctx, ca))
@@ -144,6 +146,7 @@ def _attention_back(pre: str, shards: list[Params], cache: list, ds: list, g: Sh
         gk = grads[k]
         gk[pre + "bo"], gk[pre + "wo"] = rows(ds[k]), g.wgrad(k, ctx, ds[k])
         g.flops(k, 2 * attention_flops(ctx, ctx.shape[1]))
+        g.vector(k, score_cycles(ctx, ctx.shape[1], ca[0].shape[1], backward=True))
         dq, dk, dv = attention_back(dctxs[k], ca)
         dn1 = 0
         for name, d in zip("qkv", (dq, dk, dv)):
