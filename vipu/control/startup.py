@@ -20,6 +20,7 @@ from vipu.clock import WallClock
 from vipu.control.creations import KINDS as CREATION_KINDS, Creations
 from vipu.control.ended_jobs import stored_retry
 from vipu.control.lifecycle import LifecycleLog
+from vipu.control.lost_records import kept_records, unreadable
 from vipu.control.plane import ControlPlane
 from vipu.control.workloads import RunSettings, WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
@@ -92,6 +93,8 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
         records = _load(store, pod, path, quarantine, clock.now(), pod_named=stored is not None)
+        if stored is not None:  # a start completed on this database: its records say so
+            records = kept_records(store, path, records, accept_empty)
         if stored is None:  # only once the records fit it: a refusal leaves the next start free to give another
             store.set_meta("pod", pod.model_dump(mode="json"))
         _check_users(store, state_dir, records, secure, trust_users, open_to_all)
@@ -132,7 +135,7 @@ def _open_store(path: Path, accept_lost_log: bool, accept_empty: bool) -> tuple[
             " hand out job ids again: restore the -wal file (from the backup the database came from), or start with"
             " --accept-lost-log to serve what the database file holds") from None
     except sqlite3.DatabaseError as e:
-        raise _unreadable(path, e) from None
+        raise unreadable(path, e) from None
     except NewerSchema as e:
         raise InvalidArgument(
             f"the state database {path} was written by a newer vipu-sim (schema {e.found}; this version reads up to"
@@ -196,7 +199,7 @@ def _load(store: Store, pod, path: Path, quarantine: bool, now: float, pod_named
         bad = e.damaged
     except sqlite3.DatabaseError as e:
         store.close()
-        raise _unreadable(path, e) from None
+        raise unreadable(path, e) from None
     if not bad:
         return records
     if quarantine:
@@ -269,23 +272,6 @@ def _readable_history(store: Store, path: Path, quarantine: bool, clock_now) -> 
         for i, why in bad:
             log.warning("moved job %d of the history to the quarantine table of %s: %s", i, path, why)
     return store
-
-
-def _unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:
-    return InvalidArgument(
-        f"the state database {path} cannot be read ({e}); restore it from a backup, or copy what it still holds"
-        f" into a new file with {_recovery_command(path)} and move that file into its place (the damaged one, its"
-        " -wal and its -shm files aside), or move it away to start afresh"
-    )
-
-
-def _recovery_command(path: Path) -> str:
-    """A command that copies the readable rows of a damaged database into a new one. Why .dump, not .recover: the
-    sqlite3 shell's .recover needs the dbpage table, which Debian's sqlite3 (3.40) lacks; there it fails even on a
-    sound vipu-sim database. .dump skips what it cannot read but ends its output with ROLLBACK, which would undo the
-    whole copy: sed turns that into COMMIT."""
-    return (f"`sqlite3 {path} .dump | sed 's/^ROLLBACK; -- due to errors$/COMMIT;/' | sqlite3"
-            f" {path.with_name(path.name + '.recovered')}`")
 
 
 @contextmanager
