@@ -35,7 +35,7 @@ from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
 from vipu.store import Damaged, DamagedRecords, Store
 from vipu.store_generation import EmptiedDatabase, Generation, LostLog
-from vipu.store_rebuild import Unrebuildable, rebuild_history
+from vipu.store_rebuild import LOST, Unrebuildable, rebuild_history
 from vipu.store_schema import SCHEMA_VERSION, NewerSchema, UnknownSchema
 
 log = logging.getLogger("vipu.recovery")
@@ -104,10 +104,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
         scheduler.recall = partial(stored_retry, store)
-        where = (f"`sqlite3 {path} \"SELECT kind, error, doc FROM quarantine WHERE name = '{{}}'\"` shows it, and the"
-                 " log of that start why")
-        scheduler.table.quarantined = {int(n): where.format(n) for n in store.quarantined(("job", "job_history"))
-                                       if n.isdigit()}
+        scheduler.table.quarantined = _quarantined(store, path)
         settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir), output_dirs=output_dirs,
                                modelled_time_scale=modelled_time_scale)
         creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])
@@ -155,6 +152,22 @@ def _not_this_state(path: Path, what: str) -> InvalidArgument:
         f"the state database {path} {what}, but this folder held a controller's state: restore the database (with"
         " its -wal file) from a backup, or start with --accept-empty-state to begin afresh (the queue is then gone"
         " and job ids start again)")
+
+
+def _quarantined(store: Store, path: Path) -> dict[int, str]:
+    """What `vipu show job` says of each job id a repairing start lost or moved aside (startup: once)."""
+    said = {}
+    for name, error in store.quarantined(("job", "job_history")):
+        if not name.isdigit():
+            continue
+        if error == LOST:
+            said[int(name)] = (f"job {name} was lost at a start with --quarantine-bad-records: its record was in a"
+                               " damaged page of the job history; the log of that start lists it")
+        else:
+            said[int(name)] = (f"job {name}'s stored record did not load and was moved aside at a start with"
+                               f" --quarantine-bad-records: `sqlite3 {path} \"SELECT kind, error, doc FROM quarantine"
+                               f" WHERE name = '{name}'\"` shows it, and the log of that start why")
+    return said
 
 
 def _check_users(store: Store, state_dir: Path, records: list, secure: bool, trust_users: bool,
@@ -245,14 +258,19 @@ def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> S
             "restore it from a backup, or move it away to start afresh"
         raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}); {fix}")
     try:
-        kept, lost, moved = rebuild_history(path, clock_now())
+        rebuilt = rebuild_history(path, clock_now())
     except (Unrebuildable, sqlite3.DatabaseError) as e:
         raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}) and could"
                               f" not be rebuilt ({e}); restore it from a backup, or move it away to start afresh"
                               ) from None
-    log.warning("rebuilt %s around damaged pages of its job history: %d jobs kept, %d lost (listed in its quarantine"
-                " table: %s); the damaged file is %s", path, kept, len(lost),
-                ", ".join(map(str, lost[:20])) + (" ..." if len(lost) > 20 else ""), moved)
+    lost = rebuilt.lost
+    log.warning("rebuilt %s around damaged pages of its job history: %d of %d jobs kept, %d lost (listed in its"
+                " quarantine table: %s); the damaged file is %s", path, rebuilt.kept, rebuilt.had, len(lost),
+                ", ".join(map(str, lost[:20])) + (" ..." if len(lost) > 20 else ""), rebuilt.damaged)
+    if rebuilt.strays:
+        log.warning("%d row(s) of the damaged pages were made of their bytes, no job's (rowids %s): moved to the"
+                    " quarantine table as job_history_stray", len(rebuilt.strays),
+                    ", ".join(map(str, rebuilt.strays[:20])) + (" ..." if len(rebuilt.strays) > 20 else ""))
     return _readable_history(Store(path), path, quarantine, clock_now)
 
 
