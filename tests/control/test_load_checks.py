@@ -123,8 +123,10 @@ def test_records_of_another_pod_with_the_pod_record_gone_name_the_pod_not_quaran
 def test_a_folder_holding_only_the_generation_marker_is_not_a_fresh_start_without_a_word(tmp_path):
     """Regression: the marker shows a controller had a database open here, yet an empty one was served."""
     (tmp_path / "vipu.generation").write_text("7\n")
-    with pytest.raises(InvalidArgument, match="vipu.sqlite3 is empty, but this folder held a controller's state:"
-                                              " restore the database .* or start with --accept-empty-state"):
+    with pytest.raises(InvalidArgument, match=r"vipu.sqlite3 is missing, but this folder held a controller's state"
+                                              r" \(it holds vipu.generation\): restore the database .* or start with"
+                                              " --accept-empty-state"):
         open_plane("bow-pod16", tmp_path, "127.0.0.1", 0)
     assert (tmp_path / "vipu.generation").read_text() == "7\n"  # the refusal leaves it: the next start refuses too
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vipu.generation"]  # and makes nothing
     open_plane("bow-pod16", tmp_path, "127.0.0.1", 0, accept_empty=True).store.close()

@@ -45,15 +45,33 @@ def test_a_planted_admin_key_is_refused_and_receives_nothing(tmp_path):
     assert planted.read_text() == ""
 
 
-def test_another_states_admin_key_is_not_replaced_by_a_new_one(tmp_path):
-    """Regression: a folder holding only an admin.key (its database gone or moved) started empty and overwrote the
-    key with a new admin's."""
+@pytest.mark.parametrize("secure", [["--secure"], []])
+def test_a_folder_holding_only_an_admin_key_is_refused_and_nothing_made_in_it(tmp_path, secure):
+    """Regression: a folder holding only an admin.key (its database gone or moved) started empty without --secure;
+    with it, the refused start made a new database, its -wal, state.id and vipu.generation beside the key."""
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     key = state / "admin.key"
     key.write_text("the-old-admins-key\n")
     key.chmod(0o600)
-    out = start("--secure", "--port", "0", "--state-dir", str(state))
+    out = start(*secure, "--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == (
+        f"vipu-server: error: the state database {state / 'vipu.sqlite3'} is missing, but this folder held a"
+        " controller's state (it holds admin.key): restore the database (with its -wal file) from a backup, or start"
+        " with --accept-empty-state to begin afresh (the queue is then gone and job ids start again)")
+    assert key.read_text() == "the-old-admins-key\n"
+    assert sorted(p.name for p in state.iterdir()) == ["admin.key", "controller.lock"]
+
+
+def test_another_states_admin_key_is_not_replaced_by_a_new_one(tmp_path):
+    """Regression: a --secure start on a state without users (begun afresh) overwrote the key with a new admin's."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    key = state / "admin.key"
+    key.write_text("the-old-admins-key\n")
+    key.chmod(0o600)
+    out = start("--secure", "--accept-empty-state", "--port", "0", "--state-dir", str(state))
     assert out.returncode == 2, out.stderr
     assert out.stderr.strip() == (f"vipu-server: error: {key} holds a key, but the state in {state} has no users: it"
                                   " is another state's admin key (or this state's database was replaced); start on the"
@@ -283,11 +301,15 @@ def test_an_emptied_or_deleted_database_is_not_a_fresh_start_without_a_word(serv
         database.touch(mode=0o600)  # a 0-byte file
     out = start("--port", "0", "--state-dir", str(state))
     assert out.returncode == 2, out.stderr
+    what = "is empty" if loss == "emptied" else "is missing"  # (it said empty for a missing one too)
+    holds = "" if loss == "emptied" else " (it holds state.id, vipu.generation)"
     assert out.stderr.strip() == (
-        f"vipu-server: error: the state database {database} is empty, but this folder held a controller's state:"
+        f"vipu-server: error: the state database {database} {what}, but this folder held a controller's state{holds}:"
         " restore the database (with its -wal file) from a backup, or start with --accept-empty-state to begin"
         " afresh (the queue is then gone and job ids start again)"
     )
+    if loss == "deleted":
+        assert not database.exists()  # the refusal made nothing
     server.extra = ["--accept-empty-state"]
     server.start()
     assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() == "1"

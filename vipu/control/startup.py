@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import sqlite3
 import uuid
 from contextlib import contextmanager
@@ -43,6 +44,8 @@ DATABASE = "vipu.sqlite3"  # the state folder's database
 SECURED = "secured"  # meta key: the state was served with --secure once
 OPEN_SINCE = "served_open"  # meta key: served without --secure since its last --secure start (anyone an admin)
 STATE_ID = "state_id"  # meta key: the id of this state, also in the folder's marker file
+STATE_MARKER = "state.id"  # that marker file, in the state folder
+ADMIN_KEY = "admin.key"  # the first --secure start's admin key, in the state folder
 
 
 def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, config: SchedulerConfig | None = None,
@@ -61,6 +64,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     lost after a crash is refused unless `accept_lost_log`. A --secure start after one without it is refused while
     users exist, unless `trust_users`: any caller could have made or changed them, admins included."""
     pod = load_pod(pod_name)
+    refuse_missing_database(state_dir, accept_empty or accept_lost_log)
     path = Path(state_dir) / DATABASE
     store, stored = _open_store(path, accept_lost_log, accept_empty)
     if store.lost_log is not None:
@@ -147,11 +151,28 @@ def _open_store(path: Path, accept_lost_log: bool, accept_empty: bool) -> tuple[
         ) from None
 
 
-def _not_this_state(path: Path, what: str) -> InvalidArgument:
+def _not_this_state(path: Path, what: str, signs: str = "") -> InvalidArgument:
     return InvalidArgument(
-        f"the state database {path} {what}, but this folder held a controller's state: restore the database (with"
-        " its -wal file) from a backup, or start with --accept-empty-state to begin afresh (the queue is then gone"
-        " and job ids start again)")
+        f"the state database {path} {what}, but this folder held a controller's state{signs}: restore the database"
+        " (with its -wal file) from a backup, or start with --accept-empty-state to begin afresh (the queue is then"
+        " gone and job ids start again)")
+
+
+def refuse_missing_database(state_dir: Path, accept_empty: bool) -> None:
+    """InvalidArgument if the folder has no database but files only a controller's state leaves. Called before
+    anything is created in the folder (the database file, its -wal, the markers): a refused start leaves it as it
+    was. Why admin.key counts: without --secure nothing else looked at it, and the state it came with was lost
+    without a word."""
+    path = Path(state_dir) / DATABASE
+    if accept_empty or path.exists() or path.is_symlink():
+        return
+    signs = [p.name for p in (Path(state_dir) / STATE_MARKER, Generation(path).marker,
+                              path.with_name(path.name + "-wal")) if p.exists() or p.is_symlink()]
+    key = Path(state_dir) / ADMIN_KEY
+    if key.is_file() and not key.is_symlink() and _private(key):  # (one planted by another user: refused as such)
+        signs.append(key.name)
+    if signs:
+        raise _not_this_state(path, "is missing", f" (it holds {', '.join(signs)})")
 
 
 def _quarantined(store: Store, path: Path) -> dict[int, str]:
@@ -168,6 +189,12 @@ def _quarantined(store: Store, path: Path) -> dict[int, str]:
                                f" --quarantine-bad-records: `sqlite3 {path} \"SELECT kind, error, doc FROM quarantine"
                                f" WHERE name = '{name}'\"` shows it, and the log of that start why")
     return said
+
+
+def _private(path: Path) -> bool:
+    """This user's own file that no other may read or write, as the controller makes them."""
+    info = path.stat()
+    return info.st_uid == os.geteuid() and not info.st_mode & 0o077
 
 
 def _check_users(store: Store, state_dir: Path, records: list, secure: bool, trust_users: bool,
