@@ -221,3 +221,22 @@ def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_neve
         assert (stored.state, stored.exit_code, stored.end_time) == (JobState.FAILED, 3, ended.end_time)
     finally:
         again.store.close()
+
+
+def test_the_event_log_names_each_job_whose_logged_submit_or_change_was_undone(plane, caplog, monkeypatch):
+    """Regression: `job 28 of root submitted` was logged for a submit the full disk refused; the undo line named no
+    job, and 28 was later logged as submitted again."""
+    [held] = submit(plane)
+    monkeypatch.setattr(plane.store, "_write", disk_full)
+    with caplog.at_level("INFO", logger="vipu.events"):
+        with pytest.raises(Dropped):
+            submit(plane, n=2)
+        events = [(r.fields["event"], r.fields["job_id"], r.getMessage()) for r in caplog.records
+                  if r.name == "vipu.events"]
+    assert [(e, i) for e, i, _ in events] == [("job_submitted", 2), ("job_submitted", 3), ("job_undone", 2),
+                                              ("job_undone", 3)]
+    undone = [line for e, _, line in events if e == "job_undone"]
+    user = plane.scheduler.table.jobs[held].user
+    assert undone == [f"job {i} of {user} undone: its submit was not written (the state store could not write), by"
+                      " controller" for i in (2, 3)], undone
+    assert states(plane) == {held: JobState.PENDING}

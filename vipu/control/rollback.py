@@ -20,7 +20,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from vipu.control.creations import KINDS as CREATION_KINDS, Creations
-from vipu.control.lifecycle import LifecycleLog
+from vipu.control.lifecycle import LifecycleLog, log_undone
 from vipu.control.startup import recover_jobs
 from vipu.partition.controller import Controller
 from vipu.partition.pod_state import KINDS as PARTITION_KINDS
@@ -44,6 +44,7 @@ def roll_back(plane: ControlPlane) -> None:
         old = plane.scheduler
         ran = {i: old.table.jobs[i].start_time for i in old.table.running}
         records = plane.store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS})
+        log_undone(old.table.jobs, {r.id: r for k, r in records if k == "job"})
         journal = LifecycleLog(plane.store, records)  # what the database holds already: no events for it
         controller = Controller(plane.pod, journal, plane.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(plane.pod, old.config, journal)
