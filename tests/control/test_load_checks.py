@@ -9,7 +9,8 @@ import sqlite3
 import pytest
 
 from vipu.control.startup import open_plane
-from vipu.errors import InvalidArgument
+from vipu.access import ANYONE
+from vipu.errors import InvalidArgument, NotFound
 from vipu.scheduler.job_states import JobState
 
 SLEEP = {"name": "s", "ipus": 1, "time_limit": "1h", "workload": {"kind": "sleep", "duration": "1000s"}}
@@ -130,3 +131,21 @@ def test_a_folder_holding_only_the_generation_marker_is_not_a_fresh_start_withou
     assert (tmp_path / "vipu.generation").read_text() == "7\n"  # the refusal leaves it: the next start refuses too
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vipu.generation"]  # and makes nothing
     open_plane("bow-pod16", tmp_path, "127.0.0.1", 0, accept_empty=True).store.close()
+
+
+def test_show_job_of_an_id_in_no_record_says_it_was_lost_not_that_the_history_has_it(tmp_path):
+    """Regression: job 3, stored as id -5 and moved aside by a repairing start, was said to have "ended and left the
+    queue (min_job_age); `vipu history -j 3` shows it", which it did not."""
+    plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 0)
+    for _ in range(3):
+        plane.scheduler.submit({"ipus": 1, "time_limit": "1h", "hold": True}, 0.0)
+    plane.store.close()
+    edit(tmp_path, "UPDATE records SET name = '-5', doc = json_set(doc, '$.id', -5) WHERE kind = 'job' AND name = '3'")
+    plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 0, quarantine=True)
+    with pytest.raises(NotFound) as missing:
+        plane.jobs.job(3, ANYONE)
+    assert missing.value.message == (
+        f"job 3 is in neither the queue nor the job history: its record was lost (a repairing start may have moved it"
+        f" aside under another name: `sqlite3 {tmp_path / 'vipu.sqlite3'} 'SELECT kind, name, error FROM quarantine'`"
+        " lists them)")
+    plane.store.close()
