@@ -306,7 +306,12 @@ class ControlPlane:
         self.loop.start()
 
     def stop(self) -> None:
-        """Stop scheduling and the runs in this process (their jobs' ends are the restart's to record)."""
+        """Stop scheduling and the runs in this process (their jobs' ends are the restart's to record). Ends that
+        waited for the store are recorded first if it writes now: the restart could not tell them from a run the
+        stop cut short, and would run their programs again."""
         self.loop.stop()
+        if self.ends.held and self.store.writable:
+            with Recording(self.lock):
+                self.record_held_ends()
         for runner in self.runners.values():
             runner.shutdown()
