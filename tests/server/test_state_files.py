@@ -77,6 +77,7 @@ def test_another_states_admin_key_is_not_replaced_by_a_new_one(tmp_path):
                                   " is another state's admin key (or this state's database was replaced); start on the"
                                   " state it came from, or move the file away for a new admin")
     assert key.read_text() == "the-old-admins-key\n"
+    assert sorted(p.name for p in state.iterdir()) == ["admin.key", "controller.lock", "state.id", "vipu.sqlite3"]
 
 
 def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path):

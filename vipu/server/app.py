@@ -263,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         key_file = bootstrap_admin(plane, state_dir) if args.secure else None
     except VipuError as e:
+        plane.close()  # closed cleanly: no -wal file or generation marker left beside a state that never served
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)
     tls = None
