@@ -48,7 +48,7 @@ class Unrebuildable(Exception):
 
 class Rebuilt(NamedTuple):
     kept: int  # history rows copied
-    had: int  # rows the history's indexes listed before (0: none could be read)
+    had: int  # rows the history's indexes listed before (or, neither readable, the table's rows)
     lost: list[int]  # ids of the jobs whose rows were lost, or moved aside as unreadable
     strays: list[int]  # rowids of rows made of the damaged bytes (no job's), moved aside too
     damaged: Path  # where the damaged file now is
@@ -72,8 +72,10 @@ def rebuild_history(path: Path, now: float) -> Rebuilt:
             db.execute(f"INSERT INTO main.{table} SELECT * FROM old.{table}")
         listed = _listed_ids(db)
         _copy_history(db, listed)
-        strays = _strays(db, listed, now)
         copied = {i for (i,) in db.execute("SELECT id FROM main.job_history")}
+        if listed is None:  # both indexes damaged, the table read whole: what it held is all that is known
+            listed = sorted(copied)
+        strays = _strays(db, listed, now)
         lost = sorted(set(listed) - copied)
         db.executemany("INSERT INTO main.quarantine (kind, name, doc, error, moved) VALUES ('job_history', ?, '',"
                        " ?, ?)", [(str(i), LOST, now) for i in lost])
@@ -129,9 +131,9 @@ def quarantine_history_rows(db: sqlite3.Connection, rows: list[tuple[int, str]],
         raise
 
 
-def _listed_ids(db: sqlite3.Connection) -> list[int]:
-    """The ids the history's indexes list (their own pages, apart from the table's), sorted: the rows it held. Why
-    two: a damaged index page may end its read early without an error, as a table's does."""
+def _listed_ids(db: sqlite3.Connection) -> list[int] | None:
+    """The ids the history's indexes list (their own pages, apart from the table's), sorted: the rows it held (None:
+    neither index reads). Why two: a damaged index page may end its read early without an error, as a table's does."""
     ids: set[int] = set()
     readable = False
     for index in ("job_history_ended", "job_history_user"):
@@ -140,12 +142,10 @@ def _listed_ids(db: sqlite3.Connection) -> list[int]:
             readable = True
         except sqlite3.DatabaseError:
             continue
-    if not readable:
-        raise Unrebuildable("the indexes of the job_history table are damaged too: which jobs it held is not known")
-    return sorted(ids)
+    return sorted(ids) if readable else None
 
 
-def _copy_history(db: sqlite3.Connection, ids: list[int]) -> None:
+def _copy_history(db: sqlite3.Connection, ids: list[int] | None) -> None:
     """Copy the readable history rows. Why not trust a copy without an error: random bytes over a page's cells
     (its header kept) end a read early, or make rows up, without one; the caller compares with the ids listed."""
     insert = f"INSERT OR REPLACE INTO main.job_history ({COLUMNS}) SELECT {COLUMNS} FROM old.job_history"
@@ -153,7 +153,8 @@ def _copy_history(db: sqlite3.Connection, ids: list[int]) -> None:
         db.execute(insert)
         return
     except sqlite3.DatabaseError:
-        pass
+        if ids is None:
+            raise Unrebuildable("the job_history table and its indexes are damaged") from None
     chunks = [ids[at:at + CHUNK] for at in range(0, len(ids), CHUNK)]
     while chunks:
         chunk = chunks.pop()
