@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from vipu.control.startup import open_plane
-from vipu.errors import InvalidArgument, Unavailable
+from vipu.errors import InvalidArgument, NotFound, Unavailable
 from vipu.jobs.train.runs import JobResult
 from vipu.scheduler.job_record import HISTORY_KIND, Job
 from vipu.scheduler.job_states import JobState
@@ -217,3 +217,52 @@ def test_a_history_row_that_is_not_utf8_fails_its_read_naming_the_row_and_the_fi
                                     " aside")
     assert store.history_docs([2])  # the others read
     store.close()
+
+
+@pytest.mark.parametrize("damage", ["cells", "rowid"])
+def test_a_rebuild_names_every_job_a_damaged_page_lost_and_no_id_read_from_its_bytes(tmp_path, caplog, damage):
+    """Regression: random bytes over a page's cells (its header kept) left reads that end early without an error,
+    so the rebuild said `0 lost` while 4 jobs were gone; bytes over a cell's rowid made a row that was listed as job
+    4920; and `vipu show job` of a lost id sent the user to `vipu history`, which did not have it."""
+    state = tmp_path / "state"
+    state.mkdir()
+    state_with_history(state)
+    path = state / "vipu.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        leaves = [p for (p,) in db.execute("SELECT pageno FROM dbstat WHERE name = 'job_history' AND pagetype ="
+                                           " 'leaf' ORDER BY pageno")]
+    at = (leaves[len(leaves) // 2] - 1) * page_size  # a page in the middle of the table
+    with open(path, "r+b") as f:
+        if damage == "cells":
+            f.seek(at + 8)
+            f.write(os.urandom(page_size - 8))
+        else:  # the first cell's rowid (ids over 127: two bytes, after its one- or two-byte size) becomes 4920
+            f.seek(at + 8)
+            cell = int.from_bytes(f.read(2), "big")
+            f.seek(at + cell)
+            size = 2 if f.read(1)[0] & 0x80 else 1
+            f.seek(at + cell + size)
+            f.write(bytes([0x80 | 4920 >> 7, 4920 & 0x7F]))
+    with pytest.raises(InvalidArgument):
+        open_plane("bow-pod16", state, "127.0.0.1", 0)
+    with caplog.at_level("WARNING", logger="vipu.recovery"):
+        plane = open_plane("bow-pod16", state, "127.0.0.1", 0, quarantine=True)
+    kept = {i for _, i in plane.store.history_keys()}
+    quarantined = dict(plane.store._db.execute("SELECT name, error FROM quarantine WHERE kind = 'job_history'"))
+    lost = set(range(1, JOBS + 1)) - kept
+    assert lost and kept <= set(range(1, JOBS + 1))  # no row made up of the damaged bytes
+    if damage == "rowid":
+        assert len(lost) == 1 and plane.store._db.execute(
+            "SELECT name FROM quarantine WHERE kind = 'job_history_stray'").fetchall() == [("4920",)]
+    assert set(quarantined) == set(map(str, lost)), (quarantined, lost)
+    [line] = [r.getMessage() for r in caplog.records if "rebuilt" in r.getMessage()]
+    assert f": {len(kept)} of {JOBS} jobs kept, {len(lost)} lost (listed in its quarantine table: " in line, line
+    assert all(str(i) in line for i in sorted(lost)[:20])
+    for i in lost:
+        with pytest.raises(NotFound) as missing:
+            plane.scheduler.table.get(i)
+        assert missing.value.message.startswith(f"job {i} was lost at a start with --quarantine-bad-records: its")
+        assert "vipu history" not in missing.value.message
+    plane.store.close()

@@ -321,12 +321,12 @@ class Store(Drops, HistoryReads):
                 self._db.execute("ROLLBACK")
                 raise
 
-    def quarantined(self, kinds: Iterable[str]) -> list[str]:
-        """The names of the records of these kinds in the quarantine table."""
+    def quarantined(self, kinds: Iterable[str]) -> list[tuple[str, str]]:
+        """(name, error) of the records of these kinds in the quarantine table."""
         kinds = list(kinds)
         with self._lock:
-            return [n for (n,) in self._db.execute(
-                f"SELECT DISTINCT name FROM quarantine WHERE kind IN ({', '.join('?' * len(kinds))})", kinds)]
+            return self._db.execute(f"SELECT name, min(error) FROM quarantine WHERE kind IN"
+                                    f" ({', '.join('?' * len(kinds))}) GROUP BY name", kinds).fetchall()
 
     def get(self, kind: str, name: str, model: type[BaseModel]) -> BaseModel | None:
         key = (kind, name)

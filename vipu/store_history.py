@@ -62,6 +62,12 @@ class HistoryReads:
                                         " = ? ORDER BY id", [user, request_id], flush=False))
         return sorted({**dict(stored), **queued}.items())
 
+    def highest_history_id(self) -> int:
+        """The highest job id the history or its quarantine holds (0: none), for job ids to go on after."""
+        rows = self._read("SELECT max(id) FROM job_history UNION ALL SELECT max(CAST(name AS INTEGER)) FROM quarantine"
+                          " WHERE kind IN ('job', 'job_history') AND name GLOB '[0-9]*'", [], flush=False)
+        return max([0] + [i for (i,) in rows if i is not None])
+
     def _texts(self, rows: list[tuple[int, bytes]]) -> list[tuple[int, str]]:
         """(id, record) from (id, its bytes). Why bytes: SQLite's own decoding fails the whole read on one record
         that is not UTF-8, with an error that quotes its bytes; this names the row and the fix instead."""

@@ -10,8 +10,9 @@ Why a new file: SQLite cannot drop a table whose pages are damaged (DROP walks t
 .recover is missing from many builds (Debian's has no sqlite_dbpage). The damaged file is kept beside it.
 Why no transaction around it: SQLite may end one at a damaged page's error; the new file is used only once
 complete. Why by id: a read that reaches the damaged page fails, the others work; so rows are read in chunks of ids
-taken from an index of the table (its own pages), and a chunk that fails is split until the lost rows are single
-ids.
+taken from the table's indexes (their own pages), and a chunk that fails is split until the lost rows are single
+ids. The ids the indexes list are the count before: every one not copied is named lost, and a row no index lists
+that does not carry its own id is made of the damaged bytes and named as no job.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import NamedTuple
 
 from vipu.store_schema import HISTORY_TABLES, migrate
 
@@ -44,9 +46,19 @@ class Unrebuildable(Exception):
     """Neither the history table nor any of its indexes can be read through."""
 
 
-def rebuild_history(path: Path, now: float) -> tuple[int, list[int], Path]:
-    """Rebuild the database at `path` (closed by every connection); returns (rows kept, ids lost, where the
-    damaged file now is)."""
+class Rebuilt(NamedTuple):
+    kept: int  # history rows copied
+    had: int  # rows the history's indexes listed before (or, neither readable, the table's rows)
+    lost: list[int]  # ids of the jobs whose rows were lost, or moved aside as unreadable
+    strays: list[int]  # rowids of rows made of the damaged bytes (no job's), moved aside too
+    damaged: Path  # where the damaged file now is
+
+
+LOST = "in a damaged page of the job_history table: lost"  # the quarantine's error for a lost job's id
+
+
+def rebuild_history(path: Path, now: float) -> Rebuilt:
+    """Rebuild the database at `path` (closed by every connection)."""
     new = path.with_name(path.name + ".rebuilt")
     for p in (new, Path(f"{new}-wal"), Path(f"{new}-shm")):
         p.unlink(missing_ok=True)
@@ -58,9 +70,15 @@ def rebuild_history(path: Path, now: float) -> tuple[int, list[int], Path]:
         db.execute("ATTACH DATABASE ? AS old", (str(path),))
         for table in COPIED:
             db.execute(f"INSERT INTO main.{table} SELECT * FROM old.{table}")
-        lost = _copy_history(db)
+        listed = _listed_ids(db)
+        _copy_history(db, listed)
+        copied = {i for (i,) in db.execute("SELECT id FROM main.job_history")}
+        if listed is None:  # both indexes damaged, the table read whole: what it held is all that is known
+            listed = sorted(copied)
+        strays = _strays(db, listed, now)
+        lost = sorted(set(listed) - copied)
         db.executemany("INSERT INTO main.quarantine (kind, name, doc, error, moved) VALUES ('job_history', ?, '',"
-                       " 'in a damaged page of the job_history table: lost', ?)", [(str(i), now) for i in lost])
+                       " ?, ?)", [(str(i), LOST, now) for i in lost])
         unreadable = bad_history_rows(db, decode=True)  # copied whole: a row's bytes are not checked by the copy
         quarantine_history_rows(db, unreadable, now)
         lost = sorted(lost + [i for i, _ in unreadable])
@@ -76,7 +94,7 @@ def rebuild_history(path: Path, now: float) -> tuple[int, list[int], Path]:
             os.replace(f"{path}{side}", f"{damaged}{side}")
     os.replace(path, damaged)
     os.replace(new, path)
-    return kept, lost, damaged
+    return Rebuilt(kept, len(listed), lost, strays, damaged)
 
 
 def bad_history_rows(db: sqlite3.Connection, decode: bool) -> list[tuple[int, str]]:
@@ -113,33 +131,52 @@ def quarantine_history_rows(db: sqlite3.Connection, rows: list[tuple[int, str]],
         raise
 
 
-def _copy_history(db: sqlite3.Connection) -> list[int]:
-    """Copy the readable history rows; the ids of those that are not."""
+def _listed_ids(db: sqlite3.Connection) -> list[int] | None:
+    """The ids the history's indexes list (their own pages, apart from the table's), sorted: the rows it held (None:
+    neither index reads). Why two: a damaged index page may end its read early without an error, as a table's does."""
+    ids: set[int] = set()
+    readable = False
+    for index in ("job_history_ended", "job_history_user"):
+        try:
+            ids.update(i for (i,) in db.execute(f"SELECT id FROM old.job_history INDEXED BY {index}"))
+            readable = True
+        except sqlite3.DatabaseError:
+            continue
+    return sorted(ids) if readable else None
+
+
+def _copy_history(db: sqlite3.Connection, ids: list[int] | None) -> None:
+    """Copy the readable history rows. Why not trust a copy without an error: random bytes over a page's cells
+    (its header kept) end a read early, or make rows up, without one; the caller compares with the ids listed."""
     insert = f"INSERT OR REPLACE INTO main.job_history ({COLUMNS}) SELECT {COLUMNS} FROM old.job_history"
     try:
         db.execute(insert)
-        return []  # the table reads through: the damage was in an index, rebuilt by the copy
+        return
     except sqlite3.DatabaseError:
-        pass
-    ids = None
-    for index in ("job_history_ended", "job_history_user"):
-        try:
-            ids = [i for (i,) in db.execute(f"SELECT id FROM old.job_history INDEXED BY {index}")]
-            break
-        except sqlite3.DatabaseError:
-            continue
-    if ids is None:
-        raise Unrebuildable("the job_history table and its indexes are damaged")
-    ids.sort()
-    lost: list[int] = []
+        if ids is None:
+            raise Unrebuildable("the job_history table and its indexes are damaged") from None
     chunks = [ids[at:at + CHUNK] for at in range(0, len(ids), CHUNK)]
     while chunks:
         chunk = chunks.pop()
         try:
             db.execute(f"{insert} WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
         except sqlite3.DatabaseError:
-            if len(chunk) == 1:
-                lost += chunk
-            else:
+            if len(chunk) > 1:
                 chunks += [chunk[:len(chunk) // 2], chunk[len(chunk) // 2:]]
-    return sorted(lost)
+
+
+def _strays(db: sqlite3.Connection, listed: list[int], now: float) -> list[int]:
+    """Rows no index listed whose record does not carry their id: made of the damaged bytes, no job's. Moved into
+    the quarantine (kind job_history_stray, named by rowid), never named as jobs."""
+    db.execute("CREATE TEMP TABLE listed (id INTEGER PRIMARY KEY)")
+    db.executemany("INSERT INTO temp.listed (id) VALUES (?)", [(i,) for i in listed])
+    strays = [i for (i,) in db.execute(
+        "SELECT id FROM main.job_history WHERE id NOT IN (SELECT id FROM temp.listed) AND (NOT json_valid(doc) OR"
+        " json_extract(doc, '$.id') IS NOT id)")]
+    for i in strays:
+        db.execute("INSERT INTO main.quarantine (kind, name, doc, error, moved) SELECT 'job_history_stray', ?,"
+                   " CAST(doc AS BLOB), 'a row made of the bytes of a damaged page: no job''s record', ? FROM"
+                   " main.job_history WHERE id = ?", (str(i), now, i))
+        db.execute("DELETE FROM main.job_history WHERE id = ?", (i,))
+    db.execute("DROP TABLE temp.listed")
+    return strays

@@ -9,7 +9,8 @@ import sqlite3
 import pytest
 
 from vipu.control.startup import open_plane
-from vipu.errors import InvalidArgument
+from vipu.access import ANYONE
+from vipu.errors import InvalidArgument, NotFound
 from vipu.scheduler.job_states import JobState
 
 SLEEP = {"name": "s", "ipus": 1, "time_limit": "1h", "workload": {"kind": "sleep", "duration": "1000s"}}
@@ -123,8 +124,28 @@ def test_records_of_another_pod_with_the_pod_record_gone_name_the_pod_not_quaran
 def test_a_folder_holding_only_the_generation_marker_is_not_a_fresh_start_without_a_word(tmp_path):
     """Regression: the marker shows a controller had a database open here, yet an empty one was served."""
     (tmp_path / "vipu.generation").write_text("7\n")
-    with pytest.raises(InvalidArgument, match="vipu.sqlite3 is empty, but this folder held a controller's state:"
-                                              " restore the database .* or start with --accept-empty-state"):
+    with pytest.raises(InvalidArgument, match=r"vipu.sqlite3 is missing, but this folder held a controller's state"
+                                              r" \(it holds vipu.generation\): restore the database .* or start with"
+                                              " --accept-empty-state"):
         open_plane("bow-pod16", tmp_path, "127.0.0.1", 0)
     assert (tmp_path / "vipu.generation").read_text() == "7\n"  # the refusal leaves it: the next start refuses too
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vipu.generation"]  # and makes nothing
     open_plane("bow-pod16", tmp_path, "127.0.0.1", 0, accept_empty=True).store.close()
+
+
+def test_show_job_of_an_id_in_no_record_says_it_was_lost_not_that_the_history_has_it(tmp_path):
+    """Regression: job 3, stored as id -5 and moved aside by a repairing start, was said to have "ended and left the
+    queue (min_job_age); `vipu history -j 3` shows it", which it did not."""
+    plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 0)
+    for _ in range(3):
+        plane.scheduler.submit({"ipus": 1, "time_limit": "1h", "hold": True}, 0.0)
+    plane.store.close()
+    edit(tmp_path, "UPDATE records SET name = '-5', doc = json_set(doc, '$.id', -5) WHERE kind = 'job' AND name = '3'")
+    plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 0, quarantine=True)
+    with pytest.raises(NotFound) as missing:
+        plane.jobs.job(3, ANYONE)
+    assert missing.value.message == (
+        f"job 3 is in neither the queue nor the job history: its record was lost (a repairing start may have moved it"
+        f" aside under another name: `sqlite3 {tmp_path / 'vipu.sqlite3'} 'SELECT kind, name, error FROM quarantine'`"
+        " lists them)")
+    plane.store.close()

@@ -180,3 +180,63 @@ def wait_until(condition) -> bool:
             return False
         time.sleep(0.001)  # (a poll: the event is another thread's enqueue, which signals nothing)
     return True
+
+
+@pytest.mark.parametrize("fails", ["at its end's write", "before it ends"])
+def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_never_runs_again(plane, tmp_path,
+                                                                                           monkeypatch, fails):
+    """Regression: its end was undone with the write that carried it, and the rollback ended the job NODE_FAIL "the
+    controller stopped while it ran" and requeued it: the program that had finished ran again, its output
+    truncated."""
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    spec = {"ipus": 1, "time_limit": "5m", "workload": {
+        "kind": "command", "script": f"#!/bin/bash\nread x < {go}\necho ran >> {tmp_path}/runs\nexit 3\n",
+        "submit_dir": str(tmp_path)}}
+    [job] = submit(plane, json.dumps(spec).encode())
+    plane.step()
+    assert states(plane) == {job: JobState.RUNNING}
+    monkeypatch.setattr(plane.store, "_write", disk_full)
+    if fails == "before it ends":
+        with pytest.raises(Dropped):
+            submit(plane)
+        assert not plane.store_writes().writable
+    with open(go, "w") as f:  # (opens once the program reads: it runs)
+        f.write("go\n")
+    assert plane.runners["command"].runs[job].finished.wait(WAIT_S)
+    assert states(plane) == {job: JobState.RUNNING}  # its end waits for the store
+    assert len(plane.controller.state.partitions) == 1
+    serving = threading.Event()
+    plane.watch_store(lambda writable: writable and serving.set())
+    monkeypatch.undo()
+    assert serving.wait(WAIT_S)
+    plane.step()
+    ended = plane.scheduler.table.jobs[job]
+    assert (ended.state, ended.exit_code, ended.requeue_count) == (JobState.FAILED, 3, 0)
+    assert not plane.controller.state.partitions
+    assert (tmp_path / "runs").read_text() == "ran\n"  # once
+    again = restarted(plane, tmp_path)
+    try:
+        stored = again.scheduler.table.jobs[job]
+        assert (stored.state, stored.exit_code, stored.end_time) == (JobState.FAILED, 3, ended.end_time)
+    finally:
+        again.store.close()
+
+
+def test_the_event_log_names_each_job_whose_logged_submit_or_change_was_undone(plane, caplog, monkeypatch):
+    """Regression: `job 28 of root submitted` was logged for a submit the full disk refused; the undo line named no
+    job, and 28 was later logged as submitted again."""
+    [held] = submit(plane)
+    monkeypatch.setattr(plane.store, "_write", disk_full)
+    with caplog.at_level("INFO", logger="vipu.events"):
+        with pytest.raises(Dropped):
+            submit(plane, n=2)
+        events = [(r.fields["event"], r.fields["job_id"], r.getMessage()) for r in caplog.records
+                  if r.name == "vipu.events"]
+    assert [(e, i) for e, i, _ in events] == [("job_submitted", 2), ("job_submitted", 3), ("job_undone", 2),
+                                              ("job_undone", 3)]
+    undone = [line for e, _, line in events if e == "job_undone"]
+    user = plane.scheduler.table.jobs[held].user
+    assert undone == [f"job {i} of {user} undone: its submit was not written (the state store could not write), by"
+                      " controller" for i in (2, 3)], undone
+    assert states(plane) == {held: JobState.PENDING}

@@ -368,6 +368,19 @@ def test_one_user_cannot_fill_the_queue_others_still_submit():
     s.submit(spec(user="bob", hold=True), 6)
 
 
+def test_an_array_larger_than_the_submit_limit_is_bad_input_not_a_wait():
+    """Regression: it was told to wait for jobs to finish (exit 7), which could never make room for it."""
+    from vipu.errors import InvalidArgument
+
+    s = make(max_submit_jobs_per_user=3)
+    with pytest.raises(InvalidArgument) as e:
+        s.submit(spec(user="erin", array="0-99", hold=True), 0)
+    assert e.value.message == ("this submit adds 100 jobs (array tasks count each), but each user may have at most 3"
+                               " queued or running (max_submit_jobs_per_user): submit at most 3 tasks, e.g. an array"
+                               " in parts")
+    assert not list(s.view().queue())
+
+
 def test_an_accounts_running_jobs_are_limited_across_its_users():
     """QOS MaxJobsPerAccount: two users of one account share its limit; another account and jobs without one do not."""
     s = make(qos={"normal": {"priority": 1, "max_jobs_per_account": 2}, "low": {"priority": 0}})

@@ -99,7 +99,7 @@ def test_a_batch_scripts_output_and_error_follow_the_same_rule_without_secure(se
     precious.write_text("not the controller's\n")
     (home / "link.txt").symlink_to(elsewhere / "target.txt")
     cases = [("-o", str(victim), f"output file {victim} is outside the folders this controller writes job output"
-                                 f" into ({home}"),
+                                 f" into ({home}, {server.state_dir / 'job-output'}):"),
              ("-e", str(victim), f"error file {victim} is outside the folders"),
              ("-o", str(precious), f"output file {precious} exists and was not written by this controller for job"),
              ("-o", str(home / "link.txt"), f"output file {home / 'link.txt'} exists and is not a plain file")]
@@ -111,6 +111,9 @@ def test_a_batch_scripts_output_and_error_follow_the_same_rule_without_secure(se
         logs = subprocess.run([console_script("vipu"), "logs", str(job)], env=server.env(), capture_output=True,
                               text=True, timeout=60).stdout
         assert why in logs and "root's" not in logs and "not the controller's" not in logs  # (it once showed them)
+        shown = subprocess.run([console_script("vipu"), "show", "job", str(job)], env=server.env(),
+                               capture_output=True, text=True, timeout=60).stdout
+        assert f"EndedBy={why}" in shown, shown  # (it showed only Reason=NonZeroExitCode)
     assert victim.read_text() == "root's\n" and precious.read_text() == "not the controller's\n"
     assert not (elsewhere / "target.txt").exists()
 

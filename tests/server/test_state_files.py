@@ -14,6 +14,7 @@ import pytest
 
 from tests.cli.test_cli_e2e import run
 from tests.server.test_startup import start
+from vipu.store_schema import SCHEMA_VERSION
 
 
 def mode(path) -> int:
@@ -44,20 +45,39 @@ def test_a_planted_admin_key_is_refused_and_receives_nothing(tmp_path):
     assert planted.read_text() == ""
 
 
-def test_another_states_admin_key_is_not_replaced_by_a_new_one(tmp_path):
-    """Regression: a folder holding only an admin.key (its database gone or moved) started empty and overwrote the
-    key with a new admin's."""
+@pytest.mark.parametrize("secure", [["--secure"], []])
+def test_a_folder_holding_only_an_admin_key_is_refused_and_nothing_made_in_it(tmp_path, secure):
+    """Regression: a folder holding only an admin.key (its database gone or moved) started empty without --secure;
+    with it, the refused start made a new database, its -wal, state.id and vipu.generation beside the key."""
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     key = state / "admin.key"
     key.write_text("the-old-admins-key\n")
     key.chmod(0o600)
-    out = start("--secure", "--port", "0", "--state-dir", str(state))
+    out = start(*secure, "--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == (
+        f"vipu-server: error: the state database {state / 'vipu.sqlite3'} is missing, but this folder held a"
+        " controller's state (it holds admin.key): restore the database (with its -wal file) from a backup, or start"
+        " with --accept-empty-state to begin afresh (the queue is then gone and job ids start again)")
+    assert key.read_text() == "the-old-admins-key\n"
+    assert sorted(p.name for p in state.iterdir()) == ["admin.key", "controller.lock"]
+
+
+def test_another_states_admin_key_is_not_replaced_by_a_new_one(tmp_path):
+    """Regression: a --secure start on a state without users (begun afresh) overwrote the key with a new admin's."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    key = state / "admin.key"
+    key.write_text("the-old-admins-key\n")
+    key.chmod(0o600)
+    out = start("--secure", "--accept-empty-state", "--port", "0", "--state-dir", str(state))
     assert out.returncode == 2, out.stderr
     assert out.stderr.strip() == (f"vipu-server: error: {key} holds a key, but the state in {state} has no users: it"
                                   " is another state's admin key (or this state's database was replaced); start on the"
                                   " state it came from, or move the file away for a new admin")
     assert key.read_text() == "the-old-admins-key\n"
+    assert sorted(p.name for p in state.iterdir()) == ["admin.key", "controller.lock", "state.id", "vipu.sqlite3"]
 
 
 def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path):
@@ -199,9 +219,11 @@ def test_a_damaged_record_stops_the_start_naming_it_and_quarantine_keeps_it(serv
     assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() == str(int(ids[1]) + 1)
 
 
-def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_factory, tmp_path):
+@pytest.mark.parametrize("lost", ["jobs", "scheduler_meta"])
+def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_factory, tmp_path, lost):
     """Regression: the refusal named `sqlite3 ... .recover`, which fails with Debian's sqlite3 3.40 (no dbpage
-    table), even on a sound database."""
+    table), even on a sound database. Then: the .dump it names dropped user_version, and the copy of a database
+    whose damaged page held the next job id (scheduler_meta) was served without a word, job ids starting again."""
     state = tmp_path / "state"
     server = server_factory(state_dir=state)
     specs = []
@@ -213,10 +235,15 @@ def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_fa
     assert len(ids) == 150, submitted.stderr
     server.kill()
     path = state / "vipu.sqlite3"
-    with sqlite3.connect(path) as db:  # random bytes over the records table's last leaf page
+    with sqlite3.connect(path) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        (page,) = db.execute("SELECT max(pageno) FROM dbstat WHERE name = 'records' AND pagetype = 'leaf'").fetchone()
-    with open(path, "r+b") as f:
+        leaves = [p for (p,) in db.execute("SELECT pageno FROM dbstat WHERE name = 'records' AND pagetype = 'leaf'")]
+    pages = {p: path.read_bytes()[(p - 1) * 4096:p * 4096] for p in leaves}
+    if lost == "jobs":  # a page of jobs only
+        page = max(p for p, b in pages.items() if b"next_job_id" not in b and b"agentag" not in b)
+    else:
+        [page] = [p for p, b in pages.items() if b"next_job_id" in b]
+    with open(path, "r+b") as f:  # random bytes over it
         f.seek((page - 1) * 4096)
         f.write(b"\xff" * 8 + os.urandom(3000))  # no page type: its reads fail, always
     out = start("--port", "0", "--state-dir", str(state))
@@ -225,17 +252,30 @@ def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_fa
     assert "cannot be read (database disk image is malformed); restore it from a backup, or copy" in line, line
     [command] = re.findall(r"`([^`]*)`", line)
     assert command == (f"sqlite3 {path} .dump | sed 's/^ROLLBACK; -- due to errors$/COMMIT;/' | sqlite3"
-                       f" {path}.recovered")
+                       f" {path}.recovered && sqlite3 {path}.recovered 'PRAGMA user_version = {SCHEMA_VERSION}'")
     done = subprocess.run(command, shell=True, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     path.rename(state / "damaged")  # as the message says: the damaged file and its side files aside
     for side in state.glob("vipu.sqlite3-*"):
         side.unlink()
     (state / "vipu.sqlite3.recovered").rename(path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    if lost == "scheduler_meta":
+        out = start("--port", "0", "--state-dir", str(state))
+        assert out.returncode == 2, out.stderr
+        [line] = out.stderr.strip().splitlines()
+        assert line.startswith(f"vipu-server: error: the state database {path} held a controller's state (its meta"
+                               " table names its Pod), but its records lack the next job id (scheduler_meta): they"
+                               " were lost"), line
+        assert "start with --accept-empty-state to serve what is left (" in line and "gone for good" in line, line
+        server.extra = ["--accept-empty-state"]
     server.start()
     queue = run(server, "vipu", "queue", "--no-header").stdout.split("\n")
     kept = [row.split()[0] for row in queue if row.strip()]
     assert 0 < len(kept) < len(ids) and set(kept) <= set(ids)  # the readable jobs; those on the damaged page lost
+    new = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip()
+    assert int(new) > max(map(int, kept))
 
 
 def test_an_unreadable_database_is_one_line_with_the_fix(tmp_path):
@@ -262,11 +302,15 @@ def test_an_emptied_or_deleted_database_is_not_a_fresh_start_without_a_word(serv
         database.touch(mode=0o600)  # a 0-byte file
     out = start("--port", "0", "--state-dir", str(state))
     assert out.returncode == 2, out.stderr
+    what = "is empty" if loss == "emptied" else "is missing"  # (it said empty for a missing one too)
+    holds = "" if loss == "emptied" else " (it holds state.id, vipu.generation)"
     assert out.stderr.strip() == (
-        f"vipu-server: error: the state database {database} is empty, but this folder held a controller's state:"
+        f"vipu-server: error: the state database {database} {what}, but this folder held a controller's state{holds}:"
         " restore the database (with its -wal file) from a backup, or start with --accept-empty-state to begin"
         " afresh (the queue is then gone and job ids start again)"
     )
+    if loss == "deleted":
+        assert not database.exists()  # the refusal made nothing
     server.extra = ["--accept-empty-state"]
     server.start()
     assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() == "1"

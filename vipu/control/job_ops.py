@@ -17,7 +17,7 @@ from vipu.control.job_updates import update_job
 from vipu.control.signals import send_signal
 from vipu.control.spec_cache import SpecCache
 from vipu.control.snapshot import Page, Snapshot
-from vipu.errors import InvalidArgument, PermissionDenied
+from vipu.errors import InvalidArgument, NotFound, PermissionDenied
 from vipu.scheduler.expected_start import Expectation
 from vipu.scheduler.job_filter import JobFilter
 from vipu.scheduler.job_record import Job, PriorityBreakdown
@@ -264,11 +264,17 @@ class JobOps:
         """scontrol show job: with its reason, estimated start and priority now; a job past min_job_age as the
         history has it."""
         snap = self.plane.read()
-        if job_id not in snap.queue.table.jobs:
+        table = snap.queue.table
+        if job_id not in table.jobs:
             stored = stored_job(self.plane.store, job_id)
             if stored is not None:
                 identity.check_owner("job", str(job_id), stored.user)
                 return stored
+            if 0 < job_id < table.next_id and job_id not in table.quarantined:  # given once, yet in no record
+                raise NotFound(f"job {job_id} is in neither the queue nor the job history: its record was lost (a"
+                               " repairing start may have moved it aside under another name: `sqlite3"
+                               f" {self.plane.store.path} 'SELECT kind, name, error FROM quarantine'` lists them)",
+                               resource=("job", str(job_id)))
         job = self._seen(job_id, identity)
         return snap.queue.job(job.id, self.plane.now())
 

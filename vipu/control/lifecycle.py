@@ -121,6 +121,26 @@ class LifecycleLog:
         return []
 
 
+def log_undone(logged: dict[int, Job], stored: dict[int, Job]) -> None:
+    """A rollback (rollback.py): each job whose logged events the database does not hold says so, naming what it
+    is as stored. Why: its events were logged as its change was queued, before the write that failed; without
+    this line a reader of the log counted a submit that never happened."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    events = []
+    for job_id, job in sorted(logged.items()):
+        now = stored.get(job_id)
+        if now is None:
+            events.append(_job_event("job_undone", job, "undone: its submit was not written (the state store could"
+                                     " not write)", None, state="NONE"))
+        elif _mark(now) != _mark(job):
+            events.append(_job_event("job_undone", now, f"undone back to {now.state.value}: its change was not"
+                                     " written (the state store could not write)", None))
+    by, request_id = asked_by()
+    for event in _grouped(events):
+        _write(event, by, request_id)
+
+
 def _transition_event(job: Job, came_from: JobState | None, state: JobState) -> Event | None:
     if state is JobState.PENDING:
         if came_from is None:

@@ -8,6 +8,7 @@ the lock, which is one store transaction (lock.py); after a change that may let 
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Callable, Iterable, NamedTuple
 
@@ -24,6 +25,7 @@ from vipu.control.lock import Recording, StateLock, Undone
 from vipu.control.pacing import Pacing
 from vipu.control.partition_ops import PartitionOps
 from vipu.control.realtime import RealtimeLoop
+from vipu.control.run_ends import RunEnd, RunEnds
 from vipu.control.snapshot import Listings, Page, Snapshot
 from vipu.control.workloads import RunContext, RunSettings, WorkloadKind, builtin_kinds
 from vipu.control.accounts import unix_account
@@ -31,10 +33,12 @@ from vipu.errors import Unauthenticated
 from vipu.control.instruments import Metrics
 from vipu.jobs.sessions.tokens import Sessions
 from vipu.partition.controller import Controller
-from vipu.partition.rules import job_of_partition
+from vipu.partition.rules import job_of_partition, job_partition_name
 from vipu.scheduler.scheduler import Scheduler
 from vipu.store import Store
 from vipu.workers.fleet import Fleet
+
+log = logging.getLogger("vipu.store")
 
 
 class StoreWrites(NamedTuple):
@@ -77,7 +81,9 @@ class ControlPlane:
         self.executor = LiveExecutor(scheduler, controller, self.machines, self.kinds, self.runners, self.metrics,
                                      outputs)
         self.driver = Driver(scheduler, self.executor, masks=self._masks)
-        self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics, self._forget, lambda: store.writable)
+        self.ends = RunEnds()  # runs' ends until the store has written them (run_ends.py)
+        self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics, self._forget, lambda: store.writable,
+                                 self.record_held_ends)
         store.on_dropped = self._roll_back
         self.pacing = Pacing(lambda: self.lock.last_write)
         self.listings = Listings(self.pacing.paced)
@@ -206,6 +212,7 @@ class ControlPlane:
 
     def _forget(self, jobs: list) -> None:
         """Jobs moved out of memory: their runners let go of them too (called under the lock)."""
+        self.ends.forget(job.id for job in jobs)
         for job in jobs:
             runner = self.runners.get(job.spec.workload.kind)
             if runner is not None:
@@ -213,17 +220,41 @@ class ControlPlane:
 
     def _release(self, partition: str) -> None:
         """A stopped run's work has ended: its partition goes, a job may take its IPUs, and its own job (requeued
-        meanwhile) may start again."""
+        meanwhile) may start again. Not while its job's end waits for the store (a rollback kept the job running):
+        recording the end removes it."""
         with Recording(self.lock):
-            self.executor.release(partition)
-            job_id = job_of_partition(partition)
-            if job_id is not None:
-                self.scheduler.cleaned(job_id, self.now())
+            if not any(job_partition_name(job_id) == partition for job_id in self.ends.held):
+                self.executor.release(partition)
+                job_id = job_of_partition(partition)
+                if job_id is not None:
+                    self.scheduler.cleaned(job_id, self.now())
         self.changed()
 
-    def _finish(self, job_id: int, started: float, exit_code: int, state, signal: int = 0) -> None:
-        """A runner's run ended by itself (the caller holds the lock)."""
-        self.driver.ended(job_id, started, self.now(), exit_code, state, signal)
+    def _finish(self, job_id: int, started: float, exit_code: int, state, signal: int = 0, records=()) -> None:
+        """A runner's run ended by itself (the caller holds the lock); `records`, the runner's records of it, are
+        written with its end. While the store cannot write, the end waits and the job stays RUNNING (run_ends.py)."""
+        end = RunEnd(job_id, started, self.now(), exit_code, state, signal, tuple(records))
+        if self.store.writable and not self.store.failed:
+            self._record_end(end)
+            return
+        self.ends.hold(end)
+        log.warning("job %s: its run ended (exit code %d) while the state store cannot write: it stays RUNNING, and"
+                    " its end is recorded once the store writes again", job_id, exit_code)
+
+    def _record_end(self, end: RunEnd) -> None:
+        self.ends.give(end)
+        if end.records:
+            self.store.commit(list(end.records), [])
+        self.driver.ended(end.job_id, end.started, end.at, end.exit_code, end.state, end.signal)
+
+    def record_held_ends(self) -> None:
+        """The ends that waited for the store, now that it writes (the caller holds the lock): each recorded with
+        its real time and exit code, before anything else of the step."""
+        for end in sorted(self.ends.held.values(), key=lambda e: (e.at, e.job_id)):
+            if self.scheduler.table.running_since(end.job_id, end.started) is None:
+                self.ends.held.pop(end.job_id)  # (ended otherwise meanwhile: an operator's cancel)
+            else:
+                self._record_end(end)
 
     def progress(self) -> dict:
         """Every running job's step reports so far, by job id (metrics, `vipu top`)."""
@@ -272,13 +303,19 @@ class ControlPlane:
     def step(self) -> None:
         """One step of the loop, now: what the loop's thread does when woken (tests without the thread call it)."""
         with self.lock:
+            self.record_held_ends()
             self.driver.step(self.now())
 
     def start(self) -> None:
         self.loop.start()
 
     def stop(self) -> None:
-        """Stop scheduling and the runs in this process (their jobs' ends are the restart's to record)."""
+        """Stop scheduling and the runs in this process (their jobs' ends are the restart's to record). Ends that
+        waited for the store are recorded first if it writes now: the restart could not tell them from a run the
+        stop cut short, and would run their programs again."""
         self.loop.stop()
+        if self.ends.held and self.store.writable:
+            with Recording(self.lock):
+                self.record_held_ends()
         for runner in self.runners.values():
             runner.shutdown()

@@ -34,13 +34,15 @@ PURGE_RETRY_S = 60.0  # after a move into the history failed, the next try (each
 
 class RealtimeLoop:
     def __init__(self, driver: Driver, lock: StateLock, now: Callable[[], float], metrics: Metrics,
-                 forget: Callable[[list], None] = lambda jobs: None, writable: Callable[[], bool] = lambda: True):
+                 forget: Callable[[list], None] = lambda jobs: None, writable: Callable[[], bool] = lambda: True,
+                 settle: Callable[[], None] = lambda: None):
         self.driver = driver
         self.lock = lock
         self.now = now
         self.metrics = metrics
         self.forget = forget  # told which jobs purge.py moved out of memory
         self.writable = writable  # whether the store writes: no step starts jobs it could not record
+        self.settle = settle  # first in a step: runs' ends that waited for the store are recorded (run_ends.py)
         self.purge_failing: str | None = None  # why the last move into the history failed, until one works
         self._purge_after = 0.0  # monotonic: no move is tried before (after a failure)
         self._wake = threading.Event()
@@ -117,6 +119,7 @@ class RealtimeLoop:
                 continue
             try:
                 with self.lock, self.metrics.cycle.time():
+                    self.settle()
                     now = self.now()
                     self.driver.step(now)
                     self._purge(now)

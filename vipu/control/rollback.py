@@ -4,7 +4,9 @@ Why rebuild instead of undoing change by change: a change reaches many places (t
 partitions, request ids, the driver's timers), and the start already builds all of them from the records
 (startup.py). Built the same way, the memory after a rollback is what a restart would find, without the restart.
 
-What runs goes on: a job the database holds as running whose run goes on here keeps it. A run the database does not
+What runs goes on: a job the database holds as running whose run goes on here keeps it; so does one whose run
+ended by itself (a program exited) and whose end was not written: its end is recorded once the store writes
+(run_ends.py), never made a NODE_FAIL and a rerun. A run the database does not
 know (its start was not written) is stopped. A job the database holds as running whose run stopped here (its cancel
 was not written) is treated as a restart treats it: resumed if its kind can resume (sleep, hold), else ended
 NODE_FAIL and requeued as its spec allows. The loop starts nothing while the store cannot write (realtime.py), and
@@ -18,7 +20,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from vipu.control.creations import KINDS as CREATION_KINDS, Creations
-from vipu.control.lifecycle import LifecycleLog
+from vipu.control.lifecycle import LifecycleLog, log_undone
 from vipu.control.startup import recover_jobs
 from vipu.partition.controller import Controller
 from vipu.partition.pod_state import KINDS as PARTITION_KINDS
@@ -42,14 +44,23 @@ def roll_back(plane: ControlPlane) -> None:
         old = plane.scheduler
         ran = {i: old.table.jobs[i].start_time for i in old.table.running}
         records = plane.store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS})
+        log_undone(old.table.jobs, {r.id: r for k, r in records if k == "job"})
         journal = LifecycleLog(plane.store, records)  # what the database holds already: no events for it
         controller = Controller(plane.pod, journal, plane.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(plane.pod, old.config, journal)
         scheduler.recall, scheduler.table.quarantined = old.recall, old.table.quarantined
         plane.use(controller, scheduler, Creations(plane.store, [r for k, r in records if k in CREATION_KINDS]))
-        recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS],
-                     goes_on=lambda job: ran.get(job.id) == job.start_time, event=ROLLBACK,
+        kept = []  # runs that ended by themselves, their ends not written: recorded once the store writes
+
+        def goes_on(job) -> bool:
+            end = plane.ends.unwritten(job.id, job.start_time)
+            if end is not None:
+                kept.append(end)
+            return end is not None or ran.get(job.id) == job.start_time
+
+        recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS], goes_on=goes_on, event=ROLLBACK,
                      lost_why="its run stopped for a change the state store could not write (undone since)")
+        plane.ends.rolled_back(kept)
         scheduler.retired_qos |= old.retired_qos
         for job_id, started in sorted(ran.items()):
             if scheduler.table.running_since(job_id, started) is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import sqlite3
 import uuid
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from vipu.clock import WallClock
 from vipu.control.creations import KINDS as CREATION_KINDS, Creations
 from vipu.control.ended_jobs import stored_retry
 from vipu.control.lifecycle import LifecycleLog
+from vipu.control.lost_records import kept_records, unreadable
 from vipu.control.plane import ControlPlane
 from vipu.control.workloads import RunSettings, WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
@@ -34,7 +36,7 @@ from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
 from vipu.store import Damaged, DamagedRecords, Store
 from vipu.store_generation import EmptiedDatabase, Generation, LostLog
-from vipu.store_rebuild import Unrebuildable, rebuild_history
+from vipu.store_rebuild import LOST, Unrebuildable, rebuild_history
 from vipu.store_schema import SCHEMA_VERSION, NewerSchema, UnknownSchema
 
 log = logging.getLogger("vipu.recovery")
@@ -42,6 +44,8 @@ DATABASE = "vipu.sqlite3"  # the state folder's database
 SECURED = "secured"  # meta key: the state was served with --secure once
 OPEN_SINCE = "served_open"  # meta key: served without --secure since its last --secure start (anyone an admin)
 STATE_ID = "state_id"  # meta key: the id of this state, also in the folder's marker file
+STATE_MARKER = "state.id"  # that marker file, in the state folder
+ADMIN_KEY = "admin.key"  # the first --secure start's admin key, in the state folder
 
 
 def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, config: SchedulerConfig | None = None,
@@ -60,6 +64,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     lost after a crash is refused unless `accept_lost_log`. A --secure start after one without it is refused while
     users exist, unless `trust_users`: any caller could have made or changed them, admins included."""
     pod = load_pod(pod_name)
+    refuse_missing_database(state_dir, accept_empty or accept_lost_log)
     path = Path(state_dir) / DATABASE
     store, stored = _open_store(path, accept_lost_log, accept_empty)
     if store.lost_log is not None:
@@ -92,6 +97,8 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     clock = WallClock()
     with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
         records = _load(store, pod, path, quarantine, clock.now(), pod_named=stored is not None)
+        if stored is not None:  # a start completed on this database: its records say so
+            records = kept_records(store, path, records, accept_empty)
         if stored is None:  # only once the records fit it: a refusal leaves the next start free to give another
             store.set_meta("pod", pod.model_dump(mode="json"))
         _check_users(store, state_dir, records, secure, trust_users, open_to_all)
@@ -101,10 +108,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
         scheduler.recall = partial(stored_retry, store)
-        where = (f"`sqlite3 {path} \"SELECT kind, error, doc FROM quarantine WHERE name = '{{}}'\"` shows it, and the"
-                 " log of that start why")
-        scheduler.table.quarantined = {int(n): where.format(n) for n in store.quarantined(("job", "job_history"))
-                                       if n.isdigit()}
+        scheduler.table.quarantined = _quarantined(store, path)
         settings = RunSettings(kill_wait_s=kill_wait_s, state_dir=Path(state_dir), output_dirs=output_dirs,
                                modelled_time_scale=modelled_time_scale)
         creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])
@@ -132,7 +136,7 @@ def _open_store(path: Path, accept_lost_log: bool, accept_empty: bool) -> tuple[
             " hand out job ids again: restore the -wal file (from the backup the database came from), or start with"
             " --accept-lost-log to serve what the database file holds") from None
     except sqlite3.DatabaseError as e:
-        raise _unreadable(path, e) from None
+        raise unreadable(path, e) from None
     except NewerSchema as e:
         raise InvalidArgument(
             f"the state database {path} was written by a newer vipu-sim (schema {e.found}; this version reads up to"
@@ -147,11 +151,50 @@ def _open_store(path: Path, accept_lost_log: bool, accept_empty: bool) -> tuple[
         ) from None
 
 
-def _not_this_state(path: Path, what: str) -> InvalidArgument:
+def _not_this_state(path: Path, what: str, signs: str = "") -> InvalidArgument:
     return InvalidArgument(
-        f"the state database {path} {what}, but this folder held a controller's state: restore the database (with"
-        " its -wal file) from a backup, or start with --accept-empty-state to begin afresh (the queue is then gone"
-        " and job ids start again)")
+        f"the state database {path} {what}, but this folder held a controller's state{signs}: restore the database"
+        " (with its -wal file) from a backup, or start with --accept-empty-state to begin afresh (the queue is then"
+        " gone and job ids start again)")
+
+
+def refuse_missing_database(state_dir: Path, accept_empty: bool) -> None:
+    """InvalidArgument if the folder has no database but files only a controller's state leaves. Called before
+    anything is created in the folder (the database file, its -wal, the markers): a refused start leaves it as it
+    was. Why admin.key counts: without --secure nothing else looked at it, and the state it came with was lost
+    without a word."""
+    path = Path(state_dir) / DATABASE
+    if accept_empty or path.exists() or path.is_symlink():
+        return
+    signs = [p.name for p in (Path(state_dir) / STATE_MARKER, Generation(path).marker,
+                              path.with_name(path.name + "-wal")) if p.exists() or p.is_symlink()]
+    key = Path(state_dir) / ADMIN_KEY
+    if key.is_file() and not key.is_symlink() and _private(key):  # (one planted by another user: refused as such)
+        signs.append(key.name)
+    if signs:
+        raise _not_this_state(path, "is missing", f" (it holds {', '.join(signs)})")
+
+
+def _quarantined(store: Store, path: Path) -> dict[int, str]:
+    """What `vipu show job` says of each job id a repairing start lost or moved aside (startup: once)."""
+    said = {}
+    for name, error in store.quarantined(("job", "job_history")):
+        if not name.isdigit():
+            continue
+        if error == LOST:
+            said[int(name)] = (f"job {name} was lost at a start with --quarantine-bad-records: its record was in a"
+                               " damaged page of the job history; the log of that start lists it")
+        else:
+            said[int(name)] = (f"job {name}'s stored record did not load and was moved aside at a start with"
+                               f" --quarantine-bad-records: `sqlite3 {path} \"SELECT kind, error, doc FROM quarantine"
+                               f" WHERE name = '{name}'\"` shows it, and the log of that start why")
+    return said
+
+
+def _private(path: Path) -> bool:
+    """This user's own file that no other may read or write, as the controller makes them."""
+    info = path.stat()
+    return info.st_uid == os.geteuid() and not info.st_mode & 0o077
 
 
 def _check_users(store: Store, state_dir: Path, records: list, secure: bool, trust_users: bool,
@@ -196,7 +239,7 @@ def _load(store: Store, pod, path: Path, quarantine: bool, now: float, pod_named
         bad = e.damaged
     except sqlite3.DatabaseError as e:
         store.close()
-        raise _unreadable(path, e) from None
+        raise unreadable(path, e) from None
     if not bad:
         return records
     if quarantine:
@@ -242,14 +285,19 @@ def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> S
             "restore it from a backup, or move it away to start afresh"
         raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}); {fix}")
     try:
-        kept, lost, moved = rebuild_history(path, clock_now())
+        rebuilt = rebuild_history(path, clock_now())
     except (Unrebuildable, sqlite3.DatabaseError) as e:
         raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}) and could"
                               f" not be rebuilt ({e}); restore it from a backup, or move it away to start afresh"
                               ) from None
-    log.warning("rebuilt %s around damaged pages of its job history: %d jobs kept, %d lost (listed in its quarantine"
-                " table: %s); the damaged file is %s", path, kept, len(lost),
-                ", ".join(map(str, lost[:20])) + (" ..." if len(lost) > 20 else ""), moved)
+    lost = rebuilt.lost
+    log.warning("rebuilt %s around damaged pages of its job history: %d of %d jobs kept, %d lost (listed in its"
+                " quarantine table: %s); the damaged file is %s", path, rebuilt.kept, rebuilt.had, len(lost),
+                ", ".join(map(str, lost[:20])) + (" ..." if len(lost) > 20 else ""), rebuilt.damaged)
+    if rebuilt.strays:
+        log.warning("%d row(s) of the damaged pages were made of their bytes, no job's (rowids %s): moved to the"
+                    " quarantine table as job_history_stray", len(rebuilt.strays),
+                    ", ".join(map(str, rebuilt.strays[:20])) + (" ..." if len(rebuilt.strays) > 20 else ""))
     return _readable_history(Store(path), path, quarantine, clock_now)
 
 
@@ -269,23 +317,6 @@ def _readable_history(store: Store, path: Path, quarantine: bool, clock_now) -> 
         for i, why in bad:
             log.warning("moved job %d of the history to the quarantine table of %s: %s", i, path, why)
     return store
-
-
-def _unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:
-    return InvalidArgument(
-        f"the state database {path} cannot be read ({e}); restore it from a backup, or copy what it still holds"
-        f" into a new file with {_recovery_command(path)} and move that file into its place (the damaged one, its"
-        " -wal and its -shm files aside), or move it away to start afresh"
-    )
-
-
-def _recovery_command(path: Path) -> str:
-    """A command that copies the readable rows of a damaged database into a new one. Why .dump, not .recover: the
-    sqlite3 shell's .recover needs the dbpage table, which Debian's sqlite3 (3.40) lacks; there it fails even on a
-    sound vipu-sim database. .dump skips what it cannot read but ends its output with ROLLBACK, which would undo the
-    whole copy: sed turns that into COMMIT."""
-    return (f"`sqlite3 {path} .dump | sed 's/^ROLLBACK; -- due to errors$/COMMIT;/' | sqlite3"
-            f" {path.with_name(path.name + '.recovered')}`")
 
 
 @contextmanager

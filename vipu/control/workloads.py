@@ -50,7 +50,7 @@ class RunContext:
     now: Callable[[], float]
     job: Callable[[int], "Job | None"]  # the job's record now
     still_running: Callable[[int, float], bool]  # (job id, run start): is that run of the job still going
-    finish: Callable[..., None]  # (job id, run start, exit code, state, signal=0): under the lock
+    finish: Callable[..., None]  # (job id, run start, exit code, state, signal=0, records=()): under the lock
     wake: Callable[[], None]  # let the scheduling loop use what a finish freed
     release: Callable[[str], None]  # (partition): remove the partition a stopped run kept (Runner.stop); locks
     pod_state: Callable[[], PodState]  # partitions, agents, failed IPUs: read under the lock (its topology: any time)

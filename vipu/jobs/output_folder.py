@@ -42,7 +42,7 @@ def allowed_folders(submit_dir: str | None, state_dir: Path | None, output_dirs:
 
 def outside_folders(what: str, path: str, dirs: Iterable[Path]) -> str | None:
     """Why `path` may not be written, if its folder (symlinks resolved) is under none of `dirs`; else None."""
-    dirs = list(dirs)
+    dirs = list(dict.fromkeys(dirs))  # (a program's working folder is often the submit folder again)
     folder = Path(os.path.realpath(os.path.dirname(path)))
     if any(folder == d or d in folder.parents for d in (Path(os.path.realpath(d)) for d in dirs)):
         return None

@@ -154,6 +154,11 @@ def check_submit_limits(table: JobTable, config: SchedulerConfig, spec: JobSpec,
     for kind, name, limit in limits:
         if limit is None or name is None:
             continue
+        if count > limit:  # no wait or cancel makes room for it
+            raise InvalidArgument(
+                f"this submit adds {count:,} jobs (array tasks count each), but each {kind} may have at most"
+                f" {limit:,} queued or running (max_submit_jobs_per_{kind}): submit at most {limit:,} tasks, e.g. an"
+                " array in parts")
         has = table.active_by_owner[(kind, name)] + added[(kind, name)]
         if has + count > limit:
             raise ResourceExhausted(

@@ -64,7 +64,7 @@ class JobTable(GateOpenings):
         self.ready_seq: dict[int, int] = {}  # not gated -> when it became so (a counter; see reasons.pending_reason)
         self.seq = 0
         self.next_id = 1
-        self.quarantined: dict[int, str] = {}  # ids of jobs whose records did not load -> where to look (startup.py)
+        self.quarantined: dict[int, str] = {}  # ids of jobs a repairing start lost or moved aside -> what to say
         self.ended: list[tuple[float, int]] = []  # heap of (end time, id) of ended jobs, for purge.py (stale kept)
         self.ended_named: list[tuple[float, int]] = []  # of those, due to go but named by a waiting dependency
 
@@ -260,8 +260,7 @@ class JobTable(GateOpenings):
         job = self.jobs.get(job_id)
         if job is None:
             if job_id in self.quarantined:
-                raise NotFound(f"job {job_id}'s stored record did not load and was moved aside at a start with"
-                               f" --quarantine-bad-records: {self.quarantined[job_id]}", resource=("job", str(job_id)))
+                raise NotFound(self.quarantined[job_id], resource=("job", str(job_id)))
             if 0 < job_id < self.next_id:  # ids are never reused: this one ended and was purged (purge.py)
                 raise NotFound(f"job {job_id} has ended and left the queue (min_job_age); `vipu history -j {job_id}`"
                                " shows it", resource=("job", str(job_id)))

@@ -33,13 +33,13 @@ from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
 from vipu.control.long_lived import keep_long_lived
-from vipu.control.startup import DATABASE, open_plane
+from vipu.control.startup import ADMIN_KEY, DATABASE, STATE_MARKER, open_plane, refuse_missing_database
 from vipu.server.status import add_servicer
 from vipu.metrics import endpoint as metrics_endpoint
 from vipu.server import log_format
 from vipu.server.rate_limit import Buckets, RateLimitInterceptor
 from vipu.server.request_log import RequestLog
-from vipu.server.state_dir import STATE_MARKER, claim, private_database, read_private, write_private
+from vipu.server.state_dir import claim, private_database, read_private, write_private
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
@@ -112,7 +112,7 @@ def parse_bundle(text: str) -> dict[str, float]:
 def bootstrap_admin(plane: ControlPlane, state_dir: Path) -> Path | None:
     """A secure controller with no admin yet creates user 'admin' and writes its key to a 0600 file, once. A file
     whose key no longer opens anything (its user was removed) is deleted, so the denial's hint never points at it."""
-    path = Path(state_dir) / "admin.key"
+    path = Path(state_dir) / ADMIN_KEY
     if plane.admin.has_admin():
         old = read_private(path)
         if old is not None and plane.user_for_key(old.strip()) is None:
@@ -226,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     state_dir = args.state_dir or default_state_dir()
     try:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
+        refuse_missing_database(state_dir, args.accept_empty_state or args.accept_lost_log)  # before it is made
         private_database(Path(state_dir) / DATABASE)
         marker = Path(state_dir) / STATE_MARKER
         state_id = read_private(marker)
@@ -262,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         key_file = bootstrap_admin(plane, state_dir) if args.secure else None
     except VipuError as e:
+        plane.close()  # closed cleanly: no -wal file or generation marker left beside a state that never served
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)
     tls = None

@@ -23,7 +23,6 @@ from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.store_generation import Generation
 
 LOCK_NAME = "controller.lock"
-STATE_MARKER = "state.id"  # the id of the state its database holds: an emptied or swapped database is noticed
 
 
 PRIVATE_FILE = 0o600

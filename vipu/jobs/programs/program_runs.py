@@ -142,15 +142,17 @@ class ProgramRuns:
                 return
             if "failed" in result:
                 run.record.failure = result["failed"]
-            if "failed" in result or run.session is not None:
-                ctx.store.commit([("program_run", run.record.name, run.record)], [])
-            if ctx.still_running(run.job_id, run.started):
+            records = [("program_run", run.record.name, run.record)] if "failed" in result or run.session is not None \
+                else []
+            if ctx.still_running(run.job_id, run.started):  # its record written with its end (run_ends.py)
                 if "failed" in result:
                     log.error("job %s: its program could not start: %s", run.job_id, result["failed"])
-                    ctx.finish(run.job_id, run.started, 1, JobState.FAILED)
+                    ctx.finish(run.job_id, run.started, 1, JobState.FAILED, records=records)
                 else:
                     ended = result["ended"]
-                    ctx.finish(run.job_id, run.started, ended["exit_code"], None, ended["signal"])
+                    ctx.finish(run.job_id, run.started, ended["exit_code"], None, ended["signal"], records=records)
+            elif records:
+                ctx.store.commit(records, [])
         ctx.wake()
 
     def stop(self, stop: StopJob) -> bool:
