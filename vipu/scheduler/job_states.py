@@ -92,3 +92,20 @@ def check_transition(job_id: int, current: JobState, new: JobState) -> None:
         raise FailedPrecondition(
             f"job {job_id} is {current.value} and cannot become {new.value} (allowed from {current.value}: {allowed})"
         )
+
+
+def check_requeue(jobs: list) -> None:
+    """scontrol requeue of these jobs (Job records): refused for a pending or unrequeuable one, and for one
+    submitted with --no-requeue (Slurm's ESLURM_DISABLED, "Requested operation is presently disabled")."""
+    from vipu.partition.rules import named  # here: the CLI imports this module, and rules.py brings pydantic
+
+    for job in jobs:
+        if job.state is JobState.PENDING:
+            raise FailedPrecondition(f"job {job.display_id} is already PENDING; nothing to requeue")
+        if job.state not in REQUEUABLE:
+            raise FailedPrecondition(f"job {job.display_id} is {job.state.value} and cannot be requeued; submit it again")
+    refused = [j.display_id for j in jobs if not j.spec.requeue]
+    if refused:
+        raise FailedPrecondition(
+            f"{named('job', refused)} {'was' if len(refused) == 1 else 'were'} submitted with --no-requeue"
+            " (requeue: false), so cannot be requeued; submit it again instead")

@@ -35,7 +35,7 @@ from vipu.scheduler.policies import chosen
 from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
 from vipu.scheduler.multifactor import FairShare, breakdown
 from vipu.scheduler.job_spec import JobSpec, parse_spec
-from vipu.scheduler.job_states import REQUEUABLE, TERMINAL, TRANSITIONS, JobState
+from vipu.scheduler.job_states import REQUEUABLE, TERMINAL, TRANSITIONS, JobState, check_requeue
 from vipu.scheduler.submission import (
     ResolvedSpecs,
     Submission,
@@ -264,17 +264,8 @@ class Scheduler:
             if not jobs:
                 raise FailedPrecondition(f"array job {job_id} has no running or ended task to requeue")
         else:
-            job = self._get(job_id)
-            if job.state is S.PENDING:
-                raise FailedPrecondition(f"job {job.display_id} is already PENDING; nothing to requeue")
-            if job.state not in REQUEUABLE:
-                raise FailedPrecondition(f"job {job.display_id} is {job.state.value} and cannot be requeued; submit it again")
-            jobs = [job]
-        refused = [j.display_id for j in jobs if not j.spec.requeue]
-        if refused:  # Slurm: ESLURM_DISABLED, "Requested operation is presently disabled"
-            raise FailedPrecondition(
-                f"{named('job', refused)} {'was' if len(refused) == 1 else 'were'} submitted with --no-requeue"
-                " (requeue: false), so cannot be requeued; submit it again instead")
+            jobs = [self._get(job_id)]
+        check_requeue(jobs)
         ran = [j for j in jobs if j.state in (S.RUNNING, S.COMPLETING)]
         return self._end_runs([j.requeued(now) for j in jobs], ran, now, S.REQUEUED)
 
