@@ -186,6 +186,23 @@ def test_the_walk_that_stops_early_starts_what_a_whole_walk_starts(case):
 
 
 @FAST
+@given(walk_cases(totals=(64, 256), rows=st.tuples(st.sampled_from(SIZES + [32, 64]),
+                                                   st.sampled_from([10, 30, 60, 120, 600]),
+                                                   st.sampled_from(["low", "normal", "high", "high"]))))
+def test_the_walk_evicts_the_same_when_victims_are_looked_at_from_where_they_were_left(case):
+    """Victims told what a job may use skip the candidates ruled out for it earlier in the walk: every eviction and
+    start is the one a look at every candidate makes."""
+    total, now, running, free, queued, max_job_test, estimates = case
+    choose = Victims.choose
+    for mode in ("backfill", "strict"):
+        keyed = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued, mode)
+        with patch.object(Victims, "choose", lambda self, room, usable=None: choose(self, room)):
+            plain = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued,
+                               mode)
+        assert _decided(keyed, queued) == _decided(plain, queued)
+
+
+@FAST
 @given(walk_cases(totals=(256, 512), rows=st.tuples(st.sampled_from(SIZES + [32, 64, 128]),
                                                     st.sampled_from([10, 30, 60, 120, 600]),
                                                     st.sampled_from(["low", "normal", "high"]))))
@@ -293,18 +310,22 @@ def test_victims_kept_through_evictions_choose_as_a_fresh_look(case, size, data)
     total, now, candidates, free, usable, job, priority = _victim_case(case, size, data)
     gone: set[int] = set()
     index = Victims(candidates, size, total, now, priority, gone)
+    keyed = Victims(candidates, size, total, now, priority, gone)  # told what the job may use (always `usable`)
     for _ in range(data.draw(st.integers(1, 4))):
         left = [r for r in candidates if r.id not in gone]
         evictable = 0
         for r in left:
             evictable |= block(r.first_ipu, r.ipus)
         fresh = choose_victims(job, left, free & usable, usable, total, now, priority)
-        assert index.choose(room_of(free & usable, evictable, usable, total)) == fresh
+        room = room_of(free & usable, evictable, usable, total)
+        assert index.choose(room) == fresh
+        assert keyed.choose(room, "usable") == fresh
         if fresh is None:
             return
         first, victims = fresh
         gone.update(v.id for v in victims)
         index.evicted(victims)
+        keyed.evicted(victims)
         for v in victims:
             free |= block(v.first_ipu, v.ipus)
         free &= ~block(first, size)  # the preempting job takes its block

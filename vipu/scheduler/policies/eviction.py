@@ -40,7 +40,9 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
         gone = walk._preempted
         index = walk._victims[(job.qos, job.ipus)] = Victims([r for r in candidates if r.id not in gone], job.ipus,
                                                              walk.total, walk.now, walk.qos_sets.priority, gone)
-    pick = index.choose(room_of(walk.avail & usable, their_ipus, usable, walk.total)) if their_ipus else None
+    # (usable stands for what the job may use: its allowed IPUs, healthy, less the reservations before its end)
+    pick = index.choose(room_of(walk.avail & usable, their_ipus, usable, walk.total), (id(allowed), reserved)) \
+        if their_ipus else None
     if pick is None:
         walk._no_victims.add(key)
         return False

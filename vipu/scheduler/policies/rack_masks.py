@@ -23,20 +23,23 @@ WHOLE = (1 << RACK) - 1
 LEVELS = (1, 2, 4, 8, 16, 32)  # hole sizes that lie inside a rack not wholly free
 
 
+_ALIGNED = [(level, align_mask(level * 2, RACK)) for level in LEVELS]
+
+
 def hole_sizes(word: int) -> int:
-    """The sizes of the holes of a rack's mask (not wholly free), as bits (size 2**k: bit k)."""
-    out, free, starts, level = 0, word, word, 1
-    while level < RACK:
+    """The sizes of the holes of a rack's mask (not wholly free), as bits: size s is bit s (all powers of two)."""
+    out, free, starts = 0, word, word
+    for level, aligned in _ALIGNED:  # placement.place()'s levels, on one word
         free &= free >> level  # runs of 2 * level
-        wider = free & align_mask(level * 2, RACK)
-        if starts ^ (wider | (wider << level)):
+        wider = free & aligned  # the free aligned blocks of 2 * level
+        if starts ^ (wider | (wider << level)):  # free blocks of `level` that are not half of one: holes
             out |= level
-        starts, level = wider, level * 2
+        starts = wider
     return out
 
 
 class RackMasks:
-    __slots__ = ("total", "words", "whole", "holes")
+    __slots__ = ("total", "words", "sizes", "whole", "holes")
 
     def __init__(self, mask: int, total: int):
         """`mask`: the free IPUs of a Pod of `total` IPUs, a multiple of RACK."""
@@ -44,6 +47,7 @@ class RackMasks:
         raw = mask.to_bytes(total >> 3, "little")
         step = RACK >> 3
         self.words = [int.from_bytes(raw[i:i + step], "little") for i in range(0, len(raw), step)]
+        self.sizes = [0] * len(self.words)  # [c]: hole_sizes() of rack c (0: no hole, or wholly free)
         self.whole = 0  # bit c: rack c is wholly free
         self.holes = dict.fromkeys(LEVELS, 0)  # hole size -> bit c: rack c has a hole of that size
         whole, holes = 0, self.holes
@@ -51,7 +55,7 @@ class RackMasks:
             if word == WHOLE:
                 whole |= 1 << c
             elif word:
-                sizes = hole_sizes(word)
+                sizes = self.sizes[c] = hole_sizes(word)
                 for level in LEVELS:
                     if sizes & level:
                         holes[level] |= 1 << c
@@ -87,20 +91,19 @@ class RackMasks:
             self._set(c, (mask >> c * RACK) & WHOLE)
 
     def _set(self, c: int, word: int) -> None:
-        old = self.words[c]
-        self.words[c] = word
         bit = 1 << c
-        if old == WHOLE:
+        if self.words[c] == WHOLE:
             self.whole ^= bit
-        elif old:
-            sizes = hole_sizes(old)
-            for level in LEVELS:
-                if sizes & level:
-                    self.holes[level] ^= bit
+        self.words[c] = word
+        sizes = 0
         if word == WHOLE:
             self.whole |= bit
         elif word:
             sizes = hole_sizes(word)
+        changed = sizes ^ self.sizes[c]
+        if changed:
+            self.sizes[c] = sizes
+            holes = self.holes
             for level in LEVELS:
-                if sizes & level:
-                    self.holes[level] |= bit
+                if changed & level:
+                    holes[level] ^= bit
