@@ -129,7 +129,7 @@ def _freed(walk: _Walk, size: int, given: list[tuple[int, int]]) -> tuple[int, b
 
 def _fitting(walk: _Walk, sizes: list[int]) -> tuple[list[tuple[int, bool, int, float]], float]:
     shortest, now, avail, total = walk.shortest or {}, walk.now, walk.avail, walk.total
-    remaining, preemptors = walk.remaining, walk.preemptors
+    remaining, preemptors, racks = walk.remaining, walk.preemptors, walk.racks
     floor = walk.limit_floor or 0.0  # no job still to come runs shorter (engine.run); as _end()
     fitting = []
     until = -math.inf
@@ -137,8 +137,15 @@ def _fitting(walk: _Walk, sizes: list[int]) -> tuple[list[tuple[int, bool, int, 
         if remaining[size] <= 0:
             continue  # counts only go down during a walk
         end = now + max(shortest.get(size, 0.0), floor)
+        if racks is not None and not walk._lazy and not walk.reserved_over(end):
+            # no reservation in the way: the racks kept for placement answer at once (rack_masks.py)
+            w = racks.place(size)
+            if w is not None:
+                until = max(until, end)
+                fitting.append((size, False, w, end))
+                continue
         # (no block in the free IPUs: none outside the reservations either, which need not be looked at)
-        if has_block(avail, size, total):
+        elif has_block(avail, size, total):
             until = max(until, end)
             w = first_block(walk.unreserved(avail, end), size, total)
             if w is not None:
