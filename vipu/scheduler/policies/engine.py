@@ -36,8 +36,6 @@ from typing import Iterable, Literal
 
 from vipu.scheduler.bits import best_fit, block, has_block
 from vipu.scheduler.policies.base import (
-    PRIORITY,
-    RESOURCES,
     PendingInfo,
     QueuedJob,
     ScheduleDecision,
@@ -52,14 +50,13 @@ from vipu.scheduler.policies.plans import LimitPlan
 from vipu.scheduler.policies.eviction import try_preempt
 from vipu.scheduler.policies.preempt import Victims
 from vipu.scheduler.policies.interval_timeline import IntervalTimeline
+from vipu.scheduler.policies.order_walk import WAIT, walk_order
 from vipu.scheduler.policies.rack_masks import RACK, RackMasks
 from vipu.scheduler.policies.reservations import Timeline, blocks_mask
 
 Mode = Literal["strict", "backfill"]
 SMALL_POD = 1024  # IPUs up to which the timeline keeps a mask per interval (interval_timeline.py says why)
 RACKS_AFTER = 16  # placements on a large Pod's free IPUs in one walk before they are kept rack by rack (place())
-FLOOR_STEP = 32  # jobs walked between two refreshes of the sizes that fit as sjf's time limits rise (run())
-_WAIT = {True: PendingInfo(PRIORITY), False: PendingInfo(RESOURCES)}  # shared: most pending jobs get one of these
 
 
 class _Walk:
@@ -250,7 +247,7 @@ class _Walk:
     def wait(self, job: QueuedJob, allowed: int, reserve: bool, not_before: float | None = None) -> None:
         """`job` cannot start now. If some moment can hold it, it blocks the jobs behind it (reason Priority for
         them) and, with `reserve`, takes a reservation on the timeline; its estimated start is that moment."""
-        info = _WAIT[self.blocked]
+        info = WAIT[self.blocked]
         limited = self.plan.applies(job)
         if limited and not self.estimates and reserve and self.mode == "backfill":
             # Its reservation depends on the limit plan, which holds the reservations made in walk order: it is
@@ -355,73 +352,13 @@ class _Walk:
                 self._no_fit.add(key)
         if job.qos in self.preempt_qos and self.try_preempt(job, allowed):
             return
-        self.decision.pending[job.id] = _WAIT[self.blocked]
+        self.decision.pending[job.id] = WAIT[self.blocked]
         # Only a job that some future moment can hold blocks the jobs behind it (matters in strict mode).
         if not self.blocked:
             self.blocked = self.capacity.ever(job.ipus, allowed)
 
     def run(self, order: Iterable[QueuedJob]) -> ScheduleDecision:
-        tested, limit = 0, self.r.max_job_test
-        pending = self.decision.pending
-        remaining, preemptors, preempt_qos = self.remaining, self.preemptors, self.preempt_qos
-        floor = self.limit_floor
-        fitting, capacity, usage, no_fit = self._fitting, self.capacity, self.usage, self._no_fit
-        limited = self.qos_sets.limited
-        whole_pod = self.r.allowed_masks is None
-        strict = self.mode == "strict"
-        walked = 0
-        for job in order:
-            size = job.ipus
-            if floor is not None and job.time_limit > floor:
-                # Why: sjf's walk stopped only once no size fitted for the shortest limit of any job of that size,
-                # so it walked most of a long queue; jobs still to come run at least this long, so a block free
-                # only until a reservation begins sooner holds none of them. Worked out again at most once per
-                # FLOOR_STEP jobs: with many distinct limits each rise would cost a pass over the sizes.
-                floor = self.limit_floor = job.time_limit
-                if walked >= self._refresh_at:
-                    fitting.drop()
-                    self._refresh_at = walked + FLOOR_STEP
-            walked += 1
-            if remaining is not None:
-                left = remaining[size] = remaining.get(size, 0) - 1
-                if left <= 0:
-                    fitting.fresh = False  # the last job of its size: the answer may change
-                if preemptors is not None and job.qos in preempt_qos:
-                    left = preemptors[size] = preemptors.get(size, 0) - 1
-                    if left <= 0:
-                        fitting.fresh = False
-            # (Usage.reason's own first test, made here: most jobs have no limit, and a call costs more than it)
-            reason = usage.reason(job) if job.array_limit is not None or job.qos in limited else None
-            if reason is not None:
-                pending[job.id] = PendingInfo(reason)
-            else:
-                allowed = self.full if whole_pod else self.allowed(job)
-                if allowed is None or not capacity.feasible(size, allowed):
-                    pending[job.id] = capacity.infeasible(job, allowed)
-                elif tested < limit:
-                    tested += 1
-                    self.planned(job, allowed)
-                    if tested == limit:
-                        self.freeze()
-                else:
-                    key = self.fit_key(job, allowed)
-                    if key in no_fit and job.qos not in preempt_qos:
-                        # what tail() does for a job of a size that found no block and may not evict, made here:
-                        # after a large Pod's waves most of a queue of 10,000 jobs comes this way
-                        pending[job.id] = _WAIT[self.blocked]
-                        if not self.blocked:
-                            self.blocked = capacity.ever(size, allowed)
-                    else:
-                        self.tail(job, allowed, key)
-            # (fitting.fresh: no start, eviction or reservation and no size's last job since it last said that
-            # something can start, so it still does)
-            if (tested >= limit or not self.estimates) and (
-                (strict and self.blocked) or (not fitting.fresh and self.nothing_can_start())
-            ):
-                self.decision.rest = PendingInfo(PRIORITY if self.blocked else RESOURCES)
-                self.decision.limits = self.usage
-                break
-        return self.decision
+        return walk_order(self, order)
 
 def run(request: ScheduleRequest, order: Iterable[QueuedJob], mode: Mode,
         ascending_limits: bool = False) -> ScheduleDecision:
