@@ -1,7 +1,8 @@
 """The structures that keep a cycle fast on 65,536 IPUs and with 100,000 pending jobs give the decisions the plain
 ones give, on random states: the backfill timeline of a large Pod against the mask-per-interval one of a small Pod, sjf's
-walk, which stops once no job still to come can start, against the same walk told nothing of its order, and the
-choice of victims by evictable job against the choice block by block."""
+walk, which stops once no job still to come can start, against the same walk told nothing of its order, the
+placement from free IPUs kept rack by rack against placement.place(), and the choice of victims by evictable job
+against the choice block by block."""
 
 from unittest.mock import patch
 
@@ -14,6 +15,7 @@ from vipu.scheduler.policies import engine
 from vipu.scheduler.policies.base import QueuedJob, RunningJob, ScheduleRequest
 from vipu.scheduler.policies.preempt import Victims, choose_victims, room_of
 from vipu.scheduler.policies.interval_timeline import IntervalTimeline
+from vipu.scheduler.policies.rack_masks import RACK, RackMasks
 from vipu.scheduler.policies.reservations import Timeline
 
 
@@ -99,14 +101,14 @@ queued_st = st.tuples(st.sampled_from(SIZES), st.sampled_from([10, 30, 60, 120, 
 
 
 @st.composite
-def walk_cases(draw):
-    total = draw(st.sampled_from([16, 64]))
+def walk_cases(draw, totals=(16, 64), rows=queued_st):
+    total = draw(st.sampled_from(totals))
     now = 100.0
     running = draw(running_jobs(total, now))
     used = 0
     for r in running:
         used |= block(r.first_ipu, r.ipus)
-    rows = draw(st.lists(queued_st, min_size=1, max_size=60))
+    rows = draw(st.lists(rows, min_size=1, max_size=60))
     queued = [QueuedJob(1000 + i, ipus, float(limit), float(i), f"u{i % 4}", qos) for i, (ipus, limit, qos)
               in enumerate(rows)]
     return total, now, running, ((1 << total) - 1) & ~used, queued, draw(st.integers(1, 12)), draw(st.booleans())
@@ -168,6 +170,91 @@ def test_sjf_stops_sooner_and_decides_the_same(case):
         assert _decided(told, ordered)[:2] == _decided(plain, ordered)[:2]
 
 
+@FAST
+@given(walk_cases())
+def test_the_walk_that_stops_early_starts_what_a_whole_walk_starts(case):
+    """Told how many jobs of each size wait (the hints that let the walk stop once nothing can start, kept through
+    starts and evictions), the walk starts and evicts what the walk told nothing, which looks at every job, does."""
+    total, now, running, free, queued, max_job_test, estimates = case
+    ordered = sorted(queued, key=lambda j: (j.time_limit, j.submit_time, j.id))
+    for order, ascending in ((ordered, True), (queued, False)):
+        hinted = engine.run(_request(total, now, running, free, order, max_job_test, estimates, QOS), order,
+                            "backfill", ascending_limits=ascending)
+        whole = _request(total, now, running, free, order, max_job_test, estimates, QOS)
+        whole.sizes = whole.preemptors = whole.shortest = None
+        assert _decided(hinted, order)[:2] == _decided(engine.run(whole, order, "backfill"), order)[:2]
+
+
+@FAST
+@given(walk_cases(totals=(64, 256), rows=st.tuples(st.sampled_from(SIZES + [32, 64]),
+                                                   st.sampled_from([10, 30, 60, 120, 600]),
+                                                   st.sampled_from(["low", "normal", "high", "high"]))))
+def test_the_walk_evicts_the_same_when_victims_are_looked_at_from_where_they_were_left(case):
+    """Victims told what a job may use skip the candidates ruled out for it earlier in the walk: every eviction and
+    start is the one a look at every candidate makes."""
+    total, now, running, free, queued, max_job_test, estimates = case
+    choose = Victims.choose
+    for mode in ("backfill", "strict"):
+        keyed = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued, mode)
+        with patch.object(Victims, "choose", lambda self, room, usable=None: choose(self, room)):
+            plain = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued,
+                               mode)
+        assert _decided(keyed, queued) == _decided(plain, queued)
+
+
+@FAST
+@given(walk_cases(totals=(256, 512), rows=st.tuples(st.sampled_from(SIZES + [32, 64, 128]),
+                                                    st.sampled_from([10, 30, 60, 120, 600]),
+                                                    st.sampled_from(["low", "normal", "high"]))))
+def test_the_walk_places_the_same_from_racks(case):
+    """The walk that keeps its free IPUs rack by rack from its first placement starts the same jobs on the same
+    blocks as the one that asks placement.place() each time."""
+    total, now, running, free, queued, max_job_test, estimates = case
+    for mode in ("backfill", "strict"):
+        with patch.object(engine, "SMALL_POD", 0), patch.object(engine, "RACKS_AFTER", 0):
+            racks = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued,
+                               mode)
+        with patch.object(engine, "SMALL_POD", 1 << 20):
+            plain = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued,
+                               mode)
+        assert _decided(racks, queued) == _decided(plain, queued)
+
+
+@st.composite
+def rack_states(draw):
+    """A Pod of 4 to 16 racks, partly taken by aligned blocks of every size, and some IPUs of it failed."""
+    total = RACK * draw(st.sampled_from([4, 8, 16]))
+    free = (1 << total) - 1
+    for _ in range(draw(st.integers(0, 40))):
+        size = draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256]))
+        first = draw(st.integers(0, total // size - 1)) * size
+        free &= ~block(first, size)
+    if draw(st.booleans()):
+        free &= ~draw(st.integers(0, (1 << total) - 1)) | draw(st.integers(0, (1 << total) - 1))
+    return total, free
+
+
+@FAST
+@given(rack_states(), st.data())
+def test_racks_place_as_placement_does(state, data):
+    """RackMasks answers placement.place() for every size, through placements and IPUs given back."""
+    total, free = state
+    racks = RackMasks(free, total)
+    for _ in range(data.draw(st.integers(1, 12))):
+        for size in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
+            assert racks.place(size) == best_fit(free, total, size), size
+        size = data.draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128]))
+        first = best_fit(free, total, size)
+        if first is not None and data.draw(st.booleans()):
+            free &= ~block(first, size)
+            racks.take(first, size)
+        else:  # an eviction gives back a block, less its failed IPUs
+            size = data.draw(st.sampled_from([1, 4, 16, 64, 128]))
+            first = data.draw(st.integers(0, total // size - 1)) * size
+            free |= block(first, size) & data.draw(st.sampled_from([(1 << total) - 1, (1 << total) - 1 - 0x10]))
+            racks.refresh(first, size, free)
+
+
 def plain_victims(job, candidates, free, usable, total, now, qos_priority):
     """choose_victims as it was: every aligned block that free and evictable IPUs fill, its victims IPU by IPU."""
     if not candidates:
@@ -223,18 +310,22 @@ def test_victims_kept_through_evictions_choose_as_a_fresh_look(case, size, data)
     total, now, candidates, free, usable, job, priority = _victim_case(case, size, data)
     gone: set[int] = set()
     index = Victims(candidates, size, total, now, priority, gone)
+    keyed = Victims(candidates, size, total, now, priority, gone)  # told what the job may use (always `usable`)
     for _ in range(data.draw(st.integers(1, 4))):
         left = [r for r in candidates if r.id not in gone]
         evictable = 0
         for r in left:
             evictable |= block(r.first_ipu, r.ipus)
         fresh = choose_victims(job, left, free & usable, usable, total, now, priority)
-        assert index.choose(room_of(free & usable, evictable, usable, total)) == fresh
+        room = room_of(free & usable, evictable, usable, total)
+        assert index.choose(room) == fresh
+        assert keyed.choose(room, "usable") == fresh
         if fresh is None:
             return
         first, victims = fresh
         gone.update(v.id for v in victims)
         index.evicted(victims)
+        keyed.evicted(victims)
         for v in victims:
             free |= block(v.first_ipu, v.ipus)
         free &= ~block(first, size)  # the preempting job takes its block

@@ -30,6 +30,7 @@ OrderKind = Literal["priority", "submit", "shortest"]
 Entry = tuple[float, float, int]  # (sort key, submit time, id)
 ListKey = tuple[str | None, bool, bool]  # (user, saturated, gated); user is "" for the static orders
 FIXED = None  # the user of the list of jobs with a fixed priority (an admin's), whose keys need no shift
+MANY = 64  # jobs leaving at once from which remove_many() filters the lists they leave instead of deleting each
 
 
 class PendingOrder:
@@ -105,6 +106,30 @@ class PendingOrder:
         del entries[bisect_left(entries, entry)]
         if not entries:
             del self._lists[where]
+
+    def remove_many(self, job_ids: list[int]) -> None:
+        """remove() for each; a list that loses many of its entries is filtered once. Why: a cycle on a large Pod
+        starts two thousand jobs, and deleting each from a list of 10,000 entries moved the rest of the list."""
+        if len(job_ids) < MANY:
+            for job_id in job_ids:
+                self.remove(job_id)
+            return
+        leaving: dict[ListKey, set[int]] = {}
+        for job_id in job_ids:
+            found = self._entry.pop(job_id, None)
+            if found is not None:
+                del self.jobs[job_id]
+                ids = leaving.get(found[0])
+                if ids is None:
+                    leaving[found[0]] = {job_id}
+                else:
+                    ids.add(job_id)
+        for where, ids in leaving.items():
+            kept = [entry for entry in self._lists[where] if entry[2] not in ids]
+            if kept:
+                self._lists[where] = kept
+            else:
+                del self._lists[where]
 
     def _saturate(self, now: float) -> None:
         heap = self._saturation

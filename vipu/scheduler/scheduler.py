@@ -105,12 +105,14 @@ class Scheduler:
 
     def _remember(self, jobs: Iterable[Job], now: float) -> None:
         table, order = self.table, self.order
+        leaving = []  # (the order forgets them together: a cycle may start thousands)
         for j in jobs:
             table.put(j, now)
             if j.state is S.PENDING:
                 order.add(table.pending[j.id], now, j.id in table.gated)
             else:
-                order.remove(j.id)
+                leaving.append(j.id)
+        order.remove_many(leaving)
 
     def _end_runs(self, changed: list[Job], ran: list[Job], now: float, state: JobState) -> list[Effect]:
         """Commit `changed` (new records), then end the runs of `ran` (jobs that held a partition until now, in

@@ -136,7 +136,10 @@ class JobTable(GateOpenings):
                 job.array_job_id, job.spec.account,
             )
             self.used_mask |= block(first, ipus)  # type: ignore[arg-type]
-            self.ending.setdefault(end_by, {})[job.id] = (first, ipus)  # type: ignore[assignment]
+            group = self.ending.get(end_by)
+            if group is None:  # (not setdefault: it makes a dict at every call)
+                group = self.ending[end_by] = {}
+            group[job.id] = (first, ipus)  # type: ignore[assignment]
             self._releases.pop(end_by, None)
         if newly_active and state in ACTIVE:
             for owner in owners(job):

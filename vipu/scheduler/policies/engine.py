@@ -36,8 +36,6 @@ from typing import Iterable, Literal
 
 from vipu.scheduler.bits import best_fit, block, has_block
 from vipu.scheduler.policies.base import (
-    PRIORITY,
-    RESOURCES,
     PendingInfo,
     QueuedJob,
     ScheduleDecision,
@@ -52,12 +50,13 @@ from vipu.scheduler.policies.plans import LimitPlan
 from vipu.scheduler.policies.eviction import try_preempt
 from vipu.scheduler.policies.preempt import Victims
 from vipu.scheduler.policies.interval_timeline import IntervalTimeline
+from vipu.scheduler.policies.order_walk import WAIT, walk_order
+from vipu.scheduler.policies.rack_masks import RACK, RackMasks
 from vipu.scheduler.policies.reservations import Timeline, blocks_mask
 
 Mode = Literal["strict", "backfill"]
 SMALL_POD = 1024  # IPUs up to which the timeline keeps a mask per interval (interval_timeline.py says why)
-FLOOR_STEP = 32  # jobs walked between two refreshes of the sizes that fit as sjf's time limits rise (run())
-_WAIT = {True: PendingInfo(PRIORITY), False: PendingInfo(RESOURCES)}  # shared: most pending jobs get one of these
+RACKS_AFTER = 16  # placements on a large Pod's free IPUs in one walk before they are kept rack by rack (place())
 
 
 class _Walk:
@@ -65,7 +64,8 @@ class _Walk:
         "r", "mode", "estimates", "now", "total", "full", "healthy", "avail", "usage", "decision", "reservations",
         "blocked", "last_reserved", "remaining", "preemptors", "qos_sets", "preempt_qos", "_timeline", "_started",
         "_preempted", "_frozen", "_no_fit", "_fitting", "_no_victims", "shortest", "_evictable", "_lazy",
-        "_lazy_floor", "plan", "capacity", "_candidates", "_victims", "limit_floor", "_refresh_at",
+        "_lazy_floor", "plan", "capacity", "_candidates", "_victims", "limit_floor", "_refresh_at", "racks",
+        "_placed",
     )
 
     def __init__(self, request: ScheduleRequest, mode: Mode, ascending_limits: bool = False):
@@ -92,12 +92,12 @@ class _Walk:
         self._started: list[tuple[float, int, int]] = []  # (end, first IPU, size): starts before the timeline
         self._preempted: set[int] = set()
         self._frozen: tuple[list[float], list[int]] | None = None
-        self._no_fit: set[tuple[int, int, int]] = set()
+        self._no_fit: set[int | tuple[int, int, int]] = set()  # fit_key()s that found no block
         self._fitting = Fitting()  # the sizes that could start now
         self._no_victims: set[tuple[int, int, int, str]] = set()  # preemption searches that found nothing
         self.shortest = request.shortest
         self._evictable: int | None = None
-        self._candidates: dict[str, tuple[list, int]] = {}  # QOS -> running jobs it may evict, and their IPUs
+        self._candidates: dict[str, list] = {}  # QOS -> [running jobs it may evict, the IPUs of those not evicted]
         self._victims: dict[tuple[str, int], Victims] = {}  # (QOS, size) -> those jobs by what evicting costs
         self._lazy: list[tuple[QueuedJob, int, float]] = []  # (job, allowed, lower bound): reservations to make
         self._lazy_floor = math.inf  # none of them begins before this (see need())
@@ -105,6 +105,8 @@ class _Walk:
         # the last one walked, a tighter bound than request.shortest (see run()); None: the order says nothing
         self.limit_floor: float | None = 0.0 if ascending_limits else None
         self._refresh_at = 0  # jobs walked before the sizes that fit may be worked out again for a higher floor
+        self.racks: RackMasks | None = None  # avail rack by rack, once placements on it are many (place())
+        self._placed = 0 if self.total > SMALL_POD and self.total % RACK == 0 else -1  # -1: never
 
     # -- lazily built views -------------------------------------------------------------------------------
     @property
@@ -213,6 +215,8 @@ class _Walk:
         blk = block(first, job.ipus)
         # (its block is free: every caller found it in avail; an AND with ~blk costs ten times as much)
         self.avail ^= blk
+        if self.racks is not None:
+            self.racks.take(first, job.ipus)
         if self._timeline is not None:
             self._timeline.reserve(self.now, self.now + job.time_limit, first, job.ipus)
         else:
@@ -225,13 +229,25 @@ class _Walk:
         # each of hundreds of starts, each test a few operations on masks as wide as the Pod.)
         self._fitting.started(first, job.ipus)
 
+    def place(self, mask: int, size: int) -> int | None:
+        """best_fit(mask, total, size); on the free IPUs themselves of a large Pod, from the racks kept (rack_masks.py),
+        once a walk has placed more than RACKS_AFTER jobs on them (building them costs about that many placements)."""
+        if mask is self.avail and self._placed >= 0:
+            if self.racks is None:
+                self._placed += 1
+                if self._placed <= RACKS_AFTER:
+                    return best_fit(mask, self.total, size)
+                self.racks = RackMasks(mask, self.total)
+            return self.racks.place(size)
+        return best_fit(mask, self.total, size)
+
     def try_preempt(self, job: QueuedJob, allowed: int) -> bool:
         return try_preempt(self, job, allowed)
 
     def wait(self, job: QueuedJob, allowed: int, reserve: bool, not_before: float | None = None) -> None:
         """`job` cannot start now. If some moment can hold it, it blocks the jobs behind it (reason Priority for
         them) and, with `reserve`, takes a reservation on the timeline; its estimated start is that moment."""
-        info = _WAIT[self.blocked]
+        info = WAIT[self.blocked]
         limited = self.plan.applies(job)
         if limited and not self.estimates and reserve and self.mode == "backfill":
             # Its reservation depends on the limit plan, which holds the reservations made in walk order: it is
@@ -307,21 +323,28 @@ class _Walk:
         if fits and self._takes_reserved_limit(job, self.now + job.time_limit):
             return self.wait(job, allowed, reserve=True)  # it would take a limit a reserved job of its group needs
         if fits:
-            return self.start(job, best_fit(mask, total, size), mask)  # type: ignore[arg-type]
+            return self.start(job, self.place(mask, size), mask)  # type: ignore[arg-type]
         if self.try_preempt(job, allowed):
             return None
         self.wait(job, allowed, reserve=True)
 
-    def tail(self, job: QueuedJob, allowed: int) -> None:
-        """Beyond max_job_test: start it if it fits now without touching a reservation; no estimate otherwise."""
-        end = self.now + job.time_limit
-        horizon = bisect_left(self._frozen[0], end) if self._frozen else 0
+    def fit_key(self, job: QueuedJob, allowed: int) -> int | tuple[int, int, int]:
+        """What decides whether `job` finds a block in the tail: its size, its allowed IPUs and the reservations
+        that begin before it would end (the walk remembers the keys that found none: _no_fit)."""
+        horizon = bisect_left(self._frozen[0], self.now + job.time_limit) if self._frozen else 0
+        if allowed is self.full:  # (an int, not a tuple: one made for each of 10,000 jobs woke the collector)
+            return horizon << 32 | job.ipus
         # Why id(): hashing a mask of 65,536 IPUs reads all of it, for every job walked; the allowed masks are the
-        # request's own (or self.full), alive and unchanged through the walk, so equal ids mean equal masks.
-        key = (job.ipus, id(allowed), horizon)
+        # request's own, alive and unchanged through the walk, so equal ids mean equal masks.
+        return (job.ipus, id(allowed), horizon)
+
+    def tail(self, job: QueuedJob, allowed: int, key: int | tuple[int, int, int]) -> None:
+        """Beyond max_job_test: start it if it fits now without touching a reservation; no estimate otherwise.
+        `key`: fit_key(job, allowed)."""
+        end = self.now + job.time_limit
         if key not in self._no_fit:
             mask = self.unreserved(self.avail if allowed is self.full else self.avail & allowed, end)
-            first = best_fit(mask, self.total, job.ipus)  # None: no block
+            first = self.place(mask, job.ipus)  # None: no block
             if first is not None:
                 if not self._takes_reserved_limit(job, end):
                     return self.start(job, first, mask)
@@ -329,54 +352,13 @@ class _Walk:
                 self._no_fit.add(key)
         if job.qos in self.preempt_qos and self.try_preempt(job, allowed):
             return
-        self.decision.pending[job.id] = _WAIT[self.blocked]
+        self.decision.pending[job.id] = WAIT[self.blocked]
         # Only a job that some future moment can hold blocks the jobs behind it (matters in strict mode).
         if not self.blocked:
             self.blocked = self.capacity.ever(job.ipus, allowed)
 
     def run(self, order: Iterable[QueuedJob]) -> ScheduleDecision:
-        tested, limit = 0, self.r.max_job_test
-        pending = self.decision.pending
-        remaining = self.remaining
-        floor = self.limit_floor
-        walked = 0
-        for job in order:
-            if floor is not None and job.time_limit > floor:
-                # Why: sjf's walk stopped only once no size fitted for the shortest limit of any job of that size,
-                # so it walked most of a long queue; jobs still to come run at least this long, so a block free
-                # only until a reservation begins sooner holds none of them. Worked out again at most once per
-                # FLOOR_STEP jobs: with many distinct limits each rise would cost a pass over the sizes.
-                floor = self.limit_floor = job.time_limit
-                if walked >= self._refresh_at:
-                    self._fitting.drop()
-                    self._refresh_at = walked + FLOOR_STEP
-            walked += 1
-            if remaining is not None:
-                remaining[job.ipus] = remaining.get(job.ipus, 0) - 1
-                if job.qos in self.preempt_qos and self.preemptors is not None:
-                    self.preemptors[job.ipus] = self.preemptors.get(job.ipus, 0) - 1
-            reason = self.usage.reason(job)
-            if reason is not None:
-                pending[job.id] = PendingInfo(reason)
-            else:
-                allowed = self.allowed(job)
-                if allowed is None or not self.capacity.feasible(job.ipus, allowed):
-                    pending[job.id] = self.capacity.infeasible(job, allowed)
-                elif tested < limit:
-                    tested += 1
-                    self.planned(job, allowed)
-                    if tested == limit:
-                        self.freeze()
-                else:
-                    self.tail(job, allowed)
-            if (tested >= limit or not self.estimates) and (
-                (self.mode == "strict" and self.blocked) or self.nothing_can_start()
-            ):
-                self.decision.rest = PendingInfo(PRIORITY if self.blocked else RESOURCES)
-                self.decision.limits = self.usage
-                break
-        return self.decision
-
+        return walk_order(self, order)
 
 def run(request: ScheduleRequest, order: Iterable[QueuedJob], mode: Mode,
         ascending_limits: bool = False) -> ScheduleDecision:

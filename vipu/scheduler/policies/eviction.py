@@ -29,15 +29,20 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
     if found is None:  # one pass over the running jobs per QOS, not per job: thousands run on a big Pod
         spec = walk.r.qos[job.qos]
         listed = [r for r in walk.r.running if r.qos in spec.preempt and r.id not in walk._preempted]
-        found = walk._candidates[job.qos] = (listed, blocks_mask([n for r in listed for n in (r.first_ipu, r.ipus)],
-                                                                 walk.total))
+        found = walk._candidates[job.qos] = [listed, blocks_mask([n for r in listed for n in (r.first_ipu, r.ipus)],
+                                                                 walk.total)]
+    # (the list keeps the candidates evicted since it was made: only their IPUs leave the mask, and Victims skips
+    # them; filtering the list at every eviction read thousands of running jobs each time)
     candidates, their_ipus = found
     usable = allowed & walk.healthy & (walk.full ^ reserved)
     index = walk._victims.get((job.qos, job.ipus))
     if index is None:  # the candidates sorted once per walk, QOS and size, not looked at one by one per job
-        index = walk._victims[(job.qos, job.ipus)] = Victims(candidates, job.ipus, walk.total, walk.now,
-                                                             walk.qos_sets.priority, walk._preempted)
-    pick = index.choose(room_of(walk.avail & usable, their_ipus, usable, walk.total)) if candidates else None
+        gone = walk._preempted
+        index = walk._victims[(job.qos, job.ipus)] = Victims([r for r in candidates if r.id not in gone], job.ipus,
+                                                             walk.total, walk.now, walk.qos_sets.priority, gone)
+    # (usable stands for what the job may use: its allowed IPUs, healthy, less the reservations before its end)
+    pick = index.choose(room_of(walk.avail & usable, their_ipus, usable, walk.total), (id(allowed), reserved)) \
+        if their_ipus else None
     if pick is None:
         walk._no_victims.add(key)
         return False
@@ -46,12 +51,14 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
         walk.decision.preemptions.append(Preemption(v.id, job.id, walk.r.qos[v.qos].preempt_mode))
         blk = block(v.first_ipu, v.ipus) & walk.healthy
         walk.avail |= blk
+        if walk.racks is not None:
+            walk.racks.refresh(v.first_ipu, v.ipus, walk.avail)
         if walk._timeline is not None:
             walk._timeline.release_now(blk)
         walk._preempted.add(v.id)
         if walk._evictable is not None:  # (a victim's block is evictable, and no other job holds its IPUs)
             walk._evictable ^= block(v.first_ipu, v.ipus)
-        walk._fitting.evicted()
+        walk._fitting.evicted(v.first_ipu, v.ipus)
         walk.usage.remove(v)
         walk.plan.evicted(v)
     # The victims' IPUs are free now: a size that found no free block may find one. A search for victims that
@@ -59,13 +66,10 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
     walk._no_fit.clear()
     for index in walk._victims.values():
         index.evicted(victims)
-    gone = {v.id for v in victims}
-    for qos, (listed, their_ipus) in walk._candidates.items():
-        kept = [r for r in listed if r.id not in gone]
-        if len(kept) < len(listed):
-            for v in victims:
-                if v.qos in walk.r.qos[qos].preempt:
-                    their_ipus ^= block(v.first_ipu, v.ipus)
-            walk._candidates[qos] = (kept, their_ipus)
+    for qos, found in walk._candidates.items():
+        preempts = walk.r.qos[qos].preempt
+        for v in victims:
+            if v.qos in preempts:
+                found[1] ^= block(v.first_ipu, v.ipus)
     walk.start(job, first, block(first, job.ipus))
     return True

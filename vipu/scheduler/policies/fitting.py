@@ -4,9 +4,10 @@ Why kept with a witness: after each start the answer used to be worked out again
 on masks as wide as the Pod; on a Pod of 65,536 IPUs they cost tens of microseconds each, and a cycle in which a
 thousand jobs end starts a thousand. A start only takes IPUs, so a size that did not fit still does not, and one
 that fit still does unless the start took IPUs of the block found for it (its witness): only those are worked out
-again. An eviction frees IPUs: a size that fit without evicting still does, the others are worked out again (sjf's
-walk on 65,536 IPUs evicted for two hundred jobs in one cycle, and each time worked out every size anew). Every
-other change (a reservation, a lazy reservation that may begin early) drops the answer.
+again. An eviction frees IPUs: a size that fit without evicting still does, and the others are looked for only
+around the victims' blocks (sjf's walk on 65,536 IPUs evicted for two hundred jobs in one cycle, and each time
+worked out every size anew over the whole Pod). Every other change (a reservation, a lazy reservation that may
+begin early) drops the answer.
 """
 
 from __future__ import annotations
@@ -21,78 +22,139 @@ if TYPE_CHECKING:
 
 
 class Fitting:
-    __slots__ = ("sizes", "until", "_taken", "_evicted")
+    __slots__ = ("sizes", "until", "fresh", "_taken", "_given")
 
     def __init__(self) -> None:
-        self.sizes: list[tuple[int, bool, int]] | None = None  # (size, only by eviction, witness block's first IPU)
+        # (size, only by eviction, the first IPU of a block found for it, the end it was looked for up to)
+        self.sizes: list[tuple[int, bool, int, float]] | None = None
         self.until = -math.inf  # the answer depends on the reservations that begin before this
+        # True: the last answer was that something fits and nothing changed since; the walk clears it when a size's
+        # count reaches zero, and asks again only then (asking after each of 10,000 jobs cost a tenth of a walk)
+        self.fresh = False
         self._taken: list[tuple[int, int]] = []  # blocks (first IPU, size) started since it was worked out
-        self._evicted = False  # running jobs were evicted since: the sizes that fit only by evicting may fit now
+        self._given: list[tuple[int, int]] = []  # blocks of the jobs evicted since: sizes may fit there now
 
     def drop(self) -> None:
         self.sizes = None
+        self.fresh = False
 
-    def evicted(self) -> None:
+    def evicted(self, first: int, size: int) -> None:
+        self.fresh = False
         if self.sizes is not None:
-            self._evicted = True
+            self._given.append((first, size))
 
     def started(self, first: int, size: int) -> None:
+        self.fresh = False
         if self.sizes is not None:
             self._taken.append((first, size))
 
     def any_fits(self, walk: _Walk) -> bool:
         if self.sizes is None:
             self._taken.clear()
-            self._evicted = False
+            self._given.clear()
             self.sizes, self.until = _fitting(walk, list(walk.remaining))
-        elif self._taken or self._evicted:
+        elif self._taken or self._given:
             taken, self._taken = self._taken, []
-            evicted, self._evicted = self._evicted, False
+            given, self._given = self._given, []
             kept, again = [], []
             for entry in self.sizes:
-                size, by_eviction, w = entry
-                if evicted and by_eviction:
-                    again.append(size)
-                    continue
+                size, _, w, _ = entry
                 for f, n in taken:  # (a loop, not any() over a generator: this runs after every start)
                     if f < w + size and w < f + n:
                         again.append(size)
                         break
                 else:
                     kept.append(entry)
-            if evicted:  # (a size listed neither way found no block even by evicting: it may now)
+            if given:
+                # An eviction hands its victims' IPUs from the evictable to the free, and the job that evicted takes
+                # its block: free and evictable together only lose that block. So a size that fit by evicting
+                # still does unless that block hit its witness, and one that did not fit even so still does not;
+                # either may now fit without evicting, on a block that holds or lies in a victim's (_freed()).
+                # (an entry worked out for an earlier end, before sjf's floor rose, is worked out again whole)
                 listed = {entry[0] for entry in self.sizes}
-                again += [size for size in walk.remaining if size not in listed]
+                for k, entry in enumerate(kept):
+                    if entry[1]:
+                        if entry[3] != _end(walk, entry[0]):
+                            again.append(entry[0])
+                            kept[k] = None  # type: ignore[call-overload]
+                            continue
+                        found = _freed(walk, entry[0], given)
+                        if found is not None:
+                            kept[k] = found
+                kept = [entry for entry in kept if entry is not None]
+                for size in walk.remaining:
+                    if size not in listed and walk.remaining[size] > 0:
+                        found = _freed(walk, size, given)
+                        if found is not None:
+                            kept.append(found)
             if again:
                 found, until = _fitting(walk, again)
                 kept += found
                 self.until = max(self.until, until)
             self.sizes = kept
         remaining, preemptors = walk.remaining, walk.preemptors
-        return any((preemptors.get(s, 0) if by_eviction else remaining[s]) > 0 for s, by_eviction, _ in self.sizes)
+        self.fresh = any((preemptors.get(s, 0) if by_eviction else remaining[s]) > 0
+                         for s, by_eviction, _, _ in self.sizes)
+        return self.fresh
 
 
-def _fitting(walk: _Walk, sizes: list[int]) -> tuple[list[tuple[int, bool, int]], float]:
+def _end(walk: _Walk, size: int) -> float:
+    """The earliest end of a job still to come of that size (no job still to come runs shorter: engine.run)."""
+    return walk.now + max((walk.shortest or {}).get(size, 0.0), walk.limit_floor or 0.0)
+
+
+def _freed(walk: _Walk, size: int, given: list[tuple[int, int]]) -> tuple[int, bool, int, float] | None:
+    """The entry of a size that fits without evicting on a block that holds, or lies in, one of the `given` blocks
+    (those of evicted jobs), or None. Only the aligned stretch around each is read: a block of the size that was not
+    wholly free before and is now holds IPUs of a victim, so it lies in the victim's block or holds it whole."""
+    end = _end(walk, size)
+    walk._fitting.until = max(walk._fitting.until, end)  # (at least what _fitting() records for it)
+    reserved = None
+    for first, n in given:
+        span = size if size > n else n
+        at = first - first % span
+        stretch = (1 << span) - 1
+        free = (walk.avail >> at) & stretch
+        if not has_block(free, size, span):
+            continue
+        if reserved is None:
+            reserved = walk.reserved_over(end)
+        if reserved:
+            free &= ~(reserved >> at) & stretch
+        w = first_block(free, size, span)
+        if w is not None:
+            return (size, False, at + w, end)
+    return None
+
+
+def _fitting(walk: _Walk, sizes: list[int]) -> tuple[list[tuple[int, bool, int, float]], float]:
     shortest, now, avail, total = walk.shortest or {}, walk.now, walk.avail, walk.total
-    remaining, preemptors = walk.remaining, walk.preemptors
-    floor = walk.limit_floor or 0.0  # no job still to come runs shorter (engine.run)
+    remaining, preemptors, racks = walk.remaining, walk.preemptors, walk.racks
+    floor = walk.limit_floor or 0.0  # no job still to come runs shorter (engine.run); as _end()
     fitting = []
     until = -math.inf
     for size in sizes:
         if remaining[size] <= 0:
             continue  # counts only go down during a walk
         end = now + max(shortest.get(size, 0.0), floor)
+        if racks is not None and not walk._lazy and not walk.reserved_over(end):
+            # no reservation in the way: the racks kept for placement answer at once (rack_masks.py)
+            w = racks.place(size)
+            if w is not None:
+                until = max(until, end)
+                fitting.append((size, False, w, end))
+                continue
         # (no block in the free IPUs: none outside the reservations either, which need not be looked at)
-        if has_block(avail, size, total):
+        elif has_block(avail, size, total):
             until = max(until, end)
             w = first_block(walk.unreserved(avail, end), size, total)
             if w is not None:
-                fitting.append((size, False, w))
+                fitting.append((size, False, w, end))
                 continue
         if preemptors.get(size, 0) > 0:
             until = max(until, end)
             # (evicting frees no reserved IPU for it: try_preempt leaves the reservations out, so does this)
             w = first_block(walk.unreserved(avail | walk.evictable(), end) & walk.healthy, size, total)
             if w is not None:
-                fitting.append((size, True, w))
+                fitting.append((size, True, w, end))
     return fitting, until

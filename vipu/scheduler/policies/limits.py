@@ -53,7 +53,10 @@ class Usage:
         self.qos = qos
         self._running = running
         self._counts: Counter | None = None  # group -> jobs or IPUs in it now, counted on first need
-        self._deltas: list[tuple[object, int]] = []  # starts and evictions made before counting was needed
+        # starts and evictions made before counting was needed (two lists, not (job, sign) pairs: a cycle on a
+        # large Pod starts thousands of jobs, and each pair was one more object for the cycle collector)
+        self._added: list = []
+        self._removed: list = []
         self._limited = qos_sets(qos).limited
 
     def _count(self, job, sign: int) -> None:
@@ -65,21 +68,24 @@ class Usage:
             self._counts = Counter()
             for job in self._running:
                 self._count(job, 1)
-            for job, sign in self._deltas:
-                self._count(job, sign)
-            self._deltas.clear()
+            for job in self._added:
+                self._count(job, 1)
+            for job in self._removed:
+                self._count(job, -1)
+            self._added.clear()
+            self._removed.clear()
 
     def add(self, job: QueuedJob) -> None:
         if self._counts is not None:
             self._count(job, 1)
         else:
-            self._deltas.append((job, 1))
+            self._added.append(job)
 
     def remove(self, job: RunningJob) -> None:
         if self._counts is not None:
             self._count(job, -1)
         else:
-            self._deltas.append((job, -1))
+            self._removed.append(job)
 
     def reason(self, job: QueuedJob) -> str | None:
         """The limit that keeps `job` from starting now, or None."""

@@ -9,7 +9,7 @@ operations per evictable job.
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_right
 from typing import Mapping, Sequence
 
 from vipu.scheduler.policies.base import QueuedJob, RunningJob
@@ -54,41 +54,69 @@ class Victims:
     evicted for two hundred jobs in one cycle. Looked at in the order of their keys, the first candidate whose
     block is whole in the room is the one a look at all of them picks (keys differ at least by the block's first
     IPU, and the blocks of different victims never overlap). Evicted candidates (`gone`, the walk's set) are
-    skipped; a block whose smaller victims lose some is filed again under its new key."""
+    skipped; a block whose smaller victims lose some is filed again under its new key.
 
-    __slots__ = ("size", "_now", "_priority", "_gone", "_singles", "_head", "_groups", "_current")
+    Why a walk names what it may use (`usable`, to choose()): what a preempting job may take, free or by evicting,
+    only shrinks during a walk (an eviction hands IPUs from the evictable to the free, and the evicting job takes its
+    block), so a candidate that is not whole in it for the same usable IPUs never will be: each usable key keeps
+    where the candidates not yet ruled out begin, and a walk that evicts for hundreds of jobs no longer looks at the
+    same thousand candidates each time. (A block filed again lost a victim to a job that took IPUs of it: it is
+    never whole again, so it may be filed behind where a key's look begins.)"""
+
+    __slots__ = ("size", "_now", "_priority", "_gone", "_singles", "_head", "_groups", "_current", "_from")
 
     def __init__(self, candidates: Sequence[RunningJob], size: int, total: int, now: float,
                  qos_priority: Mapping[str, int], gone: set[int]):
         self.size, self._now, self._priority, self._gone = size, now, qos_priority, gone
         singles, inside = [], {}
+        get = qos_priority.get
         for r in candidates:
             if r.ipus < size:
-                inside.setdefault(r.first_ipu - r.first_ipu % size, []).append(r)
+                first = r.first_ipu - r.first_ipu % size
+                held = inside.get(first)
+                if held is None:
+                    inside[first] = [r]
+                else:
+                    held.append(r)
             else:  # (priority, work lost, first IPU): its key but for the first whole block inside it
-                singles.append((qos_priority.get(r.qos, 0), r.ipus * max(0.0, now - r.start_time), r.first_ipu, r))
-        singles.sort(key=lambda e: e[:3])
+                elapsed = now - r.start_time
+                singles.append((get(r.qos, 0), r.ipus * (elapsed if elapsed > 0.0 else 0.0), r.first_ipu, r))
+        singles.sort()  # (first IPUs differ: the job itself is never compared)
         self._singles, self._head = singles, 0
         self._current: dict[int, list[RunningJob]] = {}  # block -> the candidates it holds whole, by id
         self._groups = sorted((self._group(first, held) for first, held in inside.items() if first + size <= total),
-                              key=lambda e: e[0])
+                              key=_KEY)
+        self._from: dict[object, list[int]] = {}  # usable key -> [first single, first group] not yet ruled out
 
     def _group(self, first: int, held: list[RunningJob]) -> tuple[tuple, list[RunningJob]]:
-        chosen = self._current[first] = sorted(held, key=lambda r: r.id)
+        chosen = self._current[first] = sorted(held, key=_ID) if len(held) > 1 else held
         priority, now = self._priority, self._now
-        key = (max(priority.get(r.qos, 0) for r in chosen), len(chosen),
-               sum(r.ipus * max(0.0, now - r.start_time) for r in chosen), first)
-        return key, chosen
+        top, work = None, 0
+        for r in chosen:
+            p = priority.get(r.qos, 0)
+            if top is None or p > top:
+                top = p
+            elapsed = now - r.start_time
+            work += r.ipus * (elapsed if elapsed > 0.0 else 0.0)
+        return (top, len(chosen), work, first), chosen
 
-    def choose(self, room: bytes) -> tuple[int, list[RunningJob]] | None:
-        """(first_ipu, victims sorted by id) of the cheapest block wholly in `room` (room_of()), or None."""
+    def choose(self, room: bytes, usable: object = None) -> tuple[int, list[RunningJob]] | None:
+        """(first_ipu, victims sorted by id) of the cheapest block wholly in `room` (room_of()), or None. `usable`:
+        a key that stands for the IPUs the job may use (see above); None: look at every candidate."""
         size, gone, singles = self.size, self._gone, self._singles
         head = self._head
         while head < len(singles) and singles[head][3].id in gone:  # the cheapest go first: skipped once
             head += 1
         self._head = head
+        start = None
+        if usable is not None:
+            start = self._from.get(usable)
+            if start is None:
+                start = self._from[usable] = [head, 0]
+            elif start[0] < head:
+                start[0] = head
         best_key, best = None, None
-        for k in range(head, len(singles)):
+        for k in range(head if start is None else start[0], len(singles)):
             priority, work, _, r = singles[k]
             if r.id in gone:
                 continue
@@ -97,14 +125,24 @@ class Victims:
                     best_key, best = (priority, 1, work, first), (first, [r])
                     break  # (the lowest of its blocks: the others only differ by a later first IPU)
             if best is not None:
+                if start is not None:
+                    start[0] = k  # (those before it are gone or never whole)
                 break
-        current = self._current
-        for key, chosen in self._groups:
+        else:
+            if start is not None:
+                start[0] = len(singles)
+        current, groups = self._current, self._groups
+        g = 0 if start is None else start[1]
+        while g < len(groups):
+            key, chosen = groups[g]
             if best_key is not None and key > best_key:
                 break
             first = key[3]
             if current.get(first) is chosen and _whole(room, first, size):
                 return first, chosen
+            g += 1
+            if start is not None:
+                start[1] = g  # (every group before it was filed again or is not whole)
         return best
 
     def evicted(self, victims: Sequence[RunningJob]) -> None:
@@ -119,7 +157,20 @@ class Victims:
                 continue
             left = [r for r in held if r.id not in gone]
             if left:
-                insort(self._groups, self._group(first, left), key=lambda e: e[0])
+                entry = self._group(first, left)
+                at = bisect_right(self._groups, entry[0], key=_KEY)
+                self._groups.insert(at, entry)
+                for start in self._from.values():
+                    if at <= start[1]:
+                        start[1] += 1  # (it lies behind where that key's look begins: see the class)
+
+
+def _KEY(entry: tuple) -> tuple:
+    return entry[0]
+
+
+def _ID(r: RunningJob) -> int:
+    return r.id
 
 
 def _whole(room: bytes, first: int, size: int) -> bool:
