@@ -35,7 +35,7 @@ machines' counters record) the bytes the real Pod would move, while the fp32 val
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -45,9 +45,11 @@ from vipu.fabric.known_schedules import known
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.strided import STEPS, group_rings
 from vipu.fabric.transfer_schedule import Step, Transfer, piece_sends
-from vipu.fabric.transport import Transport, WrappedTransport
+from vipu.errors import VipuError
+from vipu.fabric.transport import Transport
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
+from vipu.jobs.train.transport_views import PricedAs, Scoped, Unrecorded  # noqa: F401 - where callers import them
 from vipu.sdk.nn.synthetic import DTYPE
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
@@ -57,70 +59,6 @@ TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traf
 class DataPathMismatch(RuntimeError):
     """The links delivered other values than a step went on with: a defect of the emulator, not of the job (a plain
     exception, not an assert, so that it holds under python -O too)."""
-
-class PricedAs(WrappedTransport):
-    """A transport whose tensors are priced as `dtype` on the links; everything else is the wrapped transport's."""
-
-    def __init__(self, inner: Transport, dtype):
-        super().__init__(inner)
-        self.dtype = np.dtype(dtype)
-
-    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
-        numel, _ = self.inner.spec(ipu, name)
-        return numel, self.dtype
-
-
-class Scoped(WrappedTransport):
-    """A transport whose tensor names all carry `scope`: two runs on the same machines (a requeued job starting
-    while its last run's thread winds down, or the next job on a cancelled one's IPUs) each see only their own
-    "params", "tp", "pp", ... and free only their own."""
-
-    def __init__(self, inner: Transport, scope: str):
-        super().__init__(inner)
-        self.scope = scope
-
-    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
-        return self.inner.spec(ipu, self.scope + name)
-
-    def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
-        self.inner.run_steps(self.scope + name, steps)
-
-    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
-        self.inner.put_tensor(ipu, self.scope + name, array, tiles)
-
-    def get_tensor(self, ipu: int, name: str) -> np.ndarray:
-        return self.inner.get_tensor(ipu, self.scope + name)
-
-    def free_tensor(self, ipu: int, name: str) -> None:
-        self.inner.free_tensor(ipu, self.scope + name)
-
-    def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
-        self.inner.free_tensors((ipu, self.scope + name) for ipu, name in held)
-
-    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        self.inner.put_tensors(self.scope + name, arrays)
-
-    def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
-        return self.inner.get_tensors(self.scope + name, ipus)
-
-    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
-        return self.inner.get_tensors_later(self.scope + name, ipus)
-
-    def offload(self, name: str, ipus: Sequence[int]) -> None:
-        self.inner.offload(self.scope + name, ipus)
-
-    def load(self, name: str, ipus: Sequence[int]) -> None:
-        self.inner.load(self.scope + name, ipus)
-
-    def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        self.inner.put_offloaded(self.scope + name, arrays)
-
-    def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
-        self.inner.reserve(self.scope + name, sizes)
-
-    def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
-        self.inner.hold(self.scope + name, held)
-
 
 def free_each(transport: Transport, held) -> None:
     """Free each (IPU, tensor) of `held`, best effort: a machine that is gone has nothing left to free."""
@@ -135,14 +73,15 @@ def run_schedule(op: str, name: str, steps: list[Step], transport: Transport, to
     return execute(op, name, steps, link_model(topology), dtype.itemsize, within, transport)
 
 
-def run_shape(op: str, name: str, shape: Hashable, build: Callable[[], list[Step]], ipu: int, transport: Transport,
-              topology: Topology, within: frozenset[int]) -> CollectiveResult:
+def run_shape(op: str, name: str, shape: Hashable, build: Callable[[], list[Step]], ipu: int,
+              transport: Transport | None, topology: Topology, within: frozenset[int], dtype=None) -> CollectiveResult:
     """run_schedule for a schedule that `shape` names (with the op, topology, routes' bounds and dtype: the key it is
-    kept under, fabric/known_schedules.py): built, checked and priced the first time only; `ipu` holds `name`."""
-    _, dtype = transport.spec(ipu, name)
+    kept under, fabric/known_schedules.py): built, checked and priced the first time only; `ipu` holds `name`.
+    Without a transport (give the dtype) it is priced only."""
+    itemsize = np.dtype(transport.spec(ipu, name)[1] if dtype is None else dtype).itemsize
     links = link_model(topology)
-    schedule = known(("data path", op, shape, topology, within, dtype.itemsize),
-                     lambda: price(op, build(), links, dtype.itemsize, within))
+    schedule = known(("data path", op, shape, topology, within, itemsize),
+                     lambda: price(op, build(), links, itemsize, within))
     return move(name, schedule, transport)
 
 
@@ -267,17 +206,34 @@ class Fabric:
         self.log.append((kind, result))
         return result.virtual_s
 
+    def _moved(self, kind: str, name: str, ipu: int, stacked: int, run: Callable[..., CollectiveResult]) -> float:
+        """Run a collective on `name` and log it: run(transport) moves and records it, run(None, nbytes=, dtype=)
+        prices it only. With `stacked` micro-batches' values in the tensor (work.StageGroup), the data moves once and
+        the cost is each micro-batch's: priced, logged and recorded `stacked` times, as that many collectives of one
+        micro-batch each would be."""
+        if stacked == 1:
+            return self._done(kind, run(self.transport))
+        numel, dtype = self.transport.spec(ipu, name)
+        run(Unrecorded(self.transport))
+        one = run(None, nbytes=numel // stacked * dtype.itemsize, dtype=dtype)
+        for _ in range(stacked):
+            self.transport.record(one)
+            self._done(kind, one)
+        return one.virtual_s
+
     # --- tensor parallel --------------------------------------------------------------------------------------
-    def allreduce(self, group: Group, parts: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
-        """Every shard gets the sum of the shards' `parts` (same shape each)."""
+    def allreduce(self, group: Group, parts: list[np.ndarray], stacked: int = 1) -> tuple[list[np.ndarray], float]:
+        """Every shard gets the sum of the shards' `parts` (same shape each; `stacked` micro-batches': _moved)."""
         if group.size == 1:
             return parts, 0.0
         self.put("tp", dict(zip(group.ipus, parts)))
-        seconds = self._done(TP, allreduce(group, "tp", self.transport))
+        seconds = self._moved(TP, "tp", group.ipus[0], stacked,
+                              lambda transport, **only: allreduce(group, "tp", transport, **only))
         got = self.get("tp", group.ipus)
         return [got[ipu] for ipu in group.ipus], seconds
 
-    def all_gather(self, group: Group, pieces: list[np.ndarray], axis: int) -> tuple[list[np.ndarray], float]:
+    def all_gather(self, group: Group, pieces: list[np.ndarray], axis: int,
+                   stacked: int = 1) -> tuple[list[np.ndarray], float]:
         """Every shard gets the shards' `pieces` concatenated along `axis` (piece k from shard k)."""
         if group.size == 1:
             return pieces, 0.0
@@ -290,7 +246,8 @@ class Fabric:
             buf[n * k // t:n * (k + 1) // t] = x  # rows of shard k: exactly the fabric's flat shard k
             buffers[ipu] = buf
         self.put("tp.gather", buffers)
-        seconds = self._done(TP, all_gather(group, "tp.gather", self.transport))
+        seconds = self._moved(TP, "tp.gather", group.ipus[0], stacked,
+                              lambda transport, **only: all_gather(group, "tp.gather", transport, **only))
         got = self.get("tp.gather", group.ipus)
         return [np.moveaxis(got[ipu], 0, axis) for ipu in group.ipus], seconds
 
@@ -327,8 +284,8 @@ class Fabric:
         return [got[ipu] for ipu in ipus], seconds
 
     # --- pipeline ---------------------------------------------------------------------------------------------
-    def send(self, replica: int, src_stage: int, dst_stage: int,
-             arrays: list[np.ndarray]) -> tuple[Callable[[], list[np.ndarray]], float]:
+    def send(self, replica: int, src_stage: int, dst_stage: int, arrays: list[np.ndarray],
+             stacked: int = 1) -> tuple[Callable[[], list[np.ndarray]], float]:
         """Stage src's boundary tensor (one identical copy per shard) to stage dst's shards: shard k sends its k-th
         piece to shard k (the whole tensor when t = 1), then the receivers all-gather the pieces. Returns what
         stage dst receives, read when called (the transport's get_tensors_later: the next stage calls it)."""
@@ -337,11 +294,18 @@ class Fabric:
         buffers = {**dict(zip(srcs, arrays)), **{ipu: np.zeros_like(a) for ipu, a in zip(dsts, arrays)}}
         self.put("pp", buffers)
         numel = arrays[0].size
-        seconds = self._done(PP, run_shape("send_recv", "pp", (tuple(srcs), tuple(dsts), numel),
-                                           lambda: [piece_sends(srcs, dsts, numel, "scatter")], srcs[0],
-                                           self.transport, self.topology, block.members))
+
+        def scatter(transport, nbytes=None, dtype=None):
+            n = numel if nbytes is None else nbytes // dtype.itemsize
+            return run_shape("send_recv", "pp", (tuple(srcs), tuple(dsts), n),
+                             lambda: [piece_sends(srcs, dsts, n, "scatter")], srcs[0], transport, self.topology,
+                             block.members, dtype)
+
+        seconds = self._moved(PP, "pp", srcs[0], stacked, scatter)
         if self.t > 1:
-            seconds += self._done(PP, all_gather(self.tensor_group(replica, dst_stage), "pp", self.transport))
+            gather = self.tensor_group(replica, dst_stage)
+            seconds += self._moved(PP, "pp", dsts[0], stacked,
+                                   lambda transport, **only: all_gather(gather, "pp", transport, **only))
         whole = np.empty(arrays[0].shape, arrays[0].dtype)  # in C order, as the IPUs hold it
         flat = whole.reshape(-1)
         for k, array in enumerate(arrays):  # piece k as shard k scatters it, joined as the all-gather joins them

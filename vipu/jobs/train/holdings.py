@@ -47,7 +47,11 @@ class Holdings:
         return cls(phased, t, value_bytes, kept, resident)
 
     def stage_cache(self, ipus: list[int], cache, params: dict[int, np.ndarray], sign: int) -> None:
-        for ipu, nbytes in _arrays(ipus, cache, params):
+        self.stage_bytes(_arrays(ipus, cache, params), sign)
+
+    def stage_bytes(self, per_ipu, sign: int) -> None:
+        """stage_cache of a cache counted already: (IPU, bytes) pairs (cache_bytes)."""
+        for ipu, nbytes in per_ipu:
             if self.phased:
                 self.stash[ipu] += sign * nbytes
                 self.stash_peak[ipu] = max(self.stash_peak[ipu], self.stash[ipu])
@@ -72,6 +76,12 @@ class Holdings:
     def stash_bytes(self, ipu: int) -> float:
         """The most Streaming Memory the IPU's share of the stashed block inputs took."""
         return self.stash_peak[ipu] * self.scale / self.t
+
+
+def cache_bytes(ipus: list[int], cache, params: dict[int, np.ndarray], stacked: int) -> list[tuple[int, int]]:
+    """Per IPU, one micro-batch's share of a cache of `stacked` micro-batches (each of its arrays holds them one
+    after another along its first axis, work.StageGroup)."""
+    return [(ipu, nbytes // stacked) for ipu, nbytes in _arrays(ipus, cache, params)]
 
 
 def _arrays(ipus: list[int], cache, params: dict[int, np.ndarray]):
