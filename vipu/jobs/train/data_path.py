@@ -146,7 +146,7 @@ class Fabric:
         for name, later, arrays in expected:
             got = later()
             for ipu, want in arrays.items():
-                if got[ipu].shape != want.shape or got[ipu].tobytes() != want.tobytes():
+                if not same_bits(got[ipu], want):
                     raise DataPathMismatch(f"IPU {ipu} holds other values of {name!r} than the step continued with")
 
     def get_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
@@ -333,6 +333,17 @@ class Fabric:
             return 0.0
         return self._done(DP, on_groups(phase.replace("-", "_"), self.replica_groups(), name, self.transport,
                                         self.topology, self.partition))
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a and b have the same shape and bytes (a.tobytes() == b.tobytes(), NaNs and -0.0 included), compared
+    as unsigned integers of the items' width: no copies, a few times faster on a step's weights."""
+    if a.shape != b.shape or a.dtype.itemsize != b.dtype.itemsize:
+        return False
+    if a.dtype.itemsize not in (1, 2, 4, 8):
+        return a.tobytes() == b.tobytes()
+    bits = f"u{a.dtype.itemsize}"
+    return np.array_equal(np.ascontiguousarray(a).view(bits), np.ascontiguousarray(b).view(bits))
 
 
 def owned(array: np.ndarray, dtype=DTYPE) -> np.ndarray:

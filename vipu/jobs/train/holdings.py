@@ -12,6 +12,7 @@ activations then; phased, the block resident then plus its activations. memory_e
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Callable
 
@@ -38,7 +39,7 @@ class Holdings:
                    layouts: dict[int, FlatLayout]) -> Holdings:
         """resident(ipu, block) from each IPU's packed layout: the block's weights and accumulators (two values a
         parameter)."""
-        sizes = {ipu: {name: int(np.prod(shape)) for name, shape, _ in layout.entries}
+        sizes = {ipu: {name: math.prod(shape) for name, shape, _ in layout.entries}
                  for ipu, layout in layouts.items()}
 
         def resident(ipu: int, block: Block) -> int:

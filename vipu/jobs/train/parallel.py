@@ -85,7 +85,7 @@ from vipu.jobs.train.work import StageGroup
 from vipu.sdk.nn import mlp, optimizers as optim, transformer, transformer2d
 from vipu.sdk.nn.pipeline import execution_order, stage_orders
 from vipu.sdk.nn.sharding import FlatLayout, stage_axes, stage_blocks, take, unshard
-from vipu.sdk.nn.synthetic import DTYPE, batch, init_params
+from vipu.sdk.nn.synthetic import batch, init_params
 
 
 class ParallelTrainer:
@@ -233,8 +233,8 @@ class ParallelTrainer:
             fabric.load("params")
         gather_s = self._gather_weights() if lay.shards_weights else 0.0
         if self.put_weights is not None:
-            fabric.expect("params", self.put_weights)
-            params = {ipu: a.copy() for ipu, a in self.put_weights.items()}
+            fabric.expect("params", self.put_weights)  # checked before the update changes them in place
+            params = self.put_weights
         else:
             params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
@@ -309,7 +309,7 @@ class ParallelTrainer:
     def _put_weights(self, buffers: dict[int, np.ndarray]) -> None:
         self.fabric.put("params", self._stored(buffers))
         if self.weights_as_put:
-            self.put_weights = {ipu: np.array(a, dtype=DTYPE) for ipu, a in buffers.items()}
+            self.put_weights = {ipu: owned(a) for ipu, a in buffers.items()}
 
     def _holdings(self) -> Holdings:
         """A step's count of what each IPU holds. In SRAM all step: its weights and accumulators in the model's
