@@ -112,3 +112,32 @@ def test_a_pipeline_send_the_links_deliver_otherwise_fails_the_step_before_its_u
     w = workload(mlp(layers=4, inputs=5), "sgd", t=2, p=2, micro_batches=2)
     with pytest.raises(DataPathMismatch, match="holds other values of 'pp' than the step continued with"):
         run(w, transport_factory=lambda group: Corrupting(LocalTransport()))
+
+
+class Deferred(LocalTransport):
+    """A LocalTransport that says its reads wait (as RayTransport deferred), so the step runs its tensor-parallel
+    collectives on a mirror too and checks them; `corrupt` names a tensor whose reads ahead come back changed."""
+
+    deferred = True
+
+    def __init__(self, corrupt: str = ""):
+        super().__init__()
+        self.corrupt, self.waited = corrupt, []
+
+    def get_tensors(self, name, ipus):
+        self.waited.append(name)  # a read that would wait for the machines
+        return super().get_tensors(name, ipus)
+
+    def get_tensors_later(self, name, ipus):
+        got = LocalTransport.get_tensors(self, name, ipus)
+        return lambda: {ipu: a + 1 for ipu, a in got.items()} if name == self.corrupt else got
+
+
+def test_where_reads_wait_a_step_goes_on_with_its_own_allreduces_and_checks_them_before_its_update():
+    """Fabric._exchange: the same losses bit for bit, the tensor-parallel results only read ahead, to be checked."""
+    w = workload(transformer(), "adam", t=2, p=2, micro_batches=2)
+    deferred = Deferred()
+    assert run(w, transport_factory=lambda group: deferred).losses == run(w).losses
+    assert not {"tp", "tp.gather", "pp"} & set(deferred.waited)
+    with pytest.raises(DataPathMismatch, match="holds other values of 'tp' than the step continued with"):
+        run(w, transport_factory=lambda group: Deferred(corrupt="tp"))

@@ -119,8 +119,11 @@ def is_block(topology: Topology, ipus: Sequence[int]) -> bool:
 class Fabric:
     """A job's IPUs, its transport, and a log of every collective of the current step: (kind, result)."""
 
-    def __init__(self, topology: Topology, first_ipu: int, layout, transport: Transport):
-        self.topology, self.first, self.transport = topology, first_ipu, transport
+    def __init__(self, topology: Topology, first_ipu: int, layout, transport: Transport,
+                 mirror: Transport | None = None):
+        """mirror: where a read costs a wait (transport.deferred), an in-process transport the tensor-parallel
+        collectives also run on (_exchange)."""
+        self.topology, self.first, self.transport, self.mirror = topology, first_ipu, transport, mirror
         self.t, self.p, self.r = layout.tp, layout.p, layout.r  # t: every tensor-parallel IPU of a stage
         self.t1, self.t2 = layout.t, layout.t2
         self.partition = Group.block(topology, first_ipu, layout.ipus)
@@ -206,6 +209,23 @@ class Fabric:
         self.log.append((kind, result))
         return result.virtual_s
 
+    def _exchange(self, name: str, arrays: dict[int, np.ndarray], stacked: int,
+                  run: Callable[..., CollectiveResult]) -> tuple[dict[int, np.ndarray], float]:
+        """A tensor-parallel collective the stage needs the result of at once: `arrays` put as `name`, run(transport)
+        on them (_moved), the results read back. With a mirror the step does not wait for the machines: the same
+        schedule runs on the mirror too, the step goes on with the mirror's results, and check_expected() compares
+        them, bit for bit, with what the machines computed (as a pipeline send's, Fabric.send)."""
+        ipus = list(arrays)
+        self.put(name, arrays)
+        seconds = self._moved(TP, name, ipus[0], stacked, run)
+        if self.mirror is None:
+            return self.get(name, ipus), seconds
+        self.mirror.put_tensors(name, arrays)
+        run(Unrecorded(self.mirror))
+        got = self.mirror.get_tensors(name, ipus)
+        self.expect(name, got)
+        return {ipu: a.copy() for ipu, a in got.items()}, seconds
+
     def _moved(self, kind: str, name: str, ipu: int, stacked: int, run: Callable[..., CollectiveResult]) -> float:
         """Run a collective on `name` and log it: run(transport) moves and records it, run(None, nbytes=, dtype=)
         prices it only. With `stacked` micro-batches' values in the tensor (work.StageGroup), the data moves once and
@@ -226,10 +246,8 @@ class Fabric:
         """Every shard gets the sum of the shards' `parts` (same shape each; `stacked` micro-batches': _moved)."""
         if group.size == 1:
             return parts, 0.0
-        self.put("tp", dict(zip(group.ipus, parts)))
-        seconds = self._moved(TP, "tp", group.ipus[0], stacked,
-                              lambda transport, **only: allreduce(group, "tp", transport, **only))
-        got = self.get("tp", group.ipus)
+        got, seconds = self._exchange("tp", dict(zip(group.ipus, parts)), stacked,
+                                      lambda transport, **only: allreduce(group, "tp", transport, **only))
         return [got[ipu] for ipu in group.ipus], seconds
 
     def all_gather(self, group: Group, pieces: list[np.ndarray], axis: int,
@@ -245,10 +263,8 @@ class Fabric:
             buf = np.zeros((n, *x.shape[1:]), dtype=x.dtype)
             buf[n * k // t:n * (k + 1) // t] = x  # rows of shard k: exactly the fabric's flat shard k
             buffers[ipu] = buf
-        self.put("tp.gather", buffers)
-        seconds = self._moved(TP, "tp.gather", group.ipus[0], stacked,
-                              lambda transport, **only: all_gather(group, "tp.gather", transport, **only))
-        got = self.get("tp.gather", group.ipus)
+        got, seconds = self._exchange("tp.gather", buffers, stacked,
+                                      lambda transport, **only: all_gather(group, "tp.gather", transport, **only))
         return [np.moveaxis(got[ipu], 0, axis) for ipu in group.ipus], seconds
 
     def allreduce_t2(self, replica: int, stage: int, parts: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
@@ -276,11 +292,10 @@ class Fabric:
         if self.t2 == 1:
             return self.allreduce(self.tensor_group(replica, stage), parts)
         ipus = self.stage_ipus(replica, stage)
-        self.put("tp", dict(zip(ipus, parts)))
         groups = [ipus[k2::self.t2] for k2 in range(self.t2)]
         stage_block = Group.block(self.topology, ipus[0], self.t)
-        seconds = self._done(TP, on_groups("allreduce", groups, "tp", self.transport, self.topology, stage_block))
-        got = self.get("tp", ipus)
+        got, seconds = self._exchange("tp", dict(zip(ipus, parts)), 1, lambda transport: on_groups(
+            "allreduce", groups, "tp", transport, self.topology, stage_block))
         return [got[ipu] for ipu in ipus], seconds
 
     # --- pipeline ---------------------------------------------------------------------------------------------

@@ -68,6 +68,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from vipu.fabric import LocalTransport
 from vipu.fabric.group import shard
 from vipu.hardware.topology import Topology
 from vipu.jobs.layout import compute_share
@@ -106,9 +107,11 @@ class ParallelTrainer:
         self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
         self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
+        mirror = LocalTransport() if transport.deferred else None  # Fabric._exchange
         if self.model.dtype != "fp32":
             transport = PricedAs(transport, np.float16)
-        self.fabric = Fabric(topology or Topology(pod), first_ipu, self.lay, transport)
+            mirror = None if mirror is None else PricedAs(mirror, np.float16)
+        self.fabric = Fabric(topology or Topology(pod), first_ipu, self.lay, transport, mirror)
         self.stage = mlp if self.model.kind == "mlp" else transformer2d if self.lay.t2 > 1 else transformer
         t, t2, p = self.lay.t, self.lay.t2, self.lay.p
         self.blocks = [stage_blocks(self.model, t, p, s, self.lay.phased) for s in range(p)]
@@ -126,6 +129,7 @@ class ParallelTrainer:
         self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
         self.rts = self.lay.rts and self.lay.r > 1
         self.recompute = recomputes(self.lay)
+        self.order = execution_order(stage_orders(self.lay.order, p, self.lay.micro_batches))  # every step's
         self.streamed = self.lay.offload_optimizer or self.lay.phased
         # the weights each IPU holds at a step's start are those put at the last one's end, unless RTS gathers them
         # or they stream: the step then continues with these and checks them (Fabric.expect), without a wait
@@ -241,7 +245,7 @@ class ParallelTrainer:
         grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
         gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
         x, y = batch(model, self.workload.global_batch, self.workload.seed, step)
-        order = execution_order(stage_orders(lay.order, lay.p, lay.micro_batches))
+        order = self.order
         losses: list[np.ndarray] = []
         compute = defaultdict(float)
         held = self._holdings()
