@@ -38,12 +38,10 @@ class Holdings:
     def of_layouts(cls, phased: bool, t: int, value_bytes: int, kept: dict[int, int],
                    layouts: dict[int, FlatLayout]) -> Holdings:
         """resident(ipu, block) from each IPU's packed layout: the block's weights and accumulators (two values a
-        parameter)."""
-        sizes = {ipu: {name: math.prod(shape) for name, shape, _ in layout.entries}
-                 for ipu, layout in layouts.items()}
-
+        parameter), counted when asked: only phased execution asks."""
         def resident(ipu: int, block: Block) -> int:
-            return 2 * value_bytes * sum(sizes[ipu][name] for name in split_axes(block))
+            shapes = {name: shape for name, shape, _ in layouts[ipu].entries}
+            return 2 * value_bytes * sum(math.prod(shapes[name]) for name in split_axes(block))
 
         return cls(phased, t, value_bytes, kept, resident)
 

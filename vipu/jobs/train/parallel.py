@@ -127,6 +127,9 @@ class ParallelTrainer:
                     self.layouts[ipu] = FlatLayout.of({name: a.shape for name, a in shards.items()})
                     weights[ipu] = self.layouts[ipu].pack(shards)
         self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
+        # the gradient accumulators, zeroed each step: the same memory every step, not fresh pages to fault in
+        grads = {ipu: np.zeros_like(w) for ipu, w in weights.items()}
+        self.accumulators = grads, {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in grads}
         self.rts = self.lay.rts and self.lay.r > 1
         self.recompute = recomputes(self.lay)
         self.order = execution_order(stage_orders(self.lay.order, p, self.lay.micro_batches))  # every step's
@@ -242,8 +245,9 @@ class ParallelTrainer:
         else:
             params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
-        grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
-        gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
+        grads, gviews = self.accumulators
+        for buffer in grads.values():
+            buffer.fill(0)
         x, y = batch(model, self.workload.global_batch, self.workload.seed, step)
         order = self.order
         losses: list[np.ndarray] = []
