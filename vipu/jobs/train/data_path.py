@@ -26,7 +26,12 @@ is the exception that makes a step cost one wait on machine actors, not one per 
 the receiving stage continues at once with what the send must deliver (each piece where the scatter puts it, the
 pieces as the all-gather joins them), and check_expected() compares that, bit for bit, with what did cross the
 links before the step's update is applied (the read of the gradients has awaited those reads too). The trainer
-does the same with the weights it put at the end of the last step (expect).
+does the same with the weights it put at the end of the last step (expect). Where a read waits for the machines
+(transport.deferred), the tensor-parallel collectives are exceptions too: each also runs, the same schedule, on an
+in-process mirror whose results the stage continues with, checked the same way (Fabric._exchange).
+
+A stage that runs several micro-batches stacked (micro_batches.py) moves them in one collective, priced, logged
+and recorded as one per micro-batch (Fabric._moved).
 
 Values are fp32 for every model (the numerical proof needs fp32), but the links are priced in the model's dtype:
 for an fp16 model the transport is wrapped in PricedAs, whose spec() reports float16, so the fabric charges (and the
@@ -39,13 +44,13 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
+from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter, shard
 from vipu.fabric.collectives import execute, move, price
 from vipu.fabric.known_schedules import known
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.strided import STEPS, group_rings
-from vipu.fabric.transfer_schedule import Step, Transfer, piece_sends
-from vipu.errors import VipuError
+from vipu.fabric.transfer_schedule import Step, piece_sends
 from vipu.fabric.transport import Transport
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
