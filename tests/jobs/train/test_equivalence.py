@@ -141,3 +141,20 @@ def test_where_reads_wait_a_step_goes_on_with_its_own_allreduces_and_checks_them
     assert not {"tp", "tp.gather", "pp"} & set(deferred.waited)
     with pytest.raises(DataPathMismatch, match="holds other values of 'tp' than the step continued with"):
         run(w, transport_factory=lambda group: Deferred(corrupt="tp"))
+
+
+@pytest.mark.parametrize("name", ["mlp t2 p2 r2", "mlp pp p4 gpipe", "mlp one layer per stage t2 p4 (col, row)",
+                                  "transformer t2 p2 r2"])
+def test_stacked_micro_batches_keep_the_virtual_timeline_of_one_by_one(name, monkeypatch):
+    """micro_batches.py: the same emulated times, link bytes, collectives and memory per IPU to the last bit; the
+    losses only as close as fp32 rounding allows."""
+    from vipu.jobs.train import micro_batches
+
+    model, optimizer, layout = CASES[name]
+    w = workload(model, optimizer, **layout)
+    stacked = run(w)
+    monkeypatch.setattr(micro_batches, "stackable", lambda layout: False)
+    one_by_one = run(w)
+    for a, b in zip(stacked.reports, one_by_one.reports):
+        assert a.model_dump(exclude={"loss", "wall_s"}) == b.model_dump(exclude={"loss", "wall_s"})
+    np.testing.assert_allclose(stacked.losses, one_by_one.losses, rtol=RTOL, atol=ATOL)
