@@ -144,10 +144,10 @@ def test_where_reads_wait_a_step_goes_on_with_its_own_allreduces_and_checks_them
 
 
 @pytest.mark.parametrize("name", ["mlp t2 p2 r2", "mlp pp p4 gpipe", "mlp one layer per stage t2 p4 (col, row)",
-                                  "transformer t2 p2 r2"])
+                                  "mlp 3 layers t2 (pair + row)", "transformer tp t4", "transformer t2 p2 r2"])
 def test_stacked_micro_batches_keep_the_virtual_timeline_of_one_by_one(name, monkeypatch):
-    """micro_batches.py: the same emulated times, link bytes, collectives and memory per IPU to the last bit; the
-    losses only as close as fp32 rounding allows."""
+    """micro_batches.py: the same emulated times, link bytes, collectives, memory per IPU and losses, to the last
+    bit."""
     from vipu.jobs.train import micro_batches
 
     model, optimizer, layout = CASES[name]
@@ -156,5 +156,4 @@ def test_stacked_micro_batches_keep_the_virtual_timeline_of_one_by_one(name, mon
     monkeypatch.setattr(micro_batches, "stackable", lambda layout: False)
     one_by_one = run(w)
     for a, b in zip(stacked.reports, one_by_one.reports):
-        assert a.model_dump(exclude={"loss", "wall_s"}) == b.model_dump(exclude={"loss", "wall_s"})
-    np.testing.assert_allclose(stacked.losses, one_by_one.losses, rtol=RTOL, atol=ATOL)
+        assert a.model_dump(exclude={"wall_s"}) == b.model_dump(exclude={"wall_s"})

@@ -54,7 +54,7 @@ from vipu.fabric.transfer_schedule import Step, piece_sends
 from vipu.fabric.transport import Transport
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
-from vipu.jobs.train.transport_views import PricedAs, Scoped, Unrecorded  # noqa: F401 - where callers import them
+from vipu.jobs.train.transport_views import PricedAs, Scoped, Tiled, Unrecorded  # noqa: F401 - where callers import them
 from vipu.sdk.nn.synthetic import DTYPE
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
@@ -78,12 +78,11 @@ def run_schedule(op: str, name: str, steps: list[Step], transport: Transport, to
     return execute(op, name, steps, link_model(topology), dtype.itemsize, within, transport)
 
 
-def run_shape(op: str, name: str, shape: Hashable, build: Callable[[], list[Step]], ipu: int,
-              transport: Transport | None, topology: Topology, within: frozenset[int], dtype=None) -> CollectiveResult:
+def run_shape(op: str, name: str, shape: Hashable, build: Callable[[], list[Step]], ipu: int, transport: Transport,
+              topology: Topology, within: frozenset[int]) -> CollectiveResult:
     """run_schedule for a schedule that `shape` names (with the op, topology, routes' bounds and dtype: the key it is
-    kept under, fabric/known_schedules.py): built, checked and priced the first time only; `ipu` holds `name`.
-    Without a transport (give the dtype) it is priced only."""
-    itemsize = np.dtype(transport.spec(ipu, name)[1] if dtype is None else dtype).itemsize
+    kept under, fabric/known_schedules.py): built, checked and priced the first time only; `ipu` holds `name`."""
+    itemsize = transport.spec(ipu, name)[1].itemsize
     links = link_model(topology)
     schedule = known(("data path", op, shape, topology, within, itemsize),
                      lambda: price(op, build(), links, itemsize, within))
@@ -222,27 +221,23 @@ class Fabric:
         them, bit for bit, with what the machines computed (as a pipeline send's, Fabric.send)."""
         ipus = list(arrays)
         self.put(name, arrays)
-        seconds = self._moved(TP, name, ipus[0], stacked, run)
+        seconds = self._moved(TP, stacked, run)
         if self.mirror is None:
             return self.get(name, ipus), seconds
         self.mirror.put_tensors(name, arrays)
-        run(Unrecorded(self.mirror))
+        run(Tiled(Unrecorded(self.mirror), stacked) if stacked > 1 else Unrecorded(self.mirror))
         got = self.mirror.get_tensors(name, ipus)
         self.expect(name, got)
         return {ipu: a.copy() for ipu, a in got.items()}, seconds
 
-    def _moved(self, kind: str, name: str, ipu: int, stacked: int, run: Callable[..., CollectiveResult]) -> float:
-        """Run a collective on `name` and log it: run(transport) moves and records it, run(None, nbytes=, dtype=)
-        prices it only. With `stacked` micro-batches' values in the tensor (work.StageGroup), the data moves once and
-        the cost is each micro-batch's: priced, logged and recorded `stacked` times, as that many collectives of one
-        micro-batch each would be."""
+    def _moved(self, kind: str, stacked: int, run: Callable[[Transport], CollectiveResult]) -> float:
+        """Run a collective (run(transport) moves and records it) and log it. With `stacked` micro-batches' values
+        in the tensor (work.StageGroup), one micro-batch's schedule runs on all of them at once (Tiled: each element
+        summed in the same order as one by one), and is logged and recorded once per micro-batch."""
         if stacked == 1:
             return self._done(kind, run(self.transport))
-        numel, dtype = self.transport.spec(ipu, name)
-        run(Unrecorded(self.transport))
-        one = run(None, nbytes=numel // stacked * dtype.itemsize, dtype=dtype)
+        one = run(Tiled(self.transport, stacked))
         for _ in range(stacked):
-            self.transport.record(one)
             self._done(kind, one)
         return one.virtual_s
 
@@ -252,7 +247,7 @@ class Fabric:
         if group.size == 1:
             return parts, 0.0
         got, seconds = self._exchange("tp", dict(zip(group.ipus, parts)), stacked,
-                                      lambda transport, **only: allreduce(group, "tp", transport, **only))
+                                      lambda transport: allreduce(group, "tp", transport))
         return [got[ipu] for ipu in group.ipus], seconds
 
     def all_gather(self, group: Group, pieces: list[np.ndarray], axis: int,
@@ -260,17 +255,18 @@ class Fabric:
         """Every shard gets the shards' `pieces` concatenated along `axis` (piece k from shard k)."""
         if group.size == 1:
             return pieces, 0.0
-        t = group.size
-        front = [np.moveaxis(x, axis, 0) for x in pieces]
-        n = front[0].shape[0] * t
+        t, axis = group.size, 1 + axis % pieces[0].ndim  # axis: of each micro-batch, a block of its own (Tiled)
+        front = [np.moveaxis(x.reshape(stacked, -1, *x.shape[1:]), axis, 1) for x in pieces]
+        n = front[0].shape[1] * t
         buffers = {}
         for k, (ipu, x) in enumerate(zip(group.ipus, front)):
-            buf = np.zeros((n, *x.shape[1:]), dtype=x.dtype)
-            buf[n * k // t:n * (k + 1) // t] = x  # rows of shard k: exactly the fabric's flat shard k
+            buf = np.zeros((stacked, n, *x.shape[2:]), dtype=x.dtype)
+            buf[:, n * k // t:n * (k + 1) // t] = x  # rows of shard k: exactly the fabric's flat shard k
             buffers[ipu] = buf
         got, seconds = self._exchange("tp.gather", buffers, stacked,
-                                      lambda transport, **only: all_gather(group, "tp.gather", transport, **only))
-        return [np.moveaxis(got[ipu], 0, axis) for ipu in group.ipus], seconds
+                                      lambda transport: all_gather(group, "tp.gather", transport))
+        out = [np.moveaxis(got[ipu], 1, axis) for ipu in group.ipus]
+        return [x.reshape(-1, *x.shape[2:]) for x in out], seconds
 
     def allreduce_t2(self, replica: int, stage: int, parts: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
         """Two tensor-parallel axes: sum over each group of t2 adjacent shards, the groups at once."""
@@ -314,23 +310,19 @@ class Fabric:
         buffers = {**dict(zip(srcs, arrays)), **{ipu: np.zeros_like(a) for ipu, a in zip(dsts, arrays)}}
         self.put("pp", buffers)
         numel = arrays[0].size
-
-        def scatter(transport, nbytes=None, dtype=None):
-            n = numel if nbytes is None else nbytes // dtype.itemsize
-            return run_shape("send_recv", "pp", (tuple(srcs), tuple(dsts), n),
-                             lambda: [piece_sends(srcs, dsts, n, "scatter")], srcs[0], transport, self.topology,
-                             block.members, dtype)
-
-        seconds = self._moved(PP, "pp", srcs[0], stacked, scatter)
+        one = numel // stacked  # a micro-batch's elements, a block of the flat tensor each (Tiled)
+        seconds = self._moved(PP, stacked, lambda transport: run_shape(
+            "send_recv", "pp", (tuple(srcs), tuple(dsts), one), lambda: [piece_sends(srcs, dsts, one, "scatter")],
+            srcs[0], transport, self.topology, block.members))
         if self.t > 1:
             gather = self.tensor_group(replica, dst_stage)
-            seconds += self._moved(PP, "pp", dsts[0], stacked,
-                                   lambda transport, **only: all_gather(gather, "pp", transport, **only))
+            seconds += self._moved(PP, stacked, lambda transport: all_gather(gather, "pp", transport))
         whole = np.empty(arrays[0].shape, arrays[0].dtype)  # in C order, as the IPUs hold it
         flat = whole.reshape(-1)
         for k, array in enumerate(arrays):  # piece k as shard k scatters it, joined as the all-gather joins them
-            lo, hi = shard(numel, len(arrays), k)
-            flat[lo:hi] = array.reshape(-1)[lo:hi]
+            lo, hi = shard(one, len(arrays), k)
+            for start in range(0, numel, one):
+                flat[start + lo:start + hi] = array.reshape(-1)[start + lo:start + hi]
         self.expect("pp", dict.fromkeys(dsts, whole))
         return lambda: [whole.copy() for _ in dsts], seconds
 

@@ -4,9 +4,10 @@ pipeline operation timed on its own OpTimer (work.py), gradients added into its 
 Two ways to run the same arithmetic (parallel.py picks):
 - stacked: no micro-batch of a step depends on another's values (the weights change only at the step's end), so
   each stage runs its m micro-batches as one: one forward and one backward per stage, every numpy call on m
-  micro-batches' rows at once, the gradient accumulation one matmul over them (kernels.wgrad), each collective and
-  send moving all of them (data_path.Fabric._moved). What varies is the floats' rounding, not the sums: the
-  losses equal one by one's within fp32 tolerance;
+  micro-batches' rows at once (a matmul batched per micro-batch, work.StageGroup.mm), each collective and send
+  moving all of them in one micro-batch's schedule (data_path.Fabric._moved). The weight and bias gradients are
+  each micro-batch's, added in order (kernels.in_order), so every number equals one by one's, to the bit: a
+  program of the SDK, which runs one micro-batch at a time, gets the same losses;
 - one by one, in the layout's schedule order, for recomputation (and phased execution), whose blocks are held and
   freed one micro-batch at a time, and for two tensor-parallel axes.
 The virtual time is the same either way: every micro-batch of a stage has the same shapes, so its forward (and its

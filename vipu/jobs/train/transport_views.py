@@ -83,3 +83,28 @@ class Unrecorded(WrappedTransport):
 
     def record(self, result: CollectiveResult) -> None:
         pass
+
+
+class Tiled(WrappedTransport):
+    """A tensor of `stacked` micro-batches, each a block of one micro-batch's elements after the one before, seen as
+    one micro-batch's: spec() says one's size, so a collective plans (and prices) one micro-batch's schedule, and
+    run_steps() runs each of its transfers on every block at once (the same ranges at each block's offset), so every
+    element is summed in the order one micro-batch's collective sums it. The cost is recorded once per block."""
+
+    def __init__(self, inner: Transport, stacked: int):
+        super().__init__(inner)
+        self.stacked = stacked
+
+    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
+        numel, dtype = self.inner.spec(ipu, name)
+        return numel // self.stacked, dtype
+
+    def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
+        numel = self.spec(steps[0][0].src, name)[0]
+        offsets = [j * numel for j in range(self.stacked)]
+        self.inner.run_steps(name, [[t._replace(ranges=tuple((lo + o, hi + o) for o in offsets for lo, hi in t.ranges),
+                                                numel=t.numel * self.stacked) for t in step] for step in steps])
+
+    def record(self, result: CollectiveResult) -> None:
+        for _ in range(self.stacked):
+            self.inner.record(result)

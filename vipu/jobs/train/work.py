@@ -100,14 +100,18 @@ class StageGroup:
         self.group = fabric.tensor_group(replica, stage)
 
     def mm(self, k: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """a @ b on shard k, counted."""
+        """a @ b on shard k, counted. Stacked, one batched matmul of each micro-batch's rows: BLAS may round a row
+        otherwise when it has more rows beside it (so does OpenBLAS's sgemm with a transposed b), and a stacked run
+        must give one by one's numbers to the bit (a program of the SDK runs one micro-batch at a time)."""
         self.flops(k, matmul_flops(a, b))
+        if self.stacked > 1 and a.ndim == 2:  # with more axes each sample's rows are a matmul of their own already
+            return np.matmul(a.reshape(self.stacked, -1, a.shape[-1]), b).reshape(-1, b.shape[-1])
         return a @ b
 
     def wgrad(self, k: int, a: np.ndarray, dy: np.ndarray) -> np.ndarray:
-        """Stacked, one matmul accumulates the micro-batches' gradients."""
+        """Stacked, each micro-batch's gradient (one batched matmul), added in order (kernels.wgrad)."""
         self.flops(k, wgrad_flops(a, dy))
-        return wgrad(a, dy)
+        return wgrad(a, dy, self.stacked)
 
     def flops(self, k: int, n: float) -> None:
         # n is exactly `stacked` times one micro-batch's (whole numbers below 2**53): the quotient is exact too
