@@ -54,7 +54,7 @@ from vipu.fabric.transfer_schedule import Step, piece_sends
 from vipu.fabric.transport import Transport
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
-from vipu.jobs.train.transport_views import PricedAs, Scoped, Tiled, Unrecorded  # noqa: F401 - where callers import them
+from vipu.jobs.train.transport_views import PricedAs, Scoped, Tiled, Unrecorded  # noqa: F401 - callers'
 from vipu.sdk.nn.synthetic import DTYPE
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports

@@ -78,8 +78,8 @@ class Scoped(WrappedTransport):
 
 
 class Unrecorded(WrappedTransport):
-    """A transport that moves a collective's data but records no cost: the data path moves several micro-batches'
-    values in one collective and records each micro-batch's own (Fabric.collective)."""
+    """A transport that moves a collective's data but records no cost: a mirror of the machines (Fabric._exchange),
+    whose own collective is the one recorded."""
 
     def record(self, result: CollectiveResult) -> None:
         pass
@@ -102,8 +102,9 @@ class Tiled(WrappedTransport):
     def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
         numel = self.spec(steps[0][0].src, name)[0]
         offsets = [j * numel for j in range(self.stacked)]
-        self.inner.run_steps(name, [[t._replace(ranges=tuple((lo + o, hi + o) for o in offsets for lo, hi in t.ranges),
-                                                numel=t.numel * self.stacked) for t in step] for step in steps])
+        tiled = [[t._replace(ranges=tuple((lo + at, hi + at) for at in offsets for lo, hi in t.ranges),
+                             numel=t.numel * self.stacked) for t in step] for step in steps]
+        self.inner.run_steps(name, tiled)
 
     def record(self, result: CollectiveResult) -> None:
         for _ in range(self.stacked):
