@@ -11,7 +11,8 @@ Each time is the fastest of --repeats whole runs, the paths interleaved (the VM 
 disturbed, and every path sees the load of the same minutes), wall clock from the job's first weight to its last
 step. Ratios are of times measured in this run.
 - "per µbatch": the reference's own arithmetic run one micro-batch at a time, as the layout splits the batch
-  (per_micro_batch): the floor of any emulation that runs the Pod's micro-batches one by one in numpy;
+  (per_micro_batch): the floor of any emulation that runs the Pod's micro-batches one by one in numpy (this one
+  runs a stage's micro-batches stacked where the layout allows, vipu/jobs/train/micro_batches.py);
 - "same": whether the Ray run's losses equal the in-process run's bit for bit;
 - "waits/step": how often a step on Ray waited for the machine actors (each wait is at least one actor round trip,
   printed last);

@@ -29,3 +29,9 @@ def test_the_protocol_has_every_method_its_callers_use():
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS, ids=lambda cls: cls.__name__)
 def test_each_transport_has_the_method_with_the_protocols_signature(implementation, method):
     assert inspect.signature(getattr(implementation, method)) == inspect.signature(getattr(Transport, method))
+
+
+def test_a_transport_says_whether_its_reads_wait():
+    assert LocalTransport.deferred is False and MachineTransport.deferred is False
+    local = LocalTransport()
+    assert Scoped(PricedAs(local, "float16"), "run-1.").deferred is False

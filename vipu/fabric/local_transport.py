@@ -42,6 +42,8 @@ class LocalTransport:
         self.reserved: dict[tuple[int, str], int] = {}  # bytes held with no data (reserve)
         self.held: dict[tuple[int, str], tuple[int, int]] = {}  # (SRAM, Streaming Memory) declared by hold
 
+    deferred = False  # every call is done when it returns
+
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
         array = np.asarray(array)
         old = self.tensors.get((ipu, name))

@@ -32,6 +32,8 @@ class MachineTransport:
     """The Transport protocol (transport.py says what each method does) on in-process machines: machines[m] is
     (machine m, the lock serialising calls to it)."""
 
+    deferred = False  # every call is done when it returns
+
     def __init__(self, machines: Mapping[int, tuple[Machine, threading.Lock]], ipus_per_machine: int,
                  counters: TrafficCounters | None = None):
         self.machines = dict(machines)

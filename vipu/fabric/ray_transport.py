@@ -57,6 +57,10 @@ class RayTransport:
         return self.calls.actors
 
     @property
+    def deferred(self) -> bool:
+        return self.calls.deferred
+
+    @property
     def pending(self) -> bool:
         """Whether calls are queued or submitted and not yet awaited."""
         return bool(self.calls.pending or self.calls.queued)

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 
 
 class Transport(Protocol):
+    @property
+    def deferred(self) -> bool:
+        """Whether calls are queued and a read waits for them: an actor round trip (RayTransport, deferred). The
+        training data path then computes what it must go on with itself and checks it later (data_path.py)."""
+
     # --- what the collectives need --------------------------------------------------------------------------------
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         """(elements, dtype) of tensor `name` on `ipu`: every IPU of the group holds one of that shape."""
@@ -118,6 +123,10 @@ class WrappedTransport:
 
     def __init__(self, inner: Transport):
         self.inner = inner
+
+    @property
+    def deferred(self) -> bool:
+        return self.inner.deferred
 
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         return self.inner.spec(ipu, name)

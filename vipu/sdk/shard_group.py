@@ -17,6 +17,8 @@ from vipu.sdk.nn.kernels import matmul_flops, wgrad, wgrad_flops
 
 
 class ShardGroup:
+    stacked = 1  # one micro-batch at a time (spmd.Shards)
+
     def __init__(self, device, ipus: list[int], dtype: str = "fp32"):
         self.device, self.ipus, self.t, self.dtype = device, ipus, len(ipus), dtype
         self._pending: dict[int, float] = {}  # IPU -> FLOPs of the open compute set

@@ -112,3 +112,48 @@ def test_a_pipeline_send_the_links_deliver_otherwise_fails_the_step_before_its_u
     w = workload(mlp(layers=4, inputs=5), "sgd", t=2, p=2, micro_batches=2)
     with pytest.raises(DataPathMismatch, match="holds other values of 'pp' than the step continued with"):
         run(w, transport_factory=lambda group: Corrupting(LocalTransport()))
+
+
+class Deferred(LocalTransport):
+    """A LocalTransport that says its reads wait (as RayTransport deferred), so the step runs its tensor-parallel
+    collectives on a mirror too and checks them; `corrupt` names a tensor whose reads ahead come back changed."""
+
+    deferred = True
+
+    def __init__(self, corrupt: str = ""):
+        super().__init__()
+        self.corrupt, self.waited = corrupt, []
+
+    def get_tensors(self, name, ipus):
+        self.waited.append(name)  # a read that would wait for the machines
+        return super().get_tensors(name, ipus)
+
+    def get_tensors_later(self, name, ipus):
+        got = LocalTransport.get_tensors(self, name, ipus)
+        return lambda: {ipu: a + 1 for ipu, a in got.items()} if name == self.corrupt else got
+
+
+def test_where_reads_wait_a_step_goes_on_with_its_own_allreduces_and_checks_them_before_its_update():
+    """Fabric._exchange: the same losses bit for bit, the tensor-parallel results only read ahead, to be checked."""
+    w = workload(transformer(), "adam", t=2, p=2, micro_batches=2)
+    deferred = Deferred()
+    assert run(w, transport_factory=lambda group: deferred).losses == run(w).losses
+    assert not {"tp", "tp.gather", "pp"} & set(deferred.waited)
+    with pytest.raises(DataPathMismatch, match="holds other values of 'tp' than the step continued with"):
+        run(w, transport_factory=lambda group: Deferred(corrupt="tp"))
+
+
+@pytest.mark.parametrize("name", ["mlp t2 p2 r2", "mlp pp p4 gpipe", "mlp one layer per stage t2 p4 (col, row)",
+                                  "mlp 3 layers t2 (pair + row)", "transformer tp t4", "transformer t2 p2 r2"])
+def test_stacked_micro_batches_keep_the_virtual_timeline_of_one_by_one(name, monkeypatch):
+    """micro_batches.py: the same emulated times, link bytes, collectives, memory per IPU and losses, to the last
+    bit."""
+    from vipu.jobs.train import micro_batches
+
+    model, optimizer, layout = CASES[name]
+    w = workload(model, optimizer, **layout)
+    stacked = run(w)
+    monkeypatch.setattr(micro_batches, "stackable", lambda layout: False)
+    one_by_one = run(w)
+    for a, b in zip(stacked.reports, one_by_one.reports):
+        assert a.model_dump(exclude={"wall_s"}) == b.model_dump(exclude={"wall_s"})

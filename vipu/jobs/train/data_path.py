@@ -26,7 +26,12 @@ is the exception that makes a step cost one wait on machine actors, not one per 
 the receiving stage continues at once with what the send must deliver (each piece where the scatter puts it, the
 pieces as the all-gather joins them), and check_expected() compares that, bit for bit, with what did cross the
 links before the step's update is applied (the read of the gradients has awaited those reads too). The trainer
-does the same with the weights it put at the end of the last step (expect).
+does the same with the weights it put at the end of the last step (expect). Where a read waits for the machines
+(transport.deferred), the tensor-parallel collectives are exceptions too: each also runs, the same schedule, on an
+in-process mirror whose results the stage continues with, checked the same way (Fabric._exchange).
+
+A stage that runs several micro-batches stacked (micro_batches.py) moves them in one collective, priced, logged
+and recorded as one per micro-batch (Fabric._moved).
 
 Values are fp32 for every model (the numerical proof needs fp32), but the links are priced in the model's dtype:
 for an fp16 model the transport is wrapped in PricedAs, whose spec() reports float16, so the fabric charges (and the
@@ -35,19 +40,21 @@ machines' counters record) the bytes the real Pod would move, while the fp32 val
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
+from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter, shard
 from vipu.fabric.collectives import execute, move, price
 from vipu.fabric.known_schedules import known
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.strided import STEPS, group_rings
-from vipu.fabric.transfer_schedule import Step, Transfer, piece_sends
-from vipu.fabric.transport import Transport, WrappedTransport
+from vipu.fabric.transfer_schedule import Step, piece_sends
+from vipu.fabric.transport import Transport
 from vipu.hardware.links import link_model
 from vipu.hardware.topology import Topology
+from vipu.jobs.train.transport_views import PricedAs, Scoped, Tiled, Unrecorded  # noqa: F401 - callers'
 from vipu.sdk.nn.synthetic import DTYPE
 
 TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traffic a step reports
@@ -57,70 +64,6 @@ TP, PP, DP = "tensor_parallel", "pipeline", "data_parallel"  # the kinds of traf
 class DataPathMismatch(RuntimeError):
     """The links delivered other values than a step went on with: a defect of the emulator, not of the job (a plain
     exception, not an assert, so that it holds under python -O too)."""
-
-class PricedAs(WrappedTransport):
-    """A transport whose tensors are priced as `dtype` on the links; everything else is the wrapped transport's."""
-
-    def __init__(self, inner: Transport, dtype):
-        super().__init__(inner)
-        self.dtype = np.dtype(dtype)
-
-    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
-        numel, _ = self.inner.spec(ipu, name)
-        return numel, self.dtype
-
-
-class Scoped(WrappedTransport):
-    """A transport whose tensor names all carry `scope`: two runs on the same machines (a requeued job starting
-    while its last run's thread winds down, or the next job on a cancelled one's IPUs) each see only their own
-    "params", "tp", "pp", ... and free only their own."""
-
-    def __init__(self, inner: Transport, scope: str):
-        super().__init__(inner)
-        self.scope = scope
-
-    def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
-        return self.inner.spec(ipu, self.scope + name)
-
-    def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
-        self.inner.run_steps(self.scope + name, steps)
-
-    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
-        self.inner.put_tensor(ipu, self.scope + name, array, tiles)
-
-    def get_tensor(self, ipu: int, name: str) -> np.ndarray:
-        return self.inner.get_tensor(ipu, self.scope + name)
-
-    def free_tensor(self, ipu: int, name: str) -> None:
-        self.inner.free_tensor(ipu, self.scope + name)
-
-    def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
-        self.inner.free_tensors((ipu, self.scope + name) for ipu, name in held)
-
-    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        self.inner.put_tensors(self.scope + name, arrays)
-
-    def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
-        return self.inner.get_tensors(self.scope + name, ipus)
-
-    def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
-        return self.inner.get_tensors_later(self.scope + name, ipus)
-
-    def offload(self, name: str, ipus: Sequence[int]) -> None:
-        self.inner.offload(self.scope + name, ipus)
-
-    def load(self, name: str, ipus: Sequence[int]) -> None:
-        self.inner.load(self.scope + name, ipus)
-
-    def put_offloaded(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        self.inner.put_offloaded(self.scope + name, arrays)
-
-    def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
-        self.inner.reserve(self.scope + name, sizes)
-
-    def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
-        self.inner.hold(self.scope + name, held)
-
 
 def free_each(transport: Transport, held) -> None:
     """Free each (IPU, tensor) of `held`, best effort: a machine that is gone has nothing left to free."""
@@ -139,10 +82,10 @@ def run_shape(op: str, name: str, shape: Hashable, build: Callable[[], list[Step
               topology: Topology, within: frozenset[int]) -> CollectiveResult:
     """run_schedule for a schedule that `shape` names (with the op, topology, routes' bounds and dtype: the key it is
     kept under, fabric/known_schedules.py): built, checked and priced the first time only; `ipu` holds `name`."""
-    _, dtype = transport.spec(ipu, name)
+    itemsize = transport.spec(ipu, name)[1].itemsize
     links = link_model(topology)
-    schedule = known(("data path", op, shape, topology, within, dtype.itemsize),
-                     lambda: price(op, build(), links, dtype.itemsize, within))
+    schedule = known(("data path", op, shape, topology, within, itemsize),
+                     lambda: price(op, build(), links, itemsize, within))
     return move(name, schedule, transport)
 
 
@@ -180,8 +123,11 @@ def is_block(topology: Topology, ipus: Sequence[int]) -> bool:
 class Fabric:
     """A job's IPUs, its transport, and a log of every collective of the current step: (kind, result)."""
 
-    def __init__(self, topology: Topology, first_ipu: int, layout, transport: Transport):
-        self.topology, self.first, self.transport = topology, first_ipu, transport
+    def __init__(self, topology: Topology, first_ipu: int, layout, transport: Transport,
+                 mirror: Transport | None = None):
+        """mirror: where a read costs a wait (transport.deferred), an in-process transport the tensor-parallel
+        collectives also run on (_exchange)."""
+        self.topology, self.first, self.transport, self.mirror = topology, first_ipu, transport, mirror
         self.t, self.p, self.r = layout.tp, layout.p, layout.r  # t: every tensor-parallel IPU of a stage
         self.t1, self.t2 = layout.t, layout.t2
         self.partition = Group.block(topology, first_ipu, layout.ipus)
@@ -207,7 +153,7 @@ class Fabric:
         for name, later, arrays in expected:
             got = later()
             for ipu, want in arrays.items():
-                if got[ipu].shape != want.shape or got[ipu].tobytes() != want.tobytes():
+                if not same_bits(got[ipu], want):
                     raise DataPathMismatch(f"IPU {ipu} holds other values of {name!r} than the step continued with")
 
     def get_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
@@ -267,32 +213,60 @@ class Fabric:
         self.log.append((kind, result))
         return result.virtual_s
 
+    def _exchange(self, name: str, arrays: dict[int, np.ndarray], stacked: int,
+                  run: Callable[..., CollectiveResult]) -> tuple[dict[int, np.ndarray], float]:
+        """A tensor-parallel collective the stage needs the result of at once: `arrays` put as `name`, run(transport)
+        on them (_moved), the results read back. With a mirror the step does not wait for the machines: the same
+        schedule runs on the mirror too, the step goes on with the mirror's results, and check_expected() compares
+        them, bit for bit, with what the machines computed (as a pipeline send's, Fabric.send)."""
+        ipus = list(arrays)
+        self.put(name, arrays)
+        seconds = self._moved(TP, stacked, run)
+        if self.mirror is None:
+            return self.get(name, ipus), seconds
+        self.mirror.put_tensors(name, arrays)
+        run(Tiled(Unrecorded(self.mirror), stacked) if stacked > 1 else Unrecorded(self.mirror))
+        got = self.mirror.get_tensors(name, ipus)
+        self.expect(name, got)
+        return {ipu: a.copy() for ipu, a in got.items()}, seconds
+
+    def _moved(self, kind: str, stacked: int, run: Callable[[Transport], CollectiveResult]) -> float:
+        """Run a collective (run(transport) moves and records it) and log it. With `stacked` micro-batches' values
+        in the tensor (work.StageGroup), one micro-batch's schedule runs on all of them at once (Tiled: each element
+        summed in the same order as one by one), and is logged and recorded once per micro-batch."""
+        if stacked == 1:
+            return self._done(kind, run(self.transport))
+        one = run(Tiled(self.transport, stacked))
+        for _ in range(stacked):
+            self._done(kind, one)
+        return one.virtual_s
+
     # --- tensor parallel --------------------------------------------------------------------------------------
-    def allreduce(self, group: Group, parts: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
-        """Every shard gets the sum of the shards' `parts` (same shape each)."""
+    def allreduce(self, group: Group, parts: list[np.ndarray], stacked: int = 1) -> tuple[list[np.ndarray], float]:
+        """Every shard gets the sum of the shards' `parts` (same shape each; `stacked` micro-batches': _moved)."""
         if group.size == 1:
             return parts, 0.0
-        self.put("tp", dict(zip(group.ipus, parts)))
-        seconds = self._done(TP, allreduce(group, "tp", self.transport))
-        got = self.get("tp", group.ipus)
+        got, seconds = self._exchange("tp", dict(zip(group.ipus, parts)), stacked,
+                                      lambda transport: allreduce(group, "tp", transport))
         return [got[ipu] for ipu in group.ipus], seconds
 
-    def all_gather(self, group: Group, pieces: list[np.ndarray], axis: int) -> tuple[list[np.ndarray], float]:
+    def all_gather(self, group: Group, pieces: list[np.ndarray], axis: int,
+                   stacked: int = 1) -> tuple[list[np.ndarray], float]:
         """Every shard gets the shards' `pieces` concatenated along `axis` (piece k from shard k)."""
         if group.size == 1:
             return pieces, 0.0
-        t = group.size
-        front = [np.moveaxis(x, axis, 0) for x in pieces]
-        n = front[0].shape[0] * t
+        t, axis = group.size, 1 + axis % pieces[0].ndim  # axis: of each micro-batch, a block of its own (Tiled)
+        front = [np.moveaxis(x.reshape(stacked, -1, *x.shape[1:]), axis, 1) for x in pieces]
+        n = front[0].shape[1] * t
         buffers = {}
         for k, (ipu, x) in enumerate(zip(group.ipus, front)):
-            buf = np.zeros((n, *x.shape[1:]), dtype=x.dtype)
-            buf[n * k // t:n * (k + 1) // t] = x  # rows of shard k: exactly the fabric's flat shard k
+            buf = np.zeros((stacked, n, *x.shape[2:]), dtype=x.dtype)
+            buf[:, n * k // t:n * (k + 1) // t] = x  # rows of shard k: exactly the fabric's flat shard k
             buffers[ipu] = buf
-        self.put("tp.gather", buffers)
-        seconds = self._done(TP, all_gather(group, "tp.gather", self.transport))
-        got = self.get("tp.gather", group.ipus)
-        return [np.moveaxis(got[ipu], 0, axis) for ipu in group.ipus], seconds
+        got, seconds = self._exchange("tp.gather", buffers, stacked,
+                                      lambda transport: all_gather(group, "tp.gather", transport))
+        out = [np.moveaxis(got[ipu], 1, axis) for ipu in group.ipus]
+        return [x.reshape(-1, *x.shape[2:]) for x in out], seconds
 
     def allreduce_t2(self, replica: int, stage: int, parts: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
         """Two tensor-parallel axes: sum over each group of t2 adjacent shards, the groups at once."""
@@ -319,16 +293,15 @@ class Fabric:
         if self.t2 == 1:
             return self.allreduce(self.tensor_group(replica, stage), parts)
         ipus = self.stage_ipus(replica, stage)
-        self.put("tp", dict(zip(ipus, parts)))
         groups = [ipus[k2::self.t2] for k2 in range(self.t2)]
         stage_block = Group.block(self.topology, ipus[0], self.t)
-        seconds = self._done(TP, on_groups("allreduce", groups, "tp", self.transport, self.topology, stage_block))
-        got = self.get("tp", ipus)
+        got, seconds = self._exchange("tp", dict(zip(ipus, parts)), 1, lambda transport: on_groups(
+            "allreduce", groups, "tp", transport, self.topology, stage_block))
         return [got[ipu] for ipu in ipus], seconds
 
     # --- pipeline ---------------------------------------------------------------------------------------------
-    def send(self, replica: int, src_stage: int, dst_stage: int,
-             arrays: list[np.ndarray]) -> tuple[Callable[[], list[np.ndarray]], float]:
+    def send(self, replica: int, src_stage: int, dst_stage: int, arrays: list[np.ndarray],
+             stacked: int = 1) -> tuple[Callable[[], list[np.ndarray]], float]:
         """Stage src's boundary tensor (one identical copy per shard) to stage dst's shards: shard k sends its k-th
         piece to shard k (the whole tensor when t = 1), then the receivers all-gather the pieces. Returns what
         stage dst receives, read when called (the transport's get_tensors_later: the next stage calls it)."""
@@ -337,16 +310,19 @@ class Fabric:
         buffers = {**dict(zip(srcs, arrays)), **{ipu: np.zeros_like(a) for ipu, a in zip(dsts, arrays)}}
         self.put("pp", buffers)
         numel = arrays[0].size
-        seconds = self._done(PP, run_shape("send_recv", "pp", (tuple(srcs), tuple(dsts), numel),
-                                           lambda: [piece_sends(srcs, dsts, numel, "scatter")], srcs[0],
-                                           self.transport, self.topology, block.members))
+        one = numel // stacked  # a micro-batch's elements, a block of the flat tensor each (Tiled)
+        seconds = self._moved(PP, stacked, lambda transport: run_shape(
+            "send_recv", "pp", (tuple(srcs), tuple(dsts), one), lambda: [piece_sends(srcs, dsts, one, "scatter")],
+            srcs[0], transport, self.topology, block.members))
         if self.t > 1:
-            seconds += self._done(PP, all_gather(self.tensor_group(replica, dst_stage), "pp", self.transport))
+            gather = self.tensor_group(replica, dst_stage)
+            seconds += self._moved(PP, stacked, lambda transport: all_gather(gather, "pp", transport))
         whole = np.empty(arrays[0].shape, arrays[0].dtype)  # in C order, as the IPUs hold it
         flat = whole.reshape(-1)
         for k, array in enumerate(arrays):  # piece k as shard k scatters it, joined as the all-gather joins them
-            lo, hi = shard(numel, len(arrays), k)
-            flat[lo:hi] = array.reshape(-1)[lo:hi]
+            lo, hi = shard(one, len(arrays), k)
+            for start in range(0, numel, one):
+                flat[start + lo:start + hi] = array.reshape(-1)[start + lo:start + hi]
         self.expect("pp", dict.fromkeys(dsts, whole))
         return lambda: [whole.copy() for _ in dsts], seconds
 
@@ -369,6 +345,17 @@ class Fabric:
             return 0.0
         return self._done(DP, on_groups(phase.replace("-", "_"), self.replica_groups(), name, self.transport,
                                         self.topology, self.partition))
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a and b have the same shape and bytes (a.tobytes() == b.tobytes(), NaNs and -0.0 included), compared
+    as unsigned integers of the items' width: no copies, a few times faster on a step's weights."""
+    if a.shape != b.shape or a.dtype.itemsize != b.dtype.itemsize:
+        return False
+    if a.dtype.itemsize not in (1, 2, 4, 8):
+        return a.tobytes() == b.tobytes()
+    bits = f"u{a.dtype.itemsize}"
+    return np.array_equal(np.ascontiguousarray(a).view(bits), np.ascontiguousarray(b).view(bits))
 
 
 def owned(array: np.ndarray, dtype=DTYPE) -> np.ndarray:

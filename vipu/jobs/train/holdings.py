@@ -12,6 +12,7 @@ activations then; phased, the block resident then plus its activations. memory_e
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Callable
 
@@ -37,17 +38,19 @@ class Holdings:
     def of_layouts(cls, phased: bool, t: int, value_bytes: int, kept: dict[int, int],
                    layouts: dict[int, FlatLayout]) -> Holdings:
         """resident(ipu, block) from each IPU's packed layout: the block's weights and accumulators (two values a
-        parameter)."""
-        sizes = {ipu: {name: int(np.prod(shape)) for name, shape, _ in layout.entries}
-                 for ipu, layout in layouts.items()}
-
+        parameter), counted when asked: only phased execution asks."""
         def resident(ipu: int, block: Block) -> int:
-            return 2 * value_bytes * sum(sizes[ipu][name] for name in split_axes(block))
+            shapes = {name: shape for name, shape, _ in layouts[ipu].entries}
+            return 2 * value_bytes * sum(math.prod(shapes[name]) for name in split_axes(block))
 
         return cls(phased, t, value_bytes, kept, resident)
 
     def stage_cache(self, ipus: list[int], cache, params: dict[int, np.ndarray], sign: int) -> None:
-        for ipu, nbytes in _arrays(ipus, cache, params):
+        self.stage_bytes(_arrays(ipus, cache, params), sign)
+
+    def stage_bytes(self, per_ipu, sign: int) -> None:
+        """stage_cache of a cache counted already: (IPU, bytes) pairs (cache_bytes)."""
+        for ipu, nbytes in per_ipu:
             if self.phased:
                 self.stash[ipu] += sign * nbytes
                 self.stash_peak[ipu] = max(self.stash_peak[ipu], self.stash[ipu])
@@ -72,6 +75,12 @@ class Holdings:
     def stash_bytes(self, ipu: int) -> float:
         """The most Streaming Memory the IPU's share of the stashed block inputs took."""
         return self.stash_peak[ipu] * self.scale / self.t
+
+
+def cache_bytes(ipus: list[int], cache, params: dict[int, np.ndarray], stacked: int) -> list[tuple[int, int]]:
+    """Per IPU, one micro-batch's share of a cache of `stacked` micro-batches (each of its arrays holds them one
+    after another along its first axis, work.StageGroup)."""
+    return [(ipu, nbytes // stacked) for ipu, nbytes in _arrays(ipus, cache, params)]
 
 
 def _arrays(ipus: list[int], cache, params: dict[int, np.ndarray]):

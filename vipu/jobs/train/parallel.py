@@ -16,7 +16,9 @@ A step:
 1. every instance runs, for each of its replicas, its m micro-batches through its p stages in the layout's schedule
    (vipu/sdk/nn/pipeline.py); each operation is a stage's forward or backward on its t shards (vipu/sdk/nn/mlp.py,
    transformer.py) with Megatron's tensor-parallel allreduces, and ends by sending its boundary activation
-   forward (or gradient back); gradients accumulate per IPU over the micro-batches;
+   forward (or gradient back); gradients accumulate per IPU over the micro-batches. Where the layout allows,
+   a stage runs its m micro-batches stacked, each numpy call on all of them, and is timed per micro-batch as the
+   schedule orders them (micro_batches.py);
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
 3. every IPU applies the optimiser (vipu/sdk/nn/optimizers.py) to its own buffers and puts them back: all replicas stay identical.
 
@@ -66,24 +68,25 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from vipu.fabric import LocalTransport
 from vipu.fabric.group import shard
 from vipu.hardware.topology import Topology
 from vipu.jobs.layout import compute_share
 from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per_param
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
-from vipu.jobs.train import recompute
 from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs, owned
 from vipu.jobs.train.holdings import Holdings
+from vipu.jobs.train.micro_batches import run_replica
 from vipu.jobs.train.pipeline_schedule import timeline
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.results import IpuReport, StepReport
 from vipu.jobs.train.machine_charges import charge_compute, machine_streaming_s
-from vipu.jobs.train.work import OpTimer, StageGroup
+from vipu.jobs.train.work import StageGroup
 from vipu.sdk.nn import mlp, optimizers as optim, transformer, transformer2d
 from vipu.sdk.nn.pipeline import execution_order, stage_orders
 from vipu.sdk.nn.sharding import FlatLayout, stage_axes, stage_blocks, take, unshard
-from vipu.sdk.nn.synthetic import DTYPE, batch, init_params, loss
+from vipu.sdk.nn.synthetic import batch, init_params
 
 
 class ParallelTrainer:
@@ -104,9 +107,11 @@ class ParallelTrainer:
         self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
         self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
+        mirror = LocalTransport() if transport.deferred else None  # Fabric._exchange
         if self.model.dtype != "fp32":
             transport = PricedAs(transport, np.float16)
-        self.fabric = Fabric(topology or Topology(pod), first_ipu, self.lay, transport)
+            mirror = None if mirror is None else PricedAs(mirror, np.float16)
+        self.fabric = Fabric(topology or Topology(pod), first_ipu, self.lay, transport, mirror)
         self.stage = mlp if self.model.kind == "mlp" else transformer2d if self.lay.t2 > 1 else transformer
         t, t2, p = self.lay.t, self.lay.t2, self.lay.p
         self.blocks = [stage_blocks(self.model, t, p, s, self.lay.phased) for s in range(p)]
@@ -122,8 +127,12 @@ class ParallelTrainer:
                     self.layouts[ipu] = FlatLayout.of({name: a.shape for name, a in shards.items()})
                     weights[ipu] = self.layouts[ipu].pack(shards)
         self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
+        # the gradient accumulators, zeroed each step: the same memory every step, not fresh pages to fault in
+        grads = {ipu: np.zeros_like(w) for ipu, w in weights.items()}
+        self.accumulators = grads, {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in grads}
         self.rts = self.lay.rts and self.lay.r > 1
         self.recompute = recomputes(self.lay)
+        self.order = execution_order(stage_orders(self.lay.order, p, self.lay.micro_batches))  # every step's
         self.streamed = self.lay.offload_optimizer or self.lay.phased
         # the weights each IPU holds at a step's start are those put at the last one's end, unless RTS gathers them
         # or they stream: the step then continues with these and checks them (Fabric.expect), without a wait
@@ -231,63 +240,23 @@ class ParallelTrainer:
             fabric.load("params")
         gather_s = self._gather_weights() if lay.shards_weights else 0.0
         if self.put_weights is not None:
-            fabric.expect("params", self.put_weights)
-            params = {ipu: a.copy() for ipu, a in self.put_weights.items()}
+            fabric.expect("params", self.put_weights)  # checked before the update changes them in place
+            params = self.put_weights
         else:
             params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
-        grads = {ipu: np.zeros_like(params[ipu]) for ipu in self.ipus}
-        gviews = {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in self.ipus}
+        grads, gviews = self.accumulators
+        for buffer in grads.values():
+            buffer.fill(0)
         x, y = batch(model, self.workload.global_batch, self.workload.seed, step)
-        order = execution_order(stage_orders(lay.order, lay.p, lay.micro_batches))
+        order = self.order
         losses: list[np.ndarray] = []
         compute = defaultdict(float)
         held = self._holdings()
         worst = None  # (pipeline_s, stage busy, timers) of the critical stage of the slowest replica
         for rep in self.replicas:
-            inbox: dict = {}  # op -> what it receives, read when called (a send returns it so: Fabric.send)
-            caches: dict = {}
-            timers: dict = {}
-            for op in order:
-                s, kind, j = op
-                timer = timers[op] = OpTimer(self.pod, model.dtype, self.efficiency, self.partition_sync_s,
-                                             self.prices)
-                g = StageGroup(fabric, rep, s, timer)
-                shards = [views[ipu] for ipu in g.ipus]
-                if kind == "F":
-                    lo = (rep * lay.micro_batches + j) * lay.micro_batch
-                    xs = self._enter([x[lo:lo + lay.micro_batch]] * lay.tp if s == 0 else inbox.pop(op)(), g)
-                    if self.recompute:  # the cache is then each block's input only
-                        outs, cache = recompute.forward(self.stage, model, self.blocks[s], shards, xs, g)
-                    else:
-                        outs, cache = self.stage.forward(model, self.blocks[s], shards, xs, g)
-                    caches[(s, j)] = cache
-                    outs = self._leave(outs, g)
-                    held.stage_cache(g.ipus, cache, params, +1)
-                    if s == lay.p - 1:
-                        per_sample, ds = loss(model, outs, y[lo:lo + lay.micro_batch], self.workload.global_batch)
-                        losses.append(per_sample)
-                        inbox[(s, "B", j)] = lambda ds=ds: ds
-                    else:
-                        inbox[(s + 1, "F", j)] = g.send(s + 1, outs)
-                else:
-                    cache = caches.pop((s, j))
-                    dys = self._enter(inbox.pop(op)(), g)
-                    if self.recompute:  # the checkpoints stay until the last block is recomputed
-                        dxs, shard_grads = recompute.backward(
-                            self.stage, model, self.blocks[s], shards, cache, dys, g, need_dx=s > 0,
-                            held=lambda block, c, sign: held.block_cache(g.ipus, block, c, params, sign))
-                        held.stage_cache(g.ipus, cache, params, -1)
-                    else:
-                        held.stage_cache(g.ipus, cache, params, -1)
-                        dxs, shard_grads = self.stage.backward(model, self.blocks[s], shards, cache, dys, g,
-                                                               need_dx=s > 0)
-                    for ipu, named in zip(g.ipus, shard_grads):
-                        for name, value in named.items():
-                            gviews[ipu][name] += value
-                    if s > 0:
-                        inbox[(s - 1, "B", j)] = g.send(s - 1, self._leave(dxs, g))
-                timer.close()  # the op's last compute set
+            timers = run_replica(self, rep, order, x, y, params, views, gviews, held, losses)
+            for timer in timers.values():
                 for ipu, seconds in timer.ipu_compute_s.items():
                     compute[ipu] += seconds
             line = timeline(order, {op: timer.total_s for op, timer in timers.items()}, lay.p)
@@ -348,7 +317,7 @@ class ParallelTrainer:
     def _put_weights(self, buffers: dict[int, np.ndarray]) -> None:
         self.fabric.put("params", self._stored(buffers))
         if self.weights_as_put:
-            self.put_weights = {ipu: np.array(a, dtype=DTYPE) for ipu, a in buffers.items()}
+            self.put_weights = {ipu: owned(a) for ipu, a in buffers.items()}
 
     def _holdings(self) -> Holdings:
         """A step's count of what each IPU holds. In SRAM all step: its weights and accumulators in the model's

@@ -95,36 +95,47 @@ class OpTimer:
 
 
 class StageGroup:
-    """The t shards of one stage of one replica, as the stage code sees them."""
+    """The t shards of one stage of one replica, as the stage code sees them.
 
-    def __init__(self, fabric: Fabric, replica: int, stage: int, timer: OpTimer):
+    stacked: how many micro-batches the arrays hold, one after another along their first axis (micro_batches.py).
+    The numpy calls then run once for them all; the timer counts one micro-batch's FLOPs and collectives (every
+    micro-batch's are the same), and the fabric logs and records each micro-batch's collective (Fabric._moved)."""
+
+    def __init__(self, fabric: Fabric, replica: int, stage: int, timer: OpTimer, stacked: int = 1):
         self.fabric, self.replica, self.stage, self.timer = fabric, replica, stage, timer
+        self.stacked = stacked
         self.t, self.t1, self.t2 = fabric.t, fabric.t1, fabric.t2
         self.ipus = fabric.stage_ipus(replica, stage)
         self.group = fabric.tensor_group(replica, stage)
 
     def mm(self, k: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """a @ b on shard k, counted."""
-        self.timer.flops(self.ipus[k], matmul_flops(a, b))
+        """a @ b on shard k, counted. Stacked, one batched matmul of each micro-batch's rows: BLAS may round a row
+        otherwise when it has more rows beside it (so does OpenBLAS's sgemm with a transposed b), and a stacked run
+        must give one by one's numbers to the bit (a program of the SDK runs one micro-batch at a time)."""
+        self.flops(k, matmul_flops(a, b))
+        if self.stacked > 1 and a.ndim == 2:  # with more axes each sample's rows are a matmul of their own already
+            return np.matmul(a.reshape(self.stacked, -1, a.shape[-1]), b).reshape(-1, b.shape[-1])
         return a @ b
 
     def wgrad(self, k: int, a: np.ndarray, dy: np.ndarray) -> np.ndarray:
-        self.timer.flops(self.ipus[k], wgrad_flops(a, dy))
-        return wgrad(a, dy)
+        """Stacked, each micro-batch's gradient (one batched matmul), added in order (kernels.wgrad)."""
+        self.flops(k, wgrad_flops(a, dy))
+        return wgrad(a, dy, self.stacked)
 
     def flops(self, k: int, n: float) -> None:
-        self.timer.flops(self.ipus[k], n)
+        # n is exactly `stacked` times one micro-batch's (whole numbers below 2**53): the quotient is exact too
+        self.timer.flops(self.ipus[k], n / self.stacked if self.stacked > 1 else n)
 
     def vector(self, k: int, cycles: float) -> None:
         self.timer.vector(self.ipus[k], cycles)
 
     def allreduce(self, parts: list[np.ndarray]) -> list[np.ndarray]:
-        out, seconds = self.fabric.allreduce(self.group, parts)
+        out, seconds = self.fabric.allreduce(self.group, parts, self.stacked)
         self.timer.collective(TP, seconds)
         return out
 
     def all_gather(self, pieces: list[np.ndarray], axis: int) -> list[np.ndarray]:
-        out, seconds = self.fabric.all_gather(self.group, pieces, axis)
+        out, seconds = self.fabric.all_gather(self.group, pieces, axis, self.stacked)
         self.timer.collective(TP, seconds)
         return out
 
@@ -145,6 +156,6 @@ class StageGroup:
 
     def send(self, dst_stage: int, arrays: list[np.ndarray]) -> Callable[[], list[np.ndarray]]:
         """What stage dst_stage receives, read when called (Fabric.send)."""
-        out, seconds = self.fabric.send(self.replica, self.stage, dst_stage, arrays)
+        out, seconds = self.fabric.send(self.replica, self.stage, dst_stage, arrays, self.stacked)
         self.timer.collective(PP, seconds)
         return out

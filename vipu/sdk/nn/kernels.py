@@ -18,18 +18,32 @@ def matmul_flops(a: np.ndarray, b: np.ndarray) -> float:
     return 2.0 * (a.size // a.shape[-1]) * a.shape[-1] * b.shape[-1]
 
 
-def wgrad(a: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """The weight gradient of y = a @ w for activations with any leading dimensions."""
-    return a.reshape(-1, a.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
+def wgrad(a: np.ndarray, dy: np.ndarray, groups: int = 1) -> np.ndarray:
+    """The weight gradient of y = a @ w for activations with any leading dimensions. `groups` micro-batches stacked
+    along the first: each one's gradient (one batched matmul), added in order (in_order)."""
+    if groups == 1:
+        return a.reshape(-1, a.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
+    return in_order(np.matmul(a.reshape(groups, -1, a.shape[-1]).transpose(0, 2, 1),
+                              dy.reshape(groups, -1, dy.shape[-1])))
+
+
+def in_order(parts: np.ndarray) -> np.ndarray:
+    """parts[0] + parts[1] + ..., left to right: the sum a loop over the micro-batches accumulates, to the bit."""
+    out = parts[0]
+    for part in parts[1:]:
+        out = out + part
+    return out
 
 
 def wgrad_flops(a: np.ndarray, dy: np.ndarray) -> float:
     return 2.0 * (a.size // a.shape[-1]) * a.shape[-1] * dy.shape[-1]
 
 
-def rows(dy: np.ndarray) -> np.ndarray:
-    """The bias gradient: dy summed over every leading dimension."""
-    return dy.reshape(-1, dy.shape[-1]).sum(axis=0)
+def rows(dy: np.ndarray, groups: int = 1) -> np.ndarray:
+    """The bias gradient: dy summed over every leading dimension (`groups`: as wgrad's)."""
+    if groups == 1:
+        return dy.reshape(-1, dy.shape[-1]).sum(axis=0)
+    return in_order(dy.reshape(groups, -1, dy.shape[-1]).sum(axis=1))
 
 
 def relu(z: np.ndarray) -> np.ndarray:
@@ -49,12 +63,15 @@ def layernorm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray) -> tuple[np.nda
     return norm * gain + bias, (norm, inv, gain)
 
 
-def layernorm_back(dy: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(dx, dgain, dbias)."""
+def layernorm_back(dy: np.ndarray, cache: tuple, groups: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dx, dgain, dbias); `groups` as wgrad's."""
     norm, inv, gain = cache
-    axes = tuple(range(dy.ndim - 1))
-    dgain = (dy * norm).sum(axis=axes)
-    dbias = dy.sum(axis=axes)
+    if groups == 1:
+        axes = tuple(range(dy.ndim - 1))
+        dgain = (dy * norm).sum(axis=axes)
+        dbias = dy.sum(axis=axes)
+    else:
+        dgain, dbias = rows(dy * norm, groups), rows(dy, groups)
     dnorm = dy * gain
     dx = inv * (dnorm - dnorm.mean(axis=-1, keepdims=True) - norm * (dnorm * norm).mean(axis=-1, keepdims=True))
     return dx, dgain, dbias

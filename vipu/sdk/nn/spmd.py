@@ -17,6 +17,8 @@ import numpy as np
 
 class Shards(Protocol):
     t: int  # how many shards: the stage's tensor-parallel IPUs
+    stacked: int  # how many micro-batches each array holds, one after another along its first axis (weight and
+    # bias gradients are then each one's, added in order: kernels.in_order)
 
     def mm(self, k: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """a @ b on shard k, its FLOPs counted on shard k's IPU."""

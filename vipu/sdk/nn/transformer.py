@@ -89,11 +89,11 @@ def _ffn_back(pre: str, shards: list[Params], cache: list, ds: list, g: Shards, 
     for k, p in enumerate(shards):
         n2, c2, z, a = cache[k]
         gk = grads[k]
-        gk[pre + "b2"], gk[pre + "w2"] = rows(ds[k]), g.wgrad(k, a, ds[k])
+        gk[pre + "b2"], gk[pre + "w2"] = rows(ds[k], g.stacked), g.wgrad(k, a, ds[k])
         dz = relu_back(g.mm(k, ds[k], p[pre + "w2"].T), z)
-        gk[pre + "w1"], gk[pre + "b1"] = g.wgrad(k, n2, dz), rows(dz)
+        gk[pre + "w1"], gk[pre + "b1"] = g.wgrad(k, n2, dz), rows(dz, g.stacked)
         parts.append(g.mm(k, dz, p[pre + "w1"].T))
-    return _norm_back(pre + "ln2", g.allreduce(parts), cache, ds, grads)
+    return _norm_back(pre + "ln2", g.allreduce(parts), cache, ds, grads, g.stacked)
 
 
 def _attention_back(pre: str, shards: list[Params], cache: list, ds: list, g: Shards,
@@ -102,22 +102,22 @@ def _attention_back(pre: str, shards: list[Params], cache: list, ds: list, g: Sh
     for k, p in enumerate(shards):
         n1, c1, ctx, ca = cache[k]
         gk = grads[k]
-        gk[pre + "bo"], gk[pre + "wo"] = rows(ds[k]), g.wgrad(k, ctx, ds[k])
+        gk[pre + "bo"], gk[pre + "wo"] = rows(ds[k], g.stacked), g.wgrad(k, ctx, ds[k])
         g.flops(k, 2 * attention_flops(ctx, ctx.shape[1]))
         g.vector(k, score_cycles(ctx, ctx.shape[1], ca[0].shape[1], backward=True))
         dq, dk, dv = attention_back(g.mm(k, ds[k], p[pre + "wo"].T), ca)
         dn1 = 0
         for name, d in zip("qkv", (dq, dk, dv)):
-            gk[pre + f"w{name}"], gk[pre + f"b{name}"] = g.wgrad(k, n1, d), rows(d)
+            gk[pre + f"w{name}"], gk[pre + f"b{name}"] = g.wgrad(k, n1, d), rows(d, g.stacked)
             dn1 = dn1 + g.mm(k, d, p[pre + f"w{name}"].T)
         parts.append(dn1)
-    return _norm_back(pre + "ln1", g.allreduce(parts), cache, ds, grads)
+    return _norm_back(pre + "ln1", g.allreduce(parts), cache, ds, grads, g.stacked)
 
 
-def _norm_back(norm: str, dnorm: list, cache: list, ds: list, grads: list[Params]) -> list:
+def _norm_back(norm: str, dnorm: list, cache: list, ds: list, grads: list[Params], stacked: int) -> list:
     """Through a block's layer norm (its output's gradient summed over the shards) and its residual."""
     out = []
     for k, d in enumerate(dnorm):
-        dx, grads[k][norm + ".g"], grads[k][norm + ".b"] = layernorm_back(d, cache[k][1])
+        dx, grads[k][norm + ".g"], grads[k][norm + ".b"] = layernorm_back(d, cache[k][1], stacked)
         out.append(dx + ds[k])
     return out
