@@ -232,7 +232,16 @@ def test_under_secure_a_program_runs_as_its_users_unix_account_and_only_then(ser
     out = home / f"slurm-{job}.out"
     assert out.read_text().split() == ["65534", "65534"]  # nobody's uid and gid, no root file written
     assert out.stat().st_uid == 65534  # opened as the user, not by the controller
+    # the user swaps its folder for a symlink to one only root may enter: `vipu logs` reads as the user, so it shows
+    # nothing of root's file (it did: the controller read the path as root)
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / out.name).write_text("TOPSECRET\n")
     shutil.rmtree(home)
+    home.symlink_to(private)
+    logs = run(server, "vipu", "logs", str(job), env=as_(alice))
+    assert logs.returncode == 0 and "TOPSECRET" not in logs.stdout and "permission denied" in logs.stdout, logs
+    home.unlink()
     denied = run(server, "vipu", "submit", spec_file(tmp_path, script, "theirs"), env=as_(bob))
     assert denied.returncode == 6 and "user bob has no Unix account to run programs as" in denied.stderr
     assert "vipu-admin update user bob --unix-user ACCOUNT" in denied.stderr

@@ -4,6 +4,7 @@ user, never through a symlink and never over a file that appeared after the cont
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +53,33 @@ def test_vipu_logs_reads_no_symlink_hard_link_or_fifo(tmp_path):
     for name in ("link.out", "hard.out", "fifo.out"):
         text, cut = Steps.tail(str(tmp_path / name))
         assert text.startswith(f"(the output file {tmp_path / name} is not shown: ") and "TOPSECRET" not in text
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading as another account needs root, as --secure does")
+def test_under_secure_vipu_logs_reads_as_the_jobs_user_through_any_folder_swapped_in(tmp_path):
+    """Regression: under --secure, a job's user replaced a folder of its output path by a symlink to a folder only
+    root may enter, and `vipu logs` (the controller's user) showed root's file of that name."""
+    import shutil
+    import tempfile
+
+    from vipu.jobs.programs.hosts import Steps
+
+    nobody = {"uid": 65534, "gid": 65534, "groups": []}
+    private = tmp_path / "private"  # pytest's folders are root's alone
+    private.mkdir(mode=0o700)
+    (private / "out.txt").write_text("TOPSECRET\n")
+    home = Path(tempfile.mkdtemp(prefix="vipu-nobody-"))
+    try:
+        home.chmod(0o777)
+        (home / "sub").mkdir()
+        (home / "sub" / "out.txt").write_text("mine\n")
+        assert Steps.tail(str(home / "sub" / "out.txt"), user=nobody) == ("mine\n", False)
+        assert Steps.tail(str(home / "sub" / "none"), user=nobody) == ("", False)
+        shutil.rmtree(home / "sub")
+        (home / "sub").symlink_to(private)  # after the run: the user's own folder, swapped
+        text, cut = Steps.tail(str(home / "sub" / "out.txt"), user=nobody)
+        assert "TOPSECRET" not in text and text == f"(the output file {home / 'sub' / 'out.txt'} is not shown:" \
+            " permission denied)", text
+        assert "TOPSECRET" in Steps.tail(str(home / "sub" / "out.txt"))[0]  # what the controller's user would read
+    finally:
+        shutil.rmtree(home)

@@ -7,10 +7,12 @@ controller's lock, never under it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -62,13 +64,14 @@ class Steps:
             step.terminate()
 
     @staticmethod
-    def tail(path: str, max_bytes: int = TAIL_BYTES) -> tuple[str, bool]:
-        """The end of a program's output file, and whether anything before it was left out ("" while none). Read
-        by the controller's user for any caller who may see the job: so never through a symlink, and only a regular
-        file with one name (not a hard link to another file), which a job's user could otherwise point at a file
-        only the controller may read; O_NONBLOCK: a FIFO put there must not stop the read."""
+    def tail(path: str, max_bytes: int = TAIL_BYTES, user: dict | None = None) -> tuple[str, bool]:
+        """The end of a program's output file, and whether anything before it was left out ("" while none). Never
+        through a symlink, and only a regular file with one name (not a hard link to another file), which a job's
+        user could otherwise point at a file only the controller may read; O_NONBLOCK: a FIFO put there must not
+        stop the read. `user` ({uid, gid, groups}, under --secure): opened as that account (_open_as),
+        since the job's user may also swap a folder of the path for a symlink once the run has ended."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = _open_as(path, user)
         except FileNotFoundError:
             return "", False
         except OSError as e:
@@ -81,6 +84,37 @@ class Steps:
             f.seek(max(0, size - max_bytes))
             data = f.read(max_bytes)
         return data.decode(errors="replace"), size > max_bytes
+
+
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _open_as(path: str, user: dict | None) -> int:
+    """`path` opened for reading (_READ) by the controller's user, or (`user` given) by that account: a child
+    process becomes it, opens the file and hands the descriptor back, so the kernel's permission checks are that
+    account's along the whole path. A fork without exec: the child makes system calls only, then ends."""
+    if user is None or user["uid"] == os.geteuid():
+        return os.open(path, _READ)
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        pid = os.fork()
+        if pid == 0:  # the child: nothing here may return
+            try:
+                os.setgroups(user["groups"])
+                os.setgid(user["gid"])
+                os.setuid(user["uid"])
+                socket.send_fds(theirs, [b"ok"], [os.open(path, _READ)])
+            except OSError as e:
+                theirs.sendall(str(e.errno or 0).encode())
+            finally:
+                os._exit(0)
+        theirs.close()
+        message, fds, _, _ = socket.recv_fds(ours, 32, 1)
+        os.waitpid(pid, 0)
+    if fds:
+        return fds[0]
+    code = int(message or b"0") or errno.EACCES  # (nothing said: the child died before it could)
+    raise FileNotFoundError(code, os.strerror(code)) if code == errno.ENOENT else OSError(code, os.strerror(code))
 
 
 class _Step:
@@ -186,5 +220,5 @@ class NodeSteps:
     def terminate_all(self) -> None:
         self.steps.terminate_all()
 
-    def tail(self, path: str, max_bytes: int = TAIL_BYTES) -> tuple[str, bool]:
-        return Steps.tail(path, max_bytes)
+    def tail(self, path: str, max_bytes: int = TAIL_BYTES, user: dict | None = None) -> tuple[str, bool]:
+        return Steps.tail(path, max_bytes, user)

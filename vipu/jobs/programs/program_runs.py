@@ -27,7 +27,7 @@ from pathlib import Path
 from vipu.errors import FailedPrecondition
 from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files
 from vipu.jobs.programs.environment import job_environment
-from vipu.jobs.programs.hosts import NodeSteps, Steps, spool_for
+from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, spool_for
 from vipu.jobs.programs.program_record import ProgramRecord
 from vipu.jobs.programs.run_sessions import device_environment, keep_steps, open_session
 from vipu.scheduler.effects import StartJob, StopJob
@@ -249,8 +249,13 @@ class ProgramRuns:
         host = run.host if run is not None and run.host is not None else self.local
         if record.failure is not None:  # its output was never opened by this run: what is there is not its own
             return [f"run {record.run} could not start: {record.failure}", *record.step_lines()]
+        job = self.ctx.job(job_id)
+        try:  # read as the job's user's account (--secure), whatever its folders have become since the run
+            user = self.ctx.run_as(job.user if job is not None else "")
+        except Exception as e:  # noqa: BLE001 - its user's mapping went: nobody may read it for them
+            return [f"(the output of run {record.run} is not shown: {getattr(e, 'message', e)})", *record.step_lines()]
         try:
-            text, cut = self._call(host, "tail", record.output)
+            text, cut = self._call(host, "tail", record.output, TAIL_BYTES, user)
         except Exception as e:  # noqa: BLE001 - a node gone: say so, keep the rest
             text, cut = "", False
             return [f"(the output of run {record.run} on node {record.node} cannot be read: {e})"]
