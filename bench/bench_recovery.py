@@ -125,11 +125,13 @@ def recovery_time(jobs: int, ended: int = 0) -> tuple[float, int, tuple[float, f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cycles", type=int, default=5)
-    parser.add_argument("--per-cycle", type=int, default=200)
-    parser.add_argument("--jobs", type=int, default=10_000)
-    parser.add_argument("--stored", type=int, default=400_000)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--cycles", type=int, default=5, help="kill -9 / restart cycles under submitting clients")
+    parser.add_argument("--per-cycle", type=int, default=200, help="submissions each client makes per cycle")
+    parser.add_argument("--jobs", type=int, default=10_000, help="jobs in the store for the time to serve again")
+    parser.add_argument("--stored", type=int, default=400_000,
+                        help="stored jobs, all but the live queue ended, for the bounded-history restart")
     args = parser.parse_args()
     print(f"# bench_recovery: {time.strftime('%Y-%m-%d')} on {platform.node()} (Python {platform.python_version()})")
     acked, lost, duplicated = kill_cycles(args.cycles, args.per_cycle)
