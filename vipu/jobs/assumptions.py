@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vipu.jobs.tile_memory import MAPPING_GRAIN
-from vipu.sdk.nn.kernels import SCORE_BACKWARD_CYCLES, SCORE_FORWARD_CYCLES
+from vipu.sdk.nn.vector_cycles import SCORE_BACKWARD_CYCLES, SCORE_FORWARD_CYCLES
 
 # `vipu plan`'s suggestions (suggest.py): among the fitting layouts predicted within this fraction of the best
 # throughput, the micro-batch size nearest the spec's comes first (compute efficiency ignores micro-batch size)

@@ -10,6 +10,7 @@ program's session and the engine's StageGroup over its fabric.
 - architectures.py: MLP and Transformer, the shapes the code below reads;
 - synthetic.py: initial weights, synthetic samples and the loss, a pure function of a seed;
 - kernels.py: numpy layers with hand-written backward passes, and their FLOP counts;
+- vector_cycles.py: the vector units' cycles the kernels charge beside FLOPs (numpy-free: the planner reads them);
 - sharding.py: layers to pipeline stages, blocks, tensors to shards, and flat per-IPU buffers;
 - mlp.py, transformer.py: a stage's forward and backward on its shards (Megatron-style);
 - pipeline.py: GPipe and 1F1B orders of a step's forward and backward operations;
