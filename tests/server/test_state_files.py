@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import stat
@@ -411,3 +412,23 @@ def test_overlapping_partitions_are_refused_and_quarantine_keeps_the_first(serve
     server.start()
     listed = json.loads(run(server, "vipu", "list", "partitions", "--json").stdout)
     assert [x["name"] for x in listed] == ["first"]
+
+
+def test_a_fifo_or_folder_among_the_state_files_is_refused_at_once(server_factory, tmp_path):
+    """Regression: a FIFO there hung the start for ever (opening it waits for a writer, deaf to SIGTERM), or gave
+    "cannot be used (None)"; a folder named vipu.sqlite3 was blamed on a full disk (exit 5)."""
+    intact = tmp_path / "intact"
+    server = server_factory(state_dir=intact, extra=["--secure"])
+    server.kill(signal.SIGTERM)
+    cases = [(name, os.mkfifo, "a FIFO") for name in ("vipu.sqlite3", "state.id", "vipu.generation", "admin.key",
+                                                      "controller.lock")] + [("vipu.sqlite3", os.mkdir, "a folder")]
+    for name, make, what in cases:
+        state = tmp_path / f"{name}-{what[2:]}"
+        shutil.copytree(intact, state)
+        if (state / name).exists():
+            (state / name).unlink()
+        make(state / name, 0o600)
+        out = start("--secure", "--port", "0", "--state-dir", str(state))
+        assert out.returncode == 2, (name, out.stderr)
+        assert out.stderr.strip() == (f"vipu-server: error: {state / name} is {what}, not a file the controller made:"
+                                      " move it out of the state folder (the controller makes its own)"), name

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import ssl
+import stat
 import sqlite3
 import sys
 import threading
@@ -132,10 +133,13 @@ def _admin_key(state_dir: Path) -> bool:
     new state has no users: foreign_admin_key), before anything is created in the folder."""
     if read_private(state_dir / ADMIN_KEY) is None:
         return False
-    database = state_dir / DATABASE
-    if not database.exists() or database.stat().st_size == 0:
+    try:
+        database = os.lstat(state_dir / DATABASE)
+    except FileNotFoundError:
+        raise foreign_admin_key(state_dir) from None
+    if stat.S_ISREG(database.st_mode) and database.st_size == 0:
         raise foreign_admin_key(state_dir)
-    return True
+    return True  # (anything but a file: private_database refuses it)
 
 
 def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Event) -> bool:
