@@ -37,7 +37,7 @@ from vipu.partition.stored_checks import contradictions
 from vipu.store import Damaged, DamagedRecords, Store
 from vipu.store_generation import EmptiedDatabase, Generation, LostLog
 from vipu.store_rebuild import LOST, Unrebuildable, rebuild_history
-from vipu.store_schema import SCHEMA_VERSION, NewerSchema, UnknownSchema
+from vipu.store_schema import SCHEMA_VERSION, MissingTables, NewerSchema, UnknownSchema
 
 log = logging.getLogger("vipu.recovery")
 DATABASE = "vipu.sqlite3"  # the state folder's database
@@ -124,13 +124,22 @@ def _open_store(path: Path, accept_lost_log: bool, accept_empty: bool) -> tuple[
     """The store and its Pod's record, or InvalidArgument naming what is wrong with its database and the fix."""
     try:
         try:
-            store = Store(path, accept_lost_log=accept_lost_log)
+            store = Store(path, accept_lost_log=accept_lost_log, remake_tables=accept_empty)
         except EmptiedDatabase:
             if not (accept_empty or accept_lost_log):
                 raise _not_this_state(path, "is empty") from None
             Generation(path).closed()  # the operator begins afresh: the marker of the state that was is let go
             store = Store(path)
+        for table in store.remade:
+            log.warning("the state database %s had no %s table: made again, empty%s", path, table,
+                        " (the records moved aside into it are gone)" if table == "quarantine" else
+                        "; --accept-empty-state: what it held is gone")
         return store, store.get_meta("pod")
+    except MissingTables as e:
+        raise InvalidArgument(
+            f"the state database {path} has no {' and no '.join(e.tables)} table (dropped, or lost with its pages):"
+            " what it held is gone, and copying the database cannot bring it back; restore it from a backup, or start"
+            " with --accept-empty-state to make it again, empty, and serve what is left") from None
     except LostLog as e:
         raise InvalidArgument(
             f"the state database {path} has lost its write-ahead log: {e}. Serving it would drop those changes and"
