@@ -67,6 +67,7 @@ class Store(Drops, HistoryReads):
         self.remade: list[str] = []  # tables that were missing and are made again, empty, for the start to say
         self.job_kinds: frozenset[str] = frozenset()  # runners' records named by a job id: they move with the job
         self._writable = True
+        self.outages = 0  # times writing started failing: a rollback says so once per outage (rollback.py)
         self._cause = ""  # why the last write failed (refusal())
         self.write_failures = 0  # writes that failed or timed out since the start (vipu_store_write_failures_total)
         self._retrying = threading.Lock()

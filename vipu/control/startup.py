@@ -355,9 +355,10 @@ def _cycle_collection_paused():
             gc.enable()
 
 
-def recover_jobs(plane: ControlPlane, job_records, goes_on=lambda job: False, **notes) -> None:
+def recover_jobs(plane: ControlPlane, job_records, goes_on=lambda job: False, say: bool = True, **notes) -> None:
     """The queue from the job records, running jobs resumed or ended (module docstring). A rollback's
-    (rollback.py): `goes_on(job)`, its run is still going in this process; `notes`, Scheduler.recover's wording."""
+    (rollback.py): `goes_on(job)`, its run is still going in this process; `say`, log each running job's note;
+    `notes`, Scheduler.recover's wording."""
     scheduler, controller, driver = plane.scheduler, plane.controller, plane.driver
     now = plane.now()
 
@@ -373,5 +374,5 @@ def recover_jobs(plane: ControlPlane, job_records, goes_on=lambda job: False, **
     ran = sorted(r.id for k, r in job_records if k == "job" and r.state in (JobState.RUNNING, JobState.COMPLETING))
     for job_id in ran:
         job = scheduler.table.jobs[job_id]
-        if job.recovery:  # (a COMPLETING job whose partition survived has none)
+        if job.recovery and say:  # (a COMPLETING job whose partition survived has none)
             log.info("job %s: %s", job.display_id, job.recovery)
