@@ -62,7 +62,8 @@ def roll_back(plane: ControlPlane) -> None:
         # a running job a second
         said, plane.undone_in = plane.undone_in == plane.store.outages, plane.store.outages
         recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS], goes_on=goes_on, say=not said,
-                     event=ROLLBACK, lost_why="its run stopped for a change the state store could not write (undone since)")
+                     event=ROLLBACK,
+                     lost_why="its run stopped for a change the state store could not write (undone since)")
         plane.ends.rolled_back(kept)
         scheduler.retired_qos |= old.retired_qos
         for job_id, started in sorted(ran.items()):
