@@ -22,3 +22,27 @@ def test_text_no_field_could_take_is_refused_naming_the_source(text, said):
 
 def test_numbers_yaml_writes_other_ways_still_read():
     assert read_document("a: 0x1F\nb: 1_000\nc: -7", "job spec") == {"a": 31, "b": 1000, "c": -7}
+
+
+@pytest.mark.parametrize("text, said", [
+    ("ipus: 1\nbegin: 2026-13-45\n", "begin: '2026-13-45' is not a time"),
+    ("ipus: 1\nbegin: 2026-02-30\n", "begin: '2026-02-30' is not a time"),
+    ("ipus: 1\nbegin: !!timestamp 2026-13-45\n", "begin: '2026-13-45' is not a time"),
+])
+def test_an_unquoted_invalid_date_is_refused_naming_its_field(text, said):
+    """Regression (issue 23, walk23c item 3): PyYAML built the date itself, and its ValueError was reported as
+    "a number has more than 4,300 digits", naming no field."""
+    from vipu.scheduler.job_spec import load_spec
+
+    with pytest.raises(InvalidArgument) as e:
+        load_spec(text, "s2.yaml")
+    assert said in str(e.value) and "4,300" not in str(e.value)
+
+
+def test_an_unquoted_invalid_date_in_the_scheduler_config_names_its_field(tmp_path):
+    from vipu.scheduler.config import load_scheduler_config
+
+    (tmp_path / "bc.yaml").write_text("min_job_age: 2026-13-45\n")
+    with pytest.raises(InvalidArgument) as e:
+        load_scheduler_config(str(tmp_path / "bc.yaml"), None)
+    assert "min_job_age" in str(e.value) and "2026-13-45" in str(e.value) and "4,300" not in str(e.value)

@@ -56,6 +56,16 @@ def _int(loader: _Loader, node: yaml.ScalarNode) -> int:
 _Loader.add_constructor("tag:yaml.org,2002:int", _int)
 
 
+def _timestamp(loader: _Loader, node: yaml.ScalarNode) -> str:
+    """An unquoted date stays text, for the field to check. Why: PyYAML builds a datetime itself, and an invalid
+    one (2026-13-45, 2026-02-30) failed there, naming neither the field nor the reason; the fields that take times
+    read the text as they read it quoted or in JSON."""
+    return loader.construct_scalar(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+
+
 def _pairs(pairs: list[tuple[str, object]]) -> dict:
     out: dict = {}
     for key, value in pairs:

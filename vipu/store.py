@@ -42,7 +42,7 @@ from vipu.store_drops import Dropped, Drops
 from vipu.store_generation import Generation, LostLog
 from vipu.store_history import HISTORY_KIND, MAX_ROWS_PER_STATEMENT, HistoryReads, history_row
 from vipu.store_rebuild import bad_history_rows, damaged_tables, quarantine_history_rows
-from vipu.store_schema import migrate
+from vipu.store_schema import MissingTables, make_tables, migrate, missing_tables
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
 CHECKPOINT_S = 0.5  # how often the WAL is copied into the database while writes come in
@@ -55,7 +55,8 @@ class HistoryUnwritable(Unavailable):
 class Store(Drops, HistoryReads):
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
-    def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False):
+    def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False,
+                 remake_tables: bool = False):
         self.path = Path(path)
         self._generation = Generation(self.path)  # store_generation.py: a -wal file lost after a crash
         wal_was_there = self._generation.wal.exists()
@@ -63,8 +64,10 @@ class Store(Drops, HistoryReads):
         self.on_health: Callable[[bool], None] = lambda writable: None  # told when writes fail, and work again
         self.on_dropped: Callable[[], None] = self.discard  # undoes failed writes (the controller: rollback.py)
         self.lost_log: LostLog | None = None  # the log loss that accept_lost_log accepted, for the start to say
+        self.remade: list[str] = []  # tables that were missing and are made again, empty, for the start to say
         self.job_kinds: frozenset[str] = frozenset()  # runners' records named by a job id: they move with the job
         self._writable = True
+        self.outages = 0  # times writing started failing: a rollback says so once per outage (rollback.py)
         self._cause = ""  # why the last write failed (refusal())
         self.write_failures = 0  # writes that failed or timed out since the start (vipu_store_write_failures_total)
         self._retrying = threading.Lock()
@@ -76,6 +79,11 @@ class Store(Drops, HistoryReads):
         self._db.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's (module docstring, store_generation.py)
         try:
             migrate(self._db)
+            self.remade = missing_tables(self._db)
+            # the quarantine only holds records moved aside: empty, it loses nothing more; the others need consent
+            if set(self.remade) - {"quarantine"} and not remake_tables:
+                raise MissingTables(self.remade)
+            make_tables(self._db, self.remade)
             if not wal_was_there:
                 try:
                     self._generation.check(self._db)

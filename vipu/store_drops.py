@@ -102,6 +102,7 @@ class Drops:
         if writable == self._writable:
             return
         self._writable = writable
+        self.outages += not writable
         self.on_health(writable)
         if not writable and self._retrying.acquire(blocking=False):
             threading.Thread(target=self._retry, name="vipu-store-retry", daemon=True).start()

@@ -8,6 +8,7 @@ here (at least the version bump), so that version refuses the database rather th
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 MIGRATIONS: list[tuple[str, ...]] = [
@@ -64,6 +65,30 @@ MIGRATIONS: list[tuple[str, ...]] = [
 ]
 HISTORY_TABLES = ("job_history", "job_history_records")  # checked at every start: they grow with the history
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+LIVE_TABLES = ("records", "meta", "quarantine")  # checked at every start: a dropped one failed with a wrong reason
+_CREATED = {m.group(1): statement for step in MIGRATIONS for statement in step
+            if (m := re.match(r"CREATE TABLE IF NOT EXISTS (\w+)", statement))}
+
+
+class MissingTables(Exception):
+    """Tables of the schema that a database at its version lacks (dropped by hand, or lost with their pages)."""
+
+    def __init__(self, tables: list[str]):
+        super().__init__(f"no table {', '.join(tables)}")
+        self.tables = tables
+
+
+def missing_tables(db: sqlite3.Connection) -> list[str]:
+    have = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return [t for t in LIVE_TABLES if t not in have]
+
+
+def make_tables(db: sqlite3.Connection, tables: list[str]) -> None:
+    """The tables again, empty, as the schema creates them."""
+    for table in tables:
+        db.execute(_CREATED[table])
 
 
 class NewerSchema(Exception):

@@ -149,3 +149,26 @@ def test_show_job_of_an_id_in_no_record_says_it_was_lost_not_that_the_history_ha
         f" aside under another name: `sqlite3 {tmp_path / 'vipu.sqlite3'} 'SELECT kind, name, error FROM quarantine'`"
         " lists them)")
     plane.store.close()
+
+
+def test_a_dropped_quarantine_table_is_made_again_and_the_queue_served(state, caplog):
+    """Regression: the start failed with exit 5, "free space", on a sound disk."""
+    edit(state, "DROP TABLE quarantine")
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0)
+    assert plane.scheduler.job(2).state is JobState.PENDING
+    assert plane.store.quarantined(("job",)) == []
+    plane.store.close()
+    assert "had no quarantine table: made again, empty" in caplog.text
+
+
+@pytest.mark.parametrize("table", ["records", "meta"])
+def test_a_dropped_live_table_is_named_not_sent_to_a_dump_that_cannot_bring_it_back(state, table):
+    """Regression: a dropped records table named the .dump command, whose copy the next start refused the same way."""
+    edit(state, f"DROP TABLE {table}")
+    said = refusal(state)
+    assert said == (f"the state database {state / 'vipu.sqlite3'} has no {table} table (dropped, or lost with its"
+                    " pages): what it held is gone, and copying the database cannot bring it back; restore it from a"
+                    " backup, or start with --accept-empty-state to make it again, empty, and serve what is left")
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0, accept_empty=True)  # the operator's consent
+    plane.store.close()
+    open_plane("bow-pod16", state, "127.0.0.1", 0).store.close()  # and the next start is a plain one

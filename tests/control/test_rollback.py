@@ -240,3 +240,27 @@ def test_the_event_log_names_each_job_whose_logged_submit_or_change_was_undone(p
     assert undone == [f"job {i} of {user} undone: its submit was not written (the state store could not write), by"
                       " controller" for i in (2, 3)], undone
     assert states(plane) == {held: JobState.PENDING}
+
+
+def test_the_undoing_is_logged_once_an_outage_not_each_retry_nor_a_line_a_running_job(plane, caplog, monkeypatch):
+    """Regression: while the disk stayed full, each retry (every second) logged the undoing again, and a line for
+    each running job: 20 warnings and 38 lines for 2 jobs in 20 s."""
+    ids = submit(plane, SLEEP, n=2)
+    plane.step()
+    monkeypatch.setattr(plane.store, "_write", disk_full)
+    with caplog.at_level("INFO", logger="vipu.recovery"):
+        with pytest.raises(Dropped):
+            plane.jobs.cancel(ids, NO_FILTER, False, ANYONE)
+        for _ in range(3):  # as the retry thread does each second: the rollback's own notes fail to write too
+            with pytest.raises(Unavailable):
+                plane.store.flush()
+            plane._roll_back()
+        lines = [r.getMessage() for r in caplog.records if r.name == "vipu.recovery"]
+    assert sum("changes since its last write are undone" in line for line in lines) == 1, lines
+    assert sum("resumed after" in line for line in lines) == 2, lines  # one for each running job, once
+    monkeypatch.undo()
+    with caplog.at_level("WARNING", logger="vipu.store"):
+        freed(plane)
+    assert [r.getMessage() for r in caplog.records if r.name == "vipu.store"].count(
+        f"the state store {plane.store.path} writes again") == 1
+    assert states(plane) == {i: JobState.RUNNING for i in ids}

@@ -34,6 +34,8 @@ HOSTILE_SPECS = [
     b'{"ipus": 1, "workload": ' + b"[" * DEEP + b"]" * DEEP + b"}", b"[" * DEEP + b"]" * DEEP,
     b"a:\n" + b"".join(b" " * i + b"- \n" for i in range(1, 300)),
     b'{"ipus": 1, "dependency": "afterok:' + b"9" * 400 + b'"}',
+    *(YAML_DATES := [b"ipus: 1\nbegin: 2026-13-45\n", b"ipus: 1\nbegin: 2026-02-30 25:61:00\n",
+                     b"ipus: 1\ntime_limit: 2026-02-30\n"]),
 ]
 SCALARS = {
     FieldDescriptor.TYPE_STRING: st.one_of(st.text(max_size=80), st.sampled_from(["", "p1", "default", "ag00", "-1"]),
@@ -215,3 +217,12 @@ def test_the_spec_parser_only_ever_says_invalid_argument(data):
         load_spec(data, "fuzz")
     except VipuError as e:
         assert e.code == "INVALID_ARGUMENT" and e.message
+
+
+@pytest.mark.parametrize("data", YAML_DATES)
+def test_yaml_dates_that_do_not_exist_are_refused_naming_the_field(data):
+    """Regression: an unquoted invalid date (2026-13-45) was blamed on a 4,300-digit number, naming no field."""
+    with pytest.raises(VipuError) as e:
+        load_spec(data.decode(), "fuzz")
+    field = data.decode().splitlines()[1].split(":")[0]
+    assert e.value.code == "INVALID_ARGUMENT" and f"{field}: '2026-" in e.value.message

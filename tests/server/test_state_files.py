@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import signal
 import sqlite3
 import stat
 import subprocess
@@ -43,6 +45,23 @@ def test_a_planted_admin_key_is_refused_and_receives_nothing(tmp_path):
     assert out.stderr.strip() == (f"vipu-server: error: {planted} has mode 0666, which lets other users read or write"
                                   " it; remove it (the controller makes its own, mode 0600)")
     assert planted.read_text() == ""
+    assert sorted(p.name for p in state.iterdir()) == ["admin.key", "controller.lock"]  # regression: and a database
+
+
+def test_a_refused_admin_key_leaves_an_existing_state_as_it_was(server_factory, tmp_path):
+    """Regression: a start refused over a 0644 admin.key had marked the state as served with --secure, so the next
+    plain start was refused for a --secure it never had."""
+    state = tmp_path / "state"
+    server = server_factory(state_dir=state)
+    server.kill(signal.SIGTERM)  # a clean stop: no -wal file left
+    before = sorted(p.name for p in state.iterdir())
+    (state / "admin.key").write_text("")
+    (state / "admin.key").chmod(0o644)
+    out = start("--secure", "--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2 and "has mode 0644" in out.stderr, out.stderr
+    assert sorted(p.name for p in state.iterdir()) == sorted([*before, "admin.key"])
+    (state / "admin.key").unlink()
+    assert server.start().proc.poll() is None  # not "was served with --secure"
 
 
 @pytest.mark.parametrize("secure", [["--secure"], []])
@@ -77,7 +96,7 @@ def test_another_states_admin_key_is_not_replaced_by_a_new_one(tmp_path):
                                   " is another state's admin key (or this state's database was replaced); start on the"
                                   " state it came from, or move the file away for a new admin")
     assert key.read_text() == "the-old-admins-key\n"
-    assert sorted(p.name for p in state.iterdir()) == ["admin.key", "controller.lock", "state.id", "vipu.sqlite3"]
+    assert sorted(p.name for p in state.iterdir()) == ["admin.key", "controller.lock"]  # regression: a database too
 
 
 def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path):
@@ -393,3 +412,23 @@ def test_overlapping_partitions_are_refused_and_quarantine_keeps_the_first(serve
     server.start()
     listed = json.loads(run(server, "vipu", "list", "partitions", "--json").stdout)
     assert [x["name"] for x in listed] == ["first"]
+
+
+def test_a_fifo_or_folder_among_the_state_files_is_refused_at_once(server_factory, tmp_path):
+    """Regression: a FIFO there hung the start for ever (opening it waits for a writer, deaf to SIGTERM), or gave
+    "cannot be used (None)"; a folder named vipu.sqlite3 was blamed on a full disk (exit 5)."""
+    intact = tmp_path / "intact"
+    server = server_factory(state_dir=intact, extra=["--secure"])
+    server.kill(signal.SIGTERM)
+    cases = [(name, os.mkfifo, "a FIFO") for name in ("vipu.sqlite3", "state.id", "vipu.generation", "admin.key",
+                                                      "controller.lock")] + [("vipu.sqlite3", os.mkdir, "a folder")]
+    for name, make, what in cases:
+        state = tmp_path / f"{name}-{what[2:]}"
+        shutil.copytree(intact, state)
+        if (state / name).exists():
+            (state / name).unlink()
+        make(state / name, 0o600)
+        out = start("--secure", "--port", "0", "--state-dir", str(state))
+        assert out.returncode == 2, (name, out.stderr)
+        assert out.stderr.strip() == (f"vipu-server: error: {state / name} is {what}, not a file the controller made:"
+                                      " move it out of the state folder (the controller makes its own)"), name

@@ -82,6 +82,7 @@ class ControlPlane:
                                      outputs)
         self.driver = Driver(scheduler, self.executor, masks=self._masks)
         self.ends = RunEnds()  # runs' ends until the store has written them (run_ends.py)
+        self.undone_in = -1  # the store outage whose rollback was logged (rollback.py: once an outage)
         self.loop = RealtimeLoop(self.driver, self.lock, now, self.metrics, self._forget, lambda: store.writable,
                                  self.record_held_ends)
         store.on_dropped = self._roll_back
@@ -96,7 +97,12 @@ class ControlPlane:
 
     def watch_store(self, on_health: Callable[[bool], None]) -> None:
         """Hear when the store cannot write any more (True again once it can): health follows it."""
-        self.store.on_health = on_health
+        def heard(writable: bool) -> None:
+            if writable and self.undone_in == self.store.outages:
+                log.warning("the state store %s writes again", self.store.path)
+            on_health(writable)
+
+        self.store.on_health = heard
 
     def _masks(self):
         return self.controller.state.job_masks()

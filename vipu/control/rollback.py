@@ -58,15 +58,20 @@ def roll_back(plane: ControlPlane) -> None:
                 kept.append(end)
             return end is not None or ran.get(job.id) == job.start_time
 
-        recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS], goes_on=goes_on, event=ROLLBACK,
+        # while the disk stays full, a rollback follows each retry (every second): said once an outage, not a line
+        # a running job a second
+        said, plane.undone_in = plane.undone_in == plane.store.outages, plane.store.outages
+        recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS], goes_on=goes_on, say=not said,
+                     event=ROLLBACK,
                      lost_why="its run stopped for a change the state store could not write (undone since)")
         plane.ends.rolled_back(kept)
         scheduler.retired_qos |= old.retired_qos
         for job_id, started in sorted(ran.items()):
             if scheduler.table.running_since(job_id, started) is None:
                 _stop(plane, old.table.jobs[job_id])
-    log.warning("the state store could not write: changes since its last write are undone, the state is as %s"
-                " holds it", plane.store.path)
+    if not said:
+        log.warning("the state store could not write: changes since its last write are undone, the state is as %s"
+                    " holds it (said once until it writes again)", plane.store.path)
 
 
 def _stop(plane: ControlPlane, job) -> None:

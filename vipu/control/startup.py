@@ -37,7 +37,7 @@ from vipu.partition.stored_checks import contradictions
 from vipu.store import Damaged, DamagedRecords, Store
 from vipu.store_generation import EmptiedDatabase, Generation, LostLog
 from vipu.store_rebuild import LOST, Unrebuildable, rebuild_history
-from vipu.store_schema import SCHEMA_VERSION, NewerSchema, UnknownSchema
+from vipu.store_schema import SCHEMA_VERSION, MissingTables, NewerSchema, UnknownSchema
 
 log = logging.getLogger("vipu.recovery")
 DATABASE = "vipu.sqlite3"  # the state folder's database
@@ -53,7 +53,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
                modelled_time_scale: float = 1.0, quarantine: bool = False, secure: bool = False,
                open_to_all: bool = False, state_id: str | None = None, accept_empty: bool = False,
                accept_lost_log: bool = False, output_dirs: tuple[Path, ...] = (),
-               trust_users: bool = False) -> ControlPlane:
+               trust_users: bool = False, admin_key: bool = False) -> ControlPlane:
     """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it.
     `quarantine`: move records that do not load into the database's quarantine table instead of refusing to
     start. `secure`: the controller checks access keys; a state once served so is refused without it unless
@@ -62,7 +62,8 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     another state's: refused unless `accept_empty`, since its queue would be lost and job ids given again.
     The plane's `state_id` is the database's, for the caller to keep in the marker. A database whose -wal file was
     lost after a crash is refused unless `accept_lost_log`. A --secure start after one without it is refused while
-    users exist, unless `trust_users`: any caller could have made or changed them, admins included."""
+    users exist, unless `trust_users`: any caller could have made or changed them, admins included. `admin_key`: the
+    folder holds an admin key file (checked by the caller), which a --secure state without users refuses."""
     pod = load_pod(pod_name)
     refuse_missing_database(state_dir, accept_empty or accept_lost_log)
     path = Path(state_dir) / DATABASE
@@ -76,9 +77,6 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     if state_id is not None and held != state_id and not (accept_empty or accept_lost_log):
         store.close()
         raise _not_this_state(path, "is empty" if held is None else "holds another state")
-    if held is None:
-        held = uuid.uuid4().hex
-        store.set_meta(STATE_ID, held)
     if not secure and store.get_meta(SECURED) and not open_to_all:
         store.close()
         raise InvalidArgument(
@@ -101,7 +99,10 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             records = kept_records(store, path, records, accept_empty)
         if stored is None:  # only once the records fit it: a refusal leaves the next start free to give another
             store.set_meta("pod", pod.model_dump(mode="json"))
-        _check_users(store, state_dir, records, secure, trust_users, open_to_all)
+        _check_users(store, state_dir, records, secure, trust_users, open_to_all, admin_key)
+        if held is None:  # only now: a refused start leaves a database without one as it was
+            held = uuid.uuid4().hex
+            store.set_meta(STATE_ID, held)
         if secure:  # only now: a refused start leaves the state as it was (a later start without --secure free)
             store.set_meta(SECURED, True)
         journal = LifecycleLog(store, records)  # the store, and a log line per job and partition event
@@ -123,13 +124,22 @@ def _open_store(path: Path, accept_lost_log: bool, accept_empty: bool) -> tuple[
     """The store and its Pod's record, or InvalidArgument naming what is wrong with its database and the fix."""
     try:
         try:
-            store = Store(path, accept_lost_log=accept_lost_log)
+            store = Store(path, accept_lost_log=accept_lost_log, remake_tables=accept_empty)
         except EmptiedDatabase:
             if not (accept_empty or accept_lost_log):
                 raise _not_this_state(path, "is empty") from None
             Generation(path).closed()  # the operator begins afresh: the marker of the state that was is let go
             store = Store(path)
+        for table in store.remade:
+            log.warning("the state database %s had no %s table: made again, empty%s", path, table,
+                        " (the records moved aside into it are gone)" if table == "quarantine" else
+                        "; --accept-empty-state: what it held is gone")
         return store, store.get_meta("pod")
+    except MissingTables as e:
+        raise InvalidArgument(
+            f"the state database {path} has no {' and no '.join(e.tables)} table (dropped, or lost with its pages):"
+            " what it held is gone, and copying the database cannot bring it back; restore it from a backup, or start"
+            " with --accept-empty-state to make it again, empty, and serve what is left") from None
     except LostLog as e:
         raise InvalidArgument(
             f"the state database {path} has lost its write-ahead log: {e}. Serving it would drop those changes and"
@@ -175,6 +185,14 @@ def refuse_missing_database(state_dir: Path, accept_empty: bool) -> None:
         raise _not_this_state(path, "is missing", f" (it holds {', '.join(signs)})")
 
 
+def foreign_admin_key(state_dir: Path) -> InvalidArgument:
+    """The refusal of a --secure start whose folder holds an admin key but whose state has no users. Why: the key
+    came with another state (or this one's database was replaced); replacing it would lose that key without a word."""
+    return InvalidArgument(f"{Path(state_dir) / ADMIN_KEY} holds a key, but the state in {state_dir} has no users: it"
+                           " is another state's admin key (or this state's database was replaced); start on the state"
+                           " it came from, or move the file away for a new admin")
+
+
 def _quarantined(store: Store, path: Path) -> dict[int, str]:
     """What `vipu show job` says of each job id a repairing start lost or moved aside (startup: once)."""
     said = {}
@@ -198,10 +216,14 @@ def _private(path: Path) -> bool:
 
 
 def _check_users(store: Store, state_dir: Path, records: list, secure: bool, trust_users: bool,
-                 open_to_all: bool = False) -> None:
+                 open_to_all: bool = False, admin_key: bool = False) -> None:
     """Users made while anyone could act as an admin must not become a --secure controller's without a word; and a
-    start that lets everyone act as the users there are says so."""
+    start that lets everyone act as the users there are says so. An admin key beside a state without users is
+    another state's (foreign_admin_key)."""
     users = sorted(r.name for k, r in records if k == "user")
+    if secure and admin_key and not users:
+        store.close()
+        raise foreign_admin_key(state_dir)
     if not secure:
         store.set_meta(OPEN_SINCE, True)
         if open_to_all and users:
@@ -333,9 +355,10 @@ def _cycle_collection_paused():
             gc.enable()
 
 
-def recover_jobs(plane: ControlPlane, job_records, goes_on=lambda job: False, **notes) -> None:
+def recover_jobs(plane: ControlPlane, job_records, goes_on=lambda job: False, say: bool = True, **notes) -> None:
     """The queue from the job records, running jobs resumed or ended (module docstring). A rollback's
-    (rollback.py): `goes_on(job)`, its run is still going in this process; `notes`, Scheduler.recover's wording."""
+    (rollback.py): `goes_on(job)`, its run is still going in this process; `say`, log each running job's note;
+    `notes`, Scheduler.recover's wording."""
     scheduler, controller, driver = plane.scheduler, plane.controller, plane.driver
     now = plane.now()
 
@@ -351,5 +374,5 @@ def recover_jobs(plane: ControlPlane, job_records, goes_on=lambda job: False, **
     ran = sorted(r.id for k, r in job_records if k == "job" and r.state in (JobState.RUNNING, JobState.COMPLETING))
     for job_id in ran:
         job = scheduler.table.jobs[job_id]
-        if job.recovery:  # (a COMPLETING job whose partition survived has none)
+        if job.recovery and say:  # (a COMPLETING job whose partition survived has none)
             log.info("job %s: %s", job.display_id, job.recovery)

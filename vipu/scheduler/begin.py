@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import date, datetime, time
 
 from pydantic_core import PydanticCustomError
 
@@ -80,10 +79,6 @@ def parse_begin(value: object) -> float | str | None:
         if not math.isfinite(value) or value < 0:
             raise _error(value, "is negative or not finite")
         return float(value)
-    if isinstance(value, datetime):  # YAML turns an unquoted 2026-11-22 14:00:00 into a datetime already
-        return value.timestamp()
-    if isinstance(value, date):  # ... and an unquoted 2026-11-22 into a date: its local midnight
-        return datetime.combine(value, time()).timestamp()
     if not isinstance(value, str):
         raise _error(value, f"(a {type(value).__name__}) is not a time")
     text = value.strip().lower()

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import ssl
+import stat
 import sqlite3
 import sys
 import threading
@@ -19,7 +20,7 @@ import grpc
 
 from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
-from vipu.errors import InvalidArgument, VipuError
+from vipu.errors import VipuError
 from vipu.metrics import register as register_metrics
 from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.scheduler.config import load_scheduler_config
@@ -33,7 +34,8 @@ from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
 from vipu.control.long_lived import keep_long_lived
-from vipu.control.startup import ADMIN_KEY, DATABASE, STATE_MARKER, open_plane, refuse_missing_database
+from vipu.control.startup import (ADMIN_KEY, DATABASE, STATE_MARKER, foreign_admin_key, open_plane,
+                                  refuse_missing_database)
 from vipu.server.status import add_servicer
 from vipu.metrics import endpoint as metrics_endpoint
 from vipu.server import log_format
@@ -119,16 +121,25 @@ def bootstrap_admin(plane: ControlPlane, state_dir: Path) -> Path | None:
             path.unlink()
             print(f"vipu-server: removed {path}: its key belongs to no user any more", file=sys.stderr)
         return None
-    old = read_private(path)  # a planted file is refused before a key is made
-    if old is not None and not plane.admin.has_users():
-        # a key file in a folder whose state has no users at all came with another state: replacing it would lose
-        # that state's admin key without a word
-        raise InvalidArgument(f"{path} holds a key, but the state in {state_dir} has no users: it is another"
-                              " state's admin key (or this state's database was replaced); start on the state it"
-                              " came from, or move the file away for a new admin")
+    if read_private(path) is not None and not plane.admin.has_users():  # (open_plane refuses this first)
+        raise foreign_admin_key(state_dir)
     _, key = plane.admin.create_user("admin", admin=True)
     write_private(path, key + "\n")
     return path
+
+
+def _admin_key(state_dir: Path) -> bool:
+    """Whether the folder holds an admin key file, refusing a planted or loose one, and one beside no database (a
+    new state has no users: foreign_admin_key), before anything is created in the folder."""
+    if read_private(state_dir / ADMIN_KEY) is None:
+        return False
+    try:
+        database = os.lstat(state_dir / DATABASE)
+    except FileNotFoundError:
+        raise foreign_admin_key(state_dir) from None
+    if stat.S_ISREG(database.st_mode) and database.st_size == 0:
+        raise foreign_admin_key(state_dir)
+    return True  # (anything but a file: private_database refuses it)
 
 
 def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Event) -> bool:
@@ -227,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
         refuse_missing_database(state_dir, args.accept_empty_state or args.accept_lost_log)  # before it is made
+        admin_key = args.secure and _admin_key(Path(state_dir))
         private_database(Path(state_dir) / DATABASE)
         marker = Path(state_dir) / STATE_MARKER
         state_id = read_private(marker)
@@ -237,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                            open_to_all=args.insecure_ignore_access_keys,
                            state_id=state_id.strip() if state_id else None, accept_empty=args.accept_empty_state,
                            accept_lost_log=args.accept_lost_log, output_dirs=tuple(args.output_dir),
-                           trust_users=args.trust_users)
+                           trust_users=args.trust_users, admin_key=admin_key)
         if state_id is None or state_id.strip() != plane.state_id:
             write_private(marker, plane.state_id + "\n")
     except VipuError as e:

@@ -54,14 +54,21 @@ def open_private(path: Path, flags: int, exclusive: bool = False, tighten: bool 
     """A file descriptor for a 0600 file of this user's, never through a symlink; InvalidArgument naming the file
     and the fix for a symlink, a file of another user's or one others may read or write. `tighten`: a file of this
     user's that others may read is made 0600 instead (state written by an earlier version, which left it 0644)."""
-    flags |= os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_EXCL if exclusive else 0)
+    # O_NONBLOCK: opening a FIFO for reading waits for a writer, for ever and deaf to SIGTERM
+    flags |= os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0)
     try:
         fd = os.open(path, flags, PRIVATE_FILE)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise InvalidArgument(f"{path} is a symlink; the controller writes only its own files: remove it")
+        if e.errno in (errno.EISDIR, errno.ENXIO):  # a folder; a FIFO without a reader, or a socket
+            raise _not_regular(path, os.lstat(path).st_mode) from None
         raise
     info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise _not_regular(path, info.st_mode)
+    os.set_blocking(fd, True)
     problem = None
     if info.st_uid != os.geteuid():
         problem = f"belongs to uid {info.st_uid}, not to this user ({os.geteuid()})"
@@ -73,6 +80,13 @@ def open_private(path: Path, flags: int, exclusive: bool = False, tighten: bool 
         os.close(fd)
         raise InvalidArgument(f"{path} {problem}; remove it (the controller makes its own, mode 0600)")
     return fd
+
+
+def _not_regular(path: Path, mode: int) -> InvalidArgument:
+    what = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file")
+    return InvalidArgument(f"{path} is {what}, not a file the controller made: move it out of the state folder (the"
+                           " controller makes its own)")
 
 
 def private_database(path: Path) -> None:
