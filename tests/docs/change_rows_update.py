@@ -167,6 +167,8 @@ def update_array(live, tmp_path):
     live.ok("update", "job", f"{first}_[1-2]", "Name=pair")
     assert [live.show(t)["name"] for t in (first, *tasks)] == ["job", "pair", "pair", "job"]
     live.ok("update", "job", str(first), "Name=all")  # not the ended task
+    live.ok("update", f"JobId={first}_1,{first}_2", "Nice=4")  # a comma list, as scontrol's job_list
+    assert [live.show(t)["spec"]["nice"] for t in tasks] == [4, 4, 3]
     assert [live.show(t)["name"] for t in (first, *tasks)] == ["job", "all", "all", "all"]
 
 
