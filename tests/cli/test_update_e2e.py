@@ -65,6 +65,14 @@ def test_a_running_jobs_time_limit_lowered_ends_it_timeout_at_the_new_limit(serv
     ended = wait_for(lambda: (x := show(server, job))["state"] != "RUNNING" and x, timeout=30)
     assert ended["state"] == "TIMEOUT" and ended["time_limit_s"] == 3
     assert 3 <= ended["end_time"] - ended["start_time"] < 10
+    # its reason as Slurm's (FAIL_TIMEOUT): squeue %r, sacct Reason, scontrol Reason=, squeue --json
+    listed = run(server, "vipu", "queue", "-h", "-t", "all", "-j", str(job), "-o", "%i %T %r").stdout
+    assert listed == f"{job} TIMEOUT TimeLimit\n"
+    assert run(server, "vipu", "history", "-n", "-j", str(job), "-o", "State,Reason").stdout.split() == [
+        "TIMEOUT", "TimeLimit"]
+    assert "Reason=TimeLimit\n" in run(server, "vipu", "show", "job", str(job)).stdout
+    data = json.loads(run(server, "vipu", "queue", "--json", "-t", "all", "-j", str(job)).stdout)
+    assert [x["state_reason"] for x in data["jobs"]] == ["TimeLimit"]
 
 
 def test_a_raised_limit_outlives_the_old_one(server):

@@ -16,7 +16,7 @@ from vipu.cli.job_ids import job_id
 from vipu.cli.job_selection import job_ids, job_states, selected_users, split
 from vipu.cli.nodes import Machines
 from vipu.cli.output import print_json, table
-from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled
+from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled, reason
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
 from vipu.cli.slurm_time import stamp
@@ -87,7 +87,7 @@ FIELDS: dict[str, Column] = {
     "Planned": _field(10, lambda r: elapsed(_planned(r))),
     "Priority": _field(10, lambda r: f"{r.job.priority:.0f}"),
     "QOS": _field(10, lambda r: r.job.qos),
-    "Reason": _field(22, lambda r: r.job.reason or "None"),
+    "Reason": _field(22, lambda r: reason(r.job)),
     "ReqCPUS": _field(8, lambda r: str(r.job.ipus)),
     "ReqNodes": _field(8, lambda r: str(r.machines.count(r.job.ipus)), needs=NODES),
     "ReqTRES": _field(10, _tres, needs=FULL | NODES),
