@@ -143,7 +143,7 @@ def register(app: typer.Typer) -> None:
                                            " still): " + FORMS),
         endtime: str = typer.Option(None, "--endtime", "-E",
                                     help="only jobs eligible (submitted, or their begin time) at or before this"
-                                         " time"),
+                                         " time (with -S and no -E: now)"),
         fmt: str = typer.Option(None, "--format", "-o",
                                 help="sacct's fields, e.g. JobID,JobName%20,State,ExitCode,Elapsed,NNodes,AllocTRES"
                                      " (see below); else SACCT_FORMAT"),
@@ -185,9 +185,9 @@ def register(app: typer.Typer) -> None:
             fail("vipu", "-p/--parsable and -P/--parsable2 both given; give one of them", BAD_INPUT)
         now = time.time()
         since, until = moment(starttime, "-S/--starttime", now), moment(endtime, "-E/--endtime", now)
-        if since is not None and until is not None and since > until:
-            fail("vipu", f"-S/--starttime {starttime!r} is after -E/--endtime {endtime!r}; give the earlier time to"
-                 " -S", BAD_INPUT)
+        if since is not None and since > (now if until is None else until):  # no -E: now, as sacct's
+            end = f"-E/--endtime {endtime!r}" if until is not None else "now (no -E/--endtime given)"
+            fail("vipu", f"-S/--starttime {starttime!r} is after {end}; give the earlier time to -S", BAD_INPUT)
         states = job_states(state, "-s/--state")
         ids = job_ids(jobs, "-j/--jobs")
         chosen = fmt if fmt is not None else (BRIEF if brief else None) or os.environ.get("SACCT_FORMAT") or (
