@@ -104,8 +104,9 @@ def register(app: typer.Typer) -> None:
         if fmt is not None and long:
             fail("vipu", "-o/--format and -l/--long both given; -l is the format " + repr(LONG) + ": give one",
                  BAD_INPUT)
-        layout = percent_layout(fmt or LONG, LETTERS, "-o/--format" if fmt else "-l/--long") if fmt or long \
-            else None
+        given = fmt is not None  # -o '' is refused, not read as the default, as vipu queue refuses it
+        layout = percent_layout(fmt if given else LONG, LETTERS, "-o/--format" if given else "-l/--long") \
+            if given or long else None
         as_json = cli.wants_json(json_out)
         job_ids(jobs, "-j/--jobs")  # a malformed one named with its flag, as queue and history name it
         found, failed = factors(cli, (ids or []) + split(jobs))

@@ -55,6 +55,8 @@ def field_values(pairs: list[str]) -> dict:
             fail("vipu", f"{pair!r} is not Field=value; give e.g. TimeLimit=30 or QOS=high ({NAMES})", BAD_INPUT)
         if field is None:
             fail("vipu", f"{key!r} is not a field vipu update job changes; give one of {NAMES}", BAD_INPUT)
+        if field == "name" and not value.strip():
+            fail("vipu", f"{key}= is empty: give the job a name, e.g. {key}=job1", BAD_INPUT)
         given = time_limit(value, f"{key}=") if field == "time_limit" else \
             {field: whole(value, f"{key}=") if field in WHOLE else value}
         again = shown(given) & shown(out)
@@ -117,6 +119,8 @@ def register(app: typer.Typer) -> None:
         flags = {"qos": qos, "nice": nice, "dependency": dependency, "name": name, "begin": begin,
                  "priority": priority, "array_task_throttle": throttle}
         flagged = {k: v for k, v in flags.items() if v is not None}
+        if name is not None and not name.strip():
+            fail("vipu", "-J/--job-name is empty: give the job a name, e.g. -J job1", BAD_INPUT)
         if time is not None:
             flagged.update(time_limit(time, "-t/--time"))
         both = sorted(shown(flagged) & shown(fields))
