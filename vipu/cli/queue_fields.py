@@ -3,7 +3,7 @@ for -S. IPUs stand for Slurm's CPUs and IPU-Machines for its nodes (nodes.py say
 
 from __future__ import annotations
 
-from vipu.cli.queue_rows import JobRow, labelled, reason  # noqa: F401 - labelled: the history table's too (accounting.py)
+from vipu.cli.queue_rows import JobRow, labelled, reason  # noqa: F401 - labelled: the history table's too
 from vipu.cli.slurm_format import Column
 from vipu.cli.slurm_time import clock, stamp
 from vipu.client.messages import seconds

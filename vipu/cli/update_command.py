@@ -91,8 +91,9 @@ def register(app: typer.Typer) -> None:
     def update(
         ctx: typer.Context,
         words: list[str] = typer.Argument(None, metavar="job ID [Field=value]...", show_default=False,
-                                          help=f"the job (N, N_T or N_[A-B,C], or a comma list of them) and the fields to change: {NAMES};"
-                                               " names in any case, as scontrol's; also JobId=ID first"),
+                                          help="the job (N, N_T or N_[A-B,C], or a comma list) and the fields"
+                                               f" to change: {NAMES}; names in any case, as scontrol's; also"
+                                               " JobId=ID first"),
         time: str = typer.Option(None, "--time", "-t", help=f"TimeLimit, as sbatch reads it: {FORMS}; +T or -T"
                                  " adds or takes off time"),
         qos: str = typer.Option(None, "--qos", "-q", help="QOS"),
