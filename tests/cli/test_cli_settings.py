@@ -291,6 +291,19 @@ def test_a_usage_error_is_one_line_naming_the_commands_help(clean_env, prog, arg
     assert out.returncode == 2 and error_line(out) == line and out.stdout == ""
 
 
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["history", "-S", "now+1hour"],  # no -E: now, as sacct's; sacct too exits non-zero, listing nothing
+         "vipu: error: -S/--starttime 'now+1hour' is after now (no -E/--endtime given); give the earlier time to -S"),
+    ],
+)
+def test_a_bad_value_is_refused_before_the_controller_is_asked(clean_env, args, line):
+    """Nothing listens at clean_env's port: a command that asked the controller would exit 5, not 2."""
+    out = vipu(*args, env=clean_env)
+    assert (out.returncode, error_line(out), out.stdout) == (2, line, "")
+
+
 def test_a_group_without_its_command_still_shows_its_help(clean_env):
     out = vipu("show", env=clean_env)
     assert out.returncode == 2 and "Usage: vipu show" in out.stdout and "job" in out.stdout

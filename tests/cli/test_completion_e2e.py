@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import show, wait_for
 from tests.conftest import console_script
 
 
@@ -51,11 +52,20 @@ def test_bash_completes_the_values_of_options_and_hold_and_release_offer_only_wh
     out = run(server, "vipu", "submit", "--ipus", "1", "--begin", "now+1hour", "--parsable")
     waiting = out.stdout.strip()
     assert complete(server, "vipu", "hold", "") == [waiting] and complete(server, "vipu", "release", "") == [held]
+    # only what each command takes: priority a pending job not held, requeue no pending job, cancel -t active states
+    assert complete(server, "vipu", "priority", "-j", "") == [waiting] == complete(server, "vipu", "priority", "")
+    assert complete(server, "vipu", "requeue", "") == []
+    assert complete(server, "vipu", "cancel", "-t", "") == ["PENDING", "RUNNING"]
+    assert complete(server, "vipu", "cancel", "-s", "USR") == ["USR1", "USR2"]
+    assert complete(server, "vipu", "cancel", "--signal", "SIGTE") == ["SIGTERM"]
+    done = run(server, "vipu", "submit", "--ipus", "1", "--duration", "0.1s", "--parsable").stdout.strip()
+    wait_for(lambda: show(server, int(done))["state"] == "COMPLETED")
+    assert complete(server, "vipu", "requeue", "") == [done]
     assert set(complete(server, "vipu", "queue", "-j", "")) == {held, waiting}
     assert complete(server, "vipu", "queue", "--jobs", f"{held},") == [f"{held},{waiting}"]  # a comma list
     assert run(server, "vipu", "cancel", waiting).returncode == 0
     assert complete(server, "vipu", "queue", "-j", "") == [held]
-    assert set(complete(server, "vipu", "history", "-j", "")) == {held, waiting}  # ended jobs too
+    assert set(complete(server, "vipu", "history", "-j", "")) == {held, waiting, done}  # ended jobs too
     assert complete(server, "vipu", "queue", "-t", "PE") == ["PENDING"]
     assert set(complete(server, "vipu", "history", "-s", "running,c")) == {
         "running,COMPLETING", "running,COMPLETED", "running,CANCELLED"}
@@ -87,7 +97,9 @@ def test_bash_completes_update_job_its_ids_and_the_fields_not_given_yet(server):
     assert complete(server, "vipu", "update", "job", mine, "ti") == ["TimeLimit="]  # any case, as scontrol's
     assert complete(server, "vipu", "update", "JobId", "=", "") == [mine, array, f"{array}_0", f"{array}_1"]
     assert complete(server, "vipu", "update", "JobId", "=", mine, "qo") == ["QOS="]
-    assert complete(server, "vipu", "update", "job", mine, "QOS", "=", "") == []  # a value is the user's
+    assert complete(server, "vipu", "update", "job", mine, "QOS", "=", "") == ["high", "low", "normal"]
+    assert complete(server, "vipu", "update", "job", mine, "Nice", "=", "") == []  # a number is the user's
+    assert complete(server, "vipu", "update", "job", mine, "--qos", "h") == ["high"]
     assert "compopt -o nospace" in run(server, "vipu", "completion", "bash").stdout  # TimeLimit=30, not "= 30"
 
 
@@ -108,6 +120,7 @@ def test_zsh_completions_are_one_line_each_with_their_descriptions(server):
     assert any("Slurm''s MinJobAge" in item for item in items)  # the help that was broken before MinJobAge
     assert zsh_offers(server, "update", "JobId=") == [f"_arguments '*: :((\"JobId={mine}\"))'"]
     assert zsh_offers(server, "update", "job", mine, "Na") == ["_arguments '*: :((\"Name=\"))'"]
+    assert zsh_offers(server, "update", "job", mine, "qos=h") == ["_arguments '*: :((\"qos=high\"))'"]
     script = run(server, "vipu", "completion", "zsh").stdout
     assert script.startswith("#compdef vipu") and "compdef _vipu_completion vipu" in script
     if shutil.which("zsh"):  # not installed everywhere: its syntax check where it is

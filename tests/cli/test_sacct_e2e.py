@@ -61,7 +61,7 @@ def test_jobs_states_users_and_time_windows(ended):
     every = rows(server, "-P", "-n", "-o", "JobID")
     assert len(every) == 5
     assert rows(server, "-S", "now-1hour", "-E", "now", "-P", "-n", "-o", "JobID") == every
-    assert rows(server, "-S", "now+1hour", "-n") == [] and rows(server, "-E", "2000-01-01", "-n") == []
+    assert rows(server, "-S", "now+1hour", "-E", "now+2hours", "-n") == [] and rows(server, "-E", "2000-01-01", "-n") == []
     assert rows(server, "--starttime", "midnight", "--endtime", "tomorrow", "-P", "-n", "-o", "JobID") == every
     assert rows(server, "-S", "now-1hour", "--limit", "2", "-P", "-n", "-o", "JobID") == every[-2:]
 

@@ -87,6 +87,12 @@ def test_priorities_as_sprio_shows_them(server):
                    f"{bob:>6} bob {b['priority']:.0f} {b['age']:.0f} {b['fairshare']:.0f} {b['job_size']:.0f}"
                    f" {b['qos']:.0f} {b['nice']:.0f}"]
     assert out(server, "priority", "-h", "-o", "%i", "-u", "carol") == [f"{array}_0", f"{array}_1"]
+    # a user the controller knows nothing of: squeue's and sprio's "Invalid user" line, and the others listed
+    named = run(server, "vipu", "priority", "-h", "-o", "%i", "-u", "nobody,carol")
+    assert (named.returncode, named.stdout.split()) == (0, [f"{array}_0", f"{array}_1"])
+    assert named.stderr == ("vipu: warning: -u/--user: no user 'nobody' is known to the controller (squeue: Invalid"
+                            " user: nobody); check the name\n")
+    assert run(server, "vipu", "priority", "-u", "bob").stderr == ""  # known: no pending job is no warning
     assert out(server, "priority", "-h", "-o", "%i", "--jobs", f"{array}_1,{bob}") == [str(bob), f"{array}_1"]
     assert out(server, "priority", "-h", "-o", "%i|%r|%o|%n|%S|%T", "-j", str(bob)) == [f"{bob}|default||high|0|"]
     long = out(server, "priority", "-l")

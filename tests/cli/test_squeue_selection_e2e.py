@@ -112,6 +112,15 @@ def test_me_under_secure_is_the_access_keys_user_and_a_hidden_user_is_not_an_unk
     (["history", "-s", ""], "vipu: error: -s/--state is empty: give states"),
     (["history", "-o", ""], "vipu: error: -o/--format '' names no field; give e.g. -o/--format JobID,"),
     (["priority", "-j", ""], "vipu: error: -j/--jobs is empty"),
+    (["priority", "-o", ""], "vipu: error: -o/--format '' names no field"),
+    (["info", "-o", ""], "vipu: error: -o/--format '' names no field"),
+    (["cancel", "-n", ""], "vipu: error: -n/--name is empty: give job names"),
+    (["cancel", "-p", ""], "vipu: error: -p/--partition is empty: give allocations"),
+    (["cancel", "-q", ","], "vipu: error: -q/--qos is empty: give QOS names"),
+    (["cancel", "-A", ""], "vipu: error: -A/--account is empty: give accounts"),
+    (["submit", "--wrap", "true", "--ipus", "1", "-D", ""], "vipu: error: -D/--chdir is empty: give a directory"),
+    (["update", "job", "7", "Name="], "vipu: error: Name= is empty: give the job a name, e.g. Name=job1"),
+    (["update", "job", "7", "-J", " "], "vipu: error: -J/--job-name is empty: give the job a name"),
 ])
 def test_an_empty_value_is_refused_naming_the_flag_not_read_as_no_filter(args, said):
     """Regression (walk of issue 22): `vipu queue -j ''` listed every job and `vipu history -o ''` printed the default

@@ -65,6 +65,14 @@ def test_a_running_jobs_time_limit_lowered_ends_it_timeout_at_the_new_limit(serv
     ended = wait_for(lambda: (x := show(server, job))["state"] != "RUNNING" and x, timeout=30)
     assert ended["state"] == "TIMEOUT" and ended["time_limit_s"] == 3
     assert 3 <= ended["end_time"] - ended["start_time"] < 10
+    # its reason as Slurm's (FAIL_TIMEOUT): squeue %r, sacct Reason, scontrol Reason=, squeue --json
+    listed = run(server, "vipu", "queue", "-h", "-t", "all", "-j", str(job), "-o", "%i %T %r").stdout
+    assert listed == f"{job} TIMEOUT TimeLimit\n"
+    assert run(server, "vipu", "history", "-n", "-j", str(job), "-o", "State,Reason").stdout.split() == [
+        "TIMEOUT", "TimeLimit"]
+    assert "Reason=TimeLimit\n" in run(server, "vipu", "show", "job", str(job)).stdout
+    data = json.loads(run(server, "vipu", "queue", "--json", "-t", "all", "-j", str(job)).stdout)
+    assert [x["state_reason"] for x in data["jobs"]] == ["TimeLimit"]
 
 
 def test_a_raised_limit_outlives_the_old_one(server):
@@ -85,6 +93,18 @@ def test_array_ids_as_other_commands_take_them(server):
     assert {show(server, t)["spec"]["array"] for t in [array, *tasks]} == {"0-3%1"}
     out = run(server, "vipu", "update", "job", f"{array}_[1-2]", "Name=pair")
     assert out.returncode == 0 and [show(server, t)["name"] for t in tasks[:2]] == ["pair", "pair"]
+    # comma lists, as scontrol's job_list: each id acted on, a line for each that fails, the gravest exit code
+    out = run(server, "vipu", "update", f"JobId={array}_[1-2],{array}_3,999", "Name=trio")
+    assert (out.returncode, out.stderr.count("\n")) == (3, 1) and "job 999 does not exist" in out.stderr
+    assert [show(server, t)["name"] for t in tasks] == ["trio"] * 3
+    out = run(server, "vipu", "update", "job", f"{array}_1,{array}_2", "QOS=high")
+    assert out.returncode == 0 and [show(server, t)["qos"] for t in tasks[:2]] == ["high", "high"]
+    out = run(server, "vipu", "release", f"{array}_1,999,{array}_2")
+    assert (out.returncode, out.stderr.count("\n")) == (3, 1) and out.stdout.count("released") == 2
+    assert run(server, "vipu", "hold", f"{array}_1,{array}_2").stdout.count("(held)") == 2
+    out = run(server, "vipu", "requeue", f"{array}_3,999")
+    assert out.returncode == 3 and out.stderr.count("\n") == 2 and "already PENDING" in out.stderr
+    assert run(server, "vipu", "hold", ",").returncode == 2
 
 
 

@@ -45,6 +45,8 @@ def cancel_name(live, tmp_path):
     for flag, name in (("-n", "x"), ("--name", "y"), ("--jobname", "z")):
         live.ok("cancel", flag, name)
     assert live.states(x, y, z, w) == ["CANCELLED"] * 3 + ["PENDING"]
+    for flag, words in (("-n", "-n/--name"), ("-p", "-p/--partition"), ("-q", "-q/--qos"), ("-A", "-A/--account")):
+        live.refused(2, f"{words} is empty", "cancel", flag, "")
 
 
 def cancel_state(live, tmp_path):

@@ -108,6 +108,8 @@ def update_name(live, tmp_path):
     for words, name in ((["Name=x"], "x"), (["JobName=y"], "y"), (["-J", "z"], "z")):
         live.ok("update", "job", str(job), *words)
         assert live.show(job)["name"] == name
+    live.refused(2, "Name= is empty", "update", "job", str(job), "Name=")
+    live.refused(2, "-J/--job-name is empty", "update", "job", str(job), "-J", "")
 
 
 def update_throttle(live, tmp_path):
@@ -167,6 +169,8 @@ def update_array(live, tmp_path):
     live.ok("update", "job", f"{first}_[1-2]", "Name=pair")
     assert [live.show(t)["name"] for t in (first, *tasks)] == ["job", "pair", "pair", "job"]
     live.ok("update", "job", str(first), "Name=all")  # not the ended task
+    live.ok("update", f"JobId={first}_1,{first}_2", "Nice=4")  # a comma list, as scontrol's job_list
+    assert [live.show(t)["spec"]["nice"] for t in tasks] == [4, 4, 3]
     assert [live.show(t)["name"] for t in (first, *tasks)] == ["job", "all", "all", "all"]
 
 
@@ -206,6 +210,7 @@ def submit_test_only(open_live, tmp_path):
 def submit_empty_qos(live, tmp_path):
     live.refused(2, "--qos is empty", "submit", "--ipus", "1", "--qos", "")
     live.refused(2, "", "submit", "--ipus", "1", "-J", "")  # as an empty --job-name is
+    live.refused(2, "-D/--chdir is empty", "submit", "--wrap", "true", "--ipus", "1", "-D", "")
     assert json.loads(live.ok("queue", "--json", who="admin"))["jobs"] == []
 
 

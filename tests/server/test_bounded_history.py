@@ -43,7 +43,7 @@ def test_ended_jobs_move_to_the_on_disk_history_and_every_read_still_finds_them(
     assert history_ids(server, "-j", str(ids[0])) == ids  # an array id: its tasks, from the history
     shown = json.loads(run(server, "vipu", "show", "job", "1", "--json").stdout)
     assert (int(shown["id"]), shown["state"], shown["name"]) == (1, "COMPLETED", "quick")
-    assert history_ids(server, "-S", "now+1hour") == []
+    assert history_ids(server, "-S", "now+1hour", "-E", "now+2hours") == []
     cancel = run(server, "vipu", "cancel", "1")
     assert cancel.returncode != 0 and "job 1 has ended and left the queue (min_job_age)" in cancel.stderr
     dependent = run(server, "vipu", "submit", "--ipus", "1", "--duration", "0s", "-d", "afterok:1")

@@ -16,7 +16,7 @@ from vipu.cli.job_ids import job_id
 from vipu.cli.job_selection import job_ids, job_states, selected_users, split
 from vipu.cli.nodes import Machines
 from vipu.cli.output import print_json, table
-from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled
+from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled, reason
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
 from vipu.cli.slurm_time import stamp
@@ -87,7 +87,7 @@ FIELDS: dict[str, Column] = {
     "Planned": _field(10, lambda r: elapsed(_planned(r))),
     "Priority": _field(10, lambda r: f"{r.job.priority:.0f}"),
     "QOS": _field(10, lambda r: r.job.qos),
-    "Reason": _field(22, lambda r: r.job.reason or "None"),
+    "Reason": _field(22, lambda r: reason(r.job)),
     "ReqCPUS": _field(8, lambda r: str(r.job.ipus)),
     "ReqNodes": _field(8, lambda r: str(r.machines.count(r.job.ipus)), needs=NODES),
     "ReqTRES": _field(10, _tres, needs=FULL | NODES),
@@ -143,7 +143,7 @@ def register(app: typer.Typer) -> None:
                                            " still): " + FORMS),
         endtime: str = typer.Option(None, "--endtime", "-E",
                                     help="only jobs eligible (submitted, or their begin time) at or before this"
-                                         " time"),
+                                         " time (with -S and no -E: now)"),
         fmt: str = typer.Option(None, "--format", "-o",
                                 help="sacct's fields, e.g. JobID,JobName%20,State,ExitCode,Elapsed,NNodes,AllocTRES"
                                      " (see below); else SACCT_FORMAT"),
@@ -185,9 +185,9 @@ def register(app: typer.Typer) -> None:
             fail("vipu", "-p/--parsable and -P/--parsable2 both given; give one of them", BAD_INPUT)
         now = time.time()
         since, until = moment(starttime, "-S/--starttime", now), moment(endtime, "-E/--endtime", now)
-        if since is not None and until is not None and since > until:
-            fail("vipu", f"-S/--starttime {starttime!r} is after -E/--endtime {endtime!r}; give the earlier time to"
-                 " -S", BAD_INPUT)
+        if since is not None and since > (now if until is None else until):  # no -E: now, as sacct's
+            end = f"-E/--endtime {endtime!r}" if until is not None else "now (no -E/--endtime given)"
+            fail("vipu", f"-S/--starttime {starttime!r} is after {end}; give the earlier time to -S", BAD_INPUT)
         states = job_states(state, "-s/--state")
         ids = job_ids(jobs, "-j/--jobs")
         chosen = fmt if fmt is not None else (BRIEF if brief else None) or os.environ.get("SACCT_FORMAT") or (

@@ -10,7 +10,7 @@ import typer
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, OK, fail, warn
 from vipu.cli.job_commands import split
-from vipu.cli.job_selection import job_states, selected_users
+from vipu.cli.job_selection import given, job_states, selected_users
 from vipu.cli.job_ids import IDS, IDS_HELP, TaskIds, act, finish, graver, lines, one_call_each
 from vipu.scheduler.job_states import ACTIVE
 from vipu.v1 import job_pb2 as j
@@ -76,8 +76,11 @@ def register(app: typer.Typer) -> None:
         if ended:  # scancel acts on jobs in these states; no job ended can be (its "Valid job states" line)
             fail("vipu", f"-t/--state {','.join(ended)}: only active jobs can be cancelled or signalled; give PENDING"
                  " (PD) or RUNNING (R)", BAD_INPUT)
-        filters = {"users": selected_users(user), "names": split(name), "states": split(state),
-                   "partitions": split(partition), "qos": split(qos), "accounts": split(account)}
+        filters = {"users": selected_users(user), "names": given(name, "-n/--name", "job names (e.g. -n train)"),
+                   "states": split(state),
+                   "partitions": given(partition, "-p/--partition", "allocations (e.g. -p default)"),
+                   "qos": given(qos, "-q/--qos", "QOS names (e.g. -q normal)"),
+                   "accounts": given(account, "-A/--account", "accounts (e.g. -A physics)")}
         chosen = any(filters.values()) or me
         if not ids and not chosen:
             fail("vipu", "name job ids, or choose jobs with filters such as --user, --name, --state or --me (vipu"

@@ -14,7 +14,7 @@ import re
 
 import typer
 
-from vipu.scheduler.job_states import JobState
+from vipu.scheduler.job_states import REQUEUABLE, JobState
 
 SHELLS = ("bash", "zsh")
 DEADLINE_S = 0.5
@@ -77,6 +77,17 @@ def held_ids(ctx, param, incomplete: str) -> list[str]:
     return [n for n in my_job_ids(_prog(ctx), ("PENDING",), held=True) if n.startswith(incomplete)]
 
 
+def requeue_ids(ctx, param, incomplete: str) -> list[str]:
+    """`vipu requeue`: running jobs and those whose run ended as requeue takes (not pending, not cancelled)."""
+    wanted = tuple(s.value for s in JobState if s in REQUEUABLE)
+    return [n for n in my_job_ids(_prog(ctx), wanted, history=True) if n.startswith(incomplete)]
+
+
+def waiting_ids(ctx, param, incomplete: str) -> list[str]:
+    """`vipu priority`: only pending jobs not held have a priority to show (sprio leaves held ones out)."""
+    return in_list(my_job_ids(_prog(ctx), ("PENDING",), held=False), incomplete)
+
+
 def in_list(words: list[str], incomplete: str) -> list[str]:
     """Completions of the last item of a comma list (-j 3,4<Tab>, -t PD,R<Tab>), each with the items before it."""
     head, comma, tail = incomplete.rpartition(",")
@@ -94,6 +105,20 @@ def history_ids(ctx, param, incomplete: str) -> list[str]:
 
 def states(ctx, param, incomplete: str) -> list[str]:
     return in_list([*(s.value for s in JobState), "all"], incomplete)
+
+
+def active_states(ctx, param, incomplete: str) -> list[str]:
+    """`vipu cancel -t`: only the states of jobs that can be cancelled."""
+    return in_list(list(ACTIVE), incomplete)
+
+
+def signal_names(ctx, param, incomplete: str) -> list[str]:
+    """`vipu cancel -s`: the signals by name as scancel's man page writes them (USR1), with SIG if typed so."""
+    import signal
+
+    prefix = "SIG" if incomplete.upper().startswith("SIG") else ""
+    names = [prefix + s.name[3:] for s in signal.Signals if s.name.startswith("SIG") and "_" not in s.name]
+    return [n for n in names if n.startswith(incomplete.upper())]
 
 
 def qos_names(ctx, param, incomplete: str) -> list[str]:
@@ -114,17 +139,24 @@ def update_words(ctx, param, incomplete: str) -> list[str]:
     bash splits a word at `=` (TimeLimit=30 reaches here as TimeLimit, =, 30), zsh does not: the words are joined
     again before they are read."""
     given = re.sub(r"\s*=\s*", "=", " ".join(ctx.params.get(param.name) or [])).split()
-    if "=" in incomplete:  # zsh: JobId=1<Tab>; a field's value is not completed
+    if "=" in incomplete:  # zsh: JobId=1<Tab>; of the fields' values only QOS= is completed
         key, _, value = incomplete.partition("=")
-        return [f"{key}={n}" for n in job_ids(ctx, param, value)] if not given and key.lower() == "jobid" else []
+        return [f"{key}={n}" for n in field_values(ctx, param, key, value, first=not given)]
     if given and given[-1].endswith("="):  # bash: JobId= 1<Tab>
-        return job_ids(ctx, param, incomplete) if given[0].lower() == "jobid=" and len(given) == 1 else []
+        return field_values(ctx, param, given[-1][:-1], incomplete, first=len(given) == 1)
     if not given:
         return [w for w in ("job", "JobId=") if w.lower().startswith(incomplete.lower())]
     if [w.lower() for w in given] == ["job"]:
         return job_ids(ctx, param, incomplete)
     named = {w.partition("=")[0].lower() for w in given}
     return [f for f in UPDATE_FIELDS if f[:-1].lower() not in named and f.lower().startswith(incomplete.lower())]
+
+
+def field_values(ctx, param, key: str, incomplete: str, first: bool) -> list[str]:
+    """The values `vipu update` offers after Field=: job ids after a first JobId=, QOS names after QOS=."""
+    if key.lower() == "jobid":
+        return job_ids(ctx, param, incomplete) if first else []
+    return qos_names(ctx, param, incomplete) if key.lower() == "qos" else []
 
 
 def partition_names(ctx, param, incomplete: str) -> list[str]:
@@ -168,7 +200,8 @@ def attach(command, path: str = "") -> None:
             param._custom_shell_complete = update_words
         elif param.name in JOB_ID_PARAMS:
             # click's hook for a parameter's own completion
-            param._custom_shell_complete = {"hold": pending_ids, "release": held_ids}.get(path, job_ids)
+            param._custom_shell_complete = {"hold": pending_ids, "release": held_ids, "requeue": requeue_ids,
+                                            "priority": waiting_ids}.get(path, job_ids)
         elif param.name == "name" and path in PARTITION_COMMANDS:
             param._custom_shell_complete = partition_names
     for name, sub in getattr(command, "commands", {}).items():
@@ -177,8 +210,9 @@ def attach(command, path: str = "") -> None:
 
 # (command, option's parameter name) -> its completer
 OPTIONS = {("queue", "jobs"): queue_ids, ("history", "jobs"): history_ids, ("queue", "state"): states,
-           ("history", "state"): states, ("cancel", "state"): states, ("submit", "qos"): qos_names,
-           ("cancel", "qos"): qos_names}
+           ("history", "state"): states, ("cancel", "state"): active_states, ("submit", "qos"): qos_names,
+           ("cancel", "qos"): qos_names, ("cancel", "signal"): signal_names, ("priority", "jobs"): waiting_ids,
+           ("update", "qos"): qos_names}
 
 
 def script(prog: str, shell: str) -> str:

@@ -11,6 +11,7 @@ from vipu.cli.batch_detail import batch_fields, print_script
 from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.output import as_dict, print_json
+from vipu.cli.queue_rows import reason
 from vipu.cli.slurm_time import clock, stamp
 from vipu.client.messages import seconds, to_data
 from vipu.v1 import job_pb2 as j
@@ -18,9 +19,6 @@ from vipu.v1 import job_pb2 as j
 show = typer.Typer(help="Show one job in detail.", no_args_is_help=True)
 
 # what scontrol shows as an ended job's Reason (a pending job's comes from the controller)
-ENDED_REASONS = {"FAILED": "NonZeroExitCode", "TIMEOUT": "TimeLimit", "NODE_FAIL": "NodeDown"}
-
-
 def exit_code(x: j.Job) -> str:
     """sacct's ExitCode, code:signal: 0:15 for a run the controller stopped (the controller says which: signal); a
     job that never ran is 0:0."""
@@ -96,7 +94,7 @@ def print_job(x: j.Job) -> None:
     fields = [
         ("JobId", job_id(x)), *task,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task
         ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
-        ("QOS", x.qos), ("JobState", x.state), ("Reason", x.reason or ENDED_REASONS.get(x.state, "None")),
+        ("QOS", x.qos), ("JobState", x.state), ("Reason", reason(x)),
         ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
         ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
         ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),  # NodeList=(null)

@@ -18,6 +18,7 @@ from vipu.cli.failure import (
     error,
     fail,
 )
+from vipu.cli.job_selection import split
 from vipu.cli.output import print_json, print_rows
 from vipu.cli.queue_rows import job_id
 from vipu.scheduler.arrays import ArraySyntaxError, TooManyTasks, parse_array, spans
@@ -75,6 +76,15 @@ def parse_range(text: str) -> tuple[int, list[int]]:
     return int(array), list(tasks.indices)
 
 
+def id_words(texts: list[str]) -> list[str]:
+    """Each word split as scontrol splits a job_list (and scancel its ids): `7,22` is jobs 7 and 22, the comma in
+    N_[1,3] does not split. A word with no id at all stays, so that check() names it."""
+    out = []
+    for text in texts:
+        out += split([text]) or [text]
+    return out
+
+
 def check(text: str) -> None:
     """Refuse, with one line, an id that is neither N, N_T nor N_[A-B,C]."""
     if TASK_RANGE.fullmatch(text):
@@ -129,6 +139,7 @@ class TaskIds:
         code (OK if none) after a line for each id that names nothing. N is a job or every task of array job N; N_T
         is one task, `single` (the first task's job id is the array's own), and N_[A-B,C] each of those tasks. One
         malformed id and nothing is asked of the controller, after a line for each malformed one."""
+        texts = id_words(texts)
         malformed = False
         for text in texts:
             try:
@@ -194,8 +205,9 @@ def held(x: j.Job) -> str:
 
 MANY = 20  # more changed jobs than this: one line with their number instead of a line each
 IDS_HELP = ("job ids: N (an array job: all its tasks), N_T (task T of array job N) or N_[A-B,C] (those tasks, as"
-            " vipu queue prints them). A malformed id: an error line for each and nothing is done (exit 2). Else each id"
-            " is acted on if it can be and each that cannot gets an error line; the exit code is 0 if none failed, else the gravest failure: 2 (bad id), 6 (denied), 3 (not found), then"
+            " vipu queue prints them), space- or comma-separated (7,22). A malformed id: an error line for each and"
+            " nothing is done (exit 2). Else each id is acted on if it can be and each that cannot gets an error line;"
+            " the exit code is 0 if none failed, else the gravest failure: 2 (bad id), 6 (denied), 3 (not found), then"
             " 4 (ended, or in the wrong state)")
 PRIORITY_IDS_HELP = ("only these jobs: N (an array job: its pending tasks), N_T (task T of array job N) or N_[A-B,C]"
                      " (those tasks, as vipu queue prints them). Each id that names no pending job gets an error"
@@ -244,6 +256,7 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, request=j.Job
     cancels the active jobs named in one all-or-nothing call (cancel_together); every other id, and every id of the
     other commands, gets a call of its own (the RPCs are all-or-nothing, which other clients rely on), so each
     failure prints its line once. `request`: the RPC's request message, made with the ids and `fields`."""
+    texts = id_words(texts)
     targets, failed = TaskIds(cli).resolve_all(texts)
     wholes = [int(text) for text in texts if JOB_ID.fullmatch(text) and "_" not in text and int(text) <= MAX_ID]
     before = {} if as_json else active(cli, wholes)  # for array_changes

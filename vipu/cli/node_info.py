@@ -143,7 +143,8 @@ def register(app: typer.Typer) -> None:
         --json: the domains' counts; with -N, -s or -o also "nodes", each machine's partition, state and IPUs by
         state."""
         cli = ctx.obj
-        spec = fmt or os.environ.get("SINFO_FORMAT") or (NODE if node else SUMMARIZE if summarize else None)
+        spec = fmt if fmt is not None else (  # -o '' is refused, not read as the default, as vipu queue refuses it
+            os.environ.get("SINFO_FORMAT") or (NODE if node else SUMMARIZE if summarize else None))
         if spec is None:
             by_domain(cli, cli.wants_json(json_out), no_header)
             return

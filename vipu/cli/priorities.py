@@ -11,6 +11,7 @@ from vipu.cli.job_ids import IDS, PRIORITY_IDS_HELP, TaskIds, finish, graver, jo
 from vipu.cli.job_selection import job_ids, selected_users, split
 from vipu.cli.nodes import DEFAULT_PARTITION
 from vipu.cli.output import table
+from vipu.cli.queue_listing import said
 from vipu.cli.slurm_format import Column, percent_layout, render
 from vipu.v1 import job_pb2 as j
 
@@ -75,6 +76,13 @@ def factors(cli, ids: list[str]) -> tuple[list[j.PriorityFactors], int]:
     return sorted({r.job_id: r for r in found}.values(), key=lambda r: -r.priority), failed  # 26 and 26_3: once
 
 
+def unknown_users(cli, users: list[str]) -> set[str]:
+    """The users named that the controller knows nothing of, by squeue's rule (ListJobsResponse.unknown_users):
+    sprio, as squeue, says "Invalid user" for each and goes on."""
+    request = j.ListJobsRequest(users=users, brief=True, page_size=1)  # the first page says; one job is enough
+    return set(cli.conn.call(cli.conn.jobs.ListJobs, request).unknown_users)
+
+
 def register(app: typer.Typer) -> None:
     @app.command(context_settings=IDS)
     def priority(
@@ -96,14 +104,16 @@ def register(app: typer.Typer) -> None:
         if fmt is not None and long:
             fail("vipu", "-o/--format and -l/--long both given; -l is the format " + repr(LONG) + ": give one",
                  BAD_INPUT)
-        layout = percent_layout(fmt or LONG, LETTERS, "-o/--format" if fmt else "-l/--long") if fmt or long \
-            else None
+        given = fmt is not None  # -o '' is refused, not read as the default, as vipu queue refuses it
+        layout = percent_layout(fmt if given else LONG, LETTERS, "-o/--format" if given else "-l/--long") \
+            if given or long else None
         as_json = cli.wants_json(json_out)
         job_ids(jobs, "-j/--jobs")  # a malformed one named with its flag, as queue and history name it
         found, failed = factors(cli, (ids or []) + split(jobs))
-        users = set(selected_users(user))
+        users = selected_users(user)
         if users:
             found = [r for r in found if r.user in users]
+            said(users, unknown_users(cli, users))
         if as_json:
             finish(found, failed, as_json)
         header = cli.with_header(no_header)

@@ -3,7 +3,7 @@ for -S. IPUs stand for Slurm's CPUs and IPU-Machines for its nodes (nodes.py say
 
 from __future__ import annotations
 
-from vipu.cli.queue_rows import JobRow, labelled  # noqa: F401 - labelled: the history table's too (accounting.py)
+from vipu.cli.queue_rows import JobRow, labelled, reason  # noqa: F401 - labelled: the history table's too
 from vipu.cli.slurm_format import Column
 from vipu.cli.slurm_time import clock, stamp
 from vipu.client.messages import seconds
@@ -69,7 +69,7 @@ LETTERS: dict[str, Column] = {
     "P": Column("PARTITION", lambda r: r.partition, needs=FULL),
     "q": Column("QOS", lambda r: r.job.qos),
     "Q": Column("PRIORITY", lambda r: f"{r.job.priority:.0f}", lambda r: r.job.priority, needs=FULL),
-    "r": Column("REASON", lambda r: r.job.reason or "None"),
+    "r": Column("REASON", lambda r: reason(r.job)),
     "R": Column("NODELIST(REASON)", lambda r: r.reason_list(), cut=False, needs=FULL | NODES),
     "S": Column("START_TIME", lambda r: when(r.start), lambda r: _number(r.start)),
     "t": Column("ST", lambda r: r.job.state_code, lambda r: _STATE_ORDER.get(r.job.state, 99)),

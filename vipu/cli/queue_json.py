@@ -9,7 +9,7 @@ import math
 import sys
 
 from vipu import __version__
-from vipu.cli.queue_fields import JobRow
+from vipu.cli.queue_fields import JobRow, reason
 from vipu.client.messages import seconds
 
 
@@ -59,7 +59,7 @@ def job_entry(row: JobRow) -> dict:
         "restart_cnt": x.requeue_count,
         "start_time": number(row.start),
         "state_description": "",
-        "state_reason": x.reason or "None",
+        "state_reason": reason(x),
         "submit_time": number(seconds(x.submitted)),
         "time_limit": number(math.ceil(seconds(x.time_limit) / 60)),  # minutes, rounded up as Slurm rounds MM:SS
         "time_limit_s": seconds(x.time_limit),

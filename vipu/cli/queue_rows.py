@@ -14,6 +14,16 @@ if TYPE_CHECKING:
     from vipu.v1 import job_spec_pb2
 
 
+# What Slurm shows as an ended job's reason: the state_reason job_mgr.c sets when a job ends (FAIL_EXIT_CODE,
+# FAIL_TIMEOUT, FAIL_DOWN_NODE), by its names in src/common/job_state_reason.c; other ends keep None
+ENDED_REASONS = {"FAILED": "NonZeroExitCode", "TIMEOUT": "TimeLimit", "NODE_FAIL": "NodeDown"}
+
+
+def reason(x: j.Job) -> str:
+    """squeue's %r, sacct's Reason and scontrol's Reason=: why a pending job waits, why an ended one ended."""
+    return x.reason or ENDED_REASONS.get(x.state, "None")
+
+
 def job_id(x: j.Job | j.PriorityFactors) -> str:
     """As squeue shows a job: N, or N_T for task T of array job N."""
     if x.HasField("array_job_id"):

@@ -126,10 +126,11 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
         "export": export,
     }
     flags = {k: v for k, v in flags.items() if v is not None}
-    for key, flag in (("output", "-o/--output"), ("error", "-e/--error")):
+    for key, flag, example in (("output", "-o/--output", "a file path (e.g. -o out-%j.txt)"),
+                               ("error", "-e/--error", "a file path (e.g. -e out-%j.txt)"),
+                               ("chdir", "-D/--chdir", "a directory (e.g. -D runs)")):
         if key in flags and not str(flags[key]).strip():
-            fail("vipu", f"{flag} is empty: give a file path (e.g. {flag.split('/')[0]} out-%j.txt), or leave it"
-                 " out for the default", BAD_INPUT)
+            fail("vipu", f"{flag} is empty: give {example}, or leave it out for the default", BAD_INPUT)
     named = {k: FLAG_NAMES[k] for k in flags if k in FLAG_NAMES}  # a refusal of one names the flag too
     if "time_limit" in flags:
         named["time_limit"] = "-t/--time" if time is not None else "--time-limit"

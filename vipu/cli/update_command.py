@@ -55,6 +55,8 @@ def field_values(pairs: list[str]) -> dict:
             fail("vipu", f"{pair!r} is not Field=value; give e.g. TimeLimit=30 or QOS=high ({NAMES})", BAD_INPUT)
         if field is None:
             fail("vipu", f"{key!r} is not a field vipu update job changes; give one of {NAMES}", BAD_INPUT)
+        if field == "name" and not value.strip():
+            fail("vipu", f"{key}= is empty: give the job a name, e.g. {key}=job1", BAD_INPUT)
         given = time_limit(value, f"{key}=") if field == "time_limit" else \
             {field: whole(value, f"{key}=") if field in WHOLE else value}
         again = shown(given) & shown(out)
@@ -89,8 +91,9 @@ def register(app: typer.Typer) -> None:
     def update(
         ctx: typer.Context,
         words: list[str] = typer.Argument(None, metavar="job ID [Field=value]...", show_default=False,
-                                          help=f"the job (N, N_T or N_[A-B,C]) and the fields to change: {NAMES};"
-                                               " names in any case, as scontrol's; also JobId=ID first"),
+                                          help="the job (N, N_T or N_[A-B,C], or a comma list) and the fields"
+                                               f" to change: {NAMES}; names in any case, as scontrol's; also"
+                                               " JobId=ID first"),
         time: str = typer.Option(None, "--time", "-t", help=f"TimeLimit, as sbatch reads it: {FORMS}; +T or -T"
                                  " adds or takes off time"),
         qos: str = typer.Option(None, "--qos", "-q", help="QOS"),
@@ -117,6 +120,8 @@ def register(app: typer.Typer) -> None:
         flags = {"qos": qos, "nice": nice, "dependency": dependency, "name": name, "begin": begin,
                  "priority": priority, "array_task_throttle": throttle}
         flagged = {k: v for k, v in flags.items() if v is not None}
+        if name is not None and not name.strip():
+            fail("vipu", "-J/--job-name is empty: give the job a name, e.g. -J job1", BAD_INPUT)
         if time is not None:
             flagged.update(time_limit(time, "-t/--time"))
         both = sorted(shown(flagged) & shown(fields))
