@@ -127,7 +127,8 @@ class StageGroup:
         self.timer.flops(self.ipus[k], n / self.stacked if self.stacked > 1 else n)
 
     def vector(self, k: int, cycles: float) -> None:
-        self.timer.vector(self.ipus[k], cycles)
+        # stacked: `stacked` micro-batches' cycles, one micro-batch's counted, as flops()
+        self.timer.vector(self.ipus[k], cycles / self.stacked if self.stacked > 1 else cycles)
 
     def allreduce(self, parts: list[np.ndarray]) -> list[np.ndarray]:
         out, seconds = self.fabric.allreduce(self.group, parts, self.stacked)
