@@ -70,13 +70,19 @@ def test_a_run_that_ends_before_its_time_limit_completed_or_failed_by_its_exit_c
     assert s.job(3).state is S.PENDING and s.job(3).requeue_count == 1  # NODE_FAIL, requeued
 
 
-def test_an_end_reported_for_an_earlier_run_does_not_end_the_next():
+def requeued_at_5(executor):
+    """A hold job started at 0, requeued at 5 under `executor`; the driver has stepped to 6."""
     s = make()
     s.submit(spec(time_limit=60, workload={"kind": "hold"}), 0)
-    driver = Driver(s, Timers())
+    driver = Driver(s, executor)
     driver.step(0)
     driver.apply(s.requeue(1, 5), 5)
     driver.step(6)
+    return s, driver
+
+
+def test_an_end_reported_for_an_earlier_run_does_not_end_the_next():
+    s, driver = requeued_at_5(Timers())
     assert s.job(1).start_time == 6
     driver.ended(1, 0.0, 7.0, exit_code=0)  # run 1's thread, late
     assert s.job(1).state is S.RUNNING
@@ -89,12 +95,7 @@ def test_a_run_torn_down_later_keeps_its_requeued_job_from_starting_until_the_te
             super().stop(stop)
             return True
 
-    s = make()
-    s.submit(spec(time_limit=60, workload={"kind": "hold"}), 0)
-    driver = Driver(s, Lingering())
-    driver.step(0)
-    driver.apply(s.requeue(1, 5), 5)
-    driver.step(6)
+    s, driver = requeued_at_5(Lingering())
     assert (s.job(1).state, s.job(1).reason) == (S.PENDING, "Cleaning")
     s.cleaned(1, 7)
     driver.step(7)

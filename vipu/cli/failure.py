@@ -49,6 +49,11 @@ def fail(prog: str, message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
+def refuse_empty(flag: str, give: str) -> NoReturn:
+    """A flag or field given with nothing in it: refused rather than read as not given (squeue refuses it too)."""
+    fail("vipu", f"{flag} is empty: give {give}", BAD_INPUT)
+
+
 def warn(prog: str, message: str) -> None:
     print(f"{prog}: warning: {elided(message)}", file=sys.stderr)
 

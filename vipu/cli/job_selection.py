@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
 from vipu.scheduler.job_states import ACTIVE, SHORT, JobState
 from vipu.v1 import job_pb2 as j
 
@@ -27,7 +27,7 @@ def given(values: list[str] | None, flag: str, example: str) -> list[str]:
     rather than read as no filter at all."""
     out = split(values)
     if values and not out:
-        fail("vipu", f"{flag} is empty: give {example}, or leave it out", BAD_INPUT)
+        refuse_empty(flag, f"{example}, or leave it out")
     return out
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 
 from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, script_request, wrapped
-from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
 from vipu.client.caller import new_request_id
 from vipu.v1 import job_pb2 as j
@@ -130,7 +130,7 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
                                ("error", "-e/--error", "a file path (e.g. -e out-%j.txt)"),
                                ("chdir", "-D/--chdir", "a directory (e.g. -D runs)")):
         if key in flags and not str(flags[key]).strip():
-            fail("vipu", f"{flag} is empty: give {example}, or leave it out for the default", BAD_INPUT)
+            refuse_empty(flag, f"{example}, or leave it out for the default")
     named = {k: FLAG_NAMES[k] for k in flags if k in FLAG_NAMES}  # a refusal of one names the flag too
     if "time_limit" in flags:
         named["time_limit"] = "-t/--time" if time is not None else "--time-limit"

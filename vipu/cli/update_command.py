@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from vipu.cli.context import JsonOption
-from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
 from vipu.cli.job_ids import IDS, MANY, TaskIds, finish, graver, job_id
 from vipu.cli.slurm_time import FORMS, UNLIMITED, slurm_limit, slurm_seconds
 from vipu.client.messages import duration
@@ -56,7 +56,7 @@ def field_values(pairs: list[str]) -> dict:
         if field is None:
             fail("vipu", f"{key!r} is not a field vipu update job changes; give one of {NAMES}", BAD_INPUT)
         if field == "name" and not value.strip():
-            fail("vipu", f"{key}= is empty: give the job a name, e.g. {key}=job1", BAD_INPUT)
+            refuse_empty(f"{key}=", f"the job a name, e.g. {key}=job1")
         given = time_limit(value, f"{key}=") if field == "time_limit" else \
             {field: whole(value, f"{key}=") if field in WHOLE else value}
         again = shown(given) & shown(out)
@@ -121,7 +121,7 @@ def register(app: typer.Typer) -> None:
                  "priority": priority, "array_task_throttle": throttle}
         flagged = {k: v for k, v in flags.items() if v is not None}
         if name is not None and not name.strip():
-            fail("vipu", "-J/--job-name is empty: give the job a name, e.g. -J job1", BAD_INPUT)
+            refuse_empty("-J/--job-name", "the job a name, e.g. -J job1")
         if time is not None:
             flagged.update(time_limit(time, "-t/--time"))
         both = sorted(shown(flagged) & shown(fields))
