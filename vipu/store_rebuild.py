@@ -100,9 +100,9 @@ def rebuild_history(path: Path, now: float) -> Rebuilt:
 def bad_history_rows(db: sqlite3.Connection, decode: bool) -> list[tuple[int, str]]:
     """(id, why) of each history row whose record is not JSON, or with `decode` not UTF-8 text either. Why two
     depths: SQLite's json_valid reads the table in C, cheap enough for every start (bench/bench_recovery.py
-    prints its time with 400,000 stored jobs); it finds random bytes over a record, but not a valid document with a few bytes that are not UTF-8,
-    which only Python's decoding of every record finds (slower: the same bench prints it): that is left to a start
-    that repairs."""
+    prints its time with 400,000 stored jobs); it finds random bytes over a record, but not a valid document with
+    a few bytes that are not UTF-8, which only Python's decoding of every record finds (slower: the same bench
+    prints it): that is left to a start that repairs."""
     found = [(i, "not a JSON document: damaged on disk") for (i,) in
              db.execute("SELECT id FROM main.job_history WHERE NOT json_valid(doc)")]
     if decode:
