@@ -44,7 +44,9 @@ BERT-Large SL384 (pre-SDK 2.5) runs about 12% fewer FLOPs a second than SL128 (t
 micro-batch (docs/planner-fidelity.md says what was checked). SL512 packed, counted at 1.996 sequences a pack, runs
 about as few as SL384. Part of that is the attention scores' vector work (heads x s^2 a sample and layer), which
 the planner prices at poplibs' cycle tables (assumptions.py score_forward_cycles); a table gives its share of
-each transformer row's compute and the row's error with and without it. Two tables (planner_shapes.py) follow:
+each transformer row's compute and the row's error with and without it. A table (planner_checks.py) sizes what
+the BERT configs do beside what the planner prices (the state's streaming, IPU 0's load, gradient accumulation,
+a packed layer's attention mask) against the time a step each row misses. Two tables (planner_shapes.py) follow:
 three compute rates that depend on the micro-batch, each fitted to SL384 on a Pod16, and what each does to the
 other rows; and the multiple of poplibs' cycles a score each held-out row would need (the fit re-solved), which
 shows that no one cost a score serves both BERT-Large with micro-batch 2 and BERT-Base SL512.
@@ -64,6 +66,7 @@ from vipu.jobs.assumptions import DEFAULT
 from vipu.jobs.calibration import (BERT_FIT_SEQUENCES_PER_S, BERT_FIT_SPECS, IMAGENET_TRAIN_IMAGES, POD128_RUN,
                                    PODS, RUNS, bert_spec, plan_of, resnet50_spec, solve)
 from vipu.jobs.command import plan_file
+from planner_checks import config_checks
 from planner_shapes import micro_batch_shapes, score_needs
 
 TABLE = "graphcore.ai/performance-results"
@@ -280,6 +283,8 @@ def main() -> None:
     fit_errors, held_errors = report()
     print()
     ablations()
+    print()
+    config_checks(POINTS, planned)
     print()
     score_work()
     print()
