@@ -30,9 +30,12 @@ Packed rows: the published figure counts the sequences in each pack (nlp/bert/po
 the largest sequence index of each pack's input_mask). At SL512 a pack holds 1.996 sequences on average: Graphcore's
 packing of its Wikipedia SL512 data at 3 sequences a pack at most (the configs' max_sequences_per_pack) gives a
 1.99625x "speed-up over un-packed dataset", which is sequences over packs (graphcore/examples
-tutorials/blogs_code/packedBERT/README.md at 3cc8f81, NNLSHP; Krell et al. 2021, arXiv 2107.02027: 2x). At SL128 no
-packing figure was found: 65,536 / 54,784 (the unpacked config's global batch over the packed one's) is an
-assumption. The global batch is not a packing figure: packed SL384 and SL512 both use 9,600 packs.
+tutorials/blogs_code/packedBERT/README.md at 3cc8f81, NNLSHP; Krell et al. 2021, arXiv 2107.02027: 2x). At SL128 a
+pack holds 1.17: Graphcore's PyTorch BERT sizes its packed steps by the same data's packing_factor {128: 1.17,
+384: 1.7, 512: 2.0} (nlp/bert/pytorch/configs_pretraining.yml at c0239af; args.py divides the gradient accumulation
+by it, so that a packed step trains as many sequences). The global batch is not a packing figure: packed SL384 and
+SL512 both use 9,600 packs. A pack's MLM head runs on mask_tokens + max_sequences_per_pack - 1 positions (22 at
+SL128, 78 at SL512: bert_model.py at c0239af, BertConfig.max_lm_predictions).
 "fits" is the planner's memory verdict on the published config (tile_memory.py: the fullest tile decides).
 The TFLOPS column is what the published figure means per IPU: the model's FLOPs (recomputation included) an IPU
 does a second at the published throughput. It compares published rows with each other, whatever the planner says:
@@ -41,9 +44,12 @@ BERT-Large SL384 (pre-SDK 2.5) runs about 12% fewer FLOPs a second than SL128 (t
 micro-batch (docs/planner-fidelity.md says what was checked). SL512 packed, counted at 1.996 sequences a pack, runs
 about as few as SL384. Part of that is the attention scores' vector work (heads x s^2 a sample and layer), which
 the planner prices at poplibs' cycle tables (assumptions.py score_forward_cycles); a table gives its share of
-each transformer row's compute and the row's error with and without it. The last table
-(planner_shapes.py) tries three compute rates that depend on the micro-batch, each fitted to SL384 on a Pod16, and
-shows what each does to the other rows.
+each transformer row's compute and the row's error with and without it. A table (planner_checks.py) sizes what
+the BERT configs do beside what the planner prices (the state's streaming, IPU 0's load, gradient accumulation,
+a packed layer's attention mask) against the time a step each row misses. Two tables (planner_shapes.py) follow:
+three compute rates that depend on the micro-batch, each fitted to SL384 on a Pod16, and what each does to the
+other rows; and the multiple of poplibs' cycles a score each held-out row would need (the fit re-solved), which
+shows that no one cost a score serves both BERT-Large with micro-batch 2 and BERT-Base SL512.
 Everything here is a prediction from formulas: no wall-clock time is measured.
 """
 
@@ -60,13 +66,20 @@ from vipu.jobs.assumptions import DEFAULT
 from vipu.jobs.calibration import (BERT_FIT_SEQUENCES_PER_S, BERT_FIT_SPECS, IMAGENET_TRAIN_IMAGES, POD128_RUN,
                                    PODS, RUNS, bert_spec, plan_of, resnet50_spec, solve)
 from vipu.jobs.command import plan_file
-from planner_shapes import micro_batch_shapes
+from planner_checks import config_checks
+from planner_shapes import micro_batch_shapes, score_needs
 
 TABLE = "graphcore.ai/performance-results"
 LARGE_128 = "nlp/bert/popart/configs/pretrain_large_128.json"
 # Graphcore's packing of its Wikipedia SL512 data, at most 3 sequences a pack: sequences over packs
 # (graphcore/examples tutorials/blogs_code/packedBERT/README.md, "Achieved speed-up over un-packed dataset")
 SL512_SEQUENCES_PER_PACK = 1.99625
+# Graphcore's packing factor of its SL128 Wikipedia data, at most 3 sequences a pack (graphcore/examples
+# nlp/bert/pytorch/configs_pretraining.yml at c0239af, packing_factor; its SL512 figure, 2.0, agrees with the above)
+SL128_SEQUENCES_PER_PACK = 1.17
+# PopART BERT's MLM positions in a pack: mask_tokens + max_sequences_per_pack - 1 (bert_model.py at c0239af,
+# BertConfig.max_lm_predictions); the packed configs' max_sequences_per_pack is 3
+PACK_EXTRA_MASKED = 3 - 1
 
 
 @dataclass(frozen=True)
@@ -150,13 +163,13 @@ POINTS = (
     Point("BERT-Large SL384", "table (PopART, SDK pre-2.5); pretrain_large_384.json",
           bert_large(64, 384, 56, 2, 16_384), 5_444),
     Point("BERT-Large SL128 packed", "table (PopART, SDK 3.1); packed/packed_pretrain_large_128.json",
-          bert_large(16, 128, 20, 8, 54_784, 65_536 / 54_784), 6_044),
+          bert_large(16, 128, 20 + PACK_EXTRA_MASKED, 8, 54_784, SL128_SEQUENCES_PER_PACK), 6_044),
     Point("BERT-Large SL128 packed", "table (PopART, SDK 3.1); packed/packed_pretrain_large_128.json",
-          bert_large(64, 128, 20, 8, 54_784, 65_536 / 54_784), 22_759),
+          bert_large(64, 128, 20 + PACK_EXTRA_MASKED, 8, 54_784, SL128_SEQUENCES_PER_PACK), 22_759),
     Point("BERT-Large SL512 packed", "table (PopART, SDK 3.1); packed/packed_pretrain_large_512.json",
-          bert_large(16, 512, 76, 2, 9_600, SL512_SEQUENCES_PER_PACK), 2_126),
+          bert_large(16, 512, 76 + PACK_EXTRA_MASKED, 2, 9_600, SL512_SEQUENCES_PER_PACK), 2_126),
     Point("BERT-Large SL512 packed", "table (PopART, SDK 3.1); packed/packed_pretrain_large_512.json",
-          bert_large(64, 512, 76, 2, 9_600, SL512_SEQUENCES_PER_PACK), 7_789),
+          bert_large(64, 512, 76 + PACK_EXTRA_MASKED, 2, 9_600, SL512_SEQUENCES_PER_PACK), 7_789),
     Point("BERT-Base SL128", "table (PopART, SDK 3.1); pretrain_base_128.json", bert_base(16, 128, 20, 32, 65_536),
           16_391),
     Point("BERT-Base SL512", "table (PopART, SDK 3.1); pretrain_base_512.json", bert_base(16, 512, 76, 8, 16_384),
@@ -271,9 +284,13 @@ def main() -> None:
     print()
     ablations()
     print()
+    config_checks(POINTS, planned)
+    print()
     score_work()
     print()
     micro_batch_shapes(POINTS, planned)
+    print()
+    score_needs(POINTS)
     print()
     print("assumptions (vipu plan prints these with every plan):")
     for line in DEFAULT.lines():

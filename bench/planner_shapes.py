@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 
 from vipu.jobs.assumptions import DEFAULT
-from vipu.jobs.calibration import PODS, plan_of
+from vipu.jobs.calibration import PODS, plan_of, solve
 
 
 def micro_batch_shapes(points, planned) -> None:
@@ -116,3 +116,44 @@ def _bisect(f, lo: float, hi: float) -> float:
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if f(lo) * f(mid) <= 0 else (mid, hi)
     return (lo + hi) / 2
+
+
+
+def score_needs(points, grid=(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0)) -> None:
+    """What each held-out transformer row asks of the attention scores' vector work: the multiple of poplibs'
+    cycles a score (assumptions.score_forward_cycles and score_backward_cycles; 1 is the planner's) that plans the
+    row at its published figure, the fit re-solved at each multiple as the bench solves it (the SL128 fit rows
+    absorb their own scores' share). A diagnostic only: the planner keeps poplibs' figures. Solved on a grid of
+    multiples, linear between the two that bracket the row; "-" where the row hardly moves (it has as many scores
+    per FLOP as the fit rows). Also printed: the row's attention groups (micro-batch x heads: the batched matmuls
+    Q K^T and the weighted sum of V come in that many)."""
+    rows = [point for point in points
+            if point.spec["workload"]["model"]["kind"] == "transformer" and not point.fitted]
+    errors: dict[int, list[float]] = {id(point): [] for point in rows}
+    for multiple in grid:
+        cycles = {"score_forward_cycles": DEFAULT.score_forward_cycles * multiple,
+                  "score_backward_cycles": DEFAULT.score_backward_cycles * multiple}
+        assumptions = DEFAULT.model_copy(update={**cycles, **solve(fixed=cycles)})
+        for point in rows:
+            errors[id(point)].append(plan_of(point.spec, assumptions).throughput / point.published - 1)
+    shown = [grid.index(m) for m in (0.0, 1.0, 2.0, 4.0)]
+    print("attention scores' vector work each held-out row asks for (the fit re-solved at each multiple of"
+          " poplibs' cycles a score):")
+    print(f"  {'model':<24} {'system':<11} {'groups':>6}" + "".join(f" {f'x{grid[i]:g}':>7}" for i in shown)
+          + f" {'needs':>6}")
+    for point in rows:
+        row = errors[id(point)]
+        workload = point.spec["workload"]
+        groups = workload["layout"]["micro_batch"] * workload["model"]["heads"]
+        print(f"  {point.model:<24} {PODS[point.ipus]:<11} {groups:>6}" + "".join(f" {row[i]:>+7.1%}" for i in shown)
+              + f" {_crossing(grid, row):>6}")
+
+
+def _crossing(grid, errors) -> str:
+    """The multiple where the errors (falling as it grows) cross 0, linear between grid points."""
+    if abs(errors[-1] - errors[0]) < 0.005:
+        return "-"
+    for (x0, e0), (x1, e1) in zip(zip(grid, errors), zip(grid[1:], errors[1:])):
+        if e0 >= 0 >= e1:
+            return f"x{x0 + (x1 - x0) * e0 / (e0 - e1):.1f}"
+    return f">x{grid[-1]:g}" if errors[-1] > 0 else f"<x{grid[0]:g}"
