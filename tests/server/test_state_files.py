@@ -16,6 +16,7 @@ import pytest
 
 from tests.cli.test_cli_e2e import run
 from tests.server.test_startup import start
+from vipu.scheduler.arrays import spans
 from vipu.store_schema import SCHEMA_VERSION
 
 
@@ -293,6 +294,10 @@ def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_fa
     queue = run(server, "vipu", "queue", "--no-header").stdout.split("\n")
     kept = [row.split()[0] for row in queue if row.strip()]
     assert 0 < len(kept) < len(ids) and set(kept) <= set(ids)  # the readable jobs; those on the damaged page lost
+    if lost == "jobs":  # regression: the start said nothing of them
+        gone = sorted(set(map(int, ids)) - set(map(int, kept)))
+        assert (f"{len(gone)} job id(s) below the next one ({int(ids[-1]) + 1}) are in none of the tables of {path}:"
+                f" their records were lost") in server.stderr_text() and f"name: {spans(gone)};" in server.stderr_text()
     new = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip()
     assert int(new) > max(map(int, kept))
 
