@@ -8,7 +8,6 @@ import logging
 import os
 import signal
 import socket
-import ssl
 import stat
 import sqlite3
 import sys
@@ -29,7 +28,7 @@ from vipu.server.admin_service import AdminService
 from vipu.server.arguments import DEFAULT_RPC_THREADS, MAX_TIME_SCALE, default_state_dir, parse_args
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import build_device_server
-from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen
+from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen, tls_pair
 from vipu.workers.fleet import ray_address_problem, wait_until_reachable, waitable
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
@@ -144,22 +143,6 @@ def _admin_key(state_dir: Path) -> bool:
     return True  # (anything but a file: private_database refuses it)
 
 
-def _tls(args) -> tuple[tuple[bytes, bytes] | None, str | None]:
-    """(private key, certificate chain) in PEM for TLS, None for plaintext; or what is wrong with the pair."""
-    if bool(args.tls_cert) != bool(args.tls_key):
-        return None, "--tls-cert and --tls-key go together; give both or neither"
-    if not args.tls_cert:
-        return None, None
-    try:
-        tls = (args.tls_key.read_bytes(), args.tls_cert.read_bytes())
-        # checked here so a wrong pair gets one line naming it, not gRPC's log lines and a misleading bind error
-        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(args.tls_cert, args.tls_key, password=lambda: b"")
-    except OSError as e:  # ssl.SSLError is an OSError
-        return None, (f"--tls-cert {args.tls_cert} with --tls-key {args.tls_key} is not a usable PEM certificate chain"
-                      f" and its unencrypted private key ({e}); give the pair that belongs together")
-    return tls, None
-
-
 def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Event) -> bool:
     """Start (or attach to) Ray for the machine actors; False if `stop` was set meanwhile (the caller then shuts
     the fleet down). Raises what the start raised.
@@ -259,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             print(f"vipu-server: error: --machine-bundle {args.machine_bundle!r}: {e}", file=sys.stderr)
             return BAD_INPUT
-    tls, problem = _tls(args)
+    tls, problem = tls_pair(args.tls_cert, args.tls_key)
     if problem:
         print(f"vipu-server: error: {problem}", file=sys.stderr)
         return BAD_INPUT
@@ -267,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # every check that reads no state first: a refused start makes nothing in the folder
         config = load_scheduler_config(args.scheduler_config, args.policy, args.policy_file)
         load_pod(args.pod)
-        lock = claim(state_dir)  # held open (and locked) until the process ends
+        lock = claim(state_dir)  # before the checks that read the state (claim() says why); held till the end
         try:
             refuse_missing_database(state_dir, args.accept_empty_state or args.accept_lost_log)  # before it is made
             refuse_linked_output(Path(state_dir))
