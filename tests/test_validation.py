@@ -36,6 +36,18 @@ def test_one_shortening_for_every_echoed_value():
     assert elided("name " + "x" * 20000 + " is bad") == f"name {'x' * 64}... (20,000 characters) is bad"
 
 
+@pytest.mark.parametrize("after", [";", ":", ",", ".", "'", "');"])
+def test_a_shortened_value_keeps_the_punctuation_after_it(after):
+    """Regression: `vipu cancel -u <20,000 characters>` said "... (20,001 characters) nothing was done", its
+    semicolon counted into the value and lost."""
+    assert elided("user " + "x" * 20000 + after + " nothing was done") == (
+        f"user {'x' * 64}... (20,000 characters){after} nothing was done")
+
+
+def test_a_long_run_of_punctuation_is_cut_all_the_same():
+    assert elided("x" * 400 + ";" * 400) == f"{'x' * 64}... (800 characters)"
+
+
 def test_a_huge_whole_number_is_not_spelled_out():
     """Regression: ipus 1e308 printed a 309-digit suggestion."""
     from vipu.errors import InvalidArgument

@@ -13,6 +13,7 @@ MAX_MESSAGE = 2000  # characters of a refusal's message
 ECHO_KEEP = 64  # characters kept of a long echoed value
 ECHO_LONG = 300  # an unbroken run this long is cut (a file path stays whole)
 LONG_RUN = re.compile(r"\S{%d,}" % ECHO_LONG)
+TRAILING = ";:,.)'\""  # what a message writes right after a value: kept after the cut
 
 
 def elided(text: str) -> str:
@@ -21,8 +22,16 @@ def elided(text: str) -> str:
     (one that overflows it reached the caller as a transport error instead), and a line the CLI prints stays
     readable; the controller's refusals (vipu/server/refusals.py) and the CLI's lines (vipu/cli/failure.py) both
     pass through it."""
-    text = LONG_RUN.sub(lambda m: f"{m.group()[:ECHO_KEEP]}... ({len(m.group()):,} characters)", text)
+    text = LONG_RUN.sub(_cut, text)
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 3] + "..."
+
+
+def _cut(run: re.Match) -> str:
+    """A long run cut to its start and length, the punctuation after the value kept (the message's own)."""
+    value = run.group().rstrip(TRAILING)
+    if len(run.group()) - len(value) > 3:  # a value of punctuation: cut whole
+        value = run.group()
+    return f"{value[:ECHO_KEEP]}... ({len(value):,} characters){run.group()[len(value):]}"
 
 
 class VipuError(Exception):

@@ -1,4 +1,5 @@
-"""The job history's reads (`vipu history`, `vipu show job` and request-id retries of purged jobs), part of the Store.
+"""The job history's reads (`vipu history`, `vipu show job` and request-id retries of purged jobs, and a start's
+look for ids in no table), part of the Store.
 
 Why a connection of their own: a listing over hundreds of thousands of stored jobs must hold up no write; in WAL
 mode a reader runs beside the writer. A damaged history page fails the read with UNAVAILABLE, not the queue.
@@ -67,6 +68,27 @@ class HistoryReads:
         rows = self._read("SELECT max(id) FROM job_history UNION ALL SELECT max(CAST(name AS INTEGER)) FROM quarantine"
                           " WHERE kind IN ('job', 'job_history') AND name GLOB '[0-9]*'", [], flush=False)
         return max([0] + [i for (i,) in rows if i is not None])
+
+    def history_count(self) -> int:
+        """How many jobs the history holds (read from its smallest index, not its records)."""
+        return self._read("SELECT count(*) FROM job_history", [], flush=False)[0][0]
+
+    def history_ids(self, below: int) -> set[int]:
+        """The ids of the history's jobs below `below`."""
+        return {i for (i,) in self._read("SELECT id FROM job_history WHERE id < ?", [below], flush=False)}
+
+    def name_lost_jobs(self, ids: list[int], error: str, now: float) -> None:
+        """List these job ids in the quarantine table as lost (`error` says how), with no record: a start's, before
+        anything else writes."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")  # one transaction: a lost history may be thousands of ids
+            try:
+                self._db.executemany("INSERT INTO quarantine (kind, name, doc, error, moved) VALUES ('job', ?, '', ?,"
+                                     " ?)", [(str(i), error, now) for i in ids])
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def _texts(self, rows: list[tuple[int, bytes]]) -> list[tuple[int, str]]:
         """(id, record) from (id, its bytes). Why bytes: SQLite's own decoding fails the whole read on one record

@@ -8,7 +8,6 @@ here (at least the version bump), so that version refuses the database rather th
 
 from __future__ import annotations
 
-import re
 import sqlite3
 
 MIGRATIONS: list[tuple[str, ...]] = [
@@ -67,9 +66,12 @@ HISTORY_TABLES = ("job_history", "job_history_records")  # checked at every star
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-LIVE_TABLES = ("records", "meta", "quarantine")  # checked at every start: a dropped one failed with a wrong reason
-_CREATED = {m.group(1): statement for step in MIGRATIONS for statement in step
-            if (m := re.match(r"CREATE TABLE IF NOT EXISTS (\w+)", statement))}
+# checked at every start: a dropped one failed with a wrong reason (a full disk; damaged history pages, whose
+# rebuild could not work without the table)
+TABLES = ("records", "meta", "quarantine", *HISTORY_TABLES)
+# each table's statements: the table, then its indexes (a dropped table takes its indexes with it)
+_CREATED = {table: [s for step in MIGRATIONS for s in step if s.startswith("CREATE")
+                    and (f"EXISTS {table} (" in s or f" ON {table} (" in s)] for table in TABLES}
 
 
 class MissingTables(Exception):
@@ -82,13 +84,14 @@ class MissingTables(Exception):
 
 def missing_tables(db: sqlite3.Connection) -> list[str]:
     have = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    return [t for t in LIVE_TABLES if t not in have]
+    return [t for t in TABLES if t not in have]
 
 
 def make_tables(db: sqlite3.Connection, tables: list[str]) -> None:
-    """The tables again, empty, as the schema creates them."""
+    """The tables again, empty, with their indexes, as the schema creates them."""
     for table in tables:
-        db.execute(_CREATED[table])
+        for statement in _CREATED[table]:
+            db.execute(statement)
 
 
 class NewerSchema(Exception):

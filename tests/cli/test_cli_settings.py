@@ -106,6 +106,50 @@ def test_a_good_config_file_with_comments_reaches_the_controller(server, tmp_pat
     assert f"host: 127.0.0.1:{server.port}" in out.stdout
 
 
+@pytest.mark.parametrize("owner, mode, key, refused", [
+    ("other", 0o600, True, "holds an access key but belongs to uid {uid}, not to you (uid {me}), so its owner chooses"
+                           " your key and controller; use a file of your own: chown {me} {path} && chmod 600 {path}"
+                           " (or a copy)"),
+    ("me", 0o640, True, "holds an access key and others may read it (mode 0640); make it yours alone: chmod 600"
+                        " {path}"),
+    ("me", 0o600, True, None),
+    ("other", 0o644, False, None),  # no key: nothing to steal, and its settings are anyone's to read
+])
+def test_a_config_file_holding_a_key_must_be_the_callers_own_and_private(tmp_path, monkeypatch, owner, mode, key,
+                                                                          refused):
+    """Regression: a config file of another user's (mode 0600) holding a key was used without a word; ssh refuses
+    such a key file."""
+    from vipu.client import settings
+    from vipu.client.api_error import ApiError
+
+    config = tmp_path / "vipu-cli.hcl"
+    config.write_text('api-host = "127.0.0.1"\n' + ('api-access-key = "k"\n' if key else ""))
+    config.chmod(mode)
+    uid = config.stat().st_uid
+    me = uid if owner == "me" else uid + 1  # another uid for the caller than the file's: no root needed
+    monkeypatch.setattr(settings.os, "geteuid", lambda: me)
+    monkeypatch.setenv("VIPU_CLI_CONFIG", str(config))
+    monkeypatch.setenv("VIPU_CLI_API_USER_ID", "u")
+    if refused is None:
+        assert settings.resolve().host == "127.0.0.1"
+        return
+    with pytest.raises(ApiError) as e:
+        settings.resolve()
+    assert e.value.message == f"the config file {config} " + refused.format(uid=uid, me=me, path=config)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the file to another user")
+def test_the_cli_refuses_a_key_in_another_users_config_file_in_one_line(tmp_path, clean_env):
+    config = tmp_path / "vipu-cli.hcl"
+    config.write_text('api-access-key = "k"\n')
+    config.chmod(0o600)
+    os.chown(config, 65534, 65534)  # nobody's
+    out = vipu("list", "partitions", env={**clean_env, "VIPU_CLI_CONFIG": str(config)})
+    assert out.returncode == 2
+    assert error_line(out).startswith(f"vipu: error: the config file {config} holds an access key but belongs to uid"
+                                      " 65534, not to you (uid 0)")
+
+
 # --- TLS ---------------------------------------------------------------------------------------------------------
 
 def make_ca(folder, name: str):

@@ -11,6 +11,7 @@ import pytest
 from vipu.control.startup import open_plane
 from vipu.access import ANYONE
 from vipu.errors import InvalidArgument, NotFound
+from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.job_states import JobState
 
 SLEEP = {"name": "s", "ipus": 1, "time_limit": "1h", "workload": {"kind": "sleep", "duration": "1000s"}}
@@ -145,9 +146,9 @@ def test_show_job_of_an_id_in_no_record_says_it_was_lost_not_that_the_history_ha
     with pytest.raises(NotFound) as missing:
         plane.jobs.job(3, ANYONE)
     assert missing.value.message == (
-        f"job 3 is in neither the queue nor the job history: its record was lost (a repairing start may have moved it"
-        f" aside under another name: `sqlite3 {tmp_path / 'vipu.sqlite3'} 'SELECT kind, name, error FROM quarantine'`"
-        " lists them)")
+        "job 3 is in neither the queue nor the job history: its record was lost before a start (with a damaged page, or"
+        f" moved aside under another name: `sqlite3 {tmp_path / 'vipu.sqlite3'} 'SELECT kind, name, error FROM"
+        " quarantine'` lists them); the log of that start names it")
     plane.store.close()
 
 
@@ -170,5 +171,53 @@ def test_a_dropped_live_table_is_named_not_sent_to_a_dump_that_cannot_bring_it_b
                     " pages): what it held is gone, and copying the database cannot bring it back; restore it from a"
                     " backup, or start with --accept-empty-state to make it again, empty, and serve what is left")
     plane = open_plane("bow-pod16", state, "127.0.0.1", 0, accept_empty=True)  # the operator's consent
+    plane.store.close()
+    open_plane("bow-pod16", state, "127.0.0.1", 0).store.close()  # and the next start is a plain one
+
+
+def test_job_ids_in_no_table_are_named_at_start_once_and_by_show_job(tmp_path, caplog):
+    """Regression: after the .dump the refusal of a damaged database names, the jobs of the lost page were gone from
+    the queue, and the start said nothing."""
+    plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 0)
+    for _ in range(12):
+        plane.scheduler.submit(HELD, plane.now())
+    plane.store.close()
+    edit(tmp_path, "DELETE FROM records WHERE kind = 'job' AND CAST(name AS INTEGER) IN (3, 4, 5, 6, 9)")
+    plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 0)
+    assert sorted(plane.scheduler.table.jobs) == [1, 2, 7, 8, 10, 11, 12]
+    [said] = [r.getMessage() for r in caplog.records if "none of the tables" in r.getMessage()]
+    assert said == (f"5 job id(s) below the next one (13) are in none of the tables of {tmp_path / 'vipu.sqlite3'}:"
+                    " their records were lost (with a damaged page or in a copy of a damaged database) or moved aside"
+                    " under another name: 3-6,9; the quarantine table lists them, and they are not given again")
+    with pytest.raises(NotFound) as missing:
+        plane.jobs.job(4, ANYONE)
+    assert missing.value.message.startswith("job 4 is in neither the queue nor the job history: its record was lost"
+                                            " before a start")
+    assert plane.scheduler.submit(HELD, plane.now())[0].id == 13
+    plane.store.close()
+    caplog.clear()
+    open_plane("bow-pod16", tmp_path, "127.0.0.1", 0).store.close()
+    assert "none of the tables" not in caplog.text  # said once: the quarantine table lists them now
+
+
+def test_a_dropped_job_history_is_named_with_the_flag_that_makes_it_again_empty(state, caplog):
+    """Regression: it was refused as "damaged pages in its job history", and the named repair could not rebuild it;
+    moving the database away dropped the live queue too."""
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0, config=SchedulerConfig(min_job_age=1))
+    [job] = plane.scheduler.submit(HELD, plane.now())
+    plane.scheduler.cancel([job.id], plane.now())
+    assert [j.id for j in plane.scheduler.purge(plane.now() + 10)] == [3]
+    plane.store.close()
+    edit(state, "DROP TABLE job_history")
+    assert refusal(state) == (
+        f"the state database {state / 'vipu.sqlite3'} has no job_history table (dropped, or lost with its pages): what"
+        " it held is gone, and copying the database cannot bring it back; restore it from a backup, or start with"
+        " --accept-empty-state to make it again, empty, and serve what is left")
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0, accept_empty=True)  # the operator's consent
+    assert plane.scheduler.job(1).state is JobState.RUNNING and plane.scheduler.job(2).state is JobState.PENDING
+    assert plane.store.history_keys() == [] and plane.store.damaged_tables() == []
+    assert "had no job_history table: made again, empty" in caplog.text
+    assert "below the next one (4) are in none of the tables" in caplog.text and "another name: 3; the quarantine" in caplog.text
+    assert plane.scheduler.submit(HELD, plane.now())[0].id == 4  # ids go on
     plane.store.close()
     open_plane("bow-pod16", state, "127.0.0.1", 0).store.close()  # and the next start is a plain one

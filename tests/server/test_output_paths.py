@@ -50,6 +50,13 @@ def test_output_goes_only_under_the_submit_directory_and_never_over_a_file_it_di
     through = submit_in(server, home, "-o", str(link))
     assert ended(server, through)["state"] == "FAILED" and not (elsewhere / "target.txt").exists()
 
+    (server.state_dir / "job-output").symlink_to(elsewhere)  # made after the start (which refuses one)
+    linked = submit_in(server, home, "-o", str(server.state_dir / "job-output" / "in.txt"))
+    job = ended(server, linked)  # regression: COMPLETED, its output written in elsewhere through the link
+    assert job["state"] == "FAILED" and not (elsewhere / "in.txt").exists()
+    assert "is outside the folders this controller writes job output into" in job["detail"]["ended_by"]
+    (server.state_dir / "job-output").unlink()
+
     first_run = written.stat().st_ino
     requeued = subprocess.run([console_script("vipu"), "requeue", str(ok)], env=server.env(), capture_output=True,
                               text=True, timeout=60)
@@ -79,6 +86,22 @@ def test_an_output_dir_that_is_relative_or_missing_is_refused(tmp_path):
         assert out.returncode == 2 and out.stderr.strip() == (
             f"vipu-server: error: --output-dir {folder} is not {why}; give a folder that exists, as an absolute path")
     assert not (tmp_path / "state").exists()  # refused before the state was touched
+
+
+def test_a_symlinked_job_output_folder_is_refused_at_start_and_nothing_made(tmp_path):
+    """Regression: the controller wrote users' output through it, wherever it pointed."""
+    from tests.server.test_startup import start
+
+    state, elsewhere = tmp_path / "state", tmp_path / "elsewhere"
+    state.mkdir(mode=0o700)
+    elsewhere.mkdir()
+    (state / "job-output").symlink_to(elsewhere)
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2 and out.stderr.strip() == (
+        f"vipu-server: error: {state / 'job-output'} is a symlink; the controller writes job output into that folder"
+        f" as its own user, never through a link: make it a folder (rm {state / 'job-output'} && mkdir"
+        f" {state / 'job-output'}), or give the folder it points to as --output-dir")
+    assert [p.name for p in state.iterdir()] == ["job-output"]
 
 
 def submit_wrap(server, cwd, *args: str) -> int:

@@ -65,6 +65,7 @@ def test_unusable_state_and_tls_files_get_one_line_each(tmp_path):
         assert got.returncode == 2, got
         lines = got.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("vipu-server: error: ") and needle in lines[0], got.stderr
+    assert not (tmp_path / "ok").exists()  # refused over the TLS pair: regression, its state folder was made
 
 
 def test_secure_without_tls_off_loopback_warns_that_keys_travel_in_clear(server_factory):

@@ -16,6 +16,7 @@ import pytest
 
 from tests.cli.test_cli_e2e import run
 from tests.server.test_startup import start
+from vipu.scheduler.arrays import spans
 from vipu.store_schema import SCHEMA_VERSION
 
 
@@ -45,7 +46,7 @@ def test_a_planted_admin_key_is_refused_and_receives_nothing(tmp_path):
     assert out.stderr.strip() == (f"vipu-server: error: {planted} has mode 0666, which lets other users read or write"
                                   " it; remove it (the controller makes its own, mode 0600)")
     assert planted.read_text() == ""
-    assert sorted(p.name for p in state.iterdir()) == ["admin.key", "controller.lock"]  # regression: and a database
+    assert sorted(p.name for p in state.iterdir()) == ["admin.key"]  # regression: a database and the lock too
 
 
 def test_a_refused_admin_key_leaves_an_existing_state_as_it_was(server_factory, tmp_path):
@@ -80,7 +81,35 @@ def test_a_folder_holding_only_an_admin_key_is_refused_and_nothing_made_in_it(tm
         " controller's state (it holds admin.key): restore the database (with its -wal file) from a backup, or start"
         " with --accept-empty-state to begin afresh (the queue is then gone and job ids start again)")
     assert key.read_text() == "the-old-admins-key\n"
-    assert sorted(p.name for p in state.iterdir()) == ["admin.key", "controller.lock"]
+    assert sorted(p.name for p in state.iterdir()) == ["admin.key"]  # regression: and controller.lock
+
+
+def test_a_start_refused_over_its_flags_makes_no_state_folder(tmp_path):
+    """Regression: the folder, its controller.lock and an empty vipu.sqlite3 were made before --pod and
+    --scheduler-config were read; the empty database then looked like a state at the next start."""
+    state, config = tmp_path / "state", tmp_path / "bad.yaml"
+    config.write_text("min_job_age: -1\n")
+    for flags in (["--pod", "nowhere"], ["--scheduler-config", str(config)]):
+        out = start(*flags, "--port", "0", "--state-dir", str(state))
+        assert out.returncode == 2 and flags[1] in out.stderr, out.stderr
+        assert not state.exists(), flags
+
+
+def test_a_withdrawn_claim_leaves_nothing_and_a_held_one_is_not_taken(tmp_path):
+    from vipu.errors import FailedPrecondition
+    from vipu.server.state_dir import claim, withdraw
+
+    state = tmp_path / "state"
+    held = claim(state)
+    with pytest.raises(FailedPrecondition, match=f"is in use by another vipu-server \\(pid {os.getpid()}\\)"):
+        claim(state)
+    assert sorted(p.name for p in state.iterdir()) == ["controller.lock"]  # the refused claim removed nothing
+    withdraw(held)
+    assert not state.exists()  # the folder and the lock it made
+    state.mkdir()
+    (state / "controller.lock").write_text("")
+    withdraw(claim(state))
+    assert sorted(p.name for p in state.iterdir()) == ["controller.lock"]  # what was there stays
 
 
 def test_another_states_admin_key_is_not_replaced_by_a_new_one(tmp_path):
@@ -96,7 +125,7 @@ def test_another_states_admin_key_is_not_replaced_by_a_new_one(tmp_path):
                                   " is another state's admin key (or this state's database was replaced); start on the"
                                   " state it came from, or move the file away for a new admin")
     assert key.read_text() == "the-old-admins-key\n"
-    assert sorted(p.name for p in state.iterdir()) == ["admin.key", "controller.lock"]  # regression: a database too
+    assert sorted(p.name for p in state.iterdir()) == ["admin.key"]  # regression: a database and the lock too
 
 
 def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path):
@@ -293,6 +322,10 @@ def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_fa
     queue = run(server, "vipu", "queue", "--no-header").stdout.split("\n")
     kept = [row.split()[0] for row in queue if row.strip()]
     assert 0 < len(kept) < len(ids) and set(kept) <= set(ids)  # the readable jobs; those on the damaged page lost
+    if lost == "jobs":  # regression: the start said nothing of them
+        gone = sorted(set(map(int, ids)) - set(map(int, kept)))
+        assert (f"{len(gone)} job id(s) below the next one ({int(ids[-1]) + 1}) are in none of the tables of {path}:"
+                f" their records were lost") in server.stderr_text() and f"name: {spans(gone)};" in server.stderr_text()
     new = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip()
     assert int(new) > max(map(int, kept))
 

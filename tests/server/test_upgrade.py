@@ -53,6 +53,11 @@ def test_state_written_by_the_previous_release_is_served_by_this_one(server_fact
             assert out.returncode == 0, out.stderr
         with sqlite3.connect(state / "vipu.sqlite3") as db:
             assert db.execute("PRAGMA user_version").fetchone()[0] == 0  # truly the old code
+        skew = subprocess.run([console_script("vipu"), "--api-port", port, "submit", "--ipus", "1", "--hold"],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)  # this release's CLI
+        assert skew.returncode == 2 and skew.stderr.startswith(  # regression: "submit_dir: unknown field; remove it"
+            f"vipu: error: the controller at localhost:{port} runs an earlier vipu-sim than this CLI: it does not know"
+            " submit_dir, which this vipu sends with every submit; upgrade the controller"), skew.stderr
     finally:
         old.kill()
         old.communicate()

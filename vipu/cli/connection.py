@@ -60,6 +60,22 @@ def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
     return error
 
 
+SENT_BY_THE_CLI = ("submit_dir",)  # fields the CLI adds to every submit on its own, which no user wrote
+
+
+def older_controller(error: ApiError, address: str) -> ApiError:
+    """A refusal of a field the CLI itself sends as unknown, said as what it is: a controller of an earlier release
+    than the CLI's. Why: "submit_dir: unknown field; remove it" blamed the user for every submit, and no flag
+    removes it."""
+    field = next((f for f in SENT_BY_THE_CLI if f"{f}: unknown field" in error.message), None)
+    if field is None:
+        return error
+    return ApiError(error.code, error.reason, f"the controller at {address} runs an earlier vipu-sim than this CLI: it"
+                    f" does not know {field}, which this vipu sends with every submit; upgrade the controller, or use"
+                    f" the vipu CLI of its release (it said: {error.message})", error.field_violations,
+                    error.resource, error.from_controller)
+
+
 class Connection:
     """The CLI's client: its calls end the command with one line and an exit code when they fail."""
 
@@ -122,7 +138,7 @@ class Connection:
         try:
             return self.client.call(method, request, retry, waiting=self._waiting)
         except ApiError as e:
-            self.fail(flagged(e, flags) if flags else e)
+            self.fail(older_controller(flagged(e, flags) if flags else e, self.address))
 
     def create(self, method, request):
         """A create call with a request id (a fresh one unless the request has one), retried as call(retry=True)

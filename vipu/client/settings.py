@@ -89,9 +89,15 @@ def read_config(path: Path) -> dict[str, str]:
 
 
 def check_private(path: Path) -> None:
-    """A config file holding an access key must be readable by its owner alone, as ssh requires of a private key:
-    anyone who reads the key acts as its user."""
-    mode = path.stat().st_mode & 0o777
+    """A config file holding an access key must be the caller's own and readable by its owner alone, as ssh requires
+    of a private key: anyone who reads the key acts as its user, and the owner of another's file chooses which key
+    and controller the caller's commands go to."""
+    info = path.stat()
+    mode = info.st_mode & 0o777
+    if info.st_uid != os.geteuid():
+        raise bad(f"the config file {path} holds an access key but belongs to uid {info.st_uid}, not to you (uid"
+                  f" {os.geteuid()}), so its owner chooses your key and controller; use a file of your own: chown"
+                  f" {os.geteuid()} {path} && chmod 600 {path} (or a copy)")
     if mode & 0o077:
         raise bad(f"the config file {path} holds an access key and others may read it (mode {mode:04o}); make it"
                   f" yours alone: chmod 600 {path}")

@@ -1,5 +1,6 @@
 """What a start says of a database that lost records: one SQLite cannot read (and the command that copies what it
-still can), and such a copy, which keeps the meta table but may lack the records every start writes.
+still can), and such a copy, which keeps the meta table but may lack the records every start writes, or the records
+of some jobs.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from vipu.errors import InvalidArgument
+from vipu.scheduler.arrays import spans
 from vipu.scheduler.job_record import SchedulerMeta
 from vipu.store import Store
 from vipu.store_schema import SCHEMA_VERSION
@@ -38,6 +40,33 @@ def kept_records(store: Store, path: Path, records: list, accept_empty: bool) ->
     if "scheduler_meta" in {k for k, _ in records}:
         return records
     return [*records, ("scheduler_meta", SchedulerMeta(next_job_id=store.highest_history_id() + 1))]
+
+
+MISSING = "in no table at a start: its record was lost"  # the quarantine's error for a job id found so
+SHOWN_SPANS = 20  # id ranges a log line names
+
+
+def name_lost_jobs(store: Store, path: Path, records: list, now: float) -> list[int]:
+    """The ids below the next job id that are in neither the records, the history nor the quarantine table: logged,
+    and listed in the quarantine table (so the next start does not say it again). Why: a copy of a damaged
+    database (the .dump the unreadable refusal names) keeps what it could read; the jobs on a lost page were gone
+    from the queue without a word, though `vipu show job` said so. Ids are given once and never again, so every one
+    below the next is in one of those tables unless its record was lost."""
+    live = {r.id for k, r in records if k == "job"}
+    below = max([r.next_job_id for k, r in records if k == "scheduler_meta"] + [i + 1 for i in live] + [1])
+    listed = live | {int(name) for name, _ in store.quarantined(("job", "job_history")) if name.isdigit()}
+    listed = {i for i in listed if 0 < i < below}
+    if len(listed) + store.history_count() == below - 1:  # the usual start: one count, no list of the history
+        return []
+    lost = sorted(set(range(1, below)) - listed - store.history_ids(below))
+    if lost:
+        store.name_lost_jobs(lost, MISSING, now)
+        named = spans(lost).split(",")
+        log.warning("%d job id(s) below the next one (%d) are in none of the tables of %s: their records were lost"
+                    " (with a damaged page or in a copy of a damaged database) or moved aside under another name: %s;"
+                    " the quarantine table lists them, and they are not given again", len(lost), below, path,
+                    ",".join(named[:SHOWN_SPANS]) + (" ..." if len(named) > SHOWN_SPANS else ""))
+    return lost
 
 
 def unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:

@@ -23,7 +23,8 @@ import uuid
 from functools import partial
 from pathlib import Path
 
-from vipu.jobs.output_folder import allowed_folders, missing_folder, not_ours, outside_folders
+from vipu.errors import InvalidArgument
+from vipu.jobs.output_folder import JOB_OUTPUT, allowed_folders, missing_folder, not_ours, outside_folders
 from vipu.scheduler.effects import StopJob
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import JobState
@@ -41,6 +42,17 @@ def _headed(job: Job, path: Path) -> bool:
     """Written by this controller for this job: its first line says so."""
     with open(path, errors="replace") as f:
         return f.readline().startswith(header(job) + " ")
+
+
+def refuse_linked_output(state_dir: Path) -> None:
+    """InvalidArgument if the state folder's job-output folder is a symlink. Why: the controller writes users' output
+    there as its own user, and a link would take it wherever the link points (allowed_folders skips such a link when
+    it writes)."""
+    path = state_dir / JOB_OUTPUT
+    if os.path.islink(path):
+        raise InvalidArgument(
+            f"{path} is a symlink; the controller writes job output into that folder as its own user, never through a"
+            f" link: make it a folder (rm {path} && mkdir {path}), or give the folder it points to as --output-dir")
 
 
 class OutputFiles:

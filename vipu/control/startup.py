@@ -21,7 +21,7 @@ from vipu.clock import WallClock
 from vipu.control.creations import KINDS as CREATION_KINDS, Creations
 from vipu.control.ended_jobs import stored_retry
 from vipu.control.lifecycle import LifecycleLog
-from vipu.control.lost_records import kept_records, unreadable
+from vipu.control.lost_records import MISSING, kept_records, name_lost_jobs, unreadable
 from vipu.control.plane import ControlPlane
 from vipu.control.workloads import RunSettings, WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
@@ -105,6 +105,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             store.set_meta(STATE_ID, held)
         if secure:  # only now: a refused start leaves the state as it was (a later start without --secure free)
             store.set_meta(SECURED, True)
+        name_lost_jobs(store, path, records, clock.now())
         journal = LifecycleLog(store, records)  # the store, and a log line per job and partition event
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
@@ -194,12 +195,17 @@ def foreign_admin_key(state_dir: Path) -> InvalidArgument:
 
 
 def _quarantined(store: Store, path: Path) -> dict[int, str]:
-    """What `vipu show job` says of each job id a repairing start lost or moved aside (startup: once)."""
+    """What `vipu show job` says of each job id a start found lost or a repairing start moved aside (startup: once)."""
     said = {}
     for name, error in store.quarantined(("job", "job_history")):
         if not name.isdigit():
             continue
-        if error == LOST:
+        if error == MISSING:
+            said[int(name)] = (f"job {name} is in neither the queue nor the job history: its record was lost before a"
+                               " start (with a damaged page, or moved aside under another name: `sqlite3"
+                               f" {path} 'SELECT kind, name, error FROM quarantine'` lists them); the log of that"
+                               " start names it")
+        elif error == LOST:
             said[int(name)] = (f"job {name} was lost at a start with --quarantine-bad-records: its record was in a"
                                " damaged page of the job history; the log of that start lists it")
         else:

@@ -35,9 +35,12 @@ def missing_folder(what: str, path: str) -> str | None:
 
 def allowed_folders(submit_dir: str | None, state_dir: Path | None, output_dirs: Iterable[Path]) -> list[Path]:
     """Where a job's files may go: the operator's --output-dir folders, else where `vipu submit` ran; and the state
-    folder's job-output folder."""
+    folder's job-output folder, unless it is a symlink (the start refuses one; this is for one made since). Why
+    looked at each time: the check resolves the allowed folders' links, so a linked job-output made its target an
+    allowed folder, wherever it pointed."""
     dirs = list(output_dirs) or ([Path(submit_dir)] if submit_dir else [])
-    return dirs + ([state_dir / JOB_OUTPUT] if state_dir is not None else [])
+    own = state_dir / JOB_OUTPUT if state_dir is not None else None
+    return dirs + ([own] if own is not None and not os.path.islink(own) else [])
 
 
 def outside_folders(what: str, path: str, dirs: Iterable[Path]) -> str | None:

@@ -8,7 +8,6 @@ import logging
 import os
 import signal
 import socket
-import ssl
 import stat
 import sqlite3
 import sys
@@ -23,17 +22,19 @@ from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
 from vipu.errors import VipuError
 from vipu.metrics import register as register_metrics
 from vipu.metrics.interceptor import MetricsInterceptor
+from vipu.hardware.pod_files import load_pod
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
 from vipu.server.arguments import DEFAULT_RPC_THREADS, MAX_TIME_SCALE, default_state_dir, parse_args
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import build_device_server
-from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen
+from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen, tls_pair
 from vipu.workers.fleet import ray_address_problem, wait_until_reachable, waitable
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
 from vipu.control.long_lived import keep_long_lived
+from vipu.control.output_files import refuse_linked_output
 from vipu.control.startup import (ADMIN_KEY, DATABASE, STATE_MARKER, foreign_admin_key, open_plane,
                                   refuse_missing_database)
 from vipu.server.status import add_servicer
@@ -41,7 +42,7 @@ from vipu.metrics import endpoint as metrics_endpoint
 from vipu.server import log_format
 from vipu.server.rate_limit import Buckets, RateLimitInterceptor
 from vipu.server.request_log import RequestLog
-from vipu.server.state_dir import claim, private_database, read_private, write_private
+from vipu.server.state_dir import claim, private_database, read_private, withdraw, write_private
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
@@ -234,22 +235,39 @@ def main(argv: list[str] | None = None) -> int:
             print(f"vipu-server: error: --output-dir {folder} is not {why}; give a folder that exists, as an absolute"
                   " path", file=sys.stderr)
             return BAD_INPUT
+    bundle = None
+    if args.machine_bundle:
+        try:
+            bundle = parse_bundle(args.machine_bundle)
+        except ValueError as e:
+            print(f"vipu-server: error: --machine-bundle {args.machine_bundle!r}: {e}", file=sys.stderr)
+            return BAD_INPUT
+    tls, problem = tls_pair(args.tls_cert, args.tls_key)
+    if problem:
+        print(f"vipu-server: error: {problem}", file=sys.stderr)
+        return BAD_INPUT
     state_dir = args.state_dir or default_state_dir()
-    try:
-        lock = claim(state_dir)  # noqa: F841 - held open (and locked) until the process ends
-        refuse_missing_database(state_dir, args.accept_empty_state or args.accept_lost_log)  # before it is made
-        admin_key = args.secure and _admin_key(Path(state_dir))
-        private_database(Path(state_dir) / DATABASE)
-        marker = Path(state_dir) / STATE_MARKER
-        state_id = read_private(marker)
+    try:  # every check that reads no state first: a refused start makes nothing in the folder
         config = load_scheduler_config(args.scheduler_config, args.policy, args.policy_file)
-        plane = open_plane(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port, config,
-                           kill_wait_s=args.kill_wait, modelled_time_scale=args.modelled_time_scale,
-                           quarantine=args.quarantine_bad_records, secure=args.secure,
-                           open_to_all=args.insecure_ignore_access_keys,
-                           state_id=state_id.strip() if state_id else None, accept_empty=args.accept_empty_state,
-                           accept_lost_log=args.accept_lost_log, output_dirs=tuple(args.output_dir),
-                           trust_users=args.trust_users, admin_key=admin_key)
+        load_pod(args.pod)
+        lock = claim(state_dir)  # before the checks that read the state (claim() says why); held till the end
+        try:
+            refuse_missing_database(state_dir, args.accept_empty_state or args.accept_lost_log)  # before it is made
+            refuse_linked_output(Path(state_dir))
+            admin_key = args.secure and _admin_key(Path(state_dir))
+            private_database(Path(state_dir) / DATABASE)
+            marker = Path(state_dir) / STATE_MARKER
+            state_id = read_private(marker)
+            plane = open_plane(args.pod, state_dir, advertised_host(args.host, args.advertise_host), args.port,
+                               config, kill_wait_s=args.kill_wait, modelled_time_scale=args.modelled_time_scale,
+                               quarantine=args.quarantine_bad_records, secure=args.secure,
+                               open_to_all=args.insecure_ignore_access_keys,
+                               state_id=state_id.strip() if state_id else None, accept_empty=args.accept_empty_state,
+                               accept_lost_log=args.accept_lost_log, output_dirs=tuple(args.output_dir),
+                               trust_users=args.trust_users, admin_key=admin_key)
+        except BaseException:
+            withdraw(lock)
+            raise
         if state_id is None or state_id.strip() != plane.state_id:
             write_private(marker, plane.state_id + "\n")
     except VipuError as e:
@@ -264,13 +282,6 @@ def main(argv: list[str] | None = None) -> int:
     keep_long_lived()
     pod = plane.pod
     plane.secure = args.secure
-    bundle = None
-    if args.machine_bundle:
-        try:
-            bundle = parse_bundle(args.machine_bundle)
-        except ValueError as e:
-            print(f"vipu-server: error: --machine-bundle {args.machine_bundle!r}: {e}", file=sys.stderr)
-            return BAD_INPUT
     plane.use_machines(args.ray, args.health_check_interval, bundle)
     try:
         key_file = bootstrap_admin(plane, state_dir) if args.secure else None
@@ -278,20 +289,6 @@ def main(argv: list[str] | None = None) -> int:
         plane.close()  # closed cleanly: no -wal file or generation marker left beside a state that never served
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)
-    tls = None
-    if bool(args.tls_cert) != bool(args.tls_key):
-        print("vipu-server: error: --tls-cert and --tls-key go together; give both or neither", file=sys.stderr)
-        return BAD_INPUT
-    if args.tls_cert:
-        try:
-            tls = (args.tls_key.read_bytes(), args.tls_cert.read_bytes())
-            # checked here so a wrong pair gets one line naming it, not gRPC's log lines and a misleading bind error
-            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(args.tls_cert, args.tls_key, password=lambda: b"")
-        except OSError as e:  # ssl.SSLError is an OSError
-            print(f"vipu-server: error: --tls-cert {args.tls_cert} with --tls-key {args.tls_key} is not a usable PEM"
-                  f" certificate chain and its unencrypted private key ({e}); give the pair that belongs together",
-                  file=sys.stderr)
-            return BAD_INPUT
     if args.secure and tls is None and not is_loopback(args.host):
         print(f"vipu-server: warning: --secure on {args.host} without --tls-cert: access keys cross the network in"
               " clear text; give --tls-cert and --tls-key", file=sys.stderr)

@@ -57,9 +57,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              " damaged pages from its readable rows (the damaged file kept beside it); without it"
                              " such a start is refused naming them")
     parser.add_argument("--accept-empty-state", action="store_true",
-                        help="start on a database that is empty, missing, another state's or lacks the records"
-                             " every start writes, although the folder held one (what is lost stays lost; job ids"
-                             " start again after the highest the database still holds)")
+                        help="start on a database that is empty, missing, another state's, lacks the records"
+                             " every start writes or a table (made again, empty), although the folder held one (what"
+                             " is lost stays lost; job ids start again after the highest the database still holds)")
     parser.add_argument("--output-dir", action="append", type=Path, default=[], metavar="DIR",
                         help="a folder the controller may write built-in workloads' output files under, instead of"
                              " the directory each `vipu submit` ran in (repeatable; the state folder's job-output"

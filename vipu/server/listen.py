@@ -1,11 +1,14 @@
 """What both of the controller's gRPC servers (the API's, app.py; the IPUs' data path, device_server.py) do alike:
-check that they may listen, serve health checking and reflection for their services, and bind their port.
+check that they may listen, read their TLS pair, serve health checking and reflection for their services, and bind
+their port.
 """
 
 from __future__ import annotations
 
 import errno
 import socket
+import ssl
+from pathlib import Path
 from typing import Callable
 
 import grpc
@@ -59,3 +62,20 @@ def bind(server: grpc.Server, host: str, port: int, tls: tuple[bytes, bytes] | N
         return server.add_secure_port(f"{host}:{port}", grpc.ssl_server_credentials([tls]))
     except RuntimeError:
         return 0
+
+
+def tls_pair(cert: Path | None, key: Path | None) -> tuple[tuple[bytes, bytes] | None, str | None]:
+    """(private key, certificate chain) in PEM for TLS (--tls-cert, --tls-key), None for plaintext; or what is wrong
+    with the pair. Read before the state folder is touched: a refused start makes nothing there."""
+    if bool(cert) != bool(key):
+        return None, "--tls-cert and --tls-key go together; give both or neither"
+    if not cert:
+        return None, None
+    try:
+        tls = (key.read_bytes(), cert.read_bytes())
+        # checked here so a wrong pair gets one line naming it, not gRPC's log lines and a misleading bind error
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, password=lambda: b"")
+    except OSError as e:  # ssl.SSLError is an OSError
+        return None, (f"--tls-cert {cert} with --tls-key {key} is not a usable PEM certificate chain"
+                      f" and its unencrypted private key ({e}); give the pair that belongs together")
+    return tls, None

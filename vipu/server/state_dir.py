@@ -17,7 +17,7 @@ import fcntl
 import os
 import stat
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.store_generation import Generation
@@ -115,17 +115,46 @@ def write_private(path: Path, text: str) -> None:
         f.write(text)
 
 
-def claim(state_dir: Path) -> IO[str]:
-    """Create the folder if need be and lock it; keep the returned file open for as long as the folder is used."""
+class Claim(NamedTuple):
+    """A state folder locked by this process: keep it for as long as the folder is used."""
+
+    file: IO[str]  # the lock file, open and locked
+    made: tuple[Path, ...]  # what claim() created (the folder, the lock file), for withdraw()
+
+
+def claim(state_dir: Path) -> Claim:
+    """Create the folder if need be and lock it.
+
+    Why the lock comes before the start's checks, although a refused start must leave the folder as it was: the
+    checks read files (state.id, admin.key, the database) that a controller already serving the folder writes, so a
+    second start must be told the folder is in use, not misjudge a folder in the middle of a write; withdraw()
+    removes what this made when a check refuses the start."""
+    made = [] if os.path.lexists(state_dir) else [Path(state_dir)]
     try:
         _own_folder(state_dir)
-        lock = os.fdopen(open_private(state_dir / LOCK_NAME, os.O_RDWR | os.O_APPEND, tighten=True), "a+")
+        path = Path(state_dir) / LOCK_NAME
+        while True:
+            fresh = not os.path.lexists(path)
+            lock = os.fdopen(open_private(path, os.O_RDWR | os.O_APPEND, tighten=True), "a+")
+            _lock(lock, state_dir)
+            if os.path.lexists(path) and os.path.samestat(os.fstat(lock.fileno()), os.lstat(path)):
+                break
+            lock.close()  # a refused start removed the file between this one's open and lock: lock the new one
+        if fresh:
+            made.append(path)
     except FileExistsError:
         raise InvalidArgument(f"--state-dir {state_dir} is a file, not a folder; give a folder") from None
     except OSError as e:
         raise InvalidArgument(
             f"--state-dir {state_dir} cannot be used ({e.strerror}); give a folder this user can create and write"
         ) from None
+    lock.truncate(0)
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    return Claim(lock, tuple(made))
+
+
+def _lock(lock: IO[str], state_dir: Path) -> None:
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -136,7 +165,14 @@ def claim(state_dir: Path) -> IO[str]:
             f"state folder {state_dir} is in use by another vipu-server{f' (pid {holder})' if holder else ''}; stop"
             " it first, or give this one another --state-dir"
         ) from None
-    lock.truncate(0)
-    lock.write(f"{os.getpid()}\n")
-    lock.flush()
-    return lock
+
+
+def withdraw(held: Claim) -> None:
+    """Undo claim() for a start that was refused: the lock file and the folder are removed if it made them. The file
+    goes while still locked, so a start that opened it meanwhile sees it gone once it holds the lock (claim)."""
+    for path in reversed(held.made):
+        try:
+            path.rmdir() if path.is_dir() else path.unlink()
+        except OSError:
+            pass  # (a folder that holds more than this start made stays)
+    held.file.close()
