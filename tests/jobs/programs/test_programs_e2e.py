@@ -159,6 +159,23 @@ def test_requeue_of_a_running_program_reruns_it_once_its_old_run_is_gone(control
     assert show(controller, kept)["state"] == "RUNNING"
 
 
+def test_a_preemptor_starts_on_its_victims_ipus_once_the_victims_program_is_gone(controller, tmp_path):
+    """Slurm keeps the preemptor pending while the preempted job's nodes are cleaned up: the victim's program, deaf
+    to SIGTERM, keeps its partition through KillWait, and the high job starts after it on those IPUs, once (no
+    NODE_FAIL from a partition that still existed)."""
+    script = "#!/bin/bash\ntrap '' TERM\necho $$ > pid\nwhile true; do sleep 0.1; done\n"
+    [low] = submit(controller, spec_file(tmp_path, script, "low", ipus=64, qos="low", requeue=False))
+    pid = wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text().strip()
+                   and int((tmp_path / "pid").read_text()))
+    [high] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho hi\n", "high", ipus=64, qos="high"))
+    detail = ended(controller, high)
+    assert (detail["state"], detail["exit_code"]) == ("COMPLETED", 0)
+    assert [h["state"] for h in detail["detail"]["history"]] == ["PENDING", "RUNNING", "COMPLETED"]
+    assert not alive(pid) and show(controller, low)["state"] == "PREEMPTED"
+    assert detail["start_time"] >= show(controller, low)["end_time"] + 0.9  # after KillWait (1 s)
+    assert (tmp_path / f"slurm-{high}.out").read_text() == "hi\n"
+
+
 def test_a_time_limit_ends_the_run_timeout(controller, tmp_path):
     [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho $$ > pid\nexec sleep 300\n", "slow",
                                          time_limit="2s"))
