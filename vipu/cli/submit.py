@@ -172,7 +172,12 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
         tested(cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named), cli.wants_json(json_out))
         return
     if len(requests) == 1:
+        from vipu.cli.earlier_output import held_for_check, release_clear
+
+        folder = held_for_check(requests[0]) if batch else None  # slurm-*.out files there already: held first
         replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True, flags=named)]
+        if folder is not None and not replies[0].duplicate:
+            release_clear(cli, requests[0], replies[0], folder)
     else:
         batch_call = j.SubmitJobsRequest(jobs=requests)
         if batch_call.ByteSize() > MAX_REQUEST_BYTES:

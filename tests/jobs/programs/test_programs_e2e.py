@@ -176,6 +176,30 @@ def test_a_preemptor_starts_on_its_victims_ipus_once_the_victims_program_is_gone
     assert (tmp_path / f"slurm-{high}.out").read_text() == "hi\n"
 
 
+def test_an_old_default_output_file_keeps_the_new_job_held_instead_of_failing_it(controller, tmp_path):
+    """walk22c: a new state in a folder with an old slurm-1.out failed job 1 at its start (the controller writes over
+    no file it did not write). vipu submit, which knows the folder, holds that job and says why; others run."""
+    (tmp_path / "slurm-1.out").write_text("old\n")
+
+    def wrap(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([console_script("vipu"), "submit", "--ipus", "1", *args], cwd=tmp_path,
+                              env=controller.env(), capture_output=True, text=True, timeout=60)
+
+    first = wrap("--wrap", "echo hi", "--parsable")
+    assert (first.returncode, first.stdout) == (0, "1\n"), first.stderr
+    assert first.stderr == (f"vipu: job 1 is held: {tmp_path}/slurm-1.out exists from an earlier job, and the"
+                            " controller writes over no output file it did not write for this job; remove or rename"
+                            " that file, then `vipu release 1` (or submit with -o/--output)\n")
+    assert (show(controller, 1)["state"], show(controller, 1)["held"]) == ("PENDING", True)
+    second = wrap("--wrap", "echo hi")  # its own file is free: released at once, no line
+    assert (second.returncode, second.stderr) == (0, ""), second.stderr
+    assert ended(controller, 2)["state"] == "COMPLETED" and (tmp_path / "slurm-2.out").read_text() == "hi\n"
+    assert (tmp_path / "slurm-1.out").read_text() == "old\n" and show(controller, 1)["state"] == "PENDING"
+    (tmp_path / "slurm-1.out").unlink()
+    assert run(controller, "vipu", "release", "1").returncode == 0
+    assert ended(controller, 1)["state"] == "COMPLETED" and (tmp_path / "slurm-1.out").read_text() == "hi\n"
+
+
 def test_a_time_limit_ends_the_run_timeout(controller, tmp_path):
     [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho $$ > pid\nexec sleep 300\n", "slow",
                                          time_limit="2s"))
