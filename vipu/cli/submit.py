@@ -85,9 +85,8 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
 
     job, x = reply.job_ids[0], reply.expected
     start = optional_seconds(x, "start_time")
-    if as_json:  # start_time as every --json writes a time (RFC 3339); the deprecated epoch double left out
-        data = {k: v for k, v in as_dict(x).items() if k != "start"}
-        print_json({"job_id": job, **data, "queued": False})
+    if as_json:  # as a job's --json: start_time typed (RFC 3339), beside it for this release the deprecated double
+        print_json({"job_id": job, **as_dict(x), "queued": False})
         return
     where = f"using {x.ipus} IPUs on partition {x.partition} (allocation {x.allocation})"
     if start is not None:
