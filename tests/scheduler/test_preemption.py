@@ -119,6 +119,7 @@ def test_a_preemptor_waits_for_its_victims_teardown_and_then_starts_on_their_ipu
     assert [h.state for h in s.job(2).history] == [S.PENDING]
     assert s.job(1).state is S.PENDING and s.job(1).reason == "Cleaning"  # requeued, its run still ending
     assert s.free_mask == 0  # the victim's IPUs stay busy, kept for the preemptor
+    assert s.view().job(2).reason == "Resources"  # listings read a copy: it keeps the claim too
     driver.step(2)
     assert s.job(3).state is S.PENDING and executor.started == [(1, 0, 0)]  # nothing slipped onto them
     s.cleaned(1, 3)

@@ -59,5 +59,5 @@ def start_claimed(sched: Scheduler, now: float, available: int) -> list[tuple[Jo
             continue
         table.claim_ended(job_id)
         spec = job.spec
-        out.append((job, claim.start._replace(start_time=now, end_by=now + spec.time_limit, ipus=spec.ipus)))
+        out.append((job, claim.start._replace(start_time=now, end_by=now + spec.time_limit, after=())))
     return out
