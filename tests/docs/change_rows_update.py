@@ -55,6 +55,7 @@ def update_unlimited(live, tmp_path):
     [other] = live.submit("--ipus", "4", "--qos", "high")
     live.ok("update", "job", str(other), "TimeLimit=UNLIMITED")
     assert limit(live, other) == 366 * 86400  # a QOS without a max: the controller's year
+    assert "TimeLimit=UNLIMITED" in live.ok("show", "job", str(other)).splitlines()  # shown as Slurm shows none
     [running] = live.submit("--ipus", "4", "--time", "10", who="bob")
     live.ok("cancel", str(big), who="carol")
     wait_for(lambda: live.states(running) == ["RUNNING"])
