@@ -158,6 +158,7 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
             fail("vipu", f"--request-id must be 1 to {longest} printable characters{added}; e.g. a UUID",
                  BAD_INPUT)
     # a fresh id per command: retries inside this call are then safe
+    ours = request_id is None
     request_id = request_id or new_request_id()
     if batch:
         requests = [batch_request(specs, wrap, first, flags, request_id)]
@@ -175,7 +176,7 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
 
         folder = held_for_check(requests[0]) if batch else None  # slurm-*.out files there already: held first
         replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True, flags=named)]
-        if folder is not None and not replies[0].duplicate:
+        if folder is not None and (ours or not replies[0].duplicate):  # a retry of this call's own submit too
             release_clear(cli, requests[0], replies[0], folder)
     else:
         batch_call = j.SubmitJobsRequest(jobs=requests)
