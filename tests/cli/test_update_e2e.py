@@ -163,7 +163,8 @@ def test_bad_updates_get_one_line_and_the_documented_exit_code(server):
         f"{big}|big run\n"
     # no time limit shows as Slurm's UNLIMITED, not as the longest limit kept (walk22c)
     [free] = submit(server, "--ipus", "4", "-t", "UNLIMITED", "-H", "-J", "no limit")
-    assert run(server, "vipu", "queue", "-h", "-j", str(free), "-o", "%l|%L|%j").stdout == "UNLIMITED|UNLIMITED|no limit\n"
+    listed = run(server, "vipu", "queue", "-h", "-j", str(free), "-o", "%l|%L|%j").stdout
+    assert listed == "UNLIMITED|UNLIMITED|no limit\n"
     assert "TimeLimit=UNLIMITED" in run(server, "vipu", "show", "job", str(free)).stdout.splitlines()
     [row] = [r for r in json.loads(run(server, "vipu", "queue", "--json").stdout)["jobs"] if r["job_id"] == free]
     assert row["time_limit"] == {"infinite": True, "number": 0, "set": True}

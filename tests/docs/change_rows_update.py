@@ -210,7 +210,8 @@ def submit_test_only(open_live, tmp_path):
     out = live.run("submit", "--ipus", "16", "--hold", "--test-only")
     assert out.stdout.startswith("Job 1 to start at Unknown") and "held" in out.stdout
     tested = json.loads(live.ok("submit", "--ipus", "16", "--test-only", "--json"))
-    assert {"job_id", "start_time", "reason", "partition", "allocation", "ipus"} <= set(tested) and tested["job_id"] == 1
+    assert {"job_id", "start_time", "reason", "partition", "allocation", "ipus"} <= set(tested)
+    assert tested["job_id"] == 1
     assert tested["start_time"].endswith("Z")  # RFC 3339, as a job's --json times
     live.refused(2, "--qos 'gold' is unknown", "submit", "--ipus", "16", "--qos", "gold", "--test-only")
     assert json.loads(live.ok("queue", "--json"))["jobs"] == []
