@@ -150,3 +150,18 @@ def test_a_preemptor_starts_in_the_same_cycle_when_the_stops_are_immediate():
     s.submit(spec(ipus=16, qos="high", workload={"kind": "hold"}), 1)
     driver.step(1)
     assert (s.job(2).state, s.job(2).start_time) == (S.RUNNING, 1) and not s.table.claims
+
+
+def test_a_waiting_preemptor_held_or_whose_ipus_failed_gives_up_its_claim():
+    s, driver, executor = preempted_while_lingering()
+    s.hold(2, 2)
+    s.cleaned(1, 3)
+    driver.step(3)
+    assert (s.job(2).state, s.job(2).reason) == (S.PENDING, "JobHeldUser") and not s.table.claims
+    assert s.job(1).state is S.RUNNING  # the IPUs went back to the queue
+    s, driver, executor = preempted_while_lingering()
+    driver.apply(s.fail_ipus([15], 2), 2)
+    s.cleaned(1, 3)
+    driver.step(3)
+    assert s.job(2).state is S.PENDING and not s.table.claims and s.table.claimed_mask == 0
+    assert s.job(2).reason == "ReqNodeNotAvail"  # walked again: a whole Pod16 is not there any more
