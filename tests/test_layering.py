@@ -20,7 +20,7 @@ EDGES = ("server", "metrics")
 # the domain's stateful parts, which only the control plane holds
 INTERNAL = ("vipu.scheduler.scheduler", "vipu.scheduler.table", "vipu.scheduler.reasons", "vipu.scheduler.cycle",
             "vipu.scheduler.order", "vipu.scheduler.view", "vipu.scheduler.holds", "vipu.scheduler.startable",
-            "vipu.scheduler.recovery", "vipu.scheduler.submission", "vipu.scheduler.policies",
+            "vipu.scheduler.recovery", "vipu.scheduler.submission", "vipu.scheduler.policies", "vipu.scheduler.claims",
             "vipu.partition.controller", "vipu.partition.partitions", "vipu.partition.admin", "vipu.store",
             "vipu.jobs", "vipu.fabric", "vipu.workers.pool", "vipu.workers.machine", "vipu.workers.actor",
             "vipu.control.driver", "vipu.control.executor", "vipu.control.lock")

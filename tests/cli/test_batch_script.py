@@ -61,7 +61,8 @@ def test_paths_are_absolute_against_the_working_directory_as_sbatch_makes_them()
 
 @pytest.mark.parametrize(("source", "want"), [
     ("job.sh", "job.sh"), ("/home/ann/jobs/train-1.sbatch", "train-1.sbatch"), ("<stdin>", "sbatch"),
-    ("--wrap", "wrap"), ("my job.sh", None), (".hidden", None),  # not a name the controller takes: its default
+    ("--wrap", "wrap"), ("my job.sh", "my job.sh"), (".hidden", ".hidden"),  # any printable name, as sbatch's
+    ("a\nb.sh", None),  # not a name the controller takes: its default
 ])
 def test_a_job_is_named_after_its_script_as_sbatch_names_it(source, want):
     assert default_name(source) == want

@@ -41,6 +41,22 @@ def test_bash_completes_commands_flags_and_my_job_ids(server):
     assert {mine, array, f"{array}_0", f"{array}_1"} <= set(offered)
     assert offered.count(array) == 1 and str(int(array) + 1) not in offered  # 28_1's own id is 29: not again
     assert theirs.stdout.strip() not in offered  # only the caller's own jobs
+    # -u offers the users with jobs queued (walk22c: queue -u, cancel -u, priority -u offered nothing)
+    for command in ("queue", "cancel", "priority"):
+        assert "someone-else" in complete(server, "vipu", command, "-u", ""), command
+    assert complete(server, "vipu", "queue", "-u", "someone-else,some") == []  # not twice in a comma list
+    # submit -d: the kinds, then the caller's job ids after one, ':' between them
+    assert complete(server, "vipu", "submit", "-d", "afte") == ["after:", "afterany:", "afterok:", "afternotok:"]
+    # bash splits the word at ':' (COMP_WORDBREAKS): the script joins it again and completes the part after it
+    assert complete(server, "vipu", "submit", "-d", "afterok", ":", "") == [mine, array, f"{array}_0", f"{array}_1"]
+    assert mine not in complete(server, "vipu", "submit", "-d", "afterok", ":", mine, ":", "")
+    assert complete(server, "vipu", "submit", "-d", f"afterok", ":", f"{mine},afterany", ":", f"{array}_") == [
+        f"{array}_0", f"{array}_1"]
+    assert f"afterok:{mine}" in complete(server, "vipu", "submit", "-d", "afterok:")  # ':' not a word break
+    assert complete(server, "vipu", "submit", "-b", "16", ":", "") == []  # other values: nothing, no error
+    # queue -S: field letters, with their sign; -O: field names
+    assert {"t,-i", "t,-p"} <= set(complete(server, "vipu", "queue", "-S", "t,-"))
+    assert complete(server, "vipu", "queue", "-O", "JobID,Us") == ["JobID,UserName"]
     assert complete(server, "vipu", "show", "job", mine[:-1]) and mine in complete(server, "vipu", "logs", mine)
     assert "create" in complete(server, "vipu-admin", "cr")
 
@@ -121,6 +137,8 @@ def test_zsh_completions_are_one_line_each_with_their_descriptions(server):
     assert zsh_offers(server, "update", "JobId=") == [f"_arguments '*: :((\"JobId={mine}\"))'"]
     assert zsh_offers(server, "update", "job", mine, "Na") == ["_arguments '*: :((\"Name=\"))'"]
     assert zsh_offers(server, "update", "job", mine, "qos=h") == ["_arguments '*: :((\"qos=high\"))'"]
+    # the same completer as bash's; zsh's _arguments wants the ':' escaped
+    assert zsh_offers(server, "submit", "-d", "afterok:") == [f"_arguments '*: :((\"afterok\\\\:{mine}\"))'"]
     script = run(server, "vipu", "completion", "zsh").stdout
     assert script.startswith("#compdef vipu") and "compdef _vipu_completion vipu" in script
     if shutil.which("zsh"):  # not installed everywhere: its syntax check where it is

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vipu.cli.slurm_time import UNLIMITED, slurm_limit, slurm_seconds
+from vipu.cli.slurm_time import UNLIMITED, clock, limit, slurm_limit, slurm_seconds
 
 
 @pytest.mark.parametrize(("text", "want"), [
@@ -59,3 +59,9 @@ def test_a_number_past_what_python_converts_is_not_a_slurm_time():
     """Regression: 5,000 digits gave Python's "Exceeds the limit (4300 digits) ... sys.set_int_max_str_digits()"."""
     with pytest.raises(ValueError, match="is not a Slurm time; use minutes"):
         slurm_seconds("1" * 5000)
+
+
+def test_no_time_limit_shows_as_unlimited_and_any_other_as_a_time():
+    """The controller keeps UNLIMITED as its longest limit, 366 days: squeue, scontrol and sacct show UNLIMITED."""
+    assert limit(366 * 86400) == "UNLIMITED" and limit(90 * 60) == "1:30:00"
+    assert limit(365 * 86400 + 1, lambda s: "other") == "other" and clock(365 * 86400) == "365-00:00:00"

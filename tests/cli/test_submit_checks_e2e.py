@@ -3,6 +3,7 @@ missing --output directory, malformed YAML without a position; and `vipu-admin c
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 
@@ -23,7 +24,9 @@ def test_test_only_prints_the_expected_start_and_queues_nothing(server):
     out = run(server, "vipu", "submit", "--ipus", "16", "--time", "5", "--test-only", "--json")
     tested = json.loads(out.stdout)
     assert (tested["job_id"], tested["reason"], tested["queued"]) == (2, "Resources", False)
-    assert abs(tested["start"] - (start + 600)) < 1  # when the running job's time limit frees the Pod
+    # typed as every --json's time (RFC 3339; walk22c), the deprecated epoch double beside it as a job's --json has
+    at = datetime.datetime.fromisoformat(tested["start_time"].replace("Z", "+00:00")).timestamp()
+    assert abs(at - (start + 600)) < 1 and abs(tested["start"] - at) < 1e-3  # when the running job's limit ends
     out = run(server, "vipu", "submit", "--ipus", "16", "--hold", "--test-only")
     assert out.stdout.startswith("Job 2 to start at Unknown using 16 IPUs") and "held" in out.stdout
     out = run(server, "vipu", "submit", "--ipus", "16", "--qos", "gold", "--test-only")  # refused as a submit is
@@ -42,7 +45,7 @@ def test_an_empty_qos_is_refused_naming_the_flag(server):
 def test_a_flag_the_controller_refuses_is_named_with_the_field(server):
     """Regression: `vipu submit -J 'a b'`, `-a 5-1`, `-d x`, `-b 10m` named the spec field but not the flag typed (the
     controller speaks the API's field names; the CLI adds its flag)."""
-    for flag, value, said in (("-J", "a b", "-J/--job-name 'a b' contains ' '"),
+    for flag, value, said in (("-J", "a\tb", "-J/--job-name 'a\\tb' contains the control character '\\t'"),
                               ("-a", "5-1", "-a/--array: '5-1': range 5-1 runs backwards"),
                               ("-d", "whenever", "-d/--dependency: 'whenever': unknown"),
                               ("-b", "10m", "-b/--begin: '10m' is ambiguous"),

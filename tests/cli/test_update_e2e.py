@@ -136,7 +136,9 @@ BAD = [
     (["partition", "p", "Size=4"], 2, "vipu update changes jobs"),
     (["job", "{job}", "--nmae", "x"], 2, "No such option: --nmae"),
     (["job", "{job}", "QOS=gold"], 2, "QOS 'gold' is unknown"),
-    (["job", "{big}", "QOS=high"], 4, "is RUNNING: QOS can change only while it is pending"),
+    (["job", "{big}", "QOS=high"], 4, "is RUNNING: QOS can change only while it is pending (a running job's"
+                                       " TimeLimit, Name and Nice can)"),
+    (["job", "{job}", "Name=a\nb"], 2, "Name 'a\\nb' contains the control character"),
     (["job", "999", "Nice=1"], 3, "job 999 does not exist"),
 ]
 
@@ -148,3 +150,25 @@ def test_bad_updates_get_one_line_and_the_documented_exit_code(server):
         out = run(server, "vipu", "update", *(a.format(job=job, big=big) for a in args))
         assert out.returncode == code and words in out.stderr and out.stderr.count("\n") == 1, (args, out.stderr)
     assert show(server, job)["qos"] == "normal" and show(server, big)["qos"] == "normal"
+    # a running job's Name and Nice change, as Slurm's (job_mgr.c refuses them only for a finished job); a name
+    # may have spaces, as sbatch's, and every listing and filter takes it
+    out = run(server, "vipu", "update", "job", str(big), "Name=big run", "Nice=5")
+    assert (out.returncode, out.stdout) == (0, f"Job {big} updated (Name, Nice): RUNNING\n"), out.stderr
+    detail = show(server, big)
+    assert (detail["state"], detail["name"], detail["spec"]["nice"]) == ("RUNNING", "big run", 5)
+    assert run(server, "vipu", "queue", "-h", "-o", "%i|%j|%T", "-j", str(big)).stdout == f"{big}|big run|RUNNING\n"
+    assert [r["name"] for r in json.loads(run(server, "vipu", "queue", "--json").stdout)["jobs"]
+            if r["job_id"] == big] == ["big run"]
+    assert run(server, "vipu", "history", "-n", "-P", "-X", "-j", str(big), "-o", "JobID,JobName").stdout == \
+        f"{big}|big run\n"
+    # no time limit shows as Slurm's UNLIMITED, not as the longest limit kept (walk22c)
+    [free] = submit(server, "--ipus", "4", "-t", "UNLIMITED", "-H", "-J", "no limit")
+    listed = run(server, "vipu", "queue", "-h", "-j", str(free), "-o", "%l|%L|%j").stdout
+    assert listed == "UNLIMITED|UNLIMITED|no limit\n"
+    assert "TimeLimit=UNLIMITED" in run(server, "vipu", "show", "job", str(free)).stdout.splitlines()
+    [row] = [r for r in json.loads(run(server, "vipu", "queue", "--json").stdout)["jobs"] if r["job_id"] == free]
+    assert row["time_limit"] == {"infinite": True, "number": 0, "set": True}
+    assert run(server, "vipu", "cancel", "-n", "no limit").returncode == 0
+    assert show(server, free)["state"] == "CANCELLED"
+    assert run(server, "vipu", "history", "-n", "-P", "-j", str(free), "-o", "JobName,Timelimit,TimelimitRaw").stdout \
+        == "no limit|UNLIMITED|UNLIMITED\n"

@@ -55,6 +55,7 @@ def update_unlimited(live, tmp_path):
     [other] = live.submit("--ipus", "4", "--qos", "high")
     live.ok("update", "job", str(other), "TimeLimit=UNLIMITED")
     assert limit(live, other) == 366 * 86400  # a QOS without a max: the controller's year
+    assert "TimeLimit=UNLIMITED" in live.ok("show", "job", str(other)).splitlines()  # shown as Slurm shows none
     [running] = live.submit("--ipus", "4", "--time", "10", who="bob")
     live.ok("cancel", str(big), who="carol")
     wait_for(lambda: live.states(running) == ["RUNNING"])
@@ -80,7 +81,9 @@ def update_qos(live, tmp_path):
 
 
 def update_nice(live, tmp_path):
-    live.fill()
+    big = live.fill()
+    live.ok("update", "job", str(big), "Nice=7", who="carol" if live.keys else None)  # a running job's too
+    assert (live.show(big)["state"], live.show(big)["spec"]["nice"]) == ("RUNNING", 7)
     [job] = live.submit("--ipus", "4")
     live.ok("update", "job", str(job), "Nice=100")
     assert live.show(job)["spec"]["nice"] == 100
@@ -108,6 +111,12 @@ def update_name(live, tmp_path):
     for words, name in ((["Name=x"], "x"), (["JobName=y"], "y"), (["-J", "z"], "z")):
         live.ok("update", "job", str(job), *words)
         assert live.show(job)["name"] == name
+    live.ok("update", "job", str(job), "Name=with a space")  # any printable characters, as sbatch's -J
+    assert live.show(job)["name"] == "with a space"
+    live.refused(2, "control character", "update", "job", str(job), "Name=a\tb")
+    big = live.fill()
+    live.ok("update", "job", str(big), "Name=big", who="carol" if live.keys else None)  # a running job's too
+    assert (live.show(big)["state"], live.show(big)["name"]) == ("RUNNING", "big")
     live.refused(2, "Name= is empty", "update", "job", str(job), "Name=")
     live.refused(2, "-J/--job-name is empty", "update", "job", str(job), "-J", "")
 
@@ -201,7 +210,9 @@ def submit_test_only(open_live, tmp_path):
     out = live.run("submit", "--ipus", "16", "--hold", "--test-only")
     assert out.stdout.startswith("Job 1 to start at Unknown") and "held" in out.stdout
     tested = json.loads(live.ok("submit", "--ipus", "16", "--test-only", "--json"))
-    assert {"job_id", "start", "reason", "partition", "allocation", "ipus"} <= set(tested) and tested["job_id"] == 1
+    assert {"job_id", "start_time", "reason", "partition", "allocation", "ipus"} <= set(tested)
+    assert tested["job_id"] == 1
+    assert tested["start_time"].endswith("Z")  # RFC 3339, as a job's --json times
     live.refused(2, "--qos 'gold' is unknown", "submit", "--ipus", "16", "--qos", "gold", "--test-only")
     assert json.loads(live.ok("queue", "--json"))["jobs"] == []
     assert live.submit("--ipus", "4", "--hold") == [1]  # no id was used up

@@ -163,7 +163,7 @@ def test_load_spec_refuses(data, needle):
         ({"dependency": "afterok:99"}, "job 99, which does not exist"),
         ({"dependency": "afterok:1"}, "cyclic"),
         ({"array": "0-3", "dependency": "afterany:2"}, "cyclic"),
-        ({"name": "bad name!"}, "job name 'bad name!' contains ' '"),
+        ({"name": "bad\nname"}, "job name 'bad\\nname' contains the control character '\\n'"),
         ({"user": ""}, "user name is empty"),
         ({"allocation": "a/b"}, "allocation name"),
         ({"array": "0-600"}, "at most 500"),

@@ -81,3 +81,87 @@ def test_no_preemption_when_it_fits_anyway():
     s.cycle(0)
     s.submit(spec(ipus=4, qos="high"), 1)
     assert [type(e).__name__ for e in s.cycle(1)] == ["StartJob"]
+
+
+class Lingering:
+    """An executor whose stops go on (a program given its grace to end): each stopped job keeps its IPUs until the
+    test says its teardown is done (Scheduler.cleaned)."""
+
+    def __init__(self):
+        self.started: list[tuple[int, float, int]] = []
+
+    def start(self, start):
+        self.started.append((start.job_id, start.start_time, start.first_ipu))
+
+    def stop(self, stop):
+        return True
+
+
+def preempted_while_lingering():
+    """A low job on the whole Pod16 at 0; at 1 a high job for the whole Pod and a low 4-IPU job arrive; the low
+    job's stop goes on."""
+    from vipu.control.driver import Driver
+
+    s = make()
+    s.submit(spec(ipus=16, qos="low", time_limit=1000, workload={"kind": "hold"}), 0)
+    executor = Lingering()
+    driver = Driver(s, executor)
+    driver.step(0)
+    s.submit(spec(ipus=16, qos="high", workload={"kind": "hold"}), 1)
+    s.submit(spec(ipus=4, qos="low", workload={"kind": "hold"}), 1)
+    driver.step(1)
+    return s, driver, executor
+
+
+def test_a_preemptor_waits_for_its_victims_teardown_and_then_starts_on_their_ipus():
+    s, driver, executor = preempted_while_lingering()
+    assert (s.job(2).state, s.job(2).reason) == (S.PENDING, "Resources")  # not started on IPUs still held
+    assert [h.state for h in s.job(2).history] == [S.PENDING]
+    assert s.job(1).state is S.PENDING and s.job(1).reason == "Cleaning"  # requeued, its run still ending
+    assert s.free_mask == 0  # the victim's IPUs stay busy, kept for the preemptor
+    assert s.view().job(2).reason == "Resources"  # listings read a copy: it keeps the claim too
+    driver.step(2)
+    assert s.job(3).state is S.PENDING and executor.started == [(1, 0, 0)]  # nothing slipped onto them
+    s.cleaned(1, 3)
+    driver.step(3)
+    assert (s.job(2).state, s.job(2).start_time, s.job(2).first_ipu) == (S.RUNNING, 3, 0)
+    assert [h.state for h in s.job(2).history] == [S.PENDING, S.RUNNING]
+    assert executor.started == [(1, 0, 0), (2, 3, 0)]
+    assert s.job(3).state is S.PENDING and s.table.claimed_mask == 0
+    check_gangs(s)
+
+
+def test_a_waiting_preemptor_cancelled_leaves_its_ipus_to_the_queue():
+    s, driver, executor = preempted_while_lingering()
+    driver.apply(s.cancel([2], 2), 2)
+    s.cleaned(1, 3)
+    driver.step(3)
+    assert s.job(2).state is S.CANCELLED and s.table.claimed_mask == 0
+    assert (s.job(1).state, s.job(1).start_time) == (S.RUNNING, 3)  # the requeued victim, first in line
+
+
+def test_a_preemptor_starts_in_the_same_cycle_when_the_stops_are_immediate():
+    from vipu.control.driver import Driver, Timers
+
+    s = make()
+    s.submit(spec(ipus=16, qos="low", time_limit=1000, workload={"kind": "hold"}), 0)
+    driver = Driver(s, Timers())
+    driver.step(0)
+    s.submit(spec(ipus=16, qos="high", workload={"kind": "hold"}), 1)
+    driver.step(1)
+    assert (s.job(2).state, s.job(2).start_time) == (S.RUNNING, 1) and not s.table.claims
+
+
+def test_a_waiting_preemptor_held_or_whose_ipus_failed_gives_up_its_claim():
+    s, driver, executor = preempted_while_lingering()
+    s.hold(2, 2)
+    s.cleaned(1, 3)
+    driver.step(3)
+    assert (s.job(2).state, s.job(2).reason) == (S.PENDING, "JobHeldUser") and not s.table.claims
+    assert s.job(1).state is S.RUNNING  # the IPUs went back to the queue
+    s, driver, executor = preempted_while_lingering()
+    driver.apply(s.fail_ipus([15], 2), 2)
+    s.cleaned(1, 3)
+    driver.step(3)
+    assert s.job(2).state is S.PENDING and not s.table.claims and s.table.claimed_mask == 0
+    assert s.job(2).reason == "ReqNodeNotAvail"  # walked again: a whole Pod16 is not there any more

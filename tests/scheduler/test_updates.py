@@ -112,7 +112,7 @@ def test_an_arrays_throttle_limits_how_many_tasks_run():
         s.update(9, JobUpdate(array_task_throttle=1), 4)
 
 
-def test_a_running_job_takes_only_a_time_limit_which_only_an_admin_raises():
+def test_a_running_job_takes_no_qos_and_a_time_limit_only_an_admin_raises():
     s = blocked()
     with pytest.raises(FailedPrecondition, match=r"job 1 is RUNNING: QOS can change only while it is pending"):
         s.update(1, JobUpdate(qos="high", time_limit=50), 10)
@@ -128,6 +128,15 @@ def test_a_running_job_takes_only_a_time_limit_which_only_an_admin_raises():
     assert s.job(1).time_limit == 60 and s.table.running[1].end_by == 60  # the reservations see it
     s.update(1, JobUpdate(time_limit=500), 10, admin=True)
     assert s.job(1).time_limit == 500
+
+
+def test_a_running_jobs_name_and_nice_change_as_slurms_do():
+    """job_mgr.c refuses Name and Nice only for a finished job; a running job's nice is kept, and orders nothing."""
+    s = blocked()
+    [job] = s.update(1, JobUpdate(name="big run 2", nice=5), 10)
+    assert (job.state, job.name, job.spec.name, job.spec.nice) == (S.RUNNING, "big run 2", "big run 2", 5)
+    assert s.table.running[1].end_by == 100 and s.job(1).start_time == 0
+    assert s.table.active_by_name[("big run 2", job.user)] == {1}  # its singleton group follows the name
 
 
 def test_a_lowered_limit_ends_the_run_timeout_at_it_and_a_raised_one_outlives_the_old_limit():
@@ -173,7 +182,8 @@ def test_an_array_id_changes_its_tasks_not_ended_and_a_task_id_one_task():
     (JobUpdate(qos="gold"), "QOS 'gold' is unknown; use one of high, low, normal"),
     (JobUpdate(qos=""), "QOS is empty"),
     (JobUpdate(time_limit_add=-100), "leaves it no time"),
-    (JobUpdate(name="a b"), "job name 'a b' contains ' '"),
+    (JobUpdate(name="a\nb"), r"Name 'a\\nb' contains the control character '\\n'"),
+    (JobUpdate(name="x" * 1025), "Name is 1025 characters long; use at most 1024"),
     (JobUpdate(nice=20000), "Nice is 20000"),
     (JobUpdate(begin="tomorrowish"), "StartTime 'tomorrowish' is not a time"),
     (JobUpdate(dependency="afterok:99"), "job 99, queued after it"),

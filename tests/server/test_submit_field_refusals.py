@@ -57,7 +57,7 @@ def text(**spec) -> bytes:
     (j.SubmitJobRequest(job_spec=s.JobSpec(ipus=4, time_limit=duration(-5), workload=SLEEP)),
      "jobs[2].spec.time_limit"),
     (j.SubmitJobRequest(spec=text(ipus=3)), "jobs[2].spec.ipus"),
-    (j.SubmitJobRequest(spec=text(name="a b")), "jobs[2].spec.name"),
+    (j.SubmitJobRequest(spec=text(name="a\nb")), "jobs[2].spec.name"),
     (j.SubmitJobRequest(job_spec=s.JobSpec(ipus=4, time_limit=duration(5), time_limit_unlimited=True)),
      "jobs[2].job_spec.time_limit_unlimited"),
     (j.SubmitJobRequest(job_spec=s.JobSpec(ipus=4, time_limit=Duration(seconds=1, nanos=2_000_000_000))),
@@ -85,9 +85,9 @@ def test_a_refusal_of_several_keeps_its_reason(stubs):
 
 
 @pytest.mark.parametrize("spec, want", [
-    ({"name": "a b"}, "spec.name"),
+    ({"name": "a\tb"}, "spec.name"),
     ({"name": ""}, "spec.name"),
-    ({"name": "x" * 300}, "spec.name"),
+    ({"name": "x" * 1025}, "spec.name"),
     ({"user": "bad user"}, "spec.user"),
     ({"account": "a/b"}, "spec.account"),
     ({"qos": ""}, "spec.qos"),
@@ -136,7 +136,7 @@ def test_a_spec_refused_as_a_whole_names_the_spec_field(stubs, spec, said):
 def test_update_names_a_refused_name(stubs):
     jobs, _, _ = stubs
     [job] = jobs.SubmitJob(j.SubmitJobRequest(job_spec=OK), timeout=10).job_ids
-    code, paths, _ = violations(lambda: jobs.UpdateJob(j.UpdateJobRequest(id=job, name="a b"), timeout=10))
+    code, paths, _ = violations(lambda: jobs.UpdateJob(j.UpdateJobRequest(id=job, name="a\nb"), timeout=10))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and paths == ["name"]
 
 
@@ -254,5 +254,5 @@ def test_the_python_client_updates_as_scontrol_does(stubs):
         [x] = client.update(job, time_limit=600, begin=time.time() + 60)
         assert seconds(x.time_limit) == 600 and seconds(x.begin) == pytest.approx(time.time() + 60, abs=30)
         with pytest.raises(ApiError) as refused:
-            client.update(job, name="a b")
+            client.update(job, name="a\nb")
         assert refused.value.field_violations[0][0] == "name" and "--" not in refused.value.message

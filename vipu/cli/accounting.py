@@ -19,7 +19,7 @@ from vipu.cli.output import print_json, table
 from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled, reason
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
-from vipu.cli.slurm_time import stamp
+from vipu.cli.slurm_time import limit, stamp
 from vipu.client.messages import seconds
 from vipu.scheduler.job_states import JobState
 from vipu.v1 import job_pb2 as j
@@ -95,8 +95,8 @@ FIELDS: dict[str, Column] = {
     "Start": _field(19, lambda r: _time(seconds(r.job.started) if r.job.HasField("started") else None)),
     "State": _field(10, lambda r: r.job.state),
     "Submit": _field(19, lambda r: _time(seconds(r.job.submitted))),
-    "Timelimit": _field(10, lambda r: elapsed(seconds(r.job.time_limit))),
-    "TimelimitRaw": _field(10, lambda r: str(math.ceil(seconds(r.job.time_limit) / 60))),
+    "Timelimit": _field(10, lambda r: limit(seconds(r.job.time_limit), elapsed)),
+    "TimelimitRaw": _field(10, lambda r: limit(seconds(r.job.time_limit), lambda s: str(math.ceil(s / 60)))),
     "User": _field(9, lambda r: r.job.user),
 }
 TABLE = "JobID,JobName,User,State,ExitCode,Submit,Start,End,Elapsed,IPUs"  # what `vipu history` prints by default

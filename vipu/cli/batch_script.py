@@ -22,7 +22,7 @@ NOT_A_SCRIPT = ("This does not look like a batch script. The first line must sta
                 " an interpreter")
 WRAP = "--wrap"  # the source of a --wrap script, in messages
 NAMES = {"<stdin>": "sbatch", WRAP: "wrap"}  # sbatch's job names for a script from stdin, and for --wrap
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a job name the controller takes (partition/rules.py)
+NAME = re.compile(r"[^\x00-\x1f\x7f]{1,1024}")  # a job name the controller takes (partition/rules.py)
 
 
 def is_batch_script(data: bytes) -> bool:

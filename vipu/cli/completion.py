@@ -24,8 +24,26 @@ ACTIVE = ("PENDING", "RUNNING")
 # scontrol update's fields as `vipu update job ID` takes them (update_command.py's FIELDS, in scontrol's spelling)
 UPDATE_FIELDS = ("TimeLimit=", "QOS=", "Nice=", "Dependency=", "Name=", "ArrayTaskThrottle=", "StartTime=",
                  "Priority=")
-# bash: a completion ending in = (TimeLimit=, JobId=) takes its value right after it, so no space is added
-NO_SPACE_AFTER_EQUALS = '    [[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null\n'
+# typer's bash function with two changes. bash splits a word at ':' (afterok:12 reaches the function as afterok, :,
+# 12): such words are joined again for the CLI, and its replies cut back to what follows the last ':', the part bash
+# replaces. A completion ending in = or : (TimeLimit=, afterok:) takes its value right after it: no space is added.
+BASH = """_{func}_completion() {{
+    local IFS=$'\\n'
+    local words=() w
+    for w in "${{COMP_WORDS[@]:0:COMP_CWORD+1}}"; do
+        if [[ ${{#words[@]}} -gt 1 && ( $w == : || ${{words[-1]}} == *: ) ]]; then words[-1]+=$w; else words+=("$w"); fi
+    done
+    COMPREPLY=( $( env COMP_WORDS="${{words[*]}}" \\
+                   COMP_CWORD=$(( ${{#words[@]}} - 1 )) \\
+                   {var}=complete_bash $1 ) )
+    local cur=${{COMP_WORDS[COMP_CWORD]}} joined=${{words[-1]}}
+    if [[ $joined != "$cur" && $joined == *:* ]]; then COMPREPLY=( "${{COMPREPLY[@]#"${{joined%:*}}:"}}" ); fi
+    [[ ${{#COMPREPLY[@]}} -eq 1 && ${{COMPREPLY[0]}} == *[=:] ]] && compopt -o nospace 2>/dev/null
+    return 0
+}}
+
+complete -o default -F _{func}_completion {prog}
+"""
 
 
 def _connection(prog: str):
@@ -159,6 +177,55 @@ def field_values(ctx, param, key: str, incomplete: str, first: bool) -> list[str
     return qos_names(ctx, param, incomplete) if key.lower() == "qos" else []
 
 
+def user_names(ctx, param, incomplete: str) -> list[str]:
+    """`-u`: the users whose jobs the caller may see queued (sprio's: those with a pending job), in a comma list."""
+    from vipu.v1 import job_pb2 as j
+
+    conn = _connection(_prog(ctx))
+    states = ["PENDING"] if _prog_path(ctx) == "priority" else list(ACTIVE)
+    try:
+        reply = conn.jobs.ListJobs(j.ListJobsRequest(states=states, brief=True, page_size=1000), timeout=DEADLINE_S,
+                                   metadata=conn.metadata())
+    except Exception:  # noqa: BLE001 - as above
+        return []
+    return in_list(sorted({x.user for x in reply.jobs}), incomplete)
+
+
+def _prog_path(ctx) -> str:
+    return ctx.info_name or ""
+
+
+def sort_letters(ctx, param, incomplete: str) -> list[str]:
+    """`vipu queue -S`: squeue's field letters, each after a - (descending) or + if one is typed, in a comma list."""
+    from vipu.cli.queue_fields import LETTERS
+
+    head, comma, tail = incomplete.rpartition(",")
+    sign = tail[:1] if tail[:1] in ("+", "-") else ""
+    return [f"{head}{comma}{sign}{k}" for k in sorted(LETTERS) if (sign + k).startswith(tail)]
+
+
+def field_names(ctx, param, incomplete: str) -> list[str]:
+    """`vipu queue -O`: squeue's field names, in a comma list."""
+    from vipu.cli.queue_fields import NAMES
+
+    return in_list(sorted(NAMES), incomplete)
+
+
+def dependencies(ctx, param, incomplete: str) -> list[str]:
+    """`vipu submit -d`: the kinds (afterok:, singleton), then after a kind the caller's job ids, ':' between them;
+    clauses joined by ',' (all of) or '?' (any of)."""
+    from vipu.scheduler.deps import KINDS
+
+    cut = max(incomplete.rfind(","), incomplete.rfind("?")) + 1
+    head, clause = incomplete[:cut], incomplete[cut:]
+    if ":" not in clause:
+        return [f"{head}{k}" + ("" if k == "singleton" else ":") for k in KINDS if k.startswith(clause.lower())]
+    before, _, last = clause.rpartition(":")
+    given = set(before.split(":")[1:])
+    ids = my_job_ids(_prog(ctx), tuple(s.value for s in JobState), history=True)
+    return [f"{head}{before}:{n}" for n in ids if n.startswith(last) and n not in given]
+
+
 def partition_names(ctx, param, incomplete: str) -> list[str]:
     from vipu.v1 import partition_pb2 as p
 
@@ -212,17 +279,20 @@ def attach(command, path: str = "") -> None:
 OPTIONS = {("queue", "jobs"): queue_ids, ("history", "jobs"): history_ids, ("queue", "state"): states,
            ("history", "state"): states, ("cancel", "state"): active_states, ("submit", "qos"): qos_names,
            ("cancel", "qos"): qos_names, ("cancel", "signal"): signal_names, ("priority", "jobs"): waiting_ids,
-           ("update", "qos"): qos_names}
+           ("update", "qos"): qos_names, ("queue", "user"): user_names, ("priority", "user"): user_names,
+           ("cancel", "user"): user_names, ("queue", "sort"): sort_letters, ("queue", "names"): field_names,
+           ("submit", "dependency"): dependencies, ("update", "dependency"): dependencies}
 
 
 def script(prog: str, shell: str) -> str:
+    """The completion script of `shell` for `prog`: both call the same completers (this module's, through click's
+    protocol), bash through BASH and zsh through typer's script."""
     from typer._completion_shared import get_completion_script
 
-    text = get_completion_script(prog_name=prog, complete_var=f"_{prog.replace('-', '_').upper()}_COMPLETE",
-                                 shell=shell)
+    func, var = prog.replace("-", "_"), f"_{prog.replace('-', '_').upper()}_COMPLETE"
     if shell == "bash":
-        text = text.replace("    return 0\n", NO_SPACE_AFTER_EQUALS + "    return 0\n", 1)
-    return text
+        return BASH.format(func=func, var=var, prog=prog)
+    return get_completion_script(prog_name=prog, complete_var=var, shell=shell)
 
 
 def register(app: typer.Typer, prog: str) -> None:

@@ -12,7 +12,7 @@ from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.output import as_dict, print_json
 from vipu.cli.queue_rows import reason
-from vipu.cli.slurm_time import clock, stamp
+from vipu.cli.slurm_time import limit, stamp
 from vipu.client.messages import seconds, to_data
 from vipu.v1 import job_pb2 as j
 
@@ -98,7 +98,7 @@ def print_job(x: j.Job) -> None:
         ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
         ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
         ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),  # NodeList=(null)
-        ("TimeLimit", clock(seconds(x.time_limit))),
+        ("TimeLimit", limit(seconds(x.time_limit))),
         ("SubmitTime", stamp(seconds(x.submitted))),
         ("BeginTime", stamp(seconds(x.begin)) if x.HasField("begin") else "Unknown"),
         ("StartTime", stamp(seconds(x.started)) if x.HasField("started") else "Unknown"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from vipu.cli.queue_rows import JobRow, labelled, reason  # noqa: F401 - labelled: the history table's too
 from vipu.cli.slurm_format import Column
-from vipu.cli.slurm_time import clock, stamp
+from vipu.cli.slurm_time import clock, limit, stamp
 from vipu.client.messages import seconds
 from vipu.scheduler.arrays import spans
 from vipu.scheduler.job_states import JobState
@@ -60,8 +60,8 @@ LETTERS: dict[str, Column] = {
     "i": Column("JOBID", lambda r: r.id_text, _id_key),
     "j": Column("NAME", lambda r: r.job.name),
     "K": Column("ARRAY_TASK_ID", _task, lambda r: r.job.array_task_id if r.job.HasField("array_task_id") else -1),
-    "l": Column("TIME_LIMIT", lambda r: clock(seconds(r.job.time_limit)), lambda r: seconds(r.job.time_limit)),
-    "L": Column("TIME_LEFT", lambda r: clock(_left(r)), _left),
+    "l": Column("TIME_LIMIT", lambda r: limit(seconds(r.job.time_limit)), lambda r: seconds(r.job.time_limit)),
+    "L": Column("TIME_LEFT", lambda r: limit(seconds(r.job.time_limit), lambda _: clock(_left(r))), _left),
     "M": Column("TIME", lambda r: used(r.used), lambda r: r.used),
     "N": Column("NODELIST", lambda r: r.node_list(), cut=False, needs=FULL | NODES),
     "p": Column("PRIORITY", lambda r: f"{r.job.priority / 0xFFFFFFFF:16.14f}", lambda r: r.job.priority,

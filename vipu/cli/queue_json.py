@@ -10,12 +10,16 @@ import sys
 
 from vipu import __version__
 from vipu.cli.queue_fields import JobRow, reason
+from vipu.cli.slurm_time import limit
 from vipu.client.messages import seconds
 
 
 def number(value: float | None) -> dict:
     """Slurm's number that may be unset: whole numbers, as its JSON has them."""
     return {"infinite": False, "number": 0 if value is None else int(value), "set": value is not None}
+
+
+NO_LIMIT = {"infinite": True, "number": 0, "set": True}  # Slurm's JSON for INFINITE
 
 
 def _exit_code(x) -> dict:
@@ -61,7 +65,8 @@ def job_entry(row: JobRow) -> dict:
         "state_description": "",
         "state_reason": reason(x),
         "submit_time": number(seconds(x.submitted)),
-        "time_limit": number(math.ceil(seconds(x.time_limit) / 60)),  # minutes, rounded up as Slurm rounds MM:SS
+        "time_limit": NO_LIMIT if limit(seconds(x.time_limit)) == "UNLIMITED"
+        else number(math.ceil(seconds(x.time_limit) / 60)),  # minutes, rounded up as Slurm rounds MM:SS
         "time_limit_s": seconds(x.time_limit),
         "tres_alloc_str": tres if row.running else "",
         "tres_req_str": tres,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Callable
 
 # minutes | MM:SS | HH:MM:SS | D-HH | D-HH:MM | D-HH:MM:SS (Slurm's time_str2mins)
 _TIME = re.compile(r"(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)")
@@ -49,6 +50,12 @@ def slurm_seconds(text: str) -> int:
     if seconds > MAX_DAYS * 86400:
         raise ValueError(f"{text!r} is longer than a year; give at most {MAX_DAYS} days ({MAX_DAYS}-00:00:00)")
     return seconds
+
+
+def limit(seconds: float, shown: Callable[[float], str] | None = None) -> str:
+    """A time limit as Slurm shows one: UNLIMITED for none (the controller keeps it as its longest, MAX_DAYS days),
+    else `shown` (default clock)."""
+    return "UNLIMITED" if seconds >= MAX_DAYS * 86400 else (shown or clock)(seconds)
 
 
 def clock(seconds: float) -> str:

@@ -85,9 +85,8 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
 
     job, x = reply.job_ids[0], reply.expected
     start = optional_seconds(x, "start_time")
-    if as_json:
-        data = {k: v for k, v in as_dict(x).items() if k != "start_time"}
-        print_json({"job_id": job, **data, "start": start, "queued": False})
+    if as_json:  # as a job's --json: start_time typed (RFC 3339), beside it for this release the deprecated double
+        print_json({"job_id": job, **as_dict(x), "queued": False})
         return
     where = f"using {x.ipus} IPUs on partition {x.partition} (allocation {x.allocation})"
     if start is not None:
@@ -159,6 +158,7 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
             fail("vipu", f"--request-id must be 1 to {longest} printable characters{added}; e.g. a UUID",
                  BAD_INPUT)
     # a fresh id per command: retries inside this call are then safe
+    ours = request_id is None
     request_id = request_id or new_request_id()
     if batch:
         requests = [batch_request(specs, wrap, first, flags, request_id)]
@@ -172,7 +172,12 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
         tested(cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named), cli.wants_json(json_out))
         return
     if len(requests) == 1:
+        from vipu.cli.earlier_output import held_for_check, release_clear
+
+        folder = held_for_check(requests[0]) if batch else None  # slurm-*.out files there already: held first
         replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True, flags=named)]
+        if folder is not None and (ours or not replies[0].duplicate):  # a retry of this call's own submit too
+            release_clear(cli, requests[0], replies[0], folder)
     else:
         batch_call = j.SubmitJobsRequest(jobs=requests)
         if batch_call.ByteSize() > MAX_REQUEST_BYTES:

@@ -177,6 +177,8 @@ class Driver:
                 if self.executor.stop(effect):  # torn down later: until then the job may not start again
                     self.scheduler.cleaning(effect.job_id, now)
                 continue
+            if effect.after and self.scheduler.postponed(effect, now):
+                continue  # a victim of its preemption still holds its IPUs: it starts after their teardown
             try:
                 ending = self.executor.start(effect)
             except StartFailed as e:

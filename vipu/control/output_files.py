@@ -39,9 +39,11 @@ def header(job: Job) -> str:
 
 
 def _headed(job: Job, path: Path) -> bool:
-    """Written by this controller for this job: its first line says so."""
+    """Written by this controller for this job: its first line says so (under any name: a running job's may
+    change)."""
     with open(path, errors="replace") as f:
-        return f.readline().startswith(header(job) + " ")
+        line = f.readline()
+    return line.startswith(f"vipu-sim job {job.display_id} (") and f", user {job.user}) on partition " in line
 
 
 def refuse_linked_output(state_dir: Path) -> None:

@@ -28,6 +28,26 @@ def check_name(kind: str, name: str, field: str | None = None) -> str:
     return name
 
 
+MAX_JOB_NAME = 1024  # sbatch's (SchedMD/slurm src/slurmctld/job_mgr.c: _test_strlen(job_desc->name, "name", 1024))
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_job_title(name: str, label: str = "job name") -> str:
+    """A job's name, as sbatch -J takes it: any printable characters (spaces too), at most MAX_JOB_NAME. Unlike the
+    names above it is never part of a partition's or a file's name unless a user's pattern (%x) puts it there;
+    control characters and newlines are refused, as they would break every listing's line. `label` names it in a
+    refusal (scontrol update's Name)."""
+    if not name:
+        raise InvalidArgument(f"{label} is empty; give a name such as job1", field="name")
+    if len(name) > MAX_JOB_NAME:
+        raise InvalidArgument(f"{label} is {len(name)} characters long; use at most {MAX_JOB_NAME}", field="name")
+    bad = CONTROL.search(name)
+    if bad:
+        raise InvalidArgument(f"{label} {name!r} contains the control character {bad.group()!r}; give printable"
+                              " characters only (spaces are fine)", field="name")
+    return name
+
+
 HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-from vipu.scheduler.bits import has_block
+from vipu.scheduler.bits import block, has_block
+from vipu.scheduler.claims import start_claimed
 from vipu.scheduler.deps import evaluate
 from vipu.scheduler.effects import Effect, StartJob
 from vipu.scheduler.job_record import Job
@@ -44,6 +45,17 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
               estimates: bool) -> list[Effect]:
     table = sched.table
     sched.last_cycle_at = now
+    if sched.offered:
+        sched.offered = {}
+    healthy = sched.full_mask & ~sched.failed_mask
+    if available_mask is None:  # the Pod less running jobs and failed IPUs (free_mask, claimed IPUs included)
+        available_mask = healthy & ~table.used_mask
+    claimed: list[Effect] = []
+    if table.claims:  # preemptors whose victims are torn down start first, on the IPUs they were given
+        claimed = _start_claimed(sched, now, available_mask & healthy)
+        available_mask &= ~table.claimed_mask
+        for start in claimed:
+            available_mask &= ~block(start.first_ipu, start.ipus)
     if table.begins and table.begins[0][0] <= now:
         for queued in table.begun(now):
             sched.order.add(queued, now)  # re-filed among the jobs the walk sees
@@ -53,16 +65,13 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
     ready = len(table.ready_seq)
     if not ready:  # nothing pending, or only held, not yet begun and dependency-blocked jobs
         sched.pending_info, sched.last_decision = {}, None
-        return []
-    healthy = sched.full_mask & ~sched.failed_mask
-    if available_mask is None:
-        available_mask = sched.free_mask
+        return claimed
     preempting = [q for q in sched.preempting_qos if table.ready_by_qos.get(q)]  # QOS with jobs that may evict
     if not estimates and not preempting and not _fits_by_size(table.ready_sizes, available_mask & healthy, sched.total):
         # Without estimates there is nothing to compute but starts, and none is possible: no walk at all (the jobs
         # are explained as waiting for resources).
         sched.pending_info, sched.last_decision = {}, ScheduleDecision(rest=WAITING_FOR_IPUS)
-        return []
+        return claimed
     running = list(table.running.values())
     sizes = preemptors = shortest = None
     if ready > SMALL_QUEUE:  # hints that let the walk stop early; a short queue is walked whole
@@ -77,7 +86,7 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
     decision = sched.policy(request)
     effects = _apply(sched, decision, now) if decision.starts or decision.preemptions else []
     sched.pending_info, sched.last_decision = decision.pending, decision
-    return effects
+    return claimed + effects if claimed else effects
 
 
 WAITING_FOR_IPUS = PendingInfo(RESOURCES)
@@ -182,6 +191,38 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
                                  exit_code=None, reason=None, estimated_start=None, priority=priority))
         starts.append(StartJob(job.id, job.partition, spec.ipus, s.first_ipu, s.place_mask, now,
                                now + spec.time_limit, spec.workload, spec.allocation))  # type: ignore[operator]
+    if victims:
+        starts = _after(sched, starts, victims)
     # the runs cut short count towards their users' fair share; stops come first, freeing the IPUs the starts use
     stops = sched._end_runs(changed, victims, now, S.PREEMPTED)
     return stops + starts if stops else starts
+
+
+def _after(sched: Scheduler, starts: list[Effect], victims: list[Job]) -> list[Effect]:
+    """The starts, each naming the victims whose IPUs it takes (claims.py); the records of those jobs before
+    their start are kept, for a start the driver must postpone."""
+    blocks = [(v.id, block(v.first_ipu, v.ipus)) for v in victims]  # (their records before the eviction)
+    out: list[Effect] = []
+    for start in starts:
+        mine = block(start.first_ipu, start.ipus)
+        after = tuple(v for v, theirs in blocks if theirs & mine)
+        if after:
+            sched.offered[start.job_id] = sched.table.jobs[start.job_id]
+            start = start._replace(after=after)
+        out.append(start)
+    return out
+
+
+def _start_claimed(sched: Scheduler, now: float, available: int) -> list[Effect]:
+    """Start the claims whose victims are torn down (claims.start_claimed), committed in one go."""
+    ready = start_claimed(sched, now, available)
+    if not ready:
+        return []
+    qos = qos_factors(sched.config)
+    pending, config, total, factors = sched.table.pending, sched.config, sched.total, sched.order.fairshare_factors
+    changed = [job.moved(S.RUNNING, now, start_time=now, first_ipu=start.first_ipu, end_time=None, exit_code=None,
+                         reason=None, estimated_start=None,
+                         priority=breakdown(pending[job.id], now, config, total, factors, qos))
+               for job, start in ready]
+    sched._commit(changed, now)
+    return [start for _, start in ready]

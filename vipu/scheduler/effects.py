@@ -24,6 +24,7 @@ class StartJob(NamedTuple):
     end_by: float  # start + time limit: the job is TIMEOUT past this
     workload: Workload  # opaque: its kind's executor runs it
     allocation: str | None
+    after: tuple[int, ...] = ()  # jobs this cycle preempted whose IPUs it takes (claims.py)
 
 
 class StopJob(NamedTuple):

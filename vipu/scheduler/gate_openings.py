@@ -1,8 +1,9 @@
-"""How a gated pending job (held, not begun, waiting on a dependency, or cleaning) leaves the gate: JobTable's
+"""How a gated pending job (held, not begun, waiting on a dependency, cleaning, or claiming) leaves the gate: JobTable's
 methods for the moments a gate opens, kept apart from the indexes they keep in step (table.py).
 
 A job is let in only when nothing else still holds it back: its hold released, its begin time come, its dependency
-met, and its last run torn down (cleaning: requeued while its program was still ending), whichever is last.
+met, its last run torn down (cleaning: requeued while its program was still ending), and the runs it preempted
+torn down (claims.py), whichever is last.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import heapq
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
+    from vipu.scheduler.claims import Claim
     from vipu.scheduler.job_record import Job
     from vipu.scheduler.policies.base import PendingInfo, QueuedJob
 
@@ -22,6 +24,8 @@ class GateOpenings:
     pending: dict[int, QueuedJob]
     gated: set[int]
     cleaning: set[int]
+    claims: dict[int, Claim]
+    claimed_mask: int
     not_begun: set[int]
     begins: list[tuple[float, int]]
     gate_info: dict[int, PendingInfo]
@@ -78,8 +82,23 @@ class GateOpenings:
         if job_id not in self.cleaning:
             return None
         self.cleaning.discard(job_id)
+        return self._let_in(job_id)
+
+    def claim(self, job_id: int, claim: Claim) -> None:
+        """A preemptor waits for its victims' teardown, holding the IPUs it was given (claims.py)."""
+        self.claims[job_id] = claim
+        self.claimed_mask |= claim.mask
+
+    def claim_ended(self, job_id: int) -> QueuedJob | None:
+        """The job's claim ends (it starts, or the claim is dropped); returns the job if that made it ready."""
+        claim = self.claims.pop(job_id)
+        self.claimed_mask &= ~claim.mask
+        return self._let_in(job_id)
+
+    def _let_in(self, job_id: int) -> QueuedJob | None:
         queued, job = self.pending.get(job_id), self.jobs.get(job_id)
-        if queued is None or job is None or job.held or job_id in self.not_begun or (
+        if queued is None or job is None or job_id not in self.gated or job.held or job_id in self.not_begun or (
+                job_id in self.cleaning or job_id in self.claims) or (
                 job.spec.dependency is not None and job_id not in self.deps_met):
             return None
         self.gated.discard(job_id)

@@ -33,7 +33,7 @@ class Strict(BaseModel):
 
 
 class JobSpec(Strict):
-    name: str = Field("job", description="job name (letters, digits, _ - .)")
+    name: str = Field("job", description="job name (printable characters, spaces too, at most 1024)")
     ipus: int = Field(strict=True, description="a power of two that fits the Pod (checked at submit)")
     time_limit: LimitSeconds | None = Field(
         None, description="> 0: a number of seconds, or text with a unit (90s, 10m, 1h30m) or Slurm's colons"

@@ -12,9 +12,10 @@ from typing import NamedTuple
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.multifactor import breakdown
-from vipu.scheduler.policies.base import BEGIN_TIME, CLEANING, HELD, HELD_ADMIN, PendingInfo
+from vipu.scheduler.policies.base import BEGIN_TIME, CLEANING, HELD, HELD_ADMIN, RESOURCES, PendingInfo
 
 S = JobState
+CLAIMING = PendingInfo(RESOURCES)
 
 
 class Row(NamedTuple):
@@ -47,6 +48,8 @@ def pending_reason(s, job: Job) -> PendingInfo | None:
         return PendingInfo(HELD_ADMIN if job.admin_hold else HELD)
     if job.id in table.cleaning:
         return PendingInfo(CLEANING)
+    if job.id in table.claims:  # preempted jobs' IPUs kept for it until their runs end, as Slurm's Resources
+        return CLAIMING
     if job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
         return PendingInfo(BEGIN_TIME, job.begin_time)
     info = table.gate_info.get(job.id)  # waiting for a dependency (None until a cycle has evaluated it)

@@ -27,7 +27,8 @@ from vipu.scheduler import holds, updates
 from vipu.scheduler.bits import block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.cycle import run_cycle
-from vipu.scheduler.effects import Effect, StopJob
+from vipu.scheduler.claims import postpone
+from vipu.scheduler.effects import Effect, StartJob, StopJob
 from vipu.scheduler.job_filter import NO_FILTER, JobFilter
 from vipu.scheduler.job_record import META_NAME, Job, PriorityBreakdown, SchedulerMeta
 from vipu.scheduler.order import PendingOrder
@@ -75,12 +76,13 @@ class Scheduler:
         self.last_decision: ScheduleDecision | None = None  # explains the jobs the last cycle did not reach
         self.last_cycle_at: float | None = None
         self.last_cycle_seq = 0  # table.seq when the last cycle walked: jobs ready since then were not considered
+        self.offered: dict[int, Job] = {}  # the last cycle's starts on preempted jobs' IPUs: their records before
 
     @property
     def free_mask(self) -> int:
         """IPUs free and healthy now, as the scheduler alone knows them: the Pod minus running jobs and failed IPUs
         (what a cycle, `vipu info` and startable use when the caller passes no available_mask)."""
-        return self.full_mask & ~self.failed_mask & ~self.table.used_mask
+        return self.full_mask & ~self.failed_mask & ~(self.table.used_mask | self.table.claimed_mask)
 
     def _configure(self, config: SchedulerConfig) -> None:
         """Everything that follows from the config (an empty scheduler only: the queue order is rebuilt)."""
@@ -284,6 +286,11 @@ class Scheduler:
         queued = self.table.cleaning_done(job_id)
         if queued is not None:
             self.order.add(queued, now)
+
+    def postponed(self, start: StartJob, now: float) -> bool:
+        """Whether a start on IPUs this cycle preempted must wait for a victim's teardown (the driver asks after
+        carrying out the stops); if so its job is pending again, its IPUs kept for it (claims.py)."""
+        return postpone(self, start, now)
 
     def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0,
                      signal: int = 0, why: str | None = None) -> list[Effect]:

@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple
 
 from vipu.errors import AlreadyExists, InvalidArgument, ResourceExhausted, VipuError
 from vipu.hardware.pod import PodConfig
-from vipu.partition.rules import check_name, check_size, job_partition_name
+from vipu.partition.rules import check_job_title, check_name, check_size, job_partition_name
 from vipu.scheduler.arrays import ArraySyntaxError
 from vipu.scheduler.begin import begin_time
 from vipu.scheduler.config import SchedulerConfig
@@ -65,7 +65,7 @@ class Submitted(NamedTuple):
 
 def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     """The spec with its QOS and time limit filled in, or InvalidArgument naming the field that can never work."""
-    check_name("job", spec.name, "name")
+    check_job_title(spec.name)
     check_name("user", spec.user)
     if spec.account is not None:
         check_name("account", spec.account)

@@ -23,6 +23,7 @@ from typing import Iterable
 
 from vipu.errors import NotFound
 from vipu.scheduler.bits import block
+from vipu.scheduler.claims import Claim
 from vipu.scheduler.gate_openings import GateOpenings
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob
@@ -40,6 +41,8 @@ class JobTable(GateOpenings):
         self.pending: dict[int, QueuedJob] = {}  # every PENDING job
         self.gated: set[int] = set()  # pending jobs kept out of the walk: held, not begun, dependency not met, cleaning
         self.cleaning: set[int] = set()  # jobs whose last run is still being torn down (Slurm's Cleaning)
+        self.claims: dict[int, Claim] = {}  # preemptors waiting for their victims' teardown (claims.py)
+        self.claimed_mask = 0  # the IPUs the claims hold
         self.not_begun: set[int] = set()  # pending jobs whose begin time had not come when last seen (BeginTime)
         self.begins: list[tuple[float, int]] = []  # heap of (begin time, id) of not_begun (stale entries skipped)
         self.gate_info: dict[int, PendingInfo] = {}  # gated jobs' last dependency verdict (Dependency, ...Never...)
@@ -124,7 +127,7 @@ class JobTable(GateOpenings):
                 if len(begins) > 2 * len(self.not_begun) + 64:  # drop entries of jobs that left or were re-filed
                     self.begins = [(self.jobs[i].begin_time, i) for i in self.not_begun]  # type: ignore[misc]
                     heapq.heapify(self.begins)
-            if job.held or waits or early or job.id in self.cleaning:
+            if job.held or waits or early or job.id in self.cleaning or job.id in self.claims:
                 self.gated.add(job.id)
             else:
                 self._ready(queued)
@@ -313,7 +316,7 @@ class JobTable(GateOpenings):
         copy.jobs, copy.pending, copy.running = dict(self.jobs), dict(self.pending), dict(self.running)
         copy.arrays = dict(self.arrays)  # an array's task list is complete once its submit returns
         copy.not_begun, copy.gate_info, copy.ready_seq = set(self.not_begun), dict(self.gate_info), dict(self.ready_seq)
-        copy.cleaning = set(self.cleaning)
+        copy.cleaning, copy.claims, copy.claimed_mask = set(self.cleaning), dict(self.claims), self.claimed_mask
         copy.ready_sizes, copy.used_mask, copy.seq, copy.next_id = Counter(self.ready_sizes), self.used_mask, self.seq, \
             self.next_id
         copy.quarantined = self.quarantined  # set once, at start

@@ -2,8 +2,9 @@
 Scheduler.update to commit (the table then refiles each job: its QOS, nice and priority in the order, its begin time
 and dependency in the gate, its running time limit in the reservations).
 
-Who may change what, as in Slurm: a pending job takes every field; a running job only its time limit, which its
-owner may lower and only an admin may raise (a limit lowered below the time it has run ends it at once, TIMEOUT).
+Who may change what, as in Slurm: a pending job takes every field; a running job its name, its nice (recorded: it
+no longer orders anything) and its time limit, which its owner may lower and only an admin may raise (a limit
+lowered below the time it has run ends it at once, TIMEOUT).
 Priority is an admin's: a fixed priority in place of the multifactor one, and 0 holds the job (JobHeldAdmin), as
 scontrol's Priority=0 does; a fixed priority on a held job releases it. An array job's id stands for its tasks that
 have not ended: the time limit changes on each, every other field on its pending tasks.
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pydantic_core import PydanticCustomError
 
 from vipu.errors import FailedPrecondition, InvalidArgument, PermissionDenied
-from vipu.partition.rules import check_name
+from vipu.partition.rules import check_job_title
 from vipu.scheduler.begin import HELP as BEGIN_HELP, parse_begin
 from vipu.scheduler.deps import DependencySyntaxError, parse_dependency
 from vipu.scheduler.durations import MAX_SECONDS, format_duration
@@ -57,7 +58,7 @@ class JobUpdate(NamedTuple):
 FIELDS = {"time_limit": "TimeLimit", "time_limit_add": "TimeLimit", "qos": "QOS", "nice": "Nice",
           "dependency": "Dependency", "name": "Name", "array_task_throttle": "ArrayTaskThrottle",
           "begin": "StartTime", "priority": "Priority"}
-WHILE_RUNNING = {"TimeLimit"}  # what a running job may still change
+WHILE_RUNNING = {"TimeLimit", "Name", "Nice"}  # what a running job may still change (job_mgr.c's _update_job)
 
 
 def changed(s: Scheduler, job_id: int, single: bool, update: JobUpdate, now: float, admin: bool) -> list[Job]:
@@ -87,17 +88,16 @@ def changed(s: Scheduler, job_id: int, single: bool, update: JobUpdate, now: flo
         running = [j for j in jobs if j.state is not S.PENDING]
         if not whole and running:
             raise FailedPrecondition(f"job {running[0].display_id} is {running[0].state.value}: {pending_only[0]} can"
-                                     " change only while it is pending (a running job's TimeLimit can)")
+                                     " change only while it is pending (a running job's TimeLimit, Name and Nice can)")
         if whole and len(running) == len(jobs):
             raise FailedPrecondition(f"array job {job_id} has no pending task: {pending_only[0]} can change only"
-                                     " while a task is pending (a running task's TimeLimit can)")
+                                     " while a task is pending (a running task's TimeLimit, Name and Nice can)")
     out = []
     for job in jobs:
         if job.state is S.PENDING:
             new = _pending(s, job, update, now)
         else:
-            limited = update.time_limit is not None or update.time_limit_add is not None
-            new = _running(s, job, update, admin) if limited else job
+            new = _running(s, job, update, admin)
         if new is not job:
             out.append(new)
     return out
@@ -123,17 +123,30 @@ def _limit(job: Job, update: JobUpdate) -> float | None:
 
 
 def _running(s: Scheduler, job: Job, update: JobUpdate, admin: bool) -> Job:
-    """A running job's new record: only its time limit changes; raising it is an admin's."""
+    """A running job's new record: its time limit (raising it is an admin's), its name and its nice (kept, as
+    Slurm keeps it: it no longer orders anything) may change."""
+    spec_changes: dict = {}
+    changes: dict = {}
     limit = _limit(job, update)
     if limit is not None and math.isinf(limit):  # UNLIMITED: the longest its QOS allows
         limit = resolve(job.spec.model_copy(update={"time_limit": limit}), s.pod, s.config).time_limit
-    if limit is None or limit == job.time_limit:
+    if limit is not None and limit != job.time_limit:
+        if limit > job.time_limit and not admin:
+            raise PermissionDenied(f"TimeLimit: job {job.display_id} is RUNNING with"
+                                   f" {format_duration(job.time_limit)}; only an admin may raise a running job's time"
+                                   " limit (its owner may lower it)")
+        spec_changes["time_limit"] = limit
+    if update.nice is not None:
+        spec_changes["nice"] = update.nice
+    if update.name is not None:
+        spec_changes["name"] = changes["name"] = update.name
+    if spec_changes:
+        spec = resolve(job.spec.model_copy(update=spec_changes), s.pod, s.config)  # within its QOS's limit
+        if spec != job.spec:
+            changes["spec"] = spec
+    if all(getattr(job, k) == v for k, v in changes.items()):
         return job
-    if limit > job.time_limit and not admin:
-        raise PermissionDenied(f"TimeLimit: job {job.display_id} is RUNNING with {format_duration(job.time_limit)};"
-                               " only an admin may raise a running job's time limit (its owner may lower it)")
-    spec = resolve(job.spec.model_copy(update={"time_limit": limit}), s.pod, s.config)  # within its QOS's limit
-    return _with(job, {"spec": spec})
+    return _with(job, changes)
 
 
 def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
@@ -150,7 +163,7 @@ def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
     if update.dependency is not None:
         spec_changes["dependency"] = _dependency(s, job, update.dependency)
     if update.name is not None:
-        spec_changes["name"] = changes["name"] = check_name("job", update.name, "name")
+        spec_changes["name"] = changes["name"] = update.name
     if update.array_task_throttle is not None:
         spec_changes["array"] = _throttled(job, update.array_task_throttle)
     if update.begin is not None:
@@ -184,7 +197,7 @@ def _check_values(s: Scheduler, update: JobUpdate) -> None:
         raise InvalidArgument(f"Priority is {update.priority}; give 1 to {MAX_PRIORITY}, or 0 to hold the job",
                               field="priority")
     if update.name is not None:
-        check_name("job", update.name, "name")
+        check_job_title(update.name, "Name")
     if update.array_task_throttle is not None and update.array_task_throttle < 0:
         raise InvalidArgument(f"ArrayTaskThrottle is {update.array_task_throttle}; give N > 0 tasks at once, or 0"
                               " for no limit", field="array_task_throttle")

@@ -159,6 +159,47 @@ def test_requeue_of_a_running_program_reruns_it_once_its_old_run_is_gone(control
     assert show(controller, kept)["state"] == "RUNNING"
 
 
+def test_a_preemptor_starts_on_its_victims_ipus_once_the_victims_program_is_gone(controller, tmp_path):
+    """Slurm keeps the preemptor pending while the preempted job's nodes are cleaned up: the victim's program, deaf
+    to SIGTERM, keeps its partition through KillWait, and the high job starts after it on those IPUs, once (no
+    NODE_FAIL from a partition that still existed)."""
+    script = "#!/bin/bash\ntrap '' TERM\necho $$ > pid\nwhile true; do sleep 0.1; done\n"
+    [low] = submit(controller, spec_file(tmp_path, script, "low", ipus=64, qos="low", requeue=False))
+    pid = wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text().strip()
+                   and int((tmp_path / "pid").read_text()))
+    [high] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho hi\n", "high", ipus=64, qos="high"))
+    detail = ended(controller, high)
+    assert (detail["state"], detail["exit_code"]) == ("COMPLETED", 0)
+    assert [h["state"] for h in detail["detail"]["history"]] == ["PENDING", "RUNNING", "COMPLETED"]
+    assert not alive(pid) and show(controller, low)["state"] == "PREEMPTED"
+    assert detail["start_time"] >= show(controller, low)["end_time"] + 0.9  # after KillWait (1 s)
+    assert (tmp_path / f"slurm-{high}.out").read_text() == "hi\n"
+
+
+def test_an_old_default_output_file_keeps_the_new_job_held_instead_of_failing_it(controller, tmp_path):
+    """walk22c: a new state in a folder with an old slurm-1.out failed job 1 at its start (the controller writes over
+    no file it did not write). vipu submit, which knows the folder, holds that job and says why; others run."""
+    (tmp_path / "slurm-1.out").write_text("old\n")
+
+    def wrap(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([console_script("vipu"), "submit", "--ipus", "1", *args], cwd=tmp_path,
+                              env=controller.env(), capture_output=True, text=True, timeout=60)
+
+    first = wrap("--wrap", "echo hi", "--parsable")
+    assert (first.returncode, first.stdout) == (0, "1\n"), first.stderr
+    assert first.stderr == (f"vipu: job 1 is held: {tmp_path}/slurm-1.out exists from an earlier job, and the"
+                            " controller writes over no output file it did not write for this job; remove or rename"
+                            " that file, then `vipu release 1` (or submit with -o/--output)\n")
+    assert (show(controller, 1)["state"], show(controller, 1)["held"]) == ("PENDING", True)
+    second = wrap("--wrap", "echo hi")  # its own file is free: released at once, no line
+    assert (second.returncode, second.stderr) == (0, ""), second.stderr
+    assert ended(controller, 2)["state"] == "COMPLETED" and (tmp_path / "slurm-2.out").read_text() == "hi\n"
+    assert (tmp_path / "slurm-1.out").read_text() == "old\n" and show(controller, 1)["state"] == "PENDING"
+    (tmp_path / "slurm-1.out").unlink()
+    assert run(controller, "vipu", "release", "1").returncode == 0
+    assert ended(controller, 1)["state"] == "COMPLETED" and (tmp_path / "slurm-1.out").read_text() == "hi\n"
+
+
 def test_a_time_limit_ends_the_run_timeout(controller, tmp_path):
     [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho $$ > pid\nexec sleep 300\n", "slow",
                                          time_limit="2s"))

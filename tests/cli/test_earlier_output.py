@@ -1,0 +1,57 @@
+"""vipu submit's check for an earlier state's slurm-%j.out: held first only when the folder has such files, then
+released unless the job's own default file exists (an array task's slurm-%A_%a.out)."""
+
+from __future__ import annotations
+
+import json
+
+from vipu.cli.earlier_output import held_for_check, release_clear
+from vipu.v1 import job_pb2 as j
+
+
+def request(folder, **fields) -> j.SubmitJobRequest:
+    spec = {"ipus": 1, "workload": {"kind": "command", "script": "#!/bin/sh\n", "submit_dir": str(folder)}, **fields}
+    return j.SubmitJobRequest(spec=json.dumps(spec).encode())
+
+
+class Released:
+    """The CLI's connection, as far as release_clear calls it: the ids each ReleaseJobs named."""
+
+    def __init__(self):
+        self.calls: list[list[int]] = []
+        self.conn = self
+        self.jobs = self
+
+    def ReleaseJobs(self, request):  # noqa: N802 - the RPC's name
+        return request
+
+    def call(self, method, request):
+        self.calls.append(list(request.ids))
+        assert request.single  # each id that one job: an array task by its own id
+
+
+def test_a_clear_folder_or_a_named_output_or_a_held_job_is_submitted_as_given(tmp_path):
+    (tmp_path / "other.out").write_text("")
+    clear = request(tmp_path)
+    assert held_for_check(clear) is None and "hold" not in json.loads(clear.spec)
+    (tmp_path / "slurm-9.out").write_text("old")
+    for given in (request(tmp_path, output="o.txt"), request(tmp_path, hold=True)):
+        before = given.spec
+        assert held_for_check(given) is None and given.spec == before
+    assert held_for_check(clear) == tmp_path and json.loads(clear.spec)["hold"] is True
+
+
+def test_a_job_is_held_first_and_only_a_task_whose_file_exists_stays_held(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "slurm-5_2.out").write_text("old")
+    given = request(tmp_path, array="0-4:2", workload={"kind": "command", "script": "#!/bin/sh\n",
+                                                       "submit_dir": str(tmp_path), "chdir": str(run)})
+    assert held_for_check(given) == run and json.loads(given.spec)["hold"] is True
+    cli = Released()
+    release_clear(cli, given, j.SubmitJobResponse(job_ids=[5, 6, 7]), run)
+    assert cli.calls == [[5, 7]]  # tasks 0 and 4; task 2 (job 6) stays held
+    assert capsys.readouterr().err == (f"vipu: job 5_2 is held: {run}/slurm-5_2.out exists from an earlier job, and"
+                                       " the controller writes over no output file it did not write for this job;"
+                                       " remove or rename that file, then `vipu release 5_2` (or submit with"
+                                       " -o/--output)\n")
