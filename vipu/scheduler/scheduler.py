@@ -15,11 +15,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from vipu.errors import (
-    FailedPrecondition,
-    InvalidArgument,
-    ResourceExhausted,
-)
+from vipu.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from vipu.hardware.pod import PodConfig
 from vipu.partition.pod_state import Journal, NoJournal
 from vipu.partition.rules import named
