@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import time
 
 from vipu.jobs.programs.hosts import Steps
+from vipu.jobs.programs.stepd import other_groups
 
 
 def launch(tmp_path, script: str) -> dict:
@@ -36,3 +39,21 @@ def test_a_program_that_traps_the_signal_goes_on(tmp_path):
         assert steps.wait("trapped", timeout=0.05) is None  # the trap ran and the program goes on
     (tmp_path / "stop").touch()
     assert steps.wait("trapped", timeout=30) == {"ended": {"exit_code": 0, "signal": 0}}
+    assert (tmp_path / "got").read_text() == "got USR2\n"  # one signal, one delivery
+
+
+def test_the_groups_of_a_session_beside_the_programs_own_are_its_other_groups():
+    """A script (a session of its own) with a child in its group and one in a group of its own, as poprun's
+    instances: only the second is signalled one by one."""
+    script = "sleep 60 & set -m; sleep 61 & echo $!; wait"  # (set -m: a background job gets a group of its own)
+    with subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True) as p:
+        try:
+            apart = int(p.stdout.readline())
+            deadline = time.monotonic() + 30
+            while not (others := other_groups(p.pid)) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert others == [apart] and os.getpgid(apart) == apart
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            for pid in other_groups(p.pid):
+                os.kill(pid, signal.SIGKILL)

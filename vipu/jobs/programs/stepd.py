@@ -258,15 +258,17 @@ def signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
     except ProcessLookupError:
         pass
-    for other in session_members(pid):
+    for other in other_groups(pid):
         try:
             os.kill(other, sig)
         except (ProcessLookupError, PermissionError):
             pass
 
 
-def session_members(sid: int) -> list[int]:
-    """The processes of session `sid` (the script's pid, as it called setsid), from /proc."""
+def other_groups(sid: int) -> list[int]:
+    """The processes of session `sid` (the script's pid, as it called setsid) outside its own process group, from
+    /proc. Why not all of them: killpg has signalled the group already, and a second signal to the script made a
+    trap run twice."""
     members = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -276,7 +278,7 @@ def session_members(sid: int) -> list[int]:
                 fields = f.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold spaces
         except OSError:
             continue
-        if int(fields[3]) == sid:  # state, ppid, pgrp, session
+        if int(fields[3]) == sid and int(fields[2]) != sid:  # state, ppid, pgrp, session
             members.append(int(entry))
     return members
 
