@@ -53,8 +53,8 @@ class RequestKeys:
     def _load(self) -> None:
         """Every pair the history holds, read on a connection of its own (WAL: beside the writes). A history that
         cannot be read leaves every question to SQLite, whose read then says what is wrong."""
-        try:
-            db = sqlite3.connect(self._path, check_same_thread=False)
+        try:  # read-only: a store closed and its file removed meanwhile must not be made again, empty
+            db = sqlite3.connect(f"{Path(self._path).absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False)
         except sqlite3.Error:
             return
         try:
