@@ -148,8 +148,8 @@ class Writer:
             elif item is not _STOP:
                 try:
                     item()
-                except Exception:  # noqa: BLE001 - the work logs its own failures; the writer must go on
-                    pass
+                except Exception:  # noqa: BLE001 - the writer must go on; the line says what failed, in its place
+                    logging.getLogger("vipu.log").exception("could not work out a log line")
                 records += self.inline
                 self.inline.clear()
         return records
