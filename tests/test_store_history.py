@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 
+from tests.cli.test_jobs_e2e import wait_for
 from vipu.control.startup import open_plane
 from vipu.errors import InvalidArgument, NotFound, Unavailable
 from vipu.jobs.train.runs import JobResult
@@ -266,3 +267,25 @@ def test_a_rebuild_names_every_job_a_damaged_page_lost_and_no_id_read_from_its_b
         assert missing.value.message.startswith(f"job {i} was lost at a start with --quarantine-bad-records: its")
         assert "vipu history" not in missing.value.message
     plane.store.close()
+
+
+def test_a_retry_finds_its_jobs_moved_into_the_history_before_the_start_and_since(tmp_path):
+    """The store keeps in memory which (user, request id) pairs its history may hold (store_request_keys.py): a
+    submission whose pair it never held reads nothing, and one moved in, before this start or since, is found."""
+    state = tmp_path / "state"
+    state.mkdir()
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 0)
+    job = ended_job(plane, 1)
+    plane.store.commit([(HISTORY_KIND, "1", job.updated({"request_id": "before"}))], [])
+    plane.store.close()
+    store = Store(state / "vipu.sqlite3")
+    try:
+        assert [i for i, _ in store.history_requests(job.user, "before")] == [1]  # read while the keys load
+        wait_for(lambda: not store.request_keys.may_hold(job.user, "never"))  # loaded
+        store.commit([(HISTORY_KIND, "2", job.updated({"id": 2, "request_id": "since"}))], [])
+        assert [i for i, _ in store.history_requests(job.user, "before")] == [1]
+        assert [i for i, _ in store.history_requests(job.user, "since")] == [2]
+        assert store.history_requests(job.user, "never") == []
+        assert store.history_requests("someone-else", "before") == []
+    finally:
+        store.close()

@@ -42,6 +42,7 @@ from vipu.store_drops import Dropped, Drops
 from vipu.store_generation import Generation, LostLog
 from vipu.store_history import HISTORY_KIND, MAX_ROWS_PER_STATEMENT, HistoryReads, history_row
 from vipu.store_rebuild import bad_history_rows, damaged_tables, quarantine_history_rows
+from vipu.store_request_keys import RequestKeys
 from vipu.store_schema import MissingTables, make_tables, migrate, missing_tables
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
@@ -72,6 +73,7 @@ class Store(Drops, HistoryReads):
         self.write_failures = 0  # writes that failed or timed out since the start (vipu_store_write_failures_total)
         self._retrying = threading.Lock()
         self._closed = threading.Event()
+        self.request_keys = RequestKeys(self.path, self._closed)  # which retries may be in the history
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -138,6 +140,7 @@ class Store(Drops, HistoryReads):
                         for kind, name, record in puts})
         pending = getattr(self._batch, "pending", None)
         if any(isinstance(doc, tuple) for doc in changes.values()):
+            self.request_keys.add((doc[1], doc[5]) for doc in changes.values() if isinstance(doc, tuple))
             self._move(changes, pending)
         elif pending is not None:
             pending.update(changes)

@@ -52,7 +52,10 @@ class HistoryReads:
     def history_requests(self, user: str, request_id: str) -> list[tuple[int, str]]:
         """(id, record) of the history's jobs that this user submitted with this request id. Called by every submit
         with a request id, under the controller's lock: so it waits for no write (a flush there would serialise
-        every submission), and looks in the writes still queued as well as in the database."""
+        every submission), and looks in the writes still queued as well as in the database; but not at all for a
+        pair the history has never held (store_request_keys.py)."""
+        if not self.request_keys.may_hold(user, request_id):
+            return []
         queued: dict[int, str] = {}
         with self._queue_lock:
             for changes in [*self._queue, getattr(self._batch, "pending", None) or {}]:

@@ -16,6 +16,9 @@ from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import submit, wait_for
 from vipu.control.callers import Call, serving
 from vipu.control.lifecycle import LifecycleLog
+from vipu.scheduler.job_record import Job, Transition
+from vipu.scheduler.job_spec import JobSpec
+from vipu.scheduler.job_states import JobState
 from vipu.server import log_format
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import job_pb2_grpc
@@ -160,6 +163,33 @@ def test_a_line_that_cannot_be_written_never_undoes_the_commit(caplog):
         log.commit([("job", "1", object())], [])  # no job record at all
     assert len(journal.committed) == 1
     assert "could not log the lifecycle events" in caplog.text
+
+
+def test_the_writer_works_out_the_events_of_a_commit_in_its_place_and_writes_every_one_at_stop():
+    """With the log's writer running, a commit only hands its records over; the writer makes its line among the
+    lines logged before and after it, as the RPC that committed it (who asked, its request id)."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    journal = Journal()
+    job = Job.trusted(id=5, name="j", user="alice", spec=JobSpec(name="j", ipus=4, time_limit=60, qos="normal"),
+                      state=JobState.PENDING, held=True, submit_time=0.0, history=[Transition(JobState.PENDING, 0.0)])
+    try:
+        pipe = io.StringIO()
+        log_format.setup("json", stream=pipe)
+        events_log = LifecycleLog(journal)
+        with serving(Call("r-7", "vipu.v1.JobService/SubmitJob", "alice")):
+            logging.getLogger("vipu.test").warning("before")
+            events_log.commit([("job", "5", job)], [])
+            logging.getLogger("vipu.test").warning("after")
+        events_log.commit([("job", "5", job.moved(JobState.CANCELLED, 1.0, end_time=1.0))], [])
+        log_format.stop()
+    finally:
+        root.handlers[:], root.level = saved[0], saved[1]
+    got = [json.loads(line) for line in pipe.getvalue().splitlines()]
+    assert [x["message"] for x in got] == ["before", "job 5 of alice submitted (4 IPUs, held), by alice", "after",
+                                           "job 5 of alice cancelled (cancelled while it waited), by controller"]
+    assert (got[1]["request_id"], got[1]["by"], got[1]["event"]) == ("r-7", "alice", "job_submitted")
+    assert "request_id" not in got[3] and len(journal.committed) == 2
 
 
 def test_docs_list_every_event_and_field():

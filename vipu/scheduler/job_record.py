@@ -169,6 +169,11 @@ class SchedulerMeta(BaseModel):
 
     next_job_id: int
 
+    @classmethod
+    def trusted(cls, next_job_id: int) -> SchedulerMeta:
+        """One the scheduler numbered itself, not validated again (every submission commits one)."""
+        return _unvalidated(cls, {"next_job_id": next_job_id}, {"next_job_id"})
+
 
 class PurgedUsage(BaseModel):
     """The fair-share usage of jobs that have left memory (purge.py), so a restart charges it without the history."""

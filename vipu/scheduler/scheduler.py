@@ -96,7 +96,7 @@ class Scheduler:
         if self._durable:
             puts: list[tuple[str, str, BaseModel]] = [("job", str(j.id), j) for j in jobs]
             if next_job_id is not None:
-                puts.append(("scheduler_meta", META_NAME, SchedulerMeta(next_job_id=next_job_id)))
+                puts.append(("scheduler_meta", META_NAME, SchedulerMeta.trusted(next_job_id)))
             if puts:
                 self.journal.commit(puts, [])
         self._remember(jobs, now)

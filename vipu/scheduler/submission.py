@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from contextlib import contextmanager
 from typing import Callable, NamedTuple
 
 from vipu.errors import AlreadyExists, InvalidArgument, ResourceExhausted, VipuError
@@ -38,18 +37,29 @@ class Submission(NamedTuple):
     source: str = ""
 
 
-@contextmanager
-def naming_spec(index: int, count: int, source: str = ""):
+class naming_spec:  # noqa: N801 - used as the function it replaced: `with naming_spec(k, n, source):`
     """A refusal raised inside names the spec it is about, when a call has several: `spec 3 of 40 (b.yaml): ...`,
     and says that none of them was queued (one call queues all or none). The refusal keeps its reason, fields and
-    object, the fields marked as the spec's (`spec_index`, 0-based: the edge makes them jobs[2].spec.time_limit)."""
-    try:
-        yield
-    except VipuError as e:
+    object, the fields marked as the spec's (`spec_index`, 0-based: the edge makes them jobs[2].spec.time_limit).
+    A class, not a generator: a submission enters it three times, and a generator's context costs several times
+    as much."""
+
+    __slots__ = ("index", "count", "source")
+
+    def __init__(self, index: int, count: int, source: str = ""):
+        self.index, self.count, self.source = index, count, source
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, e, traceback) -> None:
+        if not isinstance(e, VipuError):
+            return
+        index, count = self.index, self.count
         if count == 1:
             e.spec_index = index
-            raise
-        label = f" ({source})" if source else ""
+            return  # raised as it is
+        label = f" ({self.source})" if self.source else ""
         named = type(e)(f"spec {index + 1} of {count}{label}: {e.message}; nothing was queued", reason=e.reason,
                         violations=e.violations or ((None, e.message),), resource=e.resource)
         named.spec_index = index

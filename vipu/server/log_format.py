@@ -9,7 +9,8 @@ Why a thread writes the lines: a submission's lifecycle line was written under t
 writing it was a third of a SubmitJob call's time on the server (sampled under bench/bench_cli.py's load). The
 caller now only hands the record over, with its message, request id and traceback already worked out; the order of
 lines is kept, and the writer writes what gathered in LINGER_S at once (Writer). The log is not the state: a kill -9
-may lose the last lines, never a committed change (SQLite).
+may lose the last lines, never a committed change (SQLite). The writer also works out the lifecycle events of each
+commit (control/lifecycle.py: work_elsewhere), in their place among the other lines.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 from logging.handlers import QueueHandler
 from typing import TextIO
 
+from vipu.control import lifecycle
 from vipu.control.callers import current
 
 FORMATS = ("auto", "text", "json")
@@ -84,6 +86,13 @@ class Handoff(QueueHandler):
     """Hands each record to the writer thread with what only the caller's thread knows resolved: the message
     (its arguments may change later) and the traceback's text; the formatter runs in the writer."""
 
+    def enqueue(self, record: logging.LogRecord) -> None:
+        writer = _writer
+        if writer is not None and writer.working():  # a line of work the writer runs: in that work's place
+            writer.inline.append(record)
+        else:
+            self.queue.put_nowait(record)
+
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
         record.msg, record.args = record.getMessage(), None
         if record.exc_info:
@@ -105,9 +114,17 @@ class Writer:
 
     def __init__(self, records: queue.SimpleQueue, handler: logging.StreamHandler):
         self.records, self.handler = records, handler
+        self.inline: list[logging.LogRecord] = []  # the lines of the work being run
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="vipu-log", daemon=True)
         self._thread.start()
+
+    def later(self, work) -> None:
+        """Run work() on this thread, after the records and work handed over before it; its lines go in its place."""
+        self.records.put(work)
+
+    def working(self) -> bool:
+        return threading.current_thread() is self._thread
 
     def _run(self) -> None:
         while True:
@@ -118,10 +135,24 @@ class Writer:
                     batch.append(self.records.get_nowait())
                 except queue.Empty:
                     break
-            records = [r for r in batch if r is not _STOP]
-            self._write(records)
-            if len(records) < len(batch):
+            self._write(self._lines_of(batch))
+            if any(item is _STOP for item in batch):
                 return
+
+    def _lines_of(self, batch: list) -> list[logging.LogRecord]:
+        """The batch's records, each work's in its place."""
+        records = []
+        for item in batch:
+            if isinstance(item, logging.LogRecord):
+                records.append(item)
+            elif item is not _STOP:
+                try:
+                    item()
+                except Exception:  # noqa: BLE001 - the writer must go on; the line says what failed, in its place
+                    logging.getLogger("vipu.log").exception("could not work out a log line")
+                records += self.inline
+                self.inline.clear()
+        return records
 
     def _write(self, records: list[logging.LogRecord]) -> None:
         lines = []
@@ -168,6 +199,7 @@ def setup(log_format: str = "auto", level: str = "info", stream: TextIO | None =
     root = logging.getLogger()
     root.handlers[:] = [handoff]
     root.setLevel(level.upper())
+    lifecycle.work_elsewhere(_writer.later)
     return log_format
 
 
@@ -175,6 +207,7 @@ def setup(log_format: str = "auto", level: str = "info", stream: TextIO | None =
 def stop() -> None:
     """Write every line handed over so far and end the writer (at exit; before os._exit, which skips atexit)."""
     global _writer
+    lifecycle.work_elsewhere(None)
     if _writer is not None:
         _writer.stop()
         _writer = None
