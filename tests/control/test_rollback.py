@@ -146,7 +146,8 @@ def test_programs_launched_for_starts_not_written_are_stopped(plane, tmp_path):
 def test_a_read_that_waited_for_a_write_that_failed_shows_the_state_without_it(plane, monkeypatch):
     """A read copies the state, then waits until what it copied is durable: if that write fails, it copies again."""
     submit(plane)
-    plane.store._lock.acquire()  # the store's connection busy: writes and the read's wait queue up behind it
+    go = threading.Event()
+    plane.store._writer.submit(go.wait)  # the writing thread busy: writes and the read's wait queue up behind it
     try:
         refused: list = []
         writer = threading.Thread(target=lambda: refused.append(pytest.raises(Dropped, submit, plane)), daemon=True)
@@ -166,7 +167,7 @@ def test_a_read_that_waited_for_a_write_that_failed_shows_the_state_without_it(p
         assert copied.wait(WAIT_S)
         monkeypatch.setattr(plane.store, "_write", disk_full)
     finally:
-        plane.store._lock.release()
+        go.set()
     writer.join(WAIT_S)
     reader.join(WAIT_S)
     assert len(refused) == 1 and [sorted(r.queue.table.jobs) for r in reads] == [[1]]

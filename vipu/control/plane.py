@@ -302,9 +302,9 @@ class ControlPlane:
         """End every process of a local Ray this controller started, at once (a stop that cannot wait)."""
         self.machines.kill_local_ray()
 
-    def close(self) -> None:
-        """The store, last: everything committed is durable."""
-        self.store.close()
+    def close(self) -> bool:
+        """The store, last: everything committed is durable. False if its disk did not answer (store.close)."""
+        return self.store.close()
 
     def step(self) -> None:
         """One step of the loop, now: what the loop's thread does when woken (tests without the thread call it)."""
