@@ -18,7 +18,7 @@ from vipu.errors import Unavailable
 from vipu.scheduler.job_filter import NO_FILTER
 from vipu.scheduler.job_states import JobState
 from vipu.store import Dropped
-from tests.test_store import fill, free
+from tests.test_store import fill, free, stalled
 
 HELD = b'{"ipus": 1, "time_limit": "10m", "hold": true}'
 SLEEP = b'{"ipus": 1, "time_limit": "10m", "workload": {"kind": "sleep", "duration": "5m"}}'
@@ -220,6 +220,45 @@ def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_neve
     try:
         stored = again.scheduler.table.jobs[job]
         assert (stored.state, stored.exit_code, stored.end_time) == (JobState.FAILED, 3, ended.end_time)
+    finally:
+        again.store.close()
+
+
+@pytest.mark.parametrize("stalls", ["in its end's write", "before it ends"])
+def test_a_program_that_ends_while_a_write_stalls_keeps_its_real_end(plane, tmp_path, stalls):
+    """Regression: on a frozen disk, a program that ended got the thaw's time as its end (walk23c, defect 2)."""
+    plane.store.write_timeout_s = 0.5
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    spec = {"ipus": 1, "time_limit": "5m", "workload": {
+        "kind": "command", "script": f"#!/bin/bash\nread x < {go}\necho ran >> {tmp_path}/runs\nexit 3\n",
+        "submit_dir": str(tmp_path)}}
+    [job] = submit(plane, json.dumps(spec).encode())
+    plane.step()
+    with stalled(plane.store) as inside:
+        if stalls == "before it ends":
+            with pytest.raises(Unavailable, match="not known until that write ends"):
+                submit(plane)  # its write is the one stuck in the kernel
+            assert not plane.store_writes().writable
+        with open(go, "w") as f:  # (opens once the program reads: it runs)
+            f.write("go\n")
+        assert plane.runners["command"].runs[job].finished.wait(WAIT_S)
+        assert inside.wait(WAIT_S) and wait_until(lambda: not plane.store_writes().writable)
+        assert wait_until(lambda: states(plane).get(job) is JobState.RUNNING)  # its end waits for the store
+        thawed = plane.now()
+    serving = threading.Event()
+    plane.watch_store(lambda writable: writable and serving.set())
+    assert serving.wait(WAIT_S)
+    plane.step()
+    ended = plane.scheduler.table.jobs[job]
+    assert (ended.state, ended.exit_code, ended.requeue_count) == (JobState.FAILED, 3, 0)
+    assert ended.end_time < thawed  # its real end, not the thaw's
+    assert (tmp_path / "runs").read_text() == "ran\n"  # once
+    kept = {job: JobState.FAILED, **({job + 1: JobState.PENDING} if stalls == "before it ends" else {})}
+    again = restarted(plane, tmp_path)
+    try:
+        assert {i: x.state for i, x in again.scheduler.table.jobs.items()} == kept  # the stalled submit ended well
+        assert again.scheduler.table.jobs[job].end_time == ended.end_time
     finally:
         again.store.close()
 

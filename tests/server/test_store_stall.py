@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 import urllib.request
@@ -23,6 +24,7 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import jobs as queue_of
 from tests.conftest import ServerProcess
 from tests.server.test_store_failures import health
 from vipu.v1 import job_pb2 as j
@@ -57,6 +59,8 @@ def loop_mount(folder: Path):
     finally:
         sh("fsfreeze", "-u", str(folder))  # (fails harmlessly when it is not frozen)
         out = sh("umount", str(folder))
+        if out.returncode != 0:
+            sh("umount", "-l", str(folder))  # detached now, gone once its last user closes it
         assert out.returncode == 0, out.stderr
 
 
@@ -107,8 +111,13 @@ def test_a_frozen_disk_answers_in_time_and_the_store_holds_what_callers_were_tol
                 assert writable_metric(server) == 0
                 refused = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--wrap", "true")
                 assert refused.returncode == 5 and "nothing changed" in refused.stderr, refused.stderr
-                queue = run(server, "vipu", "queue", "--json")  # the live queue answers from memory
-                assert queue.returncode == 0, queue.stderr
+                assert sorted(queue_of(server)) == [before]  # the live queue answers from memory
+                shown = run(server, "vipu", "show", "job", str(before))
+                assert shown.returncode == 0 and "JobState=PENDING" in shown.stdout, shown.stderr
+                started = time.monotonic()
+                history = run(server, "vipu", "history")  # on disk only: says so, in time
+                assert history.returncode == 5 and "the live queue still answers" in history.stderr, history.stderr
+                assert time.monotonic() - started < TIMEOUT_S + MARGIN_S + 1  # (+1: the CLI's own start)
                 sh("fsfreeze", "-u", str(folder))
                 assert wait_for(lambda: health(channel) == health_pb2.HealthCheckResponse.SERVING, 30)
                 assert writable_metric(server) == 1
@@ -128,10 +137,12 @@ def test_a_frozen_disk_answers_in_time_and_the_store_holds_what_callers_were_tol
             sh("fsfreeze", "-u", str(folder))
             assert server.proc.wait(timeout=30) == 5
             assert stopped < TIMEOUT_S + 10
-            server.start()  # nothing a caller was told was made is lost
-            with grpc.insecure_channel(server.address) as channel:
-                listed = job_pb2_grpc.JobServiceStub(channel).ListJobs(j.ListJobsRequest(), timeout=10).jobs
-            assert [x.id for x in listed] == [before, before + 1, after]
+            db = sqlite3.connect(folder / "state" / "vipu.sqlite3")  # nothing a caller was told was made is lost
+            try:
+                stored = db.execute("SELECT CAST(name AS INTEGER) FROM records WHERE kind = 'job' ORDER BY 1")
+                assert [i for (i,) in stored] == [before, before + 1, after]
+            finally:
+                db.close()
         finally:
             sh("fsfreeze", "-u", str(folder))
             server.kill(signal.SIGKILL)
