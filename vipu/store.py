@@ -44,13 +44,13 @@ from typing import Callable, Iterable
 from pydantic import BaseModel
 
 from vipu.errors import Unavailable
+from vipu.store_copy import StoredCopy
 from vipu.store_damage import Damaged, DamagedRecords, record_problem
 from vipu.store_drops import Dropped, Drops
 from vipu.store_generation import Generation, LostLog
 from vipu.store_history import HISTORY_KIND, MAX_ROWS_PER_STATEMENT, HistoryReads, history_row
-from vipu.store_rebuild import bad_history_rows, damaged_tables, quarantine_history_rows
+from vipu.store_repairs import Repairs
 from vipu.store_schema import MissingTables, make_tables, migrate, missing_tables
-from vipu.store_copy import StoredCopy
 from vipu.store_stalls import Stalls
 from vipu.store_thread import StoreThread
 
@@ -62,7 +62,7 @@ class HistoryUnwritable(Unavailable):
     """A move into the job history failed; nothing of it was written, and the other writes go on."""
 
 
-class Store(Drops, Stalls, HistoryReads):
+class Store(Drops, Stalls, HistoryReads, Repairs):
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
     def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False,
@@ -119,13 +119,12 @@ class Store(Drops, Stalls, HistoryReads):
         self._dropped: list[tuple[int, int]] = []  # (first, last) ranges of dropped writes, oldest first
         self._copy: StoredCopy | None = None  # what the records table holds, from the first load() on
         self._writer = StoreThread("vipu-store-writer")  # the only user of self._db from here on
-        self._reads = StoreThread("vipu-store-reader")  # the history's, on a connection of their own
+        self._reads: StoreThread | None = None  # the history's, on a connection of their own (made by a first read)
         self._reader: sqlite3.Connection | None = None
         self._probing = None  # the probe write queued while the store cannot write (store_drops.py)
         self._checkpointer = threading.Thread(target=self._checkpoints, name="vipu-store-checkpoint", daemon=True)
         self._checkpointer.start()
         threading.Thread(target=self._watch, name="vipu-store-watch", daemon=True).start()  # store_stalls.py
-
 
     @contextmanager
     def batch(self):
@@ -215,12 +214,16 @@ class Store(Drops, Stalls, HistoryReads):
                 self._settle.wait(left)
             if self._written >= upto or self._failed:
                 self._verdict(own)  # written, or dropped, or in a stuck transaction
-                if self._written >= upto:
+                if self._written < upto:
+                    raise Dropped(self._refusal(self._cause), reason="STORE_UNAVAILABLE")
+                if own is None or self._writable or self._failed:
                     return
-                raise Dropped(self._refusal(self._cause), reason="STORE_UNAVAILABLE")
-            late = self._timed_out(own, wait)
-        self._health(False)  # a write has taken longer than the timeout: a stalled disk
-        raise late
+                late = None  # the caller's own write worked: the store writes again
+            else:
+                late = self._timed_out(own, wait)
+        self._health(late is None)  # (timed out: a stalled disk)
+        if late is not None:
+            raise late
 
     def _write_queued(self) -> None:
         """On the writing thread: everything queued, in one transaction."""
@@ -305,18 +308,6 @@ class Store(Drops, Stalls, HistoryReads):
         self._db.executemany(f"DELETE FROM records WHERE kind IN ({marks}) AND name = ?", [n[1:] for n in names])
 
 
-    def damaged_tables(self) -> list[tuple[str, str]]:
-        """(table, what SQLite found) for each history table whose pages do not check out (store_rebuild.py)."""
-        return self._writer.call(lambda: damaged_tables(self._db))
-
-    def bad_history_rows(self, decode: bool) -> list[tuple[int, str]]:
-        """(id, why) of each history row whose record cannot be read (store_rebuild.py)."""
-        return self._writer.call(lambda: bad_history_rows(self._db, decode))
-
-    def quarantine_history(self, rows: list[tuple[int, str]], now: float) -> None:
-        """Move these history rows (id, why) into the quarantine table, as they were."""
-        self._writer.call(lambda: quarantine_history_rows(self._db, rows, now))
-
     def load(self, kinds: dict[str, type[BaseModel]], names: bool = False) -> list[tuple]:
         """Every stored record of the given kinds, parsed, as (kind, record), or (kind, name, record) with `names`;
         unknown kinds are left for the part that owns them. DamagedRecords names every record that does not parse
@@ -343,35 +334,6 @@ class Store(Drops, Stalls, HistoryReads):
             rows = self._db.execute("SELECT kind, name, CAST(doc AS BLOB) FROM records").fetchall()
             with self._settle:
                 self._copy = StoredCopy(rows)
-
-    def quarantine(self, damaged: Iterable[Damaged], now: float) -> None:
-        """Move records out of the way into the quarantine table, kept as they were for inspection."""
-        damaged = list(damaged)
-
-        def move() -> None:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for x in damaged:
-                    self._db.execute(
-                        "INSERT INTO quarantine (kind, name, doc, error, moved) SELECT kind, name, doc, ?, ? FROM"
-                        " records WHERE kind = ? AND name = ?", (x.error, now, x.kind, x.name))
-                    self._db.execute("DELETE FROM records WHERE kind = ? AND name = ?", (x.kind, x.name))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            with self._settle:
-                if self._copy is not None:
-                    self._copy.drop((x.kind, x.name) for x in damaged)
-
-        self._writer.call(move)
-
-    def quarantined(self, kinds: Iterable[str]) -> list[tuple[str, str]]:
-        """(name, error) of the records of these kinds in the quarantine table."""
-        kinds = list(kinds)
-        return self._writer.call(lambda: self._db.execute(
-            f"SELECT name, min(error) FROM quarantine WHERE kind IN ({', '.join('?' * len(kinds))}) GROUP BY name",
-            kinds).fetchall())
 
     def get(self, kind: str, name: str, model: type[BaseModel]) -> BaseModel | None:
         key = (kind, name)
@@ -419,8 +381,9 @@ class Store(Drops, Stalls, HistoryReads):
 
         closed = self._writer.finish(last, max(0.0, deadline - time.monotonic()))
         self._checkpointer.join(timeout=max(0.0, deadline - time.monotonic()))
-        self._reads.finish(lambda: self._reader is not None and self._reader.close(),
-                           max(0.0, deadline - time.monotonic()))
+        if self._reads is not None:
+            self._reads.finish(lambda: self._reader is not None and self._reader.close(),
+                               max(0.0, deadline - time.monotonic()))
         return closed
 
 

@@ -16,6 +16,7 @@ from concurrent.futures import TimeoutError as Late
 from typing import Iterable
 
 from vipu.errors import Unavailable
+from vipu.store_thread import StoreThread
 
 HISTORY_KIND = "job_history"  # records of this kind go to the job_history table, with the columns its reads use
 MAX_ROWS_PER_STATEMENT = 1000  # 3 bound values a row, well under SQLite's 32,766 variables per statement
@@ -95,6 +96,9 @@ class HistoryReads:
                 self.flush(timeout=wait)  # what was queued before this read is in it
             except Unavailable:
                 pass  # a store that cannot write still answers reads, with what it holds
+        with self._settle:
+            if self._reads is None:
+                self._reads = StoreThread("vipu-store-reader")
         stuck = self._reads.busy_for()
         if stuck > wait:  # an earlier read waits for the disk: this one would wait behind it
             raise self._unreadable(stuck)
@@ -106,9 +110,9 @@ class HistoryReads:
             raise self._unreadable(wait) from None
 
     def _unreadable(self, waited: float) -> Unavailable:
-        """A read the disk did not answer: it cannot write either (health says NOT_SERVING until it does)."""
-        self._cause = f"no read of the job history finished in {waited:.3g} s: a stalled disk"
-        self._health(False)
+        """A read the disk did not answer in time. A stalled disk, or a long listing on a busy machine: a write
+        tells them apart (store_stalls.py's watch says NOT_SERVING if it stalls too)."""
+        self._probe_soon()
         return Unavailable(f"the state store {self.path} has not answered a read of the job history in {waited:.3g} s"
                            " (a stalled disk), so this was not done; the live queue still answers (`vipu queue`):"
                            " retry once health says SERVING", reason="STORE_UNAVAILABLE")

@@ -183,12 +183,8 @@ def wait_until(condition) -> bool:
     return True
 
 
-@pytest.mark.parametrize("fails", ["at its end's write", "before it ends"])
-def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_never_runs_again(plane, tmp_path,
-                                                                                           monkeypatch, fails):
-    """Regression: its end was undone with the write that carried it, and the rollback ended the job NODE_FAIL "the
-    controller stopped while it ran" and requeued it: the program that had finished ran again, its output
-    truncated."""
+def running_program(plane, tmp_path):
+    """A running program that ends (exit code 3, a line in tmp_path/runs) once a line is written to the FIFO."""
     go = tmp_path / "go"
     os.mkfifo(go)
     spec = {"ipus": 1, "time_limit": "5m", "workload": {
@@ -196,6 +192,16 @@ def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_neve
         "submit_dir": str(tmp_path)}}
     [job] = submit(plane, json.dumps(spec).encode())
     plane.step()
+    return job, go
+
+
+@pytest.mark.parametrize("fails", ["at its end's write", "before it ends"])
+def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_never_runs_again(plane, tmp_path,
+                                                                                           monkeypatch, fails):
+    """Regression: its end was undone with the write that carried it, and the rollback ended the job NODE_FAIL "the
+    controller stopped while it ran" and requeued it: the program that had finished ran again, its output
+    truncated."""
+    job, go = running_program(plane, tmp_path)
     assert states(plane) == {job: JobState.RUNNING}
     monkeypatch.setattr(plane.store, "_write", disk_full)
     if fails == "before it ends":
@@ -228,13 +234,7 @@ def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_neve
 def test_a_program_that_ends_while_a_write_stalls_keeps_its_real_end(plane, tmp_path, stalls):
     """Regression: on a frozen disk, a program that ended got the thaw's time as its end (walk23c, defect 2)."""
     plane.store.write_timeout_s = 0.5
-    go = tmp_path / "go"
-    os.mkfifo(go)
-    spec = {"ipus": 1, "time_limit": "5m", "workload": {
-        "kind": "command", "script": f"#!/bin/bash\nread x < {go}\necho ran >> {tmp_path}/runs\nexit 3\n",
-        "submit_dir": str(tmp_path)}}
-    [job] = submit(plane, json.dumps(spec).encode())
-    plane.step()
+    job, go = running_program(plane, tmp_path)
     with stalled(plane.store) as inside:
         if stalls == "before it ends":
             with pytest.raises(Unavailable, match="not known until that write ends"):
