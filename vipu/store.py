@@ -20,14 +20,18 @@ History moves: a commit that moves jobs into the job history (scheduler/purge.py
 its own, after everything queued before it, and fails alone (HistoryUnwritable): a damaged page in the history's
 table must not fail the queue's writes grouped with it. The job's runner records (job_kinds) move with it.
 
-Stalls and failures (store_stalls.py): a caller waits at most write_timeout_s for its write (less if its RPC's
-deadline is nearer), then answers UNAVAILABLE: its change was dropped if it was still queued behind the stuck
-write, and is not known until the disk answers if it was in that write. From that moment the store is not
-writable: health says NOT_SERVING, changes are refused before they begin, and the controller's memory is rebuilt
-from the records the last finished write left (store_copy.py: no disk read needed). When the stuck write ends, the
-memory is rebuilt again from what it left, and the log names the jobs it held. Reads of the live queue answer from
-memory throughout; the job history's reads wait at most READ_WAIT_S. on_health hears when writes stop and work
-again; meanwhile a thread of the store's asks for the rollback (on_dropped) and tries a write every second.
+Stalls and failures (store_stalls.py). What is guaranteed:
+- A write a caller was told is stored is in the database: it was committed before the caller was told.
+- A caller waits at most write_timeout_s for its write (less if its RPC's deadline is nearer), then answers
+  UNAVAILABLE. Its change was dropped if it was still queued behind the stuck write: it is undone, never written.
+  It is not known until the disk answers if it was inside the stuck write: the answer says to check first.
+- From that moment the store is not writable: health says NOT_SERVING, changes are refused before they begin, and
+  the controller's memory is rebuilt from the records the last finished write left (store_copy.py: no disk read).
+- When the stuck write ends, the memory is rebuilt again from what it left, and the log names the jobs it held.
+- Reads of the live queue answer from memory throughout; the job history's reads wait at most READ_WAIT_S.
+- close() waits at most write_timeout_s for the disk, and says whether it answered.
+on_health hears when writes stop and work again; meanwhile a thread of the store's asks for the rollback
+(on_dropped) and tries a write every second.
 """
 
 from __future__ import annotations
@@ -161,7 +165,6 @@ class Store(Drops, Stalls, HistoryReads, Repairs):
         elif changes:
             own = self._enqueue(changes)
             self.flush(own, own)
-
 
     def _move(self, changes: dict, pending: dict | None) -> None:
         """A history move, after every write queued before it (this thread's batch so far included), alone."""
@@ -306,7 +309,6 @@ class Store(Drops, Stalls, HistoryReads, Repairs):
         self._db.executemany(f"INSERT OR REPLACE INTO job_history_records (id, kind, doc) SELECT ?, kind, doc FROM"
                              f" records WHERE kind IN ({marks}) AND name = ?", names)
         self._db.executemany(f"DELETE FROM records WHERE kind IN ({marks}) AND name = ?", [n[1:] for n in names])
-
 
     def load(self, kinds: dict[str, type[BaseModel]], names: bool = False) -> list[tuple]:
         """Every stored record of the given kinds, parsed, as (kind, record), or (kind, name, record) with `names`;

@@ -20,27 +20,28 @@ class StoreThread:
     """Runs submitted work in order, one at a time, on a daemon thread (a stuck one must not keep the process)."""
 
     def __init__(self, name: str):
-        self._work: deque[tuple[Callable[[], object], Future]] = deque()
+        self._work: deque[tuple[Callable[[], object], Future, bool]] = deque()
         self._ready = threading.Condition()
         self._closing = False
-        self._busy_since: float | None = None  # time.monotonic() when the work running now began
+        self._busy_since: float | None = None  # time.monotonic() when the timed work running now began
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, work: Callable[[], object]) -> Future:
-        """Queue `work`; its Future holds what it returned or raised. Cancel the Future to skip work not begun."""
+    def submit(self, work: Callable[[], object], timed: bool = True) -> Future:
+        """Queue `work`; its Future holds what it returned or raised. Cancel the Future to skip work not begun.
+        `timed`: busy_for() counts it (untimed work, a start's check of the whole history, may take long)."""
         done: Future = Future()
         with self._ready:
-            self._work.append((work, done))
+            self._work.append((work, done, timed))
             self._ready.notify()
         return done
 
     def call(self, work: Callable[[], object]):
-        """Run `work` on this thread and return what it returns (for the start and the tools: no timeout)."""
-        return self.submit(work).result()
+        """Run `work` on this thread and return what it returns (for the start and the tools: untimed)."""
+        return self.submit(work, timed=False).result()
 
     def busy_for(self) -> float:
-        """How long the work running now has run (0: none runs)."""
+        """How long the timed work running now has run (0: none runs)."""
         since = self._busy_since
         return 0.0 if since is None else time.monotonic() - since
 
@@ -61,10 +62,10 @@ class StoreThread:
                     self._ready.wait()
                 if not self._work:
                     return
-                work, done = self._work.popleft()
+                work, done, timed = self._work.popleft()
             if not done.set_running_or_notify_cancel():
                 continue
-            self._busy_since = time.monotonic()
+            self._busy_since = time.monotonic() if timed else None
             try:
                 done.set_result(work())
             except BaseException as e:  # noqa: BLE001 - handed to whoever waits for it
