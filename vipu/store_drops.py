@@ -30,8 +30,12 @@ class Drops:
 
     def _refusal(self, cause: str) -> str:
         self._cause = cause
-        fix = ("let the other process holding its write lock finish" if "locked" in cause or "busy" in cause else
-               "free space (or fix the disk) where it lives")
+        if "locked" in cause or "busy" in cause:
+            fix = "let the other process holding its write lock finish"
+        elif "stalled" in cause:
+            fix = "let the disk answer again (health says SERVING then)"
+        else:
+            fix = "free space (or fix the disk) where it lives"
         return f"the state store {self.path} could not be written ({cause}), so nothing changed: {fix}, then retry"
 
     def refusal(self) -> str:

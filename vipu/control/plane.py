@@ -101,6 +101,8 @@ class ControlPlane:
             if writable and self.undone_in == self.store.outages:
                 log.warning("the state store %s writes again", self.store.path)
             on_health(writable)
+            if writable:
+                self.changed()  # the loop records the ends that waited for the store, with their real times
 
         self.store.on_health = heard
 
