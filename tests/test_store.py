@@ -10,7 +10,6 @@ from contextlib import contextmanager
 
 import pytest
 
-from vipu.errors import Unavailable
 from vipu.partition.admin_records import User
 from vipu.store import DamagedRecords, Dropped, Store
 from vipu.store_schema import SCHEMA_VERSION, NewerSchema, UnknownSchema
@@ -338,34 +337,3 @@ def test_a_schema_version_below_zero_is_refused_not_migrated(tmp_path):
     assert e.value.found == -1
     with sqlite3.connect(tmp_path / "s.db") as db:
         assert db.execute("SELECT name FROM sqlite_master").fetchall() == []  # nothing created in it
-
-
-def test_a_write_that_waits_past_the_timeout_fails_unavailable_and_health_hears_it(tmp_path):
-    """As with a stalled disk: a transaction is stuck inside its write, and a write queued behind it gives up in
-    time, dropped; once the stuck one ends, the store writes again by itself."""
-    store = Store(tmp_path / "s.db", write_timeout_s=0.2)
-    store.load({"user": User})
-    heard = []
-    store.on_health = heard.append
-    with stalled(store) as inside:
-        with store.batch():
-            store.commit([("user", "a", user("a"))], [])
-        assert inside.wait(10)
-        with pytest.raises(Dropped, match="has not finished a write in 0.2 s .*, so nothing changed: fix the disk"):
-            store.commit([("user", "b", user("b"))], [])  # not in the stuck transaction: never written
-        assert heard == [False] and not store.writable and store.write_failures == 1
-    deadline = time.monotonic() + 10  # the retry thread drops it once the stuck write is done, and writes a probe
-    while heard != [False, True] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert heard == [False, True]
-    assert store.load({"user": User}) == [("user", user("a"))]  # the stuck one ended well: kept
-
-
-def test_a_write_in_the_stuck_transaction_is_not_known_and_the_answer_says_so(tmp_path):
-    store = Store(tmp_path / "s.db", write_timeout_s=0.2)
-    with stalled(store) as inside:
-        with pytest.raises(Unavailable, match="whether this change is stored is not known until that write ends"
-                           r".*check with `vipu queue` or `vipu show job` before retrying") as e:
-            store.commit([("user", "a", user("a"))], [])
-        assert inside.is_set() and not isinstance(e.value, Dropped)
-        assert not store.writable

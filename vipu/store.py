@@ -171,12 +171,13 @@ class Store(Drops, Stalls, HistoryReads, Repairs):
         if pending:
             self._batch.pending = {}
             self._enqueue(pending)
+        deadline = time.monotonic() + self.write_timeout_s  # (the loop holds the state lock meanwhile)
         self.flush()
         rows, gone, history = _split(changes)
         moved = [str(row[0]) for row in history]
         done = self._writer.submit(lambda: self._transaction(rows, gone, history, None, moved))
         try:
-            done.result(timeout=self.write_timeout_s)
+            done.result(timeout=max(0.0, deadline - time.monotonic()))
         except Late:
             if not done.cancel():
                 self._stalled_in(moved)

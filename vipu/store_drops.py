@@ -116,21 +116,15 @@ class Drops:
         finally:
             self._retrying.release()
 
-    def _probe_soon(self) -> bool:
-        """Queue a probe write unless one is queued already; True if this queued it."""
-        with self._settle:
-            if self._probing is not None and not self._probing.done():
-                return False
-            self._probing = self._writer.submit(lambda: self._db.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('write_probe', ?)",
-                (json.dumps(self.write_failures),)))
-            return True
-
     def _probe(self) -> None:
         """A write of a row of its own: does the disk take writes again? (One at a time: a probe queued behind a
         stuck write waits there.)"""
-        if not self._probe_soon():
-            return
+        with self._settle:
+            if self._probing is not None and not self._probing.done():
+                return
+            self._probing = self._writer.submit(lambda: self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('write_probe', ?)",
+                (json.dumps(self.write_failures),)))
         try:
             self._probing.result(timeout=self.write_timeout_s)
         except Exception:  # noqa: BLE001 - a disk error, or still stuck: tried again in a second

@@ -110,9 +110,11 @@ class HistoryReads:
             raise self._unreadable(wait) from None
 
     def _unreadable(self, waited: float) -> Unavailable:
-        """A read the disk did not answer in time. A stalled disk, or a long listing on a busy machine: a write
-        tells them apart (store_stalls.py's watch says NOT_SERVING if it stalls too)."""
-        self._probe_soon()
+        """A read the disk did not answer in time: health says NOT_SERVING at once, and changes are refused. Were it
+        a long listing on a busy machine instead of a stalled disk, the retry thread's first write says SERVING
+        again within a second."""
+        self._cause = f"no read of the job history finished in {waited:.3g} s: a stalled disk"
+        self._health(False)
         return Unavailable(f"the state store {self.path} has not answered a read of the job history in {waited:.3g} s"
                            " (a stalled disk), so this was not done; the live queue still answers (`vipu queue`):"
                            " retry once health says SERVING", reason="STORE_UNAVAILABLE")
