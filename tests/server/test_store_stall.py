@@ -102,11 +102,16 @@ def test_a_frozen_disk_answers_in_time_and_the_store_holds_what_callers_were_tol
                 [before] = jobs.SubmitJob(j.SubmitJobRequest(spec=SPEC), timeout=10).job_ids
                 freeze(folder)
                 started = time.monotonic()
-                with pytest.raises(grpc.RpcError) as stuck:  # its write is the one in the kernel: not known
+                with pytest.raises(grpc.RpcError) as stuck:
                     jobs.SubmitJob(j.SubmitJobRequest(spec=SPEC), timeout=30)
                 assert time.monotonic() - started < TIMEOUT_S + MARGIN_S
                 assert stuck.value.code() == grpc.StatusCode.UNAVAILABLE
-                assert "whether this change is stored is not known until that write ends" in stuck.value.details()
+                # its write is the one in the kernel (not known), or queued behind a checkpoint's (dropped)
+                unknown = "whether this change is stored is not known until that write ends: once health says" \
+                          " SERVING, check with `vipu queue` or `vipu show job` before retrying"
+                dropped = "so nothing changed: fix the disk, then retry"
+                assert unknown in stuck.value.details() or dropped in stuck.value.details(), stuck.value.details()
+                kept = [before + 1] if unknown in stuck.value.details() else []
                 assert health(channel) == health_pb2.HealthCheckResponse.NOT_SERVING
                 assert writable_metric(server) == 0
                 refused = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--wrap", "true")
@@ -124,12 +129,12 @@ def test_a_frozen_disk_answers_in_time_and_the_store_holds_what_callers_were_tol
                 assert wait_for(lambda: health(channel) == health_pb2.HealthCheckResponse.SERVING, 30)
                 assert writable_metric(server) == 1
                 listed = [x.id for x in jobs.ListJobs(j.ListJobsRequest(), timeout=10).jobs]
-                # the write that stalled ended well once thawed: kept, and the log names its job
-                assert listed == [before, before + 1]
-                assert f"the write that stalled has ended: jobs {before + 1}, whose callers were told it was not" \
-                       " known, are stored" in server.stderr_text()
+                assert listed == [before, *kept]  # a dropped change is not there; the one not known ended well
+                if kept:
+                    assert f"the write that stalled has ended: jobs {before + 1}, whose callers were told it was" \
+                           " not known, are stored" in server.stderr_text()
                 [after] = jobs.SubmitJob(j.SubmitJobRequest(spec=SPEC), timeout=10).job_ids
-                assert after == before + 2  # the CLI's refused submit took no id, and writes work again
+                assert after == before + 1 + len(kept)  # the refused submits took no id, and writes work again
                 freeze(folder)
                 started = time.monotonic()
                 server.proc.send_signal(signal.SIGTERM)
@@ -142,7 +147,7 @@ def test_a_frozen_disk_answers_in_time_and_the_store_holds_what_callers_were_tol
             db = sqlite3.connect(folder / "state" / "vipu.sqlite3")  # nothing a caller was told was made is lost
             try:
                 stored = db.execute("SELECT CAST(name AS INTEGER) FROM records WHERE kind = 'job' ORDER BY 1")
-                assert [i for (i,) in stored] == [before, before + 1, after]
+                assert [i for (i,) in stored] == [before, *kept, after]
             finally:
                 db.close()
         finally:
