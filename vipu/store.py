@@ -175,7 +175,7 @@ class Store(Drops, Stalls, HistoryReads, Repairs):
         self.flush()
         rows, gone, history = _split(changes)
         moved = [str(row[0]) for row in history]
-        done = self._writer.submit(lambda: self._transaction(rows, gone, history, None, moved))
+        done = self._writer.submit(lambda: self._transaction(rows, gone, history, None))
         try:
             done.result(timeout=max(0.0, deadline - time.monotonic()))
         except Late:
@@ -241,19 +241,18 @@ class Store(Drops, Stalls, HistoryReads, Repairs):
                 merged.update(changes)
             self._taking = taking = (queued[0][0], queued[-1][0])
             self._taking_jobs = sorted({name for kind, name in merged if kind == "job"}, key=lambda n: (len(n), n))
-        self._transaction(*_split(merged), taking, self._taking_jobs)
+        self._transaction(*_split(merged), taking)
 
-    def _transaction(self, rows: list, gone: list, history: list, taking: tuple[int, int] | None,
-                     jobs: list[str]) -> None:
+    def _transaction(self, rows: list, gone: list, history: list, taking: tuple[int, int] | None) -> None:
         """On the writing thread: write, and settle what it wrote (`taking`: those queued writes; None: a move)."""
         try:
             self._write(rows, gone, history)
         except BaseException as e:  # noqa: BLE001 - a disk error or a bug: either way this write is not stored
-            self._settled(taking, rows, gone, history, jobs, e)
+            self._settled(taking, rows, gone, history, e)
             if taking is None:
                 raise  # a move's caller hears it (HistoryUnwritable)
             return
-        self._settled(taking, rows, gone, history, jobs, None)
+        self._settled(taking, rows, gone, history, None)
 
     def _checkpoints(self) -> None:
         """Every CHECKPOINT_S, if anything was written since the last time, a passive checkpoint (it waits for no

@@ -52,7 +52,7 @@ class Stalls:
         if self._abandoned is None and (moved is not None or self._taking is not None):
             self._abandoned = moved if moved is not None else list(self._taking_jobs)
 
-    def _settled(self, taking: tuple[int, int] | None, rows: list, gone: list, history: list, jobs: list[str],
+    def _settled(self, taking: tuple[int, int] | None, rows: list, gone: list, history: list,
                  error: BaseException | None) -> None:
         """On the writing thread, once a transaction has ended: the queue, the copy and the waiters learn it."""
         with self._settle:
