@@ -4,9 +4,10 @@ Why synchronous=NORMAL is enough: in WAL mode a commit has been written to the W
 returns, so it survives the process being killed with SIGKILL; only a power cut can lose the last commits, and an
 emulator has no power to cut. That keeps a commit in tens of microseconds instead of an fsync's milliseconds.
 
-Group commit: writes are queued in order and written by whichever waiting thread gets to the database first, all
-queued writes in one transaction, so concurrent submissions share a commit. The database therefore always holds a
-prefix of the queue, and flush(upto) returns once everything up to a point is in it.
+Group commit: writes are queued in order and written by a thread of the store's own (store_thread.py), all queued
+writes in one transaction, so concurrent submissions share a commit. The database therefore always holds a prefix of
+the queue, and flush(upto) returns once everything up to a point is in it. Only that thread uses the connection
+that writes; the job history is read on a connection and a thread of its own (store_history.py).
 
 A failed write is never written later (store_drops.py): an error must mean nothing changed.
 
@@ -19,10 +20,18 @@ History moves: a commit that moves jobs into the job history (scheduler/purge.py
 its own, after everything queued before it, and fails alone (HistoryUnwritable): a damaged page in the history's
 table must not fail the queue's writes grouped with it. The job's runner records (job_kinds) move with it.
 
-Stalls and failures: a thread waits at most write_timeout_s for the database (a stalled disk blocks its leader in
-the kernel), then fails with Unavailable instead of hanging its RPC. on_health hears when writes start failing and
-when they work again (health's NOT_SERVING and SERVING); meanwhile a thread of the store's asks for the rollback
-(on_dropped) and tries a write every second: what is queued then, or a probe row.
+Stalls and failures (store_stalls.py). What is guaranteed:
+- A write a caller was told is stored is in the database: it was committed before the caller was told.
+- A caller waits at most write_timeout_s for its write (less if its RPC's deadline is nearer), then answers
+  UNAVAILABLE. Its change was dropped if it was still queued behind the stuck write: it is undone, never written.
+  It is not known until the disk answers if it was inside the stuck write: the answer says to check first.
+- From that moment the store is not writable: health says NOT_SERVING, changes are refused before they begin, and
+  the controller's memory is rebuilt from the records the last finished write left (store_copy.py: no disk read).
+- When the stuck write ends, the memory is rebuilt again from what it left, and the log names the jobs it held.
+- Reads of the live queue answer from memory throughout; the job history's reads wait at most READ_WAIT_S.
+- close() waits at most write_timeout_s for the disk, and says whether it answered.
+on_health hears when writes stop and work again; meanwhile a thread of the store's asks for the rollback
+(on_dropped) and tries a write every second.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
+from concurrent.futures import TimeoutError as Late
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable
@@ -37,13 +48,16 @@ from typing import Callable, Iterable
 from pydantic import BaseModel
 
 from vipu.errors import Unavailable
+from vipu.store_copy import StoredCopy
 from vipu.store_damage import Damaged, DamagedRecords, record_problem
 from vipu.store_drops import Dropped, Drops
 from vipu.store_generation import Generation, LostLog
 from vipu.store_history import HISTORY_KIND, MAX_ROWS_PER_STATEMENT, HistoryReads, history_row
-from vipu.store_rebuild import bad_history_rows, damaged_tables, quarantine_history_rows
+from vipu.store_repairs import Repairs
 from vipu.store_request_keys import RequestKeys
 from vipu.store_schema import MissingTables, make_tables, migrate, missing_tables
+from vipu.store_stalls import Stalls
+from vipu.store_thread import StoreThread
 
 WRITE_TIMEOUT_S = 10.0  # a write waiting longer fails with UNAVAILABLE instead of hanging its RPC
 CHECKPOINT_S = 0.5  # how often the WAL is copied into the database while writes come in
@@ -53,7 +67,7 @@ class HistoryUnwritable(Unavailable):
     """A move into the job history failed; nothing of it was written, and the other writes go on."""
 
 
-class Store(Drops, HistoryReads):
+class Store(Drops, Stalls, HistoryReads, Repairs):
     """Implements the domain's Journal: commit() outside a batch is one transaction, durable when it returns."""
 
     def __init__(self, path: Path, write_timeout_s: float = WRITE_TIMEOUT_S, accept_lost_log: bool = False,
@@ -97,19 +111,26 @@ class Store(Drops, HistoryReads):
         except BaseException:
             self._db.close()
             raise
-        self._lock = threading.Lock()  # the connection; whoever holds it to write is the group's leader
         self._batch = threading.local()  # this thread's open batch: (kind, name) -> doc, or None for a delete
         self._queue_lock = threading.Lock()
-        self._queue: list[dict[tuple[str, str], str | None]] = []  # queued writes, oldest first
+        self._settle = threading.Condition(self._queue_lock)  # told when writes are settled (written or dropped)
+        self._queue: list[tuple[int, dict[tuple[str, str], str | None]]] = []  # (number, write), oldest first
         self._enqueued = 0  # writes ever queued
-        self._written = 0  # of which settled: in the database, or dropped (a prefix)
-        self._taken = 0  # the last write in the transaction being written (a stalled one, if it stalls)
+        self._written = 0  # of which settled: in the database, dropped, or in a stuck transaction (a prefix)
+        self._asked = False  # a write of what is queued is queued on the writing thread
+        self._taking: tuple[int, int] | None = None  # (first, last) write in the transaction being written
+        self._taking_jobs: list[str] = []  # the jobs it changes (said in the log if it stalls)
+        self._abandoned: list[str] | None = None  # its jobs, once a caller stopped waiting for it (store_stalls.py)
         self._failed = False  # a write failed: nothing is written until discard() has dropped the queue
         self._dropped: list[tuple[int, int]] = []  # (first, last) ranges of dropped writes, oldest first
-        self._reading = threading.Lock()  # the history's reads, on a connection of their own (WAL: beside writes)
+        self._copy: StoredCopy | None = None  # what the records table holds, from the first load() on
+        self._writer = StoreThread("vipu-store-writer")  # the only user of self._db from here on
+        self._reads: StoreThread | None = None  # the history's, on a connection of their own (made by a first read)
         self._reader: sqlite3.Connection | None = None
+        self._probing = None  # the probe write queued while the store cannot write (store_drops.py)
         self._checkpointer = threading.Thread(target=self._checkpoints, name="vipu-store-checkpoint", daemon=True)
         self._checkpointer.start()
+        threading.Thread(target=self._watch, name="vipu-store-watch", daemon=True).start()  # store_stalls.py
 
     @contextmanager
     def batch(self):
@@ -153,21 +174,23 @@ class Store(Drops, HistoryReads):
         if pending:
             self._batch.pending = {}
             self._enqueue(pending)
+        deadline = time.monotonic() + self.write_timeout_s  # (the loop holds the state lock meanwhile)
         self.flush()
-        if not self._lock.acquire(timeout=self.write_timeout_s):
-            raise Unavailable(f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s;"
-                              " ended jobs stay in memory until it has")
+        rows, gone, history = _split(changes)
+        moved = [str(row[0]) for row in history]
+        done = self._writer.submit(lambda: self._transaction(rows, gone, history, None))
         try:
-            self._write([(k, n, doc) for (k, n), doc in changes.items() if isinstance(doc, str)],
-                        [key for key, doc in changes.items() if doc is None],
-                        [doc for doc in changes.values() if isinstance(doc, tuple)])
+            done.result(timeout=max(0.0, deadline - time.monotonic()))
+        except Late:
+            if not done.cancel():
+                self._stalled_in(moved)
+            raise Unavailable(f"the state store {self.path} has not finished a write in {self.write_timeout_s:g} s;"
+                              " ended jobs stay in memory until it has", reason="STORE_UNAVAILABLE") from None
         except sqlite3.Error as e:
             raise HistoryUnwritable(
                 f"the job history of {self.path} cannot be written ({e}): ended jobs stay in memory and the queue"
                 " goes on; restart the controller when convenient: its start checks the history and names the fix",
                 reason="STORE_UNAVAILABLE") from e
-        finally:
-            self._lock.release()
 
     @property
     def enqueued(self) -> int:
@@ -175,77 +198,86 @@ class Store(Drops, HistoryReads):
         return self._enqueued
 
     def _enqueue(self, changes: dict[tuple[str, str], str | None]) -> int:
-        with self._queue_lock:
-            self._queue.append(changes)
+        with self._settle:
             self._enqueued += 1
+            self._queue.append((self._enqueued, changes))
+            if not self._asked:
+                self._asked = True
+                self._writer.submit(self._write_queued)
             return self._enqueued
 
     def flush(self, upto: int | None = None, own: int | None = None, timeout: float | None = None) -> None:
-        """Return once the first `upto` queued writes (default: all queued so far) are in the database. The first
-        thread to get the connection writes every queued write, its own and others', in one transaction. `own`: the
+        """Return once the first `upto` queued writes (default: all queued so far) are in the database. `own`: the
         caller's own write; Dropped if it was dropped (it never will be written), Unavailable if that is not known.
         `timeout`: wait less than write_timeout_s (an RPC's caller has a deadline)."""
-        upto = self._enqueued if upto is None else upto
-        if self._written >= upto:
-            self._verdict(own)
-            return
         wait = self.write_timeout_s if timeout is None else max(0.0, min(timeout, self.write_timeout_s))
-        if not self._lock.acquire(timeout=wait):
-            self.write_failures += 1
-            self._health(False)  # a write has taken longer than the timeout: a stalled disk, or a lock held
-            self._timed_out(own, wait)
-        try:
-            if self._written >= upto:
-                self._verdict(own)  # a leader wrote ours while we waited, or it was dropped
-                return
-            if self._failed:
-                raise Dropped(self._refusal(self._cause), reason="STORE_UNAVAILABLE")
-            with self._queue_lock:
-                queued = list(self._queue)
-                last = self._taken = self._enqueued
+        deadline = time.monotonic() + wait
+        with self._settle:
+            upto = self._enqueued if upto is None else upto
+            while self._written < upto and not self._failed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._settle.wait(left)
+            if self._written >= upto or self._failed:
+                self._verdict(own)  # written, or dropped, or in a stuck transaction
+                if self._written < upto:
+                    raise Dropped(self._refusal(self._cause), reason="STORE_UNAVAILABLE")
+                if own is None or self._writable or self._failed:
+                    return
+                late = None  # the caller's own write worked: the store writes again
+            else:
+                late = self._timed_out(own, wait)
+        self._health(late is None)  # (timed out: a stalled disk)
+        if late is not None:
+            raise late
+
+    def _write_queued(self) -> None:
+        """On the writing thread: everything queued, in one transaction."""
+        with self._settle:
+            self._asked = False
+            if self._failed or not self._queue:
+                return  # (failed: nothing is written until discard() has dropped what is queued)
+            queued = list(self._queue)
             merged: dict[tuple[str, str], str | tuple | None] = {}
-            for changes in queued:
+            for _, changes in queued:
                 merged.update(changes)
-            try:
-                self._write([(k, n, doc) for (k, n), doc in merged.items() if isinstance(doc, str)],
-                            [key for key, doc in merged.items() if doc is None],
-                            [doc for doc in merged.values() if isinstance(doc, tuple)])
-            except BaseException as e:
-                self._failed = True  # kept queued, written never: discard() drops them with those queued since
-                self.write_failures += 1
-                self._health(False)
-                if isinstance(e, sqlite3.Error):  # disk full, I/O error: a retry may succeed, so not INTERNAL
-                    raise Dropped(self._refusal(str(e)), reason="STORE_UNAVAILABLE") from e
-                raise
-            with self._queue_lock:
-                del self._queue[:len(queued)]
-            self._written = last
-        finally:
-            self._lock.release()
-        self._health(not self._failed)  # (failed: a waiter timed out, and what it left waits for discard())
+            self._taking = taking = (queued[0][0], queued[-1][0])
+            self._taking_jobs = sorted({name for kind, name in merged if kind == "job"}, key=lambda n: (len(n), n))
+        self._transaction(*_split(merged), taking)
+
+    def _transaction(self, rows: list, gone: list, history: list, taking: tuple[int, int] | None) -> None:
+        """On the writing thread: write, and settle what it wrote (`taking`: those queued writes; None: a move)."""
+        try:
+            self._write(rows, gone, history)
+        except BaseException as e:  # noqa: BLE001 - a disk error or a bug: either way this write is not stored
+            self._settled(taking, rows, gone, history, e)
+            if taking is None:
+                raise  # a move's caller hears it (HistoryUnwritable)
+            return
+        self._settled(taking, rows, gone, history, None)
 
     def _checkpoints(self) -> None:
         """Every CHECKPOINT_S, if anything was written since the last time, a passive checkpoint (it waits for no
-        writer) on a connection of its own."""
+        writer) on a connection of its own; the generation marks around it are the writing thread's."""
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             done = self._written
             while not self._closed.wait(CHECKPOINT_S):
-                if self._written != done:
+                if self._written != done and self._writable:
                     done = self._written
                     try:
-                        with self._lock:
-                            generation = self._generation.ahead(self._db)
+                        generation = self._writer.submit(lambda: self._generation.ahead(self._db)).result(
+                            timeout=self.write_timeout_s)
                         db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                        with self._lock:
-                            self._generation.reached(self._db, generation)
-                    except (sqlite3.Error, OSError):
+                        self._writer.submit(lambda: self._generation.reached(self._db, generation))
+                    except (sqlite3.Error, OSError, Late):
                         pass  # tried again next time; a failing disk shows in the writes' own health
         finally:
             db.close()
 
     def _write(self, rows: list[tuple[str, str, str]], gone: list[tuple[str, str]], history: list[tuple]) -> None:
-        """One transaction (the caller holds the connection)."""
+        """One transaction (on the writing thread)."""
         if not rows and not gone and not history:
             return
         if not gone and not history and len(rows) <= MAX_ROWS_PER_STATEMENT:
@@ -281,33 +313,16 @@ class Store(Drops, HistoryReads):
                              f" records WHERE kind IN ({marks}) AND name = ?", names)
         self._db.executemany(f"DELETE FROM records WHERE kind IN ({marks}) AND name = ?", [n[1:] for n in names])
 
-    def damaged_tables(self) -> list[tuple[str, str]]:
-        """(table, what SQLite found) for each history table whose pages do not check out (store_rebuild.py)."""
-        with self._lock:
-            return damaged_tables(self._db)
-
-    def bad_history_rows(self, decode: bool) -> list[tuple[int, str]]:
-        """(id, why) of each history row whose record cannot be read (store_rebuild.py)."""
-        with self._lock:
-            return bad_history_rows(self._db, decode)
-
-    def quarantine_history(self, rows: list[tuple[int, str]], now: float) -> None:
-        """Move these history rows (id, why) into the quarantine table, as they were."""
-        with self._lock:
-            quarantine_history_rows(self._db, rows, now)
-
     def load(self, kinds: dict[str, type[BaseModel]], names: bool = False) -> list[tuple]:
         """Every stored record of the given kinds, parsed, as (kind, record), or (kind, name, record) with `names`;
         unknown kinds are left for the part that owns them. DamagedRecords names every record that does not parse
-        (none is skipped silently)."""
-        wanted = sorted(kinds)  # others (a job's run records) are never read at start: they grow with the history
-        with self._lock:  # doc as bytes: one record of bytes that are not UTF-8 must not fail the whole read
-            rows = self._db.execute(f"SELECT kind, name, CAST(doc AS BLOB) FROM records WHERE kind IN"
-                                    f" ({', '.join('?' * len(wanted))}) ORDER BY kind, name", wanted).fetchall()
+        (none is skipped silently). Read from the database once, then from its copy (store_copy.py)."""
+        if self._copy is None:
+            self._writer.call(self._read_copy)
+        with self._settle:
+            rows = self._copy.rows(kinds)
         loaded, damaged = [], []
         for kind, name, doc in rows:
-            if kind not in kinds:
-                continue
             record = record_problem(doc, kinds[kind])
             if isinstance(record, str):
                 damaged.append(Damaged(kind, name, record))
@@ -317,27 +332,13 @@ class Store(Drops, HistoryReads):
             raise DamagedRecords(damaged)
         return loaded
 
-    def quarantine(self, damaged: Iterable[Damaged], now: float) -> None:
-        """Move records out of the way into the quarantine table, kept as they were for inspection."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for x in damaged:
-                    self._db.execute(
-                        "INSERT INTO quarantine (kind, name, doc, error, moved) SELECT kind, name, doc, ?, ? FROM"
-                        " records WHERE kind = ? AND name = ?", (x.error, now, x.kind, x.name))
-                    self._db.execute("DELETE FROM records WHERE kind = ? AND name = ?", (x.kind, x.name))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-
-    def quarantined(self, kinds: Iterable[str]) -> list[tuple[str, str]]:
-        """(name, error) of the records of these kinds in the quarantine table."""
-        kinds = list(kinds)
-        with self._lock:
-            return self._db.execute(f"SELECT name, min(error) FROM quarantine WHERE kind IN"
-                                    f" ({', '.join('?' * len(kinds))}) GROUP BY name", kinds).fetchall()
+    def _read_copy(self) -> None:
+        """On the writing thread: the records table, copied (doc as bytes: one record of bytes that are not UTF-8
+        must not fail the whole read)."""
+        if self._copy is None:
+            rows = self._db.execute("SELECT kind, name, CAST(doc AS BLOB) FROM records").fetchall()
+            with self._settle:
+                self._copy = StoredCopy(rows)
 
     def get(self, kind: str, name: str, model: type[BaseModel]) -> BaseModel | None:
         key = (kind, name)
@@ -345,35 +346,54 @@ class Store(Drops, HistoryReads):
         if key in pending:  # this thread's own batch
             doc = pending[key]
             return model.model_validate_json(doc) if doc is not None else None
-        self.flush()  # what other threads queued: only what is stored may be read back
-        with self._lock:
-            row = self._db.execute("SELECT doc FROM records WHERE kind = ? AND name = ?", (kind, name)).fetchone()
-        if row is None and kind in self.job_kinds and name.isdigit():  # the job moved to the history
-            row = next(iter(self._read("SELECT doc FROM job_history_records WHERE id = ? AND kind = ?",
-                                       [int(name), kind], flush=False)), None)
-        return model.model_validate_json(row[0]) if row else None
+        if self._writable:
+            try:
+                self.flush()  # what other threads queued: only what is stored may be read back
+            except Unavailable:
+                pass  # a store that cannot write still answers reads, with what it holds
+        if self._copy is None:
+            self._writer.call(self._read_copy)
+        with self._settle:
+            doc = self._copy.get(kind, name)
+        if doc is None and kind in self.job_kinds and name.isdigit():  # the job moved to the history
+            doc = next(iter(self._read("SELECT doc FROM job_history_records WHERE id = ? AND kind = ?",
+                                       [int(name), kind], flush=False)), (None,))[0]
+        return model.model_validate_json(doc) if doc is not None else None
 
     def get_meta(self, key: str) -> object | None:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self._writer.call(lambda: self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone())
         return json.loads(row[0]) if row else None
 
     def set_meta(self, key: str, value: object) -> None:
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+        self._writer.call(lambda: self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                                                   (key, json.dumps(value))))
 
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Write what is queued and close. Waits at most write_timeout_s for the disk: False if it did not answer
+        (a stalled disk), the writing thread then left stuck in the kernel. Either way every write a caller was
+        told is stored was stored before it was told."""
         self._closed.set()
+        deadline = time.monotonic() + self.write_timeout_s
         try:
             if not self._failed:
                 self.flush()  # what failed is never written, also not at the end
         except Unavailable:
             pass  # refused to its callers already, or (a timeout) told them it is not known
-        finally:
-            self._checkpointer.join(timeout=self.write_timeout_s)
-            with self._lock:
-                self._db.close()  # the last connection: SQLite checkpoints the rest of the WAL
-            with self._reading:
-                if self._reader is not None:
-                    self._reader.close()
+
+        def last() -> None:
+            self._db.close()  # the last connection: SQLite checkpoints the rest of the WAL
             self._generation.closed()
+
+        closed = self._writer.finish(last, max(0.0, deadline - time.monotonic()))
+        self._checkpointer.join(timeout=max(0.0, deadline - time.monotonic()))
+        if self._reads is not None:
+            self._reads.finish(lambda: self._reader is not None and self._reader.close(),
+                               max(0.0, deadline - time.monotonic()))
+        return closed
+
+
+def _split(changes: dict) -> tuple[list, list, list]:
+    """A write's (kind, name) -> change as the rows to put, the keys to delete and the history rows to add."""
+    return ([(k, n, doc) for (k, n), doc in changes.items() if isinstance(doc, str)],
+            [key for key, doc in changes.items() if doc is None],
+            [doc for doc in changes.values() if isinstance(doc, tuple)])

@@ -7,14 +7,13 @@ as told, with a new request id (the CLI makes one per run), had it twice.
 
 Why everything queued after it goes too: those writes were made on top of it in memory (a job's cancel after its
 submit). Until discard() has dropped them, under the controller's state lock, nothing is written. A waiter learns
-whether its own write was dropped (Dropped), or, waiting past the timeout for a leader stuck in the kernel, whether
-its write is in that stuck transaction (then it is not known yet) or not (then it is dropped).
+whether its own write was dropped (Dropped), or, waiting past the timeout for a write stuck in the kernel, whether
+its write is in that stuck transaction (then it is not known yet) or not (then it is dropped): store_stalls.py.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 
 from vipu.errors import Unavailable
@@ -31,8 +30,12 @@ class Drops:
 
     def _refusal(self, cause: str) -> str:
         self._cause = cause
-        fix = ("let the other process holding its write lock finish" if "locked" in cause or "busy" in cause else
-               "free space (or fix the disk) where it lives")
+        if "locked" in cause or "busy" in cause:
+            fix = "let the other process holding its write lock finish"
+        elif "stalled" in cause:
+            fix = "let the disk answer again (health says SERVING then)"
+        else:
+            fix = "free space (or fix the disk) where it lives"
         return f"the state store {self.path} could not be written ({cause}), so nothing changed: {fix}, then retry"
 
     def refusal(self) -> str:
@@ -40,41 +43,28 @@ class Drops:
         return self._refusal(self._cause).replace("could not be written", "cannot be written just now", 1)
 
     def _verdict(self, own: int | None) -> None:
-        """Dropped if the write `own` was dropped."""
-        if own is not None and any(first <= own <= last for first, last in self._dropped):
+        """Dropped if the write `own` was dropped; Unavailable if it is in a transaction that stalled (the caller
+        holds self._settle)."""
+        if own is None:
+            return
+        if any(first <= own <= last for first, last in self._dropped):
             raise Dropped(self._refusal(self._cause), reason="STORE_UNAVAILABLE")
-
-    def _timed_out(self, own: int | None, waited: float) -> None:
-        """Waited past the timeout for a leader stuck in a write. A write not in its transaction is dropped (never
-        written later); one in it is stored if that transaction ends well: the answer says which."""
-        self._cause = f"no write finished in {waited:.3g} s: a stalled disk, or a lock held"
-        if own is not None and own > self._taken:
-            self._failed = True  # what is queued is dropped by the next discard(), ours with it
-            raise Dropped(
-                f"the state store {self.path} has not finished a write in {waited:.3g} s (a stalled disk, or another"
-                " process holding its lock), so nothing changed: fix the disk, then retry", reason="STORE_UNAVAILABLE")
-        raise Unavailable(
-            f"the state store {self.path} has not finished a write in {waited:.3g} s (a stalled disk, or another"
-            " process holding its lock); whether this change is stored is not known until that write ends: once"
-            " health says SERVING, check (e.g. `vipu queue`) before retrying", reason="STORE_UNAVAILABLE")
+        taking = self._taking
+        if taking is not None and taking[0] <= own <= taking[1] and (self._failed or self._written >= own):
+            raise self._stuck_answer(own, self.write_timeout_s)
 
     def discard(self) -> bool:
         """Drop every queued write after a failed one (they are never written); True if there were any. The caller
-        holds the controller's state lock, so nothing is queued meanwhile, and then undoes them in memory."""
-        if not self._lock.acquire(timeout=min(1.0, self.write_timeout_s)):
-            return False  # a leader is stuck in a write: the retry thread tries again (on_dropped)
-        try:
-            return self._discard()
-        finally:
-            self._lock.release()
-
-    def _discard(self) -> bool:
-        with self._queue_lock:
+        holds the controller's state lock, so nothing is queued meanwhile, and then undoes them in memory. A
+        transaction still in the kernel is left to end (store_stalls.py): what it holds is not known yet."""
+        with self._settle:
             if not self._failed:
                 return False
-            if self._enqueued > self._written:
-                self._dropped = [*self._dropped[-99:], (self._written + 1, self._enqueued)]
+            first = max(self._written, self._taking[1] if self._taking is not None else 0) + 1
+            if self._enqueued >= first:
+                self._dropped = [*self._dropped[-99:], (first, self._enqueued)]
             self._queue, self._written, self._failed = [], self._enqueued, False
+            self._settle.notify_all()
             return True
 
     @property
@@ -113,8 +103,12 @@ class Drops:
                 try:
                     if self._failed:
                         self.on_dropped()  # undone first: a failed write is never tried again
+                    if self._writer.busy_for() > RETRY_S:
+                        continue  # still stuck in the kernel: a write queued now waits behind it
                     if self._enqueued > self._written:
-                        self.flush()  # written since (the rollback's own records); success says SERVING
+                        self.flush()  # written since (the rollback's own records)
+                        if not self._failed:
+                            self._health(True)
                     else:
                         self._probe()
                 except Unavailable:
@@ -123,15 +117,17 @@ class Drops:
             self._retrying.release()
 
     def _probe(self) -> None:
-        """A write of a row of its own: does the disk take writes again?"""
-        if not self._lock.acquire(timeout=self.write_timeout_s):
-            return
+        """A write of a row of its own: does the disk take writes again? (One at a time: a probe queued behind a
+        stuck write waits there.)"""
+        with self._settle:
+            if self._probing is not None and not self._probing.done():
+                return
+            self._probing = self._writer.submit(lambda: self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('write_probe', ?)",
+                (json.dumps(self.write_failures),)))
         try:
-            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('write_probe', ?)",
-                             (json.dumps(self.write_failures),))
-        except sqlite3.Error:
+            self._probing.result(timeout=self.write_timeout_s)
+        except Exception:  # noqa: BLE001 - a disk error, or still stuck: tried again in a second
             return
-        finally:
-            self._lock.release()
-        self._health(True)
-
+        if not self._failed:
+            self._health(True)

@@ -3,17 +3,25 @@ look for ids in no table), part of the Store.
 
 Why a connection of their own: a listing over hundreds of thousands of stored jobs must hold up no write; in WAL
 mode a reader runs beside the writer. A damaged history page fails the read with UNAVAILABLE, not the queue.
+
+Why a thread of their own (store_thread.py): on a stalled disk a read blocks in the kernel too (it writes its read
+mark into the -shm file). The caller waits at most READ_WAIT_S and answers UNAVAILABLE, saying the live queue still
+answers; while that read is stuck, the next ones answer so at once. The history is not answered from memory: most
+of it is only on disk, and a listing that left it out without a word would be wrong.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from concurrent.futures import TimeoutError as Late
 from typing import Iterable
 
 from vipu.errors import Unavailable
+from vipu.store_thread import StoreThread
 
 HISTORY_KIND = "job_history"  # records of this kind go to the job_history table, with the columns its reads use
 MAX_ROWS_PER_STATEMENT = 1000  # 3 bound values a row, well under SQLite's 32,766 variables per statement
+READ_WAIT_S = 5.0  # a history read waits this long for the disk (write_timeout_s if less), then answers UNAVAILABLE
 
 
 class HistoryReads:
@@ -58,7 +66,7 @@ class HistoryReads:
             return []
         queued: dict[int, str] = {}
         with self._queue_lock:
-            for changes in [*self._queue, getattr(self._batch, "pending", None) or {}]:
+            for changes in [*(c for _, c in self._queue), getattr(self._batch, "pending", None) or {}]:
                 for (kind, _), row in changes.items():
                     if kind == HISTORY_KIND and isinstance(row, tuple) and (row[1], row[5]) == (user, request_id):
                         queued[row[0]] = row[6]
@@ -83,15 +91,17 @@ class HistoryReads:
     def name_lost_jobs(self, ids: list[int], error: str, now: float) -> None:
         """List these job ids in the quarantine table as lost (`error` says how), with no record: a start's, before
         anything else writes."""
-        with self._lock:
+        def insert() -> None:
             self._db.execute("BEGIN IMMEDIATE")  # one transaction: a lost history may be thousands of ids
             try:
-                self._db.executemany("INSERT INTO quarantine (kind, name, doc, error, moved) VALUES ('job', ?, '', ?,"
-                                     " ?)", [(str(i), error, now) for i in ids])
+                self._db.executemany("INSERT INTO quarantine (kind, name, doc, error, moved) VALUES ('job', ?, '',"
+                                     " ?, ?)", [(str(i), error, now) for i in ids])
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+        self._writer.call(insert)  # (only the writing thread uses that connection: store_thread.py)
 
     def _texts(self, rows: list[tuple[int, bytes]]) -> list[tuple[int, str]]:
         """(id, record) from (id, its bytes). Why bytes: SQLite's own decoding fails the whole read on one record
@@ -107,20 +117,44 @@ class HistoryReads:
         return out
 
     def _read(self, sql: str, args: list, flush: bool = True) -> list:
-        try:
-            if flush:
-                self.flush()  # what was queued before this read is in it
-        except Unavailable:
-            pass  # a store that cannot write still answers reads, with what it holds
-        with self._reading:
-            if self._reader is None:
-                self._reader = sqlite3.connect(self.path, check_same_thread=False)
+        wait = min(self.write_timeout_s, READ_WAIT_S)
+        if flush and self._writable:
             try:
-                return self._reader.execute(sql, args).fetchall()
-            except sqlite3.DatabaseError as e:  # a damaged history page: the live queue still answers
-                raise Unavailable(f"the job history of {self.path} cannot be read ({e}); restart the controller:"
-                                  " its start checks the history and names the fix", reason="STORE_UNAVAILABLE") \
-                    from e
+                self.flush(timeout=wait)  # what was queued before this read is in it
+            except Unavailable:
+                pass  # a store that cannot write still answers reads, with what it holds
+        with self._settle:
+            if self._reads is None:
+                self._reads = StoreThread("vipu-store-reader")
+        stuck = self._reads.busy_for()
+        if stuck > wait:  # an earlier read waits for the disk: this one would wait behind it
+            raise self._unreadable(stuck)
+        done = self._reads.submit(lambda: self._execute(sql, args))
+        try:
+            return done.result(timeout=wait)
+        except Late:
+            done.cancel()
+            raise self._unreadable(wait) from None
+
+    def _unreadable(self, waited: float) -> Unavailable:
+        """A read the disk did not answer in time: health says NOT_SERVING at once, and changes are refused. Were it
+        a long listing on a busy machine instead of a stalled disk, the retry thread's first write says SERVING
+        again within a second."""
+        self._cause = f"no read of the job history finished in {waited:.3g} s: a stalled disk"
+        self._health(False)
+        return Unavailable(f"the state store {self.path} has not answered a read of the job history in {waited:.3g} s"
+                           " (a stalled disk), so this was not done; the live queue still answers (`vipu queue`):"
+                           " retry once health says SERVING", reason="STORE_UNAVAILABLE")
+
+    def _execute(self, sql: str, args: list) -> list:
+        """On the reading thread."""
+        if self._reader is None:
+            self._reader = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            return self._reader.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as e:  # a damaged history page: the live queue still answers
+            raise Unavailable(f"the job history of {self.path} cannot be read ({e}); restart the controller: its"
+                              " start checks the history and names the fix", reason="STORE_UNAVAILABLE") from e
 
 
 def history_row(job) -> tuple:

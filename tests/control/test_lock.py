@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.test_store import user
+from tests.test_store import stalled, user
 from vipu.control import lock
 from vipu.control.callers import Call, serving
 from vipu.control.lock import StateLock
@@ -26,8 +26,10 @@ def test_a_change_behind_a_stalled_write_is_refused_in_time_saying_nothing_chang
     store = Store(tmp_path / "s.db", write_timeout_s=60)
     store.on_dropped = lambda: None
     state = StateLock(store)
-    store._lock.acquire()  # a leader stuck in the kernel
-    try:
+    with stalled(store) as inside:
+        with store.batch():
+            store.commit([("user", "stuck", user("stuck"))], [])
+        assert inside.wait(10)  # a transaction stuck in the kernel
         started = time.monotonic()
         with serving(Call("r", "m", "u", answer_by=started + lock.ANSWER_MARGIN_S + 0.2)):
             # the wait is what the caller's deadline left: 0.2 s, a little less on a loaded machine
@@ -37,5 +39,3 @@ def test_a_change_behind_a_stalled_write_is_refused_in_time_saying_nothing_chang
                     store.commit([("user", "a", user("a"))], [])
         assert time.monotonic() - started < 30  # the caller's deadline, not the store's 60 s
         assert not store.writable
-    finally:
-        store._lock.release()

@@ -18,7 +18,7 @@ from vipu.errors import Unavailable
 from vipu.scheduler.job_filter import NO_FILTER
 from vipu.scheduler.job_states import JobState
 from vipu.store import Dropped
-from tests.test_store import fill, free
+from tests.test_store import fill, free, stalled
 
 HELD = b'{"ipus": 1, "time_limit": "10m", "hold": true}'
 SLEEP = b'{"ipus": 1, "time_limit": "10m", "workload": {"kind": "sleep", "duration": "5m"}}'
@@ -146,7 +146,8 @@ def test_programs_launched_for_starts_not_written_are_stopped(plane, tmp_path):
 def test_a_read_that_waited_for_a_write_that_failed_shows_the_state_without_it(plane, monkeypatch):
     """A read copies the state, then waits until what it copied is durable: if that write fails, it copies again."""
     submit(plane)
-    plane.store._lock.acquire()  # the store's connection busy: writes and the read's wait queue up behind it
+    go = threading.Event()
+    plane.store._writer.submit(go.wait)  # the writing thread busy: writes and the read's wait queue up behind it
     try:
         refused: list = []
         writer = threading.Thread(target=lambda: refused.append(pytest.raises(Dropped, submit, plane)), daemon=True)
@@ -166,7 +167,7 @@ def test_a_read_that_waited_for_a_write_that_failed_shows_the_state_without_it(p
         assert copied.wait(WAIT_S)
         monkeypatch.setattr(plane.store, "_write", disk_full)
     finally:
-        plane.store._lock.release()
+        go.set()
     writer.join(WAIT_S)
     reader.join(WAIT_S)
     assert len(refused) == 1 and [sorted(r.queue.table.jobs) for r in reads] == [[1]]
@@ -182,12 +183,8 @@ def wait_until(condition) -> bool:
     return True
 
 
-@pytest.mark.parametrize("fails", ["at its end's write", "before it ends"])
-def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_never_runs_again(plane, tmp_path,
-                                                                                           monkeypatch, fails):
-    """Regression: its end was undone with the write that carried it, and the rollback ended the job NODE_FAIL "the
-    controller stopped while it ran" and requeued it: the program that had finished ran again, its output
-    truncated."""
+def running_program(plane, tmp_path):
+    """A running program that ends (exit code 3, a line in tmp_path/runs) once a line is written to the FIFO."""
     go = tmp_path / "go"
     os.mkfifo(go)
     spec = {"ipus": 1, "time_limit": "5m", "workload": {
@@ -195,6 +192,16 @@ def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_neve
         "submit_dir": str(tmp_path)}}
     [job] = submit(plane, json.dumps(spec).encode())
     plane.step()
+    return job, go
+
+
+@pytest.mark.parametrize("fails", ["at its end's write", "before it ends"])
+def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_never_runs_again(plane, tmp_path,
+                                                                                           monkeypatch, fails):
+    """Regression: its end was undone with the write that carried it, and the rollback ended the job NODE_FAIL "the
+    controller stopped while it ran" and requeued it: the program that had finished ran again, its output
+    truncated."""
+    job, go = running_program(plane, tmp_path)
     assert states(plane) == {job: JobState.RUNNING}
     monkeypatch.setattr(plane.store, "_write", disk_full)
     if fails == "before it ends":
@@ -219,6 +226,39 @@ def test_a_program_that_ends_while_the_store_cannot_write_keeps_its_end_and_neve
     try:
         stored = again.scheduler.table.jobs[job]
         assert (stored.state, stored.exit_code, stored.end_time) == (JobState.FAILED, 3, ended.end_time)
+    finally:
+        again.store.close()
+
+
+@pytest.mark.parametrize("stalls", ["in its end's write", "before it ends"])
+def test_a_program_that_ends_while_a_write_stalls_keeps_its_real_end(plane, tmp_path, stalls):
+    """Regression: on a frozen disk, a program that ended got the thaw's time as its end (walk23c, defect 2)."""
+    plane.store.write_timeout_s = 0.5
+    job, go = running_program(plane, tmp_path)
+    with stalled(plane.store) as inside:
+        if stalls == "before it ends":
+            with pytest.raises(Unavailable, match="not known until that write ends"):
+                submit(plane)  # its write is the one stuck in the kernel
+            assert not plane.store_writes().writable
+        with open(go, "w") as f:  # (opens once the program reads: it runs)
+            f.write("go\n")
+        assert plane.runners["command"].runs[job].finished.wait(WAIT_S)
+        assert inside.wait(WAIT_S) and wait_until(lambda: not plane.store_writes().writable)
+        assert wait_until(lambda: states(plane).get(job) is JobState.RUNNING)  # its end waits for the store
+        thawed = plane.now()
+    serving = threading.Event()
+    plane.watch_store(lambda writable: writable and serving.set())
+    assert serving.wait(WAIT_S)
+    plane.step()
+    ended = plane.scheduler.table.jobs[job]
+    assert (ended.state, ended.exit_code, ended.requeue_count) == (JobState.FAILED, 3, 0)
+    assert ended.end_time < thawed  # its real end, not the thaw's
+    assert (tmp_path / "runs").read_text() == "ran\n"  # once
+    kept = {job: JobState.FAILED, **({job + 1: JobState.PENDING} if stalls == "before it ends" else {})}
+    again = restarted(plane, tmp_path)
+    try:
+        assert {i: x.state for i, x in again.scheduler.table.jobs.items()} == kept  # the stalled submit ended well
+        assert again.scheduler.table.jobs[job].end_time == ended.end_time
     finally:
         again.store.close()
 

@@ -101,6 +101,8 @@ class ControlPlane:
             if writable and self.undone_in == self.store.outages:
                 log.warning("the state store %s writes again", self.store.path)
             on_health(writable)
+            if writable:
+                self.changed()  # the loop records the ends that waited for the store, with their real times
 
         self.store.on_health = heard
 
@@ -302,9 +304,9 @@ class ControlPlane:
         """End every process of a local Ray this controller started, at once (a stop that cannot wait)."""
         self.machines.kill_local_ray()
 
-    def close(self) -> None:
-        """The store, last: everything committed is durable."""
-        self.store.close()
+    def close(self) -> bool:
+        """The store, last: everything committed is durable. False if its disk did not answer (store.close)."""
+        return self.store.close()
 
     def step(self) -> None:
         """One step of the loop, now: what the loop's thread does when woken (tests without the thread call it)."""

@@ -3,6 +3,8 @@
 Why rebuild instead of undoing change by change: a change reaches many places (the queue's indexes, the Pod's
 partitions, request ids, the driver's timers), and the start already builds all of them from the records
 (startup.py). Built the same way, the memory after a rollback is what a restart would find, without the restart.
+The records come from the store's copy of what the database holds (store_copy.py): on a stalled disk a read of
+the database blocks too.
 
 What runs goes on: a job the database holds as running whose run goes on here keeps it; so does one whose run
 ended by itself (a program exited) and whose end was not written: its end is recorded once the store writes

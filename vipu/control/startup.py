@@ -34,7 +34,7 @@ from vipu.scheduler.job_record import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
-from vipu.store import Damaged, DamagedRecords, Store
+from vipu.store import WRITE_TIMEOUT_S, Damaged, DamagedRecords, Store
 from vipu.store_generation import EmptiedDatabase, Generation, LostLog
 from vipu.store_rebuild import LOST, Unrebuildable, rebuild_history
 from vipu.store_schema import SCHEMA_VERSION, MissingTables, NewerSchema, UnknownSchema
@@ -53,7 +53,8 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
                modelled_time_scale: float = 1.0, quarantine: bool = False, secure: bool = False,
                open_to_all: bool = False, state_id: str | None = None, accept_empty: bool = False,
                accept_lost_log: bool = False, output_dirs: tuple[Path, ...] = (),
-               trust_users: bool = False, admin_key: bool = False) -> ControlPlane:
+               trust_users: bool = False, admin_key: bool = False,
+               write_timeout_s: float = WRITE_TIMEOUT_S) -> ControlPlane:
     """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it.
     `quarantine`: move records that do not load into the database's quarantine table instead of refusing to
     start. `secure`: the controller checks access keys; a state once served so is refused without it unless
@@ -68,6 +69,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     refuse_missing_database(state_dir, accept_empty or accept_lost_log)
     path = Path(state_dir) / DATABASE
     store, stored = _open_store(path, accept_lost_log, accept_empty)
+    store.write_timeout_s = write_timeout_s
     if store.lost_log is not None:
         log.warning("--accept-lost-log: serving %s at generation %d, though the last controller reached generation"
                     " %d and its -wal file is gone: jobs submitted or changed since its last checkpoint may be lost,"

@@ -199,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.kill_wait <= 3600:
         print(f"vipu-server: error: --kill-wait is {args.kill_wait:g}; give 0 to 3600 seconds", file=sys.stderr)
         return BAD_INPUT
+    if not 0.1 <= args.write_timeout <= 3600:
+        print(f"vipu-server: error: --write-timeout is {args.write_timeout:g}; give 0.1 to 3600 seconds",
+              file=sys.stderr)
+        return BAD_INPUT
     if not (0 < args.modelled_time_scale <= MAX_TIME_SCALE):  # also refuses nan
         print(f"vipu-server: error: --modelled-time-scale is {args.modelled_time_scale:g}; give a factor above 0 and"
               f" at most {MAX_TIME_SCALE:g} (1: modelled jobs take as long as on the real Pod)", file=sys.stderr)
@@ -264,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
                                open_to_all=args.insecure_ignore_access_keys,
                                state_id=state_id.strip() if state_id else None, accept_empty=args.accept_empty_state,
                                accept_lost_log=args.accept_lost_log, output_dirs=tuple(args.output_dir),
-                               trust_users=args.trust_users, admin_key=admin_key)
+                               trust_users=args.trust_users, admin_key=admin_key,
+                               write_timeout_s=args.write_timeout)
         except BaseException:
             withdraw(lock)
             raise
@@ -363,7 +368,14 @@ def main(argv: list[str] | None = None) -> int:
     closing = threading.Thread(target=plane.stop_machines, daemon=True)
     closing.start()
     closing.join(timeout=10)
-    plane.close()
+    if not plane.close():
+        # a thread stuck in the kernel would keep the interpreter's exit waiting until the disk answers
+        print(f"vipu-server: the state store's disk did not answer in {args.write_timeout:g} s (a stalled"
+              " disk); stopping without waiting for it: every change a caller was told was made is stored, and"
+              " the write still in the kernel ends when the disk answers", file=sys.stderr, flush=True)
+        plane.kill_local_ray()
+        log_format.stop()
+        os._exit(EXIT_CODES[grpc.StatusCode.UNAVAILABLE])
     if closing.is_alive():
         # the interpreter's exit would wait on, or abort in, Ray's threads: end what this process started and leave
         print("vipu-server: stopping the machines and Ray took over 10 s; ending Ray's processes", file=sys.stderr,

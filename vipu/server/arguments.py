@@ -10,6 +10,7 @@ import platformdirs
 
 from vipu import __version__
 from vipu.hardware.pod_files import PRESETS
+from vipu.control.startup import WRITE_TIMEOUT_S
 from vipu.server import log_format
 from vipu.server.device_server import DEFAULT_DEVICE_THREADS
 from vipu.workers.fleet import WATCH_S
@@ -92,6 +93,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kill-wait", type=float, default=30.0, metavar="SECONDS",
                         help="Slurm's KillWait: a program that a cancel or its time limit stops gets SIGTERM, and"
                              " SIGKILL this long after (default 30; 0 to 3600)")
+    parser.add_argument("--write-timeout", type=float, default=WRITE_TIMEOUT_S, metavar="SECONDS",
+                        help=f"a change waits this long for the state store's disk (default {WRITE_TIMEOUT_S:g}; 0.1"
+                             " to 3600), then answers UNAVAILABLE and health says NOT_SERVING until the disk"
+                             " answers; a stop waits as long for it")
     parser.add_argument("--modelled-time-scale", type=float, default=1.0, metavar="X",
                         help="a modelled training job (execute: false) holds its partition for steps x the"
                              " planner's predicted step time x X (default 1: as long as the real Pod would; e.g."
