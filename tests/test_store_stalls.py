@@ -67,14 +67,14 @@ def test_a_history_read_the_disk_does_not_answer_fails_in_time_and_the_next_at_o
     store = Store(tmp_path / "s.db", write_timeout_s=0.2)
     heard = []
     store.on_health = heard.append
-    assert store.history_requests("u", "r") == []  # (the reading thread exists now)
+    assert store.history_count() == 0  # (the reading thread exists now)
     go = threading.Event()
     store._reads.submit(go.wait)  # a read stuck in the kernel
     try:
         started = time.monotonic()
-        with pytest.raises(Unavailable, match=r"has not answered a read of the job history in 0.2 s .*so this was"
+        with pytest.raises(Unavailable, match=r"has not answered a read of the job history in [0-9.]+ s .*so this was"
                                               r" not done; the live queue still answers"):
-            store.history_requests("u", "r")
+            store.history_count()
         assert time.monotonic() - started < 5 and heard == [False] and not store.writable
         started = time.monotonic()
         with pytest.raises(Unavailable, match="has not answered a read"):
