@@ -16,9 +16,9 @@ A step:
 1. every instance runs, for each of its replicas, its m micro-batches through its p stages in the layout's schedule
    (vipu/sdk/nn/pipeline.py); each operation is a stage's forward or backward on its t shards (vipu/sdk/nn/mlp.py,
    transformer.py) with Megatron's tensor-parallel allreduces, and ends by sending its boundary activation
-   forward (or gradient back); gradients accumulate per IPU over the micro-batches. Where the layout allows,
-   a stage runs its m micro-batches stacked, each numpy call on all of them, and is timed per micro-batch as the
-   schedule orders them (micro_batches.py);
+   forward (or gradient back); gradients accumulate per IPU over the micro-batches. Where the layout allows
+   (and the IPUs have the SRAM for the stacked exchange buffers), a stage runs its m micro-batches stacked, each
+   numpy call on all of them, and is timed per micro-batch as the schedule orders them (micro_batches.py);
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
 3. every IPU applies the optimiser (vipu/sdk/nn/optimizers.py) to its own buffers and puts them back: all replicas stay identical.
 
@@ -76,7 +76,7 @@ from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs, owned
 from vipu.jobs.train.holdings import Holdings
-from vipu.jobs.train.micro_batches import run_replica
+from vipu.jobs.train.micro_batches import run_replica, stack_fits
 from vipu.jobs.train.pipeline_schedule import timeline
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
@@ -150,6 +150,7 @@ class ParallelTrainer:
             activations = [int(stage_memory(workload, s).activations) for s in range(p)]
             self.fabric.reserve("activations", {self.fabric.ipu(rep, s, k): activations[s] for rep in self.replicas
                                                 for s in range(p) for k in range(t)})
+            self.stack_fits = stack_fits(self.fabric, workload, grads)  # else one by one (micro_batches.py)
         except BaseException:
             self.close()
             raise
@@ -337,10 +338,10 @@ class ParallelTrainer:
         sync_s = sum(t.sync_s for t in timers) + dp_sync
         by_link: dict[str, int] = defaultdict(int)
         by_kind = {TP: 0, PP: 0, DP: 0}
-        for kind, result in self.fabric.log:
+        for kind, result, times in self.fabric.log:
             for link, nbytes in result.bytes_per_link_type.items():
-                by_link[link] += nbytes
-                by_kind[kind] += nbytes
+                by_link[link] += nbytes * times
+                by_kind[kind] += nbytes * times
         per_ipu = {}
         for ipu in self.ipus:
             sram, activations = held.sram_peak(ipu)
@@ -359,6 +360,6 @@ class ParallelTrainer:
             comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, sync_s=sync_s,
             data_parallel_s=dp_s, streaming_s=streaming_s,
             bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
-            bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=len(self.fabric.log),
+            bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=sum(times for _, _, times in self.fabric.log),
             ipus=per_ipu, wall_s=self.clock() - started)
 
