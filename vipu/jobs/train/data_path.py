@@ -321,11 +321,10 @@ class Fabric:
             gather = self.tensor_group(replica, dst_stage)
             seconds += self._moved(PP, stacked, lambda transport: all_gather(gather, "pp", transport))
         whole = np.empty(arrays[0].shape, arrays[0].dtype)  # in C order, as the IPUs hold it
-        flat = whole.reshape(-1)
+        blocks = whole.reshape(stacked, one)  # a micro-batch's elements each
         for k, array in enumerate(arrays):  # piece k as shard k scatters it, joined as the all-gather joins them
             lo, hi = shard(one, len(arrays), k)
-            for start in range(0, numel, one):
-                flat[start + lo:start + hi] = array.reshape(-1)[start + lo:start + hi]
+            blocks[:, lo:hi] = array.reshape(stacked, one)[:, lo:hi]
         self.expect("pp", dict.fromkeys(dsts, whole))
         return lambda: [whole.copy() for _ in dsts], seconds
 

@@ -105,7 +105,9 @@ def _stacked(trainer, rep, order, x, y, params, views, gviews, held, losses) -> 
         g = StageGroup(fabric, rep, s, timer, m)
         xs = [x[rows]] * lay.tp if s == 0 else inbox()
         outs, caches[s] = trainer.stage.forward(model, trainer.blocks[s], [views[ipu] for ipu in g.ipus], xs, g)
-        shares[s] = cache_bytes(g.ipus, caches[s], params, m)
+        if (rep, s) not in trainer.cache_shares:  # the same shapes every step: counted at the first
+            trainer.cache_shares[(rep, s)] = cache_bytes(g.ipus, caches[s], params, m)
+        shares[s] = trainer.cache_shares[(rep, s)]
         if s == p - 1:
             per_sample, ds = loss(model, outs, y[rows], trainer.workload.global_batch)
             losses.append(per_sample)
@@ -122,9 +124,19 @@ def _stacked(trainer, rep, order, x, y, params, views, gviews, held, losses) -> 
         if s > 0:
             inbox = g.send(s - 1, dxs)
         timer.close()
-    for s, kind, _ in order:  # each micro-batch's activations, held from its forward to its backward
-        held.stage_bytes(shares[s], +1 if kind == "F" else -1)
+    for s, most in enumerate(held_at_most(order, p)):  # each micro-batch's, held from its forward to its backward
+        held.stage_bytes(shares[s], +most)  # the peak the schedule's order reaches, one op at a time
+        held.stage_bytes(shares[s], -most)
     return {op: timers[op[:2]] for op in order}
+
+
+def held_at_most(order: list[Op], p: int) -> list[int]:
+    """Per stage, the most micro-batches whose activations it holds at once when its ops run in `order`."""
+    now, most = [0] * p, [0] * p
+    for s, kind, _ in order:
+        now[s] += 1 if kind == "F" else -1
+        most[s] = max(most[s], now[s])
+    return most
 
 
 def _one_by_one(trainer, rep, order, x, y, params, views, gviews, held, losses) -> dict[Op, OpTimer]:

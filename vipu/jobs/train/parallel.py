@@ -106,6 +106,8 @@ class ParallelTrainer:
         # I/O tiles compute nothing: the model's FLOPs spread over the other tiles, as the planner prices them
         self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
         self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
+        self.cache_shares: dict = {}  # (replica, stage) -> its stacked cache's bytes per IPU (micro_batches.py)
+        self._views: dict[int, tuple[np.ndarray, dict]] = {}  # IPU -> (its weights' buffer, their views)
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
         mirror = LocalTransport() if transport.deferred else None  # Fabric._exchange
         if self.model.dtype != "fp32":
@@ -245,7 +247,7 @@ class ParallelTrainer:
             params = self.put_weights
         else:
             params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
-        views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
+        views = {ipu: self._weight_views(ipu, params[ipu]) for ipu in self.ipus}
         grads, gviews = self.accumulators
         for buffer in grads.values():
             buffer.fill(0)
@@ -282,6 +284,14 @@ class ParallelTrainer:
             fabric.offload("params")
         streaming_s = self._streaming_s()
         return self._report(step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s)
+
+    def _weight_views(self, ipu: int, buffer: np.ndarray) -> dict[str, np.ndarray]:
+        """The named views of the IPU's flat weight buffer, made again only when the buffer is another one (the
+        weights as put are the same buffer every step, updated in place)."""
+        kept = self._views.get(ipu)
+        if kept is None or kept[0] is not buffer:
+            kept = self._views[ipu] = (buffer, self.layouts[ipu].views(buffer))
+        return kept[1]
 
     def _enter(self, xs: list[np.ndarray], g: StageGroup) -> list[np.ndarray]:
         """A stage's whole input (or output gradient) as its shards take it: with two tensor-parallel axes each its
