@@ -78,12 +78,18 @@ def run_replica(trainer, rep: int, order: list[Op], x: np.ndarray, y: np.ndarray
                 gviews: dict, held: Holdings, losses: list[np.ndarray]) -> dict[Op, OpTimer]:
     """Replica `rep`'s ops of `order` on the global batch (x, y); appends its per-sample losses and returns each
     op's timer, in `order`."""
-    if trainer.stack_fits and stackable(trainer.lay):
+    if stacks(trainer):
         return _stacked(trainer, rep, order, x, y, params, views, gviews, held, losses)
     return _one_by_one(trainer, rep, order, x, y, params, views, gviews, held, losses)
 
 
-def _timer(trainer) -> OpTimer:
+def stacks(trainer) -> bool:
+    """Whether the trainer's replicas run their micro-batches stacked: the layout allows it and the IPUs have the
+    SRAM (stack_fits, decided when the trainer is made)."""
+    return trainer.stack_fits and stackable(trainer.lay)
+
+
+def op_timer(trainer) -> OpTimer:
     return OpTimer(trainer.pod, trainer.model.dtype, trainer.efficiency, trainer.partition_sync_s, trainer.prices)
 
 
@@ -101,7 +107,7 @@ def _stacked(trainer, rep, order, x, y, params, views, gviews, held, losses) -> 
     caches, shares = {}, {}
     inbox = None
     for s in range(p):
-        timer = timers[(s, "F")] = _timer(trainer)
+        timer = timers[(s, "F")] = op_timer(trainer)
         g = StageGroup(fabric, rep, s, timer, m)
         xs = [x[rows]] * lay.tp if s == 0 else inbox()
         outs, caches[s] = trainer.stage.forward(model, trainer.blocks[s], [views[ipu] for ipu in g.ipus], xs, g)
@@ -116,7 +122,7 @@ def _stacked(trainer, rep, order, x, y, params, views, gviews, held, losses) -> 
             inbox = g.send(s + 1, outs)
         timer.close()
     for s in reversed(range(p)):
-        timer = timers[(s, "B")] = _timer(trainer)
+        timer = timers[(s, "B")] = op_timer(trainer)
         g = StageGroup(fabric, rep, s, timer, m)
         dxs, shard_grads = trainer.stage.backward(model, trainer.blocks[s], [views[ipu] for ipu in g.ipus],
                                                   caches.pop(s), inbox(), g, need_dx=s > 0)
@@ -146,7 +152,7 @@ def _one_by_one(trainer, rep, order, x, y, params, views, gviews, held, losses) 
     timers: dict = {}
     for op in order:
         s, kind, j = op
-        timer = timers[op] = _timer(trainer)
+        timer = timers[op] = op_timer(trainer)
         g = StageGroup(fabric, rep, s, timer)
         shards = [views[ipu] for ipu in g.ipus]
         if kind == "F":

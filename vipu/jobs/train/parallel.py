@@ -76,8 +76,9 @@ from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs, owned
 from vipu.jobs.train.holdings import Holdings
-from vipu.jobs.train.micro_batches import run_replica, stack_fits
+from vipu.jobs.train.micro_batches import stack_fits
 from vipu.jobs.train.pipeline_schedule import timeline
+from vipu.jobs.train.replica_batches import batchable, each_replica
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.results import IpuReport, StepReport
@@ -153,6 +154,7 @@ class ParallelTrainer:
             self.fabric.reserve("activations", {self.fabric.ipu(rep, s, k): activations[s] for rep in self.replicas
                                                 for s in range(p) for k in range(t)})
             self.stack_fits = stack_fits(self.fabric, workload, grads)  # else one by one (micro_batches.py)
+            self.replicas_as_one = batchable(self)  # replica_batches.py
         except BaseException:
             self.close()
             raise
@@ -257,8 +259,7 @@ class ParallelTrainer:
         compute = defaultdict(float)
         held = self._holdings()
         worst = None  # (pipeline_s, stage busy, timers) of the critical stage of the slowest replica
-        for rep in self.replicas:
-            timers = run_replica(self, rep, order, x, y, params, views, gviews, held, losses)
+        for rep, timers in each_replica(self, order, x, y, params, views, gviews, held, losses):
             for timer in timers.values():
                 for ipu, seconds in timer.ipu_compute_s.items():
                     compute[ipu] += seconds
