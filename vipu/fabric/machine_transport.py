@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from vipu.workers.machine import Machine
 
 
+SPLITS_KEPT = 4096  # results split per machine kept (a run's distinct collectives; a long-lived transport's bound)
+
+
 class MachineTransport:
     """The Transport protocol (transport.py says what each method does) on in-process machines: machines[m] is
     (machine m, the lock serialising calls to it)."""
@@ -39,6 +42,7 @@ class MachineTransport:
         self.machines = dict(machines)
         self.ipus_per_machine = ipus_per_machine
         self.counters = counters
+        self._split: dict[int, tuple[CollectiveResult, dict]] = {}  # id(result) -> (it, by_machine of its traffic)
 
     def _at(self, ipu: int) -> tuple[Machine, threading.Lock, int]:
         machine, index = divmod(ipu, self.ipus_per_machine)
@@ -138,18 +142,22 @@ class MachineTransport:
             for t in transfers:
                 m, lock, index = self._at(t.src)
                 with lock:
-                    reads.append((t, [m.get_slice(index, name, a, b) for a, b in t.ranges]))
+                    reads.append((t, m.read_ranges(index, name, t.ranges)))
             for t, values in reads:
                 m, lock, index = self._at(t.dst)
                 with lock:
-                    write = m.accumulate_slice if t.reduce else m.set_slice
-                    for (a, b), v in zip(t.ranges, values):
-                        write(index, name, a, b, v, t.src)
+                    m.write_ranges(index, name, t.ranges, values, t.reduce, t.src)
 
     def record(self, result: CollectiveResult) -> None:
         """Each machine's counters get its IPUs' bytes and the virtual time, as RayTransport.record gives the
-        actors; the fleet's counters (if any) get every IPU's."""
-        for machine, kinds in by_machine(result.traffic, self.ipus_per_machine).items():
+        actors; the fleet's counters (if any) get every IPU's. A result recorded again (a known schedule's, every
+        step) is split per machine once."""
+        kept = self._split.get(id(result))
+        if kept is None or kept[0] is not result:  # the result itself is kept too: an id is not reused meanwhile
+            if len(self._split) >= SPLITS_KEPT:
+                self._split.clear()
+            kept = self._split[id(result)] = (result, by_machine(result.traffic, self.ipus_per_machine))
+        for machine, kinds in kept[1].items():
             if machine in self.machines:
                 m, lock = self.machines[machine]
                 with lock:

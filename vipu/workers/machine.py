@@ -118,6 +118,16 @@ class Machine:
         self._check_received(ipu, sender)
         self.memory(ipu).add_slice(name, start, stop, values)
 
+    def read_ranges(self, ipu: int, name: str, ranges) -> np.ndarray:
+        """get_slice of each (start, stop) of `ranges`, joined in one flat array: a collective's transfer."""
+        return self.memory(ipu).read_ranges(name, ranges)
+
+    def write_ranges(self, ipu: int, name: str, ranges, values: np.ndarray, reduce: bool,
+                     sender: int | None = None) -> None:
+        """accumulate_slice (reduce) or set_slice of each range in turn from the flat `values` `sender` sent."""
+        self._check_received(ipu, sender)
+        self.memory(ipu).write_ranges(name, ranges, values, reduce)
+
     def _check_received(self, ipu: int, sender: int | None) -> None:
         """A collective's transfer between IPU-Link neighbours crosses that link, which must not have failed (the
         IPUs of a failed link stay usable: only the link is gone, as for a BSP exchange, _check_sends)."""

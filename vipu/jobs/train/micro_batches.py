@@ -56,7 +56,8 @@ def stack_fits(fabric, workload, accumulators: dict[int, np.ndarray]) -> bool:
     """Whether every IPU has the SRAM a stacked step's exchange buffers take: m micro-batches' values where one by
     one holds one's, beside its gradient accumulators (put at the step's end, while the buffers are still held).
     Tried on the machines themselves (their tile SRAM, and what other jobs hold there), at the widest size each
-    buffer takes, and freed again: a layout at the SRAM limit runs one by one rather than fail where it fits."""
+    buffer takes, and freed again (the accumulators stay: each step puts them): a layout at the SRAM limit runs one
+    by one rather than fail where it fits."""
     names = exchange_names(workload) if stackable(workload.layout) else []
     if not names:
         return bool(stackable(workload.layout))
@@ -70,7 +71,7 @@ def stack_fits(fabric, workload, accumulators: dict[int, np.ndarray]) -> bool:
     except ResourceExhausted:
         return False
     finally:
-        fabric.free([(ipu, name) for ipu in fabric.ipus for name in tried])
+        fabric.free([(ipu, name) for ipu in fabric.ipus for name in tried if name != "grads"])
     return True
 
 
