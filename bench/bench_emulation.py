@@ -33,12 +33,12 @@ import platform
 import time
 from pathlib import Path
 
-import numpy as np
-
 # One BLAS thread: on a 2-core VM shared with other work, OpenBLAS's second thread spins against everything else
 # and makes numpy's own times swing several-fold from run to run; the reference and both emulations get the same.
+# OpenBLAS reads it when it loads, so it is set before numpy is first imported (set after, it had no effect).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import numpy as np  # noqa: E402 - after the BLAS setting
 from vipu.hardware.pod_files import load_pod  # noqa: E402 - after the BLAS setting
 from vipu.jobs.train import run_training, train_reference  # noqa: E402
 from vipu.jobs.train.reference import loss_and_grads  # noqa: E402
