@@ -349,7 +349,9 @@ class ParallelTrainer:
         sync_s = sum(t.sync_s for t in timers) + dp_sync
         by_link: dict[str, int] = defaultdict(int)
         by_kind = {TP: 0, PP: 0, DP: 0}
+        collectives = 0
         for kind, result, times in self.fabric.log:
+            collectives += times
             for link, nbytes in result.bytes_per_link_type.items():
                 by_link[link] += nbytes * times
                 by_kind[kind] += nbytes * times
@@ -371,6 +373,6 @@ class ParallelTrainer:
             comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, sync_s=sync_s,
             data_parallel_s=dp_s, streaming_s=streaming_s,
             bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
-            bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=sum(times for _, _, times in self.fabric.log),
+            bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=collectives,
             ipus=per_ipu, wall_s=self.clock() - started)
 
