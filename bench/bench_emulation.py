@@ -3,7 +3,11 @@
 Run: .venv/bin/python bench/bench_emulation.py [--repeats 3] [--no-ray]
 For each job (examples/tiny_dp.yaml, tiny_pp.yaml, tiny_tp.yaml, and a hidden-1024 MLP at t2 p2 r2):
 - reference: the same training in one numpy process, the whole global batch at once (vipu/jobs/train/reference.py);
-- in-process: the emulation on LocalTransport, as `vipu-server --ray off` runs it (vipu/jobs/train/runner.py);
+- in-process: the emulation as `vipu-server --ray off` runs it: on the in-process machines a machine actor would
+  wrap (tile SRAM checked, their counters kept: fabric/machine_transport.py), the tensors' names scoped to the run
+  (vipu/jobs/train/runs.py);
+- "dict": the same emulation on LocalTransport (tensors in a dict, no machines: what tests and the emulator's own
+  benchmarks use), its ratio to the reference;
 - Ray: the emulation on machine actors (one local Ray node, 2 CPUs, one actor per Bow-2000 the job uses, started
   once and kept for every job of its Pod, as the controller keeps them), through a deferred RayTransport, as the
   controller's training runs use it (vipu/jobs/train/runs.py).
@@ -29,12 +33,12 @@ import platform
 import time
 from pathlib import Path
 
-import numpy as np
-
 # One BLAS thread: on a 2-core VM shared with other work, OpenBLAS's second thread spins against everything else
 # and makes numpy's own times swing several-fold from run to run; the reference and both emulations get the same.
+# OpenBLAS reads it when it loads, so it is set before numpy is first imported (set after, it had no effect).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import numpy as np  # noqa: E402 - after the BLAS setting
 from vipu.hardware.pod_files import load_pod  # noqa: E402 - after the BLAS setting
 from vipu.jobs.train import run_training, train_reference  # noqa: E402
 from vipu.jobs.train.reference import loss_and_grads  # noqa: E402
@@ -60,6 +64,18 @@ def jobs() -> list[tuple[str, TrainWorkload, object]]:
         spec, pod = load_plan_spec(EXAMPLES / f"{name}.yaml")
         out.append((name, spec.workload, pod))
     return out + [("mlp-1024 t2p2r2", *mid_size())]
+
+
+def without_actors(workload, pod):
+    """A run as `vipu-server --ray off` runs it (runs.py _transport_factory): on the in-process machines of the
+    job's block, made once (the controller keeps them), through a transport scoped to the run."""
+    from vipu.jobs.train.data_path import Scoped
+    from vipu.workers.fleet import Fleet
+
+    fleet = Fleet(pod, on_lost=lambda machines: None, mode="off")
+    machines = list(range(max(1, workload.layout.ipus // pod.machine.ipus)))
+    factory = lambda group: Scoped(fleet.machine_transport(machines), "job1.run1/")  # noqa: E731
+    return lambda steps=None: run_training(workload, pod, transport_factory=factory, steps=steps)
 
 
 def per_micro_batch(workload) -> None:
@@ -131,14 +147,15 @@ def on_ray(pools: dict, workload, pod):
 
 
 def measure(workload, pod, repeats: int, pools: dict | None) -> dict:
-    """The fastest of `repeats` runs of each path, interleaved (reference, per micro-batch, in-process, Ray, then
-    again) so that every path sees the VM's load of the same minutes."""
+    """The fastest of `repeats` runs of each path, interleaved (reference, per micro-batch, in-process, dict, Ray,
+    then again) so that every path sees the VM's load of the same minutes."""
     paths = {"reference": lambda: train_reference(workload), "floor": lambda: per_micro_batch(workload),
-             "in-process": lambda: run_training(workload, pod)}
+             "in-process": without_actors(workload, pod), "dict": lambda: run_training(workload, pod)}
     if pools is not None:
         paths["ray"] = on_ray(pools, workload, pod)
     train_reference(workload, steps=1)  # numpy's own first-call costs, outside the clock
     run_training(workload, pod, steps=1)
+    paths["in-process"](steps=1)  # and the machines' first tensors
     best = dict.fromkeys(paths, float("inf"))
     results = {}
     waits = 0
@@ -175,8 +192,8 @@ def main() -> None:
                 pool.shutdown()
             ray.shutdown()
     print(f"\n{'job':<18} {'steps':>5} {'reference':>10} {'per µbatch':>11} {'in-process':>11} {'x ref':>6}"
-          f" {'goal':>5} {'Ray':>9} {'x in-proc':>9} {'same':>5} {'waits/step':>10} {'steps/s in-proc':>16}"
-          f" {'steps/s Ray':>12}")
+          f" {'goal':>5} {'dict x ref':>10} {'Ray':>9} {'x in-proc':>9} {'same':>5} {'waits/step':>10}"
+          f" {'steps/s in-proc':>16} {'steps/s Ray':>12}")
     for name, steps, m in rows:
         goal = "3x" if name in TINY else "1.5x"
         ray_s = m.get("ray")
@@ -184,8 +201,8 @@ def main() -> None:
                     if ray_s is not None else f" {'-':>9} {'-':>9} {'-':>5} {'-':>10}")
         ray_rate = f" {steps / ray_s:12.1f}" if ray_s is not None else f" {'-':>12}"
         print(f"{name:<18} {steps:>5} {m['reference']:9.3f}s {m['floor']:10.3f}s {m['in-process']:10.3f}s"
-              f" {m['in-process'] / m['reference']:5.2f}x {goal:>5}{ray_cols} {steps / m['in-process']:16.1f}"
-              f"{ray_rate}")
+              f" {m['in-process'] / m['reference']:5.2f}x {goal:>5} {m['dict'] / m['reference']:9.2f}x{ray_cols}"
+              f" {steps / m['in-process']:16.1f}{ray_rate}")
     if trip is not None:
         print(f"\nan empty call to a machine actor and back (the least a wait costs): {trip:.2f} ms, median of 100")
 

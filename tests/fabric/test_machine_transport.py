@@ -62,3 +62,14 @@ def test_a_tensor_put_in_streaming_memory_loads_onto_its_ipu():
     transport.load("w", [2])
     assert np.array_equal(transport.get_tensor(2, "w"), np.arange(6.0).reshape(2, 3))
     assert machine.stats()["per_ipu"][2]["sram_used_bytes"] == 48
+
+
+def test_a_collective_over_a_failed_ipu_link_is_refused_as_the_machine_refuses_it():
+    from vipu.errors import FailedPrecondition
+
+    group = block("bow-pod16", 8, 8)
+    transport = MachineTransport(machines(2, 3), 4)
+    transport.put_tensors("g", {ipu: np.ones(64, np.float32) for ipu in group.ipus})
+    transport.machines[2][0].fail_link(8, 9)
+    with pytest.raises(FailedPrecondition, match="the IPU-Link between IPUs 8 and 9 has failed"):
+        allreduce(group, "g", transport)

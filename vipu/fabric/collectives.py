@@ -143,9 +143,8 @@ def move(name: str, schedule: Schedule, transport: Transport | None) -> Collecti
     run_steps call, and record the price there; returns the price."""
     if transport is not None:
         schedule.check()
-        moving = [step.transfers for step in schedule.steps if step.transfers]
-        if moving:
-            transport.run_steps(name, moving)
+        if schedule.moving:
+            transport.run_steps(name, schedule.moving)
         transport.record(schedule.result)
     return schedule.result
 

@@ -9,22 +9,27 @@ and never kept here. Bounded: past LIMIT shapes the store starts again (a long-l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Sequence
 
 from vipu.fabric.schedule_cost import CollectiveResult
-from vipu.fabric.transfer_schedule import Step, check_hazards
+from vipu.fabric.transfer_schedule import Step, Transfer, check_hazards
 
 LIMIT = 4096
 
 
 @dataclass
 class Schedule:
-    """A collective's steps and their price; `checked` once every step has passed check_hazards."""
+    """A collective's steps and their price; `checked` once every step has passed check_hazards. `moving`: the
+    transfers of each step that moves data, what a transport runs (the same object every time the schedule runs)."""
 
     steps: list[Step]
     result: CollectiveResult
     checked: bool = False
+    moving: Sequence[Sequence[Transfer]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.moving = tuple(step.transfers for step in self.steps if step.transfers)
 
     def check(self) -> None:
         """No IPU reads what another transfer of the same step writes: what lets a transport run a step's reads and

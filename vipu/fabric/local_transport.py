@@ -133,9 +133,14 @@ class LocalTransport:
     def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
         """In place, with no copy of what is read: the steps are hazard-free (transport.py), so reading a range
         while the step writes others is reading the state before the step."""
+        flats = {}  # IPU -> its tensor, looked up once a call
         for transfers in steps:
             for t in transfers:
-                src, dst = self._flat(t.src, name), self._flat(t.dst, name)
+                src, dst = flats.get(t.src), flats.get(t.dst)
+                if src is None:
+                    src = flats[t.src] = self._flat(t.src, name)
+                if dst is None:
+                    dst = flats[t.dst] = self._flat(t.dst, name)
                 for a, b in t.ranges:
                     if t.reduce:
                         dst[a:b] += src[a:b]  # local + incoming, as the machine's add_slice does

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from vipu.errors import NotFound
+from vipu.errors import InvalidArgument, NotFound
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import TrafficCounters, by_machine
 from vipu.fabric.transfer_schedule import Transfer
@@ -26,6 +27,9 @@ from vipu.fabric.transport import by_machine_index, held_by_machine
 if TYPE_CHECKING:
     from vipu.workers import bsp
     from vipu.workers.machine import Machine
+
+
+SPLITS_KEPT = 4096  # results split per machine kept (a run's distinct collectives; a long-lived transport's bound)
 
 
 class MachineTransport:
@@ -39,6 +43,7 @@ class MachineTransport:
         self.machines = dict(machines)
         self.ipus_per_machine = ipus_per_machine
         self.counters = counters
+        self._split: dict[int, tuple[CollectiveResult, dict]] = {}  # id(result) -> (it, by_machine of its traffic)
 
     def _at(self, ipu: int) -> tuple[Machine, threading.Lock, int]:
         machine, index = divmod(ipu, self.ipus_per_machine)
@@ -131,25 +136,42 @@ class MachineTransport:
         return int(data.size), data.dtype
 
     def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
-        """Step by step, every read of a step first, then every write (the machines' own add and set, with the
-        sender, so a failed IPU-Link refuses the write as on an actor)."""
-        for transfers in steps:
-            reads = []
-            for t in transfers:
-                m, lock, index = self._at(t.src)
-                with lock:
-                    reads.append((t, [m.get_slice(index, name, a, b) for a, b in t.ranges]))
-            for t, values in reads:
-                m, lock, index = self._at(t.dst)
-                with lock:
-                    write = m.accumulate_slice if t.reduce else m.set_slice
-                    for (a, b), v in zip(t.ranges, values):
-                        write(index, name, a, b, v, t.src)
+        """Under the locks of the machines taking part, each IPU's tensor is looked up once (the machine's own
+        checks: a failed IPU, a missing tensor), then the steps move the data in place as LocalTransport does (they
+        are hazard-free, transport.py); a transfer over a failed IPU-Link, or outside a tensor, is refused as the
+        machine's own add and set refuse it."""
+        ipus = sorted({ipu for transfers in steps for t in transfers for ipu in (t.src, t.dst)})
+        at = {ipu: self._at(ipu) for ipu in ipus}
+        with ExitStack() as locked:
+            for machine in sorted({ipu // self.ipus_per_machine for ipu in ipus}):
+                locked.enter_context(self.machines[machine][1])
+            flats = {ipu: m.memory(index).tensor(name).flat for ipu, (m, _, index) in at.items()}
+            links_failed = any(m.failed_links for m, _, _ in at.values())
+            for transfers in steps:
+                for t in transfers:
+                    src, dst = flats[t.src], flats[t.dst]
+                    if links_failed:
+                        m, _, index = at[t.dst]
+                        m.check_received(index, t.src)
+                    for a, b in t.ranges:
+                        if not 0 <= a <= b <= min(src.size, dst.size):
+                            raise InvalidArgument(f"tensor {name!r}: element range [{a}, {b}) is outside IPU {t.src}'s"
+                                                  f" [0, {src.size}) or IPU {t.dst}'s [0, {dst.size})")
+                        if t.reduce:
+                            dst[a:b] += src[a:b]  # local + incoming, as the machine's add_slice does
+                        else:
+                            dst[a:b] = src[a:b]
 
     def record(self, result: CollectiveResult) -> None:
         """Each machine's counters get its IPUs' bytes and the virtual time, as RayTransport.record gives the
-        actors; the fleet's counters (if any) get every IPU's."""
-        for machine, kinds in by_machine(result.traffic, self.ipus_per_machine).items():
+        actors; the fleet's counters (if any) get every IPU's. A result recorded again (a known schedule's, every
+        step) is split per machine once."""
+        kept = self._split.get(id(result))
+        if kept is None or kept[0] is not result:  # the result itself is kept too: an id is not reused meanwhile
+            if len(self._split) >= SPLITS_KEPT:
+                self._split.clear()
+            kept = self._split[id(result)] = (result, by_machine(result.traffic, self.ipus_per_machine))
+        for machine, kinds in kept[1].items():
             if machine in self.machines:
                 m, lock = self.machines[machine]
                 with lock:

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from vipu.sdk.nn.kernels import matmul_flops, wgrad, wgrad_flops
+from vipu.sdk.nn.kernels import matmul_flops, rows, wgrad, wgrad_flops
 
 
 class ShardGroup:
@@ -32,6 +32,9 @@ class ShardGroup:
     def wgrad(self, k: int, a: np.ndarray, dy: np.ndarray) -> np.ndarray:
         self.flops(k, wgrad_flops(a, dy))
         return wgrad(a, dy)
+
+    def rows(self, k: int, dy: np.ndarray) -> np.ndarray:
+        return rows(dy)
 
     def flops(self, k: int, n: float) -> None:
         ipu = self.ipus[k]

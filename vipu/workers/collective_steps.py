@@ -22,12 +22,7 @@ Incoming = tuple[int, Ranges, bool, int, int, int]  # (dst IPU, ranges, reduce, 
 def read_transfers(machine: Machine, name: str, reads: Sequence[tuple[int, Ranges]]) -> list[np.ndarray]:
     """For each (IPU, ranges) one flat array of the values in those ranges of `name`: what a step of a collective
     sends from this machine's IPUs."""
-    out = []
-    for ipu, ranges in reads:
-        memory = machine.memory(ipu)
-        parts = [memory.read_slice(name, a, b) for a, b in ranges]
-        out.append(parts[0] if len(parts) == 1 else np.concatenate(parts))
-    return out
+    return [machine.read_ranges(ipu, name, ranges) for ipu, ranges in reads]
 
 
 def exchange(machine: Machine, name: str, steps: Sequence[tuple[Sequence[LocalTransfer], Sequence[Incoming]]],
@@ -47,8 +42,4 @@ def exchange(machine: Machine, name: str, steps: Sequence[tuple[Sequence[LocalTr
 
 def _write(machine: Machine, name: str, ipu: int, ranges: Ranges, reduce: bool, sender: int,
            flat: np.ndarray) -> None:
-    write = machine.accumulate_slice if reduce else machine.set_slice
-    offset = 0
-    for a, b in ranges:
-        write(ipu, name, a, b, flat[offset:offset + b - a], sender)
-        offset += b - a
+    machine.write_ranges(ipu, name, ranges, flat, reduce, sender)

@@ -110,15 +110,25 @@ class Machine:
     def set_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray,
                   sender: int | None = None) -> None:
         """Write values `sender` (a Pod-wide IPU, when they came from one) sent: not over a failed IPU-Link."""
-        self._check_received(ipu, sender)
+        self.check_received(ipu, sender)
         self.memory(ipu).write_slice(name, start, stop, values)
 
     def accumulate_slice(self, ipu: int, name: str, start: int, stop: int, values: np.ndarray,
                          sender: int | None = None) -> None:
-        self._check_received(ipu, sender)
+        self.check_received(ipu, sender)
         self.memory(ipu).add_slice(name, start, stop, values)
 
-    def _check_received(self, ipu: int, sender: int | None) -> None:
+    def read_ranges(self, ipu: int, name: str, ranges) -> np.ndarray:
+        """get_slice of each (start, stop) of `ranges`, joined in one flat array: a collective's transfer."""
+        return self.memory(ipu).read_ranges(name, ranges)
+
+    def write_ranges(self, ipu: int, name: str, ranges, values: np.ndarray, reduce: bool,
+                     sender: int | None = None) -> None:
+        """accumulate_slice (reduce) or set_slice of each range in turn from the flat `values` `sender` sent."""
+        self.check_received(ipu, sender)
+        self.memory(ipu).write_ranges(name, ranges, values, reduce)
+
+    def check_received(self, ipu: int, sender: int | None) -> None:
         """A collective's transfer between IPU-Link neighbours crosses that link, which must not have failed (the
         IPUs of a failed link stay usable: only the link is gone, as for a BSP exchange, _check_sends)."""
         if sender is None:

@@ -151,10 +151,17 @@ class IpuMemory:
         replaced, atomically: if the new one does not fit (counting the old one's bytes as free), the old one stays."""
         if not name:
             raise InvalidArgument("tensor name is empty; give each tensor a name")
+        array = np.asarray(array)
+        old = self.tensors.get(name)
+        if (copy and old is not None and old.data.shape == array.shape and old.data.dtype == array.dtype
+                and old.data.flags.writeable):
+            slices, need = layout(mapping, old.data.size, old.data.itemsize, self.tiles, name)
+            if need is old.need:  # the same tiles again (a training step's buffers): copied in, nothing to count
+                np.copyto(old.data, array)
+                return old
         # own it: Ray hands actors read-only views of their arguments (reserve() passes a read-only placeholder)
         data = np.array(array, copy=True, order="C") if copy else array
         slices, need = layout(mapping, data.size, data.itemsize, self.tiles, name)
-        old = self.tensors.get(name)
         free = self.tile_bytes - self.used
         if old is not None:
             free = free + self._need(old)
@@ -208,6 +215,37 @@ class IpuMemory:
     def add_slice(self, name: str, start: int, stop: int, values: np.ndarray) -> None:
         tensor = self.tensor(name)
         tensor.flat[start:stop] += self._values(tensor, start, stop, values)
+
+    def read_ranges(self, name: str, ranges) -> np.ndarray:
+        """The values of element ranges [(start, stop), ...] of `name`, one after another in one flat array: a
+        collective's transfer read at once (read_slice of each, joined)."""
+        tensor = self.tensor(name)
+        for a, b in ranges:
+            self._check_range(tensor, a, b)
+        flat = tensor.flat
+        if len(ranges) == 1:
+            return flat[ranges[0][0]:ranges[0][1]].copy()
+        return np.concatenate([flat[a:b] for a, b in ranges])
+
+    def write_ranges(self, name: str, ranges, values: np.ndarray, reduce: bool) -> None:
+        """add_slice (reduce) or write_slice of each range in turn, its values the next of the flat `values`."""
+        tensor = self.tensor(name)
+        values = np.asarray(values).reshape(-1)
+        total = 0
+        for a, b in ranges:
+            self._check_range(tensor, a, b)
+            total += b - a
+        if values.size != total:
+            raise InvalidArgument(f"tensor {name!r} on {self.label}: {values.size} values for the {total} elements"
+                                  f" of {len(ranges)} ranges; give exactly one value per element")
+        values = values.astype(tensor.data.dtype, copy=False)
+        flat, offset = tensor.flat, 0
+        for a, b in ranges:
+            if reduce:
+                flat[a:b] += values[offset:offset + b - a]
+            else:
+                flat[a:b] = values[offset:offset + b - a]
+            offset += b - a
 
     def _need(self, tensor: Tensor) -> np.ndarray:
         """The bytes per tile the tensor takes."""

@@ -31,3 +31,20 @@ def test_a_run_that_fits_trains_the_same_on_the_machines():
     assert on_machines.losses == run(w).losses
     machine, _ = fleet._machines[0]
     assert all(memory.used_bytes == 0 for memory in machine.memories)  # every tensor freed when the run ended
+
+
+def test_micro_batches_run_one_by_one_where_their_stacked_exchange_buffers_would_not_fit(monkeypatch):
+    """micro_batches.stack_fits: stacked, a stage's exchange buffers hold its 16 micro-batches; at 60 bytes a tile
+    they do not fit where one micro-batch's do, so the run goes one by one, with the same losses."""
+    from vipu.jobs.train import parallel
+
+    tight = small_pod(60)
+    w = workload(mlp(hidden=64), steps=2, t=2, p=2, micro_batch=8, micro_batches=16)
+    fleet = Fleet(tight, on_lost=lambda machines: None, mode="off")
+    on_machines = run_training(w, tight, 0, transport_factory=lambda group: fleet.machine_transport([0]))
+    assert on_machines.losses == run(w).losses
+    machine, _ = fleet._machines[0]
+    assert all(memory.used_bytes == 0 for memory in machine.memories)  # the buffers tried were freed too
+    monkeypatch.setattr(parallel, "stack_fits", lambda *args: True)
+    with pytest.raises(ResourceExhausted, match="out of memory on IPU"):
+        run_training(w, tight, 0, transport_factory=lambda group: fleet.machine_transport([0]))

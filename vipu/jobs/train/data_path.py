@@ -121,7 +121,7 @@ def is_block(topology: Topology, ipus: Sequence[int]) -> bool:
 
 
 class Fabric:
-    """A job's IPUs, its transport, and a log of every collective of the current step: (kind, result)."""
+    """A job's IPUs, its transport, and a log of every collective of the current step: (kind, result, times)."""
 
     def __init__(self, topology: Topology, first_ipu: int, layout, transport: Transport,
                  mirror: Transport | None = None):
@@ -131,10 +131,11 @@ class Fabric:
         self.t, self.p, self.r = layout.tp, layout.p, layout.r  # t: every tensor-parallel IPU of a stage
         self.t1, self.t2 = layout.t, layout.t2
         self.partition = Group.block(topology, first_ipu, layout.ipus)
-        self.log: list[tuple[str, CollectiveResult]] = []
+        self.log: list[tuple[str, CollectiveResult, int]] = []  # (kind, result, how many times it ran)
         self.expected: list[tuple[str, Callable[[], dict[int, np.ndarray]], dict[int, np.ndarray]]] = []
         self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
         self._groups: dict[tuple[int, int], Group] = {}  # (first IPU, size) -> its block, made once
+        self._tiled: dict = {}  # the schedules tiled for stacked micro-batches so far (Tiled)
 
     def put(self, name: str, arrays: dict[int, np.ndarray]) -> None:
         self.transport.put_tensors(name, arrays)
@@ -180,6 +181,11 @@ class Fabric:
         self.transport.hold(name, held)
         self.held.update((ipu, name) for ipu in held)
 
+    def free(self, held: list[tuple[int, str]]) -> None:
+        """Free these (IPU, tensor) of the job's, best effort."""
+        free_each(self.transport, held)
+        self.held.difference_update(held)
+
     def free_all(self) -> None:
         """Free every tensor the job put (best effort: a machine that is gone has nothing left to free)."""
         free_each(self.transport, self.held)
@@ -209,8 +215,8 @@ class Fabric:
     def replica_group(self, replica: int) -> Group:
         return self._block(self.ipu(replica, 0, 0), self.t * self.p)
 
-    def _done(self, kind: str, result: CollectiveResult) -> float:
-        self.log.append((kind, result))
+    def _done(self, kind: str, result: CollectiveResult, times: int = 1) -> float:
+        self.log.append((kind, result, times))
         return result.virtual_s
 
     def _exchange(self, name: str, arrays: dict[int, np.ndarray], stacked: int,
@@ -225,7 +231,7 @@ class Fabric:
         if self.mirror is None:
             return self.get(name, ipus), seconds
         self.mirror.put_tensors(name, arrays)
-        run(Tiled(Unrecorded(self.mirror), stacked) if stacked > 1 else Unrecorded(self.mirror))
+        run(Tiled(Unrecorded(self.mirror), stacked, self._tiled) if stacked > 1 else Unrecorded(self.mirror))
         got = self.mirror.get_tensors(name, ipus)
         self.expect(name, got)
         return {ipu: a.copy() for ipu, a in got.items()}, seconds
@@ -236,10 +242,7 @@ class Fabric:
         summed in the same order as one by one), and is logged and recorded once per micro-batch."""
         if stacked == 1:
             return self._done(kind, run(self.transport))
-        one = run(Tiled(self.transport, stacked))
-        for _ in range(stacked):
-            self._done(kind, one)
-        return one.virtual_s
+        return self._done(kind, run(Tiled(self.transport, stacked, self._tiled)), stacked)
 
     # --- tensor parallel --------------------------------------------------------------------------------------
     def allreduce(self, group: Group, parts: list[np.ndarray], stacked: int = 1) -> tuple[list[np.ndarray], float]:
@@ -318,11 +321,10 @@ class Fabric:
             gather = self.tensor_group(replica, dst_stage)
             seconds += self._moved(PP, stacked, lambda transport: all_gather(gather, "pp", transport))
         whole = np.empty(arrays[0].shape, arrays[0].dtype)  # in C order, as the IPUs hold it
-        flat = whole.reshape(-1)
+        blocks = whole.reshape(stacked, one)  # a micro-batch's elements each
         for k, array in enumerate(arrays):  # piece k as shard k scatters it, joined as the all-gather joins them
             lo, hi = shard(one, len(arrays), k)
-            for start in range(0, numel, one):
-                flat[start + lo:start + hi] = array.reshape(-1)[start + lo:start + hi]
+            blocks[:, lo:hi] = array.reshape(stacked, one)[:, lo:hi]
         self.expect("pp", dict.fromkeys(dsts, whole))
         return lambda: [whole.copy() for _ in dsts], seconds
 

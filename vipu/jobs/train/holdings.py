@@ -49,7 +49,8 @@ class Holdings:
         self.stage_bytes(_arrays(ipus, cache, params), sign)
 
     def stage_bytes(self, per_ipu, sign: int) -> None:
-        """stage_cache of a cache counted already: (IPU, bytes) pairs (cache_bytes)."""
+        """stage_cache of a cache counted already: (IPU, bytes) pairs (cache_bytes); `sign` caches of it added (or
+        freed, negative)."""
         for ipu, nbytes in per_ipu:
             if self.phased:
                 self.stash[ipu] += sign * nbytes

@@ -9,7 +9,8 @@ Two ways to run the same arithmetic (parallel.py picks):
   each micro-batch's, added in order (kernels.in_order), so every number equals one by one's, to the bit: a
   program of the SDK, which runs one micro-batch at a time, gets the same losses;
 - one by one, in the layout's schedule order, for recomputation (and phased execution), whose blocks are held and
-  freed one micro-batch at a time, and for two tensor-parallel axes.
+  freed one micro-batch at a time, for two tensor-parallel axes, and where the machines lack the SRAM for stacked
+  exchange buffers (stack_fits: a stacked collective or send puts m micro-batches' values on the IPUs at once).
 The virtual time is the same either way: every micro-batch of a stage has the same shapes, so its forward (and its
 backward) costs what the stacked one counts for one micro-batch (work.StageGroup), and each op of the schedule gets
 that timer; the pipeline timeline, the compute per IPU and the collectives logged are then those of one by one.
@@ -21,11 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from vipu.errors import ResourceExhausted
 from vipu.jobs.train import recompute
 from vipu.jobs.train.holdings import Holdings, cache_bytes
 from vipu.jobs.train.work import OpTimer, StageGroup
 from vipu.sdk.nn.pipeline import Op
-from vipu.sdk.nn.synthetic import loss
+from vipu.sdk.nn.synthetic import DTYPE, loss
 
 
 def stackable(layout) -> bool:
@@ -33,16 +35,62 @@ def stackable(layout) -> bool:
     return not (layout.recompute or layout.phased) and layout.t2 == 1
 
 
+def exchange_names(workload) -> list[str]:
+    """The tensors a stage's exchanges put on its IPUs (data_path.Fabric): tensor-parallel allreduces (and an MLP's
+    all-gathers) with t > 1, pipeline sends with p > 1."""
+    lay = workload.layout
+    tensor = (["tp", "tp.gather"] if workload.model.kind == "mlp" else ["tp"]) if lay.tp > 1 else []
+    return tensor + (["pp"] if lay.p > 1 else [])
+
+
+def exchange_elements(workload) -> int:
+    """The most elements one micro-batch's exchange puts on an IPU: a micro-batch's rows (of every position, for a
+    transformer) of the widest activation, whole (an all-gather's result, a send's boundary)."""
+    model, lay = workload.model, workload.layout
+    if model.kind == "mlp":
+        return lay.micro_batch * max(model.inputs, model.hidden, model.outputs)
+    return lay.micro_batch * model.seq_len * model.hidden
+
+
+def stack_fits(fabric, workload, accumulators: dict[int, np.ndarray]) -> bool:
+    """Whether every IPU has the SRAM a stacked step's exchange buffers take: m micro-batches' values where one by
+    one holds one's, beside its gradient accumulators (put at the step's end, while the buffers are still held).
+    Tried on the machines themselves (their tile SRAM, and what other jobs hold there), at the widest size each
+    buffer takes, and freed again (the accumulators stay: each step puts them): a layout at the SRAM limit runs one
+    by one rather than fail where it fits."""
+    names = exchange_names(workload) if stackable(workload.layout) else []
+    if not names:
+        return bool(stackable(workload.layout))
+    stacked = np.zeros(workload.layout.micro_batches * exchange_elements(workload), dtype=DTYPE)
+    tried = []
+    try:
+        for name in ["grads", *names]:
+            tried.append(name)
+            fabric.put(name, accumulators if name == "grads" else dict.fromkeys(fabric.ipus, stacked))
+        fabric.get("grads", fabric.ipus[:1])  # a read waits for every call before it: deferred puts are done
+    except ResourceExhausted:
+        return False
+    finally:
+        fabric.free([(ipu, name) for ipu in fabric.ipus for name in tried if name != "grads"])
+    return True
+
+
 def run_replica(trainer, rep: int, order: list[Op], x: np.ndarray, y: np.ndarray, params: dict, views: dict,
                 gviews: dict, held: Holdings, losses: list[np.ndarray]) -> dict[Op, OpTimer]:
     """Replica `rep`'s ops of `order` on the global batch (x, y); appends its per-sample losses and returns each
     op's timer, in `order`."""
-    if stackable(trainer.lay):
+    if stacks(trainer):
         return _stacked(trainer, rep, order, x, y, params, views, gviews, held, losses)
     return _one_by_one(trainer, rep, order, x, y, params, views, gviews, held, losses)
 
 
-def _timer(trainer) -> OpTimer:
+def stacks(trainer) -> bool:
+    """Whether the trainer's replicas run their micro-batches stacked: the layout allows it and the IPUs have the
+    SRAM (stack_fits, decided when the trainer is made)."""
+    return trainer.stack_fits and stackable(trainer.lay)
+
+
+def op_timer(trainer) -> OpTimer:
     return OpTimer(trainer.pod, trainer.model.dtype, trainer.efficiency, trainer.partition_sync_s, trainer.prices)
 
 
@@ -60,11 +108,13 @@ def _stacked(trainer, rep, order, x, y, params, views, gviews, held, losses) -> 
     caches, shares = {}, {}
     inbox = None
     for s in range(p):
-        timer = timers[(s, "F")] = _timer(trainer)
+        timer = timers[(s, "F")] = op_timer(trainer)
         g = StageGroup(fabric, rep, s, timer, m)
         xs = [x[rows]] * lay.tp if s == 0 else inbox()
         outs, caches[s] = trainer.stage.forward(model, trainer.blocks[s], [views[ipu] for ipu in g.ipus], xs, g)
-        shares[s] = cache_bytes(g.ipus, caches[s], params, m)
+        if (rep, s) not in trainer.cache_shares:  # the same shapes every step: counted at the first
+            trainer.cache_shares[(rep, s)] = cache_bytes(g.ipus, caches[s], params, m)
+        shares[s] = trainer.cache_shares[(rep, s)]
         if s == p - 1:
             per_sample, ds = loss(model, outs, y[rows], trainer.workload.global_batch)
             losses.append(per_sample)
@@ -73,7 +123,7 @@ def _stacked(trainer, rep, order, x, y, params, views, gviews, held, losses) -> 
             inbox = g.send(s + 1, outs)
         timer.close()
     for s in reversed(range(p)):
-        timer = timers[(s, "B")] = _timer(trainer)
+        timer = timers[(s, "B")] = op_timer(trainer)
         g = StageGroup(fabric, rep, s, timer, m)
         dxs, shard_grads = trainer.stage.backward(model, trainer.blocks[s], [views[ipu] for ipu in g.ipus],
                                                   caches.pop(s), inbox(), g, need_dx=s > 0)
@@ -81,9 +131,19 @@ def _stacked(trainer, rep, order, x, y, params, views, gviews, held, losses) -> 
         if s > 0:
             inbox = g.send(s - 1, dxs)
         timer.close()
-    for s, kind, _ in order:  # each micro-batch's activations, held from its forward to its backward
-        held.stage_bytes(shares[s], +1 if kind == "F" else -1)
+    for s, most in enumerate(held_at_most(order, p)):  # each micro-batch's, held from its forward to its backward
+        held.stage_bytes(shares[s], +most)  # the peak the schedule's order reaches, one op at a time
+        held.stage_bytes(shares[s], -most)
     return {op: timers[op[:2]] for op in order}
+
+
+def held_at_most(order: list[Op], p: int) -> list[int]:
+    """Per stage, the most micro-batches whose activations it holds at once when its ops run in `order`."""
+    now, most = [0] * p, [0] * p
+    for s, kind, _ in order:
+        now[s] += 1 if kind == "F" else -1
+        most[s] = max(most[s], now[s])
+    return most
 
 
 def _one_by_one(trainer, rep, order, x, y, params, views, gviews, held, losses) -> dict[Op, OpTimer]:
@@ -93,7 +153,7 @@ def _one_by_one(trainer, rep, order, x, y, params, views, gviews, held, losses) 
     timers: dict = {}
     for op in order:
         s, kind, j = op
-        timer = timers[op] = _timer(trainer)
+        timer = timers[op] = op_timer(trainer)
         g = StageGroup(fabric, rep, s, timer)
         shards = [views[ipu] for ipu in g.ipus]
         if kind == "F":

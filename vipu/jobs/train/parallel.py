@@ -16,9 +16,9 @@ A step:
 1. every instance runs, for each of its replicas, its m micro-batches through its p stages in the layout's schedule
    (vipu/sdk/nn/pipeline.py); each operation is a stage's forward or backward on its t shards (vipu/sdk/nn/mlp.py,
    transformer.py) with Megatron's tensor-parallel allreduces, and ends by sending its boundary activation
-   forward (or gradient back); gradients accumulate per IPU over the micro-batches. Where the layout allows,
-   a stage runs its m micro-batches stacked, each numpy call on all of them, and is timed per micro-batch as the
-   schedule orders them (micro_batches.py);
+   forward (or gradient back); gradients accumulate per IPU over the micro-batches. Where the layout allows
+   (and the IPUs have the SRAM for the stacked exchange buffers), a stage runs its m micro-batches stacked, each
+   numpy call on all of them, and is timed per micro-batch as the schedule orders them (micro_batches.py);
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
 3. every IPU applies the optimiser (vipu/sdk/nn/optimizers.py) to its own buffers and puts them back: all replicas stay identical.
 
@@ -76,8 +76,9 @@ from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs, owned
 from vipu.jobs.train.holdings import Holdings
-from vipu.jobs.train.micro_batches import run_replica
+from vipu.jobs.train.micro_batches import stack_fits
 from vipu.jobs.train.pipeline_schedule import timeline
+from vipu.jobs.train.replica_batches import batchable, each_replica
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.results import IpuReport, StepReport
@@ -106,6 +107,8 @@ class ParallelTrainer:
         # I/O tiles compute nothing: the model's FLOPs spread over the other tiles, as the planner prices them
         self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
         self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
+        self.cache_shares: dict = {}  # (replica, stage) -> its stacked cache's bytes per IPU (micro_batches.py)
+        self._views: dict[int, tuple[np.ndarray, dict]] = {}  # IPU -> (its weights' buffer, their views)
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
         mirror = LocalTransport() if transport.deferred else None  # Fabric._exchange
         if self.model.dtype != "fp32":
@@ -150,6 +153,8 @@ class ParallelTrainer:
             activations = [int(stage_memory(workload, s).activations) for s in range(p)]
             self.fabric.reserve("activations", {self.fabric.ipu(rep, s, k): activations[s] for rep in self.replicas
                                                 for s in range(p) for k in range(t)})
+            self.stack_fits = stack_fits(self.fabric, workload, grads)  # else one by one (micro_batches.py)
+            self.replicas_as_one = batchable(self)  # replica_batches.py
         except BaseException:
             self.close()
             raise
@@ -244,7 +249,7 @@ class ParallelTrainer:
             params = self.put_weights
         else:
             params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
-        views = {ipu: self.layouts[ipu].views(params[ipu]) for ipu in self.ipus}
+        views = {ipu: self._weight_views(ipu, params[ipu]) for ipu in self.ipus}
         grads, gviews = self.accumulators
         for buffer in grads.values():
             buffer.fill(0)
@@ -254,8 +259,7 @@ class ParallelTrainer:
         compute = defaultdict(float)
         held = self._holdings()
         worst = None  # (pipeline_s, stage busy, timers) of the critical stage of the slowest replica
-        for rep in self.replicas:
-            timers = run_replica(self, rep, order, x, y, params, views, gviews, held, losses)
+        for rep, timers in each_replica(self, order, x, y, params, views, gviews, held, losses):
             for timer in timers.values():
                 for ipu, seconds in timer.ipu_compute_s.items():
                     compute[ipu] += seconds
@@ -281,6 +285,14 @@ class ParallelTrainer:
             fabric.offload("params")
         streaming_s = self._streaming_s()
         return self._report(step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s)
+
+    def _weight_views(self, ipu: int, buffer: np.ndarray) -> dict[str, np.ndarray]:
+        """The named views of the IPU's flat weight buffer, made again only when the buffer is another one (the
+        weights as put are the same buffer every step, updated in place)."""
+        kept = self._views.get(ipu)
+        if kept is None or kept[0] is not buffer:
+            kept = self._views[ipu] = (buffer, self.layouts[ipu].views(buffer))
+        return kept[1]
 
     def _enter(self, xs: list[np.ndarray], g: StageGroup) -> list[np.ndarray]:
         """A stage's whole input (or output gradient) as its shards take it: with two tensor-parallel axes each its
@@ -337,10 +349,12 @@ class ParallelTrainer:
         sync_s = sum(t.sync_s for t in timers) + dp_sync
         by_link: dict[str, int] = defaultdict(int)
         by_kind = {TP: 0, PP: 0, DP: 0}
-        for kind, result in self.fabric.log:
+        collectives = 0
+        for kind, result, times in self.fabric.log:
+            collectives += times
             for link, nbytes in result.bytes_per_link_type.items():
-                by_link[link] += nbytes
-                by_kind[kind] += nbytes
+                by_link[link] += nbytes * times
+                by_kind[kind] += nbytes * times
         per_ipu = {}
         for ipu in self.ipus:
             sram, activations = held.sram_peak(ipu)
@@ -359,6 +373,6 @@ class ParallelTrainer:
             comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, sync_s=sync_s,
             data_parallel_s=dp_s, streaming_s=streaming_s,
             bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
-            bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=len(self.fabric.log),
+            bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=collectives,
             ipus=per_ipu, wall_s=self.clock() - started)
 

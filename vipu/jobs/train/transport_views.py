@@ -89,11 +89,15 @@ class Tiled(WrappedTransport):
     """A tensor of `stacked` micro-batches, each a block of one micro-batch's elements after the one before, seen as
     one micro-batch's: spec() says one's size, so a collective plans (and prices) one micro-batch's schedule, and
     run_steps() runs each of its transfers on every block at once (the same ranges at each block's offset), so every
-    element is summed in the order one micro-batch's collective sums it. The cost is recorded once per block."""
+    element is summed in the order one micro-batch's collective sums it. The cost is recorded once per block.
 
-    def __init__(self, inner: Transport, stacked: int):
+    tiled: where the tiled steps are kept, keyed by the steps given (a schedule's, the same object each time it
+    runs: known_schedules.Schedule.moving) and one block's size, so a training loop tiles each schedule once."""
+
+    def __init__(self, inner: Transport, stacked: int, tiled: dict | None = None):
         super().__init__(inner)
         self.stacked = stacked
+        self.tiled = {} if tiled is None else tiled
 
     def spec(self, ipu: int, name: str) -> tuple[int, np.dtype]:
         numel, dtype = self.inner.spec(ipu, name)
@@ -101,10 +105,16 @@ class Tiled(WrappedTransport):
 
     def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
         numel = self.spec(steps[0][0].src, name)[0]
+        key = (id(steps), numel, self.stacked)
+        kept = self.tiled.get(key)
+        if kept is None or kept[0] is not steps:  # the steps themselves are kept too: an id is not reused meanwhile
+            kept = self.tiled[key] = (steps, self._tile(steps, numel))
+        self.inner.run_steps(name, kept[1])
+
+    def _tile(self, steps: Sequence[Sequence[Transfer]], numel: int) -> list[list[Transfer]]:
         offsets = [j * numel for j in range(self.stacked)]
-        tiled = [[t._replace(ranges=tuple((lo + at, hi + at) for at in offsets for lo, hi in t.ranges),
-                             numel=t.numel * self.stacked) for t in step] for step in steps]
-        self.inner.run_steps(name, tiled)
+        return [[t._replace(ranges=tuple((lo + at, hi + at) for at in offsets for lo, hi in t.ranges),
+                            numel=t.numel * self.stacked) for t in step] for step in steps]
 
     def record(self, result: CollectiveResult) -> None:
         for _ in range(self.stacked):

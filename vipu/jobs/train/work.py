@@ -20,7 +20,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from vipu.jobs.train.data_path import PP, TP, Fabric
-from vipu.sdk.nn.kernels import matmul_flops, wgrad, wgrad_flops
+from vipu.sdk.nn.kernels import matmul_flops, rows, wgrad, wgrad_flops
 from vipu.workers import bsp
 
 
@@ -121,6 +121,9 @@ class StageGroup:
         """Stacked, each micro-batch's gradient (one batched matmul), added in order (kernels.wgrad)."""
         self.flops(k, wgrad_flops(a, dy))
         return wgrad(a, dy, self.stacked)
+
+    def rows(self, k: int, dy: np.ndarray) -> np.ndarray:
+        return rows(dy, self.stacked)
 
     def flops(self, k: int, n: float) -> None:
         # n is exactly `stacked` times one micro-batch's (whole numbers below 2**53): the quotient is exact too

@@ -22,11 +22,15 @@ def matmul_flops(a: np.ndarray, b: np.ndarray) -> float:
 
 def wgrad(a: np.ndarray, dy: np.ndarray, groups: int = 1) -> np.ndarray:
     """The weight gradient of y = a @ w for activations with any leading dimensions. `groups` micro-batches stacked
-    along the first: each one's gradient (one batched matmul), added in order (in_order)."""
+    along the first: each one's gradient (the matmul one micro-batch alone makes), added in order (as in_order)."""
     if groups == 1:
         return a.reshape(-1, a.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
-    return in_order(np.matmul(a.reshape(groups, -1, a.shape[-1]).transpose(0, 2, 1),
-                              dy.reshape(groups, -1, dy.shape[-1])))
+    a, dy = a.reshape(groups, -1, a.shape[-1]), dy.reshape(groups, -1, dy.shape[-1])
+    out = a[0].T @ dy[0]
+    part = np.empty_like(out)  # each next one's made here and added in place: no fresh memory per micro-batch
+    for j in range(1, groups):
+        out += np.matmul(a[j].T, dy[j], out=part)
+    return out
 
 
 def in_order(parts: np.ndarray) -> np.ndarray:

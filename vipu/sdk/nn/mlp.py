@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vipu.sdk.nn.kernels import relu, relu_back, rows
+from vipu.sdk.nn.kernels import relu, relu_back
 from vipu.sdk.nn.sharding import Block, piece
 from vipu.sdk.nn.spmd import Shards
 
@@ -75,18 +75,18 @@ def backward(model, blocks: list[Block], shards: list[Params], caches: list, dou
             for k, p in enumerate(shards):
                 x, z1, a1, z2 = cache[k]
                 dz2 = _act_back(ds[k], z2, block.layers[1], last)
-                grads[k][w[1]], grads[k][b[1]] = g.wgrad(k, a1, dz2), rows(dz2, g.stacked)
-                dz1 = relu_back(g.mm(k, dz2, p[w[1]].T), z1)
-                grads[k][w[0]], grads[k][b[0]] = g.wgrad(k, x, dz1), rows(dz1, g.stacked)
-                parts.append(g.mm(k, dz1, p[w[0]].T) if wants_dx else None)
+                grads[k][w[1]], grads[k][b[1]] = g.wgrad(k, a1, dz2), g.rows(k, dz2)
+                dz1 = relu_back(g.mm(k, dz2, p[w[1]].mT), z1)
+                grads[k][w[0]], grads[k][b[0]] = g.wgrad(k, x, dz1), g.rows(k, dz1)
+                parts.append(g.mm(k, dz1, p[w[0]].mT) if wants_dx else None)
             ds = g.allreduce(parts) if wants_dx else None
         elif block.kind == "row":
             pieces = []
             for k, p in enumerate(shards):
                 inputs, z = cache[k]
                 dz = _act_back(ds[k], z, block.layers[0], last)
-                grads[k][w[0]], grads[k][b[0]] = g.wgrad(k, inputs, dz), rows(dz, g.stacked)
-                pieces.append(g.mm(k, dz, p[w[0]].T) if wants_dx else None)
+                grads[k][w[0]], grads[k][b[0]] = g.wgrad(k, inputs, dz), g.rows(k, dz)
+                pieces.append(g.mm(k, dz, p[w[0]].mT) if wants_dx else None)
             ds = g.all_gather(pieces, axis=-1) if wants_dx else None
         else:  # col (gathered output) and replicated
             parts = []
@@ -94,7 +94,7 @@ def backward(model, blocks: list[Block], shards: list[Params], caches: list, dou
                 x, z = cache[k]
                 d = _cols(ds[k], t, k) if block.kind == "col" else ds[k]
                 dz = _act_back(d, z, block.layers[0], last)
-                grads[k][w[0]], grads[k][b[0]] = g.wgrad(k, x, dz), rows(dz, g.stacked)
-                parts.append(g.mm(k, dz, p[w[0]].T) if wants_dx else None)
+                grads[k][w[0]], grads[k][b[0]] = g.wgrad(k, x, dz), g.rows(k, dz)
+                parts.append(g.mm(k, dz, p[w[0]].mT) if wants_dx else None)
             ds = (g.allreduce(parts) if block.kind == "col" else parts) if wants_dx else None
     return ds, grads

@@ -26,6 +26,10 @@ class Shards(Protocol):
     def wgrad(self, k: int, a: np.ndarray, dy: np.ndarray) -> np.ndarray:
         """The weight gradient of y = a @ w on shard k (kernels.wgrad), counted."""
 
+    def rows(self, k: int, dy: np.ndarray) -> np.ndarray:
+        """The bias gradient on shard k: dy summed over its rows (kernels.rows; stacked, each micro-batch's, added
+        in order)."""
+
     def flops(self, k: int, n: float) -> None:
         """Count n FLOPs on shard k's IPU (work that is not a matmul, e.g. attention's)."""
 

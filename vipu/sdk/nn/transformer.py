@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from vipu.sdk.nn.kernels import (attention, attention_back, attention_flops, layernorm, layernorm_back, relu, relu_back,
-                                 rows, score_cycles)
+                                 score_cycles)
 from vipu.sdk.nn.sharding import Block
 from vipu.sdk.nn.spmd import Shards
 
@@ -89,9 +89,9 @@ def _ffn_back(pre: str, shards: list[Params], cache: list, ds: list, g: Shards, 
     for k, p in enumerate(shards):
         n2, c2, z, a = cache[k]
         gk = grads[k]
-        gk[pre + "b2"], gk[pre + "w2"] = rows(ds[k], g.stacked), g.wgrad(k, a, ds[k])
+        gk[pre + "b2"], gk[pre + "w2"] = g.rows(k, ds[k]), g.wgrad(k, a, ds[k])
         dz = relu_back(g.mm(k, ds[k], p[pre + "w2"].T), z)
-        gk[pre + "w1"], gk[pre + "b1"] = g.wgrad(k, n2, dz), rows(dz, g.stacked)
+        gk[pre + "w1"], gk[pre + "b1"] = g.wgrad(k, n2, dz), g.rows(k, dz)
         parts.append(g.mm(k, dz, p[pre + "w1"].T))
     return _norm_back(pre + "ln2", g.allreduce(parts), cache, ds, grads, g.stacked)
 
@@ -102,13 +102,13 @@ def _attention_back(pre: str, shards: list[Params], cache: list, ds: list, g: Sh
     for k, p in enumerate(shards):
         n1, c1, ctx, ca = cache[k]
         gk = grads[k]
-        gk[pre + "bo"], gk[pre + "wo"] = rows(ds[k], g.stacked), g.wgrad(k, ctx, ds[k])
+        gk[pre + "bo"], gk[pre + "wo"] = g.rows(k, ds[k]), g.wgrad(k, ctx, ds[k])
         g.flops(k, 2 * attention_flops(ctx, ctx.shape[1]))
         g.vector(k, score_cycles(ctx, ctx.shape[1], ca[0].shape[1], backward=True))
         dq, dk, dv = attention_back(g.mm(k, ds[k], p[pre + "wo"].T), ca)
         dn1 = 0
         for name, d in zip("qkv", (dq, dk, dv)):
-            gk[pre + f"w{name}"], gk[pre + f"b{name}"] = g.wgrad(k, n1, d), rows(d, g.stacked)
+            gk[pre + f"w{name}"], gk[pre + f"b{name}"] = g.wgrad(k, n1, d), g.rows(k, d)
             dn1 = dn1 + g.mm(k, d, p[pre + f"w{name}"].T)
         parts.append(dn1)
     return _norm_back(pre + "ln1", g.allreduce(parts), cache, ds, grads, g.stacked)
