@@ -12,7 +12,7 @@ node it ran on, why it failed to start if it did, and its reported steps. A run 
 (COMPLETED on 0:0, else FAILED, with code and signal), or when the controller stops it (cancel, time limit,
 preemption, lost IPUs): SIGTERM to its process group, then SIGKILL after KillWait. The controller's restart ends
 the runs it had (NODE_FAIL, requeued as the spec allows): their supervisors stop their programs when the controller
-goes, even by kill -9.
+goes, even by kill -9, and the restarted controller keeps their partitions until they have (run_locks.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from vipu.errors import FailedPrecondition
@@ -29,6 +30,7 @@ from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files
 from vipu.jobs.programs.environment import job_environment
 from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, spool_for
 from vipu.jobs.programs.program_record import ProgramRecord
+from vipu.jobs.programs.run_locks import GONE_WAIT_S, left_running, when_gone
 from vipu.jobs.programs.run_sessions import device_environment, keep_steps, open_session
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
@@ -62,6 +64,7 @@ class ProgramRuns:
         self._nodes: dict[str, object] = {}  # Ray node id -> its NodeSteps actor
         self._lock = threading.Lock()
         self._stopping = False
+        self._closing = threading.Event()  # set at shutdown: the watches of old runs end (when_gone)
 
     # -- a run ------------------------------------------------------------------------------------------------
     def start(self, start: StartJob) -> None:
@@ -161,7 +164,7 @@ class ProgramRuns:
         COMPLETING, so no other job gets its IPUs while it still runs."""
         run = self.runs.get(stop.job_id)
         if run is None:
-            return False
+            return self._keep_for_old_runs(stop)
         run.stopped = True
         self._close(run, f"job {stop.job_id}'s run was stopped ({stop.state.value}); its session with it")
         if run.host is not None:
@@ -171,6 +174,19 @@ class ProgramRuns:
                 return False
             run.keeps = stop.partition
             return True
+
+    def _keep_for_old_runs(self, stop: StopJob) -> bool:
+        """A stop of a job this controller has not run: its partition is from before a restart, and the programs of
+        that controller's runs go on ending through KillWait (run_locks.py). True: the partition stays until they
+        have (the job Cleaning meanwhile)."""
+        left = left_running(self.spool, stop.job_id)
+        if not left:
+            return False
+        log.info("job %s: the program of its run from before the restart is still ending (supervisor pid %s): its"
+                 " partition %s is kept until it has", stop.job_id, ", ".join(map(str, left.values())), stop.partition)
+        when_gone(list(left), partial(self.ctx.release, stop.partition), self._closing,
+                  self.ctx.settings.kill_wait_s + GONE_WAIT_S, f"job {stop.job_id}")
+        return True
 
     def signal(self, job_id: int, sig: int) -> None:
         """scancel --signal: `sig` to the run's program group, through its supervisor; the run goes on. Refused while
@@ -273,6 +289,7 @@ class ProgramRuns:
         """The controller stops: its programs stop with it; the restart records how their jobs ended."""
         with self.ctx.lock:
             self._stopping = True
+        self._closing.set()
         self.ctx.sessions.close_all("the controller is stopping")
         self.local.terminate_all()
         for actor in list(self._nodes.values()):

@@ -5,7 +5,8 @@ included), as the job's user, with its output going straight to its files; the s
 user, so it can always end the whole group: on SIGTERM (a cancel or a time limit) it sends SIGTERM to the group and
 SIGKILL after the grace period (Slurm's KillWait), and when the script exits it kills what the script left behind.
 It also ends the group when the process that started it dies, even by SIGKILL: a controller that is killed leaves no
-program running that nobody knows about.
+program running that nobody knows about. It holds the run's lock (run_locks.py) from before the program starts until
+its whole session is gone, so a controller started again meanwhile knows when the run's IPUs are free.
 
 Why it leaves its starter's process tree (a double fork) and watches the starter instead: whoever kills the starter
 may kill its descendants with SIGKILL first (Ray does, for an actor's worker), and a supervisor killed so could not
@@ -34,7 +35,7 @@ import time
 from pathlib import Path
 
 from vipu.jobs.output_folder import missing_folder
-
+from vipu.jobs.programs.run_locks import GONE_WAIT_S, hold, let_go, lock_path
 
 
 def main() -> int:
@@ -52,16 +53,26 @@ def main() -> int:
     os.set_blocking(stop_w, False)
     signal.set_wakeup_fd(stop_w)
     signal.signal(signal.SIGTERM, lambda *_: None)  # woken through the pipe instead
+    lock = None
     try:
-        script = write_script(launch)
+        spool = own_spool(launch)
+        lock = take_lock(launch, spool)
+        # the starter gone already: a controller started since may have looked for the lock before it was taken
+        if select.select([starter], [], [], 0)[0]:
+            raise StartError("the controller stopped before the program started")
+        script = write_script(launch, spool)
         pid = start(launch, script)
     except StartError as e:
+        if lock is not None:
+            let_go(*lock)
         say({"failed": str(e)})
         return 0
     say({"started": {"pid": pid}})
     status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, starter, commands)
     signal_group(pid, signal.SIGKILL)  # what the script left running: the job has ended
+    wait_gone(pid)
     script.unlink(missing_ok=True)
+    let_go(*lock)  # after the whole session: a restarted controller starts on its IPUs only then
     code = os.waitstatus_to_exitcode(status)
     say({"ended": {"exit_code": max(code, 0), "signal": -code if code < 0 else 0}})
     return 0
@@ -105,15 +116,31 @@ class Lines:
         return [line.decode() for line in lines if line.strip()]
 
 
-def write_script(launch: dict) -> Path:
-    """The script as a file the job's user may run and nobody else may read, in the spool folder: one that only this
-    supervisor's user may write in (else another user could swap a script, or read one)."""
+def own_spool(launch: dict) -> Path:
+    """The spool folder, made if missing: one that only this supervisor's user may write in (else another user could
+    swap a script or a lock, or read a script)."""
     spool = Path(launch["spool"])
     spool.mkdir(mode=0o711, exist_ok=True)
     info = os.lstat(spool)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
         raise StartError(f"the spool folder {spool} is not this controller's own (a link, another user's, or"
                          " writable by others); remove it, and the next run makes it again")
+    return spool
+
+
+def take_lock(launch: dict, spool: Path) -> tuple[Path, int]:
+    """The run's lock (run_locks.py), held until this supervisor exits: while it is, the program may be alive."""
+    path = lock_path(spool, launch["job_id"], launch["run"])
+    try:
+        return path, hold(path)
+    except BlockingIOError:
+        raise StartError(f"another supervisor holds {path}: a run of this job with the same number is alive") from None
+    except OSError as e:
+        raise StartError(f"the run's lock {path} cannot be made ({e.strerror})") from None
+
+
+def write_script(launch: dict, spool: Path) -> Path:
+    """The script as a file the job's user may run and nobody else may read, in the spool folder."""
     path = spool / f"job{launch['job_id']}.run{launch['run']}.script"
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
@@ -266,9 +293,25 @@ def signal_group(pid: int, sig: int) -> None:
 
 
 def other_groups(sid: int) -> list[int]:
-    """The processes of session `sid` (the script's pid, as it called setsid) outside its own process group, from
-    /proc. Why not all of them: killpg has signalled the group already, and a second signal to the script made a
-    trap run twice."""
+    """The processes of session `sid` (the script's pid, as it called setsid) outside its own process group. Why not
+    all of them: killpg has signalled the group already, and a second signal to the script made a trap run twice."""
+    return [pid for pid, group in session(sid) if group != sid]
+
+
+def wait_gone(sid: int) -> None:
+    """Wait until no process of session `sid` is alive (SIGKILLed already), at most GONE_WAIT_S: one in an
+    uninterruptible wait (a disk, a hung NFS) may take its time. SIGKILL again now and then, for any forked since."""
+    deadline = time.monotonic() + GONE_WAIT_S
+    kill_at = time.monotonic() + 1
+    while session(sid) and time.monotonic() < deadline:
+        if time.monotonic() >= kill_at:
+            signal_group(sid, signal.SIGKILL)
+            kill_at = time.monotonic() + 1
+        time.sleep(0.01)
+
+
+def session(sid: int) -> list[tuple[int, int]]:
+    """The live processes of session `sid`, as (pid, process group), from /proc (zombies are dead: left out)."""
     members = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -278,8 +321,8 @@ def other_groups(sid: int) -> list[int]:
                 fields = f.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold spaces
         except OSError:
             continue
-        if int(fields[3]) == sid and int(fields[2]) != sid:  # state, ppid, pgrp, session
-            members.append(int(entry))
+        if int(fields[3]) == sid and fields[0] not in (b"Z", b"X"):  # state, ppid, pgrp, session
+            members.append((int(entry), int(fields[2])))
     return members
 
 
