@@ -184,7 +184,7 @@ class ProgramRuns:
             return False
         log.info("job %s: the program of its run from before the restart is still ending (supervisor pid %s): its"
                  " partition %s is kept until it has", stop.job_id, ", ".join(map(str, left.values())), stop.partition)
-        when_gone(list(left), partial(self.ctx.release, stop.partition), self._closing,
+        when_gone(left, partial(self.ctx.release, stop.partition), self._closing,
                   self.ctx.settings.kill_wait_s + GONE_WAIT_S, f"job {stop.job_id}")
         return True
 

@@ -63,6 +63,9 @@ def holder(path: Path) -> int | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
+    except OSError as e:  # no supervisor made this (only the controller's user writes in the spool): none to wait for
+        log.warning("%s is no run's lock (%s): not waited for", path, e.strerror)
+        return None
     with os.fdopen(fd, "rb") as f:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -83,20 +86,20 @@ def left_running(spool: str | Path, job_id: int) -> dict[Path, int]:
     return held
 
 
-def when_gone(paths: list[Path], then: Callable[[], None], closing: threading.Event, warn_after: float,
+def when_gone(held: dict[Path, int], then: Callable[[], None], closing: threading.Event, warn_after: float,
               name: str) -> None:
-    """Call `then` (in a thread of its own) once every lock of `paths` is free; never if `closing` is set first.
-    Past `warn_after` seconds it says once which supervisors still hold theirs: they outlived KillWait."""
+    """Call `then` (in a thread of its own) once every lock of `held` (left_running's) is free; never if `closing`
+    is set first. Past `warn_after` seconds it says once which supervisors still hold theirs: they outlived KillWait."""
     def watch() -> None:
         warn_at = time.monotonic() + warn_after
-        left = list(paths)
+        left = list(held)
         while left:
             left = [p for p in left if holder(p) is not None]
             if not left:
                 break
             if time.monotonic() >= warn_at:
-                log.warning("%s: the supervisors of %s (pids in the files) still hold them past KillWait; the IPUs stay"
-                            " in use until they exit", name, ", ".join(map(str, left)))
+                log.warning("%s: supervisor(s) %s still hold %s past KillWait; its IPUs stay in use until they exit",
+                            name, ", ".join(str(held[p]) for p in left), ", ".join(map(str, left)))
                 warn_at = math.inf
             if closing.wait(POLL_S):
                 return
