@@ -81,6 +81,16 @@ def test_flags_beat_directives(server, tmp_path):
     x = ended(server, other, tmp_path)  # --no-hold beat -H; --time-limit takes a unit
     assert (x["state"], x["time_limit_s"], x["name"]) == ("COMPLETED", 90, "n")
 
+    # sbatch's input variables: over the #SBATCH lines, under the flags (man sbatch)
+    env = {"SBATCH_JOB_NAME": "from-env", "SBATCH_TIMELIMIT": "7", "SBATCH_QOS": "high", "SBATCH_NO_REQUEUE": ""}
+    [third] = submit(server, "job.sh", "-J", "from-flag", cwd=tmp_path, env=env)
+    spec = show(server, third, tmp_path)["spec"]
+    assert (spec["name"], spec["time_limit"], spec["qos"], spec["requeue"]) == ("from-flag", 420, "high", False)
+    [wrapped] = submit(server, "--wrap", "true", "--ipus", "1", "-H", cwd=tmp_path, env=env)
+    assert show(server, wrapped, tmp_path)["spec"]["name"] == "from-env"
+    bad = vipu(server, "submit", "job.sh", cwd=tmp_path, env={"SBATCH_TIMELIMIT": "soon"})
+    assert bad.returncode == 2 and bad.stderr.startswith("vipu: error: SBATCH_TIMELIMIT: 'soon'"), bad.stderr
+
 
 @pytest.mark.parametrize(("lines", "said"), [
     (["#SBATCH -J fine", "#SBATCH --mem=4G"],

@@ -8,6 +8,7 @@ import sys
 
 from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, script_request, wrapped
 from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
+from vipu.cli.sbatch_environment import from_environment
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
 from vipu.client.caller import new_request_id
 from vipu.v1 import job_pb2 as j
@@ -57,7 +58,7 @@ def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] |
         fail("vipu", str(e), BAD_INPUT)
 
 
-def time_flag(time: str | None, time_limit: str | None) -> str | int | None:
+def time_flag(time: str | None, time_limit: str | None, flag: str = "-t/--time") -> str | int | None:
     """The time limit from -t/--time (Slurm's: a bare number is minutes) or --time-limit (a unit is required)."""
     if time is None:
         return time_limit
@@ -69,7 +70,7 @@ def time_flag(time: str | None, time_limit: str | None) -> str | int | None:
     try:
         return slurm_limit(time)
     except ValueError as e:
-        fail("vipu", f"-t/--time: {e}", BAD_INPUT)
+        fail("vipu", f"{flag}: {e}", BAD_INPUT)
 
 
 WAITS = {"JobHeldUser": "it would be held until `vipu release`",
@@ -111,15 +112,20 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
                 chdir: str | None = None, export: str | None = None, request_id: str | None = None,
                 parsable: bool = False, test_only: bool = False, json_out: bool = False) -> None:
     """`vipu submit` once its flags are read (submit_command.py with typer, or fast_path.py), the defaults typer's."""
+    given = {"name": name, "time": time, "qos": qos, "account": account, "array": array, "allocation": allocation,
+             "output": output, "error_file": error_file, "export": export, "requeue": requeue}
+    values, used = from_environment(given, time_limit)
+    name, time, qos, account, array, allocation, output, error_file, export, requeue = values.values()
     if export is not None:
         from vipu.cli.export_env import check_export
 
         try:
             check_export(export)
         except ValueError as e:
-            fail("vipu", f"--export: {e}", BAD_INPUT)
+            fail("vipu", f"{'SBATCH_EXPORT' if 'SBATCH_EXPORT' in used else '--export'}: {e}", BAD_INPUT)
+    limit = time_flag(time, time_limit, "SBATCH_TIMELIMIT" if "SBATCH_TIMELIMIT" in used else "-t/--time")
     flags = {
-        "name": name, "ipus": ipus, "time_limit": time_flag(time, time_limit), "qos": qos, "user": user,
+        "name": name, "ipus": ipus, "time_limit": limit, "qos": qos, "user": user,
         "account": account, "nice": nice, "dependency": dependency, "array": array, "hold": hold, "begin": begin,
         "requeue": requeue, "allocation": allocation, "output": output, "error": error_file, "chdir": chdir,
         "export": export,
@@ -142,6 +148,8 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
     batch = wrap is not None or (first is not None and is_batch_script(first[0]))
     count = 1 if batch else len(specs)  # the jobs this command queues
     if not batch:
+        if "SBATCH_EXPORT" in used:  # the environment of a batch script: a spec's workload takes none
+            del flags["export"]
         flags = spec_flags(flags)
         if "-" in specs and len(specs) > 1:
             fail("vipu", "'-' (a spec on stdin) must be the only spec; give the others as files", BAD_INPUT)
