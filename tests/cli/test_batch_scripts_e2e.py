@@ -90,6 +90,11 @@ def test_flags_beat_directives(server, tmp_path):
     assert show(server, wrapped, tmp_path)["spec"]["name"] == "from-env"
     bad = vipu(server, "submit", "job.sh", cwd=tmp_path, env={"SBATCH_TIMELIMIT": "soon"})
     assert bad.returncode == 2 and bad.stderr.startswith("vipu: error: SBATCH_TIMELIMIT: 'soon'"), bad.stderr
+    said = vipu(server, "submit", "job.sh", "--comment", "nightly", "--json", cwd=tmp_path)  # sbatch's, unmodelled
+    assert said.returncode == 0 and said.stderr == "vipu: warning: --comment is not kept: a job here has no comment" \
+        " (tell jobs apart by -J/--job-name)\n"
+    refused = vipu(server, "submit", "job.sh", cwd=tmp_path, env={"SBATCH_OPEN_MODE": "append"})
+    assert refused.returncode == 2 and "--open-mode=append is not taken" in refused.stderr
 
 
 @pytest.mark.parametrize(("lines", "said"), [

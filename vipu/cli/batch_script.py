@@ -84,8 +84,9 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
         raise BatchError(f"{source} is not UTF-8 text (bad byte at offset {e.start}); save the script as"
                          " UTF-8") from None
     from vipu.cli.batch_directives import parse_directives  # here, as exported above
+    from vipu.cli.sbatch_unmodelled import unmodelled
 
-    options = {**parse_directives(script, source), **flags}
+    options = unmodelled({**parse_directives(script, source), **flags})
     if "ipus" not in options and source == WRAP:
         raise BatchError("--wrap asks for no IPUs; give vipu submit --ipus N")
     if "ipus" not in options:

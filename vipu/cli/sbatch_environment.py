@@ -9,7 +9,8 @@ import os
 # submit_jobs' parameter -> the variable sbatch reads for that flag
 TEXTS = {"name": "SBATCH_JOB_NAME", "time": "SBATCH_TIMELIMIT", "qos": "SBATCH_QOS", "account": "SBATCH_ACCOUNT",
          "array": "SBATCH_ARRAY_INX", "allocation": "SBATCH_PARTITION", "output": "SBATCH_OUTPUT",
-         "error_file": "SBATCH_ERROR", "export": "SBATCH_EXPORT"}
+         "error_file": "SBATCH_ERROR", "export": "SBATCH_EXPORT", "open_mode": "SBATCH_OPEN_MODE",
+         "signal": "SBATCH_SIGNAL"}
 SWITCHES = (("SBATCH_REQUEUE", True), ("SBATCH_NO_REQUEUE", False))  # --requeue and --no-requeue
 
 

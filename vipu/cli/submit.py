@@ -110,12 +110,18 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
                 hold: bool | None = None, begin: str | None = None, requeue: bool | None = None,
                 allocation: str | None = None, output: str | None = None, error_file: str | None = None,
                 chdir: str | None = None, export: str | None = None, request_id: str | None = None,
-                parsable: bool = False, test_only: bool = False, json_out: bool = False) -> None:
+                parsable: bool = False, test_only: bool = False, json_out: bool = False, open_mode: str | None = None,
+                comment: str | None = None, mail_type: str | None = None, mail_user: str | None = None,
+                time_min: str | None = None, exclusive: bool = False, nodes: str | None = None,
+                priority: str | None = None, signal: str | None = None,
+                kill_on_invalid_dep: str | None = None) -> None:
     """`vipu submit` once its flags are read (submit_command.py with typer, or fast_path.py), the defaults typer's."""
     given = {"name": name, "time": time, "qos": qos, "account": account, "array": array, "allocation": allocation,
-             "output": output, "error_file": error_file, "export": export, "requeue": requeue}
+             "output": output, "error_file": error_file, "export": export, "open_mode": open_mode, "signal": signal,
+             "requeue": requeue}
     values, used = from_environment(given, time_limit)
-    name, time, qos, account, array, allocation, output, error_file, export, requeue = values.values()
+    name, time, qos, account, array, allocation, output, error_file, export, open_mode, signal, requeue = \
+        values.values()
     if export is not None:
         from vipu.cli.export_env import check_export
 
@@ -130,6 +136,9 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
         "requeue": requeue, "allocation": allocation, "output": output, "error": error_file, "chdir": chdir,
         "export": export,
     }
+    flags.update(open_mode=open_mode, comment=comment, mail_type=mail_type, mail_user=mail_user, time_min=time_min,
+                 exclusive=exclusive or None, nodes=nodes, priority=priority, signal=signal,
+                 kill_on_invalid_dep=kill_on_invalid_dep)  # each said or refused by sbatch_unmodelled
     flags = {k: v for k, v in flags.items() if v is not None}
     for key, flag, example in (("output", "-o/--output", "a file path (e.g. -o out-%j.txt)"),
                                ("error", "-e/--error", "a file path (e.g. -e out-%j.txt)"),
@@ -150,7 +159,9 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
     if not batch:
         if "SBATCH_EXPORT" in used:  # the environment of a batch script: a spec's workload takes none
             del flags["export"]
-        flags = spec_flags(flags)
+        from vipu.cli.sbatch_unmodelled import unmodelled
+
+        flags = spec_flags(unmodelled(flags))
         if "-" in specs and len(specs) > 1:
             fail("vipu", "'-' (a spec on stdin) must be the only spec; give the others as files", BAD_INPUT)
         if len(specs) > MAX_SPECS_PER_CALL:
