@@ -68,6 +68,8 @@ def batch_spec(script: str, args: list[str], options: Mapping[str, object], cwd:
         fields.setdefault("name", name)
     fields["workload"] = {"kind": "command", "script": script, "args": list(args), "submit_dir": cwd,
                           "chdir": chdir, "environment": environment}
+    if fields.get("open_mode") is not None:
+        fields["workload"]["open_mode"] = fields.pop("open_mode")
     return fields
 
 

@@ -31,8 +31,8 @@ def read_first(specs: list[str]) -> tuple[bytes, str] | None:
 
 def spec_flags(flags: dict) -> dict:
     """The flags as fields over a spec file's (or as the spec): relative paths made absolute where vipu submit runs;
-    -D and --export, which only a batch script's program takes, refused."""
-    for key, flag in (("chdir", "-D/--chdir"), ("export", "--export")):
+    -D, --export and --open-mode, which only a batch script's program takes, refused."""
+    for key, flag in (("chdir", "-D/--chdir"), ("export", "--export"), ("open_mode", "--open-mode")):
         if key in flags:
             fail("vipu", f"{flag} is for a batch script or --wrap (the program's directory and environment); a spec"
                  " file's or the flags' workload takes none: leave it out", BAD_INPUT)
@@ -157,8 +157,9 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
     batch = wrap is not None or (first is not None and is_batch_script(first[0]))
     count = 1 if batch else len(specs)  # the jobs this command queues
     if not batch:
-        if "SBATCH_EXPORT" in used:  # the environment of a batch script: a spec's workload takes none
-            del flags["export"]
+        for variable, key in (("SBATCH_EXPORT", "export"), ("SBATCH_OPEN_MODE", "open_mode")):
+            if variable in used:  # a batch script's: a spec's workload takes none
+                del flags[key]
         from vipu.cli.sbatch_unmodelled import unmodelled
 
         flags = spec_flags(unmodelled(flags))

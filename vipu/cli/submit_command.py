@@ -45,7 +45,8 @@ def register(app: typer.Typer) -> None:
         output: str = typer.Option(None, "--output", "-o",
                                    help="the job's output file, relative to its working directory; %j job id, %A"
                                         " array job, %a task, %x name (see the spec); for a job the controller"
-                                        " writes it, never over a file it did not write for that job"),
+                                        " writes it, never over a file it did not write for that job (but with --open-mode=append,"
+                                        " which adds to a file of your own)"),
         error_file: str = typer.Option(None, "--error", "-e",
                                        help="a batch script's stderr (default: with its output); patterns as -o"),
         chdir: str = typer.Option(None, "--chdir", "-D", help="a batch script's working directory (default: here)"),
@@ -64,7 +65,9 @@ def register(app: typer.Typer) -> None:
             help=f"{JSON_HELP}: job_ids (every job), duplicate (all were queued before, by these request ids), jobs"
                  " (job_ids and duplicate per spec)"),
         open_mode: str = typer.Option(None, "--open-mode",
-                                      help="truncate (the default, and all there is here); append is refused"),
+                                      help="a batch script's output and error files: truncate (the default: each run"
+                                           " starts them afresh) or append (each run adds to them; a file of your"
+                                           " own from before is added to, where truncate refuses it)"),
         comment: str = typer.Option(None, "--comment", help="accepted with a warning: not kept"),
         mail_type: str = typer.Option(None, "--mail-type", help="accepted with a warning: no mail is sent"),
         mail_user: str = typer.Option(None, "--mail-user", help="accepted with a warning: no mail is sent"),
