@@ -154,10 +154,10 @@ def register(app: typer.Typer) -> None:
     ):
         """IPUs idle, allocated, draining, drained and failed per IPU-Link domain (a Pod64 of a Bow Pod; sinfo).
 
-        With -N, -s, -o, -p or -t, the IPU-Machines as sinfo shows nodes: a node is a machine (named by its agent), its
-        CPUs are its IPUs, and its partition is the V-IPU allocation its agent is in (default*). Its state is
-        that of its working IPUs when they agree (idle, alloc, drng, drain), mix when some are in use and some
-        not, down when all failed; a failed IPU counts as other in %C.
+        With -N, -s, -o, -p or -t, the IPU-Machines as sinfo shows nodes: a node is a machine (named by its
+        agent), its CPUs are its IPUs, and its partition is the V-IPU allocation its agent is in (default*). Its
+        state is that of its working IPUs when they agree (idle, alloc, drng, drain), mix when some are in use and
+        some not, down when all failed; a failed IPU counts as other in %C.
 
         Formats (-o): %P partition (* for the default), %R partition, %a avail, %l time limit, %D nodes, %t and
         %T state, %N node list, %c IPUs per node, %C IPUs allocated/idle/other/total, %A nodes allocated/idle,

@@ -44,7 +44,6 @@ class Query(NamedTuple):
     lone: int | None = None  # the job of a -j naming one job, which squeue looks up on its own (Invalid job id)
     narrow: Narrowing | None = None  # -n -p -q -A -w
 
-
     @property
     def needs(self) -> frozenset[str]:
         if self.as_json:

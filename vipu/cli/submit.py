@@ -34,8 +34,8 @@ def spec_flags(flags: dict) -> dict:
     -D, --export and --open-mode, which only a batch script's program takes, refused."""
     for key, flag in (("chdir", "-D/--chdir"), ("export", "--export"), ("open_mode", "--open-mode")):
         if key in flags:
-            fail("vipu", f"{flag} is for a batch script or --wrap (the program's directory and environment); a spec"
-                 " file's or the flags' workload takes none: leave it out", BAD_INPUT)
+            fail("vipu", f"{flag} is for a batch script or --wrap (its program's directory, environment, output); a"
+                 " spec file's or the flags' workload takes none: leave it out", BAD_INPUT)
     fields = {k: absolute(v) if k in ("output", "error") else v for k, v in flags.items()}
     return {**fields, "submit_dir": os.getcwd()}  # where a controller may write a built-in workload's output
 

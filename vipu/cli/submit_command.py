@@ -45,8 +45,8 @@ def register(app: typer.Typer) -> None:
         output: str = typer.Option(None, "--output", "-o",
                                    help="the job's output file, relative to its working directory; %j job id, %A"
                                         " array job, %a task, %x name (see the spec); for a job the controller"
-                                        " writes it, never over a file it did not write for that job (but with --open-mode=append,"
-                                        " which adds to a file of your own)"),
+                                        " writes it, never over a file it did not write for that job (but"
+                                        " --open-mode=append adds to a file of your own)"),
         error_file: str = typer.Option(None, "--error", "-e",
                                        help="a batch script's stderr (default: with its output); patterns as -o"),
         chdir: str = typer.Option(None, "--chdir", "-D", help="a batch script's working directory (default: here)"),
@@ -86,8 +86,8 @@ def register(app: typer.Typer) -> None:
 
         A batch script's #SBATCH lines before its first command are read as sbatch reads them; the flags win over
         them, and sbatch's input variables (SBATCH_JOB_NAME, SBATCH_TIMELIMIT, ...) come between: a flag wins over
-        its variable, the variable over the #SBATCH line. Several spec files: a job each, in one call, all queued or none (a refusal names its file); flags
-        apply to all."""
+        its variable, the variable over the #SBATCH line. Several spec files: a job each, in one call, all queued or
+        none (a refusal names its file); flags apply to all."""
         submit_jobs(
             ctx.obj, specs, name=name, ipus=ipus, time=time, time_limit=time_limit, duration=duration, wrap=wrap,
             qos=qos, user=user, account=account, nice=nice, dependency=dependency, array=array, hold=hold,

@@ -98,7 +98,8 @@ class ProgramRuns:
         env.update(device_environment(ctx, run.token))
         launch = {"job_id": job.id, "run": number, "script": work.script, "args": work.args, "cwd": work.workdir,
                   "env": env, "stdout": record.output,
-                  "stderr": record.error, "append": work.open_mode == "append", "fresh": fresh, "user": user, "kill_wait_s": ctx.settings.kill_wait_s,
+                  "stderr": record.error, "append": work.open_mode == "append", "fresh": fresh, "user": user,
+                  "kill_wait_s": ctx.settings.kill_wait_s,
                   "spool": self.spool}
         ctx.store.commit([("program_run", record.name, record)], [])
         self.runs[job.id] = run
