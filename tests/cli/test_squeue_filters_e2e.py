@@ -24,8 +24,10 @@ def test_names_qos_accounts_and_partitions_narrow_and_their_variables_stand_in_f
     assert lines(server, *ids, "-n", "eval", env=env) == [str(b)]  # the flag wins over SQUEUE_NAMES
     assert lines(server, *ids, env=server.env() | {"SQUEUE_STATES": "R"}) == []
     out = run(server, "vipu", "queue", *ids, env=server.env() | {"SQUEUE_USERS": "nobody"})
-    assert out.returncode == 0 and out.stdout == "" and "Invalid user: nobody" in out.stderr
+    assert out.returncode == 0 and out.stdout == "" and out.stderr.startswith("vipu: warning: SQUEUE_USERS: no user")
     assert len(lines(server, *ids, "-t", "PD", env=server.env() | {"SQUEUE_STATES": "R"})) == 3
+    bad = run(server, "vipu", "queue", env=server.env() | {"SQUEUE_STATES": "RUNNNING"})
+    assert bad.returncode == 2 and bad.stderr.startswith("vipu: error: SQUEUE_STATES: 'RUNNNING' is not a job state")
 
 
 def test_nodelist_lists_the_jobs_running_on_those_machines_and_all_prints_every_field(server):

@@ -142,11 +142,11 @@ def kept(cli, job: int, now: float) -> bool:
     return x is not None and (JobState(x.state) in ACTIVE or seconds(x.ended) >= now - MIN_JOB_AGE)
 
 
-def said(users: list[str], unknown: set[str]) -> None:
+def said(users: list[str], unknown: set[str], flag: str = "-u/--user") -> None:
     """squeue's error line for each user named that the controller knows nothing of, once; like squeue's, it does
     not end the command."""
     for nobody in [u for u in users if u in unknown]:
-        warn("vipu", f"-u/--user: no user {nobody!r} is known to the controller (squeue: Invalid user: {nobody});"
+        warn("vipu", f"{flag}: no user {nobody!r} is known to the controller (squeue: Invalid user: {nobody});"
              " check the name")
 
 
@@ -187,13 +187,15 @@ def queue_jobs(cli, user: list[str] | None = None, me: bool = False, state: list
     from vipu.cli.queue_narrowing import narrowing
 
     as_json = cli.wants_json(json_out)
+    states_flag = "-t/--states"
     if not state and os.environ.get("SQUEUE_STATES"):  # squeue's input variables: a flag wins over them
-        state = [os.environ["SQUEUE_STATES"]]
+        state, states_flag = [os.environ["SQUEUE_STATES"]], "SQUEUE_STATES"
+    who = "-u/--user"
     if not user and not me and os.environ.get("SQUEUE_USERS"):
-        user = [os.environ["SQUEUE_USERS"]]
+        user, who = [os.environ["SQUEUE_USERS"]], "SQUEUE_USERS"
     array = array or bool(os.environ.get("SQUEUE_ARRAY"))
     narrow = narrowing(name, partition, qos, account, nodelist)
-    states = job_states(state, "-t/--states")
+    states = job_states(state, states_flag)
     if states is None and start:
         states = {JobState.PENDING}
     active, ended = active_and_ended(states)
@@ -215,11 +217,11 @@ def queue_jobs(cli, user: list[str] | None = None, me: bool = False, state: list
     unknown: set[str] = set()
     if not iterate:
         show(cli, query, warnings, unknown)
-        said(users, unknown)
+        said(users, unknown, who)
         return
     try:
         show(cli, query, warnings, unknown)
-        said(users, unknown)
+        said(users, unknown, who)
         while True:
             print(flush=True)  # squeue's blank line between listings
             time.sleep(iterate)
