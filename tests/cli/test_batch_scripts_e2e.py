@@ -81,6 +81,43 @@ def test_flags_beat_directives(server, tmp_path):
     x = ended(server, other, tmp_path)  # --no-hold beat -H; --time-limit takes a unit
     assert (x["state"], x["time_limit_s"], x["name"]) == ("COMPLETED", 90, "n")
 
+    # sbatch's input variables: over the #SBATCH lines, under the flags (man sbatch)
+    env = {"SBATCH_JOB_NAME": "from-env", "SBATCH_TIMELIMIT": "7", "SBATCH_QOS": "high", "SBATCH_NO_REQUEUE": ""}
+    [third] = submit(server, "job.sh", "-J", "from-flag", cwd=tmp_path, env=env)
+    spec = show(server, third, tmp_path)["spec"]
+    assert (spec["name"], spec["time_limit"], spec["qos"], spec["requeue"]) == ("from-flag", 420, "high", False)
+    [wrapped] = submit(server, "--wrap", "true", "--ipus", "1", "-H", cwd=tmp_path, env=env)
+    assert show(server, wrapped, tmp_path)["spec"]["name"] == "from-env"
+    bad = vipu(server, "submit", "job.sh", cwd=tmp_path, env={"SBATCH_TIMELIMIT": "soon"})
+    assert bad.returncode == 2 and bad.stderr.startswith("vipu: error: SBATCH_TIMELIMIT: 'soon'"), bad.stderr
+    said = vipu(server, "submit", "job.sh", "--comment", "nightly", "--json", cwd=tmp_path)  # sbatch's, unmodelled
+    assert said.returncode == 0 and said.stderr == "vipu: warning: --comment is not kept: a job here has no comment" \
+        " (tell jobs apart by -J/--job-name)\n"
+    [appending] = submit(server, "job.sh", "-H", cwd=tmp_path, env={"SBATCH_OPEN_MODE": "append"})
+    assert show(server, appending, tmp_path)["spec"]["workload"]["open_mode"] == "append"
+    refused = vipu(server, "submit", "job.sh", cwd=tmp_path, env={"SBATCH_OPEN_MODE": "replace"})
+    assert refused.returncode == 2 and "--open-mode=replace: give truncate or append" in refused.stderr
+
+
+def test_open_mode_append_adds_to_a_file_of_ones_own_and_each_run_adds_again(server, tmp_path):
+    """sbatch --open-mode=append: the honest way to reuse one's own output file, which the default (truncate) may not
+    write over unless the controller made it for the job."""
+    log = write(tmp_path / "log.out", "before\n")
+    write(tmp_path / "job.sh", "#!/bin/sh\n#SBATCH --ipus 1 -o log.out\necho run $SLURM_RESTART_COUNT\n")
+    [refused] = submit(server, "job.sh", cwd=tmp_path)
+    assert ended(server, refused, tmp_path)["state"] == "FAILED" and log.read_text() == "before\n"
+    [job] = submit(server, "job.sh", "--open-mode=append", cwd=tmp_path)
+    assert ended(server, job, tmp_path)["state"] == "COMPLETED"
+    assert log.read_text() == "before\nrun 0\n"
+    assert vipu(server, "requeue", str(job), cwd=tmp_path).returncode == 0
+    deadline = time.monotonic() + 30
+    while show(server, job, tmp_path)["requeue_count"] != 1 or log.read_text().count("run") < 2:
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    assert log.read_text() == "before\nrun 0\nrun 1\n"
+    spec = vipu(server, "submit", "--ipus", "1", "--open-mode", "append", cwd=tmp_path)  # no program, no mode
+    assert spec.returncode == 2 and "--open-mode is for a batch script" in spec.stderr
+
 
 @pytest.mark.parametrize(("lines", "said"), [
     (["#SBATCH -J fine", "#SBATCH --mem=4G"],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from tests.cli.test_cli_e2e import run
@@ -86,6 +87,15 @@ def test_bash_completes_the_values_of_options_and_hold_and_release_offer_only_wh
     assert set(complete(server, "vipu", "history", "-s", "running,c")) == {
         "running,COMPLETING", "running,COMPLETED", "running,CANCELLED"}
     assert complete(server, "vipu", "submit", "-q", "") == ["high", "low", "normal"]
+    # walk22d: logs and show job offer ended jobs too; -d offers only jobs that can still meet the dependency
+    assert {held, waiting, done} <= set(complete(server, "vipu", "logs", ""))
+    assert {held, waiting, done} <= set(complete(server, "vipu", "show", "job", ""))
+    assert set(complete(server, "vipu", "submit", "-d", "afterok:")) == {f"afterok:{held}", f"afterok:{done}"}
+    assert set(complete(server, "vipu", "submit", "-d", "afternotok:")) == {f"afternotok:{held}",
+                                                                             f"afternotok:{waiting}"}
+    assert complete(server, "vipu", "history", "-o", "JobID,Sta") == ["JobID,Start", "JobID,State"]
+    assert complete(server, "vipu", "cancel", "-n", "") == [show(server, int(held))["name"]]
+    assert complete(server, "vipu", "submit", "-p", "") == ["default"] == complete(server, "vipu", "cancel", "-p", "")
 
 
 def test_bash_completes_partition_names_and_nothing_when_the_controller_is_gone(server):
@@ -144,3 +154,21 @@ def test_zsh_completions_are_one_line_each_with_their_descriptions(server):
     if shutil.which("zsh"):  # not installed everywhere: its syntax check where it is
         check = subprocess.run(["zsh", "-n"], input=script, capture_output=True, text=True, timeout=60)
         assert check.returncode == 0, check.stderr
+
+
+def test_a_dependency_is_offered_only_jobs_that_can_still_meet_it():
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    from vipu.cli.completion import can_satisfy
+    from vipu.v1 import job_pb2 as j
+
+    def ended(job: int, state: str, ago: float) -> j.Job:
+        stamp = Timestamp()
+        stamp.FromNanoseconds(int((time.time() - ago) * 1e9))
+        return j.Job(id=job, state=state, ended=stamp)
+
+    jobs = [j.Job(id=1, state="PENDING"), j.Job(id=2, state="RUNNING"), ended(3, "COMPLETED", 10),
+            ended(4, "FAILED", 10), ended(5, "COMPLETED", 3600), ended(6, "CANCELLED", 3600)]
+    assert [x.id for x in can_satisfy(jobs, "afterok")] == [1, 2, 3]
+    assert [x.id for x in can_satisfy(jobs, "afternotok")] == [1, 2, 4]
+    assert [x.id for x in can_satisfy(jobs, "afterany")] == [1, 2, 3, 4]  # long ended: not in the queue any more

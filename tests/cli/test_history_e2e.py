@@ -43,6 +43,13 @@ def test_a_job_requeued_after_completing_is_one_row_and_limit_takes_the_latest_e
     table = run(server, "vipu", "history", "--limit", "1", "--no-header").stdout.splitlines()
     assert [line.split("|")[0].strip() for line in table] == [str(again)]
 
+    out = run(server, "vipu", "requeue", "--hold", str(other))  # scontrol requeuehold: one call
+    assert out.returncode == 0 and out.stdout.startswith(f"Job {other} requeued and held: PENDING"), out.stderr
+    held = show(server, other)
+    assert held["held"] and held["reason"] == "JobHeldUser" and held["requeue_count"] == 1
+    assert run(server, "vipu", "release", str(other)).returncode == 0
+    wait_for(lambda: show(server, other)["state"] == "COMPLETED")
+
 
 def requests(server) -> dict[str, float]:
     with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:

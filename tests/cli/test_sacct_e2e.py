@@ -64,6 +64,14 @@ def test_jobs_states_users_and_time_windows(ended):
     assert rows(server, "-S", "now+1hour", "-E", "now+2hours", "-n") == [] and rows(server, "-E", "2000-01-01", "-n") == []
     assert rows(server, "--starttime", "midnight", "--endtime", "tomorrow", "-P", "-n", "-o", "JobID") == every
     assert rows(server, "-S", "now-1hour", "--limit", "2", "-P", "-n", "-o", "JobID") == every[-2:]
+    assert rows(server, "--name", "quick,looped", "-P", "-n", "-o", "JobName") == ["quick", "looped"]
+    assert rows(server, "-a", "-L", "-P", "-n", "-o", "JobID") == every  # every user's, the one cluster's
+    assert rows(server, "-l", "-j", str(quick), "-P")[0] == (
+        "JobID|JobIDRaw|JobName|Partition|AllocCPUS|Elapsed|State|ExitCode|ReqTRES|AllocTRES")
+    fields = rows(server, "-e")
+    assert fields[0].split() == ["Account", "AllocCPUS", "AllocNodes", "AllocTRES"] and "User" in fields[-1]
+    out = run(server, "vipu", "history", "--units", "G", "-n", "-j", str(quick))
+    assert out.returncode == 0 and out.stderr.count("\n") == 1 and "--units changes nothing" in out.stderr
 
 
 def test_sacct_formats_and_parsable_output(ended):
@@ -97,6 +105,9 @@ def test_sacct_formats_and_parsable_output(ended):
     (["-s", "DONE"], "vipu: error: -s/--state: 'DONE' is not a job state"),
     (["-j", "4.1"], "vipu: error: -j/--jobs: '4.1' is not a job id"),
     (["-p", "-P"], "vipu: error: -p/--parsable and -P/--parsable2 both given"),
+    (["-l", "-o", "JobID"], "vipu: error: -l/--long and -o/--format both given"),
+    (["--units", "X"], "vipu: error: --units 'X': give one of K, M, G, T, P"),
+    (["--name", ""], "vipu: error: --name is empty"),
 ])
 def test_a_bad_value_is_one_line_naming_the_flag_and_exit_2(server, args, said):
     assert refused(server, "history", *args).startswith(said)

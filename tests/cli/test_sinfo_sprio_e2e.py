@@ -51,6 +51,11 @@ def test_machines_as_sinfo_nodes(server):
     counts = {"allocated": "default*   4 alloc", "idle": "default*   9 idle"}
     assert out(server, "info", "-h", "-o", "%P %.3D %t") == [counts[k] for k in first] + [
         "default*   1 drain", "a1   2 idle"]
+    assert out(server, "info", "-h", "-p", "a1", "-o", "%R %D %t") == ["a1 2 idle"]
+    assert out(server, "info", "-h", "-t", "DRAIN", "-o", "%N") == ["ag13"]  # drain: draining or drained
+    assert out(server, "info", "-h", "-t", "drain,idle", "-p", "a1", "-o", "%N") == ["ag[14-15]"]
+    assert out(server, "info", "-p", "a1")[0].split() == ["PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE",
+                                                          "NODELIST"]  # sinfo's own default format
     data = json.loads(run(server, "vipu", "info", "-N", "--json").stdout)
     assert data["ilds"][0]["failed"] == 1 and len(data["nodes"]) == 16
     assert data["nodes"][15] == {"name": "ag15", "partition": "a1", "state": "idle", "ipus": 4, "idle": 3,
@@ -65,6 +70,9 @@ def test_machines_as_sinfo_nodes(server):
 @pytest.mark.parametrize(("command", "args", "said"), [
     ("info", ["-o", "%P %Z"], "vipu: error: -o/--format: %Z is not a field here; use one of %A %a %C %c"),
     ("info", ["-N", "-o", "%N %x"], "vipu: error: -o/--format: %x is not a field here"),
+    ("info", ["-t", "busy"], "vipu: error: -t/--states: 'busy' is not a node state here; give some of alloc"),
+    ("info", ["-p", ""], "vipu: error: -p/--partition is empty"),
+    ("priority", ["-w"], "vipu: error: -w/--weights: the controller does not report its priority weights"),
     ("priority", ["-o", "%i %a"], "vipu: error: -o/--format: %a is not a field here; use one of %A %B"),
     ("priority", ["-l", "-o", "%i"], "vipu: error: -o/--format and -l/--long both given"),
     ("priority", ["-j", "x"], "vipu: error: -j/--jobs: 'x' is not a job id"),

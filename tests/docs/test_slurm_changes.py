@@ -19,6 +19,7 @@ from tests.docs.change_rows_cancel import (cancel_account, cancel_array_ids, can
                                            cancel_filters_alone_open, cancel_interactive, cancel_me, cancel_misspelt,
                                            cancel_name, cancel_nothing, cancel_partition, cancel_qos, cancel_signal,
                                            cancel_state, cancel_user)
+from tests.docs.change_rows_submit import submit_unmodelled
 from tests.docs.change_rows_update import (submit_empty_qos, submit_missing_output, submit_test_only, update_array,
                                            update_begin, update_dependency, update_durable, update_name, update_nice,
                                            update_priority, update_qos, update_throttle, update_time_limit,
@@ -132,6 +133,8 @@ CHECKS = {
     "`sbatch --test-only job.sh`": submit_test_only,
     "`sbatch --qos=\"\"`": submit_empty_qos,
     "`sbatch -o missing/dir/%j.out`": submit_missing_output,
+    "`sbatch --comment`, `--mail-type`, `--time-min`, `--exclusive`, `-N`, `--priority`, `--signal`, `--open-mode`,"
+    " `--kill-on-invalid-dep`": submit_unmodelled,
 }
 RUNS = [(row, check) for row, checks in CHECKS.items()
         for check in (checks if isinstance(checks, tuple) else (checks,))]

@@ -114,3 +114,17 @@ def test_a_record_from_before_requeued_was_kept_still_shows_that_run():
     old = [t for t in job.history if t.state is not S.REQUEUED]  # as an earlier version stored it
     s.table.jobs[1] = job.updated({"history": old})
     assert rows(s, states=[S.REQUEUED], duplicates=True) == [(1, S.REQUEUED, 0, 3)]
+
+
+def test_requeue_with_hold_waits_held_until_released():
+    """scontrol requeuehold: the run ends REQUEUED and the job waits held (JobHeldUser), not started by a cycle."""
+    s = make()
+    s.submit(spec(), 0)
+    s.cycle(0)
+    s.requeue(1, 3, hold=True)
+    s.cycle(4)
+    job = s.job(1)
+    assert job.state is S.PENDING and job.held and not job.admin_hold and job.requeue_count == 1
+    s.release(1, 5)
+    s.cycle(5)
+    assert s.job(1).state is S.RUNNING

@@ -10,10 +10,10 @@ import time
 import typer
 
 from vipu.cli.context import JsonOption
-from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.failure import BAD_INPUT, fail, warn
 from vipu.cli.job_detail import exit_code, job_data
 from vipu.cli.job_ids import job_id
-from vipu.cli.job_selection import job_ids, job_states, selected_users, split
+from vipu.cli.job_selection import given, job_ids, job_states, selected_users, split
 from vipu.cli.nodes import Machines
 from vipu.cli.output import print_json, table
 from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled, reason
@@ -101,6 +101,15 @@ FIELDS: dict[str, Column] = {
 }
 TABLE = "JobID,JobName,User,State,ExitCode,Submit,Start,End,Elapsed,IPUs"  # what `vipu history` prints by default
 BRIEF = "JobID,State,ExitCode"  # sacct -b
+# sacct -l's fields that have a meaning here (man sacct): its memory, disk, energy and step statistics have none
+LONG = "JobID,JobIDRaw,JobName,Partition,AllocCPUS,Elapsed,State,ExitCode,ReqTRES,AllocTRES"
+UNITS = "KMGTP"
+
+
+def help_format() -> str:
+    """sacct -e: the field names, four to a line, as sacct prints them."""
+    names = sorted(FIELDS, key=str.lower)
+    return "\n".join("".join(f"{n:<20}" for n in names[i:i + 4]).rstrip() for i in range(0, len(names), 4))
 
 
 def in_window(row: JobRow, start: float | None, end: float | None) -> bool:
@@ -161,6 +170,16 @@ def register(app: typer.Typer) -> None:
                  " REQUEUED), a row each with that run's state, start and end"),
         json_out: bool = JsonOption,
         no_header: bool = typer.Option(False, "--noheader", "-n", "--no-header", help="omit the header"),
+        name: list[str] = typer.Option(None, "--name", help="only jobs of these names (a comma list)"),
+        allusers: bool = typer.Option(False, "--allusers", "-a",
+                                      help="every user's jobs: what vipu history lists anyway (under --secure, those"
+                                           " the caller may see), as sacct -a does for root"),
+        long: bool = typer.Option(False, "--long", "-l", help=f"sacct -l's fields that mean something here, {LONG}"),
+        allclusters: bool = typer.Option(False, "--allclusters", "-L",
+                                         help="accepted: the controller is the one cluster, so its jobs are all"),
+        helpformat: bool = typer.Option(False, "--helpformat", "-e", help="list the -o field names and exit"),
+        units: str = typer.Option(None, "--units",
+                                  help=f"one of {UNITS}: accepted with a warning, as no field here is a size"),
     ):
         """Jobs with submit, start, end, elapsed, state and exit code (sacct), in the order they ended (a job not
         ended: when it entered its state); as sacct's, running and eligible pending jobs too, not held ones.
@@ -179,6 +198,18 @@ def register(app: typer.Typer) -> None:
         CPUTimeRAW (IPU-time), IPUs; any of them may end in %WIDTH (%-WIDTH: left-justified), and a prefix of a
         name will do."""
         cli = ctx.obj
+        if helpformat:
+            print(help_format())
+            return
+        if units is not None:
+            if units.upper() not in UNITS or len(units) != 1:
+                fail("vipu", f"--units {units!r}: give one of {', '.join(UNITS)}", BAD_INPUT)
+            warn("vipu", "--units changes nothing here: no field of vipu history is a size (memory, disk)")
+        if long and (fmt is not None or brief):
+            fail("vipu", f"-l/--long and {'-o/--format' if fmt is not None else '-b/--brief'} both given; -l is"
+                 f" -o {LONG}: give one of them", BAD_INPUT)
+        if long:
+            fmt = LONG
         if limit < 0:
             fail("vipu", f"--limit is {limit}; give 0 for every job or N > 0 for the last N", BAD_INPUT)
         if parsable and parsable2:
@@ -190,6 +221,7 @@ def register(app: typer.Typer) -> None:
             fail("vipu", f"-S/--starttime {starttime!r} is after {end}; give the earlier time to -S", BAD_INPUT)
         states = job_states(state, "-s/--state")
         ids = job_ids(jobs, "-j/--jobs")
+        names = set(given(name, "--name", "job names (e.g. --name train,eval)"))
         chosen = fmt if fmt is not None else (BRIEF if brief else None) or os.environ.get("SACCT_FORMAT") or (
             TABLE if parsable or parsable2 else None)  # -o '' is refused, not read as the default
         fields = sacct_fields(chosen, FIELDS, "-o/--format" if fmt is not None else "SACCT_FORMAT") \
@@ -206,7 +238,7 @@ def register(app: typer.Typer) -> None:
         listed = cli.conn.every_page(cli.conn.jobs.History, request).jobs
         machines = Machines.fetch(cli.conn) if "nodes" in needs else None
         rows = [JobRow(x, now, machines) for x in listed if ids is None or x in ids]
-        rows = [r for r in rows if in_window(r, since, until) and eligible(r)]
+        rows = [r for r in rows if in_window(r, since, until) and eligible(r) and (not names or r.job.name in names)]
         if windowed and limit:
             rows = rows[-limit:]
         header = cli.with_header(no_header)

@@ -79,6 +79,16 @@ OPTIONS = [
     Option(("--ipus",), "ipus", _count),
     Option(("-A", "--account"), "account", _text),
     Option(("-p", "--partition"), "allocation", _text),  # Slurm's partition is the V-IPU allocation it runs in
+    # said or refused by sbatch_unmodelled.py, as the same flags on the command line are
+    Option(("--open-mode",), "open_mode", _text),
+    Option(("--comment",), "comment", _text),
+    Option(("--mail-type",), "mail_type", _text),
+    Option(("--mail-user",), "mail_user", _text),
+    Option(("--time-min",), "time_min", slurm_limit),
+    Option(("--exclusive",), "exclusive", None, True),
+    Option(("--priority",), "priority", _text),
+    Option(("--signal",), "signal", _text),
+    Option(("--kill-on-invalid-dep",), "kill_on_invalid_dep", _text),
 ]
 BY_NAME = {name: option for option in OPTIONS for name in option.names}
 # what sbatch users write that has another spelling here

@@ -68,6 +68,8 @@ def batch_spec(script: str, args: list[str], options: Mapping[str, object], cwd:
         fields.setdefault("name", name)
     fields["workload"] = {"kind": "command", "script": script, "args": list(args), "submit_dir": cwd,
                           "chdir": chdir, "environment": environment}
+    if fields.get("open_mode") is not None:
+        fields["workload"]["open_mode"] = fields.pop("open_mode")
     return fields
 
 
@@ -84,8 +86,9 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
         raise BatchError(f"{source} is not UTF-8 text (bad byte at offset {e.start}); save the script as"
                          " UTF-8") from None
     from vipu.cli.batch_directives import parse_directives  # here, as exported above
+    from vipu.cli.sbatch_unmodelled import unmodelled
 
-    options = {**parse_directives(script, source), **flags}
+    options = unmodelled({**parse_directives(script, source), **flags})
     if "ipus" not in options and source == WRAP:
         raise BatchError("--wrap asks for no IPUs; give vipu submit --ipus N")
     if "ipus" not in options:

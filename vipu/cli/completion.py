@@ -52,24 +52,39 @@ def _connection(prog: str):
     return Connection(prog, resolve(prog), timeout=DEADLINE_S)
 
 
-def my_job_ids(prog: str, states: tuple[str, ...] = ACTIVE, held: bool | None = None,
-               history: bool = False) -> list[str]:
-    """The caller's jobs in `states` (with `held`, only those held, or only those not): N for a job, and for an
-    array its id N once and each task as N_T (a task's own id is another name of N_T, so it is not offered as
-    well). `history`: from sacct's listing, which has ended jobs too."""
+def _ask(prog: str, service: str, method: str, request):
+    """One call with completion's deadline, or None: an unreachable or refusing controller completes nothing."""
+    conn = _connection(prog)
+    try:
+        return getattr(getattr(conn, service), method)(request, timeout=DEADLINE_S, metadata=conn.metadata())
+    except Exception:  # noqa: BLE001 - as said
+        return None
+
+
+def my_jobs(prog: str, states: tuple[str, ...] = ACTIVE, history: bool = False) -> list:
+    """The caller's jobs in `states`; `history`: from sacct's listing, which has ended jobs too."""
     from vipu.v1 import job_pb2 as j
 
     conn = _connection(prog)
     kind, method = (j.HistoryRequest, conn.jobs.History) if history else (j.ListJobsRequest, conn.jobs.ListJobs)
     request = kind(me=True, states=list(states), brief=True, page_size=1000)  # as the controller knows me
     try:
-        reply = method(request, timeout=DEADLINE_S, metadata=conn.metadata())
+        return list(method(request, timeout=DEADLINE_S, metadata=conn.metadata()).jobs)
     except Exception:  # noqa: BLE001 - an unreachable or refusing controller completes nothing
         return []
+
+
+def my_job_ids(prog: str, states: tuple[str, ...] = ACTIVE, held: bool | None = None,
+               history: bool = False) -> list[str]:
+    """The caller's jobs in `states` (with `held`, only those held, or only those not): N for a job, and for an
+    array its id N once and each task as N_T (a task's own id is another name of N_T, so it is not offered as
+    well). `history`: from sacct's listing, which has ended jobs too."""
+    return named([x for x in my_jobs(prog, states, history) if held is None or x.held is held])
+
+
+def named(jobs) -> list[str]:
     names = []
-    for x in reply.jobs:
-        if held is not None and x.held is not held:
-            continue
+    for x in jobs:
         if x.HasField("array_job_id"):
             names += [str(x.array_job_id), f"{x.array_job_id}_{x.array_task_id}"]
         else:
@@ -93,6 +108,12 @@ def pending_ids(ctx, param, incomplete: str) -> list[str]:
 def held_ids(ctx, param, incomplete: str) -> list[str]:
     """`vipu release`: only held jobs can be released."""
     return [n for n in my_job_ids(_prog(ctx), ("PENDING",), held=True) if n.startswith(incomplete)]
+
+
+def any_ids(ctx, param, incomplete: str) -> list[str]:
+    """`vipu logs`, `vipu show job`: ended jobs too (an ended job's output is what one most often reads)."""
+    return [n for n in my_job_ids(_prog(ctx), tuple(s.value for s in JobState), history=True)
+            if n.startswith(incomplete)]
 
 
 def requeue_ids(ctx, param, incomplete: str) -> list[str]:
@@ -143,12 +164,8 @@ def qos_names(ctx, param, incomplete: str) -> list[str]:
     """The QOS the controller has (a job asks for one with -q)."""
     from vipu.v1 import job_pb2 as j
 
-    conn = _connection(_prog(ctx))
-    try:
-        reply = conn.jobs.ClusterInfo(j.ClusterInfoRequest(), timeout=DEADLINE_S, metadata=conn.metadata())
-    except Exception:  # noqa: BLE001 - as above
-        return []
-    return [q for q in reply.qos if q.startswith(incomplete)]
+    reply = _ask(_prog(ctx), "jobs", "ClusterInfo", j.ClusterInfoRequest())
+    return [q for q in reply.qos if q.startswith(incomplete)] if reply else []
 
 
 def update_words(ctx, param, incomplete: str) -> list[str]:
@@ -222,20 +239,57 @@ def dependencies(ctx, param, incomplete: str) -> list[str]:
         return [f"{head}{k}" + ("" if k == "singleton" else ":") for k in KINDS if k.startswith(clause.lower())]
     before, _, last = clause.rpartition(":")
     given = set(before.split(":")[1:])
-    ids = my_job_ids(_prog(ctx), tuple(s.value for s in JobState), history=True)
+    ids = named(can_satisfy(my_jobs(_prog(ctx), tuple(s.value for s in JobState), history=True),
+                            before.split(":")[0].lower()))
     return [f"{head}{before}:{n}" for n in ids if n.startswith(last) and n not in given]
+
+
+def can_satisfy(jobs, kind: str) -> list:
+    """The jobs a dependency of this kind may still name: those not ended, and those that ended in the last
+    MinJobAge seconds (still in the controller's queue, as Slurm keeps them) in a way that meets the kind: afterok
+    COMPLETED, afternotok any other end, after and afterany any end. A job long ended is left out."""
+    import time
+
+    from vipu.cli.queue_listing import MIN_JOB_AGE
+    from vipu.client.messages import seconds
+
+    recent = time.time() - MIN_JOB_AGE
+    kept = []
+    for x in jobs:
+        if x.state in ("PENDING", "RUNNING", "COMPLETING"):
+            kept.append(x)
+        elif x.HasField("ended") and seconds(x.ended) >= recent and (
+                kind not in ("afterok", "afternotok") or (x.state == "COMPLETED") == (kind == "afterok")):
+            kept.append(x)
+    return kept
+
+
+def job_names(ctx, param, incomplete: str) -> list[str]:
+    """`-n`/`--name` of queue and cancel: the names of the caller's queued jobs, in a comma list."""
+    return in_list(sorted({x.name for x in my_jobs(_prog(ctx))}), incomplete)
+
+
+def allocation_names(ctx, param, incomplete: str) -> list[str]:
+    """`-p`: the V-IPU allocations (Slurm's partitions), `default` among them, in a comma list."""
+    from vipu.cli.nodes import DEFAULT_PARTITION
+    from vipu.v1 import partition_pb2 as p
+
+    reply = _ask(_prog(ctx), "partitions", "ListAllocations", p.ListAllocationsRequest())
+    return in_list(sorted({DEFAULT_PARTITION, *(a.name for a in reply.allocations)}), incomplete) if reply else []
+
+
+def sacct_fields(ctx, param, incomplete: str) -> list[str]:
+    """`vipu history -o`: sacct's field names, in a comma list."""
+    from vipu.cli.accounting import FIELDS
+
+    return in_list(sorted(FIELDS, key=str.lower), incomplete)
 
 
 def partition_names(ctx, param, incomplete: str) -> list[str]:
     from vipu.v1 import partition_pb2 as p
 
-    conn = _connection(_prog(ctx))
-    try:
-        reply = conn.partitions.ListPartitions(p.ListPartitionsRequest(), timeout=DEADLINE_S,
-                                               metadata=conn.metadata())
-    except Exception:  # noqa: BLE001 - as above
-        return []
-    return [x.name for x in reply.partitions if x.name.startswith(incomplete)]
+    reply = _ask(_prog(ctx), "partitions", "ListPartitions", p.ListPartitionsRequest())
+    return [x.name for x in reply.partitions if x.name.startswith(incomplete)] if reply else []
 
 
 def init(command) -> None:
@@ -268,7 +322,8 @@ def attach(command, path: str = "") -> None:
         elif param.name in JOB_ID_PARAMS:
             # click's hook for a parameter's own completion
             param._custom_shell_complete = {"hold": pending_ids, "release": held_ids, "requeue": requeue_ids,
-                                            "priority": waiting_ids}.get(path, job_ids)
+                                            "priority": waiting_ids, "logs": any_ids,
+                                            "show job": any_ids}.get(path, job_ids)
         elif param.name == "name" and path in PARTITION_COMMANDS:
             param._custom_shell_complete = partition_names
     for name, sub in getattr(command, "commands", {}).items():
@@ -281,7 +336,11 @@ OPTIONS = {("queue", "jobs"): queue_ids, ("history", "jobs"): history_ids, ("que
            ("cancel", "qos"): qos_names, ("cancel", "signal"): signal_names, ("priority", "jobs"): waiting_ids,
            ("update", "qos"): qos_names, ("queue", "user"): user_names, ("priority", "user"): user_names,
            ("cancel", "user"): user_names, ("queue", "sort"): sort_letters, ("queue", "names"): field_names,
-           ("submit", "dependency"): dependencies, ("update", "dependency"): dependencies}
+           ("submit", "dependency"): dependencies, ("update", "dependency"): dependencies,
+           ("history", "fmt"): sacct_fields, ("cancel", "name"): job_names, ("queue", "name"): job_names,
+           ("cancel", "partition"): allocation_names, ("submit", "allocation"): allocation_names,
+           ("queue", "partition"): allocation_names, ("info", "partition"): allocation_names,
+           ("queue", "qos"): qos_names}
 
 
 def script(prog: str, shell: str) -> str:

@@ -22,9 +22,9 @@ def held_for_check(request: j.SubmitJobRequest) -> Path | None:
     """The folder of the job's default output file if it holds slurm-*.out files already; the request then asks for
     the job held. None (the request unchanged) if the job names its output, is held anyway, or the folder is clear."""
     spec = json.loads(request.spec)
-    if spec.get("output") is not None or spec.get("hold"):
-        return None
     workload = spec.get("workload") or {}
+    if spec.get("output") is not None or spec.get("hold") or workload.get("open_mode") == "append":
+        return None  # an appending job adds to an old file of its user's: nothing is lost
     folder = Path(workload.get("chdir") or workload.get("submit_dir") or os.getcwd())
     if not glob.glob(os.path.join(glob.escape(str(folder)), "slurm-*.out")):
         return None

@@ -27,6 +27,11 @@ QUEUE = (
     ("state", TEXTS, ("--states", "-t", "--state")),
     ("jobs", TEXTS, ("--jobs", "-j")),
     ("array", FLAG, ("--array", "-r")),
+    ("name", TEXTS, ("--name", "-n")),
+    ("partition", TEXTS, ("--partition", "-p")),
+    ("qos", TEXTS, ("--qos", "-q")),
+    ("account", TEXTS, ("--account", "-A")),
+    ("nodelist", TEXTS, ("--nodelist", "-w")),
     ("fmt", TEXT, ("--format", "-o")),
     ("names", TEXT, ("--Format", "-O")),
     ("long", FLAG, ("--long", "-l")),
@@ -62,6 +67,16 @@ SUBMIT = (
     ("parsable", FLAG, ("--parsable",)),
     ("test_only", FLAG, ("--test-only",)),
     ("json_out", FLAG, ("--json", "--showjson")),
+    ("open_mode", TEXT, ("--open-mode",)),
+    ("comment", TEXT, ("--comment",)),
+    ("mail_type", TEXT, ("--mail-type",)),
+    ("mail_user", TEXT, ("--mail-user",)),
+    ("time_min", TEXT, ("--time-min",)),
+    ("exclusive", FLAG, ("--exclusive",)),
+    ("nodes", TEXT, ("--nodes", "-N")),
+    ("priority", TEXT, ("--priority",)),
+    ("signal", TEXT, ("--signal",)),
+    ("kill_on_invalid_dep", TEXT, ("--kill-on-invalid-dep",)),
 )
 
 COMMANDS = {"queue": QUEUE, "submit": SUBMIT}

@@ -47,10 +47,22 @@ def register(app: typer.Typer) -> None:
 
     bulk("release", "ReleaseJobs", "released",
          "Release held jobs (scontrol release); an admin hold (JobHeldAdmin) only by an admin.")
-    bulk("requeue", "RequeueJobs", "requeued",
-         "Put running jobs, or jobs that ended COMPLETED, FAILED, TIMEOUT, NODE_FAIL or PREEMPTED (not CANCELLED:"
-         " submit those again), back in the queue under the same id; an array job: its tasks that are not pending."
-         " A running job's run ends REQUEUED, as `vipu history -D` shows it.")
+    @app.command("requeue", context_settings=IDS)
+    def requeue_jobs(
+        ctx: typer.Context,
+        ids: list[str] = typer.Argument(..., help=IDS_HELP),
+        hold: bool = typer.Option(False, "--hold",
+                                  help="hold each job requeued too, in the same call (scontrol requeuehold): it"
+                                       " waits JobHeldUser until vipu release"),
+        json_out: bool = JsonOption,
+    ):
+        """Put running jobs, or jobs that ended COMPLETED, FAILED, TIMEOUT, NODE_FAIL or PREEMPTED (not CANCELLED:
+        submit those again), back in the queue under the same id; an array job: its tasks that are not pending.
+        A running job's run ends REQUEUED, as `vipu history -D` shows it."""
+        cli = ctx.obj
+        as_json = cli.wants_json(json_out)
+        finish(*act(cli, "RequeueJobs", "requeued and held" if hold else "requeued", ids, as_json, hold=hold),
+               as_json)
 
     @app.command(context_settings=IDS)
     def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),

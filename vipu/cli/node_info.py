@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import typer
 
 from vipu.cli.context import JsonOption, ShortNoHeaderOption
+from vipu.cli.failure import BAD_INPUT, fail
+from vipu.cli.job_selection import given
 from vipu.cli.nodes import DEFAULT_PARTITION, Machines, hostlist
 from vipu.cli.output import as_dict, print_json, table
 from vipu.cli.slurm_format import Column, percent_layout, render
@@ -87,6 +89,7 @@ LETTERS: dict[str, Column] = {
 }
 _SUMS = {id(LETTERS[k]) for k in AGGREGATES}
 SUMMARIZE = "%#P %.5a %.10l %.16F  %N"  # sinfo's formats (man sinfo)
+DEFAULT = "%#P %.5a %.10l %.6D %.6t %N"  # sinfo's own default: vipu info's, with -p or -t and no other format
 NODE = "%#N %.6D %#P %6t"
 
 
@@ -101,6 +104,20 @@ def nodes(conn) -> list[Node]:
     found = [Node(machines.name(ipus[0]), partition_of.get(ipus[0].agent, DEFAULT_PARTITION), tuple(ipus))
              for _, ipus in sorted(by_machine.items())]
     return sorted(found, key=lambda n: (n.partition != DEFAULT_PARTITION, n.partition))  # stable: machine order
+
+
+def chosen(found: list[Node], partitions: list[str], states: list[str]) -> list[Node]:
+    """sinfo's -p and -t: the machines in these partitions and in these states (names or sinfo's short forms, in
+    any case; drain matches draining and drained, as in sinfo)."""
+    wanted = {s.lower() for s in states}
+    known = {name for pair in (*_STATES.values(), MIXED) for name in pair}
+    for state in sorted(wanted - known):
+        fail("vipu", f"-t/--states: {state!r} is not a node state here; give some of {', '.join(sorted(known))}",
+             BAD_INPUT)
+    if "drain" in wanted:
+        wanted.add("drng")
+    return [n for n in found if (not partitions or n.partition in partitions)
+            and (not wanted or not wanted.isdisjoint(n.state))]
 
 
 def grouped(found: list[Node], layout, per_node: bool) -> list[Group]:
@@ -126,15 +143,21 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Option(None, "--format", "-o",
                                 help="sinfo's %-format (see below); else SINFO_FORMAT; with -N a line per machine, and"
                                      " -s is ignored, as sinfo ignores it"),
+        partition: list[str] = typer.Option(None, "--partition", "-p",
+                                            help="only the machines of these partitions (V-IPU allocations, a comma"
+                                                 " list); else SINFO_PARTITION"),
+        states: list[str] = typer.Option(None, "--states", "-t",
+                                         help="only machines in these states (a comma list: idle, alloc, mix,"
+                                              " drng, drain, down, or their long names)"),
         json_out: bool = JsonOption,
         no_header: bool = ShortNoHeaderOption,
     ):
         """IPUs idle, allocated, draining, drained and failed per IPU-Link domain (a Pod64 of a Bow Pod; sinfo).
 
-        With -N, -s or -o, the IPU-Machines as sinfo shows nodes: a node is a machine (named by its agent), its
-        CPUs are its IPUs, and its partition is the V-IPU allocation its agent is in (default*). Its state is
-        that of its working IPUs when they agree (idle, alloc, drng, drain), mix when some are in use and some
-        not, down when all failed; a failed IPU counts as other in %C.
+        With -N, -s, -o, -p or -t, the IPU-Machines as sinfo shows nodes: a node is a machine (named by its
+        agent), its CPUs are its IPUs, and its partition is the V-IPU allocation its agent is in (default*). Its
+        state is that of its working IPUs when they agree (idle, alloc, drng, drain), mix when some are in use and
+        some not, down when all failed; a failed IPU counts as other in %C.
 
         Formats (-o): %P partition (* for the default), %R partition, %a avail, %l time limit, %D nodes, %t and
         %T state, %N node list, %c IPUs per node, %C IPUs allocated/idle/other/total, %A nodes allocated/idle,
@@ -143,17 +166,22 @@ def register(app: typer.Typer) -> None:
         --json: the domains' counts; with -N, -s or -o also "nodes", each machine's partition, state and IPUs by
         state."""
         cli = ctx.obj
+        parts = given(partition or ([os.environ["SINFO_PARTITION"]] if os.environ.get("SINFO_PARTITION") else []),
+                      "-p/--partition", "partitions (e.g. -p default)")
+        wanted = given(states, "-t/--states", "node states (e.g. -t idle,mix)")
         spec = fmt if fmt is not None else (  # -o '' is refused, not read as the default, as vipu queue refuses it
-            os.environ.get("SINFO_FORMAT") or (NODE if node else SUMMARIZE if summarize else None))
+            os.environ.get("SINFO_FORMAT") or (NODE if node else SUMMARIZE if summarize else None)
+            or (DEFAULT if parts or wanted else None))
         if spec is None:
             by_domain(cli, cli.wants_json(json_out), no_header)
             return
         if cli.wants_json(json_out):
-            by_domain(cli, True, no_header, nodes(cli.conn))
+            by_domain(cli, True, no_header, chosen(nodes(cli.conn), parts, wanted))
             return
         variable = "SINFO_FORMAT" if spec == os.environ.get("SINFO_FORMAT") and not fmt else "-o/--format"
         layout = percent_layout(spec, LETTERS, variable)
-        lines = render(layout, grouped(nodes(cli.conn), layout, node), cli.with_header(no_header))
+        found = chosen(nodes(cli.conn), parts, wanted)
+        lines = render(layout, grouped(found, layout, node), cli.with_header(no_header))
         if lines:
             print("\n".join(lines))
 

@@ -92,6 +92,8 @@ def register(app: typer.Typer) -> None:
         user: list[str] = typer.Option(None, "--user", "-u", help="only these users' jobs (a comma list)"),
         fmt: str = typer.Option(None, "--format", "-o", help="sprio's %-format (see below)"),
         long: bool = typer.Option(False, "--long", "-l", help=f"sprio -l's format, {LONG!r}"),
+        weights: bool = typer.Option(False, "--weights", "-w",
+                                     help="refused: the weights are vipu-server's --scheduler-config (see there)"),
         json_out: bool = JsonOption,
         no_header: bool = ShortNoHeaderOption,
     ):
@@ -101,6 +103,10 @@ def register(app: typer.Typer) -> None:
         %n QOS name, %o account, %r partition (the V-IPU allocation); %S, %B and %P are 0 and %T empty, the
         factors vipu-sim does not weigh; %.Nx right-justifies in N characters."""
         cli = ctx.obj
+        if weights:
+            fail("vipu", "-w/--weights: the controller does not report its priority weights; they are the"
+                 " `weights:` of the --scheduler-config file vipu-server runs with (default age 1000, fairshare 1000,"
+                 " job_size 100, qos 2000; docs/job-spec.md)", BAD_INPUT)
         if fmt is not None and long:
             fail("vipu", "-o/--format and -l/--long both given; -l is the format " + repr(LONG) + ": give one",
                  BAD_INPUT)

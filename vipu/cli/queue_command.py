@@ -37,8 +37,8 @@ def register(app: typer.Typer) -> None:
         array: bool = typer.Option(False, "--array", "-r",
                                    help="a line for each pending array task (default: one line for a run of them)"),
         fmt: str = typer.Option(None, "--format", "-o",
-                                help="squeue's %-format, e.g. '%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R' (see below);"
-                                     " else SQUEUE_FORMAT"),
+                                help="squeue's %-format, e.g. '%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R' (see below),"
+                                     " or %all for every field with | between; else SQUEUE_FORMAT"),
         names: str = typer.Option(None, "--Format", "-O",
                                   help="squeue's -O: field names, each NAME or NAME:[.]WIDTH, e.g."
                                        " JobID:8,Name:.12,State,ReasonList; else SQUEUE_FORMAT2"),
@@ -53,9 +53,25 @@ def register(app: typer.Typer) -> None:
                                     help="list again every SECONDS, each time under the time (Ctrl-C ends it, exit 0)"),
         json_out: bool = JsonOption,
         no_header: bool = ShortNoHeaderOption,
+        name: list[str] = typer.Option(None, "--name", "-n", help="only jobs of these names (a comma list); else"
+                                                                   " SQUEUE_NAMES"),
+        partition: list[str] = typer.Option(None, "--partition", "-p",
+                                            help="only jobs in these V-IPU allocations (Slurm's partitions; a comma"
+                                                 " list, e.g. default); else SQUEUE_PARTITION"),
+        qos: list[str] = typer.Option(None, "--qos", "-q", help="only jobs of these QOS (a comma list); else"
+                                                                " SQUEUE_QOS"),
+        account: list[str] = typer.Option(None, "--account", "-A", help="only jobs of these accounts (a comma"
+                                                                        " list); else SQUEUE_ACCOUNT"),
+        nodelist: list[str] = typer.Option(None, "--nodelist", "-w",
+                                           help="only jobs running on these IPU-Machines (Slurm's nodes, as %N"
+                                                " names them; a comma list or ag[00-03])"),
     ):
         """Pending and running jobs (squeue), running first, then pending in priority order; pending tasks of an
         array that wait for the same reason share a line, 26_[10-99] (with --json, or -r, a line each).
+
+        Filters narrow: a job is listed when it matches every one given. A flag not given is read from squeue's
+        variable: SQUEUE_USERS, SQUEUE_STATES, SQUEUE_NAMES, SQUEUE_PARTITION, SQUEUE_QOS, SQUEUE_ACCOUNT,
+        SQUEUE_ARRAY (-r), SQUEUE_FORMAT, SQUEUE_FORMAT2, SQUEUE_SORT.
 
         Formats (-o, -l, --start, SQUEUE_FORMAT): %i job id (26_3), %A job id (unique), %F array job id, %K array
         task id, %j name, %u user, %a account, %q QOS, %t and %T state, %r reason, %R reason or nodes, %M time
@@ -73,4 +89,5 @@ def register(app: typer.Typer) -> None:
         Slurm's field names and typed values, plus ipus, vipu_partition, modelled and time_limit_s."""
         if user and me:  # squeue: the later one replaces the other's user list
             user, me = (None, me) if ctx.meta.get("who") == "me" else (user, False)
-        queue_jobs(ctx.obj, user, me, state, jobs, array, fmt, names, long, sort, start, iterate, json_out, no_header)
+        queue_jobs(ctx.obj, user, me, state, jobs, array, fmt, names, long, sort, start, iterate, json_out, no_header,
+                   name, partition, qos, account, nodelist)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import string
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -17,6 +18,7 @@ from vipu.v1 import job_pb2 as j
 
 if TYPE_CHECKING:
     from vipu.cli.nodes import Machines
+    from vipu.cli.queue_narrowing import Narrowing
     from vipu.cli.slurm_format import Column, Layout
 
 # Imported where used, not here: the -o/-O/-S fields (queue_fields.py, slurm_format.py), the IPU-Machines
@@ -40,12 +42,15 @@ class Query(NamedTuple):
     dated: bool  # a time stamp above each listing (-i, -l), as squeue prints one
     me: bool = False  # --me: the controller adds the caller, as it knows it (under --secure, the key's owner)
     lone: int | None = None  # the job of a -j naming one job, which squeue looks up on its own (Invalid job id)
+    narrow: Narrowing | None = None  # -n -p -q -A -w
 
     @property
     def needs(self) -> frozenset[str]:
         if self.as_json:
             return frozenset({"full", "nodes"})
         wanted = self.layout.needs if self.layout else frozenset()
+        if self.narrow is not None:
+            wanted = wanted | self.narrow.needs
         return wanted.union(*(c.needs for c, _ in self.keys))
 
 
@@ -55,6 +60,11 @@ def layout_of(fmt: str | None, names: str | None, long: bool, start: bool) -> La
         return None  # the table `vipu queue` has always printed
     from vipu.cli.queue_fields import LETTERS, LONG, NAMES, START
     from vipu.cli.slurm_format import named_layout, percent_layout
+
+    if fmt is None and not (names or long) and (os.environ.get("SQUEUE_FORMAT") or "").lower() == "%all":
+        fmt = "%all"
+    if fmt is not None and fmt.lower() == "%all":  # every field, a | between, letters a-z then A-Z (squeue's opts.c)
+        fmt = "|".join(f"%{c}" for c in string.ascii_lowercase + string.ascii_uppercase if c in LETTERS)
 
     if fmt is not None and names is not None:
         fail("vipu", "-o/--format and -O/--Format both given; give one of them", BAD_INPUT)
@@ -115,6 +125,8 @@ def listing(cli, q: Query, now: float, unknown: set[str] | None = None) -> list[
         from vipu.cli.nodes import Machines
 
         machines = Machines.fetch(conn)
+    if q.narrow is not None:
+        jobs = [x for x in jobs if q.narrow.keeps(JobRow(x, now, machines))]
     rows = combined(jobs, now, machines, q.expand or q.as_json)
     if not q.keys:
         return rows
@@ -130,11 +142,11 @@ def kept(cli, job: int, now: float) -> bool:
     return x is not None and (JobState(x.state) in ACTIVE or seconds(x.ended) >= now - MIN_JOB_AGE)
 
 
-def said(users: list[str], unknown: set[str]) -> None:
+def said(users: list[str], unknown: set[str], flag: str = "-u/--user") -> None:
     """squeue's error line for each user named that the controller knows nothing of, once; like squeue's, it does
     not end the command."""
     for nobody in [u for u in users if u in unknown]:
-        warn("vipu", f"-u/--user: no user {nobody!r} is known to the controller (squeue: Invalid user: {nobody});"
+        warn("vipu", f"{flag}: no user {nobody!r} is known to the controller (squeue: Invalid user: {nobody});"
              " check the name")
 
 
@@ -168,10 +180,22 @@ def show(cli, q: Query, warnings: list[str], unknown: set[str] | None = None) ->
 def queue_jobs(cli, user: list[str] | None = None, me: bool = False, state: list[str] | None = None,
                jobs: list[str] | None = None, array: bool = False, fmt: str | None = None, names: str | None = None,
                long: bool = False, sort: str | None = None, start: bool = False, iterate: int | None = None,
-               json_out: bool = False, no_header: bool = False) -> None:
+               json_out: bool = False, no_header: bool = False, name: list[str] | None = None,
+               partition: list[str] | None = None, qos: list[str] | None = None, account: list[str] | None = None,
+               nodelist: list[str] | None = None) -> None:
     """`vipu queue` once its flags are read (queue_command.py with typer, or fast_path.py), the defaults typer's."""
+    from vipu.cli.queue_narrowing import narrowing
+
     as_json = cli.wants_json(json_out)
-    states = job_states(state, "-t/--states")
+    states_flag = "-t/--states"
+    if not state and os.environ.get("SQUEUE_STATES"):  # squeue's input variables: a flag wins over them
+        state, states_flag = [os.environ["SQUEUE_STATES"]], "SQUEUE_STATES"
+    who = "-u/--user"
+    if not user and not me and os.environ.get("SQUEUE_USERS"):
+        user, who = [os.environ["SQUEUE_USERS"]], "SQUEUE_USERS"
+    array = array or bool(os.environ.get("SQUEUE_ARRAY"))
+    narrow = narrowing(name, partition, qos, account, nodelist)
+    states = job_states(state, states_flag)
     if states is None and start:
         states = {JobState.PENDING}
     active, ended = active_and_ended(states)
@@ -187,17 +211,17 @@ def queue_jobs(cli, user: list[str] | None = None, me: bool = False, state: list
     ids = job_ids(jobs, "-j/--jobs")
     lone = ids.asked[0] if ids is not None and len(split(jobs)) == 1 and len(ids.asked) == 1 else None
     query = Query(users, active, ended, ids, layout, keys, array, as_json, cli.with_header(no_header),
-                  dated=bool(iterate) or long, me=me, lone=lone)
+                  dated=bool(iterate) or long, me=me, lone=lone, narrow=narrow if any(narrow) else None)
     warnings = [f"{flag} is ignored with --json, as squeue ignores it" for flag, given in
                 (("-o/--format", fmt), ("-O/--Format", names), ("-S/--sort", sort)) if given] if as_json else []
     unknown: set[str] = set()
     if not iterate:
         show(cli, query, warnings, unknown)
-        said(users, unknown)
+        said(users, unknown, who)
         return
     try:
         show(cli, query, warnings, unknown)
-        said(users, unknown)
+        said(users, unknown, who)
         while True:
             print(flush=True)  # squeue's blank line between listings
             time.sleep(iterate)

@@ -8,6 +8,7 @@ import sys
 
 from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, script_request, wrapped
 from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
+from vipu.cli.sbatch_environment import from_environment
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
 from vipu.client.caller import new_request_id
 from vipu.v1 import job_pb2 as j
@@ -30,11 +31,11 @@ def read_first(specs: list[str]) -> tuple[bytes, str] | None:
 
 def spec_flags(flags: dict) -> dict:
     """The flags as fields over a spec file's (or as the spec): relative paths made absolute where vipu submit runs;
-    -D and --export, which only a batch script's program takes, refused."""
-    for key, flag in (("chdir", "-D/--chdir"), ("export", "--export")):
+    -D, --export and --open-mode, which only a batch script's program takes, refused."""
+    for key, flag in (("chdir", "-D/--chdir"), ("export", "--export"), ("open_mode", "--open-mode")):
         if key in flags:
-            fail("vipu", f"{flag} is for a batch script or --wrap (the program's directory and environment); a spec"
-                 " file's or the flags' workload takes none: leave it out", BAD_INPUT)
+            fail("vipu", f"{flag} is for a batch script or --wrap (its program's directory, environment, output); a"
+                 " spec file's or the flags' workload takes none: leave it out", BAD_INPUT)
     fields = {k: absolute(v) if k in ("output", "error") else v for k, v in flags.items()}
     return {**fields, "submit_dir": os.getcwd()}  # where a controller may write a built-in workload's output
 
@@ -57,7 +58,7 @@ def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] |
         fail("vipu", str(e), BAD_INPUT)
 
 
-def time_flag(time: str | None, time_limit: str | None) -> str | int | None:
+def time_flag(time: str | None, time_limit: str | None, flag: str = "-t/--time") -> str | int | None:
     """The time limit from -t/--time (Slurm's: a bare number is minutes) or --time-limit (a unit is required)."""
     if time is None:
         return time_limit
@@ -69,7 +70,7 @@ def time_flag(time: str | None, time_limit: str | None) -> str | int | None:
     try:
         return slurm_limit(time)
     except ValueError as e:
-        fail("vipu", f"-t/--time: {e}", BAD_INPUT)
+        fail("vipu", f"{flag}: {e}", BAD_INPUT)
 
 
 WAITS = {"JobHeldUser": "it would be held until `vipu release`",
@@ -109,21 +110,35 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
                 hold: bool | None = None, begin: str | None = None, requeue: bool | None = None,
                 allocation: str | None = None, output: str | None = None, error_file: str | None = None,
                 chdir: str | None = None, export: str | None = None, request_id: str | None = None,
-                parsable: bool = False, test_only: bool = False, json_out: bool = False) -> None:
+                parsable: bool = False, test_only: bool = False, json_out: bool = False, open_mode: str | None = None,
+                comment: str | None = None, mail_type: str | None = None, mail_user: str | None = None,
+                time_min: str | None = None, exclusive: bool = False, nodes: str | None = None,
+                priority: str | None = None, signal: str | None = None,
+                kill_on_invalid_dep: str | None = None) -> None:
     """`vipu submit` once its flags are read (submit_command.py with typer, or fast_path.py), the defaults typer's."""
+    given = {"name": name, "time": time, "qos": qos, "account": account, "array": array, "allocation": allocation,
+             "output": output, "error_file": error_file, "export": export, "open_mode": open_mode, "signal": signal,
+             "requeue": requeue}
+    values, used = from_environment(given, time_limit)
+    name, time, qos, account, array, allocation, output, error_file, export, open_mode, signal, requeue = \
+        values.values()
     if export is not None:
         from vipu.cli.export_env import check_export
 
         try:
             check_export(export)
         except ValueError as e:
-            fail("vipu", f"--export: {e}", BAD_INPUT)
+            fail("vipu", f"{'SBATCH_EXPORT' if 'SBATCH_EXPORT' in used else '--export'}: {e}", BAD_INPUT)
+    limit = time_flag(time, time_limit, "SBATCH_TIMELIMIT" if "SBATCH_TIMELIMIT" in used else "-t/--time")
     flags = {
-        "name": name, "ipus": ipus, "time_limit": time_flag(time, time_limit), "qos": qos, "user": user,
+        "name": name, "ipus": ipus, "time_limit": limit, "qos": qos, "user": user,
         "account": account, "nice": nice, "dependency": dependency, "array": array, "hold": hold, "begin": begin,
         "requeue": requeue, "allocation": allocation, "output": output, "error": error_file, "chdir": chdir,
         "export": export,
     }
+    flags.update(open_mode=open_mode, comment=comment, mail_type=mail_type, mail_user=mail_user, time_min=time_min,
+                 exclusive=exclusive or None, nodes=nodes, priority=priority, signal=signal,
+                 kill_on_invalid_dep=kill_on_invalid_dep)  # each said or refused by sbatch_unmodelled
     flags = {k: v for k, v in flags.items() if v is not None}
     for key, flag, example in (("output", "-o/--output", "a file path (e.g. -o out-%j.txt)"),
                                ("error", "-e/--error", "a file path (e.g. -e out-%j.txt)"),
@@ -142,7 +157,12 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
     batch = wrap is not None or (first is not None and is_batch_script(first[0]))
     count = 1 if batch else len(specs)  # the jobs this command queues
     if not batch:
-        flags = spec_flags(flags)
+        for variable, key in (("SBATCH_EXPORT", "export"), ("SBATCH_OPEN_MODE", "open_mode")):
+            if variable in used:  # a batch script's: a spec's workload takes none
+                del flags[key]
+        from vipu.cli.sbatch_unmodelled import unmodelled
+
+        flags = spec_flags(unmodelled(flags))
         if "-" in specs and len(specs) > 1:
             fail("vipu", "'-' (a spec on stdin) must be the only spec; give the others as files", BAD_INPUT)
         if len(specs) > MAX_SPECS_PER_CALL:

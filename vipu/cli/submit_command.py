@@ -45,7 +45,8 @@ def register(app: typer.Typer) -> None:
         output: str = typer.Option(None, "--output", "-o",
                                    help="the job's output file, relative to its working directory; %j job id, %A"
                                         " array job, %a task, %x name (see the spec); for a job the controller"
-                                        " writes it, never over a file it did not write for that job"),
+                                        " writes it, never over a file it did not write for that job (but"
+                                        " --open-mode=append adds to a file of your own)"),
         error_file: str = typer.Option(None, "--error", "-e",
                                        help="a batch script's stderr (default: with its output); patterns as -o"),
         chdir: str = typer.Option(None, "--chdir", "-D", help="a batch script's working directory (default: here)"),
@@ -63,15 +64,34 @@ def register(app: typer.Typer) -> None:
             False, "--json", "--showjson",
             help=f"{JSON_HELP}: job_ids (every job), duplicate (all were queued before, by these request ids), jobs"
                  " (job_ids and duplicate per spec)"),
+        open_mode: str = typer.Option(None, "--open-mode",
+                                      help="a batch script's output and error files: truncate (the default: each run"
+                                           " starts them afresh) or append (each run adds to them; a file of your"
+                                           " own from before is added to, where truncate refuses it)"),
+        comment: str = typer.Option(None, "--comment", help="accepted with a warning: not kept"),
+        mail_type: str = typer.Option(None, "--mail-type", help="accepted with a warning: no mail is sent"),
+        mail_user: str = typer.Option(None, "--mail-user", help="accepted with a warning: no mail is sent"),
+        time_min: str = typer.Option(None, "--time-min", help="accepted with a warning: the whole -t limit holds"),
+        exclusive: bool = typer.Option(False, "--exclusive",
+                                       help="accepted with a warning: a job's IPUs are always its own"),
+        nodes: str = typer.Option(None, "--nodes", "-N", help="refused: give --ipus N"),
+        priority: str = typer.Option(None, "--priority",
+                                     help="refused: an admin sets it after the submit (vipu update job)"),
+        signal: str = typer.Option(None, "--signal", help="refused: no signal before the time limit here"),
+        kill_on_invalid_dep: str = typer.Option(None, "--kill-on-invalid-dep",
+                                                help="no (the default, and all there is here); yes is refused"),
     ):
         """Queue a job (sbatch): a batch script, a command (--wrap), spec files, or the flags alone. Prints the job
         id.
 
         A batch script's #SBATCH lines before its first command are read as sbatch reads them; the flags win over
-        them. Several spec files: a job each, in one call, all queued or none (a refusal names its file); flags
-        apply to all."""
+        them, and sbatch's input variables (SBATCH_JOB_NAME, SBATCH_TIMELIMIT, ...) come between: a flag wins over
+        its variable, the variable over the #SBATCH line. Several spec files: a job each, in one call, all queued or
+        none (a refusal names its file); flags apply to all."""
         submit_jobs(
             ctx.obj, specs, name=name, ipus=ipus, time=time, time_limit=time_limit, duration=duration, wrap=wrap,
             qos=qos, user=user, account=account, nice=nice, dependency=dependency, array=array, hold=hold,
             begin=begin, requeue=requeue, allocation=allocation, output=output, error_file=error_file, chdir=chdir,
-            export=export, request_id=request_id, parsable=parsable, test_only=test_only, json_out=json_out)
+            export=export, request_id=request_id, parsable=parsable, test_only=test_only, json_out=json_out,
+            open_mode=open_mode, comment=comment, mail_type=mail_type, mail_user=mail_user, time_min=time_min,
+            exclusive=exclusive, nodes=nodes, priority=priority, signal=signal, kill_on_invalid_dep=kill_on_invalid_dep)

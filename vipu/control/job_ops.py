@@ -195,8 +195,8 @@ class JobOps:
         return self._each(ids, identity, lambda i, now: s.release(i, now, admin=admin, single=single),
                           check=lambda i: s.check_release(i, admin, single))
 
-    def requeue(self, ids: list[int], single: bool, identity: Identity) -> list[Job]:
-        return self._each(ids, identity, lambda i, now: self.plane.scheduler.requeue(i, now, single))
+    def requeue(self, ids: list[int], single: bool, identity: Identity, hold: bool = False) -> list[Job]:
+        return self._each(ids, identity, lambda i, now: self.plane.scheduler.requeue(i, now, single, hold))
 
     def _each(self, ids: list[int], identity: Identity, action: Callable, check: Callable | None = None) -> list[Job]:
         """action(id, now) on each job, under one lock; check(id), if given, first on all of them, so a refusal

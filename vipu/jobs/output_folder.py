@@ -78,17 +78,20 @@ def not_ours(what: str, path: Path, job: str, ours: Callable[[Path], bool]) -> s
             f" job: remove it, or give --{what} a new file")
 
 
-def fresh_files(files: dict[str, str], dirs: Iterable[Path], job: str, earlier: Iterable[str]) -> list[str]:
+def fresh_files(files: dict[str, str], dirs: Iterable[Path], job: str, earlier: Iterable[str],
+                append: bool = False) -> list[str]:
     """A program's files opened as the controller's user: `files` maps "output"/"error" to a path. OutputRefused
     names the first that may not be written; else the paths its supervisor must make new (it opens them O_EXCL, so
-    one made meanwhile is not written over): all but those of `earlier`, the files the job's previous run made."""
+    one made meanwhile is not written over): all but those of `earlier`, the files the job's previous run made.
+    `append` (sbatch --open-mode=append): a plain file of the controller's user is added to, whoever made it, as
+    nothing in it is lost."""
     earlier = set(earlier)
     new = []
     for what, path in files.items():
         if path == os.devnull:  # sbatch's -o /dev/null: nothing is kept, and nothing is harmed
             continue
         why = (missing_folder(what, path) or outside_folders(what, path, dirs)
-               or not_ours(what, Path(path), job, lambda p: str(p) in earlier))
+               or not_ours(what, Path(path), job, lambda p: append or str(p) in earlier))
         if why:
             raise OutputRefused(why)
         if not os.path.lexists(path):

@@ -256,9 +256,10 @@ class Scheduler:
     def check_release(self, job_id: int, admin: bool, single: bool = False) -> None:
         holds.check_release(self, job_id, admin, single)
 
-    def requeue(self, job_id: int, now: float, single: bool = False) -> list[Effect]:
+    def requeue(self, job_id: int, now: float, single: bool = False, hold: bool = False) -> list[Effect]:
         """Put a running or finished job back in the queue under the same id (scontrol requeue); an array job id
-        requeues every task that is not pending, unless `single`."""
+        requeues every task that is not pending, unless `single`. `hold`: each job requeued waits held, a user
+        hold (scontrol requeuehold), and no other."""
         if self._whole_array(job_id, single):
             jobs = [j for j in self._expand([job_id]) if j.state is not S.PENDING and j.state in REQUEUABLE]
             if not jobs:
@@ -267,7 +268,10 @@ class Scheduler:
             jobs = [self._get(job_id)]
         check_requeue(jobs)
         ran = [j for j in jobs if j.state in (S.RUNNING, S.COMPLETING)]
-        return self._end_runs([j.requeued(now) for j in jobs], ran, now, S.REQUEUED)
+        back = [j.requeued(now) for j in jobs]
+        if hold:
+            back = [j.model_copy(update={"held": True}) for j in back]
+        return self._end_runs(back, ran, now, S.REQUEUED)
 
     def cleaning(self, job_id: int, now: float) -> None:
         """The run of the job that just ended is still being torn down (its work ends later, on what it ran on):

@@ -193,7 +193,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     @rpc
     def RequeueJobs(self, request, context):
         return job_convert.jobs(self.plane.jobs.requeue(list(request.ids), request.single,
-                                                        identity(self.plane, context)))
+                                                        identity(self.plane, context), request.hold))
 
     @rpc
     def ClusterInfo(self, request, context):

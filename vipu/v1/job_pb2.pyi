@@ -193,14 +193,16 @@ class GetJobRequest(_message.Message):
     def __init__(self, id: _Optional[int] = ...) -> None: ...
 
 class JobIdsRequest(_message.Message):
-    __slots__ = ("ids", "admin", "single")
+    __slots__ = ("ids", "admin", "single", "hold")
     IDS_FIELD_NUMBER: _ClassVar[int]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     SINGLE_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[int]
     admin: bool
     single: bool
-    def __init__(self, ids: _Optional[_Iterable[int]] = ..., admin: _Optional[bool] = ..., single: _Optional[bool] = ...) -> None: ...
+    hold: bool
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., admin: _Optional[bool] = ..., single: _Optional[bool] = ..., hold: _Optional[bool] = ...) -> None: ...
 
 class CancelJobsRequest(_message.Message):
     __slots__ = ("ids", "users", "single", "names", "states", "partitions", "qos", "accounts", "signal", "me")

@@ -33,6 +33,11 @@ class CommandWorkload(Workload):
                                                          " submitting shell's, by default); SLURM_* and IPUOF_* are"
                                                          " added at the start of each run")
 
+    open_mode: Literal["truncate", "append"] = Field(
+        "truncate", description="sbatch --open-mode: truncate, each run starts its output and error files afresh;"
+        " append, each run adds to them, and a file that exists already is written to if it is a plain file of the"
+        " user the controller opens it as (a file of one's own from before, which truncate would refuse)")
+
     @field_validator("script")
     @classmethod
     def _shebang(cls, value: str) -> str:

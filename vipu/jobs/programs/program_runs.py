@@ -93,7 +93,7 @@ class ProgramRuns:
             fresh = []
             try:
                 fresh = fresh_files(files, dirs, job.display_id, [earlier.output, earlier.error or ""] if earlier
-                                    else [])
+                                    else [], append=work.open_mode == "append")
             except OutputRefused as e:  # the run fails saying why, as when its supervisor cannot open a file
                 record.failure = str(e)
         env = job_environment(job, partition, state, host, port)
@@ -101,7 +101,8 @@ class ProgramRuns:
         env.update(device_environment(ctx, run.token))
         launch = {"job_id": job.id, "run": number, "script": work.script, "args": work.args, "cwd": work.workdir,
                   "env": env, "stdout": record.output,
-                  "stderr": record.error, "fresh": fresh, "user": user, "kill_wait_s": ctx.settings.kill_wait_s,
+                  "stderr": record.error, "append": work.open_mode == "append", "fresh": fresh, "user": user,
+                  "kill_wait_s": ctx.settings.kill_wait_s,
                   "spool": self.spool}
         ctx.store.commit([("program_run", record.name, record)], [])
         self.runs[job.id] = run

@@ -188,8 +188,10 @@ def become(launch: dict, script: Path) -> None:
         raise StartError(f"the working directory {cwd} cannot be entered ({e.strerror}); give --chdir a directory"
                          " the job's user may enter") from None
     fresh = launch.get("fresh")  # None: opened as the job's user's account, whose permissions decide
-    out = open_output(launch["stdout"], "output", fresh)
-    err = open_output(launch["stderr"], "error", fresh) if launch.get("stderr") not in (None, launch["stdout"]) else out
+    append = bool(launch.get("append"))
+    out = open_output(launch["stdout"], "output", fresh, append)
+    err = open_output(launch["stderr"], "error", fresh, append) if launch.get("stderr") not in (
+        None, launch["stdout"]) else out
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(out, 1)
@@ -216,8 +218,9 @@ def cannot_exec(script: Path, e: OSError) -> str:
     return f"its first line {line} could not be run on {where}: {e.strerror}"
 
 
-def open_output(path: str, what: str, fresh: list[str] | None = None) -> int:
-    """The output file, opened as the job's user (truncated, as sbatch's default --open-mode). `fresh`, for a run as
+def open_output(path: str, what: str, fresh: list[str] | None = None, append: bool = False) -> int:
+    """The output file, opened as the job's user (truncated, as sbatch's default --open-mode; `append`: added to,
+    as --open-mode=append). `fresh`, for a run as
     the controller's own user: never through a symlink, and a new file if it is one of these (output_folder.py's
     rule, which the controller checked as the run started: what appeared since is not written over)."""
     missing = missing_folder(what, path)
@@ -225,7 +228,8 @@ def open_output(path: str, what: str, fresh: list[str] | None = None) -> int:
         raise StartError(missing)
     try:
         guard = 0 if fresh is None else os.O_NOFOLLOW | (os.O_EXCL if path in fresh else 0)
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | guard, 0o644)
+        mode = os.O_APPEND if append else os.O_TRUNC
+        return os.open(path, os.O_WRONLY | os.O_CREAT | mode | guard, 0o644)
     except OSError as e:
         if fresh is not None and e.errno in (errno.EEXIST, errno.ELOOP):
             raise StartError(f"{what} file {path} appeared as the run started (a file or a symlink the controller did"

@@ -1,0 +1,53 @@
+"""sbatch flags vipu-sim does not model: each is one line naming the flag, a warning where the job still runs as
+asked, a refusal (exit 2) where it would not; the same from a #SBATCH line. And sbatch's rule for a flag's input
+variable."""
+
+from __future__ import annotations
+
+import pytest
+
+from vipu.cli.batch_directives import parse_directives
+from vipu.cli.sbatch_environment import switched_on
+from vipu.cli.sbatch_unmodelled import unmodelled
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"comment": "x"}, "--comment is not kept"),
+    ({"mail_type": "END"}, "--mail-type sends no mail"),
+    ({"time_min": 60}, "--time-min is not used"),
+    ({"exclusive": True}, "--exclusive changes nothing"),
+])
+def test_a_flag_that_changes_nothing_that_matters_is_one_warning(options, said, capsys):
+    assert unmodelled({"name": "n", **options}) == {"name": "n"}
+    err = capsys.readouterr().err
+    assert err.startswith(f"vipu: warning: {said}") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"nodes": "2"}, "-N/--nodes is not taken: a job's size here is its IPUs: give --ipus N"),
+    ({"priority": "10"}, "--priority is not taken: a job's priority is set after the submit, by an admin"),
+    ({"signal": "B:USR1@60"}, "--signal is not taken: the controller sends no signal before the time limit"),
+    ({"open_mode": "replace"}, "--open-mode=replace: give truncate or append"),
+    ({"kill_on_invalid_dep": "yes"}, "--kill-on-invalid-dep=yes is not taken"),
+])
+def test_a_flag_that_would_not_do_what_it_says_is_refused_in_one_line(options, said, capsys):
+    with pytest.raises(SystemExit) as e:
+        unmodelled(options)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(f"vipu: error: {said}") and err.count("\n") == 1
+
+
+def test_what_is_sbatchs_own_behaviour_is_taken_quietly(capsys):
+    assert unmodelled({"open_mode": "append", "kill_on_invalid_dep": "no"}) == {"open_mode": "append"}
+    assert capsys.readouterr().err == ""
+
+
+def test_directives_carry_them_as_the_flags_do():
+    text = "#!/bin/sh\n#SBATCH --comment='nightly run' --open-mode=append --exclusive --time-min=10\ntrue\n"
+    assert parse_directives(text, "job.sh") == {"comment": "nightly run", "open_mode": "append", "exclusive": True,
+                                                "time_min": 600}
+
+
+@pytest.mark.parametrize(("value", "on"), [("", True), ("yes", True), ("1", True), ("0", False), ("no", False)])
+def test_a_flags_variable_is_on_as_sbatch_reads_it(value, on):
+    assert switched_on(value) is on

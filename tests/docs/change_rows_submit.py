@@ -1,0 +1,21 @@
+"""Checks of docs/mapping.md's sbatch rows that tests/docs/test_slurm_changes.py runs (the other sbatch rows':
+change_rows_update.py)."""
+
+from __future__ import annotations
+
+import json
+
+
+def submit_unmodelled(open_live, tmp_path):
+    live = open_live
+    out = live.run("submit", "--ipus", "1", "-H", "--comment", "x", "--mail-type", "END", "--time-min", "5",
+                   "--exclusive", "--kill-on-invalid-dep=no", "--json")
+    assert out.returncode == 0 and out.stderr.count("vipu: warning:") == 4, out.stderr  # a line for each of four
+    [job] = json.loads(out.stdout)["job_ids"]
+    assert live.show(job)["spec"]["hold"] is True
+    for flags, said in ((["-N", "2"], "-N/--nodes is not taken"), (["--priority", "9"], "--priority is not taken"),
+                        (["--signal=B:USR1@60"], "--signal is not taken"),
+                        (["--open-mode=append"], "--open-mode is for a batch script"),
+                        (["--kill-on-invalid-dep=yes"], "--kill-on-invalid-dep=yes is not taken")):
+        live.refused(2, said, "submit", "--ipus", "1", *flags)
+    assert [x["job_id"] for x in json.loads(live.ok("queue", "--json"))["jobs"]] == [job]  # nothing more queued

@@ -1,0 +1,38 @@
+"""sbatch's input variables (man sbatch, INPUT ENVIRONMENT VARIABLES; src/sbatch/opt.c) for the flags vipu submit
+has: each stands in for its flag when the flag is not given, so the precedence is sbatch's: the command line, then
+the variable, then the script's #SBATCH line."""
+
+from __future__ import annotations
+
+import os
+
+# submit_jobs' parameter -> the variable sbatch reads for that flag
+TEXTS = {"name": "SBATCH_JOB_NAME", "time": "SBATCH_TIMELIMIT", "qos": "SBATCH_QOS", "account": "SBATCH_ACCOUNT",
+         "array": "SBATCH_ARRAY_INX", "allocation": "SBATCH_PARTITION", "output": "SBATCH_OUTPUT",
+         "error_file": "SBATCH_ERROR", "export": "SBATCH_EXPORT", "open_mode": "SBATCH_OPEN_MODE",
+         "signal": "SBATCH_SIGNAL"}
+SWITCHES = (("SBATCH_REQUEUE", True), ("SBATCH_NO_REQUEUE", False))  # --requeue and --no-requeue
+
+
+def switched_on(value: str) -> bool:
+    """sbatch's rule for a flag's variable: on when empty, yes, or a number other than 0; any other value is off."""
+    text = value.strip().lower()
+    return text in ("", "yes") or (text.lstrip("+-").isdigit() and int(text) != 0)
+
+
+def from_environment(given: dict, time_limit: str | None) -> tuple[dict, set[str]]:
+    """The values of the flags not given filled in from their variables, and the variables used. -t's variable
+    stands back when --time-limit (vipu's own spelling of -t) is given."""
+    out, used = dict(given), set()
+    for param, variable in TEXTS.items():
+        value = os.environ.get(variable)
+        if out.get(param) is None and value and not (param == "time" and time_limit is not None):
+            out[param] = value
+            used.add(variable)
+    if out.get("requeue") is None:
+        for variable, on in SWITCHES:
+            if variable in os.environ and switched_on(os.environ[variable]):
+                out["requeue"] = on
+                used.add(variable)
+                break
+    return out, used

@@ -1,0 +1,50 @@
+"""sbatch flags that mean nothing here, or something vipu-sim does not do: taken from the command line or a #SBATCH
+line only to say so in one line naming the flag, a warning where the job runs as the user expects anyway, a refusal
+(exit 2) where it would not. Never a silent no-op."""
+
+from __future__ import annotations
+
+from vipu.cli.failure import BAD_INPUT, fail, warn
+
+# key -> (flag, what becomes of it): the job runs, and is what the user asked for in every way that matters here
+WARNED = {
+    "comment": ("--comment", "is not kept: a job here has no comment (tell jobs apart by -J/--job-name)"),
+    "mail_type": ("--mail-type", "sends no mail: the controller has none; watch the job with vipu queue -j ID"),
+    "mail_user": ("--mail-user", "sends no mail: the controller has none; watch the job with vipu queue -j ID"),
+    "time_min": ("--time-min", "is not used: the job gets its whole -t/--time limit (backfill here never shortens"
+                 " one)"),
+    "exclusive": ("--exclusive", "changes nothing: a job's IPUs are its own; its IPU-Machine's other IPUs may run"
+                  " other jobs (--ipus 4 or more takes whole machines)"),
+}
+# key -> (flag, why not, what to do instead)
+REFUSED = {
+    "nodes": ("-N/--nodes", "a job's size here is its IPUs: give --ipus N (an IPU-Machine has 4 IPUs: -N 2 is"
+              " --ipus 8)"),
+    "priority": ("--priority", "a job's priority is set after the submit, by an admin (as in Slurm, operators"
+                 " only): vipu update job ID Priority=N"),
+    "signal": ("--signal", "the controller sends no signal before the time limit: at the limit the job gets SIGTERM,"
+               " then SIGKILL after KillWait; trap TERM in the script, or send one yourself with vipu cancel -s SIG"
+               " ID"),
+}
+OPEN_MODES = ("truncate", "append")
+
+
+def unmodelled(options: dict) -> dict:
+    """The options without these flags, each warned of or refused."""
+    rest = dict(options)
+    for key, (flag, why) in REFUSED.items():
+        if rest.pop(key, None) is not None:
+            fail("vipu", f"{flag} is not taken: {why}", BAD_INPUT)
+    mode = rest.get("open_mode")  # kept: a batch script's workload takes it (command_spec.py)
+    if mode is not None and mode not in OPEN_MODES:
+        fail("vipu", f"--open-mode={mode}: give truncate or append", BAD_INPUT)
+    invalid = rest.pop("kill_on_invalid_dep", None)
+    if invalid is not None and invalid not in ("yes", "no"):
+        fail("vipu", f"--kill-on-invalid-dep={invalid}: give yes or no", BAD_INPUT)
+    if invalid == "yes":
+        fail("vipu", "--kill-on-invalid-dep=yes is not taken: a job whose dependency can never be met waits with"
+             " reason DependencyNeverSatisfied (Slurm's default); cancel it with vipu cancel ID", BAD_INPUT)
+    for key, (flag, what) in WARNED.items():
+        if rest.pop(key, None) is not None:
+            warn("vipu", f"{flag} {what}")
+    return rest
