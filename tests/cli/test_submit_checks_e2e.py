@@ -18,6 +18,8 @@ def test_test_only_prints_the_expected_start_and_queues_nothing(server):
     assert out.returncode == 0, out.stderr
     assert LINE.fullmatch(out.stdout.strip()).group(1, 3, 4, 5) == ("1", "16", "slurm_1", "default")
     assert jobs(server) == {} and json.loads(run(server, "vipu", "history", "--json").stdout) == []
+    out = run(server, "vipu", "submit", "--ipus", "16", "--time", "5", "--test-only", "--json")
+    assert json.loads(out.stdout)["reason"] == "None"  # startable: the queue's word for no reason, not ""
     [big] = submit(server, "--ipus", "64", "--time", "10")  # the id the test named: nothing was used up
     assert big == 1
     start = wait_for(lambda: (x := show(server, big))["state"] == "RUNNING" and x["start_time"])
@@ -27,6 +29,8 @@ def test_test_only_prints_the_expected_start_and_queues_nothing(server):
     # typed as every --json's time (RFC 3339; walk22c), the deprecated epoch double beside it as a job's --json has
     at = datetime.datetime.fromisoformat(tested["start_time"].replace("Z", "+00:00")).timestamp()
     assert abs(at - (start + 600)) < 1 and abs(tested["start"] - at) < 1e-3  # when the running job's limit ends
+    out = run(server, "vipu", "submit", "--ipus", "1", "--test-only", "--json", "-b", "now+1hour")
+    assert json.loads(out.stdout)["reason"] == "BeginTime"  # as the queue says, not Resources (walk22d defect 10)
     out = run(server, "vipu", "submit", "--ipus", "16", "--hold", "--test-only")
     assert out.stdout.startswith("Job 2 to start at Unknown using 16 IPUs") and "held" in out.stdout
     out = run(server, "vipu", "submit", "--ipus", "16", "--qos", "gold", "--test-only")  # refused as a submit is

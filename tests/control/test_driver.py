@@ -1,6 +1,8 @@
 """The one event loop: equal times in a fixed order, late events at their own time, failed starts, and runs that
 end when only their workload can tell."""
 
+import logging
+
 from vipu.control.driver import Driver, StartFailed, Timers
 from vipu.scheduler.job_states import JobState as S
 
@@ -100,3 +102,29 @@ def test_a_run_torn_down_later_keeps_its_requeued_job_from_starting_until_the_te
     s.cleaned(1, 7)
     driver.step(7)
     assert (s.job(1).state, s.job(1).start_time, s.job(1).requeue_count) == (S.RUNNING, 7, 1)
+
+
+def test_a_preemptor_postponed_for_its_victims_teardown_is_logged_started_once_when_it_starts(caplog):
+    """walk22d defect 4: the cycle's start, taken back by the driver, was logged as job_started while it waited."""
+    from vipu.control.lifecycle import LifecycleLog
+    from tests.scheduler.builders import RecordingJournal
+
+    class Lingering(Timers):
+        def stop(self, stop):
+            super().stop(stop)
+            return True  # torn down later, as a program given its KillWait
+
+    s = make(journal=LifecycleLog(RecordingJournal()))
+    s.submit(spec(ipus=16, qos="low", time_limit=1000, workload={"kind": "hold"}), 0)
+    driver = Driver(s, Lingering())
+    with caplog.at_level(logging.INFO, logger="vipu.events"):
+        driver.step(0)
+        s.submit(spec(ipus=16, qos="high", workload={"kind": "hold"}), 1)
+        driver.step(1)
+        assert s.job(2).state is S.PENDING
+        assert [r.fields["job_id"] for r in caplog.records if r.fields["event"] == "job_started"] == [1]
+        s.cleaned(1, 3)
+        driver.step(3)
+    assert s.job(2).state is S.RUNNING
+    assert [(r.fields["job_id"], r.fields["state"]) for r in caplog.records
+            if r.fields["event"] in ("job_started", "job_requeued")] == [(1, "RUNNING"), (1, "PENDING"), (2, "RUNNING")]

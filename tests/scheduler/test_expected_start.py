@@ -56,7 +56,10 @@ def test_held_or_dependent_jobs_have_no_start_time_and_a_begin_time_delays_it():
     s.cancel([1], 11)
     assert expect(s, 12, ipus=1, dependency="afterok:1")[4:] == (None, "DependencyNeverSatisfied")
     assert expect(s, 12, ipus=1, dependency="afterany:1").reason != "Dependency"
-    assert expect(make(), 10, ipus=1, begin="now+500").start == 510
+    # waiting only for its begin time: BeginTime, as `vipu queue` says (walk22d defect 10), on a busy Pod too
+    assert expect(make(), 10, ipus=1, begin="now+500")[4:] == (510, "BeginTime")
+    assert expect(s, 12, ipus=16, begin="now+500")[4:] == (512, "BeginTime")
+    assert expect(make(), 10, ipus=1)[4:] == (10, "")
 
 
 def test_what_a_submit_refuses_a_test_refuses():

@@ -197,6 +197,17 @@ def test_bad_updates_name_the_field_and_change_nothing(update, words):
     assert s.job(3) == before
 
 
+def test_an_unlimited_limit_takes_no_increment_or_decrement_as_scontrol():
+    s = make()
+    s.submit(spec(time_limit=float("inf"), ipus=16), 0)  # runs
+    s.submit(spec(time_limit=float("inf"), ipus=16), 0)  # waits
+    for job, change in ((1, -600), (2, 1800)):
+        before = s.job(job)
+        with pytest.raises(InvalidArgument, match=rf"TimeLimit: job {job} is UNLIMITED, .*TimeLimit=60"):
+            s.update(job, JobUpdate(time_limit_add=change), 1, admin=True)
+        assert s.job(job) == before
+
+
 def test_a_negative_nice_is_an_admins():
     s = blocked()
     with pytest.raises(PermissionDenied, match="Nice is -5: only an admin"):

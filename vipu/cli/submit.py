@@ -87,7 +87,7 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
     job, x = reply.job_ids[0], reply.expected
     start = optional_seconds(x, "start_time")
     if as_json:  # as a job's --json: start_time typed (RFC 3339), beside it for this release the deprecated double
-        print_json({"job_id": job, **as_dict(x), "queued": False})
+        print_json({"job_id": job, **as_dict(x), "reason": x.reason or "None", "queued": False})  # as the queue's
         return
     where = f"using {x.ipus} IPUs on partition {x.partition} (allocation {x.allocation})"
     if start is not None:

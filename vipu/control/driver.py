@@ -19,6 +19,7 @@ import logging
 import math
 from typing import Callable, Iterable, Mapping, NamedTuple, Protocol
 
+from vipu.control.lifecycle import together
 from vipu.errors import VipuError
 from vipu.scheduler.effects import Effect, StartJob, StopJob
 from vipu.scheduler.job_record import Job
@@ -134,7 +135,8 @@ class Driver:
         """Handle every event due by `now`, each at its own time, then run one cycle at `now`."""
         self._due(now)
         masks = self.masks() if self.masks is not None else (None, None)
-        self.apply(self.scheduler.cycle(now, *masks, estimates=self.estimates), now)
+        with together(self.scheduler.journal):  # a start the cycle made and the driver postponed is not logged
+            self.apply(self.scheduler.cycle(now, *masks, estimates=self.estimates), now)
         self.cycles += 1
         begin = self.scheduler.table.next_begin()
         if begin is not None and begin > now and begin not in self._wakes:

@@ -18,7 +18,9 @@ its request id); without it (tests, tools) it is done as the change commits.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable, NamedTuple
+import threading
+from contextlib import contextmanager, nullcontext
+from typing import Callable, ContextManager, Iterable, Iterator, NamedTuple
 
 from pydantic import BaseModel
 
@@ -68,6 +70,7 @@ class LifecycleLog:
         self.journal = journal
         self._jobs: dict[int, JobMark] = {}
         self._partitions: dict[str, BaseModel] = {}
+        self._batch: tuple[int, list] | None = None  # (thread, commits) while `together`
         for kind, record in records:  # what the state already holds: no event for it
             if kind == "job":
                 self._jobs[record.id] = _mark(record)
@@ -77,24 +80,44 @@ class LifecycleLog:
     def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
         puts, deletes = list(puts), list(deletes)
         self.journal.commit(puts, deletes)
+        if self._batch is not None and self._batch[0] == threading.get_ident():
+            self._batch[1].append((puts, deletes))
+            return
+        self._hand_over([(puts, deletes)])
+
+    @contextmanager
+    def together(self) -> Iterator[None]:
+        """Log this thread's commits made inside as one, each job by its last record. Why: a scheduling step
+        may commit a record and take it back (a preemptor's start postponed until its victims are torn down,
+        claims.py); logged one by one, the preemptor was logged as started while it still waited."""
+        self._batch = (threading.get_ident(), [])
+        try:
+            yield
+        finally:
+            commits, self._batch = self._batch[1], None
+            if commits:
+                self._hand_over(_merged(commits))
+
+    def _hand_over(self, commits: list[tuple[list, list]]) -> None:
         hand_over = _elsewhere
         if hand_over is None:
-            self._logged(puts, deletes)
+            self._logged(commits)
             return
         call = current()  # the records are never changed in place (each change is a copy), so they can wait
 
         def work() -> None:
             if call is None:
-                self._logged(puts, deletes)
+                self._logged(commits)
                 return
             with serving(call):
-                self._logged(puts, deletes)
+                self._logged(commits)
 
         hand_over(work)
 
-    def _logged(self, puts: list, deletes: list) -> None:
+    def _logged(self, commits: list[tuple[list, list]]) -> None:
         try:
-            self._log(puts, deletes)
+            for puts, deletes in commits:
+                self._log(puts, deletes)
         except Exception:  # noqa: BLE001 - the change is committed: a line that cannot be written must not undo it
             log.exception("could not log the lifecycle events of a change")
 
@@ -149,6 +172,18 @@ class LifecycleLog:
         if partition.state is not before.state and before.state is PartitionState.FAILED:
             return [_partition_event("partition_reset", partition, f"reset ({partition.state.value})")]
         return []
+
+
+def together(journal: Journal) -> ContextManager[None]:
+    """`journal.together()` if it logs events (LifecycleLog), else nothing to do."""
+    return journal.together() if isinstance(journal, LifecycleLog) else nullcontext()
+
+
+def _merged(commits: list[tuple[list, list]]) -> list[tuple[list, list]]:
+    """The commits with each job's record only in the last that holds it (its history holds every step between)."""
+    last = {(kind, name): i for i, (puts, _) in enumerate(commits) for kind, name, _ in puts if kind == "job"}
+    return [([put for put in puts if put[0] != "job" or last[put[:2]] == i], deletes)
+            for i, (puts, deletes) in enumerate(commits)]
 
 
 def log_undone(logged: dict[int, Job], stored: dict[int, Job]) -> None:

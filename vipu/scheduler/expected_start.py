@@ -5,7 +5,7 @@ How: the job is checked as a submit checks it (submission.py), filed into a copy
 priority, and the policy walks that queue once, as a cycle would: a job that would start now starts now; else its
 estimated start is its reservation, as `vipu show job` would show it. A held job, one waiting for a dependency, and
 one behind more than `max_job_test` jobs have no start time (its reason says why); a begin time puts the start no
-earlier. An array is tested by its first task.
+earlier, and its reason is BeginTime, as the queue's. An array is tested by its first task.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from vipu.scheduler.cycle import dependency_status
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import ACTIVE
 from vipu.scheduler.policies import get_policy
-from vipu.scheduler.policies.base import DEPENDENCY, HELD, NEVER, QueuedJob, ScheduleRequest
+from vipu.scheduler.policies.base import BEGIN_TIME, DEPENDENCY, HELD, NEVER, QueuedJob, ScheduleRequest
 from vipu.scheduler.submission import build_jobs, check_dependency, resolve, resolve_begin
 
 if TYPE_CHECKING:
@@ -55,9 +55,10 @@ def expected_start(view: QueueView, spec: JobSpec, now: float, available_mask: i
     expect = Expectation(job_id, resolved.ipus, allocation, job_partition_name(job_id), None, "")
     if resolved.hold:
         return expect._replace(reason=HELD)
+    waits = begin is not None and begin > now  # BeginTime, as `vipu queue` would say before anything else
     status = dependency_status(_DependencyView(view, job), job)
     if status != "ok":
-        return expect._replace(reason=DEPENDENCY if status == "wait" else NEVER)
+        return expect._replace(reason=BEGIN_TIME if waits else DEPENDENCY if status == "wait" else NEVER)
     queued = QueuedJob(job_id, resolved.ipus, resolved.time_limit,  # type: ignore[arg-type]
                        max(now, begin or now), resolved.user, resolved.qos,  # type: ignore[arg-type]
                        resolved.nice, job.array_job_id, array.limit if array else None, resolved.allocation,
@@ -75,8 +76,8 @@ def expected_start(view: QueueView, spec: JobSpec, now: float, available_mask: i
     else:
         info = decision.explain(queued)
         start, reason = (info.estimated_start, info.reason) if info is not None else (None, "")
-    if begin is not None and begin > now:  # not eligible before its begin time
-        start = None if start is None else max(start, begin)
+    if waits:  # not eligible before its begin time
+        start, reason = None if start is None else max(start, begin), BEGIN_TIME  # type: ignore[type-var]
     return expect._replace(start=start, reason=reason)
 
 

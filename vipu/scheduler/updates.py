@@ -108,6 +108,9 @@ def _limit(job: Job, update: JobUpdate) -> float | None:
     if update.time_limit is not None:
         limit = update.time_limit
     elif update.time_limit_add is not None:
+        if job.time_limit >= MAX_SECONDS:  # scontrol refuses it too (update_job.c), as UNLIMITED has no length
+            raise InvalidArgument(f"TimeLimit: job {job.display_id} is UNLIMITED, which +N/-N cannot change; give"
+                                  " a new limit instead, e.g. TimeLimit=60", field="time_limit")
         limit = job.time_limit + update.time_limit_add
     else:
         return None
