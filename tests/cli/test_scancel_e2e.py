@@ -78,3 +78,5 @@ def test_a_signal_reaches_a_running_program_which_goes_on(server, tmp_path):
     out = run(server, "vipu", "cancel", "-s", "USR1", "--me")  # filters alone: running programs only
     assert out.returncode == 0 and "no running program matches --me" in out.stderr
     assert jobs(server)[sleeper]["job_state"] == ["RUNNING"]
+    out = run(server, "vipu", "cancel", "-s", "KILL", str(sleeper))  # a cancel, as scancel's (walk22d defect 8)
+    assert (out.returncode, out.stdout) == (0, f"Job {sleeper} cancelled: CANCELLED\n"), out.stderr

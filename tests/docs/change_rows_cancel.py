@@ -107,8 +107,12 @@ def cancel_nothing(live, tmp_path):
 
 
 def trap_script(tmp_path) -> tuple[Path, Path]:
+    """A script that traps USR1 and runs a child that traps it too, each saying so."""
     script, output = tmp_path / "trap.sh", tmp_path / "trap.out"
-    script.write_text("#!/bin/bash\ntrap 'echo got USR1' USR1\necho ready\nwhile true; do sleep 0.05; done\n")
+    script.write_text("#!/bin/bash\ntrap 'echo script got USR1' USR1\npython3 -u -c 'import signal, time\n"
+                      "signal.signal(signal.SIGUSR1, lambda *_: print(\"child got USR1\", flush=True))\n"
+                      "print(\"ready\", flush=True)\nwhile True: time.sleep(1)' &\nchild=$!\n"
+                      "while kill -0 $child 2>/dev/null; do wait $child; done\n")
     return script, output
 
 
@@ -133,17 +137,44 @@ def cancel_signal(open_live, tmp_path):
     live.refused(2, "signals are 1 to 64", "cancel", "-s", "65", str(job))
 
 
-def cancel_batch_full(open_live, tmp_path):
-    live = open_live
+def running_trap(live, tmp_path) -> tuple[int, Path]:
     script, output = trap_script(tmp_path)
     [job] = live.submit(str(script), "--ipus", "1", "-D", str(tmp_path), "-o", str(output))
     wait_for(lambda: output.exists() and "ready" in output.read_text(), timeout=90)
-    live.ok("cancel", "-b", "--full", "-s", "USR1", str(job))  # accepted: the script gets it
-    wait_for(lambda: "got USR1" in output.read_text(), timeout=60)
+    return job, output
+
+
+def cancel_batch(open_live, tmp_path):
+    """-b: the script alone (its trap forwards it, as a user's would); then the default: its child alone."""
+    live = open_live
+    job, output = running_trap(live, tmp_path)
+    live.ok("cancel", "-b", "-s", "USR1", str(job))
+    wait_for(lambda: "script got USR1" in output.read_text(), timeout=60)
+    live.ok("cancel", "-s", "USR1", str(job))
+    wait_for(lambda: "child got USR1" in output.read_text(), timeout=60)
+    live.ok("cancel", str(job))
+    wait_for(lambda: live.states(job) == ["CANCELLED"], timeout=60)
+    assert output.read_text().splitlines()[1:] == ["script got USR1", "child got USR1"]  # one each, no more
     x, y = (live.submit("--ipus", "1", "--hold")[0] for _ in range(2))
-    live.ok("cancel", "--batch", str(x))
+    live.ok("cancel", "--batch", str(x))  # without -s: a cancel
     live.ok("cancel", "-f", str(y))
-    assert live.states(job, x, y) == ["RUNNING", "CANCELLED", "CANCELLED"]
+    assert live.states(x, y) == ["CANCELLED", "CANCELLED"]
+
+
+def cancel_full(open_live, tmp_path):
+    live = open_live
+    job, output = running_trap(live, tmp_path)
+    live.ok("cancel", "-f", "-b", "-s", "USR1", str(job))  # -b ignored
+    wait_for(lambda: {"script got USR1", "child got USR1"} <= set(output.read_text().splitlines()), timeout=60)
+    assert live.states(job) == ["RUNNING"]
+
+
+def cancel_kill(live, tmp_path):
+    [running] = live.submit("--ipus", "1", "--duration", "10m")
+    [held] = live.submit("--ipus", "1", "--hold")
+    wait_for(lambda: live.states(running) == ["RUNNING"])
+    assert live.ok("cancel", "-s", "KILL", str(running)) == f"Job {running} cancelled: CANCELLED\n"
+    assert live.ok("cancel", "-s", "9", str(held)) == f"Job {held} cancelled: CANCELLED\n"
 
 
 def cancel_interactive(live, tmp_path):

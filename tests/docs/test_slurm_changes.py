@@ -15,10 +15,10 @@ import pytest
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import wait_for
-from tests.docs.change_rows_cancel import (cancel_account, cancel_array_ids, cancel_batch_full, cancel_filters_alone,
-                                           cancel_filters_alone_open, cancel_interactive, cancel_me, cancel_misspelt,
-                                           cancel_name, cancel_nothing, cancel_partition, cancel_qos, cancel_signal,
-                                           cancel_state, cancel_user)
+from tests.docs.change_rows_cancel import (cancel_account, cancel_array_ids, cancel_batch, cancel_filters_alone,
+                                           cancel_filters_alone_open, cancel_full, cancel_interactive, cancel_kill,
+                                           cancel_me, cancel_misspelt, cancel_name, cancel_nothing, cancel_partition,
+                                           cancel_qos, cancel_signal, cancel_state, cancel_user)
 from tests.docs.change_rows_submit import submit_unmodelled
 from tests.docs.change_rows_update import (submit_empty_qos, submit_missing_output, submit_test_only, update_array,
                                            update_begin, update_dependency, update_durable, update_name, update_nice,
@@ -116,7 +116,9 @@ CHECKS = {
     "`scancel -t PD` (filters, no job id)": (cancel_filters_alone, cancel_filters_alone_open),
     "`scancel` (no id, no filter)": cancel_nothing,
     "`scancel -s USR1 ID`, `--signal`": cancel_signal,
-    "`scancel -b`, `--batch`, `-f`, `--full`": cancel_batch_full,
+    "`scancel -s KILL ID`": cancel_kill,
+    "`scancel -b -s USR1 ID`, `--batch`": cancel_batch,
+    "`scancel -f -s USR1 ID`, `--full`": cancel_full,
     "`scancel -i`, `--interactive`": cancel_interactive,
     "`scancel --nmae x`": cancel_misspelt,
     "`scontrol update JobId=26 TimeLimit=30`": update_time_limit,

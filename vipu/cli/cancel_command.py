@@ -56,9 +56,11 @@ def register(app: typer.Typer) -> None:
         account: list[str] = typer.Option(None, "--account", "-A", help="only jobs of these accounts"),
         signal: str = typer.Option(None, "--signal", "-s", help=f"send this signal ({SIGNAL_HELP}) to each running"
                                    " program chosen, instead of cancelling: the job goes on"),
-        batch: bool = typer.Option(False, "--batch", "-b", help="accepted, as scancel's: a job here is one batch"
-                                   " step, and a signal always reaches its script and every process it started"),
-        full: bool = typer.Option(False, "--full", "-f", help="accepted, as scancel's (see --batch)"),
+        batch: bool = typer.Option(False, "--batch", "-b", help="with --signal: signal the batch script's own"
+                                   " process only, not what it started (for a script that traps the signal and"
+                                   " forwards it)"),
+        full: bool = typer.Option(False, "--full", "-f", help="with --signal: signal the batch script and every"
+                                  " process it started (-b is then ignored)"),
         json_out: bool = JsonOption,
     ):
         """Cancel jobs (scancel): pending ones leave the queue, running ones stop.
@@ -68,8 +70,10 @@ def register(app: typer.Typer) -> None:
         filters choose among the active jobs you may see (every job, without --secure). Each filter takes several
         values, repeated or comma-separated. With neither ids nor filters nothing is done (exit 2).
 
-        --signal: the signal goes to each running program chosen (a batch script or --wrap, and what it started);
-        the job goes on unless the program ends. The controller's built-in workloads (sleep, hold, train) have no
+        --signal: the signal goes to each running program chosen (a batch script or --wrap): as scancel's, by
+        default to every process the script started but not the script itself (a job here has no steps but its
+        batch step), with -b to the script alone, with -f to both; the job goes on unless the program ends.
+        -s KILL (without -b) cancels the job, as scancel's: it ends CANCELLED. The controller's built-in workloads (sleep, hold, train) have no
         process: a signal named at one is refused (exit 4); with filters alone only running programs are chosen."""
         cli = ctx.obj
         ended = sorted(s.value for s in (job_states(state, "-t/--state") or set()) - ACTIVE)
@@ -87,9 +91,12 @@ def register(app: typer.Typer) -> None:
                  " queue lists them)", BAD_INPUT)
         fields = {**filters, "me": me}
         number = signal_number(signal) if signal is not None else 0
+        if number == signals.SIGKILL and (full or not batch):
+            number = 0  # a cancel, as scancel -s KILL's (the controller does the same for the API's callers)
         as_json = cli.wants_json(json_out)
         if number:
             fields["signal"] = number
+            fields["signal_target"] = j.SIGNAL_FULL if full else j.SIGNAL_BATCH if batch else j.SIGNAL_CHILDREN
             done, failed = signalled(cli, ids or [], as_json, fields)
         elif ids:
             done, failed = act(cli, "CancelJobs", "cancelled", ids, as_json, request=j.CancelJobsRequest, **fields)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 from vipu.access import Identity
 from vipu.control.ended_jobs import history_listing, shown, stored_job
 from vipu.control.job_updates import update_job
-from vipu.control.signals import send_signal
+from vipu.control.signals import KILL, send_signal
 from vipu.control.spec_cache import SpecCache
 from vipu.control.snapshot import Page, Snapshot
 from vipu.errors import InvalidArgument, NotFound, PermissionDenied
@@ -163,12 +163,17 @@ class JobOps:
         plane.changed()
         return jobs
 
-    def signal(self, ids: list[int], match: JobFilter, single: bool, signal: int, identity: Identity) -> list[Job]:
-        """scancel --signal: the signal to the running programs chosen as cancel chooses jobs (signals.py)."""
+    def signal(self, ids: list[int], match: JobFilter, single: bool, signal: int, identity: Identity,
+               to: str = "children") -> list[Job]:
+        """scancel --signal: the signal to the running programs chosen as cancel chooses jobs, `to` which of their
+        processes (signals.py). SIGKILL but to the script alone is a cancel, as Slurm's (job_mgr.c job_signal:
+        the job ends CANCELLED, not FAILED by the signal)."""
         if not ids and not match:
             raise InvalidArgument(NO_IDS_OR_FILTERS)
+        if signal == KILL and to != "batch":
+            return self.cancel(ids, match, single, identity)
         self._check_users(match, identity, "signal")
-        return send_signal(self.plane, ids, match, single, signal, identity)
+        return send_signal(self.plane, ids, match, single, signal, identity, to)
 
     def update(self, job_id: int, update: JobUpdate, single: bool, identity: Identity) -> list[Job]:
         """scontrol update job (job_updates.py)."""

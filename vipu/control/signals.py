@@ -4,7 +4,8 @@ program decides what the signal does: a checkpoint on USR1, an end on TERM).
 Why only programs: a batch script or --wrap command (a command workload) is a real process group under its
 supervisor (vipu/jobs/programs); the built-in kinds (sleep, hold, train) are the controller's own work with no
 process to signal, so a signal named at one is refused, saying that `vipu cancel` ends it. A job here is one batch
-step: the signal reaches the script and every process it started, as scancel --batch and --full do.
+step and no other: as scancel's default signals a job's steps and not its batch script, the signal reaches every
+process the script started but not the script; --batch the script alone (its children not), --full both.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ if TYPE_CHECKING:
     from vipu.control.plane import ControlPlane
 
 MAX_SIGNAL = 64  # Linux's signals are 1 to 64 (SIGRTMAX)
+KILL = 9  # SIGKILL
 
 
 def send_signal(plane: ControlPlane, ids: list[int], match: JobFilter, single: bool, signal: int,
-                identity: Identity) -> list[Job]:
+                identity: Identity, to: str = "children") -> list[Job]:
     """Signal the running programs `ids` name (narrowed by `match`), or with no id every running program the caller
     may see that matches it. A job named that is not a running program is refused, and then none is signalled.
-    Returns the jobs signalled."""
+    `to`: which of a program's processes (stepd.command). Returns the jobs signalled."""
     if not 1 <= signal <= MAX_SIGNAL:
         raise InvalidArgument(f"signal is {signal}; give a signal from 1 to {MAX_SIGNAL}, or a name such as USR1")
     with plane.lock:
@@ -50,7 +52,7 @@ def send_signal(plane: ControlPlane, ids: list[int], match: JobFilter, single: b
             chosen = (scheduler.table.jobs[i] for i in scheduler.matching(match, identity.sees))
             jobs = [job for job in chosen if job.state is JobState.RUNNING and _runner(plane, job) is not None]
         for job in jobs:
-            _runner(plane, job).signal(job.id, signal)
+            _runner(plane, job).signal(job.id, signal, to)
         now = plane.now()
         return [scheduler.job(job.id, now) for job in jobs]
 

@@ -15,6 +15,8 @@ from vipu.v1 import job_pb2 as j
 from vipu.v1 import job_pb2_grpc
 from vipu.validation import MAX_SPECS_PER_CALL
 
+TARGETS = {j.SIGNAL_BATCH: "batch", j.SIGNAL_FULL: "full"}  # scancel -b, -f; else its default (stepd.command)
+
 BY_CODE = {code: state for state, code in SHORT.items()}
 
 
@@ -171,8 +173,9 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         caller = identity(self.plane, context)
         match = job_convert.job_filter(request, states_of(request.states), caller.name)
         if request.signal:
+            to = TARGETS.get(request.signal_target, "children")
             return job_convert.jobs(self.plane.jobs.signal(list(request.ids), match, request.single, request.signal,
-                                                           caller))
+                                                           caller, to))
         return job_convert.jobs(self.plane.jobs.cancel(list(request.ids), match, request.single, caller))
 
     @rpc

@@ -5,12 +5,22 @@ from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from vipu.v1 import job_run_pb2 as _job_run_pb2
 from vipu.v1 import job_spec_pb2 as _job_spec_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class SignalTarget(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SIGNAL_CHILDREN: _ClassVar[SignalTarget]
+    SIGNAL_BATCH: _ClassVar[SignalTarget]
+    SIGNAL_FULL: _ClassVar[SignalTarget]
+SIGNAL_CHILDREN: SignalTarget
+SIGNAL_BATCH: SignalTarget
+SIGNAL_FULL: SignalTarget
 
 class SubmitJobRequest(_message.Message):
     __slots__ = ("spec", "source", "overrides_json", "request_id", "validate_only", "job_spec", "overrides")
@@ -205,7 +215,7 @@ class JobIdsRequest(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[int]] = ..., admin: _Optional[bool] = ..., single: _Optional[bool] = ..., hold: _Optional[bool] = ...) -> None: ...
 
 class CancelJobsRequest(_message.Message):
-    __slots__ = ("ids", "users", "single", "names", "states", "partitions", "qos", "accounts", "signal", "me")
+    __slots__ = ("ids", "users", "single", "names", "states", "partitions", "qos", "accounts", "signal", "me", "signal_target")
     IDS_FIELD_NUMBER: _ClassVar[int]
     USERS_FIELD_NUMBER: _ClassVar[int]
     SINGLE_FIELD_NUMBER: _ClassVar[int]
@@ -216,6 +226,7 @@ class CancelJobsRequest(_message.Message):
     ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
     ME_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_TARGET_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     single: bool
@@ -226,7 +237,8 @@ class CancelJobsRequest(_message.Message):
     accounts: _containers.RepeatedScalarFieldContainer[str]
     signal: int
     me: bool
-    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., single: _Optional[bool] = ..., names: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., qos: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., signal: _Optional[int] = ..., me: _Optional[bool] = ...) -> None: ...
+    signal_target: SignalTarget
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., single: _Optional[bool] = ..., names: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., qos: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., signal: _Optional[int] = ..., me: _Optional[bool] = ..., signal_target: _Optional[_Union[SignalTarget, str]] = ...) -> None: ...
 
 class UpdateJobRequest(_message.Message):
     __slots__ = ("id", "single", "time_limit_s", "time_limit_add_s", "qos", "nice", "dependency", "name", "array_task_throttle", "begin", "priority", "time_limit", "time_limit_add", "time_limit_unlimited", "begin_time")

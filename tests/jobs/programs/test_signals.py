@@ -57,3 +57,28 @@ def test_the_groups_of_a_session_beside_the_programs_own_are_its_other_groups():
             os.killpg(p.pid, signal.SIGKILL)
             for pid in other_groups(p.pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+FORWARDS = """trap 'echo shell >> {d}/got; kill -USR1 $child' USR1
+python3 -c 'import signal, sys, time
+signal.signal(signal.SIGUSR1, lambda *_: (open("{d}/got", "a").write("child\\n"), sys.exit(0)))
+open("{d}/ready", "w").close()
+time.sleep(600)' &
+child=$!
+while kill -0 $child 2>/dev/null; do wait $child; done
+"""
+
+
+def test_a_signal_to_the_batch_script_alone_or_to_what_it_started(tmp_path):
+    """scancel -b: the script alone, which traps it and forwards it to its child (walk22d defect 3: the child was
+    signalled too, and died); the default (scancel signals the steps, not the batch script): the child alone."""
+    steps = Steps()
+    for to, expected in (("batch", "shell\nchild\n"), ("children", "child\n")):
+        folder = tmp_path / to
+        folder.mkdir()
+        steps.start(to, launch(folder, FORWARDS.format(d=folder)))
+        while not (folder / "ready").exists():
+            assert steps.wait(to, timeout=0.05) is None
+        assert steps.signal(to, signal.SIGUSR1, to)
+        assert steps.wait(to, timeout=30) == {"ended": {"exit_code": 0, "signal": 0}}
+        assert (folder / "got").read_text() == expected, to

@@ -52,10 +52,11 @@ class Steps:
         if step is not None:
             step.terminate()
 
-    def signal(self, key: str, sig: int) -> bool:
-        """Send `sig` to the run's program group (it goes on running); False if the run is not here (it ended)."""
+    def signal(self, key: str, sig: int, to: str = "full") -> bool:
+        """Send `sig` to the run's program, `to` which of its processes (stepd.command); it goes on running. False
+        if the run is not here (it ended)."""
         step = self._runs.get(key)
-        return step is not None and step.signal(sig)
+        return step is not None and step.signal(sig, to)
 
     def terminate_all(self) -> None:
         with self._lock:
@@ -125,7 +126,7 @@ class _Step:
         self._supervisor: int | None = None  # its pid, once it has said it
         self._stop = threading.Event()
         self._commands = None  # the supervisor's stdin, open while it runs: signal() writes to it
-        self._early: list[int] | None = []  # signals asked for before the launch was written: sent right after it
+        self._early: list[tuple[int, str]] | None = []  # signals asked for before the launch was written: sent right after it
         # (None once the supervisor has ended)
         self._writing = threading.Lock()
 
@@ -141,7 +142,7 @@ class _Step:
             if self._stop.is_set():  # stopped before the supervisor was known
                 self.terminate()
             with self._writing:
-                proc.stdin.write("".join(json.dumps(m) + "\n" for m in [self.launch, *map(_signal, self._early)]))
+                proc.stdin.write("".join(json.dumps(m) + "\n" for m in [self.launch, *(_signal(*x) for x in self._early)]))
                 proc.stdin.flush()
                 self._commands = proc.stdin
             for line in proc.stdout:  # until the supervisor ends: it holds the pipe, not the process started here
@@ -157,16 +158,17 @@ class _Step:
         finally:
             self.done.set()
 
-    def signal(self, sig: int) -> bool:
-        """Ask the supervisor to send `sig` to the program's group; False if it no longer takes commands."""
+    def signal(self, sig: int, to: str = "full") -> bool:
+        """Ask the supervisor to send `sig` to the program (`to`: stepd.command); False if it no longer takes
+        commands."""
         with self._writing:
             if self.done.is_set() or self._early is None:
                 return False
             if self._commands is None:  # its supervisor is starting: the signal follows the launch
-                self._early.append(sig)
+                self._early.append((sig, to))
                 return True
             try:
-                self._commands.write(json.dumps(_signal(sig)) + "\n")
+                self._commands.write(json.dumps(_signal(sig, to)) + "\n")
                 self._commands.flush()
             except (BrokenPipeError, ValueError):  # it has just ended
                 return False
@@ -181,9 +183,9 @@ class _Step:
                 pass
 
 
-def _signal(sig: int) -> dict:
+def _signal(sig: int, to: str) -> dict:
     """The supervisor's command for scancel --signal (stepd.py)."""
-    return {"signal": sig}
+    return {"signal": sig, "to": to}
 
 
 def spool_for(state_dir: Path | None) -> str:
@@ -214,8 +216,8 @@ class NodeSteps:
     def terminate(self, key: str) -> None:
         self.steps.terminate(key)
 
-    def signal(self, key: str, sig: int) -> bool:
-        return self.steps.signal(key, sig)
+    def signal(self, key: str, sig: int, to: str = "full") -> bool:
+        return self.steps.signal(key, sig, to)
 
     def terminate_all(self) -> None:
         self.steps.terminate_all()

@@ -189,9 +189,10 @@ class ProgramRuns:
                   self.ctx.settings.kill_wait_s + GONE_WAIT_S, f"job {stop.job_id}")
         return True
 
-    def signal(self, job_id: int, sig: int) -> None:
-        """scancel --signal: `sig` to the run's program group, through its supervisor; the run goes on. Refused while
-        the program is still being started (its supervisor not yet there) or once it has ended."""
+    def signal(self, job_id: int, sig: int, to: str = "full") -> None:
+        """scancel --signal: `sig` to the run's program, `to` which of its processes (stepd.command), through its
+        supervisor; the run goes on. Refused while the program is still being started (its supervisor not yet
+        there) or once it has ended."""
         run = self.runs.get(job_id)
         if run is None or run.finished.is_set() or run.stopped:
             raise FailedPrecondition(f"job {job_id}'s program is not running; only a running program can be"
@@ -199,11 +200,11 @@ class ProgramRuns:
         if run.host is None:
             raise FailedPrecondition(f"job {job_id}'s program is still being started; signal it again in a moment")
         if isinstance(run.host, Steps):
-            if not run.host.signal(run.key, sig):
+            if not run.host.signal(run.key, sig, to):
                 raise FailedPrecondition(f"job {job_id}'s program is not running just now (it is starting, or has"
                                          " just ended); signal it again while `vipu queue` shows it running")
         else:
-            self._call(run.host, "signal", run.key, sig, wait=False)  # a node's actor: not waited for under the lock
+            self._call(run.host, "signal", run.key, sig, to, wait=False)  # a node's actor: not waited for under the lock
 
     def _close(self, run: _Run, why: str) -> None:
         """End the run's session (its calls fail with `why`, its tensors are freed) and keep its steps."""

@@ -14,7 +14,7 @@ stop the program, which runs on in a session of its own. Out of the tree, it see
 the program itself.
 
 Protocol: the launcher writes one JSON line on stdin (the launch: see program_runs.py), then, while the program runs,
-{"signal": N} lines (scancel --signal: N goes to the program's group, which goes on) until it closes stdin; the
+{"signal": N, "to": T} lines (scancel --signal: see command(); the program goes on) until it closes stdin; the
 supervisor answers with JSON lines on stdout: {"supervisor": PID} first (signal it, not the process the launcher
 started), then {"started": {"pid": P}} once the program runs, then {"ended": {"exit_code": N, "signal": S}} once it
 and its group are gone; or {"failed": "why"} if it could not start (nothing ran).
@@ -240,7 +240,7 @@ def open_output(path: str, what: str, fresh: list[str] | None = None, append: bo
 
 def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands: Lines | None = None) -> int:
     """Wait for the program; on a stop (SIGTERM, or the starter gone) SIGTERM its group, and SIGKILL it after the
-    grace period; a {"signal": N} command sends N to its group. Returns its wait status."""
+    grace period; a {"signal": N} command signals it (command()). Returns its wait status."""
     program = os.pidfd_open(pid)
     watched = [program, stop_r, starter]
     if commands is not None and not commands.closed:
@@ -273,12 +273,22 @@ def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands:
 
 
 def command(pid: int, line: str) -> None:
-    """One command line from the launcher: {"signal": N} sends N to the program's group (the group exists while the
-    program is not reaped, so the signal cannot reach another's)."""
+    """One command line from the launcher: {"signal": N, "to": T} sends N to the program (the group exists while the
+    program is not reaped, so the signal cannot reach another's): T "full" (also when not given) the script and all
+    it started, "batch" the script's own process alone, "children" all it started but the script (scancel -f, -b,
+    and its default, which signals a job's steps and not its batch script)."""
     try:
-        sig = int(json.loads(line)["signal"])
-        signal_group(pid, sig)
-    except (ValueError, KeyError, TypeError, OSError):  # a line it cannot read, or a signal the kernel refuses
+        message = json.loads(line)
+        sig, to = int(message["signal"]), message.get("to", "full")
+        if to == "batch":
+            os.kill(pid, sig)
+        elif to == "children":
+            for member, _ in session(pid):
+                if member != pid:
+                    _kill(member, sig)
+        else:
+            signal_group(pid, sig)
+    except (ValueError, KeyError, TypeError, OSError, AttributeError):  # a line it cannot read, a refused signal
         pass
 
 
@@ -290,10 +300,14 @@ def signal_group(pid: int, sig: int) -> None:
     except ProcessLookupError:
         pass
     for other in other_groups(pid):
-        try:
-            os.kill(other, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill(other, sig)
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):  # gone since /proc was read
+        pass
 
 
 def other_groups(sid: int) -> list[int]:
