@@ -45,6 +45,11 @@ def cancel_name(live, tmp_path):
     for flag, name in (("-n", "x"), ("--name", "y"), ("--jobname", "z")):
         live.ok("cancel", flag, name)
     assert live.states(x, y, z, w) == ["CANCELLED"] * 3 + ["PENDING"]
+    # matched whole, as scancel's (walk22d defect 5): a comma or a leading space is part of the name
+    odd = [live.submit("--ipus", "4", "--hold", "--name", n)[0] for n in ("a|b,c;d", " lead")]
+    live.refused(0, "no active job matches -n 'a|b' -n 'c;d'; nothing was done", "cancel", "-n", "a|b", "-n", "c;d")
+    for job, name in zip(odd, ("a|b,c;d", " lead")):
+        assert live.ok("cancel", "-n", name) == f"Job {job} cancelled: CANCELLED\n"
     for flag, words in (("-n", "-n/--name"), ("-p", "-p/--partition"), ("-q", "-q/--qos"), ("-A", "-A/--account")):
         live.refused(2, f"{words} is empty", "cancel", flag, "")
 

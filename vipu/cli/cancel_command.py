@@ -3,6 +3,7 @@ which sends a signal to running programs instead of ending them."""
 
 from __future__ import annotations
 
+import shlex
 import signal as signals
 
 import typer
@@ -10,7 +11,7 @@ import typer
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, OK, fail, warn
 from vipu.cli.job_commands import split
-from vipu.cli.job_selection import given, job_states, selected_users
+from vipu.cli.job_selection import given, job_states, selected_users, whole
 from vipu.cli.job_ids import IDS, IDS_HELP, TaskIds, act, finish, graver, lines, one_call_each
 from vipu.scheduler.job_states import ACTIVE
 from vipu.v1 import job_pb2 as j
@@ -36,7 +37,8 @@ def signal_number(text: str) -> int:
 def described(filters: dict[str, list[str]], me: bool) -> str:
     """The filters as the command line gave them: "-u bob -t PD"."""
     flags = {"users": "-u", "names": "-n", "states": "-t", "partitions": "-p", "qos": "-q", "accounts": "-A"}
-    words = [f"{flags[key]} {','.join(values)}" for key, values in filters.items() if values]
+    words = [" ".join(f"-n {shlex.quote(v)}" for v in values) if key == "names" else f"{flags[key]} {','.join(values)}"
+             for key, values in filters.items() if values]
     return " ".join(words + (["--me"] if me else []))
 
 
@@ -47,7 +49,8 @@ def register(app: typer.Typer) -> None:
         ids: list[str] = typer.Argument(None, help=IDS_HELP),
         user: list[str] = typer.Option(None, "--user", "-u", help="only jobs of these users"),
         me: bool = typer.Option(False, "--me", help="only your own jobs"),
-        name: list[str] = typer.Option(None, "--name", "-n", "--jobname", help="only jobs of these names"),
+        name: list[str] = typer.Option(None, "--name", "-n", "--jobname", help="only jobs of this name, matched whole"
+                                  " (as scancel's: commas and spaces are part of it); repeat for several"),
         state: list[str] = typer.Option(None, "--state", "-t", help="only jobs in these states: PENDING (PD) or"
                                         " RUNNING (R)"),
         partition: list[str] = typer.Option(None, "--partition", "-p", help="only jobs in these V-IPU allocations"
@@ -68,7 +71,7 @@ def register(app: typer.Typer) -> None:
         The filters narrow, as scancel's do: with ids, a job is cancelled only if it matches every filter given
         (an array job: its tasks that do; an id that matches none gets an error line, exit 3); without ids, the
         filters choose among the active jobs you may see (every job, without --secure). Each filter takes several
-        values, repeated or comma-separated. With neither ids nor filters nothing is done (exit 2).
+        values, repeated or comma-separated, but for -n: a name is taken whole (repeat -n for several). With neither ids nor filters nothing is done (exit 2).
 
         --signal: the signal goes to each running program chosen (a batch script or --wrap): as scancel's, by
         default to every process the script started but not the script itself (a job here has no steps but its
@@ -80,7 +83,7 @@ def register(app: typer.Typer) -> None:
         if ended:  # scancel acts on jobs in these states; no job ended can be (its "Valid job states" line)
             fail("vipu", f"-t/--state {','.join(ended)}: only active jobs can be cancelled or signalled; give PENDING"
                  " (PD) or RUNNING (R)", BAD_INPUT)
-        filters = {"users": selected_users(user), "names": given(name, "-n/--name", "job names (e.g. -n train)"),
+        filters = {"users": selected_users(user), "names": whole(name, "-n/--name", "a job name (e.g. -n train)"),
                    "states": split(state),
                    "partitions": given(partition, "-p/--partition", "allocations (e.g. -p default)"),
                    "qos": given(qos, "-q/--qos", "QOS names (e.g. -q normal)"),

@@ -31,6 +31,15 @@ def given(values: list[str] | None, flag: str, example: str) -> list[str]:
     return out
 
 
+def whole(values: list[str] | None, flag: str, example: str) -> list[str]:
+    """A flag whose values are taken whole, as scancel's -n (src/scancel/opt.c keeps it as given; a job name may
+    hold commas and spaces): repeated for several, never split or stripped; an empty one is refused."""
+    out = list(values or [])
+    if "" in out:
+        refuse_empty(flag, f"{example}, or leave it out")
+    return out
+
+
 def selected_users(values: list[str] | None) -> list[str]:
     return given(values, "-u/--user", "user names (e.g. -u alice,bob)")
 
