@@ -37,8 +37,9 @@ def test_a_clear_folder_or_a_named_output_or_a_held_job_is_submitted_as_given(tm
     (tmp_path / "slurm-9.out").write_text("old")
     for given in (request(tmp_path, output="o.txt"), request(tmp_path, hold=True)):
         before = given.spec
-        assert held_for_check(given) is None and given.spec == before
-    assert held_for_check(clear) == tmp_path and json.loads(clear.spec)["hold"] is True
+        assert held_for_check(given) is None and given.spec == before and not given.held
+    assert held_for_check(clear) == tmp_path and clear.held  # held by the request: the spec keeps no hold (walk22d)
+    assert "hold" not in json.loads(clear.spec)
 
 
 def test_a_job_is_held_first_and_only_a_task_whose_file_exists_stays_held(tmp_path, capsys):
@@ -47,7 +48,7 @@ def test_a_job_is_held_first_and_only_a_task_whose_file_exists_stays_held(tmp_pa
     (run / "slurm-5_2.out").write_text("old")
     given = request(tmp_path, array="0-4:2", workload={"kind": "command", "script": "#!/bin/sh\n",
                                                        "submit_dir": str(tmp_path), "chdir": str(run)})
-    assert held_for_check(given) == run and json.loads(given.spec)["hold"] is True
+    assert held_for_check(given) == run and given.held
     cli = Released()
     release_clear(cli, given, j.SubmitJobResponse(job_ids=[5, 6, 7]), run)
     assert cli.calls == [[5, 7]]  # tasks 0 and 4; task 2 (job 6) stays held

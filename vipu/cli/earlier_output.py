@@ -20,7 +20,8 @@ from vipu.v1 import job_pb2 as j
 
 def held_for_check(request: j.SubmitJobRequest) -> Path | None:
     """The folder of the job's default output file if it holds slurm-*.out files already; the request then asks for
-    the job held. None (the request unchanged) if the job names its output, is held anyway, or the folder is clear."""
+    the job held (its own `held`: the spec keeps no hold its user did not ask for). None (the request unchanged) if
+    the job names its output, is held anyway, or the folder is clear."""
     spec = json.loads(request.spec)
     workload = spec.get("workload") or {}
     if spec.get("output") is not None or spec.get("hold") or workload.get("open_mode") == "append":
@@ -28,7 +29,7 @@ def held_for_check(request: j.SubmitJobRequest) -> Path | None:
     folder = Path(workload.get("chdir") or workload.get("submit_dir") or os.getcwd())
     if not glob.glob(os.path.join(glob.escape(str(folder)), "slurm-*.out")):
         return None
-    request.spec = json.dumps({**spec, "hold": True}).encode()
+    request.held = True
     return folder
 
 

@@ -17,7 +17,7 @@ from vipu.control.job_updates import update_job
 from vipu.control.signals import KILL, send_signal
 from vipu.control.spec_cache import SpecCache
 from vipu.control.snapshot import Page, Snapshot
-from vipu.errors import InvalidArgument, NotFound, PermissionDenied
+from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from vipu.scheduler.expected_start import Expectation
 from vipu.scheduler.job_filter import JobFilter
 from vipu.scheduler.job_record import Job, PriorityBreakdown
@@ -45,6 +45,7 @@ class SubmitRequest(NamedTuple):
     overrides: dict
     request_id: str | None = None
     source: str = ""  # a file name, for messages
+    held: bool = False  # queued held, the spec's hold unchanged (the CLI's own hold, not its user's)
 
 
 class ClusterInfo(NamedTuple):
@@ -73,7 +74,7 @@ class JobOps:
                 with naming_spec(k, len(requests), request.source):
                     self._check_allocation(spec, identity)
             done = plane.scheduler.submit_many(
-                [Submission(spec, r.request_id, r.source) for r, spec in zip(requests, specs)], plane.now())
+                [Submission(spec, r.request_id, r.source, r.held) for r, spec in zip(requests, specs)], plane.now())
         plane.metrics.submissions.inc(sum(len(d.jobs) for d in done if not d.duplicate))
         # a held job cannot start until it is released (which wakes the loop), so a step now would find nothing to
         # do: in a burst of held submissions it would only compete with them for the lock
@@ -197,8 +198,24 @@ class JobOps:
         """Releases user holds; admin holds only for an admin caller (without --secure: every caller). A non-admin
         whose jobs include an admin-held one is refused before anything is released."""
         s, admin = self.plane.scheduler, identity.admin
-        return self._each(ids, identity, lambda i, now: s.release(i, now, admin=admin, single=single),
-                          check=lambda i: s.check_release(i, admin, single))
+
+        def check(job_id: int) -> None:
+            s.check_release(job_id, admin, single)
+            self._check_output(job_id, single)
+
+        return self._each(ids, identity, lambda i, now: s.release(i, now, admin=admin, single=single), check=check)
+
+    def _check_output(self, job_id: int, single: bool) -> None:
+        """FailedPrecondition if a held program's run would fail at once on its output file (one left from an
+        earlier state's job: vipu submit holds such a job, walk22d); released, it could only fail."""
+        plane = self.plane
+        for job in plane.scheduler.named_jobs([job_id], single, JobFilter(), "release"):
+            runner = plane.runners.get(job.spec.workload.kind)
+            why = job.held and job.state is JobState.PENDING and hasattr(runner, "output_refusal") \
+                and runner.output_refusal(job)
+            if why:
+                raise FailedPrecondition(f"job {job.display_id} stays held: its {why}; then `vipu release"
+                                         f" {job.display_id}`")
 
     def requeue(self, ids: list[int], single: bool, identity: Identity, hold: bool = False) -> list[Job]:
         return self._each(ids, identity, lambda i, now: self.plane.scheduler.requeue(i, now, single, hold))

@@ -35,6 +35,7 @@ class Submission(NamedTuple):
     spec: JobSpec | dict
     request_id: str | None = None
     source: str = ""
+    held: bool = False  # queued held whatever the spec's hold (vipu submit's own hold, not its user's)
 
 
 class naming_spec:  # noqa: N801 - used as the function it replaced: `with naming_spec(k, n, source):`
@@ -244,7 +245,7 @@ def _named(dep, job_id: int) -> str:
 
 
 def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id: str | None,
-               indices: tuple[int, ...] | None, begin: float | None = None) -> list[Job]:
+               indices: tuple[int, ...] | None, begin: float | None = None, held: bool = False) -> list[Job]:
     """The PENDING records of a resolved spec (every value checked above, so none is validated again)."""
     state = JobState.PENDING
     now = float(now)
@@ -253,7 +254,7 @@ def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id:
         Job.trusted(
             id=job_id, name=spec.name, user=spec.user, account=spec.account, partition=job_partition_name(job_id),
             array_job_id=array_job_id, array_task_id=indices[k] if indices is not None else None, spec=spec,
-            state=state, held=spec.hold, begin_time=begin, submit_time=now, request_id=request_id,
+            state=state, held=spec.hold or held, begin_time=begin, submit_time=now, request_id=request_id,
             history=[Transition(state, now)],
         )
         for k, job_id in enumerate(range(first_id, first_id + count))

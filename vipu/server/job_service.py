@@ -78,7 +78,7 @@ def submit_request(request: j.SubmitJobRequest) -> SubmitRequest:
     spec = job_convert.spec_fields(request.job_spec) if request.HasField("job_spec") else request.spec
     overrides = (job_convert.spec_fields(request.overrides) if request.HasField("overrides")
                  else overrides_of(request.overrides_json))
-    return SubmitRequest(spec, overrides, request.request_id or None, label(request))
+    return SubmitRequest(spec, overrides, request.request_id or None, label(request), request.held)
 
 
 class JobService(job_pb2_grpc.JobServiceServicer):

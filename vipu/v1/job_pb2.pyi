@@ -23,7 +23,7 @@ SIGNAL_BATCH: SignalTarget
 SIGNAL_FULL: SignalTarget
 
 class SubmitJobRequest(_message.Message):
-    __slots__ = ("spec", "source", "overrides_json", "request_id", "validate_only", "job_spec", "overrides")
+    __slots__ = ("spec", "source", "overrides_json", "request_id", "validate_only", "job_spec", "overrides", "held")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     OVERRIDES_JSON_FIELD_NUMBER: _ClassVar[int]
@@ -31,6 +31,7 @@ class SubmitJobRequest(_message.Message):
     VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
     JOB_SPEC_FIELD_NUMBER: _ClassVar[int]
     OVERRIDES_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
     spec: bytes
     source: str
     overrides_json: str
@@ -38,7 +39,8 @@ class SubmitJobRequest(_message.Message):
     validate_only: bool
     job_spec: _job_spec_pb2.JobSpec
     overrides: _job_spec_pb2.JobSpec
-    def __init__(self, spec: _Optional[bytes] = ..., source: _Optional[str] = ..., overrides_json: _Optional[str] = ..., request_id: _Optional[str] = ..., validate_only: _Optional[bool] = ..., job_spec: _Optional[_Union[_job_spec_pb2.JobSpec, _Mapping]] = ..., overrides: _Optional[_Union[_job_spec_pb2.JobSpec, _Mapping]] = ...) -> None: ...
+    held: bool
+    def __init__(self, spec: _Optional[bytes] = ..., source: _Optional[str] = ..., overrides_json: _Optional[str] = ..., request_id: _Optional[str] = ..., validate_only: _Optional[bool] = ..., job_spec: _Optional[_Union[_job_spec_pb2.JobSpec, _Mapping]] = ..., overrides: _Optional[_Union[_job_spec_pb2.JobSpec, _Mapping]] = ..., held: _Optional[bool] = ...) -> None: ...
 
 class SubmitJobResponse(_message.Message):
     __slots__ = ("job_ids", "duplicate", "expected")

@@ -191,6 +191,10 @@ def test_an_old_default_output_file_keeps_the_new_job_held_instead_of_failing_it
                             " controller writes over no output file it did not write for this job; remove or rename"
                             " that file, then `vipu release 1` (or submit with -o/--output)\n")
     assert (show(controller, 1)["state"], show(controller, 1)["held"]) == ("PENDING", True)
+    assert not show(controller, 1)["spec"]["hold"]  # the CLI's hold, not its user's: a resubmit is not held
+    refused = run(controller, "vipu", "release", "1")  # released, it could only fail (walk22d defect 9)
+    assert refused.returncode == 4 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"job 1 stays held: its output file {tmp_path}/slurm-1.out exists" in refused.stderr
     second = wrap("--wrap", "echo hi")  # its own file is free: released at once, no line
     assert (second.returncode, second.stderr) == (0, ""), second.stderr
     assert ended(controller, 2)["state"] == "COMPLETED" and (tmp_path / "slurm-2.out").read_text() == "hi\n"

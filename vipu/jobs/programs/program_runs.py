@@ -67,6 +67,30 @@ class ProgramRuns:
         self._closing = threading.Event()  # set at shutdown: the watches of old runs end (when_gone)
 
     # -- a run ------------------------------------------------------------------------------------------------
+    def _fresh(self, job, record: ProgramRecord) -> list[str]:
+        """The files a run opened as the controller's user must make new (fresh_files); OutputRefused if one may not
+        be written. The previous run's files are this job's to write over."""
+        work, settings, earlier = job.spec.workload, self.ctx.settings, self.record(job.id)
+        files = {"output": record.output, **({"error": record.error} if record.error else {})}
+        dirs = allowed_folders(job.spec.submit_dir or work.submit_dir, settings.state_dir,
+                               settings.output_dirs) + [Path(work.workdir)]
+        return fresh_files(files, dirs, job.display_id, [earlier.output, earlier.error or ""] if earlier else [],
+                           append=work.open_mode == "append")
+
+    def output_refusal(self, job) -> str | None:
+        """Why the job's next run would fail at once on its output files (an old slurm-N.out it did not write, a
+        missing folder), or None. Why: a release checks it, so a job held for such a file is not let go only to
+        fail (walk22d)."""
+        try:
+            if self.ctx.run_as(job.user) is not None:  # opened as its user's account: the supervisor decides
+                return None
+            self._fresh(job, _files(job, sum(t.state is JobState.RUNNING for t in job.history) + 1))
+        except OutputRefused as e:
+            return str(e)
+        except Exception:  # noqa: BLE001 - its user's mapping went: the start says so
+            return None
+        return None
+
     def start(self, start: StartJob) -> None:
         """Called under the controller's lock once the job's partition exists; the program starts beside it."""
         ctx = self.ctx
@@ -76,9 +100,7 @@ class ProgramRuns:
         partition = state.get("partition", start.partition)
         host, port = ctx.api_address()
         number = sum(t.state is JobState.RUNNING for t in job.history)  # this run included
-        earlier = self.record(job.id)  # the previous run's: the files it made are this job's to write over
-        record = ProgramRecord(name=str(job.id), run=number, output=output_file(job.spec.output, job, work.workdir),
-                               error=output_file(job.spec.error, job, work.workdir) if job.spec.error else None)
+        record = _files(job, number)
         run = _Run(job.id, start.start_time, f"job{job.id}.run{number}", record)
         try:
             user = ctx.run_as(job.user)
@@ -87,13 +109,9 @@ class ProgramRuns:
             user = None
         fresh = None  # opened as its user's account (--secure)
         if user is None and record.failure is None:  # it opens its files as the controller's own user
-            files = {"output": record.output, **({"error": record.error} if record.error else {})}
-            dirs = allowed_folders(job.spec.submit_dir or work.submit_dir, ctx.settings.state_dir,
-                                   ctx.settings.output_dirs) + [Path(work.workdir)]
             fresh = []
             try:
-                fresh = fresh_files(files, dirs, job.display_id, [earlier.output, earlier.error or ""] if earlier
-                                    else [], append=work.open_mode == "append")
+                fresh = self._fresh(job, record)
             except OutputRefused as e:  # the run fails saying why, as when its supervisor cannot open a file
                 record.failure = str(e)
         env = job_environment(job, partition, state, host, port)
@@ -303,3 +321,10 @@ class ProgramRuns:
             os.rmdir(self.spool)  # this machine's, if no script is left in it
         except OSError:
             pass
+
+
+def _files(job, run: int) -> ProgramRecord:
+    """The record of the job's run number `run`, naming its output and error files."""
+    workdir = job.spec.workload.workdir
+    return ProgramRecord(name=str(job.id), run=run, output=output_file(job.spec.output, job, workdir),
+                         error=output_file(job.spec.error, job, workdir) if job.spec.error else None)
