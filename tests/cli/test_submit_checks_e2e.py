@@ -6,8 +6,10 @@ from __future__ import annotations
 import datetime
 import json
 import re
+import subprocess
 
 from tests.cli.test_cli_e2e import run
+from tests.conftest import console_script
 from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
 
 LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs on partition (\S+) \(allocation (\S+)\)")
@@ -123,3 +125,11 @@ def test_an_empty_output_or_user_flag_is_refused_naming_it(server, tmp_path):
     assert stderr_file.returncode == 2 and stderr_file.stderr.startswith(  # regression: "vipu: error: error: a ..."
         "vipu: error: a sleep workload writes no stderr, so it takes no error file"), stderr_file.stderr
     assert jobs(server) == {}  # nothing was queued
+
+
+def test_a_script_piped_without_a_dash_is_refused_saying_how_to_read_stdin(tmp_path):
+    """walk22d: `vipu submit < job.sh` (sbatch reads stdin then) was refused without naming `-`."""
+    out = subprocess.run([console_script("vipu"), "submit"], input="#!/bin/sh\ntrue\n", capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.endswith("; to read one from stdin give '-': vipu submit - < job.sh\n")

@@ -166,6 +166,18 @@ def test_bad_updates_get_one_line_and_the_documented_exit_code(server):
     listed = run(server, "vipu", "queue", "-h", "-j", str(free), "-o", "%l|%L|%j").stdout
     assert listed == "UNLIMITED|UNLIMITED|no limit\n"
     assert "TimeLimit=UNLIMITED" in run(server, "vipu", "show", "job", str(free)).stdout.splitlines()
+    assert show(server, free)["spec"]["time_limit"] == "UNLIMITED"  # as docs/mapping.md says, not 31622400.0
+    out = run(server, "vipu", "update", "job", str(free), "TimeLimit=+30")  # as scontrol's (walk22d defect 7)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert f"TimeLimit: job {free} is UNLIMITED, which +N/-N cannot change" in out.stderr
+    # show job prints no exported environment nor script text, as scontrol's (--json has them)
+    [wrapped] = submit(server, "--wrap", "true", "--ipus", "1", "-H")
+    [spec] = [line for line in run(server, "vipu", "show", "job", str(wrapped)).stdout.splitlines()
+              if line.startswith("Spec=")]
+    shown = json.loads(spec[5:])["workload"]
+    assert shown["kind"] == "command" and "environment" not in shown and "script" not in shown
+    assert show(server, wrapped)["spec"]["workload"]["environment"]
+    assert run(server, "vipu", "cancel", str(wrapped)).returncode == 0
     [row] = [r for r in json.loads(run(server, "vipu", "queue", "--json").stdout)["jobs"] if r["job_id"] == free]
     assert row["time_limit"] == {"infinite": True, "number": 0, "set": True}
     assert run(server, "vipu", "cancel", "-n", "no limit").returncode == 0

@@ -80,11 +80,22 @@ def job_data(x: j.Job) -> dict:
 
 
 def spec_data(x: j.Job) -> dict:
-    """The job's spec as its file would hold it (UNLIMITED for a time limit of none)."""
+    """The job's spec as its file would hold it (UNLIMITED for a time limit of none: the controller keeps the
+    longest it allows, which a resubmit would refuse as a number longer than a year)."""
     spec = to_data(x.spec, nulls=True)
-    if spec.get("time_limit") == float("inf"):
+    given = spec.get("time_limit")
+    if isinstance(given, (int, float)) and limit(given) == "UNLIMITED":
         spec["time_limit"] = "UNLIMITED"
     return spec
+
+
+def shown_spec(spec: dict) -> dict:
+    """The spec as `show job` prints it: without a program's exported environment and script text, which
+    scontrol show job does not print either (--json has them, --script the script)."""
+    workload = spec.get("workload")
+    if not isinstance(workload, dict) or not {"environment", "script"} & workload.keys():
+        return spec
+    return {**spec, "workload": {k: v for k, v in workload.items() if k not in ("environment", "script")}}
 
 
 def print_job(x: j.Job) -> None:
@@ -120,7 +131,7 @@ def print_job(x: j.Job) -> None:
         fields.append(("EndedBy", ended_by))
     for key, value in fields:
         print(f"{key}={value}")
-    print("Spec=" + json.dumps(spec, separators=(",", ":")))
+    print("Spec=" + json.dumps(shown_spec(spec), separators=(",", ":")))
     print("History=" + " ".join(f"{h['state']}@{stamp(h['at'])}" for h in detail["history"]))
     if x.HasField("result"):
         record = to_data(x.result)

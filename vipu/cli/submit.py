@@ -169,8 +169,11 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
             fail("vipu", f"{len(specs):,} specs given; one command queues at most {MAX_SPECS_PER_CALL:,}: split"
                  " them over several commands", BAD_INPUT)
         if not specs and "ipus" not in flags:
+            # sbatch reads a script from stdin when given none; here '-' asks for it (a bare submit never waits)
+            piped = "" if sys.stdin is None or sys.stdin.isatty() else \
+                "; to read one from stdin give '-': vipu submit - < job.sh"
             fail("vipu", "give a batch script, a job spec file, or at least --ipus N (e.g. vipu submit --ipus 4"
-                 " --duration 30s)", BAD_INPUT)
+                 f" --duration 30s){piped}", BAD_INPUT)
     if request_id is not None:  # each spec of several gets ID/k: room for the longest of those
         longest = MAX_REQUEST_ID - (len(f"/{count}") if count > 1 else 0)
         if not request_id or len(request_id) > longest or not request_id.isprintable():
