@@ -73,6 +73,18 @@ def test_a_started_job_keeps_the_priority_it_had_while_pending():
     s.cycle(10)
     started = s.job(job.id)
     assert started.state is S.RUNNING and started.priority.total == pending > 0
+    # its user has run before (fair-share 0.5, shown while it waits): kept at the start, not reset to 1 because the
+    # walk needed no fair-share for one user's queue (walk22d: %Q jumped by 500 at the start)
+    s.job_finished(job.id, 100)
+    [big] = s.submit(spec(ipus=16, time_limit=500), 100)
+    s.cycle(100)
+    [later] = s.submit(spec(ipus=4), 101)
+    s.cycle(101)
+    waiting = s.priority(later.id, 200)
+    assert waiting.fairshare < s.config.weights.fairshare  # its user's usage shows
+    s.job_finished(big.id, 200)
+    s.cycle(200)
+    assert s.job(later.id).state is S.RUNNING and s.job(later.id).priority == waiting
 
 @pytest.mark.parametrize(
     "exit_code,state", [(0, S.COMPLETED), (3, S.FAILED)],

@@ -178,14 +178,15 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
         ended = job.moved(S.PREEMPTED, now, end_time=now, preemption=note)
         changed.append(ended.requeued(now) if requeue else ended)
     qos = qos_factors(sched.config) if decision.starts else None
-    pending, config, total, factors = sched.table.pending, sched.config, sched.total, sched.order.fairshare_factors
+    pending, config, total = sched.table.pending, sched.config, sched.total
+    factors = sched.order.fairshare_factors(now, sched.table.running.values()) if decision.starts else {}
     running = S.RUNNING
     for s in decision.starts:
         job = jobs[s.job_id]
         spec = job.spec
         # the priority it started with stays the job's, as Slurm's job_ptr->priority (squeue %Q of a running job),
         # with the fair-share of the last priority calculation: working it out again for thousands of running
-        # jobs at each start cost a large Pod's cycle half its time again
+        # jobs at each start cost a large Pod's cycle half its time again (at most once a priority_calc_period)
         priority = breakdown(pending[job.id], now, config, total, factors, qos)
         changed.append(job.moved(running, now, start_time=now, first_ipu=s.first_ipu, end_time=None,
                                  exit_code=None, reason=None, estimated_start=None, priority=priority))
@@ -219,7 +220,8 @@ def _start_claimed(sched: Scheduler, now: float, available: int) -> list[Effect]
     if not ready:
         return []
     qos = qos_factors(sched.config)
-    pending, config, total, factors = sched.table.pending, sched.config, sched.total, sched.order.fairshare_factors
+    pending, config, total = sched.table.pending, sched.config, sched.total
+    factors = sched.order.fairshare_factors(now, sched.table.running.values())
     changed = [job.moved(S.RUNNING, now, start_time=now, first_ipu=start.first_ipu, end_time=None, exit_code=None,
                          reason=None, estimated_start=None,
                          priority=breakdown(pending[job.id], now, config, total, factors, qos))

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, insort
-from typing import Iterator, Literal
+from typing import Iterable, Iterator, Literal
 
 from vipu.scheduler.config import SchedulerConfig
-from vipu.scheduler.policies.base import QueuedJob
+from vipu.scheduler.policies.base import QueuedJob, RunningJob
 from vipu.scheduler.multifactor import FairShare, qos_factors
 
 OrderKind = Literal["priority", "submit", "shortest"]
@@ -60,11 +60,17 @@ class PendingOrder:
         copy._saturation, copy._fs = list(self._saturation), dict(self._fs)
         return copy
 
-    @property
-    def fairshare_factors(self) -> dict[str, float]:
+    def fairshare_factors(self, now: float, running: Iterable[RunningJob]) -> dict[str, float]:
         """The fair-share factors of the last priority calculation (every priority_calc_period, as Slurm's), by
-        user; empty while it had no need of them (one user waiting, or an order without priorities): factor 1."""
+        user, made now if there was none that recent. Why here too: the walk needs none while one user waits, and
+        a job then started with factor 1 where `vipu queue` had shown its real one (%Q jumped at its start)."""
+        if self._stale(now):
+            self._fs, self._fs_at = self.fairshare.factors(now, running), now
         return self._fs
+
+    def _stale(self, now: float) -> bool:
+        at = self._fs_at
+        return at is None or now - at >= self.config.priority_calc_period or now < at
 
     def static(self, job: QueuedJob) -> float:
         """The part of the priority that never changes: job size, QOS, nice."""
@@ -148,9 +154,7 @@ class PendingOrder:
         if self.kind == "priority":
             if self._saturation and self._saturation[0][0] <= now:
                 self._saturate(now)
-            period = self.config.priority_calc_period
-            if (len(lists) > 1 and (self._fs_at is None or now - self._fs_at >= period or now < self._fs_at)
-                    and len({user for user, _, _ in lists}) > 1):
+            if len(lists) > 1 and self._stale(now) and len({user for user, _, _ in lists}) > 1:
                 # Fair-share only reorders jobs of different users, so with one user it is not computed at all.
                 self._fs, self._fs_at = self.fairshare.factors(now, running), now
         streams = [(where, entries) for where, entries in lists.items() if gated or not where[2]]
