@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 
+import grpc
+
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
+from vipu.v1 import job_pb2 as j
+from vipu.v1 import job_pb2_grpc
 
 
 def states(server, *ids: int) -> list[str]:
@@ -80,3 +84,7 @@ def test_a_signal_reaches_a_running_program_which_goes_on(server, tmp_path):
     assert jobs(server)[sleeper]["job_state"] == ["RUNNING"]
     out = run(server, "vipu", "cancel", "-s", "KILL", str(sleeper))  # a cancel, as scancel's (walk22d defect 8)
     assert (out.returncode, out.stdout) == (0, f"Job {sleeper} cancelled: CANCELLED\n"), out.stderr
+    [other] = submit(server, "--ipus", "1", "--time", "5", "--hold")
+    with grpc.insecure_channel(server.address) as channel:  # the API's callers too
+        reply = job_pb2_grpc.JobServiceStub(channel).CancelJobs(j.CancelJobsRequest(ids=[other], signal=9))
+    assert [(x.id, x.state) for x in reply.jobs] == [(other, "CANCELLED")]
