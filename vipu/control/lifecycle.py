@@ -80,8 +80,9 @@ class LifecycleLog:
     def commit(self, puts: Iterable[tuple[str, str, BaseModel]], deletes: Iterable[tuple[str, str]]) -> None:
         puts, deletes = list(puts), list(deletes)
         self.journal.commit(puts, deletes)
-        if self._batch is not None and self._batch[0] == threading.get_ident():
-            self._batch[1].append((puts, deletes))
+        batch = self._batch
+        if batch is not None and batch[0] == threading.get_ident():
+            batch[1].append((puts, deletes))
             return
         self._hand_over([(puts, deletes)])
 
