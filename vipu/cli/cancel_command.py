@@ -71,13 +71,15 @@ def register(app: typer.Typer) -> None:
         The filters narrow, as scancel's do: with ids, a job is cancelled only if it matches every filter given
         (an array job: its tasks that do; an id that matches none gets an error line, exit 3); without ids, the
         filters choose among the active jobs you may see (every job, without --secure). Each filter takes several
-        values, repeated or comma-separated, but for -n: a name is taken whole (repeat -n for several). With neither ids nor filters nothing is done (exit 2).
+        values, repeated or comma-separated, but for -n: a name is taken whole (repeat -n for several). With
+        neither ids nor filters nothing is done (exit 2).
 
         --signal: the signal goes to each running program chosen (a batch script or --wrap): as scancel's, by
         default to every process the script started but not the script itself (a job here has no steps but its
         batch step), with -b to the script alone, with -f to both; the job goes on unless the program ends.
-        -s KILL (without -b) cancels the job, as scancel's: it ends CANCELLED. The controller's built-in workloads (sleep, hold, train) have no
-        process: a signal named at one is refused (exit 4); with filters alone only running programs are chosen."""
+        -s KILL (without -b) cancels the job, as scancel's: it ends CANCELLED. The controller's built-in
+        workloads (sleep, hold, train) have no process: a signal named at one is refused (exit 4); with filters
+        alone only running programs are chosen."""
         cli = ctx.obj
         ended = sorted(s.value for s in (job_states(state, "-t/--state") or set()) - ACTIVE)
         if ended:  # scancel acts on jobs in these states; no job ended can be (its "Valid job states" line)

@@ -126,7 +126,7 @@ class _Step:
         self._supervisor: int | None = None  # its pid, once it has said it
         self._stop = threading.Event()
         self._commands = None  # the supervisor's stdin, open while it runs: signal() writes to it
-        self._early: list[tuple[int, str]] | None = []  # signals asked for before the launch was written: sent right after it
+        self._early: list[tuple[int, str]] | None = []  # (signal, to) asked for before the launch: sent right after
         # (None once the supervisor has ended)
         self._writing = threading.Lock()
 
@@ -142,7 +142,8 @@ class _Step:
             if self._stop.is_set():  # stopped before the supervisor was known
                 self.terminate()
             with self._writing:
-                proc.stdin.write("".join(json.dumps(m) + "\n" for m in [self.launch, *(_signal(*x) for x in self._early)]))
+                early = [_signal(sig, to) for sig, to in self._early]
+                proc.stdin.write("".join(json.dumps(m) + "\n" for m in [self.launch, *early]))
                 proc.stdin.flush()
                 self._commands = proc.stdin
             for line in proc.stdout:  # until the supervisor ends: it holds the pipe, not the process started here

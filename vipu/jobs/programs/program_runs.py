@@ -222,7 +222,7 @@ class ProgramRuns:
                 raise FailedPrecondition(f"job {job_id}'s program is not running just now (it is starting, or has"
                                          " just ended); signal it again while `vipu queue` shows it running")
         else:
-            self._call(run.host, "signal", run.key, sig, to, wait=False)  # a node's actor: not waited for under the lock
+            self._call(run.host, "signal", run.key, sig, to, wait=False)  # a node's actor: not waited for (lock)
 
     def _close(self, run: _Run, why: str) -> None:
         """End the run's session (its calls fail with `why`, its tensors are freed) and keep its steps."""
