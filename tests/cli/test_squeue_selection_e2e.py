@@ -114,7 +114,7 @@ def test_me_under_secure_is_the_access_keys_user_and_a_hidden_user_is_not_an_unk
     (["priority", "-j", ""], "vipu: error: -j/--jobs is empty"),
     (["priority", "-o", ""], "vipu: error: -o/--format '' names no field"),
     (["info", "-o", ""], "vipu: error: -o/--format '' names no field"),
-    (["cancel", "-n", ""], "vipu: error: -n/--name is empty: give job names"),
+    (["cancel", "-n", ""], "vipu: error: -n/--name is empty: give a job name (e.g. -n train), or leave it out"),
     (["cancel", "-p", ""], "vipu: error: -p/--partition is empty: give allocations"),
     (["cancel", "-q", ","], "vipu: error: -q/--qos is empty: give QOS names"),
     (["cancel", "-A", ""], "vipu: error: -A/--account is empty: give accounts"),

@@ -73,6 +73,8 @@ def message_strategy(descriptor, depth: int = 0):
             if depth > 1 or field.message_type.GetOptions().map_entry:
                 continue
             value = message_strategy(field.message_type, depth + 1)
+        elif field.type == FieldDescriptor.TYPE_ENUM:  # its values, and numbers no version defines (proto3 keeps them)
+            value = st.one_of(st.sampled_from([v.number for v in field.enum_type.values]), st.integers(-3, 300))
         else:
             value = SCALARS[field.type]
         if field.is_repeated:
