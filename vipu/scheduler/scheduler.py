@@ -258,9 +258,8 @@ class Scheduler:
         holds.check_release(self, job_id, admin, single)
 
     def requeue(self, job_id: int, now: float, single: bool = False, hold: bool = False) -> list[Effect]:
-        """Put a running or finished job back in the queue under the same id (scontrol requeue); an array job id
-        requeues every task that is not pending, unless `single`. `hold`: each job requeued waits held, a user
-        hold (scontrol requeuehold), and no other."""
+        """Put a running or finished job back in the queue under the same id (scontrol requeue; with `hold`,
+        requeuehold: held by its user); an array job id requeues every task that is not pending, unless `single`."""
         if self._whole_array(job_id, single):
             jobs = [j for j in self._expand([job_id]) if j.state is not S.PENDING and j.state in REQUEUABLE]
             if not jobs:
@@ -269,9 +268,7 @@ class Scheduler:
             jobs = [self._get(job_id)]
         check_requeue(jobs)
         ran = [j for j in jobs if j.state in (S.RUNNING, S.COMPLETING)]
-        back = [j.requeued(now) for j in jobs]
-        if hold:
-            back = [j.model_copy(update={"held": True}) for j in back]
+        back = [j.requeued(now).model_copy(update={"held": True}) if hold else j.requeued(now) for j in jobs]
         return self._end_runs(back, ran, now, S.REQUEUED)
 
     def cleaning(self, job_id: int, now: float) -> None:
@@ -289,8 +286,7 @@ class Scheduler:
             self.order.add(queued, now)
 
     def postponed(self, start: StartJob, now: float) -> bool:
-        """Whether a start on IPUs this cycle preempted must wait for a victim's teardown (the driver asks after
-        carrying out the stops); if so its job is pending again, its IPUs kept for it (claims.py)."""
+        """Whether a start must wait for a victim's teardown; if so its job is pending again (claims.py)."""
         return postpone(self, start, now)
 
     def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0,
