@@ -3,6 +3,7 @@ commands, flags and the caller's job ids from a real controller."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -19,11 +20,24 @@ def complete(server, prog: str, *words: str) -> list[str]:
     so `TimeLimit=30` is given as "TimeLimit", "=", "30")."""
     env = {**server.env(), "PATH": f"{Path(console_script(prog)).parent}{os.pathsep}{os.environ['PATH']}"}
     line = " ".join(f'"{w}"' for w in (prog, *words))
-    bash = (f'eval "$({prog} completion bash)"; COMP_WORDS=({line}); COMP_CWORD={len(words)};'
+    bash = (f'{script(prog, env)}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)};'
             f' _{prog.replace("-", "_")}_completion {prog}; printf "%s\\n" "${{COMPREPLY[@]}}"')
     out = subprocess.run(["bash", "-c", bash], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     return [w for w in out.stdout.splitlines() if w]
+
+
+@functools.cache
+def _script(prog: str, path: str) -> str:
+    out = subprocess.run([prog, "completion", "bash"], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PATH": path})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def script(prog: str, env: dict[str, str]) -> str:
+    """What `prog completion bash` prints (the same for every controller: made once a session, not once a Tab)."""
+    return _script(prog, env["PATH"])
 
 
 def submit_held(server, *args: str) -> str:
