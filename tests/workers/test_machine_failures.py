@@ -27,3 +27,16 @@ def test_a_stopping_controller_reports_nothing_it_killed_itself():
     assert reported == []
     assert w.check({3: {"alive": False}}) == [3]  # not reported then, so still news
     assert reported == [[3]]
+
+
+def test_a_new_process_is_a_restart_even_before_rays_count_says_so():
+    w, reported = watch()
+    w.brought_up([0])
+    assert w.check({0: {"alive": True, "restarts": 0, "node": "n1", "pid": 100}}) == []
+    assert w.check({0: {"alive": True, "restarts": 0, "node": "n1", "pid": 100}}) == []
+    assert w.check({0: {"alive": True, "restarts": 0, "node": "n1", "pid": 200}}) == [0]
+    assert w.check({0: {"alive": True, "restarts": 1, "node": "n1", "pid": 200}}) == []  # the same restart
+    w.repaired([0])
+    assert w.check({0: {"alive": True, "restarts": 1, "node": "n2", "pid": 300}}) == []  # its next actor
+    assert w.check({0: {"alive": True, "restarts": 1, "node": "n1", "pid": 300}}) == [0]  # same pid, other node
+    assert reported == [[0], [0]]

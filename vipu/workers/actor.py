@@ -34,7 +34,9 @@ def _restarts() -> int:
     try:
         from ray._private import state
 
-        return int(state.actors(context.get_actor_id())["NumRestarts"])
+        # the table can still say 0 while the restarted process runs __init__
+        return max(int(state.actors(context.get_actor_id())["NumRestarts"]),
+                   int(context.was_current_actor_reconstructed))
     except Exception:  # noqa: BLE001 - a report must not crash the actor; fall back to the public flag
         return int(context.was_current_actor_reconstructed)
 

@@ -20,6 +20,8 @@ class FailureWatch:
     def __init__(self, on_lost: Callable[[list[int]], None]):
         self.on_lost = on_lost
         self._restarts: dict[int, int] = {}  # machine -> restarts when last seen
+        self._process: dict[int, tuple] = {}  # machine -> (node, pid) of its actor when last seen alive
+        self._repaired: set[int] = set()  # repaired, not seen alive since
         self._lost: set[int] = set()  # reported, until repaired
         self._checking = threading.Lock()  # the watcher and a run that lost a machine may look at once
 
@@ -34,10 +36,20 @@ class FailureWatch:
             lost = []
             for machine, state in health.items():
                 restarts = int(state.get("restarts", 0) or 0)
-                if not state.get("alive", False) or restarts > self._restarts.get(machine, 0):
+                alive = state.get("alive", False)
+                # Ray's restart count can lag the restart itself: a new process is a restart all the same
+                process = (state.get("node"), state.get("pid"))
+                if alive and machine in self._repaired:
+                    self._repaired.discard(machine)
+                    self._restarts[machine], self._process[machine] = restarts, process
+                    continue
+                moved = alive and process[1] is not None and self._process.get(machine, process) != process
+                if not alive or moved or restarts > self._restarts.get(machine, 0):
                     if machine not in self._lost:
                         lost.append(machine)
                 self._restarts[machine] = max(restarts, self._restarts.get(machine, 0))
+                if alive and process[1] is not None:
+                    self._process[machine] = process
             if lost and report:
                 log.error("machines %s failed: their IPUs are out of service until repaired", lost)
                 self.on_lost(lost)
@@ -45,4 +57,8 @@ class FailureWatch:
             return lost
 
     def repaired(self, machines: list[int]) -> None:
+        """What the next live report of these machines says is their new normal: a repair can come while Ray
+        still restarts the actor that was lost (its restart then shows after the repair), and a dead machine's
+        next actor is a new process by design."""
         self._lost.difference_update(machines)
+        self._repaired.update(machines)
