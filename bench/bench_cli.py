@@ -188,13 +188,14 @@ def commit_us(jobs: int) -> tuple[float, float]:
             store.close()
 
 
-def handler_cpu_us(jobs: int) -> float:
+def handler_cpu_us(jobs: int, between=None) -> float:
     """The SubmitJob handler alone, in this process (bench_submit.handler_us), with the controller's log as it
-    runs (a JSON line a submission, to /dev/null): CPU microseconds a call, of all this process's threads."""
+    runs (a JSON line a submission, to /dev/null): CPU microseconds a call, of all this process's threads.
+    `between`: called before each call (bench_submit.handler_us)."""
     with open(os.devnull, "w") as devnull:
         log_format.setup("json", "info", stream=devnull)
         try:
-            return bench_submit.handler_us(jobs, "bow-pod64", time.process_time)
+            return bench_submit.handler_us(jobs, "bow-pod64", time.process_time, between)
         finally:
             log_format.stop()
 

@@ -7,9 +7,11 @@ The server is `vipu-server --ray off` started by this script with each part belo
 thread it runs on (time.thread_time: user + system of that thread alone, so waiting, and other threads, are not
 counted). Clients (bench_cli.submitter: one held job a call, as bench_cli measures the rate) make --jobs calls after
 a warm-up; the parts are averaged over those calls. Then the same parts of the handler alone, in this process
-(bench_cli.handler_cpu_us: no gRPC, the controller's log on). Last, the whole server process's CPU a call (every
-thread, /proc) for SubmitJob and for the empty GetVersion call: their difference is the handler's CPU in the server.
-The timers cost a little CPU of their own in both columns.
+(bench_cli.handler_cpu_us: no gRPC, the controller's log on), twice: one call after another, and with the CPU's
+private caches (L1 and L2) evicted before each call, as gRPC's core, the kernel and the clients evict them between a
+server's calls. Last, the whole server process's CPU a call (every thread, /proc) for SubmitJob and for the empty
+GetVersion call: their difference is the handler's CPU in the server. The timers cost a little CPU of their own in
+every column.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ PARTS = (  # (name, what it is); in the order printed
     ("log", "the log writer's thread: the lifecycle line worked out, formatted and written"),
     ("gc", "the cycle collector, in whichever thread it ran"),
 )
+HANDLER = ("service", "writer", "log", "gc")  # the parts that add up to the handler alone (the others are within)
 
 
 def timed(name: str, fn):
@@ -81,6 +84,19 @@ def install_timers() -> None:
     wrap = request_log.RequestLog.wrap
     request_log.RequestLog.wrap = lambda self, inner, method: timed("call", wrap(self, inner, method))
     gc.callbacks.append(collector)
+
+
+EVICTED_BYTES = 16 << 20  # more than a core's L1 and L2 on the machines this runs on (4 MiB of L2 here)
+
+
+def evicting():
+    """What empties a core's private caches: a byte written in every 64-byte line of more memory than they hold."""
+    memory, zeros = bytearray(EVICTED_BYTES), bytes(EVICTED_BYTES // 64)
+
+    def evict() -> None:
+        memory[::64] = zeros
+
+    return evict
 
 
 def per_call(calls: int) -> dict[str, float]:
@@ -156,20 +172,28 @@ def main() -> None:
     SPANS.clear()
     handler = bench_cli.handler_cpu_us(args.jobs)
     alone = per_call(args.jobs)
+    bench_cli.handler_cpu_us(args.jobs, evicting())
+    cold = per_call(args.jobs)
     heads = "".join(f"   server, {c} client{'s' if c > 1 else ''}" for c in counts)
-    print(f"\n(CPU us a call){heads}   alone   part")
+    print(f"\n(CPU us a call){heads}   alone   alone, caches evicted   part")
     for name, what in PARTS:
         row = "".join(f" {servers[c][0][name]:19,.0f}" for c in counts)
-        print(f"{name:<15}{row} {f'{alone[name]:,.0f}' if alone[name] else '-':>7}   {what}")
+        print(f"{name:<15}{row} {shown(alone[name]):>7} {shown(cold[name]):>23}   {what}")
     print(f"{'handler':<15}" + "".join(f" {servers[c][1] - servers[c][2]:19,.0f}" for c in counts)
-          + f" {handler:7,.0f}   the server: its whole CPU a SubmitJob call less a GetVersion call's (every"
-          " thread, /proc); alone: bench_cli's handler figure (every thread of this process)")
+          + f" {sum(alone[n] for n in HANDLER):7,.0f} {sum(cold[n] for n in HANDLER):23,.0f}   the server: its whole"
+          " CPU a SubmitJob call less a GetVersion call's (every thread, /proc); alone: the sum of its parts (service,"
+          " writer, log, gc)")
     print(f"{'SubmitJob':<15}" + "".join(f" {servers[c][1]:19,.0f}" for c in counts)
-          + "            the server's whole CPU a SubmitJob call")
+          + f"{'':32}   the server's whole CPU a SubmitJob call")
     print(f"{'GetVersion':<15}" + "".join(f" {servers[c][2]:19,.0f}" for c in counts)
-          + "            the server's whole CPU an empty GetVersion call")
+          + f"{'':32}   the server's whole CPU an empty GetVersion call")
     print(f"{args.jobs:,} calls per client count (the held jobs stay queued); the parts are timed by their thread's"
-          " CPU clock (user + system)")
+          f" CPU clock (user + system). bench_cli's handler figure, the same calls alone (this process's CPU, every"
+          f" thread): {handler:,.0f} us. Load average at the end {os.getloadavg()[0]:.1f}")
+
+
+def shown(us: float) -> str:
+    return f"{us:,.0f}" if us else "-"
 
 
 if __name__ == "__main__":
