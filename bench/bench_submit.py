@@ -56,10 +56,11 @@ class LocalCall:
         return 10.0
 
 
-def handler_us(jobs: int, pod: str = "bow-pod256", clock=time.perf_counter) -> float:
+def handler_us(jobs: int, pod: str = "bow-pod256", clock=time.perf_counter, between=None) -> float:
     """Microseconds per submission of the server's own SubmitJob in this process, no gRPC: parse and validate the
     spec, queue the job, commit it to SQLite (WAL) and build the answer. What the transport adds is the rest.
-    `clock`: time.process_time for the process's CPU time (all its threads) instead of wall-clock."""
+    `clock`: time.process_time for the process's CPU time (all its threads) instead of wall-clock. `between`:
+    called before each timed call (its time counted too)."""
     with tempfile.TemporaryDirectory() as state_dir:
         plane = open_plane(pod, Path(state_dir), "127.0.0.1", 0)
         try:
@@ -68,6 +69,8 @@ def handler_us(jobs: int, pod: str = "bow-pod256", clock=time.perf_counter) -> f
             service.SubmitJob(requests.pop(), call)
             start = clock()
             for request in requests:
+                if between is not None:
+                    between()
                 service.SubmitJob(request, call)
             return (clock() - start) / jobs * 1e6
         finally:

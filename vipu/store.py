@@ -119,7 +119,7 @@ class Store(Drops, Stalls, HistoryReads, Repairs):
         self._written = 0  # of which settled: in the database, dropped, or in a stuck transaction (a prefix)
         self._asked = False  # a write of what is queued is queued on the writing thread
         self._taking: tuple[int, int] | None = None  # (first, last) write in the transaction being written
-        self._taking_jobs: list[str] = []  # the jobs it changes (said in the log if it stalls)
+        self._taking_keys: Iterable[tuple[str, str]] = ()  # the records it changes (its jobs said if it stalls)
         self._abandoned: list[str] | None = None  # its jobs, once a caller stopped waiting for it (store_stalls.py)
         self._failed = False  # a write failed: nothing is written until discard() has dropped the queue
         self._dropped: list[tuple[int, int]] = []  # (first, last) ranges of dropped writes, oldest first
@@ -243,7 +243,7 @@ class Store(Drops, Stalls, HistoryReads, Repairs):
             for _, changes in queued:
                 merged.update(changes)
             self._taking = taking = (queued[0][0], queued[-1][0])
-            self._taking_jobs = sorted({name for kind, name in merged if kind == "job"}, key=lambda n: (len(n), n))
+            self._taking_keys = merged.keys()  # (its jobs worked out only if it stalls: store_stalls.py)
         self._transaction(*_split(merged), taking)
 
     def _transaction(self, rows: list, gone: list, history: list, taking: tuple[int, int] | None) -> None:

@@ -50,7 +50,8 @@ class Stalls:
         """A caller stopped waiting for the transaction the writing thread is in (a move's jobs, or None: the
         queued writes it took): its end is to be settled when it comes (_settled)."""
         if self._abandoned is None and (moved is not None or self._taking is not None):
-            self._abandoned = moved if moved is not None else list(self._taking_jobs)
+            self._abandoned = moved if moved is not None else sorted(
+                {name for kind, name in self._taking_keys if kind == "job"}, key=lambda n: (len(n), n))
 
     def _settled(self, taking: tuple[int, int] | None, rows: list, gone: list, history: list,
                  error: BaseException | None) -> None:

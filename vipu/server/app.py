@@ -21,7 +21,6 @@ from vipu import __version__
 from vipu.cli.failure import BAD_INPUT, CONFLICT, EXIT_CODES
 from vipu.errors import VipuError
 from vipu.metrics import register as register_metrics
-from vipu.metrics.interceptor import MetricsInterceptor
 from vipu.hardware.pod_files import load_pod
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
@@ -63,7 +62,7 @@ def build_server(
     check_listen(host, port)  # first, so a refusal is our one line and not gRPC's log line too
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vipu-rpc"),
-        interceptors=[RequestLog(plane), MetricsInterceptor(plane.metrics)]
+        interceptors=[RequestLog(plane)]  # request ids, log lines, metrics
         + ([AuthInterceptor(plane)] if plane.secure else [])
         + ([RateLimitInterceptor(plane, rate_limit)] if rate_limit is not None else []),
         # above the 1 MB spec limit, so an oversized spec gets the domain's message, not a transport error; and no

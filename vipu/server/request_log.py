@@ -1,6 +1,7 @@
 """Each RPC's request id: the client's `x-request-id` (the CLI sends one per call), else one made here. It is on
 every log line written while the call is served (lifecycle events, errors), and with `--log-level debug` each call
-gets a line of its own: method, status, caller, time taken.
+gets a line of its own: method, status, caller, time taken. The same wrapper counts the call's metrics
+(vipu/metrics/interceptor.py: counters).
 
 Why each call's own line only at debug: the controller serves thousands of calls a second, and journald drops a
 unit's lines past 10,000 in 30 s by default, the lifecycle events with them.
@@ -13,7 +14,7 @@ import time
 
 from vipu.client.caller import new_request_id
 from vipu.control.callers import Call, current, serving
-from vipu.metrics.interceptor import UnaryInterceptor, served, service_and_method
+from vipu.metrics.interceptor import UnaryInterceptor, counters, served, service_and_method
 from vipu.server.auth import USER_METADATA, bearer
 from vipu.validation import MAX_REQUEST_ID
 
@@ -58,8 +59,10 @@ class RequestLog(UnaryInterceptor):
     def wrap(self, inner, full_method: str):
         service, method = service_and_method(full_method)
         name = f"{service}/{method}"
+        started, count = counters(self.plane.metrics, full_method)
 
-        def logged(code: str, seconds: float) -> None:  # called while the call is served: current() is it
+        def ended(code: str, seconds: float) -> None:  # called while the call is served: current() is it
+            count(code, seconds)
             if log.isEnabledFor(logging.DEBUG):
                 call, ms = current(), seconds * 1000
                 log.debug("%s %s in %.1f ms", name, code, ms, extra={"fields": {
@@ -67,10 +70,11 @@ class RequestLog(UnaryInterceptor):
                     "user": call.caller, "duration_ms": round(ms, 3), "peer": call.peer()}})
 
         def behaviour(request, context):
+            started()
             left = context.time_remaining()
             call = Call(request_id_of(context.invocation_metadata()), name, self.caller(context), context.peer,
                         None if left is None else time.monotonic() + left)
             with serving(call):
-                return served(inner, request, context, logged)
+                return served(inner, request, context, ended)
 
         return behaviour
