@@ -49,7 +49,10 @@ the BERT configs do beside what the planner prices (the state's streaming, IPU 0
 a packed layer's attention mask) against the time a step each row misses. Two tables (planner_shapes.py) follow:
 three compute rates that depend on the micro-batch, each fitted to SL384 on a Pod16, and what each does to the
 other rows; and the multiple of poplibs' cycles a score each held-out row would need (the fit re-solved), which
-shows that no one cost a score serves both BERT-Large with micro-batch 2 and BERT-Base SL512.
+shows that no one cost a score serves both BERT-Large with micro-batch 2 and BERT-Base SL512. A last table
+(planner_matmuls.py) estimates each encoder layer's matmuls with a poplin-style plan (vipu/jobs/matmul_plan.py:
+the split over the tiles, AMP vertex cycles, exchange and partials, after graphcore/poplibs lib/poplin) and gives
+each row's error if attention's batched matmuls ran slower by the estimate's ratio, or every matmul at its estimate.
 Everything here is a prediction from formulas: no wall-clock time is measured.
 """
 
@@ -67,6 +70,7 @@ from vipu.jobs.calibration import (BERT_FIT_SEQUENCES_PER_S, BERT_FIT_SPECS, IMA
                                    PODS, RUNS, bert_spec, plan_of, resnet50_spec, solve)
 from vipu.jobs.command import plan_file
 from planner_checks import config_checks
+from planner_matmuls import matmul_plans
 from planner_shapes import micro_batch_shapes, score_needs
 
 TABLE = "graphcore.ai/performance-results"
@@ -291,6 +295,8 @@ def main() -> None:
     micro_batch_shapes(POINTS, planned)
     print()
     score_needs(POINTS)
+    print()
+    matmul_plans(POINTS, planned)
     print()
     print("assumptions (vipu plan prints these with every plan):")
     for line in DEFAULT.lines():

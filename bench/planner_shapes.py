@@ -26,7 +26,7 @@ def micro_batch_shapes(points, planned) -> None:
       so SL128's tick stays as fitted.
     "needs" is the factor that plans the row at its published figure, everything else as planned."""
     rows = [point for point in points if point.spec["workload"]["model"]["kind"] == "transformer"]
-    lines = {id(point): _StepLine(point) for point in rows}
+    lines = {id(point): StepLine(point) for point in rows}
     fit = next(point for point in rows if point.model == "BERT-Large SL384" and point.ipus == 16)
     reference = next(point for point in rows if point.model == "BERT-Large SL128")
     tick = {id(point): lines[id(point)].tick_s for point in rows}
@@ -63,14 +63,14 @@ def micro_batch_shapes(points, planned) -> None:
                 held[name].append(abs(err))
         print(f"  {point.model:<24} {PODS[point.ipus]:<11} {_tokens(point):>6,} {line.tick_s * 1e3:>7.2f}"
               f" {line.needs():>6.3f}{cells}")
-    others = [abs(point_error) for point_error in _other_held_errors(points, rows, planned)]
+    others = [abs(point_error) for point_error in other_held_errors(points, rows, planned)]
     for name, errors in held.items():
         absolute = errors + others
         print(f"  {name}: held-out points {len(absolute)}, median {statistics.median(absolute):.1%},"
               f" largest {max(absolute):.1%}")
 
 
-class _StepLine:
+class StepLine:
     """A row's predicted step time as a line in 1 / (the factor on its matmul efficiency): its compute (in the
     ticks and the bubble) scales with it, the rest does not. tick_s is the busiest stage's compute a tick."""
 
@@ -104,7 +104,7 @@ def _hidden(point) -> int:
     return point.spec["workload"]["model"]["hidden"]
 
 
-def _other_held_errors(points, transformers: list, planned) -> list[float]:
+def other_held_errors(points, transformers: list, planned) -> list[float]:
     """The held-out rows the shapes leave alone (ResNet-50: convolutions)."""
     return [planned(point).throughput / point.published - 1 for point in points
             if not point.fitted and point not in transformers]
