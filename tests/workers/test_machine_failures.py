@@ -40,3 +40,13 @@ def test_a_new_process_is_a_restart_even_before_rays_count_says_so():
     assert w.check({0: {"alive": True, "restarts": 1, "node": "n2", "pid": 300}}) == []  # its next actor
     assert w.check({0: {"alive": True, "restarts": 1, "node": "n1", "pid": 300}}) == [0]  # same pid, other node
     assert reported == [[0], [0]]
+
+
+def test_a_repair_takes_the_actors_report_then_as_the_normal_so_the_next_restart_is_seen_at_once():
+    w, reported = watch()
+    w.brought_up([0])
+    assert w.check({0: {"alive": False}}) == [0]  # killed: Ray restarts it
+    w.repaired([0], {0: {"alive": True, "restarts": 1, "node": "n1", "pid": 200}})  # the restart, before any check
+    assert w.check({0: {"alive": True, "restarts": 1, "node": "n1", "pid": 200}}) == []  # not a new loss
+    assert w.check({0: {"alive": True, "restarts": 1, "node": "n1", "pid": 300}}) == [0]  # killed again: seen
+    assert reported == [[0], [0]]

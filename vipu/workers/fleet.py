@@ -26,6 +26,7 @@ from vipu.workers.machine_failures import FailureWatch
 
 log = logging.getLogger("vipu.fleet")
 LOCAL_RAY_ATTEMPTS = 3
+REPAIR_WAIT_S = 10.0  # how long a repair waits for a restarting actor to answer
 WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
 
 
@@ -207,11 +208,20 @@ class Fleet:
         return pool
 
     def repaired(self, machines: list[int]) -> None:
-        self.failures.repaired(machines)
-        if self.pool is not None:
-            live = [m for m in machines if m in self.pool.machines]
-            if live:
-                self.pool.repair(live)
+        """The machines' actors told their IPUs work again, and what they report now taken as their normal. A
+        repair can come while Ray still restarts the lost actor: it is waited for (a few seconds at most), so that
+        its restart is not taken for a new loss, nor its new process for the normal after a later one."""
+        health: dict[int, dict] = {}
+        live = [m for m in machines if self.pool is not None and m in self.pool.machines]
+        if live:
+            self.pool.repair(live)
+            deadline = time.monotonic() + REPAIR_WAIT_S
+            health = self.pool.health(live)
+            while not all(h.get("alive") for h in health.values()) and time.monotonic() < deadline:
+                if self._stop.wait(0.2):
+                    break
+                health = self.pool.health(live)
+        self.failures.repaired(machines, health)
 
     def machine_transport(self, machines: list[int]):
         """With --ray off, a transport over in-process Machines, the ones the actors would wrap (capacity and

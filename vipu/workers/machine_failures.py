@@ -56,9 +56,17 @@ class FailureWatch:
                 self._lost.update(lost)
             return lost
 
-    def repaired(self, machines: list[int]) -> None:
-        """What the next live report of these machines says is their new normal: a repair can come while Ray
-        still restarts the actor that was lost (its restart then shows after the repair), and a dead machine's
-        next actor is a new process by design."""
-        self._lost.difference_update(machines)
-        self._repaired.update(machines)
+    def repaired(self, machines: list[int], health: Mapping[int, dict] | None = None) -> None:
+        """Back in service. What `health` says of each machine (their actors asked after the repair) is its new
+        normal; a machine not alive in it takes the normal from its next live report: a dead machine's next actor
+        is a new process by design, and a restart still under way shows after the repair."""
+        with self._checking:
+            self._lost.difference_update(machines)
+            for m in machines:
+                state = (health or {}).get(m, {})
+                if state.get("alive"):
+                    self._repaired.discard(m)
+                    self._restarts[m] = int(state.get("restarts", 0) or 0)
+                    self._process[m] = (state.get("node"), state.get("pid"))
+                else:
+                    self._repaired.add(m)

@@ -150,11 +150,13 @@ class MachinePool:
                            f" restarting it after {MAX_RESTARTS} restarts; one starts when a job next runs on the"
                            " machine") from None
 
-    def health(self) -> dict[int, dict]:
-        """Every actor's health. An actor Ray gave up on (restarts exhausted) is reported dead and dropped, so the
-        next actors_for() starts a fresh one; one being restarted is reported as not alive, and kept."""
+    def health(self, machines: Iterable[int] | None = None) -> dict[int, dict]:
+        """Every actor's health (or these machines'). An actor Ray gave up on (restarts exhausted) is reported dead
+        and dropped, so the next actors_for() starts a fresh one; one being restarted is reported as not alive, and
+        kept."""
+        wanted = None if machines is None else set(machines)
         with self._lock:
-            handles = dict(self._actors)
+            handles = {m: h for m, h in self._actors.items() if wanted is None or m in wanted}
         probes = {m: handle.health.remote() for m, handle in handles.items()}
         report = {}
         for m, ref in probes.items():
