@@ -15,8 +15,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	bash scripts/demo.sh
 
-# Two workers, each taking the next test when free: the tests mostly wait (servers, Ray, subprocesses), so two
-# finish the suite in about 9 minutes on 2 cores where one took 15.
+# Three workers, each taking the next test when free: the tests often wait (servers, Ray, subprocesses), so a third
+# keeps the 2 cores busy while one waits. The tests' vipu calls fork from a process that has imported the CLI
+# (tests/cli_forks.py): a Python start and grpc's import each were most of the suite's CPU.
 test: $(STAMP) proto-check
 	$(BIN)/python -m pytest -n 3 --dist worksteal
 

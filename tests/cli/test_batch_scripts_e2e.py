@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_forks import run_script
 from tests.conftest import console_script
 
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"}
 
 
 def vipu(server, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([console_script("vipu"), *args], cwd=cwd, env={**server.env(), **(env or {})},
-                          capture_output=True, text=True, timeout=60)
+    return run_script(console_script("vipu"), list(args), env={**server.env(), **(env or {})}, cwd=cwd)
 
 
 def submit(server, *args: str, cwd: Path, env: dict | None = None) -> list[int]:

@@ -9,6 +9,7 @@ import urllib.request
 
 import pytest
 
+from tests.cli_forks import run_script
 from tests.conftest import console_script
 
 
@@ -17,10 +18,8 @@ def run(server, *args: str, env=None) -> subprocess.CompletedProcess:
     server's state folder's parent): a batch script's default slurm-N.out lands there, not in the repository,
     where a later test's job of the same id would find it and refuse to write over it."""
     prog, *rest = args
-    return subprocess.run(
-        [console_script(prog), *rest], capture_output=True, text=True, env=env or server.env(), timeout=60,
-        cwd=server.state_dir.parent if server else None,
-    )
+    return run_script(console_script(prog), rest, env=env or server.env(), timeout=60,
+                      cwd=server.state_dir.parent if server else None)
 
 
 def test_server_version_names_version_and_host(server):

@@ -13,12 +13,13 @@ import time
 import grpc
 import pytest
 
+from tests.cli_forks import run_script
 from tests.conftest import LISTENING, console_script
 from vipu.cli.connection import Connection, Settings
 
 
 def vipu(*args: str, env: dict[str, str], prog: str = "vipu") -> subprocess.CompletedProcess:
-    return subprocess.run([console_script(prog), *args], capture_output=True, text=True, env=env, timeout=60)
+    return run_script(console_script(prog), list(args), env=env)
 
 
 def error_line(out: subprocess.CompletedProcess) -> str:

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from tests.cli_forks import run_script
 from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
 from vipu.validation import MAX_SPEC_BYTES
@@ -296,8 +297,7 @@ def test_a_relative_output_is_made_absolute_where_vipu_submit_runs(server, tmp_p
                                        "workload: {kind: sleep, duration: 0.1}\n")
     (tmp_path / "logs").mkdir()  # as sbatch, a missing directory would fail the job
     def submit_here(*args: str) -> int:
-        out = subprocess.run([console_script("vipu"), "submit", *args, "--json"], cwd=tmp_path, env=server.env(),
-                             capture_output=True, text=True, timeout=60)
+        out = run_script(console_script("vipu"), ["submit", *args, "--json"], env=server.env(), cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         return int(json.loads(out.stdout)["job_ids"][0])
 

@@ -8,6 +8,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+from tests.cli_forks import run_script
 from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
 
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def plan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([console_script("vipu"), "plan", *args], capture_output=True, text=True, timeout=60)
+    return run_script(console_script("vipu"), ["plan", *args], env=None)
 
 
 def test_plan_reports_memory_fit_and_step_time():

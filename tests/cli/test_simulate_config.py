@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from tests.cli_forks import run_script
 from tests.conftest import console_script
 
 SITE = """policy: sjf
@@ -19,8 +20,7 @@ TRACE = "submit_time,ipus,duration,qos\n0,16,100,urgent\n10,16,50,\n"  # the sec
 
 
 def run(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([console_script(args[0]), *args[1:]], capture_output=True, text=True, cwd=cwd,
-                          env=dict(os.environ), timeout=60)
+    return run_script(console_script(args[0]), list(args[1:]), env=dict(os.environ), cwd=cwd)
 
 
 def simulate_json(tmp_path, *args: str) -> list[dict]:

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests.cli_forks import run_script
 from tests.conftest import console_script
 from tests.replay.samples import SWF
 from vipu.cli.job_detail import job_data
@@ -32,8 +33,7 @@ DERIVED = {"policy", "seed", "eligible_time", "wait_s", "run_time_s", "preemptio
 
 
 def vipu(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([console_script("vipu"), *args], capture_output=True, text=True, cwd=cwd,
-                          env=dict(os.environ), timeout=120)
+    return run_script(console_script("vipu"), list(args), env=dict(os.environ), cwd=cwd, timeout=120)
 
 
 def test_job_columns_are_the_job_messages_and_a_live_history_row_gives_the_same_figures():

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import subprocess
 
+from tests.cli_forks import run_script
 from tests.cli.test_jobs_e2e import show, wait_for
 from tests.conftest import console_script
 
 
 def submit_in(server, cwd, *args: str) -> int:
-    out = subprocess.run([console_script("vipu"), "submit", "--ipus", "1", "--time-limit", "1m", "--duration", "0s",
-                          *args, "--json"], cwd=cwd, env=server.env(), capture_output=True, text=True, timeout=60)
+    out = run_script(console_script("vipu"), ["submit", "--ipus", "1", "--time-limit", "1m", "--duration", "0s",
+                                              *args, "--json"], env=server.env(), cwd=cwd)
     assert out.returncode == 0, out.stderr
     return int(json.loads(out.stdout)["job_ids"][0])
 

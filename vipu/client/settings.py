@@ -18,7 +18,6 @@ from vipu.client.api_error import BAD_SETTING, ApiError
 
 DEFAULT_HOST = "localhost"
 DEFAULT_PORT = 8090
-DEFAULT_CONFIGS = (Path.home() / ".config/vipu/vipu-cli.hcl", Path("/etc/vipu/vipu-cli.hcl"))
 MAX_USER = 64  # the controller's rule for names (vipu/partition/rules.py MAX_NAME)
 MAX_KEY = 1024  # far above a real key (32 characters), far below gRPC's metadata limit
 CONFIG_KEYS = ("api-host", "api-port", "api-user-id", "api-access-key", "tls-ca")
@@ -52,7 +51,8 @@ def config_path() -> Path | None:
         if not Path(named).exists():
             raise bad(f"VIPU_CLI_CONFIG names {named}, which does not exist; fix the path or unset VIPU_CLI_CONFIG")
         return Path(named)
-    return next((path for path in DEFAULT_CONFIGS if path.is_file()), None)
+    defaults = (Path.home() / ".config/vipu/vipu-cli.hcl", Path("/etc/vipu/vipu-cli.hcl"))  # HOME as the call finds it
+    return next((path for path in defaults if path.is_file()), None)
 
 
 def read_config(path: Path) -> dict[str, str]:

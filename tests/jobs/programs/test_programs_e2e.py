@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_forks import run_script
 from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
 from tests.cli.test_jobs_e2e import show, submit, wait_for
@@ -182,8 +183,7 @@ def test_an_old_default_output_file_keeps_the_new_job_held_instead_of_failing_it
     (tmp_path / "slurm-1.out").write_text("old\n")
 
     def wrap(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([console_script("vipu"), "submit", "--ipus", "1", *args], cwd=tmp_path,
-                              env=controller.env(), capture_output=True, text=True, timeout=60)
+        return run_script(console_script("vipu"), ["submit", "--ipus", "1", *args], env=controller.env(), cwd=tmp_path)
 
     first = wrap("--wrap", "echo hi", "--parsable")
     assert (first.returncode, first.stdout) == (0, "1\n"), first.stderr

@@ -1,0 +1,81 @@
+"""`vipu` and `vipu-admin` calls of the tests, forked from a process that has already imported them
+(tests/cli_fork_server.py): the same entry points, arguments, environment, folder and exit codes as the console
+scripts, without a Python start and grpc's import each. One fork server per test process, started at the first call.
+VIPU_TEST_SUBPROCESS=1 runs every call as its own process instead; a few tests always do (the console scripts
+themselves: tests/cli/test_fast_path.py, tests/deploy/)."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from tests.cli_fork_server import ENTRIES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class ForkServer:
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="vipu-forks-")
+        self.socket = os.path.join(self.folder, "socket")
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.cli_fork_server", self.socket], cwd=ROOT,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.proc.kill()
+            raise RuntimeError(f"the CLI fork server did not start: {line!r}")
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def run(self, script: str, args: list[str], env: dict, cwd, timeout: float) -> subprocess.CompletedProcess:
+        with self._lock:
+            self.calls += 1
+            name = os.path.join(self.folder, str(self.calls))
+        request = {"argv0": script, "entry": Path(script).name, "args": list(args), "env": dict(env),
+                   "cwd": str(cwd) if cwd else os.getcwd(), "stdout": f"{name}.out", "stderr": f"{name}.err"}
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(timeout)
+            conn.connect(self.socket)
+            conn.sendall((json.dumps(request) + "\n").encode())
+            answer = conn.makefile()
+            pid = int(answer.readline())
+            try:
+                code = int(answer.readline())
+            except (socket.timeout, TimeoutError):
+                os.kill(pid, 9)
+                raise subprocess.TimeoutExpired([script, *args], timeout) from None
+        out, err = (Path(f"{name}.{kind}").read_text() for kind in ("out", "err"))
+        for kind in ("out", "err"):
+            os.unlink(f"{name}.{kind}")
+        return subprocess.CompletedProcess([script, *args], code, out, err)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_server: ForkServer | None = None
+_starting = threading.Lock()
+
+
+def run_script(script: str, args: list[str], env: dict, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """The console script `script` (a path in the venv's bin) with these arguments, as subprocess.run would run it
+    with capture_output and text."""
+    global _server
+    if Path(script).name not in ENTRIES or os.environ.get("VIPU_TEST_SUBPROCESS"):
+        return subprocess.run([script, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)
+    with _starting:
+        if _server is None:
+            _server = ForkServer()
+            atexit.register(_server.close)
+    return _server.run(script, args, dict(os.environ) if env is None else env, cwd, timeout)
