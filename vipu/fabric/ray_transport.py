@@ -245,11 +245,11 @@ class RayTransport:
                                                               *[packs[m] for m in senders]))
         return refs
 
-    def record(self, result: CollectiveResult) -> None:
+    def record(self, result: CollectiveResult, times: int = 1) -> None:
         """Each machine's counters get its IPUs' bytes sent and received per link type (traffic.by_machine, as
         LocalTransport's counters sum them), and the virtual time (deferred: queued with the collective)."""
         self._later("record_traffic_each", {
-            m: ([(kind, sent, received, result.virtual_s) for kind, (sent, received) in kinds.items()],)
+            m: ([(kind, sent, received, result.virtual_s, times) for kind, (sent, received) in kinds.items()],)
             for m, kinds in by_machine(result.traffic, self.ipus_per_machine).items()})
 
     # --- what a training step cost the machines ----------------------------------------------------------------

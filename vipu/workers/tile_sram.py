@@ -114,6 +114,7 @@ class Tensor:
     data: np.ndarray  # owned by the IPU: C-contiguous, writable, never shared with a caller
     slices: tuple[TileSlice, ...]
     need: np.ndarray | None = None  # bytes per tile, when known (layout()); read-only
+    mapping: Mapping | None = None  # how it was placed, when known (allocate())
 
     @property
     def nbytes(self) -> int:
@@ -154,11 +155,9 @@ class IpuMemory:
         array = np.asarray(array)
         old = self.tensors.get(name)
         if (copy and old is not None and old.data.shape == array.shape and old.data.dtype == array.dtype
-                and old.data.flags.writeable):
-            slices, need = layout(mapping, old.data.size, old.data.itemsize, self.tiles, name)
-            if need is old.need:  # the same tiles again (a training step's buffers): copied in, nothing to count
-                np.copyto(old.data, array)
-                return old
+                and old.data.flags.writeable and old.mapping == mapping):
+            np.copyto(old.data, array)  # the same tiles again (a training step's buffers): nothing to count
+            return old
         # own it: Ray hands actors read-only views of their arguments (reserve() passes a read-only placeholder)
         data = np.array(array, copy=True, order="C") if copy else array
         slices, need = layout(mapping, data.size, data.itemsize, self.tiles, name)
@@ -168,7 +167,7 @@ class IpuMemory:
         self._check_fits(name, need, free)
         if old is not None:
             self.free(name)
-        tensor = Tensor(name, data, slices, need)
+        tensor = Tensor(name, data, slices, need, mapping)
         self.used += need
         self.tensors[name] = tensor
         return tensor

@@ -77,7 +77,7 @@ from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
 from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs, owned
 from vipu.jobs.train.holdings import Holdings
 from vipu.jobs.train.micro_batches import stack_fits
-from vipu.jobs.train.pipeline_schedule import timeline
+from vipu.jobs.train.pipeline_schedule import Timeline, timeline
 from vipu.jobs.train.replica_batches import batchable, each_replica
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
@@ -88,6 +88,8 @@ from vipu.sdk.nn import mlp, optimizers as optim, transformer, transformer2d
 from vipu.sdk.nn.pipeline import execution_order, stage_orders
 from vipu.sdk.nn.sharding import FlatLayout, stage_axes, stage_blocks, take, unshard
 from vipu.sdk.nn.synthetic import batch, init_params
+
+LINES_KEPT = 64  # distinct pipeline timelines kept per trainer (a steady loop has one per replica at most)
 
 
 class ParallelTrainer:
@@ -107,6 +109,8 @@ class ParallelTrainer:
         # I/O tiles compute nothing: the model's FLOPs spread over the other tiles, as the planner prices them
         self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
         self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
+        self.charges: dict = {}  # the machines' steps built so far (charge_compute): so do their figures
+        self.lines: dict = {}  # the pipeline timelines laid out so far, by their ops' durations
         self.cache_shares: dict = {}  # (replica, stage) -> its stacked cache's bytes per IPU (micro_batches.py)
         self._views: dict[int, tuple[np.ndarray, dict]] = {}  # IPU -> (its weights' buffer, their views)
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
@@ -263,7 +267,7 @@ class ParallelTrainer:
             for timer in timers.values():
                 for ipu, seconds in timer.ipu_compute_s.items():
                     compute[ipu] += seconds
-            line = timeline(order, {op: timer.total_s for op, timer in timers.items()}, lay.p)
+            line = self._timeline(timers)
             if worst is None or line.pipeline_s > worst[0].pipeline_s:
                 stage = int(np.argmax(line.busy_s))
                 worst = (line, stage, [timer for op, timer in timers.items() if op[0] == stage])
@@ -285,6 +289,17 @@ class ParallelTrainer:
             fabric.offload("params")
         streaming_s = self._streaming_s()
         return self._report(step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s)
+
+    def _timeline(self, timers: dict) -> Timeline:
+        """The pipeline laid out from the ops' durations (timers in the step's order), once per distinct set of
+        them: a steady loop's steps all have the same."""
+        durations = tuple(timer.total_s for timer in timers.values())
+        line = self.lines.get(durations)
+        if line is None:
+            if len(self.lines) >= LINES_KEPT:
+                self.lines.clear()
+            line = self.lines[durations] = timeline(self.order, dict(zip(timers, durations)), self.lay.p)
+        return line
 
     def _weight_views(self, ipu: int, buffer: np.ndarray) -> dict[str, np.ndarray]:
         """The named views of the IPU's flat weight buffer, made again only when the buffer is another one (the
@@ -366,7 +381,7 @@ class ParallelTrainer:
                                      streaming_bytes=int(streamed))
         # the machines' utilisation counters (`vipu top`): each IPU's compute, the rest of the step as exchange
         charge_compute(self.fabric.transport, self.pod, {ipu: r.compute_s for ipu, r in per_ipu.items()}, step_s,
-                       f"train step {step}", self.model.dtype)
+                       "train step", self.model.dtype, self.charges)
         self.fabric.hold("held", {ipu: (r.memory_bytes, r.streaming_bytes) for ipu, r in per_ipu.items()})
         return StepReport(
             step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,

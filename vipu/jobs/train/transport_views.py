@@ -81,7 +81,7 @@ class Unrecorded(WrappedTransport):
     """A transport that moves a collective's data but records no cost: a mirror of the machines (Fabric._exchange),
     whose own collective is the one recorded."""
 
-    def record(self, result: CollectiveResult) -> None:
+    def record(self, result: CollectiveResult, times: int = 1) -> None:
         pass
 
 
@@ -116,6 +116,5 @@ class Tiled(WrappedTransport):
         return [[t._replace(ranges=tuple((lo + at, hi + at) for at in offsets for lo, hi in t.ranges),
                             numel=t.numel * self.stacked) for t in step] for step in steps]
 
-    def record(self, result: CollectiveResult) -> None:
-        for _ in range(self.stacked):
-            self.inner.record(result)
+    def record(self, result: CollectiveResult, times: int = 1) -> None:
+        self.inner.record(result, times * self.stacked)
