@@ -102,11 +102,12 @@ class RayTransport:
         self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
 
     def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        """One call per machine (deferred: queued)."""
+        """One call per machine (deferred: queued, with a copy of each array: the batch goes at the next wait, and
+        the caller may change its arrays meanwhile)."""
         machines: dict[int, dict[int, np.ndarray]] = defaultdict(dict)
         for ipu, array in arrays.items():
             machine, index = self._machine(ipu)
-            machines[machine][index] = array
+            machines[machine][index] = np.array(array) if self.calls.deferred else array
             self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
         for machine, mine in machines.items():
             self.calls.queue(machine, "put_tensors", name, mine)

@@ -21,6 +21,8 @@ A step:
    numpy call on all of them, and is timed per micro-batch as the schedule orders them (micro_batches.py);
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
 3. every IPU applies the optimiser (vipu/sdk/nn/optimizers.py) to its own buffers and puts them back: all replicas stay identical.
+Where reads wait for the machine actors, a step of a simple layout needs nothing back from them, and what they
+hold is checked every few steps (run_ahead.py).
 
 Layout options, executed (the planner's memory_estimate.py and timing.py say the same):
 - recompute (and phased, which recomputes each phase): a forward keeps each block's input only, and the backward
@@ -79,6 +81,7 @@ from vipu.jobs.train.holdings import Holdings
 from vipu.jobs.train.micro_batches import stack_fits
 from vipu.jobs.train.pipeline_schedule import Timeline, timeline
 from vipu.jobs.train.replica_batches import batchable, each_replica
+from vipu.jobs.train.run_ahead import RunAhead, copies, data_parallel_ahead, runs_ahead
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.results import IpuReport, StepReport
@@ -147,11 +150,15 @@ class ParallelTrainer:
         self.weights_as_put = not (self.lay.phased or self.lay.shards_weights or self.rts)
         try:
             self._put_weights(weights)
+            state = {name: {ipu: np.zeros(self._owned(ipu)[1] - self._owned(ipu)[0], dtype=w.dtype)
+                            for ipu, w in weights.items()} for name in self.state_names}
             for name in self.state_names:
-                self.fabric.put(name, {ipu: np.zeros(self._owned(ipu)[1] - self._owned(ipu)[0], dtype=w.dtype)
-                                       for ipu, w in weights.items()})
+                self.fabric.put(name, state[name])
                 if self.streamed:
                     self.fabric.offload(name)
+            step_bytes = sum(w.nbytes for w in weights.values()) * (2 + len(self.state_names))
+            ahead = runs_ahead(self.fabric, self.weights_as_put, self.streamed, step_bytes)
+            self.ahead = RunAhead(self.fabric, state) if ahead else None  # run_ahead.py
             if self.lay.phased:
                 self.fabric.offload("params")
             activations = [int(stage_memory(workload, s).activations) for s in range(p)]
@@ -227,6 +234,10 @@ class ParallelTrainer:
         return [self.fabric.ipu(rep, s, k) for rep in instance.replicas for s in range(self.lay.p)
                 for k in range(self.lay.tp)]
 
+    def finish(self) -> None:
+        """The checks still due (run_ahead.py), and with them the machines' errors: before the run reports."""
+        self.fabric.check_expected()
+
     def close(self) -> None:
         self.fabric.free_all()
 
@@ -248,8 +259,8 @@ class ParallelTrainer:
         if lay.phased:
             fabric.load("params")
         gather_s = self._gather_weights() if lay.shards_weights else 0.0
-        if self.put_weights is not None:
-            fabric.expect("params", self.put_weights)  # checked before the update changes them in place
+        if self.put_weights is not None:  # checked before the update changes them in place, or a copy (run_ahead.py)
+            fabric.expect("params", self.put_weights if self.ahead is None else copies(self.put_weights))
             params = self.put_weights
         else:
             params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
@@ -272,15 +283,20 @@ class ParallelTrainer:
                 stage = int(np.argmax(line.busy_s))
                 worst = (line, stage, [timer for op, timer in timers.items() if op[0] == stage])
 
-        fabric.put("grads", grads)
-        if self.rts:
-            dp_s = fabric.data_parallel_half("grads", "reduce-scatter")
+        if self.ahead is not None:
+            reduced, dp_s = data_parallel_ahead(fabric, "grads", grads)
+            later_grads = lambda: reduced  # noqa: E731
         else:
-            dp_s = fabric.data_parallel_allreduce("grads")
+            fabric.put("grads", grads)
+            if self.rts:
+                dp_s = fabric.data_parallel_half("grads", "reduce-scatter")
+            else:
+                dp_s = fabric.data_parallel_allreduce("grads")
+            later_grads = fabric.get_later("grads", self.ipus)
         # the replicas' groups reduce together: one sync, and one before each gather of sharded weights
         collectives = 1 + WEIGHT_GATHERS if lay.shards_weights else 1
         dp_sync = collectives * self.partition_sync_s if lay.r > 1 else 0.0
-        self._update(step, params, fabric.get_later("grads", self.ipus))
+        self._update(step, params, later_grads)
         if lay.shards_weights:
             dp_s += gather_s  # the gathers before use; the updated shards are stored, and gathered next step
         elif self.rts:
@@ -324,10 +340,15 @@ class ParallelTrainer:
         if self.streamed:
             for name in self.state_names:
                 fabric.load(name)
-        later = {name: fabric.get_later(name, self.ipus) for name in self.state_names}
-        grads = later_grads()
-        fabric.check_expected()  # before the update: the wait for the gradients awaited those reads too
-        state = {name: read() for name, read in later.items()}
+        if self.ahead is None:
+            later = {name: fabric.get_later(name, self.ipus) for name in self.state_names}
+            grads = later_grads()
+            fabric.check_expected()  # before the update: the wait for the gradients awaited those reads too
+            state = {name: read() for name, read in later.items()}
+        else:
+            state, grads = self.ahead.state_now(), later_grads()
+            if self.ahead.due():
+                fabric.check_expected()
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
             lo, hi = self._owned(ipu)  # with RTS only this shard: the all-gather brings the others' updates
@@ -336,6 +357,8 @@ class ParallelTrainer:
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
         self._put_weights(params)
+        if self.ahead is not None:
+            self.ahead.state = new_state
         for name in self.state_names:
             fabric.put(name, new_state[name])
             if self.streamed:
