@@ -204,7 +204,7 @@ class IpuMemory:
 
     def read_slice(self, name: str, start: int, stop: int) -> np.ndarray:
         tensor = self.tensor(name)
-        self._check_range(tensor, start, stop)
+        self.check_range(tensor, start, stop)
         return tensor.flat[start:stop].copy()
 
     def write_slice(self, name: str, start: int, stop: int, values: np.ndarray) -> None:
@@ -220,7 +220,7 @@ class IpuMemory:
         collective's transfer read at once (read_slice of each, joined)."""
         tensor = self.tensor(name)
         for a, b in ranges:
-            self._check_range(tensor, a, b)
+            self.check_range(tensor, a, b)
         flat = tensor.flat
         if len(ranges) == 1:
             return flat[ranges[0][0]:ranges[0][1]].copy()
@@ -232,7 +232,7 @@ class IpuMemory:
         values = np.asarray(values).reshape(-1)
         total = 0
         for a, b in ranges:
-            self._check_range(tensor, a, b)
+            self.check_range(tensor, a, b)
             total += b - a
         if values.size != total:
             raise InvalidArgument(f"tensor {name!r} on {self.label}: {values.size} values for the {total} elements"
@@ -273,7 +273,7 @@ class IpuMemory:
                 f" bytes over{others}; map it over more tiles or offload it to Streaming Memory"
             )
 
-    def _check_range(self, tensor: Tensor, start: int, stop: int) -> None:
+    def check_range(self, tensor: Tensor, start: int, stop: int) -> None:
         if not 0 <= start <= stop <= tensor.data.size:
             raise InvalidArgument(
                 f"tensor {tensor.name!r} on {self.label}: element range [{start}, {stop}) is outside"
@@ -281,7 +281,7 @@ class IpuMemory:
             )
 
     def _values(self, tensor: Tensor, start: int, stop: int, values: np.ndarray) -> np.ndarray:
-        self._check_range(tensor, start, stop)
+        self.check_range(tensor, start, stop)
         values = np.asarray(values).reshape(-1)
         if values.size != stop - start:
             raise InvalidArgument(

@@ -235,7 +235,12 @@ class ParallelTrainer:
                 for k in range(self.lay.tp)]
 
     def finish(self) -> None:
-        """The checks still due (run_ahead.py), and with them the machines' errors: before the run reports."""
+        """The checks still due (run_ahead.py), the weights and state the machines end with among them, and with
+        them the machines' errors: before the run reports."""
+        if self.ahead is not None:
+            self.ahead.checking = True
+            self.fabric.expect("params", copies(self.put_weights))
+            self.ahead.state_now()
         self.fabric.check_expected()
 
     def close(self) -> None:
@@ -260,7 +265,10 @@ class ParallelTrainer:
             fabric.load("params")
         gather_s = self._gather_weights() if lay.shards_weights else 0.0
         if self.put_weights is not None:  # checked before the update changes them in place, or a copy (run_ahead.py)
-            fabric.expect("params", self.put_weights if self.ahead is None else copies(self.put_weights))
+            if self.ahead is None:
+                fabric.expect("params", self.put_weights)
+            elif self.ahead.begin():
+                fabric.expect("params", copies(self.put_weights))
             params = self.put_weights
         else:
             params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
@@ -347,7 +355,7 @@ class ParallelTrainer:
             state = {name: read() for name, read in later.items()}
         else:
             state, grads = self.ahead.state_now(), later_grads()
-            if self.ahead.due():
+            if self.ahead.checking:
                 fabric.check_expected()
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:

@@ -9,10 +9,13 @@ goes on with values it has itself, and the machines get several steps' calls in 
   too (RunAhead.state);
 - the data-parallel allreduce of the gradients also runs, the same schedule, on the in-process mirror, and the
   update takes the mirror's sums (data_parallel_ahead), as a tensor-parallel collective does (Fabric._exchange);
-- every value a step went on with is still read back from the machines and compared bit for bit
-  (Fabric.expect, check_expected): once AHEAD_STEPS steps or AHEAD_BYTES of such reads have gathered, and at the
+- what the machines computed (each step's gradient sums, pipeline sends and tensor-parallel collectives) is still
+  read back and compared bit for bit (Fabric.expect, check_expected), as are the weights and the state they hold,
+  on the step that checks: once AHEAD_STEPS steps or half of AHEAD_BYTES of such reads have gathered, and at the
   run's end (ParallelTrainer.finish). A machine's error, or values that differ, fail the run then: at most
-  AHEAD_STEPS - 1 updates later than a check before each update would.
+  AHEAD_STEPS - 1 updates later than a check before each update would. The weights and state the machines hold
+  are read on that step only: they are what the step before put, and reading them every step would double what
+  travels back.
 
 Only layouts whose weights stay as put between steps (no RTS, nothing in Streaming Memory) run ahead, and only
 where a step's reads are small beside AHEAD_BYTES: a large model's step waits once, as before, so that its reads
@@ -58,23 +61,26 @@ def data_parallel_ahead(fabric: Fabric, name: str, arrays: dict[int, np.ndarray]
 
 
 class RunAhead:
-    """A running-ahead trainer's optimiser state, as it put it last, and when its checks are due."""
+    """A running-ahead trainer's optimiser state, as it put it last, and which steps check what has gathered."""
 
     def __init__(self, fabric: Fabric, state: dict[str, dict[int, np.ndarray]]):
         self.fabric, self.state = fabric, state
         self.steps = 0  # steps since the last check
+        self.checking = False  # whether the current step checks (begin)
 
-    def state_now(self) -> dict[str, dict[int, np.ndarray]]:
-        """The state to update in place; what the machines hold is checked against a copy of it."""
-        for name, arrays in self.state.items():
-            self.fabric.expect(name, copies(arrays))
-        return self.state
-
-    def due(self) -> bool:
-        """Called once a step, before its update: whether the checks gathered are to be made now."""
+    def begin(self) -> bool:
+        """Called at a step's start: whether it is the one to check what has gathered, once AHEAD_STEPS steps or
+        half of AHEAD_BYTES of reads have (a step's own reads stay below that half: runs_ahead)."""
         self.steps += 1
         held = sum(a.nbytes for _, _, arrays in self.fabric.expected for a in arrays.values())
-        if self.steps < AHEAD_STEPS and held < AHEAD_BYTES:
-            return False
-        self.steps = 0
-        return True
+        self.checking = self.steps >= AHEAD_STEPS or 2 * held >= AHEAD_BYTES
+        if self.checking:
+            self.steps = 0
+        return self.checking
+
+    def state_now(self) -> dict[str, dict[int, np.ndarray]]:
+        """The state to update in place; on a checking step, what the machines hold is compared with a copy."""
+        if self.checking:
+            for name, arrays in self.state.items():
+                self.fabric.expect(name, copies(arrays))
+        return self.state
