@@ -75,7 +75,8 @@ class Machine:
 
     def local(self, ipu: int) -> int:
         """The number inside the machine of `ipu`, given either inside the machine or Pod-wide."""
-        ipu = operator.index(ipu)
+        if type(ipu) is not int:  # noqa: E721 - a plain int needs no conversion (most calls: a step's many)
+            ipu = operator.index(ipu)
         if 0 <= ipu < self.size:
             return ipu
         if self.first_ipu <= ipu < self.first_ipu + self.size:
