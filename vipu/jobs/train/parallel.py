@@ -114,6 +114,7 @@ class ParallelTrainer:
         self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
         self.charges: dict = {}  # the machines' steps built so far (charge_compute): so do their figures
         self.lines: dict = {}  # the pipeline timelines laid out so far, by their ops' durations
+        self._kept: dict[int, int] | None = None  # per IPU, the bytes SRAM keeps all step (_holdings)
         self.cache_shares: dict = {}  # (replica, stage) -> its stacked cache's bytes per IPU (micro_batches.py)
         self._views: dict[int, tuple[np.ndarray, dict]] = {}  # IPU -> (its weights' buffer, their views)
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
@@ -382,9 +383,10 @@ class ParallelTrainer:
         dtype, and its optimiser state unless that streams; phased, only the resident block's weights and
         accumulators are in SRAM."""
         value = self.model.value_bytes
-        kept = {ipu: 2 * self.layouts[ipu].size * value + (0 if self.streamed else self._state_bytes(ipu))
-                for ipu in self.ipus}
-        return Holdings.of_layouts(self.lay.phased, self.lay.t, value, kept, self.layouts)
+        if self._kept is None:  # the same every step
+            self._kept = {ipu: 2 * self.layouts[ipu].size * value + (0 if self.streamed else self._state_bytes(ipu))
+                          for ipu in self.ipus}
+        return Holdings.of_layouts(self.lay.phased, self.lay.t, value, self._kept, self.layouts)
 
     def _report(self, step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s) -> StepReport:
         line, stage, timers = worst
