@@ -159,7 +159,7 @@ class ParallelTrainer:
                     self.fabric.offload(name)
             step_bytes = sum(w.nbytes for w in weights.values()) * (2 + len(self.state_names))
             ahead = runs_ahead(self.fabric, self.weights_as_put, self.streamed, step_bytes)
-            self.ahead = RunAhead(self.fabric, state) if ahead else None  # run_ahead.py
+            self.ahead = RunAhead(self.fabric, state, clock) if ahead else None  # run_ahead.py
             if self.lay.phased:
                 self.fabric.offload("params")
             activations = [int(stage_memory(workload, s).activations) for s in range(p)]

@@ -11,8 +11,8 @@ goes on with values it has itself, and the machines get several steps' calls in 
   update takes the mirror's sums (data_parallel_ahead), as a tensor-parallel collective does (Fabric._exchange);
 - what the machines computed (each step's gradient sums, pipeline sends and tensor-parallel collectives) is still
   read back and compared bit for bit (Fabric.expect, check_expected), as are the weights and the state they hold,
-  on the step that checks: once AHEAD_STEPS steps or half of AHEAD_BYTES of such reads have gathered, and at the
-  run's end (ParallelTrainer.finish). A machine's error, or values that differ, fail the run then: at most
+  on the step that checks: once AHEAD_STEPS steps, half of AHEAD_BYTES of such reads or AHEAD_S seconds have
+  gathered, and at the run's end (ParallelTrainer.finish). A machine's error, or values that differ, fail the run then: at most
   AHEAD_STEPS - 1 updates later than a check before each update would. The weights and state the machines hold
   are read on that step only: they are what the step before put, and reading them every step would double what
   travels back.
@@ -24,6 +24,8 @@ are not held for several steps.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from vipu.jobs.train.data_path import Fabric, on_groups
@@ -31,6 +33,8 @@ from vipu.jobs.train.transport_views import Unrecorded
 
 AHEAD_STEPS = 8  # steps whose checks gather before they are made: one batch of calls to each machine
 AHEAD_BYTES = 64 << 20  # the reads that may gather before they are checked (each is held until then)
+AHEAD_S = 0.25  # the longest the checks wait, in the trainer's clock: slow steps gain nothing by waiting longer,
+# and the machines' counters (`vipu top`) and a lost machine are then seen within it
 
 
 def runs_ahead(fabric: Fabric, weights_as_put: bool, streamed: bool, step_bytes: int) -> bool:
@@ -63,19 +67,21 @@ def data_parallel_ahead(fabric: Fabric, name: str, arrays: dict[int, np.ndarray]
 class RunAhead:
     """A running-ahead trainer's optimiser state, as it put it last, and which steps check what has gathered."""
 
-    def __init__(self, fabric: Fabric, state: dict[str, dict[int, np.ndarray]]):
-        self.fabric, self.state = fabric, state
+    def __init__(self, fabric: Fabric, state: dict[str, dict[int, np.ndarray]], clock: Callable[[], float]):
+        self.fabric, self.state, self.clock = fabric, state, clock
         self.steps = 0  # steps since the last check
+        self.since = clock()  # when the last check was
         self.checking = False  # whether the current step checks (begin)
 
     def begin(self) -> bool:
-        """Called at a step's start: whether it is the one to check what has gathered, once AHEAD_STEPS steps or
-        half of AHEAD_BYTES of reads have (a step's own reads stay below that half: runs_ahead)."""
+        """Called at a step's start: whether it is the one to check what has gathered, once AHEAD_STEPS steps, half
+        of AHEAD_BYTES of reads (a step's own reads stay below that half: runs_ahead) or AHEAD_S seconds have."""
         self.steps += 1
         held = sum(a.nbytes for _, _, arrays in self.fabric.expected for a in arrays.values())
-        self.checking = self.steps >= AHEAD_STEPS or 2 * held >= AHEAD_BYTES
+        now = self.clock()
+        self.checking = self.steps >= AHEAD_STEPS or 2 * held >= AHEAD_BYTES or now - self.since >= AHEAD_S
         if self.checking:
-            self.steps = 0
+            self.steps, self.since = 0, now
         return self.checking
 
     def state_now(self) -> dict[str, dict[int, np.ndarray]]:
