@@ -44,19 +44,13 @@ Layout options, executed (the planner's memory_estimate.py and timing.py say the
   loads the weights once, but the Pod streams what phased execution streams (timing.py): weights 4 times in
   (forward, recomputation, backward, update), gradients, state and every micro-batch's stashed block inputs in
   and out, gradients and weights out (weights and gradients as stored: with RTS the IPU's shard).
-Streaming is charged once a step per machine as one duplex batch (hardware/streaming_cost.py duplex_s: one latency,
-reads and writes in parallel at the machine's bandwidth), on the machines' own counters when the transport has
-machines (record_streaming); the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its
-SRAM, its stage's activations as the planner counts them (memory_estimate.stage_memory; phased: one block's), so a
-layout whose activations do not fit fails with the machines' out-of-memory error, as it would on the Pod. What each
-IPU reports holding (SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py),
-and the machines are told it each step (Fabric.hold): it is what they report for the job's IPUs.
+Each IPU also holds, reserved in its SRAM, its stage's activations as the planner counts them
+(memory_estimate.stage_memory; phased: one block's), so a layout whose activations do not fit fails with the
+machines' out-of-memory error, as it would on the Pod. What a step cost and held, streaming included, is counted
+and reported by step_costs.py.
 
 The loss is the mean over the global batch of the per-sample losses the last stages computed.
 
-Emulated time (results.py): each operation's BSP compute sets and collectives (work.py), the pipeline laid out
-event by event from those durations (pipeline_schedule.timeline), then the data-parallel allreduce and the step's
-streaming. The optimiser update and host I/O are not charged (the planner does not model them either).
 Arithmetic is fp32 for every model; an fp16 model is timed at fp16 FLOP rates and its collectives priced at fp16
 bytes (data_path.PricedAs), and the memory reported per IPU is what the Pod would hold: weights, gradients and
 activations in the model's dtype, the optimiser state as memory_estimate.py counts it (fp32, master weights included).
@@ -74,25 +68,21 @@ from vipu.fabric import LocalTransport
 from vipu.fabric.group import shard
 from vipu.hardware.topology import Topology
 from vipu.jobs.layout import compute_share
-from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per_param
-from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
-from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs, owned
-from vipu.jobs.train.holdings import Holdings
+from vipu.jobs.memory_estimate import stage_memory
+from vipu.jobs.timing import WEIGHT_GATHERS, recomputes
+from vipu.jobs.train.data_path import Fabric, PricedAs, owned
 from vipu.jobs.train.micro_batches import stack_fits
-from vipu.jobs.train.pipeline_schedule import Timeline, timeline
 from vipu.jobs.train.replica_batches import batchable, each_replica
 from vipu.jobs.train.run_ahead import RunAhead, copies, data_parallel_ahead, runs_ahead
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
-from vipu.jobs.train.results import IpuReport, StepReport
-from vipu.jobs.train.machine_charges import charge_compute, machine_streaming_s
+from vipu.jobs.train.results import StepReport
+from vipu.jobs.train.step_costs import StepCosts
 from vipu.jobs.train.work import StageGroup
 from vipu.sdk.nn import mlp, optimizers as optim, transformer, transformer2d
 from vipu.sdk.nn.pipeline import execution_order, stage_orders
 from vipu.sdk.nn.sharding import FlatLayout, stage_axes, stage_blocks, take, unshard
 from vipu.sdk.nn.synthetic import batch, init_params
-
-LINES_KEPT = 64  # distinct pipeline timelines kept per trainer (a steady loop has one per replica at most)
 
 
 class ParallelTrainer:
@@ -112,9 +102,7 @@ class ParallelTrainer:
         # I/O tiles compute nothing: the model's FLOPs spread over the other tiles, as the planner prices them
         self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
         self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
-        self.charges: dict = {}  # the machines' steps built so far (charge_compute): so do their figures
-        self.lines: dict = {}  # the pipeline timelines laid out so far, by their ops' durations
-        self._kept: dict[int, int] | None = None  # per IPU, the bytes SRAM keeps all step (_holdings)
+        self.costs = StepCosts(self)  # what a step cost and held: its report (step_costs.py)
         self.cache_shares: dict = {}  # (replica, stage) -> its stacked cache's bytes per IPU (micro_batches.py)
         self._views: dict[int, tuple[np.ndarray, dict]] = {}  # IPU -> (its weights' buffer, their views)
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
@@ -151,7 +139,7 @@ class ParallelTrainer:
         self.weights_as_put = not (self.lay.phased or self.lay.shards_weights or self.rts)
         try:
             self._put_weights(weights)
-            state = {name: {ipu: np.zeros(self._owned(ipu)[1] - self._owned(ipu)[0], dtype=w.dtype)
+            state = {name: {ipu: np.zeros(self.owned_range(ipu)[1] - self.owned_range(ipu)[0], dtype=w.dtype)
                             for ipu, w in weights.items()} for name in self.state_names}
             for name in self.state_names:
                 self.fabric.put(name, state[name])
@@ -175,7 +163,7 @@ class ParallelTrainer:
     def ipus(self) -> list[int]:
         return self.fabric.ipus
 
-    def _owned(self, ipu: int) -> tuple[int, int]:
+    def owned_range(self, ipu: int) -> tuple[int, int]:
         """The elements of the IPU's flat buffers whose optimiser state it holds: all, or with RTS its replica's
         shard."""
         numel = self.layouts[ipu].size
@@ -188,7 +176,7 @@ class ParallelTrainer:
         weights, its replica's shard."""
         if not self.lay.shards_weights:
             return buffers
-        return {ipu: buffer[slice(*self._owned(ipu))] for ipu, buffer in buffers.items()}
+        return {ipu: buffer[slice(*self.owned_range(ipu))] for ipu, buffer in buffers.items()}
 
     def _gather_weights(self) -> float:
         """RTS with the weights in Streaming Memory: from each IPU's shard ("params", loaded), the replicas
@@ -200,31 +188,10 @@ class ParallelTrainer:
             whole = {}
             for ipu, mine in shards.items():
                 whole[ipu] = np.zeros(self.layouts[ipu].size, dtype=mine.dtype)
-                whole[ipu][slice(*self._owned(ipu))] = mine
+                whole[ipu][slice(*self.owned_range(ipu))] = mine
             self.fabric.put("params", whole)
             seconds += self.fabric.data_parallel_half("params", "all-gather")
         return seconds
-
-    def _stored_weight_bytes(self, ipu: int) -> int:
-        """The IPU's weights as stored between uses, in the model's dtype (memory_estimate.stored_weight_bytes)."""
-        lo, hi = self._owned(ipu) if self.lay.shards_weights else (0, self.layouts[ipu].size)
-        return (hi - lo) * self.model.value_bytes
-
-    def _state_bytes(self, ipu: int) -> int:
-        """The IPU's optimiser state as the Pod holds it: memory_estimate.py's bytes per parameter (fp32, an fp16
-        model's master weights included) for the elements it owns."""
-        lo, hi = self._owned(ipu)
-        return (hi - lo) * state_bytes_per_param(self.workload)
-
-    def _streaming_s(self) -> float:
-        """The step's streaming, each IPU's bytes as the Pod moves them (timing.streamed_bytes) batched per
-        machine (train/machine_charges.py)."""
-        if not self.streamed:
-            return 0.0
-        stash = stash_bytes(self.workload) if self.lay.phased else 0.0
-        return machine_streaming_s(self.fabric.transport, self.pod, {
-            ipu: streamed_bytes(self.lay, self._stored_weight_bytes(ipu), self._state_bytes(ipu), stash)
-            for ipu in self.ipus})
 
     @property
     def replicas(self) -> list[int]:
@@ -281,13 +248,13 @@ class ParallelTrainer:
         order = self.order
         losses: list[np.ndarray] = []
         compute = defaultdict(float)
-        held = self._holdings()
+        held = self.costs.holdings()
         worst = None  # (pipeline_s, stage busy, timers) of the critical stage of the slowest replica
         for rep, timers in each_replica(self, order, x, y, params, views, gviews, held, losses):
             for timer in timers.values():
                 for ipu, seconds in timer.ipu_compute_s.items():
                     compute[ipu] += seconds
-            line = self._timeline(timers)
+            line = self.costs.timeline(timers)
             if worst is None or line.pipeline_s > worst[0].pipeline_s:
                 stage = int(np.argmax(line.busy_s))
                 worst = (line, stage, [timer for op, timer in timers.items() if op[0] == stage])
@@ -312,19 +279,7 @@ class ParallelTrainer:
             dp_s += fabric.data_parallel_half("params", "all-gather")
         if lay.phased:
             fabric.offload("params")
-        streaming_s = self._streaming_s()
-        return self._report(step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s)
-
-    def _timeline(self, timers: dict) -> Timeline:
-        """The pipeline laid out from the ops' durations (timers in the step's order), once per distinct set of
-        them: a steady loop's steps all have the same."""
-        durations = tuple(timer.total_s for timer in timers.values())
-        line = self.lines.get(durations)
-        if line is None:
-            if len(self.lines) >= LINES_KEPT:
-                self.lines.clear()
-            line = self.lines[durations] = timeline(self.order, dict(zip(timers, durations)), self.lay.p)
-        return line
+        return self.costs.report(step, losses, worst, dp_s, dp_sync, compute, held, started, self.costs.streaming_s())
 
     def _weight_views(self, ipu: int, buffer: np.ndarray) -> dict[str, np.ndarray]:
         """The named views of the IPU's flat weight buffer, made again only when the buffer is another one (the
@@ -360,7 +315,7 @@ class ParallelTrainer:
                 fabric.check_expected()
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
-            lo, hi = self._owned(ipu)  # with RTS only this shard: the all-gather brings the others' updates
+            lo, hi = self.owned_range(ipu)  # with RTS only this shard: the all-gather brings the others' updates
             mine = {name.removeprefix("opt."): owned(state[name][ipu], None) for name in self.state_names}
             optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
@@ -378,49 +333,4 @@ class ParallelTrainer:
         if self.weights_as_put:
             self.put_weights = {ipu: owned(a) for ipu, a in buffers.items()}
 
-    def _holdings(self) -> Holdings:
-        """A step's count of what each IPU holds. In SRAM all step: its weights and accumulators in the model's
-        dtype, and its optimiser state unless that streams; phased, only the resident block's weights and
-        accumulators are in SRAM."""
-        value = self.model.value_bytes
-        if self._kept is None:  # the same every step
-            self._kept = {ipu: 2 * self.layouts[ipu].size * value + (0 if self.streamed else self._state_bytes(ipu))
-                          for ipu in self.ipus}
-        return Holdings.of_layouts(self.lay.phased, self.lay.t, value, self._kept, self.layouts)
-
-    def _report(self, step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s) -> StepReport:
-        line, stage, timers = worst
-        step_s = line.pipeline_s + dp_sync + dp_s + streaming_s
-        compute_s = sum(t.compute_s for t in timers)
-        tp_s = sum(t.tensor_parallel_s for t in timers)
-        send_s = sum(t.send_s for t in timers)
-        sync_s = sum(t.sync_s for t in timers) + dp_sync
-        by_link: dict[str, int] = defaultdict(int)
-        by_kind = {TP: 0, PP: 0, DP: 0}
-        collectives = 0
-        for kind, result, times in self.fabric.log:
-            collectives += times
-            for link, nbytes in result.bytes_per_link_type.items():
-                by_link[link] += nbytes * times
-                by_kind[kind] += nbytes * times
-        per_ipu = {}
-        for ipu in self.ipus:
-            sram, activations = held.sram_peak(ipu)
-            streamed = self._state_bytes(ipu) if self.streamed else 0  # the optimiser state
-            if self.lay.phased:  # and weights and accumulators as stored, and the stashed block inputs
-                streamed += 2 * self._stored_weight_bytes(ipu) + held.stash_bytes(ipu)
-            per_ipu[ipu] = IpuReport(compute_s=compute[ipu], utilisation=compute[ipu] / step_s if step_s else 0.0,
-                                     memory_bytes=int(sram), activation_bytes=int(activations),
-                                     streaming_bytes=int(streamed))
-        # the machines' utilisation counters (`vipu top`): each IPU's compute, the rest of the step as exchange
-        charge_compute(self.fabric.transport, self.pod, {ipu: r.compute_s for ipu, r in per_ipu.items()}, step_s,
-                       "train step", self.model.dtype, self.charges)
-        self.fabric.hold("held", {ipu: (r.memory_bytes, r.streaming_bytes) for ipu, r in per_ipu.items()})
-        return StepReport(
-            step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,
-            comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, sync_s=sync_s,
-            data_parallel_s=dp_s, streaming_s=streaming_s,
-            bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
-            bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=collectives,
-            ipus=per_ipu, wall_s=self.clock() - started)
 
