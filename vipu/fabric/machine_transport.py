@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from vipu.by_identity import ByIdentity
 from vipu.errors import InvalidArgument, NotFound
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import TrafficCounters, by_machine
@@ -43,8 +44,8 @@ class MachineTransport:
         self.machines = dict(machines)
         self.ipus_per_machine = ipus_per_machine
         self.counters = counters
-        self._split: dict[int, tuple[CollectiveResult, dict]] = {}  # id(result) -> (it, by_machine of its traffic)
-        self._steps: dict[int, tuple] = {}  # id(steps) -> (them, their IPUs, machines, tensor sizes checked)
+        self._split: ByIdentity[dict] = ByIdentity(SPLITS_KEPT)  # result -> by_machine of its traffic
+        self._steps: ByIdentity[tuple] = ByIdentity(SPLITS_KEPT)  # steps -> (their IPUs, machines, sizes checked)
 
     def _at(self, ipu: int) -> tuple[Machine, threading.Lock, int]:
         machine, index = divmod(ipu, self.ipus_per_machine)
@@ -161,14 +162,11 @@ class MachineTransport:
         are hazard-free, transport.py); a transfer over a failed IPU-Link, or outside a tensor, is refused as the
         machine's own add and set refuse it, before anything moves. The same steps on tensors of the same sizes (a
         training loop's, known_schedules.py) have their IPUs listed and their ranges checked once."""
-        kept = self._steps.get(id(steps))
-        if kept is None or kept[0] is not steps:  # the steps themselves are kept too: an id is not reused meanwhile
-            if len(self._steps) >= SPLITS_KEPT:
-                self._steps.clear()
+        kept = self._steps.get(steps)
+        if kept is None:
             ipus = sorted({ipu for transfers in steps for t in transfers for ipu in (t.src, t.dst)})
-            kept = self._steps[id(steps)] = (steps, ipus, sorted({ipu // self.ipus_per_machine for ipu in ipus}),
-                                             set())
-        _, ipus, machines, sizes_checked = kept
+            kept = self._steps.put(steps, (ipus, sorted({ipu // self.ipus_per_machine for ipu in ipus}), set()))
+        ipus, machines, sizes_checked = kept
         at = {ipu: self._at(ipu) for ipu in ipus}
         with ExitStack() as locked:
             for machine in machines:
@@ -196,12 +194,10 @@ class MachineTransport:
         """Each machine's counters get its IPUs' bytes and the virtual time, as RayTransport.record gives the
         actors; the fleet's counters (if any) get every IPU's. A result recorded again (a known schedule's, every
         step) is split per machine once."""
-        kept = self._split.get(id(result))
-        if kept is None or kept[0] is not result:  # the result itself is kept too: an id is not reused meanwhile
-            if len(self._split) >= SPLITS_KEPT:
-                self._split.clear()
-            kept = self._split[id(result)] = (result, by_machine(result.traffic, self.ipus_per_machine))
-        for machine, kinds in kept[1].items():
+        split = self._split.get(result)
+        if split is None:
+            split = self._split.put(result, by_machine(result.traffic, self.ipus_per_machine))
+        for machine, kinds in split.items():
             if machine in self.machines:
                 m, lock = self.machines[machine]
                 with lock:

@@ -27,6 +27,7 @@ from functools import cached_property
 
 import numpy as np
 
+from vipu.by_identity import ByIdentity
 from vipu.errors import FailedPrecondition, InvalidArgument, VipuError
 from vipu.hardware.figures import LINK_TYPES
 from vipu.hardware.pod import PodConfig
@@ -66,7 +67,7 @@ class Machine:
         self.phases = [bsp.PhaseTimes() for _ in range(self.size)]  # per IPU, summed since the machine started
         self.last = [bsp.PhaseTimes() for _ in range(self.size)]  # per IPU, its last step: what utilisation is of
         self.steps = 0
-        self._priced: dict[int, tuple[bsp.Step, bsp.Step, bsp.StepTimes]] = {}  # id(step) -> (it, Pod-wide, price)
+        self._priced: ByIdentity[tuple[bsp.Step, bsp.StepTimes]] = ByIdentity(STEPS_PRICED)  # step -> (Pod-wide, price)
 
     # --- addressing -------------------------------------------------------------------------------------------
     @property
@@ -228,10 +229,10 @@ class Machine:
         """Run a BSP step on this machine's IPUs (in virtual time) and add its phases to the counters. The same
         step object run again (a training loop's, machine_charges.py) is renumbered and priced once: steps are
         frozen, and the price depends on the step and the machine's fixed figures only."""
-        kept = self._priced.get(id(step))
         given, times = step, None
-        if kept is not None and kept[0] is step:  # the step itself is kept too: an id is not reused meanwhile
-            _, step, times = kept
+        kept = self._priced.get(given)
+        if kept is not None:
+            step, times = kept
         else:
             step = self._pod_wide(step)
         for ipu in step.participants():
@@ -241,9 +242,7 @@ class Machine:
                 self._check_sends(ipu, work.sends)
         if times is None:
             times = bsp.run(step, self.pod.ipu, self.pod.links.ipu_link)
-            if len(self._priced) >= STEPS_PRICED:
-                self._priced.clear()
-            self._priced[id(given)] = (given, step, times)
+            self._priced.put(given, (step, times))
         for ipu, phases in times.ipus.items():
             local = self.local(ipu)
             self.phases[local] = self.phases[local] + phases

@@ -19,6 +19,8 @@ from vipu.hardware.pod import PodConfig
 from vipu.hardware.streaming_cost import duplex_s
 from vipu.workers import bsp
 
+STEPS_KEPT = 64  # a run's distinct step figures kept (in a steady loop, one)
+
 
 def machine_streaming_s(transport: Transport, pod: PodConfig, per_ipu: dict[int, tuple[float, float]]) -> float:
     """The busiest machine's seconds for its IPUs' (in, out) bytes; each machine's batch is charged on its own
@@ -50,9 +52,6 @@ def charge_compute(transport: Transport, pod: PodConfig, compute_s: Mapping[int,
             built.clear()
         steps = built[key] = _steps(pod, compute_s, step_s, name, dtype)
     transport.record_compute(steps)
-
-
-STEPS_KEPT = 64  # a run's distinct step figures kept (in a steady loop, one)
 
 
 def _steps(pod: PodConfig, compute_s: Mapping[int, float], step_s: float, name: str,

@@ -20,7 +20,8 @@ A step:
    (and the IPUs have the SRAM for the stacked exchange buffers), a stage runs its m micro-batches stacked, each
    numpy call on all of them, and is timed per micro-batch as the schedule orders them (micro_batches.py);
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
-3. every IPU applies the optimiser (vipu/sdk/nn/optimizers.py) to its own buffers and puts them back: all replicas stay identical.
+3. every IPU applies the optimiser (vipu/sdk/nn/optimizers.py) to its own buffers and puts them back: all replicas
+   stay identical.
 Where reads wait for the machine actors, a step of a simple layout needs nothing back from them, and what they
 hold is checked every few steps (run_ahead.py).
 
@@ -73,7 +74,7 @@ from vipu.jobs.timing import WEIGHT_GATHERS, recomputes
 from vipu.jobs.train.data_path import Fabric, PricedAs, owned
 from vipu.jobs.train.micro_batches import stack_fits
 from vipu.jobs.train.replica_batches import batchable, each_replica
-from vipu.jobs.train.run_ahead import RunAhead, copies, data_parallel_ahead, runs_ahead
+from vipu.jobs.train.run_ahead import RunAhead, data_parallel_ahead, runs_ahead
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.results import StepReport
@@ -145,6 +146,7 @@ class ParallelTrainer:
                 self.fabric.put(name, state[name])
                 if self.streamed:
                     self.fabric.offload(name)
+            # what a checking step reads back: the weights, the gradients' sums and each state buffer
             step_bytes = sum(w.nbytes for w in weights.values()) * (2 + len(self.state_names))
             ahead = runs_ahead(self.fabric, self.weights_as_put, self.streamed, step_bytes)
             self.ahead = RunAhead(self.fabric, state, clock) if ahead else None  # run_ahead.py
@@ -206,9 +208,7 @@ class ParallelTrainer:
         """The checks still due (run_ahead.py), the weights and state the machines end with among them, and with
         them the machines' errors: before the run reports."""
         if self.ahead is not None:
-            self.ahead.checking = True
-            self.fabric.expect("params", copies(self.put_weights))
-            self.ahead.state_now()
+            self.ahead.expect_held(self.put_weights)
         self.fabric.check_expected()
 
     def close(self) -> None:
@@ -235,8 +235,8 @@ class ParallelTrainer:
         if self.put_weights is not None:  # checked before the update changes them in place, or a copy (run_ahead.py)
             if self.ahead is None:
                 fabric.expect("params", self.put_weights)
-            elif self.ahead.begin():
-                fabric.expect("params", copies(self.put_weights))
+            else:
+                self.ahead.begin(self.put_weights)
             params = self.put_weights
         else:
             params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
@@ -310,7 +310,7 @@ class ParallelTrainer:
             fabric.check_expected()  # before the update: the wait for the gradients awaited those reads too
             state = {name: read() for name, read in later.items()}
         else:
-            state, grads = self.ahead.state_now(), later_grads()
+            state, grads = self.ahead.state, later_grads()
             if self.ahead.checking:
                 fabric.check_expected()
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}

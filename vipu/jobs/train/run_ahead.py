@@ -12,10 +12,10 @@ goes on with values it has itself, and the machines get several steps' calls in 
 - what the machines computed (each step's gradient sums, pipeline sends and tensor-parallel collectives) is still
   read back and compared bit for bit (Fabric.expect, check_expected), as are the weights and the state they hold,
   on the step that checks: once AHEAD_STEPS steps, half of AHEAD_BYTES of such reads or AHEAD_S seconds have
-  gathered, and at the run's end (ParallelTrainer.finish). A machine's error, or values that differ, fail the run then: at most
-  AHEAD_STEPS - 1 updates later than a check before each update would. The weights and state the machines hold
-  are read on that step only: they are what the step before put, and reading them every step would double what
-  travels back.
+  gathered, and at the run's end (ParallelTrainer.finish). A machine's error, or values that differ, fail the run
+  then: at most AHEAD_STEPS - 1 updates later than a check before each update would. The weights and state the
+  machines hold are read on that step only: they are what the step before put, and reading them every step would
+  double what travels back.
 
 Only layouts whose weights stay as put between steps (no RTS, nothing in Streaming Memory) run ahead, and only
 where a step's reads are small beside AHEAD_BYTES: a large model's step waits once, as before, so that its reads
@@ -73,20 +73,21 @@ class RunAhead:
         self.since = clock()  # when the last check was
         self.checking = False  # whether the current step checks (begin)
 
-    def begin(self) -> bool:
-        """Called at a step's start: whether it is the one to check what has gathered, once AHEAD_STEPS steps, half
-        of AHEAD_BYTES of reads (a step's own reads stay below that half: runs_ahead) or AHEAD_S seconds have."""
+    def begin(self, weights: dict[int, np.ndarray]) -> None:
+        """Called at a step's start with the weights as put: sets whether it is the step that checks what has
+        gathered (checking), once AHEAD_STEPS steps, half of AHEAD_BYTES of reads (a step's own reads stay below that
+        half: runs_ahead) or AHEAD_S seconds have. That step also checks the weights and state the machines hold."""
         self.steps += 1
         held = sum(a.nbytes for _, _, arrays in self.fabric.expected for a in arrays.values())
         now = self.clock()
         self.checking = self.steps >= AHEAD_STEPS or 2 * held >= AHEAD_BYTES or now - self.since >= AHEAD_S
         if self.checking:
             self.steps, self.since = 0, now
-        return self.checking
+            self.expect_held(weights)
 
-    def state_now(self) -> dict[str, dict[int, np.ndarray]]:
-        """The state to update in place; on a checking step, what the machines hold is compared with a copy."""
-        if self.checking:
-            for name, arrays in self.state.items():
-                self.fabric.expect(name, copies(arrays))
-        return self.state
+    def expect_held(self, weights: dict[int, np.ndarray]) -> None:
+        """The weights and state the machines hold, expected to be these: copies, as the step updates its own in
+        place before the check."""
+        self.fabric.expect("params", copies(weights))
+        for name, arrays in self.state.items():
+            self.fabric.expect(name, copies(arrays))
