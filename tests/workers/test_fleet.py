@@ -25,9 +25,9 @@ class Recording(WrappedTransport):
         super().__init__(inner)
         self.records = []
 
-    def record(self, result) -> None:
-        self.records.append(result)
-        self.inner.record(result)
+    def record(self, result, times: int = 1) -> None:
+        self.records.extend([result] * times)
+        self.inner.record(result, times)
 
 
 def train(fleet: Fleet, w, on_step=None) -> list:

@@ -147,10 +147,10 @@ class LocalTransport:
                     else:
                         dst[a:b] = src[a:b]
 
-    def record(self, result: CollectiveResult) -> None:
-        self.records.append(result)
+    def record(self, result: CollectiveResult, times: int = 1) -> None:
+        self.records.extend([result] * times)
         if self.counters is not None:
-            self.counters.add(result.traffic)
+            self.counters.add(result.traffic, times)
 
     def record_streaming(self, per_machine: Mapping[int, tuple[int, int]]) -> None:
         pass  # no machine counters: the runs' step reports carry their streaming

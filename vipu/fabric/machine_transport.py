@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from vipu.by_identity import ByIdentity
 from vipu.errors import InvalidArgument, NotFound
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import TrafficCounters, by_machine
@@ -43,7 +44,8 @@ class MachineTransport:
         self.machines = dict(machines)
         self.ipus_per_machine = ipus_per_machine
         self.counters = counters
-        self._split: dict[int, tuple[CollectiveResult, dict]] = {}  # id(result) -> (it, by_machine of its traffic)
+        self._split: ByIdentity[dict] = ByIdentity(SPLITS_KEPT)  # result -> by_machine of its traffic
+        self._steps: ByIdentity[tuple] = ByIdentity(SPLITS_KEPT)  # steps -> (their IPUs, machines, sizes checked)
 
     def _at(self, ipu: int) -> tuple[Machine, threading.Lock, int]:
         machine, index = divmod(ipu, self.ipus_per_machine)
@@ -83,11 +85,30 @@ class MachineTransport:
                     m.free_each(items)
 
     def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        for ipu, array in arrays.items():
-            self.put_tensor(ipu, name, array)
+        """In the arrays' order, each machine's lock taken once for the run of its IPUs."""
+        for m, lock, items in self._runs(arrays.items()):
+            with lock:
+                for index, array in items:
+                    m.put_tensor(index, name, array)
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
-        return {ipu: self.get_tensor(ipu, name) for ipu in ipus}
+        got = {}
+        for m, lock, items in self._runs((ipu, ipu) for ipu in ipus):
+            with lock:
+                for index, ipu in items:
+                    got[ipu] = m.get_tensor(index, name)
+        return got
+
+    def _runs(self, pairs: Iterable[tuple[int, object]]):
+        """(machine, its lock, [(IPU inside it, value), ...]) for each run of `pairs` (IPU, value) on one machine,
+        in order: a call per IPU, a lock per machine it moves to."""
+        runs: list[tuple[Machine, threading.Lock, list]] = []
+        for ipu, value in pairs:
+            m, lock, index = self._at(ipu)
+            if not runs or runs[-1][0] is not m:
+                runs.append((m, lock, []))
+            runs[-1][2].append((index, value))
+        return runs
 
     def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
         got = self.get_tensors(name, ipus)
@@ -139,46 +160,51 @@ class MachineTransport:
         """Under the locks of the machines taking part, each IPU's tensor is looked up once (the machine's own
         checks: a failed IPU, a missing tensor), then the steps move the data in place as LocalTransport does (they
         are hazard-free, transport.py); a transfer over a failed IPU-Link, or outside a tensor, is refused as the
-        machine's own add and set refuse it."""
-        ipus = sorted({ipu for transfers in steps for t in transfers for ipu in (t.src, t.dst)})
+        machine's own add and set refuse it, before anything moves. The same steps on tensors of the same sizes (a
+        training loop's, known_schedules.py) have their IPUs listed and their ranges checked once."""
+        kept = self._steps.get(steps)
+        if kept is None:
+            ipus = sorted({ipu for transfers in steps for t in transfers for ipu in (t.src, t.dst)})
+            kept = self._steps.put(steps, (ipus, sorted({ipu // self.ipus_per_machine for ipu in ipus}), set()))
+        ipus, machines, sizes_checked = kept
         at = {ipu: self._at(ipu) for ipu in ipus}
         with ExitStack() as locked:
-            for machine in sorted({ipu // self.ipus_per_machine for ipu in ipus}):
+            for machine in machines:
                 locked.enter_context(self.machines[machine][1])
             flats = {ipu: m.memory(index).tensor(name).flat for ipu, (m, _, index) in at.items()}
-            links_failed = any(m.failed_links for m, _, _ in at.values())
+            sizes = tuple(flats[ipu].size for ipu in ipus)
+            if sizes not in sizes_checked:
+                _check_ranges(name, steps, flats)
+                sizes_checked.add(sizes)
+            if any(m.failed_links for m, _, _ in at.values()):
+                for transfers in steps:
+                    for t in transfers:
+                        m, _, index = at[t.dst]
+                        m.check_received(index, t.src)
             for transfers in steps:
                 for t in transfers:
                     src, dst = flats[t.src], flats[t.dst]
-                    if links_failed:
-                        m, _, index = at[t.dst]
-                        m.check_received(index, t.src)
                     for a, b in t.ranges:
-                        if not 0 <= a <= b <= min(src.size, dst.size):
-                            raise InvalidArgument(f"tensor {name!r}: element range [{a}, {b}) is outside IPU {t.src}'s"
-                                                  f" [0, {src.size}) or IPU {t.dst}'s [0, {dst.size})")
                         if t.reduce:
                             dst[a:b] += src[a:b]  # local + incoming, as the machine's add_slice does
                         else:
                             dst[a:b] = src[a:b]
 
-    def record(self, result: CollectiveResult) -> None:
+    def record(self, result: CollectiveResult, times: int = 1) -> None:
         """Each machine's counters get its IPUs' bytes and the virtual time, as RayTransport.record gives the
         actors; the fleet's counters (if any) get every IPU's. A result recorded again (a known schedule's, every
         step) is split per machine once."""
-        kept = self._split.get(id(result))
-        if kept is None or kept[0] is not result:  # the result itself is kept too: an id is not reused meanwhile
-            if len(self._split) >= SPLITS_KEPT:
-                self._split.clear()
-            kept = self._split[id(result)] = (result, by_machine(result.traffic, self.ipus_per_machine))
-        for machine, kinds in kept[1].items():
+        split = self._split.get(result)
+        if split is None:
+            split = self._split.put(result, by_machine(result.traffic, self.ipus_per_machine))
+        for machine, kinds in split.items():
             if machine in self.machines:
                 m, lock = self.machines[machine]
                 with lock:
                     for kind, (sent, received) in kinds.items():
-                        m.record_traffic(kind, sent, received, result.virtual_s)
+                        m.record_traffic(kind, sent, received, result.virtual_s, times)
         if self.counters is not None:
-            self.counters.add(result.traffic)
+            self.counters.add(result.traffic, times)
 
     # --- what a step cost the machines -------------------------------------------------------------------------
     def record_streaming(self, per_machine: Mapping[int, tuple[int, int]]) -> None:
@@ -192,3 +218,14 @@ class MachineTransport:
             m, lock = self.machines[machine]
             with lock:
                 m.run_step(step)
+
+
+def _check_ranges(name: str, steps: Sequence[Sequence[Transfer]], flats: Mapping[int, np.ndarray]) -> None:
+    """Every range of every transfer inside both its IPUs' tensors, as the machine's add and set check them."""
+    for transfers in steps:
+        for t in transfers:
+            src, dst = flats[t.src], flats[t.dst]
+            for a, b in t.ranges:
+                if not 0 <= a <= b <= min(src.size, dst.size):
+                    raise InvalidArgument(f"tensor {name!r}: element range [{a}, {b}) is outside IPU {t.src}'s"
+                                          f" [0, {src.size}) or IPU {t.dst}'s [0, {dst.size})")

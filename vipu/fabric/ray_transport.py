@@ -102,11 +102,12 @@ class RayTransport:
         self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
 
     def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        """One call per machine (deferred: queued)."""
+        """One call per machine (deferred: queued, with a copy of each array: the batch goes at the next wait, and
+        the caller may change its arrays meanwhile)."""
         machines: dict[int, dict[int, np.ndarray]] = defaultdict(dict)
         for ipu, array in arrays.items():
             machine, index = self._machine(ipu)
-            machines[machine][index] = array
+            machines[machine][index] = np.array(array) if self.calls.deferred else array
             self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
         for machine, mine in machines.items():
             self.calls.queue(machine, "put_tensors", name, mine)
@@ -245,11 +246,11 @@ class RayTransport:
                                                               *[packs[m] for m in senders]))
         return refs
 
-    def record(self, result: CollectiveResult) -> None:
+    def record(self, result: CollectiveResult, times: int = 1) -> None:
         """Each machine's counters get its IPUs' bytes sent and received per link type (traffic.by_machine, as
         LocalTransport's counters sum them), and the virtual time (deferred: queued with the collective)."""
         self._later("record_traffic_each", {
-            m: ([(kind, sent, received, result.virtual_s) for kind, (sent, received) in kinds.items()],)
+            m: ([(kind, sent, received, result.virtual_s, times) for kind, (sent, received) in kinds.items()],)
             for m, kinds in by_machine(result.traffic, self.ipus_per_machine).items()})
 
     # --- what a training step cost the machines ----------------------------------------------------------------

@@ -39,15 +39,15 @@ class TrafficCounters:
         self._lock = threading.Lock()
         self._ipus: dict[int, dict[str, list[int]]] = {}
 
-    def add(self, traffic: Traffic) -> None:
-        """Count one collective's CollectiveResult.traffic."""
+    def add(self, traffic: Traffic, times: int = 1) -> None:
+        """Count one collective's CollectiveResult.traffic, `times` times."""
         with self._lock:
             for ipu, kinds in traffic.items():
                 mine = self._ipus.setdefault(ipu, {})
                 for kind, (sent, received) in kinds.items():
                     totals = mine.setdefault(kind, [0, 0])
-                    totals[0] += sent
-                    totals[1] += received
+                    totals[0] += sent * times
+                    totals[1] += received * times
 
     def by_machine(self, ipus_per_machine: int) -> dict[int, dict[str, list[int]]]:
         """The totals so far, summed per machine as by_machine() sums one collective's."""

@@ -43,8 +43,9 @@ class Transport(Protocol):
         Callers give hazard-free steps (transfer_schedule.check_hazards): no IPU reads what another transfer of the
         same step writes, so a transport may run a step's reads and writes in any order."""
 
-    def record(self, result: CollectiveResult) -> None:
-        """Account the collective's traffic and virtual time (the machines' link counters)."""
+    def record(self, result: CollectiveResult, times: int = 1) -> None:
+        """Account the collective's traffic and virtual time (the machines' link counters), as if it ran `times`
+        times (a stacked collective: one per micro-batch, data_path.Fabric._moved)."""
 
     # --- tensors on one IPU ---------------------------------------------------------------------------------------
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
@@ -134,8 +135,8 @@ class WrappedTransport:
     def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
         self.inner.run_steps(name, steps)
 
-    def record(self, result: CollectiveResult) -> None:
-        self.inner.record(result)
+    def record(self, result: CollectiveResult, times: int = 1) -> None:
+        self.inner.record(result, times)
 
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
         self.inner.put_tensor(ipu, name, array, tiles)

@@ -96,7 +96,7 @@ class MachineActor:
     def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
         self.machine.record_traffic(link_type, sent_bytes, received_bytes, virtual_s)
 
-    def record_traffic_each(self, reports: list[tuple[str, int, int, float]]) -> None:
+    def record_traffic_each(self, reports: list[tuple[str, int, int, float, int]]) -> None:
         for report in reports:
             self.machine.record_traffic(*report)
 

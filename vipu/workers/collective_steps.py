@@ -31,8 +31,14 @@ def exchange(machine: Machine, name: str, steps: Sequence[tuple[Sequence[LocalTr
     dst, ranges, reduce) between its own IPUs, and `incoming` ones (dst, ranges, reduce, sender, pack, item) whose
     values are packs[pack][item], what another machine's read_transfers gave. In each step every local read comes
     before any write; reduce adds the values in, else they are written over; a transfer from an IPU over a failed
-    IPU-Link is refused (the sender is a Pod-wide IPU number)."""
+    IPU-Link is refused (the sender is a Pod-wide IPU number).
+
+    A step with no incoming values runs in place (in_place): RayTransport sends only hazard-free steps (no IPU
+    reads what another transfer of the step writes, transport.py), so no read needs a copy first."""
     for local, incoming in steps:
+        if not incoming:
+            in_place(machine, name, local)
+            continue
         values = read_transfers(machine, name, [(src, ranges) for src, _, ranges, _ in local])
         for (src, dst, ranges, reduce), flat in zip(local, values):
             _write(machine, name, dst, ranges, reduce, src, flat)
@@ -43,3 +49,23 @@ def exchange(machine: Machine, name: str, steps: Sequence[tuple[Sequence[LocalTr
 def _write(machine: Machine, name: str, ipu: int, ranges: Ranges, reduce: bool, sender: int,
            flat: np.ndarray) -> None:
     machine.write_ranges(ipu, name, ranges, flat, reduce, sender)
+
+
+def in_place(machine: Machine, name: str, local: Sequence[LocalTransfer]) -> None:
+    """A hazard-free step of local transfers, each range added or copied straight from src's tensor into dst's:
+    every tensor and range is checked (a failed IPU, a missing tensor, a failed IPU-Link, a range outside) before
+    anything moves."""
+    memories = {ipu: machine.memory(ipu) for transfer in local for ipu in transfer[:2]}
+    tensors = {ipu: memory.tensor(name) for ipu, memory in memories.items()}
+    for src, dst, ranges, _ in local:
+        machine.check_received(dst, src)
+        for a, b in ranges:
+            memories[src].check_range(tensors[src], a, b)
+            memories[dst].check_range(tensors[dst], a, b)
+    for src, dst, ranges, reduce in local:
+        read, write = tensors[src].flat, tensors[dst].flat
+        for a, b in ranges:
+            if reduce:
+                write[a:b] += read[a:b]  # local + incoming, as the machine's add_slice does
+            else:
+                write[a:b] = read[a:b]

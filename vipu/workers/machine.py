@@ -27,6 +27,7 @@ from functools import cached_property
 
 import numpy as np
 
+from vipu.by_identity import ByIdentity
 from vipu.errors import FailedPrecondition, InvalidArgument, VipuError
 from vipu.hardware.figures import LINK_TYPES
 from vipu.hardware.pod import PodConfig
@@ -34,6 +35,9 @@ from vipu.hardware.topology import Topology
 from vipu.workers import bsp
 from vipu.workers.streaming_memory import StreamingMemory
 from vipu.workers.tile_sram import IpuMemory, Linear
+
+ALL_TILES = Linear(0, None)
+STEPS_PRICED = 64  # the distinct steps run kept with their price (a training loop's: one per run)
 
 
 @dataclass
@@ -63,6 +67,7 @@ class Machine:
         self.phases = [bsp.PhaseTimes() for _ in range(self.size)]  # per IPU, summed since the machine started
         self.last = [bsp.PhaseTimes() for _ in range(self.size)]  # per IPU, its last step: what utilisation is of
         self.steps = 0
+        self._priced: ByIdentity[tuple[bsp.Step, bsp.StepTimes]] = ByIdentity(STEPS_PRICED)  # step -> (Pod-wide, price)
 
     # --- addressing -------------------------------------------------------------------------------------------
     @property
@@ -71,7 +76,8 @@ class Machine:
 
     def local(self, ipu: int) -> int:
         """The number inside the machine of `ipu`, given either inside the machine or Pod-wide."""
-        ipu = operator.index(ipu)
+        if type(ipu) is not int:  # noqa: E721 - a plain int needs no conversion (most calls: a step's many)
+            ipu = operator.index(ipu)
         if 0 <= ipu < self.size:
             return ipu
         if self.first_ipu <= ipu < self.first_ipu + self.size:
@@ -99,7 +105,7 @@ class Machine:
     # --- tensors ----------------------------------------------------------------------------------------------
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
         """Place `array` linearly over the first `tiles` tiles (default all), replacing a tensor of that name."""
-        self.memory(ipu).allocate(name, np.asarray(array), Linear(0, tiles))
+        self.memory(ipu).allocate(name, np.asarray(array), ALL_TILES if tiles is None else Linear(0, tiles))
 
     def get_tensor(self, ipu: int, name: str) -> np.ndarray:
         return self.memory(ipu).read(name)
@@ -203,28 +209,40 @@ class Machine:
             self.held[self.local(ipu)][name] = (int(sram), int(streaming))
 
     # --- time and traffic -------------------------------------------------------------------------------------
-    def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float) -> None:
-        """Fold in traffic the fabric moved for this machine and the virtual time it charged for it."""
+    def record_traffic(self, link_type: str, sent_bytes: int, received_bytes: int, virtual_s: float,
+                       times: int = 1) -> None:
+        """Fold in traffic the fabric moved for this machine and the virtual time it charged for it, `times` times
+        (the time added once a time: the same sum as `times` calls)."""
         if link_type not in self.links:
             raise InvalidArgument(f"link_type {link_type!r} is not one of {', '.join(LINK_TYPES)}; use one of them")
         if sent_bytes < 0 or received_bytes < 0 or virtual_s < 0:
             raise InvalidArgument(f"traffic on {link_type} must be non-negative, got sent {sent_bytes}, received"
                                   f" {received_bytes}, {virtual_s} s")
         counters = self.links[link_type]
-        counters.sent_bytes += int(sent_bytes)
-        counters.received_bytes += int(received_bytes)
-        counters.virtual_s += float(virtual_s)
-        counters.reports += 1
+        counters.sent_bytes += int(sent_bytes) * times
+        counters.received_bytes += int(received_bytes) * times
+        for _ in range(times):
+            counters.virtual_s += float(virtual_s)
+        counters.reports += times
 
     def run_step(self, step: bsp.Step) -> bsp.StepTimes:
-        """Run a BSP step on this machine's IPUs (in virtual time) and add its phases to the counters."""
-        step = self._pod_wide(step)
+        """Run a BSP step on this machine's IPUs (in virtual time) and add its phases to the counters. The same
+        step object run again (a training loop's, machine_charges.py) is renumbered and priced once: steps are
+        frozen, and the price depends on the step and the machine's fixed figures only."""
+        given, times = step, None
+        kept = self._priced.get(given)
+        if kept is not None:
+            step, times = kept
+        else:
+            step = self._pod_wide(step)
         for ipu in step.participants():
             self.memory(ipu)  # refuses failed IPUs
         for cs in step.compute_sets:
             for ipu, work in cs.ipus.items():
                 self._check_sends(ipu, work.sends)
-        times = bsp.run(step, self.pod.ipu, self.pod.links.ipu_link)
+        if times is None:
+            times = bsp.run(step, self.pod.ipu, self.pod.links.ipu_link)
+            self._priced.put(given, (step, times))
         for ipu, phases in times.ipus.items():
             local = self.local(ipu)
             self.phases[local] = self.phases[local] + phases

@@ -114,6 +114,7 @@ class Tensor:
     data: np.ndarray  # owned by the IPU: C-contiguous, writable, never shared with a caller
     slices: tuple[TileSlice, ...]
     need: np.ndarray | None = None  # bytes per tile, when known (layout()); read-only
+    mapping: Mapping | None = None  # how it was placed, when known (allocate())
 
     @property
     def nbytes(self) -> int:
@@ -154,11 +155,9 @@ class IpuMemory:
         array = np.asarray(array)
         old = self.tensors.get(name)
         if (copy and old is not None and old.data.shape == array.shape and old.data.dtype == array.dtype
-                and old.data.flags.writeable):
-            slices, need = layout(mapping, old.data.size, old.data.itemsize, self.tiles, name)
-            if need is old.need:  # the same tiles again (a training step's buffers): copied in, nothing to count
-                np.copyto(old.data, array)
-                return old
+                and old.data.flags.writeable and old.mapping == mapping):
+            np.copyto(old.data, array)  # the same tiles again (a training step's buffers): nothing to count
+            return old
         # own it: Ray hands actors read-only views of their arguments (reserve() passes a read-only placeholder)
         data = np.array(array, copy=True, order="C") if copy else array
         slices, need = layout(mapping, data.size, data.itemsize, self.tiles, name)
@@ -168,7 +167,7 @@ class IpuMemory:
         self._check_fits(name, need, free)
         if old is not None:
             self.free(name)
-        tensor = Tensor(name, data, slices, need)
+        tensor = Tensor(name, data, slices, need, mapping)
         self.used += need
         self.tensors[name] = tensor
         return tensor
@@ -205,7 +204,7 @@ class IpuMemory:
 
     def read_slice(self, name: str, start: int, stop: int) -> np.ndarray:
         tensor = self.tensor(name)
-        self._check_range(tensor, start, stop)
+        self.check_range(tensor, start, stop)
         return tensor.flat[start:stop].copy()
 
     def write_slice(self, name: str, start: int, stop: int, values: np.ndarray) -> None:
@@ -221,7 +220,7 @@ class IpuMemory:
         collective's transfer read at once (read_slice of each, joined)."""
         tensor = self.tensor(name)
         for a, b in ranges:
-            self._check_range(tensor, a, b)
+            self.check_range(tensor, a, b)
         flat = tensor.flat
         if len(ranges) == 1:
             return flat[ranges[0][0]:ranges[0][1]].copy()
@@ -233,7 +232,7 @@ class IpuMemory:
         values = np.asarray(values).reshape(-1)
         total = 0
         for a, b in ranges:
-            self._check_range(tensor, a, b)
+            self.check_range(tensor, a, b)
             total += b - a
         if values.size != total:
             raise InvalidArgument(f"tensor {name!r} on {self.label}: {values.size} values for the {total} elements"
@@ -274,7 +273,7 @@ class IpuMemory:
                 f" bytes over{others}; map it over more tiles or offload it to Streaming Memory"
             )
 
-    def _check_range(self, tensor: Tensor, start: int, stop: int) -> None:
+    def check_range(self, tensor: Tensor, start: int, stop: int) -> None:
         if not 0 <= start <= stop <= tensor.data.size:
             raise InvalidArgument(
                 f"tensor {tensor.name!r} on {self.label}: element range [{start}, {stop}) is outside"
@@ -282,7 +281,7 @@ class IpuMemory:
             )
 
     def _values(self, tensor: Tensor, start: int, stop: int, values: np.ndarray) -> np.ndarray:
-        self._check_range(tensor, start, stop)
+        self.check_range(tensor, start, stop)
         values = np.asarray(values).reshape(-1)
         if values.size != stop - start:
             raise InvalidArgument(

@@ -11,8 +11,9 @@ shared with users' programs so that one copy of it trains both. Pure domain here
 executes), reference.py (single-device training), pipeline_schedule.py (the pipeline's timeline), work.py (one
 operation's BSP compute sets and collectives; StageGroup, the engine's shards), recompute.py. Edges: poprun.py (the
 environment each poprun instance sees, and which replicas it gives the instance), data_path.py (the collectives on
-the transport), parallel.py (ParallelTrainer: one optimiser step; holdings.py: what each IPU holds during it),
-runner.py (run_training, the entry point), results.py (StepReport, TrainingResult).
+the transport), parallel.py (ParallelTrainer: one optimiser step; step_costs.py: what it cost and held, its report;
+holdings.py: what each IPU holds during it; run_ahead.py: steps that run ahead of the machine actors), runner.py
+(run_training, the entry point), results.py (StepReport, TrainingResult).
 """
 
 import importlib

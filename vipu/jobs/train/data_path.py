@@ -28,7 +28,9 @@ pieces as the all-gather joins them), and check_expected() compares that, bit fo
 links before the step's update is applied (the read of the gradients has awaited those reads too). The trainer
 does the same with the weights it put at the end of the last step (expect). Where a read waits for the machines
 (transport.deferred), the tensor-parallel collectives are exceptions too: each also runs, the same schedule, on an
-in-process mirror whose results the stage continues with, checked the same way (Fabric._exchange).
+in-process mirror whose results the stage continues with, checked the same way (Fabric._exchange). There, a step
+of a simple layout also runs its data-parallel allreduce on the mirror, and its checks wait for several steps
+(run_ahead.py): on machine actors a step then waits for nothing.
 
 A stage that runs several micro-batches stacked (micro_batches.py) moves them in one collective, priced, logged
 and recorded as one per micro-batch (Fabric._moved).

@@ -19,6 +19,8 @@ from vipu.hardware.pod import PodConfig
 from vipu.hardware.streaming_cost import duplex_s
 from vipu.workers import bsp
 
+STEPS_KEPT = 64  # a run's distinct step figures kept (in a steady loop, one)
+
 
 def machine_streaming_s(transport: Transport, pod: PodConfig, per_ipu: dict[int, tuple[float, float]]) -> float:
     """The busiest machine's seconds for its IPUs' (in, out) bytes; each machine's batch is charged on its own
@@ -35,8 +37,25 @@ def machine_streaming_s(transport: Transport, pod: PodConfig, per_ipu: dict[int,
 
 
 def charge_compute(transport: Transport, pod: PodConfig, compute_s: Mapping[int, float], step_s: float,
-                   name: str, dtype: str) -> None:
-    """Add a step of `step_s` to each machine's BSP counters, IPU i having computed compute_s[i] of it."""
+                   name: str, dtype: str, built: dict | None = None) -> None:
+    """Add a step of `step_s` to each machine's BSP counters, IPU i having computed compute_s[i] of it.
+
+    built: where the steps are kept by their figures, so that a training loop, whose steps all cost the same, builds
+    them once and hands the machines the same objects (Machine.run_step then prices each once)."""
+    if built is None:
+        transport.record_compute(_steps(pod, compute_s, step_s, name, dtype))
+        return
+    key = (tuple(compute_s.items()), step_s, name, dtype)
+    steps = built.get(key)
+    if steps is None:
+        if len(built) >= STEPS_KEPT:
+            built.clear()
+        steps = built[key] = _steps(pod, compute_s, step_s, name, dtype)
+    transport.record_compute(steps)
+
+
+def _steps(pod: PodConfig, compute_s: Mapping[int, float], step_s: float, name: str,
+           dtype: str) -> dict[int, bsp.Step]:
     ipu_spec = pod.ipu
     per_machine: dict[int, list[int]] = defaultdict(list)
     for ipu in compute_s:
@@ -48,4 +67,4 @@ def charge_compute(transport: Transport, pod: PodConfig, compute_s: Mapping[int,
         work = {ipu: bsp.IpuWork(cycles=compute_s[ipu] * ipu_spec.clock_hz,
                                  exchange_bytes=int(rest * ipu_spec.exchange_bytes_per_s)) for ipu in ipus}
         steps[machine] = bsp.Step(name=name, compute_sets=[bsp.ComputeSet(name=name, dtype=dtype, ipus=work)])
-    transport.record_compute(steps)
+    return steps

@@ -20,7 +20,10 @@ A step:
    (and the IPUs have the SRAM for the stacked exchange buffers), a stage runs its m micro-batches stacked, each
    numpy call on all of them, and is timed per micro-batch as the schedule orders them (micro_batches.py);
 2. the gradient accumulators are put on the IPUs and allreduced over the r replicas of each (stage, shard);
-3. every IPU applies the optimiser (vipu/sdk/nn/optimizers.py) to its own buffers and puts them back: all replicas stay identical.
+3. every IPU applies the optimiser (vipu/sdk/nn/optimizers.py) to its own buffers and puts them back: all replicas
+   stay identical.
+Where reads wait for the machine actors, a step of a simple layout needs nothing back from them, and what they
+hold is checked every few steps (run_ahead.py).
 
 Layout options, executed (the planner's memory_estimate.py and timing.py say the same):
 - recompute (and phased, which recomputes each phase): a forward keeps each block's input only, and the backward
@@ -42,19 +45,13 @@ Layout options, executed (the planner's memory_estimate.py and timing.py say the
   loads the weights once, but the Pod streams what phased execution streams (timing.py): weights 4 times in
   (forward, recomputation, backward, update), gradients, state and every micro-batch's stashed block inputs in
   and out, gradients and weights out (weights and gradients as stored: with RTS the IPU's shard).
-Streaming is charged once a step per machine as one duplex batch (hardware/streaming_cost.py duplex_s: one latency,
-reads and writes in parallel at the machine's bandwidth), on the machines' own counters when the transport has
-machines (record_streaming); the step's streaming_s is the busiest machine's. Each IPU also holds, reserved in its
-SRAM, its stage's activations as the planner counts them (memory_estimate.stage_memory; phased: one block's), so a
-layout whose activations do not fit fails with the machines' out-of-memory error, as it would on the Pod. What each
-IPU reports holding (SRAM, activations, Streaming Memory) is counted from the arrays the step keeps (holdings.py),
-and the machines are told it each step (Fabric.hold): it is what they report for the job's IPUs.
+Each IPU also holds, reserved in its SRAM, its stage's activations as the planner counts them
+(memory_estimate.stage_memory; phased: one block's), so a layout whose activations do not fit fails with the
+machines' out-of-memory error, as it would on the Pod. What a step cost and held, streaming included, is counted
+and reported by step_costs.py.
 
 The loss is the mean over the global batch of the per-sample losses the last stages computed.
 
-Emulated time (results.py): each operation's BSP compute sets and collectives (work.py), the pipeline laid out
-event by event from those durations (pipeline_schedule.timeline), then the data-parallel allreduce and the step's
-streaming. The optimiser update and host I/O are not charged (the planner does not model them either).
 Arithmetic is fp32 for every model; an fp16 model is timed at fp16 FLOP rates and its collectives priced at fp16
 bytes (data_path.PricedAs), and the memory reported per IPU is what the Pod would hold: weights, gradients and
 activations in the model's dtype, the optimiser state as memory_estimate.py counts it (fp32, master weights included).
@@ -72,17 +69,16 @@ from vipu.fabric import LocalTransport
 from vipu.fabric.group import shard
 from vipu.hardware.topology import Topology
 from vipu.jobs.layout import compute_share
-from vipu.jobs.memory_estimate import stage_memory, stash_bytes, state_bytes_per_param
-from vipu.jobs.timing import WEIGHT_GATHERS, recomputes, streamed_bytes
-from vipu.jobs.train.data_path import DP, PP, TP, Fabric, PricedAs, owned
-from vipu.jobs.train.holdings import Holdings
+from vipu.jobs.memory_estimate import stage_memory
+from vipu.jobs.timing import WEIGHT_GATHERS, recomputes
+from vipu.jobs.train.data_path import Fabric, PricedAs, owned
 from vipu.jobs.train.micro_batches import stack_fits
-from vipu.jobs.train.pipeline_schedule import timeline
 from vipu.jobs.train.replica_batches import batchable, each_replica
+from vipu.jobs.train.run_ahead import RunAhead, data_parallel_ahead, runs_ahead
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
-from vipu.jobs.train.results import IpuReport, StepReport
-from vipu.jobs.train.machine_charges import charge_compute, machine_streaming_s
+from vipu.jobs.train.results import StepReport
+from vipu.jobs.train.step_costs import StepCosts
 from vipu.jobs.train.work import StageGroup
 from vipu.sdk.nn import mlp, optimizers as optim, transformer, transformer2d
 from vipu.sdk.nn.pipeline import execution_order, stage_orders
@@ -107,6 +103,7 @@ class ParallelTrainer:
         # I/O tiles compute nothing: the model's FLOPs spread over the other tiles, as the planner prices them
         self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
         self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
+        self.costs = StepCosts(self)  # what a step cost and held: its report (step_costs.py)
         self.cache_shares: dict = {}  # (replica, stage) -> its stacked cache's bytes per IPU (micro_batches.py)
         self._views: dict[int, tuple[np.ndarray, dict]] = {}  # IPU -> (its weights' buffer, their views)
         self.partition_sync_s = partition_sync_s  # one sync across the partition (assumptions.sync_s)
@@ -143,11 +140,16 @@ class ParallelTrainer:
         self.weights_as_put = not (self.lay.phased or self.lay.shards_weights or self.rts)
         try:
             self._put_weights(weights)
+            state = {name: {ipu: np.zeros(self.owned_range(ipu)[1] - self.owned_range(ipu)[0], dtype=w.dtype)
+                            for ipu, w in weights.items()} for name in self.state_names}
             for name in self.state_names:
-                self.fabric.put(name, {ipu: np.zeros(self._owned(ipu)[1] - self._owned(ipu)[0], dtype=w.dtype)
-                                       for ipu, w in weights.items()})
+                self.fabric.put(name, state[name])
                 if self.streamed:
                     self.fabric.offload(name)
+            # what a checking step reads back: the weights, the gradients' sums and each state buffer
+            step_bytes = sum(w.nbytes for w in weights.values()) * (2 + len(self.state_names))
+            ahead = runs_ahead(self.fabric, self.weights_as_put, self.streamed, step_bytes)
+            self.ahead = RunAhead(self.fabric, state, clock) if ahead else None  # run_ahead.py
             if self.lay.phased:
                 self.fabric.offload("params")
             activations = [int(stage_memory(workload, s).activations) for s in range(p)]
@@ -163,7 +165,7 @@ class ParallelTrainer:
     def ipus(self) -> list[int]:
         return self.fabric.ipus
 
-    def _owned(self, ipu: int) -> tuple[int, int]:
+    def owned_range(self, ipu: int) -> tuple[int, int]:
         """The elements of the IPU's flat buffers whose optimiser state it holds: all, or with RTS its replica's
         shard."""
         numel = self.layouts[ipu].size
@@ -176,7 +178,7 @@ class ParallelTrainer:
         weights, its replica's shard."""
         if not self.lay.shards_weights:
             return buffers
-        return {ipu: buffer[slice(*self._owned(ipu))] for ipu, buffer in buffers.items()}
+        return {ipu: buffer[slice(*self.owned_range(ipu))] for ipu, buffer in buffers.items()}
 
     def _gather_weights(self) -> float:
         """RTS with the weights in Streaming Memory: from each IPU's shard ("params", loaded), the replicas
@@ -188,31 +190,10 @@ class ParallelTrainer:
             whole = {}
             for ipu, mine in shards.items():
                 whole[ipu] = np.zeros(self.layouts[ipu].size, dtype=mine.dtype)
-                whole[ipu][slice(*self._owned(ipu))] = mine
+                whole[ipu][slice(*self.owned_range(ipu))] = mine
             self.fabric.put("params", whole)
             seconds += self.fabric.data_parallel_half("params", "all-gather")
         return seconds
-
-    def _stored_weight_bytes(self, ipu: int) -> int:
-        """The IPU's weights as stored between uses, in the model's dtype (memory_estimate.stored_weight_bytes)."""
-        lo, hi = self._owned(ipu) if self.lay.shards_weights else (0, self.layouts[ipu].size)
-        return (hi - lo) * self.model.value_bytes
-
-    def _state_bytes(self, ipu: int) -> int:
-        """The IPU's optimiser state as the Pod holds it: memory_estimate.py's bytes per parameter (fp32, an fp16
-        model's master weights included) for the elements it owns."""
-        lo, hi = self._owned(ipu)
-        return (hi - lo) * state_bytes_per_param(self.workload)
-
-    def _streaming_s(self) -> float:
-        """The step's streaming, each IPU's bytes as the Pod moves them (timing.streamed_bytes) batched per
-        machine (train/machine_charges.py)."""
-        if not self.streamed:
-            return 0.0
-        stash = stash_bytes(self.workload) if self.lay.phased else 0.0
-        return machine_streaming_s(self.fabric.transport, self.pod, {
-            ipu: streamed_bytes(self.lay, self._stored_weight_bytes(ipu), self._state_bytes(ipu), stash)
-            for ipu in self.ipus})
 
     @property
     def replicas(self) -> list[int]:
@@ -222,6 +203,13 @@ class ParallelTrainer:
     def instance_ipus(self, instance: Instance) -> list[int]:
         return [self.fabric.ipu(rep, s, k) for rep in instance.replicas for s in range(self.lay.p)
                 for k in range(self.lay.tp)]
+
+    def finish(self) -> None:
+        """The checks still due (run_ahead.py), the weights and state the machines end with among them, and with
+        them the machines' errors: before the run reports."""
+        if self.ahead is not None:
+            self.ahead.expect_held(self.put_weights)
+        self.fabric.check_expected()
 
     def close(self) -> None:
         self.fabric.free_all()
@@ -244,8 +232,11 @@ class ParallelTrainer:
         if lay.phased:
             fabric.load("params")
         gather_s = self._gather_weights() if lay.shards_weights else 0.0
-        if self.put_weights is not None:
-            fabric.expect("params", self.put_weights)  # checked before the update changes them in place
+        if self.put_weights is not None:  # checked before the update changes them in place, or a copy (run_ahead.py)
+            if self.ahead is None:
+                fabric.expect("params", self.put_weights)
+            else:
+                self.ahead.begin(self.put_weights)
             params = self.put_weights
         else:
             params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
@@ -257,34 +248,38 @@ class ParallelTrainer:
         order = self.order
         losses: list[np.ndarray] = []
         compute = defaultdict(float)
-        held = self._holdings()
+        held = self.costs.holdings()
         worst = None  # (pipeline_s, stage busy, timers) of the critical stage of the slowest replica
         for rep, timers in each_replica(self, order, x, y, params, views, gviews, held, losses):
             for timer in timers.values():
                 for ipu, seconds in timer.ipu_compute_s.items():
                     compute[ipu] += seconds
-            line = timeline(order, {op: timer.total_s for op, timer in timers.items()}, lay.p)
+            line = self.costs.timeline(timers)
             if worst is None or line.pipeline_s > worst[0].pipeline_s:
                 stage = int(np.argmax(line.busy_s))
                 worst = (line, stage, [timer for op, timer in timers.items() if op[0] == stage])
 
-        fabric.put("grads", grads)
-        if self.rts:
-            dp_s = fabric.data_parallel_half("grads", "reduce-scatter")
+        if self.ahead is not None:
+            reduced, dp_s = data_parallel_ahead(fabric, "grads", grads)
+            later_grads = lambda: reduced  # noqa: E731
         else:
-            dp_s = fabric.data_parallel_allreduce("grads")
+            fabric.put("grads", grads)
+            if self.rts:
+                dp_s = fabric.data_parallel_half("grads", "reduce-scatter")
+            else:
+                dp_s = fabric.data_parallel_allreduce("grads")
+            later_grads = fabric.get_later("grads", self.ipus)
         # the replicas' groups reduce together: one sync, and one before each gather of sharded weights
         collectives = 1 + WEIGHT_GATHERS if lay.shards_weights else 1
         dp_sync = collectives * self.partition_sync_s if lay.r > 1 else 0.0
-        self._update(step, params, fabric.get_later("grads", self.ipus))
+        self._update(step, params, later_grads)
         if lay.shards_weights:
             dp_s += gather_s  # the gathers before use; the updated shards are stored, and gathered next step
         elif self.rts:
             dp_s += fabric.data_parallel_half("params", "all-gather")
         if lay.phased:
             fabric.offload("params")
-        streaming_s = self._streaming_s()
-        return self._report(step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s)
+        return self.costs.report(step, losses, worst, dp_s, dp_sync, compute, held, started, self.costs.streaming_s())
 
     def _weight_views(self, ipu: int, buffer: np.ndarray) -> dict[str, np.ndarray]:
         """The named views of the IPU's flat weight buffer, made again only when the buffer is another one (the
@@ -309,18 +304,25 @@ class ParallelTrainer:
         if self.streamed:
             for name in self.state_names:
                 fabric.load(name)
-        later = {name: fabric.get_later(name, self.ipus) for name in self.state_names}
-        grads = later_grads()
-        fabric.check_expected()  # before the update: the wait for the gradients awaited those reads too
-        state = {name: read() for name, read in later.items()}
+        if self.ahead is None:
+            later = {name: fabric.get_later(name, self.ipus) for name in self.state_names}
+            grads = later_grads()
+            fabric.check_expected()  # before the update: the wait for the gradients awaited those reads too
+            state = {name: read() for name, read in later.items()}
+        else:
+            state, grads = self.ahead.state, later_grads()
+            if self.ahead.checking:
+                fabric.check_expected()
         new_state: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.state_names}
         for ipu in self.ipus:
-            lo, hi = self._owned(ipu)  # with RTS only this shard: the all-gather brings the others' updates
+            lo, hi = self.owned_range(ipu)  # with RTS only this shard: the all-gather brings the others' updates
             mine = {name.removeprefix("opt."): owned(state[name][ipu], None) for name in self.state_names}
             optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
         self._put_weights(params)
+        if self.ahead is not None:
+            self.ahead.state = new_state
         for name in self.state_names:
             fabric.put(name, new_state[name])
             if self.streamed:
@@ -331,48 +333,4 @@ class ParallelTrainer:
         if self.weights_as_put:
             self.put_weights = {ipu: owned(a) for ipu, a in buffers.items()}
 
-    def _holdings(self) -> Holdings:
-        """A step's count of what each IPU holds. In SRAM all step: its weights and accumulators in the model's
-        dtype, and its optimiser state unless that streams; phased, only the resident block's weights and
-        accumulators are in SRAM."""
-        value = self.model.value_bytes
-        kept = {ipu: 2 * self.layouts[ipu].size * value + (0 if self.streamed else self._state_bytes(ipu))
-                for ipu in self.ipus}
-        return Holdings.of_layouts(self.lay.phased, self.lay.t, value, kept, self.layouts)
-
-    def _report(self, step, losses, worst, dp_s, dp_sync, compute, held, started, streaming_s) -> StepReport:
-        line, stage, timers = worst
-        step_s = line.pipeline_s + dp_sync + dp_s + streaming_s
-        compute_s = sum(t.compute_s for t in timers)
-        tp_s = sum(t.tensor_parallel_s for t in timers)
-        send_s = sum(t.send_s for t in timers)
-        sync_s = sum(t.sync_s for t in timers) + dp_sync
-        by_link: dict[str, int] = defaultdict(int)
-        by_kind = {TP: 0, PP: 0, DP: 0}
-        collectives = 0
-        for kind, result, times in self.fabric.log:
-            collectives += times
-            for link, nbytes in result.bytes_per_link_type.items():
-                by_link[link] += nbytes * times
-                by_kind[kind] += nbytes * times
-        per_ipu = {}
-        for ipu in self.ipus:
-            sram, activations = held.sram_peak(ipu)
-            streamed = self._state_bytes(ipu) if self.streamed else 0  # the optimiser state
-            if self.lay.phased:  # and weights and accumulators as stored, and the stashed block inputs
-                streamed += 2 * self._stored_weight_bytes(ipu) + held.stash_bytes(ipu)
-            per_ipu[ipu] = IpuReport(compute_s=compute[ipu], utilisation=compute[ipu] / step_s if step_s else 0.0,
-                                     memory_bytes=int(sram), activation_bytes=int(activations),
-                                     streaming_bytes=int(streamed))
-        # the machines' utilisation counters (`vipu top`): each IPU's compute, the rest of the step as exchange
-        charge_compute(self.fabric.transport, self.pod, {ipu: r.compute_s for ipu, r in per_ipu.items()}, step_s,
-                       f"train step {step}", self.model.dtype)
-        self.fabric.hold("held", {ipu: (r.memory_bytes, r.streaming_bytes) for ipu, r in per_ipu.items()})
-        return StepReport(
-            step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,
-            comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, sync_s=sync_s,
-            data_parallel_s=dp_s, streaming_s=streaming_s,
-            bubble_s=line.pipeline_s - line.busy_s[stage], bubble_fraction=line.bubble_fraction,
-            bytes_per_link_type=dict(by_link), bytes_per_kind=by_kind, collectives=collectives,
-            ipus=per_ipu, wall_s=self.clock() - started)
 

@@ -74,6 +74,7 @@ def run_training(workload, pod, first_ipu: int = 0, transport_factory: Callable[
             reports.append(report)
             if on_step is not None:
                 on_step(report)
+        trainer.finish()
     finally:
         trainer.close()
     return _result(workload, pod, first_ipu, wanted, stopped, reports, prediction, clock() - started, runs)

@@ -81,7 +81,7 @@ class Unrecorded(WrappedTransport):
     """A transport that moves a collective's data but records no cost: a mirror of the machines (Fabric._exchange),
     whose own collective is the one recorded."""
 
-    def record(self, result: CollectiveResult) -> None:
+    def record(self, result: CollectiveResult, times: int = 1) -> None:
         pass
 
 
@@ -113,9 +113,20 @@ class Tiled(WrappedTransport):
 
     def _tile(self, steps: Sequence[Sequence[Transfer]], numel: int) -> list[list[Transfer]]:
         offsets = [j * numel for j in range(self.stacked)]
-        return [[t._replace(ranges=tuple((lo + at, hi + at) for at in offsets for lo, hi in t.ranges),
+        return [[t._replace(ranges=joined([(lo + at, hi + at) for at in offsets for lo, hi in t.ranges]),
                             numel=t.numel * self.stacked) for t in step] for step in steps]
 
-    def record(self, result: CollectiveResult) -> None:
-        for _ in range(self.stacked):
-            self.inner.record(result)
+    def record(self, result: CollectiveResult, times: int = 1) -> None:
+        self.inner.record(result, times * self.stacked)
+
+
+def joined(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """`ranges` with each one that starts where the one before ends joined to it: the same elements, each moved or
+    added once as before (a send of a whole micro-batch tiled is then one range, not one per micro-batch)."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        if out and lo == out[-1][1]:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
