@@ -219,7 +219,7 @@ class _Walk:
             self.racks.take(first, size)
         if self._timeline is not None:
             self._timeline.reserve(self.now, end, first, size)
-        else:
+        elif self._frozen is None:  # (once frozen the timeline is never built: see freeze())
             self._started.append((end, first, size))
         self.usage.add(job)
         self.plan.started(job, end)
