@@ -137,12 +137,11 @@ class Job(BaseModel):
         """moved(RUNNING, now, ...) of a pending job that a cycle starts, written out: a cycle on a large Pod starts
         two thousand jobs, and the keyword arguments, the merge of two dicts and the union with a view of keys cost
         a third of the record."""
-        if JobState.RUNNING not in TRANSITIONS[self.state]:
-            check_transition(self.id, self.state, JobState.RUNNING)
+        if _RUNNING not in TRANSITIONS[self.state]:
+            check_transition(self.id, self.state, _RUNNING)
         fields = self.__dict__.copy()
-        fields.update(state=JobState.RUNNING, start_time=now, first_ipu=first_ipu, end_time=None, exit_code=None,
-                      reason=None, estimated_start=None, priority=priority,
-                      history=[*self.history, Transition(JobState.RUNNING, now)])
+        fields.update(state=_RUNNING, start_time=now, first_ipu=first_ipu, end_time=None, exit_code=None, reason=None,
+                      estimated_start=None, priority=priority, history=[*self.history, Transition(_RUNNING, now)])
         return _unvalidated(type(self), fields, self.__pydantic_fields_set__ | _STARTED)
 
     def requeued(self, now: float) -> Job:
@@ -153,6 +152,7 @@ class Job(BaseModel):
                          exit_signal=0, requeue_count=self.requeue_count + 1)
 
 
+_RUNNING = JobState.RUNNING  # (a member looked up on its enum costs a fifth of a microsecond, three times a start)
 _RUNS = (JobState.RUNNING, JobState.COMPLETING)
 _STARTED = frozenset(("state", "start_time", "first_ipu", "end_time", "exit_code", "reason", "estimated_start", "priority",
                       "history"))
