@@ -154,8 +154,8 @@ class Job(BaseModel):
 
 _RUNNING = JobState.RUNNING  # (a member looked up on its enum costs a fifth of a microsecond, three times a start)
 _RUNS = (JobState.RUNNING, JobState.COMPLETING)
-_STARTED = frozenset(("state", "start_time", "first_ipu", "end_time", "exit_code", "reason", "estimated_start", "priority",
-                      "history"))
+_STARTED = frozenset(("state", "start_time", "first_ipu", "end_time", "exit_code", "reason", "estimated_start",
+                      "priority", "history"))  # the fields started() sets
 _STOPPED = (JobState.CANCELLED, JobState.PREEMPTED, JobState.REQUEUED)  # with a start time: stopped while it ran
 SIGTERM = 15
 _new = object.__new__
