@@ -15,6 +15,7 @@ step touches live state, and only after the Journal has the change.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Mapping
 
 from vipu.scheduler.bits import block, has_block
@@ -180,7 +181,6 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
     qos = qos_factors(sched.config) if decision.starts else None
     pending, config, total = sched.table.pending, sched.config, sched.total
     factors = sched.order.fairshare_factors(now, sched.table.running.values()) if decision.starts else {}
-    running = S.RUNNING
     for s in decision.starts:
         job = jobs[s.job_id]
         spec = job.spec
@@ -188,8 +188,7 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
         # with the fair-share of the last priority calculation: working it out again for thousands of running
         # jobs at each start cost a large Pod's cycle half its time again (at most once a priority_calc_period)
         priority = breakdown(pending[job.id], now, config, total, factors, qos)
-        changed.append(job.moved(running, now, start_time=now, first_ipu=s.first_ipu, end_time=None,
-                                 exit_code=None, reason=None, estimated_start=None, priority=priority))
+        changed.append(job.started(now, s.first_ipu, priority))
         starts.append(StartJob(job.id, job.partition, spec.ipus, s.first_ipu, s.place_mask, now,
                                now + spec.time_limit, spec.workload, spec.allocation))  # type: ignore[operator]
     if victims:
@@ -202,11 +201,19 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
 def _after(sched: Scheduler, starts: list[Effect], victims: list[Job]) -> list[Effect]:
     """The starts, each naming the victims whose IPUs it takes (claims.py); the records of those jobs before
     their start are kept, for a start the driver must postpone."""
-    blocks = [(v.id, block(v.first_ipu, v.ipus)) for v in victims]  # (their records before the eviction)
+    # The victims' blocks (their records before the eviction) by first IPU, and the ends they reach: running jobs
+    # hold disjoint blocks, so both rise together and a bisect finds those a start overlaps. Why not an AND of
+    # masks per start and victim: on 65,536 IPUs a cycle started 300 jobs after 200 evictions, 60,000 ANDs of 8 KB.
+    ordered = sorted((v.first_ipu, k, v.id, v.first_ipu + v.ipus) for k, v in enumerate(victims))
+    ends = [end for *_, end in ordered]
     out: list[Effect] = []
     for start in starts:
-        mine = block(start.first_ipu, start.ipus)
-        after = tuple(v for v, theirs in blocks if theirs & mine)
+        first, last = start.first_ipu, start.first_ipu + start.ipus
+        i, hit = bisect_right(ends, first), []
+        while i < len(ordered) and ordered[i][0] < last:
+            hit.append(ordered[i][1:3])
+            i += 1
+        after = tuple(v for _, v in sorted(hit))  # in the order of the evictions, as before
         if after:
             sched.offered[start.job_id] = sched.table.jobs[start.job_id]
             start = start._replace(after=after)
@@ -222,9 +229,7 @@ def _start_claimed(sched: Scheduler, now: float, available: int) -> list[Effect]
     qos = qos_factors(sched.config)
     pending, config, total = sched.table.pending, sched.config, sched.total
     factors = sched.order.fairshare_factors(now, sched.table.running.values())
-    changed = [job.moved(S.RUNNING, now, start_time=now, first_ipu=start.first_ipu, end_time=None, exit_code=None,
-                         reason=None, estimated_start=None,
-                         priority=breakdown(pending[job.id], now, config, total, factors, qos))
+    changed = [job.started(now, start.first_ipu, breakdown(pending[job.id], now, config, total, factors, qos))
                for job, start in ready]
     sched._commit(changed, now)
     return [start for _, start in ready]

@@ -133,6 +133,17 @@ class Job(BaseModel):
         changes["history"] = [*self.history, Transition(state, now)]
         return self.updated(changes)
 
+    def started(self, now: float, first_ipu: int, priority: PriorityBreakdown) -> Job:
+        """moved(RUNNING, now, ...) of a pending job that a cycle starts, written out: a cycle on a large Pod starts
+        two thousand jobs, and the keyword arguments, the merge of two dicts and the union with a view of keys cost
+        a third of the record."""
+        if _RUNNING not in TRANSITIONS[self.state]:
+            check_transition(self.id, self.state, _RUNNING)
+        fields = self.__dict__.copy()
+        fields.update(state=_RUNNING, start_time=now, first_ipu=first_ipu, end_time=None, exit_code=None, reason=None,
+                      estimated_start=None, priority=priority, history=[*self.history, Transition(_RUNNING, now)])
+        return _unvalidated(type(self), fields, self.__pydantic_fields_set__ | _STARTED)
+
     def requeued(self, now: float) -> Job:
         """Back in the queue under the same id: the last run's placement and times are cleared (history keeps
         them) and the requeue count goes up. A running job's run ends REQUEUED first, as sacct records it."""
@@ -141,7 +152,10 @@ class Job(BaseModel):
                          exit_signal=0, requeue_count=self.requeue_count + 1)
 
 
+_RUNNING = JobState.RUNNING  # (a member looked up on its enum costs a fifth of a microsecond, three times a start)
 _RUNS = (JobState.RUNNING, JobState.COMPLETING)
+_STARTED = frozenset(("state", "start_time", "first_ipu", "end_time", "exit_code", "reason", "estimated_start",
+                      "priority", "history"))  # the fields started() sets
 _STOPPED = (JobState.CANCELLED, JobState.PREEMPTED, JobState.REQUEUED)  # with a start time: stopped while it ran
 SIGTERM = 15
 _new = object.__new__

@@ -74,7 +74,7 @@ def breakdown(job: QueuedJob, now: float, config: SchedulerConfig, total_ipus: i
     qos = w.qos * (qos if qos is not None else qos_factors(config))[job.qos]
     total = age + fs + size + qos - job.nice if job.fixed_priority is None else float(job.fixed_priority)
     return PriorityBreakdown.trusted(
-        job_id=job.id, user=job.user, total=round(total, 3), age=round(age, 3),
+        job_id=job.id, user=job.user, total=round(total, 3), age=_rounded(age),
         fairshare=_rounded(fs), job_size=_rounded(size), qos=_rounded(qos), nice=job.nice,
     )
 
@@ -83,9 +83,9 @@ _ROUNDED: dict[float, float] = {}
 
 
 def _rounded(term: float) -> float:
-    """round(term, 3) of a term that takes few values (a user's fair-share, a size, a QOS). Why kept: round() to
-    digits formats the number, a microsecond each, and a cycle on a large Pod records the priority of two thousand
-    starts."""
+    """round(term, 3) of a term that takes few values (a user's fair-share, a size, a QOS, the age of jobs submitted
+    together or older than max_age). Why kept: round() to digits formats the number, a microsecond each, and a cycle
+    on a large Pod records the priority of two thousand starts."""
     done = _ROUNDED.get(term)
     if done is None:
         if len(_ROUNDED) >= 4096:

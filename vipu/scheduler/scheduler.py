@@ -104,8 +104,7 @@ class Scheduler:
     def _remember(self, jobs: Iterable[Job], now: float) -> None:
         table, order = self.table, self.order
         leaving = []  # (the order forgets them together: a cycle may start thousands)
-        for j in jobs:
-            table.put(j, now)
+        for j in table.put_each(jobs, now):
             if j.state is S.PENDING:
                 order.add(table.pending[j.id], now, j.id in table.gated)
             else:

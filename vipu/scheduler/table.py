@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from vipu.errors import NotFound
 from vipu.scheduler.bits import block
@@ -70,6 +70,27 @@ class JobTable(GateOpenings):
         self.quarantined: dict[int, str] = {}  # ids of jobs a repairing start lost or moved aside -> what to say
         self.ended: list[tuple[float, int]] = []  # heap of (end time, id) of ended jobs, for purge.py (stale kept)
         self.ended_named: list[tuple[float, int]] = []  # of those, due to go but named by a waiting dependency
+
+    _joining: list[int] | None = None  # during put_each(): (first IPU, IPUs, ...) of runs not in used_mask yet
+
+    def put_each(self, jobs: Iterable[Job], now: float) -> Iterator[Job]:
+        """put() each job, yielding it once put. The runs that enter join used_mask together, at the end (or before
+        a run leaves). Why: a cycle on a large Pod starts two thousand jobs, and OR-ing each block into a mask of
+        65,536 IPUs copied 8 KB each time."""
+        self._joining = []
+        try:
+            for job in jobs:
+                self.put(job, now)
+                yield job
+        finally:
+            blocks, self._joining = self._joining, None
+            if blocks:
+                self._join(blocks)
+
+    def _join(self, blocks: list[int]) -> None:
+        self.used_mask |= blocks_mask(blocks, max(blocks[k] + blocks[k + 1] for k in range(0, len(blocks), 2)))
+        if self._joining is not None:
+            self._joining = []
 
     def put(self, job: Job, now: float) -> None:
         """Index the new record of a job; `now` decides whether its begin time has come."""
@@ -138,7 +159,10 @@ class JobTable(GateOpenings):
                 job.id, ipus, first, started, end_by, job.user, job.spec.qos,  # type: ignore[arg-type]
                 job.array_job_id, job.spec.account,
             )
-            self.used_mask |= block(first, ipus)  # type: ignore[arg-type]
+            if self._joining is None:
+                self.used_mask |= block(first, ipus)  # type: ignore[arg-type]
+            else:
+                self._joining += (first, ipus)
             group = self.ending.get(end_by)
             if group is None:  # (not setdefault: it makes a dict at every call)
                 group = self.ending[end_by] = {}
@@ -183,6 +207,8 @@ class JobTable(GateOpenings):
         else:
             running = self.running.pop(job.id, None)
             if running is not None:
+                if self._joining:  # (runs that joined before it, first: their IPUs may be the ones it leaves)
+                    self._join(self._joining)
                 self.used_mask &= ~block(running.first_ipu, running.ipus)
                 group = self.ending[running.end_by]
                 del group[job.id]

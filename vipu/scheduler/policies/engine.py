@@ -212,22 +212,22 @@ class _Walk:
 
     # -- actions ------------------------------------------------------------------------------------------
     def start(self, job: QueuedJob, first: int, place_mask: int) -> None:
-        blk = block(first, job.ipus)
+        size, end = job.ipus, self.now + job.time_limit
         # (its block is free: every caller found it in avail; an AND with ~blk costs ten times as much)
-        self.avail ^= blk
+        self.avail ^= block(first, size)
         if self.racks is not None:
-            self.racks.take(first, job.ipus)
+            self.racks.take(first, size)
         if self._timeline is not None:
-            self._timeline.reserve(self.now, self.now + job.time_limit, first, job.ipus)
-        else:
-            self._started.append((self.now + job.time_limit, first, job.ipus))
+            self._timeline.reserve(self.now, end, first, size)
+        elif self._frozen is None:  # (once frozen the timeline is never built: see freeze())
+            self._started.append((end, first, size))
         self.usage.add(job)
-        self.plan.started(job, self.now + job.time_limit)
+        self.plan.started(job, end)
         self.decision.starts.append(Start(job.id, first, place_mask))
         # (_no_fit and _no_victims stay: a start only takes IPUs, so what found no block still finds none; an
         # eviction, which frees some, clears _no_fit. Clearing them here made sjf's walk test every job anew after
         # each of hundreds of starts, each test a few operations on masks as wide as the Pod.)
-        self._fitting.started(first, job.ipus)
+        self._fitting.started(first, size)
 
     def place(self, mask: int, size: int) -> int | None:
         """best_fit(mask, total, size); on the free IPUs themselves of a large Pod, from the racks kept (rack_masks.py),
@@ -346,7 +346,7 @@ class _Walk:
             mask = self.unreserved(self.avail if allowed is self.full else self.avail & allowed, end)
             first = self.place(mask, job.ipus)  # None: no block
             if first is not None:
-                if not self._takes_reserved_limit(job, end):
+                if not (self.plan.reserved and self._takes_reserved_limit(job, end)):
                     return self.start(job, first, mask)
             else:
                 self._no_fit.add(key)

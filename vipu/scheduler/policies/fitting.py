@@ -8,6 +8,12 @@ again. An eviction frees IPUs: a size that fit without evicting still does, and 
 around the victims' blocks (sjf's walk on 65,536 IPUs evicted for two hundred jobs in one cycle, and each time
 worked out every size anew over the whole Pod). Every other change (a reservation, a lazy reservation that may
 begin early) drops the answer.
+
+Why a size whose witness a start took may wait to be worked out again: the walk only asks whether some size fits,
+and after most starts another size still has its witness. While the walk has no reservation and makes estimates
+(every reservation then drops the answer), whether a size fits does not depend on when it is worked out: a start
+takes IPUs, so a size that fits later fitted before. So such a size is kept aside (`_stale`) and worked out only
+once no other size answers (in a wave of two thousand starts, a placement on the racks and more per start).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ if TYPE_CHECKING:
 
 
 class Fitting:
-    __slots__ = ("sizes", "until", "fresh", "_taken", "_given")
+    __slots__ = ("sizes", "until", "fresh", "_taken", "_given", "_stale")
 
     def __init__(self) -> None:
         # (size, only by eviction, the first IPU of a block found for it, the end it was looked for up to)
@@ -33,9 +39,11 @@ class Fitting:
         self.fresh = False
         self._taken: list[tuple[int, int]] = []  # blocks (first IPU, size) started since it was worked out
         self._given: list[tuple[int, int]] = []  # blocks of the jobs evicted since: sizes may fit there now
+        self._stale: list[int] = []  # sizes whose witness a start took, not worked out again yet
 
     def drop(self) -> None:
         self.sizes = None
+        self._stale = []
         self.fresh = False
 
     def evicted(self, first: int, size: int) -> None:
@@ -82,20 +90,35 @@ class Fitting:
                         if found is not None:
                             kept[k] = found
                 kept = [entry for entry in kept if entry is not None]
+                stale = self._stale
                 for size in walk.remaining:
                     if size not in listed and walk.remaining[size] > 0:
                         found = _freed(walk, size, given)
                         if found is not None:
                             kept.append(found)
+                            if size in stale:
+                                stale.remove(size)
             if again:
-                found, until = _fitting(walk, again)
-                kept += found
-                self.until = max(self.until, until)
+                if walk.estimates and not walk.reservations:  # worked out once no other size answers (above)
+                    self._stale += [size for size in again if size not in self._stale]
+                else:
+                    found, until = _fitting(walk, again)
+                    kept += found
+                    self.until = max(self.until, until)
             self.sizes = kept
-        remaining, preemptors = walk.remaining, walk.preemptors
-        self.fresh = any((preemptors.get(s, 0) if by_eviction else remaining[s]) > 0
-                         for s, by_eviction, _, _ in self.sizes)
+        self.fresh = self._answer(walk)
+        if not self.fresh and self._stale:
+            found, until = _fitting(walk, self._stale)
+            self._stale = []
+            self.sizes += found
+            self.until = max(self.until, until)
+            self.fresh = self._answer(walk)
         return self.fresh
+
+    def _answer(self, walk: _Walk) -> bool:
+        remaining, preemptors = walk.remaining, walk.preemptors
+        return any((preemptors.get(s, 0) if by_eviction else remaining[s]) > 0
+                   for s, by_eviction, _, _ in self.sizes)  # type: ignore[union-attr]
 
 
 def _end(walk: _Walk, size: int) -> float:

@@ -24,10 +24,36 @@ LEVELS = (1, 2, 4, 8, 16, 32)  # hole sizes that lie inside a rack not wholly fr
 
 
 _ALIGNED = [(level, align_mask(level * 2, RACK)) for level in LEVELS]
+# Why the answers on a rack's word are kept: a walk that starts two thousand jobs works out a rack's holes and a
+# block in it two thousand times each, and the racks of a busy Pod hold few distinct patterns (about one in six
+# was new in such a walk); a look-up costs a twentieth of the answer. Cleared when full, as multifactor._ROUNDED.
+KEPT = 1 << 16
+_HOLES: dict[int, int] = {}
+_BLOCKS: dict[int, int | None] = {}  # word << 6 | size -> place(word, RACK, size)
 
 
 def hole_sizes(word: int) -> int:
     """The sizes of the holes of a rack's mask (not wholly free), as bits: size s is bit s (all powers of two)."""
+    sizes = _HOLES.get(word)
+    if sizes is None:
+        if len(_HOLES) >= KEPT:
+            _HOLES.clear()
+        sizes = _HOLES[word] = _hole_sizes(word)
+    return sizes
+
+
+def _block(word: int, size: int) -> int | None:
+    """place(word, RACK, size), kept (above); `size` below RACK."""
+    key = word << 6 | size
+    first = _BLOCKS.get(key, -1)
+    if first == -1:
+        if len(_BLOCKS) >= KEPT:
+            _BLOCKS.clear()
+        first = _BLOCKS[key] = place(word, RACK, size)
+    return first
+
+
+def _hole_sizes(word: int) -> int:
     out, free, starts = 0, word, word
     for level, aligned in _ALIGNED:  # placement.place()'s levels, on one word
         free &= free >> level  # runs of 2 * level
@@ -69,7 +95,7 @@ class RackMasks:
                 racks = holes[level]
                 if racks:
                     c = (racks & -racks).bit_length() - 1
-                    return c * RACK + place(self.words[c], RACK, size)  # type: ignore[operator]
+                    return c * RACK + _block(self.words[c], size)  # type: ignore[operator]
                 level <<= 1
         c = place(self.whole, self.total // RACK, max(1, size // RACK))
         return None if c is None else c * RACK
