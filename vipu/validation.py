@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the CLI imports this module for MAX_SPEC_BYTES; pydantic would add ~30 ms to its start-up
+    from collections.abc import Callable
+
     from pydantic import ValidationError
 
 MAX_SPEC_BYTES = 1 << 20  # a job spec file or request: 1 MiB (the CLI, the planner and the controller agree)
@@ -48,10 +50,10 @@ BOUNDS = {"less_than_equal": ("large", "at most", "le"), "greater_than_equal": (
           "less_than": ("large", "less than", "lt"), "greater_than": ("small", "more than", "gt")}
 
 
-def violations(error: ValidationError, unknown: dict[str, str] | None = None,
-               data: object = None) -> list[tuple[str, str]]:
+def violations(error: ValidationError, unknown: dict[str, str] | None = None, data: object = None,
+               retell: Callable[[dict], str | None] | None = None) -> list[tuple[str, str]]:
     """Each bad field of `error` (at most 5) as (its path in the document, what it needs): what describe() joins
-    into a line, and what a refusal's details list field by field. `unknown`, `data`: as describe()'s."""
+    into a line, and what a refusal's details list field by field. `unknown`, `data`, `retell`: as describe()'s."""
     found = []
     for item in error.errors()[:5]:
         field = _path(item["loc"], data)
@@ -78,15 +80,19 @@ def violations(error: ValidationError, unknown: dict[str, str] | None = None,
             message = f"{len(item['input']):,} {unit} long; give at most {limit:,}"
         elif item["type"].endswith(("_type", "_parsing")) and not isinstance(item.get("input"), (dict, list)):
             message = f"{message}, not {item['input']!r}{_fix(item['type'], item['input'])}"
+        message = (retell and retell(item)) or message
         found.append((field, message))
     return found
 
 
-def describe(error: ValidationError, what: str, unknown: dict[str, str] | None = None, data: object = None) -> str:
+def describe(error: ValidationError, what: str, unknown: dict[str, str] | None = None, data: object = None,
+             retell: Callable[[dict], str | None] | None = None) -> str:
     """`what` names the thing being validated ("partition request", "pod config FILE"); `unknown` gives the message
     for a top-level field that is not one of the model's but means something elsewhere (a planning-only key);
-    `data`, the document validated, lets each field be named by its path in it (see _path)."""
-    parts = [f"{field}: {message}" if field else message for field, message in violations(error, unknown, data)]
+    `data`, the document validated, lets each field be named by its path in it (see _path); `retell` may word a
+    pydantic error (one of error.errors()) the caller's own way, or give None to keep the wording here."""
+    parts = [f"{field}: {message}" if field else message
+             for field, message in violations(error, unknown, data, retell)]
     more = len(error.errors()) - 5
     suffix = f" (and {more} more)" if more > 0 else ""
     return f"invalid {what}: " + "; ".join(parts) + suffix

@@ -133,6 +133,21 @@ def test_a_bad_directive_is_refused_naming_its_line(server, tmp_path, lines, sai
     assert json.loads(vipu(server, "queue", "--json", cwd=tmp_path).stdout)["jobs"] == []
 
 
+def test_a_value_the_controller_refuses_names_the_scripts_line_that_gave_it(server, tmp_path):
+    """Two scripts submitted one after the other, the second asking for more IPUs than the Pod has: its refusal
+    names that script and line, as a refusal of the CLI's own does; the same value as a flag names the flag."""
+    write(tmp_path / "good.sh", "#!/bin/sh\n#SBATCH --ipus 1 -H\ntrue\n")
+    write(tmp_path / "bad.sh", "#!/bin/sh\n#SBATCH -J big -H\n#SBATCH --ipus 100000\ntrue\n")
+    [good] = submit(server, "good.sh", cwd=tmp_path)
+    out = vipu(server, "submit", "bad.sh", cwd=tmp_path)
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr.startswith("vipu: error: bad.sh line 3: #SBATCH --ipus 100000: ipus is 100000 but "), out.stderr
+    flag = vipu(server, "submit", "bad.sh", "--ipus", "100000", cwd=tmp_path)  # the flag wins, and is named
+    assert flag.returncode == 2 and flag.stderr.startswith("vipu: error: --ipus is 100000 but "), flag.stderr
+    assert [x["job_id"] for x in json.loads(vipu(server, "queue", "--json", cwd=tmp_path).stdout)["jobs"]] == [good]
+    vipu(server, "cancel", str(good), cwd=tmp_path)
+
+
 def test_a_file_that_is_no_script_and_no_spec_gets_sbatchs_message(server, tmp_path):
     write(tmp_path / "job.sh", "echo no interpreter line\n")
     out = vipu(server, "submit", "job.sh", "--ipus", "1", cwd=tmp_path)

@@ -52,8 +52,8 @@ def test_the_example_site_files_load_up_to_the_largest_pod_graphcore_names(path,
 
 
 def site_pod(**overrides) -> dict:
-    """A site's own Pod: 3 torus ILDs of 16 Bow-2000s; None deletes a field."""
-    data = {"name": "site", "machine_preset": "bow-2000", "ilds": 3, "machines_per_ild": 16, "ild_topology": "torus"}
+    """A site's own Pod: 4 torus ILDs of 16 Bow-2000s; None deletes a field."""
+    data = {"name": "site", "machine_preset": "bow-2000", "ilds": 4, "machines_per_ild": 16, "ild_topology": "torus"}
     data.update(overrides)
     return {key: value for key, value in data.items() if value is not None}
 
@@ -73,10 +73,11 @@ def write(tmp_path, filename: str, content) -> str:
     "filename,content,want",
     [
         # file, content, wanted (ipus, ilds, largest partition, ILD topology)
-        ("site.yaml", site_pod(), (192, 3, 128, "torus")),
-        ("site.json", site_pod(), (192, 3, 128, "torus")),
+        ("site.yaml", site_pod(), (256, 4, 256, "torus")),
+        ("site.json", site_pod(), (256, 4, 256, "torus")),
+        ("pod512.yaml", site_pod(ilds=8), (512, 8, 512, "torus")),
         ("small.yaml", site_pod(ilds=1, machines_per_ild=2, ild_topology="mesh"), (8, 1, 8, "mesh")),
-        ("checked.yaml", site_pod(total_ipus=192), (192, 3, 128, "torus")),
+        ("checked.yaml", site_pod(total_ipus=256), (256, 4, 256, "torus")),
         ("own-chip.yaml", {**site_pod(machine_preset=None), **yaml.safe_load(
             "ipu: {tiles: 1216, sram_per_tile_bytes: 638976, clock_hz: 1.33e9, fp16_flops_per_tile_cycle: 64,"
             " fp32_flops_per_tile_cycle: 16, threads_per_tile: 6, exchange_bytes_per_s: 8.0e12,"
@@ -85,7 +86,7 @@ def write(tmp_path, filename: str, content) -> str:
             " streaming_memory_latency_s: 2.0e-6}\n"
             "links: {ipu_link: {bytes_per_s: 3.2e10, latency_s: 1.0e-6},"
             " gw_link: {bytes_per_s: 1.25e10, latency_s: 5.0e-6, links_per_machine: 2}}\n")},
-         (192, 3, 128, "torus")),
+         (256, 4, 256, "torus")),
     ],
 )
 def test_a_sites_own_pod_file_loads(tmp_path, filename, content, want):
@@ -115,9 +116,25 @@ MALFORMED = [
     ("negative machines", "neg.yaml", site_pod(machines_per_ild=-4), ["machines_per_ild: -4 is too small"]),
     ("zero ILDs", "zero.yaml", site_pod(ilds=0), ["ilds: 0 is too small"]),
     ("a missing field", "missing.yaml", site_pod(ild_topology=None), ["ild_topology: required; add it"]),
-    ("a wrong topology", "topo.yaml", site_pod(ild_topology="ring"), ["ild_topology", "'torus' or 'mesh'"]),
-    ("total_ipus contradicting the rest", "total.yaml", site_pod(total_ipus=256),
-     ["total_ipus is 256 but ilds x machines_per_ild x machine.ipus is 192", "make them agree"]),
+    ("a wrong topology", "topo.yaml", site_pod(ild_topology="ring"),
+     ["ild_topology: 'ring' is not one of torus or mesh; use one of them"]),
+    ("total_ipus contradicting the rest", "total.yaml", site_pod(total_ipus=192),
+     ["total_ipus is 192 but ilds x machines_per_ild x machine.ipus is 256", "make them agree"]),
+    # Graphcore: "The number of IPUs in an IPU-POD must be a power of 2" (ipu-pod-getting-started, overview)
+    ("3 racks", "ilds3.yaml", site_pod(ilds=3),
+     ["ilds is 3 (192 IPUs): a Pod holds a power of two IPUs", "set ilds to 2 or 4"]),
+    ("1,000 racks", "ilds1000.yaml", site_pod(ilds=1000), ["ilds is 1,000 (64,000 IPUs)", "set ilds to 512 or 1,024"]),
+    ("3 small domains", "small3.yaml", site_pod(ilds=3, machines_per_ild=2, ild_topology="mesh"),
+     ["ilds is 3 (24 IPUs)", "set ilds to 2 or 4"]),
+    # a wrong type: what was given, what is expected, the fix (not pydantic's wording)
+    ("a word for a count", "many.yaml", "name: site\nmachine_preset: bow-2000\nilds: many\nmachines_per_ild: 16\n"
+     "ild_topology: torus\n", ["ilds: 'many' is not a whole number; write it as digits, e.g. 4"]),
+    ("a fraction", "half.yaml", site_pod(ilds=2.5), ["ilds: 2.5 is not a whole number"]),
+    ("a word for a figure", "figure.yaml", site_pod(links={"ipu_link": {"bytes_per_s": "fast", "latency_s": 1}}),
+     ["links.ipu_link.bytes_per_s: 'fast' is not a number; write it as digits"]),
+    ("a list for a section", "section.yaml", site_pod(machine=[4]),
+     ["machine: list is not a mapping of fields; give its fields indented under it"]),
+    ("a name that is a number", "named.yaml", site_pod(name=7), ["name: 7 is not text"]),
     ("an ILD of 128 IPUs", "big-ild.yaml", site_pod(machines_per_ild=32),
      ["machines_per_ild x machine.ipus is 128", "at most 64 IPUs", "use more ilds"]),
     ("an ILD of 48 IPUs", "odd-ild.yaml", site_pod(machines_per_ild=12),
@@ -152,6 +169,7 @@ def test_a_malformed_pod_file_is_refused_naming_the_file_and_the_field(tmp_path,
         load_pod(path)
     message = caught.value.message
     assert f"invalid pod config {path}" in message
+    assert "\n" not in message and "Input should" not in message  # one line, in our words
     for needle in needles:
         assert needle in message, f"{needle!r} not in {message!r}"
 

@@ -22,18 +22,19 @@ from vipu.partition.partition_record import PartitionRequest
 from vipu.partition.pod_state import KINDS, PodState
 
 PRESET_NAMES = ("bow-pod16", "bow-pod64", "bow-pod128", "bow-pod256")
-SITE_3ILD = "site-3ild"
+SITE_8ILD = "site-8ild"
 
 
 def site_pod_data(**overrides) -> dict:
-    """A site's own Pod description: 3 torus IPU-Link domains of 16 Bow-2000s (192 IPUs).
+    """A site's own Pod description: 8 torus IPU-Link domains of 8 Bow-2000s (256 IPUs in domains of 32, which no
+    preset has).
 
     Keyword arguments replace fields; a value of None deletes the field."""
     data = {
-        "name": SITE_3ILD,
+        "name": SITE_8ILD,
         "machine_preset": "bow-2000",
-        "ilds": 3,
-        "machines_per_ild": 16,
+        "ilds": 8,
+        "machines_per_ild": 8,
         "ild_topology": "torus",
         "cluster_topology": "switched",
     }
@@ -47,9 +48,9 @@ def site_pod_data(**overrides) -> dict:
 
 @lru_cache(maxsize=None)
 def get_pod(name: str) -> PodConfig:
-    """A preset by name, or the 3-ILD site pod; PodConfig is frozen, so sharing one is safe."""
-    if name == SITE_3ILD:
-        return parse_pod(site_pod_data(), f"{SITE_3ILD}.yaml")
+    """A preset by name, or the 8-ILD site pod; PodConfig is frozen, so sharing one is safe."""
+    if name == SITE_8ILD:
+        return parse_pod(site_pod_data(), f"{SITE_8ILD}.yaml")
     return load_pod(name)
 
 

@@ -46,7 +46,7 @@ def refused(scene, builders, action, error, *needles):
         ("bow-pod16", 4, 1, "mesh", "direct-attach"),
         ("bow-pod64", 16, 1, "torus", "looped"),
         ("bow-pod256", 64, 4, "torus", "looped"),
-        ("site-3ild", 48, 3, "torus", "switched"),
+        ("site-8ild", 64, 8, "torus", "switched"),
     ],
 )
 def test_first_start_registers_one_agent_per_machine_and_cluster0(

@@ -27,7 +27,7 @@ PODS = [
     # pod, hypothesis examples (Pod256 gets the most: it is the one the brief is about)
     ("bow-pod256", 60),
     ("bow-pod16", 40),
-    ("site-3ild", 30),
+    ("site-8ild", 30),
 ]
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -82,9 +82,9 @@ def test_bad_requests_are_refused_whole(pod_name, case, fields, error, needles, 
         ("bow-pod128", 96, "use 64 or 128"),
         ("bow-pod256", 96, "use 64 or 128"),
         ("bow-pod256", 200, "use 128 or 256"),
-        ("site-3ild", 160, "use 128"),  # 192 IPUs: the largest partition is two whole ILDs
+        ("site-8ild", 96, "use 64 or 128"),  # 3 of its 32-IPU domains are no partition
         ("bow-pod64", 128, "the largest partition is 64"),
-        ("site-3ild", 256, "the largest partition is 128"),
+        ("site-8ild", 512, "the largest partition is 256"),
     ],
 )
 def test_a_bad_size_message_offers_the_nearest_sizes_that_fit(pod_name, size, suggestion, scene_factory, builders):

@@ -126,8 +126,9 @@ def directive_lines(script: str) -> list[tuple[int, str]]:
     return found
 
 
-def parse_directives(script: str, source: str) -> dict[str, object]:
-    """The options a script's directives give, a later one over an earlier one (as sbatch)."""
+def parse_directives(script: str, source: str, origins: dict[str, str] | None = None) -> dict[str, object]:
+    """The options a script's directives give, a later one over an earlier one (as sbatch). `origins`, if given,
+    gets each option's file, line and directive, so a refusal of its value by the controller can name them."""
     options: dict[str, object] = {}
     for number, text in directive_lines(script):
         where = f"{source} line {number}: {DIRECTIVE} {text.strip()}"
@@ -142,6 +143,8 @@ def parse_directives(script: str, source: str) -> dict[str, object]:
             except ValueError as e:
                 raise DirectiveError(f"{where}: {e}") from None
             options[key] = value
+            if origins is not None:
+                origins[key] = where
     return options
 
 

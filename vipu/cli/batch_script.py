@@ -78,8 +78,9 @@ class BatchError(ValueError):
 
 
 def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str, object],
-                   request_id: str) -> j.SubmitJobRequest:
-    """The request for a batch script read from `source`, its directives under the command line's flags."""
+                   request_id: str, origins: dict[str, str] | None = None) -> j.SubmitJobRequest:
+    """The request for a batch script read from `source`, its directives under the command line's flags;
+    `origins` gets the file and line of each field a directive set (see parse_directives)."""
     try:
         script = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -88,7 +89,7 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     from vipu.cli.batch_directives import parse_directives  # here, as exported above
     from vipu.cli.sbatch_unmodelled import unmodelled
 
-    options = unmodelled({**parse_directives(script, source), **flags})
+    options = unmodelled({**parse_directives(script, source, origins), **flags})
     if "ipus" not in options and source == WRAP:
         raise BatchError("--wrap asks for no IPUs; give vipu submit --ipus N")
     if "ipus" not in options:

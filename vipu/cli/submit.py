@@ -41,8 +41,9 @@ def spec_flags(flags: dict) -> dict:
 
 
 def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] | None, flags: dict,
-                  request_id: str) -> j.SubmitJobRequest:
-    """The request for a batch script (the first file, the words after it its arguments) or a --wrap command."""
+                  request_id: str, named: dict[str, str]) -> j.SubmitJobRequest:
+    """The request for a batch script (the first file, the words after it its arguments) or a --wrap command.
+    `named` (spec field -> the flag that set it) gets the file and line of each field a directive set."""
     from vipu.cli.batch_directives import DirectiveError
 
     if "workload" in flags:
@@ -53,9 +54,13 @@ def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] |
              f" {specs[0]}); give one or the other", BAD_INPUT)
     try:
         data, source = (wrapped(wrap).encode(), WRAP) if wrap is not None else first  # type: ignore[misc]
-        return script_request(data, source, specs[1:], flags, request_id)
+        origins: dict[str, str] = {}
+        request = script_request(data, source, specs[1:], flags, request_id, origins)
     except (BatchError, DirectiveError) as e:
         fail("vipu", str(e), BAD_INPUT)
+    # the controller refuses a value by its field ("ipus is 96 but ..."): name the script's line that set it
+    named.update({key: f"{where}: {key}" for key, where in origins.items() if key not in flags})
+    return request
 
 
 def time_flag(time: str | None, time_limit: str | None, flag: str = "-t/--time") -> str | int | None:
@@ -184,7 +189,7 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
     ours = request_id is None
     request_id = request_id or new_request_id()
     if batch:
-        requests = [batch_request(specs, wrap, first, flags, request_id)]
+        requests = [batch_request(specs, wrap, first, flags, request_id, named)]
     else:
         requests = submit_requests(specs, flags, request_id, first)
     if test_only:

@@ -25,7 +25,8 @@ ClusterTopology = Literal["looped", "direct-attach", "switched"]  # how the Pod'
 
 
 class PodConfig(Strict):
-    """A Pod: `ilds` IPU-Link domains of `machines_per_ild` machines each, joined by GW-Links."""
+    """A Pod: `ilds` IPU-Link domains of `machines_per_ild` machines each, joined by GW-Links; both counts give a
+    power of two IPUs, as every Graphcore Pod holds."""
 
     name: str = Field(min_length=1, max_length=64)
     machine_preset: str | None = Field(
@@ -66,6 +67,16 @@ class PodConfig(Strict):
             raise ValueError(
                 f"ilds x machines_per_ild x machine.ipus is {self.ipus:,}: a Pod holds at most {MAX_POD_IPUS:,} IPUs"
                 f" (1,024 Pod64 racks, the largest Graphcore names); use at most {MAX_POD_IPUS // per_ild:,} ilds"
+            )
+        if self.ilds & (self.ilds - 1):
+            # "The number of IPUs in an IPU-POD must be a power of 2" (docs.graphcore.ai/projects/
+            # ipu-pod-getting-started/en/3.1.0/overview.html); with a power-of-two domain, so must the ilds be
+            below = 1 << (self.ilds.bit_length() - 1)
+            fits = [n for n in (below, below * 2) if n * per_ild <= MAX_POD_IPUS]
+            raise ValueError(
+                f"ilds is {self.ilds:,} ({self.ipus:,} IPUs): a Pod holds a power of two IPUs, so a power of two of"
+                f" IPU-Link domains (1, 2, 4, 8, ... racks joined by GW-Links); set ilds to"
+                f" {' or '.join(f'{n:,}' for n in fits)}"
             )
         if self.total_ipus is not None and self.total_ipus != self.ipus:
             raise ValueError(

@@ -48,7 +48,30 @@ def parse_pod(data: object, source: str) -> PodConfig:
     try:
         return PodConfig.model_validate(data)
     except ValidationError as e:
-        raise InvalidArgument(describe(e, f"pod config {source}")) from None
+        raise InvalidArgument(describe(e, f"pod config {source}", data=data, retell=_retold)) from None
+
+
+# what a field of the wrong type needs, by pydantic's error type: (what is expected, the fix)
+EXPECTED = {"int": ("a whole number", "write it as digits, e.g. 4"),
+            "float": ("a number", "write it as digits, e.g. 1.0e9"),
+            "bool": ("true or false", "write true or false"),
+            "string": ("text", "write it as text, e.g. site"),
+            "dict": ("a mapping of fields", "give its fields indented under it"),
+            "model": ("a mapping of fields", "give its fields indented under it")}
+
+
+def _retold(item: dict) -> str | None:
+    """pydantic's wording of a wrong type or an unknown choice, retold as what was given, what is expected and the
+    fix; None for the kinds describe() already tells with a fix (missing, unknown, out of bounds, ours)."""
+    given, kind = item.get("input"), item["type"]
+    if kind == "literal_error":
+        choices = item["ctx"]["expected"].replace("'", "")
+        return f"{given!r} is not one of {choices}; use one of them"
+    for prefix, (expected, fix) in EXPECTED.items():
+        if kind.startswith(f"{prefix}_") and kind.endswith(("_type", "_parsing", "_from_float", "_fraction")):
+            shown = type(given).__name__ if isinstance(given, (dict, list)) else repr(given)
+            return f"{shown} is not {expected}; {fix}"
+    return None
 
 
 def load_pod(name_or_path: str, given_as: str = "--pod") -> PodConfig:

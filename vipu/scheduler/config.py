@@ -92,7 +92,8 @@ class SchedulerConfig(Strict):
     max_jobs: int = Field(200_000, ge=1, description="MaxJobCount: pending + running jobs the queue holds")
     max_submit_jobs_per_user: int | None = Field(
         50_000, ge=1, description="MaxSubmitJobs of a user: their pending + running jobs; so one user cannot fill the"
-        " whole queue (max_jobs) and lock everyone else out (null: no limit)")
+        " whole queue (max_jobs) and lock everyone else out (null: no limit). For a test of 100,000 jobs from one"
+        " user, put `max_submit_jobs_per_user: 100000` in a YAML file and start `vipu-server --scheduler-config FILE`")
     max_submit_jobs_per_account: int | None = Field(
         None, ge=1, description="MaxSubmitJobs of an account: its pending + running jobs (null: no limit)")
     min_job_age: Seconds = Field(
