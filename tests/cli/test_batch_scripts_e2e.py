@@ -144,6 +144,11 @@ def test_a_value_the_controller_refuses_names_the_scripts_line_that_gave_it(serv
     assert out.stderr.startswith("vipu: error: bad.sh line 3: #SBATCH --ipus 100000: ipus is 100000 but "), out.stderr
     flag = vipu(server, "submit", "bad.sh", "--ipus", "100000", cwd=tmp_path)  # the flag wins, and is named
     assert flag.returncode == 2 and flag.stderr.startswith("vipu: error: --ipus is 100000 but "), flag.stderr
+    write(tmp_path / "gone.sh", "#!/bin/sh\n#SBATCH --ipus 1\n#SBATCH -p nowhere\ntrue\n")
+    gone = vipu(server, "submit", "gone.sh", cwd=tmp_path)  # an object the directive named: named once
+    assert gone.returncode == 3
+    assert gone.stderr.startswith("vipu: error: gone.sh line 3: #SBATCH -p nowhere: allocation 'nowhere' does not"
+                                  " exist"), gone.stderr
     assert [x["job_id"] for x in json.loads(vipu(server, "queue", "--json", cwd=tmp_path).stdout)["jobs"]] == [good]
     vipu(server, "cancel", str(good), cwd=tmp_path)
 

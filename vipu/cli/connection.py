@@ -55,7 +55,10 @@ def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
                             error.from_controller)
     kind = error.resource[0] if error.resource else None
     if kind in flags and error.message.startswith(f"{kind} "):  # "allocation 'x' does not exist; ..."
-        return ApiError(error.code, error.reason, f"{flags[kind]}: {error.message}", error.field_violations,
+        # a script's line is named with the field after it ("job.sh line 2: #SBATCH -p x: allocation"): the
+        # message names the field already
+        where = flags[kind].removesuffix(f": {kind}")
+        return ApiError(error.code, error.reason, f"{where}: {error.message}", error.field_violations,
                         error.resource, error.from_controller)
     return error
 
