@@ -59,11 +59,18 @@ EXPECTED = {"int": ("a whole number", "write it as digits, e.g. 4"),
             "dict": ("a mapping of fields", "give its fields indented under it"),
             "model": ("a mapping of fields", "give its fields indented under it")}
 
+# a missing field of a Pod file, as a line to add
+EXAMPLES = {"name": "name: site", "ilds": "ilds: 4", "machines_per_ild": "machines_per_ild: 16",
+            "ild_topology": "ild_topology: torus", "ipu": "machine_preset: bow-2000",
+            "machine": "machine_preset: bow-2000", "links": "machine_preset: bow-2000"}
+
 
 def _retold(item: dict) -> str | None:
     """pydantic's wording of a wrong type or an unknown choice, retold as what was given, what is expected and the
     fix; None for the kinds describe() already tells with a fix (missing, unknown, out of bounds, ours)."""
     given, kind = item.get("input"), item["type"]
+    if kind == "missing" and len(item["loc"]) == 1 and item["loc"][0] in EXAMPLES:
+        return f"required; add it, e.g. `{EXAMPLES[item['loc'][0]]}`"
     if kind == "literal_error":
         choices = item["ctx"]["expected"].replace("'", "")
         return f"{given!r} is not one of {choices}; use one of them"
