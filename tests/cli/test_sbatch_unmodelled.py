@@ -48,6 +48,25 @@ def test_directives_carry_them_as_the_flags_do():
                                                 "time_min": 600}
 
 
+@pytest.mark.parametrize(("line", "said", "code"), [
+    ("--signal=USR1@60", "vipu: error: job.sh line 3: #SBATCH --signal=USR1@60: --signal is not taken", 2),
+    ("--open-mode=sideways", "vipu: error: job.sh line 3: #SBATCH --open-mode=sideways: --open-mode=sideways: give"
+     " truncate or append", 2),
+    ("--comment=x", "vipu: warning: job.sh line 3: #SBATCH --comment=x: --comment is not kept", None),
+])
+def test_what_is_said_of_a_directive_names_its_script_and_line(capsys, line, said, code):
+    origins: dict[str, str] = {}
+    options = parse_directives(f"#!/bin/sh\n#SBATCH --ipus 1\n#SBATCH {line}\ntrue\n", "job.sh", origins)
+    assert origins["ipus"] == "job.sh line 2: #SBATCH --ipus 1"
+    if code is None:
+        unmodelled(options, origins)
+    else:
+        with pytest.raises(SystemExit) as e:
+            unmodelled(options, origins)
+        assert e.value.code == code
+    assert capsys.readouterr().err.startswith(said)
+
+
 @pytest.mark.parametrize(("value", "on"), [("", True), ("yes", True), ("1", True), ("0", False), ("no", False)])
 def test_a_flags_variable_is_on_as_sbatch_reads_it(value, on):
     assert switched_on(value) is on

@@ -89,7 +89,11 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     from vipu.cli.batch_directives import parse_directives  # here, as exported above
     from vipu.cli.sbatch_unmodelled import unmodelled
 
-    options = unmodelled({**parse_directives(script, source, origins), **flags})
+    origins = {} if origins is None else origins
+    directives = parse_directives(script, source, origins)
+    for key in flags:  # a flag over a directive: what is said of the value is said of the flag
+        origins.pop(key, None)
+    options = unmodelled({**directives, **flags}, origins)
     if "ipus" not in options and source == WRAP:
         raise BatchError("--wrap asks for no IPUs; give vipu submit --ipus N")
     if "ipus" not in options:

@@ -29,22 +29,29 @@ REFUSED = {
 OPEN_MODES = ("truncate", "append")
 
 
-def unmodelled(options: dict) -> dict:
-    """The options without these flags, each warned of or refused."""
+def unmodelled(options: dict, origins: dict[str, str] | None = None) -> dict:
+    """The options without these flags, each warned of or refused; `origins` (key -> a script's file, line and
+    directive, batch_directives.parse_directives) puts the line that gave one in front of what is said of it."""
     rest = dict(options)
+
+    def said(key: str, text: str) -> str:
+        where = (origins or {}).get(key)
+        return f"{where}: {text}" if where else text
+
     for key, (flag, why) in REFUSED.items():
         if rest.pop(key, None) is not None:
-            fail("vipu", f"{flag} is not taken: {why}", BAD_INPUT)
+            fail("vipu", said(key, f"{flag} is not taken: {why}"), BAD_INPUT)
     mode = rest.get("open_mode")  # kept: a batch script's workload takes it (command_spec.py)
     if mode is not None and mode not in OPEN_MODES:
-        fail("vipu", f"--open-mode={mode}: give truncate or append", BAD_INPUT)
+        fail("vipu", said("open_mode", f"--open-mode={mode}: give truncate or append"), BAD_INPUT)
     invalid = rest.pop("kill_on_invalid_dep", None)
     if invalid is not None and invalid not in ("yes", "no"):
-        fail("vipu", f"--kill-on-invalid-dep={invalid}: give yes or no", BAD_INPUT)
+        fail("vipu", said("kill_on_invalid_dep", f"--kill-on-invalid-dep={invalid}: give yes or no"), BAD_INPUT)
     if invalid == "yes":
-        fail("vipu", "--kill-on-invalid-dep=yes is not taken: a job whose dependency can never be met waits with"
-             " reason DependencyNeverSatisfied (Slurm's default); cancel it with vipu cancel ID", BAD_INPUT)
+        fail("vipu", said("kill_on_invalid_dep", "--kill-on-invalid-dep=yes is not taken: a job whose dependency can"
+                          " never be met waits with reason DependencyNeverSatisfied (Slurm's default); cancel it"
+                          " with vipu cancel ID"), BAD_INPUT)
     for key, (flag, what) in WARNED.items():
         if rest.pop(key, None) is not None:
-            warn("vipu", f"{flag} {what}")
+            warn("vipu", said(key, f"{flag} {what}"))
     return rest

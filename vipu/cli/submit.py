@@ -59,7 +59,7 @@ def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] |
     except (BatchError, DirectiveError) as e:
         fail("vipu", str(e), BAD_INPUT)
     # the controller refuses a value by its field ("ipus is 96 but ..."): name the script's line that set it
-    named.update({key: f"{where}: {key}" for key, where in origins.items() if key not in flags})
+    named.update({key: f"{where}: {key}" for key, where in origins.items()})
     return request
 
 
