@@ -38,6 +38,10 @@ def test_machines_as_sinfo_nodes(server):
     assert out(server, "info", "-s") == ["PARTITION AVAIL  TIMELIMIT   NODES(A/I/O/T)  NODELIST",
                                          "default*     up   infinite        4/10/0/14  ag[00-13]",
                                          "a1           up   infinite          0/2/0/2  ag[14-15]"]
+    summary = json.loads(run(server, "vipu", "info", "-s", "--json").stdout)  # -s's lines, not every machine
+    assert [(s["partition"], s["nodes"], s["nodelist"]) for s in summary["partitions"]] == [
+        ("default", {"allocated": 4, "idle": 10, "other": 0, "total": 14}, "ag[00-13]"),
+        ("a1", {"allocated": 0, "idle": 2, "other": 0, "total": 2}, "ag[14-15]")] and list(summary) == ["partitions"]
 
     assert run(server, "vipu-admin", "fail", "ipus", "63").returncode == 0  # one IPU of ag15
     assert run(server, "vipu-admin", "drain", "agent", "ag13").returncode == 0

@@ -21,6 +21,7 @@ def test_top_shows_jobs_partitions_and_failures(server):
     out = run(server, "vipu", "top", "--once").stdout
     assert "16 allocated  47 idle  1 failed" in out and "1 running, 1 pending" in out
     lines = out.splitlines()
+    assert lines[0].endswith("| 1 running, 1 pending jobs"), lines[0]  # a pipe gets whole lines, not 80 columns
     machine0 = next(line for line in lines if line.startswith("0 "))
     assert "####" in machine0 and f"slurm_{running}" in machine0
     machine15 = next(line for line in lines if line.startswith("15 "))

@@ -12,7 +12,7 @@ import typer
 from vipu.cli.context import JsonOption, ShortNoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_selection import given
-from vipu.cli.nodes import DEFAULT_PARTITION, Machines, hostlist
+from vipu.cli.nodes import DEFAULT_PARTITION, Machines, hostlist, numbered
 from vipu.cli.output import as_dict, print_json, table
 from vipu.cli.slurm_format import Column, percent_layout, render
 from vipu.v1 import job_pb2 as j
@@ -51,19 +51,28 @@ class Group:
     def first(self) -> Node:
         return self.nodes[0]
 
-    def ipus(self) -> str:
-        """A/I/O/T: allocated (draining ones too: a job holds them), idle, other (drained, failed), total."""
+    def ipu_counts(self) -> tuple[int, int, int, int]:
+        """Allocated (draining ones too: a job holds them), idle, other (drained, failed), total."""
         a = sum(n.count("allocated", "draining") for n in self.nodes)
         i = sum(n.count("idle") for n in self.nodes)
         t = sum(len(n.ipus) for n in self.nodes)
-        return f"{a}/{i}/{t - a - i}/{t}"
+        return a, i, t - a - i, t
 
-    def machines(self, other: bool) -> str:
-        """A/I(/O/T): nodes allocated or mixed, idle, other (draining, drained, down), total."""
+    def ipus(self) -> str:
+        """A/I/O/T."""
+        return "/".join(map(str, self.ipu_counts()))
+
+    def machine_counts(self) -> tuple[int, int, int, int]:
+        """Nodes allocated or mixed, idle, other (draining, drained, down), total."""
         a = sum(n.state in (_STATES["allocated"], MIXED) for n in self.nodes)
         i = sum(n.state == _STATES["idle"] for n in self.nodes)
         t = len(self.nodes)
-        return f"{a}/{i}/{t - a - i}/{t}" if other else f"{a}/{i}"
+        return a, i, t - a - i, t
+
+    def machines(self, other: bool) -> str:
+        """A/I(/O/T)."""
+        counts = self.machine_counts()
+        return "/".join(map(str, counts if other else counts[:2]))
 
 
 def _partition(g: Group) -> str:
@@ -163,8 +172,12 @@ def register(app: typer.Typer) -> None:
         %T state, %N node list, %c IPUs per node, %C IPUs allocated/idle/other/total, %A nodes allocated/idle,
         %F nodes allocated/idle/other/total, %E reason, %h oversubscribe; %.Nx right-justifies in N characters.
 
-        --json: the domains' counts; with -N, -s or -o also "nodes", each machine's partition, state and IPUs by
-        state."""
+        Without them, IPU-Link domains with the same counts share a row, named as a range (pod64-[0-1023]): each
+        figure is one domain's.
+
+        --json: each domain's counts; with -N or -o also "nodes", each machine's partition, state and IPUs by
+        state; with -s only "partitions", -s's lines: nodes and IPUs allocated, idle, other, total, and the node
+        list."""
         cli = ctx.obj
         parts = given(partition or ([os.environ["SINFO_PARTITION"]] if os.environ.get("SINFO_PARTITION") else []),
                       "-p/--partition", "partitions (e.g. -p default)")
@@ -174,6 +187,10 @@ def register(app: typer.Typer) -> None:
             or (DEFAULT if parts or wanted else None))
         if spec is None:
             by_domain(cli, cli.wants_json(json_out), no_header)
+            return
+        if cli.wants_json(json_out) and summarize and not node and fmt is None:
+            print_json({"partitions": summary(grouped(chosen(nodes(cli.conn), parts, wanted),
+                                                      percent_layout(SUMMARIZE, LETTERS, "-s"), False))})
             return
         if cli.wants_json(json_out):
             by_domain(cli, True, no_header, chosen(nodes(cli.conn), parts, wanted))
@@ -186,8 +203,27 @@ def register(app: typer.Typer) -> None:
             print("\n".join(lines))
 
 
+def summary(groups: list[Group]) -> list[dict]:
+    """-s --json: sinfo -s's lines, a partition each, not its machines."""
+    kinds = ("allocated", "idle", "other", "total")
+    return [{"partition": g.first.partition, "default": g.first.partition == DEFAULT_PARTITION, "avail": "up",
+             "timelimit": "infinite", "nodes": dict(zip(kinds, g.machine_counts())),
+             "ipus": dict(zip(kinds, g.ipu_counts())), "nodelist": hostlist(n.name for n in g.nodes)}
+            for g in groups]
+
+
+def collapsed(ilds) -> list[list]:
+    """The table's rows: racks with the same counts share one, named as a host range (pod64-[0-1023]), as sinfo
+    puts nodes of the same state on one line; in the order of their first rack."""
+    same: dict[tuple, list[int]] = {}
+    for r in ilds:
+        same.setdefault((r.total, r.idle, r.allocated, r.draining, r.drained, r.failed), []).append(r.ild)
+    return [[numbered(f"pod{key[0]}-", members), *key] for key, members in same.items()]
+
+
 def by_domain(cli, as_json: bool, no_header: bool, machines: list[Node] | None = None) -> None:
-    """The table by IPU-Link domain; --json: its counts, and with -N, -s or -o each machine's too (`machines`)."""
+    """The table by IPU-Link domain, racks of the same counts on one row; --json: each domain's counts, and with
+    -N or -o each machine's too (`machines`)."""
     reply = cli.conn.call(cli.conn.jobs.ClusterInfo, j.ClusterInfoRequest())
 
     def name(ild) -> str:  # pod64-1 for the second Pod64 of a Bow-Pod128; pod16-0 for a Bow-Pod16's one domain
@@ -202,7 +238,7 @@ def by_domain(cli, as_json: bool, no_header: bool, machines: list[Node] | None =
                               **{s: n.count(s) for s in _STATES}} for n in machines]
         print_json(data)
         return
-    rows = [[name(r), r.total, r.idle, r.allocated, r.draining, r.drained, r.failed] for r in reply.ilds]
+    rows = collapsed(reply.ilds)
     header = ["ILD", "IPUS", "IDLE", "ALLOCATED", "DRAINING", "DRAINED", "FAILED"]
     print(table(header, rows, cli.with_header(no_header)))
     print(f"\n{reply.pod}: {reply.running_jobs} running, {reply.pending_jobs} pending")

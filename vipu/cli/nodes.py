@@ -44,6 +44,24 @@ def hostlist(names: Iterable[str]) -> str:
     return ",".join(parts)
 
 
+def ranges(numbers: Iterable[int]) -> str:
+    """Numbers, each once, as runs: 0-13,15."""
+    spans: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def numbered(prefix: str, numbers: Iterable[int]) -> str:
+    """Numbered names as one hostlist: pod64-[0-13,15], or pod64-3 for one. Unlike hostlist(), a range spans
+    numbers of different widths: these names are not padded."""
+    text = ranges(numbers)
+    return f"{prefix}{text}" if text.isdigit() else f"{prefix}[{text}]"
+
+
 @dataclass(frozen=True)
 class Machines:
     """Which node each IPU is on (by IPU id), from `vipu list ipus`."""

@@ -101,16 +101,17 @@ def combined(jobs, now: float, machines: Machines | None, expand: bool) -> list[
 
 def listing(cli, q: Query, now: float, unknown: set[str] | None = None) -> list[JobRow]:
     """The rows to show; `unknown`, if given, gets the users named that the controller knows nothing of."""
-    conn, brief = cli.conn, "full" not in q.needs
+    conn, brief, placed = cli.conn, "full" not in q.needs, "placed" in q.needs
     asked = q.ids.asked if q.ids else []
     jobs = []
     replies = []
     if q.active is not None:
-        request = j.ListJobsRequest(users=q.users, me=q.me, states=q.active, ids=asked, brief=brief)
+        request = j.ListJobsRequest(users=q.users, me=q.me, states=q.active, ids=asked, brief=brief,
+                                    placement=brief and placed)
         replies.append(conn.every_page(conn.jobs.ListJobs, request))
         jobs += replies[-1].jobs
     if q.ended:
-        request = j.HistoryRequest(users=q.users, me=q.me, states=q.ended, ids=asked, brief=brief)
+        request = j.HistoryRequest(users=q.users, me=q.me, states=q.ended, ids=asked, brief=brief and not placed)
         replies.append(conn.every_page(conn.jobs.History, request))
         jobs += [x for x in replies[-1].jobs if seconds(x.ended) >= now - MIN_JOB_AGE]
     if unknown is not None and replies:

@@ -40,8 +40,8 @@ class Narrowing(NamedTuple):
     @property
     def needs(self) -> frozenset[str]:
         if self.nodes is not None:
-            return frozenset({"full", "nodes"})
-        return frozenset({"full"}) if self.partitions is not None else frozenset()
+            return frozenset({"placed", "nodes"})
+        return frozenset({"placed"}) if self.partitions is not None else frozenset()
 
     def keeps(self, row: JobRow) -> bool:
         x = row.job

@@ -1,9 +1,10 @@
 """`vipu top`: a live terminal view of the Pod (the gc-monitor of this cluster): each machine's IPUs and who holds
 them, running jobs and the head of the queue. It has nothing to crash on when nothing runs: empty is a state.
 
-On a Pod of more than MACHINE_ROWS machines (a Pod1024 has 256, the largest 16,384) a row stands for an IPU-Link
-domain (a Pod64 rack) instead of a machine, and only the running jobs and the head of the queue are fetched, never
-the whole queue (100,000 pending jobs are 100 pages)."""
+On a Pod of more than MACHINE_ROWS machines (a Pod1024 has 256, the largest 16,384) a row stands for the IPU-Link
+domains (Pod64 racks) whose machines show the same marks, as sinfo puts nodes of one state on a line, at most
+RACK_ROWS of them. Only the running jobs that fit and the head of the queue are fetched, never the whole queue
+(100,000 pending jobs are 100 pages); a "... N more" line counts the rest, as top does past the screen's end."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from vipu.cli.job_ids import job_id
+from vipu.cli.nodes import ranges
 from vipu.client.messages import seconds
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
@@ -22,10 +24,17 @@ if TYPE_CHECKING:
     from rich.console import Group
 
 MACHINE_ROWS = 64  # a Pod256's machines, one row each; above it, a row per IPU-Link domain
+RACK_ROWS = 16  # rows of racks of the same marks, before "... N more"
+RUNNING_ROWS = 20  # running jobs shown when not on a terminal (on one: what fits its height)
+UNWRAPPED = 1000  # columns when not on a terminal: no line of a frame is this long
+PARTITION_NAMES = 4  # partitions named on a row of racks, before "+N"
 COLOURS = ["green", "cyan", "magenta", "yellow", "blue", "bright_green", "bright_cyan", "bright_magenta"]
 
 
 ORDER = ("failed", "draining", "drained", "allocated", "idle")
+
+
+RANK = {state: n for n, state in enumerate(ORDER)}
 
 
 def _by_machine(ipus) -> list[list]:
@@ -35,20 +44,52 @@ def _by_machine(ipus) -> list[list]:
     return list(out.values())
 
 
-def frame(conn, queue_rows: int = 10) -> Group:
+def _mark(ipu, colour: dict) -> tuple[str, str]:
+    # draining: the drain's yellow, not the partition's colour, which the partitions column still names
+    return {"failed": ("X", "bold red"), "allocated": ("#", colour.get(ipu.partition, "")),
+            "draining": ("~", "bold yellow"), "drained": ("-", "yellow")}.get(ipu.state, (".", "dim"))
+
+
+def _racks(ipus) -> list[tuple[list[int], list, list]]:
+    """Racks whose machines show the same marks, in the order of their first: (their ILDs, their IPUs, the
+    first rack's marking IPUs). A machine's mark is its first IPU in the order failed, draining, drained,
+    allocated, idle (a machine with a failed IPU shows X); a row's marks take its first rack's colours."""
+    by_ild: dict[int, list[list]] = {}
+    for machine in _by_machine(ipus):
+        by_ild.setdefault(machine[0].ild, []).append(machine)
+    same: dict[str, tuple[list[int], list, list]] = {}
+    for ild, machines in sorted(by_ild.items()):
+        marked = [min(m, key=lambda i: RANK[i.state]) for m in machines]
+        key = "".join(i.state[0] for i in marked)  # states, not partitions: 691 jobs' racks share a row
+        group = same.setdefault(key, ([], [], marked))
+        group[0].append(ild)
+        for m in machines:
+            group[1].extend(m)
+    return list(same.values())
+
+
+def _names(partitions: set[str], every: bool) -> str:
+    """The partitions on a row, slurm_9 before slurm_10; on a row of racks the first few and +N."""
+    names = sorted(partitions, key=lambda n: (len(n), n))
+    more = 0 if every else len(names) - PARTITION_NAMES
+    return " ".join(names[:len(names) - max(more, 0)]) + (f" +{more}" if more > 0 else "")
+
+
+def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group:
     from rich.console import Group  # rich costs ~30 ms to import: only `vipu top` pays it
     from rich.table import Table
     from rich.text import Text
 
     ipus = conn.every_page(conn.partitions.ListIpus, p.ListIpusRequest()).ipus
     info = conn.call(conn.jobs.ClusterInfo, j.ClusterInfoRequest())
-    running_jobs = conn.every_page(conn.jobs.ListJobs, j.ListJobsRequest(brief=True, states=["R", "CG"])).jobs
+    running_jobs = conn.call(conn.jobs.ListJobs, j.ListJobsRequest(brief=True, states=["R", "CG"],
+                                                                    page_size=running_rows)).jobs
     head = conn.call(conn.jobs.ListJobs, j.ListJobsRequest(brief=True, states=["PD"], page_size=queue_rows)).jobs
     colour = {}
     for ipu in ipus:
         if ipu.partition and ipu.partition not in colour:
             colour[ipu.partition] = COLOURS[len(colour) % len(COLOURS)]
-    counts = {s: sum(1 for i in ipus if i.state == s) for s in ("idle", "allocated", "draining", "drained", "failed")}
+    counts = {s: sum(getattr(d, s) for d in info.ilds) for s in ("idle", "allocated", "draining", "drained", "failed")}
     title = Text(f"{info.pod}: {len(ipus)} IPUs  ", style="bold")
     title.append(f"{counts['allocated']} allocated  ", style="cyan")
     title.append(f"{counts['idle']} idle  ")
@@ -61,32 +102,32 @@ def frame(conn, queue_rows: int = 10) -> Group:
     per_machine = len({i.machine for i in ipus}) <= MACHINE_ROWS
     caption = "# allocated  ~ draining  . idle  - drained  X failed" + ("" if per_machine else
                                                                          " (a mark per machine)")
-    machines = Table(title="IPU-Machines" if per_machine else "IPU-Link domains (Pod64 racks)", caption=caption,
-                     show_edge=False, pad_edge=False)
+    machines = Table(title="IPU-Machines" if per_machine else "IPU-Link domains (Pod64 racks)", show_edge=False,
+                     pad_edge=False)
     machines.add_column("machine" if per_machine else "ild")
     machines.add_column("agent" if per_machine else "machines")
     machines.add_column("IPUs")
     machines.add_column("util")
     machines.add_column("partitions")
-    by_row: dict[int, list] = {}
-    for ipu in ipus:
-        by_row.setdefault(ipu.machine if per_machine else ipu.ild, []).append(ipu)
-    for row, members in sorted(by_row.items()):
+    if per_machine:  # a mark per IPU
+        rows = [([m[0].machine], m, m) for m in sorted(_by_machine(ipus), key=lambda m: m[0].machine)]
+    else:
+        rows = _racks(ipus)
+    for numbers, members, marked in rows if per_machine else rows[:RACK_ROWS]:
         cells = Text()
-        # a mark per IPU, or on a large Pod per machine: the first of its IPUs in the order failed, draining,
-        # drained, allocated, idle (so a machine with a failed IPU shows X)
-        marked = members if per_machine else [min(same, key=lambda i: ORDER.index(i.state)) for same in
-                                              _by_machine(members)]
         for ipu in marked:
-            # draining: the drain's yellow, not the partition's colour, which the partitions column still names
-            mark, style = {"failed": ("X", "bold red"), "allocated": ("#", colour.get(ipu.partition, "")),
-                           "draining": ("~", "bold yellow"), "drained": ("-", "yellow")}.get(ipu.state, (".", "dim"))
-            cells.append(mark, style=style)
-        names = sorted({i.partition for i in members if i.partition})
+            cells.append(*_mark(ipu, colour))
         util = sum(i.utilization for i in members) / len(members)
         # one decimal: the small emulated jobs keep their IPUs under 1% busy, which whole percents showed as idle
-        where = members[0].agent if per_machine else f"{members[0].machine}-{members[-1].machine}"
-        machines.add_row(str(row), where, cells, f"{util:6.1%}", Text(" ".join(names)))
+        names = _names({i.partition for i in members if i.partition}, per_machine)
+        if per_machine:
+            row, where = str(numbers[0]), members[0].agent
+        else:
+            spans = ranges({i.machine for i in members})
+            row, where = ranges(numbers), spans if len(spans) <= 24 else f"{len(numbers) * len(marked)} machines"
+        machines.add_row(row, where, cells, f"{util:6.1%}", Text(names))
+    if not per_machine and len(rows) > RACK_ROWS:
+        machines.add_row(f"... {len(rows) - RACK_ROWS} more rows", "", "", "", "")
 
     running = Table(title="Running", show_edge=False, pad_edge=False)
     waiting = Table(title=f"Queue (first {queue_rows})", show_edge=False, pad_edge=False)
@@ -96,16 +137,19 @@ def frame(conn, queue_rows: int = 10) -> Group:
     running.add_column("PARTITION")
     waiting.add_column("REASON")
     now = time.time()
-    for x in running_jobs:
-        if x.state_code in ("R", "CG"):
-            # a modelled job computes nothing: its IPUs' figures are the planner's prediction
-            name = Text(x.name).append(" (modelled)", style="dim") if x.modelled else x.name
-            running.add_row(job_id(x), name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
+    shown = [x for x in running_jobs if x.state_code in ("R", "CG")][:running_rows]
+    for x in shown:
+        # a modelled job computes nothing: its IPUs' figures are the planner's prediction
+        name = Text(x.name).append(" (modelled)", style="dim") if x.modelled else x.name
+        running.add_row(job_id(x), name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
+    if info.running_jobs > len(shown) and shown:
+        running.add_row(f"... {info.running_jobs - len(shown)} more", "", "", "", "")
     pending = [x for x in head if x.state_code == "PD"][:queue_rows]
     for x in pending:
         start = f" (start ~{max(0, seconds(x.expected_start) - now):.0f}s)" if x.HasField("expected_start") else ""
         waiting.add_row(job_id(x), x.name, x.user, str(x.ipus), x.reason + start)
-    parts = [title, machines, running if running.row_count else Text("No job is running.", style="dim"),
+    # the legend on a line of its own: a caption would wrap to the table's width, mid-phrase
+    parts = [title, machines, Text(caption, style="dim"), running if running.row_count else Text("No job is running.", style="dim"),
              waiting if waiting.row_count else Text("The queue is empty.", style="dim")]
     return Group(*parts)
 
@@ -123,13 +167,17 @@ def register(app: typer.Typer) -> None:
 
         conn = ctx.obj.conn
         console = Console()
+        if not console.is_terminal:  # a pipe or a file: whole lines, to grep (rich would wrap at 80 columns)
+            console = Console(width=UNWRAPPED)
+        # on a terminal, the running jobs that fit below the rest of the frame (about 20 lines and the queue's)
+        fits = max(5, console.height - 24 - RACK_ROWS) if console.is_terminal else RUNNING_ROWS
         if once or not console.is_terminal:
-            console.print(frame(conn))
+            console.print(frame(conn, running_rows=fits))
             return
         try:
-            with Live(frame(conn), console=console, refresh_per_second=4, screen=False) as live:
+            with Live(frame(conn, running_rows=fits), console=console, refresh_per_second=4, screen=False) as live:
                 while True:
                     time.sleep(interval)
-                    live.update(frame(conn))
+                    live.update(frame(conn, running_rows=fits))
         except KeyboardInterrupt:
             pass

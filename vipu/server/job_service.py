@@ -122,7 +122,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         caller = identity(self.plane, context)
         page = self.plane.jobs.queue(caller, users_of(request, caller), states_of(request.states),
                                      request.ids, not request.brief, request.page_size, request.page_token)
-        return self._named(request, self._listed(page, request.ids and not request.brief, request.brief))
+        return self._named(request, self._listed(page, request.ids and not request.brief, request.brief,
+                                                 request.placement))
 
     @rpc
     def History(self, request, context):
@@ -142,10 +143,10 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             reply.unknown_users.extend(self.plane.jobs.unknown_users(request.users))
         return reply
 
-    def _listed(self, page, with_records: bool, brief: bool) -> j.ListJobsResponse:
+    def _listed(self, page, with_records: bool, brief: bool, placement: bool = False) -> j.ListJobsResponse:
         """A full listing of named jobs (`vipu show job` of an array: every task, in one call) carries each job's
         run record as GetJob does; a listing of everyone's jobs does not read thousands of records for it."""
-        reply = job_convert.jobs(self.plane.paced(page.items), brief)
+        reply = job_convert.jobs(self.plane.paced(page.items), brief, placement)
         reply.next_page_token, reply.total_size = page.next_page_token, page.total
         if with_records:
             for message in reply.jobs:

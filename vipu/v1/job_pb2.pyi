@@ -169,7 +169,7 @@ class JobLogsResponse(_message.Message):
     def __init__(self, lines: _Optional[_Iterable[str]] = ..., record_json: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("users", "states", "ids", "brief", "page_size", "page_token", "me")
+    __slots__ = ("users", "states", "ids", "brief", "page_size", "page_token", "me", "placement")
     USERS_FIELD_NUMBER: _ClassVar[int]
     STATES_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +177,7 @@ class ListJobsRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ME_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     states: _containers.RepeatedScalarFieldContainer[str]
     ids: _containers.RepeatedScalarFieldContainer[int]
@@ -184,7 +185,8 @@ class ListJobsRequest(_message.Message):
     page_size: int
     page_token: str
     me: bool
-    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., ids: _Optional[_Iterable[int]] = ..., brief: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., me: _Optional[bool] = ...) -> None: ...
+    placement: bool
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., ids: _Optional[_Iterable[int]] = ..., brief: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., me: _Optional[bool] = ..., placement: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_page_token", "total_size", "unknown_users")

@@ -1,0 +1,93 @@
+"""`vipu info` and `vipu top` stay a screen long on a big Pod: racks of the same state share a line (sinfo's
+grouping), `top` names only the running jobs that fit, and a frame for a pipe keeps each line whole. Built from
+messages, no controller."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+
+from vipu.cli.node_info import Group, Node, collapsed, summary
+from vipu.cli.nodes import numbered, ranges
+from vipu.cli.top import UNWRAPPED, frame
+from vipu.v1 import job_pb2 as j
+from vipu.v1 import partition_pb2 as p
+
+
+def test_numbered_names_span_widths():
+    assert ranges([3, 0, 1, 2, 5, 9, 10, 11]) == "0-3,5,9-11"
+    assert numbered("pod64-", range(1024)) == "pod64-[0-1023]"
+    assert numbered("pod64-", [7]) == "pod64-7"
+
+
+def test_racks_of_the_same_counts_share_a_row():
+    ilds = [j.Pod64Info(ild=n, total=64, idle=64) for n in range(1024)]
+    ilds[3] = j.Pod64Info(ild=3, total=64, idle=60, failed=4)
+    assert collapsed(ilds) == [["pod64-[0-2,4-1023]", 64, 64, 0, 0, 0, 0], ["pod64-3", 64, 60, 0, 0, 0, 4]]
+
+
+def test_summary_json_is_a_line_per_partition_not_its_machines():
+    def node(n: int, partition: str, state: str) -> Node:
+        return Node(f"ag{n:02d}", partition, tuple(p.Ipu(machine=n, state=state) for _ in range(4)))
+
+    default = Group((node(0, "default", "allocated"), node(1, "default", "idle"), node(2, "default", "failed")))
+    assert json.loads(json.dumps(summary([default, Group((node(3, "a1", "idle"),))]))) == [
+        {"partition": "default", "default": True, "avail": "up", "timelimit": "infinite",
+         "nodes": {"allocated": 1, "idle": 1, "other": 1, "total": 3},
+         "ipus": {"allocated": 4, "idle": 4, "other": 4, "total": 12}, "nodelist": "ag[00-02]"},
+        {"partition": "a1", "default": False, "avail": "up", "timelimit": "infinite",
+         "nodes": {"allocated": 0, "idle": 1, "other": 0, "total": 1},
+         "ipus": {"allocated": 0, "idle": 4, "other": 0, "total": 4}, "nodelist": "ag03"}]
+
+
+class _Pod:
+    """A controller's replies for a Pod of 16 racks of 16 machines: racks 0-13 each held by 4 jobs' partitions, rack
+    14 idle with a failed IPU, rack 15 idle; 56 running jobs, 3 pending."""
+
+    def __init__(self):
+        self.partitions, self.jobs = self, self
+        self.ipus = []
+        for n in range(16 * 64):
+            rack, machine = divmod(n, 64)[0], n // 4
+            state, holder = ("allocated", f"slurm_{1 + n // 16}") if rack < 14 else ("idle", "")
+            self.ipus.append(p.Ipu(id=n, machine=machine, ild=rack, agent=f"ag{machine}", state=state,
+                                   partition=holder))
+        self.ipus[14 * 64 + 5].state = "failed"
+        self.running = [j.Job(id=1 + k, name="sleep", user="u", ipus=16, state_code="R", partition=f"slurm_{1 + k}")
+                        for k in range(56)]
+
+    def every_page(self, call, request):
+        return call(request)
+
+    def call(self, call, request):
+        return call(request)
+
+    def ListIpus(self, request):
+        return p.ListIpusResponse(ipus=self.ipus)
+
+    def ClusterInfo(self, request):
+        ilds = [j.Pod64Info(ild=r, total=64, allocated=64 if r < 14 else 0, idle=0 if r < 14 else 64 - (r == 14),
+                            failed=int(r == 14)) for r in range(16)]
+        return j.ClusterInfoResponse(pod="big", ilds=ilds, running_jobs=56, pending_jobs=3)
+
+    def ListJobs(self, request):
+        if "R" in request.states:
+            return j.ListJobsResponse(jobs=self.running[:request.page_size])
+        return j.ListJobsResponse(jobs=[j.Job(id=100 + k, name="wait", user="u", ipus=1024, state_code="PD",
+                                              reason="Resources") for k in range(3)])
+
+
+def test_a_big_pod_frame_groups_racks_and_counts_the_jobs_it_leaves_out():
+    console = Console(width=UNWRAPPED, record=True, color_system=None)
+    console.print(frame(_Pod(), running_rows=5))
+    lines = console.export_text().splitlines()
+    assert lines[0] == "big: 1024 IPUs  896 allocated  127 idle  1 failed  | 56 running, 3 pending jobs"
+    racks = [line.split("│") for line in lines if "│" in line and line[0].isdigit() and "sleep" not in line]
+    assert [[c.strip() for c in r] for r in racks if "#" in r[2] or "." in r[2]] == [
+        ["0-13", "0-223", "#" * 16, "0.0%", "slurm_1 slurm_2 slurm_3 slurm_4 +52"],
+        ["14", "224-239", "." + "X" + "." * 14, "0.0%", ""],
+        ["15", "240-255", "." * 16, "0.0%", ""]]
+    running = [line for line in lines if "sleep" in line]
+    assert len(running) == 5 and any(line.startswith("... 51 more") for line in lines)
+    assert len(lines) < 40
