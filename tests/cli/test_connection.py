@@ -116,3 +116,34 @@ def test_a_create_is_retried_with_the_same_request_id_while_the_controller_is_do
     assert conn.create(create, p.CreatePartitionRequest(name="x", size=4)).name == "x"
     assert len(seen) == 3 and len(set(seen)) == 1 and len(seen[0]) == 32
     assert "is not answering; retrying for up to 5 s" in capsys.readouterr().err
+
+
+class Late(Down):
+    """What the transport raises when the deadline passes before the controller answers."""
+
+    def code(self):
+        return grpc.StatusCode.DEADLINE_EXCEEDED
+
+    def details(self):
+        return "Deadline Exceeded"
+
+
+def test_a_change_that_missed_its_deadline_may_have_been_made_and_a_read_may_be_retried(capsys):
+    """walk26f: `vipu cancel -u root` of 49,000 jobs said "retry" after its deadline, though the jobs were cancelled."""
+    from vipu.v1 import job_pb2 as j
+
+    conn = Connection("vipu", Settings("127.0.0.1", closed_port(), "u", None, None), timeout=5)
+
+    def late(request, timeout, metadata):
+        raise Late()
+
+    for request, change in ((j.CancelJobsRequest(users=["root"]), True), (j.JobIdsRequest(ids=[7]), True),
+                            (j.UpdateJobRequest(id=7), True), (j.SubmitJobsRequest(), True),
+                            (j.SubmitJobRequest(validate_only=True), False), (j.ListJobsRequest(), False)):
+        with pytest.raises(SystemExit) as exit_:
+            conn.call(late, request)
+        line = capsys.readouterr().err
+        assert exit_.value.code == UNREACHABLE and line.count("\n") == 1, line
+        assert ("the change may have been made all the same: check with `vipu queue -u USER` or `vipu show job ID`"
+                " before trying again" in line) is change, (type(request).__name__, line)
+        assert ("did not answer in time; retry, or give a longer --timeout" in line) is not change, line

@@ -17,18 +17,20 @@ def test_the_task_range_queue_prints_is_a_job_id(server):
     printed = row.split("|")[0].strip()
     assert printed == f"{array}_[0-9]"
     out = run(server, "vipu", "hold", printed)
-    assert out.returncode == 0 and out.stdout.splitlines() == [
+    assert out.returncode == 0 and out.stdout.splitlines() == [f"Array job {array}: 10 tasks held"] + [
         f"Job {array}_{t} held: PENDING (held)" for t in range(10)], out.stderr
 
     out = run(server, "vipu", "release", f"{array}_[1-3,7]", f"{array}_2")  # each task once
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [f"Job {array}_{t} released: PENDING" for t in (1, 2, 3, 7)]
+    assert out.stdout.splitlines() == [f"Array job {array}: 4 tasks released"] + [
+        f"Job {array}_{t} released: PENDING" for t in (1, 2, 3, 7)]
     assert [show(server, t)["held"] for t in tasks] == [t not in (1, 2, 3, 7) for t in range(10)]
 
     # the tasks there are are cancelled, those there are not named in one line
     out = run(server, "vipu", "cancel", f"{array}_[8-12]")
     assert out.returncode == 3
-    assert out.stdout.splitlines() == [f"Job {array}_{t} cancelled: CANCELLED" for t in (8, 9)]
+    assert out.stdout.splitlines() == [f"Array job {array}: 2 tasks cancelled"] + [
+        f"Job {array}_{t} cancelled: CANCELLED" for t in (8, 9)]
     assert one_error(out) == (f"vipu: error: job id '{array}_[8-12]': array job {array} has no tasks 10-12; `vipu"
                               " queue` and `vipu history` list its tasks")
 
@@ -60,6 +62,11 @@ def test_the_task_range_queue_prints_is_a_job_id(server):
     out = run(server, "vipu", "cancel", f"{single}_[0-1]")
     assert out.returncode == 2 and f"job id '{single}_[0-1]': job {single} is not an array job" in one_error(out)
     assert {i: (x["job_state"][0], x["hold"]) for i, x in jobs(server).items() if i != single} == before
+    # walk26f: a range of more tasks than a line each (20) printed 100 lines; one summary, as for the whole array
+    big = submit(server, *HELD, "--array", "0-29")[0]
+    out = run(server, "vipu", "cancel", f"{big}_[0-24]", f"{big}_27")
+    assert out.returncode == 0 and out.stdout.splitlines() == [f"Array job {big}: 25 tasks cancelled",
+                                                               f"Job {big}_27 cancelled: CANCELLED"], out.stderr
 
 
 def test_the_exit_code_of_several_failures_is_the_gravest_not_the_first(server):
@@ -86,7 +93,7 @@ def test_a_stepped_array_is_one_short_range_in_the_queue_and_taken_back_as_print
     printed = row.split("|")[0].strip()
     assert printed == f"{tasks[0]}_[0-40:10]"
     out = run(server, "vipu", "cancel", printed)
-    assert out.returncode == 0 and out.stdout.splitlines() == [
+    assert out.returncode == 0 and out.stdout.splitlines() == [f"Array job {tasks[0]}: 5 tasks cancelled"] + [
         f"Job {tasks[0]}_{t} cancelled: CANCELLED" for t in range(0, 41, 10)], out.stderr
 
 

@@ -164,3 +164,21 @@ def test_an_idle_controller_keeps_its_snapshot(plane):
     assert plane.read() is first
     submit(plane)  # a change: a new snapshot
     assert plane.read() is not first
+
+
+def test_a_mass_cancel_is_one_store_transaction_and_checks_each_job_once(plane, monkeypatch):
+    """walk26f: a cancel of 49,000 jobs missed the CLI's deadline. The jobs the filters chose were checked against
+    them a second time; what is left is a pass over them and one write."""
+    from vipu.scheduler.job_filter import JobFilter
+
+    done = plane.jobs.submit([SubmitRequest(HELD, {"user": "u"})] * 3000, ANYONE)
+    ids = [job.id for d in done for job in d.jobs]
+    [other] = submit(plane, user="v")
+    commits, checked = [], []
+    commit, matches = plane.store.commit, JobFilter.matches
+    monkeypatch.setattr(plane.store, "commit", lambda puts, deletes: commits.append(1) or commit(puts, deletes))
+    monkeypatch.setattr(JobFilter, "matches", lambda self, job: (self and checked.append(job.id)) or matches(self, job))
+    cancelled = plane.jobs.cancel([], JobFilter(users=frozenset({"u"})), False, ANYONE)
+    assert [job.id for job in cancelled] == ids and {job.state.value for job in cancelled} == {"CANCELLED"}
+    assert len(commits) == 1 and sorted(checked) == sorted([*ids, other])
+    assert list(plane.scheduler.table.pending) == [other]

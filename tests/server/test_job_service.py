@@ -168,3 +168,17 @@ def test_a_refusal_names_a_long_source_cut_short(jobs):
         jobs.SubmitJobs(j.SubmitJobsRequest(jobs=[request(), bad]), timeout=5)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert refused.value.details().startswith(f"spec 2 of 2 ({'s' * 200}...): ipus")
+
+
+def test_a_mass_cancel_by_user_takes_every_job_and_a_brief_reply_leaves_out_spec_and_detail(jobs):
+    """walk26f: `vipu cancel -u root` of 49,000 jobs missed the CLI's deadline, most of it the 34 MB reply."""
+    batch = jobs.SubmitJobs(j.SubmitJobsRequest(jobs=[request()] * 3000), timeout=60)
+    queued = [i for x in batch.jobs for i in x.job_ids]
+    [other] = submit(jobs, hold=True, user="v")
+    reply = jobs.CancelJobs(j.CancelJobsRequest(users=["u"], brief=True), timeout=30).jobs
+    assert [x.id for x in reply] == queued and {x.state for x in reply} == {"CANCELLED"}
+    assert not any(x.spec_json or x.detail_json or x.HasField("spec") for x in reply)
+    listed = jobs.ListJobs(j.ListJobsRequest(brief=True), timeout=10).jobs
+    assert [(x.id, x.state) for x in listed] == [(other, "PENDING")]
+    [full] = jobs.CancelJobs(j.CancelJobsRequest(ids=[other]), timeout=5).jobs  # not brief: the whole job
+    assert full.state == "CANCELLED" and json.loads(full.spec_json)["user"] == "v"

@@ -108,8 +108,13 @@ class Connection:
     def address(self) -> str:
         return self.client.address
 
-    def fail(self, error: ApiError) -> NoReturn:
-        fail_api(self.prog, error, self.address)
+    def fail(self, error: ApiError, request=None) -> NoReturn:
+        """`request`: the failed call's, which tells a change from a read."""
+        from vipu.v1 import job_pb2 as j  # here: a call that does not fail does not need it
+
+        changes = (j.SubmitJobRequest, j.SubmitJobsRequest, j.CancelJobsRequest, j.UpdateJobRequest, j.JobIdsRequest)
+        change = isinstance(request, changes) and not getattr(request, "validate_only", False)  # --test-only
+        fail_api(self.prog, error, self.address, change=change)
 
     def _stub(self, make):
         try:
@@ -141,7 +146,7 @@ class Connection:
         try:
             return self.client.call(method, request, retry, waiting=self._waiting)
         except ApiError as e:
-            self.fail(older_controller(flagged(e, flags) if flags else e, self.address))
+            self.fail(older_controller(flagged(e, flags) if flags else e, self.address), request)
 
     def create(self, method, request):
         """A create call with a request id (a fresh one unless the request has one), retried as call(retry=True)
@@ -169,7 +174,7 @@ class Connection:
             return self.client.call(method, request)
         except ApiError as e:
             if not e.from_controller:
-                self.fail(e)
+                self.fail(e, request)
             return None
 
 

@@ -105,6 +105,7 @@ class TaskIds:
         self.cli = cli
         self.arrays: dict[int, dict[int, int]] = {}  # array -> task -> job id
         self.ended: set[int] = set()  # arrays whose ended tasks are in self.arrays
+        self.ranged: dict[tuple[int, bool], int] = {}  # (job id, single) an N_[A-B,C] named -> its array N
 
     def tasks(self, array: int, wanted: list[int] | None = None) -> dict[int, int]:
         """Task -> job id of every task of `array` known, the ended ones too if one of `wanted` is not active
@@ -156,6 +157,7 @@ class TaskIds:
                     found, code = self.resolve_range(text)
                     failed = graver(failed, code)
                     targets.update(dict.fromkeys((job, True) for job in found))
+                    self.ranged.update(dict.fromkeys(((job, True) for job in found), int(text.partition("_")[0])))
                 else:
                     targets[(self.resolve(text), not text.isdigit())] = None
             except SystemExit as e:  # resolve printed the line naming the id: on to the next
@@ -257,7 +259,8 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, request=j.Job
     other commands, gets a call of its own (the RPCs are all-or-nothing, which other clients rely on), so each
     failure prints its line once. `request`: the RPC's request message, made with the ids and `fields`."""
     texts = id_words(texts)
-    targets, failed = TaskIds(cli).resolve_all(texts)
+    named = TaskIds(cli)
+    targets, failed = named.resolve_all(texts)
     wholes = [int(text) for text in texts if JOB_ID.fullmatch(text) and "_" not in text and int(text) <= MAX_ID]
     before = {} if as_json else active(cli, wholes)  # for array_changes
     method = getattr(cli.conn.jobs, rpc)
@@ -267,19 +270,28 @@ def act(cli, rpc: str, verb: str, texts: list[str], as_json: bool, request=j.Job
     replies.update(alone)
     failed = graver(failed, code)
     done = []
+    shown: list[tuple[int | None, list[j.Job]]] = []  # (array, its tasks changed) or (None, jobs), in order
+    ranges: dict[int, list[j.Job]] = {}  # the tasks N_[A-B,C] ids named, by array: one summary each
     for job, single in targets:
         jobs = replies[(job, single)]
         done += jobs
         if as_json or not jobs:
             continue
-        if not single and in_array(jobs[0], job):
-            tasks = array_changes(cli, job, before, verb == "cancelled")
-            print(f"Array job {job}: {len(tasks)} task{'' if len(tasks) == 1 else 's'} {verb}")
-            for line in lines(tasks, verb) if len(tasks) <= MANY else []:
-                print(line)
+        array = named.ranged.get((job, single))
+        if array is not None:
+            if array not in ranges:
+                ranges[array] = []
+                shown.append((array, ranges[array]))
+            ranges[array] += jobs
+        elif not single and in_array(jobs[0], job):
+            shown.append((job, array_changes(cli, job, before, verb == "cancelled")))
         else:
-            for line in lines(jobs, verb):
-                print(line)
+            shown.append((None, jobs))
+    for array, jobs in shown:
+        if array is not None:
+            print(f"Array job {array}: {len(jobs)} task{'' if len(jobs) == 1 else 's'} {verb}")
+        for line in lines(jobs, verb) if array is None or len(jobs) <= MANY else []:
+            print(line)
     return done, failed
 
 

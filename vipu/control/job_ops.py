@@ -19,7 +19,7 @@ from vipu.control.spec_cache import SpecCache
 from vipu.control.snapshot import Page, Snapshot
 from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from vipu.scheduler.expected_start import Expectation
-from vipu.scheduler.job_filter import JobFilter
+from vipu.scheduler.job_filter import NO_FILTER, JobFilter
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.view import Pod64Info
@@ -158,8 +158,9 @@ class JobOps:
             self._owned(ids, identity)
             now = plane.now()
             chosen = ids or plane.scheduler.matching(match, identity.sees)
-            if chosen:
-                plane.driver.apply(plane.scheduler.cancel(chosen, now, single or not ids, match), now)
+            if chosen:  # jobs the filters chose match them already: not checked a second time
+                plane.driver.apply(plane.scheduler.cancel(chosen, now, single or not ids, match if ids else NO_FILTER),
+                                   now)
             jobs = [plane.scheduler.job(i, now) for i in chosen]
         plane.changed()
         return jobs

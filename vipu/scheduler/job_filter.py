@@ -8,6 +8,7 @@ job. Pure: the caller picks the jobs, this only says which of them match, and ho
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 from vipu.errors import InvalidArgument
@@ -35,7 +36,11 @@ class JobFilter:
         return any(self._checks())
 
     def _checks(self) -> list[tuple[str, frozenset, Callable[[Job], object]]]:
-        """(what, values, the job's value) of each filter given."""
+        return self._given
+
+    @cached_property
+    def _given(self) -> list[tuple[str, frozenset, Callable[[Job], object]]]:
+        """(what, values, the job's value) of each filter given; built once (a mass cancel checks 50,000 jobs)."""
         fields: list[tuple[str, frozenset, Callable[[Job], object]]] = [
             ("user", self.users, lambda j: j.user),
             ("name", self.names, lambda j: j.name),

@@ -176,8 +176,9 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         if request.signal:
             to = TARGETS.get(request.signal_target, "children")
             return job_convert.jobs(self.plane.jobs.signal(list(request.ids), match, request.single, request.signal,
-                                                           caller, to))
-        return job_convert.jobs(self.plane.jobs.cancel(list(request.ids), match, request.single, caller))
+                                                           caller, to), request.brief)
+        return job_convert.jobs(self.plane.jobs.cancel(list(request.ids), match, request.single, caller),
+                                request.brief)
 
     @rpc
     def UpdateJob(self, request, context):

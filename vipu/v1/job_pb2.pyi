@@ -219,7 +219,7 @@ class JobIdsRequest(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[int]] = ..., admin: _Optional[bool] = ..., single: _Optional[bool] = ..., hold: _Optional[bool] = ...) -> None: ...
 
 class CancelJobsRequest(_message.Message):
-    __slots__ = ("ids", "users", "single", "names", "states", "partitions", "qos", "accounts", "signal", "me", "signal_target")
+    __slots__ = ("ids", "users", "single", "names", "states", "partitions", "qos", "accounts", "signal", "me", "signal_target", "brief")
     IDS_FIELD_NUMBER: _ClassVar[int]
     USERS_FIELD_NUMBER: _ClassVar[int]
     SINGLE_FIELD_NUMBER: _ClassVar[int]
@@ -231,6 +231,7 @@ class CancelJobsRequest(_message.Message):
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
     ME_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_TARGET_FIELD_NUMBER: _ClassVar[int]
+    BRIEF_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[int]
     users: _containers.RepeatedScalarFieldContainer[str]
     single: bool
@@ -242,7 +243,8 @@ class CancelJobsRequest(_message.Message):
     signal: int
     me: bool
     signal_target: SignalTarget
-    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., single: _Optional[bool] = ..., names: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., qos: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., signal: _Optional[int] = ..., me: _Optional[bool] = ..., signal_target: _Optional[_Union[SignalTarget, str]] = ...) -> None: ...
+    brief: bool
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., single: _Optional[bool] = ..., names: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., qos: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., signal: _Optional[int] = ..., me: _Optional[bool] = ..., signal_target: _Optional[_Union[SignalTarget, str]] = ..., brief: _Optional[bool] = ...) -> None: ...
 
 class UpdateJobRequest(_message.Message):
     __slots__ = ("id", "single", "time_limit_s", "time_limit_add_s", "qos", "nice", "dependency", "name", "array_task_throttle", "begin", "priority", "time_limit", "time_limit_add", "time_limit_unlimited", "begin_time")
