@@ -53,25 +53,37 @@ def dashboard(uid: str, title: str, panels: list[dict], variables: list[dict] | 
 
 
 def cluster() -> dict:
+    # Above 4,096 IPUs the controller exports series per Pod64 rack (vipu_ild_*) instead of per IPU and machine
+    # (vipu/metrics/ild_series.py): each per-IPU query falls back to the rack series with `or`, so one dashboard
+    # serves both sizes (only one side of each `or` exists on a given Pod).
     return dashboard("vipu-cluster", "vipu-sim / Cluster overview", [
-        panel("IPU utilisation per Pod64", ["avg by (ild) (vipu_ipu_utilization_ratio)"], unit="percentunit",
-              legend="pod64-{{ild}}"),
-        panel("IPU utilisation by machine and IPU (heatmap)", ["vipu_ipu_utilization_ratio"], kind="heatmap",
-              unit="percentunit", legend="m{{machine}} ipu{{ipu}}"),
+        panel("IPU utilisation per Pod64", ["avg by (ild) (vipu_ipu_utilization_ratio)"
+                                            " or avg by (ild) (vipu_ild_utilization_ratio)"],
+              unit="percentunit", legend="pod64-{{ild}}"),
+        panel("IPU utilisation by IPU; by Pod64 above 4,096 IPUs (heatmap)",
+              ["vipu_ipu_utilization_ratio or vipu_ild_utilization_ratio"], kind="heatmap", unit="percentunit",
+              legend="pod64-{{ild}} m{{machine}} ipu{{ipu}}"),
         # in use: draining IPUs still run their job (their agent is drained), as the recording rule counts them
         panel("IPUs in use (allocated or draining) per Pod64",
               ['sum by (ild) (vipu_ipus{state=~"allocated|draining"}) / sum by (ild) (vipu_ipus)'],
               unit="percentunit", legend="pod64-{{ild}}"),
         panel("IPUs by state", ["sum by (state) (vipu_ipus)"], legend="{{state}}"),
-        panel("Allocated IPUs per machine (heatmap)", ["count by (machine) (vipu_ipu_allocation_info)"],
-              kind="heatmap", legend="{{machine}}"),
+        # on () : the rack counts only when no IPU is held per IPU (a large Pod, or nothing allocated)
+        panel("Allocated IPUs per machine; per Pod64 above 4,096 IPUs (heatmap)",
+              ["count by (machine) (vipu_ipu_allocation_info)"
+               ' or on () sum by (ild) (vipu_ipus{state=~"allocated|draining"})'],
+              kind="heatmap", legend="pod64-{{ild}} m{{machine}}"),
         panel("Queue depth", ['vipu_jobs{state="PENDING"}'], legend="pending"),
         panel("Jobs by state", ['vipu_jobs{state=~"PENDING|RUNNING|COMPLETING"}'], legend="{{state}}"),
         panel("Partitions by state", ["vipu_partitions"], legend="{{state}}"),
-        panel("Power per machine (emulated)", ["sum by (machine) (vipu_ipu_power_watts)"], unit="watt",
-              legend="machine {{machine}}"),
-        panel("Hottest IPU die", ['max(vipu_ipu_temperature_celsius{sensor="die"})'], unit="celsius"),
-        panel("Link traffic by type", ["sum by (link_type) (rate(vipu_link_transmit_bytes_total[$__rate_interval]))"],
+        panel("Power per machine; per Pod64 above 4,096 IPUs (emulated)",
+              ["sum by (ild, machine) (vipu_ipu_power_watts) or sum by (ild) (vipu_ild_power_watts)"], unit="watt",
+              legend="pod64-{{ild}} m{{machine}}"),
+        panel("Hottest IPU die", ['max(vipu_ipu_temperature_celsius{sensor="die"})'
+                                  ' or max(vipu_ild_temperature_celsius{sensor="die"})'], unit="celsius"),
+        panel("Link traffic by type", ["sum by (link_type) (rate(vipu_link_transmit_bytes_total[$__rate_interval]))"
+                                       " or sum by (link_type) (rate(vipu_ild_link_transmit_bytes_total"
+                                       "[$__rate_interval]))"],
               unit="Bps", legend="{{link_type}}"),
         panel("Job runs ended (per minute)", ["sum by (state) (rate(vipu_job_completions_total[$__rate_interval])) * 60"],
               legend="{{state}}"),

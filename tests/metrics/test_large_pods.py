@@ -5,13 +5,14 @@ A controller on a Bow Pod1024 serves `vipu info`, `vipu top`, the queue and its 
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import jobs, submit, wait_for
-from tests.metrics.test_metrics import scrape
+from tests.metrics.test_metrics import busy, dashboard_exprs, prometheus, prometheus_bin, query, scrape  # noqa: F401
 from vipu.hardware.pod_files import load_pod
 from vipu.hardware.power import IDLE_W, power_watts, temperatures_celsius
 from vipu.metrics.ild_series import PER_IPU_SERIES_MAX, ild_families
@@ -22,6 +23,13 @@ from vipu.partition.pod_state import NoJournal
 from vipu.partition.rules import job_holder
 
 ROOT = Path(__file__).resolve().parents[2]
+POD65536 = str(ROOT / "examples/pods/pod65536.yaml")
+
+
+@pytest.fixture
+def server(server_factory):
+    """The largest Pod, without Ray: the `prometheus` fixture scrapes this controller in this module."""
+    return server_factory(POD65536)
 
 
 def families(pod, stats, partitions=()):
@@ -36,7 +44,7 @@ def values(family) -> dict[tuple, float]:
 
 
 def test_the_largest_pod_exports_series_per_ipu_link_domain():
-    pod = load_pod(str(ROOT / "examples/pods/pod65536.yaml"))
+    pod = load_pod(POD65536)
     assert pod.ipus > PER_IPU_SERIES_MAX == 4096
     stats = {16: {"per_ipu": {64: {"utilisation": 0.5, "sram_used_bytes": 1000}},  # machine 16: ILD 1's first
                   "streaming": {"used_bytes": 7}, "links": {"ipu_link": {"sent_bytes": 3, "received_bytes": 2}}}}
@@ -78,3 +86,16 @@ def test_a_controller_on_a_pod1024_serves_info_top_the_queue_and_per_ipu_series(
     assert len(re.findall(r"^vipu_ipu_utilization_ratio\{", text, re.MULTILINE)) == 1024
     assert len(re.findall(r"^vipu_ipu_allocation_info\{", text, re.MULTILINE)) == 1024
     assert len(re.findall(r'^vipu_ipus\{ild="15"', text, re.MULTILINE)) == 5
+
+
+def test_the_cluster_and_scheduler_dashboards_show_data_on_the_largest_pod(server, prometheus):
+    """Regression: past 4,096 IPUs the cluster dashboard read only per-IPU series, which a large Pod does not
+    export, so its panels went blank; each falls back to the per-rack series."""
+    busy(server)
+    exprs = [(title, e.replace("$__rate_interval", "30s")) for title, e in dashboard_exprs()
+             if not title.startswith("job.json")]
+    deadline = time.monotonic() + 60  # a few scrapes, so that rate() has two samples
+    while (empty := [title for title, e in exprs if not query(prometheus, e)]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert empty == []
+    assert not query(prometheus, "vipu_ipu_utilization_ratio")  # the fallbacks, not per-IPU series, gave the data
