@@ -13,7 +13,8 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "dashboards"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-JOB_SERIES = 'vipu_ipu_allocation_info{job_id!=""}'  # the IPUs of jobs' partitions (slurm_<id>), not hand-made ones
+# the IPUs of jobs' partitions (slurm_<id>), not hand-made ones; above 4,096 IPUs, the partitions' join
+JOB_SERIES = '{__name__=~"vipu_ipu_allocation_info|vipu_partition_allocation_info", job_id!=""}'
 
 
 def panel(title: str, exprs: list[str], kind: str = "timeseries", unit: str = "short", w: int = 12, h: int = 8,
@@ -94,24 +95,35 @@ def job() -> dict:
     # partitions made by hand carry job_id="" in the join: only jobs' ids are choices (an empty one matched nothing)
     variable = {"name": "job", "type": "query", "datasource": DATASOURCE,
                 "query": f"label_values({JOB_SERIES}, job_id)", "refresh": 2, "current": {}}
+    mine = 'vipu_ipu_allocation_info{job_id="$job"}'
+    # above 4,096 IPUs: the IPUs the job's partition holds per rack, and its racks (their figures include any other
+    # job sharing a rack)
+    racks = 'sum by (ild) (vipu_partition_ipus{job_id="$job"})'
     return dashboard("vipu-job", "vipu-sim / Job", [
-        panel("IPUs of the job", ['count(vipu_ipu_allocation_info{job_id="$job"})'], kind="stat"),
-        panel("Machines of the job", ['count(count by (machine) (vipu_ipu_allocation_info{job_id="$job"}))'], kind="stat"),
-        panel("IPUs of the job by machine", ['count by (machine) (vipu_ipu_allocation_info{job_id="$job"})'],
-              legend="machine {{machine}}"),
-        panel("Utilisation of the job's IPUs", [
-            'avg(vipu_ipu_utilization_ratio * on (machine, ipu) group_left (job_id) vipu_ipu_allocation_info{job_id="$job"})',
+        panel("IPUs of the job", [f"count({mine}) or sum({racks})"], kind="stat"),
+        # an IPU-Machine has 4 IPUs (M2000 and Bow-2000 datasheets); a partition of 1 or 2 IPUs uses one machine
+        panel("Machines of the job", [f"count(count by (machine) ({mine}))"
+                                      ' or sum(ceil(sum by (partition) (vipu_partition_ipus{job_id="$job"}) / 4))'],
+              kind="stat"),
+        panel("IPUs of the job by machine; by Pod64 above 4,096 IPUs", [f"count by (machine) ({mine}) or {racks}"],
+              legend="pod64-{{ild}} m{{machine}}"),
+        panel("Utilisation of the job's IPUs; of its Pod64 racks above 4,096 IPUs", [
+            f"avg(vipu_ipu_utilization_ratio * on (machine, ipu) group_left (job_id) {mine})"
+            f" or sum(vipu_ild_utilization_ratio * on (ild) group_left () {racks}) / sum({racks})",
         ], unit="percentunit"),
-        panel("Link traffic of the job's machines", [
+        panel("Link traffic of the job's machines; of its Pod64 racks above 4,096 IPUs", [
             "sum by (link_type) (rate(vipu_link_transmit_bytes_total[$__rate_interval])"
-            ' * on (machine) group_left () (count by (machine) (vipu_ipu_allocation_info{job_id="$job"}) > bool 0))',
+            f" * on (machine) group_left () (count by (machine) ({mine}) > bool 0))"
+            " or sum by (link_type) (rate(vipu_ild_link_transmit_bytes_total[$__rate_interval])"
+            f" * on (ild) group_left () ({racks} > bool 0))",
         ], unit="Bps", legend="{{link_type}}"),
         # a modelled job (execute: false) computes nothing: its series is the planner's prediction, labelled so
         panel("Emulated step time (training jobs; modelled=true: predicted)", ['vipu_job_step_seconds{job_id="$job"}'],
               unit="s", legend="modelled={{modelled}}"),
         panel("Loss (training jobs)", ['vipu_job_loss{job_id="$job"}']),
-        panel("SRAM in use on the job's IPUs", [
-            'sum(vipu_ipu_memory_used_bytes * on (machine, ipu) group_left (job_id) vipu_ipu_allocation_info{job_id="$job"})',
+        panel("SRAM in use on the job's IPUs; on its Pod64 racks above 4,096 IPUs", [
+            f"sum(vipu_ipu_memory_used_bytes * on (machine, ipu) group_left (job_id) {mine})"
+            f" or sum(vipu_ild_memory_used_bytes * on (ild) group_left () ({racks} > bool 0))",
         ], unit="bytes"),
     ], [variable])
 

@@ -37,6 +37,9 @@ def test_the_job_variable_offers_jobs_only_not_the_empty_id_of_hand_made_partiti
         ('vipu_ipu_allocation_info{machine="0",ipu="0",partition="slurm_3",job_id="3"}', "1x5"),
         ('vipu_ipu_allocation_info{machine="0",ipu="1",partition="slurm_3",job_id="3"}', "1x5"),
         ('vipu_ipu_allocation_info{machine="1",ipu="4",partition="mine",job_id=""}', "1x5"),
+        # above 4,096 IPUs the join is per partition
+        ('vipu_partition_allocation_info{partition="slurm_5",job_id="5",first_ipu="0",ipus="128"}', "1x5"),
+        ('vipu_partition_allocation_info{partition="theirs",job_id="",first_ipu="128",ipus="64"}', "1x5"),
     ]
     test = {
         "rule_files": [],
@@ -46,7 +49,8 @@ def test_the_job_variable_offers_jobs_only_not_the_empty_id_of_hand_made_partiti
             "input_series": [{"series": s, "values": v} for s, v in series],
             # the values the variable offers are those of `label` on the series its selector matches
             "promql_expr_test": [{"expr": f"count by ({label}) ({selector})", "eval_time": "2m",
-                                  "exp_samples": [{"labels": '{job_id="3"}', "value": 2}]}],
+                                  "exp_samples": [{"labels": '{job_id="3"}', "value": 2},
+                                                  {"labels": '{job_id="5"}', "value": 1}]}],
         }],
     }
     path = tmp_path / "job_variable.test.yml"

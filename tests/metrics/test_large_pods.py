@@ -12,7 +12,8 @@ import pytest
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import jobs, submit, wait_for
-from tests.metrics.test_metrics import busy, dashboard_exprs, prometheus, prometheus_bin, query, scrape  # noqa: F401
+from tests.metrics.test_metrics import (  # noqa: F401 (prometheus fixtures: they scrape this module's server)
+    LONG_TRAINING, busy, dashboard_exprs, prometheus, prometheus_bin, query, scrape)
 from vipu.hardware.pod_files import load_pod
 from vipu.hardware.power import IDLE_W, power_watts, temperatures_celsius
 from vipu.metrics.ild_series import PER_IPU_SERIES_MAX, ild_families
@@ -32,6 +33,12 @@ def server(server_factory):
     return server_factory(POD65536)
 
 
+@pytest.fixture
+def scrape_interval() -> str:
+    """Its scrape takes 0.3-0.5 s here, more under load: at 1 s one that times out marks every series stale."""
+    return "3s"
+
+
 def families(pod, stats, partitions=()):
     ctl = Controller(pod, NoJournal(), lambda: 0.0)
     for name, size in partitions:
@@ -49,7 +56,7 @@ def test_the_largest_pod_exports_series_per_ipu_link_domain():
     stats = {16: {"per_ipu": {64: {"utilisation": 0.5, "sram_used_bytes": 1000}},  # machine 16: ILD 1's first
                   "streaming": {"used_bytes": 7}, "links": {"ipu_link": {"sent_bytes": 3, "received_bytes": 2}}}}
     got = families(pod, stats, [("slurm_9", 128)])
-    assert sum(len(values(f)) for f in got.values()) == 1024 * 10 + 1  # 10 a rack and the partition's join
+    assert sum(len(values(f)) for f in got.values()) == 1024 * 10 + 1 + 2  # 10 a rack, the join, 2 racks held
     util = values(got["vipu_ild_utilization_ratio"])
     # IPU 64 is in partition slurm_9 (IPUs 0-127), so it counts as working
     assert util[("1",)] == pytest.approx(0.5 / 64) and util[("0",)] == 0.0
@@ -59,6 +66,7 @@ def test_the_largest_pod_exports_series_per_ipu_link_domain():
     assert values(got["vipu_ild_link_transmit_bytes"])[("1", "ipu_link")] == 3
     assert values(got["vipu_ild_streaming_memory_used_bytes"])[("1",)] == 7
     assert values(got["vipu_partition_allocation_info"]) == {("slurm_9", "9", "0", "128"): 1}
+    assert values(got["vipu_partition_ipus"]) == {("slurm_9", "9", "0"): 64, ("slurm_9", "9", "1"): 64}
 
 
 def test_a_controller_on_a_pod1024_serves_info_top_the_queue_and_per_ipu_series(server_factory):
@@ -88,14 +96,20 @@ def test_a_controller_on_a_pod1024_serves_info_top_the_queue_and_per_ipu_series(
     assert len(re.findall(r'^vipu_ipus\{ild="15"', text, re.MULTILINE)) == 5
 
 
-def test_the_cluster_and_scheduler_dashboards_show_data_on_the_largest_pod(server, prometheus):
-    """Regression: past 4,096 IPUs the cluster dashboard read only per-IPU series, which a large Pod does not
-    export, so its panels went blank; each falls back to the per-rack series."""
+def test_every_dashboard_shows_data_on_the_largest_pod(server, prometheus, tmp_path):
+    """Regression: past 4,096 IPUs the dashboards read only per-IPU series, which a large Pod does not export, so
+    their panels went blank; each falls back to the per-rack series."""
     busy(server)
-    exprs = [(title, e.replace("$__rate_interval", "30s")) for title, e in dashboard_exprs()
-             if not title.startswith("job.json")]
+    spec = tmp_path / "long.yaml"
+    spec.write_text(LONG_TRAINING)
+    [training] = submit(server, str(spec))
+    wait_for(lambda: query(prometheus, f'vipu_job_step_seconds{{job_id="{training}"}}'), timeout=60)
+    exprs = [(title, e.replace("$__rate_interval", "30s").replace("$job", str(training)))
+             for title, e in dashboard_exprs()]
     deadline = time.monotonic() + 60  # a few scrapes, so that rate() has two samples
     while (empty := [title for title, e in exprs if not query(prometheus, e)]) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert empty == []
     assert not query(prometheus, "vipu_ipu_utilization_ratio")  # the fallbacks, not per-IPU series, gave the data
+    ipus = query(prometheus, f'sum(vipu_partition_ipus{{job_id="{training}"}})')
+    assert float(ipus[0]["value"][1]) == 4

@@ -108,13 +108,19 @@ def test_rules_and_config_pass_promtool(prometheus_bin):
 
 
 @pytest.fixture
-def prometheus(prometheus_bin, server, tmp_path):
+def scrape_interval() -> str:
+    return "1s"
+
+
+@pytest.fixture
+def prometheus(prometheus_bin, server, tmp_path, scrape_interval):
     target = server.metrics_url.removeprefix("http://").removesuffix("/metrics")
     config = tmp_path / "prometheus.yml"
     config.write_text(
         (ROOT / "deploy/prometheus/prometheus.yml").read_text().replace("127.0.0.1:9105", target)
         .replace("vipu.rules.yml", str(ROOT / "deploy/prometheus/vipu.rules.yml"))
-        .replace("scrape_interval: 5s", "scrape_interval: 1s").replace("evaluation_interval: 5s", "evaluation_interval: 1s")
+        .replace("scrape_interval: 5s", f"scrape_interval: {scrape_interval}")
+        .replace("evaluation_interval: 5s", "evaluation_interval: 1s")
     )
     proc = subprocess.Popen(
         [str(prometheus_bin / "prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",

@@ -9,9 +9,10 @@ job; tens of thousands is an ordinary budget for a large exporter). The largest 
 540,000 from this one process: a scrape of tens of MB, which would take this process longer to render than the
 5 s scrape interval of deploy/prometheus, and more series than many whole Prometheus servers hold. So above the
 limit a domain's 64 IPUs and 16 machines become one series each: the mean utilisation, SRAM, power and link bytes
-summed, the hottest IPU's temperatures, and the job join per partition (`vipu_partition_allocation_info`) instead
-of per IPU: about 10 series per Pod64 rack, 10,000 on 65,536 IPUs; and vipu_link_errors_total{machine} gets a
-series only once a machine sees an error. Per-IPU figures stay available from `vipu list ipus` and `vipu top`.
+summed, the hottest IPU's temperatures, and the job join per partition (`vipu_partition_allocation_info`, and
+`vipu_partition_ipus` per rack it spans, for the job dashboard) instead of per IPU: about 10 series per Pod64
+rack, 10,000 on 65,536 IPUs, and a few per partition; and vipu_link_errors_total{machine} gets a series only
+once a machine sees an error. Per-IPU figures stay available from `vipu list ipus` and `vipu top`.
 """
 
 from __future__ import annotations
@@ -80,7 +81,13 @@ def ild_families(pod, statuses, partitions, stats):
     join = GaugeMetricFamily("vipu_partition_allocation_info", "Which job holds a partition, and its IPUs (first_ipu"
                              " and ipus); on Pods of up to 4,096 IPUs, vipu_ipu_allocation_info per IPU instead.",
                              labels=["partition", "job_id", "first_ipu", "ipus"])
+    # the join's IPUs per domain as a value: PromQL cannot read a label as a number, and a job's panels join on ild
+    held = GaugeMetricFamily("vipu_partition_ipus", "IPUs a partition holds in each IPU-Link domain; on Pods of up to"
+                             " 4,096 IPUs, count vipu_ipu_allocation_info instead.",
+                             labels=["partition", "job_id", "ild"])
     for p in partitions:
-        job = job_of_partition(p.name)
-        join.add_metric([p.name, "" if job is None else str(job), str(p.first_ipu), str(p.size)], 1)
-    yield join
+        job = "" if (found := job_of_partition(p.name)) is None else str(found)
+        join.add_metric([p.name, job, str(p.first_ipu), str(p.size)], 1)
+        for first in range(p.first_ipu, p.first_ipu + p.size, per_ild):
+            held.add_metric([p.name, job, str(first // per_ild)], min(p.size, per_ild))
+    yield from (join, held)
