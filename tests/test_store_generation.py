@@ -69,3 +69,16 @@ def test_a_database_closed_cleanly_after_a_checkpoint_is_no_loss(tmp_path):
     db.close()  # the last connection: SQLite copies the rest of the -wal file in
     assert not (folder / "s.db-wal").exists()
     Generation(folder / "s.db").check(sqlite3.connect(folder / "s.db"))  # the numbers agree: no LostLog
+
+
+def test_a_log_lost_before_the_first_checkpoint_is_a_lost_log_not_an_emptied_database(tmp_path):
+    """Regression: a new database's file held nothing until the checkpointer's first turn, so a kill -9 and a
+    deleted -wal file in those seconds read as an emptied database, with the wrong fix offered."""
+    folder = tmp_path / "state"
+    folder.mkdir()
+    db = opened(folder / "s.db")
+    Generation(folder / "s.db").mark(db)
+    db.execute("INSERT INTO jobs (id) VALUES (1)")  # in the -wal file alone
+    copy = killed_then_wal_lost(folder, tmp_path / "copy")
+    with pytest.raises(LostLog):
+        Generation(copy).check(opened(copy))

@@ -55,10 +55,17 @@ class Generation:
                           held, marked)
 
     def mark(self, db: sqlite3.Connection) -> None:
-        """A new generation, in the database (its -wal file) first, then in the marker."""
-        generation = (_held(db) or 0) + 1
-        _set(db, generation)
-        self._write_marker(generation)
+        """A new generation, in the database (its -wal file) first, then in the marker. A database that had none
+        (made just now) is checkpointed at once, as the checkpointer would (ahead, then reached): else its file
+        holds nothing until the first checkpoint, and a -wal file lost before it looked like an emptied database,
+        not a lost log."""
+        held = _held(db)
+        _set(db, (held or 0) + 1)
+        self._write_marker((held or 0) + 1)
+        if held is None:
+            generation = self.ahead(db)
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self.reached(db, generation)
 
     def ahead(self, db: sqlite3.Connection) -> int:
         """Before a checkpoint: the marker moves to the next generation, which the database gets only after
