@@ -46,9 +46,9 @@ class ForkServer:
             conn.connect(self.socket)
             conn.sendall((json.dumps(request) + "\n").encode())
             answer = conn.makefile()
-            pid = int(answer.readline())
+            pid = self._number(answer.readline(), script)
             try:
-                code = int(answer.readline())
+                code = self._number(answer.readline(), script)
             except (socket.timeout, TimeoutError):
                 os.kill(pid, 9)
                 raise subprocess.TimeoutExpired([script, *args], timeout) from None
@@ -56,6 +56,13 @@ class ForkServer:
         for kind in ("out", "err"):
             os.unlink(f"{name}.{kind}")
         return subprocess.CompletedProcess([script, *args], code, out, err)
+
+    def _number(self, line: str, script: str) -> int:
+        """A pid or an exit status from the fork server; none: it died, which says more than int('')."""
+        if not line.strip():
+            raise RuntimeError(f"the CLI fork server gave no answer for {script} (exit status {self.proc.poll()});"
+                               " VIPU_TEST_SUBPROCESS=1 runs each call as its own process")
+        return int(line)
 
     def close(self) -> None:
         self.proc.kill()
