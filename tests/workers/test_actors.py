@@ -130,7 +130,7 @@ def test_a_start_that_waits_holds_up_neither_health_checks_nor_other_machines_no
         t.start()
     time.sleep(1.0)
     begun = time.monotonic()
-    assert pool.health() == {} and time.monotonic() - begun < 1.0
+    assert pool.health() == {} and time.monotonic() - begun < 5  # not behind the 120 s start
     assert pool.created == 1  # the second caller waits for the first one's start
     begun = time.monotonic()
     pool.shutdown()
