@@ -53,6 +53,10 @@ shows that no one cost a score serves both BERT-Large with micro-batch 2 and BER
 (planner_matmuls.py) estimates each encoder layer's matmuls with a poplin-style plan (vipu/jobs/matmul_plan.py:
 the split over the tiles, AMP vertex cycles, exchange and partials, after graphcore/poplibs lib/poplin) and gives
 each row's error if attention's batched matmuls ran slower by the estimate's ratio, or every matmul at its estimate.
+Three checks on the two SL512 packed rows follow (planner_sl512.py): SL512 packed over SL128 packed as published by
+PopART and by PyTorch (the same layout, counted the same way) and as planned; each BERT-Large pre-training config's
+step split into a fixed part and its micro-batches' ticks from its Pod16 and Pod64 figures; and the encoder layer's
+matmuls planned with each tile's piece held under the config's available_memory_proportion.
 Everything here is a prediction from formulas: no wall-clock time is measured.
 """
 
@@ -72,6 +76,7 @@ from vipu.jobs.command import plan_file
 from planner_checks import config_checks
 from planner_matmuls import matmul_plans
 from planner_shapes import micro_batch_shapes, score_needs
+from planner_sl512 import sl512_checks
 
 TABLE = "graphcore.ai/performance-results"
 LARGE_128 = "nlp/bert/popart/configs/pretrain_large_128.json"
@@ -297,6 +302,8 @@ def main() -> None:
     score_needs(POINTS)
     print()
     matmul_plans(POINTS, planned)
+    print()
+    sl512_checks(POINTS, planned)
     print()
     print("assumptions (vipu plan prints these with every plan):")
     for line in DEFAULT.lines():

@@ -1,0 +1,125 @@
+"""BERT-Large SL512 packed, the two held-out rows over 10%: three checks of where their gap sits, each from
+published figures or Graphcore's code. bench/bench_planner.py prints them; docs/planner-fidelity.md ("SL512
+packed: the sources, the counting and three checks") says what they show.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from vipu.jobs.calibration import PODS
+from vipu.jobs.matmul_plan import CHANNEL_GROUP, HALF, _pieces, tile_cycles, training_shapes
+from vipu.jobs.train_spec import plan_spec
+from planner_shapes import StepLine
+
+# graphcore.cn/performance-results, "Bow Platform - Training", the edition whose packed PopART rows the bench
+# uses (SDK 3.1): PyTorch's BERT Large "Ph1 Pre-Training (SL128) - Packed" and "Ph2 Pre-Training (SL512) - Packed",
+# SDK 3.1, batches 56,064 and 8,192 packs, sequences a second. Its configs (nlp/bert/pytorch/configs_pretraining.yml
+# at c0239af, pretrain_large_{128,512}[_POD64]) have PopART's layout: layers_per_ipu [3, 7, 7, 7], micro-batch 8 at
+# SL128 and 2 at SL512; run_pretraining.py counts packs x the packing ratio measured on the IPUs (modeling.py).
+PYTORCH_PACKED = {16: (5_592, 1_969), 64: (18_494, 6_510)}
+# available_memory_proportion of the encoder IPUs in each PopART pre-training config (nlp/bert/popart/configs at
+# c0239af; the pre-SDK 2.5 SL128 and SL384 configs are the same)
+CONFIG_AMP = {"BERT-Large SL128": 0.25, "BERT-Large SL384": 0.40, "BERT-Large SL128 packed": 0.25,
+              "BERT-Large SL512 packed": 0.21, "BERT-Base SL128": 0.28, "BERT-Base SL512": 0.28}
+TILES, TILE_BYTES = 1472, 624 * 1024  # a Bow IPU's tiles and SRAM a tile
+
+
+def sl512_checks(points, planned) -> None:
+    """The three checks, each a table; the planner's predictions are not changed by any of them."""
+    _framework_ratios(points, planned)
+    print()
+    _ticks_and_fixed(points, planned)
+    print()
+    _memory_capped_plans(points)
+
+
+def _find(points, model: str, ipus: int):
+    return next(point for point in points if point.model == model and point.ipus == ipus)
+
+
+def _framework_ratios(points, planned) -> None:
+    """SL512 packed over SL128 packed, throughput in sequences a second, from the same edition: PopART's (the
+    bench's rows), PyTorch's (the same layout in another framework, counted the same way) and the planner's."""
+    print("SL512 packed over SL128 packed (sequences a second), published in two frameworks and planned:")
+    print(f"  {'system':<11} {'PopART':>7} {'PyTorch':>8} {'planned':>8}")
+    for ipus, (sl128, sl512) in PYTORCH_PACKED.items():
+        short, long = (_find(points, f"BERT-Large SL{n} packed", ipus) for n in (128, 512))
+        print(f"  {PODS[ipus]:<11} {long.published / short.published:>7.3f} {sl512 / sl128:>8.3f}"
+              f" {planned(long).throughput / planned(short).throughput:>8.3f}")
+
+
+def _ticks_and_fixed(points, planned) -> None:
+    """Each BERT-Large pre-training config's step as a fixed part and m ticks (m micro-batches a replica), solved
+    from its Pod16 and its Pod64 step (the same global batch over 4 and 16 replicas), published and planned alike."""
+    print("BERT-Large pre-training steps as fixed + m x tick, from each config's Pod16 and Pod64 steps:")
+    print(f"  {'model':<24} {'tick ms':>8} {'planned':>8} {'':>6} {'fixed s':>8} {'planned':>8}")
+    for model in ("BERT-Large SL128", "BERT-Large SL384", "BERT-Large SL128 packed", "BERT-Large SL512 packed"):
+        published, predicted, m = [], [], []
+        for ipus in (16, 64):
+            point = _find(points, model, ipus)
+            plan = planned(point)
+            predicted.append(plan.step_s)
+            published.append(plan.step_s * plan.throughput / point.published)
+            m.append(point.spec["workload"]["layout"]["micro_batches"])
+        (tick, fixed), (tick_p, fixed_p) = (_line(steps, m) for steps in (published, predicted))
+        print(f"  {model:<24} {tick * 1e3:>8.3f} {tick_p * 1e3:>8.3f} {tick / tick_p - 1:>+6.1%}"
+              f" {fixed:>8.3f} {fixed_p:>8.3f}")
+
+
+def _line(steps: list[float], m: list[int]) -> tuple[float, float]:
+    tick = (steps[0] - steps[1]) / (m[0] - m[1])
+    return tick, steps[0] - m[0] * tick
+
+
+def _memory_capped_plans(points) -> None:
+    """The encoder layer's matmuls in training (vipu/jobs/matmul_plan.py's cost model) planned freely and with each
+    split's piece of the inputs, the weights and the partials held under the config's available_memory_proportion
+    of a tile: how poplin's planner reads the option (temporary memory a tile), with what counts as temporary an
+    assumption. "none fits" where no split does. The last column plans the row with its matmul efficiency scaled by
+    free / capped (a diagnostic: the planner does not price it)."""
+    print("a layer's matmul cycles with each tile's piece under the config's available_memory_proportion:")
+    print(f"  {'model':<24} {'system':<11} {'AMP':>5} {'free':>10} {'capped':>10} {'':>9} {'error':>7}"
+          f" {'priced':>7}")
+    cycles = {}
+    for point in points:
+        amp = CONFIG_AMP.get(point.model)
+        if amp is None:
+            continue
+        if point.model not in cycles:
+            workload = plan_spec(point.spec)[0].workload
+            cycles[point.model] = (_layer_cycles(workload, None), _layer_cycles(workload, amp * TILE_BYTES))
+        free, capped = cycles[point.model]
+        line = StepLine(point)
+        priced = f"{line.planned_error(free / capped):>+7.1%}" if capped else f"{'-':>7}"
+        change = f"{capped / free - 1:>+9.1%}" if capped else f"{'none fits':>9}"
+        print(f"  {point.model:<24} {PODS[point.ipus]:<11} {amp:>5.2f} {free:>10,.0f} {(capped or 0):>10,.0f}"
+              f" {change} {line.error(1.0):>+7.1%} {priced}")
+
+
+def _layer_cycles(workload, cap: float | None) -> float | None:
+    model, b = workload.model, workload.layout.micro_batch
+    tokens, h, s, d = b * model.seq_len, model.hidden, model.seq_len, model.hidden // model.heads
+    ff = h * model.ffn_multiplier
+    shapes = [(1, tokens, h, h)] * 4 + [(1, tokens, h, ff), (1, tokens, ff, h),
+                                        (b * model.heads, s, d, s), (b * model.heads, s, s, d)]
+    total = 0.0
+    for shape in shapes:
+        for g, m, k, n in training_shapes(*shape):
+            best = [c for c in (_capped(g, m, k, n, cap), _capped(g, n, k, m, cap)) if c is not None]
+            if not best:
+                return None
+            total += min(best)
+    return total
+
+
+def _capped(groups: int, rows: int, inputs: int, outputs: int, cap: float | None) -> float | None:
+    """The busiest tile's cycles at the cheapest split whose piece fits under cap bytes (any split if None)."""
+    cheapest = None
+    for (gs, g), (ms, m), (ns, n), (ks, k) in itertools.product(
+            _pieces(groups), _pieces(rows), _pieces(outputs, CHANNEL_GROUP), _pieces(inputs, CHANNEL_GROUP)):
+        if gs * ms * ns * ks > TILES or (cap is not None and HALF * (g * m * k + g * k * n + g * m * n) > cap):
+            continue
+        cycles = tile_cycles(g, m, k, n, ms, ns, ks)
+        cheapest = cycles if cheapest is None else min(cheapest, cycles)
+    return cheapest
