@@ -3,18 +3,31 @@ a GetVersion that answers an empty message. Its rate is the ceiling of any Pytho
 bench_vs_slurm and bench_cli print it beside the real one: what is left between them is ours to cut, the rest is the
 transport. With --aio, gRPC's asyncio server instead (grpc.aio), to tell whether it would raise that ceiling.
 
-Run: .venv/bin/python bench/bare_server.py [--aio]   (prints `listening on 127.0.0.1:PORT`, serves until killed)
+With --durable DIR, the same server also answers SubmitJob with the least any durable SubmitJob must do: the
+request parsed (gRPC's deserializer, then the spec's JSON), one job row of a held job's size (a record like the
+store's, about 830 bytes of JSON) inserted and committed in SQLite's WAL with the store's settings
+(journal_mode=WAL, synchronous=NORMAL: in the WAL, so an answered job survives SIGKILL), and the job id answered.
+No validation, queue, log, request ids or metrics: bench_cli prints its rate as the floor under vipu-server's.
+
+Run: .venv/bin/python bench/bare_server.py [--aio | --durable DIR]   (prints `listening on 127.0.0.1:PORT`, serves
+until killed)
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
 import sys
+import threading
+import time
 from concurrent import futures
+from pathlib import Path
 
 import grpc
 
 from vipu.server.arguments import DEFAULT_RPC_THREADS
+from vipu.v1 import job_pb2 as j, job_pb2_grpc
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
 
 
@@ -28,9 +41,49 @@ class AsyncEmptyPartitionService(partition_pb2_grpc.PartitionServiceServicer):
         return p.VersionInfo()
 
 
-def main() -> None:
+# what a held job's record holds beside its id, spec, request id and times, as vipu-server stores it (its JSON is
+# about 820 bytes in all, as the store's record of the same held job)
+RECORD = {"account": None, "partition": "slurm_1", "array_job_id": None, "array_task_id": None, "state": "PENDING",
+          "held": True, "admin_hold": False, "begin_time": None, "reason": None, "estimated_start": None,
+          "start_time": None, "end_time": None, "exit_code": None, "exit_signal": 0, "first_ipu": None,
+          "requeue_count": 0, "recovery": None, "preemption": None, "ended_by": None, "submitted_spec": None,
+          "fixed_priority": None, "priority": None}
+SPEC_DEFAULTS = {"time_limit": 600.0, "qos": "normal", "nice": 0, "account": None, "dependency": None, "array": None,
+                 "begin": None, "requeue": True, "output": None, "error": None, "submit_dir": None,
+                 "allocation": None, "workload": {"kind": "hold"}}
+
+
+class DurableJobService(job_pb2_grpc.JobServiceServicer):
+    """SubmitJob's floor: parse, one durable insert, answer (module docstring)."""
+
+    def __init__(self, folder: Path):
+        self._db = sqlite3.connect(folder / "jobs.sqlite3", check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, name TEXT NOT NULL,"
+                         " doc TEXT NOT NULL, PRIMARY KEY (kind, name)) WITHOUT ROWID")
+        self._lock = threading.Lock()  # one connection, one writer at a time, as the store's thread
+        self._next = 1
+
+    def SubmitJob(self, request, context):
+        spec = json.loads(request.spec)
+        with self._lock:
+            job_id, self._next = self._next, self._next + 1
+            now = time.time()
+            doc = json.dumps({"id": job_id, "name": spec.get("name"), "user": spec.get("user"),
+                              "spec": {**SPEC_DEFAULTS, **spec}, "submit_time": now, **RECORD,
+                              "request_id": request.request_id, "history": [["PENDING", now]]}, separators=(",", ":"))
+            self._db.execute("BEGIN")
+            self._db.execute("INSERT INTO records (kind, name, doc) VALUES ('job', ?, ?)", (str(job_id), doc))
+            self._db.execute("COMMIT")
+        return j.SubmitJobResponse(job_ids=[job_id])
+
+
+def main(durable: Path | None) -> None:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=DEFAULT_RPC_THREADS))
     partition_pb2_grpc.add_PartitionServiceServicer_to_server(EmptyPartitionService(), server)
+    if durable is not None:
+        job_pb2_grpc.add_JobServiceServicer_to_server(DurableJobService(durable), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(f"listening on 127.0.0.1:{port}", flush=True)
@@ -47,4 +100,6 @@ async def main_aio() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main_aio()) if "--aio" in sys.argv[1:] else main())
+    if "--aio" in sys.argv[1:]:
+        sys.exit(asyncio.run(main_aio()))
+    sys.exit(main(Path(sys.argv[sys.argv.index("--durable") + 1]) if "--durable" in sys.argv[1:] else None))
