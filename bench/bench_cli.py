@@ -284,8 +284,8 @@ def print_rates(jobs: int, rounds: int, threads: list[str]) -> None:
           " held job's size committed in SQLite's WAL with the store's settings, the id answered), in the same rounds:"
           " if its ratio is under 70%, no durable SubmitJob in Python reaches the goal on this machine; 70% leaves"
           " beyond it: the CPU a call that the goal leaves for all a real handler does beyond the floor (validation,"
-          " the caller, the queue, request ids, the log, metrics) on cores the calls keep busy, the bare call's CPU / 0.7"
-          " less the floor's; SubmitJob's CPU beyond it: what vipu-server's call costs more than the floor's")
+          " the caller, the queue, request ids, the log, metrics) on cores the calls keep busy, the bare call's CPU"
+          " / 0.7 less the floor's; SubmitJob's CPU beyond it: what vipu-server's call costs more than the floor's")
 
 
 if __name__ == "__main__":
