@@ -5,12 +5,15 @@ transport. With --aio, gRPC's asyncio server instead (grpc.aio), to tell whether
 
 With --durable DIR, the same server also answers SubmitJob with the least any durable SubmitJob must do: the
 request parsed (gRPC's deserializer, then the spec's JSON), one job row of a held job's size (a record like the
-store's, about 830 bytes of JSON) inserted and committed in SQLite's WAL with the store's settings
+store's, about 820 bytes of JSON) inserted and committed in SQLite's WAL with the store's settings
 (journal_mode=WAL, synchronous=NORMAL: in the WAL, so an answered job survives SIGKILL), and the job id answered.
-No validation, queue, log, request ids or metrics: bench_cli prints its rate as the floor under vipu-server's.
+No validation, queue, log, request ids or metrics: bench_cli prints its rate as the floor under vipu-server's. With
+--write-thread too, the insert is done by a thread of its own while the RPC's thread waits for it with a timeout, as
+vipu-server's store writes (store_thread.py: a write stuck in a stalled disk must not hang the RPC past its
+deadline): the floor of a durable SubmitJob that keeps that guarantee, one hand-off more.
 
-Run: .venv/bin/python bench/bare_server.py [--aio | --durable DIR]   (prints `listening on 127.0.0.1:PORT`, serves
-until killed)
+Run: .venv/bin/python bench/bare_server.py [--aio | --durable DIR [--write-thread]]   (prints `listening on
+127.0.0.1:PORT`, serves until killed)
 """
 
 from __future__ import annotations
@@ -56,7 +59,10 @@ SPEC_DEFAULTS = {"time_limit": 600.0, "qos": "normal", "nice": 0, "account": Non
 class DurableJobService(job_pb2_grpc.JobServiceServicer):
     """SubmitJob's floor: parse, one durable insert, answer (module docstring)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, write_thread: bool):
+        # one thread that writes, as the store's; else the RPC's own thread writes
+        self._writer = futures.ThreadPoolExecutor(max_workers=1) if write_thread else None
+        folder.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(folder / "jobs.sqlite3", check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -73,17 +79,25 @@ class DurableJobService(job_pb2_grpc.JobServiceServicer):
             doc = json.dumps({"id": job_id, "name": spec.get("name"), "user": spec.get("user"),
                               "spec": {**SPEC_DEFAULTS, **spec}, "submit_time": now, **RECORD,
                               "request_id": request.request_id, "history": [["PENDING", now]]}, separators=(",", ":"))
-            self._db.execute("BEGIN")
-            self._db.execute("INSERT INTO records (kind, name, doc) VALUES ('job', ?, ?)", (str(job_id), doc))
-            self._db.execute("COMMIT")
+            if self._writer is None:
+                self._insert(job_id, doc)
+            else:
+                written = self._writer.submit(self._insert, job_id, doc)
+        if self._writer is not None:
+            written.result(timeout=10)  # the store's write timeout
         return j.SubmitJobResponse(job_ids=[job_id])
 
+    def _insert(self, job_id: int, doc: str) -> None:
+        self._db.execute("BEGIN")
+        self._db.execute("INSERT INTO records (kind, name, doc) VALUES ('job', ?, ?)", (str(job_id), doc))
+        self._db.execute("COMMIT")
 
-def main(durable: Path | None) -> None:
+
+def main(durable: Path | None, write_thread: bool) -> None:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=DEFAULT_RPC_THREADS))
     partition_pb2_grpc.add_PartitionServiceServicer_to_server(EmptyPartitionService(), server)
     if durable is not None:
-        job_pb2_grpc.add_JobServiceServicer_to_server(DurableJobService(durable), server)
+        job_pb2_grpc.add_JobServiceServicer_to_server(DurableJobService(durable, write_thread), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(f"listening on 127.0.0.1:{port}", flush=True)
@@ -102,4 +116,5 @@ async def main_aio() -> None:
 if __name__ == "__main__":
     if "--aio" in sys.argv[1:]:
         sys.exit(asyncio.run(main_aio()))
-    sys.exit(main(Path(sys.argv[sys.argv.index("--durable") + 1]) if "--durable" in sys.argv[1:] else None))
+    sys.exit(main(Path(sys.argv[sys.argv.index("--durable") + 1]) if "--durable" in sys.argv[1:] else None,
+                  "--write-thread" in sys.argv[1:]))
