@@ -88,9 +88,8 @@ class DurableJobService(job_pb2_grpc.JobServiceServicer):
         return j.SubmitJobResponse(job_ids=[job_id])
 
     def _insert(self, job_id: int, doc: str) -> None:
-        self._db.execute("BEGIN")
+        # one statement outside BEGIN is a transaction of its own, committed when it returns (as the store's writes)
         self._db.execute("INSERT INTO records (kind, name, doc) VALUES ('job', ?, ?)", (str(job_id), doc))
-        self._db.execute("COMMIT")
 
 
 def main(durable: Path | None, write_thread: bool) -> None:
