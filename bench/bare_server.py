@@ -66,6 +66,8 @@ class DurableJobService(job_pb2_grpc.JobServiceServicer):
         self._db = sqlite3.connect(folder / "jobs.sqlite3", check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # SQLite's automatic checkpoint stays on: a commit now and then copies the WAL into the database, CPU the
+        # store spends too, on a thread of its own (store.py: Checkpoints)
         self._db.execute("CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, name TEXT NOT NULL,"
                          " doc TEXT NOT NULL, PRIMARY KEY (kind, name)) WITHOUT ROWID")
         self._lock = threading.Lock()  # one connection, one writer at a time, as the store's thread
