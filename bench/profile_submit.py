@@ -2,7 +2,7 @@
 the server (yappi, CPU clock) under bench_cli's clients, printed as shares of the process's profiled CPU.
 
 Run: .venv/bin/python bench/profile_submit.py [--jobs 3000] [--clients 1] [--top 25]
-Needs yappi (`.venv/bin/python -m pip install yappi`; not a dependency of vipu-sim). A deterministic profiler slows
+Needs yappi, which `make .venv/.installed` installs with the dev extras. A deterministic profiler slows
 every Python call, here about threefold, so only the shares mean anything; bench_submit_parts.py gives each part's
 CPU time without it.
 """
