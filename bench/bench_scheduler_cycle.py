@@ -10,8 +10,8 @@ Wall-clock times on this machine (the scale table gives CPU time beside them).
 Each measured cycle follows 30 virtual seconds in which a few running jobs end and a few new jobs arrive, so the
 queue stays near N pending and the Pod stays nearly full, as on a busy cluster. At scale the Pod is first filled
 (jobs are submitted until N stay pending; then keep_long_lived() freezes the objects made so far out of Python's
-cycle collector, and the survivors of every later full collection, as vipu-server does once it has loaded its
-records: vipu/control/long_lived.py) and each cycle at least as many jobs arrive as the last one
+cycle collector, and the survivors of every later collection, as vipu-server does once it has loaded its records:
+vipu/control/long_lived.py) and each cycle at least as many jobs arrive as the last one
 started. The scale table gives, for the same cycles, the p50 and p99 of wall-clock and of the process's CPU time
 (on a machine shared with other work, wall-clock includes their turns; the load average is printed at the start and
 the end), which of the two meet the goal ("goal met": cpu, wall, cpu+wall or no), the slowest cycle and how many
@@ -110,7 +110,6 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
             s.submit(random_spec(rng), 0.0)
         s.cycle(0.0)
     if fill:  # what vipu-server does once it has loaded its records (server/app.py)
-        gc.collect()
         undo = keep_long_lived()
     collector = CollectorTime()
     now, times, cpu, collecting = 0.0, [], [], []
