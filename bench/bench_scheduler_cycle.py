@@ -3,6 +3,7 @@ of 65,536 IPUs (1,024 Pod64 racks, examples/pods/pod65536.yaml); and the in-memo
 
 Run: .venv/bin/python bench/bench_scheduler_cycle.py [--pending N] [--cycles C] [--policies fifo,backfill]
          [--held N] [--runnable N] [--scale POD:N,POD:N] [--scale-cycles C] [--scale-policies P] [--scale-only]
+         [--hash]
 Goals: cycle p99 < 50 ms with 10,000 pending jobs on a Pod256 and < 100 ms at scale (with estimated starts, as the
 live server runs it); submit in memory well under 0.5 ms (the budget for >= 2,000 submissions/s through gRPC).
 Wall-clock times on this machine (the scale table gives CPU time beside them).
@@ -10,8 +11,8 @@ Wall-clock times on this machine (the scale table gives CPU time beside them).
 Each measured cycle follows 30 virtual seconds in which a few running jobs end and a few new jobs arrive, so the
 queue stays near N pending and the Pod stays nearly full, as on a busy cluster. At scale the Pod is first filled
 (jobs are submitted until N stay pending; then keep_long_lived() freezes the objects made so far out of Python's
-cycle collector, and the survivors of every later full collection, as vipu-server does once it has loaded its
-records: vipu/control/long_lived.py) and each cycle at least as many jobs arrive as the last one
+cycle collector, and the survivors of every later collection, as vipu-server does once it has loaded its records:
+vipu/control/long_lived.py) and each cycle at least as many jobs arrive as the last one
 started. The scale table gives, for the same cycles, the p50 and p99 of wall-clock and of the process's CPU time
 (on a machine shared with other work, wall-clock includes their turns; the load average is printed at the start and
 the end), which of the two meet the goal ("goal met": cpu, wall, cpu+wall or no), the slowest cycle and how many
@@ -24,12 +25,16 @@ when every submission is followed by a cycle, as the live server runs one (befor
 walk, each cycle stepped over all of them); then a table that puts them (held, or waiting for a dependency) next
 to --runnable jobs (default 100) that may run, against the same queue without them: a cycle must cost the same.
 "submit+cycle us" is one more held submission followed by its cycle, in that queue.
+
+--hash prints, for each scale row, a SHA-256 of what its cycles decided (decisions(), outside the timed part): a
+change that is meant to make cycles cheaper must leave every row's hash as it was.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import os
 import random
 import statistics
@@ -86,14 +91,29 @@ class CollectorTime:
         gc.callbacks.remove(self._note)
 
 
+def decisions(s: Scheduler, effects: list) -> str:
+    """A cycle's decisions as a hash: its effects (a start's mask in hex), the reasons and estimated starts it kept,
+    and the new records of the jobs it started."""
+    h = hashlib.sha256()
+    h.update(repr([e._replace(place_mask=hex(e.place_mask)) if isinstance(e, StartJob) else e for e in effects]).encode())
+    h.update(repr(sorted(s.pending_info.items())).encode())
+    h.update(repr(s.last_decision.rest if s.last_decision is not None else None).encode())
+    for e in effects:
+        if isinstance(e, StartJob):
+            h.update(repr(s.table.jobs[e.job_id].model_dump()).encode())
+    return h.hexdigest()
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | None = None, fill: bool = False) -> dict:
+def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | None = None, fill: bool = False,
+          hashed: bool = False) -> dict:
     """`fill`: submit more jobs, a cycle after each batch, until `pending` wait (a large Pod runs thousands), and keep
-    about `pending` waiting: each cycle at least as many arrive as the last one started."""
+    about `pending` waiting: each cycle at least as many arrive as the last one started. `hashed`: the result's
+    "hash" covers every cycle's decisions()."""
     rng = random.Random(seed)
     pod = pod or load_pod("bow-pod256")
     s = Scheduler(pod, SchedulerConfig(policy=policy))
@@ -110,9 +130,8 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
             s.submit(random_spec(rng), 0.0)
         s.cycle(0.0)
     if fill:  # what vipu-server does once it has loaded its records (server/app.py)
-        gc.collect()
         undo = keep_long_lived()
-    collector = CollectorTime()
+    collector, decided = CollectorTime(), hashlib.sha256()
     now, times, cpu, collecting = 0.0, [], [], []
     for _ in range(cycles):
         now += 30.0
@@ -132,6 +151,8 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
         collecting.append((collector.seconds - g0) * 1e3)
         if times[-1] == max(times):
             worst_starts = sum(isinstance(e, StartJob) for e in effects)
+        if hashed:
+            decided.update(decisions(s, effects).encode())
     collector.stop()
     if fill:
         undo()
@@ -144,7 +165,7 @@ def bench(policy: str, pending: int, cycles: int, seed: int, pod: PodConfig | No
         "p99_ms": percentile(times, 0.99), "max_ms": max(times), "squeue_ms": squeue_ms, "queue_len": len(queue),
         "worst_starts": worst_starts, "pod": pod.name, "cpu_p50_ms": statistics.median(cpu),
         "cpu_p99_ms": percentile(cpu, 0.99),
-        "gc_ms": max(collecting), "gc_cycles": sum(1 for ms in collecting if ms > 0),
+        "gc_ms": max(collecting), "gc_cycles": sum(1 for ms in collecting if ms > 0), "hash": decided.hexdigest(),
     }
 
 
@@ -222,7 +243,7 @@ def print_scale(args) -> None:
     for where, pending in rows:
         pod = load_pod(where)
         for policy in (args.scale_policies or args.policies).split(","):
-            r = bench(policy, int(pending), args.scale_cycles, args.seed, pod, fill=True)
+            r = bench(policy, int(pending), args.scale_cycles, args.seed, pod, fill=True, hashed=args.hash)
             results.append(r)
             print(f"{r['pod']:<12} {pod.ipus:>7,} {r['policy']:<9} {r['pending']:>8,} {r['running']:>8,}"
                   f" {r['submit_us']:>10.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['cpu_p50_ms']:>8.2f}"
@@ -234,6 +255,9 @@ def print_scale(args) -> None:
         missed = [f"{r['pod']} {r['policy']} ({r[key]:.0f} ms)" for r in results if r[key] >= SCALE_GOAL_MS]
         print(f"goal p99 < {SCALE_GOAL_MS:.0f} ms in {clock}: " + (
             "met by every row" if not missed else "not met by " + ", ".join(missed)))
+    if args.hash:
+        for r in results:
+            print(f"decisions of {r['pod']} {r['policy']}, {args.scale_cycles} cycles: sha256 {r['hash']}")
 
 
 def main() -> None:
@@ -248,6 +272,7 @@ def main() -> None:
     parser.add_argument("--scale-cycles", type=int, default=300)
     parser.add_argument("--scale-policies", default=None, help="policies of the scale table (default: --policies)")
     parser.add_argument("--scale-only", action="store_true", help="print the scale table alone")
+    parser.add_argument("--hash", action="store_true", help="a hash of each scale row's decisions, after its table")
     args = parser.parse_args()
     if args.scale_only:
         return print_scale(args)

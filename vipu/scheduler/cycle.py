@@ -16,21 +16,23 @@ step touches live state, and only after the Journal has the change.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from vipu.scheduler.bits import block, has_block
 from vipu.scheduler.claims import start_claimed
 from vipu.scheduler.deps import evaluate
 from vipu.scheduler.effects import Effect, StartJob
-from vipu.scheduler.job_record import Job
-from vipu.scheduler.multifactor import breakdown, qos_factors
+from vipu.scheduler.job_record import Job, PriorityBreakdown
+from vipu.scheduler.multifactor import PriorityRows, qos_factors
 from vipu.scheduler.policies.base import (
     DEPENDENCY,
     NEVER,
     RESOURCES,
     PendingInfo,
+    QueuedJob,
     ScheduleDecision,
     ScheduleRequest,
+    new_record,
 )
 from vipu.scheduler.job_states import TERMINAL, JobState
 
@@ -178,19 +180,18 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
         note = f"preempted by job {by.display_id} (qos {by.spec.qos}); {outcome}"
         ended = job.moved(S.PREEMPTED, now, end_time=now, preemption=note)
         changed.append(ended.requeued(now) if requeue else ended)
-    qos = qos_factors(sched.config) if decision.starts else None
-    pending, config, total = sched.table.pending, sched.config, sched.total
-    factors = sched.order.fairshare_factors(now, sched.table.running.values()) if decision.starts else {}
-    for s in decision.starts:
-        job = jobs[s.job_id]
-        spec = job.spec
+    pending = sched.table.pending
+    if decision.starts:
         # the priority it started with stays the job's, as Slurm's job_ptr->priority (squeue %Q of a running job),
         # with the fair-share of the last priority calculation: working it out again for thousands of running
         # jobs at each start cost a large Pod's cycle half its time again (at most once a priority_calc_period)
-        priority = breakdown(pending[job.id], now, config, total, factors, qos)
-        changed.append(job.started(now, s.first_ipu, priority))
-        starts.append(StartJob(job.id, job.partition, spec.ipus, s.first_ipu, s.place_mask, now,
-                               now + spec.time_limit, spec.workload, spec.allocation))  # type: ignore[operator]
+        priority = _priority_rows(sched, now)
+    for s in decision.starts:
+        job = jobs[s.job_id]
+        spec = job.spec
+        changed.append(job.started(now, s.first_ipu, priority(pending[job.id])))
+        starts.append(new_record(StartJob, (job.id, job.partition, spec.ipus, s.first_ipu, s.place_mask, now,
+                                            now + spec.time_limit, spec.workload, spec.allocation, ())))
     if victims:
         starts = _after(sched, starts, victims)
     # the runs cut short count towards their users' fair share; stops come first, freeing the IPUs the starts use
@@ -221,15 +222,18 @@ def _after(sched: Scheduler, starts: list[Effect], victims: list[Job]) -> list[E
     return out
 
 
+def _priority_rows(sched: Scheduler, now: float) -> Callable[[QueuedJob], PriorityBreakdown]:
+    """The priority row of a job that starts now (breakdown(), as of the last priority calculation)."""
+    factors = sched.order.fairshare_factors(now, sched.table.running.values())
+    return PriorityRows(now, sched.config, sched.total, factors, qos_factors(sched.config)).row
+
+
 def _start_claimed(sched: Scheduler, now: float, available: int) -> list[Effect]:
     """Start the claims whose victims are torn down (claims.start_claimed), committed in one go."""
     ready = start_claimed(sched, now, available)
     if not ready:
         return []
-    qos = qos_factors(sched.config)
-    pending, config, total = sched.table.pending, sched.config, sched.total
-    factors = sched.order.fairshare_factors(now, sched.table.running.values())
-    changed = [job.started(now, start.first_ipu, breakdown(pending[job.id], now, config, total, factors, qos))
-               for job, start in ready]
+    pending, priority = sched.table.pending, _priority_rows(sched, now)
+    changed = [job.started(now, start.first_ipu, priority(pending[job.id])) for job, start in ready]
     sched._commit(changed, now)
     return [start for _, start in ready]

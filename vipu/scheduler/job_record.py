@@ -36,9 +36,9 @@ class PriorityBreakdown(BaseModel):
     nice: int
 
     @classmethod
-    def trusted(cls, **values) -> PriorityBreakdown:
-        """A row of values the scheduler computed itself, not validated again (`vipu queue --json` makes one for
-        each of up to 10,000 pending jobs; validation was most of its cost)."""
+    def trusted(cls, values: dict) -> PriorityBreakdown:
+        """A row of values the scheduler computed itself (a dict the caller gives away), not validated again (`vipu
+        queue --json` makes one for each of up to 10,000 pending jobs; validation was most of its cost)."""
         return _unvalidated(cls, values, set(values))
 
 
@@ -136,12 +136,15 @@ class Job(BaseModel):
     def started(self, now: float, first_ipu: int, priority: PriorityBreakdown) -> Job:
         """moved(RUNNING, now, ...) of a pending job that a cycle starts, written out: a cycle on a large Pod starts
         two thousand jobs, and the keyword arguments, the merge of two dicts and the union with a view of keys cost
-        a third of the record."""
+        a third of the record; update()'s keywords and the Transition's own __new__ (a Python function) are left out
+        too."""
         if _RUNNING not in TRANSITIONS[self.state]:
             check_transition(self.id, self.state, _RUNNING)
         fields = self.__dict__.copy()
-        fields.update(state=_RUNNING, start_time=now, first_ipu=first_ipu, end_time=None, exit_code=None, reason=None,
-                      estimated_start=None, priority=priority, history=[*self.history, Transition(_RUNNING, now)])
+        fields["state"], fields["start_time"], fields["first_ipu"] = _RUNNING, now, first_ipu
+        fields["end_time"] = fields["exit_code"] = fields["reason"] = fields["estimated_start"] = None
+        fields["priority"] = priority
+        fields["history"] = [*self.history, _tuple_new(Transition, (_RUNNING, now))]
         return _unvalidated(type(self), fields, self.__pydantic_fields_set__ | _STARTED)
 
     def requeued(self, now: float) -> Job:
@@ -159,6 +162,7 @@ _STARTED = frozenset(("state", "start_time", "first_ipu", "end_time", "exit_code
 _STOPPED = (JobState.CANCELLED, JobState.PREEMPTED, JobState.REQUEUED)  # with a start time: stopped while it ran
 SIGTERM = 15
 _new = object.__new__
+_tuple_new = tuple.__new__  # a NamedTuple's own __new__ is a Python function: a frame per history entry
 _setattr = object.__setattr__
 
 

@@ -47,7 +47,7 @@ from vipu.scheduler.submission import (
 from vipu.scheduler.reasons import decorate
 from vipu.scheduler.selection import matching_jobs, named_jobs
 from vipu.scheduler.updates import JobUpdate
-from vipu.scheduler.table import JobTable, owners
+from vipu.scheduler.table import PENDING, JobTable, owners
 from vipu.scheduler.view import QueueView
 
 S = JobState
@@ -105,7 +105,7 @@ class Scheduler:
         table, order = self.table, self.order
         leaving = []  # (the order forgets them together: a cycle may start thousands)
         for j in table.put_each(jobs, now):
-            if j.state is S.PENDING:
+            if j.state is PENDING:
                 order.add(table.pending[j.id], now, j.id in table.gated)
             else:
                 leaving.append(j.id)

@@ -26,7 +26,7 @@ from vipu.scheduler.bits import block
 from vipu.scheduler.claims import Claim
 from vipu.scheduler.gate_openings import GateOpenings
 from vipu.scheduler.job_record import Job
-from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob
+from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob, new_record
 from vipu.scheduler.policies.reservations import blocks_mask
 from vipu.scheduler.job_spec import parse_array
 from vipu.scheduler.job_states import ACTIVE, TERMINAL, JobState
@@ -153,12 +153,12 @@ class JobTable(GateOpenings):
             else:
                 self._ready(queued)
         elif state is RUNNING or state is COMPLETING:
-            first, ipus, started = job.first_ipu, job.spec.ipus, job.start_time
-            end_by = started + job.spec.time_limit  # type: ignore[operator]
-            self.running[job.id] = RunningJob(
-                job.id, ipus, first, started, end_by, job.user, job.spec.qos,  # type: ignore[arg-type]
-                job.array_job_id, job.spec.account,
-            )
+            spec = job.spec
+            first, ipus, started = job.first_ipu, spec.ipus, job.start_time
+            end_by = started + spec.time_limit  # type: ignore[operator]
+            self.running[job.id] = new_record(RunningJob, (
+                job.id, ipus, first, started, end_by, job.user, spec.qos, job.array_job_id, spec.account,
+            ))
             if self._joining is None:
                 self.used_mask |= block(first, ipus)  # type: ignore[arg-type]
             else:

@@ -21,7 +21,7 @@ from vipu.scheduler.expected_start import Expectation, expected_start
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import TERMINAL, JobState
-from vipu.scheduler.multifactor import breakdown, qos_factors
+from vipu.scheduler.multifactor import PriorityRows, breakdown, qos_factors
 from vipu.scheduler.reasons import Row, decorate, pending_reason, row
 from vipu.scheduler.startable import startable
 
@@ -131,9 +131,9 @@ class QueueView:
                                                  f" `vipu release {job.display_id}` lets it run")
                     self.priority(i, now)  # raises: the job is not pending
                 wanted.update(pending)
-        factors, qos = self.fairshare.factors(now, table.running.values()), qos_factors(self.config)
+        priority = PriorityRows(now, self.config, self.total, self.fairshare.factors(now, table.running.values())).row
         # a held job's priority is 0 (priority_multifactor.c: "0 means the job is held"): sprio leaves it out
-        rows = [breakdown(q, now, self.config, self.total, factors, qos) for q in table.pending.values()
+        rows = [priority(q) for q in table.pending.values()
                 if (user is None or q.user == user) and (wanted is None or q.id in wanted)
                 and not table.jobs[q.id].held]
         return sorted(rows, key=lambda r: (-r.total, self.table.pending[r.job_id].submit_time, r.job_id))

@@ -281,8 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: the state folder {state_dir} cannot be written ({e}); its records are kept:"
               " free space (or fix the disk) and start again", file=sys.stderr)
         return EXIT_CODES[grpc.StatusCode.UNAVAILABLE]
-    # the stored records just loaded live as long as the process: no full collection walks them again (the first
-    # one after a large restart would, in whichever call came first), nor what survives later ones
+    # the stored records just loaded live as long as the process: no collection walks them again (the first full
+    # one after a large restart would, in whichever call came first), nor what survives a collection later
     keep_long_lived()
     pod = plane.pod
     plane.secure = args.secure
