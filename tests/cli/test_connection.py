@@ -113,7 +113,7 @@ def test_a_create_is_retried_with_the_same_request_id_while_the_controller_is_do
             raise Down()
         return p.Partition(name=request.name)
 
-    assert conn.create(create, p.CreatePartitionRequest(name="x", size=4)).name == "x"
+    assert conn.create(create, p.CreatePartitionRequest(name="x", size=4), check="`vipu get partition x`").name == "x"
     assert len(seen) == 3 and len(set(seen)) == 1 and len(seen[0]) == 32
     assert "is not answering; retrying for up to 5 s" in capsys.readouterr().err
 
