@@ -418,3 +418,16 @@ def test_a_request_id_leaves_room_for_the_suffix_of_each_spec_and_is_never_empty
         assert out.returncode == 2 and out.stderr.startswith(f"vipu: error: {says}"), out.stderr
     assert jobs(server) == {}
     assert submit(server, *files, "--request-id", "x" * 126) == [1, 2]
+
+
+def test_a_job_waiting_for_unavailable_nodes_names_them(server):
+    """squeue's `ReqNodeNotAvail, UnavailableNodes:...`: the nodes of the job's allocation that take no new work (a
+    drained agent's, one with a failed IPU), hostlist-compressed, in the queue and in `vipu show job`."""
+    assert run(server, "vipu-admin", "fail", "ipus", "63").returncode == 0
+    assert run(server, "vipu-admin", "drain", "agent", "ag05").returncode == 0
+    [whole] = submit(server, "--name", "whole", "--ipus", "64", "--time-limit", "5m")
+    reason = wait_for(lambda: jobs(server)[whole]["state_reason"].startswith("ReqNodeNotAvail")
+                      and jobs(server)[whole]["state_reason"])
+    assert reason == "ReqNodeNotAvail, UnavailableNodes:ag[05,15]"
+    assert "(ReqNodeNotAvail, UnavailableNodes:ag[05,15])" in run(server, "vipu", "queue").stdout
+    assert show(server, whole)["reason"] == reason

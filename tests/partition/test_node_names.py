@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from vipu.partition.admin_records import Agent
-from vipu.partition.ipu_status import ipu_statuses, machine_statuses, machines_spanned
+from vipu.partition.ipu_status import ipu_statuses, machine_statuses, machines_spanned, unavailable_nodes
 from vipu.partition.node_names import agent_name, hostlist, machine_name, natural_key
 
 
@@ -68,3 +68,12 @@ def test_each_machine_counts_its_ipus_by_state_as_the_ipus_show_them(scene_facto
     assert (rows[10].draining, rows[31].allocated, rows[31].failed, rows[200].drained) == (4, 3, 1, 4)
     assert [r.machine for r in machine_statuses(scene.state, machines_spanned([(16, 8), (1020, 1)], 4))] == [
         4, 5, 255]
+
+
+def test_the_unavailable_nodes_of_an_allocation_are_its_own(scene_factory):
+    scene = scene_factory("bow-pod64").allocation("team", ["ag12", "ag13", "ag14", "ag15"]).failed([61])
+    scene.ctl.admin.remove_agent("ag03")
+    scene.ctl.admin.set_agent_state("ag07", "DRAINED")
+    assert unavailable_nodes(scene.state, "default") == ["machine03", "ag07"]
+    assert unavailable_nodes(scene.state, "team") == ["ag15"]
+    assert unavailable_nodes(scene.state, "gone") == []

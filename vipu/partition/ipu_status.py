@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
+from vipu.partition.admin_records import DEFAULT_ALLOCATION
 from vipu.partition.node_names import machine_name
 from vipu.partition.placement import ipus_in
 from vipu.partition.pod_state import PodState
@@ -92,3 +93,16 @@ def machines_spanned(blocks: Iterable[tuple[int, int]], per_machine: int) -> set
     """The machines some blocks of IPUs (first IPU, IPUs) span."""
     return {m for first, size in blocks
             for m in range(first // per_machine, (first + max(size, 1) - 1) // per_machine + 1)}
+
+
+def unavailable_nodes(state: PodState, allocation: str) -> list[str]:
+    """The nodes of an allocation that take no new work, by name in machine order (what Slurm lists after
+    ReqNodeNotAvail as UnavailableNodes): its machines without an agent (the default allocation's), its drained
+    agents' and those with a failed IPU; none for an allocation that is gone."""
+    if allocation != DEFAULT_ALLOCATION and allocation not in state.allocations:
+        return []
+    vacant, drained, failed = state.out_of_service(allocation)
+    per_machine = state.pod.machine.ipus
+    machines = {*vacant, *(state.agents[a].machine for a in drained), *(i // per_machine for i in failed)}
+    agents = state.agent_of_machine()
+    return [agents[m].name if m in agents else machine_name(m, state.pod.machines) for m in sorted(machines)]
