@@ -157,7 +157,8 @@ def create_user(
     """Create a user and print its access key (shown once; the controller keeps only a hash)."""
     c = ctx.obj.conn
     x = c.create(c.admin.CreateUser, a.CreateUserRequest(name=name, admin=admin, unix_user=unix_user),
-                 check=f"`vipu-admin get user {name}` (a user made without its key shown needs removing and making again)")
+                 check=f"`vipu-admin get user {name}` (a user made without its key shown must be removed and made"
+                       " again: the key is shown once)")
     if ctx.obj.wants_json(json_out):
         print_json(x)
     else:

@@ -16,8 +16,8 @@ from vipu.cli.job_selection import given
 from vipu.cli.nodes import DEFAULT_PARTITION, hostlist, numbered
 from vipu.cli.output import as_dict, print_json, table
 from vipu.cli.slurm_format import Column, percent_layout, render
-from vipu.v1 import job_pb2 as j
 from vipu.partition.node_names import natural_key
+from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
 
 # a machine's state from its IPUs': (sinfo's compact, long)

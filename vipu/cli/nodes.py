@@ -1,8 +1,9 @@
 """IPU-Machines as Slurm's nodes, for squeue's %N and %D, sacct's NodeList and NNodes and sinfo -N.
 
 The mapping (docs/mapping.md): a node is an IPU-Machine (a Bow-2000, 4 IPUs), named by its agent (ag00, ag01, ...,
-or machineNN for one without an agent, padded to the Pod's widest machine number); a CPU is an IPU, so a job's CPUS are its IPUs and its NODES the machines its
-block spans; Slurm's partition is the V-IPU allocation a job runs in ("default" when it names none)."""
+or machine00 for one without an agent; padded to the Pod's widest machine number, vipu/partition/node_names.py); a
+CPU is an IPU, so a job's CPUS are its IPUs and its NODES the machines its block spans; Slurm's partition is the
+V-IPU allocation a job runs in ("default" when it names none)."""
 
 from __future__ import annotations
 

@@ -44,7 +44,8 @@ class Controller:
 
     def _bootstrap(self, journal: Journal, now: float) -> None:
         agents = [
-            Agent(name=agent_name(m, self.pod.machines), host=AGENT_HOST, port=AGENT_BASE_PORT + m, machine=m, created_at=now)
+            Agent(name=agent_name(m, self.pod.machines), host=AGENT_HOST, port=AGENT_BASE_PORT + m, machine=m,
+                  created_at=now)
             for m in range(self.pod.machines)
         ]
         cluster = Cluster(
