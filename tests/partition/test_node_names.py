@@ -9,6 +9,7 @@ import pytest
 from vipu.partition.admin_records import Agent
 from vipu.partition.ipu_status import ipu_statuses, machine_statuses, machines_spanned, unavailable_nodes
 from vipu.partition.node_names import agent_name, hostlist, machine_name, natural_key
+from vipu.partition.rules import job_holder
 
 
 @pytest.mark.parametrize("machines, first, last", [
@@ -77,3 +78,12 @@ def test_the_unavailable_nodes_of_an_allocation_are_its_own(scene_factory):
     assert unavailable_nodes(scene.state, "default") == ["machine03", "ag07"]
     assert unavailable_nodes(scene.state, "team") == ["ag15"]
     assert unavailable_nodes(scene.state, "gone") == []
+
+
+def test_partitions_are_listed_in_natural_order(scene_factory):
+    """`vipu list partitions` read slurm_1, slurm_10, slurm_100, slurm_2: names now sort as their numbers."""
+    scene = scene_factory("bow-pod64")
+    for name in ("slurm_10", "slurm_2", "slurm_100", "dev", "slurm_1"):
+        job = name.partition("_")[2]
+        scene.partition(name, 1, **({"holder": job_holder(int(job))} if job else {}))
+    assert [p.name for p in scene.ctl.partitions.list()] == ["dev", "slurm_1", "slurm_2", "slurm_10", "slurm_100"]
