@@ -5,14 +5,15 @@ memory beside that of a store holding the live queue alone.
 
 And the controller's resident memory at scale (issue 26): on the largest Pod (65,536 IPUs,
 examples/pods/pod65536.yaml, --ray off) with `--scale-jobs` jobs of 1 to 64 IPUs queued through SubmitJobs, about
-5,000 of them running and the rest pending: idle, once the queue is in, and after a full listing of it as `vipu
-queue` pages through it (the listing is kept for its pages); now (VmRSS) and at its peak (VmHWM).
+3,600 of them running and the rest pending: idle, once the queue is in, after a full listing of it as `vipu queue`
+pages through it (the listing is kept for its pages) and one with every spec (`vipu queue --json`), and after a
+Prometheus scrape; now (VmRSS) and at its peak (VmHWM).
 
 Run: .venv/bin/python bench/bench_recovery.py [--cycles 5] [--jobs 10000] [--stored 400000] [--scale-jobs 50000]
      .venv/bin/python bench/bench_recovery.py --memory-only   (the memory at scale alone, a few minutes)
 Goals (issues 7 and 23): 0 lost (and 0 duplicated) submissions; recovery under 5 s with 10,000 jobs stored and
 with 400,000; resident memory bounded by the live queue, not the history. Wall-clock figures on this machine. The
-memory at scale has no goal: it is there to be documented (docs/operations.md, Memory).
+memory at scale has no goal: it is there to be documented (docs/benchmarks.md, "The controller's memory at scale").
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import signal
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -163,9 +165,12 @@ def scale_memory(jobs: int, pod: str) -> list[tuple[str, int, int]]:
                     info = stub.ClusterInfo(j.ClusterInfoRequest(), timeout=60)
                 seen.append((f"{jobs:,} jobs queued ({info.running_jobs:,} running, {info.pending_jobs:,} pending)",
                              *memory_kb(proc.pid)))
-                listed = every_page(lambda r: stub.ListJobs(r, timeout=120), j.ListJobsRequest(brief=True)).jobs
-                seen.append((f"after a full listing of the queue ({len(listed):,} jobs, as `vipu queue`)",
-                             *memory_kb(proc.pid)))
+                for brief, how in ((True, "as `vipu queue`"), (False, "with specs, as `vipu queue --json`")):
+                    listed = every_page(lambda r: stub.ListJobs(r, timeout=120), j.ListJobsRequest(brief=brief)).jobs
+                    seen.append((f"after a listing of the queue ({len(listed):,} jobs, {how})", *memory_kb(proc.pid)))
+                metrics = re.search(r"metrics on (\S+)", proc.banner).group(1)
+                scraped = len(urllib.request.urlopen(metrics, timeout=120).read())
+                seen.append((f"after a /metrics scrape ({scraped / 1e6:.1f} MB)", *memory_kb(proc.pid)))
             return seen
         finally:
             proc.terminate()
