@@ -68,6 +68,16 @@ class _Pod:
     def ListIpus(self, request):
         return p.ListIpusResponse(ipus=self.ipus)
 
+    def ListMachines(self, request):
+        machines = {}
+        for i in self.ipus:
+            m = machines.setdefault(i.machine, p.Machine(machine=i.machine, ild=i.ild, name=i.agent, agent=i.agent,
+                                                         ipus=4))
+            setattr(m, i.state, getattr(m, i.state) + 1)
+            if i.partition and i.partition not in m.partitions:
+                m.partitions.append(i.partition)
+        return p.ListMachinesResponse(machines=list(machines.values()), ipus_per_machine=4)
+
     def ClusterInfo(self, request):
         ilds = [j.Pod64Info(ild=r, total=64, allocated=64 if r < 14 else 0, idle=0 if r < 14 else 64 - (r == 14),
                             failed=int(r == 14)) for r in range(16)]

@@ -67,6 +67,10 @@ def test_each_machine_counts_its_ipus_by_state_as_the_ipus_show_them(scene_facto
         assert (row.idle, row.allocated, row.draining, row.drained, row.failed) == tuple(
             states.count(k) for k in ("idle", "allocated", "draining", "drained", "failed")), row
     assert (rows[10].draining, rows[31].allocated, rows[31].failed, rows[200].drained) == (4, 3, 1, 4)
+    # what `vipu top` marks and colours a rack's machines by, and whose utilisation counts
+    assert (rows[31].partitions, rows[31].working, rows[32].partitions, rows[32].working) == (
+        ("racks",), (124, 125, 126), (), ())
+    assert machine_statuses(scene.state)[255].partitions == () and rows[255].failed == 1
     assert [r.machine for r in machine_statuses(scene.state, machines_spanned([(16, 8), (1020, 1)], 4))] == [
         4, 5, 255]
 
@@ -87,3 +91,4 @@ def test_partitions_are_listed_in_natural_order(scene_factory):
         job = name.partition("_")[2]
         scene.partition(name, 1, **({"holder": job_holder(int(job))} if job else {}))
     assert [p.name for p in scene.ctl.partitions.list()] == ["dev", "slurm_1", "slurm_2", "slurm_10", "slurm_100"]
+

@@ -62,6 +62,8 @@ class MachineStatus(NamedTuple):
     draining: int
     drained: int
     failed: int
+    partitions: tuple[str, ...] = ()  # holding its IPUs, by name
+    working: tuple[int, ...] = ()  # its IPUs that may be doing work (IpuStatus.working), for their utilisation
 
 
 _KINDS = ("allocated", "draining", "drained", "failed")
@@ -71,7 +73,8 @@ def machine_statuses(state: PodState, machines: Iterable[int] | None = None) -> 
     """These machines (None: every one), in order, each with its IPUs counted by state as ipu_statuses() sets it.
     Only IPUs that are not idle are visited: an idle 65,536-IPU Pod is 16,384 rows, not 65,536 statuses."""
     per_machine, per_ild, total = state.pod.machine.ipus, state.pod.machines_per_ild, state.pod.machines
-    busy: dict[int, str] = dict.fromkeys((i for p in state.partitions.values() for i in p.ipus), "allocated")
+    owner = {i: p.name for p in state.partitions.values() for i in p.ipus}
+    busy: dict[int, str] = dict.fromkeys(owner, "allocated")
     busy.update(dict.fromkeys(ipus_in(state.drained_mask), "drained"))  # the precedence of ipu_statuses()
     busy.update(dict.fromkeys(ipus_in(state.draining_mask), "draining"))
     busy.update(dict.fromkeys(state.failed_ipus, "failed"))
@@ -83,9 +86,15 @@ def machine_statuses(state: PodState, machines: Iterable[int] | None = None) -> 
     for m in range(total) if machines is None else sorted(set(machines)):
         allocated, draining, drained, failed = counts.get(m) or (0, 0, 0, 0)
         agent = agents.get(m)
+        held: tuple[str, ...] = ()
+        working: tuple[int, ...] = ()
+        if allocated or draining or failed:  # only then can a partition hold one of its IPUs
+            mine = range(m * per_machine, (m + 1) * per_machine)
+            held = tuple(sorted({owner[i] for i in mine if i in owner}))
+            working = tuple(i for i in mine if i in owner and busy[i] != "failed")
         rows.append(MachineStatus(m, m // per_ild, agent, agent or machine_name(m, total), per_machine,
                                   per_machine - allocated - draining - drained - failed, allocated, draining, drained,
-                                  failed))
+                                  failed, held, working))
     return rows
 
 

@@ -100,10 +100,13 @@ def ipu(status: IpuStatus, machine_stats: dict | None = None) -> p.Ipu:
     )
 
 
-def machine(status: MachineStatus) -> p.Machine:
+def machine(status: MachineStatus, machine_stats: dict | None = None) -> p.Machine:
+    """`machine_stats`: as ipu()'s; its utilisation is its IPUs' mean, as ListIpus gives each."""
+    busy = sum(ipu_reading(machine_stats, i, True)[0] for i in status.working) if machine_stats else 0.0
     return p.Machine(machine=status.machine, ild=status.ild, agent=status.agent or "", name=status.name,
                      ipus=status.ipus, idle=status.idle, allocated=status.allocated, draining=status.draining,
-                     drained=status.drained, failed=status.failed)
+                     drained=status.drained, failed=status.failed, utilization=busy / max(1, status.ipus),
+                     partitions=status.partitions)
 
 
 def agent(ag: Agent, topology: Topology) -> a.Agent:

@@ -271,7 +271,7 @@ class ListIpusRequest(_message.Message):
     def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class Machine(_message.Message):
-    __slots__ = ("machine", "ild", "agent", "name", "ipus", "idle", "allocated", "draining", "drained", "failed")
+    __slots__ = ("machine", "ild", "agent", "name", "ipus", "idle", "allocated", "draining", "drained", "failed", "utilization", "partitions")
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     ILD_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
@@ -282,6 +282,8 @@ class Machine(_message.Message):
     DRAINING_FIELD_NUMBER: _ClassVar[int]
     DRAINED_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
+    UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     machine: int
     ild: int
     agent: str
@@ -292,7 +294,9 @@ class Machine(_message.Message):
     draining: int
     drained: int
     failed: int
-    def __init__(self, machine: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., name: _Optional[str] = ..., ipus: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., draining: _Optional[int] = ..., drained: _Optional[int] = ..., failed: _Optional[int] = ...) -> None: ...
+    utilization: float
+    partitions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, machine: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., name: _Optional[str] = ..., ipus: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., draining: _Optional[int] = ..., drained: _Optional[int] = ..., failed: _Optional[int] = ..., utilization: _Optional[float] = ..., partitions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class IpuBlock(_message.Message):
     __slots__ = ("first_ipu", "ipus")
