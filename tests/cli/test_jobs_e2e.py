@@ -321,6 +321,15 @@ def test_pending_array_tasks_share_a_queue_line_as_in_squeue(server):
     assert len(expanded) == 10 and len(jobs(server)) == 10  # -r and --json: a line each
 
 
+def test_a_throttled_array_shows_its_limit_as_in_squeue(server):
+    """squeue prints a pending array with its %N limit (26_[2-5%2]); `vipu queue` dropped it."""
+    [first, *_] = submit(server, "--name", "sweep", "--ipus", "1", "--time-limit", "1m", "--array", "0-5%2")
+    wait_for(lambda: sorted(x["job_state"][0] for x in jobs(server).values()).count("RUNNING") == 2)
+    text = run(server, "vipu", "queue", "--no-header", "-t", "PD").stdout.split()
+    assert text[0] == f"{first}_[2-5%2]", text
+    assert run(server, "vipu", "queue", "--no-header", "-o", "%i", "-t", "PD").stdout.split() == [f"{first}_[2-5%2]"]
+
+
 def test_a_retried_submit_says_it_queued_nothing(server):
     first = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--request-id", "abc1")
     again = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--request-id", "abc1")
