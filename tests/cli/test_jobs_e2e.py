@@ -431,12 +431,15 @@ def test_a_request_id_leaves_room_for_the_suffix_of_each_spec_and_is_never_empty
 
 def test_a_job_waiting_for_unavailable_nodes_names_them(server):
     """squeue's `ReqNodeNotAvail, UnavailableNodes:...`: the nodes of the job's allocation that take no new work (a
-    drained agent's, one with a failed IPU), hostlist-compressed, in the queue and in `vipu show job`."""
+    drained agent's, one with a failed IPU), hostlist-compressed, in the queue and in `vipu show job` (scontrol's
+    Reason=ReqNodeNotAvail,_UnavailableNodes:...)."""
     assert run(server, "vipu-admin", "fail", "ipus", "63").returncode == 0
     assert run(server, "vipu-admin", "drain", "agent", "ag05").returncode == 0
     [whole] = submit(server, "--name", "whole", "--ipus", "64", "--time-limit", "5m")
-    reason = wait_for(lambda: jobs(server)[whole]["state_reason"].startswith("ReqNodeNotAvail")
-                      and jobs(server)[whole]["state_reason"])
-    assert reason == "ReqNodeNotAvail, UnavailableNodes:ag[05,15]"
-    assert "(ReqNodeNotAvail, UnavailableNodes:ag[05,15])" in run(server, "vipu", "queue").stdout
+    queued = wait_for(lambda: (q := jobs(server)[whole])["state_reason"] == "ReqNodeNotAvail" and q)
+    reason = "ReqNodeNotAvail, UnavailableNodes:ag[05,15]"
+    assert queued["state_description"] == reason  # squeue --json: the name, and the whole text beside it
+    assert f"({reason})" in run(server, "vipu", "queue").stdout
     assert show(server, whole)["reason"] == reason
+    assert "Reason=ReqNodeNotAvail,_UnavailableNodes:ag[05,15]\n" in run(server, "vipu", "show", "job",
+                                                                        str(whole)).stdout  # as scontrol
