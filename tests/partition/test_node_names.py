@@ -41,18 +41,22 @@ def test_a_pod1024_registers_padded_agents(scene_factory):
 
 
 def test_a_pod1024_stored_with_the_old_names_keeps_them(scene_factory):
-    """Agents are records: a Pod1024 made before names were padded starts again with ag0 to ag255 as stored
-    (allocations and scripts name them), not with new ones beside them."""
+    """Agents are records: a Pod1024 made before names were padded (ag00 to ag99, then ag100 to ag255) starts again
+    with them as stored (allocations and scripts name them), not with new ones beside them."""
     scene = scene_factory("bow-pod1024")
     old = {f"ag{m:02d}": scene.state.agents[f"ag{m:03d}"].model_copy(update={"name": f"ag{m:02d}"})
            for m in range(256)}
+    cluster = next(iter(scene.state.clusters.values())).model_copy(update={"agents": list(old)})
     scene.journal.docs = {k: v for k, v in scene.journal.docs.items() if k[0] != "agent"}
     for name, agent in old.items():
         scene.journal.docs[("agent", name)] = agent.model_dump_json()
+    scene.journal.docs[("cluster", cluster.name)] = cluster.model_dump_json()
     again = scene.restarted()
     assert sorted(again.state.agents, key=natural_key)[-3:] == ["ag253", "ag254", "ag255"]
     assert len(again.state.agents) == 256 and "ag007" not in again.state.agents
     assert isinstance(again.state.agents["ag100"], Agent)
+    listed = again.state.allocation_agents("default")  # `vipu list allocations`: ag9, ag10, ..., not ag10, ag100
+    assert listed[9:12] == ["ag09", "ag10", "ag11"] and listed[-1] == "ag255"
 
 
 def test_each_machine_counts_its_ipus_by_state_as_the_ipus_show_them(scene_factory):
