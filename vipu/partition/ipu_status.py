@@ -1,5 +1,7 @@
 """Each IPU's state (idle, allocated, draining, drained, failed) and the partition that holds it, as `vipu list
-ipus`, `vipu top` and the metrics show them."""
+ipus`, `vipu top` and the metrics show them; each machine's IPUs counted by state, as sinfo's nodes (`vipu info
+-N/-s`, `vipu top` on a big Pod, the node lists of the queue); and the nodes an allocation cannot use now, which a
+job waiting with ReqNodeNotAvail names."""
 
 from __future__ import annotations
 
