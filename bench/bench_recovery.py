@@ -3,21 +3,32 @@ time to serve again after a SIGKILL with 10,000 jobs in the store, and the same 
 all but the live queue have ended and moved to the on-disk history (min_job_age), with the controller's resident
 memory beside that of a store holding the live queue alone.
 
-Run: .venv/bin/python bench/bench_recovery.py [--cycles 5] [--jobs 10000] [--stored 400000]
+And the controller's resident memory at scale (issue 26): on the largest Pod (65,536 IPUs,
+examples/pods/pod65536.yaml, --ray off) with `--scale-jobs` jobs of 1 to 64 IPUs queued through SubmitJobs, about
+3,600 of them running and the rest pending: idle, once the queue is in, after a full listing of it as `vipu queue`
+pages through it (the listing is kept for its pages) and one with every spec (`vipu queue --json`), and after a
+Prometheus scrape; now (VmRSS) and at its peak (VmHWM).
+
+Run: .venv/bin/python bench/bench_recovery.py [--cycles 5] [--jobs 10000] [--stored 400000] [--scale-jobs 50000]
+     .venv/bin/python bench/bench_recovery.py --memory-only   (the memory at scale alone, a few minutes)
 Goals (issues 7 and 23): 0 lost (and 0 duplicated) submissions; recovery under 5 s with 10,000 jobs stored and
-with 400,000; resident memory bounded by the live queue, not the history. Wall-clock figures on this machine.
+with 400,000; resident memory bounded by the live queue, not the history. Wall-clock figures on this machine. The
+memory at scale has no goal: it is there to be documented (docs/benchmarks.md, "The controller's memory at scale").
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
+import os
 import platform
 import re
 import signal
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -124,6 +135,48 @@ def recovery_time(jobs: int, ended: int = 0) -> tuple[float, int, tuple[float, f
         return ready, rss, tuple(checks)
 
 
+def memory_kb(pid: int) -> tuple[int, int]:
+    """A process's resident memory now and at its peak (VmRSS, VmHWM), in kB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return tuple(int(re.search(rf"{key}:\s+(\d+)", status).group(1)) for key in ("VmRSS", "VmHWM"))
+
+
+def scale_memory(jobs: int, pod: str) -> list[tuple[str, int, int]]:
+    """The controller's memory (VmRSS, VmHWM in kB) on `pod` idle, with `jobs` queued (sizes 1 to 64 IPUs, an hour
+    each, 100 per SubmitJobs call) once its cycles have placed what fits, and after one full listing of the queue."""
+    sizes = (1, 2, 4, 8, 16, 32, 64)
+    with tempfile.TemporaryDirectory() as state:
+        proc, port = start_server(state, pod)
+        try:
+            wait_ready(port)
+            seen = [("idle", *memory_kb(proc.pid))]
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                stub = job_pb2_grpc.JobServiceStub(channel)
+                for first in range(0, jobs, 100):
+                    batch = [j.SubmitJobRequest(spec=json.dumps({"name": f"load{i}", "ipus": sizes[i % len(sizes)],
+                                                                 "time_limit": "1h"}).encode(),
+                                                request_id=uuid.uuid4().hex)
+                             for i in range(first, min(first + 100, jobs))]
+                    stub.SubmitJobs(j.SubmitJobsRequest(jobs=batch), timeout=120)
+                info, last = None, None
+                while info is None or (info.running_jobs, info.pending_jobs) != last:  # until a cycle changes nothing
+                    last = None if info is None else (info.running_jobs, info.pending_jobs)
+                    time.sleep(2)
+                    info = stub.ClusterInfo(j.ClusterInfoRequest(), timeout=60)
+                seen.append((f"{jobs:,} jobs queued ({info.running_jobs:,} running, {info.pending_jobs:,} pending)",
+                             *memory_kb(proc.pid)))
+                for brief, how in ((True, "as `vipu queue`"), (False, "with specs, as `vipu queue --json`")):
+                    listed = every_page(lambda r: stub.ListJobs(r, timeout=120), j.ListJobsRequest(brief=brief)).jobs
+                    seen.append((f"after a listing of the queue ({len(listed):,} jobs, {how})", *memory_kb(proc.pid)))
+                metrics = re.search(r"metrics on (\S+)", proc.banner).group(1)
+                scraped = len(urllib.request.urlopen(metrics, timeout=120).read())
+                seen.append((f"after a /metrics scrape ({scraped / 1e6:.1f} MB)", *memory_kb(proc.pid)))
+            return seen
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -132,8 +185,16 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=10_000, help="jobs in the store for the time to serve again")
     parser.add_argument("--stored", type=int, default=400_000,
                         help="stored jobs, all but the live queue ended, for the bounded-history restart")
+    parser.add_argument("--scale-jobs", type=int, default=50_000, help="jobs queued for the memory at scale")
+    parser.add_argument("--scale-pod", default=str(Path(__file__).resolve().parents[1] / "examples/pods/pod65536.yaml"),
+                        help="the Pod of the memory at scale")
+    parser.add_argument("--memory-only", action="store_true", help="measure only the memory at scale")
     args = parser.parse_args()
-    print(f"# bench_recovery: {time.strftime('%Y-%m-%d')} on {platform.node()} (Python {platform.python_version()})")
+    print(f"# bench_recovery: {time.strftime('%Y-%m-%d %H:%M %Z')} on {platform.node()} (Python"
+          f" {platform.python_version()}), load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if args.memory_only:
+        print_memory(args.scale_jobs, args.scale_pod)
+        return
     acked, lost, duplicated = kill_cycles(args.cycles, args.per_cycle)
     print(f"kill -9 under load, {args.cycles} cycles, 2 clients: {acked} acknowledged, {lost} lost, {duplicated}"
           " duplicated (goal 0 and 0)")
@@ -146,6 +207,14 @@ def main() -> None:
           f" ({rss / live_rss:.2f}x the live queue's alone); of which the start's checks of the history: its pages"
           f" {pages:.2f} s, its rows {rows:.2f} s (a start with --quarantine-bad-records decodes every row too:"
           f" {decoding:.2f} s more)")
+    print_memory(args.scale_jobs, args.scale_pod)
+
+
+def print_memory(jobs: int, pod: str) -> None:
+    print(f"controller memory on {Path(pod).stem} (--ray off), resident now / at peak:")
+    for what, rss, peak in scale_memory(jobs, pod):
+        print(f"  {what}: {rss / 1024:.0f} MB / {peak / 1024:.0f} MB")
+    print(f"  (load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end)")
 
 
 if __name__ == "__main__":

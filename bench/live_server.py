@@ -28,7 +28,9 @@ def start_bare_server(*extra: str) -> tuple[subprocess.Popen, int]:
 
 
 def listening_port(proc: subprocess.Popen) -> int:
-    return int(re.search(r"listening on \S+:(\d+)", proc.stdout.readline()).group(1))
+    """The port of the server's first line, which is kept as proc.banner (it names the metrics address too)."""
+    proc.banner = proc.stdout.readline()
+    return int(re.search(r"listening on \S+:(\d+)", proc.banner).group(1))
 
 
 def timed_clients(target, args_per_client: list[tuple]) -> float:

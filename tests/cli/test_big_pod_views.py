@@ -5,11 +5,12 @@ messages, no controller."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 from rich.console import Console
 
-from vipu.cli.node_info import Group, Node, collapsed, summary
-from vipu.cli.nodes import numbered, ranges
+from vipu.cli.node_info import Group, Node, collapsed, node_state, summary
+from vipu.cli.nodes import Machines, blocks_of, hostlist, numbered, ranges
 from vipu.cli.top import UNWRAPPED, frame
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
@@ -29,7 +30,8 @@ def test_racks_of_the_same_counts_share_a_row():
 
 def test_summary_json_is_a_line_per_partition_not_its_machines():
     def node(n: int, partition: str, state: str) -> Node:
-        return Node(f"ag{n:02d}", partition, tuple(p.Ipu(machine=n, state=state) for _ in range(4)))
+        machine = p.Machine(machine=n, name=f"ag{n:02d}", ipus=4, **{state: 4})
+        return Node(machine.name, partition, machine, node_state(machine))
 
     default = Group((node(0, "default", "allocated"), node(1, "default", "idle"), node(2, "default", "failed")))
     assert json.loads(json.dumps(summary([default, Group((node(3, "a1", "idle"),))]))) == [
@@ -66,6 +68,16 @@ class _Pod:
     def ListIpus(self, request):
         return p.ListIpusResponse(ipus=self.ipus)
 
+    def ListMachines(self, request):
+        machines = {}
+        for i in self.ipus:
+            m = machines.setdefault(i.machine, p.Machine(machine=i.machine, ild=i.ild, name=i.agent, agent=i.agent,
+                                                         ipus=4))
+            setattr(m, i.state, getattr(m, i.state) + 1)
+            if i.partition and i.partition not in m.partitions:
+                m.partitions.append(i.partition)
+        return p.ListMachinesResponse(machines=list(machines.values()), ipus_per_machine=4)
+
     def ClusterInfo(self, request):
         ilds = [j.Pod64Info(ild=r, total=64, allocated=64 if r < 14 else 0, idle=0 if r < 14 else 64 - (r == 14),
                             failed=int(r == 14)) for r in range(16)]
@@ -91,3 +103,25 @@ def test_a_big_pod_frame_groups_racks_and_counts_the_jobs_it_leaves_out():
     running = [line for line in lines if "sleep" in line]
     assert len(running) == 5 and any(line.startswith("... 51 more") for line in lines)
     assert len(lines) < 40
+
+
+def test_the_queue_asks_only_for_the_machines_its_running_jobs_span():
+    """`vipu queue -l` on 65,536 IPUs read every IPU for the node lists of a few jobs; it asks ListMachines for the
+    blocks its placed jobs hold, and with none of them for one machine (the Pod's IPUs per machine)."""
+    asked = []
+
+    class Conn:
+        partitions = SimpleNamespace(ListMachines="ListMachines")
+
+        def every_page(self, call, request):
+            asked.append([(b.first_ipu, b.ipus) for b in request.blocks])
+            names = {m: f"ag{m:05d}" for f, n in asked[-1] for m in range(f // 4, (f + n - 1) // 4 + 1)}
+            return p.ListMachinesResponse(machines=[p.Machine(machine=m, name=x) for m, x in names.items()],
+                                          ipus_per_machine=4)
+
+    running = j.Job(id=1, ipus=16, state_code="R", detail={"first_ipu": 65_520})
+    pending = j.Job(id=2, ipus=64, state_code="PD")
+    machines = Machines.fetch(Conn(), blocks_of([running, pending, running]))
+    assert asked == [[(65_520, 16)]]
+    assert hostlist(machines.spanned(65_520, 16)) == "ag[16380-16383]" and machines.count(64) == 16
+    assert Machines.fetch(Conn(), blocks_of([pending])).per_machine == 4 and asked[-1] == [(0, 1)]

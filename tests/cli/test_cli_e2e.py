@@ -50,7 +50,7 @@ def test_partition_lifecycle_through_the_cli(server):
     assert run(server, "vipu", "create", "partition", "p4", "--size", "4", "--num-gcds", "2", "--reconfigurable").returncode == 0
     table = run(server, "vipu", "list", "partitions").stdout.splitlines()
     assert table[0].split("|")[0].strip() == "Partition"
-    assert [line.split("|")[0].strip() for line in table[1:]] == ["p16", "p4"]
+    assert [line.split("|")[0].strip() for line in table[1:]] == ["p4", "p16"]  # natural order, as numbers read
 
     view = json.loads(run(server, "vipu", "get", "partition", "p4", "--json").stdout)
     assert view["partition"]["sync_type"] == "c2-compatible"

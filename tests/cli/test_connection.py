@@ -113,7 +113,7 @@ def test_a_create_is_retried_with_the_same_request_id_while_the_controller_is_do
             raise Down()
         return p.Partition(name=request.name)
 
-    assert conn.create(create, p.CreatePartitionRequest(name="x", size=4)).name == "x"
+    assert conn.create(create, p.CreatePartitionRequest(name="x", size=4), check="`vipu get partition x`").name == "x"
     assert len(seen) == 3 and len(set(seen)) == 1 and len(seen[0]) == 32
     assert "is not answering; retrying for up to 5 s" in capsys.readouterr().err
 
@@ -147,3 +147,27 @@ def test_a_change_that_missed_its_deadline_may_have_been_made_and_a_read_may_be_
         assert ("the change may have been made all the same: check with `vipu queue -u USER` or `vipu show job ID`"
                 " before trying again" in line) is change, (type(request).__name__, line)
         assert ("did not answer in time; retry, or give a longer --timeout" in line) is not change, line
+
+
+class Unknown(Down):
+    """What a gRPC server without the method answers: a controller of an earlier release, for ListMachines."""
+
+    def code(self):
+        return grpc.StatusCode.UNIMPLEMENTED
+
+    def details(self):
+        return "Method not found!"
+
+
+def test_a_call_the_controller_does_not_know_says_it_may_be_an_earlier_release(capsys):
+    """`vipu info -s` against a controller before ListMachines said only "not a V-IPU controller"."""
+    conn = Connection("vipu", Settings("127.0.0.1", closed_port(), "u", None, None), timeout=5)
+
+    def unknown(request, timeout, metadata):
+        raise Unknown()
+
+    with pytest.raises(SystemExit) as exit_:
+        conn.call(unknown, p.ListMachinesRequest())
+    line = capsys.readouterr().err
+    assert exit_.value.code == UNREACHABLE and "does not know this call (UNIMPLEMENTED: Method not found!)" in line
+    assert "a V-IPU controller of an earlier vipu-sim than this client (upgrade it" in line, line

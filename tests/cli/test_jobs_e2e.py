@@ -321,6 +321,15 @@ def test_pending_array_tasks_share_a_queue_line_as_in_squeue(server):
     assert len(expanded) == 10 and len(jobs(server)) == 10  # -r and --json: a line each
 
 
+def test_a_throttled_array_shows_its_limit_as_in_squeue(server):
+    """squeue prints a pending array with its %N limit (26_[2-5%2]); `vipu queue` dropped it."""
+    [first, *_] = submit(server, "--name", "sweep", "--ipus", "1", "--time-limit", "1m", "--array", "0-5%2")
+    wait_for(lambda: sorted(x["job_state"][0] for x in jobs(server).values()).count("RUNNING") == 2)
+    text = run(server, "vipu", "queue", "--no-header", "-t", "PD").stdout.split()
+    assert text[0] == f"{first}_[2-5%2]", text
+    assert run(server, "vipu", "queue", "--no-header", "-o", "%i", "-t", "PD").stdout.split() == [f"{first}_[2-5%2]"]
+
+
 def test_a_retried_submit_says_it_queued_nothing(server):
     first = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--request-id", "abc1")
     again = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--request-id", "abc1")
@@ -418,3 +427,19 @@ def test_a_request_id_leaves_room_for_the_suffix_of_each_spec_and_is_never_empty
         assert out.returncode == 2 and out.stderr.startswith(f"vipu: error: {says}"), out.stderr
     assert jobs(server) == {}
     assert submit(server, *files, "--request-id", "x" * 126) == [1, 2]
+
+
+def test_a_job_waiting_for_unavailable_nodes_names_them(server):
+    """squeue's `ReqNodeNotAvail, UnavailableNodes:...`: the nodes of the job's allocation that take no new work (a
+    drained agent's, one with a failed IPU), hostlist-compressed, in the queue and in `vipu show job` (scontrol's
+    Reason=ReqNodeNotAvail,_UnavailableNodes:...)."""
+    assert run(server, "vipu-admin", "fail", "ipus", "63").returncode == 0
+    assert run(server, "vipu-admin", "drain", "agent", "ag05").returncode == 0
+    [whole] = submit(server, "--name", "whole", "--ipus", "64", "--time-limit", "5m")
+    queued = wait_for(lambda: (q := jobs(server)[whole])["state_reason"] == "ReqNodeNotAvail" and q)
+    reason = "ReqNodeNotAvail, UnavailableNodes:ag[05,15]"
+    assert queued["state_description"] == reason  # squeue --json: the name, and the whole text beside it
+    assert f"({reason})" in run(server, "vipu", "queue").stdout
+    assert show(server, whole)["reason"] == reason
+    assert "Reason=ReqNodeNotAvail,_UnavailableNodes:ag[05,15]\n" in run(server, "vipu", "show", "job",
+                                                                        str(whole)).stdout  # as scontrol

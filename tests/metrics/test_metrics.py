@@ -48,6 +48,7 @@ def test_metrics_cover_state_and_pass_promtool(server, prometheus_bin):
         'vipu_job_submissions_total 3.0',
         'vipu_job_starts_total 2.0',
         'vipu_pod_info{ilds="1",ipus="64",pod="bow-pod64"} 1.0',
+        'vipu_machine_info{ild="0",machine="7",node="ag07"} 1.0',  # the node name for a join on machine
     ]:
         assert line in text, line
     # job 2's 16 IPUs, wherever they are: 0-15 if job 1 had ended when it started, 16-31 if not

@@ -20,6 +20,7 @@ from vipu.v1 import admin_pb2_grpc, job_pb2 as j, job_pb2_grpc, partition_pb2 as
 LISTS = [("jobs", "ListJobs", j.ListJobsRequest), ("jobs", "History", j.HistoryRequest),
          ("jobs", "Priorities", j.PrioritiesRequest), ("partitions", "ListPartitions", p.ListPartitionsRequest),
          ("partitions", "ListAllocations", p.ListAllocationsRequest), ("partitions", "ListIpus", p.ListIpusRequest),
+         ("partitions", "ListMachines", p.ListMachinesRequest),
          ("admin", "ListAgents", a.ListRequest), ("admin", "ListClusters", a.ListRequest),
          ("admin", "ListAllocations", a.ListRequest), ("admin", "ListUsers", a.ListRequest)]
 
@@ -78,3 +79,18 @@ def test_a_token_whose_listing_is_gone_is_refused_as_expired(stubs):
     code, found = refusal(lambda: admin.ListAgents(a.ListRequest(page_size=3, page_token=stale), timeout=10))
     assert code == grpc.StatusCode.FAILED_PRECONDITION and found["ErrorInfo"].reason == "LISTING_EXPIRED"
     assert "list again from the first page" in found["PreconditionFailure"].violations[0].description
+
+
+def test_machines_come_whole_or_only_those_some_blocks_span(stubs):
+    """What `vipu info -N/-s` reads (every machine, its IPUs by state) and the queue's node lists (only the
+    machines its jobs' blocks span); a block outside the Pod is refused naming blocks."""
+    parts = stubs["partitions"]
+    whole = parts.ListMachines(p.ListMachinesRequest(), timeout=10)
+    assert [m.name for m in whole.machines] == [f"ag{i:02d}" for i in range(16)] and whole.ipus_per_machine == 4
+    assert all((m.ipus, m.idle + m.allocated + m.draining + m.drained + m.failed) == (4, 4) for m in whole.machines)
+    some = parts.ListMachines(p.ListMachinesRequest(blocks=[p.IpuBlock(first_ipu=8, ipus=8),
+                                                            p.IpuBlock(first_ipu=60, ipus=1)]), timeout=10)
+    assert [m.machine for m in some.machines] == [2, 3, 15] and some.ipus_per_machine == 4
+    code, found = refusal(lambda: parts.ListMachines(p.ListMachinesRequest(
+        blocks=[p.IpuBlock(first_ipu=60, ipus=8)]), timeout=10))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and fields(found) == ["blocks"], found

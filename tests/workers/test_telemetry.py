@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vipu.hardware.power import power_watts, temperatures_celsius
-from vipu.partition.ipu_status import IpuStatus
+from vipu.partition.ipu_status import IpuStatus, MachineStatus
 from vipu.server import convert
 from vipu.workers.bsp import ComputeSet, IpuWork, Step
 from vipu.workers.machine import Machine
@@ -49,3 +49,13 @@ def test_list_ipus_shows_a_failed_or_unallocated_ipu_idle_as_the_metrics_do():
     # the job has ended and its partition is gone: its last step's utilisation is still in the machine's stats
     assert convert.ipu(status("idle", partition=None), STATS).utilization == 0.0
     assert convert.ipu(status("draining", partition="p"), STATS).utilization == 0.75  # its job still runs
+
+
+def test_a_machine_reads_its_working_ipus_utilisation_as_its_mean():
+    """ListMachines' utilisation: the mean over its IPUs of what ListIpus gives each (an IPU in no partition, or
+    failed, reads 0 whatever its machine last reported)."""
+    status = MachineStatus(31, 1, "ag031", "ag031", 4, 0, 3, 0, 0, 1, ("racks",), (124, 125, 126))
+    stats = {"per_ipu": {i: {"utilisation": 0.5} for i in range(124, 128)}}
+    shown = convert.machine(status, stats)
+    assert shown.utilization == pytest.approx(1.5 / 4) and list(shown.partitions) == ["racks"]
+    assert convert.machine(status, None).utilization == 0.0

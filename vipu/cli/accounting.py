@@ -14,7 +14,7 @@ from vipu.cli.failure import BAD_INPUT, fail, warn
 from vipu.cli.job_detail import exit_code, job_data
 from vipu.cli.job_ids import job_id
 from vipu.cli.job_selection import given, job_ids, job_states, selected_users, split
-from vipu.cli.nodes import Machines
+from vipu.cli.nodes import Machines, blocks_of
 from vipu.cli.output import print_json, table
 from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled, reason
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
@@ -236,7 +236,7 @@ def register(app: typer.Typer) -> None:
         if since is not None:  # the controller leaves out what ended before: its history may hold years of jobs
             request.ended_since.FromNanoseconds(int(since * 1e9))
         listed = cli.conn.every_page(cli.conn.jobs.History, request).jobs
-        machines = Machines.fetch(cli.conn) if "nodes" in needs else None
+        machines = Machines.fetch(cli.conn, blocks_of(listed)) if "nodes" in needs else None
         rows = [JobRow(x, now, machines) for x in listed if ids is None or x in ids]
         rows = [r for r in rows if in_window(r, since, until) and eligible(r) and (not names or r.job.name in names)]
         if windowed and limit:

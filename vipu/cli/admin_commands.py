@@ -105,7 +105,8 @@ def create_agent(
 ):
     """Register the agent of one IPU-Machine."""
     c = ctx.obj.conn
-    x = c.create(c.admin.CreateAgent, a.CreateAgentRequest(name=name, host=host, port=port, machine=machine))
+    x = c.create(c.admin.CreateAgent, a.CreateAgentRequest(name=name, host=host, port=port, machine=machine),
+                 check=f"`vipu-admin get agent {name}`")
     show(ctx, json_out, x, AGENT_HEADERS, [agent_row(x)])
 
 
@@ -124,7 +125,7 @@ def create_cluster(
     request = a.CreateClusterRequest(
         name=name, agents=csv(agents), num_ilds=num_ilds, topology=topology, cluster_topology=cluster_topology
     )
-    x = c.create(c.admin.CreateCluster, request)
+    x = c.create(c.admin.CreateCluster, request, check=f"`vipu-admin get cluster {name}`")
     show(ctx, json_out, x, CLUSTER_HEADERS, [cluster_row(x)])
 
 
@@ -138,7 +139,8 @@ def create_allocation(
 ):
     """Grant agents to users as an allocation; partitions never span allocations."""
     c = ctx.obj.conn
-    x = c.create(c.admin.CreateAllocation, a.CreateAllocationRequest(name=name, agents=csv(agents), users=csv(users)))
+    x = c.create(c.admin.CreateAllocation, a.CreateAllocationRequest(name=name, agents=csv(agents), users=csv(users)),
+                 check=f"`vipu-admin get allocation {name}`")
     show(ctx, json_out, x, ALLOCATION_HEADERS, [allocation_row(x)])
 
 
@@ -154,7 +156,9 @@ def create_user(
 ):
     """Create a user and print its access key (shown once; the controller keeps only a hash)."""
     c = ctx.obj.conn
-    x = c.create(c.admin.CreateUser, a.CreateUserRequest(name=name, admin=admin, unix_user=unix_user))
+    x = c.create(c.admin.CreateUser, a.CreateUserRequest(name=name, admin=admin, unix_user=unix_user),
+                 check=f"`vipu-admin get user {name}` (a user made without its key shown must be removed and made"
+                       " again: the key is shown once)")
     if ctx.obj.wants_json(json_out):
         print_json(x)
     else:
@@ -175,18 +179,20 @@ def update_user(
     request = a.UpdateUserRequest(name=name)
     if unix_user is not None:
         request.unix_user = unix_user
-    x = c.call(c.admin.UpdateUser, request)
+    x = c.call(c.admin.UpdateUser, request, check=f"`vipu-admin get user {name}`")
     if ctx.obj.wants_json(json_out):
         print_json(x)
     else:
         print(f"User {x.name} updated: programs run as {x.unix_user or 'no account (refused under --secure)'}.")
 
 
-def _simple(group: typer.Typer, verb: str, kind: str, rpc_name: str, headers: list[str], row) -> None:
+def _simple(group: typer.Typer, verb: str, kind: str, rpc_name: str, headers: list[str], row,
+            change: bool = True) -> None:
     @group.command(kind)
     def command(ctx: typer.Context, name: str, json_out: bool = JsonOption):
         c = ctx.obj.conn
-        x = c.call(getattr(c.admin, rpc_name), a.NameRequest(name=name))
+        x = c.call(getattr(c.admin, rpc_name), a.NameRequest(name=name),
+                   check=f"`vipu-admin get {kind} {name}`" if change else None)
         show(ctx, json_out, x, headers, [row(x)])
 
     command.__doc__ = f"{verb.capitalize()} one {kind}."
@@ -217,7 +223,8 @@ def _remover(kind: str) -> None:
     @remove.command(kind)
     def command(ctx: typer.Context, name: str, json_out: bool = JsonOption):
         c = ctx.obj.conn
-        x = c.call(getattr(c.admin, f"Remove{kind.capitalize()}"), a.NameRequest(name=name))
+        x = c.call(getattr(c.admin, f"Remove{kind.capitalize()}"), a.NameRequest(name=name),
+                   check=f"`vipu-admin get {kind} {name}` (refused as not found once it is gone)")
         print_json(x) if ctx.obj.wants_json(json_out) else print(REMOVED[kind](x))
 
     command.__doc__ = f"Remove one {kind}."
@@ -229,7 +236,7 @@ for _kind, _headers, _row in (
     ("allocation", ALLOCATION_HEADERS, allocation_row),
     ("user", USER_HEADERS, user_row),
 ):
-    _simple(get, "show", _kind, f"Get{_kind.capitalize()}", _headers, _row)
+    _simple(get, "show", _kind, f"Get{_kind.capitalize()}", _headers, _row, change=False)
     _remover(_kind)
 _simple(drain, "drain", "agent", "DrainAgent", AGENT_HEADERS, agent_row)
 _simple(resume, "resume", "agent", "ResumeAgent", AGENT_HEADERS, agent_row)
@@ -255,12 +262,15 @@ _lister("allocations", "ListAllocations", "allocations", ALLOCATION_HEADERS, all
 _lister("users", "ListUsers", "users", USER_HEADERS, user_row)
 
 
+IPU_CHECK = "`vipu info -N` (a node's IPUs by state) or `vipu list ipus`"
+
+
 @fail.command("ipus")
 def fail_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"), json_out: bool = JsonOption):
     """Mark IPUs failed; partitions on them become FAILED."""
     c = ctx.obj.conn
     ipus = list(dict.fromkeys(ipus))  # `fail ipus 8 8` fails IPU 8 once, and says so once
-    reply = c.call(c.admin.FailIpus, a.FailIpusRequest(ipus=ipus))
+    reply = c.call(c.admin.FailIpus, a.FailIpusRequest(ipus=ipus), check=IPU_CHECK)
     if ctx.obj.wants_json(json_out):
         print_rows(reply.partitions)
     else:
@@ -277,7 +287,7 @@ def repair_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="
     """Put failed IPUs back in service (FAILED partitions stay FAILED until reset or removed)."""
     c = ctx.obj.conn
     ipus = list(dict.fromkeys(ipus))
-    reply = c.call(c.admin.RepairIpus, a.FailIpusRequest(ipus=ipus))
+    reply = c.call(c.admin.RepairIpus, a.FailIpusRequest(ipus=ipus), check=IPU_CHECK)
     if ctx.obj.wants_json(json_out):
         print_json(list(reply.ipus))
         return
@@ -293,7 +303,7 @@ def repair_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="
 def kill_machine(ctx: typer.Context, machine: int = typer.Argument(..., help="machine index"), json_out: bool = JsonOption):
     """Kill a machine's actor: Ray restarts it empty, and its IPUs are marked failed (its jobs end NODE_FAIL)."""
     c = ctx.obj.conn
-    reply = c.call(c.admin.KillMachine, a.MachineRequest(machine=machine))
+    reply = c.call(c.admin.KillMachine, a.MachineRequest(machine=machine), check=IPU_CHECK)
     if ctx.obj.wants_json(json_out):
         print_json(list(reply.ipus))
     else:
@@ -305,7 +315,7 @@ def fail_link(ctx: typer.Context, ipu_a: int = typer.Argument(...), ipu_b: int =
               json_out: bool = JsonOption):
     """Fail the IPU-Link between two IPUs; both leave service and jobs on them end NODE_FAIL (requeued)."""
     c = ctx.obj.conn
-    reply = c.call(c.admin.FailLink, a.FailLinkRequest(ipu_a=ipu_a, ipu_b=ipu_b))
+    reply = c.call(c.admin.FailLink, a.FailLinkRequest(ipu_a=ipu_a, ipu_b=ipu_b), check=IPU_CHECK)
     if ctx.obj.wants_json(json_out):
         print_rows(reply.partitions)
     else:

@@ -108,13 +108,14 @@ class Connection:
     def address(self) -> str:
         return self.client.address
 
-    def fail(self, error: ApiError, request=None) -> NoReturn:
-        """`request`: the failed call's, which tells a change from a read."""
+    def fail(self, error: ApiError, request=None, check: str | None = None) -> NoReturn:
+        """`request`: the failed call's, which tells a change to jobs from a read; `check`: the command that shows
+        whether another change (an admin's, a partition's) was made, given by the command that asked for it."""
         from vipu.v1 import job_pb2 as j  # here: a call that does not fail does not need it
 
         changes = (j.SubmitJobRequest, j.SubmitJobsRequest, j.CancelJobsRequest, j.UpdateJobRequest, j.JobIdsRequest)
         change = isinstance(request, changes) and not getattr(request, "validate_only", False)  # --test-only
-        fail_api(self.prog, error, self.address, change=change)
+        fail_api(self.prog, error, self.address, change=change, check=check)
 
     def _stub(self, make):
         try:
@@ -137,23 +138,27 @@ class Connection:
     def metadata(self) -> tuple[tuple[str, str], ...]:
         return self.client.metadata()
 
-    def call(self, method, request, retry: bool = False, flags: dict[str, str] | None = None):
+    def call(self, method, request, retry: bool = False, flags: dict[str, str] | None = None,
+             check: str | None = None):
         """Call an RPC with a deadline; on failure print one line and exit with the failure's code.
 
         `retry`: for idempotent calls (a create carries its request id), keep retrying while the controller is
         unreachable (e.g. restarting after a crash) until --timeout has passed, saying so once. `flags`: spec
-        fields the command's flags set (qos: --qos); a refusal naming one names its flag too."""
+        fields the command's flags set (qos: --qos); a refusal naming one names its flag too. `check`: the call
+        asks for a change other than to jobs, and this command shows whether it was made (said if the deadline
+        passes)."""
         try:
             return self.client.call(method, request, retry, waiting=self._waiting)
         except ApiError as e:
-            self.fail(older_controller(flagged(e, flags) if flags else e, self.address), request)
+            self.fail(older_controller(flagged(e, flags) if flags else e, self.address), request, check)
 
-    def create(self, method, request):
+    def create(self, method, request, check: str):
         """A create call with a request id (a fresh one unless the request has one), retried as call(retry=True)
-        does: a retry returns what the first try made, never a second one or 'already exists'."""
+        does: a retry returns what the first try made, never a second one or 'already exists'. `check`: as
+        call()'s."""
         if not request.request_id:
             request.request_id = new_request_id()
-        return self.call(method, request, retry=True)
+        return self.call(method, request, retry=True, check=check)
 
     def _waiting(self) -> None:
         """Why nothing happens for up to --timeout, said once, and how to change it."""

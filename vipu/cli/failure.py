@@ -58,16 +58,19 @@ def warn(prog: str, message: str) -> None:
     print(f"{prog}: warning: {elided(message)}", file=sys.stderr)
 
 
-def fail_api(prog: str, error: ApiError, address: str, change: bool = False) -> NoReturn:
+def fail_api(prog: str, error: ApiError, address: str, change: bool = False, check: str | None = None) -> NoReturn:
     """End the command on a failed call: the controller's own message (it names the field or object and the fix),
-    or what kept the call from it, with the exit code of its kind. `change`: the call asked for a change (a submit,
-    cancel, update, hold, release or requeue). A deadline does not stop the controller, so such a change may have
-    been made after all: "retry" alone had a script cancel or submit twice (walk26f: a cancel of 49,000 jobs)."""
+    or what kept the call from it, with the exit code of its kind. `change`: the call asked for a change to jobs (a
+    submit, cancel, update, hold, release or requeue); `check`: it asked for another change (an admin's, a
+    partition's), and this command shows whether it was made. A deadline does not stop the controller, so such a
+    change may have been made after all: "retry" alone had a script cancel or submit twice (walk26f: a cancel of
+    49,000 jobs)."""
     message = error.message
-    if error.reason == TIMEOUT and change:
+    if error.reason == TIMEOUT and (change or check):
+        check = check or f"`{prog} queue -u USER` or `{prog} show job ID`"
         message = (f"the V-IPU controller at {address} did not answer in time, but the change may have been made all"
-                   f" the same: check with `{prog} queue -u USER` or `{prog} show job ID` before trying again; to wait"
-                   f" longer, {TIMEOUT_HOW.format(prog=prog)}")
+                   f" the same: check with {check} before trying again; to wait longer,"
+                   f" {TIMEOUT_HOW.format(prog=prog)}")
     elif error.reason == TIMEOUT:  # how to wait longer is the CLI's to say
         message = f"the V-IPU controller at {address} did not answer in time; retry, or {TIMEOUT_HOW.format(prog=prog)}"
     fail(prog, message, EXIT_CODES.get(error.code, ERROR))

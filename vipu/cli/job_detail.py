@@ -105,7 +105,8 @@ def print_job(x: j.Job) -> None:
     fields = [
         ("JobId", job_id(x)), *task,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task
         ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
-        ("QOS", x.qos), ("JobState", x.state), ("Reason", reason(x)),
+        ("QOS", x.qos), ("JobState", x.state),
+        ("Reason", reason(x).replace(" ", "_")),  # as scontrol: ReqNodeNotAvail,_UnavailableNodes:ag[05,15]
         ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
         ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
         ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),  # NodeList=(null)

@@ -1,47 +1,20 @@
 """IPU-Machines as Slurm's nodes, for squeue's %N and %D, sacct's NodeList and NNodes and sinfo -N.
 
 The mapping (docs/mapping.md): a node is an IPU-Machine (a Bow-2000, 4 IPUs), named by its agent (ag00, ag01, ...,
-or machineN for one without an agent); a CPU is an IPU, so a job's CPUS are its IPUs and its NODES the machines its
-block spans; Slurm's partition is the V-IPU allocation a job runs in ("default" when it names none)."""
+or machine00 for one without an agent; padded to the Pod's widest machine number, vipu/partition/node_names.py); a
+CPU is an IPU, so a job's CPUS are its IPUs and its NODES the machines its block spans; Slurm's partition is the
+V-IPU allocation a job runs in ("default" when it names none)."""
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Iterable
 
+from vipu.partition.node_names import hostlist  # noqa: F401 (the CLI's callers import it from here)
 from vipu.v1 import partition_pb2 as p
 
 DEFAULT_PARTITION = "default"  # the allocation of every agent that no named allocation holds
-_NUMBERED = re.compile(r"(.*?)([0-9]+)")
-
-
-def hostlist(names: Iterable[str]) -> str:
-    """Slurm's compressed node list: ag[00-03,06],machine9; a name alone as it is. Prefixes in the order first
-    seen, numbers in order, and a range only over numbers written with the same width."""
-    groups: dict[str, list[tuple[int, str]]] = {}
-    for name in dict.fromkeys(names):
-        m = _NUMBERED.fullmatch(name)
-        prefix, digits = (m.group(1), m.group(2)) if m else (name, "")
-        groups.setdefault(prefix, []).append((int(digits) if digits else -1, digits))
-    parts = []
-    for prefix, numbers in groups.items():
-        if numbers == [(-1, "")]:
-            parts.append(prefix)
-            continue
-        numbers.sort()
-        spans: list[list[tuple[int, str]]] = []
-        for n in numbers:
-            last = spans[-1][-1] if spans else None
-            if last is not None and n[0] == last[0] + 1 and len(n[1]) == len(last[1]):
-                spans[-1].append(n)
-            else:
-                spans.append([n])
-        text = ",".join(s[0][1] if len(s) == 1 else f"{s[0][1]}-{s[-1][1]}" for s in spans)
-        parts.append(f"{prefix}{text}" if len(numbers) == 1 else f"{prefix}[{text}]")
-    return ",".join(parts)
 
 
 def ranges(numbers: Iterable[int]) -> str:
@@ -64,27 +37,31 @@ def numbered(prefix: str, numbers: Iterable[int]) -> str:
 
 @dataclass(frozen=True)
 class Machines:
-    """Which node each IPU is on (by IPU id), from `vipu list ipus`."""
+    """The names of the nodes some jobs run on, by machine index, from ListMachines: only the machines their blocks
+    span, not the Pod's every IPU (65,536 of them on the largest)."""
 
-    ipus: tuple  # the controller's Ipu messages, by id
+    names: dict[int, str]
+    per_machine: int  # IPUs
 
     @classmethod
-    def fetch(cls, conn) -> Machines:
-        listed = conn.every_page(conn.partitions.ListIpus, p.ListIpusRequest()).ipus
-        return cls(tuple(sorted(listed, key=lambda i: i.id)))
-
-    @cached_property
-    def per_machine(self) -> int:
-        machines = {i.machine for i in self.ipus}
-        return max(1, len(self.ipus) // max(1, len(machines)))
-
-    def name(self, ipu) -> str:
-        return ipu.agent or f"machine{ipu.machine}"
+    def fetch(cls, conn, blocks: Iterable[tuple[int, int]]) -> Machines:
+        """The machines these blocks of IPUs (first IPU, IPUs) span; with none, machine 0 alone, for the Pod's IPUs
+        per machine (a pending job's node count)."""
+        asked = [p.IpuBlock(first_ipu=first, ipus=size) for first, size in blocks] or [p.IpuBlock(ipus=1)]
+        reply = conn.every_page(conn.partitions.ListMachines, p.ListMachinesRequest(blocks=asked))
+        return cls({m.machine: m.name for m in reply.machines}, max(1, reply.ipus_per_machine))
 
     def spanned(self, first_ipu: int, count: int) -> list[str]:
-        """The node names of a block of IPUs, each once, in order."""
-        return list(dict.fromkeys(self.name(i) for i in self.ipus[first_ipu:first_ipu + count]))
+        """The node names of a block of IPUs, in order."""
+        first, last = first_ipu // self.per_machine, (first_ipu + max(count, 1) - 1) // self.per_machine
+        return [self.names.get(m) or f"machine{m}" for m in range(first, last + 1)]
 
     def count(self, ipus: int) -> int:
         """The nodes a job of this many IPUs spans: its block is aligned, so a whole number of machines or one."""
         return max(1, math.ceil(ipus / self.per_machine))
+
+
+def blocks_of(jobs) -> list[tuple[int, int]]:
+    """The blocks of IPUs the placed jobs among these hold (first IPU, IPUs), each once."""
+    return list(dict.fromkeys((x.detail.first_ipu, x.ipus) for x in jobs
+                              if x.state_code != "PD" and x.detail.HasField("first_ipu")))

@@ -50,7 +50,7 @@ def create_partition(
         name=name, size=size, reconfigurable=reconfigurable, allocation=allocation, num_gcds=num_gcds,
         gcd_sync_replicas=gcd_sync_replicas,
     )
-    part = cli.conn.create(cli.conn.partitions.CreatePartition, request)
+    part = cli.conn.create(cli.conn.partitions.CreatePartition, request, check=f"`vipu get partition {name}`")
     if cli.wants_json(json_out):
         print_json(part)
     else:
@@ -69,7 +69,8 @@ def remove_partition(
 ):
     """Remove a partition and give its IPUs back; --force of a running job's partition (slurm_N) cancels the job."""
     cli = ctx.obj
-    part = cli.conn.call(cli.conn.partitions.RemovePartition, p.RemovePartitionRequest(name=name, force=force))
+    part = cli.conn.call(cli.conn.partitions.RemovePartition, p.RemovePartitionRequest(name=name, force=force),
+                         check=f"`vipu get partition {name}` (refused as not found once it is gone)")
     freed = f"{part.size} IPU{'' if part.size == 1 else 's'} freed"
     cancelled = f"; job {part.cancelled_job} cancelled" if part.cancelled_job else ""
     print_json(part) if cli.wants_json(json_out) else print(f"Partition {part.name} removed ({freed}){cancelled}")
@@ -79,7 +80,8 @@ def remove_partition(
 def reset_partition(ctx: typer.Context, name: str = typer.Argument(...), json_out: bool = JsonOption):
     """Reset the IPUs of a partition."""
     cli = ctx.obj
-    part = cli.conn.call(cli.conn.partitions.ResetPartition, p.ResetPartitionRequest(name=name))
+    part = cli.conn.call(cli.conn.partitions.ResetPartition, p.ResetPartitionRequest(name=name),
+                         check=f"`vipu get partition {name}`")
     print_json(part) if cli.wants_json(json_out) else print(f"Partition {part.name} reset: {part.state}")
 
 

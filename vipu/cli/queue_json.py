@@ -62,8 +62,9 @@ def job_entry(row: JobRow) -> dict:
         "requeue": row.spec.requeue if row.spec.HasField("requeue") else True,
         "restart_cnt": x.requeue_count,
         "start_time": number(row.start),
-        "state_description": "",
-        "state_reason": reason(x),
+        # squeue's: the reason's name, and its whole text when it says more (ReqNodeNotAvail, UnavailableNodes:...)
+        "state_description": x.reason if "," in x.reason else "",
+        "state_reason": reason(x).partition(",")[0],
         "submit_time": number(seconds(x.submitted)),
         "time_limit": NO_LIMIT if limit(seconds(x.time_limit)) == "UNLIMITED"
         else number(math.ceil(seconds(x.time_limit) / 60)),  # minutes, rounded up as Slurm rounds MM:SS

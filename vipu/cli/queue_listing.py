@@ -123,9 +123,9 @@ def listing(cli, q: Query, now: float, unknown: set[str] | None = None) -> list[
              f" {MIN_JOB_AGE} s ago or never was; vipu history -j {q.lone} lists ended jobs", NOT_FOUND)
     machines = None
     if "nodes" in q.needs:
-        from vipu.cli.nodes import Machines
+        from vipu.cli.nodes import Machines, blocks_of
 
-        machines = Machines.fetch(conn)
+        machines = Machines.fetch(conn, blocks_of(jobs))  # only the nodes its jobs run on
     if q.narrow is not None:
         jobs = [x for x in jobs if q.narrow.keeps(JobRow(x, now, machines))]
     rows = combined(jobs, now, machines, q.expand or q.as_json)

@@ -78,7 +78,8 @@ class JobRow(NamedTuple):
         if self.tasks and len(self.tasks) > 1:
             from vipu.scheduler.arrays import spans
 
-            return f"{self.job.array_job_id}_[{spans(sorted(self.tasks))}]"
+            limit = self.spec.array.partition("%")[2]  # as squeue shows a throttled array: 26_[3-99%10]
+            return f"{self.job.array_job_id}_[{spans(sorted(self.tasks))}{'%' + limit if limit else ''}]"
         return job_id(self.job)
 
     @property

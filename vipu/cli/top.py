@@ -31,10 +31,7 @@ PARTITION_NAMES = 4  # partitions named on a row of racks, before "+N"
 COLOURS = ["green", "cyan", "magenta", "yellow", "blue", "bright_green", "bright_cyan", "bright_magenta"]
 
 
-ORDER = ("failed", "draining", "drained", "allocated", "idle")
-
-
-RANK = {state: n for n, state in enumerate(ORDER)}
+ORDER = ("failed", "draining", "drained", "allocated", "idle")  # which of its IPUs' states a machine's mark shows
 
 
 def _by_machine(ipus) -> list[list]:
@@ -44,27 +41,30 @@ def _by_machine(ipus) -> list[list]:
     return list(out.values())
 
 
-def _mark(ipu, colour: dict) -> tuple[str, str]:
+def _mark(state: str, partition: str, colour: dict) -> tuple[str, str]:
     # draining: the drain's yellow, not the partition's colour, which the partitions column still names
-    return {"failed": ("X", "bold red"), "allocated": ("#", colour.get(ipu.partition, "")),
-            "draining": ("~", "bold yellow"), "drained": ("-", "yellow")}.get(ipu.state, (".", "dim"))
+    return {"failed": ("X", "bold red"), "allocated": ("#", colour.get(partition, "")),
+            "draining": ("~", "bold yellow"), "drained": ("-", "yellow")}.get(state, (".", "dim"))
 
 
-def _racks(ipus) -> list[tuple[list[int], list, list]]:
-    """Racks whose machines show the same marks, in the order of their first: (their ILDs, their IPUs, the
-    first rack's marking IPUs). A machine's mark is its first IPU in the order failed, draining, drained,
-    allocated, idle (a machine with a failed IPU shows X); a row's marks take its first rack's colours."""
-    by_ild: dict[int, list[list]] = {}
-    for machine in _by_machine(ipus):
-        by_ild.setdefault(machine[0].ild, []).append(machine)
+def _marked(machine: p.Machine) -> str:
+    """A machine's mark on a row of racks: its IPUs' first state in the order failed, draining, drained,
+    allocated, idle (a machine with a failed IPU shows X)."""
+    return next(state for state in ORDER if getattr(machine, state))
+
+
+def _racks(machines) -> list[tuple[list[int], list, list]]:
+    """Racks whose machines show the same marks, in the order of their first: (their ILDs, their machines, the
+    first rack's machines); a row's marks take its first rack's colours."""
+    by_ild: dict[int, list] = {}
+    for machine in machines:
+        by_ild.setdefault(machine.ild, []).append(machine)
     same: dict[str, tuple[list[int], list, list]] = {}
-    for ild, machines in sorted(by_ild.items()):
-        marked = [min(m, key=lambda i: RANK[i.state]) for m in machines]
-        key = "".join(i.state[0] for i in marked)  # states, not partitions: 691 jobs' racks share a row
-        group = same.setdefault(key, ([], [], marked))
+    for ild, members in sorted(by_ild.items()):
+        key = "".join(_marked(m)[0] for m in members)  # states, not partitions: 691 jobs' racks share a row
+        group = same.setdefault(key, ([], [], members))
         group[0].append(ild)
-        for m in machines:
-            group[1].extend(m)
+        group[1].extend(members)
     return list(same.values())
 
 
@@ -80,17 +80,21 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
     from rich.table import Table
     from rich.text import Text
 
-    ipus = conn.every_page(conn.partitions.ListIpus, p.ListIpusRequest()).ipus
+    # a row per rack on a big Pod: its machines' counts (16,384 rows), not its every IPU (65,536); a mark per
+    # IPU, so the IPUs, only up to a Pod256
+    listed = conn.every_page(conn.partitions.ListMachines, p.ListMachinesRequest()).machines
+    per_machine = len(listed) <= MACHINE_ROWS
+    ipus = conn.every_page(conn.partitions.ListIpus, p.ListIpusRequest()).ipus if per_machine else ()
     info = conn.call(conn.jobs.ClusterInfo, j.ClusterInfoRequest())
     running_jobs = conn.call(conn.jobs.ListJobs, j.ListJobsRequest(brief=True, states=["R", "CG"],
                                                                     page_size=running_rows)).jobs
     head = conn.call(conn.jobs.ListJobs, j.ListJobsRequest(brief=True, states=["PD"], page_size=queue_rows)).jobs
     colour = {}
-    for ipu in ipus:
-        if ipu.partition and ipu.partition not in colour:
-            colour[ipu.partition] = COLOURS[len(colour) % len(COLOURS)]
+    for name in [i.partition for i in ipus] if per_machine else [n for m in listed for n in m.partitions]:
+        if name and name not in colour:
+            colour[name] = COLOURS[len(colour) % len(COLOURS)]
     counts = {s: sum(getattr(d, s) for d in info.ilds) for s in ("idle", "allocated", "draining", "drained", "failed")}
-    title = Text(f"{info.pod}: {len(ipus)} IPUs  ", style="bold")
+    title = Text(f"{info.pod}: {sum(m.ipus for m in listed)} IPUs  ", style="bold")
     title.append(f"{counts['allocated']} allocated  ", style="cyan")
     title.append(f"{counts['idle']} idle  ")
     for drain in ("draining", "drained"):  # only when an agent is drained: most Pods never show them
@@ -99,7 +103,6 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
     title.append(f"{counts['failed']} failed  ", style="red" if counts["failed"] else "")
     title.append(f"| {info.running_jobs} running, {info.pending_jobs} pending jobs")
 
-    per_machine = len({i.machine for i in ipus}) <= MACHINE_ROWS
     caption = "# allocated  ~ draining  . idle  - drained  X failed" + ("" if per_machine else
                                                                          " (a mark per machine)")
     machines = Table(title="IPU-Machines" if per_machine else "IPU-Link domains (Pod64 racks)", show_edge=False,
@@ -110,24 +113,27 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
     machines.add_column("util")
     machines.add_column("partitions")
     if per_machine:  # a mark per IPU
-        rows = [([m[0].machine], m, m) for m in sorted(_by_machine(ipus), key=lambda m: m[0].machine)]
+        for m in sorted(_by_machine(ipus), key=lambda m: m[0].machine):
+            cells = Text()
+            for ipu in m:
+                cells.append(*_mark(ipu.state, ipu.partition, colour))
+            # one decimal: the small emulated jobs keep their IPUs under 1% busy, which whole percents showed as idle
+            util = sum(i.utilization for i in m) / len(m)
+            names = _names({i.partition for i in m if i.partition}, True)
+            machines.add_row(str(m[0].machine), m[0].agent, cells, f"{util:6.1%}", Text(names))
     else:
-        rows = _racks(ipus)
-    for numbers, members, marked in rows if per_machine else rows[:RACK_ROWS]:
-        cells = Text()
-        for ipu in marked:
-            cells.append(*_mark(ipu, colour))
-        util = sum(i.utilization for i in members) / len(members)
-        # one decimal: the small emulated jobs keep their IPUs under 1% busy, which whole percents showed as idle
-        names = _names({i.partition for i in members if i.partition}, per_machine)
-        if per_machine:
-            row, where = str(numbers[0]), members[0].agent
-        else:
-            spans = ranges({i.machine for i in members})
-            row, where = ranges(numbers), spans if len(spans) <= 24 else f"{len(numbers) * len(marked)} machines"
-        machines.add_row(row, where, cells, f"{util:6.1%}", Text(names))
-    if not per_machine and len(rows) > RACK_ROWS:
-        machines.add_row(f"... {len(rows) - RACK_ROWS} more rows", "", "", "", "")
+        rows = _racks(listed)
+        for numbers, members, marked in rows[:RACK_ROWS]:
+            cells = Text()
+            for m in marked:
+                cells.append(*_mark(_marked(m), (m.partitions or [""])[0], colour))
+            util = sum(m.utilization for m in members) / len(members)
+            spans = ranges({m.machine for m in members})
+            where = spans if len(spans) <= 24 else f"{len(members)} machines"
+            names = _names({n for m in members for n in m.partitions}, False)
+            machines.add_row(ranges(numbers), where, cells, f"{util:6.1%}", Text(names))
+        if len(rows) > RACK_ROWS:
+            machines.add_row(f"... {len(rows) - RACK_ROWS} more rows", "", "", "", "")
 
     running = Table(title="Running", show_edge=False, pad_edge=False)
     waiting = Table(title=f"Queue (first {queue_rows})", show_edge=False, pad_edge=False)

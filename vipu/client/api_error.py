@@ -48,6 +48,14 @@ class ApiError(Exception):
         host, port = (names or ARGUMENTS)["host"], (names or ARGUMENTS)["port"]
         if ORIGIN in (error.trailing_metadata() or ()):
             return cls._refusal(error, code, text)
+        if code == grpc.StatusCode.UNIMPLEMENTED and not any(sign in text for sign in NOT_GRPC):
+            # a gRPC server without this method: most often a controller of an earlier release than the client (a
+            # call added since, such as ListMachines), which "not a V-IPU controller" alone sent elsewhere
+            return cls(grpc.StatusCode.UNAVAILABLE, NOT_A_CONTROLLER,
+                       f"{address} does not know this call ({code.name}: {text}): either a V-IPU controller of an"
+                       " earlier vipu-sim than this client (upgrade it, or use the vipu of its release), or not a"
+                       f" V-IPU controller (point {host} and {port}, or VIPU_CLI_API_HOST and VIPU_CLI_API_PORT, at"
+                       " the controller)")
         if any(sign in text for sign in NOT_GRPC) or code not in (grpc.StatusCode.UNAVAILABLE,
                                                                  grpc.StatusCode.DEADLINE_EXCEEDED,
                                                                  grpc.StatusCode.RESOURCE_EXHAUSTED,

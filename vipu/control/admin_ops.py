@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from vipu.control.accounts import account
 from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.admin import Admin
+from vipu.partition.node_names import natural_key
 from vipu.partition.admin_records import Agent, Allocation, Cluster, User
 from vipu.partition.partition_record import Partition
 from vipu.partition.pod_state import NoJournal, PodState
@@ -75,7 +76,7 @@ class AdminOps:
         return self.state().get("cluster", name)
 
     def clusters(self, snap: Snapshot | None = None) -> list[Cluster]:
-        return sorted(self.state(snap).clusters.values(), key=lambda x: x.name)
+        return sorted(self.state(snap).clusters.values(), key=lambda x: natural_key(x.name))
 
     # -- allocations ------------------------------------------------------------------------------------------
     def create_allocation(self, name: str, agents: list[str], users: list[str], *, caller: str = "",
@@ -129,7 +130,7 @@ class AdminOps:
         return self.state().get("user", name)
 
     def users(self, snap: Snapshot | None = None) -> list[User]:
-        return sorted(self.state(snap).users.values(), key=lambda x: x.name)
+        return sorted(self.state(snap).users.values(), key=lambda x: natural_key(x.name))
 
     def has_admin(self) -> bool:
         return any(u.admin for u in self.state().users.values())

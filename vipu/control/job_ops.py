@@ -18,6 +18,10 @@ from vipu.control.signals import KILL, send_signal
 from vipu.control.spec_cache import SpecCache
 from vipu.control.snapshot import Page, Snapshot
 from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from vipu.partition.admin_records import DEFAULT_ALLOCATION
+from vipu.partition.ipu_status import unavailable_nodes
+from vipu.partition.node_names import hostlist
+from vipu.partition.pod_state import PodState
 from vipu.scheduler.expected_start import Expectation
 from vipu.scheduler.job_filter import NO_FILTER, JobFilter
 from vipu.scheduler.job_record import Job, PriorityBreakdown
@@ -25,6 +29,7 @@ from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.view import Pod64Info
 from vipu.scheduler.job_spec import JobSpec, parse_spec
 from vipu.scheduler.job_states import TERMINAL, JobState
+from vipu.scheduler.policies.base import NODE_NOT_AVAIL
 from vipu.scheduler.reasons import Row
 from vipu.scheduler.submission import Submission, Submitted, naming_spec, resolve
 
@@ -253,8 +258,9 @@ class JobOps:
 
         now = self.plane.now() if priority else None
         key = repr(("queue", identity, sorted(users), sorted(states or ()), sorted(ids), priority))
+        named = naming_unavailable(self.plane.read().pod)
         return self.plane.page(key, lambda snap: snap.queue.queue_rows(keep, now), page_size, page_token,
-                               present=Row.decorated)
+                               present=lambda row: named(row.decorated()))
 
     def history(self, identity: Identity, users: Iterable[str] = (), states: set[JobState] | None = None,
                 ids: Iterable[int] = (), duplicates: bool = False, limit: int = 0, page_size: int = 0,
@@ -299,7 +305,7 @@ class JobOps:
                                f" {self.plane.store.path} 'SELECT kind, name, error FROM quarantine'` lists them)",
                                resource=("job", str(job_id)))
         job = self._seen(job_id, identity)
-        return snap.queue.job(job.id, self.plane.now())
+        return naming_unavailable(snap.pod)(snap.queue.job(job.id, self.plane.now()))
 
     def _seen(self, job_id: int, identity: Identity) -> Job:
         """The job, if the caller may see it (another user's is refused as theirs, as scancel does)."""
@@ -347,3 +353,21 @@ class JobOps:
 
         return self.plane.page(repr(("priorities", identity, sorted(ids), single)), make, page_size, page_token,
                                snap)
+
+
+def naming_unavailable(pod: PodState) -> Callable[[Job], Job]:
+    """A pending job's ReqNodeNotAvail as squeue shows it, with the nodes of its allocation that take no new work
+    hostlist-compressed (ReqNodeNotAvail, UnavailableNodes:ag[03,07]), worked out once per allocation; other jobs
+    as they are."""
+    named: dict[str, str] = {}
+
+    def shown(job: Job) -> Job:
+        if job.reason != NODE_NOT_AVAIL:
+            return job
+        allocation = job.spec.allocation or DEFAULT_ALLOCATION
+        text = named.get(allocation)
+        if text is None:
+            text = named[allocation] = hostlist(unavailable_nodes(pod, allocation))
+        return job.updated({"reason": f"{NODE_NOT_AVAIL}, UnavailableNodes:{text}"}) if text else job
+
+    return shown

@@ -15,7 +15,8 @@ from vipu.access import Identity
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from vipu.partition.admin import Admin
 from vipu.partition.partition_record import Partition, PartitionRequest
-from vipu.partition.ipu_status import IpuStatus, ipu_statuses
+from vipu.partition.ipu_status import IpuStatus, MachineStatus, ipu_statuses, machine_statuses, machines_spanned
+from vipu.partition.node_names import natural_key
 from vipu.partition.rules import check_name, check_user_holder, job_holder, job_of_partition
 from vipu.partition.pod_state import NoJournal, PodState, missing
 
@@ -105,10 +106,10 @@ class PartitionOps:
         return PartitionView(part, state, self.plane.api_host, self.plane.api_port)
 
     def list(self, identity: Identity, page_size: int = 0, page_token: str = "") -> Page:
-        """The partitions the caller may see, by name."""
+        """The partitions the caller may see, by name in natural order (slurm_2 before slurm_10)."""
         def make(snap: Snapshot) -> list[Partition]:
             sees = self._visible(identity, snap.pod)
-            return sorted((p for p in snap.pod.partitions.values() if sees(p)), key=lambda p: p.name)
+            return sorted((p for p in snap.pod.partitions.values() if sees(p)), key=lambda p: natural_key(p.name))
 
         return self.plane.page(repr(("partitions", identity)), make, page_size, page_token)
 
@@ -190,3 +191,25 @@ class PartitionOps:
                     for s in ipu_statuses(snap.pod)]
 
         return self.plane.page(repr(("ipus", identity)), make, page_size, page_token, fresh=True)
+
+    def machine_states(self, identity: Identity, blocks: list[tuple[int, int]], page_size: int = 0,
+                       page_token: str = "") -> Page:
+        """Each machine with its IPUs by state (ipu_status.MachineStatus; the partitions the caller may not see left
+        out), with its machine's counters (None without an actor), or only the machines some blocks of IPUs span
+        (first IPU, IPUs): the nodes a listing of jobs names."""
+        total = self.plane.pod.ipus
+        for i, (first, size) in enumerate(blocks):
+            if not (0 <= first < total and 0 <= size <= total - first):
+                raise InvalidArgument(f"blocks[{i}] is {size} IPUs from IPU {first}, outside the Pod's IPUs 0 to"
+                                      f" {total - 1}; give blocks inside it (a job's detail.first_ipu and ipus)")
+        only = machines_spanned(blocks, self.plane.pod.machine.ipus) if blocks else None
+        stats = self.plane.machine_stats()  # actor calls: outside any lock
+
+        def make(snap: Snapshot) -> list[tuple[MachineStatus, dict | None]]:
+            sees = self._visible(identity, snap.pod)
+            hidden = {p.name for p in snap.pod.partitions.values() if not sees(p)}
+            return [(s._replace(partitions=tuple(n for n in s.partitions if n not in hidden)) if hidden else s,
+                     stats.get(s.machine)) for s in machine_statuses(snap.pod, only)]
+
+        return self.plane.page(repr(("machines", identity, sorted(only or ()))), make, page_size, page_token,
+                               fresh=True)

@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 from vipu.hardware.figures import LINK_TYPES
 from vipu.metrics.ild_series import PER_IPU_SERIES_MAX, ild_families
 from vipu.partition.ipu_status import ipu_statuses
+from vipu.partition.node_names import machine_name
 from vipu.partition.partition_states import PartitionState
 from vipu.partition.rules import job_of_partition
 from vipu.scheduler.job_states import JobState
@@ -81,7 +82,23 @@ class StateCollector(Collector):
                 job = job_of_partition(s.partition)
                 join.add_metric([str(s.machine), str(s.ipu), s.partition, "" if job is None else str(job)], 1)
         yield join
+        yield self.nodes(snap.pod)
         yield from self.machines(pod, statuses)
+
+    @staticmethod
+    def nodes(state):
+        """Each machine's node name, for a join (`* on(machine) group_left(node) vipu_machine_info`): the series
+        carry the machine's number, which a legend sorts 1, 10, 100; the name, as the CLI shows it, is padded to the
+        Pod's widest number (ag001) and sorts as it reads. Not on a Pod of more than per_ipu_max IPUs, which has no
+        per-machine series to join."""
+        info = GaugeMetricFamily("vipu_machine_info", "Each IPU-Machine's node name (its agent's, as `vipu info -N`"
+                                 " and the queue's node lists name it) and IPU-Link domain.",
+                                 labels=["machine", "node", "ild"])
+        agents, pod = state.agent_of_machine(), state.pod
+        for m in range(pod.machines):
+            name = agents[m].name if m in agents else machine_name(m, pod.machines)
+            info.add_metric([str(m), name, str(m // pod.machines_per_ild)], 1)
+        return info
 
     def store(self):
         """Whether the state store writes (the alerts VipuStoreNotWritable and VipuStoreWriteFailures)."""

@@ -18,6 +18,7 @@ from vipu.partition.admin_records import (
     Cluster,
     User,
 )
+from vipu.partition.node_names import natural_key
 from vipu.partition.rules import check_host, check_name, job_of_partition, named
 from vipu.partition.pod_state import Journal, PodState
 
@@ -245,7 +246,7 @@ class Admin:
         default = Allocation(
             name=DEFAULT_ALLOCATION, agents=self.state.allocation_agents(DEFAULT_ALLOCATION), created_at=made
         )
-        return [default, *sorted(self.state.allocations.values(), key=lambda a: a.name)]
+        return [default, *sorted(self.state.allocations.values(), key=lambda a: natural_key(a.name))]
 
     def get_allocation(self, name: str) -> Allocation:
         if name == DEFAULT_ALLOCATION:

@@ -15,15 +15,12 @@ from vipu.hardware.pod import PodConfig
 from vipu.hardware.topology import Topology
 from vipu.partition.admin import Admin
 from vipu.partition.admin_records import AGENT_HOST, DEFAULT_CLUSTER, Agent, Cluster
+from vipu.partition.node_names import agent_name
 from vipu.partition.placement import block_mask
 from vipu.partition.pod_state import Journal, PodState
 from vipu.partition.partitions import Partitions
 
 AGENT_BASE_PORT = 8100  # emulated agents are not reachable sockets; the port only fills in the IPUoF view
-
-
-def agent_name(machine: int) -> str:
-    return f"ag{machine:02d}"
 
 
 class Controller:
@@ -47,7 +44,8 @@ class Controller:
 
     def _bootstrap(self, journal: Journal, now: float) -> None:
         agents = [
-            Agent(name=agent_name(m), host=AGENT_HOST, port=AGENT_BASE_PORT + m, machine=m, created_at=now)
+            Agent(name=agent_name(m, self.pod.machines), host=AGENT_HOST, port=AGENT_BASE_PORT + m, machine=m,
+                  created_at=now)
             for m in range(self.pod.machines)
         ]
         cluster = Cluster(

@@ -1,10 +1,14 @@
 """Each IPU's state (idle, allocated, draining, drained, failed) and the partition that holds it, as `vipu list
-ipus`, `vipu top` and the metrics show them."""
+ipus`, `vipu top` and the metrics show them; each machine's IPUs counted by state, as sinfo's nodes (`vipu info
+-N/-s`, `vipu top` on a big Pod, the node lists of the queue); and the nodes an allocation cannot use now, which a
+job waiting with ReqNodeNotAvail names."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
+from vipu.partition.admin_records import DEFAULT_ALLOCATION
+from vipu.partition.node_names import machine_name
 from vipu.partition.placement import ipus_in
 from vipu.partition.pod_state import PodState
 
@@ -45,3 +49,71 @@ def ipu_statuses(state: PodState) -> list[IpuStatus]:
         kind = kinds.get(ipu) or ("allocated" if partition is not None else "idle")
         statuses.append(IpuStatus(ipu, machine, index, machine // per_ild, agents.get(machine), kind, partition))
     return statuses
+
+
+class MachineStatus(NamedTuple):
+    """An IPU-Machine as sinfo shows a node: its name and its IPUs counted by state (IpuStatus.state's)."""
+
+    machine: int
+    ild: int
+    agent: str | None
+    name: str  # its agent's, else machineNN
+    ipus: int
+    idle: int
+    allocated: int
+    draining: int
+    drained: int
+    failed: int
+    partitions: tuple[str, ...] = ()  # holding its IPUs, by name
+    working: tuple[int, ...] = ()  # its IPUs that may be doing work (IpuStatus.working), for their utilisation
+
+
+_KINDS = ("allocated", "draining", "drained", "failed")
+
+
+def machine_statuses(state: PodState, machines: Iterable[int] | None = None) -> list[MachineStatus]:
+    """These machines (None: every one), in order, each with its IPUs counted by state as ipu_statuses() sets it.
+    Only IPUs that are not idle are visited: an idle 65,536-IPU Pod is 16,384 rows, not 65,536 statuses."""
+    per_machine, per_ild, total = state.pod.machine.ipus, state.pod.machines_per_ild, state.pod.machines
+    owner = {i: p.name for p in state.partitions.values() for i in p.ipus}
+    busy: dict[int, str] = dict.fromkeys(owner, "allocated")
+    busy.update(dict.fromkeys(ipus_in(state.drained_mask), "drained"))  # the precedence of ipu_statuses()
+    busy.update(dict.fromkeys(ipus_in(state.draining_mask), "draining"))
+    busy.update(dict.fromkeys(state.failed_ipus, "failed"))
+    counts: dict[int, list[int]] = {}
+    for ipu, kind in busy.items():
+        counts.setdefault(ipu // per_machine, [0, 0, 0, 0])[_KINDS.index(kind)] += 1
+    agents = {machine: agent.name for machine, agent in state.agent_of_machine().items()}
+    rows = []
+    for m in range(total) if machines is None else sorted(set(machines)):
+        allocated, draining, drained, failed = counts.get(m) or (0, 0, 0, 0)
+        agent = agents.get(m)
+        held: tuple[str, ...] = ()
+        working: tuple[int, ...] = ()
+        if allocated or draining or failed:  # only then can a partition hold one of its IPUs
+            mine = range(m * per_machine, (m + 1) * per_machine)
+            held = tuple(sorted({owner[i] for i in mine if i in owner}))
+            working = tuple(i for i in mine if i in owner and busy[i] != "failed")
+        rows.append(MachineStatus(m, m // per_ild, agent, agent or machine_name(m, total), per_machine,
+                                  per_machine - allocated - draining - drained - failed, allocated, draining, drained,
+                                  failed, held, working))
+    return rows
+
+
+def machines_spanned(blocks: Iterable[tuple[int, int]], per_machine: int) -> set[int]:
+    """The machines some blocks of IPUs (first IPU, IPUs) span."""
+    return {m for first, size in blocks
+            for m in range(first // per_machine, (first + max(size, 1) - 1) // per_machine + 1)}
+
+
+def unavailable_nodes(state: PodState, allocation: str) -> list[str]:
+    """The nodes of an allocation that take no new work, by name in machine order (what Slurm lists after
+    ReqNodeNotAvail as UnavailableNodes): its machines without an agent (the default allocation's), its drained
+    agents' and those with a failed IPU; none for an allocation that is gone."""
+    if allocation != DEFAULT_ALLOCATION and allocation not in state.allocations:
+        return []
+    vacant, drained, failed = state.out_of_service(allocation)
+    per_machine = state.pod.machine.ipus
+    machines = {*vacant, *(state.agents[a].machine for a in drained), *(i // per_machine for i in failed)}
+    agents = state.agent_of_machine()
+    return [agents[m].name if m in agents else machine_name(m, state.pod.machines) for m in sorted(machines)]

@@ -10,6 +10,7 @@ from vipu.partition.partition_record import Partition, PartitionRequest, Transit
 from vipu.partition.placement import block_mask, largest_free_block, place
 from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size, n_ipus, named
 from vipu.partition.ipu_status import IpuStatus, ipu_statuses
+from vipu.partition.node_names import natural_key
 from vipu.partition.pod_state import Journal, PodState
 from vipu.partition.partition_states import PartitionState as S
 
@@ -122,7 +123,7 @@ class Partitions:
         return self.state.get("partition", name)
 
     def list(self) -> list[Partition]:
-        return sorted(self.state.partitions.values(), key=lambda p: p.name)
+        return sorted(self.state.partitions.values(), key=lambda p: natural_key(p.name))
 
     def remove(self, name: str, force: bool = False) -> Partition:
         partition = self.get(name)

@@ -16,6 +16,7 @@ from vipu.errors import NotFound
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.topology import Topology
 from vipu.partition.admin_records import DEFAULT_ALLOCATION, Agent, Allocation, Cluster, IpuFailure, User
+from vipu.partition.node_names import natural_key
 from vipu.partition.partition_record import Partition
 from vipu.partition.placement import mask_of
 
@@ -104,7 +105,7 @@ class PodState:
         if allocation == DEFAULT_ALLOCATION:
             clustered = {a for cluster in self.clusters.values() for a in cluster.agents}
             taken = {a for alloc in self.allocations.values() for a in alloc.agents}
-            return sorted(name for name in self.agents if name in clustered and name not in taken)
+            return sorted((name for name in self.agents if name in clustered and name not in taken), key=natural_key)
         return list(self.get("allocation", allocation).agents)
 
     def eligible_mask(self, allocation: str) -> int:

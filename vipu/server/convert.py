@@ -9,7 +9,7 @@ from vipu.client.messages import timestamp
 from vipu.partition import ipuof
 from vipu.partition.admin_records import Agent, Allocation, Cluster, User
 from vipu.partition.partition_record import GW_ROUTING, ILD_ROUTING, Partition
-from vipu.partition.ipu_status import IpuStatus
+from vipu.partition.ipu_status import IpuStatus, MachineStatus
 from vipu.hardware.pod import PodConfig
 from vipu.partition.pod_state import PodState
 from vipu.hardware.topology import Topology
@@ -98,6 +98,15 @@ def ipu(status: IpuStatus, machine_stats: dict | None = None) -> p.Ipu:
         state=status.state,
         partition=status.partition or "",
     )
+
+
+def machine(status: MachineStatus, machine_stats: dict | None = None) -> p.Machine:
+    """`machine_stats`: as ipu()'s; its utilisation is its IPUs' mean, as ListIpus gives each."""
+    busy = sum(ipu_reading(machine_stats, i, True)[0] for i in status.working) if machine_stats else 0.0
+    return p.Machine(machine=status.machine, ild=status.ild, agent=status.agent or "", name=status.name,
+                     ipus=status.ipus, idle=status.idle, allocated=status.allocated, draining=status.draining,
+                     drained=status.drained, failed=status.failed, utilization=busy / max(1, status.ipus),
+                     partitions=status.partitions)
 
 
 def agent(ag: Agent, topology: Topology) -> a.Agent:

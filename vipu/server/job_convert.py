@@ -78,6 +78,8 @@ def job(x: Job, brief: bool = False, placement: bool = False) -> j.Job:
         expected_start=_stamp(x.estimated_start),
         begin=_stamp(x.begin_time),
     )
+    if brief and x.array_job_id is not None and "%" in (x.spec.array or ""):
+        message.spec.array = x.spec.array  # its %N, which squeue shows: 26_[3-99%10]
     if brief and placement:
         if x.spec.allocation is not None:
             message.spec.allocation = x.spec.allocation

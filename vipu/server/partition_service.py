@@ -79,3 +79,12 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
         page = self.plane.partitions.ipus(identity(self.plane, context), request.page_size, request.page_token)
         return p.ListIpusResponse(ipus=[convert.ipu(status, stats) for status, stats in page.items],
                                   next_page_token=page.next_page_token, total_size=page.total)
+
+    @rpc
+    def ListMachines(self, request, context):
+        page = self.plane.partitions.machine_states(identity(self.plane, context),
+                                                    [(b.first_ipu, b.ipus) for b in request.blocks],
+                                                    request.page_size, request.page_token)
+        return p.ListMachinesResponse(machines=[convert.machine(status, stats) for status, stats in page.items],
+                                      next_page_token=page.next_page_token, total_size=page.total,
+                                      ipus_per_machine=self.plane.pod.machine.ipus)

@@ -270,6 +270,64 @@ class ListIpusRequest(_message.Message):
     page_token: str
     def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
+class Machine(_message.Message):
+    __slots__ = ("machine", "ild", "agent", "name", "ipus", "idle", "allocated", "draining", "drained", "failed", "utilization", "partitions")
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    ILD_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    IPUS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
+    DRAINED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    machine: int
+    ild: int
+    agent: str
+    name: str
+    ipus: int
+    idle: int
+    allocated: int
+    draining: int
+    drained: int
+    failed: int
+    utilization: float
+    partitions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, machine: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., name: _Optional[str] = ..., ipus: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., draining: _Optional[int] = ..., drained: _Optional[int] = ..., failed: _Optional[int] = ..., utilization: _Optional[float] = ..., partitions: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class IpuBlock(_message.Message):
+    __slots__ = ("first_ipu", "ipus")
+    FIRST_IPU_FIELD_NUMBER: _ClassVar[int]
+    IPUS_FIELD_NUMBER: _ClassVar[int]
+    first_ipu: int
+    ipus: int
+    def __init__(self, first_ipu: _Optional[int] = ..., ipus: _Optional[int] = ...) -> None: ...
+
+class ListMachinesRequest(_message.Message):
+    __slots__ = ("page_size", "page_token", "blocks")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    blocks: _containers.RepeatedCompositeFieldContainer[IpuBlock]
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., blocks: _Optional[_Iterable[_Union[IpuBlock, _Mapping]]] = ...) -> None: ...
+
+class ListMachinesResponse(_message.Message):
+    __slots__ = ("machines", "next_page_token", "total_size", "ipus_per_machine")
+    MACHINES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
+    IPUS_PER_MACHINE_FIELD_NUMBER: _ClassVar[int]
+    machines: _containers.RepeatedCompositeFieldContainer[Machine]
+    next_page_token: str
+    total_size: int
+    ipus_per_machine: int
+    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ..., ipus_per_machine: _Optional[int] = ...) -> None: ...
+
 class ListIpusResponse(_message.Message):
     __slots__ = ("ipus", "next_page_token", "total_size")
     IPUS_FIELD_NUMBER: _ClassVar[int]

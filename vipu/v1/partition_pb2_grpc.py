@@ -84,6 +84,11 @@ class PartitionServiceStub:
                 request_serializer=vipu_dot_v1_dot_partition__pb2.ListIpusRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_partition__pb2.ListIpusResponse.FromString,
                 _registered_method=True)
+        self.ListMachines = channel.unary_unary(
+                '/vipu.v1.PartitionService/ListMachines',
+                request_serializer=vipu_dot_v1_dot_partition__pb2.ListMachinesRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_partition__pb2.ListMachinesResponse.FromString,
+                _registered_method=True)
 
 
 class PartitionServiceServicer:
@@ -151,6 +156,15 @@ class PartitionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListMachines(self, request, context):
+        """Each IPU-Machine (Slurm's node) with its IPUs counted by state: what `vipu info -N/-s/-o` and the node lists of
+        `vipu queue` and `vipu history` read, in a quarter of ListIpus's rows; `blocks` narrows it to the machines
+        some blocks of IPUs span (the jobs a listing shows).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PartitionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -203,6 +217,11 @@ def add_PartitionServiceServicer_to_server(servicer, server):
                     servicer.ListIpus,
                     request_deserializer=vipu_dot_v1_dot_partition__pb2.ListIpusRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_partition__pb2.ListIpusResponse.SerializeToString,
+            ),
+            'ListMachines': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListMachines,
+                    request_deserializer=vipu_dot_v1_dot_partition__pb2.ListMachinesRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_partition__pb2.ListMachinesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -475,6 +494,33 @@ class PartitionService:
             '/vipu.v1.PartitionService/ListIpus',
             vipu_dot_v1_dot_partition__pb2.ListIpusRequest.SerializeToString,
             vipu_dot_v1_dot_partition__pb2.ListIpusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListMachines(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.PartitionService/ListMachines',
+            vipu_dot_v1_dot_partition__pb2.ListMachinesRequest.SerializeToString,
+            vipu_dot_v1_dot_partition__pb2.ListMachinesResponse.FromString,
             options,
             channel_credentials,
             insecure,

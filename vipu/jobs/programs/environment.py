@@ -8,6 +8,7 @@ the job holds is IPUOF_VIPU_API_PARTITION_ID (slurm_<id>, as the V-IPU Slurm plu
 from __future__ import annotations
 
 from vipu.partition import ipuof
+from vipu.partition.node_names import hostlist, machine_name
 from vipu.partition.partition_record import Partition
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.arrays import parse_array
@@ -43,7 +44,8 @@ def slurm_variables(job: Job, partition: Partition, state: PodState) -> dict[str
         "SLURM_SUBMIT_DIR": spec.workload.submit_dir,
         "SLURM_JOB_NUM_NODES": str(len(machines)),
         "SLURM_NNODES": str(len(machines)),
-        "SLURM_JOB_NODELIST": ",".join(agents[m].name if m in agents else f"machine{m}" for m in machines),
+        "SLURM_JOB_NODELIST": hostlist(agents[m].name if m in agents else machine_name(m, state.pod.machines)
+                                       for m in machines),  # compressed, as slurmd sets it: ag[04-07]
         "SLURM_RESTART_COUNT": str(job.requeue_count),
         "SLURM_CLUSTER_NAME": partition.cluster,
     }

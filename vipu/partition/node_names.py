@@ -1,0 +1,63 @@
+"""How IPU-Machines (Slurm's nodes) are named, written as Slurm host lists, and ordered.
+
+Why padded to the Pod's widest index: a Slurm site names its nodes at a fixed width (node[0001-1024]), so names
+sort as numbers do and a host list is one range; unpadded names on a Pod1024 read ag[00-99,100-255] and sort ag100
+before ag11. Two digits at least, so a Pod16 to a Pod256 (at most 64 machines) keep the names they always had
+(ag00 to ag63). Names are stored with their agents: a Pod made before keeps its names, whatever this module says.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+_NUMBERED = re.compile(r"(.*?)([0-9]+)")
+_DIGITS = re.compile(r"([0-9]+)")
+
+
+def digits(machines: int) -> int:
+    """The width of a machine's number on a Pod of `machines` machines: its largest index's, at least 2."""
+    return max(2, len(str(max(0, machines - 1))))
+
+
+def agent_name(machine: int, machines: int) -> str:
+    """The agent the controller registers for a machine on first start: ag00, or ag00000 on 65,536 IPUs."""
+    return f"ag{machine:0{digits(machines)}d}"
+
+
+def machine_name(machine: int, machines: int) -> str:
+    """A machine that has no agent, as a node: machine03, padded as agents are."""
+    return f"machine{machine:0{digits(machines)}d}"
+
+
+def natural_key(name: str) -> tuple:
+    """Orders names as a person reads them: slurm_2 before slurm_10, ag9 before ag10; the name last, so names
+    that read the same (ag7, ag07) still have one order."""
+    parts = _DIGITS.split(name)  # text, number, text, ...: each place holds one type, so tuples compare
+    return (*((int(p), len(p)) if i % 2 else p for i, p in enumerate(parts)), name)
+
+
+def hostlist(names: Iterable[str]) -> str:
+    """Slurm's compressed node list: ag[00-03,06],machine9; a name alone as it is. Prefixes in the order first
+    seen, numbers in order, and a range only over numbers written with the same width."""
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for name in dict.fromkeys(names):
+        m = _NUMBERED.fullmatch(name)
+        prefix, number = (m.group(1), m.group(2)) if m else (name, "")
+        groups.setdefault(prefix, []).append((int(number) if number else -1, number))
+    parts = []
+    for prefix, numbers in groups.items():
+        if numbers == [(-1, "")]:
+            parts.append(prefix)
+            continue
+        numbers.sort()
+        spans: list[list[tuple[int, str]]] = []
+        for n in numbers:
+            last = spans[-1][-1] if spans else None
+            if last is not None and n[0] == last[0] + 1 and len(n[1]) == len(last[1]):
+                spans[-1].append(n)
+            else:
+                spans.append([n])
+        text = ",".join(s[0][1] if len(s) == 1 else f"{s[0][1]}-{s[-1][1]}" for s in spans)
+        parts.append(f"{prefix}{text}" if len(numbers) == 1 else f"{prefix}[{text}]")
+    return ",".join(parts)
