@@ -79,7 +79,7 @@ from vipu.jobs.train.poprun import Instance, check_instances, local_environments
 from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.results import StepReport
 from vipu.jobs.train.step_costs import StepCosts
-from vipu.jobs.train.work import StageGroup
+from vipu.jobs.train.work import StageGroup, prices_on
 from vipu.sdk.nn import mlp, optimizers as optim, transformer, transformer2d
 from vipu.sdk.nn.pipeline import execution_order, stage_orders
 from vipu.sdk.nn.sharding import FlatLayout, stage_axes, stage_blocks, take, unshard
@@ -102,7 +102,7 @@ class ParallelTrainer:
         self.instances = check_instances(instances, workload.layout)
         # I/O tiles compute nothing: the model's FLOPs spread over the other tiles, as the planner prices them
         self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
-        self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
+        self.prices = prices_on(pod, self.efficiency)  # the compute sets priced so far (OpTimer): shapes repeat
         self.costs = StepCosts(self)  # what a step cost and held: its report (step_costs.py)
         self.cache_shares: dict = {}  # (replica, stage) -> its stacked cache's bytes per IPU (micro_batches.py)
         self._views: dict[int, tuple[np.ndarray, dict]] = {}  # IPU -> (its weights' buffer, their views)

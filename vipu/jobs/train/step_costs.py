@@ -29,8 +29,10 @@ from vipu.jobs.train.holdings import Holdings
 from vipu.jobs.train.machine_charges import charge_compute, machine_streaming_s
 from vipu.jobs.train.pipeline_schedule import Timeline, timeline
 from vipu.jobs.train.results import IpuReport, StepReport
+from vipu.jobs.train.work import kept_for
 
 LINES_KEPT = 64  # distinct pipeline timelines kept per trainer (a steady loop has one per replica at most)
+_charges: dict = {}  # Pod -> the machines' steps built on it so far (charge_compute's `built`)
 
 
 class StepCosts:
@@ -39,7 +41,9 @@ class StepCosts:
     def __init__(self, trainer):
         self.trainer = trainer
         self.lines: dict = {}  # the pipeline timelines laid out so far, by their ops' durations
-        self.charges: dict = {}  # the machines' steps built so far (charge_compute), by their figures
+        # the machines' steps built so far (charge_compute), by their figures, kept for every run on the Pod: a job
+        # repeating an earlier one's figures hands the machines the same steps, priced already (Machine.run_step)
+        self.charges = kept_for(_charges, trainer.pod)
         self.kept: dict[int, int] | None = None  # per IPU, the bytes SRAM keeps all step (holdings)
 
     def stored_weight_bytes(self, ipu: int) -> int:
