@@ -42,6 +42,7 @@ machines' counters record) the bytes the real Pod would move, while the fp32 val
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
@@ -102,13 +103,21 @@ def on_groups(op: str, groups: Sequence[Sequence[int]], name: str, transport: Tr
     otherwise every group runs on the rings fabric/strided.py gives it (members in grid order, both ways for more
     than 2), all in the same steps, links they share priced with their contention. The engine's data-parallel
     collectives and a program's session (vipu/jobs/sessions) both run here."""
-    if len(groups) == 1 and is_block(topology, groups[0]):
-        return ON_A_BLOCK[op](Group.block(topology, groups[0][0], len(groups[0])), name, transport)
+    block = _block_of(topology, tuple(groups[0])) if len(groups) == 1 else None
+    if block is not None:
+        return ON_A_BLOCK[op](block, name, transport)
     numels = [transport.spec(ipus[0], name)[0] for ipus in groups]
     first, size = partition.ipus[0], partition.size
     shape = (tuple(map(tuple, groups)), tuple(numels), first, size)
     return run_shape(op, name, shape, lambda: STEPS[op](group_rings(topology, groups, numels, first, size)),
                      groups[0][0], transport, topology, partition.members)
+
+
+@lru_cache(maxsize=1024)
+def _block_of(topology: Topology, ipus: tuple[int, ...]) -> Group | None:
+    """The Group of `ipus` if they are an aligned block (is_block), made once: a training loop allreduces over the
+    same groups every step."""
+    return Group.block(topology, ipus[0], len(ipus)) if is_block(topology, ipus) else None
 
 
 def is_block(topology: Topology, ipus: Sequence[int]) -> bool:
@@ -352,11 +361,11 @@ class Fabric:
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether a and b have the same shape and bytes (a.tobytes() == b.tobytes(), NaNs and -0.0 included), compared
-    as unsigned integers of the items' width: no copies, a few times faster on a step's weights."""
+    """Whether a and b have the same shape and bytes (a.tobytes() == b.tobytes(), NaNs and -0.0 included); past 64
+    KiB compared as unsigned integers of the items' width: no copies, a few times faster on a step's weights."""
     if a.shape != b.shape or a.dtype.itemsize != b.dtype.itemsize:
         return False
-    if a.dtype.itemsize not in (1, 2, 4, 8):
+    if a.dtype.itemsize not in (1, 2, 4, 8) or a.nbytes <= 1 << 16:  # the copies cost less than array_equal
         return a.tobytes() == b.tobytes()
     bits = f"u{a.dtype.itemsize}"
     return np.array_equal(np.ascontiguousarray(a).view(bits), np.ascontiguousarray(b).view(bits))

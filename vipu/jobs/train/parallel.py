@@ -73,7 +73,7 @@ from vipu.jobs.memory_estimate import stage_memory
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes
 from vipu.jobs.train.data_path import Fabric, PricedAs, owned
 from vipu.jobs.train.micro_batches import stack_fits
-from vipu.jobs.train.replica_batches import batchable, each_replica
+from vipu.jobs.train.replica_batches import batchable, each_replica, replica_rows
 from vipu.jobs.train.run_ahead import RunAhead, data_parallel_ahead, runs_ahead
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
@@ -126,6 +126,7 @@ class ParallelTrainer:
                     ipu = self.fabric.ipu(rep, s, k)
                     self.layouts[ipu] = FlatLayout.of({name: a.shape for name, a in shards.items()})
                     weights[ipu] = self.layouts[ipu].pack(shards)
+        self.weight_rows = replica_rows(self, weights)  # one IPU a replica: their weights as rows of one array
         self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
         # the gradient accumulators, zeroed each step: the same memory every step, not fresh pages to fault in
         grads = {ipu: np.zeros_like(w) for ipu, w in weights.items()}
