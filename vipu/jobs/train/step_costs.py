@@ -83,7 +83,8 @@ class StepCosts:
     def timeline(self, timers: dict) -> Timeline:
         """The pipeline laid out from the ops' durations (timers in the step's order), once per distinct set of
         them."""
-        durations = tuple(timer.total_s for timer in timers.values())
+        totals = {timer: timer.total_s for timer in dict.fromkeys(timers.values())}  # stacked: one timer, m ops
+        durations = tuple(map(totals.__getitem__, timers.values()))
         line = self.lines.get(durations)
         if line is None:
             if len(self.lines) >= LINES_KEPT:
