@@ -257,7 +257,7 @@ class ParallelTrainer:
                     compute[ipu] += seconds
             line = self.costs.timeline(timers)
             if worst is None or line.pipeline_s > worst[0].pipeline_s:
-                stage = int(np.argmax(line.busy_s))
+                stage = max(range(len(line.busy_s)), key=line.busy_s.__getitem__)  # the first busiest
                 worst = (line, stage, [timer for op, timer in timers.items() if op[0] == stage])
 
         if self.ahead is not None:

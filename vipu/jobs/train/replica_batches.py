@@ -107,6 +107,14 @@ def _replica_weights(trainer, ipus: list[int], params: dict, views: dict) -> dic
     return _with_row_axis({name: np.stack([views[ipu][name] for ipu in ipus]) for name in views[ipus[0]]})
 
 
+def _rows_of(a: np.ndarray, reps: list[int], rows: int) -> np.ndarray:
+    """Each replica's `rows` rows of the batch `a`, along a first axis: a view where the replicas are consecutive (their
+    rows are then one after another in `a`), else a copy."""
+    if reps == list(range(reps[0], reps[0] + len(reps))):
+        return a[reps[0] * rows:(reps[-1] + 1) * rows].reshape(len(reps), rows, *a.shape[1:])
+    return np.stack([a[rep * rows:(rep + 1) * rows] for rep in reps])
+
+
 def each_replica(trainer, order: list[Op], x: np.ndarray, y: np.ndarray, params: dict, views: dict, gviews: dict,
                  held, losses: list[np.ndarray]):
     """(replica, its op timers) for every replica of the trainer in turn, run as one where batchable (decided when
@@ -126,7 +134,7 @@ def run_replicas(trainer, reps: list[int], order: list[Op], x: np.ndarray, y: np
     m, rows = lay.micro_batches, lay.micro_batches * lay.micro_batch
     ipus = [trainer.fabric.ipu(rep, 0, 0) for rep in reps]
     weights = _replica_weights(trainer, ipus, params, views)
-    xs = np.stack([x[rep * rows:(rep + 1) * rows] for rep in reps])
+    xs = _rows_of(x, reps, rows)
     forward = [op_timer(trainer) for _ in reps]
     outs, cache = trainer.stage.forward(model, trainer.blocks[0], [weights], [xs], ReplicaGroup(ipus, forward, m))
     key = ("replicas", tuple(reps))
@@ -134,7 +142,7 @@ def run_replicas(trainer, reps: list[int], order: list[Op], x: np.ndarray, y: np
         share = cache_bytes(ipus[:1], cache, params, len(reps) * m)[0][1]  # one micro-batch of one replica
         trainer.cache_shares[key] = [(ipu, share) for ipu in ipus]
     logits = outs[0].reshape(-1, outs[0].shape[-1])
-    targets = np.concatenate([y[rep * rows:(rep + 1) * rows] for rep in reps])
+    targets = _rows_of(y, reps, rows).reshape(-1)
     per_sample, ds = loss(model, [logits], targets, trainer.workload.global_batch)
     losses.extend(per_sample.reshape(len(reps), -1))
     backward = [op_timer(trainer) for _ in reps]
