@@ -14,6 +14,9 @@ For each job (examples/tiny_dp.yaml, tiny_pp.yaml, tiny_tp.yaml, and a hidden-10
 Each time is the fastest of --repeats whole runs, the paths interleaved (the VM is shared: the fastest is the least
 disturbed, and every path sees the load of the same minutes), wall clock from the job's first weight to its last
 step. Ratios are of times measured in this run.
+- "where the in-process time goes": a few more in-process runs with their parts timed (where_time_goes): the stage
+  code's numpy, the data path, the optimiser, making the trainer, the report, the samples and the Python between,
+  each against the reference; a goal is out of reach where the parts it cannot do without already exceed it;
 - "per µbatch": the reference's own arithmetic run one micro-batch at a time, as the layout splits the batch
   (per_micro_batch): the floor of any emulation that runs the Pod's micro-batches one by one in numpy (this one
   runs a stage's micro-batches stacked where the layout allows, vipu/jobs/train/micro_batches.py);
@@ -96,6 +99,81 @@ def per_micro_batch(workload) -> None:
             optim.update(workload.optimizer, workload.learning_rate, step, w, grads[name], state[name])
 
 
+class Parts:
+    """Wall-clock per part of a run, each wrapped function's time counted to its part minus the time of the wrapped
+    functions it calls (their parts'), except inside an `inclusive` part, which keeps all of its own."""
+
+    def __init__(self):
+        self.spent: dict[str, float] = {}
+        self.stack: list[list] = []  # [part, since, inclusive] of the wrapped calls under way, innermost last
+        self.undo: list = []
+
+    def wrap(self, owner, name: str, part: str, inclusive: bool = False) -> None:
+        original = getattr(owner, name)
+        self.spent.setdefault(part, 0.0)
+
+        def timed(*args, **kwargs):
+            if self.stack and self.stack[-1][2]:
+                return original(*args, **kwargs)
+            now = time.perf_counter()
+            if self.stack:
+                self.spent[self.stack[-1][0]] += now - self.stack[-1][1]
+            self.stack.append([part, now, inclusive])
+            try:
+                return original(*args, **kwargs)
+            finally:
+                now = time.perf_counter()
+                done = self.stack.pop()
+                self.spent[done[0]] += now - done[1]
+                if self.stack:
+                    self.stack[-1][1] = now
+
+        setattr(owner, name, timed)
+        self.undo.append((owner, name, original))
+
+    def restore(self) -> None:
+        for owner, name, original in reversed(self.undo):
+            setattr(owner, name, original)
+
+
+def where_time_goes(run, runs: int = 3) -> dict[str, float]:
+    """The fastest of `runs` more in-process runs, outside the timed ones, their parts timed by wrapping them
+    (Parts): the stage code's numpy (forward, backward, loss, gradients added up), the data path (every put, read,
+    check, collective and send on the machines), the optimiser, making the trainer (weights and state put on the
+    IPUs), the step's report, the synthetic samples (the reference makes them too), and the rest: the Python between
+    them (timers, the pipeline's schedule, bookkeeping)."""
+    from vipu.jobs.train import micro_batches, parallel, replica_batches, step_costs
+    from vipu.jobs.train.data_path import Fabric
+    from vipu.sdk.nn import mlp, optimizers, transformer, transformer2d
+
+    parts = Parts()
+    for stage in (mlp, transformer, transformer2d):
+        parts.wrap(stage, "forward", "stage numpy")
+        parts.wrap(stage, "backward", "stage numpy")
+    for module in (micro_batches, replica_batches):
+        parts.wrap(module, "loss", "stage numpy")
+    parts.wrap(micro_batches, "_accumulate", "stage numpy")
+    for name in ("put", "get", "get_later", "expect", "check_expected", "allreduce", "all_gather", "send",
+                 "data_parallel_allreduce", "data_parallel_half", "offload", "load", "hold"):
+        parts.wrap(Fabric, name, "data path")
+    parts.wrap(optimizers, "update", "optimiser")
+    parts.wrap(parallel.ParallelTrainer, "__init__", "setup", inclusive=True)
+    parts.wrap(step_costs.StepCosts, "report", "report", inclusive=True)
+    parts.wrap(parallel, "batch", "samples")
+    fastest: dict[str, float] = {"total": float("inf")}
+    try:
+        for _ in range(runs):
+            parts.spent = dict.fromkeys(parts.spent, 0.0)
+            started = time.perf_counter()
+            run()
+            total = time.perf_counter() - started
+            if total < fastest["total"]:
+                fastest = {"total": total, **parts.spent, "rest": total - sum(parts.spent.values())}
+    finally:
+        parts.restore()
+    return fastest
+
+
 def start_ray():
     import ray
 
@@ -166,7 +244,8 @@ def measure(workload, pod, repeats: int, pools: dict | None) -> dict:
             best[name] = min(best[name], time.perf_counter() - started)
             waits += WAITS[0] - before
     same = results["ray"].losses == results["in-process"].losses if pools is not None else None
-    return {**best, "same": same, "waits": waits / repeats / workload.steps}
+    parts = where_time_goes(paths["in-process"])
+    return {**best, "same": same, "waits": waits / repeats / workload.steps, "parts": parts}
 
 
 def main() -> None:
@@ -203,8 +282,26 @@ def main() -> None:
         print(f"{name:<18} {steps:>5} {m['reference']:9.3f}s {m['floor']:10.3f}s {m['in-process']:10.3f}s"
               f" {m['in-process'] / m['reference']:5.2f}x {goal:>5} {m['dict'] / m['reference']:9.2f}x{ray_cols}"
               f" {steps / m['in-process']:16.1f}{ray_rate}")
+    print_parts(rows)
     if trip is not None:
         print(f"\nan empty call to a machine actor and back (the least a wait costs): {trip:.2f} ms, median of 100")
+
+
+PARTS = ["stage numpy", "data path", "optimiser", "setup", "report", "samples", "rest"]
+
+
+def print_parts(rows) -> None:
+    """Where the in-process time goes (where_time_goes), each part as a multiple of the job's reference time in
+    this run, and what the goal leaves for everything but the stage's numpy."""
+    print("\nwhere the in-process time goes (the fastest of 3 more runs of each job, its parts timed by wrapping them),"
+          " as x the reference's time; goal left: the goal less the stage's numpy")
+    print(f"{'job':<18} {'that run':>9} " + " ".join(f"{name:>11}" for name in PARTS) + f" {'goal left':>10}")
+    for name, _, m in rows:
+        parts, ref = m["parts"], m["reference"]
+        goal = 3.0 if name in TINY else 1.5
+        left = goal - parts["stage numpy"] / ref
+        print(f"{name:<18} {parts['total']:8.3f}s " + " ".join(f"{parts[p] / ref:10.2f}x" for p in PARTS)
+              + f" {left:9.2f}x")
 
 
 if __name__ == "__main__":

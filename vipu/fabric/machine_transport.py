@@ -165,14 +165,15 @@ class MachineTransport:
         kept = self._steps.get(steps)
         if kept is None:
             ipus = sorted({ipu for transfers in steps for t in transfers for ipu in (t.src, t.dst)})
-            kept = self._steps.put(steps, (ipus, sorted({ipu // self.ipus_per_machine for ipu in ipus}), set()))
-        ipus, machines, sizes_checked = kept
-        at = {ipu: self._at(ipu) for ipu in ipus}
+            machines = sorted({ipu // self.ipus_per_machine for ipu in ipus})
+            kept = self._steps.put(steps, ({ipu: self._at(ipu) for ipu in ipus},
+                                           [self.machines[machine][1] for machine in machines], set()))
+        at, locks, sizes_checked = kept  # each IPU's (machine, lock, number in it); the machines' locks
         with ExitStack() as locked:
-            for machine in machines:
-                locked.enter_context(self.machines[machine][1])
+            for lock in locks:
+                locked.enter_context(lock)
             flats = {ipu: m.memory(index).tensor(name).flat for ipu, (m, _, index) in at.items()}
-            sizes = tuple(flats[ipu].size for ipu in ipus)
+            sizes = tuple(flat.size for flat in flats.values())
             if sizes not in sizes_checked:
                 _check_ranges(name, steps, flats)
                 sizes_checked.add(sizes)

@@ -114,6 +114,13 @@ class Topology:
         return order
 
 
+@lru_cache(maxsize=16)
+def topology_of(pod: PodConfig) -> Topology:
+    """The Topology of `pod`, made once: what is kept by topology (its link model's routes, the schedules priced on
+    it: fabric/known_schedules.py) then serves every run on that Pod, not only the one that made it."""
+    return Topology(pod)
+
+
 @lru_cache(maxsize=1 << 16)
 def _neighbours(topology: Topology, ipu: int) -> frozenset[int]:
     place = topology.place(ipu)

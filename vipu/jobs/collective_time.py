@@ -33,7 +33,7 @@ from vipu.fabric.strided import strided_allreduce_s
 from vipu.fabric.transfer_schedule import piece_sends
 from vipu.hardware.links import link_model
 from vipu.hardware.pod import PodConfig
-from vipu.hardware.topology import Topology
+from vipu.hardware.topology import topology_of
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,7 @@ def allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int
     return CollectiveTime(bandwidth, latency * collectives, reduce)
 
 
-@lru_cache(maxsize=16)
-def topology(pod: PodConfig) -> Topology:
-    return Topology(pod)
+topology = topology_of
 
 
 def strided_allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int,

@@ -155,7 +155,7 @@ class IpuMemory:
         array = np.asarray(array)
         old = self.tensors.get(name)
         if (copy and old is not None and old.data.shape == array.shape and old.data.dtype == array.dtype
-                and old.data.flags.writeable and old.mapping == mapping):
+                and old.data.flags.writeable and (old.mapping is mapping or old.mapping == mapping)):
             np.copyto(old.data, array)  # the same tiles again (a training step's buffers): nothing to count
             return old
         # own it: Ray hands actors read-only views of their arguments (reserve() passes a read-only placeholder)

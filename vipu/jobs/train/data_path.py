@@ -42,6 +42,7 @@ machines' counters record) the bytes the real Pod would move, while the fp32 val
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
@@ -49,7 +50,7 @@ import numpy as np
 from vipu.errors import VipuError
 from vipu.fabric import Group, all_gather, allreduce, reduce_scatter, shard
 from vipu.fabric.collectives import execute, move, price
-from vipu.fabric.known_schedules import known
+from vipu.fabric.known_schedules import Schedule, known
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.strided import STEPS, group_rings
 from vipu.fabric.transfer_schedule import Step, piece_sends
@@ -84,11 +85,16 @@ def run_shape(op: str, name: str, shape: Hashable, build: Callable[[], list[Step
               topology: Topology, within: frozenset[int]) -> CollectiveResult:
     """run_schedule for a schedule that `shape` names (with the op, topology, routes' bounds and dtype: the key it is
     kept under, fabric/known_schedules.py): built, checked and priced the first time only; `ipu` holds `name`."""
+    return move(name, shape_schedule(op, name, shape, build, ipu, transport, topology, within), transport)
+
+
+def shape_schedule(op: str, name: str, shape: Hashable, build: Callable[[], list[Step]], ipu: int,
+                   transport: Transport, topology: Topology, within: frozenset[int]) -> Schedule:
+    """run_shape's schedule, without running it."""
     itemsize = transport.spec(ipu, name)[1].itemsize
     links = link_model(topology)
-    schedule = known(("data path", op, shape, topology, within, itemsize),
-                     lambda: price(op, build(), links, itemsize, within))
-    return move(name, schedule, transport)
+    return known(("data path", op, shape, topology, within, itemsize),
+                 lambda: price(op, build(), links, itemsize, within))
 
 
 ON_A_BLOCK = {"allreduce": allreduce, "reduce_scatter": reduce_scatter, "all_gather": all_gather}
@@ -102,13 +108,21 @@ def on_groups(op: str, groups: Sequence[Sequence[int]], name: str, transport: Tr
     otherwise every group runs on the rings fabric/strided.py gives it (members in grid order, both ways for more
     than 2), all in the same steps, links they share priced with their contention. The engine's data-parallel
     collectives and a program's session (vipu/jobs/sessions) both run here."""
-    if len(groups) == 1 and is_block(topology, groups[0]):
-        return ON_A_BLOCK[op](Group.block(topology, groups[0][0], len(groups[0])), name, transport)
+    block = _block_of(topology, tuple(groups[0])) if len(groups) == 1 else None
+    if block is not None:
+        return ON_A_BLOCK[op](block, name, transport)
     numels = [transport.spec(ipus[0], name)[0] for ipus in groups]
     first, size = partition.ipus[0], partition.size
     shape = (tuple(map(tuple, groups)), tuple(numels), first, size)
     return run_shape(op, name, shape, lambda: STEPS[op](group_rings(topology, groups, numels, first, size)),
                      groups[0][0], transport, topology, partition.members)
+
+
+@lru_cache(maxsize=1024)
+def _block_of(topology: Topology, ipus: tuple[int, ...]) -> Group | None:
+    """The Group of `ipus` if they are an aligned block (is_block), made once: a training loop allreduces over the
+    same groups every step."""
+    return Group.block(topology, ipus[0], len(ipus)) if is_block(topology, ipus) else None
 
 
 def is_block(topology: Topology, ipus: Sequence[int]) -> bool:
@@ -138,6 +152,7 @@ class Fabric:
         self.held: set[tuple[int, str]] = set()  # (IPU, tensor) this job has put, freed by free_all()
         self._groups: dict[tuple[int, int], Group] = {}  # (first IPU, size) -> its block, made once
         self._tiled: dict = {}  # the schedules tiled for stacked micro-batches so far (Tiled)
+        self._routes: dict = {}  # each send's ((its IPUs), zeros to receive in, its schedule), made once (send)
 
     def put(self, name: str, arrays: dict[int, np.ndarray]) -> None:
         self.transport.put_tensors(name, arrays)
@@ -310,15 +325,19 @@ class Fabric:
         """Stage src's boundary tensor (one identical copy per shard) to stage dst's shards: shard k sends its k-th
         piece to shard k (the whole tensor when t = 1), then the receivers all-gather the pieces. Returns what
         stage dst receives, read when called (the transport's get_tensors_later: the next stage calls it)."""
-        srcs, dsts = self.stage_ipus(replica, src_stage), self.stage_ipus(replica, dst_stage)
-        block = self.replica_group(replica)
-        buffers = {**dict(zip(srcs, arrays)), **{ipu: np.zeros_like(a) for ipu, a in zip(dsts, arrays)}}
-        self.put("pp", buffers)
-        numel = arrays[0].size
-        one = numel // stacked  # a micro-batch's elements, a block of the flat tensor each (Tiled)
-        seconds = self._moved(PP, stacked, lambda transport: run_shape(
-            "send_recv", "pp", (tuple(srcs), tuple(dsts), one), lambda: [piece_sends(srcs, dsts, one, "scatter")],
-            srcs[0], transport, self.topology, block.members))
+        key = (replica, src_stage, dst_stage, arrays[0].shape, arrays[0].dtype, stacked)
+        route = self._routes.get(key)
+        srcs, dsts = route[0] if route else (self.stage_ipus(replica, src_stage), self.stage_ipus(replica, dst_stage))
+        one = arrays[0].size // stacked  # a micro-batch's elements, a block of the flat tensor each (Tiled)
+        receive = route[1] if route else np.zeros(arrays[0].shape, arrays[0].dtype)
+        self.put("pp", {**dict(zip(srcs, arrays)), **dict.fromkeys(dsts, receive)})
+        if route is None:  # a training loop sends the same shapes every step: their schedule is found once
+            block = self.replica_group(replica)
+            receive.flags.writeable = False  # put again and again, never written: each put copies it
+            route = self._routes[key] = ((srcs, dsts), receive, shape_schedule(
+                "send_recv", "pp", (tuple(srcs), tuple(dsts), one), lambda: [piece_sends(srcs, dsts, one, "scatter")],
+                srcs[0], self.transport, self.topology, block.members))
+        seconds = self._moved(PP, stacked, lambda transport: move("pp", route[2], transport))
         if self.t > 1:
             gather = self.tensor_group(replica, dst_stage)
             seconds += self._moved(PP, stacked, lambda transport: all_gather(gather, "pp", transport))
@@ -352,11 +371,11 @@ class Fabric:
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether a and b have the same shape and bytes (a.tobytes() == b.tobytes(), NaNs and -0.0 included), compared
-    as unsigned integers of the items' width: no copies, a few times faster on a step's weights."""
+    """Whether a and b have the same shape and bytes (a.tobytes() == b.tobytes(), NaNs and -0.0 included); past 64
+    KiB compared as unsigned integers of the items' width: no copies, a few times faster on a step's weights."""
     if a.shape != b.shape or a.dtype.itemsize != b.dtype.itemsize:
         return False
-    if a.dtype.itemsize not in (1, 2, 4, 8):
+    if a.dtype.itemsize not in (1, 2, 4, 8) or a.nbytes <= 1 << 16:  # the copies cost less than array_equal
         return a.tobytes() == b.tobytes()
     bits = f"u{a.dtype.itemsize}"
     return np.array_equal(np.ascontiguousarray(a).view(bits), np.ascontiguousarray(b).view(bits))

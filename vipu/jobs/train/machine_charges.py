@@ -19,7 +19,7 @@ from vipu.hardware.pod import PodConfig
 from vipu.hardware.streaming_cost import duplex_s
 from vipu.workers import bsp
 
-STEPS_KEPT = 64  # a run's distinct step figures kept (in a steady loop, one)
+STEPS_KEPT = 64  # distinct step figures kept (step_costs keeps them per Pod across runs; a steady loop has one)
 
 
 def machine_streaming_s(transport: Transport, pod: PodConfig, per_ipu: dict[int, tuple[float, float]]) -> float:

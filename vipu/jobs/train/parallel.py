@@ -73,13 +73,13 @@ from vipu.jobs.memory_estimate import stage_memory
 from vipu.jobs.timing import WEIGHT_GATHERS, recomputes
 from vipu.jobs.train.data_path import Fabric, PricedAs, owned
 from vipu.jobs.train.micro_batches import stack_fits
-from vipu.jobs.train.replica_batches import batchable, each_replica
+from vipu.jobs.train.replica_batches import batchable, each_replica, replica_rows
 from vipu.jobs.train.run_ahead import RunAhead, data_parallel_ahead, runs_ahead
 from vipu.jobs.train.poprun import Instance, check_instances, local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
 from vipu.jobs.train.results import StepReport
 from vipu.jobs.train.step_costs import StepCosts
-from vipu.jobs.train.work import StageGroup
+from vipu.jobs.train.work import StageGroup, prices_on
 from vipu.sdk.nn import mlp, optimizers as optim, transformer, transformer2d
 from vipu.sdk.nn.pipeline import execution_order, stage_orders
 from vipu.sdk.nn.sharding import FlatLayout, stage_axes, stage_blocks, take, unshard
@@ -102,7 +102,7 @@ class ParallelTrainer:
         self.instances = check_instances(instances, workload.layout)
         # I/O tiles compute nothing: the model's FLOPs spread over the other tiles, as the planner prices them
         self.efficiency, self.clock = efficiency * compute_share(workload.layout, pod), clock
-        self.prices: dict = {}  # the compute sets priced so far (OpTimer): steps repeat their shapes
+        self.prices = prices_on(pod, self.efficiency)  # the compute sets priced so far (OpTimer): shapes repeat
         self.costs = StepCosts(self)  # what a step cost and held: its report (step_costs.py)
         self.cache_shares: dict = {}  # (replica, stage) -> its stacked cache's bytes per IPU (micro_batches.py)
         self._views: dict[int, tuple[np.ndarray, dict]] = {}  # IPU -> (its weights' buffer, their views)
@@ -126,6 +126,7 @@ class ParallelTrainer:
                     ipu = self.fabric.ipu(rep, s, k)
                     self.layouts[ipu] = FlatLayout.of({name: a.shape for name, a in shards.items()})
                     weights[ipu] = self.layouts[ipu].pack(shards)
+        self.weight_rows = replica_rows(self, weights)  # one IPU a replica: their weights as rows of one array
         self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
         # the gradient accumulators, zeroed each step: the same memory every step, not fresh pages to fault in
         grads = {ipu: np.zeros_like(w) for ipu, w in weights.items()}
@@ -256,7 +257,7 @@ class ParallelTrainer:
                     compute[ipu] += seconds
             line = self.costs.timeline(timers)
             if worst is None or line.pipeline_s > worst[0].pipeline_s:
-                stage = int(np.argmax(line.busy_s))
+                stage = max(range(len(line.busy_s)), key=line.busy_s.__getitem__)  # the first busiest
                 worst = (line, stage, [timer for op, timer in timers.items() if op[0] == stage])
 
         if self.ahead is not None:

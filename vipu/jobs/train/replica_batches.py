@@ -13,6 +13,8 @@ the stacked cache (holdings.cache_bytes).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from vipu.jobs.train.holdings import cache_bytes
@@ -75,6 +77,44 @@ class ReplicaGroup:
         return pieces
 
 
+def replica_rows(trainer, weights: dict[int, np.ndarray]) -> tuple | None:
+    """Where each replica is one IPU (t = p = 1, more than one replica): the IPUs' flat weight buffers made rows of
+    one array, weights[ipu] then its row (updated in place, as each buffer is), so that run_replicas takes every
+    replica's weights along a first axis as views of it, not as a copy stacked every step. Returns (the IPUs in
+    replica order, the rows, each name's views of them as run_replicas takes them), else None."""
+    lay = trainer.lay
+    if lay.tp * lay.p != 1 or len(weights) < 2:
+        return None
+    ipus = tuple(weights)
+    rows = np.stack([weights[ipu] for ipu in ipus])
+    weights.update(zip(ipus, rows))
+    named = {name: rows[:, offset:offset + math.prod(shape)].reshape(len(ipus), *shape)
+             for name, shape, offset in trainer.layouts[ipus[0]].entries}
+    return ipus, rows, _with_row_axis(named)
+
+
+def _with_row_axis(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Biases (one axis a replica) with a row axis to broadcast over each replica's rows."""
+    return {name: w[:, None] if w.ndim == 2 else w for name, w in weights.items()}
+
+
+def _replica_weights(trainer, ipus: list[int], params: dict, views: dict) -> dict[str, np.ndarray]:
+    """Each replica's own weights along a first axis: views of the trainer's rows of them (replica_rows) while the
+    step's buffers are those rows, else a copy of each IPU's buffer a slice."""
+    kept = trainer.weight_rows
+    if kept is not None and kept[0] == tuple(ipus) and all(params[ipu].base is kept[1] for ipu in ipus):
+        return kept[2]
+    return _with_row_axis({name: np.stack([views[ipu][name] for ipu in ipus]) for name in views[ipus[0]]})
+
+
+def _rows_of(a: np.ndarray, reps: list[int], rows: int) -> np.ndarray:
+    """Each replica's `rows` rows of the batch `a`, along a first axis: a view where the replicas are consecutive (their
+    rows are then one after another in `a`), else a copy."""
+    if reps == list(range(reps[0], reps[0] + len(reps))):
+        return a[reps[0] * rows:(reps[-1] + 1) * rows].reshape(len(reps), rows, *a.shape[1:])
+    return np.stack([a[rep * rows:(rep + 1) * rows] for rep in reps])
+
+
 def each_replica(trainer, order: list[Op], x: np.ndarray, y: np.ndarray, params: dict, views: dict, gviews: dict,
                  held, losses: list[np.ndarray]):
     """(replica, its op timers) for every replica of the trainer in turn, run as one where batchable (decided when
@@ -93,10 +133,8 @@ def run_replicas(trainer, reps: list[int], order: list[Op], x: np.ndarray, y: np
     lay, model = trainer.lay, trainer.model
     m, rows = lay.micro_batches, lay.micro_batches * lay.micro_batch
     ipus = [trainer.fabric.ipu(rep, 0, 0) for rep in reps]
-    # each replica's own weights, a copy of its IPU's buffer a slice; biases with a row axis to broadcast
-    weights = {name: np.stack([views[ipu][name] for ipu in ipus]) for name in views[ipus[0]]}
-    weights = {name: w[:, None] if w.ndim == 2 else w for name, w in weights.items()}
-    xs = np.stack([x[rep * rows:(rep + 1) * rows] for rep in reps])
+    weights = _replica_weights(trainer, ipus, params, views)
+    xs = _rows_of(x, reps, rows)
     forward = [op_timer(trainer) for _ in reps]
     outs, cache = trainer.stage.forward(model, trainer.blocks[0], [weights], [xs], ReplicaGroup(ipus, forward, m))
     key = ("replicas", tuple(reps))
@@ -104,7 +142,7 @@ def run_replicas(trainer, reps: list[int], order: list[Op], x: np.ndarray, y: np
         share = cache_bytes(ipus[:1], cache, params, len(reps) * m)[0][1]  # one micro-batch of one replica
         trainer.cache_shares[key] = [(ipu, share) for ipu in ipus]
     logits = outs[0].reshape(-1, outs[0].shape[-1])
-    targets = np.concatenate([y[rep * rows:(rep + 1) * rows] for rep in reps])
+    targets = _rows_of(y, reps, rows).reshape(-1)
     per_sample, ds = loss(model, [logits], targets, trainer.workload.global_batch)
     losses.extend(per_sample.reshape(len(reps), -1))
     backward = [op_timer(trainer) for _ in reps]

@@ -14,7 +14,7 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from vipu.fabric import Group, LocalTransport
-from vipu.hardware.topology import Topology
+from vipu.hardware.topology import topology_of
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.parts import PARTS
 from vipu.jobs.planner import describe_model, plan
@@ -52,7 +52,7 @@ def run_training(workload, pod, first_ipu: int = 0, transport_factory: Callable[
     if environments is None:
         environments = local_environments(workload.layout, pod, first_ipu)
     instances = read_instances(environments, workload.layout)
-    topology = Topology(pod)
+    topology = topology_of(pod)  # the same every run: what is priced on it is kept (fabric/known_schedules.py)
     group = Group.block(topology, first_ipu, workload.layout.ipus)
     prediction = plan(workload, pod, assumptions)
     wanted = workload.steps if steps is None else steps

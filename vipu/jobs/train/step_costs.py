@@ -29,8 +29,10 @@ from vipu.jobs.train.holdings import Holdings
 from vipu.jobs.train.machine_charges import charge_compute, machine_streaming_s
 from vipu.jobs.train.pipeline_schedule import Timeline, timeline
 from vipu.jobs.train.results import IpuReport, StepReport
+from vipu.jobs.train.work import kept_for
 
 LINES_KEPT = 64  # distinct pipeline timelines kept per trainer (a steady loop has one per replica at most)
+_charges: dict = {}  # Pod -> the machines' steps built on it so far (charge_compute's `built`)
 
 
 class StepCosts:
@@ -39,8 +41,11 @@ class StepCosts:
     def __init__(self, trainer):
         self.trainer = trainer
         self.lines: dict = {}  # the pipeline timelines laid out so far, by their ops' durations
-        self.charges: dict = {}  # the machines' steps built so far (charge_compute), by their figures
+        # the machines' steps built so far (charge_compute), by their figures, kept for every run on the Pod: a job
+        # repeating an earlier one's figures hands the machines the same steps, priced already (Machine.run_step)
+        self.charges = kept_for(_charges, trainer.pod)
         self.kept: dict[int, int] | None = None  # per IPU, the bytes SRAM keeps all step (holdings)
+        self.last_ipus: tuple | None = None  # (the last step's figures, its IPUs' reports)
 
     def stored_weight_bytes(self, ipu: int) -> int:
         """The IPU's weights as stored between uses, in the model's dtype (memory_estimate.stored_weight_bytes)."""
@@ -79,7 +84,8 @@ class StepCosts:
     def timeline(self, timers: dict) -> Timeline:
         """The pipeline laid out from the ops' durations (timers in the step's order), once per distinct set of
         them."""
-        durations = tuple(timer.total_s for timer in timers.values())
+        totals = {timer: timer.total_s for timer in dict.fromkeys(timers.values())}  # stacked: one timer, m ops
+        durations = tuple(map(totals.__getitem__, timers.values()))
         line = self.lines.get(durations)
         if line is None:
             if len(self.lines) >= LINES_KEPT:
@@ -106,19 +112,25 @@ class StepCosts:
             for link, nbytes in result.bytes_per_link_type.items():
                 by_link[link] += nbytes * times
                 by_kind[kind] += nbytes * times
-        per_ipu = {}
+        figures = []
         for ipu in t.ipus:
             sram, activations = held.sram_peak(ipu)
             streamed = self.state_bytes(ipu) if t.streamed else 0  # the optimiser state
             if t.lay.phased:  # and weights and accumulators as stored, and the stashed block inputs
                 streamed += 2 * self.stored_weight_bytes(ipu) + held.stash_bytes(ipu)
-            per_ipu[ipu] = IpuReport(compute_s=compute[ipu], utilisation=compute[ipu] / step_s if step_s else 0.0,
-                                     memory_bytes=int(sram), activation_bytes=int(activations),
-                                     streaming_bytes=int(streamed))
+            figures.append((ipu, compute[ipu], int(sram), int(activations), int(streamed)))
+        key = (step_s, tuple(figures))
+        if self.last_ipus is None or self.last_ipus[0] != key:  # a steady loop's steps report the same figures
+            per_ipu = {ipu: IpuReport(compute_s=seconds, utilisation=seconds / step_s if step_s else 0.0,
+                                      memory_bytes=sram, activation_bytes=activations, streaming_bytes=streamed)
+                       for ipu, seconds, sram, activations, streamed in figures}
+            self.last_ipus = (key, per_ipu)
+            # what the machines report their IPUs hold: told again only when it changes (they keep what they were told)
+            t.fabric.hold("held", {ipu: (r.memory_bytes, r.streaming_bytes) for ipu, r in per_ipu.items()})
+        per_ipu = self.last_ipus[1]
         # the machines' utilisation counters (`vipu top`): each IPU's compute, the rest of the step as exchange
         charge_compute(t.fabric.transport, t.pod, {ipu: r.compute_s for ipu, r in per_ipu.items()}, step_s,
                        "train step", t.model.dtype, self.charges)
-        t.fabric.hold("held", {ipu: (r.memory_bytes, r.streaming_bytes) for ipu, r in per_ipu.items()})
         return StepReport(
             step=step, loss=float(np.concatenate(losses).mean()), emulated_step_s=step_s, compute_s=compute_s,
             comm_s=tp_s + send_s + dp_s, tensor_parallel_s=tp_s, pipeline_send_s=send_s, sync_s=sync_s,

@@ -104,11 +104,11 @@ class Tiled(WrappedTransport):
         return numel // self.stacked, dtype
 
     def run_steps(self, name: str, steps: Sequence[Sequence[Transfer]]) -> None:
-        numel = self.spec(steps[0][0].src, name)[0]
-        key = (id(steps), numel, self.stacked)
+        # steps are planned for one micro-batch of this tensor (spec), so the steps and the stack say its size
+        key = (id(steps), self.stacked)
         kept = self.tiled.get(key)
         if kept is None or kept[0] is not steps:  # the steps themselves are kept too: an id is not reused meanwhile
-            kept = self.tiled[key] = (steps, self._tile(steps, numel))
+            kept = self.tiled[key] = (steps, self._tile(steps, self.spec(steps[0][0].src, name)[0]))
         self.inner.run_steps(name, kept[1])
 
     def _tile(self, steps: Sequence[Sequence[Transfer]], numel: int) -> list[list[Transfer]]:

@@ -15,7 +15,7 @@ the compute set. The operation's emulated time is, in order:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Mapping
+from typing import Callable, Hashable, Mapping
 
 import numpy as np
 
@@ -35,6 +35,26 @@ def compute_set_times(pod, dtype: str, flops: Mapping[int, float], efficiency: f
     for ipu, n in (cycles or {}).items():  # as FLOPs at the peak rate, which the tile's cycles are counted at
         per_tile[ipu] = per_tile.get(ipu, 0.0) + n / tiles * per_cycle
     return bsp.compute_only(pod.ipu, pod.links.ipu_link, dtype, per_tile)
+
+
+PRICES_KEPT = 4096  # distinct compute sets kept priced per Pod and efficiency (a training loop's: a few dozen)
+_prices: dict[tuple, dict] = {}
+
+
+def kept_for(tables: dict, key: Hashable) -> dict:
+    """tables[key], made empty the first time; at most 16 kept (the Pods, and efficiencies, a process runs on)."""
+    table = tables.get(key)
+    if table is None:
+        if len(tables) >= 16:
+            tables.clear()
+        table = tables[key] = {}
+    return table
+
+
+def prices_on(pod, efficiency: float) -> dict:
+    """The compute sets priced so far on `pod` at `efficiency` (OpTimer.prices), kept for every run there: a job's
+    first step then prices only the shapes no run before it had."""
+    return kept_for(_prices, (pod, efficiency))
 
 
 class OpTimer:
@@ -69,6 +89,8 @@ class OpTimer:
         key = (self.dtype, tuple(self.pending.items()), tuple(self.pending_cycles.items()))
         priced = self.prices.get(key)
         if priced is None:
+            if len(self.prices) >= PRICES_KEPT:
+                self.prices.clear()
             times = compute_set_times(self.pod, self.dtype, self.pending, self.efficiency, self.pending_cycles)
             priced = self.prices[key] = (times.step_s, tuple((ipu, t.compute_s) for ipu, t in times.ipus.items()))
         step_s, per_ipu = priced

@@ -13,6 +13,10 @@ import numpy as np
 from vipu.sdk.nn.vector_cycles import SCORE_BACKWARD_CYCLES, SCORE_FORWARD_CYCLES
 
 LN_EPS = 1e-5
+# the most elements of every micro-batch's weight gradient at once for which wgrad makes them in one batched matmul (a
+# numpy call per micro-batch costs more than the arithmetic of a small one); larger ones are made one at a time into
+# one reused buffer, which stays in cache
+STACKED_WGRAD_ELEMENTS = 1 << 16
 
 
 def matmul_flops(a: np.ndarray, b: np.ndarray) -> float:
@@ -26,6 +30,8 @@ def wgrad(a: np.ndarray, dy: np.ndarray, groups: int = 1) -> np.ndarray:
     if groups == 1:
         return a.reshape(-1, a.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
     a, dy = a.reshape(groups, -1, a.shape[-1]), dy.reshape(groups, -1, dy.shape[-1])
+    if groups * a.shape[-1] * dy.shape[-1] <= STACKED_WGRAD_ELEMENTS:  # small: one call, each slice the same matmul
+        return in_order(np.matmul(a.mT, dy))
     out = a[0].T @ dy[0]
     part = np.empty_like(out)  # each next one's made here and added in place: no fresh memory per micro-batch
     for j in range(1, groups):
@@ -35,9 +41,11 @@ def wgrad(a: np.ndarray, dy: np.ndarray, groups: int = 1) -> np.ndarray:
 
 def in_order(parts: np.ndarray) -> np.ndarray:
     """parts[0] + parts[1] + ..., left to right: the sum a loop over the micro-batches accumulates, to the bit."""
-    out = parts[0]
-    for part in parts[1:]:
-        out = out + part
+    if len(parts) == 1:
+        return parts[0]
+    out = parts[0] + parts[1]
+    for part in parts[2:]:
+        out += part  # in place: the same sums, no fresh array per micro-batch
     return out
 
 
@@ -62,9 +70,8 @@ def relu_back(dy: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 def layernorm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, tuple]:
     """Normalise over the last axis, then scale and shift; returns (y, cache for layernorm_back)."""
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    inv = 1.0 / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + LN_EPS)
+    centred = x - _row_mean(x)
+    inv = 1.0 / np.sqrt(_row_mean(centred * centred) + LN_EPS)
     norm = centred * inv
     return norm * gain + bias, (norm, inv, gain)
 
@@ -79,8 +86,14 @@ def layernorm_back(dy: np.ndarray, cache: tuple, groups: int = 1) -> tuple[np.nd
     else:
         dgain, dbias = rows(dy * norm, groups), rows(dy, groups)
     dnorm = dy * gain
-    dx = inv * (dnorm - dnorm.mean(axis=-1, keepdims=True) - norm * (dnorm * norm).mean(axis=-1, keepdims=True))
+    dx = inv * (dnorm - _row_mean(dnorm) - norm * _row_mean(dnorm * norm))
     return dx, dgain, dbias
+
+
+def _row_mean(x: np.ndarray) -> np.ndarray:
+    """x.mean(axis=-1, keepdims=True), the same arithmetic (numpy's sum, then divided by the count) without the
+    Python numpy wraps it in, which costs more than the sum on a small tensor-parallel shard's rows."""
+    return np.add.reduce(x, axis=-1, keepdims=True) / x.shape[-1]
 
 
 def _heads(x: np.ndarray, heads: int) -> np.ndarray:
