@@ -23,6 +23,12 @@ def test_agents_are_padded_to_the_widest_machine_number(machines, first, last):
     assert hostlist(agent_name(m, machines) for m in range(machines)) == f"ag[{first[2:]}-{last[2:]}]"
 
 
+def test_a_host_list_ranges_numbers_of_one_width_and_keeps_unnumbered_names_whole():
+    assert hostlist(["ag03", "ag00", "ag01", "machine9", "ag0100"]) == "ag[00-01,03,0100],machine9"
+    assert hostlist(["ag", "ag01", "ag02", "gw", "ag02"]) == "ag,ag[01-02],gw"  # (not ag[,01-02])
+    assert hostlist(["ag9", "ag10"]) == "ag[9,10]" and hostlist(["x7"]) == "x7"
+
+
 def test_a_machine_without_an_agent_is_padded_too():
     assert machine_name(7, 256) == "machine007" and machine_name(7, 4) == "machine07"
 

@@ -43,12 +43,14 @@ def hostlist(names: Iterable[str]) -> str:
     groups: dict[str, list[tuple[int, str]]] = {}
     for name in dict.fromkeys(names):
         m = _NUMBERED.fullmatch(name)
-        prefix, number = (m.group(1), m.group(2)) if m else (name, "")
-        groups.setdefault(prefix, []).append((int(number) if number else -1, number))
+        if m is None:  # no number to range over: the name alone, even where it is another name's prefix
+            groups[f"\0{name}"] = []
+            continue
+        groups.setdefault(m.group(1), []).append((int(m.group(2)), m.group(2)))
     parts = []
     for prefix, numbers in groups.items():
-        if numbers == [(-1, "")]:
-            parts.append(prefix)
+        if not numbers:
+            parts.append(prefix[1:])
             continue
         numbers.sort()
         spans: list[list[tuple[int, str]]] = []
