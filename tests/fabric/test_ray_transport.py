@@ -219,3 +219,34 @@ def test_free_tensors_frees_each_in_one_call_per_machine_and_skips_what_is_gone(
     for ipu in (8, 15):
         with pytest.raises(NotFound):
             transport.get_tensor(ipu, name)
+
+
+def test_equal_arrays_on_one_machine_travel_once_and_each_ipu_keeps_its_own(pools):
+    """Replicas' weights after an update are equal: they go to the machine once, which copies them onto each IPU,
+    so a collective that then changes each IPU differently gives what it gives on separate arrays. An array that
+    differs only in the sign of a zero, or in dtype, is not taken for another."""
+    from vipu.fabric import LocalTransport
+
+    group = block("bow-pod16", 4, 4)
+    transport = RayTransport.for_group(pools("bow-pod16"), group, deferred=True)
+    local = LocalTransport()
+    name = next(names)
+    same = floats(13)(0)
+    same[0, 0] = 0.0
+    signed = same.copy()
+    signed[0, 0] = -0.0
+    arrays = {4: same, 5: same.copy(), 6: signed, 7: same.copy()}
+    for t in (transport, local):
+        t.put_tensors(name, arrays)
+    [(method, (_, sent))] = transport.calls.queued[1]  # machine 1 holds IPUs 4-7
+    assert method == "put_tensors" and sent[0] is sent[1] is sent[3] and sent[2] is not sent[0]
+    assert transport.get_tensor(6, name).tobytes() == signed.tobytes() != same.tobytes()
+    for t in (transport, local):
+        reduce_scatter(group, name, t)
+    want = local.get_tensors(name, group.ipus)
+    got = transport.get_tensors(name, group.ipus)
+    assert {ipu: a.tobytes() for ipu, a in got.items()} == {ipu: a.tobytes() for ipu, a in want.items()}
+    assert got[4].tobytes() != got[5].tobytes()  # each IPU's own copy was reduced into
+    other = next(names)
+    transport.put_tensors(other, {4: same, 5: same.view(np.int32)})
+    assert transport.get_tensor(5, other).dtype == np.int32

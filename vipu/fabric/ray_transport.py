@@ -31,7 +31,7 @@ from vipu.fabric.group import Group
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import by_machine
 from vipu.fabric.transfer_schedule import Transfer
-from vipu.fabric.transport import by_machine_index, held_by_machine
+from vipu.fabric.transport import by_machine_index, held_by_machine, same_bits
 
 if TYPE_CHECKING:
     from vipu.workers import bsp
@@ -103,12 +103,18 @@ class RayTransport:
 
     def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
         """One call per machine (deferred: queued, with a copy of each array: the batch goes at the next wait, and
-        the caller may change its arrays meanwhile)."""
+        the caller may change its arrays meanwhile). An array with the same dtype and bits as another IPU's of the
+        same machine goes as that one, and travels once (pickle sends an object once per call): the replicas'
+        weights and optimiser state after a data-parallel update. The machine copies it onto each IPU."""
         machines: dict[int, dict[int, np.ndarray]] = defaultdict(dict)
         for ipu, array in arrays.items():
             machine, index = self._machine(ipu)
-            machines[machine][index] = np.array(array) if self.calls.deferred else array
-            self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
+            array = np.asarray(array)
+            mine = machines[machine]
+            mine[index] = next((kept for kept in mine.values() if _twin(kept, array)), None)
+            if mine[index] is None:
+                mine[index] = np.array(array) if self.calls.deferred else array
+            self.specs[(ipu, name)] = (int(array.size), array.dtype)
         for machine, mine in machines.items():
             self.calls.queue(machine, "put_tensors", name, mine)
         if not self.calls.deferred:
@@ -180,11 +186,12 @@ class RayTransport:
         self.calls.wait(refs)
 
     def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
-        refs = []
+        """Awaited (a reservation over SRAM fails here), deferred in the machines' batches: a trainer's reservation
+        goes with its weights, one call per machine."""
         for ipu, nbytes in sizes.items():
-            actor, index = self._at(ipu)
-            refs.append(actor.reserve.remote(index, name, int(nbytes)))
-        self.calls.wait(refs)
+            machine, index = self._machine(ipu)
+            self.calls.queue(machine, "reserve", index, name, int(nbytes))
+        self.calls.wait([])
 
     def hold(self, name: str, held: Mapping[int, tuple[int, int]]) -> None:
         machines: dict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
@@ -261,3 +268,10 @@ class RayTransport:
     def record_compute(self, steps: Mapping[int, bsp.Step]) -> None:
         """Each machine runs its step on its BSP counters (Machine.run_step); deferred, queued for the next wait."""
         self._later("run_step", {m: (step,) for m, step in sorted(steps.items())})
+
+
+def _twin(kept: np.ndarray, array: np.ndarray) -> bool:
+    """Whether `array` can go as `kept`: the same dtype and bits. A few leading items first, so that shards that
+    differ cost no whole comparison."""
+    return (kept.dtype == array.dtype and kept.shape == array.shape
+            and same_bits(kept.reshape(-1)[:16], array.reshape(-1)[:16]) and same_bits(kept, array))

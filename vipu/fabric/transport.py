@@ -118,6 +118,17 @@ def held_by_machine(held: Iterable[tuple[int, str]], ipus_per_machine: int) -> d
     return machines
 
 
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a and b have the same shape and bytes (a.tobytes() == b.tobytes(), NaNs and -0.0 included); past 64
+    KiB compared as unsigned integers of the items' width: no copies, a few times faster on a step's weights."""
+    if a.shape != b.shape or a.dtype.itemsize != b.dtype.itemsize:
+        return False
+    if a.dtype.itemsize not in (1, 2, 4, 8) or a.nbytes <= 1 << 16:  # the copies cost less than array_equal
+        return a.tobytes() == b.tobytes()
+    bits = f"u{a.dtype.itemsize}"
+    return np.array_equal(np.ascontiguousarray(a).view(bits), np.ascontiguousarray(b).view(bits))
+
+
 class WrappedTransport:
     """A transport that passes every call on to the one it wraps (`inner`): a wrapper overrides only what it
     changes."""
