@@ -241,6 +241,12 @@ def test_equal_arrays_on_one_machine_travel_once_and_each_ipu_keeps_its_own(pool
     [(method, (_, sent))] = transport.calls.queued[1]  # machine 1 holds IPUs 4-7
     assert method == "put_tensors" and sent[0] is sent[1] is sent[3] and sent[2] is not sent[0]
     assert transport.get_tensor(6, name).tobytes() == signed.tobytes() != same.tobytes()
+    import ray
+
+    back = ray.get(transport.actors[1].get_tensors.remote(name, [0, 1, 2, 3]))  # and back once, too
+    assert back[0] is back[1] is back[3] and back[2] is not back[0]
+    read = transport.get_tensors(name, [4, 5, 7])  # each IPU's own array again
+    assert len({id(a) for a in read.values()}) == 3 and {a.tobytes() for a in read.values()} == {same.tobytes()}
     for t in (transport, local):
         reduce_scatter(group, name, t)
     want = local.get_tensors(name, group.ipus)

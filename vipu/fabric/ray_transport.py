@@ -31,7 +31,7 @@ from vipu.fabric.group import Group
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import by_machine
 from vipu.fabric.transfer_schedule import Transfer
-from vipu.fabric.transport import by_machine_index, held_by_machine, same_bits
+from vipu.fabric.transport import by_machine_index, held_by_machine, twin
 
 if TYPE_CHECKING:
     from vipu.workers import bsp
@@ -111,7 +111,7 @@ class RayTransport:
             machine, index = self._machine(ipu)
             array = np.asarray(array)
             mine = machines[machine]
-            mine[index] = next((kept for kept in mine.values() if _twin(kept, array)), None)
+            mine[index] = next((kept for kept in mine.values() if twin(kept, array)), None)
             if mine[index] is None:
                 mine[index] = np.array(array) if self.calls.deferred else array
             self.specs[(ipu, name)] = (int(array.size), array.dtype)
@@ -147,9 +147,14 @@ class RayTransport:
         return result
 
     def _by_ipu(self, ipus: Sequence[int], machines: dict[int, list[int]], got: list) -> dict[int, np.ndarray]:
+        """Each IPU's array, its own: an array a machine sent once for several IPUs (MachineActor.get_tensors) is
+        copied for each after the first, as the caller may change them in place."""
         out = {}
         for (m, local), arrays in zip(machines.items(), got):
-            out.update({m * self.ipus_per_machine + index: array for index, array in zip(local, arrays)})
+            seen: set[int] = set()
+            for index, array in zip(local, arrays):
+                out[m * self.ipus_per_machine + index] = array.copy() if id(array) in seen else array
+                seen.add(id(array))
         return {ipu: out[ipu] for ipu in ipus}
 
     def free_tensor(self, ipu: int, name: str) -> None:
@@ -268,10 +273,3 @@ class RayTransport:
     def record_compute(self, steps: Mapping[int, bsp.Step]) -> None:
         """Each machine runs its step on its BSP counters (Machine.run_step); deferred, queued for the next wait."""
         self._later("run_step", {m: (step,) for m, step in sorted(steps.items())})
-
-
-def _twin(kept: np.ndarray, array: np.ndarray) -> bool:
-    """Whether `array` can go as `kept`: the same dtype and bits. A few leading items first, so that shards that
-    differ cost no whole comparison."""
-    return (kept.dtype == array.dtype and kept.shape == array.shape
-            and same_bits(kept.reshape(-1)[:16], array.reshape(-1)[:16]) and same_bits(kept, array))

@@ -129,6 +129,26 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return np.array_equal(np.ascontiguousarray(a).view(bits), np.ascontiguousarray(b).view(bits))
 
 
+def twin(kept: np.ndarray, array: np.ndarray) -> bool:
+    """Whether `array` can travel as `kept`: the same dtype and bits. A few leading items first, so that shards that
+    differ cost no whole comparison."""
+    return (kept.dtype == array.dtype and kept.shape == array.shape
+            and same_bits(kept.reshape(-1)[:16], array.reshape(-1)[:16]) and same_bits(kept, array))
+
+
+def once_each(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """`arrays`, each that is a twin of an earlier one replaced by that one: pickled in one call, an object goes
+    once (what a machine sends back of the replicas' equal weights, state and reduced gradients)."""
+    distinct: list[np.ndarray] = []
+    out = []
+    for array in arrays:
+        kept = next((kept for kept in distinct if twin(kept, array)), None)
+        if kept is None:
+            distinct.append(kept := array)
+        out.append(kept)
+    return out
+
+
 class WrappedTransport:
     """A transport that passes every call on to the one it wraps (`inner`): a wrapper overrides only what it
     changes."""

@@ -20,6 +20,7 @@ import os
 import numpy as np
 import ray
 
+from vipu.fabric.transport import once_each
 from vipu.hardware.pod import PodConfig
 from vipu.workers import bsp, collective_steps
 from vipu.workers.machine import Machine
@@ -79,7 +80,8 @@ class MachineActor:
             self.machine.put_tensor(ipu, name, array)
 
     def get_tensors(self, name: str, ipus: list[int]) -> list[np.ndarray]:
-        return [self.machine.get_tensor(ipu, name) for ipu in ipus]
+        """Equal arrays as one object, sent once (RayTransport._by_ipu copies it for each IPU again)."""
+        return once_each([self.machine.get_tensor(ipu, name) for ipu in ipus])
 
     def read_transfers(self, name: str, reads: list) -> list[np.ndarray]:
         return collective_steps.read_transfers(self.machine, name, reads)
