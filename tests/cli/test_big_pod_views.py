@@ -10,7 +10,8 @@ from types import SimpleNamespace
 from rich.console import Console
 
 from vipu.cli.node_info import Group, Node, collapsed, node_state, summary
-from vipu.cli.nodes import Machines, blocks_of, hostlist, numbered, ranges
+from vipu.cli.nodes import Machines, blocks_of, numbered, ranges
+from vipu.partition.node_names import hostlist
 from vipu.cli.top import UNWRAPPED, frame
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p

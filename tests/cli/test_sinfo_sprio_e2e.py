@@ -10,7 +10,7 @@ import pytest
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import jobs, submit, wait_for
 from tests.cli.test_squeue_e2e import refused
-from vipu.cli.nodes import hostlist
+from vipu.partition.node_names import hostlist
 
 
 def out(server, command: str, *args: str) -> list[str]:

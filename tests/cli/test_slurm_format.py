@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vipu.cli.nodes import hostlist
+from vipu.partition.node_names import hostlist
 from vipu.cli.slurm_format import (
     Column,
     named_layout,

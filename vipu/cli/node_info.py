@@ -13,10 +13,10 @@ import typer
 from vipu.cli.context import JsonOption, ShortNoHeaderOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_selection import given
-from vipu.cli.nodes import DEFAULT_PARTITION, hostlist, numbered
+from vipu.cli.nodes import DEFAULT_PARTITION, numbered
 from vipu.cli.output import as_dict, print_json, table
 from vipu.cli.slurm_format import Column, percent_layout, render
-from vipu.partition.node_names import natural_key
+from vipu.partition.node_names import hostlist, natural_key
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
 

@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-from vipu.partition.node_names import hostlist  # noqa: F401 (the CLI's callers import it from here)
 from vipu.v1 import partition_pb2 as p
 
 DEFAULT_PARTITION = "default"  # the allocation of every agent that no named allocation holds

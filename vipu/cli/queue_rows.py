@@ -100,7 +100,7 @@ class JobRow(NamedTuple):
         return len(self.nodes) or (self.machines.count(self.job.ipus) if self.machines else 0)
 
     def node_list(self) -> str:
-        from vipu.cli.nodes import hostlist
+        from vipu.partition.node_names import hostlist
 
         return hostlist(self.nodes)
 

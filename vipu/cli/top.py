@@ -17,6 +17,7 @@ import typer
 from vipu.cli.job_ids import job_id
 from vipu.cli.nodes import ranges
 from vipu.client.messages import seconds
+from vipu.partition.node_names import natural_key
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
 
@@ -70,7 +71,7 @@ def _racks(machines) -> list[tuple[list[int], list, list]]:
 
 def _names(partitions: set[str], every: bool) -> str:
     """The partitions on a row, slurm_9 before slurm_10; on a row of racks the first few and +N."""
-    names = sorted(partitions, key=lambda n: (len(n), n))
+    names = sorted(partitions, key=natural_key)
     more = 0 if every else len(names) - PARTITION_NAMES
     return " ".join(names[:len(names) - max(more, 0)]) + (f" +{more}" if more > 0 else "")
 
@@ -155,7 +156,8 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
         start = f" (start ~{max(0, seconds(x.expected_start) - now):.0f}s)" if x.HasField("expected_start") else ""
         waiting.add_row(job_id(x), x.name, x.user, str(x.ipus), x.reason + start)
     # the legend on a line of its own: a caption would wrap to the table's width, mid-phrase
-    parts = [title, machines, Text(caption, style="dim"), running if running.row_count else Text("No job is running.", style="dim"),
+    parts = [title, machines, Text(caption, style="dim"),
+             running if running.row_count else Text("No job is running.", style="dim"),
              waiting if waiting.row_count else Text("The queue is empty.", style="dim")]
     return Group(*parts)
 

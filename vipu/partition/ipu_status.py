@@ -31,22 +31,29 @@ class IpuStatus(NamedTuple):  # a NamedTuple: 65,536 of them are made for one li
         return self.partition is not None and self.state != "failed"
 
 
-def ipu_statuses(state: PodState) -> list[IpuStatus]:
-    """Each IPU's state and the partition holding it."""
+def _not_idle(state: PodState) -> tuple[dict[int, str], dict[int, str]]:
+    """(the partition holding each IPU a partition holds, the state of each IPU that is not idle)."""
     owner = {ipu: p.name for p in state.partitions.values() for ipu in p.ipus}
-    agents = {machine: agent.name for machine, agent in state.agent_of_machine().items()}
     # draining before allocated: a job still running on a drained agent's IPUs must show the drain (Slurm's
     # drng), and in a state of its own, so what counts IPUs in use can add it (it holds a job) and what
     # counts drained ones is not told about the work; failed before all
-    kinds = dict.fromkeys(ipus_in(state.drained_mask), "drained")
+    kinds = dict.fromkeys(owner, "allocated")
+    kinds.update(dict.fromkeys(ipus_in(state.drained_mask), "drained"))
     kinds.update(dict.fromkeys(ipus_in(state.draining_mask), "draining"))
     kinds.update(dict.fromkeys(state.failed_ipus, "failed"))
+    return owner, kinds
+
+
+def ipu_statuses(state: PodState) -> list[IpuStatus]:
+    """Each IPU's state and the partition holding it."""
+    owner, kinds = _not_idle(state)
+    agents = {machine: agent.name for machine, agent in state.agent_of_machine().items()}
     per_machine, per_ild = state.pod.machine.ipus, state.pod.machines_per_ild
     statuses = []
     for ipu in range(state.pod.ipus):
         machine, index = divmod(ipu, per_machine)  # topology.place, inlined
         partition = owner.get(ipu)
-        kind = kinds.get(ipu) or ("allocated" if partition is not None else "idle")
+        kind = kinds.get(ipu, "idle")
         statuses.append(IpuStatus(ipu, machine, index, machine // per_ild, agents.get(machine), kind, partition))
     return statuses
 
@@ -75,11 +82,7 @@ def machine_statuses(state: PodState, machines: Iterable[int] | None = None) -> 
     """These machines (None: every one), in order, each with its IPUs counted by state as ipu_statuses() sets it.
     Only IPUs that are not idle are visited: an idle 65,536-IPU Pod is 16,384 rows, not 65,536 statuses."""
     per_machine, per_ild, total = state.pod.machine.ipus, state.pod.machines_per_ild, state.pod.machines
-    owner = {i: p.name for p in state.partitions.values() for i in p.ipus}
-    busy: dict[int, str] = dict.fromkeys(owner, "allocated")
-    busy.update(dict.fromkeys(ipus_in(state.drained_mask), "drained"))  # the precedence of ipu_statuses()
-    busy.update(dict.fromkeys(ipus_in(state.draining_mask), "draining"))
-    busy.update(dict.fromkeys(state.failed_ipus, "failed"))
+    owner, busy = _not_idle(state)
     counts: dict[int, list[int]] = {}
     for ipu, kind in busy.items():
         counts.setdefault(ipu // per_machine, [0, 0, 0, 0])[_KINDS.index(kind)] += 1
