@@ -56,7 +56,10 @@ each row's error if attention's batched matmuls ran slower by the estimate's rat
 Three checks on the two SL512 packed rows follow (planner_sl512.py): SL512 packed over SL128 packed as published by
 PopART and by PyTorch (the same layout, counted the same way) and as planned; each BERT-Large pre-training config's
 step split into a fixed part and its micro-batches' ticks from its Pod16 and Pod64 figures; and the encoder layer's
-matmuls planned with each tile's piece held under the config's available_memory_proportion.
+matmuls planned with each tile's piece held under the config's available_memory_proportion. A last table
+(planner_attention.py) tests issue 25's hypothesis for those rows, attention's s^2 part dearer than planned by its
+shape: on pairs of rows from one framework and edition that differ in sequence length, the multiple of the part's
+planned cost that plans each pair's ratio as published.
 Everything here is a prediction from formulas: no wall-clock time is measured.
 """
 
@@ -73,6 +76,7 @@ from vipu.jobs.assumptions import DEFAULT
 from vipu.jobs.calibration import (BERT_FIT_SEQUENCES_PER_S, BERT_FIT_SPECS, IMAGENET_TRAIN_IMAGES, POD128_RUN,
                                    PODS, RUNS, bert_spec, plan_of, resnet50_spec, solve)
 from vipu.jobs.command import plan_file
+from planner_attention import attention_by_shape
 from planner_checks import config_checks
 from planner_matmuls import matmul_plans
 from planner_shapes import micro_batch_shapes, score_needs
@@ -304,6 +308,8 @@ def main() -> None:
     matmul_plans(POINTS, planned)
     print()
     sl512_checks(POINTS, planned)
+    print()
+    attention_by_shape(POINTS)
     print()
     print("assumptions (vipu plan prints these with every plan):")
     for line in DEFAULT.lines():

@@ -146,10 +146,10 @@ def score_needs(points, grid=(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0)) -> None:
         workload = point.spec["workload"]
         groups = workload["layout"]["micro_batch"] * workload["model"]["heads"]
         print(f"  {point.model:<24} {PODS[point.ipus]:<11} {groups:>6}" + "".join(f" {row[i]:>+7.1%}" for i in shown)
-              + f" {_crossing(grid, row):>6}")
+              + f" {crossing(grid, row):>6}")
 
 
-def _crossing(grid, errors) -> str:
+def crossing(grid, errors) -> str:
     """The multiple where the errors (falling as it grows) cross 0, linear between grid points."""
     if abs(errors[-1] - errors[0]) < 0.005:
         return "-"

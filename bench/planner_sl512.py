@@ -34,7 +34,7 @@ def sl512_checks(points, planned) -> None:
     _memory_capped_plans(points)
 
 
-def _find(points, model: str, ipus: int):
+def find_point(points, model: str, ipus: int):
     return next(point for point in points if point.model == model and point.ipus == ipus)
 
 
@@ -44,7 +44,7 @@ def _framework_ratios(points, planned) -> None:
     print("SL512 packed over SL128 packed (sequences a second), published in two frameworks and planned:")
     print(f"  {'system':<11} {'PopART':>7} {'PyTorch':>8} {'planned':>8}")
     for ipus, (sl128, sl512) in PYTORCH_PACKED.items():
-        short, long = (_find(points, f"BERT-Large SL{n} packed", ipus) for n in (128, 512))
+        short, long = (find_point(points, f"BERT-Large SL{n} packed", ipus) for n in (128, 512))
         print(f"  {PODS[ipus]:<11} {long.published / short.published:>7.3f} {sl512 / sl128:>8.3f}"
               f" {planned(long).throughput / planned(short).throughput:>8.3f}")
 
@@ -57,7 +57,7 @@ def _ticks_and_fixed(points, planned) -> None:
     for model in ("BERT-Large SL128", "BERT-Large SL384", "BERT-Large SL128 packed", "BERT-Large SL512 packed"):
         published, predicted, m = [], [], []
         for ipus in (16, 64):
-            point = _find(points, model, ipus)
+            point = find_point(points, model, ipus)
             plan = planned(point)
             predicted.append(plan.step_s)
             published.append(plan.step_s * plan.throughput / point.published)
