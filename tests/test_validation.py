@@ -56,3 +56,20 @@ def test_a_huge_whole_number_is_not_spelled_out():
     with pytest.raises(InvalidArgument) as e:
         load_spec('{"ipus": 1e308}', "job.json")
     assert e.value.message.endswith("ipus: Input should be a valid integer, not 1e+308; write a whole number")
+
+
+@pytest.mark.parametrize("text, want", [
+    ("ipus: true", "ipus: Input should be a valid integer, not true; give a number, not true or false"),
+    ("ipus: 4\nname: 123", "name: Input should be a valid string, not 123; quote it ('123') to give it as text"),
+    ("ipus: 4\nname:", "name: Input should be a valid string, not null; give a value"),
+    ("ipus: 4\ndependency: [1]", "dependency: Input should be a valid string, not a list; give one value"),
+    ("ipus: 4\nhold: {a: 1}", "hold: Input should be a valid boolean, not a mapping; give one value"),
+])
+def test_a_value_of_the_wrong_type_is_said_as_yaml_writes_it_with_the_fix(text, want):
+    """Regression: `ipus: true` said "not True" and `name: [a]` "Input should be a valid string", neither with a fix."""
+    from vipu.errors import InvalidArgument
+    from vipu.scheduler.job_spec import load_spec
+
+    with pytest.raises(InvalidArgument) as e:
+        load_spec(text, "job.yaml")
+    assert e.value.message == f"invalid job.yaml: {want}"

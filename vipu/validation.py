@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the CLI imports this module for MAX_SPEC_BYTES; pydantic would add ~30 ms to its start-up
@@ -15,11 +16,26 @@ MAX_REQUEST_ID = 128  # a submit's request_id, in characters
 MAX_SPECS_PER_CALL = 10_000  # SubmitJobs: specs in one call (a queue of 10,000 from one command)
 
 
+SCALARS = ("int_", "float_", "bool_", "string_")  # pydantic's error types of a field that takes one plain value
+
+
+def _shown(given: object) -> str:
+    """A value as the user's YAML or JSON wrote it: true, false and null, not Python's True, False and None."""
+    return json.dumps(given) if isinstance(given, bool) or given is None else repr(given)
+
+
 def _fix(kind: str, given: object) -> str:
-    """A hint for a scalar of the wrong type: the usual cause is a number or boolean written as a string."""
+    """A hint for a scalar of the wrong type: the usual cause is a number or boolean written as a string, or the
+    other way round."""
     numeric = isinstance(given, str) and given.strip().lstrip("-").replace(".", "", 1).isdigit()
     if kind.startswith(("int_", "float_")) and numeric:
         return "; write the number without quotes"
+    if kind.startswith(("int_", "float_")) and isinstance(given, bool):
+        return "; give a number, not true or false"
+    if kind.startswith("string_") and isinstance(given, (bool, int, float)):
+        return f"; quote it ('{_shown(given)}') to give it as text"
+    if given is None:  # `name:` with nothing after it reads as null
+        return "; give a value"
     if kind.startswith("int_") and isinstance(given, float):  # 1e308 is integral too: no 309-digit suggestion
         return f"; write a whole number{f' ({int(given)})' if given.is_integer() and abs(given) < 1e15 else ''}"
     if kind.startswith("bool_"):
@@ -79,7 +95,10 @@ def violations(error: ValidationError, unknown: dict[str, str] | None = None, da
             unit = "characters" if item["type"] == "string_too_long" else "items"
             message = f"{len(item['input']):,} {unit} long; give at most {limit:,}"
         elif item["type"].endswith(("_type", "_parsing")) and not isinstance(item.get("input"), (dict, list)):
-            message = f"{message}, not {item['input']!r}{_fix(item['type'], item['input'])}"
+            message = f"{message}, not {_shown(item['input'])}{_fix(item['type'], item['input'])}"
+        elif item["type"].startswith(SCALARS) and isinstance(item.get("input"), (dict, list)):
+            shape = "a list" if isinstance(item["input"], list) else "a mapping"
+            message = f"{message}, not {shape}; give one value"
         message = (retell and retell(item)) or message
         found.append((field, message))
     return found
