@@ -103,6 +103,13 @@ def test_error_goes_to_its_own_file_and_a_missing_directory_fails_the_job_saying
     assert why in detail["training"]["failure"]
     assert why in run(controller, "vipu", "logs", str(lost)).stdout
     assert not (tmp_path / "no").exists()  # as sbatch: the job fails rather than the directory being made
+    spec = json.loads(Path(spec_file(tmp_path, script, "nowhere")).read_text())
+    spec["workload"]["chdir"] = str(tmp_path / "gone")
+    (tmp_path / "nowhere.json").write_text(json.dumps(spec))
+    [nowhere] = submit(controller, str(tmp_path / "nowhere.json"))
+    # the cause is named, not the missing folder of its output file there (walk28)
+    assert f"the working directory {tmp_path / 'gone'} does not exist" in ended(controller, nowhere)["training"][
+        "failure"]
 
 
 def test_cancel_stops_the_whole_process_group_and_sigkill_follows_kill_wait(controller, tmp_path):

@@ -71,6 +71,9 @@ class ProgramRuns:
         """The files a run opened as the controller's user must make new (fresh_files); OutputRefused if one may not
         be written. The previous run's files are this job's to write over."""
         work, settings, earlier = job.spec.workload, self.ctx.settings, self.record(job.id)
+        if not os.path.isdir(work.workdir):  # the cause, not its output file's missing folder (walk28)
+            raise OutputRefused(f"the working directory {work.workdir} does not exist; give --chdir a directory that"
+                                " does, or create it")
         files = {"output": record.output, **({"error": record.error} if record.error else {})}
         dirs = allowed_folders(job.spec.submit_dir or work.submit_dir, settings.state_dir,
                                settings.output_dirs) + [Path(work.workdir)]
