@@ -64,6 +64,7 @@ def test_a_huge_whole_number_is_not_spelled_out():
     ("ipus: 4\nname:", "name: Input should be a valid string, not null; give a value"),
     ("ipus: 4\ndependency: [1]", "dependency: Input should be a valid string, not a list; give one value"),
     ("ipus: 4\nhold: {a: 1}", "hold: Input should be a valid boolean, not a mapping; give one value"),
+    ("ipus: four", "ipus: Input should be a valid integer, not 'four'; give a whole number"),
 ])
 def test_a_value_of_the_wrong_type_is_said_as_yaml_writes_it_with_the_fix(text, want):
     """Regression: `ipus: true` said "not True" and `name: [a]` "Input should be a valid string", neither with a fix."""

@@ -40,6 +40,10 @@ def _fix(kind: str, given: object) -> str:
         return f"; write a whole number{f' ({int(given)})' if given.is_integer() and abs(given) < 1e15 else ''}"
     if kind.startswith("bool_"):
         return "; use true or false"
+    if kind.startswith("int_") and isinstance(given, str):
+        return "; give a whole number"
+    if kind.startswith("float_") and isinstance(given, str):
+        return "; give a number"
     return ""
 
 
