@@ -35,7 +35,10 @@ def test_a_layout_that_fills_the_partition(flags, want):
      "give replicas x IPUs per replica = 4 (e.g. --num-replicas 2 --ipus-per-replica 2)"),
     (["--num-instances", "3"], JOB, "--num-instances 3 does not divide the 16 replicas"),
     (["--ipus-per-replica", "0"], JOB, "--ipus-per-replica is 0; give 1 or more"),
-    (["--only-output-from-instance", "2", "--num-instances", "2"], JOB, "instances are 0 to 1"),
+    (["--only-output-from-instance", "2", "--num-instances", "2"], JOB,
+     "instances are 0 to 1 (--num-instances 2); give one of them"),
+    (["--num-replicas", "-1"], JOB, "--num-replicas is -1; give 1 or more"),  # not "-1 x 1 = -1 IPUs"
+    (["--num-instances", "0"], JOB, "--num-instances is 0; give 1 or more"),
     (["--vipu-partition", "other"], JOB, "this job holds partition slurm_7"),
     ([], {}, "poprun runs inside a job"),
 ])

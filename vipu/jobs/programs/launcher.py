@@ -58,8 +58,10 @@ def layout(args: argparse.Namespace, env: dict[str, str]) -> tuple[str, int, int
                           " runs on its own; leave --vipu-partition out")
     size = int(env.get("VIPU_PARTITION_IPUS", "0"))
     per = args.ipus_per_replica
-    if per < 1:
-        raise LayoutError(f"--ipus-per-replica is {per}; give 1 or more")
+    for flag, count in (("--ipus-per-replica", per), ("--num-replicas", args.num_replicas),
+                        ("--num-instances", args.num_instances)):
+        if count is not None and count < 1:  # a count, not a product that then fails to add up
+            raise LayoutError(f"{flag} is {count}; give 1 or more")
     replicas = args.num_replicas if args.num_replicas is not None else size // per
     if replicas < 1 or replicas * per != size:
         fits = max((d for d in range(1, min(per, size) + 1) if size % d == 0), default=1)  # IPUs per replica
@@ -67,13 +69,13 @@ def layout(args: argparse.Namespace, env: dict[str, str]) -> tuple[str, int, int
                           f" {partition} has {size}: give replicas x IPUs per replica = {size}"
                           f" (e.g. --num-replicas {size // fits} --ipus-per-replica {fits})")
     instances = args.num_instances
-    if instances < 1 or replicas % instances:
+    if replicas % instances:
         divisors = ", ".join(str(d) for d in range(1, replicas + 1) if replicas % d == 0)
         raise LayoutError(f"--num-instances {instances} does not divide the {replicas} replicas: each instance runs as"
                           f" many replicas as the others; give one of {divisors}")
     if args.only_output_from_instance is not None and not 0 <= args.only_output_from_instance < instances:
         raise LayoutError(f"--only-output-from-instance {args.only_output_from_instance}: instances are 0 to"
-                          f" {instances - 1}")
+                          f" {instances - 1} (--num-instances {instances}); give one of them")
     return partition, size, instances, replicas, per
 
 
