@@ -50,6 +50,22 @@ def test_more_than_an_ipu_has_free_is_refused_naming_the_ipu_the_bytes_asked_and
             device.put("w", {4: np.zeros(1)})
 
 
+def test_a_negative_ipu_or_more_than_a_call_carries_is_refused_naming_it_before_anything_is_sent():
+    """Regression (walk28): a negative IPU raised protobuf's "ValueError: Value out of range: -1", and a 1 GiB
+    put, which docs/sdk.md allows, failed after its bytes were copied with gRPC's "Sent message larger than max"."""
+    with served(session()), ipu.attach() as device:
+        with pytest.raises(ipu.InvalidArgument, match=r"IPU -1 is negative; give 0 to the partition's size - 1"):
+            device.put("w", {-1: np.zeros(4, np.float32)})
+        with pytest.raises(ipu.InvalidArgument, match="IPU -2 is negative"):
+            device.get("w", [-2])
+        with pytest.raises(ipu.InvalidArgument, match="bytes -5 is negative; give 0 or more"):
+            device.reserve("r", {0: -5})
+        huge = np.broadcast_to(np.zeros(1), ((1 << 27) + 1,))  # 1 GiB and 8 bytes, in 8 bytes of memory
+        with pytest.raises(ipu.InvalidArgument, match="1,073,741,832 bytes of arrays in one call; at most"
+                                                      " 1,073,741,824 .1 GiB."):
+            device.put("huge", {0: huge}, memory="streaming")
+
+
 def test_collectives_equal_numpy_and_charge_virtual_time():
     rng = np.random.default_rng(3)
     data = {i: rng.standard_normal((3, 8)).astype(np.float32) for i in range(4)}

@@ -23,7 +23,7 @@ import numpy as np
 
 from vipu.errors import InvalidArgument
 from vipu.sdk import popdist
-from vipu.sdk.device_channel import Connection, from_environment
+from vipu.sdk.device_channel import MAX_CALL_BYTES, Connection, from_environment
 from vipu.sdk.wire import from_wire, to_wire
 from vipu.v1 import device_pb2 as d
 from vipu.v1 import device_pb2_grpc
@@ -124,24 +124,25 @@ class Device:
 
     def get(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         """A copy of `name` from each IPU's SRAM."""
-        return _arrays(self._call("GetTensors", d.TensorsRequest(name=name, ipus=list(ipus))).tensors)
+        return _arrays(self._call("GetTensors", d.TensorsRequest(name=name, ipus=_ipus(ipus))).tensors)
 
     def free(self, name: str, ipus: Sequence[int]) -> None:
-        self._call("FreeTensors", d.TensorsRequest(name=name, ipus=list(ipus)))
+        self._call("FreeTensors", d.TensorsRequest(name=name, ipus=_ipus(ipus)))
 
     def offload(self, name: str, ipus: Sequence[int]) -> float:
         """Move `name` of each IPU from SRAM to Streaming Memory; returns the virtual seconds (one batch per
         machine)."""
-        return self._call("Offload", d.TensorsRequest(name=name, ipus=list(ipus))).virtual_s
+        return self._call("Offload", d.TensorsRequest(name=name, ipus=_ipus(ipus))).virtual_s
 
     def load(self, name: str, ipus: Sequence[int]) -> float:
         """Move `name` of each IPU back from Streaming Memory onto its tiles; returns the virtual seconds."""
-        return self._call("Load", d.TensorsRequest(name=name, ipus=list(ipus))).virtual_s
+        return self._call("Load", d.TensorsRequest(name=name, ipus=_ipus(ipus))).virtual_s
 
     def reserve(self, name: str, nbytes: Mapping[int, int]) -> None:
         """Hold nbytes[ipu] bytes of each IPU's SRAM with no data: buffers the program keeps on the host (e.g.
         its activations) still count against the IPU's memory, as on the Pod."""
-        self._call("Reserve", d.ReserveRequest(name=name, bytes={int(i): int(n) for i, n in nbytes.items()}))
+        self._call("Reserve", d.ReserveRequest(name=name,
+                                               bytes={_ipu(i): _count(n, "bytes") for i, n in nbytes.items()}))
 
     # --- time -----------------------------------------------------------------------------------------------------
     def compute(self, flops: Mapping[int, float], dtype: str = "fp16",
@@ -151,8 +152,8 @@ class Device:
         e.g. attention's softmax); its IPUs then sync. Returns its virtual seconds. The arithmetic itself is the
         program's, in numpy: this charges its time."""
         return self._call("RunComputeSet", d.ComputeSetRequest(
-            flops={int(i): float(n) for i, n in flops.items()}, dtype=dtype,
-            vector_cycles={int(i): float(n) for i, n in (cycles or {}).items()})).virtual_s
+            flops={_ipu(i): float(n) for i, n in flops.items()}, dtype=dtype,
+            vector_cycles={_ipu(i): float(n) for i, n in (cycles or {}).items()})).virtual_s
 
     def shard_group(self, ipus: Sequence[int], dtype: str = "fp32"):
         """The IPUs of one pipeline stage of one replica as the stage code sees them (vipu.sdk.ShardGroup)."""
@@ -190,7 +191,7 @@ class Device:
         groups = _groups(group, tensors)
         sequence = self._next(op, name, tuple(map(tuple, groups)))
         request = d.CollectiveRequest(op=OPS[op], name=name, groups=[d.Group(ipus=g) for g in groups],
-                                      tensors=_wire(tensors), root=root or 0, sequence=sequence,
+                                      tensors=_wire(tensors), root=_ipu(root or 0), sequence=sequence,
                                       timeout_s=self._wait_s)
         reply = self._call("Collective", request, wait=True)
         return _arrays(reply.tensors), groups
@@ -202,14 +203,14 @@ class Device:
         piece and the destinations all-gather them). The senders are charged; returns the virtual seconds."""
         src = list(tensors)
         sequence = self._next("send", name, tuple(src), tuple(dst))
-        return self._call("Send", d.SendRequest(name=name, tensors=_wire(tensors), dst=list(dst),
+        return self._call("Send", d.SendRequest(name=name, tensors=_wire(tensors), dst=_ipus(dst),
                                                 sequence=sequence)).virtual_s
 
     def recv(self, src: Sequence[int], dst: Sequence[int], *, name: str = "send") -> dict[int, np.ndarray]:
         """What `src` sent to `dst` (in order), once it is there; the receiving IPUs go on no earlier than it
         arrived in virtual time (a pipeline stage waiting for its input: the bubble)."""
         sequence = self._next("recv", name, tuple(src), tuple(dst))
-        return _arrays(self._call("Recv", d.RecvRequest(name=name, src=list(src), dst=list(dst), sequence=sequence,
+        return _arrays(self._call("Recv", d.RecvRequest(name=name, src=_ipus(src), dst=_ipus(dst), sequence=sequence,
                                                         timeout_s=self._wait_s), wait=True).tensors)
 
     # --- steps ----------------------------------------------------------------------------------------------------
@@ -236,8 +237,30 @@ class Device:
 
 
 def _wire(tensors: Mapping[int, np.ndarray | None]) -> list[d.IpuArray]:
-    return [d.IpuArray(ipu=int(ipu)) if a is None else d.IpuArray(ipu=int(ipu), array=to_wire(a))
+    total = sum(np.asarray(a).nbytes for a in tensors.values() if a is not None)
+    if total > MAX_CALL_BYTES:  # refused now, not by gRPC once the bytes are copied (a minute on a busy machine)
+        raise InvalidArgument(f"{total:,} bytes of arrays in one call; at most {MAX_CALL_BYTES:,} (1 GiB) go in one:"
+                              " split the tensor into parts under names of their own, or give fewer IPUs a call")
+    return [d.IpuArray(ipu=_ipu(ipu)) if a is None else d.IpuArray(ipu=_ipu(ipu), array=to_wire(a))
             for ipu, a in tensors.items()]
+
+
+def _ipu(ipu) -> int:
+    """An IPU number as the wire carries it (uint32): a negative one refused naming it, not by protobuf's "Value
+    out of range"."""
+    return _count(ipu, "IPU")
+
+
+def _ipus(ipus) -> list[int]:
+    return [_ipu(i) for i in ipus]
+
+
+def _count(value, what: str) -> int:
+    number = int(value)
+    if number < 0:
+        fix = "give 0 to the partition's size - 1 (Device.size)" if what == "IPU" else "give 0 or more"
+        raise InvalidArgument(f"{what} {number} is negative; {fix}")
+    return number
 
 
 def _arrays(items) -> dict[int, np.ndarray]:
@@ -247,8 +270,8 @@ def _arrays(items) -> dict[int, np.ndarray]:
 def _groups(group, tensors) -> list[list[int]]:
     """One group (a list of IPUs) or several (a list of lists), as lists of ints; None: the tensors' IPUs."""
     if group is None:
-        return [sorted(int(i) for i in tensors)]
+        return [sorted(_ipus(tensors))]
     group = list(group)
     if group and all(isinstance(g, (int, np.integer)) for g in group):
-        return [sorted(int(i) for i in group)]
-    return [sorted(int(i) for i in g) for g in group]
+        return [sorted(_ipus(group))]
+    return [sorted(_ipus(g)) for g in group]

@@ -15,7 +15,8 @@ import grpc
 import vipu.errors as errors
 
 TOKEN_METADATA = "x-vipu-run-token"  # the servicer reads the run token from here
-MAX_MESSAGE_BYTES = 1 << 30  # a tensor of up to 1 GiB in one call (gRPC's default is 4 MiB)
+MAX_CALL_BYTES = 1 << 30  # arrays' bytes in one call: a tensor of up to 1 GiB (gRPC's default message is 4 MiB)
+MAX_MESSAGE_BYTES = MAX_CALL_BYTES + (1 << 20)  # and room for the rest of its message (names, shapes, IPU numbers)
 CALL_S = 600.0  # a call that waits for nobody (the first may bring up machine actors)
 ERRORS = {
     grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgument, grpc.StatusCode.NOT_FOUND: errors.NotFound,

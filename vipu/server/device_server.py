@@ -12,13 +12,13 @@ from concurrent import futures
 
 import grpc
 
+from vipu.sdk.device_channel import MAX_MESSAGE_BYTES
 from vipu.server.device_service import DeviceService
 from vipu.server.listen import add_health_and_reflection, bind, check_listen
 from vipu.server.status import add_servicer
 from vipu.v1 import device_pb2, device_pb2_grpc
 
 DEFAULT_DEVICE_THREADS = 32  # calls that may wait at once, over every running program
-MAX_MESSAGE_BYTES = 1 << 30  # a tensor of up to 1 GiB in one call (gRPC's default is 4 MiB)
 SERVICE = device_pb2.DESCRIPTOR.services_by_name["DeviceService"].full_name
 
 
