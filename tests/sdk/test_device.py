@@ -58,8 +58,12 @@ def test_a_negative_ipu_or_more_than_a_call_carries_is_refused_naming_it_before_
             device.put("w", {-1: np.zeros(4, np.float32)})
         with pytest.raises(ipu.InvalidArgument, match="IPU -2 is negative"):
             device.get("w", [-2])
-        with pytest.raises(ipu.InvalidArgument, match="bytes -5 is negative; give 0 or more"):
+        with pytest.raises(ipu.InvalidArgument, match="bytes -5 is negative; give 0 to the IPU's SRAM"):
             device.reserve("r", {0: -5})
+        with pytest.raises(ipu.InvalidArgument, match=f"bytes {10 ** 20} is too large"):
+            device.reserve("r", {0: 10 ** 20})
+        with pytest.raises(ipu.InvalidArgument, match="an array of object cannot go to an IPU"):
+            device.put("o", {0: np.array([object()])})
         huge = np.broadcast_to(np.zeros(1), ((1 << 27) + 1,))  # 1 GiB and 8 bytes, in 8 bytes of memory
         with pytest.raises(ipu.InvalidArgument, match="1,073,741,832 bytes of arrays in one call; at most"
                                                       " 1,073,741,824 .1 GiB."):

@@ -256,10 +256,12 @@ def _ipus(ipus) -> list[int]:
 
 
 def _count(value, what: str) -> int:
+    """A whole number the wire carries unsigned (an IPU: uint32, bytes: uint64), refused outside its range."""
     number = int(value)
-    if number < 0:
-        fix = "give 0 to the partition's size - 1 (Device.size)" if what == "IPU" else "give 0 or more"
-        raise InvalidArgument(f"{what} {number} is negative; {fix}")
+    bits, fix = (32, "give 0 to the partition's size - 1 (Device.size)") if what == "IPU" else (
+        64, "give 0 to the IPU's SRAM (Device.sram_bytes_per_ipu)")
+    if not 0 <= number < 1 << bits:
+        raise InvalidArgument(f"{what} {number} is {'negative' if number < 0 else 'too large'}; {fix}")
     return number
 
 

@@ -18,7 +18,7 @@ KINDS = "biufc"  # numpy dtype kinds that are plain numbers
 def to_wire(array) -> d.Array:
     array = np.ascontiguousarray(array)
     if array.dtype.kind not in KINDS:
-        raise InvalidArgument(f"a {array.dtype} array cannot go to an IPU; give numbers (bool, int, float)")
+        raise InvalidArgument(f"an array of {array.dtype} cannot go to an IPU; give numbers (bool, int, float)")
     return d.Array(dtype=array.dtype.str, shape=list(array.shape), data=array.tobytes())
 
 
