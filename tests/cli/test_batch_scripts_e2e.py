@@ -221,15 +221,16 @@ def test_show_job_script_prints_the_script_byte_for_byte(server, tmp_path):
 
 
 def test_an_array_script_gives_each_task_its_id_and_file(server, tmp_path):
-    write(tmp_path / "sweep.sh", "#!/bin/sh\n#SBATCH --array=0-2 --ipus 1 -t 1\n"
-          'echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID ($SLURM_ARRAY_TASK_COUNT)"\n')
+    write(tmp_path / "sweep.sh", "#!/bin/sh\n#SBATCH --array=0-4:2 --ipus 1 -t 1\n"
+          'echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID ($SLURM_ARRAY_TASK_COUNT, step'
+          ' $SLURM_ARRAY_TASK_STEP)"\n')  # step: regression (walk28), it was unset
     jobs = submit(server, "sweep.sh", cwd=tmp_path)
     assert len(jobs) == 3
     array = jobs[0]
     for job in jobs:
         assert ended(server, job, tmp_path)["state"] == "COMPLETED"
-    for task in range(3):
-        assert (tmp_path / f"slurm-{array}_{task}.out").read_text() == f"task {task} of {array} (3)\n"
+    for task in (0, 2, 4):
+        assert (tmp_path / f"slurm-{array}_{task}.out").read_text() == f"task {task} of {array} (3, step 2)\n"
 
 
 def test_the_example_script_runs_as_getting_started_says(server, tmp_path):

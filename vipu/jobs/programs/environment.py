@@ -59,5 +59,14 @@ def slurm_variables(job: Job, partition: Partition, state: PodState) -> dict[str
             "SLURM_ARRAY_TASK_COUNT": str(len(indices)),
             "SLURM_ARRAY_TASK_MIN": str(min(indices)),
             "SLURM_ARRAY_TASK_MAX": str(max(indices)),
+            "SLURM_ARRAY_TASK_STEP": str(_step(indices)),
         })
     return out
+
+
+def _step(indices) -> int:
+    """The array's index step, as slurmctld sets SLURM_ARRAY_TASK_STEP: the gap between its indices when they are
+    evenly spaced (4 for 1-9:4), else 1. Scripts that walk a range of inputs per task read it."""
+    ordered = sorted(indices)
+    gaps = {b - a for a, b in zip(ordered, ordered[1:])}
+    return gaps.pop() if len(gaps) == 1 else 1
