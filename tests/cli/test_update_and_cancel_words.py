@@ -34,6 +34,9 @@ def test_fields_in_any_case(pairs, fields):
     (["TimeLimit=+0"], "means no limit, which this field does not take"),
     (["TimeLimit=soon"], "is not a Slurm time"),
     (["Nice=1.5"], "is not a whole number"),
+    # past what the request carries: a traceback of protobuf's ValueError before (walk28)
+    (["Nice=99999999999999999999"], "Nice= 99999999999999999999 is out of range; give e.g. Nice=10"),
+    (["Priority=-99999999999999999999"], "Priority= -99999999999999999999 is out of range"),
     (["TimeLimit=5", "TimeLimit=+5"], "TimeLimit is given twice"),
 ])
 def test_bad_fields_name_the_field(pairs, words, capsys):

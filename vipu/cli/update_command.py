@@ -8,6 +8,7 @@ import typer
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
 from vipu.cli.job_ids import IDS, MANY, TaskIds, finish, graver, job_id
+from vipu.cli.params import INT32, INT64
 from vipu.cli.slurm_time import FORMS, UNLIMITED, slurm_limit, slurm_seconds
 from vipu.client.messages import duration
 from vipu.v1 import job_pb2 as j
@@ -38,11 +39,14 @@ def time_limit(text: str, flag: str) -> dict:
         fail("vipu", f"{flag}: {e}; or +T / -T to add or take off time", BAD_INPUT)
 
 
-def whole(text: str, flag: str) -> int:
+def whole(text: str, flag: str, wire: tuple[int, int] = INT32) -> int:
     try:
-        return int(text.strip())
+        number = int(text.strip())
     except ValueError:
         fail("vipu", f"{flag} {text!r} is not a whole number; give e.g. {flag.split('=')[0]}=10", BAD_INPUT)
+    if not wire[0] <= number <= wire[1]:  # the request could not carry it (protobuf's ValueError, a traceback)
+        fail("vipu", f"{flag} {number} is out of range; give e.g. {flag.split('=')[0]}=10", BAD_INPUT)
+    return number
 
 
 def field_values(pairs: list[str]) -> dict:
@@ -58,7 +62,7 @@ def field_values(pairs: list[str]) -> dict:
         if field == "name" and not value.strip():
             refuse_empty(f"{key}=", f"the job a name, e.g. {key}=job1")
         given = time_limit(value, f"{key}=") if field == "time_limit" else \
-            {field: whole(value, f"{key}=") if field in WHOLE else value}
+            {field: whole(value, f"{key}=", INT64 if field == "priority" else INT32) if field in WHOLE else value}
         again = shown(given) & shown(out)
         if again:
             fail("vipu", f"{again.pop()} is given twice; give each field once", BAD_INPUT)
