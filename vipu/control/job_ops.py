@@ -220,7 +220,7 @@ class JobOps:
             why = job.held and job.state is JobState.PENDING and hasattr(runner, "output_refusal") \
                 and runner.output_refusal(job)
             if why:
-                raise FailedPrecondition(f"job {job.display_id} stays held: its {why}; then `vipu release"
+                raise FailedPrecondition(f"job {job.display_id} stays held: {why}; then `vipu release"
                                          f" {job.display_id}`")
 
     def requeue(self, ids: list[int], single: bool, identity: Identity, hold: bool = False) -> list[Job]:

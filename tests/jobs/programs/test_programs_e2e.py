@@ -110,6 +110,11 @@ def test_error_goes_to_its_own_file_and_a_missing_directory_fails_the_job_saying
     # the cause is named, not the missing folder of its output file there (walk28)
     assert f"the working directory {tmp_path / 'gone'} does not exist" in ended(controller, nowhere)["training"][
         "failure"]
+    (tmp_path / "nowhere.json").write_text(json.dumps({**spec, "hold": True}))
+    [held] = submit(controller, str(tmp_path / "nowhere.json"))
+    refused = run(controller, "vipu", "release", str(held))
+    assert refused.returncode == 4 and f"job {held} stays held: the working directory {tmp_path / 'gone'}" in (
+        refused.stderr)
 
 
 def test_cancel_stops_the_whole_process_group_and_sigkill_follows_kill_wait(controller, tmp_path):
@@ -201,7 +206,7 @@ def test_an_old_default_output_file_keeps_the_new_job_held_instead_of_failing_it
     assert not show(controller, 1)["spec"]["hold"]  # the CLI's hold, not its user's: a resubmit is not held
     refused = run(controller, "vipu", "release", "1")  # released, it could only fail (walk22d defect 9)
     assert refused.returncode == 4 and refused.stderr.count("\n") == 1, refused.stderr
-    assert f"job 1 stays held: its output file {tmp_path}/slurm-1.out exists" in refused.stderr
+    assert f"job 1 stays held: output file {tmp_path}/slurm-1.out exists" in refused.stderr
     second = wrap("--wrap", "echo hi")  # its own file is free: released at once, no line
     assert (second.returncode, second.stderr) == (0, ""), second.stderr
     assert ended(controller, 2)["state"] == "COMPLETED" and (tmp_path / "slurm-2.out").read_text() == "hi\n"
