@@ -17,3 +17,10 @@ def test_patterns_of_a_job_and_of_an_array_task():
     assert output_path(pattern, job()) == "/out/train-ann/7.7_.log%%q"
     assert output_path(pattern, job(array_job_id=5, array_task_id=2)) == "/out/train-ann/7.5_2.log%%q"
     assert job(array_job_id=5, array_task_id=2).display_id == "5_2" and job().display_id == "7"
+
+
+def test_a_width_zero_pads_a_number_as_sbatch_does():
+    """Regression (walk28): `-o pad-%4A_%3a.out` was kept as written, so every task of an array wrote one file."""
+    task = job(array_job_id=5, array_task_id=2)
+    assert output_path("pad-%4A_%3a-%2j.out", task) == "pad-0005_002-07.out"
+    assert output_path("%12j-%3x-%3a", job()) == "0000000007-train-"  # at most 10; a name and no task: no padding

@@ -10,7 +10,8 @@ import os
 import re
 from typing import Protocol
 
-_PATTERN = re.compile(r"%(%|[jAaxu])")
+_PATTERN = re.compile(r"%(%|(\d*)([jAaxu]))")
+NUMERIC = "jAa"  # a width pads these with zeros (%4j: 0032); sbatch ignores one on a name
 DEFAULT_OUTPUT = "slurm-%j.out"  # sbatch's, in the working directory
 DEFAULT_ARRAY_OUTPUT = "slurm-%A_%a.out"  # an array task's
 
@@ -27,16 +28,24 @@ class Named(Protocol):
 
 def output_path(pattern: str, job: Named) -> str:
     """%j job id, %A array job id (the job id outside an array), %a array task (empty outside one), %x job name,
-    %u user, %% a percent sign; any other %-sequence is kept as written, as sbatch does."""
+    %u user, %% a percent sign; a width after the % zero-pads a number to at most 10 digits (%4j: 0032, %3a: 007),
+    as sbatch's; any other %-sequence is kept as written."""
     values = {
-        "%": "%",
         "j": str(job.id),
         "A": str(job.array_job_id if job.array_job_id is not None else job.id),
         "a": str(job.array_task_id) if job.array_task_id is not None else "",
         "x": job.name,
         "u": job.user,
     }
-    return _PATTERN.sub(lambda m: values[m.group(1)], pattern)
+
+    def filled(m: re.Match) -> str:
+        if m.group(1) == "%":
+            return "%"
+        width, key = m.group(2), m.group(3)
+        value = values[key]
+        return value.zfill(min(int(width), 10)) if width and key in NUMERIC and value else value
+
+    return _PATTERN.sub(filled, pattern)
 
 
 def output_file(pattern: str | None, job: Named, workdir: str) -> str:
