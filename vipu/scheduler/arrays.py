@@ -56,7 +56,11 @@ def parse_array(text: str, max_tasks: int = MAX_ARRAY_TASKS) -> ArraySpec:
         raise ArraySyntaxError(text, "is empty", "give indices such as 0-9, 1,3,5 or 0-99%10")
     if "%" in body:
         body, _, pct = body.partition("%")
-        if not (pct.isascii() and pct.isdigit()) or _number(text, pct) < 1:
+        if pct.isascii() and pct.isdigit() and len(pct.lstrip("0")) > len(str(MAX_ARRAY_INDEX)):
+            shown = pct if len(pct) <= 12 else f"{pct[:12]}... ({len(pct)} digits)"
+            raise ArraySyntaxError(text, f"the %N limit {shown} is more than any array runs at once",
+                                   f"give at most {max_tasks}, or leave out %N for no limit")
+        if not (pct.isascii() and pct.isdigit()) or int(pct) < 1:
             raise ArraySyntaxError(text, "the %N limit must be a whole number of at least 1",
                                    "e.g. 0-99%10 runs at most 10 at once")
         limit = int(pct)
