@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import wait_for
 from tests.conftest import console_script
 from tests.jobs.programs.test_programs_e2e import ended
 from vipu.jobs.programs import launcher
@@ -61,7 +62,7 @@ def test_one_instance_failing_stops_the_others_and_all_they_started(tmp_path, mo
     and nothing they started is left running."""
     monkeypatch.setattr(launcher, "KILL_WAIT_S", 0.5)
     script = (f"cd {tmp_path}; i=$POPDIST_INSTANCE_INDEX;"
-              " if [ $i = 2 ]; then while [ ! -e child0 ] || [ ! -e child1 ]; do sleep 0.05; done; exit 7; fi;"
+              " if [ $i = 2 ]; then while [ ! -s child0 ] || [ ! -s child1 ]; do sleep 0.05; done; exit 7; fi;"
               " if [ $i = 1 ]; then trap '' TERM; fi; sleep 60 & echo $! > child$i; wait")
     envs = [instance_environment({**os.environ, **JOB}, i, 3, 3, 1) for i in range(3)]
     before = signal.getsignal(signal.SIGTERM)
@@ -71,8 +72,9 @@ def test_one_instance_failing_stops_the_others_and_all_they_started(tmp_path, mo
     finally:
         signal.signal(signal.SIGTERM, before)
     assert code == 7 and time.monotonic() - started < 30
-    for i in (0, 1):  # the sleeps they left are gone too (or dead, not yet reaped by init)
-        assert _state(int((tmp_path / f"child{i}").read_text())) in (None, "Z", "X")
+    for i in (0, 1):  # the sleeps they left are gone too (or dead, not yet reaped by init): a SIGKILLed one may
+        pid = int((tmp_path / f"child{i}").read_text())  # still show R for a moment on a busy machine
+        wait_for(lambda: _state(pid) in (None, "Z", "X"), timeout=5)
 
 
 def _state(pid: int) -> str | None:
