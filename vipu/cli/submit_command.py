@@ -75,6 +75,13 @@ def register(app: typer.Typer) -> None:
         exclusive: bool = typer.Option(False, "--exclusive",
                                        help="accepted with a warning: a job's IPUs are always its own"),
         nodes: str = typer.Option(None, "--nodes", "-N", help="refused: give --ipus N"),
+        ntasks: str = typer.Option(None, "--ntasks", "-n",
+                                   help="1 only (a job runs its script once); more is refused: start processes in the"
+                                        " script with poprun --num-instances N"),
+        ntasks_per_node: str = typer.Option(None, "--ntasks-per-node", help="1 only, as -n/--ntasks"),
+        cpus_per_task: str = typer.Option(None, "--cpus-per-task", "-c",
+                                          help="accepted with a warning: no host CPUs are allotted"),
+        gres: str = typer.Option(None, "--gres", help="refused: give --ipus N (--gres=ipu:4 is --ipus 4)"),
         priority: str = typer.Option(None, "--priority",
                                      help="refused: an admin sets it after the submit (vipu update job)"),
         signal: str = typer.Option(None, "--signal", help="refused: no signal before the time limit here"),
@@ -94,4 +101,5 @@ def register(app: typer.Typer) -> None:
             begin=begin, requeue=requeue, allocation=allocation, output=output, error_file=error_file, chdir=chdir,
             export=export, request_id=request_id, parsable=parsable, test_only=test_only, json_out=json_out,
             open_mode=open_mode, comment=comment, mail_type=mail_type, mail_user=mail_user, time_min=time_min,
-            exclusive=exclusive, nodes=nodes, priority=priority, signal=signal, kill_on_invalid_dep=kill_on_invalid_dep)
+            exclusive=exclusive, nodes=nodes, ntasks=ntasks, ntasks_per_node=ntasks_per_node,
+            cpus_per_task=cpus_per_task, gres=gres, priority=priority, signal=signal, kill_on_invalid_dep=kill_on_invalid_dep)
