@@ -79,6 +79,8 @@ OPTIONS = [
     Option(("--ipus",), "ipus", _count),
     Option(("-A", "--account"), "account", _text),
     Option(("-p", "--partition"), "allocation", _text),  # Slurm's partition is the V-IPU allocation it runs in
+    Option(("-w", "--nodelist"), "nodelist", _checked("vipu.partition.node_names", "expand")),
+    Option(("-x", "--exclude"), "exclude", _checked("vipu.partition.node_names", "expand")),
     # said or refused by sbatch_unmodelled.py, as the same flags on the command line are
     Option(("--open-mode",), "open_mode", _text),
     Option(("--comment",), "comment", _text),

@@ -59,6 +59,8 @@ SUBMIT = (
     ("requeue", FLAG, ("--requeue",)),
     ("requeue", OFF, ("--no-requeue",)),
     ("allocation", TEXT, ("--allocation", "--partition", "-p")),
+    ("nodelist", TEXT, ("--nodelist", "-w")),
+    ("exclude", TEXT, ("--exclude", "-x")),
     ("output", TEXT, ("--output", "-o")),
     ("error_file", TEXT, ("--error", "-e")),
     ("chdir", TEXT, ("--chdir", "-D")),

@@ -42,6 +42,12 @@ def register(app: typer.Typer) -> None:
         requeue: bool = typer.Option(None, "--requeue/--no-requeue", help="requeue after a node failure"),
         allocation: str = typer.Option(None, "--allocation", "--partition", "-p",
                                        help="V-IPU allocation to run in (Slurm's partition)"),
+        nodelist: str = typer.Option(None, "--nodelist", "-w",
+                                     help="IPU-Machines (nodes, vipu info -N) the job must hold, a host list such as"
+                                          " ag[00-01]; more with more IPUs: the aligned block of its size around"
+                                          " them"),
+        exclude: str = typer.Option(None, "--exclude", "-x", help="IPU-Machines the job must not run on, e.g."
+                                    " ag[02-03]"),
         output: str = typer.Option(None, "--output", "-o",
                                    help="the job's output file, relative to its working directory; %j job id, %A"
                                         " array job, %a task, %x name (see the spec); for a job the controller"
@@ -98,8 +104,8 @@ def register(app: typer.Typer) -> None:
         submit_jobs(
             ctx.obj, specs, name=name, ipus=ipus, time=time, time_limit=time_limit, duration=duration, wrap=wrap,
             qos=qos, user=user, account=account, nice=nice, dependency=dependency, array=array, hold=hold,
-            begin=begin, requeue=requeue, allocation=allocation, output=output, error_file=error_file, chdir=chdir,
-            export=export, request_id=request_id, parsable=parsable, test_only=test_only, json_out=json_out,
+            begin=begin, requeue=requeue, allocation=allocation, nodelist=nodelist, exclude=exclude, output=output,
+            error_file=error_file, chdir=chdir, export=export, request_id=request_id, parsable=parsable, test_only=test_only, json_out=json_out,
             open_mode=open_mode, comment=comment, mail_type=mail_type, mail_user=mail_user, time_min=time_min,
             exclusive=exclusive, nodes=nodes, ntasks=ntasks, ntasks_per_node=ntasks_per_node,
             cpus_per_task=cpus_per_task, gres=gres, priority=priority, signal=signal, kill_on_invalid_dep=kill_on_invalid_dep)

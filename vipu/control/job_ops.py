@@ -24,6 +24,7 @@ from vipu.partition.node_names import hostlist
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.expected_start import Expectation
 from vipu.scheduler.job_filter import NO_FILTER, JobFilter
+from vipu.scheduler.node_requests import check_nodes_in_allocation
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.view import Pod64Info
@@ -98,13 +99,15 @@ class JobOps:
         return snap.queue.expected_start(spec, self.plane.now(), snap.available_mask, snap.allowed_masks)
 
     def _check_allocation(self, spec: JobSpec, identity: Identity) -> None:
-        """The caller may use the allocation the spec names, and it could hold the job (call under the lock)."""
-        if not spec.allocation:
-            return
+        """The caller may use the allocation the spec names, and it could hold the job, on the nodes it names if it
+        names any (call under the lock)."""
         controller = self.plane.controller
-        identity.check_allocation(spec.allocation, controller.admin.get_allocation(spec.allocation).users)
-        # as create partition: a job its allocation could never hold would wait forever
-        controller.partitions.check_ever_fits(spec.ipus, spec.allocation, "ipus")
+        if spec.allocation:
+            identity.check_allocation(spec.allocation, controller.admin.get_allocation(spec.allocation).users)
+            # as create partition: a job its allocation could never hold would wait forever
+            controller.partitions.check_ever_fits(spec.ipus, spec.allocation, "ipus")
+        if spec.nodelist is not None or spec.exclude is not None:
+            check_nodes_in_allocation(spec, self.plane.scheduler.table.nodes, controller.state)
 
     def _checked(self, request: SubmitRequest, identity: Identity) -> JobSpec:
         """The spec as the scheduler takes it, with every check that needs the caller or may take long, before the
