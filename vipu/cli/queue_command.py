@@ -33,7 +33,9 @@ def register(app: typer.Typer) -> None:
         jobs: list[str] = typer.Option(None, "--jobs", "-j",
                                        help="only these jobs: N, N_T or N_[A-B], comma lists; one job the controller"
                                             " no longer has (ended over"
-                                            f" {MIN_JOB_AGE} s ago, or none) exits 3, as squeue's Invalid job id"),
+                                            f" {MIN_JOB_AGE} s ago, or none) exits 3, as squeue's Invalid job id;"
+                                            " one that ended is listed only with -t (-t all), and a line on stderr"
+                                            " says how it ended"),
         array: bool = typer.Option(False, "--array", "-r",
                                    help="a line for each pending array task (default: one line for a run of them)"),
         fmt: str = typer.Option(None, "--format", "-o",
