@@ -55,7 +55,7 @@ def test_a_job_whose_nodes_are_busy_waits_for_them_while_others_start_elsewhere(
 
 @pytest.mark.parametrize(("fields", "said"), [
     ({"nodelist": "ag07"}, "nodelist names ag07, which is no IPU-Machine of this Pod; `vipu info -N` lists the nodes"),
-    ({"nodelist": "ipu-m[01-04]"}, "nodelist names ipu-m[01-04], which are no IPU-Machine"),
+    ({"nodelist": "ipu-m[01-04]"}, "nodelist names ipu-m[01-04], which are no IPU-Machines"),
     ({"ipus": 2, "nodelist": "ag[00-01]"}, "nodelist 'ag[00-01]' names machines that no job of 2 IPUs can hold"
      " together: a job's IPUs are one aligned block (1 machine: ag00, ag01, ...)"),
     ({"ipus": 8, "nodelist": "ag[01-02]"}, "(2 machines: ag[00-01], ag[02-03], ...); name machines of one block, or"

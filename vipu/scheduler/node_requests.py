@@ -17,8 +17,10 @@ from typing import Mapping
 
 from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
+from vipu.partition.admin_records import DEFAULT_ALLOCATION
 from vipu.partition.node_names import agent_name, expand, hostlist, machine_name
-from vipu.partition.placement import block_mask, node_region
+from vipu.partition.placement import block_mask, largest_free_block, node_region
+from vipu.partition.pod_state import PodState
 from vipu.scheduler.job_spec import JobSpec
 
 
@@ -91,8 +93,9 @@ class NodeNames:
         unknown = [n for n in names if n not in self.names]
         if unknown:
             shown = hostlist(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
-            raise InvalidArgument(f"{field} names {shown}, which {'is no' if len(unknown) == 1 else 'are no'} IPU-Machine"
-                                  f" of this Pod; `vipu info -N` lists the nodes (e.g. {self._blocks(1)})", field=field)
+            what = "is no IPU-Machine" if len(unknown) == 1 else "are no IPU-Machines"
+            raise InvalidArgument(f"{field} names {shown}, which {what} of this Pod; `vipu info -N` lists the nodes"
+                                  f" (e.g. {self._blocks(1)})", field=field)
         return [self.names[n] for n in names]
 
     def name_of(self, machine: int) -> str:
@@ -120,12 +123,9 @@ def rename_nodes(sched, names: Mapping[str, int], now: float) -> None:
             sched._remember(stale, now)
 
 
-def check_nodes_in_allocation(spec: JobSpec, nodes: NodeNames, state) -> None:
+def check_nodes_in_allocation(spec: JobSpec, nodes: NodeNames, state: PodState) -> None:
     """InvalidArgument naming the field when the nodes the spec lets the job use hold no block of its size inside
     its allocation, even with every partition gone, drain ended and failure repaired: it would wait forever."""
-    from vipu.partition.admin_records import DEFAULT_ALLOCATION
-    from vipu.partition.placement import largest_free_block
-
     nodes.check(spec)
     allocation = spec.allocation or DEFAULT_ALLOCATION
     capacity = state.capacity_mask(allocation)
