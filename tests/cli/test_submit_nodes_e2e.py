@@ -18,12 +18,15 @@ def test_nodelist_and_exclude_place_the_job_and_a_blocked_one_says_why(server, t
     wait_for(lambda: show(server, away)["state"] == "RUNNING")
     assert lines(server, "-h", "-o", "%N", "-j", str(away)) == ["ag15"]
     assert lines(server, "-h", "-o", "%T %r", "-j", str(wide)) == ["PENDING Resources"]
+    assert sorted(lines(server, "-h", "-o", "%n|%x", "-j", f"{wide},{away}")) == ["ag04|", "|ag[00-14]"]  # %n %x
     out = run(server, "vipu", "submit", "--ipus", "1", "-w", "ag[05,99]", "--duration", "1s")
     assert out.returncode == 2 and "-w/--nodelist" in out.stderr and "ag99, which is no IPU-Machine" in out.stderr
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\n#SBATCH --ipus=8 -w ag[02-03] --hold\ntrue\n")
     [held] = submit(server, str(script))
     assert show(server, held)["spec"]["nodelist"] == "ag[02-03]"
+    shown = run(server, "vipu", "show", "job", str(held)).stdout.splitlines()
+    assert "ReqNodeList=ag[02-03]" in shown and "ExcNodeList=(null)" in shown  # as scontrol show job
     run(server, "vipu", "cancel", str(on5))
     wait_for(lambda: show(server, wide)["state"] == "RUNNING")
     assert lines(server, "-h", "-o", "%N", "-j", str(wide)) == ["ag[04-05]"]
