@@ -4,6 +4,8 @@ node is refused naming the flag."""
 
 from __future__ import annotations
 
+import json
+
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 from tests.cli.test_squeue_e2e import lines
@@ -19,6 +21,8 @@ def test_nodelist_and_exclude_place_the_job_and_a_blocked_one_says_why(server, t
     assert lines(server, "-h", "-o", "%N", "-j", str(away)) == ["ag15"]
     assert lines(server, "-h", "-o", "%T %r", "-j", str(wide)) == ["PENDING Resources"]
     assert sorted(lines(server, "-h", "-o", "%n|%x", "-j", f"{wide},{away}")) == ["ag04|", "|ag[00-14]"]  # %n %x
+    [listed] = json.loads(run(server, "vipu", "queue", "--json", "-j", str(away)).stdout)["jobs"]
+    assert (listed["required_nodes"], listed["excluded_nodes"]) == ("", "ag[00-14]")  # squeue --json's
     out = run(server, "vipu", "submit", "--ipus", "1", "-w", "ag[05,99]", "--duration", "1s")
     assert out.returncode == 2 and "-w/--nodelist" in out.stderr and "ag99, which is no IPU-Machine" in out.stderr
     script = tmp_path / "job.sh"
