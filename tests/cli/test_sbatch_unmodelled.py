@@ -29,6 +29,11 @@ def test_a_flag_that_changes_nothing_that_matters_is_one_warning(options, said, 
     ({"signal": "B:USR1@60"}, "--signal is not taken: the controller sends no signal before the time limit"),
     ({"open_mode": "replace"}, "--open-mode=replace: give truncate or append"),
     ({"kill_on_invalid_dep": "yes"}, "--kill-on-invalid-dep=yes is not taken"),
+    ({"ntasks": "4"}, "-n/--ntasks=4 is not taken: a job runs its batch script once, as one task (1 is taken), on the"
+     " IPUs --ipus N gives it; start its processes in the script with poprun --num-instances 4"),
+    ({"ntasks_per_node": "2"}, "--ntasks-per-node=2 is not taken: a job runs its batch script once"),
+    ({"gres": "ipu:4"}, "--gres is not taken: a job asks for IPUs with --ipus N, Graphcore's Slurm plugin's option"
+     " (--gres=ipu:4 is --ipus 4)"),
 ])
 def test_a_flag_that_would_not_do_what_it_says_is_refused_in_one_line(options, said, capsys):
     with pytest.raises(SystemExit) as e:
@@ -70,3 +75,22 @@ def test_what_is_said_of_a_directive_names_its_script_and_line(capsys, line, sai
 @pytest.mark.parametrize(("value", "on"), [("", True), ("yes", True), ("1", True), ("0", False), ("no", False)])
 def test_a_flags_variable_is_on_as_sbatch_reads_it(value, on):
     assert switched_on(value) is on
+
+
+def test_one_task_is_what_a_job_is_and_cpus_are_a_warning(capsys):
+    assert unmodelled({"ntasks": 1, "ntasks_per_node": "1", "name": "n"}) == {"name": "n"}
+    assert capsys.readouterr().err == ""
+    assert unmodelled({"cpus_per_task": 8}) == {}
+    assert capsys.readouterr().err.startswith("vipu: warning: -c/--cpus-per-task is not used: the controller allots"
+                                              " no host CPUs")
+
+
+def test_task_directives_are_read_and_refused_at_their_line(capsys):
+    text = "#!/bin/sh\n#SBATCH -n 1 --ipus=4 -c 2\n#SBATCH --ntasks=8\ntrue\n"
+    origins: dict[str, str] = {}
+    options = parse_directives(text, "job.sh", origins)
+    assert options == {"ntasks": 8, "ipus": 4, "cpus_per_task": 2}
+    with pytest.raises(SystemExit):
+        unmodelled(options, origins)
+    assert capsys.readouterr().err.startswith("vipu: error: job.sh line 3: #SBATCH --ntasks=8: -n/--ntasks=8 is not"
+                                              " taken")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 from tests.cli.test_squeue_e2e import lines
-from vipu.cli.queue_narrowing import node_names
+from vipu.partition.node_names import expand
 
 
 def test_names_qos_accounts_and_partitions_narrow_and_their_variables_stand_in_for_them(server):
@@ -44,5 +44,6 @@ def test_nodelist_lists_the_jobs_running_on_those_machines_and_all_prints_every_
 
 
 def test_a_host_list_names_each_machine():
-    assert node_names("ag[00-02,05]") == ["ag00", "ag01", "ag02", "ag05"]
-    assert node_names("machine3") == ["machine3"]
+    assert expand("ag[00-02,05]") == ["ag00", "ag01", "ag02", "ag05"]
+    assert expand("machine3") == ["machine3"]
+    assert expand("ag[08-10],gw,r[1-2]n[1-2]") == ["ag08", "ag09", "ag10", "gw", "r1n1", "r1n2", "r2n1", "r2n2"]

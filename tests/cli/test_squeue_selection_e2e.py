@@ -27,11 +27,21 @@ def test_one_job_id_the_controller_does_not_have_fails_as_squeue_and_several_lis
     assert lines(server, "-h", "-o", "%i", "-j", f"999,{held}") == [str(held)]  # squeue filters a list quietly
 
 
-def test_a_job_that_just_ended_is_kept_but_listed_only_in_its_state(server):
+def test_a_job_that_just_ended_is_kept_but_listed_only_in_its_state_and_a_line_says_so(server):
     [ended] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "0.1s")
+    [cancelled] = submit(server, "--ipus", "1", "--hold")
+    assert run(server, "vipu", "cancel", str(cancelled)).returncode == 0
     wait_for(lambda: show(server, ended)["state"] == "COMPLETED")
-    assert lines(server, "-h", "-j", str(ended)) == []  # squeue's default states hold with -j too; exit 0
+    out = run(server, "vipu", "queue", "-h", "-j", str(ended))
+    # squeue's default states hold with -j too: nothing on stdout, exit 0 (a script's `| wc -l` says it is gone)
+    assert out.returncode == 0 and out.stdout == ""
+    assert out.stderr.startswith(f"vipu: warning: job {ended} ended COMPLETED ") and out.stderr.count("\n") == 1
+    assert f"vipu queue -j {ended} -t all lists it for 300 s after its end" in out.stderr
+    out = run(server, "vipu", "queue", "-j", f"{ended},{cancelled}")
+    assert out.returncode == 0 and out.stdout.split("|")[0].strip() == "JOBID" and out.stdout.count("\n") == 1
+    assert out.stderr.count("\n") == 2 and f"job {cancelled} ended CANCELLED" in out.stderr
     assert lines(server, "-h", "-o", "%i %t", "-j", str(ended), "-t", "all") == [f"{ended} CD"]
+    assert lines(server, "-h", "-j", str(ended), "-t", "PD") == []  # states asked for: nothing more said
 
 
 class _Jobs:

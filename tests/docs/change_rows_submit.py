@@ -9,13 +9,15 @@ import json
 def submit_unmodelled(open_live, tmp_path):
     live = open_live
     out = live.run("submit", "--ipus", "1", "-H", "--comment", "x", "--mail-type", "END", "--time-min", "5",
-                   "--exclusive", "--kill-on-invalid-dep=no", "--json")
-    assert out.returncode == 0 and out.stderr.count("vipu: warning:") == 4, out.stderr  # a line for each of four
+                   "--exclusive", "--kill-on-invalid-dep=no", "-n", "1", "-c", "4", "--json")
+    assert out.returncode == 0 and out.stderr.count("vipu: warning:") == 5, out.stderr  # a line for each of five
     [job] = json.loads(out.stdout)["job_ids"]
     assert live.show(job)["spec"]["hold"] is True
     for flags, said in ((["-N", "2"], "-N/--nodes is not taken"), (["--priority", "9"], "--priority is not taken"),
                         (["--signal=B:USR1@60"], "--signal is not taken"),
                         (["--open-mode=append"], "--open-mode is for a batch script"),
-                        (["--kill-on-invalid-dep=yes"], "--kill-on-invalid-dep=yes is not taken")):
+                        (["--kill-on-invalid-dep=yes"], "--kill-on-invalid-dep=yes is not taken"),
+                        (["-n", "4"], "-n/--ntasks=4 is not taken"), (["--gres=ipu:4"], "--gres is not taken"),
+                        (["--ntasks-per-node=2"], "--ntasks-per-node=2 is not taken")):
         live.refused(2, said, "submit", "--ipus", "1", *flags)
     assert [x["job_id"] for x in json.loads(live.ok("queue", "--json"))["jobs"]] == [job]  # nothing more queued

@@ -79,6 +79,8 @@ OPTIONS = [
     Option(("--ipus",), "ipus", _count),
     Option(("-A", "--account"), "account", _text),
     Option(("-p", "--partition"), "allocation", _text),  # Slurm's partition is the V-IPU allocation it runs in
+    Option(("-w", "--nodelist"), "nodelist", _checked("vipu.partition.node_names", "expand")),
+    Option(("-x", "--exclude"), "exclude", _checked("vipu.partition.node_names", "expand")),
     # said or refused by sbatch_unmodelled.py, as the same flags on the command line are
     Option(("--open-mode",), "open_mode", _text),
     Option(("--comment",), "comment", _text),
@@ -89,11 +91,15 @@ OPTIONS = [
     Option(("--priority",), "priority", _text),
     Option(("--signal",), "signal", _text),
     Option(("--kill-on-invalid-dep",), "kill_on_invalid_dep", _text),
+    Option(("-n", "--ntasks"), "ntasks", _count),
+    Option(("--ntasks-per-node",), "ntasks_per_node", _count),
+    Option(("-c", "--cpus-per-task"), "cpus_per_task", _count),
+    Option(("--gres",), "gres", _text),
 ]
 BY_NAME = {name: option for option in OPTIONS for name in option.names}
 # what sbatch users write that has another spelling here
 INSTEAD = {"--time-limit": "-t/--time (Slurm's format: a bare number is minutes)", "--name": "-J/--job-name",
-           "--workdir": "-D/--chdir", "--gres": "--ipus N (Graphcore's Slurm plugin's option)",
+           "--workdir": "-D/--chdir",
            "-N": "--ipus N (a job's size is its IPUs)", "--nodes": "--ipus N (a job's size is its IPUs)",
            "--wrap": "a command line in the script itself"}
 

@@ -110,6 +110,7 @@ def print_job(x: j.Job) -> None:
         ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
         ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
         ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),  # NodeList=(null)
+        ("ReqNodeList", spec.get("nodelist") or "(null)"), ("ExcNodeList", spec.get("exclude") or "(null)"),
         ("TimeLimit", limit(seconds(x.time_limit))),
         ("SubmitTime", stamp(seconds(x.submitted))),
         ("BeginTime", stamp(seconds(x.begin)) if x.HasField("begin") else "Unknown"),

@@ -33,7 +33,9 @@ def register(app: typer.Typer) -> None:
         jobs: list[str] = typer.Option(None, "--jobs", "-j",
                                        help="only these jobs: N, N_T or N_[A-B], comma lists; one job the controller"
                                             " no longer has (ended over"
-                                            f" {MIN_JOB_AGE} s ago, or none) exits 3, as squeue's Invalid job id"),
+                                            f" {MIN_JOB_AGE} s ago, or none) exits 3, as squeue's Invalid job id;"
+                                            " one that ended is listed only with -t (-t all), and a line on stderr"
+                                            " says how it ended"),
         array: bool = typer.Option(False, "--array", "-r",
                                    help="a line for each pending array task (default: one line for a run of them)"),
         fmt: str = typer.Option(None, "--format", "-o",
@@ -77,13 +79,13 @@ def register(app: typer.Typer) -> None:
         task id, %j name, %u user, %a account, %q QOS, %t and %T state, %r reason, %R reason or nodes, %M time
         used, %l time limit, %L time left, %S start (expected, for a pending job), %V submit, %e end, %Q and %p
         priority, %y nice, %E dependency, %C IPUs (Slurm's CPUs), %D IPU-Machines (Slurm's nodes), %N their
-        names, %B the first, %b IPUs per machine (gres/ipu:N), %P the V-IPU allocation (Slurm's partition), %Y
-        (null); %.Nx right-justifies in N characters, %Nx and %-Nx left-justify, and both cut a longer value.
+        names, %B the first, %b IPUs per machine (gres/ipu:N), %n and %x the machines asked for and excluded
+        (sbatch -w, -x), %P the V-IPU allocation (Slurm's partition), %Y (null); %.Nx right-justifies in N characters, %Nx and %-Nx left-justify, and both cut a longer value.
 
         -O names (the same fields, as man squeue names them): JobID, JobArrayID, ArrayJobID, ArrayTaskID, Name,
         UserName, Account, QOS, State, StateCompact, Reason, ReasonList, TimeUsed, TimeLimit, TimeLeft,
         StartTime, SubmitTime, EndTime, Priority, PriorityLong, Nice, Dependency, NumCPUs, IPUs (vipu's own),
-        NumNodes, NodeList, BatchHost, tres-per-node, Partition, SchedNodes.
+        NumNodes, NodeList, ReqNodes, ExcNodes, BatchHost, tres-per-node, Partition, SchedNodes.
 
         --json: squeue --json's shape: {"jobs": [...], "meta": {...}, "errors": [], "warnings": []}, each job with
         Slurm's field names and typed values, plus ipus, vipu_partition, modelled and time_limit_s."""

@@ -66,6 +66,7 @@ LETTERS: dict[str, Column] = {
     "l": Column("TIME_LIMIT", lambda r: limit(seconds(r.job.time_limit)), lambda r: seconds(r.job.time_limit)),
     "L": Column("TIME_LEFT", lambda r: limit(seconds(r.job.time_limit), lambda _: clock(_left(r))), _left),
     "M": Column("TIME", lambda r: used(r.used), lambda r: r.used),
+    "n": Column("REQ_NODES", lambda r: r.spec.nodelist or "", cut=False, needs=FULL),  # sbatch -w
     "N": Column("NODELIST", lambda r: r.node_list(), cut=False, needs=PLACED | NODES),
     "p": Column("PRIORITY", lambda r: f"{r.job.priority / 0xFFFFFFFF:16.14f}", lambda r: r.job.priority,
                 needs=FULL),
@@ -78,6 +79,7 @@ LETTERS: dict[str, Column] = {
     "t": Column("ST", lambda r: r.job.state_code, lambda r: _STATE_ORDER.get(r.job.state, 99)),
     "T": Column("STATE", lambda r: r.job.state, lambda r: _STATE_ORDER.get(r.job.state, 99)),
     "u": Column("USER", lambda r: r.job.user),
+    "x": Column("EXC_NODES", lambda r: r.spec.exclude or "", cut=False, needs=FULL),  # sbatch -x
     "V": Column("SUBMIT_TIME", lambda r: when(seconds(r.job.submitted)), lambda r: seconds(r.job.submitted)),
     "y": Column("NICE", lambda r: str(r.spec.nice), lambda r: r.spec.nice, needs=PLACED),
     "Y": Column("SCHEDNODES", lambda r: "(null)", cut=False),
@@ -85,7 +87,7 @@ LETTERS: dict[str, Column] = {
 
 NAMES: dict[str, Column] = {
     "Account": LETTERS["a"], "ArrayJobID": LETTERS["F"], "ArrayTaskID": LETTERS["K"], "BatchHost": LETTERS["B"],
-    "Dependency": LETTERS["E"], "EndTime": LETTERS["e"], "JobArrayID": LETTERS["i"], "JobID": LETTERS["A"],
+    "Dependency": LETTERS["E"], "EndTime": LETTERS["e"], "ReqNodes": LETTERS["n"], "ExcNodes": LETTERS["x"], "JobArrayID": LETTERS["i"], "JobID": LETTERS["A"],
     "Name": LETTERS["j"], "Nice": LETTERS["y"], "NodeList": LETTERS["N"], "NumCPUs": LETTERS["C"],
     "IPUs": Column("IPUS", lambda r: str(r.job.ipus), lambda r: r.job.ipus), "NumNodes": LETTERS["D"],
     "Partition": LETTERS["P"], "Priority": LETTERS["p"], "PriorityLong": LETTERS["Q"], "QOS": LETTERS["q"],

@@ -46,6 +46,7 @@ def job_entry(row: JobRow) -> dict:
         "dependency": x.dependency,
         "eligible_time": number(seconds(x.begin) if x.HasField("begin") else seconds(x.submitted)),
         "end_time": number(row.end),
+        "excluded_nodes": row.spec.exclude,  # sbatch -x
         "exit_code": _exit_code(x),
         "hold": x.held,
         "ipus": x.ipus,
@@ -60,6 +61,7 @@ def job_entry(row: JobRow) -> dict:
         "priority": number(round(x.priority)),
         "qos": x.qos,
         "requeue": row.spec.requeue if row.spec.HasField("requeue") else True,
+        "required_nodes": row.spec.nodelist,  # sbatch -w
         "restart_cnt": x.requeue_count,
         "start_time": number(row.start),
         # squeue's: the reason's name, and its whole text when it says more (ReqNodeNotAvail, UnavailableNodes:...)

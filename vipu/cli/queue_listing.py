@@ -100,7 +100,8 @@ def combined(jobs, now: float, machines: Machines | None, expand: bool) -> list[
 
 
 def listing(cli, q: Query, now: float, unknown: set[str] | None = None) -> list[JobRow]:
-    """The rows to show; `unknown`, if given, gets the users named that the controller knows nothing of."""
+    """The rows to show; `unknown`, if given (not in the later listings of -i), gets the users named that the
+    controller knows nothing of, and the jobs -j names that ended are said (say_ended)."""
     conn, brief, placed = cli.conn, "full" not in q.needs, "placed" in q.needs
     asked = q.ids.asked if q.ids else []
     jobs = []
@@ -121,6 +122,8 @@ def listing(cli, q: Query, now: float, unknown: set[str] | None = None) -> list[
     if q.lone is not None and not jobs and not kept(cli, q.lone, now):
         fail("vipu", f"-j/--jobs: job {q.lone} is not in the queue (squeue: Invalid job id specified): it ended over"
              f" {MIN_JOB_AGE} s ago or never was; vipu history -j {q.lone} lists ended jobs", NOT_FOUND)
+    if q.ids is not None and q.active == [] and not q.ended and not q.as_json and unknown is not None:
+        say_ended(cli, q, jobs, now)
     machines = None
     if "nodes" in q.needs:
         from vipu.cli.nodes import Machines, blocks_of
@@ -141,6 +144,30 @@ def kept(cli, job: int, now: float) -> bool:
     that one job fails with "Invalid job id specified"; of several, it lists those it finds)."""
     x = cli.conn.attempt(cli.conn.jobs.GetJob, j.GetJobRequest(id=job))
     return x is not None and (JobState(x.state) in ACTIVE or seconds(x.ended) >= now - MIN_JOB_AGE)
+
+
+SAID_ENDED = 5  # jobs named by -j that ended, said one by one; past that, how many more
+
+
+def say_ended(cli, q: Query, listed: list, now: float) -> None:
+    """A line on stderr for each job -j names that ended, which squeue's default states leave out of the listing
+    (stdout stays squeue's, so `squeue -h -j ID | wc -l` still tells a script the job is gone): its final state,
+    and how to see it."""
+    from vipu.cli.queue_rows import job_id
+
+    found = {x.id for x in listed} | {x.array_job_id for x in listed if x.HasField("array_job_id")}
+    missing = [i for i in q.ids.asked if i not in found]  # type: ignore[union-attr]
+    if not missing:
+        return
+    request = j.HistoryRequest(users=q.users, me=q.me, ids=missing, brief=True)
+    ended = [x for x in cli.conn.every_page(cli.conn.jobs.History, request).jobs if x in q.ids]
+    for x in ended[:SAID_ENDED]:
+        name, ago = job_id(x), now - seconds(x.ended)
+        where = f"vipu queue -j {name} -t all lists it for {MIN_JOB_AGE} s after its end, " if ago < MIN_JOB_AGE else ""
+        warn("vipu", f"job {name} ended {x.state} {clock(ago)} ago, so the queue's default states (PD, R, CG) leave"
+             f" it out, as squeue's do; {where}vipu history -j {name} after that")
+    if len(ended) > SAID_ENDED:
+        warn("vipu", f"and {len(ended) - SAID_ENDED} more of the jobs named ended: vipu history -j lists them all")
 
 
 def said(users: list[str], unknown: set[str], flag: str = "-u/--user") -> None:

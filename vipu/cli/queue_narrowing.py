@@ -5,29 +5,14 @@ INPUT ENVIRONMENT VARIABLES). Each narrows the listing: a job is listed when it 
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING, NamedTuple
 
+from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_selection import given
+from vipu.partition.node_names import expand
 
 if TYPE_CHECKING:
     from vipu.cli.queue_rows import JobRow
-
-_RANGED = re.compile(r"(.*?)\[([0-9,\-]+)\](.*)")
-
-
-def node_names(text: str) -> list[str]:
-    """A Slurm host list entry read into names: ag[00-03,06] is ag00 ag01 ag02 ag03 ag06, a name alone itself."""
-    m = _RANGED.fullmatch(text)
-    if not m:
-        return [text]
-    prefix, body, suffix = m.groups()
-    out = []
-    for span in body.split(","):
-        first, _, last = span.partition("-")
-        width = len(first)
-        out += [f"{prefix}{n:0{width}d}{suffix}" for n in range(int(first), int(last or first) + 1)]
-    return out
 
 
 class Narrowing(NamedTuple):
@@ -66,4 +51,11 @@ def narrowing(names: list[str] | None = None, partitions: list[str] | None = Non
         _read(partitions, "SQUEUE_PARTITION", "-p/--partition", "V-IPU allocations (e.g. -p default)"),
         _read(qos, "SQUEUE_QOS", "-q/--qos", "QOS names (e.g. -q high,normal)"),
         _read(accounts, "SQUEUE_ACCOUNT", "-A/--account", "accounts (e.g. -A research)"),
-        None if machines is None else frozenset(n for m in machines for n in node_names(m)))
+        None if machines is None else frozenset(_nodes(machines)))
+
+
+def _nodes(lists: frozenset[str]) -> list[str]:
+    try:
+        return [name for text in lists for name in expand(text)]
+    except ValueError as e:
+        fail("vipu", f"-w/--nodelist: {e}", BAD_INPUT)

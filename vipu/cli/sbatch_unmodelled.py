@@ -15,11 +15,15 @@ WARNED = {
                  " one)"),
     "exclusive": ("--exclusive", "changes nothing: a job's IPUs are its own; its IPU-Machine's other IPUs may run"
                   " other jobs (--ipus 4 or more takes whole machines)"),
+    "cpus_per_task": ("-c/--cpus-per-task", "is not used: the controller allots no host CPUs (a job's script may use"
+                      " the host's); a job is sized by its IPUs, --ipus N"),
 }
 # key -> (flag, why not, what to do instead)
 REFUSED = {
     "nodes": ("-N/--nodes", "a job's size here is its IPUs: give --ipus N (an IPU-Machine has 4 IPUs: -N 2 is"
               " --ipus 8)"),
+    "gres": ("--gres", "a job asks for IPUs with --ipus N, Graphcore's Slurm plugin's option (--gres=ipu:4 is --ipus"
+             " 4)"),
     "priority": ("--priority", "a job's priority is set after the submit, by an admin (as in Slurm, operators"
                  " only): vipu update job ID Priority=N"),
     "signal": ("--signal", "the controller sends no signal before the time limit: at the limit the job gets SIGTERM,"
@@ -27,6 +31,9 @@ REFUSED = {
                " ID"),
 }
 OPEN_MODES = ("truncate", "append")
+# key -> flag: a job runs its batch script once, as one task, so 1 is what it gets; more would be processes that
+# poprun starts here
+TASKS = {"ntasks": "-n/--ntasks", "ntasks_per_node": "--ntasks-per-node"}
 
 
 def unmodelled(options: dict, origins: dict[str, str] | None = None) -> dict:
@@ -41,6 +48,13 @@ def unmodelled(options: dict, origins: dict[str, str] | None = None) -> dict:
     for key, (flag, why) in REFUSED.items():
         if rest.pop(key, None) is not None:
             fail("vipu", said(key, f"{flag} is not taken: {why}"), BAD_INPUT)
+    for key, flag in TASKS.items():
+        tasks = rest.pop(key, None)
+        if tasks is not None and str(tasks) != "1":
+            fail("vipu", said(key, f"{flag}={tasks} is not taken: a job runs its batch script once, as one task (1 is"
+                              " taken), on the IPUs --ipus N gives it; start its processes in the script with poprun"
+                              f" --num-instances {tasks} (each instance a share of the replicas, --num-replicas R)"),
+                 BAD_INPUT)
     mode = rest.get("open_mode")  # kept: a batch script's workload takes it (command_spec.py)
     if mode is not None and mode not in OPEN_MODES:
         fail("vipu", said("open_mode", f"--open-mode={mode}: give truncate or append"), BAD_INPUT)

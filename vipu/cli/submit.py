@@ -105,7 +105,8 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
 # spec fields -> the flags that set them: the controller's refusal names the field, the CLI's line the flag too
 FLAG_NAMES = {"name": "-J/--job-name", "ipus": "--ipus", "qos": "--qos", "user": "--user", "account": "-A/--account",
               "nice": "--nice", "dependency": "-d/--dependency", "array": "-a/--array", "begin": "-b/--begin",
-              "allocation": "-p/--partition", "output": "-o/--output", "error": "-e/--error"}
+              "allocation": "-p/--partition", "output": "-o/--output", "error": "-e/--error",
+              "nodelist": "-w/--nodelist", "exclude": "-x/--exclude"}
 
 
 def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ipus: int | None = None,
@@ -113,12 +114,14 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
                 wrap: str | None = None, qos: str | None = None, user: str | None = None, account: str | None = None,
                 nice: int | None = None, dependency: str | None = None, array: str | None = None,
                 hold: bool | None = None, begin: str | None = None, requeue: bool | None = None,
-                allocation: str | None = None, output: str | None = None, error_file: str | None = None,
+                allocation: str | None = None, nodelist: str | None = None, exclude: str | None = None,
+                output: str | None = None, error_file: str | None = None,
                 chdir: str | None = None, export: str | None = None, request_id: str | None = None,
                 parsable: bool = False, test_only: bool = False, json_out: bool = False, open_mode: str | None = None,
                 comment: str | None = None, mail_type: str | None = None, mail_user: str | None = None,
                 time_min: str | None = None, exclusive: bool = False, nodes: str | None = None,
-                priority: str | None = None, signal: str | None = None,
+                ntasks: str | None = None, ntasks_per_node: str | None = None, cpus_per_task: str | None = None,
+                gres: str | None = None, priority: str | None = None, signal: str | None = None,
                 kill_on_invalid_dep: str | None = None) -> None:
     """`vipu submit` once its flags are read (submit_command.py with typer, or fast_path.py), the defaults typer's."""
     given = {"name": name, "time": time, "qos": qos, "account": account, "array": array, "allocation": allocation,
@@ -138,11 +141,12 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
     flags = {
         "name": name, "ipus": ipus, "time_limit": limit, "qos": qos, "user": user,
         "account": account, "nice": nice, "dependency": dependency, "array": array, "hold": hold, "begin": begin,
-        "requeue": requeue, "allocation": allocation, "output": output, "error": error_file, "chdir": chdir,
-        "export": export,
+        "requeue": requeue, "allocation": allocation, "nodelist": nodelist, "exclude": exclude, "output": output,
+        "error": error_file, "chdir": chdir, "export": export,
     }
     flags.update(open_mode=open_mode, comment=comment, mail_type=mail_type, mail_user=mail_user, time_min=time_min,
-                 exclusive=exclusive or None, nodes=nodes, priority=priority, signal=signal,
+                 exclusive=exclusive or None, nodes=nodes, ntasks=ntasks, ntasks_per_node=ntasks_per_node,
+                 cpus_per_task=cpus_per_task, gres=gres, priority=priority, signal=signal,
                  kill_on_invalid_dep=kill_on_invalid_dep)  # each said or refused by sbatch_unmodelled
     flags = {k: v for k, v in flags.items() if v is not None}
     for key, flag, example in (("output", "-o/--output", "a file path (e.g. -o out-%j.txt)"),

@@ -42,6 +42,12 @@ def register(app: typer.Typer) -> None:
         requeue: bool = typer.Option(None, "--requeue/--no-requeue", help="requeue after a node failure"),
         allocation: str = typer.Option(None, "--allocation", "--partition", "-p",
                                        help="V-IPU allocation to run in (Slurm's partition)"),
+        nodelist: str = typer.Option(None, "--nodelist", "-w",
+                                     help="IPU-Machines (nodes, vipu info -N) the job must hold, a host list such as"
+                                          " ag[00-01]; more with more IPUs: the aligned block of its size around"
+                                          " them"),
+        exclude: str = typer.Option(None, "--exclude", "-x", help="IPU-Machines the job must not run on, e.g."
+                                    " ag[02-03]"),
         output: str = typer.Option(None, "--output", "-o",
                                    help="the job's output file, relative to its working directory; %j job id, %A"
                                         " array job, %a task, %x name (see the spec); for a job the controller"
@@ -75,6 +81,13 @@ def register(app: typer.Typer) -> None:
         exclusive: bool = typer.Option(False, "--exclusive",
                                        help="accepted with a warning: a job's IPUs are always its own"),
         nodes: str = typer.Option(None, "--nodes", "-N", help="refused: give --ipus N"),
+        ntasks: str = typer.Option(None, "--ntasks", "-n",
+                                   help="1 only (a job runs its script once); more is refused: start processes in the"
+                                        " script with poprun --num-instances N"),
+        ntasks_per_node: str = typer.Option(None, "--ntasks-per-node", help="1 only, as -n/--ntasks"),
+        cpus_per_task: str = typer.Option(None, "--cpus-per-task", "-c",
+                                          help="accepted with a warning: no host CPUs are allotted"),
+        gres: str = typer.Option(None, "--gres", help="refused: give --ipus N (--gres=ipu:4 is --ipus 4)"),
         priority: str = typer.Option(None, "--priority",
                                      help="refused: an admin sets it after the submit (vipu update job)"),
         signal: str = typer.Option(None, "--signal", help="refused: no signal before the time limit here"),
@@ -91,7 +104,8 @@ def register(app: typer.Typer) -> None:
         submit_jobs(
             ctx.obj, specs, name=name, ipus=ipus, time=time, time_limit=time_limit, duration=duration, wrap=wrap,
             qos=qos, user=user, account=account, nice=nice, dependency=dependency, array=array, hold=hold,
-            begin=begin, requeue=requeue, allocation=allocation, output=output, error_file=error_file, chdir=chdir,
-            export=export, request_id=request_id, parsable=parsable, test_only=test_only, json_out=json_out,
+            begin=begin, requeue=requeue, allocation=allocation, nodelist=nodelist, exclude=exclude, output=output,
+            error_file=error_file, chdir=chdir, export=export, request_id=request_id, parsable=parsable, test_only=test_only, json_out=json_out,
             open_mode=open_mode, comment=comment, mail_type=mail_type, mail_user=mail_user, time_min=time_min,
-            exclusive=exclusive, nodes=nodes, priority=priority, signal=signal, kill_on_invalid_dep=kill_on_invalid_dep)
+            exclusive=exclusive, nodes=nodes, ntasks=ntasks, ntasks_per_node=ntasks_per_node,
+            cpus_per_task=cpus_per_task, gres=gres, priority=priority, signal=signal, kill_on_invalid_dep=kill_on_invalid_dep)

@@ -12,6 +12,7 @@ from vipu.partition.node_names import natural_key
 from vipu.partition.admin_records import Agent, Allocation, Cluster, User
 from vipu.partition.partition_record import Partition
 from vipu.partition.pod_state import NoJournal, PodState
+from vipu.scheduler.node_requests import rename_nodes
 
 if TYPE_CHECKING:
     from vipu.control.plane import ControlPlane
@@ -39,12 +40,21 @@ class AdminOps:
         """`given`: host, port, machine, each only if set (else its default). With a `request_id`, a retry returns
         what the first call made, as every create here does (creations.py)."""
         with self.plane.lock.changing():
-            return self._once(caller, "agent", request_id, {"name": name, **given},
-                              lambda: self._admin.create_agent(name, **given))
+            agent = self._once(caller, "agent", request_id, {"name": name, **given},
+                               lambda: self._admin.create_agent(name, **given))
+            self._renamed()
+            return agent
 
     def remove_agent(self, name: str) -> Agent:
         with self.plane.lock.changing():
-            return self._admin.remove_agent(name)
+            agent = self._admin.remove_agent(name)
+            self._renamed()
+            return agent
+
+    def _renamed(self) -> None:
+        """Node names follow the agents (sbatch -w reads them): pending jobs that name nodes read them again."""
+        plane = self.plane
+        rename_nodes(plane.scheduler, plane.controller.state.node_names(), plane.now())
 
     def agent(self, name: str) -> Agent:
         return self.state().get("agent", name)

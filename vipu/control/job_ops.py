@@ -24,6 +24,7 @@ from vipu.partition.node_names import hostlist
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.expected_start import Expectation
 from vipu.scheduler.job_filter import NO_FILTER, JobFilter
+from vipu.scheduler.node_requests import NodeNames, check_nodes_in_allocation
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.view import Pod64Info
@@ -98,13 +99,15 @@ class JobOps:
         return snap.queue.expected_start(spec, self.plane.now(), snap.available_mask, snap.allowed_masks)
 
     def _check_allocation(self, spec: JobSpec, identity: Identity) -> None:
-        """The caller may use the allocation the spec names, and it could hold the job (call under the lock)."""
-        if not spec.allocation:
-            return
+        """The caller may use the allocation the spec names, and it could hold the job, on the nodes it names if it
+        names any (call under the lock)."""
         controller = self.plane.controller
-        identity.check_allocation(spec.allocation, controller.admin.get_allocation(spec.allocation).users)
-        # as create partition: a job its allocation could never hold would wait forever
-        controller.partitions.check_ever_fits(spec.ipus, spec.allocation, "ipus")
+        if spec.allocation:
+            identity.check_allocation(spec.allocation, controller.admin.get_allocation(spec.allocation).users)
+            # as create partition: a job its allocation could never hold would wait forever
+            controller.partitions.check_ever_fits(spec.ipus, spec.allocation, "ipus")
+        if spec.nodelist is not None or spec.exclude is not None:
+            check_nodes_in_allocation(spec, self.plane.scheduler.table.nodes, controller.state)
 
     def _checked(self, request: SubmitRequest, identity: Identity) -> JobSpec:
         """The spec as the scheduler takes it, with every check that needs the caller or may take long, before the
@@ -258,7 +261,8 @@ class JobOps:
 
         now = self.plane.now() if priority else None
         key = repr(("queue", identity, sorted(users), sorted(states or ()), sorted(ids), priority))
-        named = naming_unavailable(self.plane.read().pod)
+        snap = self.plane.read()
+        named = naming_unavailable(snap.pod, snap.queue.table.nodes)
         return self.plane.page(key, lambda snap: snap.queue.queue_rows(keep, now), page_size, page_token,
                                present=lambda row: named(row.decorated()))
 
@@ -305,7 +309,7 @@ class JobOps:
                                f" {self.plane.store.path} 'SELECT kind, name, error FROM quarantine'` lists them)",
                                resource=("job", str(job_id)))
         job = self._seen(job_id, identity)
-        return naming_unavailable(snap.pod)(snap.queue.job(job.id, self.plane.now()))
+        return naming_unavailable(snap.pod, table.nodes)(snap.queue.job(job.id, self.plane.now()))
 
     def _seen(self, job_id: int, identity: Identity) -> Job:
         """The job, if the caller may see it (another user's is refused as theirs, as scancel does)."""
@@ -355,19 +359,27 @@ class JobOps:
                                snap)
 
 
-def naming_unavailable(pod: PodState) -> Callable[[Job], Job]:
+def naming_unavailable(pod: PodState, nodes: NodeNames | None = None) -> Callable[[Job], Job]:
     """A pending job's ReqNodeNotAvail as squeue shows it, with the nodes of its allocation that take no new work
-    hostlist-compressed (ReqNodeNotAvail, UnavailableNodes:ag[03,07]), worked out once per allocation; other jobs
-    as they are."""
-    named: dict[str, str] = {}
+    hostlist-compressed (ReqNodeNotAvail, UnavailableNodes:ag[03,07]), worked out once per allocation (of a job
+    with a nodelist or exclude, only those it may use); other jobs as they are."""
+    named: dict[tuple[str, str | None, str | None, int], str] = {}
 
     def shown(job: Job) -> Job:
         if job.reason != NODE_NOT_AVAIL:
             return job
-        allocation = job.spec.allocation or DEFAULT_ALLOCATION
-        text = named.get(allocation)
+        spec = job.spec
+        allocation = spec.allocation or DEFAULT_ALLOCATION
+        own = nodes is not None and (spec.nodelist is not None or spec.exclude is not None)
+        key = (allocation, spec.nodelist, spec.exclude, spec.ipus) if own else (allocation, None, None, 0)
+        text = named.get(key)
         if text is None:
-            text = named[allocation] = hostlist(unavailable_nodes(pod, allocation))
+            names = unavailable_nodes(pod, allocation)
+            if own:
+                mask, per = nodes.mask(spec), nodes.per_machine  # type: ignore[union-attr]
+                machine = nodes.names  # type: ignore[union-attr]
+                names = [n for n in names if n in machine and mask >> (machine[n] * per) & ((1 << per) - 1)]
+            text = named[key] = hostlist(names)
         return job.updated({"reason": f"{NODE_NOT_AVAIL}, UnavailableNodes:{text}"}) if text else job
 
     return shown

@@ -52,6 +52,7 @@ class ControlPlane:
                  settings: RunSettings = RunSettings(), creations: Creations | None = None):
         self.controller = controller
         self.scheduler = scheduler
+        scheduler.table.nodes.use(controller.state.node_names())  # before any job is read (sbatch -w names)
         self.store = store
         self.creations = creations if creations is not None else Creations(store)  # create calls' request ids
         self.now = now
@@ -118,6 +119,7 @@ class ControlPlane:
     def use(self, controller: Controller, scheduler: Scheduler, creations: Creations) -> None:
         """Serve a state rebuilt from the store (rollback.py): every part that holds the state moves to it."""
         self.controller, self.scheduler, self.creations = controller, scheduler, creations
+        scheduler.table.nodes.use(controller.state.node_names())
         self.executor.scheduler, self.executor.controller = scheduler, controller
         self.driver = self.loop.driver = Driver(scheduler, self.executor, masks=self._masks)
         self._snapshot = None

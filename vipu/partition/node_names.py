@@ -63,3 +63,45 @@ def hostlist(names: Iterable[str]) -> str:
         text = ",".join(s[0][1] if len(s) == 1 else f"{s[0][1]}-{s[-1][1]}" for s in spans)
         parts.append(f"{prefix}{text}" if len(numbers) == 1 else f"{prefix}[{text}]")
     return ",".join(parts)
+
+
+MAX_EXPANDED = 65_536  # names one host list may stand for: the most machines a Pod has, with room
+_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
+
+
+def expand(text: str) -> list[str]:
+    """A Slurm host list read into its names, in the order written: ag[00-03,06],gw1 is ag00 ag01 ag02 ag03 ag06 gw1;
+    a range keeps its first number's width (ag[8-10] is ag8 ag9 ag10; ag[08-10] is ag08 ag09 ag10). ValueError
+    saying what is wrong and how to write it."""
+    names: list[str] = []
+    for entry in re.split(r",(?![^\[]*\])", text):
+        entry = entry.strip()
+        if not entry:
+            raise ValueError(f"{text!r} has an empty name; write names or ranges between commas, e.g. ag[00-03],ag07")
+        names += _entry(entry, text)
+        if len(names) > MAX_EXPANDED:
+            raise ValueError(f"{text!r} names more than {MAX_EXPANDED:,} nodes; name fewer")
+    return names
+
+
+def _entry(entry: str, text: str) -> list[str]:
+    m = _BRACKETS.search(entry)
+    if m is None:
+        if any(c in entry for c in "[]"):
+            raise ValueError(f"{text!r} has an unmatched bracket; write a range as ag[00-03]")
+        return [entry]
+    head, tail = entry[:m.start()], entry[m.end():]
+    if any(c in head for c in "[]"):
+        raise ValueError(f"{text!r} has an unmatched bracket; write a range as ag[00-03]")
+    out = []
+    for span in m.group(1).split(","):
+        first, dash, last = span.strip().partition("-")
+        if not (first.isascii() and first.isdigit()) or (dash and not (last.isascii() and last.isdigit())):
+            raise ValueError(f"{text!r}: [{m.group(1)}] is not a list of numbers and ranges; write e.g. [00-03,06]")
+        low, high = int(first), int(last) if dash else int(first)
+        if high < low:
+            raise ValueError(f"{text!r}: the range {span.strip()} runs backwards; write it low to high")
+        if len(out) + high - low >= MAX_EXPANDED:
+            raise ValueError(f"{text!r} names more than {MAX_EXPANDED:,} nodes; name fewer")
+        out += [f"{head}{n:0{len(first)}d}" for n in range(low, high + 1)]
+    return [name + rest for name in out for rest in _entry(tail, text)] if tail else out

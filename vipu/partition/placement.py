@@ -20,6 +20,7 @@ allocation the request may use). The controller and the trace replay both call i
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Iterable
 
 
 def block_mask(first: int, size: int) -> int:
@@ -106,3 +107,15 @@ def fragmentation(available: int, total: int) -> float:
     """Share of available IPUs outside the largest free aligned block: 0 when all free IPUs form one block."""
     free = bin(available).count("1")
     return 0.0 if free == 0 else 1.0 - largest_free_block(available, total) / free
+
+
+def node_region(machines: Iterable[int], ipus: int, per_machine: int) -> int | None:
+    """The IPUs a job of `ipus` IPUs that must hold every one of `machines` (sbatch -w) may be placed on: the one
+    aligned block of max(ipus, per_machine) IPUs around them (their machine for a job smaller than a machine).
+    None when no such block holds them all: a job's IPUs are one aligned block, so machines further apart than its
+    size allows cannot all be its own."""
+    listed = sorted(set(machines))
+    span = max(ipus, per_machine)
+    low, high = listed[0] * per_machine, (listed[-1] + 1) * per_machine - 1
+    start = low - low % span
+    return block_mask(start, span) if high < start + span else None

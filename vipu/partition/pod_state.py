@@ -16,7 +16,7 @@ from vipu.errors import NotFound
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.topology import Topology
 from vipu.partition.admin_records import DEFAULT_ALLOCATION, Agent, Allocation, Cluster, IpuFailure, User
-from vipu.partition.node_names import natural_key
+from vipu.partition.node_names import machine_name, natural_key
 from vipu.partition.partition_record import Partition
 from vipu.partition.placement import mask_of
 
@@ -98,6 +98,14 @@ class PodState:
 
     def agent_of_machine(self) -> dict[int, Agent]:
         return {agent.machine: agent for agent in self.agents.values()}
+
+    def node_names(self) -> dict[str, int]:
+        """Each machine's name as a node (`vipu info -N`): its agent's, or machineNN for one without an agent."""
+        names = {machine_name(m, self.pod.machines): m for m in range(self.pod.machines)}
+        for agent in self.agents.values():
+            del names[machine_name(agent.machine, self.pod.machines)]
+            names[agent.name] = agent.machine
+        return names
 
     def allocation_agents(self, allocation: str) -> list[str]:
         """The agents of an allocation; 'default' is every agent of a cluster that no named allocation holds (as in

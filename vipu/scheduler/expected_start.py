@@ -49,6 +49,10 @@ def expected_start(view: QueueView, spec: JobSpec, now: float, available_mask: i
     array = resolved.parsed_array(view.config.max_array_tasks)
     count = len(array.indices) if array else 1
     check_dependency(resolved, table, range(job_id, job_id + count))
+    nodes = None
+    if resolved.nodelist is not None or resolved.exclude is not None:
+        table.nodes.check(resolved)
+        nodes = table.nodes.mask(resolved)
     begin = resolve_begin(resolved, now) if resolved.begin is not None else None
     [job] = build_jobs(resolved, job_id, 1, now, None, array.indices[:1] if array else None, begin)
     allocation = resolved.allocation or DEFAULT_ALLOCATION
@@ -62,7 +66,7 @@ def expected_start(view: QueueView, spec: JobSpec, now: float, available_mask: i
     queued = QueuedJob(job_id, resolved.ipus, resolved.time_limit,  # type: ignore[arg-type]
                        max(now, begin or now), resolved.user, resolved.qos,  # type: ignore[arg-type]
                        resolved.nice, job.array_job_id, array.limit if array else None, resolved.allocation,
-                       account=resolved.account)
+                       account=resolved.account, nodes=nodes)
     order = view.order.read_copy()  # the view's own order is shared by every reader of the snapshot
     order.add(queued, now)
     running = list(table.running.values())

@@ -15,6 +15,7 @@ from pydantic_core import PydanticCustomError
 
 from vipu.documents import read_document
 from vipu.errors import InvalidArgument
+from vipu.partition.node_names import expand
 from vipu.scheduler.arrays import ArraySpec, ArraySyntaxError, parse_array
 from vipu.scheduler.begin import parse_begin
 from vipu.scheduler.deps import Dependency, DependencySyntaxError, parse_dependency
@@ -79,6 +80,18 @@ class JobSpec(Strict):
         " (output, a command's error) go only under it, its state folder's job-output folder or an operator's"
         " --output-dir (a command's working directory too)")
     allocation: str | None = Field(None, description="V-IPU allocation to run in (default: default)")
+    nodelist: str | None = Field(
+        None, max_length=4096,
+        description="sbatch -w/--nodelist: IPU-Machines (Slurm's nodes, as `vipu info -N` names them) the job must"
+        " hold, a Slurm host list such as ag[00-01] or ag02,ag03. As in Slurm it gets every one of them, and more"
+        " machines when it needs more IPUs: those of the aligned block of its size around them (a job's IPUs are one"
+        " aligned block), so -w ag01 with 16 IPUs runs on ag[00-03], and machines no one block of its size holds"
+        " are refused at submit, as are names the Pod does not have and machines outside its allocation. Until they"
+        " are free it waits (Resources; ReqNodeNotAvail while one is drained or failed)")
+    exclude: str | None = Field(
+        None, max_length=4096,
+        description="sbatch -x/--exclude: IPU-Machines the job must not run on, a Slurm host list as nodelist's;"
+        " none of them may be in its nodelist")
     workload: AnyWorkload = Field(HoldWorkload(), description="what the job runs: a mapping with its `kind` (sleep,"
                                   " hold, train, command: below)")
 
@@ -107,6 +120,16 @@ class JobSpec(Strict):
                 parse_array(value)
             except ArraySyntaxError as e:
                 raise PydanticCustomError("array", str(e)) from None
+        return value
+
+    @field_validator("nodelist", "exclude")
+    @classmethod
+    def _hosts(cls, value: str | None, info) -> str | None:
+        if value is not None:
+            try:
+                expand(value)
+            except ValueError as e:
+                raise PydanticCustomError(info.field_name, str(e)) from None
         return value
 
     @field_validator("output", "error")

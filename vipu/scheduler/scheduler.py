@@ -31,6 +31,7 @@ from vipu.scheduler.order import PendingOrder
 from vipu.scheduler.policies import chosen
 from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
 from vipu.scheduler.multifactor import FairShare, breakdown
+from vipu.scheduler.node_requests import NodeNames
 from vipu.scheduler.job_spec import JobSpec, parse_spec
 from vipu.scheduler.job_states import REQUEUABLE, TERMINAL, TRANSITIONS, JobState, check_requeue
 from vipu.scheduler.submission import (
@@ -66,6 +67,7 @@ class Scheduler:
         self.full_mask = (1 << pod.ipus) - 1
         self.failed_mask = 0
         self.table = JobTable()
+        self.table.nodes = NodeNames(pod)  # names sbatch -w and -x give, read into IPUs (node_requests.py)
         self.retired_qos: frozenset[str] = frozenset()  # QOS that stored jobs name but the config no longer has
         self._configure(config or SchedulerConfig())
         self.pending_info: dict[int, PendingInfo] = {}  # the last cycle's reason and estimated start per job walked
@@ -194,6 +196,7 @@ class Scheduler:
                 " may be queued or running (max_jobs): wait for some to finish or cancel some", reason="QUEUE_FULL"
             )
         check_submit_limits(self.table, self.config, resolved, count, added or Counter())
+        self.table.nodes.check(resolved)
         check_dependency(resolved, self.table, range(first_id, first_id + count),
                          call_ids=range(self.table.next_id, first_id))
         begin = resolve_begin(resolved, now) if resolved.begin is not None else None
@@ -280,8 +283,7 @@ class Scheduler:
 
     def cleaned(self, job_id: int, now: float) -> None:
         """The job's last run is torn down: it may start again."""
-        queued = self.table.cleaning_done(job_id)
-        if queued is not None:
+        if (queued := self.table.cleaning_done(job_id)) is not None:
             self.order.add(queued, now)
 
     def postponed(self, start: StartJob, now: float) -> bool:
@@ -335,8 +337,7 @@ class Scheduler:
         return effects
 
     def repair_ipus(self, ipus: Iterable[int]) -> None:
-        for ipu in ipus:
-            self.failed_mask &= ~(1 << ipu)
+        self.failed_mask &= ~sum(1 << ipu for ipu in set(ipus))
 
     def _charge(self, job: Job, now: float) -> None:
         """Fair-share usage of a run that just ended (called after its commit)."""

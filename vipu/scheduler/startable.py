@@ -30,15 +30,17 @@ def startable(s: Scheduler, available_mask: int | None = None, allowed_masks: Ma
     table = s.table
     if available_mask is None:
         available_mask = s.free_mask
-    fits: dict[tuple[str | None, int], bool] = {}  # (allocation, size) -> a free block of that size is there
+    fits: dict[tuple[str | None, int, int | None], bool] = {}  # (allocation, size, nodes) -> a free block is there
     count = 0
     for job_id in table.ready_seq:
         queued = table.pending[job_id]
-        key = (queued.allocation, queued.ipus)
+        key = (queued.allocation, queued.ipus, queued.nodes)
         fit = fits.get(key)
         if fit is None:
             allowed = s.full_mask if allowed_masks is None else allowed_masks.get(
                 queued.allocation or DEFAULT_ALLOCATION, 0)
+            if queued.nodes is not None:  # its nodelist and exclude
+                allowed &= queued.nodes
             fit = fits[key] = has_block(available_mask & allowed, queued.ipus, s.total)
         if fit:
             info = pending_reason(s, table.jobs[job_id])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from vipu.errors import NotFound
 from vipu.scheduler.bits import block
@@ -30,6 +30,9 @@ from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob, new
 from vipu.scheduler.policies.reservations import blocks_mask
 from vipu.scheduler.job_spec import parse_array
 from vipu.scheduler.job_states import ACTIVE, TERMINAL, JobState
+
+if TYPE_CHECKING:
+    from vipu.scheduler.node_requests import NodeNames
 
 S = JobState
 PENDING, RUNNING, COMPLETING = S.PENDING, S.RUNNING, S.COMPLETING
@@ -71,6 +74,7 @@ class JobTable(GateOpenings):
         self.ended: list[tuple[float, int]] = []  # heap of (end time, id) of ended jobs, for purge.py (stale kept)
         self.ended_named: list[tuple[float, int]] = []  # of those, due to go but named by a waiting dependency
 
+    nodes: NodeNames | None = None  # the Pod's node names, for jobs with a nodelist or exclude (the scheduler's)
     _joining: list[int] | None = None  # during put_each(): (first IPU, IPUs, ...) of runs not in used_mask yet
 
     def put_each(self, jobs: Iterable[Job], now: float) -> Iterator[Job]:
@@ -127,6 +131,7 @@ class JobTable(GateOpenings):
                 job.user, spec.qos, spec.nice,  # type: ignore[arg-type]
                 job.array_job_id, parse_array(spec.array).limit if spec.array else None, spec.allocation,
                 job.fixed_priority, spec.account,
+                self.nodes.mask(spec) if (spec.nodelist or spec.exclude) and self.nodes else None,
             )
             self.pending_sizes[ipus] += 1
             limits = self.pending_limits.get(ipus)
@@ -345,7 +350,7 @@ class JobTable(GateOpenings):
         copy.cleaning, copy.claims, copy.claimed_mask = set(self.cleaning), dict(self.claims), self.claimed_mask
         copy.ready_sizes, copy.used_mask, copy.seq, copy.next_id = Counter(self.ready_sizes), self.used_mask, self.seq, \
             self.next_id
-        copy.quarantined = self.quarantined  # set once, at start
+        copy.quarantined, copy.nodes = self.quarantined, self.nodes  # set once, at start
         return copy
 
 

@@ -54,6 +54,7 @@ class QueuedJob(NamedTuple):
     allocation: str | None = None
     fixed_priority: int | None = None  # an admin's (scontrol update Priority=N), in place of the multifactor one
     account: str | None = None
+    nodes: int | None = None  # the IPUs its nodelist and exclude let it use (node_requests.py); None: any
 
 
 class RunningJob(NamedTuple):

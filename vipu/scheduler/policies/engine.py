@@ -65,7 +65,7 @@ class _Walk:
         "blocked", "last_reserved", "remaining", "preemptors", "qos_sets", "preempt_qos", "_timeline", "_started",
         "_preempted", "_frozen", "_no_fit", "_fitting", "_no_victims", "shortest", "_evictable", "_lazy",
         "_lazy_floor", "plan", "capacity", "_candidates", "_victims", "limit_floor", "_refresh_at", "racks",
-        "_placed",
+        "_placed", "_node_masks",
     )
 
     def __init__(self, request: ScheduleRequest, mode: Mode, ascending_limits: bool = False):
@@ -107,6 +107,7 @@ class _Walk:
         self._refresh_at = 0  # jobs walked before the sizes that fit may be worked out again for a higher floor
         self.racks: RackMasks | None = None  # avail rack by rack, once placements on it are many (place())
         self._placed = 0 if self.total > SMALL_POD and self.total % RACK == 0 else -1  # -1: never
+        self._node_masks: dict[tuple[str | None, int], int] = {}  # allowed() of jobs with a nodelist or exclude
 
     # -- lazily built views -------------------------------------------------------------------------------
     @property
@@ -126,9 +127,15 @@ class _Walk:
 
     def allowed(self, job: QueuedJob) -> int | None:
         masks = self.r.allowed_masks
-        if masks is None:
-            return self.full
-        return masks.get(job.allocation or "default")
+        base = self.full if masks is None else masks.get(job.allocation or "default")
+        if job.nodes is None or base is None:
+            return base
+        # one object per (allocation, nodes) for the walk: the caches keyed by id(allowed) hold it (see fit_key)
+        key = (job.allocation, job.nodes)
+        mask = self._node_masks.get(key)
+        if mask is None:
+            mask = self._node_masks[key] = base & job.nodes
+        return mask
 
     def reserved_over(self, end: float) -> int:
         """IPUs reserved for blocked jobs at some moment before `end` (a job running until `end` must avoid them)."""

@@ -57,7 +57,7 @@ def walk_order(walk: _Walk, order: Iterable[QueuedJob]) -> ScheduleDecision:
         if reason is not None:
             pending[job.id] = PendingInfo(reason)
         else:
-            if whole_pod:
+            if whole_pod and job.nodes is None:
                 allowed = walk.full
                 ok = feasible.get(size)
                 if ok is None:
@@ -73,7 +73,7 @@ def walk_order(walk: _Walk, order: Iterable[QueuedJob]) -> ScheduleDecision:
                 if tested == limit:
                     walk.freeze()
             else:
-                if whole_pod:  # fit_key(), inlined
+                if allowed is walk.full:  # fit_key(), inlined
                     frozen = walk._frozen
                     key = bisect_left(frozen[0], now + job.time_limit) << 32 | size if frozen else size
                 else:

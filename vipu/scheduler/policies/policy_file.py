@@ -191,6 +191,8 @@ def checked(request: ScheduleRequest, decision: object, shown: dict[int, QueuedJ
         allowed = free
         if request.allowed_masks is not None:  # as the engine reads them (engine._Walk.allowed)
             allowed &= request.allowed_masks.get(job.allocation or "default", 0)
+        if job.nodes is not None:  # its nodelist and exclude
+            allowed &= job.nodes
         if s.first_ipu < 0 or s.first_ipu % job.ipus or s.first_ipu + job.ipus > request.total_ipus \
                 or blk & ~allowed:
             raise BadDecision(f"start of job {s.job_id} ({job.ipus} IPUs) at IPU {s.first_ipu}: not an aligned block"

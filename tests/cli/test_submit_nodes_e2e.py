@@ -1,0 +1,36 @@
+"""sbatch -w/--nodelist and -x/--exclude through `vipu submit` and #SBATCH lines, on a Pod64 (ag00 to ag15): the job
+runs on the machines it names, waits for them when they are busy (saying why in `vipu queue`), and a name that is no
+node is refused naming the flag."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import show, submit, wait_for
+from tests.cli.test_squeue_e2e import lines
+
+
+def test_nodelist_and_exclude_place_the_job_and_a_blocked_one_says_why(server, tmp_path):
+    [on5] = submit(server, "--ipus", "4", "-w", "ag05", "--duration", "5m")
+    wait_for(lambda: show(server, on5)["state"] == "RUNNING")
+    assert lines(server, "-h", "-o", "%N", "-j", str(on5)) == ["ag05"]
+    [wide] = submit(server, "--ipus", "8", "--nodelist=ag04", "--duration", "5m")  # needs ag[04-05]: ag05 is busy
+    [away] = submit(server, "--ipus", "4", "-x", "ag[00-14]", "--duration", "5m")
+    wait_for(lambda: show(server, away)["state"] == "RUNNING")
+    assert lines(server, "-h", "-o", "%N", "-j", str(away)) == ["ag15"]
+    assert lines(server, "-h", "-o", "%T %r", "-j", str(wide)) == ["PENDING Resources"]
+    assert sorted(lines(server, "-h", "-o", "%n|%x", "-j", f"{wide},{away}")) == ["ag04|", "|ag[00-14]"]  # %n %x
+    [listed] = json.loads(run(server, "vipu", "queue", "--json", "-j", str(away)).stdout)["jobs"]
+    assert (listed["required_nodes"], listed["excluded_nodes"]) == ("", "ag[00-14]")  # squeue --json's
+    out = run(server, "vipu", "submit", "--ipus", "1", "-w", "ag[05,99]", "--duration", "1s")
+    assert out.returncode == 2 and "-w/--nodelist" in out.stderr and "ag99, which is no IPU-Machine" in out.stderr
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n#SBATCH --ipus=8 -w ag[02-03] --hold\ntrue\n")
+    [held] = submit(server, str(script))
+    assert show(server, held)["spec"]["nodelist"] == "ag[02-03]"
+    shown = run(server, "vipu", "show", "job", str(held)).stdout.splitlines()
+    assert "ReqNodeList=ag[02-03]" in shown and "ExcNodeList=(null)" in shown  # as scontrol show job
+    run(server, "vipu", "cancel", str(on5))
+    wait_for(lambda: show(server, wide)["state"] == "RUNNING")
+    assert lines(server, "-h", "-o", "%N", "-j", str(wide)) == ["ag[04-05]"]
