@@ -128,9 +128,6 @@ class ParallelTrainer:
                     weights[ipu] = self.layouts[ipu].pack(shards)
         self.weight_rows = replica_rows(self, weights)  # one IPU a replica: their weights as rows of one array
         self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
-        # the gradient accumulators, zeroed each step: the same memory every step, not fresh pages to fault in
-        grads = {ipu: np.zeros_like(w) for ipu, w in weights.items()}
-        self.accumulators = grads, {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in grads}
         self.rts = self.lay.rts and self.lay.r > 1
         self.recompute = recomputes(self.lay)
         self.order = execution_order(stage_orders(self.lay.order, p, self.lay.micro_batches))  # every step's
@@ -144,7 +141,7 @@ class ParallelTrainer:
             state = {name: {ipu: np.zeros(self.owned_range(ipu)[1] - self.owned_range(ipu)[0], dtype=w.dtype)
                             for ipu, w in weights.items()} for name in self.state_names}
             for name in self.state_names:
-                self.fabric.put(name, state[name])
+                self.fabric.put(name, state[name], handed=True)  # RunAhead keeps them: read-only, copied to update
                 if self.streamed:
                     self.fabric.offload(name)
             # what a checking step reads back: the weights, the gradients' sums and each state buffer
@@ -156,7 +153,8 @@ class ParallelTrainer:
             activations = [int(stage_memory(workload, s).activations) for s in range(p)]
             self.fabric.reserve("activations", {self.fabric.ipu(rep, s, k): activations[s] for rep in self.replicas
                                                 for s in range(p) for k in range(t)})
-            self.stack_fits = stack_fits(self.fabric, workload, grads)  # else one by one (micro_batches.py)
+            # else one by one (micro_batches.py)
+            self.stack_fits = stack_fits(self.fabric, workload, self._accumulators(weights)[0])
             self.replicas_as_one = batchable(self)  # replica_batches.py
         except BaseException:
             self.close()
@@ -242,9 +240,7 @@ class ParallelTrainer:
         else:
             params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
         views = {ipu: self._weight_views(ipu, params[ipu]) for ipu in self.ipus}
-        grads, gviews = self.accumulators
-        for buffer in grads.values():
-            buffer.fill(0)
+        grads, gviews = self._accumulators(params)
         x, y = batch(model, self.workload.global_batch, self.workload.seed, step)
         order = self.order
         losses: list[np.ndarray] = []
@@ -264,7 +260,7 @@ class ParallelTrainer:
             reduced, dp_s = data_parallel_ahead(fabric, "grads", grads)
             later_grads = lambda: reduced  # noqa: E731
         else:
-            fabric.put("grads", grads)
+            fabric.put("grads", grads, handed=True)
             if self.rts:
                 dp_s = fabric.data_parallel_half("grads", "reduce-scatter")
             else:
@@ -325,9 +321,15 @@ class ParallelTrainer:
         if self.ahead is not None:
             self.ahead.state = new_state
         for name in self.state_names:
-            fabric.put(name, new_state[name])
+            fabric.put(name, new_state[name], handed=True)  # updated on copies (owned): not written again
             if self.streamed:
                 fabric.offload(name)
+
+    def _accumulators(self, like: dict[int, np.ndarray]) -> tuple[dict[int, np.ndarray], dict]:
+        """Zeroed gradient accumulators for a step, with each IPU's named views of them: fresh each step, as each
+        step hands them over to the IPUs (put without a copy)."""
+        grads = {ipu: np.zeros_like(w) for ipu, w in like.items()}
+        return grads, {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in grads}
 
     def _put_weights(self, buffers: dict[int, np.ndarray]) -> None:
         self.fabric.put("params", self._stored(buffers))
