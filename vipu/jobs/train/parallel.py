@@ -133,9 +133,12 @@ class ParallelTrainer:
         self.order = execution_order(stage_orders(self.lay.order, p, self.lay.micro_batches))  # every step's
         self.streamed = self.lay.offload_optimizer or self.lay.phased
         # the weights each IPU holds at a step's start are those put at the last one's end, unless RTS gathers them
-        # or they stream: the step then continues with these and checks them (Fabric.expect), without a wait
+        # or they stream: where a read waits (machine actors) the step continues with these and checks them
+        # (Fabric.expect); so does a step whose replicas' weights are rows of one array (replica_rows). Otherwise
+        # it reads them, no copy kept and none compared
         self.put_weights: dict[int, np.ndarray] | None = None
-        self.weights_as_put = not (self.lay.phased or self.lay.shards_weights or self.rts)
+        self.weights_as_put = not (self.lay.phased or self.lay.shards_weights or self.rts) and (
+            self.fabric.transport.deferred or self.weight_rows is not None)
         try:
             self._put_weights(weights)
             state = {name: {ipu: np.zeros(self.owned_range(ipu)[1] - self.owned_range(ipu)[0], dtype=w.dtype)
@@ -237,8 +240,8 @@ class ParallelTrainer:
             else:
                 self.ahead.begin(self.put_weights)
             params = self.put_weights
-        else:
-            params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
+        else:  # perhaps read-only: copied for the update (_update)
+            params = fabric.get("params", self.ipus)
         views = {ipu: self._weight_views(ipu, params[ipu]) for ipu in self.ipus}
         grads, gviews = self._accumulators(params)
         x, y = batch(model, self.workload.global_batch, self.workload.seed, step)
@@ -314,6 +317,7 @@ class ParallelTrainer:
         for ipu in self.ipus:
             lo, hi = self.owned_range(ipu)  # with RTS only this shard: the all-gather brings the others' updates
             mine = {name.removeprefix("opt."): owned(state[name][ipu], None) for name in self.state_names}
+            params[ipu] = owned(params[ipu])
             optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
@@ -327,12 +331,14 @@ class ParallelTrainer:
 
     def _accumulators(self, like: dict[int, np.ndarray]) -> tuple[dict[int, np.ndarray], dict]:
         """Zeroed gradient accumulators for a step, with each IPU's named views of them: fresh each step, as each
-        step hands them over to the IPUs (put without a copy)."""
-        grads = {ipu: np.zeros_like(w) for ipu, w in like.items()}
+        step hands them over to the IPUs (put without a copy). np.zeros, not zeros_like: its pages are zeroed as
+        they are first written (calloc), not all at once (the first ones are only put to try the SRAM)."""
+        grads = {ipu: np.zeros(w.shape, w.dtype) for ipu, w in like.items()}
         return grads, {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in grads}
 
     def _put_weights(self, buffers: dict[int, np.ndarray]) -> None:
-        self.fabric.put("params", self._stored(buffers))
+        """Put the weights: copies where the trainer keeps them (weights_as_put), else handed over."""
+        self.fabric.put("params", self._stored(buffers), handed=not self.weights_as_put)
         if self.weights_as_put:
             self.put_weights = {ipu: owned(a) for ipu, a in buffers.items()}
 
