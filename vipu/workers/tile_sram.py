@@ -173,14 +173,21 @@ class IpuMemory:
             raise InvalidArgument("tensor name is empty; give each tensor a name")
         array = np.asarray(array)
         old = self.tensors.get(name)
-        if not copy and array.base is None and array.flags.writeable and array.flags.c_contiguous:
-            tensor = self._place(name, array.view(), mapping)  # this view stays writable: the IPU's to write
+        held = not copy and array.base is None and array.flags.writeable and array.flags.c_contiguous
+        if (old is not None and not old.reserved and old.data.shape == array.shape
+                and old.data.dtype == array.dtype and (old.mapping is mapping or old.mapping == mapping)):
+            # the same tiles again (a training step's buffers): nothing to count, only the values change
+            if held:
+                old.data, array.flags.writeable = array.view(), False  # the view stays writable: the IPU's
+            elif old.data.flags.writeable:
+                np.copyto(old.data, array)
+            else:  # a reader holds the old values (view): new memory
+                old.data = np.array(array, copy=True, order="C")
+            return old
+        if held:
+            tensor = self._place(name, array.view(), mapping)  # refused, the caller's array stays as it was
             array.flags.writeable = False
             return tensor
-        if (old is not None and old.data.shape == array.shape and old.data.dtype == array.dtype
-                and old.data.flags.writeable and (old.mapping is mapping or old.mapping == mapping)):
-            np.copyto(old.data, array)  # the same tiles again (a training step's buffers): nothing to count
-            return old
         # own it: Ray hands actors read-only views of their arguments, and a caller may write its array later
         return self._place(name, np.array(array, copy=True, order="C"), mapping)
 
