@@ -110,8 +110,9 @@ def layout(mapping: Mapping, elements: int, itemsize: int, tiles: int, name: str
 
 @dataclass
 class Tensor:
-    """A tensor on the tiles. Its data is C-contiguous; where it is read-only, a caller may hold it (a view the IPU
-    lent, IpuMemory.view, or an array handed over, IpuMemory.allocate), so the IPU writes a copy (writable)."""
+    """A tensor on the tiles. Its data is C-contiguous (a reserved one's is a placeholder); where it is read-only, a
+    caller may hold it (a view the IPU lent, IpuMemory.view, or an array handed over, IpuMemory.allocate), so the
+    IPU writes a copy (writable)."""
 
     name: str
     data: np.ndarray
