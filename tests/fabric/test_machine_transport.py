@@ -53,6 +53,27 @@ def test_sram_and_streaming_memory_refuse_naming_the_ipu_and_the_bytes():
     assert f"needs {int(streaming):,} bytes but {int(streaming) - 1000:,} of" in over.value.message
 
 
+def test_arrays_handed_over_and_views_read_never_change_what_the_other_side_holds():
+    group = block("bow-pod16", 8, 8)
+    transport = MachineTransport(machines(2, 3), 4)
+    handed = {ipu: np.full(1000, ipu, np.float32) for ipu in group.ipus}
+    kept = {ipu: np.full(1000, ipu, np.float32) for ipu in group.ipus}
+    transport.put_tensors("g", handed, handed=True)
+    transport.put_tensors("k", kept)
+    with pytest.raises(ValueError, match="read-only"):
+        handed[8] += 1  # a caller's later write is refused, not seen by the IPU
+    kept[8] += 1  # a copy was put: the IPU keeps the values put
+    assert transport.get_tensor(8, "k")[0] == 8
+    before = transport.get_tensors("g", group.ipus)
+    allreduce(group, "g", transport)
+    transport.put_tensors("g", {8: np.zeros(1000, np.float32)})
+    assert all((before[ipu] == ipu).all() for ipu in group.ipus)  # views read before keep their values
+    assert transport.get_tensor(8, "g")[0] == 0 and transport.get_tensor(9, "g")[0] == sum(range(8, 16))
+    sram = pod("bow-pod16").ipu.sram_per_tile_bytes * pod("bow-pod16").ipu.tiles
+    with pytest.raises(ResourceExhausted, match="IPU 9 \\(IPU 1 of machine 2\\)"):
+        transport.put_tensors("big", {9: np.zeros(sram // 4 + 1, np.float32)}, handed=True)
+
+
 def test_a_tensor_put_in_streaming_memory_loads_onto_its_ipu():
     transport = MachineTransport(machines(0), 4)
     transport.put_offloaded("w", {2: np.arange(6.0).reshape(2, 3)})

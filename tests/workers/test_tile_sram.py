@@ -77,6 +77,46 @@ def test_allocate_copies_so_callers_and_read_only_arrays_do_not_alias():
     assert list(source) == [0, 1, 2, 3] and list(memory.read("t")) == [1, 2, 3, 4]
 
 
+def test_a_handed_array_is_held_without_a_copy_and_the_callers_later_writes_are_refused():
+    memory = small_ipu()
+    given = np.arange(4, dtype=np.float32)
+    memory.allocate("t", given, copy=False)
+    assert np.shares_memory(memory.tensor("t").data, given)
+    with pytest.raises(ValueError, match="read-only"):
+        given[0] = 9
+    memory.add_slice("t", 0, 4, np.ones(4))  # the IPU's own write: in place, on the memory it was handed
+    assert memory.read("t").tolist() == [1, 2, 3, 4]
+
+
+def test_a_handed_array_over_capacity_is_refused_and_stays_the_callers():
+    memory = small_ipu()
+    memory.allocate("t", np.ones(100, np.uint8))
+    given = np.zeros(4001, np.uint8)
+    with pytest.raises(ResourceExhausted, match=f"out of memory on IPU 0: tensor 't' needs 4,001 bytes"):
+        memory.allocate("t", given, copy=False)
+    given[0] = 1  # still writable: the IPU did not take it
+    assert memory.used_bytes == 100 and memory.read("t")[0] == 1
+
+
+def test_a_view_lent_keeps_its_values_and_the_ipus_next_writes_go_to_a_copy():
+    memory = small_ipu()
+    memory.allocate("t", np.zeros(4, np.float32))
+    lent = memory.view("t")
+    with pytest.raises(ValueError):
+        lent.flags.writeable = True
+    memory.add_slice("t", 0, 4, np.ones(4))
+    memory.allocate("t", np.full(4, 7, np.float32))
+    assert lent.tolist() == [0, 0, 0, 0] and memory.read("t").tolist() == [7, 7, 7, 7]
+    assert memory.used_bytes == 16
+
+
+def test_a_reserved_tensor_refuses_writes():
+    memory = small_ipu()
+    memory.reserve("r", 8)
+    with pytest.raises(InvalidArgument, match="tensor 'r' is reserved: it holds bytes but no values; put it"):
+        memory.write_slice("r", 0, 2, np.ones(2, np.uint8))
+
+
 def test_slices_read_write_and_accumulate_the_flat_range():
     memory = small_ipu()
     memory.allocate("t", np.zeros((2, 3), np.float32))

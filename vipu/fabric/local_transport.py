@@ -20,6 +20,7 @@ from vipu.errors import NotFound, VipuError
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import TrafficCounters
 from vipu.fabric.transfer_schedule import Transfer
+from vipu.fabric.transport import hand_over
 
 if TYPE_CHECKING:
     from vipu.workers import bsp
@@ -62,9 +63,11 @@ class LocalTransport:
     def get_tensor(self, ipu: int, name: str) -> np.ndarray:
         return self._flat(ipu, name).reshape(self.shapes[(ipu, name)]).copy()
 
-    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray], handed: bool = False) -> None:
         for ipu, array in arrays.items():
             self.put_tensor(ipu, name, array)
+        if handed:
+            hand_over(arrays)
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return {ipu: self.get_tensor(ipu, name) for ipu in ipus}

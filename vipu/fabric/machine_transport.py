@@ -23,7 +23,7 @@ from vipu.errors import InvalidArgument, NotFound
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import TrafficCounters, by_machine
 from vipu.fabric.transfer_schedule import Transfer
-from vipu.fabric.transport import by_machine_index, held_by_machine
+from vipu.fabric.transport import by_machine_index, hand_over, held_by_machine
 
 if TYPE_CHECKING:
     from vipu.workers import bsp
@@ -68,9 +68,10 @@ class MachineTransport:
             m.put_tensor(index, name, array, tiles)
 
     def get_tensor(self, ipu: int, name: str) -> np.ndarray:
+        """Read-only, as Ray's are, and never changed afterwards (Machine.view_tensor): no copy."""
         m, lock, index = self._at(ipu)
         with lock:
-            return m.get_tensor(index, name)
+            return m.view_tensor(index, name)
 
     def free_tensor(self, ipu: int, name: str) -> None:
         m, lock, index = self._at(ipu)
@@ -84,19 +85,23 @@ class MachineTransport:
                 with lock:
                     m.free_each(items)
 
-    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        """In the arrays' order, each machine's lock taken once for the run of its IPUs."""
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray], handed: bool = False) -> None:
+        """In the arrays' order, each machine's lock taken once for the run of its IPUs; handed arrays held as they
+        are where they can be (Machine.put_tensor)."""
         for m, lock, items in self._runs(arrays.items()):
             with lock:
                 for index, array in items:
-                    m.put_tensor(index, name, array)
+                    m.put_tensor(index, name, array, handed=handed)
+        if handed:
+            hand_over(arrays)  # those the machines copied (not theirs to hold) too
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
+        """Read-only views, as get_tensor's."""
         got = {}
         for m, lock, items in self._runs((ipu, ipu) for ipu in ipus):
             with lock:
                 for index, ipu in items:
-                    got[ipu] = m.get_tensor(index, name)
+                    got[ipu] = m.view_tensor(index, name)
         return got
 
     def _runs(self, pairs: Iterable[tuple[int, object]]):
@@ -166,13 +171,16 @@ class MachineTransport:
         if kept is None:
             ipus = sorted({ipu for transfers in steps for t in transfers for ipu in (t.src, t.dst)})
             machines = sorted({ipu // self.ipus_per_machine for ipu in ipus})
+            written = {t.dst for transfers in steps for t in transfers}
             kept = self._steps.put(steps, ({ipu: self._at(ipu) for ipu in ipus},
-                                           [self.machines[machine][1] for machine in machines], set()))
-        at, locks, sizes_checked = kept  # each IPU's (machine, lock, number in it); the machines' locks
+                                           [self.machines[machine][1] for machine in machines], set(), written))
+        at, locks, sizes_checked, written = kept  # each IPU's (machine, lock, number in it); the machines' locks
         with ExitStack() as locked:
             for lock in locks:
                 locked.enter_context(lock)
-            flats = {ipu: m.memory(index).tensor(name).flat for ipu, (m, _, index) in at.items()}
+            tensors = {ipu: m.memory(index).tensor(name) for ipu, (m, _, index) in at.items()}
+            # the IPUs written to, their tensors copied first where a reader holds a view of them (Tensor.writable)
+            flats = {ipu: tensor.writable() if ipu in written else tensor.flat for ipu, tensor in tensors.items()}
             sizes = tuple(flat.size for flat in flats.values())
             if sizes not in sizes_checked:
                 _check_ranges(name, steps, flats)

@@ -31,7 +31,7 @@ from vipu.fabric.group import Group
 from vipu.fabric.schedule_cost import CollectiveResult
 from vipu.fabric.traffic import by_machine
 from vipu.fabric.transfer_schedule import Transfer
-from vipu.fabric.transport import by_machine_index, held_by_machine, twin
+from vipu.fabric.transport import by_machine_index, hand_over, held_by_machine, twin
 
 if TYPE_CHECKING:
     from vipu.workers import bsp
@@ -101,11 +101,14 @@ class RayTransport:
         self.calls.wait([actor.put_tensor.remote(index, name, array, tiles)])
         self.specs[(ipu, name)] = (int(np.size(array)), np.asarray(array).dtype)
 
-    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        """One call per machine (deferred: queued, with a copy of each array: the batch goes at the next wait, and
-        the caller may change its arrays meanwhile). An array with the same dtype and bits as another IPU's of the
-        same machine goes as that one, and travels once (pickle sends an object once per call): the replicas'
-        weights and optimiser state after a data-parallel update. The machine copies it onto each IPU."""
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray], handed: bool = False) -> None:
+        """One call per machine (deferred: queued, with a copy of each array unless handed: the batch goes at the
+        next wait, and the caller may change its arrays meanwhile). An array with the same dtype and bits as
+        another IPU's of the same machine goes as that one, and travels once (pickle sends an object once per
+        call): the replicas' weights and optimiser state after a data-parallel update. The machine copies it onto
+        each IPU."""
+        if handed:
+            hand_over(arrays)
         machines: dict[int, dict[int, np.ndarray]] = defaultdict(dict)
         for ipu, array in arrays.items():
             machine, index = self._machine(ipu)
@@ -113,7 +116,7 @@ class RayTransport:
             mine = machines[machine]
             mine[index] = next((kept for kept in mine.values() if twin(kept, array)), None)
             if mine[index] is None:
-                mine[index] = np.array(array) if self.calls.deferred else array
+                mine[index] = np.array(array) if self.calls.deferred and not handed else array
             self.specs[(ipu, name)] = (int(array.size), array.dtype)
         for machine, mine in machines.items():
             self.calls.queue(machine, "put_tensors", name, mine)

@@ -52,7 +52,9 @@ class Transport(Protocol):
         """Place `array` on the IPU (over its first `tiles` tiles, default all), replacing a tensor of that name."""
 
     def get_tensor(self, ipu: int, name: str) -> np.ndarray:
-        """A copy of the tensor, in the shape it was put."""
+        """The tensor's values as they are now, in the shape it was put; never changed by the transport afterwards,
+        and perhaps read-only (Ray's and the in-process machines' are: owned() in jobs/train/data_path.py copies
+        one to write)."""
 
     def free_tensor(self, ipu: int, name: str) -> None:
         """Free `name` wherever it is: on the IPU, offloaded to Streaming Memory, reserved or held."""
@@ -62,11 +64,13 @@ class Transport(Protocol):
         """free_tensor of each (IPU, name) of `held`, best effort (a job's cleanup): a tensor already gone, or on a
         machine that is gone, is skipped."""
 
-    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        """Put arrays[ipu] on each IPU under `name`."""
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray], handed: bool = False) -> None:
+        """Put arrays[ipu] on each IPU under `name`. `handed`: the caller gives the arrays up (it keeps no view of
+        them to write through), so a transport may hold them as they are instead of a copy; each is read-only once
+        put (hand_over), on every transport, so that a caller's later write raises rather than changes an IPU."""
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
-        """IPU -> a copy of its tensor `name`."""
+        """IPU -> its tensor `name`, as get_tensor gives it."""
 
     def get_tensors_later(self, name: str, ipus: Sequence[int]) -> Callable[[], dict[int, np.ndarray]]:
         """get_tensors of the tensors as they are now, returned when the result is called: the read may go on while
@@ -140,6 +144,14 @@ def twin(kept: np.ndarray, array: np.ndarray) -> bool:
     return same_bits(a[::step], b[::step]) and same_bits(kept, array)
 
 
+def hand_over(arrays: Mapping[int, np.ndarray]) -> None:
+    """Make the arrays a caller handed to put_tensors read-only: a transport that copies them (LocalTransport,
+    RayTransport) refuses the caller's later writes as the one that holds them (MachineTransport) does."""
+    for array in arrays.values():
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+
+
 def once_each(arrays: list[np.ndarray]) -> list[np.ndarray]:
     """`arrays`, each that is a twin of an earlier one replaced by that one: pickled in one call, an object goes
     once (what a machine sends back of the replicas' equal weights, state and reduced gradients)."""
@@ -185,8 +197,8 @@ class WrappedTransport:
     def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
         self.inner.free_tensors(held)
 
-    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        self.inner.put_tensors(name, arrays)
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray], handed: bool = False) -> None:
+        self.inner.put_tensors(name, arrays, handed)
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return self.inner.get_tensors(name, ipus)

@@ -81,7 +81,7 @@ class MachineActor:
 
     def get_tensors(self, name: str, ipus: list[int]) -> list[np.ndarray]:
         """Equal arrays as one object, sent once (RayTransport._by_ipu copies it for each IPU again)."""
-        return once_each([self.machine.get_tensor(ipu, name) for ipu in ipus])
+        return once_each([self.machine.view_tensor(ipu, name) for ipu in ipus])  # Ray copies what it returns
 
     def read_transfers(self, name: str, reads: list) -> list[np.ndarray]:
         return collective_steps.read_transfers(self.machine, name, reads)

@@ -62,8 +62,9 @@ def in_place(machine: Machine, name: str, local: Sequence[LocalTransfer]) -> Non
         for a, b in ranges:
             memories[src].check_range(tensors[src], a, b)
             memories[dst].check_range(tensors[dst], a, b)
+    writes = {dst: tensors[dst].writable() for _, dst, _, _ in local}  # before any moves: a copy if lent
     for src, dst, ranges, reduce in local:
-        read, write = tensors[src].flat, tensors[dst].flat
+        read, write = tensors[src].flat, writes[dst]
         for a, b in ranges:
             if reduce:
                 write[a:b] += read[a:b]  # local + incoming, as the machine's add_slice does

@@ -103,12 +103,19 @@ class Machine:
         return self.memories[local]
 
     # --- tensors ----------------------------------------------------------------------------------------------
-    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
-        """Place `array` linearly over the first `tiles` tiles (default all), replacing a tensor of that name."""
-        self.memory(ipu).allocate(name, np.asarray(array), ALL_TILES if tiles is None else Linear(0, tiles))
+    def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None,
+                   handed: bool = False) -> None:
+        """Place `array` linearly over the first `tiles` tiles (default all), replacing a tensor of that name: a copy,
+        or with `handed` the array itself where it can be held as it is (IpuMemory.allocate), read-only from then."""
+        self.memory(ipu).allocate(name, np.asarray(array), ALL_TILES if tiles is None else Linear(0, tiles),
+                                  copy=not handed)
 
     def get_tensor(self, ipu: int, name: str) -> np.ndarray:
         return self.memory(ipu).read(name)
+
+    def view_tensor(self, ipu: int, name: str) -> np.ndarray:
+        """The tensor's values without a copy, read-only and never changed afterwards (IpuMemory.view)."""
+        return self.memory(ipu).view(name)
 
     def get_slice(self, ipu: int, name: str, start: int, stop: int) -> np.ndarray:
         return self.memory(ipu).read_slice(name, start, stop)

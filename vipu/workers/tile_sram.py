@@ -110,11 +110,16 @@ def layout(mapping: Mapping, elements: int, itemsize: int, tiles: int, name: str
 
 @dataclass
 class Tensor:
+    """A tensor on the tiles. Its data is C-contiguous (a reserved one's is a placeholder); where it is read-only, a
+    caller may hold it (a view the IPU lent, IpuMemory.view, or an array handed over, IpuMemory.allocate), so the
+    IPU writes a copy (writable)."""
+
     name: str
-    data: np.ndarray  # owned by the IPU: C-contiguous, writable, never shared with a caller
+    data: np.ndarray
     slices: tuple[TileSlice, ...]
     need: np.ndarray | None = None  # bytes per tile, when known (layout()); read-only
     mapping: Mapping | None = None  # how it was placed, when known (allocate())
+    reserved: bool = False  # bytes held with no values kept (IpuMemory.reserve)
 
     @property
     def nbytes(self) -> int:
@@ -122,6 +127,16 @@ class Tensor:
 
     @property
     def flat(self) -> np.ndarray:
+        return self.data.reshape(-1)
+
+    def writable(self) -> np.ndarray:
+        """The flat data to write in place: copied first where it is read-only, so that what a caller holds of it
+        (a view lent, an array handed over) keeps the values it had (copy on write)."""
+        if not self.data.flags.writeable:
+            if self.reserved:
+                raise InvalidArgument(f"tensor {self.name!r} is reserved: it holds bytes but no values; put it"
+                                      " before writing to it")
+            self.data = np.array(self.data, order="C")
         return self.data.reshape(-1)
 
 
@@ -148,18 +163,37 @@ class IpuMemory:
         return self.capacity_bytes - self.used_bytes
 
     def allocate(self, name: str, array: np.ndarray, mapping: Mapping = Linear(), copy: bool = True) -> Tensor:
-        """Place `array` on the tiles (a copy of it, unless `copy` is False); an existing tensor of that name is
-        replaced, atomically: if the new one does not fit (counting the old one's bytes as free), the old one stays."""
+        """Place `array` on the tiles; an existing tensor of that name is replaced, atomically: if the new one does
+        not fit (counting the old one's bytes as free), the old one stays.
+
+        A copy of `array` is placed, unless `copy` is False: the caller then hands the array over, and a writable,
+        C-contiguous array that owns its memory is held as it is (no copy), the caller's array made read-only once
+        it fits, so that a later write of the caller's raises rather than changes what the IPU holds (a view the
+        caller kept of it is its own to leave alone). Any other array is copied."""
         if not name:
             raise InvalidArgument("tensor name is empty; give each tensor a name")
         array = np.asarray(array)
         old = self.tensors.get(name)
-        if (copy and old is not None and old.data.shape == array.shape and old.data.dtype == array.dtype
-                and old.data.flags.writeable and (old.mapping is mapping or old.mapping == mapping)):
-            np.copyto(old.data, array)  # the same tiles again (a training step's buffers): nothing to count
+        held = not copy and array.base is None and array.flags.writeable and array.flags.c_contiguous
+        if (old is not None and not old.reserved and old.data.shape == array.shape
+                and old.data.dtype == array.dtype and (old.mapping is mapping or old.mapping == mapping)):
+            # the same tiles again (a training step's buffers): nothing to count, only the values change
+            if held:
+                old.data, array.flags.writeable = array.view(), False  # the view stays writable: the IPU's
+            elif old.data.flags.writeable:
+                np.copyto(old.data, array)
+            else:  # a reader holds the old values (view): new memory
+                old.data = np.array(array, copy=True, order="C")
             return old
-        # own it: Ray hands actors read-only views of their arguments (reserve() passes a read-only placeholder)
-        data = np.array(array, copy=True, order="C") if copy else array
+        if held:
+            tensor = self._place(name, array.view(), mapping)  # refused, the caller's array stays as it was
+            array.flags.writeable = False
+            return tensor
+        # own it: Ray hands actors read-only views of their arguments, and a caller may write its array later
+        return self._place(name, np.array(array, copy=True, order="C"), mapping)
+
+    def _place(self, name: str, data: np.ndarray, mapping: Mapping, reserved: bool = False) -> Tensor:
+        old = self.tensors.get(name)
         slices, need = layout(mapping, data.size, data.itemsize, self.tiles, name)
         free = self.tile_bytes - self.used
         if old is not None:
@@ -167,7 +201,7 @@ class IpuMemory:
         self._check_fits(name, need, free)
         if old is not None:
             self.free(name)
-        tensor = Tensor(name, data, slices, need, mapping)
+        tensor = Tensor(name, data, slices, need, mapping, reserved)
         self.used += need
         self.tensors[name] = tensor
         return tensor
@@ -177,9 +211,11 @@ class IpuMemory:
         buffer whose values live elsewhere. Replaces a tensor of that name as allocate() does."""
         if nbytes < 0:
             raise InvalidArgument(f"tensor {name!r}: cannot reserve {nbytes} bytes; give 0 or more")
+        if not name:
+            raise InvalidArgument("tensor name is empty; give each tensor a name")
         placeholder = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(int(nbytes),), strides=(0,),
                                                       writeable=False)  # every element is the one byte: never write
-        return self.allocate(name, placeholder, mapping, copy=False)
+        return self._place(name, placeholder, mapping, reserved=True)
 
     def free(self, name: str) -> Tensor:
         tensor = self.tensor(name)
@@ -202,6 +238,13 @@ class IpuMemory:
     def read(self, name: str) -> np.ndarray:
         return self.tensor(name).data.copy()
 
+    def view(self, name: str) -> np.ndarray:
+        """The tensor's values without a copy: a read-only view, whose values never change (the tensor is read-only
+        from then, so the IPU's next write to it goes to a copy: Tensor.writable)."""
+        tensor = self.tensor(name)
+        tensor.data.flags.writeable = False
+        return tensor.data.view()  # a view of a read-only array cannot be made writable again
+
     def read_slice(self, name: str, start: int, stop: int) -> np.ndarray:
         tensor = self.tensor(name)
         self.check_range(tensor, start, stop)
@@ -209,11 +252,13 @@ class IpuMemory:
 
     def write_slice(self, name: str, start: int, stop: int, values: np.ndarray) -> None:
         tensor = self.tensor(name)
-        tensor.flat[start:stop] = self._values(tensor, start, stop, values)
+        values = self._values(tensor, start, stop, values)
+        tensor.writable()[start:stop] = values
 
     def add_slice(self, name: str, start: int, stop: int, values: np.ndarray) -> None:
         tensor = self.tensor(name)
-        tensor.flat[start:stop] += self._values(tensor, start, stop, values)
+        values = self._values(tensor, start, stop, values)
+        tensor.writable()[start:stop] += values
 
     def read_ranges(self, name: str, ranges) -> np.ndarray:
         """The values of element ranges [(start, stop), ...] of `name`, one after another in one flat array: a
@@ -238,7 +283,7 @@ class IpuMemory:
             raise InvalidArgument(f"tensor {name!r} on {self.label}: {values.size} values for the {total} elements"
                                   f" of {len(ranges)} ranges; give exactly one value per element")
         values = values.astype(tensor.data.dtype, copy=False)
-        flat, offset = tensor.flat, 0
+        flat, offset = tensor.writable(), 0
         for a, b in ranges:
             if reduce:
                 flat[a:b] += values[offset:offset + b - a]

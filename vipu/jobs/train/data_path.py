@@ -154,8 +154,10 @@ class Fabric:
         self._tiled: dict = {}  # the schedules tiled for stacked micro-batches so far (Tiled)
         self._routes: dict = {}  # each send's ((its IPUs), zeros to receive in, its schedule), made once (send)
 
-    def put(self, name: str, arrays: dict[int, np.ndarray]) -> None:
-        self.transport.put_tensors(name, arrays)
+    def put(self, name: str, arrays: dict[int, np.ndarray], handed: bool = False) -> None:
+        """handed: the caller will not use `arrays` again, so the transport may hold them without a copy (they are
+        read-only from then: Transport.put_tensors)."""
+        self.transport.put_tensors(name, arrays, handed)
         self.held.update((ipu, name) for ipu in arrays)
 
     def get(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:

@@ -66,7 +66,10 @@ def stack_fits(fabric, workload, accumulators: dict[int, np.ndarray]) -> bool:
     try:
         for name in ["grads", *names]:
             tried.append(name)
-            fabric.put(name, accumulators if name == "grads" else dict.fromkeys(fabric.ipus, stacked))
+            if name == "grads":  # the trainer's first accumulators, not used again: held without a copy
+                fabric.put(name, accumulators, handed=True)
+            else:
+                fabric.put(name, dict.fromkeys(fabric.ipus, stacked))
         fabric.get("grads", fabric.ipus[:1])  # a read waits for every call before it: deferred puts are done
     except ResourceExhausted:
         return False

@@ -128,23 +128,23 @@ class ParallelTrainer:
                     weights[ipu] = self.layouts[ipu].pack(shards)
         self.weight_rows = replica_rows(self, weights)  # one IPU a replica: their weights as rows of one array
         self.state_names = [f"opt.{n}" for n in optim.state_names(workload.optimizer)]
-        # the gradient accumulators, zeroed each step: the same memory every step, not fresh pages to fault in
-        grads = {ipu: np.zeros_like(w) for ipu, w in weights.items()}
-        self.accumulators = grads, {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in grads}
         self.rts = self.lay.rts and self.lay.r > 1
         self.recompute = recomputes(self.lay)
         self.order = execution_order(stage_orders(self.lay.order, p, self.lay.micro_batches))  # every step's
         self.streamed = self.lay.offload_optimizer or self.lay.phased
         # the weights each IPU holds at a step's start are those put at the last one's end, unless RTS gathers them
-        # or they stream: the step then continues with these and checks them (Fabric.expect), without a wait
+        # or they stream: where a read waits (machine actors) the step continues with these and checks them
+        # (Fabric.expect); so does a step whose replicas' weights are rows of one array (replica_rows). Otherwise
+        # it reads them, no copy kept and none compared
         self.put_weights: dict[int, np.ndarray] | None = None
-        self.weights_as_put = not (self.lay.phased or self.lay.shards_weights or self.rts)
+        self.weights_as_put = not (self.lay.phased or self.lay.shards_weights or self.rts) and (
+            self.fabric.transport.deferred or self.weight_rows is not None)
         try:
             self._put_weights(weights)
             state = {name: {ipu: np.zeros(self.owned_range(ipu)[1] - self.owned_range(ipu)[0], dtype=w.dtype)
                             for ipu, w in weights.items()} for name in self.state_names}
             for name in self.state_names:
-                self.fabric.put(name, state[name])
+                self.fabric.put(name, state[name], handed=True)  # RunAhead keeps them: read-only, copied to update
                 if self.streamed:
                     self.fabric.offload(name)
             # what a checking step reads back: the weights, the gradients' sums and each state buffer
@@ -156,7 +156,8 @@ class ParallelTrainer:
             activations = [int(stage_memory(workload, s).activations) for s in range(p)]
             self.fabric.reserve("activations", {self.fabric.ipu(rep, s, k): activations[s] for rep in self.replicas
                                                 for s in range(p) for k in range(t)})
-            self.stack_fits = stack_fits(self.fabric, workload, grads)  # else one by one (micro_batches.py)
+            # else one by one (micro_batches.py)
+            self.stack_fits = stack_fits(self.fabric, workload, self._accumulators(weights)[0])
             self.replicas_as_one = batchable(self)  # replica_batches.py
         except BaseException:
             self.close()
@@ -239,12 +240,10 @@ class ParallelTrainer:
             else:
                 self.ahead.begin(self.put_weights)
             params = self.put_weights
-        else:
-            params = {ipu: owned(a) for ipu, a in fabric.get("params", self.ipus).items()}
+        else:  # perhaps read-only: copied for the update (_update)
+            params = fabric.get("params", self.ipus)
         views = {ipu: self._weight_views(ipu, params[ipu]) for ipu in self.ipus}
-        grads, gviews = self.accumulators
-        for buffer in grads.values():
-            buffer.fill(0)
+        grads, gviews = self._accumulators(params)
         x, y = batch(model, self.workload.global_batch, self.workload.seed, step)
         order = self.order
         losses: list[np.ndarray] = []
@@ -264,7 +263,7 @@ class ParallelTrainer:
             reduced, dp_s = data_parallel_ahead(fabric, "grads", grads)
             later_grads = lambda: reduced  # noqa: E731
         else:
-            fabric.put("grads", grads)
+            fabric.put("grads", grads, handed=True)
             if self.rts:
                 dp_s = fabric.data_parallel_half("grads", "reduce-scatter")
             else:
@@ -318,6 +317,7 @@ class ParallelTrainer:
         for ipu in self.ipus:
             lo, hi = self.owned_range(ipu)  # with RTS only this shard: the all-gather brings the others' updates
             mine = {name.removeprefix("opt."): owned(state[name][ipu], None) for name in self.state_names}
+            params[ipu] = owned(params[ipu])
             optim.update(w.optimizer, w.learning_rate, step, params[ipu][lo:hi], grads[ipu][lo:hi], mine)
             for name in self.state_names:
                 new_state[name][ipu] = mine[name.removeprefix("opt.")]
@@ -325,12 +325,20 @@ class ParallelTrainer:
         if self.ahead is not None:
             self.ahead.state = new_state
         for name in self.state_names:
-            fabric.put(name, new_state[name])
+            fabric.put(name, new_state[name], handed=True)  # updated on copies (owned): not written again
             if self.streamed:
                 fabric.offload(name)
 
+    def _accumulators(self, like: dict[int, np.ndarray]) -> tuple[dict[int, np.ndarray], dict]:
+        """Zeroed gradient accumulators for a step, with each IPU's named views of them: fresh each step, as each
+        step hands them over to the IPUs (put without a copy). np.zeros, not zeros_like: its pages are zeroed as
+        they are first written (calloc), not all at once (the first ones are only put to try the SRAM)."""
+        grads = {ipu: np.zeros(w.shape, w.dtype) for ipu, w in like.items()}
+        return grads, {ipu: self.layouts[ipu].views(grads[ipu]) for ipu in grads}
+
     def _put_weights(self, buffers: dict[int, np.ndarray]) -> None:
-        self.fabric.put("params", self._stored(buffers))
+        """Put the weights: copies where the trainer keeps them (weights_as_put), else handed over."""
+        self.fabric.put("params", self._stored(buffers), handed=not self.weights_as_put)
         if self.weights_as_put:
             self.put_weights = {ipu: owned(a) for ipu, a in buffers.items()}
 

@@ -53,7 +53,7 @@ def data_parallel_ahead(fabric: Fabric, name: str, arrays: dict[int, np.ndarray]
     """`arrays` put as `name` and summed over the replicas (Fabric.data_parallel_allreduce) on the machines; the
     same on the mirror, whose sums are returned (with the allreduce's seconds) and checked against the machines'
     later."""
-    fabric.put(name, arrays)
+    fabric.put(name, arrays, handed=True)  # a step's own accumulators (parallel.py), not written again
     seconds = fabric.data_parallel_allreduce(name)
     fabric.mirror.put_tensors(name, arrays)
     if fabric.r > 1:

@@ -52,8 +52,8 @@ class Scoped(WrappedTransport):
     def free_tensors(self, held: Iterable[tuple[int, str]]) -> None:
         self.inner.free_tensors((ipu, self.scope + name) for ipu, name in held)
 
-    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray]) -> None:
-        self.inner.put_tensors(self.scope + name, arrays)
+    def put_tensors(self, name: str, arrays: Mapping[int, np.ndarray], handed: bool = False) -> None:
+        self.inner.put_tensors(self.scope + name, arrays, handed)
 
     def get_tensors(self, name: str, ipus: Sequence[int]) -> dict[int, np.ndarray]:
         return self.inner.get_tensors(self.scope + name, ipus)
