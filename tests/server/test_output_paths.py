@@ -64,6 +64,9 @@ def test_output_goes_only_under_the_submit_directory_and_never_over_a_file_it_di
     assert requeued.returncode == 0, requeued.stderr  # its second run writes over the file of its first
     wait_for(lambda: written.stat().st_ino != first_run)  # written anew, whole
     assert written.read_text().startswith(f"vipu-sim job {ok} (job, user ")
+    rerun = submit_in(server, home, "-o", written.name)  # a later job of the same user writes over it, as sbatch's
+    assert ended(server, rerun)["state"] == "COMPLETED"
+    wait_for(lambda: written.read_text().startswith(f"vipu-sim job {rerun} (job, user "))
 
 
 def test_an_operators_output_dir_replaces_the_submit_directory(server_factory, tmp_path):
@@ -151,3 +154,13 @@ def test_a_batch_scripts_output_and_error_follow_the_same_rule_without_secure(se
     assert requeued.returncode == 0, requeued.stderr  # its second run writes over the file its first made
     wait_for(lambda: "run 1" in written.read_text())
     assert ended(server, ok)["state"] == "COMPLETED"
+
+    # Regression (newcomer walk): a rerun with the same -o FAILED ("exists and was not written by this controller for
+    # job N"); as sbatch's, it writes over the file the user's earlier job made, and another user's job does not
+    rerun = submit_wrap(server, home, "--wrap", "echo rerun", "-o", written.name)
+    assert ended(server, rerun)["state"] == "COMPLETED"
+    assert written.read_text() == "rerun\n"
+    other = submit_wrap(server, home, "--user", "someone-else", "--wrap", "echo theirs", "-o", written.name)
+    detail = ended(server, other)
+    assert detail["state"] == "FAILED" and f"output file {written} exists and was not written by this controller" \
+        in json.dumps(detail) and written.read_text() == "rerun\n"

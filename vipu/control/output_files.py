@@ -5,8 +5,9 @@ Why the controller is careful where it writes: it writes as its own OS user, for
 under the folders allowed (the job's submit directory, the state folder's job-output folder, or the operator's
 --output-dir folders instead of the first), never through a symlink, never into a directory it would have to make
 (as sbatch, the run fails instead), and never over an existing file unless the controller wrote that file for the
-same job (its own first line names the job, and the controller's user owns it). The check is made when the run
-starts, so the job fails then; the write checks again, since the folder may have changed in between.
+same job (its own first line names the job, and the controller's user owns it) or for an earlier job of the same
+user (output_folder.py's WRITER attribute). The check is made when the run starts, so the job fails then; the write
+checks again, since the folder may have changed in between.
 
 Why a thread of its own: the caller holds the controller's lock, and a slow disk must not stall every RPC. A file
 that cannot be written is logged; the job's record is not affected.
@@ -20,11 +21,11 @@ import queue
 import threading
 import time
 import uuid
-from functools import partial
 from pathlib import Path
 
 from vipu.errors import InvalidArgument
-from vipu.jobs.output_folder import JOB_OUTPUT, allowed_folders, missing_folder, not_ours, outside_folders
+from vipu.jobs.output_folder import (JOB_OUTPUT, allowed_folders, mark_writer, marked_for, missing_folder, not_ours,
+                                     outside_folders, writer_mark)
 from vipu.scheduler.effects import StopJob
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import JobState
@@ -72,7 +73,8 @@ class OutputFiles:
         """Why the job's output file cannot be written, or None."""
         path = output_path(job.spec.output, job)  # type: ignore[arg-type]
         return (missing_folder("output", path) or outside_folders("output", path, self.allowed(job))
-                or not_ours("output", Path(path), job.display_id, partial(_headed, job)))
+                or not_ours("output", Path(path), job.display_id,
+                            lambda p: _headed(job, p) or marked_for(p, writer_mark(self.state_dir, job.user))))
 
     def write(self, stop: StopJob, job: Job, logged: list[str]) -> None:
         """Queue the output of the run `stop` ended (nothing if the job asked for none)."""
@@ -98,6 +100,7 @@ class OutputFiles:
                 # whole or not at all: a reader never sees half a file; a new name no one else can have made
                 part = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.part")
                 fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                mark_writer(fd, writer_mark(self.state_dir, job.user))
                 with os.fdopen(fd, "w") as f:
                     f.write(text)
                 try:

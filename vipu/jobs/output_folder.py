@@ -9,6 +9,13 @@ program's without --secure): only under the folders allowed, and never over an e
 not write for that job (a root-owned file was overwritten). Why a program's too: without it, `vipu submit --wrap
 CMD -o FILE` truncated any file the controller's user may write. Under --secure a program opens its files as its
 user's Unix account, whose own permissions decide.
+
+But as sbatch, a rerun with the same -o truncates the file the user's earlier job wrote: a file this controller made
+(a program's or a built-in's) carries an extended attribute naming the controller (its state folder) and the job's
+user, and a later job of that user may write over it; another user's job, or a file without it, stays refused.
+Why an attribute, not the store's records of earlier runs: it goes with the file, so a file removed and made again
+at the same path (even on the same inode) is not taken for the one the controller made; only who may write the file
+may set it, and the controller's user owns it. Where a filesystem keeps no such attributes, the rule is the old one.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 JOB_OUTPUT = "job-output"  # the state folder's folder for job output, always allowed
+WRITER = "user.vipu-sim.writer"  # the extended attribute on a file the controller made: itself and the job's user
 
 
 class OutputRefused(Exception):
@@ -54,6 +62,29 @@ def outside_folders(what: str, path: str, dirs: Iterable[Path]) -> str | None:
             " under where vipu submit runs), or ask the operator for a vipu-server --output-dir")
 
 
+def writer_mark(state_dir: Path | None, user: str) -> str:
+    """What WRITER says of a file this controller made for one of `user`'s jobs, a program's or a built-in's (a
+    controller with no state folder: its process, as it has no other name)."""
+    controller = os.path.realpath(state_dir) if state_dir is not None else f"pid {os.getpid()}"
+    return f"{controller}\0{user}"
+
+
+def mark_writer(fd: int, mark: str) -> None:
+    """Put WRITER on a file just made; a filesystem without user attributes leaves it unmarked (not rewritable)."""
+    try:
+        os.setxattr(fd, WRITER, mark.encode())
+    except OSError:
+        pass
+
+
+def marked_for(path: Path, mark: str) -> bool:
+    """Whether `path` (not a link) carries `mark`: this controller made it for one of that user's jobs."""
+    try:
+        return os.getxattr(path, WRITER, follow_symlinks=False) == mark.encode()
+    except OSError:
+        return False
+
+
 def not_ours(what: str, path: Path, job: str, ours: Callable[[Path], bool]) -> str | None:
     """Why an existing `path` may not be written over (None if there is no such file, or `ours` says the controller
     wrote it for `job`, a job's display id): not a plain file, another user's, or not written for that job."""
@@ -69,29 +100,31 @@ def not_ours(what: str, path: Path, job: str, ours: Callable[[Path], bool]) -> s
     else:
         try:
             if not ours(path):
-                why = f"was not written by this controller for job {job}"
+                why = f"was not written by this controller for job {job} or an earlier job of its user"
         except OSError as e:
             why = f"cannot be read ({e.strerror})"
     if why is None:
         return None
     return (f"{what} file {path} exists and {why}; the controller writes over no file it did not write for this"
-            f" job: remove it, or give --{what} a new file")
+            f" job or its user's earlier ones: remove it, or give --{what} a new file")
 
 
 def fresh_files(files: dict[str, str], dirs: Iterable[Path], job: str, earlier: Iterable[str],
-                append: bool = False) -> list[str]:
+                append: bool = False, mark: str | None = None) -> list[str]:
     """A program's files opened as the controller's user: `files` maps "output"/"error" to a path. OutputRefused
     names the first that may not be written; else the paths its supervisor must make new (it opens them O_EXCL, so
     one made meanwhile is not written over): all but those of `earlier`, the files the job's previous run made.
     `append` (sbatch --open-mode=append): a plain file of the controller's user is added to, whoever made it, as
-    nothing in it is lost."""
+    nothing in it is lost. `mark` (writer_mark): a file carrying it was made for an earlier job of the same user, and
+    is written over as sbatch's rerun writes over its own."""
     earlier = set(earlier)
     new = []
     for what, path in files.items():
         if path == os.devnull:  # sbatch's -o /dev/null: nothing is kept, and nothing is harmed
             continue
         why = (missing_folder(what, path) or outside_folders(what, path, dirs)
-               or not_ours(what, Path(path), job, lambda p: append or str(p) in earlier))
+               or not_ours(what, Path(path), job,
+                           lambda p: append or str(p) in earlier or (mark is not None and marked_for(p, mark))))
         if why:
             raise OutputRefused(why)
         if not os.path.lexists(path):

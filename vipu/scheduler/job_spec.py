@@ -63,12 +63,15 @@ class JobSpec(Strict):
         description="sbatch --output: a command workload's stdout (and stderr, without `error`) as it runs; for"
         " other kinds, the file the controller writes when a run ends (how it ended, and a train workload's log)."
         " An absolute path (`vipu submit` makes a relative one absolute from where it runs) with"
-        " Slurm's patterns %j job id, %A array job id, %a array task, %x job name, %u user, %% a percent sign (a"
+        " Slurm's patterns %j job id, %A array job id, %a array task (4294967294 outside an array), %J job id and"
+        " step (77.batch), %s step (batch), %n node and %t task in the job (0), %N its first IPU-Machine's name"
+        " (a command's; kept as written for other kinds), %x job name, %u user, %% a percent sign (a"
         " width zero-pads a number, as sbatch's: %4j is 0032). Its"
         " directory must exist: as sbatch's, a run fails (FAILED) rather than make it. A file opened as the"
         " controller's own user (every kind's but a command's under --secure, which its user's account opens) goes"
         " only under submit_dir (or an operator's --output-dir; a command's working directory too) and never over a"
-        " file the controller did not write for this job (sbatch would truncate it): the run fails instead",
+        " file the controller did not write for this job or an earlier job of its user (sbatch would truncate it):"
+        " the run fails instead",
     )
     error: str | None = Field(
         None, max_length=4096,

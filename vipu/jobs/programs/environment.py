@@ -30,10 +30,16 @@ def job_environment(job: Job, partition: Partition, state: PodState, api_host: s
     return env
 
 
-def slurm_variables(job: Job, partition: Partition, state: PodState) -> dict[str, str]:
-    spec = job.spec
+def node_names(partition: Partition, state: PodState) -> list[str]:
+    """The partition's IPU-Machines as Slurm's nodes, in order: an agent's name, else machine03."""
     agents = state.agent_of_machine()
     machines = sorted({state.topology.place(ipu).machine for ipu in partition.ipus})
+    return [agents[m].name if m in agents else machine_name(m, state.pod.machines) for m in machines]
+
+
+def slurm_variables(job: Job, partition: Partition, state: PodState) -> dict[str, str]:
+    spec = job.spec
+    nodes = node_names(partition, state)
     out = {
         "SLURM_JOB_ID": str(job.id),
         "SLURM_JOBID": str(job.id),
@@ -42,10 +48,9 @@ def slurm_variables(job: Job, partition: Partition, state: PodState) -> dict[str
         "SLURM_JOB_QOS": spec.qos or "",
         "SLURM_JOB_PARTITION": spec.allocation or "default",
         "SLURM_SUBMIT_DIR": spec.workload.submit_dir,
-        "SLURM_JOB_NUM_NODES": str(len(machines)),
-        "SLURM_NNODES": str(len(machines)),
-        "SLURM_JOB_NODELIST": hostlist(agents[m].name if m in agents else machine_name(m, state.pod.machines)
-                                       for m in machines),  # compressed, as slurmd sets it: ag[04-07]
+        "SLURM_JOB_NUM_NODES": str(len(nodes)),
+        "SLURM_NNODES": str(len(nodes)),
+        "SLURM_JOB_NODELIST": hostlist(nodes),  # compressed, as slurmd sets it: ag[04-07]
         "SLURM_RESTART_COUNT": str(job.requeue_count),
         "SLURM_CLUSTER_NAME": partition.cluster,
     }

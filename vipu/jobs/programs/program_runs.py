@@ -26,8 +26,8 @@ from functools import partial
 from pathlib import Path
 
 from vipu.errors import FailedPrecondition
-from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files
-from vipu.jobs.programs.environment import job_environment
+from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files, writer_mark
+from vipu.jobs.programs.environment import job_environment, node_names
 from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, spool_for
 from vipu.jobs.programs.program_record import ProgramRecord
 from vipu.jobs.programs.run_locks import GONE_WAIT_S, left_running, when_gone
@@ -78,7 +78,7 @@ class ProgramRuns:
         dirs = allowed_folders(job.spec.submit_dir or work.submit_dir, settings.state_dir,
                                settings.output_dirs) + [Path(work.workdir)]
         return fresh_files(files, dirs, job.display_id, [earlier.output, earlier.error or ""] if earlier else [],
-                           append=work.open_mode == "append")
+                           append=work.open_mode == "append", mark=writer_mark(settings.state_dir, job.user))
 
     def output_refusal(self, job) -> str | None:
         """Why the job's next run would fail at once on its output files (an old slurm-N.out it did not write, a
@@ -103,7 +103,7 @@ class ProgramRuns:
         partition = state.get("partition", start.partition)
         host, port = ctx.api_address()
         number = sum(t.state is JobState.RUNNING for t in job.history)  # this run included
-        record = _files(job, number)
+        record = _files(job, number, next(iter(node_names(partition, state)), None))
         run = _Run(job.id, start.start_time, f"job{job.id}.run{number}", record)
         try:
             user = ctx.run_as(job.user)
@@ -123,6 +123,7 @@ class ProgramRuns:
         launch = {"job_id": job.id, "run": number, "script": work.script, "args": work.args, "cwd": work.workdir,
                   "env": env, "stdout": record.output,
                   "stderr": record.error, "append": work.open_mode == "append", "fresh": fresh, "user": user,
+                  "mark": writer_mark(ctx.settings.state_dir, job.user),
                   "kill_wait_s": ctx.settings.kill_wait_s,
                   "spool": self.spool}
         ctx.store.commit([("program_run", record.name, record)], [])
@@ -326,8 +327,9 @@ class ProgramRuns:
             pass
 
 
-def _files(job, run: int) -> ProgramRecord:
-    """The record of the job's run number `run`, naming its output and error files."""
+def _files(job, run: int, node: str | None = None) -> ProgramRecord:
+    """The record of the job's run number `run` on its first node `node` (%N; None before it has one), naming its
+    output and error files."""
     workdir = job.spec.workload.workdir
-    return ProgramRecord(name=str(job.id), run=run, output=output_file(job.spec.output, job, workdir),
-                         error=output_file(job.spec.error, job, workdir) if job.spec.error else None)
+    return ProgramRecord(name=str(job.id), run=run, output=output_file(job.spec.output, job, workdir, node),
+                         error=output_file(job.spec.error, job, workdir, node) if job.spec.error else None)

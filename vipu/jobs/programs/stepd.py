@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from vipu.jobs.output_folder import missing_folder
+from vipu.jobs.output_folder import mark_writer, missing_folder
 from vipu.jobs.programs.run_locks import GONE_WAIT_S, hold, let_go, lock_path
 
 
@@ -189,8 +189,9 @@ def become(launch: dict, script: Path) -> None:
                          " the job's user may enter") from None
     fresh = launch.get("fresh")  # None: opened as the job's user's account, whose permissions decide
     append = bool(launch.get("append"))
-    out = open_output(launch["stdout"], "output", fresh, append)
-    err = open_output(launch["stderr"], "error", fresh, append) if launch.get("stderr") not in (
+    mark = launch.get("mark")
+    out = open_output(launch["stdout"], "output", fresh, append, mark)
+    err = open_output(launch["stderr"], "error", fresh, append, mark) if launch.get("stderr") not in (
         None, launch["stdout"]) else out
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -218,24 +219,29 @@ def cannot_exec(script: Path, e: OSError) -> str:
     return f"its first line {line} could not be run on {where}: {e.strerror}"
 
 
-def open_output(path: str, what: str, fresh: list[str] | None = None, append: bool = False) -> int:
+def open_output(path: str, what: str, fresh: list[str] | None = None, append: bool = False,
+                mark: str | None = None) -> int:
     """The output file, opened as the job's user (truncated, as sbatch's default --open-mode; `append`: added to,
     as --open-mode=append). `fresh`, for a run as
     the controller's own user: never through a symlink, and a new file if it is one of these (output_folder.py's
-    rule, which the controller checked as the run started: what appeared since is not written over)."""
+    rule, which the controller checked as the run started: what appeared since is not written over); one it makes
+    new carries `mark`, so the user's next job may write over it as sbatch's rerun does."""
     missing = missing_folder(what, path)
     if missing:
         raise StartError(missing)
     try:
         guard = 0 if fresh is None else os.O_NOFOLLOW | (os.O_EXCL if path in fresh else 0)
         mode = os.O_APPEND if append else os.O_TRUNC
-        return os.open(path, os.O_WRONLY | os.O_CREAT | mode | guard, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode | guard, 0o644)
     except OSError as e:
         if fresh is not None and e.errno in (errno.EEXIST, errno.ELOOP):
             raise StartError(f"{what} file {path} appeared as the run started (a file or a symlink the controller did"
                              f" not make for this job), and is not written over: remove it, or give --{what} a new"
                              " file") from None
         raise StartError(f"{what} file {path} cannot be written by the job's user ({e.strerror})") from None
+    if fresh is not None and path in fresh and mark is not None:  # made now, as the controller's user
+        mark_writer(fd, mark)
+    return fd
 
 
 def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands: Lines | None = None) -> int:
