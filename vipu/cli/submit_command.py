@@ -50,8 +50,9 @@ def register(app: typer.Typer) -> None:
                                     " ag[02-03]"),
         output: str = typer.Option(None, "--output", "-o",
                                    help="the job's output file, relative to its working directory; %j job id, %A"
-                                        " array job, %a task, %x name (see the spec); for a job the controller"
-                                        " writes it, never over a file it did not write for that job (but"
+                                        " array job, %a task, %x name, %u user, %J id and step, %N first"
+                                        " IPU-Machine (see the spec); the controller writes it, never over a file"
+                                        " it did not write for this job or an earlier one of yours (but"
                                         " --open-mode=append adds to a file of your own)"),
         error_file: str = typer.Option(None, "--error", "-e",
                                        help="a batch script's stderr (default: with its output); patterns as -o"),
