@@ -106,13 +106,17 @@ def test_me_under_secure_is_the_access_keys_user_and_a_hidden_user_is_not_an_unk
     alice = as_(new_user("alice"))
     out = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable", env=alice)
     assert out.returncode == 0, out.stderr
-    assert lines(server, "-h", "-o", "%i %u", "--me", env=alice) == [f"{out.stdout.strip()} alice"]
+    alice_job = out.stdout.strip()
+    assert lines(server, "-h", "-o", "%i %u", "--me", env=alice) == [f"{alice_job} alice"]
     assert lines(server, "-h", "-o", "%i", "--me", env=as_(admin_key)) == []  # the admin's own: none
     bob = as_(new_user("bob"))
     assert lines(server, "-h", "-o", "%i", "-u", "alice", env=bob) == []  # lines() checks stderr is empty
     out = run(server, "vipu", "queue", "-h", "-u", "nosuch,alice", env=bob)
     assert out.returncode == 0 and out.stdout == "" and out.stderr.count("\n") == 1
     assert "Invalid user: nosuch" in out.stderr
+    # -j of alice's job by bob: refused as hers (squeue: "Access/permission denied"), not said to have ended
+    out = run(server, "vipu", "queue", "-j", alice_job, env=bob)
+    assert out.returncode != 0 and "alice" in out.stderr and "ended" not in out.stderr, out.stderr
 
 
 @pytest.mark.parametrize(("args", "said"), [
