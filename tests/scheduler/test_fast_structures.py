@@ -2,7 +2,8 @@
 ones give, on random states: the backfill timeline of a large Pod against the mask-per-interval one of a small Pod, sjf's
 walk, which stops once no job still to come can start, against the same walk told nothing of its order, the
 placement from free IPUs kept rack by rack against placement.place(), and the choice of victims by evictable job
-against the choice block by block."""
+against the choice block by block, and the union of a walk's reservations kept as they are made against the one
+made afresh."""
 
 from unittest.mock import patch
 
@@ -13,10 +14,11 @@ from vipu.scheduler.bits import aligned_starts, best_fit, block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies import engine
 from vipu.scheduler.policies.base import QueuedJob, RunningJob, ScheduleRequest
-from vipu.scheduler.policies.preempt import Victims, choose_victims, room_of
+from vipu.scheduler.policies.preempt import Victims, choose_victims, rank, room_of
 from vipu.scheduler.policies.interval_timeline import IntervalTimeline
 from vipu.scheduler.policies.rack_masks import RACK, RackMasks
 from vipu.scheduler.policies.reservations import Timeline
+from vipu.scheduler.policies.reserved_before import ReservedBefore
 
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -329,3 +331,40 @@ def test_victims_kept_through_evictions_choose_as_a_fresh_look(case, size, data)
         for v in victims:
             free |= block(v.first_ipu, v.ipus)
         free &= ~block(first, size)  # the preempting job takes its block
+
+
+@FAST
+@given(timeline_cases(), st.sampled_from(SIZES + [32, 64]), st.data())
+def test_victims_from_a_ranking_made_before_evictions_choose_as_from_those_left(case, size, data):
+    """A walk ranks a QOS's candidates once; a Victims made from that ranking after some of them were evicted
+    chooses what one made from the candidates left chooses."""
+    total, now, candidates, free, usable, job, priority = _victim_case(case, size, data)
+    gone = {r.id for r in candidates if data.draw(st.booleans())}
+    left = [r for r in candidates if r.id not in gone]
+    evictable = 0
+    for r in left:
+        evictable |= block(r.first_ipu, r.ipus)
+    room = room_of(free & usable, evictable, usable, total)
+    ranked = Victims.from_ranked(rank(candidates, now, priority), size, total, now, priority, gone)
+    assert ranked.choose(room) == Victims(left, size, total, now, priority, set()).choose(room)
+
+
+@FAST
+@given(st.lists(st.tuples(st.sampled_from(["reserve", "ask"]), st.integers(0, 12), st.integers(0, 63),
+                          st.sampled_from(SIZES)), max_size=40))
+def test_the_reserved_union_kept_as_reservations_come_equals_one_made_afresh(steps):
+    """ReservedBefore.before(end) is the OR of the blocks of the reservations that begin before `end`, and equal
+    keys come with equal masks, whatever order reservations and questions come in."""
+    reservations: list[tuple[float, int]] = []
+    kept, seen = ReservedBefore(reservations), {}
+    for kind, at, first, size in steps:
+        if kind == "reserve":
+            reservations.append((float(at), block(first - first % size, size)))
+            continue
+        mask, key = kept.before(float(at))
+        afresh = 0
+        for start, blk in reservations:
+            if start < at:
+                afresh |= blk
+        assert mask == afresh
+        assert seen.setdefault(key, mask) == mask
