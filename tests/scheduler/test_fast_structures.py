@@ -52,6 +52,8 @@ def timeline_cases(draw):
     failed = draw(st.integers(0, (1 << total) - 1)) & draw(st.integers(0, (1 << total) - 1)) & \
         draw(st.integers(0, (1 << total) - 1))
     steps = []
+    # the same mask objects step after step, as a walk passes its own: the timeline keeps answers by mask
+    allowed_masks = [(1 << total) - 1, (1 << (total // 2)) - 1, (1 << total) - 1 - 0xF]
     for _ in range(draw(st.integers(1, 30))):
         size = draw(st.sampled_from(SIZES))
         kind = draw(st.sampled_from(["reserve", "earliest", "earliest", "release"]))
@@ -63,7 +65,7 @@ def timeline_cases(draw):
             victim = draw(st.sampled_from(running))
             steps.append(("release", block(victim.first_ipu, victim.ipus)))
         else:
-            allowed = draw(st.sampled_from([(1 << total) - 1, (1 << (total // 2)) - 1, (1 << total) - 1 - 0xF]))
+            allowed = draw(st.sampled_from(allowed_masks))
             not_before = draw(st.sampled_from([None, now, now + 15, now + 60]))
             steps.append(("earliest", size, float(draw(st.sampled_from([1, 10, 30, 60, 250]))), allowed,
                           not_before))
@@ -96,6 +98,36 @@ def test_the_timeline_answers_as_the_plain_one(case):
             if found is not None and step is not steps[-1]:  # take it, as the walk does with a reservation
                 fast.reserve(found[0], found[0] + length, found[1], size)
                 plain.reserve(found[0], found[0] + length, found[1], size)
+
+
+@FAST
+@given(timeline_cases())
+def test_a_search_begun_where_the_last_one_ended_finds_what_a_fresh_timeline_finds(case):
+    """Timeline.earliest begins where the last search of its size and mask ended: after any reservations, releases
+    and searches for longer or shorter jobs, it finds what a timeline that was asked nothing before finds."""
+    total, now, running, free, steps, _ = case
+    releases = [(r.end_by, r.first_ipu, r.ipus) for r in running]
+    kept, done = Timeline(now, free, releases, total), []
+    for step in steps:
+        if step[0] == "earliest":
+            size, length, allowed, _ = step[1:]
+            fresh = Timeline(now, free, releases, total)
+            for done_step in done:
+                _apply_step(fresh, done_step)
+            found = kept.earliest(size, length, allowed)
+            assert found == fresh.earliest(size, length, allowed), step
+            if found is None:
+                continue
+            step = ("reserve", found[0], found[0] + length, found[1], size)  # taken, as the walk takes it
+        _apply_step(kept, step)
+        done.append(step)
+
+
+def _apply_step(timeline, step):
+    if step[0] == "reserve":
+        timeline.reserve(*step[1:])
+    else:
+        timeline.release_now(step[1])
 
 
 queued_st = st.tuples(st.sampled_from(SIZES), st.sampled_from([10, 30, 60, 120, 600]),
@@ -144,14 +176,15 @@ def _decided(decision, queued):
 @given(walk_cases())
 def test_the_walk_decides_the_same_on_either_timeline(case):
     total, now, running, free, queued, max_job_test, estimates = case
-    for mode in ("backfill", "strict"):
+    ordered = sorted(queued, key=lambda j: (j.time_limit, j.submit_time, j.id))  # sjf's: searches begin later
+    for mode, order in (("backfill", queued), ("strict", queued), ("backfill", ordered)):
         with patch.object(engine, "SMALL_POD", 0):  # the list of reserved blocks, as on a large Pod
-            fast = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued,
+            fast = engine.run(_request(total, now, running, free, order, max_job_test, estimates, QOS), order,
                               mode)
         with patch.object(engine, "SMALL_POD", 1 << 20):  # a mask per interval
-            plain = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued,
+            plain = engine.run(_request(total, now, running, free, order, max_job_test, estimates, QOS), order,
                                mode)
-        assert _decided(fast, queued) == _decided(plain, queued)
+        assert _decided(fast, order) == _decided(plain, order)
 
 
 @FAST
