@@ -100,7 +100,7 @@ class _Walk:
         self.shortest = request.shortest
         self._evictable: int | None = None
         self._candidates: dict[str, list] = {}  # QOS -> [running jobs it may evict, the IPUs of those not evicted,
-        # those jobs in preempt.rank() order once a Victims needs them]
+        # their preempt.rank() once a Victims needs it]
         self._victims: dict[tuple[str, int], Victims] = {}  # (QOS, size) -> those jobs by what evicting costs
         self._lazy: list[tuple[QueuedJob, int, float]] = []  # (job, allowed, lower bound): reservations to make
         self._lazy_floor = math.inf  # none of them begins before this (see need())
