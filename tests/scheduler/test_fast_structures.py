@@ -2,7 +2,8 @@
 ones give, on random states: the backfill timeline of a large Pod against the mask-per-interval one of a small Pod, sjf's
 walk, which stops once no job still to come can start, against the same walk told nothing of its order, the
 placement from free IPUs kept rack by rack against placement.place(), and the choice of victims by evictable job
-against the choice block by block."""
+against the choice block by block, and the union of a walk's reservations kept as they are made against the one
+made afresh."""
 
 from unittest.mock import patch
 
@@ -13,10 +14,11 @@ from vipu.scheduler.bits import aligned_starts, best_fit, block
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies import engine
 from vipu.scheduler.policies.base import QueuedJob, RunningJob, ScheduleRequest
-from vipu.scheduler.policies.preempt import Victims, choose_victims, room_of
+from vipu.scheduler.policies.preempt import Victims, choose_victims, rank, room_of
 from vipu.scheduler.policies.interval_timeline import IntervalTimeline
 from vipu.scheduler.policies.rack_masks import RACK, RackMasks
 from vipu.scheduler.policies.reservations import Timeline
+from vipu.scheduler.policies.reserved_before import ReservedBefore
 
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,6 +52,8 @@ def timeline_cases(draw):
     failed = draw(st.integers(0, (1 << total) - 1)) & draw(st.integers(0, (1 << total) - 1)) & \
         draw(st.integers(0, (1 << total) - 1))
     steps = []
+    # the same mask objects step after step, as a walk passes its own: the timeline keeps answers by mask
+    allowed_masks = [(1 << total) - 1, (1 << (total // 2)) - 1, (1 << total) - 1 - 0xF]
     for _ in range(draw(st.integers(1, 30))):
         size = draw(st.sampled_from(SIZES))
         kind = draw(st.sampled_from(["reserve", "earliest", "earliest", "release"]))
@@ -61,7 +65,7 @@ def timeline_cases(draw):
             victim = draw(st.sampled_from(running))
             steps.append(("release", block(victim.first_ipu, victim.ipus)))
         else:
-            allowed = draw(st.sampled_from([(1 << total) - 1, (1 << (total // 2)) - 1, (1 << total) - 1 - 0xF]))
+            allowed = draw(st.sampled_from(allowed_masks))
             not_before = draw(st.sampled_from([None, now, now + 15, now + 60]))
             steps.append(("earliest", size, float(draw(st.sampled_from([1, 10, 30, 60, 250]))), allowed,
                           not_before))
@@ -94,6 +98,36 @@ def test_the_timeline_answers_as_the_plain_one(case):
             if found is not None and step is not steps[-1]:  # take it, as the walk does with a reservation
                 fast.reserve(found[0], found[0] + length, found[1], size)
                 plain.reserve(found[0], found[0] + length, found[1], size)
+
+
+@FAST
+@given(timeline_cases())
+def test_a_search_begun_where_the_last_one_ended_finds_what_a_fresh_timeline_finds(case):
+    """Timeline.earliest begins where the last search of its size and mask ended: after any reservations, releases
+    and searches for longer or shorter jobs, it finds what a timeline that was asked nothing before finds."""
+    total, now, running, free, steps, _ = case
+    releases = [(r.end_by, r.first_ipu, r.ipus) for r in running]
+    kept, done = Timeline(now, free, releases, total), []
+    for step in steps:
+        if step[0] == "earliest":
+            size, length, allowed, _ = step[1:]
+            fresh = Timeline(now, free, releases, total)
+            for done_step in done:
+                _apply_step(fresh, done_step)
+            found = kept.earliest(size, length, allowed)
+            assert found == fresh.earliest(size, length, allowed), step
+            if found is None:
+                continue
+            step = ("reserve", found[0], found[0] + length, found[1], size)  # taken, as the walk takes it
+        _apply_step(kept, step)
+        done.append(step)
+
+
+def _apply_step(timeline, step):
+    if step[0] == "reserve":
+        timeline.reserve(*step[1:])
+    else:
+        timeline.release_now(step[1])
 
 
 queued_st = st.tuples(st.sampled_from(SIZES), st.sampled_from([10, 30, 60, 120, 600]),
@@ -142,14 +176,15 @@ def _decided(decision, queued):
 @given(walk_cases())
 def test_the_walk_decides_the_same_on_either_timeline(case):
     total, now, running, free, queued, max_job_test, estimates = case
-    for mode in ("backfill", "strict"):
+    ordered = sorted(queued, key=lambda j: (j.time_limit, j.submit_time, j.id))  # sjf's: searches begin later
+    for mode, order in (("backfill", queued), ("strict", queued), ("backfill", ordered)):
         with patch.object(engine, "SMALL_POD", 0):  # the list of reserved blocks, as on a large Pod
-            fast = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued,
+            fast = engine.run(_request(total, now, running, free, order, max_job_test, estimates, QOS), order,
                               mode)
         with patch.object(engine, "SMALL_POD", 1 << 20):  # a mask per interval
-            plain = engine.run(_request(total, now, running, free, queued, max_job_test, estimates, QOS), queued,
+            plain = engine.run(_request(total, now, running, free, order, max_job_test, estimates, QOS), order,
                                mode)
-        assert _decided(fast, queued) == _decided(plain, queued)
+        assert _decided(fast, order) == _decided(plain, order)
 
 
 @FAST
@@ -329,3 +364,40 @@ def test_victims_kept_through_evictions_choose_as_a_fresh_look(case, size, data)
         for v in victims:
             free |= block(v.first_ipu, v.ipus)
         free &= ~block(first, size)  # the preempting job takes its block
+
+
+@FAST
+@given(timeline_cases(), st.sampled_from(SIZES + [32, 64]), st.data())
+def test_victims_from_a_ranking_made_before_evictions_choose_as_from_those_left(case, size, data):
+    """A walk ranks a QOS's candidates once; a Victims made from that ranking after some of them were evicted
+    chooses what one made from the candidates left chooses."""
+    total, now, candidates, free, usable, job, priority = _victim_case(case, size, data)
+    gone = {r.id for r in candidates if data.draw(st.booleans())}
+    left = [r for r in candidates if r.id not in gone]
+    evictable = 0
+    for r in left:
+        evictable |= block(r.first_ipu, r.ipus)
+    room = room_of(free & usable, evictable, usable, total)
+    ranked = Victims.from_ranked(rank(candidates, now, priority), size, total, now, priority, gone)
+    assert ranked.choose(room) == Victims(left, size, total, now, priority, set()).choose(room)
+
+
+@FAST
+@given(st.lists(st.tuples(st.sampled_from(["reserve", "ask"]), st.integers(0, 12), st.integers(0, 63),
+                          st.sampled_from(SIZES)), max_size=40))
+def test_the_reserved_union_kept_as_reservations_come_equals_one_made_afresh(steps):
+    """ReservedBefore.before(end) is the OR of the blocks of the reservations that begin before `end`, and equal
+    keys come with equal masks, whatever order reservations and questions come in."""
+    reservations: list[tuple[float, int]] = []
+    kept, seen = ReservedBefore(reservations), {}
+    for kind, at, first, size in steps:
+        if kind == "reserve":
+            reservations.append((float(at), block(first - first % size, size)))
+            continue
+        mask, key = kept.before(float(at))
+        afresh = 0
+        for start, blk in reservations:
+            if start < at:
+                afresh |= blk
+        assert mask == afresh
+        assert seen.setdefault(key, mask) == mask

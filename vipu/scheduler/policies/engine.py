@@ -53,6 +53,7 @@ from vipu.scheduler.policies.interval_timeline import IntervalTimeline
 from vipu.scheduler.policies.order_walk import WAIT, walk_order
 from vipu.scheduler.policies.rack_masks import RACK, RackMasks
 from vipu.scheduler.policies.reservations import Timeline, blocks_mask
+from vipu.scheduler.policies.reserved_before import ReservedBefore
 
 Mode = Literal["strict", "backfill"]
 SMALL_POD = 1024  # IPUs up to which the timeline keeps a mask per interval (interval_timeline.py says why)
@@ -65,7 +66,7 @@ class _Walk:
         "blocked", "last_reserved", "remaining", "preemptors", "qos_sets", "preempt_qos", "_timeline", "_started",
         "_preempted", "_frozen", "_no_fit", "_fitting", "_no_victims", "shortest", "_evictable", "_lazy",
         "_lazy_floor", "plan", "capacity", "_candidates", "_victims", "limit_floor", "_refresh_at", "racks",
-        "_placed", "_node_masks",
+        "_placed", "_node_masks", "_before",
     )
 
     def __init__(self, request: ScheduleRequest, mode: Mode, ascending_limits: bool = False):
@@ -83,6 +84,7 @@ class _Walk:
         self.plan = LimitPlan(self.now, request.running, request.qos, self.qos_sets.limited)
         self.capacity = Capacity(request, self.full, self.healthy)
         self.reservations: list[tuple[float, int]] = []  # (start, block) of blocked jobs' reservations
+        self._before = ReservedBefore(self.reservations)
         self.blocked = False  # a job ahead in the order waits for resources
         self.last_reserved = self.now  # strict mode: jobs behind a blocked job start no earlier than it
         self.remaining = dict(request.sizes) if request.sizes is not None else None
@@ -94,10 +96,11 @@ class _Walk:
         self._frozen: tuple[list[float], list[int]] | None = None
         self._no_fit: set[int | tuple[int, int, int]] = set()  # fit_key()s that found no block
         self._fitting = Fitting()  # the sizes that could start now
-        self._no_victims: set[tuple[int, int, int, str]] = set()  # preemption searches that found nothing
+        self._no_victims: set[tuple[int, int, object, str]] = set()  # preemption searches that found nothing
         self.shortest = request.shortest
         self._evictable: int | None = None
-        self._candidates: dict[str, list] = {}  # QOS -> [running jobs it may evict, the IPUs of those not evicted]
+        self._candidates: dict[str, list] = {}  # QOS -> [running jobs it may evict, the IPUs of those not evicted,
+        # their preempt.rank() once a Victims needs it]
         self._victims: dict[tuple[str, int], Victims] = {}  # (QOS, size) -> those jobs by what evicting costs
         self._lazy: list[tuple[QueuedJob, int, float]] = []  # (job, allowed, lower bound): reservations to make
         self._lazy_floor = math.inf  # none of them begins before this (see need())
@@ -139,17 +142,17 @@ class _Walk:
 
     def reserved_over(self, end: float) -> int:
         """IPUs reserved for blocked jobs at some moment before `end` (a job running until `end` must avoid them)."""
+        return self.reserved(end)[0]
+
+    def reserved(self, end: float) -> tuple[int, object]:
+        """reserved_over(end) and a key for it that is cheap to hash: equal keys, equal masks (reserved_before.py)."""
         if self._lazy_floor < end:
             self.need(end)
         if self._frozen is None:
-            acc = 0
-            for s, b in self.reservations:
-                if s < end:
-                    acc |= b
-            return acc
+            return self._before.before(end)
         starts, prefix = self._frozen
         k = bisect_left(starts, end)
-        return prefix[k - 1] if k else 0
+        return (prefix[k - 1] if k else 0), k
 
     def unreserved(self, mask: int, end: float) -> int:
         """`mask` less the IPUs reserved before `end` (an XOR with the full mask, then an AND: a negated mask costs

@@ -8,7 +8,7 @@ import math
 
 from vipu.scheduler.bits import block
 from vipu.scheduler.policies.base import Preemption, QueuedJob
-from vipu.scheduler.policies.preempt import Victims, room_of
+from vipu.scheduler.policies.preempt import Victims, rank, room_of
 from vipu.scheduler.policies.reservations import blocks_mask
 
 
@@ -21,8 +21,8 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
     if walk._takes_reserved_limit(job, walk.now + job.time_limit):
         return False  # it would take a limit a reserved job of its group needs
     walk.need(math.inf)  # an eviction frees IPUs at every moment of the timeline: no reservation may wait
-    reserved = walk.reserved_over(walk.now + job.time_limit)
-    key = (job.ipus, id(allowed), reserved, job.qos)
+    reserved, reserved_key = walk.reserved(walk.now + job.time_limit)
+    key = (job.ipus, id(allowed), reserved_key, job.qos)
     if key in walk._no_victims:
         return False
     found = walk._candidates.get(job.qos)
@@ -30,18 +30,20 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
         spec = walk.r.qos[job.qos]
         listed = [r for r in walk.r.running if r.qos in spec.preempt and r.id not in walk._preempted]
         found = walk._candidates[job.qos] = [listed, blocks_mask([n for r in listed for n in (r.first_ipu, r.ipus)],
-                                                                 walk.total)]
+                                                                 walk.total), None]
     # (the list keeps the candidates evicted since it was made: only their IPUs leave the mask, and Victims skips
     # them; filtering the list at every eviction read thousands of running jobs each time)
-    candidates, their_ipus = found
+    candidates, their_ipus, ranked = found
     usable = allowed & walk.healthy & (walk.full ^ reserved)
     index = walk._victims.get((job.qos, job.ipus))
-    if index is None:  # the candidates sorted once per walk, QOS and size, not looked at one by one per job
-        gone = walk._preempted
-        index = walk._victims[(job.qos, job.ipus)] = Victims([r for r in candidates if r.id not in gone], job.ipus,
-                                                             walk.total, walk.now, walk.qos_sets.priority, gone)
+    if index is None:  # the candidates sorted once per walk and QOS, not looked at one by one per job
+        priority = walk.qos_sets.priority
+        if ranked is None:
+            ranked = found[2] = rank(candidates, walk.now, priority)
+        index = walk._victims[(job.qos, job.ipus)] = Victims.from_ranked(ranked, job.ipus, walk.total, walk.now,
+                                                                         priority, walk._preempted)
     # (usable stands for what the job may use: its allowed IPUs, healthy, less the reservations before its end)
-    pick = index.choose(room_of(walk.avail & usable, their_ipus, usable, walk.total), (id(allowed), reserved)) \
+    pick = index.choose(room_of(walk.avail & usable, their_ipus, usable, walk.total), (id(allowed), reserved_key)) \
         if their_ipus else None
     if pick is None:
         walk._no_victims.add(key)

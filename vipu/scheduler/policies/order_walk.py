@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 FLOOR_STEP = 32  # jobs walked between two refreshes of the sizes that fit as sjf's time limits rise
 WAIT = {True: PendingInfo(PRIORITY), False: PendingInfo(RESOURCES)}  # shared: most pending jobs get one of these
+WAIT_BLOCKED = WAIT[True]
 
 
 def walk_order(walk: _Walk, order: Iterable[QueuedJob]) -> ScheduleDecision:
@@ -32,14 +33,18 @@ def walk_order(walk: _Walk, order: Iterable[QueuedJob]) -> ScheduleDecision:
     strict = walk.mode == "strict"
     now, feasible = walk.now, {}  # feasible: capacity.feasible(size, walk.full) by size, for whole_pod
     walked = 0
+    may_stop = tested >= limit or not walk.estimates  # (past the jobs that get estimates: it may stop)
+    # fit_key()'s horizon for whole_pod, by time limit: after the first max_job_test jobs the reservations stay as
+    # they are, and the limits come in runs (sjf's order is by limit)
+    horizon_limit, horizon = None, 0
     for job in order:
-        size = job.ipus
-        if floor is not None and job.time_limit > floor:
+        size, job_limit, qos = job.ipus, job.time_limit, job.qos
+        if floor is not None and job_limit > floor:
             # Why: sjf's walk stopped only once no size fitted for the shortest limit of any job of that size,
             # so it walked most of a long queue; jobs still to come run at least this long, so a block free
             # only until a reservation begins sooner holds none of them. Worked out again at most once per
             # FLOOR_STEP jobs: with many distinct limits each rise would cost a pass over the sizes.
-            floor = walk.limit_floor = job.time_limit
+            floor = walk.limit_floor = job_limit
             if walked >= walk._refresh_at:
                 fitting.drop()
                 walk._refresh_at = walked + FLOOR_STEP
@@ -48,12 +53,12 @@ def walk_order(walk: _Walk, order: Iterable[QueuedJob]) -> ScheduleDecision:
             left = remaining[size] = remaining.get(size, 0) - 1
             if left <= 0:
                 fitting.fresh = False  # the last job of its size: the answer may change
-            if preemptors is not None and job.qos in preempt_qos:
+            if preemptors is not None and qos in preempt_qos:
                 left = preemptors[size] = preemptors.get(size, 0) - 1
                 if left <= 0:
                     fitting.fresh = False
         # (Usage.reason's own first test, made here: most jobs have no limit, and a call costs more than it)
-        reason = usage.reason(job) if job.array_limit is not None or job.qos in limited else None
+        reason = usage.reason(job) if job.array_limit is not None or qos in limited else None
         if reason is not None:
             pending[job.id] = PendingInfo(reason)
         else:
@@ -72,25 +77,29 @@ def walk_order(walk: _Walk, order: Iterable[QueuedJob]) -> ScheduleDecision:
                 walk.planned(job, allowed)
                 if tested == limit:
                     walk.freeze()
+                    may_stop = True
             else:
                 if allowed is walk.full:  # fit_key(), inlined
-                    frozen = walk._frozen
-                    key = bisect_left(frozen[0], now + job.time_limit) << 32 | size if frozen else size
+                    if job_limit != horizon_limit:
+                        frozen = walk._frozen
+                        horizon_limit = job_limit
+                        horizon = bisect_left(frozen[0], now + job_limit) << 32 if frozen else 0
+                    key = horizon | size
                 else:
                     key = walk.fit_key(job, allowed)
-                if key in no_fit and job.qos not in preempt_qos:
+                if key in no_fit and qos not in preempt_qos:
                     # what tail() does for a job of a size that found no block and may not evict, made here:
                     # after a large Pod's waves most of a queue of 10,000 jobs comes this way
-                    pending[job.id] = WAIT[walk.blocked]
-                    if not walk.blocked:
+                    if walk.blocked:
+                        pending[job.id] = WAIT_BLOCKED
+                    else:
+                        pending[job.id] = WAIT[False]
                         walk.blocked = capacity.ever(size, allowed)
                 else:
                     walk.tail(job, allowed, key)
         # (fitting.fresh: no start, eviction or reservation and no size's last job since it last said that
         # something can start, so it still does)
-        if (tested >= limit or not walk.estimates) and (
-            (strict and walk.blocked) or (not fitting.fresh and walk.nothing_can_start())
-        ):
+        if may_stop and ((strict and walk.blocked) or (not fitting.fresh and walk.nothing_can_start())):
             walk.decision.rest = PendingInfo(PRIORITY if walk.blocked else RESOURCES)
             walk.decision.limits = walk.usage
             break

@@ -26,7 +26,8 @@ Reserved = list  # [start, end, first IPU, size, IPUs released under it since (0
 
 
 class Timeline:
-    __slots__ = ("times", "base", "total", "reserved", "_starts", "_ends", "_by_end", "_first", "_released")
+    __slots__ = ("times", "base", "total", "reserved", "_starts", "_ends", "_by_end", "_first", "_released",
+                 "_floor")
 
     def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int, int]], total: int,
                  groups: Mapping[float, tuple[list[int], int]] | None = None):
@@ -62,6 +63,7 @@ class Timeline:
         self._ends: list[float] = []  # the reservations' end times, sorted: moments a slot may begin
         self._by_end: list[Reserved] = []  # the reservations in that order
         self._first: dict[tuple[int, int], float] = {}  # first_time() answers; base changes only in release_now
+        self._floor: dict[tuple[int, int], tuple[float, float]] = {}  # (size, allowed) -> (length, last answer)
 
     def first_time(self, size: int, allowed: int) -> float:
         """When the Pod without reservations first holds a block of `size` in `allowed`: no slot that earliest()
@@ -87,6 +89,30 @@ class Timeline:
     ) -> tuple[float, int, int] | None:
         """(start, first_ipu, mask placed on) of the earliest slot where a block of `size` stays free for `length`;
         None if it never does (held by partitions that never end, failed IPUs, or a small allocation).
+
+        Why a search may begin where the last one of its size ended (_floor): between two evictions the timeline
+        only loses free IPUs (reservations and starts), so no slot begins before the last answer for a job as long
+        or longer; sjf plans its first jobs by time limit, shortest first, and each search tried again the moments
+        the one before had ruled out. That answer is one of the moments a search tries (the first at which the Pod
+        holds the size, a release or a reservation's end; none is ever taken away), so beginning there finds the
+        same slot."""
+        if not_before is not None:
+            return self._earliest(size, length, allowed, not_before)
+        key = (size, id(allowed))  # (see first_time)
+        floor = self._floor.get(key)
+        if floor is not None and floor[0] <= length:
+            if floor[1] == math.inf:
+                return None
+            slot = self._earliest(size, length, allowed, floor[1])
+        else:
+            slot = self._earliest(size, length, allowed, None)
+        self._floor[key] = (length, math.inf if slot is None else slot[0])
+        return slot
+
+    def _earliest(
+        self, size: int, length: float, allowed: int, not_before: float | None
+    ) -> tuple[float, int, int] | None:
+        """earliest(), searched from `not_before` (None: from the first moment the Pod holds the size).
 
         The moments tried: the first at which the Pod without reservations holds such a block (not before
         `not_before`), then every later release and reservation end. A slot that fails at some moment also fails
@@ -186,6 +212,7 @@ class Timeline:
     def release_now(self, blk: int) -> None:
         """A preempted job's block is free from now on, reserved or not (reservations made later may take it)."""
         self._first.clear()
+        self._floor.clear()
         for k in range(len(self.base)):
             self.base[k] |= blk
         for r in self.reserved:
