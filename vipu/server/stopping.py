@@ -9,11 +9,12 @@ machine, in a teardown of tests/server/test_state_files.py). A thread of its own
 
 Why a bound over the whole stop: each step waits on something another thread does (the calls under way, the
 scheduling loop, the runs, Ray, the store's disk, the log's writes to stderr, the threads the interpreter's exit
-joins), and one that never ended hung the stop silently (a stderr nobody read did, for ever). While the stop takes
-long it says every NOTICE_S which step it is in; past its bound (STOP_S, plus the store's --write-timeout, which
-closing it may use) or at a second signal it gives up: it says which step it was in and which threads were still
-running, ends a local Ray, and the process exits as a kill -9 would leave the state: every change a caller was told
-was made is stored (control/lock.py), and the next start recovers the rest.
+joins), and one that never ended hung the stop silently (a stderr nobody read did, for ever). A stop that takes
+long says which step it is in, after NOTICE_S and again each time its time has doubled; past its bound (STOP_S,
+plus the store's --write-timeout, which closing it may use) or at a second signal it gives up: it says which step
+it was in and which threads were still running, ends a local Ray, and the process exits as a kill -9 would leave
+the state: every change a caller was told was made is stored (control/lock.py), and the next start recovers the
+rest.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # the steps but the store's close, each waiting its own bound: gRPC's grace 2 s, the loop 5, the programs 5, the
 # training threads 10 (train/runs.py SHUTDOWN_WAIT_S), the IPUs' calls 1, the machines and Ray 10
 STOP_S = 35.0
-NOTICE_S = 5.0  # a stop taking longer says where it is this often
+NOTICE_S = 5.0  # a stop taking longer says where it is then, and again each time its time has doubled
 SAY_S = 2.0  # a line to stderr may block (a pipe nobody reads, a frozen disk): the stop waits no longer for one
 
 
@@ -91,8 +92,8 @@ def _waiting_threads() -> str:
 
 
 class Stopping:
-    """The graceful stop under way: step() names the step it is in. A watcher thread says where it is every
-    NOTICE_S, and gives up past `bound_s` or at a second signal (`now`): it says so, calls `end` (which ends what
+    """The graceful stop under way: step() names the step it is in. A watcher thread says where it is (the module
+    says when), and gives up past `bound_s` or at a second signal (`now`): it says so, calls `end` (which ends what
     must not outlive the process) and exits the process, with 0 if a signal asked for it, else `code`."""
 
     def __init__(self, now: threading.Event, bound_s: float, end: Callable[[], None], code: int):
@@ -105,12 +106,13 @@ class Stopping:
         self.doing = doing
 
     def _watch(self, now: threading.Event, bound_s: float) -> None:
-        deadline = self._began + bound_s
-        while not now.wait(max(0.0, min(NOTICE_S, deadline - time.monotonic()))):
+        deadline, notice = self._began + bound_s, self._began + NOTICE_S
+        while not now.wait(max(0.0, min(notice, deadline) - time.monotonic())):
             took = time.monotonic() - self._began
             if took >= bound_s:
                 break
             say(f"still stopping after {took:.0f} s: {self.doing} (signal again to stop at once)")
+            notice = self._began + 2 * took  # at 5, 10, 20, 40 s...: an hour's --write-timeout says it ten times
         asked = now.is_set()
         why = "a second signal asked to stop at once" if asked else f"it did not end in {bound_s:g} s"
         log_format.stop(SAY_S)  # the lines logged so far first, if stderr takes them
