@@ -155,3 +155,28 @@ def test_a_frozen_disk_answers_in_time_and_the_store_holds_what_callers_were_tol
             server.kill(signal.SIGKILL)
             if server.proc is not None:
                 server.proc.stdout.close()
+
+
+def test_a_stop_held_by_a_frozen_disk_says_where_it_is_and_a_second_signal_ends_it(tmp_path):
+    """The disk freezes under an idle controller whose --write-timeout is an hour: its stop waits for the disk (to
+    close the store), says which step it is in, and a second SIGTERM ends it at once, naming that step."""
+    with loop_mount(tmp_path / "fz") as folder:
+        server = LoggedBeside(state_dir=folder / "state", extra=["--write-timeout", "3600"])
+        try:
+            server.start()
+            freeze(folder)
+            server.proc.send_signal(signal.SIGTERM)
+            notice = re.compile(r"still stopping after \d+ s: (.+) \(signal again to stop at once\)")
+            assert wait_for(lambda: notice.search(server.stderr_text()), 60), server.stderr_text()[-2000:]
+            step = notice.search(server.stderr_text()).group(1)
+            server.proc.send_signal(signal.SIGTERM)
+            said = f"the stop gave up (a second signal asked to stop at once) while {step}; threads still running: "
+            assert wait_for(lambda: said in server.stderr_text(), 30), server.stderr_text()[-2000:]
+            assert "the main thread was in " in server.stderr_text().split(said)[1].splitlines()[0]
+            sh("fsfreeze", "-u", str(folder))
+            assert server.proc.wait(timeout=30) == 0  # asked for
+        finally:
+            sh("fsfreeze", "-u", str(folder))
+            server.kill(signal.SIGKILL)
+            if server.proc is not None:
+                server.proc.stdout.close()

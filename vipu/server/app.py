@@ -6,7 +6,6 @@ import errno
 import ipaddress
 import logging
 import os
-import signal
 import socket
 import stat
 import sqlite3
@@ -42,6 +41,7 @@ from vipu.server import log_format
 from vipu.server.rate_limit import Buckets, RateLimitInterceptor
 from vipu.server.request_log import RequestLog
 from vipu.server.state_dir import claim, private_database, read_private, withdraw, write_private
+from vipu.server.stopping import StopSignals, stop_serving
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
@@ -324,22 +324,17 @@ def main(argv: list[str] | None = None) -> int:
                   " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)
             return CONFLICT if e.errno == errno.EADDRINUSE else BAD_INPUT
         metrics_line = f"metrics on http://{args.metrics_host}:{http.server_port}/metrics"
-    stop, now = threading.Event(), threading.Event()
-
-    def on_stop_signals() -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: (now if stop.is_set() else stop).set())
-
-    on_stop_signals()
+    signals = StopSignals()
+    signals.install()
     if plane.machines_enabled:
         try:
-            started = (not args.ray_wait or wait_until_reachable(args.ray, args.ray_wait, stop)) \
-                and start_machines(plane, stop, now)
+            started = (not args.ray_wait or wait_until_reachable(args.ray, args.ray_wait, signals.stop)) \
+                and start_machines(plane, signals.stop, signals.now)
         except Exception as e:  # noqa: BLE001 - say what failed and how to run without it
             print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {e}; use --ray off to run without"
                   " machine actors", file=sys.stderr)
             return 1
-        on_stop_signals()  # again: Ray's core worker put a handler of its own in front of ours
+        signals.install()  # again: Ray's core worker put a handler of its own in front of ours
         if not started:
             plane.stop_machines()
             plane.close()
@@ -358,32 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if key_file:
         print(f"vipu-server: created admin user 'admin'; its access key is in {key_file}", flush=True)
-    stop.wait()
-    server.stop(grace=2).wait()
-    plane.stop()  # before the machines go: the runs' end is the restart's to record (programs' sessions close)
-    if device is not None:
-        device.stop(grace=1).wait()
-    # releasing actors on a lost Ray node can hang; the state is safe in SQLite, so give it a few seconds only
-    closing = threading.Thread(target=plane.stop_machines, daemon=True)
-    closing.start()
-    closing.join(timeout=10)
-    if not plane.close():
-        # a thread stuck in the kernel would keep the interpreter's exit waiting until the disk answers
-        print(f"vipu-server: the state store's disk did not answer in {args.write_timeout:g} s (a stalled"
-              " disk); stopping without waiting for it: every change a caller was told was made is stored, and"
-              " the write still in the kernel ends when the disk answers", file=sys.stderr, flush=True)
-        plane.kill_local_ray()
-        log_format.stop()
-        os._exit(EXIT_CODES[grpc.StatusCode.UNAVAILABLE])
-    if closing.is_alive():
-        # the interpreter's exit would wait on, or abort in, Ray's threads: end what this process started and leave
-        print("vipu-server: stopping the machines and Ray took over 10 s; ending Ray's processes", file=sys.stderr,
-              flush=True)
-        plane.kill_local_ray()
-        sys.stdout.flush()
-        log_format.stop()
-        os._exit(0)
-    return 0
+    signals.stop.wait()
+    return stop_serving(plane, server, device, signals.now, args.write_timeout)
 
 
 if __name__ == "__main__":

@@ -168,11 +168,13 @@ class Writer:
             except Exception:  # noqa: BLE001
                 self.handler.handleError(records[-1])
 
-    def stop(self) -> None:
-        """Write every line handed over so far, then end."""
+    def stop(self, within: float) -> bool:
+        """Write every line handed over so far, then end; False if that took over `within` seconds (a write to
+        stderr blocked: a pipe nobody reads, a frozen disk), the thread then left behind."""
         self._stopping.set()
         self.records.put(_STOP)
-        self._thread.join()
+        self._thread.join(within)
+        return not self._thread.is_alive()
 
 
 _writer: Writer | None = None
@@ -203,11 +205,17 @@ def setup(log_format: str = "auto", level: str = "info", stream: TextIO | None =
     return log_format
 
 
+STOP_WAIT_S = 5.0  # how long a stop waits for the last lines; a write to stderr may block for ever
+
+
 @atexit.register
-def stop() -> None:
-    """Write every line handed over so far and end the writer (at exit; before os._exit, which skips atexit)."""
+def stop(within: float = STOP_WAIT_S) -> bool:
+    """Write every line handed over so far and end the writer (at exit; before os._exit, which skips atexit);
+    False if its writes did not end in `within` seconds."""
     global _writer
     lifecycle.work_elsewhere(None)
-    if _writer is not None:
-        _writer.stop()
-        _writer = None
+    if _writer is None:
+        return True
+    ended = _writer.stop(within)  # (_writer still set meanwhile: the lines of its work go in their place)
+    _writer = None
+    return ended

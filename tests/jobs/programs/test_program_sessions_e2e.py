@@ -130,13 +130,16 @@ def test_instances_of_one_program_meet_for_collectives_and_steps(controller, tmp
     assert show(controller, job)["training"]["losses"] == [0.5]
 
 
-def test_a_runs_token_opens_only_its_session_and_dies_with_the_run_which_frees_its_tensors(controller, tmp_path):
+def test_a_runs_token_opens_only_its_session_and_dies_with_the_run_which_frees_its_tensors(server_factory, tmp_path):
+    # KillWait long: the program ends by itself once its waiting call has failed. With 1 s, a program descheduled
+    # for a second on a loaded machine was killed before it said how the call ended (a flake)
+    controller = server_factory(extra=["--kill-wait", "60"])
     [hog] = submit(controller, program(tmp_path, "hog", """
         import os, pathlib, signal
         import numpy as np
         import vipu.sdk as ipu
 
-        signal.signal(signal.SIGTERM, lambda *_: None)  # to say how the waiting call ended; SIGKILL follows
+        signal.signal(signal.SIGTERM, lambda *_: None)  # to say how the waiting call ended
         device = ipu.attach()
         device.reserve("most", {0: device.sram_bytes_per_ipu * 7 // 10})
         pathlib.Path("token").write_text(os.environ["VIPU_RUN_TOKEN"])
@@ -145,7 +148,7 @@ def test_a_runs_token_opens_only_its_session_and_dies_with_the_run_which_frees_i
         except ipu.FailedPrecondition as e:
             print("ended:", e.message, flush=True)
     """))
-    token = wait_for(lambda: (tmp_path / "token").is_file() and (tmp_path / "token").read_text())
+    token = wait_for(lambda: (tmp_path / "token").is_file() and (tmp_path / "token").read_text(), timeout=120)
     channel = grpc.insecure_channel(controller.device_address)
     stub = device_pb2_grpc.DeviceServiceStub(channel)
 
@@ -162,8 +165,10 @@ def test_a_runs_token_opens_only_its_session_and_dies_with_the_run_which_frees_i
     assert "IPU 4 is not one of partition" in outside.value.details()
     assert run(controller, "vipu", "cancel", str(hog)).returncode == 0
     assert ended(controller, hog)["state"] == "CANCELLED"
-    wait_for(lambda: "ended:" in output(tmp_path, hog), timeout=10)
+    wait_for(lambda: "ended:" in output(tmp_path, hog), timeout=60)
     assert f"job {hog}'s run was stopped (CANCELLED)" in output(tmp_path, hog)
+    # its partition is kept until its program has ended (after CANCELLED): a job submitted before went elsewhere
+    wait_for(lambda: not json.loads(run(controller, "vipu", "list", "partitions", "--json").stdout), timeout=60)
     with pytest.raises(grpc.RpcError) as gone:
         attach(token)
     assert gone.value.code() == grpc.StatusCode.UNAUTHENTICATED
