@@ -56,7 +56,7 @@ def test_a_job_ended_longer_than_min_job_age_ago_is_one_squeue_no_longer_has():
     now = 10_000.0
 
     def cli_with(job):
-        conn = SimpleNamespace(jobs=_Jobs(job), attempt=lambda method, request: method(request))
+        conn = SimpleNamespace(jobs=_Jobs(job), lookup=lambda method, request: method(request))
         return SimpleNamespace(conn=conn)
 
     def ended(at: float) -> j.Job:

@@ -182,6 +182,18 @@ class Connection:
                 self.fail(e, request)
             return None
 
+    def lookup(self, method, request):
+        """The reply, or None when the controller has no such object (NOT_FOUND); any other refusal (another user's
+        job under --secure) ends the command with the controller's message, as call() does."""
+        import grpc
+
+        try:
+            return self.client.call(method, request)
+        except ApiError as e:
+            if e.from_controller and e.code == grpc.StatusCode.NOT_FOUND:
+                return None
+            self.fail(e, request)
+
 
 class Cli(NamedTuple):
     """What every command gets from the root's options (context.root_options): the connection and the output form."""

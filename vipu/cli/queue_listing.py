@@ -142,17 +142,8 @@ def listing(cli, q: Query, now: float, unknown: set[str] | None = None) -> list[
 def kept(cli, job: int, now: float) -> bool:
     """Whether squeue would find the job: active, or ended within MinJobAge (Slurm then purges it, and squeue -j of
     that one job fails with "Invalid job id specified"; of several, it lists those it finds)."""
-    import grpc
-    from vipu.client.api_error import ApiError
-
-    request = j.GetJobRequest(id=job)
-    try:
-        x = cli.conn.client.call(cli.conn.jobs.GetJob, request)
-    except ApiError as e:
-        if e.from_controller and e.code == grpc.StatusCode.NOT_FOUND:
-            return False
-        cli.conn.fail(e, request)  # another user's job (--secure): the controller's refusal says whose, as squeue's
-    return JobState(x.state) in ACTIVE or seconds(x.ended) >= now - MIN_JOB_AGE
+    x = cli.conn.lookup(cli.conn.jobs.GetJob, j.GetJobRequest(id=job))  # another user's job: refused as theirs
+    return x is not None and (JobState(x.state) in ACTIVE or seconds(x.ended) >= now - MIN_JOB_AGE)
 
 
 SAID_ENDED = 5  # jobs named by -j that ended, said one by one; past that, how many more
