@@ -16,6 +16,8 @@ from vipu.cli.sbatch_unmodelled import unmodelled
     ({"mail_type": "END"}, "--mail-type sends no mail"),
     ({"time_min": 60}, "--time-min is not used"),
     ({"exclusive": True}, "--exclusive changes nothing"),
+    ({"mem": "10G"}, "--mem is not used: the controller allots no host memory"),
+    ({"mem_per_cpu": "2G"}, "--mem-per-cpu is not used"),
 ])
 def test_a_flag_that_changes_nothing_that_matters_is_one_warning(options, said, capsys):
     assert unmodelled({"name": "n", **options}) == {"name": "n"}
@@ -48,9 +50,10 @@ def test_what_is_sbatchs_own_behaviour_is_taken_quietly(capsys):
 
 
 def test_directives_carry_them_as_the_flags_do():
-    text = "#!/bin/sh\n#SBATCH --comment='nightly run' --open-mode=append --exclusive --time-min=10\ntrue\n"
+    text = ("#!/bin/sh\n#SBATCH --comment='nightly run' --open-mode=append --exclusive --time-min=10\n"
+            "#SBATCH --mem=10G\ntrue\n")
     assert parse_directives(text, "job.sh") == {"comment": "nightly run", "open_mode": "append", "exclusive": True,
-                                                "time_min": 600}
+                                                "time_min": 600, "mem": "10G"}
 
 
 @pytest.mark.parametrize(("line", "said", "code"), [

@@ -9,8 +9,9 @@ import json
 def submit_unmodelled(open_live, tmp_path):
     live = open_live
     out = live.run("submit", "--ipus", "1", "-H", "--comment", "x", "--mail-type", "END", "--time-min", "5",
-                   "--exclusive", "--kill-on-invalid-dep=no", "-n", "1", "-c", "4", "--json")
-    assert out.returncode == 0 and out.stderr.count("vipu: warning:") == 5, out.stderr  # a line for each of five
+                   "--exclusive", "--kill-on-invalid-dep=no", "-n", "1", "-c", "4", "--mem", "10G", "--mem-per-cpu",
+                   "1G", "--json")
+    assert out.returncode == 0 and out.stderr.count("vipu: warning:") == 7, out.stderr  # a line for each of seven
     [job] = json.loads(out.stdout)["job_ids"]
     assert live.show(job)["spec"]["hold"] is True
     for flags, said in ((["-N", "2"], "-N/--nodes is not taken"), (["--priority", "9"], "--priority is not taken"),

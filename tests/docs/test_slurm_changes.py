@@ -135,8 +135,9 @@ CHECKS = {
     "`sbatch --test-only job.sh`": submit_test_only,
     "`sbatch --qos=\"\"`": submit_empty_qos,
     "`sbatch -o missing/dir/%j.out`": submit_missing_output,
-    "`sbatch --comment`, `--mail-type`, `--time-min`, `--exclusive`, `-c`, `-N`, `-n`, `--ntasks-per-node`, `--gres`,"
-    " `--priority`, `--signal`, `--open-mode`, `--kill-on-invalid-dep`": submit_unmodelled,
+    "`sbatch --comment`, `--mail-type`, `--time-min`, `--exclusive`, `-c`, `--mem`, `--mem-per-cpu`, `-N`, `-n`,"
+    " `--ntasks-per-node`, `--gres`, `--priority`, `--signal`, `--open-mode`, `--kill-on-invalid-dep`":
+        submit_unmodelled,
 }
 RUNS = [(row, check) for row, checks in CHECKS.items()
         for check in (checks if isinstance(checks, tuple) else (checks,))]

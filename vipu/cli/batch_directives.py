@@ -94,6 +94,8 @@ OPTIONS = [
     Option(("-n", "--ntasks"), "ntasks", _count),
     Option(("--ntasks-per-node",), "ntasks_per_node", _count),
     Option(("-c", "--cpus-per-task"), "cpus_per_task", _count),
+    Option(("--mem",), "mem", _text),
+    Option(("--mem-per-cpu",), "mem_per_cpu", _text),
     Option(("--gres",), "gres", _text),
 ]
 BY_NAME = {name: option for option in OPTIONS for name in option.names}

@@ -79,6 +79,8 @@ SUBMIT = (
     ("ntasks", TEXT, ("--ntasks", "-n")),
     ("ntasks_per_node", TEXT, ("--ntasks-per-node",)),
     ("cpus_per_task", TEXT, ("--cpus-per-task", "-c")),
+    ("mem", TEXT, ("--mem",)),
+    ("mem_per_cpu", TEXT, ("--mem-per-cpu",)),
     ("gres", TEXT, ("--gres",)),
     ("priority", TEXT, ("--priority",)),
     ("signal", TEXT, ("--signal",)),

@@ -17,6 +17,10 @@ WARNED = {
                   " other jobs (--ipus 4 or more takes whole machines)"),
     "cpus_per_task": ("-c/--cpus-per-task", "is not used: the controller allots no host CPUs (a job's script may use"
                       " the host's); a job is sized by its IPUs, --ipus N"),
+    "mem": ("--mem", "is not used: the controller allots no host memory (a job's script may use the host's); an"
+            " IPU's memory is its tile SRAM and Streaming Memory, which vipu plan SPEC shows a job needs"),
+    "mem_per_cpu": ("--mem-per-cpu", "is not used: the controller allots no host CPUs or memory; a job is sized by"
+                    " its IPUs, --ipus N"),
 }
 # key -> (flag, why not, what to do instead)
 REFUSED = {

@@ -121,6 +121,7 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
                 comment: str | None = None, mail_type: str | None = None, mail_user: str | None = None,
                 time_min: str | None = None, exclusive: bool = False, nodes: str | None = None,
                 ntasks: str | None = None, ntasks_per_node: str | None = None, cpus_per_task: str | None = None,
+                mem: str | None = None, mem_per_cpu: str | None = None,
                 gres: str | None = None, priority: str | None = None, signal: str | None = None,
                 kill_on_invalid_dep: str | None = None) -> None:
     """`vipu submit` once its flags are read (submit_command.py with typer, or fast_path.py), the defaults typer's."""
@@ -146,7 +147,7 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
     }
     flags.update(open_mode=open_mode, comment=comment, mail_type=mail_type, mail_user=mail_user, time_min=time_min,
                  exclusive=exclusive or None, nodes=nodes, ntasks=ntasks, ntasks_per_node=ntasks_per_node,
-                 cpus_per_task=cpus_per_task, gres=gres, priority=priority, signal=signal,
+                 cpus_per_task=cpus_per_task, mem=mem, mem_per_cpu=mem_per_cpu, gres=gres, priority=priority, signal=signal,
                  kill_on_invalid_dep=kill_on_invalid_dep)  # each said or refused by sbatch_unmodelled
     flags = {k: v for k, v in flags.items() if v is not None}
     for key, flag, example in (("output", "-o/--output", "a file path (e.g. -o out-%j.txt)"),

@@ -88,6 +88,8 @@ def register(app: typer.Typer) -> None:
         ntasks_per_node: str = typer.Option(None, "--ntasks-per-node", help="1 only, as -n/--ntasks"),
         cpus_per_task: str = typer.Option(None, "--cpus-per-task", "-c",
                                           help="accepted with a warning: no host CPUs are allotted"),
+        mem: str = typer.Option(None, "--mem", help="accepted with a warning: no host memory is allotted"),
+        mem_per_cpu: str = typer.Option(None, "--mem-per-cpu", help="accepted with a warning, as --mem"),
         gres: str = typer.Option(None, "--gres", help="refused: give --ipus N (--gres=ipu:4 is --ipus 4)"),
         priority: str = typer.Option(None, "--priority",
                                      help="refused: an admin sets it after the submit (vipu update job)"),
@@ -109,4 +111,5 @@ def register(app: typer.Typer) -> None:
             error_file=error_file, chdir=chdir, export=export, request_id=request_id, parsable=parsable, test_only=test_only, json_out=json_out,
             open_mode=open_mode, comment=comment, mail_type=mail_type, mail_user=mail_user, time_min=time_min,
             exclusive=exclusive, nodes=nodes, ntasks=ntasks, ntasks_per_node=ntasks_per_node,
-            cpus_per_task=cpus_per_task, gres=gres, priority=priority, signal=signal, kill_on_invalid_dep=kill_on_invalid_dep)
+            cpus_per_task=cpus_per_task, mem=mem, mem_per_cpu=mem_per_cpu, gres=gres, priority=priority,
+            signal=signal, kill_on_invalid_dep=kill_on_invalid_dep)
