@@ -51,7 +51,8 @@ def test_directives_after_the_first_command_are_ignored():
 
 
 @pytest.mark.parametrize(("line", "said"), [
-    ("#SBATCH --mem=4G", "--mem is not an option vipu-sim takes; remove the line, or make it a comment (##SBATCH)"),
+    ("#SBATCH --licenses=db", "--licenses is not an option vipu-sim takes; remove the line, or make it a comment"
+     " (##SBATCH)"),
     ("#SBATCH -N 2", "-N is not an option vipu-sim takes; use --ipus N"),
     ("#SBATCH --time-limit=10", "use -t/--time (Slurm's format: a bare number is minutes)"),
     ("#SBATCH -t abc", "'abc' is not a Slurm time; use minutes (90), MM:SS"),

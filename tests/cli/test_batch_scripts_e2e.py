@@ -58,7 +58,7 @@ def test_a_script_runs_with_its_directives_and_writes_what_it_printed(server, tm
           "\n"
           'echo "hello $1 $2 from job $SLURM_JOB_ID ($SLURM_JOB_NAME) in $(pwd)"\n'
           "echo oops >&2\n"
-          "#SBATCH -J ignored --mem=1G\n")  # after a command: ignored, as sbatch does (so is the unknown --mem)
+          "#SBATCH -J ignored --licenses=db\n")  # after a command: ignored, as sbatch does
     # the words after the script are its arguments (after --, as here, where one starts with -)
     [job] = submit(server, "job.sh", "--", "one", "-two", cwd=tmp_path)
     x = ended(server, job, tmp_path)
@@ -120,8 +120,8 @@ def test_open_mode_append_adds_to_a_file_of_ones_own_and_each_run_adds_again(ser
 
 
 @pytest.mark.parametrize(("lines", "said"), [
-    (["#SBATCH -J fine", "#SBATCH --mem=4G"],
-     "job.sh line 3: #SBATCH --mem=4G: --mem is not an option vipu-sim takes; remove the line"),
+    (["#SBATCH -J fine", "#SBATCH --licenses=db"],
+     "job.sh line 3: #SBATCH --licenses=db: --licenses is not an option vipu-sim takes; remove the line"),
     (["#SBATCH --ipus 1", "", "#SBATCH -t 1:xx"],
      "job.sh line 4: #SBATCH -t 1:xx: '1:xx' is not a Slurm time; use minutes (90), MM:SS, HH:MM:SS"),
 ])
