@@ -53,10 +53,11 @@ shows that no one cost a score serves both BERT-Large with micro-batch 2 and BER
 (planner_matmuls.py) estimates each encoder layer's matmuls with a poplin-style plan (vipu/jobs/matmul_plan.py:
 the split over the tiles, AMP vertex cycles, exchange and partials, after graphcore/poplibs lib/poplin) and gives
 each row's error if attention's batched matmuls ran slower by the estimate's ratio, or every matmul at its estimate.
-Three checks on the two SL512 packed rows follow (planner_sl512.py): SL512 packed over SL128 packed as published by
+Four checks on the two SL512 packed rows follow (planner_sl512.py): SL512 packed over SL128 packed as published by
 PopART and by PyTorch (the same layout, counted the same way) and as planned; each BERT-Large pre-training config's
-step split into a fixed part and its micro-batches' ticks from its Pod16 and Pod64 figures; and the encoder layer's
-matmuls planned with each tile's piece held under the config's available_memory_proportion. A last table
+step split into a fixed part and its micro-batches' ticks from its Pod16 and Pod64 figures; the encoder layer's
+matmuls planned with each tile's piece held under the config's available_memory_proportion; and the same model and
+data on a Bow Pod16 in Graphcore's MLPerf v2.0 layout, published and planned, beside the row. A last table
 (planner_attention.py) tests issue 25's hypothesis for those rows, attention's s^2 part dearer than planned by its
 shape: on pairs of rows from one framework and edition that differ in sequence length, the multiple of the part's
 planned cost that plans each pair's ratio as published.
@@ -85,7 +86,9 @@ from planner_sl512 import sl512_checks
 TABLE = "graphcore.ai/performance-results"
 LARGE_128 = "nlp/bert/popart/configs/pretrain_large_128.json"
 # Graphcore's packing of its Wikipedia SL512 data, at most 3 sequences a pack: sequences over packs
-# (graphcore/examples tutorials/blogs_code/packedBERT/README.md, "Achieved speed-up over un-packed dataset")
+# (graphcore/examples tutorials/blogs_code/packedBERT/README.md, "Achieved speed-up over un-packed dataset"); its
+# MLPerf BERT configs take 2 (mlcommons/training_results_v2.0 Graphcore/benchmarks/bert/implementations/popart/
+# configs/pod64-closed.json, avg_seq_per_pack)
 SL512_SEQUENCES_PER_PACK = 1.99625
 # Graphcore's packing factor of its SL128 Wikipedia data, at most 3 sequences a pack (graphcore/examples
 # nlp/bert/pytorch/configs_pretraining.yml at c0239af, packing_factor; its SL512 figure, 2.0, agrees with the above)
