@@ -99,9 +99,11 @@ class Partitions:
                    else "every agent of a cluster belongs to a named allocation; pass --allocation")
             raise InvalidArgument(f"{field} is {size} but allocation {allocation} has no IPUs: {why}")
         shape = "" if largest == total else f", whose largest aligned block holds {n_ipus(largest)}"
-        raise InvalidArgument(
-            f"{field} is {size} but allocation {allocation} has {n_ipus(total)}{shape}; ask for at most {largest}"
-        )
+        fix = f"ask for at most {largest}"
+        if allocation == DEFAULT_ALLOCATION:  # what a job or partition naming no allocation gets
+            shape += " (the agents no named allocation holds)"
+            fix += " or name a larger allocation (`vipu list allocations`)"
+        raise InvalidArgument(f"{field} is {size} but allocation {allocation} has {n_ipus(total)}{shape}; {fix}")
 
     def _out_of_service(self, allocation: str) -> str:
         """What keeps a size that would fit with every machine of the allocation in service from fitting now, and
