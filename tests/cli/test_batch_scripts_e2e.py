@@ -5,6 +5,7 @@ writes."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -54,7 +55,7 @@ def test_a_script_runs_with_its_directives_and_writes_what_it_printed(server, tm
           "# directives, as sbatch reads them: before the first command\n"
           "#SBATCH -J hello --ipus=2\n"
           "#SBATCH --time=5\n"
-          "#SBATCH -o out-%x-%j.txt\n"
+          "#SBATCH -o out-%x-%j-%N.txt\n"
           "\n"
           'echo "hello $1 $2 from job $SLURM_JOB_ID ($SLURM_JOB_NAME) in $(pwd)"\n'
           "echo oops >&2\n"
@@ -63,11 +64,13 @@ def test_a_script_runs_with_its_directives_and_writes_what_it_printed(server, tm
     [job] = submit(server, "job.sh", "--", "one", "-two", cwd=tmp_path)
     x = ended(server, job, tmp_path)
     assert (x["state"], x["exit_code"], x["name"], x["ipus"], x["time_limit_s"]) == ("COMPLETED", 0, "hello", 2, 300)
-    output = tmp_path / f"out-hello-{job}.txt"
+    [output] = tmp_path.glob(f"out-hello-{job}-*.txt")  # %N: its first node, ag00 or another
+    assert re.fullmatch(rf"out-hello-{job}-ag\d\d\.txt", output.name), output.name
     assert output.read_text() == f"hello one -two from job {job} (hello) in {tmp_path}\noops\n"
     lines = dict(line.split("=", 1) for line in vipu(server, "show", "job", str(job), cwd=tmp_path).stdout.splitlines())
     assert lines["Command"] == "(batch script) one -two" and lines["WorkDir"] == str(tmp_path)
-    assert lines["StdOut"] == lines["StdErr"] == str(output)  # the patterns filled in, as scontrol shows them
+    # the patterns filled in, %N too (walk29: kept as written), as scontrol shows them
+    assert lines["StdOut"] == lines["StdErr"] == str(output)
 
 
 def test_flags_beat_directives(server, tmp_path):

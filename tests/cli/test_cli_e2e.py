@@ -124,6 +124,14 @@ def test_a_size_the_allocation_can_never_hold_is_bad_input_and_one_that_could_is
     job = run(server, "vipu", "submit", "--ipus", "32", "--time-limit", "1m", "--allocation", "a1")
     assert job.returncode == 2 and job.stderr == (
         "vipu: error: --ipus is 32 but allocation a1 has 16 IPUs; ask for at most 16\n")
+    # naming no allocation, it is the default's: the 48 IPUs a1 left, whose largest aligned block holds 32, as sbatch
+    # refuses more nodes than the partition has (walk29: it waited, PartitionNodeLimit)
+    for test_only in ((), ("--test-only",)):
+        job = run(server, "vipu", "submit", "--ipus", "64", "--time-limit", "1m", *test_only)
+        assert job.returncode == 2 and job.stderr == (
+            "vipu: error: --ipus is 64 but allocation default has 48 IPUs, whose largest aligned block holds 32 IPUs"
+            " (the agents no named allocation holds); ask for at most 32 or name a larger allocation"
+            " (`vipu list allocations`)\n")
     assert json.loads(run(server, "vipu", "queue", "--json").stdout)["jobs"] == []
 
 

@@ -14,7 +14,6 @@ from tests.cli.test_job_ids_and_simulate import one_error
 
 HUGE = "99999999999999999999"
 INT32 = "give at most 2147483647"
-INT64 = "give at most 9223372036854775807"
 
 TOO_BIG = [
     # command line, what the one line names
@@ -27,11 +26,20 @@ TOO_BIG = [
     (["vipu-admin", "create", "agent", "q", "--port", HUGE], f"'--port': {HUGE} is not in the range 1<=x<=65535"),
     (["vipu-admin", "create", "cluster", "c3", "--agents", "ag00", "--num-ipulinkdomains", "99999999999"],
      "'--num-ipulinkdomains': 99999999999 is out of range; give 1 to 2147483647"),
-    (["vipu", "create", "partition", "x", "--size", HUGE], f"'--size': {HUGE} is out of range; {INT64}"),
+    # walk29: a bound of the Pod's or the controller's, where the wire's says nothing of what would be taken
+    (["vipu", "create", "partition", "x", "--size", HUGE], f"'--size': {HUGE} is more than bow-pod64 can hold (64"
+                                                           " IPUs); give a power of two up to 64"),
+    (["vipu", "submit", "--ipus", HUGE], f"'--ipus': {HUGE} is more than bow-pod64 can hold (64 IPUs); give a"
+                                         " power of two up to 64"),
+    (["vipu", "submit", "--ipus", f"-{HUGE}"], f"'--ipus': -{HUGE} is no number of IPUs; give a power of two from 1"
+                                               " to 64"),
+    (["vipu", "submit", "--nice", HUGE], f"'--nice': {HUGE} is out of range; give -10000 to 10000 (negative: admins"
+                                         " only)"),
+    (["vipu", "update", "job", "1", "--priority", HUGE], f"'--priority': {HUGE} is out of range; give 1 to"
+                                                         " 4294967294, or 0 to hold the job"),
     (["vipu", "create", "partition", "x", "--size", "4", "--num-gcds", HUGE], f"'--num-gcds': {HUGE}"),
     (["vipu", "get", "partition", "x", "--gcd", HUGE], f"'--gcd': {HUGE} is out of range; {INT32}"),
     (["vipu", "history", "--limit", HUGE], f"'--limit': {HUGE} is out of range; {INT32}"),
-    (["vipu", "submit", "--ipus", HUGE], f"'--ipus': {HUGE} is out of range; {INT32}"),
     # seconds: at most a day, and a number (gRPC's deadline overflowed and read as the controller not answering)
     (["vipu", "--timeout", "1e12", "queue"], "'--timeout': 1000000000000.0 is not in the range 0.1<=x<=86400"),
     (["vipu", "--timeout", "inf", "queue"], "'--timeout': inf is not in the range 0.1<=x<=86400"),

@@ -22,6 +22,8 @@ from vipu.client.messages import duration
     (["TimeLimit=0"], {"time_limit_unlimited": True}),  # UNLIMITED, as sbatch -t 0
     (["timelimit=Unlimited"], {"time_limit_unlimited": True}),
     (["BeginTime=2026-11-22T16:00"], {"begin": "2026-11-22T16:00"}),
+    (["ReqNodeList=ag[00-01]", "ExcNodeList="], {"nodelist": "ag[00-01]", "exclude": ""}),  # "": removes it
+    (["nodelist=ag02"], {"nodelist": "ag02"}),  # scontrol's other name for it
 ])
 def test_fields_in_any_case(pairs, fields):
     assert field_values(pairs) == fields
@@ -35,8 +37,13 @@ def test_fields_in_any_case(pairs, fields):
     (["TimeLimit=soon"], "is not a Slurm time"),
     (["Nice=1.5"], "is not a whole number"),
     # past what the request carries: a traceback of protobuf's ValueError before (walk28)
-    (["Nice=99999999999999999999"], "Nice= 99999999999999999999 is out of range; give e.g. Nice=10"),
-    (["Priority=-99999999999999999999"], "Priority= -99999999999999999999 is out of range"),
+    # walk29: the controller's bound, not the wire's
+    (["Nice=99999999999999999999"], "Nice= 99999999999999999999 is out of range; give -10000 to 10000 (negative:"
+                                    " admins only)"),
+    (["Priority=-99999999999999999999"], "Priority= -99999999999999999999 is out of range; give 1 to 4294967294,"
+                                         " or 0 to hold the job"),
+    (["ArrayTaskThrottle=99999999999"], "ArrayTaskThrottle= 99999999999 is out of range; give the tasks to run at"
+                                        " once (at most the array's), or 0 for no limit"),
     (["TimeLimit=5", "TimeLimit=+5"], "TimeLimit is given twice"),
 ])
 def test_bad_fields_name_the_field(pairs, words, capsys):

@@ -52,3 +52,38 @@ def test_node_names_follow_the_agents_and_a_waiting_job_reads_them_again(plane):
     assert plane.jobs.job(placed, ANYONE).first_ipu == 12
     with pytest.raises(InvalidArgument, match="nodelist names ag03, which is no IPU-Machine of this Pod"):
         submit(plane, nodelist="ag03")
+
+
+def test_update_req_and_exc_node_list_as_submit_checks_them_for_pending_jobs_only(plane):
+    """scontrol update job NodeList= / ExcNodeList=: a pending job's, checked as -w and -x are at submit; a running
+    job's are refused (slurmctld: ESLURM_JOB_NOT_PENDING; its IPUs are one block it holds until it ends)."""
+    from vipu.errors import FailedPrecondition
+    from vipu.scheduler.updates import JobUpdate
+
+    plane.admin.create_allocation("a1", ["ag02", "ag03"], [])
+    held = submit(plane, ipus=4, hold=True)
+
+    def update(job, **fields):
+        return plane.jobs.update(job, JobUpdate(**fields), False, ANYONE)
+
+    [job] = update(held, nodelist="ag01", exclude="ag00")
+    assert (job.spec.nodelist, job.spec.exclude) == ("ag01", "ag00")
+    for fields, said in [
+        ({"nodelist": "ag07"}, "ReqNodeList names ag07, which is no IPU-Machine of this Pod"),
+        ({"nodelist": "ag02"}, "ReqNodeList leaves the job no 4 IPUs of allocation default, whose nodes are"
+                               " ag[00-01]: name nodes of it (or another allocation, -p)"),
+        ({"exclude": "ag01"}, "ExcNodeList and ReqNodeList both name ag01"),
+        ({"exclude": "ag[01"}, "ExcNodeList 'ag[01' has an unmatched bracket"),
+    ]:
+        with pytest.raises(InvalidArgument) as refused:
+            update(held, **fields)
+        assert said in refused.value.message and refused.value.violations[0][0] == next(iter(fields))
+    [job] = update(held, nodelist="", exclude="ag01")  # "" removes one, as scontrol's
+    assert (job.spec.nodelist, job.spec.exclude) == (None, "ag01")
+    running = submit(plane, ipus=4)
+    plane.step()
+    assert plane.jobs.job(running, ANYONE).state.value == "RUNNING"
+    for field, name in (("nodelist", "ReqNodeList"), ("exclude", "ExcNodeList")):
+        with pytest.raises(FailedPrecondition, match=f"job {running} is RUNNING: {name} can change only while it is"
+                                                     " pending"):
+            update(running, **{field: "ag00"})

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import wait_for
 
 
@@ -98,12 +99,29 @@ def update_dependency(live, tmp_path):
     live.fill()
     first, job, later = (live.submit("--ipus", "4", "--hold")[0] for _ in range(3))
     live.ok("update", "job", str(job), f"Dependency=afterok:{first}")
-    assert live.show(job)["dependency"] == f"afterok:{first}"
+    assert live.show(job)["dependency"] == f"afterok:{first}(unfulfilled)"  # as scontrol shows what it waits for
     live.ok("update", "job", str(job), "-d", f"afterany:{first}")
-    assert live.show(job)["dependency"] == f"afterany:{first}"
+    assert live.show(job)["dependency"] == f"afterany:{first}(unfulfilled)"
+    assert live.show(job)["spec"]["dependency"] == f"afterany:{first}"  # the spec: as written
     live.refused(2, "", "update", "job", str(job), f"Dependency=afterok:{later}")  # queued after it: never a cycle
     live.ok("update", "job", str(job), "Dependency=")
     assert live.show(job)["dependency"] == ""
+
+
+def update_nodes(live, tmp_path):
+    [job] = live.submit("--ipus", "4", "--hold")
+    live.ok("update", "job", str(job), "ReqNodeList=ag01", "ExcNodeList=ag00")
+    assert (live.show(job)["spec"]["nodelist"], live.show(job)["spec"]["exclude"]) == ("ag01", "ag00")
+    live.ok("update", "job", str(job), "NodeList=", "-x", "ag[00-01]")
+    assert (live.show(job)["spec"]["nodelist"], live.show(job)["spec"]["exclude"]) == (None, "ag[00-01]")
+    live.refused(2, "ReqNodeList names ag99, which is no IPU-Machine", "update", "job", str(job), "-w", "ag99")
+    live.refused(2, "ReqNodeList 'ag[00-01]' names machines that no job of 4 IPUs can hold together", "update",
+                 "job", str(job), "ReqNodeList=ag[00-01]", "ExcNodeList=")
+    live.refused(2, "ExcNodeList and ReqNodeList both name ag01", "update", "job", str(job), "ReqNodeList=ag01",
+                 "ExcNodeList=ag01")
+    big = live.fill()
+    live.refused(4, f"job {big} is RUNNING: ReqNodeList can change only while it is pending", "update", "job",
+                 str(big), "ReqNodeList=ag00", who="admin")
 
 
 def update_name(live, tmp_path):
@@ -216,6 +234,23 @@ def submit_test_only(open_live, tmp_path):
     live.refused(2, "--qos 'gold' is unknown", "submit", "--ipus", "16", "--qos", "gold", "--test-only")
     assert json.loads(live.ok("queue", "--json"))["jobs"] == []
     assert live.submit("--ipus", "4", "--hold") == [1]  # no id was used up
+
+
+def submit_too_big(live, tmp_path):
+    made = run(live.server, "vipu-admin", "create", "allocation", "a1", "--agents", "ag00,ag01,ag02,ag03",
+               env=live.env("admin"))
+    assert made.returncode == 0, made.stderr
+    for test_only in ((), ("--test-only",)):  # default: the 48 IPUs a1 leaves, in aligned blocks of at most 32
+        live.refused(2, "--ipus is 64 but allocation default has 48 IPUs, whose largest aligned block holds 32 IPUs",
+                     "submit", "--ipus", "64", *test_only)
+    live.refused(2, "--ipus is 32 but allocation a1 has 16 IPUs; ask for at most 16", "submit", "--ipus", "32", "-p",
+                 "a1", who="admin")
+    live.refused(2, "'--ipus': 99999999999 is more than bow-pod64 can hold (64 IPUs); give a power of two up to 64",
+                 "submit", "--ipus", "99999999999")
+    live.refused(2, "'--nice': 99999999999 is out of range; give -10000 to 10000", "submit", "--nice", "99999999999")
+    live.refused(2, "Priority= 99999999999999999999 is out of range; give 1 to 4294967294, or 0 to hold the job",
+                 "update", "job", "1", "Priority=99999999999999999999", who="admin")
+    assert json.loads(live.ok("queue", "--json", who="admin"))["jobs"] == []
 
 
 def submit_empty_qos(live, tmp_path):

@@ -21,9 +21,9 @@ from tests.docs.change_rows_cancel import (cancel_account, cancel_array_ids, can
                                            cancel_qos, cancel_signal, cancel_state, cancel_user)
 from tests.docs.change_rows_submit import submit_unmodelled
 from tests.docs.change_rows_update import (submit_empty_qos, submit_missing_output, submit_test_only, update_array,
-                                           update_begin, update_dependency, update_durable, update_name, update_nice,
-                                           update_priority, update_qos, update_throttle, update_time_limit,
-                                           update_unlimited)
+                                           submit_too_big, update_begin, update_dependency, update_durable,
+                                           update_name, update_nice, update_nodes, update_priority, update_qos,
+                                           update_throttle, update_time_limit, update_unlimited)
 from vipu.v1 import admin_pb2 as a, admin_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,9 +130,11 @@ CHECKS = {
     "`ArrayTaskThrottle=4`": update_throttle,
     "`StartTime=now+1hour`": update_begin,
     "`Priority=5000`": update_priority,
+    "`NodeList=ag[00-01]` (`ReqNodeList=`), `ExcNodeList=ag03`": update_nodes,
     "`scontrol update JobId=26 ...` of an array": update_array,
     "every change": update_durable,
     "`sbatch --test-only job.sh`": submit_test_only,
+    "`sbatch -N 64` on a smaller partition": submit_too_big,
     "`sbatch --qos=\"\"`": submit_empty_qos,
     "`sbatch -o missing/dir/%j.out`": submit_missing_output,
     "`sbatch --comment`, `--mail-type`, `--time-min`, `--exclusive`, `-c`, `--mem`, `--mem-per-cpu`, `-N`, `-n`,"

@@ -178,7 +178,8 @@ NEVER_FITS = [
      ["size is 64 but allocation a1 has 16 IPUs; ask for at most 16"]),
     ("bigger than the default pool left",
      lambda s: s.allocation("a1", [f"ag{m:02d}" for m in range(8)]), dict(size=64),
-     ["size is 64 but allocation default has 32 IPUs; ask for at most 32"]),
+     ["size is 64 but allocation default has 32 IPUs (the agents no named allocation holds); ask for at most 32 or"
+      " name a larger allocation (`vipu list allocations`)"]),
     ("bigger than the allocation's largest aligned block",
      lambda s: s.allocation("a1", ["ag00", "ag01", "ag02"]), dict(size=16, allocation="a1"),
      ["size is 16 but allocation a1 has 12 IPUs, whose largest aligned block holds 8 IPUs; ask for at most 8"]),

@@ -164,3 +164,33 @@ def test_array_task_limit():
     s.job_finished(1, 10)
     s.cycle(10)
     assert [s.job(i).state for i in range(1, 7)].count(S.RUNNING) == 2 and s.job(3).state is S.RUNNING
+
+
+def test_the_shown_dependency_drops_met_elements_as_squeue_does():
+    """squeue %E and scontrol's Dependency= (slurmctld's _depend_list2str): one element per job named with its
+    state, the met ones left out, none once it is met as a whole; an array job's id is shown N_*."""
+    s = make()
+    s.submit(spec(ipus=4), 0)  # job 1
+    s.submit(spec(ipus=4), 0)  # job 2
+    s.submit(spec(array="0-1", ipus=4), 0)  # jobs 3-4: tasks 3_0, 3_1
+    s.submit(spec(dependency="afterok:1:2,afternotok:3"), 0)  # job 5
+    s.submit(spec(dependency="afterok:1?afterok:2"), 0)  # job 6
+    s.submit(spec(name="etl", dependency="singleton"), 0)  # job 7
+    s.submit(spec(name="etl", dependency="singleton"), 0)  # job 8
+    s.cycle(0)
+
+    def shown():
+        return [s.view().job(i).unmet_dependency for i in (5, 6, 8)]
+
+    assert shown() == ["afterok:1(unfulfilled),afterok:2(unfulfilled),afternotok:3_*(unfulfilled)",
+                       "afterok:1(unfulfilled)?afterok:2(unfulfilled)", "singleton(unfulfilled)"]
+    s.job_finished(1, 1)
+    s.job_finished(2, 1, exit_code=1)
+    s.cycle(1)
+    assert shown() == ["afterok:2(failed),afternotok:3_*(unfulfilled)", "", "singleton(unfulfilled)"]
+    assert s.job(5).unmet_dependency == "afterok:2(failed),afternotok:3_*(unfulfilled)"  # the live queue's read
+    assert s.view().job(6).state is S.RUNNING and s.view().job(1).unmet_dependency is None
+    s.job_finished(7, 2)
+    s.cycle(2)
+    assert s.view().job(8).state is S.RUNNING and shown()[2] == ""
+    assert parse_dependency("afterok:3_*") == parse_dependency("afterok:3")  # as shown, it reads back

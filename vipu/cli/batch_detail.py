@@ -19,8 +19,22 @@ from vipu.v1 import job_pb2 as j
 KIND = "command"
 
 
-def batch_fields(x: j.Job, spec: dict) -> list[tuple[str, object]]:
-    """scontrol's lines for a batch script's job; [] for a job of another workload."""
+def first_nodes(cli, jobs: list[j.Job]) -> dict[int, str]:
+    """The first node of each placed job whose output or error pattern has %N, by job id, which that fills in (the
+    batch host, as scontrol's StdOut shows it): asked of the controller only when a pattern needs it."""
+    placed = [x for x in jobs if x.detail.HasField("first_ipu") and any(
+        "%N" in getattr(x.spec, f).replace("%%", "") for f in ("output", "error"))]
+    if not placed:
+        return {}
+    from vipu.cli.nodes import Machines
+
+    machines = Machines.fetch(cli.conn, [(x.detail.first_ipu, x.ipus) for x in placed])
+    return {x.id: machines.spanned(x.detail.first_ipu, x.ipus)[0] for x in placed}
+
+
+def batch_fields(x: j.Job, spec: dict, node: str | None = None) -> list[tuple[str, object]]:
+    """scontrol's lines for a batch script's job; [] for a job of another workload. `node`: its first node, for
+    %N (first_nodes)."""
     work = spec.get("workload") or {}
     if work.get("kind") != KIND:
         return []
@@ -28,8 +42,8 @@ def batch_fields(x: j.Job, spec: dict) -> list[tuple[str, object]]:
     names = SimpleNamespace(id=x.id, array_job_id=x.array_job_id if task else None,
                             array_task_id=x.array_task_id if task else None, name=x.name, user=x.user)
     workdir = work.get("chdir") or work["submit_dir"]
-    stdout = output_file(spec.get("output"), names, workdir)
-    stderr = output_file(spec["error"], names, workdir) if spec.get("error") else stdout
+    stdout = output_file(spec.get("output"), names, workdir, node)
+    stderr = output_file(spec["error"], names, workdir, node) if spec.get("error") else stdout
     command = " ".join(["(batch script)", *(shlex.quote(a) for a in work.get("args") or [])])
     return [("Command", command), ("WorkDir", workdir), ("StdErr", stderr), ("StdIn", "/dev/null"),
             ("StdOut", stdout)]

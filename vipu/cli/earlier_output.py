@@ -3,8 +3,11 @@
 Why: the controller writes over no file it did not write for the job (issue 23), so a new state's job 1 would fail
 at its start on an old slurm-1.out, where sbatch would truncate the file. The CLI knows the folder: when the job
 keeps the default name and the folder already holds slurm-*.out files, it submits the job held, then releases each
-job whose file is free. A job whose file exists stays held (JobHeldUser) and one line says which file and what to
-do, so nothing fails and nothing is written over. A folder without such files costs nothing more.
+job whose file is free. A job whose file exists is released too when the controller would write over that file (it
+made it for an earlier job of the same user: output_folder.py's writer mark, which only the controller can judge,
+so its release check decides). Only a job whose file is another writer's stays held (JobHeldUser), and one line
+says which file and what to do, so nothing fails and nothing is written over. A folder without such files costs
+nothing more.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ def held_for_check(request: j.SubmitJobRequest) -> Path | None:
 
 
 def release_clear(cli, request: j.SubmitJobRequest, reply: j.SubmitJobResponse, folder: Path) -> None:
-    """Release the jobs whose default output file does not exist; say, for each other one, that it stays held."""
+    """Release the jobs whose default output file does not exist, and those whose file the controller would write
+    over (its release refuses the others: vipu/control/job_ops.py _check_output); say, for each job still held,
+    why."""
     from vipu.scheduler.arrays import parse_array
 
     array = json.loads(request.spec).get("array")
@@ -46,8 +51,18 @@ def release_clear(cli, request: j.SubmitJobRequest, reply: j.SubmitJobResponse, 
     clear = [job for job, (_, name) in zip(ids, names) if not (folder / name).exists()]
     if clear:
         cli.conn.call(cli.conn.jobs.ReleaseJobs, j.JobIdsRequest(ids=clear, single=True))
+    taken = [job for job in ids if job not in clear]
+    # a refusal releases none of the ids asked: all at once first (most often all are the user's own), then each
+    kept = set() if not taken or _released(cli, taken) else \
+        {job for job in taken if len(taken) == 1 or not _released(cli, [job])}
     for job, (shown, name) in zip(ids, names):
-        if job not in clear:
-            print(f"vipu: job {shown} is held: {folder / name} exists from an earlier job, and the controller"
-                  f" writes over no output file it did not write for this job; remove or rename that file, then"
+        if job in kept:
+            print(f"vipu: job {shown} is held: {folder / name} exists, and the controller writes over no output"
+                  f" file it did not write for this job or your earlier ones; remove or rename that file, then"
                   f" `vipu release {shown}` (or submit with -o/--output)", file=sys.stderr)
+
+
+def _released(cli, ids: list[int]) -> bool:
+    """Whether the controller released these jobs (it refuses, releasing none, if one's run would fail at once on
+    its output file)."""
+    return cli.conn.attempt(cli.conn.jobs.ReleaseJobs, j.JobIdsRequest(ids=ids, single=True)) is not None

@@ -7,7 +7,7 @@ import json
 
 import typer
 
-from vipu.cli.batch_detail import batch_fields, print_script
+from vipu.cli.batch_detail import batch_fields, first_nodes, print_script
 from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.output import as_dict, print_json
@@ -44,10 +44,11 @@ def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, 
     if cli.wants_json(json_out):
         print_json({**job_data(x), "tasks": [job_data(t) for t in jobs]} if array else job_data(x))
         return
+    nodes = first_nodes(cli, jobs)
     for k, task in enumerate(jobs):
         if k:
             print()  # scontrol's blank line between records
-        print_job(task)
+        print_job(task, nodes.get(task.id))
 
 
 def array_tasks(cli, head: j.Job) -> list[j.Job]:
@@ -98,9 +99,10 @@ def shown_spec(spec: dict) -> dict:
     return {**spec, "workload": {k: v for k, v in workload.items() if k not in ("environment", "script")}}
 
 
-def print_job(x: j.Job) -> None:
+def print_job(x: j.Job, node: str | None = None) -> None:
+    """`node`: the job's first node, which a %N in its output patterns stands for."""
     detail, spec = to_data(x.detail, nulls=True), spec_data(x)
-    program = batch_fields(x, spec)  # a batch script's job: Command, WorkDir, StdErr, StdIn, StdOut as scontrol's
+    program = batch_fields(x, spec, node)  # a batch script's job: Command, WorkDir, StdErr, StdIn, StdOut as scontrol's
     task = [("ArrayJobId", x.array_job_id), ("ArrayTaskId", x.array_task_id)] if x.HasField("array_job_id") else []
     fields = [
         ("JobId", job_id(x)), *task,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task

@@ -8,7 +8,8 @@ import typer
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
 from vipu.cli.job_ids import IDS, MANY, TaskIds, finish, graver, job_id
-from vipu.cli.params import INT32, INT64
+from vipu.cli.params import INT32, INT64, int64
+from vipu.cli.pod_bounds import BOUNDS
 from vipu.cli.slurm_time import FORMS, UNLIMITED, slurm_limit, slurm_seconds
 from vipu.client.messages import duration
 from vipu.v1 import job_pb2 as j
@@ -16,13 +17,16 @@ from vipu.v1 import job_pb2 as j
 # Slurm's field names, lower case -> the request's field
 FIELDS = {"timelimit": "time_limit", "qos": "qos", "nice": "nice", "dependency": "dependency", "name": "name",
           "jobname": "name", "arraytaskthrottle": "array_task_throttle", "starttime": "begin", "begintime": "begin",
-          "priority": "priority"}
+          "priority": "priority", "reqnodelist": "nodelist", "nodelist": "nodelist", "excnodelist": "exclude"}
 SHOWN = {"time_limit": "TimeLimit", "time_limit_add": "TimeLimit", "time_limit_unlimited": "TimeLimit", "qos": "QOS",
          "nice": "Nice",
          "dependency": "Dependency", "name": "Name", "array_task_throttle": "ArrayTaskThrottle", "begin": "StartTime",
-         "priority": "Priority"}
-NAMES = "TimeLimit, QOS, Nice, Dependency, Name (JobName), ArrayTaskThrottle, StartTime, Priority"
+         "priority": "Priority", "nodelist": "ReqNodeList", "exclude": "ExcNodeList"}
+NAMES = ("TimeLimit, QOS, Nice, Dependency, Name (JobName), ArrayTaskThrottle, StartTime, Priority, ReqNodeList"
+         " (NodeList), ExcNodeList")
 WHOLE = ("nice", "array_task_throttle", "priority")  # whole numbers
+WIRE = {"nice": INT32, "array_task_throttle": INT32, "priority": INT64}  # the request's field's type
+SAID = {"nice": "nice", "array_task_throttle": "throttle", "priority": "priority"}  # the flag's parameter
 
 
 def time_limit(text: str, flag: str) -> dict:
@@ -39,13 +43,14 @@ def time_limit(text: str, flag: str) -> dict:
         fail("vipu", f"{flag}: {e}; or +T / -T to add or take off time", BAD_INPUT)
 
 
-def whole(text: str, flag: str, wire: tuple[int, int] = INT32) -> int:
+def whole(text: str, flag: str, field: str) -> int:
     try:
         number = int(text.strip())
     except ValueError:
         fail("vipu", f"{flag} {text!r} is not a whole number; give e.g. {flag.split('=')[0]}=10", BAD_INPUT)
-    if not wire[0] <= number <= wire[1]:  # the request could not carry it (protobuf's ValueError, a traceback)
-        fail("vipu", f"{flag} {number} is out of range; give e.g. {flag.split('=')[0]}=10", BAD_INPUT)
+    low, high = WIRE[field]
+    if not low <= number <= high:  # the request could not carry it: the controller's bound, not the wire's
+        fail("vipu", f"{flag} {number} is {BOUNDS[('update', SAID[field])](number, None)}", BAD_INPUT)
     return number
 
 
@@ -62,7 +67,7 @@ def field_values(pairs: list[str]) -> dict:
         if field == "name" and not value.strip():
             refuse_empty(f"{key}=", f"the job a name, e.g. {key}=job1")
         given = time_limit(value, f"{key}=") if field == "time_limit" else \
-            {field: whole(value, f"{key}=", INT64 if field == "priority" else INT32) if field in WHOLE else value}
+            {field: whole(value, f"{key}=", field) if field in WHOLE else value}
         again = shown(given) & shown(out)
         if again:
             fail("vipu", f"{again.pop()} is given twice; give each field once", BAD_INPUT)
@@ -105,14 +110,17 @@ def register(app: typer.Typer) -> None:
         dependency: str = typer.Option(None, "--dependency", "-d", help="Dependency (\"\" removes it)"),
         name: str = typer.Option(None, "--job-name", "-J", "--name", help="Name"),
         begin: str = typer.Option(None, "--begin", "-b", help="StartTime: not before then (as vipu submit --begin)"),
-        priority: int = typer.Option(None, "--priority", help="Priority, admins only: a fixed priority; 0 holds"
-                                     " the job"),
+        priority: int = typer.Option(None, "--priority", click_type=int64(), help="Priority, admins only: a fixed"
+                                     " priority; 0 holds the job"),
         throttle: int = typer.Option(None, "--array-task-throttle", help="ArrayTaskThrottle: an array's tasks at"
                                      " once (its %N); 0 removes the limit"),
+        nodelist: str = typer.Option(None, "--nodelist", "-w", help="ReqNodeList: as vipu submit -w (\"\" removes"
+                                     " it)"),
+        exclude: str = typer.Option(None, "--exclude", "-x", help="ExcNodeList: as vipu submit -x (\"\" removes it)"),
         json_out: bool = JsonOption,
     ):
         """Change a job (scontrol update job): its time limit, QOS, nice, dependency, name, array throttle, begin
-        time or (admins) priority.
+        time, node list, excluded nodes or (admins) priority.
 
         A pending job takes every field; a running job only TimeLimit, which its owner may lower (a limit it has
         run past ends it at once, TIMEOUT) and only an admin may raise. An array job's id changes each of its tasks
@@ -122,7 +130,7 @@ def register(app: typer.Typer) -> None:
         text, pairs = target(words or [])
         fields = field_values(pairs)
         flags = {"qos": qos, "nice": nice, "dependency": dependency, "name": name, "begin": begin,
-                 "priority": priority, "array_task_throttle": throttle}
+                 "priority": priority, "array_task_throttle": throttle, "nodelist": nodelist, "exclude": exclude}
         flagged = {k: v for k, v in flags.items() if v is not None}
         if name is not None and not name.strip():
             refuse_empty("-J/--job-name", "the job a name, e.g. -J job1")

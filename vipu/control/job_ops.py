@@ -22,6 +22,7 @@ from vipu.partition.admin_records import DEFAULT_ALLOCATION
 from vipu.partition.ipu_status import unavailable_nodes
 from vipu.partition.node_names import hostlist
 from vipu.partition.pod_state import PodState
+from vipu.partition.rules import check_size
 from vipu.scheduler.expected_start import Expectation
 from vipu.scheduler.job_filter import NO_FILTER, JobFilter
 from vipu.scheduler.node_requests import NodeNames, check_nodes_in_allocation
@@ -92,20 +93,22 @@ class JobOps:
         """sbatch --test-only: every check a submit makes, then when the job would start if queued now, worked out
         on a snapshot (the lock is held only for the allocation's check); nothing is queued."""
         spec = self._checked(request, identity)
-        if spec.allocation:
-            with self.plane.lock:
-                self._check_allocation(spec, identity)
+        with self.plane.lock:
+            self._check_allocation(spec, identity)
         snap = self.plane.read()
         return snap.queue.expected_start(spec, self.plane.now(), snap.available_mask, snap.allowed_masks)
 
     def _check_allocation(self, spec: JobSpec, identity: Identity) -> None:
-        """The caller may use the allocation the spec names, and it could hold the job, on the nodes it names if it
-        names any (call under the lock)."""
+        """The caller may use the allocation the spec names, and it (else the default allocation) could hold the
+        job, on the nodes it names if it names any (call under the lock)."""
         controller = self.plane.controller
         if spec.allocation:
             identity.check_allocation(spec.allocation, controller.admin.get_allocation(spec.allocation).users)
-            # as create partition: a job its allocation could never hold would wait forever
-            controller.partitions.check_ever_fits(spec.ipus, spec.allocation, "ipus")
+        # as create partition, and as sbatch refuses more nodes than the partition has ("Requested node configuration
+        # is not available"): a job its allocation could never hold, failed and drained IPUs back, would wait forever.
+        # A size no Pod of this one's takes is told first, as the Pod's (as resolve() tells it)
+        check_size(spec.ipus, self.plane.pod, "ipus")
+        controller.partitions.check_ever_fits(spec.ipus, spec.allocation or DEFAULT_ALLOCATION, "ipus")
         if spec.nodelist is not None or spec.exclude is not None:
             check_nodes_in_allocation(spec, self.plane.scheduler.table.nodes, controller.state)
 

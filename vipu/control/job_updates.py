@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from vipu.access import Identity
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import JobState
-from vipu.scheduler.updates import JobUpdate
+from vipu.scheduler.node_requests import UPDATE_FIELDS, check_nodes_in_allocation
+from vipu.scheduler.updates import JobUpdate, node_changes
 
 if TYPE_CHECKING:
     from vipu.control.plane import ControlPlane
@@ -21,6 +22,12 @@ def update_job(plane: ControlPlane, job_id: int, update: JobUpdate, single: bool
         scheduler = plane.scheduler
         identity.check_owner("job", str(job_id), scheduler.table.get(job_id).user)
         now = plane.now()
+        nodes = node_changes(update)
+        if nodes:  # as submit's -w/-x: machines of the job's allocation, or it would wait forever
+            for job in scheduler.table.expand([job_id], single):
+                if job.state is JobState.PENDING:
+                    check_nodes_in_allocation(job.spec.model_copy(update=nodes), scheduler.table.nodes,
+                                              plane.controller.state, UPDATE_FIELDS)
         changed = scheduler.update(job_id, update, now, identity.admin, single)
         for job in changed:
             if job.state is JobState.RUNNING:

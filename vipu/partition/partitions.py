@@ -20,6 +20,9 @@ class Partitions:
         self.state = state
         self.journal = journal
         self.now = now
+        # allocation -> (its capacity mask, that mask's largest aligned block): every submit asks (a quarter of a
+        # millisecond on a 65,536-IPU Pod); the mask object is PodState's cached one until agents or allocations change
+        self._largest: dict[str, tuple[int, int]] = {}
 
     def _put(self, partition: Partition) -> Partition:
         self.journal.commit([("partition", partition.name, partition)], [])
@@ -88,7 +91,12 @@ class Partitions:
         (RESOURCE_EXHAUSTED): waiting or removing partitions would never make it fit. `field`: what the caller
         named the size (a job's is ipus)."""
         capacity = self.state.capacity_mask(allocation)
-        largest = largest_free_block(capacity, self.state.pod.ipus)
+        known = self._largest.get(allocation)
+        if known is not None and known[0] is capacity:
+            largest = known[1]
+        else:
+            largest = largest_free_block(capacity, self.state.pod.ipus)
+            self._largest[allocation] = (capacity, largest)
         if size <= largest:
             return
         total = capacity.bit_count()
@@ -99,9 +107,11 @@ class Partitions:
                    else "every agent of a cluster belongs to a named allocation; pass --allocation")
             raise InvalidArgument(f"{field} is {size} but allocation {allocation} has no IPUs: {why}")
         shape = "" if largest == total else f", whose largest aligned block holds {n_ipus(largest)}"
-        raise InvalidArgument(
-            f"{field} is {size} but allocation {allocation} has {n_ipus(total)}{shape}; ask for at most {largest}"
-        )
+        fix = f"ask for at most {largest}"
+        if allocation == DEFAULT_ALLOCATION:  # what a job or partition naming no allocation gets
+            shape += " (the agents no named allocation holds)"
+            fix += " or name a larger allocation (`vipu list allocations`)"
+        raise InvalidArgument(f"{field} is {size} but allocation {allocation} has {n_ipus(total)}{shape}; {fix}")
 
     def _out_of_service(self, allocation: str) -> str:
         """What keeps a size that would fit with every machine of the allocation in service from fitting now, and

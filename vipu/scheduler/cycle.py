@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from vipu.scheduler.bits import block, has_block
 from vipu.scheduler.claims import start_claimed
-from vipu.scheduler.deps import evaluate
+from vipu.scheduler.dependency_reads import dependency_status
 from vipu.scheduler.effects import Effect, StartJob
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.multifactor import PriorityRows, qos_factors
@@ -34,7 +34,7 @@ from vipu.scheduler.policies.base import (
     ScheduleRequest,
     new_record,
 )
-from vipu.scheduler.job_states import TERMINAL, JobState
+from vipu.scheduler.job_states import JobState
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
@@ -133,34 +133,6 @@ def _gate(sched: Scheduler, now: float) -> None:
                 sched.order.add(table.pending[job_id], now)
         else:
             table.gate_info[job_id] = WAITING if status == "wait" else NEVER_INFO
-
-
-def dependency_status(sched: Scheduler, job: Job) -> str:
-    """'ok', 'wait' or 'never' for the job's dependency (Slurm's Dependency / DependencyNeverSatisfied)."""
-    dep = job.spec.parsed_dependency()
-    if dep is None:
-        return "ok"
-    jobs = sched.table.jobs
-
-    def targets(ref):
-        if isinstance(ref, tuple):  # N_T: that task of array job N
-            array, task = ref
-            ids = [t for t in sched.table.arrays.get(array, ()) if jobs[t].array_task_id == task] or [None]
-        else:
-            ids = sched.table.arrays.get(ref) or [ref]
-        for t in ids:
-            target = jobs.get(t)
-            if target is None:
-                yield ("CANCELLED", False, True)  # forgotten: treated as ended without success
-            else:
-                started = any(h.state is S.RUNNING for h in target.history)
-                yield (target.state.value, started, target.state in TERMINAL)
-
-    def singleton_clear() -> bool:
-        active = sched.table.active_by_name.get((job.name, job.user), ())
-        return not any(i < job.id for i in active)
-
-    return evaluate(dep, targets, singleton_clear)
 
 
 def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Effect]:

@@ -16,7 +16,7 @@ Status = Literal["ok", "wait", "never"]
 KINDS = ("after", "afterany", "afterok", "afternotok", "singleton")
 HELP = ("use e.g. afterok:12, afterok:12_3 (task 3 of array job 12), afterany:3:4,afterok:5 (',' = all of),"
         " afterok:1?afterok:2 ('?' = any of) or singleton")
-REF = re.compile(r"([0-9]+)(?:_([0-9]+))?")
+REF = re.compile(r"([0-9]+)(?:_([0-9]+|\*))?")  # N_* is N: every task, as Slurm shows a whole array
 
 # A job named in a dependency: a job id (for an array job's id: every task), or (array job id, task id) for one
 # task, written N_T as squeue shows it
@@ -49,7 +49,7 @@ def _ref(text: str) -> Ref | None:
     m = REF.fullmatch(text)
     if m is None:
         return None
-    return int(m.group(1)) if m.group(2) is None else (int(m.group(1)), int(m.group(2)))
+    return int(m.group(1)) if m.group(2) in (None, "*") else (int(m.group(1)), int(m.group(2)))
 
 
 class DependencySyntaxError(ValueError):
@@ -144,3 +144,36 @@ def evaluate(
 
     statuses = (clause(c) for c in dep.clauses)
     return _any(statuses) if dep.any_of else _all(statuses)
+
+
+SHOWN = {"wait": "unfulfilled", "never": "failed"}
+
+
+def unmet(
+    dep: Dependency,
+    targets: Callable[[Ref], Iterable[tuple[str, bool, bool]]],
+    singleton_clear: Callable[[], bool],
+    is_array: Callable[[int], bool],
+) -> str:
+    """The dependency as squeue %E and scontrol's Dependency= show it (slurmctld's _depend_list2str): one element
+    per job named, each with its state, the met ones left out; "" once it is met as a whole (any element of a '?'
+    list, or every one of a ',' list), as Slurm then flushes the list. `is_array(N)`: N is an array job's id,
+    shown N_*."""
+    shown = []
+    for c in dep.clauses:
+        if c.kind == "singleton":
+            if not singleton_clear():
+                shown.append(f"singleton({SHOWN['wait']})")
+            elif dep.any_of:
+                return ""
+            continue
+        for ref in c.ids:
+            tasks = list(targets(ref))
+            status = _not_ok(tasks) if c.kind == "afternotok" else _all(_one(c.kind, *t) for t in tasks)
+            if status == "ok":
+                if dep.any_of:
+                    return ""
+                continue
+            named = f"{ref[0]}_{ref[1]}" if isinstance(ref, tuple) else f"{ref}_*" if is_array(ref) else str(ref)
+            shown.append(f"{c.kind}:{named}({SHOWN[status]})")
+    return ("?" if dep.any_of else ",").join(shown)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Mapping, NamedTuple
 from vipu.errors import InvalidArgument
 from vipu.partition.admin_records import DEFAULT_ALLOCATION
 from vipu.partition.rules import job_partition_name
-from vipu.scheduler.cycle import dependency_status
+from vipu.scheduler.dependency_reads import dependency_status
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import ACTIVE
 from vipu.scheduler.policies import get_policy

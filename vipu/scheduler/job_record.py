@@ -1,8 +1,8 @@
 """The job record the store keeps, and the one way a job changes state.
 
-Why reason, estimated_start and priority are in the record but not written on every cycle: they are derived from
-the queue at a moment, change each cycle for thousands of jobs, and are recomputed after a restart; the scheduler
-fills them in on the copies it returns to queries. Everything else is committed before memory changes.
+Why reason, estimated_start, unmet_dependency and priority are in the record but not written on every cycle: they
+are derived from the queue at a moment, change each cycle for thousands of jobs, and are recomputed after a restart;
+the scheduler fills them in on the copies it returns to queries. Everything else is committed before memory changes.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ class Job(BaseModel):
     begin_time: float | None = None  # sbatch --begin, made absolute at submit: not eligible before it (BeginTime)
     reason: str | None = None
     estimated_start: float | None = None
+    unmet_dependency: str | None = None  # the dependency as squeue shows it (dependency_reads.shown_dependency), ""
+    # once met; worked out for queries like reason; None: not worked out (a record as stored)
     submit_time: float
     start_time: float | None = None
     end_time: float | None = None

@@ -23,6 +23,10 @@ from vipu.partition.placement import block_mask, largest_free_block, node_region
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.job_spec import JobSpec
 
+# how a refusal names the fields: the spec's (the CLI adds its flag, -w/-x), or scontrol update's
+SPEC_FIELDS = {"nodelist": "nodelist", "exclude": "exclude"}
+UPDATE_FIELDS = {"nodelist": "ReqNodeList", "exclude": "ExcNodeList"}
+
 
 def default_names(pod: PodConfig) -> dict[str, int]:
     """The names a Pod's machines have before any agent is renamed: the agents the controller registers on first
@@ -60,42 +64,43 @@ class NodeNames:
             self._masks[key] = mask
         return mask
 
-    def _mask(self, spec: JobSpec) -> int:
+    def _mask(self, spec: JobSpec, shown: Mapping[str, str] = SPEC_FIELDS) -> int:
         mask, listed = self.full, []
         if spec.nodelist is not None:
-            listed = self._machines("nodelist", spec.nodelist)
+            listed = self._machines("nodelist", spec.nodelist, shown)
             region = node_region(listed, spec.ipus, self.per_machine)
             if region is None:
                 span = max(spec.ipus, self.per_machine) // self.per_machine
                 raise InvalidArgument(
-                    f"nodelist {spec.nodelist!r} names machines that no job of {spec.ipus} IPUs can hold together: a"
-                    f" job's IPUs are one aligned block ({span} machine{'s' if span > 1 else ''}: "
+                    f"{shown['nodelist']} {spec.nodelist!r} names machines that no job of {spec.ipus} IPUs can hold"
+                    f" together: a job's IPUs are one aligned block ({span} machine{'s' if span > 1 else ''}: "
                     f"{self._blocks(span)}, ...); name machines of one block, or ask for more IPUs", field="nodelist")
             mask = region
         if spec.exclude is not None:
-            excluded = self._machines("exclude", spec.exclude)
+            excluded = self._machines("exclude", spec.exclude, shown)
             both = sorted(set(excluded) & set(listed))
             if both:
-                raise InvalidArgument(f"exclude and nodelist both name {hostlist(map(self.name_of, both))}; a job"
-                                      " cannot both hold and avoid a machine: leave it out of one", field="exclude")
+                raise InvalidArgument(f"{shown['exclude']} and {shown['nodelist']} both name"
+                                      f" {hostlist(map(self.name_of, both))}; a job cannot both hold and avoid a"
+                                      " machine: leave it out of one", field="exclude")
             for m in excluded:
                 mask &= ~block_mask(m * self.per_machine, self.per_machine)
         return mask
 
-    def check(self, spec: JobSpec) -> None:
-        """InvalidArgument naming the field, for names that are no node, machines too far apart for the job, a
-        machine both listed and excluded; nothing for a spec without either field."""
+    def check(self, spec: JobSpec, shown: Mapping[str, str] = SPEC_FIELDS) -> None:
+        """InvalidArgument naming the field (as `shown` names it), for names that are no node, machines too far
+        apart for the job, a machine both listed and excluded; nothing for a spec without either field."""
         if spec.nodelist is not None or spec.exclude is not None:
-            self._mask(spec)
+            self._mask(spec, shown)
 
-    def _machines(self, field: str, text: str) -> list[int]:
+    def _machines(self, field: str, text: str, shown: Mapping[str, str]) -> list[int]:
         names = expand(text)
         unknown = [n for n in names if n not in self.names]
         if unknown:
-            shown = hostlist(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
+            listed = hostlist(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
             what = "is no IPU-Machine" if len(unknown) == 1 else "are no IPU-Machines"
-            raise InvalidArgument(f"{field} names {shown}, which {what} of this Pod; `vipu info -N` lists the nodes"
-                                  f" (e.g. {self._blocks(1)})", field=field)
+            raise InvalidArgument(f"{shown[field]} names {listed}, which {what} of this Pod; `vipu info -N` lists"
+                                  f" the nodes (e.g. {self._blocks(1)})", field=field)
         return [self.names[n] for n in names]
 
     def name_of(self, machine: int) -> str:
@@ -123,10 +128,12 @@ def rename_nodes(sched, names: Mapping[str, int], now: float) -> None:
             sched._remember(stale, now)
 
 
-def check_nodes_in_allocation(spec: JobSpec, nodes: NodeNames, state: PodState) -> None:
-    """InvalidArgument naming the field when the nodes the spec lets the job use hold no block of its size inside
-    its allocation, even with every partition gone, drain ended and failure repaired: it would wait forever."""
-    nodes.check(spec)
+def check_nodes_in_allocation(spec: JobSpec, nodes: NodeNames, state: PodState,
+                              shown: Mapping[str, str] = SPEC_FIELDS) -> None:
+    """InvalidArgument naming the field (as `shown` names it) when the nodes the spec lets the job use hold no
+    block of its size inside its allocation, even with every partition gone, drain ended and failure repaired: it
+    would wait forever."""
+    nodes.check(spec, shown)
     allocation = spec.allocation or DEFAULT_ALLOCATION
     capacity = state.capacity_mask(allocation)
     if largest_free_block(capacity & nodes.mask(spec), state.pod.ipus) >= spec.ipus:
@@ -134,5 +141,5 @@ def check_nodes_in_allocation(spec: JobSpec, nodes: NodeNames, state: PodState) 
     field = "nodelist" if spec.nodelist is not None else "exclude"
     theirs = hostlist(nodes.name_of(m) for m in range(state.pod.machines)
                       if capacity >> (m * nodes.per_machine) & 1)
-    raise InvalidArgument(f"{field} leaves the job no {spec.ipus} IPUs of allocation {allocation}, whose nodes are"
-                          f" {theirs or 'none'}: name nodes of it (or another allocation, -p)", field=field)
+    raise InvalidArgument(f"{shown[field]} leaves the job no {spec.ipus} IPUs of allocation {allocation}, whose nodes"
+                          f" are {theirs or 'none'}: name nodes of it (or another allocation, -p)", field=field)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from vipu.scheduler.dependency_reads import shown_dependency
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.multifactor import breakdown
@@ -26,15 +27,17 @@ class Row(NamedTuple):
     reason: str | None = None
     estimated_start: float | None = None
     priority: PriorityBreakdown | None = None
+    dependency: str | None = None  # shown_dependency's, for a job with one
 
     def decorated(self) -> Job:
         job = self.job
+        shown = {} if self.dependency is None else {"unmet_dependency": self.dependency}
         if job.state is not S.PENDING:
-            return job
-        changes = {"reason": self.reason, "estimated_start": self.estimated_start}
+            return job.updated(shown) if shown else job
+        changes = {"reason": self.reason, "estimated_start": self.estimated_start, **shown}
         if self.priority is not None:
             changes["priority"] = self.priority
-        elif self.reason == job.reason and self.estimated_start == job.estimated_start:
+        elif self.reason == job.reason and self.estimated_start == job.estimated_start and not shown:
             return job
         return job.updated(changes)
 
@@ -63,12 +66,13 @@ def pending_reason(s, job: Job) -> PendingInfo | None:
 
 def row(s, job: Job, factors: tuple[dict[str, float], dict[str, float]] | None = None, now: float = 0.0) -> Row:
     """A job's row: a pending one with its reason and estimated start (pending_reason), and given `factors`
-    (FairShare.factors at `now`, and qos_factors) its priority."""
+    (FairShare.factors at `now`, and qos_factors) its priority; one with a dependency, that as squeue shows it."""
+    dependency = None if job.spec.dependency is None else shown_dependency(s, job)
     if job.state is not S.PENDING:
-        return Row(job)
+        return Row(job, dependency=dependency)
     reason, estimate = pending_reason(s, job) or (None, None)
     priority = None if factors is None else breakdown(s.table.pending[job.id], now, s.config, s.total, *factors)
-    return Row(job, reason, estimate, priority)
+    return Row(job, reason, estimate, priority, dependency)
 
 
 def decorate(s, job: Job) -> Job:

@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, NamedTuple
 from pydantic_core import PydanticCustomError
 
 from vipu.errors import FailedPrecondition, InvalidArgument, PermissionDenied
+from vipu.partition.node_names import expand
 from vipu.partition.rules import check_job_title
 from vipu.scheduler.begin import HELP as BEGIN_HELP, parse_begin
 from vipu.scheduler.deps import DependencySyntaxError, parse_dependency
 from vipu.scheduler.durations import MAX_SECONDS, format_duration
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import TERMINAL, JobState
+from vipu.scheduler.node_requests import UPDATE_FIELDS
 from vipu.scheduler.submission import check_dependency, resolve, resolve_begin
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 S = JobState
 MAX_NICE = 10_000  # as the spec's nice
 MAX_PRIORITY = 2**32 - 2  # Slurm's largest priority (0xfffffffe)
+MAX_HOSTS = 4096  # as the spec's nodelist and exclude
 
 
 class JobUpdate(NamedTuple):
@@ -49,6 +52,8 @@ class JobUpdate(NamedTuple):
     array_task_throttle: int | None = None  # 0: no limit
     begin: str | None = None  # as sbatch --begin takes it
     priority: int | None = None  # admin only; 0 holds
+    nodelist: str | None = None  # as sbatch -w; "": none
+    exclude: str | None = None  # as sbatch -x; "": none
 
     def given(self) -> list[str]:
         """The fields set, by Slurm's names."""
@@ -57,7 +62,7 @@ class JobUpdate(NamedTuple):
 
 FIELDS = {"time_limit": "TimeLimit", "time_limit_add": "TimeLimit", "qos": "QOS", "nice": "Nice",
           "dependency": "Dependency", "name": "Name", "array_task_throttle": "ArrayTaskThrottle",
-          "begin": "StartTime", "priority": "Priority"}
+          "begin": "StartTime", "priority": "Priority", "nodelist": "ReqNodeList", "exclude": "ExcNodeList"}
 WHILE_RUNNING = {"TimeLimit", "Name", "Nice"}  # what a running job may still change (job_mgr.c's _update_job)
 
 
@@ -172,6 +177,7 @@ def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
     if update.begin is not None:
         begin = _begin(job, update.begin, now)
         spec_changes["begin"] = changes["begin_time"] = begin
+    spec_changes.update(node_changes(update))
     if update.priority is not None:
         if update.priority == 0:  # scontrol's Priority=0: held, and only an admin releases it
             changes.update(held=True, admin_hold=True, fixed_priority=None)
@@ -179,11 +185,24 @@ def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
             changes.update(fixed_priority=update.priority, held=False, admin_hold=False)
     if spec_changes:
         spec = resolve(job.spec.model_copy(update=spec_changes), s.pod, s.config)
+        if s.table.nodes is not None and node_changes(update):  # names, a list one block holds: as submit's
+            s.table.nodes.check(spec, UPDATE_FIELDS)
         if spec != job.spec:
             changes["spec"] = spec
     if all(getattr(job, k) == v for k, v in changes.items()):
         return job
     return _with(job, changes)
+
+
+def node_changes(update: JobUpdate) -> dict:
+    """ReqNodeList= and ExcNodeList= as the spec's nodelist and exclude ("" removes one, as scontrol's); refuses a
+    value that is no Slurm host list."""
+    out = {}
+    for field in ("nodelist", "exclude"):
+        value = getattr(update, field)
+        if value is not None:
+            out[field] = _hosts(field, value.strip()) if value.strip() else None
+    return out
 
 
 def _check_values(s: Scheduler, update: JobUpdate) -> None:
@@ -208,6 +227,7 @@ def _check_values(s: Scheduler, update: JobUpdate) -> None:
         _parsed_dependency(update.dependency.strip())
     if update.begin is not None:
         _parsed_begin(update.begin)
+    node_changes(update)
 
 
 def _with(job: Job, changes: dict) -> Job:
@@ -255,6 +275,17 @@ def _parsed_dependency(text: str):
         return parse_dependency(text)
     except DependencySyntaxError as e:
         raise InvalidArgument(f"Dependency {e}", field="dependency") from None
+
+
+def _hosts(field: str, text: str) -> str:
+    if len(text) > MAX_HOSTS:
+        raise InvalidArgument(f"{UPDATE_FIELDS[field]} is {len(text)} characters; give at most {MAX_HOSTS}",
+                              field=field)
+    try:
+        expand(text)
+    except ValueError as e:
+        raise InvalidArgument(f"{UPDATE_FIELDS[field]} {e}", field=field) from None
+    return text
 
 
 def _parsed_begin(text: str):

@@ -48,6 +48,26 @@ if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
 
 
+class _ActiveByName:
+    """(name, user) -> active job ids, as the live table keeps them for singleton, built from the copy's jobs on the
+    first read: only a listing that shows a singleton dependency pays for it, and never under the lock. Readers
+    sharing the view may each build it once; the index is assigned whole."""
+
+    def __init__(self, jobs: dict[int, Job]):
+        self._jobs = jobs
+        self._index: dict[tuple[str, str], set[int]] | None = None
+
+    def get(self, key: tuple[str, str], default=None):
+        index = self._index
+        if index is None:
+            index = {}
+            for job in self._jobs.values():
+                if job.state not in TERMINAL:
+                    index.setdefault((job.name, job.user), set()).add(job.id)
+            self._index = index
+        return index.get(key, default)
+
+
 class QueueView:
     def __init__(self, s: Scheduler):
         """Taken under the lock that serialises the Scheduler's writers."""
@@ -55,6 +75,8 @@ class QueueView:
         self.failed_mask = s.failed_mask
         self.retired_qos = s.retired_qos
         self.table = s.table.read_copy()
+        self.table.deps_met = set(s.table.deps_met)  # what a shown dependency reads (dependency_reads.py)
+        self.table.active_by_name = _ActiveByName(self.table.jobs)
         self.order = s.order.read_copy()
         self.fairshare = self.order.fairshare  # the copy the order shares, as the Scheduler's does
         self.pending_info = s.pending_info  # each cycle makes a new one: never changed once made

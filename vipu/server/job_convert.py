@@ -64,7 +64,7 @@ def job(x: Job, brief: bool = False, placement: bool = False) -> j.Job:
         signal=x.signal,
         array_job_id=x.array_job_id,
         array_task_id=x.array_task_id,
-        dependency=x.spec.dependency or "",
+        dependency=_dependency(x),
         requeue_count=x.requeue_count,
         held=x.held,
         admin_hold=x.admin_hold,
@@ -104,6 +104,14 @@ def job(x: Job, brief: bool = False, placement: bool = False) -> j.Job:
     return message
 
 
+def _dependency(x: Job) -> str:
+    """What the dependency still waits for, as squeue %E shows it (a job read through the scheduler has it worked
+    out); a record not read so: as written while pending, none once it left the queue."""
+    if x.unmet_dependency is not None:
+        return x.unmet_dependency
+    return (x.spec.dependency or "") if x.state is JobState.PENDING else ""
+
+
 def detail(x: Job) -> r.JobDetail:
     p = x.priority
     return r.JobDetail(
@@ -141,7 +149,7 @@ def job_filter(request: j.CancelJobsRequest, states: set[JobState] | None, calle
 
 UPDATED = {"time_limit_s": "time_limit", "time_limit_add_s": "time_limit_add", "qos": "qos", "nice": "nice",
            "dependency": "dependency", "name": "name", "array_task_throttle": "array_task_throttle", "begin": "begin",
-           "priority": "priority"}  # UpdateJobRequest's fields -> JobUpdate's
+           "priority": "priority", "nodelist": "nodelist", "exclude": "exclude"}  # UpdateJobRequest's -> JobUpdate's
 
 
 TYPED = {"time_limit": "time_limit_s", "time_limit_add": "time_limit_add_s"}  # Durations -> deprecated doubles

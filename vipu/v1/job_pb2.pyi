@@ -247,7 +247,7 @@ class CancelJobsRequest(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[int]] = ..., users: _Optional[_Iterable[str]] = ..., single: _Optional[bool] = ..., names: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., qos: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., signal: _Optional[int] = ..., me: _Optional[bool] = ..., signal_target: _Optional[_Union[SignalTarget, str]] = ..., brief: _Optional[bool] = ...) -> None: ...
 
 class UpdateJobRequest(_message.Message):
-    __slots__ = ("id", "single", "time_limit_s", "time_limit_add_s", "qos", "nice", "dependency", "name", "array_task_throttle", "begin", "priority", "time_limit", "time_limit_add", "time_limit_unlimited", "begin_time")
+    __slots__ = ("id", "single", "time_limit_s", "time_limit_add_s", "qos", "nice", "dependency", "name", "array_task_throttle", "begin", "priority", "time_limit", "time_limit_add", "time_limit_unlimited", "begin_time", "nodelist", "exclude")
     ID_FIELD_NUMBER: _ClassVar[int]
     SINGLE_FIELD_NUMBER: _ClassVar[int]
     TIME_LIMIT_S_FIELD_NUMBER: _ClassVar[int]
@@ -263,6 +263,8 @@ class UpdateJobRequest(_message.Message):
     TIME_LIMIT_ADD_FIELD_NUMBER: _ClassVar[int]
     TIME_LIMIT_UNLIMITED_FIELD_NUMBER: _ClassVar[int]
     BEGIN_TIME_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FIELD_NUMBER: _ClassVar[int]
     id: int
     single: bool
     time_limit_s: float
@@ -278,7 +280,9 @@ class UpdateJobRequest(_message.Message):
     time_limit_add: _duration_pb2.Duration
     time_limit_unlimited: bool
     begin_time: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[int] = ..., single: _Optional[bool] = ..., time_limit_s: _Optional[float] = ..., time_limit_add_s: _Optional[float] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., dependency: _Optional[str] = ..., name: _Optional[str] = ..., array_task_throttle: _Optional[int] = ..., begin: _Optional[str] = ..., priority: _Optional[int] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_add: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_unlimited: _Optional[bool] = ..., begin_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    nodelist: str
+    exclude: str
+    def __init__(self, id: _Optional[int] = ..., single: _Optional[bool] = ..., time_limit_s: _Optional[float] = ..., time_limit_add_s: _Optional[float] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., dependency: _Optional[str] = ..., name: _Optional[str] = ..., array_task_throttle: _Optional[int] = ..., begin: _Optional[str] = ..., priority: _Optional[int] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_add: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_unlimited: _Optional[bool] = ..., begin_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
     __slots__ = ("users", "states", "limit", "brief", "duplicates", "ids", "page_size", "page_token", "ended_since", "me")

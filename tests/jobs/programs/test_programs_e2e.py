@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from vipu.jobs.output_folder import WRITER, writer_mark
+
 from tests.cli_forks import run_script
 from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
@@ -199,9 +201,9 @@ def test_an_old_default_output_file_keeps_the_new_job_held_instead_of_failing_it
 
     first = wrap("--wrap", "echo hi", "--parsable")
     assert (first.returncode, first.stdout) == (0, "1\n"), first.stderr
-    assert first.stderr == (f"vipu: job 1 is held: {tmp_path}/slurm-1.out exists from an earlier job, and the"
-                            " controller writes over no output file it did not write for this job; remove or rename"
-                            " that file, then `vipu release 1` (or submit with -o/--output)\n")
+    assert first.stderr == (f"vipu: job 1 is held: {tmp_path}/slurm-1.out exists, and the controller writes over no"
+                            " output file it did not write for this job or your earlier ones; remove or rename that"
+                            " file, then `vipu release 1` (or submit with -o/--output)\n")
     assert (show(controller, 1)["state"], show(controller, 1)["held"]) == ("PENDING", True)
     assert not show(controller, 1)["spec"]["hold"]  # the CLI's hold, not its user's: a resubmit is not held
     refused = run(controller, "vipu", "release", "1")  # released, it could only fail (walk22d defect 9)
@@ -214,6 +216,14 @@ def test_an_old_default_output_file_keeps_the_new_job_held_instead_of_failing_it
     (tmp_path / "slurm-1.out").unlink()
     assert run(controller, "vipu", "release", "1").returncode == 0
     assert ended(controller, 1)["state"] == "COMPLETED" and (tmp_path / "slurm-1.out").read_text() == "hi\n"
+    # walk29: a file this controller made for an earlier job of the same user (its writer mark, as an earlier state
+    # in the same folder leaves it) is written over as sbatch's rerun writes over its own: no hold, no line
+    tagged = tmp_path / "slurm-3.out"
+    tagged.write_text("an earlier state's job 3\n")
+    os.setxattr(tagged, WRITER, writer_mark(controller.state_dir, show(controller, 2)["user"]).encode())
+    third = wrap("--wrap", "echo again")
+    assert (third.returncode, third.stderr) == (0, ""), third.stderr
+    assert ended(controller, 3)["state"] == "COMPLETED" and tagged.read_text() == "again\n"
 
 
 def test_a_time_limit_ends_the_run_timeout(controller, tmp_path):
