@@ -120,18 +120,27 @@ class PendingOrder:
             for job_id in job_ids:
                 self.remove(job_id)
             return
-        leaving: dict[ListKey, set[int]] = {}
+        leaving: dict[ListKey, list[Entry]] = {}
         for job_id in job_ids:
             found = self._entry.pop(job_id, None)
             if found is not None:
                 del self.jobs[job_id]
-                ids = leaving.get(found[0])
-                if ids is None:
-                    leaving[found[0]] = {job_id}
+                entries = leaving.get(found[0])
+                if entries is None:
+                    leaving[found[0]] = [found[1]]
                 else:
-                    ids.add(job_id)
-        for where, ids in leaving.items():
-            kept = [entry for entry in self._lists[where] if entry[2] not in ids]
+                    entries.append(found[1])
+        for where, gone in leaving.items():
+            # the runs between the entries that leave, copied whole: a bisect per entry that leaves and slice
+            # copies (memcpy) instead of a test of every entry the list keeps
+            entries = self._lists[where]
+            gone.sort()
+            kept, start = [], 0
+            for entry in gone:
+                at = bisect_left(entries, entry, start)
+                kept += entries[start:at]
+                start = at + 1
+            kept += entries[start:]
             if kept:
                 self._lists[where] = kept
             else:
