@@ -116,13 +116,13 @@ class JobTable(GateOpenings):
             pass
 
     def _put(self, job: Job, now: float) -> None:
-        job_id = job.id
+        job_id, state = job.id, job.state
         old = self.jobs.get(job_id)
         renamed = False
         if old is not None:
             renamed = old.name != job.name  # scontrol update Name=: it leaves its old name's singleton group
-            self._leave(old, job.state in ACTIVE and not renamed)
-            if old.spec.dependency != job.spec.dependency:  # a new dependency is evaluated afresh
+            self._leave(old, state in ACTIVE and not renamed)
+            if old.spec is not job.spec and old.spec.dependency != job.spec.dependency:  # evaluated afresh
                 self.deps_met.discard(job_id)
         else:
             if job.array_job_id is not None:
@@ -133,9 +133,9 @@ class JobTable(GateOpenings):
                 self.next_id = job_id + 1
         self.jobs[job_id] = job
         self._enter(job, old is None or old.state not in ACTIVE or renamed, now)
-        if job.state in TERMINAL and job.end_time is not None and (old is None or old.end_time != job.end_time):
+        if state in TERMINAL and job.end_time is not None and (old is None or old.end_time != job.end_time):
             heapq.heappush(self.ended, (job.end_time, job_id))
-        if old is not None and old.state is not job.state and self.waiting_on:
+        if old is not None and old.state is not state and self.waiting_on:
             self._changed(job_id, job.array_job_id)
 
     def _enter(self, job: Job, newly_active: bool, now: float) -> None:
