@@ -6,6 +6,8 @@ Run: .venv/bin/python bench/bench_cycle_pairs.py --against COMMIT [--scale POD:N
 Why: on a machine shared with other work one run's p99 moves by a third with the load of the moment, more than a
 change to the walk saves; two processes that take turns, a cycle each, see the same load, so their ratio holds.
 The earlier commit is taken out of git (git archive) into a temporary directory; both use this checkout's Python.
+The last two columns are the same sum and ratio over the waves alone: the cycles that started 500 jobs or more (jobs
+started together reach their time limits together), most of whose cost is the commit of their starts.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+WAVE = 500  # a cycle that starts this many jobs or more: the jobs started together reach their limits together
 
 
 def child(tree: str, where: str, pending: int, policy: str) -> None:
@@ -31,6 +34,7 @@ def child(tree: str, where: str, pending: int, policy: str) -> None:
     from vipu.hardware.pod_files import load_pod
     from vipu.scheduler.config import SchedulerConfig
     from vipu.scheduler.scheduler import Scheduler
+    from vipu.scheduler.effects import StartJob
 
     rng = random.Random(1)
     s = Scheduler(load_pod(where), SchedulerConfig(policy=policy))
@@ -53,8 +57,8 @@ def child(tree: str, where: str, pending: int, policy: str) -> None:
             s.submit(random_spec(rng), now)
         expire(s, now)
         c0 = time.process_time()
-        s.cycle(now)
-        print((time.process_time() - c0) * 1e3, flush=True)
+        effects = s.cycle(now)
+        print((time.process_time() - c0) * 1e3, sum(isinstance(e, StartJob) for e in effects), flush=True)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -63,21 +67,24 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def pair(trees: dict[str, str], where: str, pending: int, policy: str, cycles: int) -> dict[str, list[float]]:
-    """CPU ms of each cycle on each tree, the two taking turns (who goes first alternates)."""
+    """CPU ms of each cycle on each tree, the two taking turns (who goes first alternates); under "starts", how
+    many jobs each cycle started (the same on both: a change meant to make cycles cheaper decides the same)."""
     procs = {name: subprocess.Popen([sys.executable, __file__, "--child", tree, where, str(pending), policy],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tree)
              for name, tree in trees.items()}
     for p in procs.values():
         if p.stdout.readline().strip() != "ready":  # type: ignore[union-attr]
             raise SystemExit("a side failed to fill its Pod (its error is above)")
-    times: dict[str, list[float]] = {name: [] for name in trees}
+    times: dict[str, list[float]] = {name: [] for name in [*trees, "starts"]}
     names = list(trees)
     for i in range(cycles):
         for name in names if i % 2 == 0 else names[::-1]:
             p = procs[name]
             p.stdin.write("go\n")  # type: ignore[union-attr]
             p.stdin.flush()  # type: ignore[union-attr]
-            times[name].append(float(p.stdout.readline()))  # type: ignore[union-attr]
+            ms, starts = p.stdout.readline().split()  # type: ignore[union-attr]
+            times[name].append(float(ms))
+        times["starts"].append(float(starts))
     for p in procs.values():
         p.stdin.close()  # type: ignore[union-attr]
         p.wait()
@@ -105,15 +112,23 @@ def main() -> None:
         trees = {"this": str(ROOT), args.against: before}
         print(f"{Path(where).stem} with {int(pending):,} pending, {args.cycles} cycles, this code and {args.against}"
               f" in turn; CPU ms per cycle; load average {os.getloadavg()[0]:.1f} at the start")
-        print(f"{'policy':<9} {'code':<10} {'p50':>7} {'p99':>7} {'max':>7} {'sum s':>7} {'ratio':>6}")
+        print(f"{'policy':<9} {'code':<10} {'p50':>7} {'p99':>7} {'max':>7} {'sum s':>7} {'ratio':>6}"
+              f" {'waves s':>8} {'ratio':>6}")
         for policy in args.policies.split(","):
             times = pair(trees, where, int(pending), policy, args.cycles)
-            base = sum(times[args.against])
+            starts = times.pop("starts")
+            waves = [i for i, n in enumerate(starts) if n >= WAVE]
+            base, base_waves = sum(times[args.against]), sum(times[args.against][i] for i in waves) or 1.0
             for name, v in times.items():
+                in_waves = sum(v[i] for i in waves)
                 print(f"{policy:<9} {name:<10} {statistics.median(v):>7.1f} {percentile(v, 0.99):>7.1f}"
-                      f" {max(v):>7.1f} {sum(v) / 1e3:>7.2f} {sum(v) / base:>6.2f}", flush=True)
+                      f" {max(v):>7.1f} {sum(v) / 1e3:>7.2f} {sum(v) / base:>6.2f} {in_waves / 1e3:>8.2f}"
+                      f" {in_waves / base_waves:>6.2f}", flush=True)
+            print(f"{policy:<9} waves: {len(waves)} cycles started {WAVE:,} jobs or more,"
+                  f" {int(sum(starts[i] for i in waves)):,} in all", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end; ratio: the sum of a code's cycles over the earlier"
-          " commit's")
+          f" commit's; waves: the same over the cycles that started {WAVE:,} jobs or more (their commit is most of"
+          " their cost)")
 
 
 if __name__ == "__main__":

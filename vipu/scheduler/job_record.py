@@ -165,17 +165,20 @@ _STOPPED = (JobState.CANCELLED, JobState.PREEMPTED, JobState.REQUEUED)  # with a
 SIGTERM = 15
 _new = object.__new__
 _tuple_new = tuple.__new__  # a NamedTuple's own __new__ is a Python function: a frame per history entry
-_setattr = object.__setattr__
+# The setters of BaseModel's slots, called directly: object.__setattr__ looks each name up along the class's MRO
+# first, and a start sets them on two records (its job's and its priority row)
+_set_dict, _set_given, _set_extra, _set_private = (BaseModel.__dict__[name].__set__ for name in (
+    "__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"))
 
 
 def _unvalidated(cls, fields: dict, given: set[str]):
     """An instance of the pydantic model `cls` with these fields, as model_construct makes one but at a fraction of
     its cost (no defaults to fill in, no checks): for values the scheduler computed itself."""
     record = _new(cls)
-    _setattr(record, "__dict__", fields)
-    _setattr(record, "__pydantic_fields_set__", given)
-    _setattr(record, "__pydantic_extra__", None)
-    _setattr(record, "__pydantic_private__", None)
+    _set_dict(record, fields)
+    _set_given(record, given)
+    _set_extra(record, None)
+    _set_private(record, None)
     return record
 _TEMPLATE = {name: None if f.is_required() else f.get_default(call_default_factory=True)
              for name, f in Job.model_fields.items()}

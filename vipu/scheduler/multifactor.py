@@ -72,7 +72,9 @@ def breakdown(job: QueuedJob, now: float, config: SchedulerConfig, total_ipus: i
 
 class PriorityRows:
     """breakdown() for many jobs at one moment, what does not depend on the job looked up once: a cycle on a large
-    Pod records the priority of two thousand starts."""
+    Pod records the priority of two thousand starts. Each weighted term, with its value rounded to 3 places, is
+    kept by what it depends on (submit time, user, size, QOS): those take few values among the jobs of one moment
+    (jobs submitted together share a submit time), and round() to digits formats the number, a microsecond each."""
 
     def __init__(self, now: float, config: SchedulerConfig, total_ipus: int, fairshare: dict[str, float],
                  qos: dict[str, float] | None = None):
@@ -80,29 +82,32 @@ class PriorityRows:
         self.now, self.max_age, self.total_ipus, self.fairshare = now, config.max_age, total_ipus, fairshare
         self.w_age, self.w_fairshare, self.w_size, self.w_qos = w.age, w.fairshare, w.job_size, w.qos
         self.qos = qos if qos is not None else qos_factors(config)
+        self._ages: dict[float, tuple[float, float]] = {}  # submit time -> (age term, rounded)
+        self._fairshares: dict[str, tuple[float, float]] = {}  # user -> (fair-share term, rounded)
+        self._sizes: dict[int, tuple[float, float]] = {}  # IPUs -> (job size term, rounded)
+        self._qos_terms: dict[str, tuple[float, float]] = {}  # QOS -> (QOS term, rounded)
 
     def row(self, job: QueuedJob) -> PriorityBreakdown:
-        age = self.w_age * min(1.0, max(0.0, self.now - job.submit_time) / self.max_age)
-        fs = self.w_fairshare * self.fairshare.get(job.user, 1.0)
-        size = self.w_size * job.ipus / self.total_ipus
-        qos = self.w_qos * self.qos[job.qos]
-        total = age + fs + size + qos - job.nice if job.fixed_priority is None else float(job.fixed_priority)
+        age = self._ages.get(job.submit_time)
+        if age is None:
+            age = self._ages[job.submit_time] = _term(
+                self.w_age * min(1.0, max(0.0, self.now - job.submit_time) / self.max_age))
+        fs = self._fairshares.get(job.user)
+        if fs is None:
+            fs = self._fairshares[job.user] = _term(self.w_fairshare * self.fairshare.get(job.user, 1.0))
+        size = self._sizes.get(job.ipus)
+        if size is None:
+            size = self._sizes[job.ipus] = _term(self.w_size * job.ipus / self.total_ipus)
+        qos = self._qos_terms.get(job.qos)
+        if qos is None:
+            qos = self._qos_terms[job.qos] = _term(self.w_qos * self.qos[job.qos])
+        fixed = job.fixed_priority
+        total = age[0] + fs[0] + size[0] + qos[0] - job.nice if fixed is None else float(fixed)
         return PriorityBreakdown.trusted({
-            "job_id": job.id, "user": job.user, "total": round(total, 3), "age": _rounded(age),
-            "fairshare": _rounded(fs), "job_size": _rounded(size), "qos": _rounded(qos), "nice": job.nice,
+            "job_id": job.id, "user": job.user, "total": round(total, 3), "age": age[1], "fairshare": fs[1],
+            "job_size": size[1], "qos": qos[1], "nice": job.nice,
         })
 
 
-_ROUNDED: dict[float, float] = {}
-
-
-def _rounded(term: float) -> float:
-    """round(term, 3) of a term that takes few values (a user's fair-share, a size, a QOS, the age of jobs submitted
-    together or older than max_age). Why kept: round() to digits formats the number, a microsecond each, and a cycle
-    on a large Pod records the priority of two thousand starts."""
-    done = _ROUNDED.get(term)
-    if done is None:
-        if len(_ROUNDED) >= 4096:
-            _ROUNDED.clear()
-        done = _ROUNDED[term] = round(term, 3)
-    return done
+def _term(value: float) -> tuple[float, float]:
+    return value, round(value, 3)
