@@ -92,14 +92,14 @@ def test_partition_lifecycle_through_the_cli(server):
         (["create", "partition", "a", "--size", "4", "--allocation", "nope"], 3, ["allocation 'nope'"]),
     ],
 )
-def test_bad_input_gets_one_clear_line_and_a_distinct_exit_code(server, args, code, words):
-    out = run(server, "vipu", *args)
+def test_bad_input_gets_one_clear_line_and_a_distinct_exit_code(unchanged_server, args, code, words):
+    out = run(unchanged_server, "vipu", *args)
     assert out.returncode == code, (out.stdout, out.stderr)
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("vipu: error: ")
     for word in words:
         assert word in lines[0]
-    assert json.loads(run(server, "vipu", "list", "partitions", "--json").stdout) == []
+    assert json.loads(run(unchanged_server, "vipu", "list", "partitions", "--json").stdout) == []
 
 
 def test_conflicts_and_capacity(server):

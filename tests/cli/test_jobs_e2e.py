@@ -105,16 +105,16 @@ def test_spec_file_with_overrides(server, tmp_path):
         ("- just\n- a list\n", ["mapping"]),
     ],
 )
-def test_bad_specs_are_refused_with_the_field_and_nothing_is_queued(server, tmp_path, content, words):
+def test_bad_specs_are_refused_with_the_field_and_nothing_is_queued(unchanged_server, tmp_path, content, words):
     spec = tmp_path / "bad.yaml"
     spec.write_text(content)
-    out = run(server, "vipu", "submit", str(spec))
+    out = run(unchanged_server, "vipu", "submit", str(spec))
     assert out.returncode == 2, (out.stdout, out.stderr)
     line = out.stderr.strip()
     assert line.startswith("vipu: error: ") and "\n" not in line
     for word in words:
         assert word in line
-    assert jobs(server) == {} and json.loads(run(server, "vipu", "history", "--json").stdout) == []
+    assert jobs(unchanged_server) == {} and json.loads(run(unchanged_server, "vipu", "history", "--json").stdout) == []
 
 
 def test_binary_and_oversized_specs(server, tmp_path):

@@ -168,8 +168,8 @@ def test_noheader_on_an_empty_queue_prints_nothing_at_all(server):
     (["-t", "WAITING"], "vipu: error: -t/--states: 'WAITING' is not a job state; give names or codes"),
     (["-i", "0"], "vipu: error: Invalid value for '--iterate' / '-i': 0 is not in the range x>=1"),
 ])
-def test_a_bad_value_is_one_line_naming_the_flag_and_exit_2(server, args, said):
-    assert refused(server, "queue", *args).startswith(said)
+def test_a_bad_value_is_one_line_naming_the_flag_and_exit_2(unchanged_server, args, said):
+    assert refused(unchanged_server, "queue", *args).startswith(said)
 
 
 def test_a_bad_format_in_the_environment_names_the_variable(server):
