@@ -30,6 +30,7 @@ def preload() -> None:
     import vipu.cli.fast_path  # noqa: F401
     import vipu.cli.vipu_app  # noqa: F401
     import vipu.client  # noqa: F401
+    import vipu.replay.simulation  # noqa: F401  (`vipu simulate`'s scheduler and replay: dozens of calls a suite)
 
 
 def run_child(conn: socket.socket, request: dict) -> None:

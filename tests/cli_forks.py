@@ -9,6 +9,8 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -86,3 +88,19 @@ def run_script(script: str, args: list[str], env: dict, cwd=None, timeout: float
             _server = ForkServer()
             atexit.register(_server.close)
     return _server.run(script, args, dict(os.environ) if env is None else env, cwd, timeout)
+
+
+SHELL_SYNTAX = set("|&;<>()$`\\*?[#~\n")  # what sh would expand, redirect or chain: such a line goes to sh itself
+
+
+def run_command_line(command: str, env: dict, cwd, timeout: float = 60) -> subprocess.CompletedProcess:
+    """A command line of the docs as sh runs it (subprocess.run with shell=True): `[NAME=VALUE ...] vipu ARGS`
+    through run_script, the assignments in its environment; any other line through sh."""
+    words = [] if SHELL_SYNTAX & set(command) else shlex.split(command)
+    assigned = {}
+    while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0], re.S):
+        name, value = words.pop(0).split("=", 1)
+        assigned[name] = value
+    if not words or words[0] not in ENTRIES:
+        return subprocess.run(command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return run_script(str(Path(sys.executable).parent / words[0]), words[1:], {**env, **assigned}, cwd, timeout)

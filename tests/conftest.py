@@ -114,6 +114,16 @@ def server(server_factory) -> ServerProcess:
     return server_factory()
 
 
+@pytest.fixture(scope="module")
+def unchanged_server(tmp_path_factory) -> ServerProcess:
+    """One controller for the tests of a module that leave it as they found it (refusals, reads): its start costs
+    more than such a test's own calls. A test that changes a controller takes `server`, a fresh one."""
+    server = ServerProcess(state_dir=tmp_path_factory.mktemp("unchanged") / "state").start()
+    yield server
+    server.kill(signal.SIGTERM)
+    server.proc.stdout.close()
+
+
 @pytest.fixture(scope="session")
 def ray_session():
     """One local Ray for the whole test session (ray.init costs ~4 s here); tests create only the actors they need

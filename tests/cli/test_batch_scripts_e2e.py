@@ -128,12 +128,12 @@ def test_open_mode_append_adds_to_a_file_of_ones_own_and_each_run_adds_again(ser
     (["#SBATCH --ipus 1", "", "#SBATCH -t 1:xx"],
      "job.sh line 4: #SBATCH -t 1:xx: '1:xx' is not a Slurm time; use minutes (90), MM:SS, HH:MM:SS"),
 ])
-def test_a_bad_directive_is_refused_naming_its_line(server, tmp_path, lines, said):
+def test_a_bad_directive_is_refused_naming_its_line(unchanged_server, tmp_path, lines, said):
     write(tmp_path / "job.sh", "\n".join(["#!/bin/sh", *lines, "true"]) + "\n")
-    out = vipu(server, "submit", "job.sh", cwd=tmp_path)
+    out = vipu(unchanged_server, "submit", "job.sh", cwd=tmp_path)
     assert (out.returncode, out.stdout) == (2, "")
     assert out.stderr.startswith(f"vipu: error: {said}"), out.stderr
-    assert json.loads(vipu(server, "queue", "--json", cwd=tmp_path).stdout)["jobs"] == []
+    assert json.loads(vipu(unchanged_server, "queue", "--json", cwd=tmp_path).stdout)["jobs"] == []
 
 
 def test_a_value_the_controller_refuses_names_the_scripts_line_that_gave_it(server, tmp_path):

@@ -22,11 +22,11 @@ def run(server, *args: str, env=None) -> subprocess.CompletedProcess:
                       cwd=server.state_dir.parent if server else None)
 
 
-def test_server_version_names_version_and_host(server):
-    out = run(server, "vipu", "--server-version")
+def test_server_version_names_version_and_host(unchanged_server):
+    out = run(unchanged_server, "vipu", "--server-version")
     assert out.returncode == 0, out.stderr
     assert "version: 0.1.0" in out.stdout
-    assert f"host: 127.0.0.1:{server.port}" in out.stdout
+    assert f"host: 127.0.0.1:{unchanged_server.port}" in out.stdout
 
 
 @pytest.mark.parametrize(("flags", "expected"), [
@@ -92,14 +92,14 @@ def test_partition_lifecycle_through_the_cli(server):
         (["create", "partition", "a", "--size", "4", "--allocation", "nope"], 3, ["allocation 'nope'"]),
     ],
 )
-def test_bad_input_gets_one_clear_line_and_a_distinct_exit_code(server, args, code, words):
-    out = run(server, "vipu", *args)
+def test_bad_input_gets_one_clear_line_and_a_distinct_exit_code(unchanged_server, args, code, words):
+    out = run(unchanged_server, "vipu", *args)
     assert out.returncode == code, (out.stdout, out.stderr)
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("vipu: error: ")
     for word in words:
         assert word in lines[0]
-    assert json.loads(run(server, "vipu", "list", "partitions", "--json").stdout) == []
+    assert json.loads(run(unchanged_server, "vipu", "list", "partitions", "--json").stdout) == []
 
 
 def test_conflicts_and_capacity(server):
@@ -178,7 +178,8 @@ def test_get_partition_shows_gcd_sync_replicas_when_given(server):
     assert listed.returncode == 0 and {x["name"] for x in json.loads(listed.stdout)} == {"g", "plain"}
 
 
-def test_unreachable_server_is_its_own_exit_code(server):
+def test_unreachable_server_is_its_own_exit_code(unchanged_server):
+    server = unchanged_server  # only for the environment: every call here goes to port 1
     env = {**server.env(), "VIPU_CLI_API_PORT": "1"}
     out = run(server, "vipu", "list", "partitions", env=env)
     assert out.returncode == 5
@@ -193,7 +194,8 @@ def test_unreachable_server_is_its_own_exit_code(server):
     ]
 
 
-def test_flags_beat_environment_for_the_address(server):
+def test_flags_beat_environment_for_the_address(unchanged_server):
+    server = unchanged_server
     env = {**server.env(), "VIPU_CLI_API_PORT": "1"}
     out = run(server, "vipu", "--api-host", "127.0.0.1", "--api-port", str(server.port), "list", "partitions", env=env)
     assert out.returncode == 0, out.stderr
@@ -329,7 +331,8 @@ def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
     assert row == ["pod64-0", "64", "64", "0", "0", "0", "0"] and states == [("idle", "")] * 4
 
 
-def test_admin_listings_take_no_header_and_cluster_sizes_are_checked_at_the_flag(server):
+def test_admin_listings_take_no_header_and_cluster_sizes_are_checked_at_the_flag(unchanged_server):
+    server = unchanged_server
     with_header = run(server, "vipu-admin", "list", "agents").stdout.splitlines()
     bare = run(server, "vipu-admin", "list", "agents", "--no-header")
     assert bare.returncode == 0 and bare.stdout.splitlines() == with_header[1:] and len(with_header) == 17

@@ -97,7 +97,8 @@ def test_a_port_that_is_not_a_number_names_where_it_came_from(tmp_path, clean_en
                                " controller's port")
 
 
-def test_a_good_config_file_with_comments_reaches_the_controller(server, tmp_path, clean_env):
+def test_a_good_config_file_with_comments_reaches_the_controller(unchanged_server, tmp_path, clean_env):
+    server = unchanged_server
     config = tmp_path / "vipu-cli.hcl"
     config.write_text(f'# V-IPU form\n\napi-host = "127.0.0.1"  // the pod\napi-port = {server.port} # user API\n')
     env = {**clean_env, "VIPU_CLI_CONFIG": str(config)}
@@ -244,7 +245,8 @@ def test_a_relative_tls_ca_in_the_config_file_is_beside_the_file(tls, clean_env,
     assert out.returncode == 0 and out.stderr == "" and f"host: localhost:{tls['port']}" in out.stdout
 
 
-def test_a_tls_cli_against_a_plaintext_controller_is_told_to_drop_tls_ca(server, tls, clean_env):
+def test_a_tls_cli_against_a_plaintext_controller_is_told_to_drop_tls_ca(unchanged_server, tls, clean_env):
+    server = unchanged_server
     out = vipu(*at(server.port), "--tls-ca", str(tls["cert"]), "list", "partitions", env=clean_env)
     assert out.returncode == 5
     assert error_line(out) == (f"vipu: error: the controller at localhost:{server.port} did not complete a TLS handshake"

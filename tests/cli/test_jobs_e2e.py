@@ -105,19 +105,20 @@ def test_spec_file_with_overrides(server, tmp_path):
         ("- just\n- a list\n", ["mapping"]),
     ],
 )
-def test_bad_specs_are_refused_with_the_field_and_nothing_is_queued(server, tmp_path, content, words):
+def test_bad_specs_are_refused_with_the_field_and_nothing_is_queued(unchanged_server, tmp_path, content, words):
     spec = tmp_path / "bad.yaml"
     spec.write_text(content)
-    out = run(server, "vipu", "submit", str(spec))
+    out = run(unchanged_server, "vipu", "submit", str(spec))
     assert out.returncode == 2, (out.stdout, out.stderr)
     line = out.stderr.strip()
     assert line.startswith("vipu: error: ") and "\n" not in line
     for word in words:
         assert word in line
-    assert jobs(server) == {} and json.loads(run(server, "vipu", "history", "--json").stdout) == []
+    assert jobs(unchanged_server) == {} and json.loads(run(unchanged_server, "vipu", "history", "--json").stdout) == []
 
 
-def test_binary_and_oversized_specs(server, tmp_path):
+def test_binary_and_oversized_specs(unchanged_server, tmp_path):
+    server = unchanged_server  # refused: nothing is queued
     garbage = tmp_path / "garbage.bin"
     garbage.write_bytes(bytes(range(256)) * 4)
     out = run(server, "vipu", "submit", str(garbage))
@@ -407,7 +408,8 @@ def test_several_spec_files_are_queued_in_one_call_all_or_none(server, tmp_path)
     assert parsable.stdout == "7\n8\n" and len(jobs(server)) == 8
 
 
-def test_stdin_is_the_only_spec_when_there_are_several(server, tmp_path):
+def test_stdin_is_the_only_spec_when_there_are_several(unchanged_server, tmp_path):
+    server = unchanged_server  # refused: nothing is queued
     (tmp_path / "a.yaml").write_text("ipus: 1\ntime_limit: 1m\n")
     out = run(server, "vipu", "submit", str(tmp_path / "a.yaml"), "-")
     assert out.returncode == 2 and "'-' (a spec on stdin) must be the only spec" in out.stderr

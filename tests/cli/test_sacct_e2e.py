@@ -109,5 +109,5 @@ def test_sacct_formats_and_parsable_output(ended):
     (["--units", "X"], "vipu: error: --units 'X': give one of K, M, G, T, P"),
     (["--name", ""], "vipu: error: --name is empty"),
 ])
-def test_a_bad_value_is_one_line_naming_the_flag_and_exit_2(server, args, said):
-    assert refused(server, "history", *args).startswith(said)
+def test_a_bad_value_is_one_line_naming_the_flag_and_exit_2(unchanged_server, args, said):
+    assert refused(unchanged_server, "history", *args).startswith(said)

@@ -82,8 +82,8 @@ def test_machines_as_sinfo_nodes(server):
     ("priority", ["-j", "x"], "vipu: error: -j/--jobs: 'x' is not a job id"),
     ("priority", ["-j", "1,x"], "vipu: error: -j/--jobs: 'x' is not a job id"),
 ])
-def test_a_bad_format_is_one_line_naming_the_flag_and_exit_2(server, command, args, said):
-    assert refused(server, command, *args).startswith(said)
+def test_a_bad_format_is_one_line_naming_the_flag_and_exit_2(unchanged_server, command, args, said):
+    assert refused(unchanged_server, command, *args).startswith(said)
 
 
 def test_priorities_as_sprio_shows_them(server):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from tests.cli_forks import run_command_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +40,7 @@ def test_getting_started_commands_run_as_written(server):
     env = {**server.env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     said = {}
     for command in commands:
-        out = subprocess.run(command, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        out = run_command_line(command, env, ROOT)
         assert out.returncode == 0, (command, out.stdout, out.stderr)
         said[command] = out.stdout
     # and what the page says to look for is there (with job 1 at 1 s, job 2 had started before a reader could look)
@@ -82,7 +83,7 @@ def test_the_trace_page_commands_run_as_written(tmp_path):
         "--jobs-out", "--plot", ".swf", "cluster_log.csv"))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     for command, shown in runs:
-        out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        out = run_command_line(command, env, tmp_path, timeout=120)
         error = bool(shown) and shown[0].startswith("vipu: error: ")
         assert out.returncode == (2 if error else 0), (command, out.stderr)
         said = (out.stderr if error else out.stdout).splitlines()

@@ -16,6 +16,7 @@ from pathlib import Path
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 from tests.cli.test_squeue_e2e import as_from_a_terminal, interrupted
+from tests.cli_forks import run_command_line
 
 ROOT = Path(__file__).resolve().parents[2]
 TITLE = "## Slurm command and flag -> vipu"
@@ -71,6 +72,6 @@ def test_every_vipu_command_of_the_table_runs(server):
         if " -i " in f"{command} ":
             code, err = iterate(command, env)
         else:
-            out = subprocess.run(command, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            out = run_command_line(command, env, ROOT)
             code, err = out.returncode, out.stderr
         assert (code, err) == (0, ""), command

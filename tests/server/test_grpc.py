@@ -18,10 +18,20 @@ from vipu.store import Store
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
 
 
-@pytest.fixture
-def stubs(server):
+def stubs_of(server):
     with grpc.insecure_channel(server.address) as channel:
         yield partition_pb2_grpc.PartitionServiceStub(channel), admin_pb2_grpc.AdminServiceStub(channel), channel
+
+
+@pytest.fixture
+def stubs(server):
+    yield from stubs_of(server)
+
+
+@pytest.fixture
+def unchanged_stubs(unchanged_server):
+    """The module's one controller, for the tests that only read or are refused."""
+    yield from stubs_of(unchanged_server)
 
 
 def code_of(call) -> tuple[grpc.StatusCode, str]:
@@ -30,8 +40,8 @@ def code_of(call) -> tuple[grpc.StatusCode, str]:
     return info.value.code(), info.value.details()
 
 
-def test_reflection_lists_every_service(stubs):
-    _, _, channel = stubs
+def test_reflection_lists_every_service(unchanged_stubs):
+    _, _, channel = unchanged_stubs
     services = set(ProtoReflectionDescriptorDatabase(channel).get_services())
     assert {"vipu.v1.PartitionService", "vipu.v1.AdminService", "grpc.health.v1.Health"} <= services
 
@@ -50,8 +60,8 @@ def test_reflection_lists_every_service(stubs):
         (p.CreatePartitionRequest(name="slurm_7", size=4), grpc.StatusCode.INVALID_ARGUMENT),  # job 7's name
     ],
 )
-def test_bad_requests_get_invalid_argument_and_the_server_keeps_serving(stubs, request_, status):
-    partitions, _, _ = stubs
+def test_bad_requests_get_invalid_argument_and_the_server_keeps_serving(unchanged_stubs, request_, status):
+    partitions, _, _ = unchanged_stubs
     code, details = code_of(lambda: partitions.CreatePartition(request_, timeout=5))
     assert code == status and details
     assert partitions.ListPartitions(p.ListPartitionsRequest(), timeout=5).partitions == []
@@ -187,8 +197,8 @@ def test_a_tiny_client_deadline_leaves_state_whole(stubs):
     assert [(x.name, x.size, x.state) for x in listed] in ([], [("late", 4, "ACTIVE")])
 
 
-def test_garbage_bytes_on_a_method_do_not_crash_the_server(stubs):
-    partitions, _, channel = stubs
+def test_garbage_bytes_on_a_method_do_not_crash_the_server(unchanged_stubs):
+    partitions, _, channel = unchanged_stubs
     raw = channel.unary_unary("/vipu.v1.PartitionService/CreatePartition")
     code, details = code_of(lambda: raw(b"\xff\xfe\x00garbage\x8a", timeout=5))
     assert code == grpc.StatusCode.INVALID_ARGUMENT  # gRPC's own answer would be INTERNAL: the caller's mistake

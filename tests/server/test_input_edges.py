@@ -21,8 +21,8 @@ def refused(call, request) -> grpc.RpcError:
 
 
 @pytest.fixture
-def stubs(server):
-    with grpc.insecure_channel(server.address) as channel:
+def stubs(unchanged_server):  # every test here is refused: one controller for them all
+    with grpc.insecure_channel(unchanged_server.address) as channel:
         yield partition_pb2_grpc.PartitionServiceStub(channel), job_pb2_grpc.JobServiceStub(channel)
 
 

@@ -14,13 +14,22 @@ from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 
 
-@pytest.fixture
-def cluster():
+@pytest.fixture(scope="module")
+def head():
+    """The cluster's head node, started once for the module: it costs most of a cluster's start."""
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"ipu_host": 2}})
-    worker = cluster.add_node(num_cpus=1, resources={"ipu_host": 2})
-    cluster.wait_for_nodes()
-    yield cluster, worker
+    yield cluster
     cluster.shutdown()
+
+
+@pytest.fixture
+def cluster(head):
+    """The head and a second node of its own for each test (a test may remove it)."""
+    worker = head.add_node(num_cpus=1, resources={"ipu_host": 2})
+    head.wait_for_nodes()
+    yield head, worker
+    if worker in head.worker_nodes:
+        head.remove_node(worker)
 
 
 def test_machines_spread_over_nodes_and_a_lost_node_requeues_its_jobs(cluster, server_factory):

@@ -28,8 +28,8 @@ def ask(channel: grpc.Channel, package: str, requests: list[reflection_pb2.Serve
 
 
 @pytest.mark.parametrize("package", ["grpc.reflection.v1alpha", "grpc.reflection.v1"])
-def test_reflection_lists_and_describes_every_vipu_v1_service(server, package):
-    with grpc.insecure_channel(server.address) as channel:
+def test_reflection_lists_and_describes_every_vipu_v1_service(unchanged_server, package):
+    with grpc.insecure_channel(unchanged_server.address) as channel:
         [listed] = ask(channel, package, [reflection_pb2.ServerReflectionRequest(list_services="")])
         names = {s.name for s in listed.list_services_response.service}
         assert names == set(VIPU) | OTHERS and set(SERVICES) == set(VIPU)
@@ -52,8 +52,8 @@ def test_reflection_lists_and_describes_every_vipu_v1_service(server, package):
             "grpc.reflection.v1.ServerReflectionRequest"
 
 
-def test_health_answers_for_the_server_and_each_service(server):
-    with grpc.insecure_channel(server.address) as channel:
+def test_health_answers_for_the_server_and_each_service(unchanged_server):
+    with grpc.insecure_channel(unchanged_server.address) as channel:
         health = health_pb2_grpc.HealthStub(channel)
         for name in ("", *VIPU):
             assert health.Check(health_pb2.HealthCheckRequest(service=name), timeout=5).status == \

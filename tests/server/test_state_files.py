@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 from tests.cli.test_cli_e2e import run
+from tests.conftest import ServerProcess
 from tests.server.test_startup import start
 from vipu.scheduler.arrays import spans
 from vipu.store_schema import SCHEMA_VERSION
@@ -236,14 +237,25 @@ def damage(state, sql: str, *args) -> None:
         db.execute(sql, args)
 
 
+@pytest.fixture(scope="module")
+def two_held_jobs(tmp_path_factory):
+    """A state folder of a controller killed holding two held jobs, and their ids: each test damages a copy."""
+    state = tmp_path_factory.mktemp("held") / "state"
+    server = ServerProcess(state_dir=state).start()
+    ids = [run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() for _ in range(2)]
+    server.kill()
+    server.proc.stdout.close()
+    return state, ids
+
+
 @pytest.mark.parametrize("doc,stored", [("{not json", "?"), ('{"id": 1, "state": "EXPLODED"}', "?"),
                                         (b"\x00\xff\x13 random bytes", "?"),
                                         (b"\x00\xff\x13 random bytes", "CAST(? AS TEXT)")])  # as random bytes on a page
-def test_a_damaged_record_stops_the_start_naming_it_and_quarantine_keeps_it(server_factory, tmp_path, doc, stored):
+def test_a_damaged_record_stops_the_start_naming_it_and_quarantine_keeps_it(server_factory, tmp_path, two_held_jobs,
+                                                                           doc, stored):
+    intact, ids = two_held_jobs
     state = tmp_path / "state"
-    server = server_factory(state_dir=state)
-    ids = [run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() for _ in range(2)]
-    server.kill()
+    shutil.copytree(intact, state)
     damage(state, f"UPDATE records SET doc = {stored} WHERE kind = 'job' AND name = ?", doc, ids[1])
     out = start("--port", "0", "--state-dir", str(state))
     assert out.returncode == 2, out.stderr
@@ -252,8 +264,7 @@ def test_a_damaged_record_stops_the_start_naming_it_and_quarantine_keeps_it(serv
                            f" cannot serve: job {ids[1]}: ")
     assert line.endswith("start once with --quarantine-bad-records to move them into its quarantine table (kept for"
                          " inspection) and go on without them")
-    server.extra = ["--quarantine-bad-records"]
-    server.start()
+    server = server_factory(state_dir=state, extra=["--quarantine-bad-records"])
     queue = run(server, "vipu", "queue", "--no-header").stdout
     assert [line.split()[0] for line in queue.splitlines()] == [ids[0]]  # the other job is kept
     with sqlite3.connect(state / "vipu.sqlite3") as db:
@@ -267,21 +278,32 @@ def test_a_damaged_record_stops_the_start_naming_it_and_quarantine_keeps_it(serv
     assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() == str(int(ids[1]) + 1)
 
 
+@pytest.fixture(scope="module")
+def many_held_jobs(tmp_path_factory):
+    """A state folder of a controller killed holding 150 held jobs (records over many pages), and their ids."""
+    folder = tmp_path_factory.mktemp("many")
+    server = ServerProcess(state_dir=folder / "state").start()
+    specs = []
+    for i in range(150):
+        specs.append(folder / f"{i}.yaml")
+        specs[-1].write_text('{"name": "load", "ipus": 1, "time_limit": "10m", "hold": true}')
+    submitted = run(server, "vipu", "submit", "--parsable", *map(str, specs))
+    server.kill()
+    server.proc.stdout.close()
+    ids = submitted.stdout.split()
+    assert len(ids) == 150, submitted.stderr
+    return folder / "state", ids
+
+
 @pytest.mark.parametrize("lost", ["jobs", "scheduler_meta"])
-def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_factory, tmp_path, lost):
+def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_factory, tmp_path, many_held_jobs,
+                                                                       lost):
     """Regression: the refusal named `sqlite3 ... .recover`, which fails with Debian's sqlite3 3.40 (no dbpage
     table), even on a sound database. Then: the .dump it names dropped user_version, and the copy of a database
     whose damaged page held the next job id (scheduler_meta) was served without a word, job ids starting again."""
+    intact, ids = many_held_jobs
     state = tmp_path / "state"
-    server = server_factory(state_dir=state)
-    specs = []
-    for i in range(150):  # records over many pages
-        specs.append(tmp_path / f"{i}.yaml")
-        specs[-1].write_text('{"name": "load", "ipus": 1, "time_limit": "10m", "hold": true}')
-    submitted = run(server, "vipu", "submit", "--parsable", *map(str, specs))
-    ids = submitted.stdout.split()
-    assert len(ids) == 150, submitted.stderr
-    server.kill()
+    shutil.copytree(intact, state)
     path = state / "vipu.sqlite3"
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -317,8 +339,7 @@ def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_fa
                                " table names its Pod), but its records lack the next job id (scheduler_meta): they"
                                " were lost"), line
         assert "start with --accept-empty-state to serve what is left (" in line and "gone for good" in line, line
-        server.extra = ["--accept-empty-state"]
-    server.start()
+    server = server_factory(state_dir=state, extra=["--accept-empty-state"] if lost == "scheduler_meta" else [])
     queue = run(server, "vipu", "queue", "--no-header").stdout.split("\n")
     kept = [row.split()[0] for row in queue if row.strip()]
     assert 0 < len(kept) < len(ids) and set(kept) <= set(ids)  # the readable jobs; those on the damaged page lost

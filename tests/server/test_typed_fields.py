@@ -159,6 +159,13 @@ def stubs(server):
                admin_pb2_grpc.AdminServiceStub(channel))
 
 
+@pytest.fixture
+def refusing_jobs(unchanged_server):
+    """The JobService of the module's one controller, for the tests that are refused."""
+    with grpc.insecure_channel(unchanged_server.address) as channel:
+        yield job_pb2_grpc.JobServiceStub(channel)
+
+
 def wait_for(predicate, timeout: float = 30.0):
     import time
 
@@ -225,8 +232,8 @@ def test_a_typed_submit_makes_the_job_its_text_makes(stubs):
     ({"ipus": 4, "workload": {"kind": "command", "script": "echo no shebang", "submit_dir": "/tmp"}},
      ["spec.workload.script"]),
 ])
-def test_a_typed_spec_with_a_bad_field_is_refused_naming_it_as_its_text_is(stubs, bad, want):
-    jobs, _, _ = stubs
+def test_a_typed_spec_with_a_bad_field_is_refused_naming_it_as_its_text_is(refusing_jobs, bad, want):
+    jobs = refusing_jobs
     typed = to_message(bad, s.JobSpec())
     code, found = refusal(lambda: jobs.SubmitJob(j.SubmitJobRequest(job_spec=typed), timeout=5))
     text_code, text_found = refusal(lambda: jobs.SubmitJob(j.SubmitJobRequest(spec=json.dumps(bad).encode()),
@@ -236,8 +243,8 @@ def test_a_typed_spec_with_a_bad_field_is_refused_naming_it_as_its_text_is(stubs
     assert found["BadRequest"] == text_found["BadRequest"]
 
 
-def test_a_spec_given_twice_is_refused_naming_the_typed_field(stubs):
-    jobs, _, _ = stubs
+def test_a_spec_given_twice_is_refused_naming_the_typed_field(refusing_jobs):
+    jobs = refusing_jobs
     both = j.SubmitJobRequest(spec=b'{"ipus": 4}', job_spec=s.JobSpec(ipus=4))
     code, found = refusal(lambda: jobs.SubmitJob(both, timeout=5))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and fields(found) == ["job_spec"]
