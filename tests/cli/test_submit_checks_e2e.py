@@ -12,7 +12,7 @@ from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
 from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
 
-LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs on partition (\S+) \(allocation (\S+)\)")
+LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs? on partition (\S+) \(allocation (\S+)\)")
 
 
 def test_test_only_prints_the_expected_start_and_queues_nothing(server):

@@ -195,7 +195,7 @@ def update_durable(live, tmp_path):
 
 # -- sbatch -------------------------------------------------------------------------------------------------------
 
-LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs on partition (\S+) \(allocation (\S+)\)")
+LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs? on partition (\S+) \(allocation (\S+)\)")
 
 
 def submit_test_only(open_live, tmp_path):
@@ -219,7 +219,7 @@ def submit_test_only(open_live, tmp_path):
 
 
 def submit_empty_qos(live, tmp_path):
-    live.refused(2, "--qos is empty", "submit", "--ipus", "1", "--qos", "")
+    live.refused(2, "-q/--qos is empty", "submit", "--ipus", "1", "--qos", "")
     live.refused(2, "", "submit", "--ipus", "1", "-J", "")  # as an empty --job-name is
     live.refused(2, "-D/--chdir is empty", "submit", "--wrap", "true", "--ipus", "1", "-D", "")
     assert json.loads(live.ok("queue", "--json", who="admin"))["jobs"] == []

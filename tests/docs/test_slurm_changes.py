@@ -135,7 +135,7 @@ CHECKS = {
     "`sbatch --test-only job.sh`": submit_test_only,
     "`sbatch --qos=\"\"`": submit_empty_qos,
     "`sbatch -o missing/dir/%j.out`": submit_missing_output,
-    "`sbatch --comment`, `--mail-type`, `--time-min`, `--exclusive`, `-c`, `--mem`, `--mem-per-cpu`, `-N`, `-n`,"
+    "`sbatch --comment`, `--mail-type`, `--time-min`, `--exclusive`, `-c`, `--mem`, `--mem-per-cpu`, `-n`,"
     " `--ntasks-per-node`, `--gres`, `--priority`, `--signal`, `--open-mode`, `--kill-on-invalid-dep`":
         submit_unmodelled,
 }

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from vipu.cli.export_env import check_export
+from vipu.cli.sbatch_nodes import node_count
 from vipu.cli.sbatch_options import ON, SbatchOption
 from vipu.cli.sbatch_options import OPTIONS as SBATCH_OPTIONS
 from vipu.cli.slurm_time import slurm_limit
@@ -68,7 +69,7 @@ READERS: dict[str, Callable[[str], object]] = {
     "array": _checked("vipu.scheduler.arrays", "parse_array"),
     "dependency": _checked("vipu.scheduler.deps", "parse_dependency"),
     "begin": _checked("vipu.scheduler.begin", "parse_begin"),
-    "hostlist": _checked("vipu.partition.node_names", "expand"),
+    "hostlist": _checked("vipu.partition.node_names", "expand"), "nodes": node_count,
 }
 
 
@@ -87,9 +88,7 @@ OPTIONS = [directive for option in SBATCH_OPTIONS for directive in _directives(o
 BY_NAME = {name: option for option in OPTIONS for name in option.names}
 # what sbatch users write that has another spelling here
 INSTEAD = {"--time-limit": "-t/--time (Slurm's format: a bare number is minutes)", "--name": "-J/--job-name",
-           "--workdir": "-D/--chdir",
-           "-N": "--ipus N (a job's size is its IPUs)", "--nodes": "--ipus N (a job's size is its IPUs)",
-           "--wrap": "a command line in the script itself"}
+           "--workdir": "-D/--chdir", "--wrap": "a command line in the script itself"}
 
 
 def _abbreviated(name: str) -> Option | None:

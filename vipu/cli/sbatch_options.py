@@ -120,8 +120,9 @@ OPTIONS = (
     SbatchOption("exclusive", ("--exclusive",), FLAG, "accepted with a warning: a job's IPUs are always its own",
                  "exclusive", ON, warning="changes nothing: a job's IPUs are its own; its IPU-Machine's other IPUs"
                  " may run other jobs (--ipus 4 or more takes whole machines)"),
-    SbatchOption("nodes", ("--nodes", "-N"), help="refused: give --ipus N", field="nodes",
-                 refusal="a job's size here is its IPUs: give --ipus N (an IPU-Machine has 4 IPUs: -N 2 is --ipus 8)"),
+    SbatchOption("nodes", ("--nodes", "-N"), help="IPU-Machines (nodes, vipu info -N) where --ipus is not given: -N 2"
+                 " is --ipus 8 on a Pod of 4-IPU machines; a power of two; min-max only as one count (2-2)",
+                 field="nodes", reads="nodes"),
     SbatchOption("ntasks", ("--ntasks", "-n"), help="1 only (a job runs its script once); more is refused: start"
                  " processes in the script with poprun --num-instances N", field="ntasks", reads="count"),
     SbatchOption("ntasks_per_node", ("--ntasks-per-node",), help="1 only, as -n/--ntasks", field="ntasks_per_node",

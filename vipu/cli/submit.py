@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Callable
 
 from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, script_request, wrapped
 from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
 from vipu.cli.sbatch_environment import from_environment
+from vipu.cli.sbatch_nodes import Machines, sized
 from vipu.cli.sbatch_options import BY_FIELD, BY_PARAM, FLAG, OPTIONS
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
 from vipu.client.caller import new_request_id
@@ -42,7 +44,7 @@ def spec_flags(flags: dict) -> dict:
 
 
 def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] | None, flags: dict,
-                  request_id: str, named: dict[str, str]) -> j.SubmitJobRequest:
+                  request_id: str, named: dict[str, str], machines: Callable[[], Machines]) -> j.SubmitJobRequest:
     """The request for a batch script (the first file, the words after it its arguments) or a --wrap command.
     `named` (spec field -> the flag that set it) gets the file and line of each field a directive set."""
     from vipu.cli.batch_directives import DirectiveError
@@ -56,7 +58,7 @@ def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] |
     try:
         data, source = (wrapped(wrap).encode(), WRAP) if wrap is not None else first  # type: ignore[misc]
         origins: dict[str, str] = {}
-        request = script_request(data, source, specs[1:], flags, request_id, origins)
+        request = script_request(data, source, specs[1:], flags, request_id, machines, origins)
     except (BatchError, DirectiveError) as e:
         fail("vipu", str(e), BAD_INPUT)
     # the controller refuses a value by its field ("ipus is 96 but ..."): name the script's line that set it
@@ -79,6 +81,19 @@ def time_flag(time: str | None, time_limit: str | None, flag: str = "-t/--time")
         fail("vipu", f"{flag}: {e}", BAD_INPUT)
 
 
+def pod_machines(cli) -> Callable[[], Machines]:
+    """The Pod's IPU-Machines as the controller has them, asked when called (only -N needs them)."""
+    def ask() -> Machines:
+        from vipu.v1 import partition_pb2 as p
+
+        reply = cli.conn.call(cli.conn.partitions.ListMachines, p.ListMachinesRequest(page_size=1), retry=True)
+        if not reply.ipus_per_machine:
+            fail("vipu", f"the controller at {cli.conn.address} does not say its machines' IPUs (it is older than"
+                 " this vipu), so -N cannot be read: give --ipus N", BAD_INPUT)
+        return Machines(reply.ipus_per_machine, reply.total_size)
+    return ask
+
+
 WAITS = {"JobHeldUser": "it would be held until `vipu release`",
          "Dependency": "it would wait for its dependency",
          "DependencyNeverSatisfied": "its dependency can never be met"}
@@ -95,7 +110,7 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
     if as_json:  # as a job's --json: start_time typed (RFC 3339), beside it for this release the deprecated double
         print_json({"job_id": job, **as_dict(x), "reason": x.reason or "None", "queued": False})  # as the queue's
         return
-    where = f"using {x.ipus} IPUs on partition {x.partition} (allocation {x.allocation})"
+    where = f"using {x.ipus} IPU{'s' if x.ipus != 1 else ''} on partition {x.partition} (allocation {x.allocation})"
     if start is not None:
         print(f"Job {job} to start at {stamp(start)} {where}")
         return
@@ -134,6 +149,14 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
     if duration is not None:
         named["workload.duration"] = "--duration"
         flags["workload"] = {"kind": "sleep", "duration": duration}
+    machines = pod_machines(cli)
+    if "nodes" in flags:  # -N: the command line's size, over a script's (sbatch_nodes.py)
+        named.pop("nodes")
+        named.setdefault("ipus", "-N/--nodes: ipus")  # a refusal of the IPUs it made
+        try:
+            flags = sized(flags, machines)
+        except ValueError as e:
+            fail("vipu", str(e), BAD_INPUT)
     wrap, request_id = values["wrap"], values["request_id"]
     specs = specs or []
     first = read_first(specs)
@@ -167,7 +190,7 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
     ours = request_id is None
     request_id = request_id or new_request_id()
     if batch:
-        requests = [batch_request(specs, wrap, first, flags, request_id, named)]
+        requests = [batch_request(specs, wrap, first, flags, request_id, named, machines)]
     else:
         requests = submit_requests(specs, flags, request_id, first)
     if values["test_only"]:
