@@ -14,11 +14,13 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from vipu.cli.sbatch_nodes import FLAG as NODES, Machines, sized
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_SPEC_BYTES
+
+if TYPE_CHECKING:
+    from vipu.cli.sbatch_nodes import Machines
 
 NOT_A_SCRIPT = ("This does not look like a batch script. The first line must start with #! followed by the path to"
                 " an interpreter")
@@ -82,11 +84,13 @@ class BatchError(ValueError):
 def script_size(directives: dict, origins: dict[str, str], machines: Callable[[], Machines]) -> dict:
     """The directives with #SBATCH -N's machines as IPUs, a refusal of it naming its line, as is one of those IPUs
     by the controller."""
+    from vipu.cli.sbatch_nodes import FLAG, sized  # here: only -N needs it
+
     where = origins.pop("nodes")
     if "ipus" not in directives:
         origins["ipus"] = where
     try:
-        return sized(directives, machines, f"{where}: {NODES}")
+        return sized(directives, machines, f"{where}: {FLAG}")
     except ValueError as e:
         raise BatchError(str(e)) from None
 

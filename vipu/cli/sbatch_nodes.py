@@ -9,24 +9,27 @@ machine's IPUs are the controller's (its Pod's), asked only when -N is given.
 
 from __future__ import annotations
 
-import re
-from typing import Callable, NamedTuple
+from typing import Callable
 
-COUNT = re.compile(r"(\d+)(?:-(\d+))?")
 FLAG = "-N/--nodes"
 
 
-class Machines(NamedTuple):
-    ipus: int  # each machine's
-    count: int  # the Pod's
+class Machines:
+    """The Pod's IPU-Machines (a plain class: a NamedTuple's making costs each `vipu submit` more than this module)."""
+
+    __slots__ = ("ipus", "count")
+
+    def __init__(self, ipus: int, count: int):
+        self.ipus, self.count = ipus, count  # each machine's IPUs; the Pod's machines
 
 
 def node_count(value: str) -> int:
     """-N's value as sbatch writes it (N, or min-max with min = max); ValueError saying the fix."""
-    m = COUNT.fullmatch(value.strip())
-    if m is None:
+    low, dash, high = value.strip().partition("-")
+    high = high if dash else low
+    if not all(n.isascii() and n.isdigit() for n in (low, high)):
         raise ValueError(f"{value!r} is not a count of IPU-Machines; give a whole number, e.g. -N 2")
-    low, high = int(m[1]), int(m[2] or m[1])
+    low, high = int(low), int(high)
     if low < 1:
         raise ValueError(f"{value!r}: a job needs at least 1 IPU-Machine (for fewer IPUs give --ipus 1 or 2)")
     if high != low:

@@ -10,27 +10,35 @@ sbatch flag vipu takes, warns of or refuses is one entry here. Plain Python: the
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 TEXT, INT, FLAG, SWITCH = "text", "int", "flag", "switch"  # a string; a whole number; on; on or off (--no-...)
 ON = "on"  # `reads` of a #SBATCH flag: it takes no value
 
 
-class SbatchOption(NamedTuple):
-    param: str  # submit_jobs' keyword and typer's parameter
-    names: tuple[str, ...]  # on the command line, the first as `vipu submit --help` shows it
-    kind: str = TEXT
-    help: str | None = None
-    field: str | None = None  # the spec's field (or chdir, export, a flag sbatch_unmodelled says) it sets; None:
-    # submit.py reads the value itself
-    reads: str | None = None  # a #SBATCH line's value, checked by batch_directives.READERS[reads] (ON: none);
-    # None: no #SBATCH line takes it
-    off: tuple[str, ...] = ()  # a SWITCH's names that turn it off
-    vipu_only: tuple[str, ...] = ()  # names that are vipu's, not sbatch's: no #SBATCH line takes them
-    bare: object = None  # a #SBATCH option's value when given without one (sbatch's --nice is 100)
-    variable: str | None = None  # sbatch's input variable that stands in for it (sbatch_environment.py)
-    warning: str | None = None  # taken with this warning: the job runs as asked in all that matters here
-    refusal: str | None = None  # refused (exit 2) with this, why not and what to do instead
+class SbatchOption:
+    """One option: a plain class, not a dataclass or NamedTuple, whose making costs the fast path several times
+    this whole table's (bench/bench_cli.py)."""
+
+    __slots__ = ("param", "names", "kind", "help", "field", "reads", "off", "vipu_only", "bare", "variable",
+                 "warning", "refusal")
+
+    def __init__(self, param: str, names: tuple[str, ...], kind: str = TEXT, help: str | None = None,
+                 field: str | None = None, reads: str | None = None, off: tuple[str, ...] = (),
+                 vipu_only: tuple[str, ...] = (), bare: object = None, variable: str | None = None,
+                 warning: str | None = None, refusal: str | None = None):
+        self.param = param  # submit_jobs' keyword and typer's parameter
+        self.names = names  # on the command line, the first as `vipu submit --help` shows it
+        self.kind = kind
+        self.help = help
+        self.field = field  # the spec's field (or chdir, export, a flag sbatch_unmodelled says) it sets; None:
+        # submit.py reads the value itself
+        self.reads = reads  # a #SBATCH line's value, checked by batch_directives.READERS[reads] (ON: none); None:
+        # no #SBATCH line takes it
+        self.off = off  # a SWITCH's names that turn it off
+        self.vipu_only = vipu_only  # names that are vipu's, not sbatch's: no #SBATCH line takes them
+        self.bare = bare  # a #SBATCH option's value when given without one (sbatch's --nice is 100)
+        self.variable = variable  # sbatch's input variable that stands in for it (sbatch_environment.py)
+        self.warning = warning  # taken with this warning: the job runs as asked in all that matters here
+        self.refusal = refusal  # refused (exit 2) with this, why not and what to do instead
 
     @property
     def sbatch_names(self) -> tuple[str, ...]:

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, script_request, wrapped
 from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
 from vipu.cli.sbatch_environment import from_environment
-from vipu.cli.sbatch_nodes import Machines, sized
 from vipu.cli.sbatch_options import BY_FIELD, BY_PARAM, FLAG, OPTIONS
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
 from vipu.client.caller import new_request_id
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPECS_PER_CALL
 
-# Imported where used, not here: what batch scripts, --export, -t, --json and --test-only need. `vipu submit
+if TYPE_CHECKING:
+    from vipu.cli.sbatch_nodes import Machines
+
+# Imported where used, not here: what batch scripts, --export, -t, -N, --json and --test-only need. `vipu submit
 # SPEC`, the form scripts run in loops, needs none of it (bench/bench_cli.py).
 
 
@@ -84,6 +86,7 @@ def time_flag(time: str | None, time_limit: str | None, flag: str = "-t/--time")
 def pod_machines(cli) -> Callable[[], Machines]:
     """The Pod's IPU-Machines as the controller has them, asked when called (only -N needs them)."""
     def ask() -> Machines:
+        from vipu.cli.sbatch_nodes import Machines
         from vipu.v1 import partition_pb2 as p
 
         reply = cli.conn.call(cli.conn.partitions.ListMachines, p.ListMachinesRequest(page_size=1), retry=True)
@@ -150,7 +153,9 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
         named["workload.duration"] = "--duration"
         flags["workload"] = {"kind": "sleep", "duration": duration}
     machines = pod_machines(cli)
-    if "nodes" in flags:  # -N: the command line's size, over a script's (sbatch_nodes.py)
+    if "nodes" in flags:  # -N: the command line's size, over a script's
+        from vipu.cli.sbatch_nodes import sized
+
         named.pop("nodes")
         named.setdefault("ipus", "-N/--nodes: ipus")  # a refusal of the IPUs it made
         try:
