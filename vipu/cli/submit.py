@@ -218,7 +218,7 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
             fail("vipu", f"these {len(specs)} specs are {batch_call.ByteSize():,} bytes together; one command"
                  f" sends at most {MAX_REQUEST_BYTES:,}: split them over several commands", BAD_INPUT)
         replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch_call, retry=True, flags=named).jobs)
-    if cli.wants_json(values["json_out"]):  # the same keys for one spec or many, so a wrapper of `vipu submit "$@"` holds
+    if cli.wants_json(values["json_out"]):  # the same keys for one spec or many: a wrapper of `vipu submit "$@"` holds
         from vipu.cli.output import as_dict, print_json
 
         print_json({"job_ids": [i for reply in replies for i in reply.job_ids],

@@ -43,5 +43,6 @@ def register(app: typer.Typer) -> None:
                  " omit to use the flags"))
     context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
     # typer reads a command's options from its signature: this one's are the table's
-    submit.__signature__ = inspect.Signature([context, specs, *map(typer_option, OPTIONS)])  # type: ignore[attr-defined]
+    signature = inspect.Signature([context, specs, *map(typer_option, OPTIONS)])
+    submit.__signature__ = signature  # type: ignore[attr-defined]
     app.command()(submit)
