@@ -53,7 +53,7 @@ def test_directives_after_the_first_command_are_ignored():
 @pytest.mark.parametrize(("line", "said"), [
     ("#SBATCH --licenses=db", "--licenses is not an option vipu-sim takes; remove the line, or make it a comment"
      " (##SBATCH)"),
-    ("#SBATCH -N 2", "-N is not an option vipu-sim takes; use --ipus N"),
+    ("#SBATCH --workdir=/tmp", "--workdir is not an option vipu-sim takes; use -D/--chdir"),
     ("#SBATCH --time-limit=10", "use -t/--time (Slurm's format: a bare number is minutes)"),
     ("#SBATCH -t abc", "'abc' is not a Slurm time; use minutes (90), MM:SS"),
     ("#SBATCH --time=10m", "'10m' is not a Slurm time"),

@@ -16,6 +16,7 @@ from tests.conftest import console_script
 from vipu.cli import fast_path
 from vipu.cli.fast_path import FLAG, OFF, TEXT, TEXTS, read
 from vipu.cli.queue_listing import queue_jobs
+from vipu.cli.sbatch_options import BY_PARAM
 from vipu.cli.submit import submit_jobs
 from vipu.cli.vipu_app import app
 
@@ -32,7 +33,7 @@ def typer_command(name: str):
 def test_the_tables_name_each_option_as_the_typer_command_does(name):
     options = {p.name: p for p in typer_command(name).params if p.param_type_name == "option"}
     read_here = {}
-    for param, kind, names in fast_path.COMMANDS[name]:
+    for param, kind, names in fast_path.COMMANDS[name]():
         option = options[param]
         if kind == OFF:
             assert set(names) == set(option.secondary_opts), (param, names)
@@ -49,15 +50,29 @@ def test_the_tables_name_each_option_as_the_typer_command_does(name):
     assert set(options) - set(read_here) == LEFT_TO_TYPER[name]
 
 
+def plain_defaults(name: str) -> dict:
+    """The plain function's parameters and their defaults: submit_jobs takes sbatch_options.py's as **given."""
+    plain = {p: v.default for p, v in inspect.signature(PLAIN[name]).parameters.items() if p != "cli"}
+    if name == "submit":
+        del plain["given"]
+        plain.update({param: option.default for param, option in BY_PARAM.items()})
+    return plain
+
+
 @pytest.mark.parametrize("name", ["queue", "submit"])
 def test_the_plain_functions_take_typer_defaults(name):
     [info] = [c for c in app.registered_commands if c.callback.__name__ == name]
     typer_params = inspect.signature(info.callback).parameters
-    plain = inspect.signature(PLAIN[name]).parameters
-    assert [p for p in typer_params if p != "ctx"] == [p for p in plain if p != "cli"]
+    plain = plain_defaults(name)
+    assert [p for p in typer_params if p != "ctx"] == list(plain)
     for param, info_default in typer_params.items():
         if param != "ctx":
-            assert plain[param].default == info_default.default.default, param
+            assert plain[param] == info_default.default.default, param
+
+
+def test_submit_jobs_refuses_a_parameter_it_does_not_have():
+    with pytest.raises(TypeError, match="unknown options \\['nodess'\\]"):
+        submit_jobs(None, nodess="2")
 
 
 @pytest.mark.parametrize(("args", "expected"), [

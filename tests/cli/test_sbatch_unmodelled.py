@@ -26,7 +26,6 @@ def test_a_flag_that_changes_nothing_that_matters_is_one_warning(options, said, 
 
 
 @pytest.mark.parametrize(("options", "said"), [
-    ({"nodes": "2"}, "-N/--nodes is not taken: a job's size here is its IPUs: give --ipus N"),
     ({"priority": "10"}, "--priority is not taken: a job's priority is set after the submit, by an admin"),
     ({"signal": "B:USR1@60"}, "--signal is not taken: the controller sends no signal before the time limit"),
     ({"open_mode": "replace"}, "--open-mode=replace: give truncate or append"),

@@ -12,7 +12,7 @@ from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
 from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
 
-LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs on partition (\S+) \(allocation (\S+)\)")
+LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs? on partition (\S+) \(allocation (\S+)\)")
 
 
 def test_test_only_prints_the_expected_start_and_queues_nothing(server):
@@ -43,7 +43,7 @@ def test_test_only_prints_the_expected_start_and_queues_nothing(server):
 def test_an_empty_qos_is_refused_naming_the_flag(server):
     """Regression: `vipu submit --qos ""` was accepted and ran as normal, while an empty --user or --name is refused."""
     out = run(server, "vipu", "submit", "--ipus", "1", "--qos", "")
-    assert out.returncode == 2 and out.stderr == ("vipu: error: --qos is empty; give one of high, low, normal,"
+    assert out.returncode == 2 and out.stderr == ("vipu: error: -q/--qos is empty; give one of high, low, normal,"
                                                   " or leave it out for the default, normal\n")
     assert jobs(server) == {}
 

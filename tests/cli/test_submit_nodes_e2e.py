@@ -34,3 +34,22 @@ def test_nodelist_and_exclude_place_the_job_and_a_blocked_one_says_why(server, t
     run(server, "vipu", "cancel", str(on5))
     wait_for(lambda: show(server, wide)["state"] == "RUNNING")
     assert lines(server, "-h", "-o", "%N", "-j", str(wide)) == ["ag[04-05]"]
+
+
+def test_nodes_are_ipu_machines_and_a_nodelist_must_fit_them(server):
+    """-N 2 is 8 IPUs on a Pod64's 4-IPU machines: the job holds two machines, the block around -w's."""
+    [two] = submit(server, "-N", "2", "-w", "ag05", "--duration", "5m")
+    wait_for(lambda: show(server, two)["state"] == "RUNNING")
+    assert show(server, two)["spec"]["ipus"] == 8
+    assert lines(server, "-h", "-o", "%N %D", "-j", str(two)) == ["ag[04-05] 2"]
+    out = run(server, "vipu", "submit", "-N", "1", "-w", "ag[00-01]", "--duration", "1s")
+    assert out.returncode == 2 and out.stderr.startswith("vipu: error: -w/--nodelist") and "4 IPUs" in out.stderr
+    out = run(server, "vipu", "submit", "-N", "2", "--ipus", "4", "--duration", "1s")
+    assert (out.returncode, out.stderr) == (2, "vipu: error: -N/--nodes 2 is 8 IPUs (2 IPU-Machines of 4) but --ipus"
+                                               " is 4: give one of them\n")
+    out = run(server, "vipu", "submit", "-N", "1-2", "--duration", "1s")
+    assert out.returncode == 2 and "-N/--nodes: '1-2' is a range" in out.stderr and "-N 1 or -N 2" in out.stderr
+    tested = run(server, "vipu", "submit", "-N", "1", "--test-only", "--duration", "1s").stdout
+    assert " using 4 IPUs on partition " in tested
+    tested = run(server, "vipu", "submit", "--ipus", "1", "--test-only", "--duration", "1s").stdout
+    assert " using 1 IPU on partition " in tested

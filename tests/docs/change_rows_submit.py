@@ -14,7 +14,7 @@ def submit_unmodelled(open_live, tmp_path):
     assert out.returncode == 0 and out.stderr.count("vipu: warning:") == 7, out.stderr  # a line for each of seven
     [job] = json.loads(out.stdout)["job_ids"]
     assert live.show(job)["spec"]["hold"] is True
-    for flags, said in ((["-N", "2"], "-N/--nodes is not taken"), (["--priority", "9"], "--priority is not taken"),
+    for flags, said in ((["--priority", "9"], "--priority is not taken"),
                         (["--signal=B:USR1@60"], "--signal is not taken"),
                         (["--open-mode=append"], "--open-mode is for a batch script"),
                         (["--kill-on-invalid-dep=yes"], "--kill-on-invalid-dep=yes is not taken"),

@@ -134,10 +134,10 @@ CHECKS = {
     "`scontrol update JobId=26 ...` of an array": update_array,
     "every change": update_durable,
     "`sbatch --test-only job.sh`": submit_test_only,
-    "`sbatch -N 64` on a smaller partition": submit_too_big,
+    "`sbatch -N 16` on a smaller partition": submit_too_big,
     "`sbatch --qos=\"\"`": submit_empty_qos,
     "`sbatch -o missing/dir/%j.out`": submit_missing_output,
-    "`sbatch --comment`, `--mail-type`, `--time-min`, `--exclusive`, `-c`, `--mem`, `--mem-per-cpu`, `-N`, `-n`,"
+    "`sbatch --comment`, `--mail-type`, `--time-min`, `--exclusive`, `-c`, `--mem`, `--mem-per-cpu`, `-n`,"
     " `--ntasks-per-node`, `--gres`, `--priority`, `--signal`, `--open-mode`, `--kill-on-invalid-dep`":
         submit_unmodelled,
 }

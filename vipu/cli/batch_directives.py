@@ -5,8 +5,8 @@ ignores directives after it, and so does this. Each line holds options as on the
 `--opt=value`, `--opt value`, `-o value`, `-ovalue`, several per line, `#` after them a comment, quotes as in a shell.
 Each value is checked here, so a bad one is refused naming its file and line, not later as a field of the spec.
 
-The result maps option keys (those `vipu submit` gives its flags, OPTIONS below) to checked values; the flags given
-on the command line are put over it (they win, as sbatch's do).
+The result maps option keys (the fields sbatch_options.py gives vipu submit's flags) to checked values; the flags
+given on the command line are put over it (they win, as sbatch's do).
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from vipu.cli.export_env import check_export
+from vipu.cli.sbatch_nodes import node_count
+from vipu.cli.sbatch_options import ON, SbatchOption
+from vipu.cli.sbatch_options import OPTIONS as SBATCH_OPTIONS
 from vipu.cli.slurm_time import slurm_limit
 
 DIRECTIVE = "#SBATCH"
 _DIRECTIVE = re.compile(r"#SBATCH(?:\s|$)")  # at the start of the line, as sbatch; ##SBATCH is a comment
-NICE_DEFAULT = 100  # sbatch's --nice without a value
 
 
 def _text(value: str) -> str:
@@ -56,54 +58,37 @@ def _checked(module: str, function: str) -> Callable[[str], str]:
 @dataclass(frozen=True)
 class Option:
     names: tuple[str, ...]  # as on sbatch's command line: -J, --job-name
-    key: str  # the spec field (or chdir, export) it sets
+    key: str  # the spec field (or chdir, export, one sbatch_unmodelled says) it sets
     convert: Callable[[str], object] | None  # None: a flag, taking no value
     value: object = None  # a flag's value; an optional value's default (--nice)
 
 
-OPTIONS = [
-    Option(("-J", "--job-name"), "name", _text),
-    Option(("-t", "--time"), "time_limit", slurm_limit),
-    Option(("-o", "--output"), "output", _text),
-    Option(("-e", "--error"), "error", _text),
-    Option(("-a", "--array"), "array", _checked("vipu.scheduler.arrays", "parse_array")),
-    Option(("-d", "--dependency"), "dependency", _checked("vipu.scheduler.deps", "parse_dependency")),
-    Option(("-q", "--qos"), "qos", _text),
-    Option(("--nice",), "nice", _nice, NICE_DEFAULT),
-    Option(("-b", "--begin"), "begin", _checked("vipu.scheduler.begin", "parse_begin")),
-    Option(("-H", "--hold"), "hold", None, True),
-    Option(("--requeue",), "requeue", None, True),
-    Option(("--no-requeue",), "requeue", None, False),
-    Option(("-D", "--chdir"), "chdir", _text),
-    Option(("--export",), "export", check_export),
-    Option(("--ipus",), "ipus", _count),
-    Option(("-A", "--account"), "account", _text),
-    Option(("-p", "--partition"), "allocation", _text),  # Slurm's partition is the V-IPU allocation it runs in
-    Option(("-w", "--nodelist"), "nodelist", _checked("vipu.partition.node_names", "expand")),
-    Option(("-x", "--exclude"), "exclude", _checked("vipu.partition.node_names", "expand")),
-    # said or refused by sbatch_unmodelled.py, as the same flags on the command line are
-    Option(("--open-mode",), "open_mode", _text),
-    Option(("--comment",), "comment", _text),
-    Option(("--mail-type",), "mail_type", _text),
-    Option(("--mail-user",), "mail_user", _text),
-    Option(("--time-min",), "time_min", slurm_limit),
-    Option(("--exclusive",), "exclusive", None, True),
-    Option(("--priority",), "priority", _text),
-    Option(("--signal",), "signal", _text),
-    Option(("--kill-on-invalid-dep",), "kill_on_invalid_dep", _text),
-    Option(("-n", "--ntasks"), "ntasks", _count),
-    Option(("--ntasks-per-node",), "ntasks_per_node", _count),
-    Option(("-c", "--cpus-per-task"), "cpus_per_task", _count),
-    Option(("--mem",), "mem", _text),
-    Option(("--mem-per-cpu",), "mem_per_cpu", _text),
-    Option(("--gres",), "gres", _text),
-]
+# a #SBATCH option's value, by the name sbatch_options.SbatchOption.reads gives it
+READERS: dict[str, Callable[[str], object]] = {
+    "text": _text, "count": _count, "nice": _nice, "time": slurm_limit, "export": check_export,
+    "array": _checked("vipu.scheduler.arrays", "parse_array"),
+    "dependency": _checked("vipu.scheduler.deps", "parse_dependency"),
+    "begin": _checked("vipu.scheduler.begin", "parse_begin"),
+    "hostlist": _checked("vipu.partition.node_names", "expand"), "nodes": node_count,
+}
+
+
+def _directives(option: SbatchOption) -> list[Option]:
+    """The #SBATCH options of one of vipu submit's: a switch's off names its own, set to False."""
+    if option.reads is None:
+        return []
+    if option.reads == ON:
+        off = tuple(n for n in option.off if n not in option.vipu_only)
+        return [Option(option.sbatch_names, option.field, None, True)] + \
+            ([Option(off, option.field, None, False)] if off else [])
+    return [Option(option.sbatch_names, option.field, READERS[option.reads], option.bare)]
+
+
+OPTIONS = [directive for option in SBATCH_OPTIONS for directive in _directives(option)]
 BY_NAME = {name: option for option in OPTIONS for name in option.names}
 # what sbatch users write that has another spelling here
 INSTEAD = {"--time-limit": "-t/--time (Slurm's format: a bare number is minutes)", "--name": "-J/--job-name",
-           "--workdir": "-D/--chdir",
-           "-N": "--ipus N (a job's size is its IPUs)", "--nodes": "--ipus N (a job's size is its IPUs)",
-           "--wrap": "a command line in the script itself"}
+           "--workdir": "-D/--chdir", "--wrap": "a command line in the script itself"}
 
 
 def _abbreviated(name: str) -> Option | None:

@@ -14,9 +14,13 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_SPEC_BYTES
+
+if TYPE_CHECKING:
+    from vipu.cli.sbatch_nodes import Machines
 
 NOT_A_SCRIPT = ("This does not look like a batch script. The first line must start with #! followed by the path to"
                 " an interpreter")
@@ -77,10 +81,26 @@ class BatchError(ValueError):
     """A batch script that cannot be submitted; the message says which and how to fix it."""
 
 
+def script_size(directives: dict, origins: dict[str, str], machines: Callable[[], Machines]) -> dict:
+    """The directives with #SBATCH -N's machines as IPUs, a refusal of it naming its line, as is one of those IPUs
+    by the controller."""
+    from vipu.cli.sbatch_nodes import FLAG, sized  # here: only -N needs it
+
+    where = origins.pop("nodes")
+    if "ipus" not in directives:
+        origins["ipus"] = where
+    try:
+        return sized(directives, machines, f"{where}: {FLAG}")
+    except ValueError as e:
+        raise BatchError(str(e)) from None
+
+
 def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str, object],
-                   request_id: str, origins: dict[str, str] | None = None) -> j.SubmitJobRequest:
+                   request_id: str, machines: Callable[[], Machines],
+                   origins: dict[str, str] | None = None) -> j.SubmitJobRequest:
     """The request for a batch script read from `source`, its directives under the command line's flags;
-    `origins` gets the file and line of each field a directive set (see parse_directives)."""
+    `machines` the Pod's, asked for a directive -N (sbatch_nodes.py); `origins` gets the file and line of each
+    field a directive set (see parse_directives)."""
     try:
         script = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -91,6 +111,11 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
 
     origins = {} if origins is None else origins
     directives = parse_directives(script, source, origins)
+    if "ipus" in flags:  # the command line's size, --ipus or -N, over the script's either
+        directives.pop("nodes", None)
+        origins.pop("nodes", None)
+    if "nodes" in directives:
+        directives = script_size(directives, origins, machines)
     for key in flags:  # a flag over a directive: what is said of the value is said of the flag
         origins.pop(key, None)
     options = unmodelled({**directives, **flags}, origins)

@@ -41,53 +41,22 @@ QUEUE = (
     ("no_header", FLAG, ("--noheader", "-h", "--no-header")),
 )
 
-# submit_command.py's options but --ipus and --nice (integers, checked against the wire by typer's app)
-SUBMIT = (
-    ("name", TEXT, ("--job-name", "-J", "--name")),
-    ("time", TEXT, ("--time", "-t")),
-    ("time_limit", TEXT, ("--time-limit",)),
-    ("duration", TEXT, ("--duration",)),
-    ("wrap", TEXT, ("--wrap",)),
-    ("qos", TEXT, ("--qos", "-q")),
-    ("user", TEXT, ("--user",)),
-    ("account", TEXT, ("--account", "-A")),
-    ("dependency", TEXT, ("--dependency", "-d")),
-    ("array", TEXT, ("--array", "-a")),
-    ("hold", FLAG, ("--hold", "-H")),
-    ("hold", OFF, ("--no-hold",)),
-    ("begin", TEXT, ("--begin", "-b")),
-    ("requeue", FLAG, ("--requeue",)),
-    ("requeue", OFF, ("--no-requeue",)),
-    ("allocation", TEXT, ("--allocation", "--partition", "-p")),
-    ("nodelist", TEXT, ("--nodelist", "-w")),
-    ("exclude", TEXT, ("--exclude", "-x")),
-    ("output", TEXT, ("--output", "-o")),
-    ("error_file", TEXT, ("--error", "-e")),
-    ("chdir", TEXT, ("--chdir", "-D")),
-    ("export", TEXT, ("--export",)),
-    ("request_id", TEXT, ("--request-id",)),
-    ("parsable", FLAG, ("--parsable",)),
-    ("test_only", FLAG, ("--test-only",)),
-    ("json_out", FLAG, ("--json", "--showjson")),
-    ("open_mode", TEXT, ("--open-mode",)),
-    ("comment", TEXT, ("--comment",)),
-    ("mail_type", TEXT, ("--mail-type",)),
-    ("mail_user", TEXT, ("--mail-user",)),
-    ("time_min", TEXT, ("--time-min",)),
-    ("exclusive", FLAG, ("--exclusive",)),
-    ("nodes", TEXT, ("--nodes", "-N")),
-    ("ntasks", TEXT, ("--ntasks", "-n")),
-    ("ntasks_per_node", TEXT, ("--ntasks-per-node",)),
-    ("cpus_per_task", TEXT, ("--cpus-per-task", "-c")),
-    ("mem", TEXT, ("--mem",)),
-    ("mem_per_cpu", TEXT, ("--mem-per-cpu",)),
-    ("gres", TEXT, ("--gres",)),
-    ("priority", TEXT, ("--priority",)),
-    ("signal", TEXT, ("--signal",)),
-    ("kill_on_invalid_dep", TEXT, ("--kill-on-invalid-dep",)),
-)
 
-COMMANDS = {"queue": QUEUE, "submit": SUBMIT}
+def _submit() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """vipu submit's options (sbatch_options.py) but its integers, --ipus and --nice: typer's app checks those
+    against the wire. Read only for submit: `vipu queue` needs none of it."""
+    from vipu.cli.sbatch_options import INT, OPTIONS, SWITCH
+
+    rows = []
+    for option in OPTIONS:
+        if option.kind == SWITCH:
+            rows += [(option.param, FLAG, option.names), (option.param, OFF, option.off)]
+        elif option.kind != INT:
+            rows.append((option.param, FLAG if option.kind == FLAG else TEXT, option.names))
+    return tuple(rows)
+
+
+COMMANDS = {"queue": lambda: QUEUE, "submit": _submit}  # each command's table: (parameter, kind, names)
 FILES = {"submit": "specs"}  # the parameter that takes a command's words (queue takes none)
 
 
@@ -96,7 +65,8 @@ def read(args: list[str]) -> tuple[str, dict] | None:
     which are typer's), or None when the command line is not one this module reads."""
     if not args or args[0] not in COMMANDS or any(k.endswith("_COMPLETE") for k in os.environ):
         return None
-    command, options = args[0], {name: (param, kind) for param, kind, names in COMMANDS[args[0]] for name in names}
+    command = args[0]
+    options = {name: (param, kind) for param, kind, names in COMMANDS[command]() for name in names}
     values: dict = {}
     words = iter(args[1:])
     for word in words:

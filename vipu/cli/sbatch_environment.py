@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 
+from vipu.cli.sbatch_options import OPTIONS
+
 # submit_jobs' parameter -> the variable sbatch reads for that flag
-TEXTS = {"name": "SBATCH_JOB_NAME", "time": "SBATCH_TIMELIMIT", "qos": "SBATCH_QOS", "account": "SBATCH_ACCOUNT",
-         "array": "SBATCH_ARRAY_INX", "allocation": "SBATCH_PARTITION", "output": "SBATCH_OUTPUT",
-         "error_file": "SBATCH_ERROR", "export": "SBATCH_EXPORT", "open_mode": "SBATCH_OPEN_MODE",
-         "signal": "SBATCH_SIGNAL"}
+TEXTS = {o.param: o.variable for o in OPTIONS if o.variable is not None}
 SWITCHES = (("SBATCH_REQUEUE", True), ("SBATCH_NO_REQUEUE", False))  # --requeue and --no-requeue
 
 
@@ -20,13 +19,13 @@ def switched_on(value: str) -> bool:
     return text in ("", "yes") or (text.lstrip("+-").isdigit() and int(text) != 0)
 
 
-def from_environment(given: dict, time_limit: str | None) -> tuple[dict, set[str]]:
-    """The values of the flags not given filled in from their variables, and the variables used. -t's variable
-    stands back when --time-limit (vipu's own spelling of -t) is given."""
+def from_environment(given: dict) -> tuple[dict, set[str]]:
+    """The values of the flags (submit_jobs' parameters) not given filled in from their variables, and the
+    variables used. -t's variable stands back when --time-limit (vipu's own spelling of -t) is given."""
     out, used = dict(given), set()
     for param, variable in TEXTS.items():
         value = os.environ.get(variable)
-        if out.get(param) is None and value and not (param == "time" and time_limit is not None):
+        if out.get(param) is None and value and not (param == "time" and given.get("time_limit") is not None):
             out[param] = value
             used.add(variable)
     if out.get("requeue") is None:

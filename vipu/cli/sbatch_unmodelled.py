@@ -5,39 +5,16 @@ line only to say so in one line naming the flag, a warning where the job runs as
 from __future__ import annotations
 
 from vipu.cli.failure import BAD_INPUT, fail, warn
+from vipu.cli.sbatch_options import BY_FIELD, OPTIONS
 
 # key -> (flag, what becomes of it): the job runs, and is what the user asked for in every way that matters here
-WARNED = {
-    "comment": ("--comment", "is not kept: a job here has no comment (tell jobs apart by -J/--job-name)"),
-    "mail_type": ("--mail-type", "sends no mail: the controller has none; watch the job with vipu queue -j ID"),
-    "mail_user": ("--mail-user", "sends no mail: the controller has none; watch the job with vipu queue -j ID"),
-    "time_min": ("--time-min", "is not used: the job gets its whole -t/--time limit (backfill here never shortens"
-                 " one)"),
-    "exclusive": ("--exclusive", "changes nothing: a job's IPUs are its own; its IPU-Machine's other IPUs may run"
-                  " other jobs (--ipus 4 or more takes whole machines)"),
-    "cpus_per_task": ("-c/--cpus-per-task", "is not used: the controller allots no host CPUs (a job's script may use"
-                      " the host's); a job is sized by its IPUs, --ipus N"),
-    "mem": ("--mem", "is not used: the controller allots no host memory (a job's script may use the host's); an"
-            " IPU's memory is its tile SRAM and Streaming Memory, which vipu plan SPEC shows a job needs"),
-    "mem_per_cpu": ("--mem-per-cpu", "is not used: the controller allots no host CPUs or memory; a job is sized by"
-                    " its IPUs, --ipus N"),
-}
+WARNED = {o.field: (o.shown, o.warning) for o in OPTIONS if o.warning is not None}
 # key -> (flag, why not, what to do instead)
-REFUSED = {
-    "nodes": ("-N/--nodes", "a job's size here is its IPUs: give --ipus N (an IPU-Machine has 4 IPUs: -N 2 is"
-              " --ipus 8)"),
-    "gres": ("--gres", "a job asks for IPUs with --ipus N, Graphcore's Slurm plugin's option (--gres=ipu:4 is --ipus"
-             " 4)"),
-    "priority": ("--priority", "a job's priority is set after the submit, by an admin (as in Slurm, operators"
-                 " only): vipu update job ID Priority=N"),
-    "signal": ("--signal", "the controller sends no signal before the time limit: at the limit the job gets SIGTERM,"
-               " then SIGKILL after KillWait; trap TERM in the script, or send one yourself with vipu cancel -s SIG"
-               " ID"),
-}
+REFUSED = {o.field: (o.shown, o.refusal) for o in OPTIONS if o.refusal is not None}
 OPEN_MODES = ("truncate", "append")
 # key -> flag: a job runs its batch script once, as one task, so 1 is what it gets; more would be processes that
 # poprun starts here
-TASKS = {"ntasks": "-n/--ntasks", "ntasks_per_node": "--ntasks-per-node"}
+TASKS = {key: BY_FIELD[key].shown for key in ("ntasks", "ntasks_per_node")}
 
 
 def unmodelled(options: dict, origins: dict[str, str] | None = None) -> dict:

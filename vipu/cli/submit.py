@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING, Callable
 
 from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, script_request, wrapped
 from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
 from vipu.cli.sbatch_environment import from_environment
+from vipu.cli.sbatch_options import BY_FIELD, BY_PARAM, FLAG, OPTIONS
 from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
 from vipu.client.caller import new_request_id
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPECS_PER_CALL
 
-# Imported where used, not here: what batch scripts, --export, -t, --json and --test-only need. `vipu submit
+if TYPE_CHECKING:
+    from vipu.cli.sbatch_nodes import Machines
+
+# Imported where used, not here: what batch scripts, --export, -t, -N, --json and --test-only need. `vipu submit
 # SPEC`, the form scripts run in loops, needs none of it (bench/bench_cli.py).
 
 
@@ -41,7 +46,7 @@ def spec_flags(flags: dict) -> dict:
 
 
 def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] | None, flags: dict,
-                  request_id: str, named: dict[str, str]) -> j.SubmitJobRequest:
+                  request_id: str, named: dict[str, str], machines: Callable[[], Machines]) -> j.SubmitJobRequest:
     """The request for a batch script (the first file, the words after it its arguments) or a --wrap command.
     `named` (spec field -> the flag that set it) gets the file and line of each field a directive set."""
     from vipu.cli.batch_directives import DirectiveError
@@ -55,7 +60,7 @@ def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] |
     try:
         data, source = (wrapped(wrap).encode(), WRAP) if wrap is not None else first  # type: ignore[misc]
         origins: dict[str, str] = {}
-        request = script_request(data, source, specs[1:], flags, request_id, origins)
+        request = script_request(data, source, specs[1:], flags, request_id, machines, origins)
     except (BatchError, DirectiveError) as e:
         fail("vipu", str(e), BAD_INPUT)
     # the controller refuses a value by its field ("ipus is 96 but ..."): name the script's line that set it
@@ -78,6 +83,20 @@ def time_flag(time: str | None, time_limit: str | None, flag: str = "-t/--time")
         fail("vipu", f"{flag}: {e}", BAD_INPUT)
 
 
+def pod_machines(cli) -> Callable[[], Machines]:
+    """The Pod's IPU-Machines as the controller has them, asked when called (only -N needs them)."""
+    def ask() -> Machines:
+        from vipu.cli.sbatch_nodes import Machines
+        from vipu.v1 import partition_pb2 as p
+
+        reply = cli.conn.call(cli.conn.partitions.ListMachines, p.ListMachinesRequest(page_size=1), retry=True)
+        if not reply.ipus_per_machine:
+            fail("vipu", f"the controller at {cli.conn.address} does not say its machines' IPUs (it is older than"
+                 " this vipu), so -N cannot be read: give --ipus N", BAD_INPUT)
+        return Machines(reply.ipus_per_machine, reply.total_size)
+    return ask
+
+
 WAITS = {"JobHeldUser": "it would be held until `vipu release`",
          "Dependency": "it would wait for its dependency",
          "DependencyNeverSatisfied": "its dependency can never be met"}
@@ -94,7 +113,7 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
     if as_json:  # as a job's --json: start_time typed (RFC 3339), beside it for this release the deprecated double
         print_json({"job_id": job, **as_dict(x), "reason": x.reason or "None", "queued": False})  # as the queue's
         return
-    where = f"using {x.ipus} IPUs on partition {x.partition} (allocation {x.allocation})"
+    where = f"using {x.ipus} IPU{'s' if x.ipus != 1 else ''} on partition {x.partition} (allocation {x.allocation})"
     if start is not None:
         print(f"Job {job} to start at {stamp(start)} {where}")
         return
@@ -102,35 +121,14 @@ def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
     print(f"Job {job} to start at Unknown {where}: {why} (reason {x.reason or 'None'})")
 
 
-# spec fields -> the flags that set them: the controller's refusal names the field, the CLI's line the flag too
-FLAG_NAMES = {"name": "-J/--job-name", "ipus": "--ipus", "qos": "--qos", "user": "--user", "account": "-A/--account",
-              "nice": "--nice", "dependency": "-d/--dependency", "array": "-a/--array", "begin": "-b/--begin",
-              "allocation": "-p/--partition", "output": "-o/--output", "error": "-e/--error",
-              "nodelist": "-w/--nodelist", "exclude": "-x/--exclude"}
-
-
-def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ipus: int | None = None,
-                time: str | None = None, time_limit: str | None = None, duration: str | None = None,
-                wrap: str | None = None, qos: str | None = None, user: str | None = None, account: str | None = None,
-                nice: int | None = None, dependency: str | None = None, array: str | None = None,
-                hold: bool | None = None, begin: str | None = None, requeue: bool | None = None,
-                allocation: str | None = None, nodelist: str | None = None, exclude: str | None = None,
-                output: str | None = None, error_file: str | None = None,
-                chdir: str | None = None, export: str | None = None, request_id: str | None = None,
-                parsable: bool = False, test_only: bool = False, json_out: bool = False, open_mode: str | None = None,
-                comment: str | None = None, mail_type: str | None = None, mail_user: str | None = None,
-                time_min: str | None = None, exclusive: bool = False, nodes: str | None = None,
-                ntasks: str | None = None, ntasks_per_node: str | None = None, cpus_per_task: str | None = None,
-                mem: str | None = None, mem_per_cpu: str | None = None,
-                gres: str | None = None, priority: str | None = None, signal: str | None = None,
-                kill_on_invalid_dep: str | None = None) -> None:
-    """`vipu submit` once its flags are read (submit_command.py with typer, or fast_path.py), the defaults typer's."""
-    given = {"name": name, "time": time, "qos": qos, "account": account, "array": array, "allocation": allocation,
-             "output": output, "error_file": error_file, "export": export, "open_mode": open_mode, "signal": signal,
-             "requeue": requeue}
-    values, used = from_environment(given, time_limit)
-    name, time, qos, account, array, allocation, output, error_file, export, open_mode, signal, requeue = \
-        values.values()
+def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
+    """`vipu submit` once its flags are read (submit_command.py with typer, or fast_path.py): `given` holds the
+    options of sbatch_options.py given, by their param; the rest take their defaults, typer's."""
+    unknown = set(given) - set(BY_PARAM)
+    if unknown:
+        raise TypeError(f"submit_jobs() got unknown options {sorted(unknown)}")
+    values, used = from_environment({p: given.get(p, o.default) for p, o in BY_PARAM.items()})
+    time, time_limit, duration, export = values["time"], values["time_limit"], values["duration"], values["export"]
     if export is not None:
         from vipu.cli.export_env import check_export
 
@@ -138,30 +136,33 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
             check_export(export)
         except ValueError as e:
             fail("vipu", f"{'SBATCH_EXPORT' if 'SBATCH_EXPORT' in used else '--export'}: {e}", BAD_INPUT)
-    limit = time_flag(time, time_limit, "SBATCH_TIMELIMIT" if "SBATCH_TIMELIMIT" in used else "-t/--time")
-    flags = {
-        "name": name, "ipus": ipus, "time_limit": limit, "qos": qos, "user": user,
-        "account": account, "nice": nice, "dependency": dependency, "array": array, "hold": hold, "begin": begin,
-        "requeue": requeue, "allocation": allocation, "nodelist": nodelist, "exclude": exclude, "output": output,
-        "error": error_file, "chdir": chdir, "export": export,
-    }
-    flags.update(open_mode=open_mode, comment=comment, mail_type=mail_type, mail_user=mail_user, time_min=time_min,
-                 exclusive=exclusive or None, nodes=nodes, ntasks=ntasks, ntasks_per_node=ntasks_per_node,
-                 cpus_per_task=cpus_per_task, mem=mem, mem_per_cpu=mem_per_cpu, gres=gres, priority=priority, signal=signal,
-                 kill_on_invalid_dep=kill_on_invalid_dep)  # each said or refused by sbatch_unmodelled
-    flags = {k: v for k, v in flags.items() if v is not None}
+    values["time"] = time_flag(time, time_limit, "SBATCH_TIMELIMIT" if "SBATCH_TIMELIMIT" in used else "-t/--time")
+    # the fields the flags give (each unmodelled one said by sbatch_unmodelled); an on/off flag that is off is not
+    # given (--exclusive), a switch's off is (--no-hold over a spec's hold: true)
+    flags = {o.field: value for o in OPTIONS if o.field is not None
+             for value in (values[o.param],) if value is not None and not (o.kind == FLAG and value is False)}
     for key, flag, example in (("output", "-o/--output", "a file path (e.g. -o out-%j.txt)"),
                                ("error", "-e/--error", "a file path (e.g. -e out-%j.txt)"),
                                ("chdir", "-D/--chdir", "a directory (e.g. -D runs)")):
         if key in flags and not str(flags[key]).strip():
             refuse_empty(flag, f"{example}, or leave it out for the default")
-    named = {k: FLAG_NAMES[k] for k in flags if k in FLAG_NAMES}  # a refusal of one names the flag too
+    named = {k: BY_FIELD[k].shown for k in flags}  # a refusal of one names the flag too
     if "time_limit" in flags:
         named["time_limit"] = "-t/--time" if time is not None else "--time-limit"
     if duration is not None:
         named["workload.duration"] = "--duration"
-    if duration is not None:
         flags["workload"] = {"kind": "sleep", "duration": duration}
+    machines = pod_machines(cli)
+    if "nodes" in flags:  # -N: the command line's size, over a script's
+        from vipu.cli.sbatch_nodes import sized
+
+        named.pop("nodes")
+        named.setdefault("ipus", "-N/--nodes: ipus")  # a refusal of the IPUs it made
+        try:
+            flags = sized(flags, machines)
+        except ValueError as e:
+            fail("vipu", str(e), BAD_INPUT)
+    wrap, request_id = values["wrap"], values["request_id"]
     specs = specs or []
     first = read_first(specs)
     batch = wrap is not None or (first is not None and is_batch_script(first[0]))
@@ -194,15 +195,15 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
     ours = request_id is None
     request_id = request_id or new_request_id()
     if batch:
-        requests = [batch_request(specs, wrap, first, flags, request_id, named)]
+        requests = [batch_request(specs, wrap, first, flags, request_id, named, machines)]
     else:
         requests = submit_requests(specs, flags, request_id, first)
-    if test_only:
+    if values["test_only"]:
         if len(requests) != 1:
             fail("vipu", f"--test-only tests one job, and {len(requests)} spec files were given; test them one by"
                  " one", BAD_INPUT)
         requests[0].validate_only = True
-        tested(cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named), cli.wants_json(json_out))
+        tested(cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named), cli.wants_json(values["json_out"]))
         return
     if len(requests) == 1:
         from vipu.cli.earlier_output import held_for_check, release_clear
@@ -217,7 +218,7 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
             fail("vipu", f"these {len(specs)} specs are {batch_call.ByteSize():,} bytes together; one command"
                  f" sends at most {MAX_REQUEST_BYTES:,}: split them over several commands", BAD_INPUT)
         replies = list(cli.conn.call(cli.conn.jobs.SubmitJobs, batch_call, retry=True, flags=named).jobs)
-    if cli.wants_json(json_out):  # the same keys for one spec or many, so a wrapper of `vipu submit "$@"` holds
+    if cli.wants_json(values["json_out"]):  # the same keys for one spec or many: a wrapper of `vipu submit "$@"` holds
         from vipu.cli.output import as_dict, print_json
 
         print_json({"job_ids": [i for reply in replies for i in reply.job_ids],
@@ -226,7 +227,7 @@ def submit_jobs(cli, specs: list[str] | None = None, name: str | None = None, ip
         return
     for request, reply in zip(requests, replies):
         again = f"request id {request.request_id} was used before: that submit's jobs, not queued again"
-        if parsable:
+        if values["parsable"]:
             print(reply.job_ids[0])
             if reply.duplicate:  # stdout is the id alone, for $(...)
                 print(f"vipu: {again}", file=sys.stderr)

@@ -1,0 +1,100 @@
+"""sbatch -N/--nodes: a node is an IPU-Machine, so -N N is N machines' IPUs; a count that is no job's size, a range,
+or -N and --ipus that disagree are refused naming the flag (or the script's line) and the fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vipu.cli.batch_directives import DirectiveError, parse_directives
+from vipu.cli.batch_script import BatchError, script_request
+from vipu.cli.sbatch_nodes import Machines, node_count, sized
+
+POD64 = Machines(ipus=4, count=16)  # bow-pod64: 16 IPU-Machines of 4 IPUs
+
+
+def pod(machines: Machines = POD64):
+    return lambda: machines
+
+
+def not_asked() -> Machines:
+    raise AssertionError("the controller was asked for its machines without -N")
+
+
+@pytest.mark.parametrize(("value", "want"), [("1", 1), ("2", 2), (" 4 ", 4), ("2-2", 2), ("16", 16)])
+def test_a_node_count_is_one_number_or_a_range_of_one(value, want):
+    assert node_count(value) == want
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("1-2", "'1-2' is a range, and a job here has one size (its IPUs one block): give one count, e.g. -N 1 or -N 2"),
+    ("0", "'0': a job needs at least 1 IPU-Machine (for fewer IPUs give --ipus 1 or 2)"),
+    ("two", "'two' is not a count of IPU-Machines; give a whole number, e.g. -N 2"),
+    ("2:4", "'2:4' is not a count of IPU-Machines"),
+])
+def test_a_count_that_is_no_size_is_refused_with_the_fix(value, said):
+    with pytest.raises(ValueError) as refused:
+        node_count(value)
+    assert str(refused.value).startswith(said)
+
+
+@pytest.mark.parametrize(("options", "machines", "want"), [
+    ({"nodes": "2", "name": "n"}, POD64, {"ipus": 8, "name": "n"}),
+    ({"nodes": 1}, POD64, {"ipus": 4}),
+    ({"nodes": "2"}, Machines(ipus=2, count=8), {"ipus": 4}),  # a Pod of 2-IPU machines
+    ({"nodes": "2", "ipus": 8}, POD64, {"ipus": 8}),  # both, agreeing
+    ({"nodes": "16-16"}, POD64, {"ipus": 64}),
+])
+def test_nodes_are_the_machines_ipus(options, machines, want):
+    assert sized(options, pod(machines)) == want
+
+
+def test_without_nodes_the_controller_is_not_asked():
+    assert sized({"ipus": 4}, not_asked) == {"ipus": 4}
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"nodes": "2", "ipus": 4}, "-N/--nodes 2 is 8 IPUs (2 IPU-Machines of 4) but --ipus is 4: give one of them"),
+    ({"nodes": "3"}, "-N/--nodes 3: a job's IPUs are one aligned block, a power of two of IPU-Machines (1 to 16 on"
+     " this Pod of 16 machines of 4 IPUs): give -N 2 or -N 4"),
+    ({"nodes": "32"}, "-N/--nodes 32: a job's IPUs are one aligned block, a power of two of IPU-Machines (1 to 16"
+     " on this Pod of 16 machines of 4 IPUs): give -N 16"),
+    ({"nodes": "1-4"}, "-N/--nodes: '1-4' is a range"),
+])
+def test_nodes_that_are_no_size_or_disagree_with_ipus_are_refused_naming_both(options, said):
+    with pytest.raises(ValueError) as refused:
+        sized(options, pod())
+    assert str(refused.value).startswith(said)
+
+
+def test_a_directive_gives_nodes_and_a_range_is_refused_at_its_line():
+    assert parse_directives("#!/bin/sh\n#SBATCH -N 2\n#SBATCH --nodes=4-4\ntrue\n", "job.sh") == {"nodes": 4}
+    with pytest.raises(DirectiveError) as refused:
+        parse_directives("#!/bin/sh\n#SBATCH --nodes=1-2\ntrue\n", "job.sh")
+    assert str(refused.value).startswith("job.sh line 2: #SBATCH --nodes=1-2: '1-2' is a range")
+
+
+def spec_of(script: str, flags: dict, machines=pod()) -> dict:
+    return json.loads(script_request(script.encode(), "job.sh", [], flags, "r1", machines).spec)
+
+
+def test_a_scripts_nodes_are_its_ipus_and_the_command_lines_size_wins():
+    script = "#!/bin/sh\n#SBATCH -N 2\ntrue\n"
+    assert spec_of(script, {})["ipus"] == 8
+    assert spec_of(script, {"ipus": 4}, not_asked)["ipus"] == 4  # --ipus 4 (or -N 1) on the command line
+    assert spec_of("#!/bin/sh\n#SBATCH --ipus=16\ntrue\n", {"ipus": 8})["ipus"] == 8
+
+
+def test_a_scripts_nodes_and_ipus_that_disagree_are_refused_at_the_line():
+    origins: dict[str, str] = {}
+    with pytest.raises(BatchError) as refused:
+        script_request(b"#!/bin/sh\n#SBATCH -N 2 --ipus=4\ntrue\n", "job.sh", [], {}, "r1", pod(), origins)
+    assert str(refused.value) == ("job.sh line 2: #SBATCH -N 2 --ipus=4: -N/--nodes 2 is 8 IPUs (2 IPU-Machines of 4)"
+                                  " but --ipus is 4: give one of them")
+
+
+def test_a_refusal_of_the_ipus_nodes_made_names_the_nodes_line():
+    origins: dict[str, str] = {}
+    script_request(b"#!/bin/sh\n#SBATCH -J n\n#SBATCH -N 1\ntrue\n", "job.sh", [], {}, "r1", pod(), origins)
+    assert origins["ipus"] == "job.sh line 3: #SBATCH -N 1"
