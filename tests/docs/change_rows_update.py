@@ -243,7 +243,7 @@ def submit_too_big(live, tmp_path):
     for test_only in ((), ("--test-only",)):  # default: the 48 IPUs a1 leaves, in aligned blocks of at most 32
         live.refused(2, "--ipus is 64 but allocation default has 48 IPUs, whose largest aligned block holds 32 IPUs",
                      "submit", "--ipus", "64", *test_only)
-    live.refused(2, "--ipus is 64 but allocation default has 48 IPUs", "submit", "-N", "16")  # 16 machines of 4
+    live.refused(2, "-N/--nodes: ipus is 64 but allocation default has 48 IPUs", "submit", "-N", "16")  # 16 of 4
     live.refused(2, "--ipus is 32 but allocation a1 has 16 IPUs; ask for at most 16", "submit", "--ipus", "32", "-p",
                  "a1", who="admin")
     live.refused(2, "'--ipus': 99999999999 is more than bow-pod64 can hold (64 IPUs); give a power of two up to 64",
