@@ -44,6 +44,8 @@ def test_a_count_that_is_no_size_is_refused_with_the_fix(value, said):
     ({"nodes": 1}, POD64, {"ipus": 4}),
     ({"nodes": "2"}, Machines(ipus=2, count=8), {"ipus": 4}),  # a Pod of 2-IPU machines
     ({"nodes": "2", "ipus": 8}, POD64, {"ipus": 8}),  # both, agreeing
+    ({"nodes": "1", "ipus": 1}, POD64, {"ipus": 1}),  # a block smaller than a machine lies on one
+    ({"nodes": "1", "ipus": 2}, POD64, {"ipus": 2}),
     ({"nodes": "16-16"}, POD64, {"ipus": 64}),
 ])
 def test_nodes_are_the_machines_ipus(options, machines, want):
@@ -56,6 +58,7 @@ def test_without_nodes_the_controller_is_not_asked():
 
 @pytest.mark.parametrize(("options", "said"), [
     ({"nodes": "2", "ipus": 4}, "-N/--nodes 2 is 8 IPUs (2 IPU-Machines of 4) but --ipus is 4: give one of them"),
+    ({"nodes": "1", "ipus": 8}, "-N/--nodes 1 is 4 IPUs (1 IPU-Machine of 4) but --ipus is 8: give one of them"),
     ({"nodes": "3"}, "-N/--nodes 3: a job's IPUs are one aligned block, a power of two of IPU-Machines (1 to 16 on"
      " this Pod of 16 machines of 4 IPUs): give -N 2 or -N 4"),
     ({"nodes": "32"}, "-N/--nodes 32: a job's IPUs are one aligned block, a power of two of IPU-Machines (1 to 16"

@@ -42,6 +42,18 @@ def test_nodes_are_ipu_machines_and_a_nodelist_must_fit_them(server):
     wait_for(lambda: show(server, two)["state"] == "RUNNING")
     assert show(server, two)["spec"]["ipus"] == 8
     assert lines(server, "-h", "-o", "%N %D", "-j", str(two)) == ["ag[04-05] 2"]
+    shown = run(server, "vipu", "show", "job", str(two)).stdout.splitlines()
+    assert "NodeList=ag[04-05]" in shown and "NumNodes=2" in shown  # as scontrol show job
+    # 2 IPUs of one machine agree with -N 1
+    [script] = submit(server, "-N", "1", "--ipus", "2", "-w", "ag07", "--hold", "--wrap", "sleep 300")
+    shown = run(server, "vipu", "show", "job", str(script)).stdout.splitlines()
+    assert show(server, script)["spec"]["ipus"] == 2
+    assert "NodeList=(null)" in shown and "NumNodes=1" in shown and not any(x.startswith("BatchHost=") for x in shown)
+    run(server, "vipu", "release", str(script))
+    wait_for(lambda: show(server, script)["state"] == "RUNNING")
+    shown = run(server, "vipu", "show", "job", str(script)).stdout.splitlines()
+    assert {"NodeList=ag07", "NumNodes=1", "BatchHost=ag07"} <= set(shown)
+    run(server, "vipu", "cancel", str(script))
     out = run(server, "vipu", "submit", "-N", "1", "-w", "ag[00-01]", "--duration", "1s")
     assert out.returncode == 2 and out.stderr.startswith("vipu: error: -w/--nodelist") and "4 IPUs" in out.stderr
     out = run(server, "vipu", "submit", "-N", "2", "--ipus", "4", "--duration", "1s")

@@ -19,22 +19,9 @@ from vipu.v1 import job_pb2 as j
 KIND = "command"
 
 
-def first_nodes(cli, jobs: list[j.Job]) -> dict[int, str]:
-    """The first node of each placed job whose output or error pattern has %N, by job id, which that fills in (the
-    batch host, as scontrol's StdOut shows it): asked of the controller only when a pattern needs it."""
-    placed = [x for x in jobs if x.detail.HasField("first_ipu") and any(
-        "%N" in getattr(x.spec, f).replace("%%", "") for f in ("output", "error"))]
-    if not placed:
-        return {}
-    from vipu.cli.nodes import Machines
-
-    machines = Machines.fetch(cli.conn, [(x.detail.first_ipu, x.ipus) for x in placed])
-    return {x.id: machines.spanned(x.detail.first_ipu, x.ipus)[0] for x in placed}
-
-
 def batch_fields(x: j.Job, spec: dict, node: str | None = None) -> list[tuple[str, object]]:
     """scontrol's lines for a batch script's job; [] for a job of another workload. `node`: its first node, for
-    %N (first_nodes)."""
+    %N."""
     work = spec.get("workload") or {}
     if work.get("kind") != KIND:
         return []

@@ -7,13 +7,15 @@ import json
 
 import typer
 
-from vipu.cli.batch_detail import batch_fields, first_nodes, print_script
+from vipu.cli.batch_detail import batch_fields, print_script
 from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
+from vipu.cli.nodes import Machines, blocks_of, placed
 from vipu.cli.output import as_dict, print_json
 from vipu.cli.queue_rows import reason
 from vipu.cli.slurm_time import limit, stamp
 from vipu.client.messages import seconds, to_data
+from vipu.partition.node_names import hostlist
 from vipu.v1 import job_pb2 as j
 
 show = typer.Typer(help="Show one job in detail.", no_args_is_help=True)
@@ -44,11 +46,12 @@ def show_job(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, 
     if cli.wants_json(json_out):
         print_json({**job_data(x), "tasks": [job_data(t) for t in jobs]} if array else job_data(x))
         return
-    nodes = first_nodes(cli, jobs)
+    machines = Machines.fetch(cli.conn, blocks_of(jobs))
     for k, task in enumerate(jobs):
         if k:
             print()  # scontrol's blank line between records
-        print_job(task, nodes.get(task.id))
+        nodes = machines.spanned(task.detail.first_ipu, task.ipus) if placed(task) else []
+        print_job(task, nodes, machines.count(task.ipus))
 
 
 def array_tasks(cli, head: j.Job) -> list[j.Job]:
@@ -99,10 +102,12 @@ def shown_spec(spec: dict) -> dict:
     return {**spec, "workload": {k: v for k, v in workload.items() if k not in ("environment", "script")}}
 
 
-def print_job(x: j.Job, node: str | None = None) -> None:
-    """`node`: the job's first node, which a %N in its output patterns stands for."""
+def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
+    """`nodes`: the IPU-Machines its block spans once placed (the first is what %N in its output patterns stands
+    for); `count`: how many its size spans."""
     detail, spec = to_data(x.detail, nulls=True), spec_data(x)
-    program = batch_fields(x, spec, node)  # a batch script's job: Command, WorkDir, StdErr, StdIn, StdOut as scontrol's
+    first = nodes[0] if nodes else None
+    program = batch_fields(x, spec, first)  # a batch script's job: Command, WorkDir, StdErr, StdIn, StdOut as scontrol's
     task = [("ArrayJobId", x.array_job_id), ("ArrayTaskId", x.array_task_id)] if x.HasField("array_job_id") else []
     fields = [
         ("JobId", job_id(x)), *task,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task
@@ -111,7 +116,9 @@ def print_job(x: j.Job, node: str | None = None) -> None:
         ("Reason", reason(x).replace(" ", "_")),  # as scontrol: ReqNodeNotAvail,_UnavailableNodes:ag[05,15]
         ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
         ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
-        ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),  # NodeList=(null)
+        ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),
+        ("NodeList", hostlist(nodes) if nodes else "(null)"), ("NumNodes", count),
+        *([("BatchHost", first)] if program and first else []),
         ("ReqNodeList", spec.get("nodelist") or "(null)"), ("ExcNodeList", spec.get("exclude") or "(null)"),
         ("TimeLimit", limit(seconds(x.time_limit))),
         ("SubmitTime", stamp(seconds(x.submitted))),

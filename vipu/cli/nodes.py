@@ -60,7 +60,11 @@ class Machines:
         return max(1, math.ceil(ipus / self.per_machine))
 
 
+def placed(x) -> bool:
+    """Whether the job holds (or held, once ended) a block: a requeued job's pending run keeps none."""
+    return x.state_code != "PD" and x.detail.HasField("first_ipu")
+
+
 def blocks_of(jobs) -> list[tuple[int, int]]:
     """The blocks of IPUs the placed jobs among these hold (first IPU, IPUs), each once."""
-    return list(dict.fromkeys((x.detail.first_ipu, x.ipus) for x in jobs
-                              if x.state_code != "PD" and x.detail.HasField("first_ipu")))
+    return list(dict.fromkeys((x.detail.first_ipu, x.ipus) for x in jobs if placed(x)))

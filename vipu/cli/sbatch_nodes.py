@@ -2,9 +2,10 @@
 (N x 4 on a Pod of 4-IPU machines), the job's size where --ipus does not give it.
 
 A job's IPUs are one aligned block of a power of two, so N is a power of two no larger than the Pod; sbatch's
-`-N min-max` is taken only as one count (min = max): a job here has one size. -N and --ipus both given must agree,
-and the command line's size (either) wins over a script's #SBATCH one, as each flag wins over its directive. The
-machine's IPUs are the controller's (its Pod's), asked only when -N is given.
+`-N min-max` is taken only as one count (min = max): a job here has one size. -N and --ipus both given must agree:
+--ipus's block spans N machines (`-N 1 --ipus 2` is 2 IPUs of one machine). The command line's size (either) wins
+over a script's #SBATCH one, as each flag wins over its directive. The machine's IPUs are the controller's (its
+Pod's), asked only when -N is given.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ def sized(options: dict, machines: Callable[[], Machines], who: str = FLAG) -> d
         raise ValueError(f"{who} {nodes}: a job's IPUs are one aligned block, a power of two of IPU-Machines (1 to"
                          f" {largest} on this Pod of {pod.count} machines of {pod.ipus} IPUs): give"
                          f" {' or '.join(f'-N {n}' for n in nearest)}")
-    if rest.get("ipus", ipus) != ipus:
+    given = rest.get("ipus", ipus)
+    if -(-given // pod.ipus) != nodes:  # a block smaller than a machine lies on one: -N 1 --ipus 2 agree
         raise ValueError(f"{who} {nodes} is {ipus} IPUs ({nodes} IPU-Machine{'s' if nodes > 1 else ''} of {pod.ipus})"
-                         f" but --ipus is {rest['ipus']}: give one of them")
-    rest["ipus"] = ipus
+                         f" but --ipus is {given}: give one of them")
+    rest["ipus"] = given
     return rest
