@@ -104,6 +104,9 @@ def update_dependency(live, tmp_path):
     assert live.show(job)["dependency"] == f"afterany:{first}(unfulfilled)"
     assert live.show(job)["spec"]["dependency"] == f"afterany:{first}"  # the spec: as written
     live.refused(2, "", "update", "job", str(job), f"Dependency=afterok:{later}")  # queued after it: never a cycle
+    live.ok("update", "job", str(job), f"Dependency={first}")  # bare ids, Slurm's old form: afterany
+    assert live.show(job)["dependency"] == f"afterany:{first}(unfulfilled)"
+    live.refused(2, "unknown dependency type 'aftercorr'", "update", "job", str(job), f"Dependency=aftercorr:{first}")
     live.ok("update", "job", str(job), "Dependency=")
     assert live.show(job)["dependency"] == ""
 

@@ -152,6 +152,8 @@ def test_parse_dependency():
     dep = parse_dependency("afterok:7_2:8")
     assert dep.clauses[0].ids == ((7, 2), 8) and dep.ids == {7, 8} and dep.tasks == {(7, 2)}
     assert parse_dependency("afterok:1?afternotok:2").any_of
+    old_form = parse_dependency("34:35_1,afterok:36")  # bare ids, Slurm's old form: afterany
+    assert [(c.kind, c.ids) for c in old_form.clauses] == [("afterany", (34, (35, 1))), ("afterok", (36,))]
 
 
 def test_array_task_limit():

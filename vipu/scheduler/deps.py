@@ -68,6 +68,8 @@ def parse_dependency(text: str) -> Dependency:
     for part in re.split(r"[,?]", text):
         kind, _, rest = part.strip().partition(":")
         kind = kind.lower()
+        if _ref(kind) is not None:  # Slurm's old form, bare job ids: afterany
+            kind, rest = "afterany", part.strip()
         if kind not in KINDS:
             raise DependencySyntaxError(f"{part.strip()!r}: unknown dependency type {kind!r}; " + HELP)
         if kind == "singleton":
