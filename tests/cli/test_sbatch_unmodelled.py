@@ -96,3 +96,20 @@ def test_task_directives_are_read_and_refused_at_their_line(capsys):
         unmodelled(options, origins)
     assert capsys.readouterr().err.startswith("vipu: error: job.sh line 3: #SBATCH --ntasks=8: -n/--ntasks=8 is not"
                                               " taken")
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"mem": "lots"}, "--mem=lots is not a size: give megabytes or a unit, e.g. 4096 or 4G"),
+    ({"mem_per_cpu": "G"}, "--mem-per-cpu=G is not a size"),
+    ({"cpus_per_task": "0"}, "-c/--cpus-per-task=0 is not a count: give 1 or more"),
+    ({"cpus_per_task": "x"}, "-c/--cpus-per-task=x is not a count"),
+])
+def test_a_warned_flags_value_is_still_checked_as_sbatch_checks_it(options, said, capsys):
+    with pytest.raises(SystemExit):
+        unmodelled(options)
+    assert capsys.readouterr().err.startswith(f"vipu: error: {said}")
+
+
+def test_well_formed_sizes_are_only_warned_of(capsys):
+    assert unmodelled({"mem": "4096", "mem_per_cpu": "2g", "cpus_per_task": "4"}) == {}
+    assert capsys.readouterr().err.count("vipu: warning:") == 3

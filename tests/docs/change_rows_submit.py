@@ -19,6 +19,8 @@ def submit_unmodelled(open_live, tmp_path):
                         (["--open-mode=append"], "--open-mode is for a batch script"),
                         (["--kill-on-invalid-dep=yes"], "--kill-on-invalid-dep=yes is not taken"),
                         (["-n", "4"], "-n/--ntasks=4 is not taken"), (["--gres=ipu:4"], "--gres is not taken"),
-                        (["--ntasks-per-node=2"], "--ntasks-per-node=2 is not taken")):
+                        (["--ntasks-per-node=2"], "--ntasks-per-node=2 is not taken"),
+                        (["--mem=lots"], "--mem=lots is not a size"),
+                        (["-c", "0"], "--cpus-per-task=0 is not a count")):
         live.refused(2, said, "submit", "--ipus", "1", *flags)
     assert [x["job_id"] for x in json.loads(live.ok("queue", "--json"))["jobs"]] == [job]  # nothing more queued

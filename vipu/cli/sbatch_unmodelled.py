@@ -17,6 +17,20 @@ OPEN_MODES = ("truncate", "append")
 TASKS = {key: BY_FIELD[key].shown for key in ("ntasks", "ntasks_per_node")}
 
 
+def _memory(value: str) -> str:
+    """What is wrong with a --mem value, as sbatch reads one: a whole number of megabytes, or with K, M, G or T."""
+    digits = value[:-1] if value[-1:].upper() in ("K", "M", "G", "T") else value
+    return "" if digits.isascii() and digits.isdigit() else "not a size: give megabytes or a unit, e.g. 4096 or 4G"
+
+
+def _cpus(value: str) -> str:
+    return "" if value.isascii() and value.isdigit() and int(value) > 0 else "not a count: give 1 or more"
+
+
+# key -> what is wrong with a warned flag's value ("" for nothing), checked as sbatch checks it
+WELL_FORMED = {"mem": _memory, "mem_per_cpu": _memory, "cpus_per_task": _cpus}
+
+
 def unmodelled(options: dict, origins: dict[str, str] | None = None) -> dict:
     """The options without these flags, each warned of or refused; `origins` (key -> a script's file, line and
     directive, batch_directives.parse_directives) puts the line that gave one in front of what is said of it."""
@@ -47,6 +61,11 @@ def unmodelled(options: dict, origins: dict[str, str] | None = None) -> dict:
                           " never be met waits with reason DependencyNeverSatisfied (Slurm's default); cancel it"
                           " with vipu cancel ID"), BAD_INPUT)
     for key, (flag, what) in WARNED.items():
-        if rest.pop(key, None) is not None:
-            warn("vipu", said(key, f"{flag} {what}"))
+        value = rest.pop(key, None)
+        if value is None:
+            continue
+        wrong = WELL_FORMED.get(key, lambda given: "")(str(value).strip())
+        if wrong:  # sbatch refuses these before it queues anything; so does a warned flag here
+            fail("vipu", said(key, f"{flag}={value} is {wrong}"), BAD_INPUT)
+        warn("vipu", said(key, f"{flag} {what}"))
     return rest
