@@ -21,10 +21,13 @@ def test_nodes_outside_the_jobs_allocation_are_refused_at_submit(plane):
     plane.admin.create_allocation("a1", ["ag02", "ag03"], [])
     with pytest.raises(InvalidArgument) as refused:
         submit(plane, nodelist="ag02")
-    assert refused.value.message == ("nodelist leaves the job no 1 IPUs of allocation default, whose nodes are"
-                                     " ag[00-01]: name nodes of it (or another allocation, -p)")
-    with pytest.raises(InvalidArgument, match="exclude leaves the job no 1 IPUs of allocation default"):
+    assert refused.value.message == ("nodelist names ag02, which is not in allocation default, whose nodes are"
+                                     " ag[00-01]: name nodes of it, or name another allocation (-p)")
+    with pytest.raises(InvalidArgument) as refused:
         submit(plane, exclude="ag[00-01]")
+    assert refused.value.message == ("exclude 'ag[00-01]' leaves the job no 1 IPUs of allocation default, whose"
+                                     " nodes are ag[00-01], every one excluded: exclude fewer nodes, or name"
+                                     " another allocation (-p)")
     assert submit(plane, nodelist="ag02", allocation="a1") == 1
 
 
@@ -70,8 +73,8 @@ def test_update_req_and_exc_node_list_as_submit_checks_them_for_pending_jobs_onl
     assert (job.spec.nodelist, job.spec.exclude) == ("ag01", "ag00")
     for fields, said in [
         ({"nodelist": "ag07"}, "ReqNodeList names ag07, which is no IPU-Machine of this Pod"),
-        ({"nodelist": "ag02"}, "ReqNodeList leaves the job no 4 IPUs of allocation default, whose nodes are"
-                               " ag[00-01]: name nodes of it (or another allocation, -p)"),
+        ({"nodelist": "ag02"}, "ReqNodeList names ag02, which is not in allocation default, whose nodes are"
+                               " ag[00-01]: name nodes of it"),  # an update cannot move the job (no -p)
         ({"exclude": "ag01"}, "ExcNodeList and ReqNodeList both name ag01"),
         ({"exclude": "ag[01"}, "ExcNodeList 'ag[01' has an unmatched bracket"),
     ]:

@@ -122,6 +122,8 @@ def update_nodes(live, tmp_path):
                  "job", str(job), "ReqNodeList=ag[00-01]", "ExcNodeList=")
     live.refused(2, "ExcNodeList and ReqNodeList both name ag01", "update", "job", str(job), "ReqNodeList=ag01",
                  "ExcNodeList=ag01")
+    live.refused(2, "every one excluded: exclude fewer nodes\n", "update", "job", str(job),  # no -p: it cannot move
+                 "ExcNodeList=ag[00-15]")
     big = live.fill()
     live.refused(4, f"job {big} is RUNNING: ReqNodeList can change only while it is pending", "update", "job",
                  str(big), "ReqNodeList=ag00", who="admin")

@@ -8,10 +8,12 @@ from __future__ import annotations
 import pytest
 
 from vipu.errors import InvalidArgument
+from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import JobState
+from vipu.scheduler.node_requests import SPEC_FIELDS, UPDATE_FIELDS, NodeNames
 from vipu.scheduler.policies.base import RESOURCES
 
-from tests.scheduler.builders import POD16, make, spec
+from tests.scheduler.builders import POD16, POD64, make, spec
 
 LONG = {"kind": "sleep", "duration": 3000}
 
@@ -95,3 +97,37 @@ def test_a_job_whose_nodes_failed_cannot_run_and_takes_no_reservation():
     s.cycle(3)
     assert s.job(stuck.id).state is JobState.PENDING and s.job(stuck.id).reason == "ReqNodeNotAvail"
     assert s.job(free.id).state is JobState.RUNNING
+
+
+HALF = (1 << 32) - 1  # the default allocation holding half of a Pod64: ag[00-07]
+DEFAULT = "allocation default, whose nodes are ag[00-07]"
+
+
+@pytest.mark.parametrize(("fields", "shown", "said"), [
+    ({"ipus": 8, "nodelist": "ag03", "exclude": "ag02"}, SPEC_FIELDS,
+     "exclude takes ag02 from ag[02-03], the only block of 8 IPUs that holds ag03 (nodelist): exclude only nodes"
+     " outside ag[02-03], list nodes of a block of 8 IPUs without ag02, or ask for fewer IPUs"),
+    ({"ipus": 8, "nodelist": "ag03", "exclude": "ag02"}, UPDATE_FIELDS,  # an update changes no size
+     "ExcNodeList takes ag02 from ag[02-03], the only block of 8 IPUs that holds ag03 (ReqNodeList): exclude only"
+     " nodes outside ag[02-03], or list nodes of a block of 8 IPUs without ag02"),
+    ({"ipus": 8, "exclude": "ag[00-07]"}, SPEC_FIELDS,
+     f"exclude 'ag[00-07]' leaves the job no 8 IPUs of {DEFAULT}: each of its 4 aligned blocks of 8 IPUs (ag[00-01],"
+     " ag[02-03], ...) holds an excluded node, and a job's IPUs are one such block: exclude fewer nodes, or name"
+     " another allocation (-p)"),
+    ({"ipus": 16, "exclude": "ag[01,04]"}, UPDATE_FIELDS,  # nor its allocation
+     f"ExcNodeList 'ag[01,04]' leaves the job no 16 IPUs of {DEFAULT}: each of its 2 aligned blocks of 16 IPUs"
+     " (ag[00-03], ag[04-07]) holds an excluded node, and a job's IPUs are one such block: exclude fewer nodes"),
+    ({"ipus": 4, "nodelist": "ag[08-09]"}, SPEC_FIELDS,
+     f"nodelist names ag[08-09], which are not in {DEFAULT}: name nodes of it, or name another allocation (-p)"),
+    ({"ipus": 4, "nodelist": "ag09"}, UPDATE_FIELDS, f"ReqNodeList names ag09, which is not in {DEFAULT}: name nodes"
+     " of it"),
+    ({"ipus": 8, "nodelist": "ag03", "allocation": "a1"}, SPEC_FIELDS,  # the listed node is a1's, its block is not
+     "nodelist 'ag03' needs ag[02-03], the only block of 8 IPUs that holds ag03, and ag02 of it is not in allocation"
+     " a1, whose nodes are ag[00-01,03]: list nodes of a block inside it, or ask for fewer IPUs"),
+])
+def test_a_list_that_leaves_no_block_in_the_allocation_says_which_rule_and_the_fix(fields, shown, said):
+    job = JobSpec(**spec(**fields))
+    capacity = HALF if job.allocation is None else 0xF0FF  # a1: ag[00-01] and ag03
+    refusal = NodeNames(POD64).no_block(job, job.allocation or "default", capacity, shown)
+    assert refusal.message == said
+    assert refusal.violations[0][0] == ("exclude" if said.startswith(("exclude", "Exc")) else "nodelist")

@@ -23,8 +23,10 @@ from vipu.partition.placement import block_mask, largest_free_block, node_region
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.job_spec import JobSpec
 
-# how a refusal names the fields: the spec's (the CLI adds its flag, -w/-x), or scontrol update's
-SPEC_FIELDS = {"nodelist": "nodelist", "exclude": "exclude"}
+# how a refusal names the fields: the spec's (the CLI adds its flag, -w/-x), or scontrol update's; and the fixes
+# only a submit has ("ipus", "allocation"): an update changes neither the job's size nor its allocation
+SPEC_FIELDS = {"nodelist": "nodelist", "exclude": "exclude", "ipus": "ask for fewer IPUs",
+               "allocation": "name another allocation (-p)"}
 UPDATE_FIELDS = {"nodelist": "ReqNodeList", "exclude": "ExcNodeList"}
 
 
@@ -81,7 +83,7 @@ class NodeNames:
             both = sorted(set(excluded) & set(listed))
             if both:
                 raise InvalidArgument(f"{shown['exclude']} and {shown['nodelist']} both name"
-                                      f" {hostlist(map(self.name_of, both))}; a job cannot both hold and avoid a"
+                                      f" {self._names(both)}; a job cannot both hold and avoid a"
                                       " machine: leave it out of one", field="exclude")
             for m in excluded:
                 mask &= ~block_mask(m * self.per_machine, self.per_machine)
@@ -112,10 +114,63 @@ class NodeNames:
                     self._by_machine[m] = name
         return self._by_machine.get(machine) or machine_name(machine, self.pod.machines)
 
+    def no_block(self, spec: JobSpec, allocation: str, capacity: int, shown: Mapping[str, str]) -> InvalidArgument:
+        """Why the job's nodelist and exclude leave it no block of its size among the allocation's IPUs
+        (`capacity`), naming the field at fault and the fix: a listed node outside the allocation, the one block the
+        listed nodes force reaching outside it or onto an excluded node, or an excluded node in every block of it."""
+        whole = (1 << self.per_machine) - 1
+        ours = {m for m in range(self.pod.machines) if capacity >> (m * self.per_machine) & whole == whole}
+        where = f"allocation {allocation}, whose nodes are {self._names(sorted(ours)) or 'none'}"
+        span = max(spec.ipus, self.per_machine) // self.per_machine
+        if spec.nodelist is not None:
+            listed = self._machines("nodelist", spec.nodelist, shown)
+            outside = sorted(set(listed) - ours)
+            if outside:
+                return InvalidArgument(f"{shown['nodelist']} names {self._names(outside)}, which"
+                                       f" {'is' if len(outside) == 1 else 'are'} not in {where}: "
+                                       + _either(["name nodes of it"], "allocation", shown), field="nodelist")
+            start = min(listed) // span * span
+            block = range(start, start + span)
+            forced = f"{self._names(block)}, the only block of {spec.ipus} IPUs that holds {spec.nodelist}"
+            beyond = [m for m in block if m not in ours]
+            if beyond:
+                return InvalidArgument(f"{shown['nodelist']} {spec.nodelist!r} needs {forced}, and"
+                                       f" {self._names(beyond)} of it is not in {where}: "
+                                       + _either(["list nodes of a block inside it"], "ipus", shown), field="nodelist")
+            # the rest: the block holds an excluded node (a block in the allocation without one would fit the job)
+            excluded = set(self._machines("exclude", spec.exclude, shown)) if spec.exclude is not None else set()
+            taken = self._names(m for m in block if m in excluded)
+            return InvalidArgument(f"{shown['exclude']} takes {taken} from {forced} ({shown['nodelist']}): "
+                                   + _either([f"exclude only nodes outside {self._names(block)}",
+                                              f"list nodes of a block of {spec.ipus} IPUs without {taken}"], "ipus",
+                                             shown), field="exclude")
+        blocks = [range(k, k + span) for k in range(0, self.pod.machines, span) if ours.issuperset(range(k, k + span))]
+        listing = ", ".join(map(self._names, blocks[:2])) + (", ..." if len(blocks) > 2 else "")
+        fix = _either(["exclude fewer nodes"], "allocation", shown)
+        if not blocks:  # an update's (a submit's size is checked against the allocation first)
+            why = (f": it holds no aligned block of {spec.ipus} IPUs even with nothing excluded: submit the job again"
+                   " smaller, or to another allocation")
+        elif span == 1:  # a job of a machine or less: its blocks are the nodes
+            why = f", every one excluded: {fix}"
+        else:
+            why = (f": each of its {len(blocks)} aligned blocks of {spec.ipus} IPUs ({listing}) holds an excluded node,"
+                   f" and a job's IPUs are one such block: {fix}")
+        return InvalidArgument(f"{shown['exclude']} {spec.exclude!r} leaves the job no {spec.ipus} IPUs of"
+                               f" {where}{why}", field="exclude")
+
+    def _names(self, machines) -> str:
+        return hostlist(map(self.name_of, machines))
+
     def _blocks(self, span: int) -> str:
         """The first blocks of `span` machines, as node lists: what a job of that size may hold."""
         count = max(1, min(2, self.pod.machines // span))
-        return ", ".join(hostlist(self.name_of(m) for m in range(k * span, (k + 1) * span)) for k in range(count))
+        return ", ".join(self._names(range(k * span, (k + 1) * span)) for k in range(count))
+
+
+def _either(fixes: list[str], submits: str, shown: Mapping[str, str]) -> str:
+    """The fixes as one phrase ("a, b, or c"), with the one only a submit has (`shown[submits]`) where it has it."""
+    fixes = fixes + [shown[submits]] if submits in shown else fixes
+    return fixes[0] if len(fixes) == 1 else f"{', '.join(fixes[:-1])}, or {fixes[-1]}"
 
 
 def rename_nodes(sched, names: Mapping[str, int], now: float) -> None:
@@ -138,8 +193,4 @@ def check_nodes_in_allocation(spec: JobSpec, nodes: NodeNames, state: PodState,
     capacity = state.capacity_mask(allocation)
     if largest_free_block(capacity & nodes.mask(spec), state.pod.ipus) >= spec.ipus:
         return
-    field = "nodelist" if spec.nodelist is not None else "exclude"
-    theirs = hostlist(nodes.name_of(m) for m in range(state.pod.machines)
-                      if capacity >> (m * nodes.per_machine) & 1)
-    raise InvalidArgument(f"{shown[field]} leaves the job no {spec.ipus} IPUs of allocation {allocation}, whose nodes"
-                          f" are {theirs or 'none'}: name nodes of it (or another allocation, -p)", field=field)
+    raise nodes.no_block(spec, allocation, capacity, shown)
