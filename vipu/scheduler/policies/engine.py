@@ -41,6 +41,7 @@ from vipu.scheduler.policies.base import (
     ScheduleDecision,
     ScheduleRequest,
     Start,
+    new_record,
     qos_sets,
 )
 from vipu.scheduler.policies.capacity import Capacity
@@ -233,7 +234,7 @@ class _Walk:
             self._started.append((end, first, size))
         self.usage.add(job)
         self.plan.started(job, end)
-        self.decision.starts.append(Start(job.id, first, place_mask))
+        self.decision.starts.append(new_record(Start, (job.id, first, place_mask)))
         # (_no_fit and _no_victims stay: a start only takes IPUs, so what found no block still finds none; an
         # eviction, which frees some, clears _no_fit. Clearing them here made sjf's walk test every job anew after
         # each of hundreds of starts, each test a few operations on masks as wide as the Pod.)

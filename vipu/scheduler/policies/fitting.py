@@ -117,8 +117,11 @@ class Fitting:
 
     def _answer(self, walk: _Walk) -> bool:
         remaining, preemptors = walk.remaining, walk.preemptors
-        return any((preemptors.get(s, 0) if by_eviction else remaining[s]) > 0
-                   for s, by_eviction, _, _ in self.sizes)  # type: ignore[union-attr]
+        for s, by_eviction, _, _ in self.sizes:  # type: ignore[union-attr]
+            # (a loop, not any() over a generator: asked after each of a wave's two thousand starts)
+            if (preemptors.get(s, 0) if by_eviction else remaining[s]) > 0:
+                return True
+        return False
 
 
 def _end(walk: _Walk, size: int) -> float:

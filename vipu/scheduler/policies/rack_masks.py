@@ -130,6 +130,7 @@ class RackMasks:
         if changed:
             self.sizes[c] = sizes
             holes = self.holes
-            for level in LEVELS:
-                if changed & level:
-                    holes[level] ^= bit
+            while changed:  # (its bits are the hole sizes themselves: only those that changed are visited)
+                level = changed & -changed
+                holes[level] ^= bit
+                changed ^= level
