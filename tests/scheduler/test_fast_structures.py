@@ -401,3 +401,29 @@ def test_the_reserved_union_kept_as_reservations_come_equals_one_made_afresh(ste
                 afresh |= blk
         assert mask == afresh
         assert seen.setdefault(key, mask) == mask
+
+
+@FAST
+@given(st.lists(st.tuples(st.sampled_from(["reserve", "reserve", "ask", "ask", "release"]),
+                          st.sampled_from([0, 5, 10, 30, 60]), st.sampled_from([1, 10, 20, 60, 200]),
+                          st.integers(0, 63), st.sampled_from(SIZES)), max_size=40))
+def test_the_overlapping_reservations_kept_by_moment_equal_those_found_afresh(steps):
+    """Timeline.overlapping(start, end) keeps its answers by moment and extends them: whatever order reservations,
+    evictions and questions (later or earlier ends) come in, it gives the reservations that overlap the span and
+    the union of what they still hold."""
+    total = 64
+    timeline = Timeline(0.0, (1 << total) - 1, [], total)
+    for kind, at, length, first, size in steps:
+        first -= first % size
+        if kind == "reserve":
+            timeline.reserve(float(at), float(at + length), first, size)
+        elif kind == "release":
+            timeline.release_now(block(first, size))
+        else:
+            active, mask = timeline.overlapping(float(at), float(at + length))
+            afresh = [r for r in timeline.reserved if r[0] < at + length and r[1] > at]
+            assert sorted(map(id, active)) == sorted(map(id, afresh))
+            union = 0
+            for r in afresh:
+                union |= block(r[2], r[3]) & ~r[4]
+            assert mask == union

@@ -27,7 +27,7 @@ Reserved = list  # [start, end, first IPU, size, IPUs released under it since (0
 
 class Timeline:
     __slots__ = ("times", "base", "total", "reserved", "_starts", "_ends", "_by_end", "_first", "_released",
-                 "_floor")
+                 "_floor", "_made", "_overlaps")
 
     def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int, int]], total: int,
                  groups: Mapping[float, tuple[list[int], int]] | None = None):
@@ -64,6 +64,9 @@ class Timeline:
         self._by_end: list[Reserved] = []  # the reservations in that order
         self._first: dict[tuple[int, int], float] = {}  # first_time() answers; base changes only in release_now
         self._floor: dict[tuple[int, int], tuple[float, float]] = {}  # (size, allowed) -> (length, last answer)
+        self._made: list[Reserved] = []  # the reservations in the order reserve() made them
+        # moment -> [len(_made) then, end, the reservations overlapping [moment, end), their union] (overlapping)
+        self._overlaps: dict[float, list] = {}
 
     def first_time(self, size: int, allowed: int) -> float:
         """When the Pod without reservations first holds a block of `size` in `allowed`: no slot that earliest()
@@ -129,9 +132,12 @@ class Timeline:
         # The reservations that overlap [start, end) and the union of their blocks, kept as both move forward:
         # those that begin before the new end join it; one that ended makes it be worked out again.
         reserved, starts = self.reserved, self._starts
-        active: list[Reserved] = []
-        taken, p, soonest_end = 0, 0, math.inf
-        keep = full = (1 << total) - 1  # full ^ taken (an AND with a negated mask costs three times as much)
+        full = (1 << total) - 1  # (an AND with a negated mask costs three times as much)
+        end = start + length
+        active, taken = self.overlapping(start, end)
+        p = bisect_left(starts, end)
+        soonest_end = min((r[1] for r in active), default=math.inf)
+        keep = full ^ taken
         by_end = self._by_end
         freed = 0  # the blocks of the reservations that ended since `taken` was last brought up to date
         moved = ""  # what changed since the last moment tried: "release", "end", or "" (tried first, or both)
@@ -183,6 +189,28 @@ class Timeline:
                 freed |= block(r[2], r[3])
                 e += 1
 
+    def overlapping(self, start: float, end: float) -> tuple[list[Reserved], int]:
+        """The reservations that overlap [start, end) and the union of their blocks (a new list: the search grows it).
+
+        Why kept by moment: the searches of a walk begin at a few moments (now, the first release that holds a
+        size, the last answer), and building the union afresh for each ORed a hundred blocks of 8 KB masks. The
+        union kept for a moment and an end stays right for a later end and more reservations: those made since
+        that overlap the old span, and those that begin between the old end and the new one, join it."""
+        kept = self._overlaps.get(start)
+        made, reserved, starts = self._made, self.reserved, self._starts
+        if kept is None or end < kept[1]:
+            joined = _ending_after(reserved[:bisect_left(starts, end)], start)
+            kept = self._overlaps[start] = [len(made), end, joined, _taken(joined, self.total)]
+        else:
+            seen, before = kept[0], kept[1]
+            joined = _ending_after([r for r in made[seen:] if r[0] < before], start)
+            joined += _ending_after(reserved[bisect_left(starts, before):bisect_left(starts, end)], start)
+            if joined:
+                kept[2] = kept[2] + joined
+                kept[3] |= _taken(joined, self.total)
+            kept[0], kept[1] = len(made), end
+        return list(kept[2]), kept[3]
+
     def _completes(self, k: int, size: int) -> bool:
         """Might the blocks released at times[k] complete a free aligned block of `size` (one that holds an IPU
         not free before)? Released blocks are aligned: one of `size` or more is such a block itself, a smaller one
@@ -205,6 +233,7 @@ class Timeline:
             k = bisect_right(self._starts, start)
             self._starts.insert(k, start)
             self.reserved.insert(k, [start, end, first_ipu, size, 0])
+            self._made.append(self.reserved[k])
             at = bisect_right(self._ends, end)
             self._ends.insert(at, end)
             self._by_end.insert(at, self.reserved[k])
@@ -213,6 +242,7 @@ class Timeline:
         """A preempted job's block is free from now on, reserved or not (reservations made later may take it)."""
         self._first.clear()
         self._floor.clear()
+        self._overlaps.clear()  # (the blocks released under reservations change their unions)
         for k in range(len(self.base)):
             self.base[k] |= blk
         for r in self.reserved:
@@ -231,6 +261,11 @@ def _without_ended(active: list[Reserved], taken: int, now: float, total: int) -
                 return _taken(left, total), left  # (an eviction cut it, or another holds some of its IPUs)
             taken ^= block(first, size)
     return taken, left
+
+
+def _ending_after(reserved: list[Reserved], start: float) -> list[Reserved]:
+    """Those of the reservations (all beginning before a span's end) that end after the span's `start`."""
+    return [r for r in reserved if r[1] > start]
 
 
 def _taken(reserved: list[Reserved], total: int) -> int:
