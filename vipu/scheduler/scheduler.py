@@ -118,9 +118,7 @@ class Scheduler:
         their old records): charge their fair share and return the StopJobs that remove their partitions, each
         saying whether its job went back to the queue."""
         self._commit(changed, now)
-        if not ran:  # (a cycle's starts alone: two thousand records on a large Pod, none of them requeued)
-            return []
-        requeued = {j.id for j in changed if j.state is S.PENDING}
+        requeued = {j.id for j in changed if j.state is S.PENDING} if ran else ()  # a wave's starts end no run
         for job in ran:
             self._charge(job, now)
         return [StopJob(job.id, job.partition, state, job.id in requeued) for job in ran]
