@@ -9,16 +9,16 @@ import pytest
 
 from vipu.cli.batch_directives import DirectiveError, parse_directives
 from vipu.cli.batch_script import BatchError, script_request
-from vipu.cli.sbatch_nodes import Machines, node_count, sized
+from vipu.cli.sbatch_nodes import PodMachines, node_count, sized
 
-POD64 = Machines(ipus=4, count=16)  # bow-pod64: 16 IPU-Machines of 4 IPUs
+POD64 = PodMachines(ipus=4, count=16)  # bow-pod64: 16 IPU-Machines of 4 IPUs
 
 
-def pod(machines: Machines = POD64):
+def pod(machines: PodMachines = POD64):
     return lambda: machines
 
 
-def not_asked() -> Machines:
+def not_asked() -> PodMachines:
     raise AssertionError("the controller was asked for its machines without -N")
 
 
@@ -42,7 +42,7 @@ def test_a_count_that_is_no_size_is_refused_with_the_fix(value, said):
 @pytest.mark.parametrize(("options", "machines", "want"), [
     ({"nodes": "2", "name": "n"}, POD64, {"ipus": 8, "name": "n"}),
     ({"nodes": 1}, POD64, {"ipus": 4}),
-    ({"nodes": "2"}, Machines(ipus=2, count=8), {"ipus": 4}),  # a Pod of 2-IPU machines
+    ({"nodes": "2"}, PodMachines(ipus=2, count=8), {"ipus": 4}),  # a Pod of 2-IPU machines
     ({"nodes": "2", "ipus": 8}, POD64, {"ipus": 8}),  # both, agreeing
     ({"nodes": "1", "ipus": 1}, POD64, {"ipus": 1}),  # a block smaller than a machine lies on one
     ({"nodes": "1", "ipus": 2}, POD64, {"ipus": 2}),

@@ -20,7 +20,7 @@ from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_SPEC_BYTES
 
 if TYPE_CHECKING:
-    from vipu.cli.sbatch_nodes import Machines
+    from vipu.cli.sbatch_nodes import PodMachines
 
 NOT_A_SCRIPT = ("This does not look like a batch script. The first line must start with #! followed by the path to"
                 " an interpreter")
@@ -81,7 +81,7 @@ class BatchError(ValueError):
     """A batch script that cannot be submitted; the message says which and how to fix it."""
 
 
-def script_size(directives: dict, origins: dict[str, str], machines: Callable[[], Machines]) -> dict:
+def script_size(directives: dict, origins: dict[str, str], machines: Callable[[], PodMachines]) -> dict:
     """The directives with #SBATCH -N's machines as IPUs, a refusal of it naming its line, as is one of those IPUs
     by the controller."""
     from vipu.cli.sbatch_nodes import FLAG, sized  # here: only -N needs it
@@ -96,7 +96,7 @@ def script_size(directives: dict, origins: dict[str, str], machines: Callable[[]
 
 
 def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str, object],
-                   request_id: str, machines: Callable[[], Machines],
+                   request_id: str, machines: Callable[[], PodMachines],
                    origins: dict[str, str] | None = None) -> j.SubmitJobRequest:
     """The request for a batch script read from `source`, its directives under the command line's flags;
     `machines` the Pod's, asked for a directive -N (sbatch_nodes.py); `origins` gets the file and line of each

@@ -15,8 +15,9 @@ from typing import Callable
 FLAG = "-N/--nodes"
 
 
-class Machines:
-    """The Pod's IPU-Machines (a plain class: a NamedTuple's making costs each `vipu submit` more than this module)."""
+class PodMachines:
+    """How many IPU-Machines the Pod has and their IPUs; nodes.Machines has their names. A plain class: a
+    NamedTuple's making costs each `vipu submit` more than this module."""
 
     __slots__ = ("ipus", "count")
 
@@ -39,7 +40,7 @@ def node_count(value: str) -> int:
     return low
 
 
-def sized(options: dict, machines: Callable[[], Machines], who: str = FLAG) -> dict:
+def sized(options: dict, machines: Callable[[], PodMachines], who: str = FLAG) -> dict:
     """`options` with `nodes` (a node count) turned into `ipus`; ValueError naming `who` (the flag, or the
     directive's line) and the fix where the count is no job's size or --ipus gives another."""
     if "nodes" not in options:

@@ -17,7 +17,7 @@ from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPECS_PER_CALL
 
 if TYPE_CHECKING:
-    from vipu.cli.sbatch_nodes import Machines
+    from vipu.cli.sbatch_nodes import PodMachines
 
 # Imported where used, not here: what batch scripts, --export, -t, -N, --json and --test-only need. `vipu submit
 # SPEC`, the form scripts run in loops, needs none of it (bench/bench_cli.py).
@@ -46,7 +46,7 @@ def spec_flags(flags: dict) -> dict:
 
 
 def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] | None, flags: dict,
-                  request_id: str, named: dict[str, str], machines: Callable[[], Machines]) -> j.SubmitJobRequest:
+                  request_id: str, named: dict[str, str], machines: Callable[[], PodMachines]) -> j.SubmitJobRequest:
     """The request for a batch script (the first file, the words after it its arguments) or a --wrap command.
     `named` (spec field -> the flag that set it) gets the file and line of each field a directive set."""
     from vipu.cli.batch_directives import DirectiveError
@@ -83,17 +83,17 @@ def time_flag(time: str | None, time_limit: str | None, flag: str = "-t/--time")
         fail("vipu", f"{flag}: {e}", BAD_INPUT)
 
 
-def pod_machines(cli) -> Callable[[], Machines]:
+def pod_machines(cli) -> Callable[[], PodMachines]:
     """The Pod's IPU-Machines as the controller has them, asked when called (only -N needs them)."""
-    def ask() -> Machines:
-        from vipu.cli.sbatch_nodes import Machines
+    def ask() -> PodMachines:
+        from vipu.cli.sbatch_nodes import PodMachines
         from vipu.v1 import partition_pb2 as p
 
         reply = cli.conn.call(cli.conn.partitions.ListMachines, p.ListMachinesRequest(page_size=1), retry=True)
         if not reply.ipus_per_machine:
             fail("vipu", f"the controller at {cli.conn.address} does not say its machines' IPUs (it is older than"
                  " this vipu), so -N cannot be read: give --ipus N", BAD_INPUT)
-        return Machines(reply.ipus_per_machine, reply.total_size)
+        return PodMachines(reply.ipus_per_machine, reply.total_size)
     return ask
 
 
