@@ -40,6 +40,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_ports(count: int) -> list[int]:
+    """Distinct free ports: each socket stays bound until all are chosen (one closed at a time may be handed out
+    again, and Ray refused a dashboard agent given its dashboard's port)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 def moved(words: list[str], places: dict[str, str]) -> list[str]:
     """The words with each deployment path or port replaced by the test's (longest first)."""
     out = []
@@ -63,8 +76,9 @@ class RayHead:
 
     def __init__(self, words: list[str], env: dict[str, str], port: int, folder: Path):
         # test-only: its own session folder and ports, so it meets no other Ray on this machine
-        words = [*words, f"--temp-dir=/tmp/vipu-svc-{os.getpid()}-{port}", f"--ray-client-server-port={free_port()}",
-                 f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-port={free_port()}"]
+        client, agent, dashboard = free_ports(3)
+        words = [*words, f"--temp-dir=/tmp/vipu-svc-{os.getpid()}-{port}", f"--ray-client-server-port={client}",
+                 f"--dashboard-agent-listen-port={agent}", f"--dashboard-port={dashboard}"]
         self.log = open(folder / "ray-head.log", "w")
         self.proc = subprocess.Popen(words, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.port = port
