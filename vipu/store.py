@@ -126,6 +126,7 @@ class Store(Drops, Stalls, HistoryReads, Repairs):
         self._copy: StoredCopy | None = None  # what the records table holds, from the first load() on
         self._writer = StoreThread("vipu-store-writer")  # the only user of self._db from here on
         self._reads: StoreThread | None = None  # the history's, on a connection of their own (made by a first read)
+        self._read_given_up_at = float("-inf")  # time.monotonic() when a caller last stopped waiting for a read
         self._reader: sqlite3.Connection | None = None
         self._probing = None  # the probe write queued while the store cannot write (store_drops.py)
         self._checkpointer = threading.Thread(target=self._checkpoints, name="vipu-store-checkpoint", daemon=True)

@@ -13,6 +13,7 @@ of it is only on disk, and a listing that left it out without a word would be wr
 from __future__ import annotations
 
 import sqlite3
+import time
 from concurrent.futures import TimeoutError as Late
 from typing import Iterable
 
@@ -126,13 +127,15 @@ class HistoryReads:
         with self._settle:
             if self._reads is None:
                 self._reads = StoreThread("vipu-store-reader")
-        stuck = self._reads.busy_for()
-        if stuck > wait:  # an earlier read waits for the disk: this one would wait behind it
-            raise self._unreadable(stuck)
+        began = self._reads.busy_since()
+        # an earlier read waits for the disk: one that ran when a caller gave up on it, or longer than a wait
+        if began is not None and (began <= self._read_given_up_at or self._reads.busy_for() > wait):
+            raise self._unreadable(self._reads.busy_for())
         done = self._reads.submit(lambda: self._execute(sql, args))
         try:
             return done.result(timeout=wait)
         except Late:
+            self._read_given_up_at = time.monotonic()
             done.cancel()
             raise self._unreadable(wait) from None
 

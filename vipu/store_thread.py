@@ -45,6 +45,10 @@ class StoreThread:
         since = self._busy_since
         return 0.0 if since is None else time.monotonic() - since
 
+    def busy_since(self) -> float | None:
+        """time.monotonic() when the timed work running now began (None: none runs)."""
+        return self._busy_since
+
     def finish(self, last: Callable[[], object], timeout: float) -> bool:
         """Run `last` after everything queued, then end the thread; False if that did not happen in `timeout`
         (the thread is stuck in the kernel: it is left behind)."""
