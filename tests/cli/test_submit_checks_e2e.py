@@ -12,13 +12,16 @@ from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
 from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
 
-LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs? on partition (\S+) \(allocation (\S+)\)")
+# sbatch's: "Job N to start at T using P processors on nodes L in partition P" (src/api/allocate.c), the partition
+# being the allocation; the job's own V-IPU partition after it
+LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs? on nodes (\S+) in partition (\S+)"
+                  r" \(V-IPU partition (\S+)\)")
 
 
 def test_test_only_prints_the_expected_start_and_queues_nothing(server):
     out = run(server, "vipu", "submit", "--ipus", "16", "--time", "5", "--test-only")
     assert out.returncode == 0, out.stderr
-    assert LINE.fullmatch(out.stdout.strip()).group(1, 3, 4, 5) == ("1", "16", "slurm_1", "default")
+    assert LINE.fullmatch(out.stdout.strip()).group(1, 3, 4, 5, 6) == ("1", "16", "ag[00-03]", "default", "slurm_1")
     assert jobs(server) == {} and json.loads(run(server, "vipu", "history", "--json").stdout) == []
     out = run(server, "vipu", "submit", "--ipus", "16", "--time", "5", "--test-only", "--json")
     assert json.loads(out.stdout)["reason"] == "None"  # startable: the queue's word for no reason, not ""
@@ -28,13 +31,15 @@ def test_test_only_prints_the_expected_start_and_queues_nothing(server):
     out = run(server, "vipu", "submit", "--ipus", "16", "--time", "5", "--test-only", "--json")
     tested = json.loads(out.stdout)
     assert (tested["job_id"], tested["reason"], tested["queued"]) == (2, "Resources", False)
+    assert (tested["nodes"], tested["first_ipu"]) == ("ag[00-03]", 0)  # the block it is reserved once job 1 ends
     # typed as every --json's time (RFC 3339; walk22c), the deprecated epoch double beside it as a job's --json has
     at = datetime.datetime.fromisoformat(tested["start_time"].replace("Z", "+00:00")).timestamp()
     assert abs(at - (start + 600)) < 1 and abs(tested["start"] - at) < 1e-3  # when the running job's limit ends
     out = run(server, "vipu", "submit", "--ipus", "1", "--test-only", "--json", "-b", "now+1hour")
     assert json.loads(out.stdout)["reason"] == "BeginTime"  # as the queue says, not Resources (walk22d defect 10)
     out = run(server, "vipu", "submit", "--ipus", "16", "--hold", "--test-only")
-    assert out.stdout.startswith("Job 2 to start at Unknown using 16 IPUs") and "held" in out.stdout
+    assert out.stdout.startswith("Job 2 to start at Unknown using 16 IPUs in partition default (V-IPU partition"
+                                 " slurm_2): it would be held")  # no start, no nodes
     out = run(server, "vipu", "submit", "--ipus", "16", "--qos", "gold", "--test-only")  # refused as a submit is
     assert out.returncode == 2 and "--qos 'gold' is unknown" in out.stderr
     assert list(jobs(server)) == [big]

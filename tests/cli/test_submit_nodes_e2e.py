@@ -67,6 +67,7 @@ def test_nodes_are_ipu_machines_and_a_nodelist_must_fit_them(server):
     out = run(server, "vipu", "submit", "-N", "1-2", "--duration", "1s")
     assert out.returncode == 2 and "-N/--nodes: '1-2' is a range" in out.stderr and "-N 1 or -N 2" in out.stderr
     tested = run(server, "vipu", "submit", "-N", "1", "--test-only", "--duration", "1s").stdout
-    assert " using 4 IPUs on partition " in tested
+    # sbatch names the nodes: the best fit beside the job on ag[04-05] (ag07 freed or not, ag06 comes first)
+    assert " using 4 IPUs on nodes ag06 in partition default " in tested
     tested = run(server, "vipu", "submit", "--ipus", "1", "--test-only", "--duration", "1s").stdout
-    assert " using 1 IPU on partition " in tested
+    assert " using 1 IPU on nodes ag06 in partition default " in tested

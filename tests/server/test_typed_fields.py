@@ -197,7 +197,7 @@ def test_every_timestamp_equals_the_double_beside_it(stubs):
     checked = sum(assert_times_match(reply) for reply in replies)
     ended_job = replies[0]
     assert ended_job.HasField("started") and ended_job.HasField("ended") and replies[1].HasField("begin")
-    assert test_only.expected.HasField("start_time")
+    assert test_only.expected.HasField("start_time") and test_only.expected.HasField("first_ipu")  # its block too
     assert checked > 40
 
 

@@ -102,18 +102,32 @@ WAITS = {"JobHeldUser": "it would be held until `vipu release`",
          "DependencyNeverSatisfied": "its dependency can never be met"}
 
 
-def tested(reply: j.SubmitJobResponse, as_json: bool) -> None:
-    """sbatch --test-only's line: when the job would start if queued now, or why that is not known."""
+def expected_nodes(cli, x: j.ExpectedStart) -> str | None:
+    """The IPU-Machines the tested job's block would span, as `show job` NodeList= names them (None: not known)."""
+    if not x.HasField("first_ipu"):
+        return None
+    from vipu.cli.nodes import Machines
+    from vipu.partition.node_names import hostlist
+
+    return hostlist(Machines.fetch(cli.conn, [(x.first_ipu, x.ipus)]).spanned(x.first_ipu, x.ipus))
+
+
+def tested(cli, reply: j.SubmitJobResponse, as_json: bool) -> None:
+    """sbatch --test-only's line, in its order ("Job N to start at T using P processors on nodes L in partition
+    P", Slurm's partition being the allocation): when the job would start if queued now, or why that is not known."""
     from vipu.cli.output import as_dict, print_json
     from vipu.cli.slurm_time import stamp
     from vipu.client.messages import optional_seconds
 
     job, x = reply.job_ids[0], reply.expected
     start = optional_seconds(x, "start_time")
+    nodes = expected_nodes(cli, x)
     if as_json:  # as a job's --json: start_time typed (RFC 3339), beside it for this release the deprecated double
-        print_json({"job_id": job, **as_dict(x), "reason": x.reason or "None", "queued": False})  # as the queue's
+        print_json({"job_id": job, **as_dict(x), "nodes": nodes, "reason": x.reason or "None",  # as the queue's
+                    "queued": False})
         return
-    where = f"using {x.ipus} IPU{'s' if x.ipus != 1 else ''} on partition {x.partition} (allocation {x.allocation})"
+    where = (f"using {x.ipus} IPU{'s' if x.ipus != 1 else ''}{f' on nodes {nodes}' if nodes else ''} in partition"
+             f" {x.allocation} (V-IPU partition {x.partition})")
     if start is not None:
         print(f"Job {job} to start at {stamp(start)} {where}")
         return
@@ -203,7 +217,8 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
             fail("vipu", f"--test-only tests one job, and {len(requests)} spec files were given; test them one by"
                  " one", BAD_INPUT)
         requests[0].validate_only = True
-        tested(cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named), cli.wants_json(values["json_out"]))
+        tested(cli, cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named),
+               cli.wants_json(values["json_out"]))
         return
     if len(requests) == 1:
         from vipu.cli.earlier_output import held_for_check, release_clear

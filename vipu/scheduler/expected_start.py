@@ -3,7 +3,8 @@
 
 How: the job is checked as a submit checks it (submission.py), filed into a copy of the pending order at its
 priority, and the policy walks that queue once, as a cycle would: a job that would start now starts now; else its
-estimated start is its reservation, as `vipu show job` would show it. A held job, one waiting for a dependency, and
+estimated start is its reservation, as `vipu show job` would show it, and its block (first_ipu) the one the start or
+reservation takes, for the nodes sbatch names. A held job, one waiting for a dependency, and
 one behind more than `max_job_test` jobs have no start time (its reason says why); a begin time puts the start no
 earlier, and its reason is BeginTime, as the queue's. An array is tested by its first task.
 """
@@ -34,6 +35,7 @@ class Expectation(NamedTuple):
     partition: str  # slurm_<id>, the partition it would run on
     start: float | None  # None: not known (reason says why)
     reason: str  # why it would wait ("" when it would start at once)
+    first_ipu: int | None = None  # the first IPU of its block at that start (None: not known)
 
 
 def expected_start(view: QueueView, spec: JobSpec, now: float, available_mask: int,
@@ -75,14 +77,18 @@ def expected_start(view: QueueView, spec: JobSpec, now: float, available_mask: i
         running=running, qos=view.config.qos, healthy_mask=view.full_mask & ~view.failed_mask,
         allowed_masks=allowed_masks, max_job_test=view.config.max_job_test, running_mask=table.used_mask)
     decision = get_policy(view.config.policy)(request)
-    if any(s.job_id == job_id for s in decision.starts):
+    first = next((s.first_ipu for s in decision.starts if s.job_id == job_id), None)
+    if first is not None:
         start, reason = now, ""
     else:
         info = decision.explain(queued)
         start, reason = (info.estimated_start, info.reason) if info is not None else (None, "")
+        first = decision.expected_first_ipu.get(job_id) if start is not None else None
     if waits:  # not eligible before its begin time
+        if start is not None and start < begin:  # type: ignore[operator]
+            first = None  # its block was worked out for the earlier start, not for its begin time
         start, reason = None if start is None else max(start, begin), BEGIN_TIME  # type: ignore[type-var]
-    return expect._replace(start=start, reason=reason)
+    return expect._replace(start=start, reason=reason, first_ipu=first)
 
 
 class _DependencyView:

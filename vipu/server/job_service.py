@@ -101,7 +101,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         if request.validate_only:  # sbatch --test-only: nothing is queued
             x = self.plane.jobs.test_only(submit_request(request), identity(self.plane, context))
             expected = j.ExpectedStart(start=x.start, start_time=None if x.start is None else timestamp(x.start),
-                                       reason=x.reason, partition=x.partition, allocation=x.allocation, ipus=x.ipus)
+                                       reason=x.reason, partition=x.partition, allocation=x.allocation, ipus=x.ipus,
+                                       first_ipu=x.first_ipu)
             return j.SubmitJobResponse(job_ids=[x.job_id], expected=expected)
         return self._submit([request], context)[0]
 

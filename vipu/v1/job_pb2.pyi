@@ -53,20 +53,22 @@ class SubmitJobResponse(_message.Message):
     def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., duplicate: _Optional[bool] = ..., expected: _Optional[_Union[ExpectedStart, _Mapping]] = ...) -> None: ...
 
 class ExpectedStart(_message.Message):
-    __slots__ = ("start", "reason", "partition", "allocation", "ipus", "start_time")
+    __slots__ = ("start", "reason", "partition", "allocation", "ipus", "start_time", "first_ipu")
     START_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_FIELD_NUMBER: _ClassVar[int]
     IPUS_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
+    FIRST_IPU_FIELD_NUMBER: _ClassVar[int]
     start: float
     reason: str
     partition: str
     allocation: str
     ipus: int
     start_time: _timestamp_pb2.Timestamp
-    def __init__(self, start: _Optional[float] = ..., reason: _Optional[str] = ..., partition: _Optional[str] = ..., allocation: _Optional[str] = ..., ipus: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    first_ipu: int
+    def __init__(self, start: _Optional[float] = ..., reason: _Optional[str] = ..., partition: _Optional[str] = ..., allocation: _Optional[str] = ..., ipus: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., first_ipu: _Optional[int] = ...) -> None: ...
 
 class SubmitJobsRequest(_message.Message):
     __slots__ = ("jobs",)

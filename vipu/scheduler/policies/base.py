@@ -116,6 +116,8 @@ class ScheduleDecision:
     starts: list[Start] = field(default_factory=list)
     preemptions: list[Preemption] = field(default_factory=list)  # carried out before the starts
     pending: dict[int, PendingInfo] = field(default_factory=dict)
+    # a waiting job's first IPU at its estimated start, where it has one: sbatch --test-only names its nodes
+    expected_first_ipu: dict[int, int] = field(default_factory=dict)
     # When the walk stopped early (nothing more could start), the jobs it did not reach are not in `pending`:
     # each waits for `rest` unless `limits.reason(job)` names a limit. Explained lazily, on query.
     rest: PendingInfo | None = None

@@ -290,6 +290,7 @@ class _Walk:
                 self.plan.reserve(job, at, at + job.time_limit)
         self.blocked = True
         self.decision.pending[job.id] = PendingInfo(info.reason, at)
+        self.decision.expected_first_ipu[job.id] = first
 
     def _takes_reserved_limit(self, job: QueuedJob, end: float) -> bool:
         """Would running `job` from now until `end` take room in a limited group (array %N, QOS limit) that a job
