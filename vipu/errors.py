@@ -41,16 +41,18 @@ class VipuError(Exception):
     Optional, for the status details the edge adds (vipu/server/refusals.py): `reason` in place of the class's;
     `field`, the field at fault when the message does not start with it (a request's field, or a path in a job
     spec such as workload.steps); `violations`, several (field, what to do) at once; `resource`, the (kind, name)
-    the refusal is about (a job, a partition, a user...); `spec_index`, set when the refusal is about one spec of a
-    call that carries several (SubmitJobs): which one, from 0. A violation whose field is None leaves the field to
-    be read off its text, as a message's leading field is."""
+    the refusal is about (a job, a partition, a user...); `metadata`, the figures a client may restate the refusal
+    with (ErrorInfo.metadata: a job's size refused in IPUs, which vipu submit -N says in nodes); `spec_index`, set
+    when the refusal is about one spec of a call that carries several (SubmitJobs): which one, from 0. A violation
+    whose field is None leaves the field to be read off its text, as a message's leading field is."""
 
     code = "INTERNAL"
     reason = "INTERNAL"
     spec_index: int | None = None
 
     def __init__(self, message: str, *, reason: str | None = None, field: str | None = None,
-                 violations: tuple[tuple[str, str], ...] = (), resource: tuple[str, str] | None = None):
+                 violations: tuple[tuple[str, str], ...] = (), resource: tuple[str, str] | None = None,
+                 metadata: dict[str, str] | None = None):
         super().__init__(message)
         self.message = message
         if reason is not None:
@@ -59,6 +61,7 @@ class VipuError(Exception):
             self.reason = f"{resource[0].upper()}_{KIND_REASONS[self.code]}"  # JOB_NOT_FOUND, PARTITION_EXISTS
         self.violations = violations or (((field, message),) if field else ())
         self.resource = resource
+        self.metadata = metadata or {}
 
 
 # a refusal about one object gets a reason naming its kind: NotFound(..., resource=("job", "7")) is JOB_NOT_FOUND

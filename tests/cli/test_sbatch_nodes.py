@@ -9,7 +9,8 @@ import pytest
 
 from vipu.cli.batch_directives import DirectiveError, parse_directives
 from vipu.cli.batch_script import BatchError, script_request
-from vipu.cli.sbatch_nodes import PodMachines, node_count, sized
+from vipu.cli.sbatch_nodes import PodMachines, in_nodes, node_count, sized, sized_by_list
+from vipu.client.api_error import ApiError
 
 POD64 = PodMachines(ipus=4, count=16)  # bow-pod64: 16 IPU-Machines of 4 IPUs
 
@@ -64,6 +65,8 @@ def test_without_nodes_the_controller_is_not_asked():
     ({"nodes": "32"}, "-N/--nodes 32: a job's IPUs are one aligned block, a power of two of IPU-Machines (1 to 16"
      " on this Pod of 16 machines of 4 IPUs): give -N 16"),
     ({"nodes": "1-4"}, "-N/--nodes: '1-4' is a range"),
+    ({"nodes": "2", "nodelist": "ag[00-02]"}, "-N/--nodes 2 is fewer than the 3 IPU-Machines -w/--nodelist"
+     " ag[00-02] names, and a job holds every node listed: give -N 4, or leave -N out"),
 ])
 def test_nodes_that_are_no_size_or_disagree_with_ipus_are_refused_naming_both(options, said):
     with pytest.raises(ValueError) as refused:
@@ -101,3 +104,45 @@ def test_a_refusal_of_the_ipus_nodes_made_names_the_nodes_line():
     origins: dict[str, str] = {}
     script_request(b"#!/bin/sh\n#SBATCH -J n\n#SBATCH -N 1\ntrue\n", "job.sh", [], {}, "r1", pod(), origins)
     assert origins["ipus"] == "job.sh line 3: #SBATCH -N 1"
+
+
+@pytest.mark.parametrize(("options", "want"), [
+    ({"nodelist": "ag[04-07]"}, {"nodelist": "ag[04-07]", "ipus": 16}),  # sbatch -w node[1-4]: 4 nodes
+    ({"nodelist": "ag05,ag05"}, {"nodelist": "ag05,ag05", "ipus": 4}),  # a node named twice is one node
+    ({"nodelist": "ag05", "ipus": 16}, {"nodelist": "ag05", "ipus": 16}),  # a size given: the list does not size
+    ({"nodelist": "ag[05"}, {"nodelist": "ag[05"}),  # a list that cannot be read: the controller names it
+])
+def test_a_nodelist_alone_is_the_jobs_size(options, want):
+    assert sized_by_list(options, pod()) == want
+
+
+def test_a_nodelist_of_no_size_is_refused_with_the_block_around_it():
+    with pytest.raises(ValueError) as refused:
+        sized_by_list({"nodelist": "ag[01-03]"}, pod(), "job.sh line 2: #SBATCH -w ag[01-03]: -w/--nodelist")
+    assert str(refused.value) == ("job.sh line 2: #SBATCH -w ag[01-03]: -w/--nodelist ag[01-03] names 3 IPU-Machines,"
+                                  " and with no -N or --ipus they are the job's size; a job's IPUs are one aligned"
+                                  " block, a power of two of machines: give -N 4 (the block around them), or list 2"
+                                  " or 4")
+    assert spec_of("#!/bin/sh\n#SBATCH -w ag[02-03]\ntrue\n", {})["ipus"] == 8  # a script's -w alone
+
+
+def refusal(**figures: str) -> ApiError:
+    import grpc
+
+    return ApiError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD", "ipus is 64 but ...", (("spec.ipus", ""),),
+                    None, True, figures)
+
+
+@pytest.mark.parametrize(("figures", "said"), [
+    ({"allocation": "a1", "allocation_ipus": "16", "largest_ipus": "16", "ipus_per_machine": "4"},
+     "-N/--nodes 16: allocation a1 has 4 nodes (16 IPUs); give at most -N 4, or name a larger allocation with -p"
+     " (`vipu list allocations`)"),
+    ({"allocation": "default", "allocation_ipus": "12", "largest_ipus": "4", "ipus_per_machine": "4"},
+     "-N/--nodes 16: allocation default (the agents no named allocation holds) has 3 nodes (12 IPUs), whose largest"
+     " aligned block is 1 node (4 IPUs); give at most -N 1, or name a larger allocation with -p (`vipu list"
+     " allocations`)"),
+    ({}, "ipus is 64 but ..."),  # another refusal, or an older controller's: as it is
+    ({"allocation": "a1", "allocation_ipus": "0", "largest_ipus": "0", "ipus_per_machine": "4"}, "ipus is 64 but ..."),
+])
+def test_a_size_asked_in_nodes_is_refused_in_nodes(figures, said):
+    assert in_nodes(64)(refusal(**figures)).message == said

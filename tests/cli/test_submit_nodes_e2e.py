@@ -59,8 +59,11 @@ def test_nodes_are_ipu_machines_and_a_nodelist_must_fit_them(server):
     shown = run(server, "vipu", "show", "job", str(script)).stdout.splitlines()
     assert {"NodeList=ag07", "NumNodes=1", "BatchHost=ag07"} <= set(shown)
     run(server, "vipu", "cancel", str(script))
-    out = run(server, "vipu", "submit", "-N", "1", "-w", "ag[00-01]", "--duration", "1s")
-    assert out.returncode == 2 and out.stderr.startswith("vipu: error: -w/--nodelist") and "4 IPUs" in out.stderr
+    out = run(server, "vipu", "submit", "-N", "1", "-w", "ag[00-01]", "--duration", "1s")  # Slurm: -N >= the list
+    assert (out.returncode, out.stderr) == (2, "vipu: error: -N/--nodes 1 is fewer than the 2 IPU-Machines"
+                                               " -w/--nodelist ag[00-01] names, and a job holds every node listed:"
+                                               " give -N 2, or leave -N out (the list's nodes are then the job's"
+                                               " size)\n")
     out = run(server, "vipu", "submit", "-N", "2", "--ipus", "4", "--duration", "1s")
     assert (out.returncode, out.stderr) == (2, "vipu: error: -N/--nodes 2 is 8 IPUs (2 IPU-Machines of 4) but --ipus"
                                                " is 4: give one of them\n")
@@ -71,3 +74,47 @@ def test_nodes_are_ipu_machines_and_a_nodelist_must_fit_them(server):
     assert " using 4 IPUs on nodes ag06 in partition default " in tested
     tested = run(server, "vipu", "submit", "--ipus", "1", "--test-only", "--duration", "1s").stdout
     assert " using 1 IPU on nodes ag06 in partition default " in tested
+
+
+def test_a_nodelist_alone_sizes_the_job_and_sizes_in_nodes_are_refused_in_nodes(server, tmp_path):
+    """sbatch -w node[1-4] gets 4 nodes: -w with no -N or --ipus makes the list's nodes the job's size (a flag's or
+    a #SBATCH line's); a size asked in nodes that the allocation can never hold is refused in nodes, as sbatch's
+    "Requested node configuration is not available"; and sbatch reads no SBATCH_NNODES, so neither does vipu."""
+    [four] = submit(server, "-w", "ag[04-07]", "--hold", "--duration", "5m")
+    assert show(server, four)["spec"]["ipus"] == 16
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n#SBATCH -w ag[08-09] --hold\ntrue\n")
+    [two] = submit(server, str(script))
+    assert show(server, two)["spec"]["ipus"] == 8
+    out = run(server, "vipu", "submit", "-w", "ag[04-06]", "--duration", "1s")
+    assert (out.returncode, out.stderr) == (2, "vipu: error: -w/--nodelist ag[04-06] names 3 IPU-Machines, and with"
+                                               " no -N or --ipus they are the job's size; a job's IPUs are one aligned"
+                                               " block, a power of two of machines: give -N 4 (the block around"
+                                               " them), or list 2 or 4\n")
+    out = run(server, "vipu", "submit", "-w", "ag[03-04]", "--duration", "1s")  # 2 nodes, but of two blocks of 2
+    assert out.returncode == 2 and out.stderr.startswith("vipu: error: -w/--nodelist 'ag[03-04]' names machines"
+                                                         " that no job of 8 IPUs can hold together")
+    out = run(server, "vipu", "submit", "-w", "ag[04-05]", "-N", "2", "--ipus", "8", "--hold", "--duration", "1s")
+    assert out.returncode == 0, out.stderr  # -N as large as the list: taken
+    assert run(server, "vipu-admin", "create", "allocation", "a1", "--agents", "ag00,ag01,ag02,ag03").returncode == 0
+    for test_only in ((), ("--test-only",)):
+        out = run(server, "vipu", "submit", "-N", "8", "-p", "a1", "--duration", "1s", *test_only)
+        assert (out.returncode, out.stderr) == (2, "vipu: error: -N/--nodes 8: allocation a1 has 4 nodes (16 IPUs);"
+                                                   " give at most -N 4, or name a larger allocation with -p (`vipu"
+                                                   " list allocations`)\n")
+    out = run(server, "vipu", "submit", "--nodes", "16", "--duration", "1s")  # the default: ag[04-15]
+    assert (out.returncode, out.stderr) == (2, "vipu: error: -N/--nodes 16: allocation default (the agents no named"
+                                               " allocation holds) has 12 nodes (48 IPUs), whose largest aligned"
+                                               " block is 8 nodes (32 IPUs); give at most -N 8, or name a larger"
+                                               " allocation with -p (`vipu list allocations`)\n")
+    out = run(server, "vipu", "submit", "-w", "ag[00-15]", "--duration", "1s")
+    assert (out.returncode, out.stderr) == (2, "vipu: error: -w/--nodelist ag[00-15] (16 nodes): allocation default"
+                                               " (the agents no named allocation holds) has 12 nodes (48 IPUs), whose"
+                                               " largest aligned block is 8 nodes (32 IPUs); list the nodes of a block"
+                                               " of at most 8, or name a larger allocation with -p (`vipu list"
+                                               " allocations`)\n")
+    out = run(server, "vipu", "submit", "--ipus", "32", "-p", "a1", "--duration", "1s")  # asked in IPUs: said so
+    assert out.stderr == "vipu: error: --ipus is 32 but allocation a1 has 16 IPUs; ask for at most 16\n"
+    out = run(server, "vipu", "submit", "--ipus", "4", "--hold", "--duration", "1s", "--parsable",
+              env={**server.env(), "SBATCH_NNODES": "16"})
+    assert out.returncode == 0 and show(server, int(out.stdout))["spec"]["ipus"] == 4  # no sbatch variable

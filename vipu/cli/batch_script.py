@@ -119,6 +119,16 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     for key in flags:  # a flag over a directive: what is said of the value is said of the flag
         origins.pop(key, None)
     options = unmodelled({**directives, **flags}, origins)
+    if "ipus" not in options and "nodelist" in options:  # -w alone: its nodes are the job's size
+        from vipu.cli.sbatch_nodes import LIST_FLAG, sized_by_list
+
+        where = origins.get("nodelist")
+        try:
+            options = sized_by_list(options, machines, f"{where}: {LIST_FLAG}" if where else LIST_FLAG)
+        except ValueError as e:
+            raise BatchError(str(e)) from None
+        if where:
+            origins["ipus"] = where
     if "ipus" not in options and source == WRAP:
         raise BatchError("--wrap asks for no IPUs; give vipu submit --ipus N")
     if "ipus" not in options:

@@ -6,7 +6,7 @@ file, default."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Callable, NamedTuple, NoReturn
 
 from vipu.cli.failure import BAD_INPUT, TIMEOUT_HOW, fail, fail_api, warn
 from vipu.client import ApiError, Client, Settings
@@ -139,17 +139,19 @@ class Connection:
         return self.client.metadata()
 
     def call(self, method, request, retry: bool = False, flags: dict[str, str] | None = None,
-             check: str | None = None):
+             check: str | None = None, reword: Callable[[ApiError], ApiError] | None = None):
         """Call an RPC with a deadline; on failure print one line and exit with the failure's code.
 
         `retry`: for idempotent calls (a create carries its request id), keep retrying while the controller is
         unreachable (e.g. restarting after a crash) until --timeout has passed, saying so once. `flags`: spec
         fields the command's flags set (qos: --qos); a refusal naming one names its flag too. `check`: the call
         asks for a change other than to jobs, and this command shows whether it was made (said if the deadline
-        passes)."""
+        passes). `reword`: the command's own wording of a refusal, before `flags` are named (vipu submit -N's in
+        nodes)."""
         try:
             return self.client.call(method, request, retry, waiting=self._waiting)
         except ApiError as e:
+            e = reword(e) if reword else e
             self.fail(older_controller(flagged(e, flags) if flags else e, self.address), request, check)
 
     def create(self, method, request, check: str):

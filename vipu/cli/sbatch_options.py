@@ -129,8 +129,9 @@ OPTIONS = (
                  "exclusive", ON, warning="changes nothing: a job's IPUs are its own; its IPU-Machine's other IPUs"
                  " may run other jobs (--ipus 4 or more takes whole machines)"),
     SbatchOption("nodes", ("--nodes", "-N"), help="IPU-Machines (nodes, vipu info -N) where --ipus is not given: -N 2"
-                 " is --ipus 8 on a Pod of 4-IPU machines; a power of two; min-max only as one count (2-2)",
-                 field="nodes", reads="nodes"),
+                 " is --ipus 8 on a Pod of 4-IPU machines; a power of two; min-max only as one count (2-2); at least"
+                 " the nodes -w lists, which alone (no -N, no --ipus) are the job's size",
+                 field="nodes", reads="nodes"),  # no variable: sbatch reads none for -N (src/sbatch/opt.c env_vars)
     SbatchOption("ntasks", ("--ntasks", "-n"), help="1 only (a job runs its script once); more is refused: start"
                  " processes in the script with poprun --num-instances N", field="ntasks", reads="count"),
     SbatchOption("ntasks_per_node", ("--ntasks-per-node",), help="1 only, as -n/--ntasks", field="ntasks_per_node",

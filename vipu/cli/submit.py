@@ -167,8 +167,9 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
         named["workload.duration"] = "--duration"
         flags["workload"] = {"kind": "sleep", "duration": duration}
     machines = pod_machines(cli)
+    reword = None  # a refusal of a size asked in nodes, said in nodes
     if "nodes" in flags:  # -N: the command line's size, over a script's
-        from vipu.cli.sbatch_nodes import sized
+        from vipu.cli.sbatch_nodes import in_nodes, sized
 
         named.pop("nodes")
         named.setdefault("ipus", "-N/--nodes: ipus")  # a refusal of the IPUs it made
@@ -176,6 +177,7 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
             flags = sized(flags, machines)
         except ValueError as e:
             fail("vipu", str(e), BAD_INPUT)
+        reword = in_nodes(flags["ipus"])
     wrap, request_id = values["wrap"], values["request_id"]
     specs = specs or []
     first = read_first(specs)
@@ -193,6 +195,15 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
         if len(specs) > MAX_SPECS_PER_CALL:
             fail("vipu", f"{len(specs):,} specs given; one command queues at most {MAX_SPECS_PER_CALL:,}: split"
                  " them over several commands", BAD_INPUT)
+        if not specs and "ipus" not in flags and "nodelist" in flags:  # -w alone: its nodes are the job's size
+            from vipu.cli.sbatch_nodes import LIST_FLAG, in_nodes, sized_by_list
+
+            try:
+                flags = sized_by_list(flags, machines)
+            except ValueError as e:
+                fail("vipu", str(e), BAD_INPUT)
+            named["ipus"] = f"{LIST_FLAG}: ipus"
+            reword = in_nodes(flags["ipus"], flags["nodelist"])
         if not specs and "ipus" not in flags:
             # sbatch reads a script from stdin when given none; here '-' asks for it (a bare submit never waits)
             piped = "" if sys.stdin is None or sys.stdin.isatty() else \
@@ -217,14 +228,14 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
             fail("vipu", f"--test-only tests one job, and {len(requests)} spec files were given; test them one by"
                  " one", BAD_INPUT)
         requests[0].validate_only = True
-        tested(cli, cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named),
+        tested(cli, cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named, reword=reword),
                cli.wants_json(values["json_out"]))
         return
     if len(requests) == 1:
         from vipu.cli.earlier_output import held_for_check, release_clear
 
         folder = held_for_check(requests[0]) if batch else None  # slurm-*.out files there already: held first
-        replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True, flags=named)]
+        replies = [cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], retry=True, flags=named, reword=reword)]
         if folder is not None and (ours or not replies[0].duplicate):  # a retry of this call's own submit too
             release_clear(cli, requests[0], replies[0], folder)
     else:

@@ -28,14 +28,16 @@ class ApiError(Exception):
     INVALID_FIELD, QUEUE_FULL, ...) or the client's own (UNREACHABLE, TIMEOUT, NOT_A_CONTROLLER, TLS_MISMATCH,
     BAD_SETTING); message: one line naming the field or object and the fix; field_violations: (field, fix) for
     each field at fault (spec fields as spec.ipus); resource: (type, name) of the object it is about, or None;
-    from_controller: whether the controller chose it (else the client or the network did)."""
+    from_controller: whether the controller chose it (else the client or the network did); metadata: its
+    ErrorInfo's (the figures of some refusals, docs/api.md)."""
 
     def __init__(self, code: grpc.StatusCode, reason: str, message: str,
                  field_violations: tuple[tuple[str, str], ...] = (), resource: tuple[str, str] | None = None,
-                 from_controller: bool = False):
+                 from_controller: bool = False, metadata: dict[str, str] | None = None):
         super().__init__(message)
         self.code, self.reason, self.message = code, reason, message
         self.field_violations, self.resource, self.from_controller = field_violations, resource, from_controller
+        self.metadata = metadata or {}
 
     def __repr__(self) -> str:
         return f"ApiError({self.code.name}, {self.reason}, {self.message!r})"
@@ -77,7 +79,7 @@ class ApiError(Exception):
         from google.rpc import error_details_pb2
         from grpc_status import rpc_status
 
-        reason, violations, resource = code.name, (), None
+        reason, violations, resource, metadata = code.name, (), None, {}
         try:
             status = rpc_status.from_call(error)
         except ValueError:  # details that do not match the call: the message alone is still the controller's
@@ -87,6 +89,7 @@ class ApiError(Exception):
                 info = error_details_pb2.ErrorInfo()
                 packed.Unpack(info)
                 reason = info.reason or reason
+                metadata = dict(info.metadata)
             elif packed.Is(error_details_pb2.BadRequest.DESCRIPTOR):
                 bad = error_details_pb2.BadRequest()
                 packed.Unpack(bad)
@@ -95,4 +98,4 @@ class ApiError(Exception):
                 found = error_details_pb2.ResourceInfo()
                 packed.Unpack(found)
                 resource = (found.resource_type, found.resource_name)
-        return cls(code, reason, text, violations, resource, from_controller=True)
+        return cls(code, reason, text, violations, resource, from_controller=True, metadata=metadata)

@@ -111,7 +111,11 @@ class Partitions:
         if allocation == DEFAULT_ALLOCATION:  # what a job or partition naming no allocation gets
             shape += " (the agents no named allocation holds)"
             fix += " or name a larger allocation (`vipu list allocations`)"
-        raise InvalidArgument(f"{field} is {size} but allocation {allocation} has {n_ipus(total)}{shape}; {fix}")
+        # the figures, for a client that asked in IPU-Machines (vipu submit -N) to say it in nodes
+        figures = {"allocation": allocation, "allocation_ipus": str(total), "largest_ipus": str(largest),
+                   "ipus_per_machine": str(self.state.pod.machine.ipus)}
+        raise InvalidArgument(f"{field} is {size} but allocation {allocation} has {n_ipus(total)}{shape}; {fix}",
+                              metadata=figures)
 
     def _out_of_service(self, allocation: str) -> str:
         """What keeps a size that would fit with every machine of the allocation in service from fitting now, and

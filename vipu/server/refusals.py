@@ -41,6 +41,7 @@ def details(error: VipuError, request: object = None) -> status_pb2.Status:
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN)
     if error.resource is not None:
         info.metadata.update({"resource_type": error.resource[0], "resource_name": elided(error.resource[1])})
+    info.metadata.update(error.metadata)
     status = status_pb2.Status(code=code.value[0], message=message, details=[_packed(info)])
     target, prefix = _spec_request(error, request)
     violations = [(prefix + path, text) for field, text, inferred in _violations(error, target)
