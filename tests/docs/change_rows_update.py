@@ -218,14 +218,15 @@ def update_durable(live, tmp_path):
 
 # -- sbatch -------------------------------------------------------------------------------------------------------
 
-LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs? on partition (\S+) \(allocation (\S+)\)")
+LINE = re.compile(r"Job (\d+) to start at (\S+) using (\d+) IPUs? on nodes (\S+) in partition (\S+)"
+                  r" \(V-IPU partition (\S+)\)")  # sbatch's order: its partition is the allocation
 
 
 def submit_test_only(open_live, tmp_path):
     live = open_live
     out = live.run("submit", "--ipus", "16", "--time", "5", "--test-only")
-    assert out.returncode == 0 and out.stderr == "" and LINE.fullmatch(out.stdout.strip()).group(1, 3, 4, 5) == \
-        ("1", "16", "slurm_1", "default")
+    assert out.returncode == 0 and out.stderr == "" and LINE.fullmatch(out.stdout.strip()).group(1, 3, 4, 5, 6) == \
+        ("1", "16", "ag[00-03]", "default", "slurm_1")
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/bash\necho hi\n")
     out = live.run("submit", str(script), "--ipus", "1", "--test-only")  # any spec: a script too
@@ -248,7 +249,8 @@ def submit_too_big(live, tmp_path):
     for test_only in ((), ("--test-only",)):  # default: the 48 IPUs a1 leaves, in aligned blocks of at most 32
         live.refused(2, "--ipus is 64 but allocation default has 48 IPUs, whose largest aligned block holds 32 IPUs",
                      "submit", "--ipus", "64", *test_only)
-    live.refused(2, "-N/--nodes: ipus is 64 but allocation default has 48 IPUs", "submit", "-N", "16")  # 16 of 4
+    live.refused(2, "-N/--nodes 16: allocation default (the agents no named allocation holds) has 12 nodes (48 IPUs),"
+                 " whose largest aligned block is 8 nodes (32 IPUs); give at most -N 8", "submit", "-N", "16")
     live.refused(2, "--ipus is 32 but allocation a1 has 16 IPUs; ask for at most 16", "submit", "--ipus", "32", "-p",
                  "a1", who="admin")
     live.refused(2, "'--ipus': 99999999999 is more than bow-pod64 can hold (64 IPUs); give a power of two up to 64",
