@@ -68,10 +68,18 @@ OPTIONS = (
     SbatchOption("duration", ("--duration",), help="a sleep workload of this length (e.g. 30s)"),
     SbatchOption("wrap", ("--wrap",), help="run this shell command: a batch script of #!/bin/sh and it (sbatch"
                  " --wrap)"),
-    SbatchOption("qos", ("--qos", "-q"), field="qos", reads="text", variable="SBATCH_QOS"),
-    SbatchOption("user", ("--user",), field="user"),
-    SbatchOption("account", ("--account", "-A"), field="account", reads="text", variable="SBATCH_ACCOUNT"),
-    SbatchOption("nice", ("--nice",), INT, field="nice", reads="nice", bare=100),
+    SbatchOption("qos", ("--qos", "-q"), help="request a quality of service for the job: one of vipu-server's"
+                 " --scheduler-config qos (default: its default_qos, normal); one name, not sbatch's list",
+                 field="qos", reads="text", variable="SBATCH_QOS"),
+    SbatchOption("user", ("--user",), help="submit the job as this user (sbatch --uid, by name only); only an admin"
+                 " may name another user (under --secure; an open controller trusts every caller); default: the"
+                 " caller", field="user"),
+    SbatchOption("account", ("--account", "-A"), help="charge resources used by this job to this account: an"
+                 " arbitrary name, counted against max_submit_jobs_per_account and a QOS's max_jobs_per_account",
+                 field="account", reads="text", variable="SBATCH_ACCOUNT"),
+    SbatchOption("nice", ("--nice",), INT, "run the job with an adjusted scheduling priority: -10000 to 10000"
+                 " (sbatch's range is wider), negative raises it (admins only); #SBATCH --nice alone is 100",
+                 field="nice", reads="nice", bare=100),
     SbatchOption("dependency", ("--dependency", "-d"), help="afterok:ID,afterany:ID,afternotok:ID,singleton",
                  field="dependency", reads="dependency"),
     SbatchOption("array", ("--array", "-a"), help="e.g. 0-99%10", field="array", reads="array",
