@@ -16,6 +16,8 @@ def test_each_workload_is_a_command_line_and_its_submit_dir_the_workdir():
                             "submit_dir": "/home/a"}) == [("Command", "(sleep 0:30)"), ("WorkDir", "/home/a")]
     assert workload_fields({"workload": {"kind": "sleep", "duration": 5400.0, "exit_code": 3},
                             "submit_dir": None}) == [("Command", "(sleep 1:30:00, then exit 3)"), ("WorkDir", "(null)")]
+    assert workload_fields({"workload": {"kind": "sleep", "duration": 0.1, "exit_code": 0}})[0] == (
+        "Command", "(sleep 0.1s)")
     assert workload_fields({"workload": {"kind": "hold"}, "submit_dir": "/w"}) == [
         ("Command", "(hold: until cancelled or its time limit)"), ("WorkDir", "/w")]
     assert workload_fields({"workload": TRAIN, "submit_dir": "/w"})[0] == (

@@ -13,7 +13,7 @@ from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.nodes import DEFAULT_PARTITION, Machines, blocks_of, placed
 from vipu.cli.output import as_dict, print_json
 from vipu.cli.queue_rows import reason
-from vipu.cli.slurm_time import limit, stamp
+from vipu.cli.slurm_time import clock, limit, stamp
 from vipu.client.messages import seconds, to_data
 from vipu.partition.node_names import hostlist
 from vipu.v1 import job_pb2 as j
@@ -99,8 +99,9 @@ def workload_fields(spec: dict) -> list[tuple[str, object]]:
     work = spec.get("workload") or {}
     kind = work.get("kind") or "hold"
     if kind == "sleep":
-        code = work.get("exit_code") or 0
-        command = f"(sleep {limit(work['duration'])}{f', then exit {code}' if code else ''})"
+        code, duration = work.get("exit_code") or 0, work["duration"]
+        length = clock(duration) if duration == int(duration) else f"{duration:g}s"  # clock() would say 0:00 for 0.1s
+        command = f"(sleep {length}{f', then exit {code}' if code else ''})"
     elif kind == "train":
         command = f"(train {train_text(work)})"
     else:
