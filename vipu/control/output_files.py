@@ -94,8 +94,8 @@ class OutputFiles:
         else:
             base, files, dirs = "", {"output": spec.output}, self.allowed(spec)
         for what, pattern in files.items():
-            if not pattern or pattern == os.devnull or "%" in os.path.dirname(pattern):
-                continue  # none, sbatch's -o /dev/null, or a folder only the start knows
+            if not pattern or (program and pattern == os.devnull) or "%" in os.path.dirname(pattern):
+                continue  # none, a program's -o /dev/null (as sbatch's), or a folder only the start knows
             path = os.path.join(base, pattern)
             why = missing_folder(what, path) or outside_folders(what, path, dirs)
             if why:
