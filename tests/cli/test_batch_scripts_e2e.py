@@ -244,9 +244,23 @@ def test_the_example_script_runs_as_getting_started_says(server, tmp_path):
         f"job {job} (hello) holds partition slurm_{job} of 4 IPUs\nin {tmp_path}, submitted from {tmp_path}\n")
 
 
-def test_an_output_in_a_missing_directory_fails_the_job_saying_why(server, tmp_path):
+def test_an_output_in_a_missing_directory_is_refused_at_submit_or_fails_the_job_saying_why(server, tmp_path):
     write(tmp_path / "job.sh", "#!/bin/sh\n#SBATCH --ipus 1 -o nowhere/%j.out\necho lost\n")
-    [job] = submit(server, "job.sh", cwd=tmp_path)
+    out = vipu(server, "submit", "job.sh", cwd=tmp_path)  # the submit knows the folder: no run could write there
+    assert out.returncode == 2 and out.stderr == (
+        f"vipu: error: job.sh line 2: #SBATCH --ipus 1 -o nowhere/%j.out: output file {tmp_path}/nowhere/%j.out: its"
+        f" directory {tmp_path}/nowhere does not exist; create it, or give --output a path in an existing directory"
+        " (as sbatch, the job fails rather than create it)\n")
+    out = vipu(server, "submit", "--ipus", "1", "--wrap", "true", "-D", "gone", cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr == (
+        f"vipu: error: the working directory {tmp_path}/gone does not exist; give --chdir a directory that does, or"
+        " create it\n")
+    # a folder gone between the submit and the start: the start fails the job, as sbatch's
+    (tmp_path / "nowhere").mkdir()
+    [first] = submit(server, "--ipus", "1", "--wrap", "true", "-H", cwd=tmp_path)
+    [job] = submit(server, "job.sh", "-d", f"afterany:{first}", cwd=tmp_path)
+    (tmp_path / "nowhere").rmdir()
+    assert vipu(server, "cancel", str(first), cwd=tmp_path).returncode == 0
     assert ended(server, job, tmp_path)["state"] == "FAILED"
     assert not (tmp_path / "nowhere").exists()  # as sbatch: the job fails rather than create it
     text = vipu(server, "show", "job", str(job), cwd=tmp_path).stdout

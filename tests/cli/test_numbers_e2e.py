@@ -5,9 +5,11 @@ are counted once and in the singular for one."""
 from __future__ import annotations
 
 import pytest
+import typer.main
 
 from vipu.cli import admin_commands as admin, main
-from vipu.cli.params import WireInt, WireIntRange, command_of
+from vipu.cli.params import (WireInt, WireIntRange, command_of, nice_bound, pod_ipus, priority_bound,
+                             throttle_bound)
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_job_ids_and_simulate import one_error
@@ -73,6 +75,20 @@ def test_every_integer_parameter_is_checked_against_the_wire(app):
     numbered = {c for c, p in params(root) if p.param_type_name == "argument" and isinstance(p.type, WireInt)}
     assert {c.name for c in numbered} == ({"ipus", "machine", "link"} if app is admin.app else set())
     assert all(c.context_settings["ignore_unknown_options"] for c in numbered)  # so -1 reaches the argument
+
+
+def test_the_controllers_bounds_are_the_options_own_types():
+    """Declared where each option is (sbatch_options.py, update, create partition), not patched onto the command
+    tree once it is built: typer's own tree already has them."""
+    root = typer.main.get_command(main.app)
+    said = {(path, p.name): (p.type.wire[1], p.type.past) for path, c in (
+        ("submit", root.commands["submit"]), ("update", root.commands["update"]),
+        ("create partition", root.commands["create"].commands["partition"]))
+        for p in c.params if getattr(p.type, "past", None) is not None}
+    assert said == {("submit", "ipus"): (2**31 - 1, pod_ipus), ("submit", "nice"): (2**31 - 1, nice_bound),
+                    ("update", "nice"): (2**31 - 1, nice_bound), ("update", "priority"): (2**63 - 1, priority_bound),
+                    ("update", "throttle"): (2**31 - 1, throttle_bound),
+                    ("create partition", "size"): (2**63 - 1, pod_ipus)}
 
 
 def test_a_negative_number_is_a_number_refused_by_the_controller(server):

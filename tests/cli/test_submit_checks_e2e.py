@@ -87,11 +87,19 @@ def test_malformed_yaml_is_reported_with_its_line_and_column(server, tmp_path):
     assert "(while parsing a flow sequence from line 2, column 7)" in out.stderr
 
 
-def test_an_output_directory_that_does_not_exist_fails_the_job_as_sbatch_does(server, tmp_path):
+def test_an_output_directory_that_does_not_exist_is_refused_or_fails_the_job_as_sbatch_does(server, tmp_path):
     """Regression: a built-in workload's --output into a missing directory made the directory; Slurm fails the
-    job (a program's run already failed so)."""
+    job (a program's run already failed so). Missing at the submit, it is refused then; removed after it, the job
+    fails at its start."""
     missing = tmp_path / "nowhere"
-    [job] = submit(server, "--ipus", "1", "--time", "5", "--duration", "1s", "-o", str(missing / "%j.out"))
+    out = run(server, "vipu", "submit", "--ipus", "1", "--time", "5", "--duration", "1s", "-o", str(missing / "%j.out"))
+    assert out.returncode == 2 and out.stderr == (
+        f"vipu: error: -o/--output file {missing}/%j.out: its directory {missing} does not exist; create it, or give"
+        " --output a path in an existing directory (as sbatch, the job fails rather than create it)\n")
+    missing.mkdir()
+    [job] = submit(server, "--ipus", "1", "--time", "5", "--duration", "1s", "-o", str(missing / "%j.out"), "-H")
+    missing.rmdir()
+    assert run(server, "vipu", "release", str(job)).returncode == 0
     ended = wait_for(lambda: (x := show(server, job))["state"] not in ("PENDING", "RUNNING") and x)
     assert ended["state"] == "FAILED" and not missing.exists()
     why = f"EndedBy=output file {missing}/{job}.out: its directory {missing} does not exist"

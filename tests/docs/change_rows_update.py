@@ -273,9 +273,17 @@ def submit_missing_output(open_live, tmp_path):
     missing = tmp_path / "missing" / "dir"
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/bash\necho hi\n")
-    built_in = [live.submit("--ipus", "1", "--duration", "1s", "-o", f"{missing}/%j.out")[0],
-                live.submit("--ipus", "1", "-o", f"{missing}/%j.out")[0]]  # sleep, hold
-    [program] = live.submit(str(script), "--ipus", "1", "-o", f"{missing}/%j.out")
+    why = f"-o/--output file {missing}/%j.out: its directory {missing} does not exist; create it, or give --output"
+    for kind in (["--duration", "1s"], [], [str(script)]):  # sleep, hold, a program: refused, the folder missing
+        live.refused(2, why, "submit", *kind, "--ipus", "1", "-o", f"{missing}/%j.out")
+    missing.mkdir(parents=True)  # there at the submit, gone at the start: the start fails the job
+    [blocker] = live.submit("--ipus", "1", "-H")
+    after = ("-d", f"afterany:{blocker}", "-o", f"{missing}/%j.out")
+    built_in = [live.submit("--ipus", "1", "--duration", "1s", *after)[0], live.submit("--ipus", "1", *after)[0]]
+    [program] = live.submit(str(script), "--ipus", "1", *after)
+    missing.rmdir()
+    missing.parent.rmdir()
+    live.ok("cancel", str(blocker))
     for job in (*built_in, program):
         wait_for(lambda: live.states(job)[0] not in ("PENDING", "RUNNING"))
         assert live.states(job) == ["FAILED"]

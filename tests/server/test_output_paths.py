@@ -13,9 +13,13 @@ from tests.cli.test_jobs_e2e import show, wait_for
 from tests.conftest import console_script
 
 
-def submit_in(server, cwd, *args: str) -> int:
+def submit_in(server, cwd, *args: str, refused: bool = False):
+    """The job's id; with `refused`, the one line of the submit's refusal (exit 2)."""
     out = run_script(console_script("vipu"), ["submit", "--ipus", "1", "--time-limit", "1m", "--duration", "0s",
                                               *args, "--json"], env=server.env(), cwd=cwd)
+    if refused:
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        return out.stderr.strip()
     assert out.returncode == 0, out.stderr
     return int(json.loads(out.stdout)["job_ids"][0])
 
@@ -33,11 +37,16 @@ def test_output_goes_only_under_the_submit_directory_and_never_over_a_file_it_di
     written = home / f"out-{ok}.txt"
     assert wait_for(lambda: written.exists() and written.read_text()).startswith(f"vipu-sim job {ok} (job, user ")
 
-    outside = submit_in(server, home, "-o", str(elsewhere / "x.txt"))
-    job = ended(server, outside)
-    assert job["state"] == "FAILED" and not (elsewhere / "x.txt").exists()
-    assert f"output file {elsewhere / 'x.txt'} is outside the folders this controller writes job output into" \
-           f" ({home}" in job["detail"]["ended_by"]
+    # a folder the run could never write in is refused at the submit, naming the flag and the fix
+    assert submit_in(server, home, "-o", str(elsewhere / "x.txt"), refused=True) == (
+        f"vipu: error: -o/--output file {elsewhere / 'x.txt'} is outside the folders this controller writes job output"
+        f" into ({home}, {server.state_dir / 'job-output'}): give --output a path under one of them (a relative path"
+        " is under where vipu submit runs), or ask the operator for a vipu-server --output-dir")
+    assert submit_in(server, home, "-o", "gone/%j.txt", refused=True) == (
+        f"vipu: error: -o/--output file {home / 'gone' / '%j.txt'}: its directory {home / 'gone'} does not exist;"
+        " create it, or give --output a path in an existing directory (as sbatch, the job fails rather than create"
+        " it)")
+    assert not (elsewhere / "x.txt").exists() and not (home / "gone").exists()
 
     precious = home / "precious.txt"
     precious.write_text("not the controller's\n")
@@ -51,8 +60,12 @@ def test_output_goes_only_under_the_submit_directory_and_never_over_a_file_it_di
     through = submit_in(server, home, "-o", str(link))
     assert ended(server, through)["state"] == "FAILED" and not (elsewhere / "target.txt").exists()
 
-    (server.state_dir / "job-output").symlink_to(elsewhere)  # made after the start (which refuses one)
-    linked = submit_in(server, home, "-o", str(server.state_dir / "job-output" / "in.txt"))
+    # what changes between the submit and the start is checked again at the start
+    (server.state_dir / "job-output").mkdir()
+    linked = submit_in(server, home, "-o", str(server.state_dir / "job-output" / "in.txt"), "--hold")
+    (server.state_dir / "job-output").rmdir()
+    (server.state_dir / "job-output").symlink_to(elsewhere)  # made after the controller's start (which refuses one)
+    assert run_script(console_script("vipu"), ["release", str(linked)], env=server.env()).returncode == 0
     job = ended(server, linked)  # regression: COMPLETED, its output written in elsewhere through the link
     assert job["state"] == "FAILED" and not (elsewhere / "in.txt").exists()
     assert "is outside the folders this controller writes job output into" in job["detail"]["ended_by"]
@@ -77,9 +90,9 @@ def test_an_operators_output_dir_replaces_the_submit_directory(server_factory, t
     there = submit_in(server, home, "-o", str(shared / "%j.out"))
     assert ended(server, there)["state"] == "COMPLETED"
     wait_for(lambda: (shared / f"{there}.out").exists())
-    here = submit_in(server, home, "-o", "here.out")
-    job = ended(server, here)
-    assert job["state"] == "FAILED" and f"({shared}, " in job["detail"]["ended_by"] and not (home / "here.out").exists()
+    assert f"-o/--output file {home / 'here.out'} is outside the folders this controller writes job output into" \
+           f" ({shared}, " in submit_in(server, home, "-o", "here.out", refused=True)
+    assert not (home / "here.out").exists()
 
 
 def test_an_output_dir_that_is_relative_or_missing_is_refused(tmp_path):
@@ -125,10 +138,15 @@ def test_a_batch_scripts_output_and_error_follow_the_same_rule_without_secure(se
     victim.write_text("root's\n")
     precious.write_text("not the controller's\n")
     (home / "link.txt").symlink_to(elsewhere / "target.txt")
-    cases = [("-o", str(victim), f"output file {victim} is outside the folders this controller writes job output"
-                                 f" into ({home}, {server.state_dir / 'job-output'}):"),
-             ("-e", str(victim), f"error file {victim} is outside the folders"),
-             ("-o", str(precious), f"output file {precious} exists and was not written by this controller for job"),
+    for flag, what in (("-o", "output"), ("-e", "error")):  # refused at the submit: no run could write there
+        out = run_script(console_script("vipu"), ["submit", "--ipus", "1", "--wrap", "echo hi", flag, str(victim)],
+                         env=server.env(), cwd=home)
+        assert out.returncode == 2 and out.stderr == (
+            f"vipu: error: {flag}/--{what} file {victim} is outside the folders this controller writes job output into"
+            f" ({home}, {server.state_dir / 'job-output'}): give --{what} a path under one of them (a relative path is"
+            " under where vipu submit runs), or ask the operator for a vipu-server --output-dir\n"), out.stderr
+    # a file there already: the start decides, as it may be gone (or made) by then
+    cases = [("-o", str(precious), f"output file {precious} exists and was not written by this controller for job"),
              ("-o", str(home / "link.txt"), f"output file {home / 'link.txt'} exists and is not a plain file")]
     for flag, path, why in cases:
         job = submit_wrap(server, home, "--wrap", "echo hi", flag, path)

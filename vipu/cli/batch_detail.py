@@ -32,8 +32,10 @@ def batch_fields(x: j.Job, spec: dict, node: str | None = None) -> list[tuple[st
     stdout = output_file(spec.get("output"), names, workdir, node)
     stderr = output_file(spec["error"], names, workdir, node) if spec.get("error") else stdout
     command = " ".join(["(batch script)", *(shlex.quote(a) for a in work.get("args") or [])])
+    # OpenMode is vipu's (scontrol shows none): append only, truncate being sbatch's default
+    append = [("OpenMode", "append")] if work.get("open_mode") == "append" else []
     return [("Command", command), ("WorkDir", workdir), ("StdErr", stderr), ("StdIn", "/dev/null"),
-            ("StdOut", stdout)]
+            ("StdOut", stdout), *append]
 
 
 def print_script(x: j.Job, asked: str, json_out: bool) -> None:

@@ -99,10 +99,8 @@ def run_app(app, prog: str) -> NoReturn:
     usage_error, click_exception = errors["UsageError"], errors["ClickException"]
     no_args = getattr(sys.modules[usage_error.__module__], "NoArgsIsHelpError", ())
     from vipu.cli.params import command_of
-    from vipu.cli.pod_bounds import bound
 
     command = command_of(app)
-    bound(command)  # after the wire's checks: the controller's bounds where the wire's say nothing useful
     try:
         code = command(prog_name=prog, standalone_mode=False)
     except no_args as e:

@@ -3,17 +3,17 @@ listings share with it (squeue's TIME, sacct's ExitCode, times as Slurm writes t
 
 from __future__ import annotations
 
-import json
+from types import SimpleNamespace
 
 import typer
 
 from vipu.cli.batch_detail import batch_fields, print_script
 from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
-from vipu.cli.nodes import Machines, blocks_of, placed
+from vipu.cli.nodes import DEFAULT_PARTITION, Machines, blocks_of, placed
 from vipu.cli.output import as_dict, print_json
 from vipu.cli.queue_rows import reason
-from vipu.cli.slurm_time import limit, stamp
+from vipu.cli.slurm_time import clock, limit, stamp
 from vipu.client.messages import seconds, to_data
 from vipu.partition.node_names import hostlist
 from vipu.v1 import job_pb2 as j
@@ -93,13 +93,35 @@ def spec_data(x: j.Job) -> dict:
     return spec
 
 
-def shown_spec(spec: dict) -> dict:
-    """The spec as `show job` prints it: without a program's exported environment and script text, which
-    scontrol show job does not print either (--json has them, --script the script)."""
-    workload = spec.get("workload")
-    if not isinstance(workload, dict) or not {"environment", "script"} & workload.keys():
-        return spec
-    return {**spec, "workload": {k: v for k, v in workload.items() if k not in ("environment", "script")}}
+def workload_fields(spec: dict) -> list[tuple[str, object]]:
+    """What a job other than a batch script's runs, as scontrol's Command= and WorkDir= (a batch script's are
+    batch_fields'): scontrol has no line for a workload, and these held nothing else a line shows."""
+    work = spec.get("workload") or {}
+    kind = work.get("kind") or "hold"
+    if kind == "sleep":
+        code, duration = work.get("exit_code") or 0, work["duration"]
+        length = clock(duration) if duration == int(duration) else f"{duration:g}s"  # clock() would say 0:00 for 0.1s
+        command = f"(sleep {length}{f', then exit {code}' if code else ''})"
+    elif kind == "train":
+        command = f"(train {train_text(work)})"
+    else:
+        command = f"({kind}: until cancelled or its time limit)" if kind == "hold" else f"({kind})"
+    return [("Command", command), ("WorkDir", spec.get("submit_dir") or "(null)")]
+
+
+def train_text(work: dict) -> str:
+    """A train workload in the words its run's log uses (model, layout), then what else its spec sets."""
+    from vipu.jobs.workload_text import layout_text, model_text  # plain Python: not the planner's import cost
+
+    said = [model_text(SimpleNamespace(**work["model"])), layout_text(SimpleNamespace(**work["layout"])),
+            f"{work['optimizer']}, {work['steps']} steps, learning rate {work['learning_rate']:g}, seed {work['seed']}"]
+    if not work.get("master_weights", True):
+        said.append("no fp32 master weights")
+    if work.get("synthetic_data") is not None:
+        said.append("synthetic data" if work["synthetic_data"] else "data from the host")
+    if work.get("execute") is False:
+        said.append("modelled: computes nothing")
+    return "; ".join(said)
 
 
 def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
@@ -109,13 +131,16 @@ def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
     first = nodes[0] if nodes else None
     program = batch_fields(x, spec, first)  # a batch script's job: Command, WorkDir, StdErr, StdIn, StdOut as scontrol's
     task = [("ArrayJobId", x.array_job_id), ("ArrayTaskId", x.array_task_id)] if x.HasField("array_job_id") else []
+    throttle = [("ArrayTaskThrottle", spec["array"].partition("%")[2])] if "%" in (spec.get("array") or "") else []
     fields = [
-        ("JobId", job_id(x)), *task,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task
+        ("JobId", job_id(x)), *task, *throttle,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task
         ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
         ("QOS", x.qos), ("JobState", x.state),
         ("Reason", reason(x).replace(" ", "_")),  # as scontrol: ReqNodeNotAvail,_UnavailableNodes:ag[05,15]
         ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
-        ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus), ("Partition", x.partition or "(none)"),
+        ("Priority", f"{x.priority:.0f}"), ("IPUs", x.ipus),
+        # Slurm's partition is the allocation, as squeue's %P; the job's own V-IPU partition once placed
+        ("Partition", spec.get("allocation") or DEFAULT_PARTITION), ("VipuPartition", x.partition or "(null)"),
         ("FirstIPU", "(null)" if detail.get("first_ipu") is None else detail["first_ipu"]),
         ("NodeList", hostlist(nodes) if nodes else "(null)"), ("NumNodes", count),
         *([("BatchHost", first)] if program and first else []),
@@ -127,8 +152,8 @@ def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
         ("EstimatedStart", stamp(seconds(x.expected_start)) if x.HasField("expected_start") else "Unknown"),
         ("EndTime", stamp(seconds(x.ended)) if x.HasField("ended") else "Unknown"),
         ("ExitCode", exit_code(x)), ("Dependency", x.dependency or "(null)"),
-        ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)),
-        *(program or [("StdOut", spec.get("output") or "(null)")]),
+        ("Requeue", int(spec.get("requeue", True))), ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)),
+        *(program or [*workload_fields(spec), ("StdOut", spec.get("output") or "(null)")]),
     ]
     if x.modelled:  # computes nothing: holds its partition for steps x the predicted step time x the time scale
         fields.append(("Modelled", "yes"))
@@ -142,7 +167,6 @@ def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
         fields.append(("EndedBy", ended_by))
     for key, value in fields:
         print(f"{key}={value}")
-    print("Spec=" + json.dumps(shown_spec(spec), separators=(",", ":")))
     print("History=" + " ".join(f"{h['state']}@{stamp(h['at'])}" for h in detail["history"]))
     if x.HasField("result"):
         record = to_data(x.result)

@@ -4,7 +4,12 @@ negative number is a number where a command takes numbers as arguments (click re
 
 run_app() calls wire_ints() on the command tree before it parses anything, so a new command is covered without a
 line of its own. A parameter is taken to travel as int32, the narrowest integer on the wire; one carried as int64
-says so with `click_type=int64()` (the bounds the command itself declares, such as min=1, still hold)."""
+says so with `click_type=int64()` (the bounds the command itself declares, such as min=1, still hold).
+
+Where the wire's bound says nothing a user can act on (int32's 2147483647 for `vipu submit --ipus 99999999999`, a
+number no Pod takes), the option declares what a value past it is: `click_type=WireInt(past=pod_ipus)`, so the
+refusal names the largest the controller would take and how to give it. A value that fits the wire goes on to the
+controller as before."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import difflib
 import os
 import re
 import sys
+from typing import Callable
 
 import typer
 
@@ -24,10 +30,15 @@ INT64 = (-(2**63), 2**63 - 1)
 NUMBER = re.compile(r"[+-]?[0-9_]+")  # what int() takes, so `-1` is a number and `--jsn` an option
 
 
+Past = Callable[[int, object], str]  # (the number, click's context) -> what it is: "more than bow-pod64 can hold ..."
+
+
 class _Wire:
-    """Mixed into click's integer types: after their own checks, the value must fit `wire`."""
+    """Mixed into click's integer types: after their own checks, the value must fit `wire`; one past it is said
+    by `past` where the option has one, else by the wire's bound."""
 
     wire = INT32
+    past: Past | None = None
 
     def convert(self, value, param, ctx):
         argument = param is not None and param.param_type_name == "argument"
@@ -37,6 +48,8 @@ class _Wire:
             raise _exceptions.NoSuchOption(value, possibilities=difflib.get_close_matches(value, names), ctx=ctx)
         number = super().convert(value, param, ctx)
         low, high = self.wire
+        if isinstance(number, int) and not low <= number <= high and self.past is not None:
+            self.fail(f"{number} is {self.past(number, ctx)}", param, ctx)
         if isinstance(number, int) and not low <= number <= high:
             least, most = getattr(self, "min", None), getattr(self, "max", None)  # an IntRange's own bounds
             low, high = low if least is None else max(low, least), high if most is None else min(high, most)
@@ -48,14 +61,14 @@ class _Wire:
 
 
 class WireInt(_Wire, _types.IntParamType):
-    def __init__(self, wire: tuple[int, int] = INT32):
-        self.wire = wire
+    def __init__(self, wire: tuple[int, int] = INT32, past: Past | None = None):
+        self.wire, self.past = wire, past
 
 
 class WireIntRange(_Wire, _types.IntRange):
-    def __init__(self, wire: tuple[int, int] = INT32, **bounds):
+    def __init__(self, wire: tuple[int, int] = INT32, past: Past | None = None, **bounds):
         super().__init__(**bounds)
-        self.wire = wire
+        self.wire, self.past = wire, past
 
 
 class Word(_types.StringParamType):
@@ -70,9 +83,44 @@ class Word(_types.StringParamType):
         return super().convert(value, param, ctx)
 
 
-def int64() -> WireInt:
+def int64(past: Past | None = None) -> WireInt:
     """For `click_type=`: a whole number carried as int64."""
-    return WireInt(INT64)
+    return WireInt(INT64, past)
+
+
+# What a number past the wire is, for the options whose real bound is the controller's (WireInt's `past`)
+
+def pod_ipus(number: int, ctx) -> str:
+    """The largest job the Pod takes: its largest partition, a power of two (the controller's `vipu info`)."""
+    cli = getattr(ctx.find_root(), "obj", None) if ctx is not None else None
+    try:
+        info = cli.conn.client.info()
+    except Exception:  # noqa: BLE001 - no controller to ask (or a refusal): the advice without its number
+        return "no number of IPUs a Pod has; give a power of two no larger than the Pod (`vipu info`)"
+    total = sum(d.total for d in info.ilds)
+    largest = 1 << (total.bit_length() - 1) if total else 0
+    if number < 1:
+        return f"no number of IPUs; give a power of two from 1 to {largest}"
+    return f"more than {info.pod} can hold ({total} IPUs); give a power of two up to {largest}"
+
+
+def nice_bound(number: int, ctx) -> str:
+    from vipu.scheduler.updates import MAX_NICE  # here: only a refusal needs it
+
+    return f"out of range; give -{MAX_NICE} to {MAX_NICE} (negative: admins only)"
+
+
+def priority_bound(number: int, ctx) -> str:
+    from vipu.scheduler.updates import MAX_PRIORITY
+
+    return f"out of range; give 1 to {MAX_PRIORITY}, or 0 to hold the job"
+
+
+def throttle_bound(number: int, ctx) -> str:
+    return "out of range; give the tasks to run at once (at most the array's), or 0 for no limit"
+
+
+PAST = {"pod_ipus": pod_ipus, "nice": nice_bound}  # by the name a plain table gives (sbatch_options.py's `past`)
 
 
 def _wired(kind):

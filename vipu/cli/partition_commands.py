@@ -8,7 +8,7 @@ import typer
 
 from vipu.cli.context import JsonOption, NoHeaderOption
 from vipu.cli.output import as_dict, print_json, print_rows, table
-from vipu.cli.params import int64
+from vipu.cli.params import int64, pod_ipus
 from vipu.v1 import partition_pb2 as p
 
 create = typer.Typer(help="Create a resource.", no_args_is_help=True)
@@ -35,7 +35,7 @@ def partition_row(x: p.Partition) -> list:
 def create_partition(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="partition name: ASCII letters, digits, '_', '-', '.'"),
-    size: int = typer.Option(..., "--size", click_type=int64(), help="number of IPUs: a power of two"),
+    size: int = typer.Option(..., "--size", click_type=int64(past=pod_ipus), help="number of IPUs: a power of two"),
     num_gcds: int = typer.Option(None, "--num-gcds", click_type=int64(),
                                  help="graph compilation domains; must divide --size"),
     gcd_sync_replicas: int = typer.Option(None, "--gcd-sync-replicas", click_type=int64(),

@@ -19,12 +19,12 @@ class SbatchOption:
     this whole table's (bench/bench_cli.py)."""
 
     __slots__ = ("param", "names", "kind", "help", "field", "reads", "off", "vipu_only", "bare", "variable",
-                 "warning", "refusal")
+                 "warning", "refusal", "past")
 
     def __init__(self, param: str, names: tuple[str, ...], kind: str = TEXT, help: str | None = None,
                  field: str | None = None, reads: str | None = None, off: tuple[str, ...] = (),
                  vipu_only: tuple[str, ...] = (), bare: object = None, variable: str | None = None,
-                 warning: str | None = None, refusal: str | None = None):
+                 warning: str | None = None, refusal: str | None = None, past: str | None = None):
         self.param = param  # submit_jobs' keyword and typer's parameter
         self.names = names  # on the command line, the first as `vipu submit --help` shows it
         self.kind = kind
@@ -39,6 +39,7 @@ class SbatchOption:
         self.variable = variable  # sbatch's input variable that stands in for it (sbatch_environment.py)
         self.warning = warning  # taken with this warning: the job runs as asked in all that matters here
         self.refusal = refusal  # refused (exit 2) with this, why not and what to do instead
+        self.past = past  # an INT's bound past the wire, by its name in params.PAST (the controller's, not int32's)
 
     @property
     def sbatch_names(self) -> tuple[str, ...]:
@@ -60,7 +61,7 @@ class SbatchOption:
 OPTIONS = (
     SbatchOption("name", ("--job-name", "-J", "--name"), help="job name (a script's: its file name)", field="name",
                  reads="text", vipu_only=("--name",), variable="SBATCH_JOB_NAME"),
-    SbatchOption("ipus", ("--ipus",), INT, "IPUs: a power of two", "ipus", "count"),
+    SbatchOption("ipus", ("--ipus",), INT, "IPUs: a power of two", "ipus", "count", past="pod_ipus"),
     SbatchOption("time", ("--time", "-t"), help="time limit as sbatch reads it: {FORMS}", field="time_limit",
                  reads="time", variable="SBATCH_TIMELIMIT"),
     SbatchOption("time_limit", ("--time-limit",), help="e.g. 90s, 10m, 1h30m, 1-00:00:00: a unit or colons, never a"
@@ -68,10 +69,18 @@ OPTIONS = (
     SbatchOption("duration", ("--duration",), help="a sleep workload of this length (e.g. 30s)"),
     SbatchOption("wrap", ("--wrap",), help="run this shell command: a batch script of #!/bin/sh and it (sbatch"
                  " --wrap)"),
-    SbatchOption("qos", ("--qos", "-q"), field="qos", reads="text", variable="SBATCH_QOS"),
-    SbatchOption("user", ("--user",), field="user"),
-    SbatchOption("account", ("--account", "-A"), field="account", reads="text", variable="SBATCH_ACCOUNT"),
-    SbatchOption("nice", ("--nice",), INT, field="nice", reads="nice", bare=100),
+    SbatchOption("qos", ("--qos", "-q"), help="request a quality of service for the job: one of vipu-server's"
+                 " --scheduler-config qos (default: its default_qos, normal); one name, not sbatch's list",
+                 field="qos", reads="text", variable="SBATCH_QOS"),
+    SbatchOption("user", ("--user",), help="submit the job as this user (sbatch --uid, by name only); only an admin"
+                 " may name another user (under --secure; an open controller trusts every caller); default: the"
+                 " caller", field="user"),
+    SbatchOption("account", ("--account", "-A"), help="charge resources used by this job to this account: an"
+                 " arbitrary name, counted against max_submit_jobs_per_account and a QOS's max_jobs_per_account",
+                 field="account", reads="text", variable="SBATCH_ACCOUNT"),
+    SbatchOption("nice", ("--nice",), INT, "run the job with an adjusted scheduling priority: -10000 to 10000"
+                 " (sbatch's range is wider), negative raises it (admins only); #SBATCH --nice alone is 100",
+                 field="nice", reads="nice", bare=100, past="nice"),
     SbatchOption("dependency", ("--dependency", "-d"), help="afterok:ID,afterany:ID,afternotok:ID,singleton",
                  field="dependency", reads="dependency"),
     SbatchOption("array", ("--array", "-a"), help="e.g. 0-99%10", field="array", reads="array",

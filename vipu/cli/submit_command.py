@@ -8,6 +8,7 @@ import inspect
 import typer
 
 from vipu.cli.context import JSON_HELP
+from vipu.cli.params import PAST, WireInt
 from vipu.cli.sbatch_options import FLAG, INT, OPTIONS, SWITCH, SbatchOption
 from vipu.cli.slurm_time import FORMS
 from vipu.cli.submit import submit_jobs
@@ -19,8 +20,9 @@ HELP_WORDS = {"FORMS": FORMS, "JSON_HELP": JSON_HELP}  # help texts name these a
 def typer_option(option: SbatchOption) -> inspect.Parameter:
     names = (f"{option.names[0]}/{option.off[0]}", *option.names[1:]) if option.off else option.names
     help_text = option.help.format_map(HELP_WORDS) if option.help else None
+    bounded = {"click_type": WireInt(past=PAST[option.past])} if option.past else {}
     return inspect.Parameter(option.param, inspect.Parameter.KEYWORD_ONLY, annotation=TYPES.get(option.kind, str),
-                             default=typer.Option(option.default, *names, help=help_text))
+                             default=typer.Option(option.default, *names, help=help_text, **bounded))
 
 
 def register(app: typer.Typer) -> None:

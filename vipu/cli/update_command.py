@@ -8,8 +8,7 @@ import typer
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
 from vipu.cli.job_ids import IDS, MANY, TaskIds, finish, graver, job_id
-from vipu.cli.params import INT32, INT64, int64
-from vipu.cli.pod_bounds import BOUNDS
+from vipu.cli.params import INT32, INT64, WireInt, int64, nice_bound, priority_bound, throttle_bound
 from vipu.cli.slurm_time import FORMS, UNLIMITED, slurm_limit, slurm_seconds
 from vipu.client.messages import duration
 from vipu.v1 import job_pb2 as j
@@ -26,7 +25,7 @@ NAMES = ("TimeLimit, QOS, Nice, Dependency, Name (JobName), ArrayTaskThrottle, S
          " (NodeList), ExcNodeList")
 WHOLE = ("nice", "array_task_throttle", "priority")  # whole numbers
 WIRE = {"nice": INT32, "array_task_throttle": INT32, "priority": INT64}  # the request's field's type
-SAID = {"nice": "nice", "array_task_throttle": "throttle", "priority": "priority"}  # the flag's parameter
+PAST = {"nice": nice_bound, "array_task_throttle": throttle_bound, "priority": priority_bound}  # as the flags say it
 
 
 def time_limit(text: str, flag: str) -> dict:
@@ -50,7 +49,7 @@ def whole(text: str, flag: str, field: str) -> int:
         fail("vipu", f"{flag} {text!r} is not a whole number; give e.g. {flag.split('=')[0]}=10", BAD_INPUT)
     low, high = WIRE[field]
     if not low <= number <= high:  # the request could not carry it: the controller's bound, not the wire's
-        fail("vipu", f"{flag} {number} is {BOUNDS[('update', SAID[field])](number, None)}", BAD_INPUT)
+        fail("vipu", f"{flag} {number} is {PAST[field](number, None)}", BAD_INPUT)
     return number
 
 
@@ -106,14 +105,16 @@ def register(app: typer.Typer) -> None:
         time: str = typer.Option(None, "--time", "-t", help=f"TimeLimit, as sbatch reads it: {FORMS}; +T or -T"
                                  " adds or takes off time"),
         qos: str = typer.Option(None, "--qos", "-q", help="QOS"),
-        nice: int = typer.Option(None, "--nice", help="Nice (negative: admins only)"),
+        nice: int = typer.Option(None, "--nice", click_type=WireInt(past=nice_bound), help="Nice (negative: admins"
+                                 " only)"),
         dependency: str = typer.Option(None, "--dependency", "-d", help="Dependency (\"\" removes it)"),
         name: str = typer.Option(None, "--job-name", "-J", "--name", help="Name"),
         begin: str = typer.Option(None, "--begin", "-b", help="StartTime: not before then (as vipu submit --begin)"),
-        priority: int = typer.Option(None, "--priority", click_type=int64(), help="Priority, admins only: a fixed"
-                                     " priority; 0 holds the job"),
-        throttle: int = typer.Option(None, "--array-task-throttle", help="ArrayTaskThrottle: an array's tasks at"
-                                     " once (its %N); 0 removes the limit"),
+        priority: int = typer.Option(None, "--priority", click_type=int64(past=priority_bound), help="Priority,"
+                                     " admins only: a fixed priority; 0 holds the job"),
+        throttle: int = typer.Option(None, "--array-task-throttle", click_type=WireInt(past=throttle_bound),
+                                     help="ArrayTaskThrottle: an array's tasks at once (its %N); 0 removes the"
+                                     " limit"),
         nodelist: str = typer.Option(None, "--nodelist", "-w", help="ReqNodeList: as vipu submit -w (\"\" removes"
                                      " it)"),
         exclude: str = typer.Option(None, "--exclude", "-x", help="ExcNodeList: as vipu submit -x (\"\" removes it)"),

@@ -143,6 +143,8 @@ class JobOps:
             raise PermissionDenied(
                 "output: a --secure controller writes no files for its users' built-in workloads (it runs as one OS"
                 " user); leave output out and read the run with `vipu show job` and `vipu logs`")
+        if not self.plane.secure:  # a file the controller's user would open: refused now if its run could only fail
+            self.plane.executor.outputs.check_submit(spec, kind.streams)
         if kind.admit is not None:
             resolve(spec, self.plane.pod, self.plane.scheduler.config)  # its refusals first, as a submit gives them
             kind.admit(spec, self.plane.pod)

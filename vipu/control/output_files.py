@@ -22,12 +22,14 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any, cast
 
 from vipu.errors import InvalidArgument
-from vipu.jobs.output_folder import (JOB_OUTPUT, allowed_folders, mark_writer, marked_for, missing_folder, not_ours,
-                                     outside_folders, writer_mark)
+from vipu.jobs.output_folder import (JOB_OUTPUT, allowed_folders, mark_writer, marked_for, missing_folder,
+                                     missing_workdir, not_ours, outside_folders, writer_mark)
 from vipu.scheduler.effects import StopJob
 from vipu.scheduler.job_record import Job
+from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.output_pattern import output_path
 
@@ -65,16 +67,39 @@ class OutputFiles:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()  # (job, path, text)
         self._writer: threading.Thread | None = None
 
-    def allowed(self, job: Job) -> list[Path]:
-        """The folders the job's output may be written under."""
-        return allowed_folders(job.spec.submit_dir, self.state_dir, self.output_dirs)
+    def allowed(self, spec: JobSpec) -> list[Path]:
+        """The folders the output of a job of `spec` may be written under."""
+        return allowed_folders(spec.submit_dir, self.state_dir, self.output_dirs)
 
     def refusal(self, job: Job) -> str | None:
         """Why the job's output file cannot be written, or None."""
         path = output_path(job.spec.output, job)  # type: ignore[arg-type]
-        return (missing_folder("output", path) or outside_folders("output", path, self.allowed(job))
+        return (missing_folder("output", path) or outside_folders("output", path, self.allowed(job.spec))
                 or not_ours("output", Path(path), job.display_id,
                             lambda p: _headed(job, p) or marked_for(p, writer_mark(self.state_dir, job.user))))
+
+    def check_submit(self, spec: JobSpec, program: bool) -> None:
+        """InvalidArgument, naming the field, where a run of the job could only fail at its start on its files (as
+        the controller's user opens them: not under --secure, where a program opens its own as its user's account):
+        a program's working directory missing, or an output or error file's folder missing or outside those
+        allowed. Only a folder the submit knows: one with a %-pattern waits for the start (%j is the id the queue
+        gives). What may change until then (a folder made or removed, a file left in it) the start checks again."""
+        if program:
+            work = cast(Any, spec.workload)  # a command workload (CommandWorkload), which the scheduler does not import
+            missing = missing_workdir(work.workdir)
+            if missing:
+                raise InvalidArgument(missing, field="spec.workload.chdir")
+            base, files = work.workdir, {"output": spec.output, "error": spec.error}
+            dirs = allowed_folders(spec.submit_dir or work.submit_dir, self.state_dir, self.output_dirs) + [Path(base)]
+        else:
+            base, files, dirs = "", {"output": spec.output}, self.allowed(spec)
+        for what, pattern in files.items():
+            if not pattern or (program and pattern == os.devnull) or "%" in os.path.dirname(pattern):
+                continue  # none, a program's -o /dev/null (as sbatch's), or a folder only the start knows
+            path = os.path.join(base, pattern)
+            why = missing_folder(what, path) or outside_folders(what, path, dirs)
+            if why:
+                raise InvalidArgument(why, field=f"spec.{what}")
 
     def write(self, stop: StopJob, job: Job, logged: list[str]) -> None:
         """Queue the output of the run `stop` ended (nothing if the job asked for none)."""

@@ -23,6 +23,7 @@ from pydantic import Field, PositiveInt, model_validator
 from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.models import Strict
+from vipu.jobs.workload_text import layout_text
 from vipu.partition.rules import check_size, is_power_of_two
 
 
@@ -143,16 +144,7 @@ class Layout(Strict):
         return min(self.p - stage, self.micro_batches)
 
     def describe(self) -> str:
-        options = [name for name, on in (("recomputation", self.recompute), ("RTS", self.rts),
-                                         ("optimiser offload", self.offload_optimizer),
-                                         ("phased execution", self.phased)) if on]
-        order = "gpipe, batch-serialised" if self.phased else self.schedule
-        t2 = f" t2={self.t2}" if self.t2 > 1 else ""
-        text = (f"t={self.t}{t2} p={self.p} r={self.r}, micro-batch {self.micro_batch} x {self.micro_batches}"
-                f" ({order})")
-        if self.io_tiles:
-            options.append(f"{self.io_tiles} I/O tiles")
-        return text + (" with " + ", ".join(options) if options else "")
+        return layout_text(self)
 
 
 def compute_share(layout: Layout, pod: PodConfig) -> float:

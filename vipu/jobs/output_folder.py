@@ -2,7 +2,11 @@
 
 sbatch's rule: their directory must exist. Slurm fails the job rather than make the directory (a typo in --output
 would otherwise scatter directories), and so does every workload kind here: a program's supervisor when it opens
-the file, the controller at the start of a built-in workload's run.
+the file, the controller at the start of a built-in workload's run. Where the controller opens the file as its own
+user and the submit already knows the folder (no %-pattern in it), the submit is refused instead
+(vipu/control/output_files.py check_submit): the run could only fail. Not under --secure for a program, whose
+user's account opens its files: the controller's view of a folder is not its user's, and telling a user whether
+a folder they cannot see exists would show them another's files.
 
 This controller's rule, where a file is opened as the controller's own OS user (every built-in workload's, and a
 program's without --secure): only under the folders allowed, and never over an existing file the controller did
@@ -39,6 +43,14 @@ def missing_folder(what: str, path: str) -> str | None:
         return None
     return (f"{what} file {path}: its directory {folder} does not exist; create it, or give --{what} a path in an"
             " existing directory (as sbatch, the job fails rather than create it)")
+
+
+def missing_workdir(workdir: str) -> str | None:
+    """Why a program cannot start in `workdir`, if it is missing: the cause, not its output file's missing folder
+    (walk28); else None."""
+    if os.path.isdir(workdir):
+        return None
+    return f"the working directory {workdir} does not exist; give --chdir a directory that does, or create it"
 
 
 def allowed_folders(submit_dir: str | None, state_dir: Path | None, output_dirs: Iterable[Path]) -> list[Path]:

@@ -16,6 +16,7 @@ from vipu.jobs.layout import Layout
 from vipu.jobs.memory_estimate import Memory, memory
 from vipu.jobs.timing import StepTime, step_time, training_flops_per_sample
 from vipu.jobs.units import size
+from vipu.jobs.workload_text import model_text
 
 
 class Plan(BaseModel):
@@ -74,18 +75,6 @@ class Plan(BaseModel):
         return render(self, suggestions)
 
 
-def describe_model(model) -> str:
-    if model.kind == "mlp":
-        return f"mlp {model.layers} layers, {model.inputs}->{model.hidden}->{model.outputs}, {model.dtype}"
-    if model.kind == "transformer":
-        vocab = f", vocab {model.vocab}" if model.vocab else ""
-        vocab += f" (head on {model.mask_tokens} masked tokens)" if model.mask_tokens else ""
-        vocab += f", {model.sequences_per_pack:g} sequences a pack" if model.sequences_per_pack != 1 else ""
-        return (f"transformer {model.layers} layers, hidden {model.hidden}, {model.heads} heads, sequence"
-                f" {model.seq_len}{vocab}, {model.dtype}")
-    return f"{model.kind} (224x224 images), {model.dtype}"
-
-
 def plan(workload, pod: PodConfig, assumptions: Assumptions = DEFAULT) -> Plan:
     """Memory and step time of `workload` (a TrainWorkload) on `pod`, using its layout's t x p x r IPUs."""
     mem = memory(workload, pod, assumptions)
@@ -94,7 +83,7 @@ def plan(workload, pod: PodConfig, assumptions: Assumptions = DEFAULT) -> Plan:
     step = time.total_s
     flops = lay.global_batch * training_flops_per_sample(workload)
     return Plan(
-        pod=pod.name, ipus=lay.ipus, model=describe_model(workload.model), params=workload.model.params(),
+        pod=pod.name, ipus=lay.ipus, model=model_text(workload.model), params=workload.model.params(),
         layout=lay, optimizer=workload.optimizer, global_batch=lay.global_batch, memory=mem, time=time,
         step_s=step, throughput=lay.global_batch * workload.model.sequences_per_sample / step,
         sequences_per_sample=workload.model.sequences_per_sample,

@@ -71,7 +71,9 @@ class JobSpec(Strict):
         " controller's own user (every kind's but a command's under --secure, which its user's account opens) goes"
         " only under submit_dir (or an operator's --output-dir; a command's working directory too) and never over a"
         " file the controller did not write for this job or an earlier job of its user (sbatch would truncate it):"
-        " the run fails instead",
+        " the run fails instead. A folder the submit knows (no % in it) that is missing or not allowed is refused"
+        " at the submit, where the controller opens the file as its own user; what changes until the start is"
+        " checked again then",
     )
     error: str | None = Field(
         None, max_length=4096,

@@ -98,22 +98,38 @@ def test_error_goes_to_its_own_file_and_a_missing_directory_fails_the_job_saying
                                          error=str(tmp_path / "e-%x.txt")))
     assert ended(controller, job)["state"] == "COMPLETED"
     assert (tmp_path / f"o-{job}.txt").read_text() == "out\n" and (tmp_path / "e-split.txt").read_text() == "err\n"
-    [lost] = submit(controller, spec_file(tmp_path, script, "lost", output=str(tmp_path / "no" / "such" / "out")))
+    # a folder the submit knows is missing: refused then, naming the field and the fix
+    lost = run(controller, "vipu", "submit", spec_file(tmp_path, script, "lost", output=str(tmp_path / "no" / "such"
+                                                                                            / "out")))
+    assert lost.returncode == 2 and lost.stderr == (
+        f"vipu: error: output file {tmp_path / 'no' / 'such' / 'out'}: its directory {tmp_path / 'no' / 'such'} does"
+        " not exist; create it, or give --output a path in an existing directory (as sbatch, the job fails rather"
+        " than create it)\n")
+    spec = json.loads(Path(spec_file(tmp_path, script, "nowhere")).read_text())
+    spec["workload"]["chdir"] = str(tmp_path / "gone")
+    (tmp_path / "nowhere.json").write_text(json.dumps(spec))
+    nowhere = run(controller, "vipu", "submit", str(tmp_path / "nowhere.json"))
+    # the cause is named, not the missing folder of its output file there (walk28)
+    assert nowhere.returncode == 2 and nowhere.stderr == (
+        f"vipu: error: the working directory {tmp_path / 'gone'} does not exist; give --chdir a directory that does,"
+        " or create it\n")
+    # gone between the submit and the start: the start fails the job saying why, and a release keeps it held
+    (tmp_path / "no" / "such").mkdir(parents=True)
+    (tmp_path / "gone").mkdir()
+    [first] = submit(controller, spec_file(tmp_path, script, "first", hold=True))
+    [lost] = submit(controller, spec_file(tmp_path, script, "lost", output=str(tmp_path / "no" / "such" / "out"),
+                                          dependency=f"afterany:{first}"))
+    (tmp_path / "nowhere.json").write_text(json.dumps({**spec, "hold": True}))
+    [held] = submit(controller, str(tmp_path / "nowhere.json"))
+    shutil.rmtree(tmp_path / "no")
+    (tmp_path / "gone").rmdir()
+    assert run(controller, "vipu", "cancel", str(first)).returncode == 0
     detail = ended(controller, lost)
     assert detail["state"] == "FAILED" and detail["exit_code"] == 1
     why = f"its directory {tmp_path / 'no' / 'such'} does not exist"
     assert why in detail["training"]["failure"]
     assert why in run(controller, "vipu", "logs", str(lost)).stdout
     assert not (tmp_path / "no").exists()  # as sbatch: the job fails rather than the directory being made
-    spec = json.loads(Path(spec_file(tmp_path, script, "nowhere")).read_text())
-    spec["workload"]["chdir"] = str(tmp_path / "gone")
-    (tmp_path / "nowhere.json").write_text(json.dumps(spec))
-    [nowhere] = submit(controller, str(tmp_path / "nowhere.json"))
-    # the cause is named, not the missing folder of its output file there (walk28)
-    assert f"the working directory {tmp_path / 'gone'} does not exist" in ended(controller, nowhere)["training"][
-        "failure"]
-    (tmp_path / "nowhere.json").write_text(json.dumps({**spec, "hold": True}))
-    [held] = submit(controller, str(tmp_path / "nowhere.json"))
     refused = run(controller, "vipu", "release", str(held))
     assert refused.returncode == 4 and f"job {held} stays held: the working directory {tmp_path / 'gone'}" in (
         refused.stderr)

@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 
 from vipu.errors import FailedPrecondition
-from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files, writer_mark
+from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files, missing_workdir, writer_mark
 from vipu.jobs.programs.environment import job_environment, node_names
 from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, spool_for
 from vipu.jobs.programs.program_record import ProgramRecord
@@ -71,9 +71,9 @@ class ProgramRuns:
         """The files a run opened as the controller's user must make new (fresh_files); OutputRefused if one may not
         be written. The previous run's files are this job's to write over."""
         work, settings, earlier = job.spec.workload, self.ctx.settings, self.record(job.id)
-        if not os.path.isdir(work.workdir):  # the cause, not its output file's missing folder (walk28)
-            raise OutputRefused(f"the working directory {work.workdir} does not exist; give --chdir a directory that"
-                                " does, or create it")
+        missing = missing_workdir(work.workdir)
+        if missing:
+            raise OutputRefused(missing)
         files = {"output": record.output, **({"error": record.error} if record.error else {})}
         dirs = allowed_folders(job.spec.submit_dir or work.submit_dir, settings.state_dir,
                                settings.output_dirs) + [Path(work.workdir)]

@@ -24,7 +24,8 @@ from typing import Mapping, Sequence
 
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.memory_estimate import stage_memory
-from vipu.jobs.planner import Plan, describe_model, plan
+from vipu.jobs.planner import Plan, plan
+from vipu.jobs.workload_text import model_text
 from vipu.jobs.train.poprun import read_instances
 from vipu.jobs.train.results import InstanceRun, IpuReport, ModelledSteps, StepReport, TrainingResult, ipu_usage
 from vipu.scheduler.workload import Ending
@@ -112,7 +113,7 @@ def modelled_result(workload, pod: PodConfig, first_ipu: int, planned: Plan, ste
     lay = workload.layout
     ran = steps.steps_run > 0
     return TrainingResult(
-        model=describe_model(workload.model), layout=lay.describe(), pod=pod.name, first_ipu=first_ipu,
+        model=model_text(workload.model), layout=lay.describe(), pod=pod.name, first_ipu=first_ipu,
         ipus=lay.ipus, optimizer=workload.optimizer, global_batch=lay.global_batch, steps_requested=workload.steps,
         stopped=steps.steps_run < workload.steps, losses=[], reports=[],
         emulated_step_s=planned.step_s if ran else 0.0, throughput_samples_per_s=planned.throughput if ran else 0.0,

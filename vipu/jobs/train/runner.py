@@ -17,7 +17,8 @@ from vipu.fabric import Group, LocalTransport
 from vipu.hardware.topology import topology_of
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.parts import PARTS
-from vipu.jobs.planner import describe_model, plan
+from vipu.jobs.planner import plan
+from vipu.jobs.workload_text import model_text
 from vipu.jobs.train.parallel import ParallelTrainer
 from vipu.jobs.train.poprun import local_environments, read_instances
 from vipu.jobs.train.problem import check_runnable
@@ -93,7 +94,7 @@ def _result(workload, pod, first_ipu, wanted, stopped, reports, prediction, wall
         for link, nbytes in r.bytes_per_link_type.items():
             links[link] = links.get(link, 0) + nbytes
     return TrainingResult(
-        model=describe_model(workload.model), layout=lay.describe(), pod=pod.name, first_ipu=first_ipu,
+        model=model_text(workload.model), layout=lay.describe(), pod=pod.name, first_ipu=first_ipu,
         ipus=lay.ipus, optimizer=workload.optimizer, global_batch=lay.global_batch, steps_requested=wanted,
         stopped=stopped, losses=[r.loss for r in reports], reports=reports, emulated_step_s=step_s,
         throughput_samples_per_s=lay.global_batch / step_s if step_s else 0.0, predicted_step_s=prediction.step_s,
