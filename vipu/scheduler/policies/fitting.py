@@ -52,9 +52,17 @@ class Fitting:
             self._given.append((first, size))
 
     def started(self, first: int, size: int) -> None:
-        self.fresh = False
-        if self.sizes is not None:
-            self._taken.append((first, size))
+        sizes = self.sizes
+        if sizes is None:
+            self.fresh = False
+            return
+        for s, _, w, _ in sizes:  # (a loop, not any() over a generator: this runs after every start)
+            if first < w + s and w < first + size:
+                self.fresh = False
+                self._taken.append((first, size))
+                return
+        # It took no witness: every size that fitted still fits on its own, so the last answer stands. (In a wave of
+        # two thousand starts more than half take none, and the walk then asked again after each.)
 
     def any_fits(self, walk: _Walk) -> bool:
         if self.sizes is None:
@@ -67,7 +75,7 @@ class Fitting:
             kept, again = [], []
             for entry in self.sizes:
                 size, _, w, _ = entry
-                for f, n in taken:  # (a loop, not any() over a generator: this runs after every start)
+                for f, n in taken:  # (a loop, not any() over a generator: this runs after most starts that took one)
                     if f < w + size and w < f + n:
                         again.append(size)
                         break
