@@ -26,17 +26,16 @@ ROOT = Path(__file__).resolve().parents[1]
 WAVE = 500  # a cycle that starts this many jobs or more: the jobs started together reach their limits together
 
 
-def child(tree: str, where: str, pending: int, policy: str) -> None:
-    """One side: fill the Pod as bench_scheduler_cycle.bench() does, then one cycle per line read; print its CPU ms."""
-    sys.path.insert(0, tree)
+def scale_workload(where: str, pending: int, policy: str, seed: int = 1):
+    """bench_scheduler_cycle.bench()'s scale workload: fill the Pod, freeze what lives (keep_long_lived), then yield
+    (scheduler, now) before each cycle, the cycle not run yet. The caller runs it (so it may time or copy it)."""
     from bench.bench_scheduler_cycle import expire, random_spec
     from vipu.control.long_lived import keep_long_lived
     from vipu.hardware.pod_files import load_pod
     from vipu.scheduler.config import SchedulerConfig
     from vipu.scheduler.scheduler import Scheduler
-    from vipu.scheduler.effects import StartJob
 
-    rng = random.Random(1)
+    rng = random.Random(seed)
     s = Scheduler(load_pod(where), SchedulerConfig(policy=policy))
     for _ in range(pending):
         s.submit(random_spec(rng), 0.0)
@@ -46,9 +45,8 @@ def child(tree: str, where: str, pending: int, policy: str) -> None:
             s.submit(random_spec(rng), 0.0)
         s.cycle(0.0)
     keep_long_lived()
-    print("ready", flush=True)
     now = 0.0
-    for _ in sys.stdin:
+    while True:
         now += 30.0
         running = sorted(s.table.running)
         for job_id in rng.sample(running, min(len(running), rng.randrange(1, 4))):
@@ -56,9 +54,22 @@ def child(tree: str, where: str, pending: int, policy: str) -> None:
         for _ in range(max(rng.randrange(1, 4), pending - len(s.table.pending))):
             s.submit(random_spec(rng), now)
         expire(s, now)
+        yield s, now
+
+
+def child(tree: str, where: str, pending: int, policy: str) -> None:
+    """One side: one cycle of scale_workload() per line read; print its CPU ms and its starts."""
+    sys.path.insert(0, tree)
+    from vipu.scheduler.effects import StartJob
+
+    workload = scale_workload(where, pending, policy)
+    s, now = next(workload)  # (the Pod filled)
+    print("ready", flush=True)
+    for _ in sys.stdin:
         c0 = time.process_time()
         effects = s.cycle(now)
         print((time.process_time() - c0) * 1e3, sum(isinstance(e, StartJob) for e in effects), flush=True)
+        s, now = next(workload)
 
 
 def percentile(values: list[float], q: float) -> float:

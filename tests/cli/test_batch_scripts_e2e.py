@@ -249,12 +249,12 @@ def test_an_output_in_a_missing_directory_is_refused_at_submit_or_fails_the_job_
     out = vipu(server, "submit", "job.sh", cwd=tmp_path)  # the submit knows the folder: no run could write there
     assert out.returncode == 2 and out.stderr == (
         f"vipu: error: job.sh line 2: #SBATCH --ipus 1 -o nowhere/%j.out: output file {tmp_path}/nowhere/%j.out: its"
-        f" directory {tmp_path}/nowhere does not exist; create it, or give --output a path in an existing directory"
-        " (as sbatch, the job fails rather than create it)\n")
+        f" directory {tmp_path}/nowhere does not exist; create it, or give a path in an existing directory (as"
+        " sbatch, the job fails rather than create it)\n")
     out = vipu(server, "submit", "--ipus", "1", "--wrap", "true", "-D", "gone", cwd=tmp_path)
     assert out.returncode == 2 and out.stderr == (
-        f"vipu: error: the working directory {tmp_path}/gone does not exist; give --chdir a directory that does, or"
-        " create it\n")
+        f"vipu: error: the working directory {tmp_path}/gone does not exist; give a directory that does, or create"
+        " it\n")
     # a folder gone between the submit and the start: the start fails the job, as sbatch's
     (tmp_path / "nowhere").mkdir()
     [first] = submit(server, "--ipus", "1", "--wrap", "true", "-H", cwd=tmp_path)

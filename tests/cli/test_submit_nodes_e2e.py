@@ -59,6 +59,7 @@ def test_nodes_are_ipu_machines_and_a_nodelist_must_fit_them(server):
     shown = run(server, "vipu", "show", "job", str(script)).stdout.splitlines()
     assert {"NodeList=ag07", "NumNodes=1", "BatchHost=ag07"} <= set(shown)
     run(server, "vipu", "cancel", str(script))
+    wait_for(lambda: show(server, script)["state"] == "CANCELLED")  # (its 2 IPUs of ag07 held until then)
     out = run(server, "vipu", "submit", "-N", "1", "-w", "ag[00-01]", "--duration", "1s")  # Slurm: -N >= the list
     assert (out.returncode, out.stderr) == (2, "vipu: error: -N/--nodes 1 is fewer than the 2 IPU-Machines"
                                                " -w/--nodelist ag[00-01] names, and a job holds every node listed:"
@@ -70,7 +71,7 @@ def test_nodes_are_ipu_machines_and_a_nodelist_must_fit_them(server):
     out = run(server, "vipu", "submit", "-N", "1-2", "--duration", "1s")
     assert out.returncode == 2 and "-N/--nodes: '1-2' is a range" in out.stderr and "-N 1 or -N 2" in out.stderr
     tested = run(server, "vipu", "submit", "-N", "1", "--test-only", "--duration", "1s").stdout
-    # sbatch names the nodes: the best fit beside the job on ag[04-05] (ag07 freed or not, ag06 comes first)
+    # sbatch names the nodes: the best fit beside the job on ag[04-05], ag07 being free again
     assert " using 4 IPUs on nodes ag06 in partition default " in tested
     tested = run(server, "vipu", "submit", "--ipus", "1", "--test-only", "--duration", "1s").stdout
     assert " using 1 IPU on nodes ag06 in partition default " in tested

@@ -36,20 +36,21 @@ def test_a_folder_the_submit_knows_is_refused_naming_the_field_and_the_fix(tmp_p
     elsewhere.mkdir()
     outputs = OutputFiles(state)
     assert refusal(outputs, sleep(home, f"{home}/gone/%j.out"), False) == (
-        f"output file {home}/gone/%j.out: its directory {home}/gone does not exist; create it, or give --output a"
-        " path in an existing directory (as sbatch, the job fails rather than create it)", "spec.output")
+        f"output file {home}/gone/%j.out: its directory {home}/gone does not exist; create it, or give a path"
+        " in an existing directory (as sbatch, the job fails rather than create it)", "spec.output")
     assert refusal(outputs, sleep(home, f"{elsewhere}/x.out"), False) == (
         f"output file {elsewhere}/x.out is outside the folders this controller writes job output into ({home},"
-        f" {state}/job-output): give --output a path under one of them (a relative path is under where vipu submit"
-        " runs), or ask the operator for a vipu-server --output-dir", "spec.output")
+        f" {state}/job-output): give a path under one of them (a relative path is under where vipu submit runs), or"
+        " ask the operator for another output folder (vipu-server's output-dir option)", "spec.output")
     # a built-in's /dev/null would fail its start as any file outside the folders allowed does: refused now
     assert refusal(outputs, sleep(home, "/dev/null"), False)[0].startswith("output file /dev/null is outside")
+    # (a program's working folder is allowed too: home again)
     assert refusal(outputs, program(home, error=f"{elsewhere}/e.txt"), True) == (
         f"error file {elsewhere}/e.txt is outside the folders this controller writes job output into ({home},"
-        f" {state}/job-output): give --error a path under one of them (a relative path is under where vipu submit"
-        " runs), or ask the operator for a vipu-server --output-dir", "spec.error")  # (its workdir: home again)
+        f" {state}/job-output): give a path under one of them (a relative path is under where vipu submit runs), or"
+        " ask the operator for another output folder (vipu-server's output-dir option)", "spec.error")
     assert refusal(outputs, program(home, chdir=f"{home}/gone", output=f"{home}/gone/o"), True) == (
-        f"the working directory {home}/gone does not exist; give --chdir a directory that does, or create it",
+        f"the working directory {home}/gone does not exist; give a directory that does, or create it",
         "spec.workload.chdir")  # the cause, not its output's missing folder
 
 

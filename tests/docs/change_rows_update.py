@@ -273,7 +273,7 @@ def submit_missing_output(open_live, tmp_path):
     missing = tmp_path / "missing" / "dir"
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/bash\necho hi\n")
-    why = f"-o/--output file {missing}/%j.out: its directory {missing} does not exist; create it, or give --output"
+    why = f"-o/--output file {missing}/%j.out: its directory {missing} does not exist; create it, or give a path"
     for kind in (["--duration", "1s"], [], [str(script)]):  # sleep, hold, a program: refused, the folder missing
         live.refused(2, why, "submit", *kind, "--ipus", "1", "-o", f"{missing}/%j.out")
     missing.mkdir(parents=True)  # there at the submit, gone at the start: the start fails the job

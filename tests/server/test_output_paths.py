@@ -40,12 +40,11 @@ def test_output_goes_only_under_the_submit_directory_and_never_over_a_file_it_di
     # a folder the run could never write in is refused at the submit, naming the flag and the fix
     assert submit_in(server, home, "-o", str(elsewhere / "x.txt"), refused=True) == (
         f"vipu: error: -o/--output file {elsewhere / 'x.txt'} is outside the folders this controller writes job output"
-        f" into ({home}, {server.state_dir / 'job-output'}): give --output a path under one of them (a relative path"
-        " is under where vipu submit runs), or ask the operator for a vipu-server --output-dir")
+        f" into ({home}, {server.state_dir / 'job-output'}): give a path under one of them (a relative path is under"
+        " where vipu submit runs), or ask the operator for another output folder (vipu-server's output-dir option)")
     assert submit_in(server, home, "-o", "gone/%j.txt", refused=True) == (
         f"vipu: error: -o/--output file {home / 'gone' / '%j.txt'}: its directory {home / 'gone'} does not exist;"
-        " create it, or give --output a path in an existing directory (as sbatch, the job fails rather than create"
-        " it)")
+        " create it, or give a path in an existing directory (as sbatch, the job fails rather than create it)")
     assert not (elsewhere / "x.txt").exists() and not (home / "gone").exists()
 
     precious = home / "precious.txt"
@@ -143,8 +142,9 @@ def test_a_batch_scripts_output_and_error_follow_the_same_rule_without_secure(se
                          env=server.env(), cwd=home)
         assert out.returncode == 2 and out.stderr == (
             f"vipu: error: {flag}/--{what} file {victim} is outside the folders this controller writes job output into"
-            f" ({home}, {server.state_dir / 'job-output'}): give --{what} a path under one of them (a relative path is"
-            " under where vipu submit runs), or ask the operator for a vipu-server --output-dir\n"), out.stderr
+            f" ({home}, {server.state_dir / 'job-output'}): give a path under one of them (a relative path is under"
+            " where vipu submit runs), or ask the operator for another output folder (vipu-server's output-dir"
+            " option)\n"), out.stderr
     # a file there already: the start decides, as it may be gone (or made) by then
     cases = [("-o", str(precious), f"output file {precious} exists and was not written by this controller for job"),
              ("-o", str(home / "link.txt"), f"output file {home / 'link.txt'} exists and is not a plain file")]

@@ -37,6 +37,7 @@ SCRIPT = "#!/bin/sh\necho hi\n"
 SPECS = {  # a spec of every workload kind and model, and every form of time_limit and begin
     "sleep": {"name": "s", "ipus": 4, "time_limit": "10m", "nice": 5, "qos": "normal", "account": "physics",
               "dependency": "singleton", "array": "0-3%2", "hold": True, "requeue": False, "output": "/tmp/%j.out",
+              "submit_dir": "/tmp",
               "allocation": "default", "begin": "now+90", "workload": {"kind": "sleep", "duration": 0.25,
                                                                         "exit_code": 3}},
     "hold": {"ipus": 2, "time_limit": "UNLIMITED", "begin": "tomorrow", "workload": {"kind": "hold"}},

@@ -86,7 +86,7 @@ class OutputFiles:
         gives). What may change until then (a folder made or removed, a file left in it) the start checks again."""
         if program:
             work = cast(Any, spec.workload)  # a command workload (CommandWorkload), which the scheduler does not import
-            missing = missing_workdir(work.workdir)
+            missing = missing_workdir(work.workdir, flag=False)
             if missing:
                 raise InvalidArgument(missing, field="spec.workload.chdir")
             base, files = work.workdir, {"output": spec.output, "error": spec.error}
@@ -97,7 +97,7 @@ class OutputFiles:
             if not pattern or (program and pattern == os.devnull) or "%" in os.path.dirname(pattern):
                 continue  # none, a program's -o /dev/null (as sbatch's), or a folder only the start knows
             path = os.path.join(base, pattern)
-            why = missing_folder(what, path) or outside_folders(what, path, dirs)
+            why = missing_folder(what, path, flag=False) or outside_folders(what, path, dirs, flag=False)
             if why:
                 raise InvalidArgument(why, field=f"spec.{what}")
 

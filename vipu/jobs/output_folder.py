@@ -36,21 +36,22 @@ class OutputRefused(Exception):
     """A run's output or error file may not be written; the message names it and the fix."""
 
 
-def missing_folder(what: str, path: str) -> str | None:
+def missing_folder(what: str, path: str, flag: bool = True) -> str | None:
     """Why the `what` ("output", "error") file `path` cannot be made, if its directory is missing; else None."""
     folder = os.path.dirname(path) or "."
     if os.path.isdir(folder):
         return None
-    return (f"{what} file {path}: its directory {folder} does not exist; create it, or give --{what} a path in an"
-            " existing directory (as sbatch, the job fails rather than create it)")
+    return (f"{what} file {path}: its directory {folder} does not exist; create it, or give {_flag(what, flag)}a path"
+            " in an existing directory (as sbatch, the job fails rather than create it)")
 
 
-def missing_workdir(workdir: str) -> str | None:
+def missing_workdir(workdir: str, flag: bool = True) -> str | None:
     """Why a program cannot start in `workdir`, if it is missing: the cause, not its output file's missing folder
     (walk28); else None."""
     if os.path.isdir(workdir):
         return None
-    return f"the working directory {workdir} does not exist; give --chdir a directory that does, or create it"
+    return (f"the working directory {workdir} does not exist; give {_flag('chdir', flag)}a directory that does, or"
+            " create it")
 
 
 def allowed_folders(submit_dir: str | None, state_dir: Path | None, output_dirs: Iterable[Path]) -> list[Path]:
@@ -63,15 +64,24 @@ def allowed_folders(submit_dir: str | None, state_dir: Path | None, output_dirs:
     return dirs + ([own] if own is not None and not os.path.islink(own) else [])
 
 
-def outside_folders(what: str, path: str, dirs: Iterable[Path]) -> str | None:
+def outside_folders(what: str, path: str, dirs: Iterable[Path], flag: bool = True) -> str | None:
     """Why `path` may not be written, if its folder (symlinks resolved) is under none of `dirs`; else None."""
     dirs = list(dict.fromkeys(dirs))  # (a program's working folder is often the submit folder again)
     folder = Path(os.path.realpath(os.path.dirname(path)))
     if any(folder == d or d in folder.parents for d in (Path(os.path.realpath(d)) for d in dirs)):
         return None
     return (f"{what} file {path} is outside the folders this controller writes job output into"
-            f" ({', '.join(map(str, dirs)) or 'none'}): give --{what} a path under one of them (a relative path is"
-            " under where vipu submit runs), or ask the operator for a vipu-server --output-dir")
+            f" ({', '.join(map(str, dirs)) or 'none'}): give {_flag(what, flag)}a path under one of them (a relative"
+            f" path is under where vipu submit runs), or ask the operator for {_OPERATOR[flag]}")
+
+
+_OPERATOR = {True: "a vipu-server --output-dir", False: "another output folder (vipu-server's output-dir option)"}
+
+
+def _flag(what: str, flag: bool) -> str:
+    """The flag a message names before its fix, where it is a job's reason; a refusal of the API names no flag
+    (the API speaks its fields, which the CLI names by their flags)."""
+    return f"--{what} " if flag else ""
 
 
 def writer_mark(state_dir: Path | None, user: str) -> str:

@@ -103,16 +103,16 @@ def test_error_goes_to_its_own_file_and_a_missing_directory_fails_the_job_saying
                                                                                             / "out")))
     assert lost.returncode == 2 and lost.stderr == (
         f"vipu: error: output file {tmp_path / 'no' / 'such' / 'out'}: its directory {tmp_path / 'no' / 'such'} does"
-        " not exist; create it, or give --output a path in an existing directory (as sbatch, the job fails rather"
-        " than create it)\n")
+        " not exist; create it, or give a path in an existing directory (as sbatch, the job fails rather than"
+        " create it)\n")
     spec = json.loads(Path(spec_file(tmp_path, script, "nowhere")).read_text())
     spec["workload"]["chdir"] = str(tmp_path / "gone")
     (tmp_path / "nowhere.json").write_text(json.dumps(spec))
     nowhere = run(controller, "vipu", "submit", str(tmp_path / "nowhere.json"))
     # the cause is named, not the missing folder of its output file there (walk28)
     assert nowhere.returncode == 2 and nowhere.stderr == (
-        f"vipu: error: the working directory {tmp_path / 'gone'} does not exist; give --chdir a directory that does,"
-        " or create it\n")
+        f"vipu: error: the working directory {tmp_path / 'gone'} does not exist; give a directory that does, or"
+        " create it\n")
     # gone between the submit and the start: the start fails the job saying why, and a release keeps it held
     (tmp_path / "no" / "such").mkdir(parents=True)
     (tmp_path / "gone").mkdir()
