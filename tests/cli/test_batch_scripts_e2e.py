@@ -180,7 +180,7 @@ def test_wrap_runs_a_command_in_a_sh_script(server, tmp_path):
                                                    ' --wrap "hostname"\n')
     no_ipus = vipu(server, "submit", "--wrap", "hostname", cwd=tmp_path)
     assert (no_ipus.returncode, no_ipus.stderr) == (2, "vipu: error: --wrap asks for no IPUs; give vipu submit"
-                                                       " --ipus N\n")
+                                                       " --ipus N, or -N N for N IPU-Machines\n")
 
 
 @pytest.mark.parametrize(("export", "want"), [
@@ -253,8 +253,8 @@ def test_an_output_in_a_missing_directory_is_refused_at_submit_or_fails_the_job_
         " sbatch, the job fails rather than create it)\n")
     out = vipu(server, "submit", "--ipus", "1", "--wrap", "true", "-D", "gone", cwd=tmp_path)
     assert out.returncode == 2 and out.stderr == (
-        f"vipu: error: the working directory {tmp_path}/gone does not exist; give a directory that does, or create"
-        " it\n")
+        f"vipu: error: -D/--chdir {tmp_path}/gone does not exist; create it, or give a working directory that"
+        " exists\n")
     # a folder gone between the submit and the start: the start fails the job, as sbatch's
     (tmp_path / "nowhere").mkdir()
     [first] = submit(server, "--ipus", "1", "--wrap", "true", "-H", cwd=tmp_path)

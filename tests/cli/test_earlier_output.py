@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from vipu.cli.earlier_output import held_for_check, release_clear
+from vipu.cli.earlier_output import held_for_check, release_clear, held_note
 from vipu.v1 import job_pb2 as j
 
 
@@ -84,3 +84,15 @@ def test_a_file_the_controller_would_write_over_keeps_no_job_held_and_says_nothi
         f"vipu: job 5_1 is held: {tmp_path}/slurm-5_1.out exists, and the controller writes over no output file it"
         " did not write for this job or your earlier ones; remove or rename that file, then `vipu release 5_1` (or"
         " submit with -o/--output)"]
+
+
+def test_test_only_says_when_the_submit_would_be_held_for_the_jobs_own_file(tmp_path):
+    """sbatch --test-only answers for the submit itself: the job id it would get meets an old slurm-N.out."""
+    assert held_note(request(tmp_path), 7) is None  # a clear folder
+    (tmp_path / "slurm-3.out").write_text("old\n")
+    assert held_note(request(tmp_path), 7) is None  # other files: job 7's own is free
+    (tmp_path / "slurm-7.out").write_text("old\n")
+    assert held_note(request(tmp_path), 7) == (
+        f"vipu: if queued now, job 7 would be held unless the controller wrote {tmp_path / 'slurm-7.out'} for your"
+        " earlier job: remove or rename that file, or give -o/--output")
+    assert held_note(request(tmp_path, output=str(tmp_path / "o.txt")), 7) is None  # its own output named

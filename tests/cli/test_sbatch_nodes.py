@@ -92,6 +92,15 @@ def test_a_scripts_nodes_are_its_ipus_and_the_command_lines_size_wins():
     assert spec_of("#!/bin/sh\n#SBATCH --ipus=16\ntrue\n", {"ipus": 8})["ipus"] == 8
 
 
+def test_a_scripts_nodes_are_checked_against_the_nodelist_the_job_gets():
+    """A -w flag replaces the script's list before -N is checked against it, as sbatch applies its flags first."""
+    script = "#!/bin/sh\n#SBATCH -N 1\n#SBATCH -w ag[00-01]\ntrue\n"
+    assert spec_of(script, {"nodelist": "ag05"})["ipus"] == 4
+    with pytest.raises(BatchError, match=r"^job.sh line 2: #SBATCH -N 1: -N/--nodes 1 is fewer than the 2"
+                                         r" IPU-Machines -w/--nodelist ag\[00-01\] names"):
+        spec_of(script, {})
+
+
 def test_a_scripts_nodes_and_ipus_that_disagree_are_refused_at_the_line():
     origins: dict[str, str] = {}
     with pytest.raises(BatchError) as refused:

@@ -5,6 +5,7 @@ node is refused naming the flag."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
@@ -41,6 +42,9 @@ def test_nodelist_and_exclude_place_the_job_and_a_blocked_one_says_why(server, t
     assert lines(server, "-h", "-o", "%N", "-j", str(wide)) == ["ag[04-05]"]
 
 
+TIMES = ("StartTime", "EndTime", "TimeLimit", "EligibleTime", "SubmitTime")
+
+
 def test_nodes_are_ipu_machines_and_a_nodelist_must_fit_them(server):
     """-N 2 is 8 IPUs on a Pod64's 4-IPU machines: the job holds two machines, the block around -w's."""
     [two] = submit(server, "-N", "2", "-w", "ag05", "--duration", "5m")
@@ -49,6 +53,11 @@ def test_nodes_are_ipu_machines_and_a_nodelist_must_fit_them(server):
     assert lines(server, "-h", "-o", "%N %D", "-j", str(two)) == ["ag[04-05] 2"]
     shown = run(server, "vipu", "show", "job", str(two)).stdout.splitlines()
     assert "NodeList=ag[04-05]" in shown and "NumNodes=2" in shown  # as scontrol show job
+    # as scontrol's: a running job's EndTime is where its time limit ends, and it was eligible when submitted
+    times = dict(line.split("=", 1) for line in shown if line.split("=", 1)[0] in TIMES)
+    start, end = (datetime.fromisoformat(times[k]) for k in ("StartTime", "EndTime"))
+    assert end - start == timedelta(hours=1) and times["TimeLimit"] == "1:00:00"
+    assert times["EligibleTime"] == times["SubmitTime"]
     # 2 IPUs of one machine agree with -N 1
     [script] = submit(server, "-N", "1", "--ipus", "2", "-w", "ag07", "--hold", "--wrap", "sleep 300")
     shown = run(server, "vipu", "show", "job", str(script)).stdout.splitlines()

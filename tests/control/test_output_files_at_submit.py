@@ -42,6 +42,10 @@ def test_a_folder_the_submit_knows_is_refused_naming_the_field_and_the_fix(tmp_p
         f"output file {elsewhere}/x.out is outside the folders this controller writes job output into ({home},"
         f" {state}/job-output): give a path under one of them (a relative path is under where vipu submit runs), or"
         " ask the operator for another output folder (vipu-server's output-dir option)", "spec.output")
+    # a folder given as the file: no run could open it
+    (home / "sub").mkdir()
+    assert refusal(outputs, sleep(home, f"{home}/sub"), False) == (
+        f"output file {home}/sub is a directory; give a file in it (e.g. {home}/sub/%j.out)", "spec.output")
     # a built-in's /dev/null would fail its start as any file outside the folders allowed does: refused now
     assert refusal(outputs, sleep(home, "/dev/null"), False)[0].startswith("output file /dev/null is outside")
     # (a program's working folder is allowed too: home again)
@@ -50,7 +54,7 @@ def test_a_folder_the_submit_knows_is_refused_naming_the_field_and_the_fix(tmp_p
         f" {state}/job-output): give a path under one of them (a relative path is under where vipu submit runs), or"
         " ask the operator for another output folder (vipu-server's output-dir option)", "spec.error")
     assert refusal(outputs, program(home, chdir=f"{home}/gone", output=f"{home}/gone/o"), True) == (
-        f"the working directory {home}/gone does not exist; give a directory that does, or create it",
+        f"workload.chdir {home}/gone does not exist; create it, or give a working directory that exists",
         "spec.workload.chdir")  # the cause, not its output's missing folder
 
 

@@ -114,8 +114,9 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     if "ipus" in flags:  # the command line's size, --ipus or -N, over the script's either
         directives.pop("nodes", None)
         origins.pop("nodes", None)
-    if "nodes" in directives:
-        directives = script_size(directives, origins, machines)
+    if "nodes" in directives:  # checked against the list the job gets: a -w flag's over the script's
+        listed = {"nodelist": flags["nodelist"]} if "nodelist" in flags else {}
+        directives = script_size({**directives, **listed}, origins, machines)
     for key in flags:  # a flag over a directive: what is said of the value is said of the flag
         origins.pop(key, None)
     options = unmodelled({**directives, **flags}, origins)
@@ -130,10 +131,10 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
         if where:
             origins["ipus"] = where
     if "ipus" not in options and source == WRAP:
-        raise BatchError("--wrap asks for no IPUs; give vipu submit --ipus N")
+        raise BatchError("--wrap asks for no IPUs; give vipu submit --ipus N, or -N N for N IPU-Machines")
     if "ipus" not in options:
-        raise BatchError(f"{source} asks for no IPUs; add a line `#SBATCH --ipus=N` before its first command, or"
-                         " give vipu submit --ipus N")
+        raise BatchError(f"{source} asks for no IPUs; add a line `#SBATCH --ipus=N` (or `#SBATCH -N N`, IPU-Machines)"
+                         " before its first command, or give vipu submit --ipus N")
     spec = batch_spec(script, args, options, os.getcwd(), os.environ, default_name(source))
     body = json.dumps(spec).encode()
     if len(body) > MAX_SPEC_BYTES:

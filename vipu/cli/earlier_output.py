@@ -36,6 +36,20 @@ def held_for_check(request: j.SubmitJobRequest) -> Path | None:
     return folder
 
 
+def held_note(request: j.SubmitJobRequest, job_id: int) -> str | None:
+    """What --test-only adds when the submit it tests would queue the job held for its default output file (a
+    file of another writer's keeps it held; one the controller wrote for the user's earlier job does not)."""
+    spec = json.loads(request.spec)
+    folder = held_for_check(request)
+    if folder is None or spec.get("array"):  # (an array: each task's file is looked at when it is queued)
+        return None
+    name = folder / f"slurm-{job_id}.out"
+    if not name.exists():
+        return None
+    return (f"vipu: if queued now, job {job_id} would be held unless the controller wrote {name} for your earlier"
+            " job: remove or rename that file, or give -o/--output")
+
+
 def release_clear(cli, request: j.SubmitJobRequest, reply: j.SubmitJobResponse, folder: Path) -> None:
     """Release the jobs whose default output file does not exist, and those whose file the controller would write
     over (its release refuses the others: vipu/control/job_ops.py _check_output); say, for each job still held,

@@ -99,7 +99,10 @@ def pod_machines(cli) -> Callable[[], PodMachines]:
 
 WAITS = {"JobHeldUser": "it would be held until `vipu release`",
          "Dependency": "it would wait for its dependency",
-         "DependencyNeverSatisfied": "its dependency can never be met"}
+         "DependencyNeverSatisfied": "its dependency can never be met",
+         "ReqNodeNotAvail": "a machine it needs is drained, down or failed: it would wait until that one is back",
+         "Resources": "it waits for IPUs, busy past the jobs the scheduler plans or drained, down or failed",
+         "Priority": "it is behind jobs not yet planned"}
 
 
 def expected_nodes(cli, x: j.ExpectedStart) -> str | None:
@@ -131,7 +134,7 @@ def tested(cli, reply: j.SubmitJobResponse, as_json: bool) -> None:
     if start is not None:
         print(f"Job {job} to start at {stamp(start)} {where}")
         return
-    why = WAITS.get(x.reason, "no start time can be worked out yet (it is behind jobs not yet planned)")
+    why = WAITS.get(x.reason.split(",")[0], "no start time can be worked out yet")  # (ReqNodeNotAvail, Unavail...)
     print(f"Job {job} to start at Unknown {where}: {why} (reason {x.reason or 'None'})")
 
 
@@ -223,13 +226,21 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
         requests = [batch_request(specs, wrap, first, flags, request_id, named, machines)]
     else:
         requests = submit_requests(specs, flags, request_id, first)
+    if "chdir" in named:  # -D (or #SBATCH -D): the API names the field in the workload
+        named["workload.chdir"] = named["chdir"]
     if values["test_only"]:
         if len(requests) != 1:
             fail("vipu", f"--test-only tests one job, and {len(requests)} spec files were given; test them one by"
                  " one", BAD_INPUT)
         requests[0].validate_only = True
-        tested(cli, cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named, reword=reword),
-               cli.wants_json(values["json_out"]))
+        reply = cli.conn.call(cli.conn.jobs.SubmitJob, requests[0], flags=named, reword=reword)
+        tested(cli, reply, cli.wants_json(values["json_out"]))
+        if batch:
+            from vipu.cli.earlier_output import held_note
+
+            note = held_note(requests[0], reply.job_ids[0])
+            if note:
+                print(note, file=sys.stderr)
         return
     if len(requests) == 1:
         from vipu.cli.earlier_output import held_for_check, release_clear

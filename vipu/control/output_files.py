@@ -98,6 +98,8 @@ class OutputFiles:
                 continue  # none, a program's -o /dev/null (as sbatch's), or a folder only the start knows
             path = os.path.join(base, pattern)
             why = missing_folder(what, path, flag=False) or outside_folders(what, path, dirs, flag=False)
+            if not why and "%" not in pattern and os.path.isdir(path):  # no run could open it as a file
+                why = f"{what} file {path} is a directory; give a file in it (e.g. {os.path.join(path, '%j.out')})"
             if why:
                 raise InvalidArgument(why, field=f"spec.{what}")
 

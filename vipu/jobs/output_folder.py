@@ -50,8 +50,9 @@ def missing_workdir(workdir: str, flag: bool = True) -> str | None:
     (walk28); else None."""
     if os.path.isdir(workdir):
         return None
-    return (f"the working directory {workdir} does not exist; give {_flag('chdir', flag)}a directory that does, or"
-            " create it")
+    if not flag:  # the API's refusal: its field first, which the CLI names by its flag or script line
+        return f"workload.chdir {workdir} does not exist; create it, or give a working directory that exists"
+    return f"the working directory {workdir} does not exist; give --chdir a directory that does, or create it"
 
 
 def allowed_folders(submit_dir: str | None, state_dir: Path | None, output_dirs: Iterable[Path]) -> list[Path]:

@@ -111,8 +111,8 @@ def test_error_goes_to_its_own_file_and_a_missing_directory_fails_the_job_saying
     nowhere = run(controller, "vipu", "submit", str(tmp_path / "nowhere.json"))
     # the cause is named, not the missing folder of its output file there (walk28)
     assert nowhere.returncode == 2 and nowhere.stderr == (
-        f"vipu: error: the working directory {tmp_path / 'gone'} does not exist; give a directory that does, or"
-        " create it\n")
+        f"vipu: error: workload.chdir {tmp_path / 'gone'} does not exist; create it, or give a working directory"
+        " that exists\n")
     # gone between the submit and the start: the start fails the job saying why, and a release keeps it held
     (tmp_path / "no" / "such").mkdir(parents=True)
     (tmp_path / "gone").mkdir()
