@@ -8,12 +8,13 @@ gone since), so it shows "(batch script)" and the script's arguments; `vipu show
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from types import SimpleNamespace
 
 from vipu.cli.failure import BAD_INPUT, NOT_FOUND, fail
-from vipu.scheduler.output_pattern import output_file
+from vipu.scheduler.output_pattern import output_file, output_path
 from vipu.v1 import job_pb2 as j
 
 KIND = "command"
@@ -25,9 +26,7 @@ def batch_fields(x: j.Job, spec: dict, node: str | None = None) -> list[tuple[st
     work = spec.get("workload") or {}
     if work.get("kind") != KIND:
         return []
-    task = x.HasField("array_job_id")
-    names = SimpleNamespace(id=x.id, array_job_id=x.array_job_id if task else None,
-                            array_task_id=x.array_task_id if task else None, name=x.name, user=x.user)
+    names = _names(x)
     workdir = work.get("chdir") or work["submit_dir"]
     stdout = output_file(spec.get("output"), names, workdir, node)
     stderr = output_file(spec["error"], names, workdir, node) if spec.get("error") else stdout
@@ -36,6 +35,22 @@ def batch_fields(x: j.Job, spec: dict, node: str | None = None) -> list[tuple[st
     append = [("OpenMode", "append")] if work.get("open_mode") == "append" else []
     return [("Command", command), ("WorkDir", workdir), ("StdErr", stderr), ("StdIn", "/dev/null"),
             ("StdOut", stdout), *append]
+
+
+def built_in_stdout(x: j.Job, spec: dict) -> str:
+    """StdOut= of a built-in workload's job: its output pattern filled in as the controller fills it when it writes
+    the file (control/output_files.py: %N kept as written); (null): none."""
+    pattern = spec.get("output")
+    if not pattern:
+        return "(null)"
+    return os.path.join(spec.get("submit_dir") or "", output_path(pattern, _names(x)))
+
+
+def _names(x: j.Job) -> SimpleNamespace:
+    """What the output patterns read of a job (%j, %A, %a, %x, %u)."""
+    task = x.HasField("array_job_id")
+    return SimpleNamespace(id=x.id, array_job_id=x.array_job_id if task else None,
+                           array_task_id=x.array_task_id if task else None, name=x.name, user=x.user)
 
 
 def print_script(x: j.Job, asked: str, json_out: bool) -> None:

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import typer
 
-from vipu.cli.batch_detail import batch_fields, print_script
+from vipu.cli.batch_detail import batch_fields, built_in_stdout, print_script
 from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.nodes import DEFAULT_PARTITION, Machines, blocks_of, placed
@@ -156,7 +156,7 @@ def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
         ("EndTime", "Unknown" if row.end is None else stamp(row.end)),
         ("ExitCode", exit_code(x)), ("Dependency", x.dependency or "(null)"),
         ("Requeue", int(spec.get("requeue", True))), ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)),
-        *(program or [*workload_fields(spec), ("StdOut", spec.get("output") or "(null)")]),
+        *(program or [*workload_fields(spec), ("StdOut", built_in_stdout(x, spec))]),
     ]
     if x.modelled:  # computes nothing: holds its partition for steps x the predicted step time x the time scale
         fields.append(("Modelled", "yes"))

@@ -123,9 +123,9 @@ def register(app: typer.Typer) -> None:
         """Change a job (scontrol update job): its time limit, QOS, nice, dependency, name, array throttle, begin
         time, node list, excluded nodes or (admins) priority.
 
-        A pending job takes every field; a running job only TimeLimit, which its owner may lower (a limit it has
-        run past ends it at once, TIMEOUT) and only an admin may raise. An array job's id changes each of its tasks
-        not ended (fields other than TimeLimit: its pending tasks). Priority=0 holds the job (JobHeldAdmin), as
+        A pending job takes every field; a running job TimeLimit, which its owner may lower (a limit it has run
+        past ends it at once, TIMEOUT) and only an admin may raise, Name and Nice. An array job's id changes each of
+        its tasks not ended (fields other than TimeLimit, Name and Nice: its pending tasks). Priority=0 holds the job (JobHeldAdmin), as
         scontrol's does; a fixed priority releases it. Each change is kept durably and shown by `vipu show job`."""
         cli = ctx.obj
         text, pairs = target(words or [])
