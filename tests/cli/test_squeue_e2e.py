@@ -4,6 +4,7 @@ sorting, --start, -i and squeue's --json."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import select
 import signal
@@ -78,6 +79,10 @@ def test_percent_formats_show_slurm_fields_with_ipus_as_cpus_and_machines_as_nod
     assert (dependency, account) == ("(null)", "(null)")
     pending = times[1].split()
     assert pending[3] != "N/A" and int(pending[6]) > 0 and pending[7] == "Resources"  # its expected start, priority
+    # %o and %Z: the command as show job's Command= says it, and the folder it runs in (where it was submitted)
+    command, workdir = lines(server, "-h", "-o", "%o|%Z", "-j", str(fill))[0].split("|")
+    assert command == "(hold: until cancelled or its time limit)" and os.path.isabs(workdir)
+    assert lines(server, "-h", "-O", "Command:|,WorkDir", "-j", str(fill)) == [f"{command}|{workdir}"]
 
 
 def test_named_formats_filters_and_states(queued):

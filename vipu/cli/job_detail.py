@@ -93,6 +93,12 @@ def spec_data(x: j.Job) -> dict:
     return spec
 
 
+def command_line(x: j.Job) -> str:
+    """scontrol's Command= of the job (squeue's %o)."""
+    spec = spec_data(x)
+    return str(dict(batch_fields(x, spec) or workload_fields(spec))["Command"])
+
+
 def workload_fields(spec: dict) -> list[tuple[str, object]]:
     """What a job other than a batch script's runs, as scontrol's Command= and WorkDir= (a batch script's are
     batch_fields'): scontrol has no line for a workload, and these held nothing else a line shows."""

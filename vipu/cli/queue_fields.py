@@ -47,6 +47,19 @@ def _left(row: JobRow) -> float:
     return max(0.0, seconds(row.job.time_limit) - row.used)
 
 
+def _command(row: JobRow) -> str:
+    from vipu.cli.job_detail import command_line  # (here: the queue's other columns need none of it)
+
+    return command_line(row.job)
+
+
+def _workdir(row: JobRow) -> str:
+    work = row.spec.workload
+    if work.WhichOneof("kind") == "command":  # a batch script runs in its -D folder, else where it was submitted
+        return work.command.chdir or work.command.submit_dir or "(null)"
+    return row.spec.submit_dir or "(null)"
+
+
 # man squeue's -o letters; the -O names below name the same columns
 LETTERS: dict[str, Column] = {
     "a": Column("ACCOUNT", lambda r: r.job.account or "(null)"),
@@ -68,6 +81,7 @@ LETTERS: dict[str, Column] = {
     "M": Column("TIME", lambda r: used(r.used), lambda r: r.used),
     "n": Column("REQ_NODES", lambda r: r.spec.nodelist or "", cut=False, needs=FULL),  # sbatch -w
     "N": Column("NODELIST", lambda r: r.node_list(), cut=False, needs=PLACED | NODES),
+    "o": Column("COMMAND", _command, cut=False, needs=FULL),  # scontrol's Command=: "(batch script) ARGS"
     "p": Column("PRIORITY", lambda r: f"{r.job.priority / 0xFFFFFFFF:16.14f}", lambda r: r.job.priority,
                 needs=FULL),
     "P": Column("PARTITION", lambda r: r.partition, needs=PLACED),
@@ -83,10 +97,12 @@ LETTERS: dict[str, Column] = {
     "V": Column("SUBMIT_TIME", lambda r: when(seconds(r.job.submitted)), lambda r: seconds(r.job.submitted)),
     "y": Column("NICE", lambda r: str(r.spec.nice), lambda r: r.spec.nice, needs=PLACED),
     "Y": Column("SCHEDNODES", lambda r: "(null)", cut=False),
+    "Z": Column("WORK_DIR", _workdir, cut=False, needs=FULL),
 }
 
 NAMES: dict[str, Column] = {
     "Account": LETTERS["a"], "ArrayJobID": LETTERS["F"], "ArrayTaskID": LETTERS["K"], "BatchHost": LETTERS["B"],
+    "Command": LETTERS["o"], "WorkDir": LETTERS["Z"],
     "Dependency": LETTERS["E"], "EndTime": LETTERS["e"], "ReqNodes": LETTERS["n"], "ExcNodes": LETTERS["x"], "JobArrayID": LETTERS["i"], "JobID": LETTERS["A"],
     "Name": LETTERS["j"], "Nice": LETTERS["y"], "NodeList": LETTERS["N"], "NumCPUs": LETTERS["C"],
     "IPUs": Column("IPUS", lambda r: str(r.job.ipus), lambda r: r.job.ipus), "NumNodes": LETTERS["D"],
