@@ -163,7 +163,8 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
                                ("chdir", "-D/--chdir", "a directory (e.g. -D runs)")):
         if key in flags and not str(flags[key]).strip():
             refuse_empty(flag, f"{example}, or leave it out for the default")
-    named = {k: BY_FIELD[k].shown for k in flags}  # a refusal of one names the flag too
+    # a refusal of one names the flag too, or the variable that gave it (SBATCH_OUTPUT)
+    named = {k: BY_FIELD[k].variable if BY_FIELD[k].variable in used else BY_FIELD[k].shown for k in flags}
     if "time_limit" in flags:
         named["time_limit"] = "-t/--time" if time is not None else "--time-limit"
     if duration is not None:
