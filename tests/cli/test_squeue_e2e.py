@@ -180,8 +180,8 @@ def test_a_bad_value_is_one_line_naming_the_flag_and_exit_2(unchanged_server, ar
 
 def test_a_bad_format_in_the_environment_names_the_variable(unchanged_server):
     server = unchanged_server
-    said = refused(server, "queue", env={**server.env(), "SQUEUE_FORMAT": "%Z"})
-    assert said.startswith("vipu: error: SQUEUE_FORMAT: %Z is not a field here")
+    said = refused(server, "queue", env={**server.env(), "SQUEUE_FORMAT": "%z"})
+    assert said.startswith("vipu: error: SQUEUE_FORMAT: %z is not a field here")
 
 
 def as_from_a_terminal() -> None:
