@@ -46,20 +46,22 @@ def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
 
     for field, _ in error.field_violations:
         name = field.rpartition("spec.")[2]
+        # a workload's field set by a flag of the submit's own (workload.chdir: -D/--chdir)
+        key = name if name in flags else name.removeprefix("workload.")
         # the field where a message names it: first ("qos is empty"), after its kind ("job name 'a b'"), or after
         # the spec's label ("invalid flags: array: ...")
         found = re.match(rf"(?:invalid [^:;]*: )?(?:job )?{re.escape(name)}\b(?! \()", error.message)
-        if name in flags and found:
-            message = f"{flags[name]}{error.message[found.end():]}"
+        if key in flags and found:
+            message = f"{flags[key]}{error.message[found.end():]}"
             return ApiError(error.code, error.reason, message, error.field_violations, error.resource,
-                            error.from_controller)
+                            error.from_controller, error.metadata)
     kind = error.resource[0] if error.resource else None
     if kind in flags and error.message.startswith(f"{kind} "):  # "allocation 'x' does not exist; ..."
         # a script's line is named with the field after it ("job.sh line 2: #SBATCH -p x: allocation"): the
         # message names the field already
         where = flags[kind].removesuffix(f": {kind}")
         return ApiError(error.code, error.reason, f"{where}: {error.message}", error.field_violations,
-                        error.resource, error.from_controller)
+                        error.resource, error.from_controller, error.metadata)
     return error
 
 

@@ -25,14 +25,9 @@ def held_for_check(request: j.SubmitJobRequest) -> Path | None:
     """The folder of the job's default output file if it holds slurm-*.out files already; the request then asks for
     the job held (its own `held`: the spec keeps no hold its user did not ask for). None (the request unchanged) if
     the job names its output, is held anyway, or the folder is clear."""
-    spec = json.loads(request.spec)
-    workload = spec.get("workload") or {}
-    if spec.get("output") is not None or spec.get("hold") or workload.get("open_mode") == "append":
-        return None  # an appending job adds to an old file of its user's: nothing is lost
-    folder = Path(workload.get("chdir") or workload.get("submit_dir") or os.getcwd())
-    if not glob.glob(os.path.join(glob.escape(str(folder)), "slurm-*.out")):
-        return None
-    request.held = True
+    folder = _folder_with_earlier_output(json.loads(request.spec))
+    if folder is not None:
+        request.held = True
     return folder
 
 
@@ -40,7 +35,7 @@ def held_note(request: j.SubmitJobRequest, job_id: int) -> str | None:
     """What --test-only adds when the submit it tests would queue the job held for its default output file (a
     file of another writer's keeps it held; one the controller wrote for the user's earlier job does not)."""
     spec = json.loads(request.spec)
-    folder = held_for_check(request)
+    folder = _folder_with_earlier_output(spec)
     if folder is None or spec.get("array"):  # (an array: each task's file is looked at when it is queued)
         return None
     name = folder / f"slurm-{job_id}.out"
@@ -48,6 +43,17 @@ def held_note(request: j.SubmitJobRequest, job_id: int) -> str | None:
         return None
     return (f"vipu: if queued now, job {job_id} would be held unless the controller wrote {name} for your earlier"
             " job: remove or rename that file, or give -o/--output")
+
+
+def _folder_with_earlier_output(spec: dict) -> Path | None:
+    """The folder of the job's default output file if it holds slurm-*.out files already (held_for_check)."""
+    workload = spec.get("workload") or {}
+    if spec.get("output") is not None or spec.get("hold") or workload.get("open_mode") == "append":
+        return None  # an appending job adds to an old file of its user's: nothing is lost
+    folder = Path(workload.get("chdir") or workload.get("submit_dir") or os.getcwd())
+    if not glob.glob(os.path.join(glob.escape(str(folder)), "slurm-*.out")):
+        return None
+    return folder
 
 
 def release_clear(cli, request: j.SubmitJobRequest, reply: j.SubmitJobResponse, folder: Path) -> None:

@@ -12,7 +12,7 @@ from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.nodes import DEFAULT_PARTITION, Machines, blocks_of, placed
 from vipu.cli.output import as_dict, print_json
-from vipu.cli.queue_rows import JobRow, reason
+from vipu.cli.queue_rows import end_of, reason, start_of
 from vipu.cli.slurm_time import clock, limit, stamp
 from vipu.client.messages import seconds, to_data
 from vipu.partition.node_names import hostlist
@@ -93,10 +93,10 @@ def spec_data(x: j.Job) -> dict:
     return spec
 
 
-def command_line(x: j.Job) -> str:
-    """scontrol's Command= of the job (squeue's %o)."""
+def run_fields(x: j.Job) -> dict[str, object]:
+    """scontrol's Command= and WorkDir= of the job (squeue's %o and %Z), and a batch script's files."""
     spec = spec_data(x)
-    return str(dict(batch_fields(x, spec) or workload_fields(spec))["Command"])
+    return dict(batch_fields(x, spec) or workload_fields(spec))
 
 
 def workload_fields(spec: dict) -> list[tuple[str, object]]:
@@ -135,7 +135,7 @@ def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
     for); `count`: how many its size spans."""
     detail, spec = to_data(x.detail, nulls=True), spec_data(x)
     first = nodes[0] if nodes else None
-    row = JobRow(x, 0.0)  # (its start and end as the queue shows them)
+    start, end = start_of(x), end_of(x)  # as the queue shows them
     program = batch_fields(x, spec, first)  # a batch script's job: Command, WorkDir, StdErr, StdIn, StdOut as scontrol's
     task = [("ArrayJobId", x.array_job_id), ("ArrayTaskId", x.array_task_id)] if x.HasField("array_job_id") else []
     throttle = [("ArrayTaskThrottle", spec["array"].partition("%")[2])] if "%" in (spec.get("array") or "") else []
@@ -157,9 +157,9 @@ def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
         ("BeginTime", stamp(seconds(x.begin)) if x.HasField("begin") else "Unknown"),
         ("EligibleTime", stamp(seconds(x.begin if x.HasField("begin") else x.submitted))),
         # as scontrol's (and squeue's %S and %e): a pending job's expected start, a running job's limit's end
-        ("StartTime", "Unknown" if row.start is None else stamp(row.start)),
+        ("StartTime", "Unknown" if start is None else stamp(start)),
         ("EstimatedStart", stamp(seconds(x.expected_start)) if x.HasField("expected_start") else "Unknown"),
-        ("EndTime", "Unknown" if row.end is None else stamp(row.end)),
+        ("EndTime", "Unknown" if end is None else stamp(end)),
         ("ExitCode", exit_code(x)), ("Dependency", x.dependency or "(null)"),
         ("Requeue", int(spec.get("requeue", True))), ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)),
         *(program or [*workload_fields(spec), ("StdOut", built_in_stdout(x, spec))]),

@@ -3,6 +3,8 @@ for -S. IPUs stand for Slurm's CPUs and IPU-Machines for its nodes (nodes.py say
 
 from __future__ import annotations
 
+from typing import Callable
+
 from vipu.cli.queue_rows import JobRow, labelled, reason  # noqa: F401 - labelled: the history table's too
 from vipu.cli.slurm_format import Column
 from vipu.cli.slurm_time import clock, limit, stamp
@@ -47,17 +49,14 @@ def _left(row: JobRow) -> float:
     return max(0.0, seconds(row.job.time_limit) - row.used)
 
 
-def _command(row: JobRow) -> str:
-    from vipu.cli.job_detail import command_line  # (here: the queue's other columns need none of it)
+def _run_field(name: str) -> Callable[[JobRow], str]:
+    """squeue's %o (Command) and %Z (WorkDir), as show job says them."""
+    def field(row: JobRow) -> str:
+        from vipu.cli.job_detail import run_fields  # (here: the queue's other columns need none of it)
 
-    return command_line(row.job)
+        return str(run_fields(row.job)[name])
 
-
-def _workdir(row: JobRow) -> str:
-    work = row.spec.workload
-    if work.WhichOneof("kind") == "command":  # a batch script runs in its -D folder, else where it was submitted
-        return work.command.chdir or work.command.submit_dir or "(null)"
-    return row.spec.submit_dir or "(null)"
+    return field
 
 
 # man squeue's -o letters; the -O names below name the same columns
@@ -81,7 +80,7 @@ LETTERS: dict[str, Column] = {
     "M": Column("TIME", lambda r: used(r.used), lambda r: r.used),
     "n": Column("REQ_NODES", lambda r: r.spec.nodelist or "", cut=False, needs=FULL),  # sbatch -w
     "N": Column("NODELIST", lambda r: r.node_list(), cut=False, needs=PLACED | NODES),
-    "o": Column("COMMAND", _command, cut=False, needs=FULL),  # scontrol's Command=: "(batch script) ARGS"
+    "o": Column("COMMAND", _run_field("Command"), cut=False, needs=FULL),  # scontrol's Command=: "(batch script) ARGS"
     "p": Column("PRIORITY", lambda r: f"{r.job.priority / 0xFFFFFFFF:16.14f}", lambda r: r.job.priority,
                 needs=FULL),
     "P": Column("PARTITION", lambda r: r.partition, needs=PLACED),
@@ -97,7 +96,7 @@ LETTERS: dict[str, Column] = {
     "V": Column("SUBMIT_TIME", lambda r: when(seconds(r.job.submitted)), lambda r: seconds(r.job.submitted)),
     "y": Column("NICE", lambda r: str(r.spec.nice), lambda r: r.spec.nice, needs=PLACED),
     "Y": Column("SCHEDNODES", lambda r: "(null)", cut=False),
-    "Z": Column("WORK_DIR", _workdir, cut=False, needs=FULL),
+    "Z": Column("WORK_DIR", _run_field("WorkDir"), cut=False, needs=FULL),
 }
 
 NAMES: dict[str, Column] = {

@@ -31,6 +31,21 @@ def job_id(x: j.Job | j.PriorityFactors) -> str:
     return str(x.id if isinstance(x, j.Job) else x.job_id)
 
 
+def start_of(x: j.Job) -> float | None:
+    """Its start, or for a pending job the estimated one (squeue's START_TIME, scontrol's StartTime)."""
+    if x.HasField("started"):
+        return seconds(x.started)
+    return seconds(x.expected_start) if x.HasField("expected_start") else None
+
+
+def end_of(x: j.Job) -> float | None:
+    """Its end, or the end its time limit sets (squeue's END_TIME, scontrol's EndTime)."""
+    if x.HasField("ended"):
+        return seconds(x.ended)
+    start = start_of(x)
+    return None if start is None else start + seconds(x.time_limit)
+
+
 class JobRow(NamedTuple):
     """A line of the queue or the history: a job (a run of it, in history -D), or the pending tasks of an array
     that wait alike (`tasks`, squeue's 26_[1-3]). A NamedTuple, not a dataclass: made in a fraction of the time, at
@@ -59,19 +74,11 @@ class JobRow(NamedTuple):
 
     @property
     def start(self) -> float | None:
-        """Its start, or for a pending job the estimated one (squeue's START_TIME)."""
-        x = self.job
-        if x.HasField("started"):
-            return seconds(x.started)
-        return seconds(x.expected_start) if x.HasField("expected_start") else None
+        return start_of(self.job)
 
     @property
     def end(self) -> float | None:
-        """Its end, or the end its time limit sets (squeue's END_TIME)."""
-        x = self.job
-        if x.HasField("ended"):
-            return seconds(x.ended)
-        return None if self.start is None else self.start + seconds(x.time_limit)
+        return end_of(self.job)
 
     @property
     def id_text(self) -> str:

@@ -227,8 +227,6 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
         requests = [batch_request(specs, wrap, first, flags, request_id, named, machines)]
     else:
         requests = submit_requests(specs, flags, request_id, first)
-    if "chdir" in named:  # -D (or #SBATCH -D): the API names the field in the workload
-        named["workload.chdir"] = named["chdir"]
     if values["test_only"]:
         if len(requests) != 1:
             fail("vipu", f"--test-only tests one job, and {len(requests)} spec files were given; test them one by"
