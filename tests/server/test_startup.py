@@ -100,16 +100,37 @@ def test_a_stop_signal_while_ray_starts_stops_the_controller_and_its_ray(tmp_pat
         deadline = time.monotonic() + 60
         while not Path(folder).exists() and time.monotonic() < deadline:  # Ray has begun to start
             time.sleep(0.02)
+        heard = ""
         for sig in signals:
+            # Each signal once the last was heard: two sent while the controller sits in a C call of Ray's start
+            # would be pending at once and count as one (the second then came too late to abandon the start).
             proc.send_signal(sig)
-            time.sleep(0.3)
+            heard += _line_with(proc, "vipu-server: stop")
         out, err = proc.communicate(timeout=120)
+        err = heard + err
         assert proc.returncode == 0 and said in err, (out, err)
         assert "listening" not in out
         deadline = time.monotonic() + 60  # Ray's processes end slowly on a loaded machine
         while (Path(folder).exists() or _ray_processes(folder) - before) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not Path(folder).exists() and _ray_processes(folder) - before == set(), _ray_processes(folder)
+
+
+def _line_with(proc: subprocess.Popen, text: str, timeout: float = 60) -> str:
+    """What `proc` wrote to stderr up to `text` and the end of its line, read past Python's buffer (os.read), so
+    that communicate() later reads the rest."""
+    import os
+    import select
+    import time
+
+    fd, read, deadline = proc.stderr.fileno(), "", time.monotonic() + timeout  # type: ignore[union-attr]
+    while time.monotonic() < deadline:
+        if select.select([fd], [], [], 1.0)[0]:
+            chunk = os.read(fd, 4096).decode()
+            read += chunk
+            if not chunk or (text in read and read.endswith("\n")):
+                return read
+    raise AssertionError(f"no line with {text!r} in {timeout} s: {read}")
 
 
 def test_a_controller_that_only_queues_never_loads_the_planner_or_numpy():
