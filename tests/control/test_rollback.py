@@ -274,6 +274,28 @@ def test_the_event_log_names_each_job_whose_logged_submit_or_change_was_undone(p
     assert states(plane) == {held: JobState.PENDING}
 
 
+def test_an_outage_is_one_write_failure_and_its_log_line_names_the_cause(plane, caplog, monkeypatch):
+    """Regression: the retry thread's tries of the rollback's own records, each second while the disk stayed full,
+    each counted in vipu_store_write_failures_total (2 to 13 in 10 s), and the log never said why the writes failed,
+    though the runbook sends the operator there."""
+    ids = submit(plane, SLEEP, n=2)
+    plane.step()
+    tries = []
+
+    def full(rows, gone, history):
+        tries.append(len(rows))
+        disk_full(rows, gone, history)
+
+    monkeypatch.setattr(plane.store, "_write", full)
+    with caplog.at_level("WARNING", logger="vipu.recovery"):
+        with pytest.raises(Dropped):
+            plane.jobs.cancel(ids, NO_FILTER, False, ANYONE)
+        assert wait_until(lambda: len(tries) >= 3), tries  # the cancel's write, then the retry thread's, each second
+    assert plane.store.write_failures == 1
+    assert (f"the state store {plane.store.path} could not be written (database or disk is full): changes since its"
+            " last write are undone") in caplog.text
+
+
 def test_the_undoing_is_logged_once_an_outage_not_each_retry_nor_a_line_a_running_job(plane, caplog, monkeypatch):
     """Regression: while the disk stayed full, each retry (every second) logged the undoing again, and a line for
     each running job: 20 warnings and 38 lines for 2 jobs in 20 s."""

@@ -72,8 +72,8 @@ def roll_back(plane: ControlPlane) -> None:
             if scheduler.table.running_since(job_id, started) is None:
                 _stop(plane, old.table.jobs[job_id])
     if not said:
-        log.warning("the state store could not write: changes since its last write are undone, the state is as %s"
-                    " holds it (said once until it writes again)", plane.store.path)
+        log.warning("the state store %s could not be written (%s): changes since its last write are undone, the"
+                    " state is as it holds it (said once until it writes again)", plane.store.path, plane.store.cause)
 
 
 def _stop(plane: ControlPlane, job) -> None:
