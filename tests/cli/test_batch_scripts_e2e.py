@@ -250,7 +250,7 @@ def test_an_output_in_a_missing_directory_is_refused_at_submit_or_fails_the_job_
     assert out.returncode == 2 and out.stderr == (
         f"vipu: error: job.sh line 2: #SBATCH --ipus 1 -o nowhere/%j.out: output file {tmp_path}/nowhere/%j.out: its"
         f" directory {tmp_path}/nowhere does not exist; create it, or give a path in an existing directory (as"
-        " sbatch, the job fails rather than create it)\n")
+        " sbatch, vipu never makes it)\n")
     out = vipu(server, "submit", "--ipus", "1", "--wrap", "true", "-D", "gone", cwd=tmp_path)
     assert out.returncode == 2 and out.stderr == (
         f"vipu: error: -D/--chdir {tmp_path}/gone does not exist; create it, or give a working directory that"

@@ -95,7 +95,7 @@ def test_an_output_directory_that_does_not_exist_is_refused_or_fails_the_job_as_
     out = run(server, "vipu", "submit", "--ipus", "1", "--time", "5", "--duration", "1s", "-o", str(missing / "%j.out"))
     assert out.returncode == 2 and out.stderr == (
         f"vipu: error: -o/--output file {missing}/%j.out: its directory {missing} does not exist; create it, or give"
-        " a path in an existing directory (as sbatch, the job fails rather than create it)\n")
+        " a path in an existing directory (as sbatch, vipu never makes it)\n")
     # the same from sbatch's variable: the refusal names the variable that gave it
     out = run(server, "vipu", "submit", "--ipus", "1", "--duration", "1s",
               env={**server.env(), "SBATCH_OUTPUT": str(missing / "%j.out")})

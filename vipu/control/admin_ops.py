@@ -43,13 +43,15 @@ class AdminOps:
             agent = self._once(caller, "agent", request_id, {"name": name, **given},
                                lambda: self._admin.create_agent(name, **given))
             self._renamed()
-            return agent
+        self.plane.changed()  # its machine's IPUs serve again: a job waiting for them may start now
+        return agent
 
     def remove_agent(self, name: str) -> Agent:
         with self.plane.lock.changing():
             agent = self._admin.remove_agent(name)
             self._renamed()
-            return agent
+        self.plane.changed()
+        return agent
 
     def _renamed(self) -> None:
         """Node names follow the agents (sbatch -w reads them): pending jobs that name nodes read them again."""

@@ -271,6 +271,15 @@ def test_a_killed_controller_leaves_no_program_running_and_its_restart_requeues_
     assert "ended NODE_FAIL at the controller's restart, requeued" in detail["detail"]["recovery"]
 
 
+def test_logs_say_where_stderr_went_when_it_has_a_file_of_its_own(controller, tmp_path):
+    """Regression (walk31): with -o and -e apart, `vipu logs` showed stdout only and never named the error file."""
+    [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho out\necho err >&2\n", "apart",
+                                         output=str(tmp_path / "o.txt"), error=str(tmp_path / "e.txt")))
+    assert ended(controller, job)["state"] == "COMPLETED"
+    assert run(controller, "vipu", "logs", str(job)).stdout == (
+        f"out\n(its stderr goes to {tmp_path / 'e.txt'}, not shown here)\n")
+
+
 def test_a_script_without_an_interpreter_line_is_refused_naming_the_field(controller, tmp_path):
     out = run(controller, "vipu", "submit", spec_file(tmp_path, "echo hi\n", "bare"))
     assert out.returncode == 2
