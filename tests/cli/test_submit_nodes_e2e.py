@@ -28,9 +28,12 @@ def test_nodelist_and_exclude_place_the_job_and_a_blocked_one_says_why(server, t
     assert out.returncode == 2 and "-w/--nodelist" in out.stderr and "ag99, which is no IPU-Machine" in out.stderr
     out = run(server, "vipu", "submit", "--ipus", "8", "-w", "ag03", "-x", "ag02", "--duration", "1s")
     assert (out.returncode, out.stderr) == (2, "vipu: error: -x/--exclude takes ag02 from ag[02-03], the only block of"
-                                               " 8 IPUs that holds ag03 (nodelist): exclude only nodes outside"
+                                               " 8 IPUs that holds ag03 (-w/--nodelist): exclude only nodes outside"
                                                " ag[02-03], list nodes of a block of 8 IPUs without ag02, or ask for"
                                                " fewer IPUs\n")
+    out = run(server, "vipu", "submit", "--ipus", "4", "-w", "ag01", "-x", "ag[00-01]", "--duration", "1s")
+    assert (out.returncode, out.stderr) == (2, "vipu: error: -x/--exclude and -w/--nodelist both name ag01; a job"
+                                               " cannot both hold and avoid a machine: leave it out of one\n")
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\n#SBATCH --ipus=8 -w ag[02-03] --hold\ntrue\n")
     [held] = submit(server, str(script))
