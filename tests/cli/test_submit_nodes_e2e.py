@@ -120,6 +120,11 @@ def test_a_nodelist_alone_sizes_the_job_and_sizes_in_nodes_are_refused_in_nodes(
                                                " allocation holds) has 12 nodes (48 IPUs), whose largest aligned"
                                                " block is 8 nodes (32 IPUs); give at most -N 8, or name a larger"
                                                " allocation with -p (`vipu list allocations`)\n")
+    script.write_text("#!/bin/sh\n#SBATCH -N 8 -p a1\ntrue\n")  # a script's -N: in nodes too, at its line
+    out = run(server, "vipu", "submit", str(script))
+    assert (out.returncode, out.stderr) == (2, f"vipu: error: {script} line 2: #SBATCH -N 8 -p a1: -N/--nodes 8:"
+                                               " allocation a1 has 4 nodes (16 IPUs); give at most -N 4, or name a"
+                                               " larger allocation with -p (`vipu list allocations`)\n")
     out = run(server, "vipu", "submit", "-w", "ag[00-15]", "--duration", "1s")
     assert (out.returncode, out.stderr) == (2, "vipu: error: -w/--nodelist ag[00-15] (16 nodes): allocation default"
                                                " (the agents no named allocation holds) has 12 nodes (48 IPUs), whose"
