@@ -32,7 +32,8 @@ def refusal(message: str, *fields: str) -> ApiError:
     ("exclude and nodelist both name ag01; leave it out of one", ("exclude", "nodelist"), {"exclude": "-x/--exclude"},
      "-x/--exclude and nodelist both name ag01; leave it out of one"),
     # a quoted value that reads as a field stays as written
-    ("exclude 'nodelist' names nodelist", ("exclude", "nodelist"), FLAGS, "-x/--exclude 'nodelist' names -w/--nodelist"),
+    ("exclude 'nodelist' names nodelist", ("exclude", "nodelist"), FLAGS,
+     "-x/--exclude 'nodelist' names -w/--nodelist"),
 ])
 def test_a_refusal_names_each_field_by_its_flag(message, fields, flags, want):
     assert flagged(refusal(message, *fields), flags).message == want
