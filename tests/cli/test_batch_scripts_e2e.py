@@ -80,6 +80,8 @@ def test_flags_beat_directives(server, tmp_path):
     spec = show(server, job, tmp_path)["spec"]
     assert (spec["name"], spec["time_limit"], spec["nice"], spec["ipus"], spec["hold"]) == ("from-flag", 120, 7, 4,
                                                                                              True)
+    [bare] = submit(server, "--nice", "job.sh", cwd=tmp_path)  # sbatch --nice job.sh: 100, the script no value
+    assert show(server, bare, tmp_path)["spec"]["nice"] == 100
     [other] = submit(server, "job.sh", "--no-hold", "--time-limit", "90s", "--name", "n", cwd=tmp_path)
     x = ended(server, other, tmp_path)  # --no-hold beat -H; --time-limit takes a unit
     assert (x["state"], x["time_limit_s"], x["name"]) == ("COMPLETED", 90, "n")

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from vipu.hardware.pod import ClusterTopology
 
 DEFAULT_ALLOCATION = "default"  # derived, never stored: every agent that no named allocation holds
+DEFAULT_HOLDS = "the agents no named allocation holds"  # how a refusal says what the default allocation is
 DEFAULT_CLUSTER = "cluster0"  # created at first start: every agent of the Pod
 
 

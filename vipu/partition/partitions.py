@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
-from vipu.partition.admin_records import DEFAULT_ALLOCATION, IpuFailure
+from vipu.partition.admin_records import DEFAULT_ALLOCATION, DEFAULT_HOLDS, IpuFailure
 from vipu.partition.partition_record import Partition, PartitionRequest, Transition
 from vipu.partition.placement import block_mask, largest_free_block, place
 from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size, n_ipus, named
@@ -109,7 +109,7 @@ class Partitions:
         shape = "" if largest == total else f", whose largest aligned block holds {n_ipus(largest)}"
         fix = f"ask for at most {largest}"
         if allocation == DEFAULT_ALLOCATION:  # what a job or partition naming no allocation gets
-            shape += " (the agents no named allocation holds)"
+            shape += f" ({DEFAULT_HOLDS})"
             fix += " or name a larger allocation (`vipu list allocations`)"
         # the figures, for a client that asked in IPU-Machines (vipu submit -N) to say it in nodes
         figures = {"allocation": allocation, "allocation_ipus": str(total), "largest_ipus": str(largest),
