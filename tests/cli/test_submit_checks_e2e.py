@@ -111,7 +111,7 @@ def test_an_output_directory_that_does_not_exist_is_refused_or_fails_the_job_as_
     assert (refused.returncode, refused.stderr) == (4, f"vipu: error: job {held} stays held: output file"
                                                        f" {missing}/{held}.out: its directory {missing} does not exist;"
                                                        " create it, or give --output a path in an existing directory"
-                                                       " (as sbatch, the job fails rather than create it); then `vipu"
+                                                       " (as sbatch, vipu never makes it); then `vipu"
                                                        f" release {held}`\n")
     assert show(server, held)["held"]
     assert run(server, "vipu", "release", str(first)).returncode == 0  # job starts once it ends: and fails then
