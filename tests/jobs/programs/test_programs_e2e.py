@@ -103,8 +103,7 @@ def test_error_goes_to_its_own_file_and_a_missing_directory_fails_the_job_saying
                                                                                             / "out")))
     assert lost.returncode == 2 and lost.stderr == (
         f"vipu: error: output file {tmp_path / 'no' / 'such' / 'out'}: its directory {tmp_path / 'no' / 'such'} does"
-        " not exist; create it, or give a path in an existing directory (as sbatch, the job fails rather than"
-        " create it)\n")
+        " not exist; create it, or give a path in an existing directory (as sbatch, vipu never makes it)\n")
     spec = json.loads(Path(spec_file(tmp_path, script, "nowhere")).read_text())
     spec["workload"]["chdir"] = str(tmp_path / "gone")
     (tmp_path / "nowhere.json").write_text(json.dumps(spec))
