@@ -321,9 +321,10 @@ def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> S
                               f" not be rebuilt ({e}); restore it from a backup, or move it away to start afresh"
                               ) from None
     lost = rebuilt.lost
-    log.warning("rebuilt %s around damaged pages of its job history: %d of %d jobs kept, %d lost (listed in its"
-                " quarantine table: %s); the damaged file is %s", path, rebuilt.kept, rebuilt.had, len(lost),
-                ", ".join(map(str, lost[:20])) + (" ..." if len(lost) > 20 else ""), rebuilt.damaged)
+    listed = (f"{len(lost)} lost (listed in its quarantine table: {', '.join(map(str, lost[:20]))}"
+              f"{' ...' if len(lost) > 20 else ''})") if lost else "none lost"
+    log.warning("rebuilt %s around damaged pages of its job history: %d of %d jobs kept, %s; the damaged file is %s",
+                path, rebuilt.kept, rebuilt.had, listed, rebuilt.damaged)
     if rebuilt.strays:
         log.warning("%d row(s) of the damaged pages were made of their bytes, no job's (rowids %s): moved to the"
                     " quarantine table as job_history_stray", len(rebuilt.strays),
