@@ -56,7 +56,8 @@ def test_unusable_state_and_tls_files_get_one_line_each(tmp_path):
     cases = [
         (["--state-dir", str(tmp_path / "a-file")], "is a file, not a folder; give a folder"),
         (["--state-dir", "/proc/nope"], "cannot be used (No such file or directory); give a folder"),
-        (["--state-dir", str(tmp_path / "corrupt")], "cannot be read (file is not a database); restore it from a backup, or copy what it still holds"),
+        (["--state-dir", str(tmp_path / "corrupt")],
+         "cannot be read (file is not a database): SQLite cannot read its header"),
         ([*state, "--tls-cert", str(cert), "--tls-key", str(other_key)], "KEY_VALUES_MISMATCH"),
         ([*state, "--tls-cert", str(key), "--tls-key", str(key)], "is not a usable PEM certificate chain"),
     ]

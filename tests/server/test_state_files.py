@@ -351,15 +351,26 @@ def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_fa
     assert int(new) > max(map(int, kept))
 
 
-def test_an_unreadable_database_is_one_line_with_the_fix(tmp_path):
+def test_a_database_whose_header_sqlite_cannot_read_is_refused_with_a_fix_that_works(server_factory, tmp_path):
+    """Regression: the refusal named the .dump pipeline, which exits 0 with an empty copy here (SQLite reads
+    nothing past a bad header), and that copy moved into place was then refused as an emptied database."""
     state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    (state / "vipu.sqlite3").write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
-    os.chmod(state / "vipu.sqlite3", 0o600)
+    server = server_factory(state_dir=state)
+    server.kill(signal.SIGTERM)
+    path = state / "vipu.sqlite3"
+    path.write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
     out = start("--port", "0", "--state-dir", str(state))
     assert out.returncode == 2, out.stderr
     [line] = out.stderr.strip().splitlines()
-    assert "cannot be read" in line and ".dump" in line
+    assert line == (f"vipu-server: error: the state database {path} cannot be read (file is not a database): SQLite"
+                    " cannot read its header, so no copy can get anything out of it; restore it (with its -wal file)"
+                    " from a backup, or move it aside with its -wal and -shm files and start with"
+                    " --accept-empty-state to begin afresh (its queue, job history, users and partitions are then"
+                    " gone, and job ids start again at 1)")
+    path.rename(state / "unreadable")  # as it says
+    server.extra = ["--accept-empty-state"]
+    server.start()
+    assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() == "1"
 
 
 @pytest.mark.parametrize("loss", ["emptied", "deleted"])

@@ -42,6 +42,7 @@ from vipu.server.rate_limit import Buckets, RateLimitInterceptor
 from vipu.server.request_log import RequestLog
 from vipu.server.state_dir import claim, private_database, read_private, withdraw, write_private
 from vipu.server.stopping import StopSignals, stop_serving
+from vipu.store_faults import cannot_write
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
@@ -278,8 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)  # as the CLI exits for the same error
     except (OSError, sqlite3.OperationalError) as e:  # a full disk, an I/O error: no traceback, the state kept
-        print(f"vipu-server: error: the state folder {state_dir} cannot be written ({e}); its records are kept:"
-              " free space (or fix the disk) and start again", file=sys.stderr)
+        print(f"vipu-server: error: {cannot_write(Path(state_dir), e).message}", file=sys.stderr)
         return EXIT_CODES[grpc.StatusCode.UNAVAILABLE]
     # the stored records just loaded live as long as the process: no collection walks them again (the first full
     # one after a large restart would, in whichever call came first), nor what survives a collection later
