@@ -143,6 +143,17 @@ def _admin_key(state_dir: Path) -> bool:
     return True  # (anything but a file: private_database refuses it)
 
 
+def listening_ports(args) -> None:
+    """OSError naming the flag and the fix (PortInUse when another process holds the port) unless each port this
+    controller listens on can be taken now. Why before the state: a start refused for its port made and initialised
+    a new --state-dir, or left an existing one with -wal, -shm and vipu.generation as a crash leaves them."""
+    check_listen(args.host, args.port)
+    if args.device_port >= 0:
+        check_listen(args.host, args.device_port, "--device-port")
+    if args.metrics_port >= 0:
+        check_listen(args.metrics_host, args.metrics_port, "--metrics-port", "--metrics-host")
+
+
 def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Event) -> bool:
     """Start (or attach to) Ray for the machine actors; False if `stop` was set meanwhile (the caller then shuts
     the fleet down). Raises what the start raised.
@@ -250,6 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"vipu-server: error: {problem}", file=sys.stderr)
         return BAD_INPUT
+    try:  # before the state folder is made or opened: a start refused for a port leaves it as it was
+        listening_ports(args)
+    except OSError as e:
+        print(f"vipu-server: error: {e}", file=sys.stderr)
+        return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
     state_dir = args.state_dir or default_state_dir()
     try:  # every check that reads no state first: a refused start makes nothing in the folder
         config = load_scheduler_config(args.scheduler_config, args.policy, args.policy_file)
@@ -299,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rate_limit = Buckets(args.rate_limit, args.rate_limit_burst) if args.rate_limit else None
         server, port = build_server(plane, args.host, args.port, args.rpc_threads, tls=tls, rate_limit=rate_limit)
-    except OSError as e:
+    except OSError as e:  # taken since listening_ports: the state closed as a stop closes it, not as a crash
+        plane.close()
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
     plane.api_port = port
@@ -308,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             device, device_port = build_device_server(plane, args.host, args.device_port, args.device_threads, tls)
         except OSError as e:
+            plane.close()
             print(f"vipu-server: error: {e}", file=sys.stderr)
             return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
         plane.device_address = f"{plane.api_host}:{device_port}"
@@ -320,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             http = metrics_endpoint.serve(args.metrics_port, args.metrics_host, plane.metrics.registry, key_role,
                                           lambda: plane.store_writes().writable)
         except OSError as e:
+            plane.close()
             print(f"vipu-server: error: cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {e};"
                   " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)
             return CONFLICT if e.errno == errno.EADDRINUSE else BAD_INPUT
