@@ -118,7 +118,8 @@ def test_a_start_that_cannot_write_its_state_folder_says_so_in_one_line_and_keep
     assert out.returncode == 5, out.stderr
     [line] = out.stderr.strip().splitlines()
     assert line.startswith(f"vipu-server: error: the state folder {server.state_dir} cannot be written (")
-    assert line.endswith("its records are kept: free space (or fix the disk) and start again")
+    assert line.endswith("(File too large): a file size limit of this process (ulimit -f) stops its files growing;"
+                         " its records are kept: raise the limit and start again"), line  # the cause the test made
     assert not list(server.state_dir.glob("*.part"))
     server.start()
     assert show(server, job)["state"] == "PENDING"
