@@ -303,3 +303,30 @@ def test_a_rebuild_that_lost_no_job_says_so_and_lists_none(tmp_path, caplog):
     assert f": {JOBS} of {JOBS} jobs kept, none lost; the damaged file is " in line, line
     assert {i for _, i in plane.store.history_keys()} == set(range(1, JOBS + 1))
     plane.store.close()
+
+
+def test_a_rebuild_the_disk_has_no_room_for_is_unavailable_not_damage(tmp_path):
+    """Regression: a rebuild whose new file did not fit on the disk was refused as a database that "could not be
+    rebuilt", exit 2 with advice to restore or move it away. The disk fills for real as SQLite sees it: a file size
+    limit (ulimit -f) above the files a start writes (the -shm file: 32 KiB) and below the rebuilt copy."""
+    import resource
+    import signal
+
+    state = tmp_path / "state"
+    state.mkdir()
+    state_with_history(state)
+    path = state / "vipu.sqlite3"
+    damage_last_page(path)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    was = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, limit[1]))
+    try:
+        with pytest.raises(Unavailable) as unwritable:
+            open_plane("bow-pod16", state, "127.0.0.1", 0, quarantine=True)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, was)
+    assert unwritable.value.message.startswith(f"the state folder {state} cannot be written (")
+    assert "its records are kept" in unwritable.value.message
+    with pytest.raises(InvalidArgument, match="has damaged pages in its job history"):  # as it was
+        open_plane("bow-pod16", state, "127.0.0.1", 0)

@@ -35,6 +35,7 @@ from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
 from vipu.store import WRITE_TIMEOUT_S, Damaged, DamagedRecords, Store
+from vipu.store_faults import cannot_write, is_disk_fault
 from vipu.store_generation import EmptiedDatabase, Generation, LostLog
 from vipu.store_rebuild import LOST, Unrebuildable, rebuild_history
 from vipu.store_schema import SCHEMA_VERSION, MissingTables, NewerSchema, UnknownSchema
@@ -317,6 +318,8 @@ def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> S
     try:
         rebuilt = rebuild_history(path, clock_now())
     except (Unrebuildable, sqlite3.DatabaseError) as e:
+        if is_disk_fault(e):  # the new file did not fit: the damaged one is as it was
+            raise cannot_write(path.parent, e) from None
         raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}) and could"
                               f" not be rebuilt ({e}); restore it from a backup, or move it away to start afresh"
                               ) from None
