@@ -87,3 +87,17 @@ def test_a_folder_without_a_state_may_be_replaced_by_another(tmp_path):
     refusal = cannot_write(tmp_path, OSError(errno.EROFS, "Read-only file system"), holds_state=False)
     assert refusal.message == (f"the state folder {tmp_path} cannot be written (Read-only file system): the file"
                                " system is read-only; remount it read-write, or give another --state-dir")
+
+
+def test_another_process_holding_the_lock_is_named_whatever_the_disk(tmp_path, monkeypatch):
+    database = tmp_path / "db"
+    holder = sqlite3.connect(database, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")  # a backup tool, a sqlite3 shell
+    busy = sqlite_error(lambda: sqlite3.connect(database, timeout=0).execute("INSERT INTO t VALUES (1)"))
+    holder.execute("ROLLBACK")
+    file_system(monkeypatch, full=True)
+    assert is_disk_fault(busy)
+    assert cannot_write(tmp_path, busy).message == (
+        f"the state folder {tmp_path} cannot be written (database is locked, SQLITE_BUSY): another process holds the"
+        " database's lock; its records are kept: let it finish (a backup, a sqlite3 shell) and start again")

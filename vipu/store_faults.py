@@ -83,12 +83,10 @@ def cannot_write(folder: Path, e: BaseException, holds_state: bool = True) -> Un
 def _cause(folder: Path, e: BaseException) -> tuple[str, str]:
     if isinstance(e, OSError) and e.errno in CAUSES:
         return CAUSES[e.errno]
-    said = _file_system(folder)  # what the file system says is more precise than SQLite's code
-    if said is not None:
-        return said
-    if isinstance(e, sqlite3.Error):
-        return BY_CODE.get(_primary(e), UNKNOWN)
-    return UNKNOWN
+    code = _primary(e) if isinstance(e, sqlite3.Error) else None
+    if code in (SQLITE_BUSY, SQLITE_LOCKED):  # the lock, whatever the disk
+        return BY_CODE[code]
+    return _file_system(folder) or BY_CODE.get(code, UNKNOWN)  # the file system is more precise than SQLite's code
 
 
 def _file_system(folder: Path) -> tuple[str, str] | None:
