@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from contextlib import contextmanager, nullcontext
 from typing import Callable, ContextManager, Iterable, Iterator, NamedTuple
 
@@ -105,24 +106,25 @@ class LifecycleLog:
             self._logged(commits)
             return
         call = current()  # the records are never changed in place (each change is a copy), so they can wait
+        at = time.time()  # the lines' time: the commit's, not the writer's (see _write)
 
         def work() -> None:
             if call is None:
-                self._logged(commits)
+                self._logged(commits, at)
                 return
             with serving(call):
-                self._logged(commits)
+                self._logged(commits, at)
 
         hand_over(work)
 
-    def _logged(self, commits: list[tuple[list, list]]) -> None:
+    def _logged(self, commits: list[tuple[list, list]], at: float | None = None) -> None:
         try:
             for puts, deletes in commits:
-                self._log(puts, deletes)
+                self._log(puts, deletes, at)
         except Exception:  # noqa: BLE001 - the change is committed: a line that cannot be written must not undo it
             log.exception("could not log the lifecycle events of a change")
 
-    def _log(self, puts: list, deletes: list) -> None:
+    def _log(self, puts: list, deletes: list, at: float | None) -> None:
         events: list[Event] = []
         for kind, name, record in puts:
             if kind == "job":
@@ -137,7 +139,7 @@ class LifecycleLog:
         if events and log.isEnabledFor(logging.INFO):
             by, request_id = asked_by()
             for event in _grouped(events):
-                _write(event, by, request_id)
+                _write(event, by, request_id, at)
 
     def _job(self, job: Job) -> list[Event]:
         before = self._jobs.get(job.id)
@@ -293,8 +295,15 @@ def _grouped(events: list[Event]) -> list[Event]:
     return result
 
 
-def _write(event: Event, by: str, request_id: str | None) -> None:
+def _write(event: Event, by: str, request_id: str | None, at: float | None = None) -> None:
+    """`at`: when the change was committed (None: now). Why not the time the line is worked out: the log writer
+    works a commit's lines out later, and a submit whose write failed was undone (log_undone) in the meantime; its
+    `submitted` line, timed after its `undone` line, read as a submit made after its undoing."""
     fields = {"event": event.name, **event.fields, "by": by}
     if request_id is not None:
         fields["request_id"] = request_id
-    log.info("%s, by %s", event.subject, by, extra={"fields": fields})
+    record = log.makeRecord(log.name, logging.INFO, __file__, 0, "%s, by %s", (event.subject, by), None,
+                            extra={"fields": fields})
+    if at is not None:
+        record.created, record.msecs = at, int(at % 1 * 1000) + 0.0
+    log.handle(record)
