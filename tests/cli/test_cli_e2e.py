@@ -249,7 +249,7 @@ def test_an_agent_host_or_port_that_jobs_could_not_dial_is_refused(server):
 
 
 def test_drain_and_resume_an_agent(server):
-    drained = run(server, "vipu-admin", "drain", "agent", "ag00", "--json")
+    drained = run(server, "vipu-admin", "drain", "agent", "ag00", "--reason", "fan", "--json")
     assert drained.returncode == 0 and json.loads(drained.stdout)["state"] == "DRAINED"
     part = json.loads(run(server, "vipu", "create", "partition", "p", "--size", "4", "--json").stdout)
     assert part["ipus"] == [4, 5, 6, 7]  # placement skips the drained machine
@@ -295,7 +295,7 @@ def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
     listed = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
     ipus = [i["id"] for i in listed if i["partition"] == f"slurm_{job}"]
     [(agent, machine)] = {(i["agent"], i["machine"]) for i in listed if i["id"] in ipus}
-    assert run(server, "vipu-admin", "drain", "agent", agent).returncode == 0, running
+    assert run(server, "vipu-admin", "drain", "agent", agent, "--reason", "fan").returncode == 0, running
 
     def seen() -> tuple[list[str], list[tuple[str, str]], str]:
         """`vipu info`'s domain row, the job's IPUs' (state, partition) in `vipu list ipus`, and /metrics."""

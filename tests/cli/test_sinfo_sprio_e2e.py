@@ -44,7 +44,7 @@ def test_machines_as_sinfo_nodes(server):
         ("a1", {"allocated": 0, "idle": 2, "other": 0, "total": 2}, "ag[14-15]")] and list(summary) == ["partitions"]
 
     assert run(server, "vipu-admin", "fail", "ipus", "63").returncode == 0  # one IPU of ag15
-    assert run(server, "vipu-admin", "drain", "agent", "ag13").returncode == 0
+    assert run(server, "vipu-admin", "drain", "agent", "ag13", "--reason", "fan").returncode == 0
     idle = hostlist(m for m in want if m not in busy and m < "ag13")
     lines = {"allocated": f"default|allocated|4|{hostlist(busy)}|16/0/0/16|4/0|4/0/0/4|4",
              "idle": f"default|idle|9|{idle}|0/36/0/36|0/9|0/9/0/9|4"}
