@@ -62,6 +62,8 @@ def test_machines_as_sinfo_nodes(server):
                                                           "NODELIST"]  # sinfo's own default format
     data = json.loads(run(server, "vipu", "info", "-N", "--json").stdout)
     assert data["ilds"][0]["failed"] == 1 and len(data["nodes"]) == 16
+    why = data["nodes"][15].pop("reason")  # what failed it, who asked and when (`vipu info -R`)
+    assert (why["text"], why["user"]) == ("vipu-admin fail ipus", "root") and data["nodes"][13]["reason"]["text"] == "fan"
     assert data["nodes"][15] == {"name": "ag15", "partition": "a1", "state": "idle", "ipus": 4, "idle": 3,
                                  "allocated": 0, "draining": 0, "drained": 0, "failed": 1}
     assert out(server, "info")[0].split("|")[0].strip() == "ILD"  # without sinfo's options: by IPU-Link domain

@@ -125,9 +125,12 @@ class Partitions:
         if vacant:
             why.append(f"{named('machine', list(map(str, vacant)))} {'has' if len(vacant) == 1 else 'have'} no agent"
                        f" (`vipu-admin create agent NAME --machine {vacant[0]}`)")
-        if drained:
+        if drained:  # one agent's reason, else where to read them: a refusal stays a line
+            said = self.state.agents[drained[0]].reason
             why.append(f"{named('agent', drained)} {'is' if len(drained) == 1 else 'are'} drained"
-                       f" (`vipu-admin resume agent {drained[0]}`)")
+                       + (f" ({said.text!r}, by {said.user})" if said and len(drained) == 1 else
+                          " (`vipu info -R` says why)" if len(drained) > 1 else "")
+                       + f" (`vipu-admin resume agent {drained[0]}`)")
         if failed:
             why.append(f"{named('IPU', list(map(str, failed)))} failed"
                        f" (`vipu-admin repair ipus {' '.join(map(str, failed))}`)")
