@@ -35,7 +35,7 @@ def node_state(m: p.Machine) -> tuple[str, str]:
     drained (or that has none) draining while a partition holds some of its IPUs, else drained; else its working
     IPUs' state when they all agree (a failed IPU leaves the others to work: it counts as other in %C), mixed when
     some are in use and some not."""
-    return _STATES[m.state]
+    return _STATES.get(m.state, ("unk", "unknown"))  # sinfo's UNKNOWN: a controller older than its state field
 
 
 class Node(NamedTuple):  # not a dataclass: 16,384 are made for the largest Pod, a tenth of the time

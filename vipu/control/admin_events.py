@@ -18,6 +18,9 @@ from vipu.partition.agent_states import agent_state, holders, jobs_of
 from vipu.partition.node_names import hostlist
 
 
+ADMIN_KINDS = frozenset({"agent", "ipu_failure", "cluster", "allocation", "user"})
+
+
 class AdminEvents:
     """The admin records last seen, to tell a change from a creation; `per_machine`: IPUs per machine."""
 
@@ -39,9 +42,10 @@ class AdminEvents:
             self._others[kind, record.name] = record
 
     def events(self, puts: list, deletes: list, partitions: Iterable, removed: list) -> list[tuple]:
-        """(event, subject, what, fields) for each change of these; `partitions`: every one after the commit,
-        `removed`: those it removed."""
-        partitions = list(partitions)
+        """(event, subject, what, fields) for each change of these; `partitions`: every one after the commit (read
+        only for a drained agent's), `removed`: those it removed. Most commits are a job's: they cost one look."""
+        if not any(kind in ADMIN_KINDS for kind, *_ in (*puts, *deletes)):
+            return self._drains_done(partitions, removed)
         out = self._drains_done(partitions, removed)
         created = [r for kind, name, r in puts if kind == "agent" and name not in self._agents]
         if created:
@@ -75,10 +79,12 @@ class AdminEvents:
 
     def _drains_done(self, partitions: list, removed: list) -> list[tuple]:
         """DRAINING to DRAINED: the drained agents the removed partitions were the last on (their jobs ended)."""
-        if not removed:
+        if not removed or not self._drained:
             return []
         gone = holders(removed, self.per_machine)
-        left = holders(partitions, self.per_machine)
+        if not any(m in self._drained for m in gone):
+            return []
+        left = holders(partitions, self.per_machine)  # a drained agent's job ended: rare, so every partition read
         return [("agent_drain_done", f"agent {a.name}", f"DRAINED, {', '.join(gone[m])} removed: nothing runs on it",
                  {"agent": a.name, "machine": m, "state": "DRAINED",
                   "reason": a.reason.text if a.reason is not None else None})
