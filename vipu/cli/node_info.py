@@ -215,9 +215,9 @@ def register(app: typer.Typer) -> None:
         Without them, IPU-Link domains with the same counts share a row, named as a range (pod64-[0-1023]): each
         figure is one domain's.
 
-        --json: each domain's counts; with -N or -o also "nodes", each machine's partition, state and IPUs by
-        state; with -s only "partitions", -s's lines: nodes and IPUs allocated, idle, other, total, and the node
-        list."""
+        --json: each domain's counts; with -N, -o or -R also "nodes", each machine's partition, state, IPUs by
+        state and reason (text, user, time; null when none); with -s only "partitions", -s's lines: nodes and IPUs
+        allocated, idle, other, total, and the node list."""
         cli = ctx.obj
         parts = given(partition or ([os.environ["SINFO_PARTITION"]] if os.environ.get("SINFO_PARTITION") else []),
                       "-p/--partition", "partitions (e.g. -p default)")
