@@ -129,21 +129,28 @@ class LifecycleLog:
 
     def _log(self, puts: list, deletes: list) -> None:
         events: list[Event] = []
+        other = False  # a record of another kind: the admin's, perhaps (a job's commit never asks admin_events)
         for kind, name, record in puts:
             if kind == "job":
                 events += self._job(record)
             elif kind == "partition":
                 events += self._partition(record)
+            else:
+                other = True
         removed = []
         for kind, name in deletes:
-            if kind == "partition" and (gone := self._partitions.pop(name, None)) is not None:
-                events.append(_partition_event("partition_removed", gone, "removed", state="REMOVED"))
-                removed.append(gone)
+            if kind == "partition":
+                if (gone := self._partitions.pop(name, None)) is not None:
+                    events.append(_partition_event("partition_removed", gone, "removed", state="REMOVED"))
+                    removed.append(gone)
             elif kind == "job":  # an ended job moved to the history (purge.py): nothing more will happen to it
                 self._jobs.pop(int(name), None)
-        for name, subject, what, fields in self._admin.events(puts, deletes, self._partitions.values(), removed):
-            why = f" ({fields['reason']})" if fields.get("reason") else ""
-            events.append(Event(name, f"{subject} {what}{why}", None, None, fields))
+            else:
+                other = True
+        if other or removed:
+            for name, subject, what, fields in self._admin.events(puts, deletes, self._partitions.values(), removed):
+                why = f" ({fields['reason']})" if fields.get("reason") else ""
+                events.append(Event(name, f"{subject} {what}{why}", None, None, fields))
         if events and log.isEnabledFor(logging.INFO):
             by, request_id = asked_by()
             for event in _grouped(events):
