@@ -47,7 +47,8 @@ def roll_back(plane: ControlPlane) -> None:
         ran = {i: old.table.jobs[i].start_time for i in old.table.running}
         records = plane.store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS})
         log_undone(old.table.jobs, {r.id: r for k, r in records if k == "job"})
-        journal = LifecycleLog(plane.store, records)  # what the database holds already: no events for it
+        # what the database holds already: no events for it
+        journal = LifecycleLog(plane.store, records, plane.pod.machine.ipus)
         controller = Controller(plane.pod, journal, plane.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(plane.pod, old.config, journal)
         scheduler.recall, scheduler.table.quarantined = old.recall, old.table.quarantined

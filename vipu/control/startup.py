@@ -109,7 +109,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         if secure:  # only now: a refused start leaves the state as it was (a later start without --secure free)
             store.set_meta(SECURED, True)
         name_lost_jobs(store, path, records, clock.now())
-        journal = LifecycleLog(store, records)  # the store, and a log line per job and partition event
+        journal = LifecycleLog(store, records, pod.machine.ipus)  # the store, and a log line per event
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
         scheduler.recall = partial(stored_retry, store)
