@@ -350,7 +350,8 @@ def test_an_undone_submit_is_not_logged_as_submitted_after_its_undoing(plane, mo
     finally:
         log_format.stop()
         events.handlers.clear()
-        root.handlers[:], root.level = handlers, level
+        root.handlers[:] = handlers
+        root.setLevel(level)  # (not root.level =: that leaves the loggers' isEnabledFor cache stale)
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [(x["event"], x["job_id"]) for x in lines if "event" in x] == [
         ("job_submitted", held), ("job_submitted", held + 1), ("job_undone", held + 1)]

@@ -144,7 +144,8 @@ def test_auto_is_text_on_a_terminal_and_json_elsewhere_and_text_names_the_reques
         assert line["message"] == "plain" and "request_id" not in line
         assert line["exception"].startswith("Traceback") and "ValueError: boom" in line["exception"]
     finally:
-        root.handlers[:], root.level = saved[0], saved[1]
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])  # (not root.level =: that leaves the loggers' isEnabledFor cache stale)
 
 
 class Journal:
@@ -184,7 +185,8 @@ def test_the_writer_works_out_the_events_of_a_commit_in_its_place_and_writes_eve
         events_log.commit([("job", "5", job.moved(JobState.CANCELLED, 1.0, end_time=1.0))], [])
         log_format.stop()
     finally:
-        root.handlers[:], root.level = saved[0], saved[1]
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])  # (not root.level =: that leaves the loggers' isEnabledFor cache stale)
     got = [json.loads(line) for line in pipe.getvalue().splitlines()]
     assert [x["message"] for x in got] == ["before", "job 5 of alice submitted (4 IPUs, held), by alice", "after",
                                            "job 5 of alice cancelled (cancelled while it waited), by controller"]
