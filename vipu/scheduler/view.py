@@ -85,7 +85,7 @@ class QueueView:
 
     @property
     def free_mask(self) -> int:
-        return self.full_mask & ~self.failed_mask & ~(self.table.used_mask | self.table.claimed_mask)
+        return self.full_mask & ~self.failed_mask & ~self.table.held_mask
 
     def jobs_by_state(self) -> Counter[JobState]:
         return Counter(job.state for job in self.table.jobs.values())
