@@ -7,6 +7,7 @@ import pytest
 
 from tests.scheduler.builders import make, sleep, spec
 from vipu.control.driver import Driver, Timers
+from vipu.errors import FailedPrecondition
 from vipu.scheduler.gate_openings import Teardown
 from vipu.scheduler.job_states import JobState
 
@@ -79,3 +80,31 @@ def test_the_driver_gives_the_teardown_the_executors_bound():
     assert s.table.cleaning == {1: (10 + KILL_WAIT, s.job(1).first_ipu, 4)}
     driver.step(10)
     assert s.job(4).estimated_start == 10 + KILL_WAIT and s.job(5).state is S.PENDING
+
+
+def test_a_job_whose_program_is_still_ending_shows_completing_until_its_teardown_ends():
+    """squeue shows CG (JOB_COMPLETING over the base state) while sacct keeps CANCELLED; a second scancel is
+    refused as already completing; the listing's state filter sees CG."""
+    s = full_pod_then_big_and_small()
+    view = s.view()
+    assert [(j.id, j.state) for j in view.queue() if j.state is not S.PENDING] == [(1, S.COMPLETING)]
+    assert [j.id for j in view.queue(lambda j: j.state is S.COMPLETING)] == [1]
+    assert view.job(1).state is S.COMPLETING and s.job(1).state is S.COMPLETING
+    assert [j.id for j in view.completing()] == [1]
+    assert [(j.id, j.state) for j in view.history() if j.id == 1] == [(1, S.CANCELLED)]
+    with pytest.raises(FailedPrecondition, match="job 1 is already COMPLETING: it ended CANCELLED"):
+        s.cancel([1], 11)
+    s.cleaned(1, 12)
+    assert s.job(1).state is S.CANCELLED and s.view().completing() == []
+    assert all(j.id != 1 for j in s.view().queue())
+    with pytest.raises(FailedPrecondition, match=r"job 1 already ended \(CANCELLED\)"):
+        s.cancel([1], 13)
+
+
+def test_a_requeued_job_still_torn_down_is_pending_with_reason_cleaning_not_completing():
+    s = make()
+    s.submit(spec(ipus=4, time_limit=600, workload=sleep(1000)), 0)
+    s.cycle(0)
+    (stop,) = s.requeue(1, 5)
+    s.cleaning(1, 5, Teardown(5 + KILL_WAIT, stop.first_ipu, stop.ipus))
+    assert (s.job(1).state, s.job(1).reason) == (S.PENDING, "Cleaning") and s.view().completing() == []

@@ -46,7 +46,7 @@ from vipu.scheduler.submission import (
     naming_spec,
     resolve_begin,
 )
-from vipu.scheduler.reasons import decorate
+from vipu.scheduler.reasons import completing, decorate
 from vipu.scheduler.selection import matching_jobs, named_jobs
 from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.table import PENDING, JobTable, owners
@@ -359,7 +359,7 @@ class Scheduler:
     # -- reads of the live queue (listings read a view: view.py) ------------------------------------------------
     def job(self, job_id: int, now: float | None = None) -> Job:
         """One job as `vipu job` shows it: with its current reason, estimated start and (given now) priority."""
-        job = decorate(self, self._get(job_id))
+        job = decorate(self, completing(self.table, self._get(job_id)))
         if now is not None and job.state is S.PENDING:
             job = job.model_copy(update={"priority": self.priority(job_id, now)})
         return job
