@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.scheduler.builders import make, sleep, spec
+from tests.scheduler.builders import RecordingJournal, make, sleep, spec
+from tests.scheduler.test_recovery import stored
 from vipu.control.driver import Driver, Timers
 from vipu.errors import FailedPrecondition
 from vipu.scheduler.gate_openings import Teardown
@@ -108,3 +109,29 @@ def test_a_requeued_job_still_torn_down_is_pending_with_reason_cleaning_not_comp
     (stop,) = s.requeue(1, 5)
     s.cleaning(1, 5, Teardown(5 + KILL_WAIT, stop.first_ipu, stop.ipus))
     assert (s.job(1).state, s.job(1).reason) == (S.PENDING, "Cleaning") and s.view().completing() == []
+
+
+def test_after_a_restart_a_lost_runs_teardown_holds_the_top_jobs_reservation():
+    """newcomer walk, after kill -9: the program of a run the restart ended still ends through KillWait; a lower
+    job did start while the 16-IPU job waited on it. Its stop now carries its block, and the driver its bound."""
+    journal = RecordingJournal()
+    old = make(journal=journal)
+    old.submit(spec(ipus=4, time_limit=600, workload=sleep(1000)), 0)
+    old.cycle(0)
+    old.submit(spec(ipus=16, time_limit=120, workload=sleep(5)), 1)
+    old.submit(spec(ipus=4, time_limit=600, workload=sleep(600)), 2)
+    old.cycle(2)
+    s = make()
+    (stop,) = s.recover(stored(journal), now=50, partitions=["slurm_1"], resumable=lambda job: False)
+    assert (stop.job_id, stop.first_ipu, stop.ipus) == (1, old.job(1).first_ipu, 4)
+
+    class Lingering(Timers):
+        def stop(self, stop):
+            return KILL_WAIT  # its supervisor from before the restart still stops the program
+
+    driver = Driver(s, Lingering())
+    driver.apply([stop], 50)
+    driver.step(50)
+    assert (s.job(1).state, s.job(1).reason) == (S.PENDING, "Cleaning")
+    assert (s.job(2).reason, s.job(2).estimated_start) == ("Resources", 50 + KILL_WAIT)
+    assert s.job(3).state is S.PENDING
