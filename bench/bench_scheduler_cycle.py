@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
+from collections import namedtuple
 import os
 import random
 import statistics
@@ -51,7 +52,7 @@ from vipu.scheduler.config import SchedulerConfig  # noqa: E402
 from vipu.scheduler.scheduler import Scheduler  # noqa: E402
 from vipu.scheduler.job_spec import JobSpec  # noqa: E402
 from vipu.scheduler.workload import SleepWorkload  # noqa: E402
-from vipu.scheduler.effects import StartJob  # noqa: E402
+from vipu.scheduler.effects import StartJob, StopJob  # noqa: E402
 
 SIZES = [1, 1, 2, 4, 4, 4, 8, 8, 16, 32, 64]
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,13 +95,17 @@ class CollectorTime:
 # a record's fields worked out for queries alone (a copy's, never the table's): left out, so a new one added for a
 # listing leaves every hash as it was (unmet_dependency, added after the hashes of 2026-11-28 21:56)
 SHOWN_ONLY = {"unmet_dependency"}
+# A stop as hashed before it carried its run's block (first_ipu, ipus, added on 2026-11-29 for runs still torn
+# down): where the run was is no decision, so a stop is hashed by its first four fields, as then
+STOP_BEFORE = namedtuple("StopJob", "job_id partition state requeued")
 
 
 def decisions(s: Scheduler, effects: list) -> str:
     """A cycle's decisions as a hash: its effects (a start's mask in hex), the reasons and estimated starts it kept,
     and the new records of the jobs it started."""
     h = hashlib.sha256()
-    h.update(repr([e._replace(place_mask=hex(e.place_mask)) if isinstance(e, StartJob) else e for e in effects]).encode())
+    h.update(repr([e._replace(place_mask=hex(e.place_mask)) if isinstance(e, StartJob)
+                   else STOP_BEFORE(*e[:4]) if isinstance(e, StopJob) else e for e in effects]).encode())
     h.update(repr(sorted(s.pending_info.items())).encode())
     h.update(repr(s.last_decision.rest if s.last_decision is not None else None).encode())
     for e in effects:

@@ -95,7 +95,7 @@ def test_a_run_torn_down_later_keeps_its_requeued_job_from_starting_until_the_te
     class Lingering(Timers):
         def stop(self, stop):
             super().stop(stop)
-            return True
+            return 30.0  # its KillWait
 
     s, driver = requeued_at_5(Lingering())
     assert (s.job(1).state, s.job(1).reason) == (S.PENDING, "Cleaning")
@@ -112,7 +112,7 @@ def test_a_preemptor_postponed_for_its_victims_teardown_is_logged_started_once_w
     class Lingering(Timers):
         def stop(self, stop):
             super().stop(stop)
-            return True  # torn down later, as a program given its KillWait
+            return 30.0  # torn down later, at most KillWait later
 
     s = make(journal=LifecycleLog(RecordingJournal()))
     s.submit(spec(ipus=16, qos="low", time_limit=1000, workload={"kind": "hold"}), 0)

@@ -26,7 +26,7 @@ def test_high_evicts_the_youngest_block_and_requeues_it():
     fill_with_low(s)
     s.submit(spec(ipus=8, qos="high"), 10)
     effects = s.cycle(10)
-    assert effects[:2] == [StopJob(3, "slurm_3", S.PREEMPTED, True), StopJob(4, "slurm_4", S.PREEMPTED, True)]
+    assert effects[:2] == [StopJob(3, "slurm_3", S.PREEMPTED, True, 8, 4), StopJob(4, "slurm_4", S.PREEMPTED, True, 12, 4)]
     (start,) = [e for e in effects if isinstance(e, StartJob)]
     assert (start.job_id, start.first_ipu) == (5, 8)
     for victim in (3, 4):
@@ -94,7 +94,7 @@ class Lingering:
         self.started.append((start.job_id, start.start_time, start.first_ipu))
 
     def stop(self, stop):
-        return True
+        return 30.0  # its KillWait
 
 
 def preempted_while_lingering():

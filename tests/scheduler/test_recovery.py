@@ -38,7 +38,7 @@ def test_recover_keeps_live_partitions_and_requeues_lost_ones():
     new_journal = RecordingJournal()
     s = make(journal=new_journal)
     effects = s.recover(stored(journal), now=100, partitions=["slurm_1", "slurm_4", "user-part"])
-    assert effects == [StopJob(4, "slurm_4", S.COMPLETED, False)]  # a leftover partition of an ended job
+    assert effects == [StopJob(4, "slurm_4", S.COMPLETED, False, 12, 4)]  # a leftover partition of an ended job
     assert s.job(1).state is S.RUNNING and s.job(1).end_by == old.job(1).end_by
     assert (s.job(2).state, s.job(2).requeue_count) == (S.PENDING, 1)
     assert s.job(3).state is S.NODE_FAIL and s.job(4).state is S.COMPLETED and s.job(5).state is S.PENDING
@@ -137,7 +137,7 @@ def test_a_run_that_cannot_resume_ends_even_when_its_partition_survived():
     # what ended the run, for `vipu show job` and a training job's logs (an earlier cause is no longer the last)
     assert s.job(1).ended_by.startswith("the controller stopped while it ran: its workload does not outlive the"
                                         " controller")
-    assert StopJob(1, "slurm_1", S.NODE_FAIL, True) in effects  # its surviving partition is removed
+    assert StopJob(1, "slurm_1", S.NODE_FAIL, True, 0, 4) in effects  # its surviving partition is removed
 
 
 def test_a_qos_removed_from_the_config_keeps_its_jobs():

@@ -94,7 +94,7 @@ def test_job_finished(exit_code, state):
     s.submit(spec(), 0)
     s.cycle(0)
     (stop,) = s.job_finished(1, 10, exit_code=exit_code)
-    assert stop == StopJob(1, "slurm_1", state, False)
+    assert stop == StopJob(1, "slurm_1", state, False, 0, 1)
     job = s.job(1)
     assert (job.state, job.exit_code, job.start_time, job.end_time) == (state, exit_code, 0, 10)
     assert s.table.used_mask == 0
@@ -122,7 +122,7 @@ def test_cancel_pending_running_and_arrays():
     s.cycle(0)
     assert s.job(1).state is S.RUNNING
     effects = s.cancel([1], 5)
-    assert effects == [StopJob(1, "slurm_1", S.CANCELLED, False)]
+    assert effects == [StopJob(1, "slurm_1", S.CANCELLED, False, 0, 16)]
     assert s.cancel([2], 6) == []  # the array job id cancels every task
     assert [s.job(i).state for i in (1, 2, 3, 4)] == [S.CANCELLED] * 4
     with pytest.raises(FailedPrecondition, match="already ended"):
@@ -209,7 +209,7 @@ def test_failed_ipus_node_fail_requeue_and_req_node_not_avail():
     s.submit(spec(ipus=16, requeue=False), 0)
     s.cycle(0)
     (stop,) = s.fail_ipus([3], 1, "vipu-admin fail ipus")
-    assert stop == StopJob(1, "slurm_1", S.NODE_FAIL, True)
+    assert stop == StopJob(1, "slurm_1", S.NODE_FAIL, True, 0, 16)
     assert s.job(1).state is S.PENDING and s.job(1).requeue_count == 1
     assert s.job(1).ended_by == "IPU 3 of its partition failed (vipu-admin fail ipus)"
     s.cycle(2)

@@ -293,4 +293,5 @@ def by_domain(cli, as_json: bool, no_header: bool, machines: list[Node] | None =
     rows = collapsed(reply.ilds)
     header = ["ILD", "IPUS", "IDLE", "ALLOCATED", "DRAINING", "DRAINED", "FAILED"]
     print(table(header, rows, cli.with_header(no_header)))
-    print(f"\n{reply.pod}: {reply.running_jobs} running, {reply.pending_jobs} pending")
+    completing = f", {reply.completing_jobs} completing" if reply.completing_jobs else ""  # (sinfo's comp nodes)
+    print(f"\n{reply.pod}: {reply.running_jobs} running{completing}, {reply.pending_jobs} pending")

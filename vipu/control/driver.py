@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Mapping, NamedTuple, Protocol
 from vipu.control.lifecycle import together
 from vipu.errors import VipuError
 from vipu.scheduler.effects import Effect, StartJob, StopJob
+from vipu.scheduler.gate_openings import Teardown
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_spec import JobSpec
@@ -54,9 +55,10 @@ class Executor(Protocol):
         """Start the job's run; returns when its workload ends by itself, if that is known now. Raises
         StartFailed if it cannot start."""
 
-    def stop(self, stop: StopJob) -> bool | None:
-        """Stop the run's workload and free its partition. True: its work goes on ending and keeps what it ran on
-        until it reports its teardown (the control plane then calls Scheduler.cleaned)."""
+    def stop(self, stop: StopJob) -> float | None:
+        """Stop the run's workload and free its partition. None: done. A number of seconds: its work goes on ending
+        for at most that long (KillWait) and keeps what it ran on until it reports its teardown (the control plane
+        then calls Scheduler.cleaned)."""
 
 
 class Arrival(NamedTuple):
@@ -176,8 +178,9 @@ class Driver:
         for effect in effects:
             if type(effect) is StopJob:
                 self._endings.pop(effect.job_id, None)
-                if self.executor.stop(effect):  # torn down later: until then the job may not start again
-                    self.scheduler.cleaning(effect.job_id, now)
+                grace = self.executor.stop(effect)
+                if grace is not None:  # torn down later: until then the job may not start again, nor its IPUs
+                    self.scheduler.cleaning(effect.job_id, now, Teardown(now + grace, effect.first_ipu, effect.ipus))
                 continue
             if effect.after and self.scheduler.postponed(effect, now):
                 continue  # a victim of its preemption still holds its IPUs: it starts after their teardown

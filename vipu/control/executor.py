@@ -80,15 +80,16 @@ class LiveExecutor:
             raise StartFailed(f"its {start.workload.kind} workload could not start: {type(e).__name__}: {e}",
                               JobState.FAILED) from None
 
-    def stop(self, stop: StopJob) -> bool:
-        """Stop the run; True if its runner keeps the partition until the run's work has ended (RunContext.release)."""
+    def stop(self, stop: StopJob) -> float | None:
+        """Stop the run; the seconds its work may still take at most if its runner keeps the partition until that
+        work has ended (RunContext.release), else None."""
         job = self.scheduler.table.jobs.get(stop.job_id)  # None: a leftover partition of a job no longer known
         runner = self.runners.get(job.spec.workload.kind) if job is not None else None
-        kept = runner.stop(stop) if runner is not None else False  # kept: its work ends later, and it says when
+        kept = runner.stop(stop) if runner is not None else None  # kept: its work ends later, and it says when
         self.metrics.completions.labels(stop.state.value).inc()  # REQUEUED for a run `vipu requeue` stopped
-        if not kept:
+        if kept is None:
             self.release(stop.partition)
         kind = self.kinds.get(job.spec.workload.kind) if job is not None else None
         if job is not None and kind is not None and not kind.streams:  # a program wrote its own as it ran
             self.outputs.write(stop, job, runner.log_lines(job.id) if runner is not None else [])
-        return bool(kept)
+        return kept

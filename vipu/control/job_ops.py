@@ -61,6 +61,7 @@ class ClusterInfo(NamedTuple):
     pending_jobs: int
     running_jobs: int
     qos: list[str]  # the QOS a job may ask for
+    completing_jobs: int = 0  # ended, their programs still ending (KillWait): their IPUs still allocated
 
 
 class JobOps:
@@ -349,7 +350,8 @@ class JobOps:
         rows = snap.queue.info(snap.available_mask, snap.pod.drained_mask, snap.pod.draining_mask)
         table = snap.queue.table
         qos = sorted(set(snap.queue.config.qos) - snap.queue.retired_qos)
-        return ClusterInfo(snap.pod.pod.name, rows, len(table.pending), len(table.running), qos)
+        return ClusterInfo(snap.pod.pod.name, rows, len(table.pending), len(table.running), qos,
+                           len(snap.queue.completing()))
 
     def priorities(self, identity: Identity, ids: list[int], single: bool, page_size: int = 0,
                    page_token: str = "") -> Page:

@@ -70,9 +70,10 @@ class Runner(Protocol):
     def start(self, start: StartJob) -> Ending | None:
         """Start a run (called under the lock, its partition made); returns its end if known now."""
 
-    def stop(self, stop: StopJob) -> bool | None:
-        """The run ended from outside (cancel, time limit, preemption, lost IPUs): stop its work. True: its work
-        goes on ending, so it keeps the partition and calls RunContext.release once done."""
+    def stop(self, stop: StopJob) -> float | None:
+        """The run ended from outside (cancel, time limit, preemption, lost IPUs): stop its work. A number of
+        seconds: its work goes on ending for at most that long (KillWait), so it keeps the partition and calls
+        RunContext.release once done; None: it has ended."""
 
     def log_lines(self, job_id: int) -> list[str]:
         """`vipu logs ID`: what the job's latest run logged."""

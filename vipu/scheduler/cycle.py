@@ -51,8 +51,8 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
     if sched.offered:
         sched.offered = {}
     healthy = sched.full_mask & ~sched.failed_mask
-    if available_mask is None:  # the Pod less running jobs and failed IPUs (free_mask, claimed IPUs included)
-        available_mask = healthy & ~table.used_mask
+    if available_mask is None:  # the Pod less running jobs, teardowns and failed IPUs (free_mask, claimed IPUs in)
+        available_mask = healthy & ~(table.used_mask | table.cleaning_mask)
     claimed: list[Effect] = []
     if table.claims:  # preemptors whose victims are torn down start first, on the IPUs they were given
         claimed = _start_claimed(sched, now, available_mask & healthy)
@@ -85,6 +85,7 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
         running=running, qos=config.qos, healthy_mask=healthy, allowed_masks=allowed_masks,
         max_job_test=config.max_job_test, sizes=sizes, preemptors=preemptors, shortest=shortest, estimates=estimates,
         running_mask=table.used_mask, releases=table.release_groups(sched.total),
+        teardowns=table.teardowns(table.claimed_mask | sched.failed_mask) if table.cleaning else (),
     )
     decision = sched.policy(request)
     effects = _apply(sched, decision, now) if decision.starts or decision.preemptions else []

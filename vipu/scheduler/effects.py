@@ -32,6 +32,8 @@ class StopJob(NamedTuple):
     partition: str
     state: JobState  # how this run ended: COMPLETED, FAILED, CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL, REQUEUED
     requeued: bool  # the job is PENDING again under the same id
+    first_ipu: int | None = None  # the block the run held (None: not known, as for a partition left from before)
+    ipus: int = 0
 
 
 Effect = StartJob | StopJob

@@ -9,12 +9,28 @@ torn down (claims.py), whichever is last.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Callable
+import math
+from typing import TYPE_CHECKING, Callable, NamedTuple
+
+from vipu.scheduler.bits import block
 
 if TYPE_CHECKING:
     from vipu.scheduler.claims import Claim
     from vipu.scheduler.job_record import Job
     from vipu.scheduler.policies.base import PendingInfo, QueuedJob
+
+
+class Teardown(NamedTuple):
+    """A stopped run still being torn down (Slurm's completing job): its block stays busy, and is free by `free_by`
+    at the latest (its stop's KillWait), which is when backfill counts on it."""
+
+    free_by: float = math.inf  # inf: no bound is known
+    first_ipu: int | None = None  # None: its block is not known
+    ipus: int = 0
+
+    @property
+    def mask(self) -> int:
+        return 0 if self.first_ipu is None else block(self.first_ipu, self.ipus)
 
 
 class GateOpenings:
@@ -23,7 +39,8 @@ class GateOpenings:
     jobs: dict[int, Job]
     pending: dict[int, QueuedJob]
     gated: set[int]
-    cleaning: set[int]
+    cleaning: dict[int, Teardown]
+    cleaning_mask: int
     claims: dict[int, Claim]
     claimed_mask: int
     not_begun: set[int]
@@ -66,10 +83,11 @@ class GateOpenings:
             out.append(queued)
         return out
 
-    def cleaning_started(self, job_id: int) -> QueuedJob | None:
+    def cleaning_started(self, job_id: int, teardown: Teardown = Teardown()) -> QueuedJob | None:
         """The job's last run is still being torn down: it may not start until cleaning_done. Returns the job if
         this gated it (the caller files it again in the queue order)."""
-        self.cleaning.add(job_id)
+        self.cleaning[job_id] = teardown
+        self.cleaning_mask |= teardown.mask  # (runs hold disjoint blocks)
         queued = self.pending.get(job_id)
         if queued is None or job_id in self.gated:
             return None
@@ -81,8 +99,14 @@ class GateOpenings:
         """The job's last run is torn down; returns the job if that made it ready (nothing else gates it)."""
         if job_id not in self.cleaning:
             return None
-        self.cleaning.discard(job_id)
+        self.cleaning_mask &= ~self.cleaning.pop(job_id).mask
         return self._let_in(job_id)
+
+    def teardowns(self, kept: int) -> list[tuple[float, int, int]]:
+        """(free by, first IPU, IPUs) of the runs still torn down whose blocks hold none of the IPUs `kept` (claimed
+        for a preemptor, or failed): the moments backfill may count on them."""
+        return [(t.free_by, t.first_ipu, t.ipus) for t in self.cleaning.values()  # type: ignore[misc]
+                if t.first_ipu is not None and t.free_by < math.inf and not t.mask & kept]
 
     def claim(self, job_id: int, claim: Claim) -> None:
         """A preemptor waits for its victims' teardown, holding the IPUs it was given (claims.py)."""

@@ -5,9 +5,11 @@ by id, so a preempted or node-failed job that runs again must stay the same job;
 Holding is a flag on a PENDING job (reason JobHeldUser, or JobHeldAdmin when an admin placed it), not a state,
 exactly as in Slurm; so is a begin time still to come (reason BeginTime).
 
-COMPLETING (Slurm's CG) is entered by no controller of this version: a run's end is recorded at once, and its
-partition removed in the same step. The state stays so that records stored by an earlier version, which did enter
-it, still load and finish (recovery.py).
+COMPLETING (Slurm's CG) is entered by no record of this version: a run's end (CANCELLED, TIMEOUT, ...) is recorded
+at once. A run whose program goes on ending after its stop (KillWait) keeps its IPUs until it has; meanwhile
+`vipu queue` and `vipu show job` show the job COMPLETING (reasons.completing), as Slurm shows its JOB_COMPLETING
+flag over the base state that sacct keeps. The state stays in this table so that records stored by an earlier
+version, which did enter it, still load and finish (recovery.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from vipu.scheduler.dependency_reads import shown_dependency
 from vipu.scheduler.job_record import Job, PriorityBreakdown
-from vipu.scheduler.job_states import JobState
+from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.multifactor import breakdown
 from vipu.scheduler.policies.base import BEGIN_TIME, CLEANING, HELD, HELD_ADMIN, RESOURCES, PendingInfo
 
@@ -62,6 +62,15 @@ def pending_reason(s, job: Job) -> PendingInfo | None:
         if info is None and s.last_decision is not None:
             info = s.last_decision.explain(table.pending[job.id])  # a job the walk did not reach
     return info
+
+
+def completing(table, job: Job) -> Job:
+    """The job as squeue and scontrol show it: one whose run ended but is still torn down (its program given
+    KillWait to end, table.cleaning) shows COMPLETING (CG) until the teardown is done, as Slurm sets JOB_COMPLETING
+    over the end it recorded; sacct (`vipu history`) shows that end."""
+    if job.id in table.cleaning and job.state in TERMINAL:
+        return job.updated({"state": S.COMPLETING})
+    return job
 
 
 def row(s, job: Job, factors: tuple[dict[str, float], dict[str, float]] | None = None, now: float = 0.0) -> Row:

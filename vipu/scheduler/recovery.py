@@ -66,7 +66,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
     live = set(partitions) if partitions is not None else set()
     changed: list[Job] = []
     final: list[Job] = []
-    lost: set[int] = set()  # runs this restart ended NODE_FAIL
+    lost: dict[int, int | None] = {}  # runs this restart ended NODE_FAIL -> the first IPU of each
     cut_short: list[Job] = []  # runs the crash ended and that went back to the queue (their end_time is cleared)
     for job in sorted(jobs, key=lambda j: j.id):
         if job.spec.time_limit is None or job.spec.qos is None:
@@ -88,11 +88,11 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
             failed = job.moved(S.NODE_FAIL, now, end_time=now,
                                ended_by=why if lost_why else f"the controller stopped while it ran: {why}",
                                recovery=f"ended NODE_FAIL at {event}, {then}: {why}")
+            lost[job.id] = job.first_ipu
             job = failed.requeued(now) if job.spec.requeue else failed
             if job is not failed:
                 cut_short.append(failed)
             changed.append(job)
-            lost.add(job.id)
         if job.state is S.PENDING and job.spec.qos in s.retired_qos and not job.admin_hold:
             job = job.updated({"held": True, "admin_hold": True, "recovery": (
                 f"{job.recovery + '; then ' if job.recovery else ''}held (JobHeldAdmin) at {event}:"
@@ -124,7 +124,8 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
         if job_id is not None:
             known = s.table.jobs.get(job_id)
             if job_id in lost:  # a run that could not resume on the partition it kept
-                effects.append(StopJob(job_id, name, S.NODE_FAIL, known.spec.requeue))
+                effects.append(StopJob(job_id, name, S.NODE_FAIL, known.spec.requeue, lost[job_id], known.ipus))
             else:  # a run that had already ended when the process died, before its partition was removed
-                effects.append(StopJob(job_id, name, known.state if known else S.CANCELLED, False))
+                effects.append(StopJob(job_id, name, known.state, False, known.first_ipu, known.ipus) if known
+                               else StopJob(job_id, name, S.CANCELLED, False))
     return effects

@@ -27,6 +27,7 @@ from vipu.scheduler.claims import postpone
 from vipu.scheduler.effects import Effect, StartJob, StopJob
 from vipu.scheduler.job_filter import NO_FILTER, JobFilter
 from vipu.scheduler.job_record import META_NAME, Job, PriorityBreakdown, SchedulerMeta
+from vipu.scheduler.gate_openings import Teardown
 from vipu.scheduler.order import PendingOrder
 from vipu.scheduler.policies import chosen
 from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
@@ -45,7 +46,7 @@ from vipu.scheduler.submission import (
     naming_spec,
     resolve_begin,
 )
-from vipu.scheduler.reasons import decorate
+from vipu.scheduler.reasons import completing, decorate
 from vipu.scheduler.selection import matching_jobs, named_jobs
 from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.table import PENDING, JobTable, owners
@@ -78,9 +79,9 @@ class Scheduler:
 
     @property
     def free_mask(self) -> int:
-        """IPUs free and healthy now, as the scheduler alone knows them: the Pod minus running jobs and failed IPUs
-        (what a cycle, `vipu info` and startable use when the caller passes no available_mask)."""
-        return self.full_mask & ~self.failed_mask & ~(self.table.used_mask | self.table.claimed_mask)
+        """IPUs free and healthy now, as the scheduler alone knows them: the Pod minus running jobs, runs still torn
+        down and failed IPUs (what a cycle, `vipu info` and startable use when the caller passes no available_mask)."""
+        return self.full_mask & ~self.failed_mask & ~self.table.held_mask
 
     def _configure(self, config: SchedulerConfig) -> None:
         """Everything that follows from the config (an empty scheduler only: the queue order is rebuilt)."""
@@ -121,7 +122,7 @@ class Scheduler:
         requeued = {j.id for j in changed if j.state is S.PENDING} if ran else ()  # a wave's starts end no run
         for job in ran:
             self._charge(job, now)
-        return [StopJob(job.id, job.partition, state, job.id in requeued) for job in ran]
+        return [StopJob(job.id, job.partition, state, job.id in requeued, job.first_ipu, job.ipus) for job in ran]
 
     def _get(self, job_id: int) -> Job:
         return self.table.get(job_id)
@@ -273,12 +274,11 @@ class Scheduler:
         back = [j.requeued(now).model_copy(update={"held": True}) if hold else j.requeued(now) for j in jobs]
         return self._end_runs(back, ran, now, S.REQUEUED)
 
-    def cleaning(self, job_id: int, now: float) -> None:
-        """The run of the job that just ended is still being torn down (its work ends later, on what it ran on):
-        the job may not start again until `cleaned`, whether it is pending now or requeued later. Slurm keeps a
-        requeued job COMPLETING, reason Cleaning, until its nodes' epilog is done."""
-        queued = self.table.cleaning_started(job_id)
-        if queued is not None:
+    def cleaning(self, job_id: int, now: float, teardown: Teardown = Teardown()) -> None:
+        """The job's run that just ended is still torn down (its work ends later, on its block): the job may not
+        start again until `cleaned`, pending now or requeued later (Slurm's completing job; a requeued one waits,
+        reason Cleaning). Its IPUs are busy, and backfill counts them free from `teardown.free_by` (KillWait)."""
+        if (queued := self.table.cleaning_started(job_id, teardown)) is not None:
             self.order.add(queued, now, gated=True)
 
     def cleaned(self, job_id: int, now: float) -> None:
@@ -359,7 +359,7 @@ class Scheduler:
     # -- reads of the live queue (listings read a view: view.py) ------------------------------------------------
     def job(self, job_id: int, now: float | None = None) -> Job:
         """One job as `vipu job` shows it: with its current reason, estimated start and (given now) priority."""
-        job = decorate(self, self._get(job_id))
+        job = decorate(self, completing(self.table, self._get(job_id)))
         if now is not None and job.state is S.PENDING:
             job = job.model_copy(update={"priority": self.priority(job_id, now)})
         return job

@@ -30,6 +30,10 @@ def named_jobs(table: JobTable, job_ids: Iterable[int], single: bool, match: Job
                                f" to {verb}")
         else:
             job = table.get(job_id)
+            if job.state in TERMINAL and job_id in table.cleaning:  # scancel's "already completing or completed"
+                raise FailedPrecondition(f"job {job.display_id} is already COMPLETING: it ended {job.state.value} and"
+                                         f" its program is still ending (SIGKILL once KillWait is over); nothing to"
+                                         f" {verb}")
             if job.state in TERMINAL:
                 raise FailedPrecondition(f"job {job.display_id} already ended ({job.state.value}); nothing to {verb}")
             if not match.matches(job):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from vipu.errors import NotFound
 from vipu.scheduler.claims import Claim
-from vipu.scheduler.gate_openings import GateOpenings
+from vipu.scheduler.gate_openings import GateOpenings, Teardown
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob, new_record
 from vipu.scheduler.policies.reservations import blocks_mask
@@ -45,7 +45,9 @@ class JobTable(GateOpenings):
         self.jobs: dict[int, Job] = {}
         self.pending: dict[int, QueuedJob] = {}  # every PENDING job
         self.gated: set[int] = set()  # pending jobs kept out of the walk: held, not begun, dependency not met, cleaning
-        self.cleaning: set[int] = set()  # jobs whose last run is still being torn down (Slurm's Cleaning)
+        # jobs whose last run is still being torn down (Slurm's completing jobs; a requeued one waits, Cleaning)
+        self.cleaning: dict[int, Teardown] = {}
+        self.cleaning_mask = 0  # the IPUs those runs still hold
         self.claims: dict[int, Claim] = {}  # preemptors waiting for their victims' teardown (claims.py)
         self.claimed_mask = 0  # the IPUs the claims hold
         self.not_begun: set[int] = set()  # pending jobs whose begin time had not come when last seen (BeginTime)
@@ -365,6 +367,11 @@ class JobTable(GateOpenings):
                     cached[end_by] = (blocks, blocks_mask(blocks, total))
         return cached
 
+    @property
+    def held_mask(self) -> int:
+        """The IPUs the scheduler's jobs hold: running, still torn down, or claimed for a preemptor."""
+        return self.used_mask | self.cleaning_mask | self.claimed_mask
+
     def shortest_limits(self) -> dict[int, float]:
         """IPUs -> the shortest time limit among PENDING jobs of that size (do not change the dict returned)."""
         return self._shortest
@@ -376,7 +383,8 @@ class JobTable(GateOpenings):
         copy.jobs, copy.pending, copy.running = dict(self.jobs), dict(self.pending), dict(self.running)
         copy.arrays = dict(self.arrays)  # an array's task list is complete once its submit returns
         copy.not_begun, copy.gate_info, copy.ready_seq = set(self.not_begun), dict(self.gate_info), dict(self.ready_seq)
-        copy.cleaning, copy.claims, copy.claimed_mask = set(self.cleaning), dict(self.claims), self.claimed_mask
+        copy.cleaning, copy.claims, copy.claimed_mask = dict(self.cleaning), dict(self.claims), self.claimed_mask
+        copy.cleaning_mask = self.cleaning_mask
         copy.ready_sizes, copy.used_mask, copy.seq, copy.next_id = Counter(self.ready_sizes), self.used_mask, self.seq, \
             self.next_id
         copy.quarantined, copy.nodes = self.quarantined, self.nodes  # set once, at start

@@ -22,7 +22,7 @@ from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.multifactor import PriorityRows, breakdown, qos_factors
-from vipu.scheduler.reasons import Row, decorate, pending_reason, row
+from vipu.scheduler.reasons import Row, completing, decorate, pending_reason, row
 from vipu.scheduler.startable import startable
 
 S = JobState
@@ -85,21 +85,21 @@ class QueueView:
 
     @property
     def free_mask(self) -> int:
-        return self.full_mask & ~self.failed_mask & ~(self.table.used_mask | self.table.claimed_mask)
+        return self.full_mask & ~self.failed_mask & ~self.table.held_mask
 
     def jobs_by_state(self) -> Counter[JobState]:
         return Counter(job.state for job in self.table.jobs.values())
 
     def job(self, job_id: int, now: float | None = None) -> Job:
         """One job as `vipu show job` shows it: with its reason, estimated start and (given now) priority."""
-        job = decorate(self, self.table.get(job_id))
+        job = decorate(self, completing(self.table, self.table.get(job_id)))
         if now is not None and job.state is JobState.PENDING:
             job = job.updated({"priority": self.priority(job_id, now)})
         return job
 
     def queue(self, keep: Callable[[Job], bool] | None = None, now: float | None = None) -> Iterator[Job]:
-        """squeue, lazily: running jobs by start time, then pending jobs in the last cycle's priority order (held
-        ones last: their priority is 0); with
+        """squeue, lazily: running and completing jobs by start time, then pending jobs in the last cycle's priority
+        order (held ones last: their priority is 0); with
         `keep`, only the jobs it keeps (filtered before their reasons and estimates are worked out); given `now`,
         pending jobs carry their priority then (squeue -o %Q)."""
         return (r.decorated() for r in self.queue_rows(keep, now))
@@ -108,12 +108,19 @@ class QueueView:
         """The same listing as rows (reasons.Row), lazily: a listing kept for paging holds rows, and a page
         decorates only its own."""
         s, jobs = self, self.table.jobs
-        running = sorted((jobs[i] for i in s.table.running), key=lambda j: (j.start_time, j.id))
+        running = sorted(chain((jobs[i] for i in s.table.running), self.completing()),
+                         key=lambda j: (j.start_time or 0, j.id))
         at = s.last_cycle_at if s.last_cycle_at is not None else max((j.submit_time for j in jobs.values()),
                                                                      default=0.0)
         pending = _held_last(jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True))
         factors = None if now is None else (s.fairshare.factors(now, s.table.running.values()), qos_factors(s.config))
         return (row(s, j, factors, now) for j in chain(running, pending) if keep is None or keep(j))
+
+    def completing(self) -> list[Job]:
+        """The jobs whose run ended but is still torn down, each shown COMPLETING (reasons.completing); a requeued
+        one is pending (reason Cleaning)."""
+        jobs = self.table.jobs
+        return [completing(self.table, jobs[i]) for i in self.table.cleaning if i in jobs and jobs[i].state in TERMINAL]
 
     def history(self, keep: Callable[[Job], bool] | None = None, states: Iterable[JobState] | None = None,
                 duplicates: bool = False, limit: int = 0) -> list[Job]:

@@ -20,7 +20,7 @@ from vipu.jobs.output_folder import WRITER, writer_mark
 from tests.cli_forks import run_script
 from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
-from tests.cli.test_jobs_e2e import show, submit, wait_for
+from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
 
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"}
 
@@ -141,28 +141,36 @@ def test_cancel_stops_the_whole_process_group_and_sigkill_follows_kill_wait(cont
         int((tmp_path / f).read_text()) for f in ("pid", "child") if (tmp_path / f).read_text().strip()])
     assert len(pids) == 2 and all(map(alive, pids))
     assert run(controller, "vipu", "cancel", str(job)).returncode == 0
-    assert show(controller, job)["state"] == "CANCELLED"
     wait_for(lambda: not any(map(alive, pids)), timeout=10)  # SIGTERM ignored: SIGKILL a second later
+    wait_for(lambda: show(controller, job)["state"] == "CANCELLED")  # COMPLETING until then
 
 
 def test_a_stopped_programs_ipus_go_to_no_other_job_until_it_has_ended(server_factory, tmp_path):
     """As Slurm keeps a job's nodes COMPLETING: a cancelled program deaf to SIGTERM keeps its partition through
-    KillWait, so a job wanting the whole Pod starts only once it is gone."""
-    server = server_factory(extra=["--kill-wait", "10"])  # long enough for four CLI calls on a loaded machine
+    KillWait, so a job wanting the whole Pod starts only once it is gone, and a smaller job behind it that would
+    delay it waits too (backfill counts on the IPUs freeing by the end of KillWait). Meanwhile the job shows CG."""
+    server = server_factory(extra=["--kill-wait", "10"])  # long enough for the CLI calls on a loaded machine
     script = "#!/bin/bash\ntrap '' TERM\necho $$ > pid\nwhile true; do sleep 0.1; done\n"
     [job] = submit(server, spec_file(tmp_path, script, "deaf"))
     pid = wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text().strip()
                    and int((tmp_path / "pid").read_text()))
     assert run(server, "vipu", "cancel", str(job)).returncode == 0
     [whole] = submit(server, "--ipus", "64", "--duration", "1s", "--name", "whole")
-    assert show(server, job)["state"] == "CANCELLED" and alive(pid)
+    [small] = submit(server, "--ipus", "4", "--time-limit", "10m", "--duration", "1s", "--name", "small")
+    assert show(server, job)["state"] == "COMPLETING" and alive(pid)
+    assert list(jobs(server, "-t", "CG")) == [job]
+    assert ", 1 completing, 2 pending" in run(server, "vipu", "info").stdout
+    again = run(server, "vipu", "cancel", str(job))
+    assert again.returncode != 0 and f"job {job} is already COMPLETING: it ended CANCELLED" in again.stderr
     partitions = json.loads(run(server, "vipu", "list", "partitions", "--json").stdout)
     assert [x["name"] for x in partitions] == [f"slurm_{job}"]  # kept while its program runs
-    assert (show(server, whole)["state"], alive(pid)) == ("PENDING", True)
+    assert (show(server, whole)["state"], show(server, small)["state"], alive(pid)) == ("PENDING", "PENDING", True)
     assert ended(server, whole)["state"] == "COMPLETED"
     assert not alive(pid)  # it started only after the program was killed
     started = show(server, whole)["start_time"]
     assert started >= show(server, job)["end_time"] + 9  # KillWait (10 s) after the cancel, within a second
+    assert ended(server, small)["start_time"] >= show(server, whole)["end_time"]
+    assert show(server, job)["state"] == "CANCELLED"
 
 
 def test_requeue_of_a_running_program_reruns_it_once_its_old_run_is_gone(controller, tmp_path):

@@ -37,8 +37,8 @@ def test_a_script_runs_on_its_machines_node_and_a_cancel_stops_it(on_ray, tmp_pa
                    and int((tmp_path / "pid").read_text()), timeout=60)
     assert run(on_ray, "vipu", "logs", str(deaf)).stdout == "started\n"
     assert run(on_ray, "vipu", "cancel", str(deaf)).returncode == 0
-    assert show(on_ray, deaf)["state"] == "CANCELLED"
     wait_for(lambda: not alive(pid), timeout=15)  # SIGTERM ignored: SIGKILL a second later, on the node
+    wait_for(lambda: show(on_ray, deaf)["state"] == "CANCELLED")  # COMPLETING until its program is gone
 
 
 def test_poprun_and_a_modelled_training_on_machine_actors(on_ray, tmp_path):

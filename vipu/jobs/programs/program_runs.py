@@ -181,10 +181,10 @@ class ProgramRuns:
                 ctx.store.commit(records, [])
         ctx.wake()
 
-    def stop(self, stop: StopJob) -> bool:
+    def stop(self, stop: StopJob) -> float | None:
         """The run ended from outside: its supervisor stops the program (SIGTERM to its group, SIGKILL after
-        KillWait). True: the run keeps its partition until the program has ended, as Slurm keeps a job's nodes
-        COMPLETING, so no other job gets its IPUs while it still runs."""
+        KillWait). KillWait: the run keeps its partition until the program has ended, at most that long, as Slurm
+        keeps a job's nodes COMPLETING, so no other job gets its IPUs while it still runs. None: it had ended."""
         run = self.runs.get(stop.job_id)
         if run is None:
             return self._keep_for_old_runs(stop)
@@ -194,22 +194,22 @@ class ProgramRuns:
             self._call(run.host, "terminate", run.key, wait=False)
         with self._lock:
             if run.finished.is_set():
-                return False
+                return None
             run.keeps = stop.partition
-            return True
+            return self.ctx.settings.kill_wait_s
 
-    def _keep_for_old_runs(self, stop: StopJob) -> bool:
+    def _keep_for_old_runs(self, stop: StopJob) -> float | None:
         """A stop of a job this controller has not run: its partition is from before a restart, and the programs of
-        that controller's runs go on ending through KillWait (run_locks.py). True: the partition stays until they
-        have (the job Cleaning meanwhile)."""
+        that controller's runs go on ending through KillWait (run_locks.py), which began when it went. KillWait:
+        the partition stays until they have, by then at the latest (the job Cleaning meanwhile); None: none left."""
         left = left_running(self.spool, stop.job_id)
         if not left:
-            return False
+            return None
         log.info("job %s: the program of its run from before the restart is still ending (supervisor pid %s): its"
                  " partition %s is kept until it has", stop.job_id, ", ".join(map(str, left.values())), stop.partition)
         when_gone(left, partial(self.ctx.release, stop.partition), self._closing,
                   self.ctx.settings.kill_wait_s + GONE_WAIT_S, f"job {stop.job_id}")
-        return True
+        return self.ctx.settings.kill_wait_s
 
     def signal(self, job_id: int, sig: int, to: str = "full") -> None:
         """scancel --signal: `sig` to the run's program, `to` which of its processes (stepd.command), through its

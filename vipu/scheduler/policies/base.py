@@ -92,6 +92,9 @@ class ScheduleRequest:
     running_mask: int | None = None  # the IPUs of `running` (a hint: the caller keeps it; None: computed from them)
     # `running`'s blocks by end_by, flat (first IPU, IPUs, ...), and their mask (a hint: JobTable.release_groups)
     releases: Mapping[float, tuple[list[int], int]] | None = None
+    # (free by, first IPU, IPUs) of stopped runs still torn down (Slurm's completing jobs): busy now, not in
+    # `running` nor in available_mask, free by then at the latest (the end of their KillWait)
+    teardowns: Sequence[tuple[float, int, int]] = ()
 
 
 class Start(NamedTuple):

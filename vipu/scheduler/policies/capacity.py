@@ -36,13 +36,16 @@ class Capacity:
         return ok
 
     def eventually(self) -> int:
-        """IPUs free once every scheduler job has ended (partitions made by hand and failed IPUs stay out)."""
+        """IPUs free once every scheduler job has ended and every run torn down (partitions made by hand and failed
+        IPUs stay out)."""
         if self._eventually is None:
             acc = self.r.running_mask
             if acc is None:
                 acc = 0
                 for r in self.r.running:
                     acc |= block(r.first_ipu, r.ipus)
+            for _, first, ipus in self.r.teardowns:
+                acc |= block(first, ipus)
             self._eventually = (self.r.available_mask | acc) & self.healthy
         return self._eventually
 

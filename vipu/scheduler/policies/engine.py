@@ -121,12 +121,14 @@ class _Walk:
                 raise RuntimeError("the timeline is planned only for the first max_job_test jobs")
             preempted, groups = self._preempted, self.r.releases
             kind = Timeline if self.total > SMALL_POD else IntervalTimeline
+            # runs still torn down free their blocks as a running job does at its end_by
+            started = chain(self._started, self.r.teardowns) if self.r.teardowns else self._started
             if groups is not None and not preempted:
-                self._timeline = kind(self.now, self.avail, self._started, self.total, groups)
+                self._timeline = kind(self.now, self.avail, started, self.total, groups)
             else:
                 releases = ((r.end_by, r.first_ipu, r.ipus) for r in self.r.running
                             if not preempted or r.id not in preempted)
-                self._timeline = kind(self.now, self.avail, chain(releases, self._started), self.total)
+                self._timeline = kind(self.now, self.avail, chain(releases, started), self.total)
         return self._timeline
 
     def allowed(self, job: QueuedJob) -> int | None:
