@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -103,3 +105,48 @@ def test_poprun_in_a_job_starts_its_instances_and_refuses_a_layout_larger_than_t
     assert (detail["state"], detail["exit_code"]) == ("FAILED", 2)
     assert "--num-replicas 8 x --ipus-per-replica 1 = 8 IPUs, but partition" in (
         tmp_path / f"slurm-{bad}.out").read_text()
+
+
+INSTANCE = """import os, signal, sys, time
+i = os.environ["POPDIST_INSTANCE_INDEX"]
+def heard(sig, _):
+    with open(f"got{i}", "a") as f:
+        f.write(signal.Signals(sig).name + "\\n")
+    if sig == signal.SIGUSR2:
+        sys.exit(0)
+signal.signal(signal.SIGUSR1, heard)
+signal.signal(signal.SIGUSR2, heard)
+open(f"ready{i}", "w").close()
+while not os.path.exists("stop"):
+    time.sleep(0.02)
+"""
+
+
+def test_poprun_passes_on_a_users_signal_to_every_instance_and_not_its_supervisors(tmp_path):
+    """As mpirun and srun pass on USR1 and USR2: a batch script's trap that signals poprun reaches every instance
+    (it killed poprun, and the handlers never ran). What the job's supervisor sends poprun is not passed on: the
+    supervisor signals the instances itself, and an instance would hear it twice."""
+    (tmp_path / "usr.py").write_text(INSTANCE)
+    env = {**os.environ, **JOB, "VIPU_SUPERVISOR_PID": str(os.getpid())}  # this test plays the supervisor
+    with subprocess.Popen([sys.executable, "-m", "vipu.jobs.programs.launcher", "--num-instances", "2",
+                           sys.executable, "usr.py"], cwd=tmp_path, env=env) as poprun:
+        wait_for(lambda: all((tmp_path / f"ready{i}").exists() for i in (0, 1)))
+        os.kill(poprun.pid, signal.SIGUSR1)  # the supervisor's: not passed on
+        assert subprocess.run(["kill", "-USR2", str(poprun.pid)]).returncode == 0  # a user's: passed on
+        assert poprun.wait(timeout=60) == 0
+    assert [(tmp_path / f"got{i}").read_text() for i in (0, 1)] == ["SIGUSR2\n"] * 2
+
+
+def test_vipu_cancel_s_usr1_reaches_each_instance_once_and_the_job_goes_on(server, tmp_path):
+    """The newcomer's walk: `vipu cancel -s USR1` of a job running poprun ended it FAILED 138:0."""
+    (tmp_path / "usr.py").write_text(INSTANCE)
+    command = f"{console_script('poprun')} --num-instances 2 {sys.executable} usr.py"
+    out = run(server, "vipu", "submit", "--ipus", "4", "-t", "1", "-D", str(tmp_path), "--wrap", command, "--json")
+    [job] = json.loads(out.stdout)["job_ids"]
+    wait_for(lambda: all((tmp_path / f"ready{i}").exists() for i in (0, 1)), timeout=60)
+    assert run(server, "vipu", "cancel", "-s", "USR1", str(job)).returncode == 0
+    wait_for(lambda: all((tmp_path / f"got{i}").exists() for i in (0, 1)))
+    (tmp_path / "stop").touch()
+    detail = ended(server, job)
+    assert (detail["state"], detail["exit_code"], detail["signal"]) == ("COMPLETED", 0, 0)
+    assert [(tmp_path / f"got{i}").read_text() for i in (0, 1)] == ["SIGUSR1\n"] * 2

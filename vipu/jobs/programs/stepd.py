@@ -205,7 +205,9 @@ def become(launch: dict, script: Path) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
     try:
-        os.execve(str(script), [str(script), *launch.get("args", [])], launch["env"])
+        # poprun passes on no signal this supervisor sent: it signals poprun's instances itself (launcher.py)
+        env = {**launch["env"], "VIPU_SUPERVISOR_PID": str(os.getppid())}
+        os.execve(str(script), [str(script), *launch.get("args", [])], env)
     except OSError as e:  # the kernel names the script; the user needs the #! line that failed
         raise StartError(cannot_exec(script, e)) from None
 
