@@ -90,6 +90,12 @@ def test_exit_codes_and_signals_are_kept_as_code_colon_signal(controller, tmp_pa
     history = run(controller, "vipu", "history", "--json")
     codes = {x["id"]: (x["exit_code"], x["signal"]) for x in json.loads(history.stdout)}
     assert codes[crashes] == (0, 11)
+    # Slurm's FAIL_SIGNAL: Reason=RaisedSignal:11(Segmentation fault), in scontrol's words (spaces as _); sacct's
+    # Reason the name alone
+    assert "Reason=RaisedSignal:11(Segmentation_fault)" in run(controller, "vipu", "show", "job", str(crashes)).stdout
+    assert "Reason=NonZeroExitCode" in run(controller, "vipu", "show", "job", str(fails)).stdout
+    listed = run(controller, "vipu", "history", "-j", str(crashes), "-o", "JobID,Reason,ExitCode", "-n", "-P").stdout
+    assert listed == f"{crashes}|RaisedSignal|0:11\n"
 
 
 def test_error_goes_to_its_own_file_and_a_missing_directory_fails_the_job_saying_why(controller, tmp_path):
@@ -144,6 +150,9 @@ def test_cancel_stops_the_whole_process_group_and_sigkill_follows_kill_wait(cont
     assert run(controller, "vipu", "cancel", str(job)).returncode == 0
     assert show(controller, job)["state"] == "CANCELLED"
     wait_for(lambda: not any(map(alive, pids)), timeout=10)  # SIGTERM ignored: SIGKILL a second later
+    # sacct's ExitCode is what ended the program: SIGKILL (it had trapped SIGTERM), not the SIGTERM it was sent
+    # first (slurmctld takes the batch script's status for a job it has ended already)
+    assert wait_for(lambda: (d := show(controller, job))["signal"] == 9 and d)["exit_code"] == 0
 
 
 def test_a_stopped_programs_ipus_go_to_no_other_job_until_it_has_ended(server_factory, tmp_path):

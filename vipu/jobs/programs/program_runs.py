@@ -177,8 +177,12 @@ class ProgramRuns:
                 else:
                     ended = result["ended"]
                     ctx.finish(run.job_id, run.started, ended["exit_code"], None, ended["signal"], records=records)
-            elif records:
-                ctx.store.commit(records, [])
+            else:
+                if "ended" in result:  # stopped from outside: its job's ExitCode is what the stop did to it
+                    ended = result["ended"]
+                    ctx.stopped_end(run.job_id, run.started, ended["exit_code"], ended["signal"])
+                if records:
+                    ctx.store.commit(records, [])
         ctx.wake()
 
     def stop(self, stop: StopJob) -> bool:
