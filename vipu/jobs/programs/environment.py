@@ -14,14 +14,11 @@ from vipu.partition.pod_state import PodState
 from vipu.scheduler.arrays import parse_array
 from vipu.scheduler.job_record import Job
 
-DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"  # a program given no PATH (--export=NONE) still finds the basics
-
 
 def job_environment(job: Job, partition: Partition, state: PodState, api_host: str, api_port: int) -> dict[str, str]:
     """The program's environment: what --export passed on, then Slurm's variables and the IPUoF view over it."""
     work = job.spec.workload
-    env = dict(work.environment)
-    env.setdefault("PATH", DEFAULT_PATH)
+    env = dict(work.environment)  # (what it lacks of its user's login, its supervisor adds: login_environment.py)
     env.update(slurm_variables(job, partition, state))
     env.update(ipuof.environment(partition, state, api_host, api_port))
     env["VIPU_PARTITION_IPUS"] = str(partition.size)  # the launcher checks replicas x IPUs per replica against it

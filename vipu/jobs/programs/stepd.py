@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from vipu.jobs.output_folder import mark_writer, missing_folder
+from vipu.jobs.programs.login_environment import with_login
 from vipu.jobs.programs.run_locks import hold, let_go, lock_path
 from vipu.jobs.programs.step_processes import become_subreaper, below, end_all, kill, reap, signal_all
 
@@ -206,7 +207,7 @@ def become(launch: dict, script: Path) -> None:
     signal.set_wakeup_fd(-1)
     try:
         # poprun passes on no signal this supervisor sent: it signals poprun's instances itself (launcher.py)
-        env = {**launch["env"], "VIPU_SUPERVISOR_PID": str(os.getppid())}
+        env = {**with_login(launch["env"], os.getuid()), "VIPU_SUPERVISOR_PID": str(os.getppid())}
         os.execve(str(script), [str(script), *launch.get("args", [])], env)
     except OSError as e:  # the kernel names the script; the user needs the #! line that failed
         raise StartError(cannot_exec(script, e)) from None
