@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -135,7 +136,9 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     if "ipus" not in options:
         raise BatchError(f"{source} asks for no IPUs; add a line `#SBATCH --ipus=N` (or `#SBATCH -N N`, IPU-Machines)"
                          " before its first command, or give vipu submit --ipus N")
-    spec = batch_spec(script, args, options, os.getcwd(), os.environ, default_name(source))
+    # SLURM_SUBMIT_HOST as sbatch sets it, in its own environment before --export picks (SLURM_* always pass on)
+    environ = {**os.environ, "SLURM_SUBMIT_HOST": socket.gethostname()}
+    spec = batch_spec(script, args, options, os.getcwd(), environ, default_name(source))
     body = json.dumps(spec).encode()
     if len(body) > MAX_SPEC_BYTES:
         raise BatchError(f"{source} with its environment is {len(body):,} bytes; a job spec may be at most"

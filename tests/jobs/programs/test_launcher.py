@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,6 +58,9 @@ def test_each_instance_runs_its_share_of_the_replicas():
     assert {(e["POPDIST_NUM_LOCAL_REPLICAS"], e["POPDIST_NUM_TOTAL_REPLICAS"], e["POPDIST_NUM_IPUS_PER_REPLICA"],
              e["POPDIST_NUM_INSTANCES"], e["IPUOF_VIPU_API_PARTITION_ID"]) for e in envs} == {
         ("2", "8", "2", "4", "slurm_7")}
+    # srun's task variables: an instance is a task
+    assert [(e["SLURM_NTASKS"], e["SLURM_NPROCS"], e["SLURM_PROCID"], e["SLURM_LOCALID"]) for e in envs] == [
+        ("4", "4", str(i), str(i)) for i in range(4)]
 
 
 def test_one_instance_failing_stops_the_others_and_all_they_started(tmp_path, monkeypatch):
@@ -89,12 +93,14 @@ def _state(pid: int) -> str | None:
 
 def test_poprun_in_a_job_starts_its_instances_and_refuses_a_layout_larger_than_the_partition(server, tmp_path):
     poprun = console_script("poprun")
-    command = (f"{poprun} --num-instances 2 --num-replicas 4 --print-topology sh -c"
+    command = (f"echo submitted from $SLURM_SUBMIT_HOST; {poprun} --num-instances 2 --num-replicas 4 --print-topology"
+               " sh -c"
                " 'echo $POPDIST_INSTANCE_INDEX:$POPDIST_REPLICA_INDEX_OFFSET:$POPDIST_NUM_LOCAL_REPLICAS'")
     out = run(server, "vipu", "submit", "--ipus", "4", "-t", "1", "-D", str(tmp_path), "--wrap", command, "--json")
     [job] = json.loads(out.stdout)["job_ids"]
     assert ended(server, job)["state"] == "COMPLETED"
-    lines = (tmp_path / f"slurm-{job}.out").read_text().splitlines()
+    host, *lines = (tmp_path / f"slurm-{job}.out").read_text().splitlines()
+    assert host == f"submitted from {socket.gethostname()}"  # as sbatch sets it where it runs
     assert lines[:3] == [f"poprun topology: partition slurm_{job}, 2 instance(s), 4 replica(s) of 1 IPU(s)",
                          "  instance 0: replicas 0-1 on IPUs 0-1", "  instance 1: replicas 2-3 on IPUs 2-3"]
     assert sorted(lines[3:]) == ["[0] 0:0:2", "[1] 1:2:2"]

@@ -56,7 +56,8 @@ def controller(server_factory):
 def test_a_script_runs_with_slurms_and_the_partitions_environment(controller, tmp_path):
     script = ("#!/bin/bash\necho job=$SLURM_JOB_ID name=$SLURM_JOB_NAME partition=$IPUOF_VIPU_API_PARTITION_ID"
               " ipus=$VIPU_PARTITION_IPUS\necho submit=$SLURM_SUBMIT_DIR pwd=$(pwd) from=$FROM_SUBMITTER\n"
-              "echo options=$POPLAR_TARGET_OPTIONS\necho oops >&2\n")
+              "echo options=$POPLAR_TARGET_OPTIONS\necho oops >&2\n"
+              "echo $SLURM_NODELIST $SLURM_JOB_NODELIST $SLURM_JOB_START_TIME $SLURM_JOB_END_TIME\n")
     [job] = submit(controller, spec_file(tmp_path, script))
     detail = ended(controller, job)
     assert (detail["state"], detail["exit_code"], detail["signal"]) == ("COMPLETED", 0, 0)
@@ -65,6 +66,9 @@ def test_a_script_runs_with_slurms_and_the_partitions_environment(controller, tm
     assert out[1] == f"submit={tmp_path} pwd={tmp_path} from=yes"
     assert json.loads(out[2].removeprefix("options="))["ipuLinkDomainSize"] == "4"
     assert out[3] == "oops"  # stderr with stdout unless --error says otherwise
+    nodes, job_nodes, start, end = out[4].split()
+    assert nodes == job_nodes != "" and int(start) == int(detail["start_time"])
+    assert int(end) - int(start) == 120  # its time limit (2m), in Unix seconds as SLURM_JOB_END_TIME
     logs = run(controller, "vipu", "logs", str(job))
     assert logs.returncode == 0 and logs.stdout.splitlines() == out
 

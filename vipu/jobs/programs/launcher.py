@@ -84,7 +84,10 @@ def instance_environment(env: dict[str, str], i: int, instances: int, replicas: 
     return {**env, "POPDIST_NUM_TOTAL_REPLICAS": str(replicas), "POPDIST_NUM_IPUS_PER_REPLICA": str(per),
             "POPDIST_NUM_LOCAL_REPLICAS": str(local), "POPDIST_UNIFORM_REPLICAS_PER_INSTANCE": "1",
             "POPDIST_REPLICA_INDEX_OFFSET": str(i * local), "POPDIST_LOCAL_INSTANCE_INDEX": str(i),
-            "POPDIST_NUM_INSTANCES": str(instances), "POPDIST_INSTANCE_INDEX": str(i)}
+            "POPDIST_NUM_INSTANCES": str(instances), "POPDIST_INSTANCE_INDEX": str(i),
+            # srun's for its tasks (src/common/env.c): an instance is a task, all on this node
+            "SLURM_NTASKS": str(instances), "SLURM_NPROCS": str(instances), "SLURM_PROCID": str(i),
+            "SLURM_LOCALID": str(i)}
 
 
 def topology(partition: str, instances: int, replicas: int, per: int) -> str:
