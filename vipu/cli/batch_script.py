@@ -73,8 +73,9 @@ def batch_spec(script: str, args: list[str], options: Mapping[str, object], cwd:
         fields.setdefault("name", name)
     fields["workload"] = {"kind": "command", "script": script, "args": list(args), "submit_dir": cwd,
                           "chdir": chdir, "environment": environment}
-    if fields.get("open_mode") is not None:
-        fields["workload"]["open_mode"] = fields.pop("open_mode")
+    for key in ("open_mode", "signal"):  # the program's, as the workload takes them (command_spec.py)
+        if fields.get(key) is not None:
+            fields["workload"][key] = fields.pop(key)
     return fields
 
 
