@@ -33,13 +33,12 @@ def state_with_history(state) -> Job:
     return job
 
 
-def damage_last_page(path) -> None:
-    """Random bytes over the history table's last leaf page (the one a new, higher id goes into)."""
+def damage_last_page(path, of: str = "job_history") -> None:
+    """Random bytes over the last leaf page of the history table (the one a new, higher id goes into), or of `of`."""
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the page in the database file, not a newer copy in the -wal
         page_size = db.execute("PRAGMA page_size").fetchone()[0]
-        (page,) = db.execute("SELECT max(pageno) FROM dbstat WHERE name = 'job_history' AND pagetype = 'leaf'"
-                             ).fetchone()
+        (page,) = db.execute("SELECT max(pageno) FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (of,)).fetchone()
     with open(path, "r+b") as f:
         f.seek((page - 1) * page_size)
         f.write(os.urandom(page_size))
@@ -289,3 +288,45 @@ def test_a_retry_finds_its_jobs_moved_into_the_history_before_the_start_and_sinc
         assert store.history_requests("someone-else", "before") == []
     finally:
         store.close()
+
+
+def test_a_rebuild_that_lost_no_job_says_so_and_lists_none(tmp_path, caplog):
+    """Regression: damage only in an index of the history (every row copied) was logged as `0 lost (listed in its
+    quarantine table: )`."""
+    state = tmp_path / "state"
+    state.mkdir()
+    state_with_history(state)
+    damage_last_page(state / "vipu.sqlite3", of="job_history_user")
+    with caplog.at_level("WARNING", logger="vipu.recovery"):
+        plane = open_plane("bow-pod16", state, "127.0.0.1", 0, quarantine=True)
+    [line] = [r.getMessage() for r in caplog.records if "rebuilt" in r.getMessage()]
+    assert f": {JOBS} of {JOBS} jobs kept, none lost; the damaged file is " in line, line
+    assert {i for _, i in plane.store.history_keys()} == set(range(1, JOBS + 1))
+    plane.store.close()
+
+
+def test_a_rebuild_the_disk_has_no_room_for_is_unavailable_not_damage(tmp_path):
+    """Regression: a rebuild whose new file did not fit on the disk was refused as a database that "could not be
+    rebuilt", exit 2 with advice to restore or move it away. The disk fills for real as SQLite sees it: a file size
+    limit (ulimit -f) above the files a start writes (the -shm file: 32 KiB) and below the rebuilt copy."""
+    import resource
+    import signal
+
+    state = tmp_path / "state"
+    state.mkdir()
+    state_with_history(state)
+    path = state / "vipu.sqlite3"
+    damage_last_page(path)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    was = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, limit[1]))
+    try:
+        with pytest.raises(Unavailable) as unwritable:
+            open_plane("bow-pod16", state, "127.0.0.1", 0, quarantine=True)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, was)
+    assert unwritable.value.message.startswith(f"the state folder {state} cannot be written (")
+    assert "its records are kept" in unwritable.value.message
+    with pytest.raises(InvalidArgument, match="has damaged pages in its job history"):  # as it was
+        open_plane("bow-pod16", state, "127.0.0.1", 0)

@@ -38,6 +38,11 @@ class Drops:
             fix = "free space (or fix the disk) where it lives"
         return f"the state store {self.path} could not be written ({cause}), so nothing changed: {fix}, then retry"
 
+    @property
+    def cause(self) -> str:
+        """What made the last write fail, as SQLite or the timeout said it (a disk full, a lock, a stall)."""
+        return self._cause
+
     def refusal(self) -> str:
         """Why a change is refused before it begins while the store cannot write: the last failure's cause."""
         return self._refusal(self._cause).replace("could not be written", "cannot be written just now", 1)

@@ -61,6 +61,9 @@ MIGRATIONS: list[tuple[str, ...]] = [
         """DELETE FROM records WHERE kind IN ('job_result', 'program_run')
             AND name IN (SELECT CAST(id AS TEXT) FROM job_history)""",
     ),
+    # 5: an agent's drain reason and a failed IPU's (admin_records.Reason): no table changes, but a version before
+    # could not read those records, so it must refuse the database
+    (),
 ]
 HISTORY_TABLES = ("job_history", "job_history_records")  # checked at every start: they grow with the history
 SCHEMA_VERSION = len(MIGRATIONS)

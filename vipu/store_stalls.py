@@ -30,7 +30,7 @@ class Stalls:
         """A caller waited past the timeout (the caller holds self._settle): the store stops writing until the
         controller has undone what is queued; the answer says whether the caller's write is dropped or not known."""
         self._cause = f"no write finished in {waited:.3g} s: a stalled disk"
-        self.write_failures += 1
+        self.write_failures += self._writable  # (not the retries while it cannot write: see _settled)
         self._failed = True
         self._stalled_in(None)
         return self._stuck_answer(own, waited)
@@ -67,7 +67,10 @@ class Stalls:
                 if taking is not None:
                     self._written = max(self._written, taking[1])
             elif taking is not None:
-                self.write_failures += abandoned is None  # (an abandoned one was counted when its caller gave up)
+                # Counted: a write that fails while the store writes, which is what undoes callers' changes. Not
+                # counted: one abandoned (counted when its caller gave up), nor the rollback's own records, tried
+                # each second while it cannot write (they counted 2 to 13 in 10 s of a full disk)
+                self.write_failures += abandoned is None and self._writable
                 self._cause = str(error)
                 self._failed = True  # kept queued, written never: discard() drops them with those queued since
                 if self._written >= taking[1]:  # dropped already, but as "not known": now it is known

@@ -23,6 +23,9 @@ def script(*lines: str) -> str:
     (["#SBATCH --array=0-9%2 -d afterok:3"], {"array": "0-9%2", "dependency": "afterok:3"}),
     (["#SBATCH -q high --nice=5"], {"qos": "high", "nice": 5}),
     (["#SBATCH --nice"], {"nice": 100}),  # sbatch's default adjustment
+    (["#SBATCH --nice -J x"], {"nice": 100, "name": "x"}),  # an option next: the default
+    (["#SBATCH --nice 5"], {"nice": 5}),  # a whole number next is the value, as on vipu submit's command line
+    (["#SBATCH --nice -5"], {"nice": -5}),  # (the controller refuses it from all but an admin)
     (["#SBATCH -b now+10m"], {"begin": "now+10m"}),
     (["#SBATCH -H"], {"hold": True}),
     (["#SBATCH --hold"], {"hold": True}),

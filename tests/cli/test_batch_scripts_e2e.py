@@ -80,6 +80,8 @@ def test_flags_beat_directives(server, tmp_path):
     spec = show(server, job, tmp_path)["spec"]
     assert (spec["name"], spec["time_limit"], spec["nice"], spec["ipus"], spec["hold"]) == ("from-flag", 120, 7, 4,
                                                                                              True)
+    [bare] = submit(server, "--nice", "job.sh", cwd=tmp_path)  # sbatch --nice job.sh: 100, the script no value
+    assert show(server, bare, tmp_path)["spec"]["nice"] == 100
     [other] = submit(server, "job.sh", "--no-hold", "--time-limit", "90s", "--name", "n", cwd=tmp_path)
     x = ended(server, other, tmp_path)  # --no-hold beat -H; --time-limit takes a unit
     assert (x["state"], x["time_limit_s"], x["name"]) == ("COMPLETED", 90, "n")
@@ -250,7 +252,7 @@ def test_an_output_in_a_missing_directory_is_refused_at_submit_or_fails_the_job_
     assert out.returncode == 2 and out.stderr == (
         f"vipu: error: job.sh line 2: #SBATCH --ipus 1 -o nowhere/%j.out: output file {tmp_path}/nowhere/%j.out: its"
         f" directory {tmp_path}/nowhere does not exist; create it, or give a path in an existing directory (as"
-        " sbatch, the job fails rather than create it)\n")
+        " sbatch, vipu never makes it)\n")
     out = vipu(server, "submit", "--ipus", "1", "--wrap", "true", "-D", "gone", cwd=tmp_path)
     assert out.returncode == 2 and out.stderr == (
         f"vipu: error: -D/--chdir {tmp_path}/gone does not exist; create it, or give a working directory that"

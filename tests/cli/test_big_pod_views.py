@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
-from vipu.cli.node_info import Group, Node, collapsed, node_state, summary
+from vipu.cli.node_info import Group, Node, collapsed, node_state as shown_state, summary
+from vipu.partition.agent_states import node_state
 from vipu.cli.nodes import Machines, blocks_of, numbered, ranges
 from vipu.partition.node_names import hostlist
 from vipu.cli.top import UNWRAPPED, frame
@@ -31,8 +32,9 @@ def test_racks_of_the_same_counts_share_a_row():
 
 def test_summary_json_is_a_line_per_partition_not_its_machines():
     def node(n: int, partition: str, state: str) -> Node:
-        machine = p.Machine(machine=n, name=f"ag{n:02d}", ipus=4, **{state: 4})
-        return Node(machine.name, partition, machine, node_state(machine))
+        machine = p.Machine(machine=n, name=f"ag{n:02d}", ipus=4, state="down" if state == "failed" else state,
+                            **{state: 4})
+        return Node(machine.name, partition, machine, shown_state(machine))
 
     default = Group((node(0, "default", "allocated"), node(1, "default", "idle"), node(2, "default", "failed")))
     assert json.loads(json.dumps(summary([default, Group((node(3, "a1", "idle"),))]))) == [
@@ -77,6 +79,9 @@ class _Pod:
             setattr(m, i.state, getattr(m, i.state) + 1)
             if i.partition and i.partition not in m.partitions:
                 m.partitions.append(i.partition)
+        for m in machines.values():  # as the controller says it (vipu/partition/ipu_status.py)
+            m.state = node_state(m.draining + m.drained > 0, bool(m.partitions), m.ipus, m.allocated + m.draining,
+                                 m.failed)
         return p.ListMachinesResponse(machines=list(machines.values()), ipus_per_machine=4)
 
     def ClusterInfo(self, request):

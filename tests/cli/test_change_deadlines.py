@@ -22,7 +22,7 @@ CHANGES = [
     ("vipu-admin", ["create", "user", "alice"], "`vipu-admin get user alice`"),
     ("vipu-admin", ["update", "user", "alice", "--unix-user", "alice"], "`vipu-admin get user alice`"),
     ("vipu-admin", ["remove", "allocation", "team"], "`vipu-admin get allocation team`"),
-    ("vipu-admin", ["drain", "agent", "ag00"], "`vipu-admin get agent ag00`"),
+    ("vipu-admin", ["drain", "agent", "ag00", "--reason", "fan"], "`vipu-admin get agent ag00`"),
     ("vipu-admin", ["resume", "agent", "ag00"], "`vipu-admin get agent ag00`"),
     ("vipu-admin", ["fail", "ipus", "5"], "`vipu info -N`"),
     ("vipu-admin", ["repair", "ipus", "5"], "`vipu info -N`"),

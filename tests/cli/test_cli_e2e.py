@@ -249,7 +249,7 @@ def test_an_agent_host_or_port_that_jobs_could_not_dial_is_refused(server):
 
 
 def test_drain_and_resume_an_agent(server):
-    drained = run(server, "vipu-admin", "drain", "agent", "ag00", "--json")
+    drained = run(server, "vipu-admin", "drain", "agent", "ag00", "--reason", "fan", "--json")
     assert drained.returncode == 0 and json.loads(drained.stdout)["state"] == "DRAINED"
     part = json.loads(run(server, "vipu", "create", "partition", "p", "--size", "4", "--json").stdout)
     assert part["ipus"] == [4, 5, 6, 7]  # placement skips the drained machine
@@ -295,7 +295,23 @@ def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
     listed = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
     ipus = [i["id"] for i in listed if i["partition"] == f"slurm_{job}"]
     [(agent, machine)] = {(i["agent"], i["machine"]) for i in listed if i["id"] in ipus}
-    assert run(server, "vipu-admin", "drain", "agent", agent).returncode == 0, running
+    drained = run(server, "vipu-admin", "drain", "agent", agent, "--reason", "fan")
+    assert drained.returncode == 0, running
+    # every view says the same, by one rule (vipu/partition/agent_states.py): the drain's own answer first
+    assert drained.stdout.splitlines()[-1] == (f"Agent {agent} is DRAINING: job {job} still on its IPUs; DRAINED"
+                                               " once that ends.")
+
+    def agent_states() -> tuple[str, str, str, str]:
+        """`vipu-admin get agent`, `vipu-admin list agents`, `vipu info -N` and `vipu info -R -l` on the agent."""
+        got = json.loads(run(server, "vipu-admin", "get", "agent", agent, "--json").stdout)
+        listed = json.loads(run(server, "vipu-admin", "list", "agents", "--json").stdout)
+        nodes = run(server, "vipu", "info", "-N", "-h", "-o", "%N %t").stdout.splitlines()
+        [node] = [line.split()[1] for line in nodes if line.startswith(agent)]
+        [why] = [line.split()[-2] for line in run(server, "vipu", "info", "-R", "-l", "-h").stdout.splitlines()]
+        return got["state"], next(a["state"] for a in listed if a["name"] == agent), node, why
+
+    assert agent_states() == ("DRAINING", "DRAINING", "drng", "drng")
+    assert json.loads(run(server, "vipu-admin", "get", "agent", agent, "--json").stdout)["jobs"] == [job]
 
     def seen() -> tuple[list[str], list[tuple[str, str]], str]:
         """`vipu info`'s domain row, the job's IPUs' (state, partition) in `vipu list ipus`, and /metrics."""
@@ -322,6 +338,7 @@ def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
 
     assert run(server, "vipu", "cancel", str(job)).returncode == 0  # the job ends: draining becomes drained
     wait_for(lambda: show(server, job)["state"] == "CANCELLED" and seen()[1] == [("drained", "")] * 4)
+    assert agent_states() == ("DRAINED", "DRAINED", "drain", "drain")
     row, states, metrics = seen()
     assert row == ["pod64-0", "64", "60", "0", "0", "4", "0"] and states == [("drained", "")] * 4
     assert 'vipu_ipus{ild="0",state="drained"} 4.0' in metrics and 'vipu_ipus{ild="0",state="draining"} 0.0' in metrics

@@ -53,5 +53,5 @@ def test_submit_help_says_what_differs_from_sbatch():
     assert help_of["--account"] == ("charge resources used by this job to this account: an arbitrary name, counted"
                                     " against max_submit_jobs_per_account and a QOS's max_jobs_per_account")
     assert help_of["--nice"] == ("run the job with an adjusted scheduling priority: -10000 to 10000 (sbatch's range"
-                                 " is wider), negative raises it (admins only); #SBATCH --nice alone is 100")
+                                 " is wider), negative raises it (admins only); --nice alone is 100, as sbatch's")
     assert out.exit_code == 0 and "run the job with an adjusted scheduling priority" in out.output

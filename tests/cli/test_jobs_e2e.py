@@ -436,7 +436,7 @@ def test_a_job_waiting_for_unavailable_nodes_names_them(server):
     drained agent's, one with a failed IPU), hostlist-compressed, in the queue and in `vipu show job` (scontrol's
     Reason=ReqNodeNotAvail,_UnavailableNodes:...)."""
     assert run(server, "vipu-admin", "fail", "ipus", "63").returncode == 0
-    assert run(server, "vipu-admin", "drain", "agent", "ag05").returncode == 0
+    assert run(server, "vipu-admin", "drain", "agent", "ag05", "--reason", "fan").returncode == 0
     [whole] = submit(server, "--name", "whole", "--ipus", "64", "--time-limit", "5m")
     queued = wait_for(lambda: (q := jobs(server)[whole])["state_reason"] == "ReqNodeNotAvail" and q)
     reason = "ReqNodeNotAvail, UnavailableNodes:ag[05,15]"

@@ -155,3 +155,29 @@ def refusal(**figures: str) -> ApiError:
 ])
 def test_a_size_asked_in_nodes_is_refused_in_nodes(figures, said):
     assert in_nodes(64)(refusal(**figures)).message == said
+
+
+A1 = {"allocation": "a1", "allocation_ipus": "16", "largest_ipus": "16", "ipus_per_machine": "4"}
+
+
+@pytest.mark.parametrize(("script", "said"), [
+    ("#SBATCH -N 16", "job.sh line 2: #SBATCH -N 16: -N/--nodes 16: allocation a1 has 4 nodes (16 IPUs); give at most"
+     " -N 4, or name a larger allocation with -p (`vipu list allocations`)"),  # as the flag's, at its line
+    ("#SBATCH -w ag[00-15]", "job.sh line 2: #SBATCH -w ag[00-15]: -w/--nodelist ag[00-15] (16 nodes): allocation a1"
+     " has 4 nodes (16 IPUs); list the nodes of a block of at most 4, or name a larger allocation with -p (`vipu list"
+     " allocations`)"),
+    ("#SBATCH -N 16 --ipus 64", None),  # asked in IPUs too: said in IPUs, as the controller says it
+    ("#SBATCH --ipus 64", None),
+])
+def test_a_scripts_size_in_nodes_is_refused_in_nodes_at_its_line(script, said):
+    rewords: list = []
+    script_request(f"#!/bin/sh\n{script}\ntrue\n".encode(), "job.sh", [], {}, "r1", pod(), {}, rewords)
+    assert [reword(refusal(**A1)).message for reword in rewords] == ([said] if said else [])
+
+
+def test_a_nodelist_flag_alone_sizes_a_script_in_nodes():
+    rewords: list = []
+    script_request(b"#!/bin/sh\ntrue\n", "job.sh", [], {"nodelist": "ag[00-15]"}, "r1", pod(), {}, rewords)
+    assert [reword(refusal(**A1)).message for reword in rewords] == [
+        "-w/--nodelist ag[00-15] (16 nodes): allocation a1 has 4 nodes (16 IPUs); list the nodes of a block of at"
+        " most 4, or name a larger allocation with -p (`vipu list allocations`)"]

@@ -44,7 +44,7 @@ def test_machines_as_sinfo_nodes(server):
         ("a1", {"allocated": 0, "idle": 2, "other": 0, "total": 2}, "ag[14-15]")] and list(summary) == ["partitions"]
 
     assert run(server, "vipu-admin", "fail", "ipus", "63").returncode == 0  # one IPU of ag15
-    assert run(server, "vipu-admin", "drain", "agent", "ag13").returncode == 0
+    assert run(server, "vipu-admin", "drain", "agent", "ag13", "--reason", "fan").returncode == 0
     idle = hostlist(m for m in want if m not in busy and m < "ag13")
     lines = {"allocated": f"default|allocated|4|{hostlist(busy)}|16/0/0/16|4/0|4/0/0/4|4",
              "idle": f"default|idle|9|{idle}|0/36/0/36|0/9|0/9/0/9|4"}
@@ -62,6 +62,8 @@ def test_machines_as_sinfo_nodes(server):
                                                           "NODELIST"]  # sinfo's own default format
     data = json.loads(run(server, "vipu", "info", "-N", "--json").stdout)
     assert data["ilds"][0]["failed"] == 1 and len(data["nodes"]) == 16
+    why = data["nodes"][15].pop("reason")  # what failed it, who asked and when (`vipu info -R`)
+    assert (why["text"], why["user"]) == ("vipu-admin fail ipus", "root") and data["nodes"][13]["reason"]["text"] == "fan"
     assert data["nodes"][15] == {"name": "ag15", "partition": "a1", "state": "idle", "ipus": 4, "idle": 3,
                                  "allocated": 0, "draining": 0, "drained": 0, "failed": 1}
     assert out(server, "info")[0].split("|")[0].strip() == "ILD"  # without sinfo's options: by IPU-Link domain

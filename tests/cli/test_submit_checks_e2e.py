@@ -89,25 +89,40 @@ def test_malformed_yaml_is_reported_with_its_line_and_column(server, tmp_path):
 
 def test_an_output_directory_that_does_not_exist_is_refused_or_fails_the_job_as_sbatch_does(server, tmp_path):
     """Regression: a built-in workload's --output into a missing directory made the directory; Slurm fails the
-    job (a program's run already failed so). Missing at the submit, it is refused then; removed after it, the job
-    fails at its start."""
+    job (a program's run already failed so). Missing at the submit, it is refused then; removed after it, a held
+    job's release is refused (it stays held, as a batch script's does, until the folder is back), and a job that
+    starts fails at its start."""
     missing = tmp_path / "nowhere"
     out = run(server, "vipu", "submit", "--ipus", "1", "--time", "5", "--duration", "1s", "-o", str(missing / "%j.out"))
     assert out.returncode == 2 and out.stderr == (
         f"vipu: error: -o/--output file {missing}/%j.out: its directory {missing} does not exist; create it, or give"
-        " a path in an existing directory (as sbatch, the job fails rather than create it)\n")
+        " a path in an existing directory (as sbatch, vipu never makes it)\n")
     # the same from sbatch's variable: the refusal names the variable that gave it
     out = run(server, "vipu", "submit", "--ipus", "1", "--duration", "1s",
               env={**server.env(), "SBATCH_OUTPUT": str(missing / "%j.out")})
     assert out.returncode == 2 and out.stderr.startswith(f"vipu: error: SBATCH_OUTPUT file {missing}/%j.out: its")
     missing.mkdir()
-    [job] = submit(server, "--ipus", "1", "--time", "5", "--duration", "1s", "-o", str(missing / "%j.out"), "-H")
+    [held] = submit(server, "--ipus", "1", "--time", "5", "--duration", "1s", "-o", str(missing / "%j.out"), "-H")
+    [first] = submit(server, "--ipus", "1", "--duration", "1s", "-H")
+    [job] = submit(server, "--ipus", "1", "--time", "5", "--duration", "1s", "-o", str(missing / "%j.out"), "-d",
+                   f"afterany:{first}")
     missing.rmdir()
-    assert run(server, "vipu", "release", str(job)).returncode == 0
+    refused = run(server, "vipu", "release", str(held))
+    assert (refused.returncode, refused.stderr) == (4, f"vipu: error: job {held} stays held: output file"
+                                                       f" {missing}/{held}.out: its directory {missing} does not exist;"
+                                                       " create it, or give --output a path in an existing directory"
+                                                       " (as sbatch, vipu never makes it); then `vipu"
+                                                       f" release {held}`\n")
+    assert show(server, held)["held"]
+    assert run(server, "vipu", "release", str(first)).returncode == 0  # job starts once it ends: and fails then
     ended = wait_for(lambda: (x := show(server, job))["state"] not in ("PENDING", "RUNNING") and x)
     assert ended["state"] == "FAILED" and not missing.exists()
     why = f"EndedBy=output file {missing}/{job}.out: its directory {missing} does not exist"
     assert why in run(server, "vipu", "show", "job", str(job)).stdout
+    missing.mkdir()  # mended: the held job is released and runs
+    assert run(server, "vipu", "release", str(held)).returncode == 0
+    assert wait_for(lambda: (x := show(server, held))["state"] == "COMPLETED" and x)
+    assert (missing / f"{held}.out").exists()
 
 
 def test_an_agent_for_a_pod_whose_machines_all_have_one_is_a_conflict(server):

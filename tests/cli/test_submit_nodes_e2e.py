@@ -28,9 +28,12 @@ def test_nodelist_and_exclude_place_the_job_and_a_blocked_one_says_why(server, t
     assert out.returncode == 2 and "-w/--nodelist" in out.stderr and "ag99, which is no IPU-Machine" in out.stderr
     out = run(server, "vipu", "submit", "--ipus", "8", "-w", "ag03", "-x", "ag02", "--duration", "1s")
     assert (out.returncode, out.stderr) == (2, "vipu: error: -x/--exclude takes ag02 from ag[02-03], the only block of"
-                                               " 8 IPUs that holds ag03 (nodelist): exclude only nodes outside"
+                                               " 8 IPUs that holds ag03 (-w/--nodelist): exclude only nodes outside"
                                                " ag[02-03], list nodes of a block of 8 IPUs without ag02, or ask for"
                                                " fewer IPUs\n")
+    out = run(server, "vipu", "submit", "--ipus", "4", "-w", "ag01", "-x", "ag[00-01]", "--duration", "1s")
+    assert (out.returncode, out.stderr) == (2, "vipu: error: -x/--exclude and -w/--nodelist both name ag01; a job"
+                                               " cannot both hold and avoid a machine: leave it out of one\n")
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\n#SBATCH --ipus=8 -w ag[02-03] --hold\ntrue\n")
     [held] = submit(server, str(script))
@@ -117,6 +120,11 @@ def test_a_nodelist_alone_sizes_the_job_and_sizes_in_nodes_are_refused_in_nodes(
                                                " allocation holds) has 12 nodes (48 IPUs), whose largest aligned"
                                                " block is 8 nodes (32 IPUs); give at most -N 8, or name a larger"
                                                " allocation with -p (`vipu list allocations`)\n")
+    script.write_text("#!/bin/sh\n#SBATCH -N 8 -p a1\ntrue\n")  # a script's -N: in nodes too, at its line
+    out = run(server, "vipu", "submit", str(script))
+    assert (out.returncode, out.stderr) == (2, f"vipu: error: {script} line 2: #SBATCH -N 8 -p a1: -N/--nodes 8:"
+                                               " allocation a1 has 4 nodes (16 IPUs); give at most -N 4, or name a"
+                                               " larger allocation with -p (`vipu list allocations`)\n")
     out = run(server, "vipu", "submit", "-w", "ag[00-15]", "--duration", "1s")
     assert (out.returncode, out.stderr) == (2, "vipu: error: -w/--nodelist ag[00-15] (16 nodes): allocation default"
                                                " (the agents no named allocation holds) has 12 nodes (48 IPUs), whose"

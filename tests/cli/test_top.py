@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import jobs, submit, wait_for
+from tests.server.test_auth import secure  # noqa: F401 - the fixture
 
 
 def test_top_on_an_idle_pod(server):
@@ -38,3 +39,16 @@ def test_top_names_array_tasks_as_queue_does(server):
     sweep = [line.split()[0] for line in out.splitlines() if "sweep" in line]
     assert sorted(sweep) == [f"{array}_{t}" for t in range(3)], out
 
+
+
+def test_top_under_secure_says_whose_running_jobs_it_hides(secure):
+    """Regression (walk31): bob's frame said "1 running" in its title, the Pod's count, then "No job is running."
+    for alice's job, which he may not see; and a "... N more" row counted other users' jobs."""
+    server, as_, _, new_user = secure
+    alice, bob = as_(new_user("alice")), as_(new_user("bob"))
+    out = run(server, "vipu", "submit", "--ipus", "1", "--time-limit", "5m", "--parsable", env=alice)
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: "1 running" in run(server, "vipu", "top", "--once", env=bob).stdout)
+    frame = run(server, "vipu", "top", "--once", env=bob).stdout
+    assert "None of the 1 running jobs is yours." in frame and "No job is running." not in frame
+    assert "alice" not in frame

@@ -13,6 +13,7 @@ from vipu.access import ANYONE
 from vipu.errors import InvalidArgument, NotFound
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.job_states import JobState
+from vipu.store_schema import SCHEMA_VERSION
 
 SLEEP = {"name": "s", "ipus": 1, "time_limit": "1h", "workload": {"kind": "sleep", "duration": "1000s"}}
 HELD = {"name": "h", "ipus": 1, "time_limit": "1h", "hold": True}
@@ -102,8 +103,8 @@ def test_a_schema_version_below_zero_is_refused_naming_the_fix(state):
     assert refusal(state) == (
         f"the state database {state / 'vipu.sqlite3'} has schema version -1, which no vipu-sim writes (PRAGMA"
         " user_version changed by hand, or damaged); restore it from a backup, or set the version that wrote it with"
-        f" `sqlite3 {state / 'vipu.sqlite3'} 'PRAGMA user_version = 4'` (this version's; 0 for a state from before"
-        " the numbering)")
+        f" `sqlite3 {state / 'vipu.sqlite3'} 'PRAGMA user_version = {SCHEMA_VERSION}'` (this version's; 0 for a state"
+        " from before the numbering)")
 
 
 def test_records_of_another_pod_with_the_pod_record_gone_name_the_pod_not_quarantine(tmp_path):

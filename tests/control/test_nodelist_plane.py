@@ -90,3 +90,14 @@ def test_update_req_and_exc_node_list_as_submit_checks_them_for_pending_jobs_onl
         with pytest.raises(FailedPrecondition, match=f"job {running} is RUNNING: {name} can change only while it is"
                                                      " pending"):
             update(running, **{field: "ag00"})
+
+
+def test_adding_or_removing_an_agent_wakes_the_loop(plane, monkeypatch):
+    """Regression: a job waiting for a machine whose agent came back waited for the loop's next wake for another
+    reason (16 s in a walk), where a resume or a repair woke it at once."""
+    woken = []
+    monkeypatch.setattr(plane.loop, "wake", lambda: woken.append(True))
+    plane.admin.remove_agent("ag03")
+    assert woken == [True]
+    plane.admin.create_agent("ag03", machine=3)
+    assert woken == [True, True]

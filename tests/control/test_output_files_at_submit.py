@@ -37,7 +37,7 @@ def test_a_folder_the_submit_knows_is_refused_naming_the_field_and_the_fix(tmp_p
     outputs = OutputFiles(state)
     assert refusal(outputs, sleep(home, f"{home}/gone/%j.out"), False) == (
         f"output file {home}/gone/%j.out: its directory {home}/gone does not exist; create it, or give a path"
-        " in an existing directory (as sbatch, the job fails rather than create it)", "spec.output")
+        " in an existing directory (as sbatch, vipu never makes it)", "spec.output")
     assert refusal(outputs, sleep(home, f"{elsewhere}/x.out"), False) == (
         f"output file {elsewhere}/x.out is outside the folders this controller writes job output into ({home},"
         f" {state}/job-output): give a path under one of them (a relative path is under where vipu submit runs), or"

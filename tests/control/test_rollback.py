@@ -274,6 +274,28 @@ def test_the_event_log_names_each_job_whose_logged_submit_or_change_was_undone(p
     assert states(plane) == {held: JobState.PENDING}
 
 
+def test_an_outage_is_one_write_failure_and_its_log_line_names_the_cause(plane, caplog, monkeypatch):
+    """Regression: the retry thread's tries of the rollback's own records, each second while the disk stayed full,
+    each counted in vipu_store_write_failures_total (2 to 13 in 10 s), and the log never said why the writes failed,
+    though the runbook sends the operator there."""
+    ids = submit(plane, SLEEP, n=2)
+    plane.step()
+    tries = []
+
+    def full(rows, gone, history):
+        tries.append(len(rows))
+        disk_full(rows, gone, history)
+
+    monkeypatch.setattr(plane.store, "_write", full)
+    with caplog.at_level("WARNING", logger="vipu.recovery"):
+        with pytest.raises(Dropped):
+            plane.jobs.cancel(ids, NO_FILTER, False, ANYONE)
+        assert wait_until(lambda: len(tries) >= 3), tries  # the cancel's write, then the retry thread's, each second
+    assert plane.store.write_failures == 1
+    assert (f"the state store {plane.store.path} could not be written (database or disk is full): changes since its"
+            " last write are undone") in caplog.text
+
+
 def test_the_undoing_is_logged_once_an_outage_not_each_retry_nor_a_line_a_running_job(plane, caplog, monkeypatch):
     """Regression: while the disk stayed full, each retry (every second) logged the undoing again, and a line for
     each running job: 20 warnings and 38 lines for 2 jobs in 20 s."""
@@ -296,3 +318,42 @@ def test_the_undoing_is_logged_once_an_outage_not_each_retry_nor_a_line_a_runnin
     assert [r.getMessage() for r in caplog.records if r.name == "vipu.store"].count(
         f"the state store {plane.store.path} writes again") == 1
     assert states(plane) == {i: JobState.RUNNING for i in ids}
+
+
+def test_an_undone_submit_is_not_logged_as_submitted_after_its_undoing(plane, monkeypatch):
+    """Regression: `job 20 submitted` was logged with a later time than `job 20 undone`: the log writer works a
+    commit's lines out on its own thread, and under load it did so after the write failed and the rollback logged
+    the undoing. The writer is kept busy here until the undoing is logged, as under that load."""
+    import io
+    import logging
+
+    from vipu.server import log_format
+
+    made: list[logging.LogRecord] = []  # as each line is made, in the thread that makes it
+
+    class Made(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            made.append(record)
+
+    root, events, busy, out = logging.getLogger(), logging.getLogger("vipu.events"), threading.Event(), io.StringIO()
+    handlers, level = root.handlers[:], root.level
+    log_format.setup("json", "info", out)
+    events.addHandler(Made())
+    try:
+        log_format._writer.later(busy.wait)
+        [held] = submit(plane)
+        monkeypatch.setattr(plane.store, "_write", disk_full)
+        with pytest.raises(Dropped):
+            submit(plane)
+        assert [r.fields["event"] for r in made] == ["job_undone"]  # the submits' lines are not made yet
+        busy.set()
+    finally:
+        log_format.stop()
+        events.handlers.clear()
+        root.handlers[:], root.level = handlers, level
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(x["event"], x["job_id"]) for x in lines if "event" in x] == [
+        ("job_submitted", held), ("job_submitted", held + 1), ("job_undone", held + 1)]
+    at = {(r.fields["event"], r.fields["job_id"]): r.created for r in made}
+    assert at["job_submitted", held] <= at["job_submitted", held + 1] <= at["job_undone", held + 1]
+    assert [x["time"] for x in lines] == sorted(x["time"] for x in lines)

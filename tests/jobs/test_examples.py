@@ -109,7 +109,7 @@ def test_the_layouts_that_fit_come_right_after_the_does_not_fit_line(tmp_path):
     assert lines[verdict + 1].startswith("  needs 1.6 GiB per IPU, SRAM holds 897.0 MiB")
     assert lines[verdict + 2] == "layouts of the same partition that fit, best first:"
     best = answer.suggestions
-    assert lines[verdict + 3] == f"  {suggestion_text(best[0])}"
+    assert lines[verdict + 3] == f"  {suggestion_text(best[0], answer.plan.layout)}"
     assert verdict + 3 < lines.index("assumptions")
     data = json.loads(answer.as_json())
     assert data["fits"] is False and data["problems"] == answer.plan.problems()
@@ -122,7 +122,7 @@ def test_the_layouts_that_fit_come_right_after_the_does_not_fit_line(tmp_path):
     with pytest.raises(InvalidArgument) as e:
         check_fits(spec.workload, pod, ipus=spec.ipus)
     assert answer.refusal() == e.value.message
-    assert f"a layout that fits: {suggestion_text(best[0])}" in e.value.message
+    assert f"a layout that fits: {suggestion_text(best[0], spec.workload.layout)}" in e.value.message
 
 
 def test_a_fitting_plan_has_no_refusal_and_no_suggestions():

@@ -28,3 +28,11 @@ def test_the_assumptions_say_compute_efficiency_ignores_the_micro_batch_size():
     line = plan(PHASED, pod()).assumptions[0]
     assert "the same for every micro-batch size" in line
     assert "within 5% of the best predicted throughput list the micro-batch size nearest the spec's first" in line
+
+
+def test_fewer_micro_batches_than_stages_gets_a_note_with_the_fix():
+    """Regression (walk31): 1F1B with 2 micro-batches on 4 stages planned a 60% bubble without a word."""
+    few = bert_large(p=4, r=4, micro_batch=1, micro_batches=2)
+    assert "  note: micro_batches 2 < p 4: at most 2 of the 4 stages compute at once; micro_batches of at least" \
+           " 4p = 16 keeps the bubble under 20%" in plan(few, pod()).table()
+    assert "note: micro_batches" not in plan(PHASED, pod()).table()

@@ -38,6 +38,11 @@ def test_too_large_model_is_rejected_with_the_numbers_and_a_layout_that_fits():
     assert "a layout that fits: t=" in message
     best = suggest(TOO_BIG, pod(), limit=1)[0]
     assert best.layout.describe() in message
+    # it ends with the spec's fields that change (walk31: "with RTS" named no field), and they make that layout
+    fields = message.rsplit("; layout: {", 1)[1].removesuffix(")").removesuffix("}")
+    changes = {k: {"true": True, "false": False}.get(v, v) for k, v in (f.split(": ") for f in fields.split(", "))}
+    assert TOO_BIG.layout.model_copy(update={k: v if isinstance(v, bool) else type(getattr(TOO_BIG.layout, k))(v)
+                                             for k, v in changes.items()}) == best.layout
     # the suggestion keeps the partition and the global batch, and it does fit
     again = plan(TOO_BIG.model_copy(update={"layout": best.layout}), pod())
     assert again.fits and again.ipus == 16 and again.global_batch == TOO_BIG.global_batch
@@ -68,8 +73,8 @@ def test_suggestions_try_the_other_schedule_and_say_it_keeps_the_maths():
     assert best.layout.schedule == "1f1b" and not best.layout.phased and best.throughput > 5000
     assert best.global_batch == GPIPE.global_batch and best.ipus == 16
     assert best.throughput > 2 * max(c.throughput for c in fitting(GPIPE) if c.layout.order == "gpipe")
-    assert suggestion_text(best, GPIPE.layout).endswith(
-        " samples/s; 1f1b instead of gpipe keeps the maths: same micro-batches and gradients, reordered)")
+    assert " samples/s; 1f1b instead of gpipe keeps the maths: same micro-batches and gradients, reordered;" \
+           " layout: {" in suggestion_text(best, GPIPE.layout)
     assert "instead of" not in suggestion_text(best, best.layout)
     with pytest.raises(InvalidArgument, match="1f1b instead of gpipe keeps the maths"):
         check_fits(GPIPE, pod(), ipus=16)

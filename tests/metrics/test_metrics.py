@@ -169,7 +169,7 @@ def test_ipus_draining_under_a_running_job_count_as_in_use(server, prometheus):
     wait_for(lambda: jobs(server)[job]["job_state"] == ["RUNNING"])
     [agent] = {i["agent"] for i in json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
                if i["partition"] == f"slurm_{job}"}
-    assert run(server, "vipu-admin", "drain", "agent", agent).returncode == 0
+    assert run(server, "vipu-admin", "drain", "agent", agent, "--reason", "fan").returncode == 0
     text = scrape(server.metrics_url)
     for line in ('vipu_ipus{ild="0",state="draining"} 4.0', 'vipu_ipus{ild="0",state="allocated"} 0.0',
                  'vipu_ipus{ild="0",state="drained"} 0.0', 'vipu_ipus{ild="0",state="idle"} 60.0'):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
+from vipu.partition.admin_records import Reason
 from vipu.partition.partition_states import PartitionState as S
 
 # request fields -> error, on each of these Pods. Needles may use {limit} (the Pod's largest partition), {ipus} and
@@ -233,6 +234,13 @@ def test_a_size_only_machines_out_of_service_block_is_no_capacity_naming_them(sc
         "machine 0 has no agent (`vipu-admin create agent NAME --machine 0`); agent ag05 is drained (`vipu-admin"
         " resume agent ag05`); IPUs 40, 41 failed (`vipu-admin repair ipus 40 41`); an admin can bring them back, or"
         " ask for a smaller size"])
+    scene.ctl.admin.set_agent_state("ag05", "DRAINED", Reason(text="fan replacement", user="ops", at=1.0))
+    assert_refused(scene, builders, lambda ctl: ctl.partitions.create(request), ResourceExhausted, [
+        "agent ag05 is drained ('fan replacement', by ops) (`vipu-admin resume agent ag05`)"])  # the drain says why
+    scene.ctl.admin.set_agent_state("ag06", "DRAINED", Reason(text="PSU", user="ops", at=2.0))
+    assert_refused(scene, builders, lambda ctl: ctl.partitions.create(request), ResourceExhausted, [
+        "agents ag05, ag06 are drained (`vipu info -R` says why) (`vipu-admin resume agent ag05`)"])
+    scene.ctl.admin.set_agent_state("ag06", "ONLINE")
     scene.ctl.admin.create_agent("ag00", "ipum0", 8080, 0)
     scene.ctl.admin.set_agent_state("ag05", "ONLINE")
     scene.ctl.partitions.repair_ipus([40, 41])

@@ -99,6 +99,15 @@ def test_a_job_whose_nodes_failed_cannot_run_and_takes_no_reservation():
     assert s.job(free.id).state is JobState.RUNNING
 
 
+def test_a_refusal_naming_both_fields_holds_both_at_fault_by_their_api_names():
+    """The API names fields (exclude, then nodelist: the message's order); vipu submit says each by its flag."""
+    with pytest.raises(InvalidArgument) as refused:
+        make().submit(spec(ipus=4, nodelist="ag01", exclude="ag[00-01]"), 0)
+    message = refused.value.message
+    assert message.startswith("exclude and nodelist both name")
+    assert refused.value.violations == (("exclude", message), ("nodelist", message))
+
+
 HALF = (1 << 32) - 1  # the default allocation holding half of a Pod64: ag[00-07]
 DEFAULT = "allocation default, whose nodes are ag[00-07]"
 
@@ -131,3 +140,5 @@ def test_a_list_that_leaves_no_block_in_the_allocation_says_which_rule_and_the_f
     refusal = NodeNames(POD64).no_block(job, job.allocation or "default", capacity, shown)
     assert refusal.message == said
     assert refusal.violations[0][0] == ("exclude" if said.startswith(("exclude", "Exc")) else "nodelist")
+    if " takes " in said:  # it names the other field too: at fault as well
+        assert [field for field, _ in refusal.violations] == ["exclude", "nodelist"]

@@ -82,6 +82,19 @@ def test_the_persisted_counter_wins_so_ids_are_never_reused():
     assert s.submit(spec(), 100)[0].id == 42
 
 
+def test_first_job_id_moves_ids_past_an_older_copy_of_the_state_and_never_back():
+    """Slurm's FirstJobId: after restoring a backup older than the ids users have seen, the next id is set above
+    them; a stored counter that is higher still wins."""
+    _, journal = crashed_world()
+    s = make(first_job_id=1000)
+    s.recover(stored(journal), now=100)
+    assert s.submit(spec(), 100)[0].id == 1000
+    s = make(first_job_id=10)
+    s.recover(stored(journal) + [("scheduler_meta", SchedulerMeta(next_job_id=42))], now=100)
+    assert s.submit(spec(), 100)[0].id == 42
+    assert make(first_job_id=7).submit(spec(), 0)[0].id == 7  # a fresh state (and a replay) too
+
+
 def test_recover_needs_a_fresh_scheduler_and_ignores_other_kinds():
     _, journal = crashed_world()
     s = make()

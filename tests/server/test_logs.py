@@ -195,7 +195,10 @@ def test_the_writer_works_out_the_events_of_a_commit_in_its_place_and_writes_eve
 def test_docs_list_every_event_and_field():
     text = (ROOT / "docs/logging.md").read_text()
     source = (ROOT / "vipu/control/lifecycle.py").read_text()
-    for event in sorted(set(re.findall(r'"((?:job|partition)_[a-z]+)"', source))) + ["rpc"]:
+    admin = (ROOT / "vipu/control/admin_events.py").read_text() + (ROOT / "vipu/control/admin_ops.py").read_text()
+    made = [f"{kind}_{what}" for kind in ("cluster", "allocation") for what in ("created", "removed")]  # f-strings
+    for event in sorted(set(re.findall(r'"((?:job|partition)_[a-z]+)"', source))) + ["rpc"] + made + sorted(
+            set(re.findall(r'"((?:agent|ipus|user|machine)_[a-z_]+)"', admin))):
         assert f"`{event}`" in text, event
     for field in ("time", "level", "logger", "message", "request_id", "event", "job_id", "user", "state", "reason",
                   "by", "partition", "exit_code", "array_tasks", "grpc_method", "grpc_code", "duration_ms"):

@@ -44,7 +44,7 @@ def test_output_goes_only_under_the_submit_directory_and_never_over_a_file_it_di
         " where vipu submit runs), or ask the operator for another output folder (vipu-server's output-dir option)")
     assert submit_in(server, home, "-o", "gone/%j.txt", refused=True) == (
         f"vipu: error: -o/--output file {home / 'gone' / '%j.txt'}: its directory {home / 'gone'} does not exist;"
-        " create it, or give a path in an existing directory (as sbatch, the job fails rather than create it)")
+        " create it, or give a path in an existing directory (as sbatch, vipu never makes it)")
     assert not (elsewhere / "x.txt").exists() and not (home / "gone").exists()
 
     precious = home / "precious.txt"

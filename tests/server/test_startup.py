@@ -25,6 +25,25 @@ def test_a_second_controller_on_the_same_port_is_refused(server, tmp_path):
         f"vipu-server: error: cannot listen on 127.0.0.1:{server.port}: the port is in use; stop what holds it or"
         " pick another --port"
     ]
+    assert not (tmp_path / "other").exists()  # regression: made and initialised, then left
+
+
+def test_a_start_refused_for_its_port_leaves_the_state_folder_as_a_clean_stop_left_it(tmp_path):
+    """Regression: the state was opened before the port was tried, and the refusal (exit 4) left -wal, -shm and
+    vipu.generation beside it, as a crash leaves them."""
+    from vipu.control.startup import open_plane
+
+    state = tmp_path / "state"
+    open_plane("bow-pod64", state, "127.0.0.1", 0).close()
+    before = {p.name: p.read_bytes() for p in state.iterdir()}
+    with socket.create_server(("127.0.0.1", 0)) as held:
+        port = str(held.getsockname()[1])
+        for flags, flag in ((["--port", port], "--port"), (["--port", "0", "--device-port", port], "--device-port"),
+                            (["--port", "0", "--metrics-port", port], "--metrics-port")):
+            out = start(*flags, "--state-dir", str(state))
+            assert out.returncode == 4, out.stderr
+            assert out.stderr.strip().endswith(f"the port is in use; stop what holds it or pick another {flag}")
+            assert {p.name: p.read_bytes() for p in state.iterdir()} == before, flags
 
 
 def test_a_second_controller_on_the_same_state_folder_is_refused_and_a_crash_frees_it(server_factory, tmp_path):
@@ -56,7 +75,8 @@ def test_unusable_state_and_tls_files_get_one_line_each(tmp_path):
     cases = [
         (["--state-dir", str(tmp_path / "a-file")], "is a file, not a folder; give a folder"),
         (["--state-dir", "/proc/nope"], "cannot be used (No such file or directory); give a folder"),
-        (["--state-dir", str(tmp_path / "corrupt")], "cannot be read (file is not a database); restore it from a backup, or copy what it still holds"),
+        (["--state-dir", str(tmp_path / "corrupt")],
+         "cannot be read (file is not a database): SQLite cannot read its header"),
         ([*state, "--tls-cert", str(cert), "--tls-key", str(other_key)], "KEY_VALUES_MISMATCH"),
         ([*state, "--tls-cert", str(key), "--tls-key", str(key)], "is not a usable PEM certificate chain"),
     ]

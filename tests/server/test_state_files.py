@@ -3,6 +3,7 @@ state once served with --secure not served to everyone by a start without it (is
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -111,6 +112,35 @@ def test_a_withdrawn_claim_leaves_nothing_and_a_held_one_is_not_taken(tmp_path):
     (state / "controller.lock").write_text("")
     withdraw(claim(state))
     assert sorted(p.name for p in state.iterdir()) == ["controller.lock"]  # what was there stays
+
+
+@pytest.mark.parametrize("error, cause, fix", [
+    (errno.EROFS, "the file system is read-only", "remount it read-write"),
+    (errno.EACCES, "this user may not write it", "give this user write access to the folder and its files"),
+])
+def test_a_state_folder_the_disk_will_not_write_is_unavailable_and_kept(tmp_path, monkeypatch, error, cause, fix):
+    """Regression: a read-only state volume (mount -o remount,ro) was bad input (exit 2, which systemd does not
+    restart), "give a folder this user can create and write", and following that left the queue behind. The
+    error is injected where claim() opens the lock file: remounting needs a mount a test cannot rely on."""
+    from vipu.errors import InvalidArgument, Unavailable
+    from vipu.server import state_dir
+
+    def refused(path, flags, **_):
+        raise OSError(error, os.strerror(error), str(path))
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "vipu.sqlite3").write_bytes(b"")
+    monkeypatch.setattr(state_dir, "open_private", refused)
+    with pytest.raises(Unavailable) as unwritable:  # vipu-server: exit 5
+        state_dir.claim(state)
+    said = unwritable.value.message
+    assert said.startswith(f"the state folder {state} cannot be written ({os.strerror(error)}): {cause}; its records"
+                           f" are kept: {fix}") and said.endswith(" and start again"), said
+    assert "another --state-dir" not in said
+    with pytest.raises(InvalidArgument, match="cannot be used .*; give a folder this user can create and write"):
+        state_dir.claim(tmp_path / "new")  # a folder it would make: the flag is to blame, another will do
+    assert not (tmp_path / "new").exists()
 
 
 def test_another_states_admin_key_is_not_replaced_by_a_new_one(tmp_path):
@@ -351,15 +381,26 @@ def test_the_command_a_damaged_database_refusal_names_recovers_it_here(server_fa
     assert int(new) > max(map(int, kept))
 
 
-def test_an_unreadable_database_is_one_line_with_the_fix(tmp_path):
+def test_a_database_whose_header_sqlite_cannot_read_is_refused_with_a_fix_that_works(server_factory, tmp_path):
+    """Regression: the refusal named the .dump pipeline, which exits 0 with an empty copy here (SQLite reads
+    nothing past a bad header), and that copy moved into place was then refused as an emptied database."""
     state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    (state / "vipu.sqlite3").write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
-    os.chmod(state / "vipu.sqlite3", 0o600)
+    server = server_factory(state_dir=state)
+    server.kill(signal.SIGTERM)
+    path = state / "vipu.sqlite3"
+    path.write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
     out = start("--port", "0", "--state-dir", str(state))
     assert out.returncode == 2, out.stderr
     [line] = out.stderr.strip().splitlines()
-    assert "cannot be read" in line and ".dump" in line
+    assert line == (f"vipu-server: error: the state database {path} cannot be read (file is not a database): SQLite"
+                    " cannot read its header, so no copy can get anything out of it; restore it (with its -wal file)"
+                    " from a backup, or move it aside with its -wal and -shm files and start with"
+                    " --accept-empty-state to begin afresh (its queue, job history, users and partitions are then"
+                    " gone, and job ids start again at 1)")
+    path.rename(state / "unreadable")  # as it says
+    server.extra = ["--accept-empty-state"]
+    server.start()
+    assert run(server, "vipu", "submit", "--ipus", "1", "--hold", "--parsable").stdout.strip() == "1"
 
 
 @pytest.mark.parametrize("loss", ["emptied", "deleted"])

@@ -74,11 +74,37 @@ def test_a_locked_database_fails_writes_not_reads_and_health_follows(server):
     assert [(x.id, x.state) for x in listed.jobs] == [(1, "PENDING"), (2, "PENDING")]
 
 
-def _no_file_growth() -> None:
-    """In the child: a write that grows any file fails (EFBIG), as on a full disk; SIGXFSZ ignored, so the write
-    fails instead of killing the process."""
-    resource.setrlimit(resource.RLIMIT_FSIZE, (1, resource.RLIM_INFINITY))
+def _no_file_growth(limit: int = 1) -> None:
+    """In the child: a write that grows a file past `limit` bytes fails (EFBIG), as on a full disk; SIGXFSZ ignored,
+    so the write fails instead of killing the process."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def test_a_full_disk_after_a_clean_stop_is_no_damaged_database(tmp_path):
+    """Regression: with no -wal or -shm file (a clean stop), SQLite's failure to make its -shm file on a full disk
+    (SQLITE_IOERR_SHMSIZE, "disk I/O error") was taken for damage: exit 2, which stops systemd's restarts for good,
+    with advice to copy the sound database or move it away. The files small enough to be written (the lock's pid)
+    are; the -shm file (32 KiB) is not."""
+    from vipu.control.startup import open_plane
+
+    state = tmp_path / "state"
+    plane = open_plane("bow-pod64", state, "127.0.0.1", 0)
+    plane.close()
+    assert not list(state.glob("vipu.sqlite3-*"))
+    command = [console_script("vipu-server"), "--ray", "off", "--metrics-port", "-1", "--port", "0", "--state-dir",
+               str(state)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                         preexec_fn=lambda: _no_file_growth(4096))
+    assert out.returncode == 5, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert line.startswith(f"vipu-server: error: the state folder {state} cannot be written (disk I/O error,"
+                           " SQLITE_IOERR"), line
+    assert line.endswith("its records are kept: free space (or fix the disk) and start again"), line
+    assert "cannot be read" not in line and ".dump" not in line
+    again = open_plane("bow-pod64", state, "127.0.0.1", 0)  # space again: the same state, as it was
+    assert again.state_id == plane.state_id
+    again.close()
 
 
 def test_a_start_that_cannot_write_its_state_folder_says_so_in_one_line_and_keeps_the_state(server):
@@ -92,7 +118,8 @@ def test_a_start_that_cannot_write_its_state_folder_says_so_in_one_line_and_keep
     assert out.returncode == 5, out.stderr
     [line] = out.stderr.strip().splitlines()
     assert line.startswith(f"vipu-server: error: the state folder {server.state_dir} cannot be written (")
-    assert line.endswith("its records are kept: free space (or fix the disk) and start again")
+    assert line.endswith("(File too large): a file size limit of this process (ulimit -f) stops its files growing;"
+                         " its records are kept: raise the limit and start again"), line  # the cause the test made
     assert not list(server.state_dir.glob("*.part"))
     server.start()
     assert show(server, job)["state"] == "PENDING"

@@ -20,6 +20,8 @@ from vipu.cli.context import (
 )
 from vipu.cli.failure import run_app
 from vipu.cli.output import print_json, print_rows, table
+from vipu.cli.slurm_time import stamp
+from vipu.client.messages import seconds
 from vipu.v1 import admin_pb2 as a
 
 app = typer.Typer(
@@ -35,10 +37,9 @@ remove = typer.Typer(help="Remove an agent, cluster, allocation or user (revokin
 get = typer.Typer(help="Show one agent, cluster, allocation or user.", no_args_is_help=True)
 listing = typer.Typer(help="List agents, clusters, allocations or users.", no_args_is_help=True)
 fail = typer.Typer(help="Inject faults (tests and operator drills).", no_args_is_help=True)
-drain = typer.Typer(help="Take an agent out of service for new partitions (scontrol update state=DRAIN): its IPUs"
-                   " that a partition holds show as draining until it is removed, the rest as drained.",
+drain = typer.Typer(help="Take an agent out of service for new partitions (scontrol update State=DRAIN Reason=).",
                    no_args_is_help=True)
-resume = typer.Typer(help="Put a drained agent back in service.", no_args_is_help=True)
+resume = typer.Typer(help="Put a drained agent back in service (scontrol update State=RESUME).", no_args_is_help=True)
 
 
 @app.callback()
@@ -71,14 +72,21 @@ def show(ctx: typer.Context, json_out: bool, message, headers: list[str], rows: 
         print(table(headers, rows, cli.header))
 
 
-AGENT_HEADERS = ["Agent", "Host", "Port", "Machine", "IPUs", "State"]
+AGENT_HEADERS = ["Agent", "Host", "Port", "Machine", "IPUs", "State", "Reason"]
 CLUSTER_HEADERS = ["Cluster", "ILDs", "Topology", "Cluster Topology", "Agents"]
 ALLOCATION_HEADERS = ["Allocation ID", "IPUs", "Users", "Agents"]
 USER_HEADERS = ["User", "Admin", "Unix user"]
 
 
 def agent_row(x) -> list:
-    return [x.name, x.host, x.port, x.machine, " ".join(map(str, x.ipus)), x.state]
+    return [x.name, x.host, x.port, x.machine, " ".join(map(str, x.ipus)), x.state, reason(x)]
+
+
+def reason(x) -> str:
+    """As scontrol show node's Reason=: `fan replacement [root@2026-11-29T03:40:00]`; - when none."""
+    if not x.HasField("reason"):
+        return "-"
+    return f"{x.reason.text} [{x.reason.user}@{stamp(seconds(x.reason.time))}]"
 
 
 def cluster_row(x) -> list:
@@ -238,7 +246,42 @@ for _kind, _headers, _row in (
 ):
     _simple(get, "show", _kind, f"Get{_kind.capitalize()}", _headers, _row, change=False)
     _remover(_kind)
-_simple(drain, "drain", "agent", "DrainAgent", AGENT_HEADERS, agent_row)
+
+
+@drain.command("agent")
+def drain_agent(
+    ctx: typer.Context,
+    name: str,
+    reason_text: str = typer.Option(..., "--reason", metavar="TEXT",
+                                    help="why (required, as scontrol requires Reason= with State=DRAIN): kept with"
+                                         " who and when, shown by `vipu-admin get agent` and `vipu info -R`; a drain"
+                                         " of a drained agent replaces it"),
+    json_out: bool = JsonOption,
+):
+    """Drain one agent: no new partition or job is placed on its IPUs; those running go on. It is DRAINING while a
+    partition still holds some of its IPUs (the jobs named), DRAINED once none does (`vipu info -N`: drng, drain)."""
+    c = ctx.obj.conn
+    x = c.call(c.admin.DrainAgent, a.DrainAgentRequest(name=name, reason=reason_text),
+               check=f"`vipu-admin get agent {name}`")
+    if ctx.obj.wants_json(json_out):
+        print_json(x)
+        return
+    print(table(AGENT_HEADERS, [agent_row(x)], ctx.obj.header))
+    print(f"\n{drained(x)}")
+
+
+def drained(x) -> str:
+    """What the drain's answer says under its table: whether work still runs there, and which."""
+    if x.state != "DRAINING":
+        return (f"Agent {x.name} is DRAINED: nothing runs on it, and nothing new will until `vipu-admin resume agent"
+                f" {x.name}`.")
+    others = [p for p in x.partitions if p not in {f"slurm_{j}" for j in x.jobs}]
+    running = [f"job{'s' if len(x.jobs) > 1 else ''} {' '.join(map(str, x.jobs))}"] if x.jobs else []
+    holding = [f"partition{'s' if len(others) > 1 else ''} {' '.join(others)}"] if others else []
+    return (f"Agent {x.name} is DRAINING: {' and '.join(running + holding)} still on its IPUs; DRAINED once"
+            f" {'they end' if len(x.partitions) > 1 else 'that ends'}.")
+
+
 _simple(resume, "resume", "agent", "ResumeAgent", AGENT_HEADERS, agent_row)
 
 
@@ -266,11 +309,14 @@ IPU_CHECK = "`vipu info -N` (a node's IPUs by state) or `vipu list ipus`"
 
 
 @fail.command("ipus")
-def fail_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"), json_out: bool = JsonOption):
+def fail_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"),
+              reason_text: str = typer.Option("", "--reason", metavar="TEXT",
+                                              help="why (optional): kept with each IPU and shown by `vipu info -R`"),
+              json_out: bool = JsonOption):
     """Mark IPUs failed; partitions on them become FAILED."""
     c = ctx.obj.conn
     ipus = list(dict.fromkeys(ipus))  # `fail ipus 8 8` fails IPU 8 once, and says so once
-    reply = c.call(c.admin.FailIpus, a.FailIpusRequest(ipus=ipus), check=IPU_CHECK)
+    reply = c.call(c.admin.FailIpus, a.FailIpusRequest(ipus=ipus, reason=reason_text), check=IPU_CHECK)
     if ctx.obj.wants_json(json_out):
         print_rows(reply.partitions)
     else:

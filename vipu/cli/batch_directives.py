@@ -18,7 +18,7 @@ from typing import Callable
 
 from vipu.cli.export_env import check_export
 from vipu.cli.sbatch_nodes import node_count
-from vipu.cli.sbatch_options import ON, SbatchOption
+from vipu.cli.sbatch_options import ON, SbatchOption, bare_before
 from vipu.cli.sbatch_options import OPTIONS as SBATCH_OPTIONS
 from vipu.cli.slurm_time import slurm_limit
 
@@ -172,8 +172,8 @@ def _one(word: str, rest: list[str]) -> tuple[str, object]:
         if attached is not None:
             raise ValueError(f"{name} takes no value; write {name} alone")
         return option.key, option.value
-    if attached is None and option.value is not None:  # --nice without a value
-        return option.key, option.value
+    if attached is None and bare_before(option.value, rest[0] if rest else None):
+        return option.key, option.value  # --nice without a value
     if attached is None:
         if not rest:
             raise ValueError(f"{name} needs a value, e.g. {name}{'=' if name.startswith('--') else ' '}VALUE")

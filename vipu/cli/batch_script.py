@@ -99,10 +99,12 @@ def script_size(directives: dict, origins: dict[str, str], machines: Callable[[]
 
 def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str, object],
                    request_id: str, machines: Callable[[], PodMachines],
-                   origins: dict[str, str] | None = None) -> j.SubmitJobRequest:
+                   origins: dict[str, str] | None = None,
+                   rewords: list[Callable] | None = None) -> j.SubmitJobRequest:
     """The request for a batch script read from `source`, its directives under the command line's flags;
     `machines` the Pod's, asked for a directive -N (sbatch_nodes.py); `origins` gets the file and line of each
-    field a directive set (see parse_directives)."""
+    field a directive set (see parse_directives); `rewords` gets how a refusal of the job's size is said when the
+    size was asked in nodes (#SBATCH -N, or -w alone): in nodes, naming the line (sbatch_nodes.in_nodes)."""
     try:
         script = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -116,8 +118,10 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     if "ipus" in flags:  # the command line's size, --ipus or -N, over the script's either
         directives.pop("nodes", None)
         origins.pop("nodes", None)
+    sized_in = None  # (the line, the -w list) that gave the job's size in nodes: a refusal of it is said so
     if "nodes" in directives:  # checked against the list the job gets: a -w flag's over the script's
         listed = {"nodelist": flags["nodelist"]} if "nodelist" in flags else {}
+        sized_in = None if "ipus" in directives else (origins["nodes"], None)
         directives = script_size({**directives, **listed}, origins, machines)
     for key in flags:  # a flag over a directive: what is said of the value is said of the flag
         origins.pop(key, None)
@@ -132,6 +136,7 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
             raise BatchError(str(e)) from None
         if where:
             origins["ipus"] = where
+        sized_in = (where, options["nodelist"])
     if "ipus" not in options and source == WRAP:
         raise BatchError("--wrap asks for no IPUs; give vipu submit --ipus N, or -N N for N IPU-Machines")
     if "ipus" not in options:
@@ -145,4 +150,8 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
         raise BatchError(f"{source} with its environment is {len(body):,} bytes; a job spec may be at most"
                          f" {MAX_SPEC_BYTES:,}: pass fewer variables on (--export=NONE or a list) or keep data in"
                          " files the script reads")
+    if sized_in is not None and rewords is not None:
+        from vipu.cli.sbatch_nodes import in_nodes
+
+        rewords.append(in_nodes(options["ipus"], sized_in[1], sized_in[0]))
     return j.SubmitJobRequest(spec=body, source=source, request_id=request_id)

@@ -41,11 +41,13 @@ def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
     """The refusal naming the flag where the controller named the field ("qos is empty; ..." -> "--qos is empty;
     ...", "invalid flags: array: 'x': ..." -> "-a/--array: 'x': ..."): the controller speaks the API's field
     names, and the spec's label (flags, --wrap) would blame a flag that is not at fault; the CLI's user typed flags.
+    Another field the refusal holds at fault (a violation of its own) is named by its flag where the message names
+    it later ("exclude and nodelist both name ..." -> "-x/--exclude and -w/--nodelist both name ...").
     A refusal about an object a flag named ("allocation 'x' does not exist") gets the flag in front."""
     import re  # here: only a refused call needs it
 
-    for field, _ in error.field_violations:
-        name = field.rpartition("spec.")[2]
+    names = [field.rpartition("spec.")[2] for field, _ in error.field_violations]
+    for name in names:
         # a workload's field set by a flag of the submit's own (workload.chdir: -D/--chdir)
         key = name if name in flags else name.removeprefix("workload.")
         # the field where a message names it: first ("qos is empty"), after its kind ("job name 'a b'"), or after
@@ -53,6 +55,11 @@ def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
         found = re.match(rf"(?:invalid [^:;]*: )?(?:job )?{re.escape(name)}\b(?! \()", error.message)
         if key in flags and found:
             message = f"{flags[key]}{error.message[found.end():]}"
+            for other in names:
+                if other != name and other in flags:  # a word of its own: not in a quoted value, nor in a flag
+                    shown = flags[other].removesuffix(f": {other}")
+                    message = re.sub(rf"'[^']*'|(?<![\w/-]){re.escape(other)}(?![\w/-])",
+                                     lambda m, shown=shown: m.group() if m.group()[0] == "'" else shown, message)
             return ApiError(error.code, error.reason, message, error.field_violations, error.resource,
                             error.from_controller, error.metadata)
     kind = error.resource[0] if error.resource else None

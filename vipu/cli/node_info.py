@@ -1,4 +1,4 @@
-"""`vipu info`: the Pod by IPU-Link domain, or, with sinfo's options (-N, -s, -o), its IPU-Machines as sinfo shows
+"""`vipu info`: the Pod by IPU-Link domain, or, with sinfo's options (-N, -s, -o, -R), its IPU-Machines as sinfo shows
 nodes: grouped by partition (the V-IPU allocation whose agent holds the machine) and by every other field shown,
 or a line each with -N."""
 
@@ -16,22 +16,26 @@ from vipu.cli.job_selection import given
 from vipu.cli.nodes import DEFAULT_PARTITION, numbered
 from vipu.cli.output import as_dict, print_json, table
 from vipu.cli.slurm_format import Column, percent_layout, render
+from vipu.cli.slurm_time import stamp
+from vipu.client.messages import seconds
 from vipu.partition.node_names import hostlist, natural_key
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
 
-# a machine's state from its IPUs': (sinfo's compact, long)
-_STATES = {"idle": ("idle", "idle"), "allocated": ("alloc", "allocated"), "draining": ("drng", "draining"),
-           "drained": ("drain", "drained"), "failed": ("down", "down")}
-MIXED = ("mix", "mixed")
+# a machine's state, as the controller gives it (vipu/partition/agent_states.py): (sinfo's compact, long)
+_STATES = {"idle": ("idle", "idle"), "allocated": ("alloc", "allocated"), "mixed": ("mix", "mixed"),
+           "draining": ("drng", "draining"), "drained": ("drain", "drained"), "down": ("down", "down")}
+MIXED = _STATES["mixed"]
+IPU_STATES = ("idle", "allocated", "draining", "drained", "failed")  # a machine's IPUs are counted by these
+OUT_OF_SERVICE = {_STATES[s] for s in ("draining", "drained", "down")}  # sinfo -R lists these, and any with a reason
 
 
 def node_state(m: p.Machine) -> tuple[str, str]:
-    """A machine's working IPUs' state when they all agree (a failed IPU leaves the others to work: it counts as
-    other in %C), mixed when some are in use and some not (sinfo's MIXED), down when every one failed."""
-    states = [s for s, n in (("idle", m.idle), ("allocated", m.allocated), ("draining", m.draining),
-                             ("drained", m.drained)) if n] or ["failed"]
-    return _STATES[states[0]] if len(states) == 1 else MIXED
+    """The controller's one rule (agent_states.node_state): down when every IPU failed; a machine whose agent is
+    drained (or that has none) draining while a partition holds some of its IPUs, else drained; else its working
+    IPUs' state when they all agree (a failed IPU leaves the others to work: it counts as other in %C), mixed when
+    some are in use and some not."""
+    return _STATES.get(m.state, ("unk", "unknown"))  # sinfo's UNKNOWN: a controller older than its state field
 
 
 class Node(NamedTuple):  # not a dataclass: 16,384 are made for the largest Pod, a tenth of the time
@@ -93,7 +97,8 @@ LETTERS: dict[str, Column] = {
     "c": Column("CPUS", lambda g: str(g.first.ipus)),
     "C": Column("CPUS(A/I/O/T)", Group.ipus),
     "D": Column("NODES", lambda g: str(len(g.nodes))),
-    "E": Column("REASON", lambda g: "none"),
+    "E": Column("REASON", lambda g: g.first.machine.reason.text or "none"),
+    "H": Column("TIMESTAMP", lambda g: stamp(seconds(g.first.machine.reason.time) if _has_reason(g) else None)),
     "F": Column("NODES(A/I/O/T)", lambda g: g.machines(True)),
     "h": Column("OVERSUBSCRIBE", lambda g: "NO"),
     "l": Column("TIMELIMIT", lambda g: "infinite"),  # no limit of its own (a job's is at most 366 days)
@@ -102,11 +107,24 @@ LETTERS: dict[str, Column] = {
     "R": Column("PARTITION", lambda g: g.first.partition),
     "t": Column("STATE", lambda g: g.first.state[0]),
     "T": Column("STATE", lambda g: g.first.state[1]),
+    "u": Column("USER", lambda g: g.first.machine.reason.user or "Unknown"),
+    "U": Column("USER", lambda g: g.first.machine.reason.user or "Unknown"),  # sinfo adds the uid: a vipu user has none
 }
 _SUMS = {id(LETTERS[k]) for k in AGGREGATES}
 SUMMARIZE = "%#P %.5a %.10l %.16F  %N"  # sinfo's formats (man sinfo)
 DEFAULT = "%#P %.5a %.10l %.6D %.6t %N"  # sinfo's own default: vipu info's, with -p or -t and no other format
 NODE = "%#N %.6D %#P %6t"
+REASONS = "%20E %9u %19H %N"  # sinfo -R
+LONG = {"": "%#P %.5a %.10l %.6D %.11T %N", "N": "%#N %.6D %#P %.11T %.4c %20E", "R": "%20E %12U %19H %6t %N"}
+
+
+def _has_reason(g: Group) -> bool:
+    return g.first.machine.HasField("reason")
+
+
+def _listed(n: Node) -> bool:
+    """sinfo -R's nodes: drained, draining or down, or with a reason (a machine with a failed IPU)."""
+    return n.state in OUT_OF_SERVICE or n.machine.HasField("reason")
 
 
 def nodes(conn) -> list[Node]:
@@ -139,9 +157,10 @@ def grouped(found: list[Node], layout, per_node: bool) -> list[Group]:
     if per_node:
         return [Group((n,)) for n in found]
     lines: dict[tuple, list[Node]] = {}
-    keys: dict[tuple, tuple] = {}  # every field but the sums reads only these three: worked out once for each
+    keys: dict[tuple, tuple] = {}  # every field but the sums reads only these: worked out once for each
     for n in found:
-        seen = (n.partition, n.state, n.ipus)
+        r = n.machine.reason
+        seen = (n.partition, n.state, n.ipus, r.text, r.user, r.time.seconds)
         key = keys.get(seen)
         if key is None:
             key = keys[seen] = tuple(c.column.value(Group((n,))) for c in layout.cells if id(c.column) not in _SUMS)
@@ -166,32 +185,46 @@ def register(app: typer.Typer) -> None:
         states: list[str] = typer.Option(None, "--states", "-t",
                                          help="only machines in these states (a comma list: idle, alloc, mix,"
                                               " drng, drain, down, or their long names)"),
+        reasons: bool = typer.Option(False, "--list-reasons", "-R",
+                                     help=f"only machines drained, draining or down, or with a failed IPU, with why,"
+                                          f" who said so and when (sinfo -R's {REASONS!r})"),
+        long: bool = typer.Option(False, "--long", "-l",
+                                  help=f"long state names; with -R {LONG['R']!r} (sinfo -R -l), with -N"
+                                       f" {LONG['N']!r}"),
         json_out: bool = JsonOption,
         no_header: bool = ShortNoHeaderOption,
     ):
         """IPUs idle, allocated, draining, drained and failed per IPU-Link domain (a Pod64 of a Bow Pod; sinfo).
 
-        With -N, -s, -o, -p or -t, the IPU-Machines as sinfo shows nodes: a node is a machine (named by its
+        With -N, -s, -o, -p, -t, -R or -l, the IPU-Machines as sinfo shows nodes: a node is a machine (named by its
         agent), its CPUs are its IPUs, and its partition is the V-IPU allocation its agent is in (default*). Its
-        state is that of its working IPUs when they agree (idle, alloc, drng, drain), mix when some are in use and
-        some not, down when all failed; a failed IPU counts as other in %C.
+        state: down when all its IPUs failed; drng when its agent is drained (or it has none) and a partition still
+        holds some of its IPUs, drain once none does (`vipu-admin get agent` says the same: DRAINING, DRAINED);
+        else idle or alloc when its working IPUs agree, mix when some are in use and some not. A failed IPU counts
+        as other in %C.
+
+        -R lists the machines out of service, those with the same reason, user and time on one line: an agent's
+        drain reason (`vipu-admin drain agent NAME --reason TEXT`), else the latest of its IPUs' failures
+        (`vipu-admin fail ipus --reason`, or what failed them); none for one drained before reasons were kept.
 
         Formats (-o): %P partition (* for the default), %R partition, %a avail, %l time limit, %D nodes, %t and
         %T state, %N node list, %c IPUs per node, %C IPUs allocated/idle/other/total, %A nodes allocated/idle,
-        %F nodes allocated/idle/other/total, %E reason, %h oversubscribe; %.Nx right-justifies in N characters.
+        %F nodes allocated/idle/other/total, %E reason (none when none), %u and %U who set it, %H when, %h
+        oversubscribe; %.Nx right-justifies in N characters.
 
         Without them, IPU-Link domains with the same counts share a row, named as a range (pod64-[0-1023]): each
         figure is one domain's.
 
-        --json: each domain's counts; with -N or -o also "nodes", each machine's partition, state and IPUs by
-        state; with -s only "partitions", -s's lines: nodes and IPUs allocated, idle, other, total, and the node
-        list."""
+        --json: each domain's counts; with -N, -o or -R also "nodes", each machine's partition, state, IPUs by
+        state and reason (text, user, time; null when none); with -s only "partitions", -s's lines: nodes and IPUs
+        allocated, idle, other, total, and the node list."""
         cli = ctx.obj
         parts = given(partition or ([os.environ["SINFO_PARTITION"]] if os.environ.get("SINFO_PARTITION") else []),
                       "-p/--partition", "partitions (e.g. -p default)")
         wanted = given(states, "-t/--states", "node states (e.g. -t idle,mix)")
         spec = fmt if fmt is not None else (  # -o '' is refused, not read as the default, as vipu queue refuses it
-            os.environ.get("SINFO_FORMAT") or (NODE if node else SUMMARIZE if summarize else None)
+            os.environ.get("SINFO_FORMAT") or (LONG["R" if reasons else "N" if node else ""] if long else None)
+            or (REASONS if reasons else NODE if node else SUMMARIZE if summarize else None)
             or (DEFAULT if parts or wanted else None))
         if spec is None:
             by_domain(cli, cli.wants_json(json_out), no_header)
@@ -201,14 +234,25 @@ def register(app: typer.Typer) -> None:
                                                       percent_layout(SUMMARIZE, LETTERS, "-s"), False))})
             return
         if cli.wants_json(json_out):
-            by_domain(cli, True, no_header, chosen(nodes(cli.conn), parts, wanted))
+            found = chosen(nodes(cli.conn), parts, wanted)
+            by_domain(cli, True, no_header, [n for n in found if _listed(n)] if reasons else found)
             return
         variable = "SINFO_FORMAT" if spec == os.environ.get("SINFO_FORMAT") and not fmt else "-o/--format"
         layout = percent_layout(spec, LETTERS, variable)
         found = chosen(nodes(cli.conn), parts, wanted)
+        if reasons:
+            found = [n for n in found if _listed(n)]
         lines = render(layout, grouped(found, layout, node), cli.with_header(no_header))
         if lines:
             print("\n".join(lines))
+
+
+def _reason(n: Node) -> dict | None:
+    """--json: why the machine is out of service, who said so and when (RFC 3339, as every --json time), or null."""
+    if not n.machine.HasField("reason"):
+        return None
+    r = n.machine.reason
+    return {"text": r.text, "user": r.user, "time": as_dict(n.machine)["reason"]["time"]}
 
 
 def summary(groups: list[Group]) -> list[dict]:
@@ -243,7 +287,7 @@ def by_domain(cli, as_json: bool, no_header: bool, machines: list[Node] | None =
             row["name"] = name(ild)  # what the table shows
         if machines is not None:
             data["nodes"] = [{"name": n.name, "partition": n.partition, "state": n.state[1], "ipus": n.ipus,
-                              **{s: n.count(s) for s in _STATES}} for n in machines]
+                              **{s: n.count(s) for s in IPU_STATES}, "reason": _reason(n)} for n in machines]
         print_json(data)
         return
     rows = collapsed(reply.ilds)

@@ -105,12 +105,14 @@ def sized_by_list(options: dict, machines: Callable[[], PodMachines], who: str =
     return {**options, "ipus": count * machines().ipus}
 
 
-def in_nodes(ipus: int, nodelist: str | None = None) -> Callable:
+def in_nodes(ipus: int, nodelist: str | None = None, where: str | None = None) -> Callable:
     """How a refusal of a job's size by its allocation (an ApiError whose metadata has the allocation's figures) is
-    said for a size of `ipus` asked in nodes (by -N, or by -w `nodelist` alone): in nodes, as sbatch refuses more
-    nodes than the partition has ("Requested node configuration is not available"); any other refusal as it is."""
+    said for a size of `ipus` asked in nodes (by -N, or by -w `nodelist` alone; `where`, a script's line that asked
+    it): in nodes, as sbatch refuses more nodes than the partition has ("Requested node configuration is not
+    available"); any other refusal as it is."""
     lead, fix = (f"{LIST_FLAG} {nodelist} ({{n}} nodes)", "list the nodes of a block of at most {n}") if nodelist \
         else (f"{FLAG} {{n}}", "give at most -N {n}")
+    lead = f"{where}: {lead}" if where else lead
     return lambda error: _in_nodes(error, ipus, lead, fix)
 
 
@@ -121,10 +123,11 @@ def _in_nodes(error, ipus: int, lead: str, fix: str):
     if not per or not largest:
         return error
     from vipu.client.api_error import ApiError
+    from vipu.partition.admin_records import DEFAULT_ALLOCATION, DEFAULT_HOLDS  # the controller's words for it
 
     allocation = figures["allocation"]
-    if allocation == "default":  # what a job naming no allocation gets
-        allocation += " (the agents no named allocation holds)"
+    if allocation == DEFAULT_ALLOCATION:  # what a job naming no allocation gets
+        allocation += f" ({DEFAULT_HOLDS})"
     shape = "" if largest * per == total else \
         f", whose largest aligned block is {largest} node{'s' if largest > 1 else ''} ({largest * per} IPUs)"
     message = (f"{lead.format(n=ipus // per)}: allocation {allocation} has {total // per} nodes ({total} IPUs){shape};"

@@ -35,7 +35,7 @@ class SbatchOption:
         # no #SBATCH line takes it
         self.off = off  # a SWITCH's names that turn it off
         self.vipu_only = vipu_only  # names that are vipu's, not sbatch's: no #SBATCH line takes them
-        self.bare = bare  # a #SBATCH option's value when given without one (sbatch's --nice is 100)
+        self.bare = bare  # its value when given without one (sbatch's --nice is 100): see bare_before()
         self.variable = variable  # sbatch's input variable that stands in for it (sbatch_environment.py)
         self.warning = warning  # taken with this warning: the job runs as asked in all that matters here
         self.refusal = refusal  # refused (exit 2) with this, why not and what to do instead
@@ -56,6 +56,17 @@ class SbatchOption:
     def default(self) -> object:
         """What typer passes when it is not given (submit_jobs' default too)."""
         return False if self.kind == FLAG else None
+
+
+def bare_before(bare: object, following: str | None) -> bool:
+    """Whether an option whose value is optional, `bare` when left out (None: a value it must have), takes it where
+    `following` is the next word (None: none). sbatch's getopt reads an optional value only attached (--nice=5); a
+    whole number as the next word (--nice 5, --nice -5) is its value here, as it always was, on the command line
+    and in a #SBATCH line alike."""
+    if bare is None:
+        return False
+    digits = following[1:] if following and following[0] in "+-" else following
+    return not (digits and digits.isascii() and digits.isdigit())
 
 
 OPTIONS = (
@@ -79,7 +90,7 @@ OPTIONS = (
                  " arbitrary name, counted against max_submit_jobs_per_account and a QOS's max_jobs_per_account",
                  field="account", reads="text", variable="SBATCH_ACCOUNT"),
     SbatchOption("nice", ("--nice",), INT, "run the job with an adjusted scheduling priority: -10000 to 10000"
-                 " (sbatch's range is wider), negative raises it (admins only); #SBATCH --nice alone is 100",
+                 " (sbatch's range is wider), negative raises it (admins only); --nice alone is 100, as sbatch's",
                  field="nice", reads="nice", bare=100, past="nice"),
     SbatchOption("dependency", ("--dependency", "-d"), help="afterok:ID,afterany:ID,afternotok:ID,singleton",
                  field="dependency", reads="dependency"),

@@ -47,9 +47,11 @@ def spec_flags(flags: dict) -> dict:
 
 
 def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] | None, flags: dict,
-                  request_id: str, named: dict[str, str], machines: Callable[[], PodMachines]) -> j.SubmitJobRequest:
-    """The request for a batch script (the first file, the words after it its arguments) or a --wrap command.
-    `named` (spec field -> the flag that set it) gets the file and line of each field a directive set."""
+                  request_id: str, named: dict[str, str], machines: Callable[[], PodMachines]
+                  ) -> tuple[j.SubmitJobRequest, Callable | None]:
+    """The request for a batch script (the first file, the words after it its arguments) or a --wrap command, and
+    how a refusal of a size its directives asked in nodes is said (None: as the controller says it). `named`
+    (spec field -> the flag that set it) gets the file and line of each field a directive set."""
     from vipu.cli.batch_directives import DirectiveError
 
     if "workload" in flags:
@@ -61,12 +63,13 @@ def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] |
     try:
         data, source = (wrapped(wrap).encode(), WRAP) if wrap is not None else first  # type: ignore[misc]
         origins: dict[str, str] = {}
-        request = script_request(data, source, specs[1:], flags, request_id, machines, origins)
+        rewords: list[Callable] = []
+        request = script_request(data, source, specs[1:], flags, request_id, machines, origins, rewords)
     except (BatchError, DirectiveError) as e:
         fail("vipu", str(e), BAD_INPUT)
     # the controller refuses a value by its field ("ipus is 96 but ..."): name the script's line that set it
     named.update({key: f"{where}: {key}" for key, where in origins.items()})
-    return request
+    return request, next(iter(rewords), None)
 
 
 def time_flag(time: str | None, time_limit: str | None, flag: str = "-t/--time") -> str | int | None:
@@ -226,7 +229,8 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
     ours = request_id is None
     request_id = request_id or new_request_id()
     if batch:
-        requests = [batch_request(specs, wrap, first, flags, request_id, named, machines)]
+        request, said = batch_request(specs, wrap, first, flags, request_id, named, machines)
+        requests, reword = [request], reword or said
     else:
         requests = submit_requests(specs, flags, request_id, first)
     if values["test_only"]:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import inspect
 
 import typer
+from typer.core import TyperCommand
 
 from vipu.cli.context import JSON_HELP
 from vipu.cli.params import PAST, WireInt
-from vipu.cli.sbatch_options import FLAG, INT, OPTIONS, SWITCH, SbatchOption
+from vipu.cli.sbatch_options import FLAG, INT, OPTIONS, SWITCH, SbatchOption, bare_before
 from vipu.cli.slurm_time import FORMS
 from vipu.cli.submit import submit_jobs
 
@@ -23,6 +24,35 @@ def typer_option(option: SbatchOption) -> inspect.Parameter:
     bounded = {"click_type": WireInt(past=PAST[option.past])} if option.past else {}
     return inspect.Parameter(option.param, inspect.Parameter.KEYWORD_ONLY, annotation=TYPES.get(option.kind, str),
                              default=typer.Option(option.default, *names, help=help_text, **bounded))
+
+
+def bare_values(args: list[str]) -> list[str]:
+    """The command line with each option that takes an optional value (sbatch's --nice) given its bare value where
+    it has none (`--nice job.sh` -> `--nice=100 job.sh`; sbatch_options.bare_before says when). Why here: click
+    reads an option's value as the next word, whatever it is, and its own optional values take no negative number
+    (`--nice -5`)."""
+    out, i = list(args), 0
+    while i < len(out) and out[i] != "--":  # after --: the script's own arguments
+        option = VALUED.get(out[i])
+        if option is None:
+            i += 1
+        elif bare_before(option.bare, out[i + 1] if i + 1 < len(out) else None):
+            out[i] = f"{out[i]}={option.bare}"
+            i += 1  # the next word is read in its own turn
+        else:
+            i += 2  # the option and its value
+    return out
+
+
+# the names that take a value as the next word (--name=VALUE and -JVALUE are one word)
+VALUED = {name: o for o in OPTIONS if o.kind not in (FLAG, SWITCH) for name in o.names}
+
+
+class SubmitCommand(TyperCommand):
+    """vipu submit, its command line read through bare_values first."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, bare_values(args))
 
 
 def register(app: typer.Typer) -> None:
@@ -47,4 +77,4 @@ def register(app: typer.Typer) -> None:
     # typer reads a command's options from its signature: this one's are the table's
     signature = inspect.Signature([context, specs, *map(typer_option, OPTIONS)])
     submit.__signature__ = signature  # type: ignore[attr-defined]
-    app.command()(submit)
+    app.command(cls=SubmitCommand)(submit)

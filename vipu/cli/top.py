@@ -87,8 +87,8 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
     per_machine = len(listed) <= MACHINE_ROWS
     ipus = conn.every_page(conn.partitions.ListIpus, p.ListIpusRequest()).ipus if per_machine else ()
     info = conn.call(conn.jobs.ClusterInfo, j.ClusterInfoRequest())
-    running_jobs = conn.call(conn.jobs.ListJobs, j.ListJobsRequest(brief=True, states=["R", "CG"],
-                                                                    page_size=running_rows)).jobs
+    listing = conn.call(conn.jobs.ListJobs, j.ListJobsRequest(brief=True, states=["R", "CG"], page_size=running_rows))
+    running_jobs, visible = listing.jobs, listing.total_size  # (under --secure, the caller's: the title counts all)
     head = conn.call(conn.jobs.ListJobs, j.ListJobsRequest(brief=True, states=["PD"], page_size=queue_rows)).jobs
     colour = {}
     for name in [i.partition for i in ipus] if per_machine else [n for m in listed for n in m.partitions]:
@@ -149,15 +149,16 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
         # a modelled job computes nothing: its IPUs' figures are the planner's prediction
         name = Text(x.name).append(" (modelled)", style="dim") if x.modelled else x.name
         running.add_row(job_id(x), name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
-    if info.running_jobs > len(shown) and shown:
-        running.add_row(f"... {info.running_jobs - len(shown)} more", "", "", "", "")
+    if visible > len(shown) and shown:
+        running.add_row(f"... {visible - len(shown)} more", "", "", "", "")
+    idle = "No job is running." if not info.running_jobs else f"None of the {info.running_jobs} running jobs is yours."
     pending = [x for x in head if x.state_code == "PD"][:queue_rows]
     for x in pending:
         start = f" (start ~{max(0, seconds(x.expected_start) - now):.0f}s)" if x.HasField("expected_start") else ""
         waiting.add_row(job_id(x), x.name, x.user, str(x.ipus), x.reason + start)
     # the legend on a line of its own: a caption would wrap to the table's width, mid-phrase
     parts = [title, machines, Text(caption, style="dim"),
-             running if running.row_count else Text("No job is running.", style="dim"),
+             running if running.row_count else Text(idle, style="dim"),
              waiting if waiting.row_count else Text("The queue is empty.", style="dim")]
     return Group(*parts)
 

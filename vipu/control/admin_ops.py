@@ -6,10 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vipu.control.accounts import account
+from vipu.control.callers import asked_by
+from vipu.control.lifecycle import log_action
 from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.admin import Admin
+from vipu.partition.agent_states import AgentView, agent_view, agent_views
 from vipu.partition.node_names import natural_key
-from vipu.partition.admin_records import Agent, Allocation, Cluster, User
+from vipu.partition.admin_records import Agent, Allocation, Cluster, Reason, User
+from vipu.partition.rules import check_reason
 from vipu.partition.partition_record import Partition
 from vipu.partition.pod_state import NoJournal, PodState
 from vipu.scheduler.node_requests import rename_nodes
@@ -43,31 +47,51 @@ class AdminOps:
             agent = self._once(caller, "agent", request_id, {"name": name, **given},
                                lambda: self._admin.create_agent(name, **given))
             self._renamed()
-            return agent
+        self.plane.changed()  # its machine's IPUs serve again: a job waiting for them may start now
+        return agent
 
     def remove_agent(self, name: str) -> Agent:
         with self.plane.lock.changing():
             agent = self._admin.remove_agent(name)
             self._renamed()
-            return agent
+        self.plane.changed()
+        return agent
 
     def _renamed(self) -> None:
         """Node names follow the agents (sbatch -w reads them): pending jobs that name nodes read them again."""
         plane = self.plane
         rename_nodes(plane.scheduler, plane.controller.state.node_names(), plane.now())
 
-    def agent(self, name: str) -> Agent:
-        return self.state().get("agent", name)
+    def agent(self, name: str) -> AgentView:
+        pod = self.state()
+        return agent_view(pod, pod.get("agent", name))
 
-    def agents(self, snap: Snapshot | None = None) -> list[Agent]:
-        return sorted(self.state(snap).agents.values(), key=lambda x: x.machine)
+    def agents(self, snap: Snapshot | None = None) -> list[AgentView]:
+        pod = self.state(snap)
+        return agent_views(pod, sorted(pod.agents.values(), key=lambda x: x.machine))
 
-    def set_agent_state(self, name: str, state: str) -> Agent:
-        """DRAINED takes a machine out of service for new partitions (its running jobs go on); ONLINE resumes it."""
+    def drain_agent(self, name: str, reason: str) -> AgentView:
+        """Take a machine out of service for new partitions, its running jobs going on (scontrol update State=DRAIN
+        Reason=): DRAINING until they end, then DRAINED. The reason is required, as scontrol requires it; who asked
+        and when are kept with it. Draining a drained agent again replaces its reason."""
+        text = check_reason(reason, "'fan replacement'")
+        if not text:
+            raise InvalidArgument("reason (--reason) is empty; say why the agent is drained, such as --reason 'fan"
+                                  " replacement' (Slurm's scontrol refuses a drain without Reason= too)",
+                                  field="reason")
+        return self._set_agent_state(name, "DRAINED", Reason(text=text, user=asked_by()[0], at=self.plane.now()))
+
+    def resume_agent(self, name: str) -> AgentView:
+        """Back in service for new partitions; its reason goes (an online agent stays online)."""
+        return self._set_agent_state(name, "ONLINE", None)
+
+    def _set_agent_state(self, name: str, state: str, reason: Reason | None) -> AgentView:
         with self.plane.lock.changing():
-            agent = self._admin.set_agent_state(name, state)
+            self._admin.set_agent_state(name, state, reason)
+            pod = self._admin.state
+            view = agent_view(pod, pod.get("agent", name))
         self.plane.changed()
-        return agent
+        return view
 
     # -- clusters ---------------------------------------------------------------------------------------------
     def create_cluster(self, name: str, agents: list[str], num_ilds: int, topology: str, cluster_topology: str, *,
@@ -149,8 +173,10 @@ class AdminOps:
         return bool(self.state().users)
 
     # -- faults -----------------------------------------------------------------------------------------------
-    def fail_ipus(self, ipus: list[int]) -> list[Partition]:
-        return self.plane.fail_ipus(ipus, "vipu-admin fail ipus")
+    def fail_ipus(self, ipus: list[int], reason: str = "") -> list[Partition]:
+        """`reason`: why, optional (else what failed them), kept with each IPU it fails for `vipu info -R`."""
+        text = check_reason(reason, "'ECC errors'")
+        return self.plane.fail_ipus(ipus, "vipu-admin fail ipus" + (f": {text}" if text else ""), text)
 
     def fail_link(self, a: int, b: int) -> list[Partition]:
         """Fail the IPU-Link between IPUs a and b: both IPUs are failed (see fail_ipus), the machine actors at its
@@ -184,4 +210,6 @@ class AdminOps:
         if not self.plane.machines.enabled:
             raise FailedPrecondition("this controller runs --ray off: there are no machine actors to kill")
         self.plane.machines.kill(machine)
+        log_action("machine_killed", f"the actor of machine {machine} killed (its IPUs fail once the health check"
+                   " finds it lost)", machine=machine)
         return list(self.plane.topology.machine_ipus(machine))

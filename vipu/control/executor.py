@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from vipu.control.workloads import Runner, WorkloadKind
     from vipu.control.instruments import Metrics
     from vipu.partition.controller import Controller
+    from vipu.scheduler.job_record import Job
     from vipu.scheduler.scheduler import Scheduler
     from vipu.workers.fleet import Fleet
 
@@ -48,13 +49,17 @@ class LiveExecutor:
         except NotFound:  # removed already (vipu remove partition --force)
             pass
 
+    def output_refusal(self, job: Job) -> str | None:
+        """Why a built-in workload's output file cannot be written, were the job to start now, or None (a program's
+        runner checks its own)."""
+        kind = self.kinds.get(job.spec.workload.kind)
+        return self.outputs.refusal(job) if job.spec.output and kind is not None and not kind.streams else None
+
     def start(self, start: StartJob) -> Ending | None:
         job = self.scheduler.table.jobs[start.job_id]
-        kind = self.kinds.get(start.workload.kind)
-        if job.spec.output and kind is not None and not kind.streams:  # a program's runner checks its own
-            refused = self.outputs.refusal(job)
-            if refused:  # as sbatch: the job fails, and no directory is made
-                raise StartFailed(refused, JobState.FAILED)
+        refused = self.output_refusal(job)
+        if refused:  # as sbatch: the job fails, and no directory is made
+            raise StartFailed(refused, JobState.FAILED)
         request = PartitionRequest(name=start.partition, size=start.ipus, allocation=start.allocation,
                                    holder=job_holder(start.job_id), owner=job.user, first_ipu=start.first_ipu,
                                    reconfigurable=True)

@@ -220,13 +220,17 @@ class JobOps:
         return self._each(ids, identity, lambda i, now: s.release(i, now, admin=admin, single=single), check=check)
 
     def _check_output(self, job_id: int, single: bool) -> None:
-        """FailedPrecondition if a held program's run would fail at once on its output file (one left from an
-        earlier state's job: vipu submit holds such a job, walk22d); released, it could only fail."""
+        """FailedPrecondition if a held job's run would fail at once on its output file: a program's (one left from
+        an earlier state's job: vipu submit holds such a job, walk22d) or a built-in workload's (its folder gone
+        since the submit) alike. Released, it could only fail; kept held, its user mends the folder or file and
+        releases it, the job not lost."""
         plane = self.plane
         for job in plane.scheduler.named_jobs([job_id], single, JobFilter(), "release"):
+            if not (job.held and job.state is JobState.PENDING):
+                continue
             runner = plane.runners.get(job.spec.workload.kind)
-            why = job.held and job.state is JobState.PENDING and hasattr(runner, "output_refusal") \
-                and runner.output_refusal(job)
+            why = runner.output_refusal(job) if hasattr(runner, "output_refusal") else \
+                plane.executor.output_refusal(job)
             if why:
                 raise FailedPrecondition(f"job {job.display_id} stays held: {why}; then `vipu release"
                                          f" {job.display_id}`")

@@ -1,5 +1,6 @@
-"""One log line per job and partition lifecycle event, written from one place: the Journal the scheduler and the
-partition controller commit every change through. docs/logging.md lists the events and their fields.
+"""One log line per job and partition lifecycle event, and per admin change (admin_events.py), written from one
+place: the Journal the scheduler and the partition controller commit every change through. docs/logging.md lists
+the events and their fields.
 
 Why the journal: every change of a job or a partition is committed before memory changes, from whichever path
 made it (a submit or a cancel over gRPC, the scheduling loop starting and ending runs, a machine failure, a
@@ -19,11 +20,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from contextlib import contextmanager, nullcontext
 from typing import Callable, ContextManager, Iterable, Iterator, NamedTuple
 
 from pydantic import BaseModel
 
+from vipu.control.admin_events import AdminEvents
 from vipu.control.callers import asked_by, current, serving
 from vipu.partition.partition_states import PartitionState
 from vipu.partition.pod_state import Journal
@@ -66,11 +69,14 @@ def _mark(job: Job) -> JobMark:
 class LifecycleLog:
     """A Journal: commits go to `journal` (the store); once committed, each lifecycle event they make is logged."""
 
-    def __init__(self, journal: Journal, records: Iterable[tuple[str, BaseModel]] = ()):
+    def __init__(self, journal: Journal, records: Iterable[tuple[str, BaseModel]] = (), per_machine: int = 4):
+        """`per_machine`: the Pod's IPUs per machine, for the admin's lines (admin_events.py)."""
         self.journal = journal
         self._jobs: dict[int, JobMark] = {}
         self._partitions: dict[str, BaseModel] = {}
         self._batch: tuple[int, list] | None = None  # (thread, commits) while `together`
+        records = list(records)
+        self._admin = AdminEvents(records, per_machine)
         for kind, record in records:  # what the state already holds: no event for it
             if kind == "job":
                 self._jobs[record.id] = _mark(record)
@@ -105,39 +111,52 @@ class LifecycleLog:
             self._logged(commits)
             return
         call = current()  # the records are never changed in place (each change is a copy), so they can wait
+        at = time.time()  # the lines' time: the commit's, not the writer's (see _write)
 
         def work() -> None:
             if call is None:
-                self._logged(commits)
+                self._logged(commits, at)
                 return
             with serving(call):
-                self._logged(commits)
+                self._logged(commits, at)
 
         hand_over(work)
 
-    def _logged(self, commits: list[tuple[list, list]]) -> None:
+    def _logged(self, commits: list[tuple[list, list]], at: float | None = None) -> None:
         try:
             for puts, deletes in commits:
-                self._log(puts, deletes)
+                self._log(puts, deletes, at)
         except Exception:  # noqa: BLE001 - the change is committed: a line that cannot be written must not undo it
             log.exception("could not log the lifecycle events of a change")
 
-    def _log(self, puts: list, deletes: list) -> None:
+    def _log(self, puts: list, deletes: list, at: float | None) -> None:
         events: list[Event] = []
+        other = False  # a record of another kind: the admin's, perhaps (a job's commit never asks admin_events)
         for kind, name, record in puts:
             if kind == "job":
                 events += self._job(record)
             elif kind == "partition":
                 events += self._partition(record)
+            else:
+                other = True
+        removed = []
         for kind, name in deletes:
-            if kind == "partition" and (gone := self._partitions.pop(name, None)) is not None:
-                events.append(_partition_event("partition_removed", gone, "removed", state="REMOVED"))
+            if kind == "partition":
+                if (gone := self._partitions.pop(name, None)) is not None:
+                    events.append(_partition_event("partition_removed", gone, "removed", state="REMOVED"))
+                    removed.append(gone)
             elif kind == "job":  # an ended job moved to the history (purge.py): nothing more will happen to it
                 self._jobs.pop(int(name), None)
+            else:
+                other = True
+        if other or removed:
+            for name, subject, what, fields in self._admin.events(puts, deletes, self._partitions.values(), removed):
+                why = f" ({fields['reason']})" if fields.get("reason") else ""
+                events.append(Event(name, f"{subject} {what}{why}", None, None, fields))
         if events and log.isEnabledFor(logging.INFO):
             by, request_id = asked_by()
             for event in _grouped(events):
-                _write(event, by, request_id)
+                _write(event, by, request_id, at)
 
     def _job(self, job: Job) -> list[Event]:
         before = self._jobs.get(job.id)
@@ -205,6 +224,13 @@ def log_undone(logged: dict[int, Job], stored: dict[int, Job]) -> None:
     by, request_id = asked_by()
     for event in _grouped(events):
         _write(event, by, request_id)
+
+
+def log_action(name: str, message: str, **fields) -> None:
+    """An admin's action that commits nothing (a machine's actor killed): its line, as a commit's would be."""
+    if log.isEnabledFor(logging.INFO):
+        by, request_id = asked_by()
+        _write(Event(name, message, None, None, {**fields, "reason": None}), by, request_id)
 
 
 def _transition_event(job: Job, came_from: JobState | None, state: JobState) -> Event | None:
@@ -293,8 +319,15 @@ def _grouped(events: list[Event]) -> list[Event]:
     return result
 
 
-def _write(event: Event, by: str, request_id: str | None) -> None:
+def _write(event: Event, by: str, request_id: str | None, at: float | None = None) -> None:
+    """`at`: when the change was committed (None: now). Why not the time the line is worked out: the log writer
+    works a commit's lines out later, and a submit whose write failed was undone (log_undone) in the meantime; its
+    `submitted` line, timed after its `undone` line, read as a submit made after its undoing."""
     fields = {"event": event.name, **event.fields, "by": by}
     if request_id is not None:
         fields["request_id"] = request_id
-    log.info("%s, by %s", event.subject, by, extra={"fields": fields})
+    record = log.makeRecord(log.name, logging.INFO, __file__, 0, "%s, by %s", (event.subject, by), None,
+                            extra={"fields": fields})
+    if at is not None:
+        record.created, record.msecs = at, int(at % 1 * 1000) + 0.0
+    log.handle(record)

@@ -9,10 +9,11 @@ import logging
 import sqlite3
 from pathlib import Path
 
-from vipu.errors import InvalidArgument
+from vipu.errors import InvalidArgument, VipuError
 from vipu.scheduler.arrays import spans
 from vipu.scheduler.job_record import SchedulerMeta
 from vipu.store import Store
+from vipu.store_faults import cannot_write, is_disk_fault, is_unreadable_header
 from vipu.store_schema import SCHEMA_VERSION
 
 log = logging.getLogger("vipu.recovery")
@@ -69,7 +70,18 @@ def name_lost_jobs(store: Store, path: Path, records: list, now: float) -> list[
     return lost
 
 
-def unreadable(path: Path, e: sqlite3.DatabaseError) -> InvalidArgument:
+def unreadable(path: Path, e: sqlite3.DatabaseError) -> VipuError:
+    """The refusal of a start that SQLite failed: a disk fault (full, read-only, an I/O error) is no damage, and
+    its fix is the disk's (store_faults.py); a file SQLite cannot read as a database at all gives nothing to a copy
+    (.dump then writes an empty file, which the next start refuses as emptied); else the copy command."""
+    if is_disk_fault(e):
+        return cannot_write(path.parent, e)
+    if is_unreadable_header(e):
+        return InvalidArgument(
+            f"the state database {path} cannot be read ({e}): SQLite cannot read its header, so no copy can get"
+            " anything out of it; restore it (with its -wal file) from a backup, or move it aside with its -wal and"
+            " -shm files and start with --accept-empty-state to begin afresh (its queue, job history, users and"
+            " partitions are then gone, and job ids start again at 1)")
     return InvalidArgument(
         f"the state database {path} cannot be read ({e}); restore it from a backup, or copy what it still holds"
         f" into a new file with {_recovery_command(path)} and move that file into its place (the damaged one, its"

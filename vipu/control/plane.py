@@ -14,6 +14,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from vipu.access import Identity
 from vipu.control.admin_ops import AdminOps
+from vipu.control.callers import asked_by
 from vipu.control.creations import Creations
 from vipu.control.device_ops import DeviceOps
 from vipu.control.driver import Driver
@@ -32,6 +33,7 @@ from vipu.control.accounts import unix_account
 from vipu.errors import Unauthenticated
 from vipu.control.instruments import Metrics
 from vipu.jobs.sessions.tokens import Sessions
+from vipu.partition.admin_records import Reason
 from vipu.partition.controller import Controller
 from vipu.partition.rules import job_of_partition, job_partition_name
 from vipu.scheduler.scheduler import Scheduler
@@ -205,13 +207,15 @@ class ControlPlane:
         """Something changed that may let a job start: the loop steps soon."""
         self.loop.wake()
 
-    def fail_ipus(self, ipus: list[int], cause: str) -> list:
+    def fail_ipus(self, ipus: list[int], cause: str, reason: str = "") -> list:
         """Take IPUs out of service (an operator's FailIpus, or their machine was lost: `cause` says which, for
         the jobs they end): the partitions on them fail, jobs on them end NODE_FAIL (requeued if their spec
-        allows) and lose their partitions. Returns the partitions that failed."""
+        allows) and lose their partitions. Each IPU keeps why (`reason`, else `cause`), who asked and when.
+        Returns the partitions that failed."""
         with self.lock:
             now = self.now()
-            failed = self.controller.partitions.fail_ipus(ipus)
+            why = Reason(text=reason or cause, user=asked_by()[0], at=now)
+            failed = self.controller.partitions.fail_ipus(ipus, why)
             self.driver.apply(self.scheduler.fail_ipus(ipus, now, cause), now)
         self.changed()
         return failed

@@ -47,7 +47,8 @@ def roll_back(plane: ControlPlane) -> None:
         ran = {i: old.table.jobs[i].start_time for i in old.table.running}
         records = plane.store.load({**PARTITION_KINDS, **JOB_KINDS, **CREATION_KINDS})
         log_undone(old.table.jobs, {r.id: r for k, r in records if k == "job"})
-        journal = LifecycleLog(plane.store, records)  # what the database holds already: no events for it
+        # what the database holds already: no events for it
+        journal = LifecycleLog(plane.store, records, plane.pod.machine.ipus)
         controller = Controller(plane.pod, journal, plane.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(plane.pod, old.config, journal)
         scheduler.recall, scheduler.table.quarantined = old.recall, old.table.quarantined
@@ -72,8 +73,8 @@ def roll_back(plane: ControlPlane) -> None:
             if scheduler.table.running_since(job_id, started) is None:
                 _stop(plane, old.table.jobs[job_id])
     if not said:
-        log.warning("the state store could not write: changes since its last write are undone, the state is as %s"
-                    " holds it (said once until it writes again)", plane.store.path)
+        log.warning("the state store %s could not be written (%s): changes since its last write are undone, the"
+                    " state is as it holds it (said once until it writes again)", plane.store.path, plane.store.cause)
 
 
 def _stop(plane: ControlPlane, job) -> None:

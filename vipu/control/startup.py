@@ -35,6 +35,7 @@ from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
 from vipu.store import WRITE_TIMEOUT_S, Damaged, DamagedRecords, Store
+from vipu.store_faults import cannot_write, is_disk_fault
 from vipu.store_generation import EmptiedDatabase, Generation, LostLog
 from vipu.store_rebuild import LOST, Unrebuildable, rebuild_history
 from vipu.store_schema import SCHEMA_VERSION, MissingTables, NewerSchema, UnknownSchema
@@ -108,7 +109,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
         if secure:  # only now: a refused start leaves the state as it was (a later start without --secure free)
             store.set_meta(SECURED, True)
         name_lost_jobs(store, path, records, clock.now())
-        journal = LifecycleLog(store, records)  # the store, and a log line per job and partition event
+        journal = LifecycleLog(store, records, pod.machine.ipus)  # the store, and a log line per event
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])
         scheduler = Scheduler(pod, config or SchedulerConfig(), journal)
         scheduler.recall = partial(stored_retry, store)
@@ -317,13 +318,16 @@ def _checked_history(store: Store, path: Path, quarantine: bool, clock_now) -> S
     try:
         rebuilt = rebuild_history(path, clock_now())
     except (Unrebuildable, sqlite3.DatabaseError) as e:
+        if is_disk_fault(e):  # the new file did not fit: the damaged one is as it was
+            raise cannot_write(path.parent, e) from None
         raise InvalidArgument(f"the state database {path} has damaged pages in its job history ({named}) and could"
                               f" not be rebuilt ({e}); restore it from a backup, or move it away to start afresh"
                               ) from None
     lost = rebuilt.lost
-    log.warning("rebuilt %s around damaged pages of its job history: %d of %d jobs kept, %d lost (listed in its"
-                " quarantine table: %s); the damaged file is %s", path, rebuilt.kept, rebuilt.had, len(lost),
-                ", ".join(map(str, lost[:20])) + (" ..." if len(lost) > 20 else ""), rebuilt.damaged)
+    listed = (f"{len(lost)} lost (listed in its quarantine table: {', '.join(map(str, lost[:20]))}"
+              f"{' ...' if len(lost) > 20 else ''})") if lost else "none lost"
+    log.warning("rebuilt %s around damaged pages of its job history: %d of %d jobs kept, %s; the damaged file is %s",
+                path, rebuilt.kept, rebuilt.had, listed, rebuilt.damaged)
     if rebuilt.strays:
         log.warning("%d row(s) of the damaged pages were made of their bytes, no job's (rowids %s): moved to the"
                     " quarantine table as job_history_stray", len(rebuilt.strays),

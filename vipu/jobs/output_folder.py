@@ -42,7 +42,7 @@ def missing_folder(what: str, path: str, flag: bool = True) -> str | None:
     if os.path.isdir(folder):
         return None
     return (f"{what} file {path}: its directory {folder} does not exist; create it, or give {_flag(what, flag)}a path"
-            " in an existing directory (as sbatch, the job fails rather than create it)")
+            " in an existing directory (as sbatch, vipu never makes it)")
 
 
 def missing_workdir(workdir: str, flag: bool = True) -> str | None:

@@ -39,6 +39,9 @@ def render(plan, suggestions=None) -> str:
         f"  bubble: p-1 = {lay.p - 1} of the pipeline's m+p-1 = {lay.micro_batches + lay.p - 1} ticks"
         f" ({time.bubble_fraction:.1%})" + (", the first and last of them shorter (those stages send one way)"
                                              if lay.p > 2 else ""),
+        *([f"  note: micro_batches {lay.micro_batches} < p {lay.p}: at most {lay.micro_batches} of the {lay.p} stages"
+           f" compute at once; micro_batches of at least 4p = {4 * lay.p} keeps the bubble under 20%"]
+          if lay.p > lay.micro_batches else []),
         f"  compute: the busiest stage's FLOPs at the calibrated efficiency, its attention scores' vector cycles, and"
         f" the on-chip sync ending each of its compute sets ({_seconds(time.compute_sync_s)} of it); per-IPU UTIL in"
         " `vipu logs` counts the FLOP and vector time only",

@@ -110,9 +110,20 @@ def schedule_note(found: Layout, asked: Layout | None) -> str:
 
 
 def suggestion_text(found: Plan, asked: Layout | None = None) -> str:
-    """A fitting layout on one line; `asked`, the spec's layout, given: what a change of schedule means."""
+    """A fitting layout on one line; `asked`, the spec's layout, given: what a change of schedule means. It ends
+    with the layout's fields that change, as a spec writes them (walk31: "with RTS" named no field)."""
+    fields = _fields(found.layout, asked)
     return (f"{found.layout.describe()} ({size(found.memory.total)} per IPU, predicted"
-            f" {found.throughput:,.0f} samples/s{schedule_note(found.layout, asked)})")
+            f" {found.throughput:,.0f} samples/s{schedule_note(found.layout, asked)}; layout: {fields})")
+
+
+def _fields(layout: Layout, asked: Layout | None) -> str:
+    """The fields of `layout` that differ from `asked` (or from the defaults), as a YAML flow mapping."""
+    base = asked.model_dump() if asked is not None else Layout.model_construct().model_dump()
+    given = layout.model_dump()
+    changed = {k: v for k, v in given.items() if v != base.get(k)}
+    text = ", ".join(f"{k}: {str(v).lower() if isinstance(v, bool) else v}" for k, v in changed.items())
+    return "{" + text + "}"
 
 
 def suggestion_json(found: Plan) -> dict:

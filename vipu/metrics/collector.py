@@ -106,8 +106,9 @@ class StateCollector(Collector):
         yield GaugeMetricFamily("vipu_store_writable", "1 while the state store writes; 0 from a failed or timed-out"
                                 " write until one works again (gRPC health is NOT_SERVING meanwhile).",
                                 value=int(writes.writable))
-        yield CounterMetricFamily("vipu_store_write_failures", "State store writes that failed or timed out (each"
-                                  " change was undone, and its caller told nothing changed).", value=writes.failures)
+        yield CounterMetricFamily("vipu_store_write_failures", "State store writes that failed or timed out while it"
+                                  " wrote (their changes undone, their callers told nothing changed); not the retries"
+                                  " while it cannot write.", value=writes.failures)
 
     def training(self):
         """Per-step figures of running training jobs; the series exist only while the job runs. A modelled job

@@ -16,6 +16,7 @@ from vipu.partition.admin_records import (
     Agent,
     Allocation,
     Cluster,
+    Reason,
     User,
 )
 from vipu.partition.node_names import natural_key
@@ -141,10 +142,13 @@ class Admin:
         self._commit(puts=puts, deletes=[("agent", name)])
         return agent
 
-    def set_agent_state(self, name: str, state: str) -> Agent:
+    def set_agent_state(self, name: str, state: str, reason: Reason | None = None) -> Agent:
+        """Drain (DRAINED, why and who in `reason`; again: the new reason) or resume (ONLINE: the reason goes, as
+        Slurm clears a node's at resume) an agent."""
         if state not in AGENT_STATES:
             raise InvalidArgument(f"state is {state!r}; an agent is {' or '.join(AGENT_STATES)}")
-        agent = self.state.get("agent", name).model_copy(update={"state": state})
+        update = {"state": state, "reason": reason if state != "ONLINE" else None}
+        agent = self.state.get("agent", name).model_copy(update=update)
         self._commit(puts=[("agent", name, agent)])
         return agent
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
-from vipu.partition.admin_records import DEFAULT_ALLOCATION
+from vipu.partition.admin_records import DEFAULT_ALLOCATION, Reason
+from vipu.partition.agent_states import node_state
 from vipu.partition.node_names import machine_name
 from vipu.partition.placement import ipus_in
 from vipu.partition.pod_state import PodState
@@ -73,6 +74,8 @@ class MachineStatus(NamedTuple):
     failed: int
     partitions: tuple[str, ...] = ()  # holding its IPUs, by name
     working: tuple[int, ...] = ()  # its IPUs that may be doing work (IpuStatus.working), for their utilisation
+    state: str = "idle"  # as sinfo's node: agent_states.node_state
+    reason: Reason | None = None  # why it is out of service (machine_reason)
 
 
 _KINDS = ("allocated", "draining", "drained", "failed")
@@ -87,6 +90,7 @@ def machine_statuses(state: PodState, machines: Iterable[int] | None = None) -> 
     for ipu, kind in busy.items():
         counts.setdefault(ipu // per_machine, [0, 0, 0, 0])[_KINDS.index(kind)] += 1
     agents = {machine: agent.name for machine, agent in state.agent_of_machine().items()}
+    reasons = machine_reasons(state)
     rows = []
     for m in range(total) if machines is None else sorted(set(machines)):
         allocated, draining, drained, failed = counts.get(m) or (0, 0, 0, 0)
@@ -97,10 +101,25 @@ def machine_statuses(state: PodState, machines: Iterable[int] | None = None) -> 
             mine = range(m * per_machine, (m + 1) * per_machine)
             held = tuple(sorted({owner[i] for i in mine if i in owner}))
             working = tuple(i for i in mine if i in owner and busy[i] != "failed")
+        state = node_state(draining + drained > 0, bool(held), per_machine, allocated + draining, failed)
         rows.append(MachineStatus(m, m // per_ild, agent, agent or machine_name(m, total), per_machine,
                                   per_machine - allocated - draining - drained - failed, allocated, draining, drained,
-                                  failed, held, working))
+                                  failed, held, working, state, reasons.get(m)))
     return rows
+
+
+def machine_reasons(state: PodState) -> dict[int, Reason]:
+    """Why each machine out of service is (sinfo -R's reason, user and time): its agent's drain, else the latest
+    failure of its IPUs. A machine drained before reasons were kept, or without an agent, has none."""
+    per_machine = state.pod.machine.ipus
+    reasons: dict[int, Reason] = {}
+    for failure in sorted(state.ipu_failures.values(), key=lambda f: (f.created_at, f.ipu)):
+        if failure.reason is not None:
+            reasons[failure.ipu // per_machine] = failure.reason
+    for agent in state.agents.values():
+        if agent.state != "ONLINE" and agent.reason is not None:
+            reasons[agent.machine] = agent.reason
+    return reasons
 
 
 def machines_spanned(blocks: Iterable[tuple[int, int]], per_machine: int) -> set[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
-from vipu.partition.admin_records import DEFAULT_ALLOCATION, IpuFailure
+from vipu.partition.admin_records import DEFAULT_ALLOCATION, DEFAULT_HOLDS, IpuFailure, Reason
 from vipu.partition.partition_record import Partition, PartitionRequest, Transition
 from vipu.partition.placement import block_mask, largest_free_block, place
 from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size, n_ipus, named
@@ -109,7 +109,7 @@ class Partitions:
         shape = "" if largest == total else f", whose largest aligned block holds {n_ipus(largest)}"
         fix = f"ask for at most {largest}"
         if allocation == DEFAULT_ALLOCATION:  # what a job or partition naming no allocation gets
-            shape += " (the agents no named allocation holds)"
+            shape += f" ({DEFAULT_HOLDS})"
             fix += " or name a larger allocation (`vipu list allocations`)"
         # the figures, for a client that asked in IPU-Machines (vipu submit -N) to say it in nodes
         figures = {"allocation": allocation, "allocation_ipus": str(total), "largest_ipus": str(largest),
@@ -125,9 +125,12 @@ class Partitions:
         if vacant:
             why.append(f"{named('machine', list(map(str, vacant)))} {'has' if len(vacant) == 1 else 'have'} no agent"
                        f" (`vipu-admin create agent NAME --machine {vacant[0]}`)")
-        if drained:
+        if drained:  # one agent's reason, else where to read them: a refusal stays a line
+            said = self.state.agents[drained[0]].reason
             why.append(f"{named('agent', drained)} {'is' if len(drained) == 1 else 'are'} drained"
-                       f" (`vipu-admin resume agent {drained[0]}`)")
+                       + (f" ({said.text!r}, by {said.user})" if said and len(drained) == 1 else
+                          " (`vipu info -R` says why)" if len(drained) > 1 else "")
+                       + f" (`vipu-admin resume agent {drained[0]}`)")
         if failed:
             why.append(f"{named('IPU', list(map(str, failed)))} failed"
                        f" (`vipu-admin repair ipus {' '.join(map(str, failed))}`)")
@@ -189,8 +192,9 @@ class Partitions:
             )
         return self._put(partition.model_copy(update={"holder": None}))
 
-    def fail_ipus(self, ipus: list[int]) -> list[Partition]:
-        """An IPU, its links or its machine failed: mark it, and fail the partitions that hold it."""
+    def fail_ipus(self, ipus: list[int], reason: Reason | None = None) -> list[Partition]:
+        """An IPU, its links or its machine failed: mark it (why, who and when in `reason`), and fail the
+        partitions that hold it. An IPU failed already keeps its first reason."""
         for ipu in ipus:
             if not 0 <= ipu < self.state.pod.ipus:
                 raise InvalidArgument(f"ipu {ipu} does not exist; {self.state.pod.name} has IPUs 0 to {self.state.pod.ipus - 1}")
@@ -202,7 +206,7 @@ class Partitions:
             if hit & set(p.ipus) and p.state != S.FAILED
         ]
         failures = [
-            ("ipu_failure", str(ipu), IpuFailure(name=str(ipu), ipu=ipu, created_at=now))
+            ("ipu_failure", str(ipu), IpuFailure(name=str(ipu), ipu=ipu, created_at=now, reason=reason))
             for ipu in sorted(hit - self.state.failed_ipus)
         ]
         puts = [("partition", p.name, p) for p in failed] + failures

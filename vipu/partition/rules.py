@@ -28,6 +28,23 @@ def check_name(kind: str, name: str, field: str | None = None) -> str:
     return name
 
 
+MAX_REASON = 512  # Slurm sets no bound; this one keeps a listing's line a line
+
+
+def check_reason(text: str, example: str) -> str:
+    """An admin's reason (request field `reason`, flag --reason: a drain's, a failure's): one line of printable
+    text, at most MAX_REASON characters, stripped. Empty is returned as it is, for the caller to require or not."""
+    text = text.strip()
+    if len(text) > MAX_REASON:
+        raise InvalidArgument(f"reason (--reason) is {len(text)} characters long; say why in at most {MAX_REASON}",
+                              field="reason")
+    bad = next((c for c in text if not c.isprintable()), None)
+    if bad is not None:
+        raise InvalidArgument(f"reason (--reason) holds {bad!r}; give one line of printable text, such as"
+                              f" --reason {example}", field="reason")
+    return text
+
+
 MAX_JOB_NAME = 1024  # sbatch's (SchedMD/slurm src/slurmctld/job_mgr.c: _test_strlen(job_desc->name, "name", 1024))
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 

@@ -96,6 +96,10 @@ class SchedulerConfig(Strict):
         " user, put `max_submit_jobs_per_user: 100000` in a YAML file and start `vipu-server --scheduler-config FILE`")
     max_submit_jobs_per_account: int | None = Field(
         None, ge=1, description="MaxSubmitJobs of an account: its pending + running jobs (null: no limit)")
+    first_job_id: int = Field(
+        1, ge=1, le=2**31 - 1, description="FirstJobId: the lowest id the next job may get; ids go on from the larger"
+        " of it and the stored next id. After restoring an older copy of the state, set it above the last id handed"
+        " out (the log's `job N submitted` lines say which), so no id is given twice")
     min_job_age: Seconds = Field(
         300.0, ge=0, description="MinJobAge (seconds, or a Slurm time such as 5:00 or 5m): how long an ended job"
         " stays in the controller's memory before"

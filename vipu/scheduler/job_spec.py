@@ -73,7 +73,8 @@ class JobSpec(Strict):
         " file the controller did not write for this job or an earlier job of its user (sbatch would truncate it):"
         " the run fails instead. A folder the submit knows (no % in it) that is missing or not allowed is refused"
         " at the submit, where the controller opens the file as its own user; what changes until the start is"
-        " checked again then",
+        " checked again then, and by a held job's release, refused while the run could only fail (the job stays"
+        " held)",
     )
     error: str | None = Field(
         None, max_length=4096,

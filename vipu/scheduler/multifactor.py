@@ -13,6 +13,8 @@ from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.job_record import PriorityBreakdown
 from vipu.scheduler.policies.base import QueuedJob, RunningJob
 
+LOWEST = 1.0  # the lowest multifactor priority: 0 is a held job's, as in Slurm
+
 
 class FairShare:
     """Each user's IPU-seconds, halving every `half_life` seconds."""
@@ -102,7 +104,10 @@ class PriorityRows:
         if qos is None:
             qos = self._qos_terms[job.qos] = _term(self.w_qos * self.qos[job.qos])
         fixed = job.fixed_priority
-        total = age[0] + fs[0] + size[0] + qos[0] - job.nice if fixed is None else float(fixed)
+        # under 1 (a large nice) it is 1, as Slurm's multifactor total (priority_multifactor.c
+        # _get_priority_internal, and sprio's get_priority_from_factors: "Priority 0 is reserved for held jobs");
+        # the queue orders by it so (order.py FLOOR)
+        total = max(LOWEST, age[0] + fs[0] + size[0] + qos[0] - job.nice) if fixed is None else float(fixed)
         return PriorityBreakdown.trusted({
             "job_id": job.id, "user": job.user, "total": round(total, 3), "age": age[1], "fairshare": fs[1],
             "job_size": size[1], "qos": qos[1], "nice": job.nice,

@@ -82,9 +82,8 @@ class NodeNames:
             excluded = self._machines("exclude", spec.exclude, shown)
             both = sorted(set(excluded) & set(listed))
             if both:
-                raise InvalidArgument(f"{shown['exclude']} and {shown['nodelist']} both name"
-                                      f" {self._names(both)}; a job cannot both hold and avoid a"
-                                      " machine: leave it out of one", field="exclude")
+                raise _both(f"{shown['exclude']} and {shown['nodelist']} both name {self._names(both)}; a job cannot"
+                            " both hold and avoid a machine: leave it out of one")
             for m in excluded:
                 mask &= ~block_mask(m * self.per_machine, self.per_machine)
         return mask
@@ -140,10 +139,9 @@ class NodeNames:
             # the rest: the block holds an excluded node (a block in the allocation without one would fit the job)
             excluded = set(self._machines("exclude", spec.exclude, shown)) if spec.exclude is not None else set()
             taken = self._names(m for m in block if m in excluded)
-            return InvalidArgument(f"{shown['exclude']} takes {taken} from {forced} ({shown['nodelist']}): "
-                                   + _either([f"exclude only nodes outside {self._names(block)}",
-                                              f"list nodes of a block of {spec.ipus} IPUs without {taken}"], "ipus",
-                                             shown), field="exclude")
+            return _both(f"{shown['exclude']} takes {taken} from {forced} ({shown['nodelist']}): "
+                         + _either([f"exclude only nodes outside {self._names(block)}",
+                                    f"list nodes of a block of {spec.ipus} IPUs without {taken}"], "ipus", shown))
         blocks = [range(k, k + span) for k in range(0, self.pod.machines, span) if ours.issuperset(range(k, k + span))]
         listing = ", ".join(map(self._names, blocks[:2])) + (", ..." if len(blocks) > 2 else "")
         fix = _either(["exclude fewer nodes"], "allocation", shown)
@@ -171,6 +169,12 @@ def _either(fixes: list[str], submits: str, shown: Mapping[str, str]) -> str:
     """The fixes as one phrase ("a, b, or c"), with the one only a submit has (`shown[submits]`) where it has it."""
     fixes = fixes + [shown[submits]] if submits in shown else fixes
     return fixes[0] if len(fixes) == 1 else f"{', '.join(fixes[:-1])}, or {fixes[-1]}"
+
+
+def _both(message: str) -> InvalidArgument:
+    """A refusal of exclude that names nodelist too: both fields at fault (a violation each), exclude first, so a
+    client that names fields by its own words (vipu submit's flags) names each where the message does."""
+    return InvalidArgument(message, violations=(("exclude", message), ("nodelist", message)))
 
 
 def rename_nodes(sched, names: Mapping[str, int], now: float) -> None:

@@ -8,6 +8,12 @@ sorted lists (not yet saturated, saturated) with time-invariant keys, a heap mov
 their age reaches max_age, and a cycle merges the lists lazily by the priority at `now`. Insertion and removal are
 a bisect; a cycle that stops early touches only the jobs it looks at. Ties: earlier submit time, then lower id.
 
+A multifactor priority below 1 (a large nice) counts as 1, as Slurm's does, so such jobs wait in submit order behind
+every other: its priority/multifactor clamps the computed priority (priority_multifactor.c _get_priority_internal,
+"Priority 0 is reserved for held jobs": if (priority < 1) priority = 1) into job_ptr->priority, which its queue
+sorts by, and sprio and squeue %Q show (multifactor.py clamps the total shown). The lists' keys stay unclamped, so
+the merge, on reaching the first job at or below the floor, takes every job left, all at it, in submit order.
+
 A job an admin gave a fixed priority (scontrol update Priority=N) is in a list of its own whose key is that priority.
 
 The other orders are static keys: submit time (fifo) and time limit (sjf).
@@ -24,13 +30,14 @@ from typing import Iterable, Iterator, Literal
 
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies.base import QueuedJob, RunningJob
-from vipu.scheduler.multifactor import FairShare, qos_factors
+from vipu.scheduler.multifactor import LOWEST, FairShare, qos_factors
 
 OrderKind = Literal["priority", "submit", "shortest"]
 Entry = tuple[float, float, int]  # (sort key, submit time, id)
 ListKey = tuple[str | None, bool, bool]  # (user, saturated, gated); user is "" for the static orders
 FIXED = None  # the user of the list of jobs with a fixed priority (an admin's), whose keys need no shift
 MANY = 64  # jobs leaving at once from which remove_many() filters the lists they leave instead of deleting each
+FLOOR = -LOWEST  # the key of the lowest priority a job has: lower priorities are taken as it (see above)
 SLICED = 16  # a list is cut by slices when fewer than 1/SLICED of its entries leave, else filtered entry by entry
 # (a bisect costs about as much as testing a dozen entries)
 
@@ -173,25 +180,37 @@ class PendingOrder:
                 # Fair-share only reorders jobs of different users, so with one user it is not computed at all.
                 self._fs, self._fs_at = self.fairshare.factors(now, running), now
         streams = [(where, entries) for where, entries in lists.items() if gated or not where[2]]
-        if len(streams) == 1:  # one list: its stored order is the order
-            for entry in streams[0][1]:
-                yield jobs[entry[2]]
-            return
         if self.kind != "priority":  # the static orders: the ready list and the gated list
+            if len(streams) == 1:  # one list: its stored order is the order
+                for entry in streams[0][1]:
+                    yield jobs[entry[2]]
+                return
             shifted = [(entries, 0.0) for _, entries in streams]
+            floor = None
         else:
             w_age, w_fs = self._w_age, self._w_fs
             age_now = w_age * now / self._max_age
             shifted = [(entries, 0.0 if user is FIXED else
                         w_fs * self._fs.get(user, 1.0) + (w_age if saturated else age_now))
                        for (user, saturated, _), entries in streams]
-        for job_id in _merge(shifted):
+            floor = FLOOR
+        if len(shifted) == 1:  # one list: its stored order is the order, down to the floor
+            entries, shift = shifted[0]
+            for i, entry in enumerate(entries):
+                if entry[0] - shift >= FLOOR:
+                    for job_id in _by_submit([entries[i:]]):
+                        yield jobs[job_id]
+                    return
+                yield jobs[entry[2]]
+            return
+        for job_id in _merge(shifted, floor):
             yield jobs[job_id]
 
 
-def _merge(streams: list[tuple[list[Entry], float]]) -> Iterator[int]:
+def _merge(streams: list[tuple[list[Entry], float]], floor: float | None = None) -> Iterator[int]:
     """Ids of sorted entry lists merged by (key - the list's shift, submit time, id), as heapq.merge would order
-    them, without a generator per list."""
+    them, without a generator per list; from the first at or above `floor` (if given), the rest by submit time and
+    id, as if each key were the floor."""
     heap = []
     for k, (entries, shift) in enumerate(streams):
         if entries:
@@ -199,7 +218,10 @@ def _merge(streams: list[tuple[list[Entry], float]]) -> Iterator[int]:
             heap.append((key - shift, submit, job_id, k, 0))
     heapq.heapify(heap)
     while heap:
-        _, _, job_id, k, i = heap[0]
+        key, _, job_id, k, i = heap[0]
+        if floor is not None and key >= floor:  # every entry left is at the floor: the lists' order no longer holds
+            yield from _by_submit([streams[k][0][i:] for _, _, _, k, i in heap])
+            return
         yield job_id
         entries, shift = streams[k]
         i += 1
@@ -208,3 +230,11 @@ def _merge(streams: list[tuple[list[Entry], float]]) -> Iterator[int]:
             heapq.heapreplace(heap, (key - shift, submit, next_id, k, i))
         else:
             heapq.heappop(heap)
+
+
+def _by_submit(parts: list[list[Entry]]) -> Iterator[int]:
+    """Ids of the entries of `parts` by submit time, then id: the order of jobs of equal priority."""
+    rest = [entry for part in parts for entry in part]
+    rest.sort(key=lambda entry: (entry[1], entry[2]))
+    for entry in rest:
+        yield entry[2]

@@ -103,7 +103,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
             else:
                 changed.append(job)
         final.append(job)
-    next_id = max([meta.next_job_id if meta else 1] + [j.id + 1 for j in final])
+    next_id = max([meta.next_job_id if meta else 1, s.config.first_job_id] + [j.id + 1 for j in final])
     puts = [("job", str(j.id), j) for j in changed] + [("scheduler_meta", META_NAME, SchedulerMeta(next_job_id=next_id))]
     s.journal.commit(puts, [])
     s._remember(final, now)

@@ -66,7 +66,7 @@ class Scheduler:
         self.total = pod.ipus
         self.full_mask = (1 << pod.ipus) - 1
         self.failed_mask = 0
-        self.table = JobTable()
+        self.table = JobTable(config.first_job_id)
         self.table.nodes = NodeNames(pod)  # names sbatch -w and -x give, read into IPUs (node_requests.py)
         self.retired_qos: frozenset[str] = frozenset()  # QOS that stored jobs name but the config no longer has
         self._configure(config or SchedulerConfig())

@@ -47,11 +47,11 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     @rpc
     def DrainAgent(self, request, context):
-        return self._agent(self.admin.set_agent_state(request.name, "DRAINED"))
+        return self._agent(self.admin.drain_agent(request.name, request.reason))
 
     @rpc
     def ResumeAgent(self, request, context):
-        return self._agent(self.admin.set_agent_state(request.name, "ONLINE"))
+        return self._agent(self.admin.resume_agent(request.name))
 
     @rpc
     def CreateCluster(self, request, context):
@@ -121,7 +121,7 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     @rpc
     def FailIpus(self, request, context):
-        return self._partitions(self.admin.fail_ipus(list(request.ipus)))
+        return self._partitions(self.admin.fail_ipus(list(request.ipus), request.reason))
 
     @rpc
     def FailLink(self, request, context):

@@ -42,6 +42,7 @@ from vipu.server.rate_limit import Buckets, RateLimitInterceptor
 from vipu.server.request_log import RequestLog
 from vipu.server.state_dir import claim, private_database, read_private, withdraw, write_private
 from vipu.server.stopping import StopSignals, stop_serving
+from vipu.store_faults import cannot_write
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
 
@@ -140,6 +141,17 @@ def _admin_key(state_dir: Path) -> bool:
     if stat.S_ISREG(database.st_mode) and database.st_size == 0:
         raise foreign_admin_key(state_dir)
     return True  # (anything but a file: private_database refuses it)
+
+
+def listening_ports(args) -> None:
+    """OSError naming the flag and the fix (PortInUse when another process holds the port) unless each port this
+    controller listens on can be taken now. Why before the state: a start refused for its port made and initialised
+    a new --state-dir, or left an existing one with -wal, -shm and vipu.generation as a crash leaves them."""
+    check_listen(args.host, args.port)
+    if args.device_port >= 0:
+        check_listen(args.host, args.device_port, "--device-port")
+    if args.metrics_port >= 0:
+        check_listen(args.metrics_host, args.metrics_port, "--metrics-port", "--metrics-host")
 
 
 def start_machines(plane: ControlPlane, stop: threading.Event, now: threading.Event) -> bool:
@@ -249,6 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"vipu-server: error: {problem}", file=sys.stderr)
         return BAD_INPUT
+    try:  # before the state folder is made or opened: a start refused for a port leaves it as it was
+        listening_ports(args)
+    except OSError as e:
+        print(f"vipu-server: error: {e}", file=sys.stderr)
+        return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
     state_dir = args.state_dir or default_state_dir()
     try:  # every check that reads no state first: a refused start makes nothing in the folder
         config = load_scheduler_config(args.scheduler_config, args.policy, args.policy_file)
@@ -278,8 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: {e.message}", file=sys.stderr)
         return EXIT_CODES.get(grpc.StatusCode[e.code], BAD_INPUT)  # as the CLI exits for the same error
     except (OSError, sqlite3.OperationalError) as e:  # a full disk, an I/O error: no traceback, the state kept
-        print(f"vipu-server: error: the state folder {state_dir} cannot be written ({e}); its records are kept:"
-              " free space (or fix the disk) and start again", file=sys.stderr)
+        print(f"vipu-server: error: {cannot_write(Path(state_dir), e).message}", file=sys.stderr)
         return EXIT_CODES[grpc.StatusCode.UNAVAILABLE]
     # the stored records just loaded live as long as the process: no collection walks them again (the first full
     # one after a large restart would, in whichever call came first), nor what survives a collection later
@@ -299,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rate_limit = Buckets(args.rate_limit, args.rate_limit_burst) if args.rate_limit else None
         server, port = build_server(plane, args.host, args.port, args.rpc_threads, tls=tls, rate_limit=rate_limit)
-    except OSError as e:
+    except OSError as e:  # taken since listening_ports: the state closed as a stop closes it, not as a crash
+        plane.close()
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
     plane.api_port = port
@@ -308,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             device, device_port = build_device_server(plane, args.host, args.device_port, args.device_threads, tls)
         except OSError as e:
+            plane.close()
             print(f"vipu-server: error: {e}", file=sys.stderr)
             return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
         plane.device_address = f"{plane.api_host}:{device_port}"
@@ -320,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             http = metrics_endpoint.serve(args.metrics_port, args.metrics_host, plane.metrics.registry, key_role,
                                           lambda: plane.store_writes().writable)
         except OSError as e:
+            plane.close()
             print(f"vipu-server: error: cannot serve metrics on {args.metrics_host}:{args.metrics_port}: {e};"
                   " pick another --metrics-port (or -1 to turn metrics off)", file=sys.stderr)
             return CONFLICT if e.errno == errno.EADDRINUSE else BAD_INPUT

@@ -7,7 +7,8 @@ import json
 
 from vipu.client.messages import timestamp
 from vipu.partition import ipuof
-from vipu.partition.admin_records import Agent, Allocation, Cluster, User
+from vipu.partition.admin_records import Agent, Allocation, Cluster, Reason, User
+from vipu.partition.agent_states import ONLINE, AgentView, agent_state
 from vipu.partition.partition_record import GW_ROUTING, ILD_ROUTING, Partition
 from vipu.partition.ipu_status import IpuStatus, MachineStatus
 from vipu.hardware.pod import PodConfig
@@ -106,20 +107,30 @@ def machine(status: MachineStatus, machine_stats: dict | None = None) -> p.Machi
     return p.Machine(machine=status.machine, ild=status.ild, agent=status.agent or "", name=status.name,
                      ipus=status.ipus, idle=status.idle, allocated=status.allocated, draining=status.draining,
                      drained=status.drained, failed=status.failed, utilization=busy / max(1, status.ipus),
-                     partitions=status.partitions)
+                     partitions=status.partitions, state=status.state, reason=reason(status.reason))
 
 
-def agent(ag: Agent, topology: Topology) -> a.Agent:
+def agent(x: Agent | AgentView, topology: Topology) -> a.Agent:
+    """An agent with its state (agent_states.py); a record alone is one no partition holds (created, removed)."""
+    view = x if isinstance(x, AgentView) else AgentView(x, agent_state(x.state != ONLINE, False), (), ())
+    ag = view.agent
     return a.Agent(
         name=ag.name,
         host=ag.host,
         port=ag.port,
         machine=ag.machine,
-        state=ag.state,
+        state=view.state,
         ipus=list(topology.machine_ipus(ag.machine)),
         created_at=ag.created_at,
         create_time=timestamp(ag.created_at),
+        reason=reason(ag.reason),
+        partitions=view.partitions,
+        jobs=view.jobs,
     )
+
+
+def reason(r: Reason | None) -> p.Reason | None:
+    return None if r is None else p.Reason(text=r.text, user=r.user, time=timestamp(r.at))
 
 
 def cluster(c: Cluster) -> a.Cluster:

@@ -23,18 +23,18 @@ class PortInUse(OSError):
     input (exit 2)."""
 
 
-def check_listen(host: str, port: int, flag: str = "--port") -> None:
-    """OSError naming the fix (`flag`: the option that chose the port) unless a listening socket can take host:port
-    now (PortInUse when another process holds it). Checked with SO_REUSEADDR, as gRPC binds: a port whose last connections are in TIME_WAIT, e.g. just
-    after a crash, is free."""
+def check_listen(host: str, port: int, flag: str = "--port", host_flag: str = "--host") -> None:
+    """OSError naming the fix (`flag`, `host_flag`: the options that chose them) unless a listening socket can take
+    host:port now (PortInUse when another process holds it). Checked with SO_REUSEADDR, as gRPC binds: a port whose
+    last connections are in TIME_WAIT, e.g. just after a crash, is free."""
     try:
         socket.create_server((host, port), family=socket.getaddrinfo(host, port)[0][0]).close()
     except OSError as e:
         if e.errno == errno.EADDRINUSE:
             raise PortInUse(f"cannot listen on {host}:{port}: the port is in use; stop what holds it or pick another"
                             f" {flag}") from None
-        raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}; give a --host address of this machine") \
-            from None
+        raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}; give a {host_flag} address of this"
+                      " machine") from None
 
 
 def add_health_and_reflection(server: grpc.Server, services: tuple[str, ...]) -> Callable[[bool], None]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, NamedTuple
 
 from vipu.errors import FailedPrecondition, InvalidArgument
+from vipu.store_faults import cannot_write, is_disk_fault
 from vipu.store_generation import Generation
 
 LOCK_NAME = "controller.lock"
@@ -129,7 +130,8 @@ def claim(state_dir: Path) -> Claim:
     checks read files (state.id, admin.key, the database) that a controller already serving the folder writes, so a
     second start must be told the folder is in use, not misjudge a folder in the middle of a write; withdraw()
     removes what this made when a check refuses the start."""
-    made = [] if os.path.lexists(state_dir) else [Path(state_dir)]
+    existed = os.path.lexists(state_dir)
+    made = [] if existed else [Path(state_dir)]
     try:
         _own_folder(state_dir)
         path = Path(state_dir) / LOCK_NAME
@@ -145,6 +147,9 @@ def claim(state_dir: Path) -> Claim:
     except FileExistsError:
         raise InvalidArgument(f"--state-dir {state_dir} is a file, not a folder; give a folder") from None
     except OSError as e:
+        _unmake(made)
+        if is_disk_fault(e) and existed:  # the disk, not the flag: its state is kept for once the disk is mended
+            raise cannot_write(state_dir, e, holds_state=_holds_state(Path(state_dir))) from None
         raise InvalidArgument(
             f"--state-dir {state_dir} cannot be used ({e.strerror}); give a folder this user can create and write"
         ) from None
@@ -152,6 +157,15 @@ def claim(state_dir: Path) -> Claim:
     lock.write(f"{os.getpid()}\n")
     lock.flush()
     return Claim(lock, tuple(made))
+
+
+def _holds_state(state_dir: Path) -> bool:
+    """Whether the folder holds anything but a lock file: a state the advice must not leave behind (True when it
+    cannot be listed)."""
+    try:
+        return any(name != LOCK_NAME for name in os.listdir(state_dir))
+    except OSError:
+        return True
 
 
 def _lock(lock: IO[str], state_dir: Path) -> None:
@@ -170,9 +184,13 @@ def _lock(lock: IO[str], state_dir: Path) -> None:
 def withdraw(held: Claim) -> None:
     """Undo claim() for a start that was refused: the lock file and the folder are removed if it made them. The file
     goes while still locked, so a start that opened it meanwhile sees it gone once it holds the lock (claim)."""
-    for path in reversed(held.made):
+    _unmake(held.made)
+    held.file.close()
+
+
+def _unmake(made) -> None:
+    for path in reversed(made):
         try:
             path.rmdir() if path.is_dir() else path.unlink()
         except OSError:
             pass  # (a folder that holds more than this start made stays)
-    held.file.close()

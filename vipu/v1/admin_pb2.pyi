@@ -25,7 +25,7 @@ class ListRequest(_message.Message):
     def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("name", "host", "port", "machine", "state", "ipus", "created_at", "create_time")
+    __slots__ = ("name", "host", "port", "machine", "state", "ipus", "created_at", "create_time", "reason", "partitions", "jobs")
     NAME_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -34,6 +34,9 @@ class Agent(_message.Message):
     IPUS_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
     name: str
     host: str
     port: int
@@ -42,7 +45,18 @@ class Agent(_message.Message):
     ipus: _containers.RepeatedScalarFieldContainer[int]
     created_at: float
     create_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., machine: _Optional[int] = ..., state: _Optional[str] = ..., ipus: _Optional[_Iterable[int]] = ..., created_at: _Optional[float] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    reason: _partition_pb2.Reason
+    partitions: _containers.RepeatedScalarFieldContainer[str]
+    jobs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., machine: _Optional[int] = ..., state: _Optional[str] = ..., ipus: _Optional[_Iterable[int]] = ..., created_at: _Optional[float] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[_Union[_partition_pb2.Reason, _Mapping]] = ..., partitions: _Optional[_Iterable[str]] = ..., jobs: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class DrainAgentRequest(_message.Message):
+    __slots__ = ("name", "reason")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class CreateAgentRequest(_message.Message):
     __slots__ = ("name", "host", "port", "machine", "request_id")
@@ -177,10 +191,12 @@ class ListUsersResponse(_message.Message):
     def __init__(self, users: _Optional[_Iterable[_Union[User, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class FailIpusRequest(_message.Message):
-    __slots__ = ("ipus",)
+    __slots__ = ("ipus", "reason")
     IPUS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     ipus: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, ipus: _Optional[_Iterable[int]] = ...) -> None: ...
+    reason: str
+    def __init__(self, ipus: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class MachineRequest(_message.Message):
     __slots__ = ("machine",)

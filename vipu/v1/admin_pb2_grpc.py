@@ -57,7 +57,7 @@ class AdminServiceStub:
                 _registered_method=True)
         self.DrainAgent = channel.unary_unary(
                 '/vipu.v1.AdminService/DrainAgent',
-                request_serializer=vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
+                request_serializer=vipu_dot_v1_dot_admin__pb2.DrainAgentRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_admin__pb2.Agent.FromString,
                 _registered_method=True)
         self.ResumeAgent = channel.unary_unary(
@@ -180,7 +180,9 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DrainAgent(self, request, context):
-        """Drain: no new partition is placed on the agent's IPUs (those running go on); resume puts it back in service.
+        """Drain: no new partition is placed on the agent's IPUs (those running go on: the agent is DRAINING until the
+        last partition on its IPUs is removed, then DRAINED); resume puts it back in service and clears the reason.
+        A reason is required, as Slurm's scontrol requires Reason= for State=DRAIN; draining again replaces it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -325,7 +327,7 @@ def add_AdminServiceServicer_to_server(servicer, server):
             ),
             'DrainAgent': grpc.unary_unary_rpc_method_handler(
                     servicer.DrainAgent,
-                    request_deserializer=vipu_dot_v1_dot_admin__pb2.NameRequest.FromString,
+                    request_deserializer=vipu_dot_v1_dot_admin__pb2.DrainAgentRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_admin__pb2.Agent.SerializeToString,
             ),
             'ResumeAgent': grpc.unary_unary_rpc_method_handler(
@@ -552,7 +554,7 @@ class AdminService:
             request,
             target,
             '/vipu.v1.AdminService/DrainAgent',
-            vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
+            vipu_dot_v1_dot_admin__pb2.DrainAgentRequest.SerializeToString,
             vipu_dot_v1_dot_admin__pb2.Agent.FromString,
             options,
             channel_credentials,

@@ -271,7 +271,7 @@ class ListIpusRequest(_message.Message):
     def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class Machine(_message.Message):
-    __slots__ = ("machine", "ild", "agent", "name", "ipus", "idle", "allocated", "draining", "drained", "failed", "utilization", "partitions")
+    __slots__ = ("machine", "ild", "agent", "name", "ipus", "idle", "allocated", "draining", "drained", "failed", "utilization", "partitions", "state", "reason")
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     ILD_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
@@ -284,6 +284,8 @@ class Machine(_message.Message):
     FAILED_FIELD_NUMBER: _ClassVar[int]
     UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     machine: int
     ild: int
     agent: str
@@ -296,7 +298,19 @@ class Machine(_message.Message):
     failed: int
     utilization: float
     partitions: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, machine: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., name: _Optional[str] = ..., ipus: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., draining: _Optional[int] = ..., drained: _Optional[int] = ..., failed: _Optional[int] = ..., utilization: _Optional[float] = ..., partitions: _Optional[_Iterable[str]] = ...) -> None: ...
+    state: str
+    reason: Reason
+    def __init__(self, machine: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., name: _Optional[str] = ..., ipus: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., draining: _Optional[int] = ..., drained: _Optional[int] = ..., failed: _Optional[int] = ..., utilization: _Optional[float] = ..., partitions: _Optional[_Iterable[str]] = ..., state: _Optional[str] = ..., reason: _Optional[_Union[Reason, _Mapping]] = ...) -> None: ...
+
+class Reason(_message.Message):
+    __slots__ = ("text", "user", "time")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    user: str
+    time: _timestamp_pb2.Timestamp
+    def __init__(self, text: _Optional[str] = ..., user: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class IpuBlock(_message.Message):
     __slots__ = ("first_ipu", "ipus")

@@ -113,8 +113,7 @@ def test_error_goes_to_its_own_file_and_a_missing_directory_fails_the_job_saying
                                                                                             / "out")))
     assert lost.returncode == 2 and lost.stderr == (
         f"vipu: error: output file {tmp_path / 'no' / 'such' / 'out'}: its directory {tmp_path / 'no' / 'such'} does"
-        " not exist; create it, or give a path in an existing directory (as sbatch, the job fails rather than"
-        " create it)\n")
+        " not exist; create it, or give a path in an existing directory (as sbatch, vipu never makes it)\n")
     spec = json.loads(Path(spec_file(tmp_path, script, "nowhere")).read_text())
     spec["workload"]["chdir"] = str(tmp_path / "gone")
     (tmp_path / "nowhere.json").write_text(json.dumps(spec))
@@ -282,6 +281,15 @@ def test_a_killed_controller_leaves_no_program_running_and_its_restart_requeues_
     detail = show(controller, job)
     assert detail["requeue_count"] == 1 and "NODE_FAIL" in [h["state"] for h in detail["detail"]["history"]]
     assert "ended NODE_FAIL at the controller's restart, requeued" in detail["detail"]["recovery"]
+
+
+def test_logs_say_where_stderr_went_when_it_has_a_file_of_its_own(controller, tmp_path):
+    """Regression (walk31): with -o and -e apart, `vipu logs` showed stdout only and never named the error file."""
+    [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho out\necho err >&2\n", "apart",
+                                         output=str(tmp_path / "o.txt"), error=str(tmp_path / "e.txt")))
+    assert ended(controller, job)["state"] == "COMPLETED"
+    assert run(controller, "vipu", "logs", str(job)).stdout == (
+        f"out\n(its stderr goes to {tmp_path / 'e.txt'}, not shown here)\n")
 
 
 def test_a_script_without_an_interpreter_line_is_refused_naming_the_field(controller, tmp_path):

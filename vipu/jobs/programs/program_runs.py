@@ -334,6 +334,8 @@ class ProgramRuns:
         lines = text.splitlines()
         if cut:
             lines = [f"(only the end of {record.output} is shown)", *lines[1:]]
+        if record.error is not None and record.error != record.output:  # (-e apart from -o: not shown, said where)
+            lines.append(f"(its stderr goes to {record.error}, not shown here)")
         return lines + record.step_lines()
 
     def progress(self) -> dict:

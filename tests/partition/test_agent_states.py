@@ -1,0 +1,82 @@
+"""An agent's state (agent_states.py) as every view reads it: DRAINING while a partition holds some of its IPUs,
+DRAINED once none does, ONLINE when resumed; a machine's node state by the same rule; reasons kept and cleared."""
+
+from __future__ import annotations
+
+import pytest
+
+from vipu.partition.admin_records import Reason
+from vipu.partition.agent_states import TRANSITIONS, agent_state, agent_views, node_state
+from vipu.partition.ipu_status import machine_statuses
+from vipu.partition.rules import job_holder
+
+
+@pytest.mark.parametrize("drained, in_use, want", [
+    (False, False, "ONLINE"),
+    (False, True, "ONLINE"),
+    (True, True, "DRAINING"),
+    (True, False, "DRAINED"),
+])
+def test_agent_state(drained, in_use, want):
+    assert agent_state(drained, in_use) == want
+
+
+@pytest.mark.parametrize("out_of_service, held, in_use, failed, want", [
+    (False, False, 0, 0, "idle"),
+    (False, True, 4, 0, "allocated"),
+    (False, True, 3, 1, "allocated"),  # a failed IPU leaves the others to say
+    (False, True, 2, 0, "mixed"),
+    (False, False, 0, 4, "down"),
+    (True, True, 4, 0, "draining"),
+    (True, True, 2, 0, "draining"),  # Slurm's drng: a drained node with jobs, mixed or not
+    (True, True, 0, 1, "draining"),  # a FAILED partition still holds a failed IPU: the drain waits for it
+    (True, False, 0, 1, "drained"),
+    (True, False, 0, 4, "down"),
+])
+def test_node_state(out_of_service, held, in_use, failed, want):
+    assert node_state(out_of_service, held, 4, in_use, failed) == want
+
+
+def test_every_state_has_its_edges_and_a_drained_agent_never_becomes_draining():
+    assert set(TRANSITIONS) == {"ONLINE", "DRAINING", "DRAINED"}
+    assert "DRAINING" not in TRANSITIONS["DRAINED"]  # no partition is placed on a drained agent's IPUs
+    assert all(edge for edges in TRANSITIONS.values() for edge in edges.values())
+
+
+def test_agent_and_node_views_agree_while_draining_and_after(scene_factory):
+    """The regression: the drain answered DRAINED and `vipu-admin list agents` said DRAINED while `vipu info -N` said
+    drng and `vipu list ipus` draining. One rule now: DRAINING until the last partition on it goes."""
+    scene = scene_factory("bow-pod16").partition("slurm_7", 4, holder=job_holder(7)).partition("p2", 4)
+    why = Reason(text="fan replacement", user="root", at=100.0)
+    for name in ("ag00", "ag01", "ag02"):
+        scene.ctl.admin.set_agent_state(name, "DRAINED", why)
+    views = agent_views(scene.state, [scene.state.agents[a] for a in ("ag00", "ag01", "ag02", "ag03")])
+    assert [(v.state, v.partitions, v.jobs) for v in views] == [
+        ("DRAINING", ("slurm_7",), (7,)), ("DRAINING", ("p2",), ()), ("DRAINED", (), ()), ("ONLINE", (), ())]
+    machines = machine_statuses(scene.state)
+    assert [m.state for m in machines] == ["draining", "draining", "drained", "idle"]
+    assert [m.reason for m in machines] == [why, why, why, None]
+    assert [s.state for s in scene.ctl.partitions.ipu_statuses()][:12] == ["draining"] * 8 + ["drained"] * 4
+
+    scene.ctl.partitions.remove("slurm_7", force=True)  # the job ended
+    [v0] = agent_views(scene.state, [scene.state.agents["ag00"]])
+    assert (v0.state, v0.partitions) == ("DRAINED", ()) and machine_statuses(scene.state, [0])[0].state == "drained"
+
+    scene.ctl.admin.set_agent_state("ag01", "ONLINE")  # resumed under p2: it goes on, and the reason goes
+    assert scene.state.agents["ag01"].reason is None
+    [v1] = agent_views(scene.state, [scene.state.agents["ag01"]])
+    assert v1.state == "ONLINE" and machine_statuses(scene.state, [1])[0].state == "allocated"
+
+
+def test_a_machine_out_of_service_says_why_its_drain_first_then_its_latest_failure(scene_factory):
+    scene = scene_factory("bow-pod16")
+    first = Reason(text="ECC errors", user="root", at=10.0)
+    later = Reason(text="link flaps", user="ops", at=20.0)
+    scene.ctl.partitions.fail_ipus([5], first)
+    scene.ctl.partitions.fail_ipus([6], later)
+    scene.ctl.partitions.fail_ipus([5], later)  # failed already: it keeps its first reason
+    assert scene.state.ipu_failures["5"].reason == first
+    assert machine_statuses(scene.state, [1])[0].reason == later
+    drain = Reason(text="fan replacement", user="root", at=30.0)
+    scene.ctl.admin.set_agent_state("ag01", "DRAINED", drain)
+    assert machine_statuses(scene.state, [1])[0].reason == drain
