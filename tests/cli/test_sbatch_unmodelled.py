@@ -27,7 +27,6 @@ def test_a_flag_that_changes_nothing_that_matters_is_one_warning(options, said, 
 
 @pytest.mark.parametrize(("options", "said"), [
     ({"priority": "10"}, "--priority is not taken: a job's priority is set after the submit, by an admin"),
-    ({"signal": "B:USR1@60"}, "--signal is not taken: the controller sends no signal before the time limit"),
     ({"open_mode": "replace"}, "--open-mode=replace: give truncate or append"),
     ({"kill_on_invalid_dep": "yes"}, "--kill-on-invalid-dep=yes is not taken"),
     ({"ntasks": "4"}, "-n/--ntasks=4 is not taken: a job runs its batch script once, as one task (1 is taken), on the"
@@ -56,7 +55,7 @@ def test_directives_carry_them_as_the_flags_do():
 
 
 @pytest.mark.parametrize(("line", "said", "code"), [
-    ("--signal=USR1@60", "vipu: error: job.sh line 3: #SBATCH --signal=USR1@60: --signal is not taken", 2),
+    ("--priority=10", "vipu: error: job.sh line 3: #SBATCH --priority=10: --priority is not taken", 2),
     ("--open-mode=sideways", "vipu: error: job.sh line 3: #SBATCH --open-mode=sideways: --open-mode=sideways: give"
      " truncate or append", 2),
     ("--comment=x", "vipu: warning: job.sh line 3: #SBATCH --comment=x: --comment is not kept", None),

@@ -19,7 +19,7 @@ from tests.docs.change_rows_cancel import (cancel_account, cancel_array_ids, can
                                            cancel_filters_alone_open, cancel_full, cancel_interactive, cancel_kill,
                                            cancel_me, cancel_misspelt, cancel_name, cancel_nothing, cancel_partition,
                                            cancel_qos, cancel_signal, cancel_state, cancel_user)
-from tests.docs.change_rows_submit import submit_unmodelled
+from tests.docs.change_rows_submit import submit_signal, submit_unmodelled
 from tests.docs.change_rows_update import (submit_empty_qos, submit_missing_output, submit_test_only, update_array,
                                            submit_too_big, update_begin, update_dependency, update_durable,
                                            update_name, update_nice, update_nodes, update_priority, update_qos,
@@ -137,8 +137,9 @@ CHECKS = {
     "`sbatch -N 16` on a smaller partition": submit_too_big,
     "`sbatch --qos=\"\"`": submit_empty_qos,
     "`sbatch -o missing/dir/%j.out`": submit_missing_output,
+    "`sbatch --signal=[B:]SIG[@TIME]` (SBATCH_SIGNAL)": submit_signal,
     "`sbatch --comment`, `--mail-type`, `--time-min`, `--exclusive`, `-c`, `--mem`, `--mem-per-cpu`, `-n`,"
-    " `--ntasks-per-node`, `--gres`, `--priority`, `--signal`, `--open-mode`, `--kill-on-invalid-dep`":
+    " `--ntasks-per-node`, `--gres`, `--priority`, `--open-mode`, `--kill-on-invalid-dep`":
         submit_unmodelled,
 }
 RUNS = [(row, check) for row, checks in CHECKS.items()

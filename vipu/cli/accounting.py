@@ -87,7 +87,7 @@ FIELDS: dict[str, Column] = {
     "Planned": _field(10, lambda r: elapsed(_planned(r))),
     "Priority": _field(10, lambda r: f"{r.job.priority:.0f}"),
     "QOS": _field(10, lambda r: r.job.qos),
-    "Reason": _field(22, lambda r: reason(r.job)),
+    "Reason": _field(22, lambda r: reason(r.job, brief=True)),
     "ReqCPUS": _field(8, lambda r: str(r.job.ipus)),
     "ReqNodes": _field(8, lambda r: str(r.machines.count(r.job.ipus)), needs=NODES),
     "ReqTRES": _field(10, _tres, needs=FULL | NODES),

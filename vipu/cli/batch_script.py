@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -72,8 +73,9 @@ def batch_spec(script: str, args: list[str], options: Mapping[str, object], cwd:
         fields.setdefault("name", name)
     fields["workload"] = {"kind": "command", "script": script, "args": list(args), "submit_dir": cwd,
                           "chdir": chdir, "environment": environment}
-    if fields.get("open_mode") is not None:
-        fields["workload"]["open_mode"] = fields.pop("open_mode")
+    for key in ("open_mode", "signal"):  # the program's, as the workload takes them (command_spec.py)
+        if fields.get(key) is not None:
+            fields["workload"][key] = fields.pop(key)
     return fields
 
 
@@ -140,7 +142,9 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     if "ipus" not in options:
         raise BatchError(f"{source} asks for no IPUs; add a line `#SBATCH --ipus=N` (or `#SBATCH -N N`, IPU-Machines)"
                          " before its first command, or give vipu submit --ipus N")
-    spec = batch_spec(script, args, options, os.getcwd(), os.environ, default_name(source))
+    # SLURM_SUBMIT_HOST as sbatch sets it, in its own environment before --export picks (SLURM_* always pass on)
+    environ = {**os.environ, "SLURM_SUBMIT_HOST": socket.gethostname()}
+    spec = batch_spec(script, args, options, os.getcwd(), environ, default_name(source))
     body = json.dumps(spec).encode()
     if len(body) > MAX_SPEC_BYTES:
         raise BatchError(f"{source} with its environment is {len(body):,} bytes; a job spec may be at most"

@@ -6,6 +6,7 @@ a job's state as a list. A few fields of vipu's own follow Slurm's (ipus, vipu_p
 from __future__ import annotations
 
 import math
+import signal
 import sys
 
 from vipu import __version__
@@ -28,8 +29,15 @@ def _exit_code(x) -> dict:
     code = x.exit_code if x.HasField("exit_code") else 0
     status = "SIGNALED" if x.signal else "SUCCESS" if code == 0 else "ERROR"
     return {"return_code": number(code),
-            "signal": {"id": number(x.signal or None), "name": "SIGTERM" if x.signal == 15 else ""},
+            "signal": {"id": number(x.signal or None), "name": _signal_name(x.signal)},
             "status": [status]}
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name if number else ""
+    except ValueError:  # a real-time signal: no name
+        return ""
 
 
 def job_entry(row: JobRow) -> dict:
@@ -38,6 +46,7 @@ def job_entry(row: JobRow) -> dict:
     array = x.HasField("array_job_id")
     nodes = row.node_count
     tres = f"cpu={x.ipus},node={nodes},gres/ipu={x.ipus}"
+    named, said = reason(x, brief=True), reason(x)
     return {  # in name order; ipus, modelled, time_limit_s and vipu_partition are vipu's own
         "account": x.account,
         "array_job_id": number(x.array_job_id if array else None),
@@ -64,9 +73,10 @@ def job_entry(row: JobRow) -> dict:
         "required_nodes": row.spec.nodelist,  # sbatch -w
         "restart_cnt": x.requeue_count,
         "start_time": number(row.start),
-        # squeue's: the reason's name, and its whole text when it says more (ReqNodeNotAvail, UnavailableNodes:...)
-        "state_description": x.reason if "," in x.reason else "",
-        "state_reason": reason(x).partition(",")[0],
+        # squeue's: the reason's name, and its whole text when it says more (ReqNodeNotAvail, UnavailableNodes:...;
+        # RaisedSignal:11(Segmentation fault))
+        "state_description": said if "," in said or said != named else "",
+        "state_reason": named.partition(",")[0],
         "submit_time": number(seconds(x.submitted)),
         "time_limit": NO_LIMIT if limit(seconds(x.time_limit)) == "UNLIMITED"
         else number(math.ceil(seconds(x.time_limit) / 60)),  # minutes, rounded up as Slurm rounds MM:SS

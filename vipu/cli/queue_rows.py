@@ -4,6 +4,7 @@ those, and `vipu queue` runs in loops (bench/bench_cli.py)."""
 
 from __future__ import annotations
 
+import signal
 from typing import TYPE_CHECKING, NamedTuple
 
 from vipu.client.messages import seconds
@@ -15,13 +16,24 @@ if TYPE_CHECKING:
 
 
 # What Slurm shows as an ended job's reason: the state_reason job_mgr.c sets when a job ends (FAIL_EXIT_CODE,
-# FAIL_TIMEOUT, FAIL_DOWN_NODE), by its names in src/common/job_state_reason.c; other ends keep None
+# FAIL_TIMEOUT, FAIL_DOWN_NODE; FAIL_SIGNAL: reason()), by its names in src/common/job_state_reason.c; other ends
+# keep None
 ENDED_REASONS = {"FAILED": "NonZeroExitCode", "TIMEOUT": "TimeLimit", "NODE_FAIL": "NodeDown"}
 
 
-def reason(x: j.Job) -> str:
-    """squeue's %r, sacct's Reason and scontrol's Reason=: why a pending job waits, why an ended one ended."""
+def reason(x: j.Job, brief: bool = False) -> str:
+    """squeue's %r, sacct's Reason and scontrol's Reason=: why a pending job waits, why an ended one ended. A program a
+    signal ended: RaisedSignal:11(Segmentation fault), as _job_complete (job_mgr.c) words its state_desc, which squeue
+    and scontrol show; `brief`, the reason's name alone (FAIL_SIGNAL's RaisedSignal), as sacct and squeue --json's
+    state_reason show it."""
+    if not x.reason and x.state == "FAILED" and x.signal:
+        return "RaisedSignal" if brief else f"RaisedSignal:{x.signal}({_signal_text(x.signal)})"
     return x.reason or ENDED_REASONS.get(x.state, "None")
+
+
+def _signal_text(number: int) -> str:
+    """strsignal(3)'s words for a signal, as Slurm prints them."""
+    return signal.strsignal(number) or f"Unknown signal {number}"
 
 
 def job_id(x: j.Job | j.PriorityFactors) -> str:

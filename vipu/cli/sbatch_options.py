@@ -172,10 +172,9 @@ OPTIONS = (
     SbatchOption("priority", ("--priority",), help="refused: an admin sets it after the submit (vipu update job)",
                  field="priority", reads="text", refusal="a job's priority is set after the submit, by an admin (as"
                  " in Slurm, operators only): vipu update job ID Priority=N"),
-    SbatchOption("signal", ("--signal",), help="refused: no signal before the time limit here", field="signal",
-                 reads="text", variable="SBATCH_SIGNAL", refusal="the controller sends no signal before the time"
-                 " limit: at the limit the job gets SIGTERM, then SIGKILL after KillWait; trap TERM in the script, or"
-                 " send one yourself with vipu cancel -s SIG ID"),
+    SbatchOption("signal", ("--signal",), help="[B:]SIG[@TIME]: a batch script's processes get SIG TIME seconds"
+                 " (default 60) before its time limit, the script alone with B:, as sbatch", field="signal",
+                 reads="text", variable="SBATCH_SIGNAL"),
     SbatchOption("kill_on_invalid_dep", ("--kill-on-invalid-dep",), help="no (the default, and all there is here);"
                  " yes is refused", field="kill_on_invalid_dep", reads="text"),
 )

@@ -36,11 +36,12 @@ def read_first(specs: list[str]) -> tuple[bytes, str] | None:
 
 def spec_flags(flags: dict) -> dict:
     """The flags as fields over a spec file's (or as the spec): relative paths made absolute where vipu submit runs;
-    -D, --export and --open-mode, which only a batch script's program takes, refused."""
-    for key, flag in (("chdir", "-D/--chdir"), ("export", "--export"), ("open_mode", "--open-mode")):
+    -D, --export, --open-mode and --signal, which only a batch script's program takes, refused."""
+    for key, flag in (("chdir", "-D/--chdir"), ("export", "--export"), ("open_mode", "--open-mode"),
+                      ("signal", "--signal")):
         if key in flags:
-            fail("vipu", f"{flag} is for a batch script or --wrap (its program's directory, environment, output); a"
-                 " spec file's or the flags' workload takes none: leave it out", BAD_INPUT)
+            fail("vipu", f"{flag} is for a batch script or --wrap (its program's directory, environment, output,"
+                 " signal); a spec file's or the flags' workload takes none: leave it out", BAD_INPUT)
     fields = {k: absolute(v) if k in ("output", "error") else v for k, v in flags.items()}
     return {**fields, "submit_dir": os.getcwd()}  # where a controller may write a built-in workload's output
 
@@ -191,7 +192,8 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
     batch = wrap is not None or (first is not None and is_batch_script(first[0]))
     count = 1 if batch else len(specs)  # the jobs this command queues
     if not batch:
-        for variable, key in (("SBATCH_EXPORT", "export"), ("SBATCH_OPEN_MODE", "open_mode")):
+        for variable, key in (("SBATCH_EXPORT", "export"), ("SBATCH_OPEN_MODE", "open_mode"),
+                              ("SBATCH_SIGNAL", "signal")):
             if variable in used:  # a batch script's: a spec's workload takes none
                 del flags[key]
         from vipu.cli.sbatch_unmodelled import unmodelled

@@ -37,6 +37,7 @@ from vipu.partition.admin_records import Reason
 from vipu.partition.controller import Controller
 from vipu.partition.rules import job_of_partition, job_partition_name
 from vipu.scheduler.scheduler import Scheduler
+from vipu.scheduler.stopped_ends import program_ended
 from vipu.store import Store
 from vipu.workers.fleet import Fleet
 
@@ -75,7 +76,7 @@ class ControlPlane:
             pod=self.pod, store=store, lock=Recording(self.lock), machines=self.machines, now=now,
             job=lambda i: self.scheduler.table.jobs.get(i) or stored_job(store, i),
             still_running=lambda i, t: self.scheduler.table.running_since(i, t) is not None,
-            finish=self._finish, wake=self.changed, release=self._release, pod_state=lambda: self.controller.state,
+            finish=self._finish, stopped_end=self._stopped_end, wake=self.changed, release=self._release, pod_state=lambda: self.controller.state,
             failed_mask=lambda: self.scheduler.failed_mask, api_address=lambda: (self.api_host, self.api_port),
             run_as=lambda user: self.run_as(user, self.controller.state), sessions=self.sessions,
             device_environment=self.device_environment, settings=settings)
@@ -254,6 +255,12 @@ class ControlPlane:
         self.ends.hold(end)
         log.warning("job %s: its run ended (exit code %d) while the state store cannot write: it stays RUNNING, and"
                     " its end is recorded once the store writes again", job_id, exit_code)
+
+    def _stopped_end(self, job_id: int, started: float, exit_code: int, signal: int) -> None:
+        """How a stopped run's program ended (the caller holds the lock): its job's ExitCode. Not while the store
+        cannot write: the job keeps the signal it was stopped with."""
+        if self.store.writable and not self.store.failed:
+            program_ended(self.scheduler, job_id, started, exit_code, signal, self.now())
 
     def _record_end(self, end: RunEnd) -> None:
         self.ends.give(end)

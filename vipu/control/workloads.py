@@ -51,6 +51,8 @@ class RunContext:
     job: Callable[[int], "Job | None"]  # the job's record now
     still_running: Callable[[int, float], bool]  # (job id, run start): is that run of the job still going
     finish: Callable[..., None]  # (job id, run start, exit code, state, signal=0, records=()): under the lock
+    stopped_end: Callable[[int, float, int, int], None]  # (job id, run start, exit code, signal): how the program
+    # of a run stopped from outside ended, once it has (vipu/scheduler/stopped_ends.py); under the lock
     wake: Callable[[], None]  # let the scheduling loop use what a finish freed
     release: Callable[[str], None]  # (partition): remove the partition a stopped run kept (Runner.stop); locks
     pod_state: Callable[[], PodState]  # partitions, agents, failed IPUs: read under the lock (its topology: any time)

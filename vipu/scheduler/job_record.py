@@ -94,10 +94,11 @@ class Job(BaseModel):
     @property
     def signal(self) -> int:
         """The signal of sacct's ExitCode (code:signal): the controller stops a run with SIGTERM (15) at its time
-        limit, or when it is cancelled, preempted or requeued while it runs; a program that a signal ended by itself says
-        which; 0 otherwise, also for a job that never ran."""
+        limit, or when it is cancelled, preempted or requeued while it runs; once a stopped program's end is known
+        (stopped_ends.py), the signal that ended it (9 if it was deaf to SIGTERM until KillWait, 0 if it exited);
+        a program that a signal ended by itself says which; 0 otherwise, also for a job that never ran."""
         stopped = self.state is JobState.TIMEOUT or (self.state in _STOPPED and self.start_time is not None)
-        return SIGTERM if stopped else self.exit_signal
+        return SIGTERM if stopped and self.exit_code is None else self.exit_signal
 
     @property
     def end_by(self) -> float | None:

@@ -200,7 +200,7 @@ class Layout(_message.Message):
     def __init__(self, t: _Optional[int] = ..., p: _Optional[int] = ..., r: _Optional[int] = ..., micro_batch: _Optional[int] = ..., micro_batches: _Optional[int] = ..., device_iterations: _Optional[int] = ..., schedule: _Optional[str] = ..., recompute: _Optional[bool] = ..., rts: _Optional[bool] = ..., offload_optimizer: _Optional[bool] = ..., phased: _Optional[bool] = ..., t2: _Optional[int] = ..., io_tiles: _Optional[int] = ..., available_memory_proportion: _Optional[float] = ..., layers_per_stage: _Optional[_Iterable[int]] = ..., gradient_reduction: _Optional[str] = ..., gradient_buffer_bytes: _Optional[int] = ...) -> None: ...
 
 class CommandWorkload(_message.Message):
-    __slots__ = ("script", "args", "submit_dir", "chdir", "environment", "open_mode")
+    __slots__ = ("script", "args", "submit_dir", "chdir", "environment", "open_mode", "signal")
     class EnvironmentEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -214,10 +214,12 @@ class CommandWorkload(_message.Message):
     CHDIR_FIELD_NUMBER: _ClassVar[int]
     ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
     OPEN_MODE_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
     script: str
     args: _containers.RepeatedScalarFieldContainer[str]
     submit_dir: str
     chdir: str
     environment: _containers.ScalarMap[str, str]
     open_mode: str
-    def __init__(self, script: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., submit_dir: _Optional[str] = ..., chdir: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., open_mode: _Optional[str] = ...) -> None: ...
+    signal: str
+    def __init__(self, script: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., submit_dir: _Optional[str] = ..., chdir: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., open_mode: _Optional[str] = ..., signal: _Optional[str] = ...) -> None: ...

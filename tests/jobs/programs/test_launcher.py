@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -55,6 +58,9 @@ def test_each_instance_runs_its_share_of_the_replicas():
     assert {(e["POPDIST_NUM_LOCAL_REPLICAS"], e["POPDIST_NUM_TOTAL_REPLICAS"], e["POPDIST_NUM_IPUS_PER_REPLICA"],
              e["POPDIST_NUM_INSTANCES"], e["IPUOF_VIPU_API_PARTITION_ID"]) for e in envs} == {
         ("2", "8", "2", "4", "slurm_7")}
+    # srun's task variables: an instance is a task
+    assert [(e["SLURM_NTASKS"], e["SLURM_NPROCS"], e["SLURM_PROCID"], e["SLURM_LOCALID"]) for e in envs] == [
+        ("4", "4", str(i), str(i)) for i in range(4)]
 
 
 def test_one_instance_failing_stops_the_others_and_all_they_started(tmp_path, monkeypatch):
@@ -87,12 +93,14 @@ def _state(pid: int) -> str | None:
 
 def test_poprun_in_a_job_starts_its_instances_and_refuses_a_layout_larger_than_the_partition(server, tmp_path):
     poprun = console_script("poprun")
-    command = (f"{poprun} --num-instances 2 --num-replicas 4 --print-topology sh -c"
+    command = (f"echo submitted from $SLURM_SUBMIT_HOST; {poprun} --num-instances 2 --num-replicas 4 --print-topology"
+               " sh -c"
                " 'echo $POPDIST_INSTANCE_INDEX:$POPDIST_REPLICA_INDEX_OFFSET:$POPDIST_NUM_LOCAL_REPLICAS'")
     out = run(server, "vipu", "submit", "--ipus", "4", "-t", "1", "-D", str(tmp_path), "--wrap", command, "--json")
     [job] = json.loads(out.stdout)["job_ids"]
     assert ended(server, job)["state"] == "COMPLETED"
-    lines = (tmp_path / f"slurm-{job}.out").read_text().splitlines()
+    host, *lines = (tmp_path / f"slurm-{job}.out").read_text().splitlines()
+    assert host == f"submitted from {socket.gethostname()}"  # as sbatch sets it where it runs
     assert lines[:3] == [f"poprun topology: partition slurm_{job}, 2 instance(s), 4 replica(s) of 1 IPU(s)",
                          "  instance 0: replicas 0-1 on IPUs 0-1", "  instance 1: replicas 2-3 on IPUs 2-3"]
     assert sorted(lines[3:]) == ["[0] 0:0:2", "[1] 1:2:2"]
@@ -103,3 +111,48 @@ def test_poprun_in_a_job_starts_its_instances_and_refuses_a_layout_larger_than_t
     assert (detail["state"], detail["exit_code"]) == ("FAILED", 2)
     assert "--num-replicas 8 x --ipus-per-replica 1 = 8 IPUs, but partition" in (
         tmp_path / f"slurm-{bad}.out").read_text()
+
+
+INSTANCE = """import os, signal, sys, time
+i = os.environ["POPDIST_INSTANCE_INDEX"]
+def heard(sig, _):
+    with open(f"got{i}", "a") as f:
+        f.write(signal.Signals(sig).name + "\\n")
+    if sig == signal.SIGUSR2:
+        sys.exit(0)
+signal.signal(signal.SIGUSR1, heard)
+signal.signal(signal.SIGUSR2, heard)
+open(f"ready{i}", "w").close()
+while not os.path.exists("stop"):
+    time.sleep(0.02)
+"""
+
+
+def test_poprun_passes_on_a_users_signal_to_every_instance_and_not_its_supervisors(tmp_path):
+    """As mpirun and srun pass on USR1 and USR2: a batch script's trap that signals poprun reaches every instance
+    (it killed poprun, and the handlers never ran). What the job's supervisor sends poprun is not passed on: the
+    supervisor signals the instances itself, and an instance would hear it twice."""
+    (tmp_path / "usr.py").write_text(INSTANCE)
+    env = {**os.environ, **JOB, "VIPU_SUPERVISOR_PID": str(os.getpid())}  # this test plays the supervisor
+    with subprocess.Popen([sys.executable, "-m", "vipu.jobs.programs.launcher", "--num-instances", "2",
+                           sys.executable, "usr.py"], cwd=tmp_path, env=env) as poprun:
+        wait_for(lambda: all((tmp_path / f"ready{i}").exists() for i in (0, 1)))
+        os.kill(poprun.pid, signal.SIGUSR1)  # the supervisor's: not passed on
+        assert subprocess.run(["kill", "-USR2", str(poprun.pid)]).returncode == 0  # a user's: passed on
+        assert poprun.wait(timeout=60) == 0
+    assert [(tmp_path / f"got{i}").read_text() for i in (0, 1)] == ["SIGUSR2\n"] * 2
+
+
+def test_vipu_cancel_s_usr1_reaches_each_instance_once_and_the_job_goes_on(server, tmp_path):
+    """The newcomer's walk: `vipu cancel -s USR1` of a job running poprun ended it FAILED 138:0."""
+    (tmp_path / "usr.py").write_text(INSTANCE)
+    command = f"{console_script('poprun')} --num-instances 2 {sys.executable} usr.py"
+    out = run(server, "vipu", "submit", "--ipus", "4", "-t", "1", "-D", str(tmp_path), "--wrap", command, "--json")
+    [job] = json.loads(out.stdout)["job_ids"]
+    wait_for(lambda: all((tmp_path / f"ready{i}").exists() for i in (0, 1)), timeout=60)
+    assert run(server, "vipu", "cancel", "-s", "USR1", str(job)).returncode == 0
+    wait_for(lambda: all((tmp_path / f"got{i}").exists() for i in (0, 1)))
+    (tmp_path / "stop").touch()
+    detail = ended(server, job)
+    assert (detail["state"], detail["exit_code"], detail["signal"]) == ("COMPLETED", 0, 0)
+    assert [(tmp_path / f"got{i}").read_text() for i in (0, 1)] == ["SIGUSR1\n"] * 2

@@ -56,7 +56,8 @@ def controller(server_factory):
 def test_a_script_runs_with_slurms_and_the_partitions_environment(controller, tmp_path):
     script = ("#!/bin/bash\necho job=$SLURM_JOB_ID name=$SLURM_JOB_NAME partition=$IPUOF_VIPU_API_PARTITION_ID"
               " ipus=$VIPU_PARTITION_IPUS\necho submit=$SLURM_SUBMIT_DIR pwd=$(pwd) from=$FROM_SUBMITTER\n"
-              "echo options=$POPLAR_TARGET_OPTIONS\necho oops >&2\n")
+              "echo options=$POPLAR_TARGET_OPTIONS\necho oops >&2\n"
+              "echo $SLURM_NODELIST $SLURM_JOB_NODELIST $SLURM_JOB_START_TIME $SLURM_JOB_END_TIME\n")
     [job] = submit(controller, spec_file(tmp_path, script))
     detail = ended(controller, job)
     assert (detail["state"], detail["exit_code"], detail["signal"]) == ("COMPLETED", 0, 0)
@@ -65,6 +66,9 @@ def test_a_script_runs_with_slurms_and_the_partitions_environment(controller, tm
     assert out[1] == f"submit={tmp_path} pwd={tmp_path} from=yes"
     assert json.loads(out[2].removeprefix("options="))["ipuLinkDomainSize"] == "4"
     assert out[3] == "oops"  # stderr with stdout unless --error says otherwise
+    nodes, job_nodes, start, end = out[4].split()
+    assert nodes == job_nodes != "" and int(start) == int(detail["start_time"])
+    assert int(end) - int(start) == 120  # its time limit (2m), in Unix seconds as SLURM_JOB_END_TIME
     logs = run(controller, "vipu", "logs", str(job))
     assert logs.returncode == 0 and logs.stdout.splitlines() == out
 
@@ -90,6 +94,12 @@ def test_exit_codes_and_signals_are_kept_as_code_colon_signal(controller, tmp_pa
     history = run(controller, "vipu", "history", "--json")
     codes = {x["id"]: (x["exit_code"], x["signal"]) for x in json.loads(history.stdout)}
     assert codes[crashes] == (0, 11)
+    # Slurm's FAIL_SIGNAL: Reason=RaisedSignal:11(Segmentation fault), in scontrol's words (spaces as _); sacct's
+    # Reason the name alone
+    assert "Reason=RaisedSignal:11(Segmentation_fault)" in run(controller, "vipu", "show", "job", str(crashes)).stdout
+    assert "Reason=NonZeroExitCode" in run(controller, "vipu", "show", "job", str(fails)).stdout
+    listed = run(controller, "vipu", "history", "-j", str(crashes), "-o", "JobID,Reason,ExitCode", "-n", "-P").stdout
+    assert listed == f"{crashes}|RaisedSignal|0:11\n"
 
 
 def test_error_goes_to_its_own_file_and_a_missing_directory_fails_the_job_saying_why(controller, tmp_path):
@@ -143,6 +153,9 @@ def test_cancel_stops_the_whole_process_group_and_sigkill_follows_kill_wait(cont
     assert run(controller, "vipu", "cancel", str(job)).returncode == 0
     wait_for(lambda: not any(map(alive, pids)), timeout=10)  # SIGTERM ignored: SIGKILL a second later
     wait_for(lambda: show(controller, job)["state"] == "CANCELLED")  # COMPLETING until then
+    # sacct's ExitCode is what ended the program: SIGKILL (it had trapped SIGTERM), not the SIGTERM it was sent
+    # first (slurmctld takes the batch script's status for a job it has ended already)
+    assert wait_for(lambda: (d := show(controller, job))["signal"] == 9 and d)["exit_code"] == 0
 
 
 def test_a_stopped_programs_ipus_go_to_no_other_job_until_it_has_ended(server_factory, tmp_path):

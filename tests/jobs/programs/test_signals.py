@@ -9,7 +9,7 @@ import subprocess
 import time
 
 from vipu.jobs.programs.hosts import Steps
-from vipu.jobs.programs.stepd import other_groups
+from vipu.jobs.programs.step_processes import other_groups
 
 
 def launch(tmp_path, script: str) -> dict:
@@ -44,18 +44,19 @@ def test_a_program_that_traps_the_signal_goes_on(tmp_path):
 
 def test_the_groups_of_a_session_beside_the_programs_own_are_its_other_groups():
     """A script (a session of its own) with a child in its group and one in a group of its own, as poprun's
-    instances: only the second is signalled one by one."""
+    instances: only the second is signalled one by one (the processes below the script, here its own root)."""
     script = "sleep 60 & set -m; sleep 61 & echo $!; wait"  # (set -m: a background job gets a group of its own)
     with subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True) as p:
         try:
             apart = int(p.stdout.readline())
             deadline = time.monotonic() + 30
-            while not (others := other_groups(p.pid)) and time.monotonic() < deadline:
+            while not (others := other_groups(p.pid, p.pid)) and time.monotonic() < deadline:
                 time.sleep(0.01)
             assert others == [apart] and os.getpgid(apart) == apart
         finally:
+            apart_now = other_groups(p.pid, p.pid)  # (before the script goes: then they are no longer below it)
             os.killpg(p.pid, signal.SIGKILL)
-            for pid in other_groups(p.pid):
+            for pid in apart_now:
                 os.kill(pid, signal.SIGKILL)
 
 

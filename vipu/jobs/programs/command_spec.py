@@ -8,7 +8,9 @@ under --export) is captured by `vipu submit` when it runs, as sbatch captures it
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+import signal
+from typing import Literal, NamedTuple
 
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
@@ -37,6 +39,21 @@ class CommandWorkload(Workload):
         "truncate", description="sbatch --open-mode: truncate, each run starts its output and error files afresh;"
         " append, each run adds to them, and a file that exists already is written to if it is a plain file of the"
         " user the controller opens it as (a file of one's own from before, which truncate would refuse)")
+
+    signal: str | None = Field(
+        None, description="sbatch --signal=[B:]SIG[@TIME]: SIG (a name or number) TIME seconds (60 if not given,"
+        " 0 to 65535) before the time limit ends the job, to every process the batch script started (B: to the script"
+        " alone), so a program can checkpoint first; what the time limit then does is unchanged")
+
+    @field_validator("signal")
+    @classmethod
+    def _signal(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_signal(value)
+            except ValueError as e:
+                raise PydanticCustomError("signal", "{why}", {"why": str(e)}) from None
+        return value
 
     @field_validator("script")
     @classmethod
@@ -72,6 +89,45 @@ class CommandWorkload(Workload):
     @property
     def workdir(self) -> str:
         return self.chdir or self.submit_dir
+
+
+class WarnSignal(NamedTuple):
+    """A parsed --signal: Slurm's warn_signal, warn_time and its B: flag."""
+
+    number: int
+    before_s: int  # seconds before the time limit
+    batch: bool  # B: the batch script alone; else every process it started but the script (scancel's default)
+
+
+_SIGNAL = re.compile(r"(?:([A-Za-z]+):)?([^@]*)(?:@(.*))?")
+MAX_SIGNAL = 64  # Linux's: SIGRTMAX
+MAX_WARN_S = 65535  # sbatch's bound on TIME
+SIGNAL_FORM = "give [B:]SIG[@TIME], e.g. USR1@120 or B:10"
+
+
+def parse_signal(text: str) -> WarnSignal:
+    """sbatch's --signal=[{R|B}:]SIG[@TIME] (src/common/proc_args.c's get_signal_opts); ValueError saying what is
+    wrong and the form to give. R: (a job that may overlap a reservation with MaxStartDelay) is refused: there are
+    no reservations here."""
+    parts = _SIGNAL.fullmatch(text.strip())
+    flag, name, time = parts.groups() if parts else ("", "", None)
+    if flag is not None and flag.upper() not in ("B", "R", "RB", "BR"):
+        raise ValueError(f"{text!r}: {flag}: is not a flag (B: signals the batch script alone); {SIGNAL_FORM}")
+    if flag is not None and "R" in flag.upper():
+        raise ValueError(f"{text!r}: R: lets a job overlap a reservation, and the controller has no reservations;"
+                         " leave it out")
+    word = name.strip().upper()
+    named = word if word.startswith("SIG") else f"SIG{word}"
+    if word.isdigit() and 1 <= int(word) <= MAX_SIGNAL:
+        number = int(word)
+    elif named in signal.Signals.__members__:
+        number = signal.Signals[named].value
+    else:
+        raise ValueError(f"{text!r}: {name!r} is not a signal (a name such as USR1, or 1 to {MAX_SIGNAL});"
+                         f" {SIGNAL_FORM}")
+    if time is not None and not (time.isascii() and time.isdigit() and int(time) <= MAX_WARN_S):
+        raise ValueError(f"{text!r}: @{time}: TIME is whole seconds from 0 to {MAX_WARN_S}; {SIGNAL_FORM}")
+    return WarnSignal(number, 60 if time is None else int(time), bool(flag))
 
 
 register(CommandWorkload)  # job specs take `workload: {kind: command, ...}` wherever this module is loaded

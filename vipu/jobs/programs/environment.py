@@ -2,10 +2,15 @@
 (what poprun forwards to every instance: vipu.md, "The job's environment contract"), and its working directory.
 
 Why SLURM_JOB_PARTITION names the allocation: it is Slurm's partition, the queue the job ran in; the V-IPU partition
-the job holds is IPUOF_VIPU_API_PARTITION_ID (slurm_<id>, as the V-IPU Slurm plugin names it).
+the job holds is IPUOF_VIPU_API_PARTITION_ID (slurm_<id>, as the V-IPU Slurm plugin names it). Why no SLURM_NTASKS
+here: slurmd sets it for a batch script only when sbatch was given -n, and a vipu job is one task (its script: -n 1
+only, which the spec does not keep); the tasks are poprun's instances, and poprun sets SLURM_NTASKS, SLURM_PROCID and
+SLURM_LOCALID for each, as srun does for its tasks (launcher.py).
 """
 
 from __future__ import annotations
+
+import math
 
 from vipu.partition import ipuof
 from vipu.partition.node_names import hostlist, machine_name
@@ -14,14 +19,13 @@ from vipu.partition.pod_state import PodState
 from vipu.scheduler.arrays import parse_array
 from vipu.scheduler.job_record import Job
 
-DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"  # a program given no PATH (--export=NONE) still finds the basics
+YEAR_S = 365 * 24 * 3600  # an unlimited job's end, after its start (slurmctld's "secs in year")
 
 
 def job_environment(job: Job, partition: Partition, state: PodState, api_host: str, api_port: int) -> dict[str, str]:
     """The program's environment: what --export passed on, then Slurm's variables and the IPUoF view over it."""
     work = job.spec.workload
-    env = dict(work.environment)
-    env.setdefault("PATH", DEFAULT_PATH)
+    env = dict(work.environment)  # (what it lacks of its user's login, its supervisor adds: login_environment.py)
     env.update(slurm_variables(job, partition, state))
     env.update(ipuof.environment(partition, state, api_host, api_port))
     env["VIPU_PARTITION_IPUS"] = str(partition.size)  # the launcher checks replicas x IPUs per replica against it
@@ -51,6 +55,9 @@ def slurm_variables(job: Job, partition: Partition, state: PodState) -> dict[str
         "SLURM_JOB_NUM_NODES": str(len(nodes)),
         "SLURM_NNODES": str(len(nodes)),
         "SLURM_JOB_NODELIST": hostlist(nodes),  # compressed, as slurmd sets it: ag[04-07]
+        "SLURM_NODELIST": hostlist(nodes),  # (slurmd's older name, which scripts and MPI still read)
+        "SLURM_JOB_START_TIME": str(int(job.start_time or 0)),  # Unix seconds, as the controller's clock
+        "SLURM_JOB_END_TIME": str(int(end_time(job))),
         "SLURM_RESTART_COUNT": str(job.requeue_count),
         "SLURM_CLUSTER_NAME": partition.cluster,
     }
@@ -67,6 +74,14 @@ def slurm_variables(job: Job, partition: Partition, state: PodState) -> dict[str
             "SLURM_ARRAY_TASK_STEP": str(_step(indices)),
         })
     return out
+
+
+def end_time(job: Job) -> float:
+    """When the job's time limit ends it, as slurmctld's job_end_time_reset sets end_time: its start plus its limit,
+    or a year after its start for an unlimited one. What the program is told at its start: a later change of the
+    limit (vipu update) is not seen, as in Slurm."""
+    start = job.start_time or 0.0
+    return start + (job.time_limit if math.isfinite(job.time_limit) else YEAR_S)
 
 
 def _step(indices) -> int:

@@ -84,7 +84,10 @@ def instance_environment(env: dict[str, str], i: int, instances: int, replicas: 
     return {**env, "POPDIST_NUM_TOTAL_REPLICAS": str(replicas), "POPDIST_NUM_IPUS_PER_REPLICA": str(per),
             "POPDIST_NUM_LOCAL_REPLICAS": str(local), "POPDIST_UNIFORM_REPLICAS_PER_INSTANCE": "1",
             "POPDIST_REPLICA_INDEX_OFFSET": str(i * local), "POPDIST_LOCAL_INSTANCE_INDEX": str(i),
-            "POPDIST_NUM_INSTANCES": str(instances), "POPDIST_INSTANCE_INDEX": str(i)}
+            "POPDIST_NUM_INSTANCES": str(instances), "POPDIST_INSTANCE_INDEX": str(i),
+            # srun's for its tasks (src/common/env.c): an instance is a task, all on this node
+            "SLURM_NTASKS": str(instances), "SLURM_NPROCS": str(instances), "SLURM_PROCID": str(i),
+            "SLURM_LOCALID": str(i)}
 
 
 def topology(partition: str, instances: int, replicas: int, per: int) -> str:
@@ -100,59 +103,104 @@ def topology(partition: str, instances: int, replicas: int, per: int) -> str:
 
 
 KILL_WAIT_S = 10.0  # instances told to stop get this long before SIGKILL (within the job's own KillWait)
+# What poprun passes on, as mpirun does (and srun, src/srun/srun_job.c's _srun_signal_mgr): USR1, USR2 and CONT to
+# every instance as they came (a checkpoint before the time limit: sbatch --signal), TSTP as STOP (mpirun's); TERM,
+# INT, HUP and QUIT stop them all: SIGTERM, then SIGKILL KILL_WAIT_S later (mpirun's TERM and INT; srun ends its
+# tasks on TERM, HUP and QUIT). Others are not passed on, as neither passes them.
+PASSED_ON = {signal.SIGUSR1: signal.SIGUSR1, signal.SIGUSR2: signal.SIGUSR2, signal.SIGCONT: signal.SIGCONT,
+             signal.SIGTSTP: signal.SIGSTOP}
+STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+HEARD = (*PASSED_ON, *STOPPING)
 
 
 def launch(program: list[str], envs: list[dict[str, str]], shown: int | None) -> int:
     """Run an instance per environment; their output passes through (with several, each line tagged with its
-    instance, unless only one instance's is shown). Returns poprun's exit code."""
-    procs, readers = [], []
-    for i, env in enumerate(envs):
-        quiet = shown is not None and shown != i
-        tag = None if len(envs) == 1 or shown is not None else f"[{i}] "
-        pipe = subprocess.DEVNULL if quiet else (subprocess.PIPE if tag else None)
-        # each instance its own process group (in the job's session, which the job's supervisor stops whole)
-        procs.append(subprocess.Popen(program, env=env, stdout=pipe, stderr=pipe if pipe is not None else None,
-                                      text=tag is not None, process_group=0))
-        if tag:
-            for stream, out in ((procs[-1].stdout, sys.stdout), (procs[-1].stderr, sys.stderr)):
-                readers.append(threading.Thread(target=_tagged, args=(stream, out, tag), daemon=True))
-                readers[-1].start()
-    remaining = set(range(len(procs)))
-    kill_at = None
+    instance, unless only one instance's is shown). Returns poprun's exit code.
 
-    def stop(*_) -> None:  # a cancel of the job, or an instance failed: SIGTERM, then SIGKILL after KILL_WAIT_S
+    Signals are heard by a thread of their own (sigtimedwait: it sees who sent each), blocked everywhere else and
+    unblocked in the instances. Why who: the job's supervisor (VIPU_SUPERVISOR_PID) signals the instances itself
+    (`vipu cancel -s USR1` reaches every process the script started), so what it sends poprun is not passed on
+    again, which would run an instance's handler twice; a user's `kill -USR1` of poprun (a batch script's trap for
+    `--signal=B:USR1`) is."""
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, HEARD)
+    procs, readers = [], []
+    try:
+        for i, env in enumerate(envs):
+            quiet = shown is not None and shown != i
+            tag = None if len(envs) == 1 or shown is not None else f"[{i}] "
+            pipe = subprocess.DEVNULL if quiet else (subprocess.PIPE if tag else None)
+            # each instance its own process group (in the job's session, which the job's supervisor stops whole);
+            # its signals as poprun's were before it blocked them
+            procs.append(subprocess.Popen(program, env=env, stdout=pipe, stderr=pipe if pipe is not None else None,
+                                          text=tag is not None, process_group=0,
+                                          preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)))
+            if tag:
+                readers += [threading.Thread(target=_tagged, args=(stream, out, tag), daemon=True)
+                            for stream, out in ((procs[-1].stdout, sys.stdout), (procs[-1].stderr, sys.stderr))]
+    except BaseException:
+        signal_instances(procs, range(len(procs)), signal.SIGKILL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        raise
+    for reader in readers:  # (started once no fork is left: preexec_fn and threads do not mix)
+        reader.start()
+    remaining = set(range(len(procs)))
+    kill_at: float | None = None
+    done = threading.Event()
+
+    def stop() -> None:  # a cancel of the job, or an instance failed: SIGTERM, then SIGKILL after KILL_WAIT_S
         nonlocal kill_at
         signal_instances(procs, remaining, signal.SIGTERM)
         kill_at = kill_at or time.monotonic() + KILL_WAIT_S
 
-    signal.signal(signal.SIGTERM, stop)
+    hearing = threading.Thread(target=_hear, args=(procs, remaining, stop, done), daemon=True)
+    hearing.start()
     first_failure = 0
-    while remaining:
-        pid, status = _wait([procs[i].pid for i in remaining], kill_at)
-        if pid == 0:  # KILL_WAIT_S passed: the rest are deaf to SIGTERM
-            signal_instances(procs, remaining, signal.SIGKILL)
-            kill_at = math.inf
-            continue
-        done = next((i for i in remaining if procs[i].pid == pid), None)
-        if done is None:
-            continue
-        remaining.discard(done)
-        procs[done].returncode = os.waitstatus_to_exitcode(status)
-        code = procs[done].returncode
-        if code != 0 and first_failure == 0:
-            first_failure = code if code > 0 else 128 - code
-            stop()  # as mpirun: one instance failed, the others stop
+    try:
+        while remaining:
+            pid, status = _wait([procs[i].pid for i in remaining], lambda: kill_at)
+            if pid == 0:  # KILL_WAIT_S passed: the rest are deaf to SIGTERM
+                signal_instances(procs, remaining, signal.SIGKILL)
+                kill_at = math.inf
+                continue
+            ended = next((i for i in remaining if procs[i].pid == pid), None)
+            if ended is None:
+                continue
+            remaining.discard(ended)
+            procs[ended].returncode = os.waitstatus_to_exitcode(status)
+            code = procs[ended].returncode
+            if code != 0 and first_failure == 0:
+                first_failure = code if code > 0 else 128 - code
+                stop()  # as mpirun: one instance failed, the others stop
+    finally:
+        done.set()
+        hearing.join()
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     signal_instances(procs, range(len(procs)), signal.SIGKILL)  # what instances left running holds their output
     for reader in readers:  # the last lines of their output
         reader.join()
     return first_failure
 
 
-def _wait(pids: list[int], kill_at: float | None) -> tuple[int, int]:
-    """The next of `pids` to end, or (0, 0) once kill_at has passed. It polls: a blocking wait would go on waiting
-    after the SIGTERM handler set kill_at (Python retries the call)."""
+def _hear(procs: list, remaining: set[int], stop, done: threading.Event) -> None:
+    """Pass on each signal poprun gets (PASSED_ON, STOPPING) until `done`; what the job's supervisor sent only
+    stops (it signalled the instances itself)."""
+    supervisor = int(os.environ.get("VIPU_SUPERVISOR_PID") or 0)
+    while not done.is_set():
+        heard = signal.sigtimedwait(HEARD, 0.1)
+        if heard is None:
+            continue
+        if heard.si_signo in STOPPING:
+            stop()
+        elif heard.si_pid != supervisor:
+            signal_instances(procs, set(remaining), PASSED_ON[heard.si_signo])
+
+
+def _wait(pids: list[int], kill_at) -> tuple[int, int]:
+    """The next of `pids` to end, or (0, 0) once kill_at() has passed. It polls: a stop heard meanwhile sets the
+    time to kill at."""
     while True:
-        if kill_at is not None and time.monotonic() >= kill_at:
+        at = kill_at()
+        if at is not None and time.monotonic() >= at:
             return 0, 0
         for pid in pids:
             done, status = os.waitpid(pid, os.WNOHANG)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from vipu.errors import FailedPrecondition
 from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files, missing_workdir, writer_mark
+from vipu.jobs.programs.command_spec import WarnSignal, parse_signal
 from vipu.jobs.programs.environment import job_environment, node_names
 from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, spool_for
 from vipu.jobs.programs.program_record import ProgramRecord
@@ -37,6 +38,7 @@ from vipu.scheduler.job_states import JobState
 from vipu.scheduler.output_pattern import output_file
 
 log = logging.getLogger("vipu.programs")
+WARN_RECHECK_S = 5.0  # how late an --signal may be after its time moved earlier (Slurm's: up to 60 s early)
 
 
 @dataclass(eq=False)
@@ -51,6 +53,7 @@ class _Run:
     stopped: bool = False
     finished: threading.Event = field(default_factory=threading.Event)
     keeps: str | None = None  # the partition a stopped run holds until its program has ended
+    hosted: threading.Event = field(default_factory=threading.Event)  # set once `host` is chosen
 
 
 class ProgramRuns:
@@ -132,6 +135,9 @@ class ProgramRuns:
         where = (start.partition, start.first_ipu, start.ipus, machines)
         threading.Thread(target=self._run, args=(run, launch, where), name=f"vipu-program-{job.id}",
                          daemon=True).start()
+        if work.signal is not None:
+            threading.Thread(target=self._warn, args=(run, parse_signal(work.signal)), name=f"vipu-warn-{job.id}",
+                             daemon=True).start()
 
     def _run(self, run: _Run, launch: dict, where: tuple) -> None:
         partition, first_ipu, size, machines = where
@@ -146,6 +152,7 @@ class ProgramRuns:
                         if run.stopped:  # stopped meanwhile: stop() found no session to close
                             self._close(run, f"job {run.job_id}'s run was stopped before its program started")
                     run.host = self._host(machines)
+                    run.hosted.set()
                     if run.stopped:  # stopped while its host was chosen: nothing to start
                         return
                     self._call(run.host, "start", run.key, launch)
@@ -159,6 +166,27 @@ class ProgramRuns:
                 kept, run.keeps = run.keeps, None
             if kept is not None:
                 self.ctx.release(kept)
+
+    def _warn(self, run: _Run, warn: WarnSignal) -> None:
+        """sbatch --signal: the signal `warn.before_s` seconds before the run's time limit, once, through its
+        supervisor as `vipu cancel -s` sends one; nothing if the run ends first. The limit is read again every
+        WARN_RECHECK_S (vipu update may move it), on the controller's clock, as the time limit itself is kept."""
+        while True:
+            job = self.ctx.job(run.job_id)
+            if job is None or not self.ctx.still_running(run.job_id, run.started):
+                return
+            left = job.end_by - warn.before_s - self.ctx.now()
+            if left <= 0:
+                break
+            if run.finished.wait(min(left, WARN_RECHECK_S)):
+                return
+        while not run.hosted.wait(WARN_RECHECK_S):  # (its supervisor not yet started: a short limit)
+            if run.finished.is_set():
+                return
+        try:
+            self.signal(run.job_id, warn.number, "batch" if warn.batch else "children")
+        except FailedPrecondition:  # it has just ended, or was stopped
+            pass
 
     def _ended(self, run: _Run, result: dict) -> None:
         ctx = self.ctx
@@ -177,8 +205,12 @@ class ProgramRuns:
                 else:
                     ended = result["ended"]
                     ctx.finish(run.job_id, run.started, ended["exit_code"], None, ended["signal"], records=records)
-            elif records:
-                ctx.store.commit(records, [])
+            else:
+                if "ended" in result:  # stopped from outside: its job's ExitCode is what the stop did to it
+                    ended = result["ended"]
+                    ctx.stopped_end(run.job_id, run.started, ended["exit_code"], ended["signal"])
+                if records:
+                    ctx.store.commit(records, [])
         ctx.wake()
 
     def stop(self, stop: StopJob) -> float | None:

@@ -1,12 +1,14 @@
 """The supervisor of one run of a user's program: Slurm's slurmstepd, as a process of its own.
 
-Why a process between the controller and the program: the program runs in a process group of its own (its children
-included), as the job's user, with its output going straight to its files; the supervisor stays as the controller's
-user, so it can always end the whole group: on SIGTERM (a cancel or a time limit) it sends SIGTERM to the group and
-SIGKILL after the grace period (Slurm's KillWait), and when the script exits it kills what the script left behind.
-It also ends the group when the process that started it dies, even by SIGKILL: a controller that is killed leaves no
-program running that nobody knows about. It holds the run's lock (run_locks.py) from before the program starts until
-its whole session is gone, so a controller started again meanwhile knows when the run's IPUs are free.
+Why a process between the controller and the program: the program runs in a session of its own, as the job's user,
+with its output going straight to its files; the supervisor stays as the controller's user, so it can always end
+every process of the job, which are all below it, in the program's session or not (it is their subreaper:
+step_processes.py): on SIGTERM (a cancel or a time limit) it sends them SIGTERM, and SIGKILL after the grace period
+(Slurm's KillWait), and when the script exits it kills what the script left behind (a setsid or a daemon's double
+fork included). It also ends them when the process that started it dies, even by SIGKILL: a controller that is
+killed leaves no program running that nobody knows about. It holds the run's lock (run_locks.py) from before the
+program starts until every process of the job is gone, so a controller started again meanwhile knows when the run's
+IPUs are free.
 
 Why it leaves its starter's process tree (a double fork) and watches the starter instead: whoever kills the starter
 may kill its descendants with SIGKILL first (Ray does, for an actor's worker), and a supervisor killed so could not
@@ -17,7 +19,7 @@ Protocol: the launcher writes one JSON line on stdin (the launch: see program_ru
 {"signal": N, "to": T} lines (scancel --signal: see command(); the program goes on) until it closes stdin; the
 supervisor answers with JSON lines on stdout: {"supervisor": PID} first (signal it, not the process the launcher
 started), then {"started": {"pid": P}} once the program runs, then {"ended": {"exit_code": N, "signal": S}} once it
-and its group are gone; or {"failed": "why"} if it could not start (nothing ran).
+and all it started are gone; or {"failed": "why"} if it could not start (nothing ran).
 Run: python -m vipu.jobs.programs.stepd
 """
 
@@ -35,7 +37,9 @@ import time
 from pathlib import Path
 
 from vipu.jobs.output_folder import mark_writer, missing_folder
-from vipu.jobs.programs.run_locks import GONE_WAIT_S, hold, let_go, lock_path
+from vipu.jobs.programs.login_environment import with_login
+from vipu.jobs.programs.run_locks import hold, let_go, lock_path
+from vipu.jobs.programs.step_processes import become_subreaper, below, end_all, kill, reap, signal_all
 
 
 def main() -> int:
@@ -46,6 +50,7 @@ def main() -> int:
     if os.fork() > 0:
         os._exit(0)  # the starter's own child ends at once; the supervisor goes on outside its tree
     os.setsid()
+    become_subreaper()  # what the program starts stays below it, whatever its parents do (step_processes.py)
     say({"supervisor": os.getpid()})
     commands = Lines(0)
     launch = json.loads(commands.next() or "{}")
@@ -53,6 +58,7 @@ def main() -> int:
     os.set_blocking(stop_w, False)
     signal.set_wakeup_fd(stop_w)
     signal.signal(signal.SIGTERM, lambda *_: None)  # woken through the pipe instead
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # likewise: a child to reap (the program, or one re-parented)
     lock = None
     try:
         spool = own_spool(launch)
@@ -69,10 +75,9 @@ def main() -> int:
         return 0
     say({"started": {"pid": pid}})
     status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, starter, commands)
-    signal_group(pid, signal.SIGKILL)  # what the script left running: the job has ended
-    wait_gone(pid)
+    end_all(os.getpid())  # what the script left running, in its session or not: the job has ended
     script.unlink(missing_ok=True)
-    let_go(*lock)  # after the whole session: a restarted controller starts on its IPUs only then
+    let_go(*lock)  # after every process of the job: a restarted controller starts on its IPUs only then
     code = os.waitstatus_to_exitcode(status)
     say({"ended": {"exit_code": max(code, 0), "signal": -code if code < 0 else 0}})
     return 0
@@ -198,9 +203,12 @@ def become(launch: dict, script: Path) -> None:
     os.dup2(out, 1)
     os.dup2(err, 2)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
     try:
-        os.execve(str(script), [str(script), *launch.get("args", [])], launch["env"])
+        # poprun passes on no signal this supervisor sent: it signals poprun's instances itself (launcher.py)
+        env = {**with_login(launch["env"], os.getuid()), "VIPU_SUPERVISOR_PID": str(os.getppid())}
+        os.execve(str(script), [str(script), *launch.get("args", [])], env)
     except OSError as e:  # the kernel names the script; the user needs the #! line that failed
         raise StartError(cannot_exec(script, e)) from None
 
@@ -245,10 +253,12 @@ def open_output(path: str, what: str, fresh: list[str] | None = None, append: bo
 
 
 def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands: Lines | None = None) -> int:
-    """Wait for the program; on a stop (SIGTERM, or the starter gone) SIGTERM its group, and SIGKILL it after the
-    grace period; a {"signal": N} command signals it (command()). Returns its wait status."""
+    """Wait for the program; on a stop (SIGTERM, or the starter gone) SIGTERM all its processes, and SIGKILL them
+    after the grace period; a {"signal": N} command signals it (command()). What was re-parented here and has ended
+    is reaped as it goes. Returns the program's wait status."""
     program = os.pidfd_open(pid)
     watched = [program, stop_r, starter]
+    root = os.getpid()
     if commands is not None and not commands.closed:
         watched.append(commands.fd)
         for line in commands.pop():  # sent before the program started
@@ -257,97 +267,47 @@ def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands:
     while True:
         timeout = None if kill_at is None else max(0.0, kill_at - time.monotonic())
         ready, _, _ = select.select(watched, [], [], timeout)
-        if program in ready:
-            _, status = os.waitpid(pid, 0)
+        stop = starter in ready
+        if stop_r in ready:  # the signals heard, by number: SIGCHLD only asks for a reap
+            stop |= any(sig != signal.SIGCHLD for sig in os.read(stop_r, 512))
+        ended = reap()
+        if pid in ended:
             os.close(program)
-            return status
+            return ended[pid]
         if commands is not None and commands.fd in ready:
             if not commands.read():
                 watched.remove(commands.fd)  # the launcher closed it: no more commands
             for line in commands.pop():
                 command(pid, line)
-        if stop_r in ready:
-            os.read(stop_r, 512)
         if starter in ready:
             watched.remove(starter)  # stays readable: looked at once
-        if (stop_r in ready or starter in ready) and kill_at is None:
-            signal_group(pid, signal.SIGTERM)
+        if stop and kill_at is None:
+            signal_all(pid, signal.SIGTERM, root)
             kill_at = time.monotonic() + kill_wait_s
         elif kill_at is not None and time.monotonic() >= kill_at:
-            signal_group(pid, signal.SIGKILL)
-            kill_at = time.monotonic() + 3600  # once: the group is gone or cannot be killed harder
+            signal_all(pid, signal.SIGKILL, root)
+            kill_at = time.monotonic() + 3600  # once: the processes are gone or cannot be killed harder
 
 
 def command(pid: int, line: str) -> None:
     """One command line from the launcher: {"signal": N, "to": T} sends N to the program (the group exists while the
     program is not reaped, so the signal cannot reach another's): T "full" (also when not given) the script and all
     it started, "batch" the script's own process alone, "children" all it started but the script (scancel -f, -b,
-    and its default, which signals a job's steps and not its batch script)."""
+    and its default, which signals a job's steps and not its batch script). All it started: every process below
+    this supervisor (step_processes.py), in the script's session or not."""
     try:
         message = json.loads(line)
         sig, to = int(message["signal"]), message.get("to", "full")
         if to == "batch":
             os.kill(pid, sig)
         elif to == "children":
-            for member, _ in session(pid):
+            for member, _ in below(os.getpid()):
                 if member != pid:
-                    _kill(member, sig)
+                    kill(member, sig)
         else:
-            signal_group(pid, sig)
+            signal_all(pid, sig, os.getpid())
     except (ValueError, KeyError, TypeError, OSError, AttributeError):  # a line it cannot read, a refused signal
         pass
-
-
-def signal_group(pid: int, sig: int) -> None:
-    """Signal the program's session: its process group, and the groups its processes made in the same session
-    (poprun's instances each have one, so that one failing stops the others without stopping poprun)."""
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
-    for other in other_groups(pid):
-        _kill(other, sig)
-
-
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):  # gone since /proc was read
-        pass
-
-
-def other_groups(sid: int) -> list[int]:
-    """The processes of session `sid` (the script's pid, as it called setsid) outside its own process group. Why not
-    all of them: killpg has signalled the group already, and a second signal to the script made a trap run twice."""
-    return [pid for pid, group in session(sid) if group != sid]
-
-
-def wait_gone(sid: int) -> None:
-    """Wait until no process of session `sid` is alive (SIGKILLed already), at most GONE_WAIT_S: one in an
-    uninterruptible wait (a disk, a hung NFS) may take its time. SIGKILL again now and then, for any forked since."""
-    deadline = time.monotonic() + GONE_WAIT_S
-    kill_at = time.monotonic() + 1
-    while session(sid) and time.monotonic() < deadline:
-        if time.monotonic() >= kill_at:
-            signal_group(sid, signal.SIGKILL)
-            kill_at = time.monotonic() + 1
-        time.sleep(0.01)
-
-
-def session(sid: int) -> list[tuple[int, int]]:
-    """The live processes of session `sid`, as (pid, process group), from /proc (zombies are dead: left out)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold spaces
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] not in (b"Z", b"X"):  # state, ppid, pgrp, session
-            members.append((int(entry), int(fields[2])))
-    return members
 
 
 if __name__ == "__main__":
