@@ -91,7 +91,7 @@ class _Pod:
 
     def ListJobs(self, request):
         if "R" in request.states:
-            return j.ListJobsResponse(jobs=self.running[:request.page_size])
+            return j.ListJobsResponse(jobs=self.running[:request.page_size], total_size=len(self.running))
         return j.ListJobsResponse(jobs=[j.Job(id=100 + k, name="wait", user="u", ipus=1024, state_code="PD",
                                               reason="Resources") for k in range(3)])
 

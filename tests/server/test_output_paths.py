@@ -59,15 +59,21 @@ def test_output_goes_only_under_the_submit_directory_and_never_over_a_file_it_di
     through = submit_in(server, home, "-o", str(link))
     assert ended(server, through)["state"] == "FAILED" and not (elsewhere / "target.txt").exists()
 
-    # what changes between the submit and the start is checked again at the start
+    # what changes between the submit and the start is checked again at the start, and at a held job's release
     (server.state_dir / "job-output").mkdir()
-    linked = submit_in(server, home, "-o", str(server.state_dir / "job-output" / "in.txt"), "--hold")
+    gate = submit_in(server, home, "--hold")
+    linked = submit_in(server, home, "-o", str(server.state_dir / "job-output" / "in.txt"), "-d", f"afterany:{gate}")
+    held = submit_in(server, home, "-o", str(server.state_dir / "job-output" / "held.txt"), "--hold")
     (server.state_dir / "job-output").rmdir()
     (server.state_dir / "job-output").symlink_to(elsewhere)  # made after the controller's start (which refuses one)
-    assert run_script(console_script("vipu"), ["release", str(linked)], env=server.env()).returncode == 0
+    refused = run_script(console_script("vipu"), ["release", str(held)], env=server.env())
+    assert refused.returncode == 4 and "is outside the folders this controller writes job output into" in \
+        refused.stderr, refused.stderr
+    assert run_script(console_script("vipu"), ["cancel", str(gate)], env=server.env()).returncode == 0
     job = ended(server, linked)  # regression: COMPLETED, its output written in elsewhere through the link
     assert job["state"] == "FAILED" and not (elsewhere / "in.txt").exists()
     assert "is outside the folders this controller writes job output into" in job["detail"]["ended_by"]
+    assert run_script(console_script("vipu"), ["cancel", str(held)], env=server.env()).returncode == 0
     (server.state_dir / "job-output").unlink()
 
     first_run = written.stat().st_ino

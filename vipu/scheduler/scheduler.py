@@ -35,17 +35,8 @@ from vipu.scheduler.multifactor import FairShare, breakdown
 from vipu.scheduler.node_requests import NodeNames
 from vipu.scheduler.job_spec import JobSpec, parse_spec
 from vipu.scheduler.job_states import REQUEUABLE, TERMINAL, TRANSITIONS, JobState, check_requeue
-from vipu.scheduler.submission import (
-    ResolvedSpecs,
-    Submission,
-    Submitted,
-    build_jobs,
-    check_dependency,
-    check_submit_limits,
-    earlier_jobs,
-    naming_spec,
-    resolve_begin,
-)
+from vipu.scheduler.submission import (ResolvedSpecs, Submission, Submitted, build_jobs, check_dependency,
+                                       check_submit_limits, earlier_jobs, naming_spec, resolve_begin)
 from vipu.scheduler.reasons import completing, decorate
 from vipu.scheduler.selection import matching_jobs, named_jobs
 from vipu.scheduler.updates import JobUpdate
@@ -67,7 +58,7 @@ class Scheduler:
         self.total = pod.ipus
         self.full_mask = (1 << pod.ipus) - 1
         self.failed_mask = 0
-        self.table = JobTable(config.first_job_id)
+        self.table = JobTable()
         self.table.nodes = NodeNames(pod)  # names sbatch -w and -x give, read into IPUs (node_requests.py)
         self.retired_qos: frozenset[str] = frozenset()  # QOS that stored jobs name but the config no longer has
         self._configure(config or SchedulerConfig())
@@ -86,6 +77,7 @@ class Scheduler:
     def _configure(self, config: SchedulerConfig) -> None:
         """Everything that follows from the config (an empty scheduler only: the queue order is rebuilt)."""
         self.config = config
+        self.table.next_id = config.first_job_id  # (recovery goes on from the stored next id if it is higher)
         self.resolved = ResolvedSpecs(self.pod, config)
         self.policy, order = chosen(config)
         self.preempting_qos = tuple(sorted(qos_sets(config.qos).preempting))  # QOS whose jobs may evict

@@ -41,7 +41,7 @@ _SIZE_QOS = itemgetter(1, 5)  # its (ipus, qos)
 
 
 class JobTable(GateOpenings):
-    def __init__(self, first_id: int = 1) -> None:
+    def __init__(self) -> None:
         self.jobs: dict[int, Job] = {}
         self.pending: dict[int, QueuedJob] = {}  # every PENDING job
         self.gated: set[int] = set()  # pending jobs kept out of the walk: held, not begun, dependency not met, cleaning
@@ -73,7 +73,7 @@ class JobTable(GateOpenings):
         self.ready_by_qos: Counter = Counter()  # PENDING jobs that are not gated, by QOS
         self.ready_seq: dict[int, int] = {}  # not gated -> when it became so (a counter; see reasons.pending_reason)
         self.seq = 0
-        self.next_id = first_id  # (SchedulerConfig.first_job_id)
+        self.next_id = 1
         self.quarantined: dict[int, str] = {}  # ids of jobs a repairing start lost or moved aside -> what to say
         self.ended: list[tuple[float, int]] = []  # heap of (end time, id) of ended jobs, for purge.py (stale kept)
         self.ended_named: list[tuple[float, int]] = []  # of those, due to go but named by a waiting dependency
