@@ -50,5 +50,5 @@ def test_top_under_secure_says_whose_running_jobs_it_hides(secure):
     assert out.returncode == 0, out.stderr
     wait_for(lambda: "1 running" in run(server, "vipu", "top", "--once", env=bob).stdout)
     frame = run(server, "vipu", "top", "--once", env=bob).stdout
-    assert "None of the 1 running jobs is yours." in frame and "No job is running." not in frame
+    assert "The running job is not yours." in frame and "No job is running." not in frame
     assert "alice" not in frame

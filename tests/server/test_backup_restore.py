@@ -33,8 +33,10 @@ def test_a_restored_backup_serves_its_jobs_and_first_job_id_keeps_ids_unique(ser
     assert submit_held(server.address, 2) == [4, 5]
     server.kill(signal.SIGTERM)
     assert server.proc.returncode == 0
-    for side in server.state_dir.glob("vipu.sqlite3*"):
-        side.unlink()
+    old = server.state_dir / "old"  # as README moves them: the database, its side files and the marker
+    old.mkdir()
+    for moved in [*server.state_dir.glob("vipu.sqlite3*"), *server.state_dir.glob("vipu.generation")]:
+        moved.rename(old / moved.name)
     (server.state_dir / "vipu.sqlite3").write_bytes(backup.read_bytes())
     config = tmp_path / "scheduler.yaml"
     config.write_text("first_job_id: 6\n")

@@ -151,7 +151,9 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
         running.add_row(job_id(x), name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
     if visible > len(shown) and shown:
         running.add_row(f"... {visible - len(shown)} more", "", "", "", "")
-    idle = "No job is running." if not info.running_jobs else f"None of the {info.running_jobs} running jobs is yours."
+    n = info.running_jobs
+    idle = ("No job is running." if not n else "The running job is not yours." if n == 1 else
+            f"None of the {n} running jobs is yours.")
     pending = [x for x in head if x.state_code == "PD"][:queue_rows]
     for x in pending:
         start = f" (start ~{max(0, seconds(x.expected_start) - now):.0f}s)" if x.HasField("expected_start") else ""

@@ -2,7 +2,7 @@
 (failed, repaired), of a cluster, an allocation or a user, worked out as the lifecycle events are (lifecycle.py):
 from the records each commit puts and deletes, so that no path can forget its line (a command, a machine's actor
 lost, the first start's agents). docs/logging.md lists them; a killed machine actor, which commits nothing, is
-logged by its command (`killed`).
+logged by its command (`machine_killed`).
 
 Why an agent's line says DRAINING or DRAINED and not the record's DRAINED: every view shows the state
 agent_states.py works out, and the log is read beside them."""

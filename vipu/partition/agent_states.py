@@ -5,7 +5,11 @@ Stored is only what an admin said: drained or not (Agent.state, Slurm's DRAIN fl
 Shown is that and whether work still runs there: DRAINING while a partition holds some of its IPUs (their jobs
 run on), DRAINED once none does, as slurmctld shows a drained node DRAINING until its last job ends. Why
 worked out, not stored: the step from DRAINING to DRAINED is a partition's removal (a job's end), which no admin
-command makes; a stored copy had to be kept in step by every path that removes one, and the views disagreed."""
+command makes; a stored copy had to be kept in step by every path that removes one, and the views disagreed.
+
+The edges: ONLINE to DRAINING (drained while a partition holds some of its IPUs) or to DRAINED (none does);
+DRAINING to DRAINED (the last such partition removed: its job ended) or back to ONLINE (resumed); DRAINED to
+ONLINE. Never DRAINED to DRAINING: no partition is placed on a drained agent (partitions.py refuses it)."""
 
 from __future__ import annotations
 
@@ -17,19 +21,6 @@ from vipu.partition.pod_state import PodState
 from vipu.partition.rules import job_of_partition
 
 ONLINE, DRAINING, DRAINED = "ONLINE", "DRAINING", "DRAINED"
-
-# each edge, and what takes it
-TRANSITIONS: dict[str, dict[str, str]] = {
-    ONLINE: {
-        DRAINING: "drained (vipu-admin drain agent) while a partition holds some of its IPUs: their jobs run on",
-        DRAINED: "drained with none of its IPUs in a partition",
-    },
-    DRAINING: {
-        DRAINED: "the last partition on its IPUs was removed (its job ended)",
-        ONLINE: "resumed (vipu-admin resume agent) before that: its jobs run on, and it takes new work",
-    },
-    DRAINED: {ONLINE: "resumed: it takes new work"},  # never DRAINING: no partition is placed on a drained agent
-}
 
 
 def agent_state(drained: bool, in_use: bool) -> str:

@@ -143,6 +143,43 @@ def test_poprun_passes_on_a_users_signal_to_every_instance_and_not_its_superviso
     assert [(tmp_path / f"got{i}").read_text() for i in (0, 1)] == ["SIGUSR2\n"] * 2
 
 
+TERMED = """import os, signal, time
+i = os.environ["POPDIST_INSTANCE_INDEX"]
+def heard(sig, _):
+    with open(f"got{i}", "a") as f:
+        f.write(signal.Signals(sig).name + "\\n")
+signal.signal(signal.SIGTERM, heard)
+open(f"ready{i}", "w").write(str(os.getpid()))
+while not os.path.exists("stop"):
+    time.sleep(0.02)
+"""
+
+
+def pending(pid: int, sig: int) -> bool:
+    """Whether `sig` waits in the process's shared pending set (blocked, not yet taken by sigtimedwait)."""
+    line = next(x for x in open(f"/proc/{pid}/status") if x.startswith("ShdPnd:"))
+    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+
+
+def test_a_stop_the_supervisor_sent_reaches_each_instance_once(tmp_path):
+    """Review: the supervisor signals every process of the job, the instances included, and poprun sent each
+    instance SIGTERM again, so a handler that writes a checkpoint ran twice."""
+    (tmp_path / "term.py").write_text(TERMED)
+    env = {**os.environ, **JOB, "VIPU_SUPERVISOR_PID": str(os.getpid())}  # this test plays the supervisor
+    with subprocess.Popen([sys.executable, "-m", "vipu.jobs.programs.launcher", "--num-instances", "2",
+                           sys.executable, "term.py"], cwd=tmp_path, env=env) as poprun:
+        wait_for(lambda: all((tmp_path / f"ready{i}").exists() and (tmp_path / f"ready{i}").read_text()
+                             for i in (0, 1)))
+        for i in (0, 1):  # as the supervisor does: each instance's group, then poprun
+            os.killpg(int((tmp_path / f"ready{i}").read_text()), signal.SIGTERM)
+        wait_for(lambda: all((tmp_path / f"got{i}").exists() for i in (0, 1)))
+        os.kill(poprun.pid, signal.SIGTERM)
+        wait_for(lambda: not pending(poprun.pid, signal.SIGTERM))  # poprun took it (and, before, sent it on)
+        (tmp_path / "stop").touch()
+        assert poprun.wait(timeout=60) == 0
+    assert [(tmp_path / f"got{i}").read_text() for i in (0, 1)] == ["SIGTERM\n"] * 2
+
+
 def test_vipu_cancel_s_usr1_reaches_each_instance_once_and_the_job_goes_on(server, tmp_path):
     """The newcomer's walk: `vipu cancel -s USR1` of a job running poprun ended it FAILED 138:0."""
     (tmp_path / "usr.py").write_text(INSTANCE)

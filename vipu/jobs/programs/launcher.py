@@ -147,9 +147,13 @@ def launch(program: list[str], envs: list[dict[str, str]], shown: int | None) ->
     kill_at: float | None = None
     done = threading.Event()
 
-    def stop() -> None:  # a cancel of the job, or an instance failed: SIGTERM, then SIGKILL after KILL_WAIT_S
+    def stop(signal_them: bool = True) -> None:
+        """A cancel of the job, or an instance failed: SIGTERM, then SIGKILL after KILL_WAIT_S. `signal_them`
+        False: the job's supervisor sent the stop and signalled the instances itself (a second SIGTERM would run
+        their handlers twice)."""
         nonlocal kill_at
-        signal_instances(procs, remaining, signal.SIGTERM)
+        if signal_them:
+            signal_instances(procs, list(remaining), signal.SIGTERM)  # (a copy: the main thread discards from it)
         kill_at = kill_at or time.monotonic() + KILL_WAIT_S
 
     hearing = threading.Thread(target=_hear, args=(procs, remaining, stop, done), daemon=True)
@@ -174,6 +178,8 @@ def launch(program: list[str], envs: list[dict[str, str]], shown: int | None) ->
     finally:
         done.set()
         hearing.join()
+        for sig in PASSED_ON:  # heard by no one now: one arriving late (a --signal due as the instances end)
+            signal.signal(sig, signal.SIG_IGN)  # must not end poprun by its default action
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     signal_instances(procs, range(len(procs)), signal.SIGKILL)  # what instances left running holds their output
     for reader in readers:  # the last lines of their output
@@ -182,15 +188,17 @@ def launch(program: list[str], envs: list[dict[str, str]], shown: int | None) ->
 
 
 def _hear(procs: list, remaining: set[int], stop, done: threading.Event) -> None:
-    """Pass on each signal poprun gets (PASSED_ON, STOPPING) until `done`; what the job's supervisor sent only
-    stops (it signalled the instances itself)."""
-    supervisor = int(os.environ.get("VIPU_SUPERVISOR_PID") or 0)
+    """Pass on each signal poprun gets (PASSED_ON, STOPPING) until `done`. What the job's supervisor sent is not
+    passed on: it signalled the instances itself. Outside a job there is no supervisor (None: the kernel's and a
+    terminal's signals carry sender 0)."""
+    given = os.environ.get("VIPU_SUPERVISOR_PID")
+    supervisor = int(given) if given else None
     while not done.is_set():
         heard = signal.sigtimedwait(HEARD, 0.1)
         if heard is None:
             continue
         if heard.si_signo in STOPPING:
-            stop()
+            stop(heard.si_pid != supervisor)
         elif heard.si_pid != supervisor:
             signal_instances(procs, set(remaining), PASSED_ON[heard.si_signo])
 

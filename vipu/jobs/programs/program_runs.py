@@ -215,8 +215,10 @@ class ProgramRuns:
 
     def stop(self, stop: StopJob) -> float | None:
         """The run ended from outside: its supervisor stops the program (SIGTERM to its group, SIGKILL after
-        KillWait). KillWait: the run keeps its partition until the program has ended, at most that long, as Slurm
-        keeps a job's nodes COMPLETING, so no other job gets its IPUs while it still runs. None: it had ended."""
+        KillWait). The run keeps its partition until the program has ended, as Slurm keeps a job's nodes
+        COMPLETING, so no other job gets its IPUs while it still runs. Returns KillWait, when it is SIGKILLed and
+        should be gone: the scheduler plans its IPUs free then, and as free just after now once that has passed
+        (SIGKILLed processes may take longer: run_locks.GONE_WAIT_S). None: it had ended."""
         run = self.runs.get(stop.job_id)
         if run is None:
             return self._keep_for_old_runs(stop)
@@ -232,8 +234,9 @@ class ProgramRuns:
 
     def _keep_for_old_runs(self, stop: StopJob) -> float | None:
         """A stop of a job this controller has not run: its partition is from before a restart, and the programs of
-        that controller's runs go on ending through KillWait (run_locks.py), which began when it went. KillWait:
-        the partition stays until they have, by then at the latest (the job Cleaning meanwhile); None: none left."""
+        that controller's runs go on ending through KillWait (run_locks.py), which began when it went. The
+        partition stays until they have (the job Cleaning meanwhile). Returns KillWait, as stop() does; None: none
+        left."""
         left = left_running(self.spool, stop.job_id)
         if not left:
             return None
