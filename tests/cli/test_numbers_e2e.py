@@ -104,8 +104,8 @@ def test_a_negative_number_is_a_number_refused_by_the_controller(server):
     # an unknown option is still one, with what it may have meant
     out = run(server, "vipu-admin", "fail", "ipus", "3", "--jsn")
     assert out.returncode == 2 and one_error(out, "vipu-admin") == (
-        "vipu-admin: error: No such option: --jsn (Possible options: --json, --showjson); see `vipu-admin fail ipus"
-        " --help`")
+        "vipu-admin: error: No such option: --jsn (Possible options: --json, --reason, --showjson); see `vipu-admin"
+        " fail ipus --help`")
     assert run(server, "vipu-admin", "repair", "ipus", "3").stdout == "Nothing repaired: IPU 3 was not failed\n"
 
 
