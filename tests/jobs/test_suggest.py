@@ -39,7 +39,7 @@ def test_too_large_model_is_rejected_with_the_numbers_and_a_layout_that_fits():
     best = suggest(TOO_BIG, pod(), limit=1)[0]
     assert best.layout.describe() in message
     # it ends with the spec's fields that change (walk31: "with RTS" named no field), and they make that layout
-    fields = message.rsplit("; layout: {", 1)[1].removesuffix(")").removesuffix("}")
+    fields = message.rsplit("; set in workload.layout: {", 1)[1].removesuffix(")").removesuffix("}")
     changes = {k: {"true": True, "false": False}.get(v, v) for k, v in (f.split(": ") for f in fields.split(", "))}
     assert TOO_BIG.layout.model_copy(update={k: v if isinstance(v, bool) else type(getattr(TOO_BIG.layout, k))(v)
                                              for k, v in changes.items()}) == best.layout
@@ -74,7 +74,7 @@ def test_suggestions_try_the_other_schedule_and_say_it_keeps_the_maths():
     assert best.global_batch == GPIPE.global_batch and best.ipus == 16
     assert best.throughput > 2 * max(c.throughput for c in fitting(GPIPE) if c.layout.order == "gpipe")
     assert " samples/s; 1f1b instead of gpipe keeps the maths: same micro-batches and gradients, reordered;" \
-           " layout: {" in suggestion_text(best, GPIPE.layout)
+           " set in workload.layout: {" in suggestion_text(best, GPIPE.layout)
     assert "instead of" not in suggestion_text(best, best.layout)
     with pytest.raises(InvalidArgument, match="1f1b instead of gpipe keeps the maths"):
         check_fits(GPIPE, pod(), ipus=16)

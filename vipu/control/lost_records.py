@@ -47,6 +47,32 @@ MISSING = "in no table at a start: its record was lost"  # the quarantine's erro
 SHOWN_SPANS = 20  # id ranges a log line names
 
 
+SKIPPED = "skipped_job_ids"  # the meta key of the id ranges first_job_id jumped over, [[first, last], ...]
+
+
+def _next_id(records: list) -> int:
+    live = [r.id + 1 for k, r in records if k == "job"]
+    return max([r.next_job_id for k, r in records if k == "scheduler_meta"] + live + [1])
+
+
+def note_skipped_ids(store: Store, records: list, first_job_id: int) -> None:
+    """A first_job_id above the next stored id: the ids between are never handed out. Kept, so that a later start
+    does not count them lost (walk32: 4,976 ids quarantined as lost after a restore)."""
+    below = _next_id(records)
+    if first_job_id > below:
+        store.set_meta(SKIPPED, [*(store.get_meta(SKIPPED) or []), [below, first_job_id - 1]])
+
+
+def _handed_out(below: int, skipped: list) -> list[int]:
+    """The ids below `below` outside the skipped ranges (a list as long as the ids handed out, however far
+    first_job_id jumped)."""
+    ids, start = [], 1
+    for first, last in sorted(skipped):
+        ids += range(start, min(first, below))
+        start = max(start, last + 1)
+    return ids + list(range(start, below))
+
+
 def name_lost_jobs(store: Store, path: Path, records: list, now: float) -> list[int]:
     """The ids below the next job id that are in neither the records, the history nor the quarantine table: logged,
     and listed in the quarantine table (so the next start does not say it again). Why: a copy of a damaged
@@ -54,12 +80,13 @@ def name_lost_jobs(store: Store, path: Path, records: list, now: float) -> list[
     from the queue without a word, though `vipu show job` said so. Ids are given once and never again, so every one
     below the next is in one of those tables unless its record was lost."""
     live = {r.id for k, r in records if k == "job"}
-    below = max([r.next_job_id for k, r in records if k == "scheduler_meta"] + [i + 1 for i in live] + [1])
+    below = _next_id(records)
     listed = live | {int(name) for name, _ in store.quarantined(("job", "job_history")) if name.isdigit()}
     listed = {i for i in listed if 0 < i < below}
-    if len(listed) + store.history_count() == below - 1:  # the usual start: one count, no list of the history
+    handed_out = _handed_out(below, store.get_meta(SKIPPED) or [])
+    if len(listed) + store.history_count() == len(handed_out):  # the usual start: one count, no list of the history
         return []
-    lost = sorted(set(range(1, below)) - listed - store.history_ids(below))
+    lost = sorted(set(handed_out) - listed - store.history_ids(below))
     if lost:
         store.name_lost_jobs(lost, MISSING, now)
         named = spans(lost).split(",")

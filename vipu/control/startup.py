@@ -21,7 +21,7 @@ from vipu.clock import WallClock
 from vipu.control.creations import KINDS as CREATION_KINDS, Creations
 from vipu.control.ended_jobs import stored_retry
 from vipu.control.lifecycle import LifecycleLog
-from vipu.control.lost_records import MISSING, kept_records, name_lost_jobs, unreadable
+from vipu.control.lost_records import MISSING, kept_records, name_lost_jobs, note_skipped_ids, unreadable
 from vipu.control.plane import ControlPlane
 from vipu.control.workloads import RunSettings, WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
@@ -108,6 +108,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
             store.set_meta(STATE_ID, held)
         if secure:  # only now: a refused start leaves the state as it was (a later start without --secure free)
             store.set_meta(SECURED, True)
+        note_skipped_ids(store, records, (config or SchedulerConfig()).first_job_id)
         name_lost_jobs(store, path, records, clock.now())
         journal = LifecycleLog(store, records, pod.machine.ipus)  # the store, and a log line per event
         controller = Controller(pod, journal, clock.now, [(k, r) for k, r in records if k in PARTITION_KINDS])

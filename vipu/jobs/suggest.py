@@ -111,10 +111,11 @@ def schedule_note(found: Layout, asked: Layout | None) -> str:
 
 def suggestion_text(found: Plan, asked: Layout | None = None) -> str:
     """A fitting layout on one line; `asked`, the spec's layout, given: what a change of schedule means. It ends
-    with the layout's fields that change, as a spec writes them (walk31: "with RTS" named no field)."""
+    with the layout's fields that change, as a spec writes them (walk31: "with RTS" named no field), to set in the
+    spec's layout: the rest stays as it is."""
     fields = _fields(found.layout, asked)
     return (f"{found.layout.describe()} ({size(found.memory.total)} per IPU, predicted"
-            f" {found.throughput:,.0f} samples/s{schedule_note(found.layout, asked)}; layout: {fields})")
+            f" {found.throughput:,.0f} samples/s{schedule_note(found.layout, asked)}; set in workload.layout: {fields})")
 
 
 def _fields(layout: Layout, asked: Layout | None) -> str:

@@ -178,8 +178,8 @@ def launch(program: list[str], envs: list[dict[str, str]], shown: int | None) ->
     finally:
         done.set()
         hearing.join()
-        for sig in PASSED_ON:  # heard by no one now: one arriving late (a --signal due as the instances end)
-            signal.signal(sig, signal.SIG_IGN)  # must not end poprun by its default action
+        # (a USR1 that comes after this, as the instances end, ends poprun by its default action. Not set to be
+        # ignored here: launch() also runs inside other processes, tests', whose children would inherit that)
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     signal_instances(procs, range(len(procs)), signal.SIGKILL)  # what instances left running holds their output
     for reader in readers:  # the last lines of their output
