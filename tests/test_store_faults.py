@@ -83,6 +83,16 @@ def test_each_disk_fault_is_worded_with_its_cause_and_fix_keeping_the_folder(tmp
     assert refusal.message == f"the state folder {tmp_path} cannot be written {said}"
 
 
+def test_an_io_error_under_a_file_size_limit_names_the_limit(tmp_path, monkeypatch):
+    """walk32: under `ulimit -f` SQLite's I/O error was worded as a disk to mend."""
+    file_system(monkeypatch)
+    import resource
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (4096, resource.RLIM_INFINITY))
+    assert cannot_write(tmp_path, io_error()).message == (
+        f"the state folder {tmp_path} cannot be written (disk I/O error, SQLITE_IOERR_SHMSIZE): a file size limit of"
+        " this process (ulimit -f) stops its files growing; its records are kept: raise the limit and start again")
+
+
 def test_a_folder_without_a_state_may_be_replaced_by_another(tmp_path):
     refusal = cannot_write(tmp_path, OSError(errno.EROFS, "Read-only file system"), holds_state=False)
     assert refusal.message == (f"the state folder {tmp_path} cannot be written (Read-only file system): the file"

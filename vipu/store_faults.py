@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import sqlite3
 from pathlib import Path
 
@@ -86,7 +87,14 @@ def _cause(folder: Path, e: BaseException) -> tuple[str, str]:
     code = _primary(e) if isinstance(e, sqlite3.Error) else None
     if code in (SQLITE_BUSY, SQLITE_LOCKED):  # the lock, whatever the disk
         return BY_CODE[code]
-    return _file_system(folder) or BY_CODE.get(code, UNKNOWN)  # the file system is more precise than SQLite's code
+    # the file system, then this process's file size limit, say more than SQLite's code
+    return _file_system(folder) or _size_limit() or BY_CODE.get(code, UNKNOWN)
+
+
+def _size_limit() -> tuple[str, str] | None:
+    """A file size limit on this process (ulimit -f): SQLite reports the write it stopped as an I/O error."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return CAUSES[errno.EFBIG] if soft != resource.RLIM_INFINITY else None
 
 
 def _file_system(folder: Path) -> tuple[str, str] | None:

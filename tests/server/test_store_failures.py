@@ -100,7 +100,8 @@ def test_a_full_disk_after_a_clean_stop_is_no_damaged_database(tmp_path):
     [line] = out.stderr.strip().splitlines()
     assert line.startswith(f"vipu-server: error: the state folder {state} cannot be written (disk I/O error,"
                            " SQLITE_IOERR"), line
-    assert line.endswith("its records are kept: free space (or fix the disk) and start again"), line
+    assert line.endswith("(ulimit -f) stops its files growing; its records are kept: raise the limit and start"
+                         " again"), line  # the limit stands in for the full disk here
     assert "cannot be read" not in line and ".dump" not in line
     again = open_plane("bow-pod64", state, "127.0.0.1", 0)  # space again: the same state, as it was
     assert again.state_id == plane.state_id
