@@ -91,6 +91,7 @@ def test_a_job_whose_program_is_still_ending_shows_completing_until_its_teardown
     assert [(j.id, j.state) for j in view.queue() if j.state is not S.PENDING] == [(1, S.COMPLETING)]
     assert [j.id for j in view.queue(lambda j: j.state is S.COMPLETING)] == [1]
     assert view.job(1).state is S.COMPLETING and s.job(1).state is S.COMPLETING
+    assert (view.job(1).exit_code, view.job(1).signal) == (None, 15)  # walk32: ExitCode 0:0 while CG, as sacct's 0:15
     assert [j.id for j in view.completing()] == [1]
     assert [(j.id, j.state) for j in view.history() if j.id == 1] == [(1, S.CANCELLED)]
     with pytest.raises(FailedPrecondition, match="job 1 is already COMPLETING: it ended CANCELLED"):

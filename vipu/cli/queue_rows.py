@@ -82,7 +82,8 @@ class JobRow(NamedTuple):
         x = self.job
         if not x.HasField("started") or x.state_code == "PD":
             return 0.0
-        return (self.now if self.running or not x.HasField("ended") else seconds(x.ended)) - seconds(x.started)
+        # (a CG job's run has ended: squeue's TIME stops at its end, as Slurm's job_time_used reads end_time)
+        return (self.now if x.state_code == "R" or not x.HasField("ended") else seconds(x.ended)) - seconds(x.started)
 
     @property
     def start(self) -> float | None:
