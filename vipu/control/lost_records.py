@@ -12,6 +12,7 @@ from pathlib import Path
 from vipu.errors import InvalidArgument, VipuError
 from vipu.scheduler.arrays import spans
 from vipu.scheduler.job_record import SchedulerMeta
+from vipu.scheduler.recovery import stored_next_id
 from vipu.store import Store
 from vipu.store_faults import cannot_write, is_disk_fault, is_unreadable_header
 from vipu.store_schema import SCHEMA_VERSION
@@ -50,15 +51,10 @@ SHOWN_SPANS = 20  # id ranges a log line names
 SKIPPED = "skipped_job_ids"  # the meta key of the id ranges first_job_id jumped over, [[first, last], ...]
 
 
-def _next_id(records: list) -> int:
-    live = [r.id + 1 for k, r in records if k == "job"]
-    return max([r.next_job_id for k, r in records if k == "scheduler_meta"] + live + [1])
-
-
 def note_skipped_ids(store: Store, records: list, first_job_id: int) -> None:
     """A first_job_id above the next stored id: the ids between are never handed out. Kept, so that a later start
     does not count them lost (walk32: 4,976 ids quarantined as lost after a restore)."""
-    below = _next_id(records)
+    below = stored_next_id(records)
     if first_job_id > below:
         store.set_meta(SKIPPED, [*(store.get_meta(SKIPPED) or []), [below, first_job_id - 1]])
 
@@ -80,7 +76,7 @@ def name_lost_jobs(store: Store, path: Path, records: list, now: float) -> list[
     from the queue without a word, though `vipu show job` said so. Ids are given once and never again, so every one
     below the next is in one of those tables unless its record was lost."""
     live = {r.id for k, r in records if k == "job"}
-    below = _next_id(records)
+    below = stored_next_id(records)
     listed = live | {int(name) for name, _ in store.quarantined(("job", "job_history")) if name.isdigit()}
     listed = {i for i in listed if 0 < i < below}
     handed_out = _handed_out(below, store.get_meta(SKIPPED) or [])

@@ -85,7 +85,7 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
         running=running, qos=config.qos, healthy_mask=healthy, allowed_masks=allowed_masks,
         max_job_test=config.max_job_test, sizes=sizes, preemptors=preemptors, shortest=shortest, estimates=estimates,
         running_mask=table.used_mask, releases=table.release_groups(sched.total),
-        teardowns=table.teardowns(table.claimed_mask | sched.failed_mask) if table.cleaning else (),
+        teardowns=table.teardowns(sched.failed_mask),
     )
     decision = sched.policy(request)
     effects = _apply(sched, decision, now) if decision.starts or decision.preemptions else []

@@ -76,7 +76,7 @@ def expected_start(view: QueueView, spec: JobSpec, now: float, available_mask: i
         now=now, total_ipus=view.total, available_mask=available_mask, pending=order.iterate(now, running),
         running=running, qos=view.config.qos, healthy_mask=view.full_mask & ~view.failed_mask,
         allowed_masks=allowed_masks, max_job_test=view.config.max_job_test, running_mask=table.used_mask,
-        teardowns=table.teardowns(table.claimed_mask | view.failed_mask))
+        teardowns=table.teardowns(view.failed_mask))
     decision = get_policy(view.config.policy)(request)
     first = next((s.first_ipu for s in decision.starts if s.job_id == job_id), None)
     if first is not None:

@@ -102,9 +102,12 @@ class GateOpenings:
         self.cleaning_mask &= ~self.cleaning.pop(job_id).mask
         return self._let_in(job_id)
 
-    def teardowns(self, kept: int) -> list[tuple[float, int, int]]:
-        """(free by, first IPU, IPUs) of the runs still torn down whose blocks hold none of the IPUs `kept` (claimed
-        for a preemptor, or failed): the moments backfill may count on them."""
+    def teardowns(self, failed_mask: int) -> list[tuple[float, int, int]]:
+        """(free by, first IPU, IPUs) of the runs still torn down whose blocks hold none of the IPUs claimed for a
+        preemptor or failed: the moments backfill may count on them."""
+        if not self.cleaning:
+            return []
+        kept = self.claimed_mask | failed_mask
         return [(t.free_by, t.first_ipu, t.ipus) for t in self.cleaning.values()  # type: ignore[misc]
                 if t.first_ipu is not None and t.free_by < math.inf and not t.mask & kept]
 

@@ -12,7 +12,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from vipu.scheduler.job_spec import JobSpec
-from vipu.scheduler.job_states import TRANSITIONS, JobState, check_transition
+from vipu.scheduler.job_states import STOPPED_RUNS, TRANSITIONS, JobState, check_transition
 
 
 class Transition(NamedTuple):
@@ -97,6 +97,7 @@ class Job(BaseModel):
         limit, or when it is cancelled, preempted or requeued while it runs; once a stopped program's end is known
         (stopped_ends.py), the signal that ended it (9 if it was deaf to SIGTERM until KillWait, 0 if it exited);
         a program that a signal ended by itself says which; 0 otherwise, also for a job that never ran."""
+        # (a requeued run was stopped too; a job cancelled or preempted while it waited has no start time)
         stopped = self.state is JobState.TIMEOUT or (self.state in _STOPPED and self.start_time is not None)
         return SIGTERM if stopped and self.exit_code is None else self.exit_signal
 
@@ -162,7 +163,7 @@ _RUNNING = JobState.RUNNING  # (a member looked up on its enum costs a fifth of 
 _RUNS = (JobState.RUNNING, JobState.COMPLETING)
 _STARTED = frozenset(("state", "start_time", "first_ipu", "end_time", "exit_code", "reason", "estimated_start",
                       "priority", "history"))  # the fields started() sets
-_STOPPED = (JobState.CANCELLED, JobState.PREEMPTED, JobState.REQUEUED)  # with a start time: stopped while it ran
+_STOPPED = STOPPED_RUNS | {JobState.REQUEUED}  # with a start time: stopped while it ran
 SIGTERM = 15
 _new = object.__new__
 _tuple_new = tuple.__new__  # a NamedTuple's own __new__ is a Python function: a frame per history entry

@@ -84,6 +84,8 @@ ACTIVE = frozenset({S.PENDING, S.RUNNING, S.COMPLETING})
 # Each ends a run. A job never rests in REQUEUED: the step that enters it moves on to PENDING, so only a job's
 # history holds it (sacct --duplicates shows that run's row).
 TERMINAL = frozenset(s for s in JobState if s not in ACTIVE)
+# the ends of a run stopped from outside (a cancel, its time limit, a preemption), the controller's SIGTERM first
+STOPPED_RUNS = frozenset((S.CANCELLED, S.TIMEOUT, S.PREEMPTED))
 # what `scontrol requeue` takes: a running job (through REQUEUED) or one whose run ended as these did
 REQUEUABLE = frozenset(s for s in JobState if S.PENDING in TRANSITIONS[s] or S.REQUEUED in TRANSITIONS[s])
 

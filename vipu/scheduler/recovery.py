@@ -53,6 +53,16 @@ def _records(records: Iterable) -> tuple[list[Job], SchedulerMeta | None, Purged
     return jobs, meta, purged
 
 
+def stored_next_id(records: Iterable) -> int:
+    """The next job id the stored records give: their meta's, or above their highest job's, if higher."""
+    jobs, meta, _ = _records(records)
+    return _next_id(jobs, meta)
+
+
+def _next_id(jobs: list[Job], meta: SchedulerMeta | None) -> int:
+    return max([meta.next_job_id if meta else 1] + [j.id + 1 for j in jobs])
+
+
 def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[str] | None,
             resumable: Callable[[Job], bool] | None = None, event: str = "the controller's restart",
             lost_why: str | None = None) -> list[Effect]:
@@ -103,7 +113,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
             else:
                 changed.append(job)
         final.append(job)
-    next_id = max([meta.next_job_id if meta else 1, s.config.first_job_id] + [j.id + 1 for j in final])
+    next_id = max(_next_id(final, meta), s.config.first_job_id)
     puts = [("job", str(j.id), j) for j in changed] + [("scheduler_meta", META_NAME, SchedulerMeta(next_job_id=next_id))]
     s.journal.commit(puts, [])
     s._remember(final, now)

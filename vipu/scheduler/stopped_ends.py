@@ -11,19 +11,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vipu.scheduler.job_states import JobState
+from vipu.scheduler.job_states import STOPPED_RUNS
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
-
-STOPPED = (JobState.CANCELLED, JobState.TIMEOUT, JobState.PREEMPTED)  # a run stopped from outside, not requeued
 
 
 def program_ended(sched: Scheduler, job_id: int, started: float, exit_code: int, signal: int, now: float) -> bool:
     """Record how the stopped run of job `job_id` that began at `started` ended; False (nothing recorded) if that is
     not the job's last run, its end is known already, or the job left memory."""
     job = sched.table.jobs.get(job_id)
-    if job is None or job.state not in STOPPED or job.start_time != started or job.exit_code is not None:
+    if job is None or job.state not in STOPPED_RUNS or job.start_time != started or job.exit_code is not None:
         return False
     sched._commit([job.updated({"exit_code": exit_code, "exit_signal": signal})], now)
     return True
