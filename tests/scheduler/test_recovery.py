@@ -6,6 +6,8 @@ from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.scheduler.effects import StopJob
 from vipu.scheduler.job_record import KINDS, SchedulerMeta
 from vipu.scheduler.job_states import JobState
+from vipu.scheduler.view import history_rows
+from vipu.scheduler.workload import RunExit
 
 from vipu.control.driver import Driver, Timers
 from tests.scheduler.builders import RecordingJournal, make, spec
@@ -169,3 +171,38 @@ def test_a_qos_removed_from_the_config_keeps_its_jobs():
     with pytest.raises(InvalidArgument) as refused:
         s.submit(spec(qos="capped"), 13)
     assert "qos 'capped' is no longer in the scheduler config" in refused.value.message
+
+
+def test_a_lost_run_ends_when_its_program_did_where_that_was_recorded():
+    """A program that ended while the controller was away (its supervisor recorded when): its run ends then, not at
+    the restart, so the outage is no run time (End, Elapsed, `vipu history -D`, the usage charged); where nothing was
+    recorded, or a record of another run (before this one's start), the run ends at the restart as before."""
+    journal = RecordingJournal()
+    old = make(journal=journal)
+    for user in ("requeued", "kept", "unrecorded", "stale"):
+        old.submit(spec(ipus=4, user=user, requeue=user != "kept"), 0)  # jobs 1-4
+    old.cycle(10)
+    ends = {1: RunExit(30.0, 0, 15), 2: RunExit(40.0, 3, 0), 4: RunExit(5.0, 0, 0)}
+    s = make()
+    s.recover(stored(journal), now=100, recorded_end=lambda job: ends.get(job.id))
+    requeued, kept = s.job(1), s.job(2)
+    assert requeued.history[-2:] == [(S.NODE_FAIL, 30.0), (S.PENDING, 100)]  # back in the queue at the restart
+    [run] = [r for _, _, r in history_rows([requeued], duplicates=True) if r.state is S.NODE_FAIL]
+    assert (run.start_time, run.end_time) == (10, 30.0)
+    assert (kept.state, kept.end_time, kept.exit_code, kept.signal) == (S.NODE_FAIL, 40.0, 3, 0)
+    assert kept.recovery.endswith("; it ended when its program did, as recorded where it ran")
+    assert s.job(3).history[-2] == (S.NODE_FAIL, 100) and s.job(4).history[-2] == (S.NODE_FAIL, 100)
+    usage = s.fairshare.usage()
+    assert usage["requeued"] == (4 * 20.0, 30.0) and usage["kept"] == (4 * 30.0, 40.0)
+    assert usage["unrecorded"] == usage["stale"] == (4 * 90.0, 100)
+
+
+def test_a_recorded_end_after_the_restart_is_taken_as_the_restart():
+    """Another node's clock may run ahead: a run never ends after the restart that ended it."""
+    journal = RecordingJournal()
+    old = make(journal=journal)
+    old.submit(spec(ipus=4, requeue=False), 0)
+    old.cycle(0)
+    s = make()
+    s.recover(stored(journal), now=100, recorded_end=lambda job: RunExit(100.5, 0, 0))
+    assert (s.job(1).end_time, s.job(1).exit_code) == (100, 0)

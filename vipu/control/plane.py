@@ -72,6 +72,7 @@ class ControlPlane:
         self.metrics.know_machines(self.pod.machines, self.pod.ipus)
         self.machines = Fleet(self.pod, on_lost=self._machines_lost, mode="off")
         self.kinds = kinds if kinds is not None else builtin_kinds()
+        self.settings = settings
         context = RunContext(
             pod=self.pod, store=store, lock=Recording(self.lock), machines=self.machines, now=now,
             job=lambda i: self.scheduler.table.jobs.get(i) or stored_job(store, i),

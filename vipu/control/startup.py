@@ -379,7 +379,12 @@ def recover_jobs(plane: ControlPlane, job_records, goes_on=lambda job: False, sa
         kind = plane.kinds.get(job.spec.workload.kind)
         return goes_on(job) or (kind is not None and kind.resumable)
 
-    effects = scheduler.recover(job_records, now, list(controller.state.partitions), resumable=resumable, **notes)
+    def recorded_end(job):
+        kind = plane.kinds.get(job.spec.workload.kind)
+        return kind.recorded_end(plane.settings, job) if kind is not None and kind.recorded_end else None
+
+    effects = scheduler.recover(job_records, now, list(controller.state.partitions), resumable=resumable,
+                                recorded_end=recorded_end, **notes)
     driver.apply(effects, now)
     failed = sorted(controller.state.failed_ipus)
     driver.apply(scheduler.fail_ipus(failed, now, "out of service when the controller restarted"), now)

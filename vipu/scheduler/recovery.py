@@ -5,9 +5,10 @@ still has the partition `slurm_<id>` (the partition records live in the same sto
 (`resumable`: the live server's sleep and hold workloads can, a training run held in the dead process cannot), the
 job keeps running: its start and end-by times are unchanged, so its time limit still holds, and the caller
 re-attaches or restarts its workload. Otherwise the job's run was lost with the process: like a Slurm job whose node
-vanished it ends NODE_FAIL and, when its spec allows requeue (the default), is queued again under the same id. A
-COMPLETING job whose partition is gone finishes with the exit code it recorded. Each of these jobs says which and
-why in its `recovery` note (`vipu show job`). Partitions named slurm_<id> whose job is no longer running are returned
+vanished it ends NODE_FAIL and, when its spec allows requeue (the default), is queued again under the same id; the
+run ends when its program did, if what ran it recorded that (`recorded_end`), else at the restart. A COMPLETING job
+whose partition is gone finishes with the exit code it recorded. Each of these jobs says which and why in its
+`recovery` note (`vipu show job`). Partitions named slurm_<id> whose job is no longer running are returned
 as StopJob effects so the caller removes them. Pending jobs simply wait again; their reasons are recomputed by the
 next cycle. Holds (user or admin) and begin times are part of the job record, so a held job stays held, an admin
 hold still needs an admin, and a job whose begin time passed while the controller was down is eligible at once.
@@ -29,6 +30,7 @@ from vipu.scheduler.config import with_retired_qos
 from vipu.scheduler.effects import Effect, StopJob
 from vipu.scheduler.job_record import KINDS, META_NAME, Job, PurgedUsage, SchedulerMeta
 from vipu.scheduler.job_states import JobState
+from vipu.scheduler.workload import RunExit
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
@@ -59,13 +61,24 @@ def stored_next_id(records: Iterable) -> int:
     return _next_id(jobs, meta)
 
 
+def _run_end(job: Job, recorded: RunExit | None, now: float) -> RunExit | None:
+    """The end of a run lost with the controller, if what ran it recorded one: its program's end, not the restart,
+    as slurmstepd's report of a step's end reaches a restarted slurmctld, so the time the controller was away is not
+    run time (Elapsed, End, usage). None where nothing recorded it (the program's supervisor died too, or the run
+    never reached its program): the run then ends at the restart, the last moment it may have run. A record from
+    before the run's start is another run's; one after `now` (another node's clock) is taken as `now`."""
+    if recorded is None or job.start_time is None or recorded.at < job.start_time:
+        return None
+    return recorded._replace(at=min(recorded.at, now))
+
+
 def _next_id(jobs: list[Job], meta: SchedulerMeta | None) -> int:
     return max([meta.next_job_id if meta else 1] + [j.id + 1 for j in jobs])
 
 
 def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[str] | None,
             resumable: Callable[[Job], bool] | None = None, event: str = "the controller's restart",
-            lost_why: str | None = None) -> list[Effect]:
+            lost_why: str | None = None, recorded_end: Callable[[Job], RunExit | None] | None = None) -> list[Effect]:
     if s.table.jobs:
         raise FailedPrecondition("recover() rebuilds an empty scheduler; create a new Scheduler for it")
     jobs, meta, purged = _records(records)
@@ -95,9 +108,15 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
                    else "its workload does not outlive the controller (a training run lives in the controller's"
                    " process; a program's supervisor stops it when the controller goes)")
             then = "requeued" if job.spec.requeue else "not requeued (its spec says requeue: false)"
-            failed = job.moved(S.NODE_FAIL, now, end_time=now,
+            ended = _run_end(job, recorded_end(job) if recorded_end is not None else None, now)
+            end = now if ended is None else ended.at
+            failed = job.moved(S.NODE_FAIL, end, end_time=end,
                                ended_by=why if lost_why else f"the controller stopped while it ran: {why}",
-                               recovery=f"ended NODE_FAIL at {event}, {then}: {why}")
+                               recovery=f"ended NODE_FAIL at {event}, {then}: {why}"
+                                        + ("" if ended is None else "; it ended when its program did, as recorded"
+                                                                    " where it ran"),
+                               **({} if ended is None else {"exit_code": ended.exit_code,
+                                                            "exit_signal": ended.signal}))
             lost[job.id] = job.first_ipu
             job = failed.requeued(now) if job.spec.requeue else failed
             if job is not failed:
@@ -125,7 +144,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
         if job.start_time is not None and job.end_time is not None:
             s.fairshare.charge(job.user, job.ipus * (job.end_time - job.start_time), job.end_time)
     for job in cut_short:
-        s._charge(job, now)
+        s._charge(job, job.end_time)
     s.table.next_id = next_id
     effects: list[Effect] = []
     running = {job_partition_name(i) for i in s.table.running}

@@ -23,6 +23,15 @@ class Ending(NamedTuple):
     exit_code: int
 
 
+class RunExit(NamedTuple):
+    """How a run's program ended, as recorded where it ran (its supervisor's exit file): when, by the wall clock of
+    its node, its exit code and the signal that ended it (0: it exited)."""
+
+    at: float
+    exit_code: int
+    signal: int
+
+
 class Workload(BaseModel):
     """The base of every workload kind's spec model."""
 

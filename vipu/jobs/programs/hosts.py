@@ -58,6 +58,11 @@ class Steps:
         step = self._runs.get(key)
         return step is not None and step.signal(sig, to)
 
+    @staticmethod
+    def forget_exit(path: str) -> None:
+        """The supervisor's record of how its program ended (run_exits.py): the controller has written the end."""
+        Path(path).unlink(missing_ok=True)
+
     def terminate_all(self) -> None:
         with self._lock:
             steps = list(self._runs.values())
@@ -222,6 +227,9 @@ class NodeSteps:
 
     def terminate_all(self) -> None:
         self.steps.terminate_all()
+
+    def forget_exit(self, path: str) -> None:
+        Steps.forget_exit(path)
 
     def tail(self, path: str, max_bytes: int = TAIL_BYTES, user: dict | None = None) -> tuple[str, bool]:
         return Steps.tail(path, max_bytes, user)

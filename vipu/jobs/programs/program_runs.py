@@ -31,6 +31,7 @@ from vipu.jobs.programs.command_spec import WarnSignal, parse_signal
 from vipu.jobs.programs.environment import job_environment, node_names
 from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, spool_for
 from vipu.jobs.programs.program_record import ProgramRecord
+from vipu.jobs.programs.run_exits import exit_path, forget_exits
 from vipu.jobs.programs.run_locks import GONE_WAIT_S, left_running, when_gone
 from vipu.jobs.programs.run_sessions import device_environment, keep_steps, open_session
 from vipu.scheduler.effects import StartJob, StopJob
@@ -211,6 +212,8 @@ class ProgramRuns:
                     ctx.stopped_end(run.job_id, run.started, ended["exit_code"], ended["signal"])
                 if records:
                     ctx.store.commit(records, [])
+        if "ended" in result and ctx.store.writable:  # its end written (else it waits: a restart may need the file)
+            self._call(run.host, "forget_exit", str(exit_path(self.spool, run.job_id, run.record.run)), wait=False)
         ctx.wake()
 
     def stop(self, stop: StopJob) -> float | None:
@@ -303,6 +306,7 @@ class ProgramRuns:
         run = self.runs.get(job_id)
         if run is not None and run.finished.is_set():
             del self.runs[job_id]
+        forget_exits(self.spool, job_id)  # those a restart read, or whose end waited for the store: written now
 
     def record(self, job_id: int) -> ProgramRecord | None:
         run = self.runs.get(job_id)

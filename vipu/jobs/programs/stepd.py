@@ -19,7 +19,8 @@ Protocol: the launcher writes one JSON line on stdin (the launch: see program_ru
 {"signal": N, "to": T} lines (scancel --signal: see command(); the program goes on) until it closes stdin; the
 supervisor answers with JSON lines on stdout: {"supervisor": PID} first (signal it, not the process the launcher
 started), then {"started": {"pid": P}} once the program runs, then {"ended": {"exit_code": N, "signal": S}} once it
-and all it started are gone; or {"failed": "why"} if it could not start (nothing ran).
+and all it started are gone; or {"failed": "why"} if it could not start (nothing ran). How the program ended is
+also written into the spool (run_exits.py), for a controller that was away when it did.
 Run: python -m vipu.jobs.programs.stepd
 """
 
@@ -36,8 +37,10 @@ import sys
 import time
 from pathlib import Path
 
+from vipu.clock import WallClock
 from vipu.jobs.output_folder import mark_writer, missing_folder
 from vipu.jobs.programs.login_environment import with_login
+from vipu.jobs.programs.run_exits import exit_path, record_exit
 from vipu.jobs.programs.run_locks import hold, let_go, lock_path
 from vipu.jobs.programs.step_processes import become_subreaper, below, end_all, kill, reap, signal_all
 
@@ -63,6 +66,7 @@ def main() -> int:
     try:
         spool = own_spool(launch)
         lock = take_lock(launch, spool)
+        exit_path(spool, launch["job_id"], launch["run"]).unlink(missing_ok=True)  # another state's, of this number
         # the starter gone already: a controller started since may have looked for the lock before it was taken
         if select.select([starter], [], [], 0)[0]:
             raise StartError("the controller stopped before the program started")
@@ -75,11 +79,18 @@ def main() -> int:
         return 0
     say({"started": {"pid": pid}})
     status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, starter, commands)
+    ended_at = WallClock().now()  # the job's end is its script's, as slurmstepd reports a batch step's
+    code = os.waitstatus_to_exitcode(status)
+    ended = {"exit_code": max(code, 0), "signal": -code if code < 0 else 0}
+    try:  # before the rest goes: a controller away meanwhile reads it when it starts again (run_exits.py)
+        record_exit(exit_path(launch["spool"], launch["job_id"], launch["run"]), ended["exit_code"], ended["signal"],
+                    ended_at)
+    except OSError:  # (a full disk: the restart then ends the run at its own time)
+        pass
     end_all(os.getpid())  # what the script left running, in its session or not: the job has ended
     script.unlink(missing_ok=True)
     let_go(*lock)  # after every process of the job: a restarted controller starts on its IPUs only then
-    code = os.waitstatus_to_exitcode(status)
-    say({"ended": {"exit_code": max(code, 0), "signal": -code if code < 0 else 0}})
+    say({"ended": ended})
     return 0
 
 

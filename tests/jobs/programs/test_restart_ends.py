@@ -1,0 +1,54 @@
+"""end33: a program that ends while its controller is down (kill -9) ends its run when it did, as its supervisor
+recorded it (run_exits.py), not when the controller started again: the outage is no run time in End, Elapsed,
+`vipu history` or the usage charged."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import show, submit, wait_for
+from tests.jobs.programs.test_programs_e2e import spec_file
+from tests.jobs.programs.test_restart_waits import lines
+from vipu.jobs.programs.hosts import spool_for
+from vipu.jobs.programs.run_exits import exit_path
+
+# its supervisor sends SIGTERM once the controller has gone; the program says so and exits 3
+ENDS_ON_TERM = "#!/bin/bash\ntrap 'echo TERM >> log; exit 3' TERM\necho start >> log\nwhile true; do sleep 0.02; done\n"
+OUTAGE_S = 3.0  # how long the controller stays down after the program's end: far above any timing slack
+
+
+def test_a_program_that_ends_while_the_controller_is_down_ends_its_run_then(server_factory, tmp_path):
+    server = server_factory()
+    log = tmp_path / "log"
+    [job] = submit(server, spec_file(tmp_path, ENDS_ON_TERM, "away", requeue=False))
+    wait_for(lambda: lines(log) == ["start"])
+    started = show(server, job)["start_time"]
+    server.kill(signal.SIGKILL)
+    recorded = exit_path(spool_for(server.state_dir), job, 1)
+    wait_for(lambda: recorded.exists())
+    ended = json.loads(recorded.read_text())
+    assert (ended["exit_code"], ended["signal"], lines(log)) == (3, 0, ["start", "TERM"])
+    wait_for(lambda: time.time() > ended["at"] + OUTAGE_S, timeout=OUTAGE_S + 10)  # the outage goes on
+    restarted = time.time()
+    server.start()
+    shown = show(server, job)
+    assert shown["end_time"] < restarted - OUTAGE_S + 1  # not the restart's end ...
+    assert shown["end_time"] == pytest.approx(ended["at"], abs=0.01)  # ... but the program's
+    assert shown["state"] == "NODE_FAIL" and "as recorded where it ran" in shown["detail"]["recovery"]
+    assert (shown["exit_code"], shown["signal"]) == (3, 0)
+    out = run(server, "vipu", "history", "-j", str(job), "-n", "-P", "-o", "State,ExitCode,ElapsedRaw,End")
+    assert out.returncode == 0, out.stderr
+    state, code, elapsed_raw, end = out.stdout.strip().split("|")
+    assert (state, code) == ("NODE_FAIL", "3:0")
+    assert int(elapsed_raw) == int(ended["at"] - started)  # seconds it ran, not the outage's too
+    assert end == time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(ended["at"]))
+
+    # a run whose end the controller heard leaves no record of it, once its end is written
+    [heard] = submit(server, spec_file(tmp_path, "#!/bin/sh\nexit 0\n", "heard"))
+    wait_for(lambda: show(server, heard)["state"] == "COMPLETED")
+    wait_for(lambda: not exit_path(spool_for(server.state_dir), heard, 1).exists())

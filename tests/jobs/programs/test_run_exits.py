@@ -1,0 +1,27 @@
+"""What a supervisor records of its program's end (run_exits.py), and what a restart reads of it."""
+
+from __future__ import annotations
+
+from vipu.jobs.programs.run_exits import exit_path, forget_exits, record_exit, recorded_exit
+
+
+def test_an_end_recorded_is_read_back_whole(tmp_path):
+    path = exit_path(tmp_path, 7, 2)
+    record_exit(path, 3, 0, 1234.5)
+    assert recorded_exit(path) == {"exit_code": 3, "signal": 0, "at": 1234.5}
+    assert [p.name for p in tmp_path.iterdir()] == ["job7.run2.exit"]  # (no half-written file left beside it)
+
+
+def test_no_file_or_one_no_supervisor_finished_reads_as_nothing_recorded(tmp_path):
+    path = exit_path(tmp_path, 7, 2)
+    assert recorded_exit(path) is None
+    for text in ("", '{"exit_code": 3', '{"exit_code": 3, "signal": 0}', '{"exit_code": "x", "signal": 0, "at": 1}'):
+        path.write_text(text)
+        assert recorded_exit(path) is None, text
+
+
+def test_forgetting_a_job_removes_only_its_records(tmp_path):
+    for job, run in ((7, 1), (7, 2), (17, 1)):
+        record_exit(exit_path(tmp_path, job, run), 0, 0, 1.0)
+    forget_exits(tmp_path, 7)
+    assert [p.name for p in tmp_path.iterdir()] == ["job17.run1.exit"]
