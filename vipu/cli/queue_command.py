@@ -29,7 +29,8 @@ def register(app: typer.Typer) -> None:
         state: list[str] = typer.Option(
             None, "--states", "-t", "--state",
             help="only these states: names or codes (PD, R, CD, ...) in a comma list, or all; an ended state lists"
-                 f" jobs that ended in the last {MIN_JOB_AGE} s, as squeue does (Slurm's MinJobAge)"),
+                 f" jobs that ended in the last {MIN_JOB_AGE} s, as squeue does (Slurm's MinJobAge), but for those"
+                 " still completing: CG alone lists them"),
         jobs: list[str] = typer.Option(None, "--jobs", "-j",
                                        help="only these jobs: N, N_T or N_[A-B], comma lists; one job the controller"
                                             " no longer has (ended over"

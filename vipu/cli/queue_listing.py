@@ -114,7 +114,8 @@ def listing(cli, q: Query, now: float, unknown: set[str] | None = None) -> list[
     if q.ended:
         request = j.HistoryRequest(users=q.users, me=q.me, states=q.ended, ids=asked, brief=brief and not placed)
         replies.append(conn.every_page(conn.jobs.History, request))
-        jobs += [x for x in replies[-1].jobs if seconds(x.ended) >= now - MIN_JOB_AGE]
+        completing = still_completing(conn, q, jobs, asked)
+        jobs += [x for x in replies[-1].jobs if seconds(x.ended) >= now - MIN_JOB_AGE and x.id not in completing]
     if unknown is not None and replies:
         unknown.update(replies[0].unknown_users)
     if q.ids is not None:
@@ -137,6 +138,18 @@ def listing(cli, q: Query, now: float, unknown: set[str] | None = None) -> list[
     from vipu.cli.slurm_format import sort_rows
 
     return sort_rows(rows, q.keys)
+
+
+def still_completing(conn, q: Query, listed: list, asked: list[str]) -> set[int]:
+    """The ids of the jobs whose run ended but is still torn down (COMPLETING). Why: squeue lists such a job only as
+    CG, never under the state it ended in (CA, TO, F, ...), which the history gives: Slurm keeps COMPLETING as a flag
+    over that base state, and its -t matches a base state only if the job's whole state word is that state, flags
+    included, a flag by the flag alone (src/squeue/print.c, _filter_job). `listed`: the queue's jobs, if asked for
+    every active state or CG; else the queue is asked for its CG jobs alone."""
+    if q.active is not None and (not q.active or JobState.COMPLETING.value in q.active):
+        return {x.id for x in listed if x.state == JobState.COMPLETING.value}
+    request = j.ListJobsRequest(users=q.users, me=q.me, states=[JobState.COMPLETING.value], ids=asked, brief=True)
+    return {x.id for x in conn.every_page(conn.jobs.ListJobs, request).jobs}
 
 
 def kept(cli, job: int, now: float) -> bool:
