@@ -9,6 +9,7 @@ import json
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_drain_reasons_e2e import events, lines
+from tests.cli.test_jobs_e2e import wait_for
 
 
 def states(server, *names: str) -> list[str]:
@@ -57,8 +58,11 @@ def test_a_host_list_is_drained_and_resumed_whole_each_agent_logged(server):
     one = json.loads(run(server, "vipu-admin", "drain", "agent", "ag07", "--reason", "fan", "--json").stdout)
     assert (one["name"], one["state"]) == ("ag07", "DRAINED")  # one name: the agent, as before
 
-    logged = [(e["event"], e["agent"], e["state"], e["reason"]) for e in events(server)
-              if e["event"].startswith("agent_") and e["event"] != "agent_created"]
-    assert logged == [("agent_drained", name, "DRAINED", "PSU swap") for name in ("ag01", "ag02", "ag05")] + [
+    def logged() -> list[tuple]:
+        return [(e["event"], e["agent"], e["state"], e["reason"]) for e in events(server)
+                if e["event"].startswith("agent_") and e["event"] != "agent_created"]
+
+    want = [("agent_drained", name, "DRAINED", "PSU swap") for name in ("ag01", "ag02", "ag05")] + [
         ("agent_resumed", name, "ONLINE", None) for name in ("ag05", "ag01", "ag02")] + [
         ("agent_drained", "ag07", "DRAINED", "fan")]
+    assert wait_for(lambda: len(logged()) == len(want) and logged()) == want  # a line each, as they come

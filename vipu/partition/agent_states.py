@@ -35,18 +35,29 @@ def agent_state(drained: bool, in_use: bool) -> str:
     return DRAINING if in_use else DRAINED
 
 
-def node_state(out_of_service: bool, held: bool, ipus: int, in_use: int, failed: int) -> str:
-    """A machine as sinfo shows a node (long names): down when every IPU failed; else, when its agent is drained or
-    it has none, the agent's state (draining while a partition holds some of its IPUs, whatever its others do: Slurm's
-    drng is a drained node with jobs, mixed or not); else allocated, mixed or idle by its working IPUs.
-    `in_use`: its IPUs a partition holds that have not failed."""
+def node_state(out_of_service: bool, held: bool, ipus: int, in_use: int, failed: int, completing: int = 0) -> str:
+    """A machine as sinfo shows a node (long names), in slurmctld's order: down when every IPU failed; else, when its
+    agent is drained or it has none, the agent's state (draining while a partition holds some of its IPUs, whatever
+    its others do: Slurm's drng is a drained node with jobs, completing or mixed or not); allocated when running
+    jobs hold every IPU that has not failed; completing while a stopped run is torn down on some (its program
+    given KillWait: squeue's CG), as sinfo's comp, which only alloc outranks; mixed when some IPUs are in use or
+    failed and others idle; else idle. `in_use`: its IPUs a partition holds that have not failed; `completing`:
+    those of them a run being torn down holds.
+
+    Why a failed IPU makes mixed, not idle: the machine is not whole (a job of all its IPUs cannot start there, and
+    sinfo -R lists why), nor out of service (its other IPUs take partitions: drain would say they do not, and a
+    resume would be refused as the agent is not drained); mix is sinfo's state for a node partly available.
+    Slurm itself has no partial failure: a node registering fewer GPUs than configured is drained whole."""
     if failed >= ipus:
         return "down"
     if out_of_service:
         return agent_state(True, held).lower()
-    if not in_use:
-        return "idle"
-    return "allocated" if in_use + failed == ipus else "mixed"
+    running = in_use - completing
+    if running and running + failed == ipus:
+        return "allocated"
+    if completing:
+        return "completing"
+    return "mixed" if running or failed else "idle"
 
 
 def holders(partitions: Iterable[Partition], per_machine: int) -> dict[int, list[str]]:
@@ -102,7 +113,8 @@ def not_drained(pod: PodState, online: list[str], named: list[str]) -> FailedPre
     text = (f"agent{'' if one else 's'} {hostlist(online)} {'is' if one else 'are'} ONLINE, not drained: resume"
             " undoes a drain (`vipu-admin drain agent`), so there is nothing to resume")
     if len(named) > 1:
-        drained = [n for n in named if n not in set(online)]
+        not_yet = set(online)
+        drained = [n for n in named if n not in not_yet]
         text += "; none was resumed" + (f": resume the drained ones alone, `vipu-admin resume agent"
                                          f" {hostlist(drained)}`" if drained else "")
     per_machine = pod.pod.machine.ipus
