@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from vipu.errors import FailedPrecondition, NotFound
 from vipu.partition.admin_records import Reason
 from vipu.partition.agent_states import agent_state, agent_views, node_state
 from vipu.partition.ipu_status import completing_nodes, machine_statuses
@@ -99,3 +100,21 @@ def test_a_machine_is_comp_while_a_run_is_torn_down_on_it_and_mix_with_a_failed_
     assert [m.state for m in machine_statuses(scene.state, None, teardown)] == [
         "completing", "draining", "allocated", "mixed"]
     assert completing_nodes(scene.state, teardown) == ["ag00"] and completing_nodes(scene.state, 0) == []
+
+
+def test_a_list_of_agents_is_drained_or_resumed_whole_or_not_at_all(scene_factory):
+    scene = scene_factory("bow-pod16")
+    admin, agents = scene.ctl.admin, scene.state.agents
+    why = Reason(text="PSU", user="root", at=1.0)
+    with pytest.raises(NotFound, match=r"^agents ag\[08-09\] do not exist \(of the 3 named\), so none was changed;"):
+        admin.set_agent_states(["ag00", "ag08", "ag09"], "DRAINED", why)
+    assert agents["ag00"].state == "ONLINE"
+    assert [a.name for a in admin.set_agent_states(["ag01", "ag00", "ag01"], "DRAINED", why)] == ["ag01", "ag00"]
+    with pytest.raises(FailedPrecondition) as refused:
+        admin.set_agent_states(["ag00", "ag01", "ag02", "ag03"], "ONLINE")
+    assert refused.value.message == (
+        "agents ag[02-03] are ONLINE, not drained: resume undoes a drain (`vipu-admin drain agent`), so there is"
+        " nothing to resume; none was resumed: resume the drained ones alone, `vipu-admin resume agent ag[00-01]`")
+    assert [agents[a].state for a in ("ag00", "ag01")] == ["DRAINED", "DRAINED"]
+    admin.set_agent_states(["ag00", "ag01"], "ONLINE")
+    assert [(agents[a].state, agents[a].reason) for a in ("ag00", "ag01")] == [("ONLINE", None)] * 2
