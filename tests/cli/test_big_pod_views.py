@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
-from vipu.cli.node_info import Group, Node, collapsed, node_state as shown_state, summary
+from vipu.cli.node_info import Group, Node, chosen, collapsed, node_state as shown_state, summary
 from vipu.partition.agent_states import node_state
 from vipu.cli.nodes import Machines, blocks_of, numbered, ranges
 from vipu.partition.node_names import hostlist
@@ -131,3 +131,19 @@ def test_the_queue_asks_only_for_the_machines_its_running_jobs_span():
     assert asked == [[(65_520, 16)]]
     assert hostlist(machines.spanned(65_520, 16)) == "ag[16380-16383]" and machines.count(64) == 16
     assert Machines.fetch(Conn(), blocks_of([pending])).per_machine == 4 and asked[-1] == [(0, 1)]
+
+
+def test_comp_counts_allocated_and_a_machine_with_failed_ipus_and_none_in_use_other():
+    """sinfo's NODES(A/I/O/T): comp is allocated, as sinfo counts a COMPLETING node; a mix machine with nothing in
+    use (an IPU failed, the rest idle) is other, neither at work nor whole; -t comp picks the comp one."""
+    def node(n: int, state: str, **ipus: int) -> Node:
+        machine = p.Machine(machine=n, name=f"ag{n:02d}", ipus=4, state=state, **ipus)
+        return Node(machine.name, "default", machine, shown_state(machine))
+
+    nodes = [node(0, "completing", allocated=4), node(1, "mixed", idle=3, failed=1),
+             node(2, "mixed", allocated=1, idle=2, failed=1), node(3, "idle", idle=4)]
+    assert [n.state for n in nodes] == [("comp", "completing"), ("mix", "mixed"), ("mix", "mixed"), ("idle", "idle")]
+    group = Group(tuple(nodes))
+    assert (group.machines(True), group.ipus()) == ("2/1/1/4", "5/9/2/16")
+    assert [n.name for n in chosen(nodes, [], ["comp"])] == ["ag00"]
+    assert [n.name for n in chosen(nodes, [], ["completing", "mix"], ["ag[00-01]"])] == ["ag00", "ag01"]

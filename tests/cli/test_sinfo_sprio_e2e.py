@@ -50,22 +50,26 @@ def test_machines_as_sinfo_nodes(server):
              "idle": f"default|idle|9|{idle}|0/36/0/36|0/9|0/9/0/9|4"}
     first = sorted(lines, key=lambda state: min(busy) if state == "allocated" else "ag00")  # in node order
     assert out(server, "info", "-h", "-o", "%R|%T|%D|%N|%C|%A|%F|%c") == [lines[k] for k in first] + [
-        "default|drained|1|ag13|0/0/4/4|0/0|0/0/1/1|4",
-        "a1|idle|2|ag[14-15]|0/7/1/8|0/2|0/2/0/2|4"]  # ag15's failed IPU leaves 3 idle: other in %C
+        "default|drained|1|ag13|0/0/4/4|0/0|0/0/1/1|4", "a1|idle|1|ag14|0/4/0/4|0/1|0/1/0/1|4",
+        "a1|mixed|1|ag15|0/3/1/4|0/0|0/0/1/1|4"]  # ag15's failed IPU: not whole, its 3 others idle (other in %F)
     counts = {"allocated": "default*   4 alloc", "idle": "default*   9 idle"}
     assert out(server, "info", "-h", "-o", "%P %.3D %t") == [counts[k] for k in first] + [
-        "default*   1 drain", "a1   2 idle"]
-    assert out(server, "info", "-h", "-p", "a1", "-o", "%R %D %t") == ["a1 2 idle"]
+        "default*   1 drain", "a1   1 idle", "a1   1 mix"]
+    assert out(server, "info", "-h", "-p", "a1", "-o", "%R %D %t") == ["a1 1 idle", "a1 1 mix"]
     assert out(server, "info", "-h", "-t", "DRAIN", "-o", "%N") == ["ag13"]  # drain: draining or drained
-    assert out(server, "info", "-h", "-t", "drain,idle", "-p", "a1", "-o", "%N") == ["ag[14-15]"]
+    assert out(server, "info", "-h", "-t", "drain,idle", "-p", "a1", "-o", "%N") == ["ag14"]
+    assert out(server, "info", "-s", "-h", "-p", "a1") == ["a1           up   infinite          0/1/1/2  ag[14-15]"]
+    assert out(server, "info", "-h", "-n", "ag[13-14],ag15", "-o", "%N %t") == ["ag13 drain", "ag14 idle", "ag15 mix"]
+    assert refused(server, "info", "-n", "ag[15-17]") == ("vipu: error: -n/--nodes names ag[16-17], which are no"
+                                                         " IPU-Machines of this Pod; `vipu info -N` lists them")
     assert out(server, "info", "-p", "a1")[0].split() == ["PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE",
                                                           "NODELIST"]  # sinfo's own default format
     data = json.loads(run(server, "vipu", "info", "-N", "--json").stdout)
     assert data["ilds"][0]["failed"] == 1 and len(data["nodes"]) == 16
     why = data["nodes"][15].pop("reason")  # what failed it, who asked and when (`vipu info -R`)
     assert (why["text"], why["user"]) == ("vipu-admin fail ipus", "root") and data["nodes"][13]["reason"]["text"] == "fan"
-    assert data["nodes"][15] == {"name": "ag15", "partition": "a1", "state": "idle", "ipus": 4, "idle": 3,
-                                 "allocated": 0, "draining": 0, "drained": 0, "failed": 1}
+    assert data["nodes"][15] == {"name": "ag15", "partition": "a1", "state": "mixed", "ipus": 4,
+                                 "idle": 3, "allocated": 0, "draining": 0, "drained": 0, "failed": 1}
     assert out(server, "info")[0].split("|")[0].strip() == "ILD"  # without sinfo's options: by IPU-Link domain
     [one] = submit(server, "--ipus", "1", "--time-limit", "10m")
     wait_for(lambda: jobs(server)[one]["job_state"] == ["RUNNING"])

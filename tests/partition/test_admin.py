@@ -417,8 +417,15 @@ def test_placement_follows_every_change_of_allocations_and_agent_states(scene_fa
                 assert set(p.ipus) <= allowed, f"{p.name} took IPUs outside {allocation}'s online agents"
         elif kind == "remove" and state.partitions:
             parts.remove(sorted(state.partitions)[args[0] % len(state.partitions)])
-        elif kind in ("drain", "online"):
-            admin.set_agent_state(agents(args[0])[0], "DRAINED" if kind == "drain" else "ONLINE")
+        elif kind == "drain":
+            admin.set_agent_state(agents(args[0])[0], "DRAINED")
+        elif kind == "online":
+            agent = agents(args[0])[0]
+            if state.agents[agent].state == "ONLINE":  # a resume of an agent not drained is refused, changing nothing
+                with pytest.raises(FailedPrecondition, match="is ONLINE, not drained: resume undoes a drain"):
+                    admin.set_agent_state(agent, "ONLINE")
+            else:
+                admin.set_agent_state(agent, "ONLINE")
         elif kind == "allocate" and "A" not in state.allocations:
             try:
                 admin.create_allocation("A", agents(*sorted(args[0])))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from vipu.errors import FailedPrecondition, NotFound
 from vipu.partition.admin_records import Reason
 from vipu.partition.agent_states import agent_state, agent_views, node_state
-from vipu.partition.ipu_status import machine_statuses
+from vipu.partition.ipu_status import completing_nodes, machine_statuses
 from vipu.partition.rules import job_holder
 
 
@@ -21,20 +22,28 @@ def test_agent_state(drained, in_use, want):
     assert agent_state(drained, in_use) == want
 
 
-@pytest.mark.parametrize("out_of_service, held, in_use, failed, want", [
-    (False, False, 0, 0, "idle"),
-    (False, True, 4, 0, "allocated"),
-    (False, True, 3, 1, "allocated"),  # a failed IPU leaves the others to say
-    (False, True, 2, 0, "mixed"),
-    (False, False, 0, 4, "down"),
-    (True, True, 4, 0, "draining"),
-    (True, True, 2, 0, "draining"),  # Slurm's drng: a drained node with jobs, mixed or not
-    (True, True, 0, 1, "draining"),  # a FAILED partition still holds a failed IPU: the drain waits for it
-    (True, False, 0, 1, "drained"),
-    (True, False, 0, 4, "down"),
+@pytest.mark.parametrize("out_of_service, held, in_use, failed, completing, want", [
+    (False, False, 0, 0, 0, "idle"),
+    (False, True, 4, 0, 0, "allocated"),
+    (False, True, 3, 1, 0, "allocated"),  # running jobs hold every IPU that works
+    (False, True, 2, 0, 0, "mixed"),
+    (False, True, 2, 1, 0, "mixed"),
+    (False, False, 0, 1, 0, "mixed"),  # a failed IPU, the others idle: not whole, yet taking work (not idle)
+    (False, False, 0, 3, 0, "mixed"),
+    (False, False, 0, 4, 0, "down"),
+    (False, True, 4, 0, 4, "completing"),  # its job's program given KillWait: sinfo's comp
+    (False, True, 2, 0, 2, "completing"),  # comp outranks mix and idle, as in slurmctld
+    (False, True, 4, 0, 2, "completing"),
+    (False, True, 3, 1, 3, "completing"),
+    (True, True, 4, 0, 4, "draining"),  # a drained node with a completing job is DRAINING in Slurm too
+    (True, True, 4, 0, 0, "draining"),
+    (True, True, 2, 0, 0, "draining"),  # Slurm's drng: a drained node with jobs, mixed or not
+    (True, True, 0, 1, 0, "draining"),  # a FAILED partition still holds a failed IPU: the drain waits for it
+    (True, False, 0, 1, 0, "drained"),
+    (True, False, 0, 4, 0, "down"),
 ])
-def test_node_state(out_of_service, held, in_use, failed, want):
-    assert node_state(out_of_service, held, 4, in_use, failed) == want
+def test_node_state(out_of_service, held, in_use, failed, completing, want):
+    assert node_state(out_of_service, held, 4, in_use, failed, completing) == want
 
 
 def test_agent_and_node_views_agree_while_draining_and_after(scene_factory):
@@ -74,3 +83,38 @@ def test_a_machine_out_of_service_says_why_its_drain_first_then_its_latest_failu
     drain = Reason(text="fan replacement", user="root", at=30.0)
     scene.ctl.admin.set_agent_state("ag01", "DRAINED", drain)
     assert machine_statuses(scene.state, [1])[0].reason == drain
+
+
+def test_a_machine_is_comp_while_a_run_is_torn_down_on_it_and_mix_with_a_failed_ipu(scene_factory):
+    """machine_statuses with the scheduler's teardowns (Slurm's completing jobs): only their machines are comp, and
+    only where nothing outranks it; completing_nodes names those, as `vipu info` does."""
+    scene = scene_factory("bow-pod16").partition("slurm_7", 8, holder=job_holder(7)).partition("slurm_8", 4,
+                                                                                                  holder=job_holder(8))
+    first = scene.state.partitions["slurm_7"].first_ipu
+    teardown = ((1 << 8) - 1) << first  # slurm_7's 8 IPUs: its program is given KillWait
+    machines = machine_statuses(scene.state, None, teardown)
+    assert [m.state for m in machines] == ["completing", "completing", "allocated", "idle"]
+    assert completing_nodes(scene.state, teardown) == ["ag00", "ag01"]
+    scene.ctl.admin.set_agent_state("ag01", "DRAINED", Reason(text="fan", user="root", at=1.0))
+    scene.ctl.partitions.fail_ipus([13])
+    assert [m.state for m in machine_statuses(scene.state, None, teardown)] == [
+        "completing", "draining", "allocated", "mixed"]
+    assert completing_nodes(scene.state, teardown) == ["ag00"] and completing_nodes(scene.state, 0) == []
+
+
+def test_a_list_of_agents_is_drained_or_resumed_whole_or_not_at_all(scene_factory):
+    scene = scene_factory("bow-pod16")
+    admin, agents = scene.ctl.admin, scene.state.agents
+    why = Reason(text="PSU", user="root", at=1.0)
+    with pytest.raises(NotFound, match=r"^agents ag\[08-09\] do not exist \(of the 3 named\), so none was changed;"):
+        admin.set_agent_states(["ag00", "ag08", "ag09"], "DRAINED", why)
+    assert agents["ag00"].state == "ONLINE"
+    assert [a.name for a in admin.set_agent_states(["ag01", "ag00", "ag01"], "DRAINED", why)] == ["ag01", "ag00"]
+    with pytest.raises(FailedPrecondition) as refused:
+        admin.set_agent_states(["ag00", "ag01", "ag02", "ag03"], "ONLINE")
+    assert refused.value.message == (
+        "agents ag[02-03] are ONLINE, not drained: resume undoes a drain (`vipu-admin drain agent`), so there is"
+        " nothing to resume; none was resumed: resume the drained ones alone, `vipu-admin resume agent ag[00-01]`")
+    assert [agents[a].state for a in ("ag00", "ag01")] == ["DRAINED", "DRAINED"]
+    admin.set_agent_states(["ag00", "ag01"], "ONLINE")
+    assert [(agents[a].state, agents[a].reason) for a in ("ag00", "ag01")] == [("ONLINE", None)] * 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from vipu.cli import completion
+from vipu.cli.agent_commands import AGENT_HEADERS, agent_row, drain, resume
 from vipu.cli.context import (
     JSON_HELP,
     ApiHostOption,
@@ -20,8 +21,6 @@ from vipu.cli.context import (
 )
 from vipu.cli.failure import run_app
 from vipu.cli.output import print_json, print_rows, table
-from vipu.cli.slurm_time import stamp
-from vipu.client.messages import seconds
 from vipu.v1 import admin_pb2 as a
 
 app = typer.Typer(
@@ -37,9 +36,6 @@ remove = typer.Typer(help="Remove an agent, cluster, allocation or user (revokin
 get = typer.Typer(help="Show one agent, cluster, allocation or user.", no_args_is_help=True)
 listing = typer.Typer(help="List agents, clusters, allocations or users.", no_args_is_help=True)
 fail = typer.Typer(help="Inject faults (tests and operator drills).", no_args_is_help=True)
-drain = typer.Typer(help="Take an agent out of service for new partitions (scontrol update State=DRAIN Reason=).",
-                   no_args_is_help=True)
-resume = typer.Typer(help="Put a drained agent back in service (scontrol update State=RESUME).", no_args_is_help=True)
 
 
 @app.callback()
@@ -72,21 +68,9 @@ def show(ctx: typer.Context, json_out: bool, message, headers: list[str], rows: 
         print(table(headers, rows, cli.header))
 
 
-AGENT_HEADERS = ["Agent", "Host", "Port", "Machine", "IPUs", "State", "Reason"]
 CLUSTER_HEADERS = ["Cluster", "ILDs", "Topology", "Cluster Topology", "Agents"]
 ALLOCATION_HEADERS = ["Allocation ID", "IPUs", "Users", "Agents"]
 USER_HEADERS = ["User", "Admin", "Unix user"]
-
-
-def agent_row(x) -> list:
-    return [x.name, x.host, x.port, x.machine, " ".join(map(str, x.ipus)), x.state, reason(x)]
-
-
-def reason(x) -> str:
-    """As scontrol show node's Reason=: `fan replacement [root@2026-11-29T03:40:00]`; - when none."""
-    if not x.HasField("reason"):
-        return "-"
-    return f"{x.reason.text} [{x.reason.user}@{stamp(seconds(x.reason.time))}]"
 
 
 def cluster_row(x) -> list:
@@ -194,13 +178,11 @@ def update_user(
         print(f"User {x.name} updated: programs run as {x.unix_user or 'no account (refused under --secure)'}.")
 
 
-def _simple(group: typer.Typer, verb: str, kind: str, rpc_name: str, headers: list[str], row,
-            change: bool = True) -> None:
+def _simple(group: typer.Typer, verb: str, kind: str, rpc_name: str, headers: list[str], row) -> None:
     @group.command(kind)
     def command(ctx: typer.Context, name: str, json_out: bool = JsonOption):
         c = ctx.obj.conn
-        x = c.call(getattr(c.admin, rpc_name), a.NameRequest(name=name),
-                   check=f"`vipu-admin get {kind} {name}`" if change else None)
+        x = c.call(getattr(c.admin, rpc_name), a.NameRequest(name=name))
         show(ctx, json_out, x, headers, [row(x)])
 
     command.__doc__ = f"{verb.capitalize()} one {kind}."
@@ -244,45 +226,8 @@ for _kind, _headers, _row in (
     ("allocation", ALLOCATION_HEADERS, allocation_row),
     ("user", USER_HEADERS, user_row),
 ):
-    _simple(get, "show", _kind, f"Get{_kind.capitalize()}", _headers, _row, change=False)
+    _simple(get, "show", _kind, f"Get{_kind.capitalize()}", _headers, _row)
     _remover(_kind)
-
-
-@drain.command("agent")
-def drain_agent(
-    ctx: typer.Context,
-    name: str,
-    reason_text: str = typer.Option(..., "--reason", metavar="TEXT",
-                                    help="why (required, as scontrol requires Reason= with State=DRAIN): kept with"
-                                         " who and when, shown by `vipu-admin get agent` and `vipu info -R`; a drain"
-                                         " of a drained agent replaces it"),
-    json_out: bool = JsonOption,
-):
-    """Drain one agent: no new partition or job is placed on its IPUs; those running go on. It is DRAINING while a
-    partition still holds some of its IPUs (the jobs named), DRAINED once none does (`vipu info -N`: drng, drain)."""
-    c = ctx.obj.conn
-    x = c.call(c.admin.DrainAgent, a.DrainAgentRequest(name=name, reason=reason_text),
-               check=f"`vipu-admin get agent {name}`")
-    if ctx.obj.wants_json(json_out):
-        print_json(x)
-        return
-    print(table(AGENT_HEADERS, [agent_row(x)], ctx.obj.header))
-    print(f"\n{drained(x)}")
-
-
-def drained(x) -> str:
-    """What the drain's answer says under its table: whether work still runs there, and which."""
-    if x.state != "DRAINING":
-        return (f"Agent {x.name} is DRAINED: nothing runs on it, and nothing new will until `vipu-admin resume agent"
-                f" {x.name}`.")
-    others = [p for p in x.partitions if p not in {f"slurm_{j}" for j in x.jobs}]
-    running = [f"job{'s' if len(x.jobs) > 1 else ''} {' '.join(map(str, x.jobs))}"] if x.jobs else []
-    holding = [f"partition{'s' if len(others) > 1 else ''} {' '.join(others)}"] if others else []
-    return (f"Agent {x.name} is DRAINING: {' and '.join(running + holding)} still on its IPUs; DRAINED once"
-            f" {'they end' if len(x.partitions) > 1 else 'that ends'}.")
-
-
-_simple(resume, "resume", "agent", "ResumeAgent", AGENT_HEADERS, agent_row)
 
 
 def _lister(plural: str, rpc_name: str, field: str, headers: list[str], row) -> None:

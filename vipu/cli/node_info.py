@@ -18,23 +18,25 @@ from vipu.cli.output import as_dict, print_json, table
 from vipu.cli.slurm_format import Column, percent_layout, render
 from vipu.cli.slurm_time import stamp
 from vipu.client.messages import seconds
-from vipu.partition.node_names import hostlist, natural_key
+from vipu.partition.node_names import expand, hostlist, natural_key
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
 
 # a machine's state, as the controller gives it (vipu/partition/agent_states.py): (sinfo's compact, long)
 _STATES = {"idle": ("idle", "idle"), "allocated": ("alloc", "allocated"), "mixed": ("mix", "mixed"),
-           "draining": ("drng", "draining"), "drained": ("drain", "drained"), "down": ("down", "down")}
+           "completing": ("comp", "completing"), "draining": ("drng", "draining"), "drained": ("drain", "drained"),
+           "down": ("down", "down")}
 MIXED = _STATES["mixed"]
+BUSY = {_STATES[s] for s in ("allocated", "mixed", "completing")}  # sinfo counts these nodes allocated (%A, %F)
 IPU_STATES = ("idle", "allocated", "draining", "drained", "failed")  # a machine's IPUs are counted by these
 OUT_OF_SERVICE = {_STATES[s] for s in ("draining", "drained", "down")}  # sinfo -R lists these, and any with a reason
 
 
 def node_state(m: p.Machine) -> tuple[str, str]:
     """The controller's one rule (agent_states.node_state): down when every IPU failed; a machine whose agent is
-    drained (or that has none) draining while a partition holds some of its IPUs, else drained; else its working
-    IPUs' state when they all agree (a failed IPU leaves the others to work: it counts as other in %C), mixed when
-    some are in use and some not."""
+    drained (or that has none) draining while a partition holds some of its IPUs, else drained; alloc when running
+    jobs hold all its IPUs but failed ones; comp while a stopped job's run is torn down on it; mix when some IPUs
+    are in use or failed and others idle (a failed IPU counts as other in %C); else idle."""
     return _STATES.get(m.state, ("unk", "unknown"))  # sinfo's UNKNOWN: a controller older than its state field
 
 
@@ -74,8 +76,9 @@ class Group:
         return "/".join(map(str, self.ipu_counts()))
 
     def machine_counts(self) -> tuple[int, int, int, int]:
-        """Nodes allocated or mixed, idle, other (draining, drained, down), total."""
-        a = sum(n.state in (_STATES["allocated"], MIXED) for n in self.nodes)
+        """Nodes allocated (alloc, mix, comp: as sinfo counts them), idle, other (draining, drained, down, and mix with
+        none in use: some IPUs failed and the rest idle, a machine neither at work nor whole), total."""
+        a = sum(n.state in BUSY and n.count("allocated", "draining") > 0 for n in self.nodes)
         i = sum(n.state == _STATES["idle"] for n in self.nodes)
         t = len(self.nodes)
         return a, i, t - a - i, t
@@ -137,9 +140,13 @@ def nodes(conn) -> list[Node]:
     return sorted(found, key=lambda n: order[n.partition])  # stable: machine order within a partition
 
 
-def chosen(found: list[Node], partitions: list[str], states: list[str]) -> list[Node]:
-    """sinfo's -p and -t: the machines in these partitions and in these states (names or sinfo's short forms, in
-    any case; drain matches draining and drained, as in sinfo)."""
+def chosen(found: list[Node], partitions: list[str], states: list[str], names: list[str] = ()) -> list[Node]:
+    """sinfo's -p, -t and -n: the machines in these partitions, in these states (names or sinfo's short forms, in
+    any case; drain matches draining and drained, as in sinfo) and named by these host lists (ag[00-03],ag07);
+    names that are no machine of the Pod are refused, naming them."""
+    machines = named(found, names)
+    if machines is not None:
+        found = [n for n in found if n.name in machines]
     wanted = {s.lower() for s in states}
     known = {name for pair in (*_STATES.values(), MIXED) for name in pair}
     for state in sorted(wanted - known):
@@ -149,6 +156,22 @@ def chosen(found: list[Node], partitions: list[str], states: list[str]) -> list[
         wanted.add("drng")
     return [n for n in found if (not partitions or n.partition in partitions)
             and (not wanted or not wanted.isdisjoint(n.state))]
+
+
+def named(found: list[Node], lists: list[str]) -> set[str] | None:
+    """The machines -n's host lists name (None: -n not given), refused naming those that are none of `found`."""
+    if not lists:
+        return None
+    try:
+        names = {name for text in lists for name in expand(text)}
+    except ValueError as e:
+        fail("vipu", f"-n/--nodes: {e}", BAD_INPUT)
+    unknown = names - {n.name for n in found}
+    if unknown:
+        fail("vipu", f"-n/--nodes names {hostlist(sorted(unknown, key=natural_key))}, which"
+             f" {'is no IPU-Machine' if len(unknown) == 1 else 'are no IPU-Machines'} of this Pod; `vipu info -N`"
+             " lists them", BAD_INPUT)
+    return names
 
 
 def grouped(found: list[Node], layout, per_node: bool) -> list[Group]:
@@ -184,7 +207,10 @@ def register(app: typer.Typer) -> None:
                                                  " list); else SINFO_PARTITION"),
         states: list[str] = typer.Option(None, "--states", "-t",
                                          help="only machines in these states (a comma list: idle, alloc, mix,"
-                                              " drng, drain, down, or their long names)"),
+                                              " comp, drng, drain, down, or their long names)"),
+        machines: list[str] = typer.Option(None, "--nodes", "-n",
+                                           help="only these IPU-Machines: a Slurm host list, ag[00-03],ag07 (sinfo"
+                                                " -n); a name that is none is refused"),
         reasons: bool = typer.Option(False, "--list-reasons", "-R",
                                      help=f"only machines drained, draining or down, or with a failed IPU, with why,"
                                           f" who said so and when (sinfo -R's {REASONS!r})"),
@@ -196,12 +222,14 @@ def register(app: typer.Typer) -> None:
     ):
         """IPUs idle, allocated, draining, drained and failed per IPU-Link domain (a Pod64 of a Bow Pod; sinfo).
 
-        With -N, -s, -o, -p, -t, -R or -l, the IPU-Machines as sinfo shows nodes: a node is a machine (named by its
+        With -N, -s, -o, -p, -t, -n, -R or -l, the IPU-Machines as sinfo shows nodes: a node is a machine (named by its
         agent), its CPUs are its IPUs, and its partition is the V-IPU allocation its agent is in (default*). Its
         state: down when all its IPUs failed; drng when its agent is drained (or it has none) and a partition still
         holds some of its IPUs, drain once none does (`vipu-admin get agent` says the same: DRAINING, DRAINED);
-        else idle or alloc when its working IPUs agree, mix when some are in use and some not. A failed IPU counts
-        as other in %C.
+        alloc when running jobs hold all its IPUs but failed ones; comp while a stopped job's program ends there
+        (KillWait; squeue's CG); mix when some IPUs are in use or failed and others idle (a machine with a failed
+        IPU is not whole, though its others take work); else idle. A failed IPU counts as other in %C, and a mix
+        machine with none in use as other in %F.
 
         -R lists the machines out of service, those with the same reason, user and time on one line: an agent's
         drain reason (`vipu-admin drain agent NAME --reason TEXT`), else the latest of its IPUs' failures
@@ -222,24 +250,25 @@ def register(app: typer.Typer) -> None:
         parts = given(partition or ([os.environ["SINFO_PARTITION"]] if os.environ.get("SINFO_PARTITION") else []),
                       "-p/--partition", "partitions (e.g. -p default)")
         wanted = given(states, "-t/--states", "node states (e.g. -t idle,mix)")
+        names = given(machines, "-n/--nodes", "IPU-Machine names (e.g. -n ag[00-03])")
         spec = fmt if fmt is not None else (  # -o '' is refused, not read as the default, as vipu queue refuses it
             os.environ.get("SINFO_FORMAT") or (LONG["R" if reasons else "N" if node else ""] if long else None)
             or (REASONS if reasons else NODE if node else SUMMARIZE if summarize else None)
-            or (DEFAULT if parts or wanted else None))
+            or (DEFAULT if parts or wanted or names else None))
         if spec is None:
             by_domain(cli, cli.wants_json(json_out), no_header)
             return
         if cli.wants_json(json_out) and summarize and not node and fmt is None:
-            print_json({"partitions": summary(grouped(chosen(nodes(cli.conn), parts, wanted),
+            print_json({"partitions": summary(grouped(chosen(nodes(cli.conn), parts, wanted, names),
                                                       percent_layout(SUMMARIZE, LETTERS, "-s"), False))})
             return
         if cli.wants_json(json_out):
-            found = chosen(nodes(cli.conn), parts, wanted)
+            found = chosen(nodes(cli.conn), parts, wanted, names)
             by_domain(cli, True, no_header, [n for n in found if _listed(n)] if reasons else found)
             return
         variable = "SINFO_FORMAT" if spec == os.environ.get("SINFO_FORMAT") and not fmt else "-o/--format"
         layout = percent_layout(spec, LETTERS, variable)
-        found = chosen(nodes(cli.conn), parts, wanted)
+        found = chosen(nodes(cli.conn), parts, wanted, names)
         if reasons:
             found = [n for n in found if _listed(n)]
         lines = render(layout, grouped(found, layout, node), cli.with_header(no_header))
@@ -293,5 +322,6 @@ def by_domain(cli, as_json: bool, no_header: bool, machines: list[Node] | None =
     rows = collapsed(reply.ilds)
     header = ["ILD", "IPUS", "IDLE", "ALLOCATED", "DRAINING", "DRAINED", "FAILED"]
     print(table(header, rows, cli.with_header(no_header)))
-    completing = f", {reply.completing_jobs} completing" if reply.completing_jobs else ""  # (sinfo's comp nodes)
+    comp = f" (comp: {reply.completing_nodes})" if reply.completing_nodes else ""  # the nodes `info -N` shows comp
+    completing = f", {reply.completing_jobs} completing{comp}" if reply.completing_jobs else ""
     print(f"\n{reply.pod}: {reply.running_jobs} running{completing}, {reply.pending_jobs} pending")

@@ -11,7 +11,7 @@ from vipu.control.lifecycle import log_action
 from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.admin import Admin
 from vipu.partition.agent_states import AgentView, agent_view, agent_views
-from vipu.partition.node_names import natural_key
+from vipu.partition.node_names import expand, natural_key
 from vipu.partition.admin_records import Agent, Allocation, Cluster, Reason, User
 from vipu.partition.rules import check_reason
 from vipu.partition.partition_record import Partition
@@ -21,6 +21,14 @@ from vipu.scheduler.node_requests import rename_nodes
 if TYPE_CHECKING:
     from vipu.control.plane import ControlPlane
     from vipu.control.snapshot import Snapshot
+
+
+def agent_names(text: str) -> list[str]:
+    """The agents a Slurm host list names, each once, in the order written (node_names.expand)."""
+    try:
+        return list(dict.fromkeys(expand(text)))
+    except ValueError as e:
+        raise InvalidArgument(f"names: {e}", field="names") from None
 
 
 class AdminOps:
@@ -74,24 +82,34 @@ class AdminOps:
         """Take a machine out of service for new partitions, its running jobs going on (scontrol update State=DRAIN
         Reason=): DRAINING until they end, then DRAINED. The reason is required, as scontrol requires it; who asked
         and when are kept with it. Draining a drained agent again replaces its reason."""
+        return self._set_agent_states([name], "DRAINED", self._drain_reason(reason))[0]
+
+    def drain_agents(self, names: str, reason: str) -> list[AgentView]:
+        """drain_agent for each agent a Slurm host list names (NodeName=ag[00-03],ag07), in one change."""
+        return self._set_agent_states(agent_names(names), "DRAINED", self._drain_reason(reason))
+
+    def resume_agent(self, name: str) -> AgentView:
+        """Back in service for new partitions; its reason goes. Refused for an agent that is not drained."""
+        return self._set_agent_states([name], "ONLINE", None)[0]
+
+    def resume_agents(self, names: str) -> list[AgentView]:
+        """resume_agent for each agent a Slurm host list names, in one change: refused whole if one is not drained."""
+        return self._set_agent_states(agent_names(names), "ONLINE", None)
+
+    def _drain_reason(self, reason: str) -> Reason:
         text = check_reason(reason, "'fan replacement'")
         if not text:
             raise InvalidArgument("reason (--reason) is empty; say why the agent is drained, such as --reason 'fan"
                                   " replacement' (Slurm's scontrol refuses a drain without Reason= too)",
                                   field="reason")
-        return self._set_agent_state(name, "DRAINED", Reason(text=text, user=asked_by()[0], at=self.plane.now()))
+        return Reason(text=text, user=asked_by()[0], at=self.plane.now())
 
-    def resume_agent(self, name: str) -> AgentView:
-        """Back in service for new partitions; its reason goes (an online agent stays online)."""
-        return self._set_agent_state(name, "ONLINE", None)
-
-    def _set_agent_state(self, name: str, state: str, reason: Reason | None) -> AgentView:
+    def _set_agent_states(self, names: list[str], state: str, reason: Reason | None) -> list[AgentView]:
         with self.plane.lock.changing():
-            self._admin.set_agent_state(name, state, reason)
-            pod = self._admin.state
-            view = agent_view(pod, pod.get("agent", name))
+            changed = self._admin.set_agent_states(names, state, reason)
+            views = agent_views(self._admin.state, changed)
         self.plane.changed()
-        return view
+        return views
 
     # -- clusters ---------------------------------------------------------------------------------------------
     def create_cluster(self, name: str, agents: list[str], num_ilds: int, topology: str, cluster_topology: str, *,

@@ -19,7 +19,7 @@ from vipu.control.spec_cache import SpecCache
 from vipu.control.snapshot import Page, Snapshot
 from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from vipu.partition.admin_records import DEFAULT_ALLOCATION
-from vipu.partition.ipu_status import unavailable_nodes
+from vipu.partition.ipu_status import completing_nodes, unavailable_nodes
 from vipu.partition.node_names import hostlist
 from vipu.partition.pod_state import PodState
 from vipu.partition.rules import check_size
@@ -62,6 +62,7 @@ class ClusterInfo(NamedTuple):
     running_jobs: int
     qos: list[str]  # the QOS a job may ask for
     completing_jobs: int = 0  # ended, their programs still ending (KillWait): their IPUs still allocated
+    completing_nodes: str = ""  # the machines sinfo shows comp (those jobs' runs torn down there), a host list
 
 
 class JobOps:
@@ -351,7 +352,7 @@ class JobOps:
         table = snap.queue.table
         qos = sorted(set(snap.queue.config.qos) - snap.queue.retired_qos)
         return ClusterInfo(snap.pod.pod.name, rows, len(table.pending), len(table.running), qos,
-                           len(snap.queue.completing()))
+                           len(snap.queue.completing()), hostlist(completing_nodes(snap.pod, table.cleaning_mask)))
 
     def priorities(self, identity: Identity, ids: list[int], single: bool, page_size: int = 0,
                    page_token: str = "") -> Page:

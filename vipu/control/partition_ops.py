@@ -209,7 +209,7 @@ class PartitionOps:
             sees = self._visible(identity, snap.pod)
             hidden = {p.name for p in snap.pod.partitions.values() if not sees(p)}
             return [(s._replace(partitions=tuple(n for n in s.partitions if n not in hidden)) if hidden else s,
-                     stats.get(s.machine)) for s in machine_statuses(snap.pod, only)]
+                     stats.get(s.machine)) for s in machine_statuses(snap.pod, only, snap.queue.table.cleaning_mask)]
 
         return self.plane.page(repr(("machines", identity, sorted(only or ()))), make, page_size, page_token,
                                fresh=True)

@@ -19,6 +19,7 @@ from vipu.partition.admin_records import (
     Reason,
     User,
 )
+from vipu.partition.agent_states import ONLINE, not_drained, unknown_agents
 from vipu.partition.node_names import natural_key
 from vipu.partition.rules import check_host, check_name, job_of_partition, named
 from vipu.partition.pod_state import Journal, PodState
@@ -143,14 +144,26 @@ class Admin:
         return agent
 
     def set_agent_state(self, name: str, state: str, reason: Reason | None = None) -> Agent:
+        return self.set_agent_states([name], state, reason)[0]
+
+    def set_agent_states(self, names: list[str], state: str, reason: Reason | None = None) -> list[Agent]:
         """Drain (DRAINED, why and who in `reason`; again: the new reason) or resume (ONLINE: the reason goes, as
-        Slurm clears a node's at resume) an agent."""
+        Slurm clears a node's at resume) these agents, each once, in one commit: all or none, as scontrol updates
+        a host list. Refused before anything changes: names that are no agent; a resume of agents not drained."""
         if state not in AGENT_STATES:
             raise InvalidArgument(f"state is {state!r}; an agent is {' or '.join(AGENT_STATES)}")
-        update = {"state": state, "reason": reason if state != "ONLINE" else None}
-        agent = self.state.get("agent", name).model_copy(update=update)
-        self._commit(puts=[("agent", name, agent)])
-        return agent
+        names = list(dict.fromkeys(names))
+        unknown = [n for n in names if n not in self.state.agents]
+        if unknown:
+            raise unknown_agents(unknown, names)
+        if state == ONLINE:
+            online = [n for n in names if self.state.agents[n].state == ONLINE]
+            if online:
+                raise not_drained(self.state, online, names)
+        update = {"state": state, "reason": reason if state != ONLINE else None}
+        agents = [self.state.agents[n].model_copy(update=update) for n in names]
+        self._commit(puts=[("agent", a.name, a) for a in agents])
+        return agents
 
     # clusters ------------------------------------------------------------------------------------------------
     def create_cluster(

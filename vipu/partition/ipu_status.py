@@ -81,14 +81,20 @@ class MachineStatus(NamedTuple):
 _KINDS = ("allocated", "draining", "drained", "failed")
 
 
-def machine_statuses(state: PodState, machines: Iterable[int] | None = None) -> list[MachineStatus]:
+def machine_statuses(state: PodState, machines: Iterable[int] | None = None,
+                     completing_mask: int = 0) -> list[MachineStatus]:
     """These machines (None: every one), in order, each with its IPUs counted by state as ipu_statuses() sets it.
-    Only IPUs that are not idle are visited: an idle 65,536-IPU Pod is 16,384 rows, not 65,536 statuses."""
+    Only IPUs that are not idle are visited: an idle 65,536-IPU Pod is 16,384 rows, not 65,536 statuses.
+    `completing_mask`: the IPUs of runs still torn down (the scheduler's teardowns: Slurm's completing jobs)."""
     per_machine, per_ild, total = state.pod.machine.ipus, state.pod.machines_per_ild, state.pod.machines
     owner, busy = _not_idle(state)
     counts: dict[int, list[int]] = {}
     for ipu, kind in busy.items():
         counts.setdefault(ipu // per_machine, [0, 0, 0, 0])[_KINDS.index(kind)] += 1
+    completing: dict[int, int] = {}  # by machine: its IPUs in use that a run being torn down holds
+    for ipu in ipus_in(completing_mask):
+        if busy.get(ipu) in ("allocated", "draining"):
+            completing[ipu // per_machine] = completing.get(ipu // per_machine, 0) + 1
     agents = {machine: agent.name for machine, agent in state.agent_of_machine().items()}
     reasons = machine_reasons(state)
     rows = []
@@ -101,11 +107,21 @@ def machine_statuses(state: PodState, machines: Iterable[int] | None = None) -> 
             mine = range(m * per_machine, (m + 1) * per_machine)
             held = tuple(sorted({owner[i] for i in mine if i in owner}))
             working = tuple(i for i in mine if i in owner and busy[i] != "failed")
-        state = node_state(draining + drained > 0, bool(held), per_machine, allocated + draining, failed)
+        state = node_state(draining + drained > 0, bool(held), per_machine, allocated + draining, failed,
+                           completing.get(m, 0))
         rows.append(MachineStatus(m, m // per_ild, agent, agent or machine_name(m, total), per_machine,
                                   per_machine - allocated - draining - drained - failed, allocated, draining, drained,
                                   failed, held, working, state, reasons.get(m)))
     return rows
+
+
+def completing_nodes(state: PodState, completing_mask: int) -> list[str]:
+    """The machines sinfo shows comp: those where runs are torn down (`completing_mask`, as machine_statuses takes
+    it) and nothing outranks that (alloc, drng, down)."""
+    machines = {ipu // state.pod.machine.ipus for ipu in ipus_in(completing_mask)}
+    if not machines:
+        return []
+    return [s.name for s in machine_statuses(state, machines, completing_mask) if s.state == "completing"]
 
 
 def machine_reasons(state: PodState) -> dict[int, Reason]:

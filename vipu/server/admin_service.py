@@ -54,6 +54,15 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
         return self._agent(self.admin.resume_agent(request.name))
 
     @rpc
+    def DrainAgents(self, request, context):
+        return a.ListAgentsResponse(agents=[self._agent(x) for x in self.admin.drain_agents(request.names,
+                                                                                          request.reason)])
+
+    @rpc
+    def ResumeAgents(self, request, context):
+        return a.ListAgentsResponse(agents=[self._agent(x) for x in self.admin.resume_agents(request.names)])
+
+    @rpc
     def CreateCluster(self, request, context):
         return convert.cluster(self.admin.create_cluster(request.name, list(request.agents), request.num_ilds,
                                                          request.topology, request.cluster_topology,

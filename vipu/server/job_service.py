@@ -209,7 +209,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
             ilds=[j.Pod64Info(ild=r.ild, idle=r.idle, allocated=r.allocated, failed=r.failed, total=r.ipus,
                               drained=r.drained, draining=r.draining) for r in info.ilds],
             pending_jobs=info.pending_jobs, running_jobs=info.running_jobs, qos=info.qos,
-            completing_jobs=info.completing_jobs,
+            completing_jobs=info.completing_jobs, completing_nodes=info.completing_nodes,
         )
 
     @rpc

@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from vipu.v1 import partition_pb2 as vipu_dot_v1_dot_partition__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13vipu/v1/admin.proto\x12\x07vipu.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vipu/v1/partition.proto\"\x1b\n\x0bNameRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"4\n\x0bListRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"\xeb\x01\n\x05\x41gent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x0f\n\x07machine\x18\x04 \x01(\x05\x12\r\n\x05state\x18\x05 \x01(\t\x12\x0c\n\x04ipus\x18\x06 \x03(\x05\x12\x16\n\ncreated_at\x18\x07 \x01(\x01\x42\x02\x18\x01\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1f\n\x06reason\x18\t \x01(\x0b\x32\x0f.vipu.v1.Reason\x12\x12\n\npartitions\x18\n \x03(\t\x12\x0c\n\x04jobs\x18\x0b \x03(\x03\"1\n\x11\x44rainAgentRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x90\x01\n\x12\x43reateAgentRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\x04host\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04port\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07machine\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x12\n\nrequest_id\x18\x05 \x01(\tB\x07\n\x05_hostB\x07\n\x05_portB\n\n\x08_machine\"a\n\x12ListAgentsResponse\x12\x1e\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x0e.vipu.v1.Agent\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"\xae\x01\n\x07\x43luster\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x61gents\x18\x02 \x03(\t\x12\x10\n\x08num_ilds\x18\x03 \x01(\x05\x12\x10\n\x08topology\x18\x04 \x01(\t\x12\x18\n\x10\x63luster_topology\x18\x05 \x01(\t\x12\x16\n\ncreated_at\x18\x06 \x01(\x01\x42\x02\x18\x01\x12/\n\x0b\x63reate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x86\x01\n\x14\x43reateClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x61gents\x18\x02 \x03(\t\x12\x10\n\x08num_ilds\x18\x03 \x01(\x05\x12\x10\n\x08topology\x18\x04 \x01(\t\x12\x18\n\x10\x63luster_topology\x18\x05 \x01(\t\x12\x12\n\nrequest_id\x18\x06 \x01(\t\"g\n\x14ListClustersResponse\x12\"\n\x08\x63lusters\x18\x01 \x03(\x0b\x32\x10.vipu.v1.Cluster\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"Z\n\x17\x43reateAllocationRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x61gents\x18\x02 \x03(\t\x12\r\n\x05users\x18\x03 \x03(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\"\x7f\n\x04User\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x61\x64min\x18\x02 \x01(\x08\x12\x16\n\ncreated_at\x18\x03 \x01(\x01\x42\x02\x18\x01\x12\x11\n\tunix_user\x18\x04 \x01(\t\x12/\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"G\n\x11UpdateUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x16\n\tunix_user\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_unix_user\"W\n\x11\x43reateUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x61\x64min\x18\x02 \x01(\x08\x12\x11\n\tunix_user\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\">\n\x0b\x43reatedUser\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.vipu.v1.User\x12\x12\n\naccess_key\x18\x02 \x01(\t\"^\n\x11ListUsersResponse\x12\x1c\n\x05users\x18\x01 \x03(\x0b\x32\r.vipu.v1.User\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"/\n\x0f\x46\x61ilIpusRequest\x12\x0c\n\x04ipus\x18\x01 \x03(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\"!\n\x0eMachineRequest\x12\x0f\n\x07machine\x18\x01 \x01(\x05\"\x17\n\x07IpuList\x12\x0c\n\x04ipus\x18\x01 \x03(\x05\"/\n\x0f\x46\x61ilLinkRequest\x12\r\n\x05ipu_a\x18\x01 \x01(\x05\x12\r\n\x05ipu_b\x18\x02 \x01(\x05\x32\x85\x0b\n\x0c\x41\x64minService\x12:\n\x0b\x43reateAgent\x12\x1b.vipu.v1.CreateAgentRequest\x1a\x0e.vipu.v1.Agent\x12\x33\n\x0bRemoveAgent\x12\x14.vipu.v1.NameRequest\x1a\x0e.vipu.v1.Agent\x12\x30\n\x08GetAgent\x12\x14.vipu.v1.NameRequest\x1a\x0e.vipu.v1.Agent\x12?\n\nListAgents\x12\x14.vipu.v1.ListRequest\x1a\x1b.vipu.v1.ListAgentsResponse\x12\x38\n\nDrainAgent\x12\x1a.vipu.v1.DrainAgentRequest\x1a\x0e.vipu.v1.Agent\x12\x33\n\x0bResumeAgent\x12\x14.vipu.v1.NameRequest\x1a\x0e.vipu.v1.Agent\x12@\n\rCreateCluster\x12\x1d.vipu.v1.CreateClusterRequest\x1a\x10.vipu.v1.Cluster\x12\x37\n\rRemoveCluster\x12\x14.vipu.v1.NameRequest\x1a\x10.vipu.v1.Cluster\x12\x34\n\nGetCluster\x12\x14.vipu.v1.NameRequest\x1a\x10.vipu.v1.Cluster\x12\x43\n\x0cListClusters\x12\x14.vipu.v1.ListRequest\x1a\x1d.vipu.v1.ListClustersResponse\x12I\n\x10\x43reateAllocation\x12 .vipu.v1.CreateAllocationRequest\x1a\x13.vipu.v1.Allocation\x12=\n\x10RemoveAllocation\x12\x14.vipu.v1.NameRequest\x1a\x13.vipu.v1.Allocation\x12:\n\rGetAllocation\x12\x14.vipu.v1.NameRequest\x1a\x13.vipu.v1.Allocation\x12I\n\x0fListAllocations\x12\x14.vipu.v1.ListRequest\x1a .vipu.v1.ListAllocationsResponse\x12>\n\nCreateUser\x12\x1a.vipu.v1.CreateUserRequest\x1a\x14.vipu.v1.CreatedUser\x12.\n\x07GetUser\x12\x14.vipu.v1.NameRequest\x1a\r.vipu.v1.User\x12=\n\tListUsers\x12\x14.vipu.v1.ListRequest\x1a\x1a.vipu.v1.ListUsersResponse\x12\x31\n\nRemoveUser\x12\x14.vipu.v1.NameRequest\x1a\r.vipu.v1.User\x12\x37\n\nUpdateUser\x12\x1a.vipu.v1.UpdateUserRequest\x1a\r.vipu.v1.User\x12\x45\n\x08\x46\x61ilIpus\x12\x18.vipu.v1.FailIpusRequest\x1a\x1f.vipu.v1.ListPartitionsResponse\x12\x45\n\x08\x46\x61ilLink\x12\x18.vipu.v1.FailLinkRequest\x1a\x1f.vipu.v1.ListPartitionsResponse\x12\x38\n\nRepairIpus\x12\x18.vipu.v1.FailIpusRequest\x1a\x10.vipu.v1.IpuList\x12\x38\n\x0bKillMachine\x12\x17.vipu.v1.MachineRequest\x1a\x10.vipu.v1.IpuListb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13vipu/v1/admin.proto\x12\x07vipu.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vipu/v1/partition.proto\"\x1b\n\x0bNameRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"4\n\x0bListRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"\xeb\x01\n\x05\x41gent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x0f\n\x07machine\x18\x04 \x01(\x05\x12\r\n\x05state\x18\x05 \x01(\t\x12\x0c\n\x04ipus\x18\x06 \x03(\x05\x12\x16\n\ncreated_at\x18\x07 \x01(\x01\x42\x02\x18\x01\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1f\n\x06reason\x18\t \x01(\x0b\x32\x0f.vipu.v1.Reason\x12\x12\n\npartitions\x18\n \x03(\t\x12\x0c\n\x04jobs\x18\x0b \x03(\x03\"1\n\x11\x44rainAgentRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"3\n\x12\x44rainAgentsRequest\x12\r\n\x05names\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x1e\n\rAgentsRequest\x12\r\n\x05names\x18\x01 \x01(\t\"\x90\x01\n\x12\x43reateAgentRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\x04host\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04port\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07machine\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x12\n\nrequest_id\x18\x05 \x01(\tB\x07\n\x05_hostB\x07\n\x05_portB\n\n\x08_machine\"a\n\x12ListAgentsResponse\x12\x1e\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x0e.vipu.v1.Agent\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"\xae\x01\n\x07\x43luster\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x61gents\x18\x02 \x03(\t\x12\x10\n\x08num_ilds\x18\x03 \x01(\x05\x12\x10\n\x08topology\x18\x04 \x01(\t\x12\x18\n\x10\x63luster_topology\x18\x05 \x01(\t\x12\x16\n\ncreated_at\x18\x06 \x01(\x01\x42\x02\x18\x01\x12/\n\x0b\x63reate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x86\x01\n\x14\x43reateClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x61gents\x18\x02 \x03(\t\x12\x10\n\x08num_ilds\x18\x03 \x01(\x05\x12\x10\n\x08topology\x18\x04 \x01(\t\x12\x18\n\x10\x63luster_topology\x18\x05 \x01(\t\x12\x12\n\nrequest_id\x18\x06 \x01(\t\"g\n\x14ListClustersResponse\x12\"\n\x08\x63lusters\x18\x01 \x03(\x0b\x32\x10.vipu.v1.Cluster\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"Z\n\x17\x43reateAllocationRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x61gents\x18\x02 \x03(\t\x12\r\n\x05users\x18\x03 \x03(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\"\x7f\n\x04User\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x61\x64min\x18\x02 \x01(\x08\x12\x16\n\ncreated_at\x18\x03 \x01(\x01\x42\x02\x18\x01\x12\x11\n\tunix_user\x18\x04 \x01(\t\x12/\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"G\n\x11UpdateUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x16\n\tunix_user\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_unix_user\"W\n\x11\x43reateUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x61\x64min\x18\x02 \x01(\x08\x12\x11\n\tunix_user\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\">\n\x0b\x43reatedUser\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.vipu.v1.User\x12\x12\n\naccess_key\x18\x02 \x01(\t\"^\n\x11ListUsersResponse\x12\x1c\n\x05users\x18\x01 \x03(\x0b\x32\r.vipu.v1.User\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x12\n\ntotal_size\x18\x03 \x01(\x05\"/\n\x0f\x46\x61ilIpusRequest\x12\x0c\n\x04ipus\x18\x01 \x03(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\"!\n\x0eMachineRequest\x12\x0f\n\x07machine\x18\x01 \x01(\x05\"\x17\n\x07IpuList\x12\x0c\n\x04ipus\x18\x01 \x03(\x05\"/\n\x0f\x46\x61ilLinkRequest\x12\r\n\x05ipu_a\x18\x01 \x01(\x05\x12\r\n\x05ipu_b\x18\x02 \x01(\x05\x32\x93\x0c\n\x0c\x41\x64minService\x12:\n\x0b\x43reateAgent\x12\x1b.vipu.v1.CreateAgentRequest\x1a\x0e.vipu.v1.Agent\x12\x33\n\x0bRemoveAgent\x12\x14.vipu.v1.NameRequest\x1a\x0e.vipu.v1.Agent\x12\x30\n\x08GetAgent\x12\x14.vipu.v1.NameRequest\x1a\x0e.vipu.v1.Agent\x12?\n\nListAgents\x12\x14.vipu.v1.ListRequest\x1a\x1b.vipu.v1.ListAgentsResponse\x12\x38\n\nDrainAgent\x12\x1a.vipu.v1.DrainAgentRequest\x1a\x0e.vipu.v1.Agent\x12\x33\n\x0bResumeAgent\x12\x14.vipu.v1.NameRequest\x1a\x0e.vipu.v1.Agent\x12G\n\x0b\x44rainAgents\x12\x1b.vipu.v1.DrainAgentsRequest\x1a\x1b.vipu.v1.ListAgentsResponse\x12\x43\n\x0cResumeAgents\x12\x16.vipu.v1.AgentsRequest\x1a\x1b.vipu.v1.ListAgentsResponse\x12@\n\rCreateCluster\x12\x1d.vipu.v1.CreateClusterRequest\x1a\x10.vipu.v1.Cluster\x12\x37\n\rRemoveCluster\x12\x14.vipu.v1.NameRequest\x1a\x10.vipu.v1.Cluster\x12\x34\n\nGetCluster\x12\x14.vipu.v1.NameRequest\x1a\x10.vipu.v1.Cluster\x12\x43\n\x0cListClusters\x12\x14.vipu.v1.ListRequest\x1a\x1d.vipu.v1.ListClustersResponse\x12I\n\x10\x43reateAllocation\x12 .vipu.v1.CreateAllocationRequest\x1a\x13.vipu.v1.Allocation\x12=\n\x10RemoveAllocation\x12\x14.vipu.v1.NameRequest\x1a\x13.vipu.v1.Allocation\x12:\n\rGetAllocation\x12\x14.vipu.v1.NameRequest\x1a\x13.vipu.v1.Allocation\x12I\n\x0fListAllocations\x12\x14.vipu.v1.ListRequest\x1a .vipu.v1.ListAllocationsResponse\x12>\n\nCreateUser\x12\x1a.vipu.v1.CreateUserRequest\x1a\x14.vipu.v1.CreatedUser\x12.\n\x07GetUser\x12\x14.vipu.v1.NameRequest\x1a\r.vipu.v1.User\x12=\n\tListUsers\x12\x14.vipu.v1.ListRequest\x1a\x1a.vipu.v1.ListUsersResponse\x12\x31\n\nRemoveUser\x12\x14.vipu.v1.NameRequest\x1a\r.vipu.v1.User\x12\x37\n\nUpdateUser\x12\x1a.vipu.v1.UpdateUserRequest\x1a\r.vipu.v1.User\x12\x45\n\x08\x46\x61ilIpus\x12\x18.vipu.v1.FailIpusRequest\x1a\x1f.vipu.v1.ListPartitionsResponse\x12\x45\n\x08\x46\x61ilLink\x12\x18.vipu.v1.FailLinkRequest\x1a\x1f.vipu.v1.ListPartitionsResponse\x12\x38\n\nRepairIpus\x12\x18.vipu.v1.FailIpusRequest\x1a\x10.vipu.v1.IpuList\x12\x38\n\x0bKillMachine\x12\x17.vipu.v1.MachineRequest\x1a\x10.vipu.v1.IpuListb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -47,36 +47,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_AGENT']._serialized_end=409
   _globals['_DRAINAGENTREQUEST']._serialized_start=411
   _globals['_DRAINAGENTREQUEST']._serialized_end=460
-  _globals['_CREATEAGENTREQUEST']._serialized_start=463
-  _globals['_CREATEAGENTREQUEST']._serialized_end=607
-  _globals['_LISTAGENTSRESPONSE']._serialized_start=609
-  _globals['_LISTAGENTSRESPONSE']._serialized_end=706
-  _globals['_CLUSTER']._serialized_start=709
-  _globals['_CLUSTER']._serialized_end=883
-  _globals['_CREATECLUSTERREQUEST']._serialized_start=886
-  _globals['_CREATECLUSTERREQUEST']._serialized_end=1020
-  _globals['_LISTCLUSTERSRESPONSE']._serialized_start=1022
-  _globals['_LISTCLUSTERSRESPONSE']._serialized_end=1125
-  _globals['_CREATEALLOCATIONREQUEST']._serialized_start=1127
-  _globals['_CREATEALLOCATIONREQUEST']._serialized_end=1217
-  _globals['_USER']._serialized_start=1219
-  _globals['_USER']._serialized_end=1346
-  _globals['_UPDATEUSERREQUEST']._serialized_start=1348
-  _globals['_UPDATEUSERREQUEST']._serialized_end=1419
-  _globals['_CREATEUSERREQUEST']._serialized_start=1421
-  _globals['_CREATEUSERREQUEST']._serialized_end=1508
-  _globals['_CREATEDUSER']._serialized_start=1510
-  _globals['_CREATEDUSER']._serialized_end=1572
-  _globals['_LISTUSERSRESPONSE']._serialized_start=1574
-  _globals['_LISTUSERSRESPONSE']._serialized_end=1668
-  _globals['_FAILIPUSREQUEST']._serialized_start=1670
-  _globals['_FAILIPUSREQUEST']._serialized_end=1717
-  _globals['_MACHINEREQUEST']._serialized_start=1719
-  _globals['_MACHINEREQUEST']._serialized_end=1752
-  _globals['_IPULIST']._serialized_start=1754
-  _globals['_IPULIST']._serialized_end=1777
-  _globals['_FAILLINKREQUEST']._serialized_start=1779
-  _globals['_FAILLINKREQUEST']._serialized_end=1826
-  _globals['_ADMINSERVICE']._serialized_start=1829
-  _globals['_ADMINSERVICE']._serialized_end=3242
+  _globals['_DRAINAGENTSREQUEST']._serialized_start=462
+  _globals['_DRAINAGENTSREQUEST']._serialized_end=513
+  _globals['_AGENTSREQUEST']._serialized_start=515
+  _globals['_AGENTSREQUEST']._serialized_end=545
+  _globals['_CREATEAGENTREQUEST']._serialized_start=548
+  _globals['_CREATEAGENTREQUEST']._serialized_end=692
+  _globals['_LISTAGENTSRESPONSE']._serialized_start=694
+  _globals['_LISTAGENTSRESPONSE']._serialized_end=791
+  _globals['_CLUSTER']._serialized_start=794
+  _globals['_CLUSTER']._serialized_end=968
+  _globals['_CREATECLUSTERREQUEST']._serialized_start=971
+  _globals['_CREATECLUSTERREQUEST']._serialized_end=1105
+  _globals['_LISTCLUSTERSRESPONSE']._serialized_start=1107
+  _globals['_LISTCLUSTERSRESPONSE']._serialized_end=1210
+  _globals['_CREATEALLOCATIONREQUEST']._serialized_start=1212
+  _globals['_CREATEALLOCATIONREQUEST']._serialized_end=1302
+  _globals['_USER']._serialized_start=1304
+  _globals['_USER']._serialized_end=1431
+  _globals['_UPDATEUSERREQUEST']._serialized_start=1433
+  _globals['_UPDATEUSERREQUEST']._serialized_end=1504
+  _globals['_CREATEUSERREQUEST']._serialized_start=1506
+  _globals['_CREATEUSERREQUEST']._serialized_end=1593
+  _globals['_CREATEDUSER']._serialized_start=1595
+  _globals['_CREATEDUSER']._serialized_end=1657
+  _globals['_LISTUSERSRESPONSE']._serialized_start=1659
+  _globals['_LISTUSERSRESPONSE']._serialized_end=1753
+  _globals['_FAILIPUSREQUEST']._serialized_start=1755
+  _globals['_FAILIPUSREQUEST']._serialized_end=1802
+  _globals['_MACHINEREQUEST']._serialized_start=1804
+  _globals['_MACHINEREQUEST']._serialized_end=1837
+  _globals['_IPULIST']._serialized_start=1839
+  _globals['_IPULIST']._serialized_end=1862
+  _globals['_FAILLINKREQUEST']._serialized_start=1864
+  _globals['_FAILLINKREQUEST']._serialized_end=1911
+  _globals['_ADMINSERVICE']._serialized_start=1914
+  _globals['_ADMINSERVICE']._serialized_end=3469
 # @@protoc_insertion_point(module_scope)

@@ -58,6 +58,20 @@ class DrainAgentRequest(_message.Message):
     reason: str
     def __init__(self, name: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
+class DrainAgentsRequest(_message.Message):
+    __slots__ = ("names", "reason")
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    names: str
+    reason: str
+    def __init__(self, names: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class AgentsRequest(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: str
+    def __init__(self, names: _Optional[str] = ...) -> None: ...
+
 class CreateAgentRequest(_message.Message):
     __slots__ = ("name", "host", "port", "machine", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]

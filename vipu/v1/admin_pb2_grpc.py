@@ -65,6 +65,16 @@ class AdminServiceStub:
                 request_serializer=vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_admin__pb2.Agent.FromString,
                 _registered_method=True)
+        self.DrainAgents = channel.unary_unary(
+                '/vipu.v1.AdminService/DrainAgents',
+                request_serializer=vipu_dot_v1_dot_admin__pb2.DrainAgentsRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_admin__pb2.ListAgentsResponse.FromString,
+                _registered_method=True)
+        self.ResumeAgents = channel.unary_unary(
+                '/vipu.v1.AdminService/ResumeAgents',
+                request_serializer=vipu_dot_v1_dot_admin__pb2.AgentsRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_admin__pb2.ListAgentsResponse.FromString,
+                _registered_method=True)
         self.CreateCluster = channel.unary_unary(
                 '/vipu.v1.AdminService/CreateCluster',
                 request_serializer=vipu_dot_v1_dot_admin__pb2.CreateClusterRequest.SerializeToString,
@@ -183,12 +193,29 @@ class AdminServiceServicer:
         """Drain: no new partition is placed on the agent's IPUs (those running go on: the agent is DRAINING until the
         last partition on its IPUs is removed, then DRAINED); resume puts it back in service and clears the reason.
         A reason is required, as Slurm's scontrol requires Reason= for State=DRAIN; draining again replaces it.
+        DrainAgent and ResumeAgent take one agent by its exact name; a resume of an agent not drained is refused
+        (FAILED_PRECONDITION), as scontrol refuses State=RESUME of a node not drained or down.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ResumeAgent(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrainAgents(self, request, context):
+        """The same for the agents a Slurm host list names (scontrol update NodeName=ag[00-03],ag07): all in one change
+        or none, each with its own line in the log; refused whole, before anything changes, for names that are no
+        agent and, for a resume, agents that are not drained. The agents in the order named, each once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeAgents(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -334,6 +361,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ResumeAgent,
                     request_deserializer=vipu_dot_v1_dot_admin__pb2.NameRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_admin__pb2.Agent.SerializeToString,
+            ),
+            'DrainAgents': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrainAgents,
+                    request_deserializer=vipu_dot_v1_dot_admin__pb2.DrainAgentsRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_admin__pb2.ListAgentsResponse.SerializeToString,
+            ),
+            'ResumeAgents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeAgents,
+                    request_deserializer=vipu_dot_v1_dot_admin__pb2.AgentsRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_admin__pb2.ListAgentsResponse.SerializeToString,
             ),
             'CreateCluster': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateCluster,
@@ -583,6 +620,60 @@ class AdminService:
             '/vipu.v1.AdminService/ResumeAgent',
             vipu_dot_v1_dot_admin__pb2.NameRequest.SerializeToString,
             vipu_dot_v1_dot_admin__pb2.Agent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrainAgents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.AdminService/DrainAgents',
+            vipu_dot_v1_dot_admin__pb2.DrainAgentsRequest.SerializeToString,
+            vipu_dot_v1_dot_admin__pb2.ListAgentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeAgents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.AdminService/ResumeAgents',
+            vipu_dot_v1_dot_admin__pb2.AgentsRequest.SerializeToString,
+            vipu_dot_v1_dot_admin__pb2.ListAgentsResponse.FromString,
             options,
             channel_credentials,
             insecure,

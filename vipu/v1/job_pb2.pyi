@@ -333,20 +333,22 @@ class Pod64Info(_message.Message):
     def __init__(self, ild: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., failed: _Optional[int] = ..., total: _Optional[int] = ..., drained: _Optional[int] = ..., draining: _Optional[int] = ...) -> None: ...
 
 class ClusterInfoResponse(_message.Message):
-    __slots__ = ("pod", "ilds", "pending_jobs", "running_jobs", "qos", "completing_jobs")
+    __slots__ = ("pod", "ilds", "pending_jobs", "running_jobs", "qos", "completing_jobs", "completing_nodes")
     POD_FIELD_NUMBER: _ClassVar[int]
     ILDS_FIELD_NUMBER: _ClassVar[int]
     PENDING_JOBS_FIELD_NUMBER: _ClassVar[int]
     RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
     QOS_FIELD_NUMBER: _ClassVar[int]
     COMPLETING_JOBS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETING_NODES_FIELD_NUMBER: _ClassVar[int]
     pod: str
     ilds: _containers.RepeatedCompositeFieldContainer[Pod64Info]
     pending_jobs: int
     running_jobs: int
     qos: _containers.RepeatedScalarFieldContainer[str]
     completing_jobs: int
-    def __init__(self, pod: _Optional[str] = ..., ilds: _Optional[_Iterable[_Union[Pod64Info, _Mapping]]] = ..., pending_jobs: _Optional[int] = ..., running_jobs: _Optional[int] = ..., qos: _Optional[_Iterable[str]] = ..., completing_jobs: _Optional[int] = ...) -> None: ...
+    completing_nodes: str
+    def __init__(self, pod: _Optional[str] = ..., ilds: _Optional[_Iterable[_Union[Pod64Info, _Mapping]]] = ..., pending_jobs: _Optional[int] = ..., running_jobs: _Optional[int] = ..., qos: _Optional[_Iterable[str]] = ..., completing_jobs: _Optional[int] = ..., completing_nodes: _Optional[str] = ...) -> None: ...
 
 class PrioritiesRequest(_message.Message):
     __slots__ = ("ids", "single", "page_size", "page_token")

@@ -172,7 +172,11 @@ def test_a_stopped_programs_ipus_go_to_no_other_job_until_it_has_ended(server_fa
     [small] = submit(server, "--ipus", "4", "--time-limit", "10m", "--duration", "1s", "--name", "small")
     assert show(server, job)["state"] == "COMPLETING" and alive(pid)
     assert list(jobs(server, "-t", "CG")) == [job]
-    assert ", 1 completing, 2 pending" in run(server, "vipu", "info").stdout
+    # its machine as sinfo shows a node whose job is completing: comp, counted allocated, named under `vipu info`
+    [(machine, counts)] = [line.split("|")[1:] for line in run(server, "vipu", "info", "-h", "-o", "%t|%N|%F").stdout
+                           .splitlines() if line.startswith("comp|")]
+    assert counts == "1/0/0/1"
+    assert f", 1 completing (comp: {machine}), 2 pending" in run(server, "vipu", "info").stdout
     again = run(server, "vipu", "cancel", str(job))
     assert again.returncode != 0 and f"job {job} is already COMPLETING: it ended CANCELLED" in again.stderr
     partitions = json.loads(run(server, "vipu", "list", "partitions", "--json").stdout)
