@@ -29,9 +29,10 @@ def submit_unmodelled(open_live, tmp_path):
 
 
 def submit_signal(open_live, tmp_path):
-    """B:USR1 a second into a 30-second limit: the script's trap runs, it exits, COMPLETED before the limit."""
+    """B:USR1 4 s into a 30-second limit: the script's trap runs, it exits, COMPLETED before the limit. The 4 s give
+    bash time to set its trap on a loaded machine; a second was too short."""
     live = open_live
-    [job] = live.submit("--ipus", "1", "-t", "0:30", "--signal", "B:USR1@29", "-D", str(tmp_path), "--wrap",
+    [job] = live.submit("--ipus", "1", "-t", "0:30", "--signal", "B:USR1@26", "-D", str(tmp_path), "--wrap",
                         "trap 'echo warned; exit 0' USR1; while :; do sleep 0.05; done")
     detail = wait_for(lambda: (d := live.show(job))["state"] in ("COMPLETED", "FAILED", "TIMEOUT") and d, timeout=60)
     assert detail["state"] == "COMPLETED" and (tmp_path / f"slurm-{job}.out").read_text() == "warned\n"
