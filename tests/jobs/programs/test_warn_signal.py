@@ -38,14 +38,14 @@ def test_a_malformed_signal_option_is_refused_with_the_form(text, says):
 def test_the_signal_comes_before_the_time_limit_to_the_script_or_to_what_it_started(server, tmp_path):
     """B: the batch script's trap runs (it checkpoints and exits: COMPLETED before the limit); without it the
     script's child gets the signal and the script does not (sh would die of USR1)."""
-    (tmp_path / "job.sh").write_text("#!/bin/bash\n#SBATCH --ipus=1\n#SBATCH -t 0:30\n#SBATCH --signal=B:USR1@28\n"
+    (tmp_path / "job.sh").write_text("#!/bin/bash\n#SBATCH --ipus=1\n#SBATCH -t 0:30\n#SBATCH --signal=B:USR1@25\n"
                                      "trap 'echo checkpoint; exit 0' USR1\nwhile :; do sleep 0.05; done\n")
     (tmp_path / "child.py").write_text(
         "import signal, sys, time\n"
         "signal.signal(signal.SIGUSR1, lambda *_: (print('child checkpoint', flush=True), sys.exit(0)))\n"
         "while True:\n    time.sleep(0.05)\n")
     batch = run(server, "vipu", "submit", str(tmp_path / "job.sh"), "-D", str(tmp_path), "--parsable")
-    child = run(server, "vipu", "submit", "--ipus", "1", "-t", "0:30", "--signal", "USR1@28", "-D", str(tmp_path),
+    child = run(server, "vipu", "submit", "--ipus", "1", "-t", "0:30", "--signal", "USR1@25", "-D", str(tmp_path),
                 "--wrap", f"{sys.executable} child.py", "--parsable")
     assert batch.returncode == 0 and child.returncode == 0, batch.stderr + child.stderr
     for job, said in ((int(batch.stdout), "checkpoint\n"), (int(child.stdout), "child checkpoint\n")):
@@ -53,7 +53,7 @@ def test_the_signal_comes_before_the_time_limit_to_the_script_or_to_what_it_star
         assert (detail["state"], detail["exit_code"], detail["signal"]) == ("COMPLETED", 0, 0)
         assert output(tmp_path, job) == said
         assert detail["end_time"] - detail["start_time"] < 29  # before its limit
-    assert show(server, int(batch.stdout))["spec"]["workload"]["signal"] == "B:USR1@28"  # as written
+    assert show(server, int(batch.stdout))["spec"]["workload"]["signal"] == "B:USR1@25"  # as written
 
 
 def test_signal_is_refused_for_a_workload_with_no_program(server):
