@@ -73,8 +73,9 @@ def _delay(part: str, kind: str, ref_text: str, minutes: str) -> int:
     for after. Why refused on the other kinds, which Slurm parses and then ignores: a delay that does nothing would
     let a user believe the job waits."""
     if kind != "after":
+        given, minutes = f"+{minutes}" if minutes else "the +", minutes or "MINUTES"
         raise DependencySyntaxError(f"{part!r}: only after takes a delay (+MINUTES); write after:{ref_text}+{minutes}"
-                                    f" to start {minutes} minutes after job {ref_text} starts, or drop +{minutes}")
+                                    f" to start {minutes} minutes after job {ref_text} starts, or drop {given}")
     if not minutes:
         raise DependencySyntaxError(f"{part!r}: give the delay in whole minutes after the +, e.g. after:{ref_text}+5")
     if not minutes.isascii() or not minutes.isdigit():
