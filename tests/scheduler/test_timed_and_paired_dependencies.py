@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vipu.control.driver import Driver, Timers
+from vipu.control.realtime import RealtimeLoop
 from vipu.errors import InvalidArgument
 from vipu.scheduler.deps import parse_dependency
 from vipu.scheduler.job_spec import parse_spec
@@ -111,6 +112,16 @@ def test_the_driver_wakes_when_a_delay_ends_and_at_once_for_a_start_that_met_aft
     d.step(0)
     d.run(until=5000)
     assert [s.job(i).start_time for i in (1, 2, 3)] == [100, 100, 220]
+
+
+def test_the_live_loop_sleeps_until_the_delay_ends():
+    """The wall-clock loop sleeps until the driver's next event: the end of the delay, with nothing else due."""
+    s = make()
+    d = Driver(s, Timers())
+    s.submit(spec(workload=HOLD, time_limit=3600), 0)
+    s.submit(spec(dependency="after:1+5"), 0)
+    d.step(10)  # job 1 starts; the step's own gate sees the delay at once
+    assert RealtimeLoop(d, lock=None, now=lambda: 10.0, metrics=None).wait_after(10.0) == 300
 
 
 def test_test_only_puts_the_start_at_the_end_of_the_delay():

@@ -53,7 +53,7 @@ def _target(target: Job | None) -> Target:
             return new_record(Target, (state, h.at, state in TERMINAL))  # (tuple's own: a third of Target()'s cost)
     if state not in TERMINAL:
         return new_record(Target, (state, None, False))
-    ended = target.end_time if target.end_time is not None else target.submit_time  # (an end is always recorded)
+    ended = target.end_time if target.end_time is not None else target.submit_time  # (a record without its end)
     return new_record(Target, (state, ended, True))
 
 
