@@ -61,7 +61,7 @@ def test_bash_completes_commands_flags_and_my_job_ids(server):
         assert "someone-else" in complete(server, "vipu", command, "-u", ""), command
     assert complete(server, "vipu", "queue", "-u", "someone-else,some") == []  # not twice in a comma list
     # submit -d: the kinds, then the caller's job ids after one, ':' between them
-    assert complete(server, "vipu", "submit", "-d", "afte") == ["after:", "afterany:", "afterok:", "afternotok:"]
+    assert complete(server, "vipu", "submit", "-d", "afte") == ["after:", "afterany:", "aftercorr:", "afterok:", "afternotok:"]
     # bash splits the word at ':' (COMP_WORDBREAKS): the script joins it again and completes the part after it
     assert complete(server, "vipu", "submit", "-d", "afterok", ":", "") == [mine, array, f"{array}_0", f"{array}_1"]
     assert mine not in complete(server, "vipu", "submit", "-d", "afterok", ":", mine, ":", "")

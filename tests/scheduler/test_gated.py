@@ -8,7 +8,6 @@ job joins the walk when it is released or its dependency is met.
 import pytest
 
 from vipu.errors import FailedPrecondition
-from vipu.scheduler import cycle
 from vipu.scheduler.job_states import JobState
 
 from tests.scheduler.builders import POD256, make, spec
@@ -33,20 +32,6 @@ def walked(s, now, **kw):
     finally:
         s.policy = policy
     return seen
-
-
-@pytest.fixture
-def evaluations(monkeypatch):
-    """Counts dependency evaluations made by cycles."""
-    calls = []
-    real = cycle.dependency_status
-
-    def counting(sched, job):
-        calls.append(job.id)
-        return real(sched, job)
-
-    monkeypatch.setattr(cycle, "dependency_status", counting)
-    return calls
 
 
 @pytest.mark.parametrize("policy", ["fifo", "priority", "backfill", "sjf"])

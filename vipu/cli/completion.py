@@ -247,7 +247,7 @@ def dependencies(ctx, param, incomplete: str) -> list[str]:
 def can_satisfy(jobs, kind: str) -> list:
     """The jobs a dependency of this kind may still name: those not ended, and those that ended in the last
     MinJobAge seconds (still in the controller's queue, as Slurm keeps them) in a way that meets the kind: afterok
-    COMPLETED, afternotok any other end, after and afterany any end. A job long ended is left out."""
+    and aftercorr COMPLETED, afternotok any other end, after and afterany any end. A job long ended is left out."""
     import time
 
     from vipu.cli.queue_listing import MIN_JOB_AGE
@@ -259,7 +259,8 @@ def can_satisfy(jobs, kind: str) -> list:
         if x.state in ("PENDING", "RUNNING", "COMPLETING"):
             kept.append(x)
         elif x.HasField("ended") and seconds(x.ended) >= recent and (
-                kind not in ("afterok", "afternotok") or (x.state == "COMPLETED") == (kind == "afterok")):
+                kind not in ("afterok", "aftercorr", "afternotok")
+                or (x.state == "COMPLETED") == (kind != "afternotok")):
             kept.append(x)
     return kept
 

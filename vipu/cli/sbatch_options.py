@@ -92,7 +92,7 @@ OPTIONS = (
     SbatchOption("nice", ("--nice",), INT, "run the job with an adjusted scheduling priority: -10000 to 10000"
                  " (sbatch's range is wider), negative raises it (admins only); --nice alone is 100, as sbatch's",
                  field="nice", reads="nice", bare=100, past="nice"),
-    SbatchOption("dependency", ("--dependency", "-d"), help="afterok:ID,afterany:ID,afternotok:ID,singleton",
+    SbatchOption("dependency", ("--dependency", "-d"), help="afterok:ID,afterany:ID,afternotok:ID,after:ID[+MINUTES],aftercorr:ID,singleton",
                  field="dependency", reads="dependency"),
     SbatchOption("array", ("--array", "-a"), help="e.g. 0-99%10", field="array", reads="array",
                  variable="SBATCH_ARRAY_INX"),

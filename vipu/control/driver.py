@@ -4,8 +4,10 @@ Executor. The live controller, `vipu simulate` and the scheduler tests all run t
 Why one heap keyed (time, rank, sequence), as SimPy's: equal times are handled in a fixed order, so a run is
 exactly repeatable, and the order says the rules once. At one time, arrivals come first, then workloads that ended,
 then time limits: a workload that ends exactly at its time limit has COMPLETED, not TIMEOUT. Begin times (sbatch
---begin) are wake-ups: the cycle that runs then lets the job in. Events due before `now` are handled at their own
-time (after a restart that can be long ago), so a run's record says when its time ran out, not when it was seen.
+--begin) and the delays of after:ID+MINUTES are wake-ups: the cycle that runs then lets the job in; so is a
+dependency the step's own starts met (after:ID), so the job it lets in is considered at once. Events due before
+`now` are handled at their own time (after a restart that can be long ago), so a run's record says when its time ran
+out, not when it was seen.
 
 Why the clock is the caller's: `step(now)` takes the time, so a wall clock (realtime.py) and a virtual clock
 (`run`) advance the same code, and nothing here reads the system time.
@@ -79,7 +81,7 @@ class Driver:
         self._seq = 0
         self._arrivals: list[Arrival] = []  # sorted by time; consumed from `_next`
         self._next = 0
-        self._wakes: set[float] = set()  # begin times a wake-up is queued for
+        self._wakes: set[float] = set()  # begin and dependency times a wake-up is queued for
         self._endings: dict[int, tuple[float, Ending | None]] = {}  # running job -> (its run's start, its end)
         self.cycles = 0
 
@@ -140,10 +142,12 @@ class Driver:
         with together(self.scheduler.journal):  # a start the cycle made and the driver postponed is not logged
             self.apply(self.scheduler.cycle(now, *masks, estimates=self.estimates), now)
         self.cycles += 1
-        begin = self.scheduler.table.next_begin()
-        if begin is not None and begin > now and begin not in self._wakes:
-            self._wakes.add(begin)
-            self._push(begin, WAKE)
+        if self.scheduler.gate(now):  # the runs it started met dependencies (after:ID): a cycle at once lets them in
+            self._push(now, WAKE)
+        wake = self.scheduler.table.next_wake()  # a begin time, or a dependency's delay (after:ID+MINUTES)
+        if wake is not None and wake > now and wake not in self._wakes:
+            self._wakes.add(wake)
+            self._push(wake, WAKE)
 
     def ended(self, job_id: int, started: float, now: float, exit_code: int, state: JobState | None = None,
               signal: int = 0) -> None:

@@ -62,8 +62,10 @@ def run_cycle(sched: Scheduler, now: float, available_mask: int | None, allowed_
     if table.begins and table.begins[0][0] <= now:
         for queued in table.begun(now):
             sched.order.add(queued, now)  # re-filed among the jobs the walk sees
+    if table.dependency_times and table.dependency_times[0][0] <= now:
+        table.dependency_times_due(now)  # after:ID+MINUTES waits whose time has come
     if table.recheck:
-        _gate(sched, now)
+        gate(sched, now)
     sched.last_cycle_seq = table.seq
     ready = len(table.ready_seq)
     if not ready:  # nothing pending, or only held, not yet begun and dependency-blocked jobs
@@ -117,23 +119,30 @@ WAITING = PendingInfo(DEPENDENCY)  # shared: thousands of jobs may wait for the 
 NEVER_INFO = PendingInfo(NEVER)
 
 
-def _gate(sched: Scheduler, now: float) -> None:
+def gate(sched: Scheduler, now: float) -> int:
     """Evaluate the dependencies that may have changed since the last cycle; jobs whose dependency is met join the
-    walk, the others keep their reason (Dependency, DependencyNeverSatisfied) in table.gate_info. Held jobs are
-    skipped: releasing one puts it back in table.recheck."""
+    walk, the others keep their reason (Dependency, DependencyNeverSatisfied) in table.gate_info, with when a wait
+    that time alone ends is over (after:ID+MINUTES), which is also when the table has it evaluated again. Held jobs
+    are skipped: releasing one puts it back in table.recheck. Returns how many jobs joined the walk."""
     table = sched.table
     jobs = table.jobs
     recheck, table.recheck = table.recheck, set()
+    joined = 0
     for job_id in recheck:
         job = jobs[job_id]
         if job.held:
             continue
-        status = dependency_status(sched, job)
+        status, at = dependency_status(sched, job, now)
         if status == "ok":
             if table.dependency_met(job_id):
                 sched.order.add(table.pending[job_id], now)
+                joined += 1
+        elif at is not None:
+            table.gate_info[job_id] = PendingInfo(DEPENDENCY, at)  # as a begin time: no start before it
+            table.dependency_wait(job_id, at)
         else:
             table.gate_info[job_id] = WAITING if status == "wait" else NEVER_INFO
+    return joined
 
 
 def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Effect]:

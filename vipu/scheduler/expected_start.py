@@ -6,7 +6,8 @@ priority, and the policy walks that queue once, as a cycle would: a job that wou
 estimated start is its reservation, as `vipu show job` would show it, and its block (first_ipu) the one the start or
 reservation takes, for the nodes sbatch names. A held job, one waiting for a dependency, and
 one behind more than `max_job_test` jobs have no start time (its reason says why); a begin time puts the start no
-earlier, and its reason is BeginTime, as the queue's. An array is tested by its first task.
+earlier, and its reason is BeginTime, as the queue's; so does a dependency that time alone meets (after:ID+MINUTES
+on jobs already started), reason Dependency. An array is tested by its first task.
 """
 
 from __future__ import annotations
@@ -62,11 +63,12 @@ def expected_start(view: QueueView, spec: JobSpec, now: float, available_mask: i
     if resolved.hold:
         return expect._replace(reason=HELD)
     waits = begin is not None and begin > now  # BeginTime, as `vipu queue` would say before anything else
-    status = dependency_status(_DependencyView(view, job), job)
-    if status != "ok":
+    status, met_at = dependency_status(_DependencyView(view, job), job, now)
+    if status != "ok" and met_at is None:
         return expect._replace(reason=BEGIN_TIME if waits else DEPENDENCY if status == "wait" else NEVER)
+    eligible = max(now, begin or now, met_at or now)
     queued = QueuedJob(job_id, resolved.ipus, resolved.time_limit,  # type: ignore[arg-type]
-                       max(now, begin or now), resolved.user, resolved.qos,  # type: ignore[arg-type]
+                       eligible, resolved.user, resolved.qos,  # type: ignore[arg-type]
                        resolved.nice, job.array_job_id, array.limit if array else None, resolved.allocation,
                        account=resolved.account, nodes=nodes)
     order = view.order.read_copy()  # the view's own order is shared by every reader of the snapshot
@@ -85,10 +87,10 @@ def expected_start(view: QueueView, spec: JobSpec, now: float, available_mask: i
         info = decision.explain(queued)
         start, reason = (info.estimated_start, info.reason) if info is not None else (None, "")
         first = decision.expected_first_ipu.get(job_id) if start is not None else None
-    if waits:  # not eligible before its begin time
-        if start is not None and start < begin:  # type: ignore[operator]
-            first = None  # its block was worked out for the earlier start, not for its begin time
-        start, reason = None if start is None else max(start, begin), BEGIN_TIME  # type: ignore[type-var]
+    if eligible > now:  # not eligible before its begin time, or before its dependency's delay is over
+        if start is not None and start < eligible:
+            first = None  # its block was worked out for the earlier start, not for when it may first start
+        start, reason = None if start is None else max(start, eligible), BEGIN_TIME if waits else DEPENDENCY
     return expect._replace(start=start, reason=reason, first_ipu=first)
 
 

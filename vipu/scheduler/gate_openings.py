@@ -46,7 +46,9 @@ class GateOpenings:
     not_begun: set[int]
     begins: list[tuple[float, int]]
     gate_info: dict[int, PendingInfo]
+    recheck: set[int]
     deps_met: set[int]
+    dependency_times: list[tuple[float, int]]
     _ready: Callable[[QueuedJob], None]  # JobTable's: the job counts as ready
     _unready: Callable[[QueuedJob], None]
     _watch: Callable[[Job, bool], None]  # (un)register a job under what its dependency reads
@@ -136,3 +138,27 @@ class GateOpenings:
         """The earliest begin time still to come (it may belong to a job that has left since: waking then is
         harmless), or None."""
         return self.begins[0][0] if self.begins else None
+
+    def dependency_wait(self, job_id: int, at: float) -> None:
+        """The job's dependency is met at `at` by time alone (after:ID+MINUTES): evaluate it again then. Old entries
+        (a job that left, or was evaluated again) are dropped when due, or when they outnumber the waits."""
+        heap = self.dependency_times
+        heapq.heappush(heap, (at, job_id))
+        if len(heap) > 2 * len(self.gate_info) + 64:
+            self.dependency_times = [(i.estimated_start, j) for j, i in self.gate_info.items()  # type: ignore[misc]
+                                     if i.estimated_start is not None]
+            heapq.heapify(self.dependency_times)
+
+    def dependency_times_due(self, now: float) -> None:
+        """The waits whose time has come by `now` go back to be evaluated (recheck)."""
+        heap = self.dependency_times
+        while heap and heap[0][0] <= now:
+            _, job_id = heapq.heappop(heap)
+            if job_id in self.gated and job_id not in self.deps_met:  # else it left, or its dependency was met
+                self.recheck.add(job_id)
+
+    def next_wake(self) -> float | None:
+        """When a gate may open by time alone: the earliest begin time or dependency wait still to come (possibly
+        of a job that has left since: waking then is harmless), or None."""
+        times = [heap[0][0] for heap in (self.begins, self.dependency_times) if heap]
+        return min(times) if times else None

@@ -46,7 +46,9 @@ class JobSpec(Strict):
     account: str | None = Field(None, description="accounting group")
     dependency: str | None = Field(
         None, description="afterok:ID[:ID],afterany:ID,afternotok:ID,singleton; `?` for OR; an ID is a job (an array"
-        " job: all its tasks) or N_T, task T of array job N")
+        " job: all its tasks) or N_T, task T of array job N; after:ID[+MINUTES]: once ID started (or was cancelled),"
+        " MINUTES later; aftercorr:ID: each task of this array once the task of the same index of array ID completed"
+        " (without one: once ID as a whole did, as afterok)")
     array: str | None = Field(None, description="array tasks, e.g. 0-99%10, 1,3,5, 0-15:4")
     hold: bool = Field(False, strict=True, description="submit held (JobHeldUser) until `vipu release`")
     begin: BeginTime = Field(

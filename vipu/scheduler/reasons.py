@@ -54,7 +54,9 @@ def pending_reason(s, job: Job) -> PendingInfo | None:
     if job.id in table.claims:  # preempted jobs' IPUs kept for it until their runs end, as Slurm's Resources
         return CLAIMING
     if job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
-        return PendingInfo(BEGIN_TIME, job.begin_time)
+        dependency = table.gate_info.get(job.id)  # nor than the end of a dependency's delay (after:ID+MINUTES)
+        later = None if dependency is None else dependency.estimated_start
+        return PendingInfo(BEGIN_TIME, job.begin_time if later is None else max(job.begin_time, later))
     info = table.gate_info.get(job.id)  # waiting for a dependency (None until a cycle has evaluated it)
     seq = table.ready_seq.get(job.id)
     if seq is not None and seq <= s.last_cycle_seq:  # the last cycle considered it

@@ -22,7 +22,7 @@ from vipu.partition.rules import named
 from vipu.scheduler import holds, updates
 from vipu.scheduler.bits import block
 from vipu.scheduler.config import SchedulerConfig
-from vipu.scheduler.cycle import run_cycle
+from vipu.scheduler.cycle import gate, run_cycle
 from vipu.scheduler.claims import postpone
 from vipu.scheduler.effects import Effect, StartJob, StopJob
 from vipu.scheduler.job_filter import NO_FILTER, JobFilter
@@ -348,6 +348,11 @@ class Scheduler:
         `allowed_masks`: allocation name -> its IPUs, for jobs that name an allocation; None: the whole Pod.
         `estimates`: False skips estimated starts (trace replay); the jobs started are the same either way."""
         return run_cycle(self, now, available_mask, allowed_masks, estimates)
+
+    def gate(self, now: float) -> int:
+        """Evaluate the dependencies that changes since the cycle may have met (cycle.gate) now, not at the next
+        cycle; returns how many jobs that let in (a cycle should then follow at once)."""
+        return gate(self, now) if self.table.recheck else 0
 
     # -- reads of the live queue (listings read a view: view.py) ------------------------------------------------
     def job(self, job_id: int, now: float | None = None) -> Job:

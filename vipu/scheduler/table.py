@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from vipu.errors import NotFound
 from vipu.scheduler.claims import Claim
+from vipu.scheduler.dependency_reads import watched
 from vipu.scheduler.gate_openings import GateOpenings, Teardown
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.policies.base import PendingInfo, QueuedJob, RunningJob, new_record
@@ -54,6 +55,7 @@ class JobTable(GateOpenings):
         self.begins: list[tuple[float, int]] = []  # heap of (begin time, id) of not_begun (stale entries skipped)
         self.gate_info: dict[int, PendingInfo] = {}  # gated jobs' last dependency verdict (Dependency, ...Never...)
         self.recheck: set[int] = set()  # gated jobs whose dependency the next cycle must evaluate (again)
+        self.dependency_times: list[tuple[float, int]] = []  # heap of (when, id): waits time alone ends (after+M)
         self.deps_met: set[int] = set()  # pending jobs whose dependency was satisfied (Slurm then drops it)
         self.waiting_on: dict[int, set[int]] = {}  # job or array id named in a dependency -> gated jobs naming it
         self.singletons: dict[tuple[str, str], set[int]] = {}  # (name, user) -> gated jobs with a singleton clause
@@ -281,7 +283,7 @@ class JobTable(GateOpenings):
         """Register (or forget) a gated job under everything its dependency reads."""
         dep = job.spec.parsed_dependency()
         assert dep is not None
-        keys: list[tuple[dict, object]] = [(self.waiting_on, i) for i in dep.ids]
+        keys: list[tuple[dict, object]] = [(self.waiting_on, i) for i in watched(self.jobs, job, dep)]
         if any(c.kind == "singleton" for c in dep.clauses):
             keys.append((self.singletons, (job.name, job.user)))
         for index, key in keys:
