@@ -21,7 +21,7 @@ from vipu.scheduler.job_states import JobState
 from vipu.jobs.train import runs as training
 from vipu.jobs.train.run_history import stamp
 from vipu.server.job_service import JobService
-from vipu.v1.job_pb2 import GetJobRequest
+from vipu.v1.job_pb2 import GetJobRequest, JobLogsRequest
 from vipu.control.startup import open_plane
 
 LOST = "the actor of machine 0 died or restarted"  # the fleet's cause for machine 0's IPUs
@@ -180,7 +180,7 @@ def test_a_run_ended_by_a_lost_machine_keeps_the_steps_it_logged(rt, monkeypatch
     reply = JobService(rt).GetJob(GetJobRequest(id=job), LocalCall())  # its summary: losses, not steps (JobLogs')
     summary = json.loads(reply.result_json)
     assert summary["losses"] == [r.loss for r in record.steps] and "steps" not in summary
-    logged = JobService(rt).JobLogs(GetJobRequest(id=job), LocalCall())
+    logged = JobService(rt).JobLogs(JobLogsRequest(id=job), LocalCall())
     assert [r["step"] for r in json.loads(logged.record_json)["steps"]] == [0, 1] and list(logged.lines) == lines
 
 

@@ -40,6 +40,29 @@ class RunSettings:
 
 
 @dataclass(frozen=True)
+class LogMark:
+    """How far a follower (`vipu logs -f`) has read a job's log: which run, the bytes of a program's output file
+    up to the end of a whole line, the step reports, and whether the lines that open and close the run were read.
+    Why offsets and counts, not lines: a program's output is only ever read from its file, whose last MiB `vipu
+    logs` shows, so a count of lines shown would not say where to go on; and step reports only grow."""
+
+    run: int = 0
+    offset: int | None = 0  # None: from the last MiB's first whole line (a follow's first read)
+    steps: int = 0
+    opened: bool = False
+    closed: bool = False
+
+
+def read_from(mark: LogMark | None, run: int, job_id: int) -> tuple[list[str], LogMark]:
+    """Where a follower with `mark` reads the job's run number `run` from: its mark, or the run's start if the mark
+    is of an earlier run (said in a line) or there is none (a first read: offset None, the last MiB)."""
+    if mark is not None and mark.run == run:
+        return [], mark
+    said = [f"(run {run} of job {job_id} started)"] if mark is not None and mark.run else []
+    return said, LogMark(run=run, offset=0 if mark is not None else None)
+
+
+@dataclass(frozen=True)
 class RunContext:
     """What a kind's runner may use of the controller; the control plane builds it."""
 
@@ -79,6 +102,10 @@ class Runner(Protocol):
 
     def log_lines(self, job_id: int) -> list[str]:
         """`vipu logs ID`: what the job's latest run logged."""
+
+    def log_after(self, job_id: int, mark: LogMark | None) -> tuple[list[str], LogMark]:
+        """`vipu logs -f ID`: the whole lines the job's latest run logged after `mark` (None: as far back as `vipu
+        logs` shows), and the mark to read from next. A mark of an earlier run reads the latest from its start."""
 
     def record(self, job_id: int):
         """The latest run's record (with summary() and run_data()), or None."""
