@@ -35,7 +35,7 @@ def logs(cli, text: str, as_json: bool, follow: bool) -> None:
     """`vipu logs ID`, or with `follow` `vipu logs -f ID`: ID is a job, an array job (every task) or a task."""
     array, task = parse_id(text)
     ids = TaskIds(cli)
-    first = ask(cli, ids.resolve(text))
+    first = ask(cli, ids.resolve(text), follow=follow)
     x = first.job
     if task is None and x.HasField("array_job_id") and x.array_job_id == array:  # the array's own id: every task
         tasks = ids.tasks(array)
@@ -43,7 +43,7 @@ def logs(cli, text: str, as_json: bool, follow: bool) -> None:
     else:
         wanted = [x.id]
     if follow:
-        return Follow(cli, wanted, as_json).run()
+        return Follow(cli, wanted, as_json, first).run()
     replies = [first if i == x.id else ask(cli, i) for i in wanted]
     if len(replies) == 1:
         return show(first, text, as_json)
@@ -55,6 +55,7 @@ def logs(cli, text: str, as_json: bool, follow: bool) -> None:
 
 
 def ask(cli, job: int, mark: j.LogMark | None = None, follow: bool = False) -> j.JobLogsResponse:
+    """JobLogs of `job`: whole, or with `follow` its lines after `mark` (None: a follow's first read)."""
     request = j.JobLogsRequest(id=job, follow=follow)
     if mark is not None:
         request.after.CopyFrom(mark)
@@ -80,8 +81,9 @@ def show(reply: j.JobLogsResponse, shown: str, as_json: bool) -> None:
 class Follow:
     """`vipu logs -f`: the jobs' lines as they come, each job's end as it ends; done when all have ended."""
 
-    def __init__(self, cli, jobs: list[int], as_json: bool):
+    def __init__(self, cli, jobs: list[int], as_json: bool, first: j.JobLogsResponse):
         self.cli, self.as_json = cli, as_json
+        self.first = {first.job.id: first}  # the reply that named the job: its first read
         self.marks: dict[int, j.LogMark | None] = dict.fromkeys(jobs)  # the jobs not ended yet
         self.several = len(jobs) > 1
         self.pending: set[int] = set()  # jobs said to be pending (said again after a requeue)
@@ -103,31 +105,37 @@ class Follow:
         leave(0)
 
     def read(self, job: int) -> bool:
-        """One ask for `job`'s new lines, printed; whether any came. Its end once it has ended and nothing is left:
-        the controller read its state before its lines, so after an ended state an empty read is the last."""
-        reply = ask(self.cli, job, self.marks[job], follow=True)
-        self.marks[job] = reply.mark
-        x, shown = reply.job, job_id(reply.job)
-        if x.state == "PENDING" and job not in self.pending:
-            self.pending.add(job)
-            self.say(x, {"job": shown, "state": x.state, "reason": x.reason},
-                     f"job {shown} is pending ({x.reason or 'waiting'}): its output follows once it starts")
-        elif x.state != "PENDING":
-            self.pending.discard(job)
-        if reply.lines:
-            if self.as_json:
-                for line in reply.lines:
-                    print(json.dumps({"job": shown, "line": line}))
-            else:
-                self.header(x)
-                print("\n".join(reply.lines))
-        elif x.state in ENDED:
-            del self.marks[job]
-            self.say(x, {"job": shown, "state": x.state, "exit_code": x.exit_code if x.HasField("exit_code") else 0,
-                         "signal": x.signal},
-                     f"job {shown} ended {x.state}, exit code {exit_code(x)}" + (f" ({x.reason})" if x.reason else ""))
-        print(end="", flush=True)
-        return bool(reply.lines)
+        """`job`'s new lines, printed; whether any came. An ended job is read until a read comes back empty (the
+        controller read its state before its lines, so that read was the last), then its end is said."""
+        came = False
+        while job in self.marks:
+            reply = self.first.pop(job, None) or ask(self.cli, job, self.marks[job], follow=True)
+            self.marks[job] = reply.mark
+            x, shown = reply.job, job_id(reply.job)
+            if x.state == "PENDING" and job not in self.pending:
+                self.pending.add(job)
+                self.say(x, {"job": shown, "state": x.state, "reason": x.reason},
+                         f"job {shown} is pending ({x.reason or 'waiting'}): its output follows once it starts")
+            elif x.state != "PENDING":
+                self.pending.discard(job)
+            if reply.lines:
+                came = True
+                if self.as_json:
+                    for line in reply.lines:
+                        print(json.dumps({"job": shown, "line": line}))
+                else:
+                    self.header(x)
+                    print("\n".join(reply.lines))
+            elif x.state in ENDED:
+                del self.marks[job]
+                code = x.exit_code if x.HasField("exit_code") else 0
+                self.say(x, {"job": shown, "state": x.state, "exit_code": code, "signal": x.signal},
+                         f"job {shown} ended {x.state}, exit code {exit_code(x)}" + (f" ({x.reason})" if x.reason
+                                                                                     else ""))
+            print(end="", flush=True)
+            if x.state not in ENDED:
+                break
+        return came
 
     def header(self, x: j.Job) -> None:
         """Several jobs: a line naming the job above its lines whenever they follow another's, as tail -f does."""

@@ -8,14 +8,15 @@ Why the follower asks again rather than the controller streaming to it: a stream
 few RPC threads (--rpc-threads, 3 by default) for the job's whole run, so three followers would stop every other
 call; and a program writes its output straight to its file, of which the controller hears nothing, so a stream
 would have to look at the file again and again all the same. Each ask is one short call that reads the job from
-memory and the file from the follower's offset (vipu/cli/follow.py waits between them, longer while nothing comes).
+memory and the file from the follower's offset (vipu/cli/job_output.py waits between asks, longer while nothing
+comes).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from vipu.control.workloads import LogMark
+from vipu.jobs.log_mark import LogMark  # (the edges take it from here: vipu/server/job_convert.py)
 from vipu.scheduler.job_record import Job
 
 if TYPE_CHECKING:

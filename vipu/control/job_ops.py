@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 from vipu.access import Identity
 from vipu.control.ended_jobs import history_listing, shown, stored_job
-from vipu.control.job_logs import Logs, read_logs
+from vipu.control.job_logs import LogMark, Logs, read_logs
 from vipu.control.job_updates import update_job
 from vipu.control.signals import KILL, send_signal
 from vipu.control.spec_cache import SpecCache
-from vipu.control.workloads import LogMark
 from vipu.control.snapshot import Page, Snapshot
 from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from vipu.partition.admin_records import DEFAULT_ALLOCATION

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from vipu.jobs.log_mark import LogMark
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.workload import Ending
 
@@ -37,29 +38,6 @@ class RunSettings:
     modelled_time_scale: float = 1.0  # a modelled training run holds its partition for steps x the predicted step
     # time x this (vipu/jobs/train/modelled.py)
     output_dirs: tuple[Path, ...] = ()  # vipu-server --output-dir: where built-in workloads' output may go
-
-
-@dataclass(frozen=True)
-class LogMark:
-    """How far a follower (`vipu logs -f`) has read a job's log: which run, the bytes of a program's output file
-    up to the end of a whole line, the step reports, and whether the lines that open and close the run were read.
-    Why offsets and counts, not lines: a program's output is only ever read from its file, whose last MiB `vipu
-    logs` shows, so a count of lines shown would not say where to go on; and step reports only grow."""
-
-    run: int = 0
-    offset: int | None = 0  # None: from the last MiB's first whole line (a follow's first read)
-    steps: int = 0
-    opened: bool = False
-    closed: bool = False
-
-
-def read_from(mark: LogMark | None, run: int, job_id: int) -> tuple[list[str], LogMark]:
-    """Where a follower with `mark` reads the job's run number `run` from: its mark, or the run's start if the mark
-    is of an earlier run (said in a line) or there is none (a first read: offset None, the last MiB)."""
-    if mark is not None and mark.run == run:
-        return [], mark
-    said = [f"(run {run} of job {job_id} started)"] if mark is not None and mark.run else []
-    return said, LogMark(run=run, offset=0 if mark is not None else None)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import math
 from pydantic_core import to_json
 
 from vipu.client.messages import duration, seconds, timestamp, to_data, to_message
-from vipu.control.workloads import LogMark
+from vipu.control.job_logs import LogMark
 from vipu.errors import InvalidArgument
 from vipu.scheduler.job_filter import JobFilter
 from vipu.scheduler.job_record import Job

@@ -82,9 +82,10 @@ class Steps:
                    whole: bool = True) -> tuple[list[str], int, str]:
         """`vipu logs -f`: the lines of a program's output file from byte `offset` on (None: from the first line
         that starts in its last `max_bytes`, as `vipu logs` shows it), at most `max_bytes` of them, the offset
-        to go on from, and why it cannot be read ("" if it can, or while there is no file). `whole`: only whole lines (the program may be writing the rest), but for a line longer than
-        `max_bytes`, which is cut there. Opened as tail() opens it; a file cut shorter than `offset` is read from
-        its start again, said in a line, as tail -f says it."""
+        to go on from, and why it cannot be read ("" if it can, or while there is no file). `whole`: only whole
+        lines (the program may be writing the rest), but for a line longer than `max_bytes`, which is cut there.
+        Opened as tail() opens it; a file cut shorter than `offset` is read from its start again, said in a line,
+        as tail -f says it."""
         said = []
 
         def start_at(size: int) -> int:

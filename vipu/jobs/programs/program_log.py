@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from vipu.control.workloads import LogMark, read_from
+from vipu.jobs.log_mark import LogMark, read_from
 from vipu.jobs.programs.hosts import TAIL_BYTES
 from vipu.jobs.train.results import step_line
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-from vipu.control.workloads import LogMark, read_from
+from vipu.jobs.log_mark import LogMark, read_from
 from vipu.jobs.train.poprun import summary_lines
 from vipu.jobs.train.run_history import result_lines, span
 from vipu.jobs.train.results import StepReport, modelled_line, step_line
