@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from vipu.errors import MachineLost, NotFound
+from vipu.errors import InvalidArgument, MachineLost, NotFound
 from vipu.hardware.pod_files import load_pod
 from vipu.jobs import TrainWorkload, plan
 from vipu.jobs.train import runner  # the controller's training imports run_training from it at each run
@@ -20,8 +20,9 @@ from vipu.scheduler.job_spec import parse_spec
 from vipu.scheduler.job_states import JobState
 from vipu.jobs.train import runs as training
 from vipu.jobs.train.run_history import stamp
+from vipu.server import job_convert
 from vipu.server.job_service import JobService
-from vipu.v1.job_pb2 import GetJobRequest
+from vipu.v1.job_pb2 import GetJobRequest, JobLogsRequest, LogMark
 from vipu.control.startup import open_plane
 
 LOST = "the actor of machine 0 died or restarted"  # the fleet's cause for machine 0's IPUs
@@ -180,7 +181,7 @@ def test_a_run_ended_by_a_lost_machine_keeps_the_steps_it_logged(rt, monkeypatch
     reply = JobService(rt).GetJob(GetJobRequest(id=job), LocalCall())  # its summary: losses, not steps (JobLogs')
     summary = json.loads(reply.result_json)
     assert summary["losses"] == [r.loss for r in record.steps] and "steps" not in summary
-    logged = JobService(rt).JobLogs(GetJobRequest(id=job), LocalCall())
+    logged = JobService(rt).JobLogs(JobLogsRequest(id=job), LocalCall())
     assert [r["step"] for r in json.loads(logged.record_json)["steps"]] == [0, 1] and list(logged.lines) == lines
 
 
@@ -269,3 +270,49 @@ def test_how_a_run_ended_is_read_from_the_transition_that_ended_it(states, line)
     stamps = [stamp(t.at) for t in history]
     assert said.startswith(line.format(*stamps)), said
     assert ("; requeued" in said) is (states[-1] == "PENDING")
+
+
+def test_a_follower_reads_a_training_runs_steps_as_they_come_then_how_it_ended_once(rt, monkeypatch):
+    """vipu logs -f of a train job: each reply has the steps since the mark the last one gave, the opening lines
+    once, and once the job has ended its closing lines, then nothing; all of it is what `vipu logs` prints."""
+    real, paused, go = runner.run_training, threading.Event(), threading.Event()
+
+    def pause_after_step_1(w, pod, first_ipu, factory, *, on_step, **rest):
+        def step(report):
+            on_step(report)
+            if report.step == 1:
+                paused.set()
+                go.wait(60)
+        return real(w, pod, first_ipu, factory, on_step=step, **rest)
+
+    monkeypatch.setattr(runner, "run_training", pause_after_step_1)
+    job = submit(rt, 4, 4, r=4)
+    service = JobService(rt)
+
+    def follow(mark=None):
+        request = JobLogsRequest(id=job, follow=True)
+        if mark is not None:
+            request.after.CopyFrom(mark)
+        return service.JobLogs(request, LocalCall())
+
+    waiting = follow()
+    assert (waiting.job.state, list(waiting.lines)) == ("PENDING", [])  # (no step of the loop yet)
+    step_until(rt, paused.is_set)
+    first = follow(waiting.mark)
+    assert first.job.state == "RUNNING" and first.lines[0].startswith("poprun environment: 1 instance")
+    assert [line.split()[:2] for line in first.lines if line.startswith("step ")] == [["step", "0"], ["step", "1"]]
+    assert list(follow(first.mark).lines) == []  # nothing new: nothing twice
+    go.set()
+    step_until(rt, lambda: ended(rt, job))
+    rest = follow(first.mark)
+    assert rest.job.state == "COMPLETED" and [line.split()[:2] for line in rest.lines[:2]] == [["step", "2"],
+                                                                                                ["step", "3"]]
+    assert "4 of 4 steps" in rest.lines[2] and list(follow(rest.mark).lines) == []  # its end said once
+    followed, whole = [*first.lines, *rest.lines], rt.runners["train"].log_lines(job)
+
+    def from_step_0(lines):
+        return lines[next(i for i, line in enumerate(lines) if line.startswith("step    0")):]
+
+    assert from_step_0(followed) == from_step_0(whole)
+    with pytest.raises(InvalidArgument, match="after.offset is -1; send back the mark the last reply gave"):
+        job_convert.log_mark(LogMark(run=1, offset=-1))

@@ -4,17 +4,14 @@ queue_listing.py, `history`: accounting.py, `info`: node_info.py, `priority`: pr
 
 from __future__ import annotations
 
-import json
-
 import typer
 
+from vipu.cli import job_output
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_detail import show
-from vipu.cli.job_ids import IDS, IDS_HELP, act, finish, lines, resolve_id
+from vipu.cli.job_ids import IDS, IDS_HELP, act, finish, lines
 from vipu.cli.job_selection import split
-from vipu.cli.output import print_json
-from vipu.v1 import job_pb2 as j
 
 
 def register(app: typer.Typer) -> None:
@@ -65,7 +62,16 @@ def register(app: typer.Typer) -> None:
                as_json)
 
     @app.command(context_settings=IDS)
-    def logs(ctx: typer.Context, id: str = typer.Argument(..., help="job id: N, or N_T for task T of array N"),
+    def logs(ctx: typer.Context,
+             id: str = typer.Argument(..., help="job id: N, N_T for task T of array N, or an array's N: every task,"
+                                                " each under a line naming it (==> job N_T <==)"),
+             follow: bool = typer.Option(
+                 False, "-f", "--follow",
+                 help="print what is there, then new output as it comes until the job ends (a pending job: once it"
+                      " starts), then how it ended (state and exit code), and exit 0; Ctrl-C exits 130. An array:"
+                      " every task's, each under a line naming it, until all have ended. With --json: one JSON"
+                      " object per line, {job, line} for each line, {job, state, reason} when pending, {job, state,"
+                      " exit_code, signal} at the end"),
              json_out: bool = JsonOption):
         """A job's output: a program's (the end of its output file, then the steps it reported through vipu.sdk),
         or a training job's loss per step, emulated step time on the real Pod, and per-IPU utilisation and SRAM.
@@ -76,19 +82,9 @@ def register(app: typer.Typer) -> None:
 
         A requeued job's current run, below a line on how each earlier run ended.
 
-        --json: the run as data (run, environment, earlier_runs, steps, result, error, ended) and the lines."""
+        --json: the run as data (run, environment, earlier_runs, steps, result, error, ended) and the lines; an
+        array's: {job, tasks}, tasks holding one such object per task."""
         cli = ctx.obj
-        reply = cli.conn.call(cli.conn.jobs.JobLogs, j.GetJobRequest(id=resolve_id(cli, id)))
-        if cli.wants_json(json_out):
-            run = json.loads(reply.record_json) if reply.record_json else {  # a job that never trained
-                "run": None, "environment": [], "earlier_runs": [], "steps": [], "result": None, "error": None,
-                "ended": None}
-            print_json({"job": id, **run, "lines": list(reply.lines)})
-        elif reply.lines:
-            print("\n".join(reply.lines))
-        elif reply.record_json:  # a program that has printed nothing, or a training run yet to report a step
-            print(f"job {id} has no output (yet)")
-        else:
-            print(f"job {id} has no output: only programs and `train` workloads log")
+        job_output.logs(cli, id, cli.wants_json(json_out), follow)
 
     app.add_typer(show, name="show")

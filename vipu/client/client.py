@@ -127,7 +127,7 @@ class Client(Caller):
         return self.items(self.job_service.History, request)
 
     def logs(self, job_id: int) -> j.JobLogsResponse:
-        return self.call(self.job_service.JobLogs, j.GetJobRequest(id=job_id))
+        return self.call(self.job_service.JobLogs, j.JobLogsRequest(id=job_id))
 
     def info(self) -> j.ClusterInfoResponse:
         return self.call(self.job_service.ClusterInfo, j.ClusterInfoRequest())

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 from vipu.access import Identity
 from vipu.control.ended_jobs import history_listing, shown, stored_job
+from vipu.control.job_logs import LogMark, Logs, read_logs
 from vipu.control.job_updates import update_job
 from vipu.control.signals import KILL, send_signal
 from vipu.control.spec_cache import SpecCache
@@ -333,13 +334,9 @@ class JobOps:
         runner = self._runner(job_id)
         return runner.record(job_id) if runner is not None else None
 
-    def logs(self, job_id: int, identity: Identity) -> tuple[list[str], object]:
-        """`vipu logs`: the lines its workload logged, and its record (a job past min_job_age too)."""
-        self.job(job_id, identity)
-        runner = self._runner(job_id)
-        if runner is None:
-            return [], None
-        return runner.log_lines(job_id), runner.record(job_id)
+    def logs(self, job_id: int, identity: Identity, follow: bool = False, after: LogMark | None = None) -> Logs:
+        """`vipu logs` (a job past min_job_age too); -f: `follow`, from `after` on (job_logs.py)."""
+        return read_logs(self.plane, self.job(job_id, identity), follow, after)
 
     def _runner(self, job_id: int):
         job = self.plane.read().queue.table.jobs.get(job_id) or stored_job(self.plane.store, job_id)

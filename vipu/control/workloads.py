@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from vipu.jobs.log_mark import LogMark
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.workload import Ending, RunExit
 
@@ -79,6 +80,10 @@ class Runner(Protocol):
 
     def log_lines(self, job_id: int) -> list[str]:
         """`vipu logs ID`: what the job's latest run logged."""
+
+    def log_after(self, job_id: int, mark: LogMark | None) -> tuple[list[str], LogMark]:
+        """`vipu logs -f ID`: the whole lines the job's latest run logged after `mark` (None: as far back as `vipu
+        logs` shows), and the mark to read from next. A mark of an earlier run reads the latest from its start."""
 
     def record(self, job_id: int):
         """The latest run's record (with summary() and run_data()), or None."""

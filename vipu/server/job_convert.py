@@ -10,6 +10,7 @@ import math
 from pydantic_core import to_json
 
 from vipu.client.messages import duration, seconds, timestamp, to_data, to_message
+from vipu.control.job_logs import LogMark
 from vipu.errors import InvalidArgument
 from vipu.scheduler.job_filter import JobFilter
 from vipu.scheduler.job_record import Job
@@ -177,3 +178,16 @@ def job_update(request: j.UpdateJobRequest) -> JobUpdate:
             raise InvalidArgument("begin and begin_time are both set; give one of them", field="begin_time")
         values["begin"] = repr(seconds(request.begin_time))  # Unix seconds, as begin's text may give them
     return JobUpdate(**values)
+
+
+def log_mark(message: j.LogMark) -> LogMark:
+    """A follower's mark, as an earlier JobLogs reply gave it; one no reply could give is refused, naming its field."""
+    for name in ("run", "offset", "steps"):
+        if getattr(message, name) < 0:
+            raise InvalidArgument(f"after.{name} is {getattr(message, name)}; send back the mark the last reply gave"
+                                  " (or none, to start)", field=f"after.{name}")
+    return LogMark(message.run, message.offset, message.steps, message.opened, message.closed)
+
+
+def mark_message(mark: LogMark) -> j.LogMark:
+    return j.LogMark(run=mark.run, offset=mark.offset or 0, steps=mark.steps, opened=mark.opened, closed=mark.closed)

@@ -167,8 +167,14 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def JobLogs(self, request, context):
-        lines, record = self.plane.jobs.logs(request.id, identity(self.plane, context))
-        return j.JobLogsResponse(lines=lines, record_json=json.dumps(record.run_data()) if record else "")
+        after = job_convert.log_mark(request.after) if request.HasField("after") else None
+        logs = self.plane.jobs.logs(request.id, identity(self.plane, context), request.follow, after)
+        reply = j.JobLogsResponse(lines=logs.lines, job=job_convert.job(logs.job, brief=True))
+        if request.follow:
+            reply.mark.CopyFrom(job_convert.mark_message(logs.mark))
+        elif logs.record is not None:
+            reply.record_json = json.dumps(logs.record.run_data())
+        return reply
 
     @rpc
     def CancelJobs(self, request, context):

@@ -96,7 +96,7 @@ class JobServiceStub:
                 _registered_method=True)
         self.JobLogs = channel.unary_unary(
                 '/vipu.v1.JobService/JobLogs',
-                request_serializer=vipu_dot_v1_dot_job__pb2.GetJobRequest.SerializeToString,
+                request_serializer=vipu_dot_v1_dot_job__pb2.JobLogsRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_job__pb2.JobLogsResponse.FromString,
                 _registered_method=True)
 
@@ -187,7 +187,10 @@ class JobServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def JobLogs(self, request, context):
-        """A training job's loss per step, emulated step time and throughput, and summary (empty for other workloads).
+        """What a job's workload logged: a training job's loss per step, emulated step time and throughput, and summary;
+        a program's output and the steps it reported (empty for other workloads). With `follow`: only what came after
+        a mark an earlier reply gave, in whole lines (vipu logs -f). Each reply has the job as it was before the lines
+        were read.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -258,7 +261,7 @@ def add_JobServiceServicer_to_server(servicer, server):
             ),
             'JobLogs': grpc.unary_unary_rpc_method_handler(
                     servicer.JobLogs,
-                    request_deserializer=vipu_dot_v1_dot_job__pb2.GetJobRequest.FromString,
+                    request_deserializer=vipu_dot_v1_dot_job__pb2.JobLogsRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_job__pb2.JobLogsResponse.SerializeToString,
             ),
     }
@@ -611,7 +614,7 @@ class JobService:
             request,
             target,
             '/vipu.v1.JobService/JobLogs',
-            vipu_dot_v1_dot_job__pb2.GetJobRequest.SerializeToString,
+            vipu_dot_v1_dot_job__pb2.JobLogsRequest.SerializeToString,
             vipu_dot_v1_dot_job__pb2.JobLogsResponse.FromString,
             options,
             channel_credentials,

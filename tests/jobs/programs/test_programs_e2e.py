@@ -357,6 +357,11 @@ def test_under_secure_a_program_runs_as_its_users_unix_account_and_only_then(ser
     home.symlink_to(private)
     logs = run(server, "vipu", "logs", str(job), env=as_(alice))
     assert logs.returncode == 0 and "TOPSECRET" not in logs.stdout and "permission denied" in logs.stdout, logs
+    followed = run(server, "vipu", "logs", "-f", str(job), env=as_(alice))  # -f reads as the user too
+    assert followed.returncode == 0 and "TOPSECRET" not in followed.stdout, followed
+    assert "permission denied" in followed.stdout and f"job {job} ended COMPLETED" in followed.stdout
+    theirs = run(server, "vipu", "logs", "-f", str(job), env=as_(bob))  # not the owner: refused, as vipu logs is
+    assert theirs.returncode == 6 and theirs.stdout == "", theirs
     home.unlink()
     denied = run(server, "vipu", "submit", spec_file(tmp_path, script, "theirs"), env=as_(bob))
     assert denied.returncode == 6 and "user bob has no Unix account to run programs as" in denied.stderr

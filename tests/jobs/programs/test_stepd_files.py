@@ -83,3 +83,25 @@ def test_under_secure_vipu_logs_reads_as_the_jobs_user_through_any_folder_swappe
         assert "TOPSECRET" in Steps.tail(str(home / "sub" / "out.txt"))[0]  # what the controller's user would read
     finally:
         shutil.rmtree(home)
+
+
+def test_vipu_logs_f_reads_whole_lines_from_its_offset_and_starts_at_the_last_mib(tmp_path):
+    from vipu.jobs.programs.hosts import Steps
+
+    out = tmp_path / "out"
+    out.write_bytes(b"one\ntw")
+    assert Steps.read_after(str(out), 0) == (["one"], 4, "")  # half a line waits for its end
+    assert Steps.read_after(str(out), 4, whole=False) == (["tw"], 6, "")  # the run has ended: nothing more comes
+    with out.open("ab") as f:
+        f.write(b"o\nthree\n")
+    assert Steps.read_after(str(out), 4) == (["two", "three"], 14, "")
+    assert Steps.read_after(str(out), 14) == ([], 14, "")
+    out.write_bytes(b"new\n")  # cut shorter than what was read: from its start again, said
+    assert Steps.read_after(str(out), 14) == ([f"({out} was truncated: read from its start again)", "new"], 4, "")
+    out.write_bytes(b"x" * 10 + b"\nlast\n")  # a first read: from the first whole line of the last max_bytes
+    assert Steps.read_after(str(out), None, max_bytes=8) == ([f"(only the end of {out} is shown)", "last"], 16, "")
+    assert Steps.read_after(str(out), 0, max_bytes=4) == (["xxxx"], 4, "")  # a line longer than a read: cut
+    assert Steps.read_after(str(tmp_path / "none"), 0) == ([], 0, "")  # not yet made
+    os.mkfifo(tmp_path / "fifo")
+    assert Steps.read_after(str(tmp_path / "fifo"), 0)[2] == (f"(the output file {tmp_path / 'fifo'} is not shown:"
+                                                             " not a regular file with one name)")

@@ -76,20 +76,62 @@ class Steps:
         user could otherwise point at a file only the controller may read; O_NONBLOCK: a FIFO put there must not
         stop the read. `user` ({uid, gid, groups}, under --secure): opened as that account (_open_as),
         since the job's user may also swap a folder of the path for a symlink once the run has ended."""
-        try:
-            fd = _open_as(path, user)
-        except FileNotFoundError:
-            return "", False
-        except OSError as e:
-            return f"(the output file {path} is not shown: {e.strerror.lower()})", False
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-                return f"(the output file {path} is not shown: not a regular file with one name)", False
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - max_bytes))
-            data = f.read(max_bytes)
-        return data.decode(errors="replace"), size > max_bytes
+        read = _read_checked(path, user, lambda size: max(0, size - max_bytes), max_bytes)
+        if isinstance(read, str):
+            return read, False
+        data, start, size = read
+        return data.decode(errors="replace"), start > 0
+
+    @staticmethod
+    def read_after(path: str, offset: int | None, max_bytes: int = TAIL_BYTES, user: dict | None = None,
+                   whole: bool = True) -> tuple[list[str], int, str]:
+        """`vipu logs -f`: the lines of a program's output file from byte `offset` on (None: from the first line
+        that starts in its last `max_bytes`, as `vipu logs` shows it), at most `max_bytes` of them, the offset
+        to go on from, and why it cannot be read ("" if it can, or while there is no file). `whole`: only whole
+        lines (the program may be writing the rest), but for a line longer than `max_bytes`, which is cut there.
+        Opened as tail() opens it; a file cut shorter than `offset` is read from its start again, said in a line,
+        as tail -f says it."""
+        said = []
+
+        def start_at(size: int) -> int:
+            if offset is None:
+                return max(0, size - max_bytes)
+            if size < offset:
+                said.append(f"({path} was truncated: read from its start again)")
+                return 0
+            return offset
+
+        read = _read_checked(path, user, start_at, max_bytes)
+        if isinstance(read, str):
+            return [], offset or 0, read
+        data, start, _ = read
+        if offset is None and start > 0:  # its first line may be cut: from the next on
+            cut = data.find(b"\n") + 1
+            data, start = data[cut:], start + cut
+            said.append(f"(only the end of {path} is shown)")
+        keep = data.rfind(b"\n") + 1
+        if not whole or (keep == 0 and len(data) >= max_bytes):
+            keep = len(data)
+        return said + data[:keep].decode(errors="replace").splitlines(), start + keep, ""
+
+
+def _read_checked(path: str, user: dict | None, start_at, max_bytes: int) -> tuple[bytes, int, int] | str:
+    """At most `max_bytes` of a program's output file from `start_at(its size)`, as (data, where they start, the
+    size), opened as Steps.tail says; or a line saying why it is not shown ("" while there is no file)."""
+    try:
+        fd = _open_as(path, user)
+    except FileNotFoundError:
+        return ""
+    except OSError as e:
+        return f"(the output file {path} is not shown: {e.strerror.lower()})"
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return f"(the output file {path} is not shown: not a regular file with one name)"
+        size = f.seek(0, os.SEEK_END)
+        start = start_at(size)
+        f.seek(start)
+        return f.read(max_bytes), start, size
 
 
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -233,3 +275,7 @@ class NodeSteps:
 
     def tail(self, path: str, max_bytes: int = TAIL_BYTES, user: dict | None = None) -> tuple[str, bool]:
         return Steps.tail(path, max_bytes, user)
+
+    def read_after(self, path: str, offset: int | None, max_bytes: int = TAIL_BYTES, user: dict | None = None,
+                   whole: bool = True) -> tuple[list[str], int, str]:
+        return Steps.read_after(path, offset, max_bytes, user, whole)

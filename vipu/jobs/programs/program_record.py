@@ -48,7 +48,10 @@ class ProgramRecord(BaseModel):
             return []
         lines = [f"steps reported through vipu.sdk: {self.steps_reported}"
                  + (f" (the last {len(self.steps)} kept)" if self.steps_reported > len(self.steps) else "")]
-        lines += [step_line(r) for r in self.steps]
-        if self.ipu_usage:
-            lines += [f"per IPU over the {len(self.steps)} steps ({USAGE_LEGEND}):", *usage_lines(self.ipu_usage)]
-        return lines
+        return lines + [step_line(r) for r in self.steps] + self.usage_lines()
+
+    def usage_lines(self) -> list[str]:
+        """The per-IPU usage over the steps kept, under a line saying what its columns mean (none without)."""
+        if not self.steps or not self.ipu_usage:
+            return []
+        return [f"per IPU over the {len(self.steps)} steps ({USAGE_LEGEND}):", *usage_lines(self.ipu_usage)]

@@ -30,6 +30,7 @@ from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files,
 from vipu.jobs.programs.command_spec import WarnSignal, parse_signal
 from vipu.jobs.programs.environment import job_environment, node_names
 from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, spool_for
+from vipu.jobs.programs import program_log
 from vipu.jobs.programs.program_record import ProgramRecord
 from vipu.jobs.programs.run_exits import exit_path, forget_exits
 from vipu.jobs.programs.run_locks import GONE_WAIT_S, left_running, when_gone
@@ -344,6 +345,9 @@ class ProgramRuns:
         if record.error is not None and record.error != record.output:  # (-e apart from -o: not shown, said where)
             lines.append(f"(its stderr goes to {record.error}, not shown here)")
         return lines + record.step_lines()
+
+    def log_after(self, job_id: int, mark):
+        return program_log.log_after(self, job_id, mark)
 
     def progress(self) -> dict:
         """Running programs' steps so far, by job id (metrics, `vipu top`; machine stats with --ray off)."""

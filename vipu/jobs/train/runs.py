@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from vipu.errors import MachineLost
-from vipu.jobs.train.poprun import partition_environments, summary_lines
-from vipu.jobs.train.run_history import result_lines, run_end, runs_ended, runs_started, span, stamp
-from vipu.jobs.train.results import ModelledSteps, StepReport, TrainingResult, modelled_line, step_line
+from vipu.jobs.train import run_log
+from vipu.jobs.train.poprun import partition_environments
+from vipu.jobs.train.run_history import run_end, runs_ended, runs_started, span, stamp
+from vipu.jobs.train.results import ModelledSteps, StepReport, TrainingResult
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import TRANSITIONS, JobState
@@ -308,30 +309,11 @@ class TrainRuns:
     def log_lines(self, job_id: int) -> list[str]:
         """`vipu logs ID`: how earlier runs ended, the job's poprun environment (shared variables, then each
         instance's own and the replicas it ran), one line per step of the current run so far, then how it ended:
-        its summary, its failure, or what ended it."""
-        record = self.record(job_id)
-        if record is None:
-            return []
-        runs = record.result.instances if record.result else []
-        job = self.ctx.job(job_id)
-        first = [modelled_line(record.modelled, job.spec.workload.steps if job else None)] if record.modelled else []
-        lines = [*first, *record.earlier_runs, *summary_lines(
-            record.environment, [f"-> ran replicas {span(r.replicas)} on IPUs {span(r.ipus)}" for r in runs])]
-        lines += [step_line(r) for r in record.reports]
-        run = self.runs.get(job_id)
-        if run is not None and not run.done:  # live, even while an earlier run's thread is still winding down
-            if job is not None and not self._still_running(job_id, run.started):  # ended under it, thread not back
-                lines += [line for line in [self._ending(job, run.number, None)] if line]
-            return lines
-        if record.error:
-            lines.append(f"training failed: {record.error}")
-        elif record.ended:
-            lines.append(record.ended)
-        elif record.result is None and job is not None:  # its end was never recorded: the controller stopped under it
-            lines += [line for line in [self._ending(job, record.run, record)] if line]
-        if record.result:
-            lines += result_lines(record.result)
-        return lines
+        its summary, its failure, or what ended it (run_log.py)."""
+        return run_log.log_lines(self, job_id)
+
+    def log_after(self, job_id: int, mark):
+        return run_log.log_after(self, job_id, mark)
 
     # -- how a run ended, in the user's words ----------------------------------------------------------------------
     def _earlier(self, job, number: int) -> list[str]:

@@ -1,0 +1,126 @@
+"""`vipu logs -f` against a real controller (--ray off): a program's output as it comes, whole lines only, nothing
+twice; the follow ends by itself once the job has ended, with its state and exit code; a pending job is said to be
+pending first; Ctrl-C ends it quietly. And `vipu logs N` of an array job: every task's output, under a header each.
+(A training run's follow: tests/server/test_training_logs.py.)"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+
+import pytest
+
+from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import show, submit, wait_for
+from tests.conftest import console_script
+from tests.jobs.programs.test_programs_e2e import ended, spec_file
+
+
+class Follower:
+    """`vipu logs -f ...` as a process of its own, its stdout read line by line as it comes."""
+
+    def __init__(self, server, *args: str):
+        self.proc = subprocess.Popen([console_script("vipu"), "logs", "-f", *args], env=server.env(),
+                                     cwd=server.state_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)  # its end
+
+    def next(self) -> str | None:
+        return self.lines.get(timeout=60)
+
+    def rest(self) -> list[str]:
+        """Every line until it exits, once it has."""
+        out = []
+        while (line := self.next()) is not None:
+            out.append(line)
+        self.proc.wait(timeout=60)
+        return out
+
+
+def let_through(fifo) -> None:
+    """Let the program past its next `read x < fifo`: once it has the fifo open to read, a line down it."""
+    def writer():
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+            return None
+
+    fd = wait_for(writer)
+    os.write(fd, b"\n")
+    os.close(fd)
+
+
+@pytest.fixture
+def controller(server_factory):
+    return server_factory(pod="bow-pod16", extra=["--kill-wait", "1"])
+
+
+def test_follow_prints_a_programs_lines_as_they_come_and_ends_with_its_state(controller, tmp_path):
+    os.mkfifo(tmp_path / "go1")
+    os.mkfifo(tmp_path / "go2")  # (one fifo twice: a line sent before the first read's close could be lost)
+    script = ("#!/bin/sh\necho first\nread x < go1\nprintf sec\nread x < go2\necho ond\necho third\n"
+              "printf 'no newline'\nexit 3\n")
+    [job] = submit(controller, spec_file(tmp_path, script, "pieces"))
+    follower = Follower(controller, str(job))
+    assert follower.next() == "first"
+    let_through(tmp_path / "go1")  # it writes "sec", half a line: not shown until the rest comes
+    let_through(tmp_path / "go2")
+    assert follower.rest() == ["second", "third", "no newline", f"job {job} ended FAILED, exit code 3:0"]
+    assert follower.proc.returncode == 0 and follower.proc.stderr.read() == ""
+    # an ended job: what it printed and how it ended, at once
+    again = run(controller, "vipu", "logs", "-f", str(job))
+    assert (again.returncode, again.stdout.splitlines()) == (0, ["first", "second", "third", "no newline",
+                                                                 f"job {job} ended FAILED, exit code 3:0"])
+    missing = run(controller, "vipu", "logs", "-f", "999")
+    assert missing.returncode == 3 and "job 999 does not exist" in missing.stderr
+
+
+def test_follow_of_a_pending_job_waits_for_it_and_json_is_one_object_a_line(controller, tmp_path):
+    os.mkfifo(tmp_path / "go")
+    [holder] = submit(controller, spec_file(tmp_path, "#!/bin/sh\nread x < go\n", "holder", ipus=16))
+    [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho hello\necho world\n", "after"))
+    wait_for(lambda: show(controller, holder)["state"] == "RUNNING" and show(controller, job)["reason"] == "Resources")
+    as_json = Follower(controller, "--json", str(job))
+    assert json.loads(as_json.next()) == {"job": str(job), "state": "PENDING", "reason": "Resources"}
+    stopped = Follower(controller, str(job))
+    assert stopped.next() == f"job {job} is pending (Resources): its output follows once it starts"
+    stopped.proc.send_signal(signal.SIGINT)  # Ctrl-C
+    assert stopped.rest() == [] and stopped.proc.returncode == 130 and stopped.proc.stderr.read() == ""
+    let_through(tmp_path / "go")
+    assert [json.loads(line) for line in as_json.rest()] == [
+        {"job": str(job), "line": "hello"}, {"job": str(job), "line": "world"},
+        {"job": str(job), "state": "COMPLETED", "exit_code": 0, "signal": 0}]
+    assert as_json.proc.returncode == 0 and ended(controller, holder)["state"] == "COMPLETED"
+
+
+def test_logs_of_an_array_show_every_task_under_a_header(controller, tmp_path):
+    """Slurm writes a file per task (slurm-%A_%a.out); `vipu logs N` showed task 0's alone, as if it were all."""
+    array, *_ = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho task $SLURM_ARRAY_TASK_ID\n", "arr",
+                                            array="0-2"))
+    tasks = [f"{array}_{t}" for t in range(3)]
+    wait_for(lambda: run(controller, "vipu", "history", "-n", "-o", "State", "-P", "-j", str(array)).stdout.split()
+             == ["COMPLETED"] * 3)
+    shown = run(controller, "vipu", "logs", str(array))
+    assert shown.returncode == 0 and shown.stdout.split("\n\n") == [
+        f"==> job {task} (COMPLETED) <==\ntask {t}" for t, task in enumerate(tasks[:2])] + [
+        f"==> job {tasks[2]} (COMPLETED) <==\ntask 2\n"]
+    assert run(controller, "vipu", "logs", tasks[1]).stdout == "task 1\n"  # one task: its own, no header
+    data = json.loads(run(controller, "vipu", "logs", str(array), "--json").stdout)
+    assert [(x["job"], x["lines"]) for x in data["tasks"]] == [(task, [f"task {t}"]) for t, task in enumerate(tasks)]
+    followed = run(controller, "vipu", "logs", "-f", str(array))
+    assert followed.returncode == 0 and followed.stdout.split("\n\n") == [
+        f"==> job {task} <==\ntask {t}\njob {task} ended COMPLETED, exit code 0:0" for t, task in enumerate(tasks)
+    ][:2] + [f"==> job {tasks[2]} <==\ntask 2\njob {tasks[2]} ended COMPLETED, exit code 0:0\n"]

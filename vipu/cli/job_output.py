@@ -1,0 +1,151 @@
+"""What `vipu logs` prints: one job's log, every task's of an array job (each under a line naming the task), or,
+with -f, what comes as it comes until the job ends.
+
+Why every task of an array under a header: Slurm gives each task a file of its own (slurm-%A_%a.out), and its users
+read them together with `tail -n +1 slurm-26_*.out` or follow them with `tail -f slurm-26_*.out`, which name each
+file above its lines; task 0's output alone, unannounced, passed for the whole array's.
+
+Why -f asks the controller again and again (vipu/control/job_logs.py says why it does not stream): each ask sends
+the mark the last reply gave (the bytes of a program's output read, to a whole line; the step reports read), so no
+line is shown twice or skipped; the wait between asks doubles while nothing comes, from FIRST_WAIT_S to LONGEST_WAIT_S,
+and is FIRST_WAIT_S again once something does.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from vipu.cli.fast_path import leave
+from vipu.cli.job_detail import exit_code
+from vipu.cli.job_ids import TaskIds, parse_id
+from vipu.cli.output import print_json
+from vipu.cli.queue_rows import job_id
+from vipu.scheduler.job_states import TERMINAL
+from vipu.v1 import job_pb2 as j
+
+FIRST_WAIT_S = 0.1
+LONGEST_WAIT_S = 2.0
+ENDED = frozenset(s.value for s in TERMINAL)
+NO_RECORD = {"run": None, "environment": [], "earlier_runs": [], "steps": [], "result": None, "error": None,
+             "ended": None}  # --json of a job that never logged
+
+
+def logs(cli, text: str, as_json: bool, follow: bool) -> None:
+    """`vipu logs ID`, or with `follow` `vipu logs -f ID`: ID is a job, an array job (every task) or a task."""
+    array, task = parse_id(text)
+    ids = TaskIds(cli)
+    first = ask(cli, ids.resolve(text), follow=follow)
+    x = first.job
+    if task is None and x.HasField("array_job_id") and x.array_job_id == array:  # the array's own id: every task
+        tasks = ids.tasks(array)
+        wanted = [tasks[t] for t in sorted(tasks)]
+    else:
+        wanted = [x.id]
+    if follow:
+        return Follow(cli, wanted, as_json, first).run()
+    replies = [first if i == x.id else ask(cli, i) for i in wanted]
+    if len(replies) == 1:
+        return show(first, text, as_json)
+    if as_json:
+        return print_json({"job": text, "tasks": [data(r, job_id(r.job)) for r in replies]})
+    for k, reply in enumerate(replies):
+        print(("\n" if k else "") + f"==> job {job_id(reply.job)} ({reply.job.state}) <==")
+        show(reply, job_id(reply.job), False)
+
+
+def ask(cli, job: int, mark: j.LogMark | None = None, follow: bool = False) -> j.JobLogsResponse:
+    """JobLogs of `job`: whole, or with `follow` its lines after `mark` (None: a follow's first read)."""
+    request = j.JobLogsRequest(id=job, follow=follow)
+    if mark is not None:
+        request.after.CopyFrom(mark)
+    return cli.conn.call(cli.conn.jobs.JobLogs, request, retry=follow)  # (a read: a follow outlives a restart)
+
+
+def data(reply: j.JobLogsResponse, shown: str) -> dict:
+    run = json.loads(reply.record_json) if reply.record_json else NO_RECORD
+    return {"job": shown, **run, "lines": list(reply.lines)}
+
+
+def show(reply: j.JobLogsResponse, shown: str, as_json: bool) -> None:
+    if as_json:
+        print_json(data(reply, shown))
+    elif reply.lines:
+        print("\n".join(reply.lines))
+    elif reply.record_json:  # a program that has printed nothing, or a training run yet to report a step
+        print(f"job {shown} has no output (yet)")
+    else:
+        print(f"job {shown} has no output: only programs and `train` workloads log")
+
+
+class Follow:
+    """`vipu logs -f`: the jobs' lines as they come, each job's end as it ends; done when all have ended."""
+
+    def __init__(self, cli, jobs: list[int], as_json: bool, first: j.JobLogsResponse):
+        self.cli, self.as_json = cli, as_json
+        self.first = {first.job.id: first}  # the reply that named the job: its first read
+        self.marks: dict[int, j.LogMark | None] = dict.fromkeys(jobs)  # the jobs not ended yet
+        self.several = len(jobs) > 1
+        self.pending: set[int] = set()  # jobs said to be pending (said again after a requeue)
+        self.last: int | None = None  # the job whose lines were printed last (a header when it changes)
+
+    def run(self) -> None:
+        wait = FIRST_WAIT_S
+        try:
+            while self.marks:
+                came = False
+                for job in list(self.marks):
+                    came |= self.read(job)
+                if not self.marks:
+                    break
+                wait = FIRST_WAIT_S if came else min(2 * wait, LONGEST_WAIT_S)
+                time.sleep(wait)
+        except KeyboardInterrupt:  # Ctrl-C: quietly, as tail -f, with the shell's code for it
+            leave(130)
+        leave(0)
+
+    def read(self, job: int) -> bool:
+        """`job`'s new lines, printed; whether any came. An ended job is read until a read comes back empty (the
+        controller read its state before its lines, so that read was the last), then its end is said."""
+        came = False
+        while job in self.marks:
+            reply = self.first.pop(job, None) or ask(self.cli, job, self.marks[job], follow=True)
+            self.marks[job] = reply.mark
+            x, shown = reply.job, job_id(reply.job)
+            if x.state == "PENDING" and job not in self.pending:
+                self.pending.add(job)
+                self.say(x, {"job": shown, "state": x.state, "reason": x.reason},
+                         f"job {shown} is pending ({x.reason or 'waiting'}): its output follows once it starts")
+            elif x.state != "PENDING":
+                self.pending.discard(job)
+            if reply.lines:
+                came = True
+                if self.as_json:
+                    for line in reply.lines:
+                        print(json.dumps({"job": shown, "line": line}))
+                else:
+                    self.header(x)
+                    print("\n".join(reply.lines))
+            elif x.state in ENDED:
+                del self.marks[job]
+                code = x.exit_code if x.HasField("exit_code") else 0
+                self.say(x, {"job": shown, "state": x.state, "exit_code": code, "signal": x.signal},
+                         f"job {shown} ended {x.state}, exit code {exit_code(x)}" + (f" ({x.reason})" if x.reason
+                                                                                     else ""))
+            print(end="", flush=True)
+            if x.state not in ENDED:
+                break
+        return came
+
+    def header(self, x: j.Job) -> None:
+        """Several jobs: a line naming the job above its lines whenever they follow another's, as tail -f does."""
+        if self.several and self.last != x.id:
+            print(("\n" if self.last is not None else "") + f"==> job {job_id(x)} <==")
+        self.last = x.id
+
+    def say(self, x: j.Job, as_data: dict, text: str) -> None:
+        if self.as_json:
+            print(json.dumps(as_data))
+        else:
+            self.header(x)
+            print(text)

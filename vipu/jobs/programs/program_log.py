@@ -1,0 +1,52 @@
+"""`vipu logs -f` of a program: its output file read on from a byte offset, in whole lines, and the steps it
+reported through vipu.sdk since the last read.
+
+Why from the file: a program writes its output straight to its file (--output), never through the controller, so
+the file is the only record of it; and why whole lines: the program may be halfway through writing the next one.
+Once its run has ended nothing more comes, so the last line is read even without its newline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from vipu.jobs.log_mark import LogMark, read_from
+from vipu.jobs.programs.hosts import TAIL_BYTES
+from vipu.jobs.train.results import step_line
+
+
+def log_after(runs, job_id: int, mark: LogMark | None) -> tuple[list[str], LogMark]:
+    """ProgramRuns.log_after (vipu/control/workloads.py Runner): `runs` is the ProgramRuns."""
+    record = runs.record(job_id)
+    if record is None:
+        return [], mark or LogMark()
+    lines, at = read_from(mark, record.run, job_id)
+    run = runs.runs.get(job_id)
+    going = run is not None and run.record.run == record.run and not run.finished.is_set()
+    if record.failure is not None:  # its output was never opened by this run: what is there is not its own
+        said = [] if at.opened else [f"run {record.run} could not start: {record.failure}"]
+        return lines + said, replace(at, offset=at.offset or 0, opened=True, closed=True)
+    job = runs.ctx.job(job_id)
+    try:  # read as the job's user's account (--secure), as log_lines does
+        user = runs.ctx.run_as(job.user if job is not None else "")
+    except Exception as e:  # noqa: BLE001 - its user's mapping went: nobody may read it for them
+        problem, read, offset = f"(the output of run {record.run} is not shown: {getattr(e, 'message', e)})", [], \
+            at.offset or 0
+    else:
+        host = run.host if run is not None and run.host is not None else runs.local
+        try:
+            read, offset, problem = runs._call(host, "read_after", record.output, at.offset, TAIL_BYTES, user, going)
+        except Exception as e:  # noqa: BLE001 - a node gone: say so, keep the rest
+            read, offset = [], at.offset or 0
+            problem = f"(the output of run {record.run} on node {record.node} cannot be read: {e})"
+    if not at.opened:
+        lines += [problem] if problem else []
+        if record.error is not None and record.error != record.output:  # (not shown, said where)
+            lines.append(f"(its stderr goes to {record.error}, not shown here)")
+    lines += read
+    new = min(record.steps_reported - at.steps, len(record.steps))
+    lines += [step_line(r) for r in record.steps[len(record.steps) - new:]] if new > 0 else []
+    done = not going and len(read) == 0  # (a read that came back full may have more behind it)
+    if done and not at.closed:
+        lines += record.usage_lines()
+    return lines, LogMark(record.run, offset, record.steps_reported, True, at.closed or done)
