@@ -157,3 +157,26 @@ def test_makespan_ends_with_the_last_job_not_a_cancelled_runs_end():
     r = replay(jobs, POD16, "backfill", config)
     assert (r.finished, r.preemptions, r.makespan) == (2, 1, 660)  # it read 3600: the cancelled run's hour
     assert r.utilisation == pytest.approx((16 * 60 + 8 * 600) / (16 * 660))
+
+
+def test_utilisation_while_jobs_arrive_leaves_out_the_drain():
+    """One long job submitted last stretches the makespan (util falls to a quarter); over the arrival window, from
+    the first submission to the last, the Pod was full, and arrival_utilisation says so."""
+    jobs = [TraceJob(0, 16, 100, 128), TraceJob(10, 16, 100, 128), TraceJob(20, 4, 10000, 16384)]
+    r = replay(jobs, POD16, "fifo")
+    assert r.makespan == 10200 and r.utilisation == pytest.approx((16 * 200 + 4 * 10000) / (16 * 10200))
+    assert r.arrival_utilisation == 1.0
+    # half the Pod busy from 0 to 50 of a 100 s window
+    assert replay([TraceJob(0, 8, 50, 64), TraceJob(100, 4, 10, 60)], POD16, "fifo").arrival_utilisation == 0.25
+    assert replay([TraceJob(0, 8, 50, 64), TraceJob(0, 4, 10, 60)], POD16, "fifo").arrival_utilisation is None
+
+
+def test_a_preempted_runs_ipu_seconds_count_as_used_and_are_reported_apart():
+    """The preempted job held 16 IPUs for 10 s before its requeue: utilisation counts them (no other job could
+    have them), preempted_share says how much of it was such lost work."""
+    jobs = [TraceJob(0, 16, 600, 300, qos="low"), TraceJob(10, 8, 60, 120, qos="high")]
+    r = replay(jobs, POD16, "backfill")
+    # pretrain runs 0-10, is preempted, runs again 70-370 to its limit; finetune runs 10-70
+    assert r.makespan == 370 and r.preemptions == 1
+    assert r.utilisation == pytest.approx((16 * 10 + 8 * 60 + 16 * 300) / (16 * 370))
+    assert r.preempted_share == pytest.approx(16 * 10 / (16 * 370))

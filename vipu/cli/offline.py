@@ -52,7 +52,9 @@ def register(app: typer.Typer) -> None:
         runtimes: str = typer.Option(None, "--runtimes", metavar="SPEC",
                                      help="draw run times: lognormal:MU,SIGMA (ln seconds), exponential:MEAN, a file"
                                      " of observed run times, or COLUMN of an openb pod list"),
-        seed: int = typer.Option(1, "--seed", help="the first seed of what is drawn at random"),
+        seed: int = typer.Option(None, "--seed", show_default=False,
+                                 help="the first seed of what is drawn at random (--synthetic, --arrivals, --runtimes"
+                                 " from a distribution or a file); default 1"),
         seeds: int = typer.Option(1, "--seeds", metavar="N",
                                   help="replay N seeds (seed .. seed + N - 1) and print each figure's mean and 95%"
                                   " confidence half-width"),

@@ -41,7 +41,7 @@ def generated_trace(jobs: int, seed: int, pod_ipus: int, max_ipus: int, load: fl
             skipped["larger than the Pod's largest partition"] += 1
             continue
         out.append(TraceJob(submit_time=0.0, ipus=ipus, duration=duration, time_limit=rounded_limit(duration),
-                            user=user, qos=qos, name=f"synth{n}", source=f"synthetic job {n}"))
+                            user=user, qos=qos, name=f"synth{n}", source=f"synthetic job {n}", line=n))
     share = ", ".join(f"{g} ({p:.0%})" for g, p in GPUS.items())
     mapping = (f"synthetic GPU-cluster-like trace of {jobs} jobs (vipu/replay/generated_trace.py, seed {seed}; no real"
                f" cluster's data): GPUs per job {share}, x {IPUS_PER_GPU} IPUs per GPU; run times lognormal(mu=ln 900,"

@@ -53,7 +53,7 @@ def read_helios(path: str | Path, ipus_per_gpu: int = 4, max_ipus: int | None = 
     with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         missing_columns(reader.fieldnames, HELIOS_COLUMNS, path, FORM)
-        for where, row in csv_rows(reader, path):
+        for where, line, row in csv_rows(reader, path):
             gpus = number(row, "gpu_num", where, int) if row["gpu_num"] else 0
             if gpus < 0:
                 raise InvalidArgument(f"{where}: gpu_num is {gpus}, below 0; give the GPUs the job asked for")
@@ -77,6 +77,6 @@ def read_helios(path: str | Path, ipus_per_gpu: int = 4, max_ipus: int | None = 
             jobs.append(TraceJob(
                 submit_time=_seconds(row["submit_time"], "submit_time", where), ipus=ipus, duration=duration,
                 time_limit=rounded_limit(duration), user=row["user"] or "trace", name=f"helios{row['job_id']}",
-                source=where,
+                source=where, line=line,
             ))
     return Trace(jobs, helios_mapping(ipus_per_gpu), skipped)

@@ -22,9 +22,10 @@ from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import JobState
 
 BSLD_THRESHOLD = 10.0
-# the columns of --jobs-out, in order; all but policy, seed and the derived ones are the Job message's names
-JOB_COLUMNS = ("policy", "seed", "id", "name", "user", "qos", "ipus", "submit_time", "begin_time", "eligible_time",
-               "start_time", "end_time", "wait_s", "run_time_s", "time_limit_s", "state", "first_ipu",
+# the columns of --jobs-out, in order; all but policy, seed, trace_line and the derived ones are the Job message's
+# names
+JOB_COLUMNS = ("policy", "seed", "id", "trace_line", "name", "user", "qos", "ipus", "submit_time", "begin_time",
+               "eligible_time", "start_time", "end_time", "wait_s", "run_time_s", "time_limit_s", "state", "first_ipu",
                "requeue_count", "preemptions", "slowdown", "bounded_slowdown")
 SERIES_COLUMNS = ("policy", "seed", "time", "used_ipus", "utilisation", "running_jobs", "queued_jobs")
 
@@ -53,8 +54,10 @@ class JobFigures:
     slowdown: float | None
     bounded_slowdown: float | None
 
-    def row(self, policy: str, seed: int | None) -> dict:
-        return {"policy": policy, "seed": seed, **{c: getattr(self, c) for c in JOB_COLUMNS[2:]}}
+    def row(self, policy: str, seed: int | None, trace_line: int | None = None) -> dict:
+        """The job's --jobs-out row; `trace_line` is the line of the trace it came from (not known to a history)."""
+        return {"policy": policy, "seed": seed, "id": self.id, "trace_line": trace_line,
+                **{c: getattr(self, c) for c in JOB_COLUMNS[4:]}}
 
 
 def figures(job: Job, threshold: float = BSLD_THRESHOLD) -> JobFigures:

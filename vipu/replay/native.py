@@ -67,7 +67,7 @@ def _limit(value: object, column: str) -> float:
     return _seconds(value, column, positive=True)
 
 
-def _native_job(row: dict, where: str) -> TraceJob:
+def _native_job(row: dict, where: str, line: int) -> TraceJob:
     if _REPEATED in row:
         raise InvalidArgument(f"{where}: key {row[_REPEATED]!r} is given more than once; give each key once")
     _check_columns(row, where)
@@ -92,7 +92,7 @@ def _native_job(row: dict, where: str) -> TraceJob:
         time_limit=get("time_limit", _limit, rounded_limit(duration)), user=str(values.get("user", "trace")),
         qos=str(values["qos"]) if "qos" in values else None, name=str(values.get("name", "job")),
         begin=get("begin", _seconds),
-        source=where,
+        source=where, line=line,
     )
 
 
@@ -114,9 +114,9 @@ def read_native(path: str | Path) -> Trace:
                 if not isinstance(row, dict):
                     raise InvalidArgument(f"{path}:{n}: a JSON {type(row).__name__}, not an object; write one object"
                                           ' per line, like {"submit_time": 0, "ipus": 4, "duration": "10m"}')
-                jobs.append(_native_job(row, f"{path}:{n}"))
+                jobs.append(_native_job(row, f"{path}:{n}", n))
         else:
             reader = csv.DictReader(f)
             _check_columns(reader.fieldnames or [], f"{path}:1")
-            jobs = [_native_job(row, where) for where, row in csv_rows(reader, path)]
+            jobs = [_native_job(row, where, line) for where, line, row in csv_rows(reader, path)]
     return Trace(jobs, NATIVE_MAPPING)

@@ -60,7 +60,7 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
             raise InvalidArgument(f"--runtimes {runtime_column}: {path} has no column {runtime_column!r}; give one"
                                   f" of its columns ({', '.join(columns)}), a file of run times or a distribution"
                                   " such as lognormal:6,1.5")
-        for where, row in csv_rows(reader, path):
+        for where, line, row in csv_rows(reader, path):
             if limit is not None and len(jobs) + sum(skipped.values()) >= limit:
                 break
             gpus = number(row, "num_gpu", where, int) if row["num_gpu"] else 0
@@ -100,7 +100,7 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
             duration = max(1.0, ran)
             jobs.append(TraceJob(
                 submit_time=submit, ipus=ipus, duration=duration, time_limit=rounded_limit(duration), user="openb",
-                qos=OPENB_QOS[qos], name=row["name"], source=where,
+                qos=OPENB_QOS[qos], name=row["name"], source=where, line=line,
             ))
     missing = frozenset(() if timed else ("arrivals",) if runtime_column else ("arrivals", "runtimes"))
     mapping = openb_mapping(ipus_per_gpu, compression, timed)

@@ -45,8 +45,10 @@ class _Replay:
         self.runs = Timers()
         self.driver = Driver(self.s, self.runs, estimates=False)
         self.used_ipu_seconds = 0.0
+        self.arriving_ipu_seconds = 0.0  # of those, the ones up to the last submission (arrival_utilisation)
         self.unusable_waiting = 0.0  # integral of free IPUs outside every block the smallest eligible job could use
         self.end = self.jobs[0].submit_time if self.jobs else 0.0
+        self.last_arrival = self.jobs[-1].submit_time if self.jobs else 0.0
         self._used = self._unusable = 0  # IPUs in use, and free IPUs no waiting job could use, since self.end
         self.series = Series([], [], [], [])
 
@@ -81,6 +83,8 @@ class _Replay:
         """Integrate IPUs in use, and free IPUs no waiting job could use, over the time since the last step."""
         s, dt = self.s, now - self.end
         self.used_ipu_seconds += self._used * dt
+        if self.end < self.last_arrival:
+            self.arriving_ipu_seconds += self._used * (min(now, self.last_arrival) - self.end)
         self.unusable_waiting += self._unusable * dt
         self.end = now
         table = s.table
@@ -98,8 +102,9 @@ class _Replay:
             self._unusable = free.bit_count() - usable_ipus(free, smallest, s.total)
 
     def result(self, policy: str, pod: PodConfig, wall: float | None, threshold: float) -> ReplayRun:
-        done = [j for j in self.s.table.jobs.values() if j.end_time is not None and j.state is not S.PENDING]
-        rows = [figures(j, threshold) for j in self.s.table.jobs.values()]
+        records = list(self.s.table.jobs.values())
+        done = [j for j in records if j.end_time is not None and j.state is not S.PENDING]
+        rows = [figures(j, threshold) for j in records]
         ran = [r for r in rows if r.bounded_slowdown is not None]
         bsld = [r.bounded_slowdown for r in ran]
         slowdowns = [r.slowdown for r in ran if r.slowdown is not None]
@@ -110,12 +115,15 @@ class _Replay:
         # hour after its job was cancelled stretched makespan by that hour and cut utilisation to match
         end = self.end if len(done) < len(self.jobs) else max((j.end_time for j in done), default=start)
         makespan = (end - start) if self.jobs else 0.0
+        arriving = self.last_arrival - start
         result = ReplayResult(
             policy=policy, pod=pod.name, jobs=len(self.jobs), finished=len(done),
             unfinished=len(self.jobs) - len(done),
             avg_jct=sum(jct) / len(jct) if jct else 0.0, p50_jct=percentile(jct, 0.5), p95_jct=percentile(jct, 0.95),
             avg_wait=sum(wait) / len(wait) if wait else 0.0, p95_wait=percentile(wait, 0.95), makespan=makespan,
             utilisation=self.used_ipu_seconds / (pod.ipus * makespan) if makespan > 0 else 0.0,
+            arrival_utilisation=self.arriving_ipu_seconds / (pod.ipus * arriving) if arriving > 0 else None,
+            preempted_share=preempted_ipu_seconds(records) / (pod.ipus * makespan) if makespan > 0 else 0.0,
             fragmentation=self.unusable_waiting / (pod.ipus * makespan) if makespan > 0 else 0.0,
             timeouts=sum(1 for j in done if j.state is S.TIMEOUT), preemptions=self.runs.stopped[S.PREEMPTED],
             cycles=self.driver.cycles,
@@ -125,7 +133,24 @@ class _Replay:
             fairness=user_fairness(ran), avg_queue=self.series.average(self.series.queued, end),
             max_queue=max(self.series.queued, default=0), bsld_threshold=threshold,
         )
-        return ReplayRun(result, rows, self.series, list(self.s.table.jobs.values()))
+        # job ids follow submission, and the jobs were submitted in self.jobs' order (the driver keeps equal times
+        # in order), so the k-th record is the k-th trace job
+        return ReplayRun(result, rows, self.series, records, [j.line for j in self.jobs])
+
+
+def preempted_ipu_seconds(records: Sequence[Job]) -> float:
+    """IPU-seconds held by runs that a preemption ended: counted in utilisation (the IPUs were held, no other job
+    could have them), though their work is lost (a requeued job runs again from its start)."""
+    lost = 0.0
+    for job in records:
+        if job.requeue_count or job.state is S.PREEMPTED:
+            started = None
+            for state, at in job.history:
+                if state is S.RUNNING:
+                    started = at
+                elif state is S.PREEMPTED and started is not None:
+                    lost += (at - started) * job.ipus
+    return lost
 
 
 @dataclass(frozen=True)
@@ -136,6 +161,7 @@ class ReplayRun:
     jobs: list[JobFigures]  # in job id order: the trace's order of submission
     series: Series
     records: list[Job]  # the scheduler's records the figures come from, in the same order
+    trace_lines: list[int | None]  # the line of the trace each came from, in the same order
 
 
 def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: SchedulerConfig | None = None,
@@ -146,10 +172,11 @@ def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: 
 
 def replay_run(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: SchedulerConfig | None = None,
                timer: Callable[[], float] | None = None, bsld_threshold: float = BSLD_THRESHOLD,
-               policy_file: str | None = None) -> ReplayRun:
-    """Replay `trace_jobs` on `pod` under `policy`, or the policy in `policy_file` (`policy` then deciding any
-    cycle it fails, as on a live controller; a replay in which it failed is refused: its figures would be
-    another policy's in part); `timer` (e.g. time.perf_counter) measures wall time if given.
+               policy_file: str | None = None, name: str | None = None) -> ReplayRun:
+    """Replay `trace_jobs` on `pod` under `policy`, or the policy in `policy_file`, called `name` in the result (its
+    file's stem unless given); `timer` (e.g. time.perf_counter) measures wall time if given. A policy file's first
+    failure stops the replay (PolicyFailed): a live controller would let `policy` decide that cycle, but a replay's
+    figures would then be partly another policy's.
 
     The wall time covers the event loop (every submit, cycle, end and time-limit check), not reading the trace or
     turning its rows into specs. Queueing delay (wait) is the start of a job's last run minus when that wait began
@@ -159,6 +186,10 @@ def replay_run(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, conf
     cfg = SchedulerConfig.model_validate({**base.model_dump(), "policy": policy, "policy_file": policy_file})
     run = _Replay(trace_jobs, pod, cfg, site=config is not None)
     run.specs()
+    chosen = run.s.policy
+    if isinstance(chosen, GuardedPolicy):
+        chosen.stop_at_failure = True
+        policy = name or chosen.loaded.name
     began = timer() if timer else None
     # The loop allocates millions of short-lived job records that form no reference cycles, so the cyclic
     # collector's passes are pure overhead (measured at 14-25% of the replay's wall time); reference counting
@@ -171,11 +202,4 @@ def replay_run(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, conf
         if collecting:
             gc.enable()
     wall = timer() - began if timer and began is not None else None
-    chosen = run.s.policy
-    if isinstance(chosen, GuardedPolicy):
-        if chosen.failures:
-            raise InvalidArgument(
-                f"--policy-file {chosen.loaded.name}: failed in {chosen.failures} of {run.driver.cycles} cycles, first"
-                f" {chosen.first_failure}; fix it (a replay's figures would be {policy}'s for those cycles)")
-        policy = chosen.loaded.name
     return run.result(policy, pod, wall, bsld_threshold)

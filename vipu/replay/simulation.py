@@ -3,6 +3,7 @@ file, once or over several seeds, and the report it prints."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -18,7 +19,7 @@ from vipu.replay.trace_rows import Trace
 from vipu.replay.traces import check_compression, compressed, load_trace
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies import POLICIES
-from vipu.scheduler.policies.policy_file import load_policy_file
+from vipu.scheduler.policies.policy_file import PolicyFile, load_policy_file
 
 MAX_SEEDS = 1000
 
@@ -46,16 +47,38 @@ def _check(policies: Sequence[str], policy_files: Sequence[str], seeds: int, bsl
         if policy not in POLICIES:
             raise InvalidArgument(f"--policy {policy!r} is not a policy; use one or more of {names} (repeat --policy"
                                   " or separate the names with commas)")
+    twice = [policy for policy, n in Counter(policies).items() if n > 1]
+    if twice:  # its rows, in the table and the files, could not be told apart
+        raise InvalidArgument(f"--policy {twice[0]} is given twice; give each policy once")
     if not 1 <= seeds <= MAX_SEEDS:
         raise InvalidArgument(f"--seeds is {seeds}; give 1 to {MAX_SEEDS} (replays per policy, seed, seed + 1, ...)")
     if not bsld_threshold > 0 or bsld_threshold == float("inf"):
         raise InvalidArgument(f"--bsld-threshold is {bsld_threshold}; give seconds, more than 0 (10 is usual)")
 
 
+def file_policy_names(paths: Sequence[str], files: Sequence[PolicyFile]) -> list[str]:
+    """What each policy file's rows are called in the tables, --json, --jobs-out and --plot: its file's stem
+    (smallest_first.py: smallest_first), or the path as given when that stem is a built-in policy's name
+    (backfill.py) or another file's (a/x.py and b/x.py); one file given twice is refused."""
+    where: dict[str, str] = {}
+    for path, file in zip(paths, files):
+        if file.path in where:
+            raise InvalidArgument(f"--policy-file {path}: the same file as --policy-file {where[file.path]}; give"
+                                  " each file once")
+        where[file.path] = path
+    stems = Counter(file.name for file in files)
+    names = [path if stems[file.name] > 1 or file.name in POLICIES else file.name
+             for path, file in zip(paths, files)]
+    clash = next((name for name in names if names.count(name) > 1), None)
+    if clash is not None:  # a path that is another file's stem (backfill.py beside backfill.py.py)
+        raise InvalidArgument(f"--policy-file: two policies would both be called {clash!r}; rename one of the files")
+    return names
+
+
 def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
                    timer: Callable[[], float] | None = None, config: SchedulerConfig | None = None, repeat: int = 1,
                    *, policy_files: Sequence[str] = (), synthetic: int | None = None, draws: Draws = Draws(),
-                   seed: int = 1, seeds: int = 1, bsld_threshold: float = BSLD_THRESHOLD,
+                   seed: int | None = None, seeds: int = 1, bsld_threshold: float = BSLD_THRESHOLD,
                    swf_ipus: str = "next-pow2", **trace_options) -> Simulation:
     """Replay the trace at `trace_path` (or `synthetic` jobs generated from the seed) on a Pod under each policy
     and policy file.
@@ -63,10 +86,12 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
     `timer` defaults to the wall clock (vipu.clock), which is where jobs/s comes from; with `repeat` > 1 each policy
     is replayed that many times (the results are identical) and the fastest run's jobs/s is kept, which is what a
     machine shared with other work can sustain. A replay with something drawn at random (`synthetic`, `draws`) runs
-    once per seed from `seed` to `seed + seeds - 1`; `fallback` of a policy file is `config`'s policy."""
+    once per seed from `seed` (1 unless given) to `seed + seeds - 1`; a seed given to a replay that draws nothing
+    is refused. `fallback` of a policy file is `config`'s policy."""
     _check(policies, policy_files, seeds, bsld_threshold)
     draws.check(generated=synthetic is not None)
-    files = [load_policy_file(path).path for path in policy_files]  # refused now, with file and line
+    loaded = [load_policy_file(path) for path in policy_files]  # refused now, with file and line
+    names = file_policy_names(policy_files, loaded)
     if timer is None:
         from vipu.clock import WallClock
 
@@ -89,11 +114,15 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
         base = load_trace(trace_path, max_ipus=pod.max_partition_ipus, pod_ipus=pod.ipus, swf_ipus=swf_ipus,
                           runtime_column=column, **trace_options)
         random = draws.random
-    if seeds > 1 and not random:
-        raise InvalidArgument(f"--seeds {seeds}: this replay draws nothing at random (the trace's own times); give"
-                              " --arrivals poisson, --runtimes from a distribution or a file, or --synthetic N")
+    for flag, value in (("--seeds", seeds if seeds > 1 else None), ("--seed", seed)):
+        if value is not None and not random:
+            raise InvalidArgument(f"{flag} {value}: this replay draws nothing at random (the trace's own times), so no"
+                                  " seed changes it; seeds draw --arrivals poisson, --runtimes from a distribution"
+                                  f" or a file, and --synthetic N's jobs: give one of those, or drop {flag}")
+    seed = 1 if seed is None else seed
     fallback = (config or SchedulerConfig()).policy
-    choices = [(policy, None) for policy in policies] + [(fallback, path) for path in files]
+    choices = [(policy, None, None) for policy in policies] + \
+        [(fallback, file.path, name) for file, name in zip(loaded, names)]
     runs: list[list[ReplayRun]] = [[] for _ in choices]
     order = list(range(seed, seed + seeds)) if random else [None]
     traces = []
@@ -104,8 +133,8 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
         else:
             trace = drawn(base, draws, s or 0, pod.ipus) if random or base.missing else base
         traces.append(trace)
-        for i, (policy, path) in enumerate(choices):
-            runs[i].append(min((replay_run(trace.jobs, pod, policy, config, timer, bsld_threshold, path)
+        for i, (policy, path, name) in enumerate(choices):
+            runs[i].append(min((replay_run(trace.jobs, pod, policy, config, timer, bsld_threshold, path, name)
                                 for _ in range(max(1, repeat))), key=lambda r: r.result.wall_seconds or 0.0))
     return Simulation(traces[0], pod, [r[0].result for r in runs], str(trace_path or ""),
                       compression, runs, order)
@@ -113,7 +142,8 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
 
 DEFINITIONS = (
     "JCT = end - submit; wait = last start - the later of last queued (submit or requeue) and begin;"
-    " util = IPU-seconds used / (IPUs x makespan);"
+    " util = IPU-seconds used (preempted runs included) / (IPUs x makespan); arr util = the same from the first"
+    " submission to the last, before the drain;"
     " frag = share of the Pod's IPU-seconds that were free while jobs waited but lay outside every free aligned"
     " block of the smallest waiting job's size; bsld = max(1, (end - eligible) / max(run, {threshold:g} s)),"
     " slowdown = (end - eligible) / run, fairness = Jain's index of users' mean bsld, queue = jobs waiting that may"

@@ -25,7 +25,7 @@ class ReplayResult:
     avg_wait: float
     p95_wait: float
     makespan: float
-    utilisation: float  # IPU-seconds of running jobs / (Pod IPUs x makespan)
+    utilisation: float  # IPU-seconds of running jobs / (Pod IPUs x makespan); preempted runs count (preempted_share)
     fragmentation: float  # share of the Pod's IPU-seconds that were free while jobs waited, yet too scattered for
     # the smallest waiting job that could start (free IPUs outside any free aligned block of its size; a job held,
     # not yet begun or waiting on a dependency could use none of them)
@@ -43,6 +43,10 @@ class ReplayResult:
     avg_queue: float = 0.0  # jobs waiting that may run, averaged over the makespan
     max_queue: int = 0
     bsld_threshold: float = 10.0
+    # utilisation from the first submission to the last, where the drain after it (one long job's tail) does not
+    # reach; None when every job arrives at once
+    arrival_utilisation: float | None = None
+    preempted_share: float = 0.0  # of utilisation, the Pod's IPU-seconds held by runs a preemption ended
 
     @property
     def jobs_per_second(self) -> float | None:
@@ -69,6 +73,7 @@ COLUMNS: tuple[Column, ...] = (
     ("max wait s", ".0f", lambda r: r.max_wait),
     ("makespan s", ".0f", lambda r: r.makespan),
     ("util", ".1%", lambda r: r.utilisation),
+    ("arr util", ".1%", lambda r: "-" if r.arrival_utilisation is None else r.arrival_utilisation),
     ("frag", ".1%", lambda r: r.fragmentation),
     ("preempt", ".0f", lambda r: r.preemptions),
     ("jobs/s", ",.0f", lambda r: r.jobs_per_second or "-"),
@@ -90,6 +95,8 @@ def _cell(values: Sequence, spec: str) -> str:
     """One figure, or over seeds its mean and 95% confidence half-width (mean±half)."""
     if isinstance(values[0], str):  # a name, or "-" for a figure not measured
         return format(values[0], spec) if spec.startswith("<") else values[0]
+    if any(isinstance(v, str) for v in values):  # not measured over some seed
+        return "-"
     if len(values) == 1:
         return format(values[0], spec)
     mean, half = mean_and_halfwidth(values)
@@ -127,7 +134,9 @@ def figures_json(r: ReplayResult) -> dict:
         "policy": r.policy, "pod": r.pod, "jobs": r.jobs, "done": r.finished, "unfinished": r.unfinished,
         "avg_jct_s": r.avg_jct, "p50_jct_s": r.p50_jct, "p95_jct_s": r.p95_jct, "avg_wait_s": r.avg_wait,
         "p95_wait_s": r.p95_wait, "max_wait_s": r.max_wait, "makespan_s": r.makespan,
-        "util_percent": 100 * r.utilisation, "frag_percent": 100 * r.fragmentation, "preemptions": r.preemptions,
+        "util_percent": 100 * r.utilisation,
+        "arrival_util_percent": None if r.arrival_utilisation is None else 100 * r.arrival_utilisation,
+        "preempted_util_percent": 100 * r.preempted_share, "frag_percent": 100 * r.fragmentation, "preemptions": r.preemptions,
         "timeouts": r.timeouts, "jobs_per_s": r.jobs_per_second,
         "avg_bsld": r.avg_bsld, "p95_bsld": r.p95_bsld, "max_bsld": r.max_bsld, "bsld_threshold_s": r.bsld_threshold,
         "avg_slowdown": r.avg_slowdown, "fairness_jain": r.fairness, "avg_queue": r.avg_queue,

@@ -52,7 +52,7 @@ def read_swf(path: str | Path, max_ipus: int | None = None, pod_ipus: int = 256,
     """An SWF log (docs/traces.md says how each field is used and which rows are skipped)."""
     path = Path(path)
     header: dict[str, str] = {}
-    rows: list[tuple[str, list[float]]] = []
+    rows: list[tuple[str, int, list[float]]] = []
     with open(path, encoding="utf-8-sig") as f:
         for n, line in enumerate(f, 1):
             text = line.strip()
@@ -72,12 +72,12 @@ def read_swf(path: str | Path, max_ipus: int | None = None, pod_ipus: int = 256,
             if bad is not None:
                 raise InvalidArgument(f"{where}: field {bad + 1} ({FIELDS[bad]}) is {fields[bad]!r}, not a number;"
                                       " SWF fields are numbers, -1 where the log does not know")
-            rows.append((where, [float(v) for v in fields]))
+            rows.append((where, n, [float(v) for v in fields]))
     factor, words = ipu_factor(rule, header, pod_ipus, path)
     skipped: Counter = Counter()
     jobs = []
-    for where, v in rows:
-        job = _job(where, dict(zip(FIELDS, v)), factor, max_ipus, skipped)
+    for where, n, v in rows:
+        job = _job(where, n, dict(zip(FIELDS, v)), factor, max_ipus, skipped)
         if job is not None:
             jobs.append(job)
     return Trace(jobs, swf_mapping(words), skipped)
@@ -90,7 +90,8 @@ def _is_number(text: str) -> bool:
         return False
 
 
-def _job(where: str, f: dict[str, float], factor: float, max_ipus: int | None, skipped: Counter) -> TraceJob | None:
+def _job(where: str, line: int, f: dict[str, float], factor: float, max_ipus: int | None,
+         skipped: Counter) -> TraceJob | None:
     status = int(f["status"])
     if status in PARTIAL:
         skipped["partial runs (status 2-4; their job's own line is replayed)"] += 1
@@ -117,7 +118,7 @@ def _job(where: str, f: dict[str, float], factor: float, max_ipus: int | None, s
     limit = max(f["requested_time"], duration) if f["requested_time"] > 0 else rounded_limit(duration)
     user = f"u{int(f['user'])}" if f["user"] >= 0 else "trace"
     return TraceJob(submit_time=f["submit"], ipus=ipus, duration=duration, time_limit=limit, user=user,
-                    name=f"swf{int(f['job'])}" if f["job"] >= 0 else "job", source=where)
+                    name=f"swf{int(f['job'])}" if f["job"] >= 0 else "job", source=where, line=line)
 
 
 def swf_mapping(ipus: str) -> str:

@@ -28,6 +28,8 @@ class TraceJob:
     name: str = "job"
     begin: float | None = None  # not eligible before this time on the trace's clock (sbatch --begin)
     source: str = "a trace row"  # FILE:LINE, for the errors a replay finds when it checks the job against the Pod
+    line: int | None = None  # the line of the trace file it came from (a generated job's number): --jobs-out's
+    # trace_line, since job ids follow submit order, not the file's
 
 
 @dataclass
@@ -44,8 +46,8 @@ class Trace:
         return ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items())) or "none"
 
 
-def csv_rows(reader: csv.DictReader, path: Path) -> Iterator[tuple[str, dict]]:
-    """(FILE:LINE, row) for each row. A row with more or fewer fields than the header has columns is an error:
+def csv_rows(reader: csv.DictReader, path: Path) -> Iterator[tuple[str, int, dict]]:
+    """(FILE:LINE, LINE, row) for each row. A row with more or fewer fields than the header has columns is an error:
     DictReader would keep extra ones under the key None, where nobody reads them, and fill missing ones with None."""
     try:
         for row in reader:
@@ -56,7 +58,7 @@ def csv_rows(reader: csv.DictReader, path: Path) -> Iterator[tuple[str, dict]]:
             if None in row.values():
                 raise InvalidArgument(f"{where}: fewer fields than the header's {len(reader.fieldnames)} columns;"
                                       " give one value per column (an empty one for the default)")
-            yield where, row
+            yield where, reader.line_num, row
     except csv.Error as e:
         raise InvalidArgument(f"{path}:{reader.line_num}: {e}; fix the row") from None
 

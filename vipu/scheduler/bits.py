@@ -1,12 +1,12 @@
 """Aligned-block questions a scheduling cycle asks thousands of times, each a handful of big-integer operations.
 
-`best_fit` is placement.place itself, so the block the scheduler decides on is the block the live server creates
+`best_fit` is placement.place itself (placement.best_fit), so the block the scheduler decides on is the block the live server creates
 (a property test checks both against a loop over every block).
 """
 
 from __future__ import annotations
 
-from vipu.partition.placement import align_mask, aligned_starts, place as best_fit, runs
+from vipu.partition.placement import align_mask, aligned_starts, best_fit, runs
 
 __all__ = ["align_mask", "aligned_starts", "best_fit", "block", "first_block", "has_block", "usable_ipus"]
 

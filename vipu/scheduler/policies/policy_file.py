@@ -6,7 +6,9 @@ where a bug must not take the controller down or start a job on IPUs another job
 (a syntax error, an exception, no schedule, the wrong signature, an unknown ORDER, a first call on an empty Pod that
 fails) is refused with its file and line. On a cycle where it raises, or decides something the snapshot does not
 allow (a job it was not shown, IPUs that are not free, two starts on one block), the cycle runs the configured
-built-in policy instead, over the same queue, and the failure is counted and logged with its file and line.
+built-in policy instead, over the same queue, and the failure is counted and logged with its file and line. A replay
+(`vipu simulate`) has no queue to keep going: it stops at the first failure instead (stop_at_failure), since figures
+partly decided by the built-in policy would be no policy's.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ HOW = "write `def schedule(request):` returning a ScheduleDecision (docs/traces.
 @dataclass(frozen=True)
 class PolicyFile:
     path: str
-    name: str  # the file's stem: how replays and logs call it
+    name: str  # the file's stem: how logs and replays call it (a replay of two x.py names each by its path)
     schedule: Policy
     order: str
 
@@ -119,6 +121,10 @@ def _assigned(text: str, name: str) -> object:
     return "?"
 
 
+class PolicyFailed(InvalidArgument):
+    """A policy file failed a cycle of a replay, which stops there."""
+
+
 class BadDecision(Exception):
     """The decision asks for something the snapshot does not allow."""
 
@@ -131,10 +137,13 @@ class GuardedPolicy:
         self.fallback = fallback
         self.fallback_name = fallback_name
         self.failures = 0  # cycles the fallback decided
-        self.first_failure: str | None = None  # "FILE:LINE: Error: message (at time T)", for a replay's refusal
+        self.first_failure: str | None = None  # "FILE:LINE: Error: message (at time T)"
+        self.stop_at_failure = False  # True: a failure raises PolicyFailed instead of running the fallback (replay)
+        self.calls = 0
 
     def __call__(self, request: ScheduleRequest) -> ScheduleDecision:
         shown: dict[int, QueuedJob] = {}
+        self.calls += 1
         mine, spare = itertools.tee(request.pending)
         try:
             decision = self.loaded.schedule(replace(request, pending=_noting(mine, shown)))
@@ -147,6 +156,10 @@ class GuardedPolicy:
         return self.fallback(replace(request, pending=spare))
 
     def _failed(self, what: str) -> None:
+        if self.stop_at_failure:
+            raise PolicyFailed(f"--policy-file {self.loaded.name} failed in its call {self.calls}: {what}; fix the"
+                               " file (a replay stops at a policy's first failure; a live controller would let"
+                               f" {self.fallback_name} decide that cycle and go on)") from None
         self.failures += 1
         self.first_failure = self.first_failure or what
         if _worth_logging(self.failures):  # the 1st, 10th, 100th, ...: a policy failing every cycle fills no disk
