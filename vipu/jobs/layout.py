@@ -152,6 +152,12 @@ def compute_share(layout: Layout, pod: PodConfig) -> float:
     return (pod.ipu.tiles - layout.io_tiles) / pod.ipu.tiles
 
 
+def stage_name(stage: int, p: int) -> str:
+    """A pipeline stage as a person reads it: counted from 1 ("pipeline stage 1 of 4" is the first). Code and
+    `vipu plan --json` (memory.sram_stage, memory.streaming_stage) index stages from 0."""
+    return f"pipeline stage {stage + 1} of {p}"
+
+
 def bubble_fraction(p: int, m: int) -> Fraction:
     """Idle share of a pipeline of p stages running m micro-batches (GPipe and 1F1B alike): (p-1)/(m+p-1)."""
     return Fraction(p - 1, m + p - 1)

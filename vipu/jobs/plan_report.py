@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vipu.jobs.layout import stage_name
 from vipu.jobs.units import size as _bytes
 
 
@@ -60,7 +61,7 @@ def render(plan, suggestions=None) -> str:
 
 
 def _stage(plan, stage: int) -> str:
-    return f", pipeline stage {stage} of {plan.layout.p} (the one needing most)" if plan.layout.p > 1 else ""
+    return f", {stage_name(stage, plan.layout.p)} (the one needing most)" if plan.layout.p > 1 else ""
 
 
 def _sram_lines(plan) -> list[str]:

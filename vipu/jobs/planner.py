@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.assumptions import DEFAULT, Assumptions
-from vipu.jobs.layout import Layout
+from vipu.jobs.layout import Layout, stage_name
 from vipu.jobs.memory_estimate import Memory, memory
 from vipu.jobs.timing import StepTime, step_time, training_flops_per_sample
 from vipu.jobs.units import size
@@ -47,7 +47,7 @@ class Plan(BaseModel):
         mem, p = self.memory, self.layout.p
         out = []
         if not mem.fits_evenly:
-            stage = f" (pipeline stage {mem.sram_stage} of {p}, the one needing most)" if p > 1 else ""
+            stage = f" ({stage_name(mem.sram_stage, p)}, the one needing most)" if p > 1 else ""
             out.append(
                 f"needs {size(mem.total)} per IPU{stage}, SRAM holds {size(mem.sram_bytes)} (per tile"
                 f" {kib(mem.per_tile)} of {kib(mem.sram_per_tile_bytes)}: weights {size(mem.weights)}, gradients"
@@ -62,7 +62,7 @@ class Plan(BaseModel):
                 f" it would be {kib(mem.per_tile)}); lower workload.layout.available_memory_proportion, use fewer"
                 " io_tiles, recompute, or shard over more IPUs")
         if not mem.fits_streaming:
-            stage = f" (pipeline stage {mem.streaming_stage} of {p})" if p > 1 else ""
+            stage = f" ({stage_name(mem.streaming_stage, p)})" if p > 1 else ""
             out.append(f"needs {size(mem.streaming)} of Streaming Memory per IPU{stage}, its machine has"
                        f" {size(mem.streaming_capacity)} per IPU (weights {size(mem.streaming_weights)}, gradients"
                        f" {size(mem.streaming_gradients)}, optimiser {size(mem.streaming_optimizer)}, stashed"
