@@ -106,7 +106,8 @@ def test_stages_are_counted_from_one_where_read():
     # BERT-Large's [3, 7, 7, 7]: its second stage needs most (the first holds 3 layers and the embedding)
     second = pipelined([3, 7, 7, 7])
     assert plan(second, POD).memory.sram_stage == 1
-    assert tile_report(second, POD, DEFAULT)[0].startswith("pipeline stage 2 of 4, the one needing most SRAM: layers 3-9")
+    heading = tile_report(second, POD, DEFAULT)[0]
+    assert heading.startswith("pipeline stage 2 of 4, the one needing most SRAM: layers 3-9")
     # two stages: the first (under 1F1B it holds the most micro-batches) is "1 of 2", never "0 of 2"
     two = second.model_copy(update={"layout": second.layout.model_copy(update={"p": 2, "layers_per_stage": None})})
     report = "\n".join(tile_report(two, POD, DEFAULT)) + plan(two, POD).table()
