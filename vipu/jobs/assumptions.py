@@ -130,7 +130,8 @@ class Assumptions(BaseModel):
             " are adjacent; replicas are t x p IPUs apart)",
             f"collectives: {self.ild_collective} alpha-beta on the preset's link figures; inside an IPU-Link"
             " domain 4 directed rings on a whole torus Pod64, 2 on smaller groups or a mesh, 1 for 2 IPUs; across"
-            " Pod64s hierarchical (reduce-scatter, GW-Link allreduce of the shards, all-gather)",
+            " Pod64s hierarchical (reduce-scatter, GW-Link allreduce of the shards, all-gather); replicas t x p"
+            " IPUs apart on the emulator's strided schedule inside a Pod64, their groups sharing its links",
             "Streaming Memory: a machine's bandwidth shared by its IPUs, reads and writes in parallel,"
             " not overlapped with compute",
             f"syncs: every collective and inter-IPU exchange starts with a sync of the IPUs taking part, costing"
