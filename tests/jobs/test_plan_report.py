@@ -36,3 +36,14 @@ def test_fewer_micro_batches_than_stages_gets_a_note_with_the_fix():
     assert "  note: micro_batches 2 < p 4: at most 2 of the 4 stages compute at once; micro_batches of at least" \
            " 4p = 16 keeps the bubble under 20%" in plan(few, pod()).table()
     assert "note: micro_batches" not in plan(PHASED, pod()).table()
+
+
+def test_phased_execution_says_it_recomputes_whatever_recompute_says():
+    """Regression (walk33): phased execution recomputes (as PopXL's phased backward does) even with recompute:
+    false, and the plan did not say so. It plans the same either way, and the layout line says it."""
+    asked = {flag: PHASED.model_copy(update={"layout": PHASED.layout.model_copy(update={"recompute": flag})})
+             for flag in (False, True)}
+    plain, recomputing = (plan(asked[flag], pod()) for flag in (False, True))
+    assert plain.time == recomputing.time and plain.memory == recomputing.memory
+    assert plain.table().splitlines()[1].endswith("phased execution, which recomputes")
+    assert "which recomputes" not in recomputing.table().splitlines()[1]

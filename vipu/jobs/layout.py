@@ -42,7 +42,9 @@ class Layout(Strict):
     schedule: Literal["1f1b", "gpipe"] = Field(
         "1f1b", description=("1f1b keeps up to p micro-batches in flight per stage; gpipe keeps all m. Phased"
                              " execution is batch-serialised: it runs gpipe whatever this says (Layout.order)"))
-    recompute: bool = Field(False, description="keep only each layer's input; recompute the rest in backward")
+    recompute: bool = Field(False, description=(
+        "keep only each layer's input; recompute the rest in backward. Phased execution recomputes whatever this"
+        " says (PopXL recomputes every phase's forward in its backward, stashing only the phase's input)"))
     rts: bool = Field(False, description=(
         "replicated tensor sharding: optimiser state split across the r replicas; with phased execution also the"
         " weights and gradient accumulators in Streaming Memory (the replicas all-gather a phase's weights before"
@@ -69,7 +71,8 @@ class Layout(Strict):
         " 52428800)"))
     phased: bool = Field(False, description=(
         "phased execution: weights live in Streaming Memory, one phase in SRAM; batch-serialised (each phase runs"
-        " all m micro-batches while resident, their inputs stashed in Streaming Memory), so in gpipe order"))
+        " all m micro-batches while resident, their inputs stashed in Streaming Memory), so in gpipe order;"
+        " each phase's backward recomputes its forward from that input, so phased implies recompute"))
 
     @model_validator(mode="after")
     def _coherent(self) -> Layout:
