@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.jobs.helpers import bert_large, pod
+from tests.jobs.helpers import bert_large, pod, transformer
 from vipu.jobs import plan
 
 PHASED = bert_large(p=4, r=4, micro_batch=1, micro_batches=512, rts=True, phased=True)
@@ -33,9 +33,27 @@ def test_the_assumptions_say_compute_efficiency_ignores_the_micro_batch_size():
 def test_fewer_micro_batches_than_stages_gets_a_note_with_the_fix():
     """Regression (walk31): 1F1B with 2 micro-batches on 4 stages planned a 60% bubble without a word."""
     few = bert_large(p=4, r=4, micro_batch=1, micro_batches=2)
-    assert "  note: micro_batches 2 < p 4: at most 2 of the 4 stages compute at once; micro_batches of at least" \
-           " 4p = 16 keeps the bubble under 20%" in plan(few, pod()).table()
-    assert "note: micro_batches" not in plan(PHASED, pod()).table()
+    assert "  note: the bubble is 60% of the pipeline (micro_batches 2, p 4); at most 2 of the 4 stages compute at" \
+           " once; set workload.layout.micro_batches to at least 4p = 16 to keep it under 20%" \
+           in plan(few, pod()).table()
+    assert "note: the bubble" not in plan(PHASED, pod()).table()
+
+
+def test_a_bubble_over_a_third_of_the_pipeline_gets_a_note_with_the_fix():
+    """Regression (walk33): only micro_batches < p got a note; 16 micro-batches on 16 stages (a bubble of 15 of 31
+    ticks) planned without a word."""
+    gpt = dict(layers=24, hidden=2048, heads=16, seq_len=1024, vocab=50304, micro_batch=1, recompute=True,
+               offload_optimizer=True)
+    text = plan(transformer(**gpt, p=16, r=4, micro_batches=16), pod("bow-pod64")).table()
+    assert "  note: the bubble is 48% of the pipeline (micro_batches 16, p 16); set workload.layout.micro_batches to" \
+           " at least 4p = 64 to keep it under 20% (the global batch is micro_batch x micro_batches x r: lower" \
+           " micro_batch to keep it)" in text
+    fewer = plan(transformer(**gpt, p=16, r=4, micro_batches=8), pod("bow-pod64")).table()
+    assert "  note: the bubble is 65% of the pipeline (micro_batches 8, p 16); at most 8 of the 16 stages compute" \
+           " at once; set workload.layout.micro_batches to at least 4p = 64" in fewer
+    # a third or less: no note (p 4: 6 micro-batches, 3 of 9 ticks; 5 micro-batches, 3 of 8)
+    assert "note: the bubble" not in plan(transformer(**gpt, p=4, micro_batches=6), pod()).table()
+    assert "note: the bubble is 38%" in plan(transformer(**gpt, p=4, micro_batches=5), pod()).table()
 
 
 def test_phased_execution_says_it_recomputes_whatever_recompute_says():
