@@ -24,7 +24,7 @@ from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.models import Strict
 from vipu.jobs.workload_text import layout_text
-from vipu.partition.rules import check_size, is_power_of_two
+from vipu.partition.rules import check_size, is_power_of_two, too_many_fix
 
 
 class Layout(Strict):
@@ -169,7 +169,10 @@ def bubble_fraction(p: int, m: int) -> Fraction:
 def check_partition(layout: Layout, ipus: int, pod: PodConfig, field: str = "workload.layout") -> None:
     """The layout must use exactly the partition's IPUs, the partition must be one the Pod can give, and the I/O
     tiles must leave tiles to compute on."""
-    check_size(ipus, pod, "ipus")
+    replica, limit = layout.tp * layout.p, pod.max_partition_ipus
+    fewer = (f"use fewer replicas (ipus {limit} and {field}.r {limit // replica})" if replica <= limit else
+             f"use fewer IPUs a replica ({field}: t x p is {replica})")
+    check_size(ipus, pod, "ipus", too_many_fix(ipus, fewer, ": the spec's pod, or `vipu plan --pod`"))
     if layout.ipus != ipus:
         tp = layout.tp * layout.p
         two = layout.t2 > 1
