@@ -112,3 +112,22 @@ def test_stages_are_counted_from_one_where_read():
     two = second.model_copy(update={"layout": second.layout.model_copy(update={"p": 2, "layers_per_stage": None})})
     report = "\n".join(tile_report(two, POD, DEFAULT)) + plan(two, POD).table()
     assert "stage 0 of" not in report and "pipeline stage 1 of 2" in report
+
+
+def test_the_even_split_is_said_to_leave_out_the_matmul_temporaries():
+    """Regression (walk33): "evenly split it would be 592 KiB" beside a fullest tile of 673 KiB read as an imbalance;
+    the 81 KiB between are the matmul temporaries every tile holds, which the even split leaves out."""
+    gpt = TrainWorkload(model=dict(kind="transformer", layers=24, hidden=2048, heads=16, seq_len=1024, vocab=50304,
+                                   dtype="fp16"),
+                        layout=dict(p=16, r=4, micro_batch=1, micro_batches=64, recompute=True, rts=True,
+                                    offload_optimizer=True, io_tiles=256), optimizer="adam")
+    result = plan(gpt, load_pod("bow-pod64"))
+    tiles = result.memory.tiles
+    assert result.memory.fits_evenly and not tiles.fits
+    assert round(tiles.peak / 1024) == round(result.memory.per_tile / 1024) + round(tiles.temporaries / 1024) == 673
+    (problem,) = result.problems()
+    assert "it would be" not in problem
+    assert "; evenly split, without matmul temporaries: 592 KiB a tile; the temporaries add 81 KiB to every tile);" \
+           in problem
+    assert "  per tile, evenly split        592 KiB   of 624 KiB (without matmul temporaries; 1,216 compute tiles," \
+           " 256 I/O tiles)" in result.table()

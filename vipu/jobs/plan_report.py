@@ -93,7 +93,8 @@ def _sram_lines(plan) -> list[str]:
         f"  total                    {_bytes(mem.total):>12}   of {_bytes(mem.sram_bytes)} SRAM"
         f" ({mem.total / mem.sram_bytes:.0%})",
         f"  per tile, evenly split   {mem.per_tile / 1024:>8,.0f} KiB   of {mem.sram_per_tile_bytes / 1024:,.0f} KiB"
-        f" ({tiles.compute_tiles:,} compute tiles{f', {lay.io_tiles} I/O tiles' if lay.io_tiles else ''})",
+        f" (without matmul temporaries; {tiles.compute_tiles:,} compute tiles"
+        f"{f', {lay.io_tiles} I/O tiles' if lay.io_tiles else ''})",
         f"  fullest tile at the peak {tiles.peak / 1024:>8,.0f} KiB   of {tiles.tile_bytes / 1024:,.0f} KiB:"
         f" always-live {tiles.always_live / 1024:,.0f}, not-always-live {tiles.not_always_live / 1024:,.0f}"
         f" (matmul temporaries {tiles.temporaries / 1024:,.0f}, available_memory_proportion"
