@@ -65,3 +65,17 @@ def test_phased_execution_says_it_recomputes_whatever_recompute_says():
     assert plain.time == recomputing.time and plain.memory == recomputing.memory
     assert plain.table().splitlines()[1].endswith("phased execution, which recomputes")
     assert "which recomputes" not in recomputing.table().splitlines()[1]
+
+
+def test_the_assumptions_say_what_amp_and_io_tiles_cost_and_do_not():
+    """Walk33: lowering available_memory_proportion cost no time, and io_tiles never overlapped any transfer, and the
+    plan did not say either."""
+    lines = plan(PHASED, pod()).assumptions
+    assert any(line.startswith("available_memory_proportion caps the matmul temporaries' memory only: a lower value"
+                               " costs no time here") for line in lines)
+    assert any(line.startswith("io_tiles take tiles, and their SRAM and FLOPs, from the model and do nothing else"
+                               " here: host I/O and Streaming Memory transfers are not overlapped") for line in lines)
+    # and it is so: a tenth of the matmul temporaries' room plans the same step
+    tighter = PHASED.layout.model_copy(update={"available_memory_proportion": 0.06})
+    capped = PHASED.model_copy(update={"layout": tighter})
+    assert plan(capped, pod()).step_s == plan(PHASED, pod()).step_s
