@@ -90,3 +90,20 @@ def test_the_trace_page_commands_run_as_written(tmp_path):
         said = said[len(said) - len(shown):]
         assert comparable(said) == comparable(shown), (command, out.stdout)
     assert (tmp_path / "replay.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the page's --plot drew it
+
+
+def test_the_readmes_count_the_planner_bench_s_held_out_points():
+    """Regression (walk33): examples/README.md said thirteen held-out results where the bench has sixteen."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_planner", ROOT / "bench/bench_planner.py")
+        bench = sys.modules["bench_planner"] = importlib.util.module_from_spec(spec)  # its dataclasses look it up
+        spec.loader.exec_module(bench)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+        sys.modules.pop("bench_planner", None)
+    held = sum(not point.fitted for point in bench.POINTS)
+    words = {13: "thirteen", 14: "fourteen", 15: "fifteen", 16: "sixteen", 17: "seventeen", 18: "eighteen"}
+    readme, examples = (ROOT / "README.md").read_text(), (ROOT / "examples/README.md").read_text()
+    assert f"the {words[held]} others are held out" in readme and readme.count("| held out |") == held
+    assert f"predicts {words[held]} other published results" in " ".join(examples.split())

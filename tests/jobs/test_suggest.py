@@ -7,6 +7,7 @@ import math
 import re
 
 import pytest
+import yaml
 
 from tests.jobs.helpers import bert_large, mlp, pod, transformer
 from vipu.errors import InvalidArgument
@@ -78,6 +79,28 @@ def test_suggestions_try_the_other_schedule_and_say_it_keeps_the_maths():
     assert "instead of" not in suggestion_text(best, best.layout)
     with pytest.raises(InvalidArgument, match="1f1b instead of gpipe keeps the maths"):
         check_fits(GPIPE, pod(), ipus=16)
+
+
+def pasted(text: str, asked):
+    """The layout a user gets by pasting the mapping a suggestion ends with into the spec's workload.layout."""
+    fields = yaml.safe_load(text.rsplit("set in workload.layout: ", 1)[1].removesuffix(")"))
+    return asked.model_copy(update={"layout": type(asked.layout)(**{**asked.layout.model_dump(), **fields})})
+
+
+def test_a_suggestion_pastes_back_into_the_spec():
+    """Regression (walk33): it ended {..., layers_per_stage: None}; pasted, the spec was refused ("layers_per_stage:
+    Input should be a valid tuple, not 'None'"). Its values are YAML's: null, true/false, lists."""
+    uneven = bert_large(p=4, r=4, micro_batch=8, micro_batches=2048, recompute=True, rts=True, offload_optimizer=True,
+                        layers_per_stage=[3, 3, 3, 15])
+    for found in suggest(uneven, pod()):
+        text = suggestion_text(found, uneven.layout)
+        assert "None" not in text and "True" not in text and "False" not in text
+        again = plan(pasted(text, uneven), pod())
+        assert again.fits and again.layout == found.layout and again.throughput == pytest.approx(found.throughput)
+    # against the defaults: a list is a YAML list, a flag true
+    staged = suggest(uneven, pod())[0].model_copy(update={"layout": uneven.layout})
+    assert "layers_per_stage: [3, 3, 3, 15]" in suggestion_text(staged)
+    assert "recompute: true" in suggestion_text(staged)
 
 
 def test_the_search_is_bounded_and_tries_each_layout_once():

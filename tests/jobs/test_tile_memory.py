@@ -90,11 +90,44 @@ def test_the_fullest_stage_of_an_uneven_layout_decides_the_fit():
     # weights and gradients of 15 layers where the even split has 6
     assert uneven.memory.weights == pytest.approx(even.memory.weights * 15 / 6)
     (problem,) = uneven.problems()
-    assert "pipeline stage 3 of 4" in problem
+    # stages are counted from 1 where a person reads them (the JSON's sram_stage stays an index from 0)
+    assert "pipeline stage 4 of 4" in problem
     # the refusal lists layouts that fit; those at another p split the layers evenly (they kept the spec's four
     # counts, and failed to plan)
-    with pytest.raises(InvalidArgument, match="pipeline stage 3 of 4"):
+    with pytest.raises(InvalidArgument, match="pipeline stage 4 of 4"):
         check_fits(pipelined([3, 3, 3, 15]), POD, ipus=4)
     # the report is of the fullest stage's IPU, and says which layers it holds
     heading = tile_report(pipelined([3, 3, 3, 15]), POD, DEFAULT)[0]
-    assert heading == "pipeline stage 3 of 4, the one needing most SRAM: layers 9-23 (layers_per_stage)"
+    assert heading == "pipeline stage 4 of 4, the one needing most SRAM: layers 9-23 (layers_per_stage)"
+    assert "memory per IPU (SRAM), pipeline stage 4 of 4 (the one needing most)" in uneven.table()
+
+
+def test_stages_are_counted_from_one_where_read():
+    # BERT-Large's [3, 7, 7, 7]: its second stage needs most (the first holds 3 layers and the embedding)
+    second = pipelined([3, 7, 7, 7])
+    assert plan(second, POD).memory.sram_stage == 1
+    heading = tile_report(second, POD, DEFAULT)[0]
+    assert heading.startswith("pipeline stage 2 of 4, the one needing most SRAM: layers 3-9")
+    # two stages: the first (under 1F1B it holds the most micro-batches) is "1 of 2", never "0 of 2"
+    two = second.model_copy(update={"layout": second.layout.model_copy(update={"p": 2, "layers_per_stage": None})})
+    report = "\n".join(tile_report(two, POD, DEFAULT)) + plan(two, POD).table()
+    assert "stage 0 of" not in report and "pipeline stage 1 of 2" in report
+
+
+def test_the_even_split_is_said_to_leave_out_the_matmul_temporaries():
+    """Regression (walk33): "evenly split it would be 592 KiB" beside a fullest tile of 673 KiB read as an imbalance;
+    the 81 KiB between are the matmul temporaries every tile holds, which the even split leaves out."""
+    gpt = TrainWorkload(model=dict(kind="transformer", layers=24, hidden=2048, heads=16, seq_len=1024, vocab=50304,
+                                   dtype="fp16"),
+                        layout=dict(p=16, r=4, micro_batch=1, micro_batches=64, recompute=True, rts=True,
+                                    offload_optimizer=True, io_tiles=256), optimizer="adam")
+    result = plan(gpt, load_pod("bow-pod64"))
+    tiles = result.memory.tiles
+    assert result.memory.fits_evenly and not tiles.fits
+    assert round(tiles.peak / 1024) == round(result.memory.per_tile / 1024) + round(tiles.temporaries / 1024) == 673
+    (problem,) = result.problems()
+    assert "it would be" not in problem
+    assert "; evenly split, without matmul temporaries: 592 KiB a tile; the temporaries add 81 KiB to every tile);" \
+           in problem
+    assert "  per tile, evenly split        592 KiB   of 624 KiB (without matmul temporaries; 1,216 compute tiles," \
+           " 256 I/O tiles)" in result.table()

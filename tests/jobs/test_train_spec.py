@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from vipu.errors import InvalidArgument
@@ -75,3 +77,22 @@ def test_a_second_tensor_axis_is_for_transformers_and_must_divide_hidden():
         Workload(model=odd, layout={"t2": 8})
     with pytest.raises(ValidationError, match="t2 is 3, not a power of two"):
         Workload(model=odd, layout={"t2": 3})
+
+
+def test_a_spec_too_big_for_its_pod_names_fewer_replicas_or_a_pod_that_has_them(tmp_path):
+    """Regression (walk33): "ipus is 128 but bow-pod64 has 64 IPUs; the largest partition is 64" named no fix, and
+    `vipu plan --pod bow-pod128` was refused the same, the spec's own Pod checked first."""
+    from vipu.jobs.command import plan_file
+
+    spec = {"ipus": 128, "pod": "bow-pod64", "workload": {
+        "model": {"kind": "mlp", "layers": 16, "hidden": 256, "inputs": 8, "outputs": 4},
+        "layout": {"p": 8, "r": 16, "micro_batch": 4, "micro_batches": 32}}}
+    with pytest.raises(InvalidArgument) as e:
+        plan_spec(spec)
+    assert e.value.message.endswith(
+        "ipus is 128 but bow-pod64 has 64 IPUs; the largest partition is 64: use fewer replicas (ipus 64 and"
+        " workload.layout.r 8), or a Pod that has 128 IPUs (bow-pod128: the spec's pod, or `vipu plan --pod`)")
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    answer = plan_file(path, "bow-pod128")
+    assert answer.plan.pod == "bow-pod128" and answer.plan.ipus == 128

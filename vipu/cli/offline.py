@@ -105,7 +105,9 @@ def register(app: typer.Typer) -> None:
             " tiles and what fills them")),
     ):
         """Memory per IPU and tile, whether it fits SRAM, and the predicted step time on the Pod, split into
-        compute, pipeline bubble, collectives and streaming; suggests a layout that fits when it does not."""
+        compute, pipeline bubble, collectives and streaming; suggests a layout that fits when it does not. The text
+        counts pipeline stages from 1 ("pipeline stage 1 of 4" is the first); --json's memory.sram_stage and
+        memory.streaming_stage are indices from 0."""
         # (that docstring is docs/cli.md's text.) A layout that does not fit is planned all the same, its fitting
         # layouts listed under DOES NOT FIT, then the command exits 2 with `vipu submit`'s refusal of the spec.
         from vipu.errors import VipuError

@@ -81,6 +81,11 @@ def _retold(item: dict) -> str | None:
     return None
 
 
+def preset_with(ipus: int) -> str | None:
+    """The smallest preset with at least `ipus` IPUs (a fix to name when a Pod is too small), if any."""
+    return next((name for name in PRESETS if load_pod(name).ipus >= ipus), None)
+
+
 def load_pod(name_or_path: str, given_as: str = "--pod") -> PodConfig:
     """A preset name (bow-pod64) or the path of a YAML/JSON file describing a site's own Pod; `given_as` is where
     the user wrote it (a flag, or a spec's field), for the refusal."""

@@ -113,7 +113,7 @@ class Assumptions(BaseModel):
             f" {NEAR_BEST:.0%} of the best predicted throughput list the micro-batch size nearest the spec's first",
             f"code and exchange buffers take {self.reserved_sram_fraction:.0%} of SRAM",
             "training FLOPs = 3 x forward (forward, backward for activations, backward for weights);"
-            " 4 x with recomputation",
+            " 4 x with recomputation (phased execution always recomputes)",
             f"attention scores (heads x s^2 a sample and layer) scaled, masked and softmaxed on the vector units:"
             f" {self.score_forward_cycles:g} tile cycles a score forward (twice with recomputation),"
             f" {self.score_backward_cycles:g} backward (poplibs' cycle tables), not overlapped with the matmuls",
@@ -124,13 +124,19 @@ class Assumptions(BaseModel):
             "tile mapping: each tensor linear over the compute tiles (all but io_tiles) from tile 0 in"
             f" {MAPPING_GRAIN}-byte grains, the fullest tile deciding; the largest block's activations of one micro-batch as matmul"
             " temporaries, at most available_memory_proportion of a tile (vipu/jobs/tile_memory.py)",
+            "available_memory_proportion caps the matmul temporaries' memory only: a lower value costs no time here,"
+            " where poplin would plan a matmul slower under a tighter cap (bench/planner_sl512.py prices that as a"
+            " diagnostic, but its accounting finds no plan for BERT-Base configs that ran, so it is not used)",
+            "io_tiles take tiles, and their SRAM and FLOPs, from the model and do nothing else here: host I/O and"
+            " Streaming Memory transfers are not overlapped with compute on them (PopXL's reason for them)",
             "data-parallel gradients reduced after the last micro-batch as the layout's gradient_reduction says, not"
             " overlapped with compute (BSP: an IPU computes or exchanges, never both)",
             "IPU numbering: tensor shards innermost, then pipeline stages, then replicas (t IPUs of a shard group"
             " are adjacent; replicas are t x p IPUs apart)",
             f"collectives: {self.ild_collective} alpha-beta on the preset's link figures; inside an IPU-Link"
             " domain 4 directed rings on a whole torus Pod64, 2 on smaller groups or a mesh, 1 for 2 IPUs; across"
-            " Pod64s hierarchical (reduce-scatter, GW-Link allreduce of the shards, all-gather)",
+            " Pod64s hierarchical (reduce-scatter, GW-Link allreduce of the shards, all-gather); replicas t x p"
+            " IPUs apart on the emulator's strided schedule inside a Pod64, their groups sharing its links",
             "Streaming Memory: a machine's bandwidth shared by its IPUs, reads and writes in parallel,"
             " not overlapped with compute",
             f"syncs: every collective and inter-IPU exchange starts with a sync of the IPUs taking part, costing"

@@ -16,6 +16,9 @@ then an all-gather inside each ILD. Stated assumptions (assumptions.py prints th
   every group of the layout in the same steps, links they share divided among them. A column of a torus Pod64 is
   a 1-hop ring of its own (the ring formula's figure); stride 2 inside a machine's ring of 4 is not: IPUs 0 and 2
   are 2 hops apart and the two groups share the machine's links;
+- strided groups spanning ILDs run the hierarchical scheme with the strided schedule inside each ILD (its
+  reduce-scatter and all-gather, links shared among the groups as above) and every IPU's shard over its share
+  of its machine's GW-Links (all the groups send at once); so more replicas past an ILD never allreduce faster;
 - every ring step costs one IPU-Link alpha (one hop), every GW step one GW alpha;
 - a pipeline send between stages is priced on the step the emulator runs (stage_sends): shard k to shard k of
   the next stage over the shortest path, one alpha per hop; those IPUs are neighbours only in some layouts;
@@ -92,8 +95,10 @@ def allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int
     if group.size <= 1 or nbytes <= 0:
         return CollectiveTime(0.0, 0.0, 0.0)
     k = group.ilds(pod)
-    if k == 1 and group.stride > 1:
-        return strided_allreduce(pod, group, nbytes, collectives)
+    if group.stride > 1:
+        if k == 1:
+            return strided_allreduce(pod, group, nbytes, collectives)
+        return strided_across_ilds(pod, group, nbytes, collectives)
     inside = group.size // k
     ipu, gw = pod.links.ipu_link, pod.links.gw_link
     bandwidth = latency = 0.0
@@ -122,6 +127,34 @@ def strided_allreduce(pod: PodConfig, group: GroupShape, nbytes: float, collecti
     return CollectiveTime(seconds - latency, latency * collectives, 0.0)
 
 
+def strided_across_ilds(pod: PodConfig, group: GroupShape, nbytes: float, collectives: int,
+                        op: str = "allreduce") -> CollectiveTime:
+    """Strided groups spanning k ILDs, hierarchically (walk33: priced as if each group had its ILD's rings to
+    itself, r = 8 replicas on two Pod64s allreduced faster than r = 4 on one): inside every ILD the `stride` groups'
+    members there reduce-scatter at once on the strided schedule, sharing links as strided_allreduce charges it;
+    the n/inside shards are allreduced across the k ILDs over GW-Links, where every IPU of a machine sends its own
+    shard at once (all `stride` groups: gw_bytes_per_ipu is an IPU's share of its machine's GW-Links); then the
+    same strided all-gather inside every ILD. `op` "reduce_scatter" is the first half with the GW reduce-scatter,
+    "all_gather" the GW all-gather and the last; the reduction's gamma on the GW shards in the first."""
+    k = group.ilds(pod)
+    inside = group.size // k
+    local = GroupShape(inside, group.stride)
+    halves = [strided_allreduce(pod, local, nbytes, collectives, half) if inside > 1 else CollectiveTime(0, 0, 0)
+              for half in ("reduce_scatter", "all_gather")]
+    shard = nbytes / inside
+    gw = CollectiveTime((k - 1) / k * shard / gw_bytes_per_ipu(pod),
+                        (k - 1) * pod.links.gw_link.latency_s * collectives, 0.0)
+    scatter = CollectiveTime(halves[0].bandwidth_s + gw.bandwidth_s, halves[0].latency_s + gw.latency_s,
+                             (k - 1) / k * shard * pod.ipu.reduce_s_per_byte)
+    gather = CollectiveTime(halves[1].bandwidth_s + gw.bandwidth_s, halves[1].latency_s + gw.latency_s, 0.0)
+    if op == "reduce_scatter":
+        return scatter
+    if op == "all_gather":
+        return gather
+    return CollectiveTime(scatter.bandwidth_s + gather.bandwidth_s, scatter.latency_s + gather.latency_s,
+                          scatter.reduce_s)
+
+
 def allreduce_half(pod: PodConfig, group: GroupShape, nbytes: float, op: str, collectives: int = 1,
                    algorithm: str = "ring") -> CollectiveTime:
     """One half of an allreduce of `nbytes` per rank (replicated tensor sharding): "reduce_scatter" leaves each
@@ -130,8 +163,10 @@ def allreduce_half(pod: PodConfig, group: GroupShape, nbytes: float, op: str, co
     reduce-scatter only; a strided group inside one ILD runs that half of the emulator's schedule."""
     if group.size <= 1 or nbytes <= 0:
         return CollectiveTime(0.0, 0.0, 0.0)
-    if group.ilds(pod) == 1 and group.stride > 1:
-        return strided_allreduce(pod, group, nbytes, collectives, op)
+    if group.stride > 1:
+        if group.ilds(pod) == 1:
+            return strided_allreduce(pod, group, nbytes, collectives, op)
+        return strided_across_ilds(pod, group, nbytes, collectives, op)
     whole = allreduce(pod, group, nbytes, collectives, algorithm)
     reduce = whole.reduce_s if op == "reduce_scatter" else 0.0
     return CollectiveTime(whole.bandwidth_s / 2, whole.latency_s / 2, reduce)

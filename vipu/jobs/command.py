@@ -17,7 +17,7 @@ from vipu.hardware.pod_files import load_pod
 from vipu.jobs.assumptions import DEFAULT, Assumptions
 from vipu.jobs.memory_estimate import tile_report
 from vipu.jobs.planner import Plan, plan
-from vipu.jobs.train_spec import JobCheck, check_spec_partition, load_plan_spec
+from vipu.jobs.train_spec import JobCheck, load_plan_spec
 from vipu.jobs.suggest import refusal, suggest, suggestion_json
 
 
@@ -59,12 +59,7 @@ def plan_file(path: str | Path, pod: PodConfig | str | None = None, assumptions:
     """Plan the spec at `path`; `pod` (a PodConfig, a preset name or a Pod file) overrides the spec's own `pod`
     (e.g. the Pod of the server the CLI talks to); check_job: see plan_spec; memory_report: with the per-tile
     report of the IPU needing most."""
-    spec, spec_pod = load_plan_spec(path, check_job)
-    if pod is None:
-        pod = spec_pod
-    else:
-        pod = load_pod(pod) if isinstance(pod, str) else pod
-        check_spec_partition(spec, pod, f"spec file {path}")
+    spec, pod = load_plan_spec(path, check_job, load_pod(pod) if isinstance(pod, str) else pod)
     result = plan(spec.workload, pod, assumptions)
     tiles = tile_report(spec.workload, pod, assumptions) if memory_report else None
     return PlanAnswer(result, [] if result.fits else suggest(spec.workload, pod, assumptions), tiles)

@@ -24,7 +24,7 @@ from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.models import Strict
 from vipu.jobs.workload_text import layout_text
-from vipu.partition.rules import check_size, is_power_of_two
+from vipu.partition.rules import check_size, is_power_of_two, too_many_fix
 
 
 class Layout(Strict):
@@ -42,7 +42,9 @@ class Layout(Strict):
     schedule: Literal["1f1b", "gpipe"] = Field(
         "1f1b", description=("1f1b keeps up to p micro-batches in flight per stage; gpipe keeps all m. Phased"
                              " execution is batch-serialised: it runs gpipe whatever this says (Layout.order)"))
-    recompute: bool = Field(False, description="keep only each layer's input; recompute the rest in backward")
+    recompute: bool = Field(False, description=(
+        "keep only each layer's input; recompute the rest in backward. Phased execution recomputes whatever this"
+        " says (PopXL recomputes every phase's forward in its backward, stashing only the phase's input)"))
     rts: bool = Field(False, description=(
         "replicated tensor sharding: optimiser state split across the r replicas; with phased execution also the"
         " weights and gradient accumulators in Streaming Memory (the replicas all-gather a phase's weights before"
@@ -69,7 +71,8 @@ class Layout(Strict):
         " 52428800)"))
     phased: bool = Field(False, description=(
         "phased execution: weights live in Streaming Memory, one phase in SRAM; batch-serialised (each phase runs"
-        " all m micro-batches while resident, their inputs stashed in Streaming Memory), so in gpipe order"))
+        " all m micro-batches while resident, their inputs stashed in Streaming Memory), so in gpipe order;"
+        " each phase's backward recomputes its forward from that input, so phased implies recompute"))
 
     @model_validator(mode="after")
     def _coherent(self) -> Layout:
@@ -152,6 +155,12 @@ def compute_share(layout: Layout, pod: PodConfig) -> float:
     return (pod.ipu.tiles - layout.io_tiles) / pod.ipu.tiles
 
 
+def stage_name(stage: int, p: int) -> str:
+    """A pipeline stage as a person reads it: counted from 1 ("pipeline stage 1 of 4" is the first). Code and
+    `vipu plan --json` (memory.sram_stage, memory.streaming_stage) index stages from 0."""
+    return f"pipeline stage {stage + 1} of {p}"
+
+
 def bubble_fraction(p: int, m: int) -> Fraction:
     """Idle share of a pipeline of p stages running m micro-batches (GPipe and 1F1B alike): (p-1)/(m+p-1)."""
     return Fraction(p - 1, m + p - 1)
@@ -160,7 +169,10 @@ def bubble_fraction(p: int, m: int) -> Fraction:
 def check_partition(layout: Layout, ipus: int, pod: PodConfig, field: str = "workload.layout") -> None:
     """The layout must use exactly the partition's IPUs, the partition must be one the Pod can give, and the I/O
     tiles must leave tiles to compute on."""
-    check_size(ipus, pod, "ipus")
+    replica, limit = layout.tp * layout.p, pod.max_partition_ipus
+    fewer = (f"use fewer replicas (ipus {limit} and {field}.r {limit // replica})" if replica <= limit else
+             f"use fewer IPUs a replica ({field}: t x p is {replica})")
+    check_size(ipus, pod, "ipus", too_many_fix(ipus, fewer, ": the spec's pod, or `vipu plan --pod`"))
     if layout.ipus != ipus:
         tp = layout.tp * layout.p
         two = layout.t2 > 1

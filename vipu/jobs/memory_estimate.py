@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, computed_field, field_serializer
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.assumptions import Assumptions
 from vipu.jobs.blocks import Cost, cost, layout_stage_blocks, layout_stage_layers
+from vipu.jobs.layout import stage_name
 from vipu.jobs.tile_memory import TileMemory, TileTensor, report, stage_tensors, tile_memory
 
 STATE_BYTES = {"sgd": 4, "adam": 8}
@@ -227,5 +228,5 @@ def tile_report(workload, pod: PodConfig, assumptions: Assumptions) -> list[str]
     if mem.sram_stage == 0 and getattr(workload.model, "vocab", None):
         held += " and the embedding"
     split = "layers_per_stage" if lay.layers_per_stage else "the even split"
-    return [f"pipeline stage {mem.sram_stage} of {lay.p}, the one needing most SRAM: {held} ({split})",
+    return [f"{stage_name(mem.sram_stage, lay.p)}, the one needing most SRAM: {held} ({split})",
             *report(tensors, mem.tiles)]

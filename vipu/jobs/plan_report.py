@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
+from vipu.jobs.layout import stage_name
 from vipu.jobs.units import size as _bytes
 
 
@@ -39,9 +42,7 @@ def render(plan, suggestions=None) -> str:
         f"  bubble: p-1 = {lay.p - 1} of the pipeline's m+p-1 = {lay.micro_batches + lay.p - 1} ticks"
         f" ({time.bubble_fraction:.1%})" + (", the first and last of them shorter (those stages send one way)"
                                              if lay.p > 2 else ""),
-        *([f"  note: micro_batches {lay.micro_batches} < p {lay.p}: at most {lay.micro_batches} of the {lay.p} stages"
-           f" compute at once; micro_batches of at least 4p = {4 * lay.p} keeps the bubble under 20%"]
-          if lay.p > lay.micro_batches else []),
+        *_bubble_note(lay),
         f"  compute: the busiest stage's FLOPs at the calibrated efficiency, its attention scores' vector cycles, and"
         f" the on-chip sync ending each of its compute sets ({_seconds(time.compute_sync_s)} of it); per-IPU UTIL in"
         " `vipu logs` counts the FLOP and vector time only",
@@ -59,8 +60,22 @@ def render(plan, suggestions=None) -> str:
     return "\n".join(lines)
 
 
+LARGE_BUBBLE = Fraction(1, 3)  # a bubble share over this gets a note with the fix (walk33: 15 of 23 ticks got none)
+
+
+def _bubble_note(lay) -> list[str]:
+    """A note when the pipeline idles much of the time: fewer micro-batches than the pipeline needs to fill it."""
+    if lay.bubble_fraction <= LARGE_BUBBLE:
+        return []
+    m, p = lay.micro_batches, lay.p
+    few = f"; at most {m} of the {p} stages compute at once" if p > m else ""
+    return [f"  note: the bubble is {float(lay.bubble_fraction):.0%} of the pipeline (micro_batches {m}, p {p}){few};"
+            f" set workload.layout.micro_batches to at least 4p = {4 * p} to keep it under 20% (the global batch is"
+            " micro_batch x micro_batches x r: lower micro_batch to keep it)"]
+
+
 def _stage(plan, stage: int) -> str:
-    return f", pipeline stage {stage} of {plan.layout.p} (the one needing most)" if plan.layout.p > 1 else ""
+    return f", {stage_name(stage, plan.layout.p)} (the one needing most)" if plan.layout.p > 1 else ""
 
 
 def _sram_lines(plan) -> list[str]:
@@ -78,7 +93,8 @@ def _sram_lines(plan) -> list[str]:
         f"  total                    {_bytes(mem.total):>12}   of {_bytes(mem.sram_bytes)} SRAM"
         f" ({mem.total / mem.sram_bytes:.0%})",
         f"  per tile, evenly split   {mem.per_tile / 1024:>8,.0f} KiB   of {mem.sram_per_tile_bytes / 1024:,.0f} KiB"
-        f" ({tiles.compute_tiles:,} compute tiles{f', {lay.io_tiles} I/O tiles' if lay.io_tiles else ''})",
+        f" (without matmul temporaries; {tiles.compute_tiles:,} compute tiles"
+        f"{f', {lay.io_tiles} I/O tiles' if lay.io_tiles else ''})",
         f"  fullest tile at the peak {tiles.peak / 1024:>8,.0f} KiB   of {tiles.tile_bytes / 1024:,.0f} KiB:"
         f" always-live {tiles.always_live / 1024:,.0f}, not-always-live {tiles.not_always_live / 1024:,.0f}"
         f" (matmul temporaries {tiles.temporaries / 1024:,.0f}, available_memory_proportion"

@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from itertools import product
 
+import yaml
+
 from vipu.errors import InvalidArgument
 from vipu.jobs.assumptions import DEFAULT, NEAR_BEST, Assumptions
 from vipu.jobs.layout import Layout, check_partition
@@ -119,12 +121,12 @@ def suggestion_text(found: Plan, asked: Layout | None = None) -> str:
 
 
 def _fields(layout: Layout, asked: Layout | None) -> str:
-    """The fields of `layout` that differ from `asked` (or from the defaults), as a YAML flow mapping."""
-    base = asked.model_dump() if asked is not None else Layout.model_construct().model_dump()
-    given = layout.model_dump()
+    """The fields of `layout` that differ from `asked` (or from the defaults), as a YAML flow mapping that pastes
+    back into a spec (walk33: Python's None and tuples did not: null, true/false and [3, 7] do)."""
+    base = asked.model_dump(mode="json") if asked is not None else Layout.model_construct().model_dump(mode="json")
+    given = layout.model_dump(mode="json")
     changed = {k: v for k, v in given.items() if v != base.get(k)}
-    text = ", ".join(f"{k}: {str(v).lower() if isinstance(v, bool) else v}" for k, v in changed.items())
-    return "{" + text + "}"
+    return yaml.safe_dump(changed, default_flow_style=True, sort_keys=False, width=math.inf).strip()
 
 
 def suggestion_json(found: Plan) -> dict:

@@ -103,6 +103,8 @@ class StepTime(BaseModel):
 
 
 def recomputes(layout) -> bool:
+    """Phased execution recomputes whatever `recompute` says: PopXL's phased GPT-3 recomputes every phase's backward
+    (addons.recompute_graph, no option), stashing only the phase's input; the plan's layout line says so."""
     return layout.recompute or layout.phased
 
 

@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 from vipu.documents import read_document
 from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
-from vipu.hardware.pod_files import PRESETS, load_pod
+from vipu.hardware.pod_files import PRESETS, load_pod, preset_with
 from vipu.jobs.convnet import ConvNetModel
 from vipu.jobs.layout import Layout, check_partition
 from vipu.jobs.models import MlpModel, Strict, TransformerModel
@@ -111,12 +111,14 @@ class PlanSpec(Strict):
 def default_pod(ipus: int) -> str:
     """The smallest preset with at least `ipus` IPUs (the largest if none is, or `ipus` is not positive: check_size
     then says the sizes any preset takes)."""
-    sizes = {"bow-pod16": 16, "bow-pod64": 64, "bow-pod128": 128, "bow-pod256": 256, "bow-pod1024": 1024}
-    return next((name for name in PRESETS if sizes[name] >= ipus >= 1), PRESETS[-1])
+    return (preset_with(ipus) if ipus >= 1 else None) or PRESETS[-1]
 
 
-def plan_spec(data: object, source: str = "plan spec", check_job: JobCheck | None = None) -> tuple[PlanSpec, PodConfig]:
-    """Validate a parsed spec (a job spec with a train workload) and resolve its Pod. `check_job(fields, source)`,
+def plan_spec(data: object, source: str = "plan spec", check_job: JobCheck | None = None,
+              pod: PodConfig | None = None) -> tuple[PlanSpec, PodConfig]:
+    """Validate a parsed spec (a job spec with a train workload) and resolve its Pod: `pod` (`vipu plan --pod`)
+    if given, else the spec's own (walk33: the spec's was checked first, so --pod could not plan a spec too big
+    for it). `check_job(fields, source)`,
     given, first checks every field but `pod` as a submitted job's (the scheduler's JobSpec: this package does not
     know its other fields), so a spec that plans is one that submits."""
     if not isinstance(data, dict):
@@ -133,7 +135,8 @@ def plan_spec(data: object, source: str = "plan spec", check_job: JobCheck | Non
         spec = PlanSpec.model_validate(fields)
     except ValidationError as e:
         raise InvalidArgument(describe(e, source, data=fields)) from None
-    pod = load_pod(spec.pod, f"{source}: pod") if spec.pod else load_pod(default_pod(spec.ipus))
+    if pod is None:
+        pod = load_pod(spec.pod, f"{source}: pod") if spec.pod else load_pod(default_pod(spec.ipus))
     check_spec_partition(spec, pod, source)
     return spec, pod
 
@@ -147,8 +150,9 @@ def check_spec_partition(spec: PlanSpec, pod: PodConfig, source: str = "plan spe
         raise InvalidArgument(f"invalid {source}: {e.message}") from None
 
 
-def load_plan_spec(path: str | Path, check_job: JobCheck | None = None) -> tuple[PlanSpec, PodConfig]:
-    """A plan spec from a YAML or JSON file (check_job: see plan_spec)."""
+def load_plan_spec(path: str | Path, check_job: JobCheck | None = None,
+                   pod: PodConfig | None = None) -> tuple[PlanSpec, PodConfig]:
+    """A plan spec from a YAML or JSON file (check_job, pod: see plan_spec)."""
     path = Path(path)
     if not path.is_file():
         raise InvalidArgument(f"spec file {str(path)!r} does not exist or is not a file; give the path of a job spec")
@@ -161,4 +165,4 @@ def load_plan_spec(path: str | Path, check_job: JobCheck | None = None) -> tuple
         raise InvalidArgument(f"invalid spec file {path}: not UTF-8 text (bad byte at offset {e.start}); give a"
                               " YAML or JSON file") from None
     data = read_document(text, f"spec file {path}", as_json=path.suffix == ".json" or None)
-    return plan_spec(data, f"spec file {path}", check_job)
+    return plan_spec(data, f"spec file {path}", check_job, pod)

@@ -21,7 +21,9 @@ def model_text(model) -> str:
 def layout_text(layout) -> str:
     options = [name for name, on in (("recomputation", layout.recompute), ("RTS", layout.rts),
                                      ("optimiser offload", layout.offload_optimizer),
-                                     ("phased execution", layout.phased)) if on]
+                                     # PopXL's phased backward always recomputes its phase (layout.py)
+                                     ("phased execution, which recomputes" if not layout.recompute
+                                      else "phased execution", layout.phased)) if on]
     order = "gpipe, batch-serialised" if layout.phased else layout.schedule
     t2 = f" t2={layout.t2}" if layout.t2 > 1 else ""
     text = (f"t={layout.t}{t2} p={layout.p} r={layout.r}, micro-batch {layout.micro_batch} x {layout.micro_batches}"

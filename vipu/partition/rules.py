@@ -152,21 +152,31 @@ def _power_of_two_near(n: int, limit: int) -> str:
     return " or ".join(str(s) for s in options)
 
 
-def check_size(size: int, pod: PodConfig, field: str = "size") -> int:
+def check_size(size: int, pod: PodConfig, field: str = "size", fix: str | None = None) -> int:
+    """`size` IPUs is a partition the Pod can give; `fix`, what to do about too many (default: fewer, or a Pod
+    preset that has them)."""
     # limit is the largest power of two that fits the Pod, so a power of two no bigger than the Pod fits too:
     # beyond one ILD such a size is a power of two of whole ILDs, as V-IPU requires
     limit = pod.max_partition_ipus
     if size < 1:
         raise InvalidArgument(f"{field} is {size}; a partition needs a power of two of IPUs from 1 to {limit}")
     if size > pod.ipus:
-        raise InvalidArgument(
-            f"{field} is {size} but {pod.name} has {pod.ipus} IPUs; the largest partition is {limit}"
-        )
+        raise InvalidArgument(f"{field} is {size} but {pod.name} has {pod.ipus} IPUs; the largest partition is"
+                              f" {limit}: {fix or too_many_fix(size, f'give {field} {limit} or less')}")
     if not is_power_of_two(size):
         raise InvalidArgument(
             f"{field} is {size}, not a power of two (partitions form rings); use {_power_of_two_near(size, limit)}"
         )
     return size
+
+
+def too_many_fix(size: int, fewer: str, where: str = "") -> str:
+    """What to do about asking a Pod for more IPUs than it has: `fewer` (how to ask for fewer), or a preset Pod
+    that has `size` (`where`: how to name it)."""
+    from vipu.hardware.pod_files import preset_with
+
+    preset = preset_with(size)
+    return fewer + (f", or a Pod that has {size} IPUs ({preset}{where})" if preset else "")
 
 
 def check_gcds(size: int, num_gcds: int, gcd_sync_replicas: int | None) -> None:
