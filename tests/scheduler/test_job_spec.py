@@ -137,7 +137,8 @@ def test_load_spec_yaml_and_json():
         ('{"ipus": 4, "hold": "yes"}', "hold: Input should be a valid boolean, not 'yes'; use true or false"),
         ('ipus: 4\nrequeue: 0', "requeue: Input should be a valid boolean, not 0; use true or false"),
         ("ipus: 4\nnice: 100000000000", "nice: 100000000000 is too large; give at most 10000"),
-        ("ipus: 4\nworkload: {kind: slep}", "workload.kind: 'slep' is not one of the kinds; use one of sleep, hold, "),  # more if a test registered one
+        # the list goes on with any kind a test registered (command)
+        ("ipus: 4\nworkload: {kind: slep}", "workload.kind: 'slep' is not one of the kinds; use one of sleep, hold, "),
         ("name: a\nipus: 4\nname: b\n", "field 'name' is given twice (line 3); keep one"),
         ('{"name": "a", "name": "b"}', "field 'name' is given twice; keep one"),
         ('{"ipus": "16"}', "ipus: Input should be a valid integer, not '16'; write the number without quotes"),
