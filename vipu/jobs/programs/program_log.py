@@ -21,7 +21,7 @@ def log_after(runs, job_id: int, mark: LogMark | None) -> tuple[list[str], LogMa
     """ProgramRuns.log_after (vipu/control/workloads.py Runner): `runs` is the ProgramRuns."""
     record = runs.record(job_id)
     if record is None:
-        return [], mark or LogMark()
+        return [], LogMark(closed=True)  # (nothing to read until it runs: a run resets the mark)
     lines, at = read_from(mark, record.run, job_id)
     job = runs.ctx.job(job_id)
     appends = job is not None and job.spec.workload.open_mode == "append"
