@@ -277,12 +277,11 @@ def from_step_0(lines: list[str]) -> list[str]:
     return lines[next(i for i, line in enumerate(lines) if line.startswith("step    0")):]
 
 
-def test_a_follower_reads_a_training_runs_steps_as_they_come_then_how_it_ended_once(rt, monkeypatch):
-    """vipu logs -f of a train job: each reply has the steps since the mark the last one gave, the opening lines
-    once, and once the job has ended its closing lines, then nothing; all of it is what `vipu logs` prints."""
+def pause_after_step_1(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Training runs stop after step 1 until `go` is set; `paused` once one has."""
     real, paused, go = runner.run_training, threading.Event(), threading.Event()
 
-    def pause_after_step_1(w, pod, first_ipu, factory, *, on_step, **rest):
+    def paused_training(w, pod, first_ipu, factory, *, on_step, **rest):
         def step(report):
             on_step(report)
             if report.step == 1:
@@ -290,8 +289,12 @@ def test_a_follower_reads_a_training_runs_steps_as_they_come_then_how_it_ended_o
                 go.wait(60)
         return real(w, pod, first_ipu, factory, on_step=step, **rest)
 
-    monkeypatch.setattr(runner, "run_training", pause_after_step_1)
-    job = submit(rt, 4, 4, r=4)
+    monkeypatch.setattr(runner, "run_training", paused_training)
+    return paused, go
+
+
+def follower(rt, job: int):
+    """JobLogs with follow, from a mark (None: a follow's first read)."""
     service = JobService(rt)
 
     def follow(mark=None):
@@ -299,6 +302,16 @@ def test_a_follower_reads_a_training_runs_steps_as_they_come_then_how_it_ended_o
         if mark is not None:
             request.after.CopyFrom(mark)
         return service.JobLogs(request, LocalCall())
+
+    return follow
+
+
+def test_a_follower_reads_a_training_runs_steps_as_they_come_then_how_it_ended_once(rt, monkeypatch):
+    """vipu logs -f of a train job: each reply has the steps since the mark the last one gave, the opening lines
+    once, and once the job has ended its closing lines, then nothing; all of it is what `vipu logs` prints."""
+    paused, go = pause_after_step_1(monkeypatch)
+    job = submit(rt, 4, 4, r=4)
+    follow = follower(rt, job)
 
     waiting = follow()
     assert (waiting.job.state, list(waiting.lines)) == ("PENDING", [])  # (no step of the loop yet)
@@ -323,25 +336,9 @@ def test_a_follower_of_a_run_cancelled_mid_step_gets_its_summary_once_its_thread
     """Regression: cancelled while a step was going, the job had ended before the run's thread was back; a read
     then gave how the run ended and marked the log closed, so the summary the thread then recorded (`vipu logs`
     prints it) never came, and the follower, the job ended and nothing new, stopped without it."""
-    real, paused, go = runner.run_training, threading.Event(), threading.Event()
-
-    def pause_after_step_1(w, pod, first_ipu, factory, *, on_step, **rest):
-        def step(report):
-            on_step(report)
-            if report.step == 1:
-                paused.set()
-                go.wait(60)
-        return real(w, pod, first_ipu, factory, on_step=step, **rest)
-
-    monkeypatch.setattr(runner, "run_training", pause_after_step_1)
+    paused, go = pause_after_step_1(monkeypatch)
     job = submit(rt, 4, 4, r=4)
-    service = JobService(rt)
-
-    def follow(mark=None):
-        request = JobLogsRequest(id=job, follow=True)
-        if mark is not None:
-            request.after.CopyFrom(mark)
-        return service.JobLogs(request, LocalCall())
+    follow = follower(rt, job)
 
     step_until(rt, paused.is_set)
     replies = [follow()]
