@@ -106,7 +106,10 @@ def update_dependency(live, tmp_path):
     live.refused(2, "", "update", "job", str(job), f"Dependency=afterok:{later}")  # queued after it: never a cycle
     live.ok("update", "job", str(job), f"Dependency={first}")  # bare ids, Slurm's old form: afterany
     assert live.show(job)["dependency"] == f"afterany:{first}(unfulfilled)"
-    live.refused(2, "unknown dependency type 'aftercorr'", "update", "job", str(job), f"Dependency=aftercorr:{first}")
+    live.ok("update", "job", str(job), f"Dependency=aftercorr:{first}")  # not an array: as afterok, as slurmctld
+    assert live.show(job)["dependency"] == f"aftercorr:{first}(unfulfilled)"
+    live.refused(2, "unknown dependency type 'afterburstbuffer'", "update", "job", str(job),
+                 f"Dependency=afterburstbuffer:{first}")
     live.ok("update", "job", str(job), "Dependency=")
     assert live.show(job)["dependency"] == ""
 

@@ -272,12 +272,16 @@ def test_how_a_run_ended_is_read_from_the_transition_that_ended_it(states, line)
     assert ("; requeued" in said) is (states[-1] == "PENDING")
 
 
-def test_a_follower_reads_a_training_runs_steps_as_they_come_then_how_it_ended_once(rt, monkeypatch):
-    """vipu logs -f of a train job: each reply has the steps since the mark the last one gave, the opening lines
-    once, and once the job has ended its closing lines, then nothing; all of it is what `vipu logs` prints."""
+def from_step_0(lines: list[str]) -> list[str]:
+    """A log from its first step's line on (what comes before, the run's opening, a follower reads at its start)."""
+    return lines[next(i for i, line in enumerate(lines) if line.startswith("step    0")):]
+
+
+def pause_after_step_1(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Training runs stop after step 1 until `go` is set; `paused` once one has."""
     real, paused, go = runner.run_training, threading.Event(), threading.Event()
 
-    def pause_after_step_1(w, pod, first_ipu, factory, *, on_step, **rest):
+    def paused_training(w, pod, first_ipu, factory, *, on_step, **rest):
         def step(report):
             on_step(report)
             if report.step == 1:
@@ -285,8 +289,12 @@ def test_a_follower_reads_a_training_runs_steps_as_they_come_then_how_it_ended_o
                 go.wait(60)
         return real(w, pod, first_ipu, factory, on_step=step, **rest)
 
-    monkeypatch.setattr(runner, "run_training", pause_after_step_1)
-    job = submit(rt, 4, 4, r=4)
+    monkeypatch.setattr(runner, "run_training", paused_training)
+    return paused, go
+
+
+def follower(rt, job: int):
+    """JobLogs with follow, from a mark (None: a follow's first read)."""
     service = JobService(rt)
 
     def follow(mark=None):
@@ -294,6 +302,16 @@ def test_a_follower_reads_a_training_runs_steps_as_they_come_then_how_it_ended_o
         if mark is not None:
             request.after.CopyFrom(mark)
         return service.JobLogs(request, LocalCall())
+
+    return follow
+
+
+def test_a_follower_reads_a_training_runs_steps_as_they_come_then_how_it_ended_once(rt, monkeypatch):
+    """vipu logs -f of a train job: each reply has the steps since the mark the last one gave, the opening lines
+    once, and once the job has ended its closing lines, then nothing; all of it is what `vipu logs` prints."""
+    paused, go = pause_after_step_1(monkeypatch)
+    job = submit(rt, 4, 4, r=4)
+    follow = follower(rt, job)
 
     waiting = follow()
     assert (waiting.job.state, list(waiting.lines)) == ("PENDING", [])  # (no step of the loop yet)
@@ -309,10 +327,31 @@ def test_a_follower_reads_a_training_runs_steps_as_they_come_then_how_it_ended_o
                                                                                                 ["step", "3"]]
     assert "4 of 4 steps" in rest.lines[2] and list(follow(rest.mark).lines) == []  # its end said once
     followed, whole = [*first.lines, *rest.lines], rt.runners["train"].log_lines(job)
-
-    def from_step_0(lines):
-        return lines[next(i for i, line in enumerate(lines) if line.startswith("step    0")):]
-
     assert from_step_0(followed) == from_step_0(whole)
     with pytest.raises(InvalidArgument, match="after.offset is -1; send back the mark the last reply gave"):
         job_convert.log_mark(LogMark(run=1, offset=-1))
+
+
+def test_a_follower_of_a_run_cancelled_mid_step_gets_its_summary_once_its_thread_is_back(rt, monkeypatch):
+    """Regression: cancelled while a step was going, the job had ended before the run's thread was back; a read
+    then gave how the run ended and marked the log closed, so the summary the thread then recorded (`vipu logs`
+    prints it) never came, and the follower, the job ended and nothing new, stopped without it."""
+    paused, go = pause_after_step_1(monkeypatch)
+    job = submit(rt, 4, 4, r=4)
+    follow = follower(rt, job)
+
+    step_until(rt, paused.is_set)
+    replies = [follow()]
+    with rt.lock:
+        rt.driver.apply(rt.scheduler.cancel([job], rt.now()), rt.now())
+    replies.append(follow(replies[-1].mark))  # the job has ended, its run's thread not yet back
+    assert replies[-1].job.state == "CANCELLED"
+    go.set()
+    step_until(rt, lambda: rt.runners["train"].runs[job].done)
+    while not (replies[-1].job.state == "CANCELLED" and not replies[-1].lines and replies[-1].mark.closed):
+        assert len(replies) < 5, [list(r.lines) for r in replies]
+        replies.append(follow(replies[-1].mark))
+    followed = [line for r in replies for line in r.lines]
+    whole = rt.runners["train"].log_lines(job)
+    assert from_step_0(followed) == from_step_0(whole)
+    assert any(line.endswith("2 of 4 steps (stopped early)") for line in followed)  # (the summary)

@@ -105,8 +105,9 @@ class Follow:
         leave(0)
 
     def read(self, job: int) -> bool:
-        """`job`'s new lines, printed; whether any came. An ended job is read until a read comes back empty (the
-        controller read its state before its lines, so that read was the last), then its end is said."""
+        """`job`'s new lines, printed; whether any came. An ended job is read until a read comes back empty with
+        its mark closed (the controller read its state before its lines, and a run's last lines may come after
+        its job's end: a training run cancelled mid-step), then its end is said."""
         came = False
         while job in self.marks:
             reply = self.first.pop(job, None) or ask(self.cli, job, self.marks[job], follow=True)
@@ -126,14 +127,14 @@ class Follow:
                 else:
                     self.header(x)
                     print("\n".join(reply.lines))
-            elif x.state in ENDED:
+            elif x.state in ENDED and reply.mark.closed:  # (not closed: the run's last lines are still to come)
                 del self.marks[job]
                 code = x.exit_code if x.HasField("exit_code") else 0
                 self.say(x, {"job": shown, "state": x.state, "exit_code": code, "signal": x.signal},
                          f"job {shown} ended {x.state}, exit code {exit_code(x)}" + (f" ({x.reason})" if x.reason
                                                                                      else ""))
             print(end="", flush=True)
-            if x.state not in ENDED:
+            if x.state not in ENDED or not reply.lines:
                 break
         return came
 

@@ -1,8 +1,9 @@
 """`vipu logs`: what a job's workload logged, whole, or for a follower (`vipu logs -f`) from its mark on.
 
-Why the job is read before its log: a follower stops once the job has ended, so the lines read after a state that
-says it has ended must be its last ones; read the other way round, a program's final lines written between the two
-reads would never be shown.
+Why the job is read before its log: a follower stops once the job has ended and a read brings nothing, its mark
+closed, so the lines read after a state that says it has ended must be all that is left but what the run's mark
+says is still to come (a training run's summary, its thread not back yet); read the other way round, a program's
+final lines written between the two reads would never be shown.
 
 Why the follower asks again rather than the controller streaming to it: a stream would keep one of the controller's
 few RPC threads (--rpc-threads, 3 by default) for the job's whole run, so three followers would stop every other

@@ -102,6 +102,12 @@ class Job(BaseModel):
         return SIGTERM if stopped and self.exit_code is None else self.exit_signal
 
     @property
+    def runs_started(self) -> int:
+        """How many runs it has started, a running one included: the number its latest run goes by (`vipu logs`,
+        a program's output files and its supervisor's records)."""
+        return sum(t.state is JobState.RUNNING for t in self.history)
+
+    @property
     def end_by(self) -> float | None:
         return None if self.start_time is None else self.start_time + self.time_limit
 

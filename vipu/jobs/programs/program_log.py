@@ -3,7 +3,9 @@ reported through vipu.sdk since the last read.
 
 Why from the file: a program writes its output straight to its file (--output), never through the controller, so
 the file is the only record of it; and why whole lines: the program may be halfway through writing the next one.
-Once its run has ended nothing more comes, so the last line is read even without its newline.
+Once its run has ended nothing more comes, so the last line is read even without its newline. A requeued job's
+next run starts its file afresh (sbatch's --open-mode truncate) or adds to it (append): a follower of the run before
+reads the next from the start of the file, or on from where it was.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ def log_after(runs, job_id: int, mark: LogMark | None) -> tuple[list[str], LogMa
     """ProgramRuns.log_after (vipu/control/workloads.py Runner): `runs` is the ProgramRuns."""
     record = runs.record(job_id)
     if record is None:
-        return [], mark or LogMark()
+        return [], LogMark(closed=True)  # (nothing to read until it runs: a run resets the mark)
     lines, at = read_from(mark, record.run, job_id)
+    job = runs.ctx.job(job_id)
+    appends = job is not None and job.spec.workload.open_mode == "append"
+    if appends and mark is not None and mark.run and mark.run != record.run:
+        at = replace(at, offset=mark.offset)  # the new run adds to the file read so far: on from there
     run = runs.runs.get(job_id)
     going = run is not None and run.record.run == record.run and not run.finished.is_set()
     if record.failure is not None:  # its output was never opened by this run: what is there is not its own
         said = [] if at.opened else [f"run {record.run} could not start: {record.failure}"]
         return lines + said, replace(at, offset=at.offset or 0, opened=True, closed=True)
-    job = runs.ctx.job(job_id)
     try:  # read as the job's user's account (--secure), as log_lines does
         user = runs.ctx.run_as(job.user if job is not None else "")
     except Exception as e:  # noqa: BLE001 - its user's mapping went: nobody may read it for them

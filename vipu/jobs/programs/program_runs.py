@@ -92,7 +92,7 @@ class ProgramRuns:
         try:
             if self.ctx.run_as(job.user) is not None:  # opened as its user's account: the supervisor decides
                 return None
-            self._fresh(job, _files(job, sum(t.state is JobState.RUNNING for t in job.history) + 1))
+            self._fresh(job, _files(job, job.runs_started + 1))
         except OutputRefused as e:
             return str(e)
         except Exception:  # noqa: BLE001 - its user's mapping went: the start says so
@@ -107,7 +107,7 @@ class ProgramRuns:
         state = ctx.pod_state()
         partition = state.get("partition", start.partition)
         host, port = ctx.api_address()
-        number = sum(t.state is JobState.RUNNING for t in job.history)  # this run included
+        number = job.runs_started  # this run included
         record = _files(job, number, next(iter(node_names(partition, state)), None))
         run = _Run(job.id, start.start_time, f"job{job.id}.run{number}", record)
         try:

@@ -63,10 +63,9 @@ def recorded_exit(path: Path) -> dict | None:
 def recorded_end(spool: str | Path, job: Job) -> RunExit | None:
     """How the job's latest run ended, as its supervisor recorded it on this node; None if it did not (it is still
     running, it never started, or its supervisor died before its program ended)."""
-    from vipu.scheduler.job_states import JobState  # (not at the top: the supervisor imports this module too)
-    from vipu.scheduler.workload import RunExit
+    from vipu.scheduler.workload import RunExit  # (not at the top: the supervisor imports this module too)
 
-    run = sum(t.state is JobState.RUNNING for t in job.history)  # the run's number, as program_runs.py gives it
+    run = job.runs_started
     found = recorded_exit(exit_path(spool, job.id, run)) if run else None
     return None if found is None else RunExit(found["at"], found["exit_code"], found["signal"])
 

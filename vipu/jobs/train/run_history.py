@@ -8,10 +8,6 @@ from vipu.jobs.train.results import USAGE_LEGEND, TrainingResult, usage_lines
 from vipu.scheduler.job_states import JobState
 
 
-def runs_started(job) -> int:
-    return sum(t.state is JobState.RUNNING for t in job.history)
-
-
 def run_end(job, number: int) -> float | None:
     """When run `number` of the job left RUNNING, if it has."""
     starts = [i for i, t in enumerate(job.history) if t.state is JobState.RUNNING]
@@ -21,7 +17,7 @@ def run_end(job, number: int) -> float | None:
 
 
 def runs_ended(job) -> int:
-    started = runs_started(job)
+    started = job.runs_started
     return started - 1 if job.state in (JobState.RUNNING, JobState.COMPLETING) else started
 
 

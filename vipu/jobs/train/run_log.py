@@ -3,7 +3,8 @@ logs -f`): the lines that open a run (how earlier runs ended, the poprun environ
 lines that close it (its summary, its failure, or what ended it).
 
 Why in three parts: a follower reads the opening once, the steps by count as they come (step reports only grow),
-and the closing once the run has ended; `vipu logs` prints the three together.
+and the closing once the run's thread is back, which may be after its job has ended (cancelled mid-step), so the
+mark is closed only then; `vipu logs` prints the three together.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class RunLog(NamedTuple):
     opening: list[str]
     steps: Sequence[StepReport]
     closing: list[str]  # none while the run goes
+    final: bool  # its thread is back: nothing more comes of this run
 
 
 def run_log(runs, job_id: int) -> RunLog | None:
@@ -37,7 +39,7 @@ def run_log(runs, job_id: int) -> RunLog | None:
     if run is not None and not run.done:  # live, even while an earlier run's thread is still winding down
         ended = job is not None and not runs._still_running(job_id, run.started)  # ended under it, thread not back
         closing = [line for line in [runs._ending(job, run.number, None)] if line] if ended else []
-        return RunLog(record.run, opening, record.reports, closing)
+        return RunLog(record.run, opening, record.reports, closing, False)
     closing = []
     if record.error:
         closing.append(f"training failed: {record.error}")
@@ -47,7 +49,7 @@ def run_log(runs, job_id: int) -> RunLog | None:
         closing += [line for line in [runs._ending(job, record.run, record)] if line]
     if record.result:
         closing += result_lines(record.result)
-    return RunLog(record.run, opening, record.reports, closing)
+    return RunLog(record.run, opening, record.reports, closing, True)
 
 
 def log_lines(runs, job_id: int) -> list[str]:
@@ -60,11 +62,11 @@ def log_after(runs, job_id: int, mark: LogMark | None) -> tuple[list[str], LogMa
     """TrainRuns.log_after (vipu/control/workloads.py Runner): the lines after `mark`, and the next mark."""
     log = run_log(runs, job_id)
     if log is None:
-        return [], mark or LogMark()
+        return [], LogMark(closed=True)  # (nothing to read until it runs: a run resets the mark)
     lines, at = read_from(mark, log.run, job_id)
     if not at.opened:
         lines += log.opening
     lines += map(step_line, log.steps[at.steps:])
-    if not at.closed:
+    if log.final and not at.closed:  # (a job ended under its run: its summary comes once the thread is back)
         lines += log.closing
-    return lines, LogMark(log.run, 0, len(log.steps), True, at.closed or bool(log.closing))
+    return lines, LogMark(log.run, 0, len(log.steps), True, at.closed or log.final)

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from vipu.errors import MachineLost
 from vipu.jobs.train import run_log
 from vipu.jobs.train.poprun import partition_environments
-from vipu.jobs.train.run_history import run_end, runs_ended, runs_started, span, stamp
+from vipu.jobs.train.run_history import run_end, runs_ended, span, stamp
 from vipu.jobs.train.results import ModelledSteps, StepReport, TrainingResult
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.effects import StartJob, StopJob
@@ -167,7 +167,7 @@ class TrainRuns:
         except Exception as e:  # noqa: BLE001 - the run then fails with the reason instead of training blind
             environment, problem = [], e
         job = self.ctx.job(job_id)
-        number = max(1, runs_started(job))
+        number = max(1, job.runs_started)
         run = _Run(job_id, number, started, first_ipu, workload.layout.ipus, environment, self._earlier(job, number))
         if workload.modelled:
             if problem is not None:

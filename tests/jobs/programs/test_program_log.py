@@ -1,0 +1,62 @@
+"""`vipu logs -f` of a program, read in the controller's process (program_log.py): a requeued job's follower reads
+on where the run it followed stopped when the runs share one file (--open-mode append)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+import vipu.jobs.programs.command_spec  # noqa: F401 - registers the command workload with JobSpec
+from vipu.access import Identity
+from vipu.control.startup import open_plane
+from vipu.scheduler.job_spec import parse_spec
+from vipu.scheduler.job_states import TERMINAL
+
+ROOT = Identity("root", admin=True)
+
+
+@pytest.fixture
+def plane(tmp_path):
+    plane = open_plane("bow-pod16", tmp_path / "state", "127.0.0.1", 8090, kill_wait_s=1)
+    yield plane
+    plane.store.close()
+
+
+def submit(plane, home, script: str, workload: dict | None = None, **fields) -> int:
+    spec = parse_spec({"name": "p", "ipus": 4, "time_limit": "2m", **fields, "workload": {
+        "kind": "command", "script": script, "submit_dir": str(home), "environment": {"PATH": os.environ["PATH"]},
+        **(workload or {})}})
+    with plane.lock:
+        [job] = plane.scheduler.submit(spec, plane.now())
+    return job.id
+
+
+def step_until(plane, done, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not (value := done()):
+        assert time.monotonic() < deadline, "timed out"
+        plane.step()
+        time.sleep(0.02)
+    return value
+
+
+def follow(plane, job: int, mark=None):
+    logs = plane.jobs.logs(job, ROOT, follow=True, after=mark)
+    return logs.job.state in TERMINAL, logs.lines, logs.mark
+
+
+def test_a_requeued_jobs_follower_reads_on_where_it_was_in_a_file_the_runs_share(plane, tmp_path):
+    """Regression: with --open-mode append the next run adds to the file the follower read; it was read from its
+    start again, so every line of the run before came twice."""
+    job = submit(plane, tmp_path, "#!/bin/sh\necho run $SLURM_RESTART_COUNT\n", output=str(tmp_path / "out"),
+                 workload={"open_mode": "append"})
+    step_until(plane, lambda: plane.scheduler.job(job).state in TERMINAL)
+    _, lines, mark = follow(plane, job)
+    assert lines == ["run 0"]
+    plane.jobs.requeue([job], False, ROOT)
+    step_until(plane, lambda: plane.scheduler.job(job).state in TERMINAL and (tmp_path / "out").read_text().count(
+        "\n") == 2)
+    _, lines, _ = follow(plane, job, mark)
+    assert lines == [f"(run 2 of job {job} started)", "run 1"]
