@@ -124,3 +124,33 @@ def test_logs_of_an_array_show_every_task_under_a_header(controller, tmp_path):
     assert followed.returncode == 0 and followed.stdout.split("\n\n") == [
         f"==> job {task} <==\ntask {t}\njob {task} ended COMPLETED, exit code 0:0" for t, task in enumerate(tasks)
     ][:2] + [f"==> job {tasks[2]} <==\ntask 2\njob {tasks[2]} ended COMPLETED, exit code 0:0\n"]
+
+
+def test_logs_of_a_program_that_never_ran_say_why_and_a_follow_says_each_new_reason(controller, tmp_path):
+    """walk34: `vipu logs` of a pending or never-started program said only programs and `train` workloads log; and
+    a follow said a pending job's reason once, never its change (JobHeldUser, then Resources after a release)."""
+    os.mkfifo(tmp_path / "go")
+    [holder] = submit(controller, spec_file(tmp_path, "#!/bin/sh\nread x < go\n", "holder", ipus=16))
+    [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho hello\n", "after"), "--hold")
+    array, *_ = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho task\n", "arr", array="0-1"))
+    [gone] = submit(controller, spec_file(tmp_path, "#!/bin/sh\necho never\n", "gone"), "--hold")
+    wait_for(lambda: show(controller, holder)["state"] == "RUNNING")
+    assert run(controller, "vipu", "logs", str(job)).stdout == f"job {job} is pending (JobHeldUser): no output yet\n"
+    assert run(controller, "vipu", "cancel", str(gone)).returncode == 0
+    assert run(controller, "vipu", "logs", str(gone)).stdout == (f"job {gone} never ran: it ended CANCELLED before it"
+                                                                 " started\n")
+    tasks = [f"{array}_{t}" for t in range(2)]
+    why = wait_for(lambda: all(r := [show(controller, task)["reason"] for task in tasks]) and r)
+    assert run(controller, "vipu", "logs", str(array)).stdout == "\n\n".join(
+        f"==> job {task} (PENDING) <==\njob {task} is pending ({r}): no output yet" for task, r in zip(tasks, why)) + "\n"
+    assert run(controller, "vipu", "cancel", str(array)).returncode == 0  # (the job below is then next in line)
+    text, as_json = Follower(controller, str(job)), Follower(controller, "--json", str(job))
+    assert text.next() == f"job {job} is pending (JobHeldUser): its output follows once it starts"
+    assert json.loads(as_json.next()) == {"job": str(job), "state": "PENDING", "reason": "JobHeldUser"}
+    assert run(controller, "vipu", "release", str(job)).returncode == 0
+    assert text.next() == f"job {job} is pending (Resources): its output follows once it starts"
+    assert json.loads(as_json.next()) == {"job": str(job), "state": "PENDING", "reason": "Resources"}
+    let_through(tmp_path / "go")
+    assert text.rest() == ["hello", f"job {job} ended COMPLETED, exit code 0:0"]  # each reason once, not each poll
+    assert [json.loads(line) for line in as_json.rest()] == [
+        {"job": str(job), "line": "hello"}, {"job": str(job), "state": "COMPLETED", "exit_code": 0, "signal": 0}]

@@ -70,7 +70,8 @@ def register(app: typer.Typer) -> None:
                  help="print what is there, then new output as it comes until the job ends (a pending job: once it"
                       " starts), then how it ended (state and exit code), and exit 0; Ctrl-C exits 130. An array:"
                       " every task's, each under a line naming it, until all have ended. With --json: one JSON"
-                      " object per line, {job, line} for each line, {job, state, reason} when pending, {job, state,"
+                      " object per line, {job, line} for each line, {job, state, reason} when pending and again each"
+                      " time the reason changes (a text line too), {job, state,"
                       " exit_code, signal} at the end"),
              json_out: bool = JsonOption):
         """A job's output: a program's (the end of its output file, then the steps it reported through vipu.sdk),

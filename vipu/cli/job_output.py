@@ -75,7 +75,18 @@ def show(reply: j.JobLogsResponse, shown: str, as_json: bool) -> None:
     elif reply.record_json:  # a program that has printed nothing, or a training run yet to report a step
         print(f"job {shown} has no output (yet)")
     else:
-        print(f"job {shown} has no output: only programs and `train` workloads log")
+        print(no_output(reply.job, shown))
+
+
+def no_output(x: j.Job, shown: str) -> str:
+    """Why a job has no run to show: its kind logs nothing, it has yet to start, or it never did."""
+    if x.spec.workload.WhichOneof("kind") in ("sleep", "hold"):  # (unset: hold)
+        return f"job {shown} has no output: only programs and `train` workloads log"
+    if x.state == "PENDING":
+        return f"job {shown} is pending ({x.reason or 'waiting'}): no output yet"
+    if not x.HasField("started"):
+        return f"job {shown} never ran: it ended {x.state} before it started"
+    return f"job {shown} has no output (yet)"
 
 
 class Follow:
@@ -86,7 +97,7 @@ class Follow:
         self.first = {first.job.id: first}  # the reply that named the job: its first read
         self.marks: dict[int, j.LogMark | None] = dict.fromkeys(jobs)  # the jobs not ended yet
         self.several = len(jobs) > 1
-        self.pending: set[int] = set()  # jobs said to be pending (said again after a requeue)
+        self.pending: dict[int, str] = {}  # jobs said to be pending, with the reason said (said again on a change)
         self.last: int | None = None  # the job whose lines were printed last (a header when it changes)
 
     def run(self) -> None:
@@ -113,12 +124,12 @@ class Follow:
             reply = self.first.pop(job, None) or ask(self.cli, job, self.marks[job], follow=True)
             self.marks[job] = reply.mark
             x, shown = reply.job, job_id(reply.job)
-            if x.state == "PENDING" and job not in self.pending:
-                self.pending.add(job)
+            if x.state == "PENDING" and self.pending.get(job) != x.reason:  # (a hold, a release, a requeue)
+                self.pending[job] = x.reason
                 self.say(x, {"job": shown, "state": x.state, "reason": x.reason},
                          f"job {shown} is pending ({x.reason or 'waiting'}): its output follows once it starts")
             elif x.state != "PENDING":
-                self.pending.discard(job)
+                self.pending.pop(job, None)
             if reply.lines:
                 came = True
                 if self.as_json:

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vipu.scheduler.job_states import STOPPED_RUNS
+from vipu.scheduler.job_states import STOPPED_RUNS, JobState
+
+# and NODE_FAIL: a run the controller's restart ended while its program was still ending (KillWait), whose end
+# its supervisor recorded once it came (program_runs.py _old_run_gone), or one lost IPUs ended
+STOPPED_OR_LOST = STOPPED_RUNS | {JobState.NODE_FAIL}
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
@@ -21,7 +25,7 @@ def program_ended(sched: Scheduler, job_id: int, started: float, exit_code: int,
     """Record how the stopped run of job `job_id` that began at `started` ended; False (nothing recorded) if that is
     not the job's last run, its end is known already, or the job left memory."""
     job = sched.table.jobs.get(job_id)
-    if job is None or job.state not in STOPPED_RUNS or job.start_time != started or job.exit_code is not None:
+    if job is None or job.state not in STOPPED_OR_LOST or job.start_time != started or job.exit_code is not None:
         return False
     sched._commit([job.updated({"exit_code": exit_code, "exit_signal": signal})], now)
     return True

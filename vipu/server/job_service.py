@@ -169,7 +169,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     def JobLogs(self, request, context):
         after = job_convert.log_mark(request.after) if request.HasField("after") else None
         logs = self.plane.jobs.logs(request.id, identity(self.plane, context), request.follow, after)
-        reply = j.JobLogsResponse(lines=logs.lines, job=job_convert.job(logs.job, brief=True))
+        reply = j.JobLogsResponse(lines=logs.lines, job=job_convert.job(logs.job, brief=request.follow))  # (whole: its kind)
         if request.follow:
             reply.mark.CopyFrom(job_convert.mark_message(logs.mark))
         elif logs.record is not None:

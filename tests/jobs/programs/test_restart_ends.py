@@ -5,6 +5,7 @@ recorded it (run_exits.py), not when the controller started again: the outage is
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 
@@ -52,3 +53,33 @@ def test_a_program_that_ends_while_the_controller_is_down_ends_its_run_then(serv
     [heard] = submit(server, spec_file(tmp_path, "#!/bin/sh\nexit 0\n", "heard"))
     wait_for(lambda: show(server, heard)["state"] == "COMPLETED")
     wait_for(lambda: not exit_path(spool_for(server.state_dir), heard, 1).exists())
+
+
+# deaf to SIGTERM (it says it heard it, and goes on): only a SIGKILL ends it
+DEAF_TO_TERM = ("#!/bin/bash\ntrap 'echo TERM >> log' TERM\necho $$ > pid\necho start >> log\n"
+                "while true; do sleep 0.02; done\n")
+
+
+def test_a_program_still_ending_at_the_restart_gets_its_exit_code_once_it_has_ended(server_factory, tmp_path):
+    """walk34: a program still in KillWait when the controller came back had its run ended at the restart, ExitCode
+    0:0 for good; its supervisor's record of what ended it (here a SIGKILL: 0:9) was never read. End stays the
+    restart's (when it was stopped; the rest is Slurm's COMPLETING)."""
+    server = server_factory(extra=["--kill-wait", "60"])  # the test SIGKILLs it long before its supervisor would
+    log = tmp_path / "log"
+    [job] = submit(server, spec_file(tmp_path, DEAF_TO_TERM, "deaf", requeue=False))
+    wait_for(lambda: lines(log) == ["start"])
+    server.kill(signal.SIGKILL)
+    wait_for(lambda: lines(log) == ["start", "TERM"])  # its supervisor saw the controller go
+    server.start()
+    stopped = show(server, job)
+    assert (stopped["state"], stopped["exit_code"], stopped["signal"]) == ("COMPLETING", None, 0)  # still ending
+    os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)
+    wait_for(lambda: json.loads(run(server, "vipu", "list", "partitions", "--json").stdout) == [])  # it has gone
+    for _ in range(2):  # and again after a restart: written in the store
+        shown = show(server, job)
+        assert (shown["state"], shown["exit_code"], shown["signal"]) == ("NODE_FAIL", 0, 9)
+        assert shown["end_time"] == stopped["end_time"]
+        out = run(server, "vipu", "history", "-j", str(job), "-n", "-P", "-o", "State,ExitCode")
+        assert out.stdout.split() == ["NODE_FAIL|0:9"], out.stderr
+        server.kill(signal.SIGTERM)
+        server.start()

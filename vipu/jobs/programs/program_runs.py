@@ -32,7 +32,7 @@ from vipu.jobs.programs.environment import job_environment, node_names
 from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, spool_for
 from vipu.jobs.programs import program_log
 from vipu.jobs.programs.program_record import ProgramRecord
-from vipu.jobs.programs.run_exits import exit_path, forget_exits
+from vipu.jobs.programs.run_exits import exit_path, forget_exits, recorded_end
 from vipu.jobs.programs.run_locks import GONE_WAIT_S, left_running, when_gone
 from vipu.jobs.programs.run_sessions import device_environment, keep_steps, open_session
 from vipu.scheduler.effects import StartJob, StopJob
@@ -246,9 +246,21 @@ class ProgramRuns:
             return None
         log.info("job %s: the program of its run from before the restart is still ending (supervisor pid %s): its"
                  " partition %s is kept until it has", stop.job_id, ", ".join(map(str, left.values())), stop.partition)
-        when_gone(left, partial(self.ctx.release, stop.partition), self._closing,
+        when_gone(left, partial(self._old_run_gone, stop.job_id, stop.partition), self._closing,
                   self.ctx.settings.kill_wait_s + GONE_WAIT_S, f"job {stop.job_id}")
         return self.ctx.settings.kill_wait_s
+
+    def _old_run_gone(self, job_id: int, partition: str) -> None:
+        """The program of a run from before the restart has ended: its job's ExitCode becomes what ended it, as its
+        supervisor recorded it (0:9 if it was SIGKILLed), as for a run stopped in this controller's life; its End
+        stays the restart's, when it was stopped (the rest is Slurm's COMPLETING, no run time). Then its partition
+        goes."""
+        with self.ctx.lock:
+            job = self.ctx.job(job_id)
+            ended = recorded_end(self.spool, job) if job is not None and job.start_time is not None else None
+            if ended is not None:  # (not while the store cannot write: plane.py _stopped_end)
+                self.ctx.stopped_end(job_id, job.start_time, ended.exit_code, ended.signal)
+        self.ctx.release(partition)
 
     def signal(self, job_id: int, sig: int, to: str = "full") -> None:
         """scancel --signal: `sig` to the run's program, `to` which of its processes (stepd.command), through its
