@@ -87,7 +87,7 @@ def expected_met(s, job: Job, expected: Callable[[Job], float | None]) -> float 
     (squeue --start): after:ID[+MINUTES] on a pending ID counts from ID's expected start; None when the wait ends
     with an event (an end, a release) or a job named has no expected start."""
     dep = job.spec.parsed_dependency()
-    if dep is None:
+    if dep is None or not any(c.kind == "after" for c in dep.clauses):  # (no time to expect: and cheap to tell)
         return None
     jobs, arrays = s.table.jobs, s.table.arrays
 
