@@ -56,3 +56,23 @@ def test_aftercorr_runs_each_task_after_its_peer_and_never_after_a_failed_one(se
     assert listed.split() == [f"{paired[0]}_1|aftercorr:{first}_*(failed)|DependencyNeverSatisfied"]
     bad = run(server, "vipu", "submit", "--ipus", "1", "--array", "0-1", "-d", f"aftercorr:{first}_1")
     assert bad.returncode == 2 and f"name the array job (aftercorr:{first})" in bad.stderr, bad.stderr
+
+
+def test_eligible_time_is_unknown_while_held_or_waiting_and_then_when_it_became_eligible(server):
+    """scontrol's EligibleTime=Unknown for a held job and one waiting on its dependency; sacct's Eligible of the
+    latter is when its dependency was met, not its submit time."""
+    [target] = submit(server, "--ipus", "1", "--time-limit", "10m")  # a hold workload: runs until cancelled
+    [held] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "1s", "--hold")
+    [after] = submit(server, "--ipus", "1", "--time-limit", "1m", "--duration", "1s", "-d", f"afterany:{target}")
+    for job in (held, after):
+        assert "EligibleTime=Unknown\n" in run(server, "vipu", "show", "job", str(job)).stdout
+    assert run(server, "vipu", "cancel", str(target)).returncode == 0
+    wait_for(lambda: show(server, after)["state"] == "COMPLETED")
+    fields = run(server, "vipu", "history", "-j", f"{target},{after}", "-o", "JobID,Submit,Eligible,Start,End", "-n",
+                 "-P").stdout.split()
+    rows = {int(line.split("|")[0]): line.split("|")[1:] for line in fields}
+    submitted, eligible, started, _ = rows[after]
+    assert submitted < rows[target][3] <= eligible <= started  # (ISO times sort as text)
+    assert run(server, "vipu", "release", str(held)).returncode == 0
+    assert "EligibleTime=Unknown" not in run(server, "vipu", "show", "job", str(held)).stdout
+    assert run(server, "vipu", "cancel", str(held)).returncode == 0

@@ -37,6 +37,7 @@ def test_parse_after_with_a_delay():
     ("after:12+0", "a delay must be at least 1 minute; write after:12 for none"),
     ("after:12+999999", "is more than a year; give at most 527040"),
     ("afterok:12+5", "only after takes a delay (+MINUTES); write after:12+5"),
+    ("afterok:12+1", "write after:12+1 to start 1 minute after job 12 starts, or drop +1"),
     ("aftercorr:12_3", "name the array job (aftercorr:12), or use afterok:12_3"),
 ])
 def test_malformed_forms_are_refused_naming_the_field_and_the_fix(text, words):
@@ -85,6 +86,27 @@ def test_a_delay_counts_from_a_cancel_of_a_job_that_never_ran_and_from_each_task
     assert s.job(5).state is S.RUNNING
 
 
+def test_a_delay_counts_from_the_latest_run_of_a_requeued_job_and_waits_while_it_is_queued_again():
+    """As slurmctld, which resets start_time on a requeue and holds after while the job is pending."""
+    s = make()
+    s.submit(spec(workload=HOLD, time_limit=3600), 0)  # job 1
+    s.submit(spec(dependency="after:1+2"), 0)  # job 2
+    s.cycle(10)  # job 1's first run
+    s.requeue(1, 20, hold=True)
+    s.cleaned(1, 20)
+    s.cycle(20)
+    assert shown(s, 1)[0] is S.PENDING and shown(s, 2)[1:3] == ("Dependency", None)  # not 130: no run now
+    s.cycle(130)
+    assert s.job(2).state is S.PENDING
+    s.release(1, 200)
+    s.cycle(200)  # job 1's second run
+    assert shown(s, 2)[1:3] == ("Dependency", 320)
+    s.cycle(319)
+    assert s.job(2).state is S.PENDING
+    s.cycle(320)
+    assert s.job(2).start_time == 320
+
+
 def test_any_of_delays_ends_at_the_first_and_all_of_waits_for_events_too():
     s = make()
     s.submit(spec(workload=HOLD, time_limit=3600), 0)  # job 1
@@ -101,6 +123,22 @@ def test_any_of_delays_ends_at_the_first_and_all_of_waits_for_events_too():
     s.cancel([2], 200)
     s.cycle(200)
     assert shown(s, 4)[1:] == ("DependencyNeverSatisfied", None, "afterok:2(failed)")
+
+
+def test_after_on_a_job_not_started_expects_its_expected_start_plus_the_delay():
+    """squeue --start: after:ID[+MINUTES] on a pending ID is expected at ID's expected start (+ the delay), along a
+    chain too; afterok has no expected start."""
+    s = make()
+    s.submit(spec(ipus=16, workload=HOLD, time_limit=3600), 0)  # job 1: the whole Pod until 3600
+    s.submit(spec(ipus=16), 0)  # job 2: expected at 3600
+    s.submit(spec(dependency="after:2+2"), 0)  # job 3
+    s.submit(spec(dependency="after:2"), 0)  # job 4
+    s.submit(spec(dependency="after:3+1"), 0)  # job 5: after job 3, which waits on job 2
+    s.submit(spec(dependency="afterok:2"), 0)  # job 6
+    s.cycle(0)
+    assert shown(s, 2)[1:3] == ("Resources", 3600)
+    assert [shown(s, i)[1:3] for i in (3, 4, 5, 6)] == [
+        ("Dependency", 3720), ("Dependency", 3600), ("Dependency", 3780), ("Dependency", None)]
 
 
 def test_the_driver_wakes_when_a_delay_ends_and_at_once_for_a_start_that_met_after():

@@ -17,6 +17,7 @@ from vipu.cli.job_selection import given, job_ids, job_states, selected_users, s
 from vipu.cli.nodes import Machines, blocks_of
 from vipu.cli.output import print_json, table
 from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled, reason
+from vipu.cli.queue_rows import eligible_of
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
 from vipu.cli.slurm_time import limit, stamp
@@ -41,6 +42,10 @@ def _ran(row: JobRow) -> float:
 
 
 def _eligible(row: JobRow) -> float:
+    """When it became eligible; for one that never was (cancelled while held), its submit or begin time."""
+    at = eligible_of(row.job)
+    if at is not None:
+        return at
     return seconds(row.job.begin) if row.job.HasField("begin") else seconds(row.job.submitted)
 
 
@@ -73,7 +78,7 @@ FIELDS: dict[str, Column] = {
     "CPUTimeRAW": _field(10, lambda r: str(int(_ran(r) * r.job.ipus))),
     "Elapsed": _field(10, lambda r: elapsed(_ran(r))),
     "ElapsedRaw": _field(10, lambda r: str(int(_ran(r)))),
-    "Eligible": _field(19, lambda r: _time(_eligible(r))),
+    "Eligible": _field(19, lambda r: _time(eligible_of(r.job))),
     "End": _field(19, lambda r: _time(seconds(r.job.ended) if r.job.HasField("ended") else None)),
     "ExitCode": _field(8, lambda r: exit_code(r.job)),
     "IPUs": _field(5, lambda r: str(r.job.ipus)),
@@ -126,7 +131,8 @@ def eligible(row: JobRow) -> bool:
     x = row.job
     if x.state != "PENDING":
         return True
-    return not x.held and not x.reason.startswith("Dependency") and _eligible(row) <= row.now
+    at = eligible_of(x)
+    return at is not None and at <= row.now
 
 
 def moment(text: str | None, flag: str, now: float) -> float | None:

@@ -12,7 +12,7 @@ from vipu.cli.context import JsonOption
 from vipu.cli.job_ids import IDS, in_array, job_id, parse_id, resolve_id
 from vipu.cli.nodes import DEFAULT_PARTITION, Machines, blocks_of, placed
 from vipu.cli.output import as_dict, print_json
-from vipu.cli.queue_rows import end_of, reason, start_of
+from vipu.cli.queue_rows import eligible_of, end_of, reason, start_of
 from vipu.cli.slurm_time import clock, limit, stamp
 from vipu.client.messages import seconds, to_data
 from vipu.partition.node_names import hostlist
@@ -155,7 +155,7 @@ def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
         ("TimeLimit", limit(seconds(x.time_limit))),
         ("SubmitTime", stamp(seconds(x.submitted))),
         ("BeginTime", stamp(seconds(x.begin)) if x.HasField("begin") else "Unknown"),
-        ("EligibleTime", stamp(seconds(x.begin if x.HasField("begin") else x.submitted))),
+        ("EligibleTime", "Unknown" if (eligible := eligible_of(x)) is None else stamp(eligible)),
         # as scontrol's (and squeue's %S and %e): a pending job's expected start, a running job's limit's end
         ("StartTime", "Unknown" if start is None else stamp(start)),
         ("EstimatedStart", stamp(seconds(x.expected_start)) if x.HasField("expected_start") else "Unknown"),

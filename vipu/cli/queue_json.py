@@ -11,6 +11,7 @@ import sys
 
 from vipu import __version__
 from vipu.cli.queue_fields import JobRow, reason
+from vipu.cli.queue_rows import eligible_of
 from vipu.cli.slurm_time import limit
 from vipu.client.messages import seconds
 
@@ -53,7 +54,7 @@ def job_entry(row: JobRow) -> dict:
         "array_task_id": number(x.array_task_id if array else None),
         "cpus": number(x.ipus),
         "dependency": x.dependency,
-        "eligible_time": number(seconds(x.begin) if x.HasField("begin") else seconds(x.submitted)),
+        "eligible_time": number(eligible_of(x)),
         "end_time": number(row.end),
         "excluded_nodes": row.spec.exclude,  # sbatch -x
         "exit_code": _exit_code(x),

@@ -50,6 +50,15 @@ def start_of(x: j.Job) -> float | None:
     return seconds(x.expected_start) if x.HasField("expected_start") else None
 
 
+def eligible_of(x: j.Job) -> float | None:
+    """When it became eligible (scontrol's EligibleTime, sacct's Eligible); None (Unknown) while it is not: held,
+    waiting on its dependency or for its begin time."""
+    if not x.HasField("eligible") or (x.state == "PENDING" and (
+            x.held or x.reason.startswith("Dependency") or x.reason == "BeginTime")):
+        return None
+    return seconds(x.eligible)
+
+
 def end_of(x: j.Job) -> float | None:
     """Its end, or the end its time limit sets (squeue's END_TIME, scontrol's EndTime)."""
     if x.HasField("ended"):

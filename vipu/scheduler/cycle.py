@@ -128,6 +128,7 @@ def gate(sched: Scheduler, now: float) -> int:
     jobs = table.jobs
     recheck, table.recheck = table.recheck, set()
     joined = 0
+    met: list[Job] = []
     for job_id in recheck:
         job = jobs[job_id]
         if job.held:
@@ -137,11 +138,15 @@ def gate(sched: Scheduler, now: float) -> int:
             if table.dependency_met(job_id):
                 sched.order.add(table.pending[job_id], now)
                 joined += 1
+            if (record := job.with_eligibility(True, now)) is not job:
+                met.append(record)
         elif at is not None:
             table.gate_info[job_id] = PendingInfo(DEPENDENCY, at)  # as a begin time: no start before it
             table.dependency_wait(job_id, at)
         else:
             table.gate_info[job_id] = WAITING if status == "wait" else NEVER_INFO
+    if met:  # when each became eligible (sacct's Eligible), kept across a restart
+        sched._commit(met, now)
     return joined
 
 

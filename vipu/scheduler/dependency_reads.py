@@ -9,8 +9,9 @@ waits for N as a whole, as afterok:N. Slurm accepts all three at submit, and so 
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
-from typing import Iterator
+from typing import Callable, Iterator
 
 from vipu.scheduler.arrays import parse_array
 from vipu.scheduler.deps import Dependency, Reads, Ref, Target, Verdict, evaluate, unmet
@@ -19,7 +20,7 @@ from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.policies.base import new_record
 
 S = JobState
-RUNNING = S.RUNNING
+RUNNING, PENDING = S.RUNNING, S.PENDING
 FORGOTTEN = Target("CANCELLED", None, True)  # a job no longer known: treated as ended without success
 
 
@@ -48,30 +49,57 @@ def _target(target: Job | None) -> Target:
     if target is None:
         return FORGOTTEN
     state = target.state  # (a str: JobState's value without the enum's slow .value)
-    for h in target.history:
+    for h in reversed(target.history):  # its latest run, as slurmctld resets start_time on a requeue
         if h.state is RUNNING:
             return new_record(Target, (state, h.at, state in TERMINAL))  # (tuple's own: a third of Target()'s cost)
+        if h.state is PENDING:
+            break  # queued again since its last run, or never ran: after waits for its next start (IS_JOB_PENDING)
     if state not in TERMINAL:
         return new_record(Target, (state, None, False))
     ended = target.end_time if target.end_time is not None else target.submit_time  # (a record without its end)
     return new_record(Target, (state, ended, True))
 
 
+def _named(jobs, arrays, ref: Ref) -> Iterator[Job | None]:
+    """The jobs `ref` names: a job; every task of an array job id; one task for (N, T)."""
+    if isinstance(ref, tuple):  # N_T: that task of array job N
+        yield jobs.get(task_job(jobs, *ref))  # type: ignore[arg-type]
+        return
+    for t in arrays.get(ref) or [ref]:
+        yield jobs.get(t)
+
+
 def reads(s, job: Job, now: float) -> Reads:
     jobs, arrays = s.table.jobs, s.table.arrays
 
     def targets(ref: Ref) -> Iterator[Target]:
-        if isinstance(ref, tuple):  # N_T: that task of array job N
-            yield _target(jobs.get(task_job(jobs, *ref)))  # type: ignore[arg-type]
-            return
-        for t in arrays.get(ref) or [ref]:
-            yield _target(jobs.get(t))
+        return map(_target, _named(jobs, arrays, ref))
 
     def singleton_clear() -> bool:
         active = s.table.active_by_name.get((job.name, job.user), ())
         return not any(i < job.id for i in active)
 
     return new_record(Reads, (targets, singleton_clear, lambda array: peer(jobs, job, array), now))
+
+
+def expected_met(s, job: Job, expected: Callable[[Job], float | None]) -> float | None:
+    """When the job's dependency would be met by time alone if the pending jobs it names start when `expected` says
+    (squeue --start): after:ID[+MINUTES] on a pending ID counts from ID's expected start; None when the wait ends
+    with an event (an end, a release) or a job named has no expected start."""
+    dep = job.spec.parsed_dependency()
+    if dep is None or not any(c.kind == "after" for c in dep.clauses):  # (no time to expect: and cheap to tell)
+        return None
+    jobs, arrays = s.table.jobs, s.table.arrays
+
+    def target(named: Job | None) -> Target:
+        t = _target(named)
+        if t.since is None and not t.terminal and named is not None:
+            return t._replace(since=expected(named))
+        return t
+
+    base = reads(s, job, -math.inf)  # (no element is met by time: each after gives the time it would be)
+    verdict = evaluate(dep, base._replace(targets=lambda ref: map(target, _named(jobs, arrays, ref))))
+    return verdict.at if verdict.status == "wait" else None
 
 
 def watched(jobs, job: Job, dep: Dependency) -> set[int]:

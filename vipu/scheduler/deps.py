@@ -74,8 +74,9 @@ def _delay(part: str, kind: str, ref_text: str, minutes: str) -> int:
     let a user believe the job waits."""
     if kind != "after":
         given, minutes = f"+{minutes}" if minutes else "the +", minutes or "MINUTES"
+        unit = "minute" if minutes.lstrip("0") == "1" else "minutes"
         raise DependencySyntaxError(f"{part!r}: only after takes a delay (+MINUTES); write after:{ref_text}+{minutes}"
-                                    f" to start {minutes} minutes after job {ref_text} starts, or drop {given}")
+                                    f" to start {minutes} {unit} after job {ref_text} starts, or drop {given}")
     if not minutes:
         raise DependencySyntaxError(f"{part!r}: give the delay in whole minutes after the +, e.g. after:{ref_text}+5")
     if not minutes.isascii() or not minutes.isdigit():
@@ -136,7 +137,8 @@ class Target(NamedTuple):
     """A job a dependency names, as it reads it."""
 
     state: str
-    since: float | None  # when it first started, or ended if it never ran (None: neither yet): after's clock
+    since: float | None  # when its latest run started, or ended if it never ran since it was queued (None: neither
+    # yet, or queued again): after's clock
     terminal: bool
 
 

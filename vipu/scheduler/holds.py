@@ -32,9 +32,10 @@ def check_release(s: Scheduler, job_id: int, admin: bool, single: bool) -> None:
                                " to run `vipu release`", reason="ADMIN_REQUIRED")
 
 
-def changed(s: Scheduler, job_id: int, held: bool, admin: bool, single: bool) -> list[Job]:
-    """The new records of the jobs a hold (`held`) or release of `job_id` changes; `admin`: placed by, or released
-    by, an admin."""
+def changed(s: Scheduler, job_id: int, held: bool, admin: bool, single: bool, now: float) -> list[Job]:
+    """The new records of the jobs a hold (`held`) or release of `job_id` at `now` changes; `admin`: placed by, or
+    released by, an admin. A held job has no eligible time; a released one is eligible from now if nothing else
+    holds it back."""
     verb = "held" if held else "released"
     jobs = s._expand([job_id], single)
     if s._whole_array(job_id, single):  # like scontrol: the tasks that are still pending
@@ -45,6 +46,9 @@ def changed(s: Scheduler, job_id: int, held: bool, admin: bool, single: bool) ->
         raise FailedPrecondition(f"job {jobs[0].display_id} is {jobs[0].state.value}; only a PENDING job can be {verb}")
     if held:  # an admin hold replaces a user hold; a user hold never weakens an admin hold
         changes = {"held": True, "admin_hold": True} if admin else {"held": True}
+        changes["eligible_time"] = None  # (scontrol's EligibleTime=Unknown)
         return [j.model_copy(update=changes) for j in jobs if not j.held or (admin and not j.admin_hold)]
     check_release(s, job_id, admin, single)
-    return [j.model_copy(update={"held": False, "admin_hold": False}) for j in jobs if j.held]
+    met = s.table.deps_met
+    return [j.model_copy(update={"held": False, "admin_hold": False}).with_eligibility(j.id in met, now)
+            for j in jobs if j.held]

@@ -57,6 +57,8 @@ class Job(BaseModel):
     held: bool = False
     admin_hold: bool = False  # the hold is an admin's (JobHeldAdmin): only an admin may release it
     begin_time: float | None = None  # sbatch --begin, made absolute at submit: not eligible before it (BeginTime)
+    eligible_time: float | None = None  # when it became eligible (eligibility()); None while held or waiting on its
+    # dependency. Stored as it happens, since sacct shows it long after and neither is in the history.
     reason: str | None = None
     estimated_start: float | None = None
     unmet_dependency: str | None = None  # the dependency as squeue shows it (dependency_reads.shown_dependency), ""
@@ -120,6 +122,30 @@ class Job(BaseModel):
         queued = max((at for state, at in self.history if state is JobState.PENDING), default=self.submit_time)
         return queued if self.begin_time is None else max(queued, self.begin_time)
 
+    def eligibility(self, met: bool, now: float) -> float | None:
+        """The eligible_time this pending record carries at `now` (`met`: its dependency, if any, is met): None
+        while held or waiting on its dependency; kept while it stays eligible; else now, or its begin time if
+        later."""
+        if self.held or (not met and self.spec.dependency is not None):
+            return None
+        begin, since = self.begin_time, self.eligible_time
+        if since is not None and since <= now and (begin is None or begin <= since):
+            return since
+        return eligible_from(begin, now)
+
+    def with_eligibility(self, met: bool, now: float) -> Job:
+        """The record with the eligible time it has at `now` (eligibility); itself if that is unchanged."""
+        since = self.eligibility(met, now)
+        return self if since == self.eligible_time else self.updated({"eligible_time": since})
+
+    @property
+    def eligible(self) -> float | None:
+        """eligible_time; for a record stored before it was kept, the later of its submit and begin time, as shown
+        then."""
+        if "eligible_time" in self.__pydantic_fields_set__:
+            return self.eligible_time
+        return self.submit_time if self.begin_time is None else max(self.submit_time, self.begin_time)
+
     @classmethod
     def trusted(cls, **values) -> Job:
         """A record built from values the scheduler computed itself (a validated spec, ids, times, a history),
@@ -157,12 +183,20 @@ class Job(BaseModel):
         fields["history"] = [*self.history, _tuple_new(Transition, (_RUNNING, now))]
         return _unvalidated(type(self), fields, self.__pydantic_fields_set__ | _STARTED)
 
-    def requeued(self, now: float) -> Job:
-        """Back in the queue under the same id: the last run's placement and times are cleared (history keeps
-        them) and the requeue count goes up. A running job's run ends REQUEUED first, as sacct records it."""
+    def requeued(self, now: float, held: bool = False) -> Job:
+        """Back in the queue under the same id (`held`: by its user): the last run's placement and times are cleared
+        (history keeps them), it is eligible again from now, and the requeue count goes up. A running job's run
+        ends REQUEUED first, as sacct records it."""
         job = self.moved(JobState.REQUEUED, now, end_time=now) if self.state is JobState.RUNNING else self
+        held = held or job.held
         return job.moved(JobState.PENDING, now, start_time=None, end_time=None, first_ipu=None, exit_code=None,
-                         exit_signal=0, requeue_count=self.requeue_count + 1)
+                         exit_signal=0, requeue_count=self.requeue_count + 1, held=held,
+                         eligible_time=None if held else eligible_from(self.begin_time, now))
+
+
+def eligible_from(begin: float | None, now: float) -> float:
+    """When a job free of holds and dependencies at `now` is eligible: then, or at its begin time if later."""
+    return now if begin is None or begin <= now else begin
 
 
 _RUNNING = JobState.RUNNING  # (a member looked up on its enum costs a fifth of a microsecond, three times a start)

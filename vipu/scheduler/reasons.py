@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from vipu.scheduler.dependency_reads import shown_dependency
+from vipu.scheduler.dependency_reads import expected_met, shown_dependency
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.multifactor import breakdown
-from vipu.scheduler.policies.base import BEGIN_TIME, CLEANING, HELD, HELD_ADMIN, RESOURCES, PendingInfo
+from vipu.scheduler.policies.base import BEGIN_TIME, CLEANING, DEPENDENCY, HELD, HELD_ADMIN, RESOURCES, PendingInfo
 
 S = JobState
 CLAIMING = PendingInfo(RESOURCES)
+CHAIN = 8  # how many dependencies an expected start is followed along (a cycle of them ends too)
 
 
 class Row(NamedTuple):
@@ -42,10 +43,10 @@ class Row(NamedTuple):
         return job.updated(changes)
 
 
-def pending_reason(s, job: Job) -> PendingInfo | None:
+def pending_reason(s, job: Job, chain: int = 0) -> PendingInfo | None:
     """Why a pending job waits and when it may start, as `vipu queue` shows it: its hold, its begin time, its
     dependency, else what the last cycle said of it; None when no cycle has considered it yet. Builds no copy of
-    the job (startable asks it of every pending job that fits)."""
+    the job (startable asks it of every pending job that fits). `chain`: how many dependencies led here."""
     table = s.table
     if job.held:
         return PendingInfo(HELD_ADMIN if job.admin_hold else HELD)
@@ -54,16 +55,34 @@ def pending_reason(s, job: Job) -> PendingInfo | None:
     if job.id in table.claims:  # preempted jobs' IPUs kept for it until their runs end, as Slurm's Resources
         return CLAIMING
     if job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
-        dependency = table.gate_info.get(job.id)  # nor than the end of a dependency's delay (after:ID+MINUTES)
+        dependency = _dependency(s, job, chain)  # nor than the end of a dependency's delay (after:ID+MINUTES)
         later = None if dependency is None else dependency.estimated_start
         return PendingInfo(BEGIN_TIME, job.begin_time if later is None else max(job.begin_time, later))
-    info = table.gate_info.get(job.id)  # waiting for a dependency (None until a cycle has evaluated it)
+    info = _dependency(s, job, chain)  # waiting for a dependency (None until a cycle has evaluated it)
     seq = table.ready_seq.get(job.id)
     if seq is not None and seq <= s.last_cycle_seq:  # the last cycle considered it
         info = s.pending_info.get(job.id)
         if info is None and s.last_decision is not None:
             info = s.last_decision.explain(table.pending[job.id])  # a job the walk did not reach
     return info
+
+
+def _dependency(s, job: Job, chain: int) -> PendingInfo | None:
+    """The dependency's wait as the last gate left it (table.gate_info); for an after wait on jobs that have not
+    started, when it would end if they start when expected (dependency_reads.expected_met): worked out here, for
+    the jobs shown only, and along at most CHAIN dependencies (a chain's jobs each follow the one before)."""
+    info = s.table.gate_info.get(job.id)
+    if info is None or info.estimated_start is not None or info.reason != DEPENDENCY or chain >= CHAIN:
+        return info
+    at = expected_met(s, job, lambda named: _expected(s, named, chain + 1))
+    return info if at is None else PendingInfo(DEPENDENCY, at)
+
+
+def _expected(s, job: Job, chain: int) -> float | None:
+    if job.state is not S.PENDING:
+        return None
+    info = pending_reason(s, job, chain)
+    return None if info is None else info.estimated_start
 
 
 def completing(table, job: Job) -> Job:

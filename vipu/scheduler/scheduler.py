@@ -241,13 +241,13 @@ class Scheduler:
     def hold(self, job_id: int, now: float, admin: bool = False, single: bool = False) -> Job:
         """Keep a pending job (an array job id: its pending tasks) from starting until release (holds.py); an admin
         hold with `admin`, whoever the caller decides may place one. Returns the job (an array's first task)."""
-        self._commit(holds.changed(self, job_id, True, admin, single), now)
+        self._commit(holds.changed(self, job_id, True, admin, single, now), now)
         return self.job(job_id)
 
     def release(self, job_id: int, now: float, admin: bool = False, single: bool = False) -> Job:
         """Let held jobs be scheduled again (holds.py); `admin`: the caller is an admin, without which an admin
         hold is PermissionDenied and nothing is released."""
-        self._commit(holds.changed(self, job_id, False, admin, single), now)
+        self._commit(holds.changed(self, job_id, False, admin, single, now), now)
         return self.job(job_id)
 
     def check_release(self, job_id: int, admin: bool, single: bool = False) -> None:
@@ -264,7 +264,7 @@ class Scheduler:
             jobs = [self._get(job_id)]
         check_requeue(jobs)
         ran = [j for j in jobs if j.state in (S.RUNNING, S.COMPLETING)]
-        back = [j.requeued(now).model_copy(update={"held": True}) if hold else j.requeued(now) for j in jobs]
+        back = [j.requeued(now, hold) for j in jobs]
         return self._end_runs(back, ran, now, S.REQUEUED)
 
     def cleaning(self, job_id: int, now: float, teardown: Teardown = Teardown()) -> None:

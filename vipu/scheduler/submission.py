@@ -21,7 +21,7 @@ from vipu.scheduler.arrays import ArraySyntaxError
 from vipu.scheduler.begin import begin_time
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.durations import MAX_SECONDS, format_duration
-from vipu.scheduler.job_record import Job, Transition
+from vipu.scheduler.job_record import Job, Transition, eligible_from
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.table import JobTable
@@ -249,12 +249,14 @@ def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id:
     """The PENDING records of a resolved spec (every value checked above, so none is validated again)."""
     state = JobState.PENDING
     now = float(now)
+    eligible = None if spec.hold or held or spec.dependency is not None else eligible_from(begin, now)
     array_job_id = first_id if indices is not None else None
     return [
         Job.trusted(
             id=job_id, name=spec.name, user=spec.user, account=spec.account, partition=job_partition_name(job_id),
             array_job_id=array_job_id, array_task_id=indices[k] if indices is not None else None, spec=spec,
-            state=state, held=spec.hold or held, begin_time=begin, submit_time=now, request_id=request_id,
+            state=state, held=spec.hold or held, begin_time=begin, eligible_time=eligible, submit_time=now,
+            request_id=request_id,
             history=[Transition(state, now)],
         )
         for k, job_id in enumerate(range(first_id, first_id + count))

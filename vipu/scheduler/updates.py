@@ -191,7 +191,8 @@ def _pending(s: Scheduler, job: Job, update: JobUpdate, now: float) -> Job:
             changes["spec"] = spec
     if all(getattr(job, k) == v for k, v in changes.items()):
         return job
-    return _with(job, changes)
+    new = _with(job, changes)  # eligible from now if the update lifted what held it back, or from its new begin
+    return new.with_eligibility(job.id in s.table.deps_met and new.spec.dependency == job.spec.dependency, now)
 
 
 def node_changes(update: JobUpdate) -> dict:

@@ -78,6 +78,7 @@ def job(x: Job, brief: bool = False, placement: bool = False) -> j.Job:
         ended=_stamp(x.end_time),
         expected_start=_stamp(x.estimated_start),
         begin=_stamp(x.begin_time),
+        eligible=_stamp(x.eligible),
     )
     if brief and x.array_job_id is not None and "%" in (x.spec.array or ""):
         message.spec.array = x.spec.array  # its %N, which squeue shows: 26_[3-99%10]

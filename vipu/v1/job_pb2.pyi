@@ -83,7 +83,7 @@ class SubmitJobsResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[SubmitJobResponse, _Mapping]]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "name", "user", "account", "qos", "state", "state_code", "reason", "ipus", "partition", "time_limit_s", "submit_time", "start_time", "end_time", "estimated_start", "exit_code", "array_job_id", "array_task_id", "dependency", "requeue_count", "held", "priority", "spec_json", "detail_json", "result_json", "admin_hold", "begin_time", "signal", "modelled", "time_limit", "submitted", "started", "ended", "expected_start", "begin", "spec", "detail", "result")
+    __slots__ = ("id", "name", "user", "account", "qos", "state", "state_code", "reason", "ipus", "partition", "time_limit_s", "submit_time", "start_time", "end_time", "estimated_start", "exit_code", "array_job_id", "array_task_id", "dependency", "requeue_count", "held", "priority", "spec_json", "detail_json", "result_json", "admin_hold", "begin_time", "signal", "modelled", "time_limit", "submitted", "started", "ended", "expected_start", "begin", "spec", "detail", "result", "eligible")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
@@ -122,6 +122,7 @@ class Job(_message.Message):
     SPEC_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    ELIGIBLE_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: str
     user: str
@@ -160,7 +161,8 @@ class Job(_message.Message):
     spec: _job_spec_pb2.JobSpec
     detail: _job_run_pb2.JobDetail
     result: _job_run_pb2.RunSummary
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., state: _Optional[str] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., ipus: _Optional[int] = ..., partition: _Optional[str] = ..., time_limit_s: _Optional[float] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., estimated_start: _Optional[float] = ..., exit_code: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., dependency: _Optional[str] = ..., requeue_count: _Optional[int] = ..., held: _Optional[bool] = ..., priority: _Optional[float] = ..., spec_json: _Optional[str] = ..., detail_json: _Optional[str] = ..., result_json: _Optional[str] = ..., admin_hold: _Optional[bool] = ..., begin_time: _Optional[float] = ..., signal: _Optional[int] = ..., modelled: _Optional[bool] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., submitted: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expected_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., begin: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., spec: _Optional[_Union[_job_spec_pb2.JobSpec, _Mapping]] = ..., detail: _Optional[_Union[_job_run_pb2.JobDetail, _Mapping]] = ..., result: _Optional[_Union[_job_run_pb2.RunSummary, _Mapping]] = ...) -> None: ...
+    eligible: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., state: _Optional[str] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., ipus: _Optional[int] = ..., partition: _Optional[str] = ..., time_limit_s: _Optional[float] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., estimated_start: _Optional[float] = ..., exit_code: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., dependency: _Optional[str] = ..., requeue_count: _Optional[int] = ..., held: _Optional[bool] = ..., priority: _Optional[float] = ..., spec_json: _Optional[str] = ..., detail_json: _Optional[str] = ..., result_json: _Optional[str] = ..., admin_hold: _Optional[bool] = ..., begin_time: _Optional[float] = ..., signal: _Optional[int] = ..., modelled: _Optional[bool] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., submitted: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expected_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., begin: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., spec: _Optional[_Union[_job_spec_pb2.JobSpec, _Mapping]] = ..., detail: _Optional[_Union[_job_run_pb2.JobDetail, _Mapping]] = ..., result: _Optional[_Union[_job_run_pb2.RunSummary, _Mapping]] = ..., eligible: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobLogsRequest(_message.Message):
     __slots__ = ("id", "follow", "after")
