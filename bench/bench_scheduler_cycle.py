@@ -92,9 +92,10 @@ class CollectorTime:
         gc.callbacks.remove(self._note)
 
 
-# a record's fields worked out for queries alone (a copy's, never the table's): left out, so a new one added for a
-# listing leaves every hash as it was (unmet_dependency, added after the hashes of 2026-11-28 21:56)
-SHOWN_ONLY = {"unmet_dependency"}
+# a record's fields worked out for queries alone (a copy's, never the table's), and eligible_time (added on
+# 2026-11-29: when a job could first start, a note of its past, no decision): left out, so the hashes stay comparable
+# with those of 2026-11-28 21:56
+SHOWN_ONLY = {"unmet_dependency", "eligible_time"}
 # A stop as hashed before it carried its run's block (first_ipu, ipus, added on 2026-11-29 for runs still torn
 # down): where the run was is no decision, so a stop is hashed by its first four fields, as then
 STOP_BEFORE = namedtuple("StopJob", "job_id partition state requeued")
