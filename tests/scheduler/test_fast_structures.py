@@ -187,6 +187,25 @@ def test_the_walk_decides_the_same_on_either_timeline(case):
         assert _decided(fast, order) == _decided(plain, order)
 
 
+def test_a_timeline_built_from_release_groups_after_an_eviction_frees_no_evicted_block_at_its_old_end():
+    """The timeline comes from the running jobs' release groups (JobTable.release_groups) less the jobs the walk
+    evicted before building it: a victim's block, taken by the job that evicted it, is not free at the victim's old
+    end, and a job waiting behind is estimated as on a timeline of the running jobs left."""
+    now = 100.0
+    low_a, low_b = RunningJob(1, 8, 0, 90.0, 110.0, "u0", "low"), RunningJob(2, 8, 8, 90.0, 400.0, "u1", "low")
+    queued = [QueuedJob(10, 8, 600.0, 0.0, "u2", "high"), QueuedJob(11, 8, 30.0, 1.0, "u3", "low")]
+    groups = {r.end_by: ([r.first_ipu, r.ipus], block(r.first_ipu, r.ipus)) for r in (low_a, low_b)}
+    for small_pod in (0, 1 << 20):  # a list of reserved blocks (a large Pod's), a mask per interval
+        with patch.object(engine, "SMALL_POD", small_pod):
+            request = _request(16, now, [low_a, low_b], 0, queued, 10, True, QOS)
+            request.releases = groups
+            decision = engine.run(request, queued, "backfill")
+            plain = engine.run(_request(16, now, [low_a, low_b], 0, queued, 10, True, QOS), queued, "backfill")
+        assert [(p.job_id, p.by_job_id) for p in decision.preemptions] == [(1, 10)]
+        assert decision.pending[11].estimated_start == 400.0  # when job 2 ends, not job 1's old 110
+        assert _decided(decision, queued) == _decided(plain, queued)
+
+
 @FAST
 @given(walk_cases())
 def test_sjf_stops_sooner_and_decides_the_same(case):

@@ -38,8 +38,8 @@ ListKey = tuple[str | None, bool, bool]  # (user, saturated, gated); user is "" 
 FIXED = None  # the user of the list of jobs with a fixed priority (an admin's), whose keys need no shift
 MANY = 64  # jobs leaving at once from which remove_many() filters the lists they leave instead of deleting each
 FLOOR = -LOWEST  # the key of the lowest priority a job has: lower priorities are taken as it (see above)
-SLICED = 16  # a list is cut by slices when fewer than 1/SLICED of its entries leave, else filtered entry by entry
-# (a bisect costs about as much as testing a dozen entries)
+SLICED = 16  # a list is cut by slices with at most 1/SLICED of its length in bisects, the rest filtered entry by
+# entry (a bisect costs about as much as testing a dozen entries)
 
 
 class PendingOrder:
@@ -141,19 +141,25 @@ class PendingOrder:
                     entries.append(found[1])
         for where, gone in leaving.items():
             entries = self._lists[where]
-            if len(gone) * SLICED < len(entries):
-                # the runs between the entries that leave, copied whole: a bisect per entry that leaves and slice
-                # copies (memcpy) instead of a test of every entry the list keeps
-                gone.sort()
-                kept, start = [], 0
-                for entry in gone:
+            # The runs between the entries that leave, copied whole (slice copies, a memcpy), each found by a bisect
+            # unless it begins right after the last: the jobs a cycle starts are mostly those it walked, which
+            # come in the list's order (sjf's wave started 1,645 of the first 1,662 jobs of 10,000). Once the
+            # bisects would cost more than a test of every entry the list keeps, the rest is filtered so.
+            gone.sort()
+            kept, start, searches = [], 0, len(entries) // SLICED
+            for k, entry in enumerate(gone):
+                if entries[start] is not entry:
+                    if not searches:
+                        ids = {e[2] for e in gone[k:]}
+                        kept += [e for e in entries[start:] if e[2] not in ids]
+                        start = len(entries)
+                        break
+                    searches -= 1
                     at = bisect_left(entries, entry, start)
                     kept += entries[start:at]
-                    start = at + 1
-                kept += entries[start:]
-            else:
-                ids = {entry[2] for entry in gone}
-                kept = [entry for entry in entries if entry[2] not in ids]
+                    start = at
+                start += 1
+            kept += entries[start:]
             if kept:
                 self._lists[where] = kept
             else:

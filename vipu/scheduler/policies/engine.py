@@ -38,6 +38,7 @@ from vipu.scheduler.bits import best_fit, block, has_block
 from vipu.scheduler.policies.base import (
     PendingInfo,
     QueuedJob,
+    RunningJob,
     ScheduleDecision,
     ScheduleRequest,
     Start,
@@ -53,7 +54,7 @@ from vipu.scheduler.policies.preempt import Victims
 from vipu.scheduler.policies.interval_timeline import IntervalTimeline
 from vipu.scheduler.policies.order_walk import WAIT, walk_order
 from vipu.scheduler.policies.rack_masks import RACK, RackMasks
-from vipu.scheduler.policies.reservations import Timeline, blocks_mask
+from vipu.scheduler.policies.reservations import Timeline, blocks_mask, without_runs
 from vipu.scheduler.policies.reserved_before import ReservedBefore
 
 Mode = Literal["strict", "backfill"]
@@ -93,7 +94,7 @@ class _Walk:
         self.preempt_qos = self.qos_sets.preempting
         self._timeline: Timeline | IntervalTimeline | None = None
         self._started: list[tuple[float, int, int]] = []  # (end, first IPU, size): starts before the timeline
-        self._preempted: set[int] = set()
+        self._preempted: dict[int, RunningJob] = {}  # the jobs evicted in this walk, by id
         self._frozen: tuple[list[float], list[int]] | None = None
         self._no_fit: set[int | tuple[int, int, int]] = set()  # fit_key()s that found no block
         self._fitting = Fitting()  # the sizes that could start now
@@ -123,7 +124,8 @@ class _Walk:
             kind = Timeline if self.total > SMALL_POD else IntervalTimeline
             # runs still torn down free their blocks as a running job does at its end_by
             started = chain(self._started, self.r.teardowns) if self.r.teardowns else self._started
-            if groups is not None and not preempted:
+            if groups is not None:  # (the evicted are free now: their blocks are released no more at their end)
+                groups = without_runs(groups, preempted.values()) if preempted else groups
                 self._timeline = kind(self.now, self.avail, started, self.total, groups)
             else:
                 releases = ((r.end_by, r.first_ipu, r.ipus) for r in self.r.running

@@ -57,7 +57,7 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
             walk.racks.refresh(v.first_ipu, v.ipus, walk.avail)
         if walk._timeline is not None:
             walk._timeline.release_now(blk)
-        walk._preempted.add(v.id)
+        walk._preempted[v.id] = v
         if walk._evictable is not None:  # (a victim's block is evictable, and no other job holds its IPUs)
             walk._evictable ^= block(v.first_ipu, v.ipus)
         walk._fitting.evicted(v.first_ipu, v.ipus)

@@ -10,7 +10,7 @@ operations per evictable job.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Mapping, NamedTuple, Sequence
+from typing import Container, Mapping, NamedTuple, Sequence
 
 from vipu.scheduler.policies.base import QueuedJob, RunningJob
 from vipu.scheduler.policies.reservations import blocks_mask
@@ -66,31 +66,32 @@ class Victims:
     __slots__ = ("size", "_now", "_priority", "_gone", "_singles", "_head", "_groups", "_current", "_from")
 
     def __init__(self, candidates: Sequence[RunningJob], size: int, total: int, now: float,
-                 qos_priority: Mapping[str, int], gone: set[int]):
+                 qos_priority: Mapping[str, int], gone: Container[int]):
         self._build(rank(candidates, now, qos_priority), size, total, now, qos_priority, gone)
 
     @classmethod
     def from_ranked(cls, ranked: Ranked, size: int, total: int, now: float, qos_priority: Mapping[str, int],
-                    gone: set[int]) -> Victims:
+                    gone: Container[int]) -> Victims:
         """As Victims(candidates, ...), from rank(candidates, now, qos_priority) (those in `gone` are left out)."""
         self = cls.__new__(cls)
         self._build(ranked, size, total, now, qos_priority, gone)
         return self
 
     def _build(self, ranked: Ranked, size: int, total: int, now: float, qos_priority: Mapping[str, int],
-               gone: set[int]) -> None:
+               gone: Container[int]) -> None:
         self.size, self._now, self._priority, self._gone = size, now, qos_priority, gone
         # (by_cost: already in the order of their keys)
-        self._singles = [e for e in ranked.by_cost if e[3].ipus >= size and e[3].id not in gone]
+        # (a RunningJob's fields by index: its named getters cost twice as much, in loops over thousands of jobs)
+        self._singles = [e for e in ranked.by_cost if e[3][_IPUS] >= size and e[3][_ID_AT] not in gone]
         self._head = 0
         # The blocks that hold smaller candidates whole, their keys made as _group() makes them, in one pass over
         # the candidates by id: the members come in _group()'s order and their work is summed in it (the same sum
         # to the last bit), without a sort and a call per block (a walk builds thousands of blocks per size).
         blocks: dict[int, list] = {}  # first IPU -> [highest priority, work lost, members by id]
-        for priority, work, _, r in ranked.by_id:
-            if r.ipus >= size or r.id in gone:
+        for priority, work, first, r in ranked.by_id:
+            if r[_IPUS] >= size or r[_ID_AT] in gone:
                 continue
-            first = r.first_ipu - r.first_ipu % size
+            first -= first % size
             held = blocks.get(first)
             if held is None:
                 blocks[first] = [priority, work, [r]]
@@ -202,6 +203,9 @@ def rank(candidates: Sequence[RunningJob], now: float, qos_priority: Mapping[str
         elapsed = now - r.start_time
         out.append((get(r.qos, 0), r.ipus * (elapsed if elapsed > 0.0 else 0.0), r.first_ipu, r))
     return Ranked(sorted(out), sorted(out, key=_ENTRY_ID))
+
+
+_ID_AT, _IPUS = RunningJob._fields.index("id"), RunningJob._fields.index("ipus")
 
 
 def _KEY(entry: tuple) -> tuple:

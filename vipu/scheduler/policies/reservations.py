@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from vipu.scheduler.bits import best_fit, block, has_block
+
+if TYPE_CHECKING:
+    from vipu.scheduler.policies.base import RunningJob
 
 Reserved = list  # [start, end, first IPU, size, IPUs released under it since (0: none)]
 
@@ -278,6 +281,28 @@ def _taken(reserved: list[Reserved], total: int) -> int:
             pieces.append(r[2])
             pieces.append(r[3])
     return blocks_mask(pieces, total) | cut if cut else blocks_mask(pieces, total)
+
+
+def without_runs(groups: Mapping[float, tuple[list[int], int]],
+                 runs: Iterable[RunningJob]) -> dict[float, tuple[list[int], int]]:
+    """Release groups (JobTable.release_groups) less the blocks of `runs`, which are among them: jobs a walk evicted,
+    whose IPUs are free now, and released later only by the starts that take them. Why not group the running jobs
+    left afresh: on 65,536 IPUs that made a mask of 8 KB for each of about 30 end times from 5,000 jobs, 7% of the
+    cycle that evicts after a wave; a group that loses a few costs a filter of its blocks and an XOR each."""
+    out, by_end = dict(groups), {}
+    for r in runs:
+        by_end.setdefault(r.end_by, []).append(r)
+    for end_by, evicted in by_end.items():
+        blocks, mask = out[end_by]
+        firsts = {r.first_ipu for r in evicted}  # (running jobs hold disjoint blocks: a first IPU names one)
+        kept = [n for k in range(0, len(blocks), 2) if blocks[k] not in firsts for n in blocks[k:k + 2]]
+        for r in evicted:
+            mask ^= block(r.first_ipu, r.ipus)
+        if kept:
+            out[end_by] = (kept, mask)
+        else:
+            del out[end_by]
+    return out
 
 
 def blocks_mask(blocks: list[int], total: int) -> int:
