@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from typing import Callable, Iterator
+from typing import Iterator
 
 from vipu.scheduler.arrays import parse_array
 from vipu.scheduler.deps import Dependency, Reads, Ref, Target, Verdict, evaluate, unmet
@@ -82,23 +82,14 @@ def reads(s, job: Job, now: float) -> Reads:
     return new_record(Reads, (targets, singleton_clear, lambda array: peer(jobs, job, array), now))
 
 
-def expected_met(s, job: Job, expected: Callable[[Job], float | None]) -> float | None:
-    """When the job's dependency would be met by time alone if the pending jobs it names start when `expected` says
-    (squeue --start): after:ID[+MINUTES] on a pending ID counts from ID's expected start; None when the wait ends
-    with an event (an end, a release) or a job named has no expected start."""
+def expected_met(s, job: Job) -> float | None:
+    """When the job's dependency would be met by time alone (squeue --start): each after:ID[+MINUTES] on a started
+    ID, its start plus the delay, though no cycle has evaluated it since that start; None when the wait ends with
+    an event (an end, a release, a start of a job not started yet)."""
     dep = job.spec.parsed_dependency()
     if dep is None or not any(c.kind == "after" for c in dep.clauses):  # (no time to expect: and cheap to tell)
         return None
-    jobs, arrays = s.table.jobs, s.table.arrays
-
-    def target(named: Job | None) -> Target:
-        t = _target(named)
-        if t.since is None and not t.terminal and named is not None:
-            return t._replace(since=expected(named))
-        return t
-
-    base = reads(s, job, -math.inf)  # (no element is met by time: each after gives the time it would be)
-    verdict = evaluate(dep, base._replace(targets=lambda ref: map(target, _named(jobs, arrays, ref))))
+    verdict = evaluate(dep, reads(s, job, -math.inf))  # (no element is met by time: each after gives its time)
     return verdict.at if verdict.status == "wait" else None
 
 

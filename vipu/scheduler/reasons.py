@@ -17,7 +17,6 @@ from vipu.scheduler.policies.base import BEGIN_TIME, CLEANING, DEPENDENCY, HELD,
 
 S = JobState
 CLAIMING = PendingInfo(RESOURCES)
-CHAIN = 8  # how many dependencies an expected start is followed along (a cycle of them ends too)
 
 
 class Row(NamedTuple):
@@ -43,10 +42,10 @@ class Row(NamedTuple):
         return job.updated(changes)
 
 
-def pending_reason(s, job: Job, chain: int = 0) -> PendingInfo | None:
+def pending_reason(s, job: Job) -> PendingInfo | None:
     """Why a pending job waits and when it may start, as `vipu queue` shows it: its hold, its begin time, its
     dependency, else what the last cycle said of it; None when no cycle has considered it yet. Builds no copy of
-    the job (startable asks it of every pending job that fits). `chain`: how many dependencies led here."""
+    the job (startable asks it of every pending job that fits)."""
     table = s.table
     if job.held:
         return PendingInfo(HELD_ADMIN if job.admin_hold else HELD)
@@ -55,10 +54,10 @@ def pending_reason(s, job: Job, chain: int = 0) -> PendingInfo | None:
     if job.id in table.claims:  # preempted jobs' IPUs kept for it until their runs end, as Slurm's Resources
         return CLAIMING
     if job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
-        dependency = _dependency(s, job, chain)  # nor than the end of a dependency's delay (after:ID+MINUTES)
+        dependency = _dependency(s, job)  # nor than the end of a dependency's delay (after:ID+MINUTES)
         later = None if dependency is None else dependency.estimated_start
         return PendingInfo(BEGIN_TIME, job.begin_time if later is None else max(job.begin_time, later))
-    info = _dependency(s, job, chain)  # waiting for a dependency (None until a cycle has evaluated it)
+    info = _dependency(s, job)  # waiting for a dependency (None until a cycle has evaluated it)
     seq = table.ready_seq.get(job.id)
     if seq is not None and seq <= s.last_cycle_seq:  # the last cycle considered it
         info = s.pending_info.get(job.id)
@@ -67,22 +66,16 @@ def pending_reason(s, job: Job, chain: int = 0) -> PendingInfo | None:
     return info
 
 
-def _dependency(s, job: Job, chain: int) -> PendingInfo | None:
-    """The dependency's wait as the last gate left it (table.gate_info); for an after wait on jobs that have not
-    started, when it would end if they start when expected (dependency_reads.expected_met): worked out here, for
-    the jobs shown only, and along at most CHAIN dependencies (a chain's jobs each follow the one before)."""
+def _dependency(s, job: Job) -> PendingInfo | None:
+    """The dependency's wait as the last gate left it (table.gate_info); for an after wait on jobs started since,
+    when its delay ends (dependency_reads.expected_met). An after wait on a job not started has no expected start,
+    as in squeue --start: that job may hold the very IPUs this one needs, so its expected start plus the delay
+    would promise a start that cannot happen."""
     info = s.table.gate_info.get(job.id)
-    if info is None or info.estimated_start is not None or info.reason != DEPENDENCY or chain >= CHAIN:
+    if info is None or info.estimated_start is not None or info.reason != DEPENDENCY:
         return info
-    at = expected_met(s, job, lambda named: _expected(s, named, chain + 1))
+    at = expected_met(s, job)
     return info if at is None else PendingInfo(DEPENDENCY, at)
-
-
-def _expected(s, job: Job, chain: int) -> float | None:
-    if job.state is not S.PENDING:
-        return None
-    info = pending_reason(s, job, chain)
-    return None if info is None else info.estimated_start
 
 
 def completing(table, job: Job) -> Job:
