@@ -281,6 +281,13 @@ def test_logs_show_a_running_programs_output_as_it_comes(controller, tmp_path):
     (tmp_path / "go").touch()
     assert ended(controller, job)["state"] == "COMPLETED"
     assert run(controller, "vipu", "logs", str(job)).stdout == "first\nsecond\n"
+    # requeued: the earlier run's end above the current run's output, as for a training job (walk35)
+    assert run(controller, "vipu", "requeue", str(job)).returncode == 0
+    wait_for(lambda: show(controller, job)["requeue_count"] == 1 and show(controller, job)["state"] == "COMPLETED")
+    first, *rest = run(controller, "vipu", "logs", str(job)).stdout.splitlines()
+    assert first.startswith("run 1 ended COMPLETED at ") and rest == ["first", "second"], (first, rest)
+    followed = run(controller, "vipu", "logs", "-f", str(job)).stdout.splitlines()
+    assert followed[:3] == [first, "first", "second"], followed
 
 
 def test_a_killed_controller_leaves_no_program_running_and_its_restart_requeues_the_job(controller, tmp_path):

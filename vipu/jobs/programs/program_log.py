@@ -15,6 +15,13 @@ from dataclasses import replace
 from vipu.jobs.log_mark import LogMark, read_from
 from vipu.jobs.programs.hosts import TAIL_BYTES
 from vipu.jobs.train.results import step_line
+from vipu.jobs.train.run_history import earlier_lines
+
+
+def earlier(runs, job_id: int, run: int) -> list[str]:
+    """How each run before `run` ended (a requeued job's), as `vipu logs` says it above the current run's output."""
+    job = runs.ctx.job(job_id)
+    return earlier_lines(job, run) if job is not None and run > 1 else []
 
 
 def log_after(runs, job_id: int, mark: LogMark | None) -> tuple[list[str], LogMark]:
@@ -23,6 +30,7 @@ def log_after(runs, job_id: int, mark: LogMark | None) -> tuple[list[str], LogMa
     if record is None:
         return [], LogMark(closed=True)  # (nothing to read until it runs: a run resets the mark)
     lines, at = read_from(mark, record.run, job_id)
+    lines = earlier(runs, job_id, record.run) + lines if mark is None else lines  # (a first read)
     job = runs.ctx.job(job_id)
     appends = job is not None and job.spec.workload.open_mode == "append"
     if appends and mark is not None and mark.run and mark.run != record.run:

@@ -332,11 +332,12 @@ class ProgramRuns:
         return self.ctx.store.get("program_run", str(job_id), ProgramRecord)
 
     def log_lines(self, job_id: int) -> list[str]:
-        """`vipu logs ID`: the end of the program's output (its last MiB), as it is now; and why it failed to
-        start, if it did."""
+        """`vipu logs ID`: how each earlier run ended (a requeued job's), then the end of the program's output (its
+        last MiB), as it is now; and why it failed to start, if it did."""
         record = self.record(job_id)
-        if record is None:
-            return []
+        return [] if record is None else program_log.earlier(self, job_id, record.run) + self._run_lines(job_id, record)
+
+    def _run_lines(self, job_id: int, record: ProgramRecord) -> list[str]:
         run = self.runs.get(job_id)
         host = run.host if run is not None and run.host is not None else self.local
         if record.failure is not None:  # its output was never opened by this run: what is there is not its own

@@ -1,11 +1,14 @@
-"""What a training job's runs left, as `vipu logs` tells it: which run ended when, and a result's summary lines."""
+"""What a job's runs left, as `vipu logs` tells it: which run ended when and how (a training run's or a user's
+program's), and a training result's summary lines."""
 
 from __future__ import annotations
 
 import time
 
+from typing import Callable
+
 from vipu.jobs.train.results import USAGE_LEGEND, TrainingResult, usage_lines
-from vipu.scheduler.job_states import JobState
+from vipu.scheduler.job_states import TRANSITIONS, JobState
 
 
 def run_end(job, number: int) -> float | None:
@@ -19,6 +22,39 @@ def run_end(job, number: int) -> float | None:
 def runs_ended(job) -> int:
     started = job.runs_started
     return started - 1 if job.state in (JobState.RUNNING, JobState.COMPLETING) else started
+
+
+def ending(job, number: int, cause: Callable[[JobState], str]) -> str | None:
+    """How run `number` of the job ended, from its history, `cause` saying why it ended in a state (None while it
+    runs): "run 1 ended NODE_FAIL at 2026-11-22T10:00:03: machine 1 was lost; requeued"."""
+    starts = [i for i, t in enumerate(job.history) if t.state is JobState.RUNNING]
+    if len(starts) < number:
+        return None
+    after = job.history[starts[number - 1] + 1: starts[number] if len(starts) > number else None]
+    ends = [(i, t) for i, t in enumerate(after) if t.state is not JobState.COMPLETING]
+    if not ends:
+        return None
+    i, end = ends[0]
+    if end.state in (JobState.REQUEUED, JobState.PENDING):  # requeued while it ran (PENDING: an older record)
+        return f"run {number} stopped at {stamp(end.at)}: requeued while it ran (vipu requeue)"
+    requeued = i + 1 < len(after) and after[i + 1].state is JobState.PENDING
+    said = f"run {number} ended {end.state.value} at {stamp(end.at)}: {cause(end.state)}"
+    return f"{said}; requeued" if requeued else said
+
+
+def cause(job, number: int, state: JobState) -> str:
+    """Why run `number` ended in `state`, from the job's record alone: a preemption's, what ended its last run,
+    else the state's own words."""
+    if state is JobState.PREEMPTED and job.preemption:
+        return job.preemption
+    if job.ended_by and number == runs_ended(job):  # the job's record of what ended its last run
+        return job.ended_by
+    return TRANSITIONS[JobState.RUNNING][state]
+
+
+def earlier_lines(job, number: int) -> list[str]:
+    """One line per run of `job` before run `number`, from its history: a requeued job's runs before this one."""
+    return [ending(job, n, lambda state, n=n: cause(job, n, state)) or f"run {n} ended" for n in range(1, number)]
 
 
 def stamp(at: float) -> str:

@@ -28,11 +28,11 @@ from pydantic import BaseModel
 from vipu.errors import MachineLost
 from vipu.jobs.train import run_log
 from vipu.jobs.train.poprun import partition_environments
-from vipu.jobs.train.run_history import run_end, runs_ended, span, stamp
+from vipu.jobs.train.run_history import cause, ending, run_end, span
 from vipu.jobs.train.results import ModelledSteps, StepReport, TrainingResult
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.effects import StartJob, StopJob
-from vipu.scheduler.job_states import TRANSITIONS, JobState
+from vipu.scheduler.job_states import JobState
 from vipu.scheduler.workload import Ending
 
 if TYPE_CHECKING:
@@ -329,37 +329,19 @@ class TrainRuns:
         return earlier
 
     def _ending(self, job, number: int, record: JobResult | None) -> str | None:
-        """How run `number` of the job ended, from its history (None while it runs): "run 1 ended NODE_FAIL at
-        2026-11-22T10:00:03: machine 1 was lost; requeued"."""
-        starts = [i for i, t in enumerate(job.history) if t.state is JobState.RUNNING]
-        if len(starts) < number:
-            return None
-        after = job.history[starts[number - 1] + 1: starts[number] if len(starts) > number else None]
-        ends = [(i, t) for i, t in enumerate(after) if t.state is not JobState.COMPLETING]
-        if not ends:
-            return None
-        i, end = ends[0]
-        if end.state in (JobState.REQUEUED, JobState.PENDING):  # requeued while it ran (PENDING: an older record)
-            return f"run {number} stopped at {stamp(end.at)}: requeued while it ran (vipu requeue)"
-        requeued = i + 1 < len(after) and after[i + 1].state is JobState.PENDING
-        cause = self._cause(job, number, end.state, record)
-        return f"run {number} ended {end.state.value} at {stamp(end.at)}: {cause}{'; requeued' if requeued else ''}"
+        return ending(job, number, lambda state: self._cause(job, number, state, record))
 
     def _cause(self, job, number: int, state: JobState, record: JobResult | None) -> str:
         if record is not None and record.error and state is JobState.FAILED:
             return f"training failed: {record.error}"
         if record is not None and record.result and state is JobState.COMPLETED:
             return f"{record.result.steps_run} of {record.result.steps_requested} steps"
-        if state is JobState.PREEMPTED and job.preemption:
-            return job.preemption
         run = self.runs.get(job.id)
         if state is JobState.NODE_FAIL and run is not None and run.number == number:
             lost = self._lost_hardware(run.first_ipu, run.ipus)
             if lost:
                 return lost
-        if job.ended_by and number == runs_ended(job):  # the job's record of what ended its last run
-            return job.ended_by
-        return TRANSITIONS[JobState.RUNNING][state]
+        return cause(job, number, state)
 
     def _lost_hardware(self, first_ipu: int, ipus: int) -> str | None:
         """The failed IPUs under a block, by machine: "machine 1 was lost", "IPU 5 of machine 1 failed"."""
