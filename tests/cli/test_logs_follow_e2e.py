@@ -137,8 +137,9 @@ def test_logs_of_a_program_that_never_ran_say_why_and_a_follow_says_each_new_rea
     wait_for(lambda: show(controller, holder)["state"] == "RUNNING")
     assert run(controller, "vipu", "logs", str(job)).stdout == f"job {job} is pending (JobHeldUser): no output yet\n"
     assert run(controller, "vipu", "cancel", str(gone)).returncode == 0
-    assert run(controller, "vipu", "logs", str(gone)).stdout == (f"job {gone} never ran: it ended CANCELLED before it"
-                                                                 " started\n")
+    never = f"job {gone} never ran: it ended CANCELLED before it started\n"
+    assert run(controller, "vipu", "logs", str(gone)).stdout == never
+    assert run(controller, "vipu", "logs", "-f", str(gone)).stdout == never  # a follow says the same (walk35)
     tasks = [f"{array}_{t}" for t in range(2)]
     why = wait_for(lambda: all(r := [show(controller, task)["reason"] for task in tasks]) and r)
     assert run(controller, "vipu", "logs", str(array)).stdout == "\n\n".join(

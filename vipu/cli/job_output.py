@@ -141,9 +141,9 @@ class Follow:
             elif x.state in ENDED and reply.mark.closed:  # (not closed: the run's last lines are still to come)
                 del self.marks[job]
                 code = x.exit_code if x.HasField("exit_code") else 0
-                self.say(x, {"job": shown, "state": x.state, "exit_code": code, "signal": x.signal},
-                         f"job {shown} ended {x.state}, exit code {exit_code(x)}" + (f" ({x.reason})" if x.reason
-                                                                                     else ""))
+                said = no_output(x, shown) if not x.HasField("started") else \
+                    f"job {shown} ended {x.state}, exit code {exit_code(x)}" + (f" ({x.reason})" if x.reason else "")
+                self.say(x, {"job": shown, "state": x.state, "exit_code": code, "signal": x.signal}, said)
             print(end="", flush=True)
             if x.state not in ENDED or not reply.lines:
                 break
