@@ -188,7 +188,7 @@ def test_future_begin_waits_with_reason_begintime_then_starts_at_that_time(polic
     assert started(s.cycle(100)) == [job.id]  # the first cycle at its begin time starts it
     assert s.job(job.id).start_time == 100
     t = s.table
-    assert t.not_begun == set() and t.gated == set() and t.begins == [] and t.next_begin() is None
+    assert t.not_begun == set() and t.gated == set() and t.begins == [] and t.next_wake() is None
 
 
 @pytest.mark.parametrize("policy", POLICIES)

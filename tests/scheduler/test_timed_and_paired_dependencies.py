@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from vipu.control.driver import Driver, Timers
 from vipu.control.realtime import RealtimeLoop
 from vipu.errors import InvalidArgument
-from vipu.scheduler.deps import parse_dependency
+from vipu.scheduler.dependency_reads import FORGOTTEN
+from vipu.scheduler.deps import Reads, evaluate, parse_dependency
 from vipu.scheduler.job_spec import parse_spec
 from vipu.scheduler.job_states import JobState
 
@@ -261,3 +262,11 @@ def test_no_paired_task_starts_before_its_peer_completed_nor_an_after_before_its
                 raise AssertionError(f"task {task.display_id} still waits, though its peers completed")
     d.run(until=now + 60 * delay + 1)
     assert s.job(c.id).start_time == 60 * delay
+
+
+@pytest.mark.parametrize("text,status", [("after:5", "ok"), ("after:5+3", "ok"), ("afterany:5", "ok"),
+                                         ("afterok:5", "never")])
+def test_a_job_no_longer_known_counts_as_ended_long_ago(text, status):
+    """Review: after on a forgotten job waited forever (no start time); it ended, so after is met, as on a cancel."""
+    reads = Reads(lambda ref: [FORGOTTEN], lambda: True, lambda array: array, 100.0)
+    assert evaluate(parse_dependency(text), reads).status == status

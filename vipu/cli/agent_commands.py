@@ -74,10 +74,12 @@ def drained(agents) -> list[str]:
         one, names = len(done) == 1, hostlist(done)
         lines.append(f"Agent{'' if one else 's'} {names} {'is' if one else 'are'} DRAINED: nothing runs on"
                      f" {'it' if one else 'them'}, and nothing new will until `vipu-admin resume agent {names}`.")
+    from vipu.partition.rules import job_of_partition  # (here: it imports the Pod's model, which CLI starts skip)
+
     for x in agents:
         if x.state != "DRAINING":
             continue
-        others = [p for p in x.partitions if p not in {f"slurm_{j}" for j in x.jobs}]
+        others = [p for p in x.partitions if job_of_partition(p) not in x.jobs]
         running = [f"job{'s' if len(x.jobs) > 1 else ''} {' '.join(map(str, x.jobs))}"] if x.jobs else []
         holding = [f"partition{'s' if len(others) > 1 else ''} {' '.join(others)}"] if others else []
         lines.append(f"Agent {x.name} is DRAINING: {' and '.join(running + holding)} still on its IPUs; DRAINED once"

@@ -21,7 +21,8 @@ from vipu.scheduler.policies.base import new_record
 
 S = JobState
 RUNNING, PENDING = S.RUNNING, S.PENDING
-FORGOTTEN = Target("CANCELLED", None, True)  # a job no longer known: treated as ended without success
+# a job no longer known: treated as ended without success, long ago (after on it is met, as on a cancelled job)
+FORGOTTEN = Target("CANCELLED", -math.inf, True)
 
 
 def task_job(jobs, array: int, task: int) -> int | None:

@@ -104,13 +104,13 @@ class GateOpenings:
         self.cleaning_mask &= ~self.cleaning.pop(job_id).mask
         return self._let_in(job_id)
 
-    def teardowns(self, failed_mask: int) -> list[tuple[float, int, int]]:
-        """(free by, first IPU, IPUs) of the runs still torn down whose blocks hold none of the IPUs claimed for a
+    def teardowns(self, failed_mask: int) -> list[Teardown]:
+        """The runs still torn down, (free by, first IPU, IPUs), whose blocks hold none of the IPUs claimed for a
         preemptor or failed: the moments backfill may count on them."""
         if not self.cleaning:
             return []
         kept = self.claimed_mask | failed_mask
-        return [(t.free_by, t.first_ipu, t.ipus) for t in self.cleaning.values()  # type: ignore[misc]
+        return [t for t in self.cleaning.values()
                 if t.first_ipu is not None and t.free_by < math.inf and not t.mask & kept]
 
     def claim(self, job_id: int, claim: Claim) -> None:
@@ -133,11 +133,6 @@ class GateOpenings:
         self.gated.discard(job_id)
         self._ready(queued)
         return queued
-
-    def next_begin(self) -> float | None:
-        """The earliest begin time still to come (it may belong to a job that has left since: waking then is
-        harmless), or None."""
-        return self.begins[0][0] if self.begins else None
 
     def dependency_wait(self, job_id: int, at: float) -> None:
         """The job's dependency is met at `at` by time alone (after:ID+MINUTES): evaluate it again then. Old entries

@@ -143,7 +143,7 @@ class PendingOrder:
             entries = self._lists[where]
             # The runs between the entries that leave, copied whole (slice copies, a memcpy), each found by a bisect
             # unless it begins right after the last: the jobs a cycle starts are mostly those it walked, which
-            # come in the list's order (sjf's wave started 1,645 of the first 1,662 jobs of 10,000). Once the
+            # come in the list's order (sjf's waves start nearly all of the first jobs it walks). Once the
             # bisects would cost more than a test of every entry the list keeps, the rest is filtered so.
             gone.sort()
             kept, start, searches = [], 0, len(entries) // SLICED

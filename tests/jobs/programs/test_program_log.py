@@ -4,11 +4,11 @@ on where the run it followed stopped when the runs share one file (--open-mode a
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
 import vipu.jobs.programs.command_spec  # noqa: F401 - registers the command workload with JobSpec
+from tests.server.test_training_logs import step_until
 from vipu.access import Identity
 from vipu.control.startup import open_plane
 from vipu.scheduler.job_spec import parse_spec
@@ -21,6 +21,7 @@ ROOT = Identity("root", admin=True)
 def plane(tmp_path):
     plane = open_plane("bow-pod16", tmp_path / "state", "127.0.0.1", 8090, kill_wait_s=1)
     yield plane
+    plane.stop()
     plane.store.close()
 
 
@@ -31,15 +32,6 @@ def submit(plane, home, script: str, workload: dict | None = None, **fields) -> 
     with plane.lock:
         [job] = plane.scheduler.submit(spec, plane.now())
     return job.id
-
-
-def step_until(plane, done, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not (value := done()):
-        assert time.monotonic() < deadline, "timed out"
-        plane.step()
-        time.sleep(0.02)
-    return value
 
 
 def follow(plane, job: int, mark=None):

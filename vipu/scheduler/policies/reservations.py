@@ -287,7 +287,7 @@ def without_runs(groups: Mapping[float, tuple[list[int], int]],
                  runs: Iterable[RunningJob]) -> dict[float, tuple[list[int], int]]:
     """Release groups (JobTable.release_groups) less the blocks of `runs`, which are among them: jobs a walk evicted,
     whose IPUs are free now, and released later only by the starts that take them. Why not group the running jobs
-    left afresh: on 65,536 IPUs that made a mask of 8 KB for each of about 30 end times from 5,000 jobs, 7% of the
+    left afresh: on 65,536 IPUs that made a mask of 8 KB for each of about 30 end times from 5,000 jobs, in the
     cycle that evicts after a wave; a group that loses a few costs a filter of its blocks and an XOR each."""
     out, by_end = dict(groups), {}
     for r in runs:
