@@ -78,11 +78,16 @@ def _dependency(s, job: Job) -> PendingInfo | None:
     return info if at is None else PendingInfo(DEPENDENCY, at)
 
 
+def is_completing(table, job: Job) -> bool:
+    """Its run ended and is still torn down (a requeued job's is pending instead: reason Cleaning)."""
+    return job.id in table.cleaning and job.state in TERMINAL
+
+
 def completing(table, job: Job) -> Job:
     """The job as squeue and scontrol show it: one whose run ended but is still torn down (its program given
     KillWait to end, table.cleaning) shows COMPLETING (CG) until the teardown is done, as Slurm sets JOB_COMPLETING
     over the end it recorded; sacct (`vipu history`) shows that end."""
-    if job.id in table.cleaning and job.state in TERMINAL:  # (its ExitCode kept: 0:15 for a stopped run)
+    if is_completing(table, job):  # (its ExitCode kept: 0:15 for a stopped run)
         return job.updated({"state": S.COMPLETING, "exit_signal": job.signal})
     return job
 

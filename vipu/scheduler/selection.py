@@ -10,6 +10,7 @@ from vipu.errors import FailedPrecondition, NotFound
 from vipu.scheduler.job_filter import JobFilter
 from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import TERMINAL
+from vipu.scheduler.reasons import is_completing
 from vipu.scheduler.table import JobTable
 
 
@@ -30,7 +31,7 @@ def named_jobs(table: JobTable, job_ids: Iterable[int], single: bool, match: Job
                                f" to {verb}")
         else:
             job = table.get(job_id)
-            if job.state in TERMINAL and job_id in table.cleaning:  # scancel's "already completing or completed"
+            if is_completing(table, job):  # scancel's "already completing or completed"
                 raise FailedPrecondition(f"job {job.display_id} is already COMPLETING: it ended {job.state.value} and"
                                          f" its program is still ending (SIGKILL once KillWait is over); nothing to"
                                          f" {verb}")

@@ -22,7 +22,7 @@ from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.multifactor import PriorityRows, breakdown, qos_factors
-from vipu.scheduler.reasons import Row, completing, decorate, pending_reason, row
+from vipu.scheduler.reasons import Row, completing, decorate, is_completing, pending_reason, row
 from vipu.scheduler.startable import startable
 
 S = JobState
@@ -120,7 +120,8 @@ class QueueView:
         """The jobs whose run ended but is still torn down, each shown COMPLETING (reasons.completing); a requeued
         one is pending (reason Cleaning)."""
         jobs = self.table.jobs
-        return [completing(self.table, jobs[i]) for i in self.table.cleaning if i in jobs and jobs[i].state in TERMINAL]
+        return [completing(self.table, jobs[i]) for i in self.table.cleaning if i in jobs
+                and is_completing(self.table, jobs[i])]
 
     def history(self, keep: Callable[[Job], bool] | None = None, states: Iterable[JobState] | None = None,
                 duplicates: bool = False, limit: int = 0) -> list[Job]:
