@@ -7,7 +7,7 @@ from vipu.scheduler.effects import StopJob
 from vipu.scheduler.job_record import KINDS, SchedulerMeta
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.view import history_rows
-from vipu.scheduler.workload import Ending
+from vipu.scheduler.workload import RunExit
 
 from vipu.control.driver import Driver, Timers
 from tests.scheduler.builders import RecordingJournal, make, spec
@@ -182,7 +182,7 @@ def test_a_lost_run_ends_when_its_program_did_where_that_was_recorded():
     for user in ("requeued", "kept", "unrecorded", "stale"):
         old.submit(spec(ipus=4, user=user, requeue=user != "kept"), 0)  # jobs 1-4
     old.cycle(10)
-    ends = {1: Ending(30.0, 0, 15), 2: Ending(40.0, 3, 0), 4: Ending(5.0, 0, 0)}
+    ends = {1: RunExit(30.0, 0, 15), 2: RunExit(40.0, 3, 0), 4: RunExit(5.0, 0, 0)}
     s = make()
     s.recover(stored(journal), now=100, recorded_end=lambda job: ends.get(job.id))
     requeued, kept = s.job(1), s.job(2)
@@ -204,5 +204,5 @@ def test_a_recorded_end_after_the_restart_is_taken_as_the_restart():
     old.submit(spec(ipus=4, requeue=False), 0)
     old.cycle(0)
     s = make()
-    s.recover(stored(journal), now=100, recorded_end=lambda job: Ending(100.5, 0, 0))
+    s.recover(stored(journal), now=100, recorded_end=lambda job: RunExit(100.5, 0, 0))
     assert (s.job(1).end_time, s.job(1).exit_code) == (100, 0)

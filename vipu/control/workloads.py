@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from vipu.jobs.log_mark import LogMark
 from vipu.scheduler.effects import StartJob, StopJob
-from vipu.scheduler.workload import Ending
+from vipu.scheduler.workload import Ending, RunExit
 
 if TYPE_CHECKING:
     from vipu.control.lock import Recording
@@ -108,7 +108,7 @@ class WorkloadKind:
     streams: bool = False  # a program writing stdout and stderr to the job's output and error files as it runs;
     # else the controller writes the output file when a run ends (how it ended, and what the runner logged)
     records: tuple[str, ...] = ()  # kinds of store records its runner keeps, named by job id: purged with the job
-    recorded_end: Callable[[RunSettings, Job], Ending | None] | None = None  # how a run that did not go on
+    recorded_end: Callable[[RunSettings, Job], RunExit | None] | None = None  # how a run that did not go on
     # across a restart ended, if recorded where it ran while no controller heard (a program's supervisor's file)
 
 

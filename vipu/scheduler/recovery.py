@@ -30,7 +30,7 @@ from vipu.scheduler.config import with_retired_qos
 from vipu.scheduler.effects import Effect, StopJob
 from vipu.scheduler.job_record import KINDS, META_NAME, Job, PurgedUsage, SchedulerMeta
 from vipu.scheduler.job_states import JobState
-from vipu.scheduler.workload import Ending
+from vipu.scheduler.workload import RunExit
 
 if TYPE_CHECKING:
     from vipu.scheduler.scheduler import Scheduler
@@ -61,7 +61,7 @@ def stored_next_id(records: Iterable) -> int:
     return _next_id(jobs, meta)
 
 
-def _run_end(job: Job, recorded: Ending | None, now: float) -> Ending | None:
+def _run_end(job: Job, recorded: RunExit | None, now: float) -> RunExit | None:
     """The end of a run lost with the controller, if what ran it recorded one: its program's end, not the restart,
     as slurmstepd's report of a step's end reaches a restarted slurmctld, so the time the controller was away is not
     run time (Elapsed, End, usage). None where nothing recorded it (the program's supervisor died too, or the run
@@ -78,7 +78,7 @@ def _next_id(jobs: list[Job], meta: SchedulerMeta | None) -> int:
 
 def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[str] | None,
             resumable: Callable[[Job], bool] | None = None, event: str = "the controller's restart",
-            lost_why: str | None = None, recorded_end: Callable[[Job], Ending | None] | None = None) -> list[Effect]:
+            lost_why: str | None = None, recorded_end: Callable[[Job], RunExit | None] | None = None) -> list[Effect]:
     if s.table.jobs:
         raise FailedPrecondition("recover() rebuilds an empty scheduler; create a new Scheduler for it")
     jobs, meta, purged = _records(records)

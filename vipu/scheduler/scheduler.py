@@ -42,7 +42,7 @@ from vipu.scheduler.selection import matching_jobs, named_jobs
 from vipu.scheduler.updates import JobUpdate
 from vipu.scheduler.table import PENDING, JobTable, owners
 from vipu.scheduler.view import QueueView
-from vipu.scheduler.workload import Ending
+from vipu.scheduler.workload import RunExit
 
 S = JobState
 FINAL_STATES = (S.COMPLETED, S.FAILED, S.CANCELLED, S.TIMEOUT, S.NODE_FAIL)
@@ -389,7 +389,7 @@ class Scheduler:
 
     def recover(self, records: Iterable, now: float, partitions: Iterable[str] | None = None,
                 resumable: Callable[[Job], bool] | None = None, event: str = "the controller's restart",
-                lost_why: str | None = None, recorded_end: Callable[[Job], Ending | None] | None = None
+                lost_why: str | None = None, recorded_end: Callable[[Job], RunExit | None] | None = None
                 ) -> list[Effect]:
         """Rebuild the job table from stored records after a restart (see recovery.py for what happens to jobs
         that were running); call once, on a fresh Scheduler. Returns StopJob effects for partitions to remove.

@@ -17,12 +17,19 @@ from vipu.scheduler.durations import parse_duration
 
 
 class Ending(NamedTuple):
-    """When a run ends by itself (or ended: a program's, as its supervisor recorded it by its node's wall clock),
-    its exit code, and the signal that ended it (0: it exited)."""
+    """When a workload ends by itself, and its exit code."""
 
     at: float
     exit_code: int
-    signal: int = 0
+
+
+class RunExit(NamedTuple):
+    """How a run's program ended, as recorded where it ran (its supervisor's exit file): when, by the wall clock of
+    its node, its exit code and the signal that ended it (0: it exited)."""
+
+    at: float
+    exit_code: int
+    signal: int
 
 
 class Workload(BaseModel):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from vipu.scheduler.job_record import Job
-    from vipu.scheduler.workload import Ending
+    from vipu.scheduler.workload import RunExit
 
 
 def exit_path(spool: str | Path, job_id: int, run: int) -> Path:
@@ -60,14 +60,14 @@ def recorded_exit(path: Path) -> dict | None:
             return None
 
 
-def recorded_end(spool: str | Path, job: Job) -> Ending | None:
+def recorded_end(spool: str | Path, job: Job) -> RunExit | None:
     """How the job's latest run ended, as its supervisor recorded it on this node; None if it did not (it is still
     running, it never started, or its supervisor died before its program ended)."""
-    from vipu.scheduler.workload import Ending  # (not at the top: the supervisor imports this module too)
+    from vipu.scheduler.workload import RunExit  # (not at the top: the supervisor imports this module too)
 
     run = job.runs_started
     found = recorded_exit(exit_path(spool, job.id, run)) if run else None
-    return None if found is None else Ending(found["at"], found["exit_code"], found["signal"])
+    return None if found is None else RunExit(found["at"], found["exit_code"], found["signal"])
 
 
 def forget_exits(spool: str | Path, job_id: int) -> None:
