@@ -1,6 +1,6 @@
-"""`vipu logs -f` against a real controller (--ray off): a program's output as it comes, whole lines only, nothing
-twice; the follow ends by itself once the job has ended, with its state and exit code; a pending job is said to be
-pending first; Ctrl-C ends it quietly. And `vipu logs N` of an array job: every task's output, under a header each.
+"""`vipu logs -f` against a real controller (--ray off): a program's output as it comes, nothing twice, a line not
+ended yet as far as it has come; the follow ends by itself once the job has ended, with its state and exit code; a
+pending job is said to be pending first; Ctrl-C ends it quietly. And `vipu logs N` of an array job: every task's output, under a header each.
 (A training run's follow: tests/server/test_training_logs.py.)"""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def test_follow_prints_a_programs_lines_as_they_come_and_ends_with_its_state(con
     [job] = submit(controller, spec_file(tmp_path, script, "pieces"))
     follower = Follower(controller, str(job))
     assert follower.next() == "first"
-    let_through(tmp_path / "go1")  # it writes "sec", half a line: not shown until the rest comes
+    let_through(tmp_path / "go1")  # it writes "sec", half a line, then the rest: one line
     let_through(tmp_path / "go2")
     assert follower.rest() == ["second", "third", "no newline", f"job {job} ended FAILED, exit code 3:0"]
     assert follower.proc.returncode == 0 and follower.proc.stderr.read() == ""
@@ -86,6 +86,24 @@ def test_follow_prints_a_programs_lines_as_they_come_and_ends_with_its_state(con
                                                                  f"job {job} ended FAILED, exit code 3:0"])
     missing = run(controller, "vipu", "logs", "-f", "999")
     assert missing.returncode == 3 and "job 999 does not exist" in missing.stderr
+
+
+def test_follow_shows_a_line_as_far_as_the_program_has_written_it(controller, tmp_path):
+    """A progress bar (carriage returns, no newline until it is done) shows as it goes, as tail -f shows it; it was
+    held back until its newline came."""
+    os.mkfifo(tmp_path / "go")
+    [job] = submit(controller, spec_file(tmp_path, "#!/bin/sh\nprintf '10%%\\r20%%'\nread x < go\necho ' done'\n",
+                                         "bar"))
+    follower = subprocess.Popen([console_script("vipu"), "logs", "-f", str(job)], env=controller.env(),
+                                cwd=controller.state_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = bytearray()
+    threading.Thread(target=lambda: [seen.extend(chunk) for chunk in iter(lambda: os.read(
+        follower.stdout.fileno(), 4096), b"")], daemon=True).start()
+    wait_for(lambda: bytes(seen) == b"10%\r20%")  # no newline yet: shown all the same
+    let_through(tmp_path / "go")
+    assert follower.wait(timeout=60) == 0
+    wait_for(lambda: bytes(seen).endswith(b"\n"))
+    assert bytes(seen).decode() == f"10%\r20% done\njob {job} ended COMPLETED, exit code 0:0\n"
 
 
 def test_follow_of_a_pending_job_waits_for_it_and_json_is_one_object_a_line(controller, tmp_path):

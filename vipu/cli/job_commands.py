@@ -68,7 +68,9 @@ def register(app: typer.Typer) -> None:
              follow: bool = typer.Option(
                  False, "-f", "--follow",
                  help="print what is there, then new output as it comes until the job ends (a pending job: once it"
-                      " starts), then how it ended (state and exit code), and exit 0; Ctrl-C exits 130. An array:"
+                      " starts), then how it ended (state and exit code), and exit 0; Ctrl-C exits 130. A line the"
+                      " program has not ended yet shows as far as it has come, as tail -f shows it (a progress bar's"
+                      " carriage returns too; --json: whole lines only). An array:"
                       " every task's, each under a line naming it, until all have ended. With --json: one JSON"
                       " object per line, {job, line} for each line, {job, state, reason} when pending and again each"
                       " time the reason changes (a text line too), {job, state,"

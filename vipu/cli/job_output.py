@@ -6,9 +6,10 @@ read them together with `tail -n +1 slurm-26_*.out` or follow them with `tail -f
 file above its lines; task 0's output alone, unannounced, passed for the whole array's.
 
 Why -f asks the controller again and again (vipu/control/job_logs.py says why it does not stream): each ask sends
-the mark the last reply gave (the bytes of a program's output read, to a whole line; the step reports read), so no
-line is shown twice or skipped; the wait between asks doubles while nothing comes, from FIRST_WAIT_S to LONGEST_WAIT_S,
-and is FIRST_WAIT_S again once something does.
+the mark the last reply gave (the bytes of a program's output read; the step reports read), so no line is shown twice
+or skipped; the wait between asks doubles while nothing comes, from FIRST_WAIT_S to LONGEST_WAIT_S, and is
+FIRST_WAIT_S again once something does. Text shows a line as far as the program has written it, as tail -f does (a
+progress bar that ends its updates with a carriage return shows each); --json gives whole lines only, each an object.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def logs(cli, text: str, as_json: bool, follow: bool) -> None:
     """`vipu logs ID`, or with `follow` `vipu logs -f ID`: ID is a job, an array job (every task) or a task."""
     array, task = parse_id(text)
     ids = TaskIds(cli)
-    first = ask(cli, ids.resolve(text), follow=follow)
+    first = ask(cli, ids.resolve(text), follow=follow, partial=follow and not as_json)
     x = first.job
     if task is None and x.HasField("array_job_id") and x.array_job_id == array:  # the array's own id: every task
         tasks = ids.tasks(array)
@@ -54,9 +55,11 @@ def logs(cli, text: str, as_json: bool, follow: bool) -> None:
         show(reply, job_id(reply.job), False)
 
 
-def ask(cli, job: int, mark: j.LogMark | None = None, follow: bool = False) -> j.JobLogsResponse:
-    """JobLogs of `job`: whole, or with `follow` its lines after `mark` (None: a follow's first read)."""
-    request = j.JobLogsRequest(id=job, follow=follow)
+def ask(cli, job: int, mark: j.LogMark | None = None, follow: bool = False, partial: bool = False) -> \
+        j.JobLogsResponse:
+    """JobLogs of `job`: whole, or with `follow` its lines after `mark` (None: a follow's first read), with
+    `partial` the line the program is still writing too."""
+    request = j.JobLogsRequest(id=job, follow=follow, partial=partial)
     if mark is not None:
         request.after.CopyFrom(mark)
     return cli.conn.call(cli.conn.jobs.JobLogs, request, retry=follow)  # (a read: a follow outlives a restart)
@@ -99,6 +102,7 @@ class Follow:
         self.several = len(jobs) > 1
         self.pending: dict[int, str] = {}  # jobs said to be pending, with the reason said (said again on a change)
         self.last: int | None = None  # the job whose lines were printed last (a header when it changes)
+        self.open = False  # the last line printed has no newline yet (text only)
 
     def run(self) -> None:
         wait = FIRST_WAIT_S
@@ -121,7 +125,7 @@ class Follow:
         its job's end: a training run cancelled mid-step), then its end is said."""
         came = False
         while job in self.marks:
-            reply = self.first.pop(job, None) or ask(self.cli, job, self.marks[job], follow=True)
+            reply = self.first.pop(job, None) or ask(self.cli, job, self.marks[job], True, not self.as_json)
             self.marks[job] = reply.mark
             x, shown = reply.job, job_id(reply.job)
             if x.state == "PENDING" and self.pending.get(job) != x.reason:  # (a hold, a release, a requeue)
@@ -137,7 +141,8 @@ class Follow:
                         print(json.dumps({"job": shown, "line": line}))
                 else:
                     self.header(x)
-                    print("\n".join(reply.lines))
+                    print("\n".join(reply.lines), end="" if reply.open_line else "\n")
+                    self.open = reply.open_line
             elif x.state in ENDED and reply.mark.closed:  # (not closed: the run's last lines are still to come)
                 del self.marks[job]
                 code = x.exit_code if x.HasField("exit_code") else 0
@@ -152,12 +157,20 @@ class Follow:
     def header(self, x: j.Job) -> None:
         """Several jobs: a line naming the job above its lines whenever they follow another's, as tail -f does."""
         if self.several and self.last != x.id:
+            self.end_line()
             print(("\n" if self.last is not None else "") + f"==> job {job_id(x)} <==")
         self.last = x.id
+
+    def end_line(self) -> None:
+        """Ends a line the program has not ended, before a line of vipu's own (its next lines start a line)."""
+        if self.open:
+            print()
+            self.open = False
 
     def say(self, x: j.Job, as_data: dict, text: str) -> None:
         if self.as_json:
             print(json.dumps(as_data))
         else:
             self.header(x)
+            self.end_line()
             print(text)

@@ -31,12 +31,13 @@ class Logs(NamedTuple):
     job: Job  # as it was before the lines were read
 
 
-def read_logs(plane: ControlPlane, job: Job, follow: bool, after: LogMark | None) -> Logs:
-    """`job`'s log: whole, or with `follow` the lines after `after` (None: as far back as a whole read goes)."""
+def read_logs(plane: ControlPlane, job: Job, follow: bool, after: LogMark | None, partial: bool = False) -> Logs:
+    """`job`'s log: whole, or with `follow` the lines after `after` (None: as far back as a whole read goes), with
+    `partial` the line a program is still writing too (the mark says whether the last line is open)."""
     runner = plane.runners.get(job.spec.workload.kind)
     if runner is None:  # sleep and hold log nothing
         return Logs([], None, LogMark(closed=True) if follow else None, job)
     if follow:
-        lines, mark = runner.log_after(job.id, after)
+        lines, mark = runner.log_after(job.id, after, partial)
         return Logs(lines, None, mark, job)
     return Logs(runner.log_lines(job.id), runner.record(job.id), None, job)

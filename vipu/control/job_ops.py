@@ -334,9 +334,10 @@ class JobOps:
         runner = self._runner(job_id)
         return runner.record(job_id) if runner is not None else None
 
-    def logs(self, job_id: int, identity: Identity, follow: bool = False, after: LogMark | None = None) -> Logs:
-        """`vipu logs` (a job past min_job_age too); -f: `follow`, from `after` on (job_logs.py)."""
-        return read_logs(self.plane, self.job(job_id, identity), follow, after)
+    def logs(self, job_id: int, identity: Identity, follow: bool = False, after: LogMark | None = None,
+             partial: bool = False) -> Logs:
+        """`vipu logs` (a job past min_job_age too); -f: `follow`, from `after` on, `partial` lines too (job_logs.py)."""
+        return read_logs(self.plane, self.job(job_id, identity), follow, after, partial)
 
     def _runner(self, job_id: int):
         job = self.plane.read().queue.table.jobs.get(job_id) or stored_job(self.plane.store, job_id)

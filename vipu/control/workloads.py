@@ -81,9 +81,10 @@ class Runner(Protocol):
     def log_lines(self, job_id: int) -> list[str]:
         """`vipu logs ID`: what the job's latest run logged."""
 
-    def log_after(self, job_id: int, mark: LogMark | None) -> tuple[list[str], LogMark]:
+    def log_after(self, job_id: int, mark: LogMark | None, partial: bool = False) -> tuple[list[str], LogMark]:
         """`vipu logs -f ID`: the whole lines the job's latest run logged after `mark` (None: as far back as `vipu
-        logs` shows), and the mark to read from next. A mark of an earlier run reads the latest from its start."""
+        logs` shows), and the mark to read from next. A mark of an earlier run reads the latest from its start.
+        `partial`: a line not ended yet too, the last, with the mark open (only a program's output has such)."""
 
     def record(self, job_id: int):
         """The latest run's record (with summary() and run_data()), or None."""

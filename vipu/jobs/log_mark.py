@@ -8,7 +8,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class LogMark:
     """How far a follower (`vipu logs -f`) has read a job's log: which run, the bytes of a program's output file
-    up to the end of a whole line, the step reports, and whether the lines that open and close the run were read.
+    read (to the end of a whole line, or of the last whole character for a partial follow), the step reports,
+    whether the lines that open and close the run were read, and whether the last line shown is still open.
     Why offsets and counts, not lines: a program's output is only ever read from its file, whose last MiB `vipu
     logs` shows, so a count of lines shown would not say where to go on; and step reports only grow."""
 
@@ -17,6 +18,7 @@ class LogMark:
     steps: int = 0
     opened: bool = False
     closed: bool = False
+    open: bool = False  # the read that gave it ended in the middle of a line (a partial follow)
 
 
 def read_from(mark: LogMark | None, run: int, job_id: int) -> tuple[list[str], LogMark]:

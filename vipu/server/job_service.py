@@ -168,10 +168,11 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     @rpc
     def JobLogs(self, request, context):
         after = job_convert.log_mark(request.after) if request.HasField("after") else None
-        logs = self.plane.jobs.logs(request.id, identity(self.plane, context), request.follow, after)
+        logs = self.plane.jobs.logs(request.id, identity(self.plane, context), request.follow, after, request.partial)
         reply = j.JobLogsResponse(lines=logs.lines, job=job_convert.job(logs.job, brief=request.follow))  # (whole: its kind)
         if request.follow:
             reply.mark.CopyFrom(job_convert.mark_message(logs.mark))
+            reply.open_line = logs.mark.open
         elif logs.record is not None:
             reply.record_json = json.dumps(logs.record.run_data())
         return reply

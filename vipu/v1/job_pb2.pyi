@@ -165,40 +165,46 @@ class Job(_message.Message):
     def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., state: _Optional[str] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., ipus: _Optional[int] = ..., partition: _Optional[str] = ..., time_limit_s: _Optional[float] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., estimated_start: _Optional[float] = ..., exit_code: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., dependency: _Optional[str] = ..., requeue_count: _Optional[int] = ..., held: _Optional[bool] = ..., priority: _Optional[float] = ..., spec_json: _Optional[str] = ..., detail_json: _Optional[str] = ..., result_json: _Optional[str] = ..., admin_hold: _Optional[bool] = ..., begin_time: _Optional[float] = ..., signal: _Optional[int] = ..., modelled: _Optional[bool] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., submitted: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expected_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., begin: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., spec: _Optional[_Union[_job_spec_pb2.JobSpec, _Mapping]] = ..., detail: _Optional[_Union[_job_run_pb2.JobDetail, _Mapping]] = ..., result: _Optional[_Union[_job_run_pb2.RunSummary, _Mapping]] = ..., eligible: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobLogsRequest(_message.Message):
-    __slots__ = ("id", "follow", "after")
+    __slots__ = ("id", "follow", "after", "partial")
     ID_FIELD_NUMBER: _ClassVar[int]
     FOLLOW_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
+    PARTIAL_FIELD_NUMBER: _ClassVar[int]
     id: int
     follow: bool
     after: LogMark
-    def __init__(self, id: _Optional[int] = ..., follow: _Optional[bool] = ..., after: _Optional[_Union[LogMark, _Mapping]] = ...) -> None: ...
+    partial: bool
+    def __init__(self, id: _Optional[int] = ..., follow: _Optional[bool] = ..., after: _Optional[_Union[LogMark, _Mapping]] = ..., partial: _Optional[bool] = ...) -> None: ...
 
 class LogMark(_message.Message):
-    __slots__ = ("run", "offset", "steps", "opened", "closed")
+    __slots__ = ("run", "offset", "steps", "opened", "closed", "open")
     RUN_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     OPENED_FIELD_NUMBER: _ClassVar[int]
     CLOSED_FIELD_NUMBER: _ClassVar[int]
+    OPEN_FIELD_NUMBER: _ClassVar[int]
     run: int
     offset: int
     steps: int
     opened: bool
     closed: bool
-    def __init__(self, run: _Optional[int] = ..., offset: _Optional[int] = ..., steps: _Optional[int] = ..., opened: _Optional[bool] = ..., closed: _Optional[bool] = ...) -> None: ...
+    open: bool
+    def __init__(self, run: _Optional[int] = ..., offset: _Optional[int] = ..., steps: _Optional[int] = ..., opened: _Optional[bool] = ..., closed: _Optional[bool] = ..., open: _Optional[bool] = ...) -> None: ...
 
 class JobLogsResponse(_message.Message):
-    __slots__ = ("lines", "record_json", "mark", "job")
+    __slots__ = ("lines", "record_json", "mark", "job", "open_line")
     LINES_FIELD_NUMBER: _ClassVar[int]
     RECORD_JSON_FIELD_NUMBER: _ClassVar[int]
     MARK_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
+    OPEN_LINE_FIELD_NUMBER: _ClassVar[int]
     lines: _containers.RepeatedScalarFieldContainer[str]
     record_json: str
     mark: LogMark
     job: Job
-    def __init__(self, lines: _Optional[_Iterable[str]] = ..., record_json: _Optional[str] = ..., mark: _Optional[_Union[LogMark, _Mapping]] = ..., job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
+    open_line: bool
+    def __init__(self, lines: _Optional[_Iterable[str]] = ..., record_json: _Optional[str] = ..., mark: _Optional[_Union[LogMark, _Mapping]] = ..., job: _Optional[_Union[Job, _Mapping]] = ..., open_line: _Optional[bool] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
     __slots__ = ("users", "states", "ids", "brief", "page_size", "page_token", "me", "placement")

@@ -105,3 +105,19 @@ def test_vipu_logs_f_reads_whole_lines_from_its_offset_and_starts_at_the_last_mi
     os.mkfifo(tmp_path / "fifo")
     assert Steps.read_after(str(tmp_path / "fifo"), 0)[2] == (f"(the output file {tmp_path / 'fifo'} is not shown:"
                                                              " not a regular file with one name)")
+
+
+def test_a_partial_read_gives_the_text_as_far_as_it_has_come_to_its_last_whole_character(tmp_path):
+    """`vipu logs -f` in text: a line not ended yet is shown as tail -f shows it; a carriage return stays in its line
+    (a progress bar); a character whose bytes the read's end cut waits for the rest while the program goes on."""
+    from vipu.jobs.programs.hosts import Steps
+
+    out = tmp_path / "out"
+    out.write_bytes(b"one\n10%\r20%\r\xc3")  # the first byte of "\xe9" (e acute) in UTF-8
+    assert Steps.read_after(str(out), 0, partial=True) == (["one", "10%\r20%\r"], 12, "")
+    assert Steps.read_after(str(out), 12, partial=True) == ([], 12, "")  # half a character: nothing yet
+    assert Steps.read_after(str(out), 12, whole=False, partial=True) == (["\ufffd"], 13, "")  # nothing more comes
+    with out.open("ab") as f:
+        f.write(b"\xa9\n")
+    assert Steps.read_after(str(out), 12, partial=True) == (["\xe9", ""], 15, "")  # "": the text ends a line
+    assert Steps.read_after(str(out), 15, partial=True) == ([], 15, "")

@@ -7,6 +7,7 @@ controller's lock, never under it.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import hashlib
 import json
@@ -84,13 +85,15 @@ class Steps:
 
     @staticmethod
     def read_after(path: str, offset: int | None, max_bytes: int = TAIL_BYTES, user: dict | None = None,
-                   whole: bool = True) -> tuple[list[str], int, str]:
+                   whole: bool = True, partial: bool = False) -> tuple[list[str], int, str]:
         """`vipu logs -f`: the lines of a program's output file from byte `offset` on (None: from the first line
         that starts in its last `max_bytes`, as `vipu logs` shows it), at most `max_bytes` of them, the offset
         to go on from, and why it cannot be read ("" if it can, or while there is no file). `whole`: only whole
         lines (the program may be writing the rest), but for a line longer than `max_bytes`, which is cut there.
-        Opened as tail() opens it; a file cut shorter than `offset` is read from its start again, said in a line,
-        as tail -f says it."""
+        `partial`: the text as far as it has come, to its last whole character, cut at newlines only (a carriage
+        return stays in its line, as tail -f shows a progress bar); the last item is the line not ended yet, ""
+        if the text ends with a newline. Opened as tail() opens it; a file cut shorter than `offset` is read from
+        its start again, said in a line, as tail -f says it."""
         said = []
 
         def start_at(size: int) -> int:
@@ -109,6 +112,10 @@ class Steps:
             cut = data.find(b"\n") + 1
             data, start = data[cut:], start + cut
             said.append(f"(only the end of {path} is shown)")
+        if partial:  # (a character the read's end cut waits for its other bytes, unless nothing more comes)
+            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            text = decoder.decode(data, final=not whole)
+            return said + (text.split("\n") if text else []), start + len(data) - len(decoder.getstate()[0]), ""
         keep = data.rfind(b"\n") + 1
         if not whole or (keep == 0 and len(data) >= max_bytes):
             keep = len(data)
@@ -277,5 +284,5 @@ class NodeSteps:
         return Steps.tail(path, max_bytes, user)
 
     def read_after(self, path: str, offset: int | None, max_bytes: int = TAIL_BYTES, user: dict | None = None,
-                   whole: bool = True) -> tuple[list[str], int, str]:
-        return Steps.read_after(path, offset, max_bytes, user, whole)
+                   whole: bool = True, partial: bool = False) -> tuple[list[str], int, str]:
+        return Steps.read_after(path, offset, max_bytes, user, whole, partial)

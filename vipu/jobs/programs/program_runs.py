@@ -359,8 +359,8 @@ class ProgramRuns:
             lines.append(f"(its stderr goes to {record.error}, not shown here)")
         return lines + record.step_lines()
 
-    def log_after(self, job_id: int, mark):
-        return program_log.log_after(self, job_id, mark)
+    def log_after(self, job_id: int, mark, partial: bool = False):
+        return program_log.log_after(self, job_id, mark, partial)
 
     def progress(self) -> dict:
         """Running programs' steps so far, by job id (metrics, `vipu top`; machine stats with --ray off)."""

@@ -58,8 +58,9 @@ def log_lines(runs, job_id: int) -> list[str]:
     return [] if log is None else [*log.opening, *map(step_line, log.steps), *log.closing]
 
 
-def log_after(runs, job_id: int, mark: LogMark | None) -> tuple[list[str], LogMark]:
-    """TrainRuns.log_after (vipu/control/workloads.py Runner): the lines after `mark`, and the next mark."""
+def log_after(runs, job_id: int, mark: LogMark | None, partial: bool = False) -> tuple[list[str], LogMark]:
+    """TrainRuns.log_after (vipu/control/workloads.py Runner): the lines after `mark`, and the next mark. Its lines
+    are whole as written, so `partial` changes nothing."""
     log = run_log(runs, job_id)
     if log is None:
         return [], LogMark(closed=True)  # (nothing to read until it runs: a run resets the mark)

@@ -312,7 +312,7 @@ class TrainRuns:
         its summary, its failure, or what ended it (run_log.py)."""
         return run_log.log_lines(self, job_id)
 
-    def log_after(self, job_id: int, mark):
+    def log_after(self, job_id: int, mark, partial: bool = False):
         return run_log.log_after(self, job_id, mark)
 
     # -- how a run ended, in the user's words ----------------------------------------------------------------------
