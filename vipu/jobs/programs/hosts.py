@@ -119,7 +119,14 @@ class Steps:
         keep = data.rfind(b"\n") + 1
         if not whole or (keep == 0 and len(data) >= max_bytes):
             keep = len(data)
-        return said + data[:keep].decode(errors="replace").splitlines(), start + keep, ""
+        return said + output_lines(data[:keep].decode(errors="replace")), start + keep, ""
+
+
+def output_lines(text: str) -> list[str]:
+    """A program's output cut into lines at newlines only, as cat shows them: a carriage return stays in its line,
+    where a terminal shows a progress bar's last state (str.splitlines would make each update a line)."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def _read_checked(path: str, user: dict | None, start_at, max_bytes: int) -> tuple[bytes, int, int] | str:

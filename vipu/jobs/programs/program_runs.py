@@ -29,7 +29,7 @@ from vipu.errors import FailedPrecondition
 from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files, missing_workdir, writer_mark
 from vipu.jobs.programs.command_spec import WarnSignal, parse_signal
 from vipu.jobs.programs.environment import job_environment, node_names
-from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, spool_for
+from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, output_lines, spool_for
 from vipu.jobs.programs import program_log
 from vipu.jobs.programs.program_record import ProgramRecord
 from vipu.jobs.programs.run_exits import exit_path, forget_exits, recorded_end
@@ -352,7 +352,7 @@ class ProgramRuns:
         except Exception as e:  # noqa: BLE001 - a node gone: say so, keep the rest
             text, cut = "", False
             return [f"(the output of run {record.run} on node {record.node} cannot be read: {e})"]
-        lines = text.splitlines()
+        lines = output_lines(text)
         if cut:
             lines = [f"(only the end of {record.output} is shown)", *lines[1:]]
         if record.error is not None and record.error != record.output:  # (-e apart from -o: not shown, said where)
