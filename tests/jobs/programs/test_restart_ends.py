@@ -15,7 +15,7 @@ from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 from tests.jobs.programs.test_programs_e2e import spec_file
 from tests.jobs.programs.test_restart_waits import lines
-from vipu.jobs.programs.hosts import spool_for
+from vipu.jobs.programs.spool import spool_for
 from vipu.jobs.programs.run_exits import exit_path
 
 # its supervisor sends SIGTERM once the controller has gone; the program says so and exits 3

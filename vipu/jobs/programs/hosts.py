@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import codecs
 import errno
-import hashlib
 import json
 import os
 import signal
@@ -17,7 +16,6 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -248,13 +246,6 @@ class _Step:
 def _signal(sig: int, to: str) -> dict:
     """The supervisor's command for scancel --signal (stepd.py)."""
     return {"signal": sig, "to": to}
-
-
-def spool_for(state_dir: Path | None) -> str:
-    """Where a controller's scripts wait while they run, on any node: a folder of the system's temporary one that
-    every job's user may pass through (the controller's state folder may be closed to them), one per controller."""
-    digest = hashlib.sha256(str(Path(state_dir or "").resolve()).encode()).hexdigest()[:12]
-    return os.path.join(tempfile.gettempdir(), f"vipu-spool-{digest}")
 
 
 class NodeSteps:

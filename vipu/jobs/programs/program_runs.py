@@ -29,7 +29,8 @@ from vipu.errors import FailedPrecondition
 from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files, missing_workdir, writer_mark
 from vipu.jobs.programs.command_spec import WarnSignal, parse_signal
 from vipu.jobs.programs.environment import job_environment, node_names
-from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, output_lines, spool_for
+from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, output_lines
+from vipu.jobs.programs.spool import spool_for
 from vipu.jobs.programs import program_log
 from vipu.jobs.programs.program_record import ProgramRecord
 from vipu.jobs.programs.run_exits import exit_path, forget_exits, recorded_end
