@@ -41,6 +41,7 @@ class Pod64Info:
     largest_free_block: int
     drained: int = 0  # healthy, on machines whose agent is drained or missing, in no partition
     draining: int = 0  # the same, but a partition holds them: in use until its job ends, then drained
+    completing: int = 0  # a partition holds them whose run is still torn down (ipu_status.completing_ipus)
 
 
 
@@ -168,9 +169,10 @@ class QueueView:
                 and not table.jobs[q.id].held]
         return sorted(rows, key=lambda r: (-r.total, self.table.pending[r.job_id].submit_time, r.job_id))
 
-    def info(self, available_mask: int | None = None, drained_mask: int = 0,
-             draining_mask: int = 0) -> list[Pod64Info]:
-        """sinfo: idle, allocated, draining, drained and failed IPUs per Pod64 (IPU-Link domain)."""
+    def info(self, available_mask: int | None = None, drained_mask: int = 0, draining_mask: int = 0,
+             completing_mask: int = 0) -> list[Pod64Info]:
+        """sinfo: idle, allocated, completing, draining, drained and failed IPUs per Pod64 (IPU-Link domain);
+        `completing_mask`: the IPUs shown completing (ipu_status.completing_ipus)."""
         if available_mask is None:
             available_mask = self.free_mask
         per = self.pod.ild_ipus
@@ -184,9 +186,10 @@ class QueueView:
             broken = failed.bit_count()
             drained = ((drained_mask >> first) & window).bit_count()
             draining = ((draining_mask >> first) & window).bit_count()
-            allocated = per - idle - broken - drained - draining
+            completing = ((completing_mask >> first) & window).bit_count()
+            allocated = per - idle - broken - drained - draining - completing
             rows.append(Pod64Info(ild, first, per, idle, allocated, broken, largest_free_block(free, per), drained,
-                                  draining))
+                                  draining, completing))
         return rows
 
     def expected_start(self, spec: JobSpec, now: float, available_mask: int,

@@ -271,7 +271,7 @@ class ListIpusRequest(_message.Message):
     def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class Machine(_message.Message):
-    __slots__ = ("machine", "ild", "agent", "name", "ipus", "idle", "allocated", "draining", "drained", "failed", "utilization", "partitions", "state", "reason")
+    __slots__ = ("machine", "ild", "agent", "name", "ipus", "idle", "allocated", "draining", "drained", "failed", "utilization", "partitions", "state", "reason", "completing")
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     ILD_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
@@ -286,6 +286,7 @@ class Machine(_message.Message):
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    COMPLETING_FIELD_NUMBER: _ClassVar[int]
     machine: int
     ild: int
     agent: str
@@ -300,7 +301,8 @@ class Machine(_message.Message):
     partitions: _containers.RepeatedScalarFieldContainer[str]
     state: str
     reason: Reason
-    def __init__(self, machine: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., name: _Optional[str] = ..., ipus: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., draining: _Optional[int] = ..., drained: _Optional[int] = ..., failed: _Optional[int] = ..., utilization: _Optional[float] = ..., partitions: _Optional[_Iterable[str]] = ..., state: _Optional[str] = ..., reason: _Optional[_Union[Reason, _Mapping]] = ...) -> None: ...
+    completing: int
+    def __init__(self, machine: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., name: _Optional[str] = ..., ipus: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., draining: _Optional[int] = ..., drained: _Optional[int] = ..., failed: _Optional[int] = ..., utilization: _Optional[float] = ..., partitions: _Optional[_Iterable[str]] = ..., state: _Optional[str] = ..., reason: _Optional[_Union[Reason, _Mapping]] = ..., completing: _Optional[int] = ...) -> None: ...
 
 class Reason(_message.Message):
     __slots__ = ("text", "user", "time")
