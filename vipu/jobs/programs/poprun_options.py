@@ -52,29 +52,33 @@ def parser() -> argparse.ArgumentParser:
                                 description="Start the instances of a program inside a job, each with the POPDIST_*"
                                             " variables PopDist reads, as Graphcore's poprun does.")
     count, add = int, p.add_argument
-    add("-H", "--host", help="hosts the instances are divided evenly among (host0,host1 or host[0-2,4]); they all"
-                             " run on this job's node here, numbered per host")
-    add("--num-instances", type=count, default=1, help="host processes (default 1)")
-    add("--num-replicas", type=count, help="replicas in all (default: the partition's IPUs / --ipus-per-replica)")
-    add("--ipus-per-replica", type=count, default=1, help="IPUs each replica runs on (default 1)")
-    add("--num-ilds", type=count, help="IPU-Link domains: checked against the job's partition")
-    add("--vipu-server-host", help="the V-IPU server: checked against the job's (IPUOF_VIPU_API_HOST)")
-    add("--vipu-server-port", type=count, help="its port: checked against the job's (IPUOF_VIPU_API_PORT)")
-    add("--vipu-partition", help="the partition: checked against the job's (IPUOF_VIPU_API_PARTITION_ID)")
-    add("--print-topology", type=_switch("--print-topology"), default=False,
+    add("-H", "--host", metavar="HOSTS", help="hosts the instances are divided evenly among (host0,host1 or"
+                                              " host[0-2,4]); they all run on this job's node here, numbered per host")
+    add("--num-instances", type=count, default=1, metavar="I", help="host processes (default 1)")
+    add("--num-replicas", type=count, metavar="R",
+        help="replicas in all (default: the partition's IPUs / --ipus-per-replica)")
+    add("--ipus-per-replica", type=count, default=1, metavar="N", help="IPUs each replica runs on (default 1)")
+    add("--num-ilds", type=count, metavar="D", help="IPU-Link domains: checked against the job's partition")
+    add("--vipu-server-host", metavar="HOST",
+        help="the V-IPU server: checked against the job's (IPUOF_VIPU_API_HOST)")
+    add("--vipu-server-port", type=count, metavar="PORT",
+        help="its port: checked against the job's (IPUOF_VIPU_API_PORT)")
+    add("--vipu-partition", metavar="NAME",
+        help="the partition: checked against the job's (IPUOF_VIPU_API_PARTITION_ID)")
+    add("--print-topology", type=_switch("--print-topology"), default=False, metavar="yes|no",
         help="=yes: print which instance runs which replicas")
     add("--only-output-from-instance", type=count, metavar="I", help="show only instance I's output")
-    add("--offline-mode", type=_switch("--offline-mode"), default=False,
+    add("--offline-mode", type=_switch("--offline-mode"), default=False, metavar="yes|no",
         help="=yes: run without a partition (outside a job too); no layout is checked against one")
-    add("--mpi-global-args", help="mpirun's options: -x NAME=VALUE sets NAME in every instance; the rest have no"
-                                  " effect here (poprun starts the instances itself)")
-    add("--mpi-local-args", help="as --mpi-global-args")
+    add("--mpi-global-args", metavar="ARGS", help="mpirun's options: -x NAME=VALUE sets NAME in every instance; the"
+                                                  " rest have no effect here (poprun starts the instances itself)")
+    add("--mpi-local-args", metavar="ARGS", help="as --mpi-global-args")
     add("-v", "--verbose", action="count", default=0, help="say on stderr what poprun does; -vv: more")
     add("--vv", action="store_true", help="as -vv")
     for flag in NO_EFFECT:
-        kind = {"type": _switch(flag)} if flag in SWITCHES else {"type": count} if flag in (
+        kind = {"type": _switch(flag), "metavar": "yes|no"} if flag in SWITCHES else {"type": count} if flag in (
             "--vipu-server-timeout", "--vipu-partition-attempts") else {}
-        add(flag, help="no effect here", **kind)
+        add(flag, help="taken; no effect here (said on stderr)", **kind)
     add("program", nargs=argparse.REMAINDER, help="the program and its arguments")
     return p
 
