@@ -81,7 +81,7 @@ def test_ild_count_of_a_partition_spanning_domains():
     (["--print-topology=maybe", "prog"], "--print-topology=maybe: give yes or no"),
     (["--vipu-server-timeout", "soon", "prog"], "--vipu-server-timeout: invalid int value: 'soon'"),
     (["--mpi-local-args", "-x 'A", "prog"], "--mpi-local-args=\"-x 'A\": No closing quotation"),
-    (["--process-placement", "spreadnuma", "prog"], "unrecognized arguments: --process-placement"),  # not PopRun's
+    (["--ntasks", "4", "prog"], "unrecognized arguments: --ntasks"),  # srun's, not PopRun's
 ])
 def test_a_malformed_or_unknown_option_is_refused_naming_it(argv, what, capsys):
     with pytest.raises(SystemExit) as ended:
@@ -91,10 +91,15 @@ def test_a_malformed_or_unknown_option_is_refused_naming_it(argv, what, capsys):
 
 def test_values_are_read_as_poprun_reads_them():
     """A value starting with a dash is the option's (graphcore/examples' PopDist test passes --mpi-global-args
-    --tag-output); a bare yes/no option does not take the program as its value; abbreviations are taken."""
-    args = parse(["--mpi-global-args", "--tag-output", "--print-topology", "true", "--num-instance", "2"])
-    assert (args.mpi_unused, args.print_topology, args.program) == (["--tag-output"], True, ["true", "--num-instance",
-                                                                                             "2"])
+    --tag-output), and the MPI options add up when repeated (Graphcore's TensorFlow tests); a yes/no option takes a
+    yes/no word after it (--numa-aware 1, a Graphcore README's) but never the program; abbreviations are taken."""
+    args = parse(["--mpi-global-args", "--tag-output", "--mpi-global-args=--allow-run-as-root", "--num-instance", "2",
+                  "--print-topology", "sh", "-c", "--num-instances 3"])
+    assert (args.mpi_unused, args.num_instances, args.print_topology, args.program) == (
+        ["--tag-output", "--allow-run-as-root"], 2, True, ["sh", "-c", "--num-instances 3"])
+    args = parse(["--numa-aware", "1", "--offline-mode", "off", "--process-placement=disabled", "prog"])
+    assert (args.numa_aware, args.offline_mode, args.process_placement, args.program) == (True, False, "disabled",
+                                                                                          ["prog"])
     assert parse(["--print-topology=no", "--vv", "-H", "h0", "prog"]).print_topology is False
     assert parse(["--vv", "prog"]).verbosity == 2 and parse(["-v", "prog"]).verbosity == 1
 

@@ -7,9 +7,11 @@ one line on stderr saying it has no effect here and why, as `vipu submit` says o
 model. Nothing is invented: an option PopRun lacks is refused as unrecognized, as PopRun refuses it.
 
 How values are written, as PopRun's (Boost) parser reads them: `--flag value` or `--flag=value`; a yes/no option as
-`--print-topology=yes` (yes/no, true/false, on/off, 1/0) or bare (yes), never `--print-topology yes`, whose `yes`
-would be the program. A value that itself starts with a dash is the option's value, not an option of poprun's:
-graphcore/examples' PopDist test passes `--mpi-global-args --tag-output`.
+`--print-topology=yes` (yes/no, true/false, on/off, 1/0), `--numa-aware 1` (a Graphcore README's: a yes/no word
+right after it is its value) or bare (yes). A value that itself starts with a dash is the option's value, not an
+option of poprun's: graphcore/examples' PopDist test passes `--mpi-global-args --tag-output`. --mpi-global-args and
+--mpi-local-args may be given more than once (Graphcore's TensorFlow tests pass `--mpi-global-args=--tag-output
+--mpi-global-args=--allow-run-as-root`): they add up.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ NO_EFFECT = {
     "--vipu-allocation": "poprun makes no partition here: the job's is made in the allocation it ran in (-p)",
     "--executable-cache-path": "poprun compiles nothing here; a framework's own cache is the program's to set",
     "--numa-aware": "instances are not bound to host NUMA nodes here",
+    # the user guide's launching.html ("--process-placement spreadnuma", its default); Graphcore's TensorFlow tests
+    # pass =disabled
+    "--process-placement": "instances are not bound to host NUMA nodes here",
     "--sync-type": "the emulated IPUs synchronise as the cost model says, whatever type is asked",
 }
 
@@ -70,9 +75,9 @@ def parser() -> argparse.ArgumentParser:
     add("--only-output-from-instance", type=count, metavar="I", help="show only instance I's output")
     add("--offline-mode", type=_switch("--offline-mode"), default=False, metavar="yes|no",
         help="=yes: run without a partition (outside a job too); no layout is checked against one")
-    add("--mpi-global-args", metavar="ARGS", help="mpirun's options: -x NAME=VALUE sets NAME in every instance; the"
+    add("--mpi-global-args", metavar="ARGS", action="append", help="mpirun's options: -x NAME=VALUE sets NAME in every instance; the"
                                                   " rest have no effect here (poprun starts the instances itself)")
-    add("--mpi-local-args", metavar="ARGS", help="as --mpi-global-args")
+    add("--mpi-local-args", metavar="ARGS", action="append", help="as --mpi-global-args")
     add("-v", "--verbose", action="count", default=0, help="say on stderr what poprun does; -vv: more")
     add("--vv", action="store_true", help="as -vv")
     for flag in NO_EFFECT:
@@ -85,24 +90,27 @@ def parser() -> argparse.ArgumentParser:
 
 def normalized(argv: list[str]) -> list[str]:
     """The command line with every option's value joined to it (--flag=value) up to the program, so that a value
-    starting with a dash is not read as an option, and a bare yes/no option cannot take the program as its value."""
+    starting with a dash is not read as an option, and a yes/no option takes only a yes/no word as its value (else
+    it is bare: yes), never the program."""
     actions = parser()._actions
     valued = {a for action in actions if action.nargs is None for a in action.option_strings}
     longs = [a for action in actions for a in action.option_strings if a.startswith("--")]
-    out = []
-    rest = iter(argv)
-    for token in rest:
+    out, i = [], 0
+    while i < len(argv):
+        token, i = argv[i], i + 1
         if token == "--" or not token.startswith("-"):
-            return out + [token, *rest]
+            return out + argv[i - 1:]
         name, eq, value = token.partition("=")
         spelled = [a for a in longs if a.startswith(name)] if name.startswith("--") and name not in longs else []
         if len(spelled) == 1:  # an abbreviation, as argparse and Boost take one: --num-instance
             name = spelled[0]
             token = f"{name}{eq}{value}"
+        following = argv[i] if i < len(argv) else ""
         if name in SWITCHES and not eq:
-            token = f"{token}=yes"
+            taken = following.lower() in YES + NO  # --numa-aware 1
+            token, i = f"{name}={following if taken else 'yes'}", i + taken
         elif name in valued and not eq:
-            token = f"{token}={next(rest, '')}" if token.startswith("--") else f"--host={next(rest, '')}"
+            token, i = f"{'--host' if name == '-H' else name}={following}", i + 1
         out.append(token)
     return out
 
@@ -127,10 +135,8 @@ def mpi_exports(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
     instance (`-x NAME` alone passes on poprun's own, which the instances get anyway), and the rest, which poprun
     does not pass to an mpirun here."""
     exported, unused = {}, []
-    for flag in MPI_ARGS:
-        given = getattr(args, flag[2:].replace("-", "_"))
-        if given is None:
-            continue
+    for flag, given in ((flag, given) for flag in MPI_ARGS for given in getattr(args, flag[2:].replace("-", "_"))
+                        or ()):
         try:
             words = shlex.split(given)
         except ValueError as e:
