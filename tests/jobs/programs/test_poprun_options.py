@@ -21,7 +21,8 @@ JOB = {"IPUOF_VIPU_API_PARTITION_ID": "slurm_7", "VIPU_PARTITION_IPUS": "16", "I
 GRAPHCORE = ("-vv --vipu-partition=slurm_7 --vipu-server-host=10.1.2.3 --vipu-server-port 8090 --num-instances=2"
              " --num-replicas=16 --ipus-per-replica=1 --num-ilds 1 --vipu-server-timeout 300 --reset-partition=no"
              " --update-partition=yes --remove-partition=yes --vipu-allocation=alloc-1"
-             " --sync-type=ST_POD_NATIVE_DEFAULT --executable-cache-path cache/rn50 --numa-aware=yes --print-topology=yes"
+             " --sync-type=ST_POD_NATIVE_DEFAULT --executable-cache-path cache/rn50 --numa-aware=yes"
+             " --print-topology=yes"
              " --mpi-global-args='--mca btl_tcp_if_include eno1'"
              " --mpi-local-args='-x OPAL_PREFIX -x IPUOF_VIPU_API_TIMEOUT=3600 -x POPLAR_LOG_LEVEL=WARN'"
              " python3 train.py --config resnet50 --print-topology")

@@ -75,8 +75,9 @@ def parser() -> argparse.ArgumentParser:
     add("--only-output-from-instance", type=count, metavar="I", help="show only instance I's output")
     add("--offline-mode", type=_switch("--offline-mode"), default=False, metavar="yes|no",
         help="=yes: run without a partition (outside a job too); no layout is checked against one")
-    add("--mpi-global-args", metavar="ARGS", action="append", help="mpirun's options: -x NAME=VALUE sets NAME in every instance; the"
-                                                  " rest have no effect here (poprun starts the instances itself)")
+    add("--mpi-global-args", metavar="ARGS", action="append",
+        help="mpirun's options: -x NAME=VALUE sets NAME in every instance; the rest have no effect here (poprun"
+             " starts the instances itself)")
     add("--mpi-local-args", metavar="ARGS", action="append", help="as --mpi-global-args")
     add("-v", "--verbose", action="count", default=0, help="say on stderr what poprun does; -vv: more")
     add("--vv", action="store_true", help="as -vv")
