@@ -1,10 +1,11 @@
 """poprun's options, as Graphcore's PopRun names them: its user guide's `poprun --help` table, and what Graphcore's
 own scripts pass (graphcore/examples: benchmarks.yml files and run scripts pass -vv/--vv, --host, --num-ilds,
 --vipu-server-host/-port/-timeout, --vipu-partition, --vipu-allocation, --update/--reset/--remove-partition,
---sync-type, --executable-cache-path, --mpi-global-args, --mpi-local-args, --print-topology=yes,
---offline-mode=yes). Each is either honoured (launcher.py checks it against the job and acts on it) or taken with
-one line on stderr saying it has no effect here and why, as `vipu submit` says of the #SBATCH flags it does not
-model. Nothing is invented: an option PopRun lacks is refused as unrecognized, as PopRun refuses it.
+--sync-type, --executable-cache-path, --numa-aware, --mpi-global-args, --mpi-local-args, --print-topology=yes,
+--offline-mode=yes; Graphcore's TensorFlow tests --process-placement=disabled). Each is either honoured
+(launcher.py checks it against the job and acts on it) or taken with one line on stderr saying it has no effect
+here and why, as `vipu submit` says of the #SBATCH flags it does not model. Nothing is invented: an option PopRun
+lacks is refused as unrecognized, as PopRun refuses it.
 
 How values are written, as PopRun's (Boost) parser reads them: `--flag value` or `--flag=value`; a yes/no option as
 `--print-topology=yes` (yes/no, true/false, on/off, 1/0), `--numa-aware 1` (a Graphcore README's: a yes/no word
@@ -136,30 +137,34 @@ def mpi_exports(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
     instance (`-x NAME` alone passes on poprun's own, which the instances get anyway), and the rest, which poprun
     does not pass to an mpirun here."""
     exported, unused = {}, []
-    for flag, given in ((flag, given) for flag in MPI_ARGS for given in getattr(args, flag[2:].replace("-", "_"))
-                        or ()):
-        try:
-            words = shlex.split(given)
-        except ValueError as e:
-            raise ValueError(f"{flag}={given!r}: {e}; quote it as a shell would") from None
-        i = 0
-        while i < len(words):
-            if words[i] == "-x" and i + 1 < len(words):
-                name, eq, value = words[i + 1].partition("=")
-                if eq:
-                    exported[name] = value
-                i += 2
-            else:
-                unused.append(words[i])
-                i += 1
+    for flag in MPI_ARGS:
+        for given in _given(args, flag) or ():
+            try:
+                words = shlex.split(given)
+            except ValueError as e:
+                raise ValueError(f"{flag}={given!r}: {e}; quote it as a shell would") from None
+            i = 0
+            while i < len(words):
+                if words[i] == "-x" and i + 1 < len(words):
+                    name, eq, value = words[i + 1].partition("=")
+                    if eq:
+                        exported[name] = value
+                    i += 2
+                else:
+                    unused.append(words[i])
+                    i += 1
     return exported, unused
+
+
+def _given(args: argparse.Namespace, flag: str):
+    return getattr(args, flag[2:].replace("-", "_"))
 
 
 def notes(args: argparse.Namespace) -> list[str]:
     """One line for each option given that has no effect here, naming it and why."""
     lines = []
     for flag, why in NO_EFFECT.items():
-        value = getattr(args, flag[2:].replace("-", "_"))
+        value = _given(args, flag)
         if value is not None:
             shown = ("yes" if value else "no") if flag in SWITCHES else value
             lines.append(f"{flag}={shown} has no effect here: {why}")
