@@ -59,6 +59,8 @@ def test_a_state_filter_matches_the_latest_run_unless_duplicates():
     assert rows(s, states=[S.CANCELLED, S.COMPLETED]) == [(1, S.CANCELLED, 8, 9), (2, S.COMPLETED, 5, 8)]
     ended = s.view().history(states=[S.PREEMPTED, S.CANCELLED], duplicates=True)
     assert [j.signal for j in ended] == [15, 15]  # both runs were stopped by the controller
+    assert stopped_ends.program_ended(s, 1, 0, 3, 0, 10)  # the preempted run's trap exited 3, told late
+    assert [r[3] for r in ended_runs(s, 1)] == ["3:0", "0:15"]
 
 
 def test_limit_keeps_the_most_recently_ended_not_the_highest_ids():
