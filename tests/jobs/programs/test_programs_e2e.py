@@ -224,15 +224,16 @@ def test_history_d_keeps_each_runs_exit_code_and_nodes_through_a_kill_9(controll
     wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text().strip())
     assert run(controller, "vipu", "requeue", str(job)).returncode == 0
     assert (ended(controller, job)["state"], show(controller, job)["exit_code"]) == ("FAILED", 4)
-    for _ in range(2):  # and after a kill -9: written in the store
+    for restart in (False, True):  # and after a kill -9: written in the store
+        if restart:
+            controller.kill(signal.SIGKILL)
+            controller.start()
         out = run(controller, "vipu", "history", "-D", "-j", str(job), "-n", "-P", "-o", "State,ExitCode,NodeList")
         requeued, failed = out.stdout.split()
         assert requeued.rsplit("|", 1)[0] == "REQUEUED|0:9" and failed.rsplit("|", 1)[0] == "FAILED|4:0", out
         assert requeued.rsplit("|", 1)[1] == failed.rsplit("|", 1)[1] != "None assigned"  # its IPUs were kept
         rows = json.loads(run(controller, "vipu", "history", "-D", "-j", str(job), "--json").stdout)
         assert [(r["state"], r["exit_code"], r["signal"]) for r in rows] == [("REQUEUED", 0, 9), ("FAILED", 4, 0)]
-        controller.kill(signal.SIGKILL)
-        controller.start()
 
 
 def test_a_preemptor_starts_on_its_victims_ipus_once_the_victims_program_is_gone(controller, tmp_path):
