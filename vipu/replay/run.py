@@ -145,11 +145,11 @@ def preempted_ipu_seconds(records: Sequence[Job]) -> float:
     for job in records:
         if job.requeue_count or job.state is S.PREEMPTED:
             started = None
-            for state, at in job.history:
-                if state is S.RUNNING:
-                    started = at
-                elif state is S.PREEMPTED and started is not None:
-                    lost += (at - started) * job.ipus
+            for t in job.history:
+                if t.state is S.RUNNING:
+                    started = t.at
+                elif t.state is S.PREEMPTED and started is not None:
+                    lost += (t.at - started) * job.ipus
     return lost
 
 

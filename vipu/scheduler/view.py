@@ -248,8 +248,9 @@ def _since(job: Job) -> float:
 
 def _runs_ended(job: Job, ended: set[JobState] | frozenset[JobState]) -> list[Job]:
     """The job's earlier runs that ended in one of `ended` (it went back to the queue after each), each as the job
-    was when that run ended: its state, start, end and, for a run that completed, exit code 0 (a failed run's
-    code and a run's IPUs are not kept; sacct --duplicates lists them as rows of their own)."""
+    was when that run ended: its state, start, end, exit code and signal, and its IPUs (first_ipu), as the transition
+    that ended it keeps them (job_record.EndedRun); sacct --duplicates lists them as rows of their own. A record
+    stored before runs were kept: a run that completed exited 0; other codes and the IPUs are unknown."""
     out, start, before = [], None, None
     last = len(job.history) - 1
     for i, t in enumerate(job.history):
@@ -260,8 +261,9 @@ def _runs_ended(job: Job, ended: set[JobState] | frozenset[JobState]) -> list[Jo
         if state is S.RUNNING:
             start = t.at
         elif state in ended:
+            code, signal, first_ipu = t.run if t.run is not None else (0 if state is S.COMPLETED else None, 0, None)
             out.append(job.updated({"state": state, "start_time": start, "end_time": t.at, "reason": None,
-                                    "estimated_start": None, "exit_code": 0 if state is S.COMPLETED else None,
-                                    "first_ipu": None}))  # where an earlier run ran is not kept
+                                    "estimated_start": None, "exit_code": code, "exit_signal": signal,
+                                    "first_ipu": first_ipu}))
         before = t.state
     return out
