@@ -31,9 +31,11 @@ def spool_for(state_dir: Path | None) -> str:
         spool = _before(state_dir)
     if spool is None or not is_own(spool):
         spool = os.path.join(tempfile.gettempdir(), f"vipu-spool-{secrets.token_hex(8)}")
-    if kept is not None and _read(kept) != spool:
+    if kept is not None:  # (written each time: a file an earlier version left readable is made 0600, as state files)
         partial = kept.with_name(NAME_FILE + ".new")
-        partial.write_text(spool + "\n")
+        partial.unlink(missing_ok=True)
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:  # (a state file)
+            f.write(spool + "\n")
         os.replace(partial, kept)
     try:
         os.mkdir(spool, 0o711)
