@@ -275,19 +275,15 @@ kill = typer.Typer(help="Fault injection: kill a machine's actor.", no_args_is_h
 
 @repair.command("ipus")
 def repair_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"), json_out: bool = JsonOption):
-    """Put failed IPUs back in service (FAILED partitions stay FAILED until reset or removed)."""
+    """Put failed IPUs back in service (FAILED partitions stay FAILED until reset or removed). Refused, repairing
+    none, if one of them is not failed, as `resume agent` is for an agent not drained."""
     c = ctx.obj.conn
     ipus = list(dict.fromkeys(ipus))
     reply = c.call(c.admin.RepairIpus, a.FailIpusRequest(ipus=ipus), check=IPU_CHECK)
     if ctx.obj.wants_json(json_out):
         print_json(list(reply.ipus))
-        return
-    healthy = [i for i in ipus if i not in set(reply.ipus)]
-    were = f"{_listed(healthy)} {'was' if len(healthy) == 1 else 'were'} not failed"
-    if not reply.ipus:
-        print(f"Nothing repaired: {were}")
     else:
-        print(f"{_listed(reply.ipus)} repaired" + (f" ({were})" if healthy else ""))
+        print(f"{_listed(reply.ipus)} repaired")
 
 
 @kill.command("machine")
