@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from vipu.cli import completion
+from vipu.cli import completion, ids_given_command
 from vipu.cli.agent_commands import AGENT_HEADERS, agent_row, drain, resume
 from vipu.cli.context import (
     JSON_HELP,
@@ -310,6 +310,7 @@ def fail_link(ctx: typer.Context, ipu_a: int = typer.Argument(...), ipu_b: int =
         print(f"IPU-Link {ipu_a}-{ipu_b} failed; IPUs {ipu_a} and {ipu_b} out of service; partitions FAILED: {names}")
 
 
+ids_given_command.register(app)
 app.add_typer(repair, name="repair")
 app.add_typer(kill, name="kill")
 app.add_typer(create, name="create")
