@@ -64,6 +64,15 @@ def scheduler_entries(config: SchedulerConfig) -> dict[str, str]:
     return entries
 
 
+def scheduling(plane: ControlPlane) -> str:
+    """The policy that decides the cycles, for the server's `listening` line: `policy backfill`, or `policy file F
+    (backfill when it fails)`."""
+    config = plane.scheduler.config
+    if config.policy_file:
+        return f"policy file {config.policy_file} ({config.policy} when it fails)"
+    return f"policy {config.policy}"
+
+
 def running_config(plane: ControlPlane) -> list[tuple[str, str]]:
     """The controller's configuration: the scheduler's, the runs', and what its server was started with
     (plane.served, set by vipu-server)."""

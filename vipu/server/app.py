@@ -33,6 +33,7 @@ from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
 from vipu.control.long_lived import keep_long_lived
 from vipu.control.output_files import refuse_linked_output
+from vipu.control.running_config import scheduling
 from vipu.control.startup import (ADMIN_KEY, DATABASE, STATE_MARKER, foreign_admin_key, open_plane,
                                   refuse_missing_database)
 from vipu.server.status import add_servicer
@@ -364,12 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     if device is not None:
         device.start()
     plane.start()
-    config = plane.scheduler.config
-    policy = f"policy file {config.policy_file} ({config.policy} when it fails)" if config.policy_file else \
-        f"policy {config.policy}"
     print(
         f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir};"
-        f" {policy}, scheduler config {args.scheduler_config or 'built in'});"
+        f" {scheduling(plane)}, scheduler config {args.scheduler_config or 'built in'});"
         f" {metrics_line}{'; secure' if args.secure else ''}{'; TLS' if tls else ''}"
         f"{f'; jobs reach it at {plane.api_host}:{port}' if plane.api_host != args.host else ''}"
         f"; {f'IPUs served on {plane.device_address}' if device is not None else 'IPUs not served'}",
