@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 NULL = "(null)"  # scontrol's word for a setting not given
 # a SchedulerConfig field that is a Slurm parameter under another name: shown by Slurm's name
 SLURM_NAMES = {"policy": "SchedulerType", "policy_file": "SchedulerPolicyFile", "max_age": "PriorityMaxAge",
-               "fairshare_half_life": "PriorityDecayHalfLife", "max_jobs": "MaxJobCount", "max_job_test": "BfMaxJobTest"}
+               "fairshare_half_life": "PriorityDecayHalfLife", "max_jobs": "MaxJobCount",
+               "max_job_test": "BfMaxJobTest"}
 
 
 def camel(name: str) -> str:

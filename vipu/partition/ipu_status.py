@@ -57,7 +57,8 @@ def not_failed(state: PodState, working: list[int], named: list[int]) -> FailedP
             " fail ipus`, or a machine or IPU-Link lost), so there is nothing to repair")
     failed = [ipu for ipu in dict.fromkeys(named) if ipu in state.failed_ipus]
     if failed:
-        text += f"; none was repaired: repair the failed ones alone, `vipu-admin repair ipus {' '.join(map(str, failed))}`"
+        text += ("; none was repaired: repair the failed ones alone, `vipu-admin repair ipus"
+                 f" {' '.join(map(str, failed))}`")
     agents = state.agent_of_machine()
     drained = {agents[ipu // state.pod.machine.ipus].name for ipu in working
                if kinds.get(ipu) in ("drained", "draining") and ipu // state.pod.machine.ipus in agents}
