@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
+from vipu.errors import FailedPrecondition
 from vipu.partition.admin_records import DEFAULT_ALLOCATION, Reason
 from vipu.partition.agent_states import node_state
-from vipu.partition.node_names import machine_name
+from vipu.partition.node_names import hostlist, machine_name
 from vipu.partition.placement import ipus_in
 from vipu.partition.pod_state import PodState
 
@@ -55,6 +56,27 @@ def _not_idle(state: PodState, completing_mask: int = 0) -> tuple[dict[int, str]
     kinds.update(dict.fromkeys(ipus_in(state.draining_mask), "draining"))
     kinds.update(dict.fromkeys(state.failed_ipus, "failed"))
     return owner, kinds
+
+
+def not_failed(state: PodState, working: list[int], named: list[int]) -> FailedPrecondition:
+    """The refusal of a repair of `working`, IPUs of `named` that are not failed: repair undoes a failure, as
+    resume undoes a drain (agent_states.not_drained). Each named with its state; the fix: the failed ones alone, and
+    for a drained machine's IPUs, the resume of its agent, which repair is not."""
+    _, kinds = _not_idle(state)
+    one = len(working) == 1
+    each = ", ".join(f"{ipu} ({kinds.get(ipu, 'idle')})" for ipu in working)
+    text = (f"IPU{'' if one else 's'} {each} {'is' if one else 'are'} not failed: repair undoes a failure (`vipu-admin"
+            " fail ipus`, or a machine or IPU-Link lost), so there is nothing to repair")
+    failed = [ipu for ipu in dict.fromkeys(named) if ipu in state.failed_ipus]
+    if failed:
+        text += ("; none was repaired: repair the failed ones alone, `vipu-admin repair ipus"
+                 f" {' '.join(map(str, failed))}`")
+    agents = state.agent_of_machine()
+    drained = {agents[ipu // state.pod.machine.ipus].name for ipu in working
+               if kinds.get(ipu) in ("drained", "draining") and ipu // state.pod.machine.ipus in agents}
+    if drained:
+        text += f"; a drained agent's IPUs come back with `vipu-admin resume agent {hostlist(drained)}`"
+    return FailedPrecondition(text, resource=("ipu", " ".join(map(str, working))))
 
 
 def ipu_statuses(state: PodState, completing_mask: int = 0) -> list[IpuStatus]:

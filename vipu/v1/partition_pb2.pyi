@@ -23,6 +23,24 @@ class VersionInfo(_message.Message):
     ipus: int
     def __init__(self, version: _Optional[str] = ..., pod: _Optional[str] = ..., ipus: _Optional[int] = ...) -> None: ...
 
+class GetConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ConfigEntry(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class ConfigInfo(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[ConfigEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[ConfigEntry, _Mapping]]] = ...) -> None: ...
+
 class CreatePartitionRequest(_message.Message):
     __slots__ = ("name", "size", "num_gcds", "gcd_sync_replicas", "reconfigurable", "allocation", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
