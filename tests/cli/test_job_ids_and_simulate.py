@@ -293,7 +293,7 @@ def test_simulate_json_has_the_tables_figures_with_units(tmp_path):
     assert lines[4].split()[:-1] == \
         ["fifo", "2", "2", "120", "140", "140", "45", "90", "90", "150", "100.0%", "100.0%", "0.0%", "0"]
     # job 2 waits 90 s and runs 50: bounded slowdown (90 + 50) / 50 = 2.8, job 1's is 1; one job queued for 90 of 150 s
-    assert lines[-1].split() == ["fifo", "1.90", "2.80", "2.8", "1.90", "1.000", "0.6", "1"]
+    assert lines[-1].split() == ["fifo", "1.90", "2.80", "2.80", "1.90", "1.000", "0.6", "1"]
     for args in (("simulate", "--json"), ("--json", "simulate")):
         out = vipu(*args, "--trace", trace, "--pod", "bow-pod16", "--policy", "fifo,sjf")
         assert out.returncode == 0, out.stderr
