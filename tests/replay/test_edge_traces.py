@@ -12,7 +12,7 @@ from vipu.errors import InvalidArgument
 from vipu.replay.plots import binned
 from vipu.replay.run import replay, replay_run
 from vipu.replay.simulation import report, simulate_trace
-from vipu.replay.summary import PAPER_COLUMNS, format_table, result_json, seeds_json
+from vipu.replay.summary import PAPER_COLUMNS, format_table, percentile, result_json, seeds_json
 from vipu.replay.trace_rows import TraceJob
 from vipu.replay.traces import load_trace
 
@@ -165,3 +165,13 @@ def test_a_native_job_of_0_ipus_more_than_the_pod_or_negative_times_is_refused(t
 
 def test_utilisation_over_no_time_is_not_drawn():
     assert binned([5.0, 5.0], [8, 0], 200) == ([], []) and binned([5.0], [8], 200) == ([], [])
+
+
+def test_percentiles_are_nearest_rank():
+    """The smallest value with at least q of them at or below it. Two jobs' p50 was the longer one, and 20 jobs' p95
+    their maximum: the index was one rank high whenever q x n was whole."""
+    assert percentile([140, 100], 0.5) == 100 and percentile([100, 140, 60], 0.5) == 100
+    assert percentile(list(range(1, 21)), 0.95) == 19 and percentile(list(range(1, 101)), 0.95) == 95
+    assert percentile([7], 0.95) == 7 and percentile([], 0.5) is None
+    two = replay([TraceJob(0, 16, 100, 128), TraceJob(10, 16, 50, 64)], POD16, "fifo")  # JCTs 100 and 140
+    assert (two.p50_jct, two.p95_jct, two.avg_jct) == (100, 140, 120)

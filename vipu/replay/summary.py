@@ -3,6 +3,7 @@ JSON `vipu simulate` prints them as."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -58,10 +59,13 @@ class ReplayResult:
 
 
 def percentile(values: list[float], q: float) -> float | None:
+    """The nearest-rank percentile: the smallest value with at least q of the values at or below it (None over
+    none). It was the value one rank higher whenever q x n is whole: the p50 of two jobs was the longer one, and
+    the p95 of 20 their maximum."""
     if not values:
         return None
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return ordered[max(0, math.ceil(round(q * len(ordered), 9)) - 1)]
 
 
 Column = tuple[str, str, Callable[[ReplayResult], float | str | None]]  # (heading, format spec, figure: None
