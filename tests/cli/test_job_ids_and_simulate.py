@@ -262,7 +262,7 @@ def test_simulate_refuses_bad_options_in_one_line(tmp_path):
         ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time\nx,1,1000,LS,0,9\n", 1,
          "is not an openb pod list: column scheduled_time is missing"),
         ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\nx,one,1000,LS,0,9,0\n", 2,
-         "num_gpu is 'one', not a number"),
+         "num_gpu is 'one', not a whole number"),
         ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\nx,1,1000,LS,0,9,0,7\n", 2,
          "more fields than the header's 7 columns"),
         # rows that make no sense, once accepted (the first three became 4, 4 and 8 IPUs)

@@ -175,3 +175,17 @@ def test_percentiles_are_nearest_rank():
     assert percentile([7], 0.95) == 7 and percentile([], 0.5) is None
     two = replay([TraceJob(0, 16, 100, 128), TraceJob(10, 16, 50, 64)], POD16, "fifo")  # JCTs 100 and 140
     assert (two.p50_jct, two.p95_jct, two.avg_jct) == (100, 140, 120)
+
+
+def test_a_count_that_is_not_whole_is_refused_as_such(tmp_path):
+    path = write(tmp_path, "h.csv", "job_id,user,gpu_num,state,submit_time,duration\n1,u,1.5,COMPLETED,0,10\n")
+    with pytest.raises(InvalidArgument, match=r"h.csv:2: gpu_num is '1.5', not a whole number; fix the row"):
+        load_trace(path)
+
+
+def test_a_trace_whose_every_row_is_skipped_says_so_not_which_formats_exist(tmp_path):
+    path = write(tmp_path, "h.csv", "job_id,user,gpu_num,state,submit_time,duration\n1,u,2,COMPLETED,0,\n")
+    with pytest.raises(InvalidArgument) as error:
+        load_trace(path, max_ipus=16)
+    assert error.value.message == (f"--trace {path} has no jobs to replay: every row was skipped (1 never ran (no"
+                                   " duration)); docs/traces.md says which rows each format skips")
