@@ -189,3 +189,14 @@ def test_a_trace_whose_every_row_is_skipped_says_so_not_which_formats_exist(tmp_
         load_trace(path, max_ipus=16)
     assert error.value.message == (f"--trace {path} has no jobs to replay: every row was skipped (1 never ran (no"
                                    " duration)); docs/traces.md says which rows each format skips")
+
+
+def test_poisson_arrivals_over_jobs_of_0_s_are_refused_not_divided_by_zero(tmp_path):
+    from vipu.replay.arrivals import Draws
+
+    path = write(tmp_path, "t.csv", "submit_time,ipus,duration\n0,4,0\n5,4,0\n")
+    with pytest.raises(InvalidArgument, match=r"--arrivals poisson --load 0.8: every job of the trace runs 0 s, so"
+                                              r" they offer no load at any arrival rate; give --runtimes"):
+        simulate_trace(path, "bow-pod16", ["fifo"], draws=Draws("poisson"))
+    drawn = simulate_trace(path, "bow-pod16", ["fifo"], draws=Draws("poisson", runtimes="exponential:60"))
+    assert all(j.duration >= 1 for j in drawn.trace.jobs) and drawn.results[0].finished == 2
