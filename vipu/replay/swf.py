@@ -133,7 +133,7 @@ def _job(where: str, line: int, f: dict[str, float], factor: float, max_ipus: in
 
 def swf_mapping(ipus: str) -> str:
     return (
-        f"SWF -> IPU-Pod mapping: {ipus}, processors = allocated (field 5), or requested (8) when that is -1;"
+        f"SWF -> IPU-Pod mapping: {ipus}, processors = allocated (field 5), or requested (8) when that is -1 or 0;"
         " arrival = submit time (2); run time = field 4 (0 kept: a run under half a second); time_limit = the"
         " requested time (9), at least the run time (so no TIMEOUT the log did not have), or when -1 the run time"
         " rounded up to a power-of-two number of minutes; user u<field 12>; wait (3), status (11) but"
