@@ -8,14 +8,16 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 
 from vipu.control.device_ops import DeviceOps
+from vipu.jobs.sessions.tensor_memory import TensorMemory
 from vipu.jobs.sessions.tokens import Sessions
 from vipu.server.device_server import build_device_server
 
 
 @contextmanager
-def served(session, env: dict[str, str] | None = None):
-    """Serve `session` on a free port; the SDK's environment (VIPU_*) is set while inside. Yields the token."""
-    sessions = Sessions()
+def served(session, env: dict[str, str] | None = None, memory: TensorMemory | None = None):
+    """Serve `session` on a free port; the SDK's environment (VIPU_*) is set while inside. Yields the token.
+    `memory`: the controller's tensor memory (default: its default budget)."""
+    sessions = Sessions(memory)
     token = sessions.open(session)
     server, port = build_device_server(SimpleNamespace(devices=DeviceOps(sessions)), "127.0.0.1", 0, threads=8)
     server.start()

@@ -21,3 +21,7 @@ class DeviceOps:
     def session(self, token: str | None) -> DeviceSession:
         """The open session of the run whose VIPU_RUN_TOKEN this is; Unauthenticated for any other token."""
         return self._sessions.get(token)
+
+    def budget_tensors(self, nbytes: int) -> None:
+        """The controller's host memory for programs' tensors (vipu-server --tensor-memory; tensor_memory.py)."""
+        self._sessions.memory.budget = nbytes

@@ -77,7 +77,7 @@ class Driver:
         self.executor = executor
         self.masks = masks  # the IPUs a cycle may place on (the live controller's partitions); None: the Pod's
         self.estimates = estimates  # work out estimated starts (nobody reads them in a replay)
-        self._heap: list[tuple] = []  # (time, rank, seq, job id, run start, exit code, final state, signal)
+        self._heap: list[tuple] = []  # (time, rank, seq, job id, run start, exit code, final state, signal, why)
         self._seq = 0
         self._arrivals: list[Arrival] = []  # sorted by time; consumed from `_next`
         self._next = 0
@@ -87,8 +87,8 @@ class Driver:
 
     # -- what the loop waits for --------------------------------------------------------------------------------
     def _push(self, at: float, rank: int, job_id: int = 0, started: float = 0.0, exit_code: int = 0,
-              state: JobState | None = None, signal: int = 0) -> None:
-        heapq.heappush(self._heap, (at, rank, self._seq, job_id, started, exit_code, state, signal))
+              state: JobState | None = None, signal: int = 0, why: str | None = None) -> None:
+        heapq.heappush(self._heap, (at, rank, self._seq, job_id, started, exit_code, state, signal, why))
         self._seq += 1
 
     def arrive(self, arrivals: Iterable[Arrival]) -> None:
@@ -154,11 +154,12 @@ class Driver:
             self._push(at, WAKE)
 
     def ended(self, job_id: int, started: float, now: float, exit_code: int, state: JobState | None = None,
-              signal: int = 0) -> None:
+              signal: int = 0, why: str | None = None) -> None:
         """A workload that only it could tell the end of (a training run, a program) ended at `now`: events due
         until then come first, so a time limit that ran out before it wins. State None: COMPLETED on exit code and
-        signal 0, else FAILED. The next step's cycle uses the freed IPUs."""
-        self._push(now, ENDED, job_id, started, exit_code, state, signal)
+        signal 0, else FAILED; `why`, what ended it when not its program (kept as the job's ended_by). The next
+        step's cycle uses the freed IPUs."""
+        self._push(now, ENDED, job_id, started, exit_code, state, signal, why)
         self._due(now)
 
     def _due(self, now: float) -> None:
@@ -172,10 +173,10 @@ class Driver:
                 continue
             if at > now:
                 return
-            at, rank, _, job_id, started, exit_code, state, signal = heapq.heappop(heap)
+            at, rank, _, job_id, started, exit_code, state, signal, why = heapq.heappop(heap)
             if rank == ENDED:
                 if s.table.running_since(job_id, started) is not None:
-                    self.apply(s.job_finished(job_id, at, state, exit_code, signal), at)
+                    self.apply(s.job_finished(job_id, at, state, exit_code, signal, why), at)
             elif rank == TIME_LIMIT:
                 self.apply(s.time_limit_reached(job_id, started, at), at)
             else:

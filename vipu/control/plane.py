@@ -258,10 +258,11 @@ class ControlPlane:
                     self.scheduler.cleaned(job_id, self.now())
         self.changed()
 
-    def _finish(self, job_id: int, started: float, exit_code: int, state, signal: int = 0, records=()) -> None:
+    def _finish(self, job_id: int, started: float, exit_code: int, state, signal: int = 0, records=(),
+                why: str | None = None) -> None:
         """A runner's run ended by itself (the caller holds the lock); `records`, the runner's records of it, are
         written with its end. While the store cannot write, the end waits and the job stays RUNNING (run_ends.py)."""
-        end = RunEnd(job_id, started, self.now(), exit_code, state, signal, tuple(records))
+        end = RunEnd(job_id, started, self.now(), exit_code, state, signal, tuple(records), why)
         if self.store.writable and not self.store.failed:
             self._record_end(end)
             return
@@ -279,7 +280,7 @@ class ControlPlane:
         self.ends.give(end)
         if end.records:
             self.store.commit(list(end.records), [])
-        self.driver.ended(end.job_id, end.started, end.at, end.exit_code, end.state, end.signal)
+        self.driver.ended(end.job_id, end.started, end.at, end.exit_code, end.state, end.signal, end.why)
 
     def record_held_ends(self) -> None:
         """The ends that waited for the store, now that it writes (the caller holds the lock): each recorded with

@@ -22,6 +22,7 @@ class RunEnd(NamedTuple):
     state: JobState | None  # None: COMPLETED on exit code and signal 0, else FAILED
     signal: int
     records: tuple  # the runner's records of it, (kind, name, record), written with its end
+    why: str | None = None  # what ended it, when not its program (the controller lost it)
 
 
 class RunEnds:

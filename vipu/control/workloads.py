@@ -51,7 +51,7 @@ class RunContext:
     now: Callable[[], float]
     job: Callable[[int], "Job | None"]  # the job's record now
     still_running: Callable[[int, float], bool]  # (job id, run start): is that run of the job still going
-    finish: Callable[..., None]  # (job id, run start, exit code, state, signal=0, records=()): under the lock
+    finish: Callable[..., None]  # (job id, run start, exit code, state, signal=0, records=(), why=None): under the lock
     stopped_end: Callable[[int, float, int, int], None]  # (job id, run start, exit code, signal): how the program
     # of a run stopped from outside ended, once it has (vipu/scheduler/stopped_ends.py); under the lock
     wake: Callable[[], None]  # let the scheduling loop use what a finish freed

@@ -23,7 +23,9 @@ from vipu.metrics import register as register_metrics
 from vipu.hardware.pod_files import load_pod
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
-from vipu.server.arguments import DEFAULT_RPC_THREADS, MAX_TIME_SCALE, default_state_dir, parse_args, served
+from vipu.server.arguments import (DEFAULT_RPC_THREADS, MAX_DEVICE_THREADS, MAX_TIME_SCALE, default_state_dir,
+                                   parse_args, parse_bytes, served)
+from vipu.server.calls_in_flight import default_threads
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import build_device_server
 from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen, tls_pair
@@ -230,8 +232,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vipu-server: error: --device-port is {args.device_port}; give 0 to 65535, or -1 to turn it off",
               file=sys.stderr)
         return BAD_INPUT
-    if not 1 <= args.device_threads <= 1024:
-        print(f"vipu-server: error: --device-threads is {args.device_threads}; give 1 to 1024", file=sys.stderr)
+    if args.device_threads is not None and not 1 <= args.device_threads <= MAX_DEVICE_THREADS:
+        print(f"vipu-server: error: --device-threads is {args.device_threads}; give 1 to {MAX_DEVICE_THREADS}",
+              file=sys.stderr)
+        return BAD_INPUT
+    try:
+        tensor_memory = parse_bytes(args.tensor_memory) if args.tensor_memory is not None else None
+    except ValueError as e:
+        print(f"vipu-server: error: --tensor-memory {e}", file=sys.stderr)
         return BAD_INPUT
     if not -1 <= args.metrics_port < 65536:
         print(f"vipu-server: error: --metrics-port is {args.metrics_port}; give 0 to 65535, or -1 to turn metrics"
@@ -303,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     keep_long_lived()
     pod = plane.pod
     plane.secure = args.secure
+    if tensor_memory is not None:
+        plane.devices.budget_tensors(tensor_memory)
     plane.use_machines(args.ray, args.health_check_interval, bundle)
     try:
         key_file = bootstrap_admin(plane, state_dir) if args.secure else None
@@ -324,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     device = None
     if args.device_port >= 0:
         try:
-            device, device_port = build_device_server(plane, args.host, args.device_port, args.device_threads, tls)
+            device, device_port = build_device_server(plane, args.host, args.device_port,
+                                                      args.device_threads or default_threads(pod.ipus), tls)
         except OSError as e:
             plane.close()
             print(f"vipu-server: error: {e}", file=sys.stderr)

@@ -4,6 +4,7 @@ takes is read (and tested against deploy/'s unit and manifest command lines) wit
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import platformdirs
@@ -12,7 +13,7 @@ from vipu import __version__
 from vipu.hardware.pod_files import PRESETS
 from vipu.control.startup import WRITE_TIMEOUT_S
 from vipu.server import log_format
-from vipu.server.device_server import DEFAULT_DEVICE_THREADS
+from vipu.server.calls_in_flight import CALLS_PER_IPU, CALLS_PER_RUN, SPARE_THREADS
 from vipu.workers.fleet import WATCH_S
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
@@ -21,6 +22,7 @@ DEFAULT_METRICS_PORT = 9105
 # contention: bench/bench_submit.py prints submissions/s with 3 and with 8 (with 8 clients, 3 threads serve more).
 # More help only when RPCs wait on something outside the process (Ray), so the flag is there.
 DEFAULT_RPC_THREADS = 3
+MAX_DEVICE_THREADS = 8192
 MAX_TIME_SCALE = 1000.0  # --modelled-time-scale: slower than the real Pod, but not so slow a job never ends
 # How long a thread that wants the GIL waits before the running one must hand it over (Python's default: 5 ms). A
 # submission hands the GIL back and forth several times (gRPC, SQLite), so beside a long listing each handover cost
@@ -28,6 +30,18 @@ MAX_TIME_SCALE = 1000.0  # --modelled-time-scale: slower than the real Pod, but 
 
 def default_state_dir() -> Path:
     return platformdirs.user_data_path("vipu-sim") / "state"
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+
+
+def parse_bytes(text: str) -> int:
+    """'8G', '512MiB', '1073741824' -> bytes (binary units); ValueError naming the fix."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match or float(match.group(1)) <= 0:
+        raise ValueError(f"{text!r} is not a size; give bytes above 0, e.g. 8G, 512M or 1073741824")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -104,9 +118,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--device-port", type=int, default=0,
                         help="port of the DeviceService, through which users' programs (vipu.sdk) reach their"
                              " partitions' IPUs (VIPU_DEVICE_ADDRESS); 0 (default) picks a free one, -1 turns it off")
-    parser.add_argument("--device-threads", type=int, default=DEFAULT_DEVICE_THREADS,
-                        help=f"threads serving the DeviceService (default {DEFAULT_DEVICE_THREADS}; 1 to 1024): calls"
-                             " of every running program that may wait at once for other instances")
+    parser.add_argument("--device-threads", type=int, default=None, metavar="N",
+                        help=f"threads serving the DeviceService (1 to {MAX_DEVICE_THREADS}; default"
+                             f" {CALLS_PER_IPU + CALLS_PER_RUN} per IPU of the Pod + {SPARE_THREADS}, started as"
+                             f" needed): every call of a running program that waits for another instance holds one;"
+                             f" a run may have {CALLS_PER_IPU} calls in flight per IPU of its partition +"
+                             f" {CALLS_PER_RUN}, at most half of them (more are refused RESOURCE_EXHAUSTED), so the"
+                             " default serves every run's at once")
+    parser.add_argument("--tensor-memory", default=None, metavar="BYTES",
+                        help="the controller's host memory for the tensors programs keep on their IPUs and in"
+                             " Streaming Memory, over every run (e.g. 8G; default a quarter of this machine's RAM, or"
+                             " of the controller's cgroup memory limit if lower); a put past it is refused"
+                             " RESOURCE_EXHAUSTED, first come first served, whatever the emulated capacity left")
     parser.add_argument("--rpc-threads", type=int, default=DEFAULT_RPC_THREADS,
                         help=f"threads serving gRPC calls (default {DEFAULT_RPC_THREADS}; 1 to 64)")
     parser.add_argument("--policy", default=None, help="scheduling policy: backfill (default), fifo, priority, sjf")

@@ -2,17 +2,23 @@
 
 Thin, as every servicer: convert, call the run's session (found by the call's run token through the control
 plane), convert back. Waits for other instances end before the call's own deadline does, so the caller reads who
-was missing rather than a bare DEADLINE_EXCEEDED.
+was missing rather than a bare DEADLINE_EXCEEDED. The threads serving it are shared by every program: each run has a
+limit on its calls in flight (calls_in_flight.py), and a wait at most MAX_WAIT_S (a longer timeout_s is refused).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
+from vipu.errors import InvalidArgument
+from vipu.server.calls_in_flight import CallsInFlight
 from vipu.server.status import rpc
 from vipu.v1 import device_pb2 as d
 from vipu.v1 import device_pb2_grpc
 
 TOKEN_METADATA = "x-vipu-run-token"
 WAIT_S = 120.0  # a wait for other instances when the call gives none (IPUOF_VIPU_API_TIMEOUT's default)
+MAX_WAIT_S = 3600.0  # the longest a call may wait for other instances (timeout_s)
 OPS = {d.ALLREDUCE: "allreduce", d.REDUCE_SCATTER: "reduce_scatter", d.ALL_GATHER: "all_gather",
        d.BROADCAST: "broadcast"}
 
@@ -31,83 +37,101 @@ def _wire(arrays: dict) -> list[d.IpuArray]:
 
 def _wait(requested: float, context) -> float:
     """The wait a call asked for, ended a second before its deadline (if it has one)."""
+    if not requested <= MAX_WAIT_S:  # (and NaN)
+        raise InvalidArgument(f"timeout_s is {requested:g}; give at most {MAX_WAIT_S:g} seconds (0: {WAIT_S:g}), e.g."
+                              f" IPUOF_VIPU_API_TIMEOUT={WAIT_S:g}", field="timeout_s")
     wait = requested if requested > 0 else WAIT_S
     remaining = context.time_remaining()
     return min(wait, max(0.1, remaining - 1.0)) if remaining is not None else wait
 
 
 class DeviceService(device_pb2_grpc.DeviceServiceServicer):
-    def __init__(self, plane):
-        self.plane = plane
+    def __init__(self, plane, calls: CallsInFlight):
+        self.plane, self.calls = plane, calls
 
-    def _session(self, context):
+    @contextmanager
+    def _session(self, context, method: str):
+        """The caller's run's session, with the call counted as one of its run's calls in flight while inside."""
         token = next((value for key, value in context.invocation_metadata() or () if key == TOKEN_METADATA), None)
-        return self.plane.devices.session(token)
+        session = self.plane.devices.session(token)
+        with self.calls.call(session, method):
+            yield session
 
     @rpc
     def Attach(self, request, context):
-        info = self._session(context).attach(request.instance_index, request.num_instances or 1,
-                                             request.ipus_per_replica or 1)
+        with self._session(context, "Attach") as session:
+            info = session.attach(request.instance_index, request.num_instances or 1, request.ipus_per_replica or 1)
         return d.AttachResponse(**info)
 
     @rpc
     def PutTensors(self, request, context):
         memory = "streaming" if request.memory == d.STREAMING else "sram"
-        self._session(context).put(request.name, _arrays(request.tensors, f"tensor {request.name!r}"), memory)
+        with self._session(context, "PutTensors") as session:
+            session.put(request.name, _arrays(request.tensors, f"tensor {request.name!r}"), memory)
         return d.PutTensorsResponse()
 
     @rpc
     def GetTensors(self, request, context):
-        return d.GetTensorsResponse(tensors=_wire(self._session(context).get(request.name, list(request.ipus))))
+        with self._session(context, "GetTensors") as session:
+            return d.GetTensorsResponse(tensors=_wire(session.get(request.name, list(request.ipus))))
 
     @rpc
     def FreeTensors(self, request, context):
-        self._session(context).free(request.name, list(request.ipus))
+        with self._session(context, "FreeTensors") as session:
+            session.free(request.name, list(request.ipus))
         return d.FreeTensorsResponse()
 
     @rpc
     def Offload(self, request, context):
-        return d.ChargedResponse(virtual_s=self._session(context).offload(request.name, list(request.ipus)))
+        with self._session(context, "Offload") as session:
+            return d.ChargedResponse(virtual_s=session.offload(request.name, list(request.ipus)))
 
     @rpc
     def Load(self, request, context):
-        return d.ChargedResponse(virtual_s=self._session(context).load(request.name, list(request.ipus)))
+        with self._session(context, "Load") as session:
+            return d.ChargedResponse(virtual_s=session.load(request.name, list(request.ipus)))
 
     @rpc
     def Reserve(self, request, context):
-        self._session(context).reserve(request.name, dict(request.bytes))
+        with self._session(context, "Reserve") as session:
+            session.reserve(request.name, dict(request.bytes))
         return d.ReserveResponse()
 
     @rpc
     def RunComputeSet(self, request, context):
-        return d.ChargedResponse(virtual_s=self._session(context).compute(dict(request.flops), request.dtype or "fp16",
-                                                                          dict(request.vector_cycles)))
+        with self._session(context, "RunComputeSet") as session:
+            return d.ChargedResponse(virtual_s=session.compute(dict(request.flops), request.dtype or "fp16",
+                                                               dict(request.vector_cycles)))
 
     @rpc
     def Collective(self, request, context):
         op = OPS.get(request.op, "unknown")
-        got, seconds = self._session(context).collective(
-            op, request.name, [list(g.ipus) for g in request.groups], _arrays(request.tensors, f"{op} contribution"),
-            request.sequence, request.root if op == "broadcast" else None, _wait(request.timeout_s, context))
+        wait = _wait(request.timeout_s, context)
+        with self._session(context, "Collective") as session:
+            got, seconds = session.collective(
+                op, request.name, [list(g.ipus) for g in request.groups], _arrays(request.tensors, f"{op} contribution"),
+                request.sequence, request.root if op == "broadcast" else None, wait)
         return d.CollectiveResponse(tensors=_wire(got), virtual_s=seconds)
 
     @rpc
     def Send(self, request, context):
-        tensors = _arrays(request.tensors, f"send {request.name!r}")
-        return d.ChargedResponse(virtual_s=self._session(context).send(request.name, tensors, list(request.dst),
-                                                                      request.sequence))
+        with self._session(context, "Send") as session:
+            tensors = _arrays(request.tensors, f"send {request.name!r}")
+            return d.ChargedResponse(virtual_s=session.send(request.name, tensors, list(request.dst), request.sequence))
 
     @rpc
     def Recv(self, request, context):
-        got = self._session(context).recv(request.name, list(request.src), list(request.dst), request.sequence,
-                                          _wait(request.timeout_s, context))
+        wait = _wait(request.timeout_s, context)
+        with self._session(context, "Recv") as session:
+            got = session.recv(request.name, list(request.src), list(request.dst), request.sequence, wait)
         return d.RecvResponse(tensors=_wire(got))
 
     @rpc
     def ReportStep(self, request, context):
         from vipu.sdk.wire import from_wire
 
-        report = self._session(context).report_step(request.instance_index, request.step,
-                                                    from_wire(request.losses, "losses"),
-                                                    _wait(request.timeout_s, context))
+        wait = _wait(request.timeout_s, context)
+        with self._session(context, "ReportStep") as session:
+            report = session.report_step(request.instance_index, request.step, from_wire(request.losses, "losses"),
+                                         wait)
         return d.ReportStepResponse(report_json=report.model_dump_json())

@@ -196,3 +196,31 @@ def test_with_the_device_port_off_a_program_is_told_it_has_no_ipus(server_factor
     assert ended(controller, job)["state"] == "COMPLETED"
     said = output(tmp_path, job)
     assert "VIPU_DEVICE_ADDRESS is not set" in said and "--device-port is not -1" in said
+
+
+def test_streaming_puts_past_the_controllers_tensor_memory_are_refused_and_its_end_gives_them_back(server_factory,
+                                                                                                  tmp_path):
+    """Regression (security walk): a 1-IPU job's 8 MiB puts to Streaming Memory grew the controller from 277 MB to
+    1.39 GB in 40 s, bounded only by the emulated 256 GB; --tensor-memory refuses them once programs hold it."""
+    controller = server_factory(extra=["--kill-wait", "1", "--tensor-memory", "40M"])
+    greedy = """
+        import numpy as np
+        import vipu.sdk as ipu
+
+        device = ipu.attach()
+        puts = 0
+        try:
+            while True:
+                device.put(f"t{puts}", {0: np.zeros(1 << 21, np.float32)}, memory="streaming")
+                puts += 1
+        except ipu.ResourceExhausted as e:
+            print(puts, e.message)
+    """
+    for name in ("first", "second"):  # the second gets the first's bytes back
+        [job] = submit(controller, program(tmp_path, name, greedy, ipus=1))
+        detail = ended(controller, job)
+        assert (detail["state"], detail["exit_code"]) == ("COMPLETED", 0)
+        puts, said = output(tmp_path, job).split(" ", 1)
+        assert puts == "5" and said.startswith(
+            "put 't5': 8,388,608 bytes (8.0 MiB) more would pass the controller's host memory for tensors: programs"
+            " hold 41,943,040 of its 41,943,040 bytes (40.0 MiB), this run 41,943,040"), said

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from vipu.jobs.train.results import IpuUsage, StepReport, step_line, usage_lines
+from vipu.scheduler.output_pattern import output_file
 
 # what the usage table's columns mean for a program: its own tensors, not the engine's count of what the Pod holds
 USAGE_LEGEND = ("UTIL: the IPU's tile compute (the FLOPs of its compute sets at the calibrated rate) / emulated step"
@@ -55,3 +56,11 @@ class ProgramRecord(BaseModel):
         if not self.steps or not self.ipu_usage:
             return []
         return [f"per IPU over the {len(self.steps)} steps ({USAGE_LEGEND}):", *usage_lines(self.ipu_usage)]
+
+
+def run_record(job, run: int, node: str | None = None) -> ProgramRecord:
+    """The record of the job's run number `run` on its first node `node` (%N; None before it has one), naming its
+    output and error files."""
+    workdir = job.spec.workload.workdir
+    return ProgramRecord(name=str(job.id), run=run, output=output_file(job.spec.output, job, workdir, node),
+                         error=output_file(job.spec.error, job, workdir, node) if job.spec.error else None)

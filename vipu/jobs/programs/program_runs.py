@@ -32,13 +32,13 @@ from vipu.jobs.programs.environment import job_environment, node_names
 from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, output_lines
 from vipu.jobs.programs.spool import spool_for
 from vipu.jobs.programs import program_log
-from vipu.jobs.programs.program_record import ProgramRecord
+from vipu.jobs.programs.program_record import ProgramRecord, run_record
 from vipu.jobs.programs.run_exits import exit_path, forget_exits, recorded_end
 from vipu.jobs.programs.run_locks import GONE_WAIT_S, left_running, when_gone
+from vipu.jobs.programs.run_watch import watch_failed
 from vipu.jobs.programs.run_sessions import device_environment, keep_steps, open_session
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
-from vipu.scheduler.output_pattern import output_file
 
 log = logging.getLogger("vipu.programs")
 WARN_RECHECK_S = 5.0  # how late an --signal may be after its time moved earlier (Slurm's: up to 60 s early)
@@ -54,6 +54,7 @@ class _Run:
     token: str | None = None  # what opens its session on its IPUs (VIPU_RUN_TOKEN), if the DeviceService is on
     session: object = None  # that session, once open (run_sessions.py)
     stopped: bool = False
+    launched: bool = False  # its supervisor was started
     finished: threading.Event = field(default_factory=threading.Event)
     keeps: str | None = None  # the partition a stopped run holds until its program has ended
     hosted: threading.Event = field(default_factory=threading.Event)  # set once `host` is chosen
@@ -93,7 +94,7 @@ class ProgramRuns:
         try:
             if self.ctx.run_as(job.user) is not None:  # opened as its user's account: the supervisor decides
                 return None
-            self._fresh(job, _files(job, job.runs_started + 1))
+            self._fresh(job, run_record(job, job.runs_started + 1))
         except OutputRefused as e:
             return str(e)
         except Exception:  # noqa: BLE001 - its user's mapping went: the start says so
@@ -109,7 +110,7 @@ class ProgramRuns:
         partition = state.get("partition", start.partition)
         host, port = ctx.api_address()
         number = job.runs_started  # this run included
-        record = _files(job, number, next(iter(node_names(partition, state)), None))
+        record = run_record(job, number, next(iter(node_names(partition, state)), None))
         run = _Run(job.id, start.start_time, f"job{job.id}.run{number}", record)
         try:
             user = ctx.run_as(job.user)
@@ -136,14 +137,19 @@ class ProgramRuns:
         self.runs[job.id] = run
         machines = state.topology.machines_of(start.first_ipu, start.ipus)
         where = (start.partition, start.first_ipu, start.ipus, machines)
-        threading.Thread(target=self._run, args=(run, launch, where), name=f"vipu-program-{job.id}",
-                         daemon=True).start()
-        if work.signal is not None:
-            threading.Thread(target=self._warn, args=(run, parse_signal(work.signal)), name=f"vipu-warn-{job.id}",
+        try:  # (no thread to be had: the job fails saying so, executor.py, and its stop finds the run ended)
+            if work.signal is not None:
+                threading.Thread(target=self._warn, args=(run, parse_signal(work.signal)),
+                                 name=f"vipu-warn-{job.id}", daemon=True).start()
+            threading.Thread(target=self._run, args=(run, launch, where), name=f"vipu-program-{job.id}",
                              daemon=True).start()
+        except BaseException:
+            run.finished.set()
+            raise
 
     def _run(self, run: _Run, launch: dict, where: tuple) -> None:
         partition, first_ipu, size, machines = where
+        result = None
         try:
             if run.record.failure is not None:
                 result = {"failed": run.record.failure}
@@ -159,10 +165,15 @@ class ProgramRuns:
                     if run.stopped:  # stopped while its host was chosen: nothing to start
                         return
                     self._call(run.host, "start", run.key, launch)
+                    run.launched = True
                     result = self._call(run.host, "wait", run.key)
                 except Exception as e:  # noqa: BLE001 - the run fails, saying why
+                    if run.launched:
+                        raise  # its program runs, but is not watched any more: run_watch.py
                     result = {"failed": f"its supervisor could not be started: {type(e).__name__}: {e}"}
             self._ended(run, result)
+        except BaseException as e:  # noqa: BLE001 - whatever failed, the run ends (run_watch.py)
+            watch_failed(self, run, e, result)
         finally:
             with self._lock:
                 run.finished.set()
@@ -386,10 +397,3 @@ class ProgramRuns:
         except OSError:
             pass
 
-
-def _files(job, run: int, node: str | None = None) -> ProgramRecord:
-    """The record of the job's run number `run` on its first node `node` (%N; None before it has one), naming its
-    output and error files."""
-    workdir = job.spec.workload.workdir
-    return ProgramRecord(name=str(job.id), run=run, output=output_file(job.spec.output, job, workdir, node),
-                         error=output_file(job.spec.error, job, workdir, node) if job.spec.error else None)

@@ -57,6 +57,8 @@ class Exchanges:
         members = [ipu for g in groups for ipu in g]
         arrays, shapes = self._buffers(op, name, groups, given, root)
         with self._op():
+            self._room(sum(a.nbytes for a in arrays.values()) - self._data_bytes((self._ipu(i), name) for i in arrays),
+                       f"{op} {name!r}")
             machines = self._machines()
             pod_groups = [[self._ipu(ipu) for ipu in g] for g in groups]
             for ipu, array in arrays.items():
@@ -134,6 +136,7 @@ class Exchanges:
                                   " tensor")
         message = f"{name}#{sequence}"
         with self._op():
+            self._room(arrays[0].nbytes * (len(pod_src) + len(pod_dst)), what)
             machines = self._machines()
             for ipu, array in [*zip(pod_src, arrays), *((d, np.zeros_like(arrays[0])) for d in pod_dst)]:
                 machines.put_tensor(ipu, message, array)
@@ -148,7 +151,7 @@ class Exchanges:
                 seconds += gathered.virtual_s
             for ipu in pod_src:
                 machines.free_tensor(ipu, message)
-                self._held.pop((ipu, message), None)
+                self._dropped(ipu, message)
             arrival = self.clocks.collective(pod_src, seconds, self.sync_s, PP)
             self._mail[(tuple(src), tuple(dst), int(sequence), name)] = (arrival, message, arrays[0].shape)
             self._arrived.notify_all()
@@ -186,6 +189,6 @@ class Exchanges:
                 got = machines.get_tensors(message, pod)
                 for ipu in pod:
                     machines.free_tensor(ipu, message)
-                    self._held.pop((ipu, message), None)
+                    self._dropped(ipu, message)
                 self.clocks.receive(pod, arrival)
         return {ipu: got[p].reshape(shape) for ipu, p in zip(dst, pod)}

@@ -12,6 +12,8 @@ collectives and sends (exchanges.py) run the engine's schedules on the fabric an
 operation is charged on the IPUs' clocks (ipu_clocks.py) with the engine's cost model. One operation at a time
 touches the transport and the clocks (a lock); a collective's members from several instances meet first
 (rendezvous.py), and the one that completes the meeting runs it. Refusals name the IPU as the program knows it, the bytes asked and the bytes free.
+The tensors' bytes are also counted against the controller's host memory for them (tensor_memory.py), which the
+registry gives each session it opens.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from vipu.jobs.sessions.exchanges import TIMEOUT_S, Exchanges
 from vipu.jobs.sessions.ipu_clocks import IpuClocks
 from vipu.jobs.sessions.rendezvous import Rendezvous
 from vipu.jobs.sessions.step_report import step_report
+from vipu.jobs.sessions.tensor_memory import TensorMemory
 from vipu.jobs.train.data_path import Scoped, free_each
 from vipu.jobs.train.machine_charges import charge_compute
 from vipu.jobs.train.results import StepReport
@@ -73,6 +76,9 @@ class DeviceSession(Exchanges):
         self.rendezvous = Rendezvous()
         self.clocks = IpuClocks(self.group.ipus)
         self._held: dict[tuple[int, str], tuple[str, int]] = {}  # (Pod IPU, name) -> (sram|reserved|streaming, bytes)
+        self.memory: TensorMemory | None = None  # the controller's, once open (tokens.py)
+        self._host = 0  # bytes of data it holds (all but reserved), as counted in `memory`
+        self._taken = 0  # bytes the operation under way took from `memory` (_room)
         self._peak: dict[int, tuple[int, int, int]] = {}  # Pod IPU -> (SRAM, of it reserved, Streaming) this step
         self._log: list = []  # (kind, CollectiveResult) of the step's collectives and sends
         self._mail: dict[tuple, tuple[float, str, tuple[int, ...]]] = {}  # sent, not yet received
@@ -119,10 +125,26 @@ class DeviceSession(Exchanges):
         with self._lock:
             if self._closed is not None:
                 raise FailedPrecondition(self._closed)
+            host, taken = self._host, self._taken
             try:
                 yield
             except VipuError as e:
-                raise type(e)(self._say(e.message)) from None
+                raise type(e)(self._say(e.message), reason=e.reason, metadata=e.metadata) from None
+            finally:  # what it took from the tensor memory, settled to what it really added (or freed)
+                took, self._taken = self._taken - taken, taken
+                if self.memory is not None:
+                    self.memory.give(took - (self._host - host))
+
+    def _room(self, nbytes: int, what: str) -> None:
+        """Take `nbytes` more from the controller's tensor memory for the operation under way, before it stores
+        them; ResourceExhausted if they do not fit."""
+        if self.memory is not None and nbytes > 0:
+            self.memory.take(nbytes, what, self._host)
+            self._taken += nbytes
+
+    def _data_bytes(self, keys) -> int:
+        """Of the tensors (Pod IPU, name) `keys`, the bytes of data held now (what a put over them replaces)."""
+        return sum(n for where, n in (self._held.get(key, ("", 0)) for key in keys) if where != "reserved")
 
     def _machines(self) -> Transport:
         """The transport, made at first use (it may bring up machine actors) once earlier sessions on these IPUs
@@ -135,10 +157,16 @@ class DeviceSession(Exchanges):
 
     # --- what the program holds ---------------------------------------------------------------------------------
     def _placed(self, ipu: int, name: str, where: str, nbytes: int) -> None:
+        self._dropped(ipu, name)
         self._held[(ipu, name)] = (where, int(nbytes))
+        self._host += int(nbytes) if where != "reserved" else 0
         sram, reserved, streaming = self._holding(ipu)
         peak = self._peak.get(ipu, (0, 0, 0))
         self._peak[ipu] = (max(peak[0], sram), reserved if sram >= peak[0] else peak[1], max(peak[2], streaming))
+
+    def _dropped(self, ipu: int, name: str) -> None:
+        where, nbytes = self._held.pop((ipu, name), ("reserved", 0))
+        self._host -= nbytes if where != "reserved" else 0
 
     def _holding(self, ipu: int) -> tuple[int, int, int]:
         mine = [where_bytes for (i, _), where_bytes in self._held.items() if i == ipu]
@@ -186,13 +214,15 @@ class DeviceSession(Exchanges):
         if memory not in MEMORIES:
             raise InvalidArgument(f"memory is {memory!r}; give sram or streaming")
         ipus = self._names(name, list(arrays))
+        arrays = {ipu: np.asarray(array) for ipu, array in zip(ipus, arrays.values())}
         with self._op():
+            self._room(sum(a.nbytes for a in arrays.values()) - self._data_bytes((ipu, name) for ipu in ipus),
+                       f"put {name!r}")
             machines = self._machines()
-            for ipu, array in zip(ipus, arrays.values()):
-                array = np.asarray(array)
+            for ipu, array in arrays.items():
                 if self._held.get((ipu, name), ("", 0))[0] not in ("", memory):
                     machines.free_tensor(ipu, name)  # the tensor of that name in the other memory goes
-                    self._held.pop((ipu, name))
+                    self._dropped(ipu, name)
                 if memory == "sram":
                     machines.put_tensor(ipu, name, array)
                 else:
@@ -211,7 +241,7 @@ class DeviceSession(Exchanges):
         with self._op():
             for ipu in pod:
                 self._machines().free_tensor(ipu, name)
-                self._held.pop((ipu, name), None)
+                self._dropped(ipu, name)
 
     def reserve(self, name: str, sizes: Mapping[int, int]) -> None:
         """Hold sizes[ipu] bytes of each IPU's SRAM under `name` with no data (a buffer the program keeps on the
@@ -330,4 +360,7 @@ class DeviceSession(Exchanges):
                 self._held.clear()
                 self._mail.clear()
         finally:
+            if self.memory is not None:
+                self.memory.give(self._host)
+            self._host = 0
             self.freed.set()

@@ -4,7 +4,8 @@ Why a token per run: a program's run is given VIPU_RUN_TOKEN (a fresh 256-bit se
 IPUs; the token opens that run's session only (its partition's IPUs), and is forgotten when the run ends, whatever
 ended it, so a program left running, or a copy of its environment, can do nothing more. Closing a session fails
 its waiting calls at once and frees its tensors in the background (the machines may be slow, or gone); a session
-opened on the same IPUs meanwhile waits for that before it first touches them (session.py).
+opened on the same IPUs meanwhile waits for that before it first touches them (session.py). The registry holds
+the controller's host memory for tensors (tensor_memory.py), which every session it opens counts its tensors in.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from vipu.errors import Unauthenticated
+from vipu.jobs.sessions.tensor_memory import TensorMemory
 
 if TYPE_CHECKING:  # the controller makes this registry at start; numpy and the fabric come with a program's first run
     from vipu.jobs.sessions.session import DeviceSession
@@ -23,7 +25,8 @@ log = logging.getLogger("vipu.sessions")
 
 
 class Sessions:
-    def __init__(self) -> None:
+    def __init__(self, memory: TensorMemory | None = None) -> None:
+        self.memory = memory or TensorMemory()
         self._lock = threading.Lock()
         self._open: dict[str, DeviceSession] = {}
         self._freeing: list[DeviceSession] = []
@@ -39,6 +42,7 @@ class Sessions:
         with self._lock:
             self._freeing = [s for s in self._freeing if not s.freed.is_set()]
             session.after = [s for s in self._freeing if s.overlaps(session)]
+            session.memory = self.memory
             self._open[token] = session
         return token
 
@@ -59,8 +63,13 @@ class Sessions:
                 self._freeing.append(session)
         if session is not None:
             session.close(why)
-            threading.Thread(target=self._free, args=(session,), name=f"vipu-free-{session.scope}",
-                             daemon=True).start()
+            try:
+                threading.Thread(target=self._free, args=(session,), name=f"vipu-free-{session.scope}",
+                                 daemon=True).start()
+            except RuntimeError:  # no thread to be had (memory short): freed here, or never (its run must end)
+                log.warning("job %s: no thread to free the tensors of run %s in: freed now", session.job_id,
+                            session.run)
+                self._free(session)
         return session
 
     @staticmethod
