@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from vipu.cli.job_ids import job_id
-from vipu.cli.nodes import ranges
+from vipu.partition.node_names import ranges
 from vipu.client.messages import seconds
 from vipu.partition.node_names import natural_key
 from vipu.v1 import job_pb2 as j
