@@ -16,7 +16,7 @@ from vipu.cli.job_ids import job_id
 from vipu.cli.job_selection import given, job_ids, job_states, selected_users, split
 from vipu.cli.nodes import Machines, blocks_of
 from vipu.cli.output import print_json, table
-from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled, reason
+from vipu.cli.queue_fields import FULL, NODES, JobRow, reason
 from vipu.cli.queue_rows import eligible_of
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
@@ -252,8 +252,7 @@ def register(app: typer.Typer) -> None:
             print_json([job_data(r.job) for r in rows])  # each row shaped as `vipu show job --json`
             return
         if fields is None:
-            cells = [[labelled(r.job) if n == "JobName" else FIELDS[n].value(r) for n in TABLE.split(",")]
-                     for r in rows]
+            cells = [[FIELDS[n].value(r) for n in TABLE.split(",")] for r in rows]
             lines = table(TABLE.split(","), cells, header).splitlines()
         else:
             lines = sacct_render(fields, rows, header, "-p" if parsable else "-P" if parsable2 else "", delimiter)
