@@ -111,3 +111,20 @@ def test_sacct_formats_and_parsable_output(ended):
 ])
 def test_a_bad_value_is_one_line_naming_the_flag_and_exit_2(unchanged_server, args, said):
     assert refused(unchanged_server, "history", *args).startswith(said)
+
+
+def test_derived_exit_code_and_a_jobs_files(ended):
+    """sacct's DerivedExitCode is its srun steps' highest exit code, and no job here runs a step: 0:0 beside the
+    program's own ExitCode; WorkDir, StdIn, StdOut and StdErr as `vipu show job` gives them (blank: none)."""
+    server, quick, failed, *_ = ended
+    codes = rows(server, "-j", f"{quick},{failed}", "-P", "-n", "-o", "JobID,ExitCode,DerivedExitCode")
+    assert sorted(codes) == sorted([f"{quick}|0:0|0:0", f"{failed}|3:0|0:0"])
+    [wrapped] = submit(server, "--wrap", "true", "--ipus", "1", "-t", "1", "-o", "out-%j.txt", "-e", "err-%j.txt")
+    wait_for(lambda: show(server, wrapped)["state"] == "COMPLETED")
+    folder = server.state_dir.parent  # where run() types its commands
+    [files] = rows(server, "-j", str(wrapped), "-P", "-n", "-o", "WorkDir,StdIn,StdOut,StdErr,DerivedExitCode")
+    assert files.split("|") == [str(folder), "/dev/null", f"{folder}/out-{wrapped}.txt", f"{folder}/err-{wrapped}.txt",
+                                "0:0"]
+    [sleeper] = rows(server, "-j", str(quick), "-P", "-n", "-o", "WorkDir,StdIn,StdOut,StdErr")
+    assert sleeper.split("|") == [str(folder), "", "", ""]  # a sleep writes no file: sacct's blank
+    assert rows(server, "-j", str(quick), "-n", "-o", "Derived")[0].strip() == "0:0"  # a prefix, width 15

@@ -64,6 +64,29 @@ def _time(value: float | None) -> str:
     return stamp(value) if value else "Unknown"
 
 
+def derived_exit_code(row: JobRow) -> str:
+    """sacct's DerivedExitCode: the highest exit code of the job's srun steps, the batch step left out (slurmctld's
+    derived_ec, src/stepmgr/stepmgr.c), 0:0 for a job that ran none. A job here runs no steps (one allocation, one
+    program), so it is 0:0 for each, as sacct shows for a batch script that called no srun; ExitCode is the
+    program's."""
+    return "0:0"
+
+
+def _file(name: str):
+    """sacct's WorkDir, StdIn, StdOut and StdErr as `vipu show job` says them, output patterns filled in; blank
+    where the job has none (a workload that writes no stderr, reads no stdin)."""
+    def value(row: JobRow) -> str:
+        from vipu.cli.batch_detail import built_in_stdout
+        from vipu.cli.job_detail import run_fields, spec_data
+
+        fields = run_fields(row.job)
+        if name == "StdOut" and name not in fields:  # a built-in workload's: the file the controller writes
+            return built_in_stdout(row.job, spec_data(row.job)).replace("(null)", "")
+        return str(fields.get(name, "")).replace("(null)", "")
+
+    return value
+
+
 def _field(width: int, value, key=None, needs=frozenset()) -> Column:
     return Column("", value, key, needs=needs, width=width)
 
@@ -76,6 +99,7 @@ FIELDS: dict[str, Column] = {
     "AllocTRES": _field(10, lambda r: _tres(r) if r.job.HasField("started") else "", needs=FULL | NODES),
     "CPUTime": _field(10, lambda r: elapsed(_ran(r) * r.job.ipus)),
     "CPUTimeRAW": _field(10, lambda r: str(int(_ran(r) * r.job.ipus))),
+    "DerivedExitCode": _field(15, derived_exit_code),
     "Elapsed": _field(10, lambda r: elapsed(_ran(r))),
     "ElapsedRaw": _field(10, lambda r: str(int(_ran(r)))),
     "Eligible": _field(19, lambda r: _time(eligible_of(r.job))),
@@ -99,10 +123,14 @@ FIELDS: dict[str, Column] = {
     "Restarts": _field(8, lambda r: str(r.job.requeue_count)),
     "Start": _field(19, lambda r: _time(seconds(r.job.started) if r.job.HasField("started") else None)),
     "State": _field(10, lambda r: r.job.state),
+    "StdErr": _field(20, _file("StdErr"), needs=FULL),
+    "StdIn": _field(20, _file("StdIn"), needs=FULL),
+    "StdOut": _field(20, _file("StdOut"), needs=FULL),
     "Submit": _field(19, lambda r: _time(seconds(r.job.submitted))),
     "Timelimit": _field(10, lambda r: limit(seconds(r.job.time_limit), elapsed)),
     "TimelimitRaw": _field(10, lambda r: limit(seconds(r.job.time_limit), lambda s: str(math.ceil(s / 60)))),
     "User": _field(9, lambda r: r.job.user),
+    "WorkDir": _field(20, _file("WorkDir"), needs=FULL),
 }
 TABLE = "JobID,JobName,User,State,ExitCode,Submit,Start,End,Elapsed,IPUs"  # what `vipu history` prints by default
 BRIEF = "JobID,State,ExitCode"  # sacct -b
@@ -198,11 +226,12 @@ def register(app: typer.Typer) -> None:
         midnight; here the whole history is small, and --limit keeps the latest). Times are local.
 
         Fields (-o): JobID (26_3), JobIDRaw, JobName, User, Account, Partition (the V-IPU allocation), QOS,
-        State, ExitCode, Reason, Priority, Restarts, Submit, Eligible, Start, End, Elapsed, ElapsedRaw, Planned,
-        Timelimit, TimelimitRaw, NCPUS, AllocCPUS and ReqCPUS (IPUs), NNodes, AllocNodes and ReqNodes
-        (IPU-Machines), NodeList, AllocTRES and ReqTRES (cpu=IPUs,node=machines,gres/ipu=IPUs), CPUTime and
-        CPUTimeRAW (IPU-time), IPUs; any of them may end in %WIDTH (%-WIDTH: left-justified), and a prefix of a
-        name will do."""
+        State, ExitCode, DerivedExitCode (the highest exit code of srun steps: 0:0, as no job here runs any),
+        Reason, Priority, Restarts, Submit, Eligible, Start, End, Elapsed, ElapsedRaw, Planned, Timelimit,
+        TimelimitRaw, NCPUS, AllocCPUS and ReqCPUS (IPUs), NNodes, AllocNodes and ReqNodes (IPU-Machines),
+        NodeList, AllocTRES and ReqTRES (cpu=IPUs,node=machines,gres/ipu=IPUs), CPUTime and CPUTimeRAW
+        (IPU-time), WorkDir, StdIn, StdOut, StdErr (as `vipu show job` gives them), IPUs; any of them may end in
+        %WIDTH (%-WIDTH: left-justified), and a prefix of a name will do."""
         cli = ctx.obj
         if helpformat:
             print(help_format())
