@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pwd
+
 import pytest
 
 from tests.cli.test_cli_e2e import run
@@ -41,10 +43,11 @@ def ended(server, tmp_path):
 def test_a_run_requeued_while_running_is_a_requeued_row_with_duplicates(ended):
     """Regression: `vipu history -D` left out the run that `vipu requeue` stopped while RUNNING."""
     server, *_, looped = ended
-    assert rows(server, "-j", str(looped), "-P", "-n", "-o", "JobID,State,ExitCode") == [f"{looped}|CANCELLED|0:15"]
+    by = f"CANCELLED by {pwd.getpwnam(show(server, looped)['user']).pw_uid}"  # its user cancelled it: sacct's requid
+    assert rows(server, "-j", str(looped), "-P", "-n", "-o", "JobID,State,ExitCode") == [f"{looped}|{by}|0:15"]
     runs = rows(server, "-D", "-j", str(looped), "-P", "-n", "-o", "JobID,State,ExitCode,Restarts,Start,End")
     first, second = (r.split("|") for r in runs)
-    assert first[:4] == [str(looped), "REQUEUED", "0:15", "1"] and second[:3] == [str(looped), "CANCELLED", "0:15"]
+    assert first[:4] == [str(looped), "REQUEUED", "0:15", "1"] and second[:3] == [str(looped), by, "0:15"]
     assert first[4] <= first[5] <= second[4] <= second[5]  # the stopped run, then the one cancelled
     assert rows(server, "-D", "-s", "RQ", "-P", "-n", "-o", "JobID") == [str(looped)]
     assert rows(server, "-s", "REQUEUED", "-n") == []  # without -D, each job as its latest run left it
@@ -128,3 +131,18 @@ def test_derived_exit_code_and_a_jobs_files(ended):
     [sleeper] = rows(server, "-j", str(quick), "-P", "-n", "-o", "WorkDir,StdIn,StdOut,StdErr")
     assert sleeper.split("|") == [str(folder), "", "", ""]  # a sleep writes no file: sacct's blank
     assert rows(server, "-j", str(quick), "-n", "-o", "Derived")[0].strip() == "0:0"  # a prefix, width 15
+
+
+def test_a_cancelled_job_says_by_whom_as_sacct_does(server):
+    """sacct's State is "CANCELLED by UID", the canceller's uid (slurmctld's requid), in every output form (-P too;
+    its fixed width cuts it to CANCELLED+); without --secure a caller is a name, whose uid is its account's on the
+    controller's machine, and a name with no account there is plain CANCELLED, as sacct shows an unknown requid."""
+    [mine, ghosts] = submit(server, "--ipus", "1", "--hold"), submit(server, "--ipus", "1", "--hold")
+    me = pwd.getpwnam(show(server, mine[0])["user"]).pw_uid
+    assert run(server, "vipu", "cancel", str(mine[0])).returncode == 0
+    ghost = {**server.env(), "VIPU_CLI_API_USER_ID": "no-such-account-here"}
+    assert run(server, "vipu", "cancel", str(ghosts[0]), env=ghost).returncode == 0
+    listed = rows(server, "-P", "-n", "-o", "JobID,State")
+    assert listed == [f"{mine[0]}|CANCELLED by {me}", f"{ghosts[0]}|CANCELLED"]
+    assert rows(server, "-n", "-o", "State", "-j", str(mine[0])) == ["CANCELLED+ "]  # sacct's width 10
+    assert rows(server, "-n", "-s", "CA", "-P", "-o", "JobID") == [str(mine[0]), str(ghosts[0])]

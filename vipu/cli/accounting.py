@@ -64,6 +64,14 @@ def _time(value: float | None) -> str:
     return stamp(value) if value else "Unknown"
 
 
+def state(row: JobRow) -> str:
+    """sacct's State: CANCELLED by UID for a cancelled job whose canceller's uid the controller knows (slurmctld's
+    requid; sacct prints plain CANCELLED without one, and so does this)."""
+    x = row.job
+    known = x.state == "CANCELLED" and x.HasField("cancelled_by_uid")
+    return f"{x.state} by {x.cancelled_by_uid}" if known else x.state
+
+
 def derived_exit_code(row: JobRow) -> str:
     """sacct's DerivedExitCode: the highest exit code of the job's srun steps, the batch step left out (slurmctld's
     derived_ec, src/stepmgr/stepmgr.c), 0:0 for a job that ran none. A job here runs no steps (one allocation, one
@@ -122,7 +130,7 @@ FIELDS: dict[str, Column] = {
     "ReqTRES": _field(10, _tres, needs=FULL | NODES),
     "Restarts": _field(8, lambda r: str(r.job.requeue_count)),
     "Start": _field(19, lambda r: _time(seconds(r.job.started) if r.job.HasField("started") else None)),
-    "State": _field(10, lambda r: r.job.state),
+    "State": _field(10, state),
     "StdErr": _field(20, _file("StdErr"), needs=FULL),
     "StdIn": _field(20, _file("StdIn"), needs=FULL),
     "StdOut": _field(20, _file("StdOut"), needs=FULL),
