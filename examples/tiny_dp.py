@@ -42,8 +42,9 @@ def data_parallel(device):
 
 
 if __name__ == "__main__":
-    print(f"instance {ipu.getInstanceIndex()} of {ipu.getNumInstances()}: replicas"
-          f" {ipu.getReplicaIndexOffset()}-{ipu.getReplicaIndexOffset() + ipu.getNumLocalReplicas() - 1} of"
-          f" {ipu.getNumTotalReplicas()}", flush=True)
     with ipu.attach(ipus_per_replica=1) as device:
+        # the Device's view: PopDist's under a launcher, the program's own replication without one (where PopDist's
+        # functions give its defaults, isPopdistEnvSet() False)
+        print(f"instance {device.instance_index} of {device.num_instances}: replicas {device.replicas.start}-"
+              f"{device.replicas.stop - 1} of {device.num_replicas} (launched: {ipu.isPopdistEnvSet()})", flush=True)
         train(device, TRAINING, data_parallel(device))

@@ -18,12 +18,12 @@ except OSError:
 print(s.getsockname()[1])
 s.close()" "$1"
 }
-PORT=$(free_port 8090)            # V-IPU's port, when it is free
-METRICS_PORT=$(free_port 9105)
-export VIPU_CLI_API_HOST=127.0.0.1 VIPU_CLI_API_PORT=$PORT
-
-$BIN/vipu-server --pod bow-pod64 --port "$PORT" --metrics-port "$METRICS_PORT" --state-dir "$STATE" > .demo/server.out 2> .demo/server.log &
-SERVER=$!
+start_server() {
+  PORT=$(free_port 8090)            # V-IPU's port, when it is free
+  METRICS_PORT=$(free_port 9105)
+  $BIN/vipu-server --pod bow-pod64 --port "$PORT" --metrics-port "$METRICS_PORT" --state-dir "$STATE" > .demo/server.out 2> .demo/server.log &
+  SERVER=$!
+}
 PROM=
 stop() {
   if [ -z "${KEEP:-}" ]; then
@@ -31,13 +31,21 @@ stop() {
   fi
 }
 trap stop EXIT
-# it starts a local Ray before it listens: seconds here, longer on a first start or a busy machine
+# it starts a local Ray before it listens: seconds here, longer on a first start or a busy machine. A port found free
+# may be taken by another program before the controller binds it: then it starts again on ports found afresh.
 printf 'Starting the controller (a local Ray first)...\n'
-for _ in $(seq 1800); do
-  grep -q listening .demo/server.out 2>/dev/null && break
-  kill -0 "$SERVER" 2>/dev/null || { printf 'The controller exited; its log:\n'; cat .demo/server.log; exit 1; }
-  sleep 0.1
+for attempt in 1 2 3; do
+  start_server
+  for _ in $(seq 1800); do
+    grep -q listening .demo/server.out 2>/dev/null && break 2
+    kill -0 "$SERVER" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ "$attempt" = 3 ] || ! grep -q "cannot listen" .demo/server.log; then
+    printf 'The controller exited; its log:\n'; cat .demo/server.log; exit 1
+  fi
 done
+export VIPU_CLI_API_HOST=127.0.0.1 VIPU_CLI_API_PORT=$PORT
 cat .demo/server.out
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
@@ -70,9 +78,10 @@ step $BIN/vipu remove partition more
 step $BIN/vipu remove partition dev
 
 printf '\n# The Slurm-style queue: each job gets its own partition slurm_<id> when it starts, and gives it back at the end.\n'
-# prep runs long enough for the listing below to find big waiting for it; sweep's tasks have a time limit short
-# enough to backfill beside prep without delaying big, two at a time (%2)
-step $BIN/vipu submit --name prep --ipus 16 --time-limit 1m --duration 8s
+# prep runs long enough for the listing below to find big waiting for it, even on a busy machine where each call
+# takes seconds; sweep's tasks have a time limit short enough to backfill beside prep without delaying big, two at
+# a time (%2)
+step $BIN/vipu submit --name prep --ipus 16 --time-limit 1m --duration 20s
 step $BIN/vipu submit --name big --ipus 64 --time-limit 5m --duration 3s
 step $BIN/vipu submit --name sweep --ipus 4 --time-limit 30s --duration 1s --array 0-5%2
 step $BIN/vipu submit --name report --ipus 1 --time-limit 1m --duration 1s --dependency afterok:2

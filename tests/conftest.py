@@ -36,6 +36,7 @@ class ServerProcess:
     port: int = 0
     metrics_url: str = ""
     device_address: str = ""  # the DeviceService's host:port ("" when it is off)
+    listening: str = ""  # its first line: where it listens, what it runs
     proc: subprocess.Popen | None = None
     extra: list[str] = field(default_factory=list)
 
@@ -68,6 +69,7 @@ class ServerProcess:
             self.proc.wait(timeout=30)
             raise RuntimeError(f"vipu-server did not start: {line!r} {self.stderr_text()[-2000:]}")
         self.port = int(match.group(2))
+        self.listening = line
         metrics = METRICS.search(line)
         self.metrics_url = metrics.group(1) if metrics else ""
         device = DEVICE.search(line)

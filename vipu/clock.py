@@ -12,6 +12,11 @@ class WallClock:
         """Seconds since the epoch."""
         return time.time()
 
+    @staticmethod
+    def shown(t: float) -> str:
+        """A time of this clock as a line of the log says it: ISO 8601, UTC, to the millisecond."""
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(int(t))) + f".{int(t % 1 * 1000):03d}Z"
+
 
 class VirtualClock:
     def __init__(self, start: float = 0.0):
@@ -19,6 +24,11 @@ class VirtualClock:
 
     def now(self) -> float:
         return self._now
+
+    @staticmethod
+    def shown(t: float) -> str:
+        """A virtual time as a replay's lines say it: its seconds."""
+        return f"{t:.3f}"
 
     def advance_to(self, t: float) -> None:
         if t < self._now:

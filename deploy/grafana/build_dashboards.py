@@ -64,15 +64,16 @@ def cluster() -> dict:
         panel("IPU utilisation by IPU; by Pod64 above 4,096 IPUs (heatmap)",
               ["vipu_ipu_utilization_ratio or vipu_ild_utilization_ratio"], kind="heatmap", unit="percentunit",
               legend="pod64-{{ild}} m{{machine}} ipu{{ipu}}"),
-        # in use: draining IPUs still run their job (their agent is drained), as the recording rule counts them
-        panel("IPUs in use (allocated or draining) per Pod64",
-              ['sum by (ild) (vipu_ipus{state=~"allocated|draining"}) / sum by (ild) (vipu_ipus)'],
+        # in use: draining IPUs still run their job (their agent is drained), and completing ones are still held by
+        # a job whose program is ending (KillWait), as the recording rule counts them
+        panel("IPUs in use (allocated, completing or draining) per Pod64",
+              ['sum by (ild) (vipu_ipus{state=~"allocated|completing|draining"}) / sum by (ild) (vipu_ipus)'],
               unit="percentunit", legend="pod64-{{ild}}"),
         panel("IPUs by state", ["sum by (state) (vipu_ipus)"], legend="{{state}}"),
         # on () : the rack counts only when no IPU is held per IPU (a large Pod, or nothing allocated)
         panel("Allocated IPUs per machine; per Pod64 above 4,096 IPUs (heatmap)",
               ["count by (machine) (vipu_ipu_allocation_info)"
-               ' or on () sum by (ild) (vipu_ipus{state=~"allocated|draining"})'],
+               ' or on () sum by (ild) (vipu_ipus{state=~"allocated|completing|draining"})'],
               kind="heatmap", legend="pod64-{{ild}} m{{machine}}"),
         panel("Queue depth", ['vipu_jobs{state="PENDING"}'], legend="pending"),
         panel("Jobs by state", ['vipu_jobs{state=~"PENDING|RUNNING|COMPLETING"}'], legend="{{state}}"),

@@ -25,9 +25,12 @@ def test_numbered_names_span_widths():
 
 
 def test_racks_of_the_same_counts_share_a_row():
+    """Columns: IPUS, IDLE, ALLOCATED, COMPLETING, DRAINING, DRAINED, FAILED."""
     ilds = [j.Pod64Info(ild=n, total=64, idle=64) for n in range(1024)]
     ilds[3] = j.Pod64Info(ild=3, total=64, idle=60, failed=4)
-    assert collapsed(ilds) == [["pod64-[0-2,4-1023]", 64, 64, 0, 0, 0, 0], ["pod64-3", 64, 60, 0, 0, 0, 4]]
+    ilds[5] = j.Pod64Info(ild=5, total=64, idle=56, allocated=4, completing=4)
+    assert collapsed(ilds) == [["pod64-[0-2,4,6-1023]", 64, 64, 0, 0, 0, 0, 0], ["pod64-3", 64, 60, 0, 0, 0, 0, 4],
+                               ["pod64-5", 64, 56, 4, 4, 0, 0, 0]]
 
 
 def test_summary_json_is_a_line_per_partition_not_its_machines():
@@ -48,14 +51,16 @@ def test_summary_json_is_a_line_per_partition_not_its_machines():
 
 class _Pod:
     """A controller's replies for a Pod of 16 racks of 16 machines: racks 0-13 each held by 4 jobs' partitions, rack
-    14 idle with a failed IPU, rack 15 idle; 56 running jobs, 3 pending."""
+    14 idle with a failed IPU, rack 15 idle; 56 running jobs, 3 pending. `completing`: rack 13's 4 jobs have ended,
+    their programs still ending (KillWait), so its IPUs are completing."""
 
-    def __init__(self):
+    def __init__(self, completing: bool = False):
         self.partitions, self.jobs = self, self
         self.ipus = []
         for n in range(16 * 64):
             rack, machine = divmod(n, 64)[0], n // 4
-            state, holder = ("allocated", f"slurm_{1 + n // 16}") if rack < 14 else ("idle", "")
+            held = "completing" if completing and rack == 13 else "allocated"
+            state, holder = (held, f"slurm_{1 + n // 16}") if rack < 14 else ("idle", "")
             self.ipus.append(p.Ipu(id=n, machine=machine, ild=rack, agent=f"ag{machine}", state=state,
                                    partition=holder))
         self.ipus[14 * 64 + 5].state = "failed"
@@ -80,13 +85,14 @@ class _Pod:
             if i.partition and i.partition not in m.partitions:
                 m.partitions.append(i.partition)
         for m in machines.values():  # as the controller says it (vipu/partition/ipu_status.py)
-            m.state = node_state(m.draining + m.drained > 0, bool(m.partitions), m.ipus, m.allocated + m.draining,
-                                 m.failed)
+            m.state = node_state(m.draining + m.drained > 0, bool(m.partitions), m.ipus,
+                                 m.allocated + m.completing + m.draining, m.failed, m.completing)
         return p.ListMachinesResponse(machines=list(machines.values()), ipus_per_machine=4)
 
     def ClusterInfo(self, request):
-        ilds = [j.Pod64Info(ild=r, total=64, allocated=64 if r < 14 else 0, idle=0 if r < 14 else 64 - (r == 14),
-                            failed=int(r == 14)) for r in range(16)]
+        ilds = [j.Pod64Info(ild=r, total=64) for r in range(16)]
+        for i in self.ipus:
+            setattr(ilds[i.ild], i.state, getattr(ilds[i.ild], i.state) + 1)
         return j.ClusterInfoResponse(pod="big", ilds=ilds, running_jobs=56, pending_jobs=3)
 
     def ListJobs(self, request):
@@ -109,6 +115,19 @@ def test_a_big_pod_frame_groups_racks_and_counts_the_jobs_it_leaves_out():
     running = [line for line in lines if "sleep" in line]
     assert len(running) == 5 and any(line.startswith("... 51 more") for line in lines)
     assert len(lines) < 40
+
+
+def test_a_big_pod_frame_shows_a_rack_whose_jobs_are_completing_apart():
+    """Rack 13's jobs ended, their programs still ending: its machines are marked c, not #, on a row of their own, and
+    the title counts its IPUs completing apart from allocated, as `vipu info` and vipu_ipus do."""
+    console = Console(width=UNWRAPPED, record=True, color_system=None)
+    console.print(frame(_Pod(completing=True), running_rows=5))
+    lines = console.export_text().splitlines()
+    assert lines[0] == "big: 1024 IPUs  832 allocated  64 completing  127 idle  1 failed  | 56 running, 3 pending jobs"
+    racks = [[c.strip() for c in line.split("│")] for line in lines if "│" in line and line[0].isdigit()]
+    assert racks[:2] == [["0-12", "0-207", "#" * 16, "0.0%", "slurm_1 slurm_2 slurm_3 slurm_4 +48"],
+                         ["13", "208-223", "c" * 16, "0.0%", "slurm_53 slurm_54 slurm_55 slurm_56"]]
+    assert "# allocated  c completing  ~ draining" in "\n".join(lines)
 
 
 def test_the_queue_asks_only_for_the_machines_its_running_jobs_span():
@@ -140,7 +159,7 @@ def test_comp_counts_allocated_and_a_machine_with_failed_ipus_and_none_in_use_ot
         machine = p.Machine(machine=n, name=f"ag{n:02d}", ipus=4, state=state, **ipus)
         return Node(machine.name, "default", machine, shown_state(machine))
 
-    nodes = [node(0, "completing", allocated=4), node(1, "mixed", idle=3, failed=1),
+    nodes = [node(0, "completing", completing=4), node(1, "mixed", idle=3, failed=1),
              node(2, "mixed", allocated=1, idle=2, failed=1), node(3, "idle", idle=4)]
     assert [n.state for n in nodes] == [("comp", "completing"), ("mix", "mixed"), ("mix", "mixed"), ("idle", "idle")]
     group = Group(tuple(nodes))

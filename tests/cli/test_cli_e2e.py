@@ -316,8 +316,8 @@ def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
     def seen() -> tuple[list[str], list[tuple[str, str]], str]:
         """`vipu info`'s domain row, the job's IPUs' (state, partition) in `vipu list ipus`, and /metrics."""
         table = run(server, "vipu", "info").stdout.splitlines()
-        assert table[0].split() == ["ILD", "|", "IPUS", "|", "IDLE", "|", "ALLOCATED", "|", "DRAINING", "|",
-                                    "DRAINED", "|", "FAILED"]
+        assert table[0].split() == ["ILD", "|", "IPUS", "|", "IDLE", "|", "ALLOCATED", "|", "COMPLETING", "|",
+                                    "DRAINING", "|", "DRAINED", "|", "FAILED"]
         after = {i["id"]: i for i in json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)}
         with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
             metrics = reply.read().decode()
@@ -325,7 +325,7 @@ def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
                 metrics)
 
     row, states, metrics = seen()
-    assert row == ["pod64-0", "64", "60", "0", "4", "0", "0"]
+    assert row == ["pod64-0", "64", "60", "0", "0", "4", "0", "0"]
     assert states == [("draining", f"slurm_{job}")] * 4
     assert jobs(server)[job]["job_state"] == ["RUNNING"]  # the drain waits for the job: it keeps running
     top = run(server, "vipu", "top", "--once").stdout
@@ -340,12 +340,12 @@ def test_an_agent_drained_under_a_running_job_shows_its_ipus_draining(server):
     wait_for(lambda: show(server, job)["state"] == "CANCELLED" and seen()[1] == [("drained", "")] * 4)
     assert agent_states() == ("DRAINED", "DRAINED", "drain", "drain")
     row, states, metrics = seen()
-    assert row == ["pod64-0", "64", "60", "0", "0", "4", "0"] and states == [("drained", "")] * 4
+    assert row == ["pod64-0", "64", "60", "0", "0", "0", "4", "0"] and states == [("drained", "")] * 4
     assert 'vipu_ipus{ild="0",state="drained"} 4.0' in metrics and 'vipu_ipus{ild="0",state="draining"} 0.0' in metrics
 
     assert run(server, "vipu-admin", "resume", "agent", agent).returncode == 0
     row, states, _ = seen()
-    assert row == ["pod64-0", "64", "64", "0", "0", "0", "0"] and states == [("idle", "")] * 4
+    assert row == ["pod64-0", "64", "64", "0", "0", "0", "0", "0"] and states == [("idle", "")] * 4
 
 
 def test_admin_listings_take_no_header_and_cluster_sizes_are_checked_at_the_flag(unchanged_server):

@@ -262,7 +262,7 @@ def test_simulate_refuses_bad_options_in_one_line(tmp_path):
         ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time\nx,1,1000,LS,0,9\n", 1,
          "is not an openb pod list: column scheduled_time is missing"),
         ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\nx,one,1000,LS,0,9,0\n", 2,
-         "num_gpu is 'one', not a number"),
+         "num_gpu is 'one', not a whole number"),
         ("o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\nx,1,1000,LS,0,9,0,7\n", 2,
          "more fields than the header's 7 columns"),
         # rows that make no sense, once accepted (the first three became 4, 4 and 8 IPUs)
@@ -291,9 +291,9 @@ def test_simulate_json_has_the_tables_figures_with_units(tmp_path):
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[4].split()[:-1] == \
-        ["fifo", "2", "2", "120", "140", "140", "45", "90", "90", "150", "100.0%", "100.0%", "0.0%", "0"]
+        ["fifo", "2", "2", "120", "100", "140", "45", "90", "90", "150", "100.0%", "100.0%", "0.0%", "0"]
     # job 2 waits 90 s and runs 50: bounded slowdown (90 + 50) / 50 = 2.8, job 1's is 1; one job queued for 90 of 150 s
-    assert lines[-1].split() == ["fifo", "1.90", "2.80", "2.8", "1.90", "1.000", "0.6", "1"]
+    assert lines[-1].split() == ["fifo", "1.90", "2.80", "2.80", "1.90", "1.000", "0.6", "1"]
     for args in (("simulate", "--json"), ("--json", "simulate")):
         out = vipu(*args, "--trace", trace, "--pod", "bow-pod16", "--policy", "fifo,sjf")
         assert out.returncode == 0, out.stderr
@@ -303,7 +303,7 @@ def test_simulate_json_has_the_tables_figures_with_units(tmp_path):
         assert results[0] == {
             "trace": trace, "compress": 1.0, "skipped": {}, "mapping": mapping,
             "policy": "fifo", "pod": "bow-pod16", "jobs": 2, "done": 2, "unfinished": 0, "avg_jct_s": 120.0,
-            "p50_jct_s": 140.0, "p95_jct_s": 140.0, "avg_wait_s": 45.0, "p95_wait_s": 90.0, "max_wait_s": 90.0,
+            "p50_jct_s": 100.0, "p95_jct_s": 140.0, "avg_wait_s": 45.0, "p95_wait_s": 90.0, "max_wait_s": 90.0,
             "makespan_s": 150.0, "util_percent": 100.0, "arrival_util_percent": 100.0,
             "preempted_util_percent": 0.0, "frag_percent": 0.0, "preemptions": 0, "timeouts": 0,
             "avg_bsld": 1.9, "p95_bsld": 2.8, "max_bsld": 2.8, "bsld_threshold_s": 10.0, "avg_slowdown": 1.9,

@@ -104,6 +104,9 @@ def test_follow_shows_a_line_as_far_as_the_program_has_written_it(controller, tm
     assert follower.wait(timeout=60) == 0
     wait_for(lambda: bytes(seen).endswith(b"\n"))
     assert bytes(seen).decode() == f"10%\r20% done\njob {job} ended COMPLETED, exit code 0:0\n"
+    whole = subprocess.run([console_script("vipu"), "logs", str(job)], env=controller.env(), capture_output=True,
+                           timeout=60)  # bytes: text mode would read the carriage return as a newline
+    assert (whole.returncode, whole.stdout) == (0, b"10%\r20% done\n")  # as cat shows the file
 
 
 def test_follow_of_a_pending_job_waits_for_it_and_json_is_one_object_a_line(controller, tmp_path):

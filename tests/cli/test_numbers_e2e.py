@@ -106,7 +106,10 @@ def test_a_negative_number_is_a_number_refused_by_the_controller(server):
     assert out.returncode == 2 and one_error(out, "vipu-admin") == (
         "vipu-admin: error: No such option: --jsn (Possible options: --json, --reason, --showjson); see `vipu-admin"
         " fail ipus --help`")
-    assert run(server, "vipu-admin", "repair", "ipus", "3").stdout == "Nothing repaired: IPU 3 was not failed\n"
+    out = run(server, "vipu-admin", "repair", "ipus", "3")  # as `resume agent` of an agent not drained
+    assert out.returncode == 4 and one_error(out, "vipu-admin") == (
+        "vipu-admin: error: IPU 3 (idle) is not failed: repair undoes a failure (`vipu-admin fail ipus`, or a machine"
+        " or IPU-Link lost), so there is nothing to repair")
 
 
 def test_fail_and_repair_name_each_ipu_once_in_the_right_number(server):
@@ -115,8 +118,14 @@ def test_fail_and_repair_name_each_ipu_once_in_the_right_number(server):
         (["fail", "ipus", "0"], "IPU 0 failed; partitions now FAILED: none"),
         (["fail", "ipus", "2", "1", "2"], "IPUs 2 1 failed; partitions now FAILED: none"),
         (["repair", "ipus", "8", "8"], "IPU 8 repaired"),
-        (["repair", "ipus", "2", "1", "5"], "IPUs 1 2 repaired (IPU 5 was not failed)"),
-        (["repair", "ipus", "5", "6", "5"], "Nothing repaired: IPUs 5 6 were not failed"),
+        (["repair", "ipus", "2", "1", "2"], "IPUs 1 2 repaired"),
     ]:
         out = run(server, "vipu-admin", *args)
         assert out.returncode == 0 and out.stdout == line + "\n", (args, out.stdout, out.stderr)
+    run(server, "vipu-admin", "fail", "ipus", "2")
+    out = run(server, "vipu-admin", "repair", "ipus", "5", "2", "6", "5")  # refused whole: IPU 2 stays failed
+    assert out.returncode == 4 and one_error(out, "vipu-admin") == (
+        "vipu-admin: error: IPUs 5 (idle), 6 (idle) are not failed: repair undoes a failure (`vipu-admin fail ipus`, or"
+        " a machine or IPU-Link lost), so there is nothing to repair; none was repaired: repair the failed ones alone,"
+        " `vipu-admin repair ipus 2`")
+    assert run(server, "vipu-admin", "repair", "ipus", "2").stdout == "IPU 2 repaired\n"

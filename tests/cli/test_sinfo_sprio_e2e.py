@@ -69,7 +69,8 @@ def test_machines_as_sinfo_nodes(server):
     why = data["nodes"][15].pop("reason")  # what failed it, who asked and when (`vipu info -R`)
     assert (why["text"], why["user"]) == ("vipu-admin fail ipus", "root") and data["nodes"][13]["reason"]["text"] == "fan"
     assert data["nodes"][15] == {"name": "ag15", "partition": "a1", "state": "mixed", "ipus": 4,
-                                 "idle": 3, "allocated": 0, "draining": 0, "drained": 0, "failed": 1}
+                                 "idle": 3, "allocated": 0, "completing": 0, "draining": 0, "drained": 0,
+                                 "failed": 1}
     assert out(server, "info")[0].split("|")[0].strip() == "ILD"  # without sinfo's options: by IPU-Link domain
     [one] = submit(server, "--ipus", "1", "--time-limit", "10m")
     wait_for(lambda: jobs(server)[one]["job_state"] == ["RUNNING"])

@@ -35,11 +35,12 @@ def test_events_due_long_ago_are_handled_at_their_own_time_and_in_order():
     assert (s.job(2).state, s.job(2).end_time) == (S.TIMEOUT, 1020)
 
 
-def test_a_start_that_fails_ends_the_job_node_fail_and_requeues_it():
-    class NoPartitions(Timers):
-        def start(self, start):
-            raise StartFailed("no partition today")
+class NoPartitions(Timers):
+    def start(self, start):
+        raise StartFailed("no partition today")
 
+
+def test_a_start_that_fails_ends_the_job_node_fail_and_requeues_it():
     s = make()
     s.submit(spec(), 0)
     s.submit(spec(requeue=False), 0)
@@ -128,3 +129,24 @@ def test_a_preemptor_postponed_for_its_victims_teardown_is_logged_started_once_w
     assert s.job(2).state is S.RUNNING
     assert [(r.fields["job_id"], r.fields["state"]) for r in caplog.records
             if r.fields["event"] in ("job_started", "job_requeued")] == [(1, "RUNNING"), (1, "PENDING"), (2, "RUNNING")]
+
+
+def test_a_preemptions_victim_gets_a_cycle_at_the_same_time_for_its_reason_and_estimate():
+    s = make()
+    s.submit(spec(ipus=16, qos="low", time_limit=1000, workload=sleep(900)), 0)
+    driver = Driver(s, Timers())
+    driver.step(0)
+    s.submit(spec(ipus=16, qos="high", time_limit=100, workload=sleep(50)), 1)
+    driver.step(1)
+    assert (s.job(1).state, s.job(1).reason, driver.next_time()) == (S.PENDING, None, 1)
+    assert driver.run(until=1) == 1
+    assert (s.job(1).reason, s.job(1).estimated_start, driver.cycles) == ("Resources", 101, 3)
+    assert driver.next_time() == 51  # the preemptor's end: no cycle more at 1
+
+
+def test_a_start_that_fails_is_tried_again_at_the_next_event_not_at_once():
+    s = make()
+    s.submit(spec(), 0)
+    driver = Driver(s, NoPartitions())
+    driver.step(0)
+    assert s.job(1).requeue_count == 1 and driver.next_time() is None  # a fault that lasts does not spin

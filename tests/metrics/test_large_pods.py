@@ -78,7 +78,7 @@ def test_a_controller_on_a_pod1024_serves_info_top_the_queue_and_per_ipu_series(
     info = run(server, "vipu", "info")
     assert info.returncode == 0, info.stderr
     racks = [[c.strip() for c in line.split("|")] for line in info.stdout.splitlines() if "pod64-" in line]
-    assert racks == [["pod64-[0-15]", "64", "0", "64", "0", "0", "0"]], info.stdout  # same counts: one row
+    assert racks == [["pod64-[0-15]", "64", "0", "64", "0", "0", "0", "0"]], info.stdout  # same counts: one row
 
     top = run(server, "vipu", "top", "--once")
     assert top.returncode == 0, top.stderr
@@ -94,7 +94,7 @@ def test_a_controller_on_a_pod1024_serves_info_top_the_queue_and_per_ipu_series(
     text = scrape(server.metrics_url)
     assert len(re.findall(r"^vipu_ipu_utilization_ratio\{", text, re.MULTILINE)) == 1024
     assert len(re.findall(r"^vipu_ipu_allocation_info\{", text, re.MULTILINE)) == 1024
-    assert len(re.findall(r'^vipu_ipus\{ild="15"', text, re.MULTILINE)) == 5
+    assert len(re.findall(r'^vipu_ipus\{ild="15"', text, re.MULTILINE)) == 6
 
 
 def test_every_dashboard_shows_data_on_the_largest_pod(server, prometheus, tmp_path):

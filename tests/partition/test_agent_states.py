@@ -8,7 +8,7 @@ import pytest
 from vipu.errors import FailedPrecondition, NotFound
 from vipu.partition.admin_records import Reason
 from vipu.partition.agent_states import agent_state, agent_views, node_state
-from vipu.partition.ipu_status import completing_nodes, machine_statuses
+from vipu.partition.ipu_status import completing_ipus, completing_nodes, ipu_statuses, machine_statuses
 from vipu.partition.rules import job_holder
 
 
@@ -100,6 +100,34 @@ def test_a_machine_is_comp_while_a_run_is_torn_down_on_it_and_mix_with_a_failed_
     assert [m.state for m in machine_statuses(scene.state, None, teardown)] == [
         "completing", "draining", "allocated", "mixed"]
     assert completing_nodes(scene.state, teardown) == ["ag00"] and completing_nodes(scene.state, 0) == []
+
+
+def test_an_ipu_is_completing_where_its_machine_is_comp_and_idle_once_the_run_is_gone(scene_factory):
+    """The IPUs of a run still torn down are completing in every IPU view (`vipu list ipus`, `vipu info`, `vipu top`,
+    vipu_ipus), by the rule that makes their machine comp: counted apart from allocated, their machine's counts
+    still adding up; draining and failed outrank it, as on the node; idle once the job's partition is gone."""
+    scene = scene_factory("bow-pod16").partition("slurm_7", 8, holder=job_holder(7)).partition("slurm_8", 4,
+                                                                                                  holder=job_holder(8))
+    first = scene.state.partitions["slurm_7"].first_ipu
+    teardown = ((1 << 8) - 1) << first
+    assert completing_ipus(scene.state, teardown) == teardown
+    assert [s.state for s in ipu_statuses(scene.state, teardown)] == ["completing"] * 8 + ["allocated"] * 4 + [
+        "idle"] * 4
+    assert [s.state for s in ipu_statuses(scene.state)][:8] == ["allocated"] * 8  # no teardown: its job runs
+    counts = [(m.state, m.allocated, m.completing, m.idle) for m in machine_statuses(scene.state, None, teardown)]
+    assert counts == [("completing", 0, 4, 0), ("completing", 0, 4, 0), ("allocated", 4, 0, 0), ("idle", 0, 0, 4)]
+
+    scene.ctl.admin.set_agent_state("ag01", "DRAINED", Reason(text="fan", user="root", at=1.0))
+    scene.ctl.partitions.fail_ipus([1])
+    assert completing_ipus(scene.state, teardown) == teardown & ~0b11110010
+    assert [s.state for s in ipu_statuses(scene.state, teardown)][:8] == [
+        "completing", "failed", "completing", "completing", "draining", "draining", "draining", "draining"]
+    assert [(m.state, m.completing, m.draining, m.failed) for m in machine_statuses(scene.state, [0, 1], teardown)] == [
+        ("completing", 3, 0, 1), ("draining", 0, 4, 0)]
+
+    scene.ctl.partitions.remove("slurm_7", force=True)  # its program ended: the teardown is done
+    assert completing_ipus(scene.state, 0) == 0
+    assert [s.state for s in ipu_statuses(scene.state, 0)][:8] == ["idle", "failed", "idle", "idle"] + ["drained"] * 4
 
 
 def test_a_list_of_agents_is_drained_or_resumed_whole_or_not_at_all(scene_factory):

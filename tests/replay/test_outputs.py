@@ -159,4 +159,4 @@ def test_run_times_from_a_file_of_observed_ones(tmp_path):
 
 
 def test_jain():
-    assert jain([2, 2, 2]) == 1 and jain([1, 0, 0, 0]) == 0.25 and jain([]) == 1
+    assert jain([2, 2, 2]) == 1 and jain([1, 0, 0, 0]) == 0.25 and jain([]) is None

@@ -1,7 +1,12 @@
 """sacct's view of the scheduler: each job once as its latest run left it, every run with duplicates, by job id
 (a job's runs in the order they ended), and the signal of a run the controller stopped."""
 
+import json
+
+from vipu.scheduler import stopped_ends
+from vipu.scheduler.job_record import KINDS, EndedRun, Job
 from vipu.scheduler.job_states import JobState
+from vipu.store import Store
 
 from tests.scheduler.builders import make, spec
 
@@ -54,6 +59,8 @@ def test_a_state_filter_matches_the_latest_run_unless_duplicates():
     assert rows(s, states=[S.CANCELLED, S.COMPLETED]) == [(1, S.CANCELLED, 8, 9), (2, S.COMPLETED, 5, 8)]
     ended = s.view().history(states=[S.PREEMPTED, S.CANCELLED], duplicates=True)
     assert [j.signal for j in ended] == [15, 15]  # both runs were stopped by the controller
+    assert stopped_ends.program_ended(s, 1, 0, 3, 0, 10)  # the preempted run's trap exited 3, told late
+    assert [r[3] for r in ended_runs(s, 1)] == ["3:0", "0:15"]
 
 
 def test_limit_keeps_the_most_recently_ended_not_the_highest_ids():
@@ -128,3 +135,86 @@ def test_requeue_with_hold_waits_held_until_released():
     s.release(1, 5)
     s.cycle(5)
     assert s.job(1).state is S.RUNNING
+
+
+def ended_runs(s, job_id: int | None = None) -> list[tuple]:
+    """sacct -D's rows (of one job): (state, start, end, ExitCode as code:signal, first IPU)."""
+    keep = None if job_id is None else (lambda j: j.id == job_id)
+    return [(j.state, j.start_time, j.end_time, f"{j.exit_code or 0}:{j.signal}", j.first_ipu)
+            for j in s.view().history(keep, duplicates=True)]
+
+
+def requeued_program(journal=None):
+    """Job 2 (4 IPUs, on 4-7 beside job 1) is requeued at 3, its program deaf to SIGTERM until the SIGKILL KillWait
+    later (told at 5, the job back in the queue meanwhile); its second run, on IPUs 0-3 that job 1 left, exits 4."""
+    s = make(journal=journal)
+    s.submit(spec(ipus=4, workload={"kind": "hold"}), 0)
+    s.submit(spec(ipus=4), 0)
+    s.cycle(0)
+    s.requeue(2, 3)
+    assert stopped_ends.program_ended(s, 2, 0, 0, 9, 5)
+    s.cancel([1], 5)
+    s.cycle(6)
+    s.job_finished(2, 9, exit_code=4)
+    return s
+
+
+def test_a_requeued_run_keeps_its_programs_end_and_its_ipus_and_the_last_run_its_own():
+    s = requeued_program()
+    assert ended_runs(s, 2) == [(S.REQUEUED, 0, 3, "0:9", 4), (S.FAILED, 6, 9, "4:0", 0)]
+    first = s.view().history(states=[S.REQUEUED], duplicates=True)[0]
+    assert (first.exit_code, first.exit_signal, first.signal, first.partition) == (0, 9, 9, s.job(2).partition)
+    assert not stopped_ends.program_ended(s, 2, 0, 0, 15, 10)  # told once: the first end stays
+    assert not stopped_ends.program_ended(s, 2, 6, 0, 15, 10)  # a run that ended by itself has its code
+
+
+def test_a_requeued_run_not_told_its_end_shows_the_stop_and_a_lost_run_its_own():
+    """Before its program's end is told, a requeued run shows the SIGTERM it was stopped with (0:15); a run failed
+    IPUs ended (NODE_FAIL, requeued) shows where it ran, and once its program ended, how."""
+    s = make()
+    s.submit(spec(ipus=4), 0)
+    s.cycle(0)
+    s.requeue(1, 3)
+    assert ended_runs(s) == [(S.REQUEUED, 0, 3, "0:15", 0), (S.PENDING, None, None, "0:0", None)]
+    s.cycle(4)
+    s.fail_ipus([1], 6)
+    assert ended_runs(s)[1] == (S.NODE_FAIL, 4, 6, "0:0", 0)
+    assert stopped_ends.program_ended(s, 1, 4, 0, 15, 7)
+    assert ended_runs(s)[1] == (S.NODE_FAIL, 4, 6, "0:15", 0)
+    s.repair_ipus([1])
+    s.cycle(8)
+    s.job_finished(1, 9, JobState.NODE_FAIL, exit_code=1)  # a training run's machine lost: 1:0
+    s.cycle(10)
+    assert [r[3] for r in ended_runs(s)] == ["0:15", "0:15", "1:0", "0:0"]
+
+
+def test_a_record_stored_before_runs_were_kept_loads_and_shows_what_it_can():
+    """Its history's items are pairs: a completed run exited 0, a requeued run was stopped (0:15), their IPUs
+    unknown; a lost run it rests in takes its program's end as before, now on its transition too."""
+    s = make()
+    s.submit(spec(ipus=4, requeue=False), 0)
+    s.cycle(0)
+    s.fail_ipus([0], 10)
+    doc = json.loads(s.table.jobs[1].model_dump_json())
+    doc.update(requeue_count=2, history=[["PENDING", 0.0], ["RUNNING", 0.0], ["COMPLETED", 2.0], ["PENDING", 3.0],
+                                         ["RUNNING", 4.0], ["REQUEUED", 6.0], ["PENDING", 6.0], ["RUNNING", 7.0],
+                                         ["NODE_FAIL", 10.0]], start_time=7.0)
+    old = Job.model_validate_json(json.dumps(doc))
+    s.table.jobs[1] = old
+    assert ended_runs(s) == [(S.COMPLETED, 0, 2, "0:0", None), (S.REQUEUED, 4, 6, "0:15", None),
+                             (S.NODE_FAIL, 7, 10, "0:0", 0)]
+    told = old.program_ended(7.0, 0, 9)
+    assert (told.exit_code, told.exit_signal, told.history[-1]) == (0, 9, (S.NODE_FAIL, 10.0, EndedRun(0, 9, 0)))
+    assert old.program_ended(4.0, 0, 9).history[5] == (S.REQUEUED, 6.0, EndedRun(0, 9, None))
+
+
+def test_each_runs_end_is_kept_in_the_store_across_a_restart(tmp_path):
+    store = Store(tmp_path / "state.db")
+    before = ended_runs(requeued_program(store))
+    store.close()
+    reopened = Store(tmp_path / "state.db")
+    s = make()
+    s.recover(reopened.load(KINDS), now=20)
+    assert ended_runs(s) == before
+    assert [r[3] for r in before if r[0] in (S.REQUEUED, S.FAILED)] == ["0:9", "4:0"]
+    reopened.close()

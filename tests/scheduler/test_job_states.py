@@ -3,7 +3,7 @@
 import pytest
 
 from vipu.errors import FailedPrecondition
-from vipu.scheduler.job_record import Job
+from vipu.scheduler.job_record import EndedRun, Job
 from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import ACTIVE, REQUEUABLE, SHORT, TERMINAL, TRANSITIONS, JobState, check_transition
 
@@ -18,7 +18,8 @@ def test_legal_transition(current, new):
     job = Job.trusted(id=7, name="j", user="u", spec=JobSpec(name="j", ipus=4, time_limit=60, qos="normal"),
                       state=current, submit_time=0.0)
     moved = job.moved(new, 5.0)
-    assert moved.state is new and moved.history[-1] == (new, 5.0)
+    ends_a_run = current in (S.RUNNING, S.COMPLETING) and new not in (S.RUNNING, S.COMPLETING)
+    assert moved.state is new and moved.history[-1] == (new, 5.0, EndedRun(None, 0, None) if ends_a_run else None)
     assert job.state is current  # records are immutable: the move made a new one
 
 
@@ -46,7 +47,7 @@ def test_a_running_job_requeued_ends_its_run_requeued_then_waits():
                       state=S.RUNNING, submit_time=0.0, start_time=2.0, history=[(S.PENDING, 0.0), (S.RUNNING, 2.0)])
     again = job.requeued(5.0)
     assert again.state is S.PENDING and again.requeue_count == 1 and again.start_time is None
-    assert again.history[-2:] == [(S.REQUEUED, 5.0), (S.PENDING, 5.0)]
+    assert again.history[-2:] == [(S.REQUEUED, 5.0, EndedRun(None, 0, None)), (S.PENDING, 5.0, None)]
     assert S.PENDING not in TRANSITIONS[S.RUNNING]  # never straight back: the run's end is recorded first
 
 

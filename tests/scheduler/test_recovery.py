@@ -4,7 +4,7 @@ import pytest
 
 from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.scheduler.effects import StopJob
-from vipu.scheduler.job_record import KINDS, SchedulerMeta
+from vipu.scheduler.job_record import KINDS, EndedRun, SchedulerMeta
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.view import history_rows
 from vipu.scheduler.workload import RunExit
@@ -186,12 +186,13 @@ def test_a_lost_run_ends_when_its_program_did_where_that_was_recorded():
     s = make()
     s.recover(stored(journal), now=100, recorded_end=lambda job: ends.get(job.id))
     requeued, kept = s.job(1), s.job(2)
-    assert requeued.history[-2:] == [(S.NODE_FAIL, 30.0), (S.PENDING, 100)]  # back in the queue at the restart
+    # back in the queue at the restart; the lost run keeps how its program ended (SIGTERM) and where it ran
+    assert requeued.history[-2:] == [(S.NODE_FAIL, 30.0, EndedRun(0, 15, 0)), (S.PENDING, 100, None)]
     [run] = [r for _, _, r in history_rows([requeued], duplicates=True) if r.state is S.NODE_FAIL]
-    assert (run.start_time, run.end_time) == (10, 30.0)
+    assert (run.start_time, run.end_time, run.exit_code, run.signal, run.first_ipu) == (10, 30.0, 0, 15, 0)
     assert (kept.state, kept.end_time, kept.exit_code, kept.signal) == (S.NODE_FAIL, 40.0, 3, 0)
     assert kept.recovery.endswith("; it ended when its program did, as recorded where it ran")
-    assert s.job(3).history[-2] == (S.NODE_FAIL, 100) and s.job(4).history[-2] == (S.NODE_FAIL, 100)
+    assert s.job(3).history[-2][:2] == (S.NODE_FAIL, 100) and s.job(4).history[-2][:2] == (S.NODE_FAIL, 100)
     usage = s.fairshare.usage()
     assert usage["requeued"] == (4 * 20.0, 30.0) and usage["kept"] == (4 * 30.0, 40.0)
     assert usage["unrecorded"] == usage["stale"] == (4 * 90.0, 100)

@@ -27,6 +27,33 @@ def test_attach_learns_the_partition_and_popdists_view():
         assert device.sram_bytes_per_ipu == SRAM and (device.job_id, device.run) == (7, 1)
 
 
+def test_attach_and_popdist_agree_by_one_rule():
+    """Without a launcher PopDist's functions give PopDist's defaults and the Device is the program's own
+    replication, one instance as PopDist says; POPDIST_NUM_IPUS_PER_REPLICA set alone is both's replica size;
+    under a launcher the Device takes PopDist's values."""
+    popdist = (ipu.isPopdistEnvSet, ipu.getNumInstances, ipu.getInstanceIndex, ipu.getReplicaIndexOffset,
+               ipu.getNumTotalReplicas, ipu.getNumIpusPerReplica)
+    with served(session(size=4)), ipu.attach(ipus_per_replica=2) as device:
+        assert [f() for f in popdist] == [False, 1, 0, 0, 1, 1]
+        assert (device.num_instances, device.instance_index, device.replica_offset) == (1, 0, 0)
+        assert (device.num_replicas, device.ipus_per_replica) == (2, 2)
+    with served(session(size=4), {"POPDIST_NUM_IPUS_PER_REPLICA": "2"}), ipu.attach() as device:
+        assert ipu.getNumIpusPerReplica() == device.ipus_per_replica == 2 and device.num_replicas == 2
+    launched = {"POPDIST_NUM_TOTAL_REPLICAS": "2", "POPDIST_NUM_IPUS_PER_REPLICA": "2",
+                "POPDIST_NUM_LOCAL_REPLICAS": "1", "POPDIST_REPLICA_INDEX_OFFSET": "1"}
+    with served(session(size=4), launched), ipu.attach() as device:
+        assert [f() for f in popdist] == [True, 2, 1, 1, 2, 2]
+        assert (device.num_instances, device.instance_index, device.replica_offset, device.num_replicas,
+                device.ipus_per_replica) == (2, 1, 1, 2, 2)
+    with served(session(size=4), {**launched, "POPDIST_NUM_TOTAL_REPLICAS": "4", "POPDIST_NUM_LOCAL_REPLICAS": "2",
+                                  "POPDIST_REPLICA_INDEX_OFFSET": "0"}):
+        with pytest.raises(ipu.InvalidArgument, match="POPDIST_NUM_TOTAL_REPLICAS 4 x POPDIST_NUM_IPUS_PER_REPLICA 2"
+                                                       " is not the partition's 4 IPUs"):
+            ipu.attach()
+        with pytest.raises(ipu.InvalidArgument, match="attach.ipus_per_replica=0.: give 1 or more"):
+            ipu.attach(ipus_per_replica=0)
+
+
 def test_a_launchers_replica_size_wins_and_a_different_one_is_refused():
     launched = {"POPDIST_NUM_TOTAL_REPLICAS": "2", "POPDIST_NUM_IPUS_PER_REPLICA": "2",
                 "POPDIST_NUM_LOCAL_REPLICAS": "2", "POPDIST_REPLICA_INDEX_OFFSET": "0"}

@@ -1,6 +1,6 @@
 """PopDist's functions read a launcher's POPDIST_* variables as PopDist does (instances and the instance index
-derived from the replicas); without a launcher the program is one instance running every replica; a malformed or
-missing variable is refused naming it."""
+derived from the replicas); without a launcher, in a job or outside one, they give PopDist's defaults; a malformed
+variable is refused naming it."""
 
 from __future__ import annotations
 
@@ -14,27 +14,33 @@ LAUNCHED = {"POPDIST_NUM_TOTAL_REPLICAS": "8", "POPDIST_NUM_IPUS_PER_REPLICA": "
 
 @pytest.fixture
 def env(monkeypatch):
-    for name in [*LAUNCHED, "VIPU_PARTITION_IPUS"]:
+    for name in [*LAUNCHED, "VIPU_PARTITION_IPUS", "POPDIST_LOCAL_INSTANCE_INDEX"]:
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
 
 def view() -> tuple:
     return (ipu.isPopdistEnvSet(), ipu.getNumInstances(), ipu.getInstanceIndex(), ipu.getNumTotalReplicas(),
-            ipu.getReplicaIndexOffset(), ipu.getNumLocalReplicas(), ipu.getNumIpusPerReplica())
+            ipu.getReplicaIndexOffset(), ipu.getNumLocalReplicas(), ipu.getNumIpusPerReplica(),
+            ipu.getLocalInstanceIndex())
 
 
 def test_a_launchers_variables_give_this_instances_replicas(env):
     for name, value in LAUNCHED.items():
         env.setenv(name, value)
-    assert view() == (True, 4, 2, 8, 4, 2, 2)
+    env.setenv("POPDIST_LOCAL_INSTANCE_INDEX", "0")  # poprun --host h0,h1: instance 2 is h1's first
+    assert view() == (True, 4, 2, 8, 4, 2, 2, 0)
 
 
-def test_without_a_launcher_one_instance_runs_every_replica(env):
+def test_without_a_launcher_popdists_defaults_in_a_job_or_outside_one(env):
+    """As PopDist documents them: 1 replica in all and locally, offset 0, 1 IPU per replica, so 1 instance, index
+    0, whatever the partition: a program that is not launched is not distributed (attach() makes its own
+    replication: tests/sdk/test_device.py)."""
+    assert view() == (False, 1, 0, 1, 0, 1, 1, 0)
     env.setenv("VIPU_PARTITION_IPUS", "16")
-    assert view() == (False, 1, 0, 16, 0, 16, 1)
-    env.setenv("POPDIST_NUM_IPUS_PER_REPLICA", "4")
-    assert view() == (False, 1, 0, 4, 0, 4, 4)
+    assert view() == (False, 1, 0, 1, 0, 1, 1, 0)
+    env.setenv("POPDIST_NUM_IPUS_PER_REPLICA", "4")  # read alone too, as PopDist reads it
+    assert view() == (False, 1, 0, 1, 0, 1, 4, 0)
 
 
 @pytest.mark.parametrize("name, value, words", [
@@ -50,6 +56,7 @@ def test_malformed_variables_are_refused_naming_them(env, name, value, words):
         ipu.getNumInstances() if "multiple" in words else ipu.getInstanceIndex()
 
 
-def test_outside_a_job_the_missing_variable_is_named(env):
-    with pytest.raises(ipu.InvalidArgument, match="VIPU_PARTITION_IPUS is not set: this program is not running as"):
-        ipu.getNumTotalReplicas()
+def test_a_malformed_variable_is_refused_without_a_launcher_too(env):
+    env.setenv("POPDIST_NUM_IPUS_PER_REPLICA", "0")
+    with pytest.raises(ipu.InvalidArgument, match="POPDIST_NUM_IPUS_PER_REPLICA is 0; it must be at least 1"):
+        ipu.getNumIpusPerReplica()

@@ -86,6 +86,20 @@ def test_a_folder_holding_only_an_admin_key_is_refused_and_nothing_made_in_it(tm
     assert sorted(p.name for p in state.iterdir()) == ["admin.key"]  # regression: and controller.lock
 
 
+def test_an_emptied_database_beside_its_admin_key_is_named_not_the_key(server_factory, tmp_path):
+    """Regression: a served --secure state whose database was emptied was refused as holding "another state's admin
+    key", pointing at the key; the database is what is wrong, and the key only came with it."""
+    state = tmp_path / "state"
+    server_factory(state_dir=state, extra=["--secure"]).kill(signal.SIGTERM)
+    (state / "vipu.sqlite3").write_bytes(b"")
+    (state / "vipu.sqlite3-wal").unlink(missing_ok=True)
+    out = start("--secure", "--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().startswith(f"vipu-server: error: the state database {state / 'vipu.sqlite3'} is empty, but"
+                                         " this folder held a controller's state (it holds "), out.stderr
+    assert "admin.key" in out.stderr and "--accept-empty-state" in out.stderr
+
+
 def test_a_start_refused_over_its_flags_makes_no_state_folder(tmp_path):
     """Regression: the folder, its controller.lock and an empty vipu.sqlite3 were made before --pod and
     --scheduler-config were read; the empty database then looked like a state at the next start."""
@@ -417,7 +431,7 @@ def test_an_emptied_or_deleted_database_is_not_a_fresh_start_without_a_word(serv
     out = start("--port", "0", "--state-dir", str(state))
     assert out.returncode == 2, out.stderr
     what = "is empty" if loss == "emptied" else "is missing"  # (it said empty for a missing one too)
-    holds = "" if loss == "emptied" else " (it holds state.id, vipu.generation)"
+    holds = " (it holds state.id, vipu.generation)"  # (an emptied one named none)
     assert out.stderr.strip() == (
         f"vipu-server: error: the state database {database} {what}, but this folder held a controller's state{holds}:"
         " restore the database (with its -wal file) from a backup, or start with --accept-empty-state to begin"

@@ -209,7 +209,7 @@ def register(app: typer.Typer) -> None:
         duplicates: bool = typer.Option(
             False, "--duplicates", "-D",
             help="also each earlier run of a requeued job (after a node failure, a preemption or vipu requeue:"
-                 " REQUEUED), a row each with that run's state, start and end"),
+                 " REQUEUED), a row each with that run's state, start, end, exit code and nodes"),
         json_out: bool = JsonOption,
         no_header: bool = typer.Option(False, "--noheader", "-n", "--no-header", help="omit the header"),
         name: list[str] = typer.Option(None, "--name", help="only jobs of these names (a comma list)"),
@@ -227,8 +227,9 @@ def register(app: typer.Typer) -> None:
         ended: when it entered its state); as sacct's, running and eligible pending jobs too, not held ones.
 
         Each job once, as its latest run left it: --state matches that run's state, and a requeued
-        job back in the queue is listed PENDING. --duplicates: every run of each job, a row each.
-        ExitCode is code:signal, 0:15 for a run the controller stopped (--json: exit_code, signal).
+        job back in the queue is listed PENDING. --duplicates: every run of each job, a row each, as it
+        ended. ExitCode is code:signal, 0:15 for a run the controller stopped, until its program has
+        ended, then what ended it, 0:9 if SIGKILLed after KillWait (--json: exit_code, signal).
 
         Without -S and -E every job the controller remembers is listed (sacct's default is since
         midnight; here the whole history is small, and --limit keeps the latest). Times are local.

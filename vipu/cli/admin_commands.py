@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from vipu.cli import completion
+from vipu.cli import completion, ids_given_command
 from vipu.cli.agent_commands import AGENT_HEADERS, agent_row, drain, resume
 from vipu.cli.context import (
     JSON_HELP,
@@ -275,19 +275,15 @@ kill = typer.Typer(help="Fault injection: kill a machine's actor.", no_args_is_h
 
 @repair.command("ipus")
 def repair_ipus(ctx: typer.Context, ipus: list[int] = typer.Argument(..., help="IPU numbers"), json_out: bool = JsonOption):
-    """Put failed IPUs back in service (FAILED partitions stay FAILED until reset or removed)."""
+    """Put failed IPUs back in service (FAILED partitions stay FAILED until reset or removed). Refused, repairing
+    none, if one of them is not failed, as `resume agent` is for an agent not drained."""
     c = ctx.obj.conn
     ipus = list(dict.fromkeys(ipus))
     reply = c.call(c.admin.RepairIpus, a.FailIpusRequest(ipus=ipus), check=IPU_CHECK)
     if ctx.obj.wants_json(json_out):
         print_json(list(reply.ipus))
-        return
-    healthy = [i for i in ipus if i not in set(reply.ipus)]
-    were = f"{_listed(healthy)} {'was' if len(healthy) == 1 else 'were'} not failed"
-    if not reply.ipus:
-        print(f"Nothing repaired: {were}")
     else:
-        print(f"{_listed(reply.ipus)} repaired" + (f" ({were})" if healthy else ""))
+        print(f"{_listed(reply.ipus)} repaired")
 
 
 @kill.command("machine")
@@ -314,6 +310,7 @@ def fail_link(ctx: typer.Context, ipu_a: int = typer.Argument(...), ipu_b: int =
         print(f"IPU-Link {ipu_a}-{ipu_b} failed; IPUs {ipu_a} and {ipu_b} out of service; partitions FAILED: {names}")
 
 
+ids_given_command.register(app)
 app.add_typer(repair, name="repair")
 app.add_typer(kill, name="kill")
 app.add_typer(create, name="create")

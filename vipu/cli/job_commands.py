@@ -1,12 +1,13 @@
 """Slurm's words for jobs: `vipu hold|release|requeue` and `vipu logs` (`vipu submit`: submit.py; `vipu cancel`:
-cancel_command.py; `vipu update job`: update_command.py; `vipu show job`: job_detail.py; `vipu queue`:
-queue_listing.py, `history`: accounting.py, `info`: node_info.py, `priority`: priorities.py)."""
+cancel_command.py; `vipu update job`: update_command.py; `vipu show job`: job_detail.py; `vipu show config`:
+config_command.py; `vipu queue`: queue_listing.py, `history`: accounting.py, `info`: node_info.py, `priority`:
+priorities.py)."""
 
 from __future__ import annotations
 
 import typer
 
-from vipu.cli import job_output
+from vipu.cli import config_command, job_output
 from vipu.cli.context import JsonOption
 from vipu.cli.failure import BAD_INPUT, fail
 from vipu.cli.job_detail import show
@@ -90,4 +91,5 @@ def register(app: typer.Typer) -> None:
         cli = ctx.obj
         job_output.logs(cli, id, cli.wants_json(json_out), follow)
 
+    config_command.register(show)
     app.add_typer(show, name="show")

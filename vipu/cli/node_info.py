@@ -28,7 +28,8 @@ _STATES = {"idle": ("idle", "idle"), "allocated": ("alloc", "allocated"), "mixed
            "down": ("down", "down")}
 MIXED = _STATES["mixed"]
 BUSY = {_STATES[s] for s in ("allocated", "mixed", "completing")}  # sinfo counts these nodes allocated (%A, %F)
-IPU_STATES = ("idle", "allocated", "draining", "drained", "failed")  # a machine's IPUs are counted by these
+IPU_STATES = ("idle", "allocated", "completing", "draining", "drained", "failed")  # a machine's IPUs by state
+IN_USE = ("allocated", "completing", "draining")  # a job holds them: sinfo counts a comp or drng node's CPUs allocated
 OUT_OF_SERVICE = {_STATES[s] for s in ("draining", "drained", "down")}  # sinfo -R lists these, and any with a reason
 
 
@@ -65,8 +66,8 @@ class Group:
         return self.nodes[0]
 
     def ipu_counts(self) -> tuple[int, int, int, int]:
-        """Allocated (draining ones too: a job holds them), idle, other (drained, failed), total."""
-        a = sum(n.count("allocated", "draining") for n in self.nodes)
+        """Allocated (completing and draining ones too: a job holds them), idle, other (drained, failed), total."""
+        a = sum(n.count(*IN_USE) for n in self.nodes)
         i = sum(n.count("idle") for n in self.nodes)
         t = sum(n.ipus for n in self.nodes)
         return a, i, t - a - i, t
@@ -78,7 +79,7 @@ class Group:
     def machine_counts(self) -> tuple[int, int, int, int]:
         """Nodes allocated (alloc, mix, comp: as sinfo counts them), idle, other (draining, drained, down, and mix with
         none in use: some IPUs failed and the rest idle, a machine neither at work nor whole), total."""
-        a = sum(n.state in BUSY and n.count("allocated", "draining") > 0 for n in self.nodes)
+        a = sum(n.state in BUSY and n.count(*IN_USE) > 0 for n in self.nodes)
         i = sum(n.state == _STATES["idle"] for n in self.nodes)
         t = len(self.nodes)
         return a, i, t - a - i, t
@@ -220,7 +221,8 @@ def register(app: typer.Typer) -> None:
         json_out: bool = JsonOption,
         no_header: bool = ShortNoHeaderOption,
     ):
-        """IPUs idle, allocated, draining, drained and failed per IPU-Link domain (a Pod64 of a Bow Pod; sinfo).
+        """IPUs idle, allocated, completing, draining, drained and failed per IPU-Link domain (a Pod64 of a Bow Pod;
+        sinfo).
 
         With -N, -s, -o, -p, -t, -n, -R or -l, the IPU-Machines as sinfo shows nodes: a node is a machine (named by its
         agent), its CPUs are its IPUs, and its partition is the V-IPU allocation its agent is in (default*). Its
@@ -298,7 +300,7 @@ def collapsed(ilds) -> list[list]:
     puts nodes of the same state on one line; in the order of their first rack."""
     same: dict[tuple, list[int]] = {}
     for r in ilds:
-        same.setdefault((r.total, r.idle, r.allocated, r.draining, r.drained, r.failed), []).append(r.ild)
+        same.setdefault((r.total, r.idle, r.allocated, r.completing, r.draining, r.drained, r.failed), []).append(r.ild)
     return [[numbered(f"pod{key[0]}-", members), *key] for key, members in same.items()]
 
 
@@ -320,7 +322,7 @@ def by_domain(cli, as_json: bool, no_header: bool, machines: list[Node] | None =
         print_json(data)
         return
     rows = collapsed(reply.ilds)
-    header = ["ILD", "IPUS", "IDLE", "ALLOCATED", "DRAINING", "DRAINED", "FAILED"]
+    header = ["ILD", "IPUS", "IDLE", "ALLOCATED", "COMPLETING", "DRAINING", "DRAINED", "FAILED"]
     print(table(header, rows, cli.with_header(no_header)))
     comp = f" (comp: {reply.completing_nodes})" if reply.completing_nodes else ""  # the nodes `info -N` shows comp
     completing = f", {reply.completing_jobs} completing{comp}" if reply.completing_jobs else ""

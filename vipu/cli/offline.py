@@ -130,20 +130,20 @@ def _simulate(*, trace, synthetic, pod, policy, policy_file, scheduler_config, c
     from vipu.replay.arrivals import Draws
     from vipu.replay.plots import check_plot_path, plot as draw
     from vipu.replay.result_files import check_path, write_jobs, write_series
-    from vipu.replay.simulation import simulate_trace
+    from vipu.replay.simulation import counted, simulate_trace
     from vipu.scheduler.config import load_scheduler_config
 
     config = load_scheduler_config(scheduler_config, None) if scheduler_config else None
     policies, files = policies_to_replay(policy, policy_file, config)
-    outputs = [(check_path(jobs_out, "--jobs-out"), write_jobs, "jobs") if jobs_out else None,
-               (check_path(series_out, "--series-out"), write_series, "steps") if series_out else None,
+    outputs = [(check_path(jobs_out, "--jobs-out"), write_jobs, "job") if jobs_out else None,
+               (check_path(series_out, "--series-out"), write_series, "step") if series_out else None,
                (check_plot_path(plot), draw, None) if plot else None]
     sim = simulate_trace(trace, pod, policies, config=config, compression=compress, policy_files=files,
                          synthetic=synthetic, draws=Draws(arrivals, load, runtimes), seed=seed, seeds=seeds,
                          bsld_threshold=bsld_threshold, swf_ipus=swf_ipus)
     for path, write, what in filter(None, outputs):
         n = write(sim, path)
-        print(f"vipu: wrote {path}" + (f" ({n} {what})" if what else ""), file=sys.stderr)
+        print(f"vipu: wrote {path}" + (f" ({counted(n, what)})" if what else ""), file=sys.stderr)
     return sim
 
 

@@ -32,7 +32,8 @@ PARTITION_NAMES = 4  # partitions named on a row of racks, before "+N"
 COLOURS = ["green", "cyan", "magenta", "yellow", "blue", "bright_green", "bright_cyan", "bright_magenta"]
 
 
-ORDER = ("failed", "draining", "drained", "allocated", "idle")  # which of its IPUs' states a machine's mark shows
+# which of its IPUs' states a machine's mark shows: completing over allocated, as sinfo's comp over mix
+ORDER = ("failed", "draining", "drained", "completing", "allocated", "idle")
 
 
 def _by_machine(ipus) -> list[list]:
@@ -43,14 +44,16 @@ def _by_machine(ipus) -> list[list]:
 
 
 def _mark(state: str, partition: str, colour: dict) -> tuple[str, str]:
-    # draining: the drain's yellow, not the partition's colour, which the partitions column still names
+    # draining: the drain's yellow, not the partition's colour, which the partitions column still names;
+    # completing: the partition's colour (it still holds them), but another mark: its job has ended
     return {"failed": ("X", "bold red"), "allocated": ("#", colour.get(partition, "")),
-            "draining": ("~", "bold yellow"), "drained": ("-", "yellow")}.get(state, (".", "dim"))
+            "completing": ("c", colour.get(partition, "")), "draining": ("~", "bold yellow"),
+            "drained": ("-", "yellow")}.get(state, (".", "dim"))
 
 
 def _marked(machine: p.Machine) -> str:
     """A machine's mark on a row of racks: its IPUs' first state in the order failed, draining, drained,
-    allocated, idle (a machine with a failed IPU shows X)."""
+    completing, allocated, idle (a machine with a failed IPU shows X)."""
     return next(state for state in ORDER if getattr(machine, state))
 
 
@@ -94,9 +97,11 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
     for name in [i.partition for i in ipus] if per_machine else [n for m in listed for n in m.partitions]:
         if name and name not in colour:
             colour[name] = COLOURS[len(colour) % len(COLOURS)]
-    counts = {s: sum(getattr(d, s) for d in info.ilds) for s in ("idle", "allocated", "draining", "drained", "failed")}
+    counts = {s: sum(getattr(d, s) for d in info.ilds) for s in ORDER}
     title = Text(f"{info.pod}: {sum(m.ipus for m in listed)} IPUs  ", style="bold")
     title.append(f"{counts['allocated']} allocated  ", style="cyan")
+    if counts["completing"]:  # only while a stopped job's program ends (KillWait)
+        title.append(f"{counts['completing']} completing  ", style="cyan")
     title.append(f"{counts['idle']} idle  ")
     for drain in ("draining", "drained"):  # only when an agent is drained: most Pods never show them
         if counts[drain]:
@@ -104,8 +109,8 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
     title.append(f"{counts['failed']} failed  ", style="red" if counts["failed"] else "")
     title.append(f"| {info.running_jobs} running, {info.pending_jobs} pending jobs")
 
-    caption = "# allocated  ~ draining  . idle  - drained  X failed" + ("" if per_machine else
-                                                                         " (a mark per machine)")
+    caption = "# allocated  c completing  ~ draining  . idle  - drained  X failed" + (
+        "" if per_machine else " (a mark per machine)")
     machines = Table(title="IPU-Machines" if per_machine else "IPU-Link domains (Pod64 racks)", show_edge=False,
                      pad_edge=False)
     machines.add_column("machine" if per_machine else "ild")

@@ -145,9 +145,13 @@ class Driver:
         if self.scheduler.gate(now):  # the runs it started met dependencies (after:ID): a cycle at once lets them in
             self._push(now, WAKE)
         wake = self.scheduler.table.next_wake()  # a begin time, or a dependency's delay (after:ID+MINUTES)
-        if wake is not None and wake > now and wake not in self._wakes:
-            self._wakes.add(wake)
-            self._push(wake, WAKE)
+        if wake is not None and wake > now:
+            self._wake_at(wake)
+
+    def _wake_at(self, at: float) -> None:
+        if at not in self._wakes:
+            self._wakes.add(at)
+            self._push(at, WAKE)
 
     def ended(self, job_id: int, started: float, now: float, exit_code: int, state: JobState | None = None,
               signal: int = 0) -> None:
@@ -177,11 +181,19 @@ class Driver:
             else:
                 self._wakes.discard(at)
 
-    def apply(self, effects: list[Effect], now: float) -> None:
-        """Carry out effects in order (stops come before starts); a start that fails ends its job NODE_FAIL."""
+    def apply(self, effects: list[Effect], now: float, retry: bool = True) -> None:
+        """Carry out effects in order (stops come before starts); a start that fails ends its job NODE_FAIL.
+
+        A run stopped with its job back in the queue (preempted, NODE_FAIL, `vipu requeue`) brings a cycle at `now`:
+        until a cycle has walked a job, it has no reason nor estimated start (reasons.pending_reason), and the cycle
+        that preempted it ran before it was requeued. Not after a failed start (`retry` False): that cycle would
+        try the same start again at once, and a fault that lasts (a partition that cannot be made) would spin; the
+        job is tried again at the next event."""
         for effect in effects:
             if type(effect) is StopJob:
                 self._endings.pop(effect.job_id, None)
+                if effect.requeued and retry:
+                    self._wake_at(now)
                 grace = self.executor.stop(effect)
                 if grace is not None:  # torn down later: until then the job may not start again, nor its IPUs
                     self.scheduler.cleaning(effect.job_id, now, Teardown(now + grace, effect.first_ipu, effect.ipus))
@@ -192,7 +204,8 @@ class Driver:
                 ending = self.executor.start(effect)
             except StartFailed as e:
                 log.error("job %s could not start: %s", effect.job_id, e.message)
-                self.apply(self.scheduler.job_finished(effect.job_id, now, e.state, exit_code=1, why=e.message), now)
+                self.apply(self.scheduler.job_finished(effect.job_id, now, e.state, exit_code=1, why=e.message), now,
+                           retry=False)
                 continue
             self.run_started(effect.job_id, effect.start_time, effect.end_by, ending)
 

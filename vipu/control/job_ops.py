@@ -62,7 +62,7 @@ class ClusterInfo(NamedTuple):
     pending_jobs: int
     running_jobs: int
     qos: list[str]  # the QOS a job may ask for
-    completing_jobs: int = 0  # ended, their programs still ending (KillWait): their IPUs still allocated
+    completing_jobs: int = 0  # ended, their programs still ending (KillWait): their IPUs completing, still held
     completing_nodes: str = ""  # the machines sinfo shows comp (those jobs' runs torn down there), a host list
 
 
@@ -344,10 +344,11 @@ class JobOps:
         return self.plane.runners.get(job.spec.workload.kind) if job is not None else None
 
     def info(self) -> ClusterInfo:
-        """sinfo: idle, allocated, draining, drained and failed IPUs per Pod64, and the queue's size."""
+        """sinfo: idle, allocated, completing, draining, drained and failed IPUs per Pod64, and the queue's size."""
         snap = self.plane.read()
-        rows = snap.queue.info(snap.available_mask, snap.pod.drained_mask, snap.pod.draining_mask)
         table = snap.queue.table
+        rows = snap.queue.info(snap.available_mask, snap.pod.drained_mask, snap.pod.draining_mask,
+                               snap.completing_ipus())
         qos = sorted(set(snap.queue.config.qos) - snap.queue.retired_qos)
         return ClusterInfo(snap.pod.pod.name, rows, len(table.pending), len(table.running), qos,
                            len(snap.queue.completing()), hostlist(completing_nodes(snap.pod, table.cleaning_mask)))

@@ -15,7 +15,7 @@ from vipu.access import Identity
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from vipu.partition.admin import Admin
 from vipu.partition.partition_record import Partition, PartitionRequest
-from vipu.partition.ipu_status import IpuStatus, MachineStatus, ipu_statuses, machine_statuses, machines_spanned
+from vipu.partition.ipu_status import IpuStatus, MachineStatus, machines_spanned
 from vipu.partition.node_names import natural_key
 from vipu.partition.rules import check_name, check_user_holder, job_holder, job_of_partition
 from vipu.partition.pod_state import NoJournal, PodState, missing
@@ -188,7 +188,7 @@ class PartitionOps:
             sees = self._visible(identity, snap.pod)
             hidden = {p.name for p in snap.pod.partitions.values() if not sees(p)}
             return [(s._replace(partition=None) if s.partition in hidden else s, stats.get(s.machine))
-                    for s in ipu_statuses(snap.pod)]
+                    for s in snap.ipu_statuses()]
 
         return self.plane.page(repr(("ipus", identity)), make, page_size, page_token, fresh=True)
 
@@ -209,7 +209,7 @@ class PartitionOps:
             sees = self._visible(identity, snap.pod)
             hidden = {p.name for p in snap.pod.partitions.values() if not sees(p)}
             return [(s._replace(partitions=tuple(n for n in s.partitions if n not in hidden)) if hidden else s,
-                     stats.get(s.machine)) for s in machine_statuses(snap.pod, only, snap.queue.table.cleaning_mask)]
+                     stats.get(s.machine)) for s in snap.machine_statuses(only)]
 
         return self.plane.page(repr(("machines", identity, sorted(only or ()))), make, page_size, page_token,
                                fresh=True)

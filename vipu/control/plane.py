@@ -13,6 +13,7 @@ import threading
 from typing import Callable, Iterable, NamedTuple
 
 from vipu.access import Identity
+from vipu.clock import WallClock
 from vipu.control.admin_ops import AdminOps
 from vipu.control.callers import asked_by
 from vipu.control.creations import Creations
@@ -36,12 +37,20 @@ from vipu.jobs.sessions.tokens import Sessions
 from vipu.partition.admin_records import Reason
 from vipu.partition.controller import Controller
 from vipu.partition.rules import job_of_partition, job_partition_name
+from vipu.scheduler.policies.policy_file import GuardedPolicy
 from vipu.scheduler.scheduler import Scheduler
 from vipu.scheduler.stopped_ends import program_ended
 from vipu.store import Store
 from vipu.workers.fleet import Fleet
 
 log = logging.getLogger("vipu.store")
+
+
+def _on_wall_clock(scheduler: Scheduler) -> None:
+    """The times a --policy-file's failure lines give are the wall clock's: shown as ISO times, not epoch seconds
+    (a replay's stay virtual seconds)."""
+    if isinstance(scheduler.policy, GuardedPolicy):
+        scheduler.policy.shown = WallClock.shown
 
 
 class StoreWrites(NamedTuple):
@@ -56,6 +65,7 @@ class ControlPlane:
         self.controller = controller
         self.scheduler = scheduler
         scheduler.table.nodes.use(controller.state.node_names())  # before any job is read (sbatch -w names)
+        _on_wall_clock(scheduler)
         self.store = store
         self.creations = creations if creations is not None else Creations(store)  # create calls' request ids
         self.now = now
@@ -66,6 +76,7 @@ class ControlPlane:
         self.state_id = ""  # the id of the state the store holds (startup.open_plane)
         self.device_address: str | None = None  # host:port of the DeviceService, once it listens (None: off)
         self.device_cert: str | None = None  # its TLS certificate chain (PEM), which programs then trust
+        self.served: dict[str, object] = {}  # vipu-server's flags no part here holds (running_config.py)
         self.sessions = Sessions()
         self.lock = StateLock(store)
         self.metrics = Metrics()
@@ -124,6 +135,7 @@ class ControlPlane:
         """Serve a state rebuilt from the store (rollback.py): every part that holds the state moves to it."""
         self.controller, self.scheduler, self.creations = controller, scheduler, creations
         scheduler.table.nodes.use(controller.state.node_names())
+        _on_wall_clock(scheduler)
         self.executor.scheduler, self.executor.controller = scheduler, controller
         self.driver = self.loop.driver = Driver(scheduler, self.executor, masks=self._masks)
         self._snapshot = None

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Generic, Iterable, NamedTuple, TypeVar
 
 from vipu.errors import FailedPrecondition, InvalidArgument
+from vipu.partition.ipu_status import IpuStatus, MachineStatus, completing_ipus, ipu_statuses, machine_statuses
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.view import QueueView
 
@@ -42,6 +43,17 @@ class Snapshot:
     pod: PodState  # a read copy: partitions, agents, allocations, failed IPUs
     available_mask: int  # IPUs a job could be placed on now (healthy, online, in no partition)
     allowed_masks: dict[str, int]  # allocation -> the IPUs its jobs may use
+
+    # IPUs and machines read only with the queue's teardowns, so that no view can leave them out: the IPU views once
+    # did, and showed a completing job's IPUs allocated while `vipu info -N` showed its machines comp.
+    def ipu_statuses(self) -> list[IpuStatus]:
+        return ipu_statuses(self.pod, self.queue.table.cleaning_mask)
+
+    def machine_statuses(self, machines: Iterable[int] | None = None) -> list[MachineStatus]:
+        return machine_statuses(self.pod, machines, self.queue.table.cleaning_mask)
+
+    def completing_ipus(self) -> int:
+        return completing_ipus(self.pod, self.queue.table.cleaning_mask)
 
 
 class Page(NamedTuple, Generic[T]):

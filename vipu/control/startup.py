@@ -174,12 +174,13 @@ def _not_this_state(path: Path, what: str, signs: str = "") -> InvalidArgument:
 
 
 def refuse_missing_database(state_dir: Path, accept_empty: bool) -> None:
-    """InvalidArgument if the folder has no database but files only a controller's state leaves. Called before
-    anything is created in the folder (the database file, its -wal, the markers): a refused start leaves it as it
-    was. Why admin.key counts: without --secure nothing else looked at it, and the state it came with was lost
-    without a word."""
+    """InvalidArgument if the folder has no database, or an empty file in its place, but files only a controller's
+    state leaves. Called before anything is created in the folder (the database file, its -wal, the markers): a
+    refused start leaves it as it was. Why admin.key counts: without --secure nothing else looked at it, and the
+    state it came with was lost without a word (an empty file: the key's own check would blame the key)."""
     path = Path(state_dir) / DATABASE
-    if accept_empty or path.exists() or path.is_symlink():
+    emptied = path.is_file() and not path.is_symlink() and path.stat().st_size == 0
+    if accept_empty or (path.exists() or path.is_symlink()) and not emptied:
         return
     signs = [p.name for p in (Path(state_dir) / STATE_MARKER, Generation(path).marker,
                               path.with_name(path.name + "-wal")) if p.exists() or p.is_symlink()]
@@ -187,7 +188,7 @@ def refuse_missing_database(state_dir: Path, accept_empty: bool) -> None:
     if key.is_file() and not key.is_symlink() and _private(key):  # (one planted by another user: refused as such)
         signs.append(key.name)
     if signs:
-        raise _not_this_state(path, "is missing", f" (it holds {', '.join(signs)})")
+        raise _not_this_state(path, "is empty" if emptied else "is missing", f" (it holds {', '.join(signs)})")
 
 
 def foreign_admin_key(state_dir: Path) -> InvalidArgument:

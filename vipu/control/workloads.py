@@ -117,7 +117,7 @@ def builtin_kinds() -> dict[str, WorkloadKind]:
     """The kinds this controller runs, by name."""
     from vipu.jobs.admission import check_train
     from vipu.jobs.programs.command_spec import CommandWorkload
-    from vipu.jobs.programs.hosts import spool_for
+    from vipu.jobs.programs.spool import spool_for
     from vipu.jobs.programs.run_exits import recorded_end
     from vipu.jobs.programs.program_runs import ProgramRuns
     from vipu.jobs.train.runs import TrainRuns

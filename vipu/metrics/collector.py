@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 
 from vipu.hardware.figures import LINK_TYPES
 from vipu.metrics.ild_series import PER_IPU_SERIES_MAX, ild_families
-from vipu.partition.ipu_status import ipu_statuses
+from vipu.partition.ipu_status import IPU_STATES
 from vipu.partition.node_names import machine_name
 from vipu.partition.partition_states import PartitionState
 from vipu.partition.rules import job_of_partition
@@ -33,7 +33,7 @@ class StateCollector(Collector):
     def collect(self):
         snap = self.plane.read()  # one moment, read without the lock writes take
         pod = snap.pod.pod
-        statuses = ipu_statuses(snap.pod)
+        statuses = snap.ipu_statuses()
         partitions = list(snap.pod.partitions.values())
         jobs_by_state = snap.queue.jobs_by_state()
         startable = snap.queue.startable(snap.available_mask, snap.allowed_masks)
@@ -42,13 +42,14 @@ class StateCollector(Collector):
         info.add_metric([], {"pod": pod.name, "ipus": str(pod.ipus), "ilds": str(pod.ilds)})
         yield info
 
-        # draining apart from allocated and drained: it holds a job (in use) on an agent taking no new work
-        ipus = GaugeMetricFamily("vipu_ipus", "IPUs by state (idle, allocated, draining: a partition holds it on a"
-                                 " drained agent, drained, failed) and IPU-Link domain (Pod64).",
-                                 labels=["state", "ild"])
+        # draining apart from allocated and drained: it holds a job (in use) on an agent taking no new work;
+        # completing apart from allocated: held, but by a job that has ended (sinfo's comp), free once torn down
+        ipus = GaugeMetricFamily("vipu_ipus", "IPUs by state (idle, allocated, completing: its job ended, its program"
+                                 " still ending, draining: a partition holds it on a drained agent, drained, failed)"
+                                 " and IPU-Link domain (Pod64).", labels=["state", "ild"])
         counts = Counter((s.state, s.ild) for s in statuses)
         for ild in range(pod.ilds):
-            for state in ("idle", "allocated", "draining", "drained", "failed"):
+            for state in IPU_STATES:
                 ipus.add_metric([state, str(ild)], counts.get((state, ild), 0))
         yield ipus
 
@@ -74,7 +75,7 @@ class StateCollector(Collector):
             return
         join = GaugeMetricFamily(
             "vipu_ipu_allocation_info", "Which partition (and job) holds an IPU; present only while one does"
-            " (allocated or draining).",
+            " (allocated, completing or draining).",
             labels=["machine", "ipu", "partition", "job_id"],
         )
         for s in statuses:

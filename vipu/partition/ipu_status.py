@@ -1,17 +1,21 @@
-"""Each IPU's state (idle, allocated, draining, drained, failed) and the partition that holds it, as `vipu list
-ipus`, `vipu top` and the metrics show them; each machine's IPUs counted by state, as sinfo's nodes (`vipu info
--N/-s`, `vipu top` on a big Pod, the node lists of the queue); and the nodes an allocation cannot use now, which a
-job waiting with ReqNodeNotAvail names."""
+"""Each IPU's state (idle, allocated, completing, draining, drained, failed) and the partition that holds it, as `vipu
+list ipus`, `vipu info`, `vipu top` and the metrics show them; each machine's IPUs counted by state, as sinfo's nodes
+(`vipu info -N/-s`, `vipu top` on a big Pod, the node lists of the queue); and the nodes an allocation cannot use now,
+which a job waiting with ReqNodeNotAvail names."""
 
 from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
+from vipu.errors import FailedPrecondition
 from vipu.partition.admin_records import DEFAULT_ALLOCATION, Reason
 from vipu.partition.agent_states import node_state
-from vipu.partition.node_names import machine_name
+from vipu.partition.node_names import hostlist, machine_name
 from vipu.partition.placement import ipus_in
 from vipu.partition.pod_state import PodState
+
+
+IPU_STATES = ("idle", "allocated", "completing", "draining", "drained", "failed")  # what IpuStatus.state may be
 
 
 class IpuStatus(NamedTuple):  # a NamedTuple: 65,536 of them are made for one listing of the largest Pod
@@ -20,8 +24,8 @@ class IpuStatus(NamedTuple):  # a NamedTuple: 65,536 of them are made for one li
     index: int
     ild: int
     agent: str | None
-    # idle | allocated | draining (its agent is drained or missing, a partition holds it) | drained (the same, in no
-    # partition) | failed
+    # idle | allocated | completing (its partition's run is still torn down: completing_ipus) | draining (its agent is
+    # drained or missing, a partition holds it) | drained (the same, in no partition) | failed
     state: str
     partition: str | None
 
@@ -32,22 +36,52 @@ class IpuStatus(NamedTuple):  # a NamedTuple: 65,536 of them are made for one li
         return self.partition is not None and self.state != "failed"
 
 
-def _not_idle(state: PodState) -> tuple[dict[int, str], dict[int, str]]:
+def completing_ipus(state: PodState, completing_mask: int) -> int:
+    """The IPUs shown completing, as a mask: those a partition holds whose run is still torn down (`completing_mask`,
+    the scheduler's teardowns: Slurm's completing jobs, their programs given KillWait), but not failed ones nor a
+    drained agent's, which show draining, as slurmctld shows a drained node with a completing job DRAINING. The one
+    rule: every IPU view, and through their counts sinfo's comp node (agent_states.node_state), read it."""
+    return completing_mask & state.used_mask & ~state.draining_mask & ~state.failed_mask
+
+
+def _not_idle(state: PodState, completing_mask: int = 0) -> tuple[dict[int, str], dict[int, str]]:
     """(the partition holding each IPU a partition holds, the state of each IPU that is not idle)."""
     owner = {ipu: p.name for p in state.partitions.values() for ipu in p.ipus}
     # draining before allocated: a job still running on a drained agent's IPUs must show the drain (Slurm's
     # drng), and in a state of its own, so what counts IPUs in use can add it (it holds a job) and what
-    # counts drained ones is not told about the work; failed before all
+    # counts drained ones is not told about the work; failed before all. completing_ipus leaves out both already
     kinds = dict.fromkeys(owner, "allocated")
+    kinds.update(dict.fromkeys(ipus_in(completing_ipus(state, completing_mask)), "completing"))
     kinds.update(dict.fromkeys(ipus_in(state.drained_mask), "drained"))
     kinds.update(dict.fromkeys(ipus_in(state.draining_mask), "draining"))
     kinds.update(dict.fromkeys(state.failed_ipus, "failed"))
     return owner, kinds
 
 
-def ipu_statuses(state: PodState) -> list[IpuStatus]:
-    """Each IPU's state and the partition holding it."""
-    owner, kinds = _not_idle(state)
+def not_failed(state: PodState, working: list[int], named: list[int]) -> FailedPrecondition:
+    """The refusal of a repair of `working`, IPUs of `named` that are not failed: repair undoes a failure, as
+    resume undoes a drain (agent_states.not_drained). Each named with its state; the fix: the failed ones alone, and
+    for a drained machine's IPUs, the resume of its agent, which repair is not."""
+    _, kinds = _not_idle(state)
+    one = len(working) == 1
+    each = ", ".join(f"{ipu} ({kinds.get(ipu, 'idle')})" for ipu in working)
+    text = (f"IPU{'' if one else 's'} {each} {'is' if one else 'are'} not failed: repair undoes a failure (`vipu-admin"
+            " fail ipus`, or a machine or IPU-Link lost), so there is nothing to repair")
+    failed = [ipu for ipu in dict.fromkeys(named) if ipu in state.failed_ipus]
+    if failed:
+        text += ("; none was repaired: repair the failed ones alone, `vipu-admin repair ipus"
+                 f" {' '.join(map(str, failed))}`")
+    agents = state.agent_of_machine()
+    drained = {agents[ipu // state.pod.machine.ipus].name for ipu in working
+               if kinds.get(ipu) in ("drained", "draining") and ipu // state.pod.machine.ipus in agents}
+    if drained:
+        text += f"; a drained agent's IPUs come back with `vipu-admin resume agent {hostlist(drained)}`"
+    return FailedPrecondition(text, resource=("ipu", " ".join(map(str, working))))
+
+
+def ipu_statuses(state: PodState, completing_mask: int = 0) -> list[IpuStatus]:
+    """Each IPU's state and the partition holding it; `completing_mask` as completing_ipus takes it."""
+    owner, kinds = _not_idle(state, completing_mask)
     agents = {machine: agent.name for machine, agent in state.agent_of_machine().items()}
     per_machine, per_ild = state.pod.machine.ipus, state.pod.machines_per_ild
     statuses = []
@@ -76,42 +110,40 @@ class MachineStatus(NamedTuple):
     working: tuple[int, ...] = ()  # its IPUs that may be doing work (IpuStatus.working), for their utilisation
     state: str = "idle"  # as sinfo's node: agent_states.node_state
     reason: Reason | None = None  # why it is out of service (machine_reason)
+    completing: int = 0  # its IPUs completing (completing_ipus): in use, their run torn down
 
 
-_KINDS = ("allocated", "draining", "drained", "failed")
+_KINDS = IPU_STATES[1:]  # those _not_idle sets
 
 
 def machine_statuses(state: PodState, machines: Iterable[int] | None = None,
                      completing_mask: int = 0) -> list[MachineStatus]:
     """These machines (None: every one), in order, each with its IPUs counted by state as ipu_statuses() sets it.
     Only IPUs that are not idle are visited: an idle 65,536-IPU Pod is 16,384 rows, not 65,536 statuses.
-    `completing_mask`: the IPUs of runs still torn down (the scheduler's teardowns: Slurm's completing jobs)."""
+    `completing_mask`: the IPUs of runs still torn down, as completing_ipus takes it."""
     per_machine, per_ild, total = state.pod.machine.ipus, state.pod.machines_per_ild, state.pod.machines
-    owner, busy = _not_idle(state)
+    owner, busy = _not_idle(state, completing_mask)
     counts: dict[int, list[int]] = {}
     for ipu, kind in busy.items():
-        counts.setdefault(ipu // per_machine, [0, 0, 0, 0])[_KINDS.index(kind)] += 1
-    completing: dict[int, int] = {}  # by machine: its IPUs in use that a run being torn down holds
-    for ipu in ipus_in(completing_mask):
-        if busy.get(ipu) in ("allocated", "draining"):
-            completing[ipu // per_machine] = completing.get(ipu // per_machine, 0) + 1
+        counts.setdefault(ipu // per_machine, [0] * len(_KINDS))[_KINDS.index(kind)] += 1
     agents = {machine: agent.name for machine, agent in state.agent_of_machine().items()}
     reasons = machine_reasons(state)
     rows = []
     for m in range(total) if machines is None else sorted(set(machines)):
-        allocated, draining, drained, failed = counts.get(m) or (0, 0, 0, 0)
+        allocated, completing, draining, drained, failed = counts.get(m) or (0, 0, 0, 0, 0)
         agent = agents.get(m)
         held: tuple[str, ...] = ()
         working: tuple[int, ...] = ()
-        if allocated or draining or failed:  # only then can a partition hold one of its IPUs
+        if allocated or completing or draining or failed:  # only then can a partition hold one of its IPUs
             mine = range(m * per_machine, (m + 1) * per_machine)
             held = tuple(sorted({owner[i] for i in mine if i in owner}))
             working = tuple(i for i in mine if i in owner and busy[i] != "failed")
-        state = node_state(draining + drained > 0, bool(held), per_machine, allocated + draining, failed,
-                           completing.get(m, 0))
-        rows.append(MachineStatus(m, m // per_ild, agent, agent or machine_name(m, total), per_machine,
-                                  per_machine - allocated - draining - drained - failed, allocated, draining, drained,
-                                  failed, held, working, state, reasons.get(m)))
+        state = node_state(draining + drained > 0, bool(held), per_machine, allocated + completing + draining, failed,
+                           completing)
+        idle = per_machine - allocated - completing - draining - drained - failed
+        rows.append(MachineStatus(m, m // per_ild, agent, agent or machine_name(m, total), per_machine, idle,
+                                  allocated, draining, drained, failed, held, working, state, reasons.get(m),
+                                  completing))
     return rows
 
 

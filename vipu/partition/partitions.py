@@ -9,7 +9,7 @@ from vipu.partition.admin_records import DEFAULT_ALLOCATION, DEFAULT_HOLDS, IpuF
 from vipu.partition.partition_record import Partition, PartitionRequest, Transition
 from vipu.partition.placement import block_mask, largest_free_block, place
 from vipu.partition.rules import check_gcds, check_job_name, check_name, check_size, n_ipus, named
-from vipu.partition.ipu_status import IpuStatus, ipu_statuses
+from vipu.partition.ipu_status import IpuStatus, ipu_statuses, not_failed
 from vipu.partition.node_names import natural_key
 from vipu.partition.pod_state import Journal, PodState
 from vipu.partition.partition_states import PartitionState as S
@@ -215,11 +215,14 @@ class Partitions:
         return failed
 
     def repair_ipus(self, ipus: list[int]) -> list[int]:
-        """Failed IPUs back in service; returns those that were failed. FAILED partitions stay FAILED: reset them."""
+        """Failed IPUs back in service; returns them. FAILED partitions stay FAILED: reset them. Refused whole, as a
+        resume of an agent not drained is, if one of them is not failed: there is nothing to repair."""
         for ipu in ipus:
             if not 0 <= ipu < self.state.pod.ipus:
                 raise InvalidArgument(f"ipu {ipu} does not exist; {self.state.pod.name} has IPUs 0 to {self.state.pod.ipus - 1}")
-        repaired = sorted(set(ipus) & self.state.failed_ipus)
+        if working := [ipu for ipu in dict.fromkeys(ipus) if ipu not in self.state.failed_ipus]:
+            raise not_failed(self.state, working, ipus)
+        repaired = sorted(set(ipus))
         deletes = [("ipu_failure", str(ipu)) for ipu in repaired]
         self.journal.commit([], deletes)
         self.state.apply([], deletes)

@@ -132,6 +132,10 @@ def drawn(trace: Trace, draws: Draws, seed: int, pod_ipus: int) -> Trace:
     if draws.arrivals == "poisson":
         load = draws.load if draws.load is not None else 0.8
         work = sum(j.ipus * j.duration for j in jobs) / len(jobs) if jobs else 1.0
+        if work == 0:  # every run is 0 s: no rate offers a load
+            raise InvalidArgument(f"--arrivals poisson --load {load:g}: every job of the trace runs 0 s, so they"
+                                  " offer no load at any arrival rate; give --runtimes to draw run times, or replay"
+                                  " the trace's own arrivals (no --arrivals)")
         rate = load * pod_ipus / work  # jobs per second
         at, times = 0.0, []
         for _ in jobs:

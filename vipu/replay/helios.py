@@ -24,7 +24,7 @@ def helios_mapping(ipus_per_gpu: int) -> str:
     return (
         f"Helios -> IPU-Pod mapping: IPUs = next power of two of gpu_num, x {ipus_per_gpu} IPUs per GPU (a GPU ~ one"
         f" IPU-Machine's {ipus_per_gpu} IPUs); arrival = submit_time (a date and time, read as UTC, or seconds); run"
-        " time = duration (at least 1 s); time_limit = run time rounded up to a power-of-two number of minutes (so no"
+        " time = duration (0 kept); time_limit = run time rounded up to a power-of-two number of minutes (so no"
         " TIMEOUTs); user as given; vc, state, queue time and the other columns are not replayed; skipped: jobs with"
         " 0 GPUs (CPU-only), jobs that never ran (no duration) or were cancelled before they ran, and jobs larger than"
         " the Pod's largest partition"
@@ -73,7 +73,7 @@ def read_helios(path: str | Path, ipus_per_gpu: int = 4, max_ipus: int | None = 
             if max_ipus is not None and ipus > max_ipus:
                 skipped["larger than the Pod's largest partition"] += 1
                 continue
-            duration = max(1.0, ran)
+            duration = ran  # 0 kept for a job that ended as it started, as every reader keeps it
             jobs.append(TraceJob(
                 submit_time=_seconds(row["submit_time"], "submit_time", where), ipus=ipus, duration=duration,
                 time_limit=rounded_limit(duration), user=row["user"] or "trace", name=f"helios{row['job_id']}",

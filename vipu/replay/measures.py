@@ -10,6 +10,10 @@ queueing (submit or requeue) and begin (Job.waiting_since, as the live queue-wai
 last start; response = end - eligible; slowdown = response / run; bounded slowdown = max(1, response / max(run,
 threshold)), threshold 10 s unless --bsld-threshold; fairness = Jain's index (sum x)^2 / (n sum x^2) over users' mean
 bounded slowdowns (1: every user slowed down alike; 1/n: one user bears it all).
+
+A run of 0 s (SWF's run time 0: under half a second) has no slowdown (response / 0), and a bounded slowdown all the
+same: the threshold (more than 0) is what bounds it, max(1, response / threshold), which is why Feitelson et al.
+("Theory and Practice in Parallel Job Scheduling", JSSPP 1997) bound it.
 """
 
 from __future__ import annotations
@@ -112,10 +116,10 @@ class Series:
             yield {"policy": policy, "seed": seed, "time": t, "used_ipus": u, "utilisation": u / pod_ipus,
                    "running_jobs": r, "queued_jobs": q}
 
-    def average(self, values: Sequence[int], end: float) -> float:
-        """The time-weighted mean of `values` from the first step to `end`."""
+    def average(self, values: Sequence[int], end: float) -> float | None:
+        """The time-weighted mean of `values` from the first step to `end`; None (undefined) over no time."""
         if not self.times or end <= self.times[0]:
-            return 0.0
+            return None
         total = 0.0
         for i, v in enumerate(values):
             until = self.times[i + 1] if i + 1 < len(self.times) else end
@@ -123,13 +127,16 @@ class Series:
         return total / (end - self.times[0])
 
 
-def jain(values: Sequence[float]) -> float:
-    """Jain's fairness index of `values`: 1 when all are equal, 1/n when one holds everything (1 for none)."""
+def jain(values: Sequence[float]) -> float | None:
+    """Jain's fairness index of `values`: 1 when all are equal, 1/n when one holds everything; None (undefined)
+    for none."""
+    if not values:
+        return None
     square = sum(v * v for v in values)
     return sum(values) ** 2 / (len(values) * square) if square else 1.0
 
 
-def user_fairness(jobs: Sequence[JobFigures]) -> float:
+def user_fairness(jobs: Sequence[JobFigures]) -> float | None:
     """Jain's index over each user's mean bounded slowdown."""
     per_user: dict[str, list[float]] = {}
     for j in jobs:

@@ -97,7 +97,7 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
                 submit = number(row, "creation_time", where) / compression
             else:
                 ran, submit = 0.0, 0.0  # drawn later
-            duration = max(1.0, ran)
+            duration = ran  # 0 kept (deleted the second it was scheduled), as every reader keeps it
             jobs.append(TraceJob(
                 submit_time=submit, ipus=ipus, duration=duration, time_limit=rounded_limit(duration), user="openb",
                 qos=OPENB_QOS[qos], name=row["name"], source=where, line=line,
@@ -105,5 +105,5 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
     missing = frozenset(() if timed else ("arrivals",) if runtime_column else ("arrivals", "runtimes"))
     mapping = openb_mapping(ipus_per_gpu, compression, timed)
     if runtime_column is not None:
-        mapping += f"; run time = column {runtime_column} (seconds, at least 1)"
+        mapping += f"; run time = column {runtime_column} (seconds)"
     return Trace(jobs, mapping, skipped, missing)

@@ -48,9 +48,9 @@ def _cdf(values: list[float]) -> tuple[list[float], list[float]]:
 def binned(times: list[float], values: list[int], bins: int) -> tuple[list[float], list[float]]:
     """The step function (`times`, `values`: each value holds until the next time) averaged over `bins` equal
     spans from the first time to the last: (the spans' middles, their means). A replay steps thousands of times;
-    drawn raw, utilisation is a solid band."""
-    if len(times) < 2:
-        return list(times), [float(v) for v in values]
+    drawn raw, utilisation is a solid band. Over no time (jobs of 0 s at one moment) there is no mean: nothing."""
+    if len(times) < 2 or times[-1] <= times[0]:
+        return [], []
     start, end = times[0], times[-1]
     width = (end - start) / bins
     sums = [0.0] * bins

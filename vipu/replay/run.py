@@ -114,28 +114,38 @@ class _Replay:
         # to the last job's end, not the last event: a preempted run's end event stays in the heap, and one due an
         # hour after its job was cancelled stretched makespan by that hour and cut utilisation to match
         end = self.end if len(done) < len(self.jobs) else max((j.end_time for j in done), default=start)
-        makespan = (end - start) if self.jobs else 0.0
+        makespan = end - start if self.jobs else None
         arriving = self.last_arrival - start
+
+        def share(ipu_seconds: float, span: float | None) -> float | None:
+            """Of the Pod's IPU-seconds over `span`: undefined over no time (jobs of 0 s, all at one moment)."""
+            return ipu_seconds / (pod.ipus * span) if span else None
+
         result = ReplayResult(
             policy=policy, pod=pod.name, jobs=len(self.jobs), finished=len(done),
             unfinished=len(self.jobs) - len(done),
-            avg_jct=sum(jct) / len(jct) if jct else 0.0, p50_jct=percentile(jct, 0.5), p95_jct=percentile(jct, 0.95),
-            avg_wait=sum(wait) / len(wait) if wait else 0.0, p95_wait=percentile(wait, 0.95), makespan=makespan,
-            utilisation=self.used_ipu_seconds / (pod.ipus * makespan) if makespan > 0 else 0.0,
-            arrival_utilisation=self.arriving_ipu_seconds / (pod.ipus * arriving) if arriving > 0 else None,
-            preempted_share=preempted_ipu_seconds(records) / (pod.ipus * makespan) if makespan > 0 else 0.0,
-            fragmentation=self.unusable_waiting / (pod.ipus * makespan) if makespan > 0 else 0.0,
+            avg_jct=mean(jct), p50_jct=percentile(jct, 0.5), p95_jct=percentile(jct, 0.95),
+            avg_wait=mean(wait), p95_wait=percentile(wait, 0.95), makespan=makespan,
+            utilisation=share(self.used_ipu_seconds, makespan),
+            arrival_utilisation=share(self.arriving_ipu_seconds, arriving),
+            preempted_share=share(preempted_ipu_seconds(records), makespan),
+            fragmentation=share(self.unusable_waiting, makespan),
             timeouts=sum(1 for j in done if j.state is S.TIMEOUT), preemptions=self.runs.stopped[S.PREEMPTED],
             cycles=self.driver.cycles,
-            wall_seconds=wall, max_wait=max(wait, default=0.0),
-            avg_bsld=sum(bsld) / len(bsld) if bsld else 0.0, p95_bsld=percentile(bsld, 0.95),
-            max_bsld=max(bsld, default=0.0), avg_slowdown=sum(slowdowns) / len(slowdowns) if slowdowns else 0.0,
-            fairness=user_fairness(ran), avg_queue=self.series.average(self.series.queued, end),
-            max_queue=max(self.series.queued, default=0), bsld_threshold=threshold,
+            wall_seconds=wall, max_wait=max(wait, default=None),
+            avg_bsld=mean(bsld), p95_bsld=percentile(bsld, 0.95), max_bsld=max(bsld, default=None),
+            avg_slowdown=mean(slowdowns), fairness=user_fairness(ran),
+            avg_queue=self.series.average(self.series.queued, end), max_queue=max(self.series.queued, default=None),
+            bsld_threshold=threshold,
         )
         # job ids follow submission, and the jobs were submitted in self.jobs' order (the driver keeps equal times
         # in order), so the k-th record is the k-th trace job
         return ReplayRun(result, rows, self.series, records, [j.line for j in self.jobs])
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """The mean, or None (undefined) over no values: a 0 would read as measured."""
+    return sum(values) / len(values) if values else None
 
 
 def preempted_ipu_seconds(records: Sequence[Job]) -> float:
@@ -145,11 +155,11 @@ def preempted_ipu_seconds(records: Sequence[Job]) -> float:
     for job in records:
         if job.requeue_count or job.state is S.PREEMPTED:
             started = None
-            for state, at in job.history:
-                if state is S.RUNNING:
-                    started = at
-                elif state is S.PREEMPTED and started is not None:
-                    lost += (at - started) * job.ipus
+            for t in job.history:
+                if t.state is S.RUNNING:
+                    started = t.at
+                elif t.state is S.PREEMPTED and started is not None:
+                    lost += (t.at - started) * job.ipus
     return lost
 
 

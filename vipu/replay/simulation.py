@@ -130,6 +130,10 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
         if synthetic is not None:
             trace = compressed(generated_trace(synthetic, s, pod.ipus, pod.max_partition_ipus, draws.load or 0.8),
                                compression)
+            if not trace.jobs:  # as load_trace refuses a file with none: all-undefined figures are no result
+                raise InvalidArgument(f"--synthetic {synthetic}: seed {s} generated no job that fits {pod.name}"
+                                      f" (skipped: {trace.skipped_text()}); give more jobs, a larger --pod or"
+                                      " another --seed")
         else:
             trace = drawn(base, draws, s or 0, pod.ipus) if random or base.missing else base
         traces.append(trace)
@@ -146,9 +150,14 @@ DEFINITIONS = (
     " submission to the last, before the drain;"
     " frag = share of the Pod's IPU-seconds that were free while jobs waited but lay outside every free aligned"
     " block of the smallest waiting job's size; bsld = max(1, (end - eligible) / max(run, {threshold:g} s)),"
-    " slowdown = (end - eligible) / run, fairness = Jain's index of users' mean bsld, queue = jobs waiting that may"
-    " run, averaged over the makespan"
+    " slowdown = (end - eligible) / run (none for a run of 0 s), fairness = Jain's index of users' mean bsld,"
+    " queue = jobs waiting that may run, averaged over the makespan; - : undefined (over no job, or no time)"
 )
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 job`, `3 jobs`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def report(sim: Simulation) -> str:
@@ -156,7 +165,7 @@ def report(sim: Simulation) -> str:
     with a row per policy (over seeds: mean±95% confidence half-width)."""
     where = f"trace {sim.trace_path}" if sim.trace_path else "a generated trace"
     lines = [
-        f"{where} on {sim.pod.name} ({sim.pod.ipus} IPUs): {len(sim.trace.jobs)} jobs replayed; skipped:"
+        f"{where} on {sim.pod.name} ({sim.pod.ipus} IPUs): {counted(len(sim.trace.jobs), 'job')} replayed; skipped:"
         f" {sim.trace.skipped_text()}",
         sim.trace.mapping,
         DEFINITIONS.format(threshold=sim.results[0].bsld_threshold if sim.results else BSLD_THRESHOLD),

@@ -3,6 +3,7 @@ JSON `vipu simulate` prints them as."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -14,53 +15,61 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ReplayResult:
+    """One policy's figures. A figure over nothing (an average of no jobs, a share of a makespan of 0 s) is None:
+    undefined, printed `-` (JSON null), since a 0 there would read as a measured value."""
+
     policy: str
     pod: str
     jobs: int
     finished: int
     unfinished: int
-    avg_jct: float
-    p50_jct: float
-    p95_jct: float
-    avg_wait: float
-    p95_wait: float
-    makespan: float
-    utilisation: float  # IPU-seconds of running jobs / (Pod IPUs x makespan); preempted runs count (preempted_share)
-    fragmentation: float  # share of the Pod's IPU-seconds that were free while jobs waited, yet too scattered for
-    # the smallest waiting job that could start (free IPUs outside any free aligned block of its size; a job held,
-    # not yet begun or waiting on a dependency could use none of them)
+    avg_jct: float | None
+    p50_jct: float | None
+    p95_jct: float | None
+    avg_wait: float | None
+    p95_wait: float | None
+    makespan: float | None  # None: no job
+    utilisation: float | None  # IPU-seconds of running jobs / (Pod IPUs x makespan); preempted runs count
+    # (preempted_share)
+    fragmentation: float | None  # share of the Pod's IPU-seconds that were free while jobs waited, yet too
+    # scattered for the smallest waiting job that could start (free IPUs outside any free aligned block of its size;
+    # a job held, not yet begun or waiting on a dependency could use none of them)
     timeouts: int
     preemptions: int
     cycles: int
     wall_seconds: float | None = None
-    max_wait: float = 0.0  # the longest wait: starvation shows here first
+    max_wait: float | None = None  # the longest wait: starvation shows here first
     # what scheduling papers report (measures.py defines them)
-    avg_bsld: float = 0.0
-    p95_bsld: float = 0.0
-    max_bsld: float = 0.0
-    avg_slowdown: float = 0.0
-    fairness: float = 1.0  # Jain's index over users' mean bounded slowdowns
-    avg_queue: float = 0.0  # jobs waiting that may run, averaged over the makespan
-    max_queue: int = 0
+    avg_bsld: float | None = None
+    p95_bsld: float | None = None
+    max_bsld: float | None = None
+    avg_slowdown: float | None = None  # over the jobs whose slowdown is defined (a run of 0 s has none)
+    fairness: float | None = None  # Jain's index over users' mean bounded slowdowns
+    avg_queue: float | None = None  # jobs waiting that may run, averaged over the makespan
+    max_queue: int | None = None
     bsld_threshold: float = 10.0
     # utilisation from the first submission to the last, where the drain after it (one long job's tail) does not
     # reach; None when every job arrives at once
     arrival_utilisation: float | None = None
-    preempted_share: float = 0.0  # of utilisation, the Pod's IPU-seconds held by runs a preemption ended
+    preempted_share: float | None = None  # of utilisation, the Pod's IPU-seconds held by runs a preemption ended
 
     @property
     def jobs_per_second(self) -> float | None:
         return self.jobs / self.wall_seconds if self.wall_seconds else None
 
 
-def percentile(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float | None:
+    """The nearest-rank percentile: the smallest value with at least q of the values at or below it (None over
+    none). It was the value one rank higher whenever q x n is whole: the p50 of two jobs was the longer one, and
+    the p95 of 20 their maximum."""
     if not values:
-        return 0.0
+        return None
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return ordered[max(0, math.ceil(round(q * len(ordered), 9)) - 1)]
 
 
-Column = tuple[str, str, Callable[[ReplayResult], float | str]]  # (heading, format spec, figure)
+Column = tuple[str, str, Callable[[ReplayResult], float | str | None]]  # (heading, format spec, figure: None
+# when undefined, printed "-")
 COLUMNS: tuple[Column, ...] = (
     ("policy", "<9", lambda r: r.policy),
     ("jobs", ".0f", lambda r: r.jobs),
@@ -73,17 +82,18 @@ COLUMNS: tuple[Column, ...] = (
     ("max wait s", ".0f", lambda r: r.max_wait),
     ("makespan s", ".0f", lambda r: r.makespan),
     ("util", ".1%", lambda r: r.utilisation),
-    ("arr util", ".1%", lambda r: "-" if r.arrival_utilisation is None else r.arrival_utilisation),
+    ("arr util", ".1%", lambda r: r.arrival_utilisation),
     ("frag", ".1%", lambda r: r.fragmentation),
     ("preempt", ".0f", lambda r: r.preemptions),
-    ("jobs/s", ",.0f", lambda r: r.jobs_per_second or "-"),
+    ("jobs/s", ",.0f", lambda r: r.jobs_per_second),
 )
-# what scheduling papers report (measures.py): bounded slowdown, slowdown, fairness across users, queue length
+# what scheduling papers report (measures.py): bounded slowdown, slowdown, fairness across users, queue length.
+# Columns of one kind share a format, so a max never prints below its p95 (max 1.2 beside p95 1.23 did)
 PAPER_COLUMNS: tuple[Column, ...] = (
     ("policy", "<9", lambda r: r.policy),
     ("avg bsld", ".2f", lambda r: r.avg_bsld),
     ("p95 bsld", ".2f", lambda r: r.p95_bsld),
-    ("max bsld", ".1f", lambda r: r.max_bsld),
+    ("max bsld", ".2f", lambda r: r.max_bsld),
     ("avg slowdown", ".2f", lambda r: r.avg_slowdown),
     ("fairness", ".3f", lambda r: r.fairness),
     ("avg queue", ".1f", lambda r: r.avg_queue),
@@ -92,10 +102,11 @@ PAPER_COLUMNS: tuple[Column, ...] = (
 
 
 def _cell(values: Sequence, spec: str) -> str:
-    """One figure, or over seeds its mean and 95% confidence half-width (mean±half)."""
-    if isinstance(values[0], str):  # a name, or "-" for a figure not measured
-        return format(values[0], spec) if spec.startswith("<") else values[0]
-    if any(isinstance(v, str) for v in values):  # not measured over some seed
+    """One figure, or over seeds its mean and 95% confidence half-width (mean±half); "-" for one undefined (None)
+    over any seed."""
+    if isinstance(values[0], str):  # a name
+        return format(values[0], spec)
+    if any(v is None for v in values):
         return "-"
     if len(values) == 1:
         return format(values[0], spec)
@@ -134,9 +145,9 @@ def figures_json(r: ReplayResult) -> dict:
         "policy": r.policy, "pod": r.pod, "jobs": r.jobs, "done": r.finished, "unfinished": r.unfinished,
         "avg_jct_s": r.avg_jct, "p50_jct_s": r.p50_jct, "p95_jct_s": r.p95_jct, "avg_wait_s": r.avg_wait,
         "p95_wait_s": r.p95_wait, "max_wait_s": r.max_wait, "makespan_s": r.makespan,
-        "util_percent": 100 * r.utilisation,
-        "arrival_util_percent": None if r.arrival_utilisation is None else 100 * r.arrival_utilisation,
-        "preempted_util_percent": 100 * r.preempted_share, "frag_percent": 100 * r.fragmentation, "preemptions": r.preemptions,
+        "util_percent": _percent(r.utilisation), "arrival_util_percent": _percent(r.arrival_utilisation),
+        "preempted_util_percent": _percent(r.preempted_share), "frag_percent": _percent(r.fragmentation),
+        "preemptions": r.preemptions,
         "timeouts": r.timeouts, "jobs_per_s": r.jobs_per_second,
         "avg_bsld": r.avg_bsld, "p95_bsld": r.p95_bsld, "max_bsld": r.max_bsld, "bsld_threshold_s": r.bsld_threshold,
         "avg_slowdown": r.avg_slowdown, "fairness_jain": r.fairness, "avg_queue": r.avg_queue,
@@ -144,15 +155,22 @@ def figures_json(r: ReplayResult) -> dict:
     }
 
 
+def _percent(share: float | None) -> float | None:
+    return None if share is None else 100 * share
+
+
 def seeds_json(results: Sequence[ReplayResult], seeds: Sequence[int], sim: "Simulation") -> dict:
     """One policy's figures over seeds: each the mean, `ci95` its 95% confidence half-width, `per_seed` each
-    seed's figures; and the first seed's trace, skipped rows and mapping."""
+    seed's figures; and the first seed's trace, skipped rows and mapping. A figure undefined over any seed is null,
+    as the table prints it `-` (a mean over the other seeds would pass for the mean over all)."""
     runs = [figures_json(r) for r in results]
     out: dict = {"trace": sim.trace_path, "compress": sim.compression, "seeds": list(seeds)}
     half: dict = {}
     for key, value in runs[0].items():
         values = [run[key] for run in runs]
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and None not in values:
+        if None in values:
+            out[key] = None
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key], half[key] = mean_and_halfwidth(values)
         else:
             out[key] = value

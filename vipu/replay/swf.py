@@ -90,8 +90,16 @@ def _is_number(text: str) -> bool:
         return False
 
 
+# the fields a replay reads; -1 is SWF's unknown, and any other negative value is a broken line
+READ = ("job", "submit", "run_time", "allocated_processors", "requested_processors", "requested_time", "status", "user")
+
+
 def _job(where: str, line: int, f: dict[str, float], factor: float, max_ipus: int | None,
          skipped: Counter) -> TraceJob | None:
+    bad = next((k for k in READ if f[k] < 0 and f[k] != -1), None)
+    if bad is not None:
+        raise InvalidArgument(f"{where}: field {FIELDS.index(bad) + 1} ({bad}) is {f[bad]:g}; SWF fields are 0 or"
+                              " more, -1 where the log does not know: fix the line")
     status = int(f["status"])
     if status in PARTIAL:
         skipped["partial runs (status 2-4; their job's own line is replayed)"] += 1
@@ -108,13 +116,15 @@ def _job(where: str, line: int, f: dict[str, float], factor: float, max_ipus: in
         return None
     procs = f["allocated_processors"] if f["allocated_processors"] > 0 else f["requested_processors"]
     if procs <= 0:
-        skipped["no processor count (-1)"] += 1
+        skipped["no processors (-1 or 0)"] += 1
         return None
     ipus = next_power_of_two(math.ceil(procs * factor - 1e-9))
     if max_ipus is not None and ipus > max_ipus:
         skipped["larger than the Pod's largest partition"] += 1
         return None
-    duration = max(1.0, run)
+    # a run time of 0 is kept: SWF's definition reads it as a run under half a second (times rounded to seconds),
+    # and bounded slowdown is defined for it (measures.py)
+    duration = run
     limit = max(f["requested_time"], duration) if f["requested_time"] > 0 else rounded_limit(duration)
     user = f"u{int(f['user'])}" if f["user"] >= 0 else "trace"
     return TraceJob(submit_time=f["submit"], ipus=ipus, duration=duration, time_limit=limit, user=user,
@@ -123,11 +133,11 @@ def _job(where: str, line: int, f: dict[str, float], factor: float, max_ipus: in
 
 def swf_mapping(ipus: str) -> str:
     return (
-        f"SWF -> IPU-Pod mapping: {ipus}, processors = allocated (field 5), or requested (8) when that is -1;"
-        " arrival = submit time (2); run time = field 4 (at"
-        " least 1 s); time_limit = the requested time (9), at least the run time (so no TIMEOUT the log did not"
-        " have), or when -1 the run time rounded up to a power-of-two number of minutes; user u<field 12>; wait (3),"
-        " status (11) but cancelled-before-running, group, queue and partition are not replayed; skipped: partial"
-        " runs (status 2-4), rows with -1 submit or run time or processors, jobs cancelled before they ran, and jobs"
-        " larger than the Pod's largest partition"
+        f"SWF -> IPU-Pod mapping: {ipus}, processors = allocated (field 5), or requested (8) when that is -1 or 0;"
+        " arrival = submit time (2); run time = field 4 (0 kept: a run under half a second); time_limit = the"
+        " requested time (9), at least the run time (so no TIMEOUT the log did not have), or when -1 the run time"
+        " rounded up to a power-of-two number of minutes; user u<field 12>; wait (3), status (11) but"
+        " cancelled-before-running, group, queue and partition are not replayed; skipped: partial runs (status 2-4),"
+        " rows with -1 submit or run time, or -1 or 0 processors, jobs cancelled before they ran, and jobs larger than"
+        " the Pod's largest partition"
     )

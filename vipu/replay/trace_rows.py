@@ -67,7 +67,8 @@ def number(row: dict, column: str, where: str, kind=float):
     try:
         value = kind(row[column])
     except (TypeError, ValueError):
-        raise InvalidArgument(f"{where}: {column} is {row[column]!r}, not a number; fix the row") from None
+        kind_words = "a whole number" if kind is int else "a number"  # 1.5 GPUs is a number, but not a count
+        raise InvalidArgument(f"{where}: {column} is {row[column]!r}, not {kind_words}; fix the row") from None
     if kind is float and not math.isfinite(value):
         raise InvalidArgument(f"{where}: {column} is {row[column]!r}, not a finite number; fix the row")
     return value

@@ -74,6 +74,8 @@ def load_trace(path: str | Path, max_ipus: int | None = None, compression: float
     except OSError as e:
         raise InvalidArgument(f"--trace {path} cannot be read ({e.strerror}); {FORMS}") from None
     if not trace.jobs:
-        skipped = f" (skipped: {trace.skipped_text()})" if trace.skipped else ""
-        raise InvalidArgument(f"--trace {path} has no jobs to replay{skipped}; {FORMS}")
+        if trace.skipped:  # a trace in a known format whose every row was left out: the format is not the fix
+            raise InvalidArgument(f"--trace {path} has no jobs to replay: every row was skipped"
+                                  f" ({trace.skipped_text()}); docs/traces.md says which rows each format skips")
+        raise InvalidArgument(f"--trace {path} has no jobs to replay; {FORMS}")
     return trace

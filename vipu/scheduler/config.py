@@ -99,7 +99,8 @@ class SchedulerConfig(Strict):
     first_job_id: int = Field(
         1, ge=1, le=2**31 - 1, description="FirstJobId: the lowest id the next job may get; ids go on from the larger"
         " of it and the stored next id. After restoring an older copy of the state, set it above the last id handed"
-        " out (the log's `job N submitted` lines say which), so no id is given twice")
+        " out, so no id is given twice: `vipu-admin last-job-id LOG` prints this line from the controller's log (an"
+        " array's tasks counted)")
     min_job_age: Seconds = Field(
         300.0, ge=0, description="MinJobAge (seconds, or a Slurm time such as 5:00 or 5m): how long an ended job"
         " stays in the controller's memory before"

@@ -15,12 +15,25 @@ from vipu.scheduler.job_spec import JobSpec
 from vipu.scheduler.job_states import STOPPED_RUNS, TRANSITIONS, JobState, check_transition
 
 
+class EndedRun(NamedTuple):
+    """The run a transition ended, as the job showed it then: sacct --duplicates shows each earlier run so, though
+    the job's own fields are the next run's by then. `exit_code` None: not known (a run stopped from outside or
+    lost, its program still ending or none to tell), until its program's end is told (Job.program_ended)."""
+
+    exit_code: int | None
+    signal: int  # what ended its program (Job.exit_signal)
+    first_ipu: int | None
+
+
 class Transition(NamedTuple):
-    """When the job entered a state. A tuple, stored in JSON as ["RUNNING", 12.0]: one is made per state change
-    of thousands of jobs a second in a replay, and a tuple costs a fifth of a model."""
+    """When the job entered a state, and for the state that ends a run, that run. A tuple, stored in JSON as
+    ["RUNNING", 12.0, null] or ["FAILED", 20.0, [3, 0, 128]]: one is made per state change of thousands of jobs a
+    second in a replay, and a tuple costs a fifth of a model. A record stored before runs were kept has no third
+    item, and loads with none."""
 
     state: JobState
     at: float
+    run: EndedRun | None = None
 
 
 class PriorityBreakdown(BaseModel):
@@ -111,6 +124,11 @@ class Job(BaseModel):
         return sum(t.state is JobState.RUNNING for t in self.history)
 
     @property
+    def latest_start(self) -> float | None:
+        """When its latest run began, also once it went back to the queue after it (start_time is cleared then)."""
+        return next((t.at for t in reversed(self.history) if t.state is JobState.RUNNING), None)
+
+    @property
     def end_by(self) -> float | None:
         return None if self.start_time is None else self.start_time + self.time_limit
 
@@ -120,7 +138,7 @@ class Job(BaseModel):
         or its requeue) and its begin time. Why not the submission: time before `--begin` is a wait the user asked
         for, and sacct counts a job's wait from its eligible time too, so a begin time would pass for starvation.
         Time held or waiting on a dependency counts, as it does for the age factor (docs/mapping.md)."""
-        queued = max((at for state, at in self.history if state is JobState.PENDING), default=self.submit_time)
+        queued = max((t.at for t in self.history if t.state is JobState.PENDING), default=self.submit_time)
         return queued if self.begin_time is None else max(queued, self.begin_time)
 
     def eligibility(self, met: bool, now: float) -> float | None:
@@ -164,10 +182,35 @@ class Job(BaseModel):
         """A copy in `state` (checked against the transition table) with the time recorded in its history."""
         if state not in TRANSITIONS[self.state]:
             check_transition(self.id, self.state, state)  # raises, naming the transitions allowed
+        run = None
         if self.state in _RUNS and state not in _RUNS:  # a run ends: what ended it from outside, if anything did
             changes.setdefault("ended_by", None)
+            run = EndedRun(changes.get("exit_code", self.exit_code), changes.get("exit_signal", self.exit_signal),
+                           self.first_ipu)
         changes["state"] = state
-        changes["history"] = [*self.history, Transition(state, now)]
+        changes["history"] = [*self.history, Transition(state, now, run)]
+        return self.updated(changes)
+
+    def program_ended(self, started: float, exit_code: int, signal: int) -> Job | None:
+        """The record once the program of its run that began at `started`, a run ended without its exit code (stopped
+        from outside, or lost), has ended with `exit_code` and `signal`: kept on the transition that ended that run,
+        and in the job's own fields while it still rests in that end. None if there is no such run, it still runs,
+        or its code is known already."""
+        history = self.history
+        i = next((i for i in range(len(history) - 1, -1, -1)
+                  if history[i].state is _RUNNING and history[i].at == started), None)
+        if i is None or i + 1 >= len(history):
+            return None
+        end = history[i + 1]
+        latest = i + 2 == len(history) and self.state is end.state
+        first_ipu = self.first_ipu if latest else None  # (a record stored before runs were kept: where is lost)
+        run = end.run or EndedRun(self.exit_code if latest else None, self.exit_signal if latest else 0, first_ipu)
+        if end.state not in _ENDED_UNTOLD or run.exit_code is not None:
+            return None
+        changes: dict = {"history": [*history[:i + 1], Transition(end.state, end.at, run._replace(
+            exit_code=exit_code, signal=signal)), *history[i + 2:]]}
+        if latest:
+            changes.update(exit_code=exit_code, exit_signal=signal)
         return self.updated(changes)
 
     def started(self, now: float, first_ipu: int, priority: PriorityBreakdown) -> Job:
@@ -181,7 +224,7 @@ class Job(BaseModel):
         fields["state"], fields["start_time"], fields["first_ipu"] = _RUNNING, now, first_ipu
         fields["end_time"] = fields["exit_code"] = fields["reason"] = fields["estimated_start"] = None
         fields["priority"] = priority
-        fields["history"] = [*self.history, _tuple_new(Transition, (_RUNNING, now))]
+        fields["history"] = [*self.history, _tuple_new(Transition, (_RUNNING, now, None))]
         return _unvalidated(type(self), fields, self.__pydantic_fields_set__ | _STARTED)
 
     def requeued(self, now: float, held: bool = False) -> Job:
@@ -205,6 +248,9 @@ _RUNS = (JobState.RUNNING, JobState.COMPLETING)
 _STARTED = frozenset(("state", "start_time", "first_ipu", "end_time", "exit_code", "reason", "estimated_start",
                       "priority", "history"))  # the fields started() sets
 _STOPPED = STOPPED_RUNS | {JobState.REQUEUED}  # with a start time: stopped while it ran
+# the ends of a run recorded before its program's end is told: stopped from outside, or lost (NODE_FAIL: the
+# controller's restart or failed IPUs ended it while its program went on ending)
+_ENDED_UNTOLD = _STOPPED | {JobState.NODE_FAIL}
 SIGTERM = 15
 _new = object.__new__
 _tuple_new = tuple.__new__  # a NamedTuple's own __new__ is a Python function: a frame per history entry

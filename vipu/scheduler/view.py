@@ -41,6 +41,7 @@ class Pod64Info:
     largest_free_block: int
     drained: int = 0  # healthy, on machines whose agent is drained or missing, in no partition
     draining: int = 0  # the same, but a partition holds them: in use until its job ends, then drained
+    completing: int = 0  # a partition holds them whose run is still torn down (ipu_status.completing_ipus)
 
 
 
@@ -168,9 +169,10 @@ class QueueView:
                 and not table.jobs[q.id].held]
         return sorted(rows, key=lambda r: (-r.total, self.table.pending[r.job_id].submit_time, r.job_id))
 
-    def info(self, available_mask: int | None = None, drained_mask: int = 0,
-             draining_mask: int = 0) -> list[Pod64Info]:
-        """sinfo: idle, allocated, draining, drained and failed IPUs per Pod64 (IPU-Link domain)."""
+    def info(self, available_mask: int | None = None, drained_mask: int = 0, draining_mask: int = 0,
+             completing_mask: int = 0) -> list[Pod64Info]:
+        """sinfo: idle, allocated, completing, draining, drained and failed IPUs per Pod64 (IPU-Link domain);
+        `completing_mask`: the IPUs shown completing (ipu_status.completing_ipus)."""
         if available_mask is None:
             available_mask = self.free_mask
         per = self.pod.ild_ipus
@@ -184,9 +186,10 @@ class QueueView:
             broken = failed.bit_count()
             drained = ((drained_mask >> first) & window).bit_count()
             draining = ((draining_mask >> first) & window).bit_count()
-            allocated = per - idle - broken - drained - draining
+            completing = ((completing_mask >> first) & window).bit_count()
+            allocated = per - idle - broken - drained - draining - completing
             rows.append(Pod64Info(ild, first, per, idle, allocated, broken, largest_free_block(free, per), drained,
-                                  draining))
+                                  draining, completing))
         return rows
 
     def expected_start(self, spec: JobSpec, now: float, available_mask: int,
@@ -245,8 +248,9 @@ def _since(job: Job) -> float:
 
 def _runs_ended(job: Job, ended: set[JobState] | frozenset[JobState]) -> list[Job]:
     """The job's earlier runs that ended in one of `ended` (it went back to the queue after each), each as the job
-    was when that run ended: its state, start, end and, for a run that completed, exit code 0 (a failed run's
-    code and a run's IPUs are not kept; sacct --duplicates lists them as rows of their own)."""
+    was when that run ended: its state, start, end, exit code and signal, and its IPUs (first_ipu), as the transition
+    that ended it keeps them (job_record.EndedRun); sacct --duplicates lists them as rows of their own. A record
+    stored before runs were kept: a run that completed exited 0; other codes and the IPUs are unknown."""
     out, start, before = [], None, None
     last = len(job.history) - 1
     for i, t in enumerate(job.history):
@@ -257,8 +261,9 @@ def _runs_ended(job: Job, ended: set[JobState] | frozenset[JobState]) -> list[Jo
         if state is S.RUNNING:
             start = t.at
         elif state in ended:
+            code, signal, first_ipu = t.run if t.run is not None else (0 if state is S.COMPLETED else None, 0, None)
             out.append(job.updated({"state": state, "start_time": start, "end_time": t.at, "reason": None,
-                                    "estimated_start": None, "exit_code": 0 if state is S.COMPLETED else None,
-                                    "first_ipu": None}))  # where an earlier run ran is not kept
+                                    "estimated_start": None, "exit_code": code, "exit_signal": signal,
+                                    "first_ipu": first_ipu}))
         before = t.state
     return out

@@ -8,10 +8,12 @@
     summed = device.allreduce(grads, device.across_replicas())
     device.report_step(losses)                # shown by vipu logs, vipu show job, vipu top, the metrics
 
-PopDist's functions, with PopDist's names: getNumInstances, getInstanceIndex, getNumTotalReplicas,
-getReplicaIndexOffset, getNumLocalReplicas, getNumIpusPerReplica, isPopdistEnvSet. The model building blocks the
-built-in `train` workload runs are in vipu.sdk.nn. The errors are vipu.errors' (InvalidArgument, ResourceExhausted,
-DeadlineExceeded, ...), with the controller's messages. docs/sdk.md says what a program can and cannot do.
+PopDist's functions, with PopDist's names: getNumInstances, getInstanceIndex, getLocalInstanceIndex,
+getNumTotalReplicas, getReplicaIndexOffset, getNumLocalReplicas, getNumIpusPerReplica, isPopdistEnvSet (what a
+launcher said, else PopDist's defaults: vipu/sdk/popdist.py says the rule attach() shares). The model building
+blocks the built-in `train` workload runs are in vipu.sdk.nn. The errors are vipu.errors' (InvalidArgument,
+ResourceExhausted, DeadlineExceeded, ...), with the controller's messages. docs/sdk.md says what a program can and
+cannot do.
 
 Why the rest loads on first use: importing this module must stay cheap (a program that only reads PopDist's
 variables pays for no channel), and numpy and grpc come with attach().
@@ -23,8 +25,8 @@ import importlib
 
 from vipu.errors import (AlreadyExists, DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound,
                          PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable, VipuError)
-from vipu.sdk.popdist import (getInstanceIndex, getNumInstances, getNumIpusPerReplica, getNumLocalReplicas,
-                              getNumTotalReplicas, getReplicaIndexOffset, isPopdistEnvSet)
+from vipu.sdk.popdist import (getInstanceIndex, getLocalInstanceIndex, getNumInstances, getNumIpusPerReplica,
+                              getNumLocalReplicas, getNumTotalReplicas, getReplicaIndexOffset, isPopdistEnvSet)
 
 _HOMES = {"attach": "device", "Device": "device", "ShardGroup": "shard_group"}
 
@@ -38,6 +40,6 @@ def __getattr__(name: str):
 __all__ = [
     "AlreadyExists", "DeadlineExceeded", "Device", "FailedPrecondition", "InvalidArgument", "NotFound",
     "PermissionDenied", "ResourceExhausted", "ShardGroup", "Unauthenticated", "Unavailable", "VipuError", "attach",
-    "getInstanceIndex", "getNumInstances", "getNumIpusPerReplica", "getNumLocalReplicas", "getNumTotalReplicas",
-    "getReplicaIndexOffset", "isPopdistEnvSet",
+    "getInstanceIndex", "getLocalInstanceIndex", "getNumInstances", "getNumIpusPerReplica", "getNumLocalReplicas",
+    "getNumTotalReplicas", "getReplicaIndexOffset", "isPopdistEnvSet",
 ]

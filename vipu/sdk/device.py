@@ -35,12 +35,20 @@ OPS = {"allreduce": d.ALLREDUCE, "reduce_scatter": d.REDUCE_SCATTER, "all_gather
 
 def attach(ipus_per_replica: int | None = None) -> Device:
     """Attach this instance of the program to its run's IPUs, from its job's environment (VIPU_DEVICE_ADDRESS,
-    VIPU_RUN_TOKEN) and PopDist's (its replicas). Without a launcher the program is one instance running every
-    replica; `ipus_per_replica` then says how many IPUs a replica has (a pipeline's or tensor-parallel model's: all
-    of a replica's stages and shards). With a launcher, POPDIST_NUM_IPUS_PER_REPLICA says it, and a different
-    `ipus_per_replica` is refused."""
+    VIPU_RUN_TOKEN) and PopDist's (its replicas).
+
+    Which replicas, by one rule (vipu/sdk/popdist.py): with a launcher, PopDist's functions say it and the Device
+    takes their values (a different `ipus_per_replica` is refused). Without one, PopDist's functions give PopDist's
+    defaults (isPopdistEnvSet() False) and the program is one instance, as getNumInstances() and getInstanceIndex()
+    say, running every replica of the partition: `ipus_per_replica` says how many IPUs a replica has (a pipeline's
+    or tensor-parallel model's: all of a replica's stages and shards), and the Device's num_replicas and
+    ipus_per_replica are the program's own replication, as PopTorch's replicationFactor is without poprun. The one
+    variable both read without a launcher is POPDIST_NUM_IPUS_PER_REPLICA: set alone, it is the replica size for
+    getNumIpusPerReplica() and attach() alike, and a different `ipus_per_replica` is refused."""
     launched = popdist.isPopdistEnvSet()
     per = popdist.getNumIpusPerReplica()
+    if ipus_per_replica is not None and ipus_per_replica < 1:
+        raise InvalidArgument(f"attach(ipus_per_replica={ipus_per_replica}): give 1 or more IPUs a replica")
     if ipus_per_replica is not None and ipus_per_replica != per and (launched or popdist.PER_REPLICA in os.environ):
         raise InvalidArgument(f"attach(ipus_per_replica={ipus_per_replica}), but {popdist.PER_REPLICA} is {per};"
                               " give the launcher's replica size (or leave it out)")
@@ -52,6 +60,10 @@ def attach(ipus_per_replica: int | None = None) -> Device:
     if launched:
         view = (popdist.getNumInstances(), popdist.getInstanceIndex(), popdist.getNumTotalReplicas(),
                 popdist.getReplicaIndexOffset(), popdist.getNumLocalReplicas())
+        if view[2] * per != partition_ipus:
+            raise InvalidArgument(f"{popdist.TOTAL} {view[2]} x {popdist.PER_REPLICA} {per} is not the partition's"
+                                  f" {partition_ipus} IPUs (VIPU_PARTITION_IPUS); start the program with poprun, which"
+                                  " sets them to fit")
     else:
         view = (1, 0, partition_ipus // per, 0, partition_ipus // per)
     connection = Connection(from_environment("VIPU_DEVICE_ADDRESS"), from_environment("VIPU_RUN_TOKEN"),

@@ -5,9 +5,13 @@ PopDist program reads them through these functions. As PopDist documents them, g
 getInstanceIndex() are derived, for a uniform number of replicas per instance: instances = total / local replicas,
 index = offset / local replicas (jobs/train/poprun.py reads the same variables the same way for built-in training).
 
-Without a launcher (a batch script that runs `python prog.py` itself) there is one instance, running every replica
-of the partition: VIPU_PARTITION_IPUS / getNumIpusPerReplica() of them, a replica being POPDIST_NUM_IPUS_PER_REPLICA
-IPUs if that alone is set, else one (a model-parallel program says its replica size to vipu.sdk.attach instead).
+The variables are the one source of truth, as in PopDist: these functions say what a launcher said and nothing
+else. Without a launcher (a batch script that runs `python prog.py` itself, or outside a job) they give PopDist's
+documented defaults: isPopdistEnvSet() False, 1 replica in all and locally, offset 0, 1 IPU per replica (or
+POPDIST_NUM_IPUS_PER_REPLICA if that alone is set), so 1 instance, index 0, local index 0. A program without a
+launcher is not distributed, and its replication is its own choice, as PopTorch's replicationFactor is without
+poprun: vipu.sdk.attach(ipus_per_replica=N) makes it, and the Device it returns says it (num_replicas,
+ipus_per_replica); under a launcher attach takes these functions' values, so the two always agree there.
 A variable that is set but malformed is refused, naming it: nothing falls back silently.
 """
 
@@ -19,14 +23,12 @@ from vipu.errors import InvalidArgument
 
 TOTAL, PER_REPLICA, LOCAL, OFFSET = ("POPDIST_NUM_TOTAL_REPLICAS", "POPDIST_NUM_IPUS_PER_REPLICA",
                                      "POPDIST_NUM_LOCAL_REPLICAS", "POPDIST_REPLICA_INDEX_OFFSET")
+LOCAL_INDEX = "POPDIST_LOCAL_INSTANCE_INDEX"
 
 
-def _number(name: str, default: int | None = None, minimum: int = 1) -> int:
+def _number(name: str, default: int, minimum: int = 1) -> int:
     raw = os.environ.get(name)
     if raw is None:
-        if default is None:
-            raise InvalidArgument(f"{name} is not set: this program is not running as a vipu job; submit it"
-                                  " (vipu submit job.sh), whose run sets it")
         return default
     try:
         value = int(raw)
@@ -47,21 +49,20 @@ def getNumIpusPerReplica() -> int:  # noqa: N802
 
 
 def getNumTotalReplicas() -> int:  # noqa: N802
-    if isPopdistEnvSet():
-        return _number(TOTAL)
-    ipus, per = _number("VIPU_PARTITION_IPUS"), getNumIpusPerReplica()
-    if ipus % per:
-        raise InvalidArgument(f"{PER_REPLICA} is {per}, which does not divide the partition's {ipus} IPUs"
-                              " (VIPU_PARTITION_IPUS); give a replica size that does")
-    return ipus // per
+    return _number(TOTAL, 1)
 
 
 def getNumLocalReplicas() -> int:  # noqa: N802
-    return _number(LOCAL) if isPopdistEnvSet() else getNumTotalReplicas()
+    return _number(LOCAL, 1)
 
 
 def getReplicaIndexOffset() -> int:  # noqa: N802
-    return _number(OFFSET, minimum=0) if isPopdistEnvSet() else 0
+    return _number(OFFSET, 0, minimum=0)
+
+
+def getLocalInstanceIndex() -> int:  # noqa: N802
+    """This instance's index among those on its host (poprun --host numbers them per host)."""
+    return _number(LOCAL_INDEX, 0, minimum=0)
 
 
 def getNumInstances() -> int:  # noqa: N802

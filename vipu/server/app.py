@@ -23,7 +23,7 @@ from vipu.metrics import register as register_metrics
 from vipu.hardware.pod_files import load_pod
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
-from vipu.server.arguments import DEFAULT_RPC_THREADS, MAX_TIME_SCALE, default_state_dir, parse_args
+from vipu.server.arguments import DEFAULT_RPC_THREADS, MAX_TIME_SCALE, default_state_dir, parse_args, served
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import build_device_server
 from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen, tls_pair
@@ -33,6 +33,7 @@ from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
 from vipu.control.long_lived import keep_long_lived
 from vipu.control.output_files import refuse_linked_output
+from vipu.control.running_config import scheduling
 from vipu.control.startup import (ADMIN_KEY, DATABASE, STATE_MARKER, foreign_admin_key, open_plane,
                                   refuse_missing_database)
 from vipu.server.status import add_servicer
@@ -359,12 +360,14 @@ def main(argv: list[str] | None = None) -> int:
             plane.close()
             print("vipu-server: stopped while starting Ray; nothing was served", file=sys.stderr, flush=True)
             return 0
+    plane.served = served(args, port, metrics_line.removeprefix("metrics "))
     server.start()
     if device is not None:
         device.start()
     plane.start()
     print(
-        f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir});"
+        f"vipu-server {__version__} listening on {args.host}:{port} ({pod.name}, {pod.ipus} IPUs; state in {state_dir};"
+        f" {scheduling(plane)}, scheduler config {args.scheduler_config or 'built in'});"
         f" {metrics_line}{'; secure' if args.secure else ''}{'; TLS' if tls else ''}"
         f"{f'; jobs reach it at {plane.api_host}:{port}' if plane.api_host != args.host else ''}"
         f"; {f'IPUs served on {plane.device_address}' if device is not None else 'IPUs not served'}",

@@ -122,3 +122,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              " line for every RPC")
     parser.add_argument("--version", action="version", version=f"vipu-server {__version__}")
     return parser.parse_args(argv)
+
+
+def served(args: argparse.Namespace, port: int, metrics: str) -> dict[str, object]:
+    """What the flags set that no part of the control plane holds, by the key `vipu show config` gives it
+    (control/running_config.py). No secret: the TLS key's file and access keys are not named."""
+    return {
+        "SchedulerConfigFile": args.scheduler_config, "ListenAddress": f"{args.host}:{port}", "Metrics": metrics,
+        "RpcThreads": args.rpc_threads, "DeviceThreads": args.device_threads, "RateLimit": args.rate_limit or None,
+        "RateLimitBurst": args.rate_limit_burst if args.rate_limit else None,
+        "TlsCertificate": str(args.tls_cert) if args.tls_cert else None, "Ray": args.ray,
+        "RayWait": f"{args.ray_wait:g} sec" if args.ray_wait else None,
+        "HealthCheckInterval": f"{args.health_check_interval:g} sec", "WriteTimeout": f"{args.write_timeout:g} sec",
+        "LogFormat": args.log_format, "LogLevel": args.log_level, "QuarantineBadRecords": args.quarantine_bad_records,
+    }

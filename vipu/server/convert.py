@@ -107,7 +107,8 @@ def machine(status: MachineStatus, machine_stats: dict | None = None) -> p.Machi
     return p.Machine(machine=status.machine, ild=status.ild, agent=status.agent or "", name=status.name,
                      ipus=status.ipus, idle=status.idle, allocated=status.allocated, draining=status.draining,
                      drained=status.drained, failed=status.failed, utilization=busy / max(1, status.ipus),
-                     partitions=status.partitions, state=status.state, reason=reason(status.reason))
+                     partitions=status.partitions, state=status.state, reason=reason(status.reason),
+                     completing=status.completing)
 
 
 def agent(x: Agent | AgentView, topology: Topology) -> a.Agent:

@@ -214,7 +214,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         return j.ClusterInfoResponse(
             pod=info.pod,
             ilds=[j.Pod64Info(ild=r.ild, idle=r.idle, allocated=r.allocated, failed=r.failed, total=r.ipus,
-                              drained=r.drained, draining=r.draining) for r in info.ilds],
+                              drained=r.drained, draining=r.draining, completing=r.completing) for r in info.ilds],
             pending_jobs=info.pending_jobs, running_jobs=info.running_jobs, qos=info.qos,
             completing_jobs=info.completing_jobs, completing_nodes=info.completing_nodes,
         )

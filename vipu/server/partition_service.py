@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vipu import __version__
+from vipu.control.running_config import running_config
 from vipu.partition.partition_record import PartitionRequest
 from vipu.server import convert
 from vipu.server.auth import identity
@@ -19,6 +20,10 @@ class PartitionService(partition_pb2_grpc.PartitionServiceServicer):
     def GetVersion(self, request, context):
         pod = self.plane.pod
         return p.VersionInfo(version=__version__, pod=pod.name, ipus=pod.ipus)
+
+    @rpc
+    def GetConfig(self, request, context):
+        return p.ConfigInfo(entries=[p.ConfigEntry(key=k, value=v) for k, v in running_config(self.plane)])
 
     @rpc
     def CreatePartition(self, request, context):

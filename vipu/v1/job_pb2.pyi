@@ -353,7 +353,7 @@ class ClusterInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Pod64Info(_message.Message):
-    __slots__ = ("ild", "idle", "allocated", "failed", "total", "drained", "draining")
+    __slots__ = ("ild", "idle", "allocated", "failed", "total", "drained", "draining", "completing")
     ILD_FIELD_NUMBER: _ClassVar[int]
     IDLE_FIELD_NUMBER: _ClassVar[int]
     ALLOCATED_FIELD_NUMBER: _ClassVar[int]
@@ -361,6 +361,7 @@ class Pod64Info(_message.Message):
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     DRAINED_FIELD_NUMBER: _ClassVar[int]
     DRAINING_FIELD_NUMBER: _ClassVar[int]
+    COMPLETING_FIELD_NUMBER: _ClassVar[int]
     ild: int
     idle: int
     allocated: int
@@ -368,7 +369,8 @@ class Pod64Info(_message.Message):
     total: int
     drained: int
     draining: int
-    def __init__(self, ild: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., failed: _Optional[int] = ..., total: _Optional[int] = ..., drained: _Optional[int] = ..., draining: _Optional[int] = ...) -> None: ...
+    completing: int
+    def __init__(self, ild: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., failed: _Optional[int] = ..., total: _Optional[int] = ..., drained: _Optional[int] = ..., draining: _Optional[int] = ..., completing: _Optional[int] = ...) -> None: ...
 
 class ClusterInfoResponse(_message.Message):
     __slots__ = ("pod", "ilds", "pending_jobs", "running_jobs", "qos", "completing_jobs", "completing_nodes")

@@ -23,6 +23,24 @@ class VersionInfo(_message.Message):
     ipus: int
     def __init__(self, version: _Optional[str] = ..., pod: _Optional[str] = ..., ipus: _Optional[int] = ...) -> None: ...
 
+class GetConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ConfigEntry(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class ConfigInfo(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[ConfigEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[ConfigEntry, _Mapping]]] = ...) -> None: ...
+
 class CreatePartitionRequest(_message.Message):
     __slots__ = ("name", "size", "num_gcds", "gcd_sync_replicas", "reconfigurable", "allocation", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -271,7 +289,7 @@ class ListIpusRequest(_message.Message):
     def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class Machine(_message.Message):
-    __slots__ = ("machine", "ild", "agent", "name", "ipus", "idle", "allocated", "draining", "drained", "failed", "utilization", "partitions", "state", "reason")
+    __slots__ = ("machine", "ild", "agent", "name", "ipus", "idle", "allocated", "draining", "drained", "failed", "utilization", "partitions", "state", "reason", "completing")
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     ILD_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
@@ -286,6 +304,7 @@ class Machine(_message.Message):
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    COMPLETING_FIELD_NUMBER: _ClassVar[int]
     machine: int
     ild: int
     agent: str
@@ -300,7 +319,8 @@ class Machine(_message.Message):
     partitions: _containers.RepeatedScalarFieldContainer[str]
     state: str
     reason: Reason
-    def __init__(self, machine: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., name: _Optional[str] = ..., ipus: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., draining: _Optional[int] = ..., drained: _Optional[int] = ..., failed: _Optional[int] = ..., utilization: _Optional[float] = ..., partitions: _Optional[_Iterable[str]] = ..., state: _Optional[str] = ..., reason: _Optional[_Union[Reason, _Mapping]] = ...) -> None: ...
+    completing: int
+    def __init__(self, machine: _Optional[int] = ..., ild: _Optional[int] = ..., agent: _Optional[str] = ..., name: _Optional[str] = ..., ipus: _Optional[int] = ..., idle: _Optional[int] = ..., allocated: _Optional[int] = ..., draining: _Optional[int] = ..., drained: _Optional[int] = ..., failed: _Optional[int] = ..., utilization: _Optional[float] = ..., partitions: _Optional[_Iterable[str]] = ..., state: _Optional[str] = ..., reason: _Optional[_Union[Reason, _Mapping]] = ..., completing: _Optional[int] = ...) -> None: ...
 
 class Reason(_message.Message):
     __slots__ = ("text", "user", "time")

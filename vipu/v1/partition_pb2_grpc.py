@@ -39,6 +39,11 @@ class PartitionServiceStub:
                 request_serializer=vipu_dot_v1_dot_partition__pb2.GetVersionRequest.SerializeToString,
                 response_deserializer=vipu_dot_v1_dot_partition__pb2.VersionInfo.FromString,
                 _registered_method=True)
+        self.GetConfig = channel.unary_unary(
+                '/vipu.v1.PartitionService/GetConfig',
+                request_serializer=vipu_dot_v1_dot_partition__pb2.GetConfigRequest.SerializeToString,
+                response_deserializer=vipu_dot_v1_dot_partition__pb2.ConfigInfo.FromString,
+                _registered_method=True)
         self.CreatePartition = channel.unary_unary(
                 '/vipu.v1.PartitionService/CreatePartition',
                 request_serializer=vipu_dot_v1_dot_partition__pb2.CreatePartitionRequest.SerializeToString,
@@ -96,6 +101,14 @@ class PartitionServiceServicer:
 
     def GetVersion(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetConfig(self, request, context):
+        """The configuration the controller runs with (scontrol show config): its scheduling policy and config file, its
+        limits, its flags; readable by every user, as Slurm's is, and holding no secret (no key, no token).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -172,6 +185,11 @@ def add_PartitionServiceServicer_to_server(servicer, server):
                     servicer.GetVersion,
                     request_deserializer=vipu_dot_v1_dot_partition__pb2.GetVersionRequest.FromString,
                     response_serializer=vipu_dot_v1_dot_partition__pb2.VersionInfo.SerializeToString,
+            ),
+            'GetConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConfig,
+                    request_deserializer=vipu_dot_v1_dot_partition__pb2.GetConfigRequest.FromString,
+                    response_serializer=vipu_dot_v1_dot_partition__pb2.ConfigInfo.SerializeToString,
             ),
             'CreatePartition': grpc.unary_unary_rpc_method_handler(
                     servicer.CreatePartition,
@@ -251,6 +269,33 @@ class PartitionService:
             '/vipu.v1.PartitionService/GetVersion',
             vipu_dot_v1_dot_partition__pb2.GetVersionRequest.SerializeToString,
             vipu_dot_v1_dot_partition__pb2.VersionInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vipu.v1.PartitionService/GetConfig',
+            vipu_dot_v1_dot_partition__pb2.GetConfigRequest.SerializeToString,
+            vipu_dot_v1_dot_partition__pb2.ConfigInfo.FromString,
             options,
             channel_credentials,
             insecure,

@@ -214,6 +214,28 @@ def test_requeue_of_a_running_program_reruns_it_once_its_old_run_is_gone(control
     assert show(controller, kept)["state"] == "RUNNING"
 
 
+def test_history_d_keeps_each_runs_exit_code_and_nodes_through_a_kill_9(controller, tmp_path):
+    """hist35: `vipu history -D` of a program requeued while deaf to SIGTERM shows how that run ended, the SIGKILL
+    KillWait later (0:9, told once the job was back in the queue), and where it ran, then the next run's own code;
+    the store keeps both through a kill -9 of the controller."""
+    script = "#!/bin/bash\nif [ -e ran ]; then exit 4; fi\ntouch ran\ntrap '' TERM\necho $$ > pid\n" \
+             "while true; do sleep 0.1; done\n"
+    [job] = submit(controller, spec_file(tmp_path, script, "twice"))
+    wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text().strip())
+    assert run(controller, "vipu", "requeue", str(job)).returncode == 0
+    assert (ended(controller, job)["state"], show(controller, job)["exit_code"]) == ("FAILED", 4)
+    for restart in (False, True):  # and after a kill -9: written in the store
+        if restart:
+            controller.kill(signal.SIGKILL)
+            controller.start()
+        out = run(controller, "vipu", "history", "-D", "-j", str(job), "-n", "-P", "-o", "State,ExitCode,NodeList")
+        requeued, failed = out.stdout.split()
+        assert requeued.rsplit("|", 1)[0] == "REQUEUED|0:9" and failed.rsplit("|", 1)[0] == "FAILED|4:0", out
+        assert requeued.rsplit("|", 1)[1] == failed.rsplit("|", 1)[1] != "None assigned"  # its IPUs were kept
+        rows = json.loads(run(controller, "vipu", "history", "-D", "-j", str(job), "--json").stdout)
+        assert [(r["state"], r["exit_code"], r["signal"]) for r in rows] == [("REQUEUED", 0, 9), ("FAILED", 4, 0)]
+
+
 def test_a_preemptor_starts_on_its_victims_ipus_once_the_victims_program_is_gone(controller, tmp_path):
     """Slurm keeps the preemptor pending while the preempted job's nodes are cleaned up: the victim's program, deaf
     to SIGTERM, keeps its partition through KillWait, and the high job starts after it on those IPUs, once (no

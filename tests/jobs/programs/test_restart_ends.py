@@ -15,7 +15,7 @@ from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 from tests.jobs.programs.test_programs_e2e import spec_file
 from tests.jobs.programs.test_restart_waits import lines
-from vipu.jobs.programs.hosts import spool_for
+from vipu.jobs.programs.spool import spool_for
 from vipu.jobs.programs.run_exits import exit_path
 
 # its supervisor sends SIGTERM once the controller has gone; the program says so and exits 3
@@ -83,3 +83,21 @@ def test_a_program_still_ending_at_the_restart_gets_its_exit_code_once_it_has_en
         assert out.stdout.split() == ["NODE_FAIL|0:9"], out.stderr
         server.kill(signal.SIGTERM)
         server.start()
+
+
+def test_a_requeued_run_still_ending_at_the_restart_gets_its_exit_code_on_its_row(server_factory, tmp_path):
+    """hist35: the same, for a job the restart requeued: its lost run's NODE_FAIL row in `vipu history -D` shows
+    what ended its program (0:9), though the job was back in the queue by then; the next run shows its own."""
+    server = server_factory(extra=["--kill-wait", "60"])
+    log = tmp_path / "log"
+    again = DEAF_TO_TERM.replace("#!/bin/bash\n", "#!/bin/bash\nif [ -e ran ]; then exit 0; fi\ntouch ran\n")
+    [job] = submit(server, spec_file(tmp_path, again, "deaf"))
+    wait_for(lambda: lines(log) == ["start"])
+    server.kill(signal.SIGKILL)
+    wait_for(lambda: lines(log) == ["start", "TERM"])
+    server.start()
+    assert show(server, job)["state"] == "PENDING"
+    os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)
+    wait_for(lambda: show(server, job)["state"] == "COMPLETED")
+    out = run(server, "vipu", "history", "-D", "-j", str(job), "-n", "-P", "-o", "State,ExitCode")
+    assert out.stdout.split() == ["NODE_FAIL|0:9", "COMPLETED|0:0"], out.stderr

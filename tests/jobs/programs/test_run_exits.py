@@ -20,6 +20,20 @@ def test_no_file_or_one_no_supervisor_finished_reads_as_nothing_recorded(tmp_pat
         assert recorded_exit(path) is None, text
 
 
+def test_values_no_supervisor_writes_read_as_nothing_recorded(tmp_path):
+    """Regression: a damaged record with "at": NaN was taken as the run's end, stored, and the next start refused
+    the job's record; a restart now ends such a run at the restart, as with no record."""
+    path = exit_path(tmp_path, 7, 2)
+    for text in ('{"exit_code": 0, "signal": 0, "at": NaN}', '{"exit_code": 0, "signal": 0, "at": Infinity}',
+                 '{"exit_code": 0, "signal": 0, "at": 1e999}', '{"exit_code": 1e23, "signal": 0, "at": 1}',
+                 '{"exit_code": 256, "signal": 0, "at": 1}', '{"exit_code": -1, "signal": 0, "at": 1}',
+                 '{"exit_code": 0, "signal": 99, "at": 1}', '{"exit_code": 0, "signal": -9, "at": 1}'):
+        path.write_text(text)
+        assert recorded_exit(path) is None, text
+    path.write_text('{"exit_code": 255, "signal": 9, "at": 1}')
+    assert recorded_exit(path) == {"exit_code": 255, "signal": 9, "at": 1.0}
+
+
 def test_forgetting_a_job_removes_only_its_records(tmp_path):
     for job, run in ((7, 1), (7, 2), (17, 1)):
         record_exit(exit_path(tmp_path, job, run), 0, 0, 1.0)

@@ -121,3 +121,5 @@ def test_a_partial_read_gives_the_text_as_far_as_it_has_come_to_its_last_whole_c
         f.write(b"\xa9\n")
     assert Steps.read_after(str(out), 12, partial=True) == (["\xe9", ""], 15, "")  # "": the text ends a line
     assert Steps.read_after(str(out), 15, partial=True) == ([], 15, "")
+    out.write_bytes(b"a\r\nb\rc\n\n")  # whole lines too: cut at newlines only, as cat shows them
+    assert Steps.read_after(str(out), 0) == (["a\r", "b\rc", ""], 8, "")

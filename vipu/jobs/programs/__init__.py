@@ -5,5 +5,6 @@ node that holds the job's machines.
 command_spec.py (the spec), environment.py (what the program sees), stepd.py (the supervisor process),
 run_locks.py (how a restarted controller knows an old run's program is gone),
 hosts.py (where supervisors run: this process's machine, or a Ray node), program_runs.py (the kind's runner),
-launcher.py (`poprun` inside a job: its instances with their POPDIST_* variables).
+launcher.py (`poprun` inside a job: its instances with their POPDIST_* variables), poprun_options.py (PopRun's
+options: those honoured, and those said to have no effect here).
 """

@@ -82,8 +82,17 @@ class CommandWorkload(Workload):
     def _names(cls, value: dict[str, str]) -> dict[str, str]:
         for name, text in value.items():
             if not name or "=" in name or "\x00" in name or "\x00" in text:
-                raise PydanticCustomError("environment", "has the variable {name!r}; a name holds no = or NUL, and"
-                                          " a value no NUL", {"name": name})
+                raise PydanticCustomError("environment", "has the variable {name}; a name holds no = or NUL, and"
+                                          " a value no NUL", {"name": repr(name)})
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _no_nul(cls, value: list[str]) -> list[str]:
+        for i, arg in enumerate(value):
+            if "\x00" in arg:  # (exec takes none: the run would fail to start, and say less)
+                raise PydanticCustomError("args", "item {i} is {arg}; an argument holds no NUL byte",
+                                          {"i": i, "arg": repr(arg)})
         return value
 
     @property

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import codecs
 import errno
-import hashlib
 import json
 import os
 import signal
@@ -17,7 +16,6 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -119,7 +117,14 @@ class Steps:
         keep = data.rfind(b"\n") + 1
         if not whole or (keep == 0 and len(data) >= max_bytes):
             keep = len(data)
-        return said + data[:keep].decode(errors="replace").splitlines(), start + keep, ""
+        return said + output_lines(data[:keep].decode(errors="replace")), start + keep, ""
+
+
+def output_lines(text: str) -> list[str]:
+    """A program's output cut into lines at newlines only, as cat shows them: a carriage return stays in its line,
+    where a terminal shows a progress bar's last state (str.splitlines would make each update a line)."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def _read_checked(path: str, user: dict | None, start_at, max_bytes: int) -> tuple[bytes, int, int] | str:
@@ -241,13 +246,6 @@ class _Step:
 def _signal(sig: int, to: str) -> dict:
     """The supervisor's command for scancel --signal (stepd.py)."""
     return {"signal": sig, "to": to}
-
-
-def spool_for(state_dir: Path | None) -> str:
-    """Where a controller's scripts wait while they run, on any node: a folder of the system's temporary one that
-    every job's user may pass through (the controller's state folder may be closed to them), one per controller."""
-    digest = hashlib.sha256(str(Path(state_dir or "").resolve()).encode()).hexdigest()[:12]
-    return os.path.join(tempfile.gettempdir(), f"vipu-spool-{digest}")
 
 
 class NodeSteps:

@@ -4,7 +4,9 @@ Graphcore's poprun does (`poprun --num-instances I --num-replicas R --ipus-per-r
 Why checked against the job's partition: every replica needs its IPUs, and the job holds exactly its partition
 (IPUOF_VIPU_API_PARTITION_ID, VIPU_PARTITION_IPUS), so replicas x IPUs per replica must be its size, and instances
 run equal shares of the replicas; a layout that does not add up is refused with the arithmetic before anything runs.
-Instance i runs replicas i*R/I .. (i+1)*R/I - 1 (POPDIST_REPLICA_INDEX_OFFSET, POPDIST_NUM_LOCAL_REPLICAS).
+So are the V-IPU server, partition and IPU-Link domains a script names (--vipu-server-host/-port, --vipu-partition,
+--num-ilds) when they are not the job's. The options are PopRun's (poprun_options.py). Instance i runs replicas
+i*R/I .. (i+1)*R/I - 1 (POPDIST_REPLICA_INDEX_OFFSET, POPDIST_NUM_LOCAL_REPLICAS).
 
 Each instance runs in a process group of its own inside the job's session: a cancel or a time limit reaches them
 all (the job's supervisor stops the whole session), and if one fails the others' groups are stopped, SIGKILL after
@@ -14,56 +16,59 @@ KILL_WAIT_S if deaf to SIGTERM (as mpirun stops the rest); poprun exits with the
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+from typing import NamedTuple
+
+from vipu.jobs.programs.poprun_options import notes, parse
+from vipu.partition.node_names import expand
 
 OUTSIDE = ("poprun runs inside a job, on the partition the job holds: put it in a batch script and submit that"
-           " (vipu submit job.sh); no IPUOF_VIPU_API_PARTITION_ID is set here")
+           " (vipu submit job.sh); no IPUOF_VIPU_API_PARTITION_ID is set here (a run that needs no IPUs:"
+           " poprun --offline-mode=yes)")
 
 
 class LayoutError(Exception):
     pass
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="poprun", description=" ".join(__doc__.split("\n\n")[0].split()),
-                                     usage="poprun [options] program [args...]")
-    parser.add_argument("--num-instances", type=int, default=1, help="host processes (default 1)")
-    parser.add_argument("--num-replicas", type=int, default=None,
-                        help="replicas in all (default: the partition's IPUs / --ipus-per-replica)")
-    parser.add_argument("--ipus-per-replica", type=int, default=1, help="IPUs each replica runs on (default 1)")
-    parser.add_argument("--print-topology", action="store_true", help="print which instance runs which replicas")
-    parser.add_argument("--only-output-from-instance", type=int, default=None, metavar="I",
-                        help="show only instance I's output (the others' is dropped)")
-    parser.add_argument("--vipu-partition", default=None, help="the partition to run on (default: the job's)")
-    parser.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments")
-    args = parser.parse_args(argv)
-    if not args.program:
-        parser.error("give the program to run, e.g. poprun --num-replicas 4 python train.py")
-    return args
+class Layout(NamedTuple):
+    partition: str | None  # None: --offline-mode outside a job
+    size: int  # the partition's IPUs (0: none)
+    instances: int
+    replicas: int
+    per: int  # IPUs per replica
+    hosts: tuple[str, ...] = ()  # --host's, the instances divided evenly among them
+
+    @property
+    def per_host(self) -> int:
+        return self.instances // max(len(self.hosts), 1)
 
 
-def layout(args: argparse.Namespace, env: dict[str, str]) -> tuple[str, int, int, int, int]:
-    """(partition, its IPUs, instances, replicas, IPUs per replica), or LayoutError saying what does not add up."""
+def layout(args: argparse.Namespace, env: dict[str, str]) -> Layout:
+    """The run's layout, or LayoutError naming the flag that does not agree with the job, or the arithmetic that
+    does not add up, and the fix."""
     partition = env.get("IPUOF_VIPU_API_PARTITION_ID")
-    if not partition:
+    offline = args.offline_mode
+    if not partition and not offline:
         raise LayoutError(OUTSIDE)
-    if args.vipu_partition not in (None, partition):
-        raise LayoutError(f"--vipu-partition {args.vipu_partition}: this job holds partition {partition}, and a job"
-                          " runs on its own; leave --vipu-partition out")
-    size = int(env.get("VIPU_PARTITION_IPUS", "0"))
-    per = args.ipus_per_replica
-    for flag, count in (("--ipus-per-replica", per), ("--num-replicas", args.num_replicas),
-                        ("--num-instances", args.num_instances)):
+    for flag, count in (("--ipus-per-replica", args.ipus_per_replica), ("--num-replicas", args.num_replicas),
+                        ("--num-instances", args.num_instances), ("--num-ilds", args.num_ilds)):
         if count is not None and count < 1:  # a count, not a product that then fails to add up
             raise LayoutError(f"{flag} is {count}; give 1 or more")
-    replicas = args.num_replicas if args.num_replicas is not None else size // per
-    if replicas < 1 or replicas * per != size:
+    size = int(env.get("VIPU_PARTITION_IPUS", "0")) if partition else 0
+    if partition:
+        _same_server(args, env, partition, size)
+    per = args.ipus_per_replica
+    replicas = args.num_replicas if args.num_replicas is not None else max(size // per, 1)
+    if not offline and (replicas < 1 or replicas * per != size):
         fits = max((d for d in range(1, min(per, size) + 1) if size % d == 0), default=1)  # IPUs per replica
         raise LayoutError(f"--num-replicas {replicas} x --ipus-per-replica {per} = {replicas * per} IPUs, but partition"
                           f" {partition} has {size}: give replicas x IPUs per replica = {size}"
@@ -73,32 +78,95 @@ def layout(args: argparse.Namespace, env: dict[str, str]) -> tuple[str, int, int
         divisors = ", ".join(str(d) for d in range(1, replicas + 1) if replicas % d == 0)
         raise LayoutError(f"--num-instances {instances} does not divide the {replicas} replicas: each instance runs as"
                           f" many replicas as the others; give one of {divisors}")
+    hosts = _hosts(args.host, instances)
     if args.only_output_from_instance is not None and not 0 <= args.only_output_from_instance < instances:
         raise LayoutError(f"--only-output-from-instance {args.only_output_from_instance}: instances are 0 to"
                           f" {instances - 1} (--num-instances {instances}); give one of them")
-    return partition, size, instances, replicas, per
+    return Layout(partition, size, instances, replicas, per, hosts)
 
 
-def instance_environment(env: dict[str, str], i: int, instances: int, replicas: int, per: int) -> dict[str, str]:
-    local = replicas // instances
+def _same_server(args: argparse.Namespace, env: dict[str, str], partition: str, size: int) -> None:
+    """The V-IPU server, partition and IPU-Link domains a Graphcore script names must be the job's: a job runs on
+    the partition made for it (slurm_<id>), and poprun here makes no other."""
+    if args.vipu_partition not in (None, partition):
+        raise LayoutError(f"--vipu-partition={args.vipu_partition}: this job holds partition {partition}"
+                          " (IPUOF_VIPU_API_PARTITION_ID) and runs on it alone; give"
+                          f" --vipu-partition={partition} (slurm_${{SLURM_JOBID}}) or leave it out")
+    host = env.get("IPUOF_VIPU_API_HOST", "")
+    if args.vipu_server_host is not None and not _same_host(args.vipu_server_host, host):
+        raise LayoutError(f"--vipu-server-host={args.vipu_server_host}: this job's V-IPU server is {host}"
+                          " (IPUOF_VIPU_API_HOST); give --vipu-server-host=$IPUOF_VIPU_API_HOST or leave it out")
+    port = env.get("IPUOF_VIPU_API_PORT", "")
+    if args.vipu_server_port is not None and str(args.vipu_server_port) != port:
+        raise LayoutError(f"--vipu-server-port={args.vipu_server_port}: this job's V-IPU server listens on port"
+                          f" {port} (IPUOF_VIPU_API_PORT); give --vipu-server-port=$IPUOF_VIPU_API_PORT or leave it"
+                          " out")
+    ilds = partition_ilds(env, size)
+    if args.num_ilds is not None and args.num_ilds != ilds:
+        raise LayoutError(f"--num-ilds {args.num_ilds}: partition {partition} spans {ilds} IPU-Link domain(s) of its"
+                          f" {size} IPUs; give --num-ilds {ilds} or leave it out")
+
+
+def partition_ilds(env: dict[str, str], size: int) -> int:
+    """The IPU-Link domains the partition spans: its IPUs over a domain's, as POPLAR_TARGET_OPTIONS gives it
+    (ipuLinkDomainSize: the partition's own size when it is smaller than a domain)."""
+    try:
+        domain = int(json.loads(env.get("POPLAR_TARGET_OPTIONS", "{}")).get("ipuLinkDomainSize", size))
+    except (ValueError, AttributeError):
+        domain = size
+    return max(-(-size // domain), 1) if domain > 0 else 1
+
+
+def _same_host(given: str, host: str) -> bool:
+    """Whether two names are one server: the same name, or names of the same address (localhost, 127.0.0.1)."""
+    if given == host:
+        return True
+    try:
+        addresses = [{a[4][0] for a in socket.getaddrinfo(name, None)} for name in (given, host)]
+    except (OSError, UnicodeError):
+        return False
+    return bool(addresses[0] & addresses[1])
+
+
+def _hosts(given: str | None, instances: int) -> tuple[str, ...]:
+    """--host's names, which must share the instances evenly, as PopRun divides them."""
+    if given is None:
+        return ()
+    try:
+        hosts = tuple(expand(given))
+    except ValueError as e:
+        raise LayoutError(f"--host: {e}") from None
+    if instances % len(hosts):
+        raise LayoutError(f"--num-instances {instances} cannot be divided evenly among the {len(hosts)} hosts of"
+                          f" --host={given}: give a multiple of {len(hosts)} instances, or fewer hosts")
+    return hosts
+
+
+def instance_environment(env: dict[str, str], i: int, instances: int, replicas: int, per: int,
+                         per_host: int | None = None) -> dict[str, str]:
+    """Instance i's variables; `per_host`: how many instances each --host runs, which number their local index."""
+    local, on_host = replicas // instances, i % (per_host or instances)
     return {**env, "POPDIST_NUM_TOTAL_REPLICAS": str(replicas), "POPDIST_NUM_IPUS_PER_REPLICA": str(per),
             "POPDIST_NUM_LOCAL_REPLICAS": str(local), "POPDIST_UNIFORM_REPLICAS_PER_INSTANCE": "1",
-            "POPDIST_REPLICA_INDEX_OFFSET": str(i * local), "POPDIST_LOCAL_INSTANCE_INDEX": str(i),
+            "POPDIST_REPLICA_INDEX_OFFSET": str(i * local), "POPDIST_LOCAL_INSTANCE_INDEX": str(on_host),
             "POPDIST_NUM_INSTANCES": str(instances), "POPDIST_INSTANCE_INDEX": str(i),
-            # srun's for its tasks (src/common/env.c): an instance is a task, all on this node
+            # srun's for its tasks (src/common/env.c): an instance is a task
             "SLURM_NTASKS": str(instances), "SLURM_NPROCS": str(instances), "SLURM_PROCID": str(i),
-            "SLURM_LOCALID": str(i)}
+            "SLURM_LOCALID": str(on_host)}
 
 
-def topology(partition: str, instances: int, replicas: int, per: int) -> str:
+def topology(run: Layout) -> str:
     """What --print-topology prints: each instance with its replicas and their IPUs in the partition."""
-    local = replicas // instances
-    rows = [f"poprun topology: partition {partition}, {instances} instance(s), {replicas} replica(s) of {per} IPU(s)"]
-    for i in range(instances):
+    local = run.replicas // run.instances
+    where = f"partition {run.partition}" if run.partition else "no partition (--offline-mode)"
+    rows = [f"poprun topology: {where}, {run.instances} instance(s), {run.replicas} replica(s) of {run.per} IPU(s)"]
+    for i in range(run.instances):
         first, last = i * local, (i + 1) * local - 1
         reps = str(first) if first == last else f"{first}-{last}"
-        ipus = f"{first * per}-{(last + 1) * per - 1}" if (last + 1 - first) * per > 1 else str(first * per)
-        rows.append(f"  instance {i}: replicas {reps} on IPUs {ipus}")
+        ipus = (f"{first * run.per}-{(last + 1) * run.per - 1}" if (last + 1 - first) * run.per > 1
+                else str(first * run.per))
+        host = f" on host {run.hosts[i // run.per_host]}" if run.hosts else ""
+        rows.append(f"  instance {i}{host}: replicas {reps} on IPUs {ipus}")
     return "\n".join(rows)
 
 
@@ -236,19 +304,47 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     env = dict(os.environ)
     try:
-        partition, _, instances, replicas, per = layout(args, env)
+        run = layout(args, env)
     except LayoutError as e:
         print(f"poprun: error: {e}", file=sys.stderr)
         return 2
+    for line in notes(args):
+        print(f"poprun: warning: {line}", file=sys.stderr)
     if args.print_topology:
-        print(topology(partition, instances, replicas, per), flush=True)
-    envs = [instance_environment(env, i, instances, replicas, per) for i in range(instances)]
+        print(topology(run), flush=True)
+    envs = [instance_environment({**env, **args.exported}, i, run.instances, run.replicas, run.per, run.per_host)
+            for i in range(run.instances)]
+    _say(args.verbosity, run, envs, args.exported)
     try:
-        return launch(args.program, envs, args.only_output_from_instance)
+        code = launch(args.program, envs, args.only_output_from_instance)
     except FileNotFoundError:
         print(f"poprun: error: {args.program[0]}: no such program; give a program on PATH or its path",
               file=sys.stderr)
         return 127
+    if args.verbosity:
+        print(f"poprun: {run.instances} instance(s) ended; exit code {code}", file=sys.stderr, flush=True)
+    return code
+
+
+def _say(verbosity: int, run: Layout, envs: list[dict[str, str]], exported: dict[str, str]) -> None:
+    """-v: the run's layout, on stderr; -vv: each instance's variables too."""
+    if not verbosity:
+        return
+    for line in topology(run).removeprefix("poprun topology: ").splitlines():
+        print(f"poprun: {line}", file=sys.stderr)
+    if run.partition:
+        env = envs[0]
+        print(f"poprun: V-IPU server {env.get('IPUOF_VIPU_API_HOST')}:{env.get('IPUOF_VIPU_API_PORT')}, partition"
+              f" {run.partition} of {run.size} IPUs in {partition_ilds(env, run.size)} IPU-Link domain(s)",
+              file=sys.stderr)
+    for name, value in exported.items():
+        print(f"poprun: -x {name}={value}: set in every instance", file=sys.stderr)
+    if verbosity > 1:
+        for i, env in enumerate(envs):
+            told = " ".join(f"{k}={v}" for k, v in env.items() if k.startswith("POPDIST_") or k in (
+                "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID"))
+            print(f"poprun: instance {i}: {told}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def run() -> None:

@@ -29,7 +29,8 @@ from vipu.errors import FailedPrecondition
 from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files, missing_workdir, writer_mark
 from vipu.jobs.programs.command_spec import WarnSignal, parse_signal
 from vipu.jobs.programs.environment import job_environment, node_names
-from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, spool_for
+from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, output_lines
+from vipu.jobs.programs.spool import spool_for
 from vipu.jobs.programs import program_log
 from vipu.jobs.programs.program_record import ProgramRecord
 from vipu.jobs.programs.run_exits import exit_path, forget_exits, recorded_end
@@ -251,15 +252,16 @@ class ProgramRuns:
         return self.ctx.settings.kill_wait_s
 
     def _old_run_gone(self, job_id: int, partition: str) -> None:
-        """The program of a run from before the restart has ended: its job's ExitCode becomes what ended it, as its
+        """The program of a run from before the restart has ended: that run's ExitCode becomes what ended it, as its
         supervisor recorded it (0:9 if it was SIGKILLed), as for a run stopped in this controller's life; its End
         stays the restart's, when it was stopped (the rest is Slurm's COMPLETING, no run time). Then its partition
         goes."""
         with self.ctx.lock:
             job = self.ctx.job(job_id)
-            ended = recorded_end(self.spool, job) if job is not None and job.start_time is not None else None
+            started = None if job is None else job.latest_start  # (requeued meanwhile: its start is in its history)
+            ended = recorded_end(self.spool, job) if started is not None else None
             if ended is not None:  # (not while the store cannot write: plane.py _stopped_end)
-                self.ctx.stopped_end(job_id, job.start_time, ended.exit_code, ended.signal)
+                self.ctx.stopped_end(job_id, started, ended.exit_code, ended.signal)
         self.ctx.release(partition)
 
     def signal(self, job_id: int, sig: int, to: str = "full") -> None:
@@ -352,7 +354,7 @@ class ProgramRuns:
         except Exception as e:  # noqa: BLE001 - a node gone: say so, keep the rest
             text, cut = "", False
             return [f"(the output of run {record.run} on node {record.node} cannot be read: {e})"]
-        lines = text.splitlines()
+        lines = output_lines(text)
         if cut:
             lines = [f"(only the end of {record.output} is shown)", *lines[1:]]
         if record.error is not None and record.error != record.output:  # (-e apart from -o: not shown, said where)

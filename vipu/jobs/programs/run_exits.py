@@ -14,7 +14,9 @@ the lock's (run_locks.py): with Ray, a node other than the controller's is not r
 from __future__ import annotations
 
 import json
+import math
 import os
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +49,8 @@ def record_exit(path: Path, exit_code: int, signal: int, at: float) -> None:
 
 def recorded_exit(path: Path) -> dict | None:
     """What a supervisor recorded in `path` ({"exit_code", "signal", "at"}), or None: no file, or one no supervisor
-    finished writing."""
+    finished writing, or values no supervisor writes (a damaged file: a time that is not finite, an exit code
+    outside 0-255, a signal outside 0-NSIG), which would otherwise be stored and stop the next start."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -55,9 +58,11 @@ def recorded_exit(path: Path) -> dict | None:
     with os.fdopen(fd, "rb") as f:
         try:
             data = json.loads(f.read(4096))
-            return {"exit_code": int(data["exit_code"]), "signal": int(data["signal"]), "at": float(data["at"])}
-        except (ValueError, KeyError, TypeError):
+            found = {"exit_code": int(data["exit_code"]), "signal": int(data["signal"]), "at": float(data["at"])}
+        except (ValueError, KeyError, TypeError, OverflowError):
             return None
+    sane = math.isfinite(found["at"]) and 0 <= found["exit_code"] <= 255 and 0 <= found["signal"] < signal.NSIG
+    return found if sane else None
 
 
 def recorded_end(spool: str | Path, job: Job) -> RunExit | None:

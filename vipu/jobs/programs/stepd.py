@@ -32,7 +32,6 @@ import os
 import select
 import signal
 import socket
-import stat
 import sys
 import time
 from pathlib import Path
@@ -42,6 +41,7 @@ from vipu.jobs.output_folder import mark_writer, missing_folder
 from vipu.jobs.programs.login_environment import with_login
 from vipu.jobs.programs.run_exits import exit_path, record_exit
 from vipu.jobs.programs.run_locks import hold, let_go, lock_path
+from vipu.jobs.programs.spool import is_own
 from vipu.jobs.programs.step_processes import become_subreaper, below, end_all, kill, reap, signal_all
 
 
@@ -137,10 +137,9 @@ def own_spool(launch: dict) -> Path:
     swap a script or a lock, or read a script)."""
     spool = Path(launch["spool"])
     spool.mkdir(mode=0o711, exist_ok=True)
-    info = os.lstat(spool)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+    if not is_own(str(spool)):
         raise StartError(f"the spool folder {spool} is not this controller's own (a link, another user's, or"
-                         " writable by others); remove it, and the next run makes it again")
+                         " writable by others); remove it, or restart the controller: it then names a new one")
     return spool
 
 

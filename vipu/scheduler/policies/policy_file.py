@@ -20,8 +20,9 @@ import traceback
 import types
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
+from vipu.clock import VirtualClock
 from vipu.errors import InvalidArgument
 from vipu.scheduler.bits import block
 from vipu.scheduler.policies.base import Policy, QueuedJob, ScheduleDecision, ScheduleRequest, Start
@@ -138,6 +139,7 @@ class GuardedPolicy:
         self.fallback_name = fallback_name
         self.failures = 0  # cycles the fallback decided
         self.first_failure: str | None = None  # "FILE:LINE: Error: message (at time T)"
+        self.shown: Callable[[float], str] = VirtualClock.shown  # T: a replay's seconds; the live controller's ISO
         self.stop_at_failure = False  # True: a failure raises PolicyFailed instead of running the fallback (replay)
         self.calls = 0
 
@@ -149,10 +151,10 @@ class GuardedPolicy:
             decision = self.loaded.schedule(replace(request, pending=_noting(mine, shown)))
             return checked(request, decision, shown)
         except BadDecision as e:
-            self._failed(f"{self.loaded.path}: its decision was refused: {e} (at time {request.now:.3f})")
+            self._failed(f"{self.loaded.path}: its decision was refused: {e} (at time {self.shown(request.now)})")
         except Exception as e:  # noqa: BLE001 - whatever the file does wrong, this cycle still gets decided
             where = f"{self.loaded.path}:{_line(e, self.loaded.path)}"
-            self._failed(f"{where}: {type(e).__name__}: {e} (at time {request.now:.3f})")
+            self._failed(f"{where}: {type(e).__name__}: {e} (at time {self.shown(request.now)})")
         return self.fallback(replace(request, pending=spare))
 
     def _failed(self, what: str) -> None:

@@ -1,0 +1,60 @@
+"""The controller's spool folder (spool.py): a name no other user can work out, kept across restarts, and a new one
+when a folder of that name is not the controller's own."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+
+from vipu.jobs.programs import spool as spools
+from vipu.jobs.programs.spool import NAME_FILE, spool_for
+
+
+def _gone(*folders: str) -> None:
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_spool_has_a_random_name_made_at_start_and_found_again_by_a_restart(tmp_path):
+    first = spool_for(tmp_path)
+    try:
+        assert (tmp_path / NAME_FILE).read_text() == first + "\n"
+        assert stat.S_IMODE(os.stat(first).st_mode) == 0o711 and os.stat(first).st_uid == os.geteuid()
+        assert spool_for(tmp_path) == first  # a restart: the same folder, with what its supervisors left
+        other = tmp_path / "other"
+        other.mkdir()
+        assert spool_for(other) not in (first, spools._before(tmp_path))  # not worked out from the state's path
+    finally:
+        _gone(first, spool_for(other))
+
+
+def test_a_spool_that_is_not_the_controllers_own_gets_a_new_name(tmp_path):
+    """Regression: the name was a digest of the state folder's path, so any user could make it first in a fresh /tmp
+    and every program failed to start."""
+    first = spool_for(tmp_path)
+    os.chmod(first, 0o777)  # as a folder another user made would be to this one: not its own
+    second = spool_for(tmp_path)
+    try:
+        assert second != first and (tmp_path / NAME_FILE).read_text() == second + "\n"
+        os.rmdir(first)
+        os.symlink(second, first)  # a link is not its own either
+        (tmp_path / NAME_FILE).write_text(first + "\n")
+        assert spool_for(tmp_path) not in (first, second)
+    finally:
+        os.unlink(first)
+        _gone(second, spool_for(tmp_path))
+
+
+def test_a_damaged_name_file_draws_a_new_name_and_an_old_state_keeps_its_spool(tmp_path):
+    (tmp_path / NAME_FILE).write_text("/etc\n")  # not a spool's name: never used
+    drawn = spool_for(tmp_path)
+    assert os.path.basename(drawn).startswith("vipu-spool-") and os.path.dirname(drawn) != "/etc"
+    _gone(drawn)
+    (tmp_path / NAME_FILE).unlink()
+    before = spools._before(tmp_path)  # a state folder from before names were drawn: its spool is taken on
+    os.mkdir(before, 0o711)
+    try:
+        assert spool_for(tmp_path) == before and spool_for(tmp_path) == before
+    finally:
+        _gone(before)
