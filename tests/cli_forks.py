@@ -29,7 +29,7 @@ class ForkServer:
         self.folder = tempfile.mkdtemp(prefix="vipu-forks-")
         self.socket = os.path.join(self.folder, "socket")
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.cli_fork_server", self.socket], cwd=ROOT,
-                                     stdout=subprocess.PIPE, text=True)
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)  # as run_script
         line = self.proc.stdout.readline()
         if line.strip() != "ready":
             self.proc.kill()
@@ -82,7 +82,9 @@ def run_script(script: str, args: list[str], env: dict, cwd=None, timeout: float
     with capture_output and text."""
     global _server
     if Path(script).name not in ENTRIES or os.environ.get("VIPU_TEST_SUBPROCESS"):
-        return subprocess.run([script, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)
+        # stdin /dev/null whatever the test runner's is: `vipu submit` reads a script from a piped one
+        return subprocess.run([script, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd,
+                              stdin=subprocess.DEVNULL)
     with _starting:
         if _server is None:
             _server = ForkServer()

@@ -1,7 +1,8 @@
 """Modelled jobs end to end (`workload.execute: false`) against a real controller: BERT-Large as
 examples/bert_large_pod16.yaml lays it out, too big for the emulator, is admitted only modelled; it holds its
 partition for steps x the planner's predicted step time x the controller's --modelled-time-scale, ends COMPLETED
-then (TIMEOUT under a shorter limit, CANCELLED by a cancel), and is labelled modelled in every view."""
+then (TIMEOUT under a shorter limit, CANCELLED by a cancel); its name is the same in every view, and `vipu top`,
+`vipu show job` and --json say it is modelled."""
 
 from __future__ import annotations
 
@@ -70,8 +71,11 @@ def test_only_a_modelled_job_is_admitted_and_it_completes_at_its_predicted_time(
     assert 0.5 < float(util.group(1)) < 1  # BERT-Large's IPUs are busy most of its predicted step
     assert running["modelled"] and jobs(server)[job]["modelled"]
     assert "Modelled=yes" in run(server, "vipu", "show", "job", str(job)).stdout
-    assert "bert (modelled)" in run(server, "vipu", "top", "--once").stdout.replace("\n", " ")
-    assert "bert (modelled)" in run(server, "vipu", "queue").stdout
+    top = run(server, "vipu", "top", "--once").stdout
+    [row] = [[c.strip() for c in line.split("│")] for line in top.splitlines() if "bert" in line]
+    assert row[:2] == [str(job), "bert"] and row[-1] == "modelled", top  # the RUN column says it
+    queued = run(server, "vipu", "queue").stdout.splitlines()  # one name in every view, as cancel -n matches it
+    assert [c.strip() for c in queued[-1].split("|")][:2] == [str(job), "bert"] and "modelled" not in queued[-1]
     live = run(server, "vipu", "logs", str(job)).stdout.splitlines()
     assert live[0].startswith("modelled run (execute: false): computes nothing;")
     assert f"x time scale {SCALE:g} = {hold:,.3f} s of wall-clock" in live[0]
@@ -90,7 +94,8 @@ def test_only_a_modelled_job_is_admitted_and_it_completes_at_its_predicted_time(
     assert [u["ipu"] for u in done["ipu_usage"]] == list(range(16))
     assert all(0.5 < u["utilisation"] < 1 and u["sram_peak_bytes"] > 0 for u in done["ipu_usage"])
 
-    assert "bert (modelled)" in run(server, "vipu", "history").stdout
+    ended_row = [c.strip() for c in run(server, "vipu", "history").stdout.splitlines()[-1].split("|")]
+    assert ended_row[:2] == [str(job), "bert"] and ended_row[3] == "COMPLETED" and "modelled" not in ended_row
     logs = run(server, "vipu", "logs", str(job)).stdout.splitlines()
     assert logs[0] == live[0]
     steps = [line for line in logs if line.startswith("step ")]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pwd
+
 import pytest
 
 from tests.cli.test_cli_e2e import run
@@ -41,10 +43,11 @@ def ended(server, tmp_path):
 def test_a_run_requeued_while_running_is_a_requeued_row_with_duplicates(ended):
     """Regression: `vipu history -D` left out the run that `vipu requeue` stopped while RUNNING."""
     server, *_, looped = ended
-    assert rows(server, "-j", str(looped), "-P", "-n", "-o", "JobID,State,ExitCode") == [f"{looped}|CANCELLED|0:15"]
+    by = f"CANCELLED by {pwd.getpwnam(show(server, looped)['user']).pw_uid}"  # its user cancelled it: sacct's requid
+    assert rows(server, "-j", str(looped), "-P", "-n", "-o", "JobID,State,ExitCode") == [f"{looped}|{by}|0:15"]
     runs = rows(server, "-D", "-j", str(looped), "-P", "-n", "-o", "JobID,State,ExitCode,Restarts,Start,End")
     first, second = (r.split("|") for r in runs)
-    assert first[:4] == [str(looped), "REQUEUED", "0:15", "1"] and second[:3] == [str(looped), "CANCELLED", "0:15"]
+    assert first[:4] == [str(looped), "REQUEUED", "0:15", "1"] and second[:3] == [str(looped), by, "0:15"]
     assert first[4] <= first[5] <= second[4] <= second[5]  # the stopped run, then the one cancelled
     assert rows(server, "-D", "-s", "RQ", "-P", "-n", "-o", "JobID") == [str(looped)]
     assert rows(server, "-s", "REQUEUED", "-n") == []  # without -D, each job as its latest run left it
@@ -111,3 +114,35 @@ def test_sacct_formats_and_parsable_output(ended):
 ])
 def test_a_bad_value_is_one_line_naming_the_flag_and_exit_2(unchanged_server, args, said):
     assert refused(unchanged_server, "history", *args).startswith(said)
+
+
+def test_derived_exit_code_and_a_jobs_files(ended):
+    """sacct's DerivedExitCode is its srun steps' highest exit code, and no job here runs a step: 0:0 beside the
+    program's own ExitCode; WorkDir, StdIn, StdOut and StdErr as `vipu show job` gives them (blank: none)."""
+    server, quick, failed, *_ = ended
+    codes = rows(server, "-j", f"{quick},{failed}", "-P", "-n", "-o", "JobID,ExitCode,DerivedExitCode")
+    assert sorted(codes) == sorted([f"{quick}|0:0|0:0", f"{failed}|3:0|0:0"])
+    [wrapped] = submit(server, "--wrap", "true", "--ipus", "1", "-t", "1", "-o", "out-%j.txt", "-e", "err-%j.txt")
+    wait_for(lambda: show(server, wrapped)["state"] == "COMPLETED")
+    folder = server.state_dir.parent  # where run() types its commands
+    [files] = rows(server, "-j", str(wrapped), "-P", "-n", "-o", "WorkDir,StdIn,StdOut,StdErr,DerivedExitCode")
+    assert files.split("|") == [str(folder), "/dev/null", f"{folder}/out-{wrapped}.txt", f"{folder}/err-{wrapped}.txt",
+                                "0:0"]
+    [sleeper] = rows(server, "-j", str(quick), "-P", "-n", "-o", "WorkDir,StdIn,StdOut,StdErr")
+    assert sleeper.split("|") == [str(folder), "", "", ""]  # a sleep writes no file: sacct's blank
+    assert rows(server, "-j", str(quick), "-n", "-o", "Derived")[0].strip() == "0:0"  # a prefix, width 15
+
+
+def test_a_cancelled_job_says_by_whom_as_sacct_does(server):
+    """sacct's State is "CANCELLED by UID", the canceller's uid (slurmctld's requid), in every output form (-P too;
+    its fixed width cuts it to CANCELLED+); without --secure a caller is a name, whose uid is its account's on the
+    controller's machine, and a name with no account there is plain CANCELLED, as sacct shows an unknown requid."""
+    [mine, ghosts] = submit(server, "--ipus", "1", "--hold"), submit(server, "--ipus", "1", "--hold")
+    me = pwd.getpwnam(show(server, mine[0])["user"]).pw_uid
+    assert run(server, "vipu", "cancel", str(mine[0])).returncode == 0
+    ghost = {**server.env(), "VIPU_CLI_API_USER_ID": "no-such-account-here"}
+    assert run(server, "vipu", "cancel", str(ghosts[0]), env=ghost).returncode == 0
+    listed = rows(server, "-P", "-n", "-o", "JobID,State")
+    assert listed == [f"{mine[0]}|CANCELLED by {me}", f"{ghosts[0]}|CANCELLED"]
+    assert rows(server, "-n", "-o", "State", "-j", str(mine[0])) == ["CANCELLED+ "]  # sacct's width 10
+    assert rows(server, "-n", "-s", "CA", "-P", "-o", "JobID") == [str(mine[0]), str(ghosts[0])]

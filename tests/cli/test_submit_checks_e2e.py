@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import re
 import subprocess
 
@@ -159,9 +160,44 @@ def test_an_empty_output_or_user_flag_is_refused_naming_it(server, tmp_path):
     assert jobs(server) == {}  # nothing was queued
 
 
-def test_a_script_piped_without_a_dash_is_refused_saying_how_to_read_stdin(tmp_path):
-    """walk22d: `vipu submit < job.sh` (sbatch reads stdin then) was refused without naming `-`."""
-    out = subprocess.run([console_script("vipu"), "submit"], input="#!/bin/sh\ntrue\n", capture_output=True,
-                         text=True, timeout=60, cwd=tmp_path)
+def piped(server, *args: str, script: str, cwd) -> subprocess.CompletedProcess:
+    """`vipu submit ARGS` with `script` on a pipe, as `cat job.sh | vipu submit ARGS` runs it."""
+    return subprocess.run([console_script("vipu"), "submit", *args], input=script, capture_output=True, text=True,
+                          timeout=60, cwd=cwd, env=server.env() if server else None)
+
+
+def test_a_script_piped_without_a_dash_is_read_from_stdin_as_sbatch_reads_it(server, tmp_path):
+    """walk36: `cat job.sh | vipu submit` was refused (add '-'); sbatch reads stdin when no script is named."""
+    script = "#!/bin/sh\n#SBATCH --ipus 1 -t 5\necho piped\n"
+    out = piped(server, script=script, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    [job] = [int(w) for w in out.stdout.split() if w.isdigit()]
+    assert show(server, job)["name"] == "sbatch"  # sbatch's name for a script from stdin
+    assert run(server, "vipu", "show", "job", str(job), "--script").stdout == script
+    sized = piped(server, "--ipus", "4", "--json", script=script, cwd=tmp_path)  # flags over its directives
+    [other] = json.loads(sized.stdout)["job_ids"]
+    assert show(server, other)["ipus"] == 4
+    # nothing piped: the flags alone make the job, as before; with none, the refusal says stdin had no script
+    [held] = json.loads(piped(server, "--ipus", "1", "--json", script="", cwd=tmp_path).stdout)["job_ids"]
+    assert show(server, held)["name"] != "sbatch"
+    empty = piped(server, script="", cwd=tmp_path)
+    assert empty.returncode == 2 and empty.stderr.endswith("; stdin had none (vipu submit < job.sh reads one)\n")
+    # --duration makes the workload, so stdin is not read: a spec-less sleep job
+    [slept] = json.loads(piped(server, "--ipus", "1", "--duration", "1s", "--json", script=script,
+                               cwd=tmp_path).stdout)["job_ids"]
+    assert show(server, slept)["name"] != "sbatch"
+
+
+def test_a_bare_submit_on_a_terminal_is_refused_saying_how_to_give_a_script(tmp_path):
+    """sbatch waits for a script typed on the terminal; vipu submit never waits, it says how."""
+    import pty
+
+    main, terminal = pty.openpty()
+    try:
+        out = subprocess.run([console_script("vipu"), "submit"], stdin=terminal, capture_output=True, text=True,
+                             timeout=60, cwd=tmp_path)
+    finally:
+        os.close(main)
+        os.close(terminal)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
-    assert out.stderr.endswith("; to read one from stdin give '-': vipu submit - < job.sh\n")
+    assert out.stderr.endswith("; pipe one in (vipu submit < job.sh), or give '-' to type it (Ctrl-D ends it)\n")

@@ -68,3 +68,10 @@ def test_each_admin_change_is_one_line_naming_who_what_and_why(caplog):
     assert [(e, m, f["state"]) for e, m, f in lines(caplog) if e.startswith("agent")] == [
         ("agent_drain_done", "agent ag00 DRAINED, slurm_3 removed: nothing runs on it (fan replacement), by"
                              " controller", "DRAINED")]
+
+
+def test_the_first_start_names_its_machines_as_one_run_across_digit_widths(caplog):
+    pod = load_pod("bow-pod64")  # 16 machines: 0-15, not 0-9,10-15 as names of two widths would be ranged
+    caplog.set_level(logging.INFO, logger="vipu.events")
+    Controller(pod, LifecycleLog(NoJournal(), (), pod.machine.ipus), lambda: 5.0)
+    assert lines(caplog)[0][:2] == ("agent_created", "agents ag[00-15] created (machines 0-15), by controller")

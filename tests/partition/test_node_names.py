@@ -8,7 +8,7 @@ import pytest
 
 from vipu.partition.admin_records import Agent
 from vipu.partition.ipu_status import ipu_statuses, machine_statuses, machines_spanned, unavailable_nodes
-from vipu.partition.node_names import agent_name, hostlist, machine_name, natural_key
+from vipu.partition.node_names import agent_name, hostlist, machine_name, natural_key, ranges
 from vipu.partition.rules import job_holder
 
 
@@ -27,6 +27,12 @@ def test_a_host_list_ranges_numbers_of_one_width_and_keeps_unnumbered_names_whol
     assert hostlist(["ag03", "ag00", "ag01", "machine9", "ag0100"]) == "ag[00-01,03,0100],machine9"
     assert hostlist(["ag", "ag01", "ag02", "gw", "ag02"]) == "ag,ag[01-02],gw"  # (not ag[,01-02])
     assert hostlist(["ag9", "ag10"]) == "ag[9,10]" and hostlist(["x7"]) == "x7"
+
+
+def test_numbers_range_across_digit_widths_where_names_do_not():
+    assert ranges([15, 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]) == "0-15"  # one run, not 0-9,10-15
+    assert ranges([99, 100, 7, 7]) == "7,99-100" and ranges([3]) == "3" and ranges([]) == ""
+    assert hostlist(["ag9", "ag10"]) == "ag[9,10]"  # names of two widths stay apart (Slurm's hostlist)
 
 
 def test_a_machine_without_an_agent_is_padded_too():

@@ -4,6 +4,7 @@ everything; each denial is its own exit code and message. TLS with a certificate
 from __future__ import annotations
 
 import json
+import pwd
 import subprocess
 import time
 
@@ -294,3 +295,21 @@ def test_me_is_the_keys_owner_not_the_clis_own_user(secure):
 
     assert listed(alice, "--me") == [job] == listed(alice)
     assert listed(admin_key) == [job] and listed(admin_key, "--me") == []  # the admin sees all, and owns none
+
+
+def test_history_says_which_uid_cancelled_a_job_under_secure(secure):
+    """sacct's "CANCELLED by UID": under --secure the uid of the Unix account an admin mapped to the canceller; one
+    with none mapped (bob, the admin) has no uid, and sacct shows such a cancel as plain CANCELLED."""
+    server, as_, admin_key, new_user = secure
+    carol, bob = new_user("carol"), new_user("bob")
+    out = run(server, "vipu-admin", "update", "user", "carol", "--unix-user", "nobody", env=as_(admin_key))
+    assert out.returncode == 0, out.stderr
+    ids = {}
+    for name, key in (("carol", carol), ("bob", bob)):
+        out = run(server, "vipu", "submit", "--ipus", "1", "--time", "5", "--hold", "--json", env=as_(key))
+        [ids[name]] = json.loads(out.stdout)["job_ids"]
+    assert run(server, "vipu", "cancel", str(ids["carol"]), env=as_(carol)).returncode == 0
+    assert run(server, "vipu", "cancel", str(ids["bob"]), env=as_(admin_key)).returncode == 0
+    out = run(server, "vipu", "history", "-P", "-n", "-o", "JobID,User,State", env=as_(admin_key))
+    assert out.stdout.splitlines() == [f"{ids['carol']}|carol|CANCELLED by {pwd.getpwnam('nobody').pw_uid}",
+                                       f"{ids['bob']}|bob|CANCELLED"], out.stderr

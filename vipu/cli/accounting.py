@@ -16,7 +16,7 @@ from vipu.cli.job_ids import job_id
 from vipu.cli.job_selection import given, job_ids, job_states, selected_users, split
 from vipu.cli.nodes import Machines, blocks_of
 from vipu.cli.output import print_json, table
-from vipu.cli.queue_fields import FULL, NODES, JobRow, labelled, reason
+from vipu.cli.queue_fields import FULL, NODES, JobRow, reason
 from vipu.cli.queue_rows import eligible_of
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
@@ -64,6 +64,37 @@ def _time(value: float | None) -> str:
     return stamp(value) if value else "Unknown"
 
 
+def state(row: JobRow) -> str:
+    """sacct's State: CANCELLED by UID for a cancelled job whose canceller's uid the controller knows (slurmctld's
+    requid; sacct prints plain CANCELLED without one, and so does this)."""
+    x = row.job
+    known = x.state == "CANCELLED" and x.HasField("cancelled_by_uid")
+    return f"{x.state} by {x.cancelled_by_uid}" if known else x.state
+
+
+def derived_exit_code(row: JobRow) -> str:
+    """sacct's DerivedExitCode: the highest exit code of the job's srun steps, the batch step left out (slurmctld's
+    derived_ec, src/stepmgr/stepmgr.c), 0:0 for a job that ran none. A job here runs no steps (one allocation, one
+    program), so it is 0:0 for each, as sacct shows for a batch script that called no srun; ExitCode is the
+    program's."""
+    return "0:0"
+
+
+def _file(name: str):
+    """sacct's WorkDir, StdIn, StdOut and StdErr as `vipu show job` says them, output patterns filled in; blank
+    where the job has none (a workload that writes no stderr, reads no stdin)."""
+    def value(row: JobRow) -> str:
+        from vipu.cli.batch_detail import built_in_stdout
+        from vipu.cli.job_detail import run_fields, spec_data
+
+        fields = run_fields(row.job)
+        if name == "StdOut" and name not in fields:  # a built-in workload's: the file the controller writes
+            return built_in_stdout(row.job, spec_data(row.job)).replace("(null)", "")
+        return str(fields.get(name, "")).replace("(null)", "")
+
+    return value
+
+
 def _field(width: int, value, key=None, needs=frozenset()) -> Column:
     return Column("", value, key, needs=needs, width=width)
 
@@ -76,6 +107,7 @@ FIELDS: dict[str, Column] = {
     "AllocTRES": _field(10, lambda r: _tres(r) if r.job.HasField("started") else "", needs=FULL | NODES),
     "CPUTime": _field(10, lambda r: elapsed(_ran(r) * r.job.ipus)),
     "CPUTimeRAW": _field(10, lambda r: str(int(_ran(r) * r.job.ipus))),
+    "DerivedExitCode": _field(15, derived_exit_code),
     "Elapsed": _field(10, lambda r: elapsed(_ran(r))),
     "ElapsedRaw": _field(10, lambda r: str(int(_ran(r)))),
     "Eligible": _field(19, lambda r: _time(eligible_of(r.job))),
@@ -98,11 +130,15 @@ FIELDS: dict[str, Column] = {
     "ReqTRES": _field(10, _tres, needs=FULL | NODES),
     "Restarts": _field(8, lambda r: str(r.job.requeue_count)),
     "Start": _field(19, lambda r: _time(seconds(r.job.started) if r.job.HasField("started") else None)),
-    "State": _field(10, lambda r: r.job.state),
+    "State": _field(10, state),
+    "StdErr": _field(20, _file("StdErr"), needs=FULL),
+    "StdIn": _field(20, _file("StdIn"), needs=FULL),
+    "StdOut": _field(20, _file("StdOut"), needs=FULL),
     "Submit": _field(19, lambda r: _time(seconds(r.job.submitted))),
     "Timelimit": _field(10, lambda r: limit(seconds(r.job.time_limit), elapsed)),
     "TimelimitRaw": _field(10, lambda r: limit(seconds(r.job.time_limit), lambda s: str(math.ceil(s / 60)))),
     "User": _field(9, lambda r: r.job.user),
+    "WorkDir": _field(20, _file("WorkDir"), needs=FULL),
 }
 TABLE = "JobID,JobName,User,State,ExitCode,Submit,Start,End,Elapsed,IPUs"  # what `vipu history` prints by default
 BRIEF = "JobID,State,ExitCode"  # sacct -b
@@ -199,11 +235,12 @@ def register(app: typer.Typer) -> None:
         midnight; here the whole history is small, and --limit keeps the latest). Times are local.
 
         Fields (-o): JobID (26_3), JobIDRaw, JobName, User, Account, Partition (the V-IPU allocation), QOS,
-        State, ExitCode, Reason, Priority, Restarts, Submit, Eligible, Start, End, Elapsed, ElapsedRaw, Planned,
-        Timelimit, TimelimitRaw, NCPUS, AllocCPUS and ReqCPUS (IPUs), NNodes, AllocNodes and ReqNodes
-        (IPU-Machines), NodeList, AllocTRES and ReqTRES (cpu=IPUs,node=machines,gres/ipu=IPUs), CPUTime and
-        CPUTimeRAW (IPU-time), IPUs; any of them may end in %WIDTH (%-WIDTH: left-justified), and a prefix of a
-        name will do."""
+        State, ExitCode, DerivedExitCode (the highest exit code of srun steps: 0:0, as no job here runs any),
+        Reason, Priority, Restarts, Submit, Eligible, Start, End, Elapsed, ElapsedRaw, Planned, Timelimit,
+        TimelimitRaw, NCPUS, AllocCPUS and ReqCPUS (IPUs), NNodes, AllocNodes and ReqNodes (IPU-Machines),
+        NodeList, AllocTRES and ReqTRES (cpu=IPUs,node=machines,gres/ipu=IPUs), CPUTime and CPUTimeRAW
+        (IPU-time), WorkDir, StdIn, StdOut, StdErr (as `vipu show job` gives them), IPUs; any of them may end in
+        %WIDTH (%-WIDTH: left-justified), and a prefix of a name will do."""
         cli = ctx.obj
         if helpformat:
             print(help_format())
@@ -253,8 +290,7 @@ def register(app: typer.Typer) -> None:
             print_json([job_data(r.job) for r in rows])  # each row shaped as `vipu show job --json`
             return
         if fields is None:
-            cells = [[labelled(r.job) if n == "JobName" else FIELDS[n].value(r) for n in TABLE.split(",")]
-                     for r in rows]
+            cells = [[FIELDS[n].value(r) for n in TABLE.split(",")] for r in rows]
             lines = table(TABLE.split(","), cells, header).splitlines()
         else:
             lines = sacct_render(fields, rows, header, "-p" if parsable else "-P" if parsable2 else "", delimiter)

@@ -11,20 +11,10 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
+from vipu.partition.node_names import ranges
 from vipu.v1 import partition_pb2 as p
 
 DEFAULT_PARTITION = "default"  # the allocation of every agent that no named allocation holds
-
-
-def ranges(numbers: Iterable[int]) -> str:
-    """Numbers, each once, as runs: 0-13,15."""
-    spans: list[list[int]] = []
-    for n in sorted(set(numbers)):
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def numbered(prefix: str, numbers: Iterable[int]) -> str:

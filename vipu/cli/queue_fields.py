@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from vipu.cli.queue_rows import JobRow, labelled, reason  # noqa: F401 - labelled: the history table's too
+from vipu.cli.queue_rows import JobRow, reason
 from vipu.cli.slurm_format import Column
 from vipu.cli.slurm_time import clock, limit, stamp
 from vipu.client.messages import seconds

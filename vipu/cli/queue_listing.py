@@ -11,7 +11,7 @@ from vipu.cli.failure import BAD_INPUT, NOT_FOUND, fail, warn
 from vipu.cli.slurm_time import clock
 from vipu.cli.job_selection import JobIds, active_and_ended, job_ids, job_states, selected_users, split
 from vipu.cli.output import table
-from vipu.cli.queue_rows import JobRow, labelled
+from vipu.cli.queue_rows import JobRow
 from vipu.client.messages import seconds
 from vipu.scheduler.job_states import ACTIVE, JobState
 from vipu.v1 import job_pb2 as j
@@ -207,7 +207,7 @@ def show(cli, q: Query, warnings: list[str], unknown: set[str] | None = None) ->
 
         lines = render(q.layout, rows, q.header)
     else:
-        cells = [[r.id_text, labelled(r.job), r.job.user, r.job.state_code, clock(r.used), r.job.ipus,
+        cells = [[r.id_text, r.job.name, r.job.user, r.job.state_code, clock(r.used), r.job.ipus,
                   r.job.partition or f"({r.job.reason or 'None'})"] for r in rows]
         text = table(["JOBID", "NAME", "USER", "ST", "TIME", "IPUS", "PARTITION(REASON)"], cells, q.header)
         lines = text.splitlines()

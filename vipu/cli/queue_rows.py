@@ -138,8 +138,3 @@ class JobRow(NamedTuple):
         if self.job.state_code == "PD":
             return f"({self.job.reason or 'None'})"
         return self.node_list()
-
-
-def labelled(job) -> str:
-    """A job's name as the default queue and history tables show it: a modelled run (computing nothing) says so."""
-    return f"{job.name} (modelled)" if job.modelled else job.name

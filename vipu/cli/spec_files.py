@@ -5,6 +5,8 @@ per file (several in one SubmitJobs call, all queued or none)."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -50,6 +52,17 @@ def with_submit_dir(text: bytes) -> bytes:
 
 class UnreadableSpec(Exception):
     """A spec file that cannot be sent: missing, not a file, too big, or not a spec."""
+
+
+def piped() -> bool:
+    """stdin is a pipe or a file (`cat job.sh | vipu submit`, `vipu submit < job.sh`), where sbatch reads the
+    script it was not given. Not a terminal, where sbatch would wait for one typed, nor /dev/null or a socket (cron,
+    nohup, a service), where a job from the flags alone is what was meant."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode if sys.stdin is not None else 0
+    except (OSError, ValueError):  # closed, or replaced by an object with no descriptor
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
 def read_spec(path: str) -> tuple[bytes, str]:

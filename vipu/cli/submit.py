@@ -11,7 +11,7 @@ from vipu.cli.batch_script import WRAP, BatchError, absolute, is_batch_script, s
 from vipu.cli.failure import BAD_INPUT, fail, refuse_empty
 from vipu.cli.sbatch_environment import from_environment
 from vipu.cli.sbatch_options import BY_FIELD, BY_PARAM, FLAG, OPTIONS
-from vipu.cli.spec_files import UnreadableSpec, read_spec, submit_requests
+from vipu.cli.spec_files import UnreadableSpec, piped, read_spec, submit_requests
 from vipu.client.caller import new_request_id
 from vipu.v1 import job_pb2 as j
 from vipu.validation import MAX_REQUEST_BYTES, MAX_REQUEST_ID, MAX_SPECS_PER_CALL
@@ -188,7 +188,15 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
         reword = in_nodes(flags["ipus"])
     wrap, request_id = values["wrap"], values["request_id"]
     specs = specs or []
-    first = read_first(specs)
+    # sbatch reads the script from stdin when it names none: here too when one is piped, unless --duration makes
+    # the workload (a script and --duration are refused together)
+    implied = not specs and wrap is None and "workload" not in flags and piped()
+    first = read_first(["-"] if implied else specs)
+    if implied:
+        if first and first[0]:
+            specs = ["-"]
+        else:  # nothing was piped: the flags alone, or the refusal below
+            first = None
     batch = wrap is not None or (first is not None and is_batch_script(first[0]))
     count = 1 if batch else len(specs)  # the jobs this command queues
     if not batch:
@@ -214,11 +222,11 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
             named["ipus"] = f"{LIST_FLAG}: ipus"
             reword = in_nodes(flags["ipus"], flags["nodelist"])
         if not specs and "ipus" not in flags:
-            # sbatch reads a script from stdin when given none; here '-' asks for it (a bare submit never waits)
-            piped = "" if sys.stdin is None or sys.stdin.isatty() else \
-                "; to read one from stdin give '-': vipu submit - < job.sh"
+            # sbatch would wait for a script typed on the terminal; a bare submit never waits, it says how
+            how = "pipe one in (vipu submit < job.sh), or give '-' to type it (Ctrl-D ends it)" \
+                if sys.stdin is not None and sys.stdin.isatty() else "stdin had none (vipu submit < job.sh reads one)"
             fail("vipu", "give a batch script, a job spec file, or at least --ipus N (e.g. vipu submit --ipus 4"
-                 f" --duration 30s){piped}", BAD_INPUT)
+                 f" --duration 30s); {how}", BAD_INPUT)
     if request_id is not None:  # each spec of several gets ID/k: room for the longest of those
         longest = MAX_REQUEST_ID - (len(f"/{count}") if count > 1 else 0)
         if not request_id or len(request_id) > longest or not request_id.isprintable():

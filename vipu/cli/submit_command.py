@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
             None, metavar="[SCRIPT [ARGS]... | SPEC...]", show_default=False,
             help="a batch script (its first line #!) and its arguments (after -- if they start with -); or YAML or"
                  " JSON job specs, each its own job, all queued or none ('-' reads one, or a script, from stdin);"
-                 " omit to use the flags"))
+                 " omit to read a piped one (as sbatch) or, with nothing piped or with --duration, to use the flags"))
     context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
     # typer reads a command's options from its signature: this one's are the table's
     signature = inspect.Signature([context, specs, *map(typer_option, OPTIONS)])

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from vipu.cli.job_ids import job_id
-from vipu.cli.nodes import ranges
+from vipu.partition.node_names import ranges
 from vipu.client.messages import seconds
 from vipu.partition.node_names import natural_key
 from vipu.v1 import job_pb2 as j
@@ -150,12 +150,17 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
     waiting.add_column("REASON")
     now = time.time()
     shown = [x for x in running_jobs if x.state_code in ("R", "CG")][:running_rows]
+    # a modelled job computes nothing: its IPUs' figures are the planner's prediction. Said in a column of its own,
+    # only when one is shown, so its name is the one every other view gives
+    modelled = any(x.modelled for x in shown)
+    if modelled:
+        running.add_column("RUN")
     for x in shown:
-        # a modelled job computes nothing: its IPUs' figures are the planner's prediction
-        name = Text(x.name).append(" (modelled)", style="dim") if x.modelled else x.name
-        running.add_row(job_id(x), name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")))
+        run = (Text("modelled", style="dim") if x.modelled else "",) if modelled else ()
+        running.add_row(job_id(x), x.name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")),
+                        *run)
     if visible > len(shown) and shown:
-        running.add_row(f"... {visible - len(shown)} more", "", "", "", "")
+        running.add_row(f"... {visible - len(shown)} more", *[""] * (len(running.columns) - 1))
     n = info.running_jobs
     idle = ("No job is running." if not n else "The running job is not yours." if n == 1 else
             f"None of the {n} running jobs is yours.")

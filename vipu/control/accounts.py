@@ -29,6 +29,15 @@ def unix_account(user: str, unix_user: str | None) -> dict:
             "groups": os.getgrouplist(entry.pw_name, entry.pw_gid)}
 
 
+def uid_of(account_name: str | None) -> int | None:
+    """The uid of the Unix account of that name on this machine, as sacct --use-local-uid looks one up; None for
+    none."""
+    try:
+        return pwd.getpwnam(account_name).pw_uid if account_name else None
+    except KeyError:
+        return None
+
+
 def account(unix_user: str) -> pwd.struct_passwd:
     """The Unix account, if programs may run as it: InvalidArgument for one that does not exist, or root."""
     try:

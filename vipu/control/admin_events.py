@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from vipu.partition.admin_records import Agent
 from vipu.partition.agent_states import agent_state, holders, jobs_of
-from vipu.partition.node_names import hostlist
+from vipu.partition.node_names import hostlist, ranges
 
 
 ADMIN_KINDS = frozenset({"agent", "ipu_failure", "cluster", "allocation", "user"})
@@ -98,7 +98,7 @@ def _ipus(ipus: list[int]) -> str:
 def _created_agents(agents: list[Agent]) -> tuple:
     """One line for the agents one commit made (the first start makes every one of the Pod's)."""
     names = hostlist(a.name for a in agents)
-    machines = hostlist(f"m{a.machine}" for a in agents)[1:].strip("[]")  # "0-15" or "3"
+    machines = ranges(a.machine for a in agents)  # "0-15" or "3"
     subject = f"agent {names}" if len(agents) == 1 else f"agents {names}"
     return ("agent_created", subject, f"created (machine{'s' if len(agents) > 1 else ''} {machines})",
             {"agent": names, "agents": len(agents), "reason": None})

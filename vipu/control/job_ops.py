@@ -175,8 +175,8 @@ class JobOps:
             now = plane.now()
             chosen = ids or plane.scheduler.matching(match, identity.sees)
             if chosen:  # jobs the filters chose match them already: not checked a second time
-                plane.driver.apply(plane.scheduler.cancel(chosen, now, single or not ids, match if ids else NO_FILTER),
-                                   now)
+                plane.driver.apply(plane.scheduler.cancel(chosen, now, single or not ids, match if ids else NO_FILTER,
+                                                          uid=plane.uid(identity.name)), now)
             jobs = [plane.scheduler.job(i, now) for i in chosen]
         plane.changed()
         return jobs

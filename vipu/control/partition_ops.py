@@ -124,11 +124,11 @@ class PartitionOps:
             if job is None:
                 removed = Removed(plane.controller.partitions.remove(name, force), None)
             else:
-                removed = self._remove_running(name, force, job)
+                removed = self._remove_running(name, force, job, identity)
         plane.changed()  # its IPUs are free: a pending job may start
         return removed
 
-    def _remove_running(self, name: str, force: bool, job) -> Removed:
+    def _remove_running(self, name: str, force: bool, job, identity: Identity) -> Removed:
         """Remove a running job's partition: only with force, as a cancel of the job (call under the lock)."""
         shown = job.display_id  # 26_0 for an array's first task: 26 is every task
         if not force:
@@ -136,7 +136,7 @@ class PartitionOps:
                 f"partition {name} belongs to running job {shown}; `vipu cancel {shown}` ends the job and removes"
                 " it (remove with force, --force, cancels the job too)")
         plane, now = self.plane, self.plane.now()
-        stops = plane.scheduler.cancel([job.id], now, single=True,
+        stops = plane.scheduler.cancel([job.id], now, single=True, uid=plane.uid(identity.name),
                                        why=f"its partition {name} was removed (vipu remove partition --force)")
         removed = plane.controller.partitions.remove(name, force=True)
         plane.driver.apply(stops, now)  # its own removal finds the partition gone

@@ -30,7 +30,7 @@ from vipu.control.realtime import RealtimeLoop
 from vipu.control.run_ends import RunEnd, RunEnds
 from vipu.control.snapshot import Listings, Page, Snapshot
 from vipu.control.workloads import RunContext, RunSettings, WorkloadKind, builtin_kinds
-from vipu.control.accounts import unix_account
+from vipu.control.accounts import uid_of, unix_account
 from vipu.errors import Unauthenticated
 from vipu.control.instruments import Metrics
 from vipu.jobs.sessions.tokens import Sessions
@@ -196,6 +196,15 @@ class ControlPlane:
             return None
         record = state.users.get(user)
         return unix_account(user, record.unix_user if record is not None else None)
+
+    def uid(self, user: str) -> int | None:
+        """The uid a vipu user's request is recorded under (sacct's "CANCELLED by UID", slurmctld's requid): under
+        --secure their mapped Unix account's (none unmapped); without it, the account of their name on this
+        machine, where every program runs as the controller's user and a name is all a caller gives."""
+        if not self.secure:
+            return uid_of(user)
+        record = self.controller.state.users.get(user)
+        return uid_of(record.unix_user if record is not None else None)
 
     def device_environment(self) -> dict[str, str]:
         """What a program's run is given to reach the DeviceService (its run token aside): {} when it is off."""

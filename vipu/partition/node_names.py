@@ -37,6 +37,18 @@ def natural_key(name: str) -> tuple:
     return (*((int(p), len(p)) if i % 2 else p for i, p in enumerate(parts)), name)
 
 
+def ranges(numbers: Iterable[int]) -> str:
+    """Numbers, each once, as runs: 0-13,15. Unlike hostlist(), a run spans numbers of different widths (0-15):
+    these are numbers, not names written at a width."""
+    spans: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
 def hostlist(names: Iterable[str]) -> str:
     """Slurm's compressed node list: ag[00-03,06],machine9; a name alone as it is. Prefixes in the order first
     seen, numbers in order, and a range only over numbers written with the same width."""

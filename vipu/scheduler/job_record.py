@@ -87,6 +87,7 @@ class Job(BaseModel):
     preemption: str | None = None  # which job's QOS preempted its last run, and whether it was requeued or cancelled
     ended_by: str | None = None  # what ended its last run from outside (failed IPUs, a start that failed, a forced
     # partition removal, a controller stop); None when its workload, time limit or a user's cancel or requeue ended it
+    cancelled_by_uid: int | None = None  # the uid of whoever cancelled it (sacct's "CANCELLED by UID"), if known
     request_id: str | None = None
     submitted_spec: JobSpec | None = None  # the spec as submitted, once an update changed it (for request-id retries)
     fixed_priority: int | None = None  # set by an admin (scontrol update Priority=N): replaces the multifactor one

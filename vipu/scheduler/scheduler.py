@@ -209,14 +209,14 @@ class Scheduler:
                                      f" cancel {'it' if len(waiting) == 1 else 'them'} first{how}")
 
     def cancel(self, job_ids: Iterable[int], now: float, single: bool = False, match: JobFilter = NO_FILTER,
-               why: str | None = None) -> list[Effect]:
+               why: str | None = None, uid: int | None = None) -> list[Effect]:
         """Cancel pending and running jobs (an array job id cancels its active tasks, unless `single`), only those
         that match `match` (scancel's filters narrow: selection.py); all or nothing. `why`, when something other
-        than a cancel of the job ends it (its partition removed), is kept as what ended it.
+        than a cancel of the job ends it (its partition removed), is kept as what ended it; `uid`, who asked.
 
         A job named directly that already ended is FailedPrecondition; one that does not match, NotFound."""
         jobs = named_jobs(self.table, job_ids, single, match)
-        given = {"ended_by": why} if why else {}
+        given = {key: v for key, v in (("ended_by", why), ("cancelled_by_uid", uid)) if v is not None}
         changed = [job.moved(S.CANCELLED, now, end_time=now, **given) for job in jobs]
         running = [job for job in jobs if job.state is not S.PENDING]
         return self._end_runs(changed, running, now, S.CANCELLED)

@@ -58,6 +58,8 @@ def slurm_variables(job: Job, partition: Partition, state: PodState) -> dict[str
         "SLURM_NODELIST": hostlist(nodes),  # (slurmd's older name, which scripts and MPI still read)
         "SLURM_JOB_START_TIME": str(int(job.start_time or 0)),  # Unix seconds, as the controller's clock
         "SLURM_JOB_END_TIME": str(int(end_time(job))),
+        # 0 on a first run too: Slurm sets it in every batch job since 25.11.7 and 26.05 (env.c setup_env,
+        # "Always set SLURM_RESTART_COUNT in batch job environments"); before, only once the job had restarted
         "SLURM_RESTART_COUNT": str(job.requeue_count),
         "SLURM_CLUSTER_NAME": partition.cluster,
     }
