@@ -80,17 +80,17 @@ step $BIN/vipu remove partition dev
 printf '\n# The Slurm-style queue: each job gets its own partition slurm_<id> when it starts, and gives it back at the end.\n'
 # prep runs long enough for the listing below to find big waiting for it, even on a busy machine where each call
 # takes seconds; sweep's tasks have a time limit short enough to backfill beside prep without delaying big, two at
-# a time (%2)
+# a time (%2), for long enough that the listing finds the rest waiting their turn (JobArrayTaskLimit)
 step $BIN/vipu submit --name prep --ipus 16 --time-limit 1m --duration 20s
 step $BIN/vipu submit --name big --ipus 64 --time-limit 5m --duration 3s
-step $BIN/vipu submit --name sweep --ipus 4 --time-limit 30s --duration 1s --array 0-5%2
+step $BIN/vipu submit --name sweep --ipus 4 --time-limit 30s --duration 6s --array 0-7%2
 step $BIN/vipu submit --name report --ipus 1 --time-limit 1m --duration 1s --dependency afterok:2
 sleep 0.5
 step $BIN/vipu queue
 step $BIN/vipu show job 2
 step $BIN/vipu info
 printf '\n# ... waiting for the jobs to finish ...\n'
-for _ in $(seq 120); do [ -z "$($BIN/vipu queue --no-header)" ] && break; sleep 0.5; done
+for _ in $(seq 240); do [ -z "$($BIN/vipu queue --no-header)" ] && break; sleep 0.5; done
 step $BIN/vipu history
 
 printf '\n# The main job: three small models really train on the emulated IPU-Machines (Ray actors), split as their\n'

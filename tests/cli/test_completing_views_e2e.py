@@ -106,6 +106,17 @@ def test_top_marks_them_c_and_counts_them_completing_then_idle(seen):
     assert "64 IPUs  8 allocated  56 idle  0 failed" in seen["ended"]["top"]
     assert machine_row("ended")[2] == "...."
 
+    def job_row(view: str, job: int) -> list[str]:
+        running = seen[view]["top"].split(" Running ")[1]  # (below the machines' table)
+        [row] = [[c.strip() for c in line.split("│")] for line in running.splitlines() if line.startswith(f"{job} ")]
+        return row
+
+    # the completing job is listed with the running ones, marked CG, and counted apart in the title
+    assert "| 1 running, 1 completing, 0 pending jobs" in seen["completing"]["top"]
+    assert job_row("completing", seen["deaf"])[-1] == "CG" and job_row("completing", seen["running"])[-1] == "R"
+    assert "| 1 running, 0 pending jobs" in seen["ended"]["top"]
+    assert job_row("ended", seen["running"])[-1] == f"slurm_{seen['running']}"  # (no ST column without a CG job)
+
 
 def test_vipu_ipus_has_a_completing_state_and_its_ipus_keep_their_job_join_until_they_are_idle(seen):
     def has(view: str, *lines: str) -> None:

@@ -1,6 +1,7 @@
 """`vipu logs -f` against a real controller (--ray off): a program's output as it comes, nothing twice, a line not
-ended yet as far as it has come; the follow ends by itself once the job has ended, with its state and exit code; a
-pending job is said to be pending first; Ctrl-C ends it quietly. And `vipu logs N` of an array job: every task's output, under a header each.
+ended yet as far as it has come; the follow ends by itself once the job has ended, saying its state and exit code on
+stderr; a pending job is said to be pending first; Ctrl-C ends it quietly. And `vipu logs N` of an array job: every
+task's output, under a header each.
 (A training run's follow: tests/server/test_training_logs.py.)"""
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from tests.jobs.programs.test_programs_e2e import ended, spec_file
 
 
 class Follower:
-    """`vipu logs -f ...` as a process of its own, its stdout read line by line as it comes."""
+    """`vipu logs -f ...` as a process of its own, its stdout and stderr read line by line as they come, in order."""
 
     def __init__(self, server, *args: str):
         self.proc = subprocess.Popen([console_script("vipu"), "logs", "-f", *args], env=server.env(),
-                                     cwd=server.state_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     cwd=server.state_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -79,11 +80,11 @@ def test_follow_prints_a_programs_lines_as_they_come_and_ends_with_its_state(con
     let_through(tmp_path / "go1")  # it writes "sec", half a line, then the rest: one line
     let_through(tmp_path / "go2")
     assert follower.rest() == ["second", "third", "no newline", f"job {job} ended FAILED, exit code 3:0"]
-    assert follower.proc.returncode == 0 and follower.proc.stderr.read() == ""
-    # an ended job: what it printed and how it ended, at once
+    assert follower.proc.returncode == 0
+    # an ended job: what it printed and how it ended, at once; stdout is its output file as it is, stderr vipu's word
     again = run(controller, "vipu", "logs", "-f", str(job))
-    assert (again.returncode, again.stdout.splitlines()) == (0, ["first", "second", "third", "no newline",
-                                                                 f"job {job} ended FAILED, exit code 3:0"])
+    assert (again.returncode, again.stdout) == (0, "first\nsecond\nthird\nno newline")
+    assert again.stderr == f"\njob {job} ended FAILED, exit code 3:0\n"  # (the open line ended first)
     missing = run(controller, "vipu", "logs", "-f", "999")
     assert missing.returncode == 3 and "job 999 does not exist" in missing.stderr
 
@@ -103,7 +104,8 @@ def test_follow_shows_a_line_as_far_as_the_program_has_written_it(controller, tm
     let_through(tmp_path / "go")
     assert follower.wait(timeout=60) == 0
     wait_for(lambda: bytes(seen).endswith(b"\n"))
-    assert bytes(seen).decode() == f"10%\r20% done\njob {job} ended COMPLETED, exit code 0:0\n"
+    assert bytes(seen) == b"10%\r20% done\n"  # the output file's bytes alone
+    assert follower.stderr.read() == f"job {job} ended COMPLETED, exit code 0:0\n".encode()
     whole = subprocess.run([console_script("vipu"), "logs", str(job)], env=controller.env(), capture_output=True,
                            timeout=60)  # bytes: text mode would read the carriage return as a newline
     assert (whole.returncode, whole.stdout) == (0, b"10%\r20% done\n")  # as cat shows the file
@@ -119,7 +121,7 @@ def test_follow_of_a_pending_job_waits_for_it_and_json_is_one_object_a_line(cont
     stopped = Follower(controller, str(job))
     assert stopped.next() == f"job {job} is pending (Resources): its output follows once it starts"
     stopped.proc.send_signal(signal.SIGINT)  # Ctrl-C
-    assert stopped.rest() == [] and stopped.proc.returncode == 130 and stopped.proc.stderr.read() == ""
+    assert stopped.rest() == [] and stopped.proc.returncode == 130
     let_through(tmp_path / "go")
     assert [json.loads(line) for line in as_json.rest()] == [
         {"job": str(job), "line": "hello"}, {"job": str(job), "line": "world"},
@@ -143,8 +145,8 @@ def test_logs_of_an_array_show_every_task_under_a_header(controller, tmp_path):
     assert [(x["job"], x["lines"]) for x in data["tasks"]] == [(task, [f"task {t}"]) for t, task in enumerate(tasks)]
     followed = run(controller, "vipu", "logs", "-f", str(array))
     assert followed.returncode == 0 and followed.stdout.split("\n\n") == [
-        f"==> job {task} <==\ntask {t}\njob {task} ended COMPLETED, exit code 0:0" for t, task in enumerate(tasks)
-    ][:2] + [f"==> job {tasks[2]} <==\ntask 2\njob {tasks[2]} ended COMPLETED, exit code 0:0\n"]
+        f"==> job {task} <==\ntask {t}" for t, task in enumerate(tasks)][:2] + [f"==> job {tasks[2]} <==\ntask 2\n"]
+    assert followed.stderr.splitlines() == [f"job {task} ended COMPLETED, exit code 0:0" for task in tasks]
 
 
 def test_logs_of_a_program_that_never_ran_say_why_and_a_follow_says_each_new_reason(controller, tmp_path):
@@ -160,7 +162,8 @@ def test_logs_of_a_program_that_never_ran_say_why_and_a_follow_says_each_new_rea
     assert run(controller, "vipu", "cancel", str(gone)).returncode == 0
     never = f"job {gone} never ran: it ended CANCELLED before it started\n"
     assert run(controller, "vipu", "logs", str(gone)).stdout == never
-    assert run(controller, "vipu", "logs", "-f", str(gone)).stdout == never  # a follow says the same (walk35)
+    followed = run(controller, "vipu", "logs", "-f", str(gone))
+    assert (followed.stdout, followed.stderr) == ("", never)  # a follow says the same (walk35), on stderr
     tasks = [f"{array}_{t}" for t in range(2)]
     why = wait_for(lambda: all(r := [show(controller, task)["reason"] for task in tasks]) and r)
     assert run(controller, "vipu", "logs", str(array)).stdout == "\n\n".join(

@@ -69,7 +69,8 @@ def register(app: typer.Typer) -> None:
              follow: bool = typer.Option(
                  False, "-f", "--follow",
                  help="print what is there, then new output as it comes until the job ends (a pending job: once it"
-                      " starts), then how it ended (state and exit code), and exit 0; Ctrl-C exits 130. A line the"
+                      " starts), then how it ended (state and exit code, on stderr, as a pending job's reason: stdout"
+                      " is the output alone), and exit 0; Ctrl-C exits 130. A line the"
                       " program has not ended yet shows as far as it has come, as tail -f shows it (a progress bar's"
                       " carriage returns too; --json: whole lines only). An array:"
                       " every task's, each under a line naming it, until all have ended. With --json: one JSON"

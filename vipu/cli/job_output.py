@@ -10,11 +10,13 @@ the mark the last reply gave (the bytes of a program's output read; the step rep
 or skipped; the wait between asks doubles while nothing comes, from FIRST_WAIT_S to LONGEST_WAIT_S, and is
 FIRST_WAIT_S again once something does. Text shows a line as far as the program has written it, as tail -f does (a
 progress bar that ends its updates with a carriage return shows each); --json gives whole lines only, each an object.
+What vipu says of a job (pending, how it ended) goes to stderr in text, so stdout is the job's output alone.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 from vipu.cli.fast_path import leave
@@ -161,16 +163,17 @@ class Follow:
             print(("\n" if self.last is not None else "") + f"==> job {job_id(x)} <==")
         self.last = x.id
 
-    def end_line(self) -> None:
-        """Ends a line the program has not ended, before a line of vipu's own (its next lines start a line)."""
+    def end_line(self, stream=None) -> None:
+        """Ends a line the program has not ended, before a line of vipu's own (its next lines start a line), on the
+        stream that line goes to: a terminal shows both, and stdout stays the program's output."""
         if self.open:
-            print()
+            print(file=stream or sys.stdout)
             self.open = False
 
     def say(self, x: j.Job, as_data: dict, text: str) -> None:
         if self.as_json:
             print(json.dumps(as_data))
-        else:
-            self.header(x)
-            self.end_line()
-            print(text)
+        else:  # on stderr, as tail says what is not the file's: `vipu logs -f N > copy` copies the output alone
+            print(end="", flush=True)  # (so no header either: it names the job, and stdout keeps output and headers)
+            self.end_line(sys.stderr)
+            print(text, file=sys.stderr, flush=True)

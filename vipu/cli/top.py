@@ -107,7 +107,8 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
         if counts[drain]:
             title.append(f"{counts[drain]} {drain}  ", style="yellow")
     title.append(f"{counts['failed']} failed  ", style="red" if counts["failed"] else "")
-    title.append(f"| {info.running_jobs} running, {info.pending_jobs} pending jobs")
+    completing = f"{info.completing_jobs} completing, " if info.completing_jobs else ""  # (CG: listed with the running)
+    title.append(f"| {info.running_jobs} running, {completing}{info.pending_jobs} pending jobs")
 
     caption = "# allocated  c completing  ~ draining  . idle  - drained  X failed" + (
         "" if per_machine else " (a mark per machine)")
@@ -155,10 +156,14 @@ def frame(conn, queue_rows: int = 10, running_rows: int = RUNNING_ROWS) -> Group
     modelled = any(x.modelled for x in shown)
     if modelled:
         running.add_column("RUN")
+    ending = any(x.state_code == "CG" for x in shown)  # a stopped job's program still ending: squeue's ST, CG
+    if ending:
+        running.add_column("ST")
     for x in shown:
         run = (Text("modelled", style="dim") if x.modelled else "",) if modelled else ()
+        state = (Text(x.state_code, style="yellow" if x.state_code == "CG" else ""),) if ending else ()
         running.add_row(job_id(x), x.name, x.user, str(x.ipus), Text(x.partition, style=colour.get(x.partition, "")),
-                        *run)
+                        *run, *state)
     if visible > len(shown) and shown:
         running.add_row(f"... {visible - len(shown)} more", *[""] * (len(running.columns) - 1))
     n = info.running_jobs

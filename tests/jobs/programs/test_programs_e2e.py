@@ -388,7 +388,7 @@ def test_under_secure_a_program_runs_as_its_users_unix_account_and_only_then(ser
     assert logs.returncode == 0 and "TOPSECRET" not in logs.stdout and "permission denied" in logs.stdout, logs
     followed = run(server, "vipu", "logs", "-f", str(job), env=as_(alice))  # -f reads as the user too
     assert followed.returncode == 0 and "TOPSECRET" not in followed.stdout, followed
-    assert "permission denied" in followed.stdout and f"job {job} ended COMPLETED" in followed.stdout
+    assert "permission denied" in followed.stdout and f"job {job} ended COMPLETED" in followed.stderr
     theirs = run(server, "vipu", "logs", "-f", str(job), env=as_(bob))  # not the owner: refused, as vipu logs is
     assert theirs.returncode == 6 and theirs.stdout == "", theirs
     home.unlink()
