@@ -131,6 +131,16 @@ def test_a_preemptor_waits_for_its_victims_teardown_and_then_starts_on_their_ipu
     check_gangs(s)
 
 
+def test_a_waiting_preemptor_expects_to_start_when_its_victims_killwait_ends():
+    """newcomer walk: while the preempted job's program was given KillWait, the preemptor showed EstimatedStart
+    Unknown, though a job waiting on a cancelled run's IPUs is given the end of its KillWait."""
+    s, driver, executor = preempted_while_lingering()
+    assert (s.job(2).reason, s.job(2).estimated_start) == ("Resources", 1 + 30.0)
+    driver.step(2)
+    assert (s.view().job(2).reason, s.view().job(2).estimated_start) == ("Resources", 1 + 30.0)
+    assert (s.job(1).reason, s.job(1).estimated_start) == ("Cleaning", None)  # the victim, requeued
+
+
 def test_a_waiting_preemptor_cancelled_leaves_its_ipus_to_the_queue():
     s, driver, executor = preempted_while_lingering()
     driver.apply(s.cancel([2], 2), 2)

@@ -136,3 +136,28 @@ def test_after_a_restart_a_lost_runs_teardown_holds_the_top_jobs_reservation():
     assert (s.job(1).state, s.job(1).reason) == (S.PENDING, "Cleaning")
     assert (s.job(2).reason, s.job(2).estimated_start) == ("Resources", 50 + KILL_WAIT)
     assert s.job(3).state is S.PENDING
+
+
+def test_after_a_restart_a_requeued_runs_teardown_holds_its_block_as_without_one():
+    """newcomer walk: `vipu requeue` of a job deaf to SIGTERM, then kill -9 and a restart while its program still
+    ran: the job was PD (Cleaning) but its IPUs showed allocated, not completing, as the teardown held none. The
+    restart's stop of the partition it kept now names the block of its last run (its own first_ipu is cleared)."""
+    journal = RecordingJournal()
+    old = make(journal=journal)
+    old.submit(spec(ipus=4, time_limit=600, workload=sleep(1000)), 0)
+    old.submit(spec(ipus=4, time_limit=600, workload=sleep(1000)), 0)
+    old.cycle(0)
+    first = old.job(2).first_ipu
+    old.requeue(2, 5)
+    s = make()
+    (stop,) = s.recover(stored(journal), now=50, partitions=["slurm_1", "slurm_2"], resumable=lambda job: True)
+    assert (stop.job_id, stop.state, stop.first_ipu, stop.ipus) == (2, S.PENDING, first, 4)
+
+    class Lingering(Timers):
+        def stop(self, stop):
+            return KILL_WAIT  # its supervisor from before the restart still stops the program
+
+    Driver(s, Lingering()).apply([stop], 50)
+    assert s.table.cleaning == {2: (50 + KILL_WAIT, first, 4)} and s.table.cleaning_mask == 0xF << first
+    assert (s.job(2).state, s.job(2).reason) == (S.PENDING, "Cleaning") and s.view().completing() == []
+    assert s.table.teardowns(0) == [(50 + KILL_WAIT, first, 4)]

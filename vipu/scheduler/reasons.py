@@ -7,6 +7,7 @@ copy (view.py): both have the attributes read here.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from vipu.scheduler.dependency_reads import expected_met, shown_dependency
@@ -52,7 +53,7 @@ def pending_reason(s, job: Job) -> PendingInfo | None:
     if job.id in table.cleaning:
         return PendingInfo(CLEANING)
     if job.id in table.claims:  # preempted jobs' IPUs kept for it until their runs end, as Slurm's Resources
-        return CLAIMING
+        return _claiming(table, table.claims[job.id].start.after)
     if job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
         dependency = _dependency(s, job)  # nor than the end of a dependency's delay (after:ID+MINUTES)
         later = None if dependency is None else dependency.estimated_start
@@ -64,6 +65,14 @@ def pending_reason(s, job: Job) -> PendingInfo | None:
         if info is None and s.last_decision is not None:
             info = s.last_decision.explain(table.pending[job.id])  # a job the walk did not reach
     return info
+
+
+def _claiming(table, victims: tuple[int, ...]) -> PendingInfo:
+    """A preemptor's wait: it starts once its victims' runs are torn down, by the end of their KillWait at the
+    latest (Teardown.free_by), as backfill counts a cancelled run's IPUs; no estimate while any bound is unknown."""
+    ends = [table.cleaning[v].free_by for v in victims if v in table.cleaning]
+    last = max(ends, default=math.inf)
+    return PendingInfo(RESOURCES, last) if last < math.inf else CLAIMING
 
 
 def _dependency(s, job: Job) -> PendingInfo | None:

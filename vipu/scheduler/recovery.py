@@ -72,6 +72,15 @@ def _run_end(job: Job, recorded: RunExit | None, now: float) -> RunExit | None:
     return recorded._replace(at=min(recorded.at, now))
 
 
+def _last_first_ipu(job: Job) -> int | None:
+    """The first IPU of the job's last run, which its kept partition holds. Why the history's: a requeued job's own
+    field is cleared (Job.requeued), and without it the teardown of its run (reason Cleaning) held no IPUs: the views
+    showed them allocated, where without a restart they show completing."""
+    if job.first_ipu is not None:
+        return job.first_ipu
+    return next((t.run.first_ipu for t in reversed(job.history) if t.run is not None), None)
+
+
 def _next_id(jobs: list[Job], meta: SchedulerMeta | None) -> int:
     return max([meta.next_job_id if meta else 1] + [j.id + 1 for j in jobs])
 
@@ -155,6 +164,6 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
             if job_id in lost:  # a run that could not resume on the partition it kept
                 effects.append(StopJob(job_id, name, S.NODE_FAIL, known.spec.requeue, lost[job_id], known.ipus))
             else:  # a run that had already ended when the process died, before its partition was removed
-                effects.append(StopJob(job_id, name, known.state, False, known.first_ipu, known.ipus) if known
+                effects.append(StopJob(job_id, name, known.state, False, _last_first_ipu(known), known.ipus) if known
                                else StopJob(job_id, name, S.CANCELLED, False))
     return effects

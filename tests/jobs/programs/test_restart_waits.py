@@ -60,9 +60,13 @@ def test_a_preemptor_waiting_for_its_victim_still_waits_after_kill_9(server_fact
     [high] = submit(server, spec_file(tmp_path, "#!/bin/sh\necho high >> log\n", "high", ipus=64, qos="high"))
     wait_for(lambda: lines(log) == ["start 0", "TERM 0"])
     assert reasons(server) == {str(low): "PENDING Cleaning", str(high): "PENDING Resources"}
+    waits = show(server, high)["estimated_start"] - show(server, high)["submit_time"]
+    assert 60 <= waits < 70, waits  # the end of its victim's KillWait (the victim was preempted on its submit)
     server.kill(signal.SIGKILL)
     server.start()  # (the preemptor's reason is the first cycle's)
     wait_for(lambda: reasons(server) == {str(low): "PENDING Cleaning", str(high): "PENDING Resources"})
+    ipus = json.loads(run(server, "vipu", "list", "ipus", "--json").stdout)
+    assert {(i.get("partition"), i["state"]) for i in ipus} == {(f"slurm_{low}", "completing")}  # not allocated
     assert lines(log) == ["start 0", "TERM 0"]
     (tmp_path / "go0").touch()
     wait_for(lambda: show(server, high)["state"] == "COMPLETED")
