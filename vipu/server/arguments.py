@@ -147,12 +147,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def served(args: argparse.Namespace, port: int, metrics: str) -> dict[str, object]:
+def served(args: argparse.Namespace, port: int, metrics: str, device_threads: int | None) -> dict[str, object]:
     """What the flags set that no part of the control plane holds, by the key `vipu show config` gives it
-    (control/running_config.py). No secret: the TLS key's file and access keys are not named."""
+    (control/running_config.py); `device_threads` as the DeviceService was built with (None: not served), since
+    without --device-threads the flag's None is not what runs. No secret: the TLS key's file and access keys are
+    not named."""
     return {
         "SchedulerConfigFile": args.scheduler_config, "ListenAddress": f"{args.host}:{port}", "Metrics": metrics,
-        "RpcThreads": args.rpc_threads, "DeviceThreads": args.device_threads, "RateLimit": args.rate_limit or None,
+        "RpcThreads": args.rpc_threads, "RateLimit": args.rate_limit or None,
+        "DeviceThreads": device_threads if device_threads is not None else "off (--device-port -1)",
         "RateLimitBurst": args.rate_limit_burst if args.rate_limit else None,
         "TlsCertificate": str(args.tls_cert) if args.tls_cert else None, "Ray": args.ray,
         "RayWait": f"{args.ray_wait:g} sec" if args.ray_wait else None,
