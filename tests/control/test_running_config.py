@@ -35,7 +35,8 @@ def test_the_running_config_names_the_policy_its_file_the_limits_and_the_flags(t
         assert {k: shown[k] for k in ("SchedulerType", "SchedulerPolicyFile", "SchedulerConfigFile", "FirstJobId",
                                       "PriorityWeightQos", "PriorityWeightAge", "MaxSubmitJobsPerAccount",
                                       "MaxSubmitJobsPerUser", "MinJobAge", "KillWait", "RpcThreads", "RayWait",
-                                      "Pod", "PodIpus", "StateSaveLocation", "AccessKeys", "DefaultQos", "TensorMemory")} == {
+                                      "Pod", "PodIpus", "StateSaveLocation", "AccessKeys", "DefaultQos",
+                                      "TensorMemory")} == {
             "SchedulerType": "fifo", "SchedulerPolicyFile": str(policy), "SchedulerConfigFile": str(yaml),
             "FirstJobId": "5001", "PriorityWeightQos": "10", "PriorityWeightAge": "1000",
             "MaxSubmitJobsPerAccount": "30", "MaxSubmitJobsPerUser": "50000", "MinJobAge": "300 sec",
