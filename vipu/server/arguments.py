@@ -39,9 +39,10 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
 def parse_bytes(text: str) -> int:
     """'8G', '512MiB', '1073741824' -> bytes (binary units); ValueError naming the fix."""
     match = _SIZE.fullmatch(text.strip())
-    if not match or float(match.group(1)) <= 0:
+    nbytes = int(float(match.group(1)) * _UNITS[match.group(2).upper()]) if match else 0
+    if nbytes < 1:  # (0.5 is above 0, but no whole byte: a budget that refuses every put)
         raise ValueError(f"{text!r} is not a size; give bytes above 0, e.g. 8G, 512M or 1073741824")
-    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+    return nbytes
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
