@@ -3,6 +3,9 @@ database: an array's one `submitted` line counts every task's id."""
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
+
 import pytest
 
 from vipu.access import ANYONE
@@ -31,3 +34,12 @@ def test_a_database_and_the_log_give_the_highest_id_handed_out(plane, tmp_path):
     log = tmp_path / "vipu.log"
     log.write_text("... jobs 1_[0-9] of root submitted (1 IPU, held), by root\n")
     assert highest_given(log) == 10
+
+
+def test_a_damaged_next_id_is_a_value_error_the_command_names_not_a_crash(tmp_path):
+    path = tmp_path / DATABASE
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("CREATE TABLE records (kind TEXT, name TEXT, doc TEXT)")
+        db.execute("INSERT INTO records VALUES ('scheduler_meta', 'scheduler', '{\"next_job_id\": null}')")
+    with pytest.raises(ValueError, match="next_job_id"):  # (vipu-admin last-job-id: `cannot read it (...)`)
+        highest_given(path)

@@ -19,3 +19,14 @@ def test_a_repair_naming_an_ipu_not_failed_repairs_none_and_names_each_state_and
         " alone, `vipu-admin repair ipus 8`; a drained agent's IPUs come back with `vipu-admin resume agent ag05`")
     assert scene.ctl.state.failed_ipus == {8}
     assert scene.ctl.partitions.repair_ipus([8, 8]) == [8] and scene.ctl.state.failed_ipus == set()
+
+
+def test_a_repair_refused_names_a_completing_ipu_as_the_ipu_views_show_it(scene_factory):
+    """Regression: an IPU whose job's run was still torn down showed completing in `vipu list ipus` but allocated in
+    the refusal of its repair."""
+    scene = scene_factory("bow-pod16").partition("p1", 4)
+    first = scene.state.partitions["p1"].first_ipu
+    teardown = 0b1111 << first  # its job ended, its program given KillWait
+    with pytest.raises(FailedPrecondition) as refused:
+        scene.ctl.partitions.repair_ipus([first], teardown)
+    assert refused.value.message.startswith(f"IPU {first} (completing) is not failed")

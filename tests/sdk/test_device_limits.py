@@ -5,7 +5,7 @@ own use stays under the cap; and a put past the controller's tensor memory is re
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from types import SimpleNamespace
 
 import grpc
@@ -16,6 +16,7 @@ import vipu.sdk as ipu
 from vipu.sdk.device import Device
 from vipu.sdk.device_channel import Connection, from_environment
 from vipu.control.device_ops import DeviceOps
+from vipu.errors import ResourceExhausted
 from vipu.jobs.sessions.tensor_memory import TensorMemory
 from vipu.jobs.sessions.tokens import Sessions
 from vipu.server.calls_in_flight import CallsInFlight, default_threads
@@ -126,3 +127,19 @@ def test_a_put_past_the_controllers_tensor_memory_is_refused_to_the_program():
             device.put("w2", {1: np.zeros(1 << 18, np.float32)}, memory="streaming")
         device.free("w", [0])
         device.put("w2", {1: np.zeros(1 << 18, np.float32)}, memory="streaming")
+
+
+@pytest.mark.parametrize("threads, ipus, operator", [(8, 16, True), (default_threads(16), 1, False)])
+def test_a_limit_the_servers_threads_cut_names_the_operators_fix_too(threads, ipus, operator):
+    """A 16-instance program making one call per instance needs 16 in flight: when the server's threads cut its
+    limit below that, its own calls are not the only fix, and the refusal names --device-threads."""
+    calls = CallsInFlight(threads)
+    run = session(size=ipus, job_id=7)
+    with ExitStack() as held:
+        for _ in range(calls.limit(ipus)):
+            held.enter_context(calls.call(run, "Collective"))
+        with pytest.raises(ResourceExhausted) as refused, calls.call(run, "Collective"):
+            pass
+    assert "make one call at a time per instance or IPU group" in refused.value.message
+    assert ("ask the operator for a larger vipu-server --device-threads" in refused.value.message) is operator
+    assert calls.in_flight(run) == 0

@@ -213,7 +213,7 @@ class AdminOps:
         """Failed IPUs back in service (and their machines' actors told); returns those that were failed."""
         plane = self.plane
         with plane.lock.changing():
-            repaired = plane.controller.partitions.repair_ipus(ipus)
+            repaired = plane.controller.partitions.repair_ipus(ipus, plane.scheduler.table.cleaning_mask)
             plane.scheduler.repair_ipus(repaired)
         plane.machines.repaired(sorted({ipu // plane.pod.machine.ipus for ipu in repaired}))
         plane.changed()

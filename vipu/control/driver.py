@@ -182,18 +182,18 @@ class Driver:
             else:
                 self._wakes.discard(at)
 
-    def apply(self, effects: list[Effect], now: float, retry: bool = True) -> None:
+    def apply(self, effects: list[Effect], now: float, requeue_cycle: bool = True) -> None:
         """Carry out effects in order (stops come before starts); a start that fails ends its job NODE_FAIL.
 
         A run stopped with its job back in the queue (preempted, NODE_FAIL, `vipu requeue`) brings a cycle at `now`:
         until a cycle has walked a job, it has no reason nor estimated start (reasons.pending_reason), and the cycle
-        that preempted it ran before it was requeued. Not after a failed start (`retry` False): that cycle would
+        that preempted it ran before it was requeued. Not after a failed start (`requeue_cycle` False): that cycle would
         try the same start again at once, and a fault that lasts (a partition that cannot be made) would spin; the
         job is tried again at the next event."""
         for effect in effects:
             if type(effect) is StopJob:
                 self._endings.pop(effect.job_id, None)
-                if effect.requeued and retry:
+                if effect.requeued and requeue_cycle:
                     self._wake_at(now)
                 grace = self.executor.stop(effect)
                 if grace is not None:  # torn down later: until then the job may not start again, nor its IPUs
@@ -206,7 +206,7 @@ class Driver:
             except StartFailed as e:
                 log.error("job %s could not start: %s", effect.job_id, e.message)
                 self.apply(self.scheduler.job_finished(effect.job_id, now, e.state, exit_code=1, why=e.message), now,
-                           retry=False)
+                           requeue_cycle=False)
                 continue
             self.run_started(effect.job_id, effect.start_time, effect.end_by, ending)
 

@@ -10,13 +10,13 @@ scheduler kept (scheduler_meta, committed with every submit), its jobs and its j
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Iterable
 
-from vipu.scheduler.job_record import META_NAME
+from vipu.scheduler.job_record import META_NAME, SchedulerMeta
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 # job 7 of bob submitted (4 IPUs) / job 26_5 of bob submitted (...) / jobs 5019_[0-4999] of root submitted (...)
@@ -44,10 +44,11 @@ def highest_logged(lines: Iterable[str]) -> int | None:
 
 
 def highest_stored(path: Path) -> int | None:
-    """The highest job id a controller's database gave (read-only, as it is on disk), or None if it gave none."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+    """The highest job id a controller's database gave (read-only, as it is on disk), or None if it gave none.
+    A damaged next id is a ValueError (pydantic's, naming the field), read by the scheduler's own model."""
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:  # (a connection's `with` only commits)
         row = db.execute("SELECT doc FROM records WHERE kind = 'scheduler_meta' AND name = ?", (META_NAME,)).fetchone()
-        given = [json.loads(row[0])["next_job_id"] - 1] if row else []
+        given = [SchedulerMeta.model_validate_json(row[0]).next_job_id - 1] if row else []
         given += [r[0] for r in db.execute("SELECT MAX(CAST(name AS INTEGER)) FROM records WHERE kind = 'job'")]
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "job_history" in tables:

@@ -336,7 +336,8 @@ class JobOps:
 
     def logs(self, job_id: int, identity: Identity, follow: bool = False, after: LogMark | None = None,
              partial: bool = False) -> Logs:
-        """`vipu logs` (a job past min_job_age too); -f: `follow`, from `after` on, `partial` lines too (job_logs.py)."""
+        """`vipu logs` (a job past min_job_age too); -f: `follow`, from `after` on, `partial` lines too
+        (job_logs.py)."""
         return read_logs(self.plane, self.job(job_id, identity), follow, after, partial)
 
     def _runner(self, job_id: int):

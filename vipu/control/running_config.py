@@ -90,6 +90,7 @@ def running_config(plane: ControlPlane) -> list[tuple[str, str]]:
         "AccessKeys": "required (--secure)" if plane.secure else "not checked: every caller is trusted",
         "JobsReachItAt": f"{plane.api_host}:{plane.api_port}",
         "DeviceServiceAddress": value(plane.device_address),
+        "TensorMemory": f"{plane.sessions.memory.budget} bytes",  # a default of its own (a share of the RAM)
         **{key: value(v) for key, v in plane.served.items()},
     }
     return sorted(entries.items())

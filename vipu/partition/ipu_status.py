@@ -58,11 +58,13 @@ def _not_idle(state: PodState, completing_mask: int = 0) -> tuple[dict[int, str]
     return owner, kinds
 
 
-def not_failed(state: PodState, working: list[int], named: list[int]) -> FailedPrecondition:
+def not_failed(state: PodState, working: list[int], named: list[int],
+               completing_mask: int = 0) -> FailedPrecondition:
     """The refusal of a repair of `working`, IPUs of `named` that are not failed: repair undoes a failure, as
-    resume undoes a drain (agent_states.not_drained). Each named with its state; the fix: the failed ones alone, and
-    for a drained machine's IPUs, the resume of its agent, which repair is not."""
-    _, kinds = _not_idle(state)
+    resume undoes a drain (agent_states.not_drained). Each named with its state as `vipu list ipus` shows it
+    (`completing_mask` as completing_ipus takes it); the fix: the failed ones alone, and for a drained machine's
+    IPUs, the resume of its agent, which repair is not."""
+    _, kinds = _not_idle(state, completing_mask)
     one = len(working) == 1
     each = ", ".join(f"{ipu} ({kinds.get(ipu, 'idle')})" for ipu in working)
     text = (f"IPU{'' if one else 's'} {each} {'is' if one else 'are'} not failed: repair undoes a failure (`vipu-admin"

@@ -332,10 +332,10 @@ def main(argv: list[str] | None = None) -> int:
         return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
     plane.api_port = port
     device = None
-    if args.device_port >= 0:
+    device_threads = (args.device_threads or default_threads(pod.ipus)) if args.device_port >= 0 else None
+    if device_threads is not None:
         try:
-            device, device_port = build_device_server(plane, args.host, args.device_port,
-                                                      args.device_threads or default_threads(pod.ipus), tls)
+            device, device_port = build_device_server(plane, args.host, args.device_port, device_threads, tls)
         except OSError as e:
             plane.close()
             print(f"vipu-server: error: {e}", file=sys.stderr)
@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             plane.close()
             print("vipu-server: stopped while starting Ray; nothing was served", file=sys.stderr, flush=True)
             return 0
-    plane.served = served(args, port, metrics_line.removeprefix("metrics "))
+    plane.served = served(args, port, metrics_line.removeprefix("metrics "), device_threads)
     server.start()
     if device is not None:
         device.start()

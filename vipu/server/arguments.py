@@ -39,9 +39,10 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
 def parse_bytes(text: str) -> int:
     """'8G', '512MiB', '1073741824' -> bytes (binary units); ValueError naming the fix."""
     match = _SIZE.fullmatch(text.strip())
-    if not match or float(match.group(1)) <= 0:
+    nbytes = int(float(match.group(1)) * _UNITS[match.group(2).upper()]) if match else 0
+    if nbytes < 1:  # (0.5 is above 0, but no whole byte: a budget that refuses every put)
         raise ValueError(f"{text!r} is not a size; give bytes above 0, e.g. 8G, 512M or 1073741824")
-    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+    return nbytes
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -147,12 +148,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def served(args: argparse.Namespace, port: int, metrics: str) -> dict[str, object]:
+def served(args: argparse.Namespace, port: int, metrics: str, device_threads: int | None) -> dict[str, object]:
     """What the flags set that no part of the control plane holds, by the key `vipu show config` gives it
-    (control/running_config.py). No secret: the TLS key's file and access keys are not named."""
+    (control/running_config.py); `device_threads` as the DeviceService was built with (None: not served), since
+    without --device-threads the flag's None is not what runs. No secret: the TLS key's file and access keys are
+    not named."""
     return {
         "SchedulerConfigFile": args.scheduler_config, "ListenAddress": f"{args.host}:{port}", "Metrics": metrics,
-        "RpcThreads": args.rpc_threads, "DeviceThreads": args.device_threads, "RateLimit": args.rate_limit or None,
+        "RpcThreads": args.rpc_threads, "RateLimit": args.rate_limit or None,
+        "DeviceThreads": device_threads if device_threads is not None else "off (--device-port -1)",
         "RateLimitBurst": args.rate_limit_burst if args.rate_limit else None,
         "TlsCertificate": str(args.tls_cert) if args.tls_cert else None, "Ray": args.ray,
         "RayWait": f"{args.ray_wait:g} sec" if args.ray_wait else None,

@@ -37,8 +37,13 @@ class CallsInFlight:
         self._lock = threading.Lock()
         self._calls: dict[object, int] = {}  # session -> calls in flight (none: not in the table)
 
+    @staticmethod
+    def wanted(ipus: int) -> int:
+        """The calls a run on `ipus` IPUs may have in flight when the server's threads do not cut it."""
+        return CALLS_PER_IPU * ipus + CALLS_PER_RUN
+
     def limit(self, ipus: int) -> int:
-        return max(1, min(CALLS_PER_IPU * ipus + CALLS_PER_RUN, self.threads // 2))
+        return max(1, min(self.wanted(ipus), self.threads // 2))
 
     def in_flight(self, session) -> int:
         with self._lock:
@@ -51,12 +56,16 @@ class CallsInFlight:
         with self._lock:
             calls = self._calls.get(session, 0)
             if calls >= limit:
+                # cut by the server's threads, a program that keeps to one call per instance may still need more:
+                # that fix is the operator's
+                operator = ("; if it does, ask the operator for a larger vipu-server --device-threads (the default"
+                            " holds every run's calls)" if limit < self.wanted(session.size) else "")
                 raise ResourceExhausted(
                     f"{method}: job {session.job_id}'s run {session.run} has {calls} DeviceService calls in flight or"
                     f" waiting, its limit ({CALLS_PER_IPU} per IPU of its {session.size}-IPU partition +"
                     f" {CALLS_PER_RUN}, at most half the server's {self.threads} threads); make one call at a time"
                     " per instance or IPU group, as vipu.sdk does: wait for a call to answer before the next (a"
-                    " receive waits until its send comes or its timeout_s passes)", reason="TOO_MANY_CALLS")
+                    f" receive waits until its send comes or its timeout_s passes){operator}", reason="TOO_MANY_CALLS")
             self._calls[session] = calls + 1
         try:
             yield

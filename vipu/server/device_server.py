@@ -32,7 +32,8 @@ def build_device_server(plane, host: str, port: int, threads: int, tls: tuple[by
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="vipu-device"),
                          options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                                   ("grpc.max_send_message_length", MAX_MESSAGE_BYTES), ("grpc.so_reuseport", 0)])
-    add_servicer(device_pb2_grpc.add_DeviceServiceServicer_to_server, DeviceService(plane, CallsInFlight(threads)), server)
+    service = DeviceService(plane, CallsInFlight(threads))
+    add_servicer(device_pb2_grpc.add_DeviceServiceServicer_to_server, service, server)
     add_health_and_reflection(server, (SERVICE,))
     bound = bind(server, host, port, tls)
     if bound == 0:

@@ -109,8 +109,9 @@ class DeviceService(device_pb2_grpc.DeviceServiceServicer):
         wait = _wait(request.timeout_s, context)
         with self._session(context, "Collective") as session:
             got, seconds = session.collective(
-                op, request.name, [list(g.ipus) for g in request.groups], _arrays(request.tensors, f"{op} contribution"),
-                request.sequence, request.root if op == "broadcast" else None, wait)
+                op, request.name, [list(g.ipus) for g in request.groups],
+                _arrays(request.tensors, f"{op} contribution"), request.sequence,
+                request.root if op == "broadcast" else None, wait)
         return d.CollectiveResponse(tensors=_wire(got), virtual_s=seconds)
 
     @rpc

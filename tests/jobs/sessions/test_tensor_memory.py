@@ -82,7 +82,7 @@ def test_a_budget_is_read_in_binary_units(text, want):
     assert parse_bytes(text) == want
 
 
-@pytest.mark.parametrize("text", ["0", "-1G", "8Q", "lots", ""])
+@pytest.mark.parametrize("text", ["0", "-1G", "8Q", "lots", "", "0.5"])
 def test_a_budget_that_is_no_size_is_refused_with_the_form(text):
     with pytest.raises(ValueError, match="give bytes above 0, e.g. 8G"):
         parse_bytes(text)
