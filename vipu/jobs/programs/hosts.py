@@ -105,15 +105,17 @@ class Steps:
         read = _read_checked(path, user, start_at, max_bytes)
         if isinstance(read, str):
             return [], offset or 0, read
-        data, start, _ = read
+        data, start, size = read
         if offset is None and start > 0:  # its first line may be cut: from the next on
             cut = data.find(b"\n") + 1
             data, start = data[cut:], start + cut
             said.append(f"(only the end of {path} is shown)")
-        if partial:  # (a character the read's end cut waits for its other bytes, unless nothing more comes)
+        if partial:  # (a character the read's end cut waits for its other bytes, unless nothing more comes: the
+            # program has ended and the read reached the file's end, not just max_bytes)
             decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            text = decoder.decode(data, final=not whole)
-            return said + (text.split("\n") if text else []), start + len(data) - len(decoder.getstate()[0]), ""
+            text = decoder.decode(data, final=not whole and start + len(data) >= size)
+            # (a line said above an empty text: the text still ends in "", so no line of vipu's is left open)
+            return said + (text.split("\n") if text or said else []), start + len(data) - len(decoder.getstate()[0]), ""
         keep = data.rfind(b"\n") + 1
         if not whole or (keep == 0 and len(data) >= max_bytes):
             keep = len(data)
