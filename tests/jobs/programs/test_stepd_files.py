@@ -148,3 +148,15 @@ def test_a_partial_read_cut_at_max_bytes_keeps_a_character_whole_after_the_progr
     out.write_bytes("ab\xe9\n".encode())
     assert Steps.read_after(str(out), 0, max_bytes=3, whole=False, partial=True) == (["ab"], 2, "")
     assert Steps.read_after(str(out), 2, max_bytes=3, whole=False, partial=True) == (["\xe9", ""], 5, "")
+
+
+def test_a_read_cut_at_max_bytes_after_the_program_ended_stops_at_its_last_whole_line(tmp_path):
+    """Regression: a follower more than max_bytes behind a program that had ended got the line the read's end cut
+    as two lines (--json: two objects), and a character cut there as two U+FFFD."""
+    from vipu.jobs.programs.hosts import Steps
+
+    out = tmp_path / "out"
+    out.write_bytes("aaa\nb\xe9b\ncc".encode())
+    assert Steps.read_after(str(out), 0, max_bytes=6, whole=False) == (["aaa"], 4, "")
+    assert Steps.read_after(str(out), 4, max_bytes=6, whole=False) == (["b\xe9b"], 9, "")
+    assert Steps.read_after(str(out), 9, max_bytes=6, whole=False) == (["cc"], 11, "")  # the end: its last line too

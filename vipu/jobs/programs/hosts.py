@@ -117,7 +117,8 @@ class Steps:
             # (a line said above an empty text: the text still ends in "", so no line of vipu's is left open)
             return said + (text.split("\n") if text or said else []), start + len(data) - len(decoder.getstate()[0]), ""
         keep = data.rfind(b"\n") + 1
-        if not whole or (keep == 0 and len(data) >= max_bytes):
+        if (not whole and start + len(data) >= size) or (keep == 0 and len(data) >= max_bytes):  # (a read that
+            # stopped at max_bytes has the rest of its last line behind it, even once the program has ended)
             keep = len(data)
         return said + output_lines(data[:keep].decode(errors="replace")), start + keep, ""
 
