@@ -41,7 +41,8 @@ for attempt in 1 2 3; do
     kill -0 "$SERVER" 2>/dev/null || break
     sleep 0.1
   done
-  if [ "$attempt" = 3 ] || ! grep -q "cannot listen" .demo/server.log; then
+  # (the metrics port may be the one taken, as both are bound once Ray has started; its refusal has its own words)
+  if [ "$attempt" = 3 ] || ! grep -Eq "cannot listen|cannot serve metrics" .demo/server.log; then
     printf 'The controller exited; its log:\n'; cat .demo/server.log; exit 1
   fi
 done

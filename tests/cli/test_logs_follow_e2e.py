@@ -179,3 +179,30 @@ def test_logs_of_a_program_that_never_ran_say_why_and_a_follow_says_each_new_rea
     assert text.rest() == ["hello", f"job {job} ended COMPLETED, exit code 0:0"]  # each reason once, not each poll
     assert [json.loads(line) for line in as_json.rest()] == [
         {"job": str(job), "line": "hello"}, {"job": str(job), "state": "COMPLETED", "exit_code": 0, "signal": 0}]
+
+
+def test_a_line_left_open_that_a_header_ended_is_not_ended_again(controller, tmp_path):
+    """Regression: following an array, a task's line left open was ended on the screen by the next task's header;
+    when the program ended it, that newline showed again, as an empty line under the task's next header."""
+    os.mkfifo(tmp_path / "go0")
+    os.mkfifo(tmp_path / "go1")
+    script = ('#!/bin/sh\nif [ "$SLURM_ARRAY_TASK_ID" = 0 ]; then printf a; read x < go0; printf "\\nx\\n"\n'
+              "else read x < go1; echo b; fi\n")
+    array, *_ = submit(controller, spec_file(tmp_path, script, "open", array="0-1"))
+    first, second = f"{array}_0", f"{array}_1"
+    wait_for(lambda: show(controller, second)["state"] == "RUNNING" and show(controller, first)["state"] == "RUNNING"
+             and run(controller, "vipu", "logs", first).stdout == "a\n")
+    follower = subprocess.Popen([console_script("vipu"), "logs", "-f", str(array)], env=controller.env(),
+                                cwd=controller.state_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = bytearray()
+    threading.Thread(target=lambda: [seen.extend(chunk) for chunk in iter(lambda: os.read(
+        follower.stdout.fileno(), 4096), b"")], daemon=True).start()
+    wait_for(lambda: bytes(seen) == f"==> job {first} <==\na".encode())
+    let_through(tmp_path / "go1")
+    wait_for(lambda: bytes(seen).endswith(f"job {second} ended COMPLETED, exit code 0:0\n".encode()))
+    let_through(tmp_path / "go0")
+    assert follower.wait(timeout=60) == 0
+    wait_for(lambda: bytes(seen).endswith(b" 0:0\n") and bytes(seen).count(b"ended") == 2)
+    assert bytes(seen).decode() == (f"==> job {first} <==\na\n\n==> job {second} <==\nb\n"
+                                    f"job {second} ended COMPLETED, exit code 0:0\n\n==> job {first} <==\nx\n"
+                                    f"job {first} ended COMPLETED, exit code 0:0\n")

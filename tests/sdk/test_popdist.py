@@ -60,3 +60,10 @@ def test_a_malformed_variable_is_refused_without_a_launcher_too(env):
     env.setenv("POPDIST_NUM_IPUS_PER_REPLICA", "0")
     with pytest.raises(ipu.InvalidArgument, match="POPDIST_NUM_IPUS_PER_REPLICA is 0; it must be at least 1"):
         ipu.getNumIpusPerReplica()
+
+
+def test_attach_refuses_a_malformed_partition_size_naming_it(env):
+    """Regression: VIPU_PARTITION_IPUS=four ended attach() in a bare ValueError (int()), naming nothing."""
+    env.setenv("VIPU_PARTITION_IPUS", "four")
+    with pytest.raises(ipu.InvalidArgument, match="VIPU_PARTITION_IPUS is 'four', not a whole number"):
+        ipu.attach()

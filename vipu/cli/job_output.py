@@ -127,7 +127,8 @@ class Follow:
         its job's end: a training run cancelled mid-step), then its end is said."""
         came = False
         while job in self.marks:
-            reply = self.first.pop(job, None) or ask(self.cli, job, self.marks[job], True, not self.as_json)
+            sent = self.marks[job]
+            reply = self.first.pop(job, None) or ask(self.cli, job, sent, True, not self.as_json)
             self.marks[job] = reply.mark
             x, shown = reply.job, job_id(reply.job)
             if x.state == "PENDING" and self.pending.get(job) != x.reason:  # (a hold, a release, a requeue)
@@ -142,9 +143,7 @@ class Follow:
                     for line in reply.lines:
                         print(json.dumps({"job": shown, "line": line}))
                 else:
-                    self.header(x)
-                    print("\n".join(reply.lines), end="" if reply.open_line else "\n")
-                    self.open = reply.open_line
+                    self.text(x, sent, list(reply.lines), reply.open_line)
             elif x.state in ENDED and reply.mark.closed:  # (not closed: the run's last lines are still to come)
                 del self.marks[job]
                 code = x.exit_code if x.HasField("exit_code") else 0
@@ -155,6 +154,17 @@ class Follow:
             if x.state not in ENDED or not reply.lines:
                 break
         return came
+
+    def text(self, x: j.Job, sent: j.LogMark | None, lines: list[str], open_line: bool) -> None:
+        """A job's lines, the last left open if the program has not ended it. A reply after one that left a line
+        open starts with "" when that line ends (its newline, or a line of vipu's that is not its rest); if a header
+        or a notice has ended it on the screen already, that "" would show as an empty line."""
+        if sent is not None and sent.open and lines[0] == "" and not (self.open and self.last == x.id):
+            del lines[0]
+        if lines:
+            self.header(x)
+            print("\n".join(lines), end="" if open_line else "\n")
+            self.open = open_line
 
     def header(self, x: j.Job) -> None:
         """Several jobs: a line naming the job above its lines whenever they follow another's, as tail -f does."""

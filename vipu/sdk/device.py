@@ -53,7 +53,8 @@ def attach(ipus_per_replica: int | None = None) -> Device:
         raise InvalidArgument(f"attach(ipus_per_replica={ipus_per_replica}), but {popdist.PER_REPLICA} is {per};"
                               " give the launcher's replica size (or leave it out)")
     per = ipus_per_replica or per
-    partition_ipus = int(from_environment("VIPU_PARTITION_IPUS"))
+    from_environment("VIPU_PARTITION_IPUS")  # (unset: not a job's run, said as for the address)
+    partition_ipus = popdist.number("VIPU_PARTITION_IPUS", 1)
     if partition_ipus % per:
         raise InvalidArgument(f"{per} IPUs per replica do not divide the partition's {partition_ipus} IPUs; give a"
                               " replica size that does")

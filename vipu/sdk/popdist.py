@@ -26,7 +26,8 @@ TOTAL, PER_REPLICA, LOCAL, OFFSET = ("POPDIST_NUM_TOTAL_REPLICAS", "POPDIST_NUM_
 LOCAL_INDEX = "POPDIST_LOCAL_INSTANCE_INDEX"
 
 
-def _number(name: str, default: int, minimum: int = 1) -> int:
+def number(name: str, default: int, minimum: int = 1) -> int:
+    """The whole number in the variable `name`, `default` if unset; InvalidArgument naming it if malformed."""
     raw = os.environ.get(name)
     if raw is None:
         return default
@@ -45,24 +46,24 @@ def isPopdistEnvSet() -> bool:  # noqa: N802 - PopDist's name
 
 
 def getNumIpusPerReplica() -> int:  # noqa: N802
-    return _number(PER_REPLICA, 1)
+    return number(PER_REPLICA, 1)
 
 
 def getNumTotalReplicas() -> int:  # noqa: N802
-    return _number(TOTAL, 1)
+    return number(TOTAL, 1)
 
 
 def getNumLocalReplicas() -> int:  # noqa: N802
-    return _number(LOCAL, 1)
+    return number(LOCAL, 1)
 
 
 def getReplicaIndexOffset() -> int:  # noqa: N802
-    return _number(OFFSET, 0, minimum=0)
+    return number(OFFSET, 0, minimum=0)
 
 
 def getLocalInstanceIndex() -> int:  # noqa: N802
     """This instance's index among those on its host (poprun --host numbers them per host)."""
-    return _number(LOCAL_INDEX, 0, minimum=0)
+    return number(LOCAL_INDEX, 0, minimum=0)
 
 
 def getNumInstances() -> int:  # noqa: N802

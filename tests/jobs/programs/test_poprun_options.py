@@ -78,6 +78,13 @@ def test_ild_count_of_a_partition_spanning_domains():
         layout(parse(["--num-ilds", "1", "prog"]), env)
 
 
+@pytest.mark.parametrize("options", ['{"ipuLinkDomainSize": null}', '{"ipuLinkDomainSize": Infinity}', "[1]"])
+def test_a_domain_size_that_is_no_number_counts_the_partition_as_one_domain(options):
+    """Regression: null or Infinity for ipuLinkDomainSize (a script's own POPLAR_TARGET_OPTIONS) ended poprun in a
+    traceback (TypeError, OverflowError) instead of the partition's size being taken, as for other malformed ones."""
+    assert launcher.partition_ilds({"POPLAR_TARGET_OPTIONS": options}, 16) == 1
+
+
 @pytest.mark.parametrize("argv, what", [
     (["--print-topology=maybe", "prog"], "--print-topology=maybe: give yes or no"),
     (["--vipu-server-timeout", "soon", "prog"], "--vipu-server-timeout: invalid int value: 'soon'"),

@@ -34,6 +34,14 @@ def test_values_no_supervisor_writes_read_as_nothing_recorded(tmp_path):
     assert recorded_exit(path) == {"exit_code": 255, "signal": 9, "at": 1.0}
 
 
+def test_a_record_nested_too_deep_to_parse_reads_as_nothing_recorded(tmp_path):
+    """Regression: a record of nested brackets raised RecursionError out of json.loads, which a restart's recovery
+    did not catch: the controller could not start."""
+    path = exit_path(tmp_path, 7, 2)
+    path.write_text("[" * 4096)
+    assert recorded_exit(path) is None
+
+
 def test_forgetting_a_job_removes_only_its_records(tmp_path):
     for job, run in ((7, 1), (7, 2), (17, 1)):
         record_exit(exit_path(tmp_path, job, run), 0, 0, 1.0)

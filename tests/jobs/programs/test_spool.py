@@ -58,3 +58,25 @@ def test_a_damaged_name_file_draws_a_new_name_and_an_old_state_keeps_its_spool(t
         assert spool_for(tmp_path) == before and spool_for(tmp_path) == before
     finally:
         _gone(before)
+
+
+def test_a_spool_another_user_makes_between_the_look_and_the_mkdir_gets_a_new_name(tmp_path, monkeypatch):
+    """Regression: a folder of the chosen name made after spool_for found it missing, but before its own mkdir,
+    was taken as the controller's (FileExistsError ignored), and every program's start then refused it."""
+    real, squatted = os.mkdir, []
+
+    def another_user_first(path, mode=0o777, **kw):
+        if not squatted and os.path.basename(path).startswith("vipu-spool-"):
+            squatted.append(path)
+            real(path)
+            os.chmod(path, 0o777)  # as a folder another user made would be to this one: not its own
+        return real(path, mode, **kw)
+
+    monkeypatch.setattr(os, "mkdir", another_user_first)
+    spool = spool_for(tmp_path)
+    monkeypatch.undo()
+    try:
+        assert spool != squatted[0] and spools.is_own(spool)
+        assert (tmp_path / NAME_FILE).read_text() == spool + "\n"
+    finally:
+        _gone(spool, *squatted)

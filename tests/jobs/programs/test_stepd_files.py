@@ -123,3 +123,40 @@ def test_a_partial_read_gives_the_text_as_far_as_it_has_come_to_its_last_whole_c
     assert Steps.read_after(str(out), 15, partial=True) == ([], 15, "")
     out.write_bytes(b"a\r\nb\rc\n\n")  # whole lines too: cut at newlines only, as cat shows them
     assert Steps.read_after(str(out), 0) == (["a\r", "b\rc", ""], 8, "")
+
+
+def test_a_partial_read_of_a_file_cut_to_nothing_leaves_no_line_of_its_own_open(tmp_path):
+    """Regression: a file truncated to nothing read partially gave only the line saying so, taken as the text's open
+    line: the program's next text was shown after it on the same line."""
+    from vipu.jobs.programs.hosts import Steps
+
+    out = tmp_path / "out"
+    out.write_bytes(b"")
+    assert Steps.read_after(str(out), 9, partial=True) == ([f"({out} was truncated: read from its start again)", ""],
+                                                           0, "")
+    out.write_bytes(b"x" * 10 + b"\n")  # a first read whose last MiB holds no line after the cut one
+    assert Steps.read_after(str(out), None, max_bytes=4, partial=True) == ([f"(only the end of {out} is shown)", ""],
+                                                                           11, "")
+
+
+def test_a_partial_read_cut_at_max_bytes_keeps_a_character_whole_after_the_program_ended(tmp_path):
+    """Regression: once the program had ended, a read that stopped at max_bytes in a character's middle gave its
+    first bytes as U+FFFD, and the next read its last ones: the character was never shown."""
+    from vipu.jobs.programs.hosts import Steps
+
+    out = tmp_path / "out"
+    out.write_bytes("ab\xe9\n".encode())
+    assert Steps.read_after(str(out), 0, max_bytes=3, whole=False, partial=True) == (["ab"], 2, "")
+    assert Steps.read_after(str(out), 2, max_bytes=3, whole=False, partial=True) == (["\xe9", ""], 5, "")
+
+
+def test_a_read_cut_at_max_bytes_after_the_program_ended_stops_at_its_last_whole_line(tmp_path):
+    """Regression: a follower more than max_bytes behind a program that had ended got the line the read's end cut
+    as two lines (--json: two objects), and a character cut there as two U+FFFD."""
+    from vipu.jobs.programs.hosts import Steps
+
+    out = tmp_path / "out"
+    out.write_bytes("aaa\nb\xe9b\ncc".encode())
+    assert Steps.read_after(str(out), 0, max_bytes=6, whole=False) == (["aaa"], 4, "")
+    assert Steps.read_after(str(out), 4, max_bytes=6, whole=False) == (["b\xe9b"], 9, "")
+    assert Steps.read_after(str(out), 9, max_bytes=6, whole=False) == (["cc"], 11, "")  # the end: its last line too

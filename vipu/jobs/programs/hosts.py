@@ -87,7 +87,8 @@ class Steps:
         """`vipu logs -f`: the lines of a program's output file from byte `offset` on (None: from the first line
         that starts in its last `max_bytes`, as `vipu logs` shows it), at most `max_bytes` of them, the offset
         to go on from, and why it cannot be read ("" if it can, or while there is no file). `whole`: only whole
-        lines (the program may be writing the rest), but for a line longer than `max_bytes`, which is cut there.
+        lines (the program may be writing the rest), but for a line longer than `max_bytes`, which is cut there; else
+        the last line too once the read reaches the file's end.
         `partial`: the text as far as it has come, to its last whole character, cut at newlines only (a carriage
         return stays in its line, as tail -f shows a progress bar); the last item is the line not ended yet, ""
         if the text ends with a newline. Opened as tail() opens it; a file cut shorter than `offset` is read from
@@ -105,17 +106,21 @@ class Steps:
         read = _read_checked(path, user, start_at, max_bytes)
         if isinstance(read, str):
             return [], offset or 0, read
-        data, start, _ = read
+        data, start, size = read
         if offset is None and start > 0:  # its first line may be cut: from the next on
             cut = data.find(b"\n") + 1
             data, start = data[cut:], start + cut
             said.append(f"(only the end of {path} is shown)")
+        # nothing more comes: the program has ended and this read reached the file's end (one that stopped at
+        # max_bytes has the rest of its last line, or character, behind it)
+        last = not whole and start + len(data) >= size
         if partial:  # (a character the read's end cut waits for its other bytes, unless nothing more comes)
             decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            text = decoder.decode(data, final=not whole)
-            return said + (text.split("\n") if text else []), start + len(data) - len(decoder.getstate()[0]), ""
+            text = decoder.decode(data, final=last)
+            # (a line said above an empty text: the text still ends in "", so no line of vipu's is left open)
+            return said + (text.split("\n") if text or said else []), start + len(data) - len(decoder.getstate()[0]), ""
         keep = data.rfind(b"\n") + 1
-        if not whole or (keep == 0 and len(data) >= max_bytes):
+        if last or (keep == 0 and len(data) >= max_bytes):
             keep = len(data)
         return said + output_lines(data[:keep].decode(errors="replace")), start + keep, ""
 

@@ -112,7 +112,7 @@ def partition_ilds(env: dict[str, str], size: int) -> int:
     (ipuLinkDomainSize: the partition's own size when it is smaller than a domain)."""
     try:
         domain = int(json.loads(env.get("POPLAR_TARGET_OPTIONS", "{}")).get("ipuLinkDomainSize", size))
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, TypeError, OverflowError):  # (not an object; null; Infinity)
         domain = size
     return max(-(-size // domain), 1) if domain > 0 else 1
 

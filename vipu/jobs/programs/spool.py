@@ -29,18 +29,22 @@ def spool_for(state_dir: Path | None) -> str:
     spool = _read(kept) if kept is not None else None
     if spool is None and kept is not None and os.path.isdir(_before(state_dir)):  # a state folder from before
         spool = _before(state_dir)
-    if spool is None or not is_own(spool):
-        spool = os.path.join(tempfile.gettempdir(), f"vipu-spool-{secrets.token_hex(8)}")
+    while True:
+        if spool is None or not is_own(spool):
+            spool = os.path.join(tempfile.gettempdir(), f"vipu-spool-{secrets.token_hex(8)}")
+        try:
+            os.mkdir(spool, 0o711)
+        except FileExistsError:
+            if not is_own(spool):  # made by another user between the look and the mkdir: a name of its own
+                spool = None
+                continue
+        break
     if kept is not None:  # (written each time: a file an earlier version left readable is made 0600, as state files)
         partial = kept.with_name(NAME_FILE + ".new")
         partial.unlink(missing_ok=True)
         with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:  # (a state file)
             f.write(spool + "\n")
         os.replace(partial, kept)
-    try:
-        os.mkdir(spool, 0o711)
-    except FileExistsError:
-        pass
     return spool
 
 
