@@ -193,8 +193,8 @@ def test_a_line_left_open_that_a_header_ended_is_not_ended_again(controller, tmp
     wait_for(lambda: show(controller, second)["state"] == "RUNNING" and show(controller, first)["state"] == "RUNNING"
              and run(controller, "vipu", "logs", first).stdout == "a\n")
     follower = subprocess.Popen([console_script("vipu"), "logs", "-f", str(array)], env=controller.env(),
-                                cwd=controller.state_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    seen = bytearray()
+                                cwd=controller.state_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen = bytearray()  # stdout and stderr (how each task ended) as the screen shows them
     threading.Thread(target=lambda: [seen.extend(chunk) for chunk in iter(lambda: os.read(
         follower.stdout.fileno(), 4096), b"")], daemon=True).start()
     wait_for(lambda: bytes(seen) == f"==> job {first} <==\na".encode())
