@@ -57,7 +57,7 @@ def test_a_controller_whose_stderr_takes_nothing_more_stops_on_sigterm(tmp_path)
             health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)  # blocks on it
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=BOUND_S) == 0
-        assert sorted(p.name for p in (tmp_path / "state").iterdir()) == ["controller.lock", "state.id",
+        assert sorted(p.name for p in (tmp_path / "state").iterdir()) == ["controller.lock", "spool", "state.id",
                                                                           "vipu.sqlite3"]  # the store closed
     finally:
         proc.kill()

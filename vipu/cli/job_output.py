@@ -104,7 +104,7 @@ class Follow:
         self.several = len(jobs) > 1
         self.pending: dict[int, str] = {}  # jobs said to be pending, with the reason said (said again on a change)
         self.last: int | None = None  # the job whose lines were printed last (a header when it changes)
-        self.open = False  # the last line printed has no newline yet (text only)
+        self.line_open = False  # the last line printed has no newline yet (text only)
 
     def run(self) -> None:
         wait = FIRST_WAIT_S
@@ -159,12 +159,12 @@ class Follow:
         """A job's lines, the last left open if the program has not ended it. A reply after one that left a line
         open starts with "" when that line ends (its newline, or a line of vipu's that is not its rest); if a header
         or a notice has ended it on the screen already, that "" would show as an empty line."""
-        if sent is not None and sent.open and lines[0] == "" and not (self.open and self.last == x.id):
+        if sent is not None and sent.mid_line and lines[0] == "" and not (self.line_open and self.last == x.id):
             del lines[0]
         if lines:
             self.header(x)
             print("\n".join(lines), end="" if open_line else "\n")
-            self.open = open_line
+            self.line_open = open_line
 
     def header(self, x: j.Job) -> None:
         """Several jobs: a line naming the job above its lines whenever they follow another's, as tail -f does."""
@@ -176,9 +176,9 @@ class Follow:
     def end_line(self, stream=None) -> None:
         """Ends a line the program has not ended, before a line of vipu's own (its next lines start a line), on the
         stream that line goes to: a terminal shows both, and stdout stays the program's output."""
-        if self.open:
+        if self.line_open:
             print(file=stream or sys.stdout)
-            self.open = False
+            self.line_open = False
 
     def say(self, x: j.Job, as_data: dict, text: str) -> None:
         if self.as_json:

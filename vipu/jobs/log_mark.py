@@ -18,7 +18,7 @@ class LogMark:
     steps: int = 0
     opened: bool = False
     closed: bool = False
-    open: bool = False  # the read that gave it ended in the middle of a line (a partial follow)
+    mid_line: bool = False  # the read that gave it ended in the middle of a line (a partial follow)
 
 
 def read_from(mark: LogMark | None, run: int, job_id: int) -> tuple[list[str], LogMark]:

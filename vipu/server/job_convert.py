@@ -188,9 +188,9 @@ def log_mark(message: j.LogMark) -> LogMark:
         if getattr(message, name) < 0:
             raise InvalidArgument(f"after.{name} is {getattr(message, name)}; send back the mark the last reply gave"
                                   " (or none, to start)", field=f"after.{name}")
-    return LogMark(message.run, message.offset, message.steps, message.opened, message.closed, message.open)
+    return LogMark(message.run, message.offset, message.steps, message.opened, message.closed, message.mid_line)
 
 
 def mark_message(mark: LogMark) -> j.LogMark:
     return j.LogMark(run=mark.run, offset=mark.offset or 0, steps=mark.steps, opened=mark.opened, closed=mark.closed,
-                     open=mark.open)
+                     mid_line=mark.mid_line)

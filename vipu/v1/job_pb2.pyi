@@ -179,20 +179,20 @@ class JobLogsRequest(_message.Message):
     def __init__(self, id: _Optional[int] = ..., follow: _Optional[bool] = ..., after: _Optional[_Union[LogMark, _Mapping]] = ..., partial: _Optional[bool] = ...) -> None: ...
 
 class LogMark(_message.Message):
-    __slots__ = ("run", "offset", "steps", "opened", "closed", "open")
+    __slots__ = ("run", "offset", "steps", "opened", "closed", "mid_line")
     RUN_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     OPENED_FIELD_NUMBER: _ClassVar[int]
     CLOSED_FIELD_NUMBER: _ClassVar[int]
-    OPEN_FIELD_NUMBER: _ClassVar[int]
+    MID_LINE_FIELD_NUMBER: _ClassVar[int]
     run: int
     offset: int
     steps: int
     opened: bool
     closed: bool
-    open: bool
-    def __init__(self, run: _Optional[int] = ..., offset: _Optional[int] = ..., steps: _Optional[int] = ..., opened: _Optional[bool] = ..., closed: _Optional[bool] = ..., open: _Optional[bool] = ...) -> None: ...
+    mid_line: bool
+    def __init__(self, run: _Optional[int] = ..., offset: _Optional[int] = ..., steps: _Optional[int] = ..., opened: _Optional[bool] = ..., closed: _Optional[bool] = ..., mid_line: _Optional[bool] = ...) -> None: ...
 
 class JobLogsResponse(_message.Message):
     __slots__ = ("lines", "record_json", "mark", "job", "open_line")

@@ -30,7 +30,7 @@ def log_after(runs, job_id: int, mark: LogMark | None, partial: bool = False) ->
     lines, at, (start, end) = _after(runs, job_id, mark, partial)
     if not partial:
         return lines, at
-    was_open = mark is not None and mark.open
+    was_open = mark is not None and mark.mid_line
     ends_open = end > start and lines[end - 1] != "" and end == len(lines)
     if end > start and lines[end - 1] == "":
         del lines[end - 1]
@@ -39,7 +39,7 @@ def log_after(runs, job_id: int, mark: LogMark | None, partial: bool = False) ->
     goes_on = start == 0 and end > 0 and (at.offset or 0) >= (mark.offset or 0 if mark else 0)
     if was_open and lines and not goes_on:  # the line the last reply left open ends first
         lines.insert(0, "")
-    return lines, replace(at, open=ends_open or (was_open and not lines))
+    return lines, replace(at, mid_line=ends_open or (was_open and not lines))
 
 
 def _after(runs, job_id: int, mark: LogMark | None, partial: bool) -> tuple[list[str], LogMark, tuple[int, int]]:
