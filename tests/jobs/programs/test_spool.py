@@ -80,3 +80,14 @@ def test_a_spool_another_user_makes_between_the_look_and_the_mkdir_gets_a_new_na
         assert (tmp_path / NAME_FILE).read_text() == spool + "\n"
     finally:
         _gone(spool, *squatted)
+
+
+def test_a_name_file_that_is_not_a_file_is_refused_naming_it(tmp_path):
+    """Regression (review): a folder in its place made the start fail with a traceback."""
+    import pytest
+
+    from vipu.errors import InvalidArgument
+
+    (tmp_path / NAME_FILE).mkdir()
+    with pytest.raises(InvalidArgument, match=f"{tmp_path / NAME_FILE} is not a file the controller made"):
+        spool_for(tmp_path)

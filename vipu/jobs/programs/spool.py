@@ -18,6 +18,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from vipu.errors import InvalidArgument
+
 NAME_FILE = "spool"  # in the state folder: the spool's path
 _NAME = re.compile(r"vipu-spool-[0-9a-f]{12}([0-9a-f]{4})?")  # (12: named from the state folder's path, before)
 
@@ -26,6 +28,9 @@ def spool_for(state_dir: Path | None) -> str:
     """The controller's spool folder, made if missing: the one its state folder names if that is still its own,
     else a new one (named there). Without a state folder (nothing to find again) a new one each time."""
     kept = Path(state_dir) / NAME_FILE if state_dir is not None else None
+    if kept is not None and (kept.is_symlink() or kept.exists() and not kept.is_file()):
+        raise InvalidArgument(f"{kept} is not a file the controller made (a folder, a link or a special file): move it"
+                              " out of the state folder (the controller makes its own)", field="state_dir")
     spool = _read(kept) if kept is not None else None
     if spool is None and kept is not None and os.path.isdir(_before(state_dir)):  # a state folder from before
         spool = _before(state_dir)
@@ -52,7 +57,7 @@ def _read(kept: Path) -> str | None:
     """The spool the state folder names; None if none, or if what is there is not a spool's name (damaged)."""
     try:
         spool = kept.read_text().strip()
-    except (FileNotFoundError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError):  # (not a file: spool_for refuses it, naming it)
         return None
     folder, name = os.path.split(spool)
     return spool if folder == tempfile.gettempdir() and _NAME.fullmatch(name) else None
