@@ -102,7 +102,8 @@ LETTERS: dict[str, Column] = {
 NAMES: dict[str, Column] = {
     "Account": LETTERS["a"], "ArrayJobID": LETTERS["F"], "ArrayTaskID": LETTERS["K"], "BatchHost": LETTERS["B"],
     "Command": LETTERS["o"], "WorkDir": LETTERS["Z"],
-    "Dependency": LETTERS["E"], "EndTime": LETTERS["e"], "ReqNodes": LETTERS["n"], "ExcNodes": LETTERS["x"], "JobArrayID": LETTERS["i"], "JobID": LETTERS["A"],
+    "Dependency": LETTERS["E"], "EndTime": LETTERS["e"], "ReqNodes": LETTERS["n"], "ExcNodes": LETTERS["x"],
+    "JobArrayID": LETTERS["i"], "JobID": LETTERS["A"],
     "Name": LETTERS["j"], "Nice": LETTERS["y"], "NodeList": LETTERS["N"], "NumCPUs": LETTERS["C"],
     "IPUs": Column("IPUS", lambda r: str(r.job.ipus), lambda r: r.job.ipus), "NumNodes": LETTERS["D"],
     "Partition": LETTERS["P"], "Priority": LETTERS["p"], "PriorityLong": LETTERS["Q"], "QOS": LETTERS["q"],

@@ -13,7 +13,7 @@ from vipu import __version__
 from vipu.hardware.pod_files import PRESETS
 from vipu.control.startup import WRITE_TIMEOUT_S
 from vipu.server import log_format
-from vipu.server.calls_in_flight import CALLS_PER_IPU, CALLS_PER_RUN, SPARE_THREADS
+from vipu.server.calls_in_flight import CALLS_PER_IPU, CALLS_PER_RUN, MAX_THREADS, SPARE_THREADS
 from vipu.workers.fleet import WATCH_S
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
@@ -22,7 +22,7 @@ DEFAULT_METRICS_PORT = 9105
 # contention: bench/bench_submit.py prints submissions/s with 3 and with 8 (with 8 clients, 3 threads serve more).
 # More help only when RPCs wait on something outside the process (Ray), so the flag is there.
 DEFAULT_RPC_THREADS = 3
-MAX_DEVICE_THREADS = 8192
+MAX_DEVICE_THREADS = MAX_THREADS
 MAX_TIME_SCALE = 1000.0  # --modelled-time-scale: slower than the real Pod, but not so slow a job never ends
 # How long a thread that wants the GIL waits before the running one must hand it over (Python's default: 5 ms). A
 # submission hands the GIL back and forth several times (gRPC, SQLite), so beside a long listing each handover cost
@@ -121,7 +121,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              " partitions' IPUs (VIPU_DEVICE_ADDRESS); 0 (default) picks a free one, -1 turns it off")
     parser.add_argument("--device-threads", type=int, default=None, metavar="N",
                         help=f"threads serving the DeviceService (1 to {MAX_DEVICE_THREADS}; default"
-                             f" {CALLS_PER_IPU + CALLS_PER_RUN} per IPU of the Pod + {SPARE_THREADS}, started as"
+                             f" {CALLS_PER_IPU + CALLS_PER_RUN} per IPU of the Pod + {SPARE_THREADS}, at most"
+                             f" {MAX_DEVICE_THREADS}, started as"
                              f" needed): every call of a running program that waits for another instance holds one;"
                              f" a run may have {CALLS_PER_IPU} calls in flight per IPU of its partition +"
                              f" {CALLS_PER_RUN}, at most half of them (more are refused RESOURCE_EXHAUSTED), so the"
