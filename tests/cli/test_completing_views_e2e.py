@@ -127,6 +127,10 @@ def test_vipu_ipus_has_a_completing_state_and_its_ipus_keep_their_job_join_until
         'vipu_ipus{ild="0",state="idle"} 52.0')
     has("ended", 'vipu_ipus{ild="0",state="completing"} 0.0', 'vipu_ipus{ild="0",state="allocated"} 8.0',
         'vipu_ipus{ild="0",state="idle"} 56.0')
+    # the job counts as squeue shows it: COMPLETING while torn down (the dashboards' series read 0), then CANCELLED
+    has("completing", 'vipu_jobs{state="COMPLETING"} 1.0', 'vipu_jobs{state="CANCELLED"} 0.0',
+        'vipu_jobs{state="RUNNING"} 1.0')
+    has("ended", 'vipu_jobs{state="COMPLETING"} 0.0', 'vipu_jobs{state="CANCELLED"} 1.0')
     for view, want in (("completing", 4), ("ended", 0)):
         held = [line for line in seen[view]["metrics"]
                 if line.startswith("vipu_ipu_allocation_info{") and f'job_id="{seen["deaf"]}"' in line]

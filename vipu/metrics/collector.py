@@ -60,7 +60,8 @@ class StateCollector(Collector):
                 parts.add_metric([state.value], by_state.get(state, 0))
         yield parts
 
-        jobs = GaugeMetricFamily("vipu_jobs", "Jobs by state.", labels=["state"])
+        jobs = GaugeMetricFamily("vipu_jobs", "Jobs by state, as squeue shows it (COMPLETING while torn down).",
+                                 labels=["state"])
         for state in JobState:
             jobs.add_metric([state.value], jobs_by_state.get(state, 0))
         yield jobs

@@ -89,7 +89,14 @@ class QueueView:
         return self.full_mask & ~self.failed_mask & ~self.table.held_mask
 
     def jobs_by_state(self) -> Counter[JobState]:
-        return Counter(job.state for job in self.table.jobs.values())
+        """Jobs by the state squeue shows: one still torn down counts COMPLETING, not the end it recorded (the
+        dashboards' COMPLETING series read 0 while `vipu queue` showed CG)."""
+        counts = Counter(job.state for job in self.table.jobs.values())
+        for job in (self.table.jobs[i] for i in self.table.cleaning if i in self.table.jobs):
+            if is_completing(self.table, job):
+                counts[job.state] -= 1
+                counts[JobState.COMPLETING] += 1
+        return +counts
 
     def job(self, job_id: int, now: float | None = None) -> Job:
         """One job as `vipu show job` shows it: with its reason, estimated start and (given now) priority."""
