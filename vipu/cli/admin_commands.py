@@ -143,7 +143,7 @@ def create_user(
     admin: bool = typer.Option(False, "--admin", help="may see and manage everything"),
     unix_user: str = typer.Option("", "--unix-user", metavar="ACCOUNT",
                                   help="the Unix account the user's programs run as under --secure (its uid, gid and"
-                                       " groups, as slurmd runs a job as its submitter); never root"),
+                                       " groups, as slurmd runs a job as its submitter); never root nor root's group"),
     json_out: bool = JsonOption,
 ):
     """Create a user and print its access key (shown once; the controller keeps only a hash)."""

@@ -39,7 +39,9 @@ def uid_of(account_name: str | None) -> int | None:
 
 
 def account(unix_user: str) -> pwd.struct_passwd:
-    """The Unix account, if programs may run as it: InvalidArgument for one that does not exist, or root."""
+    """The Unix account, if programs may run as it: InvalidArgument for one that does not exist, root, or one in
+    root's group (gid 0: files root's group may write, such as parts of /var or /etc on some systems, would be the
+    program's to change)."""
     try:
         entry = pwd.getpwnam(unix_user)
     except KeyError:
@@ -48,4 +50,8 @@ def account(unix_user: str) -> pwd.struct_passwd:
     if entry.pw_uid == 0:
         raise InvalidArgument(f"unix_user {unix_user} is root, and a program never runs as root under --secure;"
                               " give an unprivileged account")
+    if 0 in (entry.pw_gid, *os.getgrouplist(entry.pw_name, entry.pw_gid)):
+        raise InvalidArgument(f"unix_user {unix_user} is in root's group (gid 0), and a program never runs with root's"
+                              " group under --secure; give an account outside it (or take it out: gpasswd -d"
+                              f" {unix_user} root, or a primary group of its own)")
     return entry
