@@ -92,10 +92,9 @@ class QueueView:
         """Jobs by the state squeue shows: one still torn down counts COMPLETING, not the end it recorded (the
         dashboards' COMPLETING series read 0 while `vipu queue` showed CG)."""
         counts = Counter(job.state for job in self.table.jobs.values())
-        for job in (self.table.jobs[i] for i in self.table.cleaning if i in self.table.jobs):
-            if is_completing(self.table, job):
-                counts[job.state] -= 1
-                counts[JobState.COMPLETING] += 1
+        for job in self._completing():
+            counts[job.state] -= 1
+            counts[JobState.COMPLETING] += 1
         return +counts
 
     def job(self, job_id: int, now: float | None = None) -> Job:
@@ -127,9 +126,12 @@ class QueueView:
     def completing(self) -> list[Job]:
         """The jobs whose run ended but is still torn down, each shown COMPLETING (reasons.completing); a requeued
         one is pending (reason Cleaning)."""
+        return [completing(self.table, job) for job in self._completing()]
+
+    def _completing(self) -> Iterator[Job]:
+        """The records (their recorded end) of the jobs still torn down that show COMPLETING."""
         jobs = self.table.jobs
-        return [completing(self.table, jobs[i]) for i in self.table.cleaning if i in jobs
-                and is_completing(self.table, jobs[i])]
+        return (jobs[i] for i in self.table.cleaning if i in jobs and is_completing(self.table, jobs[i]))
 
     def history(self, keep: Callable[[Job], bool] | None = None, states: Iterable[JobState] | None = None,
                 duplicates: bool = False, limit: int = 0) -> list[Job]:

@@ -11,6 +11,7 @@ import platformdirs
 
 from vipu import __version__
 from vipu.hardware.pod_files import PRESETS
+from vipu.control.running_config import value
 from vipu.control.startup import WRITE_TIMEOUT_S
 from vipu.server import log_format
 from vipu.server.calls_in_flight import CALLS_PER_IPU, CALLS_PER_RUN, MAX_THREADS, SPARE_THREADS
@@ -160,7 +161,8 @@ def served(args: argparse.Namespace, port: int, metrics: str, device_threads: in
         "DeviceThreads": device_threads if device_threads is not None else "off (--device-port -1)",
         "RateLimitBurst": args.rate_limit_burst if args.rate_limit else None,
         "TlsCertificate": str(args.tls_cert) if args.tls_cert else None, "Ray": args.ray,
-        "RayWait": f"{args.ray_wait:g} sec" if args.ray_wait else None,
-        "HealthCheckInterval": f"{args.health_check_interval:g} sec", "WriteTimeout": f"{args.write_timeout:g} sec",
+        "RayWait": value(args.ray_wait, seconds=True) if args.ray_wait else None,
+        "HealthCheckInterval": value(args.health_check_interval, seconds=True),
+        "WriteTimeout": value(args.write_timeout, seconds=True),
         "LogFormat": args.log_format, "LogLevel": args.log_level, "QuarantineBadRecords": args.quarantine_bad_records,
     }
