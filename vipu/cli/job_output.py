@@ -143,7 +143,7 @@ class Follow:
                     for line in reply.lines:
                         print(json.dumps({"job": shown, "line": line}))
                 else:
-                    self.text(x, sent, list(reply.lines), reply.open_line)
+                    self.text(x, sent, list(reply.lines), reply.mark.mid_line)
             elif x.state in ENDED and reply.mark.closed:  # (not closed: the run's last lines are still to come)
                 del self.marks[job]
                 code = x.exit_code if x.HasField("exit_code") else 0

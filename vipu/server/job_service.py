@@ -172,7 +172,6 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         reply = j.JobLogsResponse(lines=logs.lines, job=job_convert.job(logs.job, brief=request.follow))  # (whole: its kind)
         if request.follow:
             reply.mark.CopyFrom(job_convert.mark_message(logs.mark))
-            reply.open_line = logs.mark.mid_line
         elif logs.record is not None:
             reply.record_json = json.dumps(logs.record.run_data())
         return reply

@@ -195,18 +195,16 @@ class LogMark(_message.Message):
     def __init__(self, run: _Optional[int] = ..., offset: _Optional[int] = ..., steps: _Optional[int] = ..., opened: _Optional[bool] = ..., closed: _Optional[bool] = ..., mid_line: _Optional[bool] = ...) -> None: ...
 
 class JobLogsResponse(_message.Message):
-    __slots__ = ("lines", "record_json", "mark", "job", "open_line")
+    __slots__ = ("lines", "record_json", "mark", "job")
     LINES_FIELD_NUMBER: _ClassVar[int]
     RECORD_JSON_FIELD_NUMBER: _ClassVar[int]
     MARK_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
-    OPEN_LINE_FIELD_NUMBER: _ClassVar[int]
     lines: _containers.RepeatedScalarFieldContainer[str]
     record_json: str
     mark: LogMark
     job: Job
-    open_line: bool
-    def __init__(self, lines: _Optional[_Iterable[str]] = ..., record_json: _Optional[str] = ..., mark: _Optional[_Union[LogMark, _Mapping]] = ..., job: _Optional[_Union[Job, _Mapping]] = ..., open_line: _Optional[bool] = ...) -> None: ...
+    def __init__(self, lines: _Optional[_Iterable[str]] = ..., record_json: _Optional[str] = ..., mark: _Optional[_Union[LogMark, _Mapping]] = ..., job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
     __slots__ = ("users", "states", "ids", "brief", "page_size", "page_token", "me", "placement")
