@@ -158,7 +158,8 @@ def in_window(row: JobRow, start: float | None, end: float | None) -> bool:
     not ended before the start), as slurmdbd selects jobs without -s."""
     x = row.job
     ended = seconds(x.ended) if x.HasField("ended") else row.now
-    return (start is None or ended >= start) and (end is None or _eligible(row) <= end)
+    # in whole seconds, as slurmdbd keeps times: `-E now` (a whole second) takes a job eligible within that second
+    return (start is None or ended >= start) and (end is None or math.floor(_eligible(row)) <= end)
 
 
 def eligible(row: JobRow) -> bool:
