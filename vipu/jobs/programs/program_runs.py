@@ -29,7 +29,7 @@ from vipu.errors import FailedPrecondition
 from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files, missing_workdir, writer_mark
 from vipu.jobs.programs.command_spec import WarnSignal, parse_signal
 from vipu.jobs.programs.environment import job_environment, node_names
-from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, output_lines
+from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, call_on, output_lines
 from vipu.jobs.programs.spool import spool_for
 from vipu.jobs.programs import program_log
 from vipu.jobs.programs.program_record import ProgramRecord, run_record
@@ -225,9 +225,14 @@ class ProgramRuns:
                     ctx.stopped_end(run.job_id, run.started, ended["exit_code"], ended["signal"])
                 if records:
                     ctx.store.commit(records, [])
-        if "ended" in result and ctx.store.writable:  # its end written (else it waits: a restart may need the file)
-            self._call(run.host, "forget_exit", str(exit_path(self.spool, run.job_id, run.record.run)), wait=False)
+        if "ended" in result:
+            self._end_written(run)
         ctx.wake()
+
+    def _end_written(self, run: _Run) -> None:
+        """Its end is in the store: its exit record goes (kept while the store cannot write: a restart may read it)."""
+        if self.ctx.store.writable:
+            self._call(run.host, "forget_exit", str(exit_path(self.spool, run.job_id, run.record.run)), wait=False)
 
     def stop(self, stop: StopJob) -> float | None:
         """The run ended from outside: its supervisor stops the program (SIGTERM to its group, SIGKILL after
@@ -317,15 +322,7 @@ class ProgramRuns:
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
         return actor
 
-    @staticmethod
-    def _call(host, method: str, *args, wait: bool = True):
-        """A Steps method, here or on a node's actor."""
-        if isinstance(host, Steps):
-            return getattr(host, method)(*args)
-        import ray
-
-        ref = getattr(host, method).remote(*args)
-        return ray.get(ref) if wait else None
+    _call = staticmethod(call_on)
 
     # -- what it left --------------------------------------------------------------------------------------------
     def forget(self, job_id: int) -> None:
