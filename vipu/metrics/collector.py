@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 
 from vipu.hardware.figures import LINK_TYPES
 from vipu.metrics.ild_series import PER_IPU_SERIES_MAX, ild_families
-from vipu.partition.ipu_status import IPU_STATES
+from vipu.partition.ipu_states import IPU_STATES
 from vipu.partition.node_names import machine_name
 from vipu.partition.partition_states import PartitionState
 from vipu.partition.rules import job_of_partition

@@ -10,12 +10,10 @@ from typing import Iterable, NamedTuple
 from vipu.errors import FailedPrecondition
 from vipu.partition.admin_records import DEFAULT_ALLOCATION, Reason
 from vipu.partition.agent_states import node_state
+from vipu.partition.ipu_states import IPU_STATES
 from vipu.partition.node_names import hostlist, machine_name
 from vipu.partition.placement import ipus_in
 from vipu.partition.pod_state import PodState
-
-
-IPU_STATES = ("idle", "allocated", "completing", "draining", "drained", "failed")  # what IpuStatus.state may be
 
 
 class IpuStatus(NamedTuple):  # a NamedTuple: 65,536 of them are made for one listing of the largest Pod
