@@ -18,7 +18,6 @@ goes, even by kill -9, and the restarted controller keeps their partitions until
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,10 +29,10 @@ from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files,
 from vipu.jobs.programs.command_spec import WarnSignal, parse_signal
 from vipu.jobs.programs.environment import job_environment, node_names
 from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, call_on, output_lines
-from vipu.jobs.programs.spool import spool_for
+from vipu.jobs.programs.spool import spool_for, tidy
 from vipu.jobs.programs import program_log
 from vipu.jobs.programs.program_record import ProgramRecord, run_record
-from vipu.jobs.programs.run_exits import exit_path, forget_exits, recorded_end
+from vipu.jobs.programs.run_exits import end_untold, exit_path, forget_exits, recorded_end
 from vipu.jobs.programs.run_locks import GONE_WAIT_S, left_running, when_gone
 from vipu.jobs.programs.run_watch import watch_failed
 from vipu.jobs.programs.run_sessions import device_environment, keep_steps, open_session
@@ -389,8 +388,5 @@ class ProgramRuns:
         deadline = time.monotonic() + 5  # their supervisors' SIGTERM, then out: KillWait is for cancels
         for run in list(self.runs.values()):
             run.finished.wait(max(0.0, deadline - time.monotonic()))
-        try:
-            os.rmdir(self.spool)  # this machine's, if no script is left in it
-        except OSError:
-            pass
+        tidy(self.spool, lambda job_id, run: end_untold(self.ctx.job(job_id), run))  # this machine's
 
