@@ -8,7 +8,7 @@ import pytest
 from vipu.errors import FailedPrecondition, NotFound
 from vipu.partition.admin_records import Reason
 from vipu.partition.agent_states import agent_state, agent_views, node_state
-from vipu.partition.ipu_status import completing_ipus, completing_nodes, ipu_statuses, machine_statuses
+from vipu.partition.ipu_status import completing_mask, completing_nodes, ipu_statuses, machine_statuses
 from vipu.partition.rules import job_holder
 
 
@@ -110,7 +110,7 @@ def test_an_ipu_is_completing_where_its_machine_is_comp_and_idle_once_the_run_is
                                                                                                   holder=job_holder(8))
     first = scene.state.partitions["slurm_7"].first_ipu
     teardown = ((1 << 8) - 1) << first
-    assert completing_ipus(scene.state, teardown) == teardown
+    assert completing_mask(scene.state, teardown) == teardown
     assert [s.state for s in ipu_statuses(scene.state, teardown)] == ["completing"] * 8 + ["allocated"] * 4 + [
         "idle"] * 4
     assert [s.state for s in ipu_statuses(scene.state)][:8] == ["allocated"] * 8  # no teardown: its job runs
@@ -119,14 +119,14 @@ def test_an_ipu_is_completing_where_its_machine_is_comp_and_idle_once_the_run_is
 
     scene.ctl.admin.set_agent_state("ag01", "DRAINED", Reason(text="fan", user="root", at=1.0))
     scene.ctl.partitions.fail_ipus([1])
-    assert completing_ipus(scene.state, teardown) == teardown & ~0b11110010
+    assert completing_mask(scene.state, teardown) == teardown & ~0b11110010
     assert [s.state for s in ipu_statuses(scene.state, teardown)][:8] == [
         "completing", "failed", "completing", "completing", "draining", "draining", "draining", "draining"]
     assert [(m.state, m.completing, m.draining, m.failed) for m in machine_statuses(scene.state, [0, 1], teardown)] == [
         ("completing", 3, 0, 1), ("draining", 0, 4, 0)]
 
     scene.ctl.partitions.remove("slurm_7", force=True)  # its program ended: the teardown is done
-    assert completing_ipus(scene.state, 0) == 0
+    assert completing_mask(scene.state, 0) == 0
     assert [s.state for s in ipu_statuses(scene.state, 0)][:8] == ["idle", "failed", "idle", "idle"] + ["drained"] * 4
 
 
