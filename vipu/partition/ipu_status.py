@@ -5,6 +5,7 @@ which a job waiting with ReqNodeNotAvail names."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Iterable, NamedTuple
 
 from vipu.errors import FailedPrecondition
@@ -147,6 +148,17 @@ def machine_statuses(state: PodState, machines: Iterable[int] | None = None,
                                   allocated, draining, drained, failed, held, working, state, reasons.get(m),
                                   completing))
     return rows
+
+
+def machine_state_counts(state: PodState, cleaning_mask: int = 0) -> Counter:
+    """The machines in each state sinfo shows a node in (idle, allocated, mixed, completing, draining, drained,
+    down), as machine_statuses sets it: vipu_machines{state}, as `vipu info -N` shows them. Only the machines with an
+    IPU that is not idle are visited (a drained agent's or a missing one's IPUs are not idle); the rest are idle."""
+    per_machine = state.pod.machine.ipus
+    touched = {ipu // per_machine for ipu in _not_idle(state, cleaning_mask)[1]}
+    counts = Counter(s.state for s in machine_statuses(state, touched, cleaning_mask))
+    counts["idle"] += state.pod.machines - len(touched)
+    return counts
 
 
 def completing_nodes(state: PodState, cleaning_mask: int) -> list[str]:
