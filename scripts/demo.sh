@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 STATE=.demo/state
+if [ -f .demo/state/spool ]; then  # the last demo's spool in /tmp goes with its state (only the controller's own)
+  $BIN/python -c 'import sys; from vipu.jobs.programs.spool import discard; discard(sys.argv[1])' .demo/state || true
+fi
 rm -rf .demo && mkdir -p .demo  # its job output too: a fresh state numbers jobs from 1 again
 
 free_port() {  # the port asked for when it is free, else any free one

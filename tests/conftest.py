@@ -15,6 +15,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from vipu.jobs.programs.spool import discard
+
 BIN = Path(sys.executable).parent
 LISTENING = re.compile(r"listening on (\S+):(\d+)")
 METRICS = re.compile(r"metrics on (http://\S+/metrics)")
@@ -109,6 +111,7 @@ def server_factory(tmp_path):
     for server in started:
         server.kill(signal.SIGTERM)
         server.proc.stdout.close()
+        discard(server.state_dir)  # what a run's end left for a restart there will be none of
 
 
 @pytest.fixture
@@ -124,6 +127,7 @@ def unchanged_server(tmp_path_factory) -> ServerProcess:
     yield server
     server.kill(signal.SIGTERM)
     server.proc.stdout.close()
+    discard(server.state_dir)
 
 
 @pytest.fixture(scope="session")

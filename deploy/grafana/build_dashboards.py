@@ -11,8 +11,13 @@ import argparse
 import json
 from pathlib import Path
 
+from vipu.partition.ipu_states import IN_USE
+
 OUT = Path(__file__).resolve().parent / "dashboards"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+# the IPUs a job holds, by the controller's list, as the recording rule vipu:ipus_allocated:ratio counts them (a test
+# checks deploy/prometheus/vipu.rules.yml against it)
+IN_USE_IPUS = f'vipu_ipus{{state=~"{"|".join(IN_USE)}"}}'
 # the IPUs of jobs' partitions (slurm_<id>), not hand-made ones; above 4,096 IPUs, the partitions' join
 JOB_SERIES = '{__name__=~"vipu_ipu_allocation_info|vipu_partition_allocation_info", job_id!=""}'
 
@@ -67,13 +72,13 @@ def cluster() -> dict:
         # in use: draining IPUs still run their job (their agent is drained), and completing ones are still held by
         # a job whose program is ending (KillWait), as the recording rule counts them
         panel("IPUs in use (allocated, completing or draining) per Pod64",
-              ['sum by (ild) (vipu_ipus{state=~"allocated|completing|draining"}) / sum by (ild) (vipu_ipus)'],
+              [f"sum by (ild) ({IN_USE_IPUS}) / sum by (ild) (vipu_ipus)"],
               unit="percentunit", legend="pod64-{{ild}}"),
         panel("IPUs by state", ["sum by (state) (vipu_ipus)"], legend="{{state}}"),
         # on () : the rack counts only when no IPU is held per IPU (a large Pod, or nothing allocated)
         panel("Allocated IPUs per machine; per Pod64 above 4,096 IPUs (heatmap)",
               ["count by (machine) (vipu_ipu_allocation_info)"
-               ' or on () sum by (ild) (vipu_ipus{state=~"allocated|completing|draining"})'],
+               f" or on () sum by (ild) ({IN_USE_IPUS})"],
               kind="heatmap", legend="pod64-{{ild}} m{{machine}}"),
         panel("Queue depth", ['vipu_jobs{state="PENDING"}'], legend="pending"),
         panel("Jobs by state", ['vipu_jobs{state=~"PENDING|RUNNING|COMPLETING"}'], legend="{{state}}"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 import urllib.parse
@@ -203,6 +204,18 @@ def test_dashboards_are_built_from_code():
         assert (ROOT / "deploy/grafana/dashboards" / name).read_text() == text, f"{name}: run build_dashboards.py"
     for kind in ("datasources", "dashboards"):
         assert "apiVersion: 1" in next((ROOT / "deploy/grafana/provisioning" / kind).glob("*.yml")).read_text()
+
+
+def test_the_dashboards_and_rules_count_the_ipus_in_use_by_the_controllers_list():
+    """The in-use states (allocated, completing, draining) are the controller's list (ipu_states.IN_USE), built into
+    the dashboards; the recording rule, written by hand, is checked against it: a state added to the list and
+    missed there would leave IPUs in use out of the utilisation a dashboard and an alert read."""
+    from vipu.partition.ipu_states import IN_USE
+
+    selector = re.compile(r'vipu_ipus\{state=~"([^"]+)"\}')
+    rules = (ROOT / "deploy/prometheus/vipu.rules.yml").read_text()
+    found = selector.findall(rules) + [s for _, expr in dashboard_exprs() for s in selector.findall(expr)]
+    assert len(found) >= 3 and all(set(states.split("|")) == set(IN_USE) for states in found), found
 
 
 LONG_TRAINING = (

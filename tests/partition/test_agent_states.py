@@ -3,12 +3,15 @@ DRAINED once none does, ONLINE when resumed; a machine's node state by the same 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from vipu.errors import FailedPrecondition, NotFound
 from vipu.partition.admin_records import Reason
 from vipu.partition.agent_states import agent_state, agent_views, node_state
-from vipu.partition.ipu_status import completing_ipus, completing_nodes, ipu_statuses, machine_statuses
+from vipu.partition.ipu_status import (completing_mask, completing_nodes, ipu_statuses, machine_state_counts,
+                                      machine_statuses)
 from vipu.partition.rules import job_holder
 
 
@@ -102,6 +105,26 @@ def test_a_machine_is_comp_while_a_run_is_torn_down_on_it_and_mix_with_a_failed_
     assert completing_nodes(scene.state, teardown) == ["ag00"] and completing_nodes(scene.state, 0) == []
 
 
+@pytest.mark.parametrize("drained, failed, want", [
+    ((), (), {"completing": 2, "allocated": 1, "idle": 1}),
+    (("ag03",), (), {"completing": 2, "allocated": 1, "drained": 1}),  # its IPUs idle, yet not idle: drained
+    (("ag01",), (13,), {"completing": 1, "draining": 1, "allocated": 1, "mixed": 1}),  # 13: one of ag03's
+    ((), (12, 13, 14, 15), {"completing": 2, "allocated": 1, "down": 1}),
+])
+def test_the_machines_counted_by_state_are_those_machine_statuses_shows(scene_factory, drained, failed, want):
+    """vipu_machines{state} counts machine_state_counts, which visits only the machines with an IPU not idle: the
+    same counts as every machine's status, as `vipu info -N` lists them."""
+    scene = scene_factory("bow-pod16").partition("slurm_7", 8, holder=job_holder(7)).partition("slurm_8", 4,
+                                                                                                  holder=job_holder(8))
+    teardown = ((1 << 8) - 1) << scene.state.partitions["slurm_7"].first_ipu
+    for agent in drained:
+        scene.ctl.admin.set_agent_state(agent, "DRAINED", Reason(text="fan", user="root", at=1.0))
+    if failed:
+        scene.ctl.partitions.fail_ipus(list(failed))
+    counts = machine_state_counts(scene.state, teardown)
+    assert +counts == want == Counter(m.state for m in machine_statuses(scene.state, None, teardown))
+
+
 def test_an_ipu_is_completing_where_its_machine_is_comp_and_idle_once_the_run_is_gone(scene_factory):
     """The IPUs of a run still torn down are completing in every IPU view (`vipu list ipus`, `vipu info`, `vipu top`,
     vipu_ipus), by the rule that makes their machine comp: counted apart from allocated, their machine's counts
@@ -110,7 +133,7 @@ def test_an_ipu_is_completing_where_its_machine_is_comp_and_idle_once_the_run_is
                                                                                                   holder=job_holder(8))
     first = scene.state.partitions["slurm_7"].first_ipu
     teardown = ((1 << 8) - 1) << first
-    assert completing_ipus(scene.state, teardown) == teardown
+    assert completing_mask(scene.state, teardown) == teardown
     assert [s.state for s in ipu_statuses(scene.state, teardown)] == ["completing"] * 8 + ["allocated"] * 4 + [
         "idle"] * 4
     assert [s.state for s in ipu_statuses(scene.state)][:8] == ["allocated"] * 8  # no teardown: its job runs
@@ -119,14 +142,14 @@ def test_an_ipu_is_completing_where_its_machine_is_comp_and_idle_once_the_run_is
 
     scene.ctl.admin.set_agent_state("ag01", "DRAINED", Reason(text="fan", user="root", at=1.0))
     scene.ctl.partitions.fail_ipus([1])
-    assert completing_ipus(scene.state, teardown) == teardown & ~0b11110010
+    assert completing_mask(scene.state, teardown) == teardown & ~0b11110010
     assert [s.state for s in ipu_statuses(scene.state, teardown)][:8] == [
         "completing", "failed", "completing", "completing", "draining", "draining", "draining", "draining"]
     assert [(m.state, m.completing, m.draining, m.failed) for m in machine_statuses(scene.state, [0, 1], teardown)] == [
         ("completing", 3, 0, 1), ("draining", 0, 4, 0)]
 
     scene.ctl.partitions.remove("slurm_7", force=True)  # its program ended: the teardown is done
-    assert completing_ipus(scene.state, 0) == 0
+    assert completing_mask(scene.state, 0) == 0
     assert [s.state for s in ipu_statuses(scene.state, 0)][:8] == ["idle", "failed", "idle", "idle"] + ["drained"] * 4
 
 

@@ -18,6 +18,7 @@ from vipu.cli.output import as_dict, print_json, table
 from vipu.cli.slurm_format import Column, percent_layout, render
 from vipu.cli.slurm_time import stamp
 from vipu.client.messages import seconds
+from vipu.partition.ipu_states import IN_USE, IPU_STATES
 from vipu.partition.node_names import expand, hostlist, natural_key
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import partition_pb2 as p
@@ -28,8 +29,6 @@ _STATES = {"idle": ("idle", "idle"), "allocated": ("alloc", "allocated"), "mixed
            "down": ("down", "down")}
 MIXED = _STATES["mixed"]
 BUSY = {_STATES[s] for s in ("allocated", "mixed", "completing")}  # sinfo counts these nodes allocated (%A, %F)
-IPU_STATES = ("idle", "allocated", "completing", "draining", "drained", "failed")  # a machine's IPUs by state
-IN_USE = ("allocated", "completing", "draining")  # a job holds them: sinfo counts a comp or drng node's CPUs allocated
 OUT_OF_SERVICE = {_STATES[s] for s in ("draining", "drained", "down")}  # sinfo -R lists these, and any with a reason
 
 

@@ -349,7 +349,7 @@ class JobOps:
         snap = self.plane.read()
         table = snap.queue.table
         rows = snap.queue.info(snap.available_mask, snap.pod.drained_mask, snap.pod.draining_mask,
-                               snap.completing_ipus())
+                               snap.completing_mask())
         qos = sorted(set(snap.queue.config.qos) - snap.queue.retired_qos)
         return ClusterInfo(snap.pod.pod.name, rows, len(table.pending), len(table.running), qos,
                            len(snap.queue.completing()), hostlist(completing_nodes(snap.pod, table.cleaning_mask)))

@@ -20,12 +20,13 @@ import hashlib
 import json
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Generic, Iterable, NamedTuple, TypeVar
 
 from vipu.errors import FailedPrecondition, InvalidArgument
-from vipu.partition.ipu_status import IpuStatus, MachineStatus, completing_ipus, ipu_statuses, machine_statuses
+from vipu.partition.ipu_status import (IpuStatus, MachineStatus, completing_mask, ipu_statuses, machine_state_counts,
+                                       machine_statuses)
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.view import QueueView
 
@@ -52,8 +53,11 @@ class Snapshot:
     def machine_statuses(self, machines: Iterable[int] | None = None) -> list[MachineStatus]:
         return machine_statuses(self.pod, machines, self.queue.table.cleaning_mask)
 
-    def completing_ipus(self) -> int:
-        return completing_ipus(self.pod, self.queue.table.cleaning_mask)
+    def machine_state_counts(self) -> Counter:
+        return machine_state_counts(self.pod, self.queue.table.cleaning_mask)
+
+    def completing_mask(self) -> int:
+        return completing_mask(self.pod, self.queue.table.cleaning_mask)
 
 
 class Page(NamedTuple, Generic[T]):

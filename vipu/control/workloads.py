@@ -117,7 +117,7 @@ def builtin_kinds() -> dict[str, WorkloadKind]:
     """The kinds this controller runs, by name."""
     from vipu.jobs.admission import check_train
     from vipu.jobs.programs.command_spec import CommandWorkload
-    from vipu.jobs.programs.spool import spool_for
+    from vipu.jobs.programs.spool import kept_spool
     from vipu.jobs.programs.run_exits import recorded_end
     from vipu.jobs.programs.program_runs import ProgramRuns
     from vipu.jobs.train.runs import TrainRuns
@@ -129,5 +129,5 @@ def builtin_kinds() -> dict[str, WorkloadKind]:
     kinds = [WorkloadKind("sleep"), WorkloadKind("hold"),
              WorkloadKind("train", admit=check_train, resumable=False, runner=TrainRuns, records=("job_result",)),
              WorkloadKind("command", resumable=False, runner=ProgramRuns, streams=True, records=("program_run",),
-                          recorded_end=lambda settings, job: recorded_end(spool_for(settings.state_dir), job))]
+                          recorded_end=lambda settings, job: recorded_end(kept_spool(settings.state_dir), job))]
     return {k.name: k for k in kinds}

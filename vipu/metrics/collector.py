@@ -16,7 +16,8 @@ from prometheus_client.registry import Collector
 
 from vipu.hardware.figures import LINK_TYPES
 from vipu.metrics.ild_series import PER_IPU_SERIES_MAX, ild_families
-from vipu.partition.ipu_status import IPU_STATES
+from vipu.partition.agent_states import NODE_STATES
+from vipu.partition.ipu_states import IPU_STATES
 from vipu.partition.node_names import machine_name
 from vipu.partition.partition_states import PartitionState
 from vipu.partition.rules import job_of_partition
@@ -52,6 +53,16 @@ class StateCollector(Collector):
             for state in IPU_STATES:
                 ipus.add_metric([state, str(ild)], counts.get((state, ild), 0))
         yield ipus
+
+        # a machine as sinfo shows a node, by the rule `vipu info -N` reads: a machine with a failed IPU and the
+        # others idle is mixed (not whole, yet taking work on the others), all failed down (agent_states.node_state)
+        machines = GaugeMetricFamily("vipu_machines", "IPU-Machines by state, as `vipu info -N` shows them (sinfo's"
+                                     " node states: idle, allocated, mixed, completing, draining, drained, down).",
+                                     labels=["state"])
+        by_node_state = snap.machine_state_counts()
+        for state in NODE_STATES:
+            machines.add_metric([state], by_node_state.get(state, 0))
+        yield machines
 
         parts = GaugeMetricFamily("vipu_partitions", "Partitions by state.", labels=["state"])
         by_state = Counter(p.state for p in partitions)

@@ -35,6 +35,9 @@ def agent_state(drained: bool, in_use: bool) -> str:
     return DRAINING if in_use else DRAINED
 
 
+NODE_STATES = ("idle", "allocated", "mixed", "completing", "draining", "drained", "down")  # what node_state gives
+
+
 def node_state(out_of_service: bool, held: bool, ipus: int, in_use: int, failed: int, completing: int = 0) -> str:
     """A machine as sinfo shows a node (long names), in slurmctld's order: down when every IPU failed; else, when its
     agent is drained or it has none, the agent's state (draining while a partition holds some of its IPUs, whatever

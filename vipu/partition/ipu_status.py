@@ -5,17 +5,16 @@ which a job waiting with ReqNodeNotAvail names."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Iterable, NamedTuple
 
 from vipu.errors import FailedPrecondition
 from vipu.partition.admin_records import DEFAULT_ALLOCATION, Reason
 from vipu.partition.agent_states import node_state
+from vipu.partition.ipu_states import IPU_STATES
 from vipu.partition.node_names import hostlist, machine_name
 from vipu.partition.placement import ipus_in
 from vipu.partition.pod_state import PodState
-
-
-IPU_STATES = ("idle", "allocated", "completing", "draining", "drained", "failed")  # what IpuStatus.state may be
 
 
 class IpuStatus(NamedTuple):  # a NamedTuple: 65,536 of them are made for one listing of the largest Pod
@@ -24,7 +23,7 @@ class IpuStatus(NamedTuple):  # a NamedTuple: 65,536 of them are made for one li
     index: int
     ild: int
     agent: str | None
-    # idle | allocated | completing (its partition's run is still torn down: completing_ipus) | draining (its agent is
+    # idle | allocated | completing (its partition's run is still torn down: completing_mask) | draining (its agent is
     # drained or missing, a partition holds it) | drained (the same, in no partition) | failed
     state: str
     partition: str | None
@@ -36,22 +35,24 @@ class IpuStatus(NamedTuple):  # a NamedTuple: 65,536 of them are made for one li
         return self.partition is not None and self.state != "failed"
 
 
-def completing_ipus(state: PodState, completing_mask: int) -> int:
-    """The IPUs shown completing, as a mask: those a partition holds whose run is still torn down (`completing_mask`,
-    the scheduler's teardowns: Slurm's completing jobs, their programs given KillWait), but not failed ones nor a
-    drained agent's, which show draining, as slurmctld shows a drained node with a completing job DRAINING. The one
-    rule: every IPU view, and through their counts sinfo's comp node (agent_states.node_state), read it."""
-    return completing_mask & state.used_mask & ~state.draining_mask & ~state.failed_mask
+def completing_mask(state: PodState, cleaning_mask: int) -> int:
+    """The IPUs shown completing, as a mask (bit i: IPU i), made of PodState's masks: its callers count it by
+    IPU-Link domain in bit windows (QueueView.info) or list it (ipus_in). Those a partition holds whose run is still
+    torn down (`cleaning_mask`, the scheduler's teardowns: Slurm's completing jobs, their programs given KillWait),
+    but not failed ones nor a drained agent's, which show draining, as slurmctld shows a drained node with a
+    completing job DRAINING. The one rule: every IPU view, and through their counts sinfo's comp node
+    (agent_states.node_state), read it."""
+    return cleaning_mask & state.used_mask & ~state.draining_mask & ~state.failed_mask
 
 
-def _not_idle(state: PodState, completing_mask: int = 0) -> tuple[dict[int, str], dict[int, str]]:
+def _not_idle(state: PodState, cleaning_mask: int = 0) -> tuple[dict[int, str], dict[int, str]]:
     """(the partition holding each IPU a partition holds, the state of each IPU that is not idle)."""
     owner = {ipu: p.name for p in state.partitions.values() for ipu in p.ipus}
     # draining before allocated: a job still running on a drained agent's IPUs must show the drain (Slurm's
     # drng), and in a state of its own, so what counts IPUs in use can add it (it holds a job) and what
-    # counts drained ones is not told about the work; failed before all. completing_ipus leaves out both already
+    # counts drained ones is not told about the work; failed before all. completing_mask leaves out both already
     kinds = dict.fromkeys(owner, "allocated")
-    kinds.update(dict.fromkeys(ipus_in(completing_ipus(state, completing_mask)), "completing"))
+    kinds.update(dict.fromkeys(ipus_in(completing_mask(state, cleaning_mask)), "completing"))
     kinds.update(dict.fromkeys(ipus_in(state.drained_mask), "drained"))
     kinds.update(dict.fromkeys(ipus_in(state.draining_mask), "draining"))
     kinds.update(dict.fromkeys(state.failed_ipus, "failed"))
@@ -59,12 +60,12 @@ def _not_idle(state: PodState, completing_mask: int = 0) -> tuple[dict[int, str]
 
 
 def not_failed(state: PodState, working: list[int], named: list[int],
-               completing_mask: int = 0) -> FailedPrecondition:
+               cleaning_mask: int = 0) -> FailedPrecondition:
     """The refusal of a repair of `working`, IPUs of `named` that are not failed: repair undoes a failure, as
     resume undoes a drain (agent_states.not_drained). Each named with its state as `vipu list ipus` shows it
-    (`completing_mask` as completing_ipus takes it); the fix: the failed ones alone, and for a drained machine's
+    (`cleaning_mask` as completing_mask takes it); the fix: the failed ones alone, and for a drained machine's
     IPUs, the resume of its agent, which repair is not."""
-    _, kinds = _not_idle(state, completing_mask)
+    _, kinds = _not_idle(state, cleaning_mask)
     one = len(working) == 1
     each = ", ".join(f"{ipu} ({kinds.get(ipu, 'idle')})" for ipu in working)
     text = (f"IPU{'' if one else 's'} {each} {'is' if one else 'are'} not failed: repair undoes a failure (`vipu-admin"
@@ -81,9 +82,9 @@ def not_failed(state: PodState, working: list[int], named: list[int],
     return FailedPrecondition(text, resource=("ipu", " ".join(map(str, working))))
 
 
-def ipu_statuses(state: PodState, completing_mask: int = 0) -> list[IpuStatus]:
-    """Each IPU's state and the partition holding it; `completing_mask` as completing_ipus takes it."""
-    owner, kinds = _not_idle(state, completing_mask)
+def ipu_statuses(state: PodState, cleaning_mask: int = 0) -> list[IpuStatus]:
+    """Each IPU's state and the partition holding it; `cleaning_mask` as completing_mask takes it."""
+    owner, kinds = _not_idle(state, cleaning_mask)
     agents = {machine: agent.name for machine, agent in state.agent_of_machine().items()}
     per_machine, per_ild = state.pod.machine.ipus, state.pod.machines_per_ild
     statuses = []
@@ -112,19 +113,19 @@ class MachineStatus(NamedTuple):
     working: tuple[int, ...] = ()  # its IPUs that may be doing work (IpuStatus.working), for their utilisation
     state: str = "idle"  # as sinfo's node: agent_states.node_state
     reason: Reason | None = None  # why it is out of service (machine_reason)
-    completing: int = 0  # its IPUs completing (completing_ipus): in use, their run torn down
+    completing: int = 0  # its IPUs completing (completing_mask): in use, their run torn down
 
 
 _KINDS = IPU_STATES[1:]  # those _not_idle sets
 
 
 def machine_statuses(state: PodState, machines: Iterable[int] | None = None,
-                     completing_mask: int = 0) -> list[MachineStatus]:
+                     cleaning_mask: int = 0) -> list[MachineStatus]:
     """These machines (None: every one), in order, each with its IPUs counted by state as ipu_statuses() sets it.
     Only IPUs that are not idle are visited: an idle 65,536-IPU Pod is 16,384 rows, not 65,536 statuses.
-    `completing_mask`: the IPUs of runs still torn down, as completing_ipus takes it."""
+    `cleaning_mask`: the IPUs of runs still torn down, as completing_mask takes it."""
     per_machine, per_ild, total = state.pod.machine.ipus, state.pod.machines_per_ild, state.pod.machines
-    owner, busy = _not_idle(state, completing_mask)
+    owner, busy = _not_idle(state, cleaning_mask)
     counts: dict[int, list[int]] = {}
     for ipu, kind in busy.items():
         counts.setdefault(ipu // per_machine, [0] * len(_KINDS))[_KINDS.index(kind)] += 1
@@ -149,13 +150,24 @@ def machine_statuses(state: PodState, machines: Iterable[int] | None = None,
     return rows
 
 
-def completing_nodes(state: PodState, completing_mask: int) -> list[str]:
-    """The machines sinfo shows comp: those where runs are torn down (`completing_mask`, as machine_statuses takes
+def machine_state_counts(state: PodState, cleaning_mask: int = 0) -> Counter:
+    """The machines in each state sinfo shows a node in (idle, allocated, mixed, completing, draining, drained,
+    down), as machine_statuses sets it: vipu_machines{state}, as `vipu info -N` shows them. Only the machines with an
+    IPU that is not idle are visited (a drained agent's or a missing one's IPUs are not idle); the rest are idle."""
+    per_machine = state.pod.machine.ipus
+    touched = {ipu // per_machine for ipu in _not_idle(state, cleaning_mask)[1]}
+    counts = Counter(s.state for s in machine_statuses(state, touched, cleaning_mask))
+    counts["idle"] += state.pod.machines - len(touched)
+    return counts
+
+
+def completing_nodes(state: PodState, cleaning_mask: int) -> list[str]:
+    """The machines sinfo shows comp: those where runs are torn down (`cleaning_mask`, as machine_statuses takes
     it) and nothing outranks that (alloc, drng, down)."""
-    machines = {ipu // state.pod.machine.ipus for ipu in ipus_in(completing_mask)}
+    machines = {ipu // state.pod.machine.ipus for ipu in ipus_in(cleaning_mask)}
     if not machines:
         return []
-    return [s.name for s in machine_statuses(state, machines, completing_mask) if s.state == "completing"]
+    return [s.name for s in machine_statuses(state, machines, cleaning_mask) if s.state == "completing"]
 
 
 def machine_reasons(state: PodState) -> dict[int, Reason]:

@@ -214,15 +214,15 @@ class Partitions:
         self.state.apply(puts, [])
         return failed
 
-    def repair_ipus(self, ipus: list[int], completing_mask: int = 0) -> list[int]:
+    def repair_ipus(self, ipus: list[int], cleaning_mask: int = 0) -> list[int]:
         """Failed IPUs back in service; returns them. FAILED partitions stay FAILED: reset them. Refused whole, as a
         resume of an agent not drained is, if one of them is not failed: there is nothing to repair
-        (`completing_mask`, the scheduler's teardowns, names their state as the IPU views do)."""
+        (`cleaning_mask`, the scheduler's teardowns, names their state as the IPU views do)."""
         for ipu in ipus:
             if not 0 <= ipu < self.state.pod.ipus:
                 raise InvalidArgument(f"ipu {ipu} does not exist; {self.state.pod.name} has IPUs 0 to {self.state.pod.ipus - 1}")
         if working := [ipu for ipu in dict.fromkeys(ipus) if ipu not in self.state.failed_ipus]:
-            raise not_failed(self.state, working, ipus, completing_mask)
+            raise not_failed(self.state, working, ipus, cleaning_mask)
         repaired = sorted(set(ipus))
         deletes = [("ipu_failure", str(ipu)) for ipu in repaired]
         self.journal.commit([], deletes)

@@ -41,7 +41,7 @@ class Pod64Info:
     largest_free_block: int
     drained: int = 0  # healthy, on machines whose agent is drained or missing, in no partition
     draining: int = 0  # the same, but a partition holds them: in use until its job ends, then drained
-    completing: int = 0  # a partition holds them whose run is still torn down (ipu_status.completing_ipus)
+    completing: int = 0  # a partition holds them whose run is still torn down (ipu_status.completing_mask)
 
 
 
@@ -181,7 +181,7 @@ class QueueView:
     def info(self, available_mask: int | None = None, drained_mask: int = 0, draining_mask: int = 0,
              completing_mask: int = 0) -> list[Pod64Info]:
         """sinfo: idle, allocated, completing, draining, drained and failed IPUs per Pod64 (IPU-Link domain);
-        `completing_mask`: the IPUs shown completing (ipu_status.completing_ipus)."""
+        `completing_mask`: the IPUs shown completing (ipu_status.completing_mask)."""
         if available_mask is None:
             available_mask = self.free_mask
         per = self.pod.ild_ipus

@@ -11,6 +11,7 @@ import vipu.jobs.programs.command_spec  # noqa: F401 - registers the command wor
 from tests.server.test_training_logs import step_until
 from vipu.access import Identity
 from vipu.control.startup import open_plane
+from vipu.jobs.programs.spool import discard
 from vipu.scheduler.job_spec import parse_spec
 from vipu.scheduler.job_states import TERMINAL
 
@@ -23,6 +24,7 @@ def plane(tmp_path):
     yield plane
     plane.stop()
     plane.store.close()
+    discard(tmp_path / "state")
 
 
 def submit(plane, home, script: str, workload: dict | None = None, **fields) -> int:

@@ -9,7 +9,10 @@ import threading
 
 import pytest
 
+from vipu.access import ANYONE
 from vipu.jobs.programs.hosts import Steps
+from vipu.jobs.programs.run_exits import exit_path
+from vipu.scheduler.job_filter import NO_FILTER
 from vipu.scheduler.job_states import TERMINAL, JobState
 
 from tests.jobs.programs.test_program_log import plane, submit  # noqa: F401 - the fixture
@@ -100,3 +103,27 @@ def test_no_thread_to_watch_a_run_fails_its_job_saying_so_and_frees_its_ipus(pla
     monkeypatch.undo()
     after = ended(plane, submit(plane, tmp_path, "#!/bin/sh\nexit 0\n", ipus=16))  # the whole Pod: all freed
     assert (after.state, after.exit_code) == (JobState.COMPLETED, 0)
+
+
+def test_a_fault_in_the_end_of_a_run_stopped_from_outside_still_keeps_its_exit_code_and_drops_its_record(
+        plane, tmp_path, monkeypatch):  # noqa: F811
+    """Regression: when the end of a cancelled job's run failed, run_watch returned early (its job had ended
+    already), so its supervisor's exit record stayed in the spool and its ExitCode stayed untold."""
+    runner = plane.runners["command"]
+    close = runner._close
+
+    def close_fails_at_the_end(run, why):
+        if "program has ended" in why:
+            raise MemoryError()
+        return close(run, why)
+
+    monkeypatch.setattr(runner, "_close", close_fails_at_the_end)
+    job = submit(plane, tmp_path, "#!/bin/sh\ntrap 'exit 3' TERM\ntouch started\nwhile true; do sleep 0.02; done\n",
+                 requeue=False)
+    step_until(plane, lambda: (tmp_path / "started").exists())
+    plane.jobs.cancel([job], NO_FILTER, False, ANYONE)
+    run = runner.runs[job]
+    step_until(plane, run.finished.is_set)
+    assert not exit_path(runner.spool, job, 1).exists()
+    cancelled = plane.scheduler.job(job)
+    assert (cancelled.state, cancelled.exit_code, cancelled.exit_signal) == (JobState.CANCELLED, 3, 0)

@@ -248,6 +248,16 @@ class _Step:
                 pass
 
 
+def call_on(host, method: str, *args, wait: bool = True):
+    """A Steps method, here (a Steps) or on a node's actor (a NodeSteps); an actor's not waited for unless `wait`."""
+    if isinstance(host, Steps):
+        return getattr(host, method)(*args)
+    import ray
+
+    ref = getattr(host, method).remote(*args)
+    return ray.get(ref) if wait else None
+
+
 def _signal(sig: int, to: str) -> dict:
     """The supervisor's command for scancel --signal (stepd.py)."""
     return {"signal": sig, "to": to}

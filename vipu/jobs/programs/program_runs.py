@@ -18,7 +18,6 @@ goes, even by kill -9, and the restarted controller keeps their partitions until
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,11 +28,11 @@ from vipu.errors import FailedPrecondition
 from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files, missing_workdir, writer_mark
 from vipu.jobs.programs.command_spec import WarnSignal, parse_signal
 from vipu.jobs.programs.environment import job_environment, node_names
-from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, output_lines
-from vipu.jobs.programs.spool import spool_for
+from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, call_on, output_lines
+from vipu.jobs.programs.spool import spool_for, tidy
 from vipu.jobs.programs import program_log
 from vipu.jobs.programs.program_record import ProgramRecord, run_record
-from vipu.jobs.programs.run_exits import exit_path, forget_exits, recorded_end
+from vipu.jobs.programs.run_exits import end_untold, exit_path, forget_exits, recorded_end
 from vipu.jobs.programs.run_locks import GONE_WAIT_S, left_running, when_gone
 from vipu.jobs.programs.run_watch import watch_failed
 from vipu.jobs.programs.run_sessions import device_environment, keep_steps, open_session
@@ -225,9 +224,14 @@ class ProgramRuns:
                     ctx.stopped_end(run.job_id, run.started, ended["exit_code"], ended["signal"])
                 if records:
                     ctx.store.commit(records, [])
-        if "ended" in result and ctx.store.writable:  # its end written (else it waits: a restart may need the file)
-            self._call(run.host, "forget_exit", str(exit_path(self.spool, run.job_id, run.record.run)), wait=False)
+        if "ended" in result:
+            self._end_written(run)
         ctx.wake()
+
+    def _end_written(self, run: _Run) -> None:
+        """Its end is in the store: its exit record goes (kept while the store cannot write: a restart may read it)."""
+        if self.ctx.store.writable:
+            self._call(run.host, "forget_exit", str(exit_path(self.spool, run.job_id, run.record.run)), wait=False)
 
     def stop(self, stop: StopJob) -> float | None:
         """The run ended from outside: its supervisor stops the program (SIGTERM to its group, SIGKILL after
@@ -317,15 +321,7 @@ class ProgramRuns:
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
         return actor
 
-    @staticmethod
-    def _call(host, method: str, *args, wait: bool = True):
-        """A Steps method, here or on a node's actor."""
-        if isinstance(host, Steps):
-            return getattr(host, method)(*args)
-        import ray
-
-        ref = getattr(host, method).remote(*args)
-        return ray.get(ref) if wait else None
+    _call = staticmethod(call_on)
 
     # -- what it left --------------------------------------------------------------------------------------------
     def forget(self, job_id: int) -> None:
@@ -392,8 +388,5 @@ class ProgramRuns:
         deadline = time.monotonic() + 5  # their supervisors' SIGTERM, then out: KillWait is for cancels
         for run in list(self.runs.values()):
             run.finished.wait(max(0.0, deadline - time.monotonic()))
-        try:
-            os.rmdir(self.spool)  # this machine's, if no script is left in it
-        except OSError:
-            pass
+        tidy(self.spool, lambda job_id, run: end_untold(self.ctx.job(job_id), run))  # this machine's
 

@@ -65,14 +65,25 @@ def recorded_exit(path: Path) -> dict | None:
     return found if sane else None
 
 
-def recorded_end(spool: str | Path, job: Job) -> RunExit | None:
-    """How the job's latest run ended, as its supervisor recorded it on this node; None if it did not (it is still
-    running, it never started, or its supervisor died before its program ended)."""
+def recorded_end(spool: str | Path | None, job: Job) -> RunExit | None:
+    """How the job's latest run ended, as its supervisor recorded it on this node in `spool`; None if it did not (it
+    is still running, it never started, or its supervisor died before its program ended) or there is no spool."""
     from vipu.scheduler.workload import RunExit  # (not at the top: the supervisor imports this module too)
 
     run = job.runs_started
-    found = recorded_exit(exit_path(spool, job.id, run)) if run else None
+    found = recorded_exit(exit_path(spool, job.id, run)) if run and spool is not None else None
     return None if found is None else RunExit(found["at"], found["exit_code"], found["signal"])
+
+
+def end_untold(job: Job | None, run: int) -> bool:
+    """Whether the store still lacks how the job's run number `run` ended, so a restart needs its exit record: the
+    run goes on as far as the store knows (its end is the restart's to record), or it was stopped and its ExitCode
+    is still to be told (program_ended would record one)."""
+    from vipu.scheduler.job_states import JobState  # (not at the top: the supervisor imports this module too)
+
+    if job is None or job.runs_started != run:  # (purged, or run again since: that end is written)
+        return False
+    return job.state is JobState.RUNNING or job.program_ended(job.latest_start, 0, 0) is not None
 
 
 def forget_exits(spool: str | Path, job_id: int) -> None:

@@ -33,11 +33,14 @@ def watch_failed(runs, run, error: BaseException, result: dict | None) -> None:
             runs._call(run.host, "terminate", run.key, wait=False)
         except Exception:  # noqa: BLE001 - its supervisor ends it when the controller goes, at worst
             log.exception("job %s: stopping the program of run %s failed", run.job_id, run.record.run)
+    ended = result.get("ended") if result is not None else None
     with ctx.lock:
-        if runs._stopping or not ctx.still_running(run.job_id, run.started):
+        if runs._stopping:  # the controller stops its programs: the restart reads their ends (run_exits.py)
             return
-        if result is not None and "ended" in result:
-            ended = result["ended"]
+        if not ctx.still_running(run.job_id, run.started):  # stopped from outside: its ExitCode is the stop's doing
+            if ended is not None:
+                ctx.stopped_end(run.job_id, run.started, ended["exit_code"], ended["signal"])
+        elif ended is not None:
             ctx.finish(run.job_id, run.started, ended["exit_code"], None, ended["signal"],
                        records=[("program_run", run.record.name, run.record)])
         elif result is not None or not run.launched:  # its program never started
@@ -47,4 +50,9 @@ def watch_failed(runs, run, error: BaseException, result: dict | None) -> None:
         else:
             ctx.finish(run.job_id, run.started, 1, JobState.NODE_FAIL,
                        records=[("program_run", run.record.name, run.record)], why=why)
+    if ended is not None:
+        try:
+            runs._end_written(run)
+        except Exception:  # noqa: BLE001 - the record stays until its job is purged (ProgramRuns.forget)
+            log.exception("job %s: removing the exit record of run %s failed", run.job_id, run.record.run)
     ctx.wake()
