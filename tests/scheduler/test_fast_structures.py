@@ -397,7 +397,7 @@ def test_victims_from_a_ranking_made_before_evictions_choose_as_from_those_left(
     for r in left:
         evictable |= block(r.first_ipu, r.ipus)
     room = room_of(free & usable, evictable, usable, total)
-    ranked = Victims.from_ranked(rank(candidates, now, priority), size, total, now, priority, gone)
+    ranked = Victims.from_ranked(rank(candidates, now, priority), size, total, gone)
     assert ranked.choose(room) == Victims(left, size, total, now, priority, set()).choose(room)
 
 

@@ -37,11 +37,9 @@ def try_preempt(walk, job: QueuedJob, allowed: int) -> bool:
     usable = allowed & walk.healthy & (walk.full ^ reserved)
     index = walk._victims.get((job.qos, job.ipus))
     if index is None:  # the candidates sorted once per walk and QOS, not looked at one by one per job
-        priority = walk.qos_sets.priority
         if ranked is None:
-            ranked = found[2] = rank(candidates, walk.now, priority)
-        index = walk._victims[(job.qos, job.ipus)] = Victims.from_ranked(ranked, job.ipus, walk.total, walk.now,
-                                                                         priority, walk._preempted)
+            ranked = found[2] = rank(candidates, walk.now, walk.qos_sets.priority)
+        index = walk._victims[(job.qos, job.ipus)] = Victims.from_ranked(ranked, job.ipus, walk.total, walk._preempted)
     # (usable stands for what the job may use: its allowed IPUs, healthy, less the reservations before its end)
     pick = index.choose(room_of(walk.avail & usable, their_ipus, usable, walk.total), (id(allowed), reserved_key)) \
         if their_ipus else None

@@ -22,6 +22,7 @@ import math
 from typing import TYPE_CHECKING
 
 from vipu.scheduler.bits import first_block, has_block
+from vipu.scheduler.policies.rack_masks import RACK
 
 if TYPE_CHECKING:
     from vipu.scheduler.policies.engine import _Walk
@@ -143,12 +144,15 @@ def _freed(walk: _Walk, size: int, given: list[tuple[int, int]]) -> tuple[int, b
     wholly free before and is now holds IPUs of a victim, so it lies in the victim's block or holds it whole."""
     end = _end(walk, size)
     walk._fitting.until = max(walk._fitting.until, end)  # (at least what _fitting() records for it)
-    reserved = None
+    reserved, racks = None, walk.racks
     for first, n in given:
         span = size if size > n else n
         at = first - first % span
         stretch = (1 << span) - 1
-        free = (walk.avail >> at) & stretch
+        if racks is not None and span <= RACK:  # (a stretch in one rack: its word, not a shift of the Pod's mask)
+            free = (racks.words[at // RACK] >> at % RACK) & stretch
+        else:
+            free = (walk.avail >> at) & stretch
         if not has_block(free, size, span):
             continue
         if reserved is None:
@@ -178,8 +182,9 @@ def _fitting(walk: _Walk, sizes: list[int]) -> tuple[list[tuple[int, bool, int, 
                 until = max(until, end)
                 fitting.append((size, False, w, end))
                 continue
-        # (no block in the free IPUs: none outside the reservations either, which need not be looked at)
-        elif has_block(avail, size, total):
+        # (no block in the free IPUs: none outside the reservations either, which need not be looked at; the
+        # racks answer whether there is one without the dozen operations on the Pod's mask has_block() makes)
+        elif racks.place(size) is not None if racks is not None else has_block(avail, size, total):
             until = max(until, end)
             w = first_block(walk.unreserved(avail, end), size, total)
             if w is not None:
