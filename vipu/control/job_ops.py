@@ -84,7 +84,8 @@ class JobOps:
                 with naming_spec(k, len(requests), request.source):
                     self._check_allocation(spec, identity)
             done = plane.scheduler.submit_many(
-                [Submission(spec, r.request_id, r.source, r.held) for r, spec in zip(requests, specs)], plane.now())
+                [Submission(spec, r.request_id, r.source, r.held, plane.uid(spec.user))
+                 for r, spec in zip(requests, specs)], plane.now())
         plane.metrics.submissions.inc(sum(len(d.jobs) for d in done if not d.duplicate))
         # a held job cannot start until it is released (which wakes the loop), so a step now would find nothing to
         # do: in a burst of held submissions it would only compete with them for the lock

@@ -186,7 +186,7 @@ class Scheduler:
                          call_ids=range(self.table.next_id, first_id))
         begin = resolve_begin(resolved, now) if resolved.begin is not None else None
         jobs = build_jobs(resolved, first_id, count, now, request_id, array.indices if array else None, begin,
-                          submission.held)
+                          submission.held, submission.uid)
         return Submitted(jobs, duplicate=False)
 
     def check_allocation_unused(self, allocation: str) -> None:
