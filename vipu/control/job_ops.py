@@ -276,8 +276,9 @@ class JobOps:
         key = repr(("queue", identity, sorted(users), sorted(states or ()), sorted(ids), priority))
         snap = self.plane.read()
         named = naming_unavailable(snap.pod, snap.queue.table.nodes)
-        return self.plane.page(key, lambda snap: snap.queue.queue_rows(keep, now), page_size, page_token,
-                               present=lambda row: named(row.decorated()))
+        plane = self.plane  # (its estimates as of when the listing is made: a claim's is never in the past)
+        return plane.page(key, lambda snap: snap.queue.queue_rows(keep, now, plane.now()), page_size, page_token,
+                          present=lambda row: named(row.decorated()))
 
     def history(self, identity: Identity, users: Iterable[str] = (), states: set[JobState] | None = None,
                 ids: Iterable[int] = (), duplicates: bool = False, limit: int = 0, page_size: int = 0,

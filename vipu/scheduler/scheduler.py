@@ -295,7 +295,7 @@ class Scheduler:
     # -- reads of the live queue (listings read a view: view.py) ------------------------------------------------
     def job(self, job_id: int, now: float | None = None) -> Job:
         """One job as `vipu job` shows it: with its current reason, estimated start and (given now) priority."""
-        job = decorate(self, completing(self.table, self._get(job_id)))
+        job = decorate(self, completing(self.table, self._get(job_id)), now)
         if now is not None and job.state is S.PENDING:
             job = job.model_copy(update={"priority": self.priority(job_id, now)})
         return job
