@@ -196,10 +196,16 @@ def earlier_jobs(table: JobTable, spec: JobSpec, request_id: str,
     if not earlier and recall is not None:
         earlier = recall(spec.user, request_id)  # type: ignore[arg-type]
     first = earlier[0] if earlier else None
-    if first is not None and (first.submitted_spec or first.spec) != spec:  # as submitted, before any update
+    if first is not None and not _same_job(first.submitted_spec or first.spec, spec):  # as submitted, not updated
         raise AlreadyExists(f"request_id {request_id!r} was already used for job {first.id} with a different spec;"
                             " use a new request id for a new job", reason="REQUEST_ID_REUSED", field="request_id")
     return earlier
+
+
+def _same_job(stored: JobSpec, spec: JobSpec) -> bool:
+    """Whether a retry asks for the stored job: the same spec but for the command line that sent it (a retry of
+    `vipu submit --request-id R` may add --json, or spell a flag otherwise)."""
+    return stored == spec or stored.model_copy(update={"submit_line": spec.submit_line}) == spec
 
 
 def check_dependency(spec: JobSpec, table: JobTable, new_ids: range, call_ids: range = range(0)) -> None:
