@@ -19,7 +19,7 @@ from vipu.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from vipu.hardware.pod import PodConfig
 from vipu.partition.pod_state import Journal, NoJournal
 from vipu.partition.rules import named
-from vipu.scheduler import holds, run_ends, updates
+from vipu.scheduler import endings, holds, updates
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.cycle import gate, run_cycle
 from vipu.scheduler.claims import postpone
@@ -106,7 +106,7 @@ class Scheduler:
         order.remove_many(leaving)
 
     def _end_runs(self, changed: list[Job], ran: list[Job], now: float, state: JobState) -> list[Effect]:
-        return run_ends.end_runs(self, changed, ran, now, state)
+        return endings.end_runs(self, changed, ran, now, state)
 
     def _get(self, job_id: int) -> Job:
         return self.table.get(job_id)
@@ -201,8 +201,8 @@ class Scheduler:
 
     def cancel(self, job_ids: Iterable[int], now: float, single: bool = False, match: JobFilter = NO_FILTER,
                why: str | None = None, uid: int | None = None) -> list[Effect]:
-        """scancel (run_ends.cancel): pending and running jobs end CANCELLED, all or nothing."""
-        return run_ends.cancel(self, job_ids, now, single, match, why, uid)
+        """scancel (endings.cancel): pending and running jobs end CANCELLED, all or nothing."""
+        return endings.cancel(self, job_ids, now, single, match, why, uid)
 
     def matching(self, match: JobFilter, visible: Callable[[str], bool]) -> list[int]:
         """The active jobs (each array task on its own) of users `visible` accepts that match every filter, by id:
@@ -237,8 +237,8 @@ class Scheduler:
         holds.check_release(self, job_id, admin, single)
 
     def requeue(self, job_id: int, now: float, single: bool = False, hold: bool = False) -> list[Effect]:
-        """scontrol requeue, with `hold` requeuehold (run_ends.requeue)."""
-        return run_ends.requeue(self, job_id, now, single, hold)
+        """scontrol requeue, with `hold` requeuehold (endings.requeue)."""
+        return endings.requeue(self, job_id, now, single, hold)
 
     def cleaning(self, job_id: int, now: float, teardown: Teardown = Teardown()) -> None:
         """The job's run that just ended is still torn down (its work ends later, on its block): the job may not
@@ -258,22 +258,22 @@ class Scheduler:
 
     def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0,
                      signal: int = 0, why: str | None = None) -> list[Effect]:
-        """The workload of a running job ended (run_ends.job_finished)."""
-        return run_ends.job_finished(self, job_id, now, state, exit_code, signal, why)
+        """The workload of a running job ended (endings.job_finished)."""
+        return endings.job_finished(self, job_id, now, state, exit_code, signal, why)
 
     def time_limit_reached(self, job_id: int, started: float, now: float) -> list[Effect]:
-        """The run that began at `started` reached its time limit: TIMEOUT (run_ends.time_limit_reached)."""
-        return run_ends.time_limit_reached(self, job_id, started, now)
+        """The run that began at `started` reached its time limit: TIMEOUT (endings.time_limit_reached)."""
+        return endings.time_limit_reached(self, job_id, started, now)
 
     def fail_ipus(self, ipus: Iterable[int], now: float, cause: str = "") -> list[Effect]:
-        """IPUs failed: running jobs on them end NODE_FAIL (run_ends.fail_ipus)."""
-        return run_ends.fail_ipus(self, ipus, now, cause)
+        """IPUs failed: running jobs on them end NODE_FAIL (endings.fail_ipus)."""
+        return endings.fail_ipus(self, ipus, now, cause)
 
     def repair_ipus(self, ipus: Iterable[int]) -> None:
         self.failed_mask &= ~sum(1 << ipu for ipu in set(ipus))
 
     def _charge(self, job: Job, now: float) -> None:
-        run_ends.charge(self, job, now)
+        endings.charge(self, job, now)
 
     # -- the scheduling cycle ---------------------------------------------------------------------------------
     def cycle(self, now: float, available_mask: int | None = None,
