@@ -337,3 +337,26 @@ def test_a_schema_version_below_zero_is_refused_not_migrated(tmp_path):
     assert e.value.found == -1
     with sqlite3.connect(tmp_path / "s.db") as db:
         assert db.execute("SELECT name FROM sqlite_master").fetchall() == []  # nothing created in it
+
+
+def test_a_job_stored_before_uid_comment_and_submit_line_loads_without_them(tmp_path):
+    """Schema 6 keeps a job's owner's uid, comment and submit line: a database of schema 5 is brought up to date,
+    and its jobs load with none of them (sacct shows those fields empty)."""
+    from vipu.scheduler.job_record import Job
+    from vipu.scheduler.job_spec import parse_spec
+    from vipu.scheduler.submission import build_jobs
+
+    [job] = build_jobs(parse_spec({"ipus": 1, "time_limit": 60, "qos": "normal", "comment": "c"}), 7, 1, 3.0, None,
+                       None, uid=1000)
+    old = json.loads(job.model_dump_json())
+    del old["uid"], old["spec"]["comment"], old["spec"]["submit_line"]  # as schema 5 wrote it
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        Store(tmp_path / "s.db").close()
+        db.execute("PRAGMA user_version = 5")
+        db.execute("INSERT INTO records VALUES ('job', '7', ?)", (json.dumps(old),))
+    store = Store(tmp_path / "s.db")
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    [(kind, loaded)] = store.load({"job": Job})
+    assert (kind, loaded.id, loaded.uid, loaded.spec.comment, loaded.spec.submit_line) == ("job", 7, None, None, None)
+    store.commit([("job", "7", job)], [])
+    assert store.load({"job": Job})[0][1].uid == 1000 and store.load({"job": Job})[0][1].spec.comment == "c"

@@ -64,6 +64,9 @@ MIGRATIONS: list[tuple[str, ...]] = [
     # 5: an agent's drain reason and a failed IPU's (admin_records.Reason): no table changes, but a version before
     # could not read those records, so it must refuse the database
     (),
+    # 6: a job's owner's uid (Job.uid), its spec's comment and submit_line: no table changes; a record stored before
+    # loads with none of them, and a version before could not read a record that has them
+    (),
 ]
 HISTORY_TABLES = ("job_history", "job_history_records")  # checked at every start: they grow with the history
 SCHEMA_VERSION = len(MIGRATIONS)

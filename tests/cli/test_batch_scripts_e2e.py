@@ -95,9 +95,9 @@ def test_flags_beat_directives(server, tmp_path):
     assert show(server, wrapped, tmp_path)["spec"]["name"] == "from-env"
     bad = vipu(server, "submit", "job.sh", cwd=tmp_path, env={"SBATCH_TIMELIMIT": "soon"})
     assert bad.returncode == 2 and bad.stderr.startswith("vipu: error: SBATCH_TIMELIMIT: 'soon'"), bad.stderr
-    said = vipu(server, "submit", "job.sh", "--comment", "nightly", "--json", cwd=tmp_path)  # sbatch's, unmodelled
-    assert said.returncode == 0 and said.stderr == "vipu: warning: --comment is not kept: a job here has no comment" \
-        " (tell jobs apart by -J/--job-name)\n"
+    said = vipu(server, "submit", "job.sh", "--comment", "nightly", "--json", cwd=tmp_path)  # sbatch's, kept
+    assert said.returncode == 0 and said.stderr == "", said.stderr
+    assert show(server, json.loads(said.stdout)["job_ids"][0], tmp_path)["spec"]["comment"] == "nightly"
     [appending] = submit(server, "job.sh", "-H", cwd=tmp_path, env={"SBATCH_OPEN_MODE": "append"})
     assert show(server, appending, tmp_path)["spec"]["workload"]["open_mode"] == "append"
     refused = vipu(server, "submit", "job.sh", cwd=tmp_path, env={"SBATCH_OPEN_MODE": "replace"})

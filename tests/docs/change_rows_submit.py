@@ -13,9 +13,9 @@ def submit_unmodelled(open_live, tmp_path):
     out = live.run("submit", "--ipus", "1", "-H", "--comment", "x", "--mail-type", "END", "--time-min", "5",
                    "--exclusive", "--kill-on-invalid-dep=no", "-n", "1", "-c", "4", "--mem", "10G", "--mem-per-cpu",
                    "1G", "--json")
-    assert out.returncode == 0 and out.stderr.count("vipu: warning:") == 7, out.stderr  # a line for each of seven
+    assert out.returncode == 0 and out.stderr.count("vipu: warning:") == 6, out.stderr  # a line for each of six
     [job] = json.loads(out.stdout)["job_ids"]
-    assert live.show(job)["spec"]["hold"] is True
+    assert live.show(job)["spec"]["hold"] is True and live.show(job)["spec"]["comment"] == "x"  # --comment: kept
     for flags, said in ((["--priority", "9"], "--priority is not taken"),
                         (["--signal=B:USR1@60"], "--signal is for a batch script or --wrap"),
                         (["--open-mode=append"], "--open-mode is for a batch script"),

@@ -96,6 +96,9 @@ def test_arrays(text, indices, limit):
         ("workload", {"kind": "train"}, "workload"),
         ("workload", {"kind": "sleep"}, "workload.duration: required"),  # its path in the spec: no union tag
         ("output", "a\x00b", "NUL"),
+        ("comment", "a\x00b", "comment: contains a NUL byte"),
+        ("comment", "x" * 1025, "comment: 1,025 characters long; give at most 1,024"),  # slurmctld's limit
+        ("submit_line", "vipu\x00", "submit_line: contains a NUL byte"),
     ],
 )
 def test_bad_spec_fields(field, value, needle):

@@ -141,6 +141,23 @@ def test_a_waiting_preemptor_expects_to_start_when_its_victims_killwait_ends():
     assert (s.job(1).reason, s.job(1).estimated_start) == ("Cleaning", None)  # the victim, requeued
 
 
+def test_a_preemptor_whose_victim_outlives_its_killwait_expects_to_start_now_not_at_a_past_time():
+    """Regression: a victim still torn down past its KillWait (31) left the preemptor's estimated start at 31, a
+    time already past, in `vipu show job` and the queue; it frees its IPUs at any moment now."""
+    s, driver, executor = preempted_while_lingering()
+    driver.step(40)  # KillWait ran out at 31; the victim's program is not reaped yet
+    assert s.job(2).state is S.PENDING and 1 in s.table.cleaning
+    assert (s.job(2, 40).reason, s.job(2, 40).estimated_start) == ("Resources", 40)
+    assert (s.view().job(2, 45).reason, s.view().job(2, 45).estimated_start) == ("Resources", 45)
+    [row] = [r for r in s.view().queue_rows(shown_at=50) if r.job.id == 2]
+    assert (row.reason, row.estimated_start) == ("Resources", 50)  # listings: squeue --start, %S
+    assert s.job(2, 20).estimated_start == 31  # within KillWait: its end
+    assert s.job(2).estimated_start == 31  # no `now` given: as the last cycle left it
+    s.cleaned(1, 41)
+    driver.step(41)
+    assert (s.job(2).state, s.job(2).start_time) == (S.RUNNING, 41)
+
+
 def test_a_waiting_preemptor_cancelled_leaves_its_ipus_to_the_queue():
     s, driver, executor = preempted_while_lingering()
     driver.apply(s.cancel([2], 2), 2)

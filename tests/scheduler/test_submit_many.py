@@ -54,6 +54,17 @@ def test_request_ids_return_earlier_jobs_and_may_not_repeat_within_a_call(journa
     assert sorted(s.table.jobs) == [1, 2]
 
 
+def test_a_retry_typed_otherwise_is_the_same_submit_but_a_comment_is_not():
+    """The command line (submit_line) is how a submit was sent, not what it asks: a retry that adds --json gets the
+    jobs of the first; a different --comment is a different spec."""
+    s = make()
+    [first] = s.submit(spec(submit_line="vipu submit --request-id r1 job.yaml"), now=0, request_id="r1")
+    again = s.submit(spec(submit_line="vipu submit --request-id r1 job.yaml --json"), now=1, request_id="r1")
+    assert [j.id for j in again] == [first.id] and again[0].spec.submit_line == first.spec.submit_line
+    with pytest.raises(AlreadyExists, match="request_id 'r1' was already used for job 1 with a different spec"):
+        s.submit(spec(submit_line="vipu submit", comment="other"), now=2, request_id="r1")
+
+
 def test_the_queue_limit_counts_the_earlier_specs_of_the_call():
     s = make(max_jobs=4)
     s.submit(spec(), now=0)

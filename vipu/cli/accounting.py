@@ -105,6 +105,7 @@ FIELDS: dict[str, Column] = {
     "AllocCPUS": _field(10, lambda r: str(r.job.ipus)),
     "AllocNodes": _field(10, lambda r: str(r.node_count if r.job.HasField("started") else 0), needs=FULL | NODES),
     "AllocTRES": _field(10, lambda r: _tres(r) if r.job.HasField("started") else "", needs=FULL | NODES),
+    "Comment": _field(14, lambda r: r.job.spec.comment, needs=FULL),
     "CPUTime": _field(10, lambda r: elapsed(_ran(r) * r.job.ipus)),
     "CPUTimeRAW": _field(10, lambda r: str(int(_ran(r) * r.job.ipus))),
     "DerivedExitCode": _field(15, derived_exit_code),
@@ -135,16 +136,40 @@ FIELDS: dict[str, Column] = {
     "StdIn": _field(20, _file("StdIn"), needs=FULL),
     "StdOut": _field(20, _file("StdOut"), needs=FULL),
     "Submit": _field(19, lambda r: _time(seconds(r.job.submitted))),
+    "SubmitLine": _field(20, lambda r: r.job.spec.submit_line, needs=FULL),
     "Timelimit": _field(10, lambda r: limit(seconds(r.job.time_limit), elapsed)),
     "TimelimitRaw": _field(10, lambda r: limit(seconds(r.job.time_limit), lambda s: str(math.ceil(s / 60)))),
+    "UID": _field(6, lambda r: str(r.job.uid) if r.job.HasField("uid") else ""),
     "User": _field(9, lambda r: r.job.user),
     "WorkDir": _field(20, _file("WorkDir"), needs=FULL),
+}
+_STEP_STATS = ("no job step statistics are gathered here (Slurm's jobacct_gather samples an srun step's processes;"
+               " a job here runs no steps)")
+# sacct's fields that have no value here, and why: refused by name rather than shown empty
+NO_VALUE = {
+    **dict.fromkeys(("Reservation", "ReservationId", "ReqReservation"), "no job runs in a reservation here (scontrol"
+                    " create reservation has no counterpart; backfill's own reservations are the scheduler's plan)"),
+    **dict.fromkeys(("WCKey", "WCKeyID"), "a job here has no workload characterization key (sbatch --wckey has no"
+                    " counterpart: group jobs by -A/--account)"),
+    **dict.fromkeys(("AveCPU", "AveCPUFreq", "AveDiskRead", "AveDiskWrite", "AvePages", "AveRSS", "AveVMSize",
+                     "MaxDiskRead", "MaxDiskWrite", "MaxPages", "MaxRSS", "MaxVMSize", "MinCPU", "TotalCPU",
+                     "UserCPU", "SystemCPU", "ConsumedEnergy", "ConsumedEnergyRaw"), _STEP_STATS),
 }
 TABLE = "JobID,JobName,User,State,ExitCode,Submit,Start,End,Elapsed,IPUs"  # what `vipu history` prints by default
 BRIEF = "JobID,State,ExitCode"  # sacct -b
 # sacct -l's fields that have a meaning here (man sacct): its memory, disk, energy and step statistics have none
 LONG = "JobID,JobIDRaw,JobName,Partition,AllocCPUS,Elapsed,State,ExitCode,ReqTRES,AllocTRES"
 UNITS = "KMGTP"
+
+
+def check_kept(text: str, flag: str) -> None:
+    """Refuse (exit 2) a field of sacct's that has no value here, naming it and why (NO_VALUE)."""
+    for token in text.split(","):
+        name = token.partition("%")[0].strip()
+        kept = next((n for n in NO_VALUE if n.lower() == name.lower()), None)
+        if kept is not None:
+            fail("vipu", f"{flag}: {kept} has no value here: {NO_VALUE[kept]}; leave it out (vipu history -e lists"
+                 " the fields)", BAD_INPUT)
 
 
 def help_format() -> str:
@@ -269,8 +294,10 @@ def register(app: typer.Typer) -> None:
         names = set(given(name, "--name", "job names (e.g. --name train,eval)"))
         chosen = fmt if fmt is not None else (BRIEF if brief else None) or os.environ.get("SACCT_FORMAT") or (
             TABLE if parsable or parsable2 else None)  # -o '' is refused, not read as the default
-        fields = sacct_fields(chosen, FIELDS, "-o/--format" if fmt is not None else "SACCT_FORMAT") \
-            if chosen is not None else None
+        flag = "-o/--format" if fmt is not None else "SACCT_FORMAT"
+        if chosen is not None:
+            check_kept(chosen, flag)
+        fields = sacct_fields(chosen, FIELDS, flag) if chosen is not None else None
         needs = frozenset().union(*(f.column.needs for f in fields)) if fields else frozenset()
         as_json = cli.wants_json(json_out)
         windowed = since is not None or until is not None

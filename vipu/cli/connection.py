@@ -72,7 +72,7 @@ def flagged(error: ApiError, flags: dict[str, str]) -> ApiError:
     return error
 
 
-SENT_BY_THE_CLI = ("submit_dir",)  # fields the CLI adds to every submit on its own, which no user wrote
+SENT_BY_THE_CLI = ("submit_dir", "submit_line")  # fields the CLI adds to every submit on its own, which no user wrote
 
 
 def older_controller(error: ApiError, address: str) -> ApiError:

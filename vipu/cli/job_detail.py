@@ -141,7 +141,8 @@ def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
     throttle = [("ArrayTaskThrottle", spec["array"].partition("%")[2])] if "%" in (spec.get("array") or "") else []
     fields = [
         ("JobId", job_id(x)), *task, *throttle,  # scontrol's ArrayJobId/ArrayTaskId, for an array's task
-        ("JobName", x.name), ("UserId", x.user), ("Account", x.account or "(null)"),
+        ("JobName", x.name), ("UserId", f"{x.user}({x.uid})" if x.HasField("uid") else x.user),  # scontrol's NAME(UID)
+        ("Account", x.account or "(null)"),
         ("QOS", x.qos), ("JobState", x.state),
         ("Reason", reason(x).replace(" ", "_")),  # as scontrol: ReqNodeNotAvail,_UnavailableNodes:ag[05,15]
         ("Held", ("yes (admin)" if x.admin_hold else "yes (user)") if x.held else "no"),
@@ -162,6 +163,7 @@ def print_job(x: j.Job, nodes: list[str] = (), count: int = 1) -> None:
         ("EndTime", "Unknown" if end is None else stamp(end)),
         ("ExitCode", exit_code(x)), ("Dependency", x.dependency or "(null)"),
         ("Requeue", int(spec.get("requeue", True))), ("Requeues", x.requeue_count), ("Nice", spec.get("nice", 0)),
+        *([("Comment", spec["comment"])] if spec.get("comment") is not None else []),  # scontrol's: when given
         *(program or [*workload_fields(spec), ("StdOut", built_in_stdout(x, spec))]),
     ]
     if x.modelled:  # computes nothing: holds its partition for steps x the predicted step time x the time scale

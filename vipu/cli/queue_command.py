@@ -82,13 +82,14 @@ def register(app: typer.Typer) -> None:
         priority, %y nice, %E dependency, %C IPUs (Slurm's CPUs), %D IPU-Machines (Slurm's nodes), %N their
         names, %B the first, %b IPUs per machine (gres/ipu:N), %n and %x the machines asked for and excluded
         (sbatch -w, -x), %P the V-IPU allocation (Slurm's partition), %o the command (as show job's Command=), %Z
-        the working folder, %Y (null); %.Nx right-justifies in N characters, %Nx and %-Nx left-justify, and both
-        cut a longer value.
+        the working folder, %k the comment (sbatch --comment), %Y (null); %.Nx right-justifies in N characters,
+        %Nx and %-Nx left-justify, and both cut a longer value.
 
         -O names (the same fields, as man squeue names them): JobID, JobArrayID, ArrayJobID, ArrayTaskID, Name,
         UserName, Account, QOS, State, StateCompact, Reason, ReasonList, TimeUsed, TimeLimit, TimeLeft,
         StartTime, SubmitTime, EndTime, Priority, PriorityLong, Nice, Dependency, NumCPUs, IPUs (vipu's own),
-        NumNodes, NodeList, ReqNodes, ExcNodes, BatchHost, tres-per-node, Partition, SchedNodes, Command, WorkDir.
+        NumNodes, NodeList, ReqNodes, ExcNodes, BatchHost, tres-per-node, Partition, SchedNodes, Command, WorkDir,
+        Comment.
 
         --json: squeue --json's shape: {"jobs": [...], "meta": {...}, "errors": [], "warnings": []}, each job with
         Slurm's field names and typed values, plus ipus, vipu_partition, modelled and time_limit_s."""

@@ -74,6 +74,7 @@ LETTERS: dict[str, Column] = {
                 lambda r: r.job.array_job_id if r.job.HasField("array_job_id") else r.job.id),
     "i": Column("JOBID", lambda r: r.id_text, _id_key),
     "j": Column("NAME", lambda r: r.job.name),
+    "k": Column("COMMENT", lambda r: r.spec.comment if r.spec.HasField("comment") else "(null)", needs=FULL),
     "K": Column("ARRAY_TASK_ID", _task, lambda r: r.job.array_task_id if r.job.HasField("array_task_id") else -1),
     "l": Column("TIME_LIMIT", lambda r: limit(seconds(r.job.time_limit)), lambda r: seconds(r.job.time_limit)),
     "L": Column("TIME_LEFT", lambda r: limit(seconds(r.job.time_limit), lambda _: clock(_left(r))), _left),
@@ -101,7 +102,7 @@ LETTERS: dict[str, Column] = {
 
 NAMES: dict[str, Column] = {
     "Account": LETTERS["a"], "ArrayJobID": LETTERS["F"], "ArrayTaskID": LETTERS["K"], "BatchHost": LETTERS["B"],
-    "Command": LETTERS["o"], "WorkDir": LETTERS["Z"],
+    "Command": LETTERS["o"], "WorkDir": LETTERS["Z"], "Comment": LETTERS["k"],
     "Dependency": LETTERS["E"], "EndTime": LETTERS["e"], "ReqNodes": LETTERS["n"], "ExcNodes": LETTERS["x"],
     "JobArrayID": LETTERS["i"], "JobID": LETTERS["A"],
     "Name": LETTERS["j"], "Nice": LETTERS["y"], "NodeList": LETTERS["N"], "NumCPUs": LETTERS["C"],

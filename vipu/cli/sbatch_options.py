@@ -135,9 +135,9 @@ OPTIONS = (
                  " each run starts them afresh) or append (each run adds to them; a file of your own from before is"
                  " added to, where truncate refuses it)", field="open_mode", reads="text",
                  variable="SBATCH_OPEN_MODE"),
+    SbatchOption("comment", ("--comment",), help="any text kept with the job (at most 1024 characters), as sbatch"
+                 " --comment: squeue %k, sacct's Comment, show job's Comment=", field="comment", reads="text"),
     # sbatch's flags vipu-sim does not model: taken only to be warned of or refused (sbatch_unmodelled.py)
-    SbatchOption("comment", ("--comment",), help="accepted with a warning: not kept", field="comment", reads="text",
-                 warning="is not kept: a job here has no comment (tell jobs apart by -J/--job-name)"),
     SbatchOption("mail_type", ("--mail-type",), help="accepted with a warning: no mail is sent", field="mail_type",
                  reads="text", warning="sends no mail: the controller has none; watch the job with vipu queue -j ID"),
     SbatchOption("mail_user", ("--mail-user",), help="accepted with a warning: no mail is sent", field="mail_user",

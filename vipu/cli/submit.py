@@ -46,6 +46,12 @@ def spec_flags(flags: dict) -> dict:
     return {**fields, "submit_dir": os.getcwd()}  # where a controller may write a built-in workload's output
 
 
+def submit_line() -> str:
+    """This command line as Slurm 23.02 keeps sbatch's (SubmitLine): its words joined by spaces, unquoted, as
+    slurm_option_get_argv_str joins argv; the program by its name (vipu), not the path its launcher was given."""
+    return " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
+
+
 def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] | None, flags: dict,
                   request_id: str, named: dict[str, str], machines: Callable[[], PodMachines]
                   ) -> tuple[j.SubmitJobRequest, Callable | None]:
@@ -171,6 +177,7 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
     named = {k: BY_FIELD[k].variable if BY_FIELD[k].variable in used else BY_FIELD[k].shown for k in flags}
     if "time_limit" in flags:
         named["time_limit"] = "-t/--time" if time is not None else "--time-limit"
+    flags["submit_line"] = submit_line()
     if duration is not None:
         named["workload.duration"] = "--duration"
         flags["workload"] = {"kind": "sleep", "duration": duration}

@@ -84,7 +84,8 @@ class JobOps:
                 with naming_spec(k, len(requests), request.source):
                     self._check_allocation(spec, identity)
             done = plane.scheduler.submit_many(
-                [Submission(spec, r.request_id, r.source, r.held) for r, spec in zip(requests, specs)], plane.now())
+                [Submission(spec, r.request_id, r.source, r.held, plane.uid(spec.user))
+                 for r, spec in zip(requests, specs)], plane.now())
         plane.metrics.submissions.inc(sum(len(d.jobs) for d in done if not d.duplicate))
         # a held job cannot start until it is released (which wakes the loop), so a step now would find nothing to
         # do: in a burst of held submissions it would only compete with them for the lock
@@ -275,8 +276,9 @@ class JobOps:
         key = repr(("queue", identity, sorted(users), sorted(states or ()), sorted(ids), priority))
         snap = self.plane.read()
         named = naming_unavailable(snap.pod, snap.queue.table.nodes)
-        return self.plane.page(key, lambda snap: snap.queue.queue_rows(keep, now), page_size, page_token,
-                               present=lambda row: named(row.decorated()))
+        plane = self.plane  # (its estimates as of when the listing is made: a claim's is never in the past)
+        return plane.page(key, lambda snap: snap.queue.queue_rows(keep, now, plane.now()), page_size, page_token,
+                          present=lambda row: named(row.decorated()))
 
     def history(self, identity: Identity, users: Iterable[str] = (), states: set[JobState] | None = None,
                 ids: Iterable[int] = (), duplicates: bool = False, limit: int = 0, page_size: int = 0,

@@ -61,6 +61,7 @@ class Job(BaseModel):
     id: int
     name: str
     user: str
+    uid: int | None = None  # the owner's uid at the submit (sacct's UID); None: not known (or an older record)
     account: str | None = None
     partition: str
     array_job_id: int | None = None

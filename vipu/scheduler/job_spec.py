@@ -26,6 +26,8 @@ from vipu.validation import MAX_SPEC_BYTES, describe, violations
 LimitSeconds = Annotated[
     float, BeforeValidator(lambda v: parse_duration(v, "time_limit", positive=True, unlimited=True))
 ]
+MAX_COMMENT = 1024  # slurmctld refuses a longer comment ("strlen(comment) too big (1025 > 1024)")
+MAX_SUBMIT_LINE = 1024 * 1024  # slurmctld's default max_submit_line_size
 BeginTime = Annotated[float | str | None, BeforeValidator(parse_begin)]  # a time, or "now+SECONDS" (begin.py)
 
 
@@ -100,6 +102,14 @@ class JobSpec(Strict):
         None, max_length=4096,
         description="sbatch -x/--exclude: IPU-Machines the job must not run on, a Slurm host list as nodelist's;"
         " none of them may be in its nodelist")
+    comment: str | None = Field(
+        None, max_length=MAX_COMMENT,
+        description="sbatch --comment: any text, at most 1024 characters (slurmctld's limit); kept with the job and"
+        " shown by squeue's %k, sacct's Comment and `vipu show job`'s Comment=")
+    submit_line: str | None = Field(
+        None, max_length=MAX_SUBMIT_LINE,
+        description="the command line that submitted the job, as Slurm 23.02's SubmitLine (`vipu submit` fills it"
+        " in: its words joined by spaces, unquoted, as sbatch joins its argv); shown by sacct's SubmitLine")
     workload: AnyWorkload = Field(HoldWorkload(), description="what the job runs: a mapping with its `kind` (sleep,"
                                   " hold, train, command: below)")
 
@@ -145,6 +155,13 @@ class JobSpec(Strict):
     def _output(cls, value: str | None) -> str | None:
         if value is not None and "\x00" in value:
             raise PydanticCustomError("output", "contains a NUL byte; give a plain file path")
+        return value
+
+    @field_validator("comment", "submit_line")
+    @classmethod
+    def _text(cls, value: str | None, info) -> str | None:
+        if value is not None and "\x00" in value:
+            raise PydanticCustomError(info.field_name, "contains a NUL byte; give plain text")
         return value
 
     @field_validator("submit_dir")

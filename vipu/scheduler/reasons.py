@@ -43,17 +43,17 @@ class Row(NamedTuple):
         return job.updated(changes)
 
 
-def pending_reason(s, job: Job) -> PendingInfo | None:
-    """Why a pending job waits and when it may start, as `vipu queue` shows it: its hold, its begin time, its
-    dependency, else what the last cycle said of it; None when no cycle has considered it yet. Builds no copy of
-    the job (startable asks it of every pending job that fits)."""
+def pending_reason(s, job: Job, now: float | None = None) -> PendingInfo | None:
+    """Why a pending job waits and when it may start, as `vipu queue` shows it at `now` (None: as the last cycle
+    left it): its hold, its begin time, its dependency, else what the last cycle said of it; None when no cycle has
+    considered it yet. Builds no copy of the job (startable asks it of every pending job that fits)."""
     table = s.table
     if job.held:
         return PendingInfo(HELD_ADMIN if job.admin_hold else HELD)
     if job.id in table.cleaning:
         return PendingInfo(CLEANING)
     if job.id in table.claims:  # preempted jobs' IPUs kept for it until their runs end, as Slurm's Resources
-        return _claiming(table, table.claims[job.id].start.after)
+        return _claiming(table, table.claims[job.id].start.after, now)
     if job.id in table.not_begun:  # like Slurm's StartTime for BeginTime: no earlier than the begin time
         dependency = _dependency(s, job)  # nor than the end of a dependency's delay (after:ID+MINUTES)
         later = None if dependency is None else dependency.estimated_start
@@ -67,12 +67,16 @@ def pending_reason(s, job: Job) -> PendingInfo | None:
     return info
 
 
-def _claiming(table, victims: tuple[int, ...]) -> PendingInfo:
+def _claiming(table, victims: tuple[int, ...], now: float | None) -> PendingInfo:
     """A preemptor's wait: it starts once its victims' runs are torn down, by the end of their KillWait at the
-    latest (Teardown.free_by), as backfill counts a cancelled run's IPUs; no estimate while any bound is unknown."""
+    latest (Teardown.free_by), as backfill counts a cancelled run's IPUs; no estimate while any bound is unknown.
+    A victim still torn down past its KillWait (its program not yet reaped) frees them at any moment: `now`, not a
+    start already past."""
     ends = [table.cleaning[v].free_by for v in victims if v in table.cleaning]
     last = max(ends, default=math.inf)
-    return PendingInfo(RESOURCES, last) if last < math.inf else CLAIMING
+    if last == math.inf:
+        return CLAIMING
+    return PendingInfo(RESOURCES, last if now is None else max(last, now))
 
 
 def _dependency(s, job: Job) -> PendingInfo | None:
@@ -101,17 +105,18 @@ def completing(table, job: Job) -> Job:
     return job
 
 
-def row(s, job: Job, factors: tuple[dict[str, float], dict[str, float]] | None = None, now: float = 0.0) -> Row:
-    """A job's row: a pending one with its reason and estimated start (pending_reason), and given `factors`
+def row(s, job: Job, factors: tuple[dict[str, float], dict[str, float]] | None = None,
+        now: float | None = None) -> Row:
+    """A job's row at `now`: a pending one with its reason and estimated start (pending_reason), and given `factors`
     (FairShare.factors at `now`, and qos_factors) its priority; one with a dependency, that as squeue shows it."""
     dependency = None if job.spec.dependency is None else shown_dependency(s, job)
     if job.state is not S.PENDING:
         return Row(job, dependency=dependency)
-    reason, estimate = pending_reason(s, job) or (None, None)
-    priority = None if factors is None else breakdown(s.table.pending[job.id], now, s.config, s.total, *factors)
+    reason, estimate = pending_reason(s, job, now) or (None, None)
+    priority = None if factors is None else breakdown(s.table.pending[job.id], now or 0.0, s.config, s.total, *factors)
     return Row(job, reason, estimate, priority, dependency)
 
 
-def decorate(s, job: Job) -> Job:
-    """The job with its reason and estimated start, if pending."""
-    return row(s, job).decorated()
+def decorate(s, job: Job, now: float | None = None) -> Job:
+    """The job with its reason and estimated start at `now`, if pending."""
+    return row(s, job, now=now).decorated()

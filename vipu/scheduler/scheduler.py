@@ -19,12 +19,11 @@ from vipu.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from vipu.hardware.pod import PodConfig
 from vipu.partition.pod_state import Journal, NoJournal
 from vipu.partition.rules import named
-from vipu.scheduler import holds, updates
-from vipu.scheduler.bits import block
+from vipu.scheduler import endings, holds, updates
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.cycle import gate, run_cycle
 from vipu.scheduler.claims import postpone
-from vipu.scheduler.effects import Effect, StartJob, StopJob
+from vipu.scheduler.effects import Effect, StartJob
 from vipu.scheduler.job_filter import NO_FILTER, JobFilter
 from vipu.scheduler.job_record import META_NAME, Job, PriorityBreakdown, SchedulerMeta
 from vipu.scheduler.gate_openings import Teardown
@@ -34,7 +33,7 @@ from vipu.scheduler.policies.base import PendingInfo, ScheduleDecision, qos_sets
 from vipu.scheduler.multifactor import FairShare, breakdown
 from vipu.scheduler.node_requests import NodeNames
 from vipu.scheduler.job_spec import JobSpec, parse_spec
-from vipu.scheduler.job_states import REQUEUABLE, TERMINAL, TRANSITIONS, JobState, check_requeue
+from vipu.scheduler.job_states import TERMINAL, TRANSITIONS, JobState
 from vipu.scheduler.submission import (ResolvedSpecs, Submission, Submitted, build_jobs, check_dependency,
                                        check_submit_limits, earlier_jobs, naming_spec, resolve_begin)
 from vipu.scheduler.reasons import completing, decorate
@@ -45,7 +44,6 @@ from vipu.scheduler.view import QueueView
 from vipu.scheduler.workload import RunExit
 
 S = JobState
-FINAL_STATES = (S.COMPLETED, S.FAILED, S.CANCELLED, S.TIMEOUT, S.NODE_FAIL)
 MANY_IDS = 20  # more pending jobs than this in a refusal: no command line of their ids
 
 
@@ -108,14 +106,7 @@ class Scheduler:
         order.remove_many(leaving)
 
     def _end_runs(self, changed: list[Job], ran: list[Job], now: float, state: JobState) -> list[Effect]:
-        """Commit `changed` (new records), then end the runs of `ran` (jobs that held a partition until now, in
-        their old records): charge their fair share and return the StopJobs that remove their partitions, each
-        saying whether its job went back to the queue."""
-        self._commit(changed, now)
-        requeued = {j.id for j in changed if j.state is S.PENDING} if ran else ()  # a wave's starts end no run
-        for job in ran:
-            self._charge(job, now)
-        return [StopJob(job.id, job.partition, state, job.id in requeued, job.first_ipu, job.ipus) for job in ran]
+        return endings.end_runs(self, changed, ran, now, state)
 
     def _get(self, job_id: int) -> Job:
         return self.table.get(job_id)
@@ -195,7 +186,7 @@ class Scheduler:
                          call_ids=range(self.table.next_id, first_id))
         begin = resolve_begin(resolved, now) if resolved.begin is not None else None
         jobs = build_jobs(resolved, first_id, count, now, request_id, array.indices if array else None, begin,
-                          submission.held)
+                          submission.held, submission.uid)
         return Submitted(jobs, duplicate=False)
 
     def check_allocation_unused(self, allocation: str) -> None:
@@ -210,16 +201,8 @@ class Scheduler:
 
     def cancel(self, job_ids: Iterable[int], now: float, single: bool = False, match: JobFilter = NO_FILTER,
                why: str | None = None, uid: int | None = None) -> list[Effect]:
-        """Cancel pending and running jobs (an array job id cancels its active tasks, unless `single`), only those
-        that match `match` (scancel's filters narrow: selection.py); all or nothing. `why`, when something other
-        than a cancel of the job ends it (its partition removed), is kept as what ended it; `uid`, who asked.
-
-        A job named directly that already ended is FailedPrecondition; one that does not match, NotFound."""
-        jobs = named_jobs(self.table, job_ids, single, match)
-        given = {key: v for key, v in (("ended_by", why), ("cancelled_by_uid", uid)) if v is not None}
-        changed = [job.moved(S.CANCELLED, now, end_time=now, **given) for job in jobs]
-        running = [job for job in jobs if job.state is not S.PENDING]
-        return self._end_runs(changed, running, now, S.CANCELLED)
+        """scancel (endings.cancel): pending and running jobs end CANCELLED, all or nothing."""
+        return endings.cancel(self, job_ids, now, single, match, why, uid)
 
     def matching(self, match: JobFilter, visible: Callable[[str], bool]) -> list[int]:
         """The active jobs (each array task on its own) of users `visible` accepts that match every filter, by id:
@@ -254,18 +237,8 @@ class Scheduler:
         holds.check_release(self, job_id, admin, single)
 
     def requeue(self, job_id: int, now: float, single: bool = False, hold: bool = False) -> list[Effect]:
-        """Put a running or finished job back in the queue under the same id (scontrol requeue; with `hold`,
-        requeuehold: held by its user); an array job id requeues every task that is not pending, unless `single`."""
-        if self._whole_array(job_id, single):
-            jobs = [j for j in self._expand([job_id]) if j.state is not S.PENDING and j.state in REQUEUABLE]
-            if not jobs:
-                raise FailedPrecondition(f"array job {job_id} has no running or ended task to requeue")
-        else:
-            jobs = [self._get(job_id)]
-        check_requeue(jobs)
-        ran = [j for j in jobs if j.state in (S.RUNNING, S.COMPLETING)]
-        back = [j.requeued(now, hold) for j in jobs]
-        return self._end_runs(back, ran, now, S.REQUEUED)
+        """scontrol requeue, with `hold` requeuehold (endings.requeue)."""
+        return endings.requeue(self, job_id, now, single, hold)
 
     def cleaning(self, job_id: int, now: float, teardown: Teardown = Teardown()) -> None:
         """The job's run that just ended is still torn down (its work ends later, on its block): the job may not
@@ -285,57 +258,22 @@ class Scheduler:
 
     def job_finished(self, job_id: int, now: float, state: JobState | None = None, exit_code: int = 0,
                      signal: int = 0, why: str | None = None) -> list[Effect]:
-        """The workload of a running job ended, with `exit_code`, or ended by `signal` (state None: COMPLETED on
-        exit code and signal 0, else FAILED); `why`, when its run could not start, is kept as what ended it."""
-        job = self._get(job_id)
-        if job.state not in (S.RUNNING, S.COMPLETING):
-            raise FailedPrecondition(f"job {job.display_id} is {job.state.value}, not running; its end was already recorded")
-        if state is None:
-            state = S.COMPLETED if exit_code == 0 and signal == 0 else S.FAILED
-        if state not in FINAL_STATES:
-            raise InvalidArgument(f"state {state.value} is not a final state; use one of {', '.join(s.value for s in FINAL_STATES)}")
-        given = {"ended_by": why} if why else {}
-        ended = job.moved(state, now, end_time=now, exit_code=exit_code, exit_signal=signal, **given)
-        requeued = state is S.NODE_FAIL and job.spec.requeue
-        return self._end_runs([ended.requeued(now) if requeued else ended], [job], now, state)
+        """The workload of a running job ended (endings.job_finished)."""
+        return endings.job_finished(self, job_id, now, state, exit_code, signal, why)
 
     def time_limit_reached(self, job_id: int, started: float, now: float) -> list[Effect]:
-        """The run of the job that began at `started` reached its time limit at `now` (the driver calls this at the
-        limit itself, which after a restart can be well before the present): it ends TIMEOUT. Nothing if that run
-        already ended."""
-        job = self.table.running_since(job_id, started)
-        if job is None or now < job.end_by:  # ended already, or its limit was raised since (scontrol update)
-            return []
-        return self._end_runs([job.moved(S.TIMEOUT, now, end_time=now)], [job], now, S.TIMEOUT)
+        """The run that began at `started` reached its time limit: TIMEOUT (endings.time_limit_reached)."""
+        return endings.time_limit_reached(self, job_id, started, now)
 
     def fail_ipus(self, ipus: Iterable[int], now: float, cause: str = "") -> list[Effect]:
-        """IPUs failed: no job is placed on them, and running jobs on them end NODE_FAIL (requeued if allowed), each
-        recording which of its IPUs failed and `cause` ("vipu-admin fail ipus"), if given."""
-        mask = 0
-        for ipu in ipus:
-            if not 0 <= ipu < self.total:
-                raise InvalidArgument(f"ipu {ipu} does not exist; {self.pod.name} has IPUs 0 to {self.total - 1}")
-            mask |= 1 << ipu
-        hit = sorted((self.table.jobs[r.id] for r in self.table.running.values() if block(r.first_ipu, r.ipus) & mask),
-                     key=lambda j: j.id)
-        changed = []
-        for job in hit:
-            mine = [i for i in range(job.first_ipu, job.first_ipu + job.ipus) if mask >> i & 1]
-            why = f"IPU{'s' if len(mine) > 1 else ''} {', '.join(map(str, mine))} of its partition failed"
-            why += f" ({cause})" if cause else ""
-            ended = job.moved(S.NODE_FAIL, now, end_time=now, ended_by=why)
-            changed.append(ended.requeued(now) if job.spec.requeue else ended)
-        effects = self._end_runs(changed, hit, now, S.NODE_FAIL)
-        self.failed_mask |= mask
-        return effects
+        """IPUs failed: running jobs on them end NODE_FAIL (endings.fail_ipus)."""
+        return endings.fail_ipus(self, ipus, now, cause)
 
     def repair_ipus(self, ipus: Iterable[int]) -> None:
         self.failed_mask &= ~sum(1 << ipu for ipu in set(ipus))
 
     def _charge(self, job: Job, now: float) -> None:
-        """Fair-share usage of a run that just ended (called after its commit)."""
-        if job.start_time is not None:
-            self.fairshare.charge(job.user, job.ipus * max(0.0, now - job.start_time), now)
+        endings.charge(self, job, now)
 
     # -- the scheduling cycle ---------------------------------------------------------------------------------
     def cycle(self, now: float, available_mask: int | None = None,
@@ -357,7 +295,7 @@ class Scheduler:
     # -- reads of the live queue (listings read a view: view.py) ------------------------------------------------
     def job(self, job_id: int, now: float | None = None) -> Job:
         """One job as `vipu job` shows it: with its current reason, estimated start and (given now) priority."""
-        job = decorate(self, completing(self.table, self._get(job_id)))
+        job = decorate(self, completing(self.table, self._get(job_id)), now)
         if now is not None and job.state is S.PENDING:
             job = job.model_copy(update={"priority": self.priority(job_id, now)})
         return job

@@ -36,6 +36,7 @@ class Submission(NamedTuple):
     request_id: str | None = None
     source: str = ""
     held: bool = False  # queued held whatever the spec's hold (vipu submit's own hold, not its user's)
+    uid: int | None = None  # the owner's uid, as the controller knows it (ControlPlane.uid)
 
 
 class naming_spec:  # noqa: N801 - used as the function it replaced: `with naming_spec(k, n, source):`
@@ -195,10 +196,16 @@ def earlier_jobs(table: JobTable, spec: JobSpec, request_id: str,
     if not earlier and recall is not None:
         earlier = recall(spec.user, request_id)  # type: ignore[arg-type]
     first = earlier[0] if earlier else None
-    if first is not None and (first.submitted_spec or first.spec) != spec:  # as submitted, before any update
+    if first is not None and not _same_job(first.submitted_spec or first.spec, spec):  # as submitted, not updated
         raise AlreadyExists(f"request_id {request_id!r} was already used for job {first.id} with a different spec;"
                             " use a new request id for a new job", reason="REQUEST_ID_REUSED", field="request_id")
     return earlier
+
+
+def _same_job(stored: JobSpec, spec: JobSpec) -> bool:
+    """Whether a retry asks for the stored job: the same spec but for the command line that sent it (a retry of
+    `vipu submit --request-id R` may add --json, or spell a flag otherwise)."""
+    return stored == spec or stored.model_copy(update={"submit_line": spec.submit_line}) == spec
 
 
 def check_dependency(spec: JobSpec, table: JobTable, new_ids: range, call_ids: range = range(0)) -> None:
@@ -245,7 +252,8 @@ def _named(dep, job_id: int) -> str:
 
 
 def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id: str | None,
-               indices: tuple[int, ...] | None, begin: float | None = None, held: bool = False) -> list[Job]:
+               indices: tuple[int, ...] | None, begin: float | None = None, held: bool = False,
+               uid: int | None = None) -> list[Job]:
     """The PENDING records of a resolved spec (every value checked above, so none is validated again)."""
     state = JobState.PENDING
     now = float(now)
@@ -253,7 +261,8 @@ def build_jobs(spec: JobSpec, first_id: int, count: int, now: float, request_id:
     array_job_id = first_id if indices is not None else None
     return [
         Job.trusted(
-            id=job_id, name=spec.name, user=spec.user, account=spec.account, partition=job_partition_name(job_id),
+            id=job_id, name=spec.name, user=spec.user, uid=uid, account=spec.account,
+            partition=job_partition_name(job_id),
             array_job_id=array_job_id, array_task_id=indices[k] if indices is not None else None, spec=spec,
             state=state, held=spec.hold or held, begin_time=begin, eligible_time=eligible, submit_time=now,
             request_id=request_id,

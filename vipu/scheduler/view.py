@@ -99,7 +99,7 @@ class QueueView:
 
     def job(self, job_id: int, now: float | None = None) -> Job:
         """One job as `vipu show job` shows it: with its reason, estimated start and (given now) priority."""
-        job = decorate(self, completing(self.table, self.table.get(job_id)))
+        job = decorate(self, completing(self.table, self.table.get(job_id)), now)
         if now is not None and job.state is JobState.PENDING:
             job = job.updated({"priority": self.priority(job_id, now)})
         return job
@@ -111,9 +111,10 @@ class QueueView:
         pending jobs carry their priority then (squeue -o %Q)."""
         return (r.decorated() for r in self.queue_rows(keep, now))
 
-    def queue_rows(self, keep: Callable[[Job], bool] | None = None, now: float | None = None) -> Iterator[Row]:
+    def queue_rows(self, keep: Callable[[Job], bool] | None = None, now: float | None = None,
+                   shown_at: float | None = None) -> Iterator[Row]:
         """The same listing as rows (reasons.Row), lazily: a listing kept for paging holds rows, and a page
-        decorates only its own."""
+        decorates only its own. `shown_at`, without `now`: the moment it is for (reasons.pending_reason)."""
         s, jobs = self, self.table.jobs
         running = sorted(chain((jobs[i] for i in s.table.running), self.completing()),
                          key=lambda j: (j.start_time or 0, j.id))
@@ -121,7 +122,8 @@ class QueueView:
                                                                      default=0.0)
         pending = _held_last(jobs[q.id] for q in s.order.iterate(at, s.table.running.values(), gated=True))
         factors = None if now is None else (s.fairshare.factors(now, s.table.running.values()), qos_factors(s.config))
-        return (row(s, j, factors, now) for j in chain(running, pending) if keep is None or keep(j))
+        shown_at = now if now is not None else shown_at
+        return (row(s, j, factors, shown_at) for j in chain(running, pending) if keep is None or keep(j))
 
     def completing(self) -> list[Job]:
         """The jobs whose run ended but is still torn down, each shown COMPLETING (reasons.completing); a requeued

@@ -80,6 +80,7 @@ def job(x: Job, brief: bool = False, placement: bool = False) -> j.Job:
         begin=_stamp(x.begin_time),
         eligible=_stamp(x.eligible),
         cancelled_by_uid=x.cancelled_by_uid,
+        uid=x.uid,
     )
     if brief and x.array_job_id is not None and "%" in (x.spec.array or ""):
         message.spec.array = x.spec.array  # its %N, which squeue shows: 26_[3-99%10]

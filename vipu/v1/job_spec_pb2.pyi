@@ -12,7 +12,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "ipus", "time_limit", "time_limit_unlimited", "qos", "nice", "user", "account", "dependency", "array", "hold", "begin_time", "begin_after", "begin_text", "requeue", "output", "error", "allocation", "workload", "submit_dir", "nodelist", "exclude")
+    __slots__ = ("name", "ipus", "time_limit", "time_limit_unlimited", "qos", "nice", "user", "account", "dependency", "array", "hold", "begin_time", "begin_after", "begin_text", "requeue", "output", "error", "allocation", "workload", "submit_dir", "nodelist", "exclude", "comment", "submit_line")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IPUS_FIELD_NUMBER: _ClassVar[int]
     TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -35,6 +35,8 @@ class JobSpec(_message.Message):
     SUBMIT_DIR_FIELD_NUMBER: _ClassVar[int]
     NODELIST_FIELD_NUMBER: _ClassVar[int]
     EXCLUDE_FIELD_NUMBER: _ClassVar[int]
+    COMMENT_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_LINE_FIELD_NUMBER: _ClassVar[int]
     name: str
     ipus: int
     time_limit: _duration_pb2.Duration
@@ -57,7 +59,9 @@ class JobSpec(_message.Message):
     submit_dir: str
     nodelist: str
     exclude: str
-    def __init__(self, name: _Optional[str] = ..., ipus: _Optional[int] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_unlimited: _Optional[bool] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., dependency: _Optional[str] = ..., array: _Optional[str] = ..., hold: _Optional[bool] = ..., begin_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., begin_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., begin_text: _Optional[str] = ..., requeue: _Optional[bool] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., allocation: _Optional[str] = ..., workload: _Optional[_Union[Workload, _Mapping]] = ..., submit_dir: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ...) -> None: ...
+    comment: str
+    submit_line: str
+    def __init__(self, name: _Optional[str] = ..., ipus: _Optional[int] = ..., time_limit: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., time_limit_unlimited: _Optional[bool] = ..., qos: _Optional[str] = ..., nice: _Optional[int] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., dependency: _Optional[str] = ..., array: _Optional[str] = ..., hold: _Optional[bool] = ..., begin_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., begin_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., begin_text: _Optional[str] = ..., requeue: _Optional[bool] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., allocation: _Optional[str] = ..., workload: _Optional[_Union[Workload, _Mapping]] = ..., submit_dir: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., comment: _Optional[str] = ..., submit_line: _Optional[str] = ...) -> None: ...
 
 class Workload(_message.Message):
     __slots__ = ("sleep", "hold", "train", "command", "other")

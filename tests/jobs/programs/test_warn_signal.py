@@ -56,6 +56,32 @@ def test_the_signal_comes_before_the_time_limit_to_the_script_or_to_what_it_star
     assert show(server, int(batch.stdout))["spec"]["workload"]["signal"] == "B:USR1@25"  # as written
 
 
+def test_a_time_past_the_limit_signals_once_at_the_first_check_after_the_start(server, tmp_path):
+    """TIME longer than the limit: slurmctld neither refuses nor drops it, and sends it at its first time-limit check
+    after the start (every 30 s; 14 s after the start with -t 2 --signal=B:USR1@300 on Slurm 22.05): here at the first
+    check, 5 s after the start, once its trap is set; the job runs on to its limit (TIMEOUT)."""
+    (tmp_path / "job.sh").write_text("#!/bin/bash\n#SBATCH --ipus=1\n#SBATCH -t 0:12\n#SBATCH --signal=B:USR1@300\n"
+                                     "trap 'echo warned after $SECONDS s' USR1\nwhile :; do sleep 0.05; done\n")
+    job = run(server, "vipu", "submit", str(tmp_path / "job.sh"), "-D", str(tmp_path), "--parsable")
+    assert job.returncode == 0, job.stderr
+    detail = ended(server, int(job.stdout), timeout=60)
+    assert detail["state"] == "TIMEOUT"
+    [said] = output(tmp_path, int(job.stdout)).splitlines()  # once, after its trap was set: not ended by it
+    assert re.fullmatch(r"warned after \d+ s", said), said
+
+
+@pytest.mark.parametrize(("started", "end_by", "before_s", "at"), [
+    (100, 400, 60, 340),  # TIME before the limit
+    (100, 112, 300, 105),  # TIME past the limit: at the first check after the start, 5 s
+    (100, 106, 6, 103),  # TIME the whole limit: the same
+    (100, 104, 300, 102),  # a limit shorter than the check: halfway to it
+    (100, 400, 0, 400),  # @0: at the limit itself
+])
+def test_the_signals_moment_is_time_before_the_limit_and_never_before_the_first_check(started, end_by, before_s,
+                                                                                      at):
+    assert WarnSignal(10, before_s, True).moment(started, end_by, check_s=5) == at
+
+
 def test_signal_is_refused_for_a_workload_with_no_program(server):
     out = run(server, "vipu", "submit", "--ipus", "1", "--duration", "1s", "--signal", "USR1")
     assert out.returncode == 2 and "--signal is for a batch script or --wrap" in out.stderr

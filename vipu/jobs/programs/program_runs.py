@@ -181,14 +181,15 @@ class ProgramRuns:
                 self.ctx.release(kept)
 
     def _warn(self, run: _Run, warn: WarnSignal) -> None:
-        """sbatch --signal: the signal `warn.before_s` seconds before the run's time limit, once, through its
-        supervisor as `vipu cancel -s` sends one; nothing if the run ends first. The limit is read again every
-        WARN_RECHECK_S (vipu update may move it), on the controller's clock, as the time limit itself is kept."""
+        """sbatch --signal: the signal `warn.before_s` seconds before the run's time limit, not before the first
+        check after its start (WarnSignal.moment), once, through its supervisor as `vipu cancel -s` sends one; nothing
+        if the run ends first. The limit is read again every WARN_RECHECK_S (vipu update may move it), on the
+        controller's clock, as the time limit itself is kept."""
         while True:
             job = self.ctx.job(run.job_id)
             if job is None or not self.ctx.still_running(run.job_id, run.started):
                 return
-            left = job.end_by - warn.before_s - self.ctx.now()
+            left = warn.moment(run.started, job.end_by, WARN_RECHECK_S) - self.ctx.now()
             if left <= 0:
                 break
             if run.finished.wait(min(left, WARN_RECHECK_S)):
