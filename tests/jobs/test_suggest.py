@@ -148,3 +148,49 @@ def test_a_fitting_workload_returns_its_plan():
 def test_check_fits_checks_the_partition_size():
     with pytest.raises(InvalidArgument, match="t x p x r is 1 x 1 x 4 = 4, but the job asks for 8"):
         check_fits(mlp(r=4), pod(), ipus=8)
+
+
+# The walker's spec (walk40): a GPT-style 2.65B transformer, t4 p4 r4 with 32 I/O tiles on a Pod64; its search cost
+# 2.7 s of CPU inside `vipu submit`, which then timed out
+GPT_POD64 = transformer(layers=32, hidden=2560, heads=32, seq_len=2048, vocab=50257, t=4, p=4, r=4, micro_batch=4,
+                        micro_batches=64, io_tiles=32)
+PINNED = [  # suggest(limit=3) before the search was made cheaper (memory first, stage costs cached): the same after
+    (TOO_BIG, "bow-pod16", [("t=1 p=4 r=4, micro-batch 4 x 4096 (1f1b) with RTS, optimiser offload", 6204.46),
+                            ("t=1 p=4 r=4, micro-batch 4 x 4096 (1f1b) with optimiser offload", 6131.84),
+                            ("t=1 p=2 r=8, micro-batch 4 x 2048 (1f1b) with recomputation, RTS, optimiser offload",
+                             5486.58)]),
+    (GPIPE, "bow-pod16", [("t=1 p=4 r=4, micro-batch 4 x 128 (1f1b) with RTS, optimiser offload", 5333.96),
+                          ("t=1 p=4 r=4, micro-batch 2 x 256 (1f1b) with RTS", 5249.47),
+                          ("t=1 p=4 r=4, micro-batch 8 x 64 (1f1b) with recomputation, RTS", 4909.26)]),
+    (GPT_POD64, "bow-pod64", [
+        ("t=2 p=1 r=32, micro-batch 2 x 16 (gpipe, batch-serialised) with RTS, phased execution, which recomputes,"
+         " 32 I/O tiles", 87.3788),
+        ("t=2 p=2 r=16, micro-batch 2 x 32 (gpipe, batch-serialised) with RTS, phased execution, which recomputes,"
+         " 32 I/O tiles", 86.0997),
+        ("t=2 p=1 r=32, micro-batch 1 x 32 (gpipe, batch-serialised) with RTS, phased execution, which recomputes,"
+         " 32 I/O tiles", 87.0542)]),
+]
+
+
+@pytest.mark.parametrize("workload, pod_name, want", PINNED, ids=["data-parallel", "gpipe", "gpt-pod64"])
+def test_the_cheaper_search_suggests_what_the_full_one_did(workload, pod_name, want):
+    found = suggest(workload, pod(pod_name))
+    assert [(c.layout.describe(), round(c.throughput, 2)) for c in found] == [(d, round(t, 2)) for d, t in want]
+
+
+def test_the_search_times_only_the_layouts_that_fit_and_searches_a_spec_once(monkeypatch):
+    """Regression (walk40): every candidate was timed as well as sized, and a submit after `--test-only` searched
+    again: seconds of CPU inside the submit call, which timed out on a busy controller."""
+    import vipu.jobs.planner as planner
+    import vipu.jobs.suggest as search
+
+    timed, sized = [], []
+    real_time, real_memory = planner.step_time, search.memory
+    monkeypatch.setattr(planner, "step_time", lambda *a: timed.append(1) or real_time(*a))
+    monkeypatch.setattr(search, "memory", lambda *a: sized.append(1) or real_memory(*a))
+    search.ranked_fitting.cache_clear()
+    everything = fitting(GPIPE)
+    assert len(sized) == len(list(candidate_layouts(GPIPE, 16))) > len(timed) == len(everything)
+    with pytest.raises(InvalidArgument):
+        check_fits(GPIPE, pod(), ipus=16)
+    assert len(sized) == len(list(candidate_layouts(GPIPE, 16)))  # the same spec: no second search
