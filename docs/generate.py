@@ -28,8 +28,11 @@ def _type_name(annotation) -> str:
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     text = annotation.__name__ if isinstance(annotation, type) else str(annotation)
+    text = re.sub(r", FieldInfo\([^\[]*\[[^\]]*\]\)\]", "", text)  # Annotated[int, Field(strict=True)]'s field
     text = re.sub(r"typing\.|Annotated\[|, [A-Z][A-Za-z]*\(.*?\)\]|[a-z_]+\.(?=[A-Z])", "", text)
     text = text.replace("vipu.scheduler.", "").replace("vipu.jobs.", "")
+    if text.startswith("Optional[") and text.endswith("]"):  # a whole-number type or null: int | None
+        text = f"{text.removeprefix('Optional[').removesuffix(']')} | None"
     return text.replace("Optional[", "").replace("NoneType", "None").replace("]", "") if "Optional" in text else text
 
 

@@ -96,3 +96,41 @@ def test_a_spec_too_big_for_its_pod_names_fewer_replicas_or_a_pod_that_has_them(
     path.write_text(json.dumps(spec))
     answer = plan_file(path, "bow-pod128")
     assert answer.plan.pod == "bow-pod128" and answer.plan.ipus == 128
+
+
+NOT_A_NUMBER = "Input should be a valid integer, not true; give a number, not true or false"
+
+
+@pytest.mark.parametrize("data, field", [
+    (spec(ipus=4, r=4, micro_batch=True), "workload.layout.micro_batch"),
+    (spec(ipus=1, r=True), "workload.layout.r"),
+    (spec(ipus=1, io_tiles=True), "workload.layout.io_tiles"),
+    (spec(ipus=2, p=2, layers_per_stage=[1, True]), "workload.layout.layers_per_stage.1"),
+    (spec(model={**TINY, "layers": True}), "workload.model.layers"),
+    (spec(model={**TINY, "vocab": True}), "workload.model.vocab"),
+    (spec(model={"kind": "resnet50", "batch_norm_replicas": True}), "workload.model.batch_norm_replicas"),
+    ({**spec(), "workload": {**spec()["workload"], "steps": True}}, "workload.steps"),
+    ({**spec(), "ipus": True}, "ipus"),
+])
+def test_a_boolean_is_not_a_layout_or_model_number(data, field):
+    """Regression (walk40): `micro_batch: true` was planned and submitted as micro-batch 1, and `r: true` read as
+    r=1 with no word of the `true`; `ipus: true` was refused as here."""
+    with pytest.raises(InvalidArgument) as e:
+        plan_spec(data)
+    assert f"{field}: {NOT_A_NUMBER}" in e.value.message, e.value.message
+
+
+def test_a_boolean_is_not_a_number_in_a_job_pod_file_or_scheduler_config():
+    from vipu.hardware.pod import PodConfig
+    from vipu.hardware.pod_files import load_pod
+    from vipu.scheduler.config import SchedulerConfig
+    from vipu.scheduler.job_spec import load_spec
+
+    with pytest.raises(InvalidArgument, match=f"nice: {NOT_A_NUMBER}"):
+        load_spec("ipus: 4\nnice: true", "job.yaml")
+    with pytest.raises(InvalidArgument, match=f"workload.exit_code: {NOT_A_NUMBER}"):
+        load_spec("ipus: 4\nworkload: {kind: sleep, duration: 1, exit_code: true}", "job.yaml")
+    for model, data in [(SchedulerConfig, {"max_jobs": True}),
+                        (PodConfig, {**load_pod("bow-pod16").model_dump(), "ilds": True})]:
+        with pytest.raises(ValueError, match="valid integer"):
+            model.model_validate(data)

@@ -7,7 +7,9 @@ together, as seconds and bytes, lives in the modules that price the work: links.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
+
+from vipu.whole_numbers import Count
 
 IPU_LINK = "ipu_link"  # the link types, named as LinksSpec's fields and the machine actors' counters name them
 GW_LINK = "gw_link"
@@ -19,12 +21,12 @@ class Strict(BaseModel):
 
 
 class IpuSpec(Strict):
-    tiles: PositiveInt
-    sram_per_tile_bytes: PositiveInt
+    tiles: Count
+    sram_per_tile_bytes: Count
     clock_hz: PositiveFloat
-    fp16_flops_per_tile_cycle: PositiveInt
-    fp32_flops_per_tile_cycle: PositiveInt
-    threads_per_tile: PositiveInt
+    fp16_flops_per_tile_cycle: Count
+    fp32_flops_per_tile_cycle: Count
+    threads_per_tile: Count
     exchange_bytes_per_s: PositiveFloat
     sram_bytes_per_s: PositiveFloat
     sync_s: PositiveFloat
@@ -48,7 +50,7 @@ class IpuSpec(Strict):
 
 
 class MachineSpec(Strict):
-    ipus: PositiveInt
+    ipus: Count
     streaming_memory_bytes: PositiveFloat
     streaming_memory_bytes_per_s: PositiveFloat
     streaming_memory_latency_s: PositiveFloat
@@ -60,7 +62,7 @@ class LinkSpec(Strict):
 
 
 class GwLinkSpec(LinkSpec):
-    links_per_machine: PositiveInt
+    links_per_machine: Count
 
 
 class LinksSpec(Strict):

@@ -18,27 +18,28 @@ import math
 from fractions import Fraction
 from typing import Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, model_validator
 
 from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.models import Strict
 from vipu.jobs.workload_text import layout_text
 from vipu.partition.rules import check_size, is_power_of_two, too_many_fix
+from vipu.whole_numbers import Count, Whole
 
 
 class Layout(Strict):
-    t: PositiveInt = Field(1, le=1024, description=(
+    t: Count = Field(1, le=1024, description=(
         "tensor shards per layer (Megatron-style); with t2 > 1 the first of two tensor-parallel axes (PopXL's"
         " tensor_parallel_1)"))
-    t2: PositiveInt = Field(1, le=1024, description=(
+    t2: Count = Field(1, le=1024, description=(
         "second tensor-parallel axis (PopXL's tensor_parallel_2, innermost: t2 adjacent IPUs): each weight matrix"
         " split t x t2 ways, the hidden dimension of activations t2 ways; transformer models only"))
-    p: PositiveInt = Field(1, le=1024, description="pipeline stages")
-    r: PositiveInt = Field(1, le=1 << 16, description="data-parallel replicas")
-    micro_batch: PositiveInt = Field(1, le=1 << 20, description="samples per micro-batch")
-    micro_batches: PositiveInt = Field(1, le=1 << 20, description="m: micro-batches per step (gradient accumulation)")
-    device_iterations: PositiveInt = Field(1, le=1 << 20, description="steps per host call")
+    p: Count = Field(1, le=1024, description="pipeline stages")
+    r: Count = Field(1, le=1 << 16, description="data-parallel replicas")
+    micro_batch: Count = Field(1, le=1 << 20, description="samples per micro-batch")
+    micro_batches: Count = Field(1, le=1 << 20, description="m: micro-batches per step (gradient accumulation)")
+    device_iterations: Count = Field(1, le=1 << 20, description="steps per host call")
     schedule: Literal["1f1b", "gpipe"] = Field(
         "1f1b", description=("1f1b keeps up to p micro-batches in flight per stage; gpipe keeps all m. Phased"
                              " execution is batch-serialised: it runs gpipe whatever this says (Layout.order)"))
@@ -50,13 +51,13 @@ class Layout(Strict):
         " weights and gradient accumulators in Streaming Memory (the replicas all-gather a phase's weights before"
         " it runs and reduce-scatter its gradients)"))
     offload_optimizer: bool = Field(False, description="optimiser state in Streaming Memory, streamed each step")
-    io_tiles: int = Field(0, ge=0, le=1 << 16, description=(
+    io_tiles: Whole = Field(0, ge=0, le=1 << 16, description=(
         "tiles per IPU kept for streaming data in and out (PopXL's io_tiles): they hold no tensors and compute"
         " nothing, so the model has the other tiles' SRAM and FLOPs"))
     available_memory_proportion: float = Field(0.6, gt=0, le=1, description=(
         "the share of each tile's SRAM a matmul may use for its temporaries (Poplar's availableMemoryProportion,"
         " default 0.6): a compiler plans the largest matmul to fit it"))
-    layers_per_stage: tuple[int, ...] | None = Field(None, max_length=1024, description=(
+    layers_per_stage: tuple[Whole, ...] | None = Field(None, max_length=1024, description=(
         "layers of each pipeline stage, first to last (Graphcore's layers_per_ipu, e.g. [3, 7, 7, 7] for"
         " BERT-Large: the first stage also holds the embedding and its tied head); p entries adding up to the"
         " model's layers; default an even split, the embedding weighed as layers. Memory is counted on these"
@@ -66,7 +67,7 @@ class Layout(Strict):
         "how the replicas allreduce gradients: fused, one allreduce of each stage's gradients (what the emulator"
         " runs); per_tensor, one per parameter tensor (PopART's default); buffered, allreduces of at most"
         " gradient_buffer_bytes (TensorFlow 1's maximum_cross_replica_sum_buffer_size)"))
-    gradient_buffer_bytes: PositiveInt = Field(52_428_800, le=1 << 40, description=(
+    gradient_buffer_bytes: Count = Field(52_428_800, le=1 << 40, description=(
         "with buffered gradient_reduction, the most bytes one allreduce carries (Graphcore's ResNet-50 configs:"
         " 52428800)"))
     phased: bool = Field(False, description=(

@@ -18,7 +18,9 @@ from __future__ import annotations
 from functools import cached_property
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vipu.whole_numbers import Count
 
 Dtype = Literal["fp16", "fp32"]
 DTYPE_BYTES = {"fp16": 2, "fp32": 4}
@@ -61,10 +63,10 @@ class MlpModel(_Model):
     """`layers` linear layers (ReLU between): inputs -> hidden -> ... -> hidden -> outputs."""
 
     kind: Literal["mlp"] = "mlp"
-    layers: PositiveInt = Field(le=100_000)
-    hidden: PositiveInt = Field(le=1 << 20)
-    inputs: PositiveInt = Field(le=1 << 20)
-    outputs: PositiveInt = Field(le=1 << 20)
+    layers: Count = Field(le=100_000)
+    hidden: Count = Field(le=1 << 20)
+    inputs: Count = Field(le=1 << 20)
+    outputs: Count = Field(le=1 << 20)
 
     # Megatron pairs a column-parallel layer with a row-parallel one: one allreduce per pair forward (and one
     # backward), so half an allreduce per layer, of b x hidden values
@@ -117,13 +119,13 @@ class TransformerModel(_Model):
     sequences on average (Graphcore's packed BERT), and throughput counts sequences."""
 
     kind: Literal["transformer"] = "transformer"
-    layers: PositiveInt = Field(le=10_000)
-    hidden: PositiveInt = Field(le=1 << 18)
-    heads: PositiveInt = Field(le=1 << 12)
-    seq_len: PositiveInt = Field(le=1 << 20)
-    vocab: PositiveInt | None = Field(None, le=1 << 24)
-    ffn_multiplier: PositiveInt = Field(4, le=64)
-    mask_tokens: PositiveInt | None = Field(None, le=1 << 20, description=(
+    layers: Count = Field(le=10_000)
+    hidden: Count = Field(le=1 << 18)
+    heads: Count = Field(le=1 << 12)
+    seq_len: Count = Field(le=1 << 20)
+    vocab: Count | None = Field(None, le=1 << 24)
+    ffn_multiplier: Count = Field(4, le=64)
+    mask_tokens: Count | None = Field(None, le=1 << 20, description=(
         "positions per sample the output head runs on (a masked language model's masked tokens; BERT-Large"
         " SL128: 20); default every position. Needs vocab"))
     sequences_per_pack: float = Field(1.0, ge=1, le=1 << 10, description=(

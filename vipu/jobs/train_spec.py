@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Callable, Literal, Union
 
-from pydantic import Field, PositiveInt, ValidationError, ValidationInfo, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from vipu.documents import read_document
@@ -23,6 +23,7 @@ from vipu.jobs.layout import Layout, check_partition
 from vipu.jobs.models import MlpModel, Strict, TransformerModel
 from vipu.scheduler.workload import Workload, register
 from vipu.validation import MAX_SPEC_BYTES, describe
+from vipu.whole_numbers import Count, Whole
 
 JobCheck = Callable[[dict, str], object]
 Model = Annotated[Union[MlpModel, TransformerModel, ConvNetModel], Field(discriminator="kind")]
@@ -39,9 +40,9 @@ class TrainWorkload(Workload):
     optimizer: Literal["sgd", "adam"] = Field("adam", description="sgd: momentum SGD; adam: Adam/LAMB")
     master_weights: bool = Field(True, description="fp16 models keep an fp32 master copy of the weights; false:"
                                  " fp16 weights updated with stochastic rounding (Graphcore's usual choice)")
-    steps: PositiveInt = Field(1, le=1 << 30)
+    steps: Count = Field(1, le=1 << 30)
     learning_rate: float = Field(1e-3, gt=0, le=1e3)
-    seed: int = Field(0, ge=0, le=2**63 - 1)
+    seed: Whole = Field(0, ge=0, le=2**63 - 1)
     synthetic_data: bool | None = Field(None, description=(
         "true: samples are drawn on the IPUs, no host I/O (Graphcore's applications' synthetic-data mode, and how"
         " the emulator runs every executed model); false: every micro-batch's inputs come from the hosts. Default:"
@@ -103,7 +104,7 @@ register(TrainWorkload)  # job specs take `workload: {kind: train, ...}` whereve
 
 
 class PlanSpec(Strict):
-    ipus: int = Field(strict=True, description="the partition size: t x p x r")
+    ipus: Whole = Field(description="the partition size: t x p x r")
     pod: str | None = Field(None, description="a preset name or a Pod file; default: smallest preset holding ipus")
     workload: TrainWorkload
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidat
 from pydantic_core import PydanticCustomError
 
 from vipu.scheduler.durations import parse_duration
+from vipu.whole_numbers import Whole
 
 
 class Ending(NamedTuple):
@@ -55,7 +56,7 @@ class SleepWorkload(Workload):
 
     kind: Literal["sleep"] = "sleep"
     duration: Annotated[float, BeforeValidator(parse_duration)]
-    exit_code: int = Field(0, ge=0, le=255)
+    exit_code: Whole = Field(0, ge=0, le=255)
 
     def ending(self, started: float) -> Ending:
         return Ending(started + self.duration, self.exit_code)
