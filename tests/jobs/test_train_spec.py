@@ -35,6 +35,13 @@ def spec(ipus=4, model=None, **layout):
     ("batch-norm groups do not divide r", spec(ipus=4, r=4, model={"kind": "resnet50", "batch_norm_replicas": 8}),
      ["layout", "r is 4 but the model's batch_norm_replicas is 8", "give batch_norm_replicas one of 1, 2, 4, or an r"
       " that is a multiple of 8"]),
+    # walk40: each refusal's fix must be one that can be applied: r is a power of two, and vocab was set
+    ("batch-norm groups of 3", spec(ipus=4, r=4, model={"kind": "resnet50", "batch_norm_replicas": 3}),
+     ["give batch_norm_replicas one of 1, 2, 4 (r is a power of two, so no r is a multiple of 3)"]),
+    ("more masked tokens than positions", spec(model={**TINY, "vocab": 30400, "mask_tokens": 500}),
+     ["mask_tokens is 500 but a sample has seq_len (16) positions; give mask_tokens at most 16"]),
+    ("masked tokens without a vocab", spec(model={**TINY, "mask_tokens": 4}),
+     ["mask_tokens is 4 but there is no vocab", "set vocab, or drop mask_tokens"]),
     ("a misspelt model field is named by its path in the spec, without the union's tag",
      spec(model={**TINY, "hiden": 64}), ["workload.model.hiden: unknown field"]),
     ("an unknown pod names the spec's field", {**spec(), "pod": "bow-pod999"}, ["plan spec: pod 'bow-pod999' is neither"]),

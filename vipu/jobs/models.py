@@ -142,9 +142,12 @@ class TransformerModel(_Model):
             near = " or ".join(map(str, [below, *above]))
             raise ValueError(f"heads is {self.heads}, which does not divide hidden {self.hidden}; give heads a"
                              f" divisor of {self.hidden}, e.g. {near} (a head has hidden / heads features)")
-        if self.mask_tokens is not None and (not self.vocab or self.mask_tokens > self.seq_len):
-            raise ValueError(f"mask_tokens is {self.mask_tokens}: the head's masked positions need a vocab and at"
-                             f" most seq_len ({self.seq_len}) of them; set vocab, or mask_tokens <= seq_len")
+        if self.mask_tokens is not None and not self.vocab:
+            raise ValueError(f"mask_tokens is {self.mask_tokens} but there is no vocab: the head the masked positions"
+                             " run on projects onto the vocabulary; set vocab, or drop mask_tokens")
+        if self.mask_tokens is not None and self.mask_tokens > self.seq_len:
+            raise ValueError(f"mask_tokens is {self.mask_tokens} but a sample has seq_len ({self.seq_len})"
+                             f" positions; give mask_tokens at most {self.seq_len}")
         if self.sequences_per_pack > self.seq_len:
             raise ValueError(f"sequences_per_pack is {self.sequences_per_pack:g} but a pack holds at most seq_len"
                              f" ({self.seq_len}) tokens; use 1 <= sequences_per_pack <= {self.seq_len}")

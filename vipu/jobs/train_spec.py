@@ -21,6 +21,7 @@ from vipu.hardware.pod_files import PRESETS, load_pod, preset_with
 from vipu.jobs.convnet import ConvNetModel
 from vipu.jobs.layout import Layout, check_partition
 from vipu.jobs.models import MlpModel, Strict, TransformerModel
+from vipu.partition.rules import is_power_of_two
 from vipu.scheduler.workload import Workload, register
 from vipu.validation import MAX_SPEC_BYTES, describe
 from vipu.whole_numbers import Count, Whole
@@ -77,10 +78,13 @@ class TrainWorkload(Workload):
                 f" {model.kind} model has {model.units} layers; make the counts add up to {model.units}")
         if layout.r % model.norm_replicas:
             divisors = ", ".join(str(d) for d in range(1, layout.r + 1) if layout.r % d == 0)
+            # r is a power of two: only a power of two has one for a multiple
+            other = (f", or an r that is a multiple of {model.norm_replicas}" if is_power_of_two(model.norm_replicas)
+                     else f" (r is a power of two, so no r is a multiple of {model.norm_replicas})")
             raise PydanticCustomError(
                 "layout_r", f"r is {layout.r} but the model's batch_norm_replicas is {model.norm_replicas}: replicas"
                 " pool their batch-norm statistics in groups of that size, so it must divide r; give"
-                f" batch_norm_replicas one of {divisors}, or an r that is a multiple of {model.norm_replicas}")
+                f" batch_norm_replicas one of {divisors}{other}")
         return layout
 
     @property
