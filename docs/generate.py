@@ -62,6 +62,7 @@ def job_spec_page() -> str:
     from vipu.jobs.layout import Layout
     from vipu.jobs.models import MlpModel, TransformerModel
     from vipu.jobs.programs.command_spec import CommandWorkload
+    from vipu.jobs.train.problem import EXECUTED
     from vipu.jobs.train_spec import TrainWorkload
     from vipu.scheduler.config import PriorityWeights, QosSpec, SchedulerConfig
     from vipu.scheduler.job_spec import JobSpec
@@ -84,6 +85,8 @@ def job_spec_page() -> str:
                          ("PriorityWeights (SchedulerConfig.weights)", PriorityWeights)]:
         doc = (model.__doc__ or "").strip().splitlines()
         parts += [f"## {title}", "", *(doc[:1] + [""] if doc else []), *model_table(model), ""]
+        if model is TrainWorkload:  # which specs run, not only plan: check_runnable's rules, from its own module
+            parts += ["### Executed or planned only", "", *EXECUTED, ""]
     parts += ["A scheduler config in which `urgent` jobs evict `scavenger` jobs, which are then cancelled, not "
               "requeued (the\nother QOS keep their defaults only if listed again):", "", "```yaml", SCHEDULER_EXAMPLE.strip(),
               "```", ""]

@@ -63,3 +63,13 @@ def test_the_modelled_gpt3_example_is_admitted_on_a_pod256_and_its_executed_twin
     with pytest.raises(InvalidArgument, match="execute: false to model it"):
         check_train(modelled_spec.model_copy(update={"workload": modelled_spec.workload.model_copy(
             update={"execute": True})}), pod("bow-pod256"))
+
+
+def test_layers_per_stage_that_is_the_even_split_is_executed():
+    """Regression (walk40): `layers_per_stage: [4]` with p 1, what an executed pipeline runs anyway, was refused."""
+    check_train(job(transformer(layers=4, layers_per_stage=[4]), True), pod())
+    check_train(job(transformer(layers=4, p=2, layers_per_stage=[2, 2]), True), pod())
+    with pytest.raises(InvalidArgument) as e:
+        check_train(job(transformer(layers=4, p=2, layers_per_stage=[1, 3]), True), pod())
+    assert ("workload.layout.layers_per_stage is [1, 3]: executed pipelines split the layers evenly, so drop it"
+            " (or give [2, 2])") in e.value.message
