@@ -54,9 +54,10 @@ def layout_stage_layers(model, lay, stage: int) -> range:
 
 
 def layout_stage_costs(model, lay, stage: int, phased: bool = False) -> tuple[tuple[Block, Cost], ...]:
-    """The blocks of the layout's stage `stage`, on its layers (layout_stage_layers), with their costs. Why cached: the planner's search for a layout that
-    fits (suggest.py) counts the same stages of the same model for a few thousand layouts that differ only in
-    micro-batching and memory options, and these costs depend on none of those."""
+    """The blocks of the layout's stage `stage`, on its layers (layout_stage_layers), with their costs. Why cached:
+    the planner's search for a layout that fits (suggest.py) counts the same stages of the same model for a few
+    thousand layouts that differ only in micro-batching and memory options, and these costs depend on none of
+    those."""
     return _stage_costs(model, lay.t, lay.t2, lay.p, stage, phased, lay.layers_per_stage)
 
 
