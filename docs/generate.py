@@ -47,9 +47,11 @@ def _default(value) -> str:
     return repr(value)
 
 
-def model_table(model: type[BaseModel]) -> list[str]:
+def model_table(model: type[BaseModel], only: set[str] | None = None) -> list[str]:
     lines = ["| field | type | default | description |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
+        if only is not None and name not in only:
+            continue
         default = "required" if field.is_required() else _default(field.default if field.default_factory is None
                                                                  else field.default_factory())
         description = (field.description or "").replace("|", "\\|")
@@ -63,7 +65,7 @@ def job_spec_page() -> str:
     from vipu.jobs.models import MlpModel, TransformerModel
     from vipu.jobs.programs.command_spec import CommandWorkload
     from vipu.jobs.train.problem import EXECUTED
-    from vipu.jobs.train_spec import TrainWorkload
+    from vipu.jobs.train_spec import PlanSpec, TrainWorkload
     from vipu.scheduler.config import PriorityWeights, QosSpec, SchedulerConfig
     from vipu.scheduler.job_spec import JobSpec
     from vipu.scheduler.workload import HoldWorkload, SleepWorkload
@@ -86,7 +88,9 @@ def job_spec_page() -> str:
         doc = (model.__doc__ or "").strip().splitlines()
         parts += [f"## {title}", "", *(doc[:1] + [""] if doc else []), *model_table(model), ""]
         if model is TrainWorkload:  # which specs run, not only plan: check_runnable's rules, from its own module
-            parts += ["### Executed or planned only", "", *EXECUTED, ""]
+            parts += ["### Executed or planned only", "", *EXECUTED, "",
+                      "### plan file (`vipu plan SPEC`)", "", " ".join(PlanSpec.__doc__.split()), "",
+                      *model_table(PlanSpec, only={"pod"}), ""]
     parts += ["A scheduler config in which `urgent` jobs evict `scavenger` jobs, which are then cancelled, not "
               "requeued (the\nother QOS keep their defaults only if listed again):", "", "```yaml", SCHEDULER_EXAMPLE.strip(),
               "```", ""]

@@ -118,3 +118,10 @@ def test_the_spec_reference_says_which_specs_are_executed():
     for needed in ("`vocab`", "`layers_per_stage`", "even split", "per_tensor", f"{MAX_PARAMS:,} parameters",
                    f"{MAX_STEP_FLOPS:,.0f} FLOPs", "execute: false"):
         assert needed in section, needed
+
+
+def test_the_spec_reference_lists_the_plan_only_pod_key():
+    """Regression (walk40): examples/README said "`pod` is for planning only" but the reference did not list it."""
+    page = (ROOT / "docs" / "job-spec.md").read_text()
+    section = page.split("### plan file (`vipu plan SPEC`)", 1)[1].split("\n## ", 1)[0]
+    assert "| `pod` | `str | None` | `None` |" in section and "`vipu submit` refuses" in section

@@ -108,6 +108,9 @@ register(TrainWorkload)  # job specs take `workload: {kind: train, ...}` whereve
 
 
 class PlanSpec(Strict):
+    """A job spec with a train workload, and one key of its own: `pod`, for planning only (`vipu submit` refuses
+    a spec that has it: a job runs on its controller's Pod; `vipu plan --pod` overrides it)."""
+
     ipus: Whole = Field(description="the partition size: t x p x r")
     pod: str | None = Field(None, description="a preset name or a Pod file; default: smallest preset holding ipus")
     workload: TrainWorkload
