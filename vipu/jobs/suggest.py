@@ -33,6 +33,9 @@ from vipu.jobs.planner import Plan, plan
 from vipu.jobs.units import size
 
 MAX_SUGGESTIONS = 3
+# how rank() orders them, in a few words: the heading `vipu plan` prints above them
+ORDER = (f"layouts of the same partition that fit: those within {NEAR_BEST:.0%} of the best predicted throughput"
+         " first, the micro-batch nearest the spec's first among them, then by throughput:")
 MAX_GROWTH = 4  # the largest micro-batch tried: this many times the spec's (a larger one needs more memory)
 
 
