@@ -222,7 +222,10 @@ def tile_report(workload, pod: PodConfig, assumptions: Assumptions) -> list[str]
     if lay.p == 1:
         return report(tensors, mem.tiles)
     layers = layout_stage_layers(workload.model, lay, mem.sram_stage)
-    held = {0: "no layers", 1: f"layer {layers.start}"}.get(len(layers), f"layers {layers.start}-{layers.stop - 1}")
+    # counted from 1, as the stage is (stage_name) and as layers_per_stage lists them: its first entry is layers
+    # 1 to n (walk40: "stage 2 of 4: layers 3-9" counted the stage from 1 and its layers from 0)
+    first, last, total = layers.start + 1, layers.stop, workload.model.units
+    held = {0: "no layers", 1: f"layer {first} of {total}"}.get(len(layers), f"layers {first}-{last} of {total}")
     if mem.sram_stage == 0 and getattr(workload.model, "vocab", None):
         held += " and the embedding"
     split = "layers_per_stage" if lay.layers_per_stage else "the even split"
