@@ -167,12 +167,17 @@ def bubble_fraction(p: int, m: int) -> Fraction:
     return Fraction(p - 1, m + p - 1)
 
 
+def fewer_ipus(layout: Layout, limit: int, field: str = "workload.layout") -> str:
+    """How to ask for at most `limit` IPUs with this layout: fewer replicas, or fewer IPUs a replica."""
+    replica = layout.tp * layout.p
+    return (f"use fewer replicas (ipus {limit} and {field}.r {limit // replica})" if replica <= limit else
+            f"use fewer IPUs a replica ({field}: t x p is {replica})")
+
+
 def check_partition(layout: Layout, ipus: int, pod: PodConfig, field: str = "workload.layout") -> None:
     """The layout must use exactly the partition's IPUs, the partition must be one the Pod can give, and the I/O
     tiles must leave tiles to compute on."""
-    replica, limit = layout.tp * layout.p, pod.max_partition_ipus
-    fewer = (f"use fewer replicas (ipus {limit} and {field}.r {limit // replica})" if replica <= limit else
-             f"use fewer IPUs a replica ({field}: t x p is {replica})")
+    fewer = fewer_ipus(layout, pod.max_partition_ipus, field)
     check_size(ipus, pod, "ipus", too_many_fix(ipus, fewer, ": the spec's pod, or `vipu plan --pod`"))
     if layout.ipus != ipus:
         tp = layout.tp * layout.p

@@ -19,7 +19,7 @@ from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.pod_files import PRESETS, load_pod, preset_with
 from vipu.jobs.convnet import ConvNetModel
-from vipu.jobs.layout import Layout, check_partition
+from vipu.jobs.layout import Layout, check_partition, fewer_ipus
 from vipu.jobs.models import MlpModel, Strict, TransformerModel
 from vipu.partition.rules import is_power_of_two
 from vipu.scheduler.workload import Workload, register
@@ -86,6 +86,9 @@ class TrainWorkload(Workload):
                 " pool their batch-norm statistics in groups of that size, so it must divide r; give"
                 f" batch_norm_replicas one of {divisors}{other}")
         return layout
+
+    def fewer_ipus(self, limit: int) -> str:
+        return fewer_ipus(self.layout, limit)
 
     @property
     def synthetic(self) -> bool:

@@ -44,6 +44,11 @@ class Workload(BaseModel):
         (a training run, a program) or it never does (hold)."""
         return None
 
+    def fewer_ipus(self, limit: int) -> str | None:
+        """How to ask for at most `limit` IPUs in the workload's own terms (a train layout's degrees), or None: a
+        refusal of too many IPUs names what else must change with ipus."""
+        return None
+
     @property
     def modelled(self) -> bool:
         """It runs without computing anything, only holding its partition for a predicted time (a train workload
