@@ -185,12 +185,23 @@ def test_the_search_times_only_the_layouts_that_fit_and_searches_a_spec_once(mon
     import vipu.jobs.suggest as search
 
     timed, sized = [], []
-    real_time, real_memory = planner.step_time, search.memory
+    real_time, real_memory = planner.step_time, search.memory_if_fits
     monkeypatch.setattr(planner, "step_time", lambda *a: timed.append(1) or real_time(*a))
-    monkeypatch.setattr(search, "memory", lambda *a: sized.append(1) or real_memory(*a))
+    monkeypatch.setattr(search, "memory_if_fits", lambda *a: sized.append(1) or real_memory(*a))
     search.ranked_fitting.cache_clear()
     everything = fitting(GPIPE)
     assert len(sized) == len(list(candidate_layouts(GPIPE, 16))) > len(timed) == len(everything)
     with pytest.raises(InvalidArgument):
         check_fits(GPIPE, pod(), ipus=16)
     assert len(sized) == len(list(candidate_layouts(GPIPE, 16)))  # the same spec: no second search
+
+
+def test_the_search_s_early_no_is_the_full_memory_s_no():
+    """memory_if_fits stops before mapping the tiles when the stages' bytes cannot fit: it says what memory() says."""
+    from vipu.jobs.assumptions import DEFAULT
+    from vipu.jobs.memory_estimate import memory, memory_if_fits
+
+    for layout in candidate_layouts(GPIPE, 16):
+        candidate = GPIPE.model_copy(update={"layout": layout})
+        full, early = memory(candidate, pod(), DEFAULT), memory_if_fits(candidate, pod(), DEFAULT)
+        assert (early == full) if full.fits else early is None, layout.describe()

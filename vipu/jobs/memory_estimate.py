@@ -196,7 +196,22 @@ def tile_tensors(workload, stage: StageMemory) -> tuple[list[TileTensor], float]
 
 
 def memory(workload, pod: PodConfig, assumptions: Assumptions) -> Memory:
+    return _memory(workload, pod, assumptions, [stage_memory(workload, s) for s in range(workload.layout.p)])
+
+
+def memory_if_fits(workload, pod: PodConfig, assumptions: Assumptions) -> Memory | None:
+    """memory(), when it fits; else None, found without mapping the tiles when the stages' bytes alone cannot fit
+    evenly or in Streaming Memory (the search for a layout that fits, suggest.py, sizes thousands that do not)."""
     stages = [stage_memory(workload, s) for s in range(workload.layout.p)]
+    sram = (pod.ipu.tiles - workload.layout.io_tiles) * pod.ipu.sram_per_tile_bytes
+    if (max(st.sram for st in stages) + assumptions.reserved_sram_fraction * sram > sram
+            or max(st.streaming for st in stages) > pod.machine.streaming_memory_bytes / pod.machine.ipus):
+        return None
+    found = _memory(workload, pod, assumptions, stages)
+    return found if found.fits else None
+
+
+def _memory(workload, pod: PodConfig, assumptions: Assumptions, stages: list[StageMemory]) -> Memory:
     most = max(stages, key=lambda st: st.sram)  # the first of equals
     streamed = max(stages, key=lambda st: st.streaming)
     compute_tiles = pod.ipu.tiles - workload.layout.io_tiles

@@ -7,8 +7,8 @@ making up the rest), the pipeline schedule (1F1B or GPipe: the same micro-batche
 gradients, in another order; phased execution runs gpipe whatever the spec says, Layout.order, so it is tried with
 the spec's schedule only), recomputation, RTS, optimiser offload and phased execution. Bounded: 1,350 layouts for
 BERT-Large's micro-batch 8 on 16 IPUs, 2,988 for GPT-3 on 256 with p 4, each a few formulas; only the ones whose
-memory fits are timed, and a stage's block costs are counted once per search (blocks.layout_stage_costs):
-bench/bench_suggest.py gives the CPU time (about 0.3 s and 1.3 s).
+memory fits are timed or mapped onto tiles, and a stage's block costs are counted once per search
+(blocks.layout_stage_costs): bench/bench_suggest.py gives the CPU time (about 0.3 s and 1.1 s).
 
 Ranking: highest predicted throughput first, except that among the layouts within NEAR_BEST of the best one, the
 micro-batch size nearest the spec's (in factors of two) comes first: the planner's compute efficiency is one figure
@@ -28,7 +28,7 @@ import yaml
 from vipu.errors import InvalidArgument
 from vipu.jobs.assumptions import DEFAULT, NEAR_BEST, Assumptions
 from vipu.jobs.layout import Layout, check_partition
-from vipu.jobs.memory_estimate import memory
+from vipu.jobs.memory_estimate import memory_if_fits
 from vipu.jobs.planner import Plan, plan
 from vipu.jobs.units import size
 
@@ -97,8 +97,8 @@ def ranked_fitting(workload, pod, assumptions: Assumptions) -> tuple[Plan, ...]:
     fitting = []
     for layout in candidate_layouts(workload, workload.layout.ipus):
         candidate = workload.model_copy(update={"layout": layout})
-        mem = memory(candidate, pod, assumptions)  # most candidates do not fit: only the ones that do are timed
-        if mem.fits:
+        mem = memory_if_fits(candidate, pod, assumptions)  # most do not fit: only the ones that do are timed
+        if mem is not None:
             fitting.append(plan(candidate, pod, assumptions, mem))
     return tuple(rank(fitting, workload.layout))
 
