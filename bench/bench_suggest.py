@@ -47,7 +47,7 @@ def main() -> int:
         ranked_fitting.cache_clear()
         _stage_costs.cache_clear()
         start = time.process_time()
-        fitting = ranked_fitting(workload, pod, DEFAULT)
+        fitting = ranked_fitting(workload, pod, DEFAULT, None)
         search = time.process_time() - start
         start = time.process_time()
         plan(workload, pod)

@@ -33,10 +33,10 @@ from vipu.jobs.planner import Plan, plan
 from vipu.jobs.units import size
 
 MAX_SUGGESTIONS = 3
+MAX_GROWTH = 4  # the largest micro-batch tried: this many times the spec's (a larger one needs more memory)
 # how rank() orders them, in a few words: the heading `vipu plan` prints above them
 ORDER = (f"layouts of the same partition that fit: those within {NEAR_BEST:.0%} of the best predicted throughput"
          " first, the micro-batch nearest the spec's first among them, then by throughput:")
-MAX_GROWTH = 4  # the largest micro-batch tried: this many times the spec's (a larger one needs more memory)
 
 
 def _powers(limit: int) -> list[int]:
@@ -87,20 +87,21 @@ def _options(layout: Layout) -> int:
 def suggest(workload, pod, assumptions: Assumptions = DEFAULT, limit: int = MAX_SUGGESTIONS) -> list[Plan]:
     """Plans of fitting layouts for the workload's partition size, highest predicted throughput first, except that
     among those within NEAR_BEST of the best, the micro-batch size nearest the spec's comes first (see above)."""
-    return list(ranked_fitting(workload, pod, assumptions)[:limit])
+    return list(ranked_fitting(workload, pod, assumptions, limit))
 
 
 @lru_cache(maxsize=32)
-def ranked_fitting(workload, pod, assumptions: Assumptions) -> tuple[Plan, ...]:
-    """Every fitting layout, in suggest()'s order. Cached per (workload, pod, assumptions), all frozen: `vipu
-    submit --test-only` and then the submit, or `vipu plan` and then the submit, search once."""
+def ranked_fitting(workload, pod, assumptions: Assumptions, limit: int | None = None) -> tuple[Plan, ...]:
+    """The first `limit` fitting layouts (None: all), in suggest()'s order. Cached per (workload, pod, assumptions,
+    limit), all frozen: `vipu submit --test-only` and then the submit search once. Only the `limit` kept: a
+    controller keeps the 1 its refusal names, not the hundreds that may fit."""
     fitting = []
     for layout in candidate_layouts(workload, workload.layout.ipus):
         candidate = workload.model_copy(update={"layout": layout})
         mem = memory_if_fits(candidate, pod, assumptions)  # most do not fit: only the ones that do are timed
         if mem is not None:
             fitting.append(plan(candidate, pod, assumptions, mem))
-    return tuple(rank(fitting, workload.layout))
+    return tuple(rank(fitting, workload.layout)[:limit])
 
 
 def rank(fitting: list[Plan], asked: Layout) -> list[Plan]:
