@@ -137,7 +137,23 @@ def test_a_boolean_is_not_a_number_in_a_job_pod_file_or_scheduler_config():
         load_spec("ipus: 4\nnice: true", "job.yaml")
     with pytest.raises(InvalidArgument, match=f"workload.exit_code: {NOT_A_NUMBER}"):
         load_spec("ipus: 4\nworkload: {kind: sleep, duration: 1, exit_code: true}", "job.yaml")
-    for model, data in [(SchedulerConfig, {"max_jobs": True}),
-                        (PodConfig, {**load_pod("bow-pod16").model_dump(), "ilds": True})]:
-        with pytest.raises(ValueError, match="valid integer"):
+    bow = load_pod("bow-pod16").model_dump()
+    for model, data in [(SchedulerConfig, {"max_jobs": True}), (SchedulerConfig, {"weights": {"age": True}}),
+                        (PodConfig, {**bow, "ilds": True}),
+                        (PodConfig, {**bow, "ipu": {**bow["ipu"], "clock_hz": True}})]:
+        with pytest.raises(ValueError, match="valid (integer|number)"):
             model.model_validate(data)
+
+
+@pytest.mark.parametrize("data, field", [
+    (spec(ipus=4, r=4, available_memory_proportion=True), "workload.layout.available_memory_proportion"),
+    (spec(model={**TINY, "vocab": 64, "sequences_per_pack": True}), "workload.model.sequences_per_pack"),
+    ({**spec(), "workload": {**spec()["workload"], "learning_rate": True}}, "workload.learning_rate"),
+])
+def test_a_boolean_is_not_a_fraction_either_but_1e_3_written_in_yaml_still_is(data, field):
+    with pytest.raises(InvalidArgument) as e:
+        plan_spec(data)
+    assert f"{field}: Input should be a valid number, not true; give a number, not true or false" in e.value.message
+    # PyYAML reads 1e-3 (no dot) as text; a float field takes it, as it did before
+    parsed, _ = plan_spec({**spec(), "workload": {**spec()["workload"], "learning_rate": "1e-3"}})
+    assert parsed.workload.learning_rate == 0.001

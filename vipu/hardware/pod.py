@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from vipu.hardware.figures import IpuSpec, LinksSpec, MachineSpec, Strict
-from vipu.whole_numbers import Count
+from vipu.spec_numbers import Count
 
 # V-IPU: one IPU-Link domain holds at most 64 IPUs; bigger partitions span domains over GW-Links.
 MAX_ILD_IPUS = 64

@@ -23,7 +23,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from vipu.jobs.models import _Model
-from vipu.whole_numbers import Count
+from vipu.spec_numbers import Count
 
 PARAMS = 25_557_032
 PARAM_TENSORS = 161

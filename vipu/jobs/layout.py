@@ -25,7 +25,7 @@ from vipu.hardware.pod import PodConfig
 from vipu.jobs.models import Strict
 from vipu.jobs.workload_text import layout_text
 from vipu.partition.rules import check_size, is_power_of_two, too_many_fix
-from vipu.whole_numbers import Count, Whole
+from vipu.spec_numbers import Count, Number, Whole
 
 
 class Layout(Strict):
@@ -54,7 +54,7 @@ class Layout(Strict):
     io_tiles: Whole = Field(0, ge=0, le=1 << 16, description=(
         "tiles per IPU kept for streaming data in and out (PopXL's io_tiles): they hold no tensors and compute"
         " nothing, so the model has the other tiles' SRAM and FLOPs"))
-    available_memory_proportion: float = Field(0.6, gt=0, le=1, description=(
+    available_memory_proportion: Number = Field(0.6, gt=0, le=1, description=(
         "the share of each tile's SRAM a matmul may use for its temporaries (Poplar's availableMemoryProportion,"
         " default 0.6): a compiler plans the largest matmul to fit it"))
     layers_per_stage: tuple[Whole, ...] | None = Field(None, max_length=1024, description=(

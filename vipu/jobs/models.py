@@ -20,7 +20,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vipu.whole_numbers import Count
+from vipu.spec_numbers import Count, Number
 
 Dtype = Literal["fp16", "fp32"]
 DTYPE_BYTES = {"fp16": 2, "fp32": 4}
@@ -128,7 +128,7 @@ class TransformerModel(_Model):
     mask_tokens: Count | None = Field(None, le=1 << 20, description=(
         "positions per sample the output head runs on (a masked language model's masked tokens; BERT-Large"
         " SL128: 20); default every position. Needs vocab"))
-    sequences_per_pack: float = Field(1.0, ge=1, le=1 << 10, description=(
+    sequences_per_pack: Number = Field(1.0, ge=1, le=1 << 10, description=(
         "packed sequences: each sample is a pack of up to seq_len tokens holding this many sequences on average;"
         " throughput counts sequences. 1: no packing"))
 

@@ -24,7 +24,7 @@ from vipu.jobs.models import MlpModel, Strict, TransformerModel
 from vipu.partition.rules import is_power_of_two
 from vipu.scheduler.workload import Workload, register
 from vipu.validation import MAX_SPEC_BYTES, describe
-from vipu.whole_numbers import Count, Whole
+from vipu.spec_numbers import Count, Number, Whole
 
 JobCheck = Callable[[dict, str], object]
 Model = Annotated[Union[MlpModel, TransformerModel, ConvNetModel], Field(discriminator="kind")]
@@ -42,7 +42,7 @@ class TrainWorkload(Workload):
     master_weights: bool = Field(True, description="fp16 models keep an fp32 master copy of the weights; false:"
                                  " fp16 weights updated with stochastic rounding (Graphcore's usual choice)")
     steps: Count = Field(1, le=1 << 30)
-    learning_rate: float = Field(1e-3, gt=0, le=1e3)
+    learning_rate: Number = Field(1e-3, gt=0, le=1e3)
     seed: Whole = Field(0, ge=0, le=2**63 - 1)
     synthetic_data: bool | None = Field(None, description=(
         "true: samples are drawn on the IPUs, no host I/O (Graphcore's applications' synthetic-data mode, and how"

@@ -17,7 +17,7 @@ from vipu.errors import InvalidArgument
 from vipu.scheduler.arrays import MAX_ARRAY_TASKS
 from vipu.scheduler.durations import parse_duration
 from vipu.validation import describe
-from vipu.whole_numbers import Whole
+from vipu.spec_numbers import Number, Whole
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 DAY = 86400.0
@@ -60,10 +60,10 @@ DEFAULT_QOS = {
 class PriorityWeights(Strict):
     """Slurm's PriorityWeight*: each factor is in [0, 1] and is multiplied by its weight."""
 
-    age: float = Field(1000.0, ge=0)
-    fairshare: float = Field(1000.0, ge=0)
-    job_size: float = Field(100.0, ge=0)
-    qos: float = Field(2000.0, ge=0)
+    age: Number = Field(1000.0, ge=0)
+    fairshare: Number = Field(1000.0, ge=0)
+    job_size: Number = Field(100.0, ge=0)
+    qos: Number = Field(2000.0, ge=0)
 
 
 class SchedulerConfig(Strict):

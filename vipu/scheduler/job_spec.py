@@ -22,7 +22,7 @@ from vipu.scheduler.deps import Dependency, DependencySyntaxError, parse_depende
 from vipu.scheduler.durations import parse_duration
 from vipu.scheduler.workload import AnyWorkload, HoldWorkload
 from vipu.validation import MAX_SPEC_BYTES, describe, violations
-from vipu.whole_numbers import Whole
+from vipu.spec_numbers import Whole
 
 LimitSeconds = Annotated[
     float, BeforeValidator(lambda v: parse_duration(v, "time_limit", positive=True, unlimited=True))

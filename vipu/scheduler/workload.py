@@ -14,7 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidat
 from pydantic_core import PydanticCustomError
 
 from vipu.scheduler.durations import parse_duration
-from vipu.whole_numbers import Whole
+from vipu.spec_numbers import Whole
 
 
 class Ending(NamedTuple):
