@@ -28,8 +28,11 @@ def _type_name(annotation) -> str:
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     text = annotation.__name__ if isinstance(annotation, type) else str(annotation)
+    text = re.sub(r", FieldInfo\([^\[]*\[[^\]]*\]\)\]", "", text)  # Annotated[int, Field(strict=True)]'s field
     text = re.sub(r"typing\.|Annotated\[|, [A-Z][A-Za-z]*\(.*?\)\]|[a-z_]+\.(?=[A-Z])", "", text)
     text = text.replace("vipu.scheduler.", "").replace("vipu.jobs.", "")
+    if text.startswith("Optional[") and text.endswith("]"):  # a whole-number type or null: int | None
+        text = f"{text.removeprefix('Optional[').removesuffix(']')} | None"
     return text.replace("Optional[", "").replace("NoneType", "None").replace("]", "") if "Optional" in text else text
 
 
@@ -44,9 +47,11 @@ def _default(value) -> str:
     return repr(value)
 
 
-def model_table(model: type[BaseModel]) -> list[str]:
+def model_table(model: type[BaseModel], only: set[str] | None = None) -> list[str]:
     lines = ["| field | type | default | description |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
+        if only is not None and name not in only:
+            continue
         default = "required" if field.is_required() else _default(field.default if field.default_factory is None
                                                                  else field.default_factory())
         description = (field.description or "").replace("|", "\\|")
@@ -59,7 +64,8 @@ def job_spec_page() -> str:
     from vipu.jobs.layout import Layout
     from vipu.jobs.models import MlpModel, TransformerModel
     from vipu.jobs.programs.command_spec import CommandWorkload
-    from vipu.jobs.train_spec import TrainWorkload
+    from vipu.jobs.train.problem import EXECUTED
+    from vipu.jobs.train_spec import PlanSpec, TrainWorkload
     from vipu.scheduler.config import PriorityWeights, QosSpec, SchedulerConfig
     from vipu.scheduler.job_spec import JobSpec
     from vipu.scheduler.workload import HoldWorkload, SleepWorkload
@@ -81,6 +87,10 @@ def job_spec_page() -> str:
                          ("PriorityWeights (SchedulerConfig.weights)", PriorityWeights)]:
         doc = (model.__doc__ or "").strip().splitlines()
         parts += [f"## {title}", "", *(doc[:1] + [""] if doc else []), *model_table(model), ""]
+        if model is TrainWorkload:  # which specs run, not only plan: check_runnable's rules, from its own module
+            parts += ["### Executed or planned only", "", *EXECUTED, "",
+                      "### plan file (`vipu plan SPEC`)", "", " ".join(PlanSpec.__doc__.split()), "",
+                      *model_table(PlanSpec, only={"pod"}), ""]
     parts += ["A scheduler config in which `urgent` jobs evict `scavenger` jobs, which are then cancelled, not "
               "requeued (the\nother QOS keep their defaults only if listed again):", "", "```yaml", SCHEDULER_EXAMPLE.strip(),
               "```", ""]

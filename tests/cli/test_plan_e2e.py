@@ -11,6 +11,7 @@ from pathlib import Path
 from tests.cli_forks import run_script
 from tests.cli.test_cli_e2e import run
 from tests.conftest import console_script
+from vipu.jobs.suggest import ORDER
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,7 +59,7 @@ def test_plan_of_a_layout_that_does_not_fit_exits_2_with_the_layouts_that_do(ser
     lines = out.stdout.splitlines()
     verdict = lines.index("DOES NOT FIT:")
     assert lines[verdict + 1].startswith("  needs 1.6 GiB per IPU")
-    assert lines[verdict + 2] == "layouts of the same partition that fit, best first:"
+    assert lines[verdict + 2] == ORDER
     assert lines[verdict + 3].startswith("  t=") and verdict + 3 < lines.index("assumptions")
     # one line on stderr: the refusal `vipu submit` gives for the same spec on the same Pod
     submitted = run(server, "vipu", "submit", str(spec))

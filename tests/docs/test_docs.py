@@ -107,3 +107,21 @@ def test_the_readmes_count_the_planner_bench_s_held_out_points():
     readme, examples = (ROOT / "README.md").read_text(), (ROOT / "examples/README.md").read_text()
     assert f"the {words[held]} others are held out" in readme and readme.count("| held out |") == held
     assert f"predicts {words[held]} other published results" in " ".join(examples.split())
+
+
+def test_the_spec_reference_says_which_specs_are_executed():
+    """Regression (walk40): which specs run, and not only plan, was said nowhere a user reads."""
+    from vipu.jobs.train.problem import MAX_PARAMS, MAX_STEP_FLOPS
+
+    page = (ROOT / "docs" / "job-spec.md").read_text()
+    section = page.split("### Executed or planned only", 1)[1].split("\n## ", 1)[0]
+    for needed in ("`vocab`", "`layers_per_stage`", "even split", "per_tensor", f"{MAX_PARAMS:,} parameters",
+                   f"{MAX_STEP_FLOPS:,.0f} FLOPs", "execute: false"):
+        assert needed in section, needed
+
+
+def test_the_spec_reference_lists_the_plan_only_pod_key():
+    """Regression (walk40): examples/README said "`pod` is for planning only" but the reference did not list it."""
+    page = (ROOT / "docs" / "job-spec.md").read_text()
+    section = page.split("### plan file (`vipu plan SPEC`)", 1)[1].split("\n## ", 1)[0]
+    assert "| `pod` | `str | None` | `None` |" in section and "`vipu submit` refuses" in section

@@ -1,4 +1,5 @@
-"""The hardware model sits under everything else: it imports nothing of vipu but errors, validation and documents."""
+"""The hardware model sits under everything else: it imports nothing of vipu but errors, validation, documents and
+spec_numbers (leaves that import no other part of vipu)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 import vipu.hardware
 
-ALLOWED = {"vipu.errors", "vipu.validation", "vipu.documents"}
+ALLOWED = {"vipu.errors", "vipu.validation", "vipu.documents", "vipu.spec_numbers"}
 MODULES = sorted(Path(vipu.hardware.__file__).parent.glob("*.py"))
 
 

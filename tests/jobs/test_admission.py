@@ -63,3 +63,28 @@ def test_the_modelled_gpt3_example_is_admitted_on_a_pod256_and_its_executed_twin
     with pytest.raises(InvalidArgument, match="execute: false to model it"):
         check_train(modelled_spec.model_copy(update={"workload": modelled_spec.workload.model_copy(
             update={"execute": True})}), pod("bow-pod256"))
+
+
+def test_layers_per_stage_that_is_the_even_split_is_executed():
+    """Regression (walk40): `layers_per_stage: [4]` with p 1, what an executed pipeline runs anyway, was refused."""
+    check_train(job(transformer(layers=4, layers_per_stage=[4]), True), pod())
+    check_train(job(transformer(layers=4, p=2, layers_per_stage=[2, 2]), True), pod())
+    with pytest.raises(InvalidArgument) as e:
+        check_train(job(transformer(layers=4, p=2, layers_per_stage=[1, 3]), True), pod())
+    assert ("workload.layout.layers_per_stage is [1, 3]: executed pipelines split the layers evenly, so drop it"
+            " (or give [2, 2])") in e.value.message
+
+
+def test_too_many_ipus_at_submit_names_the_layout_degree_to_change_too():
+    """Regression (walk40): submitting 128 IPUs on a Pod64 said only "give ipus 64 or less", while `vipu plan --pod`
+    also named r; a spec without a layout keeps the plain fix."""
+    from vipu.scheduler.config import SchedulerConfig
+    from vipu.scheduler.submission import resolve
+
+    pod64 = pod("bow-pod64")
+    with pytest.raises(InvalidArgument) as e:
+        resolve(job(transformer(t=2, r=64), True), pod64, SchedulerConfig())
+    assert e.value.message == ("ipus is 128 but bow-pod64 has 64 IPUs; the largest partition is 64: use fewer replicas"
+                               " (ipus 64 and workload.layout.r 32), or a Pod that has 128 IPUs (bow-pod128)")
+    with pytest.raises(InvalidArgument, match="the largest partition is 64: give ipus 64 or less, or a Pod"):
+        resolve(JobSpec(ipus=128), pod64, SchedulerConfig())

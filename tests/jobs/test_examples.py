@@ -12,7 +12,7 @@ import yaml
 from vipu.errors import InvalidArgument
 from vipu.jobs import check_fits, load_plan_spec, main_plan, plan
 from vipu.jobs.command import plan_file
-from vipu.jobs.suggest import suggestion_text
+from vipu.jobs.suggest import ORDER, suggestion_text
 from vipu.scheduler.job_spec import JobSpec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -98,7 +98,8 @@ def test_main_plan_of_a_layout_that_does_not_fit_lists_layouts_that_do(tmp_path)
         "layout": {"r": 16, "micro_batch": 8, "micro_batches": 4}}}))
     text = main_plan(spec)
     assert "DOES NOT FIT" in text
-    assert "layouts of the same partition that fit, best first" in text
+    assert "layouts of the same partition that fit: those within 5% of the best predicted throughput first, the" \
+           " micro-batch nearest the spec's first among them, then by throughput:" in text
 
 
 def test_the_layouts_that_fit_come_right_after_the_does_not_fit_line(tmp_path):
@@ -107,7 +108,7 @@ def test_the_layouts_that_fit_come_right_after_the_does_not_fit_line(tmp_path):
     lines = answer.text().splitlines()
     verdict = lines.index("DOES NOT FIT:")
     assert lines[verdict + 1].startswith("  needs 1.6 GiB per IPU, SRAM holds 897.0 MiB")
-    assert lines[verdict + 2] == "layouts of the same partition that fit, best first:"
+    assert lines[verdict + 2] == ORDER
     best = answer.suggestions
     assert lines[verdict + 3] == f"  {suggestion_text(best[0], answer.plan.layout)}"
     assert verdict + 3 < lines.index("assumptions")

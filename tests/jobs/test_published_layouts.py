@@ -66,7 +66,7 @@ def test_layers_per_stage_must_cover_the_stages_and_layers(change, words):
 def test_mask_tokens_need_a_vocabulary():
     spec = bert_spec(16, 24, H, 16, S, 20, 8, 65_536, [3, 7, 7, 7])
     spec["workload"]["model"]["vocab"] = None
-    with pytest.raises(InvalidArgument, match="mask_tokens is 20: the head's masked positions need a vocab"):
+    with pytest.raises(InvalidArgument, match="mask_tokens is 20 but there is no vocab: .*; set vocab, or drop"):
         plan_spec(spec)
 
 

@@ -148,3 +148,63 @@ def test_a_fitting_workload_returns_its_plan():
 def test_check_fits_checks_the_partition_size():
     with pytest.raises(InvalidArgument, match="t x p x r is 1 x 1 x 4 = 4, but the job asks for 8"):
         check_fits(mlp(r=4), pod(), ipus=8)
+
+
+# The walker's spec (walk40): a GPT-style 2.65B transformer, t4 p4 r4 with 32 I/O tiles on a Pod64; its search cost
+# 2.7 s of CPU inside `vipu submit`, which then timed out
+GPT_POD64 = transformer(layers=32, hidden=2560, heads=32, seq_len=2048, vocab=50257, t=4, p=4, r=4, micro_batch=4,
+                        micro_batches=64, io_tiles=32)
+PINNED = [  # suggest(limit=3) before the search was made cheaper (memory first, stage costs cached): the same after
+    (TOO_BIG, "bow-pod16", [("t=1 p=4 r=4, micro-batch 4 x 4096 (1f1b) with RTS, optimiser offload", 6204.46),
+                            ("t=1 p=4 r=4, micro-batch 4 x 4096 (1f1b) with optimiser offload", 6131.84),
+                            ("t=1 p=2 r=8, micro-batch 4 x 2048 (1f1b) with recomputation, RTS, optimiser offload",
+                             5486.58)]),
+    (GPIPE, "bow-pod16", [("t=1 p=4 r=4, micro-batch 4 x 128 (1f1b) with RTS, optimiser offload", 5333.96),
+                          ("t=1 p=4 r=4, micro-batch 2 x 256 (1f1b) with RTS", 5249.47),
+                          ("t=1 p=4 r=4, micro-batch 8 x 64 (1f1b) with recomputation, RTS", 4909.26)]),
+    (GPT_POD64, "bow-pod64", [
+        ("t=2 p=1 r=32, micro-batch 2 x 16 (gpipe, batch-serialised) with RTS, phased execution, which recomputes,"
+         " 32 I/O tiles", 87.3788),
+        ("t=2 p=2 r=16, micro-batch 2 x 32 (gpipe, batch-serialised) with RTS, phased execution, which recomputes,"
+         " 32 I/O tiles", 86.0997),
+        ("t=2 p=1 r=32, micro-batch 1 x 32 (gpipe, batch-serialised) with RTS, phased execution, which recomputes,"
+         " 32 I/O tiles", 87.0542)]),
+]
+
+
+@pytest.mark.parametrize("workload, pod_name, want", PINNED, ids=["data-parallel", "gpipe", "gpt-pod64"])
+def test_the_cheaper_search_suggests_what_the_full_one_did(workload, pod_name, want):
+    found = suggest(workload, pod(pod_name))
+    assert [(c.layout.describe(), round(c.throughput, 2)) for c in found] == [(d, round(t, 2)) for d, t in want]
+
+
+def test_the_search_times_only_the_layouts_that_fit_and_searches_a_spec_once(monkeypatch):
+    """Regression (walk40): every candidate was timed as well as sized, and a submit after `--test-only` searched
+    again: seconds of CPU inside the submit call, which timed out on a busy controller."""
+    import vipu.jobs.planner as planner
+    import vipu.jobs.suggest as search
+
+    timed, sized = [], []
+    real_time, real_memory = planner.step_time, search.memory_if_fits
+    monkeypatch.setattr(planner, "step_time", lambda *a: timed.append(1) or real_time(*a))
+    monkeypatch.setattr(search, "memory_if_fits", lambda *a: sized.append(1) or real_memory(*a))
+    search.ranked_fitting.cache_clear()
+    everything = fitting(GPIPE)
+    candidates = len(list(candidate_layouts(GPIPE, 16)))
+    assert len(sized) == candidates > len(timed) == len(everything)
+    sized.clear()
+    for _ in range(2):  # `vipu submit --test-only`, then the submit
+        with pytest.raises(InvalidArgument):
+            check_fits(GPIPE, pod(), ipus=16)
+    assert len(sized) == candidates  # the same spec: no second search
+
+
+def test_the_search_s_early_no_is_the_full_memory_s_no():
+    """memory_if_fits stops before mapping the tiles when the stages' bytes cannot fit: it says what memory() says."""
+    from vipu.jobs.assumptions import DEFAULT
+    from vipu.jobs.memory_estimate import memory, memory_if_fits
+
+    for layout in candidate_layouts(GPIPE, 16):
+        candidate = GPIPE.model_copy(update={"layout": layout})
+        full, early = memory(candidate, pod(), DEFAULT), memory_if_fits(candidate, pod(), DEFAULT)
+        assert (early == full) if full.fits else early is None, layout.describe()

@@ -98,7 +98,7 @@ def test_the_fullest_stage_of_an_uneven_layout_decides_the_fit():
         check_fits(pipelined([3, 3, 3, 15]), POD, ipus=4)
     # the report is of the fullest stage's IPU, and says which layers it holds
     heading = tile_report(pipelined([3, 3, 3, 15]), POD, DEFAULT)[0]
-    assert heading == "pipeline stage 4 of 4, the one needing most SRAM: layers 9-23 (layers_per_stage)"
+    assert heading == "pipeline stage 4 of 4, the one needing most SRAM: layers 10-24 of 24 (layers_per_stage)"
     assert "memory per IPU (SRAM), pipeline stage 4 of 4 (the one needing most)" in uneven.table()
 
 
@@ -107,7 +107,9 @@ def test_stages_are_counted_from_one_where_read():
     second = pipelined([3, 7, 7, 7])
     assert plan(second, POD).memory.sram_stage == 1
     heading = tile_report(second, POD, DEFAULT)[0]
-    assert heading.startswith("pipeline stage 2 of 4, the one needing most SRAM: layers 3-9")
+    # its layers counted from 1 too (walk40: "stage 2 of 4: layers 3-9" counted them from 0): layers_per_stage's
+    # second entry, 7, is layers 4 to 10
+    assert heading.startswith("pipeline stage 2 of 4, the one needing most SRAM: layers 4-10 of 24")
     # two stages: the first (under 1F1B it holds the most micro-batches) is "1 of 2", never "0 of 2"
     two = second.model_copy(update={"layout": second.layout.model_copy(update={"p": 2, "layers_per_stage": None})})
     report = "\n".join(tile_report(two, POD, DEFAULT)) + plan(two, POD).table()

@@ -35,6 +35,13 @@ def spec(ipus=4, model=None, **layout):
     ("batch-norm groups do not divide r", spec(ipus=4, r=4, model={"kind": "resnet50", "batch_norm_replicas": 8}),
      ["layout", "r is 4 but the model's batch_norm_replicas is 8", "give batch_norm_replicas one of 1, 2, 4, or an r"
       " that is a multiple of 8"]),
+    # walk40: each refusal's fix must be one that can be applied: r is a power of two, and vocab was set
+    ("batch-norm groups of 3", spec(ipus=4, r=4, model={"kind": "resnet50", "batch_norm_replicas": 3}),
+     ["give batch_norm_replicas one of 1, 2, 4 (r is a power of two, so no r is a multiple of 3)"]),
+    ("more masked tokens than positions", spec(model={**TINY, "vocab": 30400, "mask_tokens": 500}),
+     ["mask_tokens is 500 but a sample has seq_len (16) positions; give mask_tokens at most 16"]),
+    ("masked tokens without a vocab", spec(model={**TINY, "mask_tokens": 4}),
+     ["mask_tokens is 4 but there is no vocab", "set vocab, or drop mask_tokens"]),
     ("a misspelt model field is named by its path in the spec, without the union's tag",
      spec(model={**TINY, "hiden": 64}), ["workload.model.hiden: unknown field"]),
     ("an unknown pod names the spec's field", {**spec(), "pod": "bow-pod999"}, ["plan spec: pod 'bow-pod999' is neither"]),
@@ -96,3 +103,57 @@ def test_a_spec_too_big_for_its_pod_names_fewer_replicas_or_a_pod_that_has_them(
     path.write_text(json.dumps(spec))
     answer = plan_file(path, "bow-pod128")
     assert answer.plan.pod == "bow-pod128" and answer.plan.ipus == 128
+
+
+NOT_A_NUMBER = "Input should be a valid integer, not true; give a number, not true or false"
+
+
+@pytest.mark.parametrize("data, field", [
+    (spec(ipus=4, r=4, micro_batch=True), "workload.layout.micro_batch"),
+    (spec(ipus=1, r=True), "workload.layout.r"),
+    (spec(ipus=1, io_tiles=True), "workload.layout.io_tiles"),
+    (spec(ipus=2, p=2, layers_per_stage=[1, True]), "workload.layout.layers_per_stage.1"),
+    (spec(model={**TINY, "layers": True}), "workload.model.layers"),
+    (spec(model={**TINY, "vocab": True}), "workload.model.vocab"),
+    (spec(model={"kind": "resnet50", "batch_norm_replicas": True}), "workload.model.batch_norm_replicas"),
+    ({**spec(), "workload": {**spec()["workload"], "steps": True}}, "workload.steps"),
+    ({**spec(), "ipus": True}, "ipus"),
+])
+def test_a_boolean_is_not_a_layout_or_model_number(data, field):
+    """Regression (walk40): `micro_batch: true` was planned and submitted as micro-batch 1, and `r: true` read as
+    r=1 with no word of the `true`; `ipus: true` was refused as here."""
+    with pytest.raises(InvalidArgument) as e:
+        plan_spec(data)
+    assert f"{field}: {NOT_A_NUMBER}" in e.value.message, e.value.message
+
+
+def test_a_boolean_is_not_a_number_in_a_job_pod_file_or_scheduler_config():
+    from vipu.hardware.pod import PodConfig
+    from vipu.hardware.pod_files import load_pod
+    from vipu.scheduler.config import SchedulerConfig
+    from vipu.scheduler.job_spec import load_spec
+
+    with pytest.raises(InvalidArgument, match=f"nice: {NOT_A_NUMBER}"):
+        load_spec("ipus: 4\nnice: true", "job.yaml")
+    with pytest.raises(InvalidArgument, match=f"workload.exit_code: {NOT_A_NUMBER}"):
+        load_spec("ipus: 4\nworkload: {kind: sleep, duration: 1, exit_code: true}", "job.yaml")
+    bow = load_pod("bow-pod16").model_dump()
+    for model, data in [(SchedulerConfig, {"max_jobs": True}), (SchedulerConfig, {"weights": {"age": True}}),
+                        (PodConfig, {**bow, "ilds": True}),
+                        (PodConfig, {**bow, "ipu": {**bow["ipu"], "clock_hz": True}})]:
+        with pytest.raises(ValueError, match="valid (integer|number)"):
+            model.model_validate(data)
+
+
+@pytest.mark.parametrize("data, field", [
+    (spec(ipus=4, r=4, available_memory_proportion=True), "workload.layout.available_memory_proportion"),
+    (spec(model={**TINY, "vocab": 64, "sequences_per_pack": True}), "workload.model.sequences_per_pack"),
+    ({**spec(), "workload": {**spec()["workload"], "learning_rate": True}}, "workload.learning_rate"),
+])
+def test_a_boolean_is_not_a_fraction_either_but_1e_3_written_in_yaml_still_is(data, field):
+    with pytest.raises(InvalidArgument) as e:
+        plan_spec(data)
+    assert f"{field}: Input should be a valid number, not true; give a number, not true or false" in e.value.message
+    # PyYAML reads 1e-3 (no dot) as text; a float field takes it, as it did before
+    parsed, _ = plan_spec({**spec(), "workload": {**spec()["workload"], "learning_rate": "1e-3"}})
+    assert parsed.workload.learning_rate == 0.001

@@ -23,7 +23,6 @@ from vipu.partition.admin_records import DEFAULT_ALLOCATION
 from vipu.partition.ipu_status import completing_nodes, unavailable_nodes
 from vipu.partition.node_names import hostlist
 from vipu.partition.pod_state import PodState
-from vipu.partition.rules import check_size
 from vipu.scheduler.expected_start import Expectation
 from vipu.scheduler.job_filter import NO_FILTER, JobFilter
 from vipu.scheduler.node_requests import NodeNames, check_nodes_in_allocation
@@ -34,7 +33,7 @@ from vipu.scheduler.job_spec import JobSpec, parse_spec
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.policies.base import NODE_NOT_AVAIL
 from vipu.scheduler.reasons import Row
-from vipu.scheduler.submission import Submission, Submitted, naming_spec, resolve
+from vipu.scheduler.submission import Submission, Submitted, check_ipus, naming_spec, resolve
 
 if TYPE_CHECKING:
     from vipu.control.plane import ControlPlane
@@ -111,7 +110,7 @@ class JobOps:
         # as create partition, and as sbatch refuses more nodes than the partition has ("Requested node configuration
         # is not available"): a job its allocation could never hold, failed and drained IPUs back, would wait forever.
         # A size no Pod of this one's takes is told first, as the Pod's (as resolve() tells it)
-        check_size(spec.ipus, self.plane.pod, "ipus")
+        check_ipus(spec, self.plane.pod)
         controller.partitions.check_ever_fits(spec.ipus, spec.allocation or DEFAULT_ALLOCATION, "ipus")
         if spec.nodelist is not None or spec.exclude is not None:
             check_nodes_in_allocation(spec, self.plane.scheduler.table.nodes, controller.state)

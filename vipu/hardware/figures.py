@@ -7,7 +7,9 @@ together, as seconds and bytes, lives in the modules that price the work: links.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field
+
+from vipu.spec_numbers import Count, PositiveNumber
 
 IPU_LINK = "ipu_link"  # the link types, named as LinksSpec's fields and the machine actors' counters name them
 GW_LINK = "gw_link"
@@ -19,15 +21,15 @@ class Strict(BaseModel):
 
 
 class IpuSpec(Strict):
-    tiles: PositiveInt
-    sram_per_tile_bytes: PositiveInt
-    clock_hz: PositiveFloat
-    fp16_flops_per_tile_cycle: PositiveInt
-    fp32_flops_per_tile_cycle: PositiveInt
-    threads_per_tile: PositiveInt
-    exchange_bytes_per_s: PositiveFloat
-    sram_bytes_per_s: PositiveFloat
-    sync_s: PositiveFloat
+    tiles: Count
+    sram_per_tile_bytes: Count
+    clock_hz: PositiveNumber
+    fp16_flops_per_tile_cycle: Count
+    fp32_flops_per_tile_cycle: Count
+    threads_per_tile: Count
+    exchange_bytes_per_s: PositiveNumber
+    sram_bytes_per_s: PositiveNumber
+    sync_s: PositiveNumber
 
     @property
     def sram_bytes(self) -> int:
@@ -48,19 +50,19 @@ class IpuSpec(Strict):
 
 
 class MachineSpec(Strict):
-    ipus: PositiveInt
-    streaming_memory_bytes: PositiveFloat
-    streaming_memory_bytes_per_s: PositiveFloat
-    streaming_memory_latency_s: PositiveFloat
+    ipus: Count
+    streaming_memory_bytes: PositiveNumber
+    streaming_memory_bytes_per_s: PositiveNumber
+    streaming_memory_latency_s: PositiveNumber
 
 
 class LinkSpec(Strict):
-    bytes_per_s: PositiveFloat = Field(description="per link, per direction")
-    latency_s: PositiveFloat
+    bytes_per_s: PositiveNumber = Field(description="per link, per direction")
+    latency_s: PositiveNumber
 
 
 class GwLinkSpec(LinkSpec):
-    links_per_machine: PositiveInt
+    links_per_machine: Count
 
 
 class LinksSpec(Strict):

@@ -11,9 +11,10 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, model_validator
 
 from vipu.hardware.figures import IpuSpec, LinksSpec, MachineSpec, Strict
+from vipu.spec_numbers import Count
 
 # V-IPU: one IPU-Link domain holds at most 64 IPUs; bigger partitions span domains over GW-Links.
 MAX_ILD_IPUS = 64
@@ -35,11 +36,11 @@ class PodConfig(Strict):
     ipu: IpuSpec
     machine: MachineSpec
     links: LinksSpec
-    ilds: PositiveInt
-    machines_per_ild: PositiveInt
+    ilds: Count
+    machines_per_ild: Count
     ild_topology: Literal["torus", "mesh"]
     cluster_topology: ClusterTopology = "looped"
-    total_ipus: PositiveInt | None = Field(default=None, description="optional cross-check of the IPU count")
+    total_ipus: Count | None = Field(default=None, description="optional cross-check of the IPU count")
 
     @model_validator(mode="after")
     def _coherent(self) -> PodConfig:

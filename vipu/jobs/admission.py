@@ -2,7 +2,8 @@
 is only modelled: execute: false).
 
 Why before the controller's lock: a layout that does not fit is refused with layouts that would, and that search
-takes up to seconds; the control plane runs this check first, so other submissions and listings go on meanwhile.
+takes up to a second or so of CPU (bench/bench_suggest.py); the control plane runs this check first, so other
+submissions and listings go on meanwhile.
 """
 
 from __future__ import annotations

@@ -28,10 +28,11 @@ units 1/t: a block's input is its 1/t2 of the hidden axis.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from vipu.sdk.nn.sharding import Block, model_stage_layers, stage_blocks, stage_layers
 
-__all__ = ["Block", "Cost", "cost", "layout_stage_blocks", "layout_stage_layers", "model_stage_layers", "stage_blocks",
+__all__ = ["Block", "Cost", "cost", "layout_stage_costs", "layout_stage_layers", "model_stage_layers", "stage_blocks",
            "stage_layers"]
 
 
@@ -52,9 +53,20 @@ def layout_stage_layers(model, lay, stage: int) -> range:
     return range(start, start + counts[stage])
 
 
-def layout_stage_blocks(model, lay, stage: int, phased: bool = False) -> list[Block]:
-    """The blocks of the layout's stage `stage`, on its layers (layout_stage_layers)."""
-    return stage_blocks(model, lay.t, lay.p, stage, phased, layout_stage_layers(model, lay, stage))
+def layout_stage_costs(model, lay, stage: int, phased: bool = False) -> tuple[tuple[Block, Cost], ...]:
+    """The blocks of the layout's stage `stage`, on its layers (layout_stage_layers), with their costs. Why cached:
+    the planner's search for a layout that fits (suggest.py) counts the same stages of the same model for a few
+    thousand layouts that differ only in micro-batching and memory options, and these costs depend on none of
+    those."""
+    return _stage_costs(model, lay.t, lay.t2, lay.p, stage, phased, lay.layers_per_stage)
+
+
+@lru_cache(maxsize=4096)
+def _stage_costs(model, t: int, t2: int, p: int, stage: int, phased: bool,
+                 counts: tuple[int, ...] | None) -> tuple[tuple[Block, Cost], ...]:
+    layers = model_stage_layers(model, p, stage) if counts is None else range(sum(counts[:stage]),
+                                                                              sum(counts[:stage + 1]))
+    return tuple((block, cost(model, block, t, t2)) for block in stage_blocks(model, t, p, stage, phased, layers))
 
 
 def cost(model, block: Block, t: int, t2: int = 1) -> Cost:

@@ -20,9 +20,10 @@ from __future__ import annotations
 from functools import cached_property
 from typing import ClassVar, Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field
 
 from vipu.jobs.models import _Model
+from vipu.spec_numbers import Count
 
 PARAMS = 25_557_032
 PARAM_TENSORS = 161
@@ -59,7 +60,7 @@ def _units() -> list[tuple[int, int, int, int]]:
 
 class ConvNetModel(_Model):
     kind: Literal["resnet50"] = "resnet50"
-    batch_norm_replicas: PositiveInt = Field(
+    batch_norm_replicas: Count = Field(
         1, le=1 << 16, description="replicas whose batch-norm statistics are pooled (distributed batch norm; 1:"
         " each replica its own). Graphcore's ResNet-50 configs pool pairs (BN_span 40 = 2 x micro-batch 20)")
 

@@ -18,27 +18,28 @@ import math
 from fractions import Fraction
 from typing import Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, model_validator
 
 from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.models import Strict
 from vipu.jobs.workload_text import layout_text
 from vipu.partition.rules import check_size, is_power_of_two, too_many_fix
+from vipu.spec_numbers import Count, Number, Whole
 
 
 class Layout(Strict):
-    t: PositiveInt = Field(1, le=1024, description=(
+    t: Count = Field(1, le=1024, description=(
         "tensor shards per layer (Megatron-style); with t2 > 1 the first of two tensor-parallel axes (PopXL's"
         " tensor_parallel_1)"))
-    t2: PositiveInt = Field(1, le=1024, description=(
+    t2: Count = Field(1, le=1024, description=(
         "second tensor-parallel axis (PopXL's tensor_parallel_2, innermost: t2 adjacent IPUs): each weight matrix"
         " split t x t2 ways, the hidden dimension of activations t2 ways; transformer models only"))
-    p: PositiveInt = Field(1, le=1024, description="pipeline stages")
-    r: PositiveInt = Field(1, le=1 << 16, description="data-parallel replicas")
-    micro_batch: PositiveInt = Field(1, le=1 << 20, description="samples per micro-batch")
-    micro_batches: PositiveInt = Field(1, le=1 << 20, description="m: micro-batches per step (gradient accumulation)")
-    device_iterations: PositiveInt = Field(1, le=1 << 20, description="steps per host call")
+    p: Count = Field(1, le=1024, description="pipeline stages")
+    r: Count = Field(1, le=1 << 16, description="data-parallel replicas")
+    micro_batch: Count = Field(1, le=1 << 20, description="samples per micro-batch")
+    micro_batches: Count = Field(1, le=1 << 20, description="m: micro-batches per step (gradient accumulation)")
+    device_iterations: Count = Field(1, le=1 << 20, description="steps per host call")
     schedule: Literal["1f1b", "gpipe"] = Field(
         "1f1b", description=("1f1b keeps up to p micro-batches in flight per stage; gpipe keeps all m. Phased"
                              " execution is batch-serialised: it runs gpipe whatever this says (Layout.order)"))
@@ -50,13 +51,13 @@ class Layout(Strict):
         " weights and gradient accumulators in Streaming Memory (the replicas all-gather a phase's weights before"
         " it runs and reduce-scatter its gradients)"))
     offload_optimizer: bool = Field(False, description="optimiser state in Streaming Memory, streamed each step")
-    io_tiles: int = Field(0, ge=0, le=1 << 16, description=(
+    io_tiles: Whole = Field(0, ge=0, le=1 << 16, description=(
         "tiles per IPU kept for streaming data in and out (PopXL's io_tiles): they hold no tensors and compute"
         " nothing, so the model has the other tiles' SRAM and FLOPs"))
-    available_memory_proportion: float = Field(0.6, gt=0, le=1, description=(
+    available_memory_proportion: Number = Field(0.6, gt=0, le=1, description=(
         "the share of each tile's SRAM a matmul may use for its temporaries (Poplar's availableMemoryProportion,"
         " default 0.6): a compiler plans the largest matmul to fit it"))
-    layers_per_stage: tuple[int, ...] | None = Field(None, max_length=1024, description=(
+    layers_per_stage: tuple[Whole, ...] | None = Field(None, max_length=1024, description=(
         "layers of each pipeline stage, first to last (Graphcore's layers_per_ipu, e.g. [3, 7, 7, 7] for"
         " BERT-Large: the first stage also holds the embedding and its tied head); p entries adding up to the"
         " model's layers; default an even split, the embedding weighed as layers. Memory is counted on these"
@@ -66,7 +67,7 @@ class Layout(Strict):
         "how the replicas allreduce gradients: fused, one allreduce of each stage's gradients (what the emulator"
         " runs); per_tensor, one per parameter tensor (PopART's default); buffered, allreduces of at most"
         " gradient_buffer_bytes (TensorFlow 1's maximum_cross_replica_sum_buffer_size)"))
-    gradient_buffer_bytes: PositiveInt = Field(52_428_800, le=1 << 40, description=(
+    gradient_buffer_bytes: Count = Field(52_428_800, le=1 << 40, description=(
         "with buffered gradient_reduction, the most bytes one allreduce carries (Graphcore's ResNet-50 configs:"
         " 52428800)"))
     phased: bool = Field(False, description=(
@@ -166,12 +167,17 @@ def bubble_fraction(p: int, m: int) -> Fraction:
     return Fraction(p - 1, m + p - 1)
 
 
+def fewer_ipus(layout: Layout, limit: int, field: str = "workload.layout") -> str:
+    """How to ask for at most `limit` IPUs with this layout: fewer replicas, or fewer IPUs a replica."""
+    replica = layout.tp * layout.p
+    return (f"use fewer replicas (ipus {limit} and {field}.r {limit // replica})" if replica <= limit else
+            f"use fewer IPUs a replica ({field}: t x p is {replica})")
+
+
 def check_partition(layout: Layout, ipus: int, pod: PodConfig, field: str = "workload.layout") -> None:
     """The layout must use exactly the partition's IPUs, the partition must be one the Pod can give, and the I/O
     tiles must leave tiles to compute on."""
-    replica, limit = layout.tp * layout.p, pod.max_partition_ipus
-    fewer = (f"use fewer replicas (ipus {limit} and {field}.r {limit // replica})" if replica <= limit else
-             f"use fewer IPUs a replica ({field}: t x p is {replica})")
+    fewer = fewer_ipus(layout, pod.max_partition_ipus, field)
     check_size(ipus, pod, "ipus", too_many_fix(ipus, fewer, ": the spec's pod, or `vipu plan --pod`"))
     if layout.ipus != ipus:
         tp = layout.tp * layout.p

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, computed_field, field_serializer
 
 from vipu.hardware.pod import PodConfig
 from vipu.jobs.assumptions import Assumptions
-from vipu.jobs.blocks import Cost, cost, layout_stage_blocks, layout_stage_layers
+from vipu.jobs.blocks import Cost, layout_stage_costs, layout_stage_layers
 from vipu.jobs.layout import stage_name
 from vipu.jobs.tile_memory import TileMemory, TileTensor, report, stage_tensors, tile_memory
 
@@ -148,16 +148,15 @@ def stash_bytes(workload) -> float:
     tensor group: what a step writes to Streaming Memory and reads back (timing.py); batch-serialised, a stage
     holds them all at once (stage_memory's streaming_stash)."""
     model, lay = workload.model, workload.layout
-    inputs = sum(cost(model, block, lay.t, lay.t2).inputs
-                 for s in range(lay.p) for block in layout_stage_blocks(model, lay, s, phased=True))
+    inputs = sum(c.inputs for s in range(lay.p) for _, c in layout_stage_costs(model, lay, s, phased=True))
     return lay.micro_batches * lay.micro_batch * inputs * model.value_bytes / lay.p / lay.t
 
 
 def stage_memory(workload, stage: int) -> StageMemory:
     model, lay = workload.model, workload.layout
     t, p, b, value = lay.t, lay.p, lay.micro_batch, model.value_bytes
-    costs = [cost(model, block, t, lay.t2) for block in layout_stage_blocks(model, lay, stage, lay.phased)]
-    plain = [cost(model, block, t, lay.t2) for block in layout_stage_blocks(model, lay, stage)]
+    costs = [c for _, c in layout_stage_costs(model, lay, stage, lay.phased)]
+    plain = [c for _, c in layout_stage_costs(model, lay, stage)]
     params = sum(c.params for c in costs)
     owned = math.ceil(params / lay.r) if lay.rts else params
     state = owned * state_bytes_per_param(workload)
@@ -188,8 +187,7 @@ def tile_tensors(workload, stage: StageMemory) -> tuple[list[TileTensor], float]
     (its matmuls' working set): phased, the resident block's; else every block's."""
     model, lay = workload.model, workload.layout
     value, b = model.value_bytes, lay.micro_batch
-    blocks = layout_stage_blocks(model, lay, stage.stage, lay.phased)
-    costs = [(block, cost(model, block, lay.t, lay.t2)) for block in blocks]
+    costs = list(layout_stage_costs(model, lay, stage.stage, lay.phased))
     if lay.phased and costs:
         costs = [max(costs, key=lambda bc: 2 * bc[1].params + b * bc[1].activations)]
     held = [(f"{block.kind} {'-'.join(map(str, block.layers))}".strip(), c.params * value, b * c.activations * value)
@@ -198,7 +196,22 @@ def tile_tensors(workload, stage: StageMemory) -> tuple[list[TileTensor], float]
 
 
 def memory(workload, pod: PodConfig, assumptions: Assumptions) -> Memory:
+    return _memory(workload, pod, assumptions, [stage_memory(workload, s) for s in range(workload.layout.p)])
+
+
+def memory_if_fits(workload, pod: PodConfig, assumptions: Assumptions) -> Memory | None:
+    """memory(), when it fits; else None, found without mapping the tiles when the stages' bytes alone cannot fit
+    evenly or in Streaming Memory (the search for a layout that fits, suggest.py, sizes thousands that do not)."""
     stages = [stage_memory(workload, s) for s in range(workload.layout.p)]
+    sram = (pod.ipu.tiles - workload.layout.io_tiles) * pod.ipu.sram_per_tile_bytes
+    if (max(st.sram for st in stages) + assumptions.reserved_sram_fraction * sram > sram
+            or max(st.streaming for st in stages) > pod.machine.streaming_memory_bytes / pod.machine.ipus):
+        return None
+    found = _memory(workload, pod, assumptions, stages)
+    return found if found.fits else None
+
+
+def _memory(workload, pod: PodConfig, assumptions: Assumptions, stages: list[StageMemory]) -> Memory:
     most = max(stages, key=lambda st: st.sram)  # the first of equals
     streamed = max(stages, key=lambda st: st.streaming)
     compute_tiles = pod.ipu.tiles - workload.layout.io_tiles
@@ -224,7 +237,10 @@ def tile_report(workload, pod: PodConfig, assumptions: Assumptions) -> list[str]
     if lay.p == 1:
         return report(tensors, mem.tiles)
     layers = layout_stage_layers(workload.model, lay, mem.sram_stage)
-    held = {0: "no layers", 1: f"layer {layers.start}"}.get(len(layers), f"layers {layers.start}-{layers.stop - 1}")
+    # counted from 1, as the stage is (stage_name) and as layers_per_stage lists them: its first entry is layers
+    # 1 to n (walk40: "stage 2 of 4: layers 3-9" counted the stage from 1 and its layers from 0)
+    first, last, total = layers.start + 1, layers.stop, workload.model.units
+    held = {0: "no layers", 1: f"layer {first} of {total}"}.get(len(layers), f"layers {first}-{last} of {total}")
     if mem.sram_stage == 0 and getattr(workload.model, "vocab", None):
         held += " and the embedding"
     split = "layers_per_stage" if lay.layers_per_stage else "the even split"

@@ -18,7 +18,9 @@ from __future__ import annotations
 from functools import cached_property
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vipu.spec_numbers import Count, Number
 
 Dtype = Literal["fp16", "fp32"]
 DTYPE_BYTES = {"fp16": 2, "fp32": 4}
@@ -61,10 +63,10 @@ class MlpModel(_Model):
     """`layers` linear layers (ReLU between): inputs -> hidden -> ... -> hidden -> outputs."""
 
     kind: Literal["mlp"] = "mlp"
-    layers: PositiveInt = Field(le=100_000)
-    hidden: PositiveInt = Field(le=1 << 20)
-    inputs: PositiveInt = Field(le=1 << 20)
-    outputs: PositiveInt = Field(le=1 << 20)
+    layers: Count = Field(le=100_000)
+    hidden: Count = Field(le=1 << 20)
+    inputs: Count = Field(le=1 << 20)
+    outputs: Count = Field(le=1 << 20)
 
     # Megatron pairs a column-parallel layer with a row-parallel one: one allreduce per pair forward (and one
     # backward), so half an allreduce per layer, of b x hidden values
@@ -117,16 +119,16 @@ class TransformerModel(_Model):
     sequences on average (Graphcore's packed BERT), and throughput counts sequences."""
 
     kind: Literal["transformer"] = "transformer"
-    layers: PositiveInt = Field(le=10_000)
-    hidden: PositiveInt = Field(le=1 << 18)
-    heads: PositiveInt = Field(le=1 << 12)
-    seq_len: PositiveInt = Field(le=1 << 20)
-    vocab: PositiveInt | None = Field(None, le=1 << 24)
-    ffn_multiplier: PositiveInt = Field(4, le=64)
-    mask_tokens: PositiveInt | None = Field(None, le=1 << 20, description=(
+    layers: Count = Field(le=10_000)
+    hidden: Count = Field(le=1 << 18)
+    heads: Count = Field(le=1 << 12)
+    seq_len: Count = Field(le=1 << 20)
+    vocab: Count | None = Field(None, le=1 << 24)
+    ffn_multiplier: Count = Field(4, le=64)
+    mask_tokens: Count | None = Field(None, le=1 << 20, description=(
         "positions per sample the output head runs on (a masked language model's masked tokens; BERT-Large"
         " SL128: 20); default every position. Needs vocab"))
-    sequences_per_pack: float = Field(1.0, ge=1, le=1 << 10, description=(
+    sequences_per_pack: Number = Field(1.0, ge=1, le=1 << 10, description=(
         "packed sequences: each sample is a pack of up to seq_len tokens holding this many sequences on average;"
         " throughput counts sequences. 1: no packing"))
 
@@ -140,9 +142,12 @@ class TransformerModel(_Model):
             near = " or ".join(map(str, [below, *above]))
             raise ValueError(f"heads is {self.heads}, which does not divide hidden {self.hidden}; give heads a"
                              f" divisor of {self.hidden}, e.g. {near} (a head has hidden / heads features)")
-        if self.mask_tokens is not None and (not self.vocab or self.mask_tokens > self.seq_len):
-            raise ValueError(f"mask_tokens is {self.mask_tokens}: the head's masked positions need a vocab and at"
-                             f" most seq_len ({self.seq_len}) of them; set vocab, or mask_tokens <= seq_len")
+        if self.mask_tokens is not None and not self.vocab:
+            raise ValueError(f"mask_tokens is {self.mask_tokens} but there is no vocab: the head the masked positions"
+                             " run on projects onto the vocabulary; set vocab, or drop mask_tokens")
+        if self.mask_tokens is not None and self.mask_tokens > self.seq_len:
+            raise ValueError(f"mask_tokens is {self.mask_tokens} but a sample has seq_len ({self.seq_len})"
+                             f" positions; give mask_tokens at most {self.seq_len}")
         if self.sequences_per_pack > self.seq_len:
             raise ValueError(f"sequences_per_pack is {self.sequences_per_pack:g} but a pack holds at most seq_len"
                              f" ({self.seq_len}) tokens; use 1 <= sequences_per_pack <= {self.seq_len}")

@@ -18,8 +18,8 @@ def _seconds(s: float) -> str:
 
 def render(plan, suggestions=None) -> str:
     """The report; for a plan that does not fit, its problems then `suggestions` (suggest(): fitting layouts of the
-    same partition, best first) right under the DOES NOT FIT line, before the assumptions."""
-    from vipu.jobs.suggest import no_layout_fits, suggestion_text
+    same partition, in rank()'s order) right under the DOES NOT FIT line, before the assumptions."""
+    from vipu.jobs.suggest import ORDER, no_layout_fits, suggestion_text
 
     mem, time, lay = plan.memory, plan.time, plan.layout
     lines = [
@@ -52,7 +52,7 @@ def render(plan, suggestions=None) -> str:
     if not plan.fits:
         lines += ["", "DOES NOT FIT:"] + [f"  {p}" for p in plan.problems()]
         if suggestions:
-            lines += ["layouts of the same partition that fit, best first:"]
+            lines += [ORDER]
             lines += [f"  {suggestion_text(c, lay)}" for c in suggestions]
         elif suggestions is not None:
             lines += [no_layout_fits(plan)]

@@ -75,9 +75,10 @@ class Plan(BaseModel):
         return render(self, suggestions)
 
 
-def plan(workload, pod: PodConfig, assumptions: Assumptions = DEFAULT) -> Plan:
-    """Memory and step time of `workload` (a TrainWorkload) on `pod`, using its layout's t x p x r IPUs."""
-    mem = memory(workload, pod, assumptions)
+def plan(workload, pod: PodConfig, assumptions: Assumptions = DEFAULT, mem: Memory | None = None) -> Plan:
+    """Memory and step time of `workload` (a TrainWorkload) on `pod`, using its layout's t x p x r IPUs; `mem`, its
+    memory(), when the caller has it (the search for a layout that fits times only the ones that do)."""
+    mem = memory(workload, pod, assumptions) if mem is None else mem
     time = step_time(workload, pod, assumptions)
     lay = workload.layout
     step = time.total_s

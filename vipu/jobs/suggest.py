@@ -5,8 +5,10 @@ t2, I/O tiles and available memory proportion, and varies t x p x r over the par
 (powers of two from 1 to MAX_GROWTH x the spec's that divide a replica's share of the batch, the micro-batches
 making up the rest), the pipeline schedule (1F1B or GPipe: the same micro-batches and the same accumulated
 gradients, in another order; phased execution runs gpipe whatever the spec says, Layout.order, so it is tried with
-the spec's schedule only), recomputation, RTS, optimiser offload and phased execution. Bounded: 1,350 plans for
-BERT-Large's micro-batch 8 on 16 IPUs, 1,764 for GPT-3 on 256, each a few formulas (about 0.5 s and 2 s).
+the spec's schedule only), recomputation, RTS, optimiser offload and phased execution. Bounded: 1,350 layouts for
+BERT-Large's micro-batch 8 on 16 IPUs, 2,988 for GPT-3 on 256 with p 4, each a few formulas; only the ones whose
+memory fits are timed or mapped onto tiles, and a stage's block costs are counted once per search
+(blocks.layout_stage_costs): bench/bench_suggest.py gives the CPU time (about 0.3 s and 1.1 s).
 
 Ranking: highest predicted throughput first, except that among the layouts within NEAR_BEST of the best one, the
 micro-batch size nearest the spec's (in factors of two) comes first: the planner's compute efficiency is one figure
@@ -18,6 +20,7 @@ schedule, then t, p, micro-batch, the description), so the same inputs always su
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from itertools import product
 
 import yaml
@@ -25,11 +28,15 @@ import yaml
 from vipu.errors import InvalidArgument
 from vipu.jobs.assumptions import DEFAULT, NEAR_BEST, Assumptions
 from vipu.jobs.layout import Layout, check_partition
+from vipu.jobs.memory_estimate import memory_if_fits
 from vipu.jobs.planner import Plan, plan
 from vipu.jobs.units import size
 
 MAX_SUGGESTIONS = 3
 MAX_GROWTH = 4  # the largest micro-batch tried: this many times the spec's (a larger one needs more memory)
+# how rank() orders them, in a few words: the heading `vipu plan` prints above them
+ORDER = (f"layouts of the same partition that fit: those within {NEAR_BEST:.0%} of the best predicted throughput"
+         " first, the micro-batch nearest the spec's first among them, then by throughput:")
 
 
 def _powers(limit: int) -> list[int]:
@@ -80,12 +87,21 @@ def _options(layout: Layout) -> int:
 def suggest(workload, pod, assumptions: Assumptions = DEFAULT, limit: int = MAX_SUGGESTIONS) -> list[Plan]:
     """Plans of fitting layouts for the workload's partition size, highest predicted throughput first, except that
     among those within NEAR_BEST of the best, the micro-batch size nearest the spec's comes first (see above)."""
+    return list(ranked_fitting(workload, pod, assumptions, limit))
+
+
+@lru_cache(maxsize=32)
+def ranked_fitting(workload, pod, assumptions: Assumptions, limit: int | None = None) -> tuple[Plan, ...]:
+    """The first `limit` fitting layouts (None: all), in suggest()'s order. Cached per (workload, pod, assumptions,
+    limit), all frozen: `vipu submit --test-only` and then the submit search once. Only the `limit` kept: a
+    controller keeps the 1 its refusal names, not the hundreds that may fit."""
     fitting = []
     for layout in candidate_layouts(workload, workload.layout.ipus):
-        candidate = plan(workload.model_copy(update={"layout": layout}), pod, assumptions)
-        if candidate.fits:
-            fitting.append(candidate)
-    return rank(fitting, workload.layout)[:limit]
+        candidate = workload.model_copy(update={"layout": layout})
+        mem = memory_if_fits(candidate, pod, assumptions)  # most do not fit: only the ones that do are timed
+        if mem is not None:
+            fitting.append(plan(candidate, pod, assumptions, mem))
+    return tuple(rank(fitting, workload.layout)[:limit])
 
 
 def rank(fitting: list[Plan], asked: Layout) -> list[Plan]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Callable, Literal, Union
 
-from pydantic import Field, PositiveInt, ValidationError, ValidationInfo, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from vipu.documents import read_document
@@ -19,10 +19,12 @@ from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.pod_files import PRESETS, load_pod, preset_with
 from vipu.jobs.convnet import ConvNetModel
-from vipu.jobs.layout import Layout, check_partition
+from vipu.jobs.layout import Layout, check_partition, fewer_ipus
 from vipu.jobs.models import MlpModel, Strict, TransformerModel
+from vipu.partition.rules import is_power_of_two
 from vipu.scheduler.workload import Workload, register
 from vipu.validation import MAX_SPEC_BYTES, describe
+from vipu.spec_numbers import Count, Number, Whole
 
 JobCheck = Callable[[dict, str], object]
 Model = Annotated[Union[MlpModel, TransformerModel, ConvNetModel], Field(discriminator="kind")]
@@ -39,9 +41,9 @@ class TrainWorkload(Workload):
     optimizer: Literal["sgd", "adam"] = Field("adam", description="sgd: momentum SGD; adam: Adam/LAMB")
     master_weights: bool = Field(True, description="fp16 models keep an fp32 master copy of the weights; false:"
                                  " fp16 weights updated with stochastic rounding (Graphcore's usual choice)")
-    steps: PositiveInt = Field(1, le=1 << 30)
-    learning_rate: float = Field(1e-3, gt=0, le=1e3)
-    seed: int = Field(0, ge=0, le=2**63 - 1)
+    steps: Count = Field(1, le=1 << 30)
+    learning_rate: Number = Field(1e-3, gt=0, le=1e3)
+    seed: Whole = Field(0, ge=0, le=2**63 - 1)
     synthetic_data: bool | None = Field(None, description=(
         "true: samples are drawn on the IPUs, no host I/O (Graphcore's applications' synthetic-data mode, and how"
         " the emulator runs every executed model); false: every micro-batch's inputs come from the hosts. Default:"
@@ -76,11 +78,17 @@ class TrainWorkload(Workload):
                 f" {model.kind} model has {model.units} layers; make the counts add up to {model.units}")
         if layout.r % model.norm_replicas:
             divisors = ", ".join(str(d) for d in range(1, layout.r + 1) if layout.r % d == 0)
+            # r is a power of two: only a power of two has one for a multiple
+            other = (f", or an r that is a multiple of {model.norm_replicas}" if is_power_of_two(model.norm_replicas)
+                     else f" (r is a power of two, so no r is a multiple of {model.norm_replicas})")
             raise PydanticCustomError(
                 "layout_r", f"r is {layout.r} but the model's batch_norm_replicas is {model.norm_replicas}: replicas"
                 " pool their batch-norm statistics in groups of that size, so it must divide r; give"
-                f" batch_norm_replicas one of {divisors}, or an r that is a multiple of {model.norm_replicas}")
+                f" batch_norm_replicas one of {divisors}{other}")
         return layout
+
+    def fewer_ipus(self, limit: int) -> str:
+        return fewer_ipus(self.layout, limit)
 
     @property
     def synthetic(self) -> bool:
@@ -103,7 +111,10 @@ register(TrainWorkload)  # job specs take `workload: {kind: train, ...}` whereve
 
 
 class PlanSpec(Strict):
-    ipus: int = Field(strict=True, description="the partition size: t x p x r")
+    """A job spec with a train workload, and one key of its own: `pod`, for planning only (`vipu submit` refuses
+    a spec that has it: a job runs on its controller's Pod; `vipu plan --pod` overrides it)."""
+
+    ipus: Whole = Field(description="the partition size: t x p x r")
     pod: str | None = Field(None, description="a preset name or a Pod file; default: smallest preset holding ipus")
     workload: TrainWorkload
 

@@ -17,6 +17,7 @@ from vipu.errors import InvalidArgument
 from vipu.scheduler.arrays import MAX_ARRAY_TASKS
 from vipu.scheduler.durations import parse_duration
 from vipu.validation import describe
+from vipu.spec_numbers import Number, Whole
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 DAY = 86400.0
@@ -29,17 +30,17 @@ class Strict(BaseModel):
 class QosSpec(Strict):
     """One QOS (an entry of SchedulerConfig.qos), as sacctmgr's QOS fields."""
 
-    priority: int = Field(0, ge=0, description="higher runs first; the QOS factor is priority / the largest priority")
+    priority: Whole = Field(0, ge=0, description="higher runs first; the QOS factor is priority / the largest priority")
     preempt: tuple[str, ...] = Field((), description="QOS names whose running jobs this QOS's jobs may evict")
     preempt_mode: Literal["requeue", "cancel"] = Field(
         "requeue", description="what happens to this QOS's jobs when they are evicted (requeue keeps the job id)"
     )
-    max_jobs_per_user: int | None = Field(None, ge=1, description="running jobs per user (QOSMaxJobsPerUserLimit)")
-    max_ipus_per_user: int | None = Field(None, ge=1, description="IPUs held per user (QOSMaxIpusPerUserLimit)")
-    max_jobs_per_account: int | None = Field(
+    max_jobs_per_user: Whole | None = Field(None, ge=1, description="running jobs per user (QOSMaxJobsPerUserLimit)")
+    max_ipus_per_user: Whole | None = Field(None, ge=1, description="IPUs held per user (QOSMaxIpusPerUserLimit)")
+    max_jobs_per_account: Whole | None = Field(
         None, ge=1, description="running jobs per account (QOSMaxJobsPerAccount; jobs without an account: no limit)")
-    max_jobs: int | None = Field(None, ge=1, description="running jobs in this QOS (QOSGrpJobsLimit)")
-    max_ipus: int | None = Field(None, ge=1, description="IPUs held by this QOS (QOSGrpIpusLimit)")
+    max_jobs: Whole | None = Field(None, ge=1, description="running jobs in this QOS (QOSGrpJobsLimit)")
+    max_ipus: Whole | None = Field(None, ge=1, description="IPUs held by this QOS (QOSGrpIpusLimit)")
     max_time_limit: Seconds | None = Field(None, gt=0, description="longest time_limit a job may ask for (MaxWall)")
 
     @cached_property
@@ -59,10 +60,10 @@ DEFAULT_QOS = {
 class PriorityWeights(Strict):
     """Slurm's PriorityWeight*: each factor is in [0, 1] and is multiplied by its weight."""
 
-    age: float = Field(1000.0, ge=0)
-    fairshare: float = Field(1000.0, ge=0)
-    job_size: float = Field(100.0, ge=0)
-    qos: float = Field(2000.0, ge=0)
+    age: Number = Field(1000.0, ge=0)
+    fairshare: Number = Field(1000.0, ge=0)
+    job_size: Number = Field(100.0, ge=0)
+    qos: Number = Field(2000.0, ge=0)
 
 
 class SchedulerConfig(Strict):
@@ -85,18 +86,18 @@ class SchedulerConfig(Strict):
     priority_calc_period: Seconds = Field(
         30.0, ge=0, description="PriorityCalcPeriod: recompute every pending job's priority at most this often"
     )
-    max_job_test: int = Field(
+    max_job_test: Whole = Field(
         100, ge=1, description="bf_max_job_test: pending jobs per cycle that get a reservation and an estimated start"
     )
-    max_array_tasks: int = Field(MAX_ARRAY_TASKS, ge=1, le=MAX_ARRAY_TASKS)
-    max_jobs: int = Field(200_000, ge=1, description="MaxJobCount: pending + running jobs the queue holds")
-    max_submit_jobs_per_user: int | None = Field(
+    max_array_tasks: Whole = Field(MAX_ARRAY_TASKS, ge=1, le=MAX_ARRAY_TASKS)
+    max_jobs: Whole = Field(200_000, ge=1, description="MaxJobCount: pending + running jobs the queue holds")
+    max_submit_jobs_per_user: Whole | None = Field(
         50_000, ge=1, description="MaxSubmitJobs of a user: their pending + running jobs; so one user cannot fill the"
         " whole queue (max_jobs) and lock everyone else out (null: no limit). For a test of 100,000 jobs from one"
         " user, put `max_submit_jobs_per_user: 100000` in a YAML file and start `vipu-server --scheduler-config FILE`")
-    max_submit_jobs_per_account: int | None = Field(
+    max_submit_jobs_per_account: Whole | None = Field(
         None, ge=1, description="MaxSubmitJobs of an account: its pending + running jobs (null: no limit)")
-    first_job_id: int = Field(
+    first_job_id: Whole = Field(
         1, ge=1, le=2**31 - 1, description="FirstJobId: the lowest id the next job may get; ids go on from the larger"
         " of it and the stored next id. After restoring an older copy of the state, set it above the last id handed"
         " out, so no id is given twice: `vipu-admin last-job-id LOG` prints this line from the controller's log (an"

@@ -22,6 +22,7 @@ from vipu.scheduler.deps import Dependency, DependencySyntaxError, parse_depende
 from vipu.scheduler.durations import parse_duration
 from vipu.scheduler.workload import AnyWorkload, HoldWorkload
 from vipu.validation import MAX_SPEC_BYTES, describe, violations
+from vipu.spec_numbers import Whole
 
 LimitSeconds = Annotated[
     float, BeforeValidator(lambda v: parse_duration(v, "time_limit", positive=True, unlimited=True))
@@ -37,13 +38,13 @@ class Strict(BaseModel):
 
 class JobSpec(Strict):
     name: str = Field("job", description="job name (printable characters, spaces too, at most 1024)")
-    ipus: int = Field(strict=True, description="a power of two that fits the Pod (checked at submit)")
+    ipus: Whole = Field(description="a power of two that fits the Pod (checked at submit)")
     time_limit: LimitSeconds | None = Field(
         None, description="> 0: a number of seconds, or text with a unit (90s, 10m, 1h30m) or Slurm's colons"
         " (1-00:00:00); text without a unit is refused, since Slurm reads -t 90 as minutes; UNLIMITED: the longest"
         " the job's qos allows; default: config")
     qos: str | None = Field(None, description="default: the config's default_qos (normal)")
-    nice: int = Field(0, strict=True, ge=-10_000, le=10_000, description="lowers the priority by this much")
+    nice: Whole = Field(0, ge=-10_000, le=10_000, description="lowers the priority by this much")
     user: str = Field("nobody", description="owner; default: the submitting user")
     account: str | None = Field(None, description="accounting group")
     dependency: str | None = Field(

@@ -16,7 +16,7 @@ from typing import Callable, NamedTuple
 
 from vipu.errors import AlreadyExists, InvalidArgument, ResourceExhausted, VipuError
 from vipu.hardware.pod import PodConfig
-from vipu.partition.rules import check_job_title, check_name, check_size, job_partition_name
+from vipu.partition.rules import check_job_title, check_name, check_size, job_partition_name, too_many_fix
 from vipu.scheduler.arrays import ArraySyntaxError
 from vipu.scheduler.begin import begin_time
 from vipu.scheduler.config import SchedulerConfig
@@ -75,6 +75,13 @@ class Submitted(NamedTuple):
     duplicate: bool
 
 
+def check_ipus(spec: JobSpec, pod: PodConfig) -> None:
+    """spec.ipus is a partition size the Pod can give; too many, the refusal names what else changes with it (a
+    train layout's r, as `vipu plan --pod` says)."""
+    fewer = spec.workload.fewer_ipus(pod.max_partition_ipus)
+    check_size(spec.ipus, pod, "ipus", too_many_fix(spec.ipus, fewer) if fewer else None)
+
+
 def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
     """The spec with its QOS and time limit filled in, or InvalidArgument naming the field that can never work."""
     check_job_title(spec.name)
@@ -83,7 +90,7 @@ def resolve(spec: JobSpec, pod: PodConfig, config: SchedulerConfig) -> JobSpec:
         check_name("account", spec.account)
     if spec.allocation is not None:
         check_name("allocation", spec.allocation)
-    check_size(spec.ipus, pod, "ipus")
+    check_ipus(spec, pod)
     for field, path in (("output", spec.output), ("error", spec.error)):
         if path is not None and not path.startswith("/"):  # here, not in the model: stored jobs load as they are
             raise InvalidArgument(

@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidat
 from pydantic_core import PydanticCustomError
 
 from vipu.scheduler.durations import parse_duration
+from vipu.spec_numbers import Whole
 
 
 class Ending(NamedTuple):
@@ -43,6 +44,11 @@ class Workload(BaseModel):
         (a training run, a program) or it never does (hold)."""
         return None
 
+    def fewer_ipus(self, limit: int) -> str | None:
+        """How to ask for at most `limit` IPUs in the workload's own terms (a train layout's degrees), or None: a
+        refusal of too many IPUs names what else must change with ipus."""
+        return None
+
     @property
     def modelled(self) -> bool:
         """It runs without computing anything, only holding its partition for a predicted time (a train workload
@@ -55,7 +61,7 @@ class SleepWorkload(Workload):
 
     kind: Literal["sleep"] = "sleep"
     duration: Annotated[float, BeforeValidator(parse_duration)]
-    exit_code: int = Field(0, ge=0, le=255)
+    exit_code: Whole = Field(0, ge=0, le=255)
 
     def ending(self, started: float) -> Ending:
         return Ending(started + self.duration, self.exit_code)

@@ -126,3 +126,13 @@ def test_repeated_steps_read_as_a_list_of_numbered_steps():
     assert isinstance(steps[0], StepReport) and steps[0].ipus == step.ipus
     with pytest.raises(IndexError):
         steps[3]
+
+
+def test_a_modelled_run_says_its_steps_are_modelled_not_emulated():
+    """Regression (walk40): `vipu logs` of a modelled run said "emulated step 3,386,341.1 us", though nothing ran."""
+    from vipu.jobs.train.results import step_line
+
+    run = begin(BERT)
+    result = run.result(run.ending().at, True, local_environments(BERT.layout, pod()))
+    line = step_line(result.step_reports()[0])
+    assert f"  modelled step {run.step.emulated_step_s * 1e6:,.1f} us  (" in line and "emulated" not in line

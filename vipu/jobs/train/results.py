@@ -76,13 +76,19 @@ class IpuUsage(_Frozen):
     streaming_peak_bytes: int = 0  # the most Streaming Memory any step kept for it (0: all in SRAM)
 
 
+def step_kind(modelled: object) -> str:
+    """What a run's step times are: emulated (computed on the emulated IPUs), or modelled (the planner's
+    prediction: nothing ran)."""
+    return "modelled" if modelled else "emulated"
+
+
 def step_line(r: StepReport) -> str:
     """`vipu logs`' line for a step: its loss, then its emulated time split into `vipu plan`'s parts, with the
     plan's names in the plan's order (parts.PARTS), so the two read side by side; then what the line has always
     ended with (all communication, the bubble's share of the pipeline) and the host's wall-clock."""
     parts = ", ".join(f"{label} {getattr(r, field) * 1e6:,.1f} us" for label, field in PARTS)
     loss = "none (modelled)" if r.loss is None else f"{r.loss:.6f}"
-    return (f"step {r.step:>4}  loss {loss}  emulated step {r.emulated_step_s * 1e6:,.1f} us  ({parts};"
+    return (f"step {r.step:>4}  loss {loss}  {step_kind(r.modelled)} step {r.emulated_step_s * 1e6:,.1f} us  ({parts};"
             f" comm {r.comm_s * 1e6:,.1f} us, bubble {r.bubble_fraction:.1%})  wall {r.wall_s * 1e3:,.1f} ms")
 
 
