@@ -46,9 +46,12 @@ class Cost:
 def layout_stage_layers(model, lay, stage: int) -> range:
     """The stage's layers: as many as layers_per_stage gives it (Graphcore's layers_per_ipu), in order, where the
     layout sets it; else the even split (model_stage_layers, the embedding weighed as layers)."""
-    counts = lay.layers_per_stage
+    return _stage_layers(model, lay.p, stage, lay.layers_per_stage)
+
+
+def _stage_layers(model, p: int, stage: int, counts: tuple[int, ...] | None) -> range:
     if counts is None:
-        return model_stage_layers(model, lay.p, stage)
+        return model_stage_layers(model, p, stage)
     start = sum(counts[:stage])
     return range(start, start + counts[stage])
 
@@ -64,8 +67,7 @@ def layout_stage_costs(model, lay, stage: int, phased: bool = False) -> tuple[tu
 @lru_cache(maxsize=4096)
 def _stage_costs(model, t: int, t2: int, p: int, stage: int, phased: bool,
                  counts: tuple[int, ...] | None) -> tuple[tuple[Block, Cost], ...]:
-    layers = model_stage_layers(model, p, stage) if counts is None else range(sum(counts[:stage]),
-                                                                              sum(counts[:stage + 1]))
+    layers = _stage_layers(model, p, stage, counts)
     return tuple((block, cost(model, block, t, t2)) for block in stage_blocks(model, t, p, stage, phased, layers))
 
 
