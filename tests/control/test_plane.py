@@ -182,3 +182,15 @@ def test_a_mass_cancel_is_one_store_transaction_and_checks_each_job_once(plane, 
     assert [job.id for job in cancelled] == ids and {job.state.value for job in cancelled} == {"CANCELLED"}
     assert len(commits) == 1 and sorted(checked) == sorted([*ids, other])
     assert list(plane.scheduler.table.pending) == [other]
+
+
+def test_a_submit_of_many_specs_looks_up_each_owners_uid_once(plane, monkeypatch):
+    """rev40: every spec of a 10,000-spec submit looked its owner's uid up under the controller's lock; getpwnam of
+    a name with no account scans the accounts (about 80 us here), so most of a second of the lock went to it."""
+    asked, uid = [], plane.uid
+    monkeypatch.setattr(plane, "uid", lambda user: asked.append(user) or uid(user))
+    done = plane.jobs.submit([SubmitRequest(HELD, {"user": "no-such-account-rev40"})] * 3000
+                             + [SubmitRequest(HELD, {"user": "root"})], ANYONE)
+    jobs = [job for d in done for job in d.jobs]
+    assert sorted(asked) == ["no-such-account-rev40", "root"]
+    assert {job.uid for job in jobs[:-1]} == {None} and jobs[-1].uid == 0

@@ -82,8 +82,9 @@ class JobOps:
             for k, (request, spec) in enumerate(zip(requests, specs)):
                 with naming_spec(k, len(requests), request.source):
                     self._check_allocation(spec, identity)
+            uids = {user: plane.uid(user) for user in {spec.user for spec in specs}}  # getpwnam, ~80 us: once a user
             done = plane.scheduler.submit_many(
-                [Submission(spec, r.request_id, r.source, r.held, plane.uid(spec.user))
+                [Submission(spec, r.request_id, r.source, r.held, uids[spec.user])
                  for r, spec in zip(requests, specs)], plane.now())
         plane.metrics.submissions.inc(sum(len(d.jobs) for d in done if not d.duplicate))
         # a held job cannot start until it is released (which wakes the loop), so a step now would find nothing to
