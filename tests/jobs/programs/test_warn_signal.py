@@ -3,6 +3,7 @@ every process the batch script started (scancel's default), or with B: to the sc
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 
@@ -75,6 +76,10 @@ def test_a_time_past_the_limit_signals_once_at_the_first_check_after_the_start(s
     (100, 112, 300, 105),  # TIME past the limit: at the first check after the start, 5 s
     (100, 106, 6, 103),  # TIME the whole limit: the same
     (100, 104, 300, 102),  # a limit shorter than the check: halfway to it
+    (100, 108, 300, 104),  # a limit under two checks: halfway too, before the limit's SIGTERM
+    (100, 101, 60, 100.5),  # a 1-s limit
+    (100, 160, 58, 105),  # TIME short of the limit, but before the first check: at the check
+    (100, math.inf, 60, math.inf),  # no limit (UNLIMITED): never
     (100, 400, 0, 400),  # @0: at the limit itself
 ])
 def test_the_signals_moment_is_time_before_the_limit_and_never_before_the_first_check(started, end_by, before_s,

@@ -109,9 +109,10 @@ class WarnSignal(NamedTuple):
 
     def moment(self, started: float, end_by: float, check_s: float) -> float:
         """When a run that started at `started` and must end by `end_by` gets it: `before_s` before its end, but not
-        before the first check after its start, `check_s` later (halfway to a shorter limit). Why: slurmctld neither
-        refuses nor drops a TIME past the limit; it sends it at its first time-limit check after the start (every
-        30 s), and a program sets its handler in that time, where one sent as it starts would end it."""
+        before the first check after its start, `check_s` later (halfway through a limit under 2 x check_s, so still
+        before its end). Why: slurmctld neither refuses nor drops a TIME past the limit; it sends it at its first
+        time-limit check after the start (every 30 s), and a program sets its handler in that time, where one sent
+        as it starts would end it."""
         return max(end_by - self.before_s, started + min(check_s, (end_by - started) / 2))
 
 
