@@ -82,3 +82,32 @@ def test_under_secure_the_controller_reads_the_lock_of_a_program_run_as_another_
         assert left_running(home / "spool", 1) == {}
     finally:
         shutil.rmtree(home)
+
+
+def test_a_lock_removed_as_free_before_its_supervisor_locked_it_is_made_again(tmp_path, monkeypatch):
+    """rev40: holder() removes a lock it finds free, and a clean stop's tidy reads every lock in the spool; one whose
+    supervisor had opened it but not yet locked it was removed, and the supervisor then held a lock on a file no
+    longer there, which every controller reads as "no process of that run is alive"."""
+    import fcntl
+
+    from vipu.jobs.programs import run_locks
+
+    path = tmp_path / "job5.run1.lock"
+    flock, raced = fcntl.flock, []
+
+    class Racing:  # fcntl, but a holder() runs between the supervisor's open and its first flock
+        LOCK_EX, LOCK_NB, LOCK_SH = fcntl.LOCK_EX, fcntl.LOCK_NB, fcntl.LOCK_SH
+
+        @staticmethod
+        def flock(fd, op):
+            if not raced and op & fcntl.LOCK_EX:
+                raced.append(holder(path))  # free: removed
+            return flock(fd, op)
+
+    monkeypatch.setattr(run_locks, "fcntl", Racing)
+    fd = hold(path)
+    monkeypatch.undo()
+    try:
+        assert raced == [None] and holder(path) == os.getpid()
+    finally:
+        let_go(path, fd)

@@ -38,15 +38,30 @@ def hold(path: Path) -> int:
     """The supervisor's: the run's lock, taken, with its pid written in it (for the operator); the descriptor stays
     open until the supervisor exits (closed on exec: the program does not hold it). BlockingIOError if another
     process holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise
+        if _is_at(fd, path):
+            break
+        # holder() (a restart's, a clean stop's tidy) found it free between the open and the flock and removed it:
+        # a lock on a file no longer at `path` is one no controller sees, so the program would pass for gone
         os.close(fd)
-        raise
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     return fd
+
+
+def _is_at(fd: int, path: Path) -> bool:
+    try:
+        there = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino)
 
 
 def let_go(path: Path, fd: int) -> None:
