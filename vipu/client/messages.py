@@ -64,7 +64,7 @@ def to_data(message: Message, nulls: bool = False) -> dict:
     if name == "google.protobuf.Struct":
         from google.protobuf.json_format import MessageToDict  # here: the CLI's tables need none of it
 
-        return MessageToDict(message)
+        return _whole(MessageToDict(message))
     data = {}
     typed_of = _typed_pairs(message.DESCRIPTOR)
     doubles = {d: x for x, d in typed_of.items()}
@@ -94,6 +94,19 @@ def to_data(message: Message, nulls: bool = False) -> dict:
     if name == "vipu.v1.JobSpec":
         _spec_from_message(data, nulls)
     return data
+
+
+def _whole(value):
+    """A Struct's value with its whole numbers as ints: a Struct keeps every number as a double, so a kind sent in
+    one (`other`) would read `ipus: 4` as 4.0, which an integer field refuses (spec_numbers.py); a float field takes
+    the int. Past 2**53 a double is no longer the number written, so it stays one."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    return value
 
 
 @functools.cache
