@@ -212,7 +212,7 @@ class ProgramRuns:
                 run.record.failure = result["failed"]
             records = [("program_run", run.record.name, run.record)] if "failed" in result or run.session is not None \
                 else []
-            if ctx.still_running(run.job_id, run.started):  # its record written with its end (run_ends.py)
+            if ctx.still_running(run.job_id, run.started):  # its record written with its end (control/run_ends.py)
                 if "failed" in result:
                     log.error("job %s: its program could not start: %s", run.job_id, result["failed"])
                     ctx.finish(run.job_id, run.started, 1, JobState.FAILED, records=records)
