@@ -123,6 +123,7 @@ class Fleet:
                         ray.init(address=self.mode, log_to_driver=False, configure_logging=False)
                 # generous: the first actors on a fresh machine wait for Ray's worker processes to start and import
                 self.pool = MachinePool(self.pod, bundle=self.bundle, ready_timeout_s=300.0)
+                self.pool.lost = self.failures.lost  # a collective waiting on a lost machine ends
                 self._watcher = threading.Thread(target=self._watch, name="vipu-fleet-watch", daemon=True)
                 self._watcher.start()
             return self.pool

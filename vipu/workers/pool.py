@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Iterable
+from typing import Callable, Collection, Iterable
 
 import ray
+from ray import ObjectRef
 from ray.actor import ActorHandle
-from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError
+from ray.exceptions import ActorUnavailableError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -34,6 +35,23 @@ from vipu.hardware.pod import PodConfig
 from vipu.workers.actor import MAX_RESTARTS, MachineActor
 
 DEFAULT_BUNDLE = {"CPU": 0.01}
+PROBE_S = 1.0  # how long a health check waits for the machines' own answers (their failed IPUs and links)
+
+
+def actor_state(handle: ActorHandle) -> dict:
+    """What Ray's GCS knows of an actor: alive (ALIVE), dead (DEAD: Ray gave up on it), its restarts, node and
+    process. One GCS lookup; never waits on the actor."""
+    from ray._private import state  # the GCS actor table; ray.util.state needs the dashboard, which may be off
+
+    info = state.actors(actor_id=handle._actor_id.hex())
+    if not info:
+        return {"alive": False, "dead": False, "error": "Ray's GCS does not know this actor (yet)"}
+    alive = info["State"] == "ALIVE"
+    out = {"alive": alive, "dead": info["State"] == "DEAD", "restarts": int(info["NumRestarts"]),
+           "node": info["Address"]["NodeID"] if alive else None, "pid": int(info["Pid"]) if alive else None}
+    if not alive:
+        out["error"] = f"Ray reports the actor {info['State']}"
+    return out
 
 
 class MachinePool:
@@ -52,6 +70,8 @@ class MachinePool:
         self._starting: dict[int, threading.Event] = {}  # machines being started now -> set when that start ends
         self._lock = threading.Lock()  # the three maps above; never held while waiting on Ray
         self._closed = threading.Event()
+        self.lost: Callable[[], Collection[int]] = frozenset  # machines the controller found lost (the fleet sets
+        # it): a collective waiting on one of them ends (fabric/actor_calls.py)
 
     @property
     def machines(self) -> list[int]:
@@ -151,23 +171,47 @@ class MachinePool:
                            " machine") from None
 
     def health(self, machines: Iterable[int] | None = None) -> dict[int, dict]:
-        """Every actor's health (or these machines'). An actor Ray gave up on (restarts exhausted) is reported dead
-        and dropped, so the next actors_for() starts a fresh one; one being restarted is reported as not alive, and
-        kept."""
+        """Every actor's health (or these machines'): whether it lives, its restarts, node and process, from Ray's
+        GCS, and what the machine itself says (failed IPUs and links) if it answers within PROBE_S. An actor Ray
+        gave up on (restarts exhausted) is reported dead and dropped, so the next actors_for() starts a fresh one;
+        one being restarted (or whose node is gone) is reported as not alive, and kept.
+
+        Why the GCS and not only the actor: an actor runs its work one call at a time, and a call waiting on a
+        peer on a dead node holds up every later call from this process, a probe too (Ray starts one caller's calls
+        in order); a busy machine must not be taken for a lost one."""
         wanted = None if machines is None else set(machines)
         with self._lock:
             handles = {m: h for m, h in self._actors.items() if wanted is None or m in wanted}
-        probes = {m: handle.health.remote() for m, handle in handles.items()}
-        report = {}
-        for m, ref in probes.items():
-            try:
-                report[m] = ray.get(ref, timeout=self.call_timeout_s)
-            except ActorDiedError as e:
-                report[m] = {"machine": m, "alive": False, "dead": True, "error": str(e).splitlines()[0]}
+        states = {m: actor_state(handle) for m, handle in handles.items()}
+        # only the live ones: a probe of one whose node is gone would wait in Ray's queue for a restart that may
+        # never come
+        answered = self._answers({m: handles[m].health.remote() for m, state in states.items() if state["alive"]},
+                                 PROBE_S)
+        for m, state in states.items():
+            if state["dead"]:
                 self._forget(m)
-            except (ActorUnavailableError, GetTimeoutError) as e:
-                report[m] = {"machine": m, "alive": False, "dead": False, "error": str(e).splitlines()[0]}
-        return report
+        return {m: {"machine": m, **answered.get(m, {}), **state} for m, state in states.items()}
+
+    def stats(self, wait_s: float) -> dict[int, dict]:
+        """Each actor's counters that answer within wait_s, asked all at once (a busy actor answers: the health
+        group); the others are absent."""
+        with self._lock:
+            handles = dict(self._actors)
+        return self._answers({m: h.stats.remote() for m, h in handles.items()}, wait_s)
+
+    @staticmethod
+    def _answers(calls: dict[int, ObjectRef], wait_s: float) -> dict[int, dict]:
+        """The results of the calls that succeed within wait_s (by machine)."""
+        done, _ = ray.wait(list(calls.values()), num_returns=len(calls), timeout=wait_s) if calls else ([], [])
+        ready = set(done)
+        out = {}
+        for m, ref in calls.items():
+            if ref in ready:
+                try:
+                    out[m] = ray.get(ref, timeout=0)
+                except Exception:  # noqa: BLE001 - a machine restarting answers nothing; its state says why
+                    continue
+        return out
 
     # --- fault injection ----------------------------------------------------------------------------------------
     def kill(self, machine: int, restart: bool = True) -> None:
