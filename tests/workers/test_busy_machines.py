@@ -7,6 +7,7 @@ test SignalActor, as a collective's waits on a peer's read."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import ray
@@ -65,3 +66,25 @@ def test_a_call_waiting_on_a_machine_found_lost_ends_as_machine_lost(pool, signa
     thread.join(timeout=30)
     assert not thread.is_alive(), "the wait went on after its machine was found lost"
     assert isinstance(ended[0], MachineLost) and "machines [1] were lost" in str(ended[0])
+
+
+def test_stats_of_a_machine_that_does_not_answer_in_time_are_its_last_marked_stale(ray_session, pod, signal):
+    from vipu.workers.fleet import Fleet
+
+    fleet = Fleet(pod, lambda machines: None)
+    try:
+        actors = fleet.actors_for([0, 1]).actors_for([0, 1])
+        first = fleet.stats()
+        assert sorted(first) == [0, 1] and not any(s.get("stale") for s in first.values())
+        busy = actors[1].free_each.remote(_after.remote(signal.wait.remote(), []))
+        begun = time.monotonic()
+        stats = fleet.stats()
+        stats_again = fleet.stats()  # the machine is not asked twice: its first ask is still owed
+        assert time.monotonic() - begun < 10  # two scrapes, not one 5 s wait per machine each
+        assert not stats[0].get("stale") and stats[1]["stale"] and stats_again[1]["stale"]
+        assert stats[1]["per_ipu"] == first[1]["per_ipu"]  # its last answer
+        ray.get(signal.send.remote())
+        ray.get(busy, timeout=30)
+        assert not fleet.stats()[1].get("stale")  # answers again once free
+    finally:
+        fleet.shutdown()

@@ -27,6 +27,7 @@ from vipu.workers.machine_failures import FailureWatch
 log = logging.getLogger("vipu.fleet")
 LOCAL_RAY_ATTEMPTS = 3
 REPAIR_WAIT_S = 10.0  # how long a repair waits for a restarting actor to answer
+STATS_WAIT_S = 1.0  # the longest a scrape or a listing waits for the machines' counters
 WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
 
 
@@ -96,6 +97,7 @@ class Fleet:
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
         self._ray_dir = local_ray.folder(os.getpid())
+        self._last_stats: dict[int, dict] = {}  # machine -> its last answer to stats()
         self._traffic = None  # --ray off: the TrafficCounters that runs' transports count into (the first makes it)
         self._machines: dict = {}  # --ray off: machine -> (Machine, its lock), made when a session or a run first
         # needs it and kept, as an actor is
@@ -243,21 +245,21 @@ class Fleet:
         return MachineTransport(mine, self.pod.machine.ipus, self._traffic)
 
     def stats(self) -> dict[int, dict]:
-        """Every running machine actor's counters (for metrics and `vipu top`); machines without an actor are
-        absent. With --ray off there are none: the control plane asks the runs' step reports instead."""
+        """Every running machine actor's counters (for metrics and `vipu top`), asked all at once and waited for at
+        most STATS_WAIT_S: a machine that does not answer in time (busy, restarting, on a lost node) gives its last
+        answer marked "stale": True, or is absent if it never answered. Machines without an actor are absent. With
+        --ray off there are none: the control plane asks the runs' step reports instead.
+
+        Why a short deadline: a scrape and a listing wait for this, and a scrape that takes longer than Prometheus's
+        timeout reads as the controller being down."""
         if not self.enabled or self.pool is None:
             return {}
-        import ray
-
-        handles = {m: self.pool.actor(m) for m in self.pool.machines}
-        refs = {m: h.stats.remote() for m, h in handles.items()}
-        out = {}
-        for m, ref in refs.items():
-            try:
-                out[m] = ray.get(ref, timeout=5)
-            except Exception:  # noqa: BLE001 - a machine restarting reports nothing this scrape
-                continue
-        return out
+        fresh = self.pool.stats(STATS_WAIT_S)
+        with self._lock:
+            running = set(self.pool.machines)
+            self._last_stats = {m: fresh.get(m, old) for m, old in self._last_stats.items() if m in running}
+            self._last_stats.update(fresh)
+            return {m: answer if m in fresh else {**answer, "stale": True} for m, answer in self._last_stats.items()}
 
     def link_bytes(self) -> dict[int, dict[str, list[int]]]:
         """With --ray off: machine -> link type -> [sent, received] bytes the runs' transports counted so far."""

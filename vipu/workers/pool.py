@@ -68,7 +68,8 @@ class MachinePool:
         self._actors: dict[int, ActorHandle] = {}
         self._groups: dict[int, PlacementGroup] = {}
         self._starting: dict[int, threading.Event] = {}  # machines being started now -> set when that start ends
-        self._lock = threading.Lock()  # the three maps above; never held while waiting on Ray
+        self._asked: dict[int, ObjectRef] = {}  # machine -> its stats call not yet answered
+        self._lock = threading.Lock()  # the four maps above; never held while waiting on Ray
         self._closed = threading.Event()
         self.lost: Callable[[], Collection[int]] = frozenset  # machines the controller found lost (the fleet sets
         # it): a collective waiting on one of them ends (fabric/actor_calls.py)
@@ -185,23 +186,34 @@ class MachinePool:
         states = {m: actor_state(handle) for m, handle in handles.items()}
         # only the live ones: a probe of one whose node is gone would wait in Ray's queue for a restart that may
         # never come
-        answered = self._answers({m: handles[m].health.remote() for m, state in states.items() if state["alive"]},
-                                 PROBE_S)
+        answered, _ = self._answers({m: handles[m].health.remote() for m, state in states.items()
+                                     if state["alive"]}, PROBE_S)
         for m, state in states.items():
             if state["dead"]:
                 self._forget(m)
         return {m: {"machine": m, **answered.get(m, {}), **state} for m, state in states.items()}
 
     def stats(self, wait_s: float) -> dict[int, dict]:
-        """Each actor's counters that answer within wait_s, asked all at once (a busy actor answers: the health
-        group); the others are absent."""
+        """Each actor's counters that answer within wait_s, asked all at once (the health group: a call running
+        long does not hold them up); the others are absent. An actor still owing the answer to an earlier ask is
+        not asked again: a machine held up by a call waiting on a peer gets one stats call queued, not one a scrape."""
         with self._lock:
-            handles = dict(self._actors)
-        return self._answers({m: h.stats.remote() for m, h in handles.items()}, wait_s)
+            for m in set(self._asked) - set(self._actors):
+                del self._asked[m]
+            for m, handle in self._actors.items():
+                if m not in self._asked:
+                    self._asked[m] = handle.stats.remote()
+            asked = dict(self._asked)
+        answers, done = self._answers(asked, wait_s)
+        with self._lock:
+            for m, ref in asked.items():
+                if ref in done and self._asked.get(m) is ref:
+                    del self._asked[m]
+        return answers
 
     @staticmethod
-    def _answers(calls: dict[int, ObjectRef], wait_s: float) -> dict[int, dict]:
-        """The results of the calls that succeed within wait_s (by machine)."""
+    def _answers(calls: dict[int, ObjectRef], wait_s: float) -> tuple[dict[int, dict], set[ObjectRef]]:
+        """The results of the calls that succeed within wait_s (by machine), and the calls that ended."""
         done, _ = ray.wait(list(calls.values()), num_returns=len(calls), timeout=wait_s) if calls else ([], [])
         ready = set(done)
         out = {}
@@ -211,7 +223,7 @@ class MachinePool:
                     out[m] = ray.get(ref, timeout=0)
                 except Exception:  # noqa: BLE001 - a machine restarting answers nothing; its state says why
                     continue
-        return out
+        return out, ready
 
     # --- fault injection ----------------------------------------------------------------------------------------
     def kill(self, machine: int, restart: bool = True) -> None:
