@@ -168,11 +168,12 @@ def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path):
     with socket.socket() as closed:  # a port nothing listens on
         closed.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{closed.getsockname()[1]}"
-    out = start("--port", "0", "--state-dir", str(tmp_path), "--ray", address)
+    out = start("--port", "0", "--state-dir", str(tmp_path / "new"), "--ray", address)
     assert out.returncode == 1
     assert (f"vipu-server: error: cannot start or reach Ray ({address}): nothing answers at {address}"
             in out.stderr), out.stderr
     assert "`ray start --head`" in out.stderr and "use --ray off" in out.stderr
+    assert not (tmp_path / "new").exists()  # refused before the state folder is made (README)
 
 
 def test_a_malformed_ray_address_metrics_or_device_port_is_bad_input(tmp_path):

@@ -29,7 +29,7 @@ from vipu.server.calls_in_flight import default_threads
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import build_device_server
 from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen, tls_pair
-from vipu.workers.fleet import ray_address_problem, wait_until_reachable, waitable
+from vipu.workers.fleet import ray_address_problem, unreachable, wait_until_reachable, waitable
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
@@ -275,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
+    problem = None if args.ray_wait else unreachable(args.ray)  # before the state folder: it is not made then
+    if problem:
+        print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {problem}; use --ray off to run without"
+              " machine actors", file=sys.stderr)
+        return 1
     state_dir = args.state_dir or default_state_dir()
     try:  # every check that reads no state first: a refused start makes nothing in the folder
         config = load_scheduler_config(args.scheduler_config, args.policy, args.policy_file)

@@ -56,6 +56,17 @@ def check_reachable(address: str, timeout_s: float = 10.0) -> None:
                               " (`ray start --head`) or give its address") from None
 
 
+def unreachable(mode: str) -> str | None:
+    """Why a HOST:PORT (or ray://HOST:PORT) --ray address cannot be reached now, or None (and for other modes)."""
+    if not waitable(mode):
+        return None
+    try:
+        check_reachable(mode.removeprefix("ray://"))
+    except ConnectionError as e:
+        return str(e)
+    return None
+
+
 def wait_until_reachable(address: str, wait_s: float, stop: threading.Event, poll_s: float = 0.5) -> bool:
     """Wait up to `wait_s` for something to listen at a HOST:PORT (or ray://HOST:PORT) Ray address: True once it
     does, False if `stop` was set first; ConnectionError naming the address after `wait_s`. Why: a controller
