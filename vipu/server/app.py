@@ -367,9 +367,9 @@ def main(argv: list[str] | None = None) -> int:
             started = (not args.ray_wait or wait_until_reachable(args.ray, args.ray_wait, signals.stop)) \
                 and start_machines(plane, signals.stop, signals.now)
         except Exception as e:  # noqa: BLE001 - say what failed and how to run without it
-            print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {e}; use --ray off to run without"
-                  " machine actors", file=sys.stderr)
-            return 1
+            why = e.message if isinstance(e, VipuError) else f"cannot start or reach Ray ({args.ray}): {e}"
+            print(f"vipu-server: error: {why}; use --ray off to run without machine actors", file=sys.stderr)
+            return BAD_INPUT if isinstance(e, VipuError) else 1
         signals.install()  # again: Ray's core worker put a handler of its own in front of ours
         if not started:
             plane.stop_machines()

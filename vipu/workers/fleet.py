@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.workers import local_ray
 from vipu.workers.machine_failures import FailureWatch
@@ -93,6 +94,20 @@ def waitable(address: str) -> bool:
     return address not in ("local", "off", "auto") and ray_address_problem(target) is None and ":" in target
 
 
+def bundle_problem(bundle: dict[str, float], nodes: list[dict]) -> str | None:
+    """Why no live node of the Ray cluster (ray.nodes()) can ever hold one machine's bundle, or None. Why at start:
+    a resource no node offers (a typo) left each job RUNNING, its machines' placement groups waiting unplaced."""
+    live = [n for n in nodes if n.get("Alive")]
+    if any(all(n.get("Resources", {}).get(k, 0) >= v for k, v in bundle.items()) for n in live):
+        return None
+    offers = "; ".join(f"{n.get('NodeManagerAddress', '?')} offers " + ", ".join(
+        f"{k}={v:g}" for k, v in sorted(n.get("Resources", {}).items()) if not k.startswith("node:")) for n in live)
+    given = ",".join(f"{k}={v:g}" for k, v in bundle.items())
+    return (f"--machine-bundle {given}: no node of the Ray cluster offers all of it ({offers or 'no live node'});"
+            " give resources a node offers, or start nodes that offer them (ray start --resources='{\"ipu_host\":"
+            " 16}')")
+
+
 class Fleet:
     def __init__(self, pod: PodConfig, on_lost: Callable[[list[int]], None], mode: str = "local",
                  bundle: dict[str, float] | None = None):
@@ -134,6 +149,9 @@ class Fleet:
                     else:
                         check_reachable(self.mode)
                         ray.init(address=self.mode, log_to_driver=False, configure_logging=False)
+                problem = self.bundle and bundle_problem(self.bundle, ray.nodes())
+                if problem:
+                    raise InvalidArgument(problem, field="--machine-bundle")
                 # generous: the first actors on a fresh machine wait for Ray's worker processes to start and import
                 self.pool = MachinePool(self.pod, bundle=self.bundle, ready_timeout_s=300.0)
                 self.pool.lost = self.failures.lost  # a collective waiting on a lost machine ends

@@ -19,6 +19,7 @@ running: the pool never starts it (the server or the test session does).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Callable, Collection, Iterable
@@ -34,6 +35,7 @@ from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailab
 from vipu.hardware.pod import PodConfig
 from vipu.workers.actor import MAX_RESTARTS, MachineActor
 
+log = logging.getLogger("vipu.machines")
 DEFAULT_BUNDLE = {"CPU": 0.01}
 PROBE_S = 1.0  # how long a health check waits for the machines' own answers (their failed IPUs and links)
 
@@ -56,13 +58,14 @@ def actor_state(handle: ActorHandle) -> dict:
 
 class MachinePool:
     def __init__(self, pod: PodConfig, *, bundle: dict[str, float] | None = None, ready_timeout_s: float = 60.0,
-                 call_timeout_s: float = 10.0):
+                 call_timeout_s: float = 10.0, place_timeout_s: float = 60.0):
         if not ray.is_initialized():
             raise FailedPrecondition("Ray is not running; call ray.init() before creating a MachinePool (the server"
                                      " does this at start-up)")
         self.pod = pod
         self.bundle = dict(bundle or DEFAULT_BUNDLE)
-        self.ready_timeout_s = ready_timeout_s
+        self.ready_timeout_s = ready_timeout_s  # for a placed actor to answer
+        self.place_timeout_s = place_timeout_s  # for a machine's placement group to be placed
         self.call_timeout_s = call_timeout_s
         self.created = 0  # actors ever started by this pool (restarts by Ray not included)
         self._actors: dict[int, ActorHandle] = {}
@@ -127,9 +130,18 @@ class MachinePool:
             strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0)
             started[m] = (MachineActor.options(scheduling_strategy=strategy).remote(self.pod, m), group)
             self.created += 1
-        probes = {started[m][0].health.remote(): m for m in machines}
-        ready = self._wait(list(probes))
-        problems = {probes[ref]: f"no answer within {self.ready_timeout_s:g} s" for ref in probes if ref not in ready}
+        # first the reservations: a bundle no node has free never places, and must say so, not wait as a slow start
+        placing = {started[m][1].ready(): m for m in machines}
+        placed = {placing[ref] for ref in self._wait(list(placing), self.place_timeout_s)}
+        problems = {m: f"no Ray node had {self.bundle} free for its placement group within"
+                       f" {self.place_timeout_s:g} s" for m in machines if m not in placed}
+        if problems and not self._closed.is_set():
+            log.error("machines %s: their placement groups (%s each) were not placed within %g s; `ray status`"
+                      " shows what the nodes have free", sorted(problems), self.bundle, self.place_timeout_s)
+        probes = {started[m][0].health.remote(): m for m in machines if m in placed}
+        ready = self._wait(list(probes), self.ready_timeout_s)
+        problems.update({probes[ref]: f"no answer within {self.ready_timeout_s:g} s" for ref in probes
+                         if ref not in ready})
         for ref in ready:
             try:
                 ray.get(ref)
@@ -150,9 +162,9 @@ class MachinePool:
             raise Unavailable(f"machine actors did not start ({detail}); check `ray status` for free CPU"
                               f" ({self.bundle} is reserved per machine) and memory, then try again")
 
-    def _wait(self, refs: list) -> set:
-        """The refs that answer within ready_timeout_s, looking every second whether the pool was shut down."""
-        deadline = time.monotonic() + self.ready_timeout_s
+    def _wait(self, refs: list, timeout_s: float) -> set:
+        """The refs that answer within timeout_s, looking every second whether the pool was shut down."""
+        deadline = time.monotonic() + timeout_s
         ready: set = set()
         pending = refs
         while pending and not self._closed.is_set():
