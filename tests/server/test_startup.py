@@ -187,6 +187,7 @@ def test_a_malformed_ray_address_metrics_or_device_port_is_bad_input(tmp_path):
         (["--device-port", "-5"], "--device-port is -5; give 0 to 65535, or -1 to turn it off"),
         (["--device-threads", "0"], "--device-threads is 0; give 1 to 8192"),
         (["--tensor-memory", "lots"], "--tensor-memory 'lots' is not a size; give bytes above 0, e.g. 8G"),
+        (["--advertise-host", ""], "--advertise-host is empty; give the host name or address jobs reach this"),
     ]:
         out = start("--port", "0", "--state-dir", str(tmp_path), *flags)
         assert out.returncode == 2 and out.stderr.startswith(f"vipu-server: error: {line}"), (flags, out.stderr)

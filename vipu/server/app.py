@@ -6,7 +6,6 @@ import errno
 import ipaddress
 import logging
 import os
-import socket
 import stat
 import sqlite3
 import sys
@@ -23,8 +22,8 @@ from vipu.metrics import register as register_metrics
 from vipu.hardware.pod_files import load_pod
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
-from vipu.server.arguments import (DEFAULT_RPC_THREADS, MAX_DEVICE_THREADS, MAX_TIME_SCALE, default_state_dir,
-                                   parse_args, parse_bytes, served)
+from vipu.server.arguments import (DEFAULT_RPC_THREADS, MAX_DEVICE_THREADS, MAX_TIME_SCALE, advertised_host,
+                                   default_state_dir, parse_args, parse_bundle, parse_bytes, served)
 from vipu.server.calls_in_flight import default_threads
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import build_device_server
@@ -84,35 +83,11 @@ def build_server(
     return server, bound
 
 
-def advertised_host(host: str, advertise: str | None) -> str:
-    """The address jobs dial (IPUOF_VIPU_API_HOST). A wildcard listen address reaches nobody: a job given 0.0.0.0
-    would dial its own host, so the machine's name stands in for it unless --advertise-host says otherwise."""
-    if advertise:
-        return advertise
-    return socket.gethostname() if host in WILDCARDS else host
-
-
-WILDCARDS = ("0.0.0.0", "::", "[::]", "")
-
-
 def is_loopback(host: str) -> bool:
     try:
         return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:  # a host name: it may resolve anywhere
         return False
-
-
-def parse_bundle(text: str) -> dict[str, float]:
-    """`ipu_host=1,CPU=0.01` -> {"ipu_host": 1.0, "CPU": 0.01}."""
-    bundle = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, amount = part.partition("=")
-        if not sep or not name or float(amount) <= 0:
-            raise ValueError("give RESOURCE=AMOUNT pairs with positive amounts, e.g. ipu_host=1")
-        bundle[name.strip()] = float(amount)
-    if not bundle:
-        raise ValueError("give at least one RESOURCE=AMOUNT pair")
-    return bundle
 
 
 def bootstrap_admin(plane: ControlPlane, state_dir: Path) -> Path | None:
@@ -259,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"vipu-server: error: --output-dir {folder} is not {why}; give a folder that exists, as an absolute"
                   " path", file=sys.stderr)
             return BAD_INPUT
+    if args.advertise_host is not None and not args.advertise_host.strip():
+        print("vipu-server: error: --advertise-host is empty; give the host name or address jobs reach this controller"
+              " at, or leave the flag out (default: --host)", file=sys.stderr)
+        return BAD_INPUT
     bundle = None
     if args.machine_bundle:
         try:

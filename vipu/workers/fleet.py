@@ -29,6 +29,7 @@ log = logging.getLogger("vipu.fleet")
 LOCAL_RAY_ATTEMPTS = 3
 REPAIR_WAIT_S = 10.0  # how long a repair waits for a restarting actor to answer
 STATS_WAIT_S = 1.0  # the longest a scrape or a listing waits for the machines' counters
+DEFAULT_BUNDLE = {"CPU": 0.01}  # what each machine reserves without --machine-bundle (pool.py says why)
 WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
 
 
@@ -94,6 +95,11 @@ def waitable(address: str) -> bool:
     return address not in ("local", "off", "auto") and ray_address_problem(target) is None and ":" in target
 
 
+def bundle_text(bundle: dict[str, float]) -> str:
+    """As --machine-bundle takes it: "ipu_host=1,CPU=0.01"."""
+    return ",".join(f"{k}={v:g}" for k, v in bundle.items())
+
+
 def bundle_problem(bundle: dict[str, float], nodes: list[dict]) -> str | None:
     """Why no live node of the Ray cluster (ray.nodes()) can ever hold one machine's bundle, or None. Why at start:
     a resource no node offers (a typo) left each job RUNNING, its machines' placement groups waiting unplaced."""
@@ -102,8 +108,7 @@ def bundle_problem(bundle: dict[str, float], nodes: list[dict]) -> str | None:
         return None
     offers = "; ".join(f"{n.get('NodeManagerAddress', '?')} offers " + ", ".join(
         f"{k}={v:g}" for k, v in sorted(n.get("Resources", {}).items()) if not k.startswith("node:")) for n in live)
-    given = ",".join(f"{k}={v:g}" for k, v in bundle.items())
-    return (f"--machine-bundle {given}: no node of the Ray cluster offers all of it ({offers or 'no live node'});"
+    return (f"--machine-bundle {bundle_text(bundle)}: no node of the Ray cluster offers all of it ({offers or 'no live node'});"
             " give resources a node offers, or start nodes that offer them (ray start --resources='{\"ipu_host\":"
             " 16}')")
 

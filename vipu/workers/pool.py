@@ -34,9 +34,9 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from vipu.hardware.pod import PodConfig
 from vipu.workers.actor import MAX_RESTARTS, MachineActor
+from vipu.workers.fleet import DEFAULT_BUNDLE
 
 log = logging.getLogger("vipu.machines")
-DEFAULT_BUNDLE = {"CPU": 0.01}
 PROBE_S = 1.0  # how long a health check waits for the machines' own answers (their failed IPUs and links)
 
 
