@@ -114,6 +114,13 @@ def test_a_machine_bundle_no_node_offers_is_refused_at_start_naming_the_flag_and
         assert "CPU=2" in refused.value.message and fleet.pool is None
     finally:
         fleet.shutdown()
+    joining = Fleet(pod(), lambda machines: None, bundle={"ipu_hots": 1.0})
+    joining.nodes_may_join = True  # --ray-wait: a head started beside its controller, its workers joining later
+    try:
+        joining.start()
+        assert joining.pool is not None
+    finally:
+        joining.shutdown()
     offered = Fleet(pod(), lambda machines: None, bundle={"CPU": 0.01})
     try:
         offered.start()  # one a node offers starts

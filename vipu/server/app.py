@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     plane.secure = args.secure
     if tensor_memory is not None:
         plane.devices.budget_tensors(tensor_memory)
-    plane.use_machines(args.ray, args.health_check_interval, bundle)
+    plane.use_machines(args.ray, args.health_check_interval, bundle, nodes_may_join=bool(args.ray_wait))
     try:
         key_file = bootstrap_admin(plane, state_dir) if args.secure else None
     except VipuError as e:

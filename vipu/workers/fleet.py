@@ -119,6 +119,7 @@ class Fleet:
         self.pod = pod
         self.mode = mode  # "off", "local", or a Ray address
         self.bundle = bundle  # what each machine reserves on a Ray node (None: the pool's default)
+        self.nodes_may_join = False  # the nodes offering the bundle may join after the start: not refused then
         self.watch_s = WATCH_S
         self.pool = None
         self._started_ray = False
@@ -155,8 +156,11 @@ class Fleet:
                         check_reachable(self.mode)
                         ray.init(address=self.mode, log_to_driver=False, configure_logging=False)
                 problem = self.bundle and bundle_problem(self.bundle, ray.nodes())
-                if problem:
+                if problem and not self.nodes_may_join:
                     raise InvalidArgument(problem, field="--machine-bundle")
+                if problem:  # a head started with its controller (KubeRay): the workers that offer it come later
+                    log.error("%s; starting all the same: nodes may still join (--ray-wait), and until one offers"
+                              " it, a job's machines fail to start after 60 s", problem)
                 # generous: the first actors on a fresh machine wait for Ray's worker processes to start and import
                 self.pool = MachinePool(self.pod, bundle=self.bundle, ready_timeout_s=300.0)
                 self.pool.lost = self.failures.lost  # a collective waiting on a lost machine ends
