@@ -6,7 +6,9 @@ Why these options:
 - max_restarts=3, max_task_retries=0: Ray restarts a crashed or killed machine (the emulated machine rebooting),
   but never replays a call on the new process: a collective half done on the old one must fail and be seen, not be
   silently applied twice.
-- max_concurrency 1 (Ray's default) for the work: calls run one at a time, in the order each caller made them.
+- max_concurrency 1 (Ray's default) for the work: calls run one at a time, in the order each caller made them
+  (allow_out_of_order_execution=False, said outright: Ray's default for max_concurrency 1 with concurrency groups
+  or without, ray/actor.py; fabric/actor_calls.py relies on that order).
 - a `health` concurrency group of one thread for health() and stats(): a scrape or a probe does not wait behind a
   call that runs long. Both read the machine under `_reading`, which every call of the work holds while it runs, so
   a reader never sees a change half made. A call whose arguments wait on a peer still holds up this caller's later
@@ -66,7 +68,8 @@ def _works(cls):
     return cls
 
 
-@ray.remote(num_cpus=0, max_restarts=MAX_RESTARTS, max_task_retries=0, concurrency_groups={"health": 1})
+@ray.remote(num_cpus=0, max_restarts=MAX_RESTARTS, max_task_retries=0, concurrency_groups={"health": 1},
+            allow_out_of_order_execution=False)
 @_works
 class MachineActor:
     def __init__(self, pod: PodConfig, machine_index: int):
