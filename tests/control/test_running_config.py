@@ -62,3 +62,12 @@ def test_the_device_threads_shown_are_those_the_server_runs_not_the_flags_defaul
     assert served(args, 8090, "off", default_threads(16))["DeviceThreads"] == default_threads(16) == 80
     assert served(parse_args(["--device-threads", "7"]), 8090, "off", 7)["DeviceThreads"] == 7
     assert served(parse_args(["--device-port", "-1"]), 8090, "off", None)["DeviceThreads"] == "off (--device-port -1)"
+
+
+def test_the_machine_bundle_and_the_ray_it_is_reserved_on_are_shown():
+    """Regression: `vipu show config` had no MachineBundle line, so a typo in it (ipu_hots=1) showed nowhere."""
+    shown = served(parse_args(["--ray", "10.0.0.5:6379", "--ray-wait", "120", "--machine-bundle", "ipu_host=1"]),
+                   8090, "off", None)
+    assert (shown["Ray"], shown["RayWait"], shown["MachineBundle"]) == ("10.0.0.5:6379", "120 sec", "ipu_host=1")
+    assert served(parse_args([]), 8090, "off", None)["MachineBundle"] == "CPU=0.01"  # --ray local's default
+    assert served(parse_args(["--ray", "off"]), 8090, "off", None)["MachineBundle"] is None

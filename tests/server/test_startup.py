@@ -168,11 +168,12 @@ def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path):
     with socket.socket() as closed:  # a port nothing listens on
         closed.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{closed.getsockname()[1]}"
-    out = start("--port", "0", "--state-dir", str(tmp_path), "--ray", address)
+    out = start("--port", "0", "--state-dir", str(tmp_path / "new"), "--ray", address)
     assert out.returncode == 1
     assert (f"vipu-server: error: cannot start or reach Ray ({address}): nothing answers at {address}"
             in out.stderr), out.stderr
     assert "`ray start --head`" in out.stderr and "use --ray off" in out.stderr
+    assert not (tmp_path / "new").exists()  # refused before the state folder is made (README)
 
 
 def test_a_malformed_ray_address_metrics_or_device_port_is_bad_input(tmp_path):
@@ -186,6 +187,7 @@ def test_a_malformed_ray_address_metrics_or_device_port_is_bad_input(tmp_path):
         (["--device-port", "-5"], "--device-port is -5; give 0 to 65535, or -1 to turn it off"),
         (["--device-threads", "0"], "--device-threads is 0; give 1 to 8192"),
         (["--tensor-memory", "lots"], "--tensor-memory 'lots' is not a size; give bytes above 0, e.g. 8G"),
+        (["--advertise-host", ""], "--advertise-host is empty; give the host name or address jobs reach this"),
     ]:
         out = start("--port", "0", "--state-dir", str(tmp_path), *flags)
         assert out.returncode == 2 and out.stderr.startswith(f"vipu-server: error: {line}"), (flags, out.stderr)

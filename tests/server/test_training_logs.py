@@ -355,3 +355,29 @@ def test_a_follower_of_a_run_cancelled_mid_step_gets_its_summary_once_its_thread
     whole = rt.runners["train"].log_lines(job)
     assert from_step_0(followed) == from_step_0(whole)
     assert any(line.endswith("2 of 4 steps (stopped early)") for line in followed)  # (the summary)
+
+
+def test_a_run_ended_by_a_lost_machine_names_what_ended_it_not_machines_lost_later(rt, monkeypatch):
+    """Regression: a Ray node lost in waves: `vipu logs` said "machines 0, 1, ... were lost" (every machine failed
+    by the time the run's thread ended) while `vipu show job` said EndedBy=... the first wave's machines."""
+    real, stepped, release = runner.run_training, threading.Event(), threading.Event()
+
+    def wait_then_lose(w, pod, first_ipu, factory, *, on_step, should_stop, environments):
+        real(w.model_copy(update={"steps": 1}), pod, first_ipu, factory, on_step=on_step, environments=environments)
+        stepped.set()
+        release.wait(60)
+        raise MachineLost("a machine actor did not complete its part of the collective")
+
+    monkeypatch.setattr(runner, "run_training", wait_then_lose)
+    job = submit(rt, 8, 5, requeue=False, r=8)
+    step_until(rt, stepped.is_set)
+    rt.fail_ipus([0, 1, 2, 3], LOST)  # the first wave: machine 0
+    ended_at = rt.scheduler.job(job).history[-1].at
+    while rt.now() <= ended_at:  # the next wave comes later (the clock's resolution)
+        time.sleep(0.001)
+    rt.fail_ipus([4, 5, 6, 7], "the actor of machine 1 died or restarted")  # after the run ended
+    release.set()
+    step_until(rt, lambda: job in rt.runners["train"].results)
+    lines = rt.runners["train"].log_lines(job)
+    assert lines[-1].startswith("run 1 ended NODE_FAIL at ") and lines[-1].endswith(": machine 0 was lost"), lines
+    assert rt.scheduler.job(job).ended_by == f"IPUs 0, 1, 2, 3 of its partition failed ({LOST})"

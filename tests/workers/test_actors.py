@@ -97,9 +97,10 @@ def test_a_machine_killed_for_good_is_dropped_and_started_afresh(pool):
 def test_actors_that_cannot_start_fail_with_the_machines_named(ray_session, pod):
     from vipu.workers.pool import MachinePool
 
-    pool = MachinePool(pod, bundle={"no_such_resource": 1}, ready_timeout_s=1.0)
-    try:
-        with pytest.raises(Unavailable, match=r"machine actors did not start \(machine 3: no answer within 1 s\)"):
+    pool = MachinePool(pod, bundle={"no_such_resource": 1}, place_timeout_s=1.0)
+    try:  # a reservation no node can place says so, within its own timeout, not the actors' (60 s)
+        with pytest.raises(Unavailable, match=r"machine actors did not start \(machine 3: no Ray node had"
+                                              r" \{'no_such_resource': 1\} free for its placement group within 1 s\)"):
             pool.actors_for([3])
         assert pool.machines == []
     finally:

@@ -4,6 +4,8 @@ counted when a run ends or its job is requeued, whenever the metrics are scraped
 
 from __future__ import annotations
 
+import pytest
+
 from tests.jobs.train.builders import mlp, pod, run, workload
 from vipu.fabric.transport import WrappedTransport
 from vipu.jobs.train.stats_without_actors import machine_stats
@@ -95,3 +97,33 @@ def test_a_requeued_jobs_last_steps_stay_counted():
     [mid_run] = scraped
     assert mid_run and links(fleet) == moved(first + again)
     assert links(fleet)[0]["ipu_link"][0] == 2 * moved(first)[0]["ipu_link"][0]  # the same run twice: twice the bytes
+
+
+def test_a_machine_bundle_no_node_offers_is_refused_at_start_naming_the_flag_and_what_nodes_offer(ray_session):
+    """Regression: --machine-bundle ipu_hots=1 (a typo) left each job RUNNING for minutes, its machines' placement
+    groups waiting, with no line saying why."""
+    from vipu.errors import InvalidArgument
+    from vipu.workers.fleet import Fleet
+
+    fleet = Fleet(pod(), lambda machines: None, bundle={"ipu_hots": 1.0})
+    try:
+        with pytest.raises(InvalidArgument) as refused:
+            fleet.start()
+        assert refused.value.message.startswith("--machine-bundle ipu_hots=1: no node of the Ray cluster offers all"
+                                                " of it (")
+        assert "CPU=2" in refused.value.message and fleet.pool is None
+    finally:
+        fleet.shutdown()
+    joining = Fleet(pod(), lambda machines: None, bundle={"ipu_hots": 1.0})
+    joining.nodes_may_join = True  # --ray-wait: a head started beside its controller, its workers joining later
+    try:
+        joining.start()
+        assert joining.pool is not None
+    finally:
+        joining.shutdown()
+    offered = Fleet(pod(), lambda machines: None, bundle={"CPU": 0.01})
+    try:
+        offered.start()  # one a node offers starts
+        assert offered.pool is not None
+    finally:
+        offered.shutdown()

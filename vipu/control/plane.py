@@ -318,10 +318,13 @@ class ControlPlane:
         return machine_stats(self.progress().values(), self.machines.link_bytes(), self.pod.machine.ipus)
 
     # -- life -------------------------------------------------------------------------------------------------
-    def use_machines(self, mode: str, health_check_s: float, bundle: dict[str, float] | None = None) -> None:
+    def use_machines(self, mode: str, health_check_s: float, bundle: dict[str, float] | None = None,
+                     nodes_may_join: bool = False) -> None:
         """Where the machine actors live (`--ray`: local, off or a cluster's address), how often they are checked,
-        and what each reserves on a Ray node; before start_machines()."""
+        what each reserves on a Ray node, and whether the nodes offering it may join after the start (--ray-wait:
+        started beside its head, as under KubeRay); before start_machines()."""
         self.machines.mode, self.machines.watch_s = mode, health_check_s
+        self.machines.nodes_may_join = nodes_may_join
         if bundle is not None:
             self.machines.bundle = bundle
 

@@ -10,6 +10,10 @@ Deferred (a training run's transport): calls that return nothing are queued or l
 awaits them first, raising the first error among them in submission order. Not deferred (a program's session):
 every call is awaited as it is made.
 
+A lost peer: a call whose arguments come from a machine on a Ray node that died waits until Ray gives up on that
+actor, which can be never (its restart waits for a node that is gone). So a wait looks every LOOK_S whether the
+controller has found one of these machines lost (`lost`, the fleet's FailureWatch) and then ends as MachineLost.
+
 Reads ahead (deferred): a read queued with read() rides in its machine's next batch, and whichever wait first
 awaits that batch keeps its result until the reader asks (results): the reads a pipeline tick's stages receive,
 and the sends they make, cost the tick one call per machine and one wait, not one of each per send.
@@ -17,8 +21,9 @@ and the sends they make, cost the tick one call per machine and one wait, not on
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
-from typing import Mapping
+from typing import Callable, Collection, Mapping
 
 import ray
 from ray import ObjectRef
@@ -26,6 +31,8 @@ from ray.actor import ActorHandle
 from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayTaskError
 
 from vipu.errors import MachineLost, NotFound, VipuError
+
+LOOK_S = 0.5  # how often a wait looks whether the controller found one of its machines lost
 
 
 class Batch:
@@ -38,10 +45,12 @@ class Batch:
 
 
 class ActorCalls:
-    def __init__(self, actors: Mapping[int, ActorHandle], timeout_s: float | None, deferred: bool):
+    def __init__(self, actors: Mapping[int, ActorHandle], timeout_s: float | None, deferred: bool,
+                 lost: Callable[[], Collection[int]] = frozenset):
         self.actors = dict(actors)
         self.timeout_s = timeout_s
         self.deferred = deferred
+        self.lost = lost  # the machines the controller has found lost now
         self.queued: dict[int, list[tuple[str, tuple]]] = defaultdict(list)  # machine -> (method, args), in order
         self.pending: list[ObjectRef] = []  # submitted, not yet awaited
         self.reading: dict[int, Batch] = {}  # machine -> its queued batch, if a read is in it
@@ -116,7 +125,7 @@ class ActorCalls:
             mine = set(refs)
             pending = [ref for ref in pending if ref not in mine]
         try:
-            got = ray.get(pending + refs, timeout=self.timeout_s)
+            got = self._get(pending + refs)
         except (ActorDiedError, ActorUnavailableError, GetTimeoutError) as e:
             raise MachineLost(f"a machine actor did not complete its part of the collective"
                               f" ({type(e).__name__}: {str(e).splitlines()[0]}); the group's tensors are now partly"
@@ -130,3 +139,19 @@ class ActorCalls:
             if batch is not None:
                 batch.result = result
         return got[len(pending):]
+
+    def _get(self, refs: list[ObjectRef]) -> list:
+        """ray.get of the refs, ended early (MachineLost) once the controller finds one of these machines lost."""
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        while True:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                return ray.get(refs, timeout=LOOK_S if left is None else min(left, LOOK_S))
+            except GetTimeoutError:
+                if left is not None and left <= LOOK_S:
+                    raise
+            gone = sorted(set(self.lost()) & set(self.actors))
+            if gone:
+                raise MachineLost(f"machines {gone} were lost (their actors stopped answering Ray) while this"
+                                  " collective waited on them; the group's tensors are now partly reduced: put them"
+                                  " again and rerun the collective once the machines are back")

@@ -19,7 +19,7 @@ Not deferred (a program's session): every call waits for itself.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 from ray import ObjectRef
@@ -41,16 +41,18 @@ class RayTransport:
     """The Transport protocol (transport.py says what each method does) on the actors of the group's machines."""
 
     def __init__(self, actors: Mapping[int, ActorHandle], ipus_per_machine: int, timeout_s: float | None = 600.0,
-                 *, deferred: bool = False):
+                 *, deferred: bool = False, lost: Callable[[], Collection[int]] = frozenset):
         self.ipus_per_machine = ipus_per_machine
         self.timeout_s = timeout_s
-        self.calls = ActorCalls(actors, timeout_s, deferred)
+        self.calls = ActorCalls(actors, timeout_s, deferred, lost)
         self.specs: dict[tuple[int, str], tuple[int, np.dtype]] = {}
 
     @classmethod
     def for_group(cls, pool, group: Group, timeout_s: float | None = 600.0, *, deferred: bool = False) -> RayTransport:
-        """The actors of the group's machines from a vipu.workers.pool.MachinePool (started if missing)."""
-        return cls(pool.actors_for(group.machines()), group.topology.ipus_per_machine, timeout_s, deferred=deferred)
+        """The actors of the group's machines from a vipu.workers.pool.MachinePool (started if missing); a wait ends
+        once the pool's controller finds one of them lost (actor_calls.py)."""
+        return cls(pool.actors_for(group.machines()), group.topology.ipus_per_machine, timeout_s, deferred=deferred,
+                   lost=pool.lost)
 
     @property
     def actors(self) -> dict[int, ActorHandle]:

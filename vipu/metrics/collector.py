@@ -175,12 +175,16 @@ class StateCollector(Collector):
                                    labels=link_labels)
         received = CounterMetricFamily("vipu_link_receive_bytes", "Bytes received over links, by machine and link type.",
                                        labels=link_labels)
+        stale = GaugeMetricFamily("vipu_machine_stats_stale", "1 while the machine's counters are its last answer:"
+                                  " its actor did not answer this scrape in time (busy, restarting, or its node lost).",
+                                  labels=["machine"])
         for machine in range(pod.machines):  # every machine, so rates and joins always find a series
             report = stats.get(machine, {})
+            stale.add_metric([str(machine)], float(bool(report.get("stale"))))
             streaming.add_metric([str(machine)], float(report.get("streaming", {}).get("used_bytes", 0)))
             links = report.get("links", {})
             for kind in LINK_TYPES:
                 labels = [str(machine), kind]
                 sent.add_metric(labels, links.get(kind, {}).get("sent_bytes", 0))
                 received.add_metric(labels, links.get(kind, {}).get("received_bytes", 0))
-        yield from (streaming, sent, received)  # vipu_link_errors_total: counted as links fail (instruments.py)
+        yield from (stale, streaming, sent, received)  # vipu_link_errors_total: counted as links fail (instruments.py)

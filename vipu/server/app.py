@@ -6,7 +6,6 @@ import errno
 import ipaddress
 import logging
 import os
-import socket
 import stat
 import sqlite3
 import sys
@@ -23,13 +22,13 @@ from vipu.metrics import register as register_metrics
 from vipu.hardware.pod_files import load_pod
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
-from vipu.server.arguments import (DEFAULT_RPC_THREADS, MAX_DEVICE_THREADS, MAX_TIME_SCALE, default_state_dir,
-                                   parse_args, parse_bytes, served)
+from vipu.server.arguments import (DEFAULT_RPC_THREADS, MAX_DEVICE_THREADS, MAX_TIME_SCALE, advertised_host,
+                                   default_state_dir, parse_args, parse_bundle, parse_bytes, served)
 from vipu.server.calls_in_flight import default_threads
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import build_device_server
 from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen, tls_pair
-from vipu.workers.fleet import ray_address_problem, wait_until_reachable, waitable
+from vipu.workers.fleet import ray_address_problem, unreachable, wait_until_reachable, waitable
 from vipu.server.partition_service import PartitionService
 from vipu.server.job_service import JobService
 from vipu.control.plane import ControlPlane
@@ -84,35 +83,11 @@ def build_server(
     return server, bound
 
 
-def advertised_host(host: str, advertise: str | None) -> str:
-    """The address jobs dial (IPUOF_VIPU_API_HOST). A wildcard listen address reaches nobody: a job given 0.0.0.0
-    would dial its own host, so the machine's name stands in for it unless --advertise-host says otherwise."""
-    if advertise:
-        return advertise
-    return socket.gethostname() if host in WILDCARDS else host
-
-
-WILDCARDS = ("0.0.0.0", "::", "[::]", "")
-
-
 def is_loopback(host: str) -> bool:
     try:
         return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:  # a host name: it may resolve anywhere
         return False
-
-
-def parse_bundle(text: str) -> dict[str, float]:
-    """`ipu_host=1,CPU=0.01` -> {"ipu_host": 1.0, "CPU": 0.01}."""
-    bundle = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, amount = part.partition("=")
-        if not sep or not name or float(amount) <= 0:
-            raise ValueError("give RESOURCE=AMOUNT pairs with positive amounts, e.g. ipu_host=1")
-        bundle[name.strip()] = float(amount)
-    if not bundle:
-        raise ValueError("give at least one RESOURCE=AMOUNT pair")
-    return bundle
 
 
 def bootstrap_admin(plane: ControlPlane, state_dir: Path) -> Path | None:
@@ -259,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"vipu-server: error: --output-dir {folder} is not {why}; give a folder that exists, as an absolute"
                   " path", file=sys.stderr)
             return BAD_INPUT
+    if args.advertise_host is not None and not args.advertise_host.strip():
+        print("vipu-server: error: --advertise-host is empty; give the host name or address jobs reach this controller"
+              " at, or leave the flag out (default: --host)", file=sys.stderr)
+        return BAD_INPUT
     bundle = None
     if args.machine_bundle:
         try:
@@ -275,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"vipu-server: error: {e}", file=sys.stderr)
         return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
+    problem = None if args.ray_wait else unreachable(args.ray)  # before the state folder: it is not made then
+    if problem:
+        print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {problem}; use --ray off to run without"
+              " machine actors", file=sys.stderr)
+        return 1
     state_dir = args.state_dir or default_state_dir()
     try:  # every check that reads no state first: a refused start makes nothing in the folder
         config = load_scheduler_config(args.scheduler_config, args.policy, args.policy_file)
@@ -313,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     plane.secure = args.secure
     if tensor_memory is not None:
         plane.devices.budget_tensors(tensor_memory)
-    plane.use_machines(args.ray, args.health_check_interval, bundle)
+    plane.use_machines(args.ray, args.health_check_interval, bundle, nodes_may_join=bool(args.ray_wait))
     try:
         key_file = bootstrap_admin(plane, state_dir) if args.secure else None
     except VipuError as e:
@@ -362,9 +346,9 @@ def main(argv: list[str] | None = None) -> int:
             started = (not args.ray_wait or wait_until_reachable(args.ray, args.ray_wait, signals.stop)) \
                 and start_machines(plane, signals.stop, signals.now)
         except Exception as e:  # noqa: BLE001 - say what failed and how to run without it
-            print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {e}; use --ray off to run without"
-                  " machine actors", file=sys.stderr)
-            return 1
+            why = e.message if isinstance(e, VipuError) else f"cannot start or reach Ray ({args.ray}): {e}"
+            print(f"vipu-server: error: {why}; use --ray off to run without machine actors", file=sys.stderr)
+            return BAD_INPUT if isinstance(e, VipuError) else 1
         signals.install()  # again: Ray's core worker put a handler of its own in front of ours
         if not started:
             plane.stop_machines()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import socket
 from pathlib import Path
 
 import platformdirs
@@ -15,7 +16,7 @@ from vipu.control.running_config import value
 from vipu.control.startup import WRITE_TIMEOUT_S
 from vipu.server import log_format
 from vipu.server.calls_in_flight import CALLS_PER_IPU, CALLS_PER_RUN, MAX_THREADS, SPARE_THREADS
-from vipu.workers.fleet import WATCH_S
+from vipu.workers.fleet import DEFAULT_BUNDLE, WATCH_S, bundle_text
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
 DEFAULT_METRICS_PORT = 9105
@@ -162,7 +163,33 @@ def served(args: argparse.Namespace, port: int, metrics: str, device_threads: in
         "RateLimitBurst": args.rate_limit_burst if args.rate_limit else None,
         "TlsCertificate": str(args.tls_cert) if args.tls_cert else None, "Ray": args.ray,
         "RayWait": value(args.ray_wait, seconds=True) if args.ray_wait else None,
+        "MachineBundle": None if args.ray == "off" else bundle_text(parse_bundle(args.machine_bundle)
+                                                                   if args.machine_bundle else DEFAULT_BUNDLE),
         "HealthCheckInterval": value(args.health_check_interval, seconds=True),
         "WriteTimeout": value(args.write_timeout, seconds=True),
         "LogFormat": args.log_format, "LogLevel": args.log_level, "QuarantineBadRecords": args.quarantine_bad_records,
     }
+
+
+def advertised_host(host: str, advertise: str | None) -> str:
+    """The address jobs dial (IPUOF_VIPU_API_HOST). A wildcard listen address reaches nobody: a job given 0.0.0.0
+    would dial its own host, so the machine's name stands in for it unless --advertise-host says otherwise."""
+    if advertise:
+        return advertise
+    return socket.gethostname() if host in WILDCARDS else host
+
+
+WILDCARDS = ("0.0.0.0", "::", "[::]", "")
+
+
+def parse_bundle(text: str) -> dict[str, float]:
+    """`ipu_host=1,CPU=0.01` -> {"ipu_host": 1.0, "CPU": 0.01}."""
+    bundle = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, amount = part.partition("=")
+        if not sep or not name or float(amount) <= 0:
+            raise ValueError("give RESOURCE=AMOUNT pairs with positive amounts, e.g. ipu_host=1")
+        bundle[name.strip()] = float(amount)
+    if not bundle:
+        raise ValueError("give at least one RESOURCE=AMOUNT pair")
+    return bundle

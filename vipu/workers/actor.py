@@ -6,7 +6,14 @@ Why these options:
 - max_restarts=3, max_task_retries=0: Ray restarts a crashed or killed machine (the emulated machine rebooting),
   but never replays a call on the new process: a collective half done on the old one must fail and be seen, not be
   silently applied twice.
-- max_concurrency 1 (Ray's default): calls run one at a time, so a machine's state is never touched concurrently.
+- max_concurrency 1 (Ray's default) for the work: calls run one at a time, in the order each caller made them
+  (allow_out_of_order_execution=False, said outright: Ray's default for max_concurrency 1 with concurrency groups
+  or without, ray/actor.py; fabric/actor_calls.py relies on that order).
+- a `health` concurrency group of one thread for health() and stats(): a scrape or a probe does not wait behind a
+  call that runs long. Both read the machine under `_reading`, which every call of the work holds while it runs, so
+  a reader never sees a change half made. A call whose arguments wait on a peer still holds up this caller's later
+  calls, probes too (Ray starts one caller's calls in order): so whether a machine lives is asked of Ray's GCS
+  (pool.actor_state), never of the actor alone.
 
 A restart runs __init__ again: the new process starts with empty SRAM and Streaming Memory, no failures marked and
 zeroed counters, as a rebooted machine would. health() surfaces the restart: `restarts` is Ray's own count from the
@@ -15,7 +22,9 @@ GCS actor table, which outlives the process.
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 
 import numpy as np
 import ray
@@ -42,20 +51,43 @@ def _restarts() -> int:
         return int(context.was_current_actor_reconstructed)
 
 
-@ray.remote(num_cpus=0, max_restarts=MAX_RESTARTS, max_task_retries=0)
+def _work(method):
+    """A call of the work: holds the machine against the health group's readers while it runs."""
+    @functools.wraps(method)
+    def held(self, *args):
+        with self._reading:
+            return method(self, *args)
+    return held
+
+
+def _works(cls):
+    """Every public method not in the health group is a call of the work (_work)."""
+    for name, method in list(vars(cls).items()):
+        if callable(method) and not name.startswith("_") and not hasattr(method, "__ray_concurrency_group__"):
+            setattr(cls, name, _work(method))
+    return cls
+
+
+@ray.remote(num_cpus=0, max_restarts=MAX_RESTARTS, max_task_retries=0, concurrency_groups={"health": 1},
+            allow_out_of_order_execution=False)
+@_works
 class MachineActor:
     def __init__(self, pod: PodConfig, machine_index: int):
         self.machine = Machine(pod, machine_index)
         self.restarts = _restarts()
+        self._reading = threading.RLock()  # calls() runs the work's methods inside it
 
     def calls(self, batch: list[tuple[str, tuple]]) -> list:
         """Several of this actor's own calls as one, in order (RayTransport sends what a collective does on this
         machine so): each one's result."""
         return [getattr(self, method)(*args) for method, args in batch]
 
+    @ray.method(concurrency_group="health")
     def health(self) -> dict:
         context = ray.get_runtime_context()
-        return {**self.machine.health(), "alive": True, "restarts": self.restarts, "pid": os.getpid(),
+        with self._reading:
+            machine = self.machine.health()
+        return {**machine, "alive": True, "restarts": self.restarts, "pid": os.getpid(),
                 "placement_group": context.get_placement_group_id(), "node": context.get_node_id()}
 
     def put_tensor(self, ipu: int, name: str, array: np.ndarray, tiles: int | None = None) -> None:
@@ -129,8 +161,10 @@ class MachineActor:
     def run_step(self, step: bsp.Step) -> bsp.StepTimes:
         return self.machine.run_step(step)
 
+    @ray.method(concurrency_group="health")
     def stats(self) -> dict:
-        return {**self.machine.stats(), "restarts": self.restarts}
+        with self._reading:
+            return {**self.machine.stats(), "restarts": self.restarts}
 
     def fail_ipu(self, ipu: int) -> None:
         self.machine.fail_ipu(ipu)

@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.workers import local_ray
 from vipu.workers.machine_failures import FailureWatch
@@ -27,6 +28,8 @@ from vipu.workers.machine_failures import FailureWatch
 log = logging.getLogger("vipu.fleet")
 LOCAL_RAY_ATTEMPTS = 3
 REPAIR_WAIT_S = 10.0  # how long a repair waits for a restarting actor to answer
+STATS_WAIT_S = 1.0  # the longest a scrape or a listing waits for the machines' counters
+DEFAULT_BUNDLE = {"CPU": 0.01}  # what each machine reserves without --machine-bundle (pool.py says why)
 WATCH_S = 2.0  # how often every machine actor is asked for its health (vipu-server --health-check-interval)
 
 
@@ -55,6 +58,17 @@ def check_reachable(address: str, timeout_s: float = 10.0) -> None:
                               " (`ray start --head`) or give its address") from None
 
 
+def unreachable(mode: str) -> str | None:
+    """Why a HOST:PORT (or ray://HOST:PORT) --ray address cannot be reached now, or None (and for other modes)."""
+    if not waitable(mode):
+        return None
+    try:
+        check_reachable(mode.removeprefix("ray://"))
+    except ConnectionError as e:
+        return str(e)
+    return None
+
+
 def wait_until_reachable(address: str, wait_s: float, stop: threading.Event, poll_s: float = 0.5) -> bool:
     """Wait up to `wait_s` for something to listen at a HOST:PORT (or ray://HOST:PORT) Ray address: True once it
     does, False if `stop` was set first; ConnectionError naming the address after `wait_s`. Why: a controller
@@ -81,12 +95,31 @@ def waitable(address: str) -> bool:
     return address not in ("local", "off", "auto") and ray_address_problem(target) is None and ":" in target
 
 
+def bundle_text(bundle: dict[str, float]) -> str:
+    """As --machine-bundle takes it: "ipu_host=1,CPU=0.01"."""
+    return ",".join(f"{k}={v:g}" for k, v in bundle.items())
+
+
+def bundle_problem(bundle: dict[str, float], nodes: list[dict]) -> str | None:
+    """Why no live node of the Ray cluster (ray.nodes()) can ever hold one machine's bundle, or None. Why at start:
+    a resource no node offers (a typo) left each job RUNNING, its machines' placement groups waiting unplaced."""
+    live = [n for n in nodes if n.get("Alive")]
+    if any(all(n.get("Resources", {}).get(k, 0) >= v for k, v in bundle.items()) for n in live):
+        return None
+    offers = "; ".join(f"{n.get('NodeManagerAddress', '?')} offers " + ", ".join(
+        f"{k}={v:g}" for k, v in sorted(n.get("Resources", {}).items()) if not k.startswith("node:")) for n in live)
+    return (f"--machine-bundle {bundle_text(bundle)}: no node of the Ray cluster offers all of it ({offers or 'no live node'});"
+            " give resources a node offers, or start nodes that offer them (ray start --resources='{\"ipu_host\":"
+            " 16}')")
+
+
 class Fleet:
     def __init__(self, pod: PodConfig, on_lost: Callable[[list[int]], None], mode: str = "local",
                  bundle: dict[str, float] | None = None):
         self.pod = pod
         self.mode = mode  # "off", "local", or a Ray address
         self.bundle = bundle  # what each machine reserves on a Ray node (None: the pool's default)
+        self.nodes_may_join = False  # the nodes offering the bundle may join after the start: not refused then
         self.watch_s = WATCH_S
         self.pool = None
         self._started_ray = False
@@ -96,6 +129,7 @@ class Fleet:
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
         self._ray_dir = local_ray.folder(os.getpid())
+        self._last_stats: dict[int, dict] = {}  # machine -> its last answer to stats()
         self._traffic = None  # --ray off: the TrafficCounters that runs' transports count into (the first makes it)
         self._machines: dict = {}  # --ray off: machine -> (Machine, its lock), made when a session or a run first
         # needs it and kept, as an actor is
@@ -121,8 +155,15 @@ class Fleet:
                     else:
                         check_reachable(self.mode)
                         ray.init(address=self.mode, log_to_driver=False, configure_logging=False)
+                problem = self.bundle and bundle_problem(self.bundle, ray.nodes())
+                if problem and not self.nodes_may_join:
+                    raise InvalidArgument(problem, field="--machine-bundle")
+                if problem:  # a head started with its controller (KubeRay): the workers that offer it come later
+                    log.error("%s; starting all the same: nodes may still join (--ray-wait), and until one offers"
+                              " it, a job's machines fail to start after 60 s", problem)
                 # generous: the first actors on a fresh machine wait for Ray's worker processes to start and import
                 self.pool = MachinePool(self.pod, bundle=self.bundle, ready_timeout_s=300.0)
+                self.pool.lost = self.failures.lost  # a collective waiting on a lost machine ends
                 self._watcher = threading.Thread(target=self._watch, name="vipu-fleet-watch", daemon=True)
                 self._watcher.start()
             return self.pool
@@ -242,21 +283,21 @@ class Fleet:
         return MachineTransport(mine, self.pod.machine.ipus, self._traffic)
 
     def stats(self) -> dict[int, dict]:
-        """Every running machine actor's counters (for metrics and `vipu top`); machines without an actor are
-        absent. With --ray off there are none: the control plane asks the runs' step reports instead."""
+        """Every running machine actor's counters (for metrics and `vipu top`), asked all at once and waited for at
+        most STATS_WAIT_S: a machine that does not answer in time (busy, restarting, on a lost node) gives its last
+        answer marked "stale": True, or is absent if it never answered. Machines without an actor are absent. With
+        --ray off there are none: the control plane asks the runs' step reports instead.
+
+        Why a short deadline: a scrape and a listing wait for this, and a scrape that takes longer than Prometheus's
+        timeout reads as the controller being down."""
         if not self.enabled or self.pool is None:
             return {}
-        import ray
-
-        handles = {m: self.pool.actor(m) for m in self.pool.machines}
-        refs = {m: h.stats.remote() for m, h in handles.items()}
-        out = {}
-        for m, ref in refs.items():
-            try:
-                out[m] = ray.get(ref, timeout=5)
-            except Exception:  # noqa: BLE001 - a machine restarting reports nothing this scrape
-                continue
-        return out
+        fresh = self.pool.stats(STATS_WAIT_S)
+        with self._lock:
+            running = set(self.pool.machines)
+            self._last_stats = {m: fresh.get(m, old) for m, old in self._last_stats.items() if m in running}
+            self._last_stats.update(fresh)
+            return {m: answer if m in fresh else {**answer, "stale": True} for m, answer in self._last_stats.items()}
 
     def link_bytes(self) -> dict[int, dict[str, list[int]]]:
         """With --ray off: machine -> link type -> [sent, received] bytes the runs' transports counted so far."""

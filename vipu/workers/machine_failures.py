@@ -52,9 +52,17 @@ class FailureWatch:
                     self._process[machine] = process
             if lost and report:
                 log.error("machines %s failed: their IPUs are out of service until repaired", lost)
-                self.on_lost(lost)
-                self._lost.update(lost)
+                self._lost.update(lost)  # first: a collective waiting on them ends now (lost()), not after on_lost
+                try:
+                    self.on_lost(lost)
+                except BaseException:
+                    self._lost.difference_update(lost)  # reported again at the next look
+                    raise
             return lost
+
+    def lost(self) -> frozenset[int]:
+        """The machines reported lost and not repaired since: a collective waiting on one of them ends (actor_calls)."""
+        return frozenset(self._lost)
 
     def repaired(self, machines: list[int], health: Mapping[int, dict] | None = None) -> None:
         """Back in service. What `health` says of each machine (their actors asked after the repair) is its new

@@ -19,39 +19,63 @@ running: the pool never starts it (the server or the test session does).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from typing import Iterable
+from typing import Callable, Collection, Iterable
 
 import ray
+from ray import ObjectRef
 from ray.actor import ActorHandle
-from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError
+from ray.exceptions import ActorUnavailableError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from vipu.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from vipu.hardware.pod import PodConfig
 from vipu.workers.actor import MAX_RESTARTS, MachineActor
+from vipu.workers.fleet import DEFAULT_BUNDLE
 
-DEFAULT_BUNDLE = {"CPU": 0.01}
+log = logging.getLogger("vipu.machines")
+PROBE_S = 1.0  # how long a health check waits for the machines' own answers (their failed IPUs and links)
+
+
+def actor_state(handle: ActorHandle) -> dict:
+    """What Ray's GCS knows of an actor: alive (ALIVE), dead (DEAD: Ray gave up on it), its restarts, node and
+    process. One GCS lookup; never waits on the actor."""
+    from ray._private import state  # the GCS actor table; ray.util.state needs the dashboard, which may be off
+
+    info = state.actors(actor_id=handle._actor_id.hex())
+    if not info:
+        return {"alive": False, "dead": False, "error": "Ray's GCS does not know this actor (yet)"}
+    alive = info["State"] == "ALIVE"
+    out = {"alive": alive, "dead": info["State"] == "DEAD", "restarts": int(info["NumRestarts"]),
+           "node": info["Address"]["NodeID"] if alive else None, "pid": int(info["Pid"]) if alive else None}
+    if not alive:
+        out["error"] = f"Ray reports the actor {info['State']}"
+    return out
 
 
 class MachinePool:
     def __init__(self, pod: PodConfig, *, bundle: dict[str, float] | None = None, ready_timeout_s: float = 60.0,
-                 call_timeout_s: float = 10.0):
+                 call_timeout_s: float = 10.0, place_timeout_s: float = 60.0):
         if not ray.is_initialized():
             raise FailedPrecondition("Ray is not running; call ray.init() before creating a MachinePool (the server"
                                      " does this at start-up)")
         self.pod = pod
         self.bundle = dict(bundle or DEFAULT_BUNDLE)
-        self.ready_timeout_s = ready_timeout_s
+        self.ready_timeout_s = ready_timeout_s  # for a placed actor to answer
+        self.place_timeout_s = place_timeout_s  # for a machine's placement group to be placed
         self.call_timeout_s = call_timeout_s
         self.created = 0  # actors ever started by this pool (restarts by Ray not included)
         self._actors: dict[int, ActorHandle] = {}
         self._groups: dict[int, PlacementGroup] = {}
         self._starting: dict[int, threading.Event] = {}  # machines being started now -> set when that start ends
-        self._lock = threading.Lock()  # the three maps above; never held while waiting on Ray
+        self._asked: dict[int, ObjectRef] = {}  # machine -> its stats call not yet answered
+        self._lock = threading.Lock()  # the four maps above; never held while waiting on Ray
         self._closed = threading.Event()
+        self.lost: Callable[[], Collection[int]] = frozenset  # machines the controller found lost (the fleet sets
+        # it): a collective waiting on one of them ends (fabric/actor_calls.py)
 
     @property
     def machines(self) -> list[int]:
@@ -106,9 +130,18 @@ class MachinePool:
             strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0)
             started[m] = (MachineActor.options(scheduling_strategy=strategy).remote(self.pod, m), group)
             self.created += 1
-        probes = {started[m][0].health.remote(): m for m in machines}
-        ready = self._wait(list(probes))
-        problems = {probes[ref]: f"no answer within {self.ready_timeout_s:g} s" for ref in probes if ref not in ready}
+        # first the reservations: a bundle no node has free never places, and must say so, not wait as a slow start
+        placing = {started[m][1].ready(): m for m in machines}
+        placed = {placing[ref] for ref in self._wait(list(placing), self.place_timeout_s)}
+        problems = {m: f"no Ray node had {self.bundle} free for its placement group within"
+                       f" {self.place_timeout_s:g} s" for m in machines if m not in placed}
+        if problems and not self._closed.is_set():
+            log.error("machines %s: their placement groups (%s each) were not placed within %g s; `ray status`"
+                      " shows what the nodes have free", sorted(problems), self.bundle, self.place_timeout_s)
+        probes = {started[m][0].health.remote(): m for m in machines if m in placed}
+        ready = self._wait(list(probes), self.ready_timeout_s)
+        problems.update({probes[ref]: f"no answer within {self.ready_timeout_s:g} s" for ref in probes
+                         if ref not in ready})
         for ref in ready:
             try:
                 ray.get(ref)
@@ -129,9 +162,9 @@ class MachinePool:
             raise Unavailable(f"machine actors did not start ({detail}); check `ray status` for free CPU"
                               f" ({self.bundle} is reserved per machine) and memory, then try again")
 
-    def _wait(self, refs: list) -> set:
-        """The refs that answer within ready_timeout_s, looking every second whether the pool was shut down."""
-        deadline = time.monotonic() + self.ready_timeout_s
+    def _wait(self, refs: list, timeout_s: float) -> set:
+        """The refs that answer within timeout_s, looking every second whether the pool was shut down."""
+        deadline = time.monotonic() + timeout_s
         ready: set = set()
         pending = refs
         while pending and not self._closed.is_set():
@@ -151,23 +184,58 @@ class MachinePool:
                            " machine") from None
 
     def health(self, machines: Iterable[int] | None = None) -> dict[int, dict]:
-        """Every actor's health (or these machines'). An actor Ray gave up on (restarts exhausted) is reported dead
-        and dropped, so the next actors_for() starts a fresh one; one being restarted is reported as not alive, and
-        kept."""
+        """Every actor's health (or these machines'): whether it lives, its restarts, node and process, from Ray's
+        GCS, and what the machine itself says (failed IPUs and links) if it answers within PROBE_S. An actor Ray
+        gave up on (restarts exhausted) is reported dead and dropped, so the next actors_for() starts a fresh one;
+        one being restarted (or whose node is gone) is reported as not alive, and kept.
+
+        Why the GCS and not only the actor: an actor runs its work one call at a time, and a call waiting on a
+        peer on a dead node holds up every later call from this process, a probe too (Ray starts one caller's calls
+        in order); a busy machine must not be taken for a lost one."""
         wanted = None if machines is None else set(machines)
         with self._lock:
             handles = {m: h for m, h in self._actors.items() if wanted is None or m in wanted}
-        probes = {m: handle.health.remote() for m, handle in handles.items()}
-        report = {}
-        for m, ref in probes.items():
-            try:
-                report[m] = ray.get(ref, timeout=self.call_timeout_s)
-            except ActorDiedError as e:
-                report[m] = {"machine": m, "alive": False, "dead": True, "error": str(e).splitlines()[0]}
+        states = {m: actor_state(handle) for m, handle in handles.items()}
+        # only the live ones: a probe of one whose node is gone would wait in Ray's queue for a restart that may
+        # never come
+        answered, _ = self._answers({m: handles[m].health.remote() for m, state in states.items()
+                                     if state["alive"]}, PROBE_S)
+        for m, state in states.items():
+            if state["dead"]:
                 self._forget(m)
-            except (ActorUnavailableError, GetTimeoutError) as e:
-                report[m] = {"machine": m, "alive": False, "dead": False, "error": str(e).splitlines()[0]}
-        return report
+        return {m: {"machine": m, **answered.get(m, {}), **state} for m, state in states.items()}
+
+    def stats(self, wait_s: float) -> dict[int, dict]:
+        """Each actor's counters that answer within wait_s, asked all at once (the health group: a call running
+        long does not hold them up); the others are absent. An actor still owing the answer to an earlier ask is
+        not asked again: a machine held up by a call waiting on a peer gets one stats call queued, not one a scrape."""
+        with self._lock:
+            for m in set(self._asked) - set(self._actors):
+                del self._asked[m]
+            for m, handle in self._actors.items():
+                if m not in self._asked:
+                    self._asked[m] = handle.stats.remote()
+            asked = dict(self._asked)
+        answers, done = self._answers(asked, wait_s)
+        with self._lock:
+            for m, ref in asked.items():
+                if ref in done and self._asked.get(m) is ref:
+                    del self._asked[m]
+        return answers
+
+    @staticmethod
+    def _answers(calls: dict[int, ObjectRef], wait_s: float) -> tuple[dict[int, dict], set[ObjectRef]]:
+        """The results of the calls that succeed within wait_s (by machine), and the calls that ended."""
+        done, _ = ray.wait(list(calls.values()), num_returns=len(calls), timeout=wait_s) if calls else ([], [])
+        ready = set(done)
+        out = {}
+        for m, ref in calls.items():
+            if ref in ready:
+                try:
+                    out[m] = ray.get(ref, timeout=0)
+                except Exception:  # noqa: BLE001 - a machine restarting answers nothing; its state says why
+                    continue
+        return out, ready
 
     # --- fault injection ----------------------------------------------------------------------------------------
     def kill(self, machine: int, restart: bool = True) -> None:

@@ -30,6 +30,7 @@ from vipu.jobs.train import run_log
 from vipu.jobs.train.poprun import partition_environments
 from vipu.jobs.train.run_history import cause, ending, run_end, span
 from vipu.jobs.train.results import ModelledSteps, StepReport, TrainingResult
+from vipu.partition.placement import mask_of
 from vipu.partition.rules import job_partition_name
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
@@ -338,14 +339,19 @@ class TrainRuns:
             return f"{record.result.steps_run} of {record.result.steps_requested} steps"
         run = self.runs.get(job.id)
         if state is JobState.NODE_FAIL and run is not None and run.number == number:
-            lost = self._lost_hardware(run.first_ipu, run.ipus)
+            lost = self._lost_hardware(run.first_ipu, run.ipus, run_end(job, number))
             if lost:
                 return lost
         return cause(job, number, state)
 
-    def _lost_hardware(self, first_ipu: int, ipus: int) -> str | None:
-        """The failed IPUs under a block, by machine: "machine 1 was lost", "IPU 5 of machine 1 failed"."""
-        topology, mask = self.ctx.pod_state().topology, self.ctx.failed_mask()
+    def _lost_hardware(self, first_ipu: int, ipus: int, until: float | None) -> str | None:
+        """The IPUs under a block that had failed when its run ended (`until`), by machine: "machine 1 was lost",
+        "IPU 5 of machine 1 failed". Why not the failed IPUs now: a node lost in waves failed more machines after
+        the run ended, and its logs named them while `vipu show job` (EndedBy, written at the end) did not."""
+        state = self.ctx.pod_state()
+        topology = state.topology
+        mask = mask_of(f.ipu for f in state.ipu_failures.values()
+                       if until is None or f.reason is None or f.reason.at <= until)
         whole, parts = [], []
         for machine in topology.machines_of(first_ipu, ipus):
             own = [i for i in topology.machine_ipus(machine) if first_ipu <= i < first_ipu + ipus]
