@@ -54,7 +54,8 @@ shows that no one cost a score serves both BERT-Large with micro-batch 2 and BER
 the split over the tiles, AMP vertex cycles, exchange and partials, after graphcore/poplibs lib/poplin) and gives
 each row's error if attention's batched matmuls ran slower by the estimate's ratio, or every matmul at its estimate.
 Four checks on the two SL512 packed rows follow (planner_sl512.py): SL512 packed over SL128 packed as published by
-PopART and by PyTorch (the same layout, counted the same way) and as planned; each BERT-Large pre-training config's
+PopART and by PyTorch (the same layout, counted the same way; with PyTorch's matmul_proportion, equal at SL128
+and SL512 on a Pod64) and as planned; each BERT-Large pre-training config's
 step split into a fixed part and its micro-batches' ticks from its Pod16 and Pod64 figures; the encoder layer's
 matmuls planned with each tile's piece held under the config's available_memory_proportion; and the same model and
 data on a Bow Pod16 in Graphcore's MLPerf v2.0 layout, published and planned, beside the row. A last table

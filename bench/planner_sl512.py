@@ -21,6 +21,13 @@ from planner_shapes import StepLine
 # at c0239af, pretrain_large_{128,512}[_POD64]) have PopART's layout: layers_per_ipu [3, 7, 7, 7], micro-batch 8 at
 # SL128 and 2 at SL512; run_pretraining.py counts packs x the packing ratio measured on the IPUs (modeling.py).
 PYTORCH_PACKED = {16: (5_592, 1_969), 64: (18_494, 6_510)}
+# The page's later edition lists the same two PyTorch rows again (Pod16 at SDK 3.3, Pod64 at SDK 3.2)
+PYTORCH_PACKED_LATER = {16: (5_600, 1_973), 64: (18_442, 6_543)}
+# The encoder IPUs' matmul_proportion (PyTorch's name for available_memory_proportion) of the configs PyTorch's
+# benchmarks.yml runs for those rows (nlp/bert/pytorch/benchmarks.yml at c0239af,
+# pytorch_bert_large_packed_pretrain_real_pod16 and _pod64: --config pretrain_large_{128,512}[_POD64];
+# configs_pretraining.yml): SL128 then SL512. On a Pod64 the two are equal.
+PYTORCH_AMP = {16: (0.25, 0.15), 64: (0.19, 0.19)}
 # available_memory_proportion of the encoder IPUs in each PopART pre-training config (nlp/bert/popart/configs at
 # c0239af; the pre-SDK 2.5 SL128 and SL384 configs are the same)
 CONFIG_AMP = {"BERT-Large SL128": 0.25, "BERT-Large SL384": 0.40, "BERT-Large SL128 packed": 0.25,
@@ -53,13 +60,17 @@ def find_point(points, model: str, ipus: int):
 
 def _framework_ratios(points, planned) -> None:
     """SL512 packed over SL128 packed, throughput in sequences a second, from the same edition: PopART's (the
-    bench's rows), PyTorch's (the same layout in another framework, counted the same way) and the planner's."""
+    bench's rows), PyTorch's (the same layout in another framework, counted the same way; the later edition's
+    figures after the slash) and the planner's. "AMP": PyTorch's encoder matmul_proportion at SL128 and SL512. On
+    a Pod64 its two configs set the same proportion, so a ratio that stays put there is not the option's doing."""
     print("SL512 packed over SL128 packed (sequences a second), published in two frameworks and planned:")
-    print(f"  {'system':<11} {'PopART':>7} {'PyTorch':>8} {'planned':>8}")
+    print(f"  {'system':<11} {'PopART':>7} {'PyTorch':>13} {'PyTorch AMP':>12} {'planned':>8}")
     for ipus, (sl128, sl512) in PYTORCH_PACKED.items():
         short, long = (find_point(points, f"BERT-Large SL{n} packed", ipus) for n in (128, 512))
-        print(f"  {PODS[ipus]:<11} {long.published / short.published:>7.3f} {sl512 / sl128:>8.3f}"
-              f" {planned(long).throughput / planned(short).throughput:>8.3f}")
+        later = PYTORCH_PACKED_LATER[ipus][1] / PYTORCH_PACKED_LATER[ipus][0]
+        amp = "{:.2f} / {:.2f}".format(*PYTORCH_AMP[ipus])
+        print(f"  {PODS[ipus]:<11} {long.published / short.published:>7.3f} {sl512 / sl128:>7.3f} / {later:.3f}"
+              f" {amp:>12} {planned(long).throughput / planned(short).throughput:>8.3f}")
 
 
 def _ticks_and_fixed(points, planned) -> None:
