@@ -16,7 +16,7 @@ from vipu.validation import MAX_SPEC_BYTES
 
 
 def submit(server, *args: str) -> list[int]:
-    out = run(server, "vipu", "submit", *args, "--json")
+    out = run(server, "vipu", "submit", "--json", *args)
     assert out.returncode == 0, out.stderr
     return [int(i) for i in json.loads(out.stdout)["job_ids"]]
 
@@ -298,7 +298,7 @@ def test_a_relative_output_is_made_absolute_where_vipu_submit_runs(server, tmp_p
                                        "workload: {kind: sleep, duration: 0.1}\n")
     (tmp_path / "logs").mkdir()  # as sbatch, a missing directory would fail the job
     def submit_here(*args: str) -> int:
-        out = run_script(console_script("vipu"), ["submit", *args, "--json"], env=server.env(), cwd=tmp_path)
+        out = run_script(console_script("vipu"), ["submit", "--json", *args], env=server.env(), cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         return int(json.loads(out.stdout)["job_ids"][0])
 

@@ -41,7 +41,7 @@ class Times:
         return run(self.server, "vipu", *args)
 
     def submit(self, *args: str) -> int:
-        out = self.vipu("submit", "--ipus", "1", "--hold", *args, "--json")
+        out = self.vipu("submit", "--ipus", "1", "--hold", "--json", *args)
         assert out.returncode == 0, (args, out.stderr)
         return int(json.loads(out.stdout)["job_ids"][0])
 

@@ -65,9 +65,32 @@ def piped() -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
+_STDIN: list = [None, b""]  # the stdin read, and what it held: read once, by starts_script or read_spec
+
+
+def stdin_bytes() -> bytes:
+    """stdin's bytes, no more than one past the limit (stdin cannot be read twice: the command line's reading looks
+    at it before the spec is read)."""
+    if _STDIN[0] is not sys.stdin:
+        _STDIN[:] = [sys.stdin, sys.stdin.buffer.read(MAX_SPEC_BYTES + 1)]
+    return _STDIN[1]
+
+
+def starts_script(word: str) -> bool:
+    """Whether `word` names a batch script (its first line #!; '-': stdin), where sbatch stops reading its own
+    options: the words after it are the script's."""
+    try:
+        if word == "-":
+            return is_batch_script(stdin_bytes()[:2])
+        with open(word, "rb") as file:
+            return is_batch_script(file.read(2))
+    except (OSError, ValueError):  # not a file (the spec's reading says so), stdin closed
+        return False
+
+
 def read_spec(path: str) -> tuple[bytes, str]:
     if path == "-":
-        data = sys.stdin.buffer.read(MAX_SPEC_BYTES + 1)  # no more than one byte past the limit is read
+        data = stdin_bytes()
         if len(data) > MAX_SPEC_BYTES:
             raise UnreadableSpec(f"the job spec on stdin is more than 1 MB; a spec may be at most {MAX_SPEC_BYTES:,}"
                                  " bytes: keep data in files it names")
