@@ -282,15 +282,13 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
                     "duplicate": all(reply.duplicate for reply in replies),
                     "jobs": as_dict(j.SubmitJobsResponse(jobs=replies))["jobs"]})
         return
+    # stdout is sbatch's line (scripts read its 4th word) or, with --parsable, the id alone, for $(...); the rest
+    # goes to stderr
     for request, reply in zip(requests, replies):
-        again = f"request id {request.request_id} was used before: that submit's jobs, not queued again"
-        if values["parsable"]:
-            print(reply.job_ids[0])
-            if reply.duplicate:  # stdout is the id alone, for $(...)
-                print(f"vipu: {again}", file=sys.stderr)
-            continue
         first_id, last = reply.job_ids[0], reply.job_ids[-1]
-        print(f"Submitted job {first_id}" if len(reply.job_ids) == 1 else
-              f"Submitted array job {first_id} ({len(reply.job_ids)} tasks: jobs {first_id}-{last})")
+        print(first_id if values["parsable"] else f"Submitted batch job {first_id}")
+        if len(reply.job_ids) > 1 and not values["parsable"]:
+            print(f"vipu: array job {first_id}: {len(reply.job_ids)} tasks, jobs {first_id}-{last}", file=sys.stderr)
         if reply.duplicate:  # a retry of an earlier submit: said, so nobody waits for a second copy
-            print(f"({again})")
+            print(f"vipu: request id {request.request_id} was used before: that submit's jobs, not queued again",
+                  file=sys.stderr)
