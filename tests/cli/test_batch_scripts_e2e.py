@@ -199,6 +199,7 @@ def test_wrap_runs_a_command_in_a_sh_script(server, tmp_path):
     ("NONE", "FOO=unset BAR=unset"),
     ("ALL,FOO=1", "FOO=1 BAR=shell"),
     ("FOO=2", "FOO=2 BAR=unset"),  # only those named
+    ("NONE,FOO=1", "FOO=1 BAR=unset"),  # the same, as sbatch 22.05 takes it
 ])
 def test_export_decides_what_the_program_gets_of_the_shell(server, tmp_path, export, want):
     write(tmp_path / "env.sh", '#!/bin/sh\n#SBATCH --ipus 1\necho "FOO=${FOO-unset} BAR=${BAR-unset}"\n')
