@@ -121,8 +121,15 @@ def test_binary_and_oversized_specs(unchanged_server, tmp_path):
     server = unchanged_server  # refused: nothing is queued
     garbage = tmp_path / "garbage.bin"
     garbage.write_bytes(bytes(range(256)) * 4)
-    out = run(server, "vipu", "submit", str(garbage))
+    out = run(server, "vipu", "submit", str(garbage))  # walk40: said as sbatch says it, not a batch script
+    assert out.returncode == 2 and "This does not look like a batch script" in out.stderr, out.stderr
+    (tmp_path / "garbage.yaml").write_bytes(bytes(range(256)) * 4)  # named a spec: the controller names the byte
+    out = run(server, "vipu", "submit", str(tmp_path / "garbage.yaml"))
     assert out.returncode == 2 and "UTF-8" in out.stderr
+    for text, said in (("", "Batch script is empty!"), (" \n\t\n", "Batch script contains only whitespace!")):
+        (tmp_path / "job.sh").write_text(text)  # sbatch's words
+        out = run(server, "vipu", "submit", str(tmp_path / "job.sh"))
+        assert out.returncode == 2 and out.stderr.startswith(f"vipu: error: {tmp_path}/job.sh: {said}"), out.stderr
     huge = tmp_path / "huge.yaml"
     huge.write_text("ipus: 4\n#" + "x" * 10_000_000 + "\n")
     out = run(server, "vipu", "submit", str(huge))

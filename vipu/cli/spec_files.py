@@ -107,20 +107,23 @@ def read_spec(path: str) -> tuple[bytes, str]:
 
 
 def check_spec(text: bytes, source: str) -> None:
-    """sbatch's refusal for a file that is neither a batch script nor a job spec. One named .yaml, .yml or .json, and
-    a binary one, are left to the controller, whose message names the line of a syntax error or the bad byte."""
+    """sbatch's refusal for a file that is neither a batch script nor a job spec: an empty one, one of whitespace
+    only (sbatch's words), a binary or other one (not a batch script, as sbatch says). One named .yaml, .yml or
+    .json is left to the controller, whose message names the line of a syntax error or the bad byte."""
     if is_batch_script(text):
         raise UnreadableSpec(f"{source} is a batch script: give it first, as a job of its own (vipu submit"
                              f" {source} ARGS...); the words after a script are its arguments")
-    if source.endswith(SPEC_SUFFIXES) or b"\x00" in text:  # binary: the controller says so
+    if source.endswith(SPEC_SUFFIXES):
         return
+    if not text.strip():
+        said = "Batch script is empty!" if not text else "Batch script contains only whitespace!"
+        raise UnreadableSpec(f"{source}: {said} (sbatch's words); give a batch script (its first line #!, e.g."
+                             " #!/bin/bash) or a YAML or JSON job spec")
     from vipu.documents import parse_document
 
     try:
-        data = parse_document(text.decode())
-    except UnicodeDecodeError:  # the controller names the bad byte
-        return
-    except Exception:  # noqa: BLE001 - not YAML or JSON either
+        data = None if b"\x00" in text else parse_document(text.decode())
+    except Exception:  # noqa: BLE001 - binary (not UTF-8), or not YAML or JSON either
         data = None
     if not isinstance(data, dict):
         raise UnreadableSpec(f"{source}: {NOT_A_SCRIPT} (e.g. #!/bin/bash), and it is not a YAML or JSON job spec"
