@@ -112,7 +112,7 @@ OPTIONS = (
     SbatchOption("exclude", ("--exclude", "-x"), help="IPU-Machines the job must not run on, e.g. ag[02-03]",
                  field="exclude", reads="hostlist"),
     SbatchOption("output", ("--output", "-o"), help="the job's output file, relative to its working directory; %j"
-                 " job id, %A array job, %a task, %x name, %u user, %J id and step, %N first IPU-Machine (see the"
+                 " job id, %A array job, %a task, %x name, %u user, %J id (and step: none for a script), %N first IPU-Machine (see the"
                  " spec); the controller writes it, never over a file it did not write for this job or an earlier"
                  " one of yours (but --open-mode=append adds to a file of your own)", field="output", reads="text",
                  variable="SBATCH_OUTPUT"),
