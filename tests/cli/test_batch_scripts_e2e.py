@@ -82,6 +82,18 @@ def test_the_words_after_the_script_are_its_own_whatever_they_are(server, tmp_pa
     vipu(server, "cancel", str(job), cwd=tmp_path)
 
 
+def test_wait_exits_with_the_jobs_exit_code_as_sbatch_w(server, tmp_path):
+    write(tmp_path / "three.sh", "#!/bin/sh\n#SBATCH --ipus=1\nexit 3\n")
+    out = vipu(server, "submit", "-W", "three.sh", cwd=tmp_path)  # sbatch -W three.sh: its line, then the job's code
+    assert (out.returncode, out.stdout) == (3, "Submitted batch job 1\n"), out.stderr
+    assert show(server, 1, tmp_path)["state"] == "FAILED"  # ended before the command did
+    write(tmp_path / "ok.sh", "#!/bin/sh\n#SBATCH --ipus=1\n#SBATCH -W\ntrue\n")  # a directive asks it too
+    out = vipu(server, "submit", "--parsable", "ok.sh", cwd=tmp_path)
+    assert (out.returncode, out.stdout) == (0, "2\n") and show(server, 2, tmp_path)["state"] == "COMPLETED"
+    refused = vipu(server, "submit", "--deadline", "now+1hour", "ok.sh", cwd=tmp_path)
+    assert refused.returncode == 2 and "--deadline is not taken" in refused.stderr, refused.stderr
+
+
 def test_flags_beat_directives(server, tmp_path):
     write(tmp_path / "job.sh", "#!/bin/sh\n#SBATCH -J from-script -t 10 --ipus 4 -q normal --nice=5\n"
           "#SBATCH --hold\ntrue\n")
