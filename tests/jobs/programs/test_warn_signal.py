@@ -66,8 +66,9 @@ def test_a_time_past_the_limit_signals_once_at_the_first_check_after_the_start(s
     assert job.returncode == 0, job.stderr
     detail = ended(server, int(job.stdout), timeout=60)
     assert detail["state"] == "TIMEOUT"
-    [said] = output(tmp_path, int(job.stdout)).splitlines()  # once, after its trap was set: not ended by it
+    said, stepd = output(tmp_path, int(job.stdout)).splitlines()  # once, after its trap was set: not ended by it
     assert re.fullmatch(r"warned after \d+ s", said), said
+    assert stepd.endswith(" DUE TO TIME LIMIT ***"), stepd  # then its time limit, as slurmstepd says it
 
 
 @pytest.mark.parametrize(("started", "end_by", "before_s", "at"), [
