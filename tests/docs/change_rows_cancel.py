@@ -159,7 +159,8 @@ def cancel_batch(open_live, tmp_path):
     wait_for(lambda: "child got USR1" in output.read_text(), timeout=60)
     live.ok("cancel", str(job))
     wait_for(lambda: live.states(job) == ["CANCELLED"], timeout=60)
-    assert output.read_text().splitlines()[1:] == ["script got USR1", "child got USR1"]  # one each, no more
+    *lines, stepd = output.read_text().splitlines()  # then the cancel, as slurmstepd says it
+    assert lines[1:] == ["script got USR1", "child got USR1"] and " CANCELLED AT " in stepd  # one each, no more
     x, y = (live.submit("--ipus", "1", "--hold")[0] for _ in range(2))
     live.ok("cancel", "--batch", str(x))  # without -s: a cancel
     live.ok("cancel", "-f", str(y))
