@@ -113,7 +113,7 @@ printf '\n# A program of your own: the same data-parallel training written on th
 printf '# batch script; it runs as a real process beside its machines, its tensors and allreduces on the emulated IPUs.\n'
 step cat examples/tiny_dp.sh
 # its python: this venv's; its output in .demo/, not in the repository
-PROGRAM=$(PATH="$PWD/$BIN:$PATH" $BIN/vipu submit examples/tiny_dp.sh --output .demo/slurm-%j.out --parsable)
+PROGRAM=$(PATH="$PWD/$BIN:$PATH" $BIN/vipu submit --output .demo/slurm-%j.out --parsable examples/tiny_dp.sh)
 step $BIN/vipu show job "$PROGRAM"
 for _ in $(seq 240); do [ -z "$($BIN/vipu queue --no-header)" ] && break; sleep 0.5; done
 step $BIN/vipu logs "$PROGRAM"

@@ -68,7 +68,7 @@ def test_directives_after_the_first_command_are_ignored():
     ("#SBATCH --array=0-x", "'0-x' is not a task index or range"),
     ("#SBATCH -d afterfoo:1", "unknown dependency type 'afterfoo'"),
     ("#SBATCH -b 10m", "ambiguous"),
-    ("#SBATCH --export=NONE,FOO", "NONE passes nothing on"),
+    ("#SBATCH --export=ALL,NONE", "NONE passes none of the environment on and ALL all of it"),
     ("#SBATCH -J ''", "the value is empty"),
     ("#SBATCH -J 'unclosed", "No closing quotation; close the quote"),
     ("#SBATCH train", "'train' is not an option; a directive holds options only"),

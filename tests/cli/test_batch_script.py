@@ -19,6 +19,8 @@ SHELL = {"HOME": "/home/ann", "PATH": "/usr/bin", "FOO": "shell", "SLURM_CONF": 
     ("ALL,FOO=given", {**SHELL, "FOO": "given"}),  # read in order: the value given is the last word
     ("HOME,BAR=2", {"SLURM_CONF": "/etc/slurm.conf", "HOME": "/home/ann", "BAR": "2"}),  # only those
     ("MISSING", {"SLURM_CONF": "/etc/slurm.conf"}),  # a name the shell does not have passes nothing
+    ("NONE,BAR=1", {"SLURM_CONF": "/etc/slurm.conf", "BAR": "1"}),  # walk40: as sbatch 22.05, NONE and the list
+    ("none,FOO", {"SLURM_CONF": "/etc/slurm.conf", "FOO": "shell"}),
     ("BAR=a=b", {"SLURM_CONF": "/etc/slurm.conf", "BAR": "a=b"}),
     ('BAR="a,b",BAZ=', {"SLURM_CONF": "/etc/slurm.conf", "BAR": "a,b", "BAZ": ""}),
 ])
@@ -36,7 +38,7 @@ def test_all_keeps_the_access_key_out_of_the_stored_environment_unless_it_is_nam
     ("", "has an empty entry"),
     ("ALL,,FOO", "has an empty entry"),
     ("FOO,", "has an empty entry"),
-    ("NONE,FOO=1", "NONE passes nothing on"),
+    ("NONE,ALL", "NONE passes none of the environment on and ALL all of it"),
     ("1FOO", "'1FOO' is not a variable name"),
     ("A-B=1", "'A-B' is not a variable name"),
     ('FOO="a,b', "has an unclosed quote"),

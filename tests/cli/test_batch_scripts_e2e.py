@@ -73,32 +73,53 @@ def test_a_script_runs_with_its_directives_and_writes_what_it_printed(server, tm
     assert lines["StdOut"] == lines["StdErr"] == str(output)
 
 
+def test_the_words_after_the_script_are_its_own_whatever_they_are(server, tmp_path):
+    write(tmp_path / "args.sh", "#!/bin/bash\n#SBATCH -J args --ipus=1\necho \"args: $*\"\n")
+    [job] = submit(server, "-H", "args.sh", "input.txt", "-t", "5", "-J", "renamed", cwd=tmp_path)  # as sbatch
+    shown = vipu(server, "show", "job", str(job), cwd=tmp_path).stdout
+    assert "Command=(batch script) input.txt -t 5 -J renamed\n" in shown and "JobName=args" in shown
+    assert "TimeLimit=00:05:00" not in shown
+    vipu(server, "cancel", str(job), cwd=tmp_path)
+
+
+def test_wait_exits_with_the_jobs_exit_code_as_sbatch_w(server, tmp_path):
+    write(tmp_path / "three.sh", "#!/bin/sh\n#SBATCH --ipus=1\nexit 3\n")
+    out = vipu(server, "submit", "-W", "three.sh", cwd=tmp_path)  # sbatch -W three.sh: its line, then the job's code
+    assert (out.returncode, out.stdout) == (3, "Submitted batch job 1\n"), out.stderr
+    assert show(server, 1, tmp_path)["state"] == "FAILED"  # ended before the command did
+    write(tmp_path / "ok.sh", "#!/bin/sh\n#SBATCH --ipus=1\n#SBATCH -W\ntrue\n")  # a directive asks it too
+    out = vipu(server, "submit", "--parsable", "ok.sh", cwd=tmp_path)
+    assert (out.returncode, out.stdout) == (0, "2\n") and show(server, 2, tmp_path)["state"] == "COMPLETED"
+    refused = vipu(server, "submit", "--deadline", "now+1hour", "ok.sh", cwd=tmp_path)
+    assert refused.returncode == 2 and "--deadline is not taken" in refused.stderr, refused.stderr
+
+
 def test_flags_beat_directives(server, tmp_path):
     write(tmp_path / "job.sh", "#!/bin/sh\n#SBATCH -J from-script -t 10 --ipus 4 -q normal --nice=5\n"
           "#SBATCH --hold\ntrue\n")
-    [job] = submit(server, "job.sh", "-J", "from-flag", "-t", "2:00", "--nice", "7", cwd=tmp_path)
+    [job] = submit(server, "-J", "from-flag", "-t", "2:00", "--nice", "7", "job.sh", cwd=tmp_path)
     spec = show(server, job, tmp_path)["spec"]
     assert (spec["name"], spec["time_limit"], spec["nice"], spec["ipus"], spec["hold"]) == ("from-flag", 120, 7, 4,
                                                                                              True)
     [bare] = submit(server, "--nice", "job.sh", cwd=tmp_path)  # sbatch --nice job.sh: 100, the script no value
     assert show(server, bare, tmp_path)["spec"]["nice"] == 100
-    [other] = submit(server, "job.sh", "--no-hold", "--time-limit", "90s", "--name", "n", cwd=tmp_path)
+    [other] = submit(server, "--no-hold", "--time-limit", "90s", "--name", "n", "job.sh", cwd=tmp_path)
     x = ended(server, other, tmp_path)  # --no-hold beat -H; --time-limit takes a unit
     assert (x["state"], x["time_limit_s"], x["name"]) == ("COMPLETED", 90, "n")
 
     # sbatch's input variables: over the #SBATCH lines, under the flags (man sbatch)
     env = {"SBATCH_JOB_NAME": "from-env", "SBATCH_TIMELIMIT": "7", "SBATCH_QOS": "high", "SBATCH_NO_REQUEUE": ""}
-    [third] = submit(server, "job.sh", "-J", "from-flag", cwd=tmp_path, env=env)
+    [third] = submit(server, "-J", "from-flag", "job.sh", cwd=tmp_path, env=env)
     spec = show(server, third, tmp_path)["spec"]
     assert (spec["name"], spec["time_limit"], spec["qos"], spec["requeue"]) == ("from-flag", 420, "high", False)
     [wrapped] = submit(server, "--wrap", "true", "--ipus", "1", "-H", cwd=tmp_path, env=env)
     assert show(server, wrapped, tmp_path)["spec"]["name"] == "from-env"
     bad = vipu(server, "submit", "job.sh", cwd=tmp_path, env={"SBATCH_TIMELIMIT": "soon"})
     assert bad.returncode == 2 and bad.stderr.startswith("vipu: error: SBATCH_TIMELIMIT: 'soon'"), bad.stderr
-    said = vipu(server, "submit", "job.sh", "--comment", "nightly", "--json", cwd=tmp_path)  # sbatch's, kept
+    said = vipu(server, "submit", "--comment", "nightly", "--json", "job.sh", cwd=tmp_path)  # sbatch's, kept
     assert said.returncode == 0 and said.stderr == "", said.stderr
     assert show(server, json.loads(said.stdout)["job_ids"][0], tmp_path)["spec"]["comment"] == "nightly"
-    [appending] = submit(server, "job.sh", "-H", cwd=tmp_path, env={"SBATCH_OPEN_MODE": "append"})
+    [appending] = submit(server, "-H", "job.sh", cwd=tmp_path, env={"SBATCH_OPEN_MODE": "append"})
     assert show(server, appending, tmp_path)["spec"]["workload"]["open_mode"] == "append"
     refused = vipu(server, "submit", "job.sh", cwd=tmp_path, env={"SBATCH_OPEN_MODE": "replace"})
     assert refused.returncode == 2 and "--open-mode=replace: give truncate or append" in refused.stderr
@@ -111,7 +132,7 @@ def test_open_mode_append_adds_to_a_file_of_ones_own_and_each_run_adds_again(ser
     write(tmp_path / "job.sh", "#!/bin/sh\n#SBATCH --ipus 1 -o log.out\necho run $SLURM_RESTART_COUNT\n")
     [refused] = submit(server, "job.sh", cwd=tmp_path)
     assert ended(server, refused, tmp_path)["state"] == "FAILED" and log.read_text() == "before\n"
-    [job] = submit(server, "job.sh", "--open-mode=append", cwd=tmp_path)
+    [job] = submit(server, "--open-mode=append", "job.sh", cwd=tmp_path)
     assert ended(server, job, tmp_path)["state"] == "COMPLETED"
     assert log.read_text() == "before\nrun 0\n"
     assert vipu(server, "requeue", str(job), cwd=tmp_path).returncode == 0
@@ -147,7 +168,7 @@ def test_a_value_the_controller_refuses_names_the_scripts_line_that_gave_it(serv
     out = vipu(server, "submit", "bad.sh", cwd=tmp_path)
     assert (out.returncode, out.stdout) == (2, "")
     assert out.stderr.startswith("vipu: error: bad.sh line 3: #SBATCH --ipus 100000: ipus is 100000 but "), out.stderr
-    flag = vipu(server, "submit", "bad.sh", "--ipus", "100000", cwd=tmp_path)  # the flag wins, and is named
+    flag = vipu(server, "submit", "--ipus", "100000", "bad.sh", cwd=tmp_path)  # the flag wins, and is named
     assert flag.returncode == 2 and flag.stderr.startswith("vipu: error: --ipus is 100000 but "), flag.stderr
     write(tmp_path / "gone.sh", "#!/bin/sh\n#SBATCH --ipus 1\n#SBATCH -p nowhere\ntrue\n")
     gone = vipu(server, "submit", "gone.sh", cwd=tmp_path)  # an object the directive named: named once
@@ -160,7 +181,7 @@ def test_a_value_the_controller_refuses_names_the_scripts_line_that_gave_it(serv
 
 def test_a_file_that_is_no_script_and_no_spec_gets_sbatchs_message(server, tmp_path):
     write(tmp_path / "job.sh", "echo no interpreter line\n")
-    out = vipu(server, "submit", "job.sh", "--ipus", "1", cwd=tmp_path)
+    out = vipu(server, "submit", "--ipus", "1", "job.sh", cwd=tmp_path)
     assert out.returncode == 2
     assert out.stderr == ("vipu: error: job.sh: This does not look like a batch script. The first line must start"
                           " with #! followed by the path to an interpreter (e.g. #!/bin/bash), and it is not a YAML or"
@@ -175,7 +196,7 @@ def test_wrap_runs_a_command_in_a_sh_script(server, tmp_path):
     assert ended(server, job, tmp_path)["state"] == "COMPLETED"
     assert (tmp_path / f"slurm-{job}.out").read_text() == "wrapped 2 as wrap\n"
     write(tmp_path / "job.sh", "#!/bin/sh\ntrue\n")
-    both = vipu(server, "submit", "job.sh", "--ipus", "1", "--wrap", "true", cwd=tmp_path)
+    both = vipu(server, "submit", "--ipus", "1", "--wrap", "true", "job.sh", cwd=tmp_path)
     assert both.returncode == 2 and "--wrap makes the batch script from its command" in both.stderr
     empty = vipu(server, "submit", "--ipus", "1", "--wrap", " ", cwd=tmp_path)
     assert (empty.returncode, empty.stderr) == (2, 'vipu: error: --wrap is empty; give the command to run, e.g.'
@@ -190,11 +211,12 @@ def test_wrap_runs_a_command_in_a_sh_script(server, tmp_path):
     ("NONE", "FOO=unset BAR=unset"),
     ("ALL,FOO=1", "FOO=1 BAR=shell"),
     ("FOO=2", "FOO=2 BAR=unset"),  # only those named
+    ("NONE,FOO=1", "FOO=1 BAR=unset"),  # the same, as sbatch 22.05 takes it
 ])
 def test_export_decides_what_the_program_gets_of_the_shell(server, tmp_path, export, want):
     write(tmp_path / "env.sh", '#!/bin/sh\n#SBATCH --ipus 1\necho "FOO=${FOO-unset} BAR=${BAR-unset}"\n')
     flags = [] if export is None else [f"--export={export}"]
-    [job] = submit(server, "env.sh", *flags, cwd=tmp_path, env={"BAR": "shell"})
+    [job] = submit(server, *flags, "env.sh", cwd=tmp_path, env={"BAR": "shell"})
     assert ended(server, job, tmp_path)["state"] == "COMPLETED"
     assert (tmp_path / f"slurm-{job}.out").read_text() == want + "\n"
 
@@ -202,8 +224,8 @@ def test_export_decides_what_the_program_gets_of_the_shell(server, tmp_path, exp
 def test_chdir_and_a_relative_output_land_where_sbatch_puts_them(server, tmp_path):
     (tmp_path / "run" / "logs").mkdir(parents=True)
     write(tmp_path / "job.sh", '#!/bin/sh\n#SBATCH --ipus 1\necho "in $(pwd), submitted from $SLURM_SUBMIT_DIR"\n')
-    [relative] = submit(server, "job.sh", "-D", "run", "-o", "logs/%j.txt", cwd=tmp_path)
-    [default] = submit(server, "job.sh", "--chdir", "run", cwd=tmp_path)
+    [relative] = submit(server, "-D", "run", "-o", "logs/%j.txt", "job.sh", cwd=tmp_path)
+    [default] = submit(server, "--chdir", "run", "job.sh", cwd=tmp_path)
     for job in (relative, default):
         assert ended(server, job, tmp_path)["state"] == "COMPLETED"
     said = f"in {tmp_path}/run, submitted from {tmp_path}\n"
@@ -260,7 +282,7 @@ def test_an_output_in_a_missing_directory_is_refused_at_submit_or_fails_the_job_
     # a folder gone between the submit and the start: the start fails the job, as sbatch's
     (tmp_path / "nowhere").mkdir()
     [first] = submit(server, "--ipus", "1", "--wrap", "true", "-H", cwd=tmp_path)
-    [job] = submit(server, "job.sh", "-d", f"afterany:{first}", cwd=tmp_path)
+    [job] = submit(server, "-d", f"afterany:{first}", "job.sh", cwd=tmp_path)
     (tmp_path / "nowhere").rmdir()
     assert vipu(server, "cancel", str(first), cwd=tmp_path).returncode == 0
     assert ended(server, job, tmp_path)["state"] == "FAILED"

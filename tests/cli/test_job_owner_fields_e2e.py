@@ -23,14 +23,14 @@ def test_uid_comment_and_submit_line_are_kept_and_survive_a_kill_9(server):
     [bare] = submit(server, "--ipus", "1")
     user = run(server, "vipu", "show", "job", str(job)).stdout.split("UserId=")[1].split("(")[0]
     uid = pwd.getpwnam(user).pw_uid  # without --secure: the account of the job's user's name on this machine
-    submitted = f"vipu submit --ipus 1 --comment {COMMENT} --name c --json"  # argv joined by spaces, as sbatch's
+    submitted = f"vipu submit --json --ipus 1 --comment {COMMENT} --name c"  # argv joined by spaces, as sbatch's
     server.restart()  # kill -9, then start again from the state database
     fields = "JobID,UID,Comment,SubmitLine%60"
     assert line(server, "history", "-j", f"{job},{bare}", "-P", "-n", "-o", fields).splitlines() == [
-        f"{job}|{uid}|{COMMENT}|{submitted}", f"{bare}|{uid}||vipu submit --ipus 1 --json"]
+        f"{job}|{uid}|{COMMENT}|{submitted}", f"{bare}|{uid}||vipu submit --json --ipus 1"]
     # sacct's widths: UID 6, Comment 14 (a longer value cut with +), SubmitLine 20
     assert line(server, "history", "-j", str(job), "-n", "-o", "UID,Comment,SubmitLine") == (
-        f"{uid:>6} {'nightly, run +':>14} {'vipu submit --ipus +':>20} \n")
+        f"{uid:>6} {'nightly, run +':>14} {'vipu submit --json +':>20} \n")
     assert sorted(line(server, "queue", "-h", "-o", "%i|%k|").splitlines()) == sorted([
         f"{bare}|(null)|", f"{job}|{COMMENT}|"])  # squeue's (null) for a job without one
     assert line(server, "queue", "-h", "-j", str(job), "-O", "JobID:6,Comment:8") == f"{job:<6}nightly,\n"

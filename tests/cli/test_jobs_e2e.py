@@ -16,7 +16,7 @@ from vipu.validation import MAX_SPEC_BYTES
 
 
 def submit(server, *args: str) -> list[int]:
-    out = run(server, "vipu", "submit", *args, "--json")
+    out = run(server, "vipu", "submit", "--json", *args)
     assert out.returncode == 0, out.stderr
     return [int(i) for i in json.loads(out.stdout)["job_ids"]]
 
@@ -46,7 +46,7 @@ def wait_for(predicate, timeout: float = 20.0):
 
 def test_submit_run_complete_and_history(server):
     text = run(server, "vipu", "submit", "--name", "quick", "--ipus", "16", "--time-limit", "10m", "--duration", "4s")
-    assert text.returncode == 0 and text.stdout.startswith("Submitted job 1")
+    assert text.returncode == 0 and text.stdout == "Submitted batch job 1\n"  # sbatch's line: awk '{print $4}'
     running = wait_for(lambda: show(server, 1)["state"] == "RUNNING" and show(server, 1))
     assert running["partition"] == "slurm_1"
     partitions = json.loads(run(server, "vipu", "list", "partitions", "--json").stdout)
@@ -121,8 +121,15 @@ def test_binary_and_oversized_specs(unchanged_server, tmp_path):
     server = unchanged_server  # refused: nothing is queued
     garbage = tmp_path / "garbage.bin"
     garbage.write_bytes(bytes(range(256)) * 4)
-    out = run(server, "vipu", "submit", str(garbage))
+    out = run(server, "vipu", "submit", str(garbage))  # walk40: said as sbatch says it, not a batch script
+    assert out.returncode == 2 and "This does not look like a batch script" in out.stderr, out.stderr
+    (tmp_path / "garbage.yaml").write_bytes(bytes(range(256)) * 4)  # named a spec: the controller names the byte
+    out = run(server, "vipu", "submit", str(tmp_path / "garbage.yaml"))
     assert out.returncode == 2 and "UTF-8" in out.stderr
+    for text, said in (("", "Batch script is empty!"), (" \n\t\n", "Batch script contains only whitespace!")):
+        (tmp_path / "job.sh").write_text(text)  # sbatch's words
+        out = run(server, "vipu", "submit", str(tmp_path / "job.sh"))
+        assert out.returncode == 2 and out.stderr.startswith(f"vipu: error: {tmp_path}/job.sh: {said}"), out.stderr
     huge = tmp_path / "huge.yaml"
     huge.write_text("ipus: 4\n#" + "x" * 10_000_000 + "\n")
     out = run(server, "vipu", "submit", str(huge))
@@ -298,7 +305,7 @@ def test_a_relative_output_is_made_absolute_where_vipu_submit_runs(server, tmp_p
                                        "workload: {kind: sleep, duration: 0.1}\n")
     (tmp_path / "logs").mkdir()  # as sbatch, a missing directory would fail the job
     def submit_here(*args: str) -> int:
-        out = run_script(console_script("vipu"), ["submit", *args, "--json"], env=server.env(), cwd=tmp_path)
+        out = run_script(console_script("vipu"), ["submit", "--json", *args], env=server.env(), cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         return int(json.loads(out.stdout)["job_ids"][0])
 
@@ -334,8 +341,8 @@ def test_a_throttled_array_shows_its_limit_as_in_squeue(server):
 def test_a_retried_submit_says_it_queued_nothing(server):
     first = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--request-id", "abc1")
     again = run(server, "vipu", "submit", "--ipus", "1", "--hold", "--request-id", "abc1")
-    assert first.stdout == "Submitted job 1\n"
-    assert again.stdout == "Submitted job 1\n(request id abc1 was used before: that submit's jobs, not queued again)\n"
+    assert first.stdout == again.stdout == "Submitted batch job 1\n"  # as sbatch's, for a script's awk
+    assert again.stderr == "vipu: request id abc1 was used before: that submit's jobs, not queued again\n"
 
 
 def test_json_rows_of_a_listing_have_the_same_keys(server):
@@ -393,8 +400,8 @@ def test_several_spec_files_are_queued_in_one_call_all_or_none(server, tmp_path)
         f"vipu: error: spec 3 of 3: job spec {tmp_path}/big.yaml is 1,048,577 bytes; a spec may be at most 1 MB"
         " (1,048,576 bytes): keep data in files it names; nothing was queued"]
     text = run(server, "vipu", "submit", *names, "--hold", "--array", "0-1", "--request-id", "many")
-    assert text.stdout == ("Submitted array job 1 (2 tasks: jobs 1-2)\nSubmitted array job 3 (2 tasks: jobs 3-4)\n"
-                           "Submitted array job 5 (2 tasks: jobs 5-6)\n")
+    assert text.stdout == "Submitted batch job 1\nSubmitted batch job 3\nSubmitted batch job 5\n"  # sbatch's
+    assert text.stderr == "".join(f"vipu: array job {k}: 2 tasks, jobs {k}-{k + 1}\n" for k in (1, 3, 5))
     queued = jobs(server)
     assert sorted((x["name"], x["ipus"], x["hold"]) for x in queued.values() if x["array_task_id"]["number"] == 0) == [
         ("a", 1, True), ("b", 4, True), ("c", 2, True)]

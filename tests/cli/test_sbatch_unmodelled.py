@@ -112,3 +112,12 @@ def test_a_warned_flags_value_is_still_checked_as_sbatch_checks_it(options, said
 def test_well_formed_sizes_are_only_warned_of(capsys):
     assert unmodelled({"mem": "4096", "mem_per_cpu": "2g", "cpus_per_task": "4"}) == {}
     assert capsys.readouterr().err.count("vipu: warning:") == 3
+
+
+def test_directive_warnings_come_in_the_scripts_line_order(capsys):
+    """walk40: they came in the table's order (--mail-type before --mem whatever the script said first)."""
+    origins: dict[str, str] = {}
+    script = "#!/bin/sh\n#SBATCH --mem=4G\n#SBATCH --exclusive\n#SBATCH --mail-type=END\ntrue\n"
+    unmodelled(parse_directives(script, "job.sh", origins), origins)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[2] for line in lines] == ["job.sh line 2", "job.sh line 3", "job.sh line 4"], lines

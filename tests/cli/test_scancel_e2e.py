@@ -65,7 +65,7 @@ def test_a_signal_reaches_a_running_program_which_goes_on(server, tmp_path):
     script = tmp_path / "trap.sh"
     script.write_text("#!/bin/bash\ntrap 'echo got USR1; exit 0' USR1\necho ready\nwhile true; do sleep 0.05; done\n")
     output = tmp_path / "trap.out"
-    [job] = submit(server, str(script), "--ipus", "1", "--time", "5", "-D", str(tmp_path), "-o", str(output))
+    [job] = submit(server, "--ipus", "1", "--time", "5", "-D", str(tmp_path), "-o", str(output), str(script))
     [sleeper] = submit(server, "--ipus", "1", "--time", "5", "--duration", "10m")
     wait_for(lambda: output.exists() and "ready" in output.read_text() and states(server, sleeper) == ["RUNNING"])
     out = run(server, "vipu", "cancel", "-b", "-f", "--signal", "usr1", str(job))  # -b, -f: accepted
@@ -75,7 +75,7 @@ def test_a_signal_reaches_a_running_program_which_goes_on(server, tmp_path):
     out = run(server, "vipu", "cancel", "-s", "USR1", str(sleeper))
     assert out.returncode == 4 and f"job {sleeper} runs a sleep workload" in out.stderr
     assert "no process to signal" in out.stderr and states(server, sleeper) == ["RUNNING"]
-    [held] = submit(server, str(script), "--ipus", "1", "--time", "5", "--hold")
+    [held] = submit(server, "--ipus", "1", "--time", "5", "--hold", str(script))
     out = run(server, "vipu", "cancel", "-s", "USR1", str(held))
     assert out.returncode == 4 and f"job {held} is PENDING; only a running job's program can be signalled" in out.stderr
     assert run(server, "vipu", "cancel", str(held)).returncode == 0

@@ -37,7 +37,7 @@ def test_show_config_names_the_policy_its_file_and_the_limits_and_a_preempted_jo
     as_bob = {"env": as_(server, bob)}
     low = run(server, "vipu", "submit", "--name", "b16", "--ipus", "16", "-q", "low", "--time-limit", "10m",
               "--duration", "5m", **as_bob)
-    assert low.stdout.startswith("Submitted job 5001"), low.stderr
+    assert low.stdout == "Submitted batch job 5001\n", low.stderr
     wait_for(lambda: show_as(server, 5001, bob)["state"] == "RUNNING")
     run(server, "vipu", "submit", "--name", "hi", "--ipus", "16", "-q", "high", "--time-limit", "10m",
         "--duration", "5m", **as_bob)

@@ -65,3 +65,11 @@ def test_no_time_limit_shows_as_unlimited_and_any_other_as_a_time():
     """The controller keeps UNLIMITED as its longest limit, 366 days: squeue, scontrol and sacct show UNLIMITED."""
     assert limit(366 * 86400) == "UNLIMITED" and limit(90 * 60) == "1:30:00"
     assert limit(365 * 86400 + 1, lambda s: "other") == "other" and clock(365 * 86400) == "365-00:00:00"
+
+
+def test_timelimit_raw_says_the_minutes_timelimit_says():
+    """walk40: TimelimitRaw was 1 next to Timelimit 00:00:20 (a limit vipu keeps in seconds where Slurm rounds it up
+    to a minute); now the same limit in both."""
+    from vipu.cli.slurm_time import raw_minutes
+
+    assert [raw_minutes(s) for s in (20, 60, 90, 300, 86400)] == ["0.33", "1", "1.50", "5", "1440"]

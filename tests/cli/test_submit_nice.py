@@ -1,11 +1,11 @@
 """vipu submit --nice takes its value optionally, as sbatch's (100 when given alone), without losing --nice=5,
---nice 5 or --nice -5: the command line is read through submit_command.bare_values before click reads it."""
+--nice 5 or --nice -5: the command line is read through submit_command.command_line before click reads it."""
 
 import pytest
 import typer
 
 from vipu.cli.main import app
-from vipu.cli.submit_command import bare_values
+from vipu.cli.submit_command import command_line
 
 
 @pytest.mark.parametrize(("args", "want"), [
@@ -21,8 +21,8 @@ from vipu.cli.submit_command import bare_values
     (["job.sh", "--", "--nice"], ["job.sh", "--", "--nice"]),  # the script's own argument
     (["--nice", "--nice", "3"], ["--nice=100", "--nice", "3"]),
 ])
-def test_bare_values(args, want):
-    assert bare_values(args) == want
+def test_command_line(args, want):
+    assert command_line(args) == want
 
 
 @pytest.mark.parametrize(("args", "nice", "specs"), [

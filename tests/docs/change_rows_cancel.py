@@ -124,7 +124,7 @@ def trap_script(tmp_path) -> tuple[Path, Path]:
 def cancel_signal(open_live, tmp_path):
     live = open_live
     script, output = trap_script(tmp_path)
-    [job] = live.submit(str(script), "--ipus", "1", "-D", str(tmp_path), "-o", str(output))  # its folder: allowed
+    [job] = live.submit("--ipus", "1", "-D", str(tmp_path), "-o", str(output), str(script))  # its folder: allowed
     [sleeper] = live.submit("--ipus", "1", "--duration", "10m")
     wait_for(lambda: output.exists() and "ready" in output.read_text() and live.states(sleeper) == ["RUNNING"],
              timeout=90)
@@ -134,7 +134,7 @@ def cancel_signal(open_live, tmp_path):
         wait_for(lambda: output.read_text().count("got USR1") > before, timeout=60)
     assert live.states(job) == ["RUNNING"]  # the trap caught it: the job goes on
     live.refused(4, "runs a sleep workload", "cancel", "-s", "USR1", str(sleeper))
-    [held] = live.submit(str(script), "--ipus", "1", "--hold")
+    [held] = live.submit("--ipus", "1", "--hold", str(script))
     live.refused(4, "only a running job's program can be signalled", "cancel", "-s", "USR1", str(held))
     out = live.ok("cancel", "--signal", "USR1", "-t", "R")  # filters alone: only running programs
     assert out == f"Job {job} signalled (SIGUSR1): RUNNING\n"
@@ -144,7 +144,7 @@ def cancel_signal(open_live, tmp_path):
 
 def running_trap(live, tmp_path) -> tuple[int, Path]:
     script, output = trap_script(tmp_path)
-    [job] = live.submit(str(script), "--ipus", "1", "-D", str(tmp_path), "-o", str(output))
+    [job] = live.submit("--ipus", "1", "-D", str(tmp_path), "-o", str(output), str(script))
     wait_for(lambda: output.exists() and "ready" in output.read_text(), timeout=90)
     return job, output
 
@@ -159,7 +159,8 @@ def cancel_batch(open_live, tmp_path):
     wait_for(lambda: "child got USR1" in output.read_text(), timeout=60)
     live.ok("cancel", str(job))
     wait_for(lambda: live.states(job) == ["CANCELLED"], timeout=60)
-    assert output.read_text().splitlines()[1:] == ["script got USR1", "child got USR1"]  # one each, no more
+    *lines, stepd = output.read_text().splitlines()  # then the cancel, as slurmstepd says it
+    assert lines[1:] == ["script got USR1", "child got USR1"] and " CANCELLED AT " in stepd  # one each, no more
     x, y = (live.submit("--ipus", "1", "--hold")[0] for _ in range(2))
     live.ok("cancel", "--batch", str(x))  # without -s: a cancel
     live.ok("cancel", "-f", str(y))

@@ -232,7 +232,7 @@ def submit_test_only(open_live, tmp_path):
         ("1", "16", "ag[00-03]", "default", "slurm_1")
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/bash\necho hi\n")
-    out = live.run("submit", str(script), "--ipus", "1", "--test-only")  # any spec: a script too
+    out = live.run("submit", "--ipus", "1", "--test-only", str(script))  # any spec: a script too
     assert out.returncode == 0 and LINE.fullmatch(out.stdout.strip()), out.stderr
     out = live.run("submit", "--ipus", "16", "--hold", "--test-only")
     assert out.stdout.startswith("Job 1 to start at Unknown") and "held" in out.stdout
@@ -278,12 +278,12 @@ def submit_missing_output(open_live, tmp_path):
     script.write_text("#!/bin/bash\necho hi\n")
     why = f"-o/--output file {missing}/%j.out: its directory {missing} does not exist; create it, or give a path"
     for kind in (["--duration", "1s"], [], [str(script)]):  # sleep, hold, a program: refused, the folder missing
-        live.refused(2, why, "submit", *kind, "--ipus", "1", "-o", f"{missing}/%j.out")
+        live.refused(2, why, "submit", "--ipus", "1", "-o", f"{missing}/%j.out", *kind)
     missing.mkdir(parents=True)  # there at the submit, gone at the start: the start fails the job
     [blocker] = live.submit("--ipus", "1", "-H")
     after = ("-d", f"afterany:{blocker}", "-o", f"{missing}/%j.out")
     built_in = [live.submit("--ipus", "1", "--duration", "1s", *after)[0], live.submit("--ipus", "1", *after)[0]]
-    [program] = live.submit(str(script), "--ipus", "1", *after)
+    [program] = live.submit("--ipus", "1", *after, str(script))
     missing.rmdir()
     missing.parent.rmdir()
     live.ok("cancel", str(blocker))

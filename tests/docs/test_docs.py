@@ -49,7 +49,7 @@ def test_getting_started_commands_run_as_written(server):
     show = dict(line.split("=", 1) for line in said["vipu show job 2"].splitlines() if "=" in line)
     assert show["JobState"] == "PENDING" and show["Reason"] == "Resources" and show["EstimatedStart"] != "Unknown"
     assert "memory per IPU" in said["vipu plan examples/tiny_dp.yaml"]
-    assert said["vipu submit examples/tiny_pp.yaml examples/tiny_tp.yaml --hold"] == "Submitted job 4\nSubmitted job 5\n"
+    assert said["vipu submit examples/tiny_pp.yaml examples/tiny_tp.yaml --hold"] == "Submitted batch job 4\nSubmitted batch job 5\n"
     assert said["vipu show job 6 --script"] == (ROOT / "examples/hello.sh").read_text()  # the script, as it was
     shown = dict(line.split("=", 1) for line in said["vipu show job 7"].splitlines() if "=" in line)
     assert (shown["JobName"], shown["Command"], shown["StdOut"]) == ("wrap", "(batch script)", f"{ROOT}/slurm-7.out")

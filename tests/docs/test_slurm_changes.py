@@ -69,7 +69,7 @@ class Live:
         assert out.returncode == code and words in out.stderr and out.stderr.count("\n") == 1, (args, out.stderr)
 
     def submit(self, *args: str, who: str | None = "alice") -> list[int]:
-        return [int(i) for i in json.loads(self.ok("submit", "--time", "5", *args, "--json", who=who))["job_ids"]]
+        return [int(i) for i in json.loads(self.ok("submit", "--time", "5", "--json", *args, who=who))["job_ids"]]
 
     def show(self, job: int | str) -> dict:
         return json.loads(self.ok("show", "job", str(job), "--json", who="admin"))

@@ -41,7 +41,7 @@ class Times:
         return run(self.server, "vipu", *args)
 
     def submit(self, *args: str) -> int:
-        out = self.vipu("submit", "--ipus", "1", "--hold", *args, "--json")
+        out = self.vipu("submit", "--ipus", "1", "--hold", "--json", *args)
         assert out.returncode == 0, (args, out.stderr)
         return int(json.loads(out.stdout)["job_ids"][0])
 
@@ -90,6 +90,14 @@ def slurm_limits(times: Times, cases: dict[str, float]) -> None:
 
 def slurm_time(times):
     slurm_limits(times, {"90": 5400, "5:30": 330, "02:30:00": 9000, "1-12": 129600, "1-00:00:00": 86400})
+
+
+def seconds_kept(times):
+    slurm_limits(times, {"0:20": 20, "1:30": 90})  # kept to the second, where Slurm rounds up to a minute
+    job = times.submit("--time-limit", "20s")
+    times.vipu("cancel", str(job))  # ended: a row of its own in the history
+    shown = times.vipu("history", "-n", "-P", "-j", str(job), "-o", "Timelimit,TimelimitRaw")
+    assert shown.stdout == "00:00:20|0.33\n", shown.stderr
 
 
 def unlimited(times):
@@ -156,6 +164,7 @@ def delays(times):
 
 CHECKS = {
     "`90`, `5:30`, `02:30:00`, `1-12`, `1-00:00:00`": slurm_time,
+    "`0:20`, `1:30` (seconds in a limit)": seconds_kept,
     "`UNLIMITED`, `INFINITE`, `0`": unlimited,
     "`90s`, `10m`, `1h30m`, `2d`, `02:30:00`": with_units,
     "`90` (a number)": bare_number,

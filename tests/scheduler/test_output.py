@@ -31,9 +31,9 @@ def test_a_width_zero_pads_a_number_as_sbatch_does():
 @pytest.mark.parametrize("pattern, node, expected", [
     # Regression (newcomer walk): %N %n %s %t %J were kept as written
     ("n-%N-%t.out", "ag03", "n-ag03-0.out"),  # the job's first node; the script is task 0
-    ("%J.out", "ag03", "7.batch.out"),  # job id and the batch script's step, as sacct names it
+    ("%J.out", "ag03", "7.out"),  # walk40: the batch script's files get the job id alone, as Slurm 22.05's
     ("%j-%s-%n.out", "ag03", "7-batch-0.out"),
-    ("%4J-%3n-%2t-%3s", "ag03", "0007.batch-000-00-batch"),  # a width pads the numbers, not a step's name
+    ("%4J-%3n-%2t-%3s", "ag03", "0007-000-00-batch"),  # a width pads the numbers, not a step's name
     ("%N-%%N-%u-%x", "machine12", "machine12-%N-ann-train"),
     ("%N.out", None, "%N.out"),  # no node yet (a pending job's refusal check): kept as written
     ("%a-%A", "ag00", "4294967294-7"),  # outside an array, as sbatch
@@ -43,4 +43,4 @@ def test_the_step_and_node_patterns(pattern, node, expected):
 
 
 def test_an_array_tasks_step_patterns():
-    assert output_path("%A_%a-%J-%N", job(array_job_id=5, array_task_id=2), "ag01") == "5_2-7.batch-ag01"
+    assert output_path("%A_%a-%J-%N", job(array_job_id=5, array_task_id=2), "ag01") == "5_2-7-ag01"

@@ -16,7 +16,7 @@ from tests.conftest import console_script
 def submit_in(server, cwd, *args: str, refused: bool = False):
     """The job's id; with `refused`, the one line of the submit's refusal (exit 2)."""
     out = run_script(console_script("vipu"), ["submit", "--ipus", "1", "--time-limit", "1m", "--duration", "0s",
-                                              *args, "--json"], env=server.env(), cwd=cwd)
+                                              "--json", *args], env=server.env(), cwd=cwd)
     if refused:
         assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
         return out.stderr.strip()
@@ -127,7 +127,7 @@ def test_a_symlinked_job_output_folder_is_refused_at_start_and_nothing_made(tmp_
 
 
 def submit_wrap(server, cwd, *args: str) -> int:
-    out = subprocess.run([console_script("vipu"), "submit", "--ipus", "1", "--time-limit", "1m", *args, "--json"],
+    out = subprocess.run([console_script("vipu"), "submit", "--ipus", "1", "--time-limit", "1m", "--json", *args],
                          cwd=cwd, env=server.env(), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return int(json.loads(out.stdout)["job_ids"][0])

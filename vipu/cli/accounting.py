@@ -20,7 +20,7 @@ from vipu.cli.queue_fields import FULL, NODES, JobRow, reason
 from vipu.cli.queue_rows import eligible_of
 from vipu.cli.slurm_dates import FORMS, parse_slurm_time
 from vipu.cli.slurm_format import Column, sacct_fields, sacct_render
-from vipu.cli.slurm_time import limit, stamp
+from vipu.cli.slurm_time import limit, raw_minutes, stamp
 from vipu.client.messages import seconds
 from vipu.scheduler.job_states import JobState
 from vipu.v1 import job_pb2 as j
@@ -138,7 +138,7 @@ FIELDS: dict[str, Column] = {
     "Submit": _field(19, lambda r: _time(seconds(r.job.submitted))),
     "SubmitLine": _field(20, lambda r: r.job.spec.submit_line, needs=FULL),
     "Timelimit": _field(10, lambda r: limit(seconds(r.job.time_limit), elapsed)),
-    "TimelimitRaw": _field(10, lambda r: limit(seconds(r.job.time_limit), lambda s: str(math.ceil(s / 60)))),
+    "TimelimitRaw": _field(10, lambda r: limit(seconds(r.job.time_limit), raw_minutes)),
     "UID": _field(6, lambda r: str(r.job.uid) if r.job.HasField("uid") else ""),
     "User": _field(9, lambda r: r.job.user),
     "WorkDir": _field(20, _file("WorkDir"), needs=FULL),

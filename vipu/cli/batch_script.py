@@ -100,11 +100,12 @@ def script_size(directives: dict, origins: dict[str, str], machines: Callable[[]
 def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str, object],
                    request_id: str, machines: Callable[[], PodMachines],
                    origins: dict[str, str] | None = None,
-                   rewords: list[Callable] | None = None) -> j.SubmitJobRequest:
+                   rewords: list[Callable] | None = None, asked: dict | None = None) -> j.SubmitJobRequest:
     """The request for a batch script read from `source`, its directives under the command line's flags;
     `machines` the Pod's, asked for a directive -N (sbatch_nodes.py); `origins` gets the file and line of each
     field a directive set (see parse_directives); `rewords` gets how a refusal of the job's size is said when the
-    size was asked in nodes (#SBATCH -N, or -w alone): in nodes, naming the line (sbatch_nodes.in_nodes)."""
+    size was asked in nodes (#SBATCH -N, or -w alone): in nodes, naming the line (sbatch_nodes.in_nodes); `asked` gets
+    wait: True for an #SBATCH -W (what `vipu submit` does, not the job)."""
     try:
         script = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -126,6 +127,8 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     for key in flags:  # a flag over a directive: what is said of the value is said of the flag
         origins.pop(key, None)
     options = unmodelled({**directives, **flags}, origins)
+    if options.pop("wait", False) and asked is not None:
+        asked["wait"] = True
     if "ipus" not in options and "nodelist" in options:  # -w alone: its nodes are the job's size
         from vipu.cli.sbatch_nodes import LIST_FLAG, sized_by_list
 

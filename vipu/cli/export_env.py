@@ -1,8 +1,8 @@
 """sbatch's --export: which of the submitting shell's variables a batch script's program gets.
 
 ALL (the default): the whole environment. NONE: none of it but SLURM_* (as sbatch). Otherwise a comma list,
-`[ALL,]VAR[=value],...`: without ALL, only SLURM_* and the variables named, each with its value from the environment
-unless one is given; with ALL, the whole environment and the values given. Tokens are read in order, so a value
+`[ALL|NONE,]VAR[=value],...`: without ALL (NONE,FOO=1 is FOO=1, as sbatch takes it), only SLURM_* and the variables
+named, each with its value from the environment unless one is given; with ALL, the whole environment and the values given. Tokens are read in order, so a value
 given overrides the environment's (as sbatch's merge). A value holding a comma is quoted: VAR="a,b".
 
 Why ALL leaves out the CLI's access key (VIPU_CLI_API_ACCESS_KEY): the environment is stored with the job and shown
@@ -19,7 +19,7 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOKEN = re.compile(r"""(?:[^,"']|"[^"]*"|'[^']*')+""")  # a comma inside quotes is part of the value
 
 SECRET = {"VIPU_CLI_API_ACCESS_KEY"}  # passed on only when named
-HOW = "give ALL, NONE, or a comma list such as ALL,FOO=1 or FOO,BAR=2"
+HOW = "give ALL, NONE, or a comma list such as ALL,FOO=1, NONE,FOO=1 or FOO,BAR=2"
 
 
 def _tokens(value: str) -> list[str]:
@@ -35,9 +35,8 @@ def check_export(value: str) -> str:
     """`value` if it is well formed; ValueError saying what is wrong otherwise (before the environment is read)."""
     tokens = _tokens(value)
     upper = [t.upper() for t in tokens]
-    if "NONE" in upper and len(tokens) > 1:
-        raise ValueError(f"{value!r}: NONE passes nothing on, so it takes no variables; give NONE alone, or the"
-                         " variables without it")
+    if "NONE" in upper and "ALL" in upper:
+        raise ValueError(f"{value!r}: NONE passes none of the environment on and ALL all of it; give one of them")
     for token in tokens:
         name = token.split("=", 1)[0]
         if token.upper() not in ("ALL", "NONE") and not NAME.fullmatch(name):

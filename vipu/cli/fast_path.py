@@ -3,7 +3,8 @@ same values typer would pass them, so the same output and exit codes, at a fract
 
 Why: Slurm users run squeue and sbatch in loops, and importing typer and building the whole app took most of each
 call (bench/bench_cli.py). What it reads: the command right after `vipu` (no root options before it), its text and
-on/off flags as `--name value`, `--name=value` or `-x value`, and for submit any number of files. Anything else
+on/off flags as `--name value`, `--name=value` or `-x value`, and for submit any number of files, or a batch script
+and its words (its own, whatever they are, as submit_command.py reads them). Anything else
 (--help, an integer flag, `-uX`, `--`, a value that starts with -, an unknown word, shell completion) returns to
 main.run, which runs the typer app as always, so help, completion and every usage error stay typer's.
 tests/cli/test_fast_path.py checks these tables against the typer commands' options, and the two paths' output.
@@ -73,6 +74,12 @@ def read(args: list[str]) -> tuple[str, dict] | None:
         if not word.startswith("-") or word == "-":  # click reads a lone - as a word (stdin)
             if command not in FILES:
                 return None
+            from vipu.cli.spec_files import starts_script
+
+            if FILES[command] not in values and starts_script(word):  # its words are its own (submit_command.py)
+                rest = list(words)
+                values[FILES[command]] = [word, *(rest[1:] if rest[:1] == ["--"] else rest)]
+                break
             values.setdefault(FILES[command], []).append(word)
             continue
         name, given, value = word.partition("=")

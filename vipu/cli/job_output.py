@@ -11,6 +11,7 @@ or skipped; the wait between asks doubles while nothing comes, from FIRST_WAIT_S
 FIRST_WAIT_S again once something does. Text shows a line as far as the program has written it, as tail -f does (a
 progress bar that ends its updates with a carriage return shows each); --json gives whole lines only, each an object.
 What vipu says of a job (pending, how it ended) goes to stderr in text, so stdout is the job's output alone.
+`vipu submit -W` (sbatch's --wait) waits for its jobs' ends the same way: wait_for_end.
 """
 
 from __future__ import annotations
@@ -187,3 +188,24 @@ class Follow:
             print(end="", flush=True)  # (so no header either: it names the job, and stdout keeps output and headers)
             self.end_line(sys.stderr)
             print(text, file=sys.stderr, flush=True)
+
+
+def wait_for_end(cli, jobs: list[int]) -> int:
+    """sbatch -W: waits until every job has ended, asking as `vipu logs -f` asks (the wait between asks doubling
+    while nothing ends), and gives sbatch's exit code: the highest of the jobs' codes, 1 for one a signal ended
+    (sbatch's _job_wait: WEXITSTATUS if the job exited, else 1)."""
+    waiting, code, wait = list(jobs), 0, FIRST_WAIT_S
+    try:
+        while waiting:
+            for job in list(waiting):
+                x = cli.conn.call(cli.conn.jobs.GetJob, j.GetJobRequest(id=job), retry=True)
+                if x.state in ENDED:
+                    waiting.remove(job)
+                    code = max(code, 1 if x.signal else x.exit_code if x.HasField("exit_code") else 0)
+                    wait = FIRST_WAIT_S
+            if waiting:
+                time.sleep(wait)
+                wait = min(2 * wait, LONGEST_WAIT_S)
+    except KeyboardInterrupt:  # Ctrl-C: the jobs go on, as sbatch's
+        leave(130)
+    return code

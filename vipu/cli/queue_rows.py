@@ -134,7 +134,8 @@ class JobRow(NamedTuple):
         return hostlist(self.nodes)
 
     def reason_list(self) -> str:
-        """squeue's NODELIST(REASON): a pending job's reason in parentheses, else its nodes."""
-        if self.job.state_code == "PD":
-            return f"({self.job.reason or 'None'})"
+        """squeue's NODELIST(REASON): the reason in parentheses for a job pending, failed or timed out and not
+        completing (squeue's print.c; its stage-out, OOM and deadline states vipu has not), else its nodes."""
+        if self.job.state_code in ("PD", "F", "TO"):  # CG is its own state here: a completing one shows its nodes
+            return f"({reason(self.job)})"
         return self.node_list()

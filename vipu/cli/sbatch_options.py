@@ -112,7 +112,7 @@ OPTIONS = (
     SbatchOption("exclude", ("--exclude", "-x"), help="IPU-Machines the job must not run on, e.g. ag[02-03]",
                  field="exclude", reads="hostlist"),
     SbatchOption("output", ("--output", "-o"), help="the job's output file, relative to its working directory; %j"
-                 " job id, %A array job, %a task, %x name, %u user, %J id and step, %N first IPU-Machine (see the"
+                 " job id, %A array job, %a task, %x name, %u user, %J id (and step: none for a script), %N first IPU-Machine (see the"
                  " spec); the controller writes it, never over a file it did not write for this job or an earlier"
                  " one of yours (but --open-mode=append adds to a file of your own)", field="output", reads="text",
                  variable="SBATCH_OUTPUT"),
@@ -131,6 +131,8 @@ OPTIONS = (
                  " queued now (sbatch --test-only)"),
     SbatchOption("json_out", ("--json", "--showjson"), FLAG, "{JSON_HELP}: job_ids (every job), duplicate (all were"
                  " queued before, by these request ids), jobs (job_ids and duplicate per spec)"),
+    SbatchOption("wait", ("--wait", "-W"), FLAG, "wait for the jobs queued to end, then exit with their highest exit"
+                 " code (1 for one a signal ended), as sbatch -W", field="wait", reads=ON),
     SbatchOption("open_mode", ("--open-mode",), help="a batch script's output and error files: truncate (the default:"
                  " each run starts them afresh) or append (each run adds to them; a file of your own from before is"
                  " added to, where truncate refuses it)", field="open_mode", reads="text",
@@ -169,6 +171,9 @@ OPTIONS = (
     SbatchOption("gres", ("--gres",), help="refused: give --ipus N (--gres=ipu:4 is --ipus 4)", field="gres",
                  reads="text", refusal="a job asks for IPUs with --ipus N, Graphcore's Slurm plugin's option"
                  " (--gres=ipu:4 is --ipus 4)"),
+    SbatchOption("deadline", ("--deadline",), help="refused: no deadline ends a job here", field="deadline",
+                 reads="text", refusal="the scheduler ends no pending job that cannot finish by a deadline (Slurm's"
+                 " DEADLINE state is not modelled); give -t/--time and cancel what is late (vipu cancel ID)"),
     SbatchOption("priority", ("--priority",), help="refused: an admin sets it after the submit (vipu update job)",
                  field="priority", reads="text", refusal="a job's priority is set after the submit, by an admin (as"
                  " in Slurm, operators only): vipu update job ID Priority=N"),

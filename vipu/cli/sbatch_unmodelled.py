@@ -60,7 +60,8 @@ def unmodelled(options: dict, origins: dict[str, str] | None = None) -> dict:
         fail("vipu", said("kill_on_invalid_dep", "--kill-on-invalid-dep=yes is not taken: a job whose dependency can"
                           " never be met waits with reason DependencyNeverSatisfied (Slurm's default); cancel it"
                           " with vipu cancel ID"), BAD_INPUT)
-    for key, (flag, what) in WARNED.items():
+    for key in [k for k in options if k in WARNED]:  # in the script's line order (the directives' order of keys)
+        flag, what = WARNED[key]
         value = rest.pop(key, None)
         if value is None:
             continue

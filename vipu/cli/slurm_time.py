@@ -58,6 +58,14 @@ def limit(seconds: float, shown: Callable[[float], str] | None = None) -> str:
     return "UNLIMITED" if seconds >= MAX_DAYS * 86400 else (shown or clock)(seconds)
 
 
+def raw_minutes(seconds: float) -> str:
+    """sacct's TimelimitRaw, a limit in minutes: whole, as Slurm's (which rounds -t 0:20 up to a minute), or to two
+    places for a limit with seconds, which vipu keeps where Slurm would round (-t 0:20 is 0.33, as Timelimit's
+    00:00:20 says)."""
+    minutes = seconds / 60
+    return str(int(minutes)) if minutes == int(minutes) else f"{minutes:.2f}"
+
+
 def clock(seconds: float) -> str:
     """squeue's TIME: M:SS, H:MM:SS or D-HH:MM:SS."""
     seconds = int(max(0, seconds))

@@ -65,9 +65,32 @@ def piped() -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
+_STDIN: list = [None, b""]  # the stdin read, and what it held: read once, by starts_script or read_spec
+
+
+def stdin_bytes() -> bytes:
+    """stdin's bytes, no more than one past the limit (stdin cannot be read twice: the command line's reading looks
+    at it before the spec is read)."""
+    if _STDIN[0] is not sys.stdin:
+        _STDIN[:] = [sys.stdin, sys.stdin.buffer.read(MAX_SPEC_BYTES + 1)]
+    return _STDIN[1]
+
+
+def starts_script(word: str) -> bool:
+    """Whether `word` names a batch script (its first line #!; '-': stdin), where sbatch stops reading its own
+    options: the words after it are the script's."""
+    try:
+        if word == "-":
+            return is_batch_script(stdin_bytes()[:2])
+        with open(word, "rb") as file:
+            return is_batch_script(file.read(2))
+    except (OSError, ValueError):  # not a file (the spec's reading says so), stdin closed
+        return False
+
+
 def read_spec(path: str) -> tuple[bytes, str]:
     if path == "-":
-        data = sys.stdin.buffer.read(MAX_SPEC_BYTES + 1)  # no more than one byte past the limit is read
+        data = stdin_bytes()
         if len(data) > MAX_SPEC_BYTES:
             raise UnreadableSpec(f"the job spec on stdin is more than 1 MB; a spec may be at most {MAX_SPEC_BYTES:,}"
                                  " bytes: keep data in files it names")
@@ -84,20 +107,23 @@ def read_spec(path: str) -> tuple[bytes, str]:
 
 
 def check_spec(text: bytes, source: str) -> None:
-    """sbatch's refusal for a file that is neither a batch script nor a job spec. One named .yaml, .yml or .json, and
-    a binary one, are left to the controller, whose message names the line of a syntax error or the bad byte."""
+    """sbatch's refusal for a file that is neither a batch script nor a job spec: an empty one, one of whitespace
+    only (sbatch's words), a binary or other one (not a batch script, as sbatch says). One named .yaml, .yml or
+    .json is left to the controller, whose message names the line of a syntax error or the bad byte."""
     if is_batch_script(text):
         raise UnreadableSpec(f"{source} is a batch script: give it first, as a job of its own (vipu submit"
                              f" {source} ARGS...); the words after a script are its arguments")
-    if source.endswith(SPEC_SUFFIXES) or b"\x00" in text:  # binary: the controller says so
+    if source.endswith(SPEC_SUFFIXES):
         return
+    if not text.strip():
+        said = "Batch script is empty!" if not text else "Batch script contains only whitespace!"
+        raise UnreadableSpec(f"{source}: {said} (sbatch's words); give a batch script (its first line #!, e.g."
+                             " #!/bin/bash) or a YAML or JSON job spec")
     from vipu.documents import parse_document
 
     try:
-        data = parse_document(text.decode())
-    except UnicodeDecodeError:  # the controller names the bad byte
-        return
-    except Exception:  # noqa: BLE001 - not YAML or JSON either
+        data = None if b"\x00" in text else parse_document(text.decode())
+    except Exception:  # noqa: BLE001 - binary (not UTF-8), or not YAML or JSON either
         data = None
     if not isinstance(data, dict):
         raise UnreadableSpec(f"{source}: {NOT_A_SCRIPT} (e.g. #!/bin/bash), and it is not a YAML or JSON job spec"

@@ -53,7 +53,7 @@ def submit_line() -> str:
 
 
 def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] | None, flags: dict,
-                  request_id: str, named: dict[str, str], machines: Callable[[], PodMachines]
+                  request_id: str, named: dict[str, str], machines: Callable[[], PodMachines], asked: dict
                   ) -> tuple[j.SubmitJobRequest, Callable | None]:
     """The request for a batch script (the first file, the words after it its arguments) or a --wrap command, and
     how a refusal of a size its directives asked in nodes is said (None: as the controller says it). `named`
@@ -70,7 +70,7 @@ def batch_request(specs: list[str], wrap: str | None, first: tuple[bytes, str] |
         data, source = (wrapped(wrap).encode(), WRAP) if wrap is not None else first  # type: ignore[misc]
         origins: dict[str, str] = {}
         rewords: list[Callable] = []
-        request = script_request(data, source, specs[1:], flags, request_id, machines, origins, rewords)
+        request = script_request(data, source, specs[1:], flags, request_id, machines, origins, rewords, asked)
     except (BatchError, DirectiveError) as e:
         fail("vipu", str(e), BAD_INPUT)
     # the controller refuses a value by its field ("ipus is 96 but ..."): name the script's line that set it
@@ -173,6 +173,7 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
                                ("chdir", "-D/--chdir", "a directory (e.g. -D runs)")):
         if key in flags and not str(flags[key]).strip():
             refuse_empty(flag, f"{example}, or leave it out for the default")
+    asked = {"wait": flags.pop("wait", False)}  # what this command does once the jobs are queued (#SBATCH -W too)
     # a refusal of one names the flag too, or the variable that gave it (SBATCH_OUTPUT)
     named = {k: BY_FIELD[k].variable if BY_FIELD[k].variable in used else BY_FIELD[k].shown for k in flags}
     if "time_limit" in flags:
@@ -244,7 +245,7 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
     ours = request_id is None
     request_id = request_id or new_request_id()
     if batch:
-        request, said = batch_request(specs, wrap, first, flags, request_id, named, machines)
+        request, said = batch_request(specs, wrap, first, flags, request_id, named, machines, asked)
         requests, reword = [request], reword or said
     else:
         requests = submit_requests(specs, flags, request_id, first)
@@ -281,16 +282,23 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
         print_json({"job_ids": [i for reply in replies for i in reply.job_ids],
                     "duplicate": all(reply.duplicate for reply in replies),
                     "jobs": as_dict(j.SubmitJobsResponse(jobs=replies))["jobs"]})
-        return
+    else:
+        said_queued(requests, replies, values["parsable"])
+    if asked["wait"]:  # sbatch -W: once its line is out, as sbatch prints it before it waits
+        from vipu.cli.job_output import wait_for_end
+
+        sys.stdout.flush()
+        raise SystemExit(wait_for_end(cli, [i for reply in replies for i in reply.job_ids]))
+
+
+def said_queued(requests: list[j.SubmitJobRequest], replies: list[j.SubmitJobResponse], parsable: bool) -> None:
+    """sbatch's line for each submit on stdout, whose 4th word scripts read (--parsable: the id alone, for $(...));
+    the rest on stderr."""
     for request, reply in zip(requests, replies):
-        again = f"request id {request.request_id} was used before: that submit's jobs, not queued again"
-        if values["parsable"]:
-            print(reply.job_ids[0])
-            if reply.duplicate:  # stdout is the id alone, for $(...)
-                print(f"vipu: {again}", file=sys.stderr)
-            continue
         first_id, last = reply.job_ids[0], reply.job_ids[-1]
-        print(f"Submitted job {first_id}" if len(reply.job_ids) == 1 else
-              f"Submitted array job {first_id} ({len(reply.job_ids)} tasks: jobs {first_id}-{last})")
+        print(first_id if parsable else f"Submitted batch job {first_id}")
+        if len(reply.job_ids) > 1 and not parsable:
+            print(f"vipu: array job {first_id}: {len(reply.job_ids)} tasks, jobs {first_id}-{last}", file=sys.stderr)
         if reply.duplicate:  # a retry of an earlier submit: said, so nobody waits for a second copy
-            print(f"({again})")
+            print(f"vipu: request id {request.request_id} was used before: that submit's jobs, not queued again",
+                  file=sys.stderr)

@@ -12,6 +12,7 @@ from vipu.cli.context import JSON_HELP
 from vipu.cli.params import PAST, WireInt
 from vipu.cli.sbatch_options import FLAG, INT, OPTIONS, SWITCH, SbatchOption, bare_before
 from vipu.cli.slurm_time import FORMS
+from vipu.cli.spec_files import starts_script
 from vipu.cli.submit import submit_jobs
 
 TYPES = {FLAG: bool, SWITCH: bool, INT: int}  # else str
@@ -26,22 +27,33 @@ def typer_option(option: SbatchOption) -> inspect.Parameter:
                              default=typer.Option(option.default, *names, help=help_text, **bounded))
 
 
-def bare_values(args: list[str]) -> list[str]:
-    """The command line with each option that takes an optional value (sbatch's --nice) given its bare value where
-    it has none (`--nice job.sh` -> `--nice=100 job.sh`; sbatch_options.bare_before says when). Why here: click
-    reads an option's value as the next word, whatever it is, and its own optional values take no negative number
-    (`--nice -5`)."""
-    out, i = list(args), 0
-    while i < len(out) and out[i] != "--":  # after --: the script's own arguments
-        option = VALUED.get(out[i])
-        if option is None:
-            i += 1
-        elif bare_before(option.bare, out[i + 1] if i + 1 < len(out) else None):
-            out[i] = f"{out[i]}={option.bare}"
+def command_line(args: list[str]) -> list[str]:
+    """The command line as click is to read it. Options end at the batch script, as sbatch's getopt ends them: the
+    words after it are the script's, `-t 5` too (`job.sh -- ARGS` stays vipu's: that -- is dropped); spec files
+    may have options after them. And each option that takes an optional value (sbatch's --nice) is given its bare
+    value where it has none (`--nice job.sh` -> `--nice=100 job.sh`; sbatch_options.bare_before says when), since
+    click reads an option's value as the next word, whatever it is, and its own optional values take no negative
+    number (`--nice -5`)."""
+    out, i, first = [], 0, True
+    while i < len(args) and args[i] != "--":  # after --: the script's own arguments
+        word = args[i]
+        option = VALUED.get(word)
+        if option is not None and bare_before(option.bare, args[i + 1] if i + 1 < len(args) else None):
+            out.append(f"{word}={option.bare}")
             i += 1  # the next word is read in its own turn
-        else:
-            i += 2  # the option and its value
-    return out
+        elif option is not None:
+            out += args[i:i + 2]  # the option and its value
+            i += 2
+        elif word.startswith("-") and word != "-" or not first:
+            out.append(word)
+            i += 1
+        elif starts_script(word):
+            rest = args[i + 1:]
+            return [*out, "--", word, *(rest[1:] if rest[:1] == ["--"] else rest)]
+        else:  # a spec file, or what is neither (said later): options may follow
+            out.append(word)
+            i, first = i + 1, False
+    return out + args[i:]
 
 
 # the names that take a value as the next word (--name=VALUE and -JVALUE are one word)
@@ -49,10 +61,10 @@ VALUED = {name: o for o in OPTIONS if o.kind not in (FLAG, SWITCH) for name in o
 
 
 class SubmitCommand(TyperCommand):
-    """vipu submit, its command line read through bare_values first."""
+    """vipu submit, its command line read through command_line first."""
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, bare_values(args))
+        return super().parse_args(ctx, command_line(args))
 
 
 def register(app: typer.Typer) -> None:
@@ -70,7 +82,8 @@ def register(app: typer.Typer) -> None:
         "specs", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=list[str],
         default=typer.Argument(
             None, metavar="[SCRIPT [ARGS]... | SPEC...]", show_default=False,
-            help="a batch script (its first line #!) and its arguments (after -- if they start with -); or YAML or"
+            help="a batch script (its first line #!) and its arguments, every word after it (vipu's options end there, as"
+                 " sbatch's); or YAML or"
                  " JSON job specs, each its own job, all queued or none ('-' reads one, or a script, from stdin);"
                  " omit to read a piped one (as sbatch) or, with nothing piped or with --duration, to use the flags"))
     context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)

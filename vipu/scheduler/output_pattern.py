@@ -30,14 +30,15 @@ class Named(Protocol):
 
 def output_path(pattern: str, job: Named, node: str | None = None) -> str:
     """%j job id, %A array job id (the job id outside an array), %a array task (4294967294 outside one, as Slurm's),
-    %J job id and step (77.batch), %s step (batch: the script is the batch step), %n node and %t task within the job
-    (0: the script runs once, on its first node), %N that node's name (`node`; kept as written until the job has
+    %J job id and step (for the batch script's files the job id alone, 77, as Slurm 22.05 writes them), %s step
+    (batch: the script is the batch step), %n node and %t task within the job (0: the script runs once, on its first
+    node), %N that node's name (`node`; kept as written until the job has
     one), %x job name, %u user, %% a percent sign; a width after the % zero-pads a number to at most 10 digits (%4j:
     0032, %3a: 007), as sbatch's; any other %-sequence is kept as written."""
     job_id = str(job.id)
     values = {
         "j": job_id,
-        "J": job_id,  # its step follows, unpadded
+        "J": job_id,  # job id and step, but the batch script's step is none: slurmstepd writes the job id alone
         "A": str(job.array_job_id if job.array_job_id is not None else job.id),
         "a": str(job.array_task_id) if job.array_task_id is not None else NO_TASK,
         "s": BATCH_STEP,
@@ -55,7 +56,7 @@ def output_path(pattern: str, job: Named, node: str | None = None) -> str:
             return node if node is not None else m.group(0)
         value = values[key]
         value = value.zfill(min(int(width), 10)) if width and key in NUMERIC else value
-        return f"{value}.{BATCH_STEP}" if key == "J" else value
+        return value
 
     return _PATTERN.sub(filled, pattern)
 

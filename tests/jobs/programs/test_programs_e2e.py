@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -156,6 +157,9 @@ def test_cancel_stops_the_whole_process_group_and_sigkill_follows_kill_wait(cont
     # sacct's ExitCode is what ended the program: SIGKILL (it had trapped SIGTERM), not the SIGTERM it was sent
     # first (slurmctld takes the batch script's status for a job it has ended already)
     assert wait_for(lambda: (d := show(controller, job))["signal"] == 9 and d)["exit_code"] == 0
+    said = (tmp_path / f"slurm-{job}.out").read_text().splitlines()  # walk40: slurmstepd's line, once
+    assert len(said) == 1 and re.fullmatch(rf"slurmstepd-(ag\d\d): error: \*\*\* JOB {job} ON \1 CANCELLED AT"
+                                           r" \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d \*\*\*", said[0]), said
 
 
 def test_a_stopped_programs_ipus_go_to_no_other_job_until_it_has_ended(server_factory, tmp_path):
@@ -294,6 +298,9 @@ def test_a_time_limit_ends_the_run_timeout(controller, tmp_path):
     detail = ended(controller, job)
     assert (detail["state"], detail["signal"]) == ("TIMEOUT", 15)
     wait_for(lambda: not alive(int((tmp_path / "pid").read_text())), timeout=10)
+    said = (tmp_path / f"slurm-{job}.out").read_text().splitlines()  # walk40: as Slurm 22.05's slurmstepd says it
+    assert len(said) == 1 and re.fullmatch(rf"slurmstepd-(ag\d\d): error: \*\*\* JOB {job} ON \1 CANCELLED AT"
+                                           r" \S+ DUE TO TIME LIMIT \*\*\*", said[0]), said
 
 
 def test_logs_show_a_running_programs_output_as_it_comes(controller, tmp_path):

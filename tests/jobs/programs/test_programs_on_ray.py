@@ -21,7 +21,7 @@ def on_ray(ray_session, server_factory):
 def submit_script(server, tmp_path, script: str, *flags: str) -> int:
     path = tmp_path / "job.sh"
     path.write_text(script)
-    out = run(server, "vipu", "submit", str(path), "-D", str(tmp_path), *flags, "--json")
+    out = run(server, "vipu", "submit", "-D", str(tmp_path), *flags, "--json", str(path))
     assert out.returncode == 0, out.stderr
     return int(json.loads(out.stdout)["job_ids"][0])
 

@@ -45,7 +45,7 @@ def test_the_signal_comes_before_the_time_limit_to_the_script_or_to_what_it_star
         "import signal, sys, time\n"
         "signal.signal(signal.SIGUSR1, lambda *_: (print('child checkpoint', flush=True), sys.exit(0)))\n"
         "while True:\n    time.sleep(0.05)\n")
-    batch = run(server, "vipu", "submit", str(tmp_path / "job.sh"), "-D", str(tmp_path), "--parsable")
+    batch = run(server, "vipu", "submit", "-D", str(tmp_path), "--parsable", str(tmp_path / "job.sh"))
     child = run(server, "vipu", "submit", "--ipus", "1", "-t", "0:30", "--signal", "USR1@25", "-D", str(tmp_path),
                 "--wrap", f"{sys.executable} child.py", "--parsable")
     assert batch.returncode == 0 and child.returncode == 0, batch.stderr + child.stderr
@@ -63,12 +63,13 @@ def test_a_time_past_the_limit_signals_once_at_the_first_check_after_the_start(s
     check, 5 s after the start, once its trap is set; the job runs on to its limit (TIMEOUT)."""
     (tmp_path / "job.sh").write_text("#!/bin/bash\n#SBATCH --ipus=1\n#SBATCH -t 0:12\n#SBATCH --signal=B:USR1@300\n"
                                      "trap 'echo warned after $SECONDS s' USR1\nwhile :; do sleep 0.05; done\n")
-    job = run(server, "vipu", "submit", str(tmp_path / "job.sh"), "-D", str(tmp_path), "--parsable")
+    job = run(server, "vipu", "submit", "-D", str(tmp_path), "--parsable", str(tmp_path / "job.sh"))
     assert job.returncode == 0, job.stderr
     detail = ended(server, int(job.stdout), timeout=60)
     assert detail["state"] == "TIMEOUT"
-    [said] = output(tmp_path, int(job.stdout)).splitlines()  # once, after its trap was set: not ended by it
+    said, stepd = output(tmp_path, int(job.stdout)).splitlines()  # once, after its trap was set: not ended by it
     assert re.fullmatch(r"warned after \d+ s", said), said
+    assert stepd.endswith(" DUE TO TIME LIMIT ***"), stepd  # then its time limit, as slurmstepd says it
 
 
 @pytest.mark.parametrize(("started", "end_by", "before_s", "at"), [

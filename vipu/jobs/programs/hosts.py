@@ -45,11 +45,12 @@ class Steps:
             self._runs.pop(key, None)
         return step.result
 
-    def terminate(self, key: str) -> None:
-        """Stop the run: its supervisor sends SIGTERM to the program's group, and SIGKILL after its grace."""
+    def terminate(self, key: str, ending: str | None = None) -> None:
+        """Stop the run: its supervisor sends SIGTERM to the program's group, and SIGKILL after its grace; `ending`:
+        the job's state, which it says in the job's error file as slurmstepd does."""
         step = self._runs.get(key)
         if step is not None:
-            step.terminate()
+            step.terminate(ending)
 
     def signal(self, key: str, sig: int, to: str = "full") -> bool:
         """Send `sig` to the run's program, `to` which of its processes (stepd.command); it goes on running. False
@@ -239,8 +240,18 @@ class _Step:
                 return False
             return True
 
-    def terminate(self) -> None:
+    def terminate(self, ending: str | None = None) -> None:
+        """SIGTERM to the supervisor; `ending`, how the job ended (TIMEOUT, CANCELLED, ...), sent first for the line
+        it writes into the job's error file (stepd.said_stopped)."""
         self._stop.set()
+        if ending is not None:
+            with self._writing:
+                try:
+                    if self._commands is not None and not self.done.is_set():
+                        self._commands.write(json.dumps({"ending": ending}) + "\n")
+                        self._commands.flush()
+                except (BrokenPipeError, ValueError):  # it has just ended
+                    pass
         if self._supervisor is not None and not self.done.is_set():
             try:
                 os.kill(self._supervisor, signal.SIGTERM)
@@ -281,8 +292,8 @@ class NodeSteps:
     def wait(self, key: str, timeout: float | None = None) -> dict | None:
         return self.steps.wait(key, timeout)
 
-    def terminate(self, key: str) -> None:
-        self.steps.terminate(key)
+    def terminate(self, key: str, ending: str | None = None) -> None:
+        self.steps.terminate(key, ending)
 
     def signal(self, key: str, sig: int, to: str = "full") -> bool:
         return self.steps.signal(key, sig, to)

@@ -246,7 +246,7 @@ class ProgramRuns:
         run.stopped = True
         self._close(run, f"job {stop.job_id}'s run was stopped ({stop.state.value}); its session with it")
         if run.host is not None:
-            self._call(run.host, "terminate", run.key, wait=False)
+            self._call(run.host, "terminate", run.key, stop.state.value, wait=False)
         with self._lock:
             if run.finished.is_set():
                 return None

@@ -78,7 +78,7 @@ def main() -> int:
         say({"failed": str(e)})
         return 0
     say({"started": {"pid": pid}})
-    status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, starter, commands)
+    status = supervise(pid, float(launch.get("kill_wait_s", 30.0)), stop_r, starter, commands, launch)
     ended_at = WallClock().now()  # the job's end is its script's, as slurmstepd reports a batch step's
     code = os.waitstatus_to_exitcode(status)
     ended = {"exit_code": max(code, 0), "signal": -code if code < 0 else 0}
@@ -262,7 +262,8 @@ def open_output(path: str, what: str, fresh: list[str] | None = None, append: bo
     return fd
 
 
-def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands: Lines | None = None) -> int:
+def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands: Lines | None = None,
+              launch: dict | None = None) -> int:
     """Wait for the program; on a stop (SIGTERM, or the starter gone) SIGTERM all its processes, and SIGKILL them
     after the grace period; a {"signal": N} command signals it (command()). What was re-parented here and has ended
     is reaped as it goes. Returns the program's wait status."""
@@ -272,7 +273,7 @@ def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands:
     if commands is not None and not commands.closed:
         watched.append(commands.fd)
         for line in commands.pop():  # sent before the program started
-            command(pid, line)
+            command(pid, line, launch)
     kill_at = None
     while True:
         timeout = None if kill_at is None else max(0.0, kill_at - time.monotonic())
@@ -288,7 +289,7 @@ def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands:
             if not commands.read():
                 watched.remove(commands.fd)  # the launcher closed it: no more commands
             for line in commands.pop():
-                command(pid, line)
+                command(pid, line, launch)
         if starter in ready:
             watched.remove(starter)  # stays readable: looked at once
         if stop and kill_at is None:
@@ -299,14 +300,18 @@ def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands:
             kill_at = time.monotonic() + 3600  # once: the processes are gone or cannot be killed harder
 
 
-def command(pid: int, line: str) -> None:
-    """One command line from the launcher: {"signal": N, "to": T} sends N to the program (the group exists while the
+def command(pid: int, line: str, launch: dict | None = None) -> None:
+    """One command line from the launcher: {"ending": STATE} (a stop's, before its SIGTERM) says the job's end in its
+    error file (said_stopped); {"signal": N, "to": T} sends N to the program (the group exists while the
     program is not reaped, so the signal cannot reach another's): T "full" (also when not given) the script and all
     it started, "batch" the script's own process alone, "children" all it started but the script (scancel -f, -b,
     and its default, which signals a job's steps and not its batch script). All it started: every process below
     this supervisor (step_processes.py), in the script's session or not."""
     try:
         message = json.loads(line)
+        if "ending" in message:
+            said_stopped(launch or {}, str(message["ending"]))
+            return
         sig, to = int(message["signal"]), message.get("to", "full")
         if to == "batch":
             os.kill(pid, sig)
@@ -318,6 +323,41 @@ def command(pid: int, line: str) -> None:
             signal_all(pid, sig, os.getpid())
     except (ValueError, KeyError, TypeError, OSError, AttributeError):  # a line it cannot read, a refused signal
         pass
+
+
+# slurmstepd's words after CANCELLED AT TIME for the batch step of a job that ends so (its own log line, as Slurm
+# 22.05 writes it into the job's error file); any other stop is said as a cancel
+DUE_TO = {"TIMEOUT": " DUE TO TIME LIMIT", "PREEMPTED": " DUE TO PREEMPTION"}
+SAID = {"CANCELLED", *DUE_TO}
+
+
+def said_stopped(launch: dict, ending: str) -> None:
+    """slurmstepd's line for a job stopped from outside, once, at the end of its error file (its output file
+    without -e): `slurmstepd-ag00: error: *** JOB 16 ON ag00 CANCELLED AT 2026-11-29T12:53:34 DUE TO TIME LIMIT ***`,
+    the time this machine's local time, as slurm_make_time_str gives it. Written as the supervisor's user, appended
+    to what the program wrote; a file it may not open is left as it is (the job's end is in its state)."""
+    path = launch.get("stderr") or launch.get("stdout")
+    if ending not in SAID or not path or launch.get("said"):
+        return
+    launch["said"] = True
+    from vipu.partition.node_names import expand
+
+    listed = launch.get("env", {}).get("SLURM_JOB_NODELIST")
+    try:
+        nodes = expand(listed) if listed else [socket.gethostname()]
+    except ValueError:  # (the controller wrote it: not to be)
+        nodes = [socket.gethostname()]
+    at = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(WallClock().now()))
+    text = (f"slurmstepd-{nodes[0]}: error: *** JOB {launch.get('job_id')} ON {nodes[0]} CANCELLED AT {at}"
+            f"{DUE_TO.get(ending, '')} ***\n")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 if __name__ == "__main__":
