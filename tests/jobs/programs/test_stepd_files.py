@@ -4,11 +4,13 @@ user, never through a symlink and never over a file that appeared after the cont
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from vipu.jobs.programs.stepd import StartError, open_output
+from vipu.jobs.programs.stepd import StartError, open_output, said_stopped
 
 
 def test_a_file_that_appeared_after_the_check_is_not_written_over(tmp_path):
@@ -160,3 +162,30 @@ def test_a_read_cut_at_max_bytes_after_the_program_ended_stops_at_its_last_whole
     assert Steps.read_after(str(out), 0, max_bytes=6, whole=False) == (["aaa"], 4, "")
     assert Steps.read_after(str(out), 4, max_bytes=6, whole=False) == (["b\xe9b"], 9, "")
     assert Steps.read_after(str(out), 9, max_bytes=6, whole=False) == (["cc"], 11, "")  # the end: its last line too
+
+
+NOBODY = {"uid": 65534, "gid": 65534, "groups": []}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="becomes another account: needs root")
+def test_slurmstepds_line_is_written_as_the_jobs_user():
+    """Regression: the CANCELLED line was appended as the supervisor's user (root under --secure) by path, so a job's
+    user who swapped a folder of its error path for a symlink had a line appended to a file only root may write."""
+    home = Path(tempfile.mkdtemp(prefix="vipu-nobody-"))  # pytest's own folders are root's alone
+    home.chmod(0o755)
+    theirs, root_only = home / "theirs", home / "root-only"
+    theirs.mkdir()
+    root_only.mkdir(mode=0o755)
+    os.chown(theirs, NOBODY["uid"], NOBODY["gid"])
+    kept = root_only / "err.txt"
+    kept.write_text("root's\n")
+    said = theirs / "err.txt"
+    said.write_text("")
+    os.chown(said, NOBODY["uid"], NOBODY["gid"])
+    launch = {"job_id": 7, "user": NOBODY, "env": {"SLURM_JOB_NODELIST": "ag00"}}
+    said_stopped({**launch, "stderr": str(kept)}, "CANCELLED")
+    assert kept.read_text() == "root's\n"
+    said_stopped({**launch, "stderr": str(said)}, "TIMEOUT")
+    assert said.read_text().startswith("slurmstepd-ag00: error: *** JOB 7 ON ag00 CANCELLED AT ")
+    assert said.read_text().endswith(" DUE TO TIME LIMIT ***\n")
+    shutil.rmtree(home)

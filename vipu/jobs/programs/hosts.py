@@ -8,16 +8,16 @@ controller's lock, never under it.
 from __future__ import annotations
 
 import codecs
-import errno
 import json
 import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
 import threading
 from pathlib import Path
+
+from vipu.jobs.programs.user_files import open_as
 
 TAIL_BYTES = 1 << 20  # `vipu logs` shows at most the last MiB of a program's output
 
@@ -156,31 +156,8 @@ _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def _open_as(path: str, user: dict | None) -> int:
-    """`path` opened for reading (_READ) by the controller's user, or (`user` given) by that account: a child
-    process becomes it, opens the file and hands the descriptor back, so the kernel's permission checks are that
-    account's along the whole path. A fork without exec: the child makes system calls only, then ends."""
-    if user is None or user["uid"] == os.geteuid():
-        return os.open(path, _READ)
-    ours, theirs = socket.socketpair()
-    with ours, theirs:
-        pid = os.fork()
-        if pid == 0:  # the child: nothing here may return
-            try:
-                os.setgroups(user["groups"])
-                os.setgid(user["gid"])
-                os.setuid(user["uid"])
-                socket.send_fds(theirs, [b"ok"], [os.open(path, _READ)])
-            except OSError as e:
-                theirs.sendall(str(e.errno or 0).encode())
-            finally:
-                os._exit(0)
-        theirs.close()
-        message, fds, _, _ = socket.recv_fds(ours, 32, 1)
-        os.waitpid(pid, 0)
-    if fds:
-        return fds[0]
-    code = int(message or b"0") or errno.EACCES  # (nothing said: the child died before it could)
-    raise FileNotFoundError(code, os.strerror(code)) if code == errno.ENOENT else OSError(code, os.strerror(code))
+    """`path` opened for reading (_READ) as user_files.open_as says."""
+    return open_as(path, user, _READ)
 
 
 class _Step:

@@ -334,8 +334,8 @@ SAID = {"CANCELLED", *DUE_TO}
 def said_stopped(launch: dict, ending: str) -> None:
     """slurmstepd's line for a job stopped from outside, once, at the end of its error file (its output file
     without -e): `slurmstepd-ag00: error: *** JOB 16 ON ag00 CANCELLED AT 2026-11-29T12:53:34 DUE TO TIME LIMIT ***`,
-    the time this machine's local time, as slurm_make_time_str gives it. Written as the supervisor's user, appended
-    to what the program wrote; a file it may not open is left as it is (the job's end is in its state)."""
+    the time this machine's local time, as slurm_make_time_str gives it. Written as the job's user (user_files.py),
+    appended to what the program wrote; a file it may not open is left as it is (the job's end is in its state)."""
     path = launch.get("stderr") or launch.get("stdout")
     if ending not in SAID or not path or launch.get("said"):
         return
@@ -350,8 +350,10 @@ def said_stopped(launch: dict, ending: str) -> None:
     at = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(WallClock().now()))
     text = (f"slurmstepd-{nodes[0]}: error: *** JOB {launch.get('job_id')} ON {nodes[0]} CANCELLED AT {at}"
             f"{DUE_TO.get(ending, '')} ***\n")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+    from vipu.jobs.programs.user_files import open_as
+
+    try:  # as the job's user: root appending by path would follow a folder the user swapped for a symlink
+        fd = open_as(path, launch.get("user"), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return
     try:
