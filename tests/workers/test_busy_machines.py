@@ -88,3 +88,23 @@ def test_stats_of_a_machine_that_does_not_answer_in_time_are_its_last_marked_sta
         assert not fleet.stats()[1].get("stale")  # answers again once free
     finally:
         fleet.shutdown()
+
+
+def test_a_gcs_that_does_not_answer_leaves_the_machines_unknown_not_lost(pool, monkeypatch):
+    """Regression: one failed GCS lookup raised out of health(), so the check after a run's MachineLost raised in
+    its handler and the job was never ended."""
+    import vipu.workers.pool as pool_module
+
+    pool.actors_for([0])
+
+    def unanswered(handle):
+        raise TimeoutError("GCS request timed out")
+
+    monkeypatch.setattr(pool_module, "actor_state", unanswered)
+    lost = []
+    watch = FailureWatch(lost.extend)
+    watch.brought_up([0])
+    assert pool.health() == {}
+    assert watch.check(pool.health()) == [] and lost == []
+    monkeypatch.undo()
+    assert pool.health()[0]["alive"]

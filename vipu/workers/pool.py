@@ -187,7 +187,8 @@ class MachinePool:
         """Every actor's health (or these machines'): whether it lives, its restarts, node and process, from Ray's
         GCS, and what the machine itself says (failed IPUs and links) if it answers within PROBE_S. An actor Ray
         gave up on (restarts exhausted) is reported dead and dropped, so the next actors_for() starts a fresh one;
-        one being restarted (or whose node is gone) is reported as not alive, and kept.
+        one being restarted (or whose node is gone) is reported as not alive, and kept; one the GCS did not answer
+        for is left out of the report.
 
         Why the GCS and not only the actor: an actor runs its work one call at a time, and a call waiting on a
         peer on a dead node holds up every later call from this process, a probe too (Ray starts one caller's calls
@@ -195,7 +196,14 @@ class MachinePool:
         wanted = None if machines is None else set(machines)
         with self._lock:
             handles = {m: h for m, h in self._actors.items() if wanted is None or m in wanted}
-        states = {m: actor_state(handle) for m, handle in handles.items()}
+        states = {}
+        for m, handle in handles.items():
+            try:
+                states[m] = actor_state(handle)
+            except Exception as e:  # noqa: BLE001 - the GCS did not answer: unknown, so left out, neither alive nor
+                # lost (a GCS hiccup must not fail every machine, nor end the caller: the watcher, a run's end)
+                log.warning("machine %s: Ray's GCS did not say whether its actor lives (%s); asked again at the next"
+                            " look", m, str(e).splitlines()[0] if str(e) else type(e).__name__)
         # only the live ones: a probe of one whose node is gone would wait in Ray's queue for a restart that may
         # never come
         answered, _ = self._answers({m: handles[m].health.remote() for m, state in states.items()

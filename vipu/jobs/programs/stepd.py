@@ -326,7 +326,7 @@ def command(pid: int, line: str, launch: dict | None = None) -> None:
 
 
 # slurmstepd's words after CANCELLED AT TIME for the batch step of a job that ends so (its own log line, as Slurm
-# 22.05 writes it into the job's error file); any other stop is said as a cancel
+# 22.05 writes it into the job's error file); CANCELLED has none, and other ends (a requeue, NODE_FAIL) no line at all
 DUE_TO = {"TIMEOUT": " DUE TO TIME LIMIT", "PREEMPTED": " DUE TO PREEMPTION"}
 SAID = {"CANCELLED", *DUE_TO}
 
