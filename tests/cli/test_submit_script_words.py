@@ -36,6 +36,8 @@ def files(tmp_path, monkeypatch):
     (["-J", "n", "--", "args.sh", "-x"], ["args.sh", "-x"], {"name": "n"}),
     (["a.yaml", "b.yaml", "-t", "5", "-H"], ["a.yaml", "b.yaml"], {"time": "5", "hold": True}),  # specs: as before
     (["a.yaml", "-J", "x"], ["a.yaml"], {"name": "x"}),
+    (["-HJ", "n", "args.sh", "-t", "5"], ["args.sh", "-t", "5"], {"hold": True, "name": "n"}),  # -J's value next
+    (["-HJargs.sh", "args.sh", "-t", "5"], ["args.sh", "-t", "5"], {"hold": True, "name": "args.sh"}),
 ])
 def test_options_end_at_the_script(files, args, specs, set_):
     got = params(args)

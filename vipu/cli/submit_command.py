@@ -41,7 +41,7 @@ def command_line(args: list[str]) -> list[str]:
         if option is not None and bare_before(option.bare, args[i + 1] if i + 1 < len(args) else None):
             out.append(f"{word}={option.bare}")
             i += 1  # the next word is read in its own turn
-        elif option is not None:
+        elif option is not None or value_next(word):
             out += args[i:i + 2]  # the option and its value
             i += 2
         elif word.startswith("-") and word != "-" or not first:
@@ -54,6 +54,17 @@ def command_line(args: list[str]) -> list[str]:
             out.append(word)
             i, first = i + 1, False
     return out + args[i:]
+
+
+def value_next(word: str) -> bool:
+    """Whether `word` is a cluster of short options whose last takes a value, which is then the next word, as click
+    (and getopt) read `-HJ name`; `-HJname` has it attached."""
+    if word[:1] != "-" or word[1:2] in ("", "-"):
+        return False
+    for k, letter in enumerate(word[1:], 1):
+        if f"-{letter}" in VALUED:
+            return k == len(word) - 1
+    return False
 
 
 # the names that take a value as the next word (--name=VALUE and -JVALUE are one word)
