@@ -4,6 +4,7 @@ takes is read (and tested against deploy/'s unit and manifest command lines) wit
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import socket
 from pathlib import Path
@@ -187,9 +188,14 @@ def parse_bundle(text: str) -> dict[str, float]:
     bundle = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, sep, amount = part.partition("=")
-        if not sep or not name or float(amount) <= 0:
-            raise ValueError("give RESOURCE=AMOUNT pairs with positive amounts, e.g. ipu_host=1")
-        bundle[name.strip()] = float(amount)
+        try:
+            number = float(amount)
+        except ValueError:
+            number = 0.0
+        if not sep or not name.strip() or not 0 < number < math.inf:  # (nan too: no comparison holds)
+            raise ValueError(f"{part!r} is not RESOURCE=AMOUNT with a positive, finite amount; give pairs such as"
+                             " ipu_host=1,CPU=0.01")
+        bundle[name.strip()] = number
     if not bundle:
         raise ValueError("give at least one RESOURCE=AMOUNT pair")
     return bundle
