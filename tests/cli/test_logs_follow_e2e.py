@@ -18,6 +18,7 @@ import pytest
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
+from tests.cli.test_squeue_e2e import as_from_a_terminal
 from tests.conftest import console_script
 from tests.jobs.programs.test_programs_e2e import ended, spec_file
 
@@ -28,7 +29,7 @@ class Follower:
     def __init__(self, server, *args: str):
         self.proc = subprocess.Popen([console_script("vipu"), "logs", "-f", *args], env=server.env(),
                                      cwd=server.state_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
+                                     text=True, preexec_fn=as_from_a_terminal)  # Ctrl-C reaches it as from a shell
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
