@@ -96,6 +96,9 @@ class CollectorTime:
 # 2026-11-29: when a job could first start, a note of its past, no decision): left out, so the hashes stay comparable
 # with those of 2026-11-28 21:56
 SHOWN_ONLY = {"unmet_dependency", "eligible_time"}
+# what sacct keeps of a submit (added on 2026-11-29: the owner's uid, --comment, the command line): no decision reads
+# them, so they are left out too and the hashes stay comparable with those before
+NOT_HASHED = {**dict.fromkeys(SHOWN_ONLY | {"uid"}, True), "spec": {"comment", "submit_line"}}
 # A stop as hashed before it carried its run's block (first_ipu, ipus, added on 2026-11-29 for runs still torn
 # down): where the run was is no decision, so a stop is hashed by its first four fields, as then
 STOP_BEFORE = namedtuple("StopJob", "job_id partition state requeued")
@@ -111,7 +114,7 @@ def decisions(s: Scheduler, effects: list) -> str:
     h.update(repr(s.last_decision.rest if s.last_decision is not None else None).encode())
     for e in effects:
         if isinstance(e, StartJob):
-            h.update(repr(s.table.jobs[e.job_id].model_dump(exclude=SHOWN_ONLY)).encode())
+            h.update(repr(s.table.jobs[e.job_id].model_dump(exclude=NOT_HASHED)).encode())
     return h.hexdigest()
 
 
