@@ -10,7 +10,6 @@ import errno
 import json
 import os
 import queue
-import signal
 import subprocess
 import threading
 
@@ -18,7 +17,7 @@ import pytest
 
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
-from tests.cli.test_squeue_e2e import as_from_a_terminal
+from tests.cli.test_squeue_e2e import as_from_a_terminal, interrupted
 from tests.conftest import console_script
 from tests.jobs.programs.test_programs_e2e import ended, spec_file
 
@@ -121,8 +120,8 @@ def test_follow_of_a_pending_job_waits_for_it_and_json_is_one_object_a_line(cont
     assert json.loads(as_json.next()) == {"job": str(job), "state": "PENDING", "reason": "Resources"}
     stopped = Follower(controller, str(job))
     assert stopped.next() == f"job {job} is pending (Resources): its output follows once it starts"
-    stopped.proc.send_signal(signal.SIGINT)  # Ctrl-C
-    assert stopped.rest() == [] and stopped.proc.returncode == 130
+    assert interrupted(stopped.proc) == 130  # Ctrl-C
+    assert stopped.rest() == []
     let_through(tmp_path / "go")
     assert [json.loads(line) for line in as_json.rest()] == [
         {"job": str(job), "line": "hello"}, {"job": str(job), "line": "world"},

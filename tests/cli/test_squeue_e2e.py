@@ -206,7 +206,9 @@ def interrupted(proc: subprocess.Popen) -> int:
 def signals_of(pid: int) -> str:
     """The kernel's view of a process's signals, for a failure's message."""
     try:
-        return " ".join(line.strip() for line in open(f"/proc/{pid}/status") if line.startswith(("Sig", "State")))
+        status = " ".join(line.strip() for line in open(f"/proc/{pid}/status") if line.startswith(("Sig", "State")))
+        threads = {t: open(f"/proc/{pid}/task/{t}/wchan").read() for t in os.listdir(f"/proc/{pid}/task")}
+        return f"{status}; threads waiting in {threads}"
     except OSError:
         return "gone"
 
