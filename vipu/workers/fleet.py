@@ -158,11 +158,11 @@ class Fleet:
                 problem = self.bundle and bundle_problem(self.bundle, ray.nodes())
                 if problem and not self.nodes_may_join:
                     raise InvalidArgument(problem, field="--machine-bundle")
-                if problem:  # a head started with its controller (KubeRay): the workers that offer it come later
-                    log.error("%s; starting all the same: nodes may still join (--ray-wait), and until one offers"
-                              " it, a job's machines fail to start after 60 s", problem)
                 # generous: the first actors on a fresh machine wait for Ray's worker processes to start and import
                 self.pool = MachinePool(self.pod, bundle=self.bundle, ready_timeout_s=300.0)
+                if problem:  # a head started with its controller (KubeRay): the workers that offer it come later
+                    log.error("%s; starting all the same: nodes may still join (--ray-wait), and until one offers"
+                              " it, a job's machines fail to start after %g s", problem, self.pool.place_timeout_s)
                 self.pool.lost = self.failures.lost  # a collective waiting on a lost machine ends
                 self._watcher = threading.Thread(target=self._watch, name="vipu-fleet-watch", daemon=True)
                 self._watcher.start()
