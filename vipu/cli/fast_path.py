@@ -74,11 +74,10 @@ def read(args: list[str]) -> tuple[str, dict] | None:
         if not word.startswith("-") or word == "-":  # click reads a lone - as a word (stdin)
             if command not in FILES:
                 return None
-            from vipu.cli.spec_files import starts_script
+            from vipu.cli.spec_files import script_words, starts_script
 
             if FILES[command] not in values and starts_script(word):  # its words are its own (submit_command.py)
-                rest = list(words)
-                values[FILES[command]] = [word, *(rest[1:] if rest[:1] == ["--"] else rest)]
+                values[FILES[command]] = script_words(word, list(words))
                 break
             values.setdefault(FILES[command], []).append(word)
             continue

@@ -88,6 +88,12 @@ def starts_script(word: str) -> bool:
         return False
 
 
+def script_words(script: str, rest: list[str]) -> list[str]:
+    """A batch script and its arguments, every word after it: its own, whatever they are, as sbatch's getopt stops at
+    the script; a `--` right after it is vipu's (`job.sh -- ARGS`), dropped."""
+    return [script, *(rest[1:] if rest[:1] == ["--"] else rest)]
+
+
 def read_spec(path: str) -> tuple[bytes, str]:
     if path == "-":
         data = stdin_bytes()

@@ -12,7 +12,7 @@ from vipu.cli.context import JSON_HELP
 from vipu.cli.params import PAST, WireInt
 from vipu.cli.sbatch_options import FLAG, INT, OPTIONS, SWITCH, SbatchOption, bare_before
 from vipu.cli.slurm_time import FORMS
-from vipu.cli.spec_files import starts_script
+from vipu.cli.spec_files import script_words, starts_script
 from vipu.cli.submit import submit_jobs
 
 TYPES = {FLAG: bool, SWITCH: bool, INT: int}  # else str
@@ -48,8 +48,7 @@ def command_line(args: list[str]) -> list[str]:
             out.append(word)
             i += 1
         elif starts_script(word):
-            rest = args[i + 1:]
-            return [*out, "--", word, *(rest[1:] if rest[:1] == ["--"] else rest)]
+            return [*out, "--", *script_words(word, args[i + 1:])]
         else:  # a spec file, or what is neither (said later): options may follow
             out.append(word)
             i, first = i + 1, False

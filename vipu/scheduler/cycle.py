@@ -22,6 +22,7 @@ from vipu.scheduler.bits import block, has_block
 from vipu.scheduler.claims import start_claimed
 from vipu.scheduler.dependency_reads import dependency_status
 from vipu.scheduler.effects import Effect, StartJob
+from vipu.scheduler.endings import end_runs
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.multifactor import PriorityRows, qos_factors
 from vipu.scheduler.policies.base import (
@@ -182,7 +183,7 @@ def _apply(sched: Scheduler, decision: ScheduleDecision, now: float) -> list[Eff
     if victims:
         starts = _after(sched, starts, victims)
     # the runs cut short count towards their users' fair share; stops come first, freeing the IPUs the starts use
-    stops = sched._end_runs(changed, victims, now, S.PREEMPTED)
+    stops = end_runs(sched, changed, victims, now, S.PREEMPTED)
     return stops + starts if stops else starts
 
 

@@ -28,6 +28,7 @@ from vipu.errors import FailedPrecondition, InvalidArgument
 from vipu.partition.rules import job_of_partition, job_partition_name
 from vipu.scheduler.config import with_retired_qos
 from vipu.scheduler.effects import Effect, StopJob
+from vipu.scheduler.endings import charge
 from vipu.scheduler.job_record import KINDS, META_NAME, Job, PurgedUsage, SchedulerMeta
 from vipu.scheduler.job_states import JobState
 from vipu.scheduler.workload import RunExit
@@ -153,7 +154,7 @@ def recover(s: Scheduler, records: Iterable, now: float, partitions: Iterable[st
         if job.start_time is not None and job.end_time is not None:
             s.fairshare.charge(job.user, job.ipus * (job.end_time - job.start_time), job.end_time)
     for job in cut_short:
-        s._charge(job, job.end_time)
+        charge(s, job, job.end_time)
     s.table.next_id = next_id
     effects: list[Effect] = []
     running = {job_partition_name(i) for i in s.table.running}

@@ -105,9 +105,6 @@ class Scheduler:
                 leaving.append(j.id)
         order.remove_many(leaving)
 
-    def _end_runs(self, changed: list[Job], ran: list[Job], now: float, state: JobState) -> list[Effect]:
-        return endings.end_runs(self, changed, ran, now, state)
-
     def _get(self, job_id: int) -> Job:
         return self.table.get(job_id)
 
@@ -271,9 +268,6 @@ class Scheduler:
 
     def repair_ipus(self, ipus: Iterable[int]) -> None:
         self.failed_mask &= ~sum(1 << ipu for ipu in set(ipus))
-
-    def _charge(self, job: Job, now: float) -> None:
-        endings.charge(self, job, now)
 
     # -- the scheduling cycle ---------------------------------------------------------------------------------
     def cycle(self, now: float, available_mask: int | None = None,

@@ -74,7 +74,7 @@ class Steps:
         """The end of a program's output file, and whether anything before it was left out ("" while none). Never
         through a symlink, and only a regular file with one name (not a hard link to another file), which a job's
         user could otherwise point at a file only the controller may read; O_NONBLOCK: a FIFO put there must not
-        stop the read. `user` ({uid, gid, groups}, under --secure): opened as that account (_open_as),
+        stop the read. `user` ({uid, gid, groups}, under --secure): opened as that account (user_files.open_as),
         since the job's user may also swap a folder of the path for a symlink once the run has ended."""
         read = _read_checked(path, user, lambda size: max(0, size - max_bytes), max_bytes)
         if isinstance(read, str):
@@ -137,7 +137,7 @@ def _read_checked(path: str, user: dict | None, start_at, max_bytes: int) -> tup
     """At most `max_bytes` of a program's output file from `start_at(its size)`, as (data, where they start, the
     size), opened as Steps.tail says; or a line saying why it is not shown ("" while there is no file)."""
     try:
-        fd = _open_as(path, user)
+        fd = open_as(path, user, _READ)
     except FileNotFoundError:
         return ""
     except OSError as e:
@@ -153,11 +153,6 @@ def _read_checked(path: str, user: dict | None, start_at, max_bytes: int) -> tup
 
 
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-
-
-def _open_as(path: str, user: dict | None) -> int:
-    """`path` opened for reading (_READ) as user_files.open_as says."""
-    return open_as(path, user, _READ)
 
 
 class _Step:
