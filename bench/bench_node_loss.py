@@ -68,7 +68,7 @@ def main() -> None:
     cluster.remove_node(second, allow_graceful=False)
     thread.join(timeout=600)
     print(f"machines {there} on the lost node, {here} on the head; {len(first)} answered stats before")
-    print(f"found lost: " + ", ".join(f"machine {m} after {at - killed:.1f} s" for m, at in sorted(lost_at.items())))
+    print("found lost: " + ", ".join(f"machine {m} after {at - killed:.1f} s" for m, at in sorted(lost_at.items())))
     print(f"machines of the head taken for lost: {sorted(set(lost_at) & set(here)) or 'none'}")
     print(f"the waiting collective ended {ended['how']} after {float(ended['at']) - killed:.1f} s")
     begun = time.monotonic()

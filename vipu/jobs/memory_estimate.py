@@ -203,20 +203,24 @@ def memory_if_fits(workload, pod: PodConfig, assumptions: Assumptions) -> Memory
     """memory(), when it fits; else None, found without mapping the tiles when the stages' bytes alone cannot fit
     evenly or in Streaming Memory (the search for a layout that fits, suggest.py, sizes thousands that do not)."""
     stages = [stage_memory(workload, s) for s in range(workload.layout.p)]
-    sram = (pod.ipu.tiles - workload.layout.io_tiles) * pod.ipu.sram_per_tile_bytes
-    if (max(st.sram for st in stages) + assumptions.reserved_sram_fraction * sram > sram
-            or max(st.streaming for st in stages) > pod.machine.streaming_memory_bytes / pod.machine.ipus):
-        return None
+    sram, reserved, capacity = _capacity(workload, pod, assumptions)
+    if max(st.sram for st in stages) + reserved > sram or max(st.streaming for st in stages) > capacity:
+        return None  # Memory.fits_evenly or .fits_streaming would be false
     found = _memory(workload, pod, assumptions, stages)
     return found if found.fits else None
+
+
+def _capacity(workload, pod: PodConfig, assumptions: Assumptions) -> tuple[int, float, float]:
+    """An IPU's SRAM on its compute tiles, the part of it reserved, and its share of Streaming Memory."""
+    sram = (pod.ipu.tiles - workload.layout.io_tiles) * pod.ipu.sram_per_tile_bytes
+    return sram, assumptions.reserved_sram_fraction * sram, pod.machine.streaming_memory_bytes / pod.machine.ipus
 
 
 def _memory(workload, pod: PodConfig, assumptions: Assumptions, stages: list[StageMemory]) -> Memory:
     most = max(stages, key=lambda st: st.sram)  # the first of equals
     streamed = max(stages, key=lambda st: st.streaming)
     compute_tiles = pod.ipu.tiles - workload.layout.io_tiles
-    sram = compute_tiles * pod.ipu.sram_per_tile_bytes
-    reserved = assumptions.reserved_sram_fraction * sram
+    sram, reserved, capacity = _capacity(workload, pod, assumptions)
     total = most.sram + reserved
     tensors, largest = tile_tensors(workload, most)
     return Memory(
@@ -224,7 +228,7 @@ def _memory(workload, pod: PodConfig, assumptions: Assumptions, stages: list[Sta
         tiles=tile_memory(tensors, largest, workload.layout, pod, assumptions.reserved_sram_fraction),
         reserved=reserved, total=total, per_tile=total / compute_tiles, sram_bytes=sram,
         sram_per_tile_bytes=pod.ipu.sram_per_tile_bytes, streaming=streamed.streaming,
-        streaming_capacity=pod.machine.streaming_memory_bytes / pod.machine.ipus, sram_stage=most.stage,
+        streaming_capacity=capacity, sram_stage=most.stage,
         streaming_stage=streamed.stage, streaming_mean=sum(st.streaming for st in stages) / len(stages),
     )
 

@@ -23,8 +23,8 @@ from vipu.jobs.layout import Layout, check_partition, fewer_ipus
 from vipu.jobs.models import MlpModel, Strict, TransformerModel
 from vipu.partition.rules import is_power_of_two
 from vipu.scheduler.workload import Workload, register
-from vipu.validation import MAX_SPEC_BYTES, describe
 from vipu.spec_numbers import Count, Number, Whole
+from vipu.validation import MAX_SPEC_BYTES, describe
 
 JobCheck = Callable[[dict, str], object]
 Model = Annotated[Union[MlpModel, TransformerModel, ConvNetModel], Field(discriminator="kind")]
