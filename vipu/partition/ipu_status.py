@@ -124,8 +124,13 @@ def machine_statuses(state: PodState, machines: Iterable[int] | None = None,
     """These machines (None: every one), in order, each with its IPUs counted by state as ipu_statuses() sets it.
     Only IPUs that are not idle are visited: an idle 65,536-IPU Pod is 16,384 rows, not 65,536 statuses.
     `cleaning_mask`: the IPUs of runs still torn down, as completing_mask takes it."""
+    return _machine_rows(state, machines, *_not_idle(state, cleaning_mask))
+
+
+def _machine_rows(state: PodState, machines: Iterable[int] | None, owner: dict[int, str],
+                  busy: dict[int, str]) -> list[MachineStatus]:
+    """machine_statuses() from _not_idle()'s answer."""
     per_machine, per_ild, total = state.pod.machine.ipus, state.pod.machines_per_ild, state.pod.machines
-    owner, busy = _not_idle(state, cleaning_mask)
     counts: dict[int, list[int]] = {}
     for ipu, kind in busy.items():
         counts.setdefault(ipu // per_machine, [0] * len(_KINDS))[_KINDS.index(kind)] += 1
@@ -155,8 +160,9 @@ def machine_state_counts(state: PodState, cleaning_mask: int = 0) -> Counter:
     down), as machine_statuses sets it: vipu_machines{state}, as `vipu info -N` shows them. Only the machines with an
     IPU that is not idle are visited (a drained agent's or a missing one's IPUs are not idle); the rest are idle."""
     per_machine = state.pod.machine.ipus
-    touched = {ipu // per_machine for ipu in _not_idle(state, cleaning_mask)[1]}
-    counts = Counter(s.state for s in machine_statuses(state, touched, cleaning_mask))
+    owner, busy = _not_idle(state, cleaning_mask)  # (worked out once a scrape: the rows below read it too)
+    touched = {ipu // per_machine for ipu in busy}
+    counts = Counter(s.state for s in _machine_rows(state, touched, owner, busy))
     counts["idle"] += state.pod.machines - len(touched)
     return counts
 
