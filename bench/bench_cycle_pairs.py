@@ -8,15 +8,15 @@ change to the walk saves; two processes that take turns, a cycle each, see the s
 The earlier commit is taken out of git (git archive) into a temporary directory; both use this checkout's Python.
 The next two columns are the same sum and ratio over the waves alone: the cycles that started 500 jobs or more (jobs
 started together reach their time limits together), most of whose cost is the commit of their starts; the last, the
-minor page faults of a wave, on average (memory the process had to be given: on this VM each costs microseconds).
+minor page faults of a wave, on average (pages of memory the process had to be given while it ran).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import random
+import resource
 import statistics
 import subprocess
 import sys
