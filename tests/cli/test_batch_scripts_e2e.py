@@ -92,6 +92,11 @@ def test_wait_exits_with_the_jobs_exit_code_as_sbatch_w(server, tmp_path):
     assert (out.returncode, out.stdout) == (0, "2\n") and show(server, 2, tmp_path)["state"] == "COMPLETED"
     refused = vipu(server, "submit", "--deadline", "now+1hour", "ok.sh", cwd=tmp_path)
     assert refused.returncode == 2 and "--deadline is not taken" in refused.stderr, refused.stderr
+    # SBATCH_WAIT, as sbatch reads it: over the script's #SBATCH -W (off undoes it), under the command line's -W
+    write(tmp_path / "three-w.sh", "#!/bin/sh\n#SBATCH --ipus=1\n#SBATCH -W\nexit 3\n")
+    for args, variable, code in ((["three.sh"], "", 3), (["three-w.sh"], "no", 0), (["-W", "three.sh"], "0", 3)):
+        out = vipu(server, "submit", "--parsable", *args, cwd=tmp_path, env={"SBATCH_WAIT": variable})
+        assert out.returncode == code, (args, variable, out.stderr)
 
 
 def test_flags_beat_directives(server, tmp_path):

@@ -59,6 +59,18 @@ def requests(server) -> dict[str, float]:
     return {method: float(count) for method, count in found}
 
 
+def test_submit_wait_on_an_array_asks_once_a_pass_for_every_task(server):
+    """sbatch -W of an array: a GetJob per task each pass was thousands of calls a pass for a large array."""
+    before = requests(server)
+    out = run(server, "vipu", "submit", "-W", "--parsable", "--ipus", "1", "--duration", "0.3s", "--array", "0-39")
+    calls = {m: n - before.get(m, 0) for m, n in requests(server).items() if n != before.get(m, 0)}
+    assert out.returncode == 0, out.stderr
+    first = int(out.stdout)
+    tasks = history(server, "-j", str(first))
+    assert len(tasks) == 40 and {state for _, state, *_ in tasks} == {"COMPLETED"}  # every task ended first
+    assert "GetJob" not in calls and 1 <= calls["History"] < 40, calls  # a listing a pass, not a call a task
+
+
 def test_show_job_of_an_array_lists_every_task_in_three_calls(server):
     """A GetJob per task took one call per task: thousands for a large array."""
     tasks = submit(server, "--ipus", "1", "--time-limit", "1m", "--hold", "--array", "0-299")

@@ -3,6 +3,7 @@ from its submit, through a kill -9 of the controller."""
 
 from __future__ import annotations
 
+import json
 import pwd
 
 from tests.cli.test_cli_e2e import run
@@ -37,6 +38,18 @@ def test_uid_comment_and_submit_line_are_kept_and_survive_a_kill_9(server):
     shown = line(server, "show", "job", str(job)).splitlines()
     assert f"UserId={user}({uid})" in shown and f"Comment={COMMENT}" in shown
     assert not any(s.startswith("Comment=") for s in line(server, "show", "job", str(bare)).splitlines())
+    # squeue --json's user_id, comment and submit_line (data_parser v0.0.44), "" for a string not set; no uid
+    # known (no account of the name here): null
+    [stranger] = submit(server, "--ipus", "1", "--user", "no-such-account-here")
+    listed = {x["job_id"]: x for x in json.loads(line(server, "queue", "--json"))["jobs"]}
+    assert [(x["user_id"], x["comment"], x["submit_line"]) for x in (listed[job], listed[bare])] == [
+        (uid, COMMENT, submitted), (uid, "", "vipu submit --json --ipus 1")]
+    assert listed[stranger]["user_id"] is None
+    assert list(listed[job]) == sorted(listed[job])  # squeue's keys in name order
+    # `vipu history --json` is show job's shape: the uid beside the user, comment and submit_line in its spec
+    ended = json.loads(line(server, "history", "--json", "-s", "R", "-j", str(job)))
+    assert [(x["uid"], x["spec"]["comment"], x["spec"]["submit_line"]) for x in ended] == [
+        (uid, COMMENT, submitted)]
 
 
 def test_a_comment_past_slurms_limit_is_refused_naming_it(server):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from vipu.cli.batch_directives import parse_directives
-from vipu.cli.sbatch_environment import switched_on
+from vipu.cli.sbatch_environment import from_environment, switched_on
 from vipu.cli.sbatch_unmodelled import unmodelled
 
 
@@ -76,6 +76,37 @@ def test_what_is_said_of_a_directive_names_its_script_and_line(capsys, line, sai
 @pytest.mark.parametrize(("value", "on"), [("", True), ("yes", True), ("1", True), ("0", False), ("no", False)])
 def test_a_flags_variable_is_on_as_sbatch_reads_it(value, on):
     assert switched_on(value) is on
+
+
+@pytest.mark.parametrize(("given", "variable", "wait"), [
+    (False, None, False),  # neither: False, and SBATCH_WAIT not used (a script's #SBATCH -W decides)
+    (False, "", True), (False, "yes", True), (False, "2", True),
+    (False, "no", False),  # off: sbatch's reset, which an #SBATCH -W does not undo
+    (True, "0", True),  # the command line's -W over the variable
+])
+def test_sbatch_wait_stands_in_for_w_as_sbatch_reads_it(monkeypatch, given, variable, wait):
+    monkeypatch.delenv("SBATCH_WAIT", raising=False)
+    if variable is not None:
+        monkeypatch.setenv("SBATCH_WAIT", variable)
+    values, used = from_environment({"wait": given})
+    assert values["wait"] is wait
+    assert ("SBATCH_WAIT" in used) == (variable is not None and not given)
+
+
+@pytest.mark.parametrize(("variables", "requeue"), [
+    ({}, None),  # neither: the script's line, else the spec's default
+    ({"SBATCH_NO_REQUEUE": ""}, False), ({"SBATCH_REQUEUE": "yes"}, True),
+    ({"SBATCH_NO_REQUEUE": "1", "SBATCH_REQUEUE": "1"}, True),  # sbatch reads SBATCH_REQUEUE last
+    ({"SBATCH_NO_REQUEUE": "1", "SBATCH_REQUEUE": "no"}, True),  # its reset: the default, over the earlier one
+    ({"SBATCH_NO_REQUEUE": "0"}, True),  # reset: the default, over an #SBATCH --no-requeue too
+])
+def test_the_requeue_variables_as_sbatch_reads_them(monkeypatch, variables, requeue):
+    for name in ("SBATCH_REQUEUE", "SBATCH_NO_REQUEUE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert from_environment({"requeue": None})[0]["requeue"] is requeue
+    assert from_environment({"requeue": False})[0]["requeue"] is False  # the command line's --no-requeue over both
 
 
 def test_one_task_is_what_a_job_is_and_cpus_are_a_warning(capsys):

@@ -41,6 +41,16 @@ def test_no_header_and_no_rows_print_nothing():
     assert render(percent_layout("%i", LETTERS, "-o"), [], header=False) == []
 
 
+def test_a_field_with_no_value_here_is_refused_by_its_whole_name_once_the_list_is_read(capsys):
+    no_value = {"WCKey": "no workload characterization key"}
+    with pytest.raises(SystemExit) as e:
+        sacct_fields("JobID, wckey%20", SACCT, "-o", no_value)
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        "vipu: error: -o: WCKey has no value here: no workload characterization key; leave it out (vipu history -e"
+        " lists the fields)\n")
+    assert [f.name for f in sacct_fields("JobID,JobN", SACCT, "-o", no_value)] == ["JobID", "JobName"]
+
+
 @pytest.mark.parametrize(("names", "want"), [
     ("JobID:4,name:.6", ["JOBI  NAME", "7   train-", "12       x"]),
     ("JobID:3|,Name", ["JOB|NAME                ", "7  |train-bert          ", "12 |x                   "]),

@@ -145,7 +145,7 @@ def test_show_job_of_an_id_in_no_record_says_it_was_lost_not_that_the_history_ha
     edit(tmp_path, "UPDATE records SET name = '-5', doc = json_set(doc, '$.id', -5) WHERE kind = 'job' AND name = '3'")
     plane = open_plane("bow-pod16", tmp_path, "127.0.0.1", 0, quarantine=True)
     with pytest.raises(NotFound) as missing:
-        plane.jobs.job(3, ANYONE)
+        plane.job_views.job(3, ANYONE)
     assert missing.value.message == (
         "job 3 is in neither the queue nor the job history: its record was lost before a start (with a damaged page, or"
         f" moved aside under another name: `sqlite3 {tmp_path / 'vipu.sqlite3'} 'SELECT kind, name, error FROM"
@@ -191,7 +191,7 @@ def test_job_ids_in_no_table_are_named_at_start_once_and_by_show_job(tmp_path, c
                     " their records were lost (with a damaged page or in a copy of a damaged database) or moved aside"
                     " under another name: 3-6,9; the quarantine table lists them, and they are not given again")
     with pytest.raises(NotFound) as missing:
-        plane.jobs.job(4, ANYONE)
+        plane.job_views.job(4, ANYONE)
     assert missing.value.message.startswith("job 4 is in neither the queue nor the job history: its record was lost"
                                             " before a start")
     assert plane.scheduler.submit(HELD, plane.now())[0].id == 13

@@ -35,24 +35,24 @@ def test_a_job_whose_listed_node_failed_names_that_node_only(plane):
     plane.admin.fail_ipus([0, 4])  # one IPU of ag00 and one of ag01
     job = submit(plane, ipus=4, nodelist="ag01")
     plane.step()
-    assert plane.jobs.job(job, ANYONE).reason == "ReqNodeNotAvail, UnavailableNodes:ag01"
+    assert plane.job_views.job(job, ANYONE).reason == "ReqNodeNotAvail, UnavailableNodes:ag01"
     other = submit(plane, ipus=16)
     plane.step()
-    assert plane.jobs.job(other, ANYONE).reason == "ReqNodeNotAvail, UnavailableNodes:ag[00-01]"
+    assert plane.job_views.job(other, ANYONE).reason == "ReqNodeNotAvail, UnavailableNodes:ag[00-01]"
 
 
 def test_node_names_follow_the_agents_and_a_waiting_job_reads_them_again(plane):
     plane.admin.remove_agent("ag03")  # machine03 now, as vipu info -N names it
     job = submit(plane, ipus=4, nodelist="machine03")
     plane.step()
-    assert plane.jobs.job(job, ANYONE).state.value == "PENDING"  # no agent: no IPU of it takes work
+    assert plane.job_views.job(job, ANYONE).state.value == "PENDING"  # no agent: no IPU of it takes work
     plane.admin.create_agent("ipu-m03", machine=3)
     assert plane.scheduler.table.nodes.names == {"ag00": 0, "ag01": 1, "ag02": 2, "ipu-m03": 3}
     plane.step()
-    assert plane.jobs.job(job, ANYONE).state.value == "PENDING"  # its node's name is gone: it waits
+    assert plane.job_views.job(job, ANYONE).state.value == "PENDING"  # its node's name is gone: it waits
     placed = submit(plane, ipus=4, nodelist="ipu-m03")
     plane.step()
-    assert plane.jobs.job(placed, ANYONE).first_ipu == 12
+    assert plane.job_views.job(placed, ANYONE).first_ipu == 12
     with pytest.raises(InvalidArgument, match="nodelist names ag03, which is no IPU-Machine of this Pod"):
         submit(plane, nodelist="ag03")
 
@@ -85,7 +85,7 @@ def test_update_req_and_exc_node_list_as_submit_checks_them_for_pending_jobs_onl
     assert (job.spec.nodelist, job.spec.exclude) == (None, "ag01")
     running = submit(plane, ipus=4)
     plane.step()
-    assert plane.jobs.job(running, ANYONE).state.value == "RUNNING"
+    assert plane.job_views.job(running, ANYONE).state.value == "RUNNING"
     for field, name in (("nodelist", "ReqNodeList"), ("exclude", "ExcNodeList")):
         with pytest.raises(FailedPrecondition, match=f"job {running} is RUNNING: {name} can change only while it is"
                                                      " pending"):

@@ -65,7 +65,7 @@ def test_a_slow_admission_check_delays_no_other_submission_or_listing(plane, gat
     slow, got = in_thread(lambda: submit(plane, TINY))
     assert reached.wait(WAIT_S)  # the train spec is in its admission check, outside the lock
     assert submit(plane) == [1]  # meanwhile another submission is queued, and the queue listed
-    assert [x.id for x in plane.jobs.queue(ANYONE).items] == [1]
+    assert [x.id for x in plane.job_views.queue(ANYONE).items] == [1]
     assert slow.is_alive()
     release.set()
     slow.join(WAIT_S)
@@ -83,7 +83,7 @@ def test_a_slow_listing_delays_no_submission(plane, monkeypatch, gate):
 
     submit(plane)
     monkeypatch.setattr(QueueView, "queue_rows", slow_queue)
-    lister, got = in_thread(lambda: plane.jobs.queue(ANYONE).items)
+    lister, got = in_thread(lambda: plane.job_views.queue(ANYONE).items)
     assert reached.wait(WAIT_S)
     assert submit(plane) == [2] and lister.is_alive()  # the listing holds no lock the submission needs
     release.set()
@@ -102,55 +102,55 @@ def test_reads_share_a_snapshot_until_something_changes(plane):
 
 def test_pages_of_one_listing_hold_every_job_once_while_jobs_come_and_go(plane):
     plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(2500)], ANYONE)
-    first = plane.jobs.queue(ANYONE, page_size=1000)
+    first = plane.job_views.queue(ANYONE, page_size=1000)
     assert (len(first.items), first.total) == (1000, 2500) and first.next_page_token
     submit(plane)  # job 2501 arrives, and job 1 is cancelled, between the pages
     plane.jobs.cancel([1], NO_FILTER, False, ANYONE)
-    second = plane.jobs.queue(ANYONE, page_size=1000, page_token=first.next_page_token)
-    third = plane.jobs.queue(ANYONE, page_size=1000, page_token=second.next_page_token)
+    second = plane.job_views.queue(ANYONE, page_size=1000, page_token=first.next_page_token)
+    third = plane.job_views.queue(ANYONE, page_size=1000, page_token=second.next_page_token)
     assert third.next_page_token == ""
     ids = [x.id for page in (first, second, third) for x in page.items]
     assert ids == list(range(1, 2501))  # the moment of the first page, whole
-    assert plane.jobs.queue(ANYONE).total == 2500  # a new listing: 2..2501
+    assert plane.job_views.queue(ANYONE).total == 2500  # a new listing: 2..2501
 
 
 def test_a_page_token_is_refused_for_other_filters_or_when_made_up(plane):
     plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(3)], ANYONE)
-    token = plane.jobs.queue(ANYONE, page_size=1).next_page_token
+    token = plane.job_views.queue(ANYONE, page_size=1).next_page_token
     with pytest.raises(InvalidArgument, match="page_token was given for a listing with other filters"):
-        plane.jobs.queue(ANYONE, users=["bob"], page_size=1, page_token=token)
+        plane.job_views.queue(ANYONE, users=["bob"], page_size=1, page_token=token)
     with pytest.raises(InvalidArgument, match="page_token is not one this controller gave"):
-        plane.jobs.queue(ANYONE, page_token="bm90IGEgdG9rZW4")
+        plane.job_views.queue(ANYONE, page_token="bm90IGEgdG9rZW4")
     with pytest.raises(InvalidArgument, match="page_size is -1"):
-        plane.jobs.queue(ANYONE, page_size=-1)
+        plane.job_views.queue(ANYONE, page_size=-1)
 
 
 def test_a_page_whose_listing_is_no_longer_kept_is_refused_so_no_job_is_left_out(plane, monkeypatch):
     """Regression: the next page came from a fresh listing at the same offset, and jobs ahead of it that had started
     or ended moved the live ones behind it out of every page."""
     plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(4)], ANYONE)
-    first = plane.jobs.queue(ANYONE, page_size=2)
+    first = plane.job_views.queue(ANYONE, page_size=2)
     monkeypatch.setattr(snapshot, "LISTING_KEPT_S", 0.0)  # as after ten quiet minutes
     with pytest.raises(ListingGone, match="page_token names a listing no longer kept"):
-        plane.jobs.queue(ANYONE, page_size=2, page_token=first.next_page_token)
+        plane.job_views.queue(ANYONE, page_size=2, page_token=first.next_page_token)
 
 
 def test_listings_kept_are_bounded_by_their_rows(plane, monkeypatch):
     monkeypatch.setattr(snapshot, "LISTED_ROWS_KEPT", 5)
     plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(3)], ANYONE)
-    mine = plane.jobs.queue(ANYONE, page_size=1)
-    plane.jobs.queue(ANYONE, users=["someone"], page_size=1)  # another listing: 3 + 0 rows, both kept
-    assert plane.jobs.queue(ANYONE, page_size=1, page_token=mine.next_page_token).items[0].id == 2
-    plane.jobs.history(ANYONE, page_size=1)  # and a third (0 rows)
+    mine = plane.job_views.queue(ANYONE, page_size=1)
+    plane.job_views.queue(ANYONE, users=["someone"], page_size=1)  # another listing: 3 + 0 rows, both kept
+    assert plane.job_views.queue(ANYONE, page_size=1, page_token=mine.next_page_token).items[0].id == 2
+    plane.job_views.history(ANYONE, page_size=1)  # and a third (0 rows)
     submit(plane)
-    plane.jobs.queue(ANYONE, page_size=1)  # 4 rows more: over 5, the oldest goes
+    plane.job_views.queue(ANYONE, page_size=1)  # 4 rows more: over 5, the oldest goes
     with pytest.raises(ListingGone):
-        plane.jobs.queue(ANYONE, page_size=1, page_token=mine.next_page_token)
+        plane.job_views.queue(ANYONE, page_size=1, page_token=mine.next_page_token)
 
 
 def test_an_unpaged_caller_gets_the_default_page(plane):
     plane.jobs.submit([SubmitRequest(HELD, {}) for _ in range(1001)], ANYONE)
-    page = plane.jobs.queue(ANYONE)
+    page = plane.job_views.queue(ANYONE)
     assert len(page.items) == 1000 and page.total == 1001 and page.next_page_token
 
 

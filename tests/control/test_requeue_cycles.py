@@ -25,7 +25,7 @@ def settle(plane) -> int:
 
 
 def shown(plane, job_id: int) -> tuple:
-    job = plane.jobs.job(job_id, ANYONE)
+    job = plane.job_views.job(job_id, ANYONE)
     return job.state, job.reason, job.estimated_start
 
 
@@ -34,11 +34,11 @@ def test_a_preempted_job_has_its_reason_and_estimate_from_the_cycle_that_follows
     plane.step()
     high = submit(plane, qos="high")
     plane.step()  # the submit's wake: this cycle preempts `low` (no KillWait: sleep stops at once) and starts `high`
-    assert plane.jobs.job(high, ANYONE).state is S.RUNNING
+    assert plane.job_views.job(high, ANYONE).state is S.RUNNING
     assert shown(plane, low) == (S.PENDING, None, None)  # requeued after the cycle that preempted it walked
     assert plane.loop.wait_after(plane.now()) == 0  # the live loop steps again at once, with nothing else happening
     assert settle(plane) == 1
-    started = plane.jobs.job(high, ANYONE).start_time
+    started = plane.job_views.job(high, ANYONE).start_time
     assert shown(plane, low) == (S.PENDING, "Resources", started + 600)  # when `high`'s time limit runs out
     assert plane.driver.next_time() > plane.now()  # and no more: the victim cannot preempt back
 
@@ -47,7 +47,7 @@ def test_a_job_requeued_by_a_node_failure_has_its_reason_from_the_cycle_that_fol
     job = submit(plane)
     plane.step()
     plane.admin.fail_ipus([0])
-    assert plane.jobs.job(job, ANYONE).state is S.PENDING
+    assert plane.job_views.job(job, ANYONE).state is S.PENDING
     assert settle(plane) == 1
     assert shown(plane, job) == (S.PENDING, "ReqNodeNotAvail, UnavailableNodes:ag00", None)
 
@@ -56,7 +56,7 @@ def test_a_job_requeued_by_vipu_requeue_starts_again_at_the_cycle_that_follows(p
     job = submit(plane)
     plane.step()
     plane.jobs.requeue([job], False, ANYONE)
-    assert plane.jobs.job(job, ANYONE).state is S.PENDING
+    assert plane.job_views.job(job, ANYONE).state is S.PENDING
     assert settle(plane) == 1
-    again = plane.jobs.job(job, ANYONE)
+    again = plane.job_views.job(job, ANYONE)
     assert (again.state, again.requeue_count) == (S.RUNNING, 1)

@@ -32,7 +32,7 @@ def submit(plane, spec=HELD, n=1) -> list[int]:
 
 
 def states(plane) -> dict[int, JobState]:
-    return {x.id: x.state for x in plane.jobs.queue(ANYONE).items}
+    return {x.id: x.state for x in plane.job_views.queue(ANYONE).items}
 
 
 def freed(plane) -> None:
@@ -114,7 +114,7 @@ def test_a_refused_cancel_of_running_jobs_leaves_them_running(plane, monkeypatch
         plane.jobs.cancel(ids, NO_FILTER, False, ANYONE)
     assert states(plane) == {i: JobState.RUNNING for i in ids}  # a sleep's run resumes: nothing of it had gone
     assert len(plane.controller.state.partitions) == 16
-    assert all(x.recovery == "" or "undoing" in x.recovery for x in plane.jobs.queue(ANYONE).items)
+    assert all(x.recovery == "" or "undoing" in x.recovery for x in plane.job_views.queue(ANYONE).items)
 
 
 def test_programs_launched_for_starts_not_written_are_stopped(plane, tmp_path):

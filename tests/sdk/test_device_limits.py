@@ -19,7 +19,7 @@ from vipu.control.device_ops import DeviceOps
 from vipu.errors import ResourceExhausted
 from vipu.jobs.sessions.tensor_memory import TensorMemory
 from vipu.jobs.sessions.tokens import Sessions
-from vipu.server.calls_in_flight import MAX_THREADS, CallsInFlight, default_threads
+from vipu.server.calls_in_flight import MAX_DEVICE_THREADS, CallsInFlight, default_threads
 from vipu.server.device_server import build_device_server
 from vipu.server.device_service import TOKEN_METADATA
 from vipu.v1 import device_pb2 as d
@@ -102,7 +102,7 @@ def test_the_default_threads_hold_every_runs_limit_on_the_whole_pod():
     assert calls.threads == 4 * 16 + 16
     assert sum(calls.limit(1) for _ in range(16)) <= calls.threads - 16  # the Pod cut into 1-IPU runs
     assert calls.limit(16) == 2 * 16 + 2 <= calls.threads // 2  # one run on all of it
-    assert default_threads(65_536) == MAX_THREADS  # (the flag's bound: not a thread per call of 16,384 runs)
+    assert default_threads(65_536) == MAX_DEVICE_THREADS  # (the flag's bound: not a thread per call of 16,384 runs)
 
 
 def test_the_sdks_instances_meeting_stay_under_their_runs_limit():

@@ -162,16 +162,6 @@ LONG = "JobID,JobIDRaw,JobName,Partition,AllocCPUS,Elapsed,State,ExitCode,ReqTRE
 UNITS = "KMGTP"
 
 
-def check_kept(text: str, flag: str) -> None:
-    """Refuse (exit 2) a field of sacct's that has no value here, naming it and why (NO_VALUE)."""
-    for token in text.split(","):
-        name = token.partition("%")[0].strip()
-        kept = next((n for n in NO_VALUE if n.lower() == name.lower()), None)
-        if kept is not None:
-            fail("vipu", f"{flag}: {kept} has no value here: {NO_VALUE[kept]}; leave it out (vipu history -e lists"
-                 " the fields)", BAD_INPUT)
-
-
 def help_format() -> str:
     """sacct -e: the field names, four to a line, as sacct prints them."""
     names = sorted(FIELDS, key=str.lower)
@@ -295,9 +285,7 @@ def register(app: typer.Typer) -> None:
         chosen = fmt if fmt is not None else (BRIEF if brief else None) or os.environ.get("SACCT_FORMAT") or (
             TABLE if parsable or parsable2 else None)  # -o '' is refused, not read as the default
         flag = "-o/--format" if fmt is not None else "SACCT_FORMAT"
-        if chosen is not None:
-            check_kept(chosen, flag)
-        fields = sacct_fields(chosen, FIELDS, flag) if chosen is not None else None
+        fields = sacct_fields(chosen, FIELDS, flag, NO_VALUE) if chosen is not None else None
         needs = frozenset().union(*(f.column.needs for f in fields)) if fields else frozenset()
         as_json = cli.wants_json(json_out)
         windowed = since is not None or until is not None

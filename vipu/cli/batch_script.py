@@ -105,7 +105,7 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     `machines` the Pod's, asked for a directive -N (sbatch_nodes.py); `origins` gets the file and line of each
     field a directive set (see parse_directives); `rewords` gets how a refusal of the job's size is said when the
     size was asked in nodes (#SBATCH -N, or -w alone): in nodes, naming the line (sbatch_nodes.in_nodes); `asked` gets
-    wait: True for an #SBATCH -W (what `vipu submit` does, not the job)."""
+    wait: True for an #SBATCH -W (what `vipu submit` does, not the job) where neither -W nor SBATCH_WAIT said (None)."""
     try:
         script = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -127,7 +127,7 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     for key in flags:  # a flag over a directive: what is said of the value is said of the flag
         origins.pop(key, None)
     options = unmodelled({**directives, **flags}, origins)
-    if options.pop("wait", False) and asked is not None:
+    if options.pop("wait", False) and asked is not None and asked["wait"] is None:  # -W and SBATCH_WAIT over it
         asked["wait"] = True
     if "ipus" not in options and "nodelist" in options:  # -w alone: its nodes are the job's size
         from vipu.cli.sbatch_nodes import LIST_FLAG, sized_by_list

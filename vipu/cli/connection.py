@@ -176,10 +176,11 @@ class Connection:
         print(f"{self.prog}: the controller at {self.address} is not answering; retrying for up to"
               f" {self.timeout:g} s ({TIMEOUT_HOW.format(prog=self.prog)})", file=sys.stderr, flush=True)
 
-    def every_page(self, method, request):
-        """Every page of a list call, merged into one response (vipu/client/paging.py); failures as call()."""
+    def every_page(self, method, request, retry: bool = False):
+        """Every page of a list call, merged into one response (vipu/client/paging.py); failures, and `retry`, as
+        call()'s."""
         try:
-            return self.client.every_page(method, request)
+            return self.client.every_page(method, request, retry)
         except ApiError as e:
             self.fail(e)
 

@@ -1,6 +1,7 @@
 """`vipu queue --json` as squeue --json writes it (Slurm's data_parser, v0.0.4x): an object with the jobs, a meta
 block, errors and warnings; numbers Slurm may leave unset as {"set", "infinite", "number"}; times as Unix seconds;
-a job's state as a list. A few fields of vipu's own follow Slurm's (ipus, vipu_partition, modelled, time_limit_s).
+a job's state as a list; submit_line as v0.0.44 (Slurm 25.05) adds it. A few fields of vipu's own follow Slurm's
+(ipus, vipu_partition, modelled, time_limit_s).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def job_entry(row: JobRow) -> dict:
         "account": x.account,
         "array_job_id": number(x.array_job_id if array else None),
         "array_task_id": number(x.array_task_id if array else None),
+        "comment": row.spec.comment,  # sbatch --comment; "" without one, as Slurm's JSON gives an unset string
         "cpus": number(x.ipus),
         "dependency": x.dependency,
         "eligible_time": number(eligible_of(x)),
@@ -78,12 +80,14 @@ def job_entry(row: JobRow) -> dict:
         # RaisedSignal:11(Segmentation fault))
         "state_description": said if "," in said or said != named else "",
         "state_reason": named.partition(",")[0],
+        "submit_line": row.spec.submit_line,  # "" for a job submitted through the API without one
         "submit_time": number(seconds(x.submitted)),
         "time_limit": NO_LIMIT if limit(seconds(x.time_limit)) == "UNLIMITED"
         else number(math.ceil(seconds(x.time_limit) / 60)),  # minutes, rounded up as Slurm rounds MM:SS
         "time_limit_s": seconds(x.time_limit),
         "tres_alloc_str": tres if row.running else "",
         "tres_req_str": tres,
+        "user_id": x.uid if x.HasField("uid") else None,  # null: not known (stored before schema 6, no account)
         "user_name": x.user,
         "vipu_partition": x.partition,
     }

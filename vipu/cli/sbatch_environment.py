@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 
-from vipu.cli.sbatch_options import OPTIONS
+from vipu.cli.sbatch_options import FLAG, OPTIONS
 
-# submit_jobs' parameter -> the variable sbatch reads for that flag
-TEXTS = {o.param: o.variable for o in OPTIONS if o.variable is not None}
-SWITCHES = (("SBATCH_REQUEUE", True), ("SBATCH_NO_REQUEUE", False))  # --requeue and --no-requeue
+# submit_jobs' parameter -> the variable sbatch reads for that flag: one that takes a value, and one that takes none
+TEXTS = {o.param: o.variable for o in OPTIONS if o.variable is not None and o.kind != FLAG}
+FLAGS = {o.param: o.variable for o in OPTIONS if o.variable is not None and o.kind == FLAG}
+# --no-requeue's and --requeue's, in the order sbatch reads them (src/sbatch/opt.c env_vars): the later one wins
+SWITCHES = (("SBATCH_NO_REQUEUE", False), ("SBATCH_REQUEUE", True))
 
 
 def switched_on(value: str) -> bool:
@@ -21,17 +23,22 @@ def switched_on(value: str) -> bool:
 
 def from_environment(given: dict) -> tuple[dict, set[str]]:
     """The values of the flags (submit_jobs' parameters) not given filled in from their variables, and the
-    variables used. -t's variable stands back when --time-limit (vipu's own spelling of -t) is given."""
+    variables used. -t's variable stands back when --time-limit (vipu's own spelling of -t) is given. A flag that
+    takes no value (-W, --requeue) is on or off by switched_on(); off is sbatch's reset, which an #SBATCH line does
+    not undo (sbatch reads the variables after the script's lines)."""
     out, used = dict(given), set()
     for param, variable in TEXTS.items():
         value = os.environ.get(variable)
         if out.get(param) is None and value and not (param == "time" and given.get("time_limit") is not None):
             out[param] = value
             used.add(variable)
+    for param, variable in FLAGS.items():
+        if not out.get(param) and variable in os.environ:
+            out[param] = switched_on(os.environ[variable])
+            used.add(variable)
     if out.get("requeue") is None:
         for variable, on in SWITCHES:
-            if variable in os.environ and switched_on(os.environ[variable]):
-                out["requeue"] = on
+            if variable in os.environ:  # off: sbatch's reset, to the default (requeue), over an #SBATCH line too
+                out["requeue"] = on if switched_on(os.environ[variable]) else True
                 used.add(variable)
-                break
     return out, used

@@ -132,7 +132,8 @@ OPTIONS = (
     SbatchOption("json_out", ("--json", "--showjson"), FLAG, "{JSON_HELP}: job_ids (every job), duplicate (all were"
                  " queued before, by these request ids), jobs (job_ids and duplicate per spec)"),
     SbatchOption("wait", ("--wait", "-W"), FLAG, "wait for the jobs queued to end, then exit with their highest exit"
-                 " code (1 for one a signal ended), as sbatch -W", field="wait", reads=ON),
+                 " code (1 for one a signal ended), as sbatch -W (SBATCH_WAIT too)", field="wait", reads=ON,
+                 variable="SBATCH_WAIT"),
     SbatchOption("open_mode", ("--open-mode",), help="a batch script's output and error files: truncate (the default:"
                  " each run starts them afresh) or append (each run adds to them; a file of your own from before is"
                  " added to, where truncate refuses it)", field="open_mode", reads="text",

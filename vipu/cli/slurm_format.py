@@ -177,15 +177,21 @@ class Field:
     width: int
 
 
-def sacct_fields(text: str, columns: dict[str, Column], flag: str) -> list[Field]:
+def sacct_fields(text: str, columns: dict[str, Column], flag: str, no_value: dict[str, str] | None = None
+                 ) -> list[Field]:
     """sacct's -o list, `Name[%width],...`: a name in any case, or its first letters (sacct takes `jobn` for
-    JobName: the first field in `columns`' order that starts so), with `%30` (right-justified) or `%-30`."""
+    JobName: the first field in `columns`' order that starts so), with `%30` (right-justified) or `%-30`. A name of
+    `no_value` (sacct's, in any case; not its first letters) is refused with why it has no value here."""
     fields = []
     for token in text.split(","):
         token = token.strip()
         if not token:
             continue
         name, percent, width = token.partition("%")
+        kept = next((n for n in no_value or () if n.lower() == name.strip().lower()), None)
+        if kept is not None:
+            fail("vipu", f"{flag}: {kept} has no value here: {no_value[kept]}; leave it out (vipu history -e lists"
+                 " the fields)", BAD_INPUT)
         if percent and not re.fullmatch(r"-?[0-9]+", width):
             fail("vipu", f"{flag}: {token!r} has a width that is not a number; write e.g. JobName%30, or %-30 to"
                  " left-justify", BAD_INPUT)

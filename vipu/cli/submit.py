@@ -173,7 +173,10 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
                                ("chdir", "-D/--chdir", "a directory (e.g. -D runs)")):
         if key in flags and not str(flags[key]).strip():
             refuse_empty(flag, f"{example}, or leave it out for the default")
-    asked = {"wait": flags.pop("wait", False)}  # what this command does once the jobs are queued (#SBATCH -W too)
+    # what this command does once the jobs are queued: -W, else SBATCH_WAIT (on or off), else None: a script's
+    # #SBATCH -W decides (batch_script.script_request)
+    flags.pop("wait", None)
+    asked = {"wait": values["wait"] if values["wait"] or "SBATCH_WAIT" in used else None}
     # a refusal of one names the flag too, or the variable that gave it (SBATCH_OUTPUT)
     named = {k: BY_FIELD[k].variable if BY_FIELD[k].variable in used else BY_FIELD[k].shown for k in flags}
     if "time_limit" in flags:

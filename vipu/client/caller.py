@@ -135,10 +135,11 @@ class Caller:
                 self.sleep(min(self.backoff.delay(attempt), left - 0.25))
                 attempt += 1
 
-    def every_page(self, method, request):
+    def every_page(self, method, request, retry: bool = False):
         """Every page of a list call merged into one response of its type (its list field holds every item), all
-        from one moment; a listing the controller no longer keeps is started again (paging.py)."""
-        return paging.every_page(lambda asked: self.call(method, asked), request,
+        from one moment; a listing the controller no longer keeps is started again (paging.py). `retry`: each page
+        as call()'s."""
+        return paging.every_page(lambda asked: self.call(method, asked, retry), request,
                                  gone=lambda e: isinstance(e, ApiError) and e.reason == LISTING_EXPIRED,
                                  tries=PAGE_TRIES)
 

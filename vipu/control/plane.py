@@ -1,8 +1,9 @@
 """The control plane: the one object the edges (gRPC servicers, metrics, the server's start-up) call.
 
 It owns the scheduler, the partition controller, the store, the clock, the lock, the machines and the driver, and
-offers operations that return domain objects: `jobs` (Slurm's commands), `partitions` (V-IPU's), `admin` (agents,
-clusters, allocations, users, faults), and `read()`, a snapshot every read runs on without the lock. Writes take
+offers operations that return domain objects: `jobs` (Slurm's commands), `job_views` (its views), `partitions`
+(V-IPU's), `admin` (agents, clusters, allocations, users, faults), and `read()`, a snapshot every read runs on
+without the lock. Writes take
 the lock, which is one store transaction (lock.py); after a change that may let a job start, the loop is woken.
 """
 
@@ -23,6 +24,7 @@ from vipu.control.ended_jobs import stored_job
 from vipu.control.executor import LiveExecutor
 from vipu.control.output_files import OutputFiles
 from vipu.control.job_ops import JobOps
+from vipu.control.job_views import JobViews
 from vipu.control.lock import Recording, StateLock, Undone
 from vipu.control.pacing import Pacing
 from vipu.control.partition_ops import PartitionOps
@@ -107,6 +109,7 @@ class ControlPlane:
         self._snapshot: Snapshot | None = None
         self._taking = threading.Lock()  # one reader takes a new snapshot; the others wait and share it
         self.jobs = JobOps(self)
+        self.job_views = JobViews(self)
         self.partitions = PartitionOps(self)
         self.admin = AdminOps(self)
         self.devices = DeviceOps(self.sessions)

@@ -59,7 +59,7 @@ class Plan(BaseModel):
                 f"the fullest tile needs {kib(tiles.peak)} at the peak, a tile holds {kib(tiles.tile_bytes)}"
                 f" (always-live {kib(tiles.always_live)}, not-always-live {kib(tiles.not_always_live)} of which"
                 f" matmul temporaries {kib(tiles.temporaries)}, code and exchange {kib(tiles.reserve)};"
-                f" {even_split(mem)}); lower workload.layout.available_memory_proportion, use fewer io_tiles,"
+                f" {even_split_text(mem)}); lower workload.layout.available_memory_proportion, use fewer io_tiles,"
                 " recompute, or shard over more IPUs")
         if not mem.fits_streaming:
             stage = f" ({stage_name(mem.streaming_stage, p)})" if p > 1 else ""
@@ -97,7 +97,7 @@ def kib(nbytes: float) -> str:
     return f"{nbytes / 1024:,.0f} KiB"
 
 
-def even_split(mem: Memory) -> str:
+def even_split_text(mem: Memory) -> str:
     """The fullest tile against the even split, which counts no matmul temporaries (walk33: "evenly split it would be
     592 KiB" beside 673 read as an imbalance; the 81 KiB between were the temporaries): what makes up the gap."""
     tiles = mem.tiles

@@ -22,9 +22,9 @@ from vipu.metrics import register as register_metrics
 from vipu.hardware.pod_files import load_pod
 from vipu.scheduler.config import load_scheduler_config
 from vipu.server.admin_service import AdminService
-from vipu.server.arguments import (DEFAULT_RPC_THREADS, MAX_DEVICE_THREADS, MAX_TIME_SCALE, advertised_host,
-                                   default_state_dir, parse_args, parse_bundle, parse_bytes, served)
-from vipu.server.calls_in_flight import default_threads
+from vipu.server.arguments import (DEFAULT_RPC_THREADS, MAX_TIME_SCALE, advertised_host, default_state_dir,
+                                   parse_args, parse_bundle, parse_bytes, served)
+from vipu.server.calls_in_flight import MAX_DEVICE_THREADS, default_threads
 from vipu.server.auth import AuthInterceptor
 from vipu.server.device_server import build_device_server
 from vipu.server.listen import PortInUse, add_health_and_reflection, bind, check_listen, tls_pair

@@ -16,7 +16,7 @@ from vipu.hardware.pod_files import PRESETS
 from vipu.control.running_config import value
 from vipu.control.startup import WRITE_TIMEOUT_S
 from vipu.server import log_format
-from vipu.server.calls_in_flight import CALLS_PER_IPU, CALLS_PER_RUN, MAX_THREADS, SPARE_THREADS
+from vipu.server.calls_in_flight import CALLS_PER_IPU, CALLS_PER_RUN, MAX_DEVICE_THREADS, SPARE_THREADS
 from vipu.workers.fleet import DEFAULT_BUNDLE, WATCH_S, bundle_text
 
 DEFAULT_PORT = 8090  # V-IPU's user endpoint
@@ -25,7 +25,6 @@ DEFAULT_METRICS_PORT = 9105
 # contention: bench/bench_submit.py prints submissions/s with 3 and with 8 (with 8 clients, 3 threads serve more).
 # More help only when RPCs wait on something outside the process (Ray), so the flag is there.
 DEFAULT_RPC_THREADS = 3
-MAX_DEVICE_THREADS = MAX_THREADS
 MAX_TIME_SCALE = 1000.0  # --modelled-time-scale: slower than the real Pod, but not so slow a job never ends
 # How long a thread that wants the GIL waits before the running one must hand it over (Python's default: 5 ms). A
 # submission hands the GIL back and forth several times (gRPC, SQLite), so beside a long listing each handover cost

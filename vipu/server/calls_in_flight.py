@@ -21,13 +21,14 @@ from vipu.errors import ResourceExhausted
 CALLS_PER_IPU = 2  # one per instance and one per IPU group, each at most one per IPU
 CALLS_PER_RUN = 2
 SPARE_THREADS = 16  # for calls that find no session (refused at once) and health checks
-MAX_THREADS = 8192  # (--device-threads' bound, and the default's past a Pod1024: a thread each would be 262,160)
+MAX_DEVICE_THREADS = 8192  # (--device-threads' bound, and the default's past a Pod1024: a thread each would be 262,160)
 
 
 def default_threads(pod_ipus: int) -> int:
     """The device server's threads: every run's limit at once, with the Pod cut into 1-IPU partitions (the most
-    runs it can hold), and some to spare; at most MAX_THREADS, where each run's limit shrinks to fit (CallsInFlight)."""
-    return min((CALLS_PER_IPU + CALLS_PER_RUN) * pod_ipus + SPARE_THREADS, MAX_THREADS)
+    runs it can hold), and some to spare; at most MAX_DEVICE_THREADS, where each run's limit shrinks to fit
+    (CallsInFlight)."""
+    return min((CALLS_PER_IPU + CALLS_PER_RUN) * pod_ipus + SPARE_THREADS, MAX_DEVICE_THREADS)
 
 
 class CallsInFlight:

@@ -121,8 +121,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
     @rpc
     def ListJobs(self, request, context):
         caller = identity(self.plane, context)
-        page = self.plane.jobs.queue(caller, users_of(request, caller), states_of(request.states),
-                                     request.ids, not request.brief, request.page_size, request.page_token)
+        page = self.plane.job_views.queue(caller, users_of(request, caller), states_of(request.states),
+                                          request.ids, not request.brief, request.page_size, request.page_token)
         return self._named(request, self._listed(page, request.ids and not request.brief, request.brief,
                                                  request.placement))
 
@@ -133,15 +133,15 @@ class JobService(job_pb2_grpc.JobServiceServicer):
                                   field="limit")
         since = request.ended_since.ToNanoseconds() / 1e9 if request.HasField("ended_since") else None
         caller = identity(self.plane, context)
-        page = self.plane.jobs.history(caller, users_of(request, caller), states_of(request.states),
-                                       request.ids, request.duplicates, request.limit, request.page_size,
-                                       request.page_token, since)
+        page = self.plane.job_views.history(caller, users_of(request, caller), states_of(request.states),
+                                            request.ids, request.duplicates, request.limit, request.page_size,
+                                            request.page_token, since)
         return self._named(request, self._listed(page, request.ids and not request.brief, request.brief))
 
     def _named(self, request, reply: j.ListJobsResponse) -> j.ListJobsResponse:
         """The first page says which users the request names that the controller knows nothing of."""
         if request.users and not request.page_token:
-            reply.unknown_users.extend(self.plane.jobs.unknown_users(request.users))
+            reply.unknown_users.extend(self.plane.job_views.unknown_users(request.users))
         return reply
 
     def _listed(self, page, with_records: bool, brief: bool, placement: bool = False) -> j.ListJobsResponse:
@@ -155,20 +155,21 @@ class JobService(job_pb2_grpc.JobServiceServicer):
         return reply
 
     def _add_record(self, message: j.Job) -> None:
-        record = self.plane.jobs.record(message.id)
+        record = self.plane.job_views.record(message.id)
         if record is not None:
             job_convert.add_run(message, record.summary())
 
     @rpc
     def GetJob(self, request, context):
-        reply = job_convert.job(self.plane.jobs.job(request.id, identity(self.plane, context)))
+        reply = job_convert.job(self.plane.job_views.job(request.id, identity(self.plane, context)))
         self._add_record(reply)
         return reply
 
     @rpc
     def JobLogs(self, request, context):
         after = job_convert.log_mark(request.after) if request.HasField("after") else None
-        logs = self.plane.jobs.logs(request.id, identity(self.plane, context), request.follow, after, request.partial)
+        logs = self.plane.job_views.logs(request.id, identity(self.plane, context), request.follow, after,
+                                         request.partial)
         reply = j.JobLogsResponse(lines=logs.lines, job=job_convert.job(logs.job, brief=request.follow))  # (whole: its kind)
         if request.follow:
             reply.mark.CopyFrom(job_convert.mark_message(logs.mark))
@@ -209,7 +210,7 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def ClusterInfo(self, request, context):
-        info = self.plane.jobs.info()
+        info = self.plane.job_views.info()
         return j.ClusterInfoResponse(
             pod=info.pod,
             ilds=[j.Pod64Info(ild=r.ild, idle=r.idle, allocated=r.allocated, failed=r.failed, total=r.ipus,
@@ -220,8 +221,8 @@ class JobService(job_pb2_grpc.JobServiceServicer):
 
     @rpc
     def Priorities(self, request, context):
-        page = self.plane.jobs.priorities(identity(self.plane, context), list(request.ids), request.single,
-                                          request.page_size, request.page_token)
+        page = self.plane.job_views.priorities(identity(self.plane, context), list(request.ids), request.single,
+                                               request.page_size, request.page_token)
         return j.PrioritiesResponse(
             jobs=[j.PriorityFactors(job_id=r.job_id, user=r.user, priority=r.total, age=r.age, fairshare=r.fairshare,
                                     job_size=r.job_size, qos=r.qos, nice=r.nice, array_job_id=job.array_job_id,

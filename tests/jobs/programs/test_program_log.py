@@ -37,7 +37,7 @@ def submit(plane, home, script: str, workload: dict | None = None, **fields) -> 
 
 
 def follow(plane, job: int, mark=None):
-    logs = plane.jobs.logs(job, ROOT, follow=True, after=mark)
+    logs = plane.job_views.logs(job, ROOT, follow=True, after=mark)
     return logs.job.state in TERMINAL, logs.lines, logs.mark
 
 
@@ -61,13 +61,13 @@ def test_a_partial_follow_shows_a_line_not_ended_yet_and_ends_it_before_a_line_o
     is not the rest of that line, starts one of its own."""
     job = submit(plane, tmp_path, "#!/bin/sh\nprintf 'run %s' $SLURM_RESTART_COUNT\n", output=str(tmp_path / "out"))
     step_until(plane, lambda: plane.scheduler.job(job).state in TERMINAL)
-    logs = plane.jobs.logs(job, ROOT, follow=True, partial=True)
+    logs = plane.job_views.logs(job, ROOT, follow=True, partial=True)
     assert (logs.lines, logs.mark.mid_line) == (["run 0"], True)
-    again = plane.jobs.logs(job, ROOT, follow=True, after=logs.mark, partial=True)
+    again = plane.job_views.logs(job, ROOT, follow=True, after=logs.mark, partial=True)
     assert (again.lines, again.mark.mid_line, again.mark.closed) == ([], True, True)  # nothing came: still open
     plane.jobs.requeue([job], False, ROOT)
     step_until(plane, lambda: plane.scheduler.job(job).state in TERMINAL and (tmp_path / "out").read_text() == "run 1")
-    logs = plane.jobs.logs(job, ROOT, follow=True, after=again.mark, partial=True)
+    logs = plane.job_views.logs(job, ROOT, follow=True, after=again.mark, partial=True)
     assert (logs.lines, logs.mark.mid_line) == (["", f"(run 2 of job {job} started)", "run 1"], True)
-    whole = plane.jobs.logs(job, ROOT, follow=True, after=again.mark)  # --json: whole lines, none open
+    whole = plane.job_views.logs(job, ROOT, follow=True, after=again.mark)  # --json: whole lines, none open
     assert (whole.lines, whole.mark.mid_line) == ([f"(run 2 of job {job} started)", "run 1"], False)

@@ -218,6 +218,27 @@ def test_requeue_of_a_running_program_reruns_it_once_its_old_run_is_gone(control
     assert show(controller, kept)["state"] == "RUNNING"
 
 
+def test_a_requeued_or_node_failed_runs_error_file_ends_with_slurmstepds_line_for_it(controller, tmp_path):
+    """scontrol requeuehold of a running batch job, and a failure of an IPU under one: slurmstepd's SIG_REQUEUED and
+    SIG_NODE_FAIL lines (held, or not requeued, so no next run truncates the file)."""
+    script = "#!/bin/sh\necho $$ > pid-$SLURM_JOB_ID\nexec sleep 300\n"
+    for stop, words, fields in (("requeue", "DUE TO JOB REQUEUE", {}),
+                                ("fail", "DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS", {"requeue": False})):
+        [job] = submit(controller, spec_file(tmp_path, script, stop, **fields))
+        pids = tmp_path / f"pid-{job}"
+        pid = wait_for(lambda: pids.is_file() and pids.read_text().strip() and int(pids.read_text()))
+        if stop == "requeue":
+            assert run(controller, "vipu", "requeue", "--hold", str(job)).returncode == 0
+        else:
+            first = show(controller, job)["detail"]["first_ipu"]
+            assert run(controller, "vipu-admin", "fail", "ipus", str(first)).returncode == 0
+            assert ended(controller, job)["state"] == "NODE_FAIL"
+        wait_for(lambda: not alive(pid), timeout=10)
+        said = (tmp_path / f"slurm-{job}.out").read_text().splitlines()
+        assert len(said) == 1 and re.fullmatch(rf"slurmstepd-(ag\d\d): error: \*\*\* JOB {job} ON \1 CANCELLED AT"
+                                               rf" \S+ {words} \*\*\*", said[0]), said
+
+
 def test_history_d_keeps_each_runs_exit_code_and_nodes_through_a_kill_9(controller, tmp_path):
     """hist35: `vipu history -D` of a program requeued while deaf to SIGTERM shows how that run ended, the SIGKILL
     KillWait later (0:9, told once the job was back in the queue), and where it ran, then the next run's own code;

@@ -189,3 +189,29 @@ def test_slurmstepds_line_is_written_as_the_jobs_user():
     assert said.read_text().startswith("slurmstepd-ag00: error: *** JOB 7 ON ag00 CANCELLED AT ")
     assert said.read_text().endswith(" DUE TO TIME LIMIT ***\n")
     shutil.rmtree(home)
+
+
+@pytest.mark.parametrize(("ending", "words"), [
+    ("CANCELLED", ""),
+    ("TIMEOUT", " DUE TO TIME LIMIT"),
+    ("PREEMPTED", " DUE TO PREEMPTION"),
+    ("NODE_FAIL", " DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS"),
+    ("REQUEUED", " DUE TO JOB REQUEUE"),
+    ("COMPLETED", None),  # its own end: slurmstepd writes no line
+])
+def test_slurmstepds_line_says_what_stopped_the_job_in_slurms_words(tmp_path, ending, words):
+    """Slurm 22.05's slurmstepd (req.c _handle_signal_container), by the signal slurmd passed it for the stop."""
+    err = tmp_path / "err.txt"
+    err.write_text("the program's\n")
+    launch = {"job_id": 7, "stderr": str(err), "env": {"SLURM_JOB_NODELIST": "ag[02-03]"}}
+    said_stopped(launch, ending)
+    said_stopped(launch, ending)  # once a run
+    first, *rest = err.read_text().splitlines()
+    assert first == "the program's"
+    if words is None:
+        assert rest == []
+        return
+    [line] = rest
+    head, _, at = line.partition(" CANCELLED AT ")
+    assert head == "slurmstepd-ag02: error: *** JOB 7 ON ag02" and at.endswith(f"{words} ***")
+    assert len(at) == len("2026-11-29T12:53:34") + len(words) + 4  # the time, slurm_make_time_str's form

@@ -325,15 +325,19 @@ def command(pid: int, line: str, launch: dict | None = None) -> None:
         pass
 
 
-# slurmstepd's words after CANCELLED AT TIME for the batch step of a job that ends so (its own log line, as Slurm
-# 22.05 writes it into the job's error file); CANCELLED has none, and other ends (a requeue, NODE_FAIL) no line at all
-DUE_TO = {"TIMEOUT": " DUE TO TIME LIMIT", "PREEMPTED": " DUE TO PREEMPTION"}
+# slurmstepd's words after CANCELLED AT TIME for the batch step of a job stopped so, by the signal slurmd passes it
+# (Slurm 22.05 src/slurmd/slurmstepd/req.c _handle_signal_container): SIG_TIME_LIMIT, SIG_PREEMPTED (a preemption's
+# requeue too: slurmctld's kill is REQUEST_KILL_PREEMPTED), SIG_NODE_FAIL (on the nodes still up), SIG_REQUEUED
+# (scontrol requeue: the job PENDING in the kill); a plain SIGTERM (scancel) none
+DUE_TO = {"TIMEOUT": " DUE TO TIME LIMIT", "PREEMPTED": " DUE TO PREEMPTION",
+          "NODE_FAIL": " DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS", "REQUEUED": " DUE TO JOB REQUEUE"}
 SAID = {"CANCELLED", *DUE_TO}
 
 
 def said_stopped(launch: dict, ending: str) -> None:
-    """slurmstepd's line for a job stopped from outside, once, at the end of its error file (its output file
-    without -e): `slurmstepd-ag00: error: *** JOB 16 ON ag00 CANCELLED AT 2026-11-29T12:53:34 DUE TO TIME LIMIT ***`,
+    """slurmstepd's line for a job stopped from outside (cancelled, timed out, preempted, node-failed, requeued),
+    once, at the end of its error file (its output file without -e):
+    `slurmstepd-ag00: error: *** JOB 16 ON ag00 CANCELLED AT 2026-11-29T12:53:34 DUE TO TIME LIMIT ***`,
     the time this machine's local time, as slurm_make_time_str gives it. Written as the job's user (user_files.py),
     appended to what the program wrote; a file it may not open is left as it is (the job's end is in its state)."""
     path = launch.get("stderr") or launch.get("stdout")
