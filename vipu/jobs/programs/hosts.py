@@ -17,6 +17,8 @@ import sys
 import threading
 from pathlib import Path
 
+from vipu.jobs.programs.run_exits import exit_path, recorded_exit
+from vipu.jobs.programs.spool import is_own
 from vipu.jobs.programs.user_files import open_as
 
 TAIL_BYTES = 1 << 20  # `vipu logs` shows at most the last MiB of a program's output
@@ -275,6 +277,15 @@ class NodeSteps:
 
     def forget_exit(self, path: str) -> None:
         Steps.forget_exit(path)
+
+    @staticmethod
+    def recorded_exit(spool: str, job_id: int, run: int) -> dict | None:
+        """What the supervisor of the job's run number `run` recorded of its program's end in `spool` on this node
+        (run_exits.py), for a restarted controller; None if nothing, or if the folder is not the controller's user's
+        own (anyone may make a folder of that name in /tmp: spool.py)."""
+        if not spool or not os.path.isdir(spool) or not is_own(spool):
+            return None
+        return recorded_exit(exit_path(spool, job_id, run))
 
     def tail(self, path: str, max_bytes: int = TAIL_BYTES, user: dict | None = None) -> tuple[str, bool]:
         return Steps.tail(path, max_bytes, user)
