@@ -13,11 +13,14 @@ leaves its store (runs RUNNING, their ends untold), since an in-process plane ca
 from __future__ import annotations
 
 import json
+import os
+import signal
 import shutil
 import tempfile
 import time
 
 import pytest
+import ray
 
 from vipu.access import ANYONE
 from vipu.control.job_ops import SubmitRequest
@@ -47,7 +50,10 @@ def on_ray(state, **options):
 
 
 def stopped(plane) -> None:
+    """As the controller's process ends: its runs stopped, then its actors gone (those of its runs' nodes too)."""
     plane.stop()
+    for actor in plane.runners["command"].nodes.all():
+        ray.kill(actor)
     plane.stop_machines()
     plane.store.close()
 
@@ -113,5 +119,43 @@ def test_a_runs_end_recorded_on_its_node_is_read_there_once_ray_is_connected(ray
             assert again.runners["command"].record(lost).ended == ended
         finally:
             stopped(again)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+
+
+# deaf to SIGTERM: only a SIGKILL ends it (the test's, long before KillWait's)
+DEAF_TO_TERM = "#!/bin/bash\ntrap '' TERM\necho $$ > pid\nwhile true; do sleep 0.02; done\n"
+
+
+def test_a_run_still_ending_on_its_node_keeps_its_partition_after_the_restart(ray_session, tmp_path, controller_tmp):
+    """The restarted controller keeps the partition of a run whose supervisor still holds its lock on the run's
+    node (its program in KillWait), as it does for one on its own machine (run_locks.py); once it has gone, the
+    partition goes and the run's ExitCode is what its node recorded. Regression: only the controller's own
+    machine was looked at, so the IPUs were let go while the program still ran."""
+    state = tmp_path / "state"
+    plane = on_ray(state, kill_wait_s=60.0)
+    spec = {"ipus": 1, "time_limit": "5m", "requeue": False,
+            "workload": {"kind": "command", "script": DEAF_TO_TERM, "submit_dir": str(tmp_path)}}
+    [done] = plane.jobs.submit([SubmitRequest(json.dumps(spec).encode(), {})], ANYONE)
+    job = done.jobs[0].id
+    plane.step()
+    spool = plane.runners["command"].spool
+    try:
+        wait_until(lambda: (tmp_path / "pid").exists())
+        stopped(plane)  # its supervisor sends SIGTERM, which the program does not hear
+        controller_tmp()
+        restarted = on_ray(state, kill_wait_s=60.0, recover_later=True)
+        try:
+            restarted.start_machines()
+            recover_stored(restarted)
+            kept = restarted.scheduler.job(job)
+            assert (kept.state, kept.exit_code) == (JobState.COMPLETING, None)  # still ending, on its node
+            assert list(restarted.controller.state.partitions) == [f"slurm_{job}"]
+            os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)
+            wait_until(lambda: not restarted.controller.state.partitions)  # its node's lock let go: the IPUs too
+            ended = restarted.scheduler.table.jobs[job]
+            assert (ended.state, ended.exit_code, ended.exit_signal) == (JobState.NODE_FAIL, 0, 9)
+        finally:
+            stopped(restarted)
     finally:
         shutil.rmtree(spool, ignore_errors=True)

@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 
 from vipu.jobs.programs.run_exits import exit_path, recorded_exit
+from vipu.jobs.programs.run_locks import held_here, left_running
 from vipu.jobs.programs.spool import is_own
 from vipu.jobs.programs.user_files import open_as
 
@@ -286,6 +287,19 @@ class NodeSteps:
         if not spool or not os.path.isdir(spool) or not is_own(spool):
             return None
         return recorded_exit(exit_path(spool, job_id, run))
+
+    @staticmethod
+    def left_running(spool: str, job_id: int) -> dict[str, int]:
+        """The job's runs whose supervisors still hold their locks in `spool` on this node (run_locks.py): lock ->
+        pid."""
+        if not spool or not os.path.isdir(spool) or not is_own(spool):
+            return {}
+        return {str(path): pid for path, pid in left_running(spool, job_id).items()}
+
+    @staticmethod
+    def held(paths: list[str]) -> list[str]:
+        """Those of the locks at `paths` on this node that a supervisor still holds."""
+        return held_here(paths)
 
     def tail(self, path: str, max_bytes: int = TAIL_BYTES, user: dict | None = None) -> tuple[str, bool]:
         return Steps.tail(path, max_bytes, user)

@@ -61,9 +61,10 @@ class ProgramRecord(BaseModel):
         return [f"per IPU over the {len(self.steps)} steps ({USAGE_LEGEND}):", *usage_lines(self.ipu_usage)]
 
 
-def run_record(job, run: int, node: str | None = None) -> ProgramRecord:
+def run_record(job, run: int, node: str | None = None, spool: str = "") -> ProgramRecord:
     """The record of the job's run number `run` on its first node `node` (%N; None before it has one), naming its
-    output and error files."""
+    output and error files, and the spool its supervisor is to use."""
     workdir = job.spec.workload.workdir
     return ProgramRecord(name=str(job.id), run=run, output=output_file(job.spec.output, job, workdir, node),
-                         error=output_file(job.spec.error, job, workdir, node) if job.spec.error else None)
+                         error=output_file(job.spec.error, job, workdir, node) if job.spec.error else None,
+                         spool=spool)

@@ -111,8 +111,7 @@ class ProgramRuns:
         partition = state.get("partition", start.partition)
         host, port = ctx.api_address()
         number = job.runs_started  # this run included
-        record = run_record(job, number, next(iter(node_names(partition, state)), None))
-        record.spool = self.spool
+        record = run_record(job, number, next(iter(node_names(partition, state)), None), self.spool)
         run = _Run(job.id, start.start_time, f"job{job.id}.run{number}", record)
         try:
             user = ctx.run_as(job.user)
@@ -258,16 +257,17 @@ class ProgramRuns:
 
     def _keep_for_old_runs(self, stop: StopJob) -> float | None:
         """A stop of a job this controller has not run: its partition is from before a restart, and the programs of
-        that controller's runs go on ending through KillWait (run_locks.py), which began when it went. The
-        partition stays until they have (the job Cleaning meanwhile). Returns KillWait, as stop() does; None: none
-        left."""
-        left = left_running(self.spool, stop.job_id)
+        that controller's runs go on ending through KillWait (run_locks.py; on their node: run_nodes.py), which
+        began when it went. The partition stays until they have (Cleaning). Returns KillWait; None: none left."""
+        left, watch = left_running(self.spool, stop.job_id), when_gone
+        if not left and self.ctx.machines.pool is not None:
+            left, watch = self.nodes.left_running(self.record(stop.job_id), stop.job_id)
         if not left:
             return None
         log.info("job %s: the program of its run from before the restart is still ending (supervisor pid %s): its"
                  " partition %s is kept until it has", stop.job_id, ", ".join(map(str, left.values())), stop.partition)
-        when_gone(left, partial(self._old_run_gone, stop.job_id, stop.partition), self._closing,
-                  self.ctx.settings.kill_wait_s + GONE_WAIT_S, f"job {stop.job_id}")
+        watch(left, partial(self._old_run_gone, stop.job_id, stop.partition), self._closing,
+              self.ctx.settings.kill_wait_s + GONE_WAIT_S, f"job {stop.job_id}")
         return self.ctx.settings.kill_wait_s
 
     def _old_run_gone(self, job_id: int, partition: str) -> None:
@@ -278,7 +278,7 @@ class ProgramRuns:
         with self.ctx.lock:
             job = self.ctx.job(job_id)
             started = None if job is None else job.latest_start  # (requeued meanwhile: its start is in its history)
-            ended = recorded_end(self.spool, job) if started is not None else None
+            ended = self.recorded_end(job) if started is not None else None
             if ended is not None:  # (not while the store cannot write: plane.py _stopped_end)
                 self.ctx.stopped_end(job_id, started, ended.exit_code, ended.signal)
         self.ctx.release(partition)
@@ -308,8 +308,8 @@ class ProgramRuns:
 
     # -- where supervisors run ----------------------------------------------------------------------------------
     def _host(self, run: _Run, machines: list[int]):
-        """This machine's Steps with --ray off; else the NodeSteps actor of the node of the job's first machine,
-        that node stored with the run before its supervisor starts there: a restart asks it how the run ended."""
+        """--ray off: this machine's Steps; else the NodeSteps actor of the job's first machine's node, stored with
+        the run first (a restart asks that node how it ended: run_nodes.py)."""
         if not self.ctx.machines.enabled:
             return self.local
         host, run.record.node, run.record.node_address = self.nodes.host(self.ctx.machines, machines)
@@ -321,10 +321,10 @@ class ProgramRuns:
 
     # -- what it left --------------------------------------------------------------------------------------------
     def recorded_end(self, job) -> RunExit | None:
-        """A restart's: how the job's latest run ended, as its supervisor recorded it in this machine's spool, else
-        (Ray connected) on the node its record names (run_nodes.py); None if neither has it."""
+        """A restart's: how the job's latest run ended, as recorded in this machine's spool, else (Ray connected) on
+        the node its record names (run_nodes.py); None if neither has it."""
         ended = recorded_end(self.spool, job)
-        record = None if ended is not None else self.ctx.store.get("program_run", str(job.id), ProgramRecord)
+        record = None if ended is not None else self.record(job.id)  # (stored: a run from before the restart)
         if record is None or not record.node or record.run != job.runs_started or self.ctx.machines.pool is None:
             return ended
         found = self.nodes.recorded_exit(record, job.id)
@@ -395,6 +395,5 @@ class ProgramRuns:
         deadline = time.monotonic() + 5  # their supervisors' SIGTERM, then out: KillWait is for cancels
         for run in list(self.runs.values()):
             run.finished.wait(max(0.0, deadline - time.monotonic()))
-        self.nodes.forget()
         tidy(self.spool, lambda job_id, run: end_untold(self.ctx.job(job_id), run))  # this machine's
 

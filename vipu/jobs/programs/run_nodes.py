@@ -5,7 +5,9 @@ supervisor writes its program's end (run_exits.py) and holds its lock (run_locks
 controller killed meanwhile (kill -9) knows nothing after its restart but the store, and its own machine may never
 have had that spool (no run of its was there), so its own reads found nothing: the run ended at the restart, its
 exit code unknown, the outage counted as run time. So the restart recovers its jobs once Ray is connected
-(control/startup.recover_stored) and asks the run's node, in the folder the run used.
+(control/queue_rebuild.recover_stored) and asks the run's node, in the folder the run used; and while the run's
+supervisor still holds its lock there (its program in KillWait), it keeps the run's partition, asking that node
+every NODE_POLL_S whether it has let go.
 
 A run whose node has left the Ray cluster (its host failed, or the cluster was started again) cannot say how it
 ended: it ends at the restart, NODE_FAIL as a Slurm job whose node failed, and its record says why (`ended`, shown by
@@ -16,12 +18,16 @@ from __future__ import annotations
 
 import logging
 import threading
+from functools import partial
+from typing import Callable
 
 from vipu.jobs.programs.hosts import NodeSteps
 from vipu.jobs.programs.program_record import ProgramRecord
+from vipu.jobs.programs.run_locks import when_gone
 
 log = logging.getLogger("vipu.programs")
 ASK_WAIT_S = 60.0  # for a node's actor to answer (its first call waits for a worker process to start there)
+NODE_POLL_S = 0.5  # how often a node is asked whether the locks of its runs from before a restart are free yet
 
 
 class RunNodes:
@@ -77,14 +83,32 @@ class RunNodes:
             log.warning("job %s: run %s: %s", job_id, record.run, record.ended)
             return None
 
-    def forget(self) -> None:
-        """The controller stops: its node actors go (their supervisors have been told to stop their programs)."""
+    def left_running(self, record: ProgramRecord | None, job_id: int) -> tuple[dict, Callable]:
+        """The job's runs whose supervisors still hold their locks on the node of its run `record` (lock -> pid), and
+        the run_locks.when_gone that watches them there; none when the record names no node or its node is gone (its
+        processes went with it)."""
         import ray
 
-        for actor in self.all():
-            ray.kill(actor)
-        with self._lock:
-            self._actors.clear()
+        if record is None or not record.node or record.node not in live_nodes():
+            return {}, when_gone
+        actor = self.steps(record.node)
+
+        def holding(paths: list) -> list:
+            try:
+                return ray.get(actor.held.remote(paths), timeout=ASK_WAIT_S)
+            except Exception as e:  # noqa: BLE001 - its node went meanwhile, and its processes with it
+                log.warning("job %s: the node of its run from before the restart (%s) did not answer (%s): its"
+                            " partition is let go", job_id, record.node_address or record.node, type(e).__name__)
+                return []
+
+        try:
+            left = ray.get(actor.left_running.remote(record.spool, job_id), timeout=ASK_WAIT_S)
+        except Exception as e:  # noqa: BLE001 - as above
+            log.warning("job %s: the node of its run from before the restart (%s) did not say whether its program"
+                        " still runs (%s): its partition is let go", job_id, record.node_address or record.node,
+                        type(e).__name__)
+            return {}, when_gone
+        return left, partial(when_gone, holding=holding, poll_s=NODE_POLL_S)
 
 
 def live_nodes() -> dict[str, str]:
