@@ -70,16 +70,16 @@ class RunNodes:
 
         address = f"{record.node_address or 'address unknown'}, Ray node {record.node}"
         if record.node not in live_nodes():
-            record.ended = (f"its Ray node ({address}) had left the Ray cluster when the controller restarted: how its"
-                            " program ended is not known")
+            record.ended = (f"its Ray node ({address}) has left the Ray cluster, and with it the record of how its"
+                            " program ended")
             log.warning("job %s: run %s: %s", job_id, record.run, record.ended)
             return None
         try:
             return ray.get(self.steps(record.node).recorded_exit.remote(record.spool, job_id, record.run),
                            timeout=ASK_WAIT_S)
         except Exception as e:  # noqa: BLE001 - a node going as it is asked: as if gone
-            record.ended = (f"its Ray node ({address}) did not say how its program ended when the controller"
-                            f" restarted: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            record.ended = (f"its Ray node ({address}) did not say how its program ended: {type(e).__name__}:"
+                            f" {str(e).splitlines()[0] if str(e) else ''}")
             log.warning("job %s: run %s: %s", job_id, record.run, record.ended)
             return None
 
