@@ -355,8 +355,29 @@ def test_a_job_stored_before_uid_comment_and_submit_line_loads_without_them(tmp_
         db.execute("PRAGMA user_version = 5")
         db.execute("INSERT INTO records VALUES ('job', '7', ?)", (json.dumps(old),))
     store = Store(tmp_path / "s.db")
-    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     [(kind, loaded)] = store.load({"job": Job})
     assert (kind, loaded.id, loaded.uid, loaded.spec.comment, loaded.spec.submit_line) == ("job", 7, None, None, None)
     store.commit([("job", "7", job)], [])
     assert store.load({"job": Job})[0][1].uid == 1000 and store.load({"job": Job})[0][1].spec.comment == "c"
+
+
+def test_a_program_run_stored_before_its_node_was_kept_loads_without_it(tmp_path):
+    """Schema 7 keeps the Ray node a program's run is supervised on, its spool and why its end could not be read: a
+    database of schema 6 is brought up to date, and its runs load with none of them (a restart reads their ends on
+    the controller's machine only, as before)."""
+    from vipu.jobs.programs.program_record import ProgramRecord
+
+    old = {"name": "7", "run": 1, "output": "/home/u/slurm-7.out", "error": None, "node": "", "failure": None,
+           "steps": [], "steps_reported": 0, "ipu_usage": []}  # as schema 6 wrote it
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        Store(tmp_path / "s.db").close()
+        db.execute("PRAGMA user_version = 6")
+        db.execute("INSERT INTO records VALUES ('program_run', '7', ?)", (json.dumps(old),))
+    store = Store(tmp_path / "s.db")
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    loaded = store.get("program_run", "7", ProgramRecord)
+    assert (loaded.node, loaded.node_address, loaded.spool, loaded.ended) == ("", "", "", None)
+    store.commit([("program_run", "7", loaded.model_copy(update={"node": "ab" * 28, "spool": "/tmp/vipu-spool-x"}))],
+                 [])
+    assert store.get("program_run", "7", ProgramRecord).node == "ab" * 28

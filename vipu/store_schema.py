@@ -67,6 +67,10 @@ MIGRATIONS: list[tuple[str, ...]] = [
     # 6: a job's owner's uid (Job.uid), its spec's comment and submit_line: no table changes; a record stored before
     # loads with none of them, and a version before could not read a record that has them
     (),
+    # 7: a program run's Ray node (its id, stored before its supervisor starts, and address), its spool and why its
+    # end could not be read (ProgramRecord): no table changes; a run stored before loads with none of them (its end
+    # is read on the controller's machine only), and a version before would not ask the node a restart must ask
+    (),
 ]
 HISTORY_TABLES = ("job_history", "job_history_records")  # checked at every start: they grow with the history
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -12,7 +12,7 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from tests.conftest import console_script
-from vipu.control.startup import _cycle_collection_paused
+from vipu.control.queue_rebuild import cycle_collection_paused
 from vipu.v1 import admin_pb2 as a, admin_pb2_grpc, job_pb2 as j, job_pb2_grpc, partition_pb2 as p, partition_pb2_grpc
 
 
@@ -111,14 +111,14 @@ def test_runs_that_ended_while_the_controller_was_down_end_when_they_were_due(se
 
 def test_the_cycle_collector_is_paused_for_a_bulk_load_and_back_after_it():
     assert gc.isenabled()
-    with _cycle_collection_paused():
+    with cycle_collection_paused():
         assert not gc.isenabled()
-        with _cycle_collection_paused():  # nested: the outer block turns it back on
+        with cycle_collection_paused():  # nested: the outer block turns it back on
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
     try:
-        with _cycle_collection_paused():
+        with cycle_collection_paused():
             raise ValueError("a load that fails")
     except ValueError:
         pass

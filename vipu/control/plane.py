@@ -79,6 +79,7 @@ class ControlPlane:
         self.device_address: str | None = None  # host:port of the DeviceService, once it listens (None: off)
         self.device_cert: str | None = None  # its TLS certificate chain (PEM), which programs then trust
         self.served: dict[str, object] = {}  # vipu-server's flags no part here holds (running_config.py)
+        self.unrecovered: list | None = None  # job records loaded, the queue not yet rebuilt from them (startup.py)
         self.sessions = Sessions()
         self.lock = StateLock(store)
         self.metrics = Metrics()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from vipu.control.creations import KINDS as CREATION_KINDS, Creations
 from vipu.control.lifecycle import LifecycleLog, log_undone
-from vipu.control.startup import recover_jobs
+from vipu.control.queue_rebuild import recover_jobs
 from vipu.partition.controller import Controller
 from vipu.partition.pod_state import KINDS as PARTITION_KINDS
 from vipu.scheduler.effects import StopJob
@@ -64,9 +64,12 @@ def roll_back(plane: ControlPlane) -> None:
         # while the disk stays full, a rollback follows each retry (every second): said once an outage, not a line
         # a running job a second
         said, plane.undone_in = plane.undone_in == plane.store.outages, plane.store.outages
-        recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS], goes_on=goes_on, say=not said,
-                     event=ROLLBACK,
-                     lost_why="its run stopped for a change the state store could not write (undone since)")
+        if plane.unrecovered is not None:  # before the start's recovery (startup.recover_stored): it comes later
+            plane.unrecovered = [(k, r) for k, r in records if k in JOB_KINDS]
+        else:
+            recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS], goes_on=goes_on, say=not said,
+                         event=ROLLBACK,
+                         lost_why="its run stopped for a change the state store could not write (undone since)")
         plane.ends.rolled_back(kept)
         scheduler.retired_qos |= old.retired_qos
         for job_id, started in sorted(ran.items()):

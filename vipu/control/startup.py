@@ -3,17 +3,15 @@
 Jobs that were running when the last process died keep running if their partition survived and their workload kind
 can resume (sleep and hold: their timers resume against the original start, so they end when they would have);
 the others, training runs included, end NODE_FAIL and are requeued under the same id if their spec allows
-(vipu/scheduler/recovery.py). Each says which in its recovery note.
+(vipu/control/queue_rebuild.py, vipu/scheduler/recovery.py). Each says which in its recovery note.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import sqlite3
 import uuid
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from vipu.control.ended_jobs import stored_retry
 from vipu.control.lifecycle import LifecycleLog
 from vipu.control.lost_records import MISSING, kept_records, name_lost_jobs, note_skipped_ids, unreadable
 from vipu.control.plane import ControlPlane
+from vipu.control.queue_rebuild import cycle_collection_paused, recover_stored
 from vipu.control.workloads import RunSettings, WorkloadKind, builtin_kinds
 from vipu.errors import InvalidArgument
 from vipu.partition.controller import Controller
@@ -32,7 +31,6 @@ from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.job_checks import job_contradictions
 from vipu.scheduler.job_record import KINDS as JOB_KINDS
 from vipu.scheduler.scheduler import Scheduler
-from vipu.scheduler.job_states import JobState
 from vipu.partition.stored_checks import contradictions
 from vipu.store import WRITE_TIMEOUT_S, Damaged, DamagedRecords, Store
 from vipu.store_faults import cannot_write, is_disk_fault
@@ -55,7 +53,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
                open_to_all: bool = False, state_id: str | None = None, accept_empty: bool = False,
                accept_lost_log: bool = False, output_dirs: tuple[Path, ...] = (),
                trust_users: bool = False, admin_key: bool = False,
-               write_timeout_s: float = WRITE_TIMEOUT_S) -> ControlPlane:
+               write_timeout_s: float = WRITE_TIMEOUT_S, recover_later: bool = False) -> ControlPlane:
     """Open (or create) the state folder for `pod_name` and rebuild the controller and the queue from it.
     `quarantine`: move records that do not load into the database's quarantine table instead of refusing to
     start. `secure`: the controller checks access keys; a state once served so is refused without it unless
@@ -65,7 +63,8 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     The plane's `state_id` is the database's, for the caller to keep in the marker. A database whose -wal file was
     lost after a crash is refused unless `accept_lost_log`. A --secure start after one without it is refused while
     users exist, unless `trust_users`: any caller could have made or changed them, admins included. `admin_key`: the
-    folder holds an admin key file (checked by the caller), which a --secure state without users refuses."""
+    folder holds an admin key file (checked by the caller), which a --secure state without users refuses.
+    `recover_later`: the queue is rebuilt by recover_stored(), once Ray is connected (the caller's)."""
     pod = load_pod(pod_name)
     refuse_missing_database(state_dir, accept_empty or accept_lost_log)
     path = Path(state_dir) / DATABASE
@@ -96,7 +95,7 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     kinds = kinds if kinds is not None else builtin_kinds()  # before the records: their specs name the kinds
     store.job_kinds = frozenset(r for kind in kinds.values() for r in kind.records)
     clock = WallClock()
-    with _cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
+    with cycle_collection_paused():  # every stored record becomes objects that last, in no cycle
         records = _load(store, pod, path, quarantine, clock.now(), pod_named=stored is not None)
         if stored is not None:  # a start completed on this database: its records say so
             records = kept_records(store, path, records, accept_empty)
@@ -119,8 +118,9 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
                                modelled_time_scale=modelled_time_scale)
         creations = Creations(store, [r for k, r in records if k in CREATION_KINDS])
         plane = ControlPlane(controller, scheduler, store, clock.now, api_host, api_port, kinds, settings, creations)
-        with plane.lock:
-            recover_jobs(plane, [(k, r) for k, r in records if k in JOB_KINDS])
+        plane.unrecovered = [(k, r) for k, r in records if k in JOB_KINDS]
+        if not recover_later:
+            recover_stored(plane)
     plane.state_id = held
     return plane
 
@@ -353,45 +353,3 @@ def _readable_history(store: Store, path: Path, quarantine: bool, clock_now) -> 
         for i, why in bad:
             log.warning("moved job %d of the history to the quarantine table of %s: %s", i, path, why)
     return store
-
-
-@contextmanager
-def _cycle_collection_paused():
-    """Python's cycle collector off for a block that makes many lasting objects and no cycles. Why: it runs every
-    700 new objects and, as they survive, rescans all of them, which was most of a restart over tens of thousands of
-    stored jobs (bench/bench_recovery.py --jobs 28000)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def recover_jobs(plane: ControlPlane, job_records, goes_on=lambda job: False, say: bool = True, **notes) -> None:
-    """The queue from the job records, running jobs resumed or ended (module docstring). A rollback's
-    (rollback.py): `goes_on(job)`, its run is still going in this process; `say`, log each running job's note;
-    `notes`, Scheduler.recover's wording."""
-    scheduler, controller, driver = plane.scheduler, plane.controller, plane.driver
-    now = plane.now()
-
-    def resumable(job) -> bool:
-        kind = plane.kinds.get(job.spec.workload.kind)
-        return goes_on(job) or (kind is not None and kind.resumable)
-
-    def recorded_end(job):
-        kind = plane.kinds.get(job.spec.workload.kind)
-        return kind.recorded_end(plane.settings, job) if kind is not None and kind.recorded_end else None
-
-    effects = scheduler.recover(job_records, now, list(controller.state.partitions), resumable=resumable,
-                                recorded_end=recorded_end, **notes)
-    driver.apply(effects, now)
-    failed = sorted(controller.state.failed_ipus)
-    driver.apply(scheduler.fail_ipus(failed, now, "out of service when the controller restarted"), now)
-    driver.watch(lambda job: job.spec.workload.ending(job.start_time))  # resumed runs: their ends, time limits
-    ran = sorted(r.id for k, r in job_records if k == "job" and r.state in (JobState.RUNNING, JobState.COMPLETING))
-    for job_id in ran:
-        job = scheduler.table.jobs[job_id]
-        if job.recovery and say:  # (a COMPLETING job whose partition survived has none)
-            log.info("job %s: %s", job.display_id, job.recovery)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from vipu.jobs.log_mark import LogMark
 from vipu.scheduler.effects import StartJob, StopJob
-from vipu.scheduler.workload import Ending, RunExit
+from vipu.scheduler.workload import Ending
 
 if TYPE_CHECKING:
     from vipu.control.lock import Recording
@@ -68,7 +68,9 @@ class RunContext:
 
 
 class Runner(Protocol):
-    """Carries out the runs of one workload kind in the live controller."""
+    """Carries out the runs of one workload kind in the live controller. One whose runs may end while no controller
+    hears also has `recorded_end(job) -> RunExit | None`: how the job's latest run ended, as recorded where it ran
+    (a program's supervisor's file), for the restart that ends it (control/queue_rebuild.py)."""
 
     def start(self, start: StartJob) -> Ending | None:
         """Start a run (called under the lock, its partition made); returns its end if known now."""
@@ -109,16 +111,12 @@ class WorkloadKind:
     streams: bool = False  # a program writing stdout and stderr to the job's output and error files as it runs;
     # else the controller writes the output file when a run ends (how it ended, and what the runner logged)
     records: tuple[str, ...] = ()  # kinds of store records its runner keeps, named by job id: purged with the job
-    recorded_end: Callable[[RunSettings, Job], RunExit | None] | None = None  # how a run that did not go on
-    # across a restart ended, if recorded where it ran while no controller heard (a program's supervisor's file)
 
 
 def builtin_kinds() -> dict[str, WorkloadKind]:
     """The kinds this controller runs, by name."""
     from vipu.jobs.admission import check_train
     from vipu.jobs.programs.command_spec import CommandWorkload
-    from vipu.jobs.programs.spool import kept_spool
-    from vipu.jobs.programs.run_exits import recorded_end
     from vipu.jobs.programs.program_runs import ProgramRuns
     from vipu.jobs.train.runs import TrainRuns
     from vipu.jobs.train_spec import TrainWorkload
@@ -128,6 +126,5 @@ def builtin_kinds() -> dict[str, WorkloadKind]:
     # a training run lives in the controller's process, and a program's supervisor dies with it: a restart ends both
     kinds = [WorkloadKind("sleep"), WorkloadKind("hold"),
              WorkloadKind("train", admit=check_train, resumable=False, runner=TrainRuns, records=("job_result",)),
-             WorkloadKind("command", resumable=False, runner=ProgramRuns, streams=True, records=("program_run",),
-                          recorded_end=lambda settings, job: recorded_end(kept_spool(settings.state_dir), job))]
+             WorkloadKind("command", resumable=False, runner=ProgramRuns, streams=True, records=("program_run",))]
     return {k.name: k for k in kinds}

@@ -32,6 +32,8 @@ class StateCollector(Collector):
         self.per_ipu_max = per_ipu_max  # above this many IPUs, series per IPU-Link domain (ild_series.py)
 
     def collect(self):
+        if self.plane.unrecovered is not None:  # the queue waits for Ray (control/queue_rebuild.py): an empty one
+            return  # would read as every job gone; absent series say nothing until it is rebuilt
         snap = self.plane.read()  # one moment, read without the lock writes take
         pod = snap.pod.pod
         statuses = snap.ipu_statuses()

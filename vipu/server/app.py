@@ -35,6 +35,7 @@ from vipu.control.plane import ControlPlane
 from vipu.control.long_lived import keep_long_lived
 from vipu.control.output_files import refuse_linked_output
 from vipu.control.running_config import scheduling
+from vipu.control.queue_rebuild import recover_stored
 from vipu.control.startup import (ADMIN_KEY, DATABASE, STATE_MARKER, foreign_admin_key, open_plane,
                                   refuse_missing_database)
 from vipu.server.status import add_servicer
@@ -278,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                                state_id=state_id.strip() if state_id else None, accept_empty=args.accept_empty_state,
                                accept_lost_log=args.accept_lost_log, output_dirs=tuple(args.output_dir),
                                trust_users=args.trust_users, admin_key=admin_key,
-                               write_timeout_s=args.write_timeout)
+                               write_timeout_s=args.write_timeout, recover_later=args.ray != "off")
         except BaseException:
             withdraw(lock)
             raise
@@ -355,6 +356,14 @@ def main(argv: list[str] | None = None) -> int:
             plane.close()
             print("vipu-server: stopped while starting Ray; nothing was served", file=sys.stderr, flush=True)
             return 0
+        try:  # now: runs' ends recorded on other Ray nodes are read there
+            recover_stored(plane)
+        except (VipuError, OSError, sqlite3.OperationalError) as e:  # the store could not write the recovery
+            plane.stop_machines()
+            plane.close()
+            why = e.message if isinstance(e, VipuError) else cannot_write(Path(state_dir), e).message
+            print(f"vipu-server: error: {why}", file=sys.stderr)
+            return EXIT_CODES[grpc.StatusCode.UNAVAILABLE]
     plane.served = served(args, port, metrics_line.removeprefix("metrics "), device_threads)
     server.start()
     if device is not None:

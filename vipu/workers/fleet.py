@@ -106,11 +106,24 @@ def bundle_problem(bundle: dict[str, float], nodes: list[dict]) -> str | None:
     live = [n for n in nodes if n.get("Alive")]
     if any(all(n.get("Resources", {}).get(k, 0) >= v for k, v in bundle.items()) for n in live):
         return None
-    offers = "; ".join(f"{n.get('NodeManagerAddress', '?')} offers " + ", ".join(
-        f"{k}={v:g}" for k, v in sorted(n.get("Resources", {}).items()) if not k.startswith("node:")) for n in live)
+    offers = "; ".join(f"{n.get('NodeManagerAddress', '?')} offers " + bundle_text(
+        {k: v for k, v in sorted(n.get("Resources", {}).items()) if not k.startswith("node:")}) for n in live)
     return (f"--machine-bundle {bundle_text(bundle)}: no node of the Ray cluster offers all of it ({offers or 'no live node'});"
             " give resources a node offers, or start nodes that offer them (ray start --resources='{\"ipu_host\":"
             " 16}')")
+
+
+def newest(kept: dict[int, tuple[int, dict]], fresh: dict[int, tuple[int, dict]], running: set[int]
+           ) -> dict[int, tuple[int, dict]]:
+    """Each machine's newest answer of `kept` and `fresh` (machine -> (the number of the ask it answers, its
+    counters): MachinePool.stats), dropping those of `kept` no longer `running`. Why by number, not by arrival: two
+    scrapes at once merge in either order, and the one asked first, merged last, put a counter back (a counter
+    reset, to Prometheus)."""
+    merged = {m: answer for m, answer in kept.items() if m in running}
+    for m, answer in fresh.items():
+        if m not in merged or merged[m][0] < answer[0]:
+            merged[m] = answer
+    return merged
 
 
 class Fleet:
@@ -129,7 +142,7 @@ class Fleet:
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
         self._ray_dir = local_ray.folder(os.getpid())
-        self._last_stats: dict[int, dict] = {}  # machine -> its last answer to stats()
+        self._last_stats: dict[int, tuple[int, dict]] = {}  # machine -> its newest answer to stats(), numbered
         self._traffic = None  # --ray off: the TrafficCounters that runs' transports count into (the first makes it)
         self._machines: dict = {}  # --ray off: machine -> (Machine, its lock), made when a session or a run first
         # needs it and kept, as an actor is
@@ -294,10 +307,9 @@ class Fleet:
             return {}
         fresh = self.pool.stats(STATS_WAIT_S)
         with self._lock:
-            running = set(self.pool.machines)
-            self._last_stats = {m: fresh.get(m, old) for m, old in self._last_stats.items() if m in running}
-            self._last_stats.update(fresh)
-            return {m: answer if m in fresh else {**answer, "stale": True} for m, answer in self._last_stats.items()}
+            self._last_stats = newest(self._last_stats, fresh, set(self.pool.machines))
+            return {m: answer if m in fresh else {**answer, "stale": True}
+                    for m, (_, answer) in self._last_stats.items()}
 
     def link_bytes(self) -> dict[int, dict[str, list[int]]]:
         """With --ray off: machine -> link type -> [sent, received] bytes the runs' transports counted so far."""

@@ -71,7 +71,8 @@ class MachinePool:
         self._actors: dict[int, ActorHandle] = {}
         self._groups: dict[int, PlacementGroup] = {}
         self._starting: dict[int, threading.Event] = {}  # machines being started now -> set when that start ends
-        self._asked: dict[int, ObjectRef] = {}  # machine -> its stats call not yet answered
+        self._asked: dict[int, tuple[int, ObjectRef]] = {}  # machine -> its stats call not yet answered, numbered
+        self._asks = 0  # stats calls made so far: the next one's number
         self._lock = threading.Lock()  # the four maps above; never held while waiting on Ray
         self._closed = threading.Event()
         self.lost: Callable[[], Collection[int]] = frozenset  # machines the controller found lost (the fleet sets
@@ -213,23 +214,27 @@ class MachinePool:
                 self._forget(m)
         return {m: {"machine": m, **answered.get(m, {}), **state} for m, state in states.items()}
 
-    def stats(self, wait_s: float) -> dict[int, dict]:
+    def stats(self, wait_s: float) -> dict[int, tuple[int, dict]]:
         """Each actor's counters that answer within wait_s, asked all at once (the health group: a call running
-        long does not hold them up); the others are absent. An actor still owing the answer to an earlier ask is
-        not asked again: a machine held up by a call waiting on a peer gets one stats call queued, not one a scrape."""
+        long does not hold them up), with the number of the ask they answer; the others are absent. An actor still
+        owing the answer to an earlier ask is not asked again: a machine held up by a call waiting on a peer gets one
+        stats call queued, not one a scrape. Why the numbers: two scrapes at once may come back in either order, and
+        the answer to the later ask is the newer one (a machine answers its health group's calls one at a time, in
+        the order this process made them: actor.py), so a caller can keep counters from going back."""
         with self._lock:
             for m in set(self._asked) - set(self._actors):
                 del self._asked[m]
             for m, handle in self._actors.items():
                 if m not in self._asked:
-                    self._asked[m] = handle.stats.remote()
+                    self._asked[m] = (self._asks, handle.stats.remote())
+                    self._asks += 1
             asked = dict(self._asked)
-        answers, done = self._answers(asked, wait_s)
+        answers, done = self._answers({m: ref for m, (_, ref) in asked.items()}, wait_s)
         with self._lock:
-            for m, ref in asked.items():
-                if ref in done and self._asked.get(m) is ref:
+            for m, ask in asked.items():
+                if ask[1] in done and self._asked.get(m) is ask:
                     del self._asked[m]
-        return answers
+        return {m: (asked[m][0], answer) for m, answer in answers.items()}
 
     @staticmethod
     def _answers(calls: dict[int, ObjectRef], wait_s: float) -> tuple[dict[int, dict], set[ObjectRef]]:

@@ -17,6 +17,9 @@ import sys
 import threading
 from pathlib import Path
 
+from vipu.jobs.programs.run_exits import exit_path, recorded_exit
+from vipu.jobs.programs.run_locks import held_here, left_running
+from vipu.jobs.programs.spool import is_own
 from vipu.jobs.programs.user_files import open_as
 
 TAIL_BYTES = 1 << 20  # `vipu logs` shows at most the last MiB of a program's output
@@ -275,6 +278,28 @@ class NodeSteps:
 
     def forget_exit(self, path: str) -> None:
         Steps.forget_exit(path)
+
+    @staticmethod
+    def recorded_exit(spool: str, job_id: int, run: int) -> dict | None:
+        """What the supervisor of the job's run number `run` recorded of its program's end in `spool` on this node
+        (run_exits.py), for a restarted controller; None if nothing, or if the folder is not the controller's user's
+        own (anyone may make a folder of that name in /tmp: spool.py)."""
+        if not spool or not os.path.isdir(spool) or not is_own(spool):
+            return None
+        return recorded_exit(exit_path(spool, job_id, run))
+
+    @staticmethod
+    def left_running(spool: str, job_id: int) -> dict[str, int]:
+        """The job's runs whose supervisors still hold their locks in `spool` on this node (run_locks.py): lock ->
+        pid."""
+        if not spool or not os.path.isdir(spool) or not is_own(spool):
+            return {}
+        return {str(path): pid for path, pid in left_running(spool, job_id).items()}
+
+    @staticmethod
+    def held(paths: list[str]) -> list[str]:
+        """Those of the locks at `paths` on this node that a supervisor still holds."""
+        return held_here(paths)
 
     def tail(self, path: str, max_bytes: int = TAIL_BYTES, user: dict | None = None) -> tuple[str, bool]:
         return Steps.tail(path, max_bytes, user)

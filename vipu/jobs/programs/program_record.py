@@ -24,15 +24,18 @@ class ProgramRecord(BaseModel):
     run: int
     output: str
     error: str | None = None  # None: stderr goes to output
-    node: str = ""  # the Ray node it ran on ("" on the controller's machine)
+    node: str = ""  # the id of the Ray node its supervisor runs on ("" on the controller's machine, --ray off)
+    node_address: str = ""  # that node's address, to name it once it may be gone (run_nodes.py)
+    spool: str = ""  # the folder its supervisor keeps its lock and exit record in, on that node ("" before schema 7)
     failure: str | None = None  # why it could not start
+    ended: str | None = None  # why a restart could not tell how its program ended (its node gone: run_nodes.py)
     steps: list[StepReport] = []  # the steps it reported through vipu.sdk (the last session.STEPS_KEPT)
     steps_reported: int = 0  # all of them
     ipu_usage: list[IpuUsage] = []  # per IPU of its partition over those steps
 
     def summary(self) -> dict:
         """`vipu show job`: everything but the steps themselves; their losses and mean emulated step time."""
-        data = self.model_dump(mode="json", exclude={"name", "steps"})
+        data = self.model_dump(mode="json", exclude={"name", "steps", "node_address", "spool"})
         if self.steps:
             data["losses"] = [r.loss for r in self.steps]
             data["emulated_step_s"] = sum(r.emulated_step_s for r in self.steps) / len(self.steps)
@@ -58,9 +61,10 @@ class ProgramRecord(BaseModel):
         return [f"per IPU over the {len(self.steps)} steps ({USAGE_LEGEND}):", *usage_lines(self.ipu_usage)]
 
 
-def run_record(job, run: int, node: str | None = None) -> ProgramRecord:
+def run_record(job, run: int, node: str | None = None, spool: str = "") -> ProgramRecord:
     """The record of the job's run number `run` on its first node `node` (%N; None before it has one), naming its
-    output and error files."""
+    output and error files, and the spool its supervisor is to use."""
     workdir = job.spec.workload.workdir
     return ProgramRecord(name=str(job.id), run=run, output=output_file(job.spec.output, job, workdir, node),
-                         error=output_file(job.spec.error, job, workdir, node) if job.spec.error else None)
+                         error=output_file(job.spec.error, job, workdir, node) if job.spec.error else None,
+                         spool=spool)

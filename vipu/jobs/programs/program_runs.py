@@ -28,16 +28,18 @@ from vipu.errors import FailedPrecondition
 from vipu.jobs.output_folder import OutputRefused, allowed_folders, fresh_files, missing_workdir, writer_mark
 from vipu.jobs.programs.command_spec import WarnSignal, parse_signal
 from vipu.jobs.programs.environment import job_environment, node_names
-from vipu.jobs.programs.hosts import TAIL_BYTES, NodeSteps, Steps, call_on, output_lines
+from vipu.jobs.programs.hosts import TAIL_BYTES, Steps, call_on, output_lines
 from vipu.jobs.programs.spool import spool_for, tidy
 from vipu.jobs.programs import program_log
 from vipu.jobs.programs.program_record import ProgramRecord, run_record
 from vipu.jobs.programs.run_exits import end_untold, exit_path, forget_exits, recorded_end
 from vipu.jobs.programs.run_locks import GONE_WAIT_S, left_running, when_gone
+from vipu.jobs.programs.run_nodes import RunNodes
 from vipu.jobs.programs.run_watch import watch_failed
 from vipu.jobs.programs.run_sessions import device_environment, keep_steps, open_session
 from vipu.scheduler.effects import StartJob, StopJob
 from vipu.scheduler.job_states import JobState
+from vipu.scheduler.workload import RunExit
 
 log = logging.getLogger("vipu.programs")
 WARN_RECHECK_S = 5.0  # how late an --signal may be after its time moved earlier (Slurm's: up to 60 s early)
@@ -67,7 +69,7 @@ class ProgramRuns:
         self.local = Steps()
         self.spool = spool_for(ctx.settings.state_dir)
         self.runs: dict[int, _Run] = {}  # each job's latest run in this controller
-        self._nodes: dict[str, object] = {}  # Ray node id -> its NodeSteps actor
+        self.nodes = RunNodes()  # with Ray: the supervisors' actors, one a node
         self._lock = threading.Lock()
         self._stopping = False
         self._closing = threading.Event()  # set at shutdown: the watches of old runs end (when_gone)
@@ -109,7 +111,7 @@ class ProgramRuns:
         partition = state.get("partition", start.partition)
         host, port = ctx.api_address()
         number = job.runs_started  # this run included
-        record = run_record(job, number, next(iter(node_names(partition, state)), None))
+        record = run_record(job, number, next(iter(node_names(partition, state)), None), self.spool)
         run = _Run(job.id, start.start_time, f"job{job.id}.run{number}", record)
         try:
             user = ctx.run_as(job.user)
@@ -159,7 +161,7 @@ class ProgramRuns:
                                                    first_ipu, size, machines)
                         if run.stopped:  # stopped meanwhile: stop() found no session to close
                             self._close(run, f"job {run.job_id}'s run was stopped before its program started")
-                    run.host = self._host(machines)
+                    run.host = self._host(run, machines)
                     run.hosted.set()
                     if run.stopped:  # stopped while its host was chosen: nothing to start
                         return
@@ -255,16 +257,17 @@ class ProgramRuns:
 
     def _keep_for_old_runs(self, stop: StopJob) -> float | None:
         """A stop of a job this controller has not run: its partition is from before a restart, and the programs of
-        that controller's runs go on ending through KillWait (run_locks.py), which began when it went. The
-        partition stays until they have (the job Cleaning meanwhile). Returns KillWait, as stop() does; None: none
-        left."""
-        left = left_running(self.spool, stop.job_id)
+        that controller's runs go on ending through KillWait (run_locks.py; on their node: run_nodes.py), which
+        began when it went. The partition stays until they have (Cleaning). Returns KillWait; None: none left."""
+        left, watch = left_running(self.spool, stop.job_id), when_gone
+        if not left and self.ctx.machines.pool is not None:
+            left, watch = self.nodes.left_running(self.record(stop.job_id), stop.job_id)
         if not left:
             return None
         log.info("job %s: the program of its run from before the restart is still ending (supervisor pid %s): its"
                  " partition %s is kept until it has", stop.job_id, ", ".join(map(str, left.values())), stop.partition)
-        when_gone(left, partial(self._old_run_gone, stop.job_id, stop.partition), self._closing,
-                  self.ctx.settings.kill_wait_s + GONE_WAIT_S, f"job {stop.job_id}")
+        watch(left, partial(self._old_run_gone, stop.job_id, stop.partition), self._closing,
+              self.ctx.settings.kill_wait_s + GONE_WAIT_S, f"job {stop.job_id}")
         return self.ctx.settings.kill_wait_s
 
     def _old_run_gone(self, job_id: int, partition: str) -> None:
@@ -275,7 +278,7 @@ class ProgramRuns:
         with self.ctx.lock:
             job = self.ctx.job(job_id)
             started = None if job is None else job.latest_start  # (requeued meanwhile: its start is in its history)
-            ended = recorded_end(self.spool, job) if started is not None else None
+            ended = self.recorded_end(job) if started is not None else None
             if ended is not None:  # (not while the store cannot write: plane.py _stopped_end)
                 self.ctx.stopped_end(job_id, started, ended.exit_code, ended.signal)
         self.ctx.release(partition)
@@ -304,27 +307,31 @@ class ProgramRuns:
             keep_steps(run.record, session, self.ctx.pod.machine.ipus)
 
     # -- where supervisors run ----------------------------------------------------------------------------------
-    def _host(self, machines: list[int]):
-        """This machine's Steps with --ray off; else the NodeSteps actor of the node of the job's first machine."""
-        fleet = self.ctx.machines
-        if not fleet.enabled:
+    def _host(self, run: _Run, machines: list[int]):
+        """--ray off: this machine's Steps; else the NodeSteps actor of the job's first machine's node, stored with
+        the run first (a restart asks that node how it ended: run_nodes.py)."""
+        if not self.ctx.machines.enabled:
             return self.local
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        pool = fleet.actors_for(machines[:1])
-        node = ray.get(pool.actor(machines[0]).health.remote(), timeout=60)["node"]
-        with self._lock:
-            actor = self._nodes.get(node)
-            if actor is None:
-                actor = self._nodes[node] = ray.remote(NodeSteps).options(
-                    num_cpus=0, max_concurrency=1000,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
-        return actor
+        host, run.record.node, run.record.node_address = self.nodes.host(self.ctx.machines, machines)
+        with self.ctx.lock:
+            self.ctx.store.commit([("program_run", run.record.name, run.record)], [])
+        return host
 
     _call = staticmethod(call_on)
 
     # -- what it left --------------------------------------------------------------------------------------------
+    def recorded_end(self, job) -> RunExit | None:
+        """A restart's: how the job's latest run ended, as recorded in this machine's spool, else (Ray connected) on
+        the node its record names (run_nodes.py); None if neither has it."""
+        ended = recorded_end(self.spool, job)
+        record = None if ended is not None else self.record(job.id)  # (stored: a run from before the restart)
+        if record is None or not record.node or record.run != job.runs_started or self.ctx.machines.pool is None:
+            return ended
+        found = self.nodes.recorded_exit(record, job.id)
+        if record.ended is not None:
+            self.ctx.store.commit([("program_run", record.name, record)], [])
+        return None if found is None else RunExit(found["at"], found["exit_code"], found["signal"])
+
     def forget(self, job_id: int) -> None:
         run = self.runs.get(job_id)
         if run is not None and run.finished.is_set():
@@ -360,7 +367,6 @@ class ProgramRuns:
         try:
             text, cut = self._call(host, "tail", record.output, TAIL_BYTES, user)
         except Exception as e:  # noqa: BLE001 - a node gone: say so, keep the rest
-            text, cut = "", False
             return [f"(the output of run {record.run} on node {record.node} cannot be read: {e})"]
         lines = output_lines(text)
         if cut:
@@ -384,7 +390,7 @@ class ProgramRuns:
         self._closing.set()
         self.ctx.sessions.close_all("the controller is stopping")
         self.local.terminate_all()
-        for actor in list(self._nodes.values()):
+        for actor in self.nodes.all():
             actor.terminate_all.remote()
         deadline = time.monotonic() + 5  # their supervisors' SIGTERM, then out: KillWait is for cancels
         for run in list(self.runs.values()):

@@ -4,11 +4,12 @@ the signal that ended it and when, by the wall clock, as slurmstepd keeps a step
 Why a file: the supervisor tells the controller on its pipe, but a controller killed meanwhile (kill -9, a crash)
 hears nothing, and its restart ended such a run at the restart's time, so the outage counted as run time (Elapsed,
 End, the usage charged to its user). The file outlives both; the restarted controller reads it for the run it ends
-(recovery.py), and the controller that did hear removes it once the run's end is written. It is written whole under
-another name and renamed, so a reader never sees half of one, and synced, so a crash of the machine keeps it.
+(control/queue_rebuild.py), and the controller that did hear removes it once the run's end is written. It is
+written whole under another name and renamed, so a reader never sees half of one, and synced, so a crash of the
+machine keeps it.
 
-Only the controller's user writes in the spool (stepd.own_spool), so what is there is a supervisor's. The limit is
-the lock's (run_locks.py): with Ray, a node other than the controller's is not read.
+Only the controller's user writes in the spool (stepd.own_spool), so what is there is a supervisor's. With Ray the
+file is on the run's node: a restarted controller asks that node, once connected (run_nodes.py).
 """
 
 from __future__ import annotations

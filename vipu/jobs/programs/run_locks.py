@@ -9,7 +9,8 @@ starts, and lets go of it only by exiting, once the program's whole session is g
 the supervisor dies. A lock that can be taken, or no file, means no process of that run is alive. The supervisor
 runs as the controller's user, under --secure too, so the controller can always open the file.
 
-A limit: the spool is the node's where the supervisor ran; with Ray, a node other than the controller's is not seen.
+The spool is the node's where the supervisor ran: with Ray, a restarted controller asks the run's node, which the
+store names (run_nodes.py).
 """
 
 from __future__ import annotations
@@ -101,22 +102,28 @@ def left_running(spool: str | Path, job_id: int) -> dict[Path, int]:
     return held
 
 
-def when_gone(held: dict[Path, int], then: Callable[[], None], closing: threading.Event, warn_after: float,
-              name: str) -> None:
+def held_here(paths: list) -> list:
+    """Those of the locks at `paths` that a supervisor holds, looked at on this machine."""
+    return [p for p in paths if holder(Path(p)) is not None]
+
+
+def when_gone(held: dict, then: Callable[[], None], closing: threading.Event, warn_after: float, name: str,
+              holding: Callable[[list], list] = held_here, poll_s: float = POLL_S) -> None:
     """Call `then` (in a thread of its own) once every lock of `held` (left_running's) is free; never if `closing`
-    is set first. Past `warn_after` seconds it says once which supervisors still hold theirs: they outlived KillWait."""
+    is set first. Past `warn_after` seconds it says once which supervisors still hold theirs: they outlived KillWait.
+    `holding`: which of them are still held (held_here, or asked of the node the run is on: run_nodes.py)."""
     def watch() -> None:
         warn_at = time.monotonic() + warn_after
         left = list(held)
         while left:
-            left = [p for p in left if holder(p) is not None]
+            left = holding(left)
             if not left:
                 break
             if time.monotonic() >= warn_at:
                 log.warning("%s: supervisor(s) %s still hold %s past KillWait; its IPUs stay in use until they exit",
                             name, ", ".join(str(held[p]) for p in left), ", ".join(map(str, left)))
                 warn_at = math.inf
-            if closing.wait(POLL_S):
+            if closing.wait(poll_s):
                 return
         if not closing.is_set():
             then()

@@ -1,0 +1,161 @@
+"""ray41: a program's run on a Ray node whose end its supervisor recorded there while no controller heard is read there
+by the restarted controller, once Ray is connected; a run whose node has left the cluster ends NODE_FAIL at the
+restart, saying so.
+
+Regression: the restart read exit records only in its own machine's spool, before Ray was connected, and the run's
+node was not stored. On a cluster the run's node is another host, whose spool the controller's machine may never have
+had (no run there): its restart drew a new one, so the run ended at the restart, its exit code unknown and the outage
+counted as run time. Here the controller is restarted with a temporary folder of its own (another host's /tmp, as
+far as its spool goes) on the session's Ray node, which stands for the run's node; the plane is stopped as a kill -9
+leaves its store (runs RUNNING, their ends untold), since an in-process plane cannot be killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import shutil
+import tempfile
+import time
+
+import pytest
+import ray
+
+from vipu.access import ANYONE
+from vipu.control.job_ops import SubmitRequest
+from vipu.control.queue_rebuild import recover_stored
+from vipu.control.startup import DATABASE, open_plane
+from vipu.jobs.programs.program_record import ProgramRecord
+from vipu.jobs.programs.run_exits import exit_path
+from vipu.scheduler.job_states import JobState
+from vipu.store import Store
+
+WAIT_S = 60  # a bound only a broken run reaches (a machine actor's first start on a loaded machine takes seconds)
+ENDS_ON_TERM = "#!/bin/bash\ntrap 'exit 3' TERM\necho start > started-$SLURM_JOB_ID\nwhile true; do sleep 0.02; done\n"
+GONE = "0" * 56  # a Ray node id the cluster does not have: a node that has left it
+
+
+def wait_until(condition) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():  # (a poll: the events are another process's files)
+        assert time.monotonic() < deadline, "not in time"
+        time.sleep(0.02)
+
+
+def on_ray(state, **options):
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 8090, **options)
+    plane.use_machines("auto", 2.0)  # the session's Ray, connected already
+    return plane
+
+
+def stopped(plane) -> None:
+    """As the controller's process ends: its runs stopped, then its actors gone (those of its runs' nodes too)."""
+    plane.stop()
+    for actor in plane.runners["command"].nodes.all():
+        ray.kill(actor)
+    plane.stop_machines()
+    plane.store.close()
+
+
+@pytest.fixture
+def controller_tmp(tmp_path, monkeypatch):
+    """The restarted controller's own temporary folder, where the run's node's spool is not."""
+    def elsewhere():
+        folder = tmp_path / "controller-tmp"
+        folder.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return elsewhere
+
+
+def test_a_runs_end_recorded_on_its_node_is_read_there_once_ray_is_connected(ray_session, tmp_path, controller_tmp):
+    state = tmp_path / "state"
+    plane = on_ray(state)
+    spec = {"ipus": 1, "time_limit": "5m", "requeue": False,
+            "workload": {"kind": "command", "script": ENDS_ON_TERM, "submit_dir": str(tmp_path)}}
+    done = plane.jobs.submit([SubmitRequest(json.dumps(spec).encode(), {}) for _ in range(2)], ANYONE)
+    ran, lost = [job.id for x in done for job in x.jobs]
+    plane.step()
+    runs = plane.runners["command"]
+    spool = runs.spool
+    try:
+        wait_until(lambda: all((tmp_path / f"started-{j}").exists() for j in (ran, lost)))
+        stored = plane.store.get("program_run", str(ran), ProgramRecord)
+        assert (stored.node, stored.spool) == (ray_session.get_runtime_context().get_node_id(), spool)
+        assert stored.node_address  # its node, stored before its supervisor started there
+        started = plane.scheduler.table.jobs[ran].start_time
+        stopped(plane)  # its supervisors stop the programs (trap: exit 3) and record how they ended
+        wait_until(lambda: all(exit_path(spool, j, 1).exists() for j in (ran, lost)))
+        recorded = json.loads(exit_path(spool, ran, 1).read_text())
+        assert (recorded["exit_code"], recorded["signal"]) == (3, 0)
+        store = Store(state / DATABASE)
+        moved = store.get("program_run", str(lost), ProgramRecord).model_copy(update={"node": GONE})
+        store.commit([("program_run", str(lost), moved)], [])  # as if its node had left since
+        store.close()
+
+        controller_tmp()
+        restarted = on_ray(state, recover_later=True)
+        try:
+            assert restarted.runners["command"].spool != spool  # its own machine has no spool of the run's
+            assert restarted.scheduler.table.jobs == {}  # the queue waits for Ray
+            restarted.start_machines()
+            recover_stored(restarted)
+            read = restarted.scheduler.table.jobs[ran]
+            assert (read.state, read.exit_code, read.exit_signal) == (JobState.NODE_FAIL, 3, 0)
+            assert read.end_time == pytest.approx(recorded["at"], abs=0.01)  # the program's end, not the restart's
+            assert read.end_time - started < time.time() - started - 0.01
+            assert "as recorded where it ran" in read.recovery
+            gone = restarted.scheduler.table.jobs[lost]
+            assert (gone.state, gone.exit_code) == (JobState.NODE_FAIL, None)
+            assert gone.end_time > recorded["at"]  # the restart's
+            ended = restarted.runners["command"].record(lost).summary()["ended"]  # `vipu show job`: Ended=
+            assert ended == (f"its Ray node ({stored.node_address}, Ray node {GONE}) has left the Ray cluster, and"
+                             " with it the record of how its program ended")
+        finally:
+            stopped(restarted)
+        again = open_plane("bow-pod16", state, "127.0.0.1", 8090)  # written: a later start reads the same
+        try:
+            assert again.scheduler.table.jobs[ran].exit_code == 3
+            assert again.runners["command"].record(lost).ended == ended
+        finally:
+            stopped(again)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+
+
+# deaf to SIGTERM: only a SIGKILL ends it (the test's, long before KillWait's)
+DEAF_TO_TERM = "#!/bin/bash\ntrap '' TERM\necho $$ > pid\nwhile true; do sleep 0.02; done\n"
+
+
+def test_a_run_still_ending_on_its_node_keeps_its_partition_after_the_restart(ray_session, tmp_path, controller_tmp):
+    """The restarted controller keeps the partition of a run whose supervisor still holds its lock on the run's
+    node (its program in KillWait), as it does for one on its own machine (run_locks.py); once it has gone, the
+    partition goes and the run's ExitCode is what its node recorded. Regression: only the controller's own
+    machine was looked at, so the IPUs were let go while the program still ran."""
+    state = tmp_path / "state"
+    plane = on_ray(state, kill_wait_s=60.0)
+    spec = {"ipus": 1, "time_limit": "5m", "requeue": False,
+            "workload": {"kind": "command", "script": DEAF_TO_TERM, "submit_dir": str(tmp_path)}}
+    [done] = plane.jobs.submit([SubmitRequest(json.dumps(spec).encode(), {})], ANYONE)
+    job = done.jobs[0].id
+    plane.step()
+    spool = plane.runners["command"].spool
+    try:
+        wait_until(lambda: (tmp_path / "pid").exists())
+        stopped(plane)  # its supervisor sends SIGTERM, which the program does not hear
+        controller_tmp()
+        restarted = on_ray(state, kill_wait_s=60.0, recover_later=True)
+        try:
+            restarted.start_machines()
+            recover_stored(restarted)
+            kept = restarted.scheduler.job(job)
+            assert (kept.state, kept.exit_code) == (JobState.COMPLETING, None)  # still ending, on its node
+            assert list(restarted.controller.state.partitions) == [f"slurm_{job}"]
+            os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)
+            wait_until(lambda: not restarted.controller.state.partitions)  # its node's lock let go: the IPUs too
+            ended = restarted.scheduler.table.jobs[job]
+            assert (ended.state, ended.exit_code, ended.exit_signal) == (JobState.NODE_FAIL, 0, 9)
+        finally:
+            stopped(restarted)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
