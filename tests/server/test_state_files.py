@@ -469,7 +469,8 @@ def test_a_write_ahead_log_deleted_after_kill_9_is_refused_not_served_as_an_olde
     server.start()  # the operator's choice: what the database file holds
     [warning] = [line for line in server.stderr_text().splitlines() if "--accept-lost-log: " in line]
     assert re.search(r"serving \S+vipu.sqlite3 at generation \d+, though the last controller reached generation \d+"
-                     r" and its -wal file is gone: jobs submitted or changed since its last checkpoint may be lost",
+                     r" and its -wal file is gone or emptied: jobs submitted or changed since its last checkpoint may"
+                     r" be lost",
                      warning), warning  # regression: the accepted loss was not logged
     server.extra = []
     server.restart()  # a clean stop closed it: no flag needed any more
