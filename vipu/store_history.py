@@ -50,6 +50,13 @@ class HistoryReads:
         sql = "SELECT ended, id FROM job_history" + (" WHERE " + " AND ".join(where) if where else "")
         return self._read(sql + " ORDER BY ended, id", args)
 
+    def history_users(self, users: list[str]) -> set[str]:
+        """Those of `users` with a job in the history, in one read (one read a name held an RPC 34 s for 200,000)."""
+        if not users:
+            return set()
+        sql = "SELECT DISTINCT user FROM job_history WHERE user IN (SELECT value FROM json_each(?))"
+        return {user for (user,) in self._read(sql, [json.dumps(users)])}
+
     def history_docs(self, ids: Iterable[int]) -> dict[int, str]:
         """id -> the stored record, for those of `ids` in the history."""
         ids = list(ids)
