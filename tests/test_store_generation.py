@@ -82,3 +82,60 @@ def test_a_log_lost_before_the_first_checkpoint_is_a_lost_log_not_an_emptied_dat
     copy = killed_then_wal_lost(folder, tmp_path / "copy")
     with pytest.raises(LostLog):
         Generation(copy).check(opened(copy))
+
+
+def killed_store(tmp_path):
+    """A store with a commit, copied as a kill -9 now leaves it (the database, its -wal file and the marker)."""
+    from vipu.partition.admin_records import User
+    from vipu.store import Store
+
+    store = Store(tmp_path / "live" / "s.db")
+    store.commit([("user", "a", User(name="a", key_sha256="0" * 64, created_at=1.0))], [])
+    copy = tmp_path / "killed"
+    shutil.copytree(tmp_path / "live", copy)
+    store.close()
+    return copy / "s.db"
+
+
+@pytest.mark.parametrize("left", [0, 100])
+def test_an_emptied_wal_file_is_a_lost_log_as_a_deleted_one_is(tmp_path, left):
+    """Regression (walk45): the check ran only when the -wal file was missing, so one emptied after a kill -9 (`: >
+    vipu.sqlite3-wal` to free space) served the database without its last commits, and handed their ids out again."""
+    from vipu.store import Store
+
+    path = killed_store(tmp_path)
+    with open(path.with_name("s.db-wal"), "r+b") as wal:
+        wal.truncate(left)
+    with pytest.raises(LostLog, match="holds no whole commit"):
+        Store(path)
+    accepted = Store(path, accept_lost_log=True)
+    assert accepted.lost_log is not None and accepted.lost_log.held < accepted.lost_log.marked
+    accepted.close()
+
+
+def test_a_wal_file_kept_whole_after_a_kill_is_served_with_its_commits(tmp_path):
+    from vipu.partition.admin_records import User
+    from vipu.store import Store
+
+    again = Store(killed_store(tmp_path))
+    assert again.lost_log is None and [u.name for _, u in again.load({"user": User})] == ["a"]
+    again.close()
+
+
+def test_a_kill_inside_a_checkpoint_is_no_lost_log(tmp_path):
+    """The marker moves on before a checkpoint, the database after it: a kill between the two leaves the database a
+    number behind the marker with its -wal file whole, and that is no loss."""
+    folder = tmp_path / "state"
+    folder.mkdir()
+    db = opened(folder / "s.db")
+    generation = Generation(folder / "s.db")
+    generation.mark(db)
+    db.execute("INSERT INTO jobs VALUES (1)")
+    generation.ahead(db)
+    sqlite3.connect(folder / "s.db", isolation_level=None).execute("PRAGMA wal_checkpoint(PASSIVE)")
+    db.execute("INSERT INTO jobs VALUES (2)")  # killed here, before reached()
+    copy = tmp_path / "killed"
+    shutil.copytree(folder, copy)
+    again = opened(copy / "s.db")
+    assert Generation(copy / "s.db").how_lost(again, wal_was_there=True) is None
+    assert again.execute("SELECT count(*) FROM jobs").fetchone()[0] == 2

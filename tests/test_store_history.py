@@ -330,3 +330,31 @@ def test_a_rebuild_the_disk_has_no_room_for_is_unavailable_not_damage(tmp_path):
     assert "its records are kept" in unwritable.value.message
     with pytest.raises(InvalidArgument, match="has damaged pages in its job history"):  # as it was
         open_plane("bow-pod16", state, "127.0.0.1", 0)
+
+
+def test_a_history_read_of_any_number_of_ids_or_users_answers(tmp_path):
+    """Regression (walk45): every id was a bound value, twice, so `History` of ~125,000 ids passed SQLite's limit and
+    answered UNAVAILABLE, telling the operator to restart a controller whose history was whole."""
+    job = state_with_history(tmp_path / "state")
+    store = Store(tmp_path / "state" / "vipu.sqlite3")
+    many = list(range(JOBS - 1, 400_000))
+    assert [i for _, i in store.history_keys(ids=many)] == [JOBS - 1, JOBS]
+    others = [f"u{n}" for n in range(300_000)]
+    assert [i for _, i in store.history_keys(users=others, ids=[1])] == []
+    assert [i for _, i in store.history_keys(users=[*others, job.user], ids=many)] == [JOBS - 1, JOBS]
+    assert [i for _, i in store.history_keys(ids=[2, 1], states=["CANCELLED"], since=0.0)] == [1, 2]
+    store.close()
+
+
+def test_unknown_users_are_found_in_one_history_read_however_many_are_named(tmp_path):
+    """Regression (walk45): one read a name not in the queue; `vipu queue -u` of 200,000 names held an RPC thread 34 s
+    (of the controller's 3)."""
+    job = state_with_history(tmp_path / "state")
+    plane = open_plane("bow-pod16", tmp_path / "state", "127.0.0.1", 0)
+    reads = []
+    read = plane.store._read
+    plane.store._read = lambda *args, **kw: reads.append(args) or read(*args, **kw)
+    names = [f"u{n}" for n in range(50_000)]
+    assert plane.jobs.unknown_users([*names, job.user]) == names
+    assert len(reads) == 1
+    plane.store.close()

@@ -94,19 +94,14 @@ class Store(Drops, Stalls, HistoryReads, Repairs):
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's (module docstring, store_generation.py)
         try:
+            lost = self._generation.how_lost(self._db, wal_was_there)  # before anything writes to the -wal file
             migrate(self._db)
             self.remade = missing_tables(self._db)
             # the quarantine only holds records moved aside: empty, it loses nothing more; the others need consent
             if set(self.remade) - {"quarantine"} and not remake_tables:
                 raise MissingTables(self.remade)
             make_tables(self._db, self.remade)
-            if not wal_was_there:
-                try:
-                    self._generation.check(self._db)
-                except LostLog as e:
-                    if not accept_lost_log:
-                        raise
-                    self.lost_log = e
+            self.lost_log = self._generation.accepted_loss(self._db, lost, accept_lost_log)
             self._generation.mark(self._db)
         except BaseException:
             self._db.close()

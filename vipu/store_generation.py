@@ -39,9 +39,33 @@ class Generation:
         self.marker = path.with_name(path.stem + ".generation")
         self.wal = path.with_name(path.name + "-wal")
 
-    def check(self, db: sqlite3.Connection) -> None:
+    def how_lost(self, db: sqlite3.Connection, wal_was_there: bool) -> str | None:
+        """How the -wal file may have lost commits, for check(): missing, or holding no whole commit; None when SQLite
+        found commits in it. Why both: an emptied -wal file (`: > vipu.sqlite3-wal` to free space, a copy cut short)
+        loses what a deleted one loses, yet is there (walk45). Call before anything writes to it; asking is a passive
+        checkpoint, which copies the commits it finds into the database file, so the file alone still never lacks a
+        commit the marker's number covers."""
+        if not wal_was_there:
+            return "is missing"
+        frames = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]  # -1: not in WAL mode, nothing to say
+        return "holds no whole commit (emptied, or cut short)" if frames == 0 else None
+
+    def accepted_loss(self, db: sqlite3.Connection, how: str | None, accept: bool) -> LostLog | None:
+        """check() where how_lost() named a loss: the LostLog that `accept` (--accept-lost-log) lets a start go on
+        with; raised without it."""
+        if how is None:
+            return None
+        try:
+            self.check(db, how)
+        except LostLog as e:
+            if not accept:
+                raise
+            return e
+        return None
+
+    def check(self, db: sqlite3.Connection, how: str = "is missing") -> None:
         """LostLog if the marker says the database held a later generation than it does, EmptiedDatabase if it holds
-        none (call when the -wal file was missing before the database was opened)."""
+        none (call when the -wal file was missing before the database was opened, or held no commit: `how`)."""
         try:
             marked = int(self.marker.read_text())
         except (FileNotFoundError, ValueError):
@@ -50,7 +74,7 @@ class Generation:
         if held is None:  # every version that writes the marker keeps its number in the database too
             raise EmptiedDatabase(self.marker, marked)
         if held < marked:
-            raise LostLog(f"{self.wal} is missing, but {self.marker} shows the last controller stopped without"
+            raise LostLog(f"{self.wal} {how}, but {self.marker} shows the last controller stopped without"
                           " closing the database (a kill -9 or a crash), and its latest changes were in that file",
                           held, marked)
 

@@ -12,6 +12,7 @@ of it is only on disk, and a listing that left it out without a word would be wr
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from concurrent.futures import TimeoutError as Late
@@ -32,21 +33,29 @@ class HistoryReads:
                      since: float | None = None) -> list[tuple[float, int]]:
         """(ended, id) of the history's jobs, in that order: of these users, ids (an array job's id: its tasks) and
         states, ended at or after `since`. Read on a connection of its own, so a long listing holds up no write."""
+        # each list is one bound JSON array: a filter of any length fits a statement (one mark a value passed
+        # SQLite's limit of bound values at ~125,000 ids, and the read failed as if the history were damaged)
         where, args = [], []
         for column, values in (("user", list(users)), ("state", list(states))):
             if values:
-                where.append(f"{column} IN ({', '.join('?' * len(values))})")
-                args += values
+                where.append(f"{column} IN (SELECT value FROM json_each(?))")
+                args.append(json.dumps(values))
         ids = list(ids)
         if ids:
-            marks = ", ".join("?" * len(ids))
-            where.append(f"(id IN ({marks}) OR array_job_id IN ({marks}))")
-            args += ids + ids
+            where.append("(id IN (SELECT value FROM json_each(?)) OR array_job_id IN (SELECT value FROM json_each(?)))")
+            args += [json.dumps(ids)] * 2
         if since is not None:
             where.append("ended >= ?")
             args.append(since)
         sql = "SELECT ended, id FROM job_history" + (" WHERE " + " AND ".join(where) if where else "")
         return self._read(sql + " ORDER BY ended, id", args)
+
+    def history_users(self, users: list[str]) -> set[str]:
+        """Those of `users` with a job in the history, in one read (one read a name held an RPC 34 s for 200,000)."""
+        if not users:
+            return set()
+        sql = "SELECT DISTINCT user FROM job_history WHERE user IN (SELECT value FROM json_each(?))"
+        return {user for (user,) in self._read(sql, [json.dumps(users)])}
 
     def history_docs(self, ids: Iterable[int]) -> dict[int, str]:
         """id -> the stored record, for those of `ids` in the history."""

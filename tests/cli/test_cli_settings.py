@@ -16,6 +16,7 @@ import pytest
 from tests.cli_forks import run_script
 from tests.conftest import LISTENING, console_script
 from vipu.cli.connection import Connection, Settings
+from vipu.client import ApiError, Client
 
 
 def vipu(*args: str, env: dict[str, str], prog: str = "vipu") -> subprocess.CompletedProcess:
@@ -95,6 +96,25 @@ def test_a_port_that_is_not_a_number_names_where_it_came_from(tmp_path, clean_en
     assert out.returncode == 2
     assert error_line(out) == (f"vipu: error: the API port is 'abc' (api-port in {config}), not a number; set it to the"
                                " controller's port")
+
+
+@pytest.mark.parametrize("prog", ["vipu", "vipu-admin"])
+def test_an_empty_api_host_or_tls_ca_is_refused_not_read_as_its_default(clean_env, prog, monkeypatch):
+    """Regression (walk45): `--api-host "$HOST"` with HOST unset dialled localhost, whose controller may be another
+    than the one meant (a `vipu cancel -u alice` there); `--tls-ca "$CA"` with CA unset dialled without TLS."""
+    out = vipu("--api-host", "", "list", "partitions", env=clean_env, prog=prog)
+    assert out.returncode == 2
+    assert error_line(out) == (f"{prog}: error: --api-host is empty; give the controller's host name or address, or"
+                               " leave it out for VIPU_CLI_API_HOST, the config file's api-host or localhost")
+    out = vipu("--tls-ca", "", "list", "partitions", env=clean_env, prog=prog)  # not a plaintext call
+    assert out.returncode == 2
+    assert error_line(out) == (f"{prog}: error: --tls-ca is empty; give the CA certificate that signed the"
+                               " controller's, or leave it out to dial without TLS")
+    monkeypatch.setenv("VIPU_CLI_CONFIG", "/dev/null")
+    with pytest.raises(ApiError, match="^host is empty; give the controller's host name"):
+        Client.connect(host=" ")  # a script's client names its argument
+    with pytest.raises(ApiError, match="^tls_ca is empty; give the CA certificate"):
+        Client.connect(tls_ca="")
 
 
 def test_a_good_config_file_with_comments_reaches_the_controller(unchanged_server, tmp_path, clean_env):

@@ -263,6 +263,26 @@ def test_a_state_folder_of_another_user_is_refused(tmp_path):
     assert list(state.iterdir()) == []
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the database to another user")
+def test_a_database_of_another_user_is_refused_with_a_fix_that_keeps_it(server_factory, tmp_path):
+    """Regression (walk45): the fix offered was "remove it", for the database that holds the queue (a restore done
+    as another user leaves it so); giving it back keeps every job."""
+    state = tmp_path / "state"
+    server = server_factory(state_dir=state)
+    assert run(server, "vipu", "submit", "--ipus", "1", "--hold").returncode == 0
+    server.kill(signal.SIGTERM)
+    database = state / "vipu.sqlite3"
+    os.chown(database, 65534, 65534)
+    out = start("--port", "0", "--state-dir", str(state))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == (f"vipu-server: error: {database} belongs to uid 65534, not to this user (0); if it"
+                                  " is this state's own (restored or copied as another user), give it back with"
+                                  f" `chown 0 {database}`; if not, move it out of the state folder")
+    os.chown(database, 0, -1)  # what the line says
+    server.start()
+    assert run(server, "vipu", "queue", "--noheader", "-o", "%i").stdout.split() == ["1"]
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a link of another user's")
 def test_a_state_folder_link_planted_by_another_user_is_refused(tmp_path):
     """Regression: a link of nobody's to a folder of root's was followed, and the folder made 0700 for the state."""
@@ -469,7 +489,8 @@ def test_a_write_ahead_log_deleted_after_kill_9_is_refused_not_served_as_an_olde
     server.start()  # the operator's choice: what the database file holds
     [warning] = [line for line in server.stderr_text().splitlines() if "--accept-lost-log: " in line]
     assert re.search(r"serving \S+vipu.sqlite3 at generation \d+, though the last controller reached generation \d+"
-                     r" and its -wal file is gone: jobs submitted or changed since its last checkpoint may be lost",
+                     r" and its -wal file is gone or emptied: jobs submitted or changed since its last checkpoint may"
+                     r" be lost",
                      warning), warning  # regression: the accepted loss was not logged
     server.extra = []
     server.restart()  # a clean stop closed it: no flag needed any more

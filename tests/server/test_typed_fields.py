@@ -32,6 +32,7 @@ from vipu.server.job_service import JobService
 from vipu.v1 import admin_pb2 as a
 from vipu.v1 import admin_pb2_grpc, job_pb2 as j, job_pb2_grpc, job_run_pb2 as r, job_spec_pb2 as s
 from vipu.v1 import partition_pb2 as p, partition_pb2_grpc
+from vipu.validation import MAX_SPEC_BYTES
 
 SCRIPT = "#!/bin/sh\necho hi\n"
 SPECS = {  # a spec of every workload kind and model, and every form of time_limit and begin
@@ -242,6 +243,28 @@ def test_a_typed_spec_with_a_bad_field_is_refused_naming_it_as_its_text_is(refus
     assert code == text_code == grpc.StatusCode.INVALID_ARGUMENT
     assert fields(found) == fields(text_found) == want
     assert found["BadRequest"] == text_found["BadRequest"]
+
+
+def test_a_typed_spec_is_held_to_the_size_limit_of_a_specs_text(refusing_jobs):
+    """A typed spec is no way round the 1 MB of a spec's text: an 8 MB script typed was queued (walk45), and each
+    such job kept its script in the database and in memory."""
+    jobs = refusing_jobs
+    big = {"ipus": 1, "hold": True, "workload": {"kind": "command", "script": "#!/bin/sh\n#" + "x" * MAX_SPEC_BYTES,
+                                                 "submit_dir": "/tmp"}}
+    code, found = refusal(lambda: jobs.SubmitJob(j.SubmitJobRequest(spec=json.dumps(big).encode()), timeout=10))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and fields(found) == ["spec"]
+    typed = to_message(big, s.JobSpec())
+    small = b'{"ipus": 1}'
+    for request, want in [(j.SubmitJobRequest(job_spec=typed), ["job_spec"]),
+                          (j.SubmitJobRequest(spec=small, overrides=typed), ["overrides"]),
+                          (j.SubmitJobRequest(spec=small, overrides_json=json.dumps(big)), ["overrides_json"])]:
+        code, found = refusal(lambda: jobs.SubmitJob(request, timeout=10))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and fields(found) == want
+        assert "at most 1,048,576 bytes" in found["BadRequest"].field_violations[0].description
+    fine = j.SubmitJobRequest(job_spec=s.JobSpec(ipus=1, hold=True))
+    code, found = refusal(lambda: jobs.SubmitJobs(j.SubmitJobsRequest(jobs=[fine, j.SubmitJobRequest(job_spec=typed)]),
+                                                  timeout=10))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and fields(found) == ["jobs[1].job_spec"]
 
 
 def test_a_spec_given_twice_is_refused_naming_the_typed_field(refusing_jobs):

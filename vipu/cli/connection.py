@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, NoReturn
 from vipu.cli.failure import BAD_INPUT, TIMEOUT_HOW, fail, fail_api, warn
 from vipu.client import ApiError, Client, Settings
 from vipu.client import settings as client_settings
+from vipu.client.api_error import FLAGS
 from vipu.client.caller import DEFAULT_TIMEOUT_S
 from vipu.client.client import new_request_id
 
@@ -22,7 +23,7 @@ __all__ = ["DEFAULT_TIMEOUT_S", "Cli", "Connection", "Settings", "resolve"]
 
 def resolve(prog: str, host=None, port=None, user=None, access_key=None, tls_ca=None) -> Settings:
     try:
-        settings = client_settings.resolve(host, port, user, access_key, tls_ca, port_name="--api-port")
+        settings = client_settings.resolve(host, port, user, access_key, tls_ca, port_name="--api-port", names=FLAGS)
     except ApiError as e:
         fail(prog, e.message, BAD_INPUT)
     if user is not None and settings.access_key:
@@ -93,8 +94,6 @@ class Connection:
 
     def __init__(self, prog: str, settings: Settings, timeout: float = DEFAULT_TIMEOUT_S):
         self.prog = prog
-        from vipu.client.api_error import FLAGS
-
         self.client = Client(settings, timeout, names=FLAGS)  # its own messages name the CLI's flags
 
     @property

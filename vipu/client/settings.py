@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import grpc
 
-from vipu.client.api_error import BAD_SETTING, ApiError
+from vipu.client.api_error import ARGUMENTS, BAD_SETTING, ApiError
 
 DEFAULT_HOST = "localhost"
 DEFAULT_PORT = 8090
@@ -109,9 +109,19 @@ def login_name() -> str:
     return getpass.getuser()
 
 
-def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None, port_name: str = "port") -> Settings:
+def resolve(host=None, port=None, user=None, access_key=None, tls_ca=None, port_name: str = "port",
+            names: dict[str, str] = ARGUMENTS) -> Settings:
     """The settings, each from its argument, else the environment, else the config file, else the default; raises
-    ApiError (reason BAD_SETTING) naming what cannot be used (the port argument as `port_name`: the CLI's flag)."""
+    ApiError (reason BAD_SETTING) naming what cannot be used (the port argument as `port_name`, the others as
+    `names` has them: the CLI's flags)."""
+    # an argument given empty (`--api-host "$HOST"` with HOST unset) is a mistake, not a wish for the default: it
+    # would reach localhost's controller, or without TLS a controller meant to be dialled with it
+    if host is not None and not host.strip():
+        raise bad(f"{names['host']} is empty; give the controller's host name or address, or leave it out for"
+                  f" VIPU_CLI_API_HOST, the config file's api-host or {DEFAULT_HOST}")
+    if tls_ca is not None and not tls_ca.strip():
+        raise bad(f"{names['tls_ca']} is empty; give the CA certificate that signed the controller's, or leave it"
+                  " out to dial without TLS")
     path = config_path()
     config = read_config(path) if path else {}
     if "api-access-key" in config:

@@ -84,7 +84,8 @@ class JobViews:
             accounts = {u.name for u in self.plane.admin.users()}
             return [u for u in users if u not in accounts]
         known = {job.user for job in self.plane.read().queue.table.jobs.values()}
-        return [u for u in users if u not in known and not self.plane.store.history_keys(users=[u])]
+        known |= self.plane.store.history_users([u for u in users if u not in known])  # one read for every name
+        return [u for u in users if u not in known]
 
     def job(self, job_id: int, identity: Identity) -> Job:
         """scontrol show job: with its reason, estimated start and priority now; a job past min_job_age as the

@@ -72,8 +72,8 @@ def open_plane(pod_name: str, state_dir: Path, api_host: str, api_port: int, con
     store.write_timeout_s = write_timeout_s
     if store.lost_log is not None:
         log.warning("--accept-lost-log: serving %s at generation %d, though the last controller reached generation"
-                    " %d and its -wal file is gone: jobs submitted or changed since its last checkpoint may be lost,"
-                    " and their ids given again", path, store.lost_log.held, store.lost_log.marked)
+                    " %d and its -wal file is gone or emptied: jobs submitted or changed since its last checkpoint may"
+                    " be lost, and their ids given again", path, store.lost_log.held, store.lost_log.marked)
     store = _checked_history(store, path, quarantine, clock_now=WallClock().now)
     held = store.get_meta(STATE_ID)
     if state_id is not None and held != state_id and not (accept_empty or accept_lost_log):

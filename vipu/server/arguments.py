@@ -83,8 +83,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              " the directory each `vipu submit` ran in (repeatable; the state folder's job-output"
                              " folder is always allowed)")
     parser.add_argument("--accept-lost-log", action="store_true",
-                        help="start on a database whose -wal file is gone after a crash: the changes it held are"
-                             " lost and job ids may be handed out again (implies --accept-empty-state)")
+                        help="start on a database whose -wal file is gone or emptied after a crash: the changes it"
+                             " held are lost and job ids may be handed out again (implies --accept-empty-state)")
     parser.add_argument("--trust-users", action="store_true",
                         help="with --secure, keep the users of a state served without --secure since they were made"
                              " (anyone could then make or change them, admins included): check them first")

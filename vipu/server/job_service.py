@@ -13,7 +13,7 @@ from vipu.server.auth import identity
 from vipu.server.status import rpc
 from vipu.v1 import job_pb2 as j
 from vipu.v1 import job_pb2_grpc
-from vipu.validation import MAX_SPECS_PER_CALL
+from vipu.validation import MAX_SPEC_BYTES, MAX_SPECS_PER_CALL
 
 TARGETS = {j.SIGNAL_BATCH: "batch", j.SIGNAL_FULL: "full"}  # scancel -b, -f; else its default (stepd.command)
 
@@ -70,6 +70,14 @@ def submit_request(request: j.SubmitJobRequest) -> SubmitRequest:
     if request.HasField("overrides") and request.overrides_json:
         raise InvalidArgument("overrides and overrides_json are both set; give overrides only (overrides_json is"
                               " deprecated)", field="overrides")
+    sizes = {typed: getattr(request, typed).ByteSize() for typed in ("job_spec", "overrides")
+             if request.HasField(typed)}
+    sizes["overrides_json"] = len(request.overrides_json.encode())
+    for field, size in sizes.items():  # the limit a spec's text has (load_spec), so typed is no way round it
+        if size > MAX_SPEC_BYTES:
+            raise InvalidArgument(f"{field} is {size:,} bytes; a job spec may be at most {MAX_SPEC_BYTES:,} bytes"
+                                  " (1 MB), typed or as text: put large data in files and reference them",
+                                  field=field)
     for typed in ("job_spec", "overrides"):
         message = getattr(request, typed)
         if request.HasField(typed) and message.HasField("time_limit") and message.time_limit_unlimited:

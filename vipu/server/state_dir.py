@@ -70,16 +70,18 @@ def open_private(path: Path, flags: int, exclusive: bool = False, tighten: bool 
         os.close(fd)
         raise _not_regular(path, info.st_mode)
     os.set_blocking(fd, True)
-    problem = None
-    if info.st_uid != os.geteuid():
+    problem, fix = None, "remove it (the controller makes its own, mode 0600)"
+    if info.st_uid != os.geteuid():  # the database itself, restored as another user: removing it loses the queue
         problem = f"belongs to uid {info.st_uid}, not to this user ({os.geteuid()})"
+        fix = (f"if it is this state's own (restored or copied as another user), give it back with `chown"
+               f" {os.geteuid()} {path}`; if not, move it out of the state folder")
     elif stat.S_IMODE(info.st_mode) & 0o077 and tighten:
         os.fchmod(fd, PRIVATE_FILE)
     elif stat.S_IMODE(info.st_mode) & 0o077:
         problem = f"has mode {stat.S_IMODE(info.st_mode):04o}, which lets other users read or write it"
     if problem:
         os.close(fd)
-        raise InvalidArgument(f"{path} {problem}; remove it (the controller makes its own, mode 0600)")
+        raise InvalidArgument(f"{path} {problem}; {fix}")
     return fd
 
 
