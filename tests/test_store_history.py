@@ -355,6 +355,6 @@ def test_unknown_users_are_found_in_one_history_read_however_many_are_named(tmp_
     read = plane.store._read
     plane.store._read = lambda *args, **kw: reads.append(args) or read(*args, **kw)
     names = [f"u{n}" for n in range(50_000)]
-    assert plane.jobs.unknown_users([*names, job.user]) == names
+    assert plane.job_views.unknown_users([*names, job.user]) == names
     assert len(reads) == 1
     plane.store.close()
