@@ -562,3 +562,18 @@ def test_a_fifo_or_folder_among_the_state_files_is_refused_at_once(server_factor
         assert out.returncode == 2, (name, out.stderr)
         assert out.stderr.strip() == (f"vipu-server: error: {state / name} is {what}, not a file the controller made:"
                                       " move it out of the state folder (the controller makes its own)"), name
+
+
+@pytest.mark.parametrize("mode_bits, entries", [(0o1777, []), (0o755, ["notes.txt"])])
+def test_a_shared_folder_is_not_made_private_for_the_state(tmp_path, mode_bits, entries):
+    """Regression: `--state-dir /tmp` made /tmp 0700, locking every other user out of it."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    for name in entries:
+        (shared / name).write_text("someone's\n")
+    shared.chmod(mode_bits)
+    out = start("--port", "0", "--state-dir", str(shared))
+    assert out.returncode == 2, out.stderr
+    assert f"--state-dir {shared} is a folder others may use (mode {mode_bits:04o}" in out.stderr
+    assert f"give a folder of its own, e.g. --state-dir {shared / 'vipu-state'}" in out.stderr
+    assert stat.S_IMODE(shared.stat().st_mode) == mode_bits and sorted(os.listdir(shared)) == entries

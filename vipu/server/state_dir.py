@@ -48,7 +48,22 @@ def _own_folder(state_dir: Path) -> None:
             " could read or plant records there; give a folder of this user's own"
         )
     if stat.S_IMODE(info.st_mode) & 0o077:
+        _check_tightening(state_dir, info)
         os.chmod(state_dir, PRIVATE_DIR)
+
+
+# what shows a folder others may read is a state folder an earlier version left so, not a folder others use
+STATE_NAMES = {"vipu.sqlite3", "vipu.sqlite3-wal", "vipu.generation", "state.id", "admin.key", LOCK_NAME}
+
+
+def _check_tightening(state_dir: Path, info: os.stat_result) -> None:
+    """Refuse to make a shared folder 0700: `--state-dir /tmp` as root would lock every other user out of /tmp."""
+    names = set(os.listdir(state_dir))
+    if info.st_mode & stat.S_ISVTX or (names and not names & STATE_NAMES):
+        raise InvalidArgument(
+            f"--state-dir {state_dir} is a folder others may use (mode {stat.S_IMODE(info.st_mode):04o}, holding"
+            f" {len(names)} entries not the controller's); the controller keeps its state in a folder only it may"
+            f" enter: give a folder of its own, e.g. --state-dir {Path(state_dir) / 'vipu-state'}")
 
 
 def open_private(path: Path, flags: int, exclusive: bool = False, tighten: bool = False) -> int:
