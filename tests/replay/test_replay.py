@@ -180,3 +180,13 @@ def test_a_preempted_runs_ipu_seconds_count_as_used_and_are_reported_apart():
     assert r.makespan == 370 and r.preemptions == 1
     assert r.utilisation == pytest.approx((16 * 10 + 8 * 60 + 16 * 300) / (16 * 370))
     assert r.preempted_share == pytest.approx(16 * 10 / (16 * 370))
+
+
+@pytest.mark.parametrize("caps", [{"max_submit_jobs_per_user": 2}, {"max_jobs": 2}])
+def test_queue_caps_refuse_no_row_of_a_trace(caps):
+    """Every row of a trace is a submission its cluster accepted: the caps that bound a live controller's queue
+    refuse none. Regression: one user's 60,000 jobs at once stopped the replay at the 50,001st with "wait for some
+    to finish or cancel some"."""
+    jobs = [TraceJob(0, 16, 10, 60, user="alice") for _ in range(5)]  # all queued at once behind the first
+    r = replay(jobs, POD16, "fifo", SchedulerConfig(**caps))
+    assert (r.jobs, r.finished, r.makespan, r.max_wait) == (5, 5, 50, 40)

@@ -193,7 +193,12 @@ def replay_run(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, conf
     (Job.waiting_since: its submission or requeue, or its begin time if later), as the live queue-wait histogram
     measures it; JCT is end minus submit, time before a begin time included (arrival to completion)."""
     base = config or SchedulerConfig()
-    cfg = SchedulerConfig.model_validate({**base.model_dump(), "policy": policy, "policy_file": policy_file})
+    # Every row of a trace is a submission its cluster accepted, so the queue caps that keep a live controller's
+    # memory bounded (MaxJobCount, MaxSubmitJobs) refuse none of them: an overloaded trace (--compress 16, one
+    # user's 60,000 jobs at once) stopped halfway with a live user's fix, "wait for some to finish".
+    uncapped = {"max_jobs": max(base.max_jobs, len(trace_jobs)), "max_submit_jobs_per_user": None}
+    cfg = SchedulerConfig.model_validate({**base.model_dump(), **uncapped, "policy": policy,
+                                          "policy_file": policy_file})
     run = _Replay(trace_jobs, pod, cfg, site=config is not None)
     run.specs()
     chosen = run.s.policy
