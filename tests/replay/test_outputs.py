@@ -101,6 +101,23 @@ def test_utilisation_is_plotted_as_means_over_equal_spans():
     assert middles == [2.5, 7.5] and means == pytest.approx([2.6, 3.2])
 
 
+def test_a_site_config_is_named_with_its_fields_beside_the_figures(tmp_path):
+    """Two configs' results differ only in their figures unless the report says which config made them."""
+    (tmp_path / "log.swf").write_text(SWF)
+    (tmp_path / "site.yaml").write_text("policy: priority\nweights: {age: 0, job_size: 5000}\n")
+    changed = {"policy": "priority", "weights": {"age": 0.0, "job_size": 5000.0}}
+    text = vipu("simulate", "--trace", "log.swf", "--pod", "bow-pod16", "--scheduler-config", "site.yaml",
+                cwd=tmp_path).stdout.splitlines()
+    assert text[2] == ("scheduler config site.yaml; its fields not at their defaults (docs/job-spec.md): "
+                       + json.dumps(changed))
+    out = vipu("--json", "simulate", "--trace", "log.swf", "--pod", "bow-pod16", "--scheduler-config", "site.yaml",
+               cwd=tmp_path)
+    named = [row["scheduler_config"] for row in json.loads(out.stdout)]
+    assert named == [{"file": "site.yaml", "non_default": changed}]
+    built_in = vipu("--json", "simulate", "--trace", "log.swf", "--pod", "bow-pod16", "--policy", "fifo", cwd=tmp_path)
+    assert [row["scheduler_config"] for row in json.loads(built_in.stdout)] == [None]
+
+
 def test_plot_needs_a_png_or_svg_name(tmp_path):
     out = vipu("simulate", "--synthetic", "20", "--plot", "replay.jpg", cwd=tmp_path)
     assert out.returncode == 2 and "--plot replay.jpg: name a .png or .svg file" in out.stderr

@@ -140,7 +140,7 @@ def _simulate(*, trace, synthetic, pod, policy, policy_file, scheduler_config, c
                (check_plot_path(plot), draw, None) if plot else None]
     sim = simulate_trace(trace, pod, policies, config=config, compression=compress, policy_files=files,
                          synthetic=synthetic, draws=Draws(arrivals, load, runtimes), seed=seed, seeds=seeds,
-                         bsld_threshold=bsld_threshold, swf_ipus=swf_ipus)
+                         bsld_threshold=bsld_threshold, swf_ipus=swf_ipus, config_file=scheduler_config or "")
     for path, write, what in filter(None, outputs):
         n = write(sim, path)
         print(f"vipu: wrote {path}" + (f" ({counted(n, what)})" if what else ""), file=sys.stderr)

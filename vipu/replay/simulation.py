@@ -3,6 +3,7 @@ file, once or over several seeds, and the report it prints."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -33,6 +34,9 @@ class Simulation:
     compression: float = 1.0
     runs: list[list[ReplayRun]] = field(default_factory=list)  # [policy][seed]
     seeds: list[int | None] = field(default_factory=lambda: [None])  # None: the replay drew nothing at random
+    config_file: str = ""  # --scheduler-config's path; "" for the built-in config
+    config_changes: dict = field(default_factory=dict)  # that file's fields not at their defaults, so that the
+    # results of two configs cannot be taken for each other
 
     @property
     def random(self) -> bool:
@@ -79,7 +83,7 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
                    timer: Callable[[], float] | None = None, config: SchedulerConfig | None = None, repeat: int = 1,
                    *, policy_files: Sequence[str] = (), synthetic: int | None = None, draws: Draws = Draws(),
                    seed: int | None = None, seeds: int = 1, bsld_threshold: float = BSLD_THRESHOLD,
-                   swf_ipus: str = "next-pow2", **trace_options) -> Simulation:
+                   swf_ipus: str = "next-pow2", config_file: str = "", **trace_options) -> Simulation:
     """Replay the trace at `trace_path` (or `synthetic` jobs generated from the seed) on a Pod under each policy
     and policy file.
 
@@ -87,7 +91,7 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
     is replayed that many times (the results are identical) and the fastest run's jobs/s is kept, which is what a
     machine shared with other work can sustain. A replay with something drawn at random (`synthetic`, `draws`) runs
     once per seed from `seed` (1 unless given) to `seed + seeds - 1`; a seed given to a replay that draws nothing
-    is refused. `fallback` of a policy file is `config`'s policy."""
+    is refused. `fallback` of a policy file is `config`'s policy; `config_file` is where `config` was read from."""
     _check(policies, policy_files, seeds, bsld_threshold)
     draws.check(generated=synthetic is not None)
     loaded = [load_policy_file(path) for path in policy_files]  # refused now, with file and line
@@ -140,8 +144,9 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
         for i, (policy, path, name) in enumerate(choices):
             runs[i].append(min((replay_run(trace.jobs, pod, policy, config, timer, bsld_threshold, path, name)
                                 for _ in range(max(1, repeat))), key=lambda r: r.result.wall_seconds or 0.0))
+    changes = config.model_dump(mode="json", exclude_defaults=True) if config is not None and config_file else {}
     return Simulation(traces[0], pod, [r[0].result for r in runs], str(trace_path or ""),
-                      compression, runs, order)
+                      compression, runs, order, config_file, changes)
 
 
 DEFINITIONS = (
@@ -160,14 +165,21 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def config_text(sim: Simulation) -> str:
+    """The line that says which scheduler config the figures come from: its file and what it changes."""
+    changes = json.dumps(sim.config_changes) if sim.config_changes else "none"
+    return f"scheduler config {sim.config_file}; its fields not at their defaults (docs/job-spec.md): {changes}"
+
+
 def report(sim: Simulation) -> str:
-    """What `vipu simulate` prints: the trace and what was skipped, the mapping, the definitions, and two tables
-    with a row per policy (over seeds: mean±95% confidence half-width)."""
+    """What `vipu simulate` prints: the trace and what was skipped, the mapping, a site's scheduler config, the
+    definitions, and two tables with a row per policy (over seeds: mean±95% confidence half-width)."""
     where = f"trace {sim.trace_path}" if sim.trace_path else "a generated trace"
     lines = [
         f"{where} on {sim.pod.name} ({sim.pod.ipus} IPUs): {counted(len(sim.trace.jobs), 'job')} replayed; skipped:"
         f" {sim.trace.skipped_text()}",
         sim.trace.mapping,
+        *([config_text(sim)] if sim.config_file else []),
         DEFINITIONS.format(threshold=sim.results[0].bsld_threshold if sim.results else BSLD_THRESHOLD),
     ]
     if len(sim.seeds) > 1:

@@ -129,15 +129,23 @@ def format_table(results: Sequence[ReplayResult] | Sequence[Sequence[ReplayResul
 
 def result_json(r: ReplayResult, sim: "Simulation | None" = None) -> dict:
     """One policy's figures for scripts: the tables', unrounded, with units in the key names; given the
-    Simulation, also what the text output states on its first two lines (trace, skipped rows, mapping)."""
+    Simulation, also what the text output states above its tables (trace, skipped rows, mapping, scheduler
+    config)."""
     out: dict = {"trace": sim.trace_path, "compress": sim.compression} if sim is not None else {}
     out.update(figures_json(r))
     if sim is not None:
         if sim.random:
             out["seed"] = sim.seeds[0]
-        out["skipped"] = dict(sorted(sim.trace.skipped.items()))
-        out["mapping"] = sim.trace.mapping
+        out.update(_origin(sim))
     return out
+
+
+def _origin(sim: "Simulation") -> dict:
+    """What the figures come from besides the policy: the trace's skipped rows, its mapping, the scheduler config
+    (null: the built-in one; else its file and its fields not at their defaults)."""
+    config = {"file": sim.config_file, "non_default": sim.config_changes} if sim.config_file else None
+    return {"skipped": dict(sorted(sim.trace.skipped.items())), "mapping": sim.trace.mapping,
+            "scheduler_config": config}
 
 
 def figures_json(r: ReplayResult) -> dict:
@@ -161,8 +169,8 @@ def _percent(share: float | None) -> float | None:
 
 def seeds_json(results: Sequence[ReplayResult], seeds: Sequence[int], sim: "Simulation") -> dict:
     """One policy's figures over seeds: each the mean, `ci95` its 95% confidence half-width, `per_seed` each
-    seed's figures; and the first seed's trace, skipped rows and mapping. A figure undefined over any seed is null,
-    as the table prints it `-` (a mean over the other seeds would pass for the mean over all)."""
+    seed's figures; and the first seed's trace, skipped rows, mapping and scheduler config. A figure undefined over
+    any seed is null, as the table prints it `-` (a mean over the other seeds would pass for the mean over all)."""
     runs = [figures_json(r) for r in results]
     out: dict = {"trace": sim.trace_path, "compress": sim.compression, "seeds": list(seeds)}
     half: dict = {}
@@ -176,6 +184,5 @@ def seeds_json(results: Sequence[ReplayResult], seeds: Sequence[int], sim: "Simu
             out[key] = value
     out["ci95"] = half
     out["per_seed"] = [{"seed": seed, **run} for seed, run in zip(seeds, runs)]
-    out["skipped"] = dict(sorted(sim.trace.skipped.items()))
-    out["mapping"] = sim.trace.mapping
+    out.update(_origin(sim))
     return out
