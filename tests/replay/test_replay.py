@@ -69,6 +69,23 @@ def test_native_trace_timeout_and_preemption(tmp_path, suffix):
     assert r.finished == 3 and r.preemptions == 1 and r.timeouts == 1  # job 1: evicted, requeued, then TIMEOUT
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_native_times_on_a_unix_clock_replay_as_from_0(tmp_path, suffix):
+    """Any origin will do (docs/traces.md): Unix times, in exponent form too, give the figures of the same trace
+    counted from 0. Regression: a submit time past 366 days was refused as "longer than a year"."""
+    rows = [{"submit_time": 0, "ipus": 16, "duration": 100, "begin": ""},
+            {"submit_time": 10, "ipus": 16, "duration": 50, "begin": 500}]
+    at_0 = replay(load_trace(write_native(tmp_path, rows, suffix)).jobs, POD16, "fifo")
+    unix = [{**rows[0], "submit_time": "1.7e9"}, {**rows[1], "submit_time": 1700000010, "begin": 1700000500}]
+    trace = load_trace(write_native(tmp_path, unix, suffix))
+    assert [(j.submit_time, j.begin) for j in trace.jobs] == [(1.7e9, None), (1700000010, 1700000500)]
+    assert replay(trace.jobs, POD16, "fifo") == at_0
+    before_0 = write_native(tmp_path, [{**rows[0], "submit_time": -100}], suffix)
+    with pytest.raises(InvalidArgument, match="submit_time: '?-100'? is negative; times on the trace's clock are"
+                       " seconds of 0 or more"):
+        load_trace(before_0)
+
+
 def test_native_trace_errors(tmp_path):
     bad = write_native(tmp_path, [{"submit_time": 0, "ipus": 4}], ".csv")
     with pytest.raises(InvalidArgument, match="column duration is missing"):
