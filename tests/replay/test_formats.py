@@ -105,3 +105,20 @@ def test_runtimes_from_a_column_of_an_openb_list(tmp_path):
     assert "run time = column hours_s" in sim.trace.mapping
     with pytest.raises(InvalidArgument, match="--runtimes minutes: .* has no column 'minutes'"):
         simulate_trace(path, "bow-pod16", ["fifo"], draws=Draws("poisson", 0.5, "minutes"))
+
+
+def test_ipus_per_gpu_maps_each_gpu_trace_and_is_refused_where_no_gpu_is_counted(tmp_path):
+    """How much a result owes to "a GPU is an IPU-Machine's 4 IPUs" shows only if the factor can change."""
+    openb = write(tmp_path, "o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\n"
+                  "a,1,460,LS,0,10,0\nb,1,1000,LS,0,10,0\nc,3,1000,BE,0,10,0\nd,8,1000,LS,0,10,0\n")
+    helios = write(tmp_path, "cluster_log.csv", HELIOS)
+    assert [j.ipus for j in load_trace(openb).jobs] == [4, 4, 16, 32]
+    one = load_trace(openb, ipus_per_gpu=1)
+    assert [j.ipus for j in one.jobs] == [1, 1, 4, 8] and "x 1 IPU per GPU (--ipus-per-gpu 1)" in one.mapping
+    assert [j.ipus for j in load_trace(helios, ipus_per_gpu=2).jobs] == [2, 4, 16]
+    synthetic = simulate_trace(None, "bow-pod16", ["fifo"], synthetic=30, ipus_per_gpu=1)
+    assert {j.ipus for j in synthetic.trace.jobs} <= {1, 2, 4, 8, 16} and "x 1 IPU per GPU" in synthetic.trace.mapping
+    with pytest.raises(InvalidArgument, match="--ipus-per-gpu is 3; give a power of two"):
+        load_trace(openb, ipus_per_gpu=3)
+    with pytest.raises(InvalidArgument, match="--ipus-per-gpu: .*log.swf is no GPU trace .* --swf-ipus"):
+        load_trace(write(tmp_path, "log.swf", SWF), ipus_per_gpu=1)

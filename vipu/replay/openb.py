@@ -10,7 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 from vipu.errors import InvalidArgument
-from vipu.replay.trace_rows import Trace, TraceJob, csv_rows, missing_columns, next_power_of_two, number, rounded_limit
+from vipu.replay.trace_rows import (Trace, TraceJob, csv_rows, missing_columns, next_power_of_two, number, per_gpu,
+                                   rounded_limit)
 
 OPENB_COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time", "scheduled_time")
 TIMES = ("creation_time", "deletion_time", "scheduled_time")
@@ -22,8 +23,7 @@ FORM = "an openb pod list"
 
 
 def openb_mapping(ipus_per_gpu: int, compression: float, timed: bool = True) -> str:
-    sizes = (f"IPUs = next power of two of ceil(num_gpu x gpu_milli / 1000), x {ipus_per_gpu} IPUs per GPU (a GPU ~"
-             f" one IPU-Machine's {ipus_per_gpu} IPUs)")
+    sizes = f"IPUs = next power of two of ceil(num_gpu x gpu_milli / 1000), {per_gpu(ipus_per_gpu)}"
     if not timed:
         return (f"openb pod list without times -> IPU-Pod mapping: {sizes}; qos BE -> low, LS/Burstable/Guaranteed"
                 " (or no qos column) -> normal; one user (the trace has none); skipped: tasks with 0 GPUs (CPU-only)"

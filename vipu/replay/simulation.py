@@ -12,12 +12,12 @@ from vipu.errors import InvalidArgument
 from vipu.hardware.pod import PodConfig
 from vipu.hardware.pod_files import load_pod
 from vipu.replay.arrivals import Draws, drawn, runtime_kind
-from vipu.replay.generated_trace import generated_trace
+from vipu.replay.generated_trace import IPUS_PER_GPU, generated_trace
 from vipu.replay.measures import BSLD_THRESHOLD
 from vipu.replay.run import ReplayRun, replay_run
 from vipu.replay.summary import PAPER_COLUMNS, ReplayResult, format_table
 from vipu.replay.trace_rows import Trace
-from vipu.replay.traces import check_compression, compressed, load_trace
+from vipu.replay.traces import check_compression, check_ipus_per_gpu, compressed, load_trace
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies import POLICIES
 from vipu.scheduler.policies.policy_file import PolicyFile, load_policy_file
@@ -83,7 +83,8 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
                    timer: Callable[[], float] | None = None, config: SchedulerConfig | None = None, repeat: int = 1,
                    *, policy_files: Sequence[str] = (), synthetic: int | None = None, draws: Draws = Draws(),
                    seed: int | None = None, seeds: int = 1, bsld_threshold: float = BSLD_THRESHOLD,
-                   swf_ipus: str = "next-pow2", config_file: str = "", **trace_options) -> Simulation:
+                   swf_ipus: str = "next-pow2", config_file: str = "", ipus_per_gpu: int | None = None,
+                   **trace_options) -> Simulation:
     """Replay the trace at `trace_path` (or `synthetic` jobs generated from the seed) on a Pod under each policy
     and policy file.
 
@@ -91,7 +92,8 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
     is replayed that many times (the results are identical) and the fastest run's jobs/s is kept, which is what a
     machine shared with other work can sustain. A replay with something drawn at random (`synthetic`, `draws`) runs
     once per seed from `seed` (1 unless given) to `seed + seeds - 1`; a seed given to a replay that draws nothing
-    is refused. `fallback` of a policy file is `config`'s policy; `config_file` is where `config` was read from."""
+    is refused. `fallback` of a policy file is `config`'s policy; `config_file` is where `config` was read from;
+    `ipus_per_gpu` a GPU trace's (or the generated one's) IPUs per GPU, 4 unless given."""
     _check(policies, policy_files, seeds, bsld_threshold)
     draws.check(generated=synthetic is not None)
     loaded = [load_policy_file(path) for path in policy_files]  # refused now, with file and line
@@ -110,13 +112,15 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
             raise InvalidArgument(f"--synthetic is {synthetic}; give how many jobs to generate, 1 or more")
         if draws.runtimes is not None or draws.arrivals is not None:
             raise InvalidArgument("--synthetic draws its own arrivals and run times; --load sets its load")
+        if ipus_per_gpu is not None:
+            check_ipus_per_gpu(ipus_per_gpu)
         random = True
     elif trace_path is None:
         raise InvalidArgument("give --trace FILE (docs/traces.md) or --synthetic N (a generated GPU-cluster-like trace)")
     else:
         column = draws.runtimes if draws.runtimes is not None and runtime_kind(draws.runtimes) == "column" else None
         base = load_trace(trace_path, max_ipus=pod.max_partition_ipus, pod_ipus=pod.ipus, swf_ipus=swf_ipus,
-                          runtime_column=column, **trace_options)
+                          runtime_column=column, ipus_per_gpu=ipus_per_gpu, **trace_options)
         random = draws.random
     for flag, value in (("--seeds", seeds if seeds > 1 else None), ("--seed", seed)):
         if value is not None and not random:
@@ -132,8 +136,8 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
     traces = []
     for s in order:
         if synthetic is not None:
-            trace = compressed(generated_trace(synthetic, s, pod.ipus, pod.max_partition_ipus, draws.load or 0.8),
-                               compression)
+            trace = compressed(generated_trace(synthetic, s, pod.ipus, pod.max_partition_ipus, draws.load or 0.8,
+                                               ipus_per_gpu or IPUS_PER_GPU), compression)
             if not trace.jobs:  # as load_trace refuses a file with none: all-undefined figures are no result
                 raise InvalidArgument(f"--synthetic {synthetic}: seed {s} generated no job that fits {pod.name}"
                                       f" (skipped: {trace.skipped_text()}); give more jobs, a larger --pod or"

@@ -74,6 +74,13 @@ def number(row: dict, column: str, where: str, kind=float):
     return value
 
 
+def per_gpu(ipus_per_gpu: int) -> str:
+    """How a GPU trace's GPUs became IPUs, as its mapping line says it."""
+    if ipus_per_gpu == 4:
+        return "x 4 IPUs per GPU (a GPU ~ one IPU-Machine's 4 IPUs)"
+    return f"x {ipus_per_gpu} IPU{'s' if ipus_per_gpu > 1 else ''} per GPU (--ipus-per-gpu {ipus_per_gpu})"
+
+
 def next_power_of_two(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
