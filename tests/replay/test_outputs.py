@@ -29,7 +29,8 @@ from vipu.v1 import job_pb2
 
 from tests.scheduler.builders import POD16
 
-DERIVED = {"policy", "seed", "eligible_time", "wait_s", "run_time_s", "preemptions", "slowdown", "bounded_slowdown"}
+DERIVED = {"policy", "seed", "eligible_time", "wait_s", "total_wait_s", "run_time_s", "preemptions", "slowdown",
+           "bounded_slowdown"}
 
 
 def vipu(*args: str, cwd) -> subprocess.CompletedProcess:
@@ -50,6 +51,21 @@ def test_job_columns_are_the_job_messages_and_a_live_history_row_gives_the_same_
     by_id = {j.id: j for j in run.jobs}
     assert (by_id[1].preemptions, by_id[1].requeue_count, by_id[1].state) == (1, 1, "TIMEOUT")
     assert by_id[3].eligible_time == 50 and by_id[3].wait_s == 0
+
+
+def test_every_wait_of_a_preempted_job_adds_up_to_the_queue_length_integral():
+    """wait_s is the last run's wait; total_wait_s adds the first too, so the jobs' waits add up to avg queue x
+    makespan (Little's law). Regression: a preempted job's first wait was in no per-job figure."""
+    jobs = [TraceJob(0, 16, 100, 128), TraceJob(10, 16, 600, 1024, qos="low"), TraceJob(150, 8, 60, 120, qos="high")]
+    run = replay_run(jobs, POD16, "backfill")
+    # the low job waits 10-100, runs 100-150, is preempted by the high job and waits again 150-210
+    low = run.jobs[1]
+    assert (low.preemptions, low.wait_s, low.total_wait_s) == (1, 60, 90 + 60)
+    assert [j.total_wait_s for j in run.jobs] == [0, 150, 0]
+    r = run.result
+    assert sum(j.total_wait_s for j in run.jobs) == pytest.approx(r.avg_queue * r.makespan)
+    for record, figures in zip(run.records, run.jobs):  # a live history row gives the same
+        assert from_history(job_data(job_message(record))) == figures
 
 
 def test_jobs_out_and_series_out_files(tmp_path):
