@@ -2,6 +2,7 @@
 the public trace stays outside the repository), native traces, TIMEOUT, preemption."""
 
 import json
+from dataclasses import replace
 from itertools import count
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from vipu.errors import InvalidArgument
 from vipu.scheduler.config import QosSpec, SchedulerConfig
 from vipu.replay.summary import format_table
-from vipu.replay.run import replay
+from vipu.replay.run import PROGRESS_STEPS, replay, replay_run
 from vipu.replay.simulation import main_replay
 from vipu.replay.traces import TraceJob, load_trace, next_power_of_two, read_openb, rounded_limit
 
@@ -207,3 +208,15 @@ def test_queue_caps_refuse_no_row_of_a_trace(caps):
     jobs = [TraceJob(0, 16, 10, 60, user="alice") for _ in range(5)]  # all queued at once behind the first
     r = replay(jobs, POD16, "fifo", SchedulerConfig(**caps))
     assert (r.jobs, r.finished, r.makespan, r.max_wait) == (5, 5, 50, 40)
+
+
+def test_a_long_replay_says_how_far_it_is_and_the_same_figures():
+    """A replay of hours said nothing until it ended; now every PROGRESS_EVERY seconds of wall time one line, from
+    the timer it is given (here each reading is a minute later), and its figures are those of a silent replay."""
+    jobs = [TraceJob(10 * n, 4, 100, 128) for n in range(PROGRESS_STEPS * 2)]
+    minutes = count(0, 60)
+    told: list[str] = []
+    run = replay_run(jobs, POD16, "fifo", timer=lambda: float(next(minutes)), progress=told.append)
+    assert len(told) >= 2 and told[0].startswith("fifo: ") and f"of {len(jobs)} jobs submitted" in told[0]
+    silent = replay_run(jobs, POD16, "fifo")
+    assert run.jobs == silent.jobs and replace(run.result, wall_seconds=None) == silent.result

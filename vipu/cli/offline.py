@@ -145,7 +145,8 @@ def _simulate(*, trace, synthetic, pod, policy, policy_file, scheduler_config, c
     sim = simulate_trace(trace, pod, policies, config=config, compression=compress, policy_files=files,
                          synthetic=synthetic, draws=Draws(arrivals, load, runtimes), seed=seed, seeds=seeds,
                          bsld_threshold=bsld_threshold, swf_ipus=swf_ipus, config_file=scheduler_config or "",
-                         ipus_per_gpu=ipus_per_gpu)
+                         ipus_per_gpu=ipus_per_gpu, progress=lambda text: print(f"vipu: replaying {text}",
+                                                                                file=sys.stderr, flush=True))
     for path, write, what in filter(None, outputs):
         n = write(sim, path)
         print(f"vipu: wrote {path}" + (f" ({counted(n, what)})" if what else ""), file=sys.stderr)

@@ -84,7 +84,7 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
                    *, policy_files: Sequence[str] = (), synthetic: int | None = None, draws: Draws = Draws(),
                    seed: int | None = None, seeds: int = 1, bsld_threshold: float = BSLD_THRESHOLD,
                    swf_ipus: str = "next-pow2", config_file: str = "", ipus_per_gpu: int | None = None,
-                   **trace_options) -> Simulation:
+                   progress: Callable[[str], None] | None = None, **trace_options) -> Simulation:
     """Replay the trace at `trace_path` (or `synthetic` jobs generated from the seed) on a Pod under each policy
     and policy file.
 
@@ -93,7 +93,8 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
     machine shared with other work can sustain. A replay with something drawn at random (`synthetic`, `draws`) runs
     once per seed from `seed` (1 unless given) to `seed + seeds - 1`; a seed given to a replay that draws nothing
     is refused. `fallback` of a policy file is `config`'s policy; `config_file` is where `config` was read from;
-    `ipus_per_gpu` a GPU trace's (or the generated one's) IPUs per GPU, 4 unless given."""
+    `ipus_per_gpu` a GPU trace's (or the generated one's) IPUs per GPU, 4 unless given; `progress` is told how far
+    a replay that takes long is (replay_run)."""
     _check(policies, policy_files, seeds, bsld_threshold)
     draws.check(generated=synthetic is not None)
     loaded = [load_policy_file(path) for path in policy_files]  # refused now, with file and line
@@ -146,8 +147,9 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
             trace = drawn(base, draws, s or 0, pod.ipus) if random or base.missing else base
         traces.append(trace)
         for i, (policy, path, name) in enumerate(choices):
-            runs[i].append(min((replay_run(trace.jobs, pod, policy, config, timer, bsld_threshold, path, name)
-                                for _ in range(max(1, repeat))), key=lambda r: r.result.wall_seconds or 0.0))
+            runs[i].append(min((replay_run(trace.jobs, pod, policy, config, timer, bsld_threshold, path, name,
+                                           progress) for _ in range(max(1, repeat))),
+                               key=lambda r: r.result.wall_seconds or 0.0))
     changes = config.model_dump(mode="json", exclude_defaults=True) if config is not None and config_file else {}
     return Simulation(traces[0], pod, [r[0].result for r in runs], str(trace_path or ""),
                       compression, runs, order, config_file, changes)
