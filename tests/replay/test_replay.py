@@ -11,7 +11,7 @@ from vipu.errors import InvalidArgument
 from vipu.scheduler.config import QosSpec, SchedulerConfig
 from vipu.replay.summary import format_table
 from vipu.replay.run import PROGRESS_STEPS, replay, replay_run
-from vipu.replay.simulation import main_replay
+from vipu.replay.simulation import main_replay, simulate_trace
 from vipu.replay.traces import TraceJob, load_trace, next_power_of_two, read_openb, rounded_limit
 
 from tests.replay.samples import write_openb
@@ -220,3 +220,20 @@ def test_a_long_replay_says_how_far_it_is_and_the_same_figures():
     assert len(told) >= 2 and told[0].startswith("fifo: ") and f"of {len(jobs)} jobs submitted" in told[0]
     silent = replay_run(jobs, POD16, "fifo")
     assert run.jobs == silent.jobs and replace(run.result, wall_seconds=None) == silent.result
+
+
+def test_limit_factor_sets_every_time_limit_from_the_run_time(tmp_path):
+    """How accurate backfill's estimates are is the study's choice: F x the run time, in place of a trace's own
+    limit or the power-of-two rounding, at least 1 s and at most the year a job may ask for; below 1 is refused."""
+    path = write_native(tmp_path, [{"submit_time": 0, "ipus": 16, "duration": 100, "time_limit": 3600},
+                                   {"submit_time": 10, "ipus": 16, "duration": 0, "time_limit": 60},
+                                   {"submit_time": 20, "ipus": 4, "duration": "300d", "time_limit": ""}], ".csv")
+    exact = simulate_trace(str(path), "bow-pod16", ["backfill"], limit_factor=1)
+    assert [j.time_limit for j in exact.trace.jobs] == [100, 1, 300 * 86400]
+    assert exact.trace.mapping.endswith("time limits = 1 x run time (at least 1 s, at most 366 days), in place of the"
+                                        " above (--limit-factor 1)")
+    assert (exact.results[0].finished, exact.results[0].timeouts) == (3, 0)
+    assert [j.time_limit for j in simulate_trace(str(path), "bow-pod16", ["fifo"], limit_factor=2).trace.jobs] == [
+        200, 1, 366 * 86400]
+    with pytest.raises(InvalidArgument, match="--limit-factor is 0.5; give 1 or more"):
+        simulate_trace(str(path), "bow-pod16", ["fifo"], limit_factor=0.5)

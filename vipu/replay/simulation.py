@@ -17,7 +17,8 @@ from vipu.replay.measures import BSLD_THRESHOLD
 from vipu.replay.run import ReplayRun, replay_run
 from vipu.replay.summary import PAPER_COLUMNS, ReplayResult, format_table
 from vipu.replay.trace_rows import Trace
-from vipu.replay.traces import check_compression, check_ipus_per_gpu, compressed, load_trace
+from vipu.replay.traces import (check_compression, check_ipus_per_gpu, check_limit_factor, compressed, load_trace,
+                                 with_limits)
 from vipu.scheduler.config import SchedulerConfig
 from vipu.scheduler.policies import POLICIES
 from vipu.scheduler.policies.policy_file import PolicyFile, load_policy_file
@@ -84,7 +85,8 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
                    *, policy_files: Sequence[str] = (), synthetic: int | None = None, draws: Draws = Draws(),
                    seed: int | None = None, seeds: int = 1, bsld_threshold: float = BSLD_THRESHOLD,
                    swf_ipus: str = "next-pow2", config_file: str = "", ipus_per_gpu: int | None = None,
-                   progress: Callable[[str], None] | None = None, **trace_options) -> Simulation:
+                   progress: Callable[[str], None] | None = None, limit_factor: float | None = None,
+                   **trace_options) -> Simulation:
     """Replay the trace at `trace_path` (or `synthetic` jobs generated from the seed) on a Pod under each policy
     and policy file.
 
@@ -94,9 +96,12 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
     once per seed from `seed` (1 unless given) to `seed + seeds - 1`; a seed given to a replay that draws nothing
     is refused. `fallback` of a policy file is `config`'s policy; `config_file` is where `config` was read from;
     `ipus_per_gpu` a GPU trace's (or the generated one's) IPUs per GPU, 4 unless given; `progress` is told how far
-    a replay that takes long is (replay_run)."""
+    a replay that takes long is (replay_run); `limit_factor` sets every job's time limit to that many times its run
+    time (traces.with_limits)."""
     _check(policies, policy_files, seeds, bsld_threshold)
     draws.check(generated=synthetic is not None)
+    if limit_factor is not None:
+        check_limit_factor(limit_factor)
     loaded = [load_policy_file(path) for path in policy_files]  # refused now, with file and line
     names = file_policy_names(policy_files, loaded)
     if timer is None:
@@ -145,6 +150,7 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
                                       " another --seed")
         else:
             trace = drawn(base, draws, s or 0, pod.ipus) if random or base.missing else base
+        trace = with_limits(trace, limit_factor)
         traces.append(trace)
         for i, (policy, path, name) in enumerate(choices):
             runs[i].append(min((replay_run(trace.jobs, pod, policy, config, timer, bsld_threshold, path, name,

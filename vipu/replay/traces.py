@@ -18,6 +18,7 @@ from vipu.replay.native import NATIVE_COLUMNS, NATIVE_MAPPING, read_native  # no
 from vipu.replay.openb import OPENB_COLUMNS, is_openb, read_openb  # noqa: F401
 from vipu.replay.swf import is_swf, read_swf
 from vipu.replay.trace_rows import Trace, TraceJob, next_power_of_two, rounded_limit  # noqa: F401
+from vipu.scheduler.durations import MAX_SECONDS
 
 FORMS = "give an SWF log, an openb or Helios CSV, or a native CSV or JSONL trace (docs/traces.md)"
 
@@ -35,6 +36,23 @@ def compressed(trace: Trace, compression: float) -> Trace:
     jobs = [replace(j, submit_time=closer(j.submit_time), begin=closer(j.begin)) for j in trace.jobs]
     return replace(trace, jobs=jobs, mapping=f"{trace.mapping}; arrivals and begin times {compression:g}x compressed:"
                    f" first submission + (time - first submission) / {compression:g}")
+
+
+def with_limits(trace: Trace, factor: float | None) -> Trace:
+    """Every job's time limit `factor` times its run time (at least 1 s, at most the year a job may ask for), in
+    place of the trace's own or derived one: how accurate the estimates backfill and sjf plan with are is then the
+    study's choice, not the trace's (`vipu simulate --limit-factor`)."""
+    if factor is None:
+        return trace
+    jobs = [replace(j, time_limit=min(MAX_SECONDS, max(1.0, factor * j.duration))) for j in trace.jobs]
+    return replace(trace, jobs=jobs, mapping=f"{trace.mapping}; time limits = {factor:g} x run time (at least 1 s, at"
+                   f" most 366 days), in place of the above (--limit-factor {factor:g})")
+
+
+def check_limit_factor(factor: float) -> None:
+    if not (math.isfinite(factor) and factor >= 1):
+        raise InvalidArgument(f"--limit-factor is {factor:g}; give 1 or more (1: every job asks for its run time"
+                              " exactly, 2: for twice it), so that no job times out")
 
 
 def check_ipus_per_gpu(ipus_per_gpu: int) -> None:
