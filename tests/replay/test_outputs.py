@@ -21,7 +21,7 @@ from vipu.replay.arrivals import Draws, drawn
 from vipu.replay.confidence import mean_and_halfwidth, t_quantile
 from vipu.replay.measures import JOB_COLUMNS, from_history, jain
 from vipu.replay.run import replay_run
-from vipu.replay.simulation import simulate_trace
+from vipu.replay.simulation import report, simulate_trace
 from vipu.replay.summary import seeds_json
 from vipu.replay.trace_rows import Trace, TraceJob
 from vipu.server.job_convert import job as job_message
@@ -152,6 +152,24 @@ def test_figures_over_seeds_are_means_with_student_t_intervals():
     assert data["seeds"] == [4, 5, 6] and [s["seed"] for s in data["per_seed"]] == [4, 5, 6]
     again = simulate_trace(None, "bow-pod64", ["fifo"], synthetic=80, seed=5)
     assert again.results[0].avg_wait == waits[1]  # a seed's replay is repeatable
+
+
+def test_policies_over_seeds_are_compared_seed_by_seed():
+    """The third table and `paired`: each policy's figure minus the first's in the same seed, mean and Student's t
+    half-width of those differences, which two overlapping intervals of the tables could not say."""
+    sim = simulate_trace(None, "bow-pod64", ["fifo", "sjf"], synthetic=80, seed=4, seeds=3)
+    fifo, sjf = ([run.result for run in runs] for runs in sim.runs)
+    gains = [b.avg_wait - a.avg_wait for a, b in zip(fifo, sjf)]
+    mean, half = mean_and_halfwidth(gains)
+    paired = seeds_json(sjf, sim.seeds, sim, fifo)["paired"]
+    assert paired["minus"] == "fifo" and paired["avg_wait_s"] == {"mean": pytest.approx(mean),
+                                                                   "ci95": pytest.approx(half)}
+    assert "paired" not in seeds_json(fifo, sim.seeds, sim)
+    lines = report(sim).splitlines()
+    assert lines[-3].startswith("paired over the seeds: each policy's figure minus fifo's in the same seed")
+    row = lines[-1].split()  # minus fifo, avg JCT s, avg wait s, ...
+    assert (row[0], row[2]) == ("sjf", f"{mean:+.0f}±{half:.0f}")
+    assert "paired" not in report(simulate_trace(None, "bow-pod64", ["fifo", "sjf"], synthetic=80, seed=4))
 
 
 def test_a_generated_trace_arrives_at_the_load_asked_for():

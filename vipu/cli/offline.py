@@ -93,7 +93,9 @@ def register(app: typer.Typer) -> None:
             from vipu.replay.summary import result_json, seeds_json
 
             if len(sim.seeds) > 1:
-                print_json([seeds_json([r.result for r in runs], sim.seeds, sim) for runs in sim.runs])
+                first = [r.result for r in sim.runs[0]]
+                print_json([seeds_json([r.result for r in runs], sim.seeds, sim, first if i else None)
+                            for i, runs in enumerate(sim.runs)])
             else:
                 print_json([result_json(r, sim) for r in sim.results])
         else:

@@ -15,7 +15,7 @@ from vipu.replay.arrivals import Draws, drawn, runtime_kind
 from vipu.replay.generated_trace import IPUS_PER_GPU, generated_trace
 from vipu.replay.measures import BSLD_THRESHOLD
 from vipu.replay.run import ReplayRun, replay_run
-from vipu.replay.summary import PAPER_COLUMNS, ReplayResult, format_table
+from vipu.replay.summary import PAPER_COLUMNS, ReplayResult, format_table, paired_table
 from vipu.replay.trace_rows import Trace
 from vipu.replay.traces import (check_compression, check_ipus_per_gpu, check_limit_factor, compressed, load_trace,
                                  with_limits)
@@ -199,6 +199,9 @@ def report(sim: Simulation) -> str:
                      " each figure is the mean ± its 95% confidence half-width (Student's t)")
     groups = [[run.result for run in per_policy] for per_policy in sim.runs]
     lines += [format_table(groups), "", format_table(groups, PAPER_COLUMNS)]
+    if len(sim.seeds) > 1 and len(groups) > 1:
+        lines += ["", f"paired over the seeds: each policy's figure minus {groups[0][0].policy}'s in the same seed,"
+                  " mean ± its 95% confidence half-width", paired_table(groups)]
     return "\n".join(lines)
 
 
