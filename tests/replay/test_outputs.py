@@ -40,7 +40,7 @@ def vipu(*args: str, cwd) -> subprocess.CompletedProcess:
 def test_job_columns_are_the_job_messages_and_a_live_history_row_gives_the_same_figures():
     """--jobs-out's columns are the Job message's (what `vipu history --json` prints), first_ipu its detail_json's,
     and the rest are worked out from them: a history row of a job and the replay's row of it agree."""
-    from_trace = {"trace_line"}  # the trace's, which no history knows
+    from_trace = {"trace_line", "trace_wait_s"}  # the trace's, which no history knows
     assert set(JOB_COLUMNS) - DERIVED - from_trace <= set(job_pb2.Job.DESCRIPTOR.fields_by_name) | {"first_ipu"}
     jobs = [TraceJob(0, 16, 600, 300, qos="low", user="a"), TraceJob(10, 8, 60, 120, qos="high", user="b"),
             TraceJob(20, 4, 30, 60, begin=50)]

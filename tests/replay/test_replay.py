@@ -99,10 +99,11 @@ def test_main_replay_report(openb):
     text = main_replay(openb, "bow-pod64", ["fifo", "backfill"], timer=lambda: 0.0, limit=150)
     lines = text.splitlines()
     assert "on bow-pod64 (64 IPUs)" in lines[0] and "skipped:" in lines[0]
-    assert lines[1].startswith("openb -> IPU-Pod mapping") and "bsld = max(1, " in lines[2]
-    assert lines[4].startswith("fifo") and lines[5].startswith("backfill") and lines[3].endswith("jobs/s")
-    assert lines[6] == "" and lines[7].split()[:3] == ["policy", "avg", "bsld"]
-    assert lines[8].startswith("fifo") and lines[9].startswith("backfill") and len(lines) == 10
+    assert lines[1].startswith("openb -> IPU-Pod mapping") and "bsld = max(1, " in lines[3]
+    assert lines[2].startswith("the trace's own schedule, on its own cluster (not this Pod): ")  # its recorded waits
+    assert lines[5].startswith("fifo") and lines[6].startswith("backfill") and lines[4].endswith("jobs/s")
+    assert lines[7] == "" and lines[8].split()[:3] == ["policy", "avg", "bsld"]
+    assert lines[9].startswith("fifo") and lines[10].startswith("backfill") and len(lines) == 11
 
 
 def test_format_table_and_empty_trace():
@@ -117,7 +118,7 @@ def test_main_replay_repeat_shows_the_fastest_run(openb):
     clock = iter([0.0, 5.0, 10.0, 11.0])  # two replays of one policy: 5 s, then 1 s
     text = main_replay(openb, "bow-pod64", ["fifo"], timer=lambda: next(clock), repeat=2, limit=150)
     once = main_replay(openb, "bow-pod64", ["fifo"], timer=lambda: 0.0, limit=150)
-    row, row_once = text.splitlines()[4].split(), once.splitlines()[4].split()
+    row, row_once = text.splitlines()[5].split(), once.splitlines()[5].split()
     assert row[:-1] == row_once[:-1] and row[-1] == f"{int(row[1]):,}"  # same results; jobs / 1 s
 
 

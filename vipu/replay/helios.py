@@ -74,8 +74,11 @@ def read_helios(path: str | Path, ipus_per_gpu: int = 4, max_ipus: int | None = 
                 skipped["larger than the Pod's largest partition"] += 1
                 continue
             duration = ran  # 0 kept for a job that ended as it started, as every reader keeps it
+            submit = _seconds(row["submit_time"], "submit_time", where)
+            started = row.get("start_time")  # the recorded start, read against the replay's: optional
             jobs.append(TraceJob(
-                submit_time=_seconds(row["submit_time"], "submit_time", where), ipus=ipus, duration=duration,
+                submit_time=submit, ipus=ipus, duration=duration,
+                trace_wait=_seconds(started, "start_time", where) - submit if started else None,
                 time_limit=rounded_limit(duration), user=row["user"] or "trace", name=f"helios{row['job_id']}",
                 source=where, line=line,
             ))

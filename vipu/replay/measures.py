@@ -26,11 +26,11 @@ from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import JobState
 
 BSLD_THRESHOLD = 10.0
-# the columns of --jobs-out, in order; all but policy, seed, trace_line and the derived ones are the Job message's
-# names
-JOB_COLUMNS = ("policy", "seed", "id", "trace_line", "name", "user", "qos", "ipus", "submit_time", "begin_time",
-               "eligible_time", "start_time", "end_time", "wait_s", "total_wait_s", "run_time_s", "time_limit_s",
-               "state", "first_ipu", "requeue_count", "preemptions", "slowdown", "bounded_slowdown")
+# the columns of --jobs-out, in order; all but policy, seed, trace_line, trace_wait_s and the derived ones are the
+# Job message's names
+JOB_COLUMNS = ("policy", "seed", "id", "trace_line", "trace_wait_s", "name", "user", "qos", "ipus", "submit_time",
+               "begin_time", "eligible_time", "start_time", "end_time", "wait_s", "total_wait_s", "run_time_s",
+               "time_limit_s", "state", "first_ipu", "requeue_count", "preemptions", "slowdown", "bounded_slowdown")
 SERIES_COLUMNS = ("policy", "seed", "time", "used_ipus", "utilisation", "running_jobs", "queued_jobs")
 
 
@@ -59,10 +59,12 @@ class JobFigures:
     slowdown: float | None
     bounded_slowdown: float | None
 
-    def row(self, policy: str, seed: int | None, trace_line: int | None = None) -> dict:
-        """The job's --jobs-out row; `trace_line` is the line of the trace it came from (not known to a history)."""
-        return {"policy": policy, "seed": seed, "id": self.id, "trace_line": trace_line,
-                **{c: getattr(self, c) for c in JOB_COLUMNS[4:]}}
+    def row(self, policy: str, seed: int | None, trace_line: int | None = None,
+            trace_wait: float | None = None) -> dict:
+        """The job's --jobs-out row; `trace_line` is the line of the trace it came from and `trace_wait` the wait the
+        trace recorded for it (neither known to a history)."""
+        return {"policy": policy, "seed": seed, "id": self.id, "trace_line": trace_line, "trace_wait_s": trace_wait,
+                **{c: getattr(self, c) for c in JOB_COLUMNS[5:]}}
 
 
 def figures(job: Job, threshold: float = BSLD_THRESHOLD) -> JobFigures:

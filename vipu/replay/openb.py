@@ -85,6 +85,7 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
             if max_ipus is not None and ipus > max_ipus:
                 skipped["larger than the Pod's largest partition"] += 1
                 continue
+            waited = None  # the wait the trace recorded, read against the replay's: only with its own arrivals
             if runtime_column is not None:
                 ran = number(row, runtime_column, where)
                 if ran < 0:
@@ -95,12 +96,14 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
                 if ran < 0:
                     raise InvalidArgument(f"{where}: deletion_time is before scheduled_time; fix the row")
                 submit = number(row, "creation_time", where) / compression
+                if compression == 1:
+                    waited = number(row, "scheduled_time", where) - submit
             else:
                 ran, submit = 0.0, 0.0  # drawn later
             duration = ran  # 0 kept (deleted the second it was scheduled), as every reader keeps it
             jobs.append(TraceJob(
                 submit_time=submit, ipus=ipus, duration=duration, time_limit=rounded_limit(duration), user="openb",
-                qos=OPENB_QOS[qos], name=row["name"], source=where, line=line,
+                qos=OPENB_QOS[qos], name=row["name"], source=where, line=line, trace_wait=waited,
             ))
     missing = frozenset(() if timed else ("arrivals",) if runtime_column else ("arrivals", "runtimes"))
     mapping = openb_mapping(ipus_per_gpu, compression, timed)

@@ -159,7 +159,8 @@ class _Replay:
         )
         # job ids follow submission, and the jobs were submitted in self.jobs' order (the driver keeps equal times
         # in order), so the k-th record is the k-th trace job
-        return ReplayRun(result, rows, self.series, records, [j.line for j in self.jobs])
+        return ReplayRun(result, rows, self.series, records, [j.line for j in self.jobs],
+                         [j.trace_wait for j in self.jobs])
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -191,6 +192,7 @@ class ReplayRun:
     series: Series
     records: list[Job]  # the scheduler's records the figures come from, in the same order
     trace_lines: list[int | None]  # the line of the trace each came from, in the same order
+    trace_waits: list[float | None]  # the wait its trace recorded for each (TraceJob.trace_wait), in the same order
 
 
 def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: SchedulerConfig | None = None,

@@ -15,7 +15,7 @@ from vipu.replay.arrivals import Draws, drawn, runtime_kind
 from vipu.replay.generated_trace import IPUS_PER_GPU, generated_trace
 from vipu.replay.measures import BSLD_THRESHOLD
 from vipu.replay.run import ReplayRun, replay_run
-from vipu.replay.summary import PAPER_COLUMNS, ReplayResult, format_table, paired_table
+from vipu.replay.summary import PAPER_COLUMNS, ReplayResult, format_table, paired_table, trace_waits
 from vipu.replay.trace_rows import Trace
 from vipu.replay.traces import (check_compression, check_ipus_per_gpu, check_limit_factor, compressed, load_trace,
                                  with_limits)
@@ -183,6 +183,14 @@ def config_text(sim: Simulation) -> str:
     return f"scheduler config {sim.config_file}; its fields not at their defaults (docs/job-spec.md): {changes}"
 
 
+def recorded_text(sim: Simulation) -> str:
+    """The line that gives the waits the trace recorded, on its own cluster, beside which the replay's are read."""
+    w = trace_waits(sim.trace.jobs) or {}
+    return (f"the trace's own schedule, on its own cluster (not this Pod): {w['jobs']:,} of {len(sim.trace.jobs):,}"
+            f" jobs with a recorded start; wait avg {w['avg_wait_s']:,.0f} s, p95 {w['p95_wait_s']:,.0f} s, max"
+            f" {w['max_wait_s']:,.0f} s (--jobs-out: trace_wait_s)")
+
+
 def report(sim: Simulation) -> str:
     """What `vipu simulate` prints: the trace and what was skipped, the mapping, a site's scheduler config, the
     definitions, and two tables with a row per policy (over seeds: mean±95% confidence half-width)."""
@@ -192,6 +200,7 @@ def report(sim: Simulation) -> str:
         f" {sim.trace.skipped_text()}",
         sim.trace.mapping,
         *([config_text(sim)] if sim.config_file else []),
+        *([recorded_text(sim)] if trace_waits(sim.trace.jobs) else []),
         DEFINITIONS.format(threshold=sim.results[0].bsld_threshold if sim.results else BSLD_THRESHOLD),
     ]
     if len(sim.seeds) > 1:

@@ -167,10 +167,21 @@ def result_json(r: ReplayResult, sim: "Simulation | None" = None) -> dict:
 
 def _origin(sim: "Simulation") -> dict:
     """What the figures come from besides the policy: the trace's skipped rows, its mapping, the scheduler config
-    (null: the built-in one; else its file and its fields not at their defaults)."""
+    (null: the built-in one; else its file and its fields not at their defaults), and the waits the trace recorded
+    (null: none)."""
     config = {"file": sim.config_file, "non_default": sim.config_changes} if sim.config_file else None
     return {"skipped": dict(sorted(sim.trace.skipped.items())), "mapping": sim.trace.mapping,
-            "scheduler_config": config}
+            "scheduler_config": config, "trace_waits": trace_waits(sim.trace.jobs)}
+
+
+def trace_waits(jobs: Sequence) -> dict | None:
+    """The waits the trace's own cluster gave its jobs (TraceJob.trace_wait), the baseline a replay's are read
+    against: how many jobs have one, and their average, p95 and maximum; None when none has."""
+    waits = [j.trace_wait for j in jobs if j.trace_wait is not None]
+    if not waits:
+        return None
+    return {"jobs": len(waits), "avg_wait_s": sum(waits) / len(waits), "p95_wait_s": percentile(waits, 0.95),
+            "max_wait_s": max(waits)}
 
 
 def figures_json(r: ReplayResult) -> dict:

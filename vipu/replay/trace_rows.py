@@ -30,6 +30,8 @@ class TraceJob:
     source: str = "a trace row"  # FILE:LINE, for the errors a replay finds when it checks the job against the Pod
     line: int | None = None  # the line of the trace file it came from (a generated job's number): --jobs-out's
     # trace_line, since job ids follow submit order, not the file's
+    trace_wait: float | None = None  # the wait its trace's own cluster gave it (recorded start - submit): the
+    # baseline a replay's waits are read against; None where the format records none or the arrivals were changed
 
 
 @dataclass

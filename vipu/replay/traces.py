@@ -33,7 +33,7 @@ def compressed(trace: Trace, compression: float) -> Trace:
     def closer(t: float | None) -> float | None:
         return None if t is None else origin + (t - origin) / compression
 
-    jobs = [replace(j, submit_time=closer(j.submit_time), begin=closer(j.begin)) for j in trace.jobs]
+    jobs = [replace(j, submit_time=closer(j.submit_time), begin=closer(j.begin), trace_wait=None) for j in trace.jobs]
     return replace(trace, jobs=jobs, mapping=f"{trace.mapping}; arrivals and begin times {compression:g}x compressed:"
                    f" first submission + (time - first submission) / {compression:g}")
 
