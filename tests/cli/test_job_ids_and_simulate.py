@@ -301,7 +301,8 @@ def test_simulate_json_has_the_tables_figures_with_units(tmp_path):
         assert [r["policy"] for r in results] == ["fifo", "sjf"] and results[0].pop("jobs_per_s") > 0
         mapping = table.stdout.splitlines()[1]  # what the text states, the JSON states too
         assert results[0] == {
-            "trace": trace, "compress": 1.0, "skipped": {}, "mapping": mapping,
+            "trace": trace, "compress": 1.0, "skipped": {}, "mapping": mapping, "scheduler_config": None,
+            "trace_waits": None,
             "policy": "fifo", "pod": "bow-pod16", "jobs": 2, "done": 2, "unfinished": 0, "avg_jct_s": 120.0,
             "p50_jct_s": 100.0, "p95_jct_s": 140.0, "avg_wait_s": 45.0, "p95_wait_s": 90.0, "max_wait_s": 90.0,
             "makespan_s": 150.0, "util_percent": 100.0, "arrival_util_percent": 100.0,

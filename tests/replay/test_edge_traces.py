@@ -154,7 +154,8 @@ def test_an_swf_job_on_0_processors_is_skipped_under_its_own_reason(tmp_path):
     ("submit_time,ipus,duration\n0,32,10\n", ":2: ipus is 32 but bow-pod16 has 16 IPUs; the largest partition is"
      " 16: give ipus 16 or less, or a Pod that has 32 IPUs (bow-pod64)"),
     ("submit_time,ipus,duration\n0,4,-5\n", ":2: duration: '-5' is negative; give 0 or more"),
-    ("submit_time,ipus,duration\n-5,4,10\n", ":2: submit_time: '-5' is negative; give 0 or more"),
+    ("submit_time,ipus,duration\n-5,4,10\n", ":2: submit_time: '-5' is negative; times on the trace's clock are"
+     " seconds of 0 or more (Unix time will do): add one offset to every time"),
 ])
 def test_a_native_job_of_0_ipus_more_than_the_pod_or_negative_times_is_refused(tmp_path, text, message):
     path = write(tmp_path, "t.csv", text)

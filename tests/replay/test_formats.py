@@ -7,7 +7,9 @@ import pytest
 
 from tests.replay.samples import HELIOS, SWF, write_openb
 from vipu.errors import InvalidArgument
-from vipu.replay.simulation import simulate_trace
+from vipu.replay.arrivals import Draws
+from vipu.replay.simulation import report, simulate_trace
+from vipu.replay.summary import result_json
 from vipu.replay.traces import load_trace
 
 
@@ -105,3 +107,41 @@ def test_runtimes_from_a_column_of_an_openb_list(tmp_path):
     assert "run time = column hours_s" in sim.trace.mapping
     with pytest.raises(InvalidArgument, match="--runtimes minutes: .* has no column 'minutes'"):
         simulate_trace(path, "bow-pod16", ["fifo"], draws=Draws("poisson", 0.5, "minutes"))
+
+
+def test_ipus_per_gpu_maps_each_gpu_trace_and_is_refused_where_no_gpu_is_counted(tmp_path):
+    """How much a result owes to "a GPU is an IPU-Machine's 4 IPUs" shows only if the factor can change."""
+    openb = write(tmp_path, "o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\n"
+                  "a,1,460,LS,0,10,0\nb,1,1000,LS,0,10,0\nc,3,1000,BE,0,10,0\nd,8,1000,LS,0,10,0\n")
+    helios = write(tmp_path, "cluster_log.csv", HELIOS)
+    assert [j.ipus for j in load_trace(openb).jobs] == [4, 4, 16, 32]
+    one = load_trace(openb, ipus_per_gpu=1)
+    assert [j.ipus for j in one.jobs] == [1, 1, 4, 8] and "x 1 IPU per GPU (--ipus-per-gpu 1)" in one.mapping
+    assert [j.ipus for j in load_trace(helios, ipus_per_gpu=2).jobs] == [2, 4, 16]
+    synthetic = simulate_trace(None, "bow-pod16", ["fifo"], synthetic=30, ipus_per_gpu=1)
+    assert {j.ipus for j in synthetic.trace.jobs} <= {1, 2, 4, 8, 16} and "x 1 IPU per GPU" in synthetic.trace.mapping
+    with pytest.raises(InvalidArgument, match="--ipus-per-gpu is 3; give a power of two"):
+        load_trace(openb, ipus_per_gpu=3)
+    with pytest.raises(InvalidArgument, match="--ipus-per-gpu: .*log.swf is no GPU trace .* --swf-ipus"):
+        load_trace(write(tmp_path, "log.swf", SWF), ipus_per_gpu=1)
+
+
+def test_the_waits_a_trace_recorded_are_the_baseline_beside_the_replay(tmp_path):
+    """SWF's field 3, openb's scheduled_time - creation_time and Helios' start_time - submit_time: what the trace's
+    own cluster made each job wait, reported beside the replay's waits; none once arrivals are compressed or drawn,
+    since the recorded schedule no longer matches them."""
+    swf = simulate_trace(write(tmp_path, "log.swf", SWF), "bow-pod16", ["fifo"])
+    assert [j.trace_wait for j in swf.trace.jobs] == [3, 0, 0]
+    assert result_json(swf.results[0], swf)["trace_waits"] == {"jobs": 3, "avg_wait_s": 1, "p95_wait_s": 3,
+                                                               "max_wait_s": 3}
+    assert report(swf).splitlines()[2] == ("the trace's own schedule, on its own cluster (not this Pod): 3 of 3 jobs"
+                                           " with a recorded start; wait avg 1 s, p95 3 s, max 3 s (--jobs-out:"
+                                           " trace_wait_s)")
+    openb = write(tmp_path, "o.csv", "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\n"
+                  "a,1,1000,LS,100,500,130\nb,1,1000,LS,200,300,200\n")
+    assert [j.trace_wait for j in load_trace(openb).jobs] == [30, 0]
+    assert [j.trace_wait for j in load_trace(openb, compression=4).jobs] == [None, None]
+    helios = load_trace(write(tmp_path, "cluster_log.csv", HELIOS), max_ipus=64)
+    assert [j.trace_wait for j in helios.jobs] == [0, 0, 10]
+    drawn = simulate_trace(openb, "bow-pod16", ["fifo"], draws=Draws("poisson", 0.5))
+    assert result_json(drawn.results[0], drawn)["trace_waits"] is None and "own schedule" not in report(drawn)

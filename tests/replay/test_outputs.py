@@ -21,7 +21,7 @@ from vipu.replay.arrivals import Draws, drawn
 from vipu.replay.confidence import mean_and_halfwidth, t_quantile
 from vipu.replay.measures import JOB_COLUMNS, from_history, jain
 from vipu.replay.run import replay_run
-from vipu.replay.simulation import simulate_trace
+from vipu.replay.simulation import report, simulate_trace
 from vipu.replay.summary import seeds_json
 from vipu.replay.trace_rows import Trace, TraceJob
 from vipu.server.job_convert import job as job_message
@@ -29,7 +29,8 @@ from vipu.v1 import job_pb2
 
 from tests.scheduler.builders import POD16
 
-DERIVED = {"policy", "seed", "eligible_time", "wait_s", "run_time_s", "preemptions", "slowdown", "bounded_slowdown"}
+DERIVED = {"policy", "seed", "eligible_time", "wait_s", "total_wait_s", "run_time_s", "preemptions", "slowdown",
+           "bounded_slowdown"}
 
 
 def vipu(*args: str, cwd) -> subprocess.CompletedProcess:
@@ -39,7 +40,7 @@ def vipu(*args: str, cwd) -> subprocess.CompletedProcess:
 def test_job_columns_are_the_job_messages_and_a_live_history_row_gives_the_same_figures():
     """--jobs-out's columns are the Job message's (what `vipu history --json` prints), first_ipu its detail_json's,
     and the rest are worked out from them: a history row of a job and the replay's row of it agree."""
-    from_trace = {"trace_line"}  # the trace's, which no history knows
+    from_trace = {"trace_line", "trace_wait_s"}  # the trace's, which no history knows
     assert set(JOB_COLUMNS) - DERIVED - from_trace <= set(job_pb2.Job.DESCRIPTOR.fields_by_name) | {"first_ipu"}
     jobs = [TraceJob(0, 16, 600, 300, qos="low", user="a"), TraceJob(10, 8, 60, 120, qos="high", user="b"),
             TraceJob(20, 4, 30, 60, begin=50)]
@@ -50,6 +51,21 @@ def test_job_columns_are_the_job_messages_and_a_live_history_row_gives_the_same_
     by_id = {j.id: j for j in run.jobs}
     assert (by_id[1].preemptions, by_id[1].requeue_count, by_id[1].state) == (1, 1, "TIMEOUT")
     assert by_id[3].eligible_time == 50 and by_id[3].wait_s == 0
+
+
+def test_every_wait_of_a_preempted_job_adds_up_to_the_queue_length_integral():
+    """wait_s is the last run's wait; total_wait_s adds the first too, so the jobs' waits add up to avg queue x
+    makespan (Little's law). Regression: a preempted job's first wait was in no per-job figure."""
+    jobs = [TraceJob(0, 16, 100, 128), TraceJob(10, 16, 600, 1024, qos="low"), TraceJob(150, 8, 60, 120, qos="high")]
+    run = replay_run(jobs, POD16, "backfill")
+    # the low job waits 10-100, runs 100-150, is preempted by the high job and waits again 150-210
+    low = run.jobs[1]
+    assert (low.preemptions, low.wait_s, low.total_wait_s) == (1, 60, 90 + 60)
+    assert [j.total_wait_s for j in run.jobs] == [0, 150, 0]
+    r = run.result
+    assert sum(j.total_wait_s for j in run.jobs) == pytest.approx(r.avg_queue * r.makespan)
+    for record, figures in zip(run.records, run.jobs):  # a live history row gives the same
+        assert from_history(job_data(job_message(record))) == figures
 
 
 def test_jobs_out_and_series_out_files(tmp_path):
@@ -101,6 +117,23 @@ def test_utilisation_is_plotted_as_means_over_equal_spans():
     assert middles == [2.5, 7.5] and means == pytest.approx([2.6, 3.2])
 
 
+def test_a_site_config_is_named_with_its_fields_beside_the_figures(tmp_path):
+    """Two configs' results differ only in their figures unless the report says which config made them."""
+    (tmp_path / "log.swf").write_text(SWF)
+    (tmp_path / "site.yaml").write_text("policy: priority\nweights: {age: 0, job_size: 5000}\n")
+    changed = {"policy": "priority", "weights": {"age": 0.0, "job_size": 5000.0}}
+    text = vipu("simulate", "--trace", "log.swf", "--pod", "bow-pod16", "--scheduler-config", "site.yaml",
+                cwd=tmp_path).stdout.splitlines()
+    assert text[2] == ("scheduler config site.yaml; its fields not at their defaults (docs/job-spec.md): "
+                       + json.dumps(changed))
+    out = vipu("--json", "simulate", "--trace", "log.swf", "--pod", "bow-pod16", "--scheduler-config", "site.yaml",
+               cwd=tmp_path)
+    named = [row["scheduler_config"] for row in json.loads(out.stdout)]
+    assert named == [{"file": "site.yaml", "non_default": changed}]
+    built_in = vipu("--json", "simulate", "--trace", "log.swf", "--pod", "bow-pod16", "--policy", "fifo", cwd=tmp_path)
+    assert [row["scheduler_config"] for row in json.loads(built_in.stdout)] == [None]
+
+
 def test_plot_needs_a_png_or_svg_name(tmp_path):
     out = vipu("simulate", "--synthetic", "20", "--plot", "replay.jpg", cwd=tmp_path)
     assert out.returncode == 2 and "--plot replay.jpg: name a .png or .svg file" in out.stderr
@@ -119,6 +152,24 @@ def test_figures_over_seeds_are_means_with_student_t_intervals():
     assert data["seeds"] == [4, 5, 6] and [s["seed"] for s in data["per_seed"]] == [4, 5, 6]
     again = simulate_trace(None, "bow-pod64", ["fifo"], synthetic=80, seed=5)
     assert again.results[0].avg_wait == waits[1]  # a seed's replay is repeatable
+
+
+def test_policies_over_seeds_are_compared_seed_by_seed():
+    """The third table and `paired`: each policy's figure minus the first's in the same seed, mean and Student's t
+    half-width of those differences, which two overlapping intervals of the tables could not say."""
+    sim = simulate_trace(None, "bow-pod64", ["fifo", "sjf"], synthetic=80, seed=4, seeds=3)
+    fifo, sjf = ([run.result for run in runs] for runs in sim.runs)
+    gains = [b.avg_wait - a.avg_wait for a, b in zip(fifo, sjf)]
+    mean, half = mean_and_halfwidth(gains)
+    paired = seeds_json(sjf, sim.seeds, sim, fifo)["paired"]
+    assert paired["minus"] == "fifo" and paired["avg_wait_s"] == {"mean": pytest.approx(mean),
+                                                                   "ci95": pytest.approx(half)}
+    assert "paired" not in seeds_json(fifo, sim.seeds, sim)
+    lines = report(sim).splitlines()
+    assert lines[-3].startswith("paired over the seeds: each policy's figure minus fifo's in the same seed")
+    row = lines[-1].split()  # minus fifo, avg JCT s, avg wait s, ...
+    assert (row[0], row[2]) == ("sjf", f"{mean:+.0f}±{half:.0f}")
+    assert "paired" not in report(simulate_trace(None, "bow-pod64", ["fifo", "sjf"], synthetic=80, seed=4))
 
 
 def test_a_generated_trace_arrives_at_the_load_asked_for():

@@ -2,6 +2,7 @@
 the public trace stays outside the repository), native traces, TIMEOUT, preemption."""
 
 import json
+from dataclasses import replace
 from itertools import count
 
 import pytest
@@ -9,8 +10,8 @@ import pytest
 from vipu.errors import InvalidArgument
 from vipu.scheduler.config import QosSpec, SchedulerConfig
 from vipu.replay.summary import format_table
-from vipu.replay.run import replay
-from vipu.replay.simulation import main_replay
+from vipu.replay.run import PROGRESS_STEPS, replay, replay_run
+from vipu.replay.simulation import main_replay, simulate_trace
 from vipu.replay.traces import TraceJob, load_trace, next_power_of_two, read_openb, rounded_limit
 
 from tests.replay.samples import write_openb
@@ -69,6 +70,23 @@ def test_native_trace_timeout_and_preemption(tmp_path, suffix):
     assert r.finished == 3 and r.preemptions == 1 and r.timeouts == 1  # job 1: evicted, requeued, then TIMEOUT
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_native_times_on_a_unix_clock_replay_as_from_0(tmp_path, suffix):
+    """Any origin will do (docs/traces.md): Unix times, in exponent form too, give the figures of the same trace
+    counted from 0. Regression: a submit time past 366 days was refused as "longer than a year"."""
+    rows = [{"submit_time": 0, "ipus": 16, "duration": 100, "begin": ""},
+            {"submit_time": 10, "ipus": 16, "duration": 50, "begin": 500}]
+    at_0 = replay(load_trace(write_native(tmp_path, rows, suffix)).jobs, POD16, "fifo")
+    unix = [{**rows[0], "submit_time": "1.7e9"}, {**rows[1], "submit_time": 1700000010, "begin": 1700000500}]
+    trace = load_trace(write_native(tmp_path, unix, suffix))
+    assert [(j.submit_time, j.begin) for j in trace.jobs] == [(1.7e9, None), (1700000010, 1700000500)]
+    assert replay(trace.jobs, POD16, "fifo") == at_0
+    before_0 = write_native(tmp_path, [{**rows[0], "submit_time": -100}], suffix)
+    with pytest.raises(InvalidArgument, match="submit_time: '?-100'? is negative; times on the trace's clock are"
+                       " seconds of 0 or more"):
+        load_trace(before_0)
+
+
 def test_native_trace_errors(tmp_path):
     bad = write_native(tmp_path, [{"submit_time": 0, "ipus": 4}], ".csv")
     with pytest.raises(InvalidArgument, match="column duration is missing"):
@@ -81,10 +99,11 @@ def test_main_replay_report(openb):
     text = main_replay(openb, "bow-pod64", ["fifo", "backfill"], timer=lambda: 0.0, limit=150)
     lines = text.splitlines()
     assert "on bow-pod64 (64 IPUs)" in lines[0] and "skipped:" in lines[0]
-    assert lines[1].startswith("openb -> IPU-Pod mapping") and "bsld = max(1, " in lines[2]
-    assert lines[4].startswith("fifo") and lines[5].startswith("backfill") and lines[3].endswith("jobs/s")
-    assert lines[6] == "" and lines[7].split()[:3] == ["policy", "avg", "bsld"]
-    assert lines[8].startswith("fifo") and lines[9].startswith("backfill") and len(lines) == 10
+    assert lines[1].startswith("openb -> IPU-Pod mapping") and "bsld = max(1, " in lines[3]
+    assert lines[2].startswith("the trace's own schedule, on its own cluster (not this Pod): ")  # its recorded waits
+    assert lines[5].startswith("fifo") and lines[6].startswith("backfill") and lines[4].endswith("jobs/s")
+    assert lines[7] == "" and lines[8].split()[:3] == ["policy", "avg", "bsld"]
+    assert lines[9].startswith("fifo") and lines[10].startswith("backfill") and len(lines) == 11
 
 
 def test_format_table_and_empty_trace():
@@ -99,7 +118,7 @@ def test_main_replay_repeat_shows_the_fastest_run(openb):
     clock = iter([0.0, 5.0, 10.0, 11.0])  # two replays of one policy: 5 s, then 1 s
     text = main_replay(openb, "bow-pod64", ["fifo"], timer=lambda: next(clock), repeat=2, limit=150)
     once = main_replay(openb, "bow-pod64", ["fifo"], timer=lambda: 0.0, limit=150)
-    row, row_once = text.splitlines()[4].split(), once.splitlines()[4].split()
+    row, row_once = text.splitlines()[5].split(), once.splitlines()[5].split()
     assert row[:-1] == row_once[:-1] and row[-1] == f"{int(row[1]):,}"  # same results; jobs / 1 s
 
 
@@ -180,3 +199,42 @@ def test_a_preempted_runs_ipu_seconds_count_as_used_and_are_reported_apart():
     assert r.makespan == 370 and r.preemptions == 1
     assert r.utilisation == pytest.approx((16 * 10 + 8 * 60 + 16 * 300) / (16 * 370))
     assert r.preempted_share == pytest.approx(16 * 10 / (16 * 370))
+
+
+@pytest.mark.parametrize("caps", [{"max_submit_jobs_per_user": 2}, {"max_jobs": 2}])
+def test_queue_caps_refuse_no_row_of_a_trace(caps):
+    """Every row of a trace is a submission its cluster accepted: the caps that bound a live controller's queue
+    refuse none. Regression: one user's 60,000 jobs at once stopped the replay at the 50,001st with "wait for some
+    to finish or cancel some"."""
+    jobs = [TraceJob(0, 16, 10, 60, user="alice") for _ in range(5)]  # all queued at once behind the first
+    r = replay(jobs, POD16, "fifo", SchedulerConfig(**caps))
+    assert (r.jobs, r.finished, r.makespan, r.max_wait) == (5, 5, 50, 40)
+
+
+def test_a_long_replay_says_how_far_it_is_and_the_same_figures():
+    """A replay of hours said nothing until it ended; now every PROGRESS_EVERY seconds of wall time one line, from
+    the timer it is given (here each reading is a minute later), and its figures are those of a silent replay."""
+    jobs = [TraceJob(10 * n, 4, 100, 128) for n in range(PROGRESS_STEPS * 2)]
+    minutes = count(0, 60)
+    told: list[str] = []
+    run = replay_run(jobs, POD16, "fifo", timer=lambda: float(next(minutes)), progress=told.append)
+    assert len(told) >= 2 and told[0].startswith("fifo: ") and f"of {len(jobs)} jobs submitted" in told[0]
+    silent = replay_run(jobs, POD16, "fifo")
+    assert run.jobs == silent.jobs and replace(run.result, wall_seconds=None) == silent.result
+
+
+def test_limit_factor_sets_every_time_limit_from_the_run_time(tmp_path):
+    """How accurate backfill's estimates are is the study's choice: F x the run time, in place of a trace's own
+    limit or the power-of-two rounding, at least 1 s and at most the year a job may ask for; below 1 is refused."""
+    path = write_native(tmp_path, [{"submit_time": 0, "ipus": 16, "duration": 100, "time_limit": 3600},
+                                   {"submit_time": 10, "ipus": 16, "duration": 0, "time_limit": 60},
+                                   {"submit_time": 20, "ipus": 4, "duration": "300d", "time_limit": ""}], ".csv")
+    exact = simulate_trace(str(path), "bow-pod16", ["backfill"], limit_factor=1)
+    assert [j.time_limit for j in exact.trace.jobs] == [100, 1, 300 * 86400]
+    assert exact.trace.mapping.endswith("time limits = 1 x run time (at least 1 s, at most 366 days), in place of the"
+                                        " above (--limit-factor 1)")
+    assert (exact.results[0].finished, exact.results[0].timeouts) == (3, 0)
+    assert [j.time_limit for j in simulate_trace(str(path), "bow-pod16", ["fifo"], limit_factor=2).trace.jobs] == [
+        200, 1, 366 * 86400]
+    with pytest.raises(InvalidArgument, match="--limit-factor is 0.5; give 1 or more"):
+        simulate_trace(str(path), "bow-pod16", ["fifo"], limit_factor=0.5)

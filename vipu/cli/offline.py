@@ -43,6 +43,12 @@ def register(app: typer.Typer) -> None:
         swf_ipus: str = typer.Option("next-pow2", "--swf-ipus", metavar="RULE",
                                      help="an SWF log's processors to IPUs: next-pow2, factor:N (processors x N,"
                                      " then the next power of two) or scale (the log's MaxProcs onto the Pod)"),
+        ipus_per_gpu: int = typer.Option(None, "--ipus-per-gpu", metavar="N", show_default=False,
+                                         help="a GPU trace's (openb, Helios, --synthetic) IPUs per GPU, a power of"
+                                         " two; default 4, a GPU as one IPU-Machine"),
+        limit_factor: float = typer.Option(None, "--limit-factor", metavar="F", show_default=False,
+                                           help="every job's time limit F x its run time (F >= 1; 1: exact"
+                                           " estimates), in place of the trace's own or derived one"),
         arrivals: str = typer.Option(None, "--arrivals", metavar="poisson",
                                      help="draw arrivals: a Poisson process at --load (for a trace without times,"
                                      " or to replace its own)"),
@@ -78,15 +84,18 @@ def register(app: typer.Typer) -> None:
         try:
             sim = _simulate(trace=trace, synthetic=synthetic, pod=pod, policy=policy, policy_file=policy_file,
                             scheduler_config=scheduler_config, compress=compress, swf_ipus=swf_ipus,
-                            arrivals=arrivals, load=load, runtimes=runtimes, seed=seed, seeds=seeds,
-                            bsld_threshold=bsld_threshold, jobs_out=jobs_out, series_out=series_out, plot=plot)
+                            ipus_per_gpu=ipus_per_gpu, limit_factor=limit_factor, arrivals=arrivals, load=load,
+                            runtimes=runtimes, seed=seed, seeds=seeds, bsld_threshold=bsld_threshold,
+                            jobs_out=jobs_out, series_out=series_out, plot=plot)
         except VipuError as e:
             fail("vipu", e.message, BAD_INPUT)
         if ctx.obj.wants_json(json_out):
             from vipu.replay.summary import result_json, seeds_json
 
             if len(sim.seeds) > 1:
-                print_json([seeds_json([r.result for r in runs], sim.seeds, sim) for runs in sim.runs])
+                first = [r.result for r in sim.runs[0]]
+                print_json([seeds_json([r.result for r in runs], sim.seeds, sim, first if i else None)
+                            for i, runs in enumerate(sim.runs)])
             else:
                 print_json([result_json(r, sim) for r in sim.results])
         else:
@@ -124,8 +133,8 @@ def register(app: typer.Typer) -> None:
             fail("vipu", answer.refusal(), BAD_INPUT)
 
 
-def _simulate(*, trace, synthetic, pod, policy, policy_file, scheduler_config, compress, swf_ipus, arrivals, load,
-              runtimes, seed, seeds, bsld_threshold, jobs_out, series_out, plot):
+def _simulate(*, trace, synthetic, pod, policy, policy_file, scheduler_config, compress, swf_ipus, ipus_per_gpu,
+              limit_factor, arrivals, load, runtimes, seed, seeds, bsld_threshold, jobs_out, series_out, plot):
     """The replays `vipu simulate` asks for, and the files it writes (each path checked before replaying)."""
     from vipu.replay.arrivals import Draws
     from vipu.replay.plots import check_plot_path, plot as draw
@@ -140,7 +149,9 @@ def _simulate(*, trace, synthetic, pod, policy, policy_file, scheduler_config, c
                (check_plot_path(plot), draw, None) if plot else None]
     sim = simulate_trace(trace, pod, policies, config=config, compression=compress, policy_files=files,
                          synthetic=synthetic, draws=Draws(arrivals, load, runtimes), seed=seed, seeds=seeds,
-                         bsld_threshold=bsld_threshold, swf_ipus=swf_ipus)
+                         bsld_threshold=bsld_threshold, swf_ipus=swf_ipus, config_file=scheduler_config or "",
+                         ipus_per_gpu=ipus_per_gpu, limit_factor=limit_factor,
+                         progress=lambda text: print(f"vipu: replaying {text}", file=sys.stderr, flush=True))
     for path, write, what in filter(None, outputs):
         n = write(sim, path)
         print(f"vipu: wrote {path}" + (f" ({counted(n, what)})" if what else ""), file=sys.stderr)

@@ -126,7 +126,7 @@ def drawn(trace: Trace, draws: Draws, seed: int, pod_ipus: int) -> Trace:
         else:
             words, draw = distribution(draws.runtimes)
         durations = [max(1.0, draw(rng)) for _ in jobs]
-        jobs = [replace(j, duration=d, time_limit=rounded_limit(d)) for j, d in zip(jobs, durations)]
+        jobs = [replace(j, duration=d, time_limit=rounded_limit(d), trace_wait=None) for j, d in zip(jobs, durations)]
         notes.append(f"run times {words} (at least 1 s), time_limit = run time rounded up to a power-of-two number"
                      " of minutes")
     if draws.arrivals == "poisson":
@@ -141,7 +141,7 @@ def drawn(trace: Trace, draws: Draws, seed: int, pod_ipus: int) -> Trace:
         for _ in jobs:
             times.append(at)
             at += rng.expovariate(rate)
-        jobs = [replace(j, submit_time=t, begin=None) for j, t in zip(jobs, times)]
+        jobs = [replace(j, submit_time=t, begin=None, trace_wait=None) for j, t in zip(jobs, times)]
         notes.append(f"arrivals Poisson in the trace's order at offered load {load:g} ({rate * 3600:.4g} jobs/h ="
                      f" {load:g} x {pod_ipus} IPUs / {work:.4g} mean IPU-seconds per job)")
     if not notes:

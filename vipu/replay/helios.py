@@ -10,7 +10,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from vipu.errors import InvalidArgument
-from vipu.replay.trace_rows import Trace, TraceJob, csv_rows, missing_columns, next_power_of_two, number, rounded_limit
+from vipu.replay.trace_rows import (Trace, TraceJob, csv_rows, missing_columns, next_power_of_two, number, per_gpu,
+                                   rounded_limit)
 
 HELIOS_COLUMNS = ("job_id", "user", "gpu_num", "state", "submit_time", "duration")
 FORM = "a Helios job log"
@@ -22,12 +23,11 @@ def is_helios(columns: list[str]) -> bool:
 
 def helios_mapping(ipus_per_gpu: int) -> str:
     return (
-        f"Helios -> IPU-Pod mapping: IPUs = next power of two of gpu_num, x {ipus_per_gpu} IPUs per GPU (a GPU ~ one"
-        f" IPU-Machine's {ipus_per_gpu} IPUs); arrival = submit_time (a date and time, read as UTC, or seconds); run"
-        " time = duration (0 kept); time_limit = run time rounded up to a power-of-two number of minutes (so no"
-        " TIMEOUTs); user as given; vc, state, queue time and the other columns are not replayed; skipped: jobs with"
-        " 0 GPUs (CPU-only), jobs that never ran (no duration) or were cancelled before they ran, and jobs larger than"
-        " the Pod's largest partition"
+        f"Helios -> IPU-Pod mapping: IPUs = next power of two of gpu_num, {per_gpu(ipus_per_gpu)}; arrival ="
+        " submit_time (a date and time, read as UTC, or seconds); run time = duration (0 kept); time_limit = run time"
+        " rounded up to a power-of-two number of minutes (so no TIMEOUTs); user as given; vc, state, queue time and"
+        " the other columns are not replayed; skipped: jobs with 0 GPUs (CPU-only), jobs that never ran (no duration)"
+        " or were cancelled before they ran, and jobs larger than the Pod's largest partition"
     )
 
 
@@ -74,8 +74,11 @@ def read_helios(path: str | Path, ipus_per_gpu: int = 4, max_ipus: int | None = 
                 skipped["larger than the Pod's largest partition"] += 1
                 continue
             duration = ran  # 0 kept for a job that ended as it started, as every reader keeps it
+            submit = _seconds(row["submit_time"], "submit_time", where)
+            started = row.get("start_time")  # the recorded start, read against the replay's: optional
             jobs.append(TraceJob(
-                submit_time=_seconds(row["submit_time"], "submit_time", where), ipus=ipus, duration=duration,
+                submit_time=submit, ipus=ipus, duration=duration,
+                trace_wait=_seconds(started, "start_time", where) - submit if started else None,
                 time_limit=rounded_limit(duration), user=row["user"] or "trace", name=f"helios{row['job_id']}",
                 source=where, line=line,
             ))

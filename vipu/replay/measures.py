@@ -26,11 +26,11 @@ from vipu.scheduler.job_record import Job
 from vipu.scheduler.job_states import JobState
 
 BSLD_THRESHOLD = 10.0
-# the columns of --jobs-out, in order; all but policy, seed, trace_line and the derived ones are the Job message's
-# names
-JOB_COLUMNS = ("policy", "seed", "id", "trace_line", "name", "user", "qos", "ipus", "submit_time", "begin_time",
-               "eligible_time", "start_time", "end_time", "wait_s", "run_time_s", "time_limit_s", "state", "first_ipu",
-               "requeue_count", "preemptions", "slowdown", "bounded_slowdown")
+# the columns of --jobs-out, in order; all but policy, seed, trace_line, trace_wait_s and the derived ones are the
+# Job message's names
+JOB_COLUMNS = ("policy", "seed", "id", "trace_line", "trace_wait_s", "name", "user", "qos", "ipus", "submit_time",
+               "begin_time", "eligible_time", "start_time", "end_time", "wait_s", "total_wait_s", "run_time_s",
+               "time_limit_s", "state", "first_ipu", "requeue_count", "preemptions", "slowdown", "bounded_slowdown")
 SERIES_COLUMNS = ("policy", "seed", "time", "used_ipus", "utilisation", "running_jobs", "queued_jobs")
 
 
@@ -49,6 +49,7 @@ class JobFigures:
     start_time: float | None
     end_time: float | None
     wait_s: float | None
+    total_wait_s: float | None  # every run's wait added up (wait_s is the last's): what the queue length integrates
     run_time_s: float | None
     time_limit_s: float
     state: str
@@ -58,10 +59,12 @@ class JobFigures:
     slowdown: float | None
     bounded_slowdown: float | None
 
-    def row(self, policy: str, seed: int | None, trace_line: int | None = None) -> dict:
-        """The job's --jobs-out row; `trace_line` is the line of the trace it came from (not known to a history)."""
-        return {"policy": policy, "seed": seed, "id": self.id, "trace_line": trace_line,
-                **{c: getattr(self, c) for c in JOB_COLUMNS[4:]}}
+    def row(self, policy: str, seed: int | None, trace_line: int | None = None,
+            trace_wait: float | None = None) -> dict:
+        """The job's --jobs-out row; `trace_line` is the line of the trace it came from and `trace_wait` the wait the
+        trace recorded for it (neither known to a history)."""
+        return {"policy": policy, "seed": seed, "id": self.id, "trace_line": trace_line, "trace_wait_s": trace_wait,
+                **{c: getattr(self, c) for c in JOB_COLUMNS[5:]}}
 
 
 def figures(job: Job, threshold: float = BSLD_THRESHOLD) -> JobFigures:
@@ -70,11 +73,25 @@ def figures(job: Job, threshold: float = BSLD_THRESHOLD) -> JobFigures:
     waited = job.start_time - job.waiting_since if job.start_time is not None else None
     return _figures(job.id, job.name, job.user, job.spec.qos or "", job.ipus, job.submit_time, job.begin_time,
                     job.start_time, job.end_time, waited, job.time_limit, job.state.value, job.first_ipu,
-                    job.requeue_count, preempted, threshold)
+                    job.requeue_count, preempted, threshold, [(t.state.value, t.at) for t in job.history])
+
+
+def all_waits(history: Iterable[tuple[str, float]], begin: float | None) -> float:
+    """Every wait of a job's runs added up, each from an entry into PENDING (its submission, a requeue), or its begin
+    time if later, to the start that ended it. Why beside wait_s (the last run's, as sacct counts per run): a
+    preempted job's first wait is in no other figure, and summed over the jobs these are the queue length's
+    integral, avg queue x makespan."""
+    total, since = 0.0, None
+    for state, at in history:
+        if state == "PENDING":
+            since = at if begin is None else max(at, begin)
+        elif state == "RUNNING" and since is not None:
+            total, since = total + max(0.0, at - since), None
+    return total
 
 
 def _figures(id, name, user, qos, ipus, submit, begin, start, end, waited, limit, state, first_ipu, requeues,
-             preemptions, threshold) -> JobFigures:
+             preemptions, threshold, history) -> JobFigures:
     eligible = submit if begin is None else max(submit, begin)
     run = end - start if start is not None and end is not None else None
     slowdown = bounded = None
@@ -82,7 +99,8 @@ def _figures(id, name, user, qos, ipus, submit, begin, start, end, waited, limit
         response = end - eligible
         slowdown = response / run if run > 0 else None
         bounded = max(1.0, response / max(run, threshold))
-    return JobFigures(id, name, user, qos, ipus, submit, begin, eligible, start, end, waited, run, limit, state,
+    total = all_waits(history, begin) if start is not None else None
+    return JobFigures(id, name, user, qos, ipus, submit, begin, eligible, start, end, waited, total, run, limit, state,
                       first_ipu, requeues, preemptions, slowdown, bounded)
 
 
@@ -99,7 +117,8 @@ def from_history(record: dict, threshold: float = BSLD_THRESHOLD) -> JobFigures:
                     record["submit_time"], begin, start, record.get("end_time"),
                     start - since if start is not None else None, record["time_limit_s"], record["state"],
                     detail.get("first_ipu"), record["requeue_count"],
-                    sum(1 for t in history if t["state"] == "PREEMPTED"), threshold)
+                    sum(1 for t in history if t["state"] == "PREEMPTED"), threshold,
+                    [(t["state"], t["at"]) for t in history])
 
 
 @dataclass(frozen=True)

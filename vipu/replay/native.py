@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -56,11 +57,37 @@ def _ipus(value: object, column: str) -> int:
     return value
 
 
+# a plain number as a CSV cell holds it, also as spreadsheets and numpy write large ones (1e3, 1.7e+09)
+NUMBER = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*")
+
+
+def _number(value: object, signed: bool = False) -> object:
+    """A cell's plain number as a float; a negative duration stays text, for parse_duration's own words."""
+    if isinstance(value, str) and NUMBER.fullmatch(value) and (signed or not value.strip().startswith("-")):
+        return float(value)
+    return value
+
+
 def _seconds(value: object, column: str, positive: bool = False) -> float:
-    """A time column: a number of seconds (a CSV cell holds it as text), or a duration with its unit."""
-    if isinstance(value, str) and re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", value):
-        value = float(value)
-    return parse_duration(value, column, positive)
+    """A duration column: a number of seconds, or a duration with its unit."""
+    return parse_duration(_number(value), column, positive)
+
+
+def _clock(value: object, column: str) -> float:
+    """A time on the trace's clock (submit_time, begin): seconds from an origin of the trace's choosing, Unix time
+    included, so not capped at a year as a duration is; or a duration from 0 (1h30m). Why not below 0: a begin time
+    is a job spec's absolute time, which is never negative."""
+    number = _number(value, signed=True)
+    if not isinstance(number, (int, float)) or isinstance(number, bool):
+        return parse_duration(number, column)
+    try:
+        seconds = float(number)
+    except OverflowError:  # a JSON integer of hundreds of digits
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{value!r} is {'negative' if seconds < 0 else 'not a finite number'}; times on the trace's"
+                         " clock are seconds of 0 or more (Unix time will do): add one offset to every time")
+    return seconds
 
 
 def _limit(value: object, column: str) -> float:
@@ -88,10 +115,10 @@ def _native_job(row: dict, where: str, line: int) -> TraceJob:
 
     duration = get("duration", _seconds)
     return TraceJob(
-        submit_time=get("submit_time", _seconds), ipus=get("ipus", _ipus), duration=duration,
+        submit_time=get("submit_time", _clock), ipus=get("ipus", _ipus), duration=duration,
         time_limit=get("time_limit", _limit, rounded_limit(duration)), user=str(values.get("user", "trace")),
         qos=str(values["qos"]) if "qos" in values else None, name=str(values.get("name", "job")),
-        begin=get("begin", _seconds),
+        begin=get("begin", _clock),
         source=where, line=line,
     )
 

@@ -10,7 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 from vipu.errors import InvalidArgument
-from vipu.replay.trace_rows import Trace, TraceJob, csv_rows, missing_columns, next_power_of_two, number, rounded_limit
+from vipu.replay.trace_rows import (Trace, TraceJob, csv_rows, missing_columns, next_power_of_two, number, per_gpu,
+                                   rounded_limit)
 
 OPENB_COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time", "scheduled_time")
 TIMES = ("creation_time", "deletion_time", "scheduled_time")
@@ -22,8 +23,7 @@ FORM = "an openb pod list"
 
 
 def openb_mapping(ipus_per_gpu: int, compression: float, timed: bool = True) -> str:
-    sizes = (f"IPUs = next power of two of ceil(num_gpu x gpu_milli / 1000), x {ipus_per_gpu} IPUs per GPU (a GPU ~"
-             f" one IPU-Machine's {ipus_per_gpu} IPUs)")
+    sizes = f"IPUs = next power of two of ceil(num_gpu x gpu_milli / 1000), {per_gpu(ipus_per_gpu)}"
     if not timed:
         return (f"openb pod list without times -> IPU-Pod mapping: {sizes}; qos BE -> low, LS/Burstable/Guaranteed"
                 " (or no qos column) -> normal; one user (the trace has none); skipped: tasks with 0 GPUs (CPU-only)"
@@ -85,6 +85,7 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
             if max_ipus is not None and ipus > max_ipus:
                 skipped["larger than the Pod's largest partition"] += 1
                 continue
+            waited = None  # the wait the trace recorded, read against the replay's: only with its own arrivals
             if runtime_column is not None:
                 ran = number(row, runtime_column, where)
                 if ran < 0:
@@ -95,12 +96,14 @@ def read_openb(path: str | Path, ipus_per_gpu: int = IPUS_PER_GPU, compression: 
                 if ran < 0:
                     raise InvalidArgument(f"{where}: deletion_time is before scheduled_time; fix the row")
                 submit = number(row, "creation_time", where) / compression
+                if compression == 1:
+                    waited = number(row, "scheduled_time", where) - submit
             else:
                 ran, submit = 0.0, 0.0  # drawn later
             duration = ran  # 0 kept (deleted the second it was scheduled), as every reader keeps it
             jobs.append(TraceJob(
                 submit_time=submit, ipus=ipus, duration=duration, time_limit=rounded_limit(duration), user="openb",
-                qos=OPENB_QOS[qos], name=row["name"], source=where, line=line,
+                qos=OPENB_QOS[qos], name=row["name"], source=where, line=line, trace_wait=waited,
             ))
     missing = frozenset(() if timed else ("arrivals",) if runtime_column else ("arrivals", "runtimes"))
     mapping = openb_mapping(ipus_per_gpu, compression, timed)

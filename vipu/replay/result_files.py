@@ -48,8 +48,8 @@ def job_rows(sim) -> Iterable[dict]:
     """Every job of every replay: policies in the order asked for, seeds in order, jobs by id."""
     for per_policy in sim.runs:
         for seed, run in zip(sim.seeds, per_policy):
-            for job, line in zip(run.jobs, run.trace_lines):
-                yield job.row(run.result.policy, seed, line)
+            for job, line, waited in zip(run.jobs, run.trace_lines, run.trace_waits):
+                yield job.row(run.result.policy, seed, line, waited)
 
 
 def series_rows(sim) -> Iterable[dict]:

@@ -35,6 +35,8 @@ from vipu.scheduler.workload import SleepWorkload
 from vipu.validation import describe
 
 S = JobState
+PROGRESS_EVERY = 10.0  # seconds of wall time between two progress lines of a long replay
+PROGRESS_STEPS = 256  # steps between two readings of the timer, which costs a call
 
 
 class _Replay:
@@ -51,6 +53,9 @@ class _Replay:
         self.last_arrival = self.jobs[-1].submit_time if self.jobs else 0.0
         self._used = self._unusable = 0  # IPUs in use, and free IPUs no waiting job could use, since self.end
         self.series = Series([], [], [], [])
+        self.progress: Callable[[str], None] | None = None  # told how far a long replay is (timer: its wall clock)
+        self.timer: Callable[[], float] = lambda: 0.0
+        self._shown_at = 0.0
 
     def specs(self) -> None:
         """Turn trace rows into job specs (part of reading the trace, before the timed event loop), each checked
@@ -100,6 +105,20 @@ class _Replay:
         else:
             free = s.free_mask
             self._unusable = free.bit_count() - usable_ipus(free, smallest, s.total)
+        if self.progress is not None and len(series.times) % PROGRESS_STEPS == 0:
+            self._report(now)
+
+    def _report(self, now: float) -> None:
+        """How far the replay is, every PROGRESS_EVERY seconds of wall time: an overloaded trace of 100,000s of jobs
+        replays for an hour or more (docs/traces.md), and said nothing until it ended."""
+        wall = self.timer()
+        if wall - self._shown_at < PROGRESS_EVERY:
+            return
+        self._shown_at = wall
+        table = self.s.table
+        self.progress(f"{len(table.jobs):,} of {len(self.jobs):,} jobs submitted, {len(table.running):,} running,"
+                      f" {len(table.ready_seq):,} queued, {(now - self.jobs[0].submit_time) / 86400:,.1f} days into"
+                      " the trace")
 
     def result(self, policy: str, pod: PodConfig, wall: float | None, threshold: float) -> ReplayRun:
         records = list(self.s.table.jobs.values())
@@ -140,7 +159,8 @@ class _Replay:
         )
         # job ids follow submission, and the jobs were submitted in self.jobs' order (the driver keeps equal times
         # in order), so the k-th record is the k-th trace job
-        return ReplayRun(result, rows, self.series, records, [j.line for j in self.jobs])
+        return ReplayRun(result, rows, self.series, records, [j.line for j in self.jobs],
+                         [j.trace_wait for j in self.jobs])
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -172,6 +192,7 @@ class ReplayRun:
     series: Series
     records: list[Job]  # the scheduler's records the figures come from, in the same order
     trace_lines: list[int | None]  # the line of the trace each came from, in the same order
+    trace_waits: list[float | None]  # the wait its trace recorded for each (TraceJob.trace_wait), in the same order
 
 
 def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: SchedulerConfig | None = None,
@@ -182,9 +203,11 @@ def replay(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: 
 
 def replay_run(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, config: SchedulerConfig | None = None,
                timer: Callable[[], float] | None = None, bsld_threshold: float = BSLD_THRESHOLD,
-               policy_file: str | None = None, name: str | None = None) -> ReplayRun:
+               policy_file: str | None = None, name: str | None = None,
+               progress: Callable[[str], None] | None = None) -> ReplayRun:
     """Replay `trace_jobs` on `pod` under `policy`, or the policy in `policy_file`, called `name` in the result (its
-    file's stem unless given); `timer` (e.g. time.perf_counter) measures wall time if given. A policy file's first
+    file's stem unless given); `timer` (e.g. time.perf_counter) measures wall time if given, and with it `progress`
+    is told how far the replay is every PROGRESS_EVERY seconds (nothing, for a replay shorter). A policy file's first
     failure stops the replay (PolicyFailed): a live controller would let `policy` decide that cycle, but a replay's
     figures would then be partly another policy's.
 
@@ -193,7 +216,12 @@ def replay_run(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, conf
     (Job.waiting_since: its submission or requeue, or its begin time if later), as the live queue-wait histogram
     measures it; JCT is end minus submit, time before a begin time included (arrival to completion)."""
     base = config or SchedulerConfig()
-    cfg = SchedulerConfig.model_validate({**base.model_dump(), "policy": policy, "policy_file": policy_file})
+    # Every row of a trace is a submission its cluster accepted, so the queue caps that keep a live controller's
+    # memory bounded (MaxJobCount, MaxSubmitJobs) refuse none of them: an overloaded trace (--compress 16, one
+    # user's 60,000 jobs at once) stopped halfway with a live user's fix, "wait for some to finish".
+    uncapped = {"max_jobs": max(base.max_jobs, len(trace_jobs)), "max_submit_jobs_per_user": None}
+    cfg = SchedulerConfig.model_validate({**base.model_dump(), **uncapped, "policy": policy,
+                                          "policy_file": policy_file})
     run = _Replay(trace_jobs, pod, cfg, site=config is not None)
     run.specs()
     chosen = run.s.policy
@@ -201,6 +229,8 @@ def replay_run(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, conf
         chosen.stop_at_failure = True
         policy = name or chosen.loaded.name
     began = timer() if timer else None
+    if progress is not None and timer is not None:
+        run.progress, run.timer, run._shown_at = (lambda text: progress(f"{policy}: {text}")), timer, began
     # The loop allocates millions of short-lived job records that form no reference cycles, so the cyclic
     # collector's passes are pure overhead (measured at 14-25% of the replay's wall time); reference counting
     # still frees every record.

@@ -101,17 +101,16 @@ PAPER_COLUMNS: tuple[Column, ...] = (
 )
 
 
-def _cell(values: Sequence, spec: str) -> str:
+def _cell(values: Sequence, spec: str, signed: bool = False) -> str:
     """One figure, or over seeds its mean and 95% confidence half-width (mean±half); "-" for one undefined (None)
-    over any seed."""
+    over any seed; `signed`: a difference, its mean with its sign."""
     if isinstance(values[0], str):  # a name
         return format(values[0], spec)
     if any(v is None for v in values):
         return "-"
-    if len(values) == 1:
-        return format(values[0], spec)
     mean, half = mean_and_halfwidth(values)
-    return format(mean, spec) if half == 0 else f"{format(mean, spec)}±{format(half, spec)}"
+    shown = format(mean, ("+" if signed else "") + spec)
+    return shown if half == 0 else f"{shown}±{format(half, spec)}"
 
 
 def format_table(results: Sequence[ReplayResult] | Sequence[Sequence[ReplayResult]],
@@ -119,25 +118,70 @@ def format_table(results: Sequence[ReplayResult] | Sequence[Sequence[ReplayResul
     """A per-policy table: one row per policy, from its result, or from its results over seeds (a list each)."""
     groups = [r if isinstance(r, (list, tuple)) else [r] for r in results]
     rows = [[_cell([get(r) for r in group], spec) for _, spec, get in columns] for group in groups]
+    return _layout([name for name, _, _ in columns], rows)
+
+
+def _layout(headings: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(name), *(len(row[i]) for row in rows)) if rows else len(name)
-              for i, (name, _, _) in enumerate(columns)]
-    lines = ["  ".join(name.rjust(w) if i else name.ljust(w) for i, ((name, _, _), w) in enumerate(zip(columns, widths)))]
+              for i, name in enumerate(headings)]
+    lines = ["  ".join(name.rjust(w) if i else name.ljust(w) for i, (name, w) in enumerate(zip(headings, widths)))]
     for row in rows:
         lines.append("  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))))
     return "\n".join(lines)
 
 
+# the figures compared seed by seed (paired_table): their headings in the two tables above, and their JSON keys
+PAIRED = (("avg JCT s", "avg_jct_s"), ("avg wait s", "avg_wait_s"), ("p95 wait s", "p95_wait_s"),
+          ("max wait s", "max_wait_s"), ("util", "util_percent"), ("frag", "frag_percent"), ("avg bsld", "avg_bsld"),
+          ("fairness", "fairness_jain"), ("avg queue", "avg_queue"))
+
+
+def _differences(group: Sequence, base: Sequence, get: Callable) -> list | None:
+    """A figure of one policy minus the first policy's, seed by seed; None when undefined in any seed."""
+    pairs = [(get(r), get(b)) for r, b in zip(group, base)]
+    return None if any(x is None or y is None for x, y in pairs) else [x - y for x, y in pairs]
+
+
+def paired_table(groups: Sequence[Sequence[ReplayResult]]) -> str:
+    """Over seeds, each policy's figures minus the first policy's in the same seed (mean±95% half-width). Why: the
+    policies replay the same seeds, so a difference varies less than either figure (both move with a seed's load),
+    and its interval says whether two policies differ where the two intervals of the tables above overlap."""
+    columns = {name: (spec, get) for name, spec, get in (*COLUMNS, *PAPER_COLUMNS)}
+    rows = [[group[0].policy] + [_cell(_differences(group, groups[0], columns[name][1]) or [None], columns[name][0],
+                                       signed=True) for name, _ in PAIRED] for group in groups[1:]]
+    return _layout([f"minus {groups[0][0].policy}", *(name for name, _ in PAIRED)], rows)
+
+
 def result_json(r: ReplayResult, sim: "Simulation | None" = None) -> dict:
     """One policy's figures for scripts: the tables', unrounded, with units in the key names; given the
-    Simulation, also what the text output states on its first two lines (trace, skipped rows, mapping)."""
+    Simulation, also what the text output states above its tables (trace, skipped rows, mapping, scheduler
+    config)."""
     out: dict = {"trace": sim.trace_path, "compress": sim.compression} if sim is not None else {}
     out.update(figures_json(r))
     if sim is not None:
         if sim.random:
             out["seed"] = sim.seeds[0]
-        out["skipped"] = dict(sorted(sim.trace.skipped.items()))
-        out["mapping"] = sim.trace.mapping
+        out.update(_origin(sim))
     return out
+
+
+def _origin(sim: "Simulation") -> dict:
+    """What the figures come from besides the policy: the trace's skipped rows, its mapping, the scheduler config
+    (null: the built-in one; else its file and its fields not at their defaults), and the waits the trace recorded
+    (null: none)."""
+    config = {"file": sim.config_file, "non_default": sim.config_changes} if sim.config_file else None
+    return {"skipped": dict(sorted(sim.trace.skipped.items())), "mapping": sim.trace.mapping,
+            "scheduler_config": config, "trace_waits": trace_waits(sim.trace.jobs)}
+
+
+def trace_waits(jobs: Sequence) -> dict | None:
+    """The waits the trace's own cluster gave its jobs (TraceJob.trace_wait), the baseline a replay's are read
+    against: how many jobs have one, and their average, p95 and maximum; None when none has."""
+    waits = [j.trace_wait for j in jobs if j.trace_wait is not None]
+    if not waits:
+        return None
+    return {"jobs": len(waits), "avg_wait_s": sum(waits) / len(waits), "p95_wait_s": percentile(waits, 0.95),
+            "max_wait_s": max(waits)}
 
 
 def figures_json(r: ReplayResult) -> dict:
@@ -159,10 +203,11 @@ def _percent(share: float | None) -> float | None:
     return None if share is None else 100 * share
 
 
-def seeds_json(results: Sequence[ReplayResult], seeds: Sequence[int], sim: "Simulation") -> dict:
+def seeds_json(results: Sequence[ReplayResult], seeds: Sequence[int], sim: "Simulation",
+               base: Sequence[ReplayResult] | None = None) -> dict:
     """One policy's figures over seeds: each the mean, `ci95` its 95% confidence half-width, `per_seed` each
-    seed's figures; and the first seed's trace, skipped rows and mapping. A figure undefined over any seed is null,
-    as the table prints it `-` (a mean over the other seeds would pass for the mean over all)."""
+    seed's figures; and the first seed's trace, skipped rows, mapping and scheduler config. A figure undefined over
+    any seed is null, as the table prints it `-` (a mean over the other seeds would pass for the mean over all)."""
     runs = [figures_json(r) for r in results]
     out: dict = {"trace": sim.trace_path, "compress": sim.compression, "seeds": list(seeds)}
     half: dict = {}
@@ -176,6 +221,11 @@ def seeds_json(results: Sequence[ReplayResult], seeds: Sequence[int], sim: "Simu
             out[key] = value
     out["ci95"] = half
     out["per_seed"] = [{"seed": seed, **run} for seed, run in zip(seeds, runs)]
-    out["skipped"] = dict(sorted(sim.trace.skipped.items()))
-    out["mapping"] = sim.trace.mapping
+    if base is not None:  # paired_table's figures, seed by seed against the first policy's
+        first = [figures_json(r) for r in base]
+        differences = {key: _differences(runs, first, lambda run: run[key]) for _, key in PAIRED}
+        out["paired"] = {"minus": base[0].policy,
+                         **{key: None if d is None else dict(zip(("mean", "ci95"), mean_and_halfwidth(d)))
+                            for key, d in differences.items()}}
+    out.update(_origin(sim))
     return out

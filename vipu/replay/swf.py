@@ -128,7 +128,8 @@ def _job(where: str, line: int, f: dict[str, float], factor: float, max_ipus: in
     limit = max(f["requested_time"], duration) if f["requested_time"] > 0 else rounded_limit(duration)
     user = f"u{int(f['user'])}" if f["user"] >= 0 else "trace"
     return TraceJob(submit_time=f["submit"], ipus=ipus, duration=duration, time_limit=limit, user=user,
-                    name=f"swf{int(f['job'])}" if f["job"] >= 0 else "job", source=where, line=line)
+                    name=f"swf{int(f['job'])}" if f["job"] >= 0 else "job", source=where, line=line,
+                    trace_wait=f["wait"] if f["wait"] >= 0 else None)
 
 
 def swf_mapping(ipus: str) -> str:

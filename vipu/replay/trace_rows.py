@@ -30,6 +30,8 @@ class TraceJob:
     source: str = "a trace row"  # FILE:LINE, for the errors a replay finds when it checks the job against the Pod
     line: int | None = None  # the line of the trace file it came from (a generated job's number): --jobs-out's
     # trace_line, since job ids follow submit order, not the file's
+    trace_wait: float | None = None  # the wait its trace's own cluster gave it (recorded start - submit): the
+    # baseline a replay's waits are read against; None where the format records none or the arrivals were changed
 
 
 @dataclass
@@ -72,6 +74,13 @@ def number(row: dict, column: str, where: str, kind=float):
     if kind is float and not math.isfinite(value):
         raise InvalidArgument(f"{where}: {column} is {row[column]!r}, not a finite number; fix the row")
     return value
+
+
+def per_gpu(ipus_per_gpu: int) -> str:
+    """How a GPU trace's GPUs became IPUs, as its mapping line says it."""
+    if ipus_per_gpu == 4:
+        return "x 4 IPUs per GPU (a GPU ~ one IPU-Machine's 4 IPUs)"
+    return f"x {ipus_per_gpu} IPU{'s' if ipus_per_gpu > 1 else ''} per GPU (--ipus-per-gpu {ipus_per_gpu})"
 
 
 def next_power_of_two(n: int) -> int:
