@@ -189,3 +189,42 @@ def test_slurmstepds_line_is_written_as_the_jobs_user():
     assert said.read_text().startswith("slurmstepd-ag00: error: *** JOB 7 ON ag00 CANCELLED AT ")
     assert said.read_text().endswith(" DUE TO TIME LIMIT ***\n")
     shutil.rmtree(home)
+
+
+def test_a_fifo_put_in_place_of_the_output_file_does_not_keep_the_job_from_ending(tmp_path):
+    """Regression (walk44): a job's user swapped its running job's output file for a FIFO nobody read; the CANCELLED
+    line's open waited on it for ever, before the SIGTERM, so the program ran on past the cancel and the time limit
+    and kept its IPUs."""
+    from vipu.jobs.programs.hosts import Steps
+
+    out, ready = tmp_path / "out", tmp_path / "ready"
+    launch = {"job_id": 1, "run": 1, "script": f"#!/bin/bash\ntouch {ready}\nwhile true; do sleep 0.1; done\n",
+              "args": [], "cwd": str(tmp_path), "env": {"PATH": os.environ["PATH"]}, "stdout": str(out),
+              "stderr": None, "user": None, "kill_wait_s": 2, "spool": str(tmp_path / "spool")}
+    steps = Steps()
+    steps.start("fifo", launch)
+    while not ready.exists():
+        assert steps.wait("fifo", timeout=0.05) is None
+    out.unlink()
+    os.mkfifo(out)
+    steps.terminate("fifo", "CANCELLED")
+    try:
+        assert steps.wait("fifo", timeout=60) == {"ended": {"exit_code": 0, "signal": 15}}
+    finally:  # without the fix: a reader lets the supervisor go on, so the test leaves nothing running
+        os.close(os.open(out, os.O_RDONLY | os.O_NONBLOCK))
+
+
+def test_an_output_fifo_nobody_reads_is_refused_at_the_start_and_gets_no_line(tmp_path):
+    """The program's own open of a FIFO nobody reads would wait for ever, and the supervisor with it (walk44)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(StartError, match=f"output file {fifo} is a FIFO that nobody reads, .* start its reader first,"
+                                         " or give --output a file"):
+        open_output(str(fifo), "output", None)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.close(open_output(str(fifo), "output", None))  # one that is read is the user's to give
+        said_stopped({"job_id": 7, "user": None, "env": {}, "stdout": str(fifo)}, "CANCELLED")
+        assert os.read(reader, 100) == b""  # slurmstepd's line goes into a regular file only
+    finally:
+        os.close(reader)
