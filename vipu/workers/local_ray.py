@@ -43,8 +43,8 @@ def start_reaper(ray_dir: str) -> None:
     import sys
 
     code = f"from vipu.workers.local_ray import reap_after; reap_after({os.getpid()}, {ray_dir!r})"
-    reaper = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    reaper = subprocess.Popen([sys.executable, "-P", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, start_new_session=True, cwd="/")  # -P: as hosts.py's stepd
     reaper.stdout.readline()  # it has noted what runs now
     reaper.stdout.close()
 
