@@ -228,3 +228,22 @@ def test_an_output_fifo_nobody_reads_is_refused_at_the_start_and_gets_no_line(tm
         assert os.read(reader, 100) == b""  # slurmstepd's line goes into a regular file only
     finally:
         os.close(reader)
+
+
+def test_what_the_program_prints_after_slurmstepds_line_follows_it(tmp_path):
+    """Regression (walk44): the program's file was opened O_TRUNC alone, so what a TERM trap printed went to the
+    program's own offset, over the CANCELLED line appended just before: `* JOB 11 ON ag00 CANCELLED AT ...`."""
+    path = tmp_path / "slurm-11.out"
+    path.write_text("an earlier run's longer text\n" * 4)  # truncated all the same
+    fd = open_output(str(path), "output", None)
+    try:
+        os.write(fd, b"start\n")
+        said_stopped({"job_id": 11, "user": None, "env": {"SLURM_JOB_NODELIST": "ag00"}, "stdout": str(path)},
+                     "CANCELLED")
+        os.write(fd, b"Terminated\ngot TERM at 13\n")
+    finally:
+        os.close(fd)
+    lines = path.read_text().splitlines()
+    assert lines[0] == "start" and lines[2:] == ["Terminated", "got TERM at 13"], lines
+    assert lines[1].startswith("slurmstepd-ag00: error: *** JOB 11 ON ag00 CANCELLED AT ") and lines[1].endswith("***")
+

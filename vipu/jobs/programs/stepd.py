@@ -250,7 +250,9 @@ def open_output(path: str, what: str, fresh: list[str] | None = None, append: bo
         raise StartError(missing)
     try:
         guard = 0 if fresh is None else os.O_NOFOLLOW | (os.O_EXCL if path in fresh else 0)
-        mode = os.O_APPEND if append else os.O_TRUNC
+        # O_APPEND either way: slurmstepd's CANCELLED line is appended through a descriptor of its own, and the
+        # program's text after its SIGTERM was written over it from the program's older offset (walk44)
+        mode = os.O_APPEND | (0 if append else os.O_TRUNC)
         # O_NONBLOCK: a FIFO nobody reads would hold this open, and with it the supervisor, past any cancel
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode | guard | os.O_NONBLOCK, 0o644)
         os.set_blocking(fd, True)  # the program writes as to any file
