@@ -247,3 +247,34 @@ def test_what_the_program_prints_after_slurmstepds_line_follows_it(tmp_path):
     assert lines[0] == "start" and lines[2:] == ["Terminated", "got TERM at 13"], lines
     assert lines[1].startswith("slurmstepd-ag00: error: *** JOB 11 ON ag00 CANCELLED AT ") and lines[1].endswith("***")
 
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="becomes another account: needs root")
+def test_an_output_folder_the_user_may_not_reach_is_not_said_to_be_missing(tmp_path):
+    """walk44: `-o /home/alice/project/x.out` of another user's job said "does not exist; create it" of a folder
+    that exists; whether it does is not that user's to know, and creating it is not the fix."""
+    private = tmp_path / "private"  # pytest's folders are root's alone
+    (private / "project").mkdir(parents=True)
+    private.chmod(0o700)
+    said = {}
+    for name in ("project", "none"):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: becomes nobody, as the supervisor becomes the job's user
+            try:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                open_output(str(private / name / "x.out"), "output", None)
+                os.write(write, b"opened")
+            except StartError as e:
+                os.write(write, str(e).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as f:
+            said[name] = f.read()
+        os.waitpid(pid, 0)
+    for name in ("project", "none"):  # the same words for both
+        assert said[name] == (f"output file {private / name / 'x.out'}: its directory {private / name} cannot be"
+                              " reached (permission denied); give --output a path in a directory the job's user may"
+                              " write in"), said
