@@ -278,3 +278,38 @@ def test_an_output_folder_the_user_may_not_reach_is_not_said_to_be_missing(tmp_p
         assert said[name] == (f"output file {private / name / 'x.out'}: its directory {private / name} cannot be"
                               " reached (permission denied); give --output a path in a directory the job's user may"
                               " write in"), said
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="becomes another account: needs root")
+def test_an_open_as_the_jobs_user_that_does_not_answer_fails_and_leaves_no_child():
+    """walk44: the child that opens a job's file as its user runs as that user, who may stop it (kill -STOP -1) or
+    give a file whose open waits; the caller (an RPC thread for `vipu logs`, a supervisor stopping its job) waited
+    for it for ever. Here an open that waits: a FIFO nobody reads, opened without O_NONBLOCK."""
+    import errno
+    import time
+
+    from vipu.jobs.programs.user_files import open_as
+
+    home = Path(tempfile.mkdtemp(prefix="vipu-nobody-"))  # pytest's own folders are root's alone
+    try:
+        home.chmod(0o755)
+        fifo = home / "fifo"
+        os.mkfifo(fifo)
+        fifo.chmod(0o666)  # (mkfifo heeds the umask)
+        started = time.monotonic()
+        with pytest.raises(OSError) as refused:
+            open_as(str(fifo), NOBODY, os.O_WRONLY, answer_s=1.0)
+        assert refused.value.errno == errno.ETIMEDOUT and time.monotonic() - started < 30
+        assert not [p for p in os.listdir("/proc") if p.isdigit() and ours_as_nobody(int(p))]  # killed, reaped
+    finally:
+        shutil.rmtree(home)
+
+
+def ours_as_nobody(pid: int) -> bool:
+    """Whether `pid` is a child of this process (a zombie too) running as nobody."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        return False
+    return int(fields["PPid"]) == os.getpid() and int(fields["Uid"].split()[0]) == NOBODY["uid"]
