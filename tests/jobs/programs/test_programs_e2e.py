@@ -60,7 +60,8 @@ def test_a_script_runs_with_slurms_and_the_partitions_environment(controller, tm
               " ipus=$VIPU_PARTITION_IPUS\necho submit=$SLURM_SUBMIT_DIR pwd=$(pwd) from=$FROM_SUBMITTER\n"
               "echo options=$POPLAR_TARGET_OPTIONS\necho oops >&2\n"
               "echo $SLURM_NODELIST $SLURM_JOB_NODELIST $SLURM_JOB_START_TIME $SLURM_JOB_END_TIME\n"
-              "echo task=$SLURM_PROCID,$SLURM_LOCALID,$SLURM_NODEID on=$SLURMD_NODENAME\n")
+              "echo task=$SLURM_PROCID,$SLURM_LOCALID,$SLURM_NODEID on=$SLURMD_NODENAME\n"
+              "echo ids=$SLURM_JOB_UID,$SLURM_JOB_GID pid=$(( SLURM_TASK_PID == $$ ))\n")
     [job] = submit(controller, spec_file(tmp_path, script))
     detail = ended(controller, job)
     assert (detail["state"], detail["exit_code"], detail["signal"]) == ("COMPLETED", 0, 0)
@@ -73,6 +74,7 @@ def test_a_script_runs_with_slurms_and_the_partitions_environment(controller, tm
     assert nodes == job_nodes != "" and int(start) == int(detail["start_time"])
     assert int(end) - int(start) == 120  # its time limit (2m), in Unix seconds as SLURM_JOB_END_TIME
     assert out[5] == f"task=0,0,0 on={expand(nodes)[0]}"  # task 0 on its first node, as slurmd says (walk44)
+    assert out[6] == f"ids={os.getuid()},{os.getgid()} pid=1"  # who it runs as; SLURM_TASK_PID the script's pid
     logs = run(controller, "vipu", "logs", str(job))
     assert logs.returncode == 0 and logs.stdout.splitlines() == out
 

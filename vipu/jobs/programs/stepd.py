@@ -218,7 +218,9 @@ def become(launch: dict, script: Path) -> None:
     signal.set_wakeup_fd(-1)
     try:
         # poprun passes on no signal this supervisor sent: it signals poprun's instances itself (launcher.py)
-        env = {**with_login(launch["env"], os.getuid()), "VIPU_SUPERVISOR_PID": str(os.getppid())}
+        env = {**with_login(launch["env"], os.getuid()), "VIPU_SUPERVISOR_PID": str(os.getppid()),
+               # as slurmd sets them in a batch job: the account it runs as, and the script's own pid
+               "SLURM_JOB_UID": str(os.getuid()), "SLURM_JOB_GID": str(os.getgid()), "SLURM_TASK_PID": str(os.getpid())}
         os.execve(str(script), [str(script), *launch.get("args", [])], env)
     except OSError as e:  # the kernel names the script; the user needs the #! line that failed
         raise StartError(cannot_exec(script, e)) from None
