@@ -47,7 +47,19 @@ def test_a_secure_start_in_a_folder_all_may_write_is_refused_before_anything_is_
                           "-1", "--state-dir", str(state)], cwd=shared, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        f"vipu-server: error: --secure: started in {shared}, where another user could put Python modules"
-        f" ({shared} may be written by every user), which Ray's workers would import as this controller's user;"
-        " start vipu-server in a folder only that user or root may write, e.g. `cd /`"]
+        f"vipu-server: error: --secure: it starts in {shared}, and {shared} may be written by every user; Ray's"
+        " workers import Python from the folder the controller starts in, as its user: start vipu-server in a folder"
+        " only that user or root may write, e.g. `cd /`"]
     assert not state.exists()
+
+
+def test_a_secure_start_in_a_folder_removed_since_is_refused_too(tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    out = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$0" "$@"', console_script("vipu-server"),
+                          "--secure", "--ray", "off", "--port", "0", "--metrics-port", "-1", "--state-dir",
+                          str(tmp_path / "state")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.startswith(
+        "vipu-server: error: --secure: its working directory cannot be looked at (No such file or directory); "), \
+        out.stderr
+    assert not (tmp_path / "state").exists()

@@ -13,6 +13,16 @@ import os
 import stat
 
 
+def working_dir_problem() -> str | None:
+    """Why this process's working directory is no safe one to start Ray from (writable_by_others), or None."""
+    try:
+        cwd = os.getcwd()
+        problem = writable_by_others(cwd)
+        return problem and f"it starts in {cwd}, and {problem}"
+    except OSError as e:  # removed since it was entered, or a folder above it may no longer be looked at
+        return f"its working directory cannot be looked at ({e.strerror})"
+
+
 def writable_by_others(folder: str) -> str | None:
     """Why another user could put a file in `folder` (or swap it, through a folder above it), or None. A folder above
     it may be writable by all if it is sticky (/tmp): no one else may then rename what is not theirs."""

@@ -25,8 +25,6 @@ from collections import defaultdict
 from pathlib import Path
 
 TMP, NAME = Path("/tmp"), "vipu-ray-"  # then the controller's pid; short: Ray's socket paths must fit in 107 characters
-
-
 RAY_FOLDER = "ray"  # Ray's own, inside ours
 
 
