@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +97,8 @@ def test_training_on_machine_actors(server_factory, tmp_path):
     # a clean stop takes its local Ray's session folder with it (every stopped controller left ~1 MB in /tmp)
     folder = Path(f"/tmp/vipu-ray-{server.proc.pid}")
     assert folder.exists()
+    # its user's alone: Ray makes its own folders, inside, open to every user (walk44)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and (folder / "ray" / "session_latest" / "sockets").is_dir()
     server.kill(signal.SIGTERM)
     assert server.proc.returncode == 0 and not folder.exists()
 

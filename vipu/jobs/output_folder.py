@@ -25,6 +25,7 @@ may set it, and the controller's user owns it. Where a filesystem keeps no such 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -39,8 +40,14 @@ class OutputRefused(Exception):
 def missing_folder(what: str, path: str, flag: bool = True) -> str | None:
     """Why the `what` ("output", "error") file `path` cannot be made, if its directory is missing; else None."""
     folder = os.path.dirname(path) or "."
-    if os.path.isdir(folder):
-        return None
+    try:
+        if stat.S_ISDIR(os.stat(folder).st_mode):
+            return None
+    except PermissionError:  # a folder above it may not be searched: whether it exists is not this user's to know
+        return (f"{what} file {path}: its directory {folder} cannot be reached (permission denied); give"
+                f" {_flag(what, flag)}a path in a directory the job's user may write in")
+    except OSError:
+        pass
     return (f"{what} file {path}: its directory {folder} does not exist; create it, or give {_flag(what, flag)}a path"
             " in an existing directory (as sbatch, vipu never makes it)")
 

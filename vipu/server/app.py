@@ -45,6 +45,7 @@ from vipu.server.rate_limit import Buckets, RateLimitInterceptor
 from vipu.server.request_log import RequestLog
 from vipu.server.state_dir import claim, private_database, read_private, withdraw, write_private
 from vipu.server.stopping import StopSignals, stop_serving
+from vipu.server.working_dir import working_dir_problem
 from vipu.store_faults import cannot_write
 from vipu.validation import MAX_REQUEST_BYTES
 from vipu.v1 import admin_pb2, admin_pb2_grpc, job_pb2, job_pb2_grpc, partition_pb2, partition_pb2_grpc
@@ -246,6 +247,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             print(f"vipu-server: error: --machine-bundle {args.machine_bundle!r}: {e}", file=sys.stderr)
             return BAD_INPUT
+    problem = args.secure and working_dir_problem()
+    if problem:  # (working_dir.py says why)
+        print(f"vipu-server: error: --secure: {problem}; Ray's workers import Python from the folder the controller"
+              " starts in, as its user: start vipu-server in a folder only that user or root may write, e.g. `cd /`",
+              file=sys.stderr)
+        return BAD_INPUT
     tls, problem = tls_pair(args.tls_cert, args.tls_key)
     if problem:
         print(f"vipu-server: error: {problem}", file=sys.stderr)

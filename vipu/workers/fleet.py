@@ -187,6 +187,7 @@ class Fleet:
         up to LOCAL_RAY_ATTEMPTS attempts, each after a clean shutdown, then the error goes to the caller."""
         local_ray.remove_stale_folders()
         local_ray.adopt_orphans()
+        self._ray_dir = local_ray.private_folder(self._ray_dir)  # before Ray makes its own, open to all, inside
         local_ray.start_reaper(self._ray_dir)
         # our own errors name the machine that failed; Ray would also print each failed call nobody awaited (the
         # reads feeding a write that never ran when a machine dies mid-collective)
@@ -194,7 +195,7 @@ class Fleet:
         for attempt in range(1, LOCAL_RAY_ATTEMPTS + 1):
             try:
                 ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False, _temp_dir=self._ray_dir)
+                         configure_logging=False, _temp_dir=os.path.join(self._ray_dir, local_ray.RAY_FOLDER))
                 self._started_ray = True
                 return
             except Exception:  # noqa: BLE001 - retried, then raised

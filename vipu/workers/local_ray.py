@@ -18,21 +18,39 @@ import ctypes
 import os
 import shutil
 import signal
+import stat
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
 TMP, NAME = Path("/tmp"), "vipu-ray-"  # then the controller's pid; short: Ray's socket paths must fit in 107 characters
+RAY_FOLDER = "ray"  # Ray's own, inside ours
 
 
 def folder(pid: int) -> str:
     return str(TMP / f"{NAME}{pid}")
 
 
+def private_folder(path: str) -> str:
+    """`path` made now, for this process's user alone (0700); if something else has that name (another user may make
+    it first: the controller's pid can be guessed), a new folder beside it. Why: Ray makes each folder of its own 0777,
+    not sticky (its sockets, logs and spilled objects), so only a parent nobody else may enter keeps other users from
+    moving its raylet's socket (every new actor then hangs) or reading its logs (walk44)."""
+    try:
+        os.mkdir(path, 0o700)
+        return path
+    except FileExistsError:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700:
+            return path  # this process's own, from an earlier start of its Ray
+    return tempfile.mkdtemp(prefix=f"{os.path.basename(path)}-", dir=os.path.dirname(path))
+
+
 def remove_stale_folders() -> None:
     """The folders of local Rays whose controller is gone (killed with -9, it could not remove its own)."""
     for path in TMP.glob(f"{NAME}*"):
-        pid = path.name.removeprefix(NAME)
+        pid = path.name.removeprefix(NAME).split("-")[0]  # (a private_folder made beside a taken name: PID-xxxxxxxx)
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
 
@@ -43,8 +61,8 @@ def start_reaper(ray_dir: str) -> None:
     import sys
 
     code = f"from vipu.workers.local_ray import reap_after; reap_after({os.getpid()}, {ray_dir!r})"
-    reaper = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    reaper = subprocess.Popen([sys.executable, "-P", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, start_new_session=True, cwd="/")  # -P: as hosts.py's stepd
     reaper.stdout.readline()  # it has noted what runs now
     reaper.stdout.close()
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from vipu.jobs.output_folder import WRITER, writer_mark
+from vipu.partition.node_names import expand
 
 from tests.cli_forks import run_script
 from tests.cli.test_cli_e2e import run
@@ -58,7 +59,9 @@ def test_a_script_runs_with_slurms_and_the_partitions_environment(controller, tm
     script = ("#!/bin/bash\necho job=$SLURM_JOB_ID name=$SLURM_JOB_NAME partition=$IPUOF_VIPU_API_PARTITION_ID"
               " ipus=$VIPU_PARTITION_IPUS\necho submit=$SLURM_SUBMIT_DIR pwd=$(pwd) from=$FROM_SUBMITTER\n"
               "echo options=$POPLAR_TARGET_OPTIONS\necho oops >&2\n"
-              "echo $SLURM_NODELIST $SLURM_JOB_NODELIST $SLURM_JOB_START_TIME $SLURM_JOB_END_TIME\n")
+              "echo $SLURM_NODELIST $SLURM_JOB_NODELIST $SLURM_JOB_START_TIME $SLURM_JOB_END_TIME\n"
+              "echo task=$SLURM_PROCID,$SLURM_LOCALID,$SLURM_NODEID on=$SLURMD_NODENAME\n"
+              "echo ids=$SLURM_JOB_UID,$SLURM_JOB_GID pid=$(( SLURM_TASK_PID == $$ ))\n")
     [job] = submit(controller, spec_file(tmp_path, script))
     detail = ended(controller, job)
     assert (detail["state"], detail["exit_code"], detail["signal"]) == ("COMPLETED", 0, 0)
@@ -70,6 +73,8 @@ def test_a_script_runs_with_slurms_and_the_partitions_environment(controller, tm
     nodes, job_nodes, start, end = out[4].split()
     assert nodes == job_nodes != "" and int(start) == int(detail["start_time"])
     assert int(end) - int(start) == 120  # its time limit (2m), in Unix seconds as SLURM_JOB_END_TIME
+    assert out[5] == f"task=0,0,0 on={expand(nodes)[0]}"  # task 0 on its first node, as slurmd says (walk44)
+    assert out[6] == f"ids={os.getuid()},{os.getgid()} pid=1"  # who it runs as; SLURM_TASK_PID the script's pid
     logs = run(controller, "vipu", "logs", str(job))
     assert logs.returncode == 0 and logs.stdout.splitlines() == out
 

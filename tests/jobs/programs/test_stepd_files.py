@@ -215,3 +215,127 @@ def test_slurmstepds_line_says_what_stopped_the_job_in_slurms_words(tmp_path, en
     head, _, at = line.partition(" CANCELLED AT ")
     assert head == "slurmstepd-ag02: error: *** JOB 7 ON ag02" and at.endswith(f"{words} ***")
     assert len(at) == len("2026-11-29T12:53:34") + len(words) + 4  # the time, slurm_make_time_str's form
+
+
+def test_a_fifo_put_in_place_of_the_output_file_does_not_keep_the_job_from_ending(tmp_path):
+    """Regression (walk44): a job's user swapped its running job's output file for a FIFO nobody read; the CANCELLED
+    line's open waited on it for ever, before the SIGTERM, so the program ran on past the cancel and the time limit
+    and kept its IPUs."""
+    from vipu.jobs.programs.hosts import Steps
+
+    out, ready = tmp_path / "out", tmp_path / "ready"
+    launch = {"job_id": 1, "run": 1, "script": f"#!/bin/bash\ntouch {ready}\nwhile true; do sleep 0.1; done\n",
+              "args": [], "cwd": str(tmp_path), "env": {"PATH": os.environ["PATH"]}, "stdout": str(out),
+              "stderr": None, "user": None, "kill_wait_s": 2, "spool": str(tmp_path / "spool")}
+    steps = Steps()
+    steps.start("fifo", launch)
+    while not ready.exists():
+        assert steps.wait("fifo", timeout=0.05) is None
+    out.unlink()
+    os.mkfifo(out)
+    steps.terminate("fifo", "CANCELLED")
+    try:
+        assert steps.wait("fifo", timeout=60) == {"ended": {"exit_code": 0, "signal": 15}}
+    finally:  # without the fix: a reader lets the supervisor go on, so the test leaves nothing running
+        os.close(os.open(out, os.O_RDONLY | os.O_NONBLOCK))
+
+
+def test_an_output_fifo_nobody_reads_is_refused_at_the_start_and_gets_no_line(tmp_path):
+    """The program's own open of a FIFO nobody reads would wait for ever, and the supervisor with it (walk44)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(StartError, match=f"output file {fifo} is a FIFO that nobody reads, .* start its reader first,"
+                                         " or give --output a file"):
+        open_output(str(fifo), "output", None)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.close(open_output(str(fifo), "output", None))  # one that is read is the user's to give
+        said_stopped({"job_id": 7, "user": None, "env": {}, "stdout": str(fifo)}, "CANCELLED")
+        assert os.read(reader, 100) == b""  # slurmstepd's line goes into a regular file only
+    finally:
+        os.close(reader)
+
+
+def test_what_the_program_prints_after_slurmstepds_line_follows_it(tmp_path):
+    """Regression (walk44): the program's file was opened O_TRUNC alone, so what a TERM trap printed went to the
+    program's own offset, over the CANCELLED line appended just before: `* JOB 11 ON ag00 CANCELLED AT ...`."""
+    path = tmp_path / "slurm-11.out"
+    path.write_text("an earlier run's longer text\n" * 4)  # truncated all the same
+    fd = open_output(str(path), "output", None)
+    try:
+        os.write(fd, b"start\n")
+        said_stopped({"job_id": 11, "user": None, "env": {"SLURM_JOB_NODELIST": "ag00"}, "stdout": str(path)},
+                     "CANCELLED")
+        os.write(fd, b"Terminated\ngot TERM at 13\n")
+    finally:
+        os.close(fd)
+    lines = path.read_text().splitlines()
+    assert lines[0] == "start" and lines[2:] == ["Terminated", "got TERM at 13"], lines
+    assert lines[1].startswith("slurmstepd-ag00: error: *** JOB 11 ON ag00 CANCELLED AT ") and lines[1].endswith("***")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="becomes another account: needs root")
+def test_an_output_folder_the_user_may_not_reach_is_not_said_to_be_missing(tmp_path):
+    """walk44: `-o /home/alice/project/x.out` of another user's job said "does not exist; create it" of a folder
+    that exists; whether it does is not that user's to know, and creating it is not the fix."""
+    private = tmp_path / "private"  # pytest's folders are root's alone
+    (private / "project").mkdir(parents=True)
+    private.chmod(0o700)
+    said = {}
+    for name in ("project", "none"):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: becomes nobody, as the supervisor becomes the job's user
+            try:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                open_output(str(private / name / "x.out"), "output", None)
+                os.write(write, b"opened")
+            except StartError as e:
+                os.write(write, str(e).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as f:
+            said[name] = f.read()
+        os.waitpid(pid, 0)
+    for name in ("project", "none"):  # the same words for both
+        assert said[name] == (f"output file {private / name / 'x.out'}: its directory {private / name} cannot be"
+                              " reached (permission denied); give --output a path in a directory the job's user may"
+                              " write in"), said
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="becomes another account: needs root")
+def test_an_open_as_the_jobs_user_that_does_not_answer_fails_and_leaves_no_child():
+    """walk44: the child that opens a job's file as its user runs as that user, who may stop it (kill -STOP -1) or
+    give a file whose open waits; the caller (an RPC thread for `vipu logs`, a supervisor stopping its job) waited
+    for it for ever. Here an open that waits: a FIFO nobody reads, opened without O_NONBLOCK."""
+    import errno
+    import time
+
+    from vipu.jobs.programs.user_files import open_as
+
+    home = Path(tempfile.mkdtemp(prefix="vipu-nobody-"))  # pytest's own folders are root's alone
+    try:
+        home.chmod(0o755)
+        fifo = home / "fifo"
+        os.mkfifo(fifo)
+        fifo.chmod(0o666)  # (mkfifo heeds the umask)
+        started = time.monotonic()
+        with pytest.raises(OSError) as refused:
+            open_as(str(fifo), NOBODY, os.O_WRONLY, answer_s=1.0)
+        assert refused.value.errno == errno.ETIMEDOUT and time.monotonic() - started < 30
+        assert not [p for p in os.listdir("/proc") if p.isdigit() and ours_as_nobody(int(p))]  # killed, reaped
+    finally:
+        shutil.rmtree(home)
+
+
+def ours_as_nobody(pid: int) -> bool:
+    """Whether `pid` is a child of this process (a zombie too) running as nobody."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        return False
+    return int(fields["PPid"]) == os.getpid() and int(fields["Uid"].split()[0]) == NOBODY["uid"]

@@ -4,8 +4,8 @@
 Why SLURM_JOB_PARTITION names the allocation: it is Slurm's partition, the queue the job ran in; the V-IPU partition
 the job holds is IPUOF_VIPU_API_PARTITION_ID (slurm_<id>, as the V-IPU Slurm plugin names it). Why no SLURM_NTASKS
 here: slurmd sets it for a batch script only when sbatch was given -n, and a vipu job is one task (its script: -n 1
-only, which the spec does not keep); the tasks are poprun's instances, and poprun sets SLURM_NTASKS, SLURM_PROCID and
-SLURM_LOCALID for each, as srun does for its tasks (launcher.py).
+only, which the spec does not keep; SLURM_PROCID 0, as slurmd sets it); the tasks are poprun's instances, and poprun
+sets SLURM_NTASKS, SLURM_PROCID and SLURM_LOCALID for each, as srun does for its tasks (launcher.py).
 """
 
 from __future__ import annotations
@@ -62,6 +62,12 @@ def slurm_variables(job: Job, partition: Partition, state: PodState) -> dict[str
         # "Always set SLURM_RESTART_COUNT in batch job environments"); before, only once the job had restarted
         "SLURM_RESTART_COUNT": str(job.requeue_count),
         "SLURM_CLUSTER_NAME": partition.cluster,
+        # the batch script is task 0 on the job's first node, as slurmd tells it (Slurm 22.05 sets these in every
+        # batch job; scripts gate rank-0 work on SLURM_PROCID): poprun's instances get their own (launcher.py)
+        "SLURM_PROCID": "0",
+        "SLURM_LOCALID": "0",
+        "SLURM_NODEID": "0",
+        "SLURMD_NODENAME": nodes[0],
     }
     if job.account:
         out["SLURM_JOB_ACCOUNT"] = job.account

@@ -172,8 +172,10 @@ class _Step:
 
     def run(self) -> None:
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "vipu.jobs.programs.stepd"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            # -P and cwd "/": `python -m` puts its working directory first on sys.path, and the controller's may be
+            # one its users write in (a json.py there ran as root before the job's user was taken on: walk44)
+            proc = subprocess.Popen([sys.executable, "-P", "-m", "vipu.jobs.programs.stepd"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
             first = json.loads(proc.stdout.readline() or "{}")
             self._supervisor = first.get("supervisor")
             if self._supervisor is None:

@@ -32,6 +32,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -217,7 +218,9 @@ def become(launch: dict, script: Path) -> None:
     signal.set_wakeup_fd(-1)
     try:
         # poprun passes on no signal this supervisor sent: it signals poprun's instances itself (launcher.py)
-        env = {**with_login(launch["env"], os.getuid()), "VIPU_SUPERVISOR_PID": str(os.getppid())}
+        env = {**with_login(launch["env"], os.getuid()), "VIPU_SUPERVISOR_PID": str(os.getppid()),
+               # as slurmd sets them in a batch job: the account it runs as, and the script's own pid
+               "SLURM_JOB_UID": str(os.getuid()), "SLURM_JOB_GID": str(os.getgid()), "SLURM_TASK_PID": str(os.getpid())}
         os.execve(str(script), [str(script), *launch.get("args", [])], env)
     except OSError as e:  # the kernel names the script; the user needs the #! line that failed
         raise StartError(cannot_exec(script, e)) from None
@@ -249,9 +252,16 @@ def open_output(path: str, what: str, fresh: list[str] | None = None, append: bo
         raise StartError(missing)
     try:
         guard = 0 if fresh is None else os.O_NOFOLLOW | (os.O_EXCL if path in fresh else 0)
-        mode = os.O_APPEND if append else os.O_TRUNC
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode | guard, 0o644)
+        # O_APPEND either way: slurmstepd's CANCELLED line is appended through a descriptor of its own, and the
+        # program's text after its SIGTERM was written over it from the program's older offset (walk44)
+        mode = os.O_APPEND | (0 if append else os.O_TRUNC)
+        # O_NONBLOCK: a FIFO nobody reads would hold this open, and with it the supervisor, past any cancel
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode | guard | os.O_NONBLOCK, 0o644)
+        os.set_blocking(fd, True)  # the program writes as to any file
     except OSError as e:
+        if e.errno == errno.ENXIO:
+            raise StartError(f"{what} file {path} is a FIFO that nobody reads, and the job would wait on it for ever;"
+                             f" start its reader first, or give --{what} a file") from None
         if fresh is not None and e.errno in (errno.EEXIST, errno.ELOOP):
             raise StartError(f"{what} file {path} appeared as the run started (a file or a symlink the controller did"
                              f" not make for this job), and is not written over: remove it, or give --{what} a new"
@@ -357,11 +367,16 @@ def said_stopped(launch: dict, ending: str) -> None:
     from vipu.jobs.programs.user_files import open_as
 
     try:  # as the job's user: root appending by path would follow a folder the user swapped for a symlink
-        fd = open_as(path, launch.get("user"), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK, and a regular file only: the stop waits for this line, so a FIFO the user put there must not hold
+        # it (the SIGTERM and SIGKILL after it would never come)
+        fd = open_as(path, launch.get("user"), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return
     try:
-        os.write(fd, text.encode())
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.write(fd, text.encode())
+    except OSError:
+        pass
     finally:
         os.close(fd)
 

@@ -6,17 +6,24 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import socket
 
 
-def open_as(path: str, user: dict | None, flags: int) -> int:
+ANSWER_S = 10.0  # what a child may take to open a file; more is a child stopped (or an open that waits)
+
+
+def open_as(path: str, user: dict | None, flags: int, answer_s: float = ANSWER_S) -> int:
     """`path` opened with `flags` by the controller's user, or (`user` ({uid, gid, groups}) given) by that account:
     a child process becomes it, opens the file and hands the descriptor back. A fork without exec: the child makes
-    system calls only, then ends."""
+    system calls only, then ends. A child that has not answered within `answer_s` is killed and the open fails
+    (ETIMEDOUT): running as that account, it may be stopped by the account's own processes (kill -STOP -1), and the
+    caller (an RPC's thread, a supervisor stopping its job) must not wait on it (walk44)."""
     if user is None or user["uid"] == os.geteuid():
         return os.open(path, flags)
     ours, theirs = socket.socketpair()
     with ours, theirs:
+        ours.settimeout(answer_s)
         pid = os.fork()
         if pid == 0:  # the child: nothing here may return
             try:
@@ -29,8 +36,13 @@ def open_as(path: str, user: dict | None, flags: int) -> int:
             finally:
                 os._exit(0)
         theirs.close()
-        message, fds, _, _ = socket.recv_fds(ours, 32, 1)
-        os.waitpid(pid, 0)
+        try:
+            message, fds, _, _ = socket.recv_fds(ours, 32, 1)
+        except TimeoutError:
+            message, fds = str(errno.ETIMEDOUT).encode(), []
+        finally:
+            os.kill(pid, signal.SIGKILL)  # done or stuck: a stopped child would hold waitpid too
+            os.waitpid(pid, 0)
     if fds:
         return fds[0]
     code = int(message or b"0") or errno.EACCES  # (nothing said: the child died before it could)
