@@ -25,7 +25,7 @@ from vipu.cli.job_detail import exit_code
 from vipu.cli.job_ids import TaskIds, parse_id
 from vipu.cli.output import print_json
 from vipu.cli.queue_rows import job_id
-from vipu.scheduler.job_states import TERMINAL
+from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.v1 import job_pb2 as j
 
 FIRST_WAIT_S = 0.1
@@ -194,15 +194,20 @@ def wait_for_end(cli, jobs: list[int]) -> int:
     """sbatch -W: waits until every job has ended, asking as `vipu logs -f` asks (the wait between asks doubling
     while nothing ends), and gives sbatch's exit code: the highest of the jobs' codes, 1 for one a signal ended
     (sbatch's _job_wait: WEXITSTATUS if the job exited, else 1). Each ask is one listing of the jobs still waited
-    for that have ended: an array's thousands of tasks are not a call each."""
+    for, in every state: an array's thousands of tasks are not a call each. A job the listing lacks (its record
+    lost, a rollback dropped it) is waited for no longer, said as sbatch says it, with no code of its own: a listing
+    of ended jobs alone left it waited for forever."""
     waiting, code, wait = set(jobs), 0, FIRST_WAIT_S
+    every_state = sorted(s.value for s in JobState)
     try:
         while waiting:
-            request = j.HistoryRequest(ids=sorted(waiting), brief=True)  # (ended: sacct's default states)
-            ended = [x for x in cli.conn.every_page(cli.conn.jobs.History, request, retry=True).jobs
-                     if x.id in waiting]
+            request = j.HistoryRequest(ids=sorted(waiting), states=every_state, brief=True)
+            listed = {x.id: x for x in cli.conn.every_page(cli.conn.jobs.History, request, retry=True).jobs}
+            for job in sorted(waiting - listed.keys()):
+                print(f"vipu: error: job {job} no longer found and exit code not found", file=sys.stderr, flush=True)
+            ended = [x for i, x in listed.items() if i in waiting and x.state in ENDED]
+            waiting &= {x.id for x in listed.values() if x.state not in ENDED}
             for x in ended:
-                waiting.discard(x.id)
                 code = max(code, 1 if x.signal else x.exit_code if x.HasField("exit_code") else 0)
             if ended:
                 wait = FIRST_WAIT_S
