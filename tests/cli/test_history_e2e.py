@@ -7,8 +7,6 @@ import json
 import re
 import urllib.request
 
-import pytest
-
 from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 
@@ -71,24 +69,6 @@ def test_submit_wait_on_an_array_asks_once_a_pass_for_every_task(server):
     tasks = history(server, "-j", str(first))
     assert len(tasks) == 40 and {state for _, state, *_ in tasks} == {"COMPLETED"}  # every task ended first
     assert "GetJob" not in calls and 1 <= calls["History"] < 40, calls  # a listing a pass, not a call a task
-
-
-@pytest.mark.timeout(60)  # without the fix it waits forever
-def test_submit_wait_stops_waiting_for_a_job_no_longer_found_as_sbatch_does(server, capsys):
-    """Regression: -W listed only ended jobs, so a job gone from the controller (its record lost, a rollback
-    dropping it) was waited for forever; sbatch's _job_wait says so and stops waiting for it."""
-    from types import SimpleNamespace
-
-    from vipu.cli.connection import Connection
-    from vipu.cli.job_output import wait_for_end
-    from vipu.client.settings import Settings
-
-    [ended] = submit(server, *QUICK)
-    wait_for(lambda: show(server, ended)["state"] == "COMPLETED")
-    cli = SimpleNamespace(conn=Connection("vipu", Settings("127.0.0.1", server.port, "u", None, None), timeout=5))
-    gone = ended + 1000  # an id the controller never gave
-    assert wait_for_end(cli, [ended, gone]) == 0
-    assert capsys.readouterr().err == f"vipu: error: job {gone} no longer found and exit code not found\n"
 
 
 def test_show_job_of_an_array_lists_every_task_in_three_calls(server):
