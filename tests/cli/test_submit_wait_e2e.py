@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.cli.test_cli_e2e import run
 from tests.cli.test_jobs_e2e import show, submit, wait_for
 from tests.conftest import console_script
 from vipu.cli.connection import Connection
@@ -45,6 +46,22 @@ def test_submit_wait_waits_through_a_controller_restart_longer_than_its_timeout(
         assert said.startswith(UNABLE) and waiting.poll() is None, said
         server.start()
         assert waiting.wait(timeout=60) == 0
+        assert show(server, job)["state"] == "COMPLETED"
+    finally:
+        waiting.kill()
+        waiting.wait()
+
+
+def test_submit_wait_waits_for_a_held_job_that_sacct_does_not_list_yet(server):
+    """A held job has no row in sacct's listing (never eligible), yet the controller has it: -W waits for it."""
+    waiting = subprocess.Popen([console_script("vipu"), "submit", "-W", "--parsable", "--hold", *QUICK],
+                               env=server.env(), cwd=server.state_dir.parent, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        job = int(waiting.stdout.readline())
+        assert waiting.poll() is None
+        assert run(server, "vipu", "release", str(job)).returncode == 0
+        assert waiting.wait(timeout=60) == 0 and waiting.stderr.read() == ""
         assert show(server, job)["state"] == "COMPLETED"
     finally:
         waiting.kill()
