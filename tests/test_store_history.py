@@ -358,3 +358,27 @@ def test_unknown_users_are_found_in_one_history_read_however_many_are_named(tmp_
     assert plane.job_views.unknown_users([*names, job.user]) == names
     assert len(reads) == 1
     plane.store.close()
+
+
+def test_a_history_read_of_one_user_reads_their_index_in_order_with_statistics_or_without(tmp_path):
+    """Regression: every filter list was bound as a JSON array, whose length the planner cannot know, so one user's
+    listing sorted their rows; once ANALYZE had left statistics, it scanned the whole history in ended order."""
+    job = state_with_history(tmp_path / "state")
+    store = Store(tmp_path / "state" / "vipu.sqlite3")
+    store.commit([(HISTORY_KIND, str(i), job.updated({"id": i, "user": "rare"})) for i in range(JOBS + 1, JOBS + 4)],
+                 [])
+    reads = []
+    read = store._read
+    store._read = lambda *args, **kw: reads.append(args) or read(*args, **kw)
+    for analyzed in (False, True):
+        with sqlite3.connect(store.path) as db:
+            if analyzed:
+                db.execute("ANALYZE")
+            for asked in ({"users": ["rare"]}, {"users": ["rare"], "since": 0.0}):
+                reads.clear()
+                assert [i for _, i in store.history_keys(**asked)] == [JOBS + 1, JOBS + 2, JOBS + 3]
+                [(sql, args)] = reads
+                plan = [row[3] for row in db.execute("EXPLAIN QUERY PLAN " + sql, args)]
+                assert plan[0].startswith("SEARCH job_history USING COVERING INDEX job_history_user (user=?"), plan
+                assert not any("TEMP B-TREE" in step for step in plan), (analyzed, plan)
+    store.close()

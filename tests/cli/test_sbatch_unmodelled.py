@@ -73,7 +73,11 @@ def test_what_is_said_of_a_directive_names_its_script_and_line(capsys, line, sai
     assert capsys.readouterr().err.startswith(said)
 
 
-@pytest.mark.parametrize(("value", "on"), [("", True), ("yes", True), ("1", True), ("0", False), ("no", False)])
+@pytest.mark.parametrize(("value", "on"), [
+    ("", True), ("yes", True), ("YES", True), ("1", True), (" 2", True), ("-1", True), ("0", False), ("no", False),
+    # strtol reads blanks before a number, not after; "yes" is compared whole (regression: both were stripped)
+    ("1 ", False), (" ", False), (" yes", False), ("1e3", False), ("0x1", False),
+])
 def test_a_flags_variable_is_on_as_sbatch_reads_it(value, on):
     assert switched_on(value) is on
 

@@ -25,7 +25,7 @@ from vipu.cli.job_detail import exit_code
 from vipu.cli.job_ids import TaskIds, parse_id
 from vipu.cli.output import print_json
 from vipu.cli.queue_rows import job_id
-from vipu.scheduler.job_states import TERMINAL
+from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.v1 import job_pb2 as j
 
 FIRST_WAIT_S = 0.1
@@ -194,15 +194,32 @@ def wait_for_end(cli, jobs: list[int]) -> int:
     """sbatch -W: waits until every job has ended, asking as `vipu logs -f` asks (the wait between asks doubling
     while nothing ends), and gives sbatch's exit code: the highest of the jobs' codes, 1 for one a signal ended
     (sbatch's _job_wait: WEXITSTATUS if the job exited, else 1). Each ask is one listing of the jobs still waited
-    for that have ended: an array's thousands of tasks are not a call each."""
-    waiting, code, wait = set(jobs), 0, FIRST_WAIT_S
+    for, in every state: an array's thousands of tasks are not a call each. A job the listing lacks (its record
+    lost, a rollback dropped it) is waited for no longer, said as sbatch says it, with no code of its own: a listing
+    of ended jobs alone left it waited for forever. A controller that does not answer (a restart, however long it
+    takes) is waited for too, said once, as sbatch retries: the jobs run on meanwhile, and a script that runs
+    `vipu submit -W job.sh && next` wants their end, not a failure after --timeout."""
+    waiting, code, wait, down = set(jobs), 0, FIRST_WAIT_S, False
+    every_state = sorted(s.value for s in JobState)
     try:
         while waiting:
-            request = j.HistoryRequest(ids=sorted(waiting), brief=True)  # (ended: sacct's default states)
-            ended = [x for x in cli.conn.every_page(cli.conn.jobs.History, request, retry=True).jobs
-                     if x.id in waiting]
+            request = j.HistoryRequest(ids=sorted(waiting), states=every_state, brief=True)
+            listing = listing_or_down(cli, request)
+            if not isinstance(listing, j.ListJobsResponse):  # said once a run of such asks, in sbatch's words
+                if not down:
+                    print(f"vipu: error: currently unable to load job state information, retrying: {listing}",
+                          file=sys.stderr, flush=True)
+                down = True
+                time.sleep(wait)
+                wait = min(2 * wait, LONGEST_WAIT_S)
+                continue
+            down = False
+            listed = {x.id: x for x in listing.jobs}
+            for job in sorted(waiting - listed.keys()):
+                print(f"vipu: error: job {job} no longer found and exit code not found", file=sys.stderr, flush=True)
+            ended = [x for i, x in listed.items() if i in waiting and x.state in ENDED]
+            waiting &= {x.id for x in listed.values() if x.state not in ENDED}
             for x in ended:
-                waiting.discard(x.id)
                 code = max(code, 1 if x.signal else x.exit_code if x.HasField("exit_code") else 0)
             if ended:
                 wait = FIRST_WAIT_S
@@ -212,3 +229,19 @@ def wait_for_end(cli, jobs: list[int]) -> int:
     except KeyboardInterrupt:  # Ctrl-C: the jobs go on, as sbatch's
         leave(130)
     return code
+
+
+def listing_or_down(cli, request: j.HistoryRequest) -> j.ListJobsResponse | str:
+    """-W's listing, or why the controller does not answer (its retries past --timeout); any other failure as every
+    call's."""
+    import grpc
+
+    from vipu.client import ApiError
+    from vipu.client.caller import NOT_RETRIED
+
+    try:
+        return cli.conn.client.every_page(cli.conn.jobs.History, request, retry=True)
+    except ApiError as e:
+        if e.code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) or e.reason in NOT_RETRIED:
+            cli.conn.fail(e, request)
+        return e.message

@@ -5,6 +5,7 @@ the variable, then the script's #SBATCH line."""
 from __future__ import annotations
 
 import os
+import re
 
 from vipu.cli.sbatch_options import FLAG, OPTIONS
 
@@ -16,9 +17,11 @@ SWITCHES = (("SBATCH_NO_REQUEUE", False), ("SBATCH_REQUEUE", True))
 
 
 def switched_on(value: str) -> bool:
-    """sbatch's rule for a flag's variable: on when empty, yes, or a number other than 0; any other value is off."""
-    text = value.strip().lower()
-    return text in ("", "yes") or (text.lstrip("+-").isdigit() and int(text) != 0)
+    """sbatch's rule for a flag's variable: on when empty, yes (in any case), or a number other than 0 as strtol
+    reads it whole (blanks before it, none after); any other value, blanks alone too, is off (Slurm 22.05
+    src/common/slurm_opt.c slurm_process_option)."""
+    number = re.fullmatch(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", value)
+    return value == "" or value.lower() == "yes" or (number is not None and int(number.group(1)) != 0)
 
 
 def from_environment(given: dict) -> tuple[dict, set[str]]:
