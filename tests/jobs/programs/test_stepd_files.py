@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -254,6 +255,21 @@ def test_an_output_fifo_nobody_reads_is_refused_at_the_start_and_gets_no_line(tm
         assert os.read(reader, 100) == b""  # slurmstepd's line goes into a regular file only
     finally:
         os.close(reader)
+
+
+def test_an_output_path_that_is_a_socket_is_not_called_a_fifo():
+    """open() of a Unix socket fails ENXIO too, as a FIFO nobody reads does: no reader to start there."""
+    folder = tempfile.mkdtemp(dir="/tmp")  # a socket's path must fit in 107 characters
+    path = os.path.join(folder, "out.sock")
+    try:
+        with socket.socket(socket.AF_UNIX) as listening:
+            listening.bind(path)
+            with pytest.raises(StartError) as refused:
+                open_output(path, "output", None)
+        assert str(refused.value) == f"output file {path} is a socket or a device file that cannot be opened; give" \
+                                     " --output a file"
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_what_the_program_prints_after_slurmstepds_line_follows_it(tmp_path):
