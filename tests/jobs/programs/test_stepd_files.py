@@ -342,6 +342,7 @@ def test_an_open_as_the_jobs_user_that_does_not_answer_fails_and_leaves_no_child
         with pytest.raises(OSError) as refused:
             open_as(str(fifo), NOBODY, os.O_WRONLY, answer_s=1.0)
         assert refused.value.errno == errno.ETIMEDOUT and time.monotonic() - started < 30
+        assert refused.value.strerror == "the open as its user did not answer in 1 s"  # not "Connection timed out"
         assert not [p for p in os.listdir("/proc") if p.isdigit() and ours_as_nobody(int(p))]  # killed, reaped
     finally:
         shutil.rmtree(home)
