@@ -134,6 +134,16 @@ def test_a_site_config_is_named_with_its_fields_beside_the_figures(tmp_path):
     assert [row["scheduler_config"] for row in json.loads(built_in.stdout)] == [None]
 
 
+def test_a_site_configs_queue_caps_are_not_named_as_changes_the_replay_does_not_apply(tmp_path):
+    """A replay lifts max_jobs and max_submit_jobs_per_user (every trace row was a submission its cluster took)."""
+    (tmp_path / "log.swf").write_text(SWF)
+    (tmp_path / "site.yaml").write_text("policy: priority\nmax_jobs: 2\nmax_submit_jobs_per_user: 1\n")
+    out = vipu("--json", "simulate", "--trace", "log.swf", "--pod", "bow-pod16", "--scheduler-config", "site.yaml",
+               cwd=tmp_path)
+    assert [row["scheduler_config"] for row in json.loads(out.stdout)] == [
+        {"file": "site.yaml", "non_default": {"policy": "priority"}}]
+
+
 def test_plot_needs_a_png_or_svg_name(tmp_path):
     out = vipu("simulate", "--synthetic", "20", "--plot", "replay.jpg", cwd=tmp_path)
     assert out.returncode == 2 and "--plot replay.jpg: name a .png or .svg file" in out.stderr

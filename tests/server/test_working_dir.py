@@ -43,7 +43,7 @@ def test_a_folder_others_may_write_in_or_swap_is_named(tmp_path):
 def test_a_secure_start_in_a_folder_all_may_write_is_refused_before_anything_is_made(tmp_path):
     shared = folder(tmp_path, "shared", 0o777)
     state = tmp_path / "state"
-    out = subprocess.run([console_script("vipu-server"), "--secure", "--ray", "off", "--port", "0", "--metrics-port",
+    out = subprocess.run([console_script("vipu-server"), "--secure", "--ray", "local", "--port", "0", "--metrics-port",
                           "-1", "--state-dir", str(state)], cwd=shared, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
@@ -57,9 +57,20 @@ def test_a_secure_start_in_a_folder_removed_since_is_refused_too(tmp_path):
     gone = tmp_path / "gone"
     gone.mkdir()
     out = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$0" "$@"', console_script("vipu-server"),
-                          "--secure", "--ray", "off", "--port", "0", "--metrics-port", "-1", "--state-dir",
+                          "--secure", "--ray", "local", "--port", "0", "--metrics-port", "-1", "--state-dir",
                           str(tmp_path / "state")], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stderr.startswith(
         "vipu-server: error: --secure: its working directory cannot be looked at (No such file or directory); "), \
         out.stderr
     assert not (tmp_path / "state").exists()
+
+
+def test_a_secure_start_without_ray_is_not_refused_for_its_folder(tmp_path):
+    """Without Ray nothing imports from the working directory (the supervisors start with -P from /): /tmp will do.
+    The start goes on to the next check, a TLS pair that is not there."""
+    shared = folder(tmp_path, "shared", 0o777)
+    missing = str(tmp_path / "no-such.pem")
+    out = subprocess.run([console_script("vipu-server"), "--secure", "--ray", "off", "--port", "0", "--metrics-port",
+                          "-1", "--state-dir", str(tmp_path / "state"), "--tls-cert", missing, "--tls-key", missing],
+                         cwd=shared, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--secure" not in out.stderr and "no-such.pem" in out.stderr, out.stderr

@@ -37,6 +37,7 @@ from vipu.validation import describe
 S = JobState
 PROGRESS_EVERY = 10.0  # seconds of wall time between two progress lines of a long replay
 PROGRESS_STEPS = 256  # steps between two readings of the timer, which costs a call
+UNCAPPED = ("max_jobs", "max_submit_jobs_per_user")  # a site config's fields a replay does not apply (replay_run)
 
 
 class _Replay:
@@ -219,7 +220,7 @@ def replay_run(trace_jobs: Sequence[TraceJob], pod: PodConfig, policy: str, conf
     # Every row of a trace is a submission its cluster accepted, so the queue caps that keep a live controller's
     # memory bounded (MaxJobCount, MaxSubmitJobs) refuse none of them: an overloaded trace (--compress 16, one
     # user's 60,000 jobs at once) stopped halfway with a live user's fix, "wait for some to finish".
-    uncapped = {"max_jobs": max(base.max_jobs, len(trace_jobs)), "max_submit_jobs_per_user": None}
+    uncapped = {"max_jobs": max(base.max_jobs, len(trace_jobs)), "max_submit_jobs_per_user": None}  # UNCAPPED's
     cfg = SchedulerConfig.model_validate({**base.model_dump(), **uncapped, "policy": policy,
                                           "policy_file": policy_file})
     run = _Replay(trace_jobs, pod, cfg, site=config is not None)

@@ -14,7 +14,7 @@ from vipu.hardware.pod_files import load_pod
 from vipu.replay.arrivals import Draws, drawn, runtime_kind
 from vipu.replay.generated_trace import IPUS_PER_GPU, generated_trace
 from vipu.replay.measures import BSLD_THRESHOLD
-from vipu.replay.run import ReplayRun, replay_run
+from vipu.replay.run import UNCAPPED, ReplayRun, replay_run
 from vipu.replay.summary import PAPER_COLUMNS, ReplayResult, format_table, paired_table, trace_waits
 from vipu.replay.trace_rows import Trace
 from vipu.replay.traces import (check_compression, check_ipus_per_gpu, check_limit_factor, compressed, load_trace,
@@ -156,7 +156,9 @@ def simulate_trace(trace_path: str | None, pod_name: str, policies: list[str],
             runs[i].append(min((replay_run(trace.jobs, pod, policy, config, timer, bsld_threshold, path, name,
                                            progress) for _ in range(max(1, repeat))),
                                key=lambda r: r.result.wall_seconds or 0.0))
-    changes = config.model_dump(mode="json", exclude_defaults=True) if config is not None and config_file else {}
+    # the queue caps a replay does not apply are no change its figures owe anything to
+    changes = {k: v for k, v in config.model_dump(mode="json", exclude_defaults=True).items()
+               if k not in UNCAPPED} if config is not None and config_file else {}
     return Simulation(traces[0], pod, [r[0].result for r in runs], str(trace_path or ""),
                       compression, runs, order, config_file, changes)
 

@@ -247,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             print(f"vipu-server: error: --machine-bundle {args.machine_bundle!r}: {e}", file=sys.stderr)
             return BAD_INPUT
-    problem = args.secure and working_dir_problem()
+    # with Ray only: the controller's own import path holds no working directory, and its supervisors start from /
+    problem = args.secure and args.ray != "off" and working_dir_problem()
     if problem:  # (working_dir.py says why)
         print(f"vipu-server: error: --secure: {problem}; Ray's workers import Python from the folder the controller"
               " starts in, as its user: start vipu-server in a folder only that user or root may write, e.g. `cd /`",

@@ -4,7 +4,8 @@ Why it matters: Ray puts the driver's working directory on every worker's sys.pa
 `code_paths.append(current_directory)`), ahead of the standard library, and the workers run as the controller's user
 (root, when programs run as their users). A `json.py` a user left in that folder would run with the controller's
 rights in every machine actor. The programs' supervisors and the local Ray's reaper are started with `-P` from "/"
-(hosts.py, local_ray.py); Ray's workers can only be given a safe folder to start from.
+(hosts.py, local_ray.py); Ray's workers can only be given a safe folder to start from. Only this host's folder is
+looked at: a Ray cluster's other nodes put the same path on their workers' sys.path, as it is on their own host.
 """
 
 from __future__ import annotations

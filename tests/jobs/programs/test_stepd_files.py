@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -256,6 +257,21 @@ def test_an_output_fifo_nobody_reads_is_refused_at_the_start_and_gets_no_line(tm
         os.close(reader)
 
 
+def test_an_output_path_that_is_a_socket_is_not_called_a_fifo():
+    """open() of a Unix socket fails ENXIO too, as a FIFO nobody reads does: no reader to start there."""
+    folder = tempfile.mkdtemp(dir="/tmp")  # a socket's path must fit in 107 characters
+    path = os.path.join(folder, "out.sock")
+    try:
+        with socket.socket(socket.AF_UNIX) as listening:
+            listening.bind(path)
+            with pytest.raises(StartError) as refused:
+                open_output(path, "output", None)
+        assert str(refused.value) == f"output file {path} is a socket or a device file that cannot be opened; give" \
+                                     " --output a file"
+    finally:
+        shutil.rmtree(folder)
+
+
 def test_what_the_program_prints_after_slurmstepds_line_follows_it(tmp_path):
     """Regression (walk44): the program's file was opened O_TRUNC alone, so what a TERM trap printed went to the
     program's own offset, over the CANCELLED line appended just before: `* JOB 11 ON ag00 CANCELLED AT ...`."""
@@ -326,6 +342,7 @@ def test_an_open_as_the_jobs_user_that_does_not_answer_fails_and_leaves_no_child
         with pytest.raises(OSError) as refused:
             open_as(str(fifo), NOBODY, os.O_WRONLY, answer_s=1.0)
         assert refused.value.errno == errno.ETIMEDOUT and time.monotonic() - started < 30
+        assert refused.value.strerror == "the open as its user did not answer in 1 s"  # not "Connection timed out"
         assert not [p for p in os.listdir("/proc") if p.isdigit() and ours_as_nobody(int(p))]  # killed, reaped
     finally:
         shutil.rmtree(home)

@@ -259,9 +259,12 @@ def open_output(path: str, what: str, fresh: list[str] | None = None, append: bo
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode | guard | os.O_NONBLOCK, 0o644)
         os.set_blocking(fd, True)  # the program writes as to any file
     except OSError as e:
-        if e.errno == errno.ENXIO:
+        if e.errno == errno.ENXIO and _is_fifo(path):
             raise StartError(f"{what} file {path} is a FIFO that nobody reads, and the job would wait on it for ever;"
                              f" start its reader first, or give --{what} a file") from None
+        if e.errno == errno.ENXIO:  # a Unix socket, or a device with nothing behind it: open() can write to neither
+            raise StartError(f"{what} file {path} is a socket or a device file that cannot be opened; give --{what}"
+                             " a file") from None
         if fresh is not None and e.errno in (errno.EEXIST, errno.ELOOP):
             raise StartError(f"{what} file {path} appeared as the run started (a file or a symlink the controller did"
                              f" not make for this job), and is not written over: remove it, or give --{what} a new"
@@ -270,6 +273,13 @@ def open_output(path: str, what: str, fresh: list[str] | None = None, append: bo
     if fresh is not None and path in fresh and mark is not None:  # made now, as the controller's user
         mark_writer(fd, mark)
     return fd
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def supervise(pid: int, kill_wait_s: float, stop_r: int, starter: int, commands: Lines | None = None,

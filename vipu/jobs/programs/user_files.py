@@ -46,4 +46,6 @@ def open_as(path: str, user: dict | None, flags: int, answer_s: float = ANSWER_S
     if fds:
         return fds[0]
     code = int(message or b"0") or errno.EACCES  # (nothing said: the child died before it could)
+    if code == errno.ETIMEDOUT:  # strerror's "Connection timed out" would send `vipu logs`' reader to the network
+        raise OSError(code, f"the open as its user did not answer in {answer_s:g} s")
     raise FileNotFoundError(code, os.strerror(code)) if code == errno.ENOENT else OSError(code, os.strerror(code))
