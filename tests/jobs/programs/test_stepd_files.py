@@ -3,15 +3,17 @@ user, never through a symlink and never over a file that appeared after the cont
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import signal
 import socket
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from vipu.jobs.programs.stepd import StartError, open_output, said_stopped
+from vipu.jobs.programs.stepd import StartError, open_output, said_stopped, start
 
 
 def test_a_file_that_appeared_after_the_check_is_not_written_over(tmp_path):
@@ -356,3 +358,46 @@ def ours_as_nobody(pid: int) -> bool:
     except OSError:
         return False
     return int(fields["PPid"]) == os.getpid() and int(fields["Uid"].split()[0]) == NOBODY["uid"]
+
+
+def test_a_program_stopped_before_its_exec_is_killed_and_its_start_fails(tmp_path, monkeypatch):
+    """Regression (rev42c): the job's user stopped the supervisor's child between its setuid and its exec (kill -STOP
+    -1); the supervisor read its pipe for ever, so neither a cancel nor the time limit could end the job."""
+    from vipu.jobs.programs import stepd
+
+    monkeypatch.setattr(stepd, "become", lambda launch, script: os.kill(os.getpid(), signal.SIGSTOP))
+    monkeypatch.setattr(stepd, "until_exec", functools.partial(stepd.until_exec, wait_s=0.5))
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n")
+    forked = forks(monkeypatch)
+    with pytest.raises(StartError, match=r"stopped before its exec and was killed after 60 s \(a kill -STOP"):
+        stepd.start({}, script)
+    assert not script.exists()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(forked[0], os.WNOHANG)  # killed and reaped: nothing left behind, stopped or not
+
+
+def test_a_program_that_cannot_start_says_why_and_is_reaped(tmp_path, monkeypatch):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/nonexistent/shell\n")
+    script.chmod(0o755)
+    launch = {"cwd": str(tmp_path), "stdout": str(tmp_path / "out"), "env": {"PATH": os.environ["PATH"]}}
+    forked = forks(monkeypatch)
+    with pytest.raises(StartError, match="its interpreter /nonexistent/shell .* does not exist on"):
+        start(launch, script)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(forked[0], os.WNOHANG)
+
+
+def forks(monkeypatch) -> list[int]:
+    """The pids this process forks from now on."""
+    forked, fork = [], os.fork
+
+    def recorded() -> int:
+        pid = fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", recorded)
+    return forked

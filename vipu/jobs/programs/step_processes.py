@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import time
 
 from vipu.jobs.programs.run_locks import GONE_WAIT_S
 
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+EXEC_WAIT_S = 60.0  # from a program's fork to its exec: our own code, unless the job's user stops it in between
 
 
 def become_subreaper() -> bool:
@@ -76,6 +78,26 @@ def kill(pid: int, sig: int) -> None:
         os.kill(pid, sig)
     except (ProcessLookupError, PermissionError):  # gone since /proc was read
         pass
+
+
+def until_exec(pid: int, pipe: int, wait_s: float = EXEC_WAIT_S) -> str | None:
+    """What a forked child wrote on its close-on-exec `pipe` (closed here): "" once it exec'd, else why it could not,
+    the child reaped. None, the child killed and reaped, if it did neither in `wait_s`: after its setuid the job's user
+    may stop it (kill -STOP -1), and a supervisor waiting for ever could neither start nor stop the job."""
+    deadline, said = time.monotonic() + wait_s, b""
+    try:
+        while select.select([pipe], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            chunk = os.read(pipe, 4096)
+            if not chunk:
+                if said:
+                    os.waitpid(pid, 0)
+                return said.decode(errors="replace")
+            said += chunk
+    finally:
+        os.close(pipe)
+    kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
 
 
 def reap() -> dict[int, int]:

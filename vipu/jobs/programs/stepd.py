@@ -43,7 +43,8 @@ from vipu.jobs.programs.login_environment import with_login
 from vipu.jobs.programs.run_exits import exit_path, record_exit
 from vipu.jobs.programs.run_locks import hold, let_go, lock_path
 from vipu.jobs.programs.spool import is_own
-from vipu.jobs.programs.step_processes import become_subreaper, below, end_all, kill, reap, signal_all
+from vipu.jobs.programs.step_processes import (EXEC_WAIT_S, become_subreaper, below, end_all, kill, reap, signal_all,
+                                               until_exec)
 
 
 def main() -> int:
@@ -181,12 +182,11 @@ def start(launch: dict, script: Path) -> int:
             os.write(err_w, str(e).encode() or type(e).__name__.encode())
         os._exit(127)
     os.close(err_w)
-    with os.fdopen(err_r, "rb") as pipe:
-        why = pipe.read().decode(errors="replace")
-    if why:
-        os.waitpid(pid, 0)
+    why = until_exec(pid, err_r)
+    if why != "":
         script.unlink(missing_ok=True)
-        raise StartError(why)
+        raise StartError(why or f"the program's process stopped before its exec and was killed after {EXEC_WAIT_S:.0f} s"
+                                " (a kill -STOP from the job's user?); submit it again")
     return pid
 
 
