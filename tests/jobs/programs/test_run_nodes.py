@@ -17,13 +17,16 @@ import os
 import signal
 import shutil
 import tempfile
+import threading
 import time
+import traceback
 
 import pytest
 import ray
 
 from vipu.access import ANYONE
 from vipu.control.job_ops import SubmitRequest
+from vipu.control.lock import StateLock
 from vipu.control.queue_rebuild import recover_stored
 from vipu.control.startup import DATABASE, open_plane
 from vipu.jobs.programs.program_record import ProgramRecord
@@ -68,7 +71,40 @@ def controller_tmp(tmp_path, monkeypatch):
     return elsewhere
 
 
-def test_a_runs_end_recorded_on_its_node_is_read_there_once_ray_is_connected(ray_session, tmp_path, controller_tmp):
+@pytest.fixture
+def asked_under_lock(monkeypatch):
+    """The calls into Ray that run_nodes.py made while its thread held the state lock, which every RPC waits for:
+    none may be, since a node may take ASK_WAIT_S to answer (or never). Regression: a restart's recovery asked each
+    run's node under the lock, one after another, and so did the end of an old run's KillWait."""
+    holders, asked = set(), []
+    enter, leave, get, wait = StateLock.__enter__, StateLock.__exit__, ray.get, ray.wait
+
+    def entered(lock):
+        held = enter(lock)
+        holders.add(threading.get_ident())
+        return held
+
+    def left(lock, *exc):
+        holders.discard(threading.get_ident())
+        return leave(lock, *exc)
+
+    def watched(call):
+        def called(*args, **kwargs):
+            where = [f for f in traceback.extract_stack() if f.filename.endswith(os.path.join("programs", "run_nodes.py"))]
+            if threading.get_ident() in holders and where:
+                asked.append(f"{call.__name__} in {where[-1].name}")
+            return call(*args, **kwargs)
+        return called
+
+    monkeypatch.setattr(StateLock, "__enter__", entered)
+    monkeypatch.setattr(StateLock, "__exit__", left)
+    monkeypatch.setattr(ray, "get", watched(get))
+    monkeypatch.setattr(ray, "wait", watched(wait))
+    return asked
+
+
+def test_a_runs_end_recorded_on_its_node_is_read_there_once_ray_is_connected(ray_session, tmp_path, controller_tmp,
+                                                                              asked_under_lock):
     state = tmp_path / "state"
     plane = on_ray(state)
     spec = {"ipus": 1, "time_limit": "5m", "requeue": False,
@@ -117,6 +153,7 @@ def test_a_runs_end_recorded_on_its_node_is_read_there_once_ray_is_connected(ray
         try:
             assert again.scheduler.table.jobs[ran].exit_code == 3
             assert again.runners["command"].record(lost).ended == ended
+            assert asked_under_lock == []
         finally:
             stopped(again)
     finally:
@@ -127,7 +164,8 @@ def test_a_runs_end_recorded_on_its_node_is_read_there_once_ray_is_connected(ray
 DEAF_TO_TERM = "#!/bin/bash\ntrap '' TERM\necho $$ > pid\nwhile true; do sleep 0.02; done\n"
 
 
-def test_a_run_still_ending_on_its_node_keeps_its_partition_after_the_restart(ray_session, tmp_path, controller_tmp):
+def test_a_run_still_ending_on_its_node_keeps_its_partition_after_the_restart(ray_session, tmp_path, controller_tmp,
+                                                                              asked_under_lock):
     """The restarted controller keeps the partition of a run whose supervisor still holds its lock on the run's
     node (its program in KillWait), as it does for one on its own machine (run_locks.py); once it has gone, the
     partition goes and the run's ExitCode is what its node recorded. Regression: only the controller's own
@@ -155,6 +193,7 @@ def test_a_run_still_ending_on_its_node_keeps_its_partition_after_the_restart(ra
             wait_until(lambda: not restarted.controller.state.partitions)  # its node's lock let go: the IPUs too
             ended = restarted.scheduler.table.jobs[job]
             assert (ended.state, ended.exit_code, ended.exit_signal) == (JobState.NODE_FAIL, 0, 9)
+            assert asked_under_lock == []
         finally:
             stopped(restarted)
     finally:
