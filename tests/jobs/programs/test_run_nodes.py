@@ -160,6 +160,39 @@ def test_a_runs_end_recorded_on_its_node_is_read_there_once_ray_is_connected(ray
         shutil.rmtree(spool, ignore_errors=True)
 
 
+def test_a_restart_without_ray_says_why_a_run_on_a_ray_node_ended_unknown(tmp_path, controller_tmp):
+    """A run stored as on a Ray node, restarted with --ray off: it ends NODE_FAIL at the restart, its exit code
+    unknown, and its record says why (`vipu show job`: Ended=). Regression: nothing said why."""
+    state = tmp_path / "state"
+    plane = open_plane("bow-pod16", state, "127.0.0.1", 8090)
+    spec = {"ipus": 1, "time_limit": "5m", "requeue": False,
+            "workload": {"kind": "command", "script": ENDS_ON_TERM, "submit_dir": str(tmp_path)}}
+    [done] = plane.jobs.submit([SubmitRequest(json.dumps(spec).encode(), {})], ANYONE)
+    job = done.jobs[0].id
+    plane.step()
+    spool = plane.runners["command"].spool
+    try:
+        wait_until(lambda: (tmp_path / f"started-{job}").exists())
+        stopped(plane)
+        store = Store(state / DATABASE)
+        moved = store.get("program_run", str(job), ProgramRecord).model_copy(
+            update={"node": GONE, "node_address": "192.0.2.2"})
+        store.commit([("program_run", str(job), moved)], [])  # as if it had run on a Ray node
+        store.close()
+        controller_tmp()
+        restarted = open_plane("bow-pod16", state, "127.0.0.1", 8090)
+        try:
+            ended = restarted.scheduler.table.jobs[job]
+            assert (ended.state, ended.exit_code) == (JobState.NODE_FAIL, None)
+            assert restarted.runners["command"].record(job).summary()["ended"] == (
+                f"the controller restarted not connected to Ray (--ray off), so its Ray node (192.0.2.2, Ray node {GONE})"
+                " was not asked how its program ended")
+        finally:
+            stopped(restarted)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+
+
 # deaf to SIGTERM: only a SIGKILL ends it (the test's, long before KillWait's)
 DEAF_TO_TERM = "#!/bin/bash\ntrap '' TERM\necho $$ > pid\nwhile true; do sleep 0.02; done\n"
 

@@ -327,10 +327,9 @@ class ProgramRuns:
         return recorded_end(self.spool, job) or self.nodes.recorded_end(job, self.record(job.id), self.ctx.store)
 
     def ask_ends(self, jobs, left: bool = True) -> None:
-        """With Ray, before recorded_end and a stop run for `jobs` under the state lock: their runs' nodes asked
+        """Before recorded_end and a stop run for `jobs` under the state lock: their runs' Ray nodes asked
         (run_nodes.py)."""
-        if self.ctx.machines.pool is not None:
-            self.nodes.ask(jobs, self.record, left)
+        self.nodes.ask(jobs, self.record, left, connected=self.ctx.machines.pool is not None)
 
     def forget(self, job_id: int) -> None:
         run = self.runs.get(job_id)

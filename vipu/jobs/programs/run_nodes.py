@@ -66,29 +66,33 @@ class RunNodes:
         with self._lock:
             return list(self._actors.values())
 
-    def ask(self, jobs, record_of: Callable[[int], ProgramRecord | None], left: bool = True) -> None:
+    def ask(self, jobs, record_of: Callable[[int], ProgramRecord | None], left: bool = True,
+            connected: bool = True) -> None:
         """Ask the nodes of the jobs' latest runs (their records: `record_of(job id)`) what their supervisors recorded
         of their programs' ends and (`left`) which of them still hold their locks, all at once and ASK_WAIT_S for
         them all, the answers kept for recorded_end and left_running. Why apart: those run under the state lock,
         which must not wait on a node (every RPC waits for it), nor a restart wait ASK_WAIT_S a run on a node that
-        answers slowly."""
-        import ray
-
-        live = live_nodes()
+        answers slowly. Not `connected` (--ray off): none asked, each record saying so."""
+        live = live_nodes() if connected else {}
         asked = {}  # the call's ref -> (job id, its record, its node's name, what was asked)
         for job_id, record in [(job.id, record_of(job.id)) for job in jobs]:
             if record is None or not record.node:
                 continue
             named = f"{record.node_address or 'address unknown'}, Ray node {record.node}"
-            if record.node not in live:  # (its processes went with it: none left running)
+            if not connected or record.node not in live:  # (gone: its processes went with it, none left running)
                 self._told(job_id, record, None, f"its Ray node ({named}) has left the Ray cluster, and with it the"
-                           " record of how its program ended")
+                           " record of how its program ended" if connected else "the controller restarted not connected to"
+                           f" Ray (--ray off), so its Ray node ({named}) was not asked how its program ended")
                 continue
             actor = self.steps(record.node)
             asked[actor.recorded_exit.remote(record.spool, job_id, record.run)] = (job_id, record, named, "exit")
             if left:
                 asked[actor.left_running.remote(record.spool, job_id)] = (job_id, record, named, "left")
-        ready, late = ray.wait(list(asked), num_returns=len(asked), timeout=ASK_WAIT_S) if asked else ([], [])
+        if not asked:
+            return
+        import ray
+
+        ready, late = ray.wait(list(asked), num_returns=len(asked), timeout=ASK_WAIT_S)
         for ref in [*ready, *late]:
             job_id, record, named, what = asked[ref]
             try:
