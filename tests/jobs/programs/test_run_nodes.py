@@ -52,6 +52,15 @@ def on_ray(state, **options):
     return plane
 
 
+def started(plane, script: str, folder) -> tuple[int, str]:
+    """A job running `script` in `folder` submitted and started: its id, and its runs' spool."""
+    spec = {"ipus": 1, "time_limit": "5m", "requeue": False,
+            "workload": {"kind": "command", "script": script, "submit_dir": str(folder)}}
+    [done] = plane.jobs.submit([SubmitRequest(json.dumps(spec).encode(), {})], ANYONE)
+    plane.step()
+    return done.jobs[0].id, plane.runners["command"].spool
+
+
 def stopped(plane) -> None:
     """As the controller's process ends: its runs stopped, then its actors gone (those of its runs' nodes too)."""
     plane.stop()
@@ -165,12 +174,7 @@ def test_a_restart_without_ray_says_why_a_run_on_a_ray_node_ended_unknown(tmp_pa
     unknown, and its record says why (`vipu show job`: Ended=). Regression: nothing said why."""
     state = tmp_path / "state"
     plane = open_plane("bow-pod16", state, "127.0.0.1", 8090)
-    spec = {"ipus": 1, "time_limit": "5m", "requeue": False,
-            "workload": {"kind": "command", "script": ENDS_ON_TERM, "submit_dir": str(tmp_path)}}
-    [done] = plane.jobs.submit([SubmitRequest(json.dumps(spec).encode(), {})], ANYONE)
-    job = done.jobs[0].id
-    plane.step()
-    spool = plane.runners["command"].spool
+    job, spool = started(plane, ENDS_ON_TERM, tmp_path)
     try:
         wait_until(lambda: (tmp_path / f"started-{job}").exists())
         stopped(plane)
@@ -205,12 +209,7 @@ def test_a_run_still_ending_on_its_node_keeps_its_partition_after_the_restart(ra
     machine was looked at, so the IPUs were let go while the program still ran."""
     state = tmp_path / "state"
     plane = on_ray(state, kill_wait_s=60.0)
-    spec = {"ipus": 1, "time_limit": "5m", "requeue": False,
-            "workload": {"kind": "command", "script": DEAF_TO_TERM, "submit_dir": str(tmp_path)}}
-    [done] = plane.jobs.submit([SubmitRequest(json.dumps(spec).encode(), {})], ANYONE)
-    job = done.jobs[0].id
-    plane.step()
-    spool = plane.runners["command"].spool
+    job, spool = started(plane, DEAF_TO_TERM, tmp_path)
     try:
         wait_until(lambda: (tmp_path / "pid").exists())
         stopped(plane)  # its supervisor sends SIGTERM, which the program does not hear
