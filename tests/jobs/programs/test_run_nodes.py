@@ -16,6 +16,8 @@ import json
 import os
 import signal
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -230,3 +232,28 @@ def test_a_run_still_ending_on_its_node_keeps_its_partition_after_the_restart(ra
             stopped(restarted)
     finally:
         shutil.rmtree(spool, ignore_errors=True)
+
+
+def test_a_ray_cluster_that_does_not_answer_leaves_a_runs_end_unknown_saying_why(tmp_path):
+    """Asking runs' nodes when Ray's GCS does not answer (here: none was ever started in the process) says why in each
+    run's record, and returns. Regression: the error went up through the restart's recovery (vipu-server exited, and
+    would again at each start while Ray stays so) or the thread that ends an old run, which then never let go of its
+    partition."""
+    code = """
+from pathlib import Path
+from types import SimpleNamespace
+from vipu.store import Store
+from vipu.jobs.programs.program_record import ProgramRecord
+from vipu.jobs.programs.run_nodes import RunNodes
+record = ProgramRecord(name="7", run=1, output="out", node="n1", node_address="192.0.2.2", spool="/tmp/spool")
+nodes = RunNodes()
+nodes.ask([SimpleNamespace(id=7)], lambda job_id: record)
+store = Store(Path("state.db"))
+assert nodes.recorded_end(SimpleNamespace(id=7, runs_started=1), record, store) is None
+print(store.get("program_run", "7", ProgramRecord).ended)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT_S, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("the Ray cluster did not say which nodes are live (RaySystemError: ")
+    assert done.stdout.rstrip().endswith(", so its Ray node (192.0.2.2, Ray node n1) was not asked how its program"
+                                         " ended")

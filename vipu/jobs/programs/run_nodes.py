@@ -73,16 +73,19 @@ class RunNodes:
         them all, the answers kept for recorded_end and left_running. Why apart: those run under the state lock,
         which must not wait on a node (every RPC waits for it), nor a restart wait ASK_WAIT_S a run on a node that
         answers slowly. Not `connected` (--ray off): none asked, each record saying so."""
-        live = live_nodes() if connected else {}
+        runs = [(job.id, record) for job in jobs if (record := record_of(job.id)) is not None and record.node]
+        unasked = None if connected else "the controller restarted not connected to Ray (--ray off)"
+        try:
+            live = live_nodes() if runs and connected else {}
+        except Exception as e:  # noqa: BLE001 - Ray's GCS gone: a caller (a restart, an old run's end) goes on
+            live, unasked = {}, f"the Ray cluster did not say which nodes are live ({type(e).__name__}: {e})"
         asked = {}  # the call's ref -> (job id, its record, its node's name, what was asked)
-        for job_id, record in [(job.id, record_of(job.id)) for job in jobs]:
-            if record is None or not record.node:
-                continue
+        for job_id, record in runs:
             named = f"{record.node_address or 'address unknown'}, Ray node {record.node}"
-            if not connected or record.node not in live:  # (gone: its processes went with it, none left running)
+            if unasked is not None or record.node not in live:  # (gone: its processes went with it, none left)
                 self._told(job_id, record, None, f"its Ray node ({named}) has left the Ray cluster, and with it the"
-                           " record of how its program ended" if connected else "the controller restarted not connected to"
-                           f" Ray (--ray off), so its Ray node ({named}) was not asked how its program ended")
+                           " record of how its program ended" if unasked is None else
+                           f"{unasked}, so its Ray node ({named}) was not asked how its program ended")
                 continue
             actor = self.steps(record.node)
             asked[actor.recorded_exit.remote(record.spool, job_id, record.run)] = (job_id, record, named, "exit")
@@ -96,7 +99,7 @@ class RunNodes:
         for ref in [*ready, *late]:
             job_id, record, named, what = asked[ref]
             try:
-                answer, why = (ray.get(ref, timeout=0), None) if ref in ready else (None, f"within {ASK_WAIT_S:g} s")
+                answer, why = (ray.get(ref, timeout=0), None) if ref in ready else (None, f"no answer within {ASK_WAIT_S:g} s")
             except Exception as e:  # noqa: BLE001 - a node going as it is asked: as if gone
                 answer, why = None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             if what == "exit":
