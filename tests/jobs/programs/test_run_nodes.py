@@ -101,7 +101,8 @@ def asked_under_lock(monkeypatch):
 
     def watched(call):
         def called(*args, **kwargs):
-            where = [f for f in traceback.extract_stack() if f.filename.endswith(os.path.join("programs", "run_nodes.py"))]
+            here = os.path.join("programs", "run_nodes.py")
+            where = [f for f in traceback.extract_stack() if f.filename.endswith(here)]
             if threading.get_ident() in holders and where:
                 asked.append(f"{call.__name__} in {where[-1].name}")
             return call(*args, **kwargs)
@@ -191,8 +192,8 @@ def test_a_restart_without_ray_says_why_a_run_on_a_ray_node_ended_unknown(tmp_pa
             ended = restarted.scheduler.table.jobs[job]
             assert (ended.state, ended.exit_code) == (JobState.NODE_FAIL, None)
             assert restarted.runners["command"].record(job).summary()["ended"] == (
-                f"the controller restarted not connected to Ray (--ray off), so its Ray node (192.0.2.2, Ray node {GONE})"
-                " was not asked how its program ended")
+                "the controller restarted not connected to Ray (--ray off), so its Ray node"
+                f" (192.0.2.2, Ray node {GONE}) was not asked how its program ended")
         finally:
             stopped(restarted)
     finally:

@@ -95,11 +95,12 @@ class RunNodes:
             return
         import ray
 
-        ready, late = ray.wait(list(asked), num_returns=len(asked), timeout=ASK_WAIT_S)
-        for ref in [*ready, *late]:
-            job_id, record, named, what = asked[ref]
+        ready = set(ray.wait(list(asked), num_returns=len(asked), timeout=ASK_WAIT_S)[0])
+        for ref, (job_id, record, named, what) in asked.items():
+            answer, why = None, f"no answer within {ASK_WAIT_S:g} s"
             try:
-                answer, why = (ray.get(ref, timeout=0), None) if ref in ready else (None, f"no answer within {ASK_WAIT_S:g} s")
+                if ref in ready:
+                    answer, why = ray.get(ref, timeout=0), None
             except Exception as e:  # noqa: BLE001 - a node going as it is asked: as if gone
                 answer, why = None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             if what == "exit":
