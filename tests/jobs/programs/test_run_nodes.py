@@ -153,6 +153,8 @@ def test_a_runs_end_recorded_on_its_node_is_read_there_once_ray_is_connected(ray
             assert read.end_time == pytest.approx(recorded["at"], abs=0.01)  # the program's end, not the restart's
             assert read.end_time - started < time.time() - started - 0.01
             assert "as recorded where it ran" in read.recovery
+            restarted.runners["command"].forget(ran)  # its end written, the job left memory (scheduler/purge.py)
+            wait_until(lambda: not exit_path(spool, ran, 1).exists())  # so the record read on its node goes
             gone = restarted.scheduler.table.jobs[lost]
             assert (gone.state, gone.exit_code) == (JobState.NODE_FAIL, None)
             assert gone.end_time > recorded["at"]  # the restart's

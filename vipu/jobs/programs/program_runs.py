@@ -336,6 +336,7 @@ class ProgramRuns:
         if run is not None and run.finished.is_set():
             del self.runs[job_id]
         forget_exits(self.spool, job_id)  # those a restart read, or whose end waited for the store: written now
+        self.nodes.forget(job_id)
 
     def record(self, job_id: int) -> ProgramRecord | None:
         run = self.runs.get(job_id)

@@ -23,6 +23,7 @@ from typing import Callable
 
 from vipu.jobs.programs.hosts import NodeSteps
 from vipu.jobs.programs.program_record import ProgramRecord
+from vipu.jobs.programs.run_exits import exit_path
 from vipu.jobs.programs.run_locks import when_gone
 from vipu.scheduler.workload import RunExit
 
@@ -39,6 +40,7 @@ class RunNodes:
         self._exits: dict[tuple[int, int], tuple[dict | None, str | None]] = {}  # (job id, run) -> its end, or why
         # none: its node's answer to ask(), until recorded_end reads it
         self._left: dict[int, dict[str, int]] = {}  # job id -> its runs' locks still held (lock -> pid), as ask()'s
+        self._read: dict[int, tuple[str, str]] = {}  # job id -> (node, exit record) recorded_end read, until forget
         self._lock = threading.Lock()
 
     def host(self, fleet, machines: list[int]) -> tuple[object, str, str]:
@@ -129,7 +131,19 @@ class RunNodes:
         if why is not None:
             record.ended = why
             store.commit([("program_run", record.name, record)], [])
-        return None if found is None else RunExit(found["at"], found["exit_code"], found["signal"])
+        if found is None:
+            return None
+        with self._lock:
+            self._read[job.id] = (record.node, str(exit_path(record.spool, job.id, record.run)))
+        return RunExit(found["at"], found["exit_code"], found["signal"])
+
+    def forget(self, job_id: int) -> None:
+        """The job left the controller's memory, its end written: the exit record recorded_end read on its node goes,
+        as one read on this machine does (not waited for: the caller holds the state lock)."""
+        with self._lock:
+            read = self._read.pop(job_id, None)
+        if read is not None:
+            self.steps(read[0]).forget_exit.remote(read[1])
 
     def left_running(self, record: ProgramRecord | None, job_id: int) -> tuple[dict, Callable]:
         """The job's runs whose supervisors still held their locks on the node of its run `record` when ask() asked
