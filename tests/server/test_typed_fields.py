@@ -76,8 +76,9 @@ def proto_fields(message: type[Message]) -> set[str]:
 ])
 def test_each_typed_message_covers_its_models_fields(model, message):
     """A field added to a spec model or a record without its proto field fails here, before a client misses it.
-    Left out on purpose: what the summaries leave out (a run's steps and reports; `vipu logs` has them)."""
-    left_out = {"steps", "reports", "step"}
+    Left out on purpose: what the summaries leave out (a run's steps and reports, `vipu logs` has them; a program
+    run's node address and spool, which only a restart reads)."""
+    left_out = {"steps", "reports", "step", "node_address", "spool"}
     missing = [name for name in model.model_fields if name not in left_out
                and not (set(SPECIAL.get(name, (name,))) <= proto_fields(message))]
     assert missing == []
@@ -349,3 +350,13 @@ def test_a_kind_sent_as_a_struct_keeps_its_whole_numbers_whole():
     assert back == sent and type(back["n"]) is int and [type(v) for v in back["sizes"]] == [int, int]
     assert type(back["deep"]["m"]) is int and back["deep"]["x"] == 0.5
     assert Later.model_validate({k: v for k, v in back.items() if k != "deep"}).n == 4
+
+
+def test_a_run_summary_has_no_field_a_summary_leaves_out():
+    """A RunSummary field named after a program run's record field that its summary() leaves out would never be
+    set, while its comment said what it carries. Regression: node_address and spool were such fields."""
+    record = ProgramRecord(name="1", run=1, output="out")
+    never_set = set(ProgramRecord.model_fields) - set(record.summary()) - {"steps", "name"}  # (name: a training
+    # run's summary sets it)
+    assert never_set == {"node_address", "spool"}
+    assert never_set & proto_fields(r.RunSummary) == set()

@@ -27,9 +27,13 @@ def recover_stored(plane: ControlPlane) -> None:
     the runs that ended while no controller heard may have left their ends on other nodes, which only a connected
     controller can ask (jobs/programs/run_nodes.py), so vipu-server calls it once Ray is connected, before it
     serves."""
-    records, plane.unrecovered = plane.unrecovered, None
-    if records is not None:
-        with plane.lock, cycle_collection_paused():
+    ran = [r for k, r in plane.unrecovered or () if k == "job" and r.state is JobState.RUNNING]
+    for kind, runner in plane.runners.items():  # what they ask of other nodes, asked without the lock
+        if hasattr(runner, "ask_ends"):
+            runner.ask_ends([job for job in ran if job.spec.workload.kind == kind])
+    with plane.lock, cycle_collection_paused():
+        records, plane.unrecovered = plane.unrecovered, None  # (a rollback meanwhile may have loaded them again)
+        if records is not None:
             recover_jobs(plane, records)
 
 

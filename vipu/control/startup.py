@@ -1,9 +1,5 @@
-"""Opening a state folder: the store, the Pod it belongs to, and the controller and queue rebuilt from its records.
-
-Jobs that were running when the last process died keep running if their partition survived and their workload kind
-can resume (sleep and hold: their timers resume against the original start, so they end when they would have);
-the others, training runs included, end NODE_FAIL and are requeued under the same id if their spec allows
-(vipu/control/queue_rebuild.py, vipu/scheduler/recovery.py). Each says which in its recovery note.
+"""Opening a state folder: the store, the Pod it belongs to, and the controller and queue rebuilt from its records
+(the queue: vipu/control/queue_rebuild.py says which running jobs go on and which end, and when with Ray).
 """
 
 from __future__ import annotations

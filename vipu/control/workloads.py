@@ -70,7 +70,8 @@ class RunContext:
 class Runner(Protocol):
     """Carries out the runs of one workload kind in the live controller. One whose runs may end while no controller
     hears also has `recorded_end(job) -> RunExit | None`: how the job's latest run ended, as recorded where it ran
-    (a program's supervisor's file), for the restart that ends it (control/queue_rebuild.py)."""
+    (a program's supervisor's file), for the restart that ends it (control/queue_rebuild.py); and
+    `ask_ends(jobs)`, called first without the state lock: what recorded_end needs of other machines is asked there."""
 
     def start(self, start: StartJob) -> Ending | None:
         """Start a run (called under the lock, its partition made); returns its end if known now."""

@@ -57,7 +57,7 @@ class JobPriority(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., user: _Optional[str] = ..., total: _Optional[float] = ..., age: _Optional[float] = ..., fairshare: _Optional[float] = ..., job_size: _Optional[float] = ..., qos: _Optional[float] = ..., nice: _Optional[int] = ...) -> None: ...
 
 class RunSummary(_message.Message):
-    __slots__ = ("run", "result", "error", "ended", "environment", "earlier_runs", "modelled", "losses", "output", "node", "failure", "steps_reported", "ipu_usage", "emulated_step_s", "usage_legend", "name", "emulated_step", "node_address", "spool")
+    __slots__ = ("run", "result", "error", "ended", "environment", "earlier_runs", "modelled", "losses", "output", "node", "failure", "steps_reported", "ipu_usage", "emulated_step_s", "usage_legend", "name", "emulated_step")
     RUN_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -75,8 +75,6 @@ class RunSummary(_message.Message):
     USAGE_LEGEND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     EMULATED_STEP_FIELD_NUMBER: _ClassVar[int]
-    NODE_ADDRESS_FIELD_NUMBER: _ClassVar[int]
-    SPOOL_FIELD_NUMBER: _ClassVar[int]
     run: int
     result: TrainingResult
     error: str
@@ -94,9 +92,7 @@ class RunSummary(_message.Message):
     usage_legend: str
     name: str
     emulated_step: _duration_pb2.Duration
-    node_address: str
-    spool: str
-    def __init__(self, run: _Optional[int] = ..., result: _Optional[_Union[TrainingResult, _Mapping]] = ..., error: _Optional[str] = ..., ended: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[Environment, _Mapping]]] = ..., earlier_runs: _Optional[_Iterable[str]] = ..., modelled: _Optional[_Union[ModelledSteps, _Mapping]] = ..., losses: _Optional[_Iterable[float]] = ..., output: _Optional[str] = ..., node: _Optional[str] = ..., failure: _Optional[str] = ..., steps_reported: _Optional[int] = ..., ipu_usage: _Optional[_Iterable[_Union[IpuUsage, _Mapping]]] = ..., emulated_step_s: _Optional[float] = ..., usage_legend: _Optional[str] = ..., name: _Optional[str] = ..., emulated_step: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., node_address: _Optional[str] = ..., spool: _Optional[str] = ...) -> None: ...
+    def __init__(self, run: _Optional[int] = ..., result: _Optional[_Union[TrainingResult, _Mapping]] = ..., error: _Optional[str] = ..., ended: _Optional[str] = ..., environment: _Optional[_Iterable[_Union[Environment, _Mapping]]] = ..., earlier_runs: _Optional[_Iterable[str]] = ..., modelled: _Optional[_Union[ModelledSteps, _Mapping]] = ..., losses: _Optional[_Iterable[float]] = ..., output: _Optional[str] = ..., node: _Optional[str] = ..., failure: _Optional[str] = ..., steps_reported: _Optional[int] = ..., ipu_usage: _Optional[_Iterable[_Union[IpuUsage, _Mapping]]] = ..., emulated_step_s: _Optional[float] = ..., usage_legend: _Optional[str] = ..., name: _Optional[str] = ..., emulated_step: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class Environment(_message.Message):
     __slots__ = ("variables",)

@@ -275,6 +275,7 @@ class ProgramRuns:
         supervisor recorded it (0:9 if it was SIGKILLed), as for a run stopped in this controller's life; its End
         stays the restart's, when it was stopped (the rest is Slurm's COMPLETING, no run time). Then its partition
         goes."""
+        self.ask_ends([job for job in [self.ctx.job(job_id)] if job is not None], left=False)  # without the lock
         with self.ctx.lock:
             job = self.ctx.job(job_id)
             started = None if job is None else job.latest_start  # (requeued meanwhile: its start is in its history)
@@ -321,22 +322,21 @@ class ProgramRuns:
 
     # -- what it left --------------------------------------------------------------------------------------------
     def recorded_end(self, job) -> RunExit | None:
-        """A restart's: how the job's latest run ended, as recorded in this machine's spool, else (Ray connected) on
-        the node its record names (run_nodes.py); None if neither has it."""
-        ended = recorded_end(self.spool, job)
-        record = None if ended is not None else self.record(job.id)  # (stored: a run from before the restart)
-        if record is None or not record.node or record.run != job.runs_started or self.ctx.machines.pool is None:
-            return ended
-        found = self.nodes.recorded_exit(record, job.id)
-        if record.ended is not None:
-            self.ctx.store.commit([("program_run", record.name, record)], [])
-        return None if found is None else RunExit(found["at"], found["exit_code"], found["signal"])
+        """A restart's: how the job's latest run ended, as recorded in this machine's spool, else on the node its
+        record names, as ask_ends heard it (run_nodes.py); None if neither has it."""
+        return recorded_end(self.spool, job) or self.nodes.recorded_end(job, self.record(job.id), self.ctx.store)
+
+    def ask_ends(self, jobs, left: bool = True) -> None:
+        """Before recorded_end and a stop run for `jobs` under the state lock: their runs' Ray nodes asked
+        (run_nodes.py)."""
+        self.nodes.ask(jobs, self.record, left, connected=self.ctx.machines.pool is not None)
 
     def forget(self, job_id: int) -> None:
         run = self.runs.get(job_id)
         if run is not None and run.finished.is_set():
             del self.runs[job_id]
         forget_exits(self.spool, job_id)  # those a restart read, or whose end waited for the store: written now
+        self.nodes.forget(job_id)
 
     def record(self, job_id: int) -> ProgramRecord | None:
         run = self.runs.get(job_id)

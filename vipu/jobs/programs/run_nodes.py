@@ -23,7 +23,9 @@ from typing import Callable
 
 from vipu.jobs.programs.hosts import NodeSteps
 from vipu.jobs.programs.program_record import ProgramRecord
+from vipu.jobs.programs.run_exits import exit_path
 from vipu.jobs.programs.run_locks import when_gone
+from vipu.scheduler.workload import RunExit
 
 log = logging.getLogger("vipu.programs")
 ASK_WAIT_S = 60.0  # for a node's actor to answer (its first call waits for a worker process to start there)
@@ -35,6 +37,10 @@ class RunNodes:
 
     def __init__(self) -> None:
         self._actors: dict[str, object] = {}  # Ray node id -> its NodeSteps actor
+        self._exits: dict[tuple[int, int], tuple[dict | None, str | None]] = {}  # (job id, run) -> its end, or why
+        # none: its node's answer to ask(), until recorded_end reads it
+        self._left: dict[int, dict[str, int]] = {}  # job id -> its runs' locks still held (lock -> pid), as ask()'s
+        self._read: dict[int, tuple[str, str]] = {}  # job id -> (node, exit record) recorded_end read, until forget
         self._lock = threading.Lock()
 
     def host(self, fleet, machines: list[int]) -> tuple[object, str, str]:
@@ -62,34 +68,92 @@ class RunNodes:
         with self._lock:
             return list(self._actors.values())
 
-    def recorded_exit(self, record: ProgramRecord, job_id: int) -> dict | None:
-        """What the supervisor of the run `record` names recorded of its program's end on its node
-        ({"exit_code", "signal", "at"}), or None: it recorded none, or its node is gone or did not answer (then
-        `record.ended` says so, for the caller to store)."""
+    def ask(self, jobs, record_of: Callable[[int], ProgramRecord | None], left: bool = True,
+            connected: bool = True) -> None:
+        """Ask the nodes of the jobs' latest runs (their records: `record_of(job id)`) what their supervisors recorded
+        of their programs' ends and (`left`) which of them still hold their locks, all at once and ASK_WAIT_S for
+        them all, the answers kept for recorded_end and left_running. Why apart: those run under the state lock,
+        which must not wait on a node (every RPC waits for it), nor a restart wait ASK_WAIT_S a run on a node that
+        answers slowly. Not `connected` (--ray off): none asked, each record saying so."""
+        runs = [(job.id, record) for job in jobs if (record := record_of(job.id)) is not None and record.node]
+        unasked = None if connected else "the controller restarted not connected to Ray (--ray off)"
+        try:
+            live = live_nodes() if runs and connected else {}
+        except Exception as e:  # noqa: BLE001 - Ray's GCS gone: a caller (a restart, an old run's end) goes on
+            live, unasked = {}, f"the Ray cluster did not say which nodes are live ({type(e).__name__}: {e})"
+        asked = {}  # the call's ref -> (job id, its record, its node's name, what was asked)
+        for job_id, record in runs:
+            named = f"{record.node_address or 'address unknown'}, Ray node {record.node}"
+            if unasked is not None or record.node not in live:  # (gone: its processes went with it, none left)
+                self._told(job_id, record, None, f"its Ray node ({named}) has left the Ray cluster, and with it the"
+                           " record of how its program ended" if unasked is None else
+                           f"{unasked}, so its Ray node ({named}) was not asked how its program ended")
+                continue
+            actor = self.steps(record.node)
+            asked[actor.recorded_exit.remote(record.spool, job_id, record.run)] = (job_id, record, named, "exit")
+            if left:
+                asked[actor.left_running.remote(record.spool, job_id)] = (job_id, record, named, "left")
+        if not asked:
+            return
         import ray
 
-        address = f"{record.node_address or 'address unknown'}, Ray node {record.node}"
-        if record.node not in live_nodes():
-            record.ended = (f"its Ray node ({address}) has left the Ray cluster, and with it the record of how its"
-                            " program ended")
-            log.warning("job %s: run %s: %s", job_id, record.run, record.ended)
+        ready = set(ray.wait(list(asked), num_returns=len(asked), timeout=ASK_WAIT_S)[0])
+        for ref, (job_id, record, named, what) in asked.items():
+            answer, why = None, f"no answer within {ASK_WAIT_S:g} s"
+            try:
+                if ref in ready:
+                    answer, why = ray.get(ref, timeout=0), None
+            except Exception as e:  # noqa: BLE001 - a node going as it is asked: as if gone
+                answer, why = None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            if what == "exit":
+                self._told(job_id, record, answer, None if why is None else f"its Ray node ({named}) did not say"
+                           f" how its program ended: {why}")
+            elif why is not None:
+                log.warning("job %s: the node of its run from before the restart (%s) did not say whether its program"
+                            " still runs (%s): its partition is let go", job_id, named, why)
+            else:
+                with self._lock:
+                    self._left[job_id] = answer
+
+    def _told(self, job_id: int, record: ProgramRecord, exit: dict | None, why: str | None) -> None:
+        if why is not None:
+            log.warning("job %s: run %s: %s", job_id, record.run, why)
+        with self._lock:
+            self._exits[(job_id, record.run)] = (exit, why)
+
+    def recorded_end(self, job, record: ProgramRecord | None, store) -> RunExit | None:
+        """How the job's latest run (`record`) ended, as its node told ask(); None if it did not say, then the record
+        stored saying why (`ended`) if its node was gone or silent."""
+        if record is None or not record.node or record.run != job.runs_started:
             return None
-        try:
-            return ray.get(self.steps(record.node).recorded_exit.remote(record.spool, job_id, record.run),
-                           timeout=ASK_WAIT_S)
-        except Exception as e:  # noqa: BLE001 - a node going as it is asked: as if gone
-            record.ended = (f"its Ray node ({address}) did not say how its program ended: {type(e).__name__}:"
-                            f" {str(e).splitlines()[0] if str(e) else ''}")
-            log.warning("job %s: run %s: %s", job_id, record.run, record.ended)
+        with self._lock:
+            found, why = self._exits.pop((job.id, record.run), (None, None))
+        if why is not None:
+            record.ended = why
+            store.commit([("program_run", record.name, record)], [])
+        if found is None:
             return None
+        with self._lock:
+            self._read[job.id] = (record.node, str(exit_path(record.spool, job.id, record.run)))
+        return RunExit(found["at"], found["exit_code"], found["signal"])
+
+    def forget(self, job_id: int) -> None:
+        """The job left the controller's memory, its end written: the exit record recorded_end read on its node goes,
+        as one read on this machine does (not waited for: the caller holds the state lock)."""
+        with self._lock:
+            read = self._read.pop(job_id, None)
+        if read is not None:
+            self.steps(read[0]).forget_exit.remote(read[1])
 
     def left_running(self, record: ProgramRecord | None, job_id: int) -> tuple[dict, Callable]:
-        """The job's runs whose supervisors still hold their locks on the node of its run `record` (lock -> pid), and
-        the run_locks.when_gone that watches them there; none when the record names no node or its node is gone (its
-        processes went with it)."""
+        """The job's runs whose supervisors still held their locks on the node of its run `record` when ask() asked
+        (lock -> pid), and the run_locks.when_gone that watches them there; none when the record names no node, its
+        node is gone (its processes went with it) or did not say."""
         import ray
 
-        if record is None or not record.node or record.node not in live_nodes():
+        with self._lock:
+            left = self._left.pop(job_id, {})
+        if record is None or not record.node or not left:
             return {}, when_gone
         actor = self.steps(record.node)
 
@@ -101,13 +165,6 @@ class RunNodes:
                             " partition is let go", job_id, record.node_address or record.node, type(e).__name__)
                 return []
 
-        try:
-            left = ray.get(actor.left_running.remote(record.spool, job_id), timeout=ASK_WAIT_S)
-        except Exception as e:  # noqa: BLE001 - as above
-            log.warning("job %s: the node of its run from before the restart (%s) did not say whether its program"
-                        " still runs (%s): its partition is let go", job_id, record.node_address or record.node,
-                        type(e).__name__)
-            return {}, when_gone
         return left, partial(when_gone, holding=holding, poll_s=NODE_POLL_S)
 
 
