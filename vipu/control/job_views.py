@@ -16,7 +16,7 @@ from vipu.errors import NotFound
 from vipu.partition.admin_records import DEFAULT_ALLOCATION
 from vipu.partition.ipu_status import completing_nodes, unavailable_nodes
 from vipu.partition.node_names import hostlist
-from vipu.partition.placement import largest_free_block, mask_of
+from vipu.partition.placement import block_mask, largest_free_block
 from vipu.partition.rules import job_holder, job_of_partition
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.job_record import Job, PriorityBreakdown
@@ -204,8 +204,10 @@ def partitions_by_hand(pod: PodState) -> Callable[[str | None, int], bool]:
         if allocation != DEFAULT_ALLOCATION and allocation not in pod.allocations:
             return False  # (removed under a snapshot taken before: the queue refuses that while a job asks for it)
         if allocation not in largest:
-            taken = mask_of(i for p in pod.partitions.values() if p.allocation == allocation and held(p)
-                            for i in p.ipus)
+            taken = 0
+            for p in pod.partitions.values():
+                if p.allocation == allocation and held(p):
+                    taken |= block_mask(p.first_ipu, p.size)
             largest[allocation] = largest_free_block(pod.capacity_mask(allocation) & ~taken, pod.pod.ipus) \
                 if taken else pod.pod.ipus
         return largest[allocation] < ipus
