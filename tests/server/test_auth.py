@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.cli.test_cli_e2e import run
+from tests.cli.test_jobs_e2e import wait_for
 from tests.conftest import LISTENING, console_script
 
 
@@ -50,7 +51,11 @@ def test_users_see_and_change_only_their_own(secure, tmp_path):
     submitted = run(server, "vipu", "submit", "--ipus", "4", "--time-limit", "5m", "--json", env=as_(alice))
     assert submitted.returncode == 0, submitted.stderr
     [job] = json.loads(submitted.stdout)["job_ids"]
-    assert run(server, "vipu", "create", "partition", "mine", "--size", "2", env=as_(alice)).returncode == 0
+    granted = run(server, "vipu-admin", "create", "allocation", "alices", "--agents", "ag15", "--users", "alice",
+                  env=as_(admin_key))
+    assert granted.returncode == 0, granted.stderr
+    made = run(server, "vipu", "create", "partition", "mine", "--size", "2", "--allocation", "alices", env=as_(alice))
+    assert made.returncode == 0, made.stderr
 
     listed = run(server, "vipu", "queue", "--json", env=as_(bob))
     assert listed.returncode == 0, listed.stderr
@@ -125,7 +130,6 @@ def test_an_allocation_that_names_users_is_theirs_and_a_removed_user_is_locked_o
     assert json.loads(run(server, "vipu", "queue", "--json", env=as_(admin_key)).stdout)["jobs"] == []
     assert run(server, "vipu", "create", "partition", "at", "--size", "4", "--allocation", "teamA",
                env=as_(alice)).returncode == 0
-    assert run(server, "vipu", "create", "partition", "bt", "--size", "4", env=as_(bob)).returncode == 0  # default
     assert run(server, "vipu", "create", "partition", "ct", "--size", "4", "--allocation", "teamC",
                env=as_(alice)).returncode == 0
     seen = {x["name"] for x in json.loads(run(server, "vipu", "list", "partitions", "--json", env=as_(carol)).stdout)}
@@ -151,18 +155,23 @@ def test_a_partition_the_caller_may_not_see_is_not_found_as_if_it_did_not_exist(
     exists; `vipu remove partition bobp` first": a --secure controller told her whose it was and that it existed."""
     server, as_, admin_key, new_user = secure
     bob, carol = new_user("bob"), new_user("carol")
-    assert run(server, "vipu", "create", "partition", "bobp", "--size", "2", env=as_(bob)).returncode == 0
+    for team, agent, user in (("bobs", "ag14", "bob"), ("carols", "ag15", "carol")):
+        granted = run(server, "vipu-admin", "create", "allocation", team, "--agents", agent, "--users", user,
+                      env=as_(admin_key))
+        assert granted.returncode == 0, granted.stderr
+    assert run(server, "vipu", "create", "partition", "bobp", "--size", "2", "--allocation", "bobs",
+               env=as_(bob)).returncode == 0
     for verb in (["get"], ["remove"], ["remove", "--force"], ["reset"]):
         hidden = run(server, "vipu", *verb[:1], "partition", "bobp", *verb[1:], env=as_(carol))
         ghost = run(server, "vipu", *verb[:1], "partition", "ghost", *verb[1:], env=as_(carol))
         assert hidden.returncode == ghost.returncode == 3, (verb, hidden.stderr)
         assert hidden.stderr == ghost.stderr.replace("'ghost'", "'bobp'"), verb  # word for word
         assert "bob" not in hidden.stderr.replace("'bobp'", "")
-    taken = run(server, "vipu", "create", "partition", "bobp", "--size", "2", env=as_(carol))
+    taken = run(server, "vipu", "create", "partition", "bobp", "--size", "2", "--allocation", "carols", env=as_(carol))
     assert taken.returncode == 4, taken.stderr  # names are the controller's: the name cannot be hers too
     assert "partition name 'bobp' is taken" in taken.stderr and "choose another name" in taken.stderr
     assert "bob" not in taken.stderr.replace("'bobp'", "") and "vipu remove" not in taken.stderr
-    mine = run(server, "vipu", "create", "partition", "bobp", "--size", "2", env=as_(bob))
+    mine = run(server, "vipu", "create", "partition", "bobp", "--size", "2", "--allocation", "bobs", env=as_(bob))
     assert mine.returncode == 4 and "vipu remove partition bobp" in mine.stderr  # its owner is told how to free it
     assert run(server, "vipu", "get", "partition", "bobp", env=as_(admin_key)).returncode == 0
     assert run(server, "vipu", "get", "partition", "bobp", env=as_(bob)).returncode == 0
@@ -313,3 +322,45 @@ def test_history_says_which_uid_cancelled_a_job_under_secure(secure):
     out = run(server, "vipu", "history", "-P", "-n", "-o", "JobID,User,State", env=as_(admin_key))
     assert out.stdout.splitlines() == [f"{ids['carol']}|carol|CANCELLED by {pwd.getpwnam('nobody').pw_uid}",
                                        f"{ids['bob']}|bob|CANCELLED"], out.stderr
+
+
+def test_a_partition_by_hand_needs_an_allocation_granted_to_its_user(secure):
+    """F4 (walk 44): `default` names no user, and was open to all, so any user held the whole Pod with a partition,
+    outside any job (no time limit, no fair-share charge). Under --secure it serves jobs and admins only."""
+    server, as_, admin_key, new_user = secure
+    bob, carol = new_user("bob"), new_user("carol")
+    for args in (["--size", "64"], ["--size", "4", "--allocation", "default"]):
+        out = run(server, "vipu", "create", "partition", "hog", *args, env=as_(bob))
+        assert out.returncode == 6, out.stderr
+        assert "allocation default is granted to no user, so under --secure it serves jobs and admins only" \
+            in out.stderr
+        assert "`vipu-admin create allocation NAME --agents AGENTS --users bob`" in out.stderr
+    open_team = run(server, "vipu-admin", "create", "allocation", "open", "--agents", "ag12", env=as_(admin_key))
+    assert open_team.returncode == 0, open_team.stderr
+    out = run(server, "vipu", "create", "partition", "p", "--size", "4", "--allocation", "open", env=as_(bob))
+    assert out.returncode == 6 and "allocation open is granted to no user" in out.stderr
+    assert "`vipu-admin remove allocation open` then `vipu-admin create allocation open --agents ag12 --users bob`" \
+        in out.stderr
+    assert json.loads(run(server, "vipu", "list", "partitions", "--json", env=as_(admin_key)).stdout) == []
+
+    granted = run(server, "vipu-admin", "create", "allocation", "bobs", "--agents", "ag14,ag15", "--users", "bob",
+                  env=as_(admin_key))
+    assert granted.returncode == 0, granted.stderr
+    made = run(server, "vipu", "create", "partition", "bp", "--size", "8", "--allocation", "bobs", "--json",
+               env=as_(bob))
+    assert made.returncode == 0, made.stderr
+    assert (json.loads(made.stdout)["owner"], json.loads(made.stdout)["allocation"]) == ("bob", "bobs")
+    out = run(server, "vipu", "create", "partition", "cp", "--size", "4", "--allocation", "bobs", env=as_(carol))
+    assert out.returncode == 6 and "allocation bobs is granted to bob, not carol" in out.stderr
+    assert run(server, "vipu", "create", "partition", "ap", "--size", "16", env=as_(admin_key)).returncode == 0
+
+    # jobs are unaffected: a user's job in `default` (and in an allocation granted to no one) gets its partition
+    for allocation in ("default", "open"):
+        out = run(server, "vipu", "submit", "--ipus", "4", "--time-limit", "1m", "-p", allocation, "--json",
+                  env=as_(carol))
+        assert out.returncode == 0, out.stderr
+        [job] = json.loads(out.stdout)["job_ids"]
+        wait_for(lambda: json.loads(run(server, "vipu", "show", "job", str(job), "--json",
+                                        env=as_(carol)).stdout)["state"] == "RUNNING")
+    mine = {x["name"] for x in json.loads(run(server, "vipu", "list", "partitions", "--json", env=as_(carol)).stdout)}
+    assert len(mine) == 2 and all(name.startswith("slurm_") for name in mine)

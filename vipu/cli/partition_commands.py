@@ -44,7 +44,11 @@ def create_partition(
     allocation: str = typer.Option("", "--allocation", help="allocation to carve from (default: default)"),
     json_out: bool = JsonOption,
 ):
-    """Create a partition of --size IPUs, placed on an aligned ring of the IPU-Link torus."""
+    """Create a partition of --size IPUs, placed on an aligned ring of the IPU-Link torus.
+
+    Under --secure, a user's partition needs an allocation an admin granted them (--allocation; `vipu-admin create
+    allocation NAME --agents AGENTS --users YOU`): `default` serves jobs and admins only.
+    """
     cli = ctx.obj
     request = p.CreatePartitionRequest(
         name=name, size=size, reconfigurable=reconfigurable, allocation=allocation, num_gcds=num_gcds,

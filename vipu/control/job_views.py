@@ -16,11 +16,13 @@ from vipu.errors import NotFound
 from vipu.partition.admin_records import DEFAULT_ALLOCATION
 from vipu.partition.ipu_status import completing_nodes, unavailable_nodes
 from vipu.partition.node_names import hostlist
+from vipu.partition.placement import block_mask, largest_free_block
+from vipu.partition.rules import job_holder, job_of_partition
 from vipu.partition.pod_state import PodState
 from vipu.scheduler.job_record import Job, PriorityBreakdown
 from vipu.scheduler.job_states import TERMINAL, JobState
 from vipu.scheduler.node_requests import NodeNames
-from vipu.scheduler.policies.base import NODE_NOT_AVAIL
+from vipu.scheduler.policies.base import NODE_NOT_AVAIL, RESOURCES
 from vipu.scheduler.view import Pod64Info
 
 if TYPE_CHECKING:
@@ -153,13 +155,21 @@ class JobViews:
                                snap)
 
 
+RESERVED = f"{NODE_NOT_AVAIL}, May be reserved for other job"  # slurmctld's, for nodes a reservation holds
+
+
 def naming_unavailable(pod: PodState, nodes: NodeNames | None = None) -> Callable[[Job], Job]:
     """A pending job's ReqNodeNotAvail as squeue shows it, with the nodes of its allocation that take no new work
     hostlist-compressed (ReqNodeNotAvail, UnavailableNodes:ag[03,07]), worked out once per allocation (of a job
-    with a nodelist or exclude, only those it may use); other jobs as they are."""
+    with a nodelist or exclude, only those it may use); a job waiting for IPUs that no job's end will free, held by
+    partitions made by hand, as slurmctld shows one waiting for nodes a reservation holds (RESERVED); other jobs as
+    they are."""
     named: dict[tuple[str, str | None, str | None, int], str] = {}
+    reserved = partitions_by_hand(pod)
 
     def shown(job: Job) -> Job:
+        if job.reason == RESOURCES and job.spec.nodelist is None and job.spec.exclude is None:
+            return job.updated({"reason": RESERVED}) if reserved(job.spec.allocation, job.spec.ipus) else job
         if job.reason != NODE_NOT_AVAIL:
             return job
         spec = job.spec
@@ -177,3 +187,29 @@ def naming_unavailable(pod: PodState, nodes: NodeNames | None = None) -> Callabl
         return job.updated({"reason": f"{NODE_NOT_AVAIL}, UnavailableNodes:{text}"}) if text else job
 
     return shown
+
+
+def partitions_by_hand(pod: PodState) -> Callable[[str | None, int], bool]:
+    """Whether partitions made by hand (no job's, so no time limit ends them) leave an allocation no aligned block
+    of a size, its failed, drained and agentless machines counted back: a job of that size waits for one of them
+    to be removed, not for a job to end. Worked out once per allocation."""
+    largest: dict[str, int] = {}
+
+    def held(part) -> bool:
+        job = job_of_partition(part.name)
+        return job is None or part.holder != job_holder(job)
+
+    def reserved(allocation: str | None, ipus: int) -> bool:
+        allocation = allocation or DEFAULT_ALLOCATION
+        if allocation != DEFAULT_ALLOCATION and allocation not in pod.allocations:
+            return False  # (removed under a snapshot taken before: the queue refuses that while a job asks for it)
+        if allocation not in largest:
+            taken = 0
+            for p in pod.partitions.values():
+                if p.allocation == allocation and held(p):
+                    taken |= block_mask(p.first_ipu, p.size)
+            largest[allocation] = largest_free_block(pod.capacity_mask(allocation) & ~taken, pod.pod.ipus) \
+                if taken else pod.pod.ipus
+        return largest[allocation] < ipus
+
+    return reserved

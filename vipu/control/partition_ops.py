@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 from vipu.access import Identity
 from vipu.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from vipu.partition.admin import Admin
+from vipu.partition.admin_records import DEFAULT_ALLOCATION
 from vipu.partition.partition_record import Partition, PartitionRequest
 from vipu.partition.ipu_status import IpuStatus, MachineStatus, machines_spanned
 from vipu.partition.node_names import natural_key
@@ -80,9 +81,10 @@ class PartitionOps:
         request = request.model_copy(update={"owner": identity.name})
         plane = self.plane
         with plane.lock.changing():
-            if request.allocation and not identity.admin:  # (an admin may use any: create() checks the name)
-                identity.check_allocation(request.allocation,
-                                          plane.controller.admin.get_allocation(request.allocation).users)
+            if not identity.admin:  # (an admin may use any: create() checks the name; without --secure all are)
+                allocation = plane.controller.admin.get_allocation(request.allocation or DEFAULT_ALLOCATION)
+                identity.check_partition_allocation(allocation.name, allocation.users, allocation.agents,
+                                                    default=allocation.name == DEFAULT_ALLOCATION)
             try:
                 part = plane.creations.once(identity.name, "partition", request_id, request.model_dump(),
                                             lambda: plane.controller.partitions.create(request),

@@ -296,7 +296,8 @@ class Admin:
     def remove_user(self, name: str) -> User:
         """Revoke a user's access key; their jobs and partitions stay (an admin can still act on them), and so do
         the allocations' grants to the name: dropping the last name from a grant would open that allocation to
-        everyone (a grant to no one is open), while the name re-created is most often the same person re-keyed."""
+        everyone's jobs (a grant to no one is open to jobs), while the name re-created is most often the same
+        person re-keyed."""
         user = self.state.get("user", name)
         if user.admin and not any(u.admin for u in self.state.users.values() if u.name != name):
             raise FailedPrecondition(
