@@ -3,8 +3,8 @@
 What is captured here, at submit, as sbatch does: the script's text (the job keeps it, so a requeued job runs what
 was submitted), the directory `vipu submit` runs in (SLURM_SUBMIT_DIR), the working directory (-D, made absolute),
 the environment under --export with the soft resource limits (--propagate: resource_limits.py), and output paths
-made absolute against the working directory (the controller has no directory of the user's). The job's name is the script's file name unless -J gives one ("wrap" for --wrap,
-"sbatch" for a script on stdin), as sbatch names it.
+made absolute against the working directory (the controller has no directory of the user's). The job's name is the
+script's file name unless -J gives one ("wrap" for --wrap, "sbatch" for a script on stdin), as sbatch names it.
 """
 
 from __future__ import annotations
