@@ -70,6 +70,7 @@ READERS: dict[str, Callable[[str], object]] = {
     "dependency": _checked("vipu.scheduler.deps", "parse_dependency"),
     "begin": _checked("vipu.scheduler.begin", "parse_begin"),
     "hostlist": _checked("vipu.partition.node_names", "expand"), "nodes": node_count,
+    "propagate": _checked("vipu.jobs.programs.resource_limits", "chosen"),
 }
 
 

@@ -2,9 +2,9 @@
 
 What is captured here, at submit, as sbatch does: the script's text (the job keeps it, so a requeued job runs what
 was submitted), the directory `vipu submit` runs in (SLURM_SUBMIT_DIR), the working directory (-D, made absolute),
-the environment under --export, and output paths made absolute against the working directory (the controller has
-no directory of the user's). The job's name is the script's file name unless -J gives one ("wrap" for --wrap,
-"sbatch" for a script on stdin), as sbatch names it.
+the environment under --export with the soft resource limits (--propagate: resource_limits.py), and output paths
+made absolute against the working directory (the controller has no directory of the user's). The job's name is the
+script's file name unless -J gives one ("wrap" for --wrap, "sbatch" for a script on stdin), as sbatch names it.
 """
 
 from __future__ import annotations
@@ -145,8 +145,11 @@ def script_request(data: bytes, source: str, args: list[str], flags: Mapping[str
     if "ipus" not in options:
         raise BatchError(f"{source} asks for no IPUs; add a line `#SBATCH --ipus=N` (or `#SBATCH -N N`, IPU-Machines)"
                          " before its first command, or give vipu submit --ipus N")
-    # SLURM_SUBMIT_HOST as sbatch sets it, in its own environment before --export picks (SLURM_* always pass on)
-    environ = {**os.environ, "SLURM_SUBMIT_HOST": socket.gethostname()}
+    from vipu.jobs.programs.resource_limits import submitted
+
+    # SLURM_SUBMIT_HOST and the soft limits (SLURM_RLIMIT_*) as sbatch sets them, in its own environment before
+    # --export picks (SLURM_* always pass on)
+    environ = {**os.environ, "SLURM_SUBMIT_HOST": socket.gethostname(), **submitted(options.pop("propagate", None))}
     spec = batch_spec(script, args, options, os.getcwd(), environ, default_name(source))
     body = json.dumps(spec).encode()
     if len(body) > MAX_SPEC_BYTES:

@@ -20,6 +20,7 @@ import sys
 from typing import NoReturn
 
 FLAG, OFF, TEXT, TEXTS = "flag", "off", "text", "texts"  # on, off, one string, a string each time given
+ATTACHED = "attached"  # a string only as --name=value: alone, its bare value is typer's app's (--propagate)
 
 # (parameter of queue_jobs, kind, the option's names): queue_command.py's options but --iterate (an integer)
 QUEUE = (
@@ -53,7 +54,8 @@ def _submit() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
         if option.kind == SWITCH:
             rows += [(option.param, FLAG, option.names), (option.param, OFF, option.off)]
         elif option.kind != INT:
-            rows.append((option.param, FLAG if option.kind == FLAG else TEXT, option.names))
+            kind = FLAG if option.kind == FLAG else TEXT if option.bare is None else ATTACHED
+            rows.append((option.param, kind, option.names))
     return tuple(rows)
 
 
@@ -91,6 +93,8 @@ def read(args: list[str]) -> tuple[str, dict] | None:
             values[param] = kind == FLAG
             continue
         if not given:
+            if kind == ATTACHED:
+                return None
             value = next(words, None)
             if value is None or value.startswith("-"):
                 return None

@@ -123,6 +123,10 @@ OPTIONS = (
     SbatchOption("export", ("--export",), help="the environment a batch script gets: ALL (default), NONE, or"
                  " ALL,VAR=value,... or VAR1,VAR2=value (only those), as sbatch", field="export", reads="export",
                  variable="SBATCH_EXPORT"),
+    SbatchOption("propagate", ("--propagate",), help="the soft resource limits of this shell a batch script gets"
+                 " (ulimit -n, -u, ...): all by default, as Slurm's PropagateResourceLimits=ALL; --propagate=NONE"
+                 " none, or a list such as NOFILE,NPROC (each at most the node's hard limit, or not set); --propagate"
+                 " alone is ALL", field="propagate", reads="propagate", bare="ALL"),
     SbatchOption("request_id", ("--request-id",), help="a retry with the same id never queues twice (with several"
                  " specs, each gets ID/1, ID/2, ...)"),
     SbatchOption("parsable", ("--parsable",), FLAG, "print only the job id (an array's: its first task's), as sbatch"

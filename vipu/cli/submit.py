@@ -36,12 +36,12 @@ def read_first(specs: list[str]) -> tuple[bytes, str] | None:
 
 def spec_flags(flags: dict) -> dict:
     """The flags as fields over a spec file's (or as the spec): relative paths made absolute where vipu submit runs;
-    -D, --export, --open-mode and --signal, which only a batch script's program takes, refused."""
+    -D, --export, --open-mode, --signal and --propagate, which only a batch script's program takes, refused."""
     for key, flag in (("chdir", "-D/--chdir"), ("export", "--export"), ("open_mode", "--open-mode"),
-                      ("signal", "--signal")):
+                      ("signal", "--signal"), ("propagate", "--propagate")):
         if key in flags:
             fail("vipu", f"{flag} is for a batch script or --wrap (its program's directory, environment, output,"
-                 " signal); a spec file's or the flags' workload takes none: leave it out", BAD_INPUT)
+                 " signal, limits); a spec file's or the flags' workload takes none: leave it out", BAD_INPUT)
     fields = {k: absolute(v) if k in ("output", "error") else v for k, v in flags.items()}
     return {**fields, "submit_dir": os.getcwd()}  # where a controller may write a built-in workload's output
 
@@ -163,6 +163,13 @@ def submit_jobs(cli, specs: list[str] | None = None, **given) -> None:
             check_export(export)
         except ValueError as e:
             fail("vipu", f"{'SBATCH_EXPORT' if 'SBATCH_EXPORT' in used else '--export'}: {e}", BAD_INPUT)
+    if values["propagate"] is not None:
+        from vipu.jobs.programs.resource_limits import chosen
+
+        try:
+            chosen(values["propagate"])
+        except ValueError as e:
+            fail("vipu", f"--propagate={values['propagate']}: {e}", BAD_INPUT)
     values["time"] = time_flag(time, time_limit, "SBATCH_TIMELIMIT" if "SBATCH_TIMELIMIT" in used else "-t/--time")
     # the fields the flags give (each unmodelled one said by sbatch_unmodelled); an on/off flag that is off is not
     # given (--exclusive), a switch's off is (--no-hold over a spec's hold: true)

@@ -27,11 +27,11 @@ from tests.cli.test_jobs_e2e import jobs, show, submit, wait_for
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"}
 
 
-def spec_file(tmp_path: Path, script: str, name: str = "prog", **fields) -> str:
+def spec_file(tmp_path: Path, script: str, name: str = "prog", environment: dict | None = None, **fields) -> str:
     """A job spec running `script` from tmp_path, as `vipu submit job.sh` sends one."""
     spec = {"name": name, "ipus": 4, "time_limit": "2m", **fields,
             "workload": {"kind": "command", "script": script, "submit_dir": str(tmp_path),
-                         "environment": {"PATH": os.environ["PATH"], "FROM_SUBMITTER": "yes"}}}
+                         "environment": {"PATH": os.environ["PATH"], "FROM_SUBMITTER": "yes", **(environment or {})}}}
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(spec))
     return str(path)
@@ -401,14 +401,16 @@ def test_under_secure_a_program_runs_as_its_users_unix_account_and_only_then(ser
     alice, bob = user("alice", "--unix-user", "nobody"), user("bob")
     home = Path(tempfile.mkdtemp(prefix="vipu-nobody-"))  # pytest's own folders are root's alone
     home.chmod(0o777)  # nobody's to work in, as a user's own directory is theirs
-    script = "#!/bin/sh\nid -u\nid -g\nif touch /root/.vipu-escalation 2>/dev/null; then echo escalated; fi\n"
-    [job] = [int(i) for i in json.loads(run(server, "vipu", "submit", spec_file(home, script, "mine"), "--json",
-                                            env=as_(alice)).stdout)["job_ids"]]
+    script = ("#!/bin/sh\nid -u\nid -g\nif touch /root/.vipu-escalation 2>/dev/null; then echo escalated; fi\n"
+              "ulimit -n\nulimit -p\n")  # the submitter's soft limits, set as the user (dash's -p: processes)
+    limits = {"SLURM_RLIMIT_NOFILE": "50", "SLURM_RLIMIT_NPROC": "U4000"}
+    [job] = [int(i) for i in json.loads(run(server, "vipu", "submit", spec_file(home, script, "mine", limits),
+                                            "--json", env=as_(alice)).stdout)["job_ids"]]
     detail = wait_for(lambda: (d := json.loads(run(server, "vipu", "show", "job", str(job), "--json",
                                                    env=as_(alice)).stdout))["state"] in DONE and d)
     assert detail["state"] == "COMPLETED", detail["training"]
     out = home / f"slurm-{job}.out"
-    assert out.read_text().split() == ["65534", "65534"]  # nobody's uid and gid, no root file written
+    assert out.read_text().split() == ["65534", "65534", "50", "4000"]  # nobody's uid and gid, no root file written
     assert out.stat().st_uid == 65534  # opened as the user, not by the controller
     # the user swaps its folder for a symlink to one only root may enter: `vipu logs` reads as the user, so it shows
     # nothing of root's file (it did: the controller read the path as root)

@@ -15,6 +15,7 @@ from typing import Literal, NamedTuple
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from vipu.jobs.programs.resource_limits import check_environment
 from vipu.scheduler.workload import Workload, register
 
 MAX_ARGS = 1024
@@ -33,7 +34,9 @@ class CommandWorkload(Workload):
     chdir: str | None = Field(None, description="absolute: the working directory (sbatch -D/--chdir)")
     environment: dict[str, str] = Field({}, description="the environment passed on (sbatch --export: ALL, the"
                                                          " submitting shell's, by default); SLURM_* and IPUOF_* are"
-                                                         " added at the start of each run")
+                                                         " added at the start of each run. SLURM_RLIMIT_<NAME>"
+                                                         " (CPU, NOFILE, NPROC, ...: sbatch --propagate) sets the"
+                                                         " program's soft limit, a whole number or U and one")
 
     open_mode: Literal["truncate", "append"] = Field(
         "truncate", description="sbatch --open-mode: truncate, each run starts its output and error files afresh;"
@@ -84,6 +87,10 @@ class CommandWorkload(Workload):
             if not name or "=" in name or "\x00" in name or "\x00" in text:
                 raise PydanticCustomError("environment", "has the variable {name}; a name holds no = or NUL, and"
                                           " a value no NUL", {"name": repr(name)})
+        try:
+            check_environment(value)
+        except ValueError as e:
+            raise PydanticCustomError("environment", "{why}", {"why": str(e)}) from None
         return value
 
     @field_validator("args")

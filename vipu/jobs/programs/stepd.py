@@ -40,6 +40,7 @@ from pathlib import Path
 from vipu.clock import WallClock
 from vipu.jobs.output_folder import mark_writer, missing_folder
 from vipu.jobs.programs.login_environment import with_login
+from vipu.jobs.programs.resource_limits import applied
 from vipu.jobs.programs.run_exits import exit_path, record_exit
 from vipu.jobs.programs.run_locks import hold, let_go, lock_path
 from vipu.jobs.programs.spool import is_own
@@ -221,6 +222,8 @@ def become(launch: dict, script: Path) -> None:
         env = {**with_login(launch["env"], os.getuid()), "VIPU_SUPERVISOR_PID": str(os.getppid()),
                # as slurmd sets them in a batch job: the account it runs as, and the script's own pid
                "SLURM_JOB_UID": str(os.getuid()), "SLURM_JOB_GID": str(os.getgid()), "SLURM_TASK_PID": str(os.getpid())}
+        env, said = applied(env, socket.gethostname())  # the submitter's soft limits, last, as slurmstepd
+        os.write(2, "".join(f"{line}\n" for line in said).encode())
         os.execve(str(script), [str(script), *launch.get("args", [])], env)
     except OSError as e:  # the kernel names the script; the user needs the #! line that failed
         raise StartError(cannot_exec(script, e)) from None
