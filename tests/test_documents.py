@@ -46,3 +46,22 @@ def test_an_unquoted_invalid_date_in_the_scheduler_config_names_its_field(tmp_pa
     with pytest.raises(InvalidArgument) as e:
         load_scheduler_config(str(tmp_path / "bc.yaml"), None)
     assert "min_job_age" in str(e.value) and "2026-13-45" in str(e.value) and "4,300" not in str(e.value)
+
+
+def test_a_document_nested_past_the_limit_is_refused_before_yaml_reads_it(monkeypatch):
+    """PyYAML recursed about a second of CPU before its RecursionError: a 4 KB request cost the server that much."""
+    import yaml
+
+    from vipu import documents
+
+    monkeypatch.setattr(yaml, "load", lambda *a, **k: pytest.fail("read by PyYAML"))
+    with pytest.raises(InvalidArgument, match="nests lists or mappings deeper than it can be read"):
+        documents.read_document("[" * 2000 + "]" * 2000, "job spec")
+    with pytest.raises(InvalidArgument, match="nests lists or mappings deeper"):
+        documents.read_document("a: " + "{b: " * 101 + "1" + "}" * 101, "job spec")
+    monkeypatch.undo()
+    nested: list = []
+    for _ in range(99):
+        nested = [nested]
+    assert documents.read_document("a: " + "[" * 100 + "]" * 100, "job spec") == {"a": nested}
+    assert documents.read_document("script: 'test [[ -n x ]] ] ] ]'", "job spec") == {"script": "test [[ -n x ]] ] ] ]"}

@@ -8,6 +8,7 @@ Kubernetes' users expect it refused.
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 
@@ -85,7 +86,22 @@ def parse_document(text: str, as_json: bool | None = None) -> object:
         except json.JSONDecodeError:
             if as_json:
                 raise
+    if _nests_deeper(text, MAX_FLOW_DEPTH):
+        raise RecursionError  # what PyYAML would raise, after about a second of CPU for each such request
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+
+
+MAX_FLOW_DEPTH = 100  # [ and { open at once; no spec or config needs a tenth of it (brackets in strings count too)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _nests_deeper(text: str, limit: int) -> bool:
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        depth += 1 if m.group() in "[{" else -1
+        if depth > limit:
+            return True
+    return False
 
 
 def read_document(text: str, source: str, as_json: bool | None = None) -> object:
