@@ -19,7 +19,7 @@ from pathlib import Path
 
 from vipu.jobs.programs.run_exits import exit_path, recorded_exit
 from vipu.jobs.programs.run_locks import held_here, left_running
-from vipu.jobs.programs.spool import is_own
+from vipu.jobs.programs.spool import found_own
 from vipu.jobs.programs.user_files import open_as
 
 TAIL_BYTES = 1 << 20  # `vipu logs` shows at most the last MiB of a program's output
@@ -286,7 +286,7 @@ class NodeSteps:
         """What the supervisor of the job's run number `run` recorded of its program's end in `spool` on this node
         (run_exits.py), for a restarted controller; None if nothing, or if the folder is not the controller's user's
         own (anyone may make a folder of that name in /tmp: spool.py)."""
-        if not spool or not os.path.isdir(spool) or not is_own(spool):
+        if not found_own(spool):
             return None
         return recorded_exit(exit_path(spool, job_id, run))
 
@@ -294,7 +294,7 @@ class NodeSteps:
     def left_running(spool: str, job_id: int) -> dict[str, int]:
         """The job's runs whose supervisors still hold their locks in `spool` on this node (run_locks.py): lock ->
         pid."""
-        if not spool or not os.path.isdir(spool) or not is_own(spool):
+        if not found_own(spool):
             return {}
         return {str(path): pid for path, pid in left_running(spool, job_id).items()}
 

@@ -61,7 +61,7 @@ def kept_spool(state_dir: Path | None) -> str | None:
     spool = _read(kept)
     if spool is None and os.path.isdir(_before(state_dir)):  # a state folder from before names were drawn
         spool = _before(state_dir)
-    return spool if spool is not None and os.path.isdir(spool) and is_own(spool) else None
+    return spool if found_own(spool) else None
 
 
 def _read(kept: Path) -> str | None:
@@ -87,7 +87,7 @@ def tidy(spool: str, wanted: Callable[[int, int], bool]) -> bool:
     waits for it, run_locks.py); its exit record while `wanted(job_id, run)` (its end is not in the store yet: a
     restart reads it, run_exits.py). A file no supervisor names so stays, and the folder with it. Returns whether the
     folder is gone."""
-    if not is_own(spool) or not os.path.isdir(spool):
+    if not found_own(spool):
         return not os.path.lexists(spool)
     for path in Path(spool).iterdir():
         found = _RUN_FILE.fullmatch(path.name)
@@ -109,6 +109,12 @@ def discard(state_dir: Path) -> bool:
     Returns whether none of its own is left."""
     spool = kept_spool(state_dir)
     return spool is None or tidy(spool, lambda job_id, run: False)
+
+
+def found_own(spool: str | None) -> bool:
+    """Whether `spool` is there and a folder of this user's own (is_own, but not missing): what its supervisors left
+    there may be read. Why both: anyone may make a folder of a spool's name in /tmp."""
+    return bool(spool) and os.path.isdir(spool) and is_own(spool)
 
 
 def is_own(spool: str) -> bool:
