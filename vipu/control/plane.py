@@ -3,8 +3,8 @@
 It owns the scheduler, the partition controller, the store, the clock, the lock, the machines and the driver, and
 offers operations that return domain objects: `jobs` (Slurm's commands), `job_views` (its views), `partitions`
 (V-IPU's), `admin` (agents, clusters, allocations, users, faults), and `read()`, a snapshot every read runs on
-without the lock. Writes take
-the lock, which is one store transaction (lock.py); after a change that may let a job start, the loop is woken.
+without the lock. Writes take the lock, which is one store transaction (lock.py); after a change that may let a job
+start, the loop is woken.
 """
 
 from __future__ import annotations

@@ -92,6 +92,12 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def no_ray(address: str, problem: object) -> str:
+    """Why the machine actors cannot start, said alike before and after Ray is asked; a VipuError names its own."""
+    why = problem.message if isinstance(problem, VipuError) else f"cannot start or reach Ray ({address}): {problem}"
+    return f"{why}; use --ray off to run without machine actors"
+
+
 def bootstrap_admin(plane: ControlPlane, state_dir: Path) -> Path | None:
     """A secure controller with no admin yet creates user 'admin' and writes its key to a 0600 file, once. A file
     whose key no longer opens anything (its user was removed) is deleted, so the denial's hint never points at it."""
@@ -265,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         return CONFLICT if isinstance(e, PortInUse) else BAD_INPUT
     problem = None if args.ray_wait else unreachable(args.ray)  # before the state folder: it is not made then
     if problem:
-        print(f"vipu-server: error: cannot start or reach Ray ({args.ray}): {problem}; use --ray off to run without"
-              " machine actors", file=sys.stderr)
+        print(f"vipu-server: error: {no_ray(args.ray, problem)}", file=sys.stderr)
         return 1
     state_dir = args.state_dir or default_state_dir()
     try:  # every check that reads no state first: a refused start makes nothing in the folder
@@ -355,8 +360,7 @@ def main(argv: list[str] | None = None) -> int:
             started = (not args.ray_wait or wait_until_reachable(args.ray, args.ray_wait, signals.stop)) \
                 and start_machines(plane, signals.stop, signals.now)
         except Exception as e:  # noqa: BLE001 - say what failed and how to run without it
-            why = e.message if isinstance(e, VipuError) else f"cannot start or reach Ray ({args.ray}): {e}"
-            print(f"vipu-server: error: {why}; use --ray off to run without machine actors", file=sys.stderr)
+            print(f"vipu-server: error: {no_ray(args.ray, e)}", file=sys.stderr)
             return BAD_INPUT if isinstance(e, VipuError) else 1
         signals.install()  # again: Ray's core worker put a handler of its own in front of ours
         if not started:
