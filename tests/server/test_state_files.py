@@ -344,7 +344,8 @@ def test_a_damaged_record_stops_the_start_naming_it_and_quarantine_keeps_it(serv
 
 @pytest.fixture(scope="module")
 def many_held_jobs(tmp_path_factory):
-    """A state folder of a controller killed holding 150 held jobs (records over many pages), and their ids."""
+    """A state folder of a controller stopped holding 150 held jobs (records over many pages), and their ids. Stopped
+    cleanly: the tests checkpoint a copy themselves, which after a kill -9 is a lost log (store_generation.py)."""
     folder = tmp_path_factory.mktemp("many")
     server = ServerProcess(state_dir=folder / "state").start()
     specs = []
@@ -352,7 +353,7 @@ def many_held_jobs(tmp_path_factory):
         specs.append(folder / f"{i}.yaml")
         specs[-1].write_text('{"name": "load", "ipus": 1, "time_limit": "10m", "hold": true}')
     submitted = run(server, "vipu", "submit", "--parsable", *map(str, specs))
-    server.kill()
+    server.kill(signal.SIGTERM)
     server.proc.stdout.close()
     ids = submitted.stdout.split()
     assert len(ids) == 150, submitted.stderr
